@@ -1,0 +1,3 @@
+from attnphase.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,162 @@
+"""Model parameters (MODEL.md section 1), validated on construction.
+
+The defaults are the paper's: L = 2, sigma_l = 0.5, P = [[1, -1], [-1, 1]]
+(p_1 = -p_2 = 1/sqrt(d)), A = [[0.6, 0.4], [0.4, 0.6]], lambda = 0.01,
+rho0 = 1, rank r = 1. For L != 2 the defaults are P = I (orthonormal
+positional encodings) and A with 0.6 on the diagonal and the remaining 0.4
+spread evenly over each row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+Matrix = tuple[tuple[float, ...], ...]
+
+PAPER_A: Matrix = ((0.6, 0.4), (0.4, 0.6))
+"""The paper's default positional teacher matrix A (L = 2)."""
+
+PAPER_P: Matrix = ((1.0, -1.0), (-1.0, 1.0))
+"""Gram matrix of the paper's positional encodings p_1 = -p_2 = 1_d / sqrt(d)."""
+
+
+def default_A(L: int) -> Matrix:
+    """The default row-stochastic A: the paper's for L = 2, else 0.6 on the diagonal."""
+    if L == 2:
+        return PAPER_A
+    off = 0.4 / (L - 1)
+    return tuple(tuple(0.6 if i == j else off for j in range(L)) for i in range(L))
+
+
+def default_P(L: int) -> Matrix:
+    """The default positional Gram matrix: the paper's for L = 2, else the identity."""
+    if L == 2:
+        return PAPER_P
+    return tuple(tuple(1.0 if i == j else 0.0 for j in range(L)) for i in range(L))
+
+
+def _as_matrix(value: Any, name: str, L: int) -> Matrix:
+    arr = np.asarray(value, dtype=float)
+    if arr.shape != (L, L):
+        raise ValueError(f"{name} must be an L x L matrix with L = {L}, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must have finite entries")
+    return tuple(tuple(float(x) for x in row) for row in arr)
+
+
+def parse_matrix(text: str) -> Matrix:
+    """Parse ``"0.6,0.4;0.4,0.6"`` (rows separated by ';') into a matrix tuple."""
+    try:
+        rows = [[float(x) for x in row.split(",")] for row in text.strip().split(";")]
+    except ValueError as exc:
+        raise ValueError(f"cannot parse matrix {text!r}: {exc}") from None
+    if len({len(r) for r in rows}) != 1:
+        raise ValueError(f"matrix {text!r} has rows of unequal length")
+    return tuple(tuple(r) for r in rows)
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    """Parameters of the attention model and its teacher.
+
+    Attributes:
+        L: sequence length (number of tokens), L >= 2.
+        sigma: per-token standard deviations sigma_l (tokens x_l ~ N(0, sigma_l^2 I_d)).
+            A scalar is broadcast to all tokens.
+        P: positional Gram matrix P[l, k] = p_l . p_k (symmetric positive semi-definite).
+        A: row-stochastic positional part of the teacher's attention.
+        omega: mixing weight of A in T(h*) = (1 - omega) softmax(h* h*^T) + omega A, in [0, 1].
+        lam: ridge penalty lambda >= 0 in R(Q) = ... + (lambda / 2) |Q|_F^2.
+        rho0: teacher norm |Q*|^2 / d > 0.
+        r: student rank (r = 1 is implemented numerically).
+    """
+
+    L: int = 2
+    sigma: tuple[float, ...] | float | None = None
+    P: Matrix | None = None
+    A: Matrix | None = None
+    omega: float = 0.3
+    lam: float = 0.01
+    rho0: float = 1.0
+    r: int = 1
+
+    def __post_init__(self) -> None:
+        set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 - frozen dataclass
+        if isinstance(self.L, bool) or int(self.L) != self.L or self.L < 2:
+            raise ValueError(f"L must be an integer >= 2, got {self.L!r}")
+        L = int(self.L)
+        set_("L", L)
+        if isinstance(self.r, bool) or int(self.r) != self.r or self.r < 1:
+            raise ValueError(f"r (student rank) must be an integer >= 1, got {self.r!r}")
+        set_("r", int(self.r))
+
+        sigma = 0.5 if self.sigma is None else self.sigma
+        sig = np.broadcast_to(np.asarray(sigma, dtype=float), (L,)) if np.ndim(sigma) == 0 else np.asarray(sigma, dtype=float)
+        if sig.shape != (L,):
+            raise ValueError(f"sigma must be a scalar or have L = {L} entries, got shape {sig.shape}")
+        if not np.all(np.isfinite(sig)) or np.any(sig <= 0):
+            raise ValueError(f"sigma must be positive (sigma_l > 0 for every token), got {tuple(sig)}")
+        set_("sigma", tuple(float(s) for s in sig))
+
+        P = _as_matrix(default_P(L) if self.P is None else self.P, "P", L)
+        Pa = np.array(P)
+        if not np.allclose(Pa, Pa.T, atol=1e-12):
+            raise ValueError("P (positional Gram matrix) must be symmetric")
+        if np.linalg.eigvalsh(Pa).min() < -1e-10 * max(1.0, np.abs(Pa).max()):
+            raise ValueError("P (positional Gram matrix) must be positive semi-definite")
+        set_("P", P)
+
+        A = _as_matrix(default_A(L) if self.A is None else self.A, "A", L)
+        Aa = np.array(A)
+        if np.any(Aa < 0) or not np.allclose(Aa.sum(axis=1), 1.0, atol=1e-9):
+            raise ValueError(f"A must be row-stochastic (non-negative rows summing to 1), got {A}")
+        set_("A", A)
+
+        for name in ("omega", "lam", "rho0"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not np.isfinite(float(v)):
+                raise ValueError(f"{name} must be a finite number, got {v!r}")
+            set_(name, float(v))
+        if not 0.0 <= self.omega <= 1.0:
+            raise ValueError(f"omega must lie in [0, 1], got {self.omega}")
+        if self.lam < 0:
+            raise ValueError(f"lam (ridge penalty lambda) must be >= 0, got {self.lam}")
+        if self.rho0 <= 0:
+            raise ValueError(f"rho0 (teacher norm) must be > 0, got {self.rho0}")
+
+    # --- array views -------------------------------------------------------
+    @property
+    def sigma2(self) -> np.ndarray:
+        """Per-token variances sigma_l^2, shape (L,)."""
+        return np.square(np.array(self.sigma))
+
+    @property
+    def P_array(self) -> np.ndarray:
+        """Positional Gram matrix as an (L, L) array."""
+        return np.array(self.P, dtype=float)
+
+    @property
+    def A_array(self) -> np.ndarray:
+        """Teacher's positional attention matrix as an (L, L) array."""
+        return np.array(self.A, dtype=float)
+
+    def replace(self, **changes: Any) -> "ModelParams":
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON representation (lists, floats)."""
+        return {
+            "L": self.L,
+            "sigma": list(self.sigma),
+            "P": [list(r) for r in self.P],
+            "A": [list(r) for r in self.A],
+            "omega": self.omega,
+            "lam": self.lam,
+            "rho0": self.rho0,
+            "r": self.r,
+        }
