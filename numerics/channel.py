@@ -1,0 +1,98 @@
+"""Channel expectations of the state evolution: one vectorised proximal solve over all nodes.
+
+For the current overlaps and a quadrature rule over (xi, eta) (MODEL.md section 3):
+
+    w_l = m_l + sqrt(q_l) xi_l,   h*_l = theta_l / sqrt(q_l) xi_l + sqrt(rho_l - theta_l^2 / q_l) eta_l,
+    h_hat = prox(w, T(h*)),       g_l = (h_hat_l - w_l) / V_l,
+
+and the moments E[g], E[g^2], E[g xi], E[g eta], the Moreau envelope E[M] and the
+test-error integrand E[loss(w, T(h*))] (section 4) are sums over the nodes.  The
+field and hat-overlap formulas come from :mod:`attnphase.theory.channel`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from attnphase.numerics.overlaps import HatOverlaps, Overlaps
+from attnphase.numerics.prox import Candidates, global_prox, local_prox
+from attnphase.numerics.quadrature import QuadratureRule
+from attnphase.numerics.symmetry import SymmetryElement, symmetrize
+from attnphase.theory.channel import channel_fields, hat_overlaps, token_variances
+from attnphase.theory.params import ModelParams
+
+PROX_MODES = ("global", "local")
+
+
+@dataclass(frozen=True, eq=False)
+class ChannelMoments:
+    """Quadrature estimates at one state; every array has shape (L,).
+
+    Attributes:
+        E_g, E_g2, E_gxi, E_geta: E[g_l], E[g_l^2], E[g_l xi_l], E[g_l eta_l].
+        E_M: E[M], the Moreau envelope (minimum value of the proximal objective).
+        eps_g: test error E[loss(w, T(h*))] of MODEL.md section 4.
+        prox_failures: number of nodes whose proximal solve did not converge.
+        candidates: distinct local minima per node (global mode), to warm-start the next solve.
+    """
+
+    E_g: np.ndarray
+    E_g2: np.ndarray
+    E_gxi: np.ndarray
+    E_geta: np.ndarray
+    E_M: float
+    eps_g: float
+    prox_failures: int
+    candidates: Candidates | None
+
+
+def channel_moments(
+    kernels: Any,
+    params: ModelParams,
+    ov: Overlaps,
+    rule: QuadratureRule,
+    prox: str = "global",
+    candidates: Candidates | None = None,
+    full_search: bool = True,
+) -> ChannelMoments:
+    """All channel expectations at overlaps ``ov`` with one batched proximal solve.
+
+    ``candidates``/``full_search`` are passed to :func:`attnphase.numerics.prox.global_prox`.
+    """
+    if prox not in PROX_MODES:
+        raise ValueError(f"prox must be one of {PROX_MODES}, got {prox!r}")
+    L = params.L
+    sigma2 = params.sigma2
+    xi, eta = rule.nodes[:, :L], rule.nodes[:, L:]
+    w, hstar = channel_fields(xi, eta, ov.q0, ov.m, ov.th0, sigma2, params.rho0)
+    V = token_variances(ov.V0, sigma2)
+    T = kernels.target(hstar, params.omega, params.A_array)
+    if prox == "global":
+        res, candidates = global_prox(kernels, w, V, T, sigma2, candidates=candidates, full_search=full_search)
+    else:
+        res, candidates = local_prox(kernels, w, V, T, sigma2), None
+    g = (res.h - w) / V
+    wt = rule.weights
+    return ChannelMoments(
+        E_g=wt @ g,
+        E_g2=wt @ (g * g),
+        E_gxi=wt @ (g * xi),
+        E_geta=wt @ (g * eta),
+        E_M=float(wt @ res.value),
+        eps_g=float(wt @ kernels.loss(w, T, sigma2)),
+        prox_failures=int((~res.converged).sum()),
+        candidates=candidates,
+    )
+
+
+def hats_from_moments(
+    params: ModelParams, ov: Overlaps, alpha: float, mom: ChannelMoments, group: list[SymmetryElement]
+) -> HatOverlaps:
+    """Hat overlaps (theory formulas) from the moments, symmetrised over the state's symmetry ``group``."""
+    qhat, mhat, thhat, Vhat = hat_overlaps(
+        alpha, mom.E_g2, mom.E_g, mom.E_geta, mom.E_gxi, ov.q0, ov.th0, params.sigma2, params.rho0
+    )
+    return symmetrize(HatOverlaps(qhat=qhat, mhat=mhat, thhat=thhat, Vhat=Vhat), group)

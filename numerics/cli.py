@@ -1,0 +1,170 @@
+"""Subcommands ``solve``, ``sweep`` and ``phase-diagram`` (numerics layer; never imports torch).
+
+Nothing heavy is imported at module level: the solvers are imported inside the
+command functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+RECORD_KEYS = (
+    "alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta",
+    "eps_g", "e_t", "eps_lin", "converged", "iterations", "residual",
+)
+
+
+def parse_range(text: str, name: str) -> list[float]:
+    """``"START:STOP:NUM"`` -> NUM evenly spaced values (inclusive); a single number -> [number]."""
+    import numpy as np
+
+    parts = text.split(":")
+    try:
+        if len(parts) == 1:
+            return [float(parts[0])]
+        if len(parts) == 3:
+            start, stop, num = float(parts[0]), float(parts[1]), int(parts[2])
+            if num < 1:
+                raise ValueError
+            return [float(x) for x in np.linspace(start, stop, num)]
+    except ValueError:
+        pass
+    raise ValueError(f"{name} must be START:STOP:NUM (e.g. 0.5:2:16) or a number, got {text!r}")
+
+
+def add_model_arguments(p: argparse.ArgumentParser, omega: bool = True) -> None:
+    """Model options shared by the numerics and validation commands (paper defaults)."""
+    if omega:
+        p.add_argument("--omega", type=float, default=0.3, help="weight of A in the teacher, in [0, 1] (default 0.3)")
+    p.add_argument("--sigma", type=str, default="0.5", help="token std sigma, or comma list per token (default 0.5)")
+    p.add_argument("--lam", type=float, default=0.01, help="ridge penalty lambda (default 0.01)")
+    p.add_argument("--A", type=str, default=None, help='teacher matrix A, rows by ";" (default "0.6,0.4;0.4,0.6")')
+    p.add_argument("--P", type=str, default=None, help='positional Gram matrix P (default "1,-1;-1,1")')
+    p.add_argument("--L", type=int, default=2, help="sequence length L (default 2)")
+    p.add_argument("--rho0", type=float, default=1.0, help="teacher norm rho0 (default 1)")
+
+
+def params_from_args(args: argparse.Namespace, omega: float | None = None):
+    """Validated ModelParams from the model options (ValueError names the bad parameter)."""
+    from attnphase.theory.params import ModelParams, parse_matrix
+
+    try:
+        sigma = tuple(float(s) for s in args.sigma.split(","))
+    except ValueError:
+        raise ValueError(f"sigma must be a number or a comma list, got {args.sigma!r}") from None
+    return ModelParams(
+        L=args.L,
+        sigma=sigma[0] if len(sigma) == 1 else sigma,
+        P=None if args.P is None else parse_matrix(args.P),
+        A=None if args.A is None else parse_matrix(args.A),
+        omega=args.omega if omega is None else omega,
+        lam=args.lam,
+        rho0=args.rho0,
+    )
+
+
+def _add_solver_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prox", choices=("global", "local"), default="global", help="proximal map (default global)")
+    p.add_argument("--quadrature", default="gh12", help="quadrature rule: ghN (Gauss-Hermite) or sobolK[:reps:seed]")
+    p.add_argument("--tol", type=float, default=1e-10, help="fixed-point residual tolerance (default 1e-10)")
+
+
+def _config(args: argparse.Namespace):
+    from attnphase.numerics.state_evolution import SolverConfig
+
+    return SolverConfig(tol=args.tol, prox=args.prox, quadrature=args.quadrature)
+
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    from attnphase.numerics.state_evolution import solve
+
+    params = params_from_args(args)
+    fp = solve(params, args.alpha, args.branch, config=_config(args))
+    rec = fp.record
+    if args.json:
+        print(json.dumps({k: _json_value(rec[k]) for k in RECORD_KEYS}))
+    else:
+        width = max(len(k) for k in RECORD_KEYS)
+        for k in RECORD_KEYS:
+            print(f"{k:>{width}}  {rec[k]}")
+    if fp.branch != args.branch:
+        print(f"attnphase: note: requested the {args.branch} branch, reached a {fp.branch} fixed point", file=sys.stderr)
+    if not fp.status.converged:
+        print(f"attnphase: warning: not converged ({fp.status.message}, residual {fp.status.residual:.2e})", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    import csv
+
+    from tqdm import tqdm
+
+    from attnphase.numerics.continuation import sweep
+
+    params = params_from_args(args)
+    alphas = parse_range(args.alpha, "--alpha")
+    with tqdm(total=len(alphas), desc=f"{args.branch} sweep", unit="pt", file=sys.stderr, disable=args.quiet) as bar:
+        res = sweep(params, alphas, args.branch, args.prox, config=_config(args), progress=lambda _: bar.update())
+    rows = [fp.record for fp in res.points]
+    with open(args.out, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=RECORD_KEYS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r[k] for k in RECORD_KEYS})
+    if not math.isnan(res.spinodal):
+        where = "above" if res.spinodal_side == "below" else "below"
+        print(f"{args.branch} branch ends at alpha = {res.spinodal:.4f} (it exists {where} that)", file=sys.stderr)
+    n_bad = sum(not r["converged"] for r in rows)
+    print(f"wrote {len(rows)} rows to {args.out}" + (f" ({n_bad} not converged)" if n_bad else ""), file=sys.stderr)
+    return 0 if n_bad == 0 else 1
+
+
+def cmd_phase_diagram(args: argparse.Namespace) -> int:
+    from attnphase.numerics.report import run_phase_diagram
+
+    params = params_from_args(args, omega=0.3)
+    omegas = parse_range(args.omega, "--omega")
+    alphas = parse_range(args.alpha, "--alpha")
+    return run_phase_diagram(
+        params, omegas, alphas, out_dir=args.out, config=_config(args), quiet=args.quiet
+    )
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the numerics subcommands to the top-level parser."""
+    p = sub.add_parser("solve", help="solve the state evolution at one (alpha, omega)")
+    p.add_argument("--alpha", type=float, required=True, help="sample complexity alpha = n/d > 0")
+    add_model_arguments(p)
+    p.add_argument("--branch", choices=("semantic", "positional", "agnostic"), default="semantic")
+    _add_solver_arguments(p)
+    p.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    p.set_defaults(func=cmd_solve)
+
+    p = sub.add_parser("sweep", help="follow a branch over a range of alpha (continuation), write CSV")
+    p.add_argument("--alpha", required=True, help="START:STOP:NUM")
+    add_model_arguments(p)
+    p.add_argument("--branch", choices=("semantic", "positional", "agnostic"), default="semantic")
+    _add_solver_arguments(p)
+    p.add_argument("--out", required=True, help="output CSV file")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("phase-diagram", help="alpha_c, alpha_l and spinodals over omega (the main job)")
+    p.add_argument("--omega", default="0:0.45:10", help="START:STOP:NUM (default 0:0.45:10)")
+    p.add_argument("--alpha", default="0.1:3:12", help="alpha grid for the branch sweeps (default 0.1:3:12)")
+    add_model_arguments(p, omega=False)
+    _add_solver_arguments(p)
+    p.add_argument("--out", default="results", help="output directory (default results/)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_phase_diagram)

@@ -1,0 +1,92 @@
+"""Figures of the numerics layer (matplotlib, Agg backend; files only, never shown)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from attnphase.numerics.continuation import BranchSweep  # noqa: E402
+from attnphase.numerics.phase_diagram import Boundaries  # noqa: E402
+
+
+def plot_phase_diagram(rows: Sequence[Boundaries], path: str | Path, alpha_max: float) -> None:
+    """The (alpha, omega) plane: alpha_c, alpha_l and the spinodals, regions labelled."""
+    om = np.array([b.omega for b in rows])
+    ac = np.array([b.alpha_c for b in rows])
+    al = np.array([b.alpha_l for b in rows])
+    ss = np.array([b.spinodal_semantic for b in rows])
+    sp = np.array([b.spinodal_positional for b in rows])
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    ax.plot(ac, om, "o-", color="k", lw=2, label=r"$\alpha_c$ (global minimum switches)")
+    ax.plot(al, om, "s--", color="tab:green", label=r"$\alpha_l$ (semantic beats linear)")
+    if np.isfinite(ss).any():
+        ax.plot(ss, om, "v:", color="tab:blue", label="semantic spinodal")
+    if np.isfinite(sp).any():
+        ax.plot(sp, om, "^:", color="tab:red", label="positional spinodal")
+    xs = ac[np.isfinite(ac)]
+    mid = float(np.nanmedian(xs)) if xs.size else alpha_max / 2
+    ymid = float(np.mean(om))
+    ax.text(0.5 * mid, ymid, "positional", ha="center", color="tab:red", fontsize=12, alpha=0.8)
+    ax.text(0.5 * (mid + alpha_max), ymid, "semantic", ha="center", color="tab:blue", fontsize=12, alpha=0.8)
+    ax.set_xlim(0, alpha_max)
+    ax.set_xlabel(r"sample complexity $\alpha = n/d$")
+    ax.set_ylabel(r"$\omega$ (weight of the positional teacher $A$)")
+    ax.set_title("Phase diagram (global minimiser of the training loss)")
+    ax.legend(fontsize=8, loc="best")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def plot_branch_curves(
+    sem: BranchSweep, pos: BranchSweep, eps_lin: float, alpha_c: float, alpha_l: float, path: str | Path, title: str
+) -> None:
+    """eps_g, m, theta and Delta e_t against alpha for both branches, with eps_lin."""
+    def arr(sw: BranchSweep, key: str) -> tuple[np.ndarray, np.ndarray]:
+        pts = sw.on_branch()
+        return np.array([p.alpha for p in pts]), np.array([p.record[key] for p in pts])
+
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
+    ax = axes[0, 0]
+    for sw, c in ((sem, "tab:blue"), (pos, "tab:red")):
+        a, y = arr(sw, "eps_g")
+        ax.plot(a, y, "o-", color=c, ms=3, label=sw.branch)
+    ax.axhline(eps_lin, color="tab:green", ls="--", label=r"$\epsilon_{lin}$")
+    ax.set_ylabel(r"test error $\epsilon_g$")
+    ax = axes[0, 1]
+    a, y = arr(pos, "m")
+    ax.plot(a, y, "o-", color="tab:red", ms=3, label="positional m")
+    ax.set_ylabel(r"positional overlap $m$")
+    ax = axes[1, 0]
+    a, y = arr(sem, "theta")
+    ax.plot(a, y, "o-", color="tab:blue", ms=3, label=r"semantic $\theta$")
+    ax.set_ylabel(r"semantic overlap $\theta = Q\cdot Q^*/d$")
+    ax = axes[1, 1]
+    sa, se = arr(sem, "e_t")
+    pa, pe = arr(pos, "e_t")
+    common = sorted(set(sa.tolist()) & set(pa.tolist()))
+    if common:
+        d = [se[sa.tolist().index(x)] - pe[pa.tolist().index(x)] for x in common]
+        ax.plot(common, d, "o-", color="k", ms=3)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_ylabel(r"$\Delta e_t = e_t^{sem} - e_t^{pos}$")
+    for ax in axes.flat:
+        if math.isfinite(alpha_c):
+            ax.axvline(alpha_c, color="k", ls=":", lw=1, label=rf"$\alpha_c$={alpha_c:.3f}")
+        if math.isfinite(alpha_l):
+            ax.axvline(alpha_l, color="tab:green", ls=":", lw=1, label=rf"$\alpha_l$={alpha_l:.3f}")
+        ax.set_xlabel(r"$\alpha$")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,242 @@
+"""The proximal map of the channel, solved for all quadrature nodes in one vectorised call.
+
+    h_hat(w, T) = argmin_h  P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T)      (MODEL.md section 3)
+
+The loss is bounded (0 <= loss <= sum_k sigma_k^2 ... ) but not convex in h, so
+``P`` can have several local minima.  Two modes:
+
+* ``global_prox`` -- the GLOBAL minimiser: safeguarded Newton from several starting
+  points per node (``w``, ``0``, ``w / 2``, for L = 2 the exact zeros of the loss
+  ``S(h) = T``, and any warm starts given), keeping the lowest value.
+* ``local_prox`` -- the paper's own choice: the local minimiser reached from
+  ``h = 0`` by the same descent method.
+
+The value, gradient and Hessian of ``P`` come from the lambdified kernel
+``kernels.prox_value_grad_hess`` of :mod:`attnphase.theory.kernels`; nothing here
+spells the loss out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class ProxResult:
+    """Minimisers for a batch of nodes.
+
+    Attributes:
+        h: minimisers, shape (N, L).
+        value: proximal objective at ``h`` (the Moreau envelope M), shape (N,).
+        converged: per-node flag, gradient norm below tolerance, shape (N,).
+        iterations: largest number of Newton iterations any node needed.
+    """
+
+    h: np.ndarray
+    value: np.ndarray
+    converged: np.ndarray
+    iterations: int
+
+
+def _sym_min_eig(H: np.ndarray) -> np.ndarray:
+    """Smallest eigenvalue of a batch of symmetric matrices (closed form for 2 x 2)."""
+    if H.shape[-1] == 2:
+        a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
+        return 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
+    return np.linalg.eigvalsh(H)[..., 0]
+
+
+def _solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Solve H x = g for a batch (closed form for 2 x 2)."""
+    if H.shape[-1] == 2:
+        a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
+        det = a * c - b * b
+        return np.stack([(c * g[..., 0] - b * g[..., 1]) / det, (a * g[..., 1] - b * g[..., 0]) / det], axis=-1)
+    return np.linalg.solve(H, g[..., None])[..., 0]
+
+
+def newton_minimize(
+    kernels: Any,
+    h0: np.ndarray,
+    w: np.ndarray,
+    V: np.ndarray,
+    T: np.ndarray,
+    sigma2: np.ndarray,
+    *,
+    xtol: float = 1e-10,
+    max_iter: int = 60,
+    max_halvings: int = 30,
+) -> ProxResult:
+    """Safeguarded (modified) Newton descent on P(h) for every row of ``h0``.
+
+    Direction d = -(H + mu I)^{-1} grad, with mu = 0 where the Hessian H is positive
+    definite and mu = -lambda_min(H) + 1e-3 / V_min otherwise; the step is capped at
+    ``4 sqrt(max V) + 1`` (the quadratic term confines the minimiser to a ball of that
+    order) and chosen by Armijo backtracking, so P decreases monotonically.  A node
+    has converged when H is positive definite and either the pure Newton step is below
+    ``xtol (1 + |h|)`` or its predicted decrease is below the rounding of P (the step
+    is then taken: quadratic convergence makes the result accurate to rounding), or when no step decreases P any more and the gradient is
+    at rounding level.  Only unconverged nodes are iterated (active set).
+    """
+    h = np.array(h0, dtype=float, copy=True)
+    N, L = h.shape
+    Vb = np.ascontiguousarray(np.broadcast_to(V, (N, L)))
+    max_step = 4.0 * np.sqrt(float(np.max(V))) + 1.0
+    value = np.empty(N)
+    converged = np.zeros(N, dtype=bool)
+    active = np.arange(N)
+    eye = np.eye(L)
+    it = 0
+    f, g, H = kernels.prox_value_grad_hess(h, w, Vb, T, sigma2)
+    value[:] = f
+    while active.size and it < max_iter:
+        it += 1
+        ha, wa, Va, Ta = h[active], w[active], Vb[active], T[active]
+        fa = value[active]
+        lam_min = _sym_min_eig(H)
+        diag_scale = 1.0 / Va.min(axis=1)
+        pd = lam_min > 1e-10 * diag_scale
+        mu = np.where(pd, 0.0, -lam_min + 1e-3 * diag_scale)
+        d = -_solve(H + mu[:, None, None] * eye, g)
+        dn = np.abs(d).max(axis=1)
+        d *= np.minimum(1.0, max_step / np.maximum(np.sqrt((d * d).sum(axis=1)), 1e-300))[:, None]
+        slope = (g * d).sum(axis=1)
+        # converged: a pure Newton step in a convex region that is tiny, or whose predicted
+        # decrease is below the rounding of P (a line search cannot judge it; take it as is)
+        near = (dn < xtol * (1.0 + np.abs(ha).max(axis=1))) | (np.abs(slope) <= 1e-13 * np.abs(fa))
+        tiny = pd & near
+        # Armijo backtracking (the tiny Newton steps of converged nodes are taken as they are)
+        t = np.ones(active.size)
+        new_h = ha + d
+        accepted = tiny.copy()
+        pending = np.flatnonzero(~tiny)
+        for _ in range(max_halvings):
+            if not pending.size:
+                break
+            trial = ha[pending] + t[pending, None] * d[pending]
+            ft = kernels.prox_value_grad_hess(trial, wa[pending], Va[pending], Ta[pending], sigma2)[0]
+            ok = ft <= fa[pending] + 1e-4 * t[pending] * slope[pending]
+            new_h[pending[ok]] = trial[ok]
+            accepted[pending[ok]] = True
+            pending = pending[~ok]
+            t[pending] *= 0.5
+        new_h[~accepted] = ha[~accepted]
+        h[active] = new_h
+        f, g, H = kernels.prox_value_grad_hess(new_h, wa, Va, Ta, sigma2)
+        value[active] = f
+        # no decrease possible: stationary to rounding if the gradient is at rounding level
+        grad_scale = (np.abs(new_h - wa) / Va).max(axis=1) + 1e-300
+        stalled = ~accepted & (np.abs(g).max(axis=1) <= 1e-8 * (1.0 + grad_scale))
+        done = tiny | stalled
+        converged[active[done]] = True
+        keep = ~(done | ~accepted)
+        active, g, H = active[keep], g[keep], H[keep]
+    return ProxResult(h, value, converged, it)
+
+
+def loss_zeros_L2(T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For L = 2, the two exact zeros of the loss, S(h) = T (MODEL.md section 3).
+
+    With delta = h_1 - h_2: S_11 = sigmoid(h_1 delta), S_22 = sigmoid(-h_2 delta), so
+    delta^2 = logit T_11 + logit T_22 and h_1 = logit T_11 / delta, h_2 = -logit T_22 / delta.
+    Returns (h_plus, valid); the other zero is -h_plus.  ``valid`` is False where
+    delta^2 <= 0 (no exact zero), and h_plus is then 0.
+    """
+    t11 = np.clip(T[:, 0, 0], 1e-300, 1 - 1e-16)
+    t22 = np.clip(T[:, 1, 1], 1e-300, 1 - 1e-16)
+    l11 = np.log(t11) - np.log1p(-t11)
+    l22 = np.log(t22) - np.log1p(-t22)
+    d2 = l11 + l22
+    valid = d2 > 1e-12
+    delta = np.sqrt(np.where(valid, d2, 1.0))
+    h = np.stack([l11 / delta, -l22 / delta], axis=1)
+    return np.where(valid[:, None], h, 0.0), valid
+
+
+@dataclass(frozen=True, eq=False)
+class Candidates:
+    """Distinct local minima found per node, kept to warm-start the next proximal solve.
+
+    Attributes:
+        node: index of the node each candidate belongs to, shape (K,).
+        h: the candidate minimisers, shape (K, L).
+    """
+
+    node: np.ndarray
+    h: np.ndarray
+
+
+def starting_points(w: np.ndarray, T: np.ndarray) -> list[np.ndarray]:
+    """Deterministic multi-start set for the global search: w, 0, w/2 and, for L = 2, +-zeros of the loss."""
+    starts = [w, np.zeros_like(w), 0.5 * w]
+    if w.shape[1] == 2:
+        hz, _ = loss_zeros_L2(T)
+        starts += [hz, -hz]
+    return starts
+
+
+def global_prox(
+    kernels: Any,
+    w: np.ndarray,
+    V: np.ndarray,
+    T: np.ndarray,
+    sigma2: np.ndarray,
+    *,
+    candidates: Candidates | None = None,
+    full_search: bool = True,
+) -> tuple[ProxResult, Candidates]:
+    """Global minimiser of P(h) at every node: Newton from every start, lowest value wins.
+
+    With ``full_search`` the starts are :func:`starting_points` plus the given
+    candidates; without it only the candidates (the distinct minima of a previous,
+    nearby solve) are polished -- a few Newton steps each.  The state evolution uses
+    the cheap mode between periodic full searches and always verifies a converged
+    fixed point with a full search.  Returns the result and the distinct local minima
+    found (the next call's candidates).
+
+    Ties (mirror-image minima of equal value at symmetric nodes) are broken by the
+    start order; the state evolution removes their effect by symmetrising the hat
+    overlaps over the symmetry group of the current state.
+    """
+    N, L = w.shape
+    idx_parts, h_parts = [], []
+    if full_search or candidates is None:
+        for st in starting_points(w, T):
+            idx_parts.append(np.arange(N))
+            h_parts.append(st)
+    if candidates is not None:
+        idx_parts.append(candidates.node)
+        h_parts.append(candidates.h)
+    idx = np.concatenate(idx_parts)
+    h0 = np.concatenate(h_parts, axis=0)
+    res = newton_minimize(kernels, h0, w[idx], V, T[idx], sigma2)
+    vals = np.where(res.converged, res.value, np.inf)
+    # best candidate per node: sort by (node, value), first of each node
+    order = np.lexsort((vals, idx))
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = idx[order][1:] != idx[order][:-1]
+    best = order[first]
+    if best.size != N:
+        raise RuntimeError("global_prox lost a node: every node needs at least one start")
+    # distinct converged minima per node, for warm starts
+    key = np.concatenate([idx[:, None].astype(float), np.round(res.h, 6)], axis=1)
+    keep = res.converged.copy()
+    keep[best] = True
+    _, uniq = np.unique(key[keep], axis=0, return_index=True)
+    sel = np.flatnonzero(keep)[uniq]
+    out = ProxResult(res.h[best], res.value[best], res.converged[best], res.iterations)
+    return out, Candidates(idx[sel], res.h[sel])
+
+
+def local_prox(
+    kernels: Any,
+    w: np.ndarray,
+    V: np.ndarray,
+    T: np.ndarray,
+    sigma2: np.ndarray,
+) -> ProxResult:
+    """Local minimiser of P(h) reached from h = 0 (the paper's own proximal step)."""
+    return newton_minimize(kernels, np.zeros_like(w), w, V, T, sigma2)

@@ -1,0 +1,159 @@
+"""Quadrature rules for the channel expectations over the 2L standard Gaussians (xi, eta).
+
+A rule is a set of nodes ``z`` of shape (N, 2L), laid out as
+``(xi_1..xi_L, eta_1..eta_L)``, with weights summing to one, so that
+``E[F(xi, eta)] ~= sum_i w_i F(z_i)``.
+
+Two families are offered:
+
+* ``gauss_hermite_rule`` -- tensor-product Gauss--Hermite (probabilists'),
+  symmetric under every sign flip and token permutation, exponentially
+  convergent where the integrand is smooth.  Nodes whose weight is below
+  ``prune * max(weight)`` are dropped (symmetrically: weights are invariant under
+  the symmetries), and the dropped mass is reported.
+* ``sobol_rule`` -- randomised quasi-Monte Carlo (scrambled Sobol mapped through
+  the Gaussian inverse CDF) with a seed; independent randomisations give an
+  error bar.  Convergence does not rely on smoothness, so it is the honest
+  choice where the global proximal map jumps (small alpha).
+
+Accuracy is never assumed: :mod:`attnphase.numerics.state_evolution` estimates the
+quadrature error of a fixed point by re-solving it on a finer rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.polynomial.hermite_e import hermegauss
+from scipy.special import ndtri
+from scipy.stats import qmc
+
+
+@dataclass(frozen=True, eq=False)
+class QuadratureRule:
+    """Nodes (N, dim) and weights (N,) for E over dim iid standard normals.
+
+    Attributes:
+        nodes: standard-normal nodes, columns (xi_1..xi_L, eta_1..eta_L).
+        weights: non-negative weights summing to 1.
+        name: human-readable description, e.g. ``"gh12"`` or ``"sobol2^14(seed=0)"``.
+        dropped_mass: total weight removed by pruning (0 for unpruned rules).
+    """
+
+    nodes: np.ndarray
+    weights: np.ndarray
+    name: str
+    dropped_mass: float = 0.0
+
+    @property
+    def size(self) -> int:
+        return self.weights.size
+
+    @property
+    def dim(self) -> int:
+        return self.nodes.shape[1]
+
+
+def gauss_hermite_1d(order: int) -> tuple[np.ndarray, np.ndarray]:
+    """Probabilists' Gauss--Hermite nodes and weights normalised to sum to 1."""
+    if order < 1:
+        raise ValueError(f"quadrature order must be >= 1, got {order}")
+    x, w = hermegauss(order)
+    # exact mirror symmetry of the nodes (the symmetry reduction relies on it)
+    x, w = 0.5 * (x - x[::-1]), 0.5 * (w + w[::-1])
+    return x, w / w.sum()
+
+
+def gauss_hermite_rule(L: int, order: int, prune: float = 1e-14) -> QuadratureRule:
+    """Tensor Gauss--Hermite rule on 2L dimensions with ``order`` nodes per dimension.
+
+    E[F] ~= sum_{i_1..i_2L} prod_j w_{i_j} F(x_{i_1}, ..., x_{i_2L}); nodes with
+    weight < prune * max weight are dropped and their mass reported.
+    """
+    dim = 2 * L
+    x, w = gauss_hermite_1d(order)
+    grids = np.meshgrid(*([x] * dim), indexing="ij")
+    wgrids = np.meshgrid(*([w] * dim), indexing="ij")
+    nodes = np.stack([g.reshape(-1) for g in grids], axis=1)
+    weights = np.prod(np.stack([g.reshape(-1) for g in wgrids], axis=1), axis=1)
+    keep = weights >= prune * weights.max()
+    dropped = float(weights[~keep].sum())
+    nodes, weights = nodes[keep], weights[keep]
+    return QuadratureRule(np.ascontiguousarray(nodes), weights / weights.sum(), f"gh{order}", dropped)
+
+
+def sobol_rule(L: int, log2_n: int, seed: int = 0, randomizations: int = 1) -> QuadratureRule:
+    """Scrambled Sobol rule: ``randomizations`` independent scramblings of 2^log2_n points each.
+
+    Points u in (0,1)^2L are mapped to z = Phi^{-1}(u); all points carry equal weight.
+    With several randomisations the node array is their concatenation, block by block.
+    """
+    if log2_n < 1 or randomizations < 1:
+        raise ValueError("sobol_rule needs log2_n >= 1 and randomizations >= 1")
+    rng = np.random.default_rng(seed)
+    blocks = []
+    for _ in range(randomizations):
+        u = qmc.Sobol(d=2 * L, scramble=True, seed=rng).random_base2(log2_n)
+        blocks.append(ndtri(np.clip(u, 1e-300, 1 - 1e-16)))
+    nodes = np.concatenate(blocks, axis=0)
+    weights = np.full(nodes.shape[0], 1.0 / nodes.shape[0])
+    return QuadratureRule(nodes, weights, f"sobol2^{log2_n}x{randomizations}(seed={seed})")
+
+
+def make_rule(L: int, spec: str) -> QuadratureRule:
+    """Build a rule from a short spec: ``"gh12"`` (Gauss--Hermite, order 12) or ``"sobol14"``
+    (2^14 scrambled Sobol points, seed 0) or ``"sobol14:4:7"`` (4 randomisations, seed 7)."""
+    s = spec.strip().lower()
+    try:
+        if s.startswith("gh"):
+            return gauss_hermite_rule(L, int(s[2:]))
+        if s.startswith("sobol"):
+            parts = s[5:].split(":")
+            log2_n = int(parts[0])
+            reps = int(parts[1]) if len(parts) > 1 else 1
+            seed = int(parts[2]) if len(parts) > 2 else 0
+            return sobol_rule(L, log2_n, seed=seed, randomizations=reps)
+    except ValueError:
+        pass
+    raise ValueError(f"unknown quadrature spec {spec!r}: use e.g. 'gh12' or 'sobol14' or 'sobol14:4:0'")
+
+
+def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[tuple[tuple[int, ...], int, int]]) -> tuple[QuadratureRule, bool]:
+    """Orbit representatives of the rule's nodes under a symmetry group, carrying the orbit weight.
+
+    A group element (pi, s, t) maps (xi, eta) -> (s xi[pi], t eta[pi]).  Each node is
+    replaced by the lexicographically smallest image; equal images are merged with
+    their weights added.  For a group-invariant integrand (after the hat overlaps are
+    symmetrised) the reduced rule gives the same sums at a fraction of the cost.
+
+    Returns (reduced rule, exact): ``exact`` is True when the rule is invariant under
+    the group (every image of a node is a node of the same weight), as for
+    Gauss--Hermite; for other rules the reduction is not applied.
+    """
+    if len(group) <= 1:
+        return rule, True
+    z = rule.nodes
+    key = lambda a: np.round(a, 12)  # noqa: E731 - tolerance for exact symmetric nodes
+    images = []
+    for perm, s_, t_ in group:
+        p = list(perm)
+        images.append(np.concatenate([s_ * z[:, :L][:, p], t_ * z[:, L:][:, p]], axis=1))
+    # exactness: the image set of the first non-trivial element must be the node set itself
+    base = {tuple(r) for r in key(z)}
+    exact = all(tuple(r) in base for img in images for r in key(img))
+    if not exact:
+        return rule, False
+    stack = np.stack([key(img) for img in images], axis=0)  # (|G|, N, dim)
+    # lexicographic minimum over the group for each node
+    canon = stack[0].copy()
+    for img in stack[1:]:
+        diff = img != canon
+        first = np.argmax(diff, axis=1)
+        rows = np.arange(canon.shape[0])
+        smaller = diff.any(axis=1) & (img[rows, first] < canon[rows, first])
+        canon[smaller] = img[smaller]
+    uniq, inv = np.unique(canon, axis=0, return_inverse=True)
+    weights = np.bincount(inv.reshape(-1), weights=rule.weights, minlength=uniq.shape[0])
+    return QuadratureRule(uniq, weights, f"{rule.name}/G{len(group)}", rule.dropped_mass), True

@@ -1,0 +1,453 @@
+"""State evolution (MODEL.md section 3): hat overlaps from the loss, overlaps from the prior, and
+an accelerated fixed-point solver that always returns a status.
+
+One SE step is ``update(params, update_hat(params, alpha, overlaps))``:
+
+* ``update_hat`` -- channel side: quadrature of g-moments (batched global or local
+  proximal map), hat-overlap formulas, symmetrisation over the state's symmetry group;
+* ``update`` -- prior side: the closed-form ridge update of :mod:`attnphase.theory.prior`.
+
+The fixed point of x -> F(x), x = (q0, V0, m_1..m_L, th0), is found by Anderson
+acceleration (type II, memory ``anderson``) with a damped-iteration fallback.  One
+damping convention: ``x_new = (1 - damping) * F(x) + damping * x``.  Convergence is
+judged on every overlap, V0 included:
+
+    residual = max_i |F(x)_i - x_i| / max(1, |x_i|)  <=  tol   (default 1e-10).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from attnphase.numerics.channel import PROX_MODES, ChannelMoments, channel_moments, hats_from_moments
+from attnphase.numerics.observables import Observables, branch_label, eps_lin, observables
+from attnphase.numerics.overlaps import HatOverlaps, Overlaps
+from attnphase.numerics.prox import Candidates
+from attnphase.numerics.quadrature import QuadratureRule, make_rule, reduce_rule
+from attnphase.numerics.symmetry import SymmetryElement, symmetry_group
+from attnphase.theory.kernels import get_kernels
+from attnphase.theory.params import ModelParams
+from attnphase.theory.prior import ridge_update
+
+BRANCHES = ("semantic", "positional", "agnostic")
+
+
+@dataclass(frozen=True)
+class SolverConfig:
+    """Settings of the fixed-point solver.
+
+    Attributes:
+        tol: target residual (scaled max-norm over all overlaps, V0 included).
+        max_iter: iteration budget; running out is reported, never hidden.
+        damping: weight of the old iterate in damped steps (0 = plain iteration).
+        anderson: Anderson memory (0 disables acceleration).
+        prox: ``"global"`` (global proximal minimiser) or ``"local"`` (from h = 0, as the paper).
+        quadrature: rule spec for :func:`attnphase.numerics.quadrature.make_rule`.
+        anderson_budget: SE evaluations given to Anderson before switching to Newton
+            on the symmetric subspace (also when Anderson stalls earlier).
+        full_search_every: with the global prox, a full multi-start search every this many
+            steps (in between, the distinct minima of the last search are polished); a
+            converged point is always verified by a full search.
+    """
+
+    tol: float = 1e-10
+    max_iter: int = 300
+    damping: float = 0.0
+    anderson: int = 5
+    prox: str = "global"
+    quadrature: str = "gh12"
+    full_search_every: int = 8
+    anderson_budget: int = 60
+
+    def __post_init__(self) -> None:
+        if not (self.tol > 0):
+            raise ValueError(f"tol must be > 0, got {self.tol}")
+        if self.max_iter < 1:
+            raise ValueError(f"max_iter must be >= 1, got {self.max_iter}")
+        if not 0.0 <= self.damping < 1.0:
+            raise ValueError(f"damping must lie in [0, 1), got {self.damping}")
+        if self.prox not in PROX_MODES:
+            raise ValueError(f"prox must be one of {PROX_MODES}, got {self.prox!r}")
+
+
+@dataclass(frozen=True)
+class SolverStatus:
+    """How the fixed-point iteration ended."""
+
+    converged: bool
+    iterations: int
+    residual: float
+    message: str
+    prox_failures: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class FixedPoint:
+    """A state-evolution fixed point with its conjugates, observables and status.
+
+    ``branch`` is the label of the point actually reached (never the requested one
+    relabelled); ``requested`` is what the caller asked for.
+    """
+
+    params: ModelParams
+    alpha: float
+    overlaps: Overlaps
+    hat: HatOverlaps
+    observables: Observables
+    status: SolverStatus
+    branch: str
+    requested: str
+    prox: str
+    quadrature: str
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """The CLI's JSON/CSV record: q = |Q|^2/d, theta = Q.Q*/d, m = p_1.Q/sqrt(d), V = V0."""
+        p = self.params
+        sigma = p.sigma[0] if len(set(p.sigma)) == 1 else list(p.sigma)
+        return {
+            "alpha": self.alpha,
+            "omega": p.omega,
+            "sigma": sigma,
+            "lam": p.lam,
+            "branch": self.branch,
+            "q": self.overlaps.q0,
+            "m": float(self.overlaps.m[0]),
+            "V": self.overlaps.V0,
+            "theta": self.overlaps.th0,
+            "eps_g": self.observables.eps_g,
+            "e_t": self.observables.e_t,
+            "eps_lin": self.observables.eps_lin,
+            "converged": bool(self.status.converged),
+            "iterations": int(self.status.iterations),
+            "residual": float(self.status.residual),
+        }
+
+
+def initial_overlaps(params: ModelParams, branch: str) -> Overlaps:
+    """Deterministic starting state of each branch (m only along the range of P)."""
+    if branch not in BRANCHES:
+        raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
+    L, rho0 = params.L, params.rho0
+    m = np.zeros(L)
+    if branch == "semantic":
+        return Overlaps(q0=rho0, V0=1.0, m=m, th0=0.8 * rho0)
+    if branch == "positional":
+        col = params.P_array[:, 0]
+        if not np.any(col):
+            raise ValueError("P has a zero first column: no positional direction to start from")
+        return Overlaps(q0=0.5, V0=1.0, m=0.5 * col / np.abs(col).max(), th0=0.0)
+    return Overlaps(q0=0.1, V0=1.0, m=m, th0=0.0)
+
+
+def _check_alpha(alpha: float) -> float:
+    a = float(alpha)
+    if not (math.isfinite(a) and a > 0):
+        raise ValueError(f"alpha must be a finite number > 0, got {alpha}")
+    return a
+
+
+def update_hat(
+    kernels: Any,
+    params: ModelParams,
+    alpha: float,
+    ov: Overlaps,
+    rule: QuadratureRule,
+    prox: str = "global",
+    *,
+    group: list[SymmetryElement] | None = None,
+    candidates: Candidates | None = None,
+    full_search: bool = True,
+) -> tuple[HatOverlaps, ChannelMoments]:
+    """Channel side of one SE step: hat overlaps symmetrised over ``group`` and the raw moments.
+
+    ``group`` defaults to the symmetry group of ``ov``; ``rule`` may be the orbit
+    reduction of a group-invariant rule under that group (see
+    :func:`attnphase.numerics.quadrature.reduce_rule`).
+    """
+    if group is None:
+        group = symmetry_group(params, ov)
+    mom = channel_moments(kernels, params, ov, rule, prox=prox, candidates=candidates, full_search=full_search)
+    return hats_from_moments(params, ov, alpha, mom, group), mom
+
+
+def update(params: ModelParams, hat: HatOverlaps) -> Overlaps:
+    """Prior side of one SE step: the closed-form ridge update (MODEL.md section 3)."""
+    q0, V0, m, th0 = ridge_update(
+        hat.qhat, hat.mhat, hat.thhat, hat.Vhat, params.sigma2, params.P_array, params.lam, params.rho0
+    )
+    return Overlaps(q0=q0, V0=V0, m=m, th0=th0)
+
+
+def _scaled_residual(x: np.ndarray, fx: np.ndarray) -> float:
+    return float(np.max(np.abs(fx - x) / np.maximum(1.0, np.abs(x))))
+
+
+def _admissible(x: np.ndarray, rho0: float) -> bool:
+    ov = Overlaps.from_vector(x)
+    return bool(np.all(np.isfinite(x)) and ov.q0 > 0 and ov.V0 > 0 and ov.th0 ** 2 < ov.q0 * rho0)
+
+
+def solve(
+    params: ModelParams,
+    alpha: float,
+    branch: str = "semantic",
+    prox: str | None = None,
+    *,
+    init: Overlaps | None = None,
+    config: SolverConfig | None = None,
+    rule: QuadratureRule | None = None,
+    **config_overrides: Any,
+) -> FixedPoint:
+    """Solve the state evolution at (params, alpha) starting on ``branch`` (or from ``init``).
+
+    Returns a :class:`FixedPoint` whose ``status`` says whether the residual reached
+    ``config.tol``; non-convergence is reported there and in ``record['converged']``.
+    ``status.iterations`` counts SE-map evaluations (Newton's finite differences included).
+    """
+    alpha = _check_alpha(alpha)
+    cfg = config or SolverConfig()
+    if prox is not None:
+        config_overrides["prox"] = prox
+    if config_overrides:
+        cfg = replace(cfg, **config_overrides)
+    if params.r != 1:
+        raise ValueError(f"the numerics implement rank r = 1 only, got r = {params.r}")
+    kernels = get_kernels(params.L)
+    rule = rule or make_rule(params.L, cfg.quadrature)
+    ov0 = init if init is not None else initial_overlaps(params, branch)
+    requested = branch
+    x = ov0.to_vector()
+    if not _admissible(x, params.rho0):
+        raise ValueError(f"initial overlaps are not admissible (need q0 > 0, V0 > 0, th0^2 < q0 rho0): {ov0}")
+
+    se_map = _SEMap(kernels, params, alpha, rule, cfg)
+    result = se_map.solve(x)
+    if result is None:
+        raise RuntimeError(
+            f"state evolution failed at alpha = {alpha}: the first step left the admissible region (Lam <= 0)"
+        )
+    x_eval, hat, mom, residual, converged, message = result
+    it = se_map.evaluations
+    # report the state the last residual was measured at, with its own conjugates
+    ov = Overlaps.from_vector(x_eval)
+    status = SolverStatus(converged, it, residual, message, mom.prox_failures)
+    obs = observables(params, alpha, ov, hat, mom)
+    return FixedPoint(
+        params=params,
+        alpha=alpha,
+        overlaps=ov,
+        hat=hat,
+        observables=obs,
+        status=status,
+        branch=branch_label(ov),
+        requested=requested,
+        prox=cfg.prox,
+        quadrature=rule.name,
+    )
+
+
+def _invariant_basis(group: list[SymmetryElement], L: int) -> np.ndarray:
+    """Orthonormal basis (columns) of the overlap vectors (q0, V0, m, th0) fixed by ``group``.
+
+    The element (pi, s, t) acts as m -> s m[pi], th0 -> s t th0 (q0, V0 invariant); the
+    basis spans the range of the group average of these actions.
+    """
+    n = L + 3
+    avg = np.zeros((n, n))
+    for e in group:
+        M = np.zeros((n, n))
+        M[0, 0] = M[1, 1] = 1.0
+        for l in range(L):
+            M[2 + l, 2 + e.perm[l]] = e.s
+        M[-1, -1] = e.s * e.t
+        avg += M
+    avg /= max(len(group), 1)
+    U, sv, _ = np.linalg.svd(avg)
+    return U[:, sv > 0.5]
+
+
+class _SEMap:
+    """The SE map x -> F(x) of one solve, with the solve's caches (orbit-reduced rules, prox candidates).
+
+    Local to one call of :func:`solve`; holds no state beyond it.
+    """
+
+    def __init__(self, kernels: Any, params: ModelParams, alpha: float, rule: QuadratureRule, cfg: SolverConfig):
+        self.kernels, self.params, self.alpha, self.rule, self.cfg = kernels, params, alpha, rule, cfg
+        self.reduced: dict[tuple, QuadratureRule] = {}
+        self.key: tuple | None = None
+        self.candidates: Candidates | None = None
+        self.since_full = 0
+        self.last_full = True
+        self.evaluations = 0
+        self.best: tuple | None = None  # (residual, x, fx, hat, mom)
+
+    def __call__(self, x: np.ndarray, force_full: bool = False) -> tuple[np.ndarray, HatOverlaps, ChannelMoments] | None:
+        """One SE step from x; None where it leaves the admissible region (Lam <= 0)."""
+        p, cfg = self.params, self.cfg
+        ov = Overlaps.from_vector(x)
+        group = symmetry_group(p, ov)
+        key = tuple((e.perm, e.s, e.t) for e in group)
+        if key not in self.reduced:
+            self.reduced[key] = reduce_rule(self.rule, p.L, key)[0]
+        if key != self.key:
+            self.key, self.candidates = key, None
+        full = force_full or self.candidates is None or self.since_full >= cfg.full_search_every
+        hat, mom = update_hat(
+            self.kernels, p, self.alpha, ov, self.reduced[key], cfg.prox,
+            group=group, candidates=self.candidates, full_search=full,
+        )
+        self.evaluations += 1
+        self.candidates = mom.candidates
+        self.since_full = 0 if full else self.since_full + 1
+        self.last_full = full or cfg.prox != "global"
+        try:
+            fx = update(p, hat).to_vector()
+        except ValueError:
+            return None
+        if not np.all(np.isfinite(fx)):
+            return None
+        res = _scaled_residual(x, fx)
+        if self.best is None or res < self.best[0]:
+            self.best = (res, x.copy(), fx, hat, mom)
+        return fx, hat, mom
+
+    def _accept(self, x: np.ndarray, fx: np.ndarray, hat: HatOverlaps, mom: ChannelMoments) -> tuple | None:
+        """Verify a candidate fixed point with a full search (global prox); the verified result."""
+        if not self.last_full:
+            out = self(x, force_full=True)
+            if out is None:
+                return None
+            fx, hat, mom = out
+        res = _scaled_residual(x, fx)
+        if res <= self.cfg.tol:
+            return (x, hat, mom, res, True, "converged")
+        return None
+
+    def solve(self, x: np.ndarray) -> tuple | None:
+        """Anderson-accelerated iteration; Newton on the symmetric subspace if it stalls."""
+        cfg = self.cfg
+        done = self._anderson(x, budget=min(cfg.max_iter, cfg.anderson_budget))
+        if done is not None:
+            return done
+        if self.best is None:
+            return None
+        remaining = cfg.max_iter - self.evaluations
+        if remaining > 0:
+            done = self._newton(self.best[1], remaining)
+            if done is not None:
+                return done
+        res, xb, fx, hat, mom = self.best
+        return (xb, hat, mom, res, False, f"not converged after {self.evaluations} SE evaluations (best residual {res:.2e})")
+
+    def _anderson(self, x: np.ndarray, budget: int) -> tuple | None:
+        cfg, rho0 = self.cfg, self.params.rho0
+        X: list[np.ndarray] = []
+        R: list[np.ndarray] = []
+        last_good: np.ndarray | None = None
+        history: list[float] = []
+        start = self.evaluations
+        while self.evaluations - start < budget:
+            out = self(x)
+            if out is None:
+                if last_good is None:
+                    return None
+                X.clear()
+                R.clear()
+                x = 0.5 * (x + last_good)
+                continue
+            fx, hat, mom = out
+            last_good = x
+            residual = _scaled_residual(x, fx)
+            history.append(residual)
+            if residual <= cfg.tol:
+                done = self._accept(x, fx, hat, mom)
+                if done is not None:
+                    return done
+                continue
+            # stalled: no halving of the best residual over the last 12 steps
+            if len(history) > 12 and min(history[-12:]) > 0.5 * min(history[:-12]):
+                return None
+            f = fx - x
+            x_new = (1.0 - cfg.damping) * fx + cfg.damping * x
+            if cfg.anderson > 0:
+                X.append(x.copy())
+                R.append(f.copy())
+                if len(X) > cfg.anderson + 1:
+                    X.pop(0)
+                    R.pop(0)
+                if len(X) >= 2:
+                    dX = np.diff(np.array(X), axis=0).T
+                    dR = np.diff(np.array(R), axis=0).T
+                    gamma, *_ = np.linalg.lstsq(dR, f, rcond=1e-12)
+                    beta = 1.0 - cfg.damping
+                    x_aa = x + beta * f - (dX + beta * dR) @ gamma
+                    if _admissible(x_aa, rho0):
+                        x_new = x_aa
+                    else:
+                        X.clear()
+                        R.clear()
+            if not _admissible(x_new, rho0):
+                x_new = 0.5 * (x + fx)
+            x = x_new
+        return None
+
+    def _newton(self, x: np.ndarray, budget: int) -> tuple | None:
+        """Newton on G(y) = B^T (F(x + B y) - x - B y) with a finite-difference Jacobian and backtracking.
+
+        B spans the overlaps left free by the state's symmetry group, so Newton
+        stays on the branch; it converges to fixed points that plain iteration
+        cannot reach (SE-unstable directions).
+        """
+        cfg, rho0 = self.cfg, self.params.rho0
+        start = self.evaluations
+        out = self(x)
+        if out is None:
+            return None
+        fx, hat, mom = out
+        B = _invariant_basis(symmetry_group(self.params, Overlaps.from_vector(x)), self.params.L)
+        G = B.T @ (fx - x)
+        while self.evaluations - start < budget:
+            if _scaled_residual(x, fx) <= cfg.tol:
+                done = self._accept(x, fx, hat, mom)
+                if done is not None:
+                    return done
+            n = B.shape[1]
+            J = np.empty((n, n))
+            for j in range(n):
+                hj = 1e-6 * max(1.0, abs(float(B[:, j] @ x)))
+                xj = x + hj * B[:, j]
+                oj = self(xj) if _admissible(xj, rho0) else None
+                if oj is None:
+                    xj = x - hj * B[:, j]
+                    oj = self(xj)
+                    if oj is None:
+                        return None
+                    hj = -hj
+                J[:, j] = (B.T @ (oj[0] - xj) - G) / hj
+            try:
+                dy = np.linalg.solve(J, -G)
+            except np.linalg.LinAlgError:
+                dy = np.linalg.lstsq(J, -G, rcond=None)[0]
+            t = 1.0
+            g0 = float(np.linalg.norm(G))
+            accepted = False
+            while t > 1e-4 and self.evaluations - start < budget:
+                xt = x + t * (B @ dy)
+                if _admissible(xt, rho0):
+                    ot = self(xt)
+                    if ot is not None:
+                        Gt = B.T @ (ot[0] - xt)
+                        if np.linalg.norm(Gt) < (1 - 1e-4 * t) * g0:
+                            x, (fx, hat, mom), G = xt, ot, Gt
+                            accepted = True
+                            break
+                t *= 0.5
+            if not accepted:
+                return None
+        return None
