@@ -66,11 +66,15 @@ def gauss_hermite_1d(order: int) -> tuple[np.ndarray, np.ndarray]:
     return x, w / w.sum()
 
 
-def gauss_hermite_rule(L: int, order: int, prune: float = 1e-14) -> QuadratureRule:
+def gauss_hermite_rule(L: int, order: int, prune: float = 1e-14, rotation_seed: int | None = None) -> QuadratureRule:
     """Tensor Gauss--Hermite rule on 2L dimensions with ``order`` nodes per dimension.
 
     E[F] ~= sum_{i_1..i_2L} prod_j w_{i_j} F(x_{i_1}, ..., x_{i_2L}); nodes with
-    weight < prune * max weight are dropped and their mass reported.
+    weight < prune * max weight are dropped and their mass reported.  With
+    ``rotation_seed`` the grid is rotated by a random orthogonal matrix (the
+    Gaussian measure is rotation invariant, so the rule stays exact for the same
+    polynomials) -- this moves the nodes off the diagonals xi_1 = +-xi_2,
+    eta_1 = +-eta_2 where the proximal map has mirror-image ties.
     """
     dim = 2 * L
     x, w = gauss_hermite_1d(order)
@@ -81,7 +85,12 @@ def gauss_hermite_rule(L: int, order: int, prune: float = 1e-14) -> QuadratureRu
     keep = weights >= prune * weights.max()
     dropped = float(weights[~keep].sum())
     nodes, weights = nodes[keep], weights[keep]
-    return QuadratureRule(np.ascontiguousarray(nodes), weights / weights.sum(), f"gh{order}", dropped)
+    name = f"gh{order}"
+    if rotation_seed is not None:
+        q, r = np.linalg.qr(np.random.default_rng(rotation_seed).standard_normal((dim, dim)))
+        nodes = nodes @ (q * np.sign(np.diag(r))).T
+        name = f"ghr{order}(seed={rotation_seed})"
+    return QuadratureRule(np.ascontiguousarray(nodes), weights / weights.sum(), name, dropped)
 
 
 def sobol_rule(L: int, log2_n: int, seed: int = 0, randomizations: int = 1) -> QuadratureRule:
@@ -103,10 +112,14 @@ def sobol_rule(L: int, log2_n: int, seed: int = 0, randomizations: int = 1) -> Q
 
 
 def make_rule(L: int, spec: str) -> QuadratureRule:
-    """Build a rule from a short spec: ``"gh12"`` (Gauss--Hermite, order 12) or ``"sobol14"``
+    """Build a rule from a short spec: ``"gh12"`` (Gauss--Hermite, order 12), ``"ghr12"`` or
+    ``"ghr12:3"`` (the same grid randomly rotated, seed 0 or 3), or ``"sobol14"``
     (2^14 scrambled Sobol points, seed 0) or ``"sobol14:4:7"`` (4 randomisations, seed 7)."""
     s = spec.strip().lower()
     try:
+        if s.startswith("ghr"):
+            parts = s[3:].split(":")
+            return gauss_hermite_rule(L, int(parts[0]), rotation_seed=int(parts[1]) if len(parts) > 1 else 0)
         if s.startswith("gh"):
             return gauss_hermite_rule(L, int(s[2:]))
         if s.startswith("sobol"):
@@ -136,10 +149,7 @@ def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[tuple[tuple[int, .
         return rule, True
     z = rule.nodes
     key = lambda a: np.round(a, 12)  # noqa: E731 - tolerance for exact symmetric nodes
-    images = []
-    for perm, s_, t_ in group:
-        p = list(perm)
-        images.append(np.concatenate([s_ * z[:, :L][:, p], t_ * z[:, L:][:, p]], axis=1))
+    images = _images(z, L, group)
     # exactness: the image set of the first non-trivial element must be the node set itself
     base = {tuple(r) for r in key(z)}
     exact = all(tuple(r) in base for img in images for r in key(img))
@@ -157,3 +167,26 @@ def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[tuple[tuple[int, .
     uniq, inv = np.unique(canon, axis=0, return_inverse=True)
     weights = np.bincount(inv.reshape(-1), weights=rule.weights, minlength=uniq.shape[0])
     return QuadratureRule(uniq, weights, f"{rule.name}/G{len(group)}", rule.dropped_mass), True
+
+
+def _images(z: np.ndarray, L: int, group: Sequence[tuple[tuple[int, ...], int, int]]) -> list[np.ndarray]:
+    out = []
+    for perm, s_, t_ in group:
+        p = list(perm)
+        out.append(np.concatenate([s_ * z[:, :L][:, p], t_ * z[:, L:][:, p]], axis=1))
+    return out
+
+
+def symmetrize_rule(rule: QuadratureRule, L: int, group: Sequence[tuple[tuple[int, ...], int, int]]) -> QuadratureRule:
+    """The union of the rule's images under ``group``, each with weight / |group|.
+
+    An invariant rule (Gauss--Hermite) is returned unchanged.  For the others
+    (rotated grids, Sobol points) this makes the quadrature respect the model's
+    exact symmetries -- in particular theta -> -theta, so the semantic branch keeps
+    its exact pitchfork structure at theta = 0 instead of a noise-broken one.
+    """
+    if len(group) <= 1 or reduce_rule(rule, L, group)[1]:
+        return rule
+    nodes = np.concatenate(_images(rule.nodes, L, group), axis=0)
+    weights = np.tile(rule.weights, len(group)) / len(group)
+    return QuadratureRule(nodes, weights, f"{rule.name}+sym{len(group)}", rule.dropped_mass)

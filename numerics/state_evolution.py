@@ -27,8 +27,8 @@ from attnphase.numerics.channel import PROX_MODES, ChannelMoments, channel_momen
 from attnphase.numerics.observables import Observables, branch_label, eps_lin, observables
 from attnphase.numerics.overlaps import HatOverlaps, Overlaps
 from attnphase.numerics.prox import Candidates
-from attnphase.numerics.quadrature import QuadratureRule, make_rule, reduce_rule
-from attnphase.numerics.symmetry import SymmetryElement, symmetry_group
+from attnphase.numerics.quadrature import QuadratureRule, make_rule, reduce_rule, symmetrize_rule
+from attnphase.numerics.symmetry import SymmetryElement, model_symmetry_group, symmetry_group
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
 from attnphase.theory.prior import ridge_update
@@ -218,7 +218,11 @@ def solve(
     if params.r != 1:
         raise ValueError(f"the numerics implement rank r = 1 only, got r = {params.r}")
     kernels = get_kernels(params.L)
-    rule = rule or make_rule(params.L, cfg.quadrature)
+    rule = symmetrize_rule(
+        rule or make_rule(params.L, cfg.quadrature),
+        params.L,
+        [(e.perm, e.s, e.t) for e in model_symmetry_group(params)],
+    )
     ov0 = init if init is not None else initial_overlaps(params, branch)
     requested = branch
     x = ov0.to_vector()

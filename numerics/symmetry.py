@@ -64,6 +64,17 @@ def symmetry_group(params: ModelParams, ov: Overlaps, rtol: float = 1e-12) -> li
     return group
 
 
+def model_symmetry_group(params: ModelParams) -> list[SymmetryElement]:
+    """All (pi, s, t) under which the model is invariant (no condition on the state)."""
+    sig, A, P = np.array(params.sigma), params.A_array, params.P_array
+    group = []
+    for perm in itertools.permutations(range(params.L)):
+        p = list(perm)
+        if np.array_equal(sig[p], sig) and np.array_equal(A[np.ix_(p, p)], A) and np.array_equal(P[np.ix_(p, p)], P):
+            group += [SymmetryElement(tuple(perm), s, t) for s in (1, -1) for t in (1, -1)]
+    return group
+
+
 def symmetrize(hat: HatOverlaps, group: list[SymmetryElement]) -> HatOverlaps:
     """Project the hat overlaps onto the subspace invariant under ``group`` (group average)."""
     if len(group) <= 1:

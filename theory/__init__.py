@@ -11,13 +11,13 @@ Numeric entry points (all generated from the sympy derivations):
 * :func:`attnphase.theory.channel.channel_fields`, :func:`~attnphase.theory.channel.hat_overlaps`,
   :func:`~attnphase.theory.channel.token_variances` -- the channel side (section 3);
 * :func:`attnphase.theory.prior.ridge_update` -- the prior side (section 3);
-* :func:`attnphase.theory.free_entropy.free_entropy` -- Phi, e_t = -Phi (section 4);
+* :func:`attnphase.theory.free_entropy.free_entropy` -- Phi, e_t = -Phi (section 4; not
+  re-exported here, where the name would shadow the submodule);
 * :func:`attnphase.theory.baseline.eps_lin_from_moments` -- the linear baseline (section 5).
 """
 
 from attnphase.theory.baseline import eps_lin_from_moments
 from attnphase.theory.channel import channel_fields, hat_overlaps, token_overlaps, token_variances
-from attnphase.theory.free_entropy import free_entropy, training_objective
 from attnphase.theory.kernels import Kernels, get_kernels
 from attnphase.theory.params import ModelParams, parse_matrix
 from attnphase.theory.prior import ridge_update
@@ -27,12 +27,10 @@ __all__ = [
     "ModelParams",
     "channel_fields",
     "eps_lin_from_moments",
-    "free_entropy",
     "get_kernels",
     "hat_overlaps",
     "parse_matrix",
     "ridge_update",
     "token_overlaps",
     "token_variances",
-    "training_objective",
 ]

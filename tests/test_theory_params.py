@@ -1,0 +1,53 @@
+"""ModelParams validation: every bad input raises ValueError naming the parameter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnphase.theory.params import ModelParams, parse_matrix
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        (dict(L=1), "L"),
+        (dict(L=0), "L"),
+        (dict(L=2.5), "L"),
+        (dict(L=True), "L"),
+        (dict(omega=-0.1), "omega"),
+        (dict(omega=1.5), "omega"),
+        (dict(omega=float("nan")), "omega"),
+        (dict(A=((0.6, 0.4, 0.0), (0.4, 0.6, 0.0))), "A"),  # not L x L
+        (dict(A=((0.5, 0.4), (0.4, 0.6))), "A"),  # row does not sum to 1
+        (dict(A=((1.2, -0.2), (0.4, 0.6))), "A"),  # negative entry
+        (dict(sigma=0.0), "sigma"),
+        (dict(sigma=(0.5, -0.5)), "sigma"),
+        (dict(sigma=(0.5, 0.5, 0.5)), "sigma"),
+        (dict(lam=-0.01), "lam"),
+        (dict(P=((1.0, 0.5), (0.0, 1.0))), "P"),  # not symmetric
+        (dict(P=((1.0, 2.0), (2.0, 1.0))), "P"),  # not PSD
+        (dict(P=((1.0,),)), "P"),  # not L x L
+        (dict(rho0=0.0), "rho0"),
+        (dict(r=0), "r"),
+    ],
+)
+def test_bad_input_raises_naming_the_parameter(kwargs: dict, name: str) -> None:
+    with pytest.raises(ValueError) as err:
+        ModelParams(**kwargs)
+    assert str(err.value).split()[0] == name
+
+
+def test_defaults_and_views() -> None:
+    p = ModelParams()
+    assert p.L == 2 and p.sigma == (0.5, 0.5) and p.omega == 0.3 and p.lam == 0.01
+    np.testing.assert_array_equal(p.P_array, [[1, -1], [-1, 1]])
+    np.testing.assert_array_equal(p.sigma2, [0.25, 0.25])
+    p3 = ModelParams(L=3)
+    np.testing.assert_allclose(p3.A_array.sum(axis=1), 1.0)
+    assert p.replace(omega=0.5).omega == 0.5
+    with pytest.raises(ValueError, match="omega"):
+        p.replace(omega=2.0)
+    assert parse_matrix("0.6,0.4;0.4,0.6") == ((0.6, 0.4), (0.4, 0.6))
+    with pytest.raises(ValueError, match="unequal"):
+        parse_matrix("1,2;3")

@@ -1,0 +1,84 @@
+"""The linear positional baseline (MODEL.md section 5).
+
+f_lin(X)_l = sum_k B[l,k] x_k with B learned exactly in the limit,
+B = omega A + (1 - omega) E[softmax(h* h*^T)], and the alpha-independent test error
+
+    eps_lin = 1/2 sum_{l,k} sigma_k^2 (1 - omega)^2 Var( softmax(h* h*^T)[l, k] ),
+    Var(s) = E[s^2] - E[s]^2,   h*_l ~ N(0, rho_l) independent (rho_l = sigma_l^2 rho0).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from attnphase.theory.codegen import Argument, FunctionSpec, cached_namespace
+
+ArrayLike = Any
+
+
+def symbols(L: int) -> dict[str, Any]:
+    """Sympy symbols: E[s_lk], E[s_lk^2] (s = softmax_row(h* h*^T)), sigma_k^2, omega."""
+    import sympy as sp
+
+    from attnphase.theory.symbols import pair_symbols, token_scalars
+
+    E = sp.Function("E")  # average over the teacher fields h*
+    s = pair_symbols("s", L, positive=True)
+    return {
+        "s": s,
+        "Es": s.applyfunc(E),
+        "Es2": s.applyfunc(lambda x: E(x**2)),
+        "sigma2": token_scalars("sigma", L, power="2", positive=True),
+        "omega": sp.Symbol("omega", nonnegative=True),
+    }
+
+
+def eps_lin_expr(L: int) -> Any:
+    """eps_lin in terms of the moments of the teacher's softmax (:func:`symbols`)."""
+    import sympy as sp
+
+    s = symbols(L)
+    return sp.Rational(1, 2) * sum(
+        s["sigma2"][k] * (1 - s["omega"]) ** 2 * (s["Es2"][l, k] - s["Es"][l, k] ** 2)
+        for l in range(L)
+        for k in range(L)
+    )
+
+
+def _specs(L: int) -> list[FunctionSpec]:
+    from attnphase.theory.symbols import as_rows
+
+    s = symbols(L)
+    args = (
+        Argument("mean_soft", as_rows(s["Es"]), "E[softmax(h* h*^T)[l,k]]"),
+        Argument("mean_soft_sq", as_rows(s["Es2"]), "E[softmax(h* h*^T)[l,k]^2]"),
+        Argument("sigma2", s["sigma2"], "sigma_k^2"),
+        Argument("omega", s["omega"], "omega"),
+    )
+    return [FunctionSpec("eps_lin", args, (("eps_lin", eps_lin_expr(L)),), "Linear baseline test error (MODEL.md section 5).")]
+
+
+@lru_cache(maxsize=None)
+def _functions(L: int) -> dict[str, Any]:
+    return cached_namespace("baseline", L, 1, True, lambda: _specs(L))
+
+
+def eps_lin_from_moments(mean_soft: ArrayLike, mean_soft_sq: ArrayLike, sigma2: ArrayLike, omega: float) -> np.ndarray:
+    """eps_lin = 1/2 sum_{l,k} sigma_k^2 (1 - omega)^2 (E[s^2] - E[s]^2)[l, k], s = softmax_row(h* h*^T).
+
+    mean_soft, mean_soft_sq: (..., L, L) moments; sigma2: (..., L); omega scalar.
+    """
+    Es, Es2 = np.asarray(mean_soft, float), np.asarray(mean_soft_sq, float)
+    sigma2 = np.asarray(sigma2, float)
+    L = sigma2.shape[-1]
+    for name, x in (("mean_soft", Es), ("mean_soft_sq", Es2)):
+        if x.shape[-2:] != (L, L):
+            raise ValueError(f"{name} must have trailing shape (L, L) with L = {L}, got {x.shape}")
+    omega = np.asarray(omega, float)
+    (val,) = _functions(L)["eps_lin"](Es, Es2, sigma2, omega)
+    shape = np.broadcast_shapes(Es.shape[:-2], Es2.shape[:-2], sigma2.shape[:-1], omega.shape)
+    out = np.broadcast_to(np.asarray(val, dtype=float), shape).copy()
+    return out[()] if shape == () else out

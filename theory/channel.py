@@ -1,0 +1,222 @@
+"""The channel side of the state evolution (MODEL.md sections 2-3), symbolic and numeric.
+
+Per-token overlaps (r = 1, isotropic tokens):
+
+    q_l = sigma_l^2 q0,  theta_l = sigma_l^2 th0,  V_l = sigma_l^2 V0,  rho_l = sigma_l^2 rho0
+
+Gaussian fields, with xi_l, eta_l ~ N(0, 1) iid:
+
+    w_l  = m_l + sqrt(q_l) xi_l
+    h*_l = (theta_l / sqrt(q_l)) xi_l + sqrt(rho_tilde_l) eta_l,   rho_tilde_l = rho_l - theta_l^2 / q_l
+
+(``rho_tilde_l`` is the variance of h*_l not explained by xi_l; MODEL.md writes it
+out.) Conjugate ("hat") overlaps from the channel averages of g_l = (h_hat_l - w_l) / V_l:
+
+    qhat_l  = alpha E[g_l^2]
+    mhat_l  = alpha E[g_l]
+    thhat_l = alpha E[g_l eta_l] / sqrt(rho_tilde_l)
+    Vhat_l  = -alpha E[g_l xi_l] / sqrt(q_l) + thhat_l theta_l / q_l
+
+Degenerate limits. ``q0 -> 0``: w no longer depends on xi and theta / sqrt(q) is
+0 / 0; every function here requires q0 > 0 and raises ValueError otherwise.
+``theta_l^2 -> q_l rho_l`` (student aligned with teacher): rho_tilde -> 0, h*
+becomes a function of xi alone and thhat is 0 / 0 (by Stein's lemma it tends to
+alpha E[d g_l / d h*_l], finite, but E[g eta] / sqrt(rho_tilde) cannot be
+evaluated there). :func:`channel_fields` clips a rho_tilde that is negative by
+round-off only (|rho_tilde| <= 1e-12 rho) to 0 and raises ValueError for
+theta^2 > q rho; :func:`hat_overlaps` requires rho_tilde > 0.
+
+The numeric functions are generated from the sympy expressions below
+(:mod:`attnphase.theory.codegen`) and act elementwise, so every per-token input
+broadcasts: sigma2 and the averages have shape (..., L); q0, th0, rho0, alpha
+are scalars or broadcast against them.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from attnphase.theory.codegen import Argument, FunctionSpec, cached_namespace
+
+ArrayLike = Any
+
+#: Relative round-off below which a negative residual teacher variance is clipped to 0.
+RHO_TILDE_RTOL = 1e-12
+
+
+def symbols() -> dict[str, Any]:
+    """The per-token sympy symbols of the channel (index l), by name."""
+    import sympy as sp
+
+    pos = {"positive": True}
+    E = sp.Function("E")  # channel average over (xi, eta)
+    g, xi, eta = sp.Symbol("g_l", real=True), sp.Symbol("xi_l", real=True), sp.Symbol("eta_l", real=True)
+    return {
+        "q0": sp.Symbol("q_0", **pos), "th0": sp.Symbol("theta_0", real=True), "V0": sp.Symbol("V_0", **pos),
+        "rho0": sp.Symbol("rho_0", **pos), "sigma2": sp.Symbol("sigma_l^2", **pos),
+        "q": sp.Symbol("q_l", **pos), "theta": sp.Symbol("theta_l", real=True), "V": sp.Symbol("V_l", **pos),
+        "rho": sp.Symbol("rho_l", **pos), "rho_tilde": sp.Symbol("rhotilde_l", **pos),
+        "m": sp.Symbol("m_l", real=True), "xi": xi, "eta": eta, "g": g,
+        "alpha": sp.Symbol("alpha", **pos), "E_g2": E(g**2), "E_g": E(g), "E_geta": E(g * eta), "E_gxi": E(g * xi),
+    }
+
+
+def token_overlap_exprs() -> dict[str, Any]:
+    """q_l, theta_l, V_l, rho_l as sigma_l^2 times the global scalars (MODEL.md section 2)."""
+    s = symbols()
+    return {k: s["sigma2"] * s[k0] for k, k0 in (("q", "q0"), ("theta", "th0"), ("V", "V0"), ("rho", "rho0"))}
+
+
+def residual_variance_expr() -> Any:
+    """rho_tilde_l = rho_l - theta_l^2 / q_l."""
+    s = symbols()
+    return s["rho"] - s["theta"] ** 2 / s["q"]
+
+
+def field_exprs() -> dict[str, Any]:
+    """w_l = m_l + sqrt(q_l) xi_l,  h*_l = theta_l / sqrt(q_l) xi_l + sqrt(rho_tilde_l) eta_l."""
+    import sympy as sp
+
+    s = symbols()
+    return {
+        "w": s["m"] + sp.sqrt(s["q"]) * s["xi"],
+        "hstar": s["theta"] / sp.sqrt(s["q"]) * s["xi"] + sp.sqrt(s["rho_tilde"]) * s["eta"],
+    }
+
+
+def hat_overlap_exprs() -> dict[str, Any]:
+    """qhat_l, mhat_l, thhat_l, Vhat_l from the channel averages (MODEL.md section 3)."""
+    import sympy as sp
+
+    s = symbols()
+    thhat = s["alpha"] * s["E_geta"] / sp.sqrt(s["rho_tilde"])
+    return {
+        "qhat": s["alpha"] * s["E_g2"],
+        "mhat": s["alpha"] * s["E_g"],
+        "thhat": thhat,
+        "Vhat": -s["alpha"] * s["E_gxi"] / sp.sqrt(s["q"]) + thhat * s["theta"] / s["q"],
+    }
+
+
+def _specs() -> list[FunctionSpec]:
+    s = symbols()
+    arg = lambda name, desc: Argument(name, s[name], desc)  # noqa: E731
+    ov = token_overlap_exprs()
+    fe = field_exprs()
+    he = hat_overlap_exprs()
+    return [
+        FunctionSpec(
+            "token_overlaps",
+            (arg("q0", "q0 = |Q|^2 / d"), arg("th0", "th0 = Q . Q* / d"), arg("V0", "V0"),
+             arg("rho0", "rho0 = |Q*|^2 / d"), arg("sigma2", "sigma_l^2")),
+            tuple((k, ov[k]) for k in ("q", "theta", "V", "rho")),
+            "Per-token overlaps q_l, theta_l, V_l, rho_l = sigma_l^2 (q0, th0, V0, rho0).",
+        ),
+        FunctionSpec(
+            "residual_variance", (arg("q", "q_l"), arg("theta", "theta_l"), arg("rho", "rho_l")),
+            (("rho_tilde", residual_variance_expr()),), "rho_tilde_l = rho_l - theta_l^2 / q_l.",
+        ),
+        FunctionSpec(
+            "fields",
+            (arg("xi", "xi_l ~ N(0,1)"), arg("eta", "eta_l ~ N(0,1)"), arg("m", "m_l"), arg("q", "q_l"),
+             arg("theta", "theta_l"), arg("rho_tilde", "rho_tilde_l")),
+            (("w", fe["w"]), ("hstar", fe["hstar"])),
+            "Channel fields w_l and h*_l.",
+        ),
+        FunctionSpec(
+            "hats",
+            (arg("alpha", "alpha = n / d"), arg("E_g2", "E[g_l^2]"), arg("E_g", "E[g_l]"),
+             arg("E_geta", "E[g_l eta_l]"), arg("E_gxi", "E[g_l xi_l]"), arg("q", "q_l"),
+             arg("theta", "theta_l"), arg("rho_tilde", "rho_tilde_l")),
+            tuple((k, he[k]) for k in ("qhat", "mhat", "thhat", "Vhat")),
+            "Conjugate overlaps qhat_l, mhat_l, thhat_l, Vhat_l.",
+        ),
+    ]
+
+
+@lru_cache(maxsize=1)
+def _functions() -> dict[str, Any]:
+    return cached_namespace("channel", 0, 1, True, _specs)
+
+
+def _full(shape: tuple[int, ...], value: Any) -> np.ndarray:
+    out = np.empty(shape)
+    out[...] = value
+    return out
+
+
+def _check_q0(q0: np.ndarray) -> None:
+    if not np.all(q0 > 0):
+        raise ValueError(f"q0 (student norm |Q|^2 / d) must be > 0 in the channel, got {q0}")
+
+
+def token_overlaps(
+    q0: ArrayLike, th0: ArrayLike, V0: ArrayLike, rho0: ArrayLike, sigma2: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(q_l, theta_l, V_l, rho_l) = sigma_l^2 (q0, th0, V0, rho0), each of sigma2's (broadcast) shape."""
+    args = [np.asarray(x, dtype=float) for x in (q0, th0, V0, rho0, sigma2)]
+    shape = np.broadcast_shapes(*(a.shape for a in args))
+    return tuple(_full(shape, v) for v in _functions()["token_overlaps"](*args))  # type: ignore[return-value]
+
+
+def token_variances(V0: ArrayLike, sigma2: ArrayLike) -> np.ndarray:
+    """V_l = sigma_l^2 V0 (the proximal variances of the channel), shape of sigma2."""
+    return token_overlaps(1.0, 0.0, V0, 1.0, sigma2)[2]
+
+
+def teacher_residual_variance(q0: ArrayLike, th0: ArrayLike, rho0: ArrayLike, sigma2: ArrayLike) -> np.ndarray:
+    """rho_tilde_l = rho_l - theta_l^2 / q_l (no clipping; q0 > 0 required)."""
+    q0 = np.asarray(q0, dtype=float)
+    _check_q0(q0)
+    q, theta, _, rho = token_overlaps(q0, th0, 1.0, rho0, sigma2)
+    return _full(q.shape, _functions()["residual_variance"](q, theta, rho)[0])
+
+
+def _rho_tilde(q0: ArrayLike, th0: ArrayLike, rho0: ArrayLike, sigma2: ArrayLike) -> tuple[np.ndarray, ...]:
+    q0 = np.asarray(q0, dtype=float)
+    _check_q0(q0)
+    q, theta, _, rho = token_overlaps(q0, th0, 1.0, rho0, sigma2)
+    rp = _full(q.shape, _functions()["residual_variance"](q, theta, rho)[0])
+    if np.any(rp < -RHO_TILDE_RTOL * rho):
+        raise ValueError(
+            f"th0^2 > q0 rho0 (theta_l^2 > q_l rho_l): no Gaussian teacher field exists; got q0 = {q0}, th0 = {th0}, rho0 = {rho0}"
+        )
+    return q, theta, rho, np.maximum(rp, 0.0)
+
+
+def channel_fields(
+    xi: ArrayLike, eta: ArrayLike, q0: ArrayLike, m: ArrayLike, th0: ArrayLike, sigma2: ArrayLike, rho0: ArrayLike
+) -> tuple[np.ndarray, np.ndarray]:
+    """(w, h*) of MODEL.md section 3: w_l = m_l + sqrt(q_l) xi_l, h*_l = theta_l/sqrt(q_l) xi_l + sqrt(rho_tilde_l) eta_l.
+
+    xi, eta: (..., L) standard normals; m, sigma2: (L,) or broadcastable; q0, th0, rho0: scalars.
+    Requires q0 > 0 and th0^2 <= q0 rho0 (see module doc). Returns two arrays of the broadcast shape.
+    """
+    xi, eta, m = (np.asarray(x, dtype=float) for x in (xi, eta, m))
+    q, theta, _, rp = _rho_tilde(q0, th0, rho0, sigma2)
+    shape = np.broadcast_shapes(xi.shape, eta.shape, m.shape, q.shape)
+    w, hstar = _functions()["fields"](xi, eta, m, q, theta, rp)
+    return _full(shape, w), _full(shape, hstar)
+
+
+def hat_overlaps(
+    alpha: ArrayLike, E_g2: ArrayLike, E_g: ArrayLike, E_geta: ArrayLike, E_gxi: ArrayLike,
+    q0: ArrayLike, th0: ArrayLike, sigma2: ArrayLike, rho0: ArrayLike,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(qhat, mhat, thhat, Vhat), each (L,): the conjugate overlaps of MODEL.md section 3.
+
+    E_g2, E_g, E_geta, E_gxi: channel averages E[g_l^2], E[g_l], E[g_l eta_l], E[g_l xi_l], shape (L,).
+    Requires q0 > 0 and rho_tilde_l = sigma_l^2 (rho0 - th0^2 / q0) > 0.
+    """
+    q, theta, rho, rp = _rho_tilde(q0, th0, rho0, sigma2)
+    if np.any(rp <= 0):
+        raise ValueError(
+            "thhat is undefined at th0^2 = q0 rho0 (rho_tilde = 0: E[g eta] / sqrt(rho_tilde) is 0 / 0); "
+            f"got q0 = {q0}, th0 = {th0}, rho0 = {rho0}"
+        )
+    args = [np.asarray(x, dtype=float) for x in (alpha, E_g2, E_g, E_geta, E_gxi)] + [q, theta, rp]
+    shape = np.broadcast_shapes(*(a.shape for a in args))
+    return tuple(_full(shape, v) for v in _functions()["hats"](*args))  # type: ignore[return-value]

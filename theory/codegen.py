@@ -1,0 +1,202 @@
+"""Code generation: sympy expressions -> numpy source with a fixed, documented argument order.
+
+In the manner of pydy's ``codegen``: every generated function takes a few
+*array* arguments (``h``, ``S``, ``sigma2`` ...); each sympy symbol lives in a
+fixed slot of one of them (``h[..., 0]`` is ``h_1``, ``S[..., 0, 1]`` is
+``S_12``) and the auto-generated docstring states the map. Outputs are
+returned as a flat tuple in a documented order; a constant output is returned
+as a Python number and the caller broadcasts it.
+
+The generated source is cached on disk (``$ATTNPHASE_CACHE_DIR``, else
+``~/.cache/attnphase``), keyed by (kind, L, r, cse, package version,
+fingerprint of the theory sources), so a warm start neither imports sympy nor
+lambdifies anything: it only compiles a small numpy module. The cache holds
+code that this package generated itself; the key line at the top of each file
+is checked before the file is used, and a file that fails the check or fails to
+compile is regenerated.
+
+This module imports sympy lazily (only :func:`render_module` needs it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: Theory sources whose content enters the cache key (change one -> regenerate).
+_FINGERPRINT_FILES = (
+    "codegen.py",
+    "symbols.py",
+    "attention.py",
+    "loss.py",
+    "prox.py",
+    "channel.py",
+    "prior.py",
+    "free_entropy.py",
+    "baseline.py",
+    "kernels.py",
+)
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One array argument of a generated function.
+
+    Attributes:
+        name: the Python argument name.
+        symbols: nested sequence (or sympy Matrix) of sympy symbols; its shape is the
+            argument's trailing shape (``()`` for a scalar argument, which is then a
+            single symbol).
+        description: what the argument is, in MODEL.md's words.
+    """
+
+    name: str
+    symbols: Any
+    description: str
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """A function to generate: its arguments, its outputs (label, sympy expression), its doc.
+
+    ``cse_optimizations`` is passed to ``sympy.cse`` when cse is on: ``"basic"`` finds
+    about 20 % fewer operations but is slow on large expressions, ``None`` is fast.
+    """
+
+    name: str
+    arguments: tuple[Argument, ...]
+    outputs: tuple[tuple[str, Any], ...]
+    doc: str
+    cse_optimizations: str | None = "basic"
+
+
+def _slots(symbols: Any) -> tuple[tuple[int, ...], list[tuple[tuple[int, ...], Any]]]:
+    """(trailing shape, [(index, symbol), ...]) of an argument's symbols."""
+    import sympy as sp
+
+    if isinstance(symbols, sp.MatrixBase):
+        arr = np.array(symbols.tolist(), dtype=object)
+    elif isinstance(symbols, sp.Basic):
+        return (), [((), symbols)]
+    else:
+        arr = np.array(symbols, dtype=object)
+    return arr.shape, [(idx, arr[idx]) for idx in np.ndindex(arr.shape)]
+
+
+def render_function(spec: FunctionSpec, cse: bool) -> str:
+    """Python source (numpy) of one generated function."""
+    import sympy as sp
+    from sympy.printing.numpy import NumPyPrinter
+
+    printer = NumPyPrinter({"fully_qualified_modules": True})
+    lines = [f"def {spec.name}({', '.join(a.name for a in spec.arguments)}):"]
+    doc = [spec.doc.strip(), "", "Arguments (symbol -> slot):"]
+    unpack: list[str] = []
+    replace: dict[Any, Any] = {}
+    for arg in spec.arguments:
+        shape, slots = _slots(arg.symbols)
+        doc.append(f"    {arg.name}: {arg.description}; trailing shape {shape}")
+        for idx, sym in slots:
+            if shape == ():
+                ident = arg.name
+                doc.append(f"        {arg.name} -> {sym}")
+            else:
+                ident = f"_{arg.name}_{'_'.join(map(str, idx))}"
+                slot = f"{arg.name}[..., {', '.join(map(str, idx))}]"
+                doc.append(f"        {slot} -> {sym}")
+                unpack.append(f"    {ident} = {slot}")
+            replace[sym] = sp.Symbol(ident)
+    doc.append("")
+    doc.append("Returns a tuple, in this order:")
+    for i, (label, _) in enumerate(spec.outputs):
+        doc.append(f"    [{i}] {label}")
+    doc.append(f"Generated with cse={cse}" + (f" (optimizations={spec.cse_optimizations!r})." if cse else "."))
+    body = "\n".join(("    " + row).rstrip() for row in doc).replace('"""', "'''")
+    lines.append('    """' + body.lstrip() + '\n    """')
+    exprs = [sp.sympify(e).xreplace(replace) for _, e in spec.outputs]
+    lines.extend(unpack)
+    if cse:
+        subs, exprs = sp.cse(exprs, symbols=sp.numbered_symbols("_c"), optimizations=spec.cse_optimizations)
+        for sym, sub in subs:
+            lines.append(f"    {sym} = {printer.doprint(sub)}")
+    lines.append("    return (")
+    for e in exprs:
+        lines.append(f"        {printer.doprint(e)},")
+    lines.append("    )")
+    return "\n".join(lines) + "\n"
+
+
+def render_module(key: str, specs: Sequence[FunctionSpec], cse: bool) -> str:
+    """Source of a module holding the generated functions, starting with the cache-key line."""
+    parts = [
+        f"# attnphase generated kernels; key: {key}",
+        '"""Generated by attnphase.theory.codegen; do not edit (regenerated when the theory changes)."""',
+        "import numpy",
+        "",
+    ]
+    parts.extend(render_function(spec, cse) for spec in specs)
+    return "\n\n".join(parts)
+
+
+def cache_dir() -> Path:
+    """The on-disk cache directory: ``$ATTNPHASE_CACHE_DIR`` or ``~/.cache/attnphase``."""
+    env = os.environ.get("ATTNPHASE_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "attnphase"
+
+
+def fingerprint() -> str:
+    """Package version plus a hash of the theory sources that generate code."""
+    from attnphase import __version__
+
+    digest = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for name in _FINGERPRINT_FILES:
+        path = here / name
+        digest.update(name.encode())
+        if path.exists():
+            digest.update(path.read_bytes())
+    return f"{__version__}-{digest.hexdigest()[:16]}"
+
+
+def _compile(source: str, filename: str) -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__name__": f"attnphase._generated.{Path(filename).stem}"}
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated code
+    return namespace
+
+
+def cached_namespace(
+    kind: str, L: int, r: int, cse: bool, build: Callable[[], Sequence[FunctionSpec]]
+) -> dict[str, Any]:
+    """Namespace of the generated module ``kind`` for (L, r, cse), from disk cache or freshly built.
+
+    ``build`` is called (and sympy imported) only on a cache miss. If the cache
+    directory cannot be written the module is still built and used, just not stored.
+    """
+    key = f"{kind} L={L} r={r} cse={bool(cse)} {fingerprint()}"
+    fname = f"{kind}_L{L}_r{r}_{'cse' if cse else 'nocse'}_{hashlib.sha256(key.encode()).hexdigest()[:16]}.py"
+    path = cache_dir() / fname
+    first_line = f"# attnphase generated kernels; key: {key}"
+    try:
+        source = path.read_text()
+        if source.split("\n", 1)[0] == first_line:
+            return _compile(source, str(path))
+    except (OSError, SyntaxError, ValueError):
+        pass
+    source = render_module(key, build(), cse)
+    namespace = _compile(source, str(path))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
+            fh.write(source)
+            tmp = fh.name
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return namespace

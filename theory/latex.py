@@ -1,0 +1,234 @@
+"""Every equation of the theory, for a given L, as sympy equations rendered for a terminal,
+as raw LaTeX, or as the markdown document ``docs/derivation.md``.
+
+The equations are the very expressions the kernels are generated from
+(:mod:`attnphase.theory.prox`, :mod:`~attnphase.theory.channel`,
+:mod:`~attnphase.theory.prior`, :mod:`~attnphase.theory.free_entropy`,
+:mod:`~attnphase.theory.baseline`), so the document cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+
+from attnphase.theory.params import ModelParams
+
+
+@dataclass(frozen=True)
+class Equation:
+    """One displayed equation ``lhs = rhs`` of a section, with an optional one-line note."""
+
+    section: str
+    lhs: Any
+    rhs: Any
+    note: str = ""
+
+
+def _attention_equations(L: int) -> list[Equation]:
+    from attnphase.theory.attention import attention_explicit, scores, teacher
+    from attnphase.theory.symbols import pair_symbols, token_symbols
+
+    sec = "Attention and target (MODEL.md sections 1-2)"
+    h = token_symbols("h", L, 1, real=True)
+    a, S_exp = scores(h), attention_explicit(h)
+    asym, S, T, s, A = (pair_symbols(n, L) for n in ("a", "S", "T", "s", "A"))
+    omega = sp.Symbol("omega", nonnegative=True)
+    Tex = teacher(s, omega, A)
+    eqs = [Equation(sec, asym[l, k], a[l, k], "scores a_lk = h_l h_k") for l in range(L) for k in range(L)]
+    eqs += [Equation(sec, S[l, k], S_exp[l, k], "row softmax (evaluated max-shifted)") for l in range(L) for k in range(L)]
+    eqs += [
+        Equation(
+            sec,
+            sp.Derivative(sp.Symbol("S_lk"), sp.Symbol("a_lj")),
+            sp.Symbol("S_lk") * (sp.KroneckerDelta(sp.Symbol("k"), sp.Symbol("j")) - sp.Symbol("S_lj")),
+            "softmax derivative used for every derivative below",
+        )
+    ]
+    eqs += [
+        Equation(sec, T[l, k], Tex[l, k], "target, s = softmax_row(h* h*^T)") for l in range(L) for k in range(L)
+    ]
+    return eqs
+
+
+def _loss_and_prox_equations(L: int) -> list[Equation]:
+    from attnphase.theory.prox import derive_prox
+
+    pd = derive_prox(L, 1)
+    h = list(pd.loss.h)
+    loss_f = sp.Function("loss")(*h)
+    prox_f = sp.Function("prox")(*h)
+    sec_l = "Limit loss (MODEL.md section 2)"
+    sec_p = "Proximal objective, gradient and Hessian in h (MODEL.md section 3)"
+    eqs = [Equation(sec_l, loss_f, pd.loss.value, "S = S(h), T = T(h*)")]
+    eqs += [Equation(sec_p, prox_f, pd.value)]
+    eqs += [Equation(sec_p, sp.Derivative(prox_f, h[j]), pd.grad[j]) for j in range(L)]
+    eqs += [
+        Equation(sec_p, sp.Derivative(prox_f, h[i], h[j]), pd.hess[i, j])
+        for i in range(L)
+        for j in range(i, L)
+    ]
+    return eqs
+
+
+def _channel_equations() -> list[Equation]:
+    from attnphase.theory import channel as ch
+
+    s = ch.symbols()
+    sec = "Channel side, per token l (MODEL.md sections 2-3)"
+    ov, fe, he = ch.token_overlap_exprs(), ch.field_exprs(), ch.hat_overlap_exprs()
+    hat = {k: sp.Symbol(n) for k, n in (("qhat", "qhat_l"), ("mhat", "mhat_l"), ("thhat", "thetahat_l"), ("Vhat", "Vhat_l"))}
+    eqs = [Equation(sec, s[k], ov[k]) for k in ("q", "theta", "V", "rho")]
+    eqs += [Equation(sec, s["rho_tilde"], ch.residual_variance_expr(), "variance of h*_l not explained by xi_l")]
+    eqs += [Equation(sec, sp.Symbol("w_l"), fe["w"]), Equation(sec, sp.Symbol("h*_l"), fe["hstar"])]
+    eqs += [
+        Equation(
+            sec, s["g"], (sp.Symbol("hhat_l") - sp.Symbol("w_l")) / s["V"],
+            "hhat = argmin_h sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, h*), the global minimiser",
+        )
+    ]
+    eqs += [Equation(sec, hat[k], he[k]) for k in ("qhat", "mhat", "thhat", "Vhat")]
+    return eqs
+
+
+def _prior_equations(L: int) -> list[Equation]:
+    from attnphase.theory.prior import ridge_exprs
+
+    ex = ridge_exprs(L)
+    sec = "Prior side: ridge in closed form (MODEL.md section 3)"
+    eqs = [Equation(sec, sp.Symbol("Lambda"), ex["Lam"])]
+    eqs += [Equation(sec, sp.Symbol("q_0"), ex["N"] / sp.Symbol("Lambda") ** 2)]
+    eqs += [Equation(sec, sp.Symbol("V_0"), 1 / sp.Symbol("Lambda"))]
+    Lam = ex["Lam"]
+    eqs += [Equation(sec, sp.Symbol(f"m_{k + 1}"), sp.expand(ex["m"][k] * Lam) / sp.Symbol("Lambda")) for k in range(L)]
+    eqs += [Equation(sec, sp.Symbol("theta_0"), sp.expand(ex["th0"] * Lam) / sp.Symbol("Lambda"))]
+    return eqs
+
+
+def _free_entropy_equations(L: int) -> list[Equation]:
+    from attnphase.theory.free_entropy import free_entropy_expr
+    from attnphase.theory.prior import ridge_exprs
+
+    sec = "Free entropy and training objective (MODEL.md section 4)"
+    from attnphase.theory.prior import symbols as prior_symbols
+
+    lam, Lam_sym = prior_symbols(L)["lam"], sp.Symbol("Lambda")
+    Phi = free_entropy_expr(L).subs(lam, Lam_sym - (ridge_exprs(L)["Lam"] - lam))
+    h = [sp.Symbol(f"h_{l + 1}") for l in range(L)]
+    w = [sp.Symbol(f"w_{l + 1}") for l in range(L)]
+    V = [sp.Symbol(f"V_{l + 1}") for l in range(L)]
+    M = sum((h[l] - w[l]) ** 2 / (2 * V[l]) for l in range(L)) + sp.Function("loss")(*h)
+    return [
+        Equation(sec, sp.Symbol("Phi"), Phi, "q_l = sigma_l^2 q_0, V_l = sigma_l^2 V_0, theta_l = sigma_l^2 theta_0"),
+        Equation(sec, sp.Symbol("M"), sp.Function("min_h")(M), "Moreau envelope, averaged over the channel"),
+        Equation(sec, sp.Symbol("e_t"), -sp.Symbol("Phi")),
+    ]
+
+
+def _baseline_equations(L: int) -> list[Equation]:
+    from attnphase.theory.baseline import eps_lin_expr
+
+    sec = "Linear positional baseline (MODEL.md section 5)"
+    return [Equation(sec, sp.Symbol("epsilon_lin"), eps_lin_expr(L), "s = softmax_row(h* h*^T), h*_l ~ N(0, rho_l)")]
+
+
+def equations(L: int) -> list[Equation]:
+    """All equations of the theory for sequence length L (r = 1), in document order."""
+    return (
+        _attention_equations(L)
+        + _loss_and_prox_equations(L)
+        + _channel_equations()
+        + _prior_equations(L)
+        + _free_entropy_equations(L)
+        + _baseline_equations(L)
+    )
+
+
+def _params_lines(params: ModelParams) -> list[str]:
+    d = params.to_dict()
+    return [f"{k} = {v}" for k, v in d.items()]
+
+
+def _sections(eqs: list[Equation]) -> list[tuple[str, list[Equation]]]:
+    out: list[tuple[str, list[Equation]]] = []
+    for eq in eqs:
+        if not out or out[-1][0] != eq.section:
+            out.append((eq.section, []))
+        out[-1][1].append(eq)
+    return out
+
+
+def _linear(expr: Any) -> str:
+    """One-line form of an expression (``^`` for powers, ``d f / d x`` for derivatives)."""
+    if isinstance(expr, sp.Derivative):
+        f = _linear(expr.expr)
+        xs = " ".join(f"d{_linear(v)}" for v, n in expr.variable_count for _ in range(int(n)))
+        order = sum(int(n) for _, n in expr.variable_count)
+        return f"d{'' if order == 1 else order} {f} / {xs}"
+    return sp.sstr(expr).replace("**", "^")
+
+
+#: Widest pretty-printed equation shown as a 2-D picture; wider ones are printed on one line.
+TERMINAL_WIDTH = 100
+
+
+def render_terminal(params: ModelParams) -> str:
+    """Every equation for a terminal: sympy's unicode pretty form, or one clean line if too wide."""
+    lines = [f"attnphase derivation, L = {params.L}, r = {params.r}", "", "Parameters:"]
+    lines += ["  " + s for s in _params_lines(params)]
+    for title, eqs in _sections(equations(params.L)):
+        lines += ["", title, "=" * len(title)]
+        prev = ""
+        for eq in eqs:
+            if eq.note and eq.note != prev:
+                lines.append(f"[{eq.note}]")
+            prev = eq.note
+            pic = sp.pretty(sp.Eq(eq.lhs, eq.rhs, evaluate=False), use_unicode=True, wrap_line=False)
+            if max(len(row) for row in pic.splitlines()) <= TERMINAL_WIDTH:
+                lines.append(pic)
+            else:
+                lines.append(f"{_linear(eq.lhs)} = {_linear(eq.rhs)}")
+            lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_latex(params: ModelParams) -> str:
+    """Every equation as raw LaTeX, one per line, sections as LaTeX comments."""
+    lines = [f"% attnphase derivation, L = {params.L}, r = {params.r}"]
+    lines += ["% " + s for s in _params_lines(params)]
+    for title, eqs in _sections(equations(params.L)):
+        lines += ["", f"% {title}"]
+        lines += [f"{sp.latex(eq.lhs)} = {sp.latex(eq.rhs)}" for eq in eqs]
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(params: ModelParams) -> str:
+    """The markdown document (docs/derivation.md for the default L = 2 model)."""
+    from attnphase.theory.notes import HANDWRITTEN
+
+    lines = [
+        f"# Derivation of the attention model, L = {params.L}",
+        "",
+        "<!-- Generated by `attnphase derive --markdown` (attnphase.theory.latex); do not edit by hand.",
+        "     A test regenerates this file and fails when it is stale. -->",
+        "",
+        "Symbols as in `MODEL.md`. The equations below are printed from the very sympy",
+        "expressions the numeric kernels are generated from.",
+        "",
+        "Parameters of the model this document was generated for:",
+        "",
+    ]
+    lines += [f"* `{s}`" for s in _params_lines(params)]
+    for title, eqs in _sections(equations(params.L)):
+        lines += ["", f"## {title}", ""]
+        prev = ""
+        for eq in eqs:
+            if eq.note and eq.note != prev:
+                lines.append(f"{eq.note}:")
+                lines.append("")
+            prev = eq.note
+            lines += ["$$", f"{sp.latex(eq.lhs)} = {sp.latex(eq.rhs)}", "$$", ""]
+    lines += ["", HANDWRITTEN.strip(), ""]
+    return "\n".join(lines).replace("\n\n\n", "\n\n")

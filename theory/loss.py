@@ -1,0 +1,21 @@
+"""The per-sample limit loss (MODEL.md section 2).
+
+    loss(h, h*) = 1/2 sum_{l,k} sigma_k^2 (S(h) - T(h*))[l, k]^2
+
+It is the d -> inf limit of (1 / 2d) |y - f(X)|^2: with x_k . x_k' / d -> delta_kk' sigma_k^2,
+the positional part sum_k S[l,k] p_k of f contributes |p|^2 / d = O(1 / d) and its
+cross terms with the tokens are O(1 / sqrt(d)), so only the token part survives
+(see docs/derivation.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sympy as sp
+
+
+def limit_loss(S: sp.Matrix, T: sp.Matrix, sigma2: Sequence[sp.Basic]) -> sp.Expr:
+    """1/2 sum_{l,k} sigma_k^2 (S - T)[l, k]^2 for L x L matrices S, T and per-token sigma_k^2."""
+    L = S.rows
+    return sp.Rational(1, 2) * sum(sigma2[k] * (S[l, k] - T[l, k]) ** 2 for l in range(L) for k in range(L))

@@ -1,0 +1,109 @@
+"""Hand-written derivations appended to the generated ``docs/derivation.md``.
+
+They cover what MODEL.md states without derivation or does not state: the
+softmax chain rule of the kernels, which terms of the finite-d loss vanish, the
+prior side as a finite-d ridge problem, the training objective at a fixed point,
+and the degenerate limits of the channel.
+"""
+
+HANDWRITTEN = r"""
+## Hand-written derivations
+
+### Derivatives through the softmax
+
+With scores $a_{lk} = h_l \cdot h_k$ and $S_{lk} = e^{a_{lk}} / \sum_j e^{a_{lj}}$,
+$\partial S_{lk} / \partial a_{lj} = S_{lk} (\delta_{kj} - S_{lj})$ and
+$\partial a_{lj} / \partial h_i = \delta_{li} h_j + \delta_{ji} h_l$ (r = 1). The softmax is
+kept as an unevaluated sympy function whose derivative is written through itself
+(`attnphase.theory.attention.SoftmaxEntry`); after differentiating, every softmax
+entry is replaced by a symbol $S_{lk}$. Loss, gradient and Hessian are therefore
+polynomials in $(h, S, T, \sigma^2)$ (plus $1/V_l$ in the proximal objective), and
+the kernels evaluate $S$ once per point with a max-shifted softmax: no exponential
+of a field is ever taken, so nothing overflows, at any finite $h$.
+
+### From the finite-d risk to the limit loss
+
+Write $D = T(h^*) - S(h)$. Since $y_l = \sum_k T_{lk} x_k$ and
+$f_l = \sum_k S_{lk} (x_k + p_k)$,
+
+$$
+\frac{1}{2d} |y_l - f_l|^2 = \frac{1}{2d} \Big|\sum_k D_{lk} x_k\Big|^2
+ - \frac{1}{d} \Big(\sum_k D_{lk} x_k\Big) \cdot \Big(\sum_k S_{lk} p_k\Big)
+ + \frac{1}{2d} \Big|\sum_k S_{lk} p_k\Big|^2 .
+$$
+
+* First term: $x_k \cdot x_{k'} / d = \delta_{kk'} \sigma_k^2 + O(d^{-1/2})$, giving the limit loss
+  $\frac12 \sum_{l,k} \sigma_k^2 D_{lk}^2$ (note $\sigma_k$, the variance of the token being attended to).
+* Second term: $x_k \cdot p_{k'} = O(1)$ (a Gaussian of variance $\sigma_k^2 P_{k'k'}$), so the term is $O(1/d)$.
+* Third term: $|\sum_k S_{lk} p_k|^2 = S_l^\top P S_l = O(1)$, so the term is $O(1/d)$.
+
+The fluctuations of $x_k \cdot x_{k'} / d$ are $O(d^{-1/2})$ but correlated with the fields
+$h, h^*$ only at $O(1/d)$ (e.g. $\mathrm{Cov}(|x_k|^2, (Q \cdot x_k)^2 / d) = 2 \sigma_k^4 |Q|^2 / d$).
+Hence $E[\frac{1}{2d}|y - f|^2] = E[\mathrm{loss}(h, h^*)] + O(1/d)$, not $O(d^{-1/2})$, and the
+positions, although they move the fields ($m_l$), drop out of the per-sample loss. The test
+`tests/test_theory_limit_loss.py` measures $\Delta(d) = E[\text{finite} - \text{limit}]$ on the
+same samples (paired, so the $O(d^{-1/2})$ noise mostly cancels) at several $d$ and checks
+that $\Delta(d) = a + b/d$ with $a = 0$ within its standard error, i.e. that the difference
+vanishes like $1/d$; a wrong limit loss would leave $a = O(1)$.
+
+### The prior side as a finite-d ridge problem
+
+The prior side of the state evolution is the ridge problem seen by $Q \in \mathbb{R}^d$ when
+each token's channel is replaced by a Gaussian surrogate with the hat overlaps
+(token covariance $\Sigma_l = \sigma_l^2 I_d$):
+
+$$
+\hat Q = \operatorname{argmin}_Q \; \frac{\lambda}{2} |Q|^2
+ + \sum_l \Big[ \frac{\hat V_l}{2} Q^\top \Sigma_l Q
+ - Q^\top \big( \sqrt{\hat q_l}\, \Sigma_l^{1/2} z_l + \hat m_l \sqrt{d}\, p_l + \hat\theta_l \Sigma_l Q^* \big) \Big],
+ \qquad z_l \sim N(0, I_d) \text{ iid over } l .
+$$
+
+Its Hessian is $\Lambda I_d$ with $\Lambda = \lambda + \sum_l \sigma_l^2 \hat V_l$, so
+$\hat Q = b / \Lambda$ with
+$b = \sum_l \sigma_l \sqrt{\hat q_l} z_l + \sqrt{d} \sum_l \hat m_l p_l + (\sum_l \sigma_l^2 \hat\theta_l) Q^*$.
+As $d \to \infty$ ($z_l \cdot z_{l'} / d \to \delta_{ll'}$, $|Q^*|^2/d \to \rho_0$, and
+$z_l \cdot Q^*/d$, $z_l \cdot p_k / \sqrt{d}$, $p_k \cdot Q^* / \sqrt d$ divided by the
+remaining powers of $d$ all vanish):
+
+* $q_0 = |\hat Q|^2 / d = (\sum_l \sigma_l^2 \hat q_l + \hat m^\top P \hat m + \rho_0 (\sum_l \sigma_l^2 \hat\theta_l)^2) / \Lambda^2$,
+* $m_k = p_k \cdot \hat Q / \sqrt d = \sum_l P_{kl} \hat m_l / \Lambda$,
+* $\theta_0 = \hat Q \cdot Q^* / d = \rho_0 \sum_l \sigma_l^2 \hat\theta_l / \Lambda$,
+* $V_0 = \frac1d \operatorname{tr} (\text{Hessian})^{-1} = 1 / \Lambda$ (the linear response of $\hat Q$ to $b$),
+
+which is MODEL.md's prior update. The noises $z_l$ are independent across tokens (each
+token's field has its own Gaussian fluctuation), which is what produces
+$\sum_l \sigma_l^2 \hat q_l$ rather than $(\sum_l \sigma_l \sqrt{\hat q_l})^2$. The test
+`tests/test_theory_prior.py` minimises this objective numerically at $d = 40000$ (L-BFGS on
+the objective as written above, not on its closed form) and compares the measured
+$q_0, m, \theta_0$ and the linear response $V_0$ with `ridge_update`. For rank $r > 1$ the
+same construction gives a matrix ridge (MODEL.md section 7).
+
+### Training objective at a fixed point
+
+Insert the prior-side fixed point into $\Phi$ (MODEL.md section 4):
+$\sum_l \hat V_l q_l / 2 = q_0 (\Lambda - \lambda)/2$, $\sum_l \hat q_l V_l / 2 = \sum_l \sigma_l^2 \hat q_l / (2\Lambda)$,
+$\sum_l m_l \hat m_l = \hat m^\top P \hat m / \Lambda$, $\sum_l \theta_l \hat\theta_l = \rho_0 (\sum_l \sigma_l^2\hat\theta_l)^2/\Lambda$,
+and the ridge term equals $\Lambda q_0 / 2$. Then
+$\Phi = \sum_l \sigma_l^2 \hat q_l / (2 \Lambda) - \lambda q_0 / 2 - \alpha E[M]$, and with
+$\hat q_l = \alpha E[g_l^2]$, $M = \sum_l V_l g_l^2 / 2 + \mathrm{loss}(\hat h, h^*)$, $V_l = \sigma_l^2 / \Lambda$:
+
+$$
+e_t = -\Phi = \frac{\lambda}{2} q_0 + \alpha\, E[\mathrm{loss}(\hat h, h^*)] ,
+$$
+
+the regularised training loss per dimension, as it must be. `tests/test_theory_free_entropy.py`
+checks this identity through `ridge_update` and `free_entropy`.
+
+### Degenerate limits of the channel
+
+* $q_0 \to 0$: $w_l = m_l$ no longer depends on $\xi_l$ and $\theta_l / \sqrt{q_l}$ is $0/0$
+  ($|\theta_0| \le \sqrt{q_0 \rho_0}$). `channel_fields` and `hat_overlaps` require $q_0 > 0$
+  and raise `ValueError` otherwise; the numerics keep $q_0 > 0$.
+* $\theta_0^2 \to q_0 \rho_0$: $\tilde\rho_l = \rho_l - \theta_l^2 / q_l \to 0$ and $h^*_l$ is a function
+  of $\xi_l$ alone. By Stein's lemma $E[g_l \eta_l] / \sqrt{\tilde\rho_l} = E[\partial g_l / \partial h^*_l]$,
+  finite, but the quotient cannot be evaluated there: `hat_overlaps` requires $\tilde\rho_l > 0$;
+  `channel_fields` clips $\tilde\rho_l$ that is negative by round-off only ($\ge -10^{-12} \rho_l$) to 0
+  and raises `ValueError` for $\theta_0^2 > q_0 \rho_0$.
+* $\Lambda \le 0$: the ridge problem is unbounded; `ridge_update` and `free_entropy` raise `ValueError`.
+"""

@@ -1,0 +1,104 @@
+"""The proximal objective of the channel (MODEL.md section 3) and its derivatives in h.
+
+    prox(h; w, V, h*) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, h*)
+    g_l = (h_hat_l - w_l) / V_l,   h_hat = argmin_h prox
+
+Gradient and Hessian are derived by sympy with the softmax kept as
+:class:`~attnphase.theory.attention.SoftmaxEntry`, then every softmax entry is
+replaced by a plain symbol S_lk: the results are polynomials in (h, S, T, sigma^2)
+(plus 1 / V_l), safe at any field size once S is computed by a max-shifted softmax.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sympy as sp
+
+from attnphase.theory.attention import attention, softmax_symbol_map
+from attnphase.theory.loss import limit_loss
+from attnphase.theory.symbols import pair_symbols, token_scalars, token_symbols
+
+
+@dataclass(frozen=True)
+class LossDerivation:
+    """The limit loss and its derivatives in the student fields, for given (L, r).
+
+    Attributes:
+        L, r: sequence length and student rank.
+        h: L x r student fields h_l (row l is the r-vector h_l).
+        S: L x L symbols standing for S(h)[l, k].
+        T: L x L symbols of the target T(h*)[l, k].
+        sigma2: per-token variances sigma_k^2.
+        value: loss(h, T) = 1/2 sum sigma_k^2 (S - T)[l,k]^2 (in terms of S).
+        grad: d loss / d h, flattened over h's entries (row-major, L r entries), in (h, S, T, sigma2).
+        hess: (L r) x (L r) Hessian d^2 loss / d h d h, in (h, S, T, sigma2).
+    """
+
+    L: int
+    r: int
+    h: sp.Matrix
+    S: sp.Matrix
+    T: sp.Matrix
+    sigma2: tuple[sp.Symbol, ...]
+    value: sp.Expr
+    grad: tuple[sp.Expr, ...]
+    hess: sp.Matrix
+
+
+@dataclass(frozen=True)
+class ProxDerivation:
+    """The proximal objective sum_l (h_l - w_l)^2 / (2 V_l) + loss and its derivatives (r = 1).
+
+    Attributes:
+        loss: the :class:`LossDerivation` it is built on.
+        w: per-token field means w_l.
+        V: per-token variances V_l > 0.
+        value, grad, hess: the objective, its gradient and Hessian in h.
+    """
+
+    loss: LossDerivation
+    w: tuple[sp.Symbol, ...]
+    V: tuple[sp.Symbol, ...]
+    value: sp.Expr
+    grad: tuple[sp.Expr, ...]
+    hess: sp.Matrix
+
+
+@lru_cache(maxsize=None)
+def derive_loss(L: int, r: int = 1) -> LossDerivation:
+    """Derive loss, gradient and Hessian in h by the softmax chain rule (see module doc)."""
+    h = token_symbols("h", L, r, real=True)
+    S = pair_symbols("S", L, positive=True)
+    T = pair_symbols("T", L, nonnegative=True)
+    sigma2 = tuple(token_scalars("sigma", L, power="2", positive=True))
+    Sfun = attention(h)
+    value_fun = limit_loss(Sfun, T, sigma2)
+    to_symbols = softmax_symbol_map(h, S)
+    flat = list(h)
+    grad_fun = [sp.diff(value_fun, x) for x in flat]
+    n = len(flat)
+    hess = sp.zeros(n, n)
+    for i in range(n):
+        for j in range(i, n):
+            hess[i, j] = hess[j, i] = sp.diff(grad_fun[i], flat[j]).xreplace(to_symbols)
+    grad = tuple(g.xreplace(to_symbols) for g in grad_fun)
+    value = limit_loss(S, T, sigma2)
+    return LossDerivation(L, r, h, S, T, sigma2, value, grad, hess)
+
+
+@lru_cache(maxsize=None)
+def derive_prox(L: int, r: int = 1) -> ProxDerivation:
+    """The proximal objective (MODEL.md section 3) and its derivatives; r = 1 (scalar V_l per token)."""
+    if r != 1:
+        raise NotImplementedError("the proximal objective is implemented for r = 1 (scalar V_l per token)")
+    ld = derive_loss(L, r)
+    w = tuple(token_scalars("w", L, real=True))
+    V = tuple(token_scalars("V", L, positive=True))
+    h = list(ld.h)
+    quad = sum((h[l] - w[l]) ** 2 / (2 * V[l]) for l in range(L))
+    value = quad + ld.value
+    grad = tuple(ld.grad[l] + (h[l] - w[l]) / V[l] for l in range(L))
+    hess = ld.hess + sp.diag(*[1 / V[l] for l in range(L)])
+    return ProxDerivation(ld, w, V, value, grad, hess)
