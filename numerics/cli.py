@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import replace
 from typing import Any
 
 RECORD_KEYS = (
@@ -69,14 +70,19 @@ def params_from_args(args: argparse.Namespace, omega: float | None = None):
 
 def _add_solver_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prox", choices=("global", "local"), default="global", help="proximal map (default global)")
-    p.add_argument("--quadrature", default="gh12", help="quadrature rule: ghN (Gauss-Hermite) or sobolK[:reps:seed]")
+    p.add_argument(
+        "--quadrature", default=None,
+        help="quadrature rule: sobolK[:reps:seed] (2^K scrambled Sobol points, symmetrised; default sobol12), "
+        "ghN (Gauss-Hermite, N per dimension) or ghrN[:seed] (rotated Gauss-Hermite)",
+    )
     p.add_argument("--tol", type=float, default=1e-10, help="fixed-point residual tolerance (default 1e-10)")
 
 
 def _config(args: argparse.Namespace):
     from attnphase.numerics.state_evolution import SolverConfig
 
-    return SolverConfig(tol=args.tol, prox=args.prox, quadrature=args.quadrature)
+    cfg = SolverConfig(tol=args.tol, prox=args.prox)
+    return cfg if args.quadrature is None else replace(cfg, quadrature=args.quadrature)
 
 
 def _json_value(v: Any) -> Any:
@@ -89,14 +95,20 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from attnphase.numerics.state_evolution import solve
 
     params = params_from_args(args)
-    fp = solve(params, args.alpha, args.branch, config=_config(args))
-    rec = fp.record
+    cfg = _config(args)
+    fp = solve(params, args.alpha, args.branch, config=cfg)
+    rec = {k: fp.record[k] for k in RECORD_KEYS}
+    if args.error_estimate:
+        from attnphase.numerics.quadrature_error import quadrature_error
+
+        err = quadrature_error(fp, n_rules=args.error_estimate, config=cfg)
+        rec.update({f"err_{k}": v for k, v in err.std.items()})
     if args.json:
-        print(json.dumps({k: _json_value(rec[k]) for k in RECORD_KEYS}))
+        print(json.dumps({k: _json_value(v) for k, v in rec.items()}))
     else:
-        width = max(len(k) for k in RECORD_KEYS)
-        for k in RECORD_KEYS:
-            print(f"{k:>{width}}  {rec[k]}")
+        width = max(len(k) for k in rec)
+        for k, v in rec.items():
+            print(f"{k:>{width}}  {v}")
     if fp.branch != args.branch:
         print(f"attnphase: note: requested the {args.branch} branch, reached a {fp.branch} fixed point", file=sys.stderr)
     if not fp.status.converged:
@@ -149,6 +161,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--branch", choices=("semantic", "positional", "agnostic"), default="semantic")
     _add_solver_arguments(p)
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    p.add_argument(
+        "--error-estimate", type=int, default=0, metavar="K",
+        help="also re-solve on K independent rules (warm starts) and add err_<key> = their spread",
+    )
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("sweep", help="follow a branch over a range of alpha (continuation), write CSV")

@@ -45,6 +45,10 @@ class BranchSweep:
         return [p for p in self.points if p.status.converged and p.branch == self.branch]
 
 
+#: SE-evaluation budget of one warm-started continuation step.
+CONTINUATION_MAX_ITER = 60
+
+
 def _ok(fp: FixedPoint, branch: str) -> bool:
     return fp.status.converged and fp.branch == branch
 
@@ -74,8 +78,8 @@ def sweep(
     if not grid or grid[0] <= 0 or not all(math.isfinite(a) for a in grid):
         raise ValueError(f"alphas must be finite and > 0, got {list(alphas)}")
     cfg = config or SolverConfig(prox=prox)
-    if cfg.prox != prox:
-        cfg = replace(cfg, prox=prox)
+    # a warm-started point that needs more than this is treated as off the branch
+    cfg = replace(cfg, prox=prox, max_iter=min(cfg.max_iter, CONTINUATION_MAX_ITER))
     rule = make_rule(params.L, cfg.quadrature)
     direction = direction or default_direction(branch)
     if direction not in ("up", "down"):

@@ -150,9 +150,12 @@ def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[tuple[tuple[int, .
     z = rule.nodes
     key = lambda a: np.round(a, 12)  # noqa: E731 - tolerance for exact symmetric nodes
     images = _images(z, L, group)
-    # exactness: the image set of the first non-trivial element must be the node set itself
-    base = {tuple(r) for r in key(z)}
-    exact = all(tuple(r) in base for img in images for r in key(img))
+    # exactness: every image of the weighted node set is the weighted node set itself
+    base = _sorted_rows(np.column_stack([key(z), rule.weights]))
+    exact = all(
+        np.allclose(_sorted_rows(np.column_stack([key(img), rule.weights])), base, rtol=1e-9, atol=0.0)
+        for img in images
+    )
     if not exact:
         return rule, False
     stack = np.stack([key(img) for img in images], axis=0)  # (|G|, N, dim)
@@ -167,6 +170,11 @@ def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[tuple[tuple[int, .
     uniq, inv = np.unique(canon, axis=0, return_inverse=True)
     weights = np.bincount(inv.reshape(-1), weights=rule.weights, minlength=uniq.shape[0])
     return QuadratureRule(uniq, weights, f"{rule.name}/G{len(group)}", rule.dropped_mass), True
+
+
+def _sorted_rows(a: np.ndarray) -> np.ndarray:
+    """Rows of ``a`` in lexicographic order (first column most significant)."""
+    return a[np.lexsort(a.T[::-1])]
 
 
 def _images(z: np.ndarray, L: int, group: Sequence[tuple[tuple[int, ...], int, int]]) -> list[np.ndarray]:

@@ -59,7 +59,7 @@ class SolverConfig:
     damping: float = 0.0
     anderson: int = 5
     prox: str = "global"
-    quadrature: str = "gh12"
+    quadrature: str = "sobol12"
     full_search_every: int = 8
     anderson_budget: int = 60
 
@@ -140,8 +140,20 @@ def initial_overlaps(params: ModelParams, branch: str) -> Overlaps:
         col = params.P_array[:, 0]
         if not np.any(col):
             raise ValueError("P has a zero first column: no positional direction to start from")
-        return Overlaps(q0=0.5, V0=1.0, m=0.5 * col / np.abs(col).max(), th0=0.0)
+        return Overlaps(q0=0.1, V0=50.0, m=0.2 * col / np.abs(col).max(), th0=0.0)
     return Overlaps(q0=0.1, V0=1.0, m=m, th0=0.0)
+
+
+#: Cold starts of the positional branch above this alpha go through a short continuation.
+POSITIONAL_COLD_ALPHA = 0.3
+
+
+def _continuation_path(a0: float, a1: float, factor: float = 1.3) -> list[float]:
+    """Geometric steps from a0 up to a1 (both included)."""
+    path = [a0]
+    while path[-1] * factor < a1:
+        path.append(path[-1] * factor)
+    return path + [a1]
 
 
 def _check_alpha(alpha: float) -> float:
@@ -205,6 +217,10 @@ def solve(
 ) -> FixedPoint:
     """Solve the state evolution at (params, alpha) starting on ``branch`` (or from ``init``).
 
+    Cold starts (``init=None``) of the positional branch at alpha > 0.3 follow a short
+    continuation in alpha from 0.3: that family has several fixed points at larger
+    alpha and the branch is the one connected to small alpha.
+
     Returns a :class:`FixedPoint` whose ``status`` says whether the residual reached
     ``config.tol``; non-convergence is reported there and in ``record['converged']``.
     ``status.iterations`` counts SE-map evaluations (Newton's finite differences included).
@@ -223,17 +239,33 @@ def solve(
         params.L,
         [(e.perm, e.s, e.t) for e in model_symmetry_group(params)],
     )
-    ov0 = init if init is not None else initial_overlaps(params, branch)
     requested = branch
+    if init is None and branch == "positional" and alpha > POSITIONAL_COLD_ALPHA:
+        # the positional family has several fixed points at larger alpha; the branch is the
+        # one continued from small alpha, where the cold start is unambiguous
+        fp = None
+        for a in _continuation_path(POSITIONAL_COLD_ALPHA, alpha):
+            fp = solve(params, a, branch, init=None if fp is None else fp.overlaps, config=cfg, rule=rule)
+            if not (fp.status.converged and fp.branch == branch):
+                break
+        if fp.alpha == alpha:
+            return fp
+        init = fp.overlaps
+    ov0 = init if init is not None else initial_overlaps(params, branch)
     x = ov0.to_vector()
     if not _admissible(x, params.rho0):
         raise ValueError(f"initial overlaps are not admissible (need q0 > 0, V0 > 0, th0^2 < q0 rho0): {ov0}")
 
     se_map = _SEMap(kernels, params, alpha, rule, cfg)
-    result = se_map.solve(x)
+    result = se_map.solve(x, warm=init is not None)
     if result is None:
-        raise RuntimeError(
-            f"state evolution failed at alpha = {alpha}: the first step left the admissible region (Lam <= 0)"
+        nan = math.nan
+        return FixedPoint(
+            params=params, alpha=alpha, overlaps=ov0,
+            hat=HatOverlaps(*(np.full(params.L, nan) for _ in range(4))),
+            observables=Observables(nan, nan, eps_lin(params)),
+            status=SolverStatus(False, se_map.evaluations, nan, "the first SE step left the admissible region (Lam <= 0)"),
+            branch=branch_label(ov0), requested=requested, prox=cfg.prox, quadrature=rule.name,
         )
     x_eval, hat, mom, residual, converged, message = result
     it = se_map.evaluations
@@ -333,10 +365,22 @@ class _SEMap:
             return (x, hat, mom, res, True, "converged")
         return None
 
-    def solve(self, x: np.ndarray) -> tuple | None:
-        """Anderson-accelerated iteration; Newton on the symmetric subspace if it stalls."""
+    def solve(self, x: np.ndarray, warm: bool = False) -> tuple | None:
+        """Find the fixed point from x.
+
+        Cold starts: Anderson-accelerated iteration, then Newton on the symmetric
+        subspace from the best point if it stalls.  Warm starts (x is a converged
+        point at a nearby alpha): Newton first -- it also converges to fixed points
+        that are unstable under iteration, which the positional branch has --
+        then Anderson if Newton fails.
+        """
         cfg = self.cfg
-        done = self._anderson(x, budget=min(cfg.max_iter, cfg.anderson_budget))
+        if warm:
+            done = self._newton(x, min(cfg.max_iter, cfg.anderson_budget))
+            if done is not None:
+                return done
+            x = self.best[1] if self.best is not None else x
+        done = self._anderson(x, budget=min(cfg.max_iter - self.evaluations, cfg.anderson_budget))
         if done is not None:
             return done
         if self.best is None:
@@ -402,11 +446,14 @@ class _SEMap:
         return None
 
     def _newton(self, x: np.ndarray, budget: int) -> tuple | None:
-        """Newton on G(y) = B^T (F(x + B y) - x - B y) with a finite-difference Jacobian and backtracking.
+        """Quasi-Newton on G(y) = B^T D (F(x + B y) - x - B y), with backtracking.
 
         B spans the overlaps left free by the state's symmetry group, so Newton
         stays on the branch; it converges to fixed points that plain iteration
-        cannot reach (SE-unstable directions).
+        cannot reach (SE-unstable directions).  D = diag(1 / max(1, |x0|)) puts the
+        overlaps on the scale of the residual.  The Jacobian is taken by forward
+        differences once and then updated by Broyden's rule; it is re-taken when a
+        step fails, and the solve gives up when a fresh Jacobian's step fails too.
         """
         cfg, rho0 = self.cfg, self.params.rho0
         start = self.evaluations
@@ -415,25 +462,21 @@ class _SEMap:
             return None
         fx, hat, mom = out
         B = _invariant_basis(symmetry_group(self.params, Overlaps.from_vector(x)), self.params.L)
-        G = B.T @ (fx - x)
+        D = 1.0 / np.maximum(1.0, np.abs(x))
+        resid = lambda xv, fv: B.T @ (D * (fv - xv))  # noqa: E731
+        G = resid(x, fx)
+        J: np.ndarray | None = None
+        fresh = False
         while self.evaluations - start < budget:
             if _scaled_residual(x, fx) <= cfg.tol:
                 done = self._accept(x, fx, hat, mom)
                 if done is not None:
                     return done
-            n = B.shape[1]
-            J = np.empty((n, n))
-            for j in range(n):
-                hj = 1e-6 * max(1.0, abs(float(B[:, j] @ x)))
-                xj = x + hj * B[:, j]
-                oj = self(xj) if _admissible(xj, rho0) else None
-                if oj is None:
-                    xj = x - hj * B[:, j]
-                    oj = self(xj)
-                    if oj is None:
-                        return None
-                    hj = -hj
-                J[:, j] = (B.T @ (oj[0] - xj) - G) / hj
+            if J is None:
+                J = self._fd_jacobian(x, G, B, resid)
+                fresh = True
+                if J is None:
+                    return None
             try:
                 dy = np.linalg.solve(J, -G)
             except np.linalg.LinAlgError:
@@ -441,17 +484,38 @@ class _SEMap:
             t = 1.0
             g0 = float(np.linalg.norm(G))
             accepted = False
-            while t > 1e-4 and self.evaluations - start < budget:
+            while t > 1e-3 and self.evaluations - start < budget:
                 xt = x + t * (B @ dy)
                 if _admissible(xt, rho0):
                     ot = self(xt)
                     if ot is not None:
-                        Gt = B.T @ (ot[0] - xt)
+                        Gt = resid(xt, ot[0])
                         if np.linalg.norm(Gt) < (1 - 1e-4 * t) * g0:
+                            step = t * dy
+                            J = J + np.outer(Gt - G - J @ step, step) / float(step @ step)
                             x, (fx, hat, mom), G = xt, ot, Gt
-                            accepted = True
+                            accepted, fresh = True, False
                             break
                 t *= 0.5
             if not accepted:
-                return None
+                if fresh:
+                    return None
+                J = None  # retry with a fresh finite-difference Jacobian
         return None
+
+    def _fd_jacobian(self, x: np.ndarray, G: np.ndarray, B: np.ndarray, resid) -> np.ndarray | None:
+        """Forward-difference Jacobian of the scaled residual along the columns of B."""
+        n = B.shape[1]
+        J = np.empty((n, n))
+        for j in range(n):
+            hj = 1e-6 * max(1.0, abs(float(B[:, j] @ x)))
+            xj = x + hj * B[:, j]
+            oj = self(xj) if _admissible(xj, self.params.rho0) else None
+            if oj is None:
+                xj = x - hj * B[:, j]
+                oj = self(xj)
+                if oj is None:
+                    return None
+                hj = -hj
+            J[:, j] = (resid(xj, oj[0]) - G) / hj
+        return J

@@ -42,9 +42,18 @@ CHUNK = 4096
 
 
 def _softmax_inplace(a: np.ndarray) -> np.ndarray:
-    a -= a.max(axis=-1, keepdims=True)
+    # max and sum over the short last axis as explicit slices: numpy's reductions over
+    # an axis of length L = 2..4 are several times slower than elementwise maximum/add
+    L = a.shape[-1]
+    m = a[..., 0].copy()
+    for k in range(1, L):
+        np.maximum(m, a[..., k], out=m)
+    a -= m[..., None]
     np.exp(a, out=a)
-    a /= a.sum(axis=-1, keepdims=True)
+    tot = a[..., 0].copy()
+    for k in range(1, L):
+        tot += a[..., k]
+    a /= tot[..., None]
     return a
 
 
@@ -175,6 +184,11 @@ class Kernels:
         T, sigma2 = _mat(T, self.L, "T"), _vec(sigma2, self.L, "sigma2")
         shape = np.broadcast_shapes(h.shape[:-1], T.shape[:-2], sigma2.shape[:-1])
         return self._run("loss", h, [], [(T, 2), (sigma2, 1)], shape, with_h=False)[0]
+
+    def prox_value(self, h: ArrayLike, w: ArrayLike, V: ArrayLike, T: ArrayLike, sigma2: ArrayLike) -> np.ndarray:
+        """Proximal objective alone, sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T) -> (...) (for line searches)."""
+        h, w, V = _vec(h, self.L, "h"), _vec(w, self.L, "w"), _vec(V, self.L, "V")
+        return self.loss(h, T, sigma2) + 0.5 * np.sum((h - w) ** 2 / V, axis=-1)
 
     def loss_grad_hess(self, h: ArrayLike, T: ArrayLike, sigma2: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(loss (...), grad (..., L), hess (..., L, L)) of the limit loss in h, one cse'd evaluation."""
