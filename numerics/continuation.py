@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from attnphase.numerics.quadrature import QuadratureRule, make_rule
-from attnphase.numerics.state_evolution import BRANCHES, FixedPoint, SolverConfig, solve
+from attnphase.numerics.state_evolution import BRANCHES, FixedPoint, SolverConfig, solve, solve_at_theta
 from attnphase.theory.params import ModelParams
 
 
@@ -33,12 +33,14 @@ class BranchSweep:
         points: one fixed point per requested alpha, in increasing alpha.
         spinodal: alpha where the branch ends inside the range (NaN if it spans it).
         spinodal_side: ``"below"`` if the branch exists above the spinodal, ``"above"`` otherwise.
+        end_points: for the semantic branch, the points traced towards its end at fixed theta.
     """
 
     branch: str
     points: list[FixedPoint]
     spinodal: float = math.nan
     spinodal_side: str = ""
+    end_points: tuple[FixedPoint, ...] = ()
 
     def on_branch(self) -> list[FixedPoint]:
         """The converged points carrying the requested label."""
@@ -93,6 +95,7 @@ def sweep(
     last: FixedPoint | None = None
     results: dict[float, FixedPoint] = {}
     spinodal, side = math.nan, ""
+    end_points: tuple[FixedPoint, ...] = ()
     ended = False
     for alpha in order:
         if ended:
@@ -102,10 +105,17 @@ def sweep(
             if _ok(fp, branch):
                 good = fp
         else:
-            reached, fp = _advance(run, good, alpha, branch, min_step)
+            # the semantic branch's end is found at fixed theta below, so one halving suffices
+            step_floor = min_step if branch != "semantic" else abs(alpha - good.alpha) / 3
+            reached, fp = _advance(run, good, alpha, branch, step_floor)
             good = reached
             if not _ok(fp, branch):
-                spinodal = _bisect_end(run, good, fp.alpha, branch, spinodal_tol)
+                if branch == "semantic":
+                    # natural-parameter continuation in theta: robust where alpha(theta) is flat
+                    end = semantic_branch_end(params, good, config=cfg)
+                    spinodal, end_points = end.alpha_end, end.points
+                else:
+                    spinodal = _bisect_end(run, good, fp.alpha, branch, spinodal_tol)
                 side = "below" if direction == "down" else "above"
                 ended = True
                 fp = run(alpha, good)
@@ -113,7 +123,7 @@ def sweep(
         results[alpha] = fp
         if progress is not None:
             progress(fp)
-    return BranchSweep(branch, [results[a] for a in grid], spinodal, side)
+    return BranchSweep(branch, [results[a] for a in grid], spinodal, side, end_points)
 
 
 def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float) -> tuple[FixedPoint, FixedPoint]:
@@ -149,3 +159,46 @@ def _bisect_end(run, good: FixedPoint, bad_alpha: float, branch: str, tol: float
         else:
             hi = mid
     return 0.5 * (lo.alpha + hi)
+
+
+@dataclass(frozen=True, eq=False)
+class BranchEnd:
+    """The end of the semantic branch traced at decreasing theta.
+
+    Attributes:
+        alpha_end: the smallest alpha reached on the branch (its spinodal).
+        theta_at_end: theta at that point (-> 0 for a continuous end, > 0 at a fold).
+        points: the converged fixed points traced, in the order of decreasing theta.
+    """
+
+    alpha_end: float
+    theta_at_end: float
+    points: tuple[FixedPoint, ...]
+
+
+def semantic_branch_end(
+    params: ModelParams,
+    start: FixedPoint,
+    *,
+    n_theta: int = 10,
+    theta_min_ratio: float = 0.02,
+    config: SolverConfig | None = None,
+) -> BranchEnd:
+    """Follow the semantic branch from ``start`` to small theta at fixed theta (alpha solved for).
+
+    theta runs geometrically from 0.9 theta(start) down to ``theta_min_ratio`` theta(start);
+    each point is warm-started from the last converged one.  The branch's end is the
+    smallest alpha reached: where alpha(theta) has an interior minimum the branch ends at a
+    fold; where alpha keeps decreasing as theta -> 0 it ends continuously.
+    """
+    cfg = config or SolverConfig()
+    th_start = float(start.overlaps.th0)
+    thetas = th_start * np.geomspace(0.9, theta_min_ratio, n_theta)
+    cur, pts = start, [start]
+    for th in thetas:
+        fp = solve_at_theta(params, float(th), cur.overlaps, config=cfg)
+        if fp.status.converged and fp.branch == "semantic" and math.isfinite(fp.alpha):
+            pts.append(fp)
+            cur = fp
+    best = min(pts, key=lambda p: p.alpha)
+    return BranchEnd(alpha_end=float(best.alpha), theta_at_end=float(best.overlaps.th0), points=tuple(pts[1:]))

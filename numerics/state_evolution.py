@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+from scipy.optimize import brentq
 
 from attnphase.numerics.channel import PROX_MODES, ChannelMoments, channel_moments, hats_from_moments
 from attnphase.numerics.observables import Observables, branch_label, eps_lin, observables
@@ -257,34 +258,73 @@ def solve(
         raise ValueError(f"initial overlaps are not admissible (need q0 > 0, V0 > 0, th0^2 < q0 rho0): {ov0}")
 
     se_map = _SEMap(kernels, params, alpha, rule, cfg)
-    result = se_map.solve(x, warm=init is not None)
+    return _finish(se_map, se_map.solve(x, warm=init is not None), ov0, requested)
+
+
+def _finish(se_map: "_SEMap", result: tuple | None, ov0: Overlaps, requested: str) -> FixedPoint:
+    """Wrap the solver's result (or its failure) as a FixedPoint with observables and status."""
+    params, cfg = se_map.params, se_map.cfg
     if result is None:
         nan = math.nan
         return FixedPoint(
-            params=params, alpha=alpha, overlaps=ov0,
+            params=params, alpha=se_map.alpha if se_map.theta is None else nan, overlaps=ov0,
             hat=HatOverlaps(*(np.full(params.L, nan) for _ in range(4))),
             observables=Observables(nan, nan, eps_lin(params)),
-            status=SolverStatus(False, se_map.evaluations, nan, "the first SE step left the admissible region (Lam <= 0)"),
-            branch=branch_label(ov0), requested=requested, prox=cfg.prox, quadrature=rule.name,
+            status=SolverStatus(False, se_map.evaluations, nan, "the first SE step left the admissible region"),
+            branch=branch_label(ov0), requested=requested, prox=cfg.prox, quadrature=se_map.rule.name,
         )
     x_eval, hat, mom, residual, converged, message = result
-    it = se_map.evaluations
-    # report the state the last residual was measured at, with its own conjugates
+    alpha = se_map.alpha_at.get(x_eval.tobytes(), se_map.alpha)
     ov = Overlaps.from_vector(x_eval)
-    status = SolverStatus(converged, it, residual, message, mom.prox_failures)
-    obs = observables(params, alpha, ov, hat, mom)
+    status = SolverStatus(converged, se_map.evaluations, residual, message, mom.prox_failures)
     return FixedPoint(
         params=params,
         alpha=alpha,
         overlaps=ov,
         hat=hat,
-        observables=obs,
+        observables=observables(params, alpha, ov, hat, mom),
         status=status,
         branch=branch_label(ov),
         requested=requested,
         prox=cfg.prox,
-        quadrature=rule.name,
+        quadrature=se_map.rule.name,
     )
+
+
+def solve_at_theta(
+    params: ModelParams,
+    th0: float,
+    init: Overlaps,
+    *,
+    config: SolverConfig | None = None,
+    rule: QuadratureRule | None = None,
+) -> FixedPoint:
+    """Semantic fixed point with prescribed overlap th0; alpha is solved for (natural parameter theta).
+
+    At each SE step the channel moments do not depend on alpha, so alpha is the root
+    of th0(update(alpha * hats)) = th0 (Brent's method on the prior update of
+    :mod:`attnphase.theory.prior`), and the remaining overlaps are iterated as usual.
+    Parametrising the branch by theta stays well conditioned where alpha(theta) turns
+    or flattens -- at the end of the semantic branch, where theta -> 0 continuously
+    (alpha - alpha_s ~ theta^2) or at a fold -- and locates that end reliably.
+    ``init`` must be a semantic state (m = 0); ``FixedPoint.alpha`` is the solved alpha.
+    """
+    cfg = config or SolverConfig()
+    if not (th0 > 0):
+        raise ValueError(f"th0 must be > 0 in solve_at_theta, got {th0}")
+    if np.any(init.m != 0):
+        raise ValueError("solve_at_theta follows the semantic branch: init must have m = 0")
+    kernels = get_kernels(params.L)
+    rule = symmetrize_rule(
+        rule or make_rule(params.L, cfg.quadrature),
+        params.L,
+        [(e.perm, e.s, e.t) for e in model_symmetry_group(params)],
+    )
+    x = Overlaps(q0=init.q0, V0=init.V0, m=init.m, th0=th0).to_vector()
+    if not _admissible(x, params.rho0):
+        raise ValueError(f"th0 = {th0} is not admissible with q0 = {init.q0} (need th0^2 < q0 rho0)")
+    se_map = _SEMap(kernels, params, math.nan, rule, cfg, theta=th0)
+    return _finish(se_map, se_map.solve(x, warm=True), Overlaps.from_vector(x), "semantic")
 
 
 def _invariant_basis(group: list[SymmetryElement], L: int) -> np.ndarray:
@@ -313,8 +353,13 @@ class _SEMap:
     Local to one call of :func:`solve`; holds no state beyond it.
     """
 
-    def __init__(self, kernels: Any, params: ModelParams, alpha: float, rule: QuadratureRule, cfg: SolverConfig):
+    def __init__(
+        self, kernels: Any, params: ModelParams, alpha: float, rule: QuadratureRule, cfg: SolverConfig,
+        theta: float | None = None,
+    ):
         self.kernels, self.params, self.alpha, self.rule, self.cfg = kernels, params, alpha, rule, cfg
+        self.theta = theta  # theta mode: th0 is fixed and alpha solves the th0 equation at each step
+        self.alpha_at: dict[bytes, float] = {}
         self.reduced: dict[tuple, QuadratureRule] = {}
         self.key: tuple | None = None
         self.candidates: Candidates | None = None
@@ -334,11 +379,15 @@ class _SEMap:
         if key != self.key:
             self.key, self.candidates = key, None
         full = force_full or self.candidates is None or self.since_full >= cfg.full_search_every
-        hat, mom = update_hat(
-            self.kernels, p, self.alpha, ov, self.reduced[key], cfg.prox,
-            group=group, candidates=self.candidates, full_search=full,
+        mom = channel_moments(
+            self.kernels, p, ov, self.reduced[key], prox=cfg.prox, candidates=self.candidates, full_search=full
         )
+        alpha = self.alpha if self.theta is None else self._alpha_for_theta(ov, mom, group)
         self.evaluations += 1
+        if alpha is None:
+            return None
+        self.alpha_at[x.tobytes()] = alpha
+        hat = hats_from_moments(p, ov, alpha, mom, group)
         self.candidates = mom.candidates
         self.since_full = 0 if full else self.since_full + 1
         self.last_full = full or cfg.prox != "global"
@@ -352,6 +401,30 @@ class _SEMap:
         if self.best is None or res < self.best[0]:
             self.best = (res, x.copy(), fx, hat, mom)
         return fx, hat, mom
+
+    def _alpha_for_theta(self, ov: Overlaps, mom: ChannelMoments, group: list[SymmetryElement]) -> float | None:
+        """The alpha at which the prior update returns th0 = self.theta from these moments (None if none)."""
+        p = self.params
+
+        def gap(log_a: float) -> float:
+            hat = hats_from_moments(p, ov, math.exp(log_a), mom, group)
+            try:
+                return update(p, hat).th0 - self.theta
+            except ValueError:
+                return math.nan
+
+        # th0(alpha) rises from 0; Lam may turn negative at large alpha (gap = nan there):
+        # bracket the first sign change on a geometric grid, then Brent
+        grid = np.linspace(math.log(1e-4), math.log(1e3), 57)
+        prev = None
+        for la in grid:
+            g = gap(la)
+            if not np.isfinite(g):
+                break
+            if prev is not None and prev[1] < 0 <= g:
+                return math.exp(brentq(gap, prev[0], la, xtol=1e-14, rtol=4 * np.finfo(float).eps))
+            prev = (la, g)
+        return None
 
     def _accept(self, x: np.ndarray, fx: np.ndarray, hat: HatOverlaps, mom: ChannelMoments) -> tuple | None:
         """Verify a candidate fixed point with a full search (global prox); the verified result."""
