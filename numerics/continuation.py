@@ -100,6 +100,12 @@ def sweep(
     for alpha in order:
         if ended:
             fp = run(alpha, last)
+            if end_points and alpha >= spinodal:
+                # above the traced end the branch exists: start from the traced point nearest in alpha
+                near = min(end_points, key=lambda p: abs(p.alpha - alpha))
+                retry = run(alpha, near)
+                if _ok(retry, branch) or not fp.status.converged:
+                    fp = retry
         elif good is None:
             fp = run(alpha, None)
             if _ok(fp, branch):
@@ -114,11 +120,15 @@ def sweep(
                     # natural-parameter continuation in theta: robust where alpha(theta) is flat
                     end = semantic_branch_end(params, good, config=cfg)
                     spinodal, end_points = end.alpha_end, end.points
+                    if alpha >= spinodal:
+                        near = min(end_points or (good,), key=lambda p: abs(p.alpha - alpha))
+                        fp = run(alpha, near)
                 else:
                     spinodal = _bisect_end(run, good, fp.alpha, branch, spinodal_tol)
                 side = "below" if direction == "down" else "above"
                 ended = True
-                fp = run(alpha, good)
+                if not _ok(fp, branch):
+                    fp = run(alpha, good)
         last = fp if fp.status.converged else (good or fp)
         results[alpha] = fp
         if progress is not None:

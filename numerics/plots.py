@@ -51,7 +51,10 @@ def plot_branch_curves(
 ) -> None:
     """eps_g, m, theta and Delta e_t against alpha for both branches, with eps_lin."""
     def arr(sw: BranchSweep, key: str) -> tuple[np.ndarray, np.ndarray]:
-        pts = sw.on_branch()
+        # the grid points, then the points traced towards the branch's end (ordered along the branch)
+        pts = sorted(sw.on_branch(), key=lambda p: -p.alpha) + list(sw.end_points)
+        if sw.branch != "semantic":
+            pts = sorted(pts, key=lambda p: p.alpha)
         return np.array([p.alpha for p in pts]), np.array([p.record[key] for p in pts])
 
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
@@ -70,8 +73,10 @@ def plot_branch_curves(
     ax.plot(a, y, "o-", color="tab:blue", ms=3, label=r"semantic $\theta$")
     ax.set_ylabel(r"semantic overlap $\theta = Q\cdot Q^*/d$")
     ax = axes[1, 1]
-    sa, se = arr(sem, "e_t")
-    pa, pe = arr(pos, "e_t")
+    sa = np.array([p.alpha for p in sem.on_branch()])
+    se = np.array([p.record["e_t"] for p in sem.on_branch()])
+    pa = np.array([p.alpha for p in pos.on_branch()])
+    pe = np.array([p.record["e_t"] for p in pos.on_branch()])
     common = sorted(set(sa.tolist()) & set(pa.tolist()))
     if common:
         d = [se[sa.tolist().index(x)] - pe[pa.tolist().index(x)] for x in common]
@@ -79,6 +84,10 @@ def plot_branch_curves(
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_ylabel(r"$\Delta e_t = e_t^{sem} - e_t^{pos}$")
     for ax in axes.flat:
+        if math.isfinite(sem.spinodal):
+            ax.axvline(sem.spinodal, color="tab:blue", ls="--", lw=0.8, label=f"semantic end {sem.spinodal:.3f}")
+        if math.isfinite(pos.spinodal):
+            ax.axvline(pos.spinodal, color="tab:red", ls="--", lw=0.8, label=f"positional end {pos.spinodal:.3f}")
         if math.isfinite(alpha_c):
             ax.axvline(alpha_c, color="k", ls=":", lw=1, label=rf"$\alpha_c$={alpha_c:.3f}")
         if math.isfinite(alpha_l):
