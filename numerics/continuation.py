@@ -212,3 +212,51 @@ def semantic_branch_end(
             cur = fp
     best = min(pts, key=lambda p: p.alpha)
     return BranchEnd(alpha_end=float(best.alpha), theta_at_end=float(best.overlaps.th0), points=tuple(pts[1:]))
+
+
+def sweep_omega(
+    params: ModelParams,
+    alpha: float,
+    omegas: Sequence[float],
+    branch: str = "semantic",
+    prox: str = "global",
+    *,
+    config: SolverConfig | None = None,
+    min_step: float = 1e-3,
+    start: FixedPoint | None = None,
+    progress: Callable[[FixedPoint], None] | None = None,
+) -> list[FixedPoint]:
+    """Continuation in omega at fixed alpha, in the order given, warm-started from converged points.
+
+    A failed step is retried with halved omega steps down to ``min_step``; the row for
+    an omega where the branch could not be reached records the attempt (its status and
+    label say so) and the next omega restarts from the last converged point.
+    """
+    if branch not in BRANCHES:
+        raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
+    cfg = replace(config or SolverConfig(), prox=prox, max_iter=min((config or SolverConfig()).max_iter, CONTINUATION_MAX_ITER))
+    good = start if start is not None and _ok(start, branch) else None
+    out = []
+    for omega in omegas:
+        target = params.replace(omega=float(omega))  # validates omega
+        if good is None:
+            fp = solve(target, alpha, branch, config=cfg)
+        else:
+            cur, step = good, float(omega) - good.params.omega
+            fp = cur
+            while abs(float(omega) - cur.params.omega) > 1e-12:
+                w = cur.params.omega + step
+                w = min(w, float(omega)) if step > 0 else max(w, float(omega))
+                fp = solve(params.replace(omega=w), alpha, branch, init=cur.overlaps, config=cfg)
+                if _ok(fp, branch):
+                    cur, step = fp, float(omega) - fp.params.omega
+                    continue
+                step /= 2
+                if abs(step) < min_step:
+                    break
+            if _ok(fp, branch) and abs(fp.params.omega - float(omega)) < 1e-12:
+                good = fp
+        out.append(fp)
+        if progress is not None:
+            progress(fp)
+    return out
