@@ -34,7 +34,11 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every registered subcommand."""
-    parser = _Parser(prog="attnphase", description=__doc__.splitlines()[0])
+    parser = _Parser(
+        prog="attnphase",
+        description="The solvable model of dot-product attention (Cui, Behrens, Krzakala, Zdeborova 2024): "
+        "symbolic derivation, state evolution and phase diagram, and gradient descent at finite d.",
+    )
     from attnphase import __version__
 
     parser.add_argument("--version", action="version", version=f"attnphase {__version__}")
