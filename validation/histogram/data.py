@@ -1,0 +1,145 @@
+"""Data of the histogram task: token sequences and their per-position counts.
+
+A sequence ``x`` has ``seq_len`` tokens drawn uniformly from ``{0, ..., n_tokens - 1}``.
+The target at position ``i`` is ``y_i = #{j : x_j = x_i}`` (the token counts
+itself, so ``1 <= y_i <= seq_len``); the classifier has the ``seq_len + 1``
+classes ``0..seq_len`` (class 0 never occurs). Sequences are deduplicated, so
+the training and validation sets are disjoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class HistogramData:
+    """A train/validation split of the histogram task.
+
+    Attributes:
+        train_x: training sequences, int64 ``(n_train, seq_len)``, entries in ``[0, n_tokens)``.
+        train_y: their targets, int64 ``(n_train, seq_len)``, entries in ``[1, seq_len]``.
+        val_x: validation sequences, int64 ``(n_val, seq_len)``, disjoint from ``train_x``.
+        val_y: their targets.
+        n_tokens: alphabet size T.
+    """
+
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    val_x: torch.Tensor
+    val_y: torch.Tensor
+    n_tokens: int
+
+    @property
+    def seq_len(self) -> int:
+        """Sequence length L."""
+        return int(self.train_x.shape[1])
+
+    @property
+    def n_classes(self) -> int:
+        """Number of classifier outputs, ``seq_len + 1`` (counts 0..L)."""
+        return self.seq_len + 1
+
+    def to(self, device: torch.device | str) -> HistogramData:
+        """The same split with every tensor moved to ``device``."""
+        return HistogramData(
+            train_x=self.train_x.to(device),
+            train_y=self.train_y.to(device),
+            val_x=self.val_x.to(device),
+            val_y=self.val_y.to(device),
+            n_tokens=self.n_tokens,
+        )
+
+
+def histogram_labels(x: torch.Tensor) -> torch.Tensor:
+    """Per-position counts: ``y[..., i] = #{j : x[..., j] == x[..., i]}`` for ``x`` of shape ``(..., L)``."""
+    return (x.unsqueeze(-1) == x.unsqueeze(-2)).sum(dim=-1)
+
+
+def token_equality(x: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """The token-equality matrix ``E[..., i, j] = 1[x_i == x_j]``, shape ``(..., L, L)``."""
+    return (x.unsqueeze(-1) == x.unsqueeze(-2)).to(dtype)
+
+
+def _unique_rows_in_order(x: torch.Tensor) -> torch.Tensor:
+    """The distinct rows of ``x`` in order of first occurrence."""
+    if x.shape[0] == 0:
+        return x
+    _, inverse = torch.unique(x, dim=0, return_inverse=True)
+    n_unique = int(inverse.max()) + 1
+    first = torch.full((n_unique,), x.shape[0], dtype=torch.long)
+    first = first.scatter_reduce(0, inverse, torch.arange(x.shape[0]), reduce="amin")
+    return x[torch.sort(first).values]
+
+
+def sample_sequences(
+    n: int, seq_len: int, n_tokens: int, generator: torch.Generator
+) -> torch.Tensor:
+    """``n`` distinct uniform random sequences, int64 ``(n, seq_len)``, on the CPU.
+
+    Draws in rounds until ``n`` distinct sequences are found, keeping them in
+    order of first draw, so the result depends only on the generator's state.
+
+    Raises:
+        ValueError: for non-positive sizes, or when fewer than ``n`` distinct
+            sequences exist (``n_tokens ** seq_len < n``).
+    """
+    if n < 1 or seq_len < 1 or n_tokens < 1:
+        raise ValueError(
+            f"need n >= 1, seq_len >= 1 and n_tokens >= 1, got n={n}, "
+            f"seq_len={seq_len}, n_tokens={n_tokens}"
+        )
+    if n_tokens**seq_len < n:
+        raise ValueError(
+            f"only {n_tokens}**{seq_len} = {n_tokens**seq_len} distinct sequences exist, "
+            f"cannot draw {n} distinct ones"
+        )
+    kept = torch.empty((0, seq_len), dtype=torch.long)
+    while kept.shape[0] < n:
+        extra = 2 * (n - kept.shape[0]) + 16
+        draw = torch.randint(0, n_tokens, (extra, seq_len), generator=generator)
+        kept = _unique_rows_in_order(torch.cat([kept, draw]))
+    return kept[:n]
+
+
+def make_dataset(
+    n_samples: int,
+    seq_len: int,
+    n_tokens: int,
+    val_fraction: float,
+    generator: torch.Generator,
+) -> HistogramData:
+    """Draw ``n_samples`` distinct sequences and split them into train and validation.
+
+    The last ``round(val_fraction * n_samples)`` sequences (at least one) form
+    the validation set; the sequences come in random order, so this is a
+    random split.
+
+    Raises:
+        ValueError: if ``val_fraction`` is not in (0, 1) or a split would be empty.
+    """
+    if not 0.0 < val_fraction < 1.0:
+        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    n_val = max(1, round(val_fraction * n_samples))
+    if n_val >= n_samples:
+        raise ValueError(
+            f"n_samples={n_samples} with val_fraction={val_fraction} leaves no training data"
+        )
+    x = sample_sequences(n_samples, seq_len, n_tokens, generator)
+    y = histogram_labels(x)
+    n_train = n_samples - n_val
+    return HistogramData(
+        train_x=x[:n_train],
+        train_y=y[:n_train],
+        val_x=x[n_train:],
+        val_y=y[n_train:],
+        n_tokens=n_tokens,
+    )
+
+
+def majority_baseline(train_y: torch.Tensor, val_y: torch.Tensor) -> float:
+    """Validation accuracy of always predicting the training set's most frequent count."""
+    majority = torch.bincount(train_y.flatten().cpu()).argmax()
+    return float((val_y.cpu() == majority).double().mean())

@@ -1,0 +1,292 @@
+"""The histogram experiment: train each variant, score it, re-parameterise the restricted ones.
+
+One master seed is split with ``numpy.random.SeedSequence`` into independent
+streams (data, plotted examples, and per variant initialisation and
+shuffling), each fed to its own ``torch.Generator``; no global seed is set.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from attnphase.validation.histogram.data import majority_baseline, make_dataset
+from attnphase.validation.histogram.model import RESTRICTIONS, ModelConfig, build_model
+from attnphase.validation.histogram.reparam import (
+    embed_unrestricted,
+    masked_qk_fraction,
+    max_output_difference,
+)
+from attnphase.validation.histogram.scores import AttentionScore, collect_attention, score_model
+from attnphase.validation.histogram.train import EpochRecord, TrainConfig, evaluate, train
+
+REPARAM_SUFFIX = "_reparam"
+"""Variant ``"positional_reparam"`` is ``"positional"`` embedded in the unrestricted model and retrained."""
+
+
+@dataclass(frozen=True)
+class HistogramConfig:
+    """Sizes and schedule of one histogram experiment.
+
+    Attributes:
+        seq_len: sequence length L.
+        n_tokens: alphabet size T.
+        n_samples: distinct sequences drawn, train and validation together.
+        val_fraction: share of ``n_samples`` held out for validation.
+        d_model: embedding width (token and positional halves of ``d_model / 2`` each).
+        d_hidden: MLP hidden width.
+        epochs: Adam epochs for each variant.
+        batch_size: minibatch size for all training.
+        lr: Adam learning rate.
+        reparam_epochs: SGD epochs of local retraining after re-parameterisation.
+        reparam_lr: SGD learning rate of that retraining.
+        n_score: validation inputs used for the attention score (capped at the validation size).
+        n_plot: validation inputs whose attention maps are plotted.
+        variants: restrictions trained from scratch; every restricted one is also
+            re-parameterised (variant ``<name>_reparam``).
+    """
+
+    seq_len: int = 10
+    n_tokens: int = 15
+    n_samples: int = 50_000
+    val_fraction: float = 0.2
+    d_model: int = 64
+    d_hidden: int = 128
+    epochs: int = 200
+    batch_size: int = 32
+    lr: float = 1e-3
+    reparam_epochs: int = 10
+    reparam_lr: float = 1e-2
+    n_score: int = 2000
+    n_plot: int = 3
+    variants: tuple[str, ...] = RESTRICTIONS
+
+    def __post_init__(self) -> None:
+        for name in ("seq_len", "n_tokens", "n_samples", "n_score", "n_plot"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0.0 < self.val_fraction < 1.0:
+            raise ValueError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
+        if self.seq_len < 3:
+            raise ValueError(f"seq_len must be >= 3 for the attention score, got {self.seq_len}")
+        unknown = [v for v in self.variants if v not in RESTRICTIONS]
+        if unknown or not self.variants or len(set(self.variants)) != len(self.variants):
+            raise ValueError(
+                f"variants must be distinct names from {', '.join(RESTRICTIONS)}, got {self.variants}"
+            )
+        # Validate the rest by building the derived configs once.
+        self.model_config("both")
+        self.train_config()
+        self.reparam_train_config()
+
+    @classmethod
+    def paper(cls) -> HistogramConfig:
+        """The paper's sizes: L = 10, T = 15, 50 000 samples, d = 64, 200 epochs."""
+        return cls()
+
+    @classmethod
+    def quick(cls) -> HistogramConfig:
+        """Paper's L, T and widths, 10 000 samples, 20 epochs: about a minute on 2 CPU cores."""
+        return cls(n_samples=10_000, epochs=20, reparam_epochs=3)
+
+    def model_config(self, restriction: str) -> ModelConfig:
+        """The model sizes with the given attention restriction."""
+        return ModelConfig(
+            seq_len=self.seq_len,
+            n_tokens=self.n_tokens,
+            d_model=self.d_model,
+            d_hidden=self.d_hidden,
+            restriction=restriction,  # type: ignore[arg-type]
+        )
+
+    def train_config(self) -> TrainConfig:
+        """Adam training from scratch."""
+        return TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr)
+
+    def reparam_train_config(self) -> TrainConfig:
+        """Plain SGD for the local retraining after re-parameterisation."""
+        return TrainConfig(
+            epochs=self.reparam_epochs,
+            batch_size=self.batch_size,
+            lr=self.reparam_lr,
+            optimizer="sgd",
+        )
+
+
+@dataclass(frozen=True)
+class ReparamInfo:
+    """What happened to a re-parameterised variant.
+
+    Attributes:
+        source: the restricted variant it was embedded from.
+        max_output_diff: ``max |logits|`` difference, restricted vs embedded, on the
+            validation set, before retraining.
+        before_val_acc: validation accuracy of the embedded model before retraining.
+        before_val_loss: its validation cross-entropy.
+        before_score: its attention score before retraining.
+        masked_qk_fraction: after retraining, share of ``|W_Q|^2 + |W_K|^2`` in the
+            rows of the half that the source could not see (0 before retraining).
+    """
+
+    source: str
+    max_output_diff: float
+    before_val_acc: float
+    before_val_loss: float
+    before_score: AttentionScore
+    masked_qk_fraction: float
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    """One trained variant.
+
+    Attributes:
+        name: variant name (``"positional"``, ..., ``"positional_reparam"``).
+        restriction: the attention restriction of the final model.
+        curve: training curve (for re-parameterised variants: of the SGD retraining).
+        val_acc: final per-position validation accuracy.
+        val_loss: final validation cross-entropy.
+        score: attention score of the final model.
+        train_seconds: wall time of its training.
+        reparam: details for re-parameterised variants, else None.
+    """
+
+    name: str
+    restriction: str
+    curve: tuple[EpochRecord, ...]
+    val_acc: float
+    val_loss: float
+    score: AttentionScore
+    train_seconds: float
+    reparam: ReparamInfo | None = None
+
+
+@dataclass(frozen=True)
+class ExperimentResult:
+    """Everything the report needs.
+
+    Attributes:
+        config: the experiment's configuration.
+        seed: the master seed.
+        device: the device trained on, as a string.
+        n_train: training sequences.
+        n_val: validation sequences.
+        majority_acc: validation accuracy of always predicting the most frequent training count.
+        variants: results by variant name, in training order.
+        examples: plotted validation inputs, int64 ``(n_plot, L)``.
+        attention: attention maps on ``examples`` by variant name, ``(n_plot, L, L)``.
+        wall_seconds: wall time of the whole experiment.
+    """
+
+    config: HistogramConfig
+    seed: int
+    device: str
+    n_train: int
+    n_val: int
+    majority_acc: float
+    variants: dict[str, VariantResult]
+    examples: torch.Tensor
+    attention: dict[str, torch.Tensor] = field(default_factory=dict)
+    wall_seconds: float = 0.0
+
+
+def _generator(seq: np.random.SeedSequence) -> torch.Generator:
+    return torch.Generator().manual_seed(int(seq.generate_state(1, dtype=np.uint64)[0]))
+
+
+def _finish(
+    name: str,
+    model: torch.nn.Module,
+    curve: tuple[EpochRecord, ...],
+    score_x: torch.Tensor,
+    seconds: float,
+    reparam: ReparamInfo | None = None,
+) -> VariantResult:
+    return VariantResult(
+        name=name,
+        restriction=model.config.restriction,
+        curve=curve,
+        val_acc=curve[-1].val_acc,
+        val_loss=curve[-1].val_loss,
+        score=score_model(model, score_x),
+        train_seconds=seconds,
+        reparam=reparam,
+    )
+
+
+def run_experiment(
+    config: HistogramConfig,
+    seed: int,
+    device: torch.device,
+    *,
+    progress: bool = False,
+) -> ExperimentResult:
+    """Train every variant of ``config`` on ``device`` and re-parameterise the restricted ones."""
+    start = time.perf_counter()
+    # Stream k is SeedSequence(seed).spawn(...)[k]: 0 data, 1 plotted inputs,
+    # 2 + RESTRICTIONS.index(name) a variant, whatever subset of variants runs.
+    data_seq, plot_seq = (np.random.SeedSequence(seed, spawn_key=(k,)) for k in (0, 1))
+    data = make_dataset(
+        config.n_samples, config.seq_len, config.n_tokens, config.val_fraction, _generator(data_seq)
+    ).to(device)
+    n_val = data.val_x.shape[0]
+    score_x = data.val_x[: min(config.n_score, n_val)]
+    pick = torch.randperm(n_val, generator=_generator(plot_seq))[: config.n_plot]
+    examples = data.val_x[pick.to(device)]
+
+    results: dict[str, VariantResult] = {}
+    attention: dict[str, torch.Tensor] = {}
+    for name in config.variants:
+        seq = np.random.SeedSequence(seed, spawn_key=(2 + RESTRICTIONS.index(name),))
+        init_seq, shuffle_seq, reparam_seq = seq.spawn(3)
+        t0 = time.perf_counter()
+        model = build_model(config.model_config(name), _generator(init_seq), device)
+        trained = train(
+            model, data, config.train_config(), _generator(shuffle_seq),
+            progress=progress, desc=name,
+        )
+        results[name] = _finish(
+            name, model, trained.curve, score_x, time.perf_counter() - t0
+        )
+        attention[name] = collect_attention(model, examples)
+        if name == "both":
+            continue
+
+        t0 = time.perf_counter()
+        full = embed_unrestricted(model)
+        diff = max_output_difference(model, full, data.val_x)
+        before_loss, before_acc = evaluate(full, data.val_x, data.val_y)
+        before_score = score_model(full, score_x)
+        retrained = train(
+            full, data, config.reparam_train_config(), _generator(reparam_seq),
+            progress=progress, desc=name + REPARAM_SUFFIX,
+        )
+        info = ReparamInfo(
+            source=name,
+            max_output_diff=diff,
+            before_val_acc=before_acc,
+            before_val_loss=before_loss,
+            before_score=before_score,
+            masked_qk_fraction=masked_qk_fraction(full, name),
+        )
+        reparam_name = name + REPARAM_SUFFIX
+        results[reparam_name] = _finish(
+            reparam_name, full, retrained.curve, score_x, time.perf_counter() - t0, info
+        )
+        attention[reparam_name] = collect_attention(full, examples)
+
+    return ExperimentResult(
+        config=config,
+        seed=seed,
+        device=str(device),
+        n_train=int(data.train_x.shape[0]),
+        n_val=n_val,
+        majority_acc=majority_baseline(data.train_y, data.val_y),
+        variants=results,
+        examples=examples.cpu(),
+        attention=attention,
+        wall_seconds=time.perf_counter() - start,
+    )

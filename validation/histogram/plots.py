@@ -1,0 +1,71 @@
+"""Attention-map figures (matplotlib's object API with the Agg canvas; no pyplot state)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from attnphase.validation.histogram.data import token_equality
+
+EQUALITY = "token equality"
+"""Column name of the reference panel showing ``1[x_i = x_j]``."""
+
+
+def plot_attention_grid(
+    examples: torch.Tensor,
+    attention: Mapping[str, torch.Tensor],
+    columns: Sequence[str],
+    path: Path,
+    *,
+    with_equality: bool = True,
+) -> Path:
+    """Save a grid of attention maps: one row per input, one column per variant.
+
+    Args:
+        examples: input sequences, ``(n, L)``.
+        attention: attention maps by variant name, each ``(n, L, L)``; entry
+            ``[i, j]`` is how much query position ``i`` attends to key position ``j``.
+        columns: the variants to show, in order (names missing from ``attention`` are skipped).
+        path: where to write the PNG.
+        with_equality: append a column with the token-equality matrix for reference.
+
+    Returns:
+        ``path``.
+    """
+    names = [c for c in columns if c in attention]
+    panels = [(name, attention[name].cpu().numpy()) for name in names]
+    if with_equality:
+        panels.append((EQUALITY, token_equality(examples.cpu()).numpy()))
+    if not panels:
+        raise ValueError("nothing to plot: none of the requested variants has attention maps")
+    n_rows, n_cols = examples.shape[0], len(panels)
+    seq_len = examples.shape[1]
+    fig = Figure(figsize=(2.7 * n_cols + 0.6, 2.6 * n_rows + 0.6), constrained_layout=True)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(n_rows, n_cols, squeeze=False)
+    for col, (name, maps) in enumerate(panels):
+        # Each column has its own colour scale: a positional attention is
+        # nearly flat and would vanish on the scale of a sharp semantic one.
+        top = 1.0 if name == EQUALITY else max(float(np.max(maps)), 1e-12)
+        for row in range(n_rows):
+            tokens = [str(int(t)) for t in examples[row]]
+            ax = axes[row, col]
+            image = ax.imshow(maps[row], cmap="viridis", vmin=0.0, vmax=top)
+            ax.set_xticks(range(seq_len), tokens, fontsize=7)
+            ax.set_yticks(range(seq_len), tokens, fontsize=7)
+            if row == 0:
+                ax.set_title(name, fontsize=10)
+            if col == 0:
+                ax.set_ylabel(f"input {row}: query token", fontsize=8)
+            if row == n_rows - 1:
+                ax.set_xlabel("key token", fontsize=8)
+        label = "1[x_i = x_j]" if name == EQUALITY else "attention weight"
+        fig.colorbar(image, ax=axes[:, col].tolist(), location="bottom", shrink=0.8,
+                     aspect=25, label=label)
+    fig.savefig(path, dpi=110)
+    return path

@@ -1,0 +1,210 @@
+"""Writing an :class:`ExperimentResult` to disk.
+
+Files written to the output directory:
+
+* ``summary.json``: a mapping from variant name to its metrics (see
+  :func:`summary`); nothing else is at the top level.
+* ``params.json``: how the run was made (see :func:`params`).
+* ``curves_<variant>.csv``: the training curve of each variant, columns
+  ``epoch,train_loss,train_acc,val_loss,val_acc`` (epoch 0 = before training).
+* ``attention_maps.png``: positional-only vs semantic-only attention on a few
+  validation inputs, with the token-equality matrix for reference.
+* ``attention_unrestricted.png``: the unrestricted and re-parameterised variants on
+  the same inputs.
+* ``report.md``: the tables in words.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from attnphase.validation.histogram.experiment import ExperimentResult, VariantResult
+from attnphase.validation.histogram.plots import plot_attention_grid
+from attnphase.validation.histogram.scores import AttentionScore
+
+SUMMARY_KEYS = ("restriction", "val_acc", "val_loss", "score", "r_sem", "r_pos", "train_seconds")
+"""Keys present in every variant's entry of ``summary.json``."""
+
+REPARAM_KEYS = ("source", "max_output_diff", "masked_qk_fraction", "before")
+"""Extra keys of re-parameterised variants; ``before`` holds ``val_acc, val_loss, score, r_sem, r_pos``."""
+
+CURVE_COLUMNS = ("epoch", "train_loss", "train_acc", "val_loss", "val_acc")
+"""Columns of ``curves_<variant>.csv``."""
+
+
+def _num(x: float) -> float | None:
+    """A JSON-safe float: non-finite values become null."""
+    return float(x) if math.isfinite(x) else None
+
+
+def _score_fields(score: AttentionScore) -> dict[str, float | None]:
+    return {"score": _num(score.score), "r_sem": _num(score.r_sem), "r_pos": _num(score.r_pos)}
+
+
+def variant_summary(result: VariantResult) -> dict[str, Any]:
+    """The ``summary.json`` entry of one variant."""
+    entry: dict[str, Any] = {
+        "restriction": result.restriction,
+        "val_acc": _num(result.val_acc),
+        "val_loss": _num(result.val_loss),
+        **_score_fields(result.score),
+        "train_seconds": _num(result.train_seconds),
+    }
+    if result.reparam is not None:
+        info = result.reparam
+        entry.update(
+            source=info.source,
+            max_output_diff=_num(info.max_output_diff),
+            masked_qk_fraction=_num(info.masked_qk_fraction),
+            before={
+                "val_acc": _num(info.before_val_acc),
+                "val_loss": _num(info.before_val_loss),
+                **_score_fields(info.before_score),
+            },
+        )
+    return entry
+
+
+def summary(result: ExperimentResult) -> dict[str, dict[str, Any]]:
+    """Variant name -> metrics (keys ``SUMMARY_KEYS``, plus ``REPARAM_KEYS`` for ``*_reparam``)."""
+    return {name: variant_summary(v) for name, v in result.variants.items()}
+
+
+def params(result: ExperimentResult) -> dict[str, Any]:
+    """How the run was made: seed, device, configuration, data sizes, baseline, timing."""
+    return {
+        "seed": result.seed,
+        "device": result.device,
+        "config": dataclasses.asdict(result.config),
+        "n_train": result.n_train,
+        "n_val": result.n_val,
+        "majority_acc": _num(result.majority_acc),
+        "n_score_inputs": next(iter(result.variants.values())).score.n_inputs,
+        "wall_seconds": _num(result.wall_seconds),
+        "torch_version": torch.__version__,
+    }
+
+
+def write_curves(result: VariantResult, path: Path) -> Path:
+    """Write one variant's training curve as CSV."""
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(CURVE_COLUMNS)
+        for rec in result.curve:
+            writer.writerow([rec.epoch] + [f"{getattr(rec, c):.6g}" for c in CURVE_COLUMNS[1:]])
+    return path
+
+
+def _fmt(x: float | None, digits: int = 4) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def render_markdown(result: ExperimentResult) -> str:
+    """The text of ``report.md``."""
+    cfg = result.config
+    lines = [
+        "# Histogram task: positional vs semantic attention",
+        "",
+        f"Sequences of L = {cfg.seq_len} tokens over T = {cfg.n_tokens}; target = count of each "
+        f"position's token. {result.n_train} training / {result.n_val} validation sequences "
+        f"(distinct), d = {cfg.d_model}, MLP width {cfg.d_hidden}, Adam lr {cfg.lr:g}, "
+        f"batch {cfg.batch_size}, {cfg.epochs} epochs. Seed {result.seed}, device "
+        f"`{result.device}`, wall time {result.wall_seconds:.1f} s.",
+        "",
+        f"Majority-class baseline (always predict the most frequent count): "
+        f"validation accuracy {result.majority_acc:.4f}.",
+        "",
+        "## Variants",
+        "",
+        "| variant | query/key input | val acc | val loss | r_sem | r_pos | score | train s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, v in result.variants.items():
+        lines.append(
+            f"| {name} | {v.restriction} | {v.val_acc:.4f} | {v.val_loss:.4f} | "
+            f"{v.score.r_sem:.3f} | {v.score.r_pos:.3f} | {v.score.score:.3f} | "
+            f"{v.train_seconds:.1f} |"
+        )
+    reparams = [v for v in result.variants.values() if v.reparam is not None]
+    if reparams:
+        lines += [
+            "",
+            "## Re-parameterisation",
+            "",
+            "Each restricted model is embedded in the unrestricted architecture (W_Q, W_K "
+            "zero on the rows of the hidden half, everything else copied), checked to give "
+            f"the same logits, then retrained with plain SGD (lr {cfg.reparam_lr:g}, batch "
+            f"{cfg.batch_size}, {cfg.reparam_epochs} epochs).",
+            "",
+            "| variant | max abs logit diff | val acc before -> after | score before -> after "
+            "| masked QK share after |",
+            "|---|---|---|---|---|",
+        ]
+        for v in reparams:
+            info = v.reparam
+            assert info is not None
+            lines.append(
+                f"| {v.name} | {info.max_output_diff:.2e} | {info.before_val_acc:.4f} -> "
+                f"{v.val_acc:.4f} | {info.before_score.score:.3f} -> {v.score.score:.3f} | "
+                f"{info.masked_qk_fraction:.2e} |"
+            )
+    lines += [
+        "",
+        "## Score",
+        "",
+        f"Over {next(iter(result.variants.values())).score.n_inputs} validation inputs: "
+        "r_sem = mean Pearson correlation, over off-diagonal entries, of the attention "
+        "matrix A(x) with the token-equality matrix 1[x_i = x_j] (inputs with all tokens "
+        "distinct skipped); r_pos = the same with the leave-one-out mean attention pattern "
+        "(the input-independent part). score = r_sem - r_pos: about -1 for a positional "
+        "attention, positive for a semantic one.",
+        "",
+        "## Files",
+        "",
+        "* `summary.json`: variant name -> {" + ", ".join(SUMMARY_KEYS) + "}; re-parameterised "
+        "variants add " + ", ".join(REPARAM_KEYS) + " (`before` = metrics before retraining).",
+        "* `params.json`: seed, device, configuration, data sizes, majority baseline, timing.",
+        "* `curves_<variant>.csv`: " + ", ".join(CURVE_COLUMNS) + " (epoch 0 = before training).",
+        "* `attention_maps.png`: positional-only vs semantic-only attention on "
+        f"{result.examples.shape[0]} validation inputs (ticks = tokens).",
+        "* `attention_unrestricted.png`: unrestricted and re-parameterised variants on the same inputs.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_report(result: ExperimentResult, out_dir: Path) -> dict[str, Path]:
+    """Write every output file into ``out_dir`` (created if needed); returns them by name."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    for name, payload in (("summary.json", summary(result)), ("params.json", params(result))):
+        path = out_dir / name
+        path.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
+        written[name] = path
+    for name, variant in result.variants.items():
+        key = f"curves_{name}.csv"
+        written[key] = write_curves(variant, out_dir / key)
+    restricted = [n for n in ("positional", "semantic") if n in result.attention]
+    if restricted:
+        written["attention_maps.png"] = plot_attention_grid(
+            result.examples, result.attention, restricted, out_dir / "attention_maps.png"
+        )
+    others = sorted(
+        (n for n in result.attention if n not in ("positional", "semantic")),
+        key=lambda n: (n != "both", n),
+    )
+    if others:
+        written["attention_unrestricted.png"] = plot_attention_grid(
+            result.examples, result.attention, others, out_dir / "attention_unrestricted.png"
+        )
+    path = out_dir / "report.md"
+    path.write_text(render_markdown(result))
+    written["report.md"] = path
+    return written

@@ -1,0 +1,184 @@
+"""Minibatch training of the histogram transformer with cross-entropy.
+
+Accuracy everywhere is per position: the fraction of (sequence, position)
+pairs whose predicted count is right. Shuffling uses an explicit CPU
+``torch.Generator``; the device is chosen by :func:`resolve_device`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from attnphase.validation.histogram.data import HistogramData
+
+Optimizer = Literal["adam", "sgd"]
+
+
+def resolve_device(spec: str) -> torch.device:
+    """``"auto"`` -> cuda when available, else cpu; otherwise ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+
+    Raises:
+        ValueError: for an unknown spec, or cuda requested but not available.
+    """
+    spec = spec.strip().lower()
+    if spec == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if spec == "cpu":
+        return torch.device("cpu")
+    if spec == "cuda" or (spec.startswith("cuda:") and spec[5:].isdigit()):
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {spec!r} requested but CUDA is not available")
+        device = torch.device(spec)
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ValueError(
+                f"device {spec!r} requested but only {torch.cuda.device_count()} CUDA device(s) exist"
+            )
+        return device
+    raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {spec!r}")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How to train.
+
+    Attributes:
+        epochs: passes over the training set (0 = only evaluate).
+        batch_size: minibatch size (sequences per step).
+        lr: learning rate.
+        optimizer: ``"adam"`` (default betas) or ``"sgd"`` (plain, no momentum).
+        eval_batch_size: sequences per forward pass when evaluating.
+    """
+
+    epochs: int = 200
+    batch_size: int = 32
+    lr: float = 1e-3
+    optimizer: Optimizer = "adam"
+    eval_batch_size: int = 4096
+
+    def __post_init__(self) -> None:
+        if self.epochs < 0:
+            raise ValueError(f"epochs must be >= 0, got {self.epochs}")
+        if self.batch_size < 1 or self.eval_batch_size < 1:
+            raise ValueError(
+                f"batch sizes must be >= 1, got {self.batch_size}, {self.eval_batch_size}"
+            )
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            raise ValueError(f"lr must be positive and finite, got {self.lr}")
+        if self.optimizer not in ("adam", "sgd"):
+            raise ValueError(f"optimizer must be 'adam' or 'sgd', got {self.optimizer!r}")
+
+
+@dataclass(frozen=True)
+class EpochRecord:
+    """Metrics after one epoch (epoch 0: the model before training).
+
+    Attributes:
+        epoch: number of completed epochs.
+        train_loss: mean cross-entropy over the epoch's minibatches (epoch 0:
+            the initial model on the whole training set).
+        train_acc: per-position accuracy, averaged the same way.
+        val_loss: cross-entropy on the validation set after the epoch.
+        val_acc: per-position accuracy on the validation set after the epoch.
+    """
+
+    epoch: int
+    train_loss: float
+    train_acc: float
+    val_loss: float
+    val_acc: float
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """A training run's curve; ``curve[-1]`` holds the final metrics."""
+
+    curve: tuple[EpochRecord, ...]
+
+    @property
+    def final(self) -> EpochRecord:
+        """The metrics after the last epoch."""
+        return self.curve[-1]
+
+
+@torch.no_grad()
+def evaluate(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 4096
+) -> tuple[float, float]:
+    """Mean cross-entropy and per-position accuracy of ``model`` on ``(x, y)``."""
+    was_training = model.training
+    model.eval()
+    loss_sum, correct, count = 0.0, 0, 0
+    for start in range(0, x.shape[0], batch_size):
+        logits = model(x[start : start + batch_size])
+        target = y[start : start + batch_size]
+        loss_sum += float(
+            nn.functional.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="sum")
+        )
+        correct += int((logits.argmax(-1) == target).sum())
+        count += target.numel()
+    model.train(was_training)
+    return loss_sum / count, correct / count
+
+
+def _make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    if config.optimizer == "adam":
+        return torch.optim.Adam(model.parameters(), lr=config.lr)
+    return torch.optim.SGD(model.parameters(), lr=config.lr)
+
+
+def train(
+    model: nn.Module,
+    data: HistogramData,
+    config: TrainConfig,
+    generator: torch.Generator,
+    *,
+    progress: bool = False,
+    desc: str = "train",
+) -> TrainResult:
+    """Train ``model`` in place on ``data`` (already on the model's device).
+
+    Each epoch visits the training set once in an order drawn from
+    ``generator`` (a CPU generator); the last, smaller batch is kept.
+
+    Returns:
+        The curve, with an epoch-0 row for the initial model.
+    """
+    device = next(model.parameters()).device
+    optimizer = _make_optimizer(model, config)
+    n_train = data.train_x.shape[0]
+    train_loss, train_acc = evaluate(model, data.train_x, data.train_y, config.eval_batch_size)
+    val_loss, val_acc = evaluate(model, data.val_x, data.val_y, config.eval_batch_size)
+    curve = [EpochRecord(0, train_loss, train_acc, val_loss, val_acc)]
+    bar = tqdm(range(1, config.epochs + 1), desc=desc, disable=not progress, leave=False)
+    model.train()
+    for epoch in bar:
+        order = torch.randperm(n_train, generator=generator).to(device)
+        loss_sum = torch.zeros((), device=device)
+        correct = torch.zeros((), device=device, dtype=torch.long)
+        for start in range(0, n_train, config.batch_size):
+            idx = order[start : start + config.batch_size]
+            x, y = data.train_x[idx], data.train_y[idx]
+            logits = model(x)
+            loss = nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten())
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            with torch.no_grad():
+                loss_sum += loss.detach() * y.numel()
+                correct += (logits.argmax(-1) == y).sum()
+        n_pos = data.train_y.numel()
+        val_loss, val_acc = evaluate(model, data.val_x, data.val_y, config.eval_batch_size)
+        record = EpochRecord(
+            epoch, float(loss_sum) / n_pos, int(correct) / n_pos, val_loss, val_acc
+        )
+        curve.append(record)
+        bar.set_postfix(loss=f"{record.train_loss:.3f}", val_acc=f"{val_acc:.3f}")
+    bar.close()
+    model.eval()
+    return TrainResult(curve=tuple(curve))
