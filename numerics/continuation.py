@@ -34,6 +34,9 @@ class BranchSweep:
         spinodal: alpha where the branch ends inside the range (NaN if it spans it).
         spinodal_side: ``"below"`` if the branch exists above the spinodal, ``"above"`` otherwise.
         end_points: for the semantic branch, the points traced towards its end at fixed theta.
+        end_reason: how the end was detected: ``"theta trace"`` (semantic), ``"label change"``
+            (past the end the iteration converges to another fixed point) or ``"no convergence"``
+            (past the end the solver fails: the end may be a numerical one).
     """
 
     branch: str
@@ -41,6 +44,7 @@ class BranchSweep:
     spinodal: float = math.nan
     spinodal_side: str = ""
     end_points: tuple[FixedPoint, ...] = ()
+    end_reason: str = ""
 
     def on_branch(self) -> list[FixedPoint]:
         """The converged points carrying the requested label."""
@@ -96,6 +100,7 @@ def sweep(
     results: dict[float, FixedPoint] = {}
     spinodal, side = math.nan, ""
     end_points: tuple[FixedPoint, ...] = ()
+    end_reason = ""
     ended = False
     for alpha in order:
         if ended:
@@ -125,6 +130,8 @@ def sweep(
                         fp = run(alpha, near)
                 else:
                     spinodal = _bisect_end(run, good, fp.alpha, branch, spinodal_tol)
+                end_reason = "theta trace" if branch == "semantic" else (
+                    "label change" if fp.status.converged else "no convergence")
                 side = "below" if direction == "down" else "above"
                 ended = True
                 if not _ok(fp, branch):
@@ -133,7 +140,7 @@ def sweep(
         results[alpha] = fp
         if progress is not None:
             progress(fp)
-    return BranchSweep(branch, [results[a] for a in grid], spinodal, side, end_points)
+    return BranchSweep(branch, [results[a] for a in grid], spinodal, side, end_points, end_reason)
 
 
 def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float) -> tuple[FixedPoint, FixedPoint]:
@@ -192,12 +199,14 @@ def semantic_branch_end(
     *,
     n_theta: int = 10,
     theta_min_ratio: float = 0.02,
+    max_alpha_jump: float = 0.1,
     config: SolverConfig | None = None,
 ) -> BranchEnd:
     """Follow the semantic branch from ``start`` to small theta at fixed theta (alpha solved for).
 
     theta runs geometrically from 0.9 theta(start) down to ``theta_min_ratio`` theta(start);
-    each point is warm-started from the last converged one.  The branch's end is the
+    each point is warm-started from the last converged one, and the trace stops where
+    alpha jumps by more than ``max_alpha_jump`` between neighbours.  The branch's end is the
     smallest alpha reached: where alpha(theta) has an interior minimum the branch ends at a
     fold; where alpha keeps decreasing as theta -> 0 it ends continuously.
     """
@@ -207,9 +216,12 @@ def semantic_branch_end(
     cur, pts = start, [start]
     for th in thetas:
         fp = solve_at_theta(params, float(th), cur.overlaps, config=cfg)
-        if fp.status.converged and fp.branch == "semantic" and math.isfinite(fp.alpha):
-            pts.append(fp)
-            cur = fp
+        if not (fp.status.converged and fp.branch == "semantic" and math.isfinite(fp.alpha)):
+            continue
+        if abs(fp.alpha - cur.alpha) > max_alpha_jump:
+            break  # a jump in alpha: the solve left the branch (or quadrature noise dominates): stop
+        pts.append(fp)
+        cur = fp
     best = min(pts, key=lambda p: p.alpha)
     return BranchEnd(alpha_end=float(best.alpha), theta_at_end=float(best.overlaps.th0), points=tuple(pts[1:]))
 

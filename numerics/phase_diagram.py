@@ -40,6 +40,7 @@ class Boundaries:
     spinodal_semantic: float
     spinodal_positional: float
     notes: tuple[str, ...] = ()
+    positional_end_reason: str = ""
     semantic: BranchSweep | None = field(default=None, repr=False)
     positional: BranchSweep | None = field(default=None, repr=False)
 
@@ -50,6 +51,7 @@ class Boundaries:
             "alpha_l": self.alpha_l,
             "spinodal_semantic": self.spinodal_semantic,
             "spinodal_positional": self.spinodal_positional,
+            "positional_end_reason": self.positional_end_reason,
             "notes": "; ".join(self.notes),
         }
 
@@ -82,6 +84,9 @@ def phase_boundaries(
     sem = sweep(params, alphas, "semantic", prox, config=cfg, spinodal_tol=spinodal_tol, progress=progress)
     pos = sweep(params, alphas, "positional", prox, config=cfg, spinodal_tol=spinodal_tol, progress=progress)
     notes: list[str] = []
+    for sw in (sem, pos):
+        if sw.end_reason == "no convergence":
+            notes.append(f"{sw.branch} end at {sw.spinodal:.3f} found by solver failure (may be numerical)")
     s_on, p_on = sem.on_branch(), pos.on_branch()
 
     def on_branch_solve(branch: str, pts: list[FixedPoint], alpha: float) -> FixedPoint:
@@ -152,6 +157,7 @@ def phase_boundaries(
         spinodal_semantic=sem.spinodal,
         spinodal_positional=pos.spinodal,
         notes=tuple(notes),
+        positional_end_reason=pos.end_reason,
         semantic=sem,
         positional=pos,
     )

@@ -29,7 +29,11 @@ def plot_phase_diagram(rows: Sequence[Boundaries], path: str | Path, alpha_max: 
     if np.isfinite(ss).any():
         ax.plot(ss, om, "v:", color="tab:blue", label="semantic spinodal")
     if np.isfinite(sp).any():
-        ax.plot(sp, om, "^:", color="tab:red", label="positional spinodal")
+        numeric = np.array([b.positional_end_reason == "no convergence" for b in rows])
+        ax.plot(np.where(~numeric, sp, np.nan), om, "^:", color="tab:red", label="positional spinodal")
+        if numeric.any():
+            ax.plot(np.where(numeric, sp, np.nan), om, "^", mfc="none", color="tab:red",
+                    label="positional: solver failed beyond")
     xs = ac[np.isfinite(ac)]
     mid = float(np.nanmedian(xs)) if xs.size else alpha_max / 2
     ymid = float(np.mean(om))

@@ -19,7 +19,9 @@ from attnphase.numerics.plots import plot_branch_curves, plot_phase_diagram
 from attnphase.numerics.state_evolution import SolverConfig
 from attnphase.theory.params import ModelParams
 
-CSV_COLUMNS = ("omega", "alpha_c", "alpha_l", "spinodal_semantic", "spinodal_positional", "notes")
+CSV_COLUMNS = (
+    "omega", "alpha_c", "alpha_l", "spinodal_semantic", "spinodal_positional", "positional_end_reason", "notes",
+)
 CURVES_OMEGA = 0.3
 
 
