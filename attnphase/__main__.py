@@ -1,3 +1,6 @@
+"""``python -m attnphase`` runs the console command."""
+
 from attnphase.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,123 @@
+"""Training (attnphase.validation.training / experiments): GD, Adam, stopping, inits, seeds."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from attnphase.theory.params import ModelParams  # noqa: E402
+from attnphase.validation.data import make_teacher, sample  # noqa: E402
+from attnphase.validation.experiments import JSON_KEYS, SimSpec, generator, resolve_device, run_simulation  # noqa: E402
+from attnphase.validation.measure import overlaps  # noqa: E402
+from attnphase.validation.students import prepare, risk  # noqa: E402
+from attnphase.validation.training import TrainConfig, initial_Q, train  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_torch_thread():
+    """These problems are small: one intra-op thread is fastest, and immune to a busy machine."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _problem(d=60, alpha=2.0, seed=0):
+    p = ModelParams()
+    t = make_teacher(p, d, generator(seed, "teacher"))
+    g = prepare(t, sample(t, int(alpha * d), generator(seed, "train")))
+    return p, t, g
+
+
+def test_inits_have_the_documented_overlaps():
+    p, t, g = _problem(d=100)
+    sem = overlaps(initial_Q("semantic", t, 1, generator(0, "init")), t)
+    pos = overlaps(initial_Q("positional", t, 1, generator(0, "init")), t)
+    rnd = overlaps(initial_Q("random", t, 1, generator(0, "init"), random_scale=0.1), t)
+    assert sem.theta == pytest.approx(1.0) and sem.q == pytest.approx(1.0) and abs(sem.m) < 0.5
+    assert pos.m == pytest.approx(1.0) and pos.q == pytest.approx(1.0) and abs(pos.theta) < 0.5
+    assert rnd.q == pytest.approx(0.01, rel=0.5)
+
+
+def test_gd_decreases_risk_monotonically_and_converges():
+    p, t, g = _problem()
+    Q0 = initial_Q("positional", t, 1, generator(0, "init"))
+    values = []
+    R_prev = math.inf
+    for budget in (0, 1, 2, 5, 10, 30):
+        res = train(Q0, g, p.lam, TrainConfig(max_steps=budget))
+        values.append(res.objective)
+        assert res.objective <= R_prev + 1e-12
+        R_prev = res.objective
+    assert values[-1] < values[0]
+    res = train(Q0, g, p.lam, TrainConfig())
+    assert res.converged and res.status == "converged" and res.grad_norm <= 1e-6
+    Qv = res.Q.clone().requires_grad_(True)
+    (G,) = torch.autograd.grad(risk(Qv, g, p.lam), Qv)
+    assert float(G.norm()) / math.sqrt(g.d) == pytest.approx(res.grad_norm, rel=1e-6)
+
+
+def test_budget_flag():
+    p, t, g = _problem()
+    Q0 = initial_Q("random", t, 1, generator(0, "init"))
+    res = train(Q0, g, p.lam, TrainConfig(max_steps=3))
+    assert res.steps == 3 and not res.converged and res.status == "budget"
+
+
+@pytest.mark.parametrize("init", ["semantic", "positional"])
+def test_gd_and_adam_agree_at_convergence(init):
+    p, t, g = _problem(d=40)
+    Q0 = initial_Q(init, t, 1, generator(1, "init"))
+    gd = train(Q0, g, p.lam, TrainConfig(optimizer="gd"))
+    adam = train(Q0, g, p.lam, TrainConfig(optimizer="adam"))
+    assert gd.converged and adam.converged
+    a, b = overlaps(gd.Q, t), overlaps(adam.Q, t)
+    # both stop at |grad R|/sqrt(d) <= 1e-6; the smallest curvature is >= lambda = 0.01,
+    # so the two minimisers are within ~1e-4 in u = Q/sqrt(d)
+    assert a.m == pytest.approx(b.m, abs=5e-4)
+    assert a.theta == pytest.approx(b.theta, abs=5e-4)
+    assert a.q == pytest.approx(b.q, abs=5e-4)
+    assert gd.objective == pytest.approx(adam.objective, rel=1e-7)
+
+
+def test_float32_runs_and_matches_float64():
+    spec = dict(d=60, alpha=2.0, init="semantic", n_test=500)
+    r64 = run_simulation(SimSpec(**spec))
+    r32 = run_simulation(SimSpec(**spec, dtype="float32"))
+    assert r32.converged and r64.converged
+    assert r32.theta == pytest.approx(r64.theta, abs=2e-3)
+    assert r32.eps_g == pytest.approx(r64.eps_g, rel=1e-2)
+
+
+def test_simulation_is_seeded_and_complete():
+    spec = SimSpec(d=40, alpha=1.0, init="random", seed=7, n_test=300)
+    a, b = run_simulation(spec), run_simulation(spec)
+    assert tuple(a.to_json()) == JSON_KEYS
+    for k in ("m", "theta", "q", "eps_g", "e_t", "eps_lin", "steps"):
+        assert getattr(a, k) == getattr(b, k)
+    c = run_simulation(SimSpec(d=40, alpha=1.0, init="random", seed=8, n_test=300))
+    assert c.e_t != a.e_t
+    assert a.n == 40 and a.n_test == 300 and a.device == str(resolve_device("auto"))
+
+
+def test_semantic_and_positional_runs_share_data():
+    """Same seed => same teacher, training and test sets: the linear baseline is identical."""
+    s = run_simulation(SimSpec(d=40, alpha=1.5, init="semantic", seed=3, n_test=300))
+    p = run_simulation(SimSpec(d=40, alpha=1.5, init="positional", seed=3, n_test=300))
+    assert s.eps_lin == p.eps_lin
+
+
+def test_bad_configs():
+    with pytest.raises(ValueError, match="init"):
+        SimSpec(d=10, alpha=1.0, init="sideways")
+    with pytest.raises(ValueError, match="d \\(embedding dimension\\)"):
+        SimSpec(d=1, alpha=1.0, init="semantic")
+    with pytest.raises(ValueError, match="alpha"):
+        SimSpec(d=10, alpha=-1.0, init="semantic")
+    with pytest.raises(ValueError, match="optimizer"):
+        TrainConfig(optimizer="sgd")
+    with pytest.raises(ValueError, match="dtype"):
+        SimSpec(d=10, alpha=1.0, init="semantic", dtype="float16")

@@ -1,0 +1,378 @@
+"""The ``attnphase validate`` campaign: which simulations and theory points, run them, summarise.
+
+Three sets of simulations (gradient descent, float64 by default):
+
+* **alpha sweep** at ``omega`` (0.3): every init (semantic, positional,
+  random) and seed on the alpha grid, at the main dimension d -- the paper's
+  Fig. 2;
+* **heat map** over (alpha, omega): semantic and positional inits with the same
+  seeds, giving the paired ``Delta e_t = e_t(semantic) - e_t(positional)`` --
+  Fig. 3;
+* **finite-size scaling**: d from 50 to 1000, at alpha = 2 (semantic and
+  positional inits, where the proximal modes agree) and at small alphas
+  (semantic init, where the global and local theories can differ).
+
+Theory comes from :mod:`attnphase.validation.reference` (the numerics API),
+computed by separate Python processes (``theory_workers``, two by default)
+while the simulations run in this one, and cached on disk under
+``out_dir/theory-cache`` (a rerun with the same plan reuses it).
+
+Comparison conventions: the overlaps ``m`` and ``theta`` change sign with
+``Q -> -Q`` (and the random init picks a sign by chance), so sweeps compare
+``|m|`` and ``|theta|`` with the theory's absolute values. A semantic-init run
+is compared with the semantic branch, a positional-init run with the
+positional one, a random-init run with the branch most of its seeds landed on
+(``|m| > |theta|``: positional, else semantic).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from attnphase.theory.params import ModelParams
+
+from .experiments import SimResult, SimSpec, run_simulation
+from .reference import BackgroundTheory, TheoryAtOmega, TheorySettings
+from .training import INITS
+
+OBSERVABLES = ("abs_m", "abs_theta", "q", "eps_g", "e_t", "eps_lin")
+"""Aggregated per (d, alpha, omega, init): means and standard deviations over seeds."""
+
+
+@dataclass(frozen=True)
+class ValidationPlan:
+    """Everything ``attnphase validate`` runs.
+
+    Attributes:
+        quick: the reduced plan (d = 200).
+        params: model at the alpha sweep's omega.
+        d: main dimension (alpha sweep and heat map).
+        alphas: alpha grid of the sweep (simulations and theory).
+        seeds: seeds of the alpha sweep.
+        heat_alphas, heat_omegas: heat-map grid; heat_seeds its seeds.
+        fss_ds: dimensions of the finite-size scaling; fss_seeds its seeds.
+        fss_cases: ``(alpha, init)`` pairs of the finite-size scaling.
+        alphas_small: the small alphas of the finite-size scaling (semantic init: global vs local).
+        n_test: fresh test samples per simulation.
+        device, dtype: torch device (``"auto"``) and dtype.
+        theory: accuracy settings of the numerics calls.
+        theory_workers: worker processes computing the theory alongside the simulations.
+        heat_theory_alphas: alpha grid of the per-omega alpha_c computations.
+        main_boundaries: proximal modes whose alpha_c, alpha_l (and both branches) the sweep's theory has.
+        main_extra_curves: further ``(branch, prox)`` curves of the sweep's theory.
+        heat_prox: proximal mode of the heat map's alpha_c(omega) at omegas other than the sweep's
+            (the sweep's omega uses its global-prox alpha_c).
+    """
+
+    quick: bool
+    params: ModelParams
+    d: int
+    alphas: tuple[float, ...]
+    seeds: tuple[int, ...]
+    heat_alphas: tuple[float, ...]
+    heat_omegas: tuple[float, ...]
+    heat_seeds: tuple[int, ...]
+    fss_ds: tuple[int, ...]
+    fss_seeds: tuple[int, ...]
+    alphas_small: tuple[float, ...]
+    fss_cases: tuple[tuple[float, str], ...]
+    n_test: int = 10000
+    device: str = "auto"
+    dtype: str = "float64"
+    theory: TheorySettings = field(default_factory=TheorySettings)
+    heat_theory_alphas: tuple[float, ...] = ()
+    main_boundaries: tuple[str, ...] = ("global", "local")
+    main_extra_curves: tuple[tuple[str, str], ...] = ()
+    heat_prox: str = "global"
+    theory_workers: int = 2
+
+    def sweep_specs(self) -> list[SimSpec]:
+        return [self._spec(self.d, a, init, s, self.params) for a in self.alphas for init in INITS for s in self.seeds]
+
+    def heat_specs(self) -> list[SimSpec]:
+        return [
+            self._spec(self.d, a, init, s, self.params.replace(omega=w))
+            for w in self.heat_omegas for a in self.heat_alphas
+            for init in ("semantic", "positional") for s in self.heat_seeds
+        ]
+
+    def fss_specs(self) -> list[SimSpec]:
+        return [self._spec(d, a, init, s, self.params) for d in self.fss_ds for a, init in self.fss_cases for s in self.fss_seeds]
+
+    def _spec(self, d: int, alpha: float, init: str, seed: int, params: ModelParams) -> SimSpec:
+        return SimSpec(d=d, alpha=alpha, init=init, seed=seed, params=params, n_test=self.n_test,
+                       device=self.device, dtype=self.dtype)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["params"] = self.params.to_dict()
+        return out
+
+
+def validation_plan(
+    quick: bool = False,
+    d: int | None = None,
+    seeds: int | None = None,
+    params: ModelParams | None = None,
+    device: str = "auto",
+    dtype: str = "float64",
+) -> ValidationPlan:
+    """The default plan: full (d = 1000) or quick (d = 200, smaller grids, coarser theory).
+
+    The quick plan's theory is coarser (residual 1e-8, alpha_c/alpha_l and the
+    semantic branch's end to 1e-2 in alpha) and its heat-map alpha_c(omega) uses
+    the local proximal mode away from omega = 0.3 (about three times cheaper; at
+    omega = 0.2 and 0.3 the two modes' alpha_c agree to 1e-3).
+    """
+    params = params or ModelParams(omega=0.3)
+    if quick:
+        n_seeds = seeds or 2
+        return ValidationPlan(
+            quick=True, params=params, d=d or 200,
+            alphas=(0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 1.0, 1.25, 1.5, 1.75, 2.0),
+            seeds=tuple(range(n_seeds)),
+            heat_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0),
+            heat_omegas=(0.2, 0.3, 0.4),
+            heat_seeds=(0,),
+            fss_ds=(50, 100, 200, 400, 1000),
+            fss_seeds=tuple(range(max(4, n_seeds))),
+            alphas_small=(0.5, 0.8),
+            fss_cases=((2.0, "semantic"), (2.0, "positional"), (0.8, "semantic"), (0.5, "semantic")),
+            device=device, dtype=dtype,
+            theory=TheorySettings(tol=1e-8, xtol=1e-2, spinodal_tol=1e-2),
+            heat_theory_alphas=(0.4, 0.8, 1.2, 1.6, 2.0, 2.4),
+            main_boundaries=("global",),
+            main_extra_curves=(("semantic", "local"),),
+            heat_prox="local",
+        )
+    n_seeds = seeds or 4
+    return ValidationPlan(
+        quick=False, params=params, d=d or 1000,
+        alphas=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.4, 1.5, 1.75, 2.0),
+        seeds=tuple(range(n_seeds)),
+        heat_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5),
+        heat_omegas=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5),
+        heat_seeds=(0, 1),
+        fss_ds=(50, 100, 200, 500, 1000),
+        fss_seeds=tuple(range(max(6, n_seeds))),
+        alphas_small=(0.5, 0.8),
+        fss_cases=((2.0, "semantic"), (2.0, "positional"), (0.8, "semantic"), (0.5, "semantic")),
+        device=device, dtype=dtype,
+        theory=TheorySettings(xtol=1e-3),
+        heat_theory_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0),
+    )
+
+
+# --- theory (worker processes) -----------------------------------------------------------
+
+def _theory_jobs(plan: ValidationPlan, cache_dir: str) -> tuple[list[tuple[Any, ...]], list[float]]:
+    """Arguments of :func:`theory_at_omega` for the sweep's omega (first) and each other heat-map omega.
+
+    Plain arguments, so the worker processes import the numerics only (no
+    torch). Returns the jobs and the heat-map omegas they cover after the first
+    (the sweep's omega reuses the first job's alpha_c).
+    """
+    main_alphas = tuple(sorted(set(plan.alphas) | {a for a, _ in plan.fss_cases}))
+    jobs = [(plan.params, main_alphas, plan.main_boundaries, plan.main_extra_curves, plan.theory, cache_dir)]
+    omegas = [w for w in plan.heat_omegas if abs(w - plan.params.omega) > 1e-12]
+    for w in omegas:
+        jobs.append((plan.params.replace(omega=w), plan.heat_theory_alphas, (plan.heat_prox,), (), plan.theory, cache_dir))
+    return jobs, omegas
+
+
+# --- aggregation -------------------------------------------------------------------------
+
+def _stats(values: Sequence[float]) -> tuple[float, float]:
+    v = np.asarray(values, dtype=float)
+    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
+
+
+def _observable(r: SimResult, name: str) -> float:
+    if name == "abs_m":
+        return abs(r.m)
+    if name == "abs_theta":
+        return abs(r.theta)
+    return float(getattr(r, name))
+
+
+def landed_branch(r: SimResult) -> str:
+    """``"positional"`` if ``|m| > |theta|`` else ``"semantic"`` (a coarse label of a finite-d endpoint)."""
+    return "positional" if abs(r.m) > abs(r.theta) else "semantic"
+
+
+def _theory_values(theory: TheoryAtOmega | None, branch: str, prox: str, alpha: float) -> dict[str, Any] | None:
+    if theory is None or (branch, prox) not in theory.curves:
+        return None
+    for rec in theory.curve(branch, prox).records:
+        if abs(rec["alpha"] - alpha) < 1e-9:
+            return {
+                "branch_reached": rec["branch"], "converged": rec["converged"],
+                "abs_m": abs(rec["m"]), "abs_theta": abs(rec["theta"]), "q": rec["q"],
+                "eps_g": rec["eps_g"], "e_t": rec["e_t"], "eps_lin": rec["eps_lin"],
+            }
+    return None
+
+
+def group_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega]) -> list[dict[str, Any]]:
+    """Mean and std over seeds of :data:`OBSERVABLES` per (d, alpha, omega, init), with the theory beside them.
+
+    Each row: ``d, alpha, omega, init, n_runs, n_converged, branch`` (the theory
+    branch compared with), ``<obs>_mean``, ``<obs>_std`` and ``theory`` =
+    ``{prox: {obs: value, branch_reached, converged}}`` for every proximal mode
+    the theory has at that omega (``None`` where no theory point exists).
+    """
+    groups: dict[tuple, list[SimResult]] = {}
+    for r in results:
+        groups.setdefault((r.d, r.alpha, r.omega, r.init), []).append(r)
+    rows = []
+    for (d, alpha, omega, init), rs in sorted(groups.items()):
+        if init == "random":
+            labels = [landed_branch(r) for r in rs]
+            branch = max(set(labels), key=labels.count)
+        else:
+            branch = init
+        row: dict[str, Any] = {"d": d, "alpha": alpha, "omega": omega, "init": init, "n_runs": len(rs),
+                               "n_converged": sum(r.converged for r in rs), "branch": branch}
+        for name in OBSERVABLES:
+            row[f"{name}_mean"], row[f"{name}_std"] = _stats([_observable(r, name) for r in rs])
+        th = theory.get(round(omega, 12))
+        row["theory"] = {prox: _theory_values(th, branch, prox, alpha) for prox in ("global", "local")}
+        rows.append(row)
+    return rows
+
+
+def delta_et_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega]) -> list[dict[str, Any]]:
+    """Paired ``Delta e_t = e_t(semantic) - e_t(positional)`` (same seed, hence same data) per (d, alpha, omega)."""
+    runs: dict[tuple, dict[str, float]] = {}
+    for r in results:
+        if r.init in ("semantic", "positional"):
+            runs.setdefault((r.d, r.alpha, r.omega, r.seed), {})[r.init] = r.e_t
+    groups: dict[tuple, list[float]] = {}
+    for (d, alpha, omega, _), v in runs.items():
+        if len(v) == 2:
+            groups.setdefault((d, alpha, omega), []).append(v["semantic"] - v["positional"])
+    rows = []
+    for (d, alpha, omega), vals in sorted(groups.items()):
+        mean, std = _stats(vals)
+        th = theory.get(round(omega, 12))
+        theo = {}
+        for prox in ("global", "local"):
+            s, p = _theory_values(th, "semantic", prox, alpha), _theory_values(th, "positional", prox, alpha)
+            ok = s is not None and p is not None and s["branch_reached"] == "semantic" and p["branch_reached"] == "positional"
+            theo[prox] = (s["e_t"] - p["e_t"]) if ok else None
+        rows.append({"d": d, "alpha": alpha, "omega": omega, "n_pairs": len(vals),
+                     "delta_e_t_mean": mean, "delta_e_t_std": std, "theory": theo})
+    return rows
+
+
+def extrapolate(ds: Sequence[int], means: Sequence[float], stds: Sequence[float], ns: Sequence[int]) -> dict[str, float]:
+    """Weighted least-squares fit ``y(d) = a + b / sqrt(d)``; returns ``a`` (the d -> inf value), ``b`` and ``a``'s standard error.
+
+    Weights are ``n / std^2`` (standard error of each mean), with a floor on
+    ``std`` of 1e-6 so that a zero spread cannot dominate.
+    """
+    x = 1.0 / np.sqrt(np.asarray(ds, dtype=float))
+    y = np.asarray(means, dtype=float)
+    se = np.maximum(np.asarray(stds, dtype=float), 1e-6) / np.sqrt(np.asarray(ns, dtype=float))
+    W = 1.0 / se**2
+    X = np.stack([np.ones_like(x), x], axis=1)
+    cov = np.linalg.inv(X.T @ (X * W[:, None]))
+    a, b = cov @ (X.T @ (W * y))
+    resid = y - (a + b * x)
+    dof = max(len(y) - 2, 1)
+    scale = max(1.0, float((W * resid**2).sum() / dof))  # inflate when the fit is worse than the error bars
+    return {"a": float(a), "b": float(b), "a_se": float(math.sqrt(cov[0, 0] * scale))}
+
+
+# --- the campaign ------------------------------------------------------------------------
+
+def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = True) -> dict[str, Any]:
+    """Run the plan's simulations (this process) and theory (a worker process); return the summary dict."""
+    from tqdm.auto import tqdm
+
+    t0 = time.perf_counter()
+    out_dir = Path(out_dir)
+    cache = str(out_dir / "theory-cache")
+    specs: list[SimSpec] = []
+    for s in plan.sweep_specs() + plan.heat_specs() + plan.fss_specs():
+        if s not in specs:
+            specs.append(s)
+    jobs, other_omegas = _theory_jobs(plan, cache)
+    with BackgroundTheory(jobs, out_dir / "theory-cache", workers=plan.theory_workers) as background:
+        results: list[SimResult] = []
+        sim_t0, sim_c0 = time.perf_counter(), time.process_time()
+        for spec in tqdm(specs, desc="simulations", disable=not progress, file=sys.stderr):
+            results.append(run_simulation(spec))
+        sim_seconds, sim_cpu = time.perf_counter() - sim_t0, time.process_time() - sim_c0
+        with tqdm(total=len(background.jobs), desc="theory (numerics)", disable=not progress, file=sys.stderr) as bar:
+            bar.update(background.done())
+            theories = background.results(progress=bar.update)
+    theory_main = theories[0]
+    theory_heat = {plan.params.omega: theory_main, **dict(zip(other_omegas, theories[1:]))}
+    theory_by_omega = {round(plan.params.omega, 12): theory_main}
+    sweep_runs = [r for r in results if r.d == plan.d and r.omega == plan.params.omega and r.alpha in plan.alphas
+                  and r.seed in plan.seeds]
+    heat_runs = [r for r in results if r.d == plan.d and r.alpha in plan.heat_alphas and r.omega in plan.heat_omegas
+                 and r.init != "random" and r.seed in plan.heat_seeds]
+    fss_runs = [r for r in results if r.d in plan.fss_ds and (r.alpha, r.init) in plan.fss_cases
+                and r.omega == plan.params.omega and r.seed in plan.fss_seeds]
+    fss_rows = group_rows(fss_runs, theory_by_omega)
+    return {
+        "plan": plan.to_dict(),
+        "wall_seconds": time.perf_counter() - t0,
+        "simulation_seconds": sim_seconds,
+        "simulation_cpu_seconds": sim_cpu,
+        "theory_seconds": sum(t.seconds for t, cached in zip(theories, background.cached_before) if not cached),
+        "theory_cpu_seconds": sum(t.cpu_seconds for t, cached in zip(theories, background.cached_before) if not cached),
+        "theory_jobs_cached": sum(background.cached_before),
+        "all_converged": all(r.converged for r in results),
+        "n_simulations": len(results),
+        "theory": theory_main.to_dict(),
+        "heat_theory": [theory_heat[w].to_dict() for w in sorted(theory_heat) if w in plan.heat_omegas],
+        "sweep": group_rows(sweep_runs, theory_by_omega),
+        "delta_e_t": delta_et_rows(sweep_runs, theory_by_omega),
+        "heat": delta_et_rows(heat_runs, {}),
+        "finite_size": fss_rows,
+        "finite_size_fits": _fss_fits(plan, fss_rows),
+        "runs": [r.to_dict() for r in results],
+    }
+
+
+def _fss_fits(plan: ValidationPlan, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Extrapolation to d -> inf of each (alpha, init, observable) of the finite-size runs."""
+    fits = []
+    for alpha, init in plan.fss_cases:
+        sel = sorted((r for r in rows if r["alpha"] == alpha and r["init"] == init), key=lambda r: r["d"])
+        if len(sel) < 3:
+            continue
+        for obs in ("abs_m", "abs_theta", "eps_g", "e_t"):
+            fit = extrapolate([r["d"] for r in sel], [r[f"{obs}_mean"] for r in sel],
+                              [r[f"{obs}_std"] for r in sel], [r["n_runs"] for r in sel])
+            theo = {prox: (sel[-1]["theory"][prox] or {}).get(obs) for prox in ("global", "local")}
+            fits.append({"alpha": alpha, "init": init, "observable": obs, **fit, "theory": theo})
+    return fits
+
+
+def run_validation(plan: ValidationPlan, out_dir: str | Path, progress: bool = True) -> dict[str, Any]:
+    """Run the campaign and write ``report.md``, ``summary.json`` and the figures into ``out_dir``."""
+    from .report import write_report
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = run_campaign(plan, out, progress=progress)
+    write_report(summary, out)
+    return summary
+
+
+__all__ = [
+    "ValidationPlan", "validation_plan", "run_campaign", "run_validation", "group_rows",
+    "delta_et_rows", "extrapolate", "landed_branch",
+]

@@ -1,0 +1,183 @@
+"""One finite-d simulation end to end, and a grid runner.
+
+:func:`run_simulation` draws the teacher and data, trains the attention
+student from the chosen initialisation, fits the linear baseline on the same
+training set and measures everything on one fresh test set.
+
+Seeds. Every random stream is a CPU ``torch.Generator`` seeded from
+``(seed, stream)`` through ``numpy.random.SeedSequence``, with the streams
+``teacher`` (positions if random, then ``Q*``), ``train``, ``test`` and
+``init``. Hence, for one seed: the same data on every device and in both
+dtypes; the semantic and positional runs see the same teacher, training and
+test sets (their ``e_t`` difference is paired); and the training set at a
+smaller ``alpha`` is a prefix of the one at a larger ``alpha``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from attnphase.theory.params import ModelParams
+
+from .data import check_dimension, make_teacher, n_samples, sample
+from .measure import overlaps, test_errors, training_objective
+from .students import fit_linear, prepare
+from .training import TrainConfig, check_init, initial_Q, train
+
+_STREAMS = {"teacher": 0, "train": 1, "test": 2, "init": 3}
+
+#: Keys of the ``attnphase simulate --json`` object, in order.
+JSON_KEYS = (
+    "d", "alpha", "omega", "init", "optimizer", "seed", "m", "theta", "q",
+    "eps_g", "e_t", "eps_lin", "steps", "converged", "seconds",
+)
+
+DTYPES = {"float64": torch.float64, "float32": torch.float32}
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """``"auto"``: CUDA when available, else CPU; anything else is passed to ``torch.device``."""
+    if isinstance(device, torch.device):
+        return device
+    if device == "auto":
+        return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    try:
+        return torch.device(device)
+    except RuntimeError as exc:
+        raise ValueError(f"device: cannot use {device!r} ({exc})") from None
+
+
+def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
+    """``"float64"`` or ``"float32"`` (or the torch dtype itself)."""
+    if isinstance(dtype, torch.dtype) and dtype in DTYPES.values():
+        return dtype
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
+    return DTYPES[dtype]
+
+
+def generator(seed: int, stream: str) -> torch.Generator:
+    """The CPU generator of one named random stream of ``seed`` (module docstring)."""
+    state = np.random.SeedSequence([int(seed), _STREAMS[stream]]).generate_state(2, dtype=np.uint32)
+    return torch.Generator(device="cpu").manual_seed(int(state[0]) << 32 | int(state[1]))
+
+
+@dataclass(frozen=True)
+class SimSpec:
+    """One simulation.
+
+    Attributes:
+        d: embedding dimension (>= 2).
+        alpha: sample complexity ``n / d`` (> 0); ``n = round(alpha d)``.
+        init: ``"semantic"``, ``"positional"`` or ``"random"``.
+        seed: seed of every random stream.
+        params: the model (omega, sigma, lambda, A, P, rho0, rank r).
+        train: optimiser and stopping rule.
+        n_test: fresh samples for ``eps_g`` and ``eps_lin``.
+        device: ``"auto"``, ``"cpu"``, ``"cuda"``, ...
+        dtype: ``"float64"`` or ``"float32"``.
+        exact_teacher_norm: fix ``|Q*|^2 = rho0 d`` (see :func:`attnphase.validation.data.make_teacher`).
+    """
+
+    d: int
+    alpha: float
+    init: str
+    seed: int = 0
+    params: ModelParams = field(default_factory=ModelParams)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    n_test: int = 10000
+    device: str = "auto"
+    dtype: str = "float64"
+    exact_teacher_norm: bool = True
+
+    def __post_init__(self) -> None:
+        check_dimension(self.d)
+        n_samples(self.alpha, self.d)
+        check_init(self.init)
+        resolve_dtype(self.dtype)
+        if self.n_test < 2:
+            raise ValueError(f"n_test must be >= 2, got {self.n_test}")
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """Measurements of one simulation (units of :mod:`attnphase.validation.measure`).
+
+    The first fifteen fields are the ``simulate --json`` keys; ``seconds`` is
+    the wall time of the whole simulation (data, training, measurement).
+    """
+
+    d: int
+    alpha: float
+    omega: float
+    init: str
+    optimizer: str
+    seed: int
+    m: float
+    theta: float
+    q: float
+    eps_g: float
+    e_t: float
+    eps_lin: float
+    steps: int
+    converged: bool
+    seconds: float
+    eps_g_se: float
+    eps_lin_se: float
+    status: str
+    grad_norm: float
+    train_seconds: float
+    n: int
+    n_test: int
+    device: str
+    dtype: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``simulate --json`` object (exactly :data:`JSON_KEYS`)."""
+        full = asdict(self)
+        return {k: full[k] for k in JSON_KEYS}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, JSON-ready."""
+        return asdict(self)
+
+
+def run_simulation(spec: SimSpec) -> SimResult:
+    """Draw data, train from ``spec.init``, fit the linear baseline, measure (module docstring)."""
+    t0 = time.perf_counter()
+    device, dtype = resolve_device(spec.device), resolve_dtype(spec.dtype)
+    p = spec.params
+    teacher = make_teacher(
+        p, spec.d, generator(spec.seed, "teacher"), device=device, dtype=dtype, exact_norm=spec.exact_teacher_norm
+    )
+    n = n_samples(spec.alpha, spec.d)
+    g = prepare(teacher, sample(teacher, n, generator(spec.seed, "train")))
+    Q0 = initial_Q(spec.init, teacher, p.r, generator(spec.seed, "init"), spec.train.random_scale)
+    res = train(Q0, g, p.lam, spec.train)
+    B = fit_linear(g)
+    errs = test_errors(res.Q, B, teacher, generator(spec.seed, "test"), spec.n_test)
+    ov = overlaps(res.Q, teacher)
+    e_t = training_objective(res.Q, g, p.lam)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return SimResult(
+        d=spec.d, alpha=float(spec.alpha), omega=p.omega, init=spec.init, optimizer=spec.train.optimizer,
+        seed=int(spec.seed), m=ov.m, theta=ov.theta, q=ov.q, eps_g=errs.eps_g, e_t=e_t,
+        eps_lin=errs.eps_lin, steps=res.steps, converged=res.converged,
+        seconds=time.perf_counter() - t0, eps_g_se=errs.eps_g_se, eps_lin_se=errs.eps_lin_se,
+        status=res.status, grad_norm=res.grad_norm, train_seconds=res.seconds, n=n,
+        n_test=errs.n_test, device=str(device), dtype=spec.dtype,
+    )
+
+
+def run_grid(specs: Sequence[SimSpec], *, progress: bool = True, desc: str = "simulations") -> list[SimResult]:
+    """Run ``specs`` in order (a tqdm bar when ``progress``); errors propagate."""
+    from tqdm.auto import tqdm
+
+    return [run_simulation(s) for s in tqdm(specs, desc=desc, disable=not progress, leave=False)]

@@ -1,0 +1,386 @@
+"""Theory values for the validation, from :mod:`attnphase.numerics` (never hard-coded).
+
+For one omega and a grid of alpha, :func:`theory_at_omega` asks the numerics
+(``phase_boundaries``, ``sweep``, ``eps_lin``) for the phase boundaries
+(``alpha_c``, ``alpha_l``) and the semantic and positional branches followed
+by continuation over the grid, with the chosen proximal modes
+(``"global"``: the global minimiser of MODEL.md section 3; ``"local"``: the
+paper's local minimiser started at h = 0). The result is plain data
+(:class:`BranchCurve`, :class:`TheoryAtOmega`) holding the numerics' records
+(``q = |Q|^2/d``, ``theta = Q.Q*/d``, ``m = p_1.Q/sqrt(d)``, ``eps_g``,
+``e_t``, ``eps_lin``, ``branch`` reached, ``converged``) so that reports and
+JSON need no numerics objects. A disk cache (one JSON file per call, keyed by
+the parameters, the grid, the modes and the accuracy settings) lets a report
+be re-rendered without solving again; :class:`BackgroundTheory` computes
+calls in worker processes.
+
+Beyond the guaranteed ``sweep(params, alphas, branch, prox)`` and
+``phase_boundaries(params)``, this uses the numerics' keyword arguments
+``config`` (``SolverConfig(tol, prox)``), ``spinodal_tol``, ``xtol``, the
+alpha grid of ``phase_boundaries`` and, when present, the sweeps it returns
+(``.semantic``, ``.positional``) to avoid solving twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from attnphase.theory.params import ModelParams
+
+PROX_MODES = ("global", "local")
+
+
+@dataclass(frozen=True)
+class TheorySettings:
+    """Accuracy of the numerics calls (the numerics' own defaults when a field is ``None``).
+
+    Attributes:
+        tol: fixed-point residual tolerance (``SolverConfig.tol``).
+        xtol: alpha tolerance of the alpha_c / alpha_l root finding.
+        spinodal_tol: alpha tolerance of a branch's end point.
+    """
+
+    tol: float | None = None
+    xtol: float | None = None
+    spinodal_tol: float | None = None
+
+    def sweep_kwargs(self, prox: str) -> dict[str, Any]:
+        from attnphase.numerics import SolverConfig
+
+        kw: dict[str, Any] = {}
+        if self.tol is not None:
+            kw["config"] = SolverConfig(tol=self.tol, prox=prox)
+        if self.spinodal_tol is not None:
+            kw["spinodal_tol"] = self.spinodal_tol
+        return kw
+
+    def boundaries_kwargs(self, prox: str) -> dict[str, Any]:
+        kw = self.sweep_kwargs(prox)
+        if self.xtol is not None:
+            kw["xtol"] = self.xtol
+        return kw
+
+BRANCHES = ("semantic", "positional")
+RECORD_FIELDS = ("alpha", "branch", "q", "m", "V", "theta", "eps_g", "e_t", "eps_lin", "converged")
+
+
+@dataclass(frozen=True)
+class BranchCurve:
+    """One branch followed over alpha with one proximal mode.
+
+    Attributes:
+        branch: requested branch (``"semantic"`` or ``"positional"``).
+        prox: ``"global"`` or ``"local"``.
+        records: one numerics record per alpha (ascending), each with the label actually reached.
+        spinodal: alpha where the numerics found the branch ending (NaN if none in range).
+    """
+
+    branch: str
+    prox: str
+    records: tuple[dict[str, Any], ...]
+    spinodal: float = math.nan
+
+    def on_branch(self) -> list[dict[str, Any]]:
+        """Converged records carrying the requested label."""
+        return [r for r in self.records if r["converged"] and r["branch"] == self.branch]
+
+    def at(self, alpha: float, tol: float = 1e-9) -> dict[str, Any] | None:
+        """The record at ``alpha`` if it is converged and on the branch, else ``None``."""
+        for r in self.on_branch():
+            if abs(r["alpha"] - alpha) <= tol:
+                return r
+        return None
+
+
+@dataclass(frozen=True)
+class TheoryAtOmega:
+    """Theory at one omega: boundaries and branch curves for each proximal mode.
+
+    Attributes:
+        omega: the teacher's mixing weight.
+        eps_lin: linear-baseline error (MODEL.md section 5), alpha-independent.
+        alpha_c: ``{prox: alpha_c}`` (NaN when outside the grid).
+        alpha_l: ``{prox: alpha_l}``.
+        notes: ``{prox: notes of the numerics}``.
+        curves: ``{(branch, prox): BranchCurve}``.
+        seconds: wall time the numerics took to compute it (when first computed, if read from the cache).
+        cpu_seconds: CPU time of that computation (``time.process_time``).
+    """
+
+    omega: float
+    eps_lin: float
+    alpha_c: dict[str, float]
+    alpha_l: dict[str, float]
+    notes: dict[str, tuple[str, ...]]
+    curves: dict[tuple[str, str], BranchCurve]
+    seconds: float
+    cpu_seconds: float = 0.0
+
+    def curve(self, branch: str, prox: str) -> BranchCurve:
+        return self.curves[(branch, prox)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (curves keyed ``"branch/prox"``)."""
+        return {
+            "omega": self.omega,
+            "eps_lin": self.eps_lin,
+            "alpha_c": {k: _num(v) for k, v in self.alpha_c.items()},
+            "alpha_l": {k: _num(v) for k, v in self.alpha_l.items()},
+            "notes": {k: list(v) for k, v in self.notes.items()},
+            "curves": {
+                f"{b}/{p}": {"spinodal": _num(c.spinodal), "records": [_clean(r) for r in c.records]}
+                for (b, p), c in self.curves.items()
+            },
+            "seconds": self.seconds,
+            "cpu_seconds": self.cpu_seconds,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TheoryAtOmega":
+        curves = {}
+        for key, c in data["curves"].items():
+            b, p = key.split("/")
+            recs = tuple({k: (math.nan if v is None else v) for k, v in r.items()} for r in c["records"])
+            curves[(b, p)] = BranchCurve(b, p, recs, _unnum(c["spinodal"]))
+        return cls(
+            omega=data["omega"],
+            eps_lin=data["eps_lin"],
+            alpha_c={k: _unnum(v) for k, v in data["alpha_c"].items()},
+            alpha_l={k: _unnum(v) for k, v in data["alpha_l"].items()},
+            notes={k: tuple(v) for k, v in data["notes"].items()},
+            curves=curves,
+            seconds=float(data.get("seconds", 0.0)),
+            cpu_seconds=float(data.get("cpu_seconds", 0.0)),
+        )
+
+
+def _num(x: Any) -> Any:
+    return None if isinstance(x, float) and not math.isfinite(x) else x
+
+
+def _unnum(x: Any) -> float:
+    return math.nan if x is None else float(x)
+
+
+def _clean(rec: dict[str, Any]) -> dict[str, Any]:
+    return {k: _num(v) for k, v in rec.items()}
+
+
+def _record(fp: Any) -> dict[str, Any]:
+    rec = fp.record
+    out = {k: rec[k] for k in RECORD_FIELDS if k in rec}
+    for k in ("q", "m", "V", "theta", "eps_g", "e_t", "eps_lin", "alpha"):
+        if k in out:
+            out[k] = float(out[k])
+    out["converged"] = bool(out.get("converged", False))
+    return out
+
+
+def _points(result: Any) -> list[Any]:
+    """The fixed points of a numerics sweep (a ``BranchSweep`` or a plain list)."""
+    return list(getattr(result, "points", result))
+
+
+def _curve(
+    params: ModelParams, alphas: Sequence[float], branch: str, prox: str, settings: TheorySettings, existing: Any = None
+) -> BranchCurve:
+    from attnphase.numerics import sweep
+
+    grid = sorted(float(a) for a in alphas)
+    res = existing
+    if res is None or [float(p.alpha) for p in _points(res)] != grid:
+        res = sweep(params, grid, branch=branch, prox=prox, **settings.sweep_kwargs(prox))
+    records = tuple(_record(fp) for fp in _points(res))
+    return BranchCurve(branch, prox, records, float(getattr(res, "spinodal", math.nan)))
+
+
+def _boundaries(params: ModelParams, alphas: Sequence[float], prox: str, settings: TheorySettings) -> Any:
+    from attnphase.numerics import phase_boundaries
+
+    return phase_boundaries(params, sorted(alphas), prox=prox, **settings.boundaries_kwargs(prox))
+
+
+def _cache_key(params: ModelParams, alphas: Sequence[float], spec: dict[str, Any], settings: TheorySettings) -> str:
+    blob = json.dumps({"params": params.to_dict(), "alphas": [round(float(a), 12) for a in sorted(alphas)],
+                       "spec": spec, "settings": asdict(settings)}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _cache_path(
+    params: ModelParams, alphas: Sequence[float], boundaries: Sequence[str], extra_curves: Sequence[tuple[str, str]],
+    settings: TheorySettings, cache_dir: str | Path,
+) -> Path:
+    spec = {"boundaries": list(boundaries), "extra_curves": [list(c) for c in extra_curves]}
+    return Path(cache_dir) / f"theory-{_cache_key(params, alphas, spec, settings)}.json"
+
+
+def theory_at_omega(
+    params: ModelParams,
+    alphas: Sequence[float],
+    boundaries: Sequence[str] = ("global",),
+    extra_curves: Sequence[tuple[str, str]] = (("semantic", "local"),),
+    settings: TheorySettings = TheorySettings(),
+    cache_dir: str | Path | None = None,
+) -> TheoryAtOmega:
+    """Theory at ``params.omega`` over the grid ``alphas``.
+
+    For each proximal mode in ``boundaries``: ``phase_boundaries`` (alpha_c,
+    alpha_l) and both branches (taken from the boundaries' own sweeps when the
+    numerics return them, else swept). Then the ``(branch, prox)`` pairs of
+    ``extra_curves`` not yet computed. With ``cache_dir`` the result is read
+    from / written to ``cache_dir/theory-<key>.json``.
+    """
+    for p in (*boundaries, *(p for _, p in extra_curves)):
+        if p not in PROX_MODES:
+            raise ValueError(f"prox must be one of {PROX_MODES}, got {p!r}")
+    path = None
+    if cache_dir is not None:
+        path = _cache_path(params, alphas, boundaries, extra_curves, settings, cache_dir)
+        if path.exists():
+            return TheoryAtOmega.from_dict(json.loads(path.read_text()))
+    from attnphase.numerics import eps_lin
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    alpha_c: dict[str, float] = {}
+    alpha_l: dict[str, float] = {}
+    notes: dict[str, tuple[str, ...]] = {}
+    curves: dict[tuple[str, str], BranchCurve] = {}
+    for prox in boundaries:
+        b = _boundaries(params, alphas, prox, settings)
+        alpha_c[prox] = float(b.alpha_c)
+        alpha_l[prox] = float(b.alpha_l)
+        notes[prox] = tuple(getattr(b, "notes", ()))
+        for branch in BRANCHES:
+            curves[(branch, prox)] = _curve(params, alphas, branch, prox, settings, getattr(b, branch, None))
+    for branch, prox in extra_curves:
+        if (branch, prox) not in curves:
+            curves[(branch, prox)] = _curve(params, alphas, branch, prox, settings)
+    out = TheoryAtOmega(
+        omega=params.omega, eps_lin=float(eps_lin(params)), alpha_c=alpha_c, alpha_l=alpha_l,
+        notes=notes, curves=curves, seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0,
+    )
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(out.to_dict(), indent=1))
+    return out
+
+
+# --- background computation (a separate Python process, no torch) --------------------------
+
+def _job_to_json(job: tuple[Any, ...]) -> dict[str, Any]:
+    params, alphas, boundaries, extra, settings, cache_dir = job
+    return {"params": params.to_dict(), "alphas": list(alphas), "boundaries": list(boundaries),
+            "extra_curves": [list(c) for c in extra], "settings": asdict(settings), "cache_dir": str(cache_dir)}
+
+
+def _job_from_json(d: dict[str, Any]) -> tuple[Any, ...]:
+    return (ModelParams(**d["params"]), tuple(d["alphas"]), tuple(d["boundaries"]),
+            tuple(tuple(c) for c in d["extra_curves"]), TheorySettings(**d["settings"]), d["cache_dir"])
+
+
+def run_jobs_file(path: str | Path, parent_pid: int | None = None) -> None:
+    """Compute every job listed in the JSON file ``path`` (each lands in its cache file).
+
+    With ``parent_pid``, a watchdog thread ends this process as soon as that
+    process is gone, so a worker never outlives the command that started it.
+    """
+    if parent_pid is not None:
+        import os
+        import threading
+
+        def watch() -> None:
+            while os.getppid() == parent_pid:
+                time.sleep(1.0)
+            os._exit(3)
+
+        threading.Thread(target=watch, daemon=True).start()
+    for d in json.loads(Path(path).read_text()):
+        theory_at_omega(*_job_from_json(d))
+
+
+class BackgroundTheory:
+    """Theory jobs computed by separate Python processes while the caller does other work.
+
+    A job is the argument tuple ``(params, alphas, boundaries, extra_curves,
+    settings, cache_dir)`` of :func:`theory_at_omega`; jobs are dealt
+    round-robin to ``workers`` processes, which write each result into its
+    cache file, and :meth:`results` reads them back (the workers share nothing
+    with the caller but files). Separate interpreters (``subprocess``) rather
+    than ``multiprocessing`` keep this independent of how the caller's main
+    module was started. Each worker is single-threaded
+    (``OMP/OPENBLAS/MKL_NUM_THREADS = 1``) and ends itself if the caller dies.
+    """
+
+    def __init__(self, jobs: Sequence[tuple[Any, ...]], workdir: str | Path, workers: int = 1) -> None:
+        import os
+        import subprocess
+        import sys
+
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.jobs = list(jobs)
+        self.cached_before = [_cache_path(*j).exists() for j in self.jobs]
+        workdir = Path(workdir)
+        workdir.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **{k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}}
+        self._procs: list[Any] = []
+        self._logs: list[Any] = []
+        todo = [j for j, cached in zip(self.jobs, self.cached_before) if not cached]
+        for w in range(min(workers, len(todo))):
+            mine = todo[w::workers]
+            jobs_file = workdir / f"jobs-{w}.json"
+            jobs_file.write_text(json.dumps([_job_to_json(j) for j in mine]))
+            log = open(workdir / f"worker-{w}.log", "w")  # noqa: SIM115 - closed in close()
+            code = (f"from attnphase.validation.reference import run_jobs_file; "
+                    f"run_jobs_file({str(jobs_file)!r}, parent_pid={os.getpid()})")
+            self._procs.append(subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT,
+                                                env=env))
+            self._logs.append(log)
+
+    def __enter__(self) -> "BackgroundTheory":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop any worker still running (on errors or interruption of the caller)."""
+        for proc in self._procs:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except Exception:  # noqa: BLE001 - last resort
+                    proc.kill()
+        for log in self._logs:
+            if not log.closed:
+                log.close()
+
+    def done(self) -> int:
+        """How many jobs have a cache file already."""
+        return sum(_cache_path(*j).exists() for j in self.jobs)
+
+    def results(self, progress: Callable[[int], None] | None = None, poll: float = 1.0) -> list[TheoryAtOmega]:
+        """Wait for the workers and return one :class:`TheoryAtOmega` per job (``RuntimeError`` if one failed)."""
+        seen = self.done()
+        while any(p.poll() is None for p in self._procs):
+            time.sleep(poll)
+            now = self.done()
+            if progress is not None and now > seen:
+                progress(now - seen)
+            seen = now
+        self.close()
+        for proc, log in zip(self._procs, self._logs):
+            if proc.returncode != 0:
+                text = Path(log.name).read_text()[-3000:]
+                raise RuntimeError(f"theory worker failed (exit {proc.returncode}):\n{text}")
+        if progress is not None and self.done() > seen:
+            progress(self.done() - seen)
+        return [theory_at_omega(*j) for j in self.jobs]

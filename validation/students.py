@@ -1,0 +1,143 @@
+"""The two students of MODEL.md section 1 and their losses at finite d.
+
+Attention student (tied, rank r, value = identity), for one sample::
+
+    z_l = x_l + p_l,   h_l = Q^T z_l / sqrt(d)  in R^r,
+    S[l, k] = softmax_k(h_l . h_k),   f_l = sum_k S[l, k] z_k.
+
+Linear positional baseline (MODEL.md section 5): ``f_lin_l = sum_k B[l, k] x_k``.
+
+Losses. The per-sample loss ``(1 / 2d) |y - f(X)|^2`` is computed exactly
+from per-sample L x L Gram matrices, so a gradient step costs one product
+with the tokens (for ``h``) and one back. With ``D = T - S``::
+
+    (1 / 2d) |y - f|^2 = 1/2 sum_l [ D_l Gxx D_l^T - 2 D_l Gxp S_l^T + S_l (P / d) S_l^T ],
+    Gxx[k, k'] = x_k . x_k' / d,   Gxp[k, k'] = x_k . p_k' / d.
+
+As d -> inf, ``Gxx -> diag(sigma^2)`` and the other two terms vanish, which
+is the limit loss ``1/2 sum_{l,k} sigma_k^2 (S - T)[l, k]^2`` of MODEL.md
+section 2. Writing the loss around ``D`` avoids the cancellation of the
+expanded form (three O(sigma^2) terms for an O(1e-3) result), so float32 is
+usable. :func:`attention_loss_direct` computes ``|y - f|^2`` from the vectors
+themselves and serves as the reference in tests.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .data import Dataset, Teacher
+
+
+@dataclass(frozen=True)
+class GramData:
+    """A dataset prepared for fast loss evaluation (see module docstring).
+
+    Attributes:
+        X: ``(n, L, d)`` tokens.
+        positions: ``(L, d)`` positional encodings ``p_l``.
+        T: ``(n, L, L)`` target attention.
+        Gxx: ``(n, L, L)`` ``x_k . x_k' / d``.
+        Gxp: ``(n, L, L)`` ``x_k . p_k' / d``.
+        Pd: ``(L, L)`` ``P / d`` computed from the actual encodings.
+    """
+
+    X: torch.Tensor
+    positions: torch.Tensor
+    T: torch.Tensor
+    Gxx: torch.Tensor
+    Gxp: torch.Tensor
+    Pd: torch.Tensor
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.X.shape[-1])
+
+
+def prepare(teacher: Teacher, data: Dataset) -> GramData:
+    """Precompute the Gram matrices of ``data`` (one pass over the tokens)."""
+    d = teacher.d
+    X, p = data.X, teacher.positions
+    return GramData(
+        X=X,
+        positions=p,
+        T=data.T,
+        Gxx=X @ X.transpose(-1, -2) / d,
+        Gxp=X @ p.T / d,
+        Pd=p @ p.T / d,
+    )
+
+
+def fields(Q: torch.Tensor, X: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """Student fields ``h_l = Q^T (x_l + p_l) / sqrt(d)``: ``(n, L, r)`` from ``Q`` ``(d, r)``."""
+    d = X.shape[-1]
+    return (X @ Q + positions @ Q) / math.sqrt(d)
+
+
+def attention(h: torch.Tensor) -> torch.Tensor:
+    """Row-softmax attention ``S[l, k] = softmax_k(h_l . h_k)``: ``(..., L, L)`` from ``(..., L, r)``."""
+    return torch.softmax(h @ h.transpose(-1, -2), dim=-1)
+
+
+def attention_output(Q: torch.Tensor, X: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """Student output ``f_l = sum_k S[l, k] (x_k + p_k)``: ``(n, L, d)``."""
+    S = attention(fields(Q, X, positions))
+    return S @ (X + positions)
+
+
+def linear_output(B: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    """Linear baseline output ``f_lin_l = sum_k B[l, k] x_k``: ``(n, L, d)``."""
+    return B @ X
+
+
+def attention_losses(Q: torch.Tensor, g: GramData) -> torch.Tensor:
+    """Per-sample losses ``(1 / 2d) |y^mu - f(X^mu)|^2``, ``(n,)``, exact (Gram form)."""
+    S = attention(fields(Q, g.X, g.positions))
+    D = g.T - S
+    quad = ((D @ g.Gxx) * D).sum(dim=(-1, -2))
+    cross = ((D @ g.Gxp) * S).sum(dim=(-1, -2))
+    pos = ((S @ g.Pd) * S).sum(dim=(-1, -2))
+    return 0.5 * (quad - 2.0 * cross + pos)
+
+
+def attention_loss_direct(Q: torch.Tensor, teacher: Teacher, data: Dataset) -> torch.Tensor:
+    """Per-sample losses ``(1 / 2d) |y - f(X)|^2`` from the output vectors (reference form)."""
+    f = attention_output(Q, data.X, teacher.positions)
+    return ((data.Y - f) ** 2).sum(dim=(-1, -2)) / (2 * teacher.d)
+
+
+def risk(Q: torch.Tensor, g: GramData, lam: float) -> torch.Tensor:
+    """Empirical risk ``R(Q) = sum_mu (1 / 2d) |y^mu - f(X^mu)|^2 + (lambda / 2) |Q|_F^2``.
+
+    The penalty is written out here (not left to an optimiser's weight decay).
+    """
+    return attention_losses(Q, g).sum() + 0.5 * lam * (Q * Q).sum()
+
+
+def linear_losses(B: torch.Tensor, g: GramData) -> torch.Tensor:
+    """Per-sample losses ``(1 / 2d) |y - f_lin(X)|^2`` of the linear baseline, ``(n,)``."""
+    D = g.T - B
+    return 0.5 * ((D @ g.Gxx) * D).sum(dim=(-1, -2))
+
+
+def fit_linear(g: GramData, ridge: float = 0.0) -> torch.Tensor:
+    """Least-squares (optionally ridge) fit of the baseline's ``B`` on a training set.
+
+    Minimises ``sum_mu (1 / 2d) |y^mu - B X^mu|^2 + (ridge / 2) n |B|_F^2`` exactly; the
+    normal equations give ``B = (sum_mu T^mu Gxx^mu) (sum_mu Gxx^mu + ridge n I)^{-1}``.
+    """
+    if ridge < 0:
+        raise ValueError(f"ridge must be >= 0, got {ridge}")
+    G = g.Gxx.sum(0)
+    rhs = (g.T @ g.Gxx).sum(0)
+    if ridge > 0:
+        G = G + ridge * g.n * torch.eye(G.shape[0], dtype=G.dtype, device=G.device)
+    # B G = rhs  <=>  G^T B^T = rhs^T (G symmetric)
+    return torch.linalg.solve(G, rhs.T).T

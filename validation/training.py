@@ -1,0 +1,250 @@
+"""Training the attention student on the empirical risk ``R(Q)`` of MODEL.md section 1.
+
+Objective (penalty written out, never an optimiser's weight decay)::
+
+    R(Q) = sum_mu (1 / 2d) |y^mu - f(X^mu)|^2 + (lambda / 2) |Q|_F^2 .
+
+Stopping rule: the normalised gradient norm ``|grad_Q R|_F / sqrt(d)``,
+which is the gradient of ``e_t = R / d`` with respect to the normalised
+weights ``u = Q / sqrt(d)`` (an O(1) quantity whatever d), falls to
+``grad_tol``; or the step budget ``max_steps`` runs out
+(``status = "budget"``); or, for gradient descent, the line search cannot
+find a decrease any more (``status = "stalled"``, round-off). Only
+``status == "converged"`` sets ``converged``.
+
+Optimisers:
+
+* ``"gd"``: full-batch gradient descent ``Q <- Q - eta grad R`` with an
+  Armijo backtracking line search on the full-batch objective: a step is
+  accepted only if ``R(Q - eta g) <= R(Q) - c eta |g|^2`` (``c = 1e-4``),
+  else ``eta`` is halved; after each accepted step ``eta`` grows by
+  ``grow``. Every step therefore decreases R, so the method is stable by
+  construction whatever the scale of the problem; ``eta`` settles near the
+  inverse local curvature (``R``'s Hessian in Q is O(1), so ``eta0 = 1``).
+* ``"adam"``: ``torch.optim.Adam`` on ``R`` (learning rate ``adam_lr``), the
+  learning rate halved (down to ``adam_min_lr``) whenever ``R`` has not
+  improved for ``adam_patience`` steps, so that Adam settles instead of
+  hovering at the minimum. Adam is a cross-check: its momentum can carry it
+  into another basin than gradient descent's from the same start (seen at
+  small d from the positional start), so compare endpoints, not paths.
+
+Initialisations (:func:`initial_Q`), first column of ``Q`` (``(d, r)``):
+``"semantic"`` ``Q = Q*``; ``"positional"`` ``Q = sqrt(rho0 d) p_1 / |p_1|``
+(same norm ``q = |Q|^2 / d = rho0`` as the semantic start; for the default P,
+``Q = sqrt(rho0) 1_d``, so ``m = sqrt(rho0)``); ``"random"``
+``Q ~ N(0, s^2 I)`` with ``s = random_scale``. For rank ``r > 1`` the other
+columns are ``N(0, random_scale^2)`` in every case.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import torch
+
+from .data import Teacher
+from .students import GramData, risk
+
+INITS = ("semantic", "positional", "random")
+OPTIMIZERS = ("gd", "adam")
+
+
+def check_init(init: str) -> str:
+    """Validate an initialisation name."""
+    if init not in INITS:
+        raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
+    return init
+
+
+def check_optimizer(optimizer: str) -> str:
+    """Validate an optimiser name."""
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {optimizer!r}")
+    return optimizer
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How to minimise ``R(Q)``.
+
+    Attributes:
+        optimizer: ``"gd"`` (Armijo gradient descent) or ``"adam"``.
+        grad_tol: stop when ``|grad R|_F / sqrt(d) <= grad_tol``; ``None`` picks
+            1e-6 in float64 and 1e-5 in float32.
+        max_steps: step budget (accepted updates).
+        step0: initial GD step size ``eta``.
+        grow: factor by which ``eta`` grows after an accepted GD step.
+        armijo_c: sufficient-decrease constant ``c``.
+        min_step: GD stops as ``"stalled"`` when the line search needs ``eta`` below this.
+        adam_lr: Adam's initial learning rate (units of Q's entries, which are O(1)).
+        adam_patience: steps without improvement of R before Adam's rate is halved.
+        adam_betas: Adam's (beta1, beta2); beta2 = 0.99 (memory ~100 steps) rather than torch's
+            0.999, so the step size recovers quickly once the early large gradients are gone.
+        adam_min_lr: floor of the halved learning rate.
+        random_scale: standard deviation of the random initialisation's entries.
+    """
+
+    optimizer: str = "gd"
+    grad_tol: float | None = None
+    max_steps: int = 20000
+    step0: float = 1.0
+    grow: float = 1.5
+    armijo_c: float = 1e-4
+    min_step: float = 1e-10
+    adam_lr: float = 0.02
+    adam_patience: int = 50
+    adam_betas: tuple[float, float] = (0.9, 0.99)
+    adam_min_lr: float = 1e-5
+    random_scale: float = 0.1
+
+    def __post_init__(self) -> None:
+        check_optimizer(self.optimizer)
+        if self.grad_tol is not None and not self.grad_tol > 0:
+            raise ValueError(f"grad_tol must be > 0, got {self.grad_tol}")
+        if isinstance(self.max_steps, bool) or int(self.max_steps) != self.max_steps or self.max_steps < 0:
+            raise ValueError(f"max_steps must be an integer >= 0, got {self.max_steps!r}")
+        for name in ("step0", "adam_lr", "adam_min_lr", "min_step", "random_scale"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if not self.grow >= 1:
+            raise ValueError(f"grow must be >= 1, got {self.grow}")
+        if not 0 < self.armijo_c < 1:
+            raise ValueError(f"armijo_c must lie in (0, 1), got {self.armijo_c}")
+
+    def tolerance(self, dtype: torch.dtype) -> float:
+        """The gradient tolerance actually used for ``dtype``."""
+        if self.grad_tol is not None:
+            return float(self.grad_tol)
+        return 1e-6 if dtype == torch.float64 else 1e-5
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """Outcome of one minimisation.
+
+    Attributes:
+        Q: ``(d, r)`` final weights (detached).
+        steps: accepted updates made.
+        evaluations: objective evaluations (GD line-search trials included).
+        converged: ``status == "converged"``.
+        status: ``"converged"``, ``"budget"`` (step budget ran out) or ``"stalled"``.
+        grad_norm: final ``|grad R|_F / sqrt(d)``.
+        objective: final ``R(Q)``.
+        seconds: wall time of the loop.
+    """
+
+    Q: torch.Tensor
+    steps: int
+    evaluations: int
+    converged: bool
+    status: str
+    grad_norm: float
+    objective: float
+    seconds: float
+
+
+def initial_Q(init: str, teacher: Teacher, r: int, generator: torch.Generator, random_scale: float = 0.1) -> torch.Tensor:
+    """Initial weights ``Q`` (``(d, r)``, teacher's device and dtype); see the module docstring."""
+    check_init(init)
+    d = teacher.d
+    noise = random_scale * torch.randn((d, r), generator=generator, device=generator.device, dtype=torch.float64)
+    Q = noise.to(device=teacher.device, dtype=teacher.dtype)
+    if init == "semantic":
+        Q[:, 0] = teacher.Qstar
+    elif init == "positional":
+        p1 = teacher.positions[0]
+        norm = torch.linalg.vector_norm(p1)
+        if norm == 0:
+            raise ValueError("positional init needs p_1 != 0 (P[0, 0] > 0)")
+        Q[:, 0] = math.sqrt(teacher.params.rho0 * d) * p1 / norm
+    return Q
+
+
+def _value_and_grad(Q: torch.Tensor, g: GramData, lam: float) -> tuple[float, torch.Tensor]:
+    Qv = Q.detach().requires_grad_(True)
+    R = risk(Qv, g, lam)
+    (G,) = torch.autograd.grad(R, Qv)
+    return float(R.detach()), G
+
+
+def _value(Q: torch.Tensor, g: GramData, lam: float) -> float:
+    with torch.no_grad():
+        return float(risk(Q, g, lam))
+
+
+def _gd(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: float) -> TrainResult:
+    d = g.d
+    t0 = time.perf_counter()
+    Q = Q0.detach().clone()
+    R, G = _value_and_grad(Q, g, lam)
+    evals, eta, steps, status = 1, cfg.step0, 0, "budget"
+    while True:
+        gn2 = float((G * G).sum())
+        if math.sqrt(gn2 / d) <= tol:
+            status = "converged"
+            break
+        if steps >= cfg.max_steps:
+            break
+        while True:  # Armijo backtracking on the full-batch objective
+            trial = Q - eta * G
+            R_trial = _value(trial, g, lam)
+            evals += 1
+            if R_trial <= R - cfg.armijo_c * eta * gn2:
+                break
+            eta *= 0.5
+            if eta < cfg.min_step:
+                status = "stalled"
+                break
+        if status == "stalled":
+            break
+        Q = trial
+        R, G = _value_and_grad(Q, g, lam)
+        evals += 1
+        steps += 1
+        eta *= cfg.grow
+    gnorm = math.sqrt(float((G * G).sum()) / d)
+    return TrainResult(Q, steps, evals, status == "converged", status, gnorm, R, time.perf_counter() - t0)
+
+
+def _adam(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: float) -> TrainResult:
+    d = g.d
+    t0 = time.perf_counter()
+    Q = Q0.detach().clone().requires_grad_(True)
+    opt = torch.optim.Adam([Q], lr=cfg.adam_lr, betas=cfg.adam_betas)
+    best, since, steps, status = math.inf, 0, 0, "budget"
+    while True:
+        opt.zero_grad(set_to_none=True)
+        R_t = risk(Q, g, lam)
+        R_t.backward()
+        R = float(R_t.detach())
+        gnorm = math.sqrt(float((Q.grad * Q.grad).sum()) / d)
+        if gnorm <= tol:
+            status = "converged"
+            break
+        if steps >= cfg.max_steps:
+            break
+        if R < best:
+            best, since = R, 0
+        else:
+            since += 1
+            if since >= cfg.adam_patience:
+                for group in opt.param_groups:
+                    group["lr"] = max(0.5 * group["lr"], cfg.adam_min_lr)
+                since = 0
+        opt.step()
+        steps += 1
+    return TrainResult(Q.detach(), steps, steps + 1, status == "converged", status, gnorm, R, time.perf_counter() - t0)
+
+
+def train(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig = TrainConfig()) -> TrainResult:
+    """Minimise ``R(Q)`` on the prepared training set ``g`` from ``Q0`` (``(d, r)``)."""
+    if Q0.ndim != 2 or Q0.shape[0] != g.d:
+        raise ValueError(f"Q0 must have shape (d, r) = ({g.d}, r), got {tuple(Q0.shape)}")
+    if lam < 0:
+        raise ValueError(f"lam (ridge penalty lambda) must be >= 0, got {lam}")
+    tol = cfg.tolerance(Q0.dtype)
+    if cfg.optimizer == "gd":
+        return _gd(Q0, g, lam, cfg, tol)
+    return _adam(Q0, g, lam, cfg, tol)
