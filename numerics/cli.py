@@ -126,6 +126,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     params = params_from_args(args)
     alphas = parse_range(args.alpha, "--alpha")
+    if min(alphas) <= 0:
+        raise ValueError(f"--alpha values must be > 0, got {args.alpha!r}")
     with tqdm(total=len(alphas), desc=f"{args.branch} sweep", unit="pt", file=sys.stderr, disable=args.quiet) as bar:
         res = sweep(params, alphas, args.branch, args.prox, config=_config(args), progress=lambda _: bar.update())
     rows = [fp.record for fp in res.points]
@@ -148,6 +150,10 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     params = params_from_args(args, omega=0.3)
     omegas = parse_range(args.omega, "--omega")
     alphas = parse_range(args.alpha, "--alpha")
+    for w in omegas:  # validate every omega before any work
+        params.replace(omega=w)
+    if min(alphas) <= 0:
+        raise ValueError(f"--alpha values must be > 0, got {args.alpha!r}")
     return run_phase_diagram(
         params, omegas, alphas, out_dir=args.out, config=_config(args), quiet=args.quiet
     )
