@@ -18,6 +18,7 @@ spells the loss out.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,12 +186,27 @@ class Candidates:
 
 
 def starting_points(w: np.ndarray, T: np.ndarray) -> list[np.ndarray]:
-    """Deterministic multi-start set for the global search: w, 0, w/2 and, for L = 2, +-zeros of the loss."""
-    starts = [w, np.zeros_like(w), 0.5 * w]
+    """Deterministic multi-start set for the global search: w, 0, +-w/2, -w and, for L = 2, +-zeros of the loss.
+
+    The loss is even in h, so the mirror images -w, -w/2 seed the mirror basin.
+    """
+    starts = [w, np.zeros_like(w), 0.5 * w, -0.5 * w, -w]
     if w.shape[1] == 2:
         hz, _ = loss_zeros_L2(T)
         starts += [hz, -hz]
     return starts
+
+
+def _best_per_node(idx: np.ndarray, res: ProxResult, N: int) -> np.ndarray:
+    """Index of the lowest converged value for each node 0..N-1 (sort by (node, value), first of each)."""
+    vals = np.where(res.converged, res.value, np.inf)
+    order = np.lexsort((vals, idx))
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = idx[order][1:] != idx[order][:-1]
+    best = order[first]
+    if best.size != N:
+        raise RuntimeError("global_prox lost a node: every node needs at least one start")
+    return best
 
 
 def global_prox(
@@ -205,8 +221,10 @@ def global_prox(
 ) -> tuple[ProxResult, Candidates]:
     """Global minimiser of P(h) at every node: Newton from every start, lowest value wins.
 
-    With ``full_search`` the starts are :func:`starting_points` plus the given
-    candidates; without it only the candidates (the distinct minima of a previous,
+    With ``full_search`` the starts are :func:`starting_points`, followed by a
+    refinement pass from the mirror image and the token permutations of the best
+    minimum found (the full search is a function of the node alone, independent of
+    any history); without it only the candidates (the distinct minima of a previous,
     nearby solve) are polished -- a few Newton steps each.  The state evolution uses
     the cheap mode between periodic full searches and always verifies a converged
     fixed point with a full search.  Returns the result and the distinct local minima
@@ -222,20 +240,27 @@ def global_prox(
         for st in starting_points(w, T):
             idx_parts.append(np.arange(N))
             h_parts.append(st)
-    if candidates is not None:
+    else:
         idx_parts.append(candidates.node)
         h_parts.append(candidates.h)
     idx = np.concatenate(idx_parts)
     h0 = np.concatenate(h_parts, axis=0)
     res = newton_minimize(kernels, h0, w[idx], V, T[idx], sigma2)
-    vals = np.where(res.converged, res.value, np.inf)
-    # best candidate per node: sort by (node, value), first of each node
-    order = np.lexsort((vals, idx))
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = idx[order][1:] != idx[order][:-1]
-    best = order[first]
-    if best.size != N:
-        raise RuntimeError("global_prox lost a node: every node needs at least one start")
+    if full_search or candidates is None:
+        # refinement pass: the loss is even in h and permutation-equivariant, so the mirror
+        # image and the token permutations of the best minimum found seed basins the first
+        # pass can miss (asymmetric A, L > 2)
+        best = _best_per_node(idx, res, N)
+        hb = res.h[best]
+        extra = [-hb] + [hb[:, list(p)] for p in itertools.permutations(range(L)) if list(p) != list(range(L))]
+        idx2 = np.concatenate([np.arange(N)] * len(extra))
+        res2 = newton_minimize(kernels, np.concatenate(extra, axis=0), w[idx2], V, T[idx2], sigma2)
+        idx = np.concatenate([idx, idx2])
+        res = ProxResult(
+            np.concatenate([res.h, res2.h]), np.concatenate([res.value, res2.value]),
+            np.concatenate([res.converged, res2.converged]), max(res.iterations, res2.iterations),
+        )
+    best = _best_per_node(idx, res, N)
     # distinct converged minima per node, for warm starts
     key = np.concatenate([idx[:, None].astype(float), np.round(res.h, 6)], axis=1)
     keep = res.converged.copy()

@@ -40,12 +40,15 @@ class QuadratureRule:
         weights: non-negative weights summing to 1.
         name: human-readable description, e.g. ``"gh12"`` or ``"sobol2^14(seed=0)"``.
         dropped_mass: total weight removed by pruning (0 for unpruned rules).
+        axis_aligned: nodes on the coordinate diagonals (tensor Gauss--Hermite), where the
+            proximal map has exact mirror ties; such rules are not orbit-reduced.
     """
 
     nodes: np.ndarray
     weights: np.ndarray
     name: str
     dropped_mass: float = 0.0
+    axis_aligned: bool = False
 
     @property
     def size(self) -> int:
@@ -86,11 +89,12 @@ def gauss_hermite_rule(L: int, order: int, prune: float = 1e-14, rotation_seed: 
     dropped = float(weights[~keep].sum())
     nodes, weights = nodes[keep], weights[keep]
     name = f"gh{order}"
+    axis_aligned = rotation_seed is None
     if rotation_seed is not None:
         q, r = np.linalg.qr(np.random.default_rng(rotation_seed).standard_normal((dim, dim)))
         nodes = nodes @ (q * np.sign(np.diag(r))).T
         name = f"ghr{order}(seed={rotation_seed})"
-    return QuadratureRule(np.ascontiguousarray(nodes), weights / weights.sum(), name, dropped)
+    return QuadratureRule(np.ascontiguousarray(nodes), weights / weights.sum(), name, dropped, axis_aligned)
 
 
 def sobol_rule(L: int, log2_n: int, seed: int = 0, randomizations: int = 1) -> QuadratureRule:
@@ -169,7 +173,7 @@ def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[tuple[tuple[int, .
         canon[smaller] = img[smaller]
     uniq, inv = np.unique(canon, axis=0, return_inverse=True)
     weights = np.bincount(inv.reshape(-1), weights=rule.weights, minlength=uniq.shape[0])
-    return QuadratureRule(uniq, weights, f"{rule.name}/G{len(group)}", rule.dropped_mass), True
+    return QuadratureRule(uniq, weights, f"{rule.name}/G{len(group)}", rule.dropped_mass, rule.axis_aligned), True
 
 
 def _sorted_rows(a: np.ndarray) -> np.ndarray:
@@ -197,4 +201,4 @@ def symmetrize_rule(rule: QuadratureRule, L: int, group: Sequence[tuple[tuple[in
         return rule
     nodes = np.concatenate(_images(rule.nodes, L, group), axis=0)
     weights = np.tile(rule.weights, len(group)) / len(group)
-    return QuadratureRule(nodes, weights, f"{rule.name}+sym{len(group)}", rule.dropped_mass)
+    return QuadratureRule(nodes, weights, f"{rule.name}+sym{len(group)}", rule.dropped_mass, rule.axis_aligned)

@@ -375,7 +375,10 @@ class _SEMap:
         group = symmetry_group(p, ov)
         key = tuple((e.perm, e.s, e.t) for e in group)
         if key not in self.reduced:
-            self.reduced[key] = reduce_rule(self.rule, p.L, key)[0]
+            # axis-aligned grids carry nodes whose proximal problem has exact mirror ties
+            # without the node being fixed by the symmetry: merging their orbits would assume
+            # an equivariant tie-break, so those rules are used whole (projection only)
+            self.reduced[key] = self.rule if self.rule.axis_aligned else reduce_rule(self.rule, p.L, key)[0]
         if key != self.key:
             self.key, self.candidates = key, None
         full = force_full or self.candidates is None or self.since_full >= cfg.full_search_every
@@ -398,7 +401,8 @@ class _SEMap:
         if not np.all(np.isfinite(fx)):
             return None
         res = _scaled_residual(x, fx)
-        if self.best is None or res < self.best[0]:
+        # only full-search evaluations are a function of the state alone: report only those
+        if self.last_full and (self.best is None or res < self.best[0]):
             self.best = (res, x.copy(), fx, hat, mom)
         return fx, hat, mom
 

@@ -1,0 +1,108 @@
+"""The numerics subcommands' contract: `attnphase solve --json`, `attnphase sweep`, one-line errors, no torch."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+
+from attnphase.cli import main
+
+KEYS = {
+    "alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta",
+    "eps_g", "e_t", "eps_lin", "converged", "iterations", "residual",
+}
+
+
+def test_solve_json_is_exactly_one_object_with_the_record_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["solve", "--alpha", "2", "--omega", "0.3", "--json", "--quadrature", "gh6"]) == 0
+    out = capsys.readouterr().out
+    lines = out.strip().splitlines()
+    assert len(lines) == 1
+    rec = json.loads(lines[0])
+    assert isinstance(rec, dict) and set(rec) == KEYS
+    assert (rec["alpha"], rec["omega"], rec["sigma"], rec["lam"]) == (2.0, 0.3, 0.5, 0.01)
+    assert rec["branch"] == "semantic" and rec["converged"] is True
+    assert isinstance(rec["iterations"], int) and 0 < rec["residual"] <= 1e-10
+    # units: theta = th0 = Q.Q*/d (model units, not per token), q = |Q|^2/d, V = V0, m = p_1.Q/sqrt(d)
+    assert rec["theta"] == pytest.approx(0.6326, rel=0.005)
+    assert rec["q"] == pytest.approx(0.4592, rel=0.005) and rec["m"] == 0.0
+    assert rec["V"] == pytest.approx(50.7, rel=0.01)
+    assert rec["eps_g"] == pytest.approx(1.4042e-3, rel=0.005)
+    assert rec["eps_lin"] == pytest.approx(1.971384e-3, rel=1e-6)
+    assert rec["theta"] ** 2 < rec["q"]  # |th0| <= sqrt(q0 rho0)
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--alpha", "0"], "alpha"),
+        (["--alpha", "-1"], "alpha"),
+        (["--alpha", "nan"], "alpha"),
+        (["--alpha", "1", "--A", "0.5,0.6;0.4,0.6"], "A must be row-stochastic"),
+        (["--alpha", "1", "--sigma", "0"], "sigma"),
+    ],
+)
+def test_solve_bad_input_exits_2_with_one_line(argv, needle, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["solve", "--json", "--quadrature", "gh6", *argv]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    assert cap.err.count("\n") == 1 and cap.err.startswith("attnphase: error:") and needle in cap.err
+
+
+def test_omega_out_of_range_subprocess_exit_2_no_traceback() -> None:
+    """The console entry point: exit status 2, a single stderr line, nothing on stdout."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "attnphase", "solve", "--alpha", "2", "--omega", "1.5", "--json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("attnphase: error:") and "omega" in proc.stderr
+
+
+def test_solve_does_not_import_torch() -> None:
+    code = (
+        "import sys, json, io, contextlib\n"
+        "from attnphase.cli import main\n"
+        "buf = io.StringIO()\n"
+        "with contextlib.redirect_stdout(buf):\n"
+        "    rc = main(['solve', '--alpha', '2', '--omega', '0.3', '--json', '--quadrature', 'gh6'])\n"
+        "assert rc == 0, rc\n"
+        "json.loads(buf.getvalue())\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+        "print('ok')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
+
+
+def test_sweep_writes_one_row_per_alpha(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "F.csv"
+    argv = ["sweep", "--omega", "0.3", "--alpha", "1.8:2.2:3", "--branch", "semantic",
+            "--out", str(out), "--quadrature", "gh6", "--quiet"]
+    assert main(argv) == 0
+    assert "wrote 3 rows" in capsys.readouterr().err
+    with open(out, newline="") as fh:
+        reader = csv.DictReader(fh)
+        rows = list(reader)
+        assert set(reader.fieldnames or ()) == KEYS and len(reader.fieldnames or ()) == len(KEYS)
+    assert [float(r["alpha"]) for r in rows] == pytest.approx([1.8, 2.0, 2.2])
+    assert all(r["branch"] == "semantic" and r["converged"] == "True" for r in rows)
+    theta = [float(r["theta"]) for r in rows]
+    eps_g = [float(r["eps_g"]) for r in rows]
+    assert theta[0] < theta[1] < theta[2]  # more data: closer to the teacher
+    assert eps_g[0] > eps_g[1] > eps_g[2]
+    assert len({r["eps_lin"] for r in rows}) == 1
+
+
+def test_sweep_bad_range_exits_2(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sweep", "--alpha", "1:2", "--out", str(tmp_path / "x.csv"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "START:STOP:NUM" in err
+    assert not (tmp_path / "x.csv").exists()
