@@ -29,16 +29,10 @@ TINY = HistogramConfig(
     seq_len=5, n_tokens=4, n_samples=300, d_model=16, d_hidden=16,
     epochs=2, reparam_epochs=1, n_score=50, n_plot=2,
 )
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 VARIANTS = {"positional", "semantic", "both", "positional_reparam", "semantic_reparam"}
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """These models are tiny: one torch thread is fastest and immune to busy shared cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

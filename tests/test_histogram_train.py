@@ -9,14 +9,8 @@ from attnphase.validation.histogram.data import majority_baseline, make_dataset
 from attnphase.validation.histogram.model import ModelConfig, build_model
 from attnphase.validation.histogram.train import TrainConfig, resolve_device, train
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """These models are tiny: one torch thread is fastest and immune to busy shared cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _data():

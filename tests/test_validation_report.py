@@ -28,12 +28,7 @@ from attnphase.validation.reference import BranchCurve, TheoryAtOmega, TheorySet
 from attnphase.validation.report import agrees, write_report  # noqa: E402
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_torch_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_extrapolate_recovers_a_plus_b_over_sqrt_d():

@@ -23,13 +23,7 @@ from attnphase.validation.students import (  # noqa: E402
 )
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_torch_thread():
-    """These problems are small: one intra-op thread is fastest, and immune to a busy machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _setup(d=40, n=30, seed=0, **kw):

@@ -12,26 +12,16 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-numerics = pytest.importorskip("attnphase.numerics")
-if not hasattr(numerics, "solve"):
-    pytest.skip("attnphase.numerics.solve is not available yet", allow_module_level=True)
+import attnphase.numerics as numerics  # noqa: E402
 
 from attnphase.theory.params import ModelParams  # noqa: E402
 from attnphase.validation.experiments import SimSpec, run_simulation  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 PARAMS = ModelParams(omega=0.3)
 D, ALPHA, SEEDS = 300, 2.0, (0, 1, 2)
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_torch_thread():
-    """These problems are small: one intra-op thread is fastest, and immune to a busy machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def _runs(init: str, n_test: int = 6000):

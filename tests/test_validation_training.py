@@ -16,13 +16,7 @@ from attnphase.validation.students import prepare, risk  # noqa: E402
 from attnphase.validation.training import TrainConfig, initial_Q, train  # noqa: E402
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_torch_thread():
-    """These problems are small: one intra-op thread is fastest, and immune to a busy machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _problem(d=60, alpha=2.0, seed=0):
