@@ -61,7 +61,7 @@ def softmax_teacher_moments(params: ModelParams, order: int | None = None) -> tu
     z = np.stack([g.reshape(-1) for g in grids], axis=1)
     wt = np.prod(np.stack([g.reshape(-1) for g in wts], axis=1), axis=1)
     hstar = z * np.sqrt(params.sigma2 * params.rho0)
-    s = get_kernels(L).target(hstar, 0.0, np.eye(L))  # omega = 0: T = softmax(h* h*^T)
+    s = get_kernels(L).attention(hstar)  # softmax_row(h* h*^T)
     mean = np.einsum("n,nij->ij", wt, s)
     second = np.einsum("n,nij->ij", wt, s * s)
     return mean, second

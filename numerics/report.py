@@ -10,11 +10,9 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
 from tqdm import tqdm
 
-from attnphase.numerics.continuation import sweep
-from attnphase.numerics.phase_diagram import Boundaries, phase_boundaries
+from attnphase.numerics.phase_diagram import phase_boundaries, phase_diagram
 from attnphase.numerics.plots import plot_branch_curves, plot_phase_diagram
 from attnphase.numerics.state_evolution import SolverConfig
 from attnphase.theory.params import ModelParams
@@ -43,12 +41,8 @@ def run_phase_diagram(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    rows: list[Boundaries] = []
     with tqdm(total=len(omegas), desc="phase diagram", unit="omega", file=sys.stderr, disable=quiet) as bar:
-        for w in omegas:
-            bar.set_postfix(omega=f"{w:.3f}")
-            rows.append(phase_boundaries(params.replace(omega=float(w)), alphas, config=cfg))
-            bar.update()
+        rows = phase_diagram(params, omegas, alphas, prox=cfg.prox, config=cfg, progress=lambda b: bar.update())
     with open(out / "phase_diagram.csv", "w", newline="") as fh:
         wr = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
         wr.writeheader()
@@ -60,7 +54,7 @@ def run_phase_diagram(
     pc = params.replace(omega=CURVES_OMEGA)
     row = next((b for b in rows if abs(b.omega - CURVES_OMEGA) < 1e-12), None)
     if row is None:
-        row = phase_boundaries(pc, alphas, config=cfg)
+        row = phase_boundaries(pc, alphas, prox=cfg.prox, config=cfg)
     plot_branch_curves(
         row.semantic, row.positional, row.semantic.points[0].observables.eps_lin,
         row.alpha_c, row.alpha_l, out / f"curves_omega{CURVES_OMEGA}.png",
