@@ -106,3 +106,28 @@ def test_sweep_bad_range_exits_2(tmp_path, capsys: pytest.CaptureFixture[str]) -
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "START:STOP:NUM" in err
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_phase_diagram_writes_the_documented_files(tmp_path, capsys) -> None:
+    """`attnphase phase-diagram` writes the CSV (documented columns), the JSON with its parameters,
+    and both figures; alpha_c at omega = 0.3 lands near the published value even on a coarse rule."""
+    import csv
+    import json
+
+    from attnphase.cli import main
+
+    code = main([
+        "phase-diagram", "--omega", "0.3:0.3:1", "--alpha", "0.6:2.2:5",
+        "--quadrature", "gh6", "--out", str(tmp_path), "--quiet",
+    ])
+    assert code == 0
+    for name in ("phase_diagram.csv", "phase_diagram.json", "phase_diagram.png", "curves_omega0.3.png"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    rows = list(csv.DictReader(open(tmp_path / "phase_diagram.csv")))
+    assert len(rows) == 1
+    assert {"omega", "alpha_c", "alpha_l", "spinodal_semantic", "spinodal_positional"} <= set(rows[0])
+    assert abs(float(rows[0]["alpha_c"]) - 1.25) < 0.03
+    assert float(rows[0]["alpha_l"]) > float(rows[0]["alpha_c"])
+    meta = json.loads((tmp_path / "phase_diagram.json").read_text())
+    assert meta["params"]["omega"] == 0.3 and meta["solver"]["quadrature"] == "gh6"
+    assert "alpha_c" in capsys.readouterr().out
