@@ -2,18 +2,20 @@
 
     h_hat(w, T) = argmin_h  P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T)      (MODEL.md section 3)
 
-The loss is bounded (0 <= loss <= sum_k sigma_k^2 ... ) but not convex in h, so
-``P`` can have several local minima.  Two modes:
+The loss is bounded but not convex in h, so ``P`` can have several local minima.
+Two modes:
 
 * ``global_prox`` -- the GLOBAL minimiser: safeguarded Newton from several starting
-  points per node (``w``, ``0``, ``w / 2``, for L = 2 the exact zeros of the loss
-  ``S(h) = T``, and any warm starts given), keeping the lowest value.
+  points per node (``w``, ``0``, ``+-w/2``, ``-w``, for L = 2 the exact zeros of the
+  loss ``S(h) = T``), then from the mirror image and token permutations of the best
+  minimum, keeping the lowest value; or, between full searches, a polish of the
+  distinct minima found last time (``Candidates``).
 * ``local_prox`` -- the paper's own choice: the local minimiser reached from
   ``h = 0`` by the same descent method.
 
-The value, gradient and Hessian of ``P`` come from the lambdified kernel
-``kernels.prox_value_grad_hess`` of :mod:`attnphase.theory.kernels`; nothing here
-spells the loss out.
+The value, gradient and Hessian of ``P`` come from the generated kernels
+``kernels.prox_value_grad_hess`` / ``kernels.prox_value`` of
+:mod:`attnphase.theory.kernels`; nothing here spells the loss out.
 """
 
 from __future__ import annotations
