@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from attnphase.numerics.overlaps import Overlaps
 from attnphase.numerics.quadrature import QuadratureRule, make_rule
 from attnphase.numerics.state_evolution import BRANCHES, FixedPoint, SolverConfig, solve, solve_at_theta
 from attnphase.theory.params import ModelParams
@@ -92,8 +93,17 @@ def sweep(
         raise ValueError(f"direction must be 'up' or 'down', got {direction!r}")
     order = grid if direction == "up" else grid[::-1]
 
+    history: list[FixedPoint] = []  # converged points of the branch, in the order reached
+
     def run(alpha: float, init: FixedPoint | None) -> FixedPoint:
-        return solve(params, alpha, branch, init=None if init is None else init.overlaps, config=cfg, rule=rule)
+        if init is None:
+            fp = solve(params, alpha, branch, config=cfg, rule=rule)
+        else:
+            guess = secant_predictor(history[-2], init, alpha) if len(history) > 1 and history[-1] is init else None
+            fp = solve(params, alpha, branch, init=guess or init.overlaps, memory=init.memory, config=cfg, rule=rule)
+        if _ok(fp, branch):
+            history.append(fp)
+        return fp
 
     good: FixedPoint | None = start if start is not None and _ok(start, branch) else None
     last: FixedPoint | None = None
@@ -141,6 +151,25 @@ def sweep(
         if progress is not None:
             progress(fp)
     return BranchSweep(branch, [results[a] for a in grid], spinodal, side, end_points, end_reason)
+
+
+def secant_predictor(prev: FixedPoint, cur: FixedPoint, alpha: float) -> Overlaps | None:
+    """Linear extrapolation in alpha through two converged points of a branch:
+
+        x(alpha) ~= x_cur + (alpha - alpha_cur) / (alpha_cur - alpha_prev) (x_cur - x_prev),
+
+    x = (q0, V0, m, th0); None (use ``cur``) when it would extrapolate more than twice the
+    last step or leave the admissible region (q0 > 0, V0 > 0, th0^2 < q0 rho0).
+    """
+    da = cur.alpha - prev.alpha
+    if da == 0 or abs(alpha - cur.alpha) > 2 * abs(da):
+        return None
+    x1, x0 = cur.overlaps.to_vector(), prev.overlaps.to_vector()
+    x = x1 + (alpha - cur.alpha) / da * (x1 - x0)
+    ov = Overlaps.from_vector(x)
+    if not (ov.q0 > 0 and ov.V0 > 0 and ov.th0 ** 2 < ov.q0 * cur.params.rho0):
+        return None
+    return ov
 
 
 def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float) -> tuple[FixedPoint, FixedPoint]:
@@ -215,7 +244,7 @@ def semantic_branch_end(
     thetas = th_start * np.geomspace(0.9, theta_min_ratio, n_theta)
     cur, pts = start, [start]
     for th in thetas:
-        fp = solve_at_theta(params, float(th), cur.overlaps, config=cfg)
+        fp = solve_at_theta(params, float(th), cur.overlaps, config=cfg, memory=cur.memory)
         if not (fp.status.converged and fp.branch == "semantic" and math.isfinite(fp.alpha)):
             continue
         if abs(fp.alpha - cur.alpha) > max_alpha_jump:
@@ -259,7 +288,7 @@ def sweep_omega(
             while abs(float(omega) - cur.params.omega) > 1e-12:
                 w = cur.params.omega + step
                 w = min(w, float(omega)) if step > 0 else max(w, float(omega))
-                fp = solve(params.replace(omega=w), alpha, branch, init=cur.overlaps, config=cfg)
+                fp = solve(params.replace(omega=w), alpha, branch, init=cur.overlaps, memory=cur.memory, config=cfg)
                 if _ok(fp, branch):
                     cur, step = fp, float(omega) - fp.params.omega
                     continue

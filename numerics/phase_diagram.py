@@ -87,12 +87,14 @@ def phase_boundaries(
     for sw in (sem, pos):
         if sw.end_reason == "no convergence":
             notes.append(f"{sw.branch} end at {sw.spinodal:.3f} found by solver failure (may be numerical)")
-    s_on, p_on = sem.on_branch(), pos.on_branch()
+    s_on, p_on = sem.on_branch(), pos.on_branch()  # fresh lists: on_branch_solve adds its points to them
 
     def on_branch_solve(branch: str, pts: list[FixedPoint], alpha: float) -> FixedPoint:
-        fp = solve(params, alpha, branch, init=_nearest(pts, alpha).overlaps, config=cfg, rule=rule)
+        near = _nearest(pts, alpha)
+        fp = solve(params, alpha, branch, init=near.overlaps, memory=near.memory, config=cfg, rule=rule)
         if not (fp.status.converged and fp.branch == branch):
             raise _BranchLost(f"{branch} branch lost at alpha = {alpha:.5f} ({fp.status.message}, label {fp.branch})")
+        pts.append(fp)  # root-finding iterates close in: later evaluations start nearer
         return fp
 
     # alpha_c: sign change of Delta e_t on the common grid
@@ -130,7 +132,7 @@ def phase_boundaries(
     if s_on:
         eps_lin = s_on[0].observables.eps_lin
         lo = alpha_c if not math.isnan(alpha_c) else None
-        cand = [p for p in s_on if lo is None or p.alpha >= lo]
+        cand = sorted((p for p in s_on if lo is None or p.alpha >= lo), key=lambda p: p.alpha)
         diff = [(p.alpha, p.observables.eps_g - eps_lin) for p in cand]
         if lo is not None:
             at_c = on_branch_solve("semantic", s_on, lo).observables.eps_g - eps_lin

@@ -87,6 +87,27 @@ class SolverStatus:
 
 
 @dataclass(frozen=True, eq=False)
+class SolverMemory:
+    """What a solve learned that helps a nearby solve (continuation warm starts).
+
+    Attributes:
+        key: the state's symmetry group (as (perm, s, t) tuples) the memory belongs to.
+        rule: the (symmetrised) quadrature rule the candidates and reduced rules refer to.
+        jacobian: the quasi-Newton Jacobian of the scaled residual on the symmetric subspace
+            (None if the solve ended without one).
+        candidates: the distinct proximal minima per node of the last evaluation (global prox).
+        reduced_rules: the rule reduced to orbit representatives, by symmetry group (reducing
+            costs more than a polished SE step, so continuation passes them on).
+    """
+
+    key: tuple
+    rule: QuadratureRule
+    jacobian: np.ndarray | None
+    candidates: Candidates | None
+    reduced_rules: dict = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True, eq=False)
 class FixedPoint:
     """A state-evolution fixed point with its conjugates, observables and status.
 
@@ -104,6 +125,7 @@ class FixedPoint:
     requested: str
     prox: str
     quadrature: str
+    memory: SolverMemory | None = field(default=None, repr=False)
 
     @property
     def record(self) -> dict[str, Any]:
@@ -214,9 +236,15 @@ def solve(
     init: Overlaps | None = None,
     config: SolverConfig | None = None,
     rule: QuadratureRule | None = None,
+    memory: SolverMemory | None = None,
     **config_overrides: Any,
 ) -> FixedPoint:
     """Solve the state evolution at (params, alpha) starting on ``branch`` (or from ``init``).
+
+    ``memory`` (the ``FixedPoint.memory`` of a solve at nearby parameters with the same
+    rule) seeds the quasi-Newton Jacobian and the proximal candidates of a warm start; it
+    changes the path to the fixed point, never the verified result (every accepted point is
+    checked with a full proximal search).
 
     Cold starts (``init=None``) of the positional branch at alpha > 0.3 follow a short
     continuation in alpha from 0.3: that family has several fixed points at larger
@@ -257,7 +285,7 @@ def solve(
     if not _admissible(x, params.rho0):
         raise ValueError(f"initial overlaps are not admissible (need q0 > 0, V0 > 0, th0^2 < q0 rho0): {ov0}")
 
-    se_map = _SEMap(kernels, params, alpha, rule, cfg)
+    se_map = _SEMap(kernels, params, alpha, rule, cfg, memory=memory if init is not None else None)
     return _finish(se_map, se_map.solve(x, warm=init is not None), ov0, requested)
 
 
@@ -288,6 +316,7 @@ def _finish(se_map: "_SEMap", result: tuple | None, ov0: Overlaps, requested: st
         requested=requested,
         prox=cfg.prox,
         quadrature=se_map.rule.name,
+        memory=se_map.memory(),
     )
 
 
@@ -298,6 +327,7 @@ def solve_at_theta(
     *,
     config: SolverConfig | None = None,
     rule: QuadratureRule | None = None,
+    memory: SolverMemory | None = None,
 ) -> FixedPoint:
     """Semantic fixed point with prescribed overlap th0; alpha is solved for (natural parameter theta).
 
@@ -323,8 +353,14 @@ def solve_at_theta(
     x = Overlaps(q0=init.q0, V0=init.V0, m=init.m, th0=th0).to_vector()
     if not _admissible(x, params.rho0):
         raise ValueError(f"th0 = {th0} is not admissible with q0 = {init.q0} (need th0^2 < q0 rho0)")
-    se_map = _SEMap(kernels, params, math.nan, rule, cfg, theta=th0)
+    se_map = _SEMap(kernels, params, math.nan, rule, cfg, theta=th0, memory=memory)
     return _finish(se_map, se_map.solve(x, warm=True), Overlaps.from_vector(x), "semantic")
+
+
+def _same_rule(a: QuadratureRule, b: QuadratureRule) -> bool:
+    return a is b or (
+        a.name == b.name and a.size == b.size and np.array_equal(a.nodes, b.nodes) and np.array_equal(a.weights, b.weights)
+    )
 
 
 def _invariant_basis(group: list[SymmetryElement], L: int) -> np.ndarray:
@@ -355,12 +391,15 @@ class _SEMap:
 
     def __init__(
         self, kernels: Any, params: ModelParams, alpha: float, rule: QuadratureRule, cfg: SolverConfig,
-        theta: float | None = None,
+        theta: float | None = None, memory: SolverMemory | None = None,
     ):
         self.kernels, self.params, self.alpha, self.rule, self.cfg = kernels, params, alpha, rule, cfg
+        # a warm start's memory is used only with the same rule (candidates are per node)
+        self.seed = memory if memory is not None and _same_rule(memory.rule, rule) else None
+        self.jacobian: tuple[tuple, np.ndarray] | None = None  # (group key, J) of the last Newton step
         self.theta = theta  # theta mode: th0 is fixed and alpha solves the th0 equation at each step
         self.alpha_at: dict[bytes, float] = {}
-        self.reduced: dict[tuple, QuadratureRule] = {}
+        self.reduced: dict[tuple, QuadratureRule] = dict(self.seed.reduced_rules) if self.seed is not None else {}
         self.key: tuple | None = None
         self.candidates: Candidates | None = None
         self.since_full = 0
@@ -381,6 +420,8 @@ class _SEMap:
             self.reduced[key] = self.rule if self.rule.axis_aligned else reduce_rule(self.rule, p.L, key)[0]
         if key != self.key:
             self.key, self.candidates = key, None
+            if self.seed is not None and self.seed.key == key and self.cfg.prox == "global":
+                self.candidates = self.seed.candidates
         full = force_full or self.candidates is None or self.since_full >= cfg.full_search_every
         mom = channel_moments(
             self.kernels, p, ov, self.reduced[key], prox=cfg.prox, candidates=self.candidates, full_search=full
@@ -405,6 +446,13 @@ class _SEMap:
         if self.last_full and (self.best is None or res < self.best[0]):
             self.best = (res, x.copy(), fx, hat, mom)
         return fx, hat, mom
+
+    def memory(self) -> SolverMemory | None:
+        """What this solve hands to the next one (see :class:`SolverMemory`)."""
+        if self.key is None:
+            return None
+        J = self.jacobian[1] if self.jacobian is not None and self.jacobian[0] == self.key else None
+        return SolverMemory(self.key, self.rule, J, self.candidates, self.reduced)
 
     def _alpha_for_theta(self, ov: Overlaps, mom: ChannelMoments, group: list[SymmetryElement]) -> float | None:
         """The alpha at which the prior update returns th0 = self.theta from these moments (None if none)."""
@@ -543,6 +591,8 @@ class _SEMap:
         resid = lambda xv, fv: B.T @ (D * (fv - xv))  # noqa: E731
         G = resid(x, fx)
         J: np.ndarray | None = None
+        if self.seed is not None and self.seed.jacobian is not None and self.seed.key == self.key:
+            J = self.seed.jacobian.copy() if self.seed.jacobian.shape == (B.shape[1],) * 2 else None
         fresh = False
         while self.evaluations - start < budget:
             if _scaled_residual(x, fx) <= cfg.tol:
@@ -554,6 +604,7 @@ class _SEMap:
                 fresh = True
                 if J is None:
                     return None
+                self.jacobian = (self.key, J)
             try:
                 dy = np.linalg.solve(J, -G)
             except np.linalg.LinAlgError:
@@ -572,6 +623,7 @@ class _SEMap:
                             J = J + np.outer(Gt - G - J @ step, step) / float(step @ step)
                             x, (fx, hat, mom), G = xt, ot, Gt
                             accepted, fresh = True, False
+                            self.jacobian = (self.key, J)
                             break
                 t *= 0.5
             if not accepted:
