@@ -19,6 +19,10 @@ field is ever taken and no overflow can occur at any finite h. Batches are
 evaluated in blocks of :data:`CHUNK` points (a Python loop over blocks, never
 over points) so that the generated code's temporaries stay in cache.
 
+The same derivations are also rendered one point per call (:func:`get_scalar_kernels`):
+plain Python functions of arrays of one point (``h[0]``, ``S[0, 1]``) returning a tuple
+of floats, for compiled callers (``numba.njit``, see :mod:`attnphase.numerics.prox_compiled`).
+
 Importing this module imports neither sympy nor torch.
 """
 
@@ -274,12 +278,57 @@ def _get_kernels(L: int, r: int, cse: bool) -> Kernels:
     return Kernels(L, r, cse, {n: ns[n] for n in names})
 
 
-def get_kernels(L: int, r: int = 1, cse: bool = True) -> Kernels:
-    """The numpy kernels for sequence length L >= 2 and rank r (only r = 1), cached in memory and on disk."""
+def _check_Lr(L: int, r: int) -> None:
     if isinstance(L, bool) or int(L) != L or L < 2:
         raise ValueError(f"L must be an integer >= 2, got {L!r}")
     if isinstance(r, bool) or int(r) != r or r < 1:
         raise ValueError(f"r (student rank) must be an integer >= 1, got {r!r}")
     if r != 1:
         raise NotImplementedError(f"kernels are implemented for rank r = 1 only, got r = {r}")
+
+
+def get_kernels(L: int, r: int = 1, cse: bool = True) -> Kernels:
+    """The numpy kernels for sequence length L >= 2 and rank r (only r = 1), cached in memory and on disk."""
+    _check_Lr(L, r)
     return _get_kernels(int(L), int(r), bool(cse))
+
+
+#: The generated functions rendered in the scalar (one point per call) variant.
+SCALAR_FUNCTIONS = ("loss", "prox_value_grad_hess")
+
+
+@dataclass(frozen=True, eq=False)
+class ScalarKernels:
+    """One-point variants of the generated functions, for compiled callers (see module doc).
+
+    Attributes:
+        L: sequence length.
+        r: student rank (r = 1).
+        cse: whether the generated code used common subexpression elimination.
+        functions: plain Python functions by name (:data:`SCALAR_FUNCTIONS`), with the
+            argument order and slots of their batched twins but one point per call:
+            ``loss(S, T, sigma2)`` and ``prox_value_grad_hess(h, w, V, S, T, sigma2)``
+            with h, w, V, sigma2 of shape (L,) and S, T of shape (L, L); S must be the
+            max-shifted softmax S(h)[l, k] = softmax_k(h_l h_k) of the same h. They return
+            a tuple of floats: (loss,) or (value, grad_1..grad_L, hess upper triangle row-major).
+    """
+
+    L: int
+    r: int
+    cse: bool
+    functions: dict[str, Callable[..., tuple[float, ...]]] = field(repr=False)
+
+
+@lru_cache(maxsize=None)
+def _get_scalar_kernels(L: int, r: int, cse: bool) -> ScalarKernels:
+    def build() -> list[FunctionSpec]:
+        return [s for s in _build_specs(L, r) if s.name in SCALAR_FUNCTIONS]
+
+    ns = cached_namespace("kernels", L, r, cse, build, scalar=True)
+    return ScalarKernels(L, r, cse, {n: ns[n] for n in SCALAR_FUNCTIONS})
+
+
+def get_scalar_kernels(L: int, r: int = 1, cse: bool = True) -> ScalarKernels:
+    """The one-point kernels for sequence length L >= 2 and rank r (only r = 1), cached in memory and on disk."""
+    _check_Lr(L, r)
+    return _get_scalar_kernels(int(L), int(r), bool(cse))
