@@ -16,6 +16,12 @@ Two modes:
 The value, gradient and Hessian of ``P`` come from the generated kernels
 ``kernels.prox_value_grad_hess`` / ``kernels.prox_value`` of
 :mod:`attnphase.theory.kernels`; nothing here spells the loss out.
+
+Backends (argument ``backend`` of every solver): ``"numpy"`` runs the whole batch as numpy
+operations; ``"numba"`` runs the same algorithm one node at a time, compiled
+(:mod:`attnphase.numerics.prox_compiled`, on the one-point twins of the same generated
+kernels; equal to the numpy results to rounding); ``"auto"`` (the default) is numba when it
+can be imported, else numpy.
 """
 
 from __future__ import annotations
@@ -25,6 +31,30 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from attnphase.numerics import prox_compiled
+
+#: Values of the ``backend`` argument of the solvers.
+BACKENDS = ("auto", "numpy", "numba")
+
+
+def resolve_backend(backend: str, kernels: Any = None) -> str:
+    """``"numpy"`` or ``"numba"``: the backend a solver called with ``backend`` (and ``kernels``) uses.
+
+    ``"auto"`` is numba when it can be imported and ``kernels`` (if given) is a
+    :class:`~attnphase.theory.kernels.Kernels` (the compiled path rebuilds its one-point
+    twin from ``L``, ``r``, ``cse``); any other kernels object gets the numpy path.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "auto":
+        from attnphase.theory.kernels import Kernels
+
+        compiled_ok = kernels is None or isinstance(kernels, Kernels)
+        return "numba" if compiled_ok and prox_compiled.available() else "numpy"
+    if backend == "numba" and not prox_compiled.available():
+        raise ImportError("backend='numba' needs numba, which cannot be imported; use backend='numpy' or 'auto'")
+    return backend
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,6 +117,7 @@ def newton_minimize(
     xtol: float = 1e-10,
     max_iter: int = 60,
     max_halvings: int = 30,
+    backend: str = "auto",
 ) -> ProxResult:
     """Safeguarded (modified) Newton descent on P(h) for every row of ``h0``.
 
@@ -98,7 +129,14 @@ def newton_minimize(
     ``xtol (1 + |h|)`` or its predicted decrease is below the rounding of P (the step
     is then taken: quadratic convergence makes the result accurate to rounding), or when no step decreases P any more and the gradient is
     at rounding level.  Only unconverged nodes are iterated (active set).
+
+    ``backend``: see the module doc (the compiled backend iterates each row on its own).
     """
+    if resolve_backend(backend, kernels) == "numba":
+        hc, vc, cc, itc = prox_compiled.newton_rows(
+            kernels, h0, w, V, T, sigma2, xtol=xtol, max_iter=max_iter, max_halvings=max_halvings
+        )
+        return ProxResult(hc, vc, cc, itc)
     h = np.array(h0, dtype=float, copy=True)
     N, L = h.shape
     Vb = np.ascontiguousarray(np.broadcast_to(V, (N, L)))
@@ -220,6 +258,7 @@ def global_prox(
     *,
     candidates: Candidates | None = None,
     full_search: bool = True,
+    backend: str = "auto",
 ) -> tuple[ProxResult, Candidates]:
     """Global minimiser of P(h) at every node: Newton from every start, lowest value wins.
 
@@ -235,8 +274,12 @@ def global_prox(
     Ties (mirror-image minima of equal value at symmetric nodes) are broken by the
     start order; the state evolution removes their effect by symmetrising the hat
     overlaps over the symmetry group of the current state.
+
+    ``backend``: see the module doc; both give the same result and candidates (to rounding).
     """
     N, L = w.shape
+    if resolve_backend(backend, kernels) == "numba":
+        return _global_prox_compiled(kernels, w, V, T, sigma2, candidates, full_search)
     idx_parts, h_parts = [], []
     if full_search or candidates is None:
         for st in starting_points(w, T):
@@ -263,6 +306,11 @@ def global_prox(
             np.concatenate([res.converged, res2.converged]), max(res.iterations, res2.iterations),
         )
     best = _best_per_node(idx, res, N)
+    return _select(idx, res, best)
+
+
+def _select(idx: np.ndarray, res: ProxResult, best: np.ndarray) -> tuple[ProxResult, Candidates]:
+    """The winners ``best`` of all starts ``res`` (node ``idx``), and the distinct converged minima per node."""
     # distinct converged minima per node, for warm starts
     key = np.concatenate([idx[:, None].astype(float), np.round(res.h, 6)], axis=1)
     keep = res.converged.copy()
@@ -273,12 +321,33 @@ def global_prox(
     return out, Candidates(idx[sel], res.h[sel])
 
 
+def _global_prox_compiled(
+    kernels: Any, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
+    candidates: Candidates | None, full_search: bool,
+) -> tuple[ProxResult, Candidates]:
+    """:func:`global_prox` on the compiled backend (same starts, same order, same selection)."""
+    N, L = w.shape
+    if not full_search and candidates is not None:
+        idx = candidates.node
+        res = newton_minimize(kernels, candidates.h, w[idx], V, T[idx], sigma2, backend="numba")
+        return _select(idx, res, _best_per_node(idx, res, N))
+    starts = np.stack(starting_points(w, T), axis=1)
+    h, value, conv, iters, best = prox_compiled.global_rows(kernels, starts, w, V, T, sigma2)
+    # all starts in the numpy path's order (start-major: every node for start 0, then start 1, ...)
+    n = h.shape[1]
+    idx = np.tile(np.arange(N), n)
+    res = ProxResult(h.transpose(1, 0, 2).reshape(-1, L), value.T.reshape(-1), conv.T.reshape(-1), int(iters.max()) if N else 0)
+    return _select(idx, res, best * N + np.arange(N))
+
+
 def local_prox(
     kernels: Any,
     w: np.ndarray,
     V: np.ndarray,
     T: np.ndarray,
     sigma2: np.ndarray,
+    *,
+    backend: str = "auto",
 ) -> ProxResult:
-    """Local minimiser of P(h) reached from h = 0 (the paper's own proximal step)."""
-    return newton_minimize(kernels, np.zeros_like(w), w, V, T, sigma2)
+    """Local minimiser of P(h) reached from h = 0 (the paper's own proximal step); ``backend`` as in the module doc."""
+    return newton_minimize(kernels, np.zeros_like(w), w, V, T, sigma2, backend=backend)
