@@ -21,12 +21,15 @@ Backends (argument ``backend`` of every solver): ``"numpy"`` runs the whole batc
 operations; ``"numba"`` runs the same algorithm one node at a time, compiled
 (:mod:`attnphase.numerics.prox_compiled`, on the one-point twins of the same generated
 kernels; equal to the numpy results to rounding); ``"auto"`` (the default) is numba when it
-can be imported, else numpy.
+can be imported, else numpy. The environment variable ``ATTNPHASE_PROX_BACKEND`` (``numpy``
+or ``numba``) overrides what ``"auto"`` picks, e.g. to spare a short run the one-off JIT
+compilation (about 3 s per L and process).
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,12 +47,16 @@ def resolve_backend(backend: str, kernels: Any = None) -> str:
     ``"auto"`` is numba when it can be imported and ``kernels`` (if given) is a
     :class:`~attnphase.theory.kernels.Kernels` (the compiled path rebuilds its one-point
     twin from ``L``, ``r``, ``cse``); any other kernels object gets the numpy path.
+    ``$ATTNPHASE_PROX_BACKEND`` (``numpy`` or ``numba``), if set, replaces ``"auto"``.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "auto":
         from attnphase.theory.kernels import Kernels
 
+        env = os.environ.get("ATTNPHASE_PROX_BACKEND", "auto").strip().lower() or "auto"
+        if env != "auto":
+            return resolve_backend(env, kernels)
         compiled_ok = kernels is None or isinstance(kernels, Kernels)
         return "numba" if compiled_ok and prox_compiled.available() else "numpy"
     if backend == "numba" and not prox_compiled.available():

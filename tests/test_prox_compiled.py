@@ -126,6 +126,15 @@ def test_numpy_fallback_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
         local_prox(k, w, V, T, s2, backend="torch")
 
 
+def test_environment_overrides_auto(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTNPHASE_PROX_BACKEND", "numpy")
+    assert prox.resolve_backend("auto") == "numpy"
+    assert prox.resolve_backend("numba" if prox_compiled.available() else "numpy") in ("numpy", "numba")
+    monkeypatch.setenv("ATTNPHASE_PROX_BACKEND", "gpu")
+    with pytest.raises(ValueError):
+        prox.resolve_backend("auto")
+
+
 @pytest.mark.parametrize("L", [2, 3])
 def test_scalar_kernels_equal_the_batched_ones(L: int) -> None:
     """The one-point generated functions (plain Python, no numba) at each node equal the batched kernel."""
