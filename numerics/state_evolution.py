@@ -432,7 +432,11 @@ class _SEMap:
             return None
         self.alpha_at[x.tobytes()] = alpha
         hat = hats_from_moments(p, ov, alpha, mom, group)
-        self.candidates = mom.candidates
+        if full or self.candidates is None:
+            # polishing starts from the minima of the last FULL search: a polish can merge two
+            # basins into one, and feeding its own output back would lose the other basin for
+            # good (the map would then depend on the path, not on the state)
+            self.candidates = mom.candidates
         self.since_full = 0 if full else self.since_full + 1
         self.last_full = full or cfg.prox != "global"
         try:
