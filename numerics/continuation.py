@@ -240,11 +240,13 @@ def semantic_branch_end(
     fold; where alpha keeps decreasing as theta -> 0 it ends continuously.
     """
     cfg = config or SolverConfig()
-    th_start = float(start.overlaps.th0)
+    th_start = abs(float(start.overlaps.th0))  # theta -> -theta is a symmetry (Q -> -Q at m = 0)
     thetas = th_start * np.geomspace(0.9, theta_min_ratio, n_theta)
     cur, pts = start, [start]
     for th in thetas:
-        fp = solve_at_theta(params, float(th), cur.overlaps, config=cfg, memory=cur.memory)
+        # a mirrored start's memory (Jacobian, candidates) belongs to the mirror state: not reused
+        memory = cur.memory if cur.overlaps.th0 > 0 else None
+        fp = solve_at_theta(params, float(th), cur.overlaps, config=cfg, memory=memory)
         if not (fp.status.converged and fp.branch == "semantic" and math.isfinite(fp.alpha)):
             continue
         if abs(fp.alpha - cur.alpha) > max_alpha_jump:

@@ -209,3 +209,20 @@ def test_secant_predictor_extrapolates_linearly_and_refuses_far_jumps(semantic2)
     np.testing.assert_allclose(guess.to_vector(), x2 + 0.5 * (x2 - 0.98 * x2))
     assert secant_predictor(prev, semantic2, 2.5) is None  # more than twice the last step
     assert secant_predictor(semantic2, semantic2, 2.1) is None  # no step to extrapolate from
+
+
+def test_semantic_branch_end_accepts_the_mirror_start(semantic2) -> None:
+    """theta -> -theta is a symmetry at m = 0: tracing the branch end from the mirrored start
+    (th0 < 0, as a sweep can hand over near the end) gives the same points as from th0 > 0."""
+    from dataclasses import replace
+
+    from attnphase.numerics.continuation import semantic_branch_end
+    from attnphase.numerics.state_evolution import SolverConfig
+
+    cfg = SolverConfig(quadrature=RULE)
+    ov = semantic2.overlaps
+    mirror = replace(semantic2, overlaps=Overlaps(q0=ov.q0, V0=ov.V0, m=ov.m, th0=-ov.th0))
+    a = semantic_branch_end(PAPER, semantic2, n_theta=2, theta_min_ratio=0.5, max_alpha_jump=1.0, config=cfg)
+    b = semantic_branch_end(PAPER, mirror, n_theta=2, theta_min_ratio=0.5, max_alpha_jump=1.0, config=cfg)
+    assert len(a.points) == len(b.points) == 2
+    assert a.alpha_end == pytest.approx(b.alpha_end, rel=1e-8)
