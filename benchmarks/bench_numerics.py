@@ -91,14 +91,14 @@ def bench_se_map(params, specs, states, repeat: int) -> list[dict]:
     return rows
 
 
-def _solve_all(params, spec: str) -> dict:
+def _solve_all(params, spec: str, alpha: float = ALPHA) -> dict:
     from attnphase.numerics import solve
     from attnphase.numerics.overlaps import Overlaps
 
     out = {}
     for branch, init in (("semantic", None), ("positional", Overlaps(0.2, 55.0, [0.26, -0.26], 0.0))):
         t = time.perf_counter()
-        fp = solve(params, ALPHA, branch, quadrature=spec, init=init)
+        fp = solve(params, alpha, branch, quadrature=spec, init=init)
         out[branch] = (fp, time.perf_counter() - t)
     return out
 
@@ -132,6 +132,29 @@ def bench_fixed_points(params, specs, refs) -> dict:
                     for key in ("q0", "V0", "m", "th0", "eps_g", "e_t")
                 }
     return results
+
+
+def bench_warm_fixed_points(params, specs, step: float = 0.05) -> dict:
+    """A fixed point warm-started from a converged neighbour ``step`` lower in alpha, as a sweep
+    does: with the neighbour's solver memory (Jacobian, prox candidates, reduced rules), and without."""
+    from attnphase.numerics import solve
+
+    out = {}
+    for spec in specs:
+        out[spec] = {}
+        for branch, nb in _solve_all(params, spec, alpha=ALPHA - step).items():
+            nb = nb[0]
+            row = {}
+            for label, memory in (("memory", nb.memory), ("no_memory", None)):
+                t = time.perf_counter()
+                fp = solve(params, ALPHA, branch, quadrature=spec, init=nb.overlaps, memory=memory)
+                row[label] = {"seconds": time.perf_counter() - t, "iterations": fp.status.iterations,
+                              "converged": fp.status.converged, "branch": fp.branch}
+            out[spec][branch] = row
+            print(f"  warm fixed point {spec:>8} {branch:>10}: with memory {row['memory']['seconds']:.3f} s "
+                  f"({row['memory']['iterations']} SE evals), without {row['no_memory']['seconds']:.3f} s "
+                  f"({row['no_memory']['iterations']})", flush=True)
+    return out
 
 
 def bench_cli(argv: list[str], label: str) -> dict:
@@ -201,6 +224,9 @@ def main() -> None:
     print(f"\nConverged fixed points at alpha = {ALPHA}", flush=True)
     report["fixed_points"] = bench_fixed_points(params, specs, refs)
     _table(report["fixed_points"], specs, refs)
+
+    print(f"\nWarm-started fixed points at alpha = {ALPHA} (from alpha = {ALPHA - 0.05})", flush=True)
+    report["warm_fixed_points"] = bench_warm_fixed_points(params, specs)
 
     if not args.quick:
         print("\nCLI wall times (fresh process, start-up included)", flush=True)

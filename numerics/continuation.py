@@ -31,7 +31,8 @@ class BranchSweep:
 
     Attributes:
         branch: requested branch.
-        points: one fixed point per requested alpha, in increasing alpha.
+        points: one fixed point per requested alpha (per alpha reached, with ``past_end=False``),
+            in increasing alpha.
         spinodal: alpha where the branch ends inside the range (NaN if it spans it).
         spinodal_side: ``"below"`` if the branch exists above the spinodal, ``"above"`` otherwise.
         end_points: for the semantic branch, the points traced towards its end at fixed theta.
@@ -48,16 +49,24 @@ class BranchSweep:
     end_reason: str = ""
 
     def on_branch(self) -> list[FixedPoint]:
-        """The converged points carrying the requested label."""
-        return [p for p in self.points if p.status.converged and p.branch == self.branch]
+        """The converged points carrying the requested label (semantic: with |th0| >= SEMANTIC_SWEEP_THETA_MIN)."""
+        return [p for p in self.points if _ok(p, self.branch)]
 
 
 #: SE-evaluation budget of one warm-started continuation step.
 CONTINUATION_MAX_ITER = 60
 
 
+#: The alpha sweep counts a semantic point as on the branch only where |th0| is at least this:
+#: near the agnostic point the theta direction of the SE map is soft, and quadrature noise
+#: (theta error bars ~1e-4 with sobol12) creates spurious fixed points with tiny theta below
+#: the branch's end.  Smaller theta is followed by the fixed-theta trace of the branch end.
+SEMANTIC_SWEEP_THETA_MIN = 1e-3
+
+
 def _ok(fp: FixedPoint, branch: str) -> bool:
-    return fp.status.converged and fp.branch == branch
+    ok = fp.status.converged and fp.branch == branch
+    return ok and (branch != "semantic" or abs(fp.overlaps.th0) >= SEMANTIC_SWEEP_THETA_MIN)
 
 
 def default_direction(branch: str) -> str:
@@ -77,8 +86,13 @@ def sweep(
     spinodal_tol: float = 1e-3,
     start: FixedPoint | None = None,
     progress: Callable[[FixedPoint], None] | None = None,
+    past_end: bool = True,
 ) -> BranchSweep:
-    """Follow ``branch`` over ``alphas`` by continuation; one FixedPoint per alpha (sorted ascending)."""
+    """Follow ``branch`` over ``alphas`` by continuation; one FixedPoint per alpha (sorted ascending).
+
+    With ``past_end=False`` the sweep stops where the branch ends: the alphas beyond it get no
+    row (phase boundaries need only the branch itself).
+    """
     if branch not in BRANCHES:
         raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
     grid = sorted(float(a) for a in alphas)
@@ -113,6 +127,8 @@ def sweep(
     end_reason = ""
     ended = False
     for alpha in order:
+        if ended and not past_end:
+            break
         if ended:
             fp = run(alpha, last)
             if end_points and alpha >= spinodal:
@@ -150,7 +166,7 @@ def sweep(
         results[alpha] = fp
         if progress is not None:
             progress(fp)
-    return BranchSweep(branch, [results[a] for a in grid], spinodal, side, end_points, end_reason)
+    return BranchSweep(branch, [results[a] for a in grid if a in results], spinodal, side, end_points, end_reason)
 
 
 def secant_predictor(prev: FixedPoint, cur: FixedPoint, alpha: float) -> Overlaps | None:

@@ -81,8 +81,9 @@ def phase_boundaries(
         alphas = np.linspace(*DEFAULT_ALPHA_RANGE, 12)
     cfg = replace(config or SolverConfig(), prox=prox)
     rule = make_rule(params.L, cfg.quadrature)
-    sem = sweep(params, alphas, "semantic", prox, config=cfg, spinodal_tol=spinodal_tol, progress=progress)
-    pos = sweep(params, alphas, "positional", prox, config=cfg, spinodal_tol=spinodal_tol, progress=progress)
+    kw = dict(config=cfg, spinodal_tol=spinodal_tol, progress=progress, past_end=False)
+    sem = sweep(params, alphas, "semantic", prox, **kw)
+    pos = sweep(params, alphas, "positional", prox, **kw)
     notes: list[str] = []
     for sw in (sem, pos):
         if sw.end_reason == "no convergence":

@@ -247,6 +247,15 @@ def starting_points(w: np.ndarray, T: np.ndarray) -> list[np.ndarray]:
 def _best_per_node(idx: np.ndarray, res: ProxResult, N: int) -> np.ndarray:
     """Index of the lowest converged value for each node 0..N-1 (sort by (node, value), first of each)."""
     vals = np.where(res.converged, res.value, np.inf)
+    if idx.size and np.all(idx[1:] >= idx[:-1]):
+        # rows already grouped by node (polishing candidates): per-node minimum without a sort
+        starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
+        counts = np.diff(np.r_[starts, idx.size])
+        rows = np.flatnonzero(vals == np.repeat(np.minimum.reduceat(vals, starts), counts))
+        best = rows[np.r_[True, idx[rows][1:] != idx[rows][:-1]]]
+        if best.size != N:
+            raise RuntimeError("global_prox lost a node: every node needs at least one start")
+        return best
     order = np.lexsort((vals, idx))
     first = np.ones(order.size, dtype=bool)
     first[1:] = idx[order][1:] != idx[order][:-1]
@@ -276,7 +285,8 @@ def global_prox(
     nearby solve) are polished -- a few Newton steps each.  The state evolution uses
     the cheap mode between periodic full searches and always verifies a converged
     fixed point with a full search.  Returns the result and the distinct local minima
-    found (the next call's candidates).
+    found by a full search (the next calls' candidates); a polish returns the candidates
+    it was given, unchanged (polishing can merge basins, so its own minima would lose some).
 
     Ties (mirror-image minima of equal value at symmetric nodes) are broken by the
     start order; the state evolution removes their effect by symmetrising the hat
@@ -313,15 +323,19 @@ def global_prox(
             np.concatenate([res.converged, res2.converged]), max(res.iterations, res2.iterations),
         )
     best = _best_per_node(idx, res, N)
+    if not (full_search or candidates is None):
+        return ProxResult(res.h[best], res.value[best], res.converged[best], res.iterations), candidates
     return _select(idx, res, best)
 
 
 def _select(idx: np.ndarray, res: ProxResult, best: np.ndarray) -> tuple[ProxResult, Candidates]:
     """The winners ``best`` of all starts ``res`` (node ``idx``), and the distinct converged minima per node."""
     # distinct converged minima per node, for warm starts
-    key = np.concatenate([idx[:, None].astype(float), np.round(res.h, 6)], axis=1)
-    keep = res.converged.copy()
+    hr = np.round(res.h, 6) + 0.0  # + 0.0 turns -0.0 into 0.0
+    # most starts end on their node's winner: drop those first (cheap), then deduplicate the rest
+    keep = res.converged & ~np.all(hr == hr[best][idx], axis=1)
     keep[best] = True
+    key = np.concatenate([idx[:, None].astype(float), hr], axis=1)
     _, uniq = np.unique(key[keep], axis=0, return_index=True)
     sel = np.flatnonzero(keep)[uniq]
     out = ProxResult(res.h[best], res.value[best], res.converged[best], res.iterations)
@@ -337,7 +351,8 @@ def _global_prox_compiled(
     if not full_search and candidates is not None:
         idx = candidates.node
         res = newton_minimize(kernels, candidates.h, w[idx], V, T[idx], sigma2, backend="numba")
-        return _select(idx, res, _best_per_node(idx, res, N))
+        best = _best_per_node(idx, res, N)
+        return ProxResult(res.h[best], res.value[best], res.converged[best], res.iterations), candidates
     starts = np.stack(starting_points(w, T), axis=1)
     h, value, conv, iters, best = prox_compiled.global_rows(kernels, starts, w, V, T, sigma2)
     # all starts in the numpy path's order (start-major: every node for start 0, then start 1, ...)

@@ -61,7 +61,7 @@ class SolverConfig:
     anderson: int = 5
     prox: str = "global"
     quadrature: str = "sobol12"
-    full_search_every: int = 8
+    full_search_every: int = 16
     anderson_budget: int = 60
 
     def __post_init__(self) -> None:
@@ -398,6 +398,7 @@ class _SEMap:
         self.seed = memory if memory is not None and _same_rule(memory.rule, rule) else None
         self.jacobian: tuple[tuple, np.ndarray] | None = None  # (group key, J) of the last Newton step
         self.theta = theta  # theta mode: th0 is fixed and alpha solves the th0 equation at each step
+        self.last_alpha: float | None = None  # theta mode: the alpha found at the last step
         self.alpha_at: dict[bytes, float] = {}
         self.reduced: dict[tuple, QuadratureRule] = dict(self.seed.reduced_rules) if self.seed is not None else {}
         self.key: tuple | None = None
@@ -469,18 +470,45 @@ class _SEMap:
             except ValueError:
                 return math.nan
 
-        # th0(alpha) rises from 0; Lam may turn negative at large alpha (gap = nan there):
-        # bracket the first sign change on a geometric grid, then Brent
-        grid = np.linspace(math.log(1e-4), math.log(1e3), 57)
-        prev = None
-        for la in grid:
-            g = gap(la)
-            if not np.isfinite(g):
-                break
-            if prev is not None and prev[1] < 0 <= g:
-                return math.exp(brentq(gap, prev[0], la, xtol=1e-14, rtol=4 * np.finfo(float).eps))
-            prev = (la, g)
-        return None
+        # Every hat overlap is proportional to alpha, so th0(alpha) = rho0 alpha a / (lambda + alpha b)
+        # is monotone in alpha while Lam = lambda + alpha b > 0 (gap = nan beyond): the root is
+        # unique there.  And 1 / th0 is affine in 1 / alpha: one secant step in 1 / alpha through
+        # two evaluations of the prior update lands on the root; it is accepted only if a third
+        # evaluation confirms it (else: bracket by doubling steps from the last root, then Brent).
+        a1 = self.last_alpha or 1.0
+        a2 = 1.25 * a1
+        g1, g2 = gap(math.log(a1)), gap(math.log(a2))
+        t1, t2 = g1 + self.theta, g2 + self.theta
+        if np.isfinite(t1) and np.isfinite(t2) and t1 != 0 and t2 != 0 and t1 != t2:
+            y1, y2 = 1 / t1 - 1 / self.theta, 1 / t2 - 1 / self.theta
+            u = 1 / a1 - y1 * (1 / a2 - 1 / a1) / (y2 - y1)
+            if 1e-3 < u < 1e4:
+                root = 1 / u
+                if abs(gap(math.log(root))) <= 1e-12 * abs(self.theta):
+                    self.last_alpha = root
+                    return root
+        lo_lim, hi_lim = math.log(1e-4), math.log(1e3)
+        a = min(max(math.log(self.last_alpha) if self.last_alpha else 0.0, lo_lim), hi_lim)
+        ga = gap(a)
+        step = math.log(2.0)
+        if not np.isfinite(ga):  # past Lam = 0: come down until the update exists
+            while not np.isfinite(ga) and a > lo_lim:
+                a = max(a - step, lo_lim)
+                ga = gap(a)
+            if not np.isfinite(ga):
+                return None
+        direction = 1.0 if ga < 0 else -1.0
+        while True:
+            b = min(max(a + direction * step, lo_lim), hi_lim)
+            gb = gap(b)
+            if not np.isfinite(gb) or b == a:
+                return None  # no root before Lam turns negative, or outside [1e-4, 1e3]
+            if (ga < 0) != (gb < 0):
+                lo, hi = (a, b) if a < b else (b, a)
+                root = math.exp(brentq(gap, lo, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps))
+                self.last_alpha = root
+                return root
+            a, ga = b, gb
 
     def _accept(self, x: np.ndarray, fx: np.ndarray, hat: HatOverlaps, mom: ChannelMoments) -> tuple | None:
         """Verify a candidate fixed point with a full search (global prox); the verified result."""

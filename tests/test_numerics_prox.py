@@ -124,3 +124,23 @@ def test_global_prox_L3() -> None:
     res, _ = global_prox(k, w, V, T, s2)
     better = _P(np.array([-0.6582632289673438, 0.2104031543294042, 0.662586270929798]), w[0], V, T[0], s2)
     assert res.value[0] <= better + 1e-12
+
+
+def test_best_per_node_grouped_rows_match_the_sorted_definition() -> None:
+    """The sort-free path for rows grouped by node picks, per node, the first row of lowest
+    converged value -- the same rows as the lexsort definition (ties included)."""
+    from attnphase.numerics.prox import ProxResult, _best_per_node
+
+    rng = np.random.default_rng(3)
+    N = 200
+    idx = np.sort(rng.integers(0, N, 1500))
+    idx = np.concatenate([np.arange(N), idx])
+    idx.sort(kind="stable")
+    vals = rng.integers(0, 4, idx.size).astype(float)  # many ties
+    conv = rng.random(idx.size) > 0.2
+    res = ProxResult(np.zeros((idx.size, 2)), vals, conv, 1)
+    fast = _best_per_node(idx, res, N)
+    v = np.where(conv, vals, np.inf)
+    order = np.lexsort((v, idx))
+    first = np.r_[True, idx[order][1:] != idx[order][:-1]]
+    np.testing.assert_array_equal(fast, order[first])

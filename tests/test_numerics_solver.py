@@ -187,14 +187,15 @@ def test_eps_g_quadrature_error_shrinks_with_order(semantic2) -> None:
 def test_warm_start_memory_changes_the_path_not_the_fixed_point(semantic2) -> None:
     """A warm start seeded with the previous solve's memory (Jacobian, prox candidates, reduced
     rules) converges to the same verified fixed point as one without it, in fewer SE steps."""
-    plain = solve(PAPER, 1.9, "semantic", quadrature=RULE, init=semantic2.overlaps)
-    seeded = solve(PAPER, 1.9, "semantic", quadrature=RULE, init=semantic2.overlaps, memory=semantic2.memory)
+    near = solve(PAPER, 1.95, "semantic", quadrature=RULE, init=semantic2.overlaps)  # a warm solve: has a Jacobian
+    assert near.memory is not None and near.memory.jacobian is not None
+    plain = solve(PAPER, 1.9, "semantic", quadrature=RULE, init=near.overlaps)
+    seeded = solve(PAPER, 1.9, "semantic", quadrature=RULE, init=near.overlaps, memory=near.memory)
     assert plain.status.converged and seeded.status.converged
-    assert semantic2.memory is not None and seeded.memory is not None
     assert seeded.status.iterations < plain.status.iterations
     np.testing.assert_allclose(seeded.overlaps.to_vector(), plain.overlaps.to_vector(), rtol=1e-8, atol=1e-9)
     # memory from another rule is ignored, not misapplied
-    other = solve(PAPER, 1.9, "semantic", quadrature="gh6", init=semantic2.overlaps, memory=semantic2.memory)
+    other = solve(PAPER, 1.9, "semantic", quadrature="gh6", init=near.overlaps, memory=near.memory)
     assert other.status.converged and other.quadrature != seeded.quadrature
 
 
@@ -226,3 +227,44 @@ def test_semantic_branch_end_accepts_the_mirror_start(semantic2) -> None:
     b = semantic_branch_end(PAPER, mirror, n_theta=2, theta_min_ratio=0.5, max_alpha_jump=1.0, config=cfg)
     assert len(a.points) == len(b.points) == 2
     assert a.alpha_end == pytest.approx(b.alpha_end, rel=1e-8)
+
+
+def test_solve_at_theta_returns_a_fixed_point_of_the_alpha_it_reports(semantic2) -> None:
+    """At fixed theta the solver finds alpha from the prior's theta equation; the point it returns
+    must be an ordinary fixed point at that alpha (one more SE step at alpha moves nothing)."""
+    from attnphase.numerics.state_evolution import SolverConfig, solve_at_theta
+
+    th = 0.8 * semantic2.overlaps.th0
+    fp = solve_at_theta(PAPER, th, semantic2.overlaps, config=SolverConfig(quadrature=RULE))
+    assert fp.status.converged and fp.branch == "semantic"
+    assert fp.overlaps.th0 == pytest.approx(th, rel=1e-9)
+    assert 0.5 < fp.alpha < 2.0  # theta falls with alpha on this branch
+    k = get_kernels(2)
+    ov = fp.overlaps
+    rule, _ = reduce_rule(make_rule(2, RULE), 2, [])
+    hat = update_hat(k, PAPER, fp.alpha, ov, rule, "global", group=symmetry_group(PAPER, ov))[0]
+    np.testing.assert_allclose(update(PAPER, hat).to_vector(), ov.to_vector(), rtol=1e-8, atol=1e-9)
+
+
+def test_semantic_sweep_ignores_noise_level_theta(semantic2) -> None:
+    """A converged point labelled semantic but with |th0| below the sweep's floor (quadrature noise
+    near the agnostic point) does not count as on the semantic branch."""
+    from dataclasses import replace
+
+    from attnphase.numerics.continuation import SEMANTIC_SWEEP_THETA_MIN, _ok
+
+    ov = semantic2.overlaps
+    tiny = replace(semantic2, overlaps=Overlaps(q0=ov.q0, V0=ov.V0, m=ov.m, th0=0.2 * SEMANTIC_SWEEP_THETA_MIN))
+    assert tiny.branch == "semantic" and not _ok(tiny, "semantic")
+    assert _ok(semantic2, "semantic")
+
+
+def test_sweep_stops_at_the_branch_end_when_asked() -> None:
+    """past_end=False: no rows beyond the alpha where the semantic branch was found to end."""
+    from attnphase.numerics.continuation import sweep
+    from attnphase.numerics.state_evolution import SolverConfig
+
+    sw = sweep(PAPER, [0.2, 0.4, 1.2, 2.0], "semantic", config=SolverConfig(quadrature="sobol10"), past_end=False)
+    assert [round(p.alpha, 6) for p in sw.points] == [0.4, 1.2, 2.0]
+    assert 0.4 < sw.spinodal < 1.2 and sw.end_reason == "theta trace"
+    assert [p.alpha for p in sw.on_branch()] == [1.2, 2.0]
