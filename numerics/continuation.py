@@ -244,31 +244,58 @@ def semantic_branch_end(
     *,
     n_theta: int = 10,
     theta_min_ratio: float = 0.02,
+    theta_floor: float = 0.02,
     max_alpha_jump: float = 0.1,
+    max_subdivisions: int = 2,
     config: SolverConfig | None = None,
 ) -> BranchEnd:
     """Follow the semantic branch from ``start`` to small theta at fixed theta (alpha solved for).
 
-    theta runs geometrically from 0.9 theta(start) down to ``theta_min_ratio`` theta(start);
-    each point is warm-started from the last converged one, and the trace stops where
-    alpha jumps by more than ``max_alpha_jump`` between neighbours.  The branch's end is the
+    theta runs geometrically from 0.9 theta(start) down to ``theta_min_ratio`` theta(start), but
+    not below ``theta_floor``: there alpha(theta) is so flat (alpha - alpha_end ~ theta^2 at a
+    continuous end) that quadrature noise in theta moves alpha by more than the remaining
+    distance to the end (sobol12 at omega = 0.25: theta = 0.025 / 0.018 / 0.011 / 0.007 gave
+    alpha = 0.653 / 0.639 / 0.610 / 0.527);
+    each point is warm-started from the last converged one; a step that fails or moves alpha by
+    more than ``max_alpha_jump`` is retried in up to ``max_subdivisions`` geometric half-steps,
+    and the trace stops where alpha still jumps.  The branch's end is the
     smallest alpha reached: where alpha(theta) has an interior minimum the branch ends at a
     fold; where alpha keeps decreasing as theta -> 0 it ends continuously.
     """
     cfg = config or SolverConfig()
     th_start = abs(float(start.overlaps.th0))  # theta -> -theta is a symmetry (Q -> -Q at m = 0)
-    thetas = th_start * np.geomspace(0.9, theta_min_ratio, n_theta)
+    low = max(theta_min_ratio * th_start, theta_floor)
+    if low >= 0.9 * th_start:
+        return BranchEnd(alpha_end=float(start.alpha), theta_at_end=th_start, points=())
+    thetas = np.geomspace(0.9 * th_start, low, n_theta)
     cur, pts = start, [start]
+    stop = False
     for th in thetas:
-        # a mirrored start's memory (Jacobian, candidates) belongs to the mirror state: not reused
-        memory = cur.memory if cur.overlaps.th0 > 0 else None
-        fp = solve_at_theta(params, float(th), cur.overlaps, config=cfg, memory=memory)
-        if not (fp.status.converged and fp.branch == "semantic" and math.isfinite(fp.alpha)):
-            continue
-        if abs(fp.alpha - cur.alpha) > max_alpha_jump:
-            break  # a jump in alpha: the solve left the branch (or quadrature noise dominates): stop
-        pts.append(fp)
-        cur = fp
+        # a scheduled theta whose solve fails or jumps in alpha is approached in up to
+        # ``max_subdivisions`` geometric half-steps from the last good point
+        target, left = float(th), max_subdivisions
+        while True:
+            # a mirrored start's memory (Jacobian, candidates) belongs to the mirror state: not reused
+            memory = cur.memory if cur.overlaps.th0 > 0 else None
+            fp = solve_at_theta(params, target, cur.overlaps, config=cfg, memory=memory)
+            ok = fp.status.converged and fp.branch == "semantic" and math.isfinite(fp.alpha)
+            jump = ok and abs(fp.alpha - cur.alpha) > max_alpha_jump
+            if ok and not jump:
+                pts.append(fp)
+                cur = fp
+                if target == float(th):
+                    break
+                target = float(th)
+                continue
+            if left == 0:
+                # a persistent jump in alpha: the solve left the branch (or quadrature noise
+                # dominates): stop; a persistent failure: try the next theta
+                stop = jump
+                break
+            left -= 1
+            target = math.sqrt(target * abs(cur.overlaps.th0))
+        if stop:
+            break
     best = min(pts, key=lambda p: p.alpha)
     return BranchEnd(alpha_end=float(best.alpha), theta_at_end=float(best.overlaps.th0), points=tuple(pts[1:]))
 
