@@ -152,3 +152,31 @@ def test_scalar_kernels_equal_the_batched_ones(L: int) -> None:
         np.testing.assert_allclose(out[1 + L :], [H[n, i, j] for i, j in iu], rtol=1e-12, atol=1e-14)
         (loss,) = sk.functions["loss"](S[n], T[n], s2)
         np.testing.assert_allclose(loss, k.loss(h[n], T[n], s2), rtol=1e-14)
+
+
+def test_compiled_solver_is_cached_across_processes(tmp_path) -> None:
+    """The rendered solver module lives in the kernel cache and numba stores its machine code
+    beside it: a second fresh process loads every compiled function (no cache miss)."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np\n"
+        "from attnphase.numerics import prox_compiled as pc\n"
+        "from attnphase.numerics.prox import global_prox\n"
+        "from attnphase.theory.kernels import get_kernels\n"
+        "k = get_kernels(2)\n"
+        "w = np.array([[0.1, -0.2], [0.3, 0.05]]); V = np.full(2, 20.0); s2 = np.full(2, 0.25)\n"
+        "T = k.target(np.array([[0.2, -0.4], [0.5, 0.1]]), 0.3, np.array([[0.6, 0.4], [0.4, 0.6]]))\n"
+        "global_prox(k, w, V, T, s2, backend='numba')\n"
+        "st = pc._solvers(k, None)['rows'].stats\n"
+        "print(sum(st.cache_hits.values()), sum(st.cache_misses.values()))\n"
+    )
+    env = dict(os.environ, ATTNPHASE_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+            for _ in range(2)]
+    (hits1, misses1), (hits2, misses2) = (tuple(map(int, r.stdout.split())) for r in runs)
+    assert misses1 >= 1 and hits1 == 0  # first process: compiled and stored
+    assert hits2 >= 1 and misses2 == 0  # second process: loaded
+    assert list(tmp_path.glob("prox_solver_L2_*.py")) and list(tmp_path.glob("__pycache__/prox_solver_L2_*.nbi"))

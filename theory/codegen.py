@@ -181,15 +181,15 @@ def _compile(source: str, filename: str) -> dict[str, Any]:
     return namespace
 
 
-def cached_namespace(
+def cached_source(
     kind: str, L: int, r: int, cse: bool, build: Callable[[], Sequence[FunctionSpec]], scalar: bool = False
-) -> dict[str, Any]:
-    """Namespace of the generated module ``kind`` for (L, r, cse), from disk cache or freshly built.
+) -> tuple[str, Path]:
+    """Source text of the generated module ``kind`` for (L, r, cse) and its cache path.
 
-    ``build`` is called (and sympy imported) only on a cache miss. If the cache
-    directory cannot be written the module is still built and used, just not stored.
-    With ``scalar`` the module holds the one-point variant of the functions (see
-    :func:`render_function`); it is cached under its own key and file name.
+    Read from the disk cache when its key line matches, else rendered (``build`` is called
+    and sympy imported only then) and stored; if the cache directory cannot be written the
+    source is still returned, just not stored. With ``scalar`` the module holds the one-point
+    variant of the functions (see :func:`render_function`), under its own key and file name.
     """
     variant = " scalar" if scalar else ""
     key = f"{kind}{variant} L={L} r={r} cse={bool(cse)} {fingerprint()}"
@@ -200,17 +200,31 @@ def cached_namespace(
     try:
         source = path.read_text()
         if source.split("\n", 1)[0] == first_line:
-            return _compile(source, str(path))
+            compile(source, str(path), "exec")  # a damaged file is regenerated
+            return source, path
     except (OSError, SyntaxError, ValueError):
         pass
     source = render_module(key, build(), cse, scalar)
-    namespace = _compile(source, str(path))
+    write_atomic(path, source)
+    return source, path
+
+
+def write_atomic(path: Path, text: str) -> bool:
+    """Write ``text`` to ``path`` through a temporary file and a rename; False if that fails."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
-            fh.write(source)
+            fh.write(text)
             tmp = fh.name
         os.replace(tmp, path)
     except OSError:
-        pass
-    return namespace
+        return False
+    return True
+
+
+def cached_namespace(
+    kind: str, L: int, r: int, cse: bool, build: Callable[[], Sequence[FunctionSpec]], scalar: bool = False
+) -> dict[str, Any]:
+    """Namespace of the generated module ``kind`` for (L, r, cse), from :func:`cached_source`."""
+    source, path = cached_source(kind, L, r, cse, build, scalar)
+    return _compile(source, str(path))

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.theory.codegen import Argument, FunctionSpec, cached_namespace
+from attnphase.theory.codegen import Argument, FunctionSpec, cached_namespace, cached_source
 
 ArrayLike = Any
 
@@ -319,13 +319,22 @@ class ScalarKernels:
     functions: dict[str, Callable[..., tuple[float, ...]]] = field(repr=False)
 
 
+def _scalar_specs(L: int, r: int) -> list[FunctionSpec]:
+    return [s for s in _build_specs(L, r) if s.name in SCALAR_FUNCTIONS]
+
+
 @lru_cache(maxsize=None)
 def _get_scalar_kernels(L: int, r: int, cse: bool) -> ScalarKernels:
-    def build() -> list[FunctionSpec]:
-        return [s for s in _build_specs(L, r) if s.name in SCALAR_FUNCTIONS]
-
-    ns = cached_namespace("kernels", L, r, cse, build, scalar=True)
+    ns = cached_namespace("kernels", L, r, cse, lambda: _scalar_specs(L, r), scalar=True)
     return ScalarKernels(L, r, cse, {n: ns[n] for n in SCALAR_FUNCTIONS})
+
+
+def scalar_kernel_source(L: int, r: int = 1, cse: bool = True) -> str:
+    """Python source of the one-point kernels (:data:`SCALAR_FUNCTIONS`, see :class:`ScalarKernels`),
+    for compiled callers that render them into a module of their own (numba caches compiled code
+    per source file)."""
+    _check_Lr(L, r)
+    return cached_source("kernels", int(L), int(r), bool(cse), lambda: _scalar_specs(int(L), int(r)), scalar=True)[0]
 
 
 def get_scalar_kernels(L: int, r: int = 1, cse: bool = True) -> ScalarKernels:
