@@ -36,6 +36,11 @@ from attnphase.theory.prior import ridge_update
 
 BRANCHES = ("semantic", "positional", "agnostic")
 
+#: Backtracking of a quasi-Newton step stops below this fraction of the step: on the noisy
+#: (quadrature) SE map a direction that fails at 1/16 of its length is a stale Jacobian,
+#: refreshed next; smaller trial steps only spend SE evaluations.
+MIN_NEWTON_STEP = 0.05
+
 
 @dataclass(frozen=True)
 class SolverConfig:
@@ -644,7 +649,7 @@ class _SEMap:
             t = 1.0
             g0 = float(np.linalg.norm(G))
             accepted = False
-            while t > 1e-3 and self.evaluations - start < budget:
+            while t > MIN_NEWTON_STEP and self.evaluations - start < budget:
                 xt = x + t * (B @ dy)
                 if _admissible(xt, rho0):
                     ot = self(xt)
