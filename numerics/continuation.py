@@ -49,7 +49,7 @@ class BranchSweep:
     end_reason: str = ""
 
     def on_branch(self) -> list[FixedPoint]:
-        """The converged points carrying the requested label (semantic: with |th0| >= SEMANTIC_SWEEP_THETA_MIN)."""
+        """The converged points carrying the requested label (semantic: with |th0| >= SEMANTIC_THETA_FLOOR)."""
         return [p for p in self.points if _ok(p, self.branch)]
 
 
@@ -57,16 +57,19 @@ class BranchSweep:
 CONTINUATION_MAX_ITER = 60
 
 
-#: The alpha sweep counts a semantic point as on the branch only where |th0| is at least this:
-#: near the agnostic point the theta direction of the SE map is soft, and quadrature noise
-#: (theta error bars ~1e-4 with sobol12) creates spurious fixed points with tiny theta below
-#: the branch's end.  Smaller theta is followed by the fixed-theta trace of the branch end.
-SEMANTIC_SWEEP_THETA_MIN = 1e-3
+#: Below this |th0| the semantic branch is not followed: near its continuous end alpha(theta)
+#: is so flat (alpha - alpha_end ~ theta^2) and the theta direction of the SE map so soft that
+#: quadrature noise (theta error bars ~1e-4 with sobol12) moves alpha by more than the remaining
+#: distance to the end, and creates spurious fixed points with tiny theta below it (omega = 0.25,
+#: sobol12: theta = 0.025 / 0.018 / 0.011 / 0.007 traced at alpha = 0.653 / 0.639 / 0.610 / 0.527;
+#: omega = 0.15: theta = 2e-4 converged at alpha = 0.364, far below the end at 0.60).  Sweeps
+#: count a semantic point as on the branch only above it, and the end trace stops there.
+SEMANTIC_THETA_FLOOR = 0.02
 
 
 def _ok(fp: FixedPoint, branch: str) -> bool:
     ok = fp.status.converged and fp.branch == branch
-    return ok and (branch != "semantic" or abs(fp.overlaps.th0) >= SEMANTIC_SWEEP_THETA_MIN)
+    return ok and (branch != "semantic" or abs(fp.overlaps.th0) >= SEMANTIC_THETA_FLOOR)
 
 
 def default_direction(branch: str) -> str:
@@ -244,7 +247,7 @@ def semantic_branch_end(
     *,
     n_theta: int = 10,
     theta_min_ratio: float = 0.02,
-    theta_floor: float = 0.02,
+    theta_floor: float = SEMANTIC_THETA_FLOOR,
     max_alpha_jump: float = 0.1,
     max_subdivisions: int = 2,
     config: SolverConfig | None = None,
@@ -252,10 +255,7 @@ def semantic_branch_end(
     """Follow the semantic branch from ``start`` to small theta at fixed theta (alpha solved for).
 
     theta runs geometrically from 0.9 theta(start) down to ``theta_min_ratio`` theta(start), but
-    not below ``theta_floor``: there alpha(theta) is so flat (alpha - alpha_end ~ theta^2 at a
-    continuous end) that quadrature noise in theta moves alpha by more than the remaining
-    distance to the end (sobol12 at omega = 0.25: theta = 0.025 / 0.018 / 0.011 / 0.007 gave
-    alpha = 0.653 / 0.639 / 0.610 / 0.527);
+    not below ``theta_floor`` (see :data:`SEMANTIC_THETA_FLOOR`);
     each point is warm-started from the last converged one; a step that fails or moves alpha by
     more than ``max_alpha_jump`` is retried in up to ``max_subdivisions`` geometric half-steps,
     and the trace stops where alpha still jumps.  The branch's end is the

@@ -251,10 +251,10 @@ def test_semantic_sweep_ignores_noise_level_theta(semantic2) -> None:
     near the agnostic point) does not count as on the semantic branch."""
     from dataclasses import replace
 
-    from attnphase.numerics.continuation import SEMANTIC_SWEEP_THETA_MIN, _ok
+    from attnphase.numerics.continuation import SEMANTIC_THETA_FLOOR, _ok
 
     ov = semantic2.overlaps
-    tiny = replace(semantic2, overlaps=Overlaps(q0=ov.q0, V0=ov.V0, m=ov.m, th0=0.2 * SEMANTIC_SWEEP_THETA_MIN))
+    tiny = replace(semantic2, overlaps=Overlaps(q0=ov.q0, V0=ov.V0, m=ov.m, th0=0.2 * SEMANTIC_THETA_FLOOR))
     assert tiny.branch == "semantic" and not _ok(tiny, "semantic")
     assert _ok(semantic2, "semantic")
 
