@@ -41,6 +41,11 @@ BRANCHES = ("semantic", "positional", "agnostic")
 #: refreshed next; smaller trial steps only spend SE evaluations.
 MIN_NEWTON_STEP = 0.05
 
+#: Relative step of the forward-difference Jacobian.  The quadrature SE map is piecewise smooth
+#: (a node's proximal minimiser switches basin at a tie), so a tiny step sees either no switch or
+#: a whole one; a larger step averages over them and gives the Jacobian of the smoothed map.
+FD_STEP = 1e-4
+
 
 @dataclass(frozen=True)
 class SolverConfig:
@@ -674,7 +679,7 @@ class _SEMap:
         n = B.shape[1]
         J = np.empty((n, n))
         for j in range(n):
-            hj = 1e-6 * max(1.0, abs(float(B[:, j] @ x)))
+            hj = FD_STEP * max(1.0, abs(float(B[:, j] @ x)))
             xj = x + hj * B[:, j]
             oj = self(xj) if _admissible(xj, self.params.rho0) else None
             if oj is None:
