@@ -56,6 +56,8 @@ def _parallel_default() -> bool:
     return os.environ.get("ATTNPHASE_NUMBA_PARALLEL", "1").strip().lower() in ("1", "true", "yes")
 
 
+#: Source of the compiled solver: the algorithm of prox.newton_minimize / prox.global_prox, one
+#: node per iteration of ``rows``. Rendered by :func:`_compiled` into a module of its own (see there).
 _SOLVER_SOURCE = r'''
 # ---- the compiled solver (rendered below the one-point kernels and a header binding
 # ---- L, parallel, prange, inf, jit, prox_value_grad_hess_1 and loss_1)
