@@ -192,7 +192,7 @@ def secant_predictor(prev: FixedPoint, cur: FixedPoint, alpha: float) -> Overlap
 
 
 def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float) -> tuple[FixedPoint, FixedPoint]:
-    """Reach ``target`` from ``good`` by steps that halve on failure.
+    """Reach ``target`` from ``good`` by steps that halve on failure and double on success.
 
     Returns (last good point, last attempt); they coincide when ``target`` was reached.
     """
@@ -201,11 +201,13 @@ def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float)
     while abs(target - cur.alpha) > 1e-12:
         a = cur.alpha + step
         if (step > 0 and a > target) or (step < 0 and a < target):
-            a = target
+            a, step = target, target - cur.alpha
         fp = run(a, cur)
         if _ok(fp, branch):
+            # after a halving, grow the step again by doubling rather than jumping to the
+            # target: where the branch is hard to follow, a failed solve costs a whole budget
+            step = 2 * (a - cur.alpha)
             cur = fp
-            step = target - cur.alpha
             continue
         step /= 2
         if abs(step) < min_step:
