@@ -108,6 +108,8 @@ class SolverMemory:
         candidates: the distinct proximal minima per node of the last evaluation (global prox).
         reduced_rules: the rule reduced to orbit representatives, by symmetry group (reducing
             costs more than a polished SE step, so continuation passes them on).
+        fixed_theta: whether the solve was at fixed theta (``solve_at_theta``), whose map and
+            Jacobian differ from those at fixed alpha.
     """
 
     key: tuple
@@ -115,6 +117,7 @@ class SolverMemory:
     jacobian: np.ndarray | None
     candidates: Candidates | None
     reduced_rules: dict = field(default_factory=dict, repr=False)
+    fixed_theta: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -467,7 +470,7 @@ class _SEMap:
         if self.key is None:
             return None
         J = self.jacobian[1] if self.jacobian is not None and self.jacobian[0] == self.key else None
-        return SolverMemory(self.key, self.rule, J, self.candidates, self.reduced)
+        return SolverMemory(self.key, self.rule, J, self.candidates, self.reduced, self.theta is not None)
 
     def _alpha_for_theta(self, ov: Overlaps, mom: ChannelMoments, group: list[SymmetryElement]) -> float | None:
         """The alpha at which the prior update returns th0 = self.theta from these moments (None if none)."""
@@ -633,7 +636,9 @@ class _SEMap:
         resid = lambda xv, fv: B.T @ (D * (fv - xv))  # noqa: E731
         G = resid(x, fx)
         J: np.ndarray | None = None
-        if self.seed is not None and self.seed.jacobian is not None and self.seed.key == self.key:
+        # a Jacobian is reused only for the same map: at fixed alpha, or at fixed theta
+        same_map = self.seed is not None and self.seed.fixed_theta == (self.theta is not None)
+        if same_map and self.seed.jacobian is not None and self.seed.key == self.key:
             J = self.seed.jacobian.copy() if self.seed.jacobian.shape == (B.shape[1],) * 2 else None
         fresh = False
         while self.evaluations - start < budget:
