@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 
 from attnphase.numerics.overlaps import HatOverlaps, Overlaps
-from attnphase.numerics.prox import Candidates, global_prox, local_prox
+from attnphase.numerics.prox import Candidates, aligned_prox, global_prox, local_prox
 from attnphase.numerics.quadrature import QuadratureRule
 from attnphase.numerics.symmetry import SymmetryElement, symmetrize
 from attnphase.theory.channel import channel_fields, hat_overlaps, token_variances
 from attnphase.theory.params import ModelParams
 
-PROX_MODES = ("global", "local")
+PROX_MODES = ("global", "local", "aligned")
 
 
 @dataclass(frozen=True, eq=False)
@@ -72,6 +72,8 @@ def channel_moments(
     T = kernels.target(hstar, params.omega, params.A_array)
     if prox == "global":
         res, candidates = global_prox(kernels, w, V, T, sigma2, candidates=candidates, full_search=full_search)
+    elif prox == "aligned":
+        res, candidates = aligned_prox(kernels, w, V, T, sigma2, hstar), None
     else:
         res, candidates = local_prox(kernels, w, V, T, sigma2), None
     g = (res.h - w) / V

@@ -69,7 +69,9 @@ def params_from_args(args: argparse.Namespace, omega: float | None = None):
 
 
 def _add_solver_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--prox", choices=("global", "local"), default="global", help="proximal map (default global)")
+    p.add_argument("--prox", choices=("global", "local", "aligned"), default="global",
+                   help="proximal map: global minimiser (default), local from h = 0 (the paper's), "
+                        "or aligned with the teacher (L = 2; the basin GD from the semantic start keeps)")
     p.add_argument(
         "--quadrature", default=None,
         help="quadrature rule: sobolK[:reps:seed] (2^K scrambled Sobol points, symmetrised; default sobol12), "

@@ -12,6 +12,8 @@ Two modes:
   distinct minima found last time (``Candidates``).
 * ``local_prox`` -- the paper's own choice: the local minimiser reached from
   ``h = 0`` by the same descent method.
+* ``aligned_prox`` -- the local minimiser reached from the loss zero aligned with the
+  teacher field (L = 2): the basin gradient descent from the semantic start keeps.
 
 The value, gradient and Hessian of ``P`` come from the generated kernels
 ``kernels.prox_value_grad_hess`` / ``kernels.prox_value`` of
@@ -360,6 +362,31 @@ def _global_prox_compiled(
     idx = np.tile(np.arange(N), n)
     res = ProxResult(h.transpose(1, 0, 2).reshape(-1, L), value.T.reshape(-1), conv.T.reshape(-1), int(iters.max()) if N else 0)
     return _select(idx, res, best * N + np.arange(N))
+
+
+def aligned_prox(
+    kernels: Any,
+    w: np.ndarray,
+    V: np.ndarray,
+    T: np.ndarray,
+    sigma2: np.ndarray,
+    hstar: np.ndarray,
+    backend: str = "auto",
+) -> ProxResult:
+    """Local minimiser of P(h) in the basin aligned with the teacher (L = 2).
+
+    Newton from the exact zero of the loss, S(h) = T(h*), whose sign agrees with the teacher
+    field, h_0 = sign(h_z . h*) h_z (:func:`loss_zeros_L2`; from h = 0 where the loss has no
+    zero). Not the global minimiser: it models a student that picks, sample by sample, the
+    mirror image of the attention pattern that matches the teacher's -- what gradient descent
+    from the semantic start does (docs/validation.md, GPU check).
+    """
+    if w.shape[1] != 2:
+        raise ValueError(f"the aligned proximal map is implemented for L = 2 only, got L = {w.shape[1]}")
+    hz, valid = loss_zeros_L2(T)
+    sign = np.where(np.sum(hz * hstar, axis=1) < 0, -1.0, 1.0)
+    start = np.where(valid[:, None], sign[:, None] * hz, 0.0)
+    return newton_minimize(kernels, start, w, V, T, sigma2, backend=backend)
 
 
 def local_prox(

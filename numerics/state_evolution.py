@@ -56,7 +56,8 @@ class SolverConfig:
         max_iter: iteration budget; running out is reported, never hidden.
         damping: weight of the old iterate in damped steps (0 = plain iteration).
         anderson: Anderson memory (0 disables acceleration).
-        prox: ``"global"`` (global proximal minimiser) or ``"local"`` (from h = 0, as the paper).
+        prox: ``"global"`` (global proximal minimiser), ``"local"`` (from h = 0, as the paper) or
+            ``"aligned"`` (from the loss zero aligned with the teacher field, L = 2).
         quadrature: rule spec for :func:`attnphase.numerics.quadrature.make_rule`.
         anderson_budget: SE evaluations given to Anderson before switching to Newton
             on the symmetric subspace (also when Anderson stalls earlier).
@@ -218,7 +219,7 @@ def update_hat(
     :func:`attnphase.numerics.quadrature.reduce_rule`).
     """
     if group is None:
-        group = symmetry_group(params, ov)
+        group = symmetry_group(params, ov, tied=prox == "aligned")
     mom = channel_moments(kernels, params, ov, rule, prox=prox, candidates=candidates, full_search=full_search)
     return hats_from_moments(params, ov, alpha, mom, group), mom
 
@@ -425,7 +426,7 @@ class _SEMap:
         """One SE step from x; None where it leaves the admissible region (Lam <= 0)."""
         p, cfg = self.params, self.cfg
         ov = Overlaps.from_vector(x)
-        group = symmetry_group(p, ov)
+        group = symmetry_group(p, ov, tied=cfg.prox == "aligned")
         key = tuple((e.perm, e.s, e.t) for e in group)
         if key not in self.reduced:
             # axis-aligned grids carry nodes whose proximal problem has exact mirror ties
@@ -631,7 +632,8 @@ class _SEMap:
         if out is None:
             return None
         fx, hat, mom = out
-        B = _invariant_basis(symmetry_group(self.params, Overlaps.from_vector(x)), self.params.L)
+        group = symmetry_group(self.params, Overlaps.from_vector(x), tied=cfg.prox == "aligned")
+        B = _invariant_basis(group, self.params.L)
         D = 1.0 / np.maximum(1.0, np.abs(x))
         resid = lambda xv, fv: B.T @ (D * (fv - xv))  # noqa: E731
         G = resid(x, fx)

@@ -39,12 +39,14 @@ class SymmetryElement:
     t: int
 
 
-def symmetry_group(params: ModelParams, ov: Overlaps, rtol: float = 1e-12) -> list[SymmetryElement]:
+def symmetry_group(params: ModelParams, ov: Overlaps, rtol: float = 1e-12, tied: bool = False) -> list[SymmetryElement]:
     """The elements (pi, s, t) that leave both the model and the state ``ov`` invariant.
 
     The state test m[pi] = s m uses an absolute tolerance ``rtol * max(1, |m|)``; the
     test theta = 0 is exact (the symmetrised iteration keeps theta exactly 0 on the
-    positional and agnostic branches).
+    positional and agnostic branches). With ``tied`` the signs on student and teacher fields
+    are flipped together only (t = s): a proximal map that picks its basin by the teacher's
+    sign (``prox = "aligned"``) is not symmetric under flipping the teacher alone.
     """
     L = params.L
     atol = rtol * max(1.0, float(np.abs(ov.m).max()))
@@ -58,7 +60,7 @@ def symmetry_group(params: ModelParams, ov: Overlaps, rtol: float = 1e-12) -> li
             if not np.allclose(ov.m[p], s * ov.m, rtol=0.0, atol=atol):
                 continue
             for t in (1, -1):
-                if t != s and ov.th0 != 0.0:
+                if t != s and (ov.th0 != 0.0 or tied):
                     continue
                 group.append(SymmetryElement(tuple(perm), s, t))
     return group

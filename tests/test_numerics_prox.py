@@ -144,3 +144,27 @@ def test_best_per_node_grouped_rows_match_the_sorted_definition() -> None:
     order = np.lexsort((v, idx))
     first = np.r_[True, idx[order][1:] != idx[order][:-1]]
     np.testing.assert_array_equal(fast, order[first])
+
+
+def test_aligned_prox_is_a_local_minimum_in_the_teacher_aligned_basin() -> None:
+    """The aligned proximal map converges to a stationary point with positive-definite Hessian,
+    never below the global minimum, and it lies in the basin of the loss zero whose sign agrees
+    with h* -- so flipping h* (T is even in h*) moves it to the mirror basin of -w: h(-w, -h*) = -h(w, h*)."""
+    from attnphase.numerics.prox import aligned_prox
+
+    k, w, V, T, s2 = _se_like_batch(5, 2, np.array(default_A(2)), n=64)
+    rng = np.random.default_rng(6)
+    hstar = rng.normal(size=w.shape)
+    T = k.target(hstar, 0.3, np.array(default_A(2)))
+    res = aligned_prox(k, w, V, T, s2, hstar)
+    assert res.converged.all()
+    _, g, H = k.prox_value_grad_hess(res.h, w, V, T, s2)
+    assert np.abs(g).max() < 1e-7
+    assert np.all(np.linalg.eigvalsh(H)[:, 0] > 0)
+    glob, _ = global_prox(k, w, V, T, s2)
+    assert np.all(res.value >= glob.value - 1e-12)
+    mirror = aligned_prox(k, -w, V, T, s2, -hstar)
+    np.testing.assert_allclose(mirror.h, -res.h, atol=1e-9)
+    with pytest.raises(ValueError, match="L = 2"):
+        k3 = get_kernels(3)
+        aligned_prox(k3, np.zeros((1, 3)), np.ones(3), np.full((1, 3, 3), 1 / 3), np.ones(3), np.zeros((1, 3)))

@@ -268,3 +268,15 @@ def test_sweep_stops_at_the_branch_end_when_asked() -> None:
     assert [round(p.alpha, 6) for p in sw.points] == [0.4, 1.2, 2.0]
     assert 0.4 < sw.spinodal < 1.2 and sw.end_reason == "theta trace"
     assert [p.alpha for p in sw.on_branch()] == [1.2, 2.0]
+
+
+def test_aligned_prox_keeps_a_semantic_point_below_the_global_branch_end(semantic2) -> None:
+    """At alpha = 2 the teacher-aligned basin is the global minimum (same fixed point); at
+    alpha = 0.5, below the end of the global-prox semantic branch, the aligned map still has a
+    semantic fixed point (GD from the semantic start keeps theta ~ 0.2 there, docs/validation.md)."""
+    aligned2 = solve(PAPER, 2.0, "semantic", quadrature=RULE, prox="aligned")
+    np.testing.assert_allclose(aligned2.overlaps.to_vector(), semantic2.overlaps.to_vector(), rtol=1e-6, atol=1e-9)
+    low_g = solve(PAPER, 0.5, "semantic", quadrature="sobol10")
+    low_a = solve(PAPER, 0.5, "semantic", quadrature="sobol10", prox="aligned")
+    assert low_g.status.converged and low_g.branch == "agnostic"
+    assert low_a.status.converged and low_a.branch == "semantic" and 0.15 < low_a.overlaps.th0 < 0.3
