@@ -12,6 +12,7 @@ field and hat-overlap formulas come from :mod:`attnphase.theory.channel`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +35,8 @@ class ChannelMoments:
     Attributes:
         E_g, E_g2, E_gxi, E_geta: E[g_l], E[g_l^2], E[g_l xi_l], E[g_l eta_l].
         E_M: E[M], the Moreau envelope (minimum value of the proximal objective).
-        eps_g: test error E[loss(w, T(h*))] of MODEL.md section 4.
+        eps_g: test error E[loss(w, T(h*))] of MODEL.md section 4 (NaN from a global-mode polish,
+            which is never reported).
         prox_failures: number of nodes whose proximal solve did not converge.
         candidates: distinct local minima per node (global mode), to warm-start the next solve.
     """
@@ -84,7 +86,9 @@ def channel_moments(
         E_gxi=wt @ (g * xi),
         E_geta=wt @ (g * eta),
         E_M=float(wt @ res.value),
-        eps_g=float(wt @ kernels.loss(w, T, sigma2)),
+        # eps_g is read only from evaluations that are a function of the state alone (full
+        # searches, local/aligned modes); a polish skips it (NaN) -- one loss kernel less per step
+        eps_g=float(wt @ kernels.loss(w, T, sigma2)) if (full_search or candidates is None or prox != "global") else math.nan,
         prox_failures=int((~res.converged).sum()),
         candidates=candidates,
     )
