@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from attnphase.numerics.overlaps import Overlaps
-from attnphase.numerics.quadrature import QuadratureRule, make_rule
+from attnphase.numerics.quadrature import make_rule
 from attnphase.numerics.state_evolution import BRANCHES, FixedPoint, SolverConfig, solve, solve_at_theta
 from attnphase.theory.params import ModelParams
 
