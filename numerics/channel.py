@@ -59,10 +59,13 @@ def channel_moments(
     prox: str = "global",
     candidates: Candidates | None = None,
     full_search: bool = True,
+    target: np.ndarray | None = None,
 ) -> ChannelMoments:
     """All channel expectations at overlaps ``ov`` with one batched proximal solve.
 
     ``candidates``/``full_search`` are passed to :func:`attnphase.numerics.prox.global_prox`.
+    ``target``: T(h*) at the rule's nodes if the caller already has it -- at th0 = 0,
+    h*_l = sqrt(rho_l) eta_l does not depend on the state (see :func:`teacher_target`).
     """
     if prox not in PROX_MODES:
         raise ValueError(f"prox must be one of {PROX_MODES}, got {prox!r}")
@@ -71,7 +74,7 @@ def channel_moments(
     xi, eta = rule.nodes[:, :L], rule.nodes[:, L:]
     w, hstar = channel_fields(xi, eta, ov.q0, ov.m, ov.th0, sigma2, params.rho0)
     V = token_variances(ov.V0, sigma2)
-    T = kernels.target(hstar, params.omega, params.A_array)
+    T = kernels.target(hstar, params.omega, params.A_array) if target is None else target
     if prox == "global":
         res, candidates = global_prox(kernels, w, V, T, sigma2, candidates=candidates, full_search=full_search)
     elif prox == "aligned":
@@ -92,6 +95,13 @@ def channel_moments(
         prox_failures=int((~res.converged).sum()),
         candidates=candidates,
     )
+
+
+def teacher_target(kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule) -> np.ndarray:
+    """T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A at the rule's nodes, for the state ``ov``."""
+    L = params.L
+    _, hstar = channel_fields(rule.nodes[:, :L], rule.nodes[:, L:], ov.q0, ov.m, ov.th0, params.sigma2, params.rho0)
+    return kernels.target(hstar, params.omega, params.A_array)
 
 
 def hats_from_moments(

@@ -19,9 +19,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from attnphase.numerics.overlaps import Overlaps
 from attnphase.numerics.quadrature import make_rule
-from attnphase.numerics.state_evolution import BRANCHES, FixedPoint, SolverConfig, solve, solve_at_theta
+from attnphase.numerics.state_evolution import BRANCHES, FixedPoint, SolverConfig, solve, solve_at_m, solve_at_theta
 from attnphase.theory.params import ModelParams
 
 
@@ -49,7 +48,8 @@ class BranchSweep:
     end_reason: str = ""
 
     def on_branch(self) -> list[FixedPoint]:
-        """The converged points carrying the requested label (semantic: with |th0| >= SEMANTIC_THETA_FLOOR)."""
+        """The converged points carrying the requested label (semantic: with |th0| >= SEMANTIC_THETA_FLOOR,
+        positional: with |m| >= POSITIONAL_M_FLOOR)."""
         return [p for p in self.points if _ok(p, self.branch)]
 
 
@@ -66,10 +66,24 @@ CONTINUATION_MAX_ITER = 60
 #: count a semantic point as on the branch only above it, and the end trace stops there.
 SEMANTIC_THETA_FLOOR = 0.02
 
+#: The positional analogue of :data:`SEMANTIC_THETA_FLOOR` for |m|: sweeps count a positional
+#: point as on the branch only above it (at omega <= 0.2, sobol12, continuation past the branch's
+#: end converged to spurious points with |m| ~ 0.001-0.005), and its end trace stops there.
+POSITIONAL_M_FLOOR = 0.02
+
+
+#: Scheduled points of a branch-end trace (geometric in the order parameter, see
+#: :func:`semantic_branch_end`); failed or jumping steps add up to ``max_subdivisions`` each.
+N_TRACE = 6
+
 
 def _ok(fp: FixedPoint, branch: str) -> bool:
     ok = fp.status.converged and fp.branch == branch
-    return ok and (branch != "semantic" or abs(fp.overlaps.th0) >= SEMANTIC_THETA_FLOOR)
+    if branch == "semantic":
+        return ok and abs(fp.overlaps.th0) >= SEMANTIC_THETA_FLOOR
+    if branch == "positional":
+        return ok and float(np.linalg.norm(fp.overlaps.m)) >= POSITIONAL_M_FLOOR
+    return ok
 
 
 def default_direction(branch: str) -> str:
@@ -93,8 +107,8 @@ def sweep(
 ) -> BranchSweep:
     """Follow ``branch`` over ``alphas`` by continuation; one FixedPoint per alpha (sorted ascending).
 
-    With ``past_end=False`` the sweep stops where the branch ends: the alphas beyond it get no
-    row (phase boundaries need only the branch itself).
+    With ``past_end=False`` the sweep stops where the branch ends: the alphas beyond it (the
+    first one included) get no row (phase boundaries need only the branch itself).
     """
     if branch not in BRANCHES:
         raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
@@ -102,25 +116,22 @@ def sweep(
     if not grid or grid[0] <= 0 or not all(math.isfinite(a) for a in grid):
         raise ValueError(f"alphas must be finite and > 0, got {list(alphas)}")
     cfg = config or SolverConfig(prox=prox)
-    # a warm-started point that needs more than this is treated as off the branch
-    cfg = replace(cfg, prox=prox, max_iter=min(cfg.max_iter, CONTINUATION_MAX_ITER))
+    # a warm-started point that needs more than this, or whose Newton iteration fails, is
+    # treated as off the branch (the step is halved)
+    cfg = replace(cfg, prox=prox, max_iter=min(cfg.max_iter, CONTINUATION_MAX_ITER), warm_fallback=False)
     rule = make_rule(params.L, cfg.quadrature)
     direction = direction or default_direction(branch)
     if direction not in ("up", "down"):
         raise ValueError(f"direction must be 'up' or 'down', got {direction!r}")
     order = grid if direction == "up" else grid[::-1]
 
-    history: list[FixedPoint] = []  # converged points of the branch, in the order reached
+    # the semantic branch's end is traced at fixed theta (other ends are bisected in alpha)
+    traced = (branch, direction) == ("semantic", "down")
 
     def run(alpha: float, init: FixedPoint | None) -> FixedPoint:
         if init is None:
-            fp = solve(params, alpha, branch, config=cfg, rule=rule)
-        else:
-            guess = secant_predictor(history[-2], init, alpha) if len(history) > 1 and history[-1] is init else None
-            fp = solve(params, alpha, branch, init=guess or init.overlaps, memory=init.memory, config=cfg, rule=rule)
-        if _ok(fp, branch):
-            history.append(fp)
-        return fp
+            return solve(params, alpha, branch, config=cfg, rule=rule)
+        return solve(params, alpha, branch, init=init.overlaps, memory=init.memory, config=cfg, rule=rule)
 
     good: FixedPoint | None = start if start is not None and _ok(start, branch) else None
     last: FixedPoint | None = None
@@ -145,50 +156,34 @@ def sweep(
             if _ok(fp, branch):
                 good = fp
         else:
-            # the semantic branch's end is found at fixed theta below, so one halving suffices
-            step_floor = min_step if branch != "semantic" else abs(alpha - good.alpha) / 3
+            # where a branch's end is traced at fixed theta, one halving suffices
+            step_floor = abs(alpha - good.alpha) / 3 if traced else min_step
             reached, fp = _advance(run, good, alpha, branch, step_floor)
             good = reached
-            if not _ok(fp, branch):
-                if branch == "semantic":
-                    # natural-parameter continuation in theta: robust where alpha(theta) is flat
-                    end = semantic_branch_end(params, good, config=cfg)
-                    spinodal, end_points = end.alpha_end, end.points
-                    if alpha >= spinodal:
-                        near = min(end_points or (good,), key=lambda p: abs(p.alpha - alpha))
-                        fp = run(alpha, near)
-                else:
-                    spinodal = _bisect_end(run, good, fp.alpha, branch, spinodal_tol)
-                end_reason = "theta trace" if branch == "semantic" else (
-                    "label change" if fp.status.converged else "no convergence")
+            if not _ok(fp, branch) and traced:
+                # natural-parameter continuation in theta: robust where alpha(theta) is flat
+                end = semantic_branch_end(params, good, config=cfg)
+                spinodal, end_points = end.alpha_end, end.points
+                if alpha >= spinodal:
+                    near = min(end_points or (good,), key=lambda p: abs(p.alpha - alpha))
+                    fp = run(alpha, near)
+                end_reason = "theta trace"
+                side = "below"
+                ended = True
+            if not _ok(fp, branch) and not ended:
+                spinodal = _bisect_end(run, good, fp.alpha, branch, spinodal_tol)
+                end_reason = "label change" if fp.status.converged else "no convergence"
                 side = "below" if direction == "down" else "above"
                 ended = True
-                if not _ok(fp, branch):
-                    fp = run(alpha, good)
+            if ended and not _ok(fp, branch):
+                if not past_end:
+                    break  # this alpha lies past the end: no row
+                fp = run(alpha, good)
         last = fp if fp.status.converged else (good or fp)
         results[alpha] = fp
         if progress is not None:
             progress(fp)
     return BranchSweep(branch, [results[a] for a in grid if a in results], spinodal, side, end_points, end_reason)
-
-
-def secant_predictor(prev: FixedPoint, cur: FixedPoint, alpha: float) -> Overlaps | None:
-    """Linear extrapolation in alpha through two converged points of a branch:
-
-        x(alpha) ~= x_cur + (alpha - alpha_cur) / (alpha_cur - alpha_prev) (x_cur - x_prev),
-
-    x = (q0, V0, m, th0); None (use ``cur``) when it would extrapolate more than twice the
-    last step or leave the admissible region (q0 > 0, V0 > 0, th0^2 < q0 rho0).
-    """
-    da = cur.alpha - prev.alpha
-    if da == 0 or abs(alpha - cur.alpha) > 2 * abs(da):
-        return None
-    x1, x0 = cur.overlaps.to_vector(), prev.overlaps.to_vector()
-    x = x1 + (alpha - cur.alpha) / da * (x1 - x0)
-    ov = Overlaps.from_vector(x)
-    if not (ov.q0 > 0 and ov.V0 > 0 and ov.th0 ** 2 < ov.q0 * cur.params.rho0):
-        return None
-    return ov
 
 
 def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float) -> tuple[FixedPoint, FixedPoint]:
@@ -230,12 +225,14 @@ def _bisect_end(run, good: FixedPoint, bad_alpha: float, branch: str, tol: float
 
 @dataclass(frozen=True, eq=False)
 class BranchEnd:
-    """The end of the semantic branch traced at decreasing theta.
+    """The end of a branch traced at a fixed order parameter (th0 or |m|) shrinking towards 0.
 
     Attributes:
-        alpha_end: the smallest alpha reached on the branch (its spinodal).
-        theta_at_end: theta at that point (-> 0 for a continuous end, > 0 at a fold).
-        points: the converged fixed points traced, in the order of decreasing theta.
+        alpha_end: the extreme alpha reached on the branch (its spinodal): the smallest for
+            the semantic branch (followed downward), the largest for the positional one.
+        theta_at_end: the order parameter at that point (th0, or |m| for the positional
+            branch; -> 0 for a continuous end, > 0 at a fold).
+        points: the converged fixed points traced, in the order of decreasing order parameter.
     """
 
     alpha_end: float
@@ -243,11 +240,17 @@ class BranchEnd:
     points: tuple[FixedPoint, ...]
 
 
+def _order(fp: FixedPoint, branch: str) -> float:
+    """The order parameter a branch end is traced in: |th0| (semantic) or |m| (positional)."""
+    ov = fp.overlaps
+    return abs(float(ov.th0)) if branch == "semantic" else float(np.linalg.norm(ov.m))
+
+
 def semantic_branch_end(
     params: ModelParams,
     start: FixedPoint,
     *,
-    n_theta: int = 10,
+    n_theta: int = N_TRACE,
     theta_min_ratio: float = 0.02,
     theta_floor: float = SEMANTIC_THETA_FLOOR,
     max_alpha_jump: float = 0.1,
@@ -264,42 +267,92 @@ def semantic_branch_end(
     smallest alpha reached: where alpha(theta) has an interior minimum the branch ends at a
     fold; where alpha keeps decreasing as theta -> 0 it ends continuously.
     """
+    return _trace_end(params, start, "semantic", n_theta, theta_min_ratio, theta_floor,
+                      max_alpha_jump, max_subdivisions, config)
+
+
+def positional_branch_end(
+    params: ModelParams,
+    start: FixedPoint,
+    *,
+    n_m: int = N_TRACE,
+    m_min_ratio: float = 0.02,
+    m_floor: float = POSITIONAL_M_FLOOR,
+    max_alpha_jump: float = 0.1,
+    max_subdivisions: int = 1,
+    config: SolverConfig | None = None,
+) -> BranchEnd:
+    """Follow the positional branch from ``start`` to small |m| at fixed |m| (alpha solved for).
+
+    The positional analogue of :func:`semantic_branch_end` (same schedule and safeguards,
+    with :func:`~attnphase.numerics.state_evolution.solve_at_m`); the branch's end is the
+    LARGEST alpha reached (the branch is followed upward).  Where the positional branch ends
+    at these parameters (omega <= 0.2, defaults) alpha(|m|) is nearly flat over a wide range
+    of |m|, and a solve at fixed alpha there has several nearby fixed points (docs/numerics.md
+    section 5).
+    """
+    return _trace_end(params, start, "positional", n_m, m_min_ratio, m_floor,
+                      max_alpha_jump, max_subdivisions, config)
+
+
+def _trace_end(
+    params: ModelParams,
+    start: FixedPoint,
+    branch: str,
+    n_steps: int,
+    min_ratio: float,
+    floor: float,
+    max_alpha_jump: float,
+    max_subdivisions: int,
+    config: SolverConfig | None,
+) -> BranchEnd:
+    """Natural-parameter continuation in the branch's order parameter, towards 0 (see the callers)."""
     cfg = config or SolverConfig()
-    th_start = abs(float(start.overlaps.th0))  # theta -> -theta is a symmetry (Q -> -Q at m = 0)
-    low = max(theta_min_ratio * th_start, theta_floor)
-    if low >= 0.9 * th_start:
-        return BranchEnd(alpha_end=float(start.alpha), theta_at_end=th_start, points=())
-    thetas = np.geomspace(0.9 * th_start, low, n_theta)
+    # theta -> -theta (and m -> -m) is a symmetry (Q -> -Q): trace the size of the order parameter
+    size_start = _order(start, branch)
+    low = max(min_ratio * size_start, floor)
+    if low >= 0.9 * size_start:
+        return BranchEnd(alpha_end=float(start.alpha), theta_at_end=size_start, points=())
+    sizes = np.geomspace(0.9 * size_start, low, n_steps)
     cur, pts = start, [start]
     stop = False
-    for th in thetas:
-        # a scheduled theta whose solve fails or jumps in alpha is approached in up to
+    for size in sizes:
+        # a scheduled value whose solve fails or jumps in alpha is approached in up to
         # ``max_subdivisions`` geometric half-steps from the last good point
-        target, left = float(th), max_subdivisions
+        target, left = float(size), max_subdivisions
         while True:
-            # a mirrored start's memory (Jacobian, candidates) belongs to the mirror state: not reused
-            memory = cur.memory if cur.overlaps.th0 > 0 else None
-            fp = solve_at_theta(params, target, cur.overlaps, config=cfg, memory=memory)
-            ok = fp.status.converged and fp.branch == "semantic" and math.isfinite(fp.alpha)
-            jump = ok and abs(fp.alpha - cur.alpha) > max_alpha_jump
+            if branch == "semantic":
+                # a mirrored start's memory (Jacobian, candidates) belongs to the mirror state: not reused
+                memory = cur.memory if cur.overlaps.th0 > 0 else None
+                fp = solve_at_theta(params, target, cur.overlaps, config=cfg, memory=memory)
+            else:
+                fp = solve_at_m(params, target, cur.overlaps, config=cfg, memory=cur.memory)
+            ok = fp.status.converged and fp.branch == branch and math.isfinite(fp.alpha)
+            # semantic: any jump of alpha; positional: a jump DOWN in alpha lands on the rising
+            # part of the branch (every |m| below the maximum is reached twice: near the branch's
+            # birth at small alpha and again on its way to the end), while alpha(|m|) may climb
+            # steeply towards the end
+            da = fp.alpha - cur.alpha
+            jump = ok and (abs(da) if branch == "semantic" else -da) > max_alpha_jump
             if ok and not jump:
                 pts.append(fp)
                 cur = fp
-                if target == float(th):
+                if target == float(size):
                     break
-                target = float(th)
+                target = float(size)
                 continue
             if left == 0:
                 # a persistent jump in alpha: the solve left the branch (or quadrature noise
-                # dominates): stop; a persistent failure: try the next theta
+                # dominates): stop; a persistent failure: try the next value
                 stop = jump
                 break
             left -= 1
-            target = math.sqrt(target * abs(cur.overlaps.th0))
+            target = math.sqrt(target * _order(cur, branch))
         if stop:
             break
-    best = min(pts, key=lambda p: p.alpha)
-    return BranchEnd(alpha_end=float(best.alpha), theta_at_end=float(best.overlaps.th0), points=tuple(pts[1:]))
+    pick = min if branch == "semantic" else max
+    best = pick(pts, key=lambda p: p.alpha)
+    return BranchEnd(alpha_end=float(best.alpha), theta_at_end=_order(best, branch), points=tuple(pts[1:]))
 
 
 def sweep_omega(

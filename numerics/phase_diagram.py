@@ -91,9 +91,16 @@ def phase_boundaries(
     s_on, p_on = sem.on_branch(), pos.on_branch()  # fresh lists: on_branch_solve adds its points to them
 
     def on_branch_solve(branch: str, pts: list[FixedPoint], alpha: float) -> FixedPoint:
-        near = _nearest(pts, alpha)
-        fp = solve(params, alpha, branch, init=near.overlaps, memory=near.memory, config=cfg, rule=rule)
-        if not (fp.status.converged and fp.branch == branch):
+        # from the nearest converged point; once more from the next nearest (on the other side,
+        # where there is one) before giving up: a single stalled solve must not lose a boundary
+        ranked = sorted(pts, key=lambda p: abs(p.alpha - alpha))
+        tries = ranked[:1] + [p for p in ranked[1:] if (p.alpha - alpha) * (ranked[0].alpha - alpha) < 0][:1]
+        tries += [p for p in ranked[1:2] if len(tries) < 2]
+        for near in tries:
+            fp = solve(params, alpha, branch, init=near.overlaps, memory=near.memory, config=cfg, rule=rule)
+            if fp.status.converged and fp.branch == branch:
+                break
+        else:
             raise _BranchLost(f"{branch} branch lost at alpha = {alpha:.5f} ({fp.status.message}, label {fp.branch})")
         pts.append(fp)  # root-finding iterates close in: later evaluations start nearer
         return fp

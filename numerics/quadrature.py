@@ -22,6 +22,8 @@ quadrature error of a fixed point by re-solving it on a finer rule.
 
 from __future__ import annotations
 
+import weakref
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -196,7 +198,21 @@ def symmetrize_rule(rule: QuadratureRule, L: int, group: Sequence[tuple[tuple[in
     (rotated grids, Sobol points) this makes the quadrature respect the model's
     exact symmetries -- in particular theta -> -theta, so the semantic branch keeps
     its exact pitchfork structure at theta = 0 instead of a noise-broken one.
+    The result is remembered per rule object (every solve of a sweep symmetrises the same
+    rule; the invariance test alone costs 3 ms for sobol12) and is the same object each time.
     """
+    key = (L, tuple((tuple(p), int(s_), int(t_)) for p, s_, t_ in group))
+    memo = _SYMMETRIZED.setdefault(rule, {})
+    if key not in memo:
+        memo[key] = _symmetrize(rule, L, group)
+    return memo[key]
+
+
+#: symmetrize_rule's results, per rule object (entries go with their rule).
+_SYMMETRIZED: "weakref.WeakKeyDictionary[QuadratureRule, dict]" = weakref.WeakKeyDictionary()
+
+
+def _symmetrize(rule: QuadratureRule, L: int, group: Sequence[tuple[tuple[int, ...], int, int]]) -> QuadratureRule:
     if len(group) <= 1 or reduce_rule(rule, L, group)[1]:
         return rule
     nodes = np.concatenate(_images(rule.nodes, L, group), axis=0)

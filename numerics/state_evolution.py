@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
-from attnphase.numerics.channel import PROX_MODES, ChannelMoments, channel_moments, hats_from_moments
+from attnphase.numerics.channel import PROX_MODES, ChannelMoments, channel_moments, hats_from_moments, teacher_target
 from attnphase.numerics.observables import Observables, branch_label, eps_lin, observables
 from attnphase.numerics.overlaps import HatOverlaps, Overlaps
 from attnphase.numerics.prox import Candidates
@@ -35,6 +35,13 @@ from attnphase.theory.params import ModelParams
 from attnphase.theory.prior import ridge_update
 
 BRANCHES = ("semantic", "positional", "agnostic")
+
+#: Order parameters a solve can hold fixed while alpha is solved for (natural-parameter
+#: continuation): the semantic overlap th0 and the size |m| of the positional overlaps.
+ORDER_PARAMETERS = {
+    "th0": lambda ov: float(ov.th0),
+    "m": lambda ov: float(np.linalg.norm(ov.m)),
+}
 
 #: Backtracking of a quasi-Newton step stops below this fraction of the step: on the noisy
 #: (quadrature) SE map a direction that fails at 1/16 of its length is a stale Jacobian,
@@ -61,6 +68,10 @@ class SolverConfig:
         quadrature: rule spec for :func:`attnphase.numerics.quadrature.make_rule`.
         anderson_budget: SE evaluations given to Anderson before switching to Newton
             on the symmetric subspace (also when Anderson stalls earlier).
+        warm_fallback: when Newton fails from a warm start, go on with Anderson and a second
+            Newton (True), or report the failure at once (False: continuation retries with a
+            smaller step, which is cheaper than the fallback, rarely successful after a failed
+            warm Newton -- 5 of 45 such solves over the phase boundaries at omega = 0.1-0.3).
         full_search_every: with the global prox, a full multi-start search every this many
             steps (in between, the distinct minima of the last search are polished); a
             converged point is always verified by a full search.
@@ -74,6 +85,7 @@ class SolverConfig:
     quadrature: str = "sobol12"
     full_search_every: int = 16
     anderson_budget: int = 60
+    warm_fallback: bool = True
 
     def __post_init__(self) -> None:
         if not (self.tol > 0):
@@ -109,8 +121,8 @@ class SolverMemory:
         candidates: the distinct proximal minima per node of the last evaluation (global prox).
         reduced_rules: the rule reduced to orbit representatives, by symmetry group (reducing
             costs more than a polished SE step, so continuation passes them on).
-        fixed_theta: whether the solve was at fixed theta (``solve_at_theta``), whose map and
-            Jacobian differ from those at fixed alpha.
+        fixed: the order parameter held fixed by the solve (``"th0"`` for ``solve_at_theta``,
+            ``"m"`` for ``solve_at_m``; None at fixed alpha): the maps, and their Jacobians, differ.
     """
 
     key: tuple
@@ -118,7 +130,7 @@ class SolverMemory:
     jacobian: np.ndarray | None
     candidates: Candidates | None
     reduced_rules: dict = field(default_factory=dict, repr=False)
-    fixed_theta: bool = False
+    fixed: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -309,7 +321,7 @@ def _finish(se_map: "_SEMap", result: tuple | None, ov0: Overlaps, requested: st
     if result is None:
         nan = math.nan
         return FixedPoint(
-            params=params, alpha=se_map.alpha if se_map.theta is None else nan, overlaps=ov0,
+            params=params, alpha=se_map.alpha if se_map.fixed is None else nan, overlaps=ov0,
             hat=HatOverlaps(*(np.full(params.L, nan) for _ in range(4))),
             observables=Observables(nan, nan, eps_lin(params)),
             status=SolverStatus(False, se_map.evaluations, nan, "the first SE step left the admissible region"),
@@ -367,8 +379,44 @@ def solve_at_theta(
     x = Overlaps(q0=init.q0, V0=init.V0, m=init.m, th0=th0).to_vector()
     if not _admissible(x, params.rho0):
         raise ValueError(f"th0 = {th0} is not admissible with q0 = {init.q0} (need th0^2 < q0 rho0)")
-    se_map = _SEMap(kernels, params, math.nan, rule, cfg, theta=th0, memory=memory)
+    se_map = _SEMap(kernels, params, math.nan, rule, cfg, fixed=("th0", th0), memory=memory)
     return _finish(se_map, se_map.solve(x, warm=True), Overlaps.from_vector(x), "semantic")
+
+
+def solve_at_m(
+    params: ModelParams,
+    m_norm: float,
+    init: Overlaps,
+    *,
+    config: SolverConfig | None = None,
+    rule: QuadratureRule | None = None,
+    memory: SolverMemory | None = None,
+) -> FixedPoint:
+    """Positional fixed point with prescribed size |m| of the positional overlaps; alpha is solved for.
+
+    The positional analogue of :func:`solve_at_theta`: the prior gives
+    m_k = sum_l P[k,l] mhat_l / Lam with every hat overlap proportional to alpha, so
+    |m|(alpha) = alpha |a| / (lambda + alpha b) and alpha is fixed by |m| in closed form at
+    each SE step; the direction of m and the other overlaps are iterated.  Where the
+    positional branch ends continuously (m -> 0, |m|^2 ~ alpha_end - alpha) or at a fold,
+    alpha(|m|) stays well conditioned while a solve at fixed alpha does not.
+    ``init`` must be a positional state (th0 = 0, m != 0); ``FixedPoint.alpha`` is the solved alpha.
+    """
+    cfg = config or SolverConfig()
+    if not (m_norm > 0):
+        raise ValueError(f"m_norm must be > 0 in solve_at_m, got {m_norm}")
+    norm = float(np.linalg.norm(init.m))
+    if init.th0 != 0 or norm == 0:
+        raise ValueError("solve_at_m follows the positional branch: init must have th0 = 0 and m != 0")
+    kernels = get_kernels(params.L)
+    rule = symmetrize_rule(
+        rule or make_rule(params.L, cfg.quadrature),
+        params.L,
+        [(e.perm, e.s, e.t) for e in model_symmetry_group(params)],
+    )
+    x = Overlaps(q0=init.q0, V0=init.V0, m=init.m * (m_norm / norm), th0=0.0).to_vector()
+    se_map = _SEMap(kernels, params, math.nan, rule, cfg, fixed=("m", m_norm), memory=memory)
+    return _finish(se_map, se_map.solve(x, warm=True), Overlaps.from_vector(x), "positional")
 
 
 def _same_rule(a: QuadratureRule, b: QuadratureRule) -> bool:
@@ -405,18 +453,20 @@ class _SEMap:
 
     def __init__(
         self, kernels: Any, params: ModelParams, alpha: float, rule: QuadratureRule, cfg: SolverConfig,
-        theta: float | None = None, memory: SolverMemory | None = None,
+        fixed: tuple[str, float] | None = None, memory: SolverMemory | None = None,
     ):
         self.kernels, self.params, self.alpha, self.rule, self.cfg = kernels, params, alpha, rule, cfg
         # a warm start's memory is used only with the same rule (candidates are per node)
         self.seed = memory if memory is not None and _same_rule(memory.rule, rule) else None
         self.jacobian: tuple[tuple, np.ndarray] | None = None  # (group key, J) of the last Newton step
-        self.theta = theta  # theta mode: th0 is fixed and alpha solves the th0 equation at each step
-        self.last_alpha: float | None = None  # theta mode: the alpha found at the last step
+        # fixed-order mode: th0 (or |m|) is fixed and alpha solves its prior equation at each step
+        self.fixed = fixed
+        self.last_alpha: float | None = None  # fixed-order mode: the alpha found at the last step
         self.alpha_at: dict[bytes, float] = {}
         self.reduced: dict[tuple, QuadratureRule] = dict(self.seed.reduced_rules) if self.seed is not None else {}
         self.key: tuple | None = None
         self.candidates: Candidates | None = None
+        self.targets: dict[tuple, np.ndarray] = {}  # T(h*) per reduced rule, at th0 = 0
         self.since_full = 0
         self.last_full = True
         self.evaluations = 0
@@ -438,10 +488,15 @@ class _SEMap:
             if self.seed is not None and self.seed.key == key and self.cfg.prox == "global":
                 self.candidates = self.seed.candidates
         full = force_full or self.candidates is None or self.since_full >= cfg.full_search_every
+        if ov.th0 == 0.0 and key not in self.targets:
+            # positional and agnostic states: the teacher fields, hence T(h*), do not depend on
+            # the state, so T is computed once per solve and rule
+            self.targets[key] = teacher_target(self.kernels, p, ov, self.reduced[key])
         mom = channel_moments(
-            self.kernels, p, ov, self.reduced[key], prox=cfg.prox, candidates=self.candidates, full_search=full
+            self.kernels, p, ov, self.reduced[key], prox=cfg.prox, candidates=self.candidates, full_search=full,
+            target=self.targets[key] if ov.th0 == 0.0 else None,
         )
-        alpha = self.alpha if self.theta is None else self._alpha_for_theta(ov, mom, group)
+        alpha = self.alpha if self.fixed is None else self._alpha_for_order(ov, mom, group)
         self.evaluations += 1
         if alpha is None:
             return None
@@ -471,34 +526,40 @@ class _SEMap:
         if self.key is None:
             return None
         J = self.jacobian[1] if self.jacobian is not None and self.jacobian[0] == self.key else None
-        return SolverMemory(self.key, self.rule, J, self.candidates, self.reduced, self.theta is not None)
+        return SolverMemory(self.key, self.rule, J, self.candidates, self.reduced, self.fixed and self.fixed[0])
 
-    def _alpha_for_theta(self, ov: Overlaps, mom: ChannelMoments, group: list[SymmetryElement]) -> float | None:
-        """The alpha at which the prior update returns th0 = self.theta from these moments (None if none)."""
+    def _alpha_for_order(self, ov: Overlaps, mom: ChannelMoments, group: list[SymmetryElement]) -> float | None:
+        """The alpha at which the prior update returns the fixed order parameter from these moments.
+
+        The order parameter is th0 or |m| (``self.fixed``); None if no alpha gives it.
+        """
         p = self.params
+        name, target = self.fixed
+        order = ORDER_PARAMETERS[name]
 
         def gap(log_a: float) -> float:
             hat = hats_from_moments(p, ov, math.exp(log_a), mom, group)
             try:
-                return update(p, hat).th0 - self.theta
+                return order(update(p, hat)) - target
             except ValueError:
                 return math.nan
 
         # Every hat overlap is proportional to alpha, so th0(alpha) = rho0 alpha a / (lambda + alpha b)
-        # is monotone in alpha while Lam = lambda + alpha b > 0 (gap = nan beyond): the root is
-        # unique there.  And 1 / th0 is affine in 1 / alpha: one secant step in 1 / alpha through
+        # and m(alpha) = alpha P a' / (lambda + alpha b) (|m| likewise) are monotone in alpha while
+        # Lam = lambda + alpha b > 0 (gap = nan beyond): the root is unique there.  And 1 / th0
+        # (1 / |m|) is affine in 1 / alpha: one secant step in 1 / alpha through
         # two evaluations of the prior update lands on the root; it is accepted only if a third
         # evaluation confirms it (else: bracket by doubling steps from the last root, then Brent).
         a1 = self.last_alpha or 1.0
         a2 = 1.25 * a1
         g1, g2 = gap(math.log(a1)), gap(math.log(a2))
-        t1, t2 = g1 + self.theta, g2 + self.theta
+        t1, t2 = g1 + target, g2 + target
         if np.isfinite(t1) and np.isfinite(t2) and t1 != 0 and t2 != 0 and t1 != t2:
-            y1, y2 = 1 / t1 - 1 / self.theta, 1 / t2 - 1 / self.theta
+            y1, y2 = 1 / t1 - 1 / target, 1 / t2 - 1 / target
             u = 1 / a1 - y1 * (1 / a2 - 1 / a1) / (y2 - y1)
             if 1e-3 < u < 1e4:
                 root = 1 / u
-                if abs(gap(math.log(root))) <= 1e-12 * abs(self.theta):
+                if abs(gap(math.log(root))) <= 1e-12 * abs(target):
                     self.last_alpha = root
                     return root
         lo_lim, hi_lim = math.log(1e-4), math.log(1e3)
@@ -524,17 +585,23 @@ class _SEMap:
                 return root
             a, ga = b, gb
 
-    def _accept(self, x: np.ndarray, fx: np.ndarray, hat: HatOverlaps, mom: ChannelMoments) -> tuple | None:
-        """Verify a candidate fixed point with a full search (global prox); the verified result."""
+    def _accept(self, x: np.ndarray, fx: np.ndarray, hat: HatOverlaps, mom: ChannelMoments) -> tuple[tuple | None, tuple | None]:
+        """Verify a candidate fixed point with a full search (global prox).
+
+        Returns (the verified result or None, the evaluation at x to go on from): a polished
+        map can converge to its own fixed point while the full search there finds basins
+        the polished candidates lack; the iteration must then go on from the full search's
+        residual, not from the polished one (whose residual no later step could beat).
+        """
         if not self.last_full:
             out = self(x, force_full=True)
             if out is None:
-                return None
+                return None, None
             fx, hat, mom = out
         res = _scaled_residual(x, fx)
         if res <= self.cfg.tol:
-            return (x, hat, mom, res, True, "converged")
-        return None
+            return (x, hat, mom, res, True, "converged"), (fx, hat, mom)
+        return None, (fx, hat, mom)
 
     def solve(self, x: np.ndarray, warm: bool = False) -> tuple | None:
         """Find the fixed point from x.
@@ -550,6 +617,8 @@ class _SEMap:
             done = self._newton(x, min(cfg.max_iter, cfg.anderson_budget))
             if done is not None:
                 return done
+            if not cfg.warm_fallback:
+                return self._failure()
             x = self.best[1] if self.best is not None else x
         done = self._anderson(x, budget=min(cfg.max_iter - self.evaluations, cfg.anderson_budget))
         if done is not None:
@@ -561,6 +630,12 @@ class _SEMap:
             done = self._newton(self.best[1], remaining)
             if done is not None:
                 return done
+        return self._failure()
+
+    def _failure(self) -> tuple | None:
+        """The best full-search evaluation, reported as not converged (None if there is none)."""
+        if self.best is None:
+            return None
         res, xb, fx, hat, mom = self.best
         return (xb, hat, mom, res, False, f"not converged after {self.evaluations} SE evaluations (best residual {res:.2e})")
 
@@ -585,10 +660,16 @@ class _SEMap:
             residual = _scaled_residual(x, fx)
             history.append(residual)
             if residual <= cfg.tol:
-                done = self._accept(x, fx, hat, mom)
+                done, full = self._accept(x, fx, hat, mom)
                 if done is not None:
                     return done
-                continue
+                if full is None:
+                    return None
+                # go on from the full search's evaluation; the history belongs to the polished map
+                fx, hat, mom = full
+                history[-1] = _scaled_residual(x, fx)
+                X.clear()
+                R.clear()
             # stalled: no halving of the best residual over the last 12 steps
             if len(history) > 12 and min(history[-12:]) > 0.5 * min(history[:-12]):
                 return None
@@ -638,16 +719,20 @@ class _SEMap:
         resid = lambda xv, fv: B.T @ (D * (fv - xv))  # noqa: E731
         G = resid(x, fx)
         J: np.ndarray | None = None
-        # a Jacobian is reused only for the same map: at fixed alpha, or at fixed theta
-        same_map = self.seed is not None and self.seed.fixed_theta == (self.theta is not None)
+        # a Jacobian is reused only for the same map: at fixed alpha, or at the same fixed order parameter
+        same_map = self.seed is not None and self.seed.fixed == (self.fixed and self.fixed[0])
         if same_map and self.seed.jacobian is not None and self.seed.key == self.key:
             J = self.seed.jacobian.copy() if self.seed.jacobian.shape == (B.shape[1],) * 2 else None
         fresh = False
         while self.evaluations - start < budget:
             if _scaled_residual(x, fx) <= cfg.tol:
-                done = self._accept(x, fx, hat, mom)
+                done, full = self._accept(x, fx, hat, mom)
                 if done is not None:
                     return done
+                if full is None:
+                    return None
+                fx, hat, mom = full  # go on from the full search's residual
+                G = resid(x, fx)
             if J is None:
                 J = self._fd_jacobian(x, G, B, resid)
                 fresh = True

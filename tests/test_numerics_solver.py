@@ -199,19 +199,6 @@ def test_warm_start_memory_changes_the_path_not_the_fixed_point(semantic2) -> No
     assert other.status.converged and other.quadrature != seeded.quadrature
 
 
-def test_secant_predictor_extrapolates_linearly_and_refuses_far_jumps(semantic2) -> None:
-    from dataclasses import replace
-
-    from attnphase.numerics.continuation import secant_predictor
-
-    x2 = semantic2.overlaps.to_vector()
-    prev = replace(semantic2, alpha=1.9, overlaps=Overlaps.from_vector(x2 * 0.98))
-    guess = secant_predictor(prev, semantic2, 2.05)
-    np.testing.assert_allclose(guess.to_vector(), x2 + 0.5 * (x2 - 0.98 * x2))
-    assert secant_predictor(prev, semantic2, 2.5) is None  # more than twice the last step
-    assert secant_predictor(semantic2, semantic2, 2.1) is None  # no step to extrapolate from
-
-
 def test_semantic_branch_end_accepts_the_mirror_start(semantic2) -> None:
     """theta -> -theta is a symmetry at m = 0: tracing the branch end from the mirrored start
     (th0 < 0, as a sweep can hand over near the end) gives the same points as from th0 > 0."""
@@ -260,12 +247,13 @@ def test_semantic_sweep_ignores_noise_level_theta(semantic2) -> None:
 
 
 def test_sweep_stops_at_the_branch_end_when_asked() -> None:
-    """past_end=False: no rows beyond the alpha where the semantic branch was found to end."""
+    """past_end=False: no rows beyond the alpha where the semantic branch was found to end (the
+    first alpha past it, where the continuation failed, included)."""
     from attnphase.numerics.continuation import sweep
     from attnphase.numerics.state_evolution import SolverConfig
 
     sw = sweep(PAPER, [0.2, 0.4, 1.2, 2.0], "semantic", config=SolverConfig(quadrature="sobol10"), past_end=False)
-    assert [round(p.alpha, 6) for p in sw.points] == [0.4, 1.2, 2.0]
+    assert [round(p.alpha, 6) for p in sw.points] == [1.2, 2.0]
     assert 0.4 < sw.spinodal < 1.2 and sw.end_reason == "theta trace"
     assert [p.alpha for p in sw.on_branch()] == [1.2, 2.0]
 
@@ -280,3 +268,72 @@ def test_aligned_prox_keeps_a_semantic_point_below_the_global_branch_end(semanti
     low_a = solve(PAPER, 0.5, "semantic", quadrature="sobol10", prox="aligned")
     assert low_g.status.converged and low_g.branch == "agnostic"
     assert low_a.status.converged and low_a.branch == "semantic" and 0.15 < low_a.overlaps.th0 < 0.3
+
+
+def test_positional_sweep_ignores_noise_level_m(positional2) -> None:
+    """A converged point labelled positional but with |m| below the floor (RQMC noise past the
+    branch's end) does not count as on the positional branch."""
+    from dataclasses import replace
+
+    from attnphase.numerics.continuation import POSITIONAL_M_FLOOR, _ok
+
+    ov = positional2.overlaps
+    tiny = replace(positional2, overlaps=Overlaps(ov.q0, ov.V0, 0.1 * POSITIONAL_M_FLOOR * ov.m / np.linalg.norm(ov.m), 0.0))
+    assert tiny.branch == "positional" and not _ok(tiny, "positional")
+    assert _ok(positional2, "positional")
+
+
+def test_solve_at_m_returns_a_fixed_point_of_the_alpha_it_reports(positional2) -> None:
+    """At fixed |m| alpha solves the prior's m equation (|m|(alpha) = alpha |a| / (lambda + alpha b));
+    the point returned must be an ordinary fixed point at that alpha, with the |m| asked for."""
+    from attnphase.numerics.state_evolution import SolverConfig, solve_at_m
+
+    target = 0.95 * float(np.linalg.norm(positional2.overlaps.m))
+    fp = solve_at_m(PAPER, target, positional2.overlaps, config=SolverConfig(quadrature=RULE))
+    assert fp.status.converged and fp.branch == "positional"
+    assert float(np.linalg.norm(fp.overlaps.m)) == pytest.approx(target, rel=1e-9)
+    assert np.sign(fp.overlaps.m[0]) == np.sign(positional2.overlaps.m[0])  # the direction of init is kept
+    assert abs(fp.alpha - 2.0) < 1.5
+    k = get_kernels(2)
+    ov = fp.overlaps
+    hat = update_hat(k, PAPER, fp.alpha, ov, make_rule(2, RULE), "global", group=symmetry_group(PAPER, ov))[0]
+    np.testing.assert_allclose(update(PAPER, hat).to_vector(), ov.to_vector(), rtol=1e-8, atol=1e-9)
+    with pytest.raises(ValueError, match="positional"):
+        solve_at_m(PAPER, target, Overlaps(ov.q0, ov.V0, [0.0, 0.0], 0.0))
+    with pytest.raises(ValueError, match="m_norm"):
+        solve_at_m(PAPER, 0.0, ov)
+
+
+def test_positional_branch_end_traces_points_at_the_sizes_scheduled(positional2) -> None:
+    """The positional end trace: every traced point is converged, positional, at a |m| of the
+    schedule (geometric from 0.9 |m(start)| to 0.8 |m(start)| here, a failed value approached by a
+    geometric half-step from the last good point), shrinking; the end is the largest alpha reached.
+    (At alpha = 2, omega = 0.3, |m| still grows with alpha: the trace runs to smaller alpha.)"""
+    from attnphase.numerics.continuation import positional_branch_end
+    from attnphase.numerics.state_evolution import SolverConfig
+
+    size = float(np.linalg.norm(positional2.overlaps.m))
+    end = positional_branch_end(PAPER, positional2, n_m=2, m_min_ratio=0.8, max_alpha_jump=5.0,
+                                config=SolverConfig(quadrature=RULE))
+    sizes = np.array([float(np.linalg.norm(p.overlaps.m)) for p in end.points]) / size
+    assert len(sizes) >= 1 and np.all(np.diff(sizes) < 0) and np.all((sizes >= 0.8 - 1e-9) & (sizes < 1))
+    assert sizes[-1] == pytest.approx(0.8, rel=1e-9)
+    assert all(p.status.converged and p.branch == "positional" for p in end.points)
+    assert end.alpha_end == max([positional2.alpha] + [p.alpha for p in end.points])
+    assert all(p.alpha < positional2.alpha for p in end.points)
+
+
+def test_a_warm_start_with_stale_candidates_still_converges() -> None:
+    """Memory from a distant solve seeds proximal candidates that miss basins of the new state:
+    the polished map then converges to a point of its own that the verifying full search rejects.
+    The solver must go on from the full search's residual (it used to keep the polished one,
+    which no later step could beat, and gave up: omega = 0.15, alpha 0.3 -> 1.0, residual 5e-4)."""
+    from attnphase.numerics.state_evolution import SolverConfig
+
+    p = ModelParams(omega=0.15)
+    cfg = SolverConfig(max_iter=60)
+    far = solve(p, 0.3, "positional", config=cfg)
+    fp = solve(p, 1.0, "positional", init=far.overlaps, memory=far.memory, config=cfg)
+    fresh = solve(p, 1.0, "positional", init=far.overlaps, config=cfg)
+    assert fp.status.converged and fresh.status.converged
+    np.testing.assert_allclose(fp.overlaps.to_vector(), fresh.overlaps.to_vector(), rtol=1e-6, atol=1e-8)
