@@ -288,12 +288,7 @@ def solve(
         cfg = replace(cfg, **config_overrides)
     if params.r != 1:
         raise ValueError(f"the numerics implement rank r = 1 only, got r = {params.r}")
-    kernels = get_kernels(params.L)
-    rule = symmetrize_rule(
-        rule or make_rule(params.L, cfg.quadrature),
-        params.L,
-        [(e.perm, e.s, e.t) for e in model_symmetry_group(params)],
-    )
+    kernels, rule = get_kernels(params.L), _model_rule(params, cfg, rule)
     requested = branch
     if init is None and branch == "positional" and alpha > POSITIONAL_COLD_ALPHA:
         # the positional family has several fixed points at larger alpha; the branch is the
@@ -370,17 +365,10 @@ def solve_at_theta(
         raise ValueError(f"th0 must be > 0 in solve_at_theta, got {th0}")
     if np.any(init.m != 0):
         raise ValueError("solve_at_theta follows the semantic branch: init must have m = 0")
-    kernels = get_kernels(params.L)
-    rule = symmetrize_rule(
-        rule or make_rule(params.L, cfg.quadrature),
-        params.L,
-        [(e.perm, e.s, e.t) for e in model_symmetry_group(params)],
-    )
     x = Overlaps(q0=init.q0, V0=init.V0, m=init.m, th0=th0).to_vector()
     if not _admissible(x, params.rho0):
         raise ValueError(f"th0 = {th0} is not admissible with q0 = {init.q0} (need th0^2 < q0 rho0)")
-    se_map = _SEMap(kernels, params, math.nan, rule, cfg, fixed=("th0", th0), memory=memory)
-    return _finish(se_map, se_map.solve(x, warm=True), Overlaps.from_vector(x), "semantic")
+    return _solve_fixed(params, x, ("th0", th0), "semantic", cfg, rule, memory)
 
 
 def solve_at_m(
@@ -408,15 +396,23 @@ def solve_at_m(
     norm = float(np.linalg.norm(init.m))
     if init.th0 != 0 or norm == 0:
         raise ValueError("solve_at_m follows the positional branch: init must have th0 = 0 and m != 0")
-    kernels = get_kernels(params.L)
-    rule = symmetrize_rule(
-        rule or make_rule(params.L, cfg.quadrature),
-        params.L,
-        [(e.perm, e.s, e.t) for e in model_symmetry_group(params)],
-    )
     x = Overlaps(q0=init.q0, V0=init.V0, m=init.m * (m_norm / norm), th0=0.0).to_vector()
-    se_map = _SEMap(kernels, params, math.nan, rule, cfg, fixed=("m", m_norm), memory=memory)
-    return _finish(se_map, se_map.solve(x, warm=True), Overlaps.from_vector(x), "positional")
+    return _solve_fixed(params, x, ("m", m_norm), "positional", cfg, rule, memory)
+
+
+def _model_rule(params: ModelParams, cfg: SolverConfig, rule: QuadratureRule | None) -> QuadratureRule:
+    """The rule of a solve (``rule``, or the config's), symmetrised over the model's symmetry group."""
+    group = [(e.perm, e.s, e.t) for e in model_symmetry_group(params)]
+    return symmetrize_rule(rule or make_rule(params.L, cfg.quadrature), params.L, group)
+
+
+def _solve_fixed(
+    params: ModelParams, x: np.ndarray, fixed: tuple[str, float], requested: str,
+    cfg: SolverConfig, rule: QuadratureRule | None, memory: SolverMemory | None,
+) -> FixedPoint:
+    """A warm-started solve from x with the order parameter ``fixed`` held and alpha solved for."""
+    se_map = _SEMap(get_kernels(params.L), params, math.nan, _model_rule(params, cfg, rule), cfg, fixed=fixed, memory=memory)
+    return _finish(se_map, se_map.solve(x, warm=True), Overlaps.from_vector(x), requested)
 
 
 def _same_rule(a: QuadratureRule, b: QuadratureRule) -> bool:
