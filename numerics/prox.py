@@ -353,15 +353,20 @@ def _global_prox_compiled(
     if not full_search and candidates is not None:
         idx = candidates.node
         res = newton_minimize(kernels, candidates.h, w[idx], V, T[idx], sigma2, backend="numba")
-        best = _best_per_node(idx, res, N)
+        best = prox_compiled.best_rows(kernels, idx, res.value, res.converged, N)
         return ProxResult(res.h[best], res.value[best], res.converged[best], res.iterations), candidates
     starts = np.stack(starting_points(w, T), axis=1)
     h, value, conv, iters, best = prox_compiled.global_rows(kernels, starts, w, V, T, sigma2)
-    # all starts in the numpy path's order (start-major: every node for start 0, then start 1, ...)
-    n = h.shape[1]
-    idx = np.tile(np.arange(N), n)
-    res = ProxResult(h.transpose(1, 0, 2).reshape(-1, L), value.T.reshape(-1), conv.T.reshape(-1), int(iters.max()) if N else 0)
-    return _select(idx, res, best * N + np.arange(N))
+    # the distinct minima per node, as _select finds them (the same rows, in the same order:
+    # by node, then by the rounded minimiser)
+    keep = prox_compiled.distinct_minima(kernels, h, conv, best)
+    node, start = np.nonzero(keep)
+    hk = h[node, start]
+    hr = np.round(hk, 6) + 0.0
+    order = np.lexsort(tuple(hr[:, k] for k in range(L - 1, -1, -1)) + (node,))
+    nodes = np.arange(N)
+    out = ProxResult(h[nodes, best], value[nodes, best], conv[nodes, best], int(iters.max()) if N else 0)
+    return out, Candidates(node[order], hk[order])
 
 
 def aligned_prox(

@@ -289,6 +289,50 @@ def rows(starts, w, V, T, s2, perms, refine, max_step, xtol, max_iter, max_halvi
             if c and v < bv:
                 b, bv = s, v
         best[i] = b
+
+
+@jit
+def _same_rounded(a, b):
+    """a and b equal after rounding every entry to 6 decimals (as numpy's round: rint(x 1e6) / 1e6)."""
+    for k in range(a.shape[0]):
+        if np.rint(a[k] * 1e6) / 1e6 != np.rint(b[k] * 1e6) / 1e6:
+            return False
+    return True
+
+
+@jit(parallel=parallel)
+def distinct(h, conv, best, keep):
+    """keep[i, j]: row j of node i is kept as a distinct minimum -- the winner's own row, or a
+    converged row that differs (rounded to 6 decimals) from the winner and from every kept row
+    before it (prox._select on the same rows, which keeps the first of equal rows)."""
+    N, n = conv.shape
+    for i in prange(N):
+        bi = best[i]
+        for j in range(n):
+            if j == bi:
+                keep[i, j] = True
+                continue
+            ok = conv[i, j] and not _same_rounded(h[i, j], h[i, bi])
+            if ok:
+                for k in range(j):
+                    if keep[i, k] and _same_rounded(h[i, j], h[i, k]):
+                        ok = False
+                        break
+            keep[i, j] = ok
+
+
+@jit
+def best_rows(node, value, conv, best):
+    """best[i]: the row of node i with the lowest converged value, the first on ties (the first
+    row of the node if none converged; -1 if the node has no row) -- prox._best_per_node."""
+    bv = np.full(best.shape[0], inf)
+    best[:] = -1
+    for r in range(node.shape[0]):
+        i = node[r]
+        v = value[r] if conv[r] else inf
+        if best[i] < 0 or v < bv[i]:
+            best[i] = r
+            bv[i] = v
 '''
 
 
@@ -331,7 +375,7 @@ def _compiled(L: int, r: int, cse: bool, parallel: bool) -> dict[str, Any]:
         module = importlib.util.module_from_spec(spec)
         sys.modules[modname] = module  # numba's cache reloads the module by name
         spec.loader.exec_module(module)
-    return {"rows": module.rows}
+    return {"rows": module.rows, "distinct": module.distinct, "best_rows": module.best_rows}
 
 
 def _rows(x: np.ndarray, N: int, tail: tuple[int, ...]) -> np.ndarray:
@@ -364,6 +408,22 @@ def global_rows(
     n = n0 + L!, and the index of the winning start per node, shape (N,).
     """
     return _run(kernels, np.asarray(starts, dtype=float), w, V, T, sigma2, True, xtol, max_iter, max_halvings, parallel)
+
+
+def distinct_minima(kernels: Any, h: np.ndarray, conv: np.ndarray, best: np.ndarray, parallel: bool | None = None) -> np.ndarray:
+    """Mask (N, n) of the rows of :func:`global_rows` that are distinct minima of their node."""
+    keep = np.zeros(conv.shape, dtype=np.bool_)
+    _solvers(kernels, parallel)["distinct"](h, conv, best, keep)
+    return keep
+
+
+def best_rows(kernels: Any, node: np.ndarray, value: np.ndarray, conv: np.ndarray, N: int) -> np.ndarray:
+    """Per node 0..N-1, the row of the lowest converged value (first on ties), as prox._best_per_node."""
+    best = np.empty(N, dtype=np.int64)
+    _solvers(kernels, None)["best_rows"](np.ascontiguousarray(node, dtype=np.int64), value, conv, best)
+    if np.any(best < 0):
+        raise RuntimeError("global_prox lost a node: every node needs at least one start")
+    return best
 
 
 def _run(
