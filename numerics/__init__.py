@@ -7,12 +7,19 @@ Imports :mod:`attnphase.theory`, never :mod:`attnphase.validation` and never tor
     fp.record        # alpha, omega, sigma, lam, branch, q, m, V, theta, eps_g, e_t, eps_lin, ...
 """
 
-from attnphase.numerics.continuation import BranchSweep, semantic_branch_end, sweep, sweep_omega
+from attnphase.numerics.continuation import (
+    BranchSweep,
+    positional_branch_end,
+    semantic_branch_end,
+    sweep,
+    sweep_omega,
+)
 from attnphase.numerics.observables import eps_lin
 from attnphase.numerics.phase_diagram import Boundaries, phase_boundaries, phase_diagram
-from attnphase.numerics.state_evolution import FixedPoint, SolverConfig, SolverStatus, solve
+from attnphase.numerics.state_evolution import FixedPoint, SolverConfig, SolverStatus, solve, solve_at_m, solve_at_theta
 
 __all__ = [
     "BranchSweep", "Boundaries", "FixedPoint", "SolverConfig", "SolverStatus",
-    "eps_lin", "phase_boundaries", "phase_diagram", "semantic_branch_end", "solve", "sweep", "sweep_omega",
+    "eps_lin", "phase_boundaries", "phase_diagram", "positional_branch_end", "semantic_branch_end", "solve",
+    "solve_at_m", "solve_at_theta", "sweep", "sweep_omega",
 ]
