@@ -97,6 +97,31 @@ def channel_moments(
     )
 
 
+def envelope_mean(
+    kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, prox: str = "global"
+) -> tuple[float, int]:
+    """E[M] alone, M = min_h sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T(h*)) (MODEL.md section 4).
+
+    The same proximal solve as :func:`channel_moments` (a full search in global mode) without the
+    g-moments and the test error: the term of Phi that :mod:`attnphase.numerics.training_objective`
+    re-evaluates on a finer rule.  Returns (E[M], number of nodes whose proximal solve did not converge).
+    """
+    if prox not in PROX_MODES:
+        raise ValueError(f"prox must be one of {PROX_MODES}, got {prox!r}")
+    L = params.L
+    xi, eta = rule.nodes[:, :L], rule.nodes[:, L:]
+    w, hstar = channel_fields(xi, eta, ov.q0, ov.m, ov.th0, params.sigma2, params.rho0)
+    V = token_variances(ov.V0, params.sigma2)
+    T = kernels.target(hstar, params.omega, params.A_array)
+    if prox == "global":
+        res, _ = global_prox(kernels, w, V, T, params.sigma2)
+    elif prox == "aligned":
+        res = aligned_prox(kernels, w, V, T, params.sigma2, hstar)
+    else:
+        res = local_prox(kernels, w, V, T, params.sigma2)
+    return float(rule.weights @ res.value), int((~res.converged).sum())
+
+
 def teacher_target(kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule) -> np.ndarray:
     """T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A at the rule's nodes, for the state ``ov``."""
     L = params.L

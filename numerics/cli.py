@@ -78,12 +78,17 @@ def _add_solver_arguments(p: argparse.ArgumentParser) -> None:
         "ghN (Gauss-Hermite, N per dimension) or ghrN[:seed] (rotated Gauss-Hermite)",
     )
     p.add_argument("--tol", type=float, default=1e-10, help="fixed-point residual tolerance (default 1e-10)")
+    p.add_argument(
+        "--e-t-quadrature", default=None, metavar="SPEC",
+        help="re-evaluate E[M] in e_t at each converged point on this finer rule (e.g. sobol16: e_t is "
+        "stationary in the overlaps, so it gets that rule's accuracy; about 0.4 s per point)",
+    )
 
 
 def _config(args: argparse.Namespace):
     from attnphase.numerics.state_evolution import SolverConfig
 
-    cfg = SolverConfig(tol=args.tol, prox=args.prox)
+    cfg = SolverConfig(tol=args.tol, prox=args.prox, e_t_quadrature=args.e_t_quadrature)
     return cfg if args.quadrature is None else replace(cfg, quadrature=args.quadrature)
 
 
@@ -147,6 +152,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_phase_diagram(args: argparse.Namespace) -> int:
+    from attnphase.numerics.quadrature import parse_rule_spec
     from attnphase.numerics.report import run_phase_diagram
 
     params = params_from_args(args, omega=0.3)
@@ -156,8 +162,11 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
         params.replace(omega=w)
     if min(alphas) <= 0:
         raise ValueError(f"--alpha values must be > 0, got {args.alpha!r}")
+    fine = None if args.alpha_c_quadrature.strip().lower() == "none" else args.alpha_c_quadrature
+    if fine is not None:
+        parse_rule_spec(fine)  # a bad spec fails before any work
     return run_phase_diagram(
-        params, omegas, alphas, out_dir=args.out, config=_config(args), quiet=args.quiet
+        params, omegas, alphas, out_dir=args.out, config=_config(args), quiet=args.quiet, alpha_c_quadrature=fine
     )
 
 
@@ -189,6 +198,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha", default="0.1:3:12", help="alpha grid for the branch sweeps (default 0.1:3:12)")
     add_model_arguments(p, omega=False)
     _add_solver_arguments(p)
+    p.add_argument(
+        "--alpha-c-quadrature", default="sobol16", metavar="SPEC",
+        help="rule for E[M] in the Newton correction of alpha_c (default sobol16; 'none': the solve rule's root)",
+    )
     p.add_argument("--out", default="results", help="output directory (default results/)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_phase_diagram)

@@ -3,7 +3,8 @@
 * ``eps_g`` -- test error E[loss(w, T(h*))] with h = w (no proximal step), from the
   channel moments;
 * ``e_t = -Phi`` -- the training objective per dimension, Phi from
-  :func:`attnphase.theory.free_entropy.free_entropy` with E[M] from the channel;
+  :func:`attnphase.theory.free_entropy.free_entropy` with E[M] from the channel (E[M] is kept:
+  it is also d e_t / d alpha);
 * ``eps_lin`` -- the linear positional baseline of section 5, an L-dimensional
   Gaussian integral of softmax(h* h*^T) moments, by tensor Gauss--Hermite.
 """
@@ -31,11 +32,14 @@ _EPS_LIN_ORDER = {2: 80, 3: 40, 4: 20}
 
 @dataclass(frozen=True)
 class Observables:
-    """eps_g (test error), e_t = -Phi (training loss per dimension), eps_lin (linear baseline)."""
+    """eps_g (test error), e_t = -Phi (training loss per dimension), eps_lin (linear baseline), and
+    E_M = E[M], the Moreau envelope's mean, which is also d e_t / d alpha along a branch
+    (:mod:`attnphase.numerics.training_objective`)."""
 
     eps_g: float
     e_t: float
     eps_lin: float
+    E_M: float = float("nan")
 
 
 def branch_label(ov: Overlaps, tol: float = LABEL_TOL) -> str:
@@ -80,4 +84,4 @@ def observables(params: ModelParams, alpha: float, ov: Overlaps, hat: HatOverlap
         ov.q0, ov.V0, ov.m, ov.th0, hat.qhat, hat.mhat, hat.thhat, hat.Vhat,
         params.sigma2, params.P_array, params.lam, params.rho0, alpha, mom.E_M,
     )
-    return Observables(eps_g=float(mom.eps_g), e_t=float(-phi), eps_lin=eps_lin(params))
+    return Observables(eps_g=float(mom.eps_g), e_t=float(-phi), eps_lin=eps_lin(params), E_M=float(mom.E_M))

@@ -1,14 +1,16 @@
 """Phase boundaries of MODEL.md section 6 at one omega, and the (alpha, omega) phase diagram.
 
 * ``alpha_c`` -- root of Delta e_t(alpha) = e_t(semantic) - e_t(positional) where both
-  branches exist (the global minimum switches from positional to semantic);
+  branches exist (the global minimum switches from positional to semantic), then corrected by
+  one Newton step with E[M] from a finer rule (:mod:`attnphase.numerics.training_objective`:
+  e_t is stationary in the overlaps, so this removes most of the solve rule's error);
 * ``alpha_l`` -- the smallest alpha >= alpha_c at which the semantic test error drops
   below eps_lin (equal to alpha_c when it is already below there);
 * spinodals -- where the semantic branch (followed downward) or the positional branch
   (followed upward) ends inside the alpha range.
 
-Roots are bracketed on the branch sweeps and refined with Brent's method to
-``xtol`` in alpha; every function evaluation is a fixed point warm-started from the
+Roots are bracketed on the branch sweeps and refined to ``xtol`` in alpha (alpha_c by
+safeguarded Newton steps, the slope of Delta e_t being Delta E[M]; alpha_l by Brent's method); every function evaluation is a fixed point warm-started from the
 nearest converged point of the same branch.  A boundary outside the range is NaN
 and the reason is recorded.
 """
@@ -25,9 +27,17 @@ from scipy.optimize import brentq
 from attnphase.numerics.continuation import BranchSweep, sweep
 from attnphase.numerics.state_evolution import FixedPoint, SolverConfig, solve
 from attnphase.numerics.quadrature import make_rule
+from attnphase.numerics.training_objective import refined_training_objective
 from attnphase.theory.params import ModelParams
 
 DEFAULT_ALPHA_RANGE = (0.1, 3.0)
+
+#: Rule for E[M] in the Newton correction of alpha_c (2^16 scrambled Sobol points, seed 0).
+ALPHA_C_QUADRATURE = "sobol16"
+
+#: A fine-rule correction of alpha_c larger than this is not applied (noted instead): at the
+#: paper's defaults the corrections are a few 1e-3 (the solve rule's error on Delta e_t).
+MAX_ALPHA_C_CORRECTION = 0.02
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,6 +50,7 @@ class Boundaries:
     spinodal_semantic: float
     spinodal_positional: float
     notes: tuple[str, ...] = ()
+    alpha_c_coarse: float = math.nan
     positional_end_reason: str = ""
     semantic: BranchSweep | None = field(default=None, repr=False)
     positional: BranchSweep | None = field(default=None, repr=False)
@@ -51,6 +62,7 @@ class Boundaries:
             "alpha_l": self.alpha_l,
             "spinodal_semantic": self.spinodal_semantic,
             "spinodal_positional": self.spinodal_positional,
+            "alpha_c_coarse": self.alpha_c_coarse,
             "positional_end_reason": self.positional_end_reason,
             "notes": "; ".join(self.notes),
         }
@@ -66,6 +78,34 @@ def _root(
     return float(brentq(f, a, b, xtol=xtol, rtol=4 * np.finfo(float).eps))
 
 
+def _newton_root(
+    f: Callable[[float], tuple[float, float]], a: float, b: float, fa: float, fb: float, xtol: float,
+    max_iter: int = 40,
+) -> float:
+    """Root of a decreasing f on [a, b] (fa > 0 >= fb) by Newton steps with f's own slope, safeguarded.
+
+    ``f(x)`` returns (value, slope).  The first iterate interpolates the bracket linearly; a step
+    that leaves the current bracket, or a non-negative slope, is replaced by bisection.  Stops when
+    the step is below ``xtol`` (the last evaluated point is then within ``xtol`` of the root).
+    """
+    x = b if fb == 0 else a + (b - a) * fa / (fa - fb)
+    for _ in range(max_iter):
+        fx, slope = f(x)
+        if fx == 0:
+            return x
+        if fx > 0:
+            a = x
+        else:
+            b = x
+        nxt = x - fx / slope if slope < 0 else math.nan
+        if not a < nxt < b:
+            nxt = 0.5 * (a + b)
+        if abs(nxt - x) < xtol or b - a < xtol:
+            return nxt
+        x = nxt
+    raise _RootNotFound(f"root not bracketed to {xtol} after {max_iter} steps (bracket [{a:.5f}, {b:.5f}])")
+
+
 def phase_boundaries(
     params: ModelParams,
     alphas: Sequence[float] | None = None,
@@ -75,12 +115,19 @@ def phase_boundaries(
     xtol: float = 1e-4,
     spinodal_tol: float = 1e-3,
     progress: Callable[[FixedPoint], None] | None = None,
+    alpha_c_quadrature: str | None = ALPHA_C_QUADRATURE,
 ) -> Boundaries:
-    """alpha_c, alpha_l and the spinodals at ``params.omega`` over the alpha grid ``alphas``."""
+    """alpha_c, alpha_l and the spinodals at ``params.omega`` over the alpha grid ``alphas``.
+
+    ``alpha_c_quadrature``: rule spec for E[M] in the Newton correction of alpha_c (see
+    :func:`_refine_alpha_c`); None keeps the root on the solve rule (then ``alpha_c_coarse``
+    equals ``alpha_c``).
+    """
     if alphas is None:
         alphas = np.linspace(*DEFAULT_ALPHA_RANGE, 12)
     cfg = replace(config or SolverConfig(), prox=prox)
     rule = make_rule(params.L, cfg.quadrature)
+    fine_rule = None if alpha_c_quadrature is None else make_rule(params.L, alpha_c_quadrature)
     kw = dict(config=cfg, spinodal_tol=spinodal_tol, progress=progress, past_end=False)
     sem = sweep(params, alphas, "semantic", prox, **kw)
     pos = sweep(params, alphas, "positional", prox, **kw)
@@ -115,17 +162,18 @@ def phase_boundaries(
     if not p_on:
         notes.append("no converged positional point in range")
     delta = [(a, sd[a].observables.e_t - pd[a].observables.e_t) for a in common]
-    bracket = next(((a0, a1) for (a0, d0), (a1, d1) in zip(delta, delta[1:]) if d0 > 0 >= d1), None)
+    bracket = next((pair for pair in zip(delta, delta[1:]) if pair[0][1] > 0 >= pair[1][1]), None)
     if bracket is not None:
-        def d_et(alpha: float) -> float:
-            return (
-                on_branch_solve("semantic", s_on, alpha).observables.e_t
-                - on_branch_solve("positional", p_on, alpha).observables.e_t
-            )
+        def d_et(alpha: float) -> tuple[float, float]:
+            # Delta e_t and its slope d Delta e_t / d alpha = Delta E[M]
+            s_obs = on_branch_solve("semantic", s_on, alpha).observables
+            p_obs = on_branch_solve("positional", p_on, alpha).observables
+            return s_obs.e_t - p_obs.e_t, s_obs.E_M - p_obs.E_M
 
+        (a0, d0), (a1, d1) = bracket
         try:
-            alpha_c = _root(d_et, *bracket, xtol)
-        except _BranchLost as exc:
+            alpha_c = _newton_root(d_et, a0, a1, d0, d1, xtol)
+        except (_BranchLost, _RootNotFound) as exc:
             notes.append(f"alpha_c: {exc}")
     elif delta:
         sign = "semantic lower" if all(d <= 0 for _, d in delta) else "positional lower"
@@ -134,6 +182,11 @@ def phase_boundaries(
             notes.append("the semantic branch is the global minimum wherever it exists")
     else:
         notes.append("alpha_c: the branches never coexist on the grid")
+    alpha_c_coarse = alpha_c
+    if not math.isnan(alpha_c) and fine_rule is not None:
+        alpha_c, note = _refine_alpha_c(s_on, p_on, alpha_c, fine_rule)
+        if note:
+            notes.append(note)
 
     # alpha_l: semantic eps_g meets eps_lin, at or above alpha_c
     alpha_l = math.nan
@@ -167,14 +220,49 @@ def phase_boundaries(
         spinodal_semantic=sem.spinodal,
         spinodal_positional=pos.spinodal,
         notes=tuple(notes),
+        alpha_c_coarse=alpha_c_coarse,
         positional_end_reason=pos.end_reason,
         semantic=sem,
         positional=pos,
     )
 
 
+def _refine_alpha_c(
+    s_on: Sequence[FixedPoint], p_on: Sequence[FixedPoint], alpha_c: float, rule
+) -> tuple[float, str]:
+    """One Newton step on Delta e_t with E[M] from ``rule``; (alpha_c, note -- empty if applied).
+
+    From the root-finding iterate alpha_0 nearest ``alpha_c`` (both branches solved there):
+
+        alpha_c = alpha_0 - Delta e_t / (E_sem[M] - E_pos[M]),
+
+    with both e_t evaluated variationally on ``rule`` and the slope d Delta e_t / d alpha =
+    Delta E[M] (:mod:`attnphase.numerics.training_objective`).
+    """
+    sem = {p.alpha: p for p in s_on}
+    pos = {p.alpha: p for p in p_on}
+    a0 = min((a for a in sem if a in pos), key=lambda a: abs(a - alpha_c))
+    rs, rp = (
+        refined_training_objective(fp.params, fp.alpha, fp.overlaps, fp.hat, rule, fp.prox) for fp in (sem[a0], pos[a0])
+    )
+    slope = rs.E_M - rp.E_M
+    failures = rs.prox_failures + rp.prox_failures
+    step = -(rs.e_t - rp.e_t) / slope if slope < 0 else math.nan
+    if not (abs(step) <= MAX_ALPHA_C_CORRECTION):
+        return alpha_c, (
+            f"alpha_c: {rule.name} correction not applied (Delta e_t = {rs.e_t - rp.e_t:.2e}, "
+            f"slope {slope:.2e} at alpha = {a0:.5f}); the value is the solve rule's root"
+        )
+    note = f"alpha_c: {failures} proximal failures on {rule.name}" if failures else ""
+    return a0 + step, note
+
+
 class _BranchLost(RuntimeError):
     """A root-finding evaluation left the branch it was following."""
+
+
+class _RootNotFound(RuntimeError):
+    """Safeguarded Newton ran out of steps."""
 
 
 def phase_diagram(
@@ -185,11 +273,14 @@ def phase_diagram(
     prox: str = "global",
     config: SolverConfig | None = None,
     progress: Callable[[Boundaries], None] | None = None,
+    alpha_c_quadrature: str | None = ALPHA_C_QUADRATURE,
 ) -> list[Boundaries]:
     """Boundaries at every omega of ``omegas`` (other parameters from ``params``)."""
     out = []
     for w in omegas:
-        b = phase_boundaries(params.replace(omega=float(w)), alphas, prox=prox, config=config)
+        b = phase_boundaries(
+            params.replace(omega=float(w)), alphas, prox=prox, config=config, alpha_c_quadrature=alpha_c_quadrature
+        )
         out.append(b)
         if progress is not None:
             progress(b)

@@ -117,26 +117,34 @@ def sobol_rule(L: int, log2_n: int, seed: int = 0, randomizations: int = 1) -> Q
     return QuadratureRule(nodes, weights, f"sobol2^{log2_n}x{randomizations}(seed={seed})")
 
 
-def make_rule(L: int, spec: str) -> QuadratureRule:
-    """Build a rule from a short spec: ``"gh12"`` (Gauss--Hermite, order 12), ``"ghr12"`` or
-    ``"ghr12:3"`` (the same grid randomly rotated, seed 0 or 3), or ``"sobol14"``
-    (2^14 scrambled Sobol points, seed 0) or ``"sobol14:4:7"`` (4 randomisations, seed 7)."""
+def parse_rule_spec(spec: str) -> tuple[str, tuple[int, ...]]:
+    """Parse a rule spec without building the rule: ("gh", (order,)), ("ghr", (order, seed)) or
+    ("sobol", (log2_n, reps, seed)); ValueError for anything else (see :func:`make_rule`)."""
     s = spec.strip().lower()
     try:
         if s.startswith("ghr"):
             parts = s[3:].split(":")
-            return gauss_hermite_rule(L, int(parts[0]), rotation_seed=int(parts[1]) if len(parts) > 1 else 0)
+            return "ghr", (int(parts[0]), int(parts[1]) if len(parts) > 1 else 0)
         if s.startswith("gh"):
-            return gauss_hermite_rule(L, int(s[2:]))
+            return "gh", (int(s[2:]),)
         if s.startswith("sobol"):
             parts = s[5:].split(":")
-            log2_n = int(parts[0])
-            reps = int(parts[1]) if len(parts) > 1 else 1
-            seed = int(parts[2]) if len(parts) > 2 else 0
-            return sobol_rule(L, log2_n, seed=seed, randomizations=reps)
+            return "sobol", (int(parts[0]), int(parts[1]) if len(parts) > 1 else 1, int(parts[2]) if len(parts) > 2 else 0)
     except ValueError:
         pass
     raise ValueError(f"unknown quadrature spec {spec!r}: use e.g. 'gh12' or 'sobol14' or 'sobol14:4:0'")
+
+
+def make_rule(L: int, spec: str) -> QuadratureRule:
+    """Build a rule from a short spec: ``"gh12"`` (Gauss--Hermite, order 12), ``"ghr12"`` or
+    ``"ghr12:3"`` (the same grid randomly rotated, seed 0 or 3), or ``"sobol14"``
+    (2^14 scrambled Sobol points, seed 0) or ``"sobol14:4:7"`` (4 randomisations, seed 7)."""
+    kind, args = parse_rule_spec(spec)
+    if kind == "ghr":
+        return gauss_hermite_rule(L, args[0], rotation_seed=args[1])
+    if kind == "gh":
+        return gauss_hermite_rule(L, args[0])
+    return sobol_rule(L, args[0], seed=args[2], randomizations=args[1])
 
 
 def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[tuple[tuple[int, ...], int, int]]) -> tuple[QuadratureRule, bool]:

@@ -60,8 +60,13 @@ def quadrature_error(fp: FixedPoint, n_rules: int = 4, config: SolverConfig | No
     values = {k: [] for k in ERROR_KEYS}
     rules = []
     ok = 0
-    for variant in _variants(spec, n_rules):
-        other = solve(fp.params, fp.alpha, fp.requested, init=fp.overlaps, config=replace(cfg, quadrature=variant))
+    # a fixed e_t rule would hide its own error from the spread: vary its seed along
+    e_t_specs = _variants(cfg.e_t_quadrature, n_rules) if cfg.e_t_quadrature else [None] * n_rules
+    for variant, e_t_spec in zip(_variants(spec, n_rules), e_t_specs):
+        other = solve(
+            fp.params, fp.alpha, fp.requested, init=fp.overlaps,
+            config=replace(cfg, quadrature=variant, e_t_quadrature=e_t_spec),
+        )
         rules.append(other.quadrature)
         if other.status.converged and other.branch == fp.branch:
             ok += 1

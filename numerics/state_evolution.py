@@ -28,8 +28,9 @@ from attnphase.numerics.channel import PROX_MODES, ChannelMoments, channel_momen
 from attnphase.numerics.observables import Observables, branch_label, eps_lin, observables
 from attnphase.numerics.overlaps import HatOverlaps, Overlaps
 from attnphase.numerics.prox import Candidates
-from attnphase.numerics.quadrature import QuadratureRule, make_rule, reduce_rule, symmetrize_rule
+from attnphase.numerics.quadrature import QuadratureRule, make_rule, parse_rule_spec, reduce_rule, symmetrize_rule
 from attnphase.numerics.symmetry import SymmetryElement, model_symmetry_group, symmetry_group
+from attnphase.numerics.training_objective import refined_training_objective
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
 from attnphase.theory.prior import ridge_update
@@ -75,6 +76,10 @@ class SolverConfig:
         full_search_every: with the global prox, a full multi-start search every this many
             steps (in between, the distinct minima of the last search are polished); a
             converged point is always verified by a full search.
+        e_t_quadrature: rule spec (e.g. ``"sobol16"``) on which E[M] of a converged point's e_t
+            is re-evaluated (:mod:`attnphase.numerics.training_objective`: e_t is stationary in the
+            overlaps, so this gives e_t with the finer rule's accuracy at the cost of one proximal
+            search); None uses the solve's rule.
     """
 
     tol: float = 1e-10
@@ -86,6 +91,7 @@ class SolverConfig:
     full_search_every: int = 16
     anderson_budget: int = 60
     warm_fallback: bool = True
+    e_t_quadrature: str | None = None
 
     def __post_init__(self) -> None:
         if not (self.tol > 0):
@@ -96,6 +102,9 @@ class SolverConfig:
             raise ValueError(f"damping must lie in [0, 1), got {self.damping}")
         if self.prox not in PROX_MODES:
             raise ValueError(f"prox must be one of {PROX_MODES}, got {self.prox!r}")
+        for spec in (self.quadrature, self.e_t_quadrature):
+            if spec is not None:
+                parse_rule_spec(spec)
 
 
 @dataclass(frozen=True)
@@ -294,8 +303,11 @@ def solve(
         # the positional family has several fixed points at larger alpha; the branch is the
         # one continued from small alpha, where the cold start is unambiguous
         fp = None
-        for a in _continuation_path(POSITIONAL_COLD_ALPHA, alpha):
-            fp = solve(params, a, branch, init=None if fp is None else fp.overlaps, config=cfg, rule=rule)
+        path = _continuation_path(POSITIONAL_COLD_ALPHA, alpha)
+        for a in path:
+            # the finer e_t rule only for the point asked for, not for the path's steps
+            step_cfg = cfg if a == alpha else replace(cfg, e_t_quadrature=None)
+            fp = solve(params, a, branch, init=None if fp is None else fp.overlaps, config=step_cfg, rule=rule)
             if not (fp.status.converged and fp.branch == branch):
                 break
         if fp.alpha == alpha:
@@ -325,13 +337,18 @@ def _finish(se_map: "_SEMap", result: tuple | None, ov0: Overlaps, requested: st
     x_eval, hat, mom, residual, converged, message = result
     alpha = se_map.alpha_at.get(x_eval.tobytes(), se_map.alpha)
     ov = Overlaps.from_vector(x_eval)
-    status = SolverStatus(converged, se_map.evaluations, residual, message, mom.prox_failures)
+    obs = observables(params, alpha, ov, hat, mom)
+    failures = mom.prox_failures
+    if cfg.e_t_quadrature is not None and converged:
+        fine = refined_training_objective(params, alpha, ov, hat, make_rule(params.L, cfg.e_t_quadrature), cfg.prox)
+        obs, failures = replace(obs, e_t=fine.e_t, E_M=fine.E_M), failures + fine.prox_failures
+    status = SolverStatus(converged, se_map.evaluations, residual, message, failures)
     return FixedPoint(
         params=params,
         alpha=alpha,
         overlaps=ov,
         hat=hat,
-        observables=observables(params, alpha, ov, hat, mom),
+        observables=obs,
         status=status,
         branch=branch_label(ov),
         requested=requested,

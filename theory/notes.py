@@ -95,6 +95,29 @@ $$
 the regularised training loss per dimension, as it must be. `tests/test_theory_free_entropy.py`
 checks this identity through `ridge_update` and `free_entropy`.
 
+### Stationarity of Phi: e_t from a finer rule, and its slope in alpha
+
+The state-evolution equations are the stationarity conditions of $\Phi(x, \hat x; \alpha)$ in
+the overlaps $x$ and the hat overlaps $\hat x$: $\partial \Phi / \partial \hat x = 0$ is the prior
+update and $\partial \Phi / \partial x = 0$ the channel side, with
+$\partial E[M] / \partial m_l = -E[g_l]$, $\partial E[M] / \partial V_l = -E[g_l^2] / 2$ (envelope
+theorem, node by node) and the $q_l, \theta_l$ derivatives reduced to $E[g_l \xi_l]$, $E[g_l \eta_l]$
+by Gaussian integration by parts. Two consequences, used by `attnphase.numerics.training_objective`:
+
+* **A rule's error reaches $e_t$ mainly through $E[M]$.** A rule that errs by $\delta F$ on the SE
+  map moves the fixed point by $\delta x = O(\delta F)$; since $\Phi$ is stationary there,
+  $\Phi(x^* + \delta x) - \Phi(x^*) = O(\delta x^2)$, while the rule's error on the one integral in
+  $\Phi$ enters at first order, $-\alpha\,(E_{\rm rule}[M] - E[M])$. Re-evaluating $E[M]$ alone on a
+  finer rule at the converged $(x^*, \hat x^*)$ removes that term. A finite rule satisfies
+  integration by parts only approximately, so its SE map is not exactly stationary for the
+  rule's own $\Phi$; the leftover is a product of two rule errors.
+* **$d e_t / d\alpha = E[M]$ along a branch.** The only explicit $\alpha$ in $\Phi$ is $-\alpha E[M]$
+  and the total derivative of a stationary value is its partial derivative, so
+  $d\Delta e_t / d\alpha = E_{\rm sem}[M] - E_{\rm pos}[M]$ at any $\alpha$ where both branches
+  exist: the slope for a Newton step on $\Delta e_t = 0$ (alpha_c) comes with the $E[M]$
+  evaluations. `tests/test_numerics_training_objective.py` checks it against central
+  differences of $e_t$ along both branches.
+
 ### Degenerate limits of the channel
 
 * $q_0 \to 0$: $w_l = m_l$ no longer depends on $\xi_l$ and $\theta_l / \sqrt{q_l}$ is $0/0$
