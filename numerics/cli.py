@@ -165,8 +165,11 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     fine = None if args.alpha_c_quadrature.strip().lower() == "none" else args.alpha_c_quadrature
     if fine is not None:
         parse_rule_spec(fine)  # a bad spec fails before any work
+    if args.error_estimate == 1 or args.error_estimate < 0:
+        raise ValueError(f"--error-estimate needs K >= 2 rules (or 0 for none), got {args.error_estimate}")
     return run_phase_diagram(
-        params, omegas, alphas, out_dir=args.out, config=_config(args), quiet=args.quiet, alpha_c_quadrature=fine
+        params, omegas, alphas, out_dir=args.out, config=_config(args), quiet=args.quiet, alpha_c_quadrature=fine,
+        error_estimate=args.error_estimate,
     )
 
 
@@ -201,6 +204,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--alpha-c-quadrature", default="sobol16", metavar="SPEC",
         help="rule for E[M] in the Newton correction of alpha_c (default sobol16; 'none': the solve rule's root)",
+    )
+    p.add_argument(
+        "--error-estimate", type=int, default=0, metavar="K",
+        help="repeat on K - 1 more independent rules (Sobol seeds) and add each boundary's spread over "
+        "the K rules (<boundary>_err columns, error bars); about K times the time",
     )
     p.add_argument("--out", default="results", help="output directory (default results/)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -254,7 +254,7 @@ def semantic_branch_end(
     theta_min_ratio: float = 0.02,
     theta_floor: float = SEMANTIC_THETA_FLOOR,
     max_alpha_jump: float = 0.1,
-    max_subdivisions: int = 2,
+    max_subdivisions: int = 4,
     config: SolverConfig | None = None,
 ) -> BranchEnd:
     """Follow the semantic branch from ``start`` to small theta at fixed theta (alpha solved for).

@@ -2,16 +2,18 @@
 
 * ``alpha_c`` -- root of Delta e_t(alpha) = e_t(semantic) - e_t(positional) where both
   branches exist (the global minimum switches from positional to semantic), then corrected by
-  one Newton step with E[M] from a finer rule (:mod:`attnphase.numerics.training_objective`:
-  e_t is stationary in the overlaps, so this removes most of the solve rule's error);
+  Newton steps with E[M] from a finer rule (:mod:`attnphase.numerics.training_objective`:
+  e_t is stationary in the overlaps, so this removes most of the solve rule's error; one step
+  from a sobol12 root);
 * ``alpha_l`` -- the smallest alpha >= alpha_c at which the semantic test error drops
   below eps_lin (equal to alpha_c when it is already below there);
 * spinodals -- where the semantic branch (followed downward) or the positional branch
   (followed upward) ends inside the alpha range.
 
 Roots are bracketed on the branch sweeps and refined to ``xtol`` in alpha (alpha_c by
-safeguarded Newton steps, the slope of Delta e_t being Delta E[M]; alpha_l by Brent's method); every function evaluation is a fixed point warm-started from the
-nearest converged point of the same branch.  A boundary outside the range is NaN
+safeguarded Newton steps, the slope of Delta e_t being Delta E[M]; alpha_l by Brent's
+method); every function evaluation is a fixed point warm-started from the nearest converged
+point of the same branch.  A boundary outside the range is NaN
 and the reason is recorded.
 """
 
@@ -35,9 +37,18 @@ DEFAULT_ALPHA_RANGE = (0.1, 3.0)
 #: Rule for E[M] in the Newton correction of alpha_c (2^16 scrambled Sobol points, seed 0).
 ALPHA_C_QUADRATURE = "sobol16"
 
-#: A fine-rule correction of alpha_c larger than this is not applied (noted instead): at the
-#: paper's defaults the corrections are a few 1e-3 (the solve rule's error on Delta e_t).
-MAX_ALPHA_C_CORRECTION = 0.02
+#: A fine-rule Newton step on alpha_c larger than this is not taken (noted instead): at the
+#: paper's defaults the corrections are a few 1e-3 with sobol12, 0.024 with sobol10.
+MAX_ALPHA_C_CORRECTION = 0.1
+
+#: A Newton step shorter than this ends the correction: the next one would be about
+#: |curvature| step^2 / (2 |slope|) < 1e-4 (omega = 0.3: slope -8.2e-4, curvature of Delta e_t
+#: d Delta E[M] / d alpha ~ -1.3e-3).
+ONE_NEWTON_STEP = 0.01
+
+#: Newton steps on alpha_c with the fine rule, at most (each after the first costs a solve of
+#: both branches and two fine E[M] evaluations).
+MAX_NEWTON_STEPS = 3
 
 
 @dataclass(frozen=True, eq=False)
@@ -184,7 +195,18 @@ def phase_boundaries(
         notes.append("alpha_c: the branches never coexist on the grid")
     alpha_c_coarse = alpha_c
     if not math.isnan(alpha_c) and fine_rule is not None:
-        alpha_c, note = _refine_alpha_c(s_on, p_on, alpha_c, fine_rule)
+        def pair_at(alpha: float) -> tuple[FixedPoint, FixedPoint]:
+            # the root-finding iterates already hold both branches at alpha_0
+            found = [next((p for p in pts if p.alpha == alpha), None) for pts in (s_on, p_on)]
+            if all(found):
+                return found[0], found[1]
+            return on_branch_solve("semantic", s_on, alpha), on_branch_solve("positional", p_on, alpha)
+
+        common = {p.alpha for p in s_on} & {p.alpha for p in p_on}
+        try:
+            alpha_c, note = _refine_alpha_c(pair_at, min(common, key=lambda a: abs(a - alpha_c)), fine_rule)
+        except _BranchLost as exc:
+            note = f"alpha_c: {fine_rule.name} correction not applied ({exc}); the value is the solve rule's root"
         if note:
             notes.append(note)
 
@@ -228,33 +250,36 @@ def phase_boundaries(
 
 
 def _refine_alpha_c(
-    s_on: Sequence[FixedPoint], p_on: Sequence[FixedPoint], alpha_c: float, rule
+    pair_at: Callable[[float], tuple[FixedPoint, FixedPoint]], alpha_0: float, rule
 ) -> tuple[float, str]:
-    """One Newton step on Delta e_t with E[M] from ``rule``; (alpha_c, note -- empty if applied).
+    """Newton steps on Delta e_t with E[M] from ``rule``; (alpha_c, note -- empty if all went well).
 
-    From the root-finding iterate alpha_0 nearest ``alpha_c`` (both branches solved there):
+    From the (semantic, positional) fixed points ``pair_at(alpha)``, starting at ``alpha_0``:
 
-        alpha_c = alpha_0 - Delta e_t / (E_sem[M] - E_pos[M]),
+        alpha <- alpha - Delta e_t / (E_sem[M] - E_pos[M]),
 
     with both e_t evaluated variationally on ``rule`` and the slope d Delta e_t / d alpha =
-    Delta E[M] (:mod:`attnphase.numerics.training_objective`).
+    Delta E[M] (:mod:`attnphase.numerics.training_objective`).  A step shorter than
+    ONE_NEWTON_STEP ends it (the next would move alpha by < 1e-4); at most MAX_NEWTON_STEPS.
     """
-    sem = {p.alpha: p for p in s_on}
-    pos = {p.alpha: p for p in p_on}
-    a0 = min((a for a in sem if a in pos), key=lambda a: abs(a - alpha_c))
-    rs, rp = (
-        refined_training_objective(fp.params, fp.alpha, fp.overlaps, fp.hat, rule, fp.prox) for fp in (sem[a0], pos[a0])
-    )
-    slope = rs.E_M - rp.E_M
-    failures = rs.prox_failures + rp.prox_failures
-    step = -(rs.e_t - rp.e_t) / slope if slope < 0 else math.nan
-    if not (abs(step) <= MAX_ALPHA_C_CORRECTION):
-        return alpha_c, (
-            f"alpha_c: {rule.name} correction not applied (Delta e_t = {rs.e_t - rp.e_t:.2e}, "
-            f"slope {slope:.2e} at alpha = {a0:.5f}); the value is the solve rule's root"
+    alpha, failures = alpha_0, 0
+    for _ in range(MAX_NEWTON_STEPS):
+        rs, rp = (
+            refined_training_objective(fp.params, fp.alpha, fp.overlaps, fp.hat, rule, fp.prox)
+            for fp in pair_at(alpha)
         )
-    note = f"alpha_c: {failures} proximal failures on {rule.name}" if failures else ""
-    return a0 + step, note
+        slope = rs.E_M - rp.E_M
+        failures += rs.prox_failures + rp.prox_failures
+        step = -(rs.e_t - rp.e_t) / slope if slope < 0 else math.nan
+        if not abs(step) <= MAX_ALPHA_C_CORRECTION:
+            return alpha_0, (
+                f"alpha_c: {rule.name} correction not applied (Delta e_t = {rs.e_t - rp.e_t:.2e}, "
+                f"slope {slope:.2e} at alpha = {alpha:.5f}); the value is the solve rule's root"
+            )
+        alpha += step
+        if abs(step) < ONE_NEWTON_STEP:
+            return alpha, (f"alpha_c: {failures} proximal failures on {rule.name}" if failures else "")
+    return alpha, f"alpha_c: {rule.name} correction still moving after {MAX_NEWTON_STEPS} Newton steps ({step:+.1e})"
 
 
 class _BranchLost(RuntimeError):

@@ -16,8 +16,14 @@ from attnphase.numerics.continuation import BranchSweep  # noqa: E402
 from attnphase.numerics.phase_diagram import Boundaries  # noqa: E402
 
 
-def plot_phase_diagram(rows: Sequence[Boundaries], path: str | Path, alpha_max: float) -> None:
-    """The (alpha, omega) plane: alpha_c, alpha_l and the spinodals, regions labelled."""
+def plot_phase_diagram(
+    rows: Sequence[Boundaries], path: str | Path, alpha_max: float, errors: Sequence[dict] | None = None
+) -> None:
+    """The (alpha, omega) plane: alpha_c, alpha_l and the spinodals, regions labelled.
+
+    ``errors``: per row, ``<boundary>_err`` spreads (:func:`attnphase.numerics.quadrature_error.boundary_errors`),
+    drawn as horizontal error bars.
+    """
     om = np.array([b.omega for b in rows])
     ac = np.array([b.alpha_c for b in rows])
     al = np.array([b.alpha_l for b in rows])
@@ -26,6 +32,11 @@ def plot_phase_diagram(rows: Sequence[Boundaries], path: str | Path, alpha_max: 
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     ax.plot(ac, om, "o-", color="k", lw=2, label=r"$\alpha_c$ (global minimum switches)")
     ax.plot(al, om, "s--", color="tab:green", label=r"$\alpha_l$ (semantic beats linear)")
+    if errors is not None:
+        for key, x, color in (("alpha_c", ac, "k"), ("alpha_l", al, "tab:green"),
+                              ("spinodal_semantic", ss, "tab:blue"), ("spinodal_positional", sp, "tab:red")):
+            err = np.array([e[f"{key}_err"] for e in errors])
+            ax.errorbar(x, om, xerr=np.where(np.isfinite(err), err, 0.0), fmt="none", ecolor=color, capsize=3)
     if np.isfinite(ss).any():
         ax.plot(ss, om, "v:", color="tab:blue", label="semantic spinodal")
     if np.isfinite(sp).any():

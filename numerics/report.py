@@ -14,6 +14,7 @@ from tqdm import tqdm
 
 from attnphase.numerics.phase_diagram import ALPHA_C_QUADRATURE, phase_boundaries, phase_diagram
 from attnphase.numerics.plots import plot_branch_curves, plot_phase_diagram
+from attnphase.numerics.quadrature_error import BOUNDARY_KEYS, boundary_errors
 from attnphase.numerics.state_evolution import SolverConfig
 from attnphase.theory.params import ModelParams
 
@@ -21,11 +22,16 @@ CSV_COLUMNS = (
     "omega", "alpha_c", "alpha_l", "spinodal_semantic", "spinodal_positional", "alpha_c_coarse",
     "positional_end_reason", "notes",
 )
+ERROR_COLUMNS = tuple(f"{k}_{suffix}" for k in BOUNDARY_KEYS for suffix in ("err", "found"))
 CURVES_OMEGA = 0.3
 
 
 def _fmt(x: float) -> str:
     return "nan" if not math.isfinite(x) else f"{x:.4f}"
+
+
+def _fmt_err(x: float) -> str:
+    return "nan" if not math.isfinite(x) else f"{x:.1e}"
 
 
 def run_phase_diagram(
@@ -37,26 +43,35 @@ def run_phase_diagram(
     config: SolverConfig | None = None,
     quiet: bool = False,
     alpha_c_quadrature: str | None = ALPHA_C_QUADRATURE,
+    error_estimate: int = 0,
 ) -> int:
     """Compute the boundaries at every omega, write phase_diagram.csv/.json/.png and curves_omega0.3.png.
 
     ``alpha_c_quadrature``: the rule of alpha_c's fine-E[M] correction (None: no correction).
+    ``error_estimate``: K >= 2 repeats the computation on K - 1 more independent rules and adds
+    each boundary's spread over the K rules (``<boundary>_err``, ``<boundary>_found`` columns,
+    error bars in the figure); about K times the time.
     """
     cfg = config or SolverConfig()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    with tqdm(total=len(omegas), desc="phase diagram", unit="omega", file=sys.stderr, disable=quiet) as bar:
+    total = len(omegas) * max(1, error_estimate)
+    with tqdm(total=total, desc="phase diagram", unit="omega", file=sys.stderr, disable=quiet) as bar:
         rows = phase_diagram(
             params, omegas, alphas, prox=cfg.prox, config=cfg, progress=lambda b: bar.update(),
             alpha_c_quadrature=alpha_c_quadrature,
         )
+        errors = boundary_errors(
+            params, rows, alphas, error_estimate, config=cfg, alpha_c_quadrature=alpha_c_quadrature,
+            progress=lambda b: bar.update(),
+        ) if error_estimate else None
+    table = [b.row() | (errors[i] if errors else {}) for i, b in enumerate(rows)]
     with open(out / "phase_diagram.csv", "w", newline="") as fh:
-        wr = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+        wr = csv.DictWriter(fh, fieldnames=CSV_COLUMNS + (ERROR_COLUMNS if errors else ()))
         wr.writeheader()
-        for b in rows:
-            wr.writerow(b.row())
-    plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=max(alphas))
+        wr.writerows(table)
+    plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=max(alphas), errors=errors)
 
     # curves at omega = 0.3: reuse the row if it was computed, else sweep now
     pc = params.replace(omega=CURVES_OMEGA)
@@ -74,17 +89,19 @@ def run_phase_diagram(
         "alphas": list(alphas),
         "solver": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__},
         "alpha_c_quadrature": alpha_c_quadrature,
-        "rows": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in b.row().items()} for b in rows],
+        "error_estimate": error_estimate,
+        "rows": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()} for r in table],
         "seconds": time.perf_counter() - t0,
     }
     (out / "phase_diagram.json").write_text(json.dumps(meta, indent=2))
 
-    print(f"{'omega':>7} {'alpha_c':>9} {'alpha_l':>9} {'spin_sem':>9} {'spin_pos':>9}  notes")
-    for b in rows:
-        print(
-            f"{b.omega:7.3f} {_fmt(b.alpha_c):>9} {_fmt(b.alpha_l):>9} "
-            f"{_fmt(b.spinodal_semantic):>9} {_fmt(b.spinodal_positional):>9}  {'; '.join(b.notes)}"
-        )
+    keys = ("alpha_c", "alpha_l", "spinodal_semantic", "spinodal_positional")
+    width = 18 if errors else 9
+    print(f"{'omega':>7} " + " ".join(f"{h:>{width}}" for h in ("alpha_c", "alpha_l", "spin_sem", "spin_pos"))
+          + "  notes" + (f"   (+- spread over {error_estimate} rules)" if errors else ""))
+    for r in table:
+        cells = [_fmt(r[k]) + (f" +- {_fmt_err(r[k + '_err'])}" if errors else "") for k in keys]
+        print(f"{r['omega']:7.3f} " + " ".join(f"{c:>{width}}" for c in cells) + f"  {r['notes']}")
     print(f"wrote {out}/phase_diagram.csv, phase_diagram.png, curves_omega{CURVES_OMEGA}.png "
           f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
     return 0

@@ -135,3 +135,30 @@ def test_phase_diagram_writes_the_documented_files(tmp_path, capsys) -> None:
     assert meta["params"]["omega"] == 0.3 and meta["solver"]["quadrature"] == "gh6"
     assert meta["alpha_c_quadrature"] == "sobol16"
     assert "alpha_c" in capsys.readouterr().out
+
+
+def test_phase_diagram_error_estimate_is_the_spread_over_rules(tmp_path) -> None:
+    """`--error-estimate 2` with gh6 repeats the boundaries on gh8 (and the alpha_c correction on
+    sobol16 seed 1): each <boundary>_err is the sample std of the two values, which are recomputed here."""
+    import csv
+
+    import numpy as np
+
+    from attnphase.cli import main
+    from attnphase.numerics import SolverConfig, phase_boundaries
+    from attnphase.theory.params import ModelParams
+
+    argv = ["phase-diagram", "--omega", "0.3:0.3:1", "--alpha", "0.6:2.2:5", "--quadrature", "gh6", "--quiet"]
+    assert main([*argv, "--error-estimate", "1", "--out", str(tmp_path)]) == 2
+    assert main([*argv, "--error-estimate", "2", "--out", str(tmp_path)]) == 0
+    row = next(csv.DictReader(open(tmp_path / "phase_diagram.csv")))
+    other = phase_boundaries(
+        ModelParams(omega=0.3), np.linspace(0.6, 2.2, 5), config=SolverConfig(quadrature="gh8"),
+        alpha_c_quadrature="sobol16:1:1",
+    )
+    for key in ("alpha_c", "alpha_l"):
+        pair = [float(row[key]), getattr(other, key)]
+        assert int(row[f"{key}_found"]) == 2
+        assert float(row[f"{key}_err"]) == pytest.approx(np.std(pair, ddof=1), rel=1e-9, abs=1e-12)
+    assert float(row["alpha_c_err"]) < 2e-3  # both corrected on sobol16 (seeds 0 and 1)
+    assert row["spinodal_positional_found"] == "0" and row["spinodal_positional_err"] == "nan"

@@ -216,6 +216,22 @@ def test_semantic_branch_end_accepts_the_mirror_start(semantic2) -> None:
     assert a.alpha_end == pytest.approx(b.alpha_end, rel=1e-8)
 
 
+def test_semantic_end_trace_goes_on_where_alpha_theta_is_steep() -> None:
+    """Regression: with sobol12 seed 1 the trace from the sweep's last point (theta 0.39) met a step
+    of alpha > 0.1 at theta ~ 0.3, where alpha(theta) is steep, and with two subdivisions stopped
+    there, reporting the branch's end at 0.865; the branch goes on to theta = 0.02 (alpha ~ 0.6)."""
+    import numpy as np
+
+    from attnphase.numerics.continuation import sweep
+    from attnphase.numerics.state_evolution import SolverConfig
+
+    sw = sweep(PAPER, np.linspace(0.1, 3.0, 12), "semantic", config=SolverConfig(quadrature="sobol12:1:1"),
+               past_end=False)
+    assert sw.end_reason == "theta trace"
+    assert min(abs(p.overlaps.th0) for p in sw.end_points) < 0.05
+    assert sw.spinodal < 0.8
+
+
 def test_solve_at_theta_returns_a_fixed_point_of_the_alpha_it_reports(semantic2) -> None:
     """At fixed theta the solver finds alpha from the prior's theta equation; the point it returns
     must be an ordinary fixed point at that alpha (one more SE step at alpha moves nothing)."""
