@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from attnphase.numerics.overlaps import HatOverlaps, Overlaps
-from attnphase.numerics.prox import Candidates, aligned_prox, global_prox, local_prox
+from attnphase.numerics.prox import Candidates, ProxResult, aligned_prox, global_prox, local_prox
 from attnphase.numerics.quadrature import QuadratureRule
 from attnphase.numerics.symmetry import SymmetryElement, symmetrize
 from attnphase.theory.channel import channel_fields, hat_overlaps, token_variances
@@ -97,15 +97,11 @@ def channel_moments(
     )
 
 
-def envelope_mean(
+def prox_at_nodes(
     kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, prox: str = "global"
-) -> tuple[float, int]:
-    """E[M] alone, M = min_h sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T(h*)) (MODEL.md section 4).
-
-    The same proximal solve as :func:`channel_moments` (a full search in global mode) without the
-    g-moments and the test error: the term of Phi that :mod:`attnphase.numerics.training_objective`
-    re-evaluates on a finer rule.  Returns (E[M], number of nodes whose proximal solve did not converge).
-    """
+) -> tuple[np.ndarray, np.ndarray, ProxResult]:
+    """(w, V, proximal result) at the rule's nodes for the state ``ov``: one full search (global
+    mode), or the local / aligned minimiser.  For evaluations outside the SE iteration (finer rules)."""
     if prox not in PROX_MODES:
         raise ValueError(f"prox must be one of {PROX_MODES}, got {prox!r}")
     L = params.L
@@ -119,6 +115,19 @@ def envelope_mean(
         res = aligned_prox(kernels, w, V, T, params.sigma2, hstar)
     else:
         res = local_prox(kernels, w, V, T, params.sigma2)
+    return w, V, res
+
+
+def envelope_mean(
+    kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, prox: str = "global"
+) -> tuple[float, int]:
+    """E[M] alone, M = min_h sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T(h*)) (MODEL.md section 4).
+
+    The same proximal solve as :func:`channel_moments` (a full search in global mode) without the
+    g-moments and the test error: the term of Phi that :mod:`attnphase.numerics.training_objective`
+    re-evaluates on a finer rule.  Returns (E[M], number of nodes whose proximal solve did not converge).
+    """
+    _, _, res = prox_at_nodes(kernels, params, ov, rule, prox)
     return float(rule.weights @ res.value), int((~res.converged).sum())
 
 

@@ -85,6 +85,15 @@ def _add_solver_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_branch_end_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--branch-end", choices=("bifurcation", "trace"), default="bifurcation",
+        help="how a branch's end is located: where the agnostic branch turns unstable in theta "
+        "(semantic) or stable again in m (positional), on sobol15 (default), or by a trace at fixed "
+        "theta (semantic) and bisection in alpha (positional) -- noisier",
+    )
+
+
 def _config(args: argparse.Namespace):
     from attnphase.numerics.state_evolution import SolverConfig
 
@@ -136,7 +145,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if min(alphas) <= 0:
         raise ValueError(f"--alpha values must be > 0, got {args.alpha!r}")
     with tqdm(total=len(alphas), desc=f"{args.branch} sweep", unit="pt", file=sys.stderr, disable=args.quiet) as bar:
-        res = sweep(params, alphas, args.branch, args.prox, config=_config(args), progress=lambda _: bar.update())
+        res = sweep(params, alphas, args.branch, args.prox, config=_config(args), progress=lambda _: bar.update(),
+                    branch_end=args.branch_end)
     rows = [fp.record for fp in res.points]
     with open(args.out, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=RECORD_KEYS)
@@ -145,7 +155,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             w.writerow({k: r[k] for k in RECORD_KEYS})
     if not math.isnan(res.spinodal):
         where = "above" if res.spinodal_side == "below" else "below"
-        print(f"{args.branch} branch ends at alpha = {res.spinodal:.4f} (it exists {where} that)", file=sys.stderr)
+        print(f"{args.branch} branch ends at alpha = {res.spinodal:.4f} (it exists {where} that; "
+              f"by {res.end_reason})", file=sys.stderr)
     n_bad = sum(not r["converged"] for r in rows)
     print(f"wrote {len(rows)} rows to {args.out}" + (f" ({n_bad} not converged)" if n_bad else ""), file=sys.stderr)
     return 0 if n_bad == 0 else 1
@@ -169,7 +180,7 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
         raise ValueError(f"--error-estimate needs K >= 2 rules (or 0 for none), got {args.error_estimate}")
     return run_phase_diagram(
         params, omegas, alphas, out_dir=args.out, config=_config(args), quiet=args.quiet, alpha_c_quadrature=fine,
-        error_estimate=args.error_estimate,
+        error_estimate=args.error_estimate, branch_end=args.branch_end,
     )
 
 
@@ -193,6 +204,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--branch", choices=("semantic", "positional", "agnostic"), default="semantic")
     _add_solver_arguments(p)
     p.add_argument("--out", required=True, help="output CSV file")
+    _add_branch_end_argument(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_sweep)
 
@@ -211,5 +223,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "the K rules (<boundary>_err columns, error bars); about K times the time",
     )
     p.add_argument("--out", default="results", help="output directory (default results/)")
+    _add_branch_end_argument(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_phase_diagram)

@@ -19,7 +19,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from attnphase.numerics.overlaps import Overlaps
 from attnphase.numerics.quadrature import make_rule
+from attnphase.numerics.stability import BIFURCATION_QUADRATURE, Bifurcation, branch_bifurcation
 from attnphase.numerics.state_evolution import BRANCHES, FixedPoint, SolverConfig, solve, solve_at_m, solve_at_theta
 from attnphase.theory.params import ModelParams
 
@@ -35,9 +37,12 @@ class BranchSweep:
         spinodal: alpha where the branch ends inside the range (NaN if it spans it).
         spinodal_side: ``"below"`` if the branch exists above the spinodal, ``"above"`` otherwise.
         end_points: for the semantic branch, the points traced towards its end at fixed theta.
-        end_reason: how the end was detected: ``"theta trace"`` (semantic), ``"label change"``
-            (past the end the iteration converges to another fixed point) or ``"no convergence"``
-            (past the end the solver fails: the end may be a numerical one).
+        end_reason: how the end was detected: ``"bifurcation"`` (semantic: where the agnostic
+            branch turns unstable in theta, :mod:`attnphase.numerics.stability`), ``"theta trace"``
+            (semantic, at fixed theta), ``"label change"`` (past the end the iteration converges
+            to another fixed point) or ``"no convergence"`` (past the end the solver fails: the
+            end may be a numerical one).
+        end_note: why the bifurcation was not used, where the trace stands in for it.
     """
 
     branch: str
@@ -46,12 +51,16 @@ class BranchSweep:
     spinodal_side: str = ""
     end_points: tuple[FixedPoint, ...] = ()
     end_reason: str = ""
+    end_note: str = ""
 
     def on_branch(self) -> list[FixedPoint]:
         """The converged points carrying the requested label (semantic: with |th0| >= SEMANTIC_THETA_FLOOR,
         positional: with |m| >= POSITIONAL_M_FLOOR)."""
         return [p for p in self.points if _ok(p, self.branch)]
 
+
+#: Ways to locate a branch's end in a sweep (see :func:`sweep`).
+BRANCH_ENDS = ("bifurcation", "trace")
 
 #: SE-evaluation budget of one warm-started continuation step.
 CONTINUATION_MAX_ITER = 60
@@ -104,18 +113,30 @@ def sweep(
     start: FixedPoint | None = None,
     progress: Callable[[FixedPoint], None] | None = None,
     past_end: bool = True,
+    branch_end: str = "bifurcation",
+    bifurcation_quadrature: str = BIFURCATION_QUADRATURE,
 ) -> BranchSweep:
     """Follow ``branch`` over ``alphas`` by continuation; one FixedPoint per alpha (sorted ascending).
 
     With ``past_end=False`` the sweep stops where the branch ends: the alphas beyond it (the
     first one included) get no row (phase boundaries need only the branch itself).
+    ``branch_end``: how a branch's end inside the range is located. ``"bifurcation"``: where the
+    agnostic branch turns unstable in theta (semantic branch, followed down) or turns stable
+    again in m (positional branch, followed up) -- an eigenvalue of the SE map's Jacobian equal to
+    1 on the rule ``bifurcation_quadrature`` (:mod:`attnphase.numerics.stability`), taken where it
+    lies beyond the branch's last point; otherwise, and with ``"trace"``, the semantic end is the
+    smallest alpha of a trace at fixed theta and other ends are bisected in alpha
+    (docs/numerics.md, section 5).
     """
+    if branch_end not in BRANCH_ENDS:
+        raise ValueError(f"branch_end must be one of {BRANCH_ENDS}, got {branch_end!r}")
     if branch not in BRANCHES:
         raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
     grid = sorted(float(a) for a in alphas)
     if not grid or grid[0] <= 0 or not all(math.isfinite(a) for a in grid):
         raise ValueError(f"alphas must be finite and > 0, got {list(alphas)}")
     cfg = config or SolverConfig(prox=prox)
+    full_cfg = replace(cfg, prox=prox)  # for the agnostic solves of a bifurcation
     # a warm-started point that needs more than this, or whose Newton iteration fails, is
     # treated as off the branch (the step is halved)
     cfg = replace(cfg, prox=prox, max_iter=min(cfg.max_iter, CONTINUATION_MAX_ITER), warm_fallback=False)
@@ -134,11 +155,15 @@ def sweep(
         return solve(params, alpha, branch, init=init.overlaps, memory=init.memory, config=cfg, rule=rule)
 
     good: FixedPoint | None = start if start is not None and _ok(start, branch) else None
+    # the last grid point on the branch: between grid points a step can converge to a spurious
+    # point near a soft end (omega = 0.2, sobol12 seed 1: theta >= 0.02 at alpha = 0.4955, below
+    # the bifurcation at 0.625 that the grid point 0.627 sits just above)
+    grid_good = good
     last: FixedPoint | None = None
     results: dict[float, FixedPoint] = {}
     spinodal, side = math.nan, ""
     end_points: tuple[FixedPoint, ...] = ()
-    end_reason = ""
+    end_reason = end_note = ""
     ended = False
     for alpha in order:
         if ended and not past_end:
@@ -160,7 +185,17 @@ def sweep(
             step_floor = abs(alpha - good.alpha) / 3 if traced else min_step
             reached, fp = _advance(run, good, alpha, branch, step_floor)
             good = reached
-            if not _ok(fp, branch) and traced:
+            if not _ok(fp, branch) and branch_end == "bifurcation" and (branch, direction) in _BIFURCATING:
+                bif = _bifurcation_from(params, good, _BIFURCATING[(branch, direction)], full_cfg, bifurcation_quadrature)
+                anchor = (grid_good or good).alpha
+                beyond = bif.alpha <= anchor if direction == "down" else bif.alpha >= anchor
+                if bif.converged and beyond:
+                    spinodal, end_reason, ended = bif.alpha, "bifurcation", True
+                    side = "below" if direction == "down" else "above"
+                else:
+                    end_note = bif.message if not bif.converged else (
+                        f"bifurcation at {bif.alpha:.4f} is not beyond the branch's last grid point ({anchor:.4f})")
+            if not _ok(fp, branch) and traced and not ended:
                 # natural-parameter continuation in theta: robust where alpha(theta) is flat
                 end = semantic_branch_end(params, good, config=cfg)
                 spinodal, end_points = end.alpha_end, end.points
@@ -181,9 +216,32 @@ def sweep(
                 fp = run(alpha, good)
         last = fp if fp.status.converged else (good or fp)
         results[alpha] = fp
+        if _ok(fp, branch) and not ended:
+            grid_good = fp
         if progress is not None:
             progress(fp)
-    return BranchSweep(branch, [results[a] for a in grid if a in results], spinodal, side, end_points, end_reason)
+    return BranchSweep(branch, [results[a] for a in grid if a in results], spinodal, side, end_points, end_reason,
+                       end_note)
+
+
+#: Branch (and sweep direction) whose end meets the agnostic branch, and the eigenvalue direction.
+_BIFURCATING = {("semantic", "down"): "theta", ("positional", "up"): "m"}
+
+
+def _bifurcation_from(
+    params: ModelParams, good: FixedPoint, direction: str, cfg: SolverConfig, quadrature: str
+) -> Bifurcation:
+    """Eigenvalue 1 on the agnostic branch, from the branch's last point.
+
+    theta: the agnostic start is that point with theta set to 0 (near the semantic end theta is
+    small and the agnostic state close), then a cold start; m: a cold agnostic start first (the
+    positional point's V0 is far from the agnostic one: warm starts from it failed at omega = 0.15,
+    0.2), then that point with m set to 0 (a cold start failed at omega = 0.2, sobol12 seed 2).
+    """
+    ov = good.overlaps
+    zeroed = replace(good, overlaps=Overlaps(q0=ov.q0, V0=ov.V0, m=0.0 * ov.m, th0=0.0), memory=None)
+    starts = (zeroed, None) if direction == "theta" else (None, zeroed)
+    return branch_bifurcation(params, good.alpha, direction, quadrature=quadrature, config=cfg, starts=starts)
 
 
 def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float) -> tuple[FixedPoint, FixedPoint]:

@@ -8,7 +8,8 @@
 * ``alpha_l`` -- the smallest alpha >= alpha_c at which the semantic test error drops
   below eps_lin (equal to alpha_c when it is already below there);
 * spinodals -- where the semantic branch (followed downward) or the positional branch
-  (followed upward) ends inside the alpha range.
+  (followed upward) ends inside the alpha range; the semantic one, by default, where the
+  agnostic branch turns unstable in theta (:mod:`attnphase.numerics.stability`).
 
 Roots are bracketed on the branch sweeps and refined to ``xtol`` in alpha (alpha_c by
 safeguarded Newton steps, the slope of Delta e_t being Delta E[M]; alpha_l by Brent's
@@ -29,6 +30,7 @@ from scipy.optimize import brentq
 from attnphase.numerics.continuation import BranchSweep, sweep
 from attnphase.numerics.state_evolution import FixedPoint, SolverConfig, solve
 from attnphase.numerics.quadrature import make_rule
+from attnphase.numerics.stability import BIFURCATION_QUADRATURE
 from attnphase.numerics.training_objective import refined_training_objective
 from attnphase.theory.params import ModelParams
 
@@ -62,6 +64,7 @@ class Boundaries:
     spinodal_positional: float
     notes: tuple[str, ...] = ()
     alpha_c_coarse: float = math.nan
+    semantic_end_reason: str = ""
     positional_end_reason: str = ""
     semantic: BranchSweep | None = field(default=None, repr=False)
     positional: BranchSweep | None = field(default=None, repr=False)
@@ -74,6 +77,7 @@ class Boundaries:
             "spinodal_semantic": self.spinodal_semantic,
             "spinodal_positional": self.spinodal_positional,
             "alpha_c_coarse": self.alpha_c_coarse,
+            "semantic_end_reason": self.semantic_end_reason,
             "positional_end_reason": self.positional_end_reason,
             "notes": "; ".join(self.notes),
         }
@@ -127,8 +131,13 @@ def phase_boundaries(
     spinodal_tol: float = 1e-3,
     progress: Callable[[FixedPoint], None] | None = None,
     alpha_c_quadrature: str | None = ALPHA_C_QUADRATURE,
+    branch_end: str = "bifurcation",
+    bifurcation_quadrature: str = BIFURCATION_QUADRATURE,
 ) -> Boundaries:
     """alpha_c, alpha_l and the spinodals at ``params.omega`` over the alpha grid ``alphas``.
+
+    ``branch_end``, ``bifurcation_quadrature``: how the branch ends are located
+    (:func:`~attnphase.numerics.continuation.sweep`).
 
     ``alpha_c_quadrature``: rule spec for E[M] in the Newton correction of alpha_c (see
     :func:`_refine_alpha_c`); None keeps the root on the solve rule (then ``alpha_c_coarse``
@@ -140,12 +149,15 @@ def phase_boundaries(
     rule = make_rule(params.L, cfg.quadrature)
     fine_rule = None if alpha_c_quadrature is None else make_rule(params.L, alpha_c_quadrature)
     kw = dict(config=cfg, spinodal_tol=spinodal_tol, progress=progress, past_end=False)
-    sem = sweep(params, alphas, "semantic", prox, **kw)
+    sem = sweep(params, alphas, "semantic", prox, branch_end=branch_end,
+                bifurcation_quadrature=bifurcation_quadrature, **kw)
     pos = sweep(params, alphas, "positional", prox, **kw)
     notes: list[str] = []
     for sw in (sem, pos):
         if sw.end_reason == "no convergence":
             notes.append(f"{sw.branch} end at {sw.spinodal:.3f} found by solver failure (may be numerical)")
+    if sem.end_note:
+        notes.append(f"semantic end by the theta trace: {sem.end_note}")
     s_on, p_on = sem.on_branch(), pos.on_branch()  # fresh lists: on_branch_solve adds its points to them
 
     def on_branch_solve(branch: str, pts: list[FixedPoint], alpha: float) -> FixedPoint:
@@ -243,6 +255,7 @@ def phase_boundaries(
         spinodal_positional=pos.spinodal,
         notes=tuple(notes),
         alpha_c_coarse=alpha_c_coarse,
+        semantic_end_reason=sem.end_reason,
         positional_end_reason=pos.end_reason,
         semantic=sem,
         positional=pos,
@@ -299,12 +312,15 @@ def phase_diagram(
     config: SolverConfig | None = None,
     progress: Callable[[Boundaries], None] | None = None,
     alpha_c_quadrature: str | None = ALPHA_C_QUADRATURE,
+    branch_end: str = "bifurcation",
+    bifurcation_quadrature: str = BIFURCATION_QUADRATURE,
 ) -> list[Boundaries]:
     """Boundaries at every omega of ``omegas`` (other parameters from ``params``)."""
     out = []
     for w in omegas:
         b = phase_boundaries(
-            params.replace(omega=float(w)), alphas, prox=prox, config=config, alpha_c_quadrature=alpha_c_quadrature
+            params.replace(omega=float(w)), alphas, prox=prox, config=config, alpha_c_quadrature=alpha_c_quadrature,
+            branch_end=branch_end, bifurcation_quadrature=bifurcation_quadrature,
         )
         out.append(b)
         if progress is not None:

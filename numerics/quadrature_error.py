@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from attnphase.numerics.phase_diagram import ALPHA_C_QUADRATURE, Boundaries, phase_boundaries
+from attnphase.numerics.stability import BIFURCATION_QUADRATURE
 from attnphase.numerics.state_evolution import FixedPoint, SolverConfig, solve
 from attnphase.theory.params import ModelParams
 
@@ -96,12 +97,15 @@ def boundary_errors(
     *,
     config: SolverConfig | None = None,
     alpha_c_quadrature: str | None = ALPHA_C_QUADRATURE,
+    branch_end: str = "bifurcation",
+    bifurcation_quadrature: str = BIFURCATION_QUADRATURE,
     progress: Callable[[Boundaries], None] | None = None,
 ) -> list[dict[str, float]]:
     """Spread of each boundary of ``rows`` over ``n_rules`` independent rules (``rows`` is the first).
 
     The boundaries at every omega of ``rows`` are recomputed on the other ``n_rules - 1`` variants
-    of the solve rule and of the alpha_c correction's rule (:func:`rule_variants`); for each key of
+    of the solve rule, of the alpha_c correction's rule and of the bifurcation's rule
+    (:func:`rule_variants`); for each key of
     BOUNDARY_KEYS the result holds ``<key>_err``, the sample standard deviation over the rules where
     the boundary was found (NaN with fewer than two), and ``<key>_found``, on how many rules it was.
     """
@@ -110,13 +114,15 @@ def boundary_errors(
     cfg = config or SolverConfig()
     specs = rule_variants(cfg.quadrature, n_rules)[1:]
     fine = rule_variants(alpha_c_quadrature, n_rules)[1:] if alpha_c_quadrature else [None] * (n_rules - 1)
+    bif = rule_variants(bifurcation_quadrature, n_rules)[1:]
     out = []
     for b in rows:
         p = params.replace(omega=b.omega)
         runs = [b]
-        for spec, fine_spec in zip(specs, fine):
+        for spec, fine_spec, bif_spec in zip(specs, fine, bif):
             other = phase_boundaries(
-                p, alphas, prox=cfg.prox, config=replace(cfg, quadrature=spec), alpha_c_quadrature=fine_spec
+                p, alphas, prox=cfg.prox, config=replace(cfg, quadrature=spec), alpha_c_quadrature=fine_spec,
+                branch_end=branch_end, bifurcation_quadrature=bif_spec,
             )
             runs.append(other)
             if progress is not None:

@@ -20,7 +20,7 @@ from attnphase.theory.params import ModelParams
 
 CSV_COLUMNS = (
     "omega", "alpha_c", "alpha_l", "spinodal_semantic", "spinodal_positional", "alpha_c_coarse",
-    "positional_end_reason", "notes",
+    "semantic_end_reason", "positional_end_reason", "notes",
 )
 ERROR_COLUMNS = tuple(f"{k}_{suffix}" for k in BOUNDARY_KEYS for suffix in ("err", "found"))
 CURVES_OMEGA = 0.3
@@ -44,6 +44,7 @@ def run_phase_diagram(
     quiet: bool = False,
     alpha_c_quadrature: str | None = ALPHA_C_QUADRATURE,
     error_estimate: int = 0,
+    branch_end: str = "bifurcation",
 ) -> int:
     """Compute the boundaries at every omega, write phase_diagram.csv/.json/.png and curves_omega0.3.png.
 
@@ -60,11 +61,11 @@ def run_phase_diagram(
     with tqdm(total=total, desc="phase diagram", unit="omega", file=sys.stderr, disable=quiet) as bar:
         rows = phase_diagram(
             params, omegas, alphas, prox=cfg.prox, config=cfg, progress=lambda b: bar.update(),
-            alpha_c_quadrature=alpha_c_quadrature,
+            alpha_c_quadrature=alpha_c_quadrature, branch_end=branch_end,
         )
         errors = boundary_errors(
             params, rows, alphas, error_estimate, config=cfg, alpha_c_quadrature=alpha_c_quadrature,
-            progress=lambda b: bar.update(),
+            branch_end=branch_end, progress=lambda b: bar.update(),
         ) if error_estimate else None
     table = [b.row() | (errors[i] if errors else {}) for i, b in enumerate(rows)]
     with open(out / "phase_diagram.csv", "w", newline="") as fh:
@@ -77,7 +78,8 @@ def run_phase_diagram(
     pc = params.replace(omega=CURVES_OMEGA)
     row = next((b for b in rows if abs(b.omega - CURVES_OMEGA) < 1e-12), None)
     if row is None:
-        row = phase_boundaries(pc, alphas, prox=cfg.prox, config=cfg, alpha_c_quadrature=alpha_c_quadrature)
+        row = phase_boundaries(pc, alphas, prox=cfg.prox, config=cfg, alpha_c_quadrature=alpha_c_quadrature,
+                               branch_end=branch_end)
     plot_branch_curves(
         row.semantic, row.positional, row.semantic.points[0].observables.eps_lin,
         row.alpha_c, row.alpha_l, out / f"curves_omega{CURVES_OMEGA}.png",
@@ -90,6 +92,7 @@ def run_phase_diagram(
         "solver": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__},
         "alpha_c_quadrature": alpha_c_quadrature,
         "error_estimate": error_estimate,
+        "branch_end": branch_end,
         "rows": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()} for r in table],
         "seconds": time.perf_counter() - t0,
     }

@@ -226,7 +226,7 @@ def test_semantic_end_trace_goes_on_where_alpha_theta_is_steep() -> None:
     from attnphase.numerics.state_evolution import SolverConfig
 
     sw = sweep(PAPER, np.linspace(0.1, 3.0, 12), "semantic", config=SolverConfig(quadrature="sobol12:1:1"),
-               past_end=False)
+               past_end=False, branch_end="trace")
     assert sw.end_reason == "theta trace"
     assert min(abs(p.overlaps.th0) for p in sw.end_points) < 0.05
     assert sw.spinodal < 0.8
@@ -268,10 +268,12 @@ def test_sweep_stops_at_the_branch_end_when_asked() -> None:
     from attnphase.numerics.continuation import sweep
     from attnphase.numerics.state_evolution import SolverConfig
 
-    sw = sweep(PAPER, [0.2, 0.4, 1.2, 2.0], "semantic", config=SolverConfig(quadrature="sobol10"), past_end=False)
-    assert [round(p.alpha, 6) for p in sw.points] == [1.2, 2.0]
-    assert 0.4 < sw.spinodal < 1.2 and sw.end_reason == "theta trace"
-    assert [p.alpha for p in sw.on_branch()] == [1.2, 2.0]
+    for end in ("trace", "bifurcation"):
+        sw = sweep(PAPER, [0.2, 0.4, 1.2, 2.0], "semantic", config=SolverConfig(quadrature="sobol10"), past_end=False,
+                   branch_end=end)
+        assert [round(p.alpha, 6) for p in sw.points] == [1.2, 2.0]
+        assert 0.4 < sw.spinodal < 1.2 and sw.end_reason == {"trace": "theta trace", "bifurcation": "bifurcation"}[end]
+        assert [p.alpha for p in sw.on_branch()] == [1.2, 2.0]
 
 
 def test_aligned_prox_keeps_a_semantic_point_below_the_global_branch_end(semantic2) -> None:

@@ -118,6 +118,53 @@ by Gaussian integration by parts. Two consequences, used by `attnphase.numerics.
   evaluations. `tests/test_numerics_training_objective.py` checks it against central
   differences of $e_t$ along both branches.
 
+### Stability of theta = 0: where the semantic branch is born
+
+At a state with $\theta_0 = 0$ the $\theta_0$-component of the SE map vanishes whatever the other
+overlaps ($\theta \to -\theta$ is a symmetry) and the other components are even in $\theta_0$, so the
+Jacobian is block diagonal and the $\theta$ direction has the single eigenvalue
+$\lambda = \partial \theta_0^{\rm new} / \partial \theta_0$ at $\theta_0 = 0$, with
+$\theta_0^{\rm new} = \rho_0 \sum_l \sigma_l^2 \hat\theta_l / \Lambda$. To first order only
+$\hat\theta_l = \alpha E[g_l \eta_l] / \sqrt{\tilde\rho_l}$ moves ($\Lambda$ and $\tilde\rho_l$ are even, and
+$E[g_l \eta_l] = 0$ at $\theta_0 = 0$).
+
+The derivative of $E[g_l \eta_l]$ must not differentiate $g$, which jumps with the global proximal
+map. Write the average over the fields: per token $(w_l - m_l, h^*_l)$ is bivariate normal with
+variances $q_l, \rho_l$ and covariance $\theta_l = \sigma_l^2 \theta_0$, independent across tokens, and
+$g$ is a function of $(w, h^*)$ alone. The covariance's score at 0 is
+$\partial_c \log N(x, y; [[a, c], [c, b]])|_{c=0} = x y / (a b)$ (derived by sympy,
+`attnphase.theory.stability.covariance_score_expr`), i.e. $\sigma_k^2 \xi_k \eta_k / \sqrt{q_k \rho_k}
+= \xi_k \eta_k / \sqrt{q_0 \rho_0}$ per token; and $\eta_l = (h^*_l - \theta_l \xi_l / \sqrt{q_l}) / \sqrt{\tilde\rho_l}$
+itself moves, $\partial \eta_l / \partial \theta_0 = -\xi_l / \sqrt{q_0 \rho_0}$. Hence
+
+$$
+\frac{\partial E[g_l \eta_l]}{\partial \theta_0}\Big|_{\theta_0 = 0}
+ = \frac{E[g_l S_l]}{\sqrt{q_0 \rho_0}}, \qquad S_l = \eta_l \sum_k \xi_k \eta_k - \xi_l ,
+$$
+
+and with $\rho_l = \sigma_l^2 \rho_0$, $\Lambda = 1 / V_0$ (sympy: `theta_stability_expr`)
+
+$$
+\lambda = \frac{\alpha V_0}{\sqrt{q_0}} \sum_l \sigma_l\, E[g_l S_l] .
+$$
+
+The semantic branch bifurcates from the $\theta = 0$ branch where $\lambda = 1$; where the
+bifurcation is supercritical this is the branch's continuous end.
+
+The same in the $m$ direction at an agnostic state ($m = 0$, $\theta_0 = 0$): $m \to -m$ makes the
+$m$-block of the Jacobian decouple, $m^{\rm new}_k = \sum_l P_{kl} \hat m_l / \Lambda$ with
+$\hat m_l = \alpha E[g_l]$ and $\Lambda$ even in $m$, and a shift of the mean of $w_j$ has score
+$\partial_\mu \log N(x; \mu, q)|_{\mu = 0} = x / q$ (sympy: `mean_score_expr`) with
+$x = w_j - m_j = \sqrt{q_j}\, \xi_j$, so (sympy: `m_stability_exprs`)
+
+$$
+J^{(m)}_{kj} = \frac{\partial m^{\rm new}_k}{\partial m_j} = \alpha V_0 \sum_l P_{kl} \frac{E[g_l \xi_j]}{\sqrt{\sigma_j^2 q_0}} ,
+$$
+
+whose leading eigenvalue crosses 1 where a positional branch leaves or rejoins the agnostic one.
+`tests/test_stability.py` checks both derivative identities against central differences for a
+smooth stand-in for $g$, and $\lambda = 0$ at $\omega = 1$ (the target ignores $h^*$).
+
 ### Degenerate limits of the channel
 
 * $q_0 \to 0$: $w_l = m_l$ no longer depends on $\xi_l$ and $\theta_l / \sqrt{q_l}$ is $0/0$

@@ -1,0 +1,184 @@
+"""Where the branches meet the agnostic one: the alpha at which it turns unstable in theta or in m.
+
+At a th0 = 0 state the SE map's eigenvalue in the theta direction is
+lambda = alpha V0 / sqrt(q0) sum_l sigma_l E[g_l S_l], S_l = eta_l sum_k xi_k eta_k - xi_l
+(:mod:`attnphase.theory.stability`: a likelihood-ratio derivative, no derivative of the jumping
+proximal map).  Along the agnostic branch lambda(alpha) rises through 1 where the semantic
+branch bifurcates from it; where that bifurcation is supercritical this is the semantic
+branch's continuous end, located here by secant steps on lambda(alpha) - 1, every lambda on the
+same (fine) rule.  The fixed-theta trace of :mod:`attnphase.numerics.continuation` looks for the
+same end from the other side, where alpha(theta) is flat and the rule's noise decides the minimum
+(docs/numerics.md, section 5).  Likewise in the m direction: the leading eigenvalue mu of the
+m-block of the Jacobian falls through 1 where the positional branch, followed upward, rejoins the
+agnostic one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnphase.numerics.channel import prox_at_nodes
+from attnphase.numerics.overlaps import Overlaps
+from attnphase.numerics.quadrature import QuadratureRule, make_rule
+from attnphase.numerics.state_evolution import FixedPoint, SolverConfig, solve
+from attnphase.theory.kernels import get_kernels
+from attnphase.theory.params import ModelParams
+from attnphase.theory.stability import m_stability, theta_stability
+
+#: Rule for lambda in :func:`semantic_bifurcation` (2^15 scrambled Sobol points, seed 0).
+BIFURCATION_QUADRATURE = "sobol15"
+
+
+def _g(params: ModelParams, ov: Overlaps, rule: QuadratureRule, prox: str) -> tuple[np.ndarray, int]:
+    """g = (h_hat - w) / V at the rule's nodes (one full proximal search) and the failed solves."""
+    w, V, res = prox_at_nodes(get_kernels(params.L), params, ov, rule, prox)
+    return (res.h - w) / V, int((~res.converged).sum())
+
+
+def theta_stability_at(
+    params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRule, prox: str = "global"
+) -> tuple[float, int]:
+    """(lambda, number of nodes whose proximal solve failed) at the th0 = 0 state ``ov``."""
+    if ov.th0 != 0.0:
+        raise ValueError(f"theta stability is defined at th0 = 0, got th0 = {ov.th0}")
+    L = params.L
+    xi, eta = rule.nodes[:, :L], rule.nodes[:, L:]
+    g, failures = _g(params, ov, rule, prox)
+    S = eta * (xi * eta).sum(axis=1, keepdims=True) - xi
+    E_gS = rule.weights @ (g * S)
+    return theta_stability(alpha, ov.V0, ov.q0, params.rho0, params.sigma2, E_gS), failures
+
+
+def m_stability_at(
+    params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRule, prox: str = "global"
+) -> tuple[float, int]:
+    """(mu, failed proximal solves): the leading eigenvalue (largest real part) of the m-block of the
+    SE map's Jacobian at the agnostic state ``ov`` (m = 0, th0 = 0)."""
+    if ov.th0 != 0.0 or np.any(ov.m != 0.0):
+        raise ValueError(f"m stability is defined at an agnostic state (m = 0, th0 = 0), got m = {ov.m}, th0 = {ov.th0}")
+    L = params.L
+    xi = rule.nodes[:, :L]
+    g, failures = _g(params, ov, rule, prox)
+    E_gxi = np.einsum("n,nl,nj->lj", rule.weights, g, xi)
+    J = m_stability(alpha, ov.V0, ov.q0, params.sigma2, params.P_array, E_gxi)
+    return float(np.max(np.linalg.eigvals(J).real)), failures
+
+
+#: Per direction: the eigenvalue at a state, and the sign of its slope in alpha where the branch
+#: ends (theta: lambda rises through 1 at the semantic branch's birth, which is its end when
+#: followed downward; m: mu falls through 1 where the positional branch, followed upward, rejoins
+#: the agnostic one).
+_DIRECTIONS = {"theta": (theta_stability_at, 1.0), "m": (m_stability_at, -1.0)}
+
+
+@dataclass(frozen=True, eq=False)
+class Bifurcation:
+    """Root of lambda(alpha) = 1 along the agnostic branch.
+
+    Attributes:
+        alpha: where lambda = 1 (NaN unless converged).
+        converged: the secant steps reached ``tol``.
+        message: how it ended.
+        slope: d lambda / d alpha from the last two evaluations.
+        points: the evaluations, (alpha, lambda) in order.
+        prox_failures: failed proximal solves over all lambda evaluations.
+    """
+
+    alpha: float
+    converged: bool
+    message: str
+    slope: float
+    points: tuple[tuple[float, float], ...]
+    prox_failures: int
+
+
+def branch_bifurcation(
+    params: ModelParams,
+    alpha_guess: float,
+    direction: str,
+    *,
+    quadrature: str = BIFURCATION_QUADRATURE,
+    config: SolverConfig | None = None,
+    starts: Sequence[FixedPoint | None] = (None,),
+    step: float = 0.05,
+    tol: float = 2e-3,
+    max_iter: int = 8,
+) -> Bifurcation:
+    """alpha where the agnostic branch's eigenvalue in ``direction`` ("theta" or "m") equals 1.
+
+    Secant steps from ``alpha_guess``; each solves the agnostic fixed point (warm-started from the
+    previous one; the first from each of ``starts`` in turn until one converges, None meaning a
+    cold start) with ``config`` and evaluates the eigenvalue on the rule
+    ``quadrature`` -- the same nodes at every alpha, so the rule's error varies smoothly along the
+    secant.  ``tol`` (2e-3) is about the rule's own error (sobol15: 0.004-0.006 in alpha): the rule's
+    eigenvalue jumps by ~1e-3 where nodes switch basin, and finer secant steps only wander.
+    The second point assumes the eigenvalue proportional to alpha (|slope| ~ eig / alpha,
+    rising for theta, falling for m), within 4 ``step`` of the first and at least 0.2 ``step`` away.
+    """
+    if direction not in _DIRECTIONS:
+        raise ValueError(f"direction must be one of {tuple(_DIRECTIONS)}, got {direction!r}")
+    eigenvalue, sign = _DIRECTIONS[direction]
+    cfg = config or SolverConfig()
+    rule = make_rule(params.L, quadrature)
+    prev: FixedPoint | None = None
+    pts: list[tuple[float, float]] = []
+    failures = 0
+
+    def f_at(alpha: float) -> float:
+        nonlocal prev, failures
+        for init in ((prev,) if prev is not None else tuple(starts)):
+            fp = solve(params, alpha, "agnostic", init=None if init is None else init.overlaps,
+                       memory=None if init is None else init.memory, config=cfg)
+            if fp.status.converged and fp.branch == "agnostic":
+                break
+        else:
+            raise _NoAgnosticPoint(f"no agnostic fixed point at alpha = {alpha:.4f} ({fp.status.message}, {fp.branch})")
+        prev = fp
+        value, bad = eigenvalue(params, alpha, fp.overlaps, rule, cfg.prox)
+        failures += bad
+        pts.append((alpha, value))
+        return value - 1.0
+
+    def done(alpha: float, ok: bool, message: str) -> Bifurcation:
+        slope = (pts[-1][1] - pts[-2][1]) / (pts[-1][0] - pts[-2][0]) if len(pts) >= 2 else math.nan
+        return Bifurcation(alpha if ok else math.nan, ok, message, slope, tuple(pts), failures)
+
+    try:
+        a0 = float(alpha_guess)
+        f0 = f_at(a0)
+        move = float(np.clip(-f0 / (sign * (f0 + 1.0) / a0), -4 * step, 4 * step))
+        if abs(move) < 0.2 * step:
+            move = 0.2 * step * (1.0 if -f0 * sign > 0 else -1.0)
+        a1 = a0 + move
+        f1 = f_at(a1)
+        for _ in range(max_iter):
+            if f1 == f0:
+                return done(a1, False, "the eigenvalue is flat between two steps")
+            a2 = a1 - f1 * (a1 - a0) / (f1 - f0)
+            a2 = float(np.clip(a2, a1 - 4 * step, a1 + 4 * step))  # a secant through noise can overshoot
+            if a2 <= 0:
+                return done(a2, False, "the secant left alpha > 0")
+            if abs(a2 - a1) < tol:
+                return done(a2, True, "converged")
+            a0, f0, a1, f1 = a1, f1, a2, f_at(a2)
+    except _NoAgnosticPoint as exc:
+        return done(math.nan, False, str(exc))
+    return done(a1, False, f"not converged to {tol} in {max_iter} secant steps")
+
+
+def semantic_bifurcation(params: ModelParams, alpha_guess: float, **kwargs) -> Bifurcation:
+    """Where lambda (theta direction) = 1 on the agnostic branch: :func:`branch_bifurcation` with "theta"."""
+    return branch_bifurcation(params, alpha_guess, "theta", **kwargs)
+
+
+def positional_bifurcation(params: ModelParams, alpha_guess: float, **kwargs) -> Bifurcation:
+    """Where mu (m direction) = 1 on the agnostic branch: :func:`branch_bifurcation` with "m"."""
+    return branch_bifurcation(params, alpha_guess, "m", **kwargs)
+
+
+class _NoAgnosticPoint(RuntimeError):
+    """The agnostic fixed point was not found at some alpha."""

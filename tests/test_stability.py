@@ -1,0 +1,133 @@
+"""Stability of theta = 0 (theory/stability.py, numerics/stability.py): where the semantic branch is born.
+
+lambda = d th0_new / d th0 at th0 = 0 comes from a likelihood-ratio derivative of the channel
+averages (no derivative of the jumping proximal map).  Checked here: the sympy score of a
+covariance, the derivative identity against central differences for a smooth stand-in for g
+(exact Gauss-Hermite), lambda = 0 where the target ignores the teacher (omega = 1), and the
+bifurcation at the paper's point against MODEL.md's careful value (~0.71).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnphase.numerics import solve
+from attnphase.numerics.quadrature import gauss_hermite_rule, make_rule
+from attnphase.numerics.stability import semantic_bifurcation, theta_stability_at
+from attnphase.theory.channel import channel_fields
+from attnphase.theory.params import ModelParams
+from attnphase.theory.stability import covariance_score_expr, theta_stability, theta_stability_expr
+
+
+def test_covariance_score_is_xy_over_ab() -> None:
+    import sympy as sp
+
+    x, y = sp.symbols("x y", real=True)
+    a, b = sp.symbols("a b", positive=True)
+    assert sp.simplify(covariance_score_expr() - x * y / (a * b)) == 0
+
+
+def test_lambda_expression_and_kernel_agree() -> None:
+    """The generated kernel evaluates alpha V0 / sqrt(q0) sum_l sigma_l E[g_l S_l] (unequal sigmas)."""
+    import sympy as sp
+
+    expr = theta_stability_expr(2)
+    assert {str(f) for f in expr.atoms(sp.Function)} == {"E(g_1 S_1)", "E(g_2 S_2)"}
+    got = theta_stability(0.7, 120.0, 0.2, 1.3, [0.25, 0.64], [1e-3, -2e-3])
+    assert got == pytest.approx(0.7 * 120.0 / np.sqrt(0.2) * (0.5 * 1e-3 + 0.8 * -2e-3), rel=1e-14)
+
+
+@pytest.mark.parametrize("sigma2, m", [((0.25, 0.25), (0.0, 0.0)), ((0.25, 0.64), (0.3, -0.1))])
+def test_theta_derivative_of_a_channel_average_is_the_likelihood_ratio_form(sigma2, m) -> None:
+    """d E[f_l eta_l] / d th0 at th0 = 0 equals E[f_l S_l] / sqrt(q0 rho0), S_l = eta_l sum_k xi_k eta_k - xi_l,
+    for a smooth f of (w, h*) (Gauss-Hermite order 24 is exact to ~1e-12 here; central differences in th0)."""
+    s2, m = np.array(sigma2), np.array(m)
+    q0, rho0 = 0.2, 1.3
+    rule = gauss_hermite_rule(2, 24)
+    xi, eta, wt = rule.nodes[:, :2], rule.nodes[:, 2:], rule.weights
+
+    def f(w, hs):
+        return np.stack([np.exp(-(w[:, 0] - hs[:, 0]) ** 2 - 0.3 * (w[:, 1] - 0.5 * hs[:, 1]) ** 2) + 0.2 * hs[:, 0] * w[:, 1],
+                         np.tanh(2 * w[:, 1] + hs[:, 1] - 0.4 * w[:, 0]) * (1 + hs[:, 0] * w[:, 1])], axis=1)
+
+    def E_f_eta(th0):
+        w, hs = channel_fields(xi, eta, q0, m, th0, s2, rho0)
+        return wt @ (f(w, hs) * eta)
+
+    h = 1e-5
+    fd = (E_f_eta(h) - E_f_eta(-h)) / (2 * h)
+    w, hs = channel_fields(xi, eta, q0, m, 0.0, s2, rho0)
+    S = eta * (xi * eta).sum(axis=1, keepdims=True) - xi
+    lr = wt @ (f(w, hs) * S) / np.sqrt(q0 * rho0)
+    assert np.abs(fd).max() > 1e-2  # the test function does respond to theta
+    np.testing.assert_allclose(lr, fd, rtol=1e-6, atol=1e-9)
+
+
+def test_lambda_vanishes_when_the_target_ignores_the_teacher() -> None:
+    """omega = 1: T = A does not depend on h*, so g does not either and E[g_l S_l] = 0 exactly in the
+    limit (E[eta_l eta_k] = delta_lk): lambda is 0 to the rule's accuracy, far below 1."""
+    p = ModelParams(omega=1.0)
+    fp = solve(p, 1.0, "agnostic", quadrature="sobol10")
+    lam, failures = theta_stability_at(p, 1.0, fp.overlaps, make_rule(2, "sobol14"))
+    assert failures == 0
+    assert abs(lam) < 0.02
+
+
+def test_semantic_bifurcation_at_the_papers_point() -> None:
+    """omega = 0.3: lambda = 1 on the agnostic branch at ~0.714 (sobol15; seeds 0-5: 0.708-0.722);
+    MODEL.md's careful solution: the semantic branch ends continuously near 0.71."""
+    b = semantic_bifurcation(ModelParams(omega=0.3), 0.8, quadrature="sobol15")
+    assert b.converged, b.message
+    assert 0.70 < b.alpha < 0.73
+    assert b.slope > 0  # theta = 0 is stable below, unstable above
+    a = [pt for pt in b.points]
+    assert min(abs(lam - 1) for _, lam in a) < 1e-3
+
+
+def test_mean_shift_score_and_m_block_kernel() -> None:
+    """The sympy mean-shift score is x / q, and the generated J_m is alpha V0 P G, G[l, j] = E[g_l xi_j] / sqrt(q_j)."""
+    import sympy as sp
+
+    from attnphase.theory.stability import m_stability, mean_score_expr
+
+    x = sp.Symbol("x", real=True)
+    q = sp.Symbol("q", positive=True)
+    assert sp.simplify(mean_score_expr() - x / q) == 0
+    P = np.array([[1.0, -0.6], [-0.6, 1.2]])
+    E = np.array([[1e-3, 2e-4], [-3e-4, 7e-4]])
+    s2 = np.array([0.25, 0.64])
+    J = m_stability(0.9, 40.0, 0.2, s2, P, E)
+    np.testing.assert_allclose(J, 0.9 * 40.0 * P @ (E / np.sqrt(s2 * 0.2)[None, :]), rtol=1e-13)
+
+
+def test_m_derivative_of_a_channel_average_is_the_likelihood_ratio_form() -> None:
+    """d E[f_l] / d m_j at m = 0 equals E[f_l xi_j] / sqrt(q_j) for a smooth f of (w, h*) (Gauss-Hermite)."""
+    s2, q0, rho0 = np.array([0.25, 0.64]), 0.2, 1.0
+    rule = gauss_hermite_rule(2, 24)
+    xi, eta, wt = rule.nodes[:, :2], rule.nodes[:, 2:], rule.weights
+
+    def f(w, hs):
+        return np.stack([np.tanh(3 * w[:, 0] * hs[:, 0] + w[:, 1]), np.exp(-(w[:, 1] - hs[:, 1]) ** 2) * w[:, 0]], axis=1)
+
+    def E_f(m):
+        w, hs = channel_fields(xi, eta, q0, m, 0.0, s2, rho0)
+        return wt @ f(w, hs)
+
+    h = 1e-5
+    fd = np.stack([(E_f(h * e) - E_f(-h * e)) / (2 * h) for e in np.eye(2)], axis=1)  # [l, j]
+    w, hs = channel_fields(xi, eta, q0, np.zeros(2), 0.0, s2, rho0)
+    lr = np.einsum("n,nl,nj->lj", wt, f(w, hs), xi) / np.sqrt(s2 * q0)[None, :]
+    assert np.abs(fd).max() > 1e-2
+    np.testing.assert_allclose(lr, fd, rtol=1e-6, atol=1e-9)
+
+
+def test_positional_sweep_ends_where_the_agnostic_branch_restabilises_in_m() -> None:
+    """omega = 0.15: the positional branch, followed up, is lost near 1.16 by solver failure on
+    sobol12 (alpha(|m|) is flat there); the agnostic branch's m eigenvalue falls through 1 at ~1.50
+    (sobol15), where a sobol14 trace at fixed |m| put the branch's points (1.41-1.49 for |m| 0.24 -> 0.05)."""
+    from attnphase.numerics.continuation import sweep
+
+    sw = sweep(ModelParams(omega=0.15), np.linspace(0.1, 3.0, 12), "positional", past_end=False)
+    assert sw.end_reason == "bifurcation", sw.end_note
+    assert 1.45 < sw.spinodal < 1.56 and sw.spinodal_side == "above"
