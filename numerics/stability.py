@@ -105,8 +105,8 @@ def branch_bifurcation(
     config: SolverConfig | None = None,
     starts: Sequence[FixedPoint | None] = (None,),
     step: float = 0.05,
-    tol: float = 2e-3,
-    max_iter: int = 8,
+    tol: float = 1e-3,
+    max_iter: int = 12,
 ) -> Bifurcation:
     """alpha where the agnostic branch's eigenvalue in ``direction`` ("theta" or "m") equals 1.
 
@@ -114,8 +114,9 @@ def branch_bifurcation(
     previous one; the first from each of ``starts`` in turn until one converges, None meaning a
     cold start) with ``config`` and evaluates the eigenvalue on the rule
     ``quadrature`` -- the same nodes at every alpha, so the rule's error varies smoothly along the
-    secant.  ``tol`` (2e-3) is about the rule's own error (sobol15: 0.004-0.006 in alpha): the rule's
-    eigenvalue jumps by ~1e-3 where nodes switch basin, and finer secant steps only wander.
+    secant.  Converged when a secant step is below ``tol``, or when the last two points bracket the
+    root within ``tol`` (the rule's eigenvalue jumps by ~1e-3 where nodes switch basin, so steps
+    near the root can wander; the rule's own error, 0.004-0.006 in alpha with sobol15, is larger).
     The second point assumes the eigenvalue proportional to alpha (|slope| ~ eig / alpha,
     rising for theta, falling for m), within 4 ``step`` of the first and at least 0.2 ``step`` away.
     """
@@ -162,7 +163,7 @@ def branch_bifurcation(
             a2 = float(np.clip(a2, a1 - 4 * step, a1 + 4 * step))  # a secant through noise can overshoot
             if a2 <= 0:
                 return done(a2, False, "the secant left alpha > 0")
-            if abs(a2 - a1) < tol:
+            if abs(a2 - a1) < tol or (f0 * f1 < 0 and abs(a1 - a0) < tol):
                 return done(a2, True, "converged")
             a0, f0, a1, f1 = a1, f1, a2, f_at(a2)
     except _NoAgnosticPoint as exc:
