@@ -79,13 +79,22 @@ def plot_branch_curves(
         ax.plot(a, y, "o-", color=c, ms=3, label=sw.branch)
     ax.axhline(eps_lin, color="tab:green", ls="--", label=r"$\epsilon_{lin}$")
     ax.set_ylabel(r"test error $\epsilon_g$")
+    def to_bifurcation(ax, sw: BranchSweep, a: np.ndarray, y: np.ndarray, color: str) -> None:
+        # an end located as a bifurcation of the agnostic branch: the order parameter reaches 0 there
+        if sw.end_reason == "bifurcation" and math.isfinite(sw.spinodal) and a.size:
+            i = int(np.argmin(np.abs(a - sw.spinodal)))
+            ax.plot([a[i], sw.spinodal], [y[i], 0.0], ":", color=color, lw=1)
+            ax.plot([sw.spinodal], [0.0], "o", mfc="none", color=color, label="bifurcation (order parameter 0)")
+
     ax = axes[0, 1]
     a, y = arr(pos, "m")
     ax.plot(a, y, "o-", color="tab:red", ms=3, label="positional m")
+    to_bifurcation(ax, pos, a, y, "tab:red")
     ax.set_ylabel(r"positional overlap $m$")
     ax = axes[1, 0]
     a, y = arr(sem, "theta")
     ax.plot(a, y, "o-", color="tab:blue", ms=3, label=r"semantic $\theta$")
+    to_bifurcation(ax, sem, a, np.abs(y), "tab:blue")
     ax.set_ylabel(r"semantic overlap $\theta = Q\cdot Q^*/d$")
     ax = axes[1, 1]
     sa = np.array([p.alpha for p in sem.on_branch()])
