@@ -37,12 +37,12 @@ class BranchSweep:
         spinodal: alpha where the branch ends inside the range (NaN if it spans it).
         spinodal_side: ``"below"`` if the branch exists above the spinodal, ``"above"`` otherwise.
         end_points: for the semantic branch, the points traced towards its end at fixed theta.
-        end_reason: how the end was detected: ``"bifurcation"`` (semantic: where the agnostic
-            branch turns unstable in theta, :mod:`attnphase.numerics.stability`), ``"theta trace"``
-            (semantic, at fixed theta), ``"label change"`` (past the end the iteration converges
-            to another fixed point) or ``"no convergence"`` (past the end the solver fails: the
-            end may be a numerical one).
-        end_note: why the bifurcation was not used, where the trace stands in for it.
+        end_reason: how the end was detected: ``"bifurcation"`` (where the agnostic branch turns
+            unstable in theta -- semantic -- or stable again in m -- positional;
+            :mod:`attnphase.numerics.stability`), ``"theta trace"`` (semantic, at fixed theta),
+            ``"label change"`` (past the end the iteration converges to another fixed point) or
+            ``"no convergence"`` (past the end the solver fails: the end may be a numerical one).
+        end_note: why the bifurcation was not used, where the trace or the bisection stands in.
     """
 
     branch: str

@@ -8,8 +8,8 @@
 * ``alpha_l`` -- the smallest alpha >= alpha_c at which the semantic test error drops
   below eps_lin (equal to alpha_c when it is already below there);
 * spinodals -- where the semantic branch (followed downward) or the positional branch
-  (followed upward) ends inside the alpha range; the semantic one, by default, where the
-  agnostic branch turns unstable in theta (:mod:`attnphase.numerics.stability`).
+  (followed upward) ends inside the alpha range; by default where the agnostic branch turns
+  unstable in theta (semantic) or stable again in m (positional) (:mod:`attnphase.numerics.stability`).
 
 Roots are bracketed on the branch sweeps and refined to ``xtol`` in alpha (alpha_c by
 safeguarded Newton steps, the slope of Delta e_t being Delta E[M]; alpha_l by Brent's
@@ -158,6 +158,8 @@ def phase_boundaries(
             notes.append(f"{sw.branch} end at {sw.spinodal:.3f} found by solver failure (may be numerical)")
     if sem.end_note:
         notes.append(f"semantic end by the theta trace: {sem.end_note}")
+    if pos.end_note:
+        notes.append(f"positional end by bisection: {pos.end_note}")
     s_on, p_on = sem.on_branch(), pos.on_branch()  # fresh lists: on_branch_solve adds its points to them
 
     def on_branch_solve(branch: str, pts: list[FixedPoint], alpha: float) -> FixedPoint:
