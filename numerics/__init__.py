@@ -16,10 +16,13 @@ from attnphase.numerics.continuation import (
 )
 from attnphase.numerics.observables import eps_lin
 from attnphase.numerics.phase_diagram import Boundaries, phase_boundaries, phase_diagram
+from attnphase.numerics.stability import positional_bifurcation, semantic_bifurcation
 from attnphase.numerics.state_evolution import FixedPoint, SolverConfig, SolverStatus, solve, solve_at_m, solve_at_theta
+from attnphase.numerics.training_objective import refined_training_objective
 
 __all__ = [
     "BranchSweep", "Boundaries", "FixedPoint", "SolverConfig", "SolverStatus",
-    "eps_lin", "phase_boundaries", "phase_diagram", "positional_branch_end", "semantic_branch_end", "solve",
+    "eps_lin", "phase_boundaries", "phase_diagram", "positional_bifurcation", "positional_branch_end",
+    "refined_training_objective", "semantic_bifurcation", "semantic_branch_end", "solve",
     "solve_at_m", "solve_at_theta", "sweep", "sweep_omega",
 ]
