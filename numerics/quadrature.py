@@ -135,6 +135,21 @@ def parse_rule_spec(spec: str) -> tuple[str, tuple[int, ...]]:
     raise ValueError(f"unknown quadrature spec {spec!r}: use e.g. 'gh12' or 'sobol14' or 'sobol14:4:0'")
 
 
+def rule_variant(spec: str, k: int) -> str:
+    """The k-th independent replicate of the rule ``spec`` (k = 0 is ``spec`` itself).
+
+    Scrambled Sobol: the same size and randomisations with seed base + k; Gauss--Hermite (plain
+    or rotated): order N + 2k (a deterministic rule has no independent replicate of its own size).
+    """
+    kind, args = parse_rule_spec(spec)
+    if k < 0:
+        raise ValueError(f"a rule replicate index must be >= 0, got {k}")
+    if kind == "sobol":
+        log2_n, reps, seed = args
+        return f"sobol{log2_n}:{reps}:{seed + k}"
+    return f"{kind}{args[0] + 2 * k}"
+
+
 def make_rule(L: int, spec: str) -> QuadratureRule:
     """Build a rule from a short spec: ``"gh12"`` (Gauss--Hermite, order 12), ``"ghr12"`` or
     ``"ghr12:3"`` (the same grid randomly rotated, seed 0 or 3), or ``"sobol14"``

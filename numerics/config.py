@@ -1,0 +1,149 @@
+"""The one configuration of the numerics: :class:`SolverConfig`, frozen, passed everywhere.
+
+Every numerics function that solves, sweeps, locates a branch end or a phase boundary takes
+a ``config: SolverConfig`` and nothing that duplicates one of its fields: the proximal mode,
+the backend of the proximal solver, every quadrature rule the computation uses (one field per
+role), the tolerances and the solver's budgets.  The CLI builds it in one place
+(:func:`attnphase.options.config_from_args`).
+
+Quadrature roles (each a rule spec of :func:`attnphase.numerics.quadrature.make_rule`):
+
+* ``quadrature`` -- the rule of every SE solve;
+* ``e_t_quadrature`` -- E[M] of a converged point's e_t re-evaluated on this finer rule (None: the
+  solve's rule);
+* ``alpha_c_quadrature`` -- E[M] of the Newton correction of alpha_c (None: no correction);
+* ``bifurcation_quadrature`` -- the eigenvalues of the SE Jacobian at the agnostic branch, where a
+  branch end is located as a bifurcation.
+
+:meth:`SolverConfig.variant` gives the k-th independent replicate of every role at once (the
+error estimates re-run a computation on replicates 1, 2, ...).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+#: Proximal maps: the global minimiser, the local minimiser from h = 0 (the paper's), the local
+#: minimiser in the teacher-aligned basin (L = 2; the basin GD from the semantic start keeps).
+PROX_MODES = ("global", "local", "aligned")
+
+#: Backends of the proximal solver: compiled with numba when it imports ("auto"), or forced.
+BACKENDS = ("auto", "numpy", "numba")
+
+#: Fixed-point families of the model (docs/model.md section 3).
+BRANCHES = ("semantic", "positional", "agnostic")
+
+#: How a branch's end is located: as the bifurcation of the agnostic branch (an eigenvalue of the
+#: SE Jacobian equal to 1), or by tracing the branch at a fixed order parameter / bisecting in alpha.
+BRANCH_END_STRATEGIES = ("bifurcation", "trace")
+
+#: Environment variable that, when set, overrides ``backend="auto"`` (``numpy`` or ``numba``).
+BACKEND_ENV = "ATTNPHASE_PROX_BACKEND"
+
+#: The quadrature fields of :class:`SolverConfig`, one per role (see the module doc).
+QUADRATURE_ROLES = ("quadrature", "e_t_quadrature", "alpha_c_quadrature", "bifurcation_quadrature")
+
+
+@dataclass(frozen=True)
+class SolverConfig:
+    """Settings of every numerical computation (fixed points, sweeps, branch ends, boundaries).
+
+    Attributes:
+        tol: target residual of a fixed point, max_i |F(x)_i - x_i| / max(1, |x_i|) over every
+            overlap (V0 included).
+        max_iter: SE-map evaluations a solve may spend; running out is reported, never hidden.
+        damping: weight of the old iterate, ``x_new = (1 - damping) F(x) + damping x``.
+        anderson: Anderson memory (0 disables acceleration).
+        anderson_budget: SE evaluations given to Anderson before switching to quasi-Newton on the
+            symmetric subspace (also when Anderson stalls earlier).
+        warm_fallback: when quasi-Newton fails from a warm start, go on with Anderson and a second
+            Newton (True), or report the failure at once (False; continuation uses this and
+            retries with a smaller step instead).
+        full_search_every: with the global prox, a full multi-start search every this many SE
+            steps (in between, the distinct minima of the last search are polished); a converged
+            point is always verified by a full search.
+        prox: proximal map, one of :data:`PROX_MODES`.
+        backend: proximal solver backend, one of :data:`BACKENDS`; ``$ATTNPHASE_PROX_BACKEND``
+            overrides ``"auto"`` only.
+        quadrature: rule of every SE solve.
+        e_t_quadrature: finer rule for E[M] in e_t at a converged point (None: the solve's rule).
+        alpha_c_quadrature: rule for E[M] in the Newton correction of alpha_c (None: none).
+        bifurcation_quadrature: rule of the SE-Jacobian eigenvalues at the agnostic branch.
+        branch_end: how branch ends are located, one of :data:`BRANCH_END_STRATEGIES`.
+    """
+
+    tol: float = 1e-10
+    max_iter: int = 300
+    damping: float = 0.0
+    anderson: int = 5
+    anderson_budget: int = 60
+    warm_fallback: bool = True
+    full_search_every: int = 16
+    prox: str = "global"
+    backend: str = "auto"
+    quadrature: str = "sobol12"
+    e_t_quadrature: str | None = None
+    alpha_c_quadrature: str | None = "sobol16"
+    bifurcation_quadrature: str = "sobol15"
+    branch_end: str = "bifurcation"
+
+    def __post_init__(self) -> None:
+        from attnphase.numerics.quadrature import parse_rule_spec
+
+        if not (self.tol > 0 and self.tol < 1):
+            raise ValueError(f"tol must lie in (0, 1), got {self.tol}")
+        if self.max_iter < 1:
+            raise ValueError(f"max_iter must be >= 1, got {self.max_iter}")
+        if not 0.0 <= self.damping < 1.0:
+            raise ValueError(f"damping must lie in [0, 1), got {self.damping}")
+        if self.anderson < 0 or self.anderson_budget < 1 or self.full_search_every < 1:
+            raise ValueError("anderson must be >= 0, anderson_budget and full_search_every >= 1")
+        for name, allowed in (("prox", PROX_MODES), ("backend", BACKENDS), ("branch_end", BRANCH_END_STRATEGIES)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        for role in QUADRATURE_ROLES:
+            spec = getattr(self, role)
+            if spec is not None:
+                parse_rule_spec(spec)
+        if self.quadrature is None or self.bifurcation_quadrature is None:
+            raise ValueError("quadrature and bifurcation_quadrature need a rule spec")
+
+    def replace(self, **changes: Any) -> "SolverConfig":
+        """A copy with ``changes`` applied (validated like a new config)."""
+        return replace(self, **changes)
+
+    def resolved_backend(self) -> str:
+        """``"numpy"`` or ``"numba"``: the backend this config runs (``auto`` resolved; env override)."""
+        from attnphase.numerics.prox import resolve_backend
+
+        return resolve_backend(self.backend)
+
+    def variant(self, k: int) -> "SolverConfig":
+        """The k-th independent replicate of every quadrature role (k = 0 is this config).
+
+        Scrambled Sobol rules get the seed base + k; Gauss-Hermite rules the order N + 2k.
+        """
+        if k == 0:
+            return self
+        from attnphase.numerics.quadrature import rule_variant
+
+        return replace(self, **{
+            role: rule_variant(getattr(self, role), k)
+            for role in QUADRATURE_ROLES if getattr(self, role) is not None
+        })
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field by name (for the JSON metadata of results)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def backend_override() -> str | None:
+    """The backend named by ``$ATTNPHASE_PROX_BACKEND`` (None when unset or ``auto``)."""
+    env = os.environ.get(BACKEND_ENV, "").strip().lower()
+    if env in ("", "auto"):
+        return None
+    if env not in BACKENDS:
+        raise ValueError(f"${BACKEND_ENV} must be one of {BACKENDS}, got {env!r}")
+    return env
