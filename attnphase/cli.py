@@ -1,52 +1,219 @@
-"""The ``attnphase`` console command.
+"""The ``attnphase`` console command: every subcommand's options, defined in this one place.
 
-Each layer contributes its subcommands through a ``register(subparsers)``
-function in its own ``cli`` module; those modules import nothing heavy at
-module level (no torch, no sympy), so ``attnphase --help`` and the numerics
-subcommands start quickly and never import torch.
+The options shared by several commands come from :mod:`attnphase.options` (the model group, the
+solver group, ``--json``, ``--quiet``, ``--out DIR``, ``--error-estimate K``); each command's
+implementation lives in its layer (``attnphase.theory.cli``, ``attnphase.numerics.cli``,
+``attnphase.validation.cli``, ``attnphase.validation.histogram.cli``) and is imported only when
+that command runs.  Building the parser imports argparse and :mod:`attnphase.options` only (no
+numpy-heavy module, scipy, sympy, torch or numba), so ``attnphase --help`` starts at once.
 
-Errors: a ``ValueError`` raised by a subcommand (bad parameters) is printed as
-one line ``attnphase: error: ...`` and the exit code is 2, with no traceback.
+Conventions (every command):
+
+* a numeric list option takes ``NUMBER``, ``a,b,c`` or ``START:STOP:NUM`` (NUM values, both ends
+  included); negative values need no ``=`` (``--alpha -1:2:3``);
+* ``--json``: exactly one JSON object on stdout, messages on stderr;
+* ``--quiet``: no progress bars;
+* ``--out DIR`` is always a folder, created if missing;
+* bad input is one line ``attnphase: error: ...`` on stderr and exit code 2, with no traceback; a
+  result that did not converge exits with 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Sequence
 
-#: Modules that register subcommands, in help order.
-_COMMAND_MODULES = (
-    "attnphase.theory.cli",
-    "attnphase.numerics.cli",
-    "attnphase.validation.cli",
-    "attnphase.validation.histogram.cli",
+from attnphase import options as opt
+
+#: Commands in help order: (name, "module:function" that runs it).
+COMMANDS = (
+    ("derive", "attnphase.theory.cli:run_derive"),
+    ("solve", "attnphase.numerics.cli:cmd_solve"),
+    ("sweep", "attnphase.numerics.cli:cmd_sweep"),
+    ("phase-diagram", "attnphase.numerics.cli:cmd_phase_diagram"),
+    ("simulate", "attnphase.validation.cli:run_simulate"),
+    ("validate", "attnphase.validation.cli:run_validate"),
+    ("histogram", "attnphase.validation.histogram.cli:run"),
 )
+
+#: An argument that starts with "-" and then a digit or ".digit" is a value, never an option
+#: (``--alpha -1:2:3``, ``--lam -0.1``, ``--omega -1e-3``): no option of attnphase looks like that.
+_NEGATIVE_VALUE = re.compile(r"^-\.?\d")
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line and exit code 2."""
+    """An ArgumentParser whose errors are one line and exit code 2, and which takes negative values."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE_VALUE
 
     def error(self, message: str) -> None:  # noqa: D401 - argparse API
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+def _branch_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--branch", choices=opt.BRANCHES, default="semantic",
+                   help="fixed-point family to solve for / follow (default semantic)")
+
+
+def _add_derive(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "derive", help="print every equation of the model (sympy), for a terminal, as LaTeX or as markdown",
+        description="Print every equation of the theory, derived with sympy for the given model: pretty-printed "
+        "for a terminal (default), as raw LaTeX (--latex) or as the markdown document docs/derivation.md (--markdown).",
+    )
+    opt.add_model_options(p)
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--latex", action="store_true", help="print raw LaTeX")
+    fmt.add_argument("--markdown", action="store_true", help="print the markdown document")
+    p.add_argument("-o", "--output", default=None, metavar="FILE",
+                   help="write the text to this file instead of stdout")
+
+
+def _add_solve(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "solve", help="solve the state evolution at one (alpha, omega)",
+        description="Solve the state evolution (docs/model.md section 3) at one alpha and omega and print the "
+        "observables (section 4). Exit code 1 if the fixed point did not converge.",
+    )
+    p.add_argument("--alpha", required=True, metavar="ALPHA", help="sample complexity alpha = n/d > 0 (one number)")
+    _branch_option(p)
+    opt.add_model_options(p)
+    opt.add_solver_options(p)
+    opt.add_error_estimate_option(p, "err_<key> = each observable's spread over the K rules (warm starts)")
+    opt.add_json_option(p)
+
+
+def _add_sweep(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep", help="follow a branch over a range of alpha (continuation), write a CSV table",
+        description="Follow one branch of fixed points over alpha by continuation and write one row per alpha to "
+        "DIR/sweep_<branch>_omega<omega>.csv; where the branch ends is reported.",
+    )
+    p.add_argument("--alpha", required=True, metavar="RANGE", help=f"alpha values > 0: {opt.RANGE_SYNTAX}")
+    _branch_option(p)
+    opt.add_model_options(p)
+    opt.add_solver_options(p)
+    opt.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv")
+    opt.add_quiet_option(p)
+    opt.add_json_option(p)
+
+
+def _add_phase_diagram(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "phase-diagram", help="alpha_c, alpha_l and the branch ends over omega (the main job)",
+        description="The phase diagram (docs/model.md section 6): at every omega, both branches over the alpha grid, "
+        "alpha_c, alpha_l and where each branch ends; writes phase_diagram.csv/.json/.png and curves_omega0.3.png.",
+    )
+    p.add_argument("--alpha", default="0.1:3:12", metavar="RANGE",
+                   help=f"alpha grid of the branch sweeps, values > 0: {opt.RANGE_SYNTAX} (default 0.1:3:12)")
+    opt.add_model_options(p, omega_range=True, omega_default="0:0.45:10")
+    opt.add_solver_options(p)
+    opt.add_error_estimate_option(p, "each boundary's spread over the K rules (<boundary>_err columns, error bars)")
+    opt.add_out_option(p, "results", "phase_diagram.csv, .json, .png and curves_omega0.3.png")
+    opt.add_quiet_option(p)
+    opt.add_json_option(p)
+
+
+def _add_simulate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "simulate", help="train the attention student at finite d with PyTorch; measure m, theta, q, eps_g, e_t, eps_lin",
+        description="One finite-d simulation: teacher data, gradient descent (or Adam) from an initialisation, "
+        "observables on a fresh test set (docs/model.md section 1). Exit code 1 if training did not converge.",
+    )
+    p.add_argument("--d", type=int, default=200, help="embedding dimension d >= 2 (default 200)")
+    p.add_argument("--alpha", default="2", metavar="ALPHA", help="sample complexity alpha = n/d > 0, one number (default 2)")
+    opt.add_model_options(p)
+    p.add_argument("--init", default="semantic", metavar="{semantic,positional,random}", help="initialisation (default semantic)")
+    p.add_argument("--optimizer", default="gd", metavar="{gd,adam}", help="gd (Armijo gradient descent, default) or adam")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random stream (default 0)")
+    p.add_argument("--rank", type=int, default=1, help="student rank r (default 1)")
+    p.add_argument("--max-steps", type=int, default=20000, help="step budget (default 20000)")
+    p.add_argument("--grad-tol", type=float, default=None,
+                   help="stop at |grad R| / sqrt(d) <= this (default 1e-6 in float64, 1e-5 in float32)")
+    p.add_argument("--n-test", type=int, default=10000, help="fresh test samples (default 10000)")
+    _torch_options(p, threads="torch.set_num_threads (default: torch's choice)")
+    opt.add_json_option(p)
+
+
+def _torch_options(p: argparse.ArgumentParser, threads: str) -> None:
+    g = p.add_argument_group("torch")
+    g.add_argument("--device", default="auto", help='"auto" (cuda if available, else cpu), "cpu", "cuda", "cuda:N" (default auto)')
+    g.add_argument("--dtype", default="float64", help="float64 (default) or float32")
+    g.add_argument("--threads", type=int, default=None, help=threads)
+
+
+def _add_validate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "validate", help="grid of finite-d simulations against the state evolution: report, summary and figures",
+        description="Gradient descent at finite d against the theory (numerics): Fig. 2 curves, Fig. 3 heat map, "
+        "finite-size scaling, global versus local proximal theory. Exit code 1 if a run did not converge.",
+    )
+    p.add_argument("--quick", action="store_true", help="d = 200 and a smaller grid (a few minutes on 2 cores)")
+    p.add_argument("--d", type=int, default=None, help="override the main dimension (default 1000, quick 200)")
+    p.add_argument("--seeds", type=int, default=None, help="seeds per point (default 4, quick 2)")
+    opt.add_model_options(p, omega_help="the omega of the alpha sweeps (the heat map scans its own omegas)")
+    _torch_options(p, threads="torch threads of the simulations (default: torch's default minus one, "
+                   "the theory worker's core)")
+    opt.add_out_option(p, "results/validation", "report.md, summary.json and the figures")
+    opt.add_quiet_option(p)
+    opt.add_json_option(p)
+
+
+def _add_histogram(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "histogram", help="the paper's histogram task: positional vs semantic attention (docs/model.md section 8)",
+        description="Train the single-layer transformer of the histogram task with its attention restricted to the "
+        "positional half, the semantic half, or both; score and plot the attention; embed the restricted models "
+        "in the unrestricted one and retrain.",
+    )
+    p.add_argument("--quick", action="store_true", help="10 000 samples and 20 epochs instead of the paper's 50 000 and 200")
+    p.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
+    g = p.add_argument_group("torch")
+    g.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda or cuda:N (default auto)")
+    g.add_argument("--threads", type=int, default=1,
+                   help="CPU threads for torch (default 1; the model is too small to gain from more)")
+    opt.add_out_option(p, "results/histogram", "report.md, summary.json, the curves and the attention maps")
+    opt.add_quiet_option(p)
+    opt.add_json_option(p)
+
+
+_BUILDERS = {
+    "derive": _add_derive, "solve": _add_solve, "sweep": _add_sweep, "phase-diagram": _add_phase_diagram,
+    "simulate": _add_simulate, "validate": _add_validate, "histogram": _add_histogram,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every registered subcommand."""
+    """The top-level parser with every subcommand (imports no layer)."""
     parser = _Parser(
         prog="attnphase",
         description="The solvable model of dot-product attention (Cui, Behrens, Krzakala, Zdeborova 2024): "
         "symbolic derivation, state evolution and phase diagram, and gradient descent at finite d.",
+        epilog="Every command: numeric lists are NUMBER, a,b,c or START:STOP:NUM; --json prints one JSON object; "
+        "--quiet hides progress bars; --out DIR is always a folder; bad input is a one-line error (exit code 2). "
+        "The model: docs/model.md.",
     )
     from attnphase import __version__
 
     parser.add_argument("--version", action="version", version=f"attnphase {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in _COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    for name, target in COMMANDS:
+        _BUILDERS[name](sub)
+        sub.choices[name].set_defaults(func=target)
     return parser
+
+
+def _resolve(func):
+    if callable(func):
+        return func
+    module, _, name = func.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        code = args.func(args)
+        code = _resolve(args.func)(args)
     except ValueError as exc:
         msg = " ".join(str(exc).split())
         print(f"attnphase: error: {msg}", file=sys.stderr)

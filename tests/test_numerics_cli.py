@@ -84,11 +84,11 @@ def test_solve_does_not_import_torch() -> None:
 
 
 def test_sweep_writes_one_row_per_alpha(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = tmp_path / "F.csv"
     argv = ["sweep", "--omega", "0.3", "--alpha", "1.8:2.2:3", "--branch", "semantic",
-            "--out", str(out), "--quadrature", "gh6", "--quiet"]
+            "--out", str(tmp_path), "--quadrature", "gh6", "--quiet"]
     assert main(argv) == 0
-    assert "wrote 3 rows" in capsys.readouterr().err
+    out = tmp_path / "sweep_semantic_omega0.3.csv"
+    assert f"wrote 3 rows to {out}" in capsys.readouterr().err
     with open(out, newline="") as fh:
         reader = csv.DictReader(fh)
         rows = list(reader)
@@ -103,10 +103,22 @@ def test_sweep_writes_one_row_per_alpha(tmp_path, capsys: pytest.CaptureFixture[
 
 
 def test_sweep_bad_range_exits_2(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["sweep", "--alpha", "1:2", "--out", str(tmp_path / "x.csv"), "--quiet"]) == 2
+    assert main(["sweep", "--alpha", "1:2", "--out", str(tmp_path / "x"), "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "START:STOP:NUM" in err
-    assert not (tmp_path / "x.csv").exists()
+    assert err.count("\n") == 1 and "START:STOP:NUM" in err and "--alpha" in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_sweep_json_is_one_object_and_the_table(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["sweep", "--omega", "0.3", "--alpha", "1.8,2.2", "--out", str(tmp_path), "--quadrature", "gh6",
+            "--quiet", "--json"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1
+    rec = json.loads(lines[0])
+    assert rec["branch"] == "semantic" and rec["file"] == str(tmp_path / "sweep_semantic_omega0.3.csv")
+    assert [r["alpha"] for r in rec["rows"]] == pytest.approx([1.8, 2.2])
+    assert rec["solver"]["quadrature"] == "gh6" and rec["params"]["omega"] == 0.3
 
 
 def test_phase_diagram_writes_the_documented_files(tmp_path, capsys) -> None:
@@ -127,7 +139,7 @@ def test_phase_diagram_writes_the_documented_files(tmp_path, capsys) -> None:
     rows = list(csv.DictReader(open(tmp_path / "phase_diagram.csv")))
     assert len(rows) == 1
     assert {"omega", "alpha_c", "alpha_l", "spinodal_semantic", "spinodal_positional", "alpha_c_coarse"} <= set(rows[0])
-    # gh6's own root is 1.2587; the sobol16 correction of alpha_c brings it to MODEL.md's 1.2515 +- 0.0005
+    # gh6's own root is 1.2587; the sobol16 correction of alpha_c brings it to docs/model.md's 1.2515 +- 0.0005
     assert abs(float(rows[0]["alpha_c"]) - 1.2515) < 2e-3
     assert abs(float(rows[0]["alpha_c_coarse"]) - 1.25) < 0.03
     assert float(rows[0]["alpha_l"]) > float(rows[0]["alpha_c"])
@@ -145,16 +157,16 @@ def test_phase_diagram_error_estimate_is_the_spread_over_rules(tmp_path) -> None
     import numpy as np
 
     from attnphase.cli import main
-    from attnphase.numerics import SolverConfig, phase_boundaries
+    from attnphase.numerics import phase_boundaries
+    from attnphase.numerics.config import SolverConfig
     from attnphase.theory.params import ModelParams
 
     argv = ["phase-diagram", "--omega", "0.3:0.3:1", "--alpha", "0.6:2.2:5", "--quadrature", "gh6", "--quiet"]
     assert main([*argv, "--error-estimate", "1", "--out", str(tmp_path)]) == 2
     assert main([*argv, "--error-estimate", "2", "--out", str(tmp_path)]) == 0
     row = next(csv.DictReader(open(tmp_path / "phase_diagram.csv")))
-    other = phase_boundaries(
-        ModelParams(omega=0.3), np.linspace(0.6, 2.2, 5), config=SolverConfig(quadrature="gh8"),
-        alpha_c_quadrature="sobol16:1:1",
+    other = phase_boundaries(  # the second rule: every quadrature role's replicate 1 (gh8, sobol16:1:1, ...)
+        ModelParams(omega=0.3), np.linspace(0.6, 2.2, 5), config=SolverConfig(quadrature="gh6").variant(1),
     )
     for key in ("alpha_c", "alpha_l"):
         pair = [float(row[key]), getattr(other, key)]

@@ -14,10 +14,9 @@ from attnphase.validation.experiments import JSON_KEYS
 
 def test_validation_cli_does_not_import_torch():
     code = (
-        "import sys, argparse\n"
-        "import attnphase.validation.cli as c\n"
-        "p = argparse.ArgumentParser(); c.register(p.add_subparsers())\n"
-        "p.parse_args(['simulate', '--d', '10'])\n"
+        "import sys\n"
+        "import attnphase.validation.cli, attnphase.cli\n"
+        "attnphase.cli.build_parser().parse_args(['simulate', '--d', '10'])\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -45,6 +44,8 @@ def test_simulate_json(capsys):
     [
         (["--d", "1"], "d (embedding dimension)"),
         (["--alpha", "-1"], "alpha"),
+        (["--alpha", "1:2:3"], "--alpha takes one number"),
+        (["--sigma", "x"], "--sigma"),
         (["--alpha", "0"], "alpha"),
         (["--omega", "1.5"], "omega"),
         (["--init", "sideways"], "init"),
@@ -64,3 +65,29 @@ def test_validate_bad_arguments(capsys):
     assert "d (embedding dimension)" in capsys.readouterr().err
     assert main(["validate", "--omega", "-0.1"]) == 2
     assert "omega" in capsys.readouterr().err
+    assert main(["validate", "--omega", "0.1:0.3:3"]) == 2
+    assert "--omega takes one number here" in capsys.readouterr().err
+
+
+def test_validate_out_must_be_a_folder(tmp_path, capsys):
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert main(["validate", "--out", str(f)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--out must be a folder" in err[0]
+
+
+def test_simulate_honours_every_model_option(capsys):
+    """L = 3 with per-token sigma, and a general P, A and rho0 at L = 2: the validation layer takes them all."""
+    import torch
+
+    n = torch.get_num_threads()
+    try:
+        for extra in (["--L", "3", "--sigma", "0.5,0.4,0.6"],
+                      ["--P", "1,0.5;0.5,1", "--A", "0.7,0.3;0.2,0.8", "--rho0", "2", "--lam", "0.02"]):
+            code = main(["simulate", "--d", "30", "--alpha", "1.5", "--n-test", "200", "--json", "--device", "cpu",
+                         "--threads", "1", "--max-steps", "300", *extra])
+            out = capsys.readouterr().out.strip().splitlines()
+            assert code in (0, 1) and len(out) == 1 and tuple(json.loads(out[0])) == JSON_KEYS
+    finally:
+        torch.set_num_threads(n)

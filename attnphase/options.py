@@ -1,0 +1,357 @@
+"""The options every ``attnphase`` command shares, and the one place they become objects.
+
+* :func:`add_model_options` -- the model group ``--L --sigma --A --P --omega --lam --rho0`` (same
+  names, defaults and help on ``derive``, ``solve``, ``sweep``, ``phase-diagram``, ``simulate``,
+  ``validate``); :func:`params_from_args` builds the
+  :class:`~attnphase.theory.params.ModelParams` from it, :func:`omegas_from_args` the scanned
+  omegas of ``phase-diagram``.
+* :func:`add_solver_options` -- the solver group ``--prox --backend --quadrature --e-t-quadrature
+  --alpha-c-quadrature --bifurcation-quadrature --branch-end --tol`` (``solve``, ``sweep``,
+  ``phase-diagram``); :func:`config_from_args` builds the
+  :class:`~attnphase.numerics.config.SolverConfig` -- the CLI builds it nowhere else.
+* One syntax for every numeric list (:func:`parse_values`): ``NUMBER``, ``a,b,c`` or
+  ``START:STOP:NUM`` (NUM values from START to STOP, both included), and one rule per output
+  option: ``--json`` prints exactly one JSON object on stdout, ``--quiet`` hides the progress
+  bars, ``--out DIR`` is always a folder (created if missing), ``--error-estimate K`` is 0 or >= 2.
+
+This module imports argparse only: the defaults and choices of the solver group are literal copies
+of :mod:`attnphase.numerics.config` (a test keeps them equal), so building the parser imports
+neither numpy-heavy code, scipy, sympy nor torch.  Bad values raise ``ValueError`` naming the option
+(the top-level CLI prints it as one line, exit code 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import Any
+
+#: Commands that take a model (each has the model group).
+MODEL_COMMANDS = ("derive", "solve", "sweep", "phase-diagram", "simulate", "validate")
+
+#: Fixed-point families (numerics.config.BRANCHES).
+BRANCHES = ("semantic", "positional", "agnostic")
+#: Proximal maps (numerics.config.PROX_MODES).
+PROX_MODES = ("global", "local", "aligned")
+#: Proximal solver backends (numerics.config.BACKENDS).
+BACKENDS = ("auto", "numpy", "numba")
+#: Branch-end strategies (numerics.config.BRANCH_END_STRATEGIES).
+BRANCH_END_STRATEGIES = ("bifurcation", "trace")
+
+#: SolverConfig's defaults of the fields the solver group sets (numerics.config.SolverConfig).
+SOLVER_DEFAULTS: dict[str, Any] = {
+    "prox": "global",
+    "backend": "auto",
+    "quadrature": "sobol12",
+    "e_t_quadrature": None,
+    "alpha_c_quadrature": "sobol16",
+    "bifurcation_quadrature": "sobol15",
+    "branch_end": "bifurcation",
+    "tol": 1e-10,
+}
+
+#: Solver options: (option, SolverConfig field).  The argparse dest is the field name.
+SOLVER_OPTIONS = (
+    ("--prox", "prox"),
+    ("--backend", "backend"),
+    ("--quadrature", "quadrature"),
+    ("--e-t-quadrature", "e_t_quadrature"),
+    ("--alpha-c-quadrature", "alpha_c_quadrature"),
+    ("--bifurcation-quadrature", "bifurcation_quadrature"),
+    ("--branch-end", "branch_end"),
+    ("--tol", "tol"),
+)
+
+#: Quadrature roles that may be switched off with the value "none".
+_OPTIONAL_RULES = ("e_t_quadrature", "alpha_c_quadrature")
+
+#: Model options: (option, ModelParams field).
+MODEL_OPTIONS = (
+    ("--L", "L"), ("--sigma", "sigma"), ("--A", "A"), ("--P", "P"),
+    ("--omega", "omega"), ("--lam", "lam"), ("--rho0", "rho0"),
+)
+
+RANGE_SYNTAX = "NUMBER, a,b,c or START:STOP:NUM (NUM values from START to STOP, both included)"
+_RANGE_EXAMPLE = "e.g. 2, 0.5,1,2 or 0.5:2:16"
+RULE_SYNTAX = "sobolK[:REPS:SEED] (2^K scrambled Sobol points), ghN (Gauss-Hermite, N per dimension) or ghrN[:SEED]"
+
+
+# --- numbers and ranges -----------------------------------------------------------------------
+
+def _number(text: str) -> float:
+    x = float(text)  # ValueError for bad text
+    return x
+
+
+def parse_values(text: str, option: str, *, positive: bool = False) -> list[float]:
+    """Values of a numeric list option: ``NUMBER``, ``a,b,c`` or ``START:STOP:NUM`` (or a comma list of those).
+
+    ``START:STOP:NUM`` is NUM evenly spaced values with both ends included (numpy's linspace).
+    ``positive``: every value must be > 0.  ValueError (one line, naming ``option``) otherwise.
+    """
+    values: list[float] = []
+    bad = ValueError(f"{option} must be {RANGE_SYNTAX}; {_RANGE_EXAMPLE}; got {text!r}")
+    items = str(text).strip().split(",")
+    for item in items:
+        parts = [s.strip() for s in item.split(":")]
+        try:
+            if len(parts) == 1:
+                values.append(_number(parts[0]))
+                continue
+            if len(parts) != 3:
+                raise bad
+            start, stop = _number(parts[0]), _number(parts[1])
+            num = int(parts[2])
+        except ValueError:
+            raise bad from None
+        if num < 1:
+            raise ValueError(f"{option}: NUM in START:STOP:NUM must be an integer >= 1, got {text!r}")
+        if num == 1:
+            values.append(start)
+            continue
+        step = (stop - start) / (num - 1)
+        values.extend([start + i * step for i in range(num - 1)] + [stop])
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError(f"{option} values must be finite numbers, got {text!r}")
+    if positive and min(values) <= 0:
+        raise ValueError(f"{option} values must be > 0, got {text!r}")
+    return values
+
+
+def parse_value(text: str, option: str, *, positive: bool = False, hint: str = "") -> float:
+    """A single number for an option that takes one value here; a range or list is a one-line error."""
+    values = parse_values(text, option, positive=positive)
+    if len(values) != 1 or any(c in str(text) for c in ",:"):
+        raise ValueError(f"{option} takes one number here, got {text!r}" + (f" ({hint})" if hint else ""))
+    return values[0]
+
+
+# --- the model group ----------------------------------------------------------------------------
+
+def add_model_options(
+    p: argparse.ArgumentParser, *, omega_range: bool = False, omega_default: str = "0.3", omega_help: str = ""
+) -> None:
+    """Add the model group; ``omega_range``: the command scans omega (``--omega`` takes a range)."""
+    g = p.add_argument_group("model (docs/model.md section 1; the paper's defaults)")
+    g.add_argument("--L", type=int, default=2, metavar="L", help="sequence length L >= 2 (default 2)")
+    g.add_argument(
+        "--sigma", default="0.5", metavar="S",
+        help="token standard deviation sigma_l: one number for every token, or a comma list of L numbers (default 0.5)",
+    )
+    g.add_argument(
+        "--A", default=None, metavar="MATRIX",
+        help='row-stochastic positional part of the teacher, rows separated by ";" '
+        '(default "0.6,0.4;0.4,0.6" for L = 2, else 0.6 on the diagonal and 0.4 spread over each row)',
+    )
+    g.add_argument(
+        "--P", default=None, metavar="MATRIX",
+        help='Gram matrix p_l.p_k of the positional encodings, rows separated by ";" '
+        '(default "1,-1;-1,1" for L = 2, else the identity)',
+    )
+    what = "weight omega of A in the teacher, in [0, 1]"
+    if omega_range:
+        g.add_argument("--omega", default=omega_default, metavar="RANGE",
+                       help=f"{what}; the values scanned: {RANGE_SYNTAX} (default {omega_default})"
+                       + (f"; {omega_help}" if omega_help else ""))
+    else:
+        g.add_argument("--omega", default=omega_default, metavar="OMEGA",
+                       help=f"{what} (default {omega_default})" + (f"; {omega_help}" if omega_help else ""))
+    g.add_argument("--lam", type=float, default=0.01, metavar="LAM", help="ridge penalty lambda >= 0 (default 0.01)")
+    g.add_argument("--rho0", type=float, default=1.0, metavar="RHO0", help="teacher norm rho0 = |Q*|^2/d > 0 (default 1)")
+
+
+def _matrix(text: str | None, option: str) -> Any:
+    if text is None:
+        return None
+    try:
+        rows = [[float(x) for x in row.split(",")] for row in text.strip().split(";")]
+    except ValueError:
+        rows = []
+    if not rows or len({len(r) for r in rows}) != 1:
+        raise ValueError(f'{option} must be rows of comma-separated numbers separated by ";" '
+                         f'(e.g. "0.6,0.4;0.4,0.6"), got {text!r}')
+    return tuple(tuple(r) for r in rows)
+
+
+def _sigma(text: str) -> float | tuple[float, ...]:
+    try:
+        vals = tuple(float(s) for s in str(text).split(","))
+    except ValueError:
+        raise ValueError(f"--sigma must be a number or a comma list of L numbers, got {text!r}") from None
+    return vals[0] if len(vals) == 1 else vals
+
+
+def params_from_args(args: argparse.Namespace, omega: float | None = None):
+    """The validated ModelParams of the model group (``omega`` overrides ``--omega``).
+
+    A scanned ``--omega`` (a range) gives its first value here; see :func:`omegas_from_args`.
+    """
+    from attnphase.theory.params import ModelParams
+
+    if omega is None:
+        omega = parse_values(args.omega, "--omega")[0]
+    return ModelParams(
+        L=args.L, sigma=_sigma(args.sigma), A=_matrix(args.A, "--A"), P=_matrix(args.P, "--P"),
+        omega=omega, lam=args.lam, rho0=args.rho0,
+    )
+
+
+def single_omega(args: argparse.Namespace, command: str) -> float:
+    """``--omega`` of a command that takes one omega (a range is a one-line error)."""
+    hint = "phase-diagram scans a range of omega" if command != "validate" else ""
+    return parse_value(args.omega, "--omega", hint=hint)
+
+
+def omegas_from_args(args: argparse.Namespace) -> tuple[Any, list[float]]:
+    """(ModelParams at the first omega, every scanned omega), each omega validated before any work."""
+    omegas = parse_values(args.omega, "--omega")
+    params = params_from_args(args, omega=omegas[0])
+    for w in omegas:
+        params.replace(omega=w)
+    return params, omegas
+
+
+# --- the solver group ---------------------------------------------------------------------------
+
+def add_solver_options(p: argparse.ArgumentParser) -> None:
+    """Add the solver group (every field a SolverConfig takes from the command line)."""
+    d = SOLVER_DEFAULTS
+    g = p.add_argument_group("solver (docs/numerics.md)")
+    g.add_argument(
+        "--prox", choices=PROX_MODES, default=None,
+        help=f"proximal map: global minimiser, local from h = 0 (the paper's), or aligned with the teacher "
+        f"(L = 2; the basin GD from the semantic start keeps) (default {d['prox']})",
+    )
+    g.add_argument(
+        "--backend", choices=BACKENDS, default=None,
+        help=f"proximal solver: compiled with numba when it imports (auto), or forced; "
+        f"$ATTNPHASE_PROX_BACKEND overrides auto (default {d['backend']})",
+    )
+    g.add_argument("--quadrature", default=None, metavar="RULE",
+                   help=f"rule of every state-evolution solve: {RULE_SYNTAX} (default {d['quadrature']})")
+    g.add_argument(
+        "--e-t-quadrature", dest="e_t_quadrature", default=None, metavar="RULE",
+        help="re-evaluate E[M] in e_t at each converged point on this finer rule, e.g. sobol16 (e_t is stationary "
+        "in the overlaps, so it gets that rule's accuracy); none: the solve's rule (default none)",
+    )
+    g.add_argument(
+        "--alpha-c-quadrature", dest="alpha_c_quadrature", default=None, metavar="RULE",
+        help=f"rule of E[M] in the Newton correction of alpha_c (phase-diagram); none: no correction "
+        f"(default {d['alpha_c_quadrature']})",
+    )
+    g.add_argument(
+        "--bifurcation-quadrature", dest="bifurcation_quadrature", default=None, metavar="RULE",
+        help=f"rule of the SE-Jacobian eigenvalues where a branch end is located as a bifurcation "
+        f"(sweep, phase-diagram) (default {d['bifurcation_quadrature']})",
+    )
+    g.add_argument(
+        "--branch-end", dest="branch_end", choices=BRANCH_END_STRATEGIES, default=None,
+        help="how a branch's end is located (sweep, phase-diagram): where the agnostic branch turns unstable "
+        "(bifurcation), or by a trace at fixed theta / bisection in alpha (trace; noisier) "
+        f"(default {d['branch_end']})",
+    )
+    g.add_argument("--tol", type=float, default=None, metavar="TOL",
+                   help=f"fixed-point residual tolerance, in (0, 1) (default {d['tol']:g})")
+
+
+def _solver_changes(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
+    changes: dict[str, tuple[str, Any]] = {}
+    for option, field in SOLVER_OPTIONS:
+        value = getattr(args, field, None)
+        if value is None:
+            continue
+        if field in _OPTIONAL_RULES and isinstance(value, str) and value.strip().lower() == "none":
+            value = None
+        changes[field] = (option, value)
+    return changes
+
+
+def config_from_args(args: argparse.Namespace):
+    """The SolverConfig of the solver group: options not given keep SolverConfig's defaults.
+
+    ``--e-t-quadrature none`` and ``--alpha-c-quadrature none`` give None.  A bad value is a
+    ValueError naming its option.
+    """
+    from attnphase.numerics.config import SolverConfig
+
+    changes = _solver_changes(args)
+    for field, (option, value) in changes.items():  # each option alone first: the error names it
+        try:
+            SolverConfig(**{field: value})
+        except ValueError as exc:
+            raise ValueError(f"{option}: {exc}") from None
+    return SolverConfig(**{field: value for field, (_, value) in changes.items()})
+
+
+def check_supported(params: Any, config: Any) -> None:
+    """Model options the numerics cannot honour with this configuration: a one-line ValueError, before any work."""
+    if config.prox == "aligned" and params.L != 2:
+        raise ValueError(f"--prox aligned is implemented for --L 2 only, got --L {params.L} (use global or local)")
+
+
+# --- output options -----------------------------------------------------------------------------
+
+OUT_RULE = "--out is always a folder, created if missing"
+
+
+def add_json_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true",
+                   help="print the result as exactly one JSON object on stdout (messages go to stderr)")
+
+
+def add_quiet_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def add_out_option(p: argparse.ArgumentParser, default: str, writes: str) -> None:
+    p.add_argument("--out", default=default, metavar="DIR",
+                   help=f"output folder: writes {writes} there ({OUT_RULE}; default {default})")
+
+
+_FILE_SUFFIXES = (".csv", ".json", ".png", ".md", ".txt", ".pdf", ".svg")
+
+
+def out_dir_from_args(args: argparse.Namespace) -> Path:
+    """``--out`` as a folder path; a path that is a file, or names one (``.csv`` ...), is a ValueError."""
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out must be a folder ({OUT_RULE}); {str(out)!r} is a file")
+    if not out.exists() and out.suffix.lower() in _FILE_SUFFIXES:
+        raise ValueError(f"--out must be a folder ({OUT_RULE}), got the file name {str(out)!r}")
+    return out
+
+
+def add_error_estimate_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--error-estimate", dest="error_estimate", default="0", metavar="K",
+                   help=f"K = 0: none (default); K >= 2: repeat on K - 1 more independent quadrature rules and "
+                   f"report {what}; about K times the time")
+
+
+def error_estimate_from_args(args: argparse.Namespace) -> int:
+    """``--error-estimate K``: 0 (none) or K >= 2; anything else is the same one-line error everywhere."""
+    text = str(args.error_estimate).strip()
+    try:
+        k = int(text)
+    except ValueError:
+        k = -1
+    if k == 0 or k >= 2:
+        return k
+    raise ValueError(f"--error-estimate K must be 0 (none) or an integer K >= 2 (a spread needs two rules), got {text!r}")
+
+
+def json_value(v: Any) -> Any:
+    """A JSON-ready copy of ``v``: non-finite floats -> null, tuples -> lists, numpy scalars -> Python."""
+    if isinstance(v, dict):
+        return {str(k): json_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_value(x) for x in v]
+    if isinstance(v, Path):
+        return str(v)
+    if hasattr(v, "item") and callable(v.item) and getattr(v, "ndim", None) == 0:
+        v = v.item()
+    if hasattr(v, "tolist") and callable(v.tolist):
+        return json_value(v.tolist())
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v

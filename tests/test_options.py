@@ -1,0 +1,256 @@
+"""The shared options of every command (attnphase.options): one model group, one solver group built into
+one SolverConfig, one range syntax, one --json/--quiet/--out/--error-estimate rule, a parser that imports
+nothing heavy."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from attnphase import options as opt
+from attnphase.cli import COMMANDS, build_parser, main
+
+MODEL_DESTS = ("L", "sigma", "A", "P", "omega", "lam", "rho0")
+SOLVER_COMMANDS = ("solve", "sweep", "phase-diagram")
+
+
+def _subparser(name: str) -> argparse.ArgumentParser:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[name]
+
+
+def _actions(name: str) -> dict[str, argparse.Action]:
+    return {a.dest: a for a in _subparser(name)._actions}
+
+
+def _err(capsys: pytest.CaptureFixture[str]) -> str:
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    lines = cap.err.strip().splitlines()
+    assert len(lines) == 1, cap.err
+    return lines[0]
+
+
+# --- the model group -----------------------------------------------------------------------------
+
+def test_every_model_command_has_the_same_model_options() -> None:
+    ref = _actions("solve")
+    for name in opt.MODEL_COMMANDS:
+        acts = _actions(name)
+        for dest in MODEL_DESTS:
+            a, r = acts[dest], ref[dest]
+            assert a.option_strings == r.option_strings == [f"--{dest}"], (name, dest)
+            if dest == "omega":
+                assert a.help.startswith("weight omega of A in the teacher, in [0, 1]"), name
+                continue
+            assert (a.default, a.help, a.type, a.metavar) == (r.default, r.help, r.type, r.metavar), (name, dest)
+        assert acts["omega"].default == ("0:0.45:10" if name == "phase-diagram" else "0.3"), name
+
+
+@pytest.mark.parametrize("name", opt.MODEL_COMMANDS)
+def test_every_model_commands_help_lists_the_model_options(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([name, "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    for dest in MODEL_DESTS:
+        assert f"--{dest} " in text, (name, dest)
+    assert "MODEL.md" not in text and "docs/model.md" in text
+
+
+def test_params_from_args_builds_every_model_option() -> None:
+    args = build_parser().parse_args([
+        "solve", "--alpha", "1", "--L", "3", "--sigma", "0.5,0.4,0.6", "--omega", "0.2", "--lam", "0.02",
+        "--rho0", "2", "--A", "0.6,0.2,0.2;0.2,0.6,0.2;0.2,0.2,0.6", "--P", "1,0,0;0,1,0;0,0,1",
+    ])
+    p = opt.params_from_args(args, omega=opt.single_omega(args, "solve"))
+    assert (p.L, p.sigma, p.omega, p.lam, p.rho0) == (3, (0.5, 0.4, 0.6), 0.2, 0.02, 2.0)
+    assert p.A[0] == (0.6, 0.2, 0.2) and p.P[1] == (0.0, 1.0, 0.0)
+    from attnphase.theory.params import ModelParams
+
+    assert opt.params_from_args(build_parser().parse_args(["derive"])) == ModelParams()
+
+
+def test_phase_diagram_omegas_are_validated_before_any_work(capsys: pytest.CaptureFixture[str]) -> None:
+    args = build_parser().parse_args(["phase-diagram", "--omega", "0.1,0.2:0.4:3"])
+    params, omegas = opt.omegas_from_args(args)
+    assert omegas == pytest.approx([0.1, 0.2, 0.3, 0.4]) and params.omega == 0.1
+    assert main(["phase-diagram", "--omega", "0:1.5:4", "--out", "/nonexistent/never"]) == 2
+    assert "omega must lie in [0, 1]" in _err(capsys)
+
+
+# --- the solver group --------------------------------------------------------------------------
+
+def test_solver_choices_and_defaults_are_those_of_numerics_config() -> None:
+    from attnphase.numerics import config as c
+
+    assert opt.BRANCHES == c.BRANCHES and opt.PROX_MODES == c.PROX_MODES
+    assert opt.BACKENDS == c.BACKENDS and opt.BRANCH_END_STRATEGIES == c.BRANCH_END_STRATEGIES
+    default = c.SolverConfig()
+    assert opt.SOLVER_DEFAULTS == {k: getattr(default, k) for k in opt.SOLVER_DEFAULTS}
+    assert {f for _, f in opt.SOLVER_OPTIONS} == set(opt.SOLVER_DEFAULTS)
+
+
+@pytest.mark.parametrize("command", SOLVER_COMMANDS)
+def test_config_from_args_round_trips_every_solver_option(command: str) -> None:
+    from attnphase.numerics.config import SolverConfig
+
+    base = [command, "--alpha", "1"]
+    assert opt.config_from_args(build_parser().parse_args(base)) == SolverConfig()
+    given = {
+        "--prox": "local", "--backend": "numpy", "--quadrature": "gh8", "--e-t-quadrature": "sobol14:2:3",
+        "--alpha-c-quadrature": "ghr10:2", "--bifurcation-quadrature": "sobol13", "--branch-end": "trace",
+        "--tol": "1e-8",
+    }
+    argv = base + [x for kv in given.items() for x in kv]
+    cfg = opt.config_from_args(build_parser().parse_args(argv))
+    assert cfg == SolverConfig(prox="local", backend="numpy", quadrature="gh8", e_t_quadrature="sobol14:2:3",
+                               alpha_c_quadrature="ghr10:2", bifurcation_quadrature="sobol13",
+                               branch_end="trace", tol=1e-8)
+    for option, field in opt.SOLVER_OPTIONS:  # every option reaches its own field
+        assert getattr(cfg, field) == (float(given[option]) if field == "tol" else given[option])
+    off = opt.config_from_args(build_parser().parse_args(
+        base + ["--alpha-c-quadrature", "none", "--e-t-quadrature", "None"]))
+    assert off.alpha_c_quadrature is None and off.e_t_quadrature is None
+
+
+@pytest.mark.parametrize("option, value, needle", [
+    ("--quadrature", "simpson", "--quadrature: unknown quadrature spec"),
+    ("--bifurcation-quadrature", "gh", "--bifurcation-quadrature: unknown quadrature spec"),
+    ("--tol", "2", "--tol: tol must lie in (0, 1)"),
+])
+def test_a_bad_solver_option_is_one_line_naming_it(option, value, needle, capsys) -> None:
+    assert main(["solve", "--alpha", "1", option, value]) == 2
+    assert needle in _err(capsys)
+
+
+def test_aligned_prox_needs_L_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["solve", "--alpha", "1", "--L", "3", "--prox", "aligned"]) == 2
+    assert "--prox aligned is implemented for --L 2 only" in _err(capsys)
+
+
+# --- one range syntax --------------------------------------------------------------------------
+
+def test_parse_values_number_list_and_inclusive_linspace() -> None:
+    assert opt.parse_values("2", "--alpha") == [2.0]
+    assert opt.parse_values("0.5, 1,2", "--alpha") == [0.5, 1.0, 2.0]
+    assert opt.parse_values("0.1:3:12", "--alpha") == list(np.linspace(0.1, 3, 12))
+    assert opt.parse_values("0:0.45:10", "--omega") == list(np.linspace(0, 0.45, 10))
+    assert opt.parse_values("0.3:0.3:1", "--omega") == [0.3]
+    assert opt.parse_values("-1:1:3", "--x") == [-1.0, 0.0, 1.0]
+    assert opt.parse_values("0.1,1:2:3", "--alpha") == [0.1, 1.0, 1.5, 2.0]
+
+
+@pytest.mark.parametrize("text", ["abc", "1:2", "1:2:3:4", "1:2:x", "", "1,,2", "1:2:2.5"])
+def test_bad_range_text_is_one_line_naming_the_option(text: str) -> None:
+    with pytest.raises(ValueError, match="^--alpha must be NUMBER, a,b,c or START:STOP:NUM"):
+        opt.parse_values(text, "--alpha")
+
+
+def test_range_values_must_be_finite_and_num_positive() -> None:
+    with pytest.raises(ValueError, match="--alpha values must be finite"):
+        opt.parse_values("1,nan", "--alpha")
+    with pytest.raises(ValueError, match="NUM in START:STOP:NUM must be an integer >= 1"):
+        opt.parse_values("1:2:0", "--alpha")
+
+
+@pytest.mark.parametrize("argv", [
+    ["sweep", "--alpha", "-1:2:3"],
+    ["sweep", "--alpha", "-1,2"],
+    ["phase-diagram", "--alpha", "-0.5:2:4"],
+    ["solve", "--alpha", "-1e-3"],
+    ["simulate", "--alpha", "-.5"],
+])
+def test_negative_values_need_no_equals_sign(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    assert _err(capsys).startswith("attnphase: error: --alpha values must be > 0, got '-")
+
+
+def test_negative_model_values_reach_the_model_check(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["solve", "--alpha", "1", "--lam", "-0.1"]) == 2
+    assert "lam (ridge penalty lambda) must be >= 0" in _err(capsys)
+    assert main(["derive", "--omega", "-0.2"]) == 2
+    assert "omega must lie in [0, 1]" in _err(capsys)
+
+
+@pytest.mark.parametrize("argv", [
+    ["solve", "--alpha", "1:2:3"], ["solve", "--alpha", "1,2"], ["solve", "--alpha", "1", "--omega", "0.1:0.3:3"],
+    ["sweep", "--alpha", "1:2:3", "--omega", "0.1,0.2"], ["simulate", "--alpha", "1:2:3"],
+    ["derive", "--omega", "0.1,0.2"], ["validate", "--omega", "0:0.4:3"],
+])
+def test_a_single_value_option_given_a_range_says_so(argv: list[str], capsys) -> None:
+    assert main(argv) == 2
+    assert "takes one number here" in _err(capsys)
+
+
+# --- --json, --quiet, --out, --error-estimate ------------------------------------------------------
+
+def test_output_options_are_uniform() -> None:
+    for name in ("solve", "sweep", "phase-diagram", "simulate", "validate", "histogram"):
+        assert "json" in _actions(name), name
+    for name in ("sweep", "phase-diagram", "validate", "histogram"):
+        acts = _actions(name)
+        assert acts["quiet"].help == "no progress bars" and acts["out"].metavar == "DIR", name
+        assert opt.OUT_RULE in acts["out"].help, name
+    for name, _ in COMMANDS:
+        assert "no_progress" not in _actions(name), name
+    assert [n for n, _ in COMMANDS] == ["derive", "solve", "sweep", "phase-diagram", "simulate", "validate",
+                                        "histogram"]
+
+
+@pytest.mark.parametrize("value", ["1", "-1", "x", "2.5"])
+def test_error_estimate_is_refused_identically_on_solve_and_phase_diagram(value: str, capsys) -> None:
+    assert main(["solve", "--alpha", "1", "--error-estimate", value]) == 2
+    on_solve = _err(capsys)
+    assert main(["phase-diagram", "--error-estimate", value, "--out", "/nonexistent/never"]) == 2
+    assert _err(capsys) == on_solve
+    assert on_solve == ("attnphase: error: --error-estimate K must be 0 (none) or an integer K >= 2 "
+                        f"(a spread needs two rules), got {value!r}")
+
+
+def test_error_estimate_accepts_0_and_2() -> None:
+    for k in ("0", "2", "5"):
+        assert opt.error_estimate_from_args(argparse.Namespace(error_estimate=k)) == int(k)
+
+
+def test_out_is_always_a_folder(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "table"
+    f.write_text("")
+    for argv in (["sweep", "--alpha", "1", "--out", str(f)], ["phase-diagram", "--out", str(f)],
+                 ["histogram", "--out", str(f)], ["sweep", "--alpha", "1", "--out", str(tmp_path / "sem.csv")]):
+        assert main(argv) == 2
+        assert "--out must be a folder" in _err(capsys)
+    assert opt.out_dir_from_args(argparse.Namespace(out=str(tmp_path / "new" / "dir"))) == tmp_path / "new" / "dir"
+
+
+def test_json_value_makes_plain_json() -> None:
+    import json
+
+    v = opt.json_value({"a": float("nan"), "b": (1, np.float64(2.5)), "c": np.arange(2), "d": np.bool_(True)})
+    assert json.loads(json.dumps(v, allow_nan=False)) == {"a": None, "b": [1, 2.5], "c": [0, 1], "d": True}
+
+
+# --- a parser that imports nothing heavy --------------------------------------------------------
+
+def test_building_the_parser_imports_no_heavy_module() -> None:
+    """`python -X importtime`: building every command's parser imports neither scipy, sympy, torch nor numba."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import attnphase.cli; attnphase.cli.build_parser()"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "attnphase.cli" in imported and "attnphase.options" in imported
+    for heavy in ("scipy", "sympy", "torch", "numba"):
+        assert not any(m == heavy or m.startswith(heavy + ".") for m in imported), heavy
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["solve", "--help"], ["phase-diagram", "--help"], ["--version"]])
+def test_help_exits_0_on_stdout(argv: list[str]) -> None:
+    proc = subprocess.run([sys.executable, "-m", "attnphase", *argv], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout and proc.stderr == ""
+    assert "MODEL.md" not in proc.stdout and "STYLE.md" not in proc.stdout
