@@ -174,3 +174,16 @@ def test_phase_diagram_error_estimate_is_the_spread_over_rules(tmp_path) -> None
         assert float(row[f"{key}_err"]) == pytest.approx(np.std(pair, ddof=1), rel=1e-9, abs=1e-12)
     assert float(row["alpha_c_err"]) < 2e-3  # both corrected on sobol16 (seeds 0 and 1)
     assert row["spinodal_positional_found"] == "0" and row["spinodal_positional_err"] == "nan"
+
+
+def test_phase_diagram_json_is_one_object(tmp_path, capsys) -> None:
+    """`--json`: stdout is phase_diagram.json as one object (the table goes to stderr)."""
+    argv = ["phase-diagram", "--omega", "0.3", "--alpha", "0.6:2.2:5", "--quadrature", "gh6",
+            "--alpha-c-quadrature", "none", "--out", str(tmp_path), "--quiet", "--json"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1
+    meta = json.loads(lines[0])
+    assert meta["out"] == str(tmp_path) and meta["params"]["omega"] == 0.3
+    assert meta["solver"]["quadrature"] == "gh6" and len(meta["rows"]) == 1
+    assert meta["rows"][0]["omega"] == 0.3 and 1.2 < meta["rows"][0]["alpha_c"] < 1.3

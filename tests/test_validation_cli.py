@@ -91,3 +91,59 @@ def test_simulate_honours_every_model_option(capsys):
             assert code in (0, 1) and len(out) == 1 and tuple(json.loads(out[0])) == JSON_KEYS
     finally:
         torch.set_num_threads(n)
+
+
+def test_validate_json_is_one_object(tmp_path, capsys, monkeypatch):
+    """The wiring of `validate --json` (the campaign itself replaced by a stub that records its plan)."""
+    import attnphase.validation.campaign as campaign
+
+    seen = {}
+
+    def fake_run_validation(plan, out_dir, progress=True):
+        seen.update(plan=plan, out_dir=out_dir, progress=progress)
+        return {"wall_seconds": 1.0, "all_converged": True, "rows": [{"x": float("nan")}]}
+
+    monkeypatch.setattr(campaign, "run_validation", fake_run_validation)
+    import torch
+
+    n = torch.get_num_threads()
+    try:
+        code = main(["validate", "--quick", "--out", str(tmp_path), "--omega", "0.2", "--L", "2", "--lam", "0.02",
+                     "--threads", "1", "--quiet", "--json"])
+    finally:
+        torch.set_num_threads(n)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert code == 0 and len(out) == 1
+    assert json.loads(out[0]) == {"wall_seconds": 1.0, "all_converged": True, "rows": [{"x": None}]}
+    assert seen["plan"].params.omega == 0.2 and seen["plan"].params.lam == 0.02 and seen["plan"].quick
+    assert str(seen["out_dir"]) == str(tmp_path) and seen["progress"] is False
+
+
+def test_histogram_json_is_one_object(tmp_path, capsys, monkeypatch):
+    """The wiring of `histogram --json --quiet` (the experiment replaced by a stub)."""
+    import types
+
+    import attnphase.validation.histogram.experiment as experiment
+    import attnphase.validation.histogram.report as report
+
+    seen = {}
+
+    def fake_run(config, seed, device, progress=True):
+        seen.update(seed=seed, progress=progress)
+        return types.SimpleNamespace(variants={}, majority_acc=0.5)
+
+    monkeypatch.setattr(experiment, "run_experiment", fake_run)
+    monkeypatch.setattr(report, "write_report", lambda result, out: {"report.md": out / "report.md"})
+    monkeypatch.setattr(report, "summary", lambda result: {"positional": {"val_acc": 0.9}})
+    import torch
+
+    n = torch.get_num_threads()
+    try:
+        code = main(["histogram", "--quick", "--out", str(tmp_path), "--seed", "3", "--device", "cpu",
+                     "--quiet", "--json"])
+    finally:
+        torch.set_num_threads(n)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert code == 0 and len(out) == 1
+    assert json.loads(out[0]) == {"positional": {"val_acc": 0.9}, "out": str(tmp_path)}
+    assert seen == {"seed": 3, "progress": False}
