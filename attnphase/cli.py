@@ -45,9 +45,14 @@ _NEGATIVE_VALUE = re.compile(r"^-\.?\d")
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line and exit code 2, and which takes negative values."""
+    """An ArgumentParser whose errors are one line and exit code 2, and which takes negative values.
+
+    Long options are never abbreviated (``--out`` is not ``derive``'s ``--output``; a new option
+    cannot break a command line that worked).
+    """
 
     def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = _NEGATIVE_VALUE
 

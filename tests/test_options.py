@@ -230,6 +230,15 @@ def test_out_is_always_a_folder(tmp_path, capsys: pytest.CaptureFixture[str]) ->
     assert opt.out_dir_from_args(argparse.Namespace(out=str(tmp_path / "new" / "dir"))) == tmp_path / "new" / "dir"
 
 
+def test_long_options_are_never_abbreviated(capsys: pytest.CaptureFixture[str]) -> None:
+    """`derive --out` is not `derive --output`, `solve --quad` not `--quadrature`."""
+    with pytest.raises(SystemExit) as exc:
+        main(["derive", "--out", "x"])
+    assert exc.value.code == 2 and "unrecognized arguments: --out" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["solve", "--alpha", "1", "--quad", "gh6"])
+
+
 def test_json_value_makes_plain_json() -> None:
     import json
 
