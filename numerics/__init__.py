@@ -19,12 +19,12 @@ from attnphase.numerics.continuation import BranchSweep, sweep
 from attnphase.numerics.observables import eps_lin
 from attnphase.numerics.se_map import se_step, update, update_hat
 from attnphase.numerics.stability import positional_bifurcation, semantic_bifurcation
-from attnphase.numerics.state_evolution import FixedPoint, SolverStatus, solve, solve_at_m, solve_at_theta
+from attnphase.numerics.state_evolution import FixedPoint, SolverStatus, solve, solve_at_order
 from attnphase.numerics.training_objective import refined_training_objective
 
 __all__ = [
     "BranchEnd", "BranchSweep", "Boundaries", "FixedPoint", "SolverConfig", "SolverStatus",
     "eps_lin", "locate_branch_end", "phase_boundaries", "phase_diagram", "positional_bifurcation",
-    "refined_training_objective", "se_step", "semantic_bifurcation", "solve", "solve_at_m",
-    "solve_at_theta", "sweep", "trace_branch_end", "update", "update_hat",
+    "refined_training_objective", "se_step", "semantic_bifurcation", "solve", "solve_at_order",
+    "sweep", "trace_branch_end", "update", "update_hat",
 ]

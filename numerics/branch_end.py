@@ -30,7 +30,7 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.overlaps import Overlaps
 from attnphase.numerics.roots import bisect_last_true
 from attnphase.numerics.stability import branch_bifurcation
-from attnphase.numerics.state_evolution import FixedPoint, solve_at_m, solve_at_theta
+from attnphase.numerics.state_evolution import FixedPoint, solve_at_order
 from attnphase.theory.params import ModelParams
 
 #: Kinds of branch end (see the module doc).
@@ -169,7 +169,7 @@ def trace_branch_end(
     symmetry, so its size is traced) runs geometrically from 0.9 of its value at ``start`` down to
     ``min_ratio`` of it, but not below ``floor`` (default :data:`SEMANTIC_THETA_FLOOR` /
     :data:`POSITIONAL_M_FLOOR`), each point warm-started from the last
-    (:func:`~attnphase.numerics.state_evolution.solve_at_theta` / ``solve_at_m``).  A step that
+    (:func:`~attnphase.numerics.state_evolution.solve_at_order`).  A step that
     fails or jumps in alpha by more than ``max_alpha_jump`` (positional: a jump DOWN in alpha,
     onto the branch's rising part) is retried in up to ``max_subdivisions`` geometric half-steps
     (default 4 semantic, 1 positional); the trace stops where alpha still jumps.
@@ -199,9 +199,9 @@ def trace_branch_end(
             if semantic:
                 # a mirrored start's memory (Jacobian, candidates) belongs to the mirror state: not reused
                 memory = cur.memory if cur.overlaps.th0 > 0 else None
-                fp = solve_at_theta(params, target, cur.overlaps, config=cfg, memory=memory)
+                fp = solve_at_order(params, "th0", target, cur.overlaps, config=cfg, memory=memory)
             else:
-                fp = solve_at_m(params, target, cur.overlaps, config=cfg, memory=cur.memory)
+                fp = solve_at_order(params, "m", target, cur.overlaps, config=cfg, memory=cur.memory)
             ok = fp.status.converged and fp.branch == branch and math.isfinite(fp.alpha)
             da = fp.alpha - cur.alpha
             jump = ok and (abs(da) if semantic else -da) > max_alpha_jump

@@ -155,21 +155,22 @@ class FixedPointSolver:
             f"not converged after {self.evaluations} evaluations (best residual {self.best.residual:.2e})",
         )
 
-    def _accept(self, ev: Evaluation) -> tuple[FixedPointResult | None, Evaluation | None]:
+    def _verify(self, ev: Evaluation) -> FixedPointResult | Evaluation | None:
         """Verify a candidate fixed point with an exact evaluation.
 
-        Returns (the result or None, the exact evaluation at x to go on from): an approximate map
-        can converge to its own fixed point while the exact one there does not; the iteration
-        must then go on from the exact residual (which no later approximate step could beat).
+        Returns the converged result, or the exact evaluation at x to go on from, or None when
+        that evaluation left the admissible region: an approximate map can converge to its own
+        fixed point while the exact one there does not; the iteration must then go on from the
+        exact residual (which no later approximate step could beat).
         """
         if not ev.exact:
             exact = self._eval(ev.x, exact=True)
             if exact is None:
-                return None, None
+                return None
             ev = exact
         if ev.residual <= self.cfg.tol:
-            return self._result(ev, True, "converged"), ev
-        return None, ev
+            return self._result(ev, True, "converged")
+        return ev
 
     def _anderson(self, x: np.ndarray, budget: int) -> FixedPointResult | None:
         """Anderson-accelerated (type II) damped iteration; None when stalled or out of budget."""
@@ -192,11 +193,9 @@ class FixedPointSolver:
             last_good = x
             history.append(ev.residual)
             if ev.residual <= cfg.tol:
-                done, exact = self._accept(ev)
-                if done is not None:
-                    return done
-                if exact is None:
-                    return None
+                exact = self._verify(ev)
+                if not isinstance(exact, Evaluation):
+                    return exact
                 # go on from the exact evaluation; the history belongs to the approximate map
                 fx = exact.fx
                 history[-1] = exact.residual
@@ -253,11 +252,9 @@ class FixedPointSolver:
         fresh = False
         while self.evaluations - start < budget:
             if ev.residual <= cfg.tol:
-                done, exact = self._accept(ev)
-                if done is not None:
-                    return done
-                if exact is None:
-                    return None
+                exact = self._verify(ev)
+                if not isinstance(exact, Evaluation):
+                    return exact
                 ev = exact  # go on from the exact residual
                 G = resid(x, ev.fx)
             if J is None:

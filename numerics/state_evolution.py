@@ -6,8 +6,8 @@ solver of :mod:`attnphase.numerics.fixed_point` (Anderson, then quasi-Newton on 
 subspace; convergence on every overlap, V0 included, to ``config.tol``):
 
 * :func:`solve` -- at given alpha, from a branch's cold start or a warm start;
-* :func:`solve_at_theta`, :func:`solve_at_m` -- at a fixed order parameter (th0, or |m|), alpha
-  solved for (natural-parameter continuation towards a branch's end).
+* :func:`solve_at_order` -- at a fixed order parameter (th0, or |m|), alpha solved for
+  (natural-parameter continuation towards a branch's end).
 
 Every result is a :class:`FixedPoint` with a :class:`SolverStatus`; a solve that did not converge
 says so there and is never relabelled.
@@ -231,69 +231,38 @@ def _finish(smap: SEMap, result: FixedPointResult, ov0: Overlaps, requested: str
     )
 
 
-def solve_at_theta(
-    params: ModelParams,
-    th0: float,
-    init: Overlaps,
-    *,
+def solve_at_order(
+    params: ModelParams, order: str, value: float, init: Overlaps, *,
     config: SolverConfig | None = None,
     rule: QuadratureRule | None = None,
     memory: SolverMemory | None = None,
 ) -> FixedPoint:
-    """Semantic fixed point with prescribed overlap th0; alpha is solved for (natural parameter theta).
+    """The fixed point with an order parameter held at ``value``; alpha is solved for.
 
-    At each SE step the channel moments do not depend on alpha, so alpha is the root
-    of th0(update(alpha * hats)) = th0 (Brent's method on the prior update of
-    :mod:`attnphase.theory.prior`), and the remaining overlaps are iterated as usual.
-    Parametrising the branch by theta stays well conditioned where alpha(theta) turns
-    or flattens -- at the end of the semantic branch, where theta -> 0 continuously
-    (alpha - alpha_s ~ theta^2) or at a fold -- and locates that end reliably.
-    ``init`` must be a semantic state (m = 0); ``FixedPoint.alpha`` is the solved alpha.
+    ``order = "th0"``: a semantic fixed point with overlap th0 = value (``init`` semantic, m = 0).
+    ``order = "m"``: a positional fixed point with |m| = value (``init`` positional: th0 = 0,
+    m != 0; the direction of m is iterated).  At each SE step the channel moments do not depend on
+    alpha, so alpha is the root of the prior's equation for the order parameter
+    (:class:`~attnphase.numerics.se_map.FixedOrder`), and the other overlaps are iterated as usual.
+    Parametrising a branch by its order parameter stays well conditioned where alpha(order) turns or
+    flattens -- at a branch's end, where the order parameter -> 0 continuously (alpha_end - alpha
+    ~ order^2) or at a fold -- and locates that end reliably.  ``FixedPoint.alpha`` is the solved alpha.
     """
     cfg = config or SolverConfig()
-    if not (th0 > 0):
-        raise ValueError(f"th0 must be > 0 in solve_at_theta, got {th0}")
-    if np.any(init.m != 0):
-        raise ValueError("solve_at_theta follows the semantic branch: init must have m = 0")
-    x = Overlaps(q0=init.q0, V0=init.V0, m=init.m, th0=th0).to_vector()
-    if not admissible(x, params.rho0):
-        raise ValueError(f"th0 = {th0} is not admissible with q0 = {init.q0} (need th0^2 < q0 rho0)")
-    return _solve_fixed(params, x, FixedOrder("th0", th0), "semantic", cfg, rule, memory)
-
-
-def solve_at_m(
-    params: ModelParams,
-    m_norm: float,
-    init: Overlaps,
-    *,
-    config: SolverConfig | None = None,
-    rule: QuadratureRule | None = None,
-    memory: SolverMemory | None = None,
-) -> FixedPoint:
-    """Positional fixed point with prescribed size |m| of the positional overlaps; alpha is solved for.
-
-    The positional analogue of :func:`solve_at_theta`: the prior gives
-    m_k = sum_l P[k,l] mhat_l / Lam with every hat overlap proportional to alpha, so
-    |m|(alpha) = alpha |a| / (lambda + alpha b) and alpha is fixed by |m| in closed form at
-    each SE step; the direction of m and the other overlaps are iterated.  Where the
-    positional branch ends continuously (m -> 0, |m|^2 ~ alpha_end - alpha) or at a fold,
-    alpha(|m|) stays well conditioned while a solve at fixed alpha does not.
-    ``init`` must be a positional state (th0 = 0, m != 0); ``FixedPoint.alpha`` is the solved alpha.
-    """
-    cfg = config or SolverConfig()
-    if not (m_norm > 0):
-        raise ValueError(f"m_norm must be > 0 in solve_at_m, got {m_norm}")
-    norm = float(np.linalg.norm(init.m))
-    if init.th0 != 0 or norm == 0:
-        raise ValueError("solve_at_m follows the positional branch: init must have th0 = 0 and m != 0")
-    x = Overlaps(q0=init.q0, V0=init.V0, m=init.m * (m_norm / norm), th0=0.0).to_vector()
-    return _solve_fixed(params, x, FixedOrder("m", m_norm), "positional", cfg, rule, memory)
-
-
-def _solve_fixed(
-    params: ModelParams, x: np.ndarray, variant: FixedOrder, requested: str,
-    cfg: SolverConfig, rule: QuadratureRule | None, memory: SolverMemory | None,
-) -> FixedPoint:
-    """A warm-started solve from x with the order parameter of ``variant`` held and alpha solved for."""
-    smap = SEMap(params, variant, model_rule(params, cfg, rule), cfg, memory=memory)
+    if not (value > 0):
+        raise ValueError(f"the fixed {order} must be > 0, got {value}")
+    if order == "th0":
+        if np.any(init.m != 0):
+            raise ValueError("a solve at fixed th0 follows the semantic branch: init must have m = 0")
+        x, requested = Overlaps(q0=init.q0, V0=init.V0, m=init.m, th0=value).to_vector(), "semantic"
+        if not admissible(x, params.rho0):
+            raise ValueError(f"th0 = {value} is not admissible with q0 = {init.q0} (need th0^2 < q0 rho0)")
+    elif order == "m":
+        norm = float(np.linalg.norm(init.m))
+        if init.th0 != 0 or norm == 0:
+            raise ValueError("a solve at fixed |m| follows the positional branch: init must have th0 = 0 and m != 0")
+        x, requested = Overlaps(q0=init.q0, V0=init.V0, m=init.m * (value / norm), th0=0.0).to_vector(), "positional"
+    else:
+        raise ValueError(f"order must be 'th0' or 'm', got {order!r}")
+    smap = SEMap(params, FixedOrder(order, value), model_rule(params, cfg, rule), cfg, memory=memory)
     return _finish(smap, FixedPointSolver(smap, cfg).solve(x, warm=True), Overlaps.from_vector(x), requested)

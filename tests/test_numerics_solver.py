@@ -236,10 +236,10 @@ def test_semantic_end_trace_goes_on_where_alpha_theta_is_steep() -> None:
 def test_solve_at_theta_returns_a_fixed_point_of_the_alpha_it_reports(semantic2) -> None:
     """At fixed theta the solver finds alpha from the prior's theta equation; the point it returns
     must be an ordinary fixed point at that alpha (one more SE step at alpha moves nothing)."""
-    from attnphase.numerics.state_evolution import solve_at_theta
+    from attnphase.numerics.state_evolution import solve_at_order
 
     th = 0.8 * semantic2.overlaps.th0
-    fp = solve_at_theta(PAPER, th, semantic2.overlaps, config=SolverConfig(quadrature=RULE))
+    fp = solve_at_order(PAPER, "th0", th, semantic2.overlaps, config=SolverConfig(quadrature=RULE))
     assert fp.status.converged and fp.branch == "semantic"
     assert fp.overlaps.th0 == pytest.approx(th, rel=1e-9)
     assert 0.5 < fp.alpha < 2.0  # theta falls with alpha on this branch
@@ -304,10 +304,10 @@ def test_positional_sweep_ignores_noise_level_m(positional2) -> None:
 def test_solve_at_m_returns_a_fixed_point_of_the_alpha_it_reports(positional2) -> None:
     """At fixed |m| alpha solves the prior's m equation (|m|(alpha) = alpha |a| / (lambda + alpha b));
     the point returned must be an ordinary fixed point at that alpha, with the |m| asked for."""
-    from attnphase.numerics.state_evolution import solve_at_m
+    from attnphase.numerics.state_evolution import solve_at_order
 
     target = 0.95 * float(np.linalg.norm(positional2.overlaps.m))
-    fp = solve_at_m(PAPER, target, positional2.overlaps, config=SolverConfig(quadrature=RULE))
+    fp = solve_at_order(PAPER, "m", target, positional2.overlaps, config=SolverConfig(quadrature=RULE))
     assert fp.status.converged and fp.branch == "positional"
     assert float(np.linalg.norm(fp.overlaps.m)) == pytest.approx(target, rel=1e-9)
     assert np.sign(fp.overlaps.m[0]) == np.sign(positional2.overlaps.m[0])  # the direction of init is kept
@@ -317,9 +317,9 @@ def test_solve_at_m_returns_a_fixed_point_of_the_alpha_it_reports(positional2) -
     hat = hat_step(PAPER, fp.alpha, ov, make_rule(2, RULE), group=symmetry_group(PAPER, ov))[0]
     np.testing.assert_allclose(update(PAPER, hat).to_vector(), ov.to_vector(), rtol=1e-8, atol=1e-9)
     with pytest.raises(ValueError, match="positional"):
-        solve_at_m(PAPER, target, Overlaps(ov.q0, ov.V0, [0.0, 0.0], 0.0))
-    with pytest.raises(ValueError, match="m_norm"):
-        solve_at_m(PAPER, 0.0, ov)
+        solve_at_order(PAPER, "m", target, Overlaps(ov.q0, ov.V0, [0.0, 0.0], 0.0))
+    with pytest.raises(ValueError, match="fixed m must be > 0"):
+        solve_at_order(PAPER, "m", 0.0, ov)
 
 
 def test_positional_branch_end_traces_points_at_the_sizes_scheduled(positional2) -> None:

@@ -96,7 +96,7 @@ def test_alpha_c_correction_reaches_the_careful_value_from_a_coarse_rule() -> No
     assert abs(b.alpha_c - 1.2515) < 2e-3
     assert b.row()["alpha_c_coarse"] == b.alpha_c_coarse
     plain = phase_boundaries(
-        PAPER, np.linspace(0.6, 2.2, 5), config=SolverConfig(quadrature="gh6"), alpha_c_quadrature=None
+        PAPER, np.linspace(0.6, 2.2, 5), config=SolverConfig(quadrature="gh6", alpha_c_quadrature=None)
     )
     assert plain.alpha_c == plain.alpha_c_coarse == pytest.approx(b.alpha_c_coarse, abs=1e-9)
 
