@@ -82,17 +82,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         w = csv.DictWriter(fh, fieldnames=RECORD_KEYS)
         w.writeheader()
         w.writerows(rows)
-    ends = not math.isnan(res.spinodal)
+    ends = not math.isnan(res.end.alpha)
     if ends:
-        where = "above" if res.spinodal_side == "below" else "below"
-        print(f"{args.branch} branch ends at alpha = {res.spinodal:.4f} (it exists {where} that; "
-              f"by {res.end_reason})", file=sys.stderr)
+        where = "above" if res.end_side == "below" else "below"
+        print(f"{args.branch} branch ends at alpha = {res.end.alpha:.4f} (it exists {where} that; "
+              f"{res.end.kind}, located by {res.end.method})", file=sys.stderr)
     n_bad = sum(not r["converged"] for r in rows)
     if args.json:
         print(json.dumps(opt.json_value({
             "branch": args.branch, "params": params.to_dict(), "solver": cfg.as_dict(), "file": str(path),
-            "end": {"alpha": res.spinodal if ends else None, "side": res.spinodal_side if ends else None,
-                    "reason": res.end_reason if ends else None},
+            "end": {"alpha": res.end.alpha, "side": res.end_side, "kind": res.end.kind, "method": res.end.method}
+            if ends else None,
             "rows": rows,
         })))
     print(f"wrote {len(rows)} rows to {path}" + (f" ({n_bad} not converged)" if n_bad else ""), file=sys.stderr)
