@@ -117,6 +117,7 @@ def test_sweep_json_is_one_object_and_the_table(tmp_path, capsys: pytest.Capture
     assert len(lines) == 1
     rec = json.loads(lines[0])
     assert rec["branch"] == "semantic" and rec["file"] == str(tmp_path / "sweep_semantic_omega0.3.csv")
+    assert rec["end"] is None  # the semantic branch spans [1.8, 2.2]
     assert [r["alpha"] for r in rec["rows"]] == pytest.approx([1.8, 2.2])
     assert rec["solver"]["quadrature"] == "gh6" and rec["params"]["omega"] == 0.3
 
