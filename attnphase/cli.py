@@ -57,7 +57,8 @@ class _Parser(argparse.ArgumentParser):
         self._negative_number_matcher = _NEGATIVE_VALUE
 
     def error(self, message: str) -> None:  # noqa: D401 - argparse API
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+        """One line, the same prefix as every other error: ``attnphase: error: ... (see PROG --help)``."""
+        self.exit(2, f"attnphase: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
 def _branch_option(p: argparse.ArgumentParser) -> None:

@@ -79,11 +79,6 @@ RULE_SYNTAX = "sobolK[:REPS:SEED] (2^K scrambled Sobol points), ghN (Gauss-Hermi
 
 # --- numbers and ranges -----------------------------------------------------------------------
 
-def _number(text: str) -> float:
-    x = float(text)  # ValueError for bad text
-    return x
-
-
 def parse_values(text: str, option: str, *, positive: bool = False) -> list[float]:
     """Values of a numeric list option: ``NUMBER``, ``a,b,c`` or ``START:STOP:NUM`` (or a comma list of those).
 
@@ -97,11 +92,11 @@ def parse_values(text: str, option: str, *, positive: bool = False) -> list[floa
         parts = [s.strip() for s in item.split(":")]
         try:
             if len(parts) == 1:
-                values.append(_number(parts[0]))
+                values.append(float(parts[0]))
                 continue
             if len(parts) != 3:
                 raise bad
-            start, stop = _number(parts[0]), _number(parts[1])
+            start, stop = float(parts[0]), float(parts[1])
             num = int(parts[2])
         except ValueError:
             raise bad from None

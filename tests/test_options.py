@@ -239,6 +239,16 @@ def test_long_options_are_never_abbreviated(capsys: pytest.CaptureFixture[str]) 
         main(["solve", "--alpha", "1", "--quad", "gh6"])
 
 
+@pytest.mark.parametrize("argv", [["solve", "--alpha", "1", "--backend", "gpu"], ["sweep"], ["nope"],
+                                  ["simulate", "--d", "x"]])
+def test_argparse_errors_have_the_same_one_line_form(argv: list[str], capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("attnphase: error: ") and err.rstrip().endswith("--help)")
+
+
 def test_json_value_makes_plain_json() -> None:
     import json
 
