@@ -132,7 +132,8 @@ def add_model_options(
     g.add_argument("--L", type=int, default=2, metavar="L", help="sequence length L >= 2 (default 2)")
     g.add_argument(
         "--sigma", default="0.5", metavar="S",
-        help="token standard deviation sigma_l: one number for every token, or a comma list of L numbers (default 0.5)",
+        help="token standard deviation sigma_l: one number for every token, or L numbers (a,b,c or START:STOP:NUM) "
+        "(default 0.5)",
     )
     g.add_argument(
         "--A", default=None, metavar="MATRIX",
@@ -170,11 +171,8 @@ def _matrix(text: str | None, option: str) -> Any:
 
 
 def _sigma(text: str) -> float | tuple[float, ...]:
-    try:
-        vals = tuple(float(s) for s in str(text).split(","))
-    except ValueError:
-        raise ValueError(f"--sigma must be a number or a comma list of L numbers, got {text!r}") from None
-    return vals[0] if len(vals) == 1 else vals
+    vals = parse_values(text, "--sigma")
+    return vals[0] if len(vals) == 1 else tuple(vals)
 
 
 def params_from_args(args: argparse.Namespace, omega: float | None = None):

@@ -73,6 +73,8 @@ def test_params_from_args_builds_every_model_option() -> None:
     p = opt.params_from_args(args, omega=opt.single_omega(args, "solve"))
     assert (p.L, p.sigma, p.omega, p.lam, p.rho0) == (3, (0.5, 0.4, 0.6), 0.2, 0.02, 2.0)
     assert p.A[0] == (0.6, 0.2, 0.2) and p.P[1] == (0.0, 1.0, 0.0)
+    args = build_parser().parse_args(["simulate", "--L", "3", "--sigma", "0.4:0.6:3"])
+    assert opt.params_from_args(args).sigma == pytest.approx((0.4, 0.5, 0.6))
     from attnphase.theory.params import ModelParams
 
     assert opt.params_from_args(build_parser().parse_args(["derive"])) == ModelParams()
