@@ -155,9 +155,10 @@ def _eps_lin_double(params: ModelParams, order: int | None = None) -> float:
 
 
 def _eps_lin_default_order(L: int) -> int:
+    """The Gauss--Hermite order per dimension eps_lin uses by default (80 for L = 2)."""
     from attnphase.numerics import observables
 
-    return int(observables._EPS_LIN_ORDER.get(L, 12))
+    return int(getattr(observables, "_EPS_LIN_ORDER", {}).get(L, 80))
 
 
 def _eps_lin_mp(params: ModelParams, dps: int) -> Any:
@@ -261,7 +262,7 @@ class CheckSizes:
     prox_points: int = 400
     mc_dims: tuple[int, ...] = (500, 1000, 2000, 4000)
     mc_samples: int = 2000
-    hat_rule: int = 12
+    hat_rule: int = 13
     hat_replicates: int = 8
     ridge_d: int = 200_000
     se_rule: str = "sobol12"
