@@ -385,6 +385,22 @@ def _sample_points(params: ModelParams, n: int, rng: np.random.Generator) -> dic
 # =====================================================================================
 
 
+def _torch_prox(torch: Any, h, w, V, hs, s2, A, omega) -> tuple[np.ndarray, ...]:
+    """sum_l (h_l - w_l)^2 / (2 V_l) + 1/2 sum_{l,k} sigma_k^2 (softmax(h h^T) - T(h*))[l,k]^2, written here
+    in torch; returns its value, gradient, Hessian (autograd) and the target T, per point."""
+    L = h.shape[1]
+    with torch.enable_grad():
+        ht = torch.tensor(h, dtype=torch.float64, requires_grad=True)
+        hst = torch.tensor(hs, dtype=torch.float64)
+        Tt = (1 - omega) * torch.softmax(hst[:, :, None] * hst[:, None, :], dim=-1) + omega * torch.tensor(A)
+        S = torch.softmax(ht[:, :, None] * ht[:, None, :], dim=-1)
+        wt, Vt, s2t = (torch.tensor(x, dtype=torch.float64) for x in (w, V, s2))
+        f = ((ht - wt) ** 2 / (2 * Vt)).sum(-1) + 0.5 * (s2t[None, None, :] * (S - Tt) ** 2).sum((-1, -2))
+        (gt,) = torch.autograd.grad(f.sum(), ht, create_graph=True)
+        Ht = np.stack([torch.autograd.grad(gt[:, j].sum(), ht, retain_graph=True)[0].detach().numpy() for j in range(L)], axis=1)
+    return f.detach().numpy(), gt.detach().numpy(), Ht, Tt.numpy()
+
+
 def check_prox_derivatives(ctx: Context) -> CheckResult:
     """Check 1: the generated proximal objective, gradient and Hessian against torch autograd and FD."""
     import torch
@@ -402,17 +418,13 @@ def check_prox_derivatives(ctx: Context) -> CheckResult:
     T = k.target(hs, omega, A)
     v, g, H = k.prox_value_grad_hess(h, w, V, T, s2)
 
-    # autograd of the objective written independently in torch (double precision)
-    with torch.enable_grad():
-        ht = torch.tensor(h, dtype=torch.float64, requires_grad=True)
-        hst = torch.tensor(hs, dtype=torch.float64)
-        Tt = (1 - omega) * torch.softmax(hst[:, :, None] * hst[:, None, :], dim=-1) + omega * torch.tensor(A)
-        S = torch.softmax(ht[:, :, None] * ht[:, None, :], dim=-1)
-        wt, Vt, s2t = (torch.tensor(x, dtype=torch.float64) for x in (w, V, s2))
-        f = ((ht - wt) ** 2 / (2 * Vt)).sum(-1) + 0.5 * (s2t[None, None, :] * (S - Tt) ** 2).sum((-1, -2))
-        (gt,) = torch.autograd.grad(f.sum(), ht, create_graph=True)
-        Ht = np.stack([torch.autograd.grad(gt[:, j].sum(), ht, retain_graph=True)[0].detach().numpy() for j in range(L)], axis=1)
-    ft, gt, Tt = f.detach().numpy(), gt.detach().numpy(), Tt.numpy()
+    # autograd of the objective written independently in torch (double precision); tiny tensors: one thread
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        ft, gt, Ht, Tt = _torch_prox(torch, h, w, V, hs, s2, A, omega)
+    finally:
+        torch.set_num_threads(threads)
 
     n_ops = generated_op_count(L, cse=True)
     vscale, dscale = _term_scales(h, w, V, s2)
