@@ -66,9 +66,10 @@ PASS, FAIL, SKIP = "pass", "fail", "skip"
 # =====================================================================================
 
 
-def _numerics_config(quadrature: str) -> Any:
-    """The solver configuration of every fixed point here: defaults, the given rule spec."""
-    from attnphase.numerics.state_evolution import SolverConfig
+def _numerics_config(quadrature: str = "sobol12") -> Any:
+    """The numerics configuration used here: the defaults (global prox), with the given rule spec
+    (only solves read it; the channel evaluations below get their rule explicitly)."""
+    from attnphase.numerics.config import SolverConfig
 
     return SolverConfig(quadrature=quadrature)
 
@@ -88,12 +89,10 @@ def _se_solve(params: ModelParams, alpha: float, branch: str, quadrature: str, s
 
 
 def _solver_rule(params: ModelParams, spec: str) -> Any:
-    """The rule a solve on ``spec`` iterates on: ``make_rule``, symmetrised over the model's symmetries."""
-    from attnphase.numerics.quadrature import make_rule, symmetrize_rule
-    from attnphase.numerics.symmetry import model_symmetry_group
+    """The (full, unreduced) rule a solve on ``spec`` iterates on: ``make_rule``, symmetrised over the model."""
+    from attnphase.numerics.se_map import model_rule
 
-    group = [(e.perm, e.s, e.t) for e in model_symmetry_group(params)]
-    return symmetrize_rule(make_rule(params.L, spec), params.L, group)
+    return model_rule(params, _numerics_config(spec))
 
 
 def _raw_rule(L: int, spec: str) -> Any:
@@ -116,14 +115,14 @@ def _state_vector(ov: Any) -> np.ndarray:
 
 
 def _channel_side(params: ModelParams, alpha: float, ov: Any, rule: Any) -> tuple[dict[str, np.ndarray], float, int]:
-    """Channel side of one SE step on ``rule`` (global prox, hats projected on the state's symmetries).
+    """Channel side of one SE step on ``rule`` as given (global prox, one full search; hats projected on
+    the state's symmetry group, which is trivial at a state without symmetry).
 
     Returns (hat overlaps by name, E[M] on the rule, proximal failures).
     """
-    from attnphase.numerics.state_evolution import update_hat
-    from attnphase.theory.kernels import get_kernels
+    from attnphase.numerics.se_map import hat_step
 
-    hat, mom = update_hat(get_kernels(params.L), params, alpha, ov, rule)
+    hat, mom = hat_step(params, alpha, ov, rule, _numerics_config())
     hats = {k: np.asarray(getattr(hat, k), dtype=float) for k in ("qhat", "mhat", "thhat", "Vhat")}
     return hats, float(mom.E_M), int(mom.prox_failures)
 
@@ -131,7 +130,7 @@ def _channel_side(params: ModelParams, alpha: float, ov: Any, rule: Any) -> tupl
 def _prior_side(params: ModelParams, hats: dict[str, np.ndarray]) -> np.ndarray:
     """Prior side of one SE step: the new state vector (q0, V0, m, th0) from the hat overlaps."""
     from attnphase.numerics.overlaps import HatOverlaps
-    from attnphase.numerics.state_evolution import update
+    from attnphase.numerics.se_map import update
 
     return _state_vector(update(params, HatOverlaps(**hats)))
 
@@ -142,7 +141,7 @@ def _loss_at_prox(params: ModelParams, ov: Any, rule: Any) -> tuple[float, int]:
     from attnphase.theory.kernels import get_kernels
 
     k = get_kernels(params.L)
-    _, _, res = prox_at_nodes(k, params, ov, rule, "global")
+    _, _, res = prox_at_nodes(k, params, ov, rule, _numerics_config())
     T = teacher_target(k, params, ov, rule)
     return float(rule.weights @ k.loss(res.h, T, params.sigma2)), int((~res.converged).sum())
 
