@@ -36,6 +36,7 @@ COMMANDS = (
     ("phase-diagram", "attnphase.numerics.cli:cmd_phase_diagram"),
     ("simulate", "attnphase.validation.cli:run_simulate"),
     ("validate", "attnphase.validation.cli:run_validate"),
+    ("check", "attnphase.validation.check_cli:cmd_check"),
     ("histogram", "attnphase.validation.histogram.cli:run"),
 )
 
@@ -188,9 +189,15 @@ def _add_histogram(sub: argparse._SubParsersAction) -> None:
     opt.add_json_option(p)
 
 
+def _add_check(sub: argparse._SubParsersAction) -> None:
+    # ``check`` defines its own options (the shared model group through attnphase.numerics.cli's
+    # add_model_arguments); its module imports nothing heavy.
+    importlib.import_module("attnphase.validation.check_cli").register(sub)
+
+
 _BUILDERS = {
     "derive": _add_derive, "solve": _add_solve, "sweep": _add_sweep, "phase-diagram": _add_phase_diagram,
-    "simulate": _add_simulate, "validate": _add_validate, "histogram": _add_histogram,
+    "simulate": _add_simulate, "validate": _add_validate, "check": _add_check, "histogram": _add_histogram,
 }
 
 

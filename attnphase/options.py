@@ -2,7 +2,7 @@
 
 * :func:`add_model_options` -- the model group ``--L --sigma --A --P --omega --lam --rho0`` (same
   names, defaults and help on ``derive``, ``solve``, ``sweep``, ``phase-diagram``, ``simulate``,
-  ``validate``); :func:`params_from_args` builds the
+  ``validate``, ``check``); :func:`params_from_args` builds the
   :class:`~attnphase.theory.params.ModelParams` from it, :func:`omegas_from_args` the scanned
   omegas of ``phase-diagram``.
 * :func:`add_solver_options` -- the solver group ``--prox --backend --quadrature --e-t-quadrature
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 #: Commands that take a model (each has the model group).
-MODEL_COMMANDS = ("derive", "solve", "sweep", "phase-diagram", "simulate", "validate")
+MODEL_COMMANDS = ("derive", "solve", "sweep", "phase-diagram", "simulate", "validate", "check")
 
 #: Fixed-point families (numerics.config.BRANCHES).
 BRANCHES = ("semantic", "positional", "agnostic")

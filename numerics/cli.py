@@ -22,6 +22,17 @@ RECORD_KEYS = (
 )
 
 
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """The shared model group (:func:`attnphase.options.add_model_options`, one omega); kept for
+    commands that register their own parser (``check``)."""
+    opt.add_model_options(p)
+
+
+def params_from_args(args: argparse.Namespace):
+    """The ModelParams of the shared model group at its one omega (:func:`attnphase.options.params_from_args`)."""
+    return opt.params_from_args(args, omega=opt.single_omega(args, getattr(args, "command", None) or ""))
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     """``attnphase solve``: one fixed point; exit code 1 if it did not converge."""
     alpha = opt.parse_value(args.alpha, "--alpha", positive=True, hint="sweep follows a branch over a range of alpha")
