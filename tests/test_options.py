@@ -204,7 +204,8 @@ def test_output_options_are_uniform() -> None:
     for name, _ in COMMANDS:
         assert "no_progress" not in _actions(name), name
     assert [n for n, _ in COMMANDS] == ["derive", "solve", "sweep", "phase-diagram", "simulate", "validate",
-                                        "histogram"]
+                                        "check", "histogram"]
+    assert "json" in _actions("check") and _actions("check")["out"].metavar == "DIR"
 
 
 @pytest.mark.parametrize("value", ["1", "-1", "x", "2.5"])
