@@ -281,6 +281,12 @@ def check_supported(params: Any, config: Any) -> None:
     """Model options the numerics cannot honour with this configuration: a one-line ValueError, before any work."""
     if config.prox == "aligned" and params.L != 2:
         raise ValueError(f"--prox aligned is implemented for --L 2 only, got --L {params.L} (use global or local)")
+    try:
+        config.check_rules(params.L)  # a rule too large at this L fails here, not after an allocation
+    except ValueError as exc:
+        msg = str(exc)
+        named = any(msg.startswith(field.replace("_", "-") + ":") for _, field in SOLVER_OPTIONS)
+        raise ValueError(f"--{msg}" if named else msg) from None
 
 
 # --- output options -----------------------------------------------------------------------------

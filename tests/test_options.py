@@ -133,6 +133,11 @@ def test_a_bad_solver_option_is_one_line_naming_it(option, value, needle, capsys
     assert needle in _err(capsys)
 
 
+def test_a_rule_too_large_for_L_fails_before_any_work(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["solve", "--alpha", "1", "--L", "4", "--quadrature", "gh40"]) == 2
+    assert _err(capsys).startswith("attnphase: error: --quadrature:")
+
+
 def test_aligned_prox_needs_L_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["solve", "--alpha", "1", "--L", "3", "--prox", "aligned"]) == 2
     assert "--prox aligned is implemented for --L 2 only" in _err(capsys)
