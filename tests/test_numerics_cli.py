@@ -44,7 +44,7 @@ def test_solve_json_is_exactly_one_object_with_the_record_keys(capsys: pytest.Ca
         (["--alpha", "nan"], "alpha"),
         (["--alpha", "1", "--A", "0.5,0.6;0.4,0.6"], "A must be row-stochastic"),
         (["--alpha", "1", "--sigma", "0"], "sigma"),
-        (["--alpha", "1", "--e-t-quadrature", "sobol"], "quadrature spec"),
+        (["--alpha", "1", "--e-t-quadrature", "sobol"], "--e-t-quadrature: unknown quadrature"),
     ],
 )
 def test_solve_bad_input_exits_2_with_one_line(argv, needle, capsys: pytest.CaptureFixture[str]) -> None:

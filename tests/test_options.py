@@ -124,8 +124,8 @@ def test_config_from_args_round_trips_every_solver_option(command: str) -> None:
 
 
 @pytest.mark.parametrize("option, value, needle", [
-    ("--quadrature", "simpson", "--quadrature: unknown quadrature spec"),
-    ("--bifurcation-quadrature", "gh", "--bifurcation-quadrature: unknown quadrature spec"),
+    ("--quadrature", "simpson", "--quadrature: unknown quadrature"),
+    ("--bifurcation-quadrature", "gh", "--bifurcation-quadrature: unknown quadrature"),
     ("--tol", "2", "--tol: tol must lie in (0, 1)"),
 ])
 def test_a_bad_solver_option_is_one_line_naming_it(option, value, needle, capsys) -> None:
