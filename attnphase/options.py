@@ -23,7 +23,12 @@ neither numpy-heavy code, scipy, sympy nor torch.  Bad values raise ``ValueError
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import os
+import re
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +77,9 @@ MODEL_OPTIONS = (
     ("--omega", "omega"), ("--lam", "lam"), ("--rho0", "rho0"),
 )
 
+#: The most values a numeric list may hold (a grid is capped lower by each command; see check_grid).
+MAX_VALUES = 1_000_000
+
 RANGE_SYNTAX = "NUMBER, a,b,c or START:STOP:NUM (NUM values from START to STOP, both included)"
 _RANGE_EXAMPLE = "e.g. 2, 0.5,1,2 or 0.5:2:16"
 RULE_SYNTAX = "sobolK[:REPS:SEED] (2^K scrambled Sobol points), ghN (Gauss-Hermite, N per dimension) or ghrN[:SEED]"
@@ -102,6 +110,8 @@ def parse_values(text: str, option: str, *, positive: bool = False) -> list[floa
             raise bad from None
         if num < 1:
             raise ValueError(f"{option}: NUM in START:STOP:NUM must be an integer >= 1, got {text!r}")
+        if num + len(values) > MAX_VALUES:
+            raise ValueError(f"{option}: {num} values is more than any command takes (at most {MAX_VALUES}), got {text!r}")
         if num == 1:
             values.append(start)
             continue
@@ -184,10 +194,80 @@ def params_from_args(args: argparse.Namespace, omega: float | None = None):
 
     if omega is None:
         omega = parse_values(args.omega, "--omega")[0]
-    return ModelParams(
-        L=args.L, sigma=_sigma(args.sigma), A=_matrix(args.A, "--A"), P=_matrix(args.P, "--P"),
-        omega=omega, lam=args.lam, rho0=args.rho0,
-    )
+    check_L(args.L, getattr(args, "command", "") or "")
+    with model_errors():
+        return ModelParams(
+            L=args.L, sigma=_sigma(args.sigma), A=_matrix(args.A, "--A"), P=_matrix(args.P, "--P"),
+            omega=omega, lam=args.lam, rho0=args.rho0,
+        )
+
+
+#: ModelParams field -> the option that sets it (an error of the library names the option).
+_OPTION_OF_FIELD = {"L": "--L", "sigma": "--sigma", "P": "--P", "A": "--A", "omega": "--omega", "lam": "--lam",
+                    "rho0": "--rho0", "r": "--rank"}
+
+
+@contextlib.contextmanager
+def model_errors():
+    """Re-raise a ModelParams ValueError with the option that sets the offending field in front."""
+    try:
+        yield
+    except ValueError as exc:
+        msg = str(exc)
+        field = re.match(r"\w+", msg)
+        option = _OPTION_OF_FIELD.get(field.group(0)) if field else None
+        if option is None or msg.startswith(option):
+            raise
+        raise ValueError(f"{option}: {msg}") from None
+
+
+#: First-run code-generation time of the state-evolution kernels per L, seconds on 2 cores (measured;
+#: cached afterwards).
+MEASURED_CODEGEN_SECONDS = {2: 10, 3: 15, 4: 75}
+#: The largest L of the commands that need no state evolution (derive, simulate): the sympy
+#: rendering and the finite-d model stay quick there (derive --L 10 measured, see MAX_L_OTHER_NOTE).
+MAX_L_OTHER = 10
+#: Commands that solve the state evolution (the limit of numerics.quadrature.check_L_supported).
+SE_COMMANDS = ("solve", "sweep", "phase-diagram", "check", "validate")
+
+
+def check_L(L: Any, command: str = "") -> None:
+    """``--L`` within what ``command`` supports; ValueError naming the option, L and the limit."""
+    if not isinstance(L, int):
+        return
+    if command in SE_COMMANDS or not command:
+        from attnphase.numerics.quadrature import check_L_supported
+
+        check_L_supported(L, "--L")
+    elif L > MAX_L_OTHER and not os.environ.get("ATTNPHASE_MAX_L", "").strip().isdigit():
+        raise ValueError(f"--L {L}: {command} supports L <= {MAX_L_OTHER}; set ATTNPHASE_MAX_L to try anyway")
+
+
+def announce_codegen(L: int, *, quiet: bool = False) -> None:
+    """Say on stderr that the first run at this L generates code, and about how long it takes."""
+    if quiet:
+        return
+    from attnphase.theory.codegen import is_cached
+
+    if is_cached("kernels", L, 1, True):
+        return
+    est = MEASURED_CODEGEN_SECONDS.get(L)
+    how_long = f"about {est} s on 2 cores" if est else "a long time"
+    print(f"attnphase: generating the kernels for L = {L} with sympy (first run at this L: {how_long}; "
+          f"cached afterwards)", file=sys.stderr, flush=True)
+
+
+def announce_defaults(args: argparse.Namespace, params: Any) -> None:
+    """For L != 2, say which matrices took their L-dependent defaults (they differ from the paper's L = 2 ones)."""
+    if params.L == 2:
+        return
+    said = []
+    if args.A is None:
+        said.append(f"--A = 0.6 on the diagonal, {0.4 / (params.L - 1):g} elsewhere")
+    if args.P is None:
+        said.append("--P = the identity")
+    if said:
+        print(f"attnphase: note: --L {params.L}: defaults {'; '.join(said)}", file=sys.stderr)
 
 
 def single_omega(args: argparse.Namespace, command: str) -> float:
@@ -200,8 +280,9 @@ def omegas_from_args(args: argparse.Namespace) -> tuple[Any, list[float]]:
     """(ModelParams at the first omega, every scanned omega), each omega validated before any work."""
     omegas = parse_values(args.omega, "--omega")
     params = params_from_args(args, omega=omegas[0])
-    for w in omegas:
-        params.replace(omega=w)
+    with model_errors():
+        for w in omegas:
+            params.replace(omega=w)
     return params, omegas
 
 
@@ -318,7 +399,177 @@ def out_dir_from_args(args: argparse.Namespace) -> Path:
         raise ValueError(f"--out must be a folder ({OUT_RULE}); {str(out)!r} is a file")
     if not out.exists() and out.suffix.lower() in _FILE_SUFFIXES:
         raise ValueError(f"--out must be a folder ({OUT_RULE}), got the file name {str(out)!r}")
+    return check_out_dir(out)
+
+
+def _nearest_existing(path: Path) -> Path:
+    p = path.absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+def _check_writable_folder(folder: Path, option: str, shown: Path) -> None:
+    """The folder that will receive the output (or its nearest existing ancestor) is a writable folder."""
+    base = _nearest_existing(folder)
+    if not base.is_dir():
+        raise ValueError(f"{option}: cannot create {str(shown)!r}: {str(base)!r} is a file, not a folder")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise ValueError(f"{option}: cannot write in {str(base)!r} (permission denied)")
+
+
+def check_out_dir(out: Path, option: str = "--out") -> Path:
+    """``--out DIR`` ready to receive files: not a file, under a writable folder; checked before any work."""
+    _check_writable_folder(out, option, out)
     return out
+
+
+def check_out_file(path: str | Path, option: str) -> Path:
+    """An output FILE (``derive -o``): not a folder, its folder exists and is writable; before any work."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{option} must name a file, {str(path)!r} is a folder")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.exists():
+        raise ValueError(f"{option}: the folder {str(parent)!r} of {str(path)!r} does not exist")
+    if not parent.is_dir():
+        raise ValueError(f"{option}: {str(parent)!r} is a file, not a folder")
+    if not os.access(parent.absolute(), os.W_OK | os.X_OK):
+        raise ValueError(f"{option}: cannot write in {str(parent)!r} (permission denied)")
+    return path
+
+
+def write_text_atomic(path: str | Path, text: str, option: str = "--out") -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
+    path = Path(path)
+    tmp = None
+    try:
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent or ".", prefix=f".{path.name}.",
+                                         suffix=".tmp", delete=False) as fh:
+            tmp = fh.name
+            fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # a temporary file is private; the result is an ordinary file
+        os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+        raise ValueError(f"{option}: cannot write {str(path)!r} ({exc.strerror or exc})") from None
+
+
+@contextlib.contextmanager
+def staged_output(out: Path, option: str = "--out"):
+    """Yield a hidden staging folder beside ``out``; on success its files move into ``out`` (created if
+    missing), on any failure or interrupt it is removed: a multi-file output is complete or absent.
+
+    The staging folder is created in ``out``'s nearest existing ancestor (same file system: the moves
+    are renames), so creating it is also the real test that the output can be written.
+    """
+    import shutil
+
+    base = _nearest_existing(out)
+    try:
+        stage = Path(tempfile.mkdtemp(prefix=".attnphase-", dir=base))
+    except OSError as exc:
+        raise ValueError(f"{option}: cannot write in {str(base)!r} ({exc.strerror or exc})") from None
+    try:
+        yield stage
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    created: list[Path] = []
+    try:
+        missing = [p for p in reversed(out.absolute().parents) if not p.exists()] + ([] if out.exists() else [out])
+        for folder in missing:
+            folder.mkdir()
+            created.append(folder)
+        for item in sorted(stage.iterdir()):
+            target = out / item.name
+            if target.is_dir() and item.is_dir():
+                shutil.rmtree(target)
+            os.replace(item, target)
+    except OSError as exc:
+        for folder in reversed(created):
+            shutil.rmtree(folder, ignore_errors=True)
+        raise ValueError(f"{option}: cannot write into {str(out)!r} ({exc.strerror or exc})") from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+class Rewriting:
+    """A text stream that writes through to ``stream`` with every ``old`` of ``replace`` put as its ``new``
+    (a job writing into a staging folder prints the final folder's name)."""
+
+    def __init__(self, stream: Any, replace: dict[str, str]) -> None:
+        self._stream, self._replace = stream, replace
+
+    def write(self, text: str) -> int:
+        for old, new in self._replace.items():
+            text = text.replace(old, new)
+        return self._stream.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+# --- sizes of the work ---------------------------------------------------------------------------
+
+#: Grids past these sizes need ``--large`` (a rough second per solve at L = 2 with sobol12 on 2 cores).
+MAX_SWEEP_POINTS = 500
+MAX_DIAGRAM_POINTS = 1000
+#: Rough wall time of one state-evolution solve at L = 2 with sobol12 (2^12 nodes), 2 cores (measured).
+SECONDS_PER_SOLVE = 0.4
+
+
+def check_grid(n: int, limit: int, what: str, option: str, large: bool) -> None:
+    """A grid of ``n`` solves: past ``limit`` a ValueError unless ``--large`` was given."""
+    if n > limit and not large:
+        t = n * SECONDS_PER_SOLVE
+        span = f"{t / 3600:.0f} h" if t >= 7200 else f"{t / 60:.0f} min"
+        raise ValueError(f"{option}: {n} {what} is more than {limit} (roughly {span} or more at L = 2, sobol12, "
+                         f"2 cores); pass --large to run it anyway")
+
+
+def estimate_seconds(n_solves: int, L: int, config: Any) -> float:
+    """A rough wall time of ``n_solves`` solves: scales with the solve rule's node count."""
+    from attnphase.numerics.quadrature import rule_nodes
+
+    return n_solves * SECONDS_PER_SOLVE * rule_nodes(L, config.quadrature) / 2 ** 12 * (4 ** (L - 2))
+
+
+def announce_work(what: str, n_solves: int, L: int, config: Any, *, quiet: bool = False, min_seconds: float = 30) -> None:
+    """Say on stderr what a long computation does and roughly how long it may take."""
+    t = estimate_seconds(n_solves, L, config)
+    if quiet or t < min_seconds:
+        return
+    span = f"{t / 60:.0f} min" if t >= 120 else f"{t:.0f} s"
+    print(f"attnphase: {what}: roughly {span} or more (a rough estimate; the progress bar tells)",
+          file=sys.stderr, flush=True)
+
+
+#: A rule above this many nodes is announced (memory ~2 kB per node in one proximal search).
+LARGE_RULE_NODES = 2 ** 17
+
+
+def announce_rules(L: int, config: Any, *, quiet: bool = False) -> None:
+    """Name every rule of the configuration that is large: its nodes and an estimate of its memory."""
+    if quiet:
+        return
+    from attnphase.numerics.quadrature import rule_nodes
+
+    for option, field in SOLVER_OPTIONS:
+        spec = getattr(config, field, None)
+        if field.endswith("quadrature") and spec is not None:
+            n = rule_nodes(L, spec)
+            if n >= LARGE_RULE_NODES:
+                print(f"attnphase: note: {option} {spec}: {n:.3g} nodes at L = {L} (about {n * 2e3 / 1e9:.1f} GB "
+                      f"during a proximal search; each step ~{n / 2 ** 12:.0f}x the default rule's time)",
+                      file=sys.stderr, flush=True)
+
+
+def add_large_option(p: argparse.ArgumentParser, limit: int) -> None:
+    p.add_argument("--large", action="store_true", help=f"allow a grid of more than {limit} solves")
 
 
 def add_error_estimate_option(p: argparse.ArgumentParser, what: str) -> None:

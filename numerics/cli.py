@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import math
 import sys
@@ -33,19 +34,60 @@ def params_from_args(args: argparse.Namespace):
     return opt.params_from_args(args, omega=opt.single_omega(args, getattr(args, "command", None) or ""))
 
 
+#: The exit code of a solve or sweep whose requested branch was found nowhere (README "Exit codes").
+EXIT_NO_BRANCH = 3
+#: Record entries that are results of a fixed point (null where the solve did not converge).
+RESULT_KEYS = ("q", "m", "V", "theta", "eps_g", "e_t")
+
+
+def model_echo(params) -> dict:
+    """The model a result belongs to, beside it: L, sigma, A, P, rho0 and the rank."""
+    return {"L": params.L, "sigma_l": list(params.sigma), "A": [list(r) for r in params.A],
+            "P": [list(r) for r in params.P], "rho0": params.rho0, "rank": params.r}
+
+
+def solve_record(fp, requested: str) -> tuple[dict, str]:
+    """(the printed record, the reason it is not a result on the requested branch -- "" when it is)."""
+    rec = {k: fp.record[k] for k in RECORD_KEYS}
+    reason = ""
+    if not fp.status.converged:
+        msg = fp.status.message if fp.status.message.startswith("not converged") else f"not converged: {fp.status.message}"
+        reason = f"{msg}; residual {fp.status.residual:.2e}: no fixed point, so no overlaps are reported"
+        rec.update({k: None for k in RESULT_KEYS}, branch=None)
+    elif fp.branch != requested:
+        reason = (f"no {requested} fixed point found at alpha = {fp.alpha:g}, omega = {fp.params.omega:g}: "
+                  f"the solve from the {requested} start converged to the {fp.branch} one")
+    out: dict = {}
+    for k, v in rec.items():
+        out[k] = v
+        if k == "branch":
+            out["requested_branch"] = requested
+        if k == "lam":
+            out.update({k2: v2 for k2, v2 in model_echo(fp.params).items() if k2 != "sigma_l"})
+    out["reason"] = reason
+    return out, reason
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
-    """``attnphase solve``: one fixed point; exit code 1 if it did not converge."""
+    """``attnphase solve``: one fixed point; exit code 1 if it did not converge, 3 if the requested
+    branch was not found (the solve reached another one)."""
     alpha = opt.parse_value(args.alpha, "--alpha", positive=True, hint="sweep follows a branch over a range of alpha")
     params = opt.params_from_args(args, omega=opt.single_omega(args, "solve"))
     cfg = opt.config_from_args(args)
     opt.check_supported(params, cfg)
     n_rules = opt.error_estimate_from_args(args)
+    opt.announce_defaults(args, params)
+    opt.announce_codegen(params.L)
+    opt.announce_rules(params.L, cfg)
+    if params.L >= 3:
+        print(f"attnphase: note: at L = {params.L} one solve takes from seconds to a minute or more "
+              f"(measured at L = 3 on 2 cores: up to ~50 s)", file=sys.stderr, flush=True)
 
     from attnphase.numerics.state_evolution import solve
 
     fp = solve(params, alpha, args.branch, config=cfg)
-    rec = {k: fp.record[k] for k in RECORD_KEYS}
-    if n_rules:
+    rec, reason = solve_record(fp, args.branch)
+    if n_rules and fp.status.converged:
         from attnphase.numerics.quadrature_error import quadrature_error
 
         err = quadrature_error(fp, n_rules=n_rules, config=cfg)
@@ -56,12 +98,12 @@ def cmd_solve(args: argparse.Namespace) -> int:
         width = max(len(k) for k in rec)
         for k, v in rec.items():
             print(f"{k:>{width}}  {v}")
-    if fp.branch != args.branch:
-        print(f"attnphase: note: requested the {args.branch} branch, reached a {fp.branch} fixed point", file=sys.stderr)
     if not fp.status.converged:
-        print(f"attnphase: warning: not converged ({fp.status.message}, residual {fp.status.residual:.2e})",
-              file=sys.stderr)
+        print(f"attnphase: warning: {reason}", file=sys.stderr)
         return 1
+    if reason:
+        print(f"attnphase: {reason} (exit code {EXIT_NO_BRANCH})", file=sys.stderr)
+        return EXIT_NO_BRANCH
     return 0
 
 
@@ -70,15 +112,54 @@ def sweep_file_name(branch: str, omega: float) -> str:
     return f"sweep_{branch}_omega{omega:g}.csv"
 
 
+def row_reasons(res, branch: str) -> list[str]:
+    """For every point of a sweep: "" when it is on ``branch``, else why not (the branch ends, or the
+    solve failed).  A point past the branch's located end is "no <branch> fixed point here"."""
+    from attnphase.numerics.branch_end import on_branch
+
+    end = res.end.alpha
+    ends = math.isfinite(end)
+    where = f"the branch ends at alpha = {end:.4g} ({res.end.kind}) and exists {'above' if res.end_side == 'below' else 'below'} it" if ends else ""
+    reasons = []
+    for fp in res.points:
+        if on_branch(fp, branch):
+            reasons.append("")
+            continue
+        past = ends and (fp.alpha < end if res.end_side == "below" else fp.alpha > end)
+        if fp.status.converged:
+            got = f"the solve converged to the {fp.branch} one" if fp.branch != branch else \
+                f"the solve reached a point whose {branch} order parameter is below the branch's floor"
+            reasons.append(f"no {branch} fixed point here: {got}" + (f"; {where}" if where else ""))
+        elif past:
+            reasons.append(f"no {branch} fixed point here ({where}); the solve did not converge, no overlaps")
+        else:
+            msg = fp.status.message if fp.status.message.startswith("not converged") else f"not converged: {fp.status.message}"
+            reasons.append(f"{msg}; residual {fp.status.residual:.2e}: no overlaps")
+    return reasons
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
-    """``attnphase sweep``: one branch over alpha into DIR/sweep_<branch>_omega<omega>.csv; 1 if a point failed."""
+    """``attnphase sweep``: one branch over alpha into DIR/sweep_<branch>_omega<omega>.csv.
+
+    Exit code 0 when every point on the branch converged (points where the branch does not exist
+    say so in ``reason``), 1 if a point failed, 3 if the branch exists at no alpha of the grid.
+    """
     import csv
+    import io
 
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
     params = opt.params_from_args(args, omega=opt.single_omega(args, "sweep"))
     cfg = opt.config_from_args(args)
     opt.check_supported(params, cfg)
+    opt.check_grid(len(alphas), opt.MAX_SWEEP_POINTS, "alpha values", "--alpha", args.large)
     out_dir = opt.out_dir_from_args(args)
+    if alphas != sorted(alphas):
+        print("attnphase: note: --alpha values sorted ascending (the branch is followed by continuation in alpha)",
+              file=sys.stderr)
+    opt.announce_defaults(args, params)
+    opt.announce_codegen(params.L)
+    opt.announce_rules(params.L, cfg)
+    opt.announce_work(f"sweep of {len(alphas)} alpha values", len(alphas), params.L, cfg, quiet=args.quiet)
 
     from tqdm import tqdm
 
@@ -86,47 +167,79 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     with tqdm(total=len(alphas), desc=f"{args.branch} sweep", unit="pt", file=sys.stderr, disable=args.quiet) as bar:
         res = sweep(params, alphas, args.branch, config=cfg, progress=lambda _: bar.update())
-    rows = [{k: fp.record[k] for k in RECORD_KEYS} for fp in res.points]
-    out_dir.mkdir(parents=True, exist_ok=True)
+    reasons = row_reasons(res, args.branch)
+    rows = []
+    for fp, reason in zip(res.points, reasons):
+        rec = {k: fp.record[k] for k in RECORD_KEYS}
+        if not fp.status.converged:
+            rec.update({k: math.nan for k in RESULT_KEYS}, branch="")
+        rows.append(rec | {"reason": reason})
     path = out_dir / sweep_file_name(args.branch, params.omega)
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=RECORD_KEYS)
-        w.writeheader()
-        w.writerows(rows)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=RECORD_KEYS + ("reason",), lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    with opt.staged_output(out_dir) as stage:
+        opt.write_text_atomic(stage / path.name, buf.getvalue())
     ends = not math.isnan(res.end.alpha)
     if ends:
         where = "above" if res.end_side == "below" else "below"
         print(f"{args.branch} branch ends at alpha = {res.end.alpha:.4f} (it exists {where} that; "
               f"{res.end.kind}, located by {res.end.method})", file=sys.stderr)
-    n_bad = sum(not r["converged"] for r in rows)
+    n_on = sum(not r for r in reasons)
+    n_failed = sum(bool(r) and r.startswith("not converged") for r in reasons)
+    n_absent = len(rows) - n_on - n_failed
     if args.json:
         print(json.dumps(opt.json_value({
-            "branch": args.branch, "params": params.to_dict(), "solver": cfg.as_dict(), "file": str(path),
+            "branch": args.branch, "requested_branch": args.branch, "params": params.to_dict(),
+            "model": model_echo(params), "solver": cfg.as_dict(), "file": str(path),
             "end": {"alpha": res.end.alpha, "side": res.end_side, "kind": res.end.kind, "method": res.end.method}
             if ends else None,
+            "on_branch": n_on, "not_converged": n_failed, "branch_absent": n_absent,
             "rows": rows,
         })))
-    print(f"wrote {len(rows)} rows to {path}" + (f" ({n_bad} not converged)" if n_bad else ""), file=sys.stderr)
-    return 0 if n_bad == 0 else 1
+    notes = [f"{n_failed} not converged"] if n_failed else []
+    if n_absent:
+        notes.append(f"{n_absent} where no {args.branch} fixed point exists (see the reason column)")
+    print(f"wrote {len(rows)} rows to {path}" + (f" ({'; '.join(notes)})" if notes else ""), file=sys.stderr)
+    if n_failed:
+        return 1
+    if n_on == 0:
+        print(f"attnphase: no {args.branch} fixed point at any alpha of the grid (exit code {EXIT_NO_BRANCH})",
+              file=sys.stderr)
+        return EXIT_NO_BRANCH
+    return 0
 
 
 def cmd_phase_diagram(args: argparse.Namespace) -> int:
-    """``attnphase phase-diagram``: the boundaries over omega into ``--out DIR``."""
+    """``attnphase phase-diagram``: the boundaries over omega into ``--out DIR`` (all files or none)."""
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
     params, omegas = opt.omegas_from_args(args)
     cfg = opt.config_from_args(args)
     opt.check_supported(params, cfg)
     n_rules = opt.error_estimate_from_args(args)
+    opt.check_grid(len(omegas) * len(alphas), opt.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)",
+                   "--omega/--alpha", args.large)
     out_dir = opt.out_dir_from_args(args)
+    opt.announce_defaults(args, params)
+    opt.announce_codegen(params.L)
+    opt.announce_rules(params.L, cfg)
+    n_solves = 2 * len(omegas) * len(alphas) * max(1, n_rules)
+    opt.announce_work(f"phase diagram over {len(omegas)} omega x {len(alphas)} alpha values, both branches",
+                      n_solves, params.L, cfg, quiet=args.quiet)
 
     from attnphase.numerics.report import run_phase_diagram
 
     # --json: the table run_phase_diagram prints goes to stderr; stdout gets phase_diagram.json alone
-    redirect = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
-    with redirect:
-        code = run_phase_diagram(params, omegas, alphas, out_dir=out_dir, config=cfg, quiet=args.quiet,
-                                 error_estimate=n_rules)
+    # the files are written into a staging folder and moved into --out DIR at the end (all or none);
+    # what the job prints names DIR, never the staging folder
+    with opt.staged_output(out_dir) as stage:
+        shown = {str(stage): str(out_dir)}
+        stdout = opt.Rewriting(sys.stderr if args.json else sys.stdout, shown)
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(opt.Rewriting(sys.stderr, shown)):
+            code = run_phase_diagram(params, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
+                                     error_estimate=n_rules)
+        meta = json.loads((stage / "phase_diagram.json").read_text())
     if args.json:
-        meta = json.loads((out_dir / "phase_diagram.json").read_text())
         print(json.dumps(opt.json_value(meta | {"out": str(out_dir)})))
     return int(code or 0)

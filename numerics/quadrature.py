@@ -22,6 +22,8 @@ quadrature error of a fixed point by re-solving it on a finer rule.
 
 from __future__ import annotations
 
+import os
+
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -162,8 +164,31 @@ def rule_nodes(L: int, spec: str) -> int:
     return args[1] * 2 ** args[0] if kind == "sobol" else args[0] ** (2 * L)
 
 
+#: The largest L the state evolution supports (measured on a 2-core, 23 GB machine: the first solve
+#: takes ~10 s at L = 2, ~15 s at L = 3, ~75 s at L = 4 (mostly generating the kernels); at L = 5 the kernels
+#: took under 2 minutes but the solve with sobol12 then grew past 23 GB and was killed).
+#: ``$ATTNPHASE_MAX_L`` raises it (on a larger machine, at your own risk).
+MAX_SE_L = 4
+
+
+def max_se_L() -> int:
+    """:data:`MAX_SE_L`, or ``$ATTNPHASE_MAX_L`` when it is set to an integer."""
+    env = os.environ.get("ATTNPHASE_MAX_L", "").strip()
+    return int(env) if env.isdigit() else MAX_SE_L
+
+
+def check_L_supported(L: int, name: str = "L") -> None:
+    """ValueError (naming ``name``, L and the limit) when the state evolution cannot run at this L."""
+    if L > max_se_L():
+        raise ValueError(
+            f"{name}{' ' if name.startswith('--') else ' = '}{L}: the state evolution supports L <= {max_se_L()} (measured: at L = 5 a solve with the "
+            f"default rule outgrew 23 GB of memory; the rules have 2L dimensions); set ATTNPHASE_MAX_L to try anyway")
+
+
 def check_rule_size(L: int, spec: str) -> int:
-    """The rule's node count, or ValueError when it exceeds :data:`MAX_RULE_NODES` (with both numbers)."""
+    """The rule's node count, or ValueError when it exceeds :data:`MAX_RULE_NODES` (with both numbers)
+    or when L is beyond :func:`check_L_supported`."""
+    check_L_supported(L)
     n = rule_nodes(L, spec)
     if n > MAX_RULE_NODES:
         raise ValueError(f"quadrature rule {spec!r} has {n:.3g} nodes at L = {L}, more than the {MAX_RULE_NODES:.3g} "

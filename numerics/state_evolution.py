@@ -140,7 +140,8 @@ def _continuation_path(a0: float, a1: float, factor: float = 1.3) -> list[float]
 
 
 def _check_alpha(alpha: float) -> float:
-    a = float(alpha)
+    ok = isinstance(alpha, (int, float, np.integer, np.floating)) and not isinstance(alpha, (bool, np.bool_))
+    a = float(alpha) if ok else math.nan  # a string, None or a bool is no alpha
     if not (math.isfinite(a) and a > 0):
         raise ValueError(f"alpha must be a finite number > 0, got {alpha}")
     return a

@@ -21,6 +21,9 @@ from attnphase import options as opt
 def run_derive(args: argparse.Namespace) -> int:
     """Build the ModelParams (ValueError on bad input), render, write; returns 0."""
     params = opt.params_from_args(args, omega=opt.single_omega(args, "derive"))
+    if args.output:
+        opt.check_out_file(args.output, "-o/--output")
+    opt.announce_defaults(args, params)
     from attnphase.theory import latex
 
     if args.markdown:
@@ -30,8 +33,7 @@ def run_derive(args: argparse.Namespace) -> int:
     else:
         text = latex.render_terminal(params)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        opt.write_text_atomic(args.output, text, "-o/--output")
     else:
         sys.stdout.write(text)
     return 0

@@ -181,6 +181,25 @@ def _compile(source: str, filename: str) -> dict[str, Any]:
     return namespace
 
 
+def _cache_entry(kind: str, L: int, r: int, cse: bool, scalar: bool = False) -> tuple[str, Path, str]:
+    """(key, cache path, first line) of the generated module ``kind`` for (L, r, cse)."""
+    variant = " scalar" if scalar else ""
+    key = f"{kind}{variant} L={L} r={r} cse={bool(cse)} {fingerprint()}"
+    stem = f"{kind}_scalar" if scalar else kind
+    fname = f"{stem}_L{L}_r{r}_{'cse' if cse else 'nocse'}_{hashlib.sha256(key.encode()).hexdigest()[:16]}.py"
+    return key, cache_dir() / fname, f"# attnphase generated kernels; key: {key}"
+
+
+def is_cached(kind: str, L: int, r: int, cse: bool, scalar: bool = False) -> bool:
+    """Whether the generated module is in the disk cache for the current theory (no sympy, no compile)."""
+    _, path, first_line = _cache_entry(kind, L, r, cse, scalar)
+    try:
+        with open(path) as fh:
+            return fh.readline().rstrip("\n") == first_line
+    except OSError:
+        return False
+
+
 def cached_source(
     kind: str, L: int, r: int, cse: bool, build: Callable[[], Sequence[FunctionSpec]], scalar: bool = False
 ) -> tuple[str, Path]:
@@ -191,12 +210,7 @@ def cached_source(
     source is still returned, just not stored. With ``scalar`` the module holds the one-point
     variant of the functions (see :func:`render_function`), under its own key and file name.
     """
-    variant = " scalar" if scalar else ""
-    key = f"{kind}{variant} L={L} r={r} cse={bool(cse)} {fingerprint()}"
-    stem = f"{kind}_scalar" if scalar else kind
-    fname = f"{stem}_L{L}_r{r}_{'cse' if cse else 'nocse'}_{hashlib.sha256(key.encode()).hexdigest()[:16]}.py"
-    path = cache_dir() / fname
-    first_line = f"# attnphase generated kernels; key: {key}"
+    key, path, first_line = _cache_entry(kind, L, r, cse, scalar)
     try:
         source = path.read_text()
         if source.split("\n", 1)[0] == first_line:

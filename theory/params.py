@@ -120,7 +120,8 @@ class ModelParams:
         if sig.shape != (L,):
             raise ValueError(f"sigma must be a scalar or have L = {L} entries, got shape {sig.shape}")
         if not np.all(np.isfinite(sig)) or np.any(sig <= 0):
-            raise ValueError(f"sigma must be positive (sigma_l > 0 for every token), got {tuple(float(x) for x in sig)}")
+            raise ValueError(f"sigma must be finite and positive (0 < sigma_l < inf for every token), "
+                             f"got {tuple(float(x) for x in sig)}")
         set_("sigma", tuple(float(s) for s in sig))
 
         P = _as_matrix(default_P(L) if self.P is None else self.P, "P", L)

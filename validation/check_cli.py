@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from attnphase import options as opt
+
 
 # --- model options: the one place this command reads them (a shared options module is coming) ---
 def _add_model_options(p: argparse.ArgumentParser) -> None:
@@ -36,11 +38,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     params = _model_from_args(args)
     select_checks(args.only)  # an unknown name fails before any work
-    if not (args.alpha > 0):
-        raise ValueError(f"--alpha must be > 0, got {args.alpha}")
-    out_dir = Path(args.out) if args.out else None
-    if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
-        raise ValueError(f"--out must be a directory, got the file {str(out_dir)!r}")
+    if not (0 < args.alpha < float("inf")):
+        raise ValueError(f"--alpha must be a finite number > 0, got {args.alpha}")
+    out_dir = opt.out_dir_from_args(args) if args.out else None
+    if args.seed < 0:
+        raise ValueError(f"--seed must be an integer >= 0, got {args.seed}")
+    opt.announce_codegen(params.L, quiet=args.json)
 
     def progress(res: Any) -> None:
         if not args.json:
@@ -52,8 +55,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         print(text_table(results))
     if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "check.md").write_text(markdown_table(params, args.alpha, results))
+        with opt.staged_output(out_dir) as stage:
+            opt.write_text_atomic(stage / "check.md", markdown_table(params, args.alpha, results))
         if not args.json:
             print(f"wrote {out_dir / 'check.md'}", file=sys.stderr)
     failed = [r for r in results if r.status == "fail"]

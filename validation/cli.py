@@ -13,6 +13,7 @@ one line, exit code 2).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 
@@ -28,28 +29,97 @@ def _check_choice(value: str, choices: tuple[str, ...], name: str) -> None:
 
 def _check_threads(threads: int | None) -> None:
     if threads is not None and threads < 1:
-        raise ValueError(f"threads must be >= 1, got {threads}")
+        raise ValueError(f"--threads must be >= 1, got {threads}")
+
+
+def _check_dimension(d: int) -> None:
+    if d < 2:
+        raise ValueError(f"--d (embedding dimension) must be an integer >= 2, got {d}")
+
+
+def available_memory() -> int:
+    """Bytes of memory available now (MemAvailable; the physical memory where /proc is absent)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import os
+
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def check_memory(d: int, alpha: float, L: int, n_test: int, dtype: str, option: str = "--d") -> None:
+    """The data of one simulation fit in memory: (n + n_test) x L x d numbers, twice (data and one
+    working copy of the same size in the loss and its gradient).  ValueError with both numbers."""
+    n = max(1, round(alpha * d))
+    need = 2 * (n + n_test) * L * d * (4 if dtype == "float32" else 8)
+    have = available_memory()
+    if need > have:
+        raise ValueError(f"{option} {d}: one simulation needs about {_bytes(need)} (n = alpha d = {n:.3g} training and "
+                         f"{n_test} test samples x L = {L} tokens x d numbers, data plus one working copy), more than "
+                         f"the {_bytes(have)} of memory available")
+
+
+def check_device(spec: str, option: str = "--device") -> None:
+    """``auto``, ``cpu``, ``cuda`` or ``cuda:N`` that this machine has; ValueError naming the option."""
+    import torch
+
+    s = str(spec).strip().lower()
+    if s in ("auto", "cpu"):
+        return
+    if s == "cuda" or (s.startswith("cuda:") and s[5:].isdigit()):
+        if not torch.cuda.is_available():
+            raise ValueError(f"{option} {spec}: CUDA is not available on this machine (use --device cpu or auto)")
+        if ":" in s and int(s[5:]) >= torch.cuda.device_count():
+            raise ValueError(f"{option} {spec}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+        return
+    raise ValueError(f"{option} must be auto, cpu, cuda or cuda:N, got {spec!r}")
+
+
+def _check_dtype(dtype: str) -> None:
+    _check_choice(dtype, ("float64", "float32"), "--dtype")
 
 
 def run_simulate(args: argparse.Namespace) -> int:
     """``attnphase simulate``: returns 0 when training converged, 1 otherwise."""
-    _check_choice(args.init, _INITS, "init")
-    _check_choice(args.optimizer, ("gd", "adam"), "optimizer")
+    _check_choice(args.init, _INITS, "--init")
+    _check_choice(args.optimizer, ("gd", "adam"), "--optimizer")
     alpha = opt.parse_value(args.alpha, "--alpha", positive=True)
-    from attnphase.validation.data import check_dimension, n_samples
-
-    check_dimension(args.d)
-    n_samples(alpha, args.d)
-    params = opt.params_from_args(args, omega=opt.single_omega(args, "simulate")).replace(r=args.rank)
-    if params.L > args.d:
-        raise ValueError(f"d (embedding dimension) must be >= L = {params.L}, got {args.d}")
+    _check_dimension(args.d)
+    if args.seed < 0:
+        raise ValueError(f"--seed must be an integer >= 0, got {args.seed}")
+    if args.rank < 1:
+        raise ValueError(f"--rank (student rank r) must be an integer >= 1, got {args.rank}")
+    if args.max_steps < 1:
+        raise ValueError(f"--max-steps must be >= 1, got {args.max_steps}")
+    if args.n_test < 2:
+        raise ValueError(f"--n-test must be >= 2, got {args.n_test}")
+    if args.grad_tol is not None and not (args.grad_tol > 0 and args.grad_tol < float("inf")):
+        raise ValueError(f"--grad-tol must be a finite number > 0, got {args.grad_tol}")
+    _check_dtype(args.dtype)
     _check_threads(args.threads)
+    params = opt.params_from_args(args, omega=opt.single_omega(args, "simulate"))
+    with opt.model_errors():
+        params = params.replace(r=args.rank)
+    if params.L > args.d:
+        raise ValueError(f"--d (embedding dimension) must be >= L = {params.L}, got {args.d}")
+    check_memory(args.d, alpha, params.L, args.n_test, args.dtype)
+    check_device(args.device)
     import torch
 
-    from attnphase.validation.experiments import SimSpec, resolve_dtype, run_simulation
+    from attnphase.validation.experiments import SimSpec, run_simulation
     from attnphase.validation.training import TrainConfig
 
-    resolve_dtype(args.dtype)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
 
@@ -78,25 +148,33 @@ def run_validate(args: argparse.Namespace) -> int:
     params = opt.params_from_args(args, omega=opt.single_omega(args, "validate"))
     out_dir = opt.out_dir_from_args(args)
     if args.d is not None:
-        from attnphase.validation.data import check_dimension
-
-        check_dimension(args.d)
+        _check_dimension(args.d)
+    d = args.d if args.d is not None else (200 if args.quick else 1000)
+    if params.L > d:
+        raise ValueError(f"--d (embedding dimension) must be >= L = {params.L}, got {d}")
     if args.seeds is not None and args.seeds < 1:
-        raise ValueError(f"seeds must be >= 1, got {args.seeds}")
+        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
     _check_threads(args.threads)
+    _check_dtype(args.dtype)
+    check_memory(d, 2.5, params.L, 10000, args.dtype)  # 2.5: the largest alpha of the plans' grids
+    check_device(args.device)
+    opt.announce_codegen(params.L)
 
     import torch
 
     from attnphase.validation.campaign import run_validation, validation_plan
-    from attnphase.validation.experiments import resolve_device, resolve_dtype
 
-    resolve_device(args.device)
-    resolve_dtype(args.dtype)
     # The theory runs in a single-threaded worker process alongside: leave it one core.
     torch.set_num_threads(args.threads if args.threads is not None else max(1, torch.get_num_threads() - 1))
     plan = validation_plan(quick=args.quick, d=args.d, seeds=args.seeds, params=params, device=args.device,
                            dtype=args.dtype)
-    summary = run_validation(plan, out_dir, progress=not args.quiet)
+    # every file goes to a staging folder first, moved into --out DIR at the end: all files or none
+    with opt.staged_output(out_dir) as stage:
+        shown = {str(stage): str(out_dir)}
+        with contextlib.redirect_stdout(opt.Rewriting(sys.stdout, shown)), \
+                contextlib.redirect_stderr(opt.Rewriting(sys.stderr, shown)):
+            summary = run_validation(plan, stage, progress=not args.quiet)
+        summary = json.loads(json.dumps(opt.json_value(summary)).replace(str(stage), str(out_dir)))
     if args.json:
         print(json.dumps(opt.json_value(summary)))
     print(f"wrote {out_dir}/report.md, summary.json and figures ({summary['wall_seconds']:.0f} s)", file=sys.stderr)

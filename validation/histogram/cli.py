@@ -24,6 +24,12 @@ def run(args: argparse.Namespace) -> int:
     if args.threads < 1:
         raise ValueError(f"--threads must be >= 1, got {args.threads}")
     out = opt.out_dir_from_args(args)
+    from attnphase.validation.cli import check_device
+
+    check_device(args.device)
+
+    import contextlib
+    import sys
 
     import torch
 
@@ -35,7 +41,9 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     config = HistogramConfig.quick() if args.quick else HistogramConfig.paper()
     result = run_experiment(config, args.seed, device, progress=not args.quiet)
-    written = write_report(result, out)
+    with opt.staged_output(out) as stage:  # all files or none
+        with contextlib.redirect_stdout(opt.Rewriting(sys.stdout, {str(stage): str(out)})):
+            written = write_report(result, stage)
     lines = [f"{name:>20}: val_acc {v.val_acc:.4f}  score {v.score.score:+.3f}" for name, v in result.variants.items()]
     lines.append(f"majority baseline {result.majority_acc:.4f}; wrote {len(written)} files to {out}")
     if args.json:
