@@ -224,9 +224,10 @@ def model_errors():
 #: First-run code-generation time of the state-evolution kernels per L, seconds on 2 cores (measured;
 #: cached afterwards).
 MEASURED_CODEGEN_SECONDS = {2: 10, 3: 15, 4: 75}
-#: The largest L of the commands that need no state evolution (derive, simulate): the sympy
-#: rendering and the finite-d model stay quick there (derive --L 10 measured, see MAX_L_OTHER_NOTE).
-MAX_L_OTHER = 10
+#: The largest L of the commands that need no state evolution, measured on 2 cores: ``derive``
+#: renders every equation with sympy (L = 5 ~10 s, L = 6 ~20 s, L = 7 ~45 s, L = 10 over 150 s);
+#: ``simulate`` trains at finite d (L = 10 ~15 s at d = 50).
+MAX_L_OTHER = {"derive": 7, "simulate": 10}
 #: Commands that solve the state evolution (the limit of numerics.quadrature.check_L_supported).
 SE_COMMANDS = ("solve", "sweep", "phase-diagram", "check", "validate")
 
@@ -239,8 +240,10 @@ def check_L(L: Any, command: str = "") -> None:
         from attnphase.numerics.quadrature import check_L_supported
 
         check_L_supported(L, "--L")
-    elif L > MAX_L_OTHER and not os.environ.get("ATTNPHASE_MAX_L", "").strip().isdigit():
-        raise ValueError(f"--L {L}: {command} supports L <= {MAX_L_OTHER}; set ATTNPHASE_MAX_L to try anyway")
+    elif L > MAX_L_OTHER.get(command, 10) and not os.environ.get("ATTNPHASE_MAX_L", "").strip().isdigit():
+        limit = MAX_L_OTHER.get(command, 10)
+        raise ValueError(f"--L {L}: {command} supports L <= {limit} (measured: derive --L 10 took over 150 s, "
+                         f"--L 7 ~45 s on 2 cores); set ATTNPHASE_MAX_L to try anyway")
 
 
 def announce_codegen(L: int, *, quiet: bool = False) -> None:

@@ -14,6 +14,8 @@ from attnphase.cli import main
 KEYS = {
     "alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta",
     "eps_g", "e_t", "eps_lin", "converged", "iterations", "residual",
+    # the model and the requested branch beside the result (issue 15); reason: "" on success
+    "L", "A", "P", "rho0", "rank", "requested_branch", "reason",
 }
 
 
@@ -92,7 +94,8 @@ def test_sweep_writes_one_row_per_alpha(tmp_path, capsys: pytest.CaptureFixture[
     with open(out, newline="") as fh:
         reader = csv.DictReader(fh)
         rows = list(reader)
-        assert set(reader.fieldnames or ()) == KEYS and len(reader.fieldnames or ()) == len(KEYS)
+        csv_keys = (KEYS - {"L", "A", "P", "rho0", "rank", "requested_branch"})  # the model is in the file name / --json
+        assert set(reader.fieldnames or ()) == csv_keys and len(reader.fieldnames or ()) == len(csv_keys)
     assert [float(r["alpha"]) for r in rows] == pytest.approx([1.8, 2.0, 2.2])
     assert all(r["branch"] == "semantic" and r["converged"] == "True" for r in rows)
     theta = [float(r["theta"]) for r in rows]

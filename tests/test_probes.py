@@ -69,6 +69,7 @@ REFUSED = [
     (["simulate", "--init", "sideways"], ["--init"]),
     (["simulate", "--device", "tpu"], ["--device"]),
     (["simulate", "--L", "11"], ["--L 11"]),
+    (["derive", "--L", "10"], ["--L 10", "L <= 7"]),
     (["validate", "--seeds", "0"], ["--seeds"]),
     (["validate", "--d", "1"], ["--d"]),
     (["check", "--alpha", "nan"], ["--alpha"]),
@@ -223,8 +224,10 @@ def test_missing_branch_is_exit_3(capsys, tmp_path):
     rec = json.loads(cap.out)
     assert rec["requested_branch"] == "semantic" and rec["branch"] == "agnostic"
     assert "no semantic fixed point" in rec["reason"] and "exit code 3" in cap.err
-    assert main(["sweep", "--alpha", "1:2:2", "--omega", "1", "--branch", "semantic", "--quadrature", "sobol8",
+    assert main(["sweep", "--alpha", "2:1:2", "--omega", "1", "--branch", "semantic", "--quadrature", "sobol8",
                  "--out", str(tmp_path), "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert "sorted ascending" in err and "no semantic fixed point at any alpha" in err and "exit code 3" in err
     rows = (tmp_path / "sweep_semantic_omega1.csv").read_text().splitlines()
     assert rows[0].endswith(",reason") and len(rows) == 3
     assert all("no semantic fixed point here" in r and ",agnostic," in r for r in rows[1:])
@@ -251,3 +254,26 @@ def test_no_traceback_in_subprocess(tmp_path):
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr and "--d 10000000" in proc.stderr
     assert os.listdir(tmp_path) == []
+
+
+def test_first_run_at_an_L_is_announced(capsys, tmp_path, monkeypatch):
+    from attnphase import options as opt
+
+    monkeypatch.setenv("ATTNPHASE_CACHE_DIR", str(tmp_path))  # an empty cache: the kernels would be generated
+    opt.announce_codegen(4)
+    err = capsys.readouterr().err
+    assert "generating the kernels for L = 4" in err and f"about {opt.MEASURED_CODEGEN_SECONDS[4]} s" in err
+    opt.announce_codegen(4, quiet=True)
+    assert capsys.readouterr().err == ""
+
+
+def test_large_rules_and_long_runs_are_announced(capsys):
+    from attnphase import options as opt
+    from attnphase.numerics.config import SolverConfig
+
+    opt.announce_rules(2, SolverConfig(quadrature="sobol18"))
+    assert "--quadrature sobol18" in capsys.readouterr().err
+    opt.announce_rules(2, SolverConfig())  # the defaults are not large
+    assert capsys.readouterr().err == ""
+    opt.announce_work("sweep of 400 alpha values", 400, 2, SolverConfig())
+    assert "roughly" in capsys.readouterr().err

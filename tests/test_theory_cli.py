@@ -31,11 +31,11 @@ def test_derive_prints_every_equation(L: int, capsys: pytest.CaptureFixture[str]
 def test_derive_bad_input_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["derive", "--L", "1"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("attnphase: error: L must be")
+    assert err.count("\n") == 1 and err.startswith("attnphase: error: --L: L must be")
     assert main(["derive", "--omega", "1.5"]) == 2
     assert "omega" in capsys.readouterr().err
     assert main(["derive", "--A", "0.5,0.4;0.4,0.6"]) == 2
-    assert capsys.readouterr().err.startswith("attnphase: error: A must be")
+    assert capsys.readouterr().err.startswith("attnphase: error: --A: A must be")
 
 
 def test_docs_derivation_is_up_to_date(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -116,7 +117,9 @@ def test_validate_json_is_one_object(tmp_path, capsys, monkeypatch):
     assert code == 0 and len(out) == 1
     assert json.loads(out[0]) == {"wall_seconds": 1.0, "all_converged": True, "rows": [{"x": None}]}
     assert seen["plan"].params.omega == 0.2 and seen["plan"].params.lam == 0.02 and seen["plan"].quick
-    assert str(seen["out_dir"]) == str(tmp_path) and seen["progress"] is False
+    # the files go to a staging folder in --out's nearest existing folder, moved into --out at the end
+    assert Path(seen["out_dir"]).parent == tmp_path and Path(seen["out_dir"]).name.startswith(".attnphase-")
+    assert not Path(seen["out_dir"]).exists() and seen["progress"] is False
 
 
 def test_histogram_json_is_one_object(tmp_path, capsys, monkeypatch):
