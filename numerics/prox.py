@@ -1,6 +1,6 @@
 """The proximal map of the channel, solved for all quadrature nodes in one vectorised call.
 
-    h_hat(w, T) = argmin_h  P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T)      (MODEL.md section 3)
+    h_hat(w, T) = argmin_h  P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T)      (docs/model.md section 3)
 
 The loss is bounded but not convex in h, so ``P`` can have several local minima.
 Two modes:
@@ -19,48 +19,46 @@ The value, gradient and Hessian of ``P`` come from the generated kernels
 ``kernels.prox_value_grad_hess`` / ``kernels.prox_value`` of
 :mod:`attnphase.theory.kernels`; nothing here spells the loss out.
 
-Backends (argument ``backend`` of every solver): ``"numpy"`` runs the whole batch as numpy
-operations; ``"numba"`` runs the same algorithm one node at a time, compiled
-(:mod:`attnphase.numerics.prox_compiled`, on the one-point twins of the same generated
-kernels; equal to the numpy results to rounding); ``"auto"`` (the default) is numba when it
-can be imported, else numpy. The environment variable ``ATTNPHASE_PROX_BACKEND`` (``numpy``
-or ``numba``) overrides what ``"auto"`` picks, e.g. to spare a short run the one-off JIT
-compilation (about 3 s per L and process).
+Backends (argument ``backend`` of every solver, one of
+:data:`attnphase.numerics.config.BACKENDS`, normally ``SolverConfig.backend``): ``"numpy"`` runs
+the whole batch as numpy operations; ``"numba"`` runs the same algorithm one node at a time,
+compiled (:mod:`attnphase.numerics.prox_compiled`: the template
+:mod:`attnphase.numerics.prox_rows` on the one-point twins of the same generated kernels;
+equal to the numpy results to rounding); ``"auto"`` (the default) is numba when it can be
+imported, else numpy. :func:`resolve_backend` decides; ``$ATTNPHASE_PROX_BACKEND``
+(:func:`attnphase.numerics.config.backend_override`) replaces ``"auto"`` only, e.g. to spare a
+short run the one-off JIT compilation (about 3-7 s per L, once per machine: it is cached on
+disk).
 """
 
 from __future__ import annotations
 
 import itertools
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from attnphase.numerics import prox_compiled
-
-#: Values of the ``backend`` argument of the solvers.
-BACKENDS = ("auto", "numpy", "numba")
+from attnphase.numerics.config import BACKENDS, backend_override
 
 
 def resolve_backend(backend: str, kernels: Any = None) -> str:
-    """``"numpy"`` or ``"numba"``: the backend a solver called with ``backend`` (and ``kernels``) uses.
+    """``"numpy"`` or ``"numba"``: the backend a solver called with ``backend`` (and ``kernels``) runs.
 
-    ``"auto"`` is numba when it can be imported and ``kernels`` (if given) is a
-    :class:`~attnphase.theory.kernels.Kernels` (the compiled path rebuilds its one-point
-    twin from ``L``, ``r``, ``cse``); any other kernels object gets the numpy path.
-    ``$ATTNPHASE_PROX_BACKEND`` (``numpy`` or ``numba``), if set, replaces ``"auto"``.
+    ``backend`` is one of :data:`~attnphase.numerics.config.BACKENDS`. ``"auto"`` is replaced by
+    :func:`~attnphase.numerics.config.backend_override` (``$ATTNPHASE_PROX_BACKEND``) when that
+    is set, else it is numba when numba can be imported and ``kernels`` (if given) is a
+    :class:`~attnphase.theory.kernels.Kernels` (the compiled path runs on its one-point twin);
+    any other kernels object gets the numpy path. ``"numba"`` without numba raises ImportError.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "auto":
         from attnphase.theory.kernels import Kernels
 
-        env = os.environ.get("ATTNPHASE_PROX_BACKEND", "auto").strip().lower() or "auto"
-        if env != "auto":
-            return resolve_backend(env, kernels)
         compiled_ok = kernels is None or isinstance(kernels, Kernels)
-        return "numba" if compiled_ok and prox_compiled.available() else "numpy"
+        backend = backend_override() or ("numba" if compiled_ok and prox_compiled.available() else "numpy")
     if backend == "numba" and not prox_compiled.available():
         raise ImportError("backend='numba' needs numba, which cannot be imported; use backend='numpy' or 'auto'")
     return backend
@@ -203,7 +201,7 @@ def newton_minimize(
 
 
 def loss_zeros_L2(T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For L = 2, the two exact zeros of the loss, S(h) = T (MODEL.md section 3).
+    """For L = 2, the two exact zeros of the loss, S(h) = T (docs/model.md section 3).
 
     With delta = h_1 - h_2: S_11 = sigmoid(h_1 delta), S_22 = sigmoid(-h_2 delta), so
     delta^2 = logit T_11 + logit T_22 and h_1 = logit T_11 / delta, h_2 = -logit T_22 / delta.

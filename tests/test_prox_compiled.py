@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from attnphase.numerics import prox, prox_compiled
+from attnphase.numerics.config import BACKEND_ENV, BACKENDS, SolverConfig
 from attnphase.numerics.prox import global_prox, local_prox, newton_minimize
 from attnphase.theory.kernels import get_kernels, get_scalar_kernels
 
@@ -126,13 +127,41 @@ def test_numpy_fallback_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
         local_prox(k, w, V, T, s2, backend="torch")
 
 
-def test_environment_overrides_auto(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ATTNPHASE_PROX_BACKEND", "numpy")
-    assert prox.resolve_backend("auto") == "numpy"
-    assert prox.resolve_backend("numba" if prox_compiled.available() else "numpy") in ("numpy", "numba")
-    monkeypatch.setenv("ATTNPHASE_PROX_BACKEND", "gpu")
+def test_environment_overrides_auto_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backend comes from the configuration; $ATTNPHASE_PROX_BACKEND replaces "auto" only."""
+    assert prox.BACKENDS is BACKENDS
+    monkeypatch.delenv(BACKEND_ENV, raising=False)
+    auto = "numba" if prox_compiled.available() else "numpy"
+    assert prox.resolve_backend("auto") == SolverConfig().resolved_backend() == auto
+    assert SolverConfig(backend="numpy").resolved_backend() == "numpy"
+    assert prox.resolve_backend("auto", kernels=object()) == "numpy"  # not a Kernels: no compiled twin
+    monkeypatch.setenv(BACKEND_ENV, "numpy")
+    assert prox.resolve_backend("auto") == SolverConfig().resolved_backend() == "numpy"
+    if prox_compiled.available():
+        assert prox.resolve_backend("numba") == SolverConfig(backend="numba").resolved_backend() == "numba"
+    monkeypatch.setenv(BACKEND_ENV, "auto")
+    assert prox.resolve_backend("auto") == auto
+    monkeypatch.setenv(BACKEND_ENV, "gpu")
     with pytest.raises(ValueError):
         prox.resolve_backend("auto")
+    assert prox.resolve_backend("numpy") == "numpy"
+
+
+def test_template_is_not_imported_by_name() -> None:
+    """prox_rows is a template: only its instances (with a Binding) run."""
+    with pytest.raises(ImportError, match="template"):
+        import attnphase.numerics.prox_rows  # noqa: F401
+
+
+@needs_numba
+@pytest.mark.parametrize("L", [2, 3])
+def test_instance_per_L_and_loaded_once(L: int) -> None:
+    """One instance per (L, r, cse, parallel), imported once per process; its L and kernels are its own."""
+    k = get_kernels(L)
+    inst = prox_compiled.instance(k)
+    assert prox_compiled.instance(get_kernels(L)) is inst and inst.L == L
+    assert inst.__spec__.loader_state.scalar.module == k.scalar.module
+    assert prox_compiled.instance(k, parallel=False) is not prox_compiled.instance(k, parallel=True)
 
 
 @pytest.mark.parametrize("L", [2, 3])
@@ -155,8 +184,8 @@ def test_scalar_kernels_equal_the_batched_ones(L: int) -> None:
 
 
 def test_compiled_solver_is_cached_across_processes(tmp_path) -> None:
-    """The rendered solver module lives in the kernel cache and numba stores its machine code
-    beside it: a second fresh process loads every compiled function (no cache miss)."""
+    """The template instance lives in the kernel cache and numba stores its machine code beside
+    it: a second fresh process loads every compiled function (no cache miss)."""
     import os
     import subprocess
     import sys
@@ -170,7 +199,7 @@ def test_compiled_solver_is_cached_across_processes(tmp_path) -> None:
         "w = np.array([[0.1, -0.2], [0.3, 0.05]]); V = np.full(2, 20.0); s2 = np.full(2, 0.25)\n"
         "T = k.target(np.array([[0.2, -0.4], [0.5, 0.1]]), 0.3, np.array([[0.6, 0.4], [0.4, 0.6]]))\n"
         "global_prox(k, w, V, T, s2, backend='numba')\n"
-        "st = pc._solvers(k, None)['rows'].stats\n"
+        "st = pc.instance(k).rows.stats\n"
         "print(sum(st.cache_hits.values()), sum(st.cache_misses.values()))\n"
     )
     env = dict(os.environ, ATTNPHASE_CACHE_DIR=str(tmp_path))
@@ -179,4 +208,6 @@ def test_compiled_solver_is_cached_across_processes(tmp_path) -> None:
     (hits1, misses1), (hits2, misses2) = (tuple(map(int, r.stdout.split())) for r in runs)
     assert misses1 >= 1 and hits1 == 0  # first process: compiled and stored
     assert hits2 >= 1 and misses2 == 0  # second process: loaded
-    assert list(tmp_path.glob("prox_solver_L2_*.py")) and list(tmp_path.glob("__pycache__/prox_solver_L2_*.nbi"))
+    (copy,) = tmp_path.glob("prox_rows_L2_*.py")
+    assert copy.read_text() == prox_compiled.TEMPLATE.read_text()  # the template itself, byte for byte
+    assert list(tmp_path.glob("__pycache__/prox_rows_L2_*.nbi"))

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnphase.theory.kernels import get_kernels, row_softmax
+from attnphase.theory.kernels import get_kernels, get_scalar_kernels, row_softmax, softmax_point
 
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)  # tiny tensors: threading only costs time
@@ -171,8 +171,20 @@ def test_L4_kernel_against_torch() -> None:
     np.testing.assert_allclose(k.prox_value_grad_hess(h, w, V, T, s2)[2], Ht, rtol=1e-10, atol=1e-12)
 
 
-def test_get_kernels_validates_and_caches() -> None:
-    assert get_kernels(2) is get_kernels(2, 1, True)
+def test_get_kernels_validates_and_loads_once() -> None:
+    """No in-memory cache of Kernels objects: each call builds one on the generated module, which
+    the import system loads once per process (the same functions; the call is cheap)."""
+    import sys
+    import time
+
+    k2, k2b = get_kernels(2), get_kernels(2, 1, True)
+    assert k2 is not k2b and k2.functions["prox_value_grad_hess"] is k2b.functions["prox_value_grad_hess"]
+    assert sys.modules[k2.functions["loss"].__module__].loss is k2.functions["loss"]
+    assert k2.scalar is k2.scalar and k2.scalar.module in sys.modules  # the one-point twin, owned by k2
+    t = time.perf_counter()
+    for _ in range(20):
+        get_kernels(2)
+    assert (time.perf_counter() - t) / 20 < 5e-3  # measured 0.2 ms (hash of the theory sources)
     k = get_kernels(3)
     assert (k.L, k.r) == (3, 1)
     for bad in (1, 0, 2.5, True):
@@ -211,3 +223,35 @@ def test_chunked_evaluation_matches_unchunked() -> None:
     np.testing.assert_array_equal(g[:, 0, 1], raw[2])
     np.testing.assert_array_equal(H[:, 0, 1, 0], raw[4])
     np.testing.assert_array_equal(k.loss(h, T, s2), k.loss_grad_hess(h, T, s2)[0])
+
+
+@pytest.mark.parametrize("L", [2, 3, 4])
+def test_softmax_point_equals_the_batched_softmax(L: int) -> None:
+    """The one-point softmax (the compiled solver's) and the batched one evaluate the same S(h) =
+    softmax_k(h_l h_k), max-shifted, in the same order: equal values (also at extreme fields)."""
+    k = get_kernels(L)
+    rng = np.random.default_rng(10 + L)
+    h = np.concatenate([rng.normal(size=(50, L)), 30.0 * rng.normal(size=(10, L))])
+    Sb = k.attention(h)
+    S = np.empty((L, L))
+    for n in range(h.shape[0]):
+        softmax_point(h[n], S)
+        np.testing.assert_allclose(S, Sb[n], rtol=1e-15, atol=1e-300)
+
+
+@pytest.mark.parametrize("L", [2, 3])
+def test_prox_value_is_the_generated_objective(L: int) -> None:
+    """prox_value (generated, batched and one-point) equals the value output of prox_value_grad_hess
+    and loss + sum_l (h_l - w_l)^2 / (2 V_l), to rounding."""
+    k, sk = get_kernels(L), get_scalar_kernels(L)
+    rng = np.random.default_rng(20 + L)
+    h, w, hs = rng.normal(size=(3, 40, L))
+    V, s2 = rng.uniform(0.5, 50.0, L), rng.uniform(0.1, 1.0, L)
+    T = k.target(hs, 0.3, np.full((L, L), 1 / L))
+    v = k.prox_value(h, w, V, T, s2)
+    np.testing.assert_allclose(v, k.prox_value_grad_hess(h, w, V, T, s2)[0], rtol=1e-14)
+    np.testing.assert_allclose(v, k.loss(h, T, s2) + 0.5 * np.sum((h - w) ** 2 / V, axis=-1), rtol=1e-14)
+    S = k.attention(h)
+    for n in range(h.shape[0]):
+        (vn,) = sk.functions["prox_value"](h[n], w[n], V, S[n], T[n], s2)
+        np.testing.assert_allclose(vn, v[n], rtol=1e-14)
