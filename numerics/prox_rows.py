@@ -31,6 +31,7 @@ import numpy as np
 
 from attnphase.theory.kernels import softmax_point
 
+Array = np.ndarray
 _binding: Any = __spec__.loader_state if __spec__ is not None else None
 if _binding is None:
     raise ImportError("prox_rows is a template: instantiate it with attnphase.numerics.prox_compiled.instance")
@@ -51,7 +52,7 @@ _prox_value_grad_hess = _callee(_binding.scalar.functions["prox_value_grad_hess"
 
 
 @jit
-def value_grad_hess(h, w, V, T, s2, S, g, H):  # type: ignore[no-untyped-def]
+def value_grad_hess(h: Array, w: Array, V: Array, T: Array, s2: Array, S: Array, g: Array, H: Array) -> float:
     """P(h), with grad P into g and the Hessian of P into H: the generated ``prox_value_grad_hess`` at S(h)."""
     _softmax(h, S)
     out = _prox_value_grad_hess(h, w, V, S, T, s2)
@@ -67,14 +68,14 @@ def value_grad_hess(h, w, V, T, s2, S, g, H):  # type: ignore[no-untyped-def]
 
 
 @jit
-def value_only(h, w, V, T, s2, S):  # type: ignore[no-untyped-def]
+def value_only(h: Array, w: Array, V: Array, T: Array, s2: Array, S: Array) -> float:
     """P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T): the generated ``prox_value`` at S(h)."""
     _softmax(h, S)
     return _prox_value(h, w, V, S, T, s2)[0]
 
 
 @jit
-def min_eig(H, M):  # type: ignore[no-untyped-def]
+def min_eig(H: Array, M: Array) -> float:
     """lambda_min(H) of the symmetric L x L matrix H (closed form for L = 2; else Jacobi rotations in M)."""
     if L == 2:
         a, b, c = H[0, 0], H[0, 1], H[1, 1]
@@ -116,7 +117,7 @@ def min_eig(H, M):  # type: ignore[no-untyped-def]
 
 
 @jit
-def shifted_cholesky_ok(H, tau, M):  # type: ignore[no-untyped-def]
+def shifted_cholesky_ok(H: Array, tau: float, M: Array) -> bool:
     """Whether H - tau I is positive definite: its Cholesky factorisation (in M) has positive pivots."""
     for i in range(L):
         for j in range(i + 1):
@@ -133,7 +134,7 @@ def shifted_cholesky_ok(H, tau, M):  # type: ignore[no-untyped-def]
 
 
 @jit
-def solve(M, g, x):  # type: ignore[no-untyped-def]
+def solve(M: Array, g: Array, x: Array) -> None:
     """x = M^{-1} g (closed form for L = 2; else Gaussian elimination with partial pivoting, M overwritten)."""
     if L == 2:
         a, b, c = M[0, 0], M[0, 1], M[1, 1]
@@ -165,7 +166,10 @@ def solve(M, g, x):  # type: ignore[no-untyped-def]
 
 
 @jit
-def newton_row(h, w, V, T, s2, max_step, xtol, max_iter, max_halvings, S, g, H, M, d, trial):  # type: ignore[no-untyped-def]
+def newton_row(
+    h: Array, w: Array, V: Array, T: Array, s2: Array, max_step: float, xtol: float, max_iter: int, max_halvings: int,
+    S: Array, g: Array, H: Array, M: Array, d: Array, trial: Array,
+) -> tuple[float, bool, int]:
     """Safeguarded Newton descent on P of one row, h updated in place: (value, converged, iterations).
 
     As :func:`attnphase.numerics.prox.newton_minimize` (see there): d = -(H + mu I)^{-1} grad P,
@@ -244,7 +248,10 @@ def newton_row(h, w, V, T, s2, max_step, xtol, max_iter, max_halvings, S, g, H, 
 
 
 @jit(parallel=parallel)
-def rows(starts, w, V, T, s2, perms, refine, max_step, xtol, max_iter, max_halvings, h, value, conv, iters, best):  # type: ignore[no-untyped-def]
+def rows(
+    starts: Array, w: Array, V: Array, T: Array, s2: Array, perms: Array, refine: bool, max_step: float, xtol: float,
+    max_iter: int, max_halvings: int, h: Array, value: Array, conv: Array, iters: Array, best: Array,
+) -> None:
     """Newton from every start of every node (``starts`` (N, n0, L)); with ``refine``, then from
     the mirror image -h_b of the best minimum h_b and its token permutations ``perms``.
 
@@ -278,7 +285,7 @@ def rows(starts, w, V, T, s2, perms, refine, max_step, xtol, max_iter, max_halvi
 
 
 @jit
-def _same_rounded(a, b):  # type: ignore[no-untyped-def]
+def _same_rounded(a: Array, b: Array) -> bool:
     """a and b equal after rounding every entry to 6 decimals (as numpy's round: rint(x 1e6) / 1e6)."""
     for k in range(a.shape[0]):
         if np.rint(a[k] * 1e6) / 1e6 != np.rint(b[k] * 1e6) / 1e6:
@@ -287,7 +294,7 @@ def _same_rounded(a, b):  # type: ignore[no-untyped-def]
 
 
 @jit(parallel=parallel)
-def distinct(h, conv, best, keep):  # type: ignore[no-untyped-def]
+def distinct(h: Array, conv: Array, best: Array, keep: Array) -> None:
     """keep[i, j]: row j of node i is kept as a distinct minimum -- the winner's own row, or a
     converged row that differs (rounded to 6 decimals) from the winner and from every kept row
     before it (prox._select on the same rows, which keeps the first of equal rows)."""
@@ -308,7 +315,7 @@ def distinct(h, conv, best, keep):  # type: ignore[no-untyped-def]
 
 
 @jit
-def best_rows(node, value, conv, best):  # type: ignore[no-untyped-def]
+def best_rows(node: Array, value: Array, conv: Array, best: Array) -> None:
     """best[i]: the row of node i with the lowest converged value, the first on ties (the first
     row of the node if none converged; -1 if the node has no row) -- prox._best_per_node."""
     bv = np.full(best.shape[0], inf)

@@ -60,6 +60,7 @@ def test_global_prox_compiled_matches_numpy(L: int, omega: float, V0: float, asy
     rn, cn = global_prox(k, w, V, T, s2, backend="numpy")
     rb, cb = global_prox(k, w, V, T, s2, backend="numba")
     assert rb.converged.all() and rn.converged.all()
+    np.testing.assert_array_equal(rb.converged, rn.converged)
     np.testing.assert_allclose(rb.h, rn.h, rtol=0, atol=1e-10)
     np.testing.assert_allclose(rb.value, rn.value, rtol=0, atol=1e-10)
     assert np.max(rb.value - rn.value) <= 1e-12
@@ -101,6 +102,19 @@ def test_compiled_global_prox_never_loses_to_probes(L: int, asym: bool) -> None:
     np.testing.assert_array_equal(pol.converged, pol_np.converged)
     polished = np.where(pol.converged, pol.value, np.inf).reshape(N, n_probe).min(axis=1)
     assert np.max(res.value - polished) <= 1e-12
+
+
+@needs_numba
+@pytest.mark.parametrize("V0", V0S)
+def test_aligned_prox_compiled_matches_numpy(V0: float) -> None:
+    """The aligned prox (L = 2, Newton from the loss zero on the teacher's side) on both backends."""
+    k, w, V, T, s2 = _batch(31 + int(V0), 2, 0.3, V0, False)
+    hstar = np.random.default_rng(8).normal(size=w.shape)
+    an = prox.aligned_prox(k, w, V, T, s2, hstar, backend="numpy")
+    ab = prox.aligned_prox(k, w, V, T, s2, hstar, backend="numba")
+    np.testing.assert_allclose(ab.h, an.h, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(ab.value, an.value, rtol=0, atol=1e-10)
+    np.testing.assert_array_equal(ab.converged, an.converged)
 
 
 @needs_numba
