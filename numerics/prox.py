@@ -3,7 +3,7 @@
     h_hat(w, T) = argmin_h  P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T)      (docs/model.md section 3)
 
 The loss is bounded but not convex in h, so ``P`` can have several local minima.
-Two modes:
+Three modes:
 
 * ``global_prox`` -- the GLOBAL minimiser: safeguarded Newton from several starting
   points per node (``w``, ``0``, ``+-w/2``, ``-w``, for L = 2 the exact zeros of the
@@ -41,6 +41,7 @@ import numpy as np
 
 from attnphase.numerics import prox_compiled
 from attnphase.numerics.config import BACKENDS, backend_override
+from attnphase.theory.kernels import Kernels
 
 
 def resolve_backend(backend: str, kernels: Any = None) -> str:
@@ -50,17 +51,18 @@ def resolve_backend(backend: str, kernels: Any = None) -> str:
     :func:`~attnphase.numerics.config.backend_override` (``$ATTNPHASE_PROX_BACKEND``) when that
     is set, else it is numba when numba can be imported and ``kernels`` (if given) is a
     :class:`~attnphase.theory.kernels.Kernels` (the compiled path runs on its one-point twin);
-    any other kernels object gets the numpy path. ``"numba"`` without numba raises ImportError.
+    any other kernels object gets the numpy path. ``"numba"`` without numba raises ImportError,
+    with another kernels object TypeError.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    compiled_ok = kernels is None or isinstance(kernels, Kernels)
     if backend == "auto":
-        from attnphase.theory.kernels import Kernels
-
-        compiled_ok = kernels is None or isinstance(kernels, Kernels)
         backend = backend_override() or ("numba" if compiled_ok and prox_compiled.available() else "numpy")
     if backend == "numba" and not prox_compiled.available():
         raise ImportError("backend='numba' needs numba, which cannot be imported; use backend='numpy' or 'auto'")
+    if backend == "numba" and not compiled_ok:
+        raise TypeError(f"backend='numba' needs a theory.kernels.Kernels (its one-point twin), got {type(kernels).__name__}")
     return backend
 
 
@@ -97,7 +99,7 @@ def _rowsum(a: np.ndarray) -> np.ndarray:
 
 
 def _sym_min_eig(H: np.ndarray) -> np.ndarray:
-    """Smallest eigenvalue of a batch of symmetric matrices (closed form for 2 x 2)."""
+    """Smallest eigenvalue of a batch of symmetric matrices (closed form for 2 x 2; one-point twin ``prox_rows.min_eig``)."""
     if H.shape[-1] == 2:
         a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
         return 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
@@ -105,7 +107,7 @@ def _sym_min_eig(H: np.ndarray) -> np.ndarray:
 
 
 def _solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """Solve H x = g for a batch (closed form for 2 x 2)."""
+    """Solve H x = g for a batch (closed form for 2 x 2; one-point twin ``prox_rows.solve``)."""
     if H.shape[-1] == 2:
         a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
         det = a * c - b * b

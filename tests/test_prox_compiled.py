@@ -149,6 +149,9 @@ def test_environment_overrides_auto_only(monkeypatch: pytest.MonkeyPatch) -> Non
     assert prox.resolve_backend("auto") == SolverConfig().resolved_backend() == auto
     assert SolverConfig(backend="numpy").resolved_backend() == "numpy"
     assert prox.resolve_backend("auto", kernels=object()) == "numpy"  # not a Kernels: no compiled twin
+    if prox_compiled.available():
+        with pytest.raises(TypeError):
+            prox.resolve_backend("numba", kernels=object())
     monkeypatch.setenv(BACKEND_ENV, "numpy")
     assert prox.resolve_backend("auto") == SolverConfig().resolved_backend() == "numpy"
     if prox_compiled.available():
