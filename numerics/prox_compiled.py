@@ -114,6 +114,7 @@ def instance(kernels: Kernels, parallel: bool | None = None) -> ModuleType:
 
 
 def _rows(x: np.ndarray, N: int, tail: tuple[int, ...]) -> np.ndarray:
+    """``x`` broadcast to (N,) + tail, float64 and contiguous (one row per node for the compiled loops)."""
     return np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=float), (N,) + tail))
 
 
@@ -121,7 +122,11 @@ def newton_rows(
     kernels: Kernels, h0: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
     *, xtol: float, max_iter: int, max_halvings: int, parallel: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Compiled :func:`~attnphase.numerics.prox.newton_minimize`: (h, value, converged, iterations)."""
+    """Compiled :func:`~attnphase.numerics.prox.newton_minimize`: (h, value, converged, iterations).
+
+    Each row descends P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T) from its row of ``h0``
+    to a local minimiser h (value P(h)); V and sigma2 broadcast to the rows.
+    """
     h0 = np.asarray(h0, dtype=float)
     N, L = h0.shape
     h, value, conv, iters, _ = _run(kernels, h0[:, None, :], w, V, T, sigma2, False, xtol, max_iter, max_halvings, parallel)
@@ -132,8 +137,9 @@ def global_rows(
     kernels: Kernels, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
     *, xtol: float = 1e-10, max_iter: int = 60, max_halvings: int = 30, parallel: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The full global search of every node: Newton from ``starts`` (N, n0, L), then from the mirror
-    image and the token permutations of the best minimum (itertools order, identity left out).
+    """The full global search of every node, argmin_h P(h) (P as in :func:`newton_rows`): Newton from
+    ``starts`` (N, n0, L), then from the mirror image and the token permutations of the best
+    minimum (itertools order, identity left out).
 
     Returns (h, value, converged, iterations) of every start, shapes (N, n, L) and (N, n) with
     n = n0 + L!, and the index of the winning start per node, shape (N,).

@@ -118,6 +118,23 @@ def test_aligned_prox_compiled_matches_numpy(V0: float) -> None:
 
 
 @needs_numba
+@pytest.mark.parametrize("L", [2, 3])
+def test_compiled_softmax_and_objective_equal_the_batched_ones(L: int) -> None:
+    """The instance's softmax and P(h) (value, gradient, Hessian), compiled, against the batched kernels."""
+    k, w, V, T, s2 = _batch(41, L, 0.3, 5.0, True, n=20)
+    inst = prox_compiled.instance(k)
+    h = w + 0.5 * np.random.default_rng(3).normal(size=w.shape)
+    f, g, H = k.prox_value_grad_hess(h, w, V, T, s2)
+    S, gn, Hn = np.empty((L, L)), np.empty(L), np.empty((L, L))
+    for n in range(h.shape[0]):
+        fn = inst.value_grad_hess(h[n], w[n], V, T[n], s2, S, gn, Hn)
+        np.testing.assert_allclose(S, k.attention(h[n]), rtol=1e-14)
+        np.testing.assert_allclose([fn, inst.value_only(h[n], w[n], V, T[n], s2, S)], f[n], rtol=1e-14)
+        np.testing.assert_allclose(gn, g[n], rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(Hn, H[n], rtol=1e-12, atol=1e-14)
+
+
+@needs_numba
 def test_newton_minimize_compiled_per_node_V() -> None:
     """V may vary per row (broadcast like the numpy path)."""
     k, w, _, T, s2 = _batch(3, 2, 0.3, 1.0, False)

@@ -51,7 +51,6 @@ from attnphase.theory.codegen import Argument, FunctionSpec, load_module
 
 ArrayLike = Any
 
-
 #: Points per block in the batched kernels: small enough that the temporaries of the
 #: generated code stay in cache (about twice as fast as one call on 1e5 points).
 CHUNK = 4096
@@ -371,9 +370,8 @@ class ScalarKernels:
         cse: whether the generated code used common subexpression elimination.
         functions: plain Python functions by name (:data:`SCALAR_FUNCTIONS`), with the
             argument order and slots of their batched twins but one point per call:
-            ``loss(S, T, sigma2)``, ``prox_value(h, w, V, S, T, sigma2)`` and
-            ``prox_value_grad_hess(h, w, V, S, T, sigma2)``
-            with h, w, V, sigma2 of shape (L,) and S, T of shape (L, L); S must be the
+            ``loss(S, T, sigma2)``, ``prox_value(h, w, V, S, T, sigma2)`` and ``prox_value_grad_hess(h,
+            w, V, S, T, sigma2)`` with h, w, V, sigma2 of shape (L,) and S, T of shape (L, L); S must be the
             max-shifted softmax S(h)[l, k] = softmax_k(h_l h_k) of the same h (:func:`softmax_point`).
             They return a tuple of floats: (loss,), (value,) or (value, grad_1..grad_L, hess upper
             triangle row-major).
