@@ -56,16 +56,17 @@ def _solver_rule(params, spec: str, ov):
         from attnphase.numerics.quadrature import symmetrize_rule
         from attnphase.numerics.symmetry import model_symmetry_group
 
-        rule = symmetrize_rule(rule, params.L, [(e.perm, e.s, e.t) for e in model_symmetry_group(params)])
+        rule = symmetrize_rule(rule, params.L, model_symmetry_group(params))
     except ImportError:
         pass
     group = symmetry_group(params, ov)
-    reduced, _ = reduce_rule(rule, params.L, [(e.perm, e.s, e.t) for e in group])
+    reduced, _ = reduce_rule(rule, params.L, group)
     return rule, reduced, group
 
 
 def bench_se_map(params, specs, states, repeat: int) -> list[dict]:
-    from attnphase.numerics.state_evolution import update, update_hat
+    from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.se_map import hat_step, update
     from attnphase.theory.kernels import get_kernels
 
     k = get_kernels(params.L)
@@ -75,10 +76,10 @@ def bench_se_map(params, specs, states, repeat: int) -> list[dict]:
             rule, reduced, group = _solver_rule(params, spec, ov)
 
             def step(r=reduced) -> None:
-                update(params, update_hat(k, params, ALPHA, ov, r, "global", group=group)[0])
+                update(params, hat_step(params, ALPHA, ov, r, group=group)[0])
 
             def step_raw(r=rule) -> None:
-                update(params, update_hat(k, params, ALPHA, ov, r, "global", group=group)[0])
+                update(params, hat_step(params, ALPHA, ov, r, group=group)[0])
 
             t_red = _best(step, repeat)
             t_raw = _best(step_raw, max(1, repeat // 2))
@@ -98,7 +99,7 @@ def _solve_all(params, spec: str, alpha: float = ALPHA) -> dict:
     out = {}
     for branch, init in (("semantic", None), ("positional", Overlaps(0.2, 55.0, [0.26, -0.26], 0.0))):
         t = time.perf_counter()
-        fp = solve(params, alpha, branch, quadrature=spec, init=init)
+        fp = solve(params, alpha, branch, init=init, config=SolverConfig(quadrature=spec))
         out[branch] = (fp, time.perf_counter() - t)
     return out
 
@@ -147,7 +148,7 @@ def bench_warm_fixed_points(params, specs, step: float = 0.05) -> dict:
             row = {}
             for label, memory in (("memory", nb.memory), ("no_memory", None)):
                 t = time.perf_counter()
-                fp = solve(params, ALPHA, branch, quadrature=spec, init=nb.overlaps, memory=memory)
+                fp = solve(params, ALPHA, branch, init=nb.overlaps, memory=memory, config=SolverConfig(quadrature=spec))
                 row[label] = {"seconds": time.perf_counter() - t, "iterations": fp.status.iterations,
                               "converged": fp.status.converged, "branch": fp.branch}
             out[spec][branch] = row
@@ -215,9 +216,9 @@ def main() -> None:
     t0 = time.perf_counter()
     print(f"SE-map evaluation at alpha = {ALPHA} (best of {args.repeat})", flush=True)
     states = {
-        "semantic": solve(params, ALPHA, "semantic", quadrature="gh8").overlaps,
-        "positional": solve(params, ALPHA, "positional", quadrature="gh8",
-                            init=Overlaps(0.2, 55.0, [0.26, -0.26], 0.0)).overlaps,
+        "semantic": solve(params, ALPHA, "semantic", config=SolverConfig(quadrature="gh8")).overlaps,
+        "positional": solve(params, ALPHA, "positional",
+                            init=Overlaps(0.2, 55.0, [0.26, -0.26], 0.0), config=SolverConfig(quadrature="gh8")).overlaps,
     }
     report["se_map"] = bench_se_map(params, specs, states, args.repeat)
 

@@ -5,7 +5,7 @@
 
 The positional branch is followed by continuation in alpha up to ``--start`` (steps of 0.05
 from alpha = 0.1; as far as it converges), then at fixed |m|
-(`attnphase.numerics.state_evolution.solve_at_m`) for |m| from |m(start)| - ``--m-step`` down to
+(`attnphase.numerics.state_evolution.solve_at_order`) for |m| from |m(start)| - ``--m-step`` down to
 ``--m-min``, each point warm-started from the last accepted one (converged, and not more than 0.1
 lower in alpha: below the maximum of |m| every size is reached twice, the other time near the
 branch's birth at small alpha). One line per |m|: the alpha that solves
@@ -21,7 +21,8 @@ import time
 import numpy as np
 
 from attnphase.numerics.continuation import sweep
-from attnphase.numerics.state_evolution import SolverConfig, solve_at_m
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.state_evolution import solve_at_order
 from attnphase.theory.params import ModelParams
 
 
@@ -46,7 +47,7 @@ def main() -> None:
     sizes = np.arange(float(np.linalg.norm(cur.overlaps.m)) - args.m_step, args.m_min - 1e-12, -args.m_step)
     for size in sizes:
         t = time.perf_counter()
-        fp = solve_at_m(params, float(size), cur.overlaps, config=cfg, memory=cur.memory)
+        fp = solve_at_order(params, "m", float(size), cur.overlaps, config=cfg, memory=cur.memory)
         ov = fp.overlaps
         print(f"{size:7.3f} {fp.alpha:8.4f} {ov.q0:8.4f} {ov.V0:8.2f} {fp.observables.e_t:12.6e}  "
               f"{fp.status.converged!s:>9}  {fp.status.iterations:11d}  {time.perf_counter() - t:7.2f}")

@@ -1,6 +1,6 @@
 """Channel expectations of the state evolution: one vectorised proximal solve over all nodes.
 
-For the current overlaps and a quadrature rule over (xi, eta) (MODEL.md section 3):
+For the current overlaps and a quadrature rule over (xi, eta) (docs/model.md section 3):
 
     w_l = m_l + sqrt(q_l) xi_l,   h*_l = theta_l / sqrt(q_l) xi_l + sqrt(rho_l - theta_l^2 / q_l) eta_l,
     h_hat = prox(w, T(h*)),       g_l = (h_hat_l - w_l) / V_l,
@@ -18,14 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.numerics.overlaps import HatOverlaps, Overlaps
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.overlaps import Overlaps
 from attnphase.numerics.prox import Candidates, ProxResult, aligned_prox, global_prox, local_prox
 from attnphase.numerics.quadrature import QuadratureRule
-from attnphase.numerics.symmetry import SymmetryElement, symmetrize
-from attnphase.theory.channel import channel_fields, hat_overlaps, token_variances
+from attnphase.theory.channel import channel_fields, token_variances
 from attnphase.theory.params import ModelParams
-
-PROX_MODES = ("global", "local", "aligned")
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,7 +33,7 @@ class ChannelMoments:
     Attributes:
         E_g, E_g2, E_gxi, E_geta: E[g_l], E[g_l^2], E[g_l xi_l], E[g_l eta_l].
         E_M: E[M], the Moreau envelope (minimum value of the proximal objective).
-        eps_g: test error E[loss(w, T(h*))] of MODEL.md section 4 (NaN from a global-mode polish,
+        eps_g: test error E[loss(w, T(h*))] of docs/model.md section 4 (NaN from a global-mode polish,
             which is never reported).
         prox_failures: number of nodes whose proximal solve did not converge.
         candidates: distinct local minima per node (global mode), to warm-start the next solve.
@@ -56,31 +54,28 @@ def channel_moments(
     params: ModelParams,
     ov: Overlaps,
     rule: QuadratureRule,
-    prox: str = "global",
+    config: SolverConfig | None = None,
     candidates: Candidates | None = None,
     full_search: bool = True,
     target: np.ndarray | None = None,
 ) -> ChannelMoments:
     """All channel expectations at overlaps ``ov`` with one batched proximal solve.
 
+    The proximal map and its backend are ``config.prox`` and ``config.backend``;
     ``candidates``/``full_search`` are passed to :func:`attnphase.numerics.prox.global_prox`.
     ``target``: T(h*) at the rule's nodes if the caller already has it -- at th0 = 0,
     h*_l = sqrt(rho_l) eta_l does not depend on the state (see :func:`teacher_target`).
     """
-    if prox not in PROX_MODES:
-        raise ValueError(f"prox must be one of {PROX_MODES}, got {prox!r}")
-    L = params.L
-    sigma2 = params.sigma2
+    cfg = config or SolverConfig()
+    L, prox = params.L, cfg.prox
     xi, eta = rule.nodes[:, :L], rule.nodes[:, L:]
-    w, hstar = channel_fields(xi, eta, ov.q0, ov.m, ov.th0, sigma2, params.rho0)
-    V = token_variances(ov.V0, sigma2)
-    T = kernels.target(hstar, params.omega, params.A_array) if target is None else target
+    w, V, T, hstar = _fields(kernels, params, ov, rule, target)
+    sigma2 = params.sigma2
     if prox == "global":
-        res, candidates = global_prox(kernels, w, V, T, sigma2, candidates=candidates, full_search=full_search)
-    elif prox == "aligned":
-        res, candidates = aligned_prox(kernels, w, V, T, sigma2, hstar), None
+        res, candidates = global_prox(kernels, w, V, T, sigma2, candidates=candidates, full_search=full_search,
+                                      backend=cfg.backend)
     else:
-        res, candidates = local_prox(kernels, w, V, T, sigma2), None
+        res, candidates = _local_modes(kernels, prox, w, V, T, sigma2, hstar, cfg.backend), None
     g = (res.h - w) / V
     wt = rule.weights
     return ChannelMoments(
@@ -97,52 +92,52 @@ def channel_moments(
     )
 
 
+def _fields(
+    kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, target: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(w, V, T(h*), h*) at the rule's nodes for the state ``ov`` (docs/model.md section 3)."""
+    L = params.L
+    w, hstar = channel_fields(rule.nodes[:, :L], rule.nodes[:, L:], ov.q0, ov.m, ov.th0, params.sigma2, params.rho0)
+    V = token_variances(ov.V0, params.sigma2)
+    T = kernels.target(hstar, params.omega, params.A_array) if target is None else target
+    return w, V, T, hstar
+
+
+def _local_modes(kernels: Any, prox: str, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
+                 hstar: np.ndarray, backend: str) -> ProxResult:
+    """The local proximal maps: from the teacher-aligned loss zero (``aligned``) or from h = 0 (``local``)."""
+    if prox == "aligned":
+        return aligned_prox(kernels, w, V, T, sigma2, hstar, backend=backend)
+    return local_prox(kernels, w, V, T, sigma2, backend=backend)
+
+
 def prox_at_nodes(
-    kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, prox: str = "global"
+    kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, config: SolverConfig | None = None
 ) -> tuple[np.ndarray, np.ndarray, ProxResult]:
     """(w, V, proximal result) at the rule's nodes for the state ``ov``: one full search (global
     mode), or the local / aligned minimiser.  For evaluations outside the SE iteration (finer rules)."""
-    if prox not in PROX_MODES:
-        raise ValueError(f"prox must be one of {PROX_MODES}, got {prox!r}")
-    L = params.L
-    xi, eta = rule.nodes[:, :L], rule.nodes[:, L:]
-    w, hstar = channel_fields(xi, eta, ov.q0, ov.m, ov.th0, params.sigma2, params.rho0)
-    V = token_variances(ov.V0, params.sigma2)
-    T = kernels.target(hstar, params.omega, params.A_array)
-    if prox == "global":
-        res, _ = global_prox(kernels, w, V, T, params.sigma2)
-    elif prox == "aligned":
-        res = aligned_prox(kernels, w, V, T, params.sigma2, hstar)
+    cfg = config or SolverConfig()
+    w, V, T, hstar = _fields(kernels, params, ov, rule)
+    if cfg.prox == "global":
+        res, _ = global_prox(kernels, w, V, T, params.sigma2, backend=cfg.backend)
     else:
-        res = local_prox(kernels, w, V, T, params.sigma2)
+        res = _local_modes(kernels, cfg.prox, w, V, T, params.sigma2, hstar, cfg.backend)
     return w, V, res
 
 
 def envelope_mean(
-    kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, prox: str = "global"
+    kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, config: SolverConfig | None = None
 ) -> tuple[float, int]:
-    """E[M] alone, M = min_h sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T(h*)) (MODEL.md section 4).
+    """E[M] alone, M = min_h sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T(h*)) (docs/model.md section 4).
 
     The same proximal solve as :func:`channel_moments` (a full search in global mode) without the
     g-moments and the test error: the term of Phi that :mod:`attnphase.numerics.training_objective`
     re-evaluates on a finer rule.  Returns (E[M], number of nodes whose proximal solve did not converge).
     """
-    _, _, res = prox_at_nodes(kernels, params, ov, rule, prox)
+    _, _, res = prox_at_nodes(kernels, params, ov, rule, config)
     return float(rule.weights @ res.value), int((~res.converged).sum())
 
 
 def teacher_target(kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule) -> np.ndarray:
     """T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A at the rule's nodes, for the state ``ov``."""
-    L = params.L
-    _, hstar = channel_fields(rule.nodes[:, :L], rule.nodes[:, L:], ov.q0, ov.m, ov.th0, params.sigma2, params.rho0)
-    return kernels.target(hstar, params.omega, params.A_array)
-
-
-def hats_from_moments(
-    params: ModelParams, ov: Overlaps, alpha: float, mom: ChannelMoments, group: list[SymmetryElement]
-) -> HatOverlaps:
-    """Hat overlaps (theory formulas) from the moments, symmetrised over the state's symmetry ``group``."""
-    qhat, mhat, thhat, Vhat = hat_overlaps(
-        alpha, mom.E_g2, mom.E_g, mom.E_geta, mom.E_gxi, ov.q0, ov.th0, params.sigma2, params.rho0
-    )
-    return symmetrize(HatOverlaps(qhat=qhat, mhat=mhat, thhat=thhat, Vhat=Vhat), group)
+    return _fields(kernels, params, ov, rule)[2]

@@ -95,9 +95,14 @@ def _add_branch_end_argument(p: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace):
-    from attnphase.numerics.state_evolution import SolverConfig
+    from attnphase.numerics.config import SolverConfig
 
     cfg = SolverConfig(tol=args.tol, prox=args.prox, e_t_quadrature=args.e_t_quadrature)
+    if getattr(args, "branch_end", None):
+        cfg = replace(cfg, branch_end=args.branch_end)
+    fine = getattr(args, "alpha_c_quadrature", None)
+    if fine is not None:
+        cfg = replace(cfg, alpha_c_quadrature=None if fine.strip().lower() == "none" else fine)
     return cfg if args.quadrature is None else replace(cfg, quadrature=args.quadrature)
 
 
@@ -145,18 +150,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if min(alphas) <= 0:
         raise ValueError(f"--alpha values must be > 0, got {args.alpha!r}")
     with tqdm(total=len(alphas), desc=f"{args.branch} sweep", unit="pt", file=sys.stderr, disable=args.quiet) as bar:
-        res = sweep(params, alphas, args.branch, args.prox, config=_config(args), progress=lambda _: bar.update(),
-                    branch_end=args.branch_end)
+        res = sweep(params, alphas, args.branch, config=_config(args), progress=lambda _: bar.update())
     rows = [fp.record for fp in res.points]
     with open(args.out, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=RECORD_KEYS)
         w.writeheader()
         for r in rows:
             w.writerow({k: r[k] for k in RECORD_KEYS})
-    if not math.isnan(res.spinodal):
-        where = "above" if res.spinodal_side == "below" else "below"
-        print(f"{args.branch} branch ends at alpha = {res.spinodal:.4f} (it exists {where} that; "
-              f"by {res.end_reason})", file=sys.stderr)
+    if not math.isnan(res.end.alpha):
+        where = "above" if res.end_side == "below" else "below"
+        print(f"{args.branch} branch ends at alpha = {res.end.alpha:.4f} (it exists {where} that; "
+              f"{res.end.kind}, located by {res.end.method})", file=sys.stderr)
     n_bad = sum(not r["converged"] for r in rows)
     print(f"wrote {len(rows)} rows to {args.out}" + (f" ({n_bad} not converged)" if n_bad else ""), file=sys.stderr)
     return 0 if n_bad == 0 else 1
@@ -179,8 +183,8 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     if args.error_estimate == 1 or args.error_estimate < 0:
         raise ValueError(f"--error-estimate needs K >= 2 rules (or 0 for none), got {args.error_estimate}")
     return run_phase_diagram(
-        params, omegas, alphas, out_dir=args.out, config=_config(args), quiet=args.quiet, alpha_c_quadrature=fine,
-        error_estimate=args.error_estimate, branch_end=args.branch_end,
+        params, omegas, alphas, out_dir=args.out, config=_config(args), quiet=args.quiet,
+        error_estimate=args.error_estimate,
     )
 
 

@@ -1,4 +1,4 @@
-"""Observables of a fixed point (MODEL.md sections 4-5) and its branch label.
+"""Observables of a fixed point (docs/model.md sections 4-5) and its branch label.
 
 * ``eps_g`` -- test error E[loss(w, T(h*))] with h = w (no proximal step), from the
   channel moments;
@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,9 +70,8 @@ def softmax_teacher_moments(params: ModelParams, order: int | None = None) -> tu
     return mean, second
 
 
-@functools.lru_cache(maxsize=256)
 def eps_lin(params: ModelParams, order: int | None = None) -> float:
-    """Test error of the linear positional baseline, MODEL.md section 5 (alpha-independent)."""
+    """Test error of the linear positional baseline, docs/model.md section 5 (alpha-independent)."""
     mean, second = softmax_teacher_moments(params, order)
     return float(eps_lin_from_moments(mean, second, params.sigma2, params.omega))
 

@@ -13,13 +13,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from attnphase.numerics.continuation import BranchSweep  # noqa: E402
-from attnphase.numerics.phase_diagram import Boundaries  # noqa: E402
+from attnphase.numerics.boundaries import Boundaries  # noqa: E402
 
 
 def plot_phase_diagram(
     rows: Sequence[Boundaries], path: str | Path, alpha_max: float, errors: Sequence[dict] | None = None
 ) -> None:
-    """The (alpha, omega) plane: alpha_c, alpha_l and the spinodals, regions labelled.
+    """The (alpha, omega) plane: alpha_c, alpha_l and the branch ends, regions labelled.
 
     ``errors``: per row, ``<boundary>_err`` spreads (:func:`attnphase.numerics.quadrature_error.boundary_errors`),
     drawn as horizontal error bars.
@@ -27,21 +27,21 @@ def plot_phase_diagram(
     om = np.array([b.omega for b in rows])
     ac = np.array([b.alpha_c for b in rows])
     al = np.array([b.alpha_l for b in rows])
-    ss = np.array([b.spinodal_semantic for b in rows])
-    sp = np.array([b.spinodal_positional for b in rows])
+    ss = np.array([b.semantic_end for b in rows])
+    sp = np.array([b.positional_end for b in rows])
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     ax.plot(ac, om, "o-", color="k", lw=2, label=r"$\alpha_c$ (global minimum switches)")
     ax.plot(al, om, "s--", color="tab:green", label=r"$\alpha_l$ (semantic beats linear)")
     if errors is not None:
         for key, x, color in (("alpha_c", ac, "k"), ("alpha_l", al, "tab:green"),
-                              ("spinodal_semantic", ss, "tab:blue"), ("spinodal_positional", sp, "tab:red")):
+                              ("semantic_end", ss, "tab:blue"), ("positional_end", sp, "tab:red")):
             err = np.array([e[f"{key}_err"] for e in errors])
             ax.errorbar(x, om, xerr=np.where(np.isfinite(err), err, 0.0), fmt="none", ecolor=color, capsize=3)
     if np.isfinite(ss).any():
-        ax.plot(ss, om, "v:", color="tab:blue", label="semantic spinodal")
+        ax.plot(ss, om, "v:", color="tab:blue", label="semantic branch end")
     if np.isfinite(sp).any():
-        numeric = np.array([b.positional_end_reason == "no convergence" for b in rows])
-        ax.plot(np.where(~numeric, sp, np.nan), om, "^:", color="tab:red", label="positional spinodal")
+        numeric = np.array([b.positional_end_kind == "solver failure" for b in rows])
+        ax.plot(np.where(~numeric, sp, np.nan), om, "^:", color="tab:red", label="positional branch end")
         if numeric.any():
             ax.plot(np.where(numeric, sp, np.nan), om, "^", mfc="none", color="tab:red",
                     label="positional: solver failed beyond")
@@ -67,7 +67,7 @@ def plot_branch_curves(
     """eps_g, m, theta and Delta e_t against alpha for both branches, with eps_lin."""
     def arr(sw: BranchSweep, key: str) -> tuple[np.ndarray, np.ndarray]:
         # the grid points, then the points traced towards the branch's end (ordered along the branch)
-        pts = sorted(sw.on_branch(), key=lambda p: -p.alpha) + list(sw.end_points)
+        pts = sorted(sw.on_branch(), key=lambda p: -p.alpha) + list(sw.end.points)
         if sw.branch != "semantic":
             pts = sorted(pts, key=lambda p: p.alpha)
         return np.array([p.alpha for p in pts]), np.array([p.record[key] for p in pts])
@@ -81,10 +81,11 @@ def plot_branch_curves(
     ax.set_ylabel(r"test error $\epsilon_g$")
     def to_bifurcation(ax, sw: BranchSweep, a: np.ndarray, y: np.ndarray, color: str) -> None:
         # an end located as a bifurcation of the agnostic branch: the order parameter reaches 0 there
-        if sw.end_reason == "bifurcation" and math.isfinite(sw.spinodal) and a.size:
-            i = int(np.argmin(np.abs(a - sw.spinodal)))
-            ax.plot([a[i], sw.spinodal], [y[i], 0.0], ":", color=color, lw=1)
-            ax.plot([sw.spinodal], [0.0], "o", mfc="none", color=color, label="bifurcation (order parameter 0)")
+        end = sw.end.alpha
+        if sw.end.method == "eigenvalue" and math.isfinite(end) and a.size:
+            i = int(np.argmin(np.abs(a - end)))
+            ax.plot([a[i], end], [y[i], 0.0], ":", color=color, lw=1)
+            ax.plot([end], [0.0], "o", mfc="none", color=color, label="bifurcation (order parameter 0)")
 
     ax = axes[0, 1]
     a, y = arr(pos, "m")
@@ -108,10 +109,10 @@ def plot_branch_curves(
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_ylabel(r"$\Delta e_t = e_t^{sem} - e_t^{pos}$")
     for ax in axes.flat:
-        if math.isfinite(sem.spinodal):
-            ax.axvline(sem.spinodal, color="tab:blue", ls="--", lw=0.8, label=f"semantic end {sem.spinodal:.3f}")
-        if math.isfinite(pos.spinodal):
-            ax.axvline(pos.spinodal, color="tab:red", ls="--", lw=0.8, label=f"positional end {pos.spinodal:.3f}")
+        for sw, color in ((sem, "tab:blue"), (pos, "tab:red")):
+            if math.isfinite(sw.end.alpha):
+                ax.axvline(sw.end.alpha, color=color, ls="--", lw=0.8,
+                           label=f"{sw.branch} end {sw.end.alpha:.3f} ({sw.end.kind})")
         if math.isfinite(alpha_c):
             ax.axvline(alpha_c, color="k", ls=":", lw=1, label=rf"$\alpha_c$={alpha_c:.3f}")
         if math.isfinite(alpha_l):

@@ -38,7 +38,6 @@ and 3 s for :func:`eps_g_theta0_mp`.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 
 import mpmath
@@ -58,7 +57,6 @@ def default_order(dps: int) -> int:
     return max(40, 8 * ((9 * dps + 7) // 8))
 
 
-@functools.lru_cache(maxsize=16)
 def gauss_hermite_mp(order: int, dps: int) -> tuple[tuple[mpmath.mpf, ...], tuple[mpmath.mpf, ...]]:
     """Probabilists' Gauss--Hermite nodes and weights (weights sum to 1) at ``dps`` digits.
 
@@ -122,16 +120,17 @@ def _moments_2d(
     fn: Callable[[list[mpmath.mpf]], list[list[mpmath.mpf]]],
     mean: Sequence[mpmath.mpf],
     std: Sequence[mpmath.mpf],
-    order: int,
+    rule: tuple[Sequence[mpmath.mpf], Sequence[mpmath.mpf]],
     dps: int,
     even: bool = False,
 ) -> tuple[list[list[mpmath.mpf]], list[list[mpmath.mpf]]]:
-    """E[F_lk] and E[F_lk^2] for F = fn(x), x_l = mean_l + std_l Z_l, Z ~ N(0, I_2); tensor Gauss--Hermite.
+    """E[F_lk] and E[F_lk^2] for F = fn(x), x_l = mean_l + std_l Z_l, Z ~ N(0, I_2); tensor Gauss--Hermite
+    on the one-dimensional ``rule`` = (nodes, weights) of :func:`gauss_hermite_mp`.
 
     ``even``: fn(x) = fn(-x) and mean = 0 (the softmax of an outer product), so the node
     pairs (a, b) and (-a, -b) are summed once with twice the weight (the rule is symmetric).
     """
-    X, W = gauss_hermite_mp(order, dps)
+    X, W = rule
     L = 2
     m1 = [[mpmath.mpf(0)] * L for _ in range(L)]
     m2 = [[mpmath.mpf(0)] * L for _ in range(L)]
@@ -177,7 +176,7 @@ def eps_lin_mp(params: ModelParams, dps: int = 30, order: int | None = None) -> 
         sig2 = [mp.mpf(s) ** 2 for s in params.sigma]
         rho0 = mp.mpf(params.rho0)
         std = [mp.sqrt(s2 * rho0) for s2 in sig2]
-        Es, Es2 = _moments_2d(softmax_rows_mp, [mp.mpf(0)] * 2, std, order, dps, even=True)
+        Es, Es2 = _moments_2d(softmax_rows_mp, [mp.mpf(0)] * 2, std, gauss_hermite_mp(order, dps), dps, even=True)
         one_m_omega = 1 - mp.mpf(params.omega)
         total = mp.fsum(
             sig2[k] * one_m_omega**2 * (Es2[l][k] - Es[l][k] ** 2) for l in range(2) for k in range(2)
@@ -211,8 +210,9 @@ def eps_g_theta0_mp(
             s = softmax_rows_mp(h)
             return [[(1 - omega) * s[l][k] + omega * A[l][k] for k in range(2)] for l in range(2)]
 
-        ES, ES2 = _moments_2d(softmax_rows_mp, [mp.mpf(v) for v in m], [mp.sqrt(s2 * q0_) for s2 in sig2], order, dps)
-        ET, ET2 = _moments_2d(target, [mp.mpf(0)] * 2, [mp.sqrt(s2 * rho0) for s2 in sig2], order, dps, even=True)
+        rule = gauss_hermite_mp(order, dps)
+        ES, ES2 = _moments_2d(softmax_rows_mp, [mp.mpf(v) for v in m], [mp.sqrt(s2 * q0_) for s2 in sig2], rule, dps)
+        ET, ET2 = _moments_2d(target, [mp.mpf(0)] * 2, [mp.sqrt(s2 * rho0) for s2 in sig2], rule, dps, even=True)
         total = mp.fsum(
             sig2[k] * (ES2[l][k] - 2 * ES[l][k] * ET[l][k] + ET2[l][k]) for l in range(2) for k in range(2)
         ) / 2

@@ -22,15 +22,15 @@ quadrature error of a fixed point by re-solving it on a finer rule.
 
 from __future__ import annotations
 
-import weakref
-
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 from scipy.special import ndtri
 from scipy.stats import qmc
+
+from attnphase.numerics.symmetry import SymmetryElement
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,6 +44,8 @@ class QuadratureRule:
         dropped_mass: total weight removed by pruning (0 for unpruned rules).
         axis_aligned: nodes on the coordinate diagonals (tensor Gauss--Hermite), where the
             proximal map has exact mirror ties; such rules are not orbit-reduced.
+        group: the symmetry group the rule is invariant under by construction
+            (:func:`symmetrize_rule`; empty when not symmetrised).
     """
 
     nodes: np.ndarray
@@ -51,6 +53,7 @@ class QuadratureRule:
     name: str
     dropped_mass: float = 0.0
     axis_aligned: bool = False
+    group: tuple[SymmetryElement, ...] = ()
 
     @property
     def size(self) -> int:
@@ -162,7 +165,7 @@ def make_rule(L: int, spec: str) -> QuadratureRule:
     return sobol_rule(L, args[0], seed=args[2], randomizations=args[1])
 
 
-def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[tuple[tuple[int, ...], int, int]]) -> tuple[QuadratureRule, bool]:
+def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) -> tuple[QuadratureRule, bool]:
     """Orbit representatives of the rule's nodes under a symmetry group, carrying the orbit weight.
 
     A group element (pi, s, t) maps (xi, eta) -> (s xi[pi], t eta[pi]).  Each node is
@@ -206,7 +209,7 @@ def _sorted_rows(a: np.ndarray) -> np.ndarray:
     return a[np.lexsort(a.T[::-1])]
 
 
-def _images(z: np.ndarray, L: int, group: Sequence[tuple[tuple[int, ...], int, int]]) -> list[np.ndarray]:
+def _images(z: np.ndarray, L: int, group: Sequence[SymmetryElement]) -> list[np.ndarray]:
     out = []
     for perm, s_, t_ in group:
         p = list(perm)
@@ -214,30 +217,21 @@ def _images(z: np.ndarray, L: int, group: Sequence[tuple[tuple[int, ...], int, i
     return out
 
 
-def symmetrize_rule(rule: QuadratureRule, L: int, group: Sequence[tuple[tuple[int, ...], int, int]]) -> QuadratureRule:
+def symmetrize_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) -> QuadratureRule:
     """The union of the rule's images under ``group``, each with weight / |group|.
 
-    An invariant rule (Gauss--Hermite) is returned unchanged.  For the others
-    (rotated grids, Sobol points) this makes the quadrature respect the model's
-    exact symmetries -- in particular theta -> -theta, so the semantic branch keeps
-    its exact pitchfork structure at theta = 0 instead of a noise-broken one.
-    The result is remembered per rule object (every solve of a sweep symmetrises the same
-    rule; the invariance test alone costs 3 ms for sobol12) and is the same object each time.
+    An invariant rule (Gauss--Hermite) keeps its nodes.  For the others (rotated grids, Sobol
+    points) this makes the quadrature respect the model's exact symmetries -- in particular
+    theta -> -theta, so the semantic branch keeps its exact pitchfork structure at theta = 0
+    instead of a noise-broken one.  The result records ``group``; a rule that already records it
+    is returned as it is (continuation symmetrises its rule once and passes it on: the invariance
+    test alone costs 3 ms for sobol12).
     """
-    key = (L, tuple((tuple(p), int(s_), int(t_)) for p, s_, t_ in group))
-    memo = _SYMMETRIZED.setdefault(rule, {})
-    if key not in memo:
-        memo[key] = _symmetrize(rule, L, group)
-    return memo[key]
-
-
-#: symmetrize_rule's results, per rule object (entries go with their rule).
-_SYMMETRIZED: "weakref.WeakKeyDictionary[QuadratureRule, dict]" = weakref.WeakKeyDictionary()
-
-
-def _symmetrize(rule: QuadratureRule, L: int, group: Sequence[tuple[tuple[int, ...], int, int]]) -> QuadratureRule:
-    if len(group) <= 1 or reduce_rule(rule, L, group)[1]:
+    key = tuple(SymmetryElement(tuple(int(i) for i in p), int(s_), int(t_)) for p, s_, t_ in group)
+    if rule.group == key:
         return rule
-    nodes = np.concatenate(_images(rule.nodes, L, group), axis=0)
-    weights = np.tile(rule.weights, len(group)) / len(group)
-    return QuadratureRule(nodes, weights, f"{rule.name}+sym{len(group)}", rule.dropped_mass, rule.axis_aligned)
+    if len(key) <= 1 or reduce_rule(rule, L, key)[1]:
+        return replace(rule, group=key)
+    nodes = np.concatenate(_images(rule.nodes, L, key), axis=0)
+    weights = np.tile(rule.weights, len(key)) / len(key)
+    return QuadratureRule(nodes, weights, f"{rule.name}+sym{len(key)}", rule.dropped_mass, rule.axis_aligned, key)

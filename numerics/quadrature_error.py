@@ -4,7 +4,7 @@ For a randomised rule (scrambled Sobol, seed s) the fixed point x*(s) is a rando
 variable; its spread over independent seeds is the quadrature error of a single
 solve.  Each re-solve is warm-started from the given fixed point, so it costs a few
 Newton steps.  For a deterministic rule (Gauss--Hermite) the comparison is with the
-same rule at a higher order instead.  The phase boundaries (alpha_c, alpha_l, spinodals) get
+same rule at a higher order instead.  The phase boundaries (alpha_c, alpha_l, branch ends) get
 the same treatment in :func:`boundary_errors`: the whole computation is repeated on the other rules.
 """
 
@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
-from attnphase.numerics.phase_diagram import ALPHA_C_QUADRATURE, Boundaries, phase_boundaries
-from attnphase.numerics.stability import BIFURCATION_QUADRATURE
-from attnphase.numerics.state_evolution import FixedPoint, SolverConfig, solve
+from attnphase.numerics.boundaries import BOUNDARY_KEYS, Boundaries, phase_boundaries
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.state_evolution import FixedPoint, solve
 from attnphase.theory.params import ModelParams
 
 ERROR_KEYS = ("q", "m", "V", "theta", "eps_g", "e_t")
-BOUNDARY_KEYS = ("alpha_c", "alpha_l", "spinodal_semantic", "spinodal_positional")
+
+#: Fewest rules an error estimate is made from (a spread needs two).
+MIN_RULES = 2
 
 
 @dataclass(frozen=True)
@@ -41,40 +43,27 @@ class QuadratureError:
     converged: int
 
 
-def rule_variants(spec: str, n: int) -> list[str]:
-    """``n`` independent rules of the kind ``spec`` names: Sobol seeds base, base+1, ...; Gauss--Hermite
-    orders N, N+2, ... (the first is ``spec``'s own rule)."""
-    s = spec.strip().lower()
-    if s.startswith("sobol"):
-        parts = s[5:].split(":")
-        log2_n, reps = parts[0], parts[1] if len(parts) > 1 else "1"
-        base = int(parts[2]) if len(parts) > 2 else 0
-        return [f"sobol{log2_n}:{reps}:{base + k}" for k in range(n)]
-    if s.startswith("gh"):
-        prefix = "ghr" if s.startswith("ghr") else "gh"
-        order = int(s[len(prefix):].split(":")[0])
-        return [f"{prefix}{order + 2 * k}" for k in range(n)]
-    raise ValueError(f"cannot derive error-estimate rules from {spec!r}")
+def check_rules(n_rules: int, option: str = "n_rules") -> int:
+    """``n_rules`` if an error estimate can be made from it (>= 2), else ValueError naming ``option``."""
+    if int(n_rules) != n_rules or n_rules < MIN_RULES:
+        raise ValueError(f"{option} needs K >= {MIN_RULES} independent rules (or 0 for no error estimate), got {n_rules}")
+    return int(n_rules)
 
 
 def quadrature_error(fp: FixedPoint, n_rules: int = 4, config: SolverConfig | None = None) -> QuadratureError:
     """Re-solve ``fp`` on ``n_rules`` independent rules of the same kind (warm starts); the spread.
 
-    For Sobol rules the seeds are base, base+1, ...; for Gauss--Hermite the orders
-    N, N+2, N+4, ... (then the spread is an upper estimate dominated by the lowest order).
+    The rules are :meth:`SolverConfig.variant` 0, 1, ...: for Sobol rules the seeds base, base+1,
+    ...; for Gauss--Hermite the orders N, N+2, N+4, ... (then the spread is an upper estimate
+    dominated by the lowest order).  The e_t rule varies along (a fixed one would hide its error).
     """
+    n_rules = check_rules(n_rules)
     cfg = config or SolverConfig(prox=fp.prox)
-    spec = cfg.quadrature
     values = {k: [] for k in ERROR_KEYS}
     rules = []
     ok = 0
-    # a fixed e_t rule would hide its own error from the spread: vary its seed along
-    e_t_specs = rule_variants(cfg.e_t_quadrature, n_rules) if cfg.e_t_quadrature else [None] * n_rules
-    for variant, e_t_spec in zip(rule_variants(spec, n_rules), e_t_specs):
-        other = solve(
-            fp.params, fp.alpha, fp.requested, init=fp.overlaps,
-            config=replace(cfg, quadrature=variant, e_t_quadrature=e_t_spec),
-        )
+    for k in range(n_rules):
+        other = solve(fp.params, fp.alpha, fp.requested, init=fp.overlaps, config=cfg.variant(k))
         rules.append(other.quadrature)
         if other.status.converged and other.branch == fp.branch:
             ok += 1
@@ -96,34 +85,23 @@ def boundary_errors(
     n_rules: int,
     *,
     config: SolverConfig | None = None,
-    alpha_c_quadrature: str | None = ALPHA_C_QUADRATURE,
-    branch_end: str = "bifurcation",
-    bifurcation_quadrature: str = BIFURCATION_QUADRATURE,
     progress: Callable[[Boundaries], None] | None = None,
 ) -> list[dict[str, float]]:
     """Spread of each boundary of ``rows`` over ``n_rules`` independent rules (``rows`` is the first).
 
     The boundaries at every omega of ``rows`` are recomputed on the other ``n_rules - 1`` variants
-    of the solve rule, of the alpha_c correction's rule and of the bifurcation's rule
-    (:func:`rule_variants`); for each key of
+    of every quadrature role of ``config`` (:meth:`SolverConfig.variant`); for each key of
     BOUNDARY_KEYS the result holds ``<key>_err``, the sample standard deviation over the rules where
     the boundary was found (NaN with fewer than two), and ``<key>_found``, on how many rules it was.
     """
-    if n_rules < 2:
-        raise ValueError(f"an error estimate needs n_rules >= 2, got {n_rules}")
+    n_rules = check_rules(n_rules)
     cfg = config or SolverConfig()
-    specs = rule_variants(cfg.quadrature, n_rules)[1:]
-    fine = rule_variants(alpha_c_quadrature, n_rules)[1:] if alpha_c_quadrature else [None] * (n_rules - 1)
-    bif = rule_variants(bifurcation_quadrature, n_rules)[1:]
     out = []
     for b in rows:
         p = params.replace(omega=b.omega)
         runs = [b]
-        for spec, fine_spec, bif_spec in zip(specs, fine, bif):
-            other = phase_boundaries(
-                p, alphas, prox=cfg.prox, config=replace(cfg, quadrature=spec), alpha_c_quadrature=fine_spec,
-                branch_end=branch_end, bifurcation_quadrature=bif_spec,
-            )
+        for k in range(1, n_rules):
+            other = phase_boundaries(p, alphas, config=cfg.variant(k))
             runs.append(other)
             if progress is not None:
                 progress(other)

@@ -12,16 +12,13 @@ from typing import Sequence
 
 from tqdm import tqdm
 
-from attnphase.numerics.phase_diagram import ALPHA_C_QUADRATURE, phase_boundaries, phase_diagram
+from attnphase.numerics.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS, phase_boundaries, phase_diagram
+from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.plots import plot_branch_curves, plot_phase_diagram
-from attnphase.numerics.quadrature_error import BOUNDARY_KEYS, boundary_errors
-from attnphase.numerics.state_evolution import SolverConfig
+from attnphase.numerics.quadrature_error import boundary_errors
 from attnphase.theory.params import ModelParams
 
-CSV_COLUMNS = (
-    "omega", "alpha_c", "alpha_l", "spinodal_semantic", "spinodal_positional", "alpha_c_coarse",
-    "semantic_end_reason", "positional_end_reason", "notes",
-)
+CSV_COLUMNS = BOUNDARY_COLUMNS + ("notes",)
 ERROR_COLUMNS = tuple(f"{k}_{suffix}" for k in BOUNDARY_KEYS for suffix in ("err", "found"))
 CURVES_OMEGA = 0.3
 
@@ -42,13 +39,11 @@ def run_phase_diagram(
     out_dir: str | Path = "results",
     config: SolverConfig | None = None,
     quiet: bool = False,
-    alpha_c_quadrature: str | None = ALPHA_C_QUADRATURE,
     error_estimate: int = 0,
-    branch_end: str = "bifurcation",
 ) -> int:
     """Compute the boundaries at every omega, write phase_diagram.csv/.json/.png and curves_omega0.3.png.
 
-    ``alpha_c_quadrature``: the rule of alpha_c's fine-E[M] correction (None: no correction).
+    Every setting is in ``config`` (solve rule, alpha_c correction rule, branch-end strategy and rule).
     ``error_estimate``: K >= 2 repeats the computation on K - 1 more independent rules and adds
     each boundary's spread over the K rules (``<boundary>_err``, ``<boundary>_found`` columns,
     error bars in the figure); about K times the time.
@@ -59,13 +54,9 @@ def run_phase_diagram(
     t0 = time.perf_counter()
     total = len(omegas) * max(1, error_estimate)
     with tqdm(total=total, desc="phase diagram", unit="omega", file=sys.stderr, disable=quiet) as bar:
-        rows = phase_diagram(
-            params, omegas, alphas, prox=cfg.prox, config=cfg, progress=lambda b: bar.update(),
-            alpha_c_quadrature=alpha_c_quadrature, branch_end=branch_end,
-        )
+        rows = phase_diagram(params, omegas, alphas, config=cfg, progress=lambda b: bar.update())
         errors = boundary_errors(
-            params, rows, alphas, error_estimate, config=cfg, alpha_c_quadrature=alpha_c_quadrature,
-            branch_end=branch_end, progress=lambda b: bar.update(),
+            params, rows, alphas, error_estimate, config=cfg, progress=lambda b: bar.update(),
         ) if error_estimate else None
     table = [b.row() | (errors[i] if errors else {}) for i, b in enumerate(rows)]
     with open(out / "phase_diagram.csv", "w", newline="") as fh:
@@ -78,8 +69,7 @@ def run_phase_diagram(
     pc = params.replace(omega=CURVES_OMEGA)
     row = next((b for b in rows if abs(b.omega - CURVES_OMEGA) < 1e-12), None)
     if row is None:
-        row = phase_boundaries(pc, alphas, prox=cfg.prox, config=cfg, alpha_c_quadrature=alpha_c_quadrature,
-                               branch_end=branch_end)
+        row = phase_boundaries(pc, alphas, config=cfg)
     plot_branch_curves(
         row.semantic, row.positional, row.semantic.points[0].observables.eps_lin,
         row.alpha_c, row.alpha_l, out / f"curves_omega{CURVES_OMEGA}.png",
@@ -89,18 +79,16 @@ def run_phase_diagram(
         "params": params.to_dict(),
         "omegas": list(omegas),
         "alphas": list(alphas),
-        "solver": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__},
-        "alpha_c_quadrature": alpha_c_quadrature,
+        "solver": cfg.as_dict(),
         "error_estimate": error_estimate,
-        "branch_end": branch_end,
         "rows": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()} for r in table],
         "seconds": time.perf_counter() - t0,
     }
     (out / "phase_diagram.json").write_text(json.dumps(meta, indent=2))
 
-    keys = ("alpha_c", "alpha_l", "spinodal_semantic", "spinodal_positional")
+    keys = BOUNDARY_KEYS
     width = 18 if errors else 9
-    print(f"{'omega':>7} " + " ".join(f"{h:>{width}}" for h in ("alpha_c", "alpha_l", "spin_sem", "spin_pos"))
+    print(f"{'omega':>7} " + " ".join(f"{h:>{width}}" for h in ("alpha_c", "alpha_l", "sem_end", "pos_end"))
           + "  notes" + (f"   (+- spread over {error_estimate} rules)" if errors else ""))
     for r in table:
         cells = [_fmt(r[k]) + (f" +- {_fmt_err(r[k + '_err'])}" if errors else "") for k in keys]

@@ -22,39 +22,36 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnphase.numerics.channel import prox_at_nodes
+from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.overlaps import Overlaps
 from attnphase.numerics.quadrature import QuadratureRule, make_rule
-from attnphase.numerics.state_evolution import FixedPoint, SolverConfig, solve
+from attnphase.numerics.state_evolution import FixedPoint, solve
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
 from attnphase.theory.stability import m_stability, theta_stability
 
-#: Rule for lambda in :func:`semantic_bifurcation` (2^15 scrambled Sobol points, seed 0).
-BIFURCATION_QUADRATURE = "sobol15"
-
-
-def _g(params: ModelParams, ov: Overlaps, rule: QuadratureRule, prox: str) -> tuple[np.ndarray, int]:
+def _g(params: ModelParams, ov: Overlaps, rule: QuadratureRule, config: SolverConfig | None) -> tuple[np.ndarray, int]:
     """g = (h_hat - w) / V at the rule's nodes (one full proximal search) and the failed solves."""
-    w, V, res = prox_at_nodes(get_kernels(params.L), params, ov, rule, prox)
+    w, V, res = prox_at_nodes(get_kernels(params.L), params, ov, rule, config)
     return (res.h - w) / V, int((~res.converged).sum())
 
 
 def theta_stability_at(
-    params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRule, prox: str = "global"
+    params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRule, config: SolverConfig | None = None
 ) -> tuple[float, int]:
     """(lambda, number of nodes whose proximal solve failed) at the th0 = 0 state ``ov``."""
     if ov.th0 != 0.0:
         raise ValueError(f"theta stability is defined at th0 = 0, got th0 = {ov.th0}")
     L = params.L
     xi, eta = rule.nodes[:, :L], rule.nodes[:, L:]
-    g, failures = _g(params, ov, rule, prox)
+    g, failures = _g(params, ov, rule, config)
     S = eta * (xi * eta).sum(axis=1, keepdims=True) - xi
     E_gS = rule.weights @ (g * S)
     return theta_stability(alpha, ov.V0, ov.q0, params.rho0, params.sigma2, E_gS), failures
 
 
 def m_stability_at(
-    params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRule, prox: str = "global"
+    params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRule, config: SolverConfig | None = None
 ) -> tuple[float, int]:
     """(mu, failed proximal solves): the leading eigenvalue (largest real part) of the m-block of the
     SE map's Jacobian at the agnostic state ``ov`` (m = 0, th0 = 0)."""
@@ -62,7 +59,7 @@ def m_stability_at(
         raise ValueError(f"m stability is defined at an agnostic state (m = 0, th0 = 0), got m = {ov.m}, th0 = {ov.th0}")
     L = params.L
     xi = rule.nodes[:, :L]
-    g, failures = _g(params, ov, rule, prox)
+    g, failures = _g(params, ov, rule, config)
     E_gxi = np.einsum("n,nl,nj->lj", rule.weights, g, xi)
     J = m_stability(alpha, ov.V0, ov.q0, params.sigma2, params.P_array, E_gxi)
     return float(np.max(np.linalg.eigvals(J).real)), failures
@@ -101,7 +98,6 @@ def branch_bifurcation(
     alpha_guess: float,
     direction: str,
     *,
-    quadrature: str = BIFURCATION_QUADRATURE,
     config: SolverConfig | None = None,
     starts: Sequence[FixedPoint | None] = (None,),
     step: float = 0.05,
@@ -113,7 +109,7 @@ def branch_bifurcation(
     Secant steps from ``alpha_guess``; each solves the agnostic fixed point (warm-started from the
     previous one; the first from each of ``starts`` in turn until one converges, None meaning a
     cold start) with ``config`` and evaluates the eigenvalue on the rule
-    ``quadrature`` -- the same nodes at every alpha, so the rule's error varies smoothly along the
+    ``config.bifurcation_quadrature`` -- the same nodes at every alpha, so the rule's error varies smoothly along the
     secant.  Converged when a secant step is below ``tol``, or when the last two points bracket the
     root within ``tol`` (the rule's eigenvalue jumps by ~1e-3 where nodes switch basin, so steps
     near the root can wander; the rule's own error, 0.004-0.006 in alpha with sobol15, is larger).
@@ -124,7 +120,7 @@ def branch_bifurcation(
         raise ValueError(f"direction must be one of {tuple(_DIRECTIONS)}, got {direction!r}")
     eigenvalue, sign = _DIRECTIONS[direction]
     cfg = config or SolverConfig()
-    rule = make_rule(params.L, quadrature)
+    rule = make_rule(params.L, cfg.bifurcation_quadrature)
     prev: FixedPoint | None = None
     pts: list[tuple[float, float]] = []
     failures = 0
@@ -139,7 +135,7 @@ def branch_bifurcation(
         else:
             raise _NoAgnosticPoint(f"no agnostic fixed point at alpha = {alpha:.4f} ({fp.status.message}, {fp.branch})")
         prev = fp
-        value, bad = eigenvalue(params, alpha, fp.overlaps, rule, cfg.prox)
+        value, bad = eigenvalue(params, alpha, fp.overlaps, rule, cfg)
         failures += bad
         pts.append((alpha, value))
         return value - 1.0

@@ -14,7 +14,7 @@ Then (the loss is even in h and in h*, and permutation-equivariant)
 
 Averaging the estimated hat overlaps over this group (a projection) is exact for
 the true integrals and removes the arbitrary choice between mirror-image minima
-of equal value at symmetric nodes (MODEL.md section 3: such ties otherwise feed a
+of equal value at symmetric nodes (docs/model.md section 3: such ties otherwise feed a
 spurious (mhat_1 - mhat_2)^2 into q0 and stall the iteration).  In particular
 m = 0 forces mhat = 0, and theta = 0 forces thhat = 0, exactly.
 """
@@ -22,7 +22,7 @@ m = 0 forces mhat = 0, and theta = 0 forces thhat = 0, exactly.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,9 +30,12 @@ from attnphase.numerics.overlaps import HatOverlaps, Overlaps
 from attnphase.theory.params import ModelParams
 
 
-@dataclass(frozen=True)
-class SymmetryElement:
-    """(pi, s, t): token permutation, sign on the student fields, sign on the teacher fields."""
+class SymmetryElement(NamedTuple):
+    """(pi, s, t): token permutation, sign on the student fields, sign on the teacher fields.
+
+    The one representation of a group element everywhere (hashable; a group's key is
+    ``tuple(group)``; :mod:`attnphase.numerics.quadrature` unpacks it as ``perm, s, t``).
+    """
 
     perm: tuple[int, ...]
     s: int

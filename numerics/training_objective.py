@@ -1,6 +1,6 @@
 """The training objective e_t = -Phi at a fixed point, with E[M] from a finer rule.
 
-Phi(x, x_hat; alpha) of MODEL.md section 4 is stationary in every overlap x = (q_l, V_l, m_l,
+Phi(x, x_hat; alpha) of docs/model.md section 4 is stationary in every overlap x = (q_l, V_l, m_l,
 theta_l) and every hat overlap at a fixed point: the SE equations are its stationarity
 conditions.  A rule's error moves the fixed point by dx, which moves e_t only by O(dx^2); the
 rule's error on the one integral in Phi, E[M], enters at first order, as alpha (E_rule[M] - E[M]).
@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attnphase.numerics.channel import envelope_mean
+from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.overlaps import HatOverlaps, Overlaps
 from attnphase.numerics.quadrature import QuadratureRule
 from attnphase.theory.free_entropy import free_entropy
@@ -46,14 +47,15 @@ class RefinedObjective:
 
 
 def refined_training_objective(
-    params: ModelParams, alpha: float, ov: Overlaps, hat: HatOverlaps, rule: QuadratureRule, prox: str = "global"
+    params: ModelParams, alpha: float, ov: Overlaps, hat: HatOverlaps, rule: QuadratureRule,
+    config: SolverConfig | None = None,
 ) -> RefinedObjective:
     """e_t = -Phi(x*, x_hat*; alpha) at a converged state x* with its hat overlaps x_hat*, E[M] on ``rule``.
 
-    For a fixed point ``fp``: ``refined_training_objective(fp.params, fp.alpha, fp.overlaps, fp.hat,
-    rule, fp.prox)``.  At a state that is not a fixed point the result carries first-order errors.
+    The proximal map is ``config.prox`` (it must be the fixed point's).  At a state that is not a
+    fixed point the result carries first-order errors.
     """
-    E_M, failures = envelope_mean(get_kernels(params.L), params, ov, rule, prox=prox)
+    E_M, failures = envelope_mean(get_kernels(params.L), params, ov, rule, config)
     phi = free_entropy(
         ov.q0, ov.V0, ov.m, ov.th0, hat.qhat, hat.mhat, hat.thhat, hat.Vhat,
         params.sigma2, params.P_array, params.lam, params.rho0, alpha, E_M,

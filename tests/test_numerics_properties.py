@@ -19,10 +19,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from attnphase.numerics import solve
+from attnphase.numerics import SolverConfig, solve
 from attnphase.numerics.overlaps import Overlaps
 from attnphase.numerics.quadrature import make_rule, reduce_rule
-from attnphase.numerics.state_evolution import update, update_hat
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.se_map import hat_step, update
 from attnphase.numerics.symmetry import symmetry_group
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
@@ -41,7 +42,7 @@ def test_se_map_commutes_with_m_to_minus_m(alpha: float, q0: float, V0: float, m
     hats = []
     for sign in (1.0, -1.0):
         ov = Overlaps(q0, V0, [sign * m0, -sign * m0], 0.0)
-        hats.append(update_hat(k, PAPER, alpha, ov, rule, "global", group=[])[0])
+        hats.append(hat_step(PAPER, alpha, ov, rule, group=[])[0])
     np.testing.assert_allclose(hats[1].mhat, -hats[0].mhat, rtol=1e-9, atol=1e-15)
     np.testing.assert_allclose(hats[1].Vhat, hats[0].Vhat, rtol=1e-9, atol=1e-15)
     lam_ = [PAPER.lam + PAPER.sigma2 @ h.Vhat for h in hats]
@@ -65,10 +66,10 @@ def test_fixed_points_come_in_mirror_pairs(alpha: float, m0: float) -> None:
     points -- gh6 at alpha = 1.5 has m = 0.2535 (V0 = 55.0) and m = 0.2468 (V0 = 58.2) --
     and rounding picks between them.)
     """
-    a = solve(PAPER, alpha, "positional", quadrature="gh8", init=Overlaps(0.2, 44.0, [m0, -m0], 0.0))
+    a = solve(PAPER, alpha, "positional", init=Overlaps(0.2, 44.0, [m0, -m0], 0.0), config=SolverConfig(quadrature="gh8"))
     assert a.status.converged and a.branch == "positional", a.status
     ov = a.overlaps
-    b = solve(PAPER, alpha, "positional", quadrature="gh8", init=Overlaps(ov.q0, ov.V0, -ov.m, 0.0))
+    b = solve(PAPER, alpha, "positional", init=Overlaps(ov.q0, ov.V0, -ov.m, 0.0), config=SolverConfig(quadrature="gh8"))
     assert b.status.converged and b.branch == "positional", b.status
     np.testing.assert_allclose(b.overlaps.m, -a.overlaps.m, rtol=1e-8, atol=1e-12)
     assert b.overlaps.q0 == pytest.approx(a.overlaps.q0, rel=1e-8)
@@ -95,8 +96,8 @@ def test_se_map_commutes_with_token_relabelling(alpha, state, s, c, d) -> None:
     p2 = ModelParams(sigma=tuple(sig[pi]), A=A[np.ix_(pi, pi)], P=P[np.ix_(pi, pi)], omega=0.3)
     ov = Overlaps(0.2, 40.0, [0.3, -0.2], 0.0) if state == "positional" else Overlaps(0.5, 40.0, [0.05, 0.1], 0.5)
     k, rule = get_kernels(2), make_rule(2, "gh6")
-    h1, m1 = update_hat(k, p1, alpha, ov, rule, "global")
-    h2, m2 = update_hat(k, p2, alpha, Overlaps(ov.q0, ov.V0, ov.m[pi], ov.th0), rule, "global")
+    h1, m1 = hat_step(p1, alpha, ov, rule)
+    h2, m2 = hat_step(p2, alpha, Overlaps(ov.q0, ov.V0, ov.m[pi], ov.th0), rule)
     for name in ("qhat", "mhat", "thhat", "Vhat"):
         np.testing.assert_allclose(getattr(h2, name), getattr(h1, name)[pi], rtol=1e-9, atol=1e-15)
     assert m2.E_M == pytest.approx(m1.E_M, rel=1e-12) and m2.eps_g == pytest.approx(m1.eps_g, rel=1e-12)
@@ -125,10 +126,10 @@ def test_relabelled_fixed_point_is_a_fixed_point(alpha, branch, s, c, d) -> None
     p1 = ModelParams(sigma=tuple(sig), A=A, P=P, omega=0.3)
     p2 = ModelParams(sigma=tuple(sig[pi]), A=A[np.ix_(pi, pi)], P=P[np.ix_(pi, pi)], omega=0.3)
     init = Overlaps(0.2, 40.0, [0.3, -0.2], 0.0) if branch == "positional" else Overlaps(0.5, 40.0, [0.0, 0.0], 0.5)
-    f1 = solve(p1, alpha, branch, quadrature="gh6", init=init)
+    f1 = solve(p1, alpha, branch, init=init, config=SolverConfig(quadrature="gh6"))
     assume(f1.status.converged)  # not every (P, A, alpha) has this branch; its existence is not the point
     ov = f1.overlaps
-    f2 = solve(p2, alpha, branch, quadrature="gh6", init=Overlaps(ov.q0, ov.V0, ov.m[pi], ov.th0))
+    f2 = solve(p2, alpha, branch, init=Overlaps(ov.q0, ov.V0, ov.m[pi], ov.th0), config=SolverConfig(quadrature="gh6"))
     assert f2.status.converged, f2.status
     assert f2.branch == f1.branch
     np.testing.assert_allclose(f2.overlaps.m, f1.overlaps.m[pi], rtol=1e-8, atol=1e-12)
@@ -142,7 +143,7 @@ def test_relabelled_fixed_point_is_a_fixed_point(alpha, branch, s, c, d) -> None
 @given(alpha=st.floats(1e-3, 0.01), branch=st.sampled_from(["agnostic", "positional"]))
 def test_small_alpha_limit(alpha: float, branch: str) -> None:
     """alpha -> 0: q0 -> 0 linearly, m -> 0, V0 -> 1 / lambda (ridge prior alone)."""
-    fp = solve(PAPER, alpha, branch, quadrature="gh6")
+    fp = solve(PAPER, alpha, branch, config=SolverConfig(quadrature="gh6"))
     assert fp.status.converged, fp.status
     ov = fp.overlaps
     assert 0.0 < ov.q0 < 0.5 * alpha
@@ -157,7 +158,7 @@ def test_small_alpha_limit(alpha: float, branch: str) -> None:
 def test_omega_1_has_no_semantic_fixed_point(alpha: float) -> None:
     """omega = 1 (the target is A, whatever h*): the semantic solve ends agnostic, or fails -- never
     a converged point with theta != 0."""
-    fp = solve(ModelParams(omega=1.0), alpha, "semantic", quadrature="sobol10")
+    fp = solve(ModelParams(omega=1.0), alpha, "semantic", config=SolverConfig(quadrature="sobol10"))
     assert not (fp.status.converged and fp.branch in ("semantic", "mixed")), fp.overlaps
     if fp.status.converged:
         assert abs(fp.overlaps.th0) < 1e-9
@@ -169,7 +170,7 @@ def test_omega_1_kills_thhat_on_the_full_rule(alpha, q0, V0, r) -> None:
     """One SE step at omega = 1 on the full (unreduced) tensor rule maps any semantic state to th0 = 0."""
     p = ModelParams(omega=1.0)
     ov = Overlaps(q0, V0, [0.0, 0.0], r * np.sqrt(q0 * p.rho0))
-    hat, _ = update_hat(get_kernels(2), p, alpha, ov, make_rule(2, "gh6"), "global")
+    hat, _ = hat_step(p, alpha, ov, make_rule(2, "gh6"))
     assert np.all(np.abs(hat.thhat) < 1e-14)  # hence th0 = rho0 sum_l sigma_l^2 thhat_l / Lam = 0
 
 
@@ -186,11 +187,11 @@ def test_reduced_rule_at_omega_1_gives_the_full_rule_hats() -> None:
     ov = Overlaps(0.4112338911958485, 101.87412278243106, [0.0, 0.0], 0.2419520981486577)
     rule = make_rule(2, "gh6")
     group = symmetry_group(p, ov)
-    reduced, exact = reduce_rule(rule, 2, [(e.perm, e.s, e.t) for e in group])
+    reduced, exact = reduce_rule(rule, 2, group)
     assert exact
     k = get_kernels(2)
-    full, _ = update_hat(k, p, 2.0, ov, rule, "global", group=group)
-    red, _ = update_hat(k, p, 2.0, ov, reduced, "global", group=group)
+    full, _ = hat_step(p, 2.0, ov, rule, group=group)
+    red, _ = hat_step(p, 2.0, ov, reduced, group=group)
     np.testing.assert_allclose(red.thhat, full.thhat, atol=1e-12)
     np.testing.assert_allclose(red.Vhat, full.Vhat, rtol=1e-9)
 
@@ -209,7 +210,7 @@ def test_se_map_is_continuous_at_theta_0_on_symmetrised_sobol() -> None:
     from attnphase.numerics.quadrature import symmetrize_rule
     from attnphase.numerics.symmetry import model_symmetry_group
 
-    rule = symmetrize_rule(make_rule(2, "sobol10"), 2, [(e.perm, e.s, e.t) for e in model_symmetry_group(PAPER)])
+    rule = symmetrize_rule(make_rule(2, "sobol10"), 2, model_symmetry_group(PAPER))
     _assert_continuous_at_theta_0(rule)
 
 
@@ -217,7 +218,7 @@ def _assert_continuous_at_theta_0(rule) -> None:
     alpha, q0, V0 = 0.01, 0.003015, 105.0
     k = get_kernels(2)
     for th0 in (1e-7, 1e-5):
-        hat, _ = update_hat(k, PAPER, alpha, Overlaps(q0, V0, [0.0, 0.0], th0), rule, "global")
+        hat, _ = hat_step(PAPER, alpha, Overlaps(q0, V0, [0.0, 0.0], th0), rule)
         # the map is smooth and odd in th0 near 0: |F(th0)| = O(th0) (the spurious jump is 2.6e-4)
         assert abs(update(PAPER, hat).th0) < 1e3 * th0
 
@@ -229,8 +230,8 @@ def test_unconverged_status_reports_the_full_search_residual() -> None:
     (Regression: it used to be the best residual of any evaluation, polish-only ones included,
     3.9e-13 with converged = False while the full-search residual there was 3.2e-2.)
     """
-    fp = solve(PAPER, alpha, "positional", quadrature="gh8")
-    hat, _ = update_hat(get_kernels(2), PAPER, alpha, fp.overlaps, make_rule(2, "gh8"), "global")
+    fp = solve(PAPER, alpha, "positional", config=SolverConfig(quadrature="gh8"))
+    hat, _ = hat_step(PAPER, alpha, fp.overlaps, make_rule(2, "gh8"))
     x, fx = fp.overlaps.to_vector(), update(PAPER, hat).to_vector()
     full = float(np.max(np.abs(fx - x) / np.maximum(1.0, np.abs(x))))
     assert fp.status.residual == pytest.approx(full, rel=1e-6, abs=1e-13)
@@ -241,8 +242,8 @@ def test_converged_point_with_A2_is_fixed_under_a_fresh_step() -> None:
     """Regression: with A2 the SE map used to depend on the warm-start history (previous minima as
     extra starts of the full search), so a 'converged' point had a fresh one-step residual of 2e-6."""
     p = ModelParams(sigma=(0.625, 0.5), A=A2, P=((1.0, 0.0), (0.0, 1.0)), omega=0.3)
-    fp = solve(p, 1.0, "positional", quadrature="gh6", init=Overlaps(0.2, 40.0, [0.3, -0.2], 0.0))
+    fp = solve(p, 1.0, "positional", init=Overlaps(0.2, 40.0, [0.3, -0.2], 0.0), config=SolverConfig(quadrature="gh6"))
     assert fp.status.converged
-    hat, _ = update_hat(get_kernels(2), p, 1.0, fp.overlaps, make_rule(2, "gh6"), "global")
+    hat, _ = hat_step(p, 1.0, fp.overlaps, make_rule(2, "gh6"))
     x, fx = fp.overlaps.to_vector(), update(p, hat).to_vector()
     assert np.max(np.abs(fx - x) / np.maximum(1.0, np.abs(x))) < 1e-9

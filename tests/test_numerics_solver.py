@@ -1,9 +1,9 @@
-"""State-evolution fixed points at the paper's point (MODEL.md section 6) and what makes them fixed points.
+"""State-evolution fixed points at the paper's point (docs/model.md section 6) and what makes them fixed points.
 
 Measured with tensor Gauss--Hermite gh8 (alpha = 2, omega = 0.3, sigma = 0.5, lambda = 0.01):
 
 =========== ============== ============ ===============================
-branch      overlap        eps_g        MODEL.md (Sobol 2^18, global)
+branch      overlap        eps_g        docs/model.md (Sobol 2^18, global)
 =========== ============== ============ ===============================
 positional  m = 0.26075    3.4515e-3    m = 0.2581, eps_g = 3.474e-3
 semantic    th0 = 0.63223  1.40654e-3   th0 = 0.6326, eps_g = 1.4042e-3
@@ -15,7 +15,7 @@ fixed point converges slowly in the order: m = 0.2608 (gh8), 0.2606 (gh10), 0.25
 2 % on the positional branch, 0.5 % on the semantic branch.
 
 Delta e_t = e_t(semantic) - e_t(positional) with gh8: +4.07e-5 at alpha = 1.2,
-+7.9e-7 at 1.25, -4.25e-5 at 1.3 (alpha_c ~= 1.249; MODEL.md: 1.2515 +- 0.0005).
++7.9e-7 at 1.25, -4.25e-5 at 1.3 (alpha_c ~= 1.249; docs/model.md: 1.2515 +- 0.0005).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from attnphase.numerics import solve
 from attnphase.numerics.overlaps import Overlaps
 from attnphase.numerics.prox import global_prox
 from attnphase.numerics.quadrature import make_rule, reduce_rule
-from attnphase.numerics.state_evolution import update, update_hat
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.se_map import hat_step, update
 from attnphase.numerics.symmetry import symmetry_group
 from attnphase.theory.channel import channel_fields, token_variances
 from attnphase.theory.kernels import get_kernels
@@ -41,17 +42,17 @@ POS_INIT = Overlaps(q0=0.2, V0=44.0, m=[0.26, -0.26], th0=0.0)
 
 @pytest.fixture(scope="module")
 def semantic2():
-    return solve(PAPER, 2.0, "semantic", quadrature=RULE)
+    return solve(PAPER, 2.0, "semantic", config=SolverConfig(quadrature=RULE))
 
 
 @pytest.fixture(scope="module")
 def positional2():
-    return solve(PAPER, 2.0, "positional", quadrature=RULE, init=POS_INIT)
+    return solve(PAPER, 2.0, "positional", init=POS_INIT, config=SolverConfig(quadrature=RULE))
 
 
 @pytest.fixture(scope="module")
 def agnostic05():
-    return solve(PAPER, 0.5, "agnostic", quadrature=RULE)
+    return solve(PAPER, 0.5, "agnostic", config=SolverConfig(quadrature=RULE))
 
 
 def _fixed_points(semantic2, positional2, agnostic05):
@@ -59,7 +60,7 @@ def _fixed_points(semantic2, positional2, agnostic05):
 
 
 def test_published_point_alpha_2(semantic2, positional2) -> None:
-    """MODEL.md section 6 at alpha = 2: 2 % on the positional branch, 0.5 % on the semantic branch."""
+    """docs/model.md section 6 at alpha = 2: 2 % on the positional branch, 0.5 % on the semantic branch."""
     for fp, label in ((semantic2, "semantic"), (positional2, "positional")):
         assert fp.status.converged, fp.status
         assert fp.status.residual <= 1e-10
@@ -85,8 +86,8 @@ def test_published_point_alpha_2(semantic2, positional2) -> None:
 def test_positional_cold_start_reaches_the_same_branch(positional2) -> None:
     """A cold start (continuation from small alpha) lands on the m ~ 0.26 fixed point, not on the
     other positional fixed point (m ~ 0.02-0.12, V0 ~ 90, e_t higher) a direct cold iteration can reach."""
-    cold = solve(PAPER, 2.0, "positional", quadrature="gh6")
-    warm = solve(PAPER, 2.0, "positional", quadrature="gh6", init=POS_INIT)
+    cold = solve(PAPER, 2.0, "positional", config=SolverConfig(quadrature="gh6"))
+    warm = solve(PAPER, 2.0, "positional", init=POS_INIT, config=SolverConfig(quadrature="gh6"))
     assert cold.status.converged and warm.status.converged
     assert cold.branch == warm.branch == "positional"
     assert abs(cold.overlaps.m[0]) == pytest.approx(abs(warm.overlaps.m[0]), rel=1e-6)
@@ -105,7 +106,7 @@ def test_fixed_point_is_fixed_under_one_more_se_step(branch, semantic2, position
     fp = _fixed_points(semantic2, positional2, agnostic05)[branch]
     assert fp.status.converged and fp.branch == branch
     k = get_kernels(2)
-    hat, _ = update_hat(k, PAPER, fp.alpha, fp.overlaps, make_rule(2, RULE), "global")
+    hat, _ = hat_step(PAPER, fp.alpha, fp.overlaps, make_rule(2, RULE))
     x, fx = fp.overlaps.to_vector(), update(PAPER, hat).to_vector()
     assert np.all(np.abs(fx - x) / np.maximum(1.0, np.abs(x)) < 1e-9)
     # the reported conjugates are those of the reported state
@@ -120,10 +121,10 @@ def test_orbit_reduced_rule_gives_the_full_rule_hats(branch, semantic2, position
     k = get_kernels(2)
     rule = make_rule(2, RULE)
     group = symmetry_group(PAPER, fp.overlaps)
-    reduced, exact = reduce_rule(rule, 2, [(e.perm, e.s, e.t) for e in group])
+    reduced, exact = reduce_rule(rule, 2, group)
     assert exact and reduced.size < rule.size / 3
-    full, _ = update_hat(k, PAPER, fp.alpha, fp.overlaps, rule, "global", group=group)
-    red, _ = update_hat(k, PAPER, fp.alpha, fp.overlaps, reduced, "global", group=group)
+    full, _ = hat_step(PAPER, fp.alpha, fp.overlaps, rule, group=group)
+    red, _ = hat_step(PAPER, fp.alpha, fp.overlaps, reduced, group=group)
     for name in ("qhat", "mhat", "thhat", "Vhat"):
         np.testing.assert_allclose(getattr(red, name), getattr(full, name), rtol=1e-11, atol=1e-15)
 
@@ -148,11 +149,11 @@ def test_training_objective_identity(branch, semantic2, positional2, agnostic05)
 
 def test_alpha_c_between_1_2_and_1_3() -> None:
     """Delta e_t = e_t(sem) - e_t(pos) changes sign between alpha = 1.2 and 1.3; its linear root is
-    within 0.01 of MODEL.md's alpha_c = 1.2515 (gh8: 1.249)."""
+    within 0.01 of docs/model.md's alpha_c = 1.2515 (gh8: 1.249)."""
     delta = {}
     for alpha in (1.2, 1.3):
-        sem = solve(PAPER, alpha, "semantic", quadrature=RULE)
-        pos = solve(PAPER, alpha, "positional", quadrature=RULE, init=POS_INIT)
+        sem = solve(PAPER, alpha, "semantic", config=SolverConfig(quadrature=RULE))
+        pos = solve(PAPER, alpha, "positional", init=POS_INIT, config=SolverConfig(quadrature=RULE))
         assert sem.status.converged and sem.branch == "semantic" and sem.overlaps.th0 > 0.3
         # the right positional fixed point (the other one has |m| ~ 0.1 and V0 ~ 90)
         assert pos.status.converged and pos.branch == "positional" and abs(pos.overlaps.m[0]) > 0.2
@@ -187,15 +188,15 @@ def test_eps_g_quadrature_error_shrinks_with_order(semantic2) -> None:
 def test_warm_start_memory_changes_the_path_not_the_fixed_point(semantic2) -> None:
     """A warm start seeded with the previous solve's memory (Jacobian, prox candidates, reduced
     rules) converges to the same verified fixed point as one without it, in fewer SE steps."""
-    near = solve(PAPER, 1.95, "semantic", quadrature=RULE, init=semantic2.overlaps)  # a warm solve: has a Jacobian
+    near = solve(PAPER, 1.95, "semantic", init=semantic2.overlaps, config=SolverConfig(quadrature=RULE))  # a warm solve: has a Jacobian
     assert near.memory is not None and near.memory.jacobian is not None
-    plain = solve(PAPER, 1.9, "semantic", quadrature=RULE, init=near.overlaps)
-    seeded = solve(PAPER, 1.9, "semantic", quadrature=RULE, init=near.overlaps, memory=near.memory)
+    plain = solve(PAPER, 1.9, "semantic", init=near.overlaps, config=SolverConfig(quadrature=RULE))
+    seeded = solve(PAPER, 1.9, "semantic", init=near.overlaps, memory=near.memory, config=SolverConfig(quadrature=RULE))
     assert plain.status.converged and seeded.status.converged
     assert seeded.status.iterations < plain.status.iterations
     np.testing.assert_allclose(seeded.overlaps.to_vector(), plain.overlaps.to_vector(), rtol=1e-8, atol=1e-9)
     # memory from another rule is ignored, not misapplied
-    other = solve(PAPER, 1.9, "semantic", quadrature="gh6", init=near.overlaps, memory=near.memory)
+    other = solve(PAPER, 1.9, "semantic", init=near.overlaps, memory=near.memory, config=SolverConfig(quadrature="gh6"))
     assert other.status.converged and other.quadrature != seeded.quadrature
 
 
@@ -204,16 +205,17 @@ def test_semantic_branch_end_accepts_the_mirror_start(semantic2) -> None:
     (th0 < 0, as a sweep can hand over near the end) gives the same points as from th0 > 0."""
     from dataclasses import replace
 
-    from attnphase.numerics.continuation import semantic_branch_end
-    from attnphase.numerics.state_evolution import SolverConfig
+    from attnphase.numerics.branch_end import trace_branch_end
 
     cfg = SolverConfig(quadrature=RULE)
     ov = semantic2.overlaps
     mirror = replace(semantic2, overlaps=Overlaps(q0=ov.q0, V0=ov.V0, m=ov.m, th0=-ov.th0))
-    a = semantic_branch_end(PAPER, semantic2, n_theta=2, theta_min_ratio=0.5, max_alpha_jump=1.0, config=cfg)
-    b = semantic_branch_end(PAPER, mirror, n_theta=2, theta_min_ratio=0.5, max_alpha_jump=1.0, config=cfg)
+    kw = dict(n_steps=2, min_ratio=0.5, max_alpha_jump=1.0, config=cfg)
+    a = trace_branch_end(PAPER, semantic2, "semantic", **kw)
+    b = trace_branch_end(PAPER, mirror, "semantic", **kw)
     assert len(a.points) == len(b.points) == 2
-    assert a.alpha_end == pytest.approx(b.alpha_end, rel=1e-8)
+    assert a.alpha == pytest.approx(b.alpha, rel=1e-8)
+    assert a.method == b.method == "trace"
 
 
 def test_semantic_end_trace_goes_on_where_alpha_theta_is_steep() -> None:
@@ -223,29 +225,28 @@ def test_semantic_end_trace_goes_on_where_alpha_theta_is_steep() -> None:
     import numpy as np
 
     from attnphase.numerics.continuation import sweep
-    from attnphase.numerics.state_evolution import SolverConfig
 
-    sw = sweep(PAPER, np.linspace(0.1, 3.0, 12), "semantic", config=SolverConfig(quadrature="sobol12:1:1"),
-               past_end=False, branch_end="trace")
-    assert sw.end_reason == "theta trace"
-    assert min(abs(p.overlaps.th0) for p in sw.end_points) < 0.05
-    assert sw.spinodal < 0.8
+    sw = sweep(PAPER, np.linspace(0.1, 3.0, 12), "semantic",
+               config=SolverConfig(quadrature="sobol12:1:1", branch_end="trace"), past_end=False)
+    assert sw.end.method == "trace" and sw.end.kind == "bifurcation"
+    assert min(abs(p.overlaps.th0) for p in sw.end.points) < 0.05
+    assert sw.end.alpha < 0.8
 
 
 def test_solve_at_theta_returns_a_fixed_point_of_the_alpha_it_reports(semantic2) -> None:
     """At fixed theta the solver finds alpha from the prior's theta equation; the point it returns
     must be an ordinary fixed point at that alpha (one more SE step at alpha moves nothing)."""
-    from attnphase.numerics.state_evolution import SolverConfig, solve_at_theta
+    from attnphase.numerics.state_evolution import solve_at_order
 
     th = 0.8 * semantic2.overlaps.th0
-    fp = solve_at_theta(PAPER, th, semantic2.overlaps, config=SolverConfig(quadrature=RULE))
+    fp = solve_at_order(PAPER, "th0", th, semantic2.overlaps, config=SolverConfig(quadrature=RULE))
     assert fp.status.converged and fp.branch == "semantic"
     assert fp.overlaps.th0 == pytest.approx(th, rel=1e-9)
     assert 0.5 < fp.alpha < 2.0  # theta falls with alpha on this branch
     k = get_kernels(2)
     ov = fp.overlaps
     rule, _ = reduce_rule(make_rule(2, RULE), 2, [])
-    hat = update_hat(k, PAPER, fp.alpha, ov, rule, "global", group=symmetry_group(PAPER, ov))[0]
+    hat = hat_step(PAPER, fp.alpha, ov, rule, group=symmetry_group(PAPER, ov))[0]
     np.testing.assert_allclose(update(PAPER, hat).to_vector(), ov.to_vector(), rtol=1e-8, atol=1e-9)
 
 
@@ -254,7 +255,7 @@ def test_semantic_sweep_ignores_noise_level_theta(semantic2) -> None:
     near the agnostic point) does not count as on the semantic branch."""
     from dataclasses import replace
 
-    from attnphase.numerics.continuation import SEMANTIC_THETA_FLOOR, _ok
+    from attnphase.numerics.branch_end import SEMANTIC_THETA_FLOOR, on_branch as _ok
 
     ov = semantic2.overlaps
     tiny = replace(semantic2, overlaps=Overlaps(q0=ov.q0, V0=ov.V0, m=ov.m, th0=0.2 * SEMANTIC_THETA_FLOOR))
@@ -266,13 +267,12 @@ def test_sweep_stops_at_the_branch_end_when_asked() -> None:
     """past_end=False: no rows beyond the alpha where the semantic branch was found to end (the
     first alpha past it, where the continuation failed, included)."""
     from attnphase.numerics.continuation import sweep
-    from attnphase.numerics.state_evolution import SolverConfig
 
     for end in ("trace", "bifurcation"):
-        sw = sweep(PAPER, [0.2, 0.4, 1.2, 2.0], "semantic", config=SolverConfig(quadrature="sobol10"), past_end=False,
-                   branch_end=end)
+        sw = sweep(PAPER, [0.2, 0.4, 1.2, 2.0], "semantic", config=SolverConfig(quadrature="sobol10", branch_end=end),
+                   past_end=False)
         assert [round(p.alpha, 6) for p in sw.points] == [1.2, 2.0]
-        assert 0.4 < sw.spinodal < 1.2 and sw.end_reason == {"trace": "theta trace", "bifurcation": "bifurcation"}[end]
+        assert 0.4 < sw.end.alpha < 1.2 and sw.end.method == {"trace": "trace", "bifurcation": "eigenvalue"}[end]
         assert [p.alpha for p in sw.on_branch()] == [1.2, 2.0]
 
 
@@ -280,10 +280,10 @@ def test_aligned_prox_keeps_a_semantic_point_below_the_global_branch_end(semanti
     """At alpha = 2 the teacher-aligned basin is the global minimum (same fixed point); at
     alpha = 0.5, below the end of the global-prox semantic branch, the aligned map still has a
     semantic fixed point (GD from the semantic start keeps theta ~ 0.2 there, docs/validation.md)."""
-    aligned2 = solve(PAPER, 2.0, "semantic", quadrature=RULE, prox="aligned")
+    aligned2 = solve(PAPER, 2.0, "semantic", config=SolverConfig(quadrature=RULE, prox="aligned"))
     np.testing.assert_allclose(aligned2.overlaps.to_vector(), semantic2.overlaps.to_vector(), rtol=1e-6, atol=1e-9)
-    low_g = solve(PAPER, 0.5, "semantic", quadrature="sobol10")
-    low_a = solve(PAPER, 0.5, "semantic", quadrature="sobol10", prox="aligned")
+    low_g = solve(PAPER, 0.5, "semantic", config=SolverConfig(quadrature="sobol10"))
+    low_a = solve(PAPER, 0.5, "semantic", config=SolverConfig(quadrature="sobol10", prox="aligned"))
     assert low_g.status.converged and low_g.branch == "agnostic"
     assert low_a.status.converged and low_a.branch == "semantic" and 0.15 < low_a.overlaps.th0 < 0.3
 
@@ -293,7 +293,7 @@ def test_positional_sweep_ignores_noise_level_m(positional2) -> None:
     branch's end) does not count as on the positional branch."""
     from dataclasses import replace
 
-    from attnphase.numerics.continuation import POSITIONAL_M_FLOOR, _ok
+    from attnphase.numerics.branch_end import POSITIONAL_M_FLOOR, on_branch as _ok
 
     ov = positional2.overlaps
     tiny = replace(positional2, overlaps=Overlaps(ov.q0, ov.V0, 0.1 * POSITIONAL_M_FLOOR * ov.m / np.linalg.norm(ov.m), 0.0))
@@ -304,22 +304,22 @@ def test_positional_sweep_ignores_noise_level_m(positional2) -> None:
 def test_solve_at_m_returns_a_fixed_point_of_the_alpha_it_reports(positional2) -> None:
     """At fixed |m| alpha solves the prior's m equation (|m|(alpha) = alpha |a| / (lambda + alpha b));
     the point returned must be an ordinary fixed point at that alpha, with the |m| asked for."""
-    from attnphase.numerics.state_evolution import SolverConfig, solve_at_m
+    from attnphase.numerics.state_evolution import solve_at_order
 
     target = 0.95 * float(np.linalg.norm(positional2.overlaps.m))
-    fp = solve_at_m(PAPER, target, positional2.overlaps, config=SolverConfig(quadrature=RULE))
+    fp = solve_at_order(PAPER, "m", target, positional2.overlaps, config=SolverConfig(quadrature=RULE))
     assert fp.status.converged and fp.branch == "positional"
     assert float(np.linalg.norm(fp.overlaps.m)) == pytest.approx(target, rel=1e-9)
     assert np.sign(fp.overlaps.m[0]) == np.sign(positional2.overlaps.m[0])  # the direction of init is kept
     assert abs(fp.alpha - 2.0) < 1.5
     k = get_kernels(2)
     ov = fp.overlaps
-    hat = update_hat(k, PAPER, fp.alpha, ov, make_rule(2, RULE), "global", group=symmetry_group(PAPER, ov))[0]
+    hat = hat_step(PAPER, fp.alpha, ov, make_rule(2, RULE), group=symmetry_group(PAPER, ov))[0]
     np.testing.assert_allclose(update(PAPER, hat).to_vector(), ov.to_vector(), rtol=1e-8, atol=1e-9)
     with pytest.raises(ValueError, match="positional"):
-        solve_at_m(PAPER, target, Overlaps(ov.q0, ov.V0, [0.0, 0.0], 0.0))
-    with pytest.raises(ValueError, match="m_norm"):
-        solve_at_m(PAPER, 0.0, ov)
+        solve_at_order(PAPER, "m", target, Overlaps(ov.q0, ov.V0, [0.0, 0.0], 0.0))
+    with pytest.raises(ValueError, match="fixed m must be > 0"):
+        solve_at_order(PAPER, "m", 0.0, ov)
 
 
 def test_positional_branch_end_traces_points_at_the_sizes_scheduled(positional2) -> None:
@@ -327,17 +327,16 @@ def test_positional_branch_end_traces_points_at_the_sizes_scheduled(positional2)
     schedule (geometric from 0.9 |m(start)| to 0.8 |m(start)| here, a failed value approached by a
     geometric half-step from the last good point), shrinking; the end is the largest alpha reached.
     (At alpha = 2, omega = 0.3, |m| still grows with alpha: the trace runs to smaller alpha.)"""
-    from attnphase.numerics.continuation import positional_branch_end
-    from attnphase.numerics.state_evolution import SolverConfig
+    from attnphase.numerics.branch_end import trace_branch_end
 
     size = float(np.linalg.norm(positional2.overlaps.m))
-    end = positional_branch_end(PAPER, positional2, n_m=2, m_min_ratio=0.8, max_alpha_jump=5.0,
-                                config=SolverConfig(quadrature=RULE))
+    end = trace_branch_end(PAPER, positional2, "positional", n_steps=2, min_ratio=0.8, max_alpha_jump=5.0,
+                           config=SolverConfig(quadrature=RULE))
     sizes = np.array([float(np.linalg.norm(p.overlaps.m)) for p in end.points]) / size
     assert len(sizes) >= 1 and np.all(np.diff(sizes) < 0) and np.all((sizes >= 0.8 - 1e-9) & (sizes < 1))
     assert sizes[-1] == pytest.approx(0.8, rel=1e-9)
     assert all(p.status.converged and p.branch == "positional" for p in end.points)
-    assert end.alpha_end == max([positional2.alpha] + [p.alpha for p in end.points])
+    assert end.alpha == max([positional2.alpha] + [p.alpha for p in end.points])
     assert all(p.alpha < positional2.alpha for p in end.points)
 
 
@@ -346,7 +345,6 @@ def test_a_warm_start_with_stale_candidates_still_converges() -> None:
     the polished map then converges to a point of its own that the verifying full search rejects.
     The solver must go on from the full search's residual (it used to keep the polished one,
     which no later step could beat, and gave up: omega = 0.15, alpha 0.3 -> 1.0, residual 5e-4)."""
-    from attnphase.numerics.state_evolution import SolverConfig
 
     p = ModelParams(omega=0.15)
     cfg = SolverConfig(max_iter=60)

@@ -1,6 +1,6 @@
 """The training objective is variational: e_t from a finer rule for E[M], and d e_t / d alpha = E[M].
 
-e_t = -Phi is stationary in the overlaps and hat overlaps at a fixed point (MODEL.md section 4),
+e_t = -Phi is stationary in the overlaps and hat overlaps at a fixed point (docs/model.md section 4),
 so the rule's error on the fixed point enters e_t at second order and its error on E[M] at first
 order (docs/numerics.md section 6).  Measured at omega = 0.3, alpha = 2, positional, six sobol12
 solves: e_t spread 3.1e-6 with the solve rule, 3.9e-8 with E[M] on one sobol16 rule.
@@ -23,12 +23,12 @@ PAPER = ModelParams(omega=0.3)
 
 
 def _refined(fp, rule):
-    return refined_training_objective(fp.params, fp.alpha, fp.overlaps, fp.hat, rule, fp.prox)
+    return refined_training_objective(fp.params, fp.alpha, fp.overlaps, fp.hat, rule, SolverConfig(prox=fp.prox))
 
 
 @pytest.fixture(scope="module")
 def semantic_point():
-    fp = solve(PAPER, 1.5, "semantic", quadrature="sobol10")
+    fp = solve(PAPER, 1.5, "semantic", config=SolverConfig(quadrature="sobol10"))
     assert fp.status.converged and fp.branch == "semantic"
     return fp
 
@@ -36,7 +36,7 @@ def semantic_point():
 def test_envelope_mean_is_the_E_M_of_the_solve(semantic_point) -> None:
     """On the solve's own (symmetrised) rule the refined e_t is the solve's e_t: same fields, V, prox."""
     fp = semantic_point
-    group = [(e.perm, e.s, e.t) for e in model_symmetry_group(PAPER)]
+    group = model_symmetry_group(PAPER)
     rule = symmetrize_rule(make_rule(2, "sobol10"), 2, group)
     E_M, failures = envelope_mean(get_kernels(2), PAPER, fp.overlaps, rule)
     assert failures == 0
@@ -48,16 +48,16 @@ def test_envelope_mean_is_the_E_M_of_the_solve(semantic_point) -> None:
 def test_e_t_slope_in_alpha_is_E_M(branch, alpha) -> None:
     """d e_t / d alpha along the branch (central difference, one rule) equals E[M] (envelope theorem).
 
-    To the rule's accuracy only: MODEL.md's hat-overlap formulas use Gaussian integration by parts,
+    To the rule's accuracy only: docs/model.md's hat-overlap formulas use Gaussian integration by parts,
     which a rule satisfies approximately (measured at alpha = 1.5, semantic: 1.2 % apart with
     sobol10, 0.3 % with sobol11, 0.13 % with sobol12)."""
     h, rule = 0.05, "sobol12"
-    mid = solve(PAPER, alpha, branch, quadrature=rule)
-    lo = solve(PAPER, alpha - h, branch, init=mid.overlaps, memory=mid.memory, quadrature=rule)
-    hi = solve(PAPER, alpha + h, branch, init=mid.overlaps, memory=mid.memory, quadrature=rule)
+    mid = solve(PAPER, alpha, branch, config=SolverConfig(quadrature=rule))
+    lo = solve(PAPER, alpha - h, branch, init=mid.overlaps, memory=mid.memory, config=SolverConfig(quadrature=rule))
+    hi = solve(PAPER, alpha + h, branch, init=mid.overlaps, memory=mid.memory, config=SolverConfig(quadrature=rule))
     assert all(f.status.converged and f.branch == branch for f in (lo, mid, hi))
     slope = (hi.observables.e_t - lo.observables.e_t) / (2 * h)
-    group = [(e.perm, e.s, e.t) for e in model_symmetry_group(PAPER)]
+    group = model_symmetry_group(PAPER)
     E_M = _refined(mid, symmetrize_rule(make_rule(2, rule), 2, group)).E_M
     assert slope == pytest.approx(E_M, rel=1e-2)
 
@@ -66,10 +66,10 @@ def test_refined_e_t_removes_the_solve_rules_first_order_error() -> None:
     """Three independent sobol10 solves of one point: with E[M] from one finer rule their e_t agree
     far better than their own e_t do (the overlaps' errors enter at second order only)."""
     fine = make_rule(2, "sobol14:1:7")
-    base = solve(PAPER, 2.0, "semantic", quadrature="sobol10")
+    base = solve(PAPER, 2.0, "semantic", config=SolverConfig(quadrature="sobol10"))
     coarse, refined = [], []
     for seed in range(3):
-        fp = solve(PAPER, 2.0, "semantic", init=base.overlaps, quadrature=f"sobol10:1:{seed + 1}")
+        fp = solve(PAPER, 2.0, "semantic", init=base.overlaps, config=SolverConfig(quadrature=f"sobol10:1:{seed + 1}"))
         assert fp.status.converged and fp.branch == "semantic"
         coarse.append(fp.observables.e_t)
         refined.append(_refined(fp, fine).e_t)
@@ -79,7 +79,7 @@ def test_refined_e_t_removes_the_solve_rules_first_order_error() -> None:
 def test_solver_config_e_t_quadrature_sets_the_record(semantic_point) -> None:
     """``e_t_quadrature`` replaces only e_t, by the refined value; a bad spec fails before any work."""
     fp = semantic_point
-    fine = solve(PAPER, 1.5, "semantic", init=fp.overlaps, quadrature="sobol10", e_t_quadrature="sobol13")
+    fine = solve(PAPER, 1.5, "semantic", init=fp.overlaps, config=SolverConfig(quadrature="sobol10", e_t_quadrature="sobol13"))
     assert fine.status.converged
     assert fine.overlaps.to_vector() == pytest.approx(fp.overlaps.to_vector(), rel=1e-6)
     assert fine.observables.e_t == pytest.approx(_refined(fine, make_rule(2, "sobol13")).e_t, rel=1e-13)
@@ -90,13 +90,13 @@ def test_solver_config_e_t_quadrature_sets_the_record(semantic_point) -> None:
 
 def test_alpha_c_correction_reaches_the_careful_value_from_a_coarse_rule() -> None:
     """gh6 alone puts alpha_c(0.3) at 1.2587; one Newton step with E[M] on sobol16 lands within 2e-3 of
-    MODEL.md's careful 1.2515 +- 0.0005 (sobol16's own spread over seeds: 3.7e-4)."""
+    docs/model.md's careful 1.2515 +- 0.0005 (sobol16's own spread over seeds: 3.7e-4)."""
     b = phase_boundaries(PAPER, np.linspace(0.6, 2.2, 5), config=SolverConfig(quadrature="gh6"))
     assert abs(b.alpha_c_coarse - 1.2515) > 4e-3
     assert abs(b.alpha_c - 1.2515) < 2e-3
     assert b.row()["alpha_c_coarse"] == b.alpha_c_coarse
     plain = phase_boundaries(
-        PAPER, np.linspace(0.6, 2.2, 5), config=SolverConfig(quadrature="gh6"), alpha_c_quadrature=None
+        PAPER, np.linspace(0.6, 2.2, 5), config=SolverConfig(quadrature="gh6", alpha_c_quadrature=None)
     )
     assert plain.alpha_c == plain.alpha_c_coarse == pytest.approx(b.alpha_c_coarse, abs=1e-9)
 
@@ -104,7 +104,7 @@ def test_alpha_c_correction_reaches_the_careful_value_from_a_coarse_rule() -> No
 def test_newton_root_uses_the_slope_and_falls_back_to_bisection() -> None:
     """alpha_c's root-finder: with the true slope it converges in a few steps; with a useless
     slope (>= 0) it bisects and still brackets the root to xtol."""
-    from attnphase.numerics.phase_diagram import _newton_root
+    from attnphase.numerics.roots import safeguarded_newton as _newton_root
 
     root, calls = 1.2345678, []
 

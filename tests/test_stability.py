@@ -4,7 +4,7 @@ lambda = d th0_new / d th0 at th0 = 0 comes from a likelihood-ratio derivative o
 averages (no derivative of the jumping proximal map).  Checked here: the sympy score of a
 covariance, the derivative identity against central differences for a smooth stand-in for g
 (exact Gauss-Hermite), lambda = 0 where the target ignores the teacher (omega = 1), and the
-bifurcation at the paper's point against MODEL.md's careful value (~0.71).
+bifurcation at the paper's point against docs/model.md's careful value (~0.71).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnphase.numerics import solve
+from attnphase.numerics import SolverConfig, solve
 from attnphase.numerics.quadrature import gauss_hermite_rule, make_rule
 from attnphase.numerics.stability import semantic_bifurcation, theta_stability_at
 from attnphase.theory.channel import channel_fields
@@ -68,7 +68,7 @@ def test_lambda_vanishes_when_the_target_ignores_the_teacher() -> None:
     """omega = 1: T = A does not depend on h*, so g does not either and E[g_l S_l] = 0 exactly in the
     limit (E[eta_l eta_k] = delta_lk): lambda is 0 to the rule's accuracy, far below 1."""
     p = ModelParams(omega=1.0)
-    fp = solve(p, 1.0, "agnostic", quadrature="sobol10")
+    fp = solve(p, 1.0, "agnostic", config=SolverConfig(quadrature="sobol10"))
     lam, failures = theta_stability_at(p, 1.0, fp.overlaps, make_rule(2, "sobol14"))
     assert failures == 0
     assert abs(lam) < 0.02
@@ -76,8 +76,8 @@ def test_lambda_vanishes_when_the_target_ignores_the_teacher() -> None:
 
 def test_semantic_bifurcation_at_the_papers_point() -> None:
     """omega = 0.3: lambda = 1 on the agnostic branch at ~0.714 (sobol15; seeds 0-5: 0.708-0.722);
-    MODEL.md's careful solution: the semantic branch ends continuously near 0.71."""
-    b = semantic_bifurcation(ModelParams(omega=0.3), 0.8, quadrature="sobol15")
+    docs/model.md's careful solution: the semantic branch ends continuously near 0.71."""
+    b = semantic_bifurcation(ModelParams(omega=0.3), 0.8, config=SolverConfig(bifurcation_quadrature="sobol15"))
     assert b.converged, b.message
     assert 0.70 < b.alpha < 0.73
     assert b.slope > 0  # theta = 0 is stable below, unstable above
@@ -129,5 +129,5 @@ def test_positional_sweep_ends_where_the_agnostic_branch_restabilises_in_m() -> 
     from attnphase.numerics.continuation import sweep
 
     sw = sweep(ModelParams(omega=0.15), np.linspace(0.1, 3.0, 12), "positional", past_end=False)
-    assert sw.end_reason == "bifurcation", sw.end_note
-    assert 1.45 < sw.spinodal < 1.56 and sw.spinodal_side == "above"
+    assert sw.end.method == "eigenvalue" and sw.end.kind == "bifurcation", sw.end.note
+    assert 1.45 < sw.end.alpha < 1.56 and sw.end_side == "above"

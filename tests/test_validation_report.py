@@ -117,4 +117,4 @@ def test_theory_round_trip():
     t = _fake_theory((0.5, 1.0, 2.0))
     back = TheoryAtOmega.from_dict(json.loads(json.dumps(t.to_dict())))
     assert back.alpha_c == t.alpha_c and back.curve("semantic", "local").records == t.curve("semantic", "local").records
-    assert back.curve("semantic", "global").spinodal == 0.7
+    assert back.curve("semantic", "global").end == 0.7

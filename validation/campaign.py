@@ -147,7 +147,7 @@ def validation_plan(
             alphas_small=(0.5, 0.8),
             fss_cases=((2.0, "semantic"), (2.0, "positional"), (0.8, "semantic"), (0.5, "semantic")),
             device=device, dtype=dtype,
-            theory=TheorySettings(tol=1e-8, xtol=1e-2, spinodal_tol=1e-2),
+            theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2),
             heat_theory_alphas=(0.4, 0.8, 1.2, 1.6, 2.0, 2.4),
             main_boundaries=("global",),
             main_extra_curves=(("semantic", "local"),),

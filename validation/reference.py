@@ -4,7 +4,7 @@ For one omega and a grid of alpha, :func:`theory_at_omega` asks the numerics
 (``phase_boundaries``, ``sweep``, ``eps_lin``) for the phase boundaries
 (``alpha_c``, ``alpha_l``) and the semantic and positional branches followed
 by continuation over the grid, with the chosen proximal modes
-(``"global"``: the global minimiser of MODEL.md section 3; ``"local"``: the
+(``"global"``: the global minimiser of docs/model.md section 3; ``"local"``: the
 paper's local minimiser started at h = 0). The result is plain data
 (:class:`BranchCurve`, :class:`TheoryAtOmega`) holding the numerics' records
 (``q = |Q|^2/d``, ``theta = Q.Q*/d``, ``m = p_1.Q/sqrt(d)``, ``eps_g``,
@@ -14,10 +14,9 @@ the parameters, the grid, the modes and the accuracy settings) lets a report
 be re-rendered without solving again; :class:`BackgroundTheory` computes
 calls in worker processes.
 
-Beyond the guaranteed ``sweep(params, alphas, branch, prox)`` and
-``phase_boundaries(params)``, this uses the numerics' keyword arguments
-``config`` (``SolverConfig(tol, prox)``), ``spinodal_tol``, ``xtol``, the
-alpha grid of ``phase_boundaries`` and, when present, the sweeps it returns
+It calls ``sweep(params, alphas, branch, config=..., bisection_tol=...)`` and
+``phase_boundaries(params, alphas, config=..., xtol=..., bisection_tol=...)`` with one
+``SolverConfig`` per proximal mode, and reuses the sweeps ``phase_boundaries`` returns
 (``.semantic``, ``.positional``) to avoid solving twice.
 """
 
@@ -44,21 +43,20 @@ class TheorySettings:
     Attributes:
         tol: fixed-point residual tolerance (``SolverConfig.tol``).
         xtol: alpha tolerance of the alpha_c / alpha_l root finding.
-        spinodal_tol: alpha tolerance of a branch's end point.
+        end_tol: alpha tolerance of a branch's end point where it is bisected.
     """
 
     tol: float | None = None
     xtol: float | None = None
-    spinodal_tol: float | None = None
+    end_tol: float | None = None
 
     def sweep_kwargs(self, prox: str) -> dict[str, Any]:
         from attnphase.numerics import SolverConfig
 
-        kw: dict[str, Any] = {}
-        if self.tol is not None:
-            kw["config"] = SolverConfig(tol=self.tol, prox=prox)
-        if self.spinodal_tol is not None:
-            kw["spinodal_tol"] = self.spinodal_tol
+        config = SolverConfig(prox=prox)
+        kw: dict[str, Any] = {"config": config if self.tol is None else config.replace(tol=self.tol)}
+        if self.end_tol is not None:
+            kw["bisection_tol"] = self.end_tol
         return kw
 
     def boundaries_kwargs(self, prox: str) -> dict[str, Any]:
@@ -79,13 +77,13 @@ class BranchCurve:
         branch: requested branch (``"semantic"`` or ``"positional"``).
         prox: ``"global"`` or ``"local"``.
         records: one numerics record per alpha (ascending), each with the label actually reached.
-        spinodal: alpha where the numerics found the branch ending (NaN if none in range).
+        end: alpha where the numerics found the branch ending (NaN if none in range).
     """
 
     branch: str
     prox: str
     records: tuple[dict[str, Any], ...]
-    spinodal: float = math.nan
+    end: float = math.nan
 
     def on_branch(self) -> list[dict[str, Any]]:
         """Converged records carrying the requested label."""
@@ -105,7 +103,7 @@ class TheoryAtOmega:
 
     Attributes:
         omega: the teacher's mixing weight.
-        eps_lin: linear-baseline error (MODEL.md section 5), alpha-independent.
+        eps_lin: linear-baseline error (docs/model.md section 5), alpha-independent.
         alpha_c: ``{prox: alpha_c}`` (NaN when outside the grid).
         alpha_l: ``{prox: alpha_l}``.
         notes: ``{prox: notes of the numerics}``.
@@ -135,7 +133,7 @@ class TheoryAtOmega:
             "alpha_l": {k: _num(v) for k, v in self.alpha_l.items()},
             "notes": {k: list(v) for k, v in self.notes.items()},
             "curves": {
-                f"{b}/{p}": {"spinodal": _num(c.spinodal), "records": [_clean(r) for r in c.records]}
+                f"{b}/{p}": {"end": _num(c.end), "records": [_clean(r) for r in c.records]}
                 for (b, p), c in self.curves.items()
             },
             "seconds": self.seconds,
@@ -148,7 +146,7 @@ class TheoryAtOmega:
         for key, c in data["curves"].items():
             b, p = key.split("/")
             recs = tuple({k: (math.nan if v is None else v) for k, v in r.items()} for r in c["records"])
-            curves[(b, p)] = BranchCurve(b, p, recs, _unnum(c["spinodal"]))
+            curves[(b, p)] = BranchCurve(b, p, recs, _unnum(c["end"]))
         return cls(
             omega=data["omega"],
             eps_lin=data["eps_lin"],
@@ -196,15 +194,16 @@ def _curve(
     grid = sorted(float(a) for a in alphas)
     res = existing
     if res is None or [float(p.alpha) for p in _points(res)] != grid:
-        res = sweep(params, grid, branch=branch, prox=prox, **settings.sweep_kwargs(prox))
+        res = sweep(params, grid, branch=branch, **settings.sweep_kwargs(prox))
     records = tuple(_record(fp) for fp in _points(res))
-    return BranchCurve(branch, prox, records, float(getattr(res, "spinodal", math.nan)))
+    end = getattr(res, "end", None)
+    return BranchCurve(branch, prox, records, float(end.alpha) if end is not None else math.nan)
 
 
 def _boundaries(params: ModelParams, alphas: Sequence[float], prox: str, settings: TheorySettings) -> Any:
     from attnphase.numerics import phase_boundaries
 
-    return phase_boundaries(params, sorted(alphas), prox=prox, **settings.boundaries_kwargs(prox))
+    return phase_boundaries(params, sorted(alphas), **settings.boundaries_kwargs(prox))
 
 
 def _cache_key(params: ModelParams, alphas: Sequence[float], spec: dict[str, Any], settings: TheorySettings) -> str:

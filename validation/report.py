@@ -355,7 +355,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
         f"* eps_lin = {_f(th['eps_lin'], '.6g')}",
     ]
     for prox in th["alpha_c"]:
-        sp = th["curves"].get(f"semantic/{prox}", {}).get("spinodal")
+        sp = th["curves"].get(f"semantic/{prox}", {}).get("end")
         lines.append(f"* {prox} prox: alpha_c = {_f(th['alpha_c'][prox], '.4f')}, alpha_l = "
                      f"{_f(th['alpha_l'][prox], '.4f')}, semantic branch ends at alpha = {_f(sp, '.3f')}"
                      + (f" (notes: {'; '.join(th['notes'][prox])})" if th["notes"].get(prox) else ""))

@@ -1,4 +1,4 @@
-"""Phase boundaries of MODEL.md section 6 at one omega, and the (alpha, omega) phase diagram.
+"""Phase boundaries of docs/model.md section 6 at one omega, and the (alpha, omega) phase diagram.
 
 * ``alpha_c`` -- root of Delta e_t(alpha) = e_t(semantic) - e_t(positional) where both
   branches exist (the global minimum switches from positional to semantic), then corrected by
@@ -7,37 +7,36 @@
   from a sobol12 root);
 * ``alpha_l`` -- the smallest alpha >= alpha_c at which the semantic test error drops
   below eps_lin (equal to alpha_c when it is already below there);
-* spinodals -- where the semantic branch (followed downward) or the positional branch
-  (followed upward) ends inside the alpha range; by default where the agnostic branch turns
-  unstable in theta (semantic) or stable again in m (positional) (:mod:`attnphase.numerics.stability`).
+* branch ends -- where the semantic branch (followed downward) or the positional branch
+  (followed upward) ends inside the alpha range (:mod:`attnphase.numerics.branch_end`: by default
+  where the agnostic branch turns unstable in theta -- semantic -- or stable again in m -- positional).
 
 Roots are bracketed on the branch sweeps and refined to ``xtol`` in alpha (alpha_c by
 safeguarded Newton steps, the slope of Delta e_t being Delta E[M]; alpha_l by Brent's
 method); every function evaluation is a fixed point warm-started from the nearest converged
-point of the same branch.  A boundary outside the range is NaN
-and the reason is recorded.
+point of the same branch.  A boundary outside the range is NaN and the reason is recorded.
+Every setting (rules of the solves, of the alpha_c correction and of the bifurcations, the
+branch-end strategy) comes from one :class:`~attnphase.numerics.config.SolverConfig`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy.optimize import brentq
 
+from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.continuation import BranchSweep, sweep
-from attnphase.numerics.state_evolution import FixedPoint, SolverConfig, solve
 from attnphase.numerics.quadrature import make_rule
-from attnphase.numerics.stability import BIFURCATION_QUADRATURE
+from attnphase.numerics.roots import RootNotFound, brent_root, safeguarded_newton
+from attnphase.numerics.se_map import model_rule
+from attnphase.numerics.state_evolution import FixedPoint, solve
 from attnphase.numerics.training_objective import refined_training_objective
 from attnphase.theory.params import ModelParams
 
 DEFAULT_ALPHA_RANGE = (0.1, 3.0)
-
-#: Rule for E[M] in the Newton correction of alpha_c (2^16 scrambled Sobol points, seed 0).
-ALPHA_C_QUADRATURE = "sobol16"
 
 #: A fine-rule Newton step on alpha_c larger than this is not taken (noted instead): at the
 #: paper's defaults the corrections are a few 1e-3 with sobol12, 0.024 with sobol10.
@@ -60,106 +59,63 @@ class Boundaries:
     omega: float
     alpha_c: float
     alpha_l: float
-    spinodal_semantic: float
-    spinodal_positional: float
+    semantic_end: float
+    positional_end: float
     notes: tuple[str, ...] = ()
     alpha_c_coarse: float = math.nan
-    semantic_end_reason: str = ""
-    positional_end_reason: str = ""
+    semantic_end_kind: str = ""
+    positional_end_kind: str = ""
+    semantic_end_method: str = ""
+    positional_end_method: str = ""
     semantic: BranchSweep | None = field(default=None, repr=False)
     positional: BranchSweep | None = field(default=None, repr=False)
 
     def row(self) -> dict[str, float | str]:
-        return {
-            "omega": self.omega,
-            "alpha_c": self.alpha_c,
-            "alpha_l": self.alpha_l,
-            "spinodal_semantic": self.spinodal_semantic,
-            "spinodal_positional": self.spinodal_positional,
-            "alpha_c_coarse": self.alpha_c_coarse,
-            "semantic_end_reason": self.semantic_end_reason,
-            "positional_end_reason": self.positional_end_reason,
-            "notes": "; ".join(self.notes),
-        }
+        """The CSV row: the boundaries, each branch end with its kind (bifurcation / fold / solver
+        failure) and method (eigenvalue / trace / bisection), and the notes."""
+        return {k: getattr(self, k) for k in BOUNDARY_COLUMNS} | {"notes": "; ".join(self.notes)}
 
 
-def _nearest(points: Sequence[FixedPoint], alpha: float) -> FixedPoint:
-    return min(points, key=lambda p: abs(p.alpha - alpha))
+#: The columns of :meth:`Boundaries.row` before ``notes``.
+BOUNDARY_COLUMNS = (
+    "omega", "alpha_c", "alpha_l", "semantic_end", "positional_end", "alpha_c_coarse",
+    "semantic_end_kind", "positional_end_kind", "semantic_end_method", "positional_end_method",
+)
 
-
-def _root(
-    f: Callable[[float], float], a: float, b: float, xtol: float
-) -> float:
-    return float(brentq(f, a, b, xtol=xtol, rtol=4 * np.finfo(float).eps))
-
-
-def _newton_root(
-    f: Callable[[float], tuple[float, float]], a: float, b: float, fa: float, fb: float, xtol: float,
-    max_iter: int = 40,
-) -> float:
-    """Root of a decreasing f on [a, b] (fa > 0 >= fb) by Newton steps with f's own slope, safeguarded.
-
-    ``f(x)`` returns (value, slope).  The first iterate interpolates the bracket linearly; a step
-    that leaves the current bracket, or a non-negative slope, is replaced by bisection.  Stops when
-    the step is below ``xtol`` (the last evaluated point is then within ``xtol`` of the root).
-    """
-    x = b if fb == 0 else a + (b - a) * fa / (fa - fb)
-    for _ in range(max_iter):
-        fx, slope = f(x)
-        if fx == 0:
-            return x
-        if fx > 0:
-            a = x
-        else:
-            b = x
-        nxt = x - fx / slope if slope < 0 else math.nan
-        if not a < nxt < b:
-            nxt = 0.5 * (a + b)
-        if abs(nxt - x) < xtol or b - a < xtol:
-            return nxt
-        x = nxt
-    raise _RootNotFound(f"root not bracketed to {xtol} after {max_iter} steps (bracket [{a:.5f}, {b:.5f}])")
+#: The boundaries that carry error bars (:func:`attnphase.numerics.quadrature_error.boundary_errors`).
+BOUNDARY_KEYS = ("alpha_c", "alpha_l", "semantic_end", "positional_end")
 
 
 def phase_boundaries(
     params: ModelParams,
     alphas: Sequence[float] | None = None,
     *,
-    prox: str = "global",
     config: SolverConfig | None = None,
     xtol: float = 1e-4,
-    spinodal_tol: float = 1e-3,
+    bisection_tol: float = 1e-3,
     progress: Callable[[FixedPoint], None] | None = None,
-    alpha_c_quadrature: str | None = ALPHA_C_QUADRATURE,
-    branch_end: str = "bifurcation",
-    bifurcation_quadrature: str = BIFURCATION_QUADRATURE,
 ) -> Boundaries:
-    """alpha_c, alpha_l and the spinodals at ``params.omega`` over the alpha grid ``alphas``.
+    """alpha_c, alpha_l and the branch ends at ``params.omega`` over the alpha grid ``alphas``.
 
-    ``branch_end``, ``bifurcation_quadrature``: how the branch ends are located
-    (:func:`~attnphase.numerics.continuation.sweep`).
-
-    ``alpha_c_quadrature``: rule spec for E[M] in the Newton correction of alpha_c (see
-    :func:`_refine_alpha_c`); None keeps the root on the solve rule (then ``alpha_c_coarse``
-    equals ``alpha_c``).
+    ``config.branch_end`` and ``config.bifurcation_quadrature``: how both branch ends are located
+    (:func:`~attnphase.numerics.branch_end.locate_branch_end`).  ``config.alpha_c_quadrature``:
+    rule for E[M] in the Newton correction of alpha_c (:func:`_refine_alpha_c`); None keeps the
+    root on the solve rule (then ``alpha_c_coarse`` equals ``alpha_c``).
     """
     if alphas is None:
         alphas = np.linspace(*DEFAULT_ALPHA_RANGE, 12)
-    cfg = replace(config or SolverConfig(), prox=prox)
-    rule = make_rule(params.L, cfg.quadrature)
-    fine_rule = None if alpha_c_quadrature is None else make_rule(params.L, alpha_c_quadrature)
-    kw = dict(config=cfg, spinodal_tol=spinodal_tol, progress=progress, past_end=False)
-    sem = sweep(params, alphas, "semantic", prox, branch_end=branch_end,
-                bifurcation_quadrature=bifurcation_quadrature, **kw)
-    pos = sweep(params, alphas, "positional", prox, **kw)
+    cfg = config or SolverConfig()
+    rule = model_rule(params, cfg)
+    fine_rule = None if cfg.alpha_c_quadrature is None else make_rule(params.L, cfg.alpha_c_quadrature)
+    kw = dict(config=cfg, bisection_tol=bisection_tol, progress=progress, past_end=False)
+    sem = sweep(params, alphas, "semantic", **kw)
+    pos = sweep(params, alphas, "positional", **kw)
     notes: list[str] = []
     for sw in (sem, pos):
-        if sw.end_reason == "no convergence":
-            notes.append(f"{sw.branch} end at {sw.spinodal:.3f} found by solver failure (may be numerical)")
-    if sem.end_note:
-        notes.append(f"semantic end by the theta trace: {sem.end_note}")
-    if pos.end_note:
-        notes.append(f"positional end by bisection: {pos.end_note}")
+        if sw.end.kind == "solver failure":
+            notes.append(f"{sw.branch} end at {sw.end.alpha:.3f} found by solver failure (may be numerical)")
+        if sw.end.note:
+            notes.append(f"{sw.branch} end by {sw.end.method}: {sw.end.note}")
     s_on, p_on = sem.on_branch(), pos.on_branch()  # fresh lists: on_branch_solve adds its points to them
 
     def on_branch_solve(branch: str, pts: list[FixedPoint], alpha: float) -> FixedPoint:
@@ -173,7 +129,7 @@ def phase_boundaries(
             if fp.status.converged and fp.branch == branch:
                 break
         else:
-            raise _BranchLost(f"{branch} branch lost at alpha = {alpha:.5f} ({fp.status.message}, label {fp.branch})")
+            raise BranchLost(f"{branch} branch lost at alpha = {alpha:.5f} ({fp.status.message}, label {fp.branch})")
         pts.append(fp)  # root-finding iterates close in: later evaluations start nearer
         return fp
 
@@ -197,13 +153,13 @@ def phase_boundaries(
 
         (a0, d0), (a1, d1) = bracket
         try:
-            alpha_c = _newton_root(d_et, a0, a1, d0, d1, xtol)
-        except (_BranchLost, _RootNotFound) as exc:
+            alpha_c = safeguarded_newton(d_et, a0, a1, d0, d1, xtol)
+        except (BranchLost, RootNotFound) as exc:
             notes.append(f"alpha_c: {exc}")
     elif delta:
         sign = "semantic lower" if all(d <= 0 for _, d in delta) else "positional lower"
         notes.append(f"alpha_c outside the range where both branches exist ({sign} throughout)")
-        if all(d <= 0 for _, d in delta) and not math.isnan(sem.spinodal):
+        if all(d <= 0 for _, d in delta) and not math.isnan(sem.end.alpha):
             notes.append("the semantic branch is the global minimum wherever it exists")
     else:
         notes.append("alpha_c: the branches never coexist on the grid")
@@ -218,8 +174,8 @@ def phase_boundaries(
 
         common = {p.alpha for p in s_on} & {p.alpha for p in p_on}
         try:
-            alpha_c, note = _refine_alpha_c(pair_at, min(common, key=lambda a: abs(a - alpha_c)), fine_rule)
-        except _BranchLost as exc:
+            alpha_c, note = _refine_alpha_c(pair_at, min(common, key=lambda a: abs(a - alpha_c)), fine_rule, cfg)
+        except BranchLost as exc:
             note = f"alpha_c: {fine_rule.name} correction not applied ({exc}); the value is the solve rule's root"
         if note:
             notes.append(note)
@@ -244,28 +200,30 @@ def phase_boundaries(
                 notes.append("alpha_l: semantic eps_g stays above eps_lin in the range")
             else:
                 try:
-                    alpha_l = _root(
+                    alpha_l = brent_root(
                         lambda a: on_branch_solve("semantic", s_on, a).observables.eps_g - eps_lin, *br, xtol
                     )
-                except _BranchLost as exc:
+                except BranchLost as exc:
                     notes.append(f"alpha_l: {exc}")
     return Boundaries(
         omega=params.omega,
         alpha_c=alpha_c,
         alpha_l=alpha_l,
-        spinodal_semantic=sem.spinodal,
-        spinodal_positional=pos.spinodal,
+        semantic_end=sem.end.alpha,
+        positional_end=pos.end.alpha,
         notes=tuple(notes),
         alpha_c_coarse=alpha_c_coarse,
-        semantic_end_reason=sem.end_reason,
-        positional_end_reason=pos.end_reason,
+        semantic_end_kind=sem.end.kind,
+        positional_end_kind=pos.end.kind,
+        semantic_end_method=sem.end.method,
+        positional_end_method=pos.end.method,
         semantic=sem,
         positional=pos,
     )
 
 
 def _refine_alpha_c(
-    pair_at: Callable[[float], tuple[FixedPoint, FixedPoint]], alpha_0: float, rule
+    pair_at: Callable[[float], tuple[FixedPoint, FixedPoint]], alpha_0: float, rule, config: SolverConfig
 ) -> tuple[float, str]:
     """Newton steps on Delta e_t with E[M] from ``rule``; (alpha_c, note -- empty if all went well).
 
@@ -280,7 +238,7 @@ def _refine_alpha_c(
     alpha, failures = alpha_0, 0
     for _ in range(MAX_NEWTON_STEPS):
         rs, rp = (
-            refined_training_objective(fp.params, fp.alpha, fp.overlaps, fp.hat, rule, fp.prox)
+            refined_training_objective(fp.params, fp.alpha, fp.overlaps, fp.hat, rule, config)
             for fp in pair_at(alpha)
         )
         slope = rs.E_M - rp.E_M
@@ -297,12 +255,8 @@ def _refine_alpha_c(
     return alpha, f"alpha_c: {rule.name} correction still moving after {MAX_NEWTON_STEPS} Newton steps ({step:+.1e})"
 
 
-class _BranchLost(RuntimeError):
+class BranchLost(RuntimeError):
     """A root-finding evaluation left the branch it was following."""
-
-
-class _RootNotFound(RuntimeError):
-    """Safeguarded Newton ran out of steps."""
 
 
 def phase_diagram(
@@ -310,20 +264,13 @@ def phase_diagram(
     omegas: Sequence[float],
     alphas: Sequence[float] | None = None,
     *,
-    prox: str = "global",
     config: SolverConfig | None = None,
     progress: Callable[[Boundaries], None] | None = None,
-    alpha_c_quadrature: str | None = ALPHA_C_QUADRATURE,
-    branch_end: str = "bifurcation",
-    bifurcation_quadrature: str = BIFURCATION_QUADRATURE,
 ) -> list[Boundaries]:
     """Boundaries at every omega of ``omegas`` (other parameters from ``params``)."""
     out = []
     for w in omegas:
-        b = phase_boundaries(
-            params.replace(omega=float(w)), alphas, prox=prox, config=config, alpha_c_quadrature=alpha_c_quadrature,
-            branch_end=branch_end, bifurcation_quadrature=bifurcation_quadrature,
-        )
+        b = phase_boundaries(params.replace(omega=float(w)), alphas, config=config)
         out.append(b)
         if progress is not None:
             progress(b)

@@ -1,0 +1,106 @@
+"""One-dimensional root finders of the numerics, in one place.
+
+* :func:`brent_root` -- Brent's method on a bracket (alpha_l);
+* :func:`safeguarded_newton` -- Newton steps with the function's own slope, kept inside a
+  shrinking bracket (alpha_c: the slope of Delta e_t is Delta E[M]);
+* :func:`bracketed_log_root` -- bracket a monotone function of log x by doubling steps from a
+  guess, then Brent (alpha at a fixed order parameter, :class:`attnphase.numerics.se_map.FixedOrder`);
+* :func:`bisect_last_true` -- bisection for where a predicate, true at one end, stops holding
+  (a branch's end by solver failure or label change).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, TypeVar
+
+import numpy as np
+from scipy.optimize import brentq
+
+T = TypeVar("T")
+
+_RTOL = 4 * np.finfo(float).eps
+
+
+class RootNotFound(RuntimeError):
+    """A root finder ran out of steps."""
+
+
+def brent_root(f: Callable[[float], float], a: float, b: float, xtol: float) -> float:
+    """Root of f on [a, b] (f(a) f(b) <= 0) to ``xtol``, by Brent's method."""
+    return float(brentq(f, a, b, xtol=xtol, rtol=_RTOL))
+
+
+def safeguarded_newton(
+    f: Callable[[float], tuple[float, float]], a: float, b: float, fa: float, fb: float, xtol: float,
+    max_iter: int = 40,
+) -> float:
+    """Root of a decreasing f on [a, b] (fa > 0 >= fb) by Newton steps with f's own slope, safeguarded.
+
+    ``f(x)`` returns (value, slope).  The first iterate interpolates the bracket linearly; a step
+    that leaves the current bracket, or a non-negative slope, is replaced by bisection.  Stops when
+    the step is below ``xtol`` (the last evaluated point is then within ``xtol`` of the root).
+    """
+    x = b if fb == 0 else a + (b - a) * fa / (fa - fb)
+    for _ in range(max_iter):
+        fx, slope = f(x)
+        if fx == 0:
+            return x
+        if fx > 0:
+            a = x
+        else:
+            b = x
+        nxt = x - fx / slope if slope < 0 else math.nan
+        if not a < nxt < b:
+            nxt = 0.5 * (a + b)
+        if abs(nxt - x) < xtol or b - a < xtol:
+            return nxt
+        x = nxt
+    raise RootNotFound(f"root not bracketed to {xtol} after {max_iter} steps (bracket [{a:.5f}, {b:.5f}])")
+
+
+def bracketed_log_root(
+    gap: Callable[[float], float], start: float, lo: float, hi: float, step: float = math.log(2.0)
+) -> float | None:
+    """Root in u = log x of a monotone ``gap(u)`` that is NaN beyond some u (an update that stops existing).
+
+    From ``start`` (clipped to [lo, hi]): where gap is NaN, step down until it is finite; then
+    step by ``step`` towards the sign change, and refine the bracket by Brent's method to 1e-14.
+    None when no sign change lies in [lo, hi] before gap turns NaN.
+    """
+    a = min(max(start, lo), hi)
+    ga = gap(a)
+    if not np.isfinite(ga):  # past the domain: come down until the function exists
+        while not np.isfinite(ga) and a > lo:
+            a = max(a - step, lo)
+            ga = gap(a)
+        if not np.isfinite(ga):
+            return None
+    direction = 1.0 if ga < 0 else -1.0
+    while True:
+        b = min(max(a + direction * step, lo), hi)
+        gb = gap(b)
+        if not np.isfinite(gb) or b == a:
+            return None
+        if (ga < 0) != (gb < 0):
+            left, right = (a, b) if a < b else (b, a)
+            return float(brentq(gap, left, right, xtol=1e-14, rtol=_RTOL))
+        a, ga = b, gb
+
+
+def bisect_last_true(holds: Callable[[float, T], T | None], good_x: float, good: T, bad_x: float, tol: float) -> float:
+    """Bisect between ``good_x`` (where the predicate holds, with witness ``good``) and ``bad_x`` for
+    where it stops holding; returns the midpoint of the final bracket (within ``tol``).
+
+    ``holds(x, witness)`` is tried from the witness of the nearest good point and returns the new
+    witness, or None where the predicate fails (continuation: a solve warm-started from there).
+    """
+    lo_x, lo, hi = good_x, good, bad_x
+    while abs(hi - lo_x) > tol:
+        mid = 0.5 * (lo_x + hi)
+        w = holds(mid, lo)
+        if w is not None:
+            lo_x, lo = mid, w
+        else:
+            hi = mid
+    return 0.5 * (lo_x + hi)

@@ -1,0 +1,148 @@
+"""The numerics core's design, as properties: one configuration, a model-free fixed-point solver,
+the SE map = update o update_hat, one place for branch ends, no hidden module-level caches."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attnphase.numerics import SolverConfig, se_step, sweep, update
+from attnphase.numerics.config import QUADRATURE_ROLES
+from attnphase.numerics.fixed_point import Evaluation, FixedPointSolver, scaled_residual
+from attnphase.numerics.overlaps import Overlaps
+from attnphase.numerics.quadrature import make_rule
+from attnphase.numerics.se_map import hat_step
+from attnphase.theory.params import ModelParams
+
+NUMERICS = Path(__file__).resolve().parents[1] / "numerics"
+
+
+class _AffineMap:
+    """x -> A x + b: a map the generic solver knows nothing about."""
+
+    def __init__(self, A: np.ndarray, b: np.ndarray, exact_every: int = 1):
+        self.A, self.b, self.calls, self.exact_every = A, b, 0, exact_every
+
+    def evaluate(self, x: np.ndarray, exact: bool = False) -> Evaluation:
+        self.calls += 1
+        fx = self.A @ x + self.b
+        return Evaluation(x.copy(), fx, scaled_residual(x, fx), exact or self.calls % self.exact_every == 0)
+
+    def admissible(self, x: np.ndarray) -> bool:
+        return bool(np.all(np.isfinite(x)))
+
+    def subspace(self, x: np.ndarray) -> np.ndarray:
+        return np.eye(x.size)
+
+    def jacobian_seed(self, n: int) -> None:
+        return None
+
+    def keep_jacobian(self, J: np.ndarray) -> None:
+        pass
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_fixed_point_solver_solves_a_model_free_map(warm: bool) -> None:
+    rng = np.random.default_rng(0)
+    A = 0.5 * rng.standard_normal((4, 4)) / 2
+    b = rng.standard_normal(4)
+    x_star = np.linalg.solve(np.eye(4) - A, b)
+    res = FixedPointSolver(_AffineMap(A, b, exact_every=3), SolverConfig(tol=1e-12)).solve(np.zeros(4), warm=warm)
+    assert res.converged and res.evaluation.exact
+    assert np.allclose(res.evaluation.x, x_star, atol=1e-10)
+    assert res.residual <= 1e-12
+
+
+def test_fixed_point_solver_reports_failure_with_its_best_point() -> None:
+    """x -> x + 1 has no fixed point: the solve ends not converged, with its best exact evaluation
+    (residual 1 / max(1, |x|)) and a message, within its evaluation budget."""
+    res = FixedPointSolver(_AffineMap(np.eye(1), np.array([1.0])), SolverConfig(max_iter=5, anderson_budget=5)).solve(np.array([5.0]))
+    assert not res.converged
+    assert res.evaluation is not None and res.evaluations <= 5
+    assert "not converged" in res.message and np.isfinite(res.residual)
+
+
+def test_se_step_is_update_of_update_hat() -> None:
+    """The map the solver iterates equals update(update_hat(channel moments)) on the same rule."""
+    p = ModelParams(omega=0.3)
+    ov = Overlaps(q0=0.4, V0=50.0, m=[0.0, 0.0], th0=0.5)
+    rule = make_rule(2, "gh6")  # axis-aligned: the SE map uses it whole
+    new, step = se_step(p, 2.0, ov, rule=rule)
+    hat, mom = hat_step(p, 2.0, ov, rule)
+    assert np.array_equal(new.to_vector(), update(p, hat).to_vector())
+    assert np.array_equal(step.hat.qhat, hat.qhat) and step.moments.E_M == mom.E_M
+
+
+def test_config_is_validated_and_variants_shift_every_rule() -> None:
+    for bad in (dict(prox="nearest"), dict(backend="cuda"), dict(branch_end="guess"), dict(tol=0.0),
+                dict(quadrature="sobolX"), dict(alpha_c_quadrature="gauss"), dict(damping=1.0)):
+        with pytest.raises(ValueError):
+            SolverConfig(**bad)
+    cfg = SolverConfig(quadrature="sobol12", e_t_quadrature="sobol16:1:3", alpha_c_quadrature="gh6")
+    v = cfg.variant(2)
+    assert (v.quadrature, v.e_t_quadrature, v.alpha_c_quadrature, v.bifurcation_quadrature) == (
+        "sobol12:1:2", "sobol16:1:5", "gh10", "sobol15:1:2")
+    assert cfg.variant(0) is cfg
+    assert set(QUADRATURE_ROLES) <= set(cfg.as_dict())
+
+
+def test_phase_boundaries_give_both_branches_the_same_config(monkeypatch) -> None:
+    """Regression: the branch-end strategy and the bifurcation rule reached only the semantic sweep
+    (``phase-diagram --branch-end trace`` never reached the positional branch; ``--error-estimate``
+    never varied the positional bifurcation rule)."""
+    from attnphase.numerics import boundaries
+    from attnphase.numerics.continuation import BranchSweep
+
+    seen = {}
+
+    def fake_sweep(params, alphas, branch, *, config=None, **kw):
+        seen[branch] = config
+        return BranchSweep(branch, [])
+
+    monkeypatch.setattr(boundaries, "sweep", fake_sweep)
+    cfg = SolverConfig(branch_end="trace").variant(1)
+    boundaries.phase_boundaries(ModelParams(omega=0.3), [1.0, 2.0], config=cfg)
+    assert seen["semantic"] is cfg and seen["positional"] is cfg
+
+
+def test_semantic_sweep_solves_a_grid_point_just_above_the_branch_end() -> None:
+    """Regression: ``sweep --omega 0.3 --alpha 0.8:2.4:16 --branch semantic`` reported alpha = 0.8
+    (above the branch's end at ~0.714, where a plain solve converges to theta = 0.232) as not
+    converged: the warm step with the continuation's short budget failed and nothing else was tried."""
+    res = sweep(ModelParams(omega=0.3), np.linspace(0.8, 2.4, 16), "semantic", config=SolverConfig())
+    first = res.points[0]
+    assert first.alpha == pytest.approx(0.8)
+    assert first.status.converged and first.branch == "semantic"
+    assert first.overlaps.th0 == pytest.approx(0.232, abs=0.01)
+    assert all(p.status.converged and p.branch == "semantic" for p in res.points)
+    assert res.end.alpha < 0.8 and res.end.kind == "bifurcation" and res.end.method == "eigenvalue"
+
+
+def _module_level_caches(path: Path) -> list[str]:
+    """lru_cache/cache decorators and module-level mutable containers assigned at import time."""
+    tree = ast.parse(path.read_text())
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for d in node.decorator_list:
+                name = ast.unparse(d)
+                if "lru_cache" in name or name.endswith("cache"):
+                    found.append(f"{path.name}:{node.name} @{name}")
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            value = node.value
+            empty = isinstance(value, (ast.Dict, ast.List, ast.Set)) and not (
+                getattr(value, "keys", None) or getattr(value, "elts", None))
+            made = isinstance(value, ast.Call) and ast.unparse(value.func).split(".")[-1] in (
+                "dict", "list", "set", "WeakKeyDictionary", "WeakValueDictionary", "defaultdict", "OrderedDict")
+            if empty or made:
+                found.append(f"{path.name}:{ast.unparse(node)[:40]}")
+    return found
+
+
+def test_numerics_holds_no_hidden_module_level_caches() -> None:
+    found = [c for f in sorted(NUMERICS.glob("*.py")) for c in _module_level_caches(f)]
+    assert found == []
