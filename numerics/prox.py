@@ -309,7 +309,7 @@ def global_prox(
         h_parts.append(candidates.h)
     idx = np.concatenate(idx_parts)
     h0 = np.concatenate(h_parts, axis=0)
-    res = newton_minimize(kernels, h0, w[idx], V, T[idx], sigma2)
+    res = newton_minimize(kernels, h0, w[idx], V, T[idx], sigma2, backend="numpy")
     if full_search or candidates is None:
         # refinement pass: the loss is even in h and permutation-equivariant, so the mirror
         # image and the token permutations of the best minimum found seed basins the first
@@ -318,7 +318,7 @@ def global_prox(
         hb = res.h[best]
         extra = [-hb] + [hb[:, list(p)] for p in itertools.permutations(range(L)) if list(p) != list(range(L))]
         idx2 = np.concatenate([np.arange(N)] * len(extra))
-        res2 = newton_minimize(kernels, np.concatenate(extra, axis=0), w[idx2], V, T[idx2], sigma2)
+        res2 = newton_minimize(kernels, np.concatenate(extra, axis=0), w[idx2], V, T[idx2], sigma2, backend="numpy")
         idx = np.concatenate([idx, idx2])
         res = ProxResult(
             np.concatenate([res.h, res2.h]), np.concatenate([res.value, res2.value]),

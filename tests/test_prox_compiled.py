@@ -158,6 +158,20 @@ def test_numpy_fallback_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
         local_prox(k, w, V, T, s2, backend="torch")
 
 
+def test_numpy_backend_never_runs_compiled_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: global_prox(backend="numpy") ran its Newton descents on the "auto" backend
+    (compiled), so the numpy fallback was never compared with the compiled path."""
+    def fail(*args: object, **kwargs: object) -> None:
+        raise AssertionError("compiled code called on the numpy backend")
+
+    monkeypatch.setattr(prox_compiled, "instance", fail)
+    k, w, V, T, s2 = _batch(12, 3, 0.3, 5.0, True, n=8)
+    res, cand = global_prox(k, w, V, T, s2, backend="numpy")
+    global_prox(k, w, V, T, s2, candidates=cand, full_search=False, backend="numpy")
+    local_prox(k, w, V, T, s2, backend="numpy")
+    assert res.converged.all()
+
+
 def test_environment_overrides_auto_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """The backend comes from the configuration; $ATTNPHASE_PROX_BACKEND replaces "auto" only."""
     assert prox.BACKENDS is BACKENDS
