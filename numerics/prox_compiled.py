@@ -12,7 +12,7 @@ Design: the compiled algorithm is the template module :mod:`attnphase.numerics.p
 real file of the package. It evaluates P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T), its
 gradient and Hessian only through the generated one-point kernels (:attr:`Kernels.scalar
 <attnphase.theory.kernels.Kernels.scalar>`, the same sympy derivation as the numpy kernels)
-on the softmax :func:`~attnphase.theory.kernels.softmax_point`. :func:`instance` instantiates
+on the template's one-point softmax (the twin of the kernels' batched one). :func:`instance` instantiates
 the template for one (L, r, cse, parallel): it copies the template byte for byte into the
 kernel cache directory under a name that carries a hash of the template and of the generated
 kernels' module (so any change of either gives a new file), and imports the copy with its

@@ -14,8 +14,9 @@ beside the copy (numba keys its cache by file, so each instance needs a file of 
 Nothing here spells out the objective: P, its gradient and Hessian are the generated
 one-point kernels ``prox_value`` / ``prox_value_grad_hess`` of
 :func:`attnphase.theory.kernels.get_scalar_kernels` (the same sympy derivation as the numpy
-kernels), evaluated on the softmax S(h)[l, k] = softmax_k(h_l h_k) of
-:func:`attnphase.theory.kernels.softmax_point` (the one-point twin of the batched softmax).
+kernels), evaluated on the softmax S(h)[l, k] = softmax_k(h_l h_k) of :func:`softmax` (the
+one-point twin of the batched softmax of the kernels, the only helper of the model defined in
+both forms; the tests check that they agree).
 What is here is the algorithm of :func:`~attnphase.numerics.prox.newton_minimize` and
 :func:`~attnphase.numerics.prox.global_prox` (same starts, regularisation, step cap, Armijo
 constants, convergence tests and tie-breaking) and its small linear algebra, in loops.
@@ -28,8 +29,6 @@ from typing import Any
 
 import numba
 import numpy as np
-
-from attnphase.theory.kernels import softmax_point
 
 Array = np.ndarray
 _binding: Any = __spec__.loader_state if __spec__ is not None else None
@@ -44,17 +43,41 @@ inf = np.inf
 prange = numba.prange if parallel else range
 # x / 0 gives inf or nan as in numpy (no ZeroDivisionError); machine code cached beside this file
 jit = functools.partial(numba.njit, error_model="numpy", cache=True)
-# functions of other modules, compiled into the callers here (their own code is not cached)
+# the generated kernels (another module), compiled into the callers here (not cached on their own)
 _callee = functools.partial(numba.njit, error_model="numpy")
-_softmax = _callee(softmax_point)
 _prox_value = _callee(_binding.scalar.functions["prox_value"])
 _prox_value_grad_hess = _callee(_binding.scalar.functions["prox_value_grad_hess"])
 
 
 @jit
+def softmax(h: Array, S: Array) -> None:
+    """S(h)[l, k] = softmax_k(a_lk) of the generated ``scores`` a_lk = h_l h_k (r = 1), one point, into S.
+
+    The one-point twin of the batched softmax of the kernels
+    (:meth:`attnphase.theory.kernels.Kernels.attention`): for each row l the max
+    m_l = max_k a_lk, then exp(a_lk - m_l) and their sum, each over k = 1..L in the batched
+    order, then the division. Defined here, not imported, so that its loops run to the
+    instance's constant L (unrolled; a loop to ``h.shape[0]`` made the solver 20 % slower).
+    """
+    for l in range(L):
+        m = h[l] * h[0]
+        for k in range(1, L):
+            a = h[l] * h[k]
+            if a > m:
+                m = a
+        for k in range(L):
+            S[l, k] = np.exp(h[l] * h[k] - m)
+        tot = S[l, 0]
+        for k in range(1, L):
+            tot += S[l, k]
+        for k in range(L):
+            S[l, k] /= tot
+
+
+@jit
 def value_grad_hess(h: Array, w: Array, V: Array, T: Array, s2: Array, S: Array, g: Array, H: Array) -> float:
     """P(h), with grad P into g and the Hessian of P into H: the generated ``prox_value_grad_hess`` at S(h)."""
-    _softmax(h, S)
+    softmax(h, S)
     out = _prox_value_grad_hess(h, w, V, S, T, s2)
     for j in range(L):
         g[j] = out[1 + j]
@@ -70,7 +93,7 @@ def value_grad_hess(h: Array, w: Array, V: Array, T: Array, s2: Array, S: Array,
 @jit
 def value_only(h: Array, w: Array, V: Array, T: Array, s2: Array, S: Array) -> float:
     """P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T): the generated ``prox_value`` at S(h)."""
-    _softmax(h, S)
+    softmax(h, S)
     return _prox_value(h, w, V, S, T, s2)[0]
 
 

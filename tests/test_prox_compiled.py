@@ -118,6 +118,22 @@ def test_aligned_prox_compiled_matches_numpy(V0: float) -> None:
 
 
 @needs_numba
+@pytest.mark.parametrize("L", [2, 3, 4])
+def test_compiled_softmax_equals_the_batched_one(L: int) -> None:
+    """The one-point softmax of the template (compiled) and the batched one of the kernels evaluate
+    the same S(h) = softmax_k(h_l h_k), max-shifted, in the same order (also at extreme fields)."""
+    k = get_kernels(L)
+    inst = prox_compiled.instance(k)
+    rng = np.random.default_rng(10 + L)
+    h = np.concatenate([rng.normal(size=(50, L)), 30.0 * rng.normal(size=(10, L))])
+    Sb = k.attention(h)
+    S = np.empty((L, L))
+    for n in range(h.shape[0]):
+        inst.softmax(h[n], S)
+        np.testing.assert_allclose(S, Sb[n], rtol=1e-14, atol=1e-300)
+
+
+@needs_numba
 @pytest.mark.parametrize("L", [2, 3])
 def test_compiled_softmax_and_objective_equal_the_batched_ones(L: int) -> None:
     """The instance's softmax and P(h) (value, gradient, Hessian), compiled, against the batched kernels."""

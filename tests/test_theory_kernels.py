@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnphase.theory.kernels import get_kernels, get_scalar_kernels, row_softmax, softmax_point
+from attnphase.theory.kernels import get_kernels, get_scalar_kernels, row_softmax
 
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)  # tiny tensors: threading only costs time
@@ -223,20 +223,6 @@ def test_chunked_evaluation_matches_unchunked() -> None:
     np.testing.assert_array_equal(g[:, 0, 1], raw[2])
     np.testing.assert_array_equal(H[:, 0, 1, 0], raw[4])
     np.testing.assert_array_equal(k.loss(h, T, s2), k.loss_grad_hess(h, T, s2)[0])
-
-
-@pytest.mark.parametrize("L", [2, 3, 4])
-def test_softmax_point_equals_the_batched_softmax(L: int) -> None:
-    """The one-point softmax (the compiled solver's) and the batched one evaluate the same S(h) =
-    softmax_k(h_l h_k), max-shifted, in the same order: equal values (also at extreme fields)."""
-    k = get_kernels(L)
-    rng = np.random.default_rng(10 + L)
-    h = np.concatenate([rng.normal(size=(50, L)), 30.0 * rng.normal(size=(10, L))])
-    Sb = k.attention(h)
-    S = np.empty((L, L))
-    for n in range(h.shape[0]):
-        softmax_point(h[n], S)
-        np.testing.assert_allclose(S, Sb[n], rtol=1e-15, atol=1e-300)
 
 
 @pytest.mark.parametrize("L", [2, 3])

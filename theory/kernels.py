@@ -23,8 +23,7 @@ temporaries stay in cache.
 The same derivations are also rendered one point per call (:attr:`Kernels.scalar`, a
 :class:`ScalarKernels`): plain Python functions of arrays of one point (``h[0]``,
 ``S[0, 1]``) returning a tuple of floats, for compiled callers (``numba.njit``, see
-:mod:`attnphase.numerics.prox_compiled`), with :func:`softmax_point`, the one-point twin
-of the batched softmax.
+:mod:`attnphase.numerics.prox_compiled`).
 
 Caching (no module-level cache here): the generated modules are imported once per process
 by :func:`attnphase.theory.codegen.load_module` (``sys.modules`` is the cache). Building a
@@ -60,8 +59,7 @@ def _softmax_inplace(a: np.ndarray) -> np.ndarray:
     """Row softmax of ``a`` over its last axis, in place: exp(a_k - max a) / sum_j exp(a_j - max a).
 
     The max and the sum run over k = 1..L in order (explicit slices: numpy's reductions over
-    an axis of length L = 2..4 are several times slower than elementwise maximum/add);
-    :func:`softmax_point` is the one-point twin, same operations in the same order.
+    an axis of length L = 2..4 are several times slower than elementwise maximum/add).
     """
     L = a.shape[-1]
     m = a[..., 0].copy()
@@ -85,33 +83,10 @@ def _outer_softmax(h: np.ndarray) -> np.ndarray:
     """S(h)[..., l, k] = softmax_k(a_lk) of the generated ``scores`` a_lk = h_l h_k (r = 1), batched.
 
     The scores as one numpy product, then the max-shifted row softmax :func:`_softmax_inplace`.
+    Its one-point twin (same operations in the same order) is ``softmax`` of the compiled
+    solver's template, :mod:`attnphase.numerics.prox_rows`.
     """
     return _softmax_inplace(h[..., :, None] * h[..., None, :])
-
-
-def softmax_point(h: np.ndarray, S: np.ndarray) -> None:
-    """S(h)[l, k] = softmax_k(a_lk) of the generated ``scores`` a_lk = h_l h_k (r = 1), one point, into S.
-
-    The one-point twin of the batched :func:`_outer_softmax` (h: (L,), S: (L, L) written in
-    place): for each row l, the max m_l = max_k a_lk, then exp(a_lk - m_l) and the sum over k,
-    each over k = 1..L in the batched kernel's order, then the division. Plain loops, so that
-    ``numba.njit`` compiles it (the compiled proximal solver calls it before each generated
-    one-point kernel); in pure Python it gives the batched values to rounding.
-    """
-    L = h.shape[0]
-    for l in range(L):
-        m = h[l] * h[0]
-        for k in range(1, L):
-            a = h[l] * h[k]
-            if a > m:
-                m = a
-        for k in range(L):
-            S[l, k] = np.exp(h[l] * h[k] - m)
-        tot = S[l, 0]
-        for k in range(1, L):
-            tot += S[l, k]
-        for k in range(L):
-            S[l, k] /= tot
 
 
 def _build_specs(L: int, r: int) -> list[FunctionSpec]:
@@ -372,7 +347,7 @@ class ScalarKernels:
             argument order and slots of their batched twins but one point per call:
             ``loss(S, T, sigma2)``, ``prox_value(h, w, V, S, T, sigma2)`` and ``prox_value_grad_hess(h,
             w, V, S, T, sigma2)`` with h, w, V, sigma2 of shape (L,) and S, T of shape (L, L); S must be the
-            max-shifted softmax S(h)[l, k] = softmax_k(h_l h_k) of the same h (:func:`softmax_point`).
+            max-shifted softmax S(h)[l, k] = softmax_k(h_l h_k) of the same h.
             They return a tuple of floats: (loss,), (value,) or (value, grad_1..grad_L, hess upper
             triangle row-major).
         module: name of the generated module (``sys.modules`` key; its hash identifies the code).
