@@ -195,26 +195,34 @@ def _key(kind: str, L: int, r: int, cse: bool, scalar: bool) -> tuple[str, str]:
     return key, f"{stem}_L{L}_r{r}_{'cse' if cse else 'nocse'}_{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
 
+def _read_cached(path: Path, key: str) -> str | None:
+    """The text of the cache file ``path`` if its first line carries ``key``, else None."""
+    try:
+        source = path.read_text()
+    except (OSError, ValueError):
+        return None
+    return source if source.split("\n", 1)[0] == f"# attnphase generated kernels; key: {key}" else None
+
+
 def cached_source(
     kind: str, L: int, r: int, cse: bool, build: Callable[[], Sequence[FunctionSpec]], scalar: bool = False
 ) -> tuple[str, Path]:
     """Source text of the generated module ``kind`` for (L, r, cse) and its cache path.
 
-    Read from the disk cache when its key line matches, else rendered (``build`` is called
-    and sympy imported only then) and stored; if the cache directory cannot be written the
-    source is still returned, just not stored. With ``scalar`` the module holds the one-point
+    Read from the disk cache when its key line matches and it compiles, else rendered (``build``
+    is called and sympy imported only then) and stored; if the cache directory cannot be written
+    the source is still returned, just not stored. With ``scalar`` the module holds the one-point
     variant of the functions (see :func:`render_function`), under its own key and file name.
     """
     key, stem = _key(kind, L, r, cse, scalar)
     path = cache_dir() / f"{stem}.py"
-    first_line = f"# attnphase generated kernels; key: {key}"
-    try:
-        source = path.read_text()
-        if source.split("\n", 1)[0] == first_line:
+    source = _read_cached(path, key)
+    if source is not None:
+        try:
             compile(source, str(path), "exec")  # a damaged file is regenerated
             return source, path
-    except (OSError, SyntaxError, ValueError):
-        pass
+        except (SyntaxError, ValueError):
+            pass
     source = render_module(key, build(), cse, scalar)
     write_atomic(path, source)
     return source, path
@@ -266,13 +274,19 @@ def load_module(
     Its name is ``attnphase._generated.<stem>``, the stem of its cache file (which carries a hash
     of the key); a second call finds it in ``sys.modules``.
     """
-    _, stem = _key(kind, L, r, cse, scalar)
+    key, stem = _key(kind, L, r, cse, scalar)
     name = f"attnphase._generated.{stem}"
     module = sys.modules.get(name)
-    if module is None:
-        source, path = cached_source(kind, L, r, cse, build, scalar)
-        module = import_path(name, path, source)
-    return module
+    if module is not None:
+        return module
+    path = cache_dir() / f"{stem}.py"
+    if _read_cached(path, key) is not None:
+        try:
+            return import_path(name, path)  # compiled once, by the import itself
+        except (SyntaxError, ValueError):
+            pass  # a damaged file is regenerated
+    source, path = cached_source(kind, L, r, cse, build, scalar)
+    return import_path(name, path, source)
 
 
 def write_atomic(path: Path, text: str) -> bool:
