@@ -241,3 +241,29 @@ def test_prox_value_is_the_generated_objective(L: int) -> None:
     for n in range(h.shape[0]):
         (vn,) = sk.functions["prox_value"](h[n], w[n], V, S[n], T[n], s2)
         np.testing.assert_allclose(vn, v[n], rtol=1e-14)
+
+
+def test_generated_module_imported_once_and_regenerated_when_damaged(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """codegen.load_module: one import per process (sys.modules), a damaged cache file is regenerated."""
+    import sys
+
+    import sympy as sp
+
+    from attnphase.theory.codegen import Argument, FunctionSpec, load_module
+
+    monkeypatch.setenv("ATTNPHASE_CACHE_DIR", str(tmp_path))
+    x = sp.Symbol("x")
+    builds = []
+
+    def build() -> list[FunctionSpec]:
+        builds.append(1)
+        return [FunctionSpec("square", (Argument("x", [x], "a field"),), (("x^2", x**2),), "x^2.")]
+
+    mod = load_module("test_square", 1, 1, True, build)
+    assert load_module("test_square", 1, 1, True, build) is mod and len(builds) == 1
+    assert mod.square(np.array([3.0]))[0] == 9.0
+    (path,) = tmp_path.glob("test_square_L1_*.py")
+    monkeypatch.delitem(sys.modules, mod.__name__)
+    path.write_text(path.read_text().split("\n", 1)[0] + "\ndef broken(:\n")  # key line intact, body damaged
+    again = load_module("test_square", 1, 1, True, build)
+    assert again is not mod and again.square(np.array([2.0]))[0] == 4.0 and len(builds) == 2
