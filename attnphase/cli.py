@@ -21,6 +21,7 @@ _COMMAND_MODULES = (
     "attnphase.theory.cli",
     "attnphase.numerics.cli",
     "attnphase.validation.cli",
+    "attnphase.validation.check_cli",
     "attnphase.validation.histogram.cli",
 )
 

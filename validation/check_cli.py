@@ -1,0 +1,83 @@
+"""Subcommand ``check``: the derivation checks for the model given on the command line.
+
+    attnphase check                                   # the paper's model, alpha = 2
+    attnphase check --A "0.3,0.7;0.8,0.2" --omega 0.14 --json
+    attnphase check --L 3 --out results/checks         # also writes results/checks/check.md
+
+Exit code 0 when no check fails (skipped checks say why), 1 when one fails, 2 for bad input.
+Nothing heavy is imported at module level (the checks import torch for autograd, inside check 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+# --- model options: the one place this command reads them (a shared options module is coming) ---
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    from attnphase.numerics.cli import add_model_arguments
+
+    add_model_arguments(p)
+
+
+def _model_from_args(args: argparse.Namespace) -> Any:
+    from attnphase.numerics.cli import params_from_args
+
+    return params_from_args(args)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """``attnphase check``: run the checks, print the table (or one JSON object), optionally write check.md."""
+    from attnphase.validation.derivation_checks import FULL, QUICK, markdown_table, run_checks, select_checks, text_table, to_json
+
+    params = _model_from_args(args)
+    select_checks(args.only)  # an unknown name fails before any work
+    if not (args.alpha > 0):
+        raise ValueError(f"--alpha must be > 0, got {args.alpha}")
+    out_dir = Path(args.out) if args.out else None
+    if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"--out must be a directory, got the file {str(out_dir)!r}")
+
+    def progress(res: Any) -> None:
+        if not args.json:
+            print(f"  {res.line()}  ({res.seconds:.1f} s)", file=sys.stderr, flush=True)
+
+    results = run_checks(params, args.alpha, QUICK if args.quick else FULL, only=args.only, seed=args.seed, progress=progress)
+    if args.json:
+        print(json.dumps(to_json(params, args.alpha, results), allow_nan=False))
+    else:
+        print(text_table(results))
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "check.md").write_text(markdown_table(params, args.alpha, results))
+        if not args.json:
+            print(f"wrote {out_dir / 'check.md'}", file=sys.stderr)
+    failed = [r for r in results if r.status == "fail"]
+    for r in failed:
+        print(f"attnphase: check failed: {r.line()}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``check`` subcommand."""
+    p = sub.add_parser(
+        "check",
+        help="derivation checks for a model: generated kernels, limit loss, SE equations, Phi, eps_lin",
+        description="Run, for the given model, every identity that ties the derivation together (docs/model.md "
+        "sections 2-5) and print a table: check, what it compares, measured error, tolerance, pass/fail. "
+        "Exit code 0 when no check fails, 1 when one fails, 2 for bad input.",
+    )
+    _add_model_options(p)
+    p.add_argument("--alpha", type=float, default=2.0, help="alpha of the fixed-point checks (default 2)")
+    p.add_argument("--only", default=None, metavar="LIST",
+                   help="comma list of checks by number or name: 1 prox, 2 limit-loss, 3 hats, 4 prior, "
+                        "5 fixed-point, 6 eps-lin, 7 codegen (default: all)")
+    p.add_argument("--quick", action="store_true", help="small sizes (the test suite's): wider tolerances, seconds")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON object with a list of checks")
+    p.add_argument("--out", default=None, metavar="DIR", help="also write DIR/check.md (a markdown table)")
+    p.set_defaults(func=cmd_check)
