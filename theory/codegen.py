@@ -16,8 +16,8 @@ is checked before the file is used, and a file that fails the check or fails to
 compile is regenerated.
 
 Each generated module is a real module, imported once per process by
-:func:`load_module` under the name ``attnphase._generated.<file stem>`` (the stem carries
-a hash of the key, so a changed theory gives a new name); the import system
+:func:`load_module` under the name ``attnphase._generated.<file stem>_<directory hash>`` (the
+stem carries a hash of the key, so a changed theory gives a new name); the import system
 (``sys.modules``) is the only in-memory cache, and Python's own bytecode cache
 (``__pycache__`` beside the file) spares later processes the compilation. Loading a
 kernel module a second time in a process costs the key (a hash of the theory sources,
@@ -271,15 +271,17 @@ def load_module(
 ) -> ModuleType:
     """The generated module ``kind`` for (L, r, cse), imported once per process (see the module doc).
 
-    Its name is ``attnphase._generated.<stem>``, the stem of its cache file (which carries a hash
-    of the key); a second call finds it in ``sys.modules``.
+    Its name is ``attnphase._generated.<stem>_<hash of the cache directory>``: one module per cache
+    file (the stem carries a hash of the key); a second call finds it in ``sys.modules``, a call
+    with another ``$ATTNPHASE_CACHE_DIR`` (an empty cache, in tests) loads or generates its own.
     """
     key, stem = _key(kind, L, r, cse, scalar)
-    name = f"attnphase._generated.{stem}"
+    directory = cache_dir()
+    name = f"attnphase._generated.{stem}_{hashlib.sha256(str(directory).encode()).hexdigest()[:8]}"
     module = sys.modules.get(name)
     if module is not None:
         return module
-    path = cache_dir() / f"{stem}.py"
+    path = directory / f"{stem}.py"
     if _read_cached(path, key) is not None:
         try:
             return import_path(name, path)  # compiled once, by the import itself

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.theory.codegen import Argument, FunctionSpec, load_module
+from attnphase.theory.codegen import Argument, FunctionSpec, cached_source, load_module
 
 ArrayLike = Any
 
@@ -185,8 +185,10 @@ class Kernels:
         L: sequence length.
         r: student rank (r = 1).
         cse: whether the generated code used common subexpression elimination.
-        functions: the generated numpy functions by name (:data:`FUNCTIONS`); their docstrings
-            state the argument slots.
+        functions: the generated numpy functions by name (:data:`FUNCTIONS`; their docstrings
+            state the argument slots): the namespace of the generated module itself, shared by
+            every Kernels of the same (L, r, cse), so that replacing an entry (a test's
+            monkeypatch) is seen by all of them.
         scalar: the one-point twin (:class:`ScalarKernels`), built on first use and kept.
     """
 
@@ -332,7 +334,7 @@ def get_kernels(L: int, r: int = 1, cse: bool = True) -> Kernels:
     _check_Lr(L, r)
     L, r, cse = int(L), int(r), bool(cse)
     module = load_module("kernels", L, r, cse, lambda: _build_specs(L, r))
-    return Kernels(L, r, cse, {n: getattr(module, n) for n in FUNCTIONS})
+    return Kernels(L, r, cse, vars(module))
 
 
 @dataclass(frozen=True, eq=False)
@@ -343,7 +345,8 @@ class ScalarKernels:
         L: sequence length.
         r: student rank (r = 1).
         cse: whether the generated code used common subexpression elimination.
-        functions: plain Python functions by name (:data:`SCALAR_FUNCTIONS`), with the
+        functions: plain Python functions by name (:data:`SCALAR_FUNCTIONS`; the generated
+            module's namespace, as for :class:`Kernels`), with the
             argument order and slots of their batched twins but one point per call:
             ``loss(S, T, sigma2)``, ``prox_value(h, w, V, S, T, sigma2)`` and ``prox_value_grad_hess(h,
             w, V, S, T, sigma2)`` with h, w, V, sigma2 of shape (L,) and S, T of shape (L, L); S must be the
@@ -372,4 +375,12 @@ def get_scalar_kernels(L: int, r: int = 1, cse: bool = True) -> ScalarKernels:
     _check_Lr(L, r)
     L, r, cse = int(L), int(r), bool(cse)
     module = load_module("kernels", L, r, cse, lambda: _scalar_specs(L, r), scalar=True)
-    return ScalarKernels(L, r, cse, {n: getattr(module, n) for n in SCALAR_FUNCTIONS}, module.__name__)
+    return ScalarKernels(L, r, cse, vars(module), module.__name__)
+
+
+def scalar_kernel_source(L: int, r: int = 1, cse: bool = True) -> str:
+    """Python source of the one-point kernels (:data:`SCALAR_FUNCTIONS`, see :class:`ScalarKernels`),
+    as cached on disk (for inspection: operation counts of the generated code)."""
+    _check_Lr(L, r)
+    L, r, cse = int(L), int(r), bool(cse)
+    return cached_source("kernels", L, r, cse, lambda: _scalar_specs(L, r), scalar=True)[0]
