@@ -485,8 +485,12 @@ def staged_output(out: Path, option: str = "--out"):
     try:
         missing = [p for p in reversed(out.absolute().parents) if not p.exists()] + ([] if out.exists() else [out])
         for folder in missing:
-            folder.mkdir()
-            created.append(folder)
+            try:
+                folder.mkdir()
+                created.append(folder)
+            except FileExistsError:  # a concurrent run made it: share it
+                if not folder.is_dir():
+                    raise
         for item in sorted(stage.iterdir()):
             target = out / item.name
             if target.is_dir() and item.is_dir():

@@ -277,3 +277,18 @@ def test_large_rules_and_long_runs_are_announced(capsys):
     assert capsys.readouterr().err == ""
     opt.announce_work("sweep of 400 alpha values", 400, 2, SolverConfig())
     assert "roughly" in capsys.readouterr().err
+
+
+def test_interrupt_leaves_nothing(tmp_path):
+    # Ctrl-C in the middle of a phase diagram: exit code 130, one line, neither --out nor a staging folder
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "attnphase", "phase-diagram", "--omega", "0.3", "--quiet",
+                             "--out", "res/pd"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(4)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "attnphase: interrupted" in err and "Traceback" not in err
+    assert os.listdir(tmp_path) == []
