@@ -74,6 +74,7 @@ REFUSED = [
     (["validate", "--d", "1"], ["--d"]),
     (["check", "--alpha", "nan"], ["--alpha"]),
     (["check", "--seed", "-2"], ["--seed"]),
+    (["check", "--only", "foo"], ["--only", "foo"]),
     (["histogram", "--seed", "-1"], ["--seed"]),
     (["histogram", "--threads", "0"], ["--threads"]),
     (["derive", "--lam", "nan"], ["--lam"]),

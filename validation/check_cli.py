@@ -37,7 +37,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     from attnphase.validation.derivation_checks import FULL, QUICK, markdown_table, run_checks, select_checks, text_table, to_json
 
     params = _model_from_args(args)
-    select_checks(args.only)  # an unknown name fails before any work
+    try:
+        select_checks(args.only)  # an unknown name fails before any work
+    except ValueError as exc:
+        raise ValueError(f"--only: {exc}") from None
     if not (0 < args.alpha < float("inf")):
         raise ValueError(f"--alpha must be a finite number > 0, got {args.alpha}")
     out_dir = opt.out_dir_from_args(args) if args.out else None
