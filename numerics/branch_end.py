@@ -126,10 +126,16 @@ def locate_branch_end(
             # at 1.6386, where the secant from the grid point 1.627 finds mu = 1 at 1.763)
             bif = _bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config, anchor)
         beyond = bif.alpha <= anchor if direction == "down" else bif.alpha >= anchor
-        if bif.converged and beyond:
+        # the crossing must be the end's, not the branch's birth: lambda rises through 1 where the
+        # semantic branch is born (its end followed down), mu falls through 1 where the positional
+        # branch ends (omega = 0, sobol12 seed 3: from a first point at alpha = 0.1 the secant found
+        # mu rising through 1 at 0.107, where the positional branch is born)
+        right_way = not (bif.slope < 0 if direction == "down" else bif.slope > 0)
+        if bif.converged and beyond and right_way:
             return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", 0.0)
         note = bif.message if not bif.converged else (
-            f"bifurcation at {bif.alpha:.4f} is not beyond the branch's last grid point ({anchor:.4f})")
+            f"bifurcation at {bif.alpha:.4f} is not beyond the branch's last grid point ({anchor:.4f})" if not beyond
+            else f"the eigenvalue crosses 1 the wrong way at {bif.alpha:.4f} (slope {bif.slope:+.2f}): the branch's birth")
     if (branch, direction) == ("semantic", "down"):
         return replace(trace_branch_end(params, good, branch, config=config), note=note)
 
