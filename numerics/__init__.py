@@ -12,19 +12,35 @@ moments -> ``update_hat`` -> ``update``) -> ``FixedPointSolver`` (fixed_point) -
 ``phase_boundaries`` (boundaries).
 """
 
-from attnphase.numerics.boundaries import Boundaries, phase_boundaries, phase_diagram
-from attnphase.numerics.branch_end import BranchEnd, locate_branch_end, trace_branch_end
-from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.continuation import BranchSweep, sweep
-from attnphase.numerics.observables import eps_lin
-from attnphase.numerics.se_map import se_step, update, update_hat
-from attnphase.numerics.stability import positional_bifurcation, semantic_bifurcation
-from attnphase.numerics.state_evolution import FixedPoint, SolverStatus, solve, solve_at_order
-from attnphase.numerics.training_objective import refined_training_objective
+from __future__ import annotations
 
-__all__ = [
-    "BranchEnd", "BranchSweep", "Boundaries", "FixedPoint", "SolverConfig", "SolverStatus",
-    "eps_lin", "locate_branch_end", "phase_boundaries", "phase_diagram", "positional_bifurcation",
-    "refined_training_objective", "se_step", "semantic_bifurcation", "solve", "solve_at_order",
-    "sweep", "trace_branch_end", "update", "update_hat",
-]
+import importlib
+from typing import Any
+
+#: Public name -> the module that defines it.  Loaded on first access (PEP 562), so importing a
+#: light submodule (``attnphase.numerics.config``, for the command line's options) does not import
+#: the solvers, scipy or the generated kernels.
+_EXPORTS = {
+    "Boundaries": "boundaries", "phase_boundaries": "boundaries", "phase_diagram": "boundaries",
+    "BranchEnd": "branch_end", "locate_branch_end": "branch_end", "trace_branch_end": "branch_end",
+    "SolverConfig": "config",
+    "BranchSweep": "continuation", "sweep": "continuation",
+    "eps_lin": "observables",
+    "se_step": "se_map", "update": "se_map", "update_hat": "se_map",
+    "positional_bifurcation": "stability", "semantic_bifurcation": "stability",
+    "FixedPoint": "state_evolution", "SolverStatus": "state_evolution", "solve": "state_evolution",
+    "solve_at_order": "state_evolution",
+    "refined_training_objective": "training_objective",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'attnphase.numerics' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"attnphase.numerics.{_EXPORTS[name]}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -134,6 +134,19 @@ class SolverConfig:
             for role in QUADRATURE_ROLES if getattr(self, role) is not None
         })
 
+    def check_rules(self, L: int) -> None:
+        """ValueError (naming the role and the sizes) when a rule of any role is too large at L:
+        the check a command runs before any work (:func:`attnphase.numerics.quadrature.check_rule_size`)."""
+        from attnphase.numerics.quadrature import check_rule_size
+
+        for role in QUADRATURE_ROLES:
+            spec = getattr(self, role)
+            if spec is not None:
+                try:
+                    check_rule_size(L, spec)
+                except ValueError as exc:
+                    raise ValueError(f"{role.replace('_', '-')}: {exc}") from None
+
     def as_dict(self) -> dict[str, Any]:
         """Every field by name (for the JSON metadata of results)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -1,9 +1,9 @@
 """The proximal map of the channel, solved for all quadrature nodes in one vectorised call.
 
-    h_hat(w, T) = argmin_h  P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T)      (MODEL.md section 3)
+    h_hat(w, T) = argmin_h  P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T)      (docs/model.md section 3)
 
 The loss is bounded but not convex in h, so ``P`` can have several local minima.
-Two modes:
+Three modes:
 
 * ``global_prox`` -- the GLOBAL minimiser: safeguarded Newton from several starting
   points per node (``w``, ``0``, ``+-w/2``, ``-w``, for L = 2 the exact zeros of the
@@ -19,50 +19,50 @@ The value, gradient and Hessian of ``P`` come from the generated kernels
 ``kernels.prox_value_grad_hess`` / ``kernels.prox_value`` of
 :mod:`attnphase.theory.kernels`; nothing here spells the loss out.
 
-Backends (argument ``backend`` of every solver): ``"numpy"`` runs the whole batch as numpy
-operations; ``"numba"`` runs the same algorithm one node at a time, compiled
-(:mod:`attnphase.numerics.prox_compiled`, on the one-point twins of the same generated
-kernels; equal to the numpy results to rounding); ``"auto"`` (the default) is numba when it
-can be imported, else numpy. The environment variable ``ATTNPHASE_PROX_BACKEND`` (``numpy``
-or ``numba``) overrides what ``"auto"`` picks, e.g. to spare a short run the one-off JIT
-compilation (about 3 s per L and process).
+Backends (argument ``backend`` of every solver, one of
+:data:`attnphase.numerics.config.BACKENDS`, normally ``SolverConfig.backend``): ``"numpy"`` runs
+the whole batch as numpy operations; ``"numba"`` runs the same algorithm one node at a time,
+compiled (:mod:`attnphase.numerics.prox_compiled`: the template
+:mod:`attnphase.numerics.prox_rows` on the one-point twins of the same generated kernels;
+equal to the numpy results to rounding); ``"auto"`` (the default) is numba when it can be
+imported, else numpy. :func:`resolve_backend` decides; ``$ATTNPHASE_PROX_BACKEND``
+(:func:`attnphase.numerics.config.backend_override`) replaces ``"auto"`` only, e.g. to spare a
+short run the one-off JIT compilation (about 3-7 s per L, once per machine: it is cached on
+disk).
 """
 
 from __future__ import annotations
 
 import itertools
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from attnphase.numerics import prox_compiled
-
-#: Values of the ``backend`` argument of the solvers.
-BACKENDS = ("auto", "numpy", "numba")
+from attnphase.numerics.config import BACKENDS, backend_override
+from attnphase.theory.kernels import Kernels
 
 
 def resolve_backend(backend: str, kernels: Any = None) -> str:
-    """``"numpy"`` or ``"numba"``: the backend a solver called with ``backend`` (and ``kernels``) uses.
+    """``"numpy"`` or ``"numba"``: the backend a solver called with ``backend`` (and ``kernels``) runs.
 
-    ``"auto"`` is numba when it can be imported and ``kernels`` (if given) is a
-    :class:`~attnphase.theory.kernels.Kernels` (the compiled path rebuilds its one-point
-    twin from ``L``, ``r``, ``cse``); any other kernels object gets the numpy path.
-    ``$ATTNPHASE_PROX_BACKEND`` (``numpy`` or ``numba``), if set, replaces ``"auto"``.
+    ``backend`` is one of :data:`~attnphase.numerics.config.BACKENDS`. ``"auto"`` is replaced by
+    :func:`~attnphase.numerics.config.backend_override` (``$ATTNPHASE_PROX_BACKEND``) when that
+    is set, else it is numba when numba can be imported and ``kernels`` (if given) is a
+    :class:`~attnphase.theory.kernels.Kernels` (the compiled path runs on its one-point twin);
+    any other kernels object gets the numpy path. ``"numba"`` without numba raises ImportError,
+    with another kernels object TypeError.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    compiled_ok = kernels is None or isinstance(kernels, Kernels)
     if backend == "auto":
-        from attnphase.theory.kernels import Kernels
-
-        env = os.environ.get("ATTNPHASE_PROX_BACKEND", "auto").strip().lower() or "auto"
-        if env != "auto":
-            return resolve_backend(env, kernels)
-        compiled_ok = kernels is None or isinstance(kernels, Kernels)
-        return "numba" if compiled_ok and prox_compiled.available() else "numpy"
+        backend = backend_override() or ("numba" if compiled_ok and prox_compiled.available() else "numpy")
     if backend == "numba" and not prox_compiled.available():
         raise ImportError("backend='numba' needs numba, which cannot be imported; use backend='numpy' or 'auto'")
+    if backend == "numba" and not compiled_ok:
+        raise TypeError(f"backend='numba' needs a theory.kernels.Kernels (its one-point twin), got {type(kernels).__name__}")
     return backend
 
 
@@ -99,7 +99,7 @@ def _rowsum(a: np.ndarray) -> np.ndarray:
 
 
 def _sym_min_eig(H: np.ndarray) -> np.ndarray:
-    """Smallest eigenvalue of a batch of symmetric matrices (closed form for 2 x 2)."""
+    """Smallest eigenvalue of a batch of symmetric matrices (closed form for 2 x 2; one-point twin ``prox_rows.min_eig``)."""
     if H.shape[-1] == 2:
         a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
         return 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
@@ -107,7 +107,7 @@ def _sym_min_eig(H: np.ndarray) -> np.ndarray:
 
 
 def _solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """Solve H x = g for a batch (closed form for 2 x 2)."""
+    """Solve H x = g for a batch (closed form for 2 x 2; one-point twin ``prox_rows.solve``)."""
     if H.shape[-1] == 2:
         a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
         det = a * c - b * b
@@ -203,7 +203,7 @@ def newton_minimize(
 
 
 def loss_zeros_L2(T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For L = 2, the two exact zeros of the loss, S(h) = T (MODEL.md section 3).
+    """For L = 2, the two exact zeros of the loss, S(h) = T (docs/model.md section 3).
 
     With delta = h_1 - h_2: S_11 = sigmoid(h_1 delta), S_22 = sigmoid(-h_2 delta), so
     delta^2 = logit T_11 + logit T_22 and h_1 = logit T_11 / delta, h_2 = -logit T_22 / delta.
@@ -309,7 +309,7 @@ def global_prox(
         h_parts.append(candidates.h)
     idx = np.concatenate(idx_parts)
     h0 = np.concatenate(h_parts, axis=0)
-    res = newton_minimize(kernels, h0, w[idx], V, T[idx], sigma2)
+    res = newton_minimize(kernels, h0, w[idx], V, T[idx], sigma2, backend="numpy")
     if full_search or candidates is None:
         # refinement pass: the loss is even in h and permutation-equivariant, so the mirror
         # image and the token permutations of the best minimum found seed basins the first
@@ -318,7 +318,7 @@ def global_prox(
         hb = res.h[best]
         extra = [-hb] + [hb[:, list(p)] for p in itertools.permutations(range(L)) if list(p) != list(range(L))]
         idx2 = np.concatenate([np.arange(N)] * len(extra))
-        res2 = newton_minimize(kernels, np.concatenate(extra, axis=0), w[idx2], V, T[idx2], sigma2)
+        res2 = newton_minimize(kernels, np.concatenate(extra, axis=0), w[idx2], V, T[idx2], sigma2, backend="numpy")
         idx = np.concatenate([idx, idx2])
         res = ProxResult(
             np.concatenate([res.h, res2.h]), np.concatenate([res.value, res2.value]),

@@ -120,22 +120,55 @@ def sobol_rule(L: int, log2_n: int, seed: int = 0, randomizations: int = 1) -> Q
     return QuadratureRule(nodes, weights, f"sobol2^{log2_n}x{randomizations}(seed={seed})")
 
 
+#: The most nodes a rule may have (before symmetrisation, which multiplies them by up to 8 for
+#: L = 2): each node costs about 2 kB in one proximal search (starts x fields x Hessians), so 2^22
+#: nodes need ~8 GB; the machines this runs on have 24 GB.
+MAX_RULE_NODES = 2 ** 22
+
+#: Gauss-Hermite orders per dimension accepted (gh1 is a single node at 0: no rule).
+GH_ORDERS = (2, 200)
+
+
 def parse_rule_spec(spec: str) -> tuple[str, tuple[int, ...]]:
     """Parse a rule spec without building the rule: ("gh", (order,)), ("ghr", (order, seed)) or
     ("sobol", (log2_n, reps, seed)); ValueError for anything else (see :func:`make_rule`)."""
-    s = spec.strip().lower()
+    s = str(spec).strip().lower()
     try:
         if s.startswith("ghr"):
             parts = s[3:].split(":")
-            return "ghr", (int(parts[0]), int(parts[1]) if len(parts) > 1 else 0)
-        if s.startswith("gh"):
-            return "gh", (int(s[2:]),)
-        if s.startswith("sobol"):
+            kind, args = "ghr", (int(parts[0]), int(parts[1]) if len(parts) > 1 else 0)
+        elif s.startswith("gh"):
+            kind, args = "gh", (int(s[2:]),)
+        elif s.startswith("sobol"):
             parts = s[5:].split(":")
-            return "sobol", (int(parts[0]), int(parts[1]) if len(parts) > 1 else 1, int(parts[2]) if len(parts) > 2 else 0)
+            kind, args = "sobol", (int(parts[0]), int(parts[1]) if len(parts) > 1 else 1, int(parts[2]) if len(parts) > 2 else 0)
+        else:
+            kind, args = "", ()
     except ValueError:
-        pass
-    raise ValueError(f"unknown quadrature spec {spec!r}: use e.g. 'gh12' or 'sobol14' or 'sobol14:4:0'")
+        kind, args = "", ()
+    if not kind:
+        raise ValueError(f"unknown quadrature rule {spec!r}: use e.g. 'sobol12', 'sobol14:4:0' (2^14 points, 4 "
+                         f"scramblings, seed 0), 'gh8' or 'ghr8:1'")
+    if kind == "sobol" and not (1 <= args[0] <= 30 and args[1] >= 1 and args[2] >= 0):
+        raise ValueError(f"quadrature rule {spec!r}: sobolK[:REPS:SEED] needs 1 <= K <= 30, REPS >= 1, SEED >= 0")
+    if kind != "sobol" and not (GH_ORDERS[0] <= args[0] <= GH_ORDERS[1] and args[-1] >= 0):
+        raise ValueError(f"quadrature rule {spec!r}: a Gauss-Hermite order must lie in [{GH_ORDERS[0]}, {GH_ORDERS[1]}]")
+    return kind, args
+
+
+def rule_nodes(L: int, spec: str) -> int:
+    """How many nodes ``make_rule(L, spec)`` builds (Gauss-Hermite: before pruning)."""
+    kind, args = parse_rule_spec(spec)
+    return args[1] * 2 ** args[0] if kind == "sobol" else args[0] ** (2 * L)
+
+
+def check_rule_size(L: int, spec: str) -> int:
+    """The rule's node count, or ValueError when it exceeds :data:`MAX_RULE_NODES` (with both numbers)."""
+    n = rule_nodes(L, spec)
+    if n > MAX_RULE_NODES:
+        raise ValueError(f"quadrature rule {spec!r} has {n:.3g} nodes at L = {L}, more than the {MAX_RULE_NODES:.3g} "
+                         f"(2^22: an estimated 8 GB of proximal-solve memory); use a smaller rule")
+    return n
 
 
 def rule_variant(spec: str, k: int) -> str:
@@ -157,6 +190,7 @@ def make_rule(L: int, spec: str) -> QuadratureRule:
     """Build a rule from a short spec: ``"gh12"`` (Gauss--Hermite, order 12), ``"ghr12"`` or
     ``"ghr12:3"`` (the same grid randomly rotated, seed 0 or 3), or ``"sobol14"``
     (2^14 scrambled Sobol points, seed 0) or ``"sobol14:4:7"`` (4 randomisations, seed 7)."""
+    check_rule_size(L, spec)
     kind, args = parse_rule_spec(spec)
     if kind == "ghr":
         return gauss_hermite_rule(L, args[0], rotation_seed=args[1])

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from attnphase.numerics import prox, prox_compiled
+from attnphase.numerics.config import BACKEND_ENV, BACKENDS, SolverConfig
 from attnphase.numerics.prox import global_prox, local_prox, newton_minimize
 from attnphase.theory.kernels import get_kernels, get_scalar_kernels
 
@@ -59,6 +60,7 @@ def test_global_prox_compiled_matches_numpy(L: int, omega: float, V0: float, asy
     rn, cn = global_prox(k, w, V, T, s2, backend="numpy")
     rb, cb = global_prox(k, w, V, T, s2, backend="numba")
     assert rb.converged.all() and rn.converged.all()
+    np.testing.assert_array_equal(rb.converged, rn.converged)
     np.testing.assert_allclose(rb.h, rn.h, rtol=0, atol=1e-10)
     np.testing.assert_allclose(rb.value, rn.value, rtol=0, atol=1e-10)
     assert np.max(rb.value - rn.value) <= 1e-12
@@ -103,6 +105,52 @@ def test_compiled_global_prox_never_loses_to_probes(L: int, asym: bool) -> None:
 
 
 @needs_numba
+@pytest.mark.parametrize("V0", V0S)
+def test_aligned_prox_compiled_matches_numpy(V0: float) -> None:
+    """The aligned prox (L = 2, Newton from the loss zero on the teacher's side) on both backends."""
+    k, w, V, T, s2 = _batch(31 + int(V0), 2, 0.3, V0, False)
+    hstar = np.random.default_rng(8).normal(size=w.shape)
+    an = prox.aligned_prox(k, w, V, T, s2, hstar, backend="numpy")
+    ab = prox.aligned_prox(k, w, V, T, s2, hstar, backend="numba")
+    np.testing.assert_allclose(ab.h, an.h, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(ab.value, an.value, rtol=0, atol=1e-10)
+    np.testing.assert_array_equal(ab.converged, an.converged)
+
+
+@needs_numba
+@pytest.mark.parametrize("L", [2, 3, 4])
+def test_compiled_softmax_equals_the_batched_one(L: int) -> None:
+    """The one-point softmax of the template (compiled) and the batched one of the kernels evaluate
+    the same S(h) = softmax_k(h_l h_k), max-shifted, in the same order (also at extreme fields)."""
+    k = get_kernels(L)
+    inst = prox_compiled.instance(k)
+    rng = np.random.default_rng(10 + L)
+    h = np.concatenate([rng.normal(size=(50, L)), 30.0 * rng.normal(size=(10, L))])
+    Sb = k.attention(h)
+    S = np.empty((L, L))
+    for n in range(h.shape[0]):
+        inst.softmax(h[n], S)
+        np.testing.assert_allclose(S, Sb[n], rtol=1e-14, atol=1e-300)
+
+
+@needs_numba
+@pytest.mark.parametrize("L", [2, 3])
+def test_compiled_softmax_and_objective_equal_the_batched_ones(L: int) -> None:
+    """The instance's softmax and P(h) (value, gradient, Hessian), compiled, against the batched kernels."""
+    k, w, V, T, s2 = _batch(41, L, 0.3, 5.0, True, n=20)
+    inst = prox_compiled.instance(k)
+    h = w + 0.5 * np.random.default_rng(3).normal(size=w.shape)
+    f, g, H = k.prox_value_grad_hess(h, w, V, T, s2)
+    S, gn, Hn = np.empty((L, L)), np.empty(L), np.empty((L, L))
+    for n in range(h.shape[0]):
+        fn = inst.value_grad_hess(h[n], w[n], V, T[n], s2, S, gn, Hn)
+        np.testing.assert_allclose(S, k.attention(h[n]), rtol=1e-14)
+        np.testing.assert_allclose([fn, inst.value_only(h[n], w[n], V, T[n], s2, S)], f[n], rtol=1e-14)
+        np.testing.assert_allclose(gn, g[n], rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(Hn, H[n], rtol=1e-12, atol=1e-14)
+
+
+@needs_numba
 def test_newton_minimize_compiled_per_node_V() -> None:
     """V may vary per row (broadcast like the numpy path)."""
     k, w, _, T, s2 = _batch(3, 2, 0.3, 1.0, False)
@@ -126,13 +174,58 @@ def test_numpy_fallback_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
         local_prox(k, w, V, T, s2, backend="torch")
 
 
-def test_environment_overrides_auto(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ATTNPHASE_PROX_BACKEND", "numpy")
-    assert prox.resolve_backend("auto") == "numpy"
-    assert prox.resolve_backend("numba" if prox_compiled.available() else "numpy") in ("numpy", "numba")
-    monkeypatch.setenv("ATTNPHASE_PROX_BACKEND", "gpu")
+def test_numpy_backend_never_runs_compiled_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: global_prox(backend="numpy") ran its Newton descents on the "auto" backend
+    (compiled), so the numpy fallback was never compared with the compiled path."""
+    def fail(*args: object, **kwargs: object) -> None:
+        raise AssertionError("compiled code called on the numpy backend")
+
+    monkeypatch.setattr(prox_compiled, "instance", fail)
+    k, w, V, T, s2 = _batch(12, 3, 0.3, 5.0, True, n=8)
+    res, cand = global_prox(k, w, V, T, s2, backend="numpy")
+    global_prox(k, w, V, T, s2, candidates=cand, full_search=False, backend="numpy")
+    local_prox(k, w, V, T, s2, backend="numpy")
+    assert res.converged.all()
+
+
+def test_environment_overrides_auto_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backend comes from the configuration; $ATTNPHASE_PROX_BACKEND replaces "auto" only."""
+    assert prox.BACKENDS is BACKENDS
+    monkeypatch.delenv(BACKEND_ENV, raising=False)
+    auto = "numba" if prox_compiled.available() else "numpy"
+    assert prox.resolve_backend("auto") == SolverConfig().resolved_backend() == auto
+    assert SolverConfig(backend="numpy").resolved_backend() == "numpy"
+    assert prox.resolve_backend("auto", kernels=object()) == "numpy"  # not a Kernels: no compiled twin
+    if prox_compiled.available():
+        with pytest.raises(TypeError):
+            prox.resolve_backend("numba", kernels=object())
+    monkeypatch.setenv(BACKEND_ENV, "numpy")
+    assert prox.resolve_backend("auto") == SolverConfig().resolved_backend() == "numpy"
+    if prox_compiled.available():
+        assert prox.resolve_backend("numba") == SolverConfig(backend="numba").resolved_backend() == "numba"
+    monkeypatch.setenv(BACKEND_ENV, "auto")
+    assert prox.resolve_backend("auto") == auto
+    monkeypatch.setenv(BACKEND_ENV, "gpu")
     with pytest.raises(ValueError):
         prox.resolve_backend("auto")
+    assert prox.resolve_backend("numpy") == "numpy"
+
+
+def test_template_is_not_imported_by_name() -> None:
+    """prox_rows is a template: only its instances (with a Binding) run."""
+    with pytest.raises(ImportError, match="template"):
+        import attnphase.numerics.prox_rows  # noqa: F401
+
+
+@needs_numba
+@pytest.mark.parametrize("L", [2, 3])
+def test_instance_per_L_and_loaded_once(L: int) -> None:
+    """One instance per (L, r, cse, parallel), imported once per process; its L and kernels are its own."""
+    k = get_kernels(L)
+    inst = prox_compiled.instance(k)
+    assert prox_compiled.instance(get_kernels(L)) is inst and inst.L == L
+    assert inst.__spec__.loader_state.scalar.module == k.scalar.module
+    assert prox_compiled.instance(k, parallel=False) is not prox_compiled.instance(k, parallel=True)
 
 
 @pytest.mark.parametrize("L", [2, 3])
@@ -155,8 +248,8 @@ def test_scalar_kernels_equal_the_batched_ones(L: int) -> None:
 
 
 def test_compiled_solver_is_cached_across_processes(tmp_path) -> None:
-    """The rendered solver module lives in the kernel cache and numba stores its machine code
-    beside it: a second fresh process loads every compiled function (no cache miss)."""
+    """The template instance lives in the kernel cache and numba stores its machine code beside
+    it: a second fresh process loads every compiled function (no cache miss)."""
     import os
     import subprocess
     import sys
@@ -170,7 +263,7 @@ def test_compiled_solver_is_cached_across_processes(tmp_path) -> None:
         "w = np.array([[0.1, -0.2], [0.3, 0.05]]); V = np.full(2, 20.0); s2 = np.full(2, 0.25)\n"
         "T = k.target(np.array([[0.2, -0.4], [0.5, 0.1]]), 0.3, np.array([[0.6, 0.4], [0.4, 0.6]]))\n"
         "global_prox(k, w, V, T, s2, backend='numba')\n"
-        "st = pc._solvers(k, None)['rows'].stats\n"
+        "st = pc.instance(k).rows.stats\n"
         "print(sum(st.cache_hits.values()), sum(st.cache_misses.values()))\n"
     )
     env = dict(os.environ, ATTNPHASE_CACHE_DIR=str(tmp_path))
@@ -179,4 +272,6 @@ def test_compiled_solver_is_cached_across_processes(tmp_path) -> None:
     (hits1, misses1), (hits2, misses2) = (tuple(map(int, r.stdout.split())) for r in runs)
     assert misses1 >= 1 and hits1 == 0  # first process: compiled and stored
     assert hits2 >= 1 and misses2 == 0  # second process: loaded
-    assert list(tmp_path.glob("prox_solver_L2_*.py")) and list(tmp_path.glob("__pycache__/prox_solver_L2_*.nbi"))
+    (copy,) = tmp_path.glob("prox_rows_L2_*.py")
+    assert copy.read_text() == prox_compiled.TEMPLATE.read_text()  # the template itself, byte for byte
+    assert list(tmp_path.glob("__pycache__/prox_rows_L2_*.nbi"))

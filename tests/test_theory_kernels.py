@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnphase.theory.kernels import get_kernels, row_softmax
+from attnphase.theory.kernels import get_kernels, get_scalar_kernels, row_softmax
 
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)  # tiny tensors: threading only costs time
@@ -171,8 +171,20 @@ def test_L4_kernel_against_torch() -> None:
     np.testing.assert_allclose(k.prox_value_grad_hess(h, w, V, T, s2)[2], Ht, rtol=1e-10, atol=1e-12)
 
 
-def test_get_kernels_validates_and_caches() -> None:
-    assert get_kernels(2) is get_kernels(2, 1, True)
+def test_get_kernels_validates_and_loads_once() -> None:
+    """No in-memory cache of Kernels objects: each call builds one on the generated module, which
+    the import system loads once per process (the same functions; the call is cheap)."""
+    import sys
+    import time
+
+    k2, k2b = get_kernels(2), get_kernels(2, 1, True)
+    assert k2 is not k2b and k2.functions["prox_value_grad_hess"] is k2b.functions["prox_value_grad_hess"]
+    assert sys.modules[k2.functions["loss"].__module__].loss is k2.functions["loss"]
+    assert k2.scalar is k2.scalar and k2.scalar.module in sys.modules  # the one-point twin, owned by k2
+    t = time.perf_counter()
+    for _ in range(20):
+        get_kernels(2)
+    assert (time.perf_counter() - t) / 20 < 5e-3  # measured 0.2 ms (hash of the theory sources)
     k = get_kernels(3)
     assert (k.L, k.r) == (3, 1)
     for bad in (1, 0, 2.5, True):
@@ -211,3 +223,47 @@ def test_chunked_evaluation_matches_unchunked() -> None:
     np.testing.assert_array_equal(g[:, 0, 1], raw[2])
     np.testing.assert_array_equal(H[:, 0, 1, 0], raw[4])
     np.testing.assert_array_equal(k.loss(h, T, s2), k.loss_grad_hess(h, T, s2)[0])
+
+
+@pytest.mark.parametrize("L", [2, 3])
+def test_prox_value_is_the_generated_objective(L: int) -> None:
+    """prox_value (generated, batched and one-point) equals the value output of prox_value_grad_hess
+    and loss + sum_l (h_l - w_l)^2 / (2 V_l), to rounding."""
+    k, sk = get_kernels(L), get_scalar_kernels(L)
+    rng = np.random.default_rng(20 + L)
+    h, w, hs = rng.normal(size=(3, 40, L))
+    V, s2 = rng.uniform(0.5, 50.0, L), rng.uniform(0.1, 1.0, L)
+    T = k.target(hs, 0.3, np.full((L, L), 1 / L))
+    v = k.prox_value(h, w, V, T, s2)
+    np.testing.assert_allclose(v, k.prox_value_grad_hess(h, w, V, T, s2)[0], rtol=1e-14)
+    np.testing.assert_allclose(v, k.loss(h, T, s2) + 0.5 * np.sum((h - w) ** 2 / V, axis=-1), rtol=1e-14)
+    S = k.attention(h)
+    for n in range(h.shape[0]):
+        (vn,) = sk.functions["prox_value"](h[n], w[n], V, S[n], T[n], s2)
+        np.testing.assert_allclose(vn, v[n], rtol=1e-14)
+
+
+def test_generated_module_imported_once_and_regenerated_when_damaged(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """codegen.load_module: one import per process (sys.modules), a damaged cache file is regenerated."""
+    import sys
+
+    import sympy as sp
+
+    from attnphase.theory.codegen import Argument, FunctionSpec, load_module
+
+    monkeypatch.setenv("ATTNPHASE_CACHE_DIR", str(tmp_path))
+    x = sp.Symbol("x")
+    builds = []
+
+    def build() -> list[FunctionSpec]:
+        builds.append(1)
+        return [FunctionSpec("square", (Argument("x", [x], "a field"),), (("x^2", x**2),), "x^2.")]
+
+    mod = load_module("test_square", 1, 1, True, build)
+    assert load_module("test_square", 1, 1, True, build) is mod and len(builds) == 1
+    assert mod.square(np.array([3.0]))[0] == 9.0
+    (path,) = tmp_path.glob("test_square_L1_*.py")
+    monkeypatch.delitem(sys.modules, mod.__name__)
+    path.write_text(path.read_text().split("\n", 1)[0] + "\ndef broken(:\n")  # key line intact, body damaged
+    again = load_module("test_square", 1, 1, True, build)
+    assert again is not mod and again.square(np.array([2.0]))[0] == 4.0 and len(builds) == 2

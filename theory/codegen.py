@@ -10,10 +10,18 @@ as a Python number and the caller broadcasts it.
 The generated source is cached on disk (``$ATTNPHASE_CACHE_DIR``, else
 ``~/.cache/attnphase``), keyed by (kind, L, r, cse, package version,
 fingerprint of the theory sources), so a warm start neither imports sympy nor
-lambdifies anything: it only compiles a small numpy module. The cache holds
+lambdifies anything: it only imports a small numpy module. The cache holds
 code that this package generated itself; the key line at the top of each file
 is checked before the file is used, and a file that fails the check or fails to
 compile is regenerated.
+
+Each generated module is a real module, imported once per process by
+:func:`load_module` under the name ``attnphase._generated.<file stem>_<directory hash>`` (the
+stem carries a hash of the key, so a changed theory gives a new name); the import system
+(``sys.modules``) is the only in-memory cache, and Python's own bytecode cache
+(``__pycache__`` beside the file) spares later processes the compilation. Loading a
+kernel module a second time in a process costs the key (a hash of the theory sources,
+about 0.2 ms) and a dictionary lookup.
 
 This module imports sympy lazily (only :func:`render_module` needs it).
 """
@@ -21,11 +29,15 @@ This module imports sympy lazily (only :func:`render_module` needs it).
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
+import importlib.util
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -54,7 +66,7 @@ class Argument:
         symbols: nested sequence (or sympy Matrix) of sympy symbols; its shape is the
             argument's trailing shape (``()`` for a scalar argument, which is then a
             single symbol).
-        description: what the argument is, in MODEL.md's words.
+        description: what the argument is, in the words of docs/model.md.
     """
 
     name: str
@@ -175,10 +187,21 @@ def fingerprint() -> str:
     return f"{__version__}-{digest.hexdigest()[:16]}"
 
 
-def _compile(source: str, filename: str) -> dict[str, Any]:
-    namespace: dict[str, Any] = {"__name__": f"attnphase._generated.{Path(filename).stem}"}
-    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated code
-    return namespace
+def _key(kind: str, L: int, r: int, cse: bool, scalar: bool) -> tuple[str, str]:
+    """(cache key, file stem) of the generated module ``kind`` for (L, r, cse[, scalar])."""
+    variant = " scalar" if scalar else ""
+    key = f"{kind}{variant} L={L} r={r} cse={bool(cse)} {fingerprint()}"
+    stem = f"{kind}_scalar" if scalar else kind
+    return key, f"{stem}_L{L}_r{r}_{'cse' if cse else 'nocse'}_{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+
+
+def _read_cached(path: Path, key: str) -> str | None:
+    """The text of the cache file ``path`` if its first line carries ``key``, else None."""
+    try:
+        source = path.read_text()
+    except (OSError, ValueError):
+        return None
+    return source if source.split("\n", 1)[0] == f"# attnphase generated kernels; key: {key}" else None
 
 
 def cached_source(
@@ -186,27 +209,86 @@ def cached_source(
 ) -> tuple[str, Path]:
     """Source text of the generated module ``kind`` for (L, r, cse) and its cache path.
 
-    Read from the disk cache when its key line matches, else rendered (``build`` is called
-    and sympy imported only then) and stored; if the cache directory cannot be written the
-    source is still returned, just not stored. With ``scalar`` the module holds the one-point
+    Read from the disk cache when its key line matches and it compiles, else rendered (``build``
+    is called and sympy imported only then) and stored; if the cache directory cannot be written
+    the source is still returned, just not stored. With ``scalar`` the module holds the one-point
     variant of the functions (see :func:`render_function`), under its own key and file name.
     """
-    variant = " scalar" if scalar else ""
-    key = f"{kind}{variant} L={L} r={r} cse={bool(cse)} {fingerprint()}"
-    stem = f"{kind}_scalar" if scalar else kind
-    fname = f"{stem}_L{L}_r{r}_{'cse' if cse else 'nocse'}_{hashlib.sha256(key.encode()).hexdigest()[:16]}.py"
-    path = cache_dir() / fname
-    first_line = f"# attnphase generated kernels; key: {key}"
-    try:
-        source = path.read_text()
-        if source.split("\n", 1)[0] == first_line:
+    key, stem = _key(kind, L, r, cse, scalar)
+    path = cache_dir() / f"{stem}.py"
+    source = _read_cached(path, key)
+    if source is not None:
+        try:
             compile(source, str(path), "exec")  # a damaged file is regenerated
             return source, path
-    except (OSError, SyntaxError, ValueError):
-        pass
+        except (SyntaxError, ValueError):
+            pass
     source = render_module(key, build(), cse, scalar)
     write_atomic(path, source)
     return source, path
+
+
+def import_path(name: str, path: Path, source: str | None = None, loader_state: Any = None) -> ModuleType:
+    """Import the file ``path`` as the module ``name`` and register it in ``sys.modules``.
+
+    ``source``, if given, is the text the module must have: where ``path`` does not hold it
+    (the cache directory could not be written) the module is executed from ``source`` instead,
+    still under ``path``'s name for tracebacks. ``loader_state`` is passed to the module as
+    ``__spec__.loader_state`` (how a template module receives its parameters).
+    """
+    try:
+        on_disk = source is None or path.read_text() == source
+    except OSError:
+        on_disk = False
+    if on_disk:
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:  # pragma: no cover - a .py path always has a loader
+            raise ImportError(f"cannot import {path}")
+        spec.loader_state = loader_state
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        return module
+    module = ModuleType(name)
+    module.__file__ = str(path)
+    module.__spec__ = importlib.machinery.ModuleSpec(name, None, origin=str(path))
+    module.__spec__.loader_state = loader_state
+    sys.modules[name] = module
+    try:
+        exec(compile(source or "", str(path), "exec"), module.__dict__)  # noqa: S102 - our own generated code
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def load_module(
+    kind: str, L: int, r: int, cse: bool, build: Callable[[], Sequence[FunctionSpec]], scalar: bool = False
+) -> ModuleType:
+    """The generated module ``kind`` for (L, r, cse), imported once per process (see the module doc).
+
+    Its name is ``attnphase._generated.<stem>_<hash of the cache directory>``: one module per cache
+    file (the stem carries a hash of the key); a second call finds it in ``sys.modules``, a call
+    with another ``$ATTNPHASE_CACHE_DIR`` (an empty cache, in tests) loads or generates its own.
+    """
+    key, stem = _key(kind, L, r, cse, scalar)
+    directory = cache_dir()
+    name = f"attnphase._generated.{stem}_{hashlib.sha256(str(directory).encode()).hexdigest()[:8]}"
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    path = directory / f"{stem}.py"
+    if _read_cached(path, key) is not None:
+        try:
+            return import_path(name, path)  # compiled once, by the import itself
+        except (SyntaxError, ValueError):
+            pass  # a damaged file is regenerated
+    source, path = cached_source(kind, L, r, cse, build, scalar)
+    return import_path(name, path, source)
 
 
 def write_atomic(path: Path, text: str) -> bool:
@@ -225,6 +307,5 @@ def write_atomic(path: Path, text: str) -> bool:
 def cached_namespace(
     kind: str, L: int, r: int, cse: bool, build: Callable[[], Sequence[FunctionSpec]], scalar: bool = False
 ) -> dict[str, Any]:
-    """Namespace of the generated module ``kind`` for (L, r, cse), from :func:`cached_source`."""
-    source, path = cached_source(kind, L, r, cse, build, scalar)
-    return _compile(source, str(path))
+    """Namespace of the generated module ``kind`` for (L, r, cse), from :func:`load_module`."""
+    return vars(load_module(kind, L, r, cse, build, scalar))

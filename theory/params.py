@@ -1,4 +1,4 @@
-"""Model parameters (MODEL.md section 1), validated on construction.
+"""Model parameters (docs/model.md section 1), validated on construction.
 
 The defaults are the paper's: L = 2, sigma_l = 0.5, P = [[1, -1], [-1, 1]]
 (p_1 = -p_2 = 1/sqrt(d)), A = [[0.6, 0.4], [0.4, 0.6]], lambda = 0.01,
@@ -39,8 +39,26 @@ def default_P(L: int) -> Matrix:
     return tuple(tuple(1.0 if i == j else 0.0 for j in range(L)) for i in range(L))
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def _number(value: Any, name: str) -> float:
+    """``value`` as a finite float; ValueError naming ``name`` for anything else (str, None, bool, nan)."""
+    if not _is_number(value) or not np.isfinite(float(value)):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
 def _as_matrix(value: Any, name: str, L: int) -> Matrix:
-    arr = np.asarray(value, dtype=float)
+    rows = value.tolist() if isinstance(value, np.ndarray) else value
+    if isinstance(rows, (str, bytes)) or not all(
+        isinstance(r, (list, tuple)) and all(_is_number(x) for x in r) for r in (rows if isinstance(rows, (list, tuple)) else [None])
+    ):
+        raise ValueError(f"{name} must be an L x L matrix of numbers (L = {L}), got {value!r}")
+    if len({len(r) for r in rows}) > 1:
+        raise ValueError(f"{name} must be an L x L matrix (L = {L}); its rows have unequal lengths {[len(r) for r in rows]}")
+    arr = np.asarray(rows, dtype=float)
     if arr.shape != (L, L):
         raise ValueError(f"{name} must be an L x L matrix with L = {L}, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -86,15 +104,18 @@ class ModelParams:
 
     def __post_init__(self) -> None:
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 - frozen dataclass
-        if isinstance(self.L, bool) or int(self.L) != self.L or self.L < 2:
+        if not _is_number(self.L) or int(self.L) != self.L or self.L < 2:
             raise ValueError(f"L must be an integer >= 2, got {self.L!r}")
         L = int(self.L)
         set_("L", L)
-        if isinstance(self.r, bool) or int(self.r) != self.r or self.r < 1:
+        if not _is_number(self.r) or int(self.r) != self.r or self.r < 1:
             raise ValueError(f"r (student rank) must be an integer >= 1, got {self.r!r}")
         set_("r", int(self.r))
 
         sigma = 0.5 if self.sigma is None else self.sigma
+        items = list(sigma) if isinstance(sigma, (list, tuple, np.ndarray)) else [sigma]
+        if not all(_is_number(x) for x in items):
+            raise ValueError(f"sigma must be a number or one number per token (L = {L}), got {sigma!r}")
         sig = np.broadcast_to(np.asarray(sigma, dtype=float), (L,)) if np.ndim(sigma) == 0 else np.asarray(sigma, dtype=float)
         if sig.shape != (L,):
             raise ValueError(f"sigma must be a scalar or have L = {L} entries, got shape {sig.shape}")
@@ -117,10 +138,7 @@ class ModelParams:
         set_("A", A)
 
         for name in ("omega", "lam", "rho0"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not np.isfinite(float(v)):
-                raise ValueError(f"{name} must be a finite number, got {v!r}")
-            set_(name, float(v))
+            set_(name, _number(getattr(self, name), name))
         if not 0.0 <= self.omega <= 1.0:
             raise ValueError(f"omega must lie in [0, 1], got {self.omega}")
         if self.lam < 0:
