@@ -165,11 +165,11 @@ def phase_boundaries(
         # once: the semantic branch followed up from the grid's top to ALPHA_LIMIT
         nonlocal sem
         if not grown:
-            grown.append(True)
             before = len(sem.points)
             sem, _ = _extend(params, sem, beyond, kw) if beyond else (sem, "")
             s_on.extend(p for p in sem.points[before:] if on_branch(p, "semantic"))
-        return len(sem.points) > 0 and bool(beyond)
+            grown.append(len(sem.points) > before)
+        return grown[0]
 
     def d_et(alpha: float) -> tuple[float, float]:
         # Delta e_t and its slope d Delta e_t / d alpha = Delta E[M]
@@ -194,7 +194,7 @@ def phase_boundaries(
     elif delta:
         sign = "semantic lower" if all(d <= 0 for _, d in delta) else "positional lower"
         notes.append(f"alpha_c outside the range where both branches exist ({sign} throughout"
-                     + (f", searched up to alpha = {delta[-1][0]:.3g}, limit {ALPHA_LIMIT:g})" if grown else ")"))
+                     + (f", searched up to alpha = {delta[-1][0]:.3g}, limit {ALPHA_LIMIT:g})" if any(grown) else ")"))
         if all(d <= 0 for _, d in delta) and not math.isnan(sem.end.alpha):
             notes.append("the semantic branch is the global minimum wherever it exists")
     else:
@@ -240,7 +240,7 @@ def phase_boundaries(
             if br is None:
                 top = max(a for a, _ in diff) if diff else math.nan
                 notes.append(f"alpha_l: semantic eps_g stays above eps_lin up to alpha = {top:.3g}"
-                             + (f" (search limit {ALPHA_LIMIT:g})" if grown else ""))
+                             + (f" (search limit {ALPHA_LIMIT:g})" if any(grown) else ""))
             else:
                 try:
                     alpha_l = brent_root(
