@@ -63,7 +63,10 @@ def run_phase_diagram(
         wr = csv.DictWriter(fh, fieldnames=CSV_COLUMNS + (ERROR_COLUMNS if errors else ()))
         wr.writeheader()
         wr.writerows(table)
-    plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=max(alphas), errors=errors)
+    # boundaries found beyond the grid (brackets grow up to boundaries.ALPHA_LIMIT) stay in the figure
+    found = [getattr(b, k) for b in rows for k in BOUNDARY_KEYS if math.isfinite(getattr(b, k))]
+    plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=max([max(alphas)] + [1.05 * a for a in found]),
+                       errors=errors)
 
     # curves at omega = 0.3: reuse the row if it was computed, else sweep now
     pc = params.replace(omega=CURVES_OMEGA)

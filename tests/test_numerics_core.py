@@ -43,6 +43,9 @@ class _AffineMap:
     def keep_jacobian(self, J: np.ndarray) -> None:
         pass
 
+    def distrust_approximation(self) -> None:
+        self.exact_every = 1
+
 
 @pytest.mark.parametrize("warm", [False, True])
 def test_fixed_point_solver_solves_a_model_free_map(warm: bool) -> None:
