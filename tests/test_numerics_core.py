@@ -149,3 +149,24 @@ def _module_level_caches(path: Path) -> list[str]:
 def test_numerics_holds_no_hidden_module_level_caches() -> None:
     found = [c for f in sorted(NUMERICS.glob("*.py")) for c in _module_level_caches(f)]
     assert found == []
+
+
+def test_a_cold_cache_announces_code_generation_and_compilation_once(tmp_path, monkeypatch, capsys) -> None:
+    """First run on an empty cache: one line for the generated kernels and one for the numba JIT,
+    on stderr; the second run is silent (everything is read from the cache)."""
+    import subprocess
+    import sys
+
+    from attnphase.numerics import prox_compiled
+
+    if not prox_compiled.available():
+        pytest.skip("numba is not importable")
+    env = {**__import__("os").environ, "ATTNPHASE_CACHE_DIR": str(tmp_path), "ATTNPHASE_QUIET": "0"}
+    code = ("from attnphase.numerics import SolverConfig, solve; from attnphase.theory.params import ModelParams; "
+            "solve(ModelParams(), 2.0, 'semantic', config=SolverConfig(quadrature='sobol6'))")
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    second = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    lines = first.stderr.strip().splitlines()
+    assert len(lines) == 2 and "generating the kernels for L = 2" in lines[0] and "compiling" in lines[1], lines
+    assert second.stderr.strip() == ""
