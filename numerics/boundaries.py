@@ -26,7 +26,7 @@ branch-end strategy) comes from one :class:`~attnphase.numerics.config.SolverCon
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -34,6 +34,7 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.branch_end import on_branch
 from attnphase.numerics.continuation import BranchSweep, sweep
+from attnphase.numerics.parallel import map_in_order, without_memory
 from attnphase.numerics.quadrature import make_rule
 from attnphase.numerics.roots import RootNotFound, brent_root, safeguarded_newton
 from attnphase.numerics.se_map import model_rule
@@ -369,12 +370,25 @@ def phase_diagram(
     *,
     config: SolverConfig | None = None,
     progress: Callable[[Boundaries], None] | None = None,
+    workers: int = 1,
 ) -> list[Boundaries]:
-    """Boundaries at every omega of ``omegas`` (other parameters from ``params``)."""
-    out = []
-    for w in omegas:
-        b = phase_boundaries(params.replace(omega=float(w)), alphas, config=config)
-        out.append(b)
-        if progress is not None:
-            progress(b)
-    return out
+    """Boundaries at every omega of ``omegas`` (other parameters from ``params``), in that order.
+
+    ``workers`` > 1 computes the omegas in that many processes (:mod:`attnphase.numerics.parallel`;
+    the same numbers, the fixed points without their solver memory).
+    """
+    jobs = [(params.replace(omega=float(w)), None if alphas is None else list(alphas), config) for w in omegas]
+    return map_in_order(boundaries_job, jobs, workers, progress)
+
+
+def boundaries_job(job: tuple[ModelParams, list[float] | None, SolverConfig | None]) -> Boundaries:
+    """phase_boundaries for one (params, alphas, config), its fixed points without solver memory."""
+    b = phase_boundaries(job[0], job[1], config=job[2])
+    return replace(b, semantic=_portable(b.semantic), positional=_portable(b.positional))
+
+
+def _portable(sw: BranchSweep | None) -> BranchSweep | None:
+    if sw is None:
+        return None
+    end = replace(sw.end, points=tuple(without_memory(p) for p in sw.end.points))
+    return replace(sw, points=[without_memory(p) for p in sw.points], end=end)
