@@ -14,7 +14,11 @@
 Roots are bracketed on the branch sweeps and refined to ``xtol`` in alpha (alpha_c by
 safeguarded Newton steps, the slope of Delta e_t being Delta E[M]; alpha_l by Brent's
 method); every function evaluation is a fixed point warm-started from the nearest converged
-point of the same branch.  A boundary outside the range is NaN and the reason is recorded.
+point of the same branch.  Brackets grow: a boundary not found on the grid is searched for beyond
+it before it is reported missing -- above the grid's top by continuation up to
+:data:`ALPHA_LIMIT` (alpha_c, alpha_l, the positional end), and for alpha_c below the lowest
+alpha where both branches are on the grid, down to the semantic branch's end
+(:func:`_grow_alpha_c_down`).  A boundary still not found is NaN and the reason is recorded.
 Every setting (rules of the solves, of the alpha_c correction and of the bifurcations, the
 branch-end strategy) comes from one :class:`~attnphase.numerics.config.SolverConfig`.
 """
@@ -22,13 +26,15 @@ branch-end strategy) comes from one :class:`~attnphase.numerics.config.SolverCon
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.branch_end import on_branch
 from attnphase.numerics.continuation import BranchSweep, sweep
+from attnphase.numerics.parallel import map_in_order, without_memory
 from attnphase.numerics.quadrature import make_rule
 from attnphase.numerics.roots import RootNotFound, brent_root, safeguarded_newton
 from attnphase.numerics.se_map import model_rule
@@ -37,6 +43,16 @@ from attnphase.numerics.training_objective import refined_training_objective
 from attnphase.theory.params import ModelParams
 
 DEFAULT_ALPHA_RANGE = (0.1, 3.0)
+
+#: Brackets grow beyond the grid's top up to this alpha (and no further; the note says so).
+ALPHA_LIMIT = 10.0
+
+#: Ratio of successive points of the grid's extension above its top (3 -> 6 -> 10 on the default grid).
+GROWTH_RATIO = 2.0
+
+#: Where alpha_c lies below the lowest common grid point, between the semantic end e and that point
+#: a: Delta e_t is tried at e + f (a - e) for these f, the first with Delta e_t > 0 closing the bracket.
+DOWN_FRACTIONS = (0.5, 0.25, 0.1)
 
 #: A fine-rule Newton step on alpha_c larger than this is not taken (noted instead): at the
 #: paper's defaults the corrections are a few 1e-3 with sobol12, 0.024 with sobol10.
@@ -111,6 +127,11 @@ def phase_boundaries(
     sem = sweep(params, alphas, "semantic", **kw)
     pos = sweep(params, alphas, "positional", **kw)
     notes: list[str] = []
+    beyond = grid_extension(max(alphas))
+    if beyond and math.isnan(pos.end.alpha):
+        # the positional end lies above the grid, if anywhere: follow the branch on up to ALPHA_LIMIT
+        pos, ext_note = _extend(params, pos, beyond, kw)
+        notes += [ext_note] if ext_note else []
     for sw in (sem, pos):
         if sw.end.kind == "solver failure":
             notes.append(f"{sw.branch} end at {sw.end.alpha:.3f} found by solver failure (may be numerical)")
@@ -137,22 +158,37 @@ def phase_boundaries(
 
     # alpha_c: sign change of Delta e_t on the common grid
     alpha_c = math.nan
-    sd = {p.alpha: p for p in s_on}
-    pd = {p.alpha: p for p in p_on}
-    common = sorted(set(sd) & set(pd))
     if not s_on:
         notes.append("no converged semantic point in range")
     if not p_on:
         notes.append("no converged positional point in range")
-    delta = [(a, sd[a].observables.e_t - pd[a].observables.e_t) for a in common]
-    bracket = next((pair for pair in zip(delta, delta[1:]) if pair[0][1] > 0 >= pair[1][1]), None)
-    if bracket is not None:
-        def d_et(alpha: float) -> tuple[float, float]:
-            # Delta e_t and its slope d Delta e_t / d alpha = Delta E[M]
-            s_obs = on_branch_solve("semantic", s_on, alpha).observables
-            p_obs = on_branch_solve("positional", p_on, alpha).observables
-            return s_obs.e_t - p_obs.e_t, s_obs.E_M - p_obs.E_M
+    grown: list[bool] = []
 
+    def grow_semantic() -> bool:
+        # once: the semantic branch followed up from the grid's top to ALPHA_LIMIT
+        nonlocal sem
+        if not grown:
+            before = len(sem.points)
+            sem, _ = _extend(params, sem, beyond, kw) if beyond else (sem, "")
+            s_on.extend(p for p in sem.points[before:] if on_branch(p, "semantic"))
+            grown.append(len(sem.points) > before)
+        return grown[0]
+
+    def d_et(alpha: float) -> tuple[float, float]:
+        # Delta e_t and its slope d Delta e_t / d alpha = Delta E[M]
+        s_obs = on_branch_solve("semantic", s_on, alpha).observables
+        p_obs = on_branch_solve("positional", p_on, alpha).observables
+        return s_obs.e_t - p_obs.e_t, s_obs.E_M - p_obs.E_M
+
+    delta, bracket = _delta_bracket(s_on, p_on)
+    if bracket is None and delta and all(d > 0 for _, d in delta) and beyond:
+        grow_semantic()  # positional lower on the whole grid: alpha_c lies above it, if anywhere
+        delta, bracket = _delta_bracket(s_on, p_on)
+    if bracket is None and delta and all(d <= 0 for _, d in delta) and sem.end.alpha < delta[0][0]:
+        # semantic lower wherever both are on the grid, but the semantic branch reaches below
+        # the lowest common point: alpha_c may lie between its end and that point
+        bracket = _grow_alpha_c_down(d_et, sem.end.alpha, *delta[0])
+    if bracket is not None:
         (a0, d0), (a1, d1) = bracket
         try:
             alpha_c = safeguarded_newton(d_et, a0, a1, d0, d1, xtol)
@@ -160,7 +196,8 @@ def phase_boundaries(
             notes.append(f"alpha_c: {exc}")
     elif delta:
         sign = "semantic lower" if all(d <= 0 for _, d in delta) else "positional lower"
-        notes.append(f"alpha_c outside the range where both branches exist ({sign} throughout)")
+        notes.append(f"alpha_c outside the range where both branches exist ({sign} throughout"
+                     + (f", searched up to alpha = {delta[-1][0]:.3g}, limit {ALPHA_LIMIT:g})" if any(grown) else ")"))
         if all(d <= 0 for _, d in delta) and not math.isnan(sem.end.alpha):
             notes.append("the semantic branch is the global minimum wherever it exists")
     else:
@@ -198,8 +235,15 @@ def phase_boundaries(
                 notes.append("alpha_l: semantic eps_g already below eps_lin at the lower end of the range")
         else:
             br = next(((a0, a1) for (a0, d0), (a1, d1) in zip(diff, diff[1:]) if d0 > 0 >= d1), None)
+            if br is None and diff and diff[-1][1] > 0 and grow_semantic():
+                # eps_g still above eps_lin at the top: the semantic branch followed on up
+                diff += [(p.alpha, p.observables.eps_g - eps_lin) for p in s_on if p.alpha > diff[-1][0]]
+                diff.sort()
+                br = next(((a0, a1) for (a0, d0), (a1, d1) in zip(diff, diff[1:]) if d0 > 0 >= d1), None)
             if br is None:
-                notes.append("alpha_l: semantic eps_g stays above eps_lin in the range")
+                top = max(a for a, _ in diff) if diff else math.nan
+                notes.append(f"alpha_l: semantic eps_g stays above eps_lin up to alpha = {top:.3g}"
+                             + (f" (search limit {ALPHA_LIMIT:g})" if any(grown) else ""))
             else:
                 try:
                     alpha_l = brent_root(
@@ -222,6 +266,66 @@ def phase_boundaries(
         semantic=sem,
         positional=pos,
     )
+
+
+def grid_extension(top: float) -> list[float]:
+    """The alphas above a grid's ``top`` where brackets grow: a geometric sequence of ratio
+    GROWTH_RATIO, its last point ALPHA_LIMIT (empty when ``top`` reaches the limit)."""
+    out: list[float] = []
+    a = top
+    while a < ALPHA_LIMIT:
+        a = min(a * GROWTH_RATIO, ALPHA_LIMIT)
+        if ALPHA_LIMIT - a < 0.25 * (a - (out[-1] if out else top)):
+            a = ALPHA_LIMIT  # no sliver of a last step
+        out.append(a)
+    return out
+
+
+def _extend(params: ModelParams, sw: BranchSweep, beyond: list[float], kw: dict) -> tuple[BranchSweep, str]:
+    """``sw`` (a branch reaching the grid's top) continued upward over ``beyond``; the branch's end
+    there (positional) replaces ``sw.end`` when ``sw`` had none.  With a note when the search ends
+    at ALPHA_LIMIT with the branch still there, or when the branch does not reach the grid's top."""
+    on = sw.on_branch()
+    top = max((p.alpha for p in sw.points), default=math.nan)
+    if not on or on[-1].alpha < top:
+        return sw, ""  # the branch ends (or is lost) inside the grid: nothing to grow
+    ext = sweep(params, beyond, sw.branch, direction="up", start=on[-1], **kw)
+    end, side = (ext.end, ext.end_side) if math.isnan(sw.end.alpha) else (sw.end, sw.end_side)
+    grown = BranchSweep(sw.branch, sw.points + ext.points, end, side)
+    reached = [p.alpha for p in ext.on_branch()]
+    note = ""
+    if sw.branch == "positional" and math.isnan(ext.end.alpha):
+        note = (f"positional branch followed up to alpha = {ALPHA_LIMIT:g} (the search limit): no end below it"
+                if reached and reached[-1] >= ALPHA_LIMIT else
+                f"positional branch lost above alpha = {max(reached, default=top):.3g} without a located end")
+    return grown, note
+
+
+def _delta_bracket(s_on: list[FixedPoint], p_on: list[FixedPoint]):
+    """Delta e_t = e_t(semantic) - e_t(positional) at the alphas where both branches have points,
+    ascending, and the first pair of them where it changes sign from > 0 to <= 0 (or None)."""
+    sd = {p.alpha: p for p in s_on}
+    pd = {p.alpha: p for p in p_on}
+    delta = [(a, sd[a].observables.e_t - pd[a].observables.e_t) for a in sorted(set(sd) & set(pd))]
+    return delta, next((pair for pair in zip(delta, delta[1:]) if pair[0][1] > 0 >= pair[1][1]), None)
+
+
+def _grow_alpha_c_down(d_et: Callable[[float], tuple[float, float]], a_end: float, a_low: float, d_low: float):
+    """A bracket of alpha_c below the lowest common grid point ``a_low`` (Delta e_t = d_low <= 0
+    there), above the semantic branch's end ``a_end``: Delta e_t at a_end + f (a_low - a_end) for f
+    in DOWN_FRACTIONS until it is > 0 (near a continuous end the semantic branch approaches the
+    agnostic one, above the positional one where that is the lower).  None if it never is."""
+    hi = (a_low, d_low)
+    for f in DOWN_FRACTIONS:
+        a = a_end + f * (a_low - a_end)
+        try:
+            d, _ = d_et(a)
+        except BranchLost:
+            continue
+        if d > 0:
+            return (a, d), hi
+        hi = (a, d)
+    return None
 
 
 def _refine_alpha_c(
@@ -268,12 +372,25 @@ def phase_diagram(
     *,
     config: SolverConfig | None = None,
     progress: Callable[[Boundaries], None] | None = None,
+    workers: int = 1,
 ) -> list[Boundaries]:
-    """Boundaries at every omega of ``omegas`` (other parameters from ``params``)."""
-    out = []
-    for w in omegas:
-        b = phase_boundaries(params.replace(omega=float(w)), alphas, config=config)
-        out.append(b)
-        if progress is not None:
-            progress(b)
-    return out
+    """Boundaries at every omega of ``omegas`` (other parameters from ``params``), in that order.
+
+    ``workers`` > 1 computes the omegas in that many processes (:mod:`attnphase.numerics.parallel`;
+    the same numbers, the fixed points without their solver memory).
+    """
+    jobs = [(params.replace(omega=float(w)), None if alphas is None else list(alphas), config) for w in omegas]
+    return map_in_order(boundaries_job, jobs, workers, progress)
+
+
+def boundaries_job(job: tuple[ModelParams, list[float] | None, SolverConfig | None]) -> Boundaries:
+    """phase_boundaries for one (params, alphas, config), its fixed points without solver memory."""
+    b = phase_boundaries(job[0], job[1], config=job[2])
+    return replace(b, semantic=_portable(b.semantic), positional=_portable(b.positional))
+
+
+def _portable(sw: BranchSweep | None) -> BranchSweep | None:
+    if sw is None:
+        return None
+    end = replace(sw.end, points=tuple(without_memory(p) for p in sw.end.points))
+    return replace(sw, points=[without_memory(p) for p in sw.points], end=end)

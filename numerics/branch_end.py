@@ -121,11 +121,21 @@ def locate_branch_end(
     note = ""
     if config.branch_end == "bifurcation" and (branch, direction) in BIFURCATING:
         bif = _bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config)
+        if not bif.converged and anchor != good.alpha:
+            # the agnostic solve can fail at one alpha (omega = 0.2: no agnostic fixed point found
+            # at 1.6386, where the secant from the grid point 1.627 finds mu = 1 at 1.763)
+            bif = _bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config, anchor)
         beyond = bif.alpha <= anchor if direction == "down" else bif.alpha >= anchor
-        if bif.converged and beyond:
+        # the crossing must be the end's, not the branch's birth: lambda rises through 1 where the
+        # semantic branch is born (its end followed down), mu falls through 1 where the positional
+        # branch ends (omega = 0, sobol12 seed 3: from a first point at alpha = 0.1 the secant found
+        # mu rising through 1 at 0.107, where the positional branch is born)
+        right_way = not (bif.slope < 0 if direction == "down" else bif.slope > 0)
+        if bif.converged and beyond and right_way:
             return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", 0.0)
         note = bif.message if not bif.converged else (
-            f"bifurcation at {bif.alpha:.4f} is not beyond the branch's last grid point ({anchor:.4f})")
+            f"bifurcation at {bif.alpha:.4f} is not beyond the branch's last grid point ({anchor:.4f})" if not beyond
+            else f"the eigenvalue crosses 1 the wrong way at {bif.alpha:.4f} (slope {bif.slope:+.2f}): the branch's birth")
     if (branch, direction) == ("semantic", "down"):
         return replace(trace_branch_end(params, good, branch, config=config), note=note)
 
@@ -137,8 +147,10 @@ def locate_branch_end(
     return BranchEnd(alpha, "fold" if failed.status.converged else "solver failure", "bisection", note=note)
 
 
-def _bifurcation_from(params: ModelParams, good: FixedPoint, direction: str, cfg: SolverConfig):
-    """Eigenvalue 1 on the agnostic branch, from the branch's last point.
+def _bifurcation_from(params: ModelParams, good: FixedPoint, direction: str, cfg: SolverConfig,
+                      alpha_guess: float | None = None):
+    """Eigenvalue 1 on the agnostic branch, from the branch's last point (secant steps from
+    ``alpha_guess``, default that point's alpha).
 
     theta: the agnostic start is that point with theta set to 0 (near the semantic end theta is
     small and the agnostic state close), then a cold start; m: a cold agnostic start first (the
@@ -148,7 +160,8 @@ def _bifurcation_from(params: ModelParams, good: FixedPoint, direction: str, cfg
     ov = good.overlaps
     zeroed = replace(good, overlaps=Overlaps(q0=ov.q0, V0=ov.V0, m=0.0 * ov.m, th0=0.0), memory=None)
     starts = (zeroed, None) if direction == "theta" else (None, zeroed)
-    return branch_bifurcation(params, good.alpha, direction, config=cfg, starts=starts)
+    return branch_bifurcation(params, good.alpha if alpha_guess is None else alpha_guess, direction,
+                              config=cfg, starts=starts)
 
 
 def trace_branch_end(

@@ -147,6 +147,13 @@ def sweep(
                     fp = run(alpha, near)
                 if not on_branch(fp, branch) and exists_here:
                     fp = rescue(alpha, good)
+                if not on_branch(fp, branch) and end.kind == "solver failure":
+                    # an end found only because warm solves failed may be numerical: a cold solve
+                    # with the full budget (omega = 0, sobol12 seed 3: the branch's first point at
+                    # alpha = 0.1, m = 0.02, near its birth, and no warm step from it converged)
+                    cold = solve(params, alpha, branch, config=full_cfg, rule=rule)
+                    if on_branch(cold, branch):
+                        fp, good, end, side = cold, cold, NO_END, ""
                 if not on_branch(fp, branch):
                     if not past_end:
                         break  # this alpha lies past the end: no row

@@ -1,4 +1,4 @@
-"""Overlaps and conjugate (hat) overlaps of the r = 1 state evolution (MODEL.md sections 2-3).
+"""Overlaps and conjugate (hat) overlaps of the r = 1 state evolution (docs/model.md sections 2-3).
 
 Units: ``q0 = |Q|^2 / d``, ``V0`` the global variance, ``m_l = p_l . Q / sqrt(d)``,
 ``th0 = Q . Q* / d``. Per-token overlaps are ``q_l = sigma_l^2 q0``,

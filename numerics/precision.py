@@ -5,12 +5,12 @@ averages are written out here in mpmath (nothing comes from the lambdified
 kernels), and the averages are tensor Gauss--Hermite sums whose nodes are
 refined to the working precision.
 
-* :func:`eps_lin_mp` -- the linear baseline of MODEL.md section 5,
+* :func:`eps_lin_mp` -- the linear baseline of docs/model.md section 5,
 
       eps_lin = 1/2 sum_{l,k} sigma_k^2 (1 - omega)^2 Var(softmax(h* h*^T)[l, k]),
       h*_l ~ N(0, sigma_l^2 rho0) independent;
 
-* :func:`eps_g_theta0_mp` -- the test error of MODEL.md section 4 at a state with
+* :func:`eps_g_theta0_mp` -- the test error of docs/model.md section 4 at a state with
   theta = 0 (positional or agnostic), where the student field w and the teacher
   field h* are independent and the 2L-dimensional average factorises:
 
@@ -168,7 +168,7 @@ def _check_L2(params: ModelParams) -> None:
 
 
 def eps_lin_mp(params: ModelParams, dps: int = 30, order: int | None = None) -> mpmath.mpf:
-    """eps_lin (MODEL.md section 5) at ``dps`` digits, L = 2; ``order`` defaults to :func:`default_order`."""
+    """eps_lin (docs/model.md section 5) at ``dps`` digits, L = 2; ``order`` defaults to :func:`default_order`."""
     _check_L2(params)
     order = order or default_order(dps)
     with mpmath.workdps(dps + GUARD_DIGITS):
@@ -188,7 +188,7 @@ def eps_lin_mp(params: ModelParams, dps: int = 30, order: int | None = None) -> 
 def eps_g_theta0_mp(
     params: ModelParams, q0: float, m: Sequence[float], dps: int = 30, order: int | None = None
 ) -> mpmath.mpf:
-    """Test error eps_g (MODEL.md section 4) at a theta = 0 state (q0, m), at ``dps`` digits, L = 2.
+    """Test error eps_g (docs/model.md section 4) at a theta = 0 state (q0, m), at ``dps`` digits, L = 2.
 
     The state's V0 does not enter eps_g (no proximal step: h = w). Inputs are taken as
     the exact binary values of the given floats.

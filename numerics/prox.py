@@ -3,7 +3,9 @@
     h_hat(w, T) = argmin_h  P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T)      (docs/model.md section 3)
 
 The loss is bounded but not convex in h, so ``P`` can have several local minima.
-Three modes:
+(At ~400 lines this module holds the numpy backend of one algorithm -- Newton, starts, candidate
+selection -- whose compiled twin is ``prox_rows.py``; splitting it would separate the two halves
+of each step that tests compare.)  Three modes:
 
 * ``global_prox`` -- the GLOBAL minimiser: safeguarded Newton from several starting
   points per node (``w``, ``0``, ``+-w/2``, ``-w``, for L = 2 the exact zeros of the

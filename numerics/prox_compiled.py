@@ -49,7 +49,7 @@ from types import ModuleType
 
 import numpy as np
 
-from attnphase.theory.codegen import cache_dir, import_path, write_atomic
+from attnphase.theory.codegen import cache_dir, first_run_notice, import_path, write_atomic
 from attnphase.theory.kernels import Kernels, ScalarKernels
 
 #: The template module of the compiled solver (instantiated per L by :func:`instance`).
@@ -109,6 +109,9 @@ def instance(kernels: Kernels, parallel: bool | None = None) -> ModuleType:
     if current != text and not write_atomic(path, text):
         path = Path(tempfile.mkdtemp(prefix="attnphase-")) / f"{name}.py"
         path.write_text(text)
+    if not any(path.parent.glob(f"{name}.*.nbi")) and not any(path.parent.glob(f"__pycache__/{name}.*.nbi")):
+        first_run_notice(f"compiling the proximal solver for L = {scalar.L} with numba, once (~5-10 s); "
+                         f"later runs load it from {path.parent}")
     # numba's cache reloads the instance by its module name, so it stays in sys.modules
     return import_path(modname, path, text, Binding(scalar.L, parallel, scalar))
 

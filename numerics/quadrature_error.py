@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnphase.numerics.boundaries import BOUNDARY_KEYS, Boundaries, phase_boundaries
+from attnphase.numerics.boundaries import BOUNDARY_KEYS, Boundaries, boundaries_job
+from attnphase.numerics.parallel import map_in_order
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.state_evolution import FixedPoint, solve
 from attnphase.theory.params import ModelParams
@@ -86,25 +87,23 @@ def boundary_errors(
     *,
     config: SolverConfig | None = None,
     progress: Callable[[Boundaries], None] | None = None,
+    workers: int = 1,
 ) -> list[dict[str, float]]:
     """Spread of each boundary of ``rows`` over ``n_rules`` independent rules (``rows`` is the first).
 
     The boundaries at every omega of ``rows`` are recomputed on the other ``n_rules - 1`` variants
-    of every quadrature role of ``config`` (:meth:`SolverConfig.variant`); for each key of
-    BOUNDARY_KEYS the result holds ``<key>_err``, the sample standard deviation over the rules where
-    the boundary was found (NaN with fewer than two), and ``<key>_found``, on how many rules it was.
+    of every quadrature role of ``config`` (:meth:`SolverConfig.variant`), on ``workers`` processes;
+    for each key of BOUNDARY_KEYS the result holds ``<key>_err``, the sample standard deviation over
+    the rules where the boundary was found (NaN with fewer than two), and ``<key>_found``, on how
+    many rules it was.
     """
     n_rules = check_rules(n_rules)
     cfg = config or SolverConfig()
+    jobs = [(params.replace(omega=b.omega), list(alphas), cfg.variant(k)) for b in rows for k in range(1, n_rules)]
+    others = map_in_order(boundaries_job, jobs, workers, progress)
     out = []
-    for b in rows:
-        p = params.replace(omega=b.omega)
-        runs = [b]
-        for k in range(1, n_rules):
-            other = phase_boundaries(p, alphas, config=cfg.variant(k))
-            runs.append(other)
-            if progress is not None:
-                progress(other)
+    for i, b in enumerate(rows):
+        runs = [b] + others[i * (n_rules - 1):(i + 1) * (n_rules - 1)]
         row: dict[str, float] = {}
         for key in BOUNDARY_KEYS:
             values = [float(getattr(r, key)) for r in runs]

@@ -40,13 +40,15 @@ def run_phase_diagram(
     config: SolverConfig | None = None,
     quiet: bool = False,
     error_estimate: int = 0,
+    workers: int = 1,
 ) -> int:
     """Compute the boundaries at every omega, write phase_diagram.csv/.json/.png and curves_omega0.3.png.
 
     Every setting is in ``config`` (solve rule, alpha_c correction rule, branch-end strategy and rule).
     ``error_estimate``: K >= 2 repeats the computation on K - 1 more independent rules and adds
     each boundary's spread over the K rules (``<boundary>_err``, ``<boundary>_found`` columns,
-    error bars in the figure); about K times the time.
+    error bars in the figure); about K times the time.  ``workers``: processes the omegas (and
+    the error estimate's replicates) are computed on (:mod:`attnphase.numerics.parallel`).
     """
     cfg = config or SolverConfig()
     out = Path(out_dir)
@@ -54,16 +56,19 @@ def run_phase_diagram(
     t0 = time.perf_counter()
     total = len(omegas) * max(1, error_estimate)
     with tqdm(total=total, desc="phase diagram", unit="omega", file=sys.stderr, disable=quiet) as bar:
-        rows = phase_diagram(params, omegas, alphas, config=cfg, progress=lambda b: bar.update())
+        rows = phase_diagram(params, omegas, alphas, config=cfg, progress=lambda b: bar.update(), workers=workers)
         errors = boundary_errors(
-            params, rows, alphas, error_estimate, config=cfg, progress=lambda b: bar.update(),
+            params, rows, alphas, error_estimate, config=cfg, progress=lambda b: bar.update(), workers=workers,
         ) if error_estimate else None
     table = [b.row() | (errors[i] if errors else {}) for i, b in enumerate(rows)]
     with open(out / "phase_diagram.csv", "w", newline="") as fh:
         wr = csv.DictWriter(fh, fieldnames=CSV_COLUMNS + (ERROR_COLUMNS if errors else ()))
         wr.writeheader()
         wr.writerows(table)
-    plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=max(alphas), errors=errors)
+    # boundaries found beyond the grid (brackets grow up to boundaries.ALPHA_LIMIT) stay in the figure
+    found = [getattr(b, k) for b in rows for k in BOUNDARY_KEYS if math.isfinite(getattr(b, k))]
+    plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=max([max(alphas)] + [1.05 * a for a in found]),
+                       errors=errors)
 
     # curves at omega = 0.3: reuse the row if it was computed, else sweep now
     pc = params.replace(omega=CURVES_OMEGA)

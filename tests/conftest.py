@@ -17,3 +17,10 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(autouse=True)
+def _no_first_run_notices(monkeypatch):
+    """The one-line notices before a first-run code generation or JIT (theory.codegen.first_run_notice)
+    depend on the cache's state, not on the code under test: silenced, except where a test asks."""
+    monkeypatch.setenv("ATTNPHASE_QUIET", "1")

@@ -43,6 +43,9 @@ class _AffineMap:
     def keep_jacobian(self, J: np.ndarray) -> None:
         pass
 
+    def distrust_approximation(self) -> None:
+        self.exact_every = 1
+
 
 @pytest.mark.parametrize("warm", [False, True])
 def test_fixed_point_solver_solves_a_model_free_map(warm: bool) -> None:
@@ -146,3 +149,39 @@ def _module_level_caches(path: Path) -> list[str]:
 def test_numerics_holds_no_hidden_module_level_caches() -> None:
     found = [c for f in sorted(NUMERICS.glob("*.py")) for c in _module_level_caches(f)]
     assert found == []
+
+
+def test_a_cold_cache_announces_code_generation_and_compilation_once(tmp_path, monkeypatch, capsys) -> None:
+    """First run on an empty cache: one line for the generated kernels and one for the numba JIT,
+    on stderr; the second run is silent (everything is read from the cache)."""
+    import subprocess
+    import sys
+
+    from attnphase.numerics import prox_compiled
+
+    if not prox_compiled.available():
+        pytest.skip("numba is not importable")
+    env = {**__import__("os").environ, "ATTNPHASE_CACHE_DIR": str(tmp_path), "ATTNPHASE_QUIET": "0"}
+    code = ("from attnphase.numerics import SolverConfig, solve; from attnphase.theory.params import ModelParams; "
+            "solve(ModelParams(), 2.0, 'semantic', config=SolverConfig(quadrature='sobol6'))")
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    second = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    lines = first.stderr.strip().splitlines()
+    assert len(lines) == 2 and "generating the kernels for L = 2" in lines[0] and "compiling" in lines[1], lines
+    assert second.stderr.strip() == ""
+
+
+def test_phase_diagram_on_two_processes_gives_the_serial_numbers() -> None:
+    """numerics.parallel: the omegas on two worker processes (numba on one thread each) give the
+    same boundaries, bit for bit, as one process (gh6: a few seconds per omega)."""
+    from attnphase.numerics import phase_diagram
+
+    cfg = SolverConfig(quadrature="gh6", alpha_c_quadrature=None, bifurcation_quadrature="sobol10")
+    alphas = np.linspace(0.6, 2.2, 5)
+    serial = phase_diagram(ModelParams(), [0.25, 0.3], alphas, config=cfg)
+    pooled = phase_diagram(ModelParams(), [0.25, 0.3], alphas, config=cfg, workers=2)
+    for a, b in zip(serial, pooled):
+        assert a.row() == b.row() or all(
+            (x == y) or (isinstance(x, float) and np.isnan(x) and np.isnan(y)) for x, y in zip(a.row().values(), b.row().values()))
+        assert all(p.memory is None for p in b.semantic.points + b.positional.points)

@@ -65,7 +65,7 @@ def test_eps_lin_double_precision_agrees_with_30_digits() -> None:
     with mpmath.workdps(40):
         assert abs(ref / mpmath.mpf(EPS_LIN_30) - 1) < mpmath.mpf(10) ** -28
     assert abs(eps_lin(PAPER) / float(ref) - 1) <= 1e-12
-    assert float(ref) == pytest.approx(1.971384e-3, rel=1e-6)  # MODEL.md section 6
+    assert float(ref) == pytest.approx(1.971384e-3, rel=1e-6)  # docs/model.md section 6
 
 
 def test_eps_lin_unequal_sigma_and_asymmetric_A() -> None:

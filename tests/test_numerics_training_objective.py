@@ -84,7 +84,7 @@ def test_solver_config_e_t_quadrature_sets_the_record(semantic_point) -> None:
     assert fine.overlaps.to_vector() == pytest.approx(fp.overlaps.to_vector(), rel=1e-6)
     assert fine.observables.e_t == pytest.approx(_refined(fine, make_rule(2, "sobol13")).e_t, rel=1e-13)
     assert fine.observables.e_t != fp.observables.e_t
-    with pytest.raises(ValueError, match="quadrature rule"):
+    with pytest.raises(ValueError, match="unknown quadrature rule"):
         SolverConfig(e_t_quadrature="sobol")
 
 

@@ -1,4 +1,4 @@
-"""Free entropy Phi (MODEL.md section 4): the formula, and e_t = -Phi = lambda q0 / 2 + alpha E[loss]
+"""Free entropy Phi (docs/model.md section 4): the formula, and e_t = -Phi = lambda q0 / 2 + alpha E[loss]
 at a prior-side fixed point (derivation in docs/derivation.md)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ FLOAT = dict(allow_nan=False, allow_infinity=False)
 
 
 def _phi_by_hand(q0, V0, m, th0, qhat, mhat, thhat, Vhat, s2, P, lam, rho0, alpha, E_M):
-    """MODEL.md section 4, transcribed independently in numpy."""
+    """docs/model.md section 4, transcribed independently in numpy."""
     q, V, theta = s2 * q0, s2 * V0, s2 * th0
     Lam = lam + s2 @ Vhat
     ridge = (s2 @ qhat + mhat @ P @ mhat + rho0 * (s2 @ thhat) ** 2) / (2 * Lam)
@@ -25,7 +25,7 @@ def _phi_by_hand(q0, V0, m, th0, qhat, mhat, thhat, Vhat, s2, P, lam, rho0, alph
 @settings(max_examples=30, deadline=None)
 @given(L=st.sampled_from([2, 3]), seed=st.integers(0, 2**31), alpha=st.floats(0.1, 5.0, **FLOAT))
 def test_free_entropy_formula_and_fixed_point_identity(L: int, seed: int, alpha: float) -> None:
-    """Phi equals MODEL.md's formula, and through ridge_update e_t = -Phi = lambda q0 / 2 + alpha E[loss]."""
+    """Phi equals docs/model.md's formula, and through ridge_update e_t = -Phi = lambda q0 / 2 + alpha E[loss]."""
     rng = np.random.default_rng(seed)
     s2 = rng.uniform(0.1, 2.0, L)
     R = rng.normal(size=(L, L))

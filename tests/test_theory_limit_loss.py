@@ -1,4 +1,4 @@
-"""The limit loss of MODEL.md section 2 against the finite-d model of section 1.
+"""The limit loss of docs/model.md section 2 against the finite-d model of section 1.
 
 For a fixed Q, samples X of the finite-d model give the finite-d loss (1/2d)|y - f(X)|^2
 and, at the same samples' fields (h, h*), the limit loss. Their paired difference

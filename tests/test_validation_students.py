@@ -92,7 +92,7 @@ def _orthogonal_data(d, n, sigma, omega, A, seed):
 
 
 def test_gradient_equals_theory_kernel_chain_rule():
-    """With exact token Gram sigma^2 I and P = 0, the finite-d loss IS the limit loss of MODEL.md section 2.
+    """With exact token Gram sigma^2 I and P = 0, the finite-d loss IS the limit loss of docs/model.md section 2.
 
     Then R(Q) = sum_mu loss(h^mu, h*^mu) + (lambda/2)|Q|^2 with h_l = Q . x_l / sqrt(d), and the chain rule
     dR/dQ = sum_mu sum_l grad_h_l x_l / sqrt(d) + lambda Q (no further 1/d: the 1/2d of the risk is

@@ -69,7 +69,7 @@ def test_gd_positional_init_matches_positional_branch(positional_runs, theory):
 
 
 def test_trained_linear_baseline_approaches_eps_lin(semantic_runs):
-    """Least-squares B on the training set, tested on fresh samples: MODEL.md section 5's eps_lin."""
+    """Least-squares B on the training set, tested on fresh samples: docs/model.md section 5's eps_lin."""
     target = numerics.eps_lin(PARAMS)
     sim = np.mean([r.eps_lin for r in semantic_runs])
     assert sim == pytest.approx(target, rel=0.06)  # measured +1.5 % (the finite-n fit of B adds O(1/n))

@@ -7,7 +7,7 @@ when code has to be generated, i.e. on a cold on-disk cache, or for LaTeX).
 Numeric entry points (all generated from the sympy derivations):
 
 * :func:`attnphase.theory.kernels.get_kernels` -- attention, target, loss and the
-  proximal objective with gradient and Hessian (MODEL.md sections 2-3);
+  proximal objective with gradient and Hessian (docs/model.md sections 2-3);
 * :func:`attnphase.theory.channel.channel_fields`, :func:`~attnphase.theory.channel.hat_overlaps`,
   :func:`~attnphase.theory.channel.token_variances` -- the channel side (section 3);
 * :func:`attnphase.theory.prior.ridge_update` -- the prior side (section 3);

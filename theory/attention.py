@@ -1,4 +1,4 @@
-"""Attention maps (MODEL.md sections 1-2): scores, the row softmax, the teacher's target.
+"""Attention maps (docs/model.md sections 1-2): scores, the row softmax, the teacher's target.
 
     a_lk = h_l . h_k                      (scores; h_l in R^r)
     S(h)[l, k] = softmax_k(a_l.) = exp(a_lk) / sum_j exp(a_lj)

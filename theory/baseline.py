@@ -1,4 +1,4 @@
-"""The linear positional baseline (MODEL.md section 5).
+"""The linear positional baseline (docs/model.md section 5).
 
 f_lin(X)_l = sum_k B[l,k] x_k with B learned exactly in the limit,
 B = omega A + (1 - omega) E[softmax(h* h*^T)], and the alpha-independent test error
@@ -58,7 +58,7 @@ def _specs(L: int) -> list[FunctionSpec]:
         Argument("sigma2", s["sigma2"], "sigma_k^2"),
         Argument("omega", s["omega"], "omega"),
     )
-    return [FunctionSpec("eps_lin", args, (("eps_lin", eps_lin_expr(L)),), "Linear baseline test error (MODEL.md section 5).")]
+    return [FunctionSpec("eps_lin", args, (("eps_lin", eps_lin_expr(L)),), "Linear baseline test error (docs/model.md section 5).")]
 
 
 @lru_cache(maxsize=None)

@@ -1,4 +1,4 @@
-"""The channel side of the state evolution (MODEL.md sections 2-3), symbolic and numeric.
+"""The channel side of the state evolution (docs/model.md sections 2-3), symbolic and numeric.
 
 Per-token overlaps (r = 1, isotropic tokens):
 
@@ -9,7 +9,7 @@ Gaussian fields, with xi_l, eta_l ~ N(0, 1) iid:
     w_l  = m_l + sqrt(q_l) xi_l
     h*_l = (theta_l / sqrt(q_l)) xi_l + sqrt(rho_tilde_l) eta_l,   rho_tilde_l = rho_l - theta_l^2 / q_l
 
-(``rho_tilde_l`` is the variance of h*_l not explained by xi_l; MODEL.md writes it
+(``rho_tilde_l`` is the variance of h*_l not explained by xi_l; docs/model.md writes it
 out.) Conjugate ("hat") overlaps from the channel averages of g_l = (h_hat_l - w_l) / V_l:
 
     qhat_l  = alpha E[g_l^2]
@@ -65,7 +65,7 @@ def symbols() -> dict[str, Any]:
 
 
 def token_overlap_exprs() -> dict[str, Any]:
-    """q_l, theta_l, V_l, rho_l as sigma_l^2 times the global scalars (MODEL.md section 2)."""
+    """q_l, theta_l, V_l, rho_l as sigma_l^2 times the global scalars (docs/model.md section 2)."""
     s = symbols()
     return {k: s["sigma2"] * s[k0] for k, k0 in (("q", "q0"), ("theta", "th0"), ("V", "V0"), ("rho", "rho0"))}
 
@@ -88,7 +88,7 @@ def field_exprs() -> dict[str, Any]:
 
 
 def hat_overlap_exprs() -> dict[str, Any]:
-    """qhat_l, mhat_l, thhat_l, Vhat_l from the channel averages (MODEL.md section 3)."""
+    """qhat_l, mhat_l, thhat_l, Vhat_l from the channel averages (docs/model.md section 3)."""
     import sympy as sp
 
     s = symbols()
@@ -190,7 +190,7 @@ def _rho_tilde(q0: ArrayLike, th0: ArrayLike, rho0: ArrayLike, sigma2: ArrayLike
 def channel_fields(
     xi: ArrayLike, eta: ArrayLike, q0: ArrayLike, m: ArrayLike, th0: ArrayLike, sigma2: ArrayLike, rho0: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(w, h*) of MODEL.md section 3: w_l = m_l + sqrt(q_l) xi_l, h*_l = theta_l/sqrt(q_l) xi_l + sqrt(rho_tilde_l) eta_l.
+    """(w, h*) of docs/model.md section 3: w_l = m_l + sqrt(q_l) xi_l, h*_l = theta_l/sqrt(q_l) xi_l + sqrt(rho_tilde_l) eta_l.
 
     xi, eta: (..., L) standard normals; m, sigma2: (L,) or broadcastable; q0, th0, rho0: scalars.
     Requires q0 > 0 and th0^2 <= q0 rho0 (see module doc). Returns two arrays of the broadcast shape.
@@ -206,7 +206,7 @@ def hat_overlaps(
     alpha: ArrayLike, E_g2: ArrayLike, E_g: ArrayLike, E_geta: ArrayLike, E_gxi: ArrayLike,
     q0: ArrayLike, th0: ArrayLike, sigma2: ArrayLike, rho0: ArrayLike,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(qhat, mhat, thhat, Vhat), each (L,): the conjugate overlaps of MODEL.md section 3.
+    """(qhat, mhat, thhat, Vhat), each (L,): the conjugate overlaps of docs/model.md section 3.
 
     E_g2, E_g, E_geta, E_gxi: channel averages E[g_l^2], E[g_l], E[g_l eta_l], E[g_l xi_l], shape (L,).
     Requires q0 > 0 and rho_tilde_l = sigma_l^2 (rho0 - th0^2 / q0) > 0.

@@ -233,9 +233,24 @@ def cached_source(
             return source, path
         except (SyntaxError, ValueError):
             pass
+    if kind == "kernels" and not scalar:  # the first and largest module of a model: one line for all
+        first_run_notice(f"generating the kernels for L = {L} with sympy, once ({_GENERATION_SECONDS.get(L, 'minutes')}; "
+                         f"later runs read them from {cache_dir()})")
     source = render_module(key, build(), cse, scalar)
     write_atomic(path, source)
     return source, path
+
+
+#: Rough one-off cost of generating every kernel module of a model, by L (2 loaded cores).
+_GENERATION_SECONDS = {2: "a few seconds", 3: "about 20 s", 4: "about 90 s"}
+
+
+def first_run_notice(what: str) -> None:
+    """One line on stderr before a one-off cost a later run will not pay (code generation, JIT).
+
+    ``$ATTNPHASE_QUIET=1`` silences it (the test suite and batch jobs that expect clean stderr)."""
+    if os.environ.get("ATTNPHASE_QUIET", "").strip() not in ("1", "true", "yes"):
+        print(f"attnphase: {what}", file=sys.stderr, flush=True)
 
 
 def import_path(name: str, path: Path, source: str | None = None, loader_state: Any = None) -> ModuleType:

@@ -1,4 +1,4 @@
-"""The free entropy Phi and the training objective e_t = -Phi (MODEL.md section 4).
+"""The free entropy Phi and the training objective e_t = -Phi (docs/model.md section 4).
 
     Phi = sum_l [ (Vhat_l q_l - qhat_l V_l) / 2 - m_l mhat_l - theta_l thhat_l ]
           + ( sum_l sigma_l^2 qhat_l + mhat^T P mhat + rho0 (sum_l sigma_l^2 thhat_l)^2 ) / (2 Lam)
@@ -39,7 +39,7 @@ def symbols(L: int) -> dict[str, Any]:
 
 
 def free_entropy_expr(L: int) -> Any:
-    """Phi of MODEL.md section 4 as a sympy expression in :func:`symbols` (L)."""
+    """Phi of docs/model.md section 4 as a sympy expression in :func:`symbols` (L)."""
     from attnphase.theory.prior import ridge_exprs
 
     s = symbols(L)
@@ -66,7 +66,7 @@ def _specs(L: int) -> list[FunctionSpec]:
         Argument("lam", s["lam"], "lambda"), Argument("rho0", s["rho0"], "rho0"),
         Argument("alpha", s["alpha"], "alpha"), Argument("E_M", s["E_M"], "channel average of the Moreau envelope M"),
     )
-    return [FunctionSpec("free_entropy", args, (("Phi", free_entropy_expr(L)),), "Free entropy Phi (MODEL.md section 4).")]
+    return [FunctionSpec("free_entropy", args, (("Phi", free_entropy_expr(L)),), "Free entropy Phi (docs/model.md section 4).")]
 
 
 @lru_cache(maxsize=None)
@@ -79,7 +79,7 @@ def free_entropy(
     qhat: ArrayLike, mhat: ArrayLike, thhat: ArrayLike, Vhat: ArrayLike,
     sigma2: ArrayLike, P: ArrayLike, lam: float, rho0: float, alpha: float, E_M: ArrayLike,
 ) -> np.ndarray:
-    """Phi of MODEL.md section 4; the training objective per dimension is e_t = -Phi.
+    """Phi of docs/model.md section 4; the training objective per dimension is e_t = -Phi.
 
     m, qhat, mhat, thhat, Vhat, sigma2: (..., L); P: (L, L); other arguments scalar (or batch-shaped).
     Returns a numpy float64 (or an array of the batch shape). Requires Lam > 0 (ValueError otherwise).

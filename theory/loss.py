@@ -1,4 +1,4 @@
-"""The per-sample limit loss (MODEL.md section 2).
+"""The per-sample limit loss (docs/model.md section 2).
 
     loss(h, h*) = 1/2 sum_{l,k} sigma_k^2 (S(h) - T(h*))[l, k]^2
 

@@ -1,6 +1,6 @@
 """Hand-written derivations appended to the generated ``docs/derivation.md``.
 
-They cover what MODEL.md states without derivation or does not state: the
+They cover what docs/model.md states without derivation or does not state: the
 softmax chain rule of the kernels, which terms of the finite-d loss vanish, the
 prior side as a finite-d ridge problem, the training objective at a fixed point,
 and the degenerate limits of the channel.
@@ -71,17 +71,17 @@ remaining powers of $d$ all vanish):
 * $\theta_0 = \hat Q \cdot Q^* / d = \rho_0 \sum_l \sigma_l^2 \hat\theta_l / \Lambda$,
 * $V_0 = \frac1d \operatorname{tr} (\text{Hessian})^{-1} = 1 / \Lambda$ (the linear response of $\hat Q$ to $b$),
 
-which is MODEL.md's prior update. The noises $z_l$ are independent across tokens (each
+which is docs/model.md's prior update. The noises $z_l$ are independent across tokens (each
 token's field has its own Gaussian fluctuation), which is what produces
 $\sum_l \sigma_l^2 \hat q_l$ rather than $(\sum_l \sigma_l \sqrt{\hat q_l})^2$. The test
 `tests/test_theory_prior.py` minimises this objective numerically at $d = 40000$ (L-BFGS on
 the objective as written above, not on its closed form) and compares the measured
 $q_0, m, \theta_0$ and the linear response $V_0$ with `ridge_update`. For rank $r > 1$ the
-same construction gives a matrix ridge (MODEL.md section 7).
+same construction gives a matrix ridge (docs/model.md section 7).
 
 ### Training objective at a fixed point
 
-Insert the prior-side fixed point into $\Phi$ (MODEL.md section 4):
+Insert the prior-side fixed point into $\Phi$ (docs/model.md section 4):
 $\sum_l \hat V_l q_l / 2 = q_0 (\Lambda - \lambda)/2$, $\sum_l \hat q_l V_l / 2 = \sum_l \sigma_l^2 \hat q_l / (2\Lambda)$,
 $\sum_l m_l \hat m_l = \hat m^\top P \hat m / \Lambda$, $\sum_l \theta_l \hat\theta_l = \rho_0 (\sum_l \sigma_l^2\hat\theta_l)^2/\Lambda$,
 and the ridge term equals $\Lambda q_0 / 2$. Then

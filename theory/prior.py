@@ -1,4 +1,4 @@
-"""The prior side of the state evolution: ridge penalty in closed form (MODEL.md section 3).
+"""The prior side of the state evolution: ridge penalty in closed form (docs/model.md section 3).
 
 With Lam = lambda + sum_l sigma_l^2 Vhat_l:
 
@@ -80,7 +80,7 @@ def _specs(L: int) -> list[FunctionSpec]:
     )
     outs = [("Lam", ex["Lam"]), ("q0", ex["q0"]), ("V0", ex["V0"])]
     outs += [(f"m_{k + 1}", ex["m"][k]) for k in range(L)] + [("th0", ex["th0"])]
-    return [FunctionSpec("ridge_update", args, tuple(outs), "Closed-form ridge prior update (MODEL.md section 3).")]
+    return [FunctionSpec("ridge_update", args, tuple(outs), "Closed-form ridge prior update (docs/model.md section 3).")]
 
 
 @lru_cache(maxsize=None)
@@ -92,7 +92,7 @@ def ridge_update(
     qhat: ArrayLike, mhat: ArrayLike, thhat: ArrayLike, Vhat: ArrayLike,
     sigma2: ArrayLike, P: ArrayLike, lam: float, rho0: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(q0, V0, m, th0) from the hat overlaps (MODEL.md section 3, prior side).
+    """(q0, V0, m, th0) from the hat overlaps (docs/model.md section 3, prior side).
 
     qhat, mhat, thhat, Vhat, sigma2: (..., L); P: (L, L); lam, rho0: scalars.
     Returns q0, V0, th0 of the broadcast batch shape (numpy float64 scalars for unbatched input)

@@ -1,4 +1,4 @@
-"""The proximal objective of the channel (MODEL.md section 3) and its derivatives in h.
+"""The proximal objective of the channel (docs/model.md section 3) and its derivatives in h.
 
     prox(h; w, V, h*) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, h*)
     g_l = (h_hat_l - w_l) / V_l,   h_hat = argmin_h prox
@@ -90,7 +90,7 @@ def derive_loss(L: int, r: int = 1) -> LossDerivation:
 
 @lru_cache(maxsize=None)
 def derive_prox(L: int, r: int = 1) -> ProxDerivation:
-    """The proximal objective (MODEL.md section 3) and its derivatives; r = 1 (scalar V_l per token)."""
+    """The proximal objective (docs/model.md section 3) and its derivatives; r = 1 (scalar V_l per token)."""
     if r != 1:
         raise NotImplementedError("the proximal objective is implemented for r = 1 (scalar V_l per token)")
     ld = derive_loss(L, r)

@@ -4,7 +4,7 @@ At a state with th0 = 0 the th0-component of the SE map vanishes for every other
 (theta -> -theta is a symmetry), and the other components are even in th0: the Jacobian is
 block diagonal and the theta direction carries the single eigenvalue
 
-    lambda = d th0_new / d th0 |_{th0 = 0},   th0_new = rho0 sum_l sigma_l^2 thhat_l / Lam   (MODEL.md section 3).
+    lambda = d th0_new / d th0 |_{th0 = 0},   th0_new = rho0 sum_l sigma_l^2 thhat_l / Lam   (docs/model.md section 3).
 
 A semantic branch leaves the theta = 0 branch where lambda crosses 1 (continuously, if that
 bifurcation is supercritical).  Only thhat_l depends on th0 at first order (Lam, rho_tilde_l are

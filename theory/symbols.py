@@ -1,4 +1,4 @@
-"""Sympy symbols of the model, named as in MODEL.md (``h_1``, ``S_12``, ``sigma_1^2`` ...).
+"""Sympy symbols of the model, named as in docs/model.md (``h_1``, ``S_12``, ``sigma_1^2`` ...).
 
 Token-indexed quantities are L x r (per-token r-vectors; r = 1 in the paper),
 pair-indexed ones L x L. Indices in names are 1-based like the maths; they are

@@ -1,4 +1,4 @@
-"""Teacher data at finite d (MODEL.md section 1).
+"""Teacher data at finite d (docs/model.md section 1).
 
 A :class:`Teacher` holds what is fixed across samples: the positional
 encodings ``p_l`` and the teacher weights ``Q*``. A :class:`Dataset` holds

@@ -1,8 +1,8 @@
-"""Finite-d observables of a trained student (MODEL.md section 1), in the numerics' units.
+"""Finite-d observables of a trained student (docs/model.md section 1), in the numerics' units.
 
 * ``m = p_1 . Q / sqrt(d)`` (positional overlap),
 * ``theta = Q . Q* / d`` (semantic overlap, model units: the per-token
-  ``theta_l`` of MODEL.md section 2 is ``sigma_l^2 theta``),
+  ``theta_l`` of docs/model.md section 2 is ``sigma_l^2 theta``),
 * ``q = |Q|^2 / d``,
 * ``eps_g = E (1 / 2d) |y - f(X)|^2`` estimated on fresh samples,
 * ``e_t = R(Q) / d`` on the training set,

@@ -1,4 +1,4 @@
-"""Training the attention student on the empirical risk ``R(Q)`` of MODEL.md section 1.
+"""Training the attention student on the empirical risk ``R(Q)`` of docs/model.md section 1.
 
 Objective (penalty written out, never an optimiser's weight decay)::
 

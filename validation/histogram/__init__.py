@@ -1,1 +1,1 @@
-"""The histogram task of the paper's section 2 (MODEL.md section 8)."""
+"""The histogram task of the paper's section 2 (docs/model.md section 8)."""

@@ -1,0 +1,177 @@
+"""Where the phase diagram's time goes: per omega and per stage.
+
+    python benchmarks/profile_phase_diagram.py                       # the default job: 10 omegas 0:0.45, alpha 0.1:3:12
+    python benchmarks/profile_phase_diagram.py --omega 0,0.3         # a few omegas
+
+Runs :func:`attnphase.numerics.boundaries.phase_boundaries` at each omega with the stages
+instrumented (a stack of stage names; each stage's time and SE evaluations are *exclusive*: a
+branch end located inside a sweep is charged to the end, not to the sweep):
+
+* ``sem sweep`` / ``pos sweep`` -- continuation of each branch over the alpha grid
+  (beyond the grid too, where a boundary lies outside it);
+* ``sem end`` / ``pos end`` -- :func:`attnphase.numerics.branch_end.locate_branch_end`
+  (bifurcations on the agnostic branch, or the trace / bisection);
+* ``alpha_c`` -- the safeguarded Newton root of Delta e_t on the solve rule;
+* ``alpha_c fine`` -- the Newton correction with E[M] on ``config.alpha_c_quadrature``;
+* ``alpha_l`` -- Brent's root of eps_g - eps_lin;
+* ``other`` -- the rest of ``phase_boundaries``.
+
+Per stage: seconds, SE evaluations (full proximal searches / all), solves (failed).  The load
+average is printed with the table: on a shared machine compare evaluations, not seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import time
+from collections import defaultdict
+
+import numpy as np
+
+import attnphase.numerics.boundaries as boundaries
+import attnphase.numerics.continuation as continuation
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.fixed_point import FixedPointSolver
+from attnphase.numerics.se_map import SEMap
+from attnphase.theory.params import ModelParams
+
+STAGES = ("sem sweep", "pos sweep", "sem end", "pos end", "alpha_c", "alpha_c fine", "alpha_l", "other")
+
+
+class Profile:
+    """Exclusive time, SE evaluations and solves per stage (a stack of stage names)."""
+
+    def __init__(self) -> None:
+        self.stack: list[str] = ["other"]
+        self.t_mark = time.perf_counter()
+        self.stats: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+
+    def _switch(self) -> None:
+        now = time.perf_counter()
+        self.stats[self.stack[-1]]["s"] += now - self.t_mark
+        self.t_mark = now
+
+    def enter(self, name: str) -> None:
+        self._switch()
+        self.stack.append(name)
+
+    def leave(self) -> None:
+        self._switch()
+        self.stack.pop()
+
+    def count(self, key: str, n: float = 1.0) -> None:
+        self.stats[self.stack[-1]][key] += n
+
+    def reset(self) -> dict[str, dict[str, float]]:
+        self._switch()
+        out, self.stats = self.stats, defaultdict(lambda: defaultdict(float))
+        return out
+
+
+PROFILE = Profile()
+
+
+def staged(name_of, fn):
+    """``fn`` run as the stage ``name_of(*args, **kw)``."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kw):
+        PROFILE.enter(name_of(*args, **kw))
+        try:
+            return fn(*args, **kw)
+        finally:
+            PROFILE.leave()
+
+    return wrapper
+
+
+def instrument() -> None:
+    """Wrap the stage functions where phase_boundaries / sweep look them up, and count evaluations."""
+    boundaries.sweep = staged(lambda p, a, branch, **kw: f"{branch[:3]} sweep", boundaries.sweep)
+    continuation.locate_branch_end = staged(lambda p, branch, *a, **kw: f"{branch[:3]} end", continuation.locate_branch_end)
+    boundaries.safeguarded_newton = staged(lambda *a, **kw: "alpha_c", boundaries.safeguarded_newton)
+    boundaries._refine_alpha_c = staged(lambda *a, **kw: "alpha_c fine", boundaries._refine_alpha_c)
+    boundaries._grow_alpha_c_down = staged(lambda *a, **kw: "alpha_c", boundaries._grow_alpha_c_down)
+    boundaries.brent_root = staged(lambda *a, **kw: "alpha_l", boundaries.brent_root)
+
+    evaluate = SEMap.evaluate
+
+    def counted_evaluate(self, x, exact=False):
+        ev = evaluate(self, x, exact)
+        PROFILE.count("evals")
+        if self.since_full == 0:  # set to 0 by a full proximal search
+            PROFILE.count("full")
+        return ev
+
+    SEMap.evaluate = counted_evaluate
+    solve = FixedPointSolver.solve
+
+    def counted_solve(self, x, warm=False):
+        res = solve(self, x, warm)
+        PROFILE.count("solves")
+        if not res.converged:
+            PROFILE.count("failed")
+        return res
+
+    FixedPointSolver.solve = counted_solve
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--omega", default="0:0.45:10", help="start:stop:num or a comma list (default 0:0.45:10)")
+    ap.add_argument("--alpha", default="0.1:3:12", help="alpha grid start:stop:num (default 0.1:3:12)")
+    ap.add_argument("--quadrature", default="sobol12")
+    args = ap.parse_args()
+
+    def parse(spec: str) -> list[float]:
+        if ":" in spec:
+            a, b, n = spec.split(":")
+            return [float(x) for x in np.linspace(float(a), float(b), int(n))]
+        return [float(x) for x in spec.split(",")]
+
+    omegas, alphas = parse(args.omega), parse(args.alpha)
+    cfg = SolverConfig(quadrature=args.quadrature)
+    instrument()
+    # compile / load the kernels outside the measurement
+    boundaries.solve(ModelParams(omega=0.3), 1.0, "semantic", config=cfg)
+    PROFILE.reset()
+    load0 = os.getloadavg()[0]
+    rows, total = [], defaultdict(lambda: defaultdict(float))
+    t_all = time.perf_counter()
+    for w in omegas:
+        t0 = time.perf_counter()
+        b = boundaries.phase_boundaries(ModelParams(omega=w), alphas, config=cfg)
+        secs = time.perf_counter() - t0
+        st = PROFILE.reset()
+        rows.append((w, secs, st, b))
+        for k, v in st.items():
+            for kk, vv in v.items():
+                total[k][kk] += vv
+    wall = time.perf_counter() - t_all
+
+    def cell(st: dict[str, float]) -> str:
+        if not st:
+            return "-"
+        fail = f"/{int(st['failed'])}f" if st.get("failed") else ""
+        return f"{st['s']:5.1f}s {int(st['evals']):4d}e {int(st['solves'])}s{fail}"
+
+    print(f"load average at start {load0:.2f}, at end {os.getloadavg()[0]:.2f}; "
+          "cell: seconds, SE evaluations, solves / failed")
+    print(f"{'omega':>6} {'total':>6} " + " ".join(f"{s:>21}" for s in STAGES) + "  alpha_c alpha_l sem_end pos_end")
+    for w, secs, st, b in rows:
+        vals = " ".join(f"{x:7.4f}" for x in (b.alpha_c, b.alpha_l, b.semantic_end, b.positional_end))
+        print(f"{w:6.3f} {secs:6.1f} " + " ".join(f"{cell(st.get(s, {})):>21}" for s in STAGES) + "  " + vals)
+    print(f"{'all':>6} {wall:6.1f} " + " ".join(f"{cell(total.get(s, {})):>21}" for s in STAGES))
+    evals = sum(v["evals"] for v in total.values())
+    full = sum(v["full"] for v in total.values())
+    print(f"SE evaluations {int(evals)} ({int(full)} full searches); solves {int(sum(v['solves'] for v in total.values()))} "
+          f"({int(sum(v['failed'] for v in total.values()))} failed)")
+    for w, _, _, b in rows:
+        if b.notes:
+            print(f"omega {w:.3f}: " + "; ".join(b.notes))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""Issue 17: solves that an approximate map misleads, brackets that grow beyond the alpha grid,
+and the omega = 0 row of the phase diagram (recorded in tests/golden/phase_diagram_omega0.csv)."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attnphase.numerics import SolverConfig, phase_boundaries, solve
+from attnphase.numerics.boundaries import ALPHA_LIMIT, BranchLost, _grow_alpha_c_down, grid_extension
+from attnphase.numerics.fixed_point import DISTRUST_RESIDUAL, Evaluation, FixedPointSolver, scaled_residual
+from attnphase.theory.params import ModelParams
+
+GOLDEN = Path(__file__).parent / "golden"
+#: as tests/test_golden.py: roots to xtol = 1e-4, ends (bifurcations) to the secant's 1e-3
+ATOL_ROOT, ATOL_END = 1e-4, 1e-3
+
+
+class _BiasedApproximation:
+    """x -> A x + b exactly; the approximate evaluations use b + bias (a map with a fixed point of
+    its own, as the SE map whose polished proximal candidates miss basins)."""
+
+    def __init__(self, A: np.ndarray, b: np.ndarray, bias: np.ndarray):
+        self.A, self.b, self.bias = A, b, bias
+        self.full_only = False
+        self.exact_calls = 0
+
+    def evaluate(self, x: np.ndarray, exact: bool = False) -> Evaluation:
+        exact = exact or self.full_only
+        self.exact_calls += exact
+        fx = self.A @ x + self.b + (0.0 if exact else self.bias)
+        return Evaluation(x.copy(), fx, scaled_residual(x, fx), exact)
+
+    def admissible(self, x: np.ndarray) -> bool:
+        return bool(np.all(np.isfinite(x)))
+
+    def subspace(self, x: np.ndarray) -> np.ndarray:
+        return np.eye(x.size)
+
+    def jacobian_seed(self, n: int) -> None:
+        return None
+
+    def keep_jacobian(self, J: np.ndarray) -> None:
+        pass
+
+    def distrust_approximation(self) -> None:
+        self.full_only = True
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_grossly_wrong_approximate_map_is_distrusted(warm: bool) -> None:
+    """The approximate map's own fixed point is off by 0.1 (> DISTRUST_RESIDUAL): after the first
+    rejection the solver evaluates exactly and converges to the exact map's fixed point."""
+    A = np.array([[0.3, 0.1], [0.0, -0.4]])
+    b = np.array([1.0, 0.5])
+    fmap = _BiasedApproximation(A, b, np.array([0.1, 0.0]))
+    res = FixedPointSolver(fmap, SolverConfig(tol=1e-12)).solve(np.zeros(2), warm=warm)
+    assert res.converged and res.evaluation.exact
+    assert np.allclose(res.evaluation.x, np.linalg.solve(np.eye(2) - A, b), atol=1e-10)
+    assert fmap.full_only
+
+
+def test_a_slightly_wrong_approximate_map_is_kept() -> None:
+    """Rejections below DISTRUST_RESIDUAL (the rule's own noise) keep the approximate map on."""
+    A = np.array([[0.3, 0.1], [0.0, -0.4]])
+    fmap = _BiasedApproximation(A, np.array([1.0, 0.5]), np.array([0.1 * DISTRUST_RESIDUAL, 0.0]))
+    FixedPointSolver(fmap, SolverConfig(tol=1e-12, max_iter=40)).solve(np.zeros(2))
+    assert not fmap.full_only
+
+
+def test_positional_solve_at_omega_0_converges() -> None:
+    """Issue 17: at omega = 0, alpha = 0.3 the polished iteration converged to m = 0.1465, which the
+    full search rejected (residual 1.7e-2), and the solve stalled; now it converges on the branch."""
+    fp = solve(ModelParams(omega=0.0), 0.3, "positional", config=SolverConfig())
+    assert fp.status.converged and fp.branch == "positional"
+    assert fp.status.residual <= 1e-10
+    assert 0.11 < abs(fp.overlaps.m[0]) < 0.14  # m = 0.1261 (seed 0); the polished point had 0.1465
+
+
+def test_grid_extension_ends_at_the_limit() -> None:
+    assert grid_extension(3.0) == [6.0, ALPHA_LIMIT]
+    assert grid_extension(ALPHA_LIMIT) == []
+    ext = grid_extension(1.0)
+    assert ext[-1] == ALPHA_LIMIT and all(b > a for a, b in zip([1.0] + ext, ext))
+
+
+def test_alpha_c_bracket_grows_down_to_the_semantic_end() -> None:
+    """Delta e_t <= 0 at the lowest common grid point a_low, > 0 near the semantic end: the bracket
+    closes between them, skipping a point where a branch is lost."""
+    root = 0.55
+
+    def d_et(alpha: float) -> tuple[float, float]:
+        if abs(alpha - 0.57) < 1e-12:  # a == end + 0.5 (a_low - end) for end 0.51, a_low 0.63
+            raise BranchLost("lost")
+        return root - alpha, -1.0
+
+    (a0, d0), (a1, d1) = _grow_alpha_c_down(d_et, 0.51, 0.63, -0.08)
+    assert a0 < root < a1 and d0 > 0 >= d1
+    assert _grow_alpha_c_down(lambda a: (-1.0, -1.0), 0.51, 0.63, -0.08) is None
+
+
+def _golden_rows(name: str) -> list[dict[str, str]]:
+    with open(GOLDEN / name, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.mark.slow
+def test_phase_boundaries_at_omega_0_match_golden() -> None:
+    """The omega = 0 row (recorded with the issue-17 solver: benchmarks/record_omega0_golden.py)."""
+    (gold,) = _golden_rows("phase_diagram_omega0.csv")
+    b = phase_boundaries(ModelParams(omega=0.0), np.linspace(0.1, 3.0, 12), config=SolverConfig())
+    row = b.row()
+    for key, atol in (("alpha_c", ATOL_ROOT), ("alpha_l", ATOL_ROOT), ("alpha_c_coarse", ATOL_ROOT),
+                      ("semantic_end", ATOL_END), ("positional_end", ATOL_END)):
+        now, then = float(row[key]), float(gold[key])
+        assert math.isfinite(now), (key, row["notes"])
+        assert abs(now - then) <= atol, (key, now, then)
