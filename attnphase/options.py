@@ -221,9 +221,6 @@ def model_errors():
         raise ValueError(f"{option}: {msg}") from None
 
 
-#: First-run code-generation time of the state-evolution kernels per L, seconds on 2 cores (measured;
-#: cached afterwards).
-MEASURED_CODEGEN_SECONDS = {2: 10, 3: 15, 4: 75}
 #: The largest L of the commands that need no state evolution, measured on 2 cores: ``derive``
 #: renders every equation with sympy (L = 5 ~10 s, L = 6 ~20 s, L = 7 ~45 s, L = 10 over 150 s);
 #: ``simulate`` trains at finite d (L = 10 ~15 s at d = 50).
@@ -244,20 +241,6 @@ def check_L(L: Any, command: str = "") -> None:
         limit = MAX_L_OTHER.get(command, 10)
         raise ValueError(f"--L {L}: {command} supports L <= {limit} (measured: derive --L 10 took over 150 s, "
                          f"--L 7 ~45 s on 2 cores); set ATTNPHASE_MAX_L to try anyway")
-
-
-def announce_codegen(L: int, *, quiet: bool = False) -> None:
-    """Say on stderr that the first run at this L generates code, and about how long it takes."""
-    if quiet:
-        return
-    from attnphase.theory.codegen import is_cached
-
-    if is_cached("kernels", L, 1, True):
-        return
-    est = MEASURED_CODEGEN_SECONDS.get(L)
-    how_long = f"about {est} s on 2 cores" if est else "a long time"
-    print(f"attnphase: generating the kernels for L = {L} with sympy (first run at this L: {how_long}; "
-          f"cached afterwards)", file=sys.stderr, flush=True)
 
 
 def announce_defaults(args: argparse.Namespace, params: Any) -> None:

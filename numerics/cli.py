@@ -77,7 +77,6 @@ def cmd_solve(args: argparse.Namespace) -> int:
     opt.check_supported(params, cfg)
     n_rules = opt.error_estimate_from_args(args)
     opt.announce_defaults(args, params)
-    opt.announce_codegen(params.L)
     opt.announce_rules(params.L, cfg)
     if params.L >= 3:
         print(f"attnphase: note: at L = {params.L} one solve takes from seconds to a minute or more "
@@ -157,7 +156,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print("attnphase: note: --alpha values sorted ascending (the branch is followed by continuation in alpha)",
               file=sys.stderr)
     opt.announce_defaults(args, params)
-    opt.announce_codegen(params.L)
     opt.announce_rules(params.L, cfg)
     opt.announce_work(f"sweep of {len(alphas)} alpha values", len(alphas), params.L, cfg, quiet=args.quiet)
 
@@ -222,7 +220,6 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
                    "--omega/--alpha", args.large)
     out_dir = opt.out_dir_from_args(args)
     opt.announce_defaults(args, params)
-    opt.announce_codegen(params.L)
     opt.announce_rules(params.L, cfg)
     n_solves = 2 * len(omegas) * len(alphas) * max(1, n_rules)
     opt.announce_work(f"phase diagram over {len(omegas)} omega x {len(alphas)} alpha values, both branches",

@@ -257,17 +257,6 @@ def test_no_traceback_in_subprocess(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-def test_first_run_at_an_L_is_announced(capsys, tmp_path, monkeypatch):
-    from attnphase import options as opt
-
-    monkeypatch.setenv("ATTNPHASE_CACHE_DIR", str(tmp_path))  # an empty cache: the kernels would be generated
-    opt.announce_codegen(4)
-    err = capsys.readouterr().err
-    assert "generating the kernels for L = 4" in err and f"about {opt.MEASURED_CODEGEN_SECONDS[4]} s" in err
-    opt.announce_codegen(4, quiet=True)
-    assert capsys.readouterr().err == ""
-
-
 def test_large_rules_and_long_runs_are_announced(capsys):
     from attnphase import options as opt
     from attnphase.numerics.config import SolverConfig

@@ -204,16 +204,6 @@ def _read_cached(path: Path, key: str) -> str | None:
     return source if source.split("\n", 1)[0] == f"# attnphase generated kernels; key: {key}" else None
 
 
-def is_cached(kind: str, L: int, r: int, cse: bool, scalar: bool = False) -> bool:
-    """Whether the generated module is in the disk cache for the current theory (no sympy, no compile)."""
-    key, stem = _key(kind, L, r, cse, scalar)
-    try:
-        with open(cache_dir() / f"{stem}.py") as fh:
-            return fh.readline().rstrip("\n") == f"# attnphase generated kernels; key: {key}"
-    except (OSError, ValueError):
-        return False
-
-
 def cached_source(
     kind: str, L: int, r: int, cse: bool, build: Callable[[], Sequence[FunctionSpec]], scalar: bool = False
 ) -> tuple[str, Path]:

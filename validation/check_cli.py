@@ -46,7 +46,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     out_dir = opt.out_dir_from_args(args) if args.out else None
     if args.seed < 0:
         raise ValueError(f"--seed must be an integer >= 0, got {args.seed}")
-    opt.announce_codegen(params.L, quiet=args.json)
 
     def progress(res: Any) -> None:
         if not args.json:

@@ -158,7 +158,6 @@ def run_validate(args: argparse.Namespace) -> int:
     _check_dtype(args.dtype)
     check_memory(d, 2.5, params.L, 10000, args.dtype)  # 2.5: the largest alpha of the plans' grids
     check_device(args.device)
-    opt.announce_codegen(params.L)
 
     import torch
 
