@@ -124,6 +124,7 @@ def _add_phase_diagram(sub: argparse._SubParsersAction) -> None:
     opt.add_error_estimate_option(p, "each boundary's spread over the K rules (<boundary>_err columns, error bars)")
     opt.add_out_option(p, "results", "phase_diagram.csv, .json, .png and curves_omega0.3.png")
     opt.add_large_option(p, opt.MAX_DIAGRAM_POINTS)
+    opt.add_workers_option(p)
     opt.add_quiet_option(p)
     opt.add_json_option(p)
 

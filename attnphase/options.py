@@ -366,6 +366,29 @@ def add_json_option(p: argparse.ArgumentParser) -> None:
                    help="print the result as exactly one JSON object on stdout (messages go to stderr)")
 
 
+def add_workers_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workers", default="auto", metavar="N",
+                   help="processes the independent parts of the job run on (one per omega / rule replicate); "
+                   "'auto' (default): the cores this process may use; 1: in this process")
+
+
+def workers_from_args(args: argparse.Namespace) -> int:
+    """``--workers N``: N >= 1, or 'auto' = the usable cores (os.sched_getaffinity)."""
+    text = str(args.workers).strip().lower()
+    if text == "auto":
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # pragma: no cover - not Linux
+            return max(1, os.cpu_count() or 1)
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"--workers must be 'auto' or an integer >= 1, got {args.workers!r}")
+    return n
+
+
 def add_quiet_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 

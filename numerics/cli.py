@@ -216,6 +216,7 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     cfg = opt.config_from_args(args)
     opt.check_supported(params, cfg)
     n_rules = opt.error_estimate_from_args(args)
+    workers = opt.workers_from_args(args)
     opt.check_grid(len(omegas) * len(alphas), opt.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)",
                    "--omega/--alpha", args.large)
     out_dir = opt.out_dir_from_args(args)
@@ -235,7 +236,7 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
         stdout = opt.Rewriting(sys.stderr if args.json else sys.stdout, shown)
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(opt.Rewriting(sys.stderr, shown)):
             code = run_phase_diagram(params, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
-                                     error_estimate=n_rules)
+                                     error_estimate=n_rules, workers=workers)
         meta = json.loads((stage / "phase_diagram.json").read_text())
     if args.json:
         print(json.dumps(opt.json_value(meta | {"out": str(out_dir)})))

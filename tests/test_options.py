@@ -298,3 +298,17 @@ def test_every_readme_example_parses() -> None:
         argv = shlex.split(line, comments=True)
         args = parser.parse_args(argv)
         assert callable(args.func) or ":" in args.func, line
+
+
+def test_workers_option_is_auto_or_a_positive_integer() -> None:
+    import argparse
+
+    from attnphase import options as opt
+
+    p = argparse.ArgumentParser()
+    opt.add_workers_option(p)
+    assert opt.workers_from_args(p.parse_args(["--workers", "3"])) == 3
+    assert opt.workers_from_args(p.parse_args([])) >= 1
+    for bad in ("0", "-2", "two", "1.5"):
+        with pytest.raises(ValueError, match="--workers"):
+            opt.workers_from_args(p.parse_args([f"--workers={bad}"]))
