@@ -137,7 +137,8 @@ def phase_boundaries(
             notes.append(f"{sw.branch} end at {sw.end.alpha:.3f} found by solver failure (may be numerical)")
         if sw.end.note:
             notes.append(f"{sw.branch} end by {sw.end.method}: {sw.end.note}")
-        if math.isnan(sw.end.alpha) and sw.on_branch():  # NaN end: say why (the branch spans the grid)
+        said = any(n.startswith(f"{sw.branch} branch followed up to") for n in notes)
+        if math.isnan(sw.end.alpha) and sw.on_branch() and not said:  # NaN end: say why (it spans the grid)
             notes.append(f"{sw.branch} end: none in [{min(alphas):g}, {max(alphas):g}] (the branch exists on the whole grid)")
     s_on, p_on = sem.on_branch(), pos.on_branch()  # fresh lists: on_branch_solve adds its points to them
 

@@ -145,7 +145,9 @@ def sweep(
                 if end.method == "trace" and exists_here:
                     near = min(end.points or (good,), key=lambda p: abs(p.alpha - alpha))
                     fp = run(alpha, near)
-                if not on_branch(fp, branch) and exists_here:
+                if not on_branch(fp, branch) and exists_here and past_end:
+                    # a row is wanted here (phase boundaries, past_end=False, need only the branch's
+                    # points: the grid point is dropped there, at no extra cost)
                     fp = rescue(alpha, good)
                 if not on_branch(fp, branch) and end.kind == "solver failure":
                     # an end found only because warm solves failed may be numerical: a cold solve

@@ -30,7 +30,9 @@ def usable_cores() -> int:
 
 
 def _one_numba_thread() -> None:
+    # before the worker imports numba or numpy: one compiled thread, one BLAS thread per worker
     os.environ["NUMBA_NUM_THREADS"] = "1"
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
 
 def map_in_order(fn: Callable[[T], R], items: Sequence[T], workers: int = 1,
