@@ -234,7 +234,7 @@ def main() -> None:
         report["cli"] = {
             f"sweep16_{q}": bench_cli(
                 ["sweep", "--omega", "0.3", "--alpha", "0.5:3:16", "--branch", "semantic", "--quadrature", q,
-                 "--out", "{tmp}/sweep.csv", "--quiet"], f"attnphase sweep (16 alphas, semantic, {q})")
+                 "--out", "{tmp}", "--quiet"], f"attnphase sweep (16 alphas, semantic, {q})")
             for q in ("gh8", "sobol12")
         }
     if args.phase_diagram:
