@@ -11,40 +11,14 @@ import pytest
 
 from attnphase.numerics import SolverConfig, se_step, sweep, update
 from attnphase.numerics.config import QUADRATURE_ROLES
-from attnphase.numerics.fixed_point import Evaluation, FixedPointSolver, scaled_residual
+from attnphase.numerics.fixed_point import FixedPointSolver
 from attnphase.numerics.overlaps import Overlaps
 from attnphase.numerics.quadrature import make_rule
 from attnphase.numerics.se_map import hat_step
 from attnphase.theory.params import ModelParams
+from toy_maps import AffineMap as _AffineMap
 
 NUMERICS = Path(__file__).resolve().parents[1] / "numerics"
-
-
-class _AffineMap:
-    """x -> A x + b: a map the generic solver knows nothing about."""
-
-    def __init__(self, A: np.ndarray, b: np.ndarray, exact_every: int = 1):
-        self.A, self.b, self.calls, self.exact_every = A, b, 0, exact_every
-
-    def evaluate(self, x: np.ndarray, exact: bool = False) -> Evaluation:
-        self.calls += 1
-        fx = self.A @ x + self.b
-        return Evaluation(x.copy(), fx, scaled_residual(x, fx), exact or self.calls % self.exact_every == 0)
-
-    def admissible(self, x: np.ndarray) -> bool:
-        return bool(np.all(np.isfinite(x)))
-
-    def subspace(self, x: np.ndarray) -> np.ndarray:
-        return np.eye(x.size)
-
-    def jacobian_seed(self, n: int) -> None:
-        return None
-
-    def keep_jacobian(self, J: np.ndarray) -> None:
-        pass
-
-    def distrust_approximation(self) -> None:
-        self.exact_every = 1
 
 
 @pytest.mark.parametrize("warm", [False, True])

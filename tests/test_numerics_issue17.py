@@ -12,43 +12,18 @@ import pytest
 
 from attnphase.numerics import SolverConfig, phase_boundaries, solve
 from attnphase.numerics.boundaries import ALPHA_LIMIT, BranchLost, _grow_alpha_c_down, grid_extension
-from attnphase.numerics.fixed_point import DISTRUST_RESIDUAL, Evaluation, FixedPointSolver, scaled_residual
+from attnphase.numerics.fixed_point import DISTRUST_RESIDUAL, FixedPointSolver
 from attnphase.theory.params import ModelParams
+from toy_maps import AffineMap
 
 GOLDEN = Path(__file__).parent / "golden"
 #: as tests/test_golden.py: roots to xtol = 1e-4, ends (bifurcations) to the secant's 1e-3
 ATOL_ROOT, ATOL_END = 1e-4, 1e-3
 
 
-class _BiasedApproximation:
-    """x -> A x + b exactly; the approximate evaluations use b + bias (a map with a fixed point of
-    its own, as the SE map whose polished proximal candidates miss basins)."""
-
-    def __init__(self, A: np.ndarray, b: np.ndarray, bias: np.ndarray):
-        self.A, self.b, self.bias = A, b, bias
-        self.full_only = False
-        self.exact_calls = 0
-
-    def evaluate(self, x: np.ndarray, exact: bool = False) -> Evaluation:
-        exact = exact or self.full_only
-        self.exact_calls += exact
-        fx = self.A @ x + self.b + (0.0 if exact else self.bias)
-        return Evaluation(x.copy(), fx, scaled_residual(x, fx), exact)
-
-    def admissible(self, x: np.ndarray) -> bool:
-        return bool(np.all(np.isfinite(x)))
-
-    def subspace(self, x: np.ndarray) -> np.ndarray:
-        return np.eye(x.size)
-
-    def jacobian_seed(self, n: int) -> None:
-        return None
-
-    def keep_jacobian(self, J: np.ndarray) -> None:
-        pass
-
-    def distrust_approximation(self) -> None:
-        self.full_only = True
+def _BiasedApproximation(A: np.ndarray, b: np.ndarray, bias: np.ndarray) -> AffineMap:
+    """x -> A x + b exactly; approximate evaluations (all but those asked exact) use b + bias."""
+    return AffineMap(A, b, exact_every=10**9, bias=bias)
 
 
 @pytest.mark.parametrize("warm", [False, True])
