@@ -1,0 +1,231 @@
+"""Run a job's tasks: the stored ones are read back, the rest computed, each result stored as it lands.
+
+Executors (:class:`ExecutorSpec`):
+
+* ``workers = 1`` and no scheduler: in this process, one task after the other;
+* ``workers = N > 1``: a local Dask cluster (``distributed.LocalCluster``, N worker processes of one
+  thread each, on 127.0.0.1), started for the job and closed after it -- nothing to set up;
+* ``scheduler = "tcp://host:8786"``: an existing Dask cluster (``dask scheduler`` / ``dask worker``,
+  dask-jobqueue, ...); ``workers`` is then the cluster's business.
+
+Results come back to this process and are written here (the workers need no shared file system).
+A task that raises is recorded as failed with its error (type, message, traceback) and the job goes
+on; a worker process that dies in a task (killed, out of memory) is replaced by Dask's nanny and
+the task run again, up to ``allowed_failures`` deaths.  Workers run numba and BLAS on one thread
+(two workers on two cores keep both busy); a task's numbers do not depend on where it runs (the
+tests compare them bit for bit).  Ctrl-C closes the cluster and re-raises: the store then holds
+only complete files of the tasks that finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+from attnphase.execution.store import ResultStore, StoredRecord
+from attnphase.execution.tasks import Task
+
+#: The environment of every local worker process (set before it imports numba or numpy).
+WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+@dataclass(frozen=True)
+class ExecutorSpec:
+    """Where tasks run: ``workers`` local processes (1: this process) or the Dask ``scheduler`` at an address.
+
+    ``allowed_failures``: deaths of a worker inside one task before that task counts as failed.
+    ``connect_timeout``: seconds to reach ``scheduler``.
+    """
+
+    workers: int = 1
+    scheduler: str | None = None
+    allowed_failures: int = 3
+    connect_timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
+        if self.scheduler is not None and not str(self.scheduler).strip():
+            raise ValueError("scheduler must be an address such as tcp://host:8786")
+
+    @property
+    def in_process(self) -> bool:
+        return self.scheduler is None and self.workers == 1
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One task's result: ``status`` is "done" (computed now), "stored" (read back) or "failed" (``error``)."""
+
+    key: str
+    label: str
+    status: str
+    value: Any = None
+    error: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "failed"
+
+    @property
+    def reason(self) -> str:
+        """The error's first line (``Type: message``)."""
+        return self.error.splitlines()[0] if self.error else ""
+
+
+class TaskFailed(RuntimeError):
+    """A task of a job that must not fail (:func:`map_tasks`) failed; the message is its error."""
+
+
+class Progress:
+    """What :func:`run_tasks` reports (the default reports nothing); see :mod:`attnphase.execution.progress`."""
+
+    def start(self, total: int, stored: int, corrupted: int) -> None: ...
+    def running(self, n: int) -> None: ...
+    def finished(self, outcome: Outcome) -> None: ...
+    def note(self, text: str) -> None: ...
+
+
+def call_task(fn: Callable[[Any], Any], arg: Any) -> tuple[str, Any, str, float]:
+    """``fn(arg)`` as (status, value, error, seconds); an Exception becomes status "failed" with its
+    traceback (KeyboardInterrupt and SystemExit pass through)."""
+    t0 = time.perf_counter()
+    try:
+        value = fn(arg)
+    except Exception as exc:  # noqa: BLE001 - recorded, the job goes on
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        return "failed", None, f"{type(exc).__name__}: {' '.join(str(exc).split())}\n{tb}", time.perf_counter() - t0
+    return "done", value, "", time.perf_counter() - t0
+
+
+def run_tasks(
+    tasks: Sequence[Task],
+    *,
+    executor: ExecutorSpec = ExecutorSpec(),
+    store: ResultStore | None = None,
+    fresh: bool = False,
+    version: str = "",
+    progress: Progress | None = None,
+) -> list[Outcome]:
+    """One :class:`Outcome` per task, in order: read from ``store`` where it holds the task as done
+    (unless ``fresh``), computed on ``executor`` otherwise and written to ``store`` as each finishes
+    (failed tasks too, with their error; a rerun computes them again).  ``version``: written beside
+    each record (the code version of the keys)."""
+    keys = [t.key for t in tasks]
+    if len(set(keys)) != len(keys):
+        raise ValueError("run_tasks: two tasks share a key")
+    progress = progress or Progress()
+    out: list[Outcome | None] = [None] * len(tasks)
+    todo: list[int] = []
+    for i, t in enumerate(tasks):
+        rec = None if (fresh or store is None) else store.load(t.key)
+        if rec is not None and rec.status == "done":
+            out[i] = Outcome(t.key, t.label, "stored", rec.value, "", rec.seconds)
+        else:
+            todo.append(i)
+    progress.start(len(tasks), len(tasks) - len(todo), len(store.corrupted) if store else 0)
+
+    def record(i: int, status: str, value: Any, error: str, seconds: float) -> None:
+        t = tasks[i]
+        if store is not None:
+            store.save(StoredRecord(t.key, t.label, status, value, error, seconds), version)
+        out[i] = Outcome(t.key, t.label, status, value, error, seconds)
+        progress.finished(out[i])
+
+    if todo and executor.in_process:
+        for i in todo:
+            progress.running(1)
+            record(i, *call_task(tasks[i].fn, tasks[i].arg))
+    elif todo:
+        _run_on_dask(tasks, todo, executor, record, progress)
+    return [o for o in out if o is not None]
+
+
+def _run_on_dask(tasks: Sequence[Task], todo: list[int], executor: ExecutorSpec,
+                 record: Callable[..., None], progress: Progress) -> None:
+    from distributed import as_completed
+
+    with dask_client(executor, len(todo), progress.note) as client:
+        futures = {client.submit(call_task, tasks[i].fn, tasks[i].arg, key=f"attnphase-{tasks[i].key}",
+                                 pure=False): i for i in todo}
+        slots = max(1, sum(client.nthreads().values()))
+        pending = len(futures)
+        progress.running(min(pending, slots))
+        for fut in as_completed(futures):
+            i = futures.pop(fut)
+            try:
+                result = fut.result()
+            except Exception as exc:  # noqa: BLE001 - KilledWorker (died allowed_failures times), lost worker
+                result = ("failed", None, f"{type(exc).__name__}: {' '.join(str(exc).split())}", 0.0)
+            fut.release()
+            record(i, *result)
+            pending -= 1
+            progress.running(min(pending, slots))
+
+
+@contextlib.contextmanager
+def dask_client(executor: ExecutorSpec, n_tasks: int, say: Callable[[str], None] = lambda s: None) -> Iterator[Any]:
+    """A ``distributed.Client``: on the scheduler at ``executor.scheduler``, or on a local cluster of
+    min(workers, n_tasks) one-thread processes that is closed on exit (Ctrl-C included)."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    if executor.scheduler is not None:
+        try:
+            client = Client(executor.scheduler, timeout=f"{executor.connect_timeout}s")
+        except (OSError, TimeoutError) as exc:
+            raise ValueError(f"--scheduler {executor.scheduler}: cannot connect ({' '.join(str(exc).split())})") from None
+        try:
+            n = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+            say(f"Dask scheduler {executor.scheduler}: {n} workers; dashboard {client.dashboard_link}")
+            yield client
+        finally:
+            client.close()
+        return
+    n = max(1, min(executor.workers, n_tasks))
+    with dask.config.set({"distributed.scheduler.allowed-failures": executor.allowed_failures,
+                         }):
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               dashboard_address=_dashboard_address(), silence_logs=logging.ERROR, env=WORKER_ENV)
+    try:
+        client = Client(cluster)
+        try:
+            link = client.dashboard_link if _dashboard_address() else "none (pip install bokeh)"
+            say(f"local Dask cluster: {n} worker processes; dashboard {link}")
+            yield client
+        finally:
+            client.close()
+    finally:
+        cluster.close()
+
+
+def _dashboard_address() -> str | None:
+    """":0" (a free port) when bokeh, which serves the dashboard, imports; else no dashboard."""
+    import importlib.util
+
+    return ":0" if importlib.util.find_spec("bokeh") is not None else None
+
+
+def map_tasks(fn: Callable[[Any], Any], items: Sequence[Any], workers: int = 1,
+              progress: Callable[[Any], None] | None = None) -> list[Any]:
+    """``[fn(x) for x in items]`` through :func:`run_tasks` (no store): on ``workers`` local
+    processes when > 1.  ``progress`` gets each value as it completes; a failed item raises
+    :class:`TaskFailed` with its error once the others are done."""
+    tasks = [Task(key=str(i), label=str(i), fn=fn, arg=x) for i, x in enumerate(items)]
+
+    class _Each(Progress):
+        def finished(self, outcome: Outcome) -> None:
+            if progress is not None and outcome.ok:
+                progress(outcome.value)
+
+    outs = run_tasks(tasks, executor=ExecutorSpec(workers=workers if len(items) > 1 else 1), progress=_Each())
+    failed = [o for o in outs if not o.ok]
+    if failed:
+        raise TaskFailed(f"{len(failed)} of {len(outs)} tasks failed; first: {failed[0].error}")
+    return [o.value for o in outs]

@@ -1,0 +1,80 @@
+"""Progress of a job's tasks on the terminal: done / running / failed, the stored ones, an ETA."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from attnphase.execution.executor import Outcome, Progress
+
+
+class TaskBar(Progress):
+    """A tqdm bar over tasks (``desc``): the bar counts finished tasks (stored ones included, so the
+    ETA covers what is left); the postfix says how many run now, how many failed, how many were
+    read back from the store.  ``quiet``: no bar; the notes (cluster, dashboard, corrupted files)
+    are printed on stderr unless ``quiet``."""
+
+    def __init__(self, desc: str, unit: str = "task", quiet: bool = False) -> None:
+        self.desc, self.unit, self.quiet = desc, unit, quiet
+        self.bar: Any = None
+        self.n_running = self.n_failed = self.n_stored = 0
+        self.failures: list[Outcome] = []
+
+    def start(self, total: int, stored: int, corrupted: int) -> None:
+        from tqdm import tqdm
+
+        self.n_stored = stored
+        if corrupted:
+            self.note(f"{corrupted} corrupted or partial task file(s) removed; computing them again")
+        if stored:
+            self.note(f"{stored} of {total} tasks read back from the store (--fresh recomputes them)")
+        self.bar = tqdm(total=total, initial=stored, desc=self.desc, unit=self.unit, file=sys.stderr,
+                        disable=self.quiet, dynamic_ncols=True)
+        self._postfix()
+
+    def running(self, n: int) -> None:
+        self.n_running = n
+        self._postfix()
+
+    def finished(self, outcome: Outcome) -> None:
+        if not outcome.ok:
+            self.n_failed += 1
+            self.failures.append(outcome)
+        if self.bar is not None:
+            self.bar.update(1)
+        self._postfix()
+
+    def note(self, text: str) -> None:
+        if self.quiet:
+            return
+        if self.bar is not None:
+            self.bar.write(f"attnphase: {text}", file=sys.stderr)
+        else:
+            print(f"attnphase: {text}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+    def _postfix(self) -> None:
+        if self.bar is not None and not self.quiet:
+            self.bar.set_postfix_str(f"running {self.n_running}, failed {self.n_failed}, stored {self.n_stored}",
+                                     refresh=False)
+
+    def __enter__(self) -> "TaskBar":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def failure_summary(outcomes: list[Outcome]) -> str:
+    """One line: how many tasks failed and why (each distinct reason once, with its count)."""
+    failed = [o for o in outcomes if not o.ok]
+    if not failed:
+        return ""
+    reasons: dict[str, list[str]] = {}
+    for o in failed:
+        reasons.setdefault(o.reason, []).append(o.label)
+    parts = [f"{reason} ({', '.join(labels[:3])}{', ...' if len(labels) > 3 else ''})" for reason, labels in reasons.items()]
+    return f"{len(failed)} of {len(outcomes)} tasks failed: " + "; ".join(parts)

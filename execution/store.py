@@ -1,0 +1,103 @@
+"""The result store: one file per finished task under the job's folder, complete or absent.
+
+    DIR/tasks/<key>.task  =  b"attnphase-task 1\\n" + sha256(payload) hex + b"\\n" + payload
+
+``payload`` is the pickled record ``{"key", "label", "status": "done" | "failed", "value" | "error",
+"seconds", "code_version", "finished"}``.  A file is written to a hidden temporary name in the same
+folder and renamed (:func:`os.replace`, atomic), so a reader never sees half a file; a file that is
+truncated or altered anyway (a full disk, a copy that stopped) fails the checksum and is reported
+as corrupted -- the task is computed again.  Temporary files left by a killed run are removed when
+the store is opened.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MAGIC = b"attnphase-task 1\n"
+SUFFIX = ".task"
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    """A task's stored record: ``status`` is "done" (``value``) or "failed" (``error``)."""
+
+    key: str
+    label: str
+    status: str
+    value: Any = None
+    error: str = ""
+    seconds: float = 0.0
+
+
+class ResultStore:
+    """Finished tasks of one job, one checksummed file each under ``folder``."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for stale in self.folder.glob(f".*{SUFFIX}.tmp"):  # a killed writer's temporary file
+            stale.unlink(missing_ok=True)
+        self.corrupted: list[str] = []
+
+    def path(self, key: str) -> Path:
+        return self.folder / f"{key}{SUFFIX}"
+
+    def load(self, key: str) -> StoredRecord | None:
+        """The record of ``key``; None when absent or corrupted (a corrupted file's key is appended
+        to ``self.corrupted`` and the file removed)."""
+        path = self.path(key)
+        try:
+            blob = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        record = _decode(blob)
+        if record is None or record.get("key") != key:
+            self.corrupted.append(key)
+            path.unlink(missing_ok=True)
+            return None
+        return StoredRecord(key=key, label=record.get("label", ""), status=record["status"],
+                            value=record.get("value"), error=record.get("error", ""),
+                            seconds=float(record.get("seconds", 0.0)))
+
+    def save(self, record: StoredRecord, version: str = "") -> None:
+        """Write ``record`` atomically (temporary file, fsync, rename)."""
+        payload = pickle.dumps({"key": record.key, "label": record.label, "status": record.status,
+                                "value": record.value, "error": record.error, "seconds": record.seconds,
+                                "code_version": version, "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
+                               protocol=pickle.HIGHEST_PROTOCOL)
+        blob = MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+        fd, tmp = tempfile.mkstemp(prefix=f".{record.key}", suffix=f"{SUFFIX}.tmp", dir=self.folder)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(blob)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path(record.key))
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def keys(self) -> list[str]:
+        """Keys of the task files present (not checked)."""
+        return sorted(p.name[: -len(SUFFIX)] for p in self.folder.glob(f"*{SUFFIX}"))
+
+
+def _decode(blob: bytes) -> dict[str, Any] | None:
+    if not blob.startswith(MAGIC):
+        return None
+    digest, sep, payload = blob[len(MAGIC):].partition(b"\n")
+    if not sep or hashlib.sha256(payload).hexdigest().encode() != digest:
+        return None
+    try:
+        record = pickle.loads(payload)
+    except Exception:  # noqa: BLE001 - a payload that passed the checksum but not unpickling is corrupted too
+        return None
+    return record if isinstance(record, dict) and record.get("status") in ("done", "failed") else None

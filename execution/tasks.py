@@ -1,0 +1,81 @@
+"""A task: one independent computation of a job, and the key its result is stored under.
+
+The key is a hash of everything the result depends on:
+
+    key = sha256(function name, canonical JSON of the task's identity, code version)[:20]
+
+where the identity is what the caller says determines the result (the model, the solver settings,
+the grid) and the code version hashes the source of the layers the function runs
+(:func:`code_version`): a changed input or a changed line of the numerics gives a new key, so a
+stored result is never reused for a computation it does not answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Task:
+    """One independent computation: ``fn(arg)`` (``fn`` module-level, ``arg`` picklable).
+
+    Attributes:
+        key: the store key (:func:`task_key`).
+        label: what the task is, for people (``omega=0.3``).
+        fn: the function, importable by name on a worker.
+        arg: its one argument.
+        coords: the task's place in the job's dataset (``{"omega": 0.3}``), for the result's table.
+    """
+
+    key: str
+    label: str
+    fn: Callable[[Any], Any]
+    arg: Any
+    coords: tuple[tuple[str, Any], ...] = ()
+
+
+def canonical(value: Any) -> Any:
+    """A JSON-ready copy of ``value`` with floats as their repr (so 0.1 and 0.1000000001 differ and
+    NaN has one spelling), tuples as lists, dict keys as strings."""
+    if isinstance(value, dict):
+        return {str(k): canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value]
+    if hasattr(value, "tolist") and callable(value.tolist):
+        return canonical(value.tolist())
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else str(value)
+    return repr(value)
+
+
+def task_key(fn: Callable[..., Any], identity: Any, version: str) -> str:
+    """sha256 of (``fn``'s module and name, the canonical JSON of ``identity``, ``version``), 20 hex digits."""
+    blob = json.dumps({"fn": f"{fn.__module__}.{fn.__qualname__}", "identity": canonical(identity),
+                       "code": version}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+@lru_cache(maxsize=None)
+def code_version(*packages: str) -> str:
+    """``<package version>+<hash>``: the hash of every ``.py`` file under ``packages`` (sorted by path).
+
+    Any edit of the code a task runs changes it (and with it every key); nothing else does.
+    """
+    from attnphase import __version__
+
+    h = hashlib.sha256()
+    for name in sorted(packages):
+        root = Path(importlib.import_module(name).__file__).parent
+        for path in sorted(root.rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+    return f"{__version__}+{h.hexdigest()[:12]}"
