@@ -38,6 +38,8 @@ COMMANDS = (
     ("validate", "attnphase.validation.cli:run_validate"),
     ("check", "attnphase.validation.check_cli:cmd_check"),
     ("histogram", "attnphase.validation.histogram.cli:run"),
+    ("scan", "attnphase.numerics.scan:cmd_scan"),
+    ("show", "attnphase.execution.cli:cmd_show"),
 )
 
 #: An argument that starts with "-" and then a digit or ".digit" is a value, never an option
@@ -198,9 +200,40 @@ def _add_check(sub: argparse._SubParsersAction) -> None:
     importlib.import_module("attnphase.validation.check_cli").register(sub)
 
 
+def _add_scan(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "scan", help="the phase diagram over a second model parameter and omega, as tasks, into one dataset",
+        description="The phase diagram (as phase-diagram) at every value of one more model parameter: give a list "
+        "to exactly one of --lam, --rho0, --L (a,b,c or START:STOP:NUM) or --sigma (values separated by \";\", "
+        "each one number or L numbers). Writes scan.nc (dimensions <parameter>, omega, branch, alpha), scan.csv "
+        "and one figure per value, phase_diagram_<parameter><value>.png.",
+    )
+    p.add_argument("--alpha", default="0.1:3:12", metavar="RANGE",
+                   help=f"alpha grid of the branch sweeps, values > 0: {opt.RANGE_SYNTAX} (default 0.1:3:12)")
+    opt.add_model_options(p, omega_range=True, omega_default="0:0.45:10", scan=True)
+    opt.add_solver_options(p)
+    opt.add_error_estimate_option(p, "each boundary's spread over the K rules (<boundary>_err variables)")
+    opt.add_out_option(p, "results/scan", "scan.nc, scan.csv, scan.json and a phase diagram figure per value")
+    opt.add_large_option(p, opt.MAX_DIAGRAM_POINTS)
+    opt.add_workers_option(p)
+    opt.add_quiet_option(p)
+    opt.add_json_option(p)
+
+
+def _add_show(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "show", help="print the summary of a job's dataset (its --out folder or a .nc file)",
+        description="Print the dimensions, variables, task status and attributes (model, solver, rule, code "
+        "version, date) of the netCDF dataset(s) a job wrote into its --out folder.",
+    )
+    p.add_argument("path", metavar="PATH", help="a job's --out folder, or one .nc file")
+    opt.add_json_option(p)
+
+
 _BUILDERS = {
     "derive": _add_derive, "solve": _add_solve, "sweep": _add_sweep, "phase-diagram": _add_phase_diagram,
     "simulate": _add_simulate, "validate": _add_validate, "check": _add_check, "histogram": _add_histogram,
+    "scan": _add_scan, "show": _add_show,
 }
 
 

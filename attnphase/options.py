@@ -135,15 +135,20 @@ def parse_value(text: str, option: str, *, positive: bool = False, hint: str = "
 # --- the model group ----------------------------------------------------------------------------
 
 def add_model_options(
-    p: argparse.ArgumentParser, *, omega_range: bool = False, omega_default: str = "0.3", omega_help: str = ""
+    p: argparse.ArgumentParser, *, omega_range: bool = False, omega_default: str = "0.3", omega_help: str = "",
+    scan: bool = False,
 ) -> None:
-    """Add the model group; ``omega_range``: the command scans omega (``--omega`` takes a range)."""
+    """Add the model group; ``omega_range``: the command scans omega (``--omega`` takes a range);
+    ``scan``: ``--L``, ``--lam``, ``--rho0`` take lists and ``--sigma`` values separated by ";"
+    (``attnphase scan``; :func:`scan_from_args`)."""
     g = p.add_argument_group("model (docs/model.md section 1; the paper's defaults)")
-    g.add_argument("--L", type=int, default=2, metavar="L", help="sequence length L >= 2 (default 2)")
+    many = f"; scan: a list, {RANGE_SYNTAX}" if scan else ""
+    g.add_argument("--L", type=str if scan else int, default="2" if scan else 2, metavar="L",
+                   help=f"sequence length L >= 2 (default 2){many}")
     g.add_argument(
         "--sigma", default="0.5", metavar="S",
         help="token standard deviation sigma_l: one number for every token, or L numbers (a,b,c or START:STOP:NUM) "
-        "(default 0.5)",
+        "(default 0.5)" + ('; scan: several such values separated by ";"' if scan else ""),
     )
     g.add_argument(
         "--A", default=None, metavar="MATRIX",
@@ -163,8 +168,51 @@ def add_model_options(
     else:
         g.add_argument("--omega", default=omega_default, metavar="OMEGA",
                        help=f"{what} (default {omega_default})" + (f"; {omega_help}" if omega_help else ""))
-    g.add_argument("--lam", type=float, default=0.01, metavar="LAM", help="ridge penalty lambda >= 0 (default 0.01)")
-    g.add_argument("--rho0", type=float, default=1.0, metavar="RHO0", help="teacher norm rho0 = |Q*|^2/d > 0 (default 1)")
+    g.add_argument("--lam", type=str if scan else float, default="0.01" if scan else 0.01, metavar="LAM",
+                   help=f"ridge penalty lambda >= 0 (default 0.01){many}")
+    g.add_argument("--rho0", type=str if scan else float, default="1" if scan else 1.0, metavar="RHO0",
+                   help=f"teacher norm rho0 = |Q*|^2/d > 0 (default 1){many}")
+
+
+#: The model options ``attnphase scan`` may scan: option -> ModelParams field.
+SCAN_OPTIONS = {"--lam": "lam", "--rho0": "rho0", "--L": "L", "--sigma": "sigma"}
+
+
+def scan_from_args(args: argparse.Namespace) -> tuple[str, list[Any], list[Any], list[float]]:
+    """``attnphase scan``'s grid: (the scanned field, its values, the ModelParams at each value (at the
+    first omega), the omegas).  Exactly one of --lam, --rho0, --L, --sigma holds several values."""
+    lists = {"--lam": parse_values(args.lam, "--lam"), "--rho0": parse_values(args.rho0, "--rho0"),
+             "--L": parse_values(args.L, "--L"), "--sigma": [t for t in str(args.sigma).split(";") if t.strip()]}
+    if not lists["--sigma"]:
+        raise ValueError(f"--sigma must be one or more values separated by \";\", got {args.sigma!r}")
+    if any(v != int(v) for v in lists["--L"]):
+        raise ValueError(f"--L values must be integers >= 2, got {args.L!r}")
+    scanned = [o for o, v in lists.items() if len(v) > 1]
+    if len(scanned) != 1:
+        raise ValueError("scan needs a list of values for exactly one of --lam, --rho0, --L, --sigma (the second "
+                         f"parameter beside --omega), got {len(scanned)}" + (f" ({', '.join(scanned)})" if scanned else ""))
+    option = scanned[0]
+    values = lists[option]
+    if len(set(map(str, values))) != len(values):
+        raise ValueError(f"{option}: the scanned values must differ, got {getattr(args, SCAN_OPTIONS[option])!r}")
+    omegas = parse_values(args.omega, "--omega")
+    models = []
+    for v in values:
+        one = argparse.Namespace(**vars(args))
+        for o, vals in lists.items():
+            setattr(one, SCAN_OPTIONS[o], v if o == option else vals[0])
+        one.L = int(one.L)
+        models.append(omegas_from_args_ns(one, omegas))
+    return SCAN_OPTIONS[option], [int(v) if option == "--L" else v for v in values], models, omegas
+
+
+def omegas_from_args_ns(args: argparse.Namespace, omegas: list[float]) -> Any:
+    """The ModelParams of ``args`` at the first of ``omegas``, every omega validated."""
+    params = params_from_args(args, omega=omegas[0])
+    with model_errors():
+        for w in omegas:
+            params.replace(omega=w)
+    return params
 
 
 def _matrix(text: str | None, option: str) -> Any:
@@ -367,9 +415,17 @@ def add_json_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_workers_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workers", default="auto", metavar="N",
-                   help="processes the independent parts of the job run on (one per omega / rule replicate); "
-                   "'auto' (default): the cores this process may use; 1: in this process")
+    """The executor group: ``--workers N``, ``--scheduler ADDRESS``, ``--fresh`` (docs/distributed.md)."""
+    g = p.add_argument_group("execution (docs/distributed.md)")
+    g.add_argument("--workers", default="auto", metavar="N",
+                   help="local worker processes the job's tasks run on (a Dask cluster started and stopped by the "
+                   "command); 'auto' (default): the cores this process may use; 1: in this process")
+    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run the tasks on an existing Dask cluster instead, e.g. tcp://host:8786 (--workers is then "
+                   "the cluster's)")
+    g.add_argument("--fresh", action="store_true",
+                   help="recompute every task (default: tasks finished by an earlier run of the same command, "
+                   "stored under DIR/tasks, are read back)")
 
 
 def workers_from_args(args: argparse.Namespace) -> int:
@@ -387,6 +443,22 @@ def workers_from_args(args: argparse.Namespace) -> int:
     if n < 1:
         raise ValueError(f"--workers must be 'auto' or an integer >= 1, got {args.workers!r}")
     return n
+
+
+_ADDRESS = re.compile(r"^(tcp|tls|inproc|ucx|ws|wss)://[^\s]+$|^[\w.\-]+:\d+$")
+
+
+def executor_from_args(args: argparse.Namespace):
+    """The :class:`~attnphase.execution.ExecutorSpec` of the execution group (checked before any work)."""
+    from attnphase.execution.executor import ExecutorSpec
+
+    workers = workers_from_args(args)
+    scheduler = getattr(args, "scheduler", None)
+    if scheduler is not None:
+        scheduler = str(scheduler).strip()
+        if not _ADDRESS.match(scheduler):
+            raise ValueError(f"--scheduler must be a Dask scheduler address such as tcp://host:8786, got {scheduler!r}")
+    return ExecutorSpec(workers=workers, scheduler=scheduler)
 
 
 def add_quiet_option(p: argparse.ArgumentParser) -> None:

@@ -164,9 +164,9 @@ def _run_on_dask(tasks: Sequence[Task], todo: list[int], executor: ExecutorSpec,
             except Exception as exc:  # noqa: BLE001 - KilledWorker (died allowed_failures times), lost worker
                 result = ("failed", None, f"{type(exc).__name__}: {' '.join(str(exc).split())}", 0.0)
             fut.release()
-            record(i, *result)
             pending -= 1
             progress.running(min(pending, slots))
+            record(i, *result)
 
 
 @contextlib.contextmanager

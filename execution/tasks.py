@@ -31,14 +31,12 @@ class Task:
         label: what the task is, for people (``omega=0.3``).
         fn: the function, importable by name on a worker.
         arg: its one argument.
-        coords: the task's place in the job's dataset (``{"omega": 0.3}``), for the result's table.
     """
 
     key: str
     label: str
     fn: Callable[[Any], Any]
     arg: Any
-    coords: tuple[tuple[str, Any], ...] = ()
 
 
 def canonical(value: Any) -> Any:

@@ -34,6 +34,17 @@ def params_from_args(args: argparse.Namespace):
     return opt.params_from_args(args, omega=opt.single_omega(args, getattr(args, "command", None) or ""))
 
 
+#: Where a job keeps its finished tasks, under its --out folder (docs/distributed.md).
+TASKS_FOLDER = "tasks"
+
+
+def command_line() -> str:
+    """The command as typed (a dataset's ``command`` attribute)."""
+    import shlex
+
+    return "attnphase " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
 #: The exit code of a solve or sweep whose requested branch was found nowhere (README "Exit codes").
 EXIT_NO_BRANCH = 3
 #: Record entries that are results of a fixed point (null where the solve did not converge).
@@ -216,7 +227,7 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     cfg = opt.config_from_args(args)
     opt.check_supported(params, cfg)
     n_rules = opt.error_estimate_from_args(args)
-    workers = opt.workers_from_args(args)
+    executor = opt.executor_from_args(args)
     opt.check_grid(len(omegas) * len(alphas), opt.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)",
                    "--omega/--alpha", args.large)
     out_dir = opt.out_dir_from_args(args)
@@ -226,7 +237,10 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     opt.announce_work(f"phase diagram over {len(omegas)} omega x {len(alphas)} alpha values, both branches",
                       n_solves, params.L, cfg, quiet=args.quiet)
 
+    from attnphase.execution import ResultStore
     from attnphase.numerics.report import run_phase_diagram
+
+    store = ResultStore(out_dir / TASKS_FOLDER)
 
     # --json: the table run_phase_diagram prints goes to stderr; stdout gets phase_diagram.json alone
     # the files are written into a staging folder and moved into --out DIR at the end (all or none);
@@ -236,7 +250,8 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
         stdout = opt.Rewriting(sys.stderr if args.json else sys.stdout, shown)
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(opt.Rewriting(sys.stderr, shown)):
             code = run_phase_diagram(params, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
-                                     error_estimate=n_rules, workers=workers)
+                                     error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
+                                     command=command_line())
         meta = json.loads((stage / "phase_diagram.json").read_text())
     if args.json:
         print(json.dumps(opt.json_value(meta | {"out": str(out_dir)})))

@@ -101,13 +101,16 @@ def boundary_errors(
     cfg = config or SolverConfig()
     jobs = [(params.replace(omega=b.omega), list(alphas), cfg.variant(k)) for b in rows for k in range(1, n_rules)]
     others = map_in_order(boundaries_job, jobs, workers, progress)
-    out = []
-    for i, b in enumerate(rows):
-        runs = [b] + others[i * (n_rules - 1):(i + 1) * (n_rules - 1)]
-        row: dict[str, float] = {}
-        for key in BOUNDARY_KEYS:
-            values = [float(getattr(r, key)) for r in runs]
-            row[f"{key}_err"] = _spread(values)
-            row[f"{key}_found"] = sum(math.isfinite(v) for v in values)
-        out.append(row)
-    return out
+    return [replicate_spread([b] + others[i * (n_rules - 1):(i + 1) * (n_rules - 1)]) for i, b in enumerate(rows)]
+
+
+def replicate_spread(runs: Sequence[Boundaries]) -> dict[str, float]:
+    """For each key of BOUNDARY_KEYS, ``<key>_err``: the sample standard deviation of the boundary over
+    ``runs`` (the same omega on independent rules) where it was found (NaN with fewer than two), and
+    ``<key>_found``: on how many runs it was."""
+    row: dict[str, float] = {}
+    for key in BOUNDARY_KEYS:
+        values = [float(getattr(r, key)) for r in runs]
+        row[f"{key}_err"] = _spread(values)
+        row[f"{key}_found"] = sum(math.isfinite(v) for v in values)
+    return row

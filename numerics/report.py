@@ -1,4 +1,9 @@
-"""The ``phase-diagram`` job: boundaries over omega, CSV + figures + printed table."""
+"""The ``phase-diagram`` job: boundaries over omega as tasks, CSV + netCDF + figures + printed table.
+
+Every omega (and every ``--error-estimate`` replicate of it) is one task of the execution layer
+(:mod:`attnphase.numerics.jobs`), stored under ``DIR/tasks`` as it finishes: a rerun of the same
+command computes only what is missing, ``--fresh`` everything.
+"""
 
 from __future__ import annotations
 
@@ -7,20 +12,57 @@ import json
 import math
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from tqdm import tqdm
-
-from attnphase.numerics.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS, phase_boundaries, phase_diagram
+from attnphase.execution import ExecutorSpec, Outcome, ResultStore, run_tasks
+from attnphase.execution.dataset import job_attrs, write_netcdf
+from attnphase.execution.progress import TaskBar, failure_summary
+from attnphase.numerics.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS, Boundaries
 from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.dataset import boundaries_dataset
+from attnphase.numerics.jobs import boundaries_or_failure, boundaries_task, numerics_version, strip_sweeps
 from attnphase.numerics.plots import plot_branch_curves, plot_phase_diagram
-from attnphase.numerics.quadrature_error import boundary_errors
+from attnphase.numerics.quadrature_error import replicate_spread
 from attnphase.theory.params import ModelParams
 
 CSV_COLUMNS = BOUNDARY_COLUMNS + ("notes",)
 ERROR_COLUMNS = tuple(f"{k}_{suffix}" for k in BOUNDARY_KEYS for suffix in ("err", "found"))
 CURVES_OMEGA = 0.3
+
+
+@dataclass(frozen=True)
+class BoundaryRuns:
+    """The boundaries of a list of models (each with its errors over the rules, or None), the
+    outcome of each model's first task, and the task counts {"total", "computed", "stored", "failed"}."""
+
+    rows: list[Boundaries]
+    errors: list[dict[str, float]] | None
+    outcomes: list[Outcome]
+    counts: dict[str, int]
+    failures: str
+
+
+def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], config: SolverConfig,
+                       n_rules: int = 0, *, executor: ExecutorSpec = ExecutorSpec(), store: ResultStore | None = None,
+                       fresh: bool = False, quiet: bool = False, desc: str = "phase diagram",
+                       tags: Sequence[str] | None = None) -> BoundaryRuns:
+    """phase_boundaries at every model (one task each), and on ``n_rules - 1`` more rules when
+    ``n_rules`` >= 2 (the replicates keep only their numbers).  ``tags``: label prefixes per model."""
+    reps = max(1, n_rules)
+    tags = tags or [""] * len(models)
+    tasks = [boundaries_task(m, alphas, config, k, tag) for m, tag in zip(models, tags) for k in range(reps)]
+    with TaskBar(desc, unit="task", quiet=quiet) as bar:
+        outs = run_tasks(tasks, executor=executor, store=store, fresh=fresh, version=numerics_version(), progress=bar)
+    rows = [boundaries_or_failure(outs[i * reps], m.omega) for i, m in enumerate(models)]
+    errors = None
+    if n_rules:
+        errors = [replicate_spread([strip_sweeps(boundaries_or_failure(o, m.omega)) for o in outs[i * reps:(i + 1) * reps]])
+                  for i, m in enumerate(models)]
+    counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
+              "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs)}
+    return BoundaryRuns(rows, errors, [outs[i * reps] for i in range(len(models))], counts, failure_summary(outs))
 
 
 def _fmt(x: float) -> str:
@@ -29,6 +71,32 @@ def _fmt(x: float) -> str:
 
 def _fmt_err(x: float) -> str:
     return "nan" if not math.isfinite(x) else f"{x:.1e}"
+
+
+def boundary_table(rows: Sequence[Boundaries], errors: Sequence[dict] | None) -> list[dict]:
+    return [b.row() | (errors[i] if errors else {}) for i, b in enumerate(rows)]
+
+
+def write_boundary_csv(path: Path, table: list[dict], errors: bool, first: Sequence[str] = ()) -> None:
+    with open(path, "w", newline="") as fh:
+        wr = csv.DictWriter(fh, fieldnames=tuple(first) + CSV_COLUMNS + (ERROR_COLUMNS if errors else ()))
+        wr.writeheader()
+        wr.writerows(table)
+
+
+def print_boundary_table(table: list[dict], error_estimate: int) -> None:
+    width = 18 if error_estimate else 9
+    print(f"{'omega':>7} " + " ".join(f"{h:>{width}}" for h in ("alpha_c", "alpha_l", "sem_end", "pos_end"))
+          + "  notes" + (f"   (+- spread over {error_estimate} rules)" if error_estimate else ""))
+    for r in table:
+        cells = [_fmt(r[k]) + (f" +- {_fmt_err(r[k + '_err'])}" if error_estimate else "") for k in BOUNDARY_KEYS]
+        print(f"{r['omega']:7.3f} " + " ".join(f"{c:>{width}}" for c in cells) + f"  {r['notes']}")
+
+
+def alpha_max_of(rows: Sequence[Boundaries], alphas: Sequence[float]) -> float:
+    """The figure's alpha range: the grid, and boundaries found beyond it (brackets grow up to ALPHA_LIMIT)."""
+    found = [getattr(b, k) for b in rows for k in BOUNDARY_KEYS if math.isfinite(getattr(b, k))]
+    return max([max(alphas)] + [1.05 * a for a in found])
 
 
 def run_phase_diagram(
@@ -40,46 +108,49 @@ def run_phase_diagram(
     config: SolverConfig | None = None,
     quiet: bool = False,
     error_estimate: int = 0,
-    workers: int = 1,
+    executor: ExecutorSpec = ExecutorSpec(),
+    store: ResultStore | None = None,
+    fresh: bool = False,
+    command: str = "",
 ) -> int:
-    """Compute the boundaries at every omega, write phase_diagram.csv/.json/.png and curves_omega0.3.png.
+    """Compute the boundaries at every omega; write phase_diagram.csv/.json/.nc/.png and curves_omega0.3.png.
 
     Every setting is in ``config`` (solve rule, alpha_c correction rule, branch-end strategy and rule).
     ``error_estimate``: K >= 2 repeats the computation on K - 1 more independent rules and adds
     each boundary's spread over the K rules (``<boundary>_err``, ``<boundary>_found`` columns,
-    error bars in the figure); about K times the time.  ``workers``: processes the omegas (and
-    the error estimate's replicates) are computed on (:mod:`attnphase.numerics.parallel`).
+    error bars in the figure); about K times the time.  ``executor``, ``store``, ``fresh``: where
+    the tasks run and where finished ones are kept (:func:`compute_boundaries`).  Exit code 1 when
+    a task failed (its row is NaN, its note the error).
     """
     cfg = config or SolverConfig()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    total = len(omegas) * max(1, error_estimate)
-    with tqdm(total=total, desc="phase diagram", unit="omega", file=sys.stderr, disable=quiet) as bar:
-        rows = phase_diagram(params, omegas, alphas, config=cfg, progress=lambda b: bar.update(), workers=workers)
-        errors = boundary_errors(
-            params, rows, alphas, error_estimate, config=cfg, progress=lambda b: bar.update(), workers=workers,
-        ) if error_estimate else None
-    table = [b.row() | (errors[i] if errors else {}) for i, b in enumerate(rows)]
-    with open(out / "phase_diagram.csv", "w", newline="") as fh:
-        wr = csv.DictWriter(fh, fieldnames=CSV_COLUMNS + (ERROR_COLUMNS if errors else ()))
-        wr.writeheader()
-        wr.writerows(table)
-    # boundaries found beyond the grid (brackets grow up to boundaries.ALPHA_LIMIT) stay in the figure
-    found = [getattr(b, k) for b in rows for k in BOUNDARY_KEYS if math.isfinite(getattr(b, k))]
-    plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=max([max(alphas)] + [1.05 * a for a in found]),
-                       errors=errors)
+    models = [params.replace(omega=float(w)) for w in omegas]
+    with_curves = any(abs(w - CURVES_OMEGA) < 1e-12 for w in omegas)
+    extra = [] if with_curves else [params.replace(omega=CURVES_OMEGA)]
+    runs = compute_boundaries(models + extra, alphas, cfg, error_estimate, executor=executor, store=store,
+                              fresh=fresh, quiet=quiet)
+    rows, errors = runs.rows[:len(models)], runs.errors[:len(models)] if runs.errors else None
+    table = boundary_table(rows, errors)
+    write_boundary_csv(out / "phase_diagram.csv", table, bool(errors))
+    plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=alpha_max_of(rows, alphas), errors=errors)
+    version = numerics_version()
+    cells = [{"at": {"omega": b.omega}, "b": b, "err": errors[i] if errors else None, "status": o.status
+              if o.ok else "failed", "error": o.error} for i, (b, o) in enumerate(zip(rows, runs.outcomes))]
+    attrs = job_attrs("phase-diagram", version=version, model=params.to_dict() | {"omega": "scanned"},
+                      solver=cfg.as_dict(), rule=cfg.quadrature, command=command, error_estimate=error_estimate)
+    write_netcdf(boundaries_dataset(cells, ("omega",), {"omega": [float(w) for w in omegas]}, alphas, attrs),
+                 out / "phase_diagram.nc")
 
-    # curves at omega = 0.3: reuse the row if it was computed, else sweep now
-    pc = params.replace(omega=CURVES_OMEGA)
-    row = next((b for b in rows if abs(b.omega - CURVES_OMEGA) < 1e-12), None)
-    if row is None:
-        row = phase_boundaries(pc, alphas, config=cfg)
-    plot_branch_curves(
-        row.semantic, row.positional, row.semantic.points[0].observables.eps_lin,
-        row.alpha_c, row.alpha_l, out / f"curves_omega{CURVES_OMEGA}.png",
-        title=f"omega = {CURVES_OMEGA}, sigma = {pc.sigma[0]}, lambda = {pc.lam}",
-    )
+    curves = next((b for b in runs.rows if abs(b.omega - CURVES_OMEGA) < 1e-12), None)
+    if curves is not None and curves.semantic is not None and curves.semantic.points:
+        pc = params.replace(omega=CURVES_OMEGA)
+        plot_branch_curves(
+            curves.semantic, curves.positional, curves.semantic.points[0].observables.eps_lin,
+            curves.alpha_c, curves.alpha_l, out / f"curves_omega{CURVES_OMEGA}.png",
+            title=f"omega = {CURVES_OMEGA}, sigma = {pc.sigma[0]}, lambda = {pc.lam}",
+        )
     meta = {
         "params": params.to_dict(),
         "omegas": list(omegas),
@@ -87,17 +158,17 @@ def run_phase_diagram(
         "solver": cfg.as_dict(),
         "error_estimate": error_estimate,
         "rows": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()} for r in table],
+        "tasks": runs.counts | {"failures": runs.failures},
+        "dataset": "phase_diagram.nc",
+        "code_version": version,
         "seconds": time.perf_counter() - t0,
     }
     (out / "phase_diagram.json").write_text(json.dumps(meta, indent=2))
-
-    keys = BOUNDARY_KEYS
-    width = 18 if errors else 9
-    print(f"{'omega':>7} " + " ".join(f"{h:>{width}}" for h in ("alpha_c", "alpha_l", "sem_end", "pos_end"))
-          + "  notes" + (f"   (+- spread over {error_estimate} rules)" if errors else ""))
-    for r in table:
-        cells = [_fmt(r[k]) + (f" +- {_fmt_err(r[k + '_err'])}" if errors else "") for k in keys]
-        print(f"{r['omega']:7.3f} " + " ".join(f"{c:>{width}}" for c in cells) + f"  {r['notes']}")
-    print(f"wrote {out}/phase_diagram.csv, phase_diagram.png, curves_omega{CURVES_OMEGA}.png "
-          f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+    print_boundary_table(table, error_estimate)
+    c = runs.counts
+    print(f"wrote {out}/phase_diagram.csv, .nc, .png, curves_omega{CURVES_OMEGA}.png ({time.perf_counter() - t0:.1f} s; "
+          f"tasks: {c['computed']} computed, {c['stored']} from the store, {c['failed']} failed)", file=sys.stderr)
+    if runs.failures:
+        print(f"attnphase: {runs.failures}", file=sys.stderr)
+        return 1
     return 0

@@ -146,16 +146,3 @@ def test_a_cold_cache_announces_code_generation_and_compilation_once(tmp_path, m
     assert second.stderr.strip() == ""
 
 
-def test_phase_diagram_on_two_processes_gives_the_serial_numbers() -> None:
-    """numerics.parallel: the omegas on two worker processes (numba on one thread each) give the
-    same boundaries, bit for bit, as one process (gh6: a few seconds per omega)."""
-    from attnphase.numerics import phase_diagram
-
-    cfg = SolverConfig(quadrature="gh6", alpha_c_quadrature=None, bifurcation_quadrature="sobol10")
-    alphas = np.linspace(0.6, 2.2, 5)
-    serial = phase_diagram(ModelParams(), [0.25, 0.3], alphas, config=cfg)
-    pooled = phase_diagram(ModelParams(), [0.25, 0.3], alphas, config=cfg, workers=2)
-    for a, b in zip(serial, pooled):
-        assert a.row() == b.row() or all(
-            (x == y) or (isinstance(x, float) and np.isnan(x) and np.isnan(y)) for x, y in zip(a.row().values(), b.row().values()))
-        assert all(p.memory is None for p in b.semantic.points + b.positional.points)

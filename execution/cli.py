@@ -1,0 +1,32 @@
+"""``attnphase show DIR``: the summary of the dataset(s) a job wrote into its folder."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print :func:`~attnphase.execution.dataset.describe` of every ``*.nc`` in DIR (or of the file DIR)."""
+    target = Path(args.path)
+    if not target.exists():
+        raise ValueError(f"PATH: {str(target)!r} does not exist (give a job's --out folder or its .nc file)")
+    files = [target] if target.is_file() else sorted(target.glob("*.nc"))
+    if not files:
+        raise ValueError(f"PATH: no dataset (*.nc) in {str(target)!r}; jobs write one into their --out folder")
+    from attnphase.execution.dataset import describe, open_dataset
+
+    out = []
+    for f in files:
+        try:
+            ds = open_dataset(f)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"PATH: cannot read {str(f)!r} as netCDF ({' '.join(str(exc).split())})") from None
+        out.append((f, ds))
+    if args.json:
+        print(json.dumps({str(f): {"dims": dict(ds.sizes), "variables": list(ds.data_vars), "attrs": {
+            k: (v.item() if hasattr(v, "item") else v) for k, v in ds.attrs.items()}} for f, ds in out}))
+    else:
+        print("\n\n".join(describe(ds, f.name) for f, ds in out))
+    return 0

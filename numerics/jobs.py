@@ -1,0 +1,68 @@
+"""The numerics' long jobs as tasks of the execution layer (:mod:`attnphase.execution`).
+
+One task is one independent continuation computation, warm starts staying inside it:
+
+* :func:`boundaries_task` -- :func:`~attnphase.numerics.boundaries.phase_boundaries` at one model
+  (one omega; one value of a scanned parameter), on the k-th replicate of every quadrature role
+  for ``--error-estimate``;
+* :func:`sweep_task` -- one branch over the alpha grid at one model (``sweep`` over several omegas).
+
+A task's key hashes the model, the alpha grid, the whole SolverConfig and the code version of the
+theory and numerics layers (:func:`attnphase.execution.code_version`), so a stored result answers
+exactly the computation asked for.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Sequence
+
+from attnphase.execution import Outcome, Task, code_version, task_key
+from attnphase.numerics.boundaries import Boundaries, _portable, boundaries_job
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.continuation import BranchSweep, sweep
+from attnphase.theory.params import ModelParams
+
+#: The layers a numerics task runs (their source is hashed into every key).
+NUMERICS_CODE = ("attnphase.theory", "attnphase.numerics")
+
+
+def numerics_version() -> str:
+    return code_version(*NUMERICS_CODE)
+
+
+def boundaries_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig, replicate: int = 0,
+                    tag: str = "") -> Task:
+    """phase_boundaries at ``params`` on the grid ``alphas`` with ``config.variant(replicate)``;
+    ``tag`` prefixes the label (the scanned parameter's value)."""
+    cfg = config.variant(replicate) if replicate else config
+    identity = {"params": params.to_dict(), "alphas": list(alphas), "config": cfg.as_dict()}
+    label = tag + f"omega={params.omega:g}" + (f" rule {replicate}" if replicate else "")
+    return Task(task_key(boundaries_job, identity, numerics_version()), label, boundaries_job,
+                (params, list(alphas), cfg))
+
+
+def sweep_job(job: tuple[ModelParams, list[float], str, SolverConfig]) -> BranchSweep:
+    """One branch over the grid (``sweep``), its fixed points without solver memory."""
+    params, alphas, branch, cfg = job
+    return _portable(sweep(params, alphas, branch, config=cfg))
+
+
+def sweep_task(params: ModelParams, alphas: Sequence[float], branch: str, config: SolverConfig) -> Task:
+    identity = {"params": params.to_dict(), "alphas": list(alphas), "branch": branch, "config": config.as_dict()}
+    return Task(task_key(sweep_job, identity, numerics_version()), f"omega={params.omega:g}", sweep_job,
+                (params, sorted(alphas), branch, config))
+
+
+def boundaries_or_failure(outcome: Outcome, omega: float) -> Boundaries:
+    """The task's Boundaries; for a failed task, NaN boundaries whose note is the task's error."""
+    if outcome.ok:
+        return outcome.value
+    return Boundaries(omega=omega, alpha_c=math.nan, alpha_l=math.nan, semantic_end=math.nan,
+                      positional_end=math.nan, notes=(f"task failed: {outcome.reason}",))
+
+
+def strip_sweeps(b: Boundaries) -> Boundaries:
+    """Boundaries without their branch sweeps (a replicate's table needs the numbers only)."""
+    return replace(b, semantic=None, positional=None)
