@@ -101,14 +101,16 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sweep", help="follow a branch over a range of alpha (continuation), write a CSV table",
         description="Follow one branch of fixed points over alpha by continuation and write one row per alpha to "
-        "DIR/sweep_<branch>_omega<omega>.csv; where the branch ends is reported.",
+        "DIR/sweep_<branch>_omega<omega>.csv; where the branch ends is reported. Several omegas: one sweep per "
+        "omega, each a task (--workers, --scheduler), all in DIR/sweep_<branch>.nc.",
     )
     p.add_argument("--alpha", required=True, metavar="RANGE", help=f"alpha values > 0: {opt.RANGE_SYNTAX}")
     _branch_option(p)
-    opt.add_model_options(p)
+    opt.add_model_options(p, omega_range=True, omega_default="0.3")
     opt.add_solver_options(p)
-    opt.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv")
+    opt.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv per omega and sweep_<branch>.nc")
     opt.add_large_option(p, opt.MAX_SWEEP_POINTS)
+    opt.add_workers_option(p)
     opt.add_quiet_option(p)
     opt.add_json_option(p)
 
@@ -169,9 +171,10 @@ def _add_validate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--d", type=int, default=None, help="override the main dimension (default 1000, quick 200)")
     p.add_argument("--seeds", type=int, default=None, help="seeds per point (default 4, quick 2)")
     opt.add_model_options(p, omega_help="the omega of the alpha sweeps (the heat map scans its own omegas)")
-    _torch_options(p, threads="torch threads of the simulations (default: torch's default minus one, "
-                   "the theory worker's core)")
-    opt.add_out_option(p, "results/validation", "report.md, summary.json and the figures")
+    _torch_options(p, threads="torch threads of the simulations with --workers 1 (default: torch's choice; "
+                   "Dask workers use one thread each)")
+    opt.add_out_option(p, "results/validation", "report.md, summary.json, validation.nc and the figures")
+    opt.add_workers_option(p)
     opt.add_quiet_option(p)
     opt.add_json_option(p)
 

@@ -138,7 +138,7 @@ def run_tasks(
         out[i] = Outcome(t.key, t.label, status, value, error, seconds)
         progress.finished(out[i])
 
-    if todo and executor.in_process:
+    if todo and (executor.in_process or (executor.scheduler is None and len(todo) == 1)):  # no cluster for one task
         for i in todo:
             progress.running(1)
             record(i, *call_task(tasks[i].fn, tasks[i].arg))

@@ -148,76 +148,128 @@ def row_reasons(res, branch: str) -> list[str]:
     return reasons
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
-    """``attnphase sweep``: one branch over alpha into DIR/sweep_<branch>_omega<omega>.csv.
-
-    Exit code 0 when every point on the branch converged (points where the branch does not exist
-    say so in ``reason``), 1 if a point failed, 3 if the branch exists at no alpha of the grid.
-    """
-    import csv
-    import io
-
-    alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
-    params = opt.params_from_args(args, omega=opt.single_omega(args, "sweep"))
-    cfg = opt.config_from_args(args)
-    opt.check_supported(params, cfg)
-    opt.check_grid(len(alphas), opt.MAX_SWEEP_POINTS, "alpha values", "--alpha", args.large)
-    out_dir = opt.out_dir_from_args(args)
-    if alphas != sorted(alphas):
-        print("attnphase: note: --alpha values sorted ascending (the branch is followed by continuation in alpha)",
-              file=sys.stderr)
-    opt.announce_defaults(args, params)
-    opt.announce_rules(params.L, cfg)
-    opt.announce_work(f"sweep of {len(alphas)} alpha values", len(alphas), params.L, cfg, quiet=args.quiet)
-
-    from tqdm import tqdm
-
-    from attnphase.numerics.continuation import sweep
-
-    with tqdm(total=len(alphas), desc=f"{args.branch} sweep", unit="pt", file=sys.stderr, disable=args.quiet) as bar:
-        res = sweep(params, alphas, args.branch, config=cfg, progress=lambda _: bar.update())
-    reasons = row_reasons(res, args.branch)
+def _sweep_rows(res, branch: str) -> tuple[list[dict], list[str]]:
+    """The CSV rows of one sweep and each row's reason (:func:`row_reasons`)."""
+    reasons = row_reasons(res, branch)
     rows = []
     for fp, reason in zip(res.points, reasons):
         rec = {k: fp.record[k] for k in RECORD_KEYS}
         if not fp.status.converged:
             rec.update({k: math.nan for k in RESULT_KEYS}, branch="")
         rows.append(rec | {"reason": reason})
-    path = out_dir / sweep_file_name(args.branch, params.omega)
+    return rows, reasons
+
+
+def _csv_text(rows: list[dict]) -> str:
+    import csv
+
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=RECORD_KEYS + ("reason",), lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
+    return buf.getvalue()
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """``attnphase sweep``: one branch over alpha into DIR/sweep_<branch>_omega<omega>.csv, at each
+    omega of ``--omega`` (one task each, :mod:`attnphase.numerics.jobs`), and DIR/sweep_<branch>.nc.
+
+    Exit code 0 when every point on the branch converged (points where the branch does not exist
+    say so in ``reason``), 1 if a point or a task failed, 3 if the branch exists at no alpha of the grid.
+    """
+    from functools import partial
+
+    alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
+    params, omegas = opt.omegas_from_args(args)
+    cfg = opt.config_from_args(args)
+    opt.check_supported(params, cfg)
+    executor = opt.executor_from_args(args)
+    opt.check_grid(len(alphas) * len(omegas), opt.MAX_SWEEP_POINTS, "alpha values (x omegas)", "--alpha", args.large)
+    out_dir = opt.out_dir_from_args(args)
+    if alphas != sorted(alphas):
+        print("attnphase: note: --alpha values sorted ascending (the branch is followed by continuation in alpha)",
+              file=sys.stderr)
+    opt.announce_defaults(args, params)
+    opt.announce_rules(params.L, cfg)
+    opt.announce_work(f"sweep of {len(alphas)} alpha values" + (f" at {len(omegas)} omegas" if len(omegas) > 1 else ""),
+                      len(alphas) * len(omegas), params.L, cfg, quiet=args.quiet)
+
+    from tqdm import tqdm
+
+    from attnphase.execution import ResultStore, run_tasks
+    from attnphase.execution.dataset import job_attrs, write_netcdf
+    from attnphase.execution.progress import TaskBar, failure_summary
+    from attnphase.numerics.dataset import sweeps_dataset
+    from attnphase.numerics.jobs import numerics_version, sweep_job, sweep_task
+
+    store = ResultStore(out_dir / TASKS_FOLDER)
+    tasks = [sweep_task(params.replace(omega=float(w)), alphas, args.branch, cfg) for w in omegas]
+    if len(tasks) == 1 and executor.scheduler is None:
+        # one sweep in this process: a bar over its points (the task and its key are the same)
+        with tqdm(total=len(alphas), desc=f"{args.branch} sweep", unit="pt", file=sys.stderr,
+                  disable=args.quiet) as bar:
+            tasks = [replace_fn(tasks[0], partial(sweep_job, progress=lambda _: bar.update()))]
+            outs = run_tasks(tasks, store=store, fresh=args.fresh, version=numerics_version())
+    else:
+        with TaskBar(f"{args.branch} sweeps", quiet=args.quiet) as tbar:
+            outs = run_tasks(tasks, executor=executor, store=store, fresh=args.fresh, version=numerics_version(),
+                             progress=tbar)
+    objs, n_on, n_failed, n_absent, cells = [], 0, 0, 0, []
     with opt.staged_output(out_dir) as stage:
-        opt.write_text_atomic(stage / path.name, buf.getvalue())
-    ends = not math.isnan(res.end.alpha)
-    if ends:
-        where = "above" if res.end_side == "below" else "below"
-        print(f"{args.branch} branch ends at alpha = {res.end.alpha:.4f} (it exists {where} that; "
-              f"{res.end.kind}, located by {res.end.method})", file=sys.stderr)
-    n_on = sum(not r for r in reasons)
-    n_failed = sum(bool(r) and r.startswith("not converged") for r in reasons)
-    n_absent = len(rows) - n_on - n_failed
+        for w, o in zip(omegas, outs):
+            path = out_dir / sweep_file_name(args.branch, params.replace(omega=w).omega)
+            cells.append((float(w), o.value if o.ok else None, "done" if o.ok else "failed", o.error))
+            if not o.ok:
+                continue
+            res = o.value
+            rows, reasons = _sweep_rows(res, args.branch)
+            opt.write_text_atomic(stage / path.name, _csv_text(rows))
+            on = sum(not r for r in reasons)
+            failed = sum(bool(r) and r.startswith("not converged") for r in reasons)
+            n_on, n_failed, n_absent = n_on + on, n_failed + failed, n_absent + len(rows) - on - failed
+            ends = not math.isnan(res.end.alpha)
+            if ends:
+                where = "above" if res.end_side == "below" else "below"
+                print(f"{args.branch} branch ends at alpha = {res.end.alpha:.4f} (it exists {where} that; "
+                      f"{res.end.kind}, located by {res.end.method})" + (f" at omega = {w:g}" if len(omegas) > 1 else ""),
+                      file=sys.stderr)
+            objs.append({
+                "branch": args.branch, "requested_branch": args.branch, "params": params.replace(omega=w).to_dict(),
+                "model": model_echo(params), "solver": cfg.as_dict(), "file": str(path),
+                "end": {"alpha": res.end.alpha, "side": res.end_side, "kind": res.end.kind, "method": res.end.method}
+                if ends else None,
+                "on_branch": on, "not_converged": failed, "branch_absent": len(rows) - on - failed, "rows": rows,
+            })
+            notes = [f"{failed} not converged"] if failed else []
+            if len(rows) - on - failed:
+                notes.append(f"{len(rows) - on - failed} where no {args.branch} fixed point exists (see the reason column)")
+            print(f"wrote {len(rows)} rows to {path}" + (f" ({'; '.join(notes)})" if notes else ""), file=sys.stderr)
+        attrs = job_attrs("sweep", version=numerics_version(), model=params.to_dict() | {"omega": "scanned"},
+                          solver=cfg.as_dict(), rule=cfg.quadrature, command=command_line(), branch=args.branch)
+        write_netcdf(sweeps_dataset(cells, alphas, attrs), stage / f"sweep_{args.branch}.nc")
+    failures = failure_summary(outs)
+    counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
+              "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs),
+              "failures": failures}
     if args.json:
-        print(json.dumps(opt.json_value({
-            "branch": args.branch, "requested_branch": args.branch, "params": params.to_dict(),
-            "model": model_echo(params), "solver": cfg.as_dict(), "file": str(path),
-            "end": {"alpha": res.end.alpha, "side": res.end_side, "kind": res.end.kind, "method": res.end.method}
-            if ends else None,
-            "on_branch": n_on, "not_converged": n_failed, "branch_absent": n_absent,
-            "rows": rows,
-        })))
-    notes = [f"{n_failed} not converged"] if n_failed else []
-    if n_absent:
-        notes.append(f"{n_absent} where no {args.branch} fixed point exists (see the reason column)")
-    print(f"wrote {len(rows)} rows to {path}" + (f" ({'; '.join(notes)})" if notes else ""), file=sys.stderr)
-    if n_failed:
+        obj = objs[0] if len(omegas) == 1 and objs else {"branch": args.branch, "omegas": list(omegas), "sweeps": objs}
+        print(json.dumps(opt.json_value(obj | {"tasks": counts, "dataset": str(out_dir / f"sweep_{args.branch}.nc")})))
+    if failures:
+        print(f"attnphase: {failures}", file=sys.stderr)
+    if n_failed or failures:
         return 1
     if n_on == 0:
         print(f"attnphase: no {args.branch} fixed point at any alpha of the grid (exit code {EXIT_NO_BRANCH})",
               file=sys.stderr)
         return EXIT_NO_BRANCH
     return 0
+
+
+def replace_fn(task, fn):
+    """``task`` run by ``fn`` (same key: ``fn`` computes the same result, e.g. with a progress hook)."""
+    from dataclasses import replace
+
+    return replace(task, fn=fn)
 
 
 def cmd_phase_diagram(args: argparse.Namespace) -> int:

@@ -43,10 +43,11 @@ def boundaries_task(params: ModelParams, alphas: Sequence[float], config: Solver
                 (params, list(alphas), cfg))
 
 
-def sweep_job(job: tuple[ModelParams, list[float], str, SolverConfig]) -> BranchSweep:
-    """One branch over the grid (``sweep``), its fixed points without solver memory."""
+def sweep_job(job: tuple[ModelParams, list[float], str, SolverConfig], progress=None) -> BranchSweep:
+    """One branch over the grid (``sweep``), its fixed points without solver memory; ``progress``
+    is called after each point (in-process runs)."""
     params, alphas, branch, cfg = job
-    return _portable(sweep(params, alphas, branch, config=cfg))
+    return _portable(sweep(params, alphas, branch, config=cfg, progress=progress))
 
 
 def sweep_task(params: ModelParams, alphas: Sequence[float], branch: str, config: SolverConfig) -> Task:

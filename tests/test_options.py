@@ -189,7 +189,7 @@ def test_negative_model_values_reach_the_model_check(capsys: pytest.CaptureFixtu
 
 @pytest.mark.parametrize("argv", [
     ["solve", "--alpha", "1:2:3"], ["solve", "--alpha", "1,2"], ["solve", "--alpha", "1", "--omega", "0.1:0.3:3"],
-    ["sweep", "--alpha", "1:2:3", "--omega", "0.1,0.2"], ["simulate", "--alpha", "1:2:3"],
+    ["simulate", "--alpha", "1:2:3"],
     ["derive", "--omega", "0.1,0.2"], ["validate", "--omega", "0:0.4:3"],
 ])
 def test_a_single_value_option_given_a_range_says_so(argv: list[str], capsys) -> None:
@@ -209,7 +209,7 @@ def test_output_options_are_uniform() -> None:
     for name, _ in COMMANDS:
         assert "no_progress" not in _actions(name), name
     assert [n for n, _ in COMMANDS] == ["derive", "solve", "sweep", "phase-diagram", "simulate", "validate",
-                                        "check", "histogram"]
+                                        "check", "histogram", "scan", "show"]
     assert "json" in _actions("check") and _actions("check")["out"].metavar == "DIR"
 
 
@@ -312,3 +312,35 @@ def test_workers_option_is_auto_or_a_positive_integer() -> None:
     for bad in ("0", "-2", "two", "1.5"):
         with pytest.raises(ValueError, match="--workers"):
             opt.workers_from_args(p.parse_args([f"--workers={bad}"]))
+
+
+@pytest.mark.parametrize("value", ["localhost", "http://host:8786", "tcp://", "tcp://a b:1"])
+def test_scheduler_must_be_an_address(value: str, capsys) -> None:
+    assert main(["phase-diagram", "--scheduler", value, "--out", "/nonexistent/never"]) == 2
+    assert _err(capsys).startswith("attnphase: error: --scheduler must be a Dask scheduler address")
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--omega", "0.3"], "exactly one of --lam, --rho0, --L, --sigma"),
+    (["--lam", "0.01,0.1", "--L", "2,3"], "got 2 (--lam, --L)"),
+    (["--L", "2,2.5"], "--L values must be integers"),
+    (["--lam", "0.01,0.01"], "--lam: the scanned values must differ"),
+    (["--lam", "0.01,-1"], "--lam: lam (ridge penalty lambda) must be >= 0"),
+    (["--L", "2,3", "--A", "0.6,0.4;0.4,0.6"], "--A"),
+])
+def test_scan_grid_is_checked_before_any_work(argv, needle, tmp_path, capsys) -> None:
+    assert main(["scan", *argv, "--out", str(tmp_path / "x")]) == 2
+    assert needle in _err(capsys)
+    assert not (tmp_path / "x").exists()
+
+
+def test_scan_from_args_builds_one_model_per_value() -> None:
+    from attnphase import options as opt
+
+    args = build_parser().parse_args(["scan", "--sigma", "0.3;0.4,0.6", "--omega", "0.1,0.2"])
+    field, values, models, omegas = opt.scan_from_args(args)
+    assert field == "sigma" and values == ["0.3", "0.4,0.6"] and omegas == [0.1, 0.2]
+    assert [m.sigma for m in models] == [(0.3, 0.3), (0.4, 0.6)] and all(m.omega == 0.1 for m in models)
+    args = build_parser().parse_args(["scan", "--L", "2,3"])
+    field, values, models, _ = opt.scan_from_args(args)
+    assert field == "L" and values == [2, 3] and [m.L for m in models] == [2, 3]

@@ -100,9 +100,11 @@ def test_validate_json_is_one_object(tmp_path, capsys, monkeypatch):
 
     seen = {}
 
-    def fake_run_validation(plan, out_dir, progress=True):
-        seen.update(plan=plan, out_dir=out_dir, progress=progress)
-        return {"wall_seconds": 1.0, "all_converged": True, "rows": [{"x": float("nan")}]}
+    tasks = {"total": 0, "computed": 0, "stored": 0, "failed": 0, "failures": ""}
+
+    def fake_run_validation(plan, out_dir, progress=True, **kw):
+        seen.update(plan=plan, out_dir=out_dir, progress=progress, kw=kw)
+        return {"wall_seconds": 1.0, "all_converged": True, "rows": [{"x": float("nan")}], "tasks": tasks}
 
     monkeypatch.setattr(campaign, "run_validation", fake_run_validation)
     import torch
@@ -115,7 +117,8 @@ def test_validate_json_is_one_object(tmp_path, capsys, monkeypatch):
         torch.set_num_threads(n)
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 0 and len(out) == 1
-    assert json.loads(out[0]) == {"wall_seconds": 1.0, "all_converged": True, "rows": [{"x": None}]}
+    assert json.loads(out[0]) == {"wall_seconds": 1.0, "all_converged": True, "rows": [{"x": None}], "tasks": tasks}
+    assert seen["kw"]["store"].folder == tmp_path / "tasks" and seen["kw"]["executor"].workers >= 1
     assert seen["plan"].params.omega == 0.2 and seen["plan"].params.lam == 0.02 and seen["plan"].quick
     # the files go to a staging folder in --out's nearest existing folder, moved into --out at the end
     assert Path(seen["out_dir"]).parent == tmp_path and Path(seen["out_dir"]).name.startswith(".attnphase-")

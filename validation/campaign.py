@@ -12,10 +12,11 @@ Three sets of simulations (gradient descent, float64 by default):
   positional inits, where the proximal modes agree) and at small alphas
   (semantic init, where the global and local theories can differ).
 
-Theory comes from :mod:`attnphase.validation.reference` (the numerics API),
-computed by separate Python processes (``theory_workers``, two by default)
-while the simulations run in this one, and cached on disk under
-``out_dir/theory-cache`` (a rerun with the same plan reuses it).
+Theory comes from :mod:`attnphase.validation.reference` (the numerics API).
+Every simulation and every theory omega is one task of the execution layer
+(:mod:`attnphase.validation.jobs`, docs/distributed.md): on a local Dask
+cluster (``--workers``) or an existing one (``--scheduler``), each finished
+task kept under ``DIR/tasks`` (a rerun computes only what is missing).
 
 Comparison conventions: the overlaps ``m`` and ``theta`` change sign with
 ``Q -> -Q`` (and the random init picks a sign by chance), so sweeps compare
@@ -39,8 +40,8 @@ import numpy as np
 
 from attnphase.theory.params import ModelParams
 
-from .experiments import SimResult, SimSpec, run_simulation
-from .reference import BackgroundTheory, TheoryAtOmega, TheorySettings
+from .experiments import SimResult, SimSpec
+from .reference import TheoryAtOmega, TheorySettings
 from .training import INITS
 
 OBSERVABLES = ("abs_m", "abs_theta", "q", "eps_g", "e_t", "eps_lin")
@@ -64,7 +65,6 @@ class ValidationPlan:
         n_test: fresh test samples per simulation.
         device, dtype: torch device (``"auto"``) and dtype.
         theory: accuracy settings of the numerics calls.
-        theory_workers: worker processes computing the theory alongside the simulations.
         heat_theory_alphas: alpha grid of the per-omega alpha_c computations.
         main_boundaries: proximal modes whose alpha_c, alpha_l (and both branches) the sweep's theory has.
         main_extra_curves: further ``(branch, prox)`` curves of the sweep's theory.
@@ -92,7 +92,6 @@ class ValidationPlan:
     main_boundaries: tuple[str, ...] = ("global", "local")
     main_extra_curves: tuple[tuple[str, str], ...] = ()
     heat_prox: str = "global"
-    theory_workers: int = 2
 
     def sweep_specs(self) -> list[SimSpec]:
         return [self._spec(self.d, a, init, s, self.params) for a in self.alphas for init in INITS for s in self.seeds]
@@ -294,27 +293,43 @@ def extrapolate(ds: Sequence[int], means: Sequence[float], stds: Sequence[float]
 
 # --- the campaign ------------------------------------------------------------------------
 
-def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = True) -> dict[str, Any]:
-    """Run the plan's simulations (this process) and theory (a worker process); return the summary dict."""
-    from tqdm.auto import tqdm
+def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = True, *,
+                 executor: Any = None, store: Any = None, fresh: bool = False) -> dict[str, Any]:
+    """Run the plan's simulations and theory as tasks (:mod:`attnphase.validation.jobs`) on
+    ``executor`` (default: this process), kept in ``store``; return the summary dict.
+
+    The theory tasks are submitted first (the longest), then one task per simulation.  A failed
+    task is recorded in the summary (``tasks``) and its simulation left out of the tables; a failed
+    theory task raises (the report needs the theory).
+    """
+    from attnphase.execution import ExecutorSpec, run_tasks
+    from attnphase.execution.progress import TaskBar, failure_summary
+
+    from .jobs import simulation_task, theory_task, validation_version
 
     t0 = time.perf_counter()
-    out_dir = Path(out_dir)
-    cache = str(out_dir / "theory-cache")
     specs: list[SimSpec] = []
     for s in plan.sweep_specs() + plan.heat_specs() + plan.fss_specs():
         if s not in specs:
             specs.append(s)
-    jobs, other_omegas = _theory_jobs(plan, cache)
-    with BackgroundTheory(jobs, out_dir / "theory-cache", workers=plan.theory_workers) as background:
-        results: list[SimResult] = []
-        sim_t0, sim_c0 = time.perf_counter(), time.process_time()
-        for spec in tqdm(specs, desc="simulations", disable=not progress, file=sys.stderr):
-            results.append(run_simulation(spec))
-        sim_seconds, sim_cpu = time.perf_counter() - sim_t0, time.process_time() - sim_c0
-        with tqdm(total=len(background.jobs), desc="theory (numerics)", disable=not progress, file=sys.stderr) as bar:
-            bar.update(background.done())
-            theories = background.results(progress=bar.update)
+    jobs, other_omegas = _theory_jobs(plan, "")
+    tasks = [theory_task(j) for j in jobs] + [simulation_task(s) for s in specs]
+    with TaskBar("validate (theory + simulations)", quiet=not progress) as bar:
+        outs = run_tasks(tasks, executor=executor or ExecutorSpec(), store=store, fresh=fresh,
+                         version=validation_version(), progress=bar)
+    theory_outs, sim_outs = outs[:len(jobs)], outs[len(jobs):]
+    failed_theory = [o for o in theory_outs if not o.ok]
+    if failed_theory:
+        raise RuntimeError(f"theory task failed: {failed_theory[0].label}: {failed_theory[0].reason}")
+    theories = [o.value for o in theory_outs]
+    results: list[SimResult] = [o.value for o in sim_outs if o.ok]
+    sim_seconds = sum(o.seconds for o in sim_outs if o.ok)
+    sim_cpu = sim_seconds  # one thread per task: a task's wall time is its CPU time
+    task_counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
+                   "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs),
+                   "failures": failure_summary(outs)}
+    cached_before = [o.status == "stored" for o in theory_outs]
+
     theory_main = theories[0]
     theory_heat = {plan.params.omega: theory_main, **dict(zip(other_omegas, theories[1:]))}
     theory_by_omega = {round(plan.params.omega, 12): theory_main}
@@ -330,10 +345,12 @@ def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = Tru
         "wall_seconds": time.perf_counter() - t0,
         "simulation_seconds": sim_seconds,
         "simulation_cpu_seconds": sim_cpu,
-        "theory_seconds": sum(t.seconds for t, cached in zip(theories, background.cached_before) if not cached),
-        "theory_cpu_seconds": sum(t.cpu_seconds for t, cached in zip(theories, background.cached_before) if not cached),
-        "theory_jobs_cached": sum(background.cached_before),
-        "all_converged": all(r.converged for r in results),
+        "theory_seconds": sum(t.seconds for t, cached in zip(theories, cached_before) if not cached),
+        "theory_cpu_seconds": sum(t.cpu_seconds for t, cached in zip(theories, cached_before) if not cached),
+        "theory_jobs_cached": sum(cached_before),
+        "tasks": task_counts,
+        "code_version": validation_version(),
+        "all_converged": all(r.converged for r in results) and not task_counts["failed"],
         "n_simulations": len(results),
         "theory": theory_main.to_dict(),
         "heat_theory": [theory_heat[w].to_dict() for w in sorted(theory_heat) if w in plan.heat_omegas],
@@ -361,14 +378,25 @@ def _fss_fits(plan: ValidationPlan, rows: list[dict[str, Any]]) -> list[dict[str
     return fits
 
 
-def run_validation(plan: ValidationPlan, out_dir: str | Path, progress: bool = True) -> dict[str, Any]:
-    """Run the campaign and write ``report.md``, ``summary.json`` and the figures into ``out_dir``."""
+def run_validation(plan: ValidationPlan, out_dir: str | Path, progress: bool = True, *,
+                   executor: Any = None, store: Any = None, fresh: bool = False, command: str = "") -> dict[str, Any]:
+    """Run the campaign and write ``report.md``, ``summary.json``, ``validation.nc`` and the figures into ``out_dir``."""
+    from attnphase.execution.dataset import job_attrs, write_netcdf
+
+    from .experiments import SimResult
+    from .jobs import validation_dataset
     from .report import write_report
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    summary = run_campaign(plan, out, progress=progress)
+    summary = run_campaign(plan, out, progress=progress, executor=executor, store=store, fresh=fresh)
     write_report(summary, out)
+    results = [SimResult(**r) for r in summary["runs"]]
+    theories = [TheoryAtOmega.from_dict(t) for t in [summary["theory"]] + [
+        h for h in summary["heat_theory"] if h["omega"] != summary["theory"]["omega"]]]
+    attrs = job_attrs("validate", version=summary["code_version"], model=plan.params.to_dict(),
+                      solver=asdict(plan.theory), rule="", command=command, plan=plan.to_dict())
+    write_netcdf(validation_dataset(results, theories, attrs), out / "validation.nc")
     return summary
 
 

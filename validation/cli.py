@@ -158,13 +158,16 @@ def run_validate(args: argparse.Namespace) -> int:
     _check_dtype(args.dtype)
     check_memory(d, 2.5, params.L, 10000, args.dtype)  # 2.5: the largest alpha of the plans' grids
     check_device(args.device)
+    executor = opt.executor_from_args(args)
 
     import torch
 
+    from attnphase.execution import ResultStore
+    from attnphase.numerics.cli import TASKS_FOLDER, command_line
     from attnphase.validation.campaign import run_validation, validation_plan
 
-    # The theory runs in a single-threaded worker process alongside: leave it one core.
-    torch.set_num_threads(args.threads if args.threads is not None else max(1, torch.get_num_threads() - 1))
+    if args.threads is not None:  # the tasks run in this process with --workers 1 (Dask workers: one thread each)
+        torch.set_num_threads(args.threads)
     plan = validation_plan(quick=args.quick, d=args.d, seeds=args.seeds, params=params, device=args.device,
                            dtype=args.dtype)
     # every file goes to a staging folder first, moved into --out DIR at the end: all files or none
@@ -172,9 +175,15 @@ def run_validate(args: argparse.Namespace) -> int:
         shown = {str(stage): str(out_dir)}
         with contextlib.redirect_stdout(opt.Rewriting(sys.stdout, shown)), \
                 contextlib.redirect_stderr(opt.Rewriting(sys.stderr, shown)):
-            summary = run_validation(plan, stage, progress=not args.quiet)
+            summary = run_validation(plan, stage, progress=not args.quiet, executor=executor,
+                                     store=ResultStore(out_dir / TASKS_FOLDER), fresh=args.fresh,
+                                     command=command_line())
         summary = json.loads(json.dumps(opt.json_value(summary)).replace(str(stage), str(out_dir)))
     if args.json:
         print(json.dumps(opt.json_value(summary)))
-    print(f"wrote {out_dir}/report.md, summary.json and figures ({summary['wall_seconds']:.0f} s)", file=sys.stderr)
+    t = summary["tasks"]
+    print(f"wrote {out_dir}/report.md, summary.json, validation.nc and figures ({summary['wall_seconds']:.0f} s; tasks: "
+          f"{t['computed']} computed, {t['stored']} from the store, {t['failed']} failed)", file=sys.stderr)
+    if t["failures"]:
+        print(f"attnphase: {t['failures']}", file=sys.stderr)
     return 0 if summary["all_converged"] else 1

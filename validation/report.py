@@ -340,9 +340,9 @@ def render_markdown(summary: dict[str, Any]) -> str:
         f"samples per run, dtype {plan['dtype']}, device {summary['runs'][0]['device'] if summary['runs'] else '?'}.",
         f"{summary['n_simulations']} simulations ({summary['simulation_seconds']:.0f} s wall, "
         f"{summary.get('simulation_cpu_seconds', math.nan):.0f} s CPU), theory from `attnphase.numerics` "
-        f"({summary['theory_seconds']:.0f} s wall, {summary.get('theory_cpu_seconds', math.nan):.0f} s CPU, in "
-        f"{summary['plan']['theory_workers']} worker processes alongside; {summary.get('theory_jobs_cached', 0)} "
-        f"job(s) read from the cache), campaign wall time {summary['wall_seconds']:.0f} s. "
+        f"({summary['theory_seconds']:.0f} s wall, {summary.get('theory_cpu_seconds', math.nan):.0f} s CPU; "
+        f"{summary.get('theory_jobs_cached', 0)} theory job(s) read from the store), every simulation and theory "
+        f"omega one task ({_tasks_line(summary)}), campaign wall time {summary['wall_seconds']:.0f} s. "
         f"All runs converged: {summary['all_converged']}.",
         "",
         "Training: full-batch gradient descent with Armijo backtracking on "
@@ -451,3 +451,11 @@ def write_report(summary: dict[str, Any], out_dir: str | Path) -> dict[str, Any]
     (out / "summary.json").write_text(json.dumps(_jsonable(full), indent=1))
     (out / "report.md").write_text(render_markdown(full))
     return full
+
+
+def _tasks_line(summary: dict) -> str:
+    t = summary.get("tasks") or {}
+    if not t:
+        return "tasks not recorded"
+    line = f"{t['computed']} computed, {t['stored']} read from the store, {t['failed']} failed"
+    return line + (f": {t['failures']}" if t.get("failures") else "")

@@ -1,0 +1,105 @@
+"""The ``validate`` campaign as tasks of the execution layer, and its dataset.
+
+Tasks (:mod:`attnphase.execution`): one per simulation -- a (d, alpha, omega, init, seed)
+:class:`~attnphase.validation.experiments.SimSpec` -- and one per theory omega
+(:func:`~attnphase.validation.reference.theory_at_omega`: the boundaries and the branches over the
+plan's alpha grid).  Keys hash the spec (or the theory job) and the code of the theory, numerics and
+validation layers.  The dataset ``validation.nc`` has the runs on dimensions
+``(d, omega, alpha, init, seed)`` -- m, theta, q, eps_g (with its test-set standard error), e_t,
+eps_lin, converged, steps -- their means over seeds with the standard error ``<obs>_err``, and the
+theory on ``(omega, alpha, branch, prox)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any, Sequence
+
+import numpy as np
+
+from attnphase.execution import Task, code_version, task_key
+
+from .experiments import SimResult, SimSpec, run_simulation
+from .reference import TheoryAtOmega, theory_at_omega
+
+#: The layers a validation task runs.
+VALIDATION_CODE = ("attnphase.theory", "attnphase.numerics", "attnphase.validation")
+RUN_OBSERVABLES = ("m", "theta", "q", "eps_g", "e_t", "eps_lin")
+
+
+def validation_version() -> str:
+    return code_version(*VALIDATION_CODE)
+
+
+def simulation_task(spec: SimSpec) -> Task:
+    identity = asdict(spec) | {"params": spec.params.to_dict()}
+    label = f"d={spec.d} alpha={spec.alpha:g} omega={spec.params.omega:g} {spec.init} seed {spec.seed}"
+    return Task(task_key(run_simulation, identity, validation_version()), label, run_simulation, spec)
+
+
+def theory_job(job: tuple[Any, ...]) -> TheoryAtOmega:
+    """theory_at_omega(params, alphas, boundaries, extra_curves, settings) (no cache: the store keeps it)."""
+    return theory_at_omega(*job[:5])
+
+
+def theory_task(job: tuple[Any, ...]) -> Task:
+    params, alphas, boundaries, extra, settings = job[:5]
+    identity = {"params": params.to_dict(), "alphas": list(alphas), "boundaries": list(boundaries),
+                "extra_curves": [list(c) for c in extra], "settings": asdict(settings)}
+    return Task(task_key(theory_job, identity, validation_version()), f"theory omega={params.omega:g}", theory_job,
+                tuple(job[:5]))
+
+
+def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAtOmega], attrs: dict[str, Any]):
+    """The runs, their seed means with standard errors, and the theory curves (module docstring)."""
+    import xarray as xr
+
+    axes = {"d": sorted({r.d for r in results}), "omega": sorted({r.omega for r in results}),
+            "alpha": sorted({r.alpha for r in results}), "init": sorted({r.init for r in results}),
+            "seed": sorted({r.seed for r in results})}
+    pos = {k: {v: i for i, v in enumerate(vals)} for k, vals in axes.items()}
+    shape = tuple(len(v) for v in axes.values())
+    runs = {k: np.full(shape, np.nan) for k in RUN_OBSERVABLES + ("eps_g_se", "steps")}
+    conv = np.zeros(shape, dtype=np.int8)
+    for r in results:
+        at = (pos["d"][r.d], pos["omega"][r.omega], pos["alpha"][r.alpha], pos["init"][r.init], pos["seed"][r.seed])
+        for k in runs:
+            runs[k][at] = getattr(r, k)
+        conv[at] = int(r.converged)
+    dims = tuple(axes)
+    dv: dict[str, Any] = {f"run_{k}": (dims, v) for k, v in runs.items()}
+    dv["run_converged"] = (dims, conv)
+    n = np.isfinite(runs["eps_g"]).sum(axis=-1)
+    for k in RUN_OBSERVABLES:
+        v = np.abs(runs[k]) if k in ("m", "theta") else runs[k]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.nanmean(np.where(np.isfinite(v), v, np.nan), axis=-1) if v.size else v
+            std = np.nanstd(v, axis=-1, ddof=1) if v.size else v
+            err = np.where(n > 1, std / np.sqrt(np.maximum(n, 1)), np.nan)
+        name = f"abs_{k}" if k in ("m", "theta") else k
+        dv[name] = (dims[:-1], mean, {"description": f"mean over seeds of {name}"})
+        dv[f"{name}_err"] = (dims[:-1], err, {"error": "standard error of the mean over seeds"})
+    dv["n_runs"] = (dims[:-1], n.astype(np.int32))
+    th_om = sorted({t.omega for t in theories})
+    th_alpha = sorted({rec["alpha"] for t in theories for c in t.curves.values() for rec in c.records})
+    branches, proxes = ["semantic", "positional"], ["global", "local"]
+    th = {k: np.full((len(th_om), len(th_alpha), 2, 2), np.nan) for k in ("m", "theta", "q", "eps_g", "e_t")}
+    ai = {a: i for i, a in enumerate(th_alpha)}
+    alpha_c = np.full((len(th_om), 2), np.nan)
+    for t in theories:
+        i = th_om.index(t.omega)
+        for j, prox in enumerate(proxes):
+            alpha_c[i, j] = t.alpha_c.get(prox, np.nan)
+        for (branch, prox), c in t.curves.items():
+            if branch not in branches or prox not in proxes:
+                continue
+            for rec in c.records:
+                if rec.get("converged") and rec.get("branch") == branch:
+                    for k in th:
+                        th[k][i, ai[rec["alpha"]], branches.index(branch), proxes.index(prox)] = rec[k]
+    coords = axes | {"theory_omega": th_om, "theory_alpha": th_alpha, "branch": branches, "prox": proxes}
+    for k, v in th.items():
+        dv[f"theory_{k}"] = (("theory_omega", "theory_alpha", "branch", "prox"), v,
+                             {"description": f"state-evolution {k} (NaN: no fixed point on that branch)"})
+    dv["theory_alpha_c"] = (("theory_omega", "prox"), alpha_c)
+    return xr.Dataset(dv, coords=coords, attrs=attrs)
