@@ -81,7 +81,9 @@ def describe(ds: Any, name: str = "") -> str:
     lines.append("attributes:")
     for k, v in ds.attrs.items():
         text = str(v)
-        lines.append(f"  {k}: {text if len(text) <= 160 else text[:157] + '...'}")
+        if k in ("plan",) and len(text) > 160:  # the long ones that are not the settings themselves
+            text = text[:157] + "..."
+        lines.append(f"  {k}: {text}")
     return "\n".join(lines)
 
 

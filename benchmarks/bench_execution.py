@@ -1,0 +1,110 @@
+"""Benchmark of the execution layer (docs/distributed.md): speed-up, overhead per task, resume time.
+
+    python benchmarks/bench_execution.py [--quick] [--out PATH]
+
+1. ``attnphase phase-diagram --omega 0.1:0.4:7`` with ``--workers 1`` (in the command's process)
+   and ``--workers 2`` (a local Dask cluster of 2 one-thread workers, its start included), each in
+   a fresh process and a fresh ``--out``: wall times and the speed-up;
+2. overhead of the layer per task: the job's wall time minus the sum of its tasks' own times
+   (read from the stored task files), per task, with 1 worker; and the round trip of 200 empty
+   tasks on a local cluster of 2 workers (the cost Dask adds to any task);
+3. resume: the same command again on the finished folder (every task read back from the store):
+   the process's wall time (start-up and imports included) and the job's own time
+   (``seconds`` of phase_diagram.json: store, tables, dataset, figures).
+
+``--quick``: the cheap rules of the tests (gh6, no alpha_c correction, sobol10 bifurcations,
+5 alphas), a few seconds per omega; without it, the paper's default settings (tens of seconds per
+omega).  The machine's load average is recorded before and after (the numbers are only as good as
+the idleness of the cores).  ``--out`` writes the numbers as JSON.
+
+Measured 2026-11-30 (this repository's CI-like box, 2 cores shared with other jobs -- see the load):
+the numbers are in the report of the branch that added this file (README "Measured" of
+docs/distributed.md is filled from it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+QUICK = ["--alpha", "0.6:2.2:5", "--quadrature", "gh6", "--alpha-c-quadrature", "none",
+         "--bifurcation-quadrature", "sobol10"]
+
+
+def _run(argv: list[str]) -> tuple[float, dict]:
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "attnphase", *argv, "--json", "--quiet"], capture_output=True,
+                          text=True, env=os.environ | {"ATTNPHASE_QUIET": "1"})
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return wall, json.loads(proc.stdout)
+
+
+def _task_seconds(folder: Path) -> list[float]:
+    from attnphase.execution.store import MAGIC
+
+    out = []
+    for p in folder.glob("*.task"):
+        blob = p.read_bytes()[len(MAGIC):]
+        out.append(pickle.loads(blob.partition(b"\n")[2])["seconds"])
+    return out
+
+
+def _empty_task_round_trip(n: int = 200) -> float:
+    from attnphase.execution import ExecutorSpec, Task, run_tasks
+    from attnphase.execution.executor import dask_client
+
+    tasks = [Task(key=str(i), label=str(i), fn=abs, arg=-i) for i in range(n)]
+    with dask_client(ExecutorSpec(workers=2), n) as client:
+        from attnphase.execution.executor import call_task
+
+        client.submit(call_task, abs, -1).result()  # workers warm
+        t0 = time.perf_counter()
+        futs = [client.submit(call_task, t.fn, t.arg, pure=False) for t in tasks]
+        client.gather(futs)
+        return (time.perf_counter() - t0) / n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    settings = QUICK if args.quick else []
+    load0 = os.getloadavg()
+    res: dict = {"quick": args.quick, "cores": len(os.sched_getaffinity(0)), "load_before": load0}
+    with tempfile.TemporaryDirectory() as tmp:
+        base = ["phase-diagram", "--omega", "0.1:0.4:7", *settings]
+        w1, meta1 = _run([*base, "--workers", "1", "--out", f"{tmp}/w1"])
+        tasks1 = _task_seconds(Path(tmp) / "w1" / "tasks")
+        w2, meta2 = _run([*base, "--workers", "2", "--out", f"{tmp}/w2"])
+        same = meta1["rows"] == meta2["rows"]
+        r_wall, r_meta = _run([*base, "--workers", "2", "--out", f"{tmp}/w2"])
+        res |= {
+            "wall_workers_1_s": w1, "wall_workers_2_s": w2, "speed_up": w1 / w2,
+            "job_seconds_workers_1": meta1["seconds"], "job_seconds_workers_2": meta2["seconds"],
+            "same_rows_1_vs_2": same,
+            "tasks": len(tasks1), "task_seconds_median": sorted(tasks1)[len(tasks1) // 2],
+            "task_seconds_sum": sum(tasks1),
+            "overhead_per_task_s_workers_1": (meta1["seconds"] - sum(tasks1)) / len(tasks1),
+            "resume_wall_s": r_wall, "resume_job_seconds": r_meta["seconds"],
+            "resume_tasks": r_meta["tasks"],
+        }
+        res["overhead_per_task_fraction"] = res["overhead_per_task_s_workers_1"] / res["task_seconds_median"]
+    res["dask_round_trip_per_empty_task_s"] = _empty_task_round_trip()
+    res["load_after"] = os.getloadavg()
+    print(json.dumps(res, indent=1))
+    if args.out:
+        Path(args.out).write_text(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""The commands on the execution layer: Ctrl-C mid-job exits 130 with only complete task files, the
+rerun computes only the missing task and ends with the uninterrupted run's outputs; `show`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from attnphase.cli import main
+from attnphase.execution import ResultStore
+
+SMALL = ["--alpha", "0.6:2.2:5", "--quadrature", "gh6", "--alpha-c-quadrature", "none",
+         "--bifurcation-quadrature", "sobol10", "--quiet"]
+
+
+def test_interrupted_phase_diagram_resumes_with_the_missing_task_only(tmp_path, capsys) -> None:
+    out = tmp_path / "pd"
+    argv = ["phase-diagram", "--omega", "0.25,0.3", *SMALL, "--workers", "1", "--out", str(out)]
+    proc = subprocess.Popen([sys.executable, "-m", "attnphase", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=os.environ | {"ATTNPHASE_QUIET": "1"})
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None and len(list((out / "tasks").glob("*.task"))) < 1:
+        time.sleep(0.1)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)  # Ctrl-C while the second omega is computed
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "attnphase: interrupted"
+    files = sorted(p.name for p in out.iterdir())
+    assert files == ["tasks"]  # no half-written outputs: the CSV, JSON, figures come at the end or not at all
+    store = ResultStore(out / "tasks")
+    assert len(store.keys()) == 1 and store.load(store.keys()[0]).status == "done" and not store.corrupted
+    assert not [p for p in (out / "tasks").iterdir() if not p.name.endswith(".task")]
+
+    assert main([*argv, "--json"]) == 0
+    resumed = json.loads(capsys.readouterr().out)
+    assert resumed["tasks"] | {"failures": ""} == {"total": 2, "computed": 1, "stored": 1, "failed": 0, "failures": ""}
+    csv_resumed = (out / "phase_diagram.csv").read_text()
+    assert main([*argv, "--fresh", "--json"]) == 0
+    fresh = json.loads(capsys.readouterr().out)
+    assert fresh["tasks"]["computed"] == 2 and fresh["tasks"]["stored"] == 0
+    assert (out / "phase_diagram.csv").read_text() == csv_resumed
+    assert fresh["rows"] == resumed["rows"]
+
+    assert main(["show", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert "phase-diagram job" in shown and "dimensions: omega = 2, branch = 2, alpha = 5" in shown
+    assert "tasks: 2 done" in shown and '"quadrature": "gh6"' in shown
+    assert "alpha_c(omega): 2/2 finite" in shown
+
+
+def test_show_without_a_dataset_is_a_one_line_error(tmp_path, capsys) -> None:
+    assert main(["show", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no dataset (*.nc)" in err[0]
