@@ -5,9 +5,10 @@
 1. ``attnphase phase-diagram --omega 0.1:0.4:7`` with ``--workers 1`` (in the command's process)
    and ``--workers 2`` (a local Dask cluster of 2 one-thread workers, its start included), each in
    a fresh process and a fresh ``--out``: wall times and the speed-up;
-2. overhead of the layer per task: the job's wall time minus the sum of its tasks' own times
-   (read from the stored task files), per task, with 1 worker; and the round trip of 200 empty
-   tasks on a local cluster of 2 workers (the cost Dask adds to any task);
+2. overhead of the layer per task: writing and reading back one real task record (pickle,
+   checksum, fsync, rename) plus the round trip of an empty task on a local cluster of 2 workers
+   (mean over 200), against the median task time; and the job's fixed cost (its wall time minus
+   the sum of its tasks' own times: imports, tables, dataset, figures);
 3. resume: the same command again on the finished folder (every task read back from the store):
    the process's wall time (start-up and imports included) and the job's own time
    (``seconds`` of phase_diagram.json: store, tables, dataset, figures).
@@ -58,6 +59,22 @@ def _task_seconds(folder: Path) -> list[float]:
     return out
 
 
+def _store_cost(folder: Path, repeat: int = 5) -> tuple[float, int]:
+    """Seconds to write (pickle, checksum, fsync, rename) and read back one real task record; its bytes."""
+    from attnphase.execution.store import ResultStore, StoredRecord
+
+    src = ResultStore(folder)
+    key = src.keys()[0]
+    rec = src.load(key)
+    with tempfile.TemporaryDirectory() as tmp:
+        dst = ResultStore(tmp)
+        t0 = time.perf_counter()
+        for i in range(repeat):
+            dst.save(StoredRecord(f"{key}{i}", rec.label, rec.status, rec.value, rec.error, rec.seconds))
+            dst.load(f"{key}{i}")
+        return (time.perf_counter() - t0) / repeat, src.path(key).stat().st_size
+
+
 def _empty_task_round_trip(n: int = 200) -> float:
     from attnphase.execution import ExecutorSpec, Task, run_tasks
     from attnphase.execution.executor import dask_client
@@ -94,12 +111,14 @@ def main() -> None:
             "same_rows_1_vs_2": same,
             "tasks": len(tasks1), "task_seconds_median": sorted(tasks1)[len(tasks1) // 2],
             "task_seconds_sum": sum(tasks1),
-            "overhead_per_task_s_workers_1": (meta1["seconds"] - sum(tasks1)) / len(tasks1),
+            "job_fixed_seconds_workers_1": meta1["seconds"] - sum(tasks1),
             "resume_wall_s": r_wall, "resume_job_seconds": r_meta["seconds"],
             "resume_tasks": r_meta["tasks"],
         }
-        res["overhead_per_task_fraction"] = res["overhead_per_task_s_workers_1"] / res["task_seconds_median"]
+        res["store_write_read_s"], res["task_file_bytes"] = _store_cost(Path(tmp) / "w1" / "tasks")
     res["dask_round_trip_per_empty_task_s"] = _empty_task_round_trip()
+    res["overhead_per_task_s"] = res["store_write_read_s"] + res["dask_round_trip_per_empty_task_s"]
+    res["overhead_per_task_fraction"] = res["overhead_per_task_s"] / res["task_seconds_median"]
     res["load_after"] = os.getloadavg()
     print(json.dumps(res, indent=1))
     if args.out:

@@ -203,16 +203,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from attnphase.numerics.jobs import numerics_version, sweep_job, sweep_task
 
     store = ResultStore(out_dir / TASKS_FOLDER)
-    tasks = [sweep_task(params.replace(omega=float(w)), alphas, args.branch, cfg) for w in omegas]
+    version = numerics_version()
+    tasks = [sweep_task(params.replace(omega=float(w)), alphas, args.branch, cfg, version) for w in omegas]
     if len(tasks) == 1 and executor.scheduler is None:
         # one sweep in this process: a bar over its points (the task and its key are the same)
         with tqdm(total=len(alphas), desc=f"{args.branch} sweep", unit="pt", file=sys.stderr,
                   disable=args.quiet) as bar:
             tasks = [replace_fn(tasks[0], partial(sweep_job, progress=lambda _: bar.update()))]
-            outs = run_tasks(tasks, store=store, fresh=args.fresh, version=numerics_version())
+            outs = run_tasks(tasks, store=store, fresh=args.fresh, version=version)
     else:
         with TaskBar(f"{args.branch} sweeps", quiet=args.quiet) as tbar:
-            outs = run_tasks(tasks, executor=executor, store=store, fresh=args.fresh, version=numerics_version(),
+            outs = run_tasks(tasks, executor=executor, store=store, fresh=args.fresh, version=version,
                              progress=tbar)
     objs, n_on, n_failed, n_absent, cells = [], 0, 0, 0, []
     with opt.staged_output(out_dir) as stage:
@@ -244,7 +245,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             if len(rows) - on - failed:
                 notes.append(f"{len(rows) - on - failed} where no {args.branch} fixed point exists (see the reason column)")
             print(f"wrote {len(rows)} rows to {path}" + (f" ({'; '.join(notes)})" if notes else ""), file=sys.stderr)
-        attrs = job_attrs("sweep", version=numerics_version(), model=params.to_dict() | {"omega": "scanned"},
+        attrs = job_attrs("sweep", version=version, model=params.to_dict() | {"omega": "scanned"},
                           solver=cfg.as_dict(), rule=cfg.quadrature, command=command_line(), branch=args.branch)
         write_netcdf(sweeps_dataset(cells, alphas, attrs), stage / f"sweep_{args.branch}.nc")
     failures = failure_summary(outs)

@@ -33,13 +33,13 @@ def numerics_version() -> str:
 
 
 def boundaries_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig, replicate: int = 0,
-                    tag: str = "") -> Task:
+                    tag: str = "", version: str | None = None) -> Task:
     """phase_boundaries at ``params`` on the grid ``alphas`` with ``config.variant(replicate)``;
     ``tag`` prefixes the label (the scanned parameter's value)."""
     cfg = config.variant(replicate) if replicate else config
     identity = {"params": params.to_dict(), "alphas": list(alphas), "config": cfg.as_dict()}
     label = tag + f"omega={params.omega:g}" + (f" rule {replicate}" if replicate else "")
-    return Task(task_key(boundaries_job, identity, numerics_version()), label, boundaries_job,
+    return Task(task_key(boundaries_job, identity, version or numerics_version()), label, boundaries_job,
                 (params, list(alphas), cfg))
 
 
@@ -50,9 +50,10 @@ def sweep_job(job: tuple[ModelParams, list[float], str, SolverConfig], progress=
     return _portable(sweep(params, alphas, branch, config=cfg, progress=progress))
 
 
-def sweep_task(params: ModelParams, alphas: Sequence[float], branch: str, config: SolverConfig) -> Task:
+def sweep_task(params: ModelParams, alphas: Sequence[float], branch: str, config: SolverConfig,
+               version: str | None = None) -> Task:
     identity = {"params": params.to_dict(), "alphas": list(alphas), "branch": branch, "config": config.as_dict()}
-    return Task(task_key(sweep_job, identity, numerics_version()), f"omega={params.omega:g}", sweep_job,
+    return Task(task_key(sweep_job, identity, version or numerics_version()), f"omega={params.omega:g}", sweep_job,
                 (params, sorted(alphas), branch, config))
 
 

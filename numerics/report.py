@@ -52,9 +52,10 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
     ``n_rules`` >= 2 (the replicates keep only their numbers).  ``tags``: label prefixes per model."""
     reps = max(1, n_rules)
     tags = tags or [""] * len(models)
-    tasks = [boundaries_task(m, alphas, config, k, tag) for m, tag in zip(models, tags) for k in range(reps)]
+    version = numerics_version()
+    tasks = [boundaries_task(m, alphas, config, k, tag, version) for m, tag in zip(models, tags) for k in range(reps)]
     with TaskBar(desc, unit="task", quiet=quiet) as bar:
-        outs = run_tasks(tasks, executor=executor, store=store, fresh=fresh, version=numerics_version(), progress=bar)
+        outs = run_tasks(tasks, executor=executor, store=store, fresh=fresh, version=version, progress=bar)
     rows = [boundaries_or_failure(outs[i * reps], m.omega) for i, m in enumerate(models)]
     errors = None
     if n_rules:

@@ -313,10 +313,11 @@ def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = Tru
         if s not in specs:
             specs.append(s)
     jobs, other_omegas = _theory_jobs(plan, "")
-    tasks = [theory_task(j) for j in jobs] + [simulation_task(s) for s in specs]
+    version = validation_version()
+    tasks = [theory_task(j, version) for j in jobs] + [simulation_task(s, version) for s in specs]
     with TaskBar("validate (theory + simulations)", quiet=not progress) as bar:
         outs = run_tasks(tasks, executor=executor or ExecutorSpec(), store=store, fresh=fresh,
-                         version=validation_version(), progress=bar)
+                         version=version, progress=bar)
     theory_outs, sim_outs = outs[:len(jobs)], outs[len(jobs):]
     failed_theory = [o for o in theory_outs if not o.ok]
     if failed_theory:
@@ -349,7 +350,7 @@ def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = Tru
         "theory_cpu_seconds": sum(t.cpu_seconds for t, cached in zip(theories, cached_before) if not cached),
         "theory_jobs_cached": sum(cached_before),
         "tasks": task_counts,
-        "code_version": validation_version(),
+        "code_version": version,
         "all_converged": all(r.converged for r in results) and not task_counts["failed"],
         "n_simulations": len(results),
         "theory": theory_main.to_dict(),

@@ -31,10 +31,10 @@ def validation_version() -> str:
     return code_version(*VALIDATION_CODE)
 
 
-def simulation_task(spec: SimSpec) -> Task:
+def simulation_task(spec: SimSpec, version: str | None = None) -> Task:
     identity = asdict(spec) | {"params": spec.params.to_dict()}
     label = f"d={spec.d} alpha={spec.alpha:g} omega={spec.params.omega:g} {spec.init} seed {spec.seed}"
-    return Task(task_key(run_simulation, identity, validation_version()), label, run_simulation, spec)
+    return Task(task_key(run_simulation, identity, version or validation_version()), label, run_simulation, spec)
 
 
 def theory_job(job: tuple[Any, ...]) -> TheoryAtOmega:
@@ -42,11 +42,12 @@ def theory_job(job: tuple[Any, ...]) -> TheoryAtOmega:
     return theory_at_omega(*job[:5])
 
 
-def theory_task(job: tuple[Any, ...]) -> Task:
+def theory_task(job: tuple[Any, ...], version: str | None = None) -> Task:
     params, alphas, boundaries, extra, settings = job[:5]
     identity = {"params": params.to_dict(), "alphas": list(alphas), "boundaries": list(boundaries),
                 "extra_curves": [list(c) for c in extra], "settings": asdict(settings)}
-    return Task(task_key(theory_job, identity, validation_version()), f"theory omega={params.omega:g}", theory_job,
+    return Task(task_key(theory_job, identity, version or validation_version()), f"theory omega={params.omega:g}",
+                theory_job,
                 tuple(job[:5]))
 
 
