@@ -12,6 +12,7 @@ theory on ``(omega, alpha, branch, prox)``.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import asdict
 from typing import Any, Sequence
 
@@ -73,7 +74,8 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
     n = np.isfinite(runs["eps_g"]).sum(axis=-1)
     for k in RUN_OBSERVABLES:
         v = np.abs(runs[k]) if k in ("m", "theta") else runs[k]
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a cell without runs: NaN, as meant
             mean = np.nanmean(np.where(np.isfinite(v), v, np.nan), axis=-1) if v.size else v
             std = np.nanstd(v, axis=-1, ddof=1) if v.size else v
             err = np.where(n > 1, std / np.sqrt(np.maximum(n, 1)), np.nan)
