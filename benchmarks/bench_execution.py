@@ -13,8 +13,8 @@
    the process's wall time (start-up and imports included) and the job's own time
    (``seconds`` of phase_diagram.json: store, tables, dataset, figures).
 
-``--quick``: the cheap rules of the tests (gh6, no alpha_c correction, sobol10 bifurcations,
-5 alphas), a few seconds per omega; without it, the paper's default settings (tens of seconds per
+``--quick``: cheap rules (sobol10 solves and bifurcations, no alpha_c correction, 5 alphas;
+gh6, the tests' rule, fails at omega = 0.1 in stability.branch_bifurcation), a few seconds per omega; without it, the paper's default settings (tens of seconds per
 omega).  The machine's load average is recorded before and after (the numbers are only as good as
 the idleness of the cores).  ``--out`` writes the numbers as JSON.
 
@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-QUICK = ["--alpha", "0.6:2.2:5", "--quadrature", "gh6", "--alpha-c-quadrature", "none",
+QUICK = ["--alpha", "0.6:2.2:5", "--quadrature", "sobol10", "--alpha-c-quadrature", "none",
          "--bifurcation-quadrature", "sobol10"]
 
 
@@ -44,7 +44,7 @@ def _run(argv: list[str]) -> tuple[float, dict]:
     proc = subprocess.run([sys.executable, "-m", "attnphase", *argv, "--json", "--quiet"], capture_output=True,
                           text=True, env=os.environ | {"ATTNPHASE_QUIET": "1"})
     wall = time.perf_counter() - t0
-    if proc.returncode != 0:
+    if proc.returncode not in (0, 1):  # 1: a task failed (recorded; the timing still holds)
         raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return wall, json.loads(proc.stdout)
 

@@ -135,6 +135,25 @@ def test_phase_diagram_on_a_local_cluster_equals_the_in_process_run(tmp_path, cl
     assert resumed.counts == {"total": 2, "computed": 0, "stored": 2, "failed": 0}
     assert [r.row()["alpha_c"] for r in resumed.rows] == [r.row()["alpha_c"] for r in here.rows]
 
+    # the dataset of a scan over lambda (the same cells twice, as two "values"), through netCDF and back
+    from attnphase.execution.dataset import describe, job_attrs, open_dataset, write_netcdf
+    from attnphase.numerics.dataset import boundaries_dataset
+
+    cells = [{"at": {"lam": lam, "omega": b.omega}, "b": b, "err": None, "status": "done", "error": ""}
+             for lam in (0.01, 0.02) for b in here.rows]
+    attrs = job_attrs("scan", version="v", model=models[0].to_dict(), solver=cfg.as_dict(), rule=cfg.quadrature)
+    write_netcdf(boundaries_dataset(cells, ("lam", "omega"), {"lam": [0.01, 0.02], "omega": [0.25, 0.3]}, alphas,
+                                    attrs), tmp_path / "scan.nc")
+    ds = open_dataset(tmp_path / "scan.nc")
+    assert dict(ds.sizes) == {"lam": 2, "omega": 2, "branch": 2, "alpha": 5}
+    for b in here.rows:
+        assert float(ds.alpha_c.sel(lam=0.02, omega=b.omega)) == b.alpha_c
+        sem = [p.record["eps_g"] for p in b.semantic.points if p.alpha in alphas and p.status.converged]
+        got = ds.eps_g.sel(lam=0.01, omega=b.omega, branch="semantic").values
+        assert list(got[np.isfinite(got)]) == sem
+    assert np.isnan(ds.alpha_c_err.values).all() and ds.attrs["rule"] == "gh6"
+    assert "tasks: 4 done" in describe(ds) and '"quadrature": "gh6"' in describe(ds)
+
 
 def test_scheduler_that_cannot_be_reached_is_a_one_line_error() -> None:
     with pytest.raises(ValueError, match="--scheduler tcp://127.0.0.1:9: cannot connect"):
