@@ -52,6 +52,17 @@ def test_interrupted_phase_diagram_resumes_with_the_missing_task_only(tmp_path, 
     assert "tasks: 2 done" in shown and '"quadrature": "gh6"' in shown
     assert "alpha_c(omega): 2/2 finite" in shown
 
+    # scan in the same folder: its (lam = 0.01, omega = 0.3) task is the phase diagram's, read back
+    assert main(["scan", "--lam", "0.01,0.02", "--omega", "0.3", *SMALL, "--workers", "1", "--out", str(out),
+                 "--json"]) == 0
+    scan = json.loads(capsys.readouterr().out)
+    assert scan["tasks"]["stored"] == 1 and scan["tasks"]["computed"] == 1 and scan["scanned"] == "lam"
+    assert [r["lam"] for r in scan["rows"]] == [0.01, 0.02]
+    assert scan["rows"][0]["alpha_c"] == next(r["alpha_c"] for r in fresh["rows"] if r["omega"] == 0.3)
+    assert (out / "phase_diagram_lam0.01.png").stat().st_size > 0 and (out / "phase_diagram_lam0.02.png").exists()
+    assert main(["show", str(out / "scan.nc")]) == 0
+    assert "dimensions: lam = 2, omega = 1, branch = 2, alpha = 5" in capsys.readouterr().out
+
 
 def test_show_without_a_dataset_is_a_one_line_error(tmp_path, capsys) -> None:
     assert main(["show", str(tmp_path)]) == 2

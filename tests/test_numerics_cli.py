@@ -191,3 +191,24 @@ def test_phase_diagram_json_is_one_object(tmp_path, capsys) -> None:
     assert meta["out"] == str(tmp_path) and meta["params"]["omega"] == 0.3
     assert meta["solver"]["quadrature"] == "gh6" and len(meta["rows"]) == 1
     assert meta["rows"][0]["omega"] == 0.3 and 1.2 < meta["rows"][0]["alpha_c"] < 1.3
+
+
+def test_sweep_over_several_omegas_is_one_task_per_omega(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`sweep --omega a,b`: a CSV per omega, one dataset sweep_<branch>.nc, the --json object lists the sweeps;
+    a rerun reads both tasks back from DIR/tasks."""
+    from attnphase.execution.dataset import open_dataset
+
+    argv = ["sweep", "--omega", "0.2,0.3", "--alpha", "1.8,2.2", "--out", str(tmp_path), "--quadrature", "gh6",
+            "--workers", "1", "--quiet", "--json"]
+    assert main(argv) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["omegas"] == [0.2, 0.3] and [s["params"]["omega"] for s in rec["sweeps"]] == [0.2, 0.3]
+    assert rec["tasks"]["computed"] == 2
+    for w, s in zip((0.2, 0.3), rec["sweeps"]):
+        assert s["file"] == str(tmp_path / f"sweep_semantic_omega{w}.csv") and len(s["rows"]) == 2
+    ds = open_dataset(tmp_path / "sweep_semantic.nc")
+    assert dict(ds.sizes) == {"omega": 2, "alpha": 2}
+    assert float(ds.theta.sel(omega=0.3, alpha=2.2)) == rec["sweeps"][1]["rows"][1]["theta"]
+    assert main(argv) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["tasks"]["stored"] == 2 and again["sweeps"] == rec["sweeps"]
