@@ -61,10 +61,12 @@ def task_key(fn: Callable[..., Any], identity: Any, version: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
-def code_version(*packages: str) -> str:
+def code_version(*packages: str, exclude: tuple[str, ...] = ()) -> str:
     """``<package version>+<hash>``: the hash of every ``.py`` file under ``packages`` (sorted by path;
-    found without importing them).  Any edit of the code a task runs changes it (and with it every
-    key); nothing else does.  About 10 ms: a job computes it once and passes it to its tasks.
+    found without importing them), except those whose path relative to their package starts with
+    one of ``exclude`` (the command-line and presentation modules, which compute nothing a task
+    returns).  An edit of the code a task runs changes it (and with it every key).  About 10 ms: a
+    job computes it once and passes it to its tasks.
     """
     from attnphase import __version__
 
@@ -75,6 +77,9 @@ def code_version(*packages: str) -> str:
             raise ValueError(f"code_version: {name!r} is not an importable package")
         root = Path(list(spec.submodule_search_locations)[0])
         for path in sorted(root.rglob("*.py")):
-            h.update(str(path.relative_to(root)).encode())
+            rel = str(path.relative_to(root))
+            if rel.startswith(exclude):
+                continue
+            h.update(rel.encode())
             h.update(path.read_bytes())
     return f"{__version__}+{h.hexdigest()[:12]}"

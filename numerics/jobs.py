@@ -24,12 +24,15 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.continuation import BranchSweep, sweep
 from attnphase.theory.params import ModelParams
 
-#: The layers a numerics task runs (their source is hashed into every key).
+#: The layers a numerics task runs (their source is hashed into every key) ...
 NUMERICS_CODE = ("attnphase.theory", "attnphase.numerics")
+#: ... but for the modules that only present results (tables, figures, datasets, the commands):
+#: an edit there keeps a job's stored tasks valid.
+PRESENTATION = ("cli.py", "report.py", "plots.py", "scan.py", "dataset.py", "latex.py", "notes.py")
 
 
 def numerics_version() -> str:
-    return code_version(*NUMERICS_CODE)
+    return code_version(*NUMERICS_CODE, exclude=PRESENTATION)
 
 
 def boundaries_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig, replicate: int = 0,

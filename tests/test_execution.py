@@ -56,6 +56,22 @@ def test_key_changes_with_inputs_and_code() -> None:
     assert k != task_key(exec_tasks.square_or_raise, {"omega": 0.3}, "v1")
 
 
+def test_code_version_hashes_the_computing_modules_only(tmp_path, monkeypatch) -> None:
+    from attnphase.execution import code_version
+
+    pkg = tmp_path / "vpkg"
+    pkg.mkdir()
+    for name, text in (("__init__.py", ""), ("solver.py", "x = 1"), ("report.py", "y = 1")):
+        (pkg / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    v0 = code_version("vpkg", exclude=("report.py",))
+    (pkg / "report.py").write_text("y = 2")
+    assert code_version("vpkg", exclude=("report.py",)) == v0 != code_version("vpkg")
+    (pkg / "solver.py").write_text("x = 2")
+    assert code_version("vpkg", exclude=("report.py",)) != v0
+    assert "vpkg" not in sys.modules  # found, never imported
+
+
 def test_a_failing_task_is_recorded_and_the_rest_completes(tmp_path, cluster_address) -> None:
     store = ResultStore(tmp_path)
     tasks = _tasks(exec_tasks.square_or_raise, [1, 2, 3, 4])

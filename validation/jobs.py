@@ -28,8 +28,13 @@ VALIDATION_CODE = ("attnphase.theory", "attnphase.numerics", "attnphase.validati
 RUN_OBSERVABLES = ("m", "theta", "q", "eps_g", "e_t", "eps_lin")
 
 
+#: Modules no simulation or theory task runs (tables, figures, the commands, the histogram task).
+PRESENTATION = ("cli.py", "check_cli.py", "report.py", "plots.py", "scan.py", "dataset.py", "latex.py", "notes.py",
+                "histogram", "campaign.py", "derivation_checks.py")
+
+
 def validation_version() -> str:
-    return code_version(*VALIDATION_CODE)
+    return code_version(*VALIDATION_CODE, exclude=PRESENTATION)
 
 
 def simulation_task(spec: SimSpec, version: str | None = None) -> Task:
