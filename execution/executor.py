@@ -182,7 +182,7 @@ def dask_client(executor: ExecutorSpec, n_tasks: int, say: Callable[[str], None]
         except (OSError, TimeoutError) as exc:
             raise ValueError(f"--scheduler {executor.scheduler}: cannot connect ({' '.join(str(exc).split())})") from None
         try:
-            n = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+            n = len(client.nthreads())
             say(f"Dask scheduler {executor.scheduler}: {n} workers; dashboard {client.dashboard_link}")
             yield client
         finally:

@@ -41,8 +41,9 @@ class ResultStore:
     """Finished tasks of one job, one checksummed file each under ``folder``."""
 
     def __init__(self, folder: str | Path) -> None:
+        """The store in ``folder``, created with the first record (a job interrupted before any task
+        finished leaves nothing)."""
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
         for stale in self.folder.glob(f".*{SUFFIX}.tmp"):  # a killed writer's temporary file
             stale.unlink(missing_ok=True)
         self.corrupted: list[str] = []
@@ -74,6 +75,7 @@ class ResultStore:
                                 "code_version": version, "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
                                protocol=pickle.HIGHEST_PROTOCOL)
         blob = MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+        self.folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{record.key}", suffix=f"{SUFFIX}.tmp", dir=self.folder)
         try:
             with os.fdopen(fd, "wb") as fh:

@@ -270,7 +270,8 @@ def test_large_rules_and_long_runs_are_announced(capsys):
 
 
 def test_interrupt_leaves_nothing(tmp_path):
-    # Ctrl-C in the middle of a phase diagram: exit code 130, one line, neither --out nor a staging folder
+    # Ctrl-C in the middle of a phase diagram, before its one task finished: exit code 130, one line, neither
+    # --out nor a staging folder (finished tasks would be kept in --out/tasks: tests/test_execution_cli.py)
     import signal
     import time
 
