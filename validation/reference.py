@@ -11,8 +11,8 @@ paper's local minimiser started at h = 0). The result is plain data
 ``e_t``, ``eps_lin``, ``branch`` reached, ``converged``) so that reports and
 JSON need no numerics objects. A disk cache (one JSON file per call, keyed by
 the parameters, the grid, the modes and the accuracy settings) lets a report
-be re-rendered without solving again; :class:`BackgroundTheory` computes
-calls in worker processes.
+be re-rendered without solving again; ``validate`` runs each omega as a task of
+the execution layer instead (:mod:`attnphase.validation.jobs`, its result store).
 
 It calls ``sweep(params, alphas, branch, config=..., bisection_tol=...)`` and
 ``phase_boundaries(params, alphas, config=..., xtol=..., bisection_tol=...)`` with one
@@ -26,7 +26,7 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -269,117 +269,3 @@ def theory_at_omega(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(out.to_dict(), indent=1))
     return out
-
-
-# --- background computation (a separate Python process, no torch) --------------------------
-
-def _job_to_json(job: tuple[Any, ...]) -> dict[str, Any]:
-    params, alphas, boundaries, extra, settings, cache_dir = job
-    return {"params": params.to_dict(), "alphas": list(alphas), "boundaries": list(boundaries),
-            "extra_curves": [list(c) for c in extra], "settings": asdict(settings), "cache_dir": str(cache_dir)}
-
-
-def _job_from_json(d: dict[str, Any]) -> tuple[Any, ...]:
-    return (ModelParams(**d["params"]), tuple(d["alphas"]), tuple(d["boundaries"]),
-            tuple(tuple(c) for c in d["extra_curves"]), TheorySettings(**d["settings"]), d["cache_dir"])
-
-
-def run_jobs_file(path: str | Path, parent_pid: int | None = None) -> None:
-    """Compute every job listed in the JSON file ``path`` (each lands in its cache file).
-
-    With ``parent_pid``, a watchdog thread ends this process as soon as that
-    process is gone, so a worker never outlives the command that started it.
-    """
-    if parent_pid is not None:
-        import os
-        import threading
-
-        def watch() -> None:
-            while os.getppid() == parent_pid:
-                time.sleep(1.0)
-            os._exit(3)
-
-        threading.Thread(target=watch, daemon=True).start()
-    for d in json.loads(Path(path).read_text()):
-        theory_at_omega(*_job_from_json(d))
-
-
-class BackgroundTheory:
-    """Theory jobs computed by separate Python processes while the caller does other work.
-
-    A job is the argument tuple ``(params, alphas, boundaries, extra_curves,
-    settings, cache_dir)`` of :func:`theory_at_omega`; jobs are dealt
-    round-robin to ``workers`` processes, which write each result into its
-    cache file, and :meth:`results` reads them back (the workers share nothing
-    with the caller but files). Separate interpreters (``subprocess``) rather
-    than ``multiprocessing`` keep this independent of how the caller's main
-    module was started. Each worker is single-threaded
-    (``OMP/OPENBLAS/MKL_NUM_THREADS = 1``) and ends itself if the caller dies.
-    """
-
-    def __init__(self, jobs: Sequence[tuple[Any, ...]], workdir: str | Path, workers: int = 1) -> None:
-        import os
-        import subprocess
-        import sys
-
-        if workers < 1:
-            raise ValueError(f"workers must be >= 1, got {workers}")
-        self.jobs = list(jobs)
-        self.cached_before = [_cache_path(*j).exists() for j in self.jobs]
-        workdir = Path(workdir)
-        workdir.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **{k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}}
-        self._procs: list[Any] = []
-        self._logs: list[Any] = []
-        todo = [j for j, cached in zip(self.jobs, self.cached_before) if not cached]
-        for w in range(min(workers, len(todo))):
-            mine = todo[w::workers]
-            jobs_file = workdir / f"jobs-{w}.json"
-            jobs_file.write_text(json.dumps([_job_to_json(j) for j in mine]))
-            log = open(workdir / f"worker-{w}.log", "w")  # noqa: SIM115 - closed in close()
-            code = (f"from attnphase.validation.reference import run_jobs_file; "
-                    f"run_jobs_file({str(jobs_file)!r}, parent_pid={os.getpid()})")
-            self._procs.append(subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT,
-                                                env=env))
-            self._logs.append(log)
-
-    def __enter__(self) -> "BackgroundTheory":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Stop any worker still running (on errors or interruption of the caller)."""
-        for proc in self._procs:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except Exception:  # noqa: BLE001 - last resort
-                    proc.kill()
-        for log in self._logs:
-            if not log.closed:
-                log.close()
-
-    def done(self) -> int:
-        """How many jobs have a cache file already."""
-        return sum(_cache_path(*j).exists() for j in self.jobs)
-
-    def results(self, progress: Callable[[int], None] | None = None, poll: float = 1.0) -> list[TheoryAtOmega]:
-        """Wait for the workers and return one :class:`TheoryAtOmega` per job (``RuntimeError`` if one failed)."""
-        seen = self.done()
-        while any(p.poll() is None for p in self._procs):
-            time.sleep(poll)
-            now = self.done()
-            if progress is not None and now > seen:
-                progress(now - seen)
-            seen = now
-        self.close()
-        for proc, log in zip(self._procs, self._logs):
-            if proc.returncode != 0:
-                text = Path(log.name).read_text()[-3000:]
-                raise RuntimeError(f"theory worker failed (exit {proc.returncode}):\n{text}")
-        if progress is not None and self.done() > seen:
-            progress(self.done() - seen)
-        return [theory_at_omega(*j) for j in self.jobs]
