@@ -142,6 +142,7 @@ def run_tasks(
         for i in todo:
             progress.running(1)
             record(i, *call_task(tasks[i].fn, tasks[i].arg))
+        progress.running(0)
     elif todo:
         _run_on_dask(tasks, todo, executor, record, progress)
     return [o for o in out if o is not None]
