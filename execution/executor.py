@@ -12,8 +12,8 @@ Results come back to this process and are written here (the workers need no shar
 A task that raises is recorded as failed with its error (type, message, traceback) and the job goes
 on; a worker process that dies in a task (killed, out of memory) is replaced by Dask's nanny and
 the task run again, up to ``allowed_failures`` deaths.  Workers run numba and BLAS on one thread
-(two workers on two cores keep both busy); a task's numbers do not depend on where it runs (the
-tests compare them bit for bit).  Ctrl-C closes the cluster and re-raises: the store then holds
+(two workers on two cores keep both busy), and a task run in this process runs with one BLAS thread
+too: a task's numbers do not depend on where it runs (the tests compare them bit for bit).  Ctrl-C closes the cluster and re-raises: the store then holds
 only complete files of the tasks that finished.
 """
 
@@ -139,9 +139,14 @@ def run_tasks(
         progress.finished(out[i])
 
     if todo and (executor.in_process or (executor.scheduler is None and len(todo) == 1)):  # no cluster for one task
-        for i in todo:
-            progress.running(1)
-            record(i, *call_task(tasks[i].fn, tasks[i].arg))
+        from threadpoolctl import threadpool_limits
+
+        # one BLAS thread, as on a worker: a multi-threaded BLAS sums in another order (alpha_c moved
+        # by 1e-15 at the default settings), and its threads spin against numba's
+        with threadpool_limits(limits=1, user_api="blas"):
+            for i in todo:
+                progress.running(1)
+                record(i, *call_task(tasks[i].fn, tasks[i].arg))
         progress.running(0)
     elif todo:
         _run_on_dask(tasks, todo, executor, record, progress)
