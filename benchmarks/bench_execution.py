@@ -18,16 +18,8 @@ gh6, the tests' rule, fails at omega = 0.1 in stability.branch_bifurcation), a f
 omega).  The machine's load average is recorded before and after (the numbers are only as good as
 the idleness of the cores).  ``--out`` writes the numbers as JSON.
 
-Measured 2026-11-30 with ``--quick`` on a 2-core box shared with other jobs, load average 16-19
-(so the cores were far from idle, and the two-worker run got a larger share of them than the
-one-process run: the speed-up below overstates what 2 idle cores give):
-
-    7 omegas, --workers 1: 205.9 s wall; --workers 2 (local Dask cluster, start included): 88.8 s
-    -> speed-up 2.3 (same rows bit for bit); median task 15.8 s
-    overhead per task: store write + read back 8.6 ms (6.3 kB file), Dask round trip of an
-    empty task 7.2 ms -> 16 ms = 0.1 % of a task; the job's fixed cost (imports, tables,
-    dataset, figures) 5.3 s
-    resume of the finished job (7 tasks read back): 7.2 s process wall, 3.3 s inside the job
+Measured 2026-11-30 on a 2-core box shared with other jobs: docs/distributed.md "Measured" (the
+load average beside each number; the cores were seldom idle).
 """
 
 from __future__ import annotations
