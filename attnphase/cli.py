@@ -141,7 +141,6 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--init", default="semantic", metavar="{semantic,positional,random}", help="initialisation (default semantic)")
     p.add_argument("--optimizer", default="gd", metavar="{gd,adam}", help="gd (Armijo gradient descent, default) or adam")
     p.add_argument("--seed", type=int, default=0, help="seed of every random stream (default 0)")
-    p.add_argument("--rank", type=int, default=1, help="student rank r (default 1)")
     p.add_argument("--max-steps", type=int, default=20000, help="step budget (default 20000)")
     p.add_argument("--grad-tol", type=float, default=None,
                    help="stop at |grad R| / sqrt(d) <= this (default 1e-6 in float64, 1e-5 in float32)")
@@ -163,9 +162,13 @@ def _add_validate(sub: argparse._SubParsersAction) -> None:
         description="Gradient descent at finite d against the theory (numerics): Fig. 2 curves, Fig. 3 heat map, "
         "finite-size scaling, global versus local proximal theory. Exit code 1 if a run did not converge.",
     )
+    p.add_argument("--suite", default="default", choices=("default", "general"),
+                   help="default: the paper's model at the model options below (Fig. 2, Fig. 3, finite size); "
+                   "general: GD vs theory for the general model (any L, sigma_l, A, P, ranks; its cases fix their "
+                   "own models, docs/validation.md) (default: default)")
     p.add_argument("--quick", action="store_true", help="d = 200 and a smaller grid (a few minutes on 2 cores)")
     p.add_argument("--d", type=int, default=None, help="override the main dimension (default 1000, quick 200)")
-    p.add_argument("--seeds", type=int, default=None, help="seeds per point (default 4, quick 2)")
+    p.add_argument("--seeds", type=int, default=None, help="seeds per point (default 4, quick 2; general suite 4, quick 3)")
     opt.add_model_options(p, omega_help="the omega of the alpha sweeps (the heat map scans its own omegas)")
     _torch_options(p, threads="torch threads of the simulations (default: torch's default minus one, "
                    "the theory worker's core)")

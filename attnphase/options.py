@@ -1,6 +1,7 @@
 """The options every ``attnphase`` command shares, and the one place they become objects.
 
-* :func:`add_model_options` -- the model group ``--L --sigma --A --P --omega --lam --rho0`` (same
+* :func:`add_model_options` -- the model group ``--L --sigma --A --P --omega --lam --rho0 --rank
+  --teacher-rank`` (same
   names, defaults and help on ``derive``, ``solve``, ``sweep``, ``phase-diagram``, ``simulate``,
   ``validate``, ``check``); :func:`params_from_args` builds the
   :class:`~attnphase.theory.params.ModelParams` from it, :func:`omegas_from_args` the scanned
@@ -74,7 +75,7 @@ _OPTIONAL_RULES = ("e_t_quadrature", "alpha_c_quadrature")
 #: Model options: (option, ModelParams field).
 MODEL_OPTIONS = (
     ("--L", "L"), ("--sigma", "sigma"), ("--A", "A"), ("--P", "P"),
-    ("--omega", "omega"), ("--lam", "lam"), ("--rho0", "rho0"),
+    ("--omega", "omega"), ("--lam", "lam"), ("--rho0", "rho0"), ("--rank", "r"), ("--teacher-rank", "r_star"),
 )
 
 #: The most values a numeric list may hold (a grid is capped lower by each command; see check_grid).
@@ -164,7 +165,21 @@ def add_model_options(
         g.add_argument("--omega", default=omega_default, metavar="OMEGA",
                        help=f"{what} (default {omega_default})" + (f"; {omega_help}" if omega_help else ""))
     g.add_argument("--lam", type=float, default=0.01, metavar="LAM", help="ridge penalty lambda >= 0 (default 0.01)")
-    g.add_argument("--rho0", type=float, default=1.0, metavar="RHO0", help="teacher norm rho0 = |Q*|^2/d > 0 (default 1)")
+    g.add_argument("--rho0", type=float, default=1.0, metavar="RHO0",
+                   help="teacher norm: Q*^T Q*/d = rho0 I (rho0 > 0; default 1)")
+    g.add_argument("--rank", type=int, default=1, metavar="R",
+                   help="student rank r >= 1: Q in R^{d x r} (docs/model.md section 7; default 1)")
+    g.add_argument("--teacher-rank", dest="teacher_rank", type=int, default=1, metavar="R*",
+                   help="teacher rank r* >= 1: Q* in R^{d x r*} (default 1)")
+
+
+def model_options_given(args: argparse.Namespace) -> list[str]:
+    """The model options set to something other than their default (for a command that fixes its own models)."""
+    ref = argparse.ArgumentParser()
+    add_model_options(ref)
+    defaults = vars(ref.parse_args([]))
+    return [option for option, _ in MODEL_OPTIONS
+            if getattr(args, option[2:].replace("-", "_"), None) != defaults[option[2:].replace("-", "_")]]
 
 
 def _matrix(text: str | None, option: str) -> Any:
@@ -194,17 +209,21 @@ def params_from_args(args: argparse.Namespace, omega: float | None = None):
 
     if omega is None:
         omega = parse_values(args.omega, "--omega")[0]
-    check_L(args.L, getattr(args, "command", "") or "")
+    command = getattr(args, "command", "") or ""
+    check_L(args.L, command)
     with model_errors():
-        return ModelParams(
+        params = ModelParams(
             L=args.L, sigma=_sigma(args.sigma), A=_matrix(args.A, "--A"), P=_matrix(args.P, "--P"),
-            omega=omega, lam=args.lam, rho0=args.rho0,
+            omega=omega, lam=args.lam, rho0=args.rho0, r=getattr(args, "rank", 1),
+            r_star=getattr(args, "teacher_rank", 1),
         )
+    check_rank(params, command)
+    return params
 
 
 #: ModelParams field -> the option that sets it (an error of the library names the option).
 _OPTION_OF_FIELD = {"L": "--L", "sigma": "--sigma", "P": "--P", "A": "--A", "omega": "--omega", "lam": "--lam",
-                    "rho0": "--rho0", "r": "--rank"}
+                    "rho0": "--rho0", "r": "--rank", "r_star": "--teacher-rank"}
 
 
 @contextlib.contextmanager
@@ -241,6 +260,21 @@ def check_L(L: Any, command: str = "") -> None:
         limit = MAX_L_OTHER.get(command, 10)
         raise ValueError(f"--L {L}: {command} supports L <= {limit} (measured: derive --L 10 took over 150 s, "
                          f"--L 7 ~45 s on 2 cores); set ATTNPHASE_MAX_L to try anyway")
+
+
+#: Commands whose theory implements rank r = r* = 1 only (the state evolution, the derivation, the
+#: theory side of ``validate``); ``simulate`` trains any rank.
+RANK_ONE_COMMANDS = ("derive", "solve", "sweep", "phase-diagram", "check", "validate")
+
+
+def check_rank(params: Any, command: str) -> None:
+    """``--rank`` / ``--teacher-rank`` above 1 on a command whose theory is rank-1: a one-line ValueError."""
+    if command not in RANK_ONE_COMMANDS:
+        return
+    for option, value in (("--rank", params.r), ("--teacher-rank", params.r_star)):
+        if value != 1:
+            raise ValueError(f"{option} {value}: {command} implements rank r = r* = 1 only (the state evolution "
+                             f"for matrix overlaps is not there yet; simulate trains any rank)")
 
 
 def announce_defaults(args: argparse.Namespace, params: Any) -> None:

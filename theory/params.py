@@ -2,7 +2,7 @@
 
 The defaults are the paper's: L = 2, sigma_l = 0.5, P = [[1, -1], [-1, 1]]
 (p_1 = -p_2 = 1/sqrt(d)), A = [[0.6, 0.4], [0.4, 0.6]], lambda = 0.01,
-rho0 = 1, rank r = 1. For L != 2 the defaults are P = I (orthonormal
+rho0 = 1, student rank r = 1, teacher rank r* = 1. For L != 2 the defaults are P = I (orthonormal
 positional encodings) and A with 0.6 on the diagonal and the remaining 0.4
 spread evenly over each row.
 """
@@ -89,8 +89,9 @@ class ModelParams:
         A: row-stochastic positional part of the teacher's attention.
         omega: mixing weight of A in T(h*) = (1 - omega) softmax(h* h*^T) + omega A, in [0, 1].
         lam: ridge penalty lambda >= 0 in R(Q) = ... + (lambda / 2) |Q|_F^2.
-        rho0: teacher norm |Q*|^2 / d > 0.
-        r: student rank (r = 1 is implemented numerically).
+        rho0: teacher norm: Q*^T Q* / d = rho0 I_{r*}, rho0 > 0.
+        r: student rank, Q in R^{d x r} (the state evolution implements r = 1; docs/model.md section 7).
+        r_star: teacher rank r*, Q* in R^{d x r*} (the state evolution implements r* = 1).
     """
 
     L: int = 2
@@ -101,6 +102,7 @@ class ModelParams:
     lam: float = 0.01
     rho0: float = 1.0
     r: int = 1
+    r_star: int = 1
 
     def __post_init__(self) -> None:
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 - frozen dataclass
@@ -111,6 +113,9 @@ class ModelParams:
         if not _is_number(self.r) or int(self.r) != self.r or self.r < 1:
             raise ValueError(f"r (student rank) must be an integer >= 1, got {self.r!r}")
         set_("r", int(self.r))
+        if not _is_number(self.r_star) or int(self.r_star) != self.r_star or self.r_star < 1:
+            raise ValueError(f"r_star (teacher rank r*) must be an integer >= 1, got {self.r_star!r}")
+        set_("r_star", int(self.r_star))
 
         sigma = 0.5 if self.sigma is None else self.sigma
         items = list(sigma) if isinstance(sigma, (list, tuple, np.ndarray)) else [sigma]
@@ -178,4 +183,5 @@ class ModelParams:
             "lam": self.lam,
             "rho0": self.rho0,
             "r": self.r,
+            "r_star": self.r_star,
         }

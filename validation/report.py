@@ -5,7 +5,9 @@ Output in ``out_dir``:
 
 * ``fig2_alpha_sweep.png`` -- |m|, |theta|, eps_g and Delta e_t against alpha:
   theory (semantic global solid, semantic local dashed, positional global
-  solid) and simulation means +- std per init, alpha_c and alpha_l marked;
+  solid), each branch drawn only where it exists and its end marked by a tick up from the x axis
+  (:mod:`attnphase.validation.branch_segments`), and simulation means +- std per
+  init, alpha_c and alpha_l marked;
 * ``fig3_heatmap.png`` -- simulated Delta e_t over (alpha, omega) with the
   theory's alpha_c(omega) on top;
 * ``finite_size.png`` -- |simulation - theory| against d, and the small-alpha
@@ -26,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .branch_segments import drawn_end, existing_segments
 
 REL_TOL = 0.10
 """Relative allowance for finite-size corrections in the agreement rule."""
@@ -132,17 +136,26 @@ def _plt():
     return plt
 
 
-def _curve(theory: dict[str, Any], key: str, obs: str, on_branch_only: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def mark_end(ax: Any, alpha: float, color: str, label: str | None = None) -> None:
+    """Mark a branch's end: a thick tick in the branch's colour rising from the x axis at its alpha."""
+    ax.axvline(alpha, ymin=0.0, ymax=0.08, color=color, lw=3, solid_capstyle="butt", label=label)
+
+
+def plot_theory_branch(ax: Any, theory: dict[str, Any], key: str, obs: str, color: str, ls: str, label: str,
+                       absolute: bool = False) -> None:
+    """One theory branch (``key`` = ``"branch/prox"``) drawn only where it exists, its end marked (a tick up
+    from the x axis in the branch's colour)."""
     c = theory["curves"].get(key)
     if c is None:
-        return np.array([]), np.array([])
+        return
     branch = key.split("/")[0]
-    pts = [(r["alpha"], _nan(r[obs])) for r in c["records"]
-           if r["converged"] and (not on_branch_only or r["branch"] == branch)]
-    if not pts:
-        return np.array([]), np.array([])
-    a, v = np.array(pts).T
-    return a, v
+    end = _nan(c.get("end"))
+    for i, (a, v) in enumerate(existing_segments(c["records"], branch, end, obs, absolute)):
+        ax.plot(a, v, color=color, ls=ls, lw=1.5, marker="." if len(a) == 1 else None,
+                label=f"theory {label}" if i == 0 else None)
+    at = drawn_end(c["records"], branch, end)
+    if at is not None:
+        mark_end(ax, at, color)
 
 
 def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
@@ -157,10 +170,7 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
                                   ("semantic/local", ("C0", "--"), "semantic, local prox"),
                                   ("positional/global", ("C1", "-"), "positional, global prox"),
                                   ("positional/local", ("C1", ":"), "positional, local prox")):
-            a, v = _curve(th, ckey, key)
-            if a.size:
-                ax.plot(a, np.abs(v) if obs.startswith("abs_") else v, color=style[0], ls=style[1], lw=1.5,
-                        label=f"theory {name}")
+            plot_theory_branch(ax, th, ckey, key, style[0], style[1], name, absolute=obs.startswith("abs_"))
         if obs == "eps_g":
             line = ax.axhline(th["eps_lin"], color="C4", lw=1.2, ls="-", label="theory eps_lin")
             ax.legend(handles=[line], fontsize=7, loc="upper right")
@@ -197,7 +207,7 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
     ac, al = _nan(th["alpha_c"].get("global")), _nan(th["alpha_l"].get("global"))
     d = summary["plan"]["d"]
     fig.suptitle(f"GD at d = {d} vs theory, omega = {th['omega']}  (alpha_c = {ac:.3f} dotted, "
-                 f"alpha_l = {al:.3f} dash-dot)")
+                 f"alpha_l = {al:.3f} dash-dot; ticks up from the x axis: where a branch ends)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
