@@ -9,7 +9,8 @@ Output in ``out_dir``:
   (:mod:`attnphase.validation.branch_segments`), and simulation means +- std per
   init, alpha_c and alpha_l marked;
 * ``fig3_heatmap.png`` -- simulated Delta e_t over (alpha, omega) with the
-  theory's alpha_c(omega) on top;
+  theory's alpha_c(omega) curve on top, computed at every heat-map omega and at the
+  plan's ``curve_omegas`` in between and beyond, so that it spans the whole map;
 * ``finite_size.png`` -- |simulation - theory| against d, and the small-alpha
   semantic overlap against 1/sqrt(d) with its extrapolation and both theories;
 * ``summary.json`` -- the summary plus ``headline`` (the numbers quoted in the report);
@@ -213,6 +214,18 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def alpha_c_curve(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The theory's alpha_c(omega) over the map, by omega: ``summary["alpha_c_curve"]`` (the heat-map and curve
+    omegas), or for an older summary the heat-map omegas' ``heat_theory``."""
+    if summary.get("alpha_c_curve"):
+        return sorted(summary["alpha_c_curve"], key=lambda c: c["omega"])
+    out = []
+    for t in summary["heat_theory"]:
+        prox = "global" if "global" in t["alpha_c"] else next(iter(t["alpha_c"]))
+        out.append({"omega": t["omega"], "alpha_c": t["alpha_c"][prox], "prox": prox})
+    return sorted(out, key=lambda c: c["omega"])
+
+
 def plot_heatmap(summary: dict[str, Any], path: Path) -> None:
     """Fig. 3: simulated Delta e_t over (alpha, omega) and the theory's alpha_c(omega)."""
     plt = _plt()
@@ -226,23 +239,29 @@ def plot_heatmap(summary: dict[str, Any], path: Path) -> None:
     lim = np.nanmax(np.abs(Z)) if np.isfinite(Z).any() else 1.0
     im = ax.pcolormesh(_edges(alphas), _edges(omegas), Z, cmap="RdBu_r", vmin=-lim, vmax=lim, shading="flat")
     fig.colorbar(im, ax=ax, label="simulated Delta e_t = e_t(semantic) - e_t(positional)")
-    pts = []
-    for t in summary["heat_theory"]:
-        prox = "global" if "global" in t["alpha_c"] else next(iter(t["alpha_c"]))
-        pts.append((t["omega"], _nan(t["alpha_c"][prox]), prox))
-    found = [(w, a, p) for w, a, p in pts if not math.isnan(a)]
-    if found:
-        ax.plot([a for _, a, _ in found], [w for w, _, _ in found], "k-", lw=2, label="theory alpha_c(omega)")
-        for w, a, p in found:
-            ax.plot([a], [w], "ko" if p == "global" else "kP", ms=7)
-        ax.plot([], [], "ko", label="global prox")
-        if any(p == "local" for _, _, p in found):
-            ax.plot([], [], "kP", label="local prox")
+    pts = [(c["omega"], _nan(c["alpha_c"]), c["prox"]) for c in alpha_c_curve(summary)]
+    runs: list[list[tuple[float, float, str]]] = [[]]
+    for w, a, p in pts:  # the curve is not drawn across an omega where alpha_c was not found
+        if math.isnan(a):
+            runs.append([])
+        else:
+            runs[-1].append((w, a, p))
+    for k, run in enumerate(r for r in runs if r):
+        ax.plot([a for _, a, _ in run], [w for w, _, _ in run], "k-", lw=2,
+                label="theory alpha_c(omega)" if k == 0 else None)
+        for w, a, p in run:
+            ax.plot([a], [w], "ko" if p == "global" else "kP", ms=5)
+    if any(not math.isnan(a) for _, a, _ in pts):
+        ax.plot([], [], "ko", ms=5, label="global prox")
+        if any(p == "local" and not math.isnan(a) for _, a, p in pts):
+            ax.plot([], [], "kP", ms=5, label="local prox")
         ax.legend(loc="upper left", fontsize=8)
     missing = [w for w, a, _ in pts if math.isnan(a)]
     if missing:
-        ax.text(0.01, 0.01, "alpha_c outside the theory grid at omega = " + ", ".join(f"{w:g}" for w in missing),
+        ax.text(0.01, 0.01, "no alpha_c found at omega = " + ", ".join(f"{w:g}" for w in missing),
                 transform=ax.transAxes, fontsize=7)
+    ax.set_xlim(_edges(alphas)[[0, -1]])
+    ax.set_ylim(_edges(omegas)[[0, -1]])
     ax.set_xlabel("alpha")
     ax.set_ylabel("omega")
     ax.set_title(f"GD at d = {summary['plan']['d']}: red = positional lower, blue = semantic lower")
