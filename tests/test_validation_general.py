@@ -97,7 +97,7 @@ def test_general_simulation_runs_and_reports_invariants():
 
 def _rec(alpha, branch, theta=0.3, converged=True):
     return {"alpha": alpha, "branch": branch, "theta": theta, "m": 0.0, "m_norm": 0.0, "q": 0.4, "eps_g": 3e-3,
-            "e_t": 4e-3, "converged": converged}
+            "e_t": 4e-3 - 1e-4 * alpha * (branch == "semantic"), "eps_lin": 2e-3, "converged": converged}
 
 
 def test_a_branch_is_drawn_only_where_it_exists():
@@ -158,3 +158,23 @@ def test_the_plan_covers_the_issue_cases():
     assert a.L == 3 and not np.allclose(a.A_array, a.A_array.T) and np.allclose(a.A_array.sum(1), 1)
     assert general_plan(quick=True).d == 200 and general_plan().d >= 1000
     assert all(c.alphas for c in GENERAL_CASES if not theory_available(c.params))
+
+
+def test_a_noise_level_point_past_the_branch_end_is_no_theory_point():
+    """The semantic solve below the branch's end can land on a point labelled semantic with theta ~ 1e-4:
+    it is not the branch, so neither the agreement rule nor the theory's Delta e_t uses it."""
+    from attnphase.validation.campaign import delta_et_rows, group_rows
+    from attnphase.validation.report import agrees
+
+    th = _theory(1.19, sem_end=0.72)
+    sem = tuple(dict(r, branch="semantic", theta=1e-4) if r["alpha"] == 0.5 else r
+                for r in th.curve("semantic", "global").records)
+    th = replace(th, curves={**th.curves, ("semantic", "global"): BranchCurve("semantic", "global", sem, 0.72)})
+    runs = [run_simulation(SimSpec(d=16, alpha=a, init=i, n_test=50, device="cpu"))
+            for a in (0.5, 2.0) for i in ("semantic", "positional")]
+    rows = {(r["alpha"], r["init"]): r for r in group_rows(runs, {0.3: th})}
+    assert rows[(0.5, "semantic")]["theory"]["global"]["exists"] is False
+    assert agrees(rows[(0.5, "semantic")], "abs_theta") is None
+    assert agrees(rows[(2.0, "semantic")], "abs_theta") in (True, False)
+    delta = {r["alpha"]: r["theory"]["global"] for r in delta_et_rows(runs, {0.3: th})}
+    assert delta[0.5] is None and delta[2.0] is not None

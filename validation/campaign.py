@@ -39,6 +39,7 @@ import numpy as np
 
 from attnphase.theory.params import ModelParams
 
+from .branch_segments import exists_at
 from .experiments import SimResult, SimSpec, run_simulation
 from .reference import BackgroundTheory, TheoryAtOmega, TheorySettings
 from .training import INITS
@@ -151,7 +152,7 @@ def validation_plan(
             fss_cases=((2.0, "semantic"), (2.0, "positional"), (0.8, "semantic"), (0.5, "semantic")),
             device=device, dtype=dtype,
             theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2),
-            heat_theory_alphas=(0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.6, 2.0, 2.4, 3.0),
+            heat_theory_alphas=(0.3, 0.6, 0.9, 1.2, 1.6, 2.0, 2.4, 3.0),
             curve_omegas=(0.15, 0.25, 0.35, 0.45),
             main_boundaries=("global",),
             main_extra_curves=(("semantic", "local"),),
@@ -216,10 +217,12 @@ def landed_branch(r: SimResult) -> str:
 def _theory_values(theory: TheoryAtOmega | None, branch: str, prox: str, alpha: float) -> dict[str, Any] | None:
     if theory is None or (branch, prox) not in theory.curves:
         return None
-    for rec in theory.curve(branch, prox).records:
+    curve = theory.curve(branch, prox)
+    for rec in curve.records:
         if abs(rec["alpha"] - alpha) < 1e-9:
             return {
                 "branch_reached": rec["branch"], "converged": rec["converged"],
+                "exists": exists_at(rec, branch, curve.end),
                 "abs_m": abs(rec["m"]), "abs_theta": abs(rec["theta"]), "q": rec["q"],
                 "eps_g": rec["eps_g"], "e_t": rec["e_t"], "eps_lin": rec["eps_lin"],
             }
@@ -255,7 +258,8 @@ def group_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega])
 
 
 def delta_et_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega]) -> list[dict[str, Any]]:
-    """Paired ``Delta e_t = e_t(semantic) - e_t(positional)`` (same seed, hence same data) per (d, alpha, omega)."""
+    """Paired ``Delta e_t = e_t(semantic) - e_t(positional)`` (same seed, hence same data) per (d, alpha, omega);
+    the theory's where both branches exist (:func:`attnphase.validation.branch_segments.exists_at`)."""
     runs: dict[tuple, dict[str, float]] = {}
     for r in results:
         if r.init in ("semantic", "positional"):
@@ -271,7 +275,7 @@ def delta_et_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmeg
         theo = {}
         for prox in ("global", "local"):
             s, p = _theory_values(th, "semantic", prox, alpha), _theory_values(th, "positional", prox, alpha)
-            ok = s is not None and p is not None and s["branch_reached"] == "semantic" and p["branch_reached"] == "positional"
+            ok = s is not None and p is not None and s["exists"] and p["exists"]
             theo[prox] = (s["e_t"] - p["e_t"]) if ok else None
         rows.append({"d": d, "alpha": alpha, "omega": omega, "n_pairs": len(vals),
                      "delta_e_t_mean": mean, "delta_e_t_std": std, "theory": theo})

@@ -46,8 +46,8 @@ def _nan(x: Any) -> float:
 def agrees(row: dict[str, Any], obs: str, prox: str = "global") -> bool | None:
     """The agreement rule for one observable of one aggregated row (``None``: no theory point on the branch)."""
     th = row["theory"].get(prox)
-    if not th or not th["converged"] or th["branch_reached"] != row["branch"]:
-        return None
+    if not th or not th["converged"] or th["branch_reached"] != row["branch"] or not th.get("exists", True):
+        return None  # no theory point on the branch (a noise-level point past the branch's end included)
     mean, std, n = row[f"{obs}_mean"], row[f"{obs}_std"], row["n_runs"]
     return abs(mean - th[obs]) <= 2 * std / math.sqrt(n) + REL_TOL * abs(th[obs])
 
@@ -207,8 +207,8 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
     axes.flat[3].legend(fontsize=7, loc="best")
     ac, al = _nan(th["alpha_c"].get("global")), _nan(th["alpha_l"].get("global"))
     d = summary["plan"]["d"]
-    fig.suptitle(f"GD at d = {d} vs theory, omega = {th['omega']}  (alpha_c = {ac:.3f} dotted, "
-                 f"alpha_l = {al:.3f} dash-dot; ticks up from the x axis: where a branch ends)")
+    fig.suptitle(f"GD at d = {d} vs theory, omega = {th['omega']}: alpha_c = {ac:.3f} (dotted), alpha_l = {al:.3f} "
+                 f"(dash-dot)\neach theory branch is drawn where it exists; a tick on the alpha axis marks where it ends", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
