@@ -76,6 +76,7 @@ _OPTIONAL_RULES = ("e_t_quadrature", "alpha_c_quadrature")
 MODEL_OPTIONS = (
     ("--L", "L"), ("--sigma", "sigma"), ("--A", "A"), ("--P", "P"),
     ("--omega", "omega"), ("--lam", "lam"), ("--rho0", "rho0"), ("--rank", "r"), ("--teacher-rank", "r_star"),
+    ("--token-cov", "C"),
 )
 
 #: The most values a numeric list may hold (a grid is capped lower by each command; see check_grid).
@@ -171,6 +172,9 @@ def add_model_options(
                    help="student rank r >= 1: Q in R^{d x r} (docs/model.md section 7; default 1)")
     g.add_argument("--teacher-rank", dest="teacher_rank", type=int, default=1, metavar="R*",
                    help="teacher rank r* >= 1: Q* in R^{d x r*} (default 1)")
+    g.add_argument("--token-cov", dest="token_cov", default=None, metavar="MATRIX",
+                   help='token covariance C across positions, x_k.x_k\'/d -> C[k,k\'], rows separated by ";" '
+                   '(symmetric PSD; sets sigma_l = sqrt(C[l,l])); default: independent tokens, C = diag(sigma^2)')
 
 
 def model_options_given(args: argparse.Namespace) -> list[str]:
@@ -211,11 +215,13 @@ def params_from_args(args: argparse.Namespace, omega: float | None = None):
         omega = parse_values(args.omega, "--omega")[0]
     command = getattr(args, "command", "") or ""
     check_L(args.L, command)
+    cov = _matrix(getattr(args, "token_cov", None), "--token-cov")
+    # --token-cov fixes sigma_l = sqrt(C[l, l]): the default --sigma does not compete with it
+    sigma = None if cov is not None and args.sigma == "0.5" else _sigma(args.sigma)
     with model_errors():
         params = ModelParams(
-            L=args.L, sigma=_sigma(args.sigma), A=_matrix(args.A, "--A"), P=_matrix(args.P, "--P"),
-            omega=omega, lam=args.lam, rho0=args.rho0, r=getattr(args, "rank", 1),
-            r_star=getattr(args, "teacher_rank", 1),
+            L=args.L, sigma=sigma, A=_matrix(args.A, "--A"), P=_matrix(args.P, "--P"), omega=omega, lam=args.lam,
+            rho0=args.rho0, r=getattr(args, "rank", 1), r_star=getattr(args, "teacher_rank", 1), C=cov,
         )
     check_rank(params, command)
     return params
@@ -223,7 +229,7 @@ def params_from_args(args: argparse.Namespace, omega: float | None = None):
 
 #: ModelParams field -> the option that sets it (an error of the library names the option).
 _OPTION_OF_FIELD = {"L": "--L", "sigma": "--sigma", "P": "--P", "A": "--A", "omega": "--omega", "lam": "--lam",
-                    "rho0": "--rho0", "r": "--rank", "r_star": "--teacher-rank"}
+                    "rho0": "--rho0", "r": "--rank", "r_star": "--teacher-rank", "C": "--token-cov"}
 
 
 @contextlib.contextmanager
@@ -268,13 +274,17 @@ RANK_ONE_COMMANDS = ("derive", "solve", "sweep", "phase-diagram", "check", "vali
 
 
 def check_rank(params: Any, command: str) -> None:
-    """``--rank`` / ``--teacher-rank`` above 1 on a command whose theory is rank-1: a one-line ValueError."""
+    """``--rank`` / ``--teacher-rank`` above 1, or a non-diagonal ``--token-cov``, on a command whose theory is the
+    rank-1 independent-token one: a one-line ValueError."""
     if command not in RANK_ONE_COMMANDS:
         return
     for option, value in (("--rank", params.r), ("--teacher-rank", params.r_star)):
         if value != 1:
             raise ValueError(f"{option} {value}: {command} implements rank r = r* = 1 only (the state evolution "
                              f"for matrix overlaps is not there yet; simulate trains any rank)")
+    if params.correlated_tokens:
+        raise ValueError(f"--token-cov: {command} implements independent tokens only (a diagonal C; the state "
+                         f"evolution for tokens correlated across positions is not derived; simulate trains with any C)")
 
 
 def announce_defaults(args: argparse.Namespace, params: Any) -> None:

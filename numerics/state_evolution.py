@@ -180,6 +180,8 @@ def solve(
         raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
     if params.r != 1 or params.r_star != 1:
         raise ValueError(f"the numerics implement rank r = r* = 1 only, got r = {params.r}, r* = {params.r_star}")
+    if params.correlated_tokens:
+        raise ValueError("the numerics implement independent tokens only (a diagonal token covariance C)")
     rule = model_rule(params, cfg, rule)
     if init is None and branch == "positional" and alpha > POSITIONAL_COLD_ALPHA:
         # the positional family has several fixed points at larger alpha; the branch is the

@@ -77,6 +77,14 @@ def test_rank_options_are_one_definition_on_every_model_command() -> None:
     args = build_parser().parse_args(["simulate", "--rank", "3", "--teacher-rank", "2"])
     p = opt.params_from_args(args)
     assert (p.r, p.r_star) == (3, 2)
+    for name in opt.MODEL_COMMANDS:
+        a = _actions(name)["token_cov"]
+        assert a.option_strings == ["--token-cov"] and a.default is None and a.help == _actions("solve")["token_cov"].help
+    args = build_parser().parse_args(["simulate", "--token-cov", "0.16,0.03;0.03,0.36"])
+    p = opt.params_from_args(args)
+    assert p.sigma == pytest.approx((0.4, 0.6)) and p.correlated_tokens
+    diag = opt.params_from_args(build_parser().parse_args(["solve", "--alpha", "1", "--token-cov", "0.16,0;0,0.36"]))
+    assert not diag.correlated_tokens and diag.sigma == pytest.approx((0.4, 0.6))  # a diagonal C is sigma
 
 
 #: Bad input of the general model (docs/model.md section 7): one line naming the option, exit 2, before any work.
@@ -98,6 +106,12 @@ BAD_MODEL_INPUT = [
     (["check", "--rank", "2"], "--rank 2"),
     (["validate", "--rank", "2"], "--rank 2"),
     (["validate", "--suite", "general", "--L", "3"], "--L"),
+    (["simulate", "--token-cov", "0.25,0.5;0.5,0.25"], "--token-cov"),
+    (["simulate", "--token-cov", "0.25,0.1;0.2,0.25"], "--token-cov"),
+    (["simulate", "--L", "3", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
+    (["simulate", "--token-cov", "0.25,0.1;0.1,0.25", "--sigma", "0.3"], "--token-cov"),
+    (["solve", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
+    (["phase-diagram", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
 ]
 
 

@@ -178,3 +178,20 @@ def test_a_noise_level_point_past_the_branch_end_is_no_theory_point():
     assert agrees(rows[(2.0, "semantic")], "abs_theta") in (True, False)
     delta = {r["alpha"]: r["theory"]["global"] for r in delta_et_rows(runs, {0.3: th})}
     assert delta[0.5] is None and delta[2.0] is not None
+
+
+def test_token_covariance_across_positions():
+    C = ((0.25, 0.075), (0.075, 0.25))  # two tokens with correlation 0.3
+    p = ModelParams(C=C)
+    assert p.sigma == (0.5, 0.5) and p.correlated_tokens
+    t = make_teacher(p, 50, generator(0, "teacher"))
+    X = sample(t, 4000, generator(0, "train")).X
+    emp = torch.einsum("nkd,nld->kl", X, X) / (4000 * 50)
+    np.testing.assert_allclose(emp.numpy(), np.array(C), atol=0.01)
+    indep = ModelParams(C=((0.25, 0.0), (0.0, 0.25)))  # a diagonal C is the independent model, same draws
+    assert not indep.correlated_tokens
+    a = sample(make_teacher(indep, 20, generator(1, "teacher")), 5, generator(1, "train")).X
+    b = sample(make_teacher(ModelParams(), 20, generator(1, "teacher")), 5, generator(1, "train")).X
+    assert torch.equal(a, b)
+    res = run_simulation(SimSpec(d=24, alpha=1.0, init="semantic", params=p, n_test=200, device="cpu"))
+    assert res.converged

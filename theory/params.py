@@ -92,6 +92,9 @@ class ModelParams:
         rho0: teacher norm: Q*^T Q* / d = rho0 I_{r*}, rho0 > 0.
         r: student rank, Q in R^{d x r} (the state evolution implements r = 1; docs/model.md section 7).
         r_star: teacher rank r*, Q* in R^{d x r*} (the state evolution implements r* = 1).
+        C: token covariance across positions, x_k . x_k' / d -> C[k, k'] (symmetric PSD, L x L);
+            None: independent tokens, C = diag(sigma_l^2). When given, sigma_l = sqrt(C[l, l])
+            (a sigma given beside it must agree). The state evolution implements a diagonal C only.
     """
 
     L: int = 2
@@ -103,6 +106,7 @@ class ModelParams:
     rho0: float = 1.0
     r: int = 1
     r_star: int = 1
+    C: Matrix | None = None
 
     def __post_init__(self) -> None:
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 - frozen dataclass
@@ -117,6 +121,20 @@ class ModelParams:
             raise ValueError(f"r_star (teacher rank r*) must be an integer >= 1, got {self.r_star!r}")
         set_("r_star", int(self.r_star))
 
+        if self.C is not None:
+            C = _as_matrix(self.C, "C", L)
+            Ca = np.array(C)
+            if not np.allclose(Ca, Ca.T, atol=1e-12):
+                raise ValueError("C (token covariance) must be symmetric")
+            if np.any(np.diag(Ca) <= 0) or np.linalg.eigvalsh(Ca).min() < -1e-10 * max(1.0, np.abs(Ca).max()):
+                raise ValueError("C (token covariance) must be positive semi-definite with a positive diagonal")
+            implied = tuple(float(np.sqrt(c)) for c in np.diag(Ca))
+            given = self.sigma if self.sigma is not None else None
+            if given is not None and not np.allclose(np.broadcast_to(np.asarray(given, dtype=float), (L,)), implied,
+                                                     rtol=1e-9, atol=1e-12):
+                raise ValueError(f"C (token covariance) fixes sigma_l = sqrt(C[l, l]) = {implied}; got sigma {given!r}")
+            set_("C", C)
+            set_("sigma", implied)
         sigma = 0.5 if self.sigma is None else self.sigma
         items = list(sigma) if isinstance(sigma, (list, tuple, np.ndarray)) else [sigma]
         if not all(_is_number(x) for x in items):
@@ -154,6 +172,17 @@ class ModelParams:
 
     # --- array views -------------------------------------------------------
     @property
+    def token_cov(self) -> np.ndarray:
+        """The token covariance across positions, (L, L): C, or diag(sigma_l^2) for independent tokens."""
+        return np.array(self.C, dtype=float) if self.C is not None else np.diag(self.sigma2)
+
+    @property
+    def correlated_tokens(self) -> bool:
+        """Whether C has a non-zero off-diagonal entry (tokens correlated across positions)."""
+        C = self.token_cov
+        return bool(np.any(C - np.diag(np.diag(C)) != 0))
+
+    @property
     def sigma2(self) -> np.ndarray:
         """Per-token variances sigma_l^2, shape (L,)."""
         return np.square(np.array(self.sigma))
@@ -184,4 +213,5 @@ class ModelParams:
             "rho0": self.rho0,
             "r": self.r,
             "r_star": self.r_star,
+            **({"C": [list(r) for r in self.C]} if self.C is not None else {}),
         }

@@ -3,7 +3,8 @@
 A :class:`Teacher` holds what is fixed across samples: the positional
 encodings ``p_l`` and the teacher weights ``Q* in R^{d x r*}`` (rank ``r*``,
 ``params.r_star``; docs/model.md section 7). A :class:`Dataset` holds
-``n`` samples: tokens ``x_l^mu ~ N(0, sigma_l^2 I_d)``, the teacher fields
+``n`` samples: tokens ``x_l^mu ~ N(0, sigma_l^2 I_d)`` (or, with a token covariance ``C``
+across positions, ``x_k . x_k' / d -> C[k, k']``: ``x = F z`` with ``F F^T = C``), the teacher fields
 ``h*_l = Q*^T x_l / sqrt(d) in R^{r*}`` and the target attention
 ``T(h*) = (1 - omega) softmax_row(h*_l . h*_k) + omega A``, so that the targets are
 ``y_l = sum_k T[l, k] x_k`` (the teacher does not see positions).
@@ -173,8 +174,14 @@ def sample(teacher: Teacher, n: int, generator: torch.Generator) -> Dataset:
     if isinstance(n, bool) or int(n) != n or n < 1:
         raise ValueError(f"n (number of samples) must be an integer >= 1, got {n!r}")
     p = teacher.params
-    sigma = torch.tensor(p.sigma, dtype=torch.float64, device=generator.device)
-    X = (_randn((int(n), p.L, teacher.d), generator) * sigma[:, None]).to(device=teacher.device, dtype=teacher.dtype)
+    Z = _randn((int(n), p.L, teacher.d), generator)
+    if p.correlated_tokens:  # x = F z across positions, F F^T = C (symmetric eigen-factor)
+        evals, evecs = np.linalg.eigh(p.token_cov)
+        F = torch.as_tensor(evecs * np.sqrt(np.clip(evals, 0.0, None)), dtype=torch.float64, device=generator.device)
+        X = F @ Z
+    else:
+        X = Z * torch.tensor(p.sigma, dtype=torch.float64, device=generator.device)[:, None]
+    X = X.to(device=teacher.device, dtype=teacher.dtype)
     hstar = X @ teacher.Qstar / math.sqrt(teacher.d)
     A = torch.tensor(p.A, dtype=teacher.dtype, device=teacher.device)
     return Dataset(X, hstar, target_attention(hstar, p.omega, A))
