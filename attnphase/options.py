@@ -1,11 +1,12 @@
 """The options every ``attnphase`` command shares, and the one place they become objects.
 
 * :func:`add_model_options` -- the model group ``--L --sigma --A --P --omega --lam --rho0 --rank
-  --teacher-rank`` (same
+  --teacher-rank --token-cov`` (same
   names, defaults and help on ``derive``, ``solve``, ``sweep``, ``phase-diagram``, ``simulate``,
   ``validate``, ``check``); :func:`params_from_args` builds the
   :class:`~attnphase.theory.params.ModelParams` from it, :func:`omegas_from_args` the scanned
-  omegas of ``phase-diagram``.
+  omegas of ``phase-diagram``; :func:`check_rank` refuses, on the commands whose theory is the
+  rank-1 independent-token one, a rank above 1 or a non-diagonal token covariance.
 * :func:`add_solver_options` -- the solver group ``--prox --backend --quadrature --e-t-quadrature
   --alpha-c-quadrature --bifurcation-quadrature --branch-end --tol`` (``solve``, ``sweep``,
   ``phase-diagram``); :func:`config_from_args` builds the
