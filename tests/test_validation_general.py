@@ -195,3 +195,23 @@ def test_token_covariance_across_positions():
     assert torch.equal(a, b)
     res = run_simulation(SimSpec(d=24, alpha=1.0, init="semantic", params=p, n_test=200, device="cpu"))
     assert res.converged
+
+
+def test_finite_size_trend_reruns_a_disagreeing_point_at_smaller_d():
+    from attnphase.validation.general_suite import finite_size_trend
+
+    class Bar:
+        total, n = 0, 0
+
+        def update(self, k):
+            self.n += k
+
+    case = GENERAL_CASES[1]
+    plan = replace(general_plan(quick=True, d=24, seeds=2), n_test=50, device="cpu")
+    assert plan.trend_ds == (12,)
+    runs = [run_simulation(plan.spec(case, 1.0, "semantic", s)) for s in plan.seeds]
+    row = case_rows(case, runs, _theory(1.19), (1.19, "alpha_c"))[0]
+    bar = Bar()
+    trend = finite_size_trend(plan, case, row, runs, bar)
+    assert [p["d"] for p in trend] == [12, 24] and bar.n == 2 and all(p["n"] == 2 for p in trend)
+    assert trend[-1]["abs_theta_mean"] == pytest.approx(row["abs_theta_mean"])

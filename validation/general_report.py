@@ -163,6 +163,18 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
                      + (f". Notes: {'; '.join(th['notes'].get('global', ()))}" if th["notes"].get("global") else "")
                      + ".")
     lines += ["", "## Gradient descent against the theory", ""] + table_lines(summary)
+    trends = [(case, r) for case in summary["cases"] for r in case["rows"] if r.get("trend")]
+    if trends:
+        lines += ["", "## Finite-size trend where GD and the theory disagree", "",
+                  "The same alpha and start at smaller d (same seeds): the gap to the theory at each d.", "",
+                  "| case | alpha | start | observable | theory | " + " | ".join(
+                      f"d = {p['d']}" for p in trends[0][1]["trend"]) + " |",
+                  "|---|---|---|---|---|" + "---|" * len(trends[0][1]["trend"])]
+        for case, r in trends:
+            for obs in r["agrees"]:
+                th = (r["theory"] or {}).get(obs)
+                cells = " | ".join(f"{_f(p[f'{obs}_mean'])} ± {_f(p[f'{obs}_std'], '.2g')}" for p in r["trend"])
+                lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {obs} | {_f(th)} | {cells} |")
     lines += ["", "## Figure", "",
               "* `general_suite.png`: per case, theory branches (only where they exist; a tick up from the x axis where one ends) and GD "
               "means ± std; dotted: the alpha the runs straddle.", ""]

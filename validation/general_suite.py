@@ -94,6 +94,8 @@ class GeneralPlan:
         grid: alpha grid of the theory (phase boundaries and both branches).
         n_test, device, dtype: as in :class:`attnphase.validation.experiments.SimSpec`.
         theory: accuracy of the numerics calls; theory_workers: processes computing it.
+        trend_ds: smaller dimensions at which a (case, alpha, start) that disagrees with the theory is run
+            again (same seeds): the finite-size trend of the gap.
     """
 
     quick: bool
@@ -106,9 +108,10 @@ class GeneralPlan:
     dtype: str = "float64"
     theory: TheorySettings = field(default_factory=TheorySettings)
     theory_workers: int = 2
+    trend_ds: tuple[int, ...] = ()
 
-    def spec(self, case: SuiteCase, alpha: float, init: str, seed: int) -> SimSpec:
-        return SimSpec(d=self.d, alpha=alpha, init=init, seed=seed, params=case.params, n_test=self.n_test,
+    def spec(self, case: SuiteCase, alpha: float, init: str, seed: int, d: int | None = None) -> SimSpec:
+        return SimSpec(d=d or self.d, alpha=alpha, init=init, seed=seed, params=case.params, n_test=self.n_test,
                        device=self.device, dtype=self.dtype)
 
     def to_dict(self) -> dict[str, Any]:
@@ -122,11 +125,14 @@ def general_plan(quick: bool = False, d: int | None = None, seeds: int | None = 
                  dtype: str = "float64") -> GeneralPlan:
     """The suite's plan: quick (d = 200, 3 seeds, coarse theory; minutes on 2 cores) or full (d = 1000, 4 seeds)."""
     if quick:
-        return GeneralPlan(quick=True, d=d or 200, seeds=tuple(range(seeds or 3)), n_test=4000, device=device,
-                           dtype=dtype, theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2))
-    return GeneralPlan(quick=False, d=d or 1000, seeds=tuple(range(seeds or 4)),
+        d = d or 200
+        return GeneralPlan(quick=True, d=d, seeds=tuple(range(seeds or 3)), n_test=4000, device=device,
+                           dtype=dtype, theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2),
+                           trend_ds=tuple(x for x in (d // 4, d // 2) if x >= 10))
+    d = d or 1000
+    return GeneralPlan(quick=False, d=d, seeds=tuple(range(seeds or 4)),
                        grid=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0), device=device, dtype=dtype,
-                       theory=TheorySettings(xtol=1e-3))
+                       theory=TheorySettings(xtol=1e-3), trend_ds=tuple(x for x in (d // 4, d // 2) if x >= 10))
 
 
 # --- choosing the alphas -----------------------------------------------------------------------
@@ -242,16 +248,18 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
             alphas[c.key] = alphas_around(plan.grid, marks[c.key][0], c.alphas)
             results[c.key] = _run_specs([plan.spec(c, a, i, s) for a in alphas[c.key] for i in INITS
                                          for s in plan.seeds], bar)
+        cases = []
+        for c in plan.cases:
+            th = theories.get(c.key)
+            rows = case_rows(c, results[c.key], th, marks[c.key])
+            for row in (r for r in rows if r["status"] == "disagrees" and plan.trend_ds):
+                row["trend"] = finite_size_trend(plan, c, row, results[c.key], bar)
+            cases.append({
+                "key": c.key, "title": c.title, "params": c.params.to_dict(), "theory_available": th is not None,
+                "landmark": marks[c.key][0], "landmark_kind": marks[c.key][1], "alphas": list(alphas[c.key]),
+                "theory": th.to_dict() if th is not None else None, "rows": rows,
+            })
         sim_seconds = time.perf_counter() - sim_t0
-    cases = []
-    for c in plan.cases:
-        th = theories.get(c.key)
-        cases.append({
-            "key": c.key, "title": c.title, "params": c.params.to_dict(), "theory_available": th is not None,
-            "landmark": marks[c.key][0], "landmark_kind": marks[c.key][1], "alphas": list(alphas[c.key]),
-            "theory": th.to_dict() if th is not None else None,
-            "rows": case_rows(c, results[c.key], th, marks[c.key]),
-        })
     runs = [r for c in plan.cases for r in results[c.key]]
     return {
         "suite": "general", "plan": plan.to_dict(), "cases": cases,
@@ -261,6 +269,23 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
         "n_simulations": len(runs), "all_converged": all(r.converged for r in runs),
         "runs": [{"case": c.key, **r.to_dict()} for c in plan.cases for r in results[c.key]],
     }
+
+
+def finite_size_trend(plan: GeneralPlan, case: SuiteCase, row: dict[str, Any], runs: list[SimResult],
+                      bar: Any) -> list[dict[str, Any]]:
+    """The compared observables of a disagreeing row at ``plan.trend_ds`` and at ``plan.d`` (same seeds, same
+    alpha and start): ``[{d, <obs>_mean, <obs>_std, n}]`` by increasing d -- does the gap close with d?"""
+    bar.total = (bar.total or 0) + len(plan.trend_ds) * len(plan.seeds)
+    out = []
+    for d in (*plan.trend_ds, plan.d):
+        rs = [r for r in runs if r.alpha == row["alpha"] and r.init == row["init"]] if d == plan.d else \
+            _run_specs([plan.spec(case, row["alpha"], row["init"], s, d=d) for s in plan.seeds], bar)
+        point: dict[str, Any] = {"d": d, "n": len(rs)}
+        for obs in COMPARED[row["init"]]:
+            v = np.array([_value(r, obs) for r in rs], dtype=float)
+            point[f"{obs}_mean"], point[f"{obs}_std"] = float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
+        out.append(point)
+    return out
 
 
 def run_general_validation(plan: GeneralPlan, out_dir: str | Path, progress: bool = True) -> dict[str, Any]:
