@@ -117,9 +117,16 @@ def table_lines(summary: dict[str, Any]) -> list[str]:
             verdict = r["status"]
             if r["status"] == "disagrees":
                 verdict += " (" + ", ".join(o for o, ok in r["agrees"].items() if ok is False) + ")"
+            if th and not th["converged"]:
+                reached = "not converged"
+                th = {}
+            elif th:
+                reached = th["branch_reached"] + ("" if th.get("exists", True) else f" (past the {r['init']} branch end)")
+            else:
+                reached = "--"
             lines.append(f"| ({case['key']}) | {r['alpha']} | {r['side'] or '--'} | {r['init']} | {r['n_runs']} "
                          f"({r['n_converged']}) | {name} {_pm(r, obs)} | {_f(th.get(obs))} | {_pm(r, 'eps_g')} | "
-                         f"{_f(th.get('eps_g'))} | {th.get('branch_reached', '--')} | {verdict} |")
+                         f"{_f(th.get('eps_g'))} | {reached} | {verdict} |")
     return lines
 
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from attnphase.theory.params import ModelParams
 
+from .branch_segments import exists_at
 from .experiments import SimResult, SimSpec, run_simulation
 from .reference import BackgroundTheory, TheoryAtOmega, TheorySettings
 
@@ -168,12 +169,18 @@ def _value(r: SimResult, obs: str) -> float:
 
 
 def theory_point(theory: TheoryAtOmega | None, init: str, alpha: float) -> dict[str, Any] | None:
-    """The theory's fixed point reached from ``init``'s start at ``alpha`` (global prox), or None."""
+    """The theory's fixed point reached from ``init``'s start at ``alpha`` (global prox), or None.
+
+    ``exists``: it is the start's branch (converged, its family, on the branch's side of its end); a point
+    past the end (e.g. a noise-level theta below the semantic end) is still the fixed point the state
+    evolution reaches from that start, and is compared as such (the report says which it is)."""
     if theory is None or (init, "global") not in theory.curves:
         return None
-    for rec in theory.curve(init, "global").records:
+    curve = theory.curve(init, "global")
+    for rec in curve.records:
         if abs(rec["alpha"] - alpha) < 1e-9:
             return {"branch_reached": rec["branch"], "converged": rec["converged"],
+                    "exists": exists_at(rec, init, curve.end),
                     "m_norm": rec.get("m_norm", abs(rec["m"])), "abs_theta": abs(rec["theta"]), "q": rec["q"],
                     "eps_g": rec["eps_g"], "e_t": rec["e_t"]}
     return None
