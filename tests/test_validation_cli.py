@@ -175,3 +175,16 @@ def test_validate_general_suite_wiring(tmp_path, capsys, monkeypatch):
     assert code == 1 and len(out) == 1 and json.loads(out[0])["all_converged"] is False
     plan = seen["plan"]
     assert plan.quick and plan.d == 200 and [c.key for c in plan.cases] == ["a", "b", "c", "d", "e"]
+
+
+def test_a_rerun_into_the_same_out_reuses_the_theory_cache(tmp_path):
+    from attnphase.validation.cli import reuse_theory_cache
+
+    out, stage = tmp_path / "out", tmp_path / "stage"
+    stage.mkdir()
+    assert reuse_theory_cache(out, stage) == 0 and not (stage / "theory-cache").exists()
+    (out / "theory-cache").mkdir(parents=True)
+    (out / "theory-cache" / "theory-abc.json").write_text("{}")
+    (out / "theory-cache" / "worker-0.log").write_text("log")
+    assert reuse_theory_cache(out, stage) == 1
+    assert sorted(p.name for p in (stage / "theory-cache").iterdir()) == ["theory-abc.json"]

@@ -99,6 +99,23 @@ def _check_dtype(dtype: str) -> None:
     _check_choice(dtype, ("float64", "float32"), "--dtype")
 
 
+def reuse_theory_cache(out_dir, stage) -> int:
+    """Copy the theory cache of an earlier run in ``out_dir`` into the staging folder, so a rerun into the same
+    ``--out`` reuses it (the staging folder then moves into ``out_dir`` with the cache). Returns the files copied."""
+    import shutil
+    from pathlib import Path
+
+    src = Path(out_dir) / "theory-cache"
+    if not src.is_dir():
+        return 0
+    dst = Path(stage) / "theory-cache"
+    dst.mkdir(parents=True, exist_ok=True)
+    files = sorted(src.glob("theory-*.json"))
+    for f in files:
+        shutil.copy2(f, dst / f.name)
+    return len(files)
+
+
 def run_simulate(args: argparse.Namespace) -> int:
     """``attnphase simulate``: returns 0 when training converged, 1 otherwise."""
     _check_choice(args.init, _INITS, "--init")
@@ -175,6 +192,7 @@ def run_validate(args: argparse.Namespace) -> int:
                            dtype=args.dtype)
     # every file goes to a staging folder first, moved into --out DIR at the end: all files or none
     with opt.staged_output(out_dir) as stage:
+        reuse_theory_cache(out_dir, stage)
         shown = {str(stage): str(out_dir)}
         with contextlib.redirect_stdout(opt.Rewriting(sys.stdout, shown)), \
                 contextlib.redirect_stderr(opt.Rewriting(sys.stderr, shown)):
@@ -211,6 +229,7 @@ def run_validate_general(args: argparse.Namespace) -> int:
     check_memory(plan.d, max(plan.grid), max(c.params.L for c in plan.cases), plan.n_test, args.dtype)
     torch.set_num_threads(args.threads if args.threads is not None else max(1, torch.get_num_threads() - 1))
     with opt.staged_output(out_dir) as stage:
+        reuse_theory_cache(out_dir, stage)
         shown = {str(stage): str(out_dir)}
         with contextlib.redirect_stdout(opt.Rewriting(sys.stdout, shown)), \
                 contextlib.redirect_stderr(opt.Rewriting(sys.stderr, shown)):
