@@ -105,6 +105,7 @@ BAD_MODEL_INPUT = [
     (["check", "--rank", "2"], "--rank 2"),
     (["validate", "--rank", "2"], "--rank 2"),
     (["validate", "--suite", "general", "--L", "3"], "--L"),
+    (["validate", "--suite", "general", "--d", "2"], "--d 2"),
     (["simulate", "--token-cov", "0.25,0.5;0.5,0.25"], "--token-cov"),
     (["simulate", "--token-cov", "0.25,0.1;0.2,0.25"], "--token-cov"),
     (["simulate", "--L", "3", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),

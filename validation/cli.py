@@ -225,7 +225,9 @@ def run_validate_general(args: argparse.Namespace) -> int:
 
     plan = general_plan(quick=args.quick, d=args.d, seeds=args.seeds, device=args.device, dtype=args.dtype)
     for case in plan.cases:
-        check_ranks_fit(case.params, plan.d)
+        need = max(case.params.L, case.params.r, case.params.r_star)
+        if plan.d < need:
+            raise ValueError(f"--d {plan.d}: the general suite's case ({case.key}) {case.title} needs d >= {need}")
     check_memory(plan.d, max(plan.grid), max(c.params.L for c in plan.cases), plan.n_test, args.dtype)
     torch.set_num_threads(args.threads if args.threads is not None else max(1, torch.get_num_threads() - 1))
     with opt.staged_output(out_dir) as stage:
