@@ -140,7 +140,7 @@ def sweep(
                 good = fp
         else:
             step_floor = abs(alpha - good.alpha) / 3 if traced or bifurcating else min_step
-            reached, fp = _advance(run, good, alpha, branch, step_floor)
+            reached, fp, step = _advance(run, good, alpha, branch, step_floor)
             good = reached
             ahead = None
             if bifurcating and not on_branch(fp, branch):
@@ -150,7 +150,7 @@ def sweep(
                     # the branch, which goes on to the search limit): follow it with the fine step,
                     # from now on (the crossing stays behind)
                     bifurcating = False
-                    reached, fp = _advance(run, good, alpha, branch, min_step)
+                    reached, fp, _ = _advance(run, good, alpha, branch, min_step, step)
                     good = reached
             if not on_branch(fp, branch):
                 end = ahead or locate_branch_end(params, branch, direction, good, (grid_good or good).alpha, fp, run,
@@ -184,13 +184,16 @@ def sweep(
     return BranchSweep(branch, [results[a] for a in grid if a in results], end, side)
 
 
-def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float) -> tuple[FixedPoint, FixedPoint]:
-    """Reach ``target`` from ``good`` by steps that halve on failure and double on success.
+def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float,
+             step: float | None = None) -> tuple[FixedPoint, FixedPoint, float]:
+    """Reach ``target`` from ``good`` by steps (the first ``step``, default the whole way) that
+    halve on failure and double on success.
 
-    Returns (last good point, last attempt); they coincide when ``target`` was reached.
+    Returns (last good point, last attempt, the next step); the points coincide when ``target``
+    was reached, else the next step is the first below ``min_step``.
     """
     cur = good
-    step = target - cur.alpha
+    step = target - cur.alpha if step is None else step
     while abs(target - cur.alpha) > 1e-12:
         a = cur.alpha + step
         if (step > 0 and a > target) or (step < 0 and a < target):
@@ -204,5 +207,5 @@ def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float)
             continue
         step /= 2
         if abs(step) < min_step:
-            return cur, fp
-    return cur, cur
+            return cur, fp, step
+    return cur, cur, step
