@@ -1,0 +1,507 @@
+"""The state evolution of a rank-r student and a rank-r* teacher (docs/model.md section 7).
+
+One SE step at matrix overlaps x = (q0, V0, m, th0) (:class:`RankOverlaps`), on a quadrature rule
+over the L (r + r*) standard Gaussians (xi_l in R^r, eta_l in R^{r*}):
+
+    w, h*   = channel_fields(x)                         (theory/rank.py)
+    h_hat   = global_prox(w, V, T(h*))                  (numerics/rank_prox.py)
+    g_l     = V_l^{-1} (h_hat_l - w_l);  E[g g^T], E[g], E[g eta^T], E[g xi^T], E[M]
+    hats    = hat_overlaps(...)  projected on the branch's invariant subspace
+    F(x)    = ridge_update(hats)
+
+Branches (``branch``): the subspaces m = 0 and th0 = 0 are exactly invariant under the SE map (the
+symmetries (xi, eta) -> -(xi, eta) at m = 0 and eta -> -eta at th0 = 0 make E[g] = 0, resp.
+E[g eta^T] = 0), so ``semantic`` sets mhat = 0, ``positional`` thhat = 0, ``agnostic`` both, and
+``mixed`` nothing -- the projection the r = 1 solver makes by symmetrisation.  The map is iterated by
+the generic :class:`~attnphase.numerics.fixed_point.FixedPointSolver` as it is (equivariant under
+the rotation gauge); quasi-Newton works transversally to the gauge orbits (:class:`RankSEMap`).
+Results are reported by gauge invariants and in the canonical gauge of
+:func:`~attnphase.numerics.rank_overlaps.canonical` (a gauge-fixed map was tried first and
+rejected: its fixed points include "relative" ones, F(x) = O x with O != I -- at r = 1 it accepted
+a positional point whose image had m -> -m, with e_t < 0).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.special import ndtri
+from scipy.stats import qmc
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.fixed_point import Evaluation, FixedPointSolver, scaled_residual
+from attnphase.numerics.quadrature import check_rule_size, parse_rule_spec
+from attnphase.numerics.rank_overlaps import (
+    RankOverlaps, branch_label, canonical, direction_labels, invariants, rotate,
+)
+from attnphase.numerics.rank_prox import global_prox
+from attnphase.theory import rank as rk
+from attnphase.theory.params import ModelParams
+from attnphase.theory.rank_kernels import RankKernels, get_rank_kernels, limit_loss, attention, target
+
+#: A full multi-start proximal search every this many SE evaluations; in between, the minima of the
+#: last one are polished (an approximate map; a converged point is always verified by a full search).
+FULL_SEARCH_EVERY = 8
+
+#: Branches of the rank-r solver (docs/model.md section 7).
+RANK_BRANCHES = ("semantic", "positional", "agnostic", "mixed")
+
+
+def teacher_rank(params: ModelParams) -> int:
+    """r* of the model (1 where ModelParams has no teacher-rank field)."""
+    return int(getattr(params, "r_star", 1))
+
+
+def with_ranks(params: ModelParams, r: int, r_star: int) -> ModelParams:
+    """``params`` with student rank r and teacher rank r* (r* >= 1 integer).
+
+    Uses ModelParams' ``r_star`` field where it has one; otherwise the value is attached to the
+    (frozen) instance, where :func:`teacher_rank` reads it."""
+    if int(r_star) != r_star or r_star < 1:
+        raise ValueError(f"r_star (teacher rank) must be an integer >= 1, got {r_star!r}")
+    if _has_field(params, "r_star"):
+        return params.replace(r=r, r_star=int(r_star))
+    out = params.replace(r=r)
+    if r_star != 1:
+        object.__setattr__(out, "r_star", int(r_star))
+    return out
+
+
+def _has_field(params: ModelParams, name: str) -> bool:
+    import dataclasses
+
+    return any(f.name == name for f in dataclasses.fields(params))
+
+
+@dataclass(frozen=True, eq=False)
+class RankRule:
+    """Nodes xi (N, L, r), eta (N, L, r*) and weights (N,) of a rule over L (r + r*) Gaussians."""
+
+    xi: np.ndarray
+    eta: np.ndarray
+    weights: np.ndarray
+    name: str
+
+
+def make_rank_rule(L: int, r: int, r_star: int, spec: str) -> RankRule:
+    """A scrambled Sobol rule ``sobolK[:REPS:SEED]`` (2^K points x REPS scramblings, Gaussian by the
+    inverse CDF) over the L (r + r*) dimensions, laid out (xi_1..xi_L, eta_1..eta_L) row-major."""
+    kind, args = parse_rule_spec(spec)
+    if kind != "sobol":
+        raise ValueError(f"the rank-r state evolution uses scrambled Sobol rules (sobolK[:REPS:SEED]), got {spec!r}")
+    check_rule_size(L, spec)
+    log2_n, reps, seed = args
+    dim = L * (r + r_star)
+    rng = np.random.default_rng(seed)
+    blocks = [ndtri(np.clip(qmc.Sobol(d=dim, scramble=True, seed=rng).random_base2(log2_n), 1e-300, 1 - 1e-16))
+              for _ in range(reps)]
+    z = np.concatenate(blocks, axis=0)
+    N = z.shape[0]
+    xi = np.ascontiguousarray(z[:, :L * r].reshape(N, L, r))
+    eta = np.ascontiguousarray(z[:, L * r:].reshape(N, L, r_star))
+    return RankRule(xi, eta, np.full(N, 1.0 / N), f"sobol2^{log2_n}x{reps}(seed={seed}, dim={dim})")
+
+
+@dataclass(frozen=True, eq=False)
+class RankMoments:
+    """Channel averages at one state: E[g g^T] (L, r, r), E[g] (L, r), E[g eta^T] (L, r, r*),
+    E[g xi^T] (L, r, r), E[M], E[loss(h_hat)] (the training loss), eps_g = E[loss(w)], prox failures."""
+
+    E_ggT: np.ndarray
+    E_g: np.ndarray
+    E_geta: np.ndarray
+    E_gxi: np.ndarray
+    E_M: float
+    E_loss: float
+    eps_g: float
+    prox_failures: int
+
+
+def channel_moments(k: RankKernels, params: ModelParams, ov: RankOverlaps, rule: RankRule,
+                    previous: np.ndarray | None = None, polish: bool = False) -> tuple[RankMoments, np.ndarray]:
+    """All channel averages at ``ov`` with one global proximal solve over the rule's nodes, and the
+    minimisers h_hat (N, L, r).  ``previous``: the minimisers of an earlier search at a nearby state,
+    an extra start of a full search, or (``polish``) the only start besides w."""
+    s2 = params.sigma2
+    w, hstar = rk.channel_fields(rule.xi, rule.eta, ov.q0, ov.m, ov.th0, s2, params.rho0)
+    T = target(hstar, params.omega, params.A_array)
+    if polish and previous is not None:
+        res = global_prox(k, w, ov.V0, T, s2, hstar, polish=previous)
+    else:
+        res = global_prox(k, w, ov.V0, T, s2, hstar, extra_starts=None if previous is None else [previous])
+    Vinv = np.linalg.inv(ov.V0)
+    g = np.einsum("ab,nlb->nla", Vinv, res.h - w) / s2[None, :, None]
+    wt = rule.weights
+    return RankMoments(
+        E_ggT=np.einsum("n,nla,nlb->lab", wt, g, g),
+        E_g=np.einsum("n,nla->la", wt, g),
+        E_geta=np.einsum("n,nla,nlb->lab", wt, g, rule.eta),
+        E_gxi=np.einsum("n,nla,nlb->lab", wt, g, rule.xi),
+        E_M=float(wt @ res.value),
+        E_loss=float(wt @ limit_loss(attention(res.h), T, s2)),
+        eps_g=float(wt @ limit_loss(attention(w), T, s2)),
+        prox_failures=int((~res.converged).sum()),
+    ), res.h
+
+
+@dataclass(frozen=True, eq=False)
+class RankHats:
+    """qhat (L, r, r), mhat (L, r), thhat (L, r, r*), Vhat (L, r, r)."""
+
+    qhat: np.ndarray
+    mhat: np.ndarray
+    thhat: np.ndarray
+    Vhat: np.ndarray
+
+
+def update_hat(params: ModelParams, alpha: float, ov: RankOverlaps, mom: RankMoments, branch: str) -> RankHats:
+    """Channel side: the hats of theory/rank.py, projected on the branch's invariant subspace."""
+    qh, mh, th, Vh = rk.hat_overlaps(alpha, mom.E_ggT, mom.E_g, mom.E_geta, mom.E_gxi, ov.q0, ov.th0,
+                                     params.sigma2, params.rho0)
+    if branch in ("semantic", "agnostic"):
+        mh = np.zeros_like(mh)
+    if branch in ("positional", "agnostic"):
+        th = np.zeros_like(th)
+    return RankHats(qh, mh, th, Vh)
+
+
+def update(params: ModelParams, hat: RankHats) -> RankOverlaps:
+    """Prior side: the matrix ridge update of theory/rank.py."""
+    q0, V0, m, th0 = rk.ridge_update(hat.qhat, hat.mhat, hat.thhat, hat.Vhat, params.sigma2, params.P_array,
+                                     params.lam, params.rho0)
+    return RankOverlaps(q0, V0, m, th0)
+
+
+def admissible(ov: RankOverlaps, rho0: float) -> bool:
+    """Finite, q0 and V0 positive definite, rho0 I - th0^T q0^{-1} th0 positive definite."""
+    x = ov.to_vector()
+    if not np.all(np.isfinite(x)):
+        return False
+    try:
+        if np.linalg.eigvalsh(ov.V0).min() <= 0:
+            return False
+        rk.check_state(ov.q0, ov.th0, rho0)
+    except (ValueError, np.linalg.LinAlgError):
+        return False
+    return True
+
+
+class RankSEMap:
+    """The SE map x -> F(x) on matrix overlaps as the generic fixed-point solver iterates it.
+
+    F is equivariant under the gauge (numerics/rank_overlaps.py), so its fixed points come in
+    orbits and its Jacobian has the eigenvalue 1 along them: :meth:`subspace` gives quasi-Newton
+    the coordinates the branch leaves free minus the orbit's tangent directions at x (the
+    generators of SO(r) x SO(r*) applied to x), on which the Jacobian is regular.  Convergence is
+    judged on the full residual F(x) - x, so a point whose image is only a rotation of itself is
+    never accepted.
+    """
+
+    def __init__(self, params: ModelParams, alpha: float, branch: str, rule: RankRule):
+        self.params, self.alpha, self.branch, self.rule = params, alpha, branch, rule
+        self.L, self.r, self.rs = params.L, params.r, teacher_rank(params)
+        self.kernels = get_rank_kernels(params.L, params.r)
+        self.previous: np.ndarray | None = None  # minimisers of the last full search
+        self.since_full = 0
+        self.full_only = False  # set when a polished fixed point was rejected by a full search
+
+    def unpack(self, x: np.ndarray) -> RankOverlaps:
+        return RankOverlaps.from_vector(x, self.L, self.r, self.rs)
+
+    def step(self, ov: RankOverlaps, full: bool = True) -> tuple[RankOverlaps, RankHats, RankMoments]:
+        """The map F(ov), its hats and moments: a full proximal search (``full``), else a polish of the
+        last full search's minima (approximate; :data:`FULL_SEARCH_EVERY`)."""
+        mom, h = channel_moments(self.kernels, self.params, ov, self.rule, self.previous, polish=not full)
+        if full:
+            self.previous, self.since_full = h, 0
+        else:
+            self.since_full += 1
+        hat = update_hat(self.params, self.alpha, ov, mom, self.branch)
+        return update(self.params, hat), hat, mom
+
+    def evaluate(self, x: np.ndarray, exact: bool = False) -> Evaluation | None:
+        ov = self.unpack(x)
+        if not admissible(ov, self.params.rho0):
+            return None
+        full = exact or self.full_only or self.previous is None or self.since_full >= FULL_SEARCH_EVERY - 1
+        try:
+            new, hat, mom = self.step(ov, full)
+        except (ValueError, np.linalg.LinAlgError):
+            return None
+        if not np.all(np.isfinite(new.to_vector())):
+            return None
+        aligned, angle = align_gauge(new, ov)
+        fx = aligned.to_vector()
+        return Evaluation(x.copy(), fx, scaled_residual(x, fx), full, (hat, mom, angle))
+
+    def admissible(self, x: np.ndarray) -> bool:
+        return admissible(self.unpack(x), self.params.rho0)
+
+    def _free(self, n: int) -> list[int]:
+        r, L, rs = self.r, self.L, self.rs
+        k = r * (r + 1) // 2
+        free = list(range(2 * k))
+        if self.branch in ("positional", "mixed"):
+            free += list(range(2 * k, 2 * k + L * r))
+        if self.branch in ("semantic", "mixed"):
+            free += list(range(2 * k + L * r, n))
+        return free
+
+    def subspace(self, x: np.ndarray) -> np.ndarray:
+        """Orthonormal basis of the branch's free coordinates orthogonal to the gauge orbit's tangents at x."""
+        ov = self.unpack(x)
+        free = self._free(x.size)
+        C = np.zeros((x.size, len(free)))
+        C[free, np.arange(len(free))] = 1.0
+        tang = gauge_tangents(ov)
+        if tang.shape[1]:
+            tang = C @ (C.T @ tang)
+            U, sv, _ = np.linalg.svd(tang, full_matrices=False)
+            U = U[:, sv > 1e-8 * max(1.0, float(np.abs(x).max()))]
+            C = C - U @ (U.T @ C)
+            Uc, svc, _ = np.linalg.svd(C, full_matrices=False)
+            return Uc[:, svc > 0.5]
+        return C
+
+    def jacobian_seed(self, n: int) -> None:
+        return None
+
+    def keep_jacobian(self, J: np.ndarray) -> None:
+        pass
+
+    def distrust_approximation(self) -> None:
+        """Full proximal searches from now on (a polished iteration converged to a point of its own)."""
+        self.full_only = True
+
+
+def _rotation(theta: np.ndarray, n: int) -> np.ndarray:
+    """exp(E) for the antisymmetric E with upper-triangle entries theta (the so(n) coordinates of gauge_tangents)."""
+    from scipy.linalg import expm
+
+    E = np.zeros((n, n))
+    E[np.triu_indices(n, 1)] = theta
+    return expm(E - E.T)
+
+
+def align_gauge(new: RankOverlaps, ref: RankOverlaps, sweeps: int = 3) -> tuple[RankOverlaps, float]:
+    """The rotation of ``new`` in SO(r) x SO(r*) closest to ``ref`` (Gauss-Newton on the rotation angles),
+    and the angle (Euclidean norm of the so(r) x so(r*) coordinates) it took.
+
+    The SE map is equivariant only up to the quadrature rule (a finite rule is not rotation
+    invariant), so its fixed points are pinned to an orientation by the rule's noise alone; the
+    solver iterates G(x) = align_gauge(F(x), x) instead, whose residual is orthogonal to the orbit.
+    A fixed point of G with angle 0 is one of F; the angle at convergence measures the rule's
+    breaking of the symmetry (reported as ``gauge_angle``; it must shrink as the rule grows).
+    """
+    r, rs = new.r, new.r_star
+    k1, k2 = r * (r - 1) // 2, rs * (rs - 1) // 2
+    if k1 + k2 == 0:
+        return new, 0.0
+    total = np.zeros(k1 + k2)
+    cur = new
+    x = ref.to_vector()
+    for _ in range(sweeps):
+        T = gauge_tangents(cur)
+        step = -np.linalg.lstsq(T, cur.to_vector() - x, rcond=1e-12)[0]
+        if not np.all(np.isfinite(step)) or np.linalg.norm(step) < 1e-15:
+            break
+        total += step
+        cur = rotate(new, _rotation(total[:k1], r), _rotation(total[k1:], rs) if rs > 1 else None)
+    return cur, float(np.linalg.norm(total))
+
+
+def gauge_tangents(ov: RankOverlaps) -> np.ndarray:
+    """Columns: d/dt of the gauge action at t = 0 for each generator E_ab of so(r) and F_ab of so(r*)
+    (q0 -> q0 E - E q0, V0 -> V0 E - E V0, m -> m E, th0 -> -E th0 + th0 F), as overlap vectors."""
+    r, rs = ov.r, ov.r_star
+    cols = []
+    for a in range(r):
+        for b in range(a + 1, r):
+            E = np.zeros((r, r))
+            E[a, b], E[b, a] = 1.0, -1.0
+            t = RankOverlaps(ov.q0 @ E - E @ ov.q0, ov.V0 @ E - E @ ov.V0, ov.m @ E, -E @ ov.th0)
+            cols.append(t.to_vector())
+    for a in range(rs):
+        for b in range(a + 1, rs):
+            F = np.zeros((rs, rs))
+            F[a, b], F[b, a] = 1.0, -1.0
+            t = RankOverlaps(np.zeros((r, r)), np.zeros((r, r)), np.zeros_like(ov.m), ov.th0 @ F)
+            cols.append(t.to_vector())
+    n = ov.to_vector().size
+    return np.array(cols).T if cols else np.zeros((n, 0))
+
+
+@dataclass(frozen=True, eq=False)
+class RankFixedPoint:
+    """A rank-r fixed point: overlaps (canonical gauge), hats, observables, invariants, status."""
+
+    params: ModelParams
+    alpha: float
+    branch: str
+    requested: str
+    overlaps: RankOverlaps
+    hat: RankHats | None
+    eps_g: float
+    e_t: float
+    e_t_direct: float
+    E_M: float
+    converged: bool
+    residual: float
+    evaluations: int
+    message: str
+    prox_failures: int
+    quadrature: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def invariants(self) -> dict[str, list[float]]:
+        return invariants(self.overlaps)
+
+    def record(self) -> dict[str, Any]:
+        """Plain-JSON summary: invariants, directions, observables, status."""
+        out: dict[str, Any] = {
+            "alpha": self.alpha, "branch": self.branch, "requested": self.requested,
+            "r": self.params.r, "r_star": teacher_rank(self.params),
+        }
+        out.update(self.invariants)
+        out["directions"] = direction_labels(self.overlaps)
+        out.update({
+            "eps_g": self.eps_g, "e_t": self.e_t, "e_t_direct": self.e_t_direct,
+            "converged": self.converged, "iterations": self.evaluations, "residual": self.residual,
+            "prox_failures": self.prox_failures, "quadrature": self.quadrature,
+            **self.extra, "overlaps": self.overlaps.as_dict(), "canonical_overlaps": canonical(self.overlaps).as_dict(),
+        })
+        return out
+
+
+def initial_rank_overlaps(params: ModelParams, branch: str) -> RankOverlaps:
+    """Deterministic start of each branch: semantic directions first (th0 = 0.8 rho0 on the first
+    min(r, r*) axes), a positional direction on the next free axis (m = 0.2 P[:, 0] / max|P[:, 0]|),
+    the remaining axes small (q0 = 0.1)."""
+    if branch not in RANK_BRANCHES:
+        raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
+    L, r, rs, rho0 = params.L, params.r, teacher_rank(params), params.rho0
+    q = np.full(r, 0.1)
+    V = np.ones(r)
+    m = np.zeros((L, r))
+    th = np.zeros((r, rs))
+    n_sem = min(r, rs) if branch == "semantic" else min(r - 1, rs) if branch == "mixed" else 0
+    for a in range(n_sem):
+        q[a], th[a, a] = rho0, 0.8 * rho0
+    if branch in ("positional", "mixed"):
+        a = n_sem if n_sem < r else r - 1
+        col = params.P_array[:, 0]
+        m[:, a] = 0.2 * col / np.abs(col).max()
+        V[a] = 50.0
+    return RankOverlaps(np.diag(q), np.diag(V), m, th)
+
+
+def embedded_start(params: ModelParams, alpha: float, branch: str, config: SolverConfig) -> RankOverlaps:
+    """A start built from the rank-1 fixed points (numerics/state_evolution.py) at the same alpha.
+
+    Each student axis gets the overlaps of one rank-1 branch: the first min(r, r*) axes (min(r - 1, r*)
+    for ``mixed``) the semantic one's (q0, V0, th0 on the matching teacher axis), the last axis of
+    ``positional`` / ``mixed`` the positional one's (q0, V0, m), every other axis q0 = 0.05 and the
+    V0 of axis 0 (the agnostic rank-1 point need not exist: at alpha = 2 it does not converge).  The rank-1 solver follows each branch from where it is unambiguous (its positional
+    branch by continuation from small alpha), so the rank-r solve starts on the branch asked for.
+    Falls back to :func:`initial_rank_overlaps` for a rank-1 branch that does not converge.
+    """
+    from attnphase.numerics.state_evolution import solve
+
+    if branch not in RANK_BRANCHES:
+        raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
+    L, r, rs = params.L, params.r, teacher_rank(params)
+    p1 = params.replace(r=1, **({"r_star": 1} if _has_field(params, "r_star") else {}))
+    cfg1 = config.replace(e_t_quadrature=None)
+
+    def r1(b: str) -> Any:
+        fp = solve(p1, alpha, b, config=cfg1)
+        return fp.overlaps if fp.status.converged and fp.branch == b else None
+
+    n_sem = min(r, rs) if branch == "semantic" else min(r - 1, rs) if branch == "mixed" else 0
+    pos_axis = r - 1 if branch in ("positional", "mixed") else None
+    need = set()
+    if branch == "agnostic":
+        return initial_rank_overlaps(params, branch)
+    if n_sem:
+        need.add("semantic")
+    if pos_axis is not None:
+        need.add("positional")
+    got = {b: r1(b) for b in sorted(need)}
+    if any(v is None for v in got.values()):
+        return initial_rank_overlaps(params, branch)
+    q, V = np.zeros(r), np.zeros(r)
+    m, th = np.zeros((L, r)), np.zeros((r, rs))
+    for a in range(r):
+        if a < n_sem:
+            ov = got["semantic"]
+            th[a, a] = ov.th0
+        elif a == pos_axis:
+            ov = got["positional"]
+            m[:, a] = ov.m
+        else:
+            q[a], V[a] = 0.05, V[0] if a else 1.0
+            continue
+        q[a], V[a] = ov.q0, ov.V0
+    return RankOverlaps(np.diag(q), np.diag(V), m, th)
+
+
+def solve_rank(params: ModelParams, alpha: float, branch: str = "semantic", *,
+               config: SolverConfig | None = None, init: RankOverlaps | None = None,
+               start: str = "embedded") -> RankFixedPoint:
+    """The rank-r fixed point on ``branch`` at alpha, with e_t, eps_g and a status.
+
+    Starts from ``init`` if given, else from :func:`embedded_start` (``start="embedded"``, the
+    default) or :func:`initial_rank_overlaps` (``start="cold"``).  ``config``: tol, max_iter,
+    anderson settings and ``quadrature`` (a Sobol spec)."""
+    cfg = config or SolverConfig()
+    if not (isinstance(alpha, (int, float)) and math.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"alpha must be a finite number > 0, got {alpha}")
+    if branch not in RANK_BRANCHES:
+        raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
+    if cfg.prox != "global":
+        raise ValueError("the rank-r state evolution implements the global proximal map only")
+    rs = teacher_rank(params)
+    rule = make_rank_rule(params.L, params.r, rs, cfg.quadrature)
+    if start not in ("embedded", "cold"):
+        raise ValueError(f"start must be 'embedded' or 'cold', got {start!r}")
+    if init is not None:
+        ov0 = init
+    elif start == "embedded":
+        ov0 = embedded_start(params, float(alpha), branch, cfg)
+    else:
+        ov0 = initial_rank_overlaps(params, branch)
+    if not admissible(ov0, params.rho0):
+        raise ValueError(f"initial overlaps are not admissible: {ov0.as_dict()}")
+    smap = RankSEMap(params, float(alpha), branch, rule)
+    result = FixedPointSolver(smap, cfg).solve(ov0.to_vector(), warm=init is not None or start == "embedded")
+    return _finish(smap, result, ov0)
+
+
+def _finish(smap: RankSEMap, result: Any, ov0: RankOverlaps) -> RankFixedPoint:
+    p, alpha = smap.params, smap.alpha
+    ev = result.evaluation
+    nan = math.nan
+    if ev is None:
+        return RankFixedPoint(p, alpha, branch_label(ov0), smap.branch, ov0, None, nan, nan, nan, nan, False, nan,
+                              result.evaluations, result.message, 0, smap.rule.name)
+    ov = smap.unpack(ev.x)
+    hat, mom, angle = ev.data
+    phi = rk.free_entropy(ov.q0, ov.V0, ov.m, ov.th0, hat.qhat, hat.mhat, hat.thhat, hat.Vhat, p.sigma2,
+                          p.P_array, p.lam, p.rho0, alpha, mom.E_M)
+    e_direct = 0.5 * p.lam * float(np.trace(ov.q0)) + alpha * mom.E_loss
+    return RankFixedPoint(
+        p, alpha, branch_label(ov), smap.branch, ov, hat, mom.eps_g, -phi, e_direct, mom.E_M,
+        bool(result.converged), float(ev.residual), result.evaluations, result.message,
+        mom.prox_failures, smap.rule.name, {"gauge_angle": angle},
+    )
+
+
+__all__ = [
+    "RANK_BRANCHES", "RankFixedPoint", "RankHats", "RankMoments", "RankRule", "RankSEMap", "admissible",
+    "channel_moments", "initial_rank_overlaps", "make_rank_rule", "solve_rank", "teacher_rank", "update",
+    "update_hat", "with_ranks",
+]
