@@ -128,14 +128,21 @@ def branch_label(ov: RankOverlaps, tol: float = ZERO_TOL) -> str:
     return "mixed" if pos and sem else "positional" if pos else "semantic" if sem else "agnostic"
 
 
-def direction_labels(ov: RankOverlaps, tol: float = ZERO_TOL) -> list[str]:
-    """Per student direction (the eigenvectors of q0 in the canonical gauge): which overlaps it carries.
+#: A direction carries an overlap when its share is above this fraction of the largest one (the
+#: quadrature's breaking of the rotation symmetry leaves ~1e-3 crosstalk between directions).
+DIRECTION_SHARE = 0.05
 
-    A direction is 'positional' (its m entries non-zero, th0 row zero), 'semantic' (the converse),
-    'both', or 'none'.  Meaningful when ``ov`` is canonical (q0 diagonal)."""
+
+def direction_labels(ov: RankOverlaps, tol: float = ZERO_TOL) -> list[str]:
+    """Per student direction of the canonical gauge (the eigenvectors of q0): which overlaps it carries.
+
+    A direction is 'positional' (its m entries above tol and above DIRECTION_SHARE of the largest |m|
+    entry, its th0 row not), 'semantic' (the converse), 'both', or 'none'."""
+    ov = canonical(ov)
+    m_max, t_max = float(np.abs(ov.m).max()), float(np.abs(ov.th0).max())
     out = []
     for a in range(ov.r):
-        pos = float(np.abs(ov.m[:, a]).max()) > tol
-        sem = float(np.abs(ov.th0[a]).max()) > tol
+        pos = float(np.abs(ov.m[:, a]).max()) > max(tol, DIRECTION_SHARE * m_max)
+        sem = float(np.abs(ov.th0[a]).max()) > max(tol, DIRECTION_SHARE * t_max)
         out.append("both" if pos and sem else "positional" if pos else "semantic" if sem else "none")
     return out

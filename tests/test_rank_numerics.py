@@ -76,8 +76,8 @@ def test_canonical_gauge_and_invariants_do_not_depend_on_the_orbit_point() -> No
 
 def test_branch_labels_include_mixed() -> None:
     z = np.zeros((2, 2))
-    q, V = np.eye(2), np.eye(2)
-    m = np.array([[0.0, 0.3], [0.0, -0.3]])
+    q, V = np.diag([2.0, 1.0]), np.eye(2)
+    m = np.array([[0.001, 0.3], [-0.001, -0.3]])  # crosstalk below DIRECTION_SHARE does not count
     th = np.array([[0.5], [0.0]])
     assert branch_label(RankOverlaps(q, V, m, th)) == "mixed"
     assert direction_labels(RankOverlaps(q, V, m, th)) == ["semantic", "positional"]
