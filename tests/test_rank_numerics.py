@@ -120,3 +120,23 @@ def test_a_rank2_semantic_fixed_point_converges_with_its_invariants() -> None:
     # e_t = -Phi against lambda Tr(q0) / 2 + alpha E[loss(h_hat)]: equal up to the rule's gauge breaking
     assert abs(fp.e_t - fp.e_t_direct) <= 5 * fp.extra["gauge_angle"] * abs(fp.e_t)
     assert rec["eps_g"] > 0 and rec["prox_failures"] == 0
+
+
+def test_cli_solve_rank2_prints_the_invariants_and_refuses_bad_input(capsys) -> None:
+    import json
+
+    from attnphase.cli import main
+
+    code = main(["solve", "--alpha", "2", "--rank", "2", "--quadrature", "sobol9", "--json"])
+    rec = json.loads(capsys.readouterr().out)
+    assert code == 0 and rec["converged"] and rec["rank"] == 2 and rec["teacher_rank"] == 1
+    for key in ("alpha", "omega", "lam", "branch", "requested_branch", "eps_g", "e_t", "iterations", "residual"):
+        assert key in rec
+    assert len(rec["q0_eigenvalues"]) == 2 and len(rec["th0_singular_values"]) == 1 and len(rec["m_norms"]) == 2
+    for argv, words in ((["--rank", "0"], "--rank must be an integer >= 1"),
+                        (["--branch", "mixed"], "--branch mixed needs --rank >= 2"),
+                        (["--rank", "2", "--quadrature", "gh6"], "scrambled Sobol"),
+                        (["--rank", "2", "--prox", "local"], "global proximal map only")):
+        assert main(["solve", "--alpha", "2", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("attnphase: error:") and words in err and err.count("\n") == 1
