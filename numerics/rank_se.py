@@ -490,8 +490,10 @@ def solve_rank(params: ModelParams, alpha: float, branch: str = "semantic", *,
     result = FixedPointSolver(smap, cfg).solve(ov0.to_vector(), warm=init is not None or start == "embedded")
     if not result.converged and result.evaluation is not None and cfg.damping < RETRY_DAMPING:
         # measured (L = 2, r = 2, alpha = 2, positional): Anderson at damping 0.5 stalls at residual
-        # 0.2; at damping 0.7 it converges -- a second attempt from the best point, more damped
+        # 0.2; at damping 0.7 it converges -- a second attempt from the best point, more damped and
+        # with a full proximal search at every evaluation
         more = cfg.replace(damping=RETRY_DAMPING)
+        smap.full_only = True  # and every evaluation exact: the polished map's noise can stall quasi-Newton
         again = FixedPointSolver(smap, more).solve(result.evaluation.x, warm=False)
         if again.converged or again.residual < result.residual:
             result = type(again)(again.evaluation, again.converged, result.evaluations + again.evaluations,
