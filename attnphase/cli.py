@@ -116,10 +116,11 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
         "DIR/sweep_<branch>_omega<omega>.csv; where the branch ends is reported.",
     )
     p.add_argument("--alpha", required=True, metavar="RANGE", help=f"alpha values > 0: {opt.RANGE_SYNTAX}")
-    _branch_option(p)
+    _branch_option(p, mixed=True)
     opt.add_model_options(p)
+    _rank_options(p)
     opt.add_solver_options(p)
-    opt.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv")
+    opt.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv (rank r >= 2: ..._rank<r>x<r*>.csv)")
     opt.add_large_option(p, opt.MAX_SWEEP_POINTS)
     opt.add_quiet_option(p)
     opt.add_json_option(p)

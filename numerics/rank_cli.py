@@ -111,3 +111,89 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
         print(f"attnphase: {reason} (exit code {EXIT_NO_BRANCH})", file=sys.stderr)
         return EXIT_NO_BRANCH
     return 0
+
+
+def sweep_rank_file_name(branch: str, omega: float, r: int, r_star: int) -> str:
+    """The table ``sweep --rank`` writes into ``--out DIR``."""
+    return f"sweep_{branch}_omega{omega:g}_rank{r}x{r_star}.csv"
+
+
+def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
+    """``attnphase sweep --rank R --teacher-rank R*`` (r or r* >= 2): the branch followed over the alpha grid
+    by warm starts (the first point from the rank-1 fixed points), one row per alpha into
+    DIR/sweep_<branch>_omega<omega>_rank<r>x<r*>.csv: alpha, branch, e_t, eps_g, the invariants (one column
+    per eigenvalue / singular value / token), gauge_angle, converged, iterations, residual, reason.  A
+    point that does not converge is retried from the embedded start before it is reported.  Branch ends
+    are not located at rank r >= 2.  Exit code 1 if a point did not converge, 3 if no point is on the branch."""
+    import csv
+    import io
+
+    if args.branch == "mixed" and r < 2:
+        raise ValueError(f"--branch mixed needs --rank >= 2 (a positional and a semantic direction), got --rank {r}")
+    alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
+    plain = copy.copy(args)
+    plain.rank, plain.teacher_rank = 1, 1
+    from attnphase.numerics.rank_se import solve_rank, with_ranks
+
+    params = with_ranks(opt.params_from_args(plain, omega=opt.single_omega(args, "sweep")), r, r_star)
+    cfg = opt.config_from_args(args)
+    if cfg.prox != "global":
+        raise ValueError(f"--prox {cfg.prox}: the rank-r state evolution implements the global proximal map only")
+    if not str(cfg.quadrature).strip().lower().startswith("sobol"):
+        raise ValueError(f"--quadrature {cfg.quadrature}: the rank-r state evolution uses scrambled Sobol rules")
+    opt.check_supported(params, cfg)
+    opt.check_grid(len(alphas), opt.MAX_SWEEP_POINTS, "alpha values", "--alpha", args.large)
+    out_dir = opt.out_dir_from_args(args)
+    opt.announce_defaults(args, params)
+    L = params.L
+    cols = (["alpha", "omega", "branch", "e_t", "eps_g"] + [f"q0_eig_{i + 1}" for i in range(r)]
+            + [f"V0_eig_{i + 1}" for i in range(r)] + [f"th0_sv_{i + 1}" for i in range(min(r, r_star))]
+            + [f"m_norm_{l + 1}" for l in range(L)] + ["gauge_angle", "converged", "iterations", "residual", "reason"])
+    rows, prev = [], None
+    for alpha in alphas:
+        fp = solve_rank(params, alpha, args.branch, config=cfg, init=prev) if prev is not None else None
+        if fp is None or not fp.converged:
+            fp = solve_rank(params, alpha, args.branch, config=cfg)
+        rec = fp.record()
+        row: dict[str, Any] = {"alpha": alpha, "omega": params.omega, "branch": rec["branch"] if fp.converged else "",
+                               "converged": fp.converged, "iterations": fp.evaluations, "residual": fp.residual}
+        vals = {"e_t": [rec["e_t"]], "eps_g": [rec["eps_g"]], "q0_eig": rec["q0_eigenvalues"],
+                "V0_eig": rec["V0_eigenvalues"], "th0_sv": rec["th0_singular_values"], "m_norm": rec["m_norms"],
+                "gauge_angle": [rec["gauge_angle"]]}
+        for name, v in vals.items():
+            for i, x in enumerate(v):
+                key = name if len(v) == 1 and name in ("e_t", "eps_g", "gauge_angle") else f"{name}_{i + 1}"
+                row[key] = x if fp.converged else float("nan")
+        if not fp.converged:
+            row["reason"] = f"{fp.message}; residual {fp.residual:.2e}: no overlaps"
+        elif fp.branch != args.branch:
+            row["reason"] = f"no {args.branch} fixed point here: the solve converged to the {fp.branch} one"
+        else:
+            row["reason"] = ""
+            prev = fp.overlaps
+        rows.append(row)
+        if not args.quiet:
+            print(f"attnphase: alpha = {alpha:g}: {row['branch'] or 'not converged'}, e_t = {row['e_t']:.6g}",
+                  file=sys.stderr, flush=True)
+    path = out_dir / sweep_rank_file_name(args.branch, params.omega, r, r_star)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    with opt.staged_output(out_dir) as stage:
+        opt.write_text_atomic(stage / path.name, buf.getvalue())
+    n_failed = sum(not r_["converged"] for r_ in rows)
+    n_on = sum(not r_["reason"] for r_ in rows)
+    if args.json:
+        print(json.dumps(opt.json_value({"branch": args.branch, "requested_branch": args.branch, "rank": r,
+                                         "teacher_rank": r_star, "params": params.to_dict(), "solver": cfg.as_dict(),
+                                         "file": str(path), "end": None, "on_branch": n_on,
+                                         "not_converged": n_failed, "rows": rows})))
+    print(f"wrote {len(rows)} rows to {path}" + (f" ({n_failed} not converged)" if n_failed else ""), file=sys.stderr)
+    if n_failed:
+        return 1
+    if n_on == 0:
+        print(f"attnphase: no {args.branch} fixed point at any alpha of the grid (exit code {EXIT_NO_BRANCH})",
+              file=sys.stderr)
+        return EXIT_NO_BRANCH
+    return 0

@@ -140,3 +140,22 @@ def test_cli_solve_rank2_prints_the_invariants_and_refuses_bad_input(capsys) -> 
         assert main(["solve", "--alpha", "2", *argv]) == 2
         err = capsys.readouterr().err
         assert err.startswith("attnphase: error:") and words in err and err.count("\n") == 1
+
+
+def test_cli_sweep_rank2_writes_one_row_per_alpha_with_the_invariants(tmp_path, capsys) -> None:
+    import csv
+    import json
+
+    from attnphase.cli import main
+
+    out = tmp_path / "res"
+    code = main(["sweep", "--alpha", "2", "--rank", "2", "--quadrature", "sobol9", "--out", str(out), "--json",
+                 "--quiet"])
+    rec = json.loads(capsys.readouterr().out)
+    assert code == 0 and rec["rank"] == 2 and rec["on_branch"] == 1
+    rows = list(csv.DictReader((out / "sweep_semantic_omega0.3_rank2x1.csv").open()))
+    assert len(rows) == 1 and rows[0]["branch"] == "semantic" and rows[0]["converged"] == "True"
+    for col in ("e_t", "eps_g", "q0_eig_1", "q0_eig_2", "V0_eig_2", "th0_sv_1", "m_norm_2", "gauge_angle"):
+        assert col in rows[0] and rows[0][col] != ""
+    assert main(["sweep", "--alpha", "2", "--branch", "mixed", "--out", str(out)]) == 2
+    assert "--branch mixed needs --rank >= 2" in capsys.readouterr().err
