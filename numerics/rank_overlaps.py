@@ -11,7 +11,9 @@ values), the student frame of the eigenvectors of q0 (decreasing eigenvalues), t
 axis is oriented by a fixed generic functional of its positional overlaps sum_l c_l m_la (c_l =
 1 + l / 7), else (no positional overlap) by the row sum of th0; a teacher axis by the largest entry
 of its column of th0.  In that gauge q0 is diagonal and th0^T th0 is diagonal.
-:func:`invariants` are the gauge-invariant summaries reported for every fixed point.
+:func:`invariants` are the gauge-invariant summaries reported for every fixed point;
+:func:`gauge_tangents` and :func:`align_gauge` are the orbit's tangent space and the rotation that
+brings one state closest to another (the solver's handling of the gauge, numerics/rank_se.py).
 """
 
 from __future__ import annotations
@@ -146,3 +148,60 @@ def direction_labels(ov: RankOverlaps, tol: float = ZERO_TOL) -> list[str]:
         sem = float(np.abs(ov.th0[a]).max()) > max(tol, DIRECTION_SHARE * t_max)
         out.append("both" if pos and sem else "positional" if pos else "semantic" if sem else "none")
     return out
+
+
+def _rotation(theta: np.ndarray, n: int) -> np.ndarray:
+    """exp(E) for the antisymmetric E with upper-triangle entries theta (the so(n) coordinates of gauge_tangents)."""
+    from scipy.linalg import expm
+
+    E = np.zeros((n, n))
+    E[np.triu_indices(n, 1)] = theta
+    return expm(E - E.T)
+
+
+def align_gauge(new: RankOverlaps, ref: RankOverlaps, sweeps: int = 3) -> tuple[RankOverlaps, float]:
+    """The rotation of ``new`` in SO(r) x SO(r*) closest to ``ref`` (Gauss-Newton on the rotation angles),
+    and the angle (Euclidean norm of the so(r) x so(r*) coordinates) it took.
+
+    The SE map is equivariant only up to the quadrature rule (a finite rule is not rotation
+    invariant), so its fixed points are pinned to an orientation by the rule's noise alone; the
+    solver iterates G(x) = align_gauge(F(x), x) instead, whose residual is orthogonal to the orbit.
+    A fixed point of G with angle 0 is one of F; the angle at convergence measures the rule's
+    breaking of the symmetry (reported as ``gauge_angle``; it must shrink as the rule grows).
+    """
+    r, rs = new.r, new.r_star
+    k1, k2 = r * (r - 1) // 2, rs * (rs - 1) // 2
+    if k1 + k2 == 0:
+        return new, 0.0
+    total = np.zeros(k1 + k2)
+    cur = new
+    x = ref.to_vector()
+    for _ in range(sweeps):
+        T = gauge_tangents(cur)
+        step = -np.linalg.lstsq(T, cur.to_vector() - x, rcond=1e-12)[0]
+        if not np.all(np.isfinite(step)) or np.linalg.norm(step) < 1e-15:
+            break
+        total += step
+        cur = rotate(new, _rotation(total[:k1], r), _rotation(total[k1:], rs) if rs > 1 else None)
+    return cur, float(np.linalg.norm(total))
+
+
+def gauge_tangents(ov: RankOverlaps) -> np.ndarray:
+    """Columns: d/dt of the gauge action at t = 0 for each generator E_ab of so(r) and F_ab of so(r*)
+    (q0 -> q0 E - E q0, V0 -> V0 E - E V0, m -> m E, th0 -> -E th0 + th0 F), as overlap vectors."""
+    r, rs = ov.r, ov.r_star
+    cols = []
+    for a in range(r):
+        for b in range(a + 1, r):
+            E = np.zeros((r, r))
+            E[a, b], E[b, a] = 1.0, -1.0
+            t = RankOverlaps(ov.q0 @ E - E @ ov.q0, ov.V0 @ E - E @ ov.V0, ov.m @ E, -E @ ov.th0)
+            cols.append(t.to_vector())
+    for a in range(rs):
+        for b in range(a + 1, rs):
+            F = np.zeros((rs, rs))
+            F[a, b], F[b, a] = 1.0, -1.0
+            t = RankOverlaps(np.zeros((r, r)), np.zeros((r, r)), np.zeros_like(ov.m), ov.th0 @ F)
+            cols.append(t.to_vector())
+    n = ov.to_vector().size
+    return np.array(cols).T if cols else np.zeros((n, 0))

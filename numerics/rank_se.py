@@ -35,9 +35,12 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.fixed_point import Evaluation, FixedPointSolver, scaled_residual
 from attnphase.numerics.quadrature import check_rule_size, parse_rule_spec
 from attnphase.numerics.rank_overlaps import (
-    RankOverlaps, branch_label, canonical, direction_labels, invariants, rotate,
+    RankOverlaps, align_gauge, branch_label, canonical, direction_labels, gauge_tangents, invariants,
 )
 from attnphase.numerics.rank_prox import global_prox
+from attnphase.numerics.rank_starts import (
+    RANK_BRANCHES, embedded_start, initial_rank_overlaps, teacher_rank, with_ranks,
+)
 from attnphase.theory import rank as rk
 from attnphase.theory.params import ModelParams
 from attnphase.theory.rank_kernels import RankKernels, get_rank_kernels, limit_loss, attention, target
@@ -54,35 +57,6 @@ RANK_MIN_DAMPING = 0.5
 RETRY_DAMPING = 0.8
 
 #: Branches of the rank-r solver (docs/model.md section 7).
-RANK_BRANCHES = ("semantic", "positional", "agnostic", "mixed")
-
-
-def teacher_rank(params: ModelParams) -> int:
-    """r* of the model (1 where ModelParams has no teacher-rank field)."""
-    return int(getattr(params, "r_star", 1))
-
-
-def with_ranks(params: ModelParams, r: int, r_star: int) -> ModelParams:
-    """``params`` with student rank r and teacher rank r* (r* >= 1 integer).
-
-    Uses ModelParams' ``r_star`` field where it has one; otherwise the value is attached to the
-    (frozen) instance, where :func:`teacher_rank` reads it."""
-    if int(r_star) != r_star or r_star < 1:
-        raise ValueError(f"r_star (teacher rank) must be an integer >= 1, got {r_star!r}")
-    if _has_field(params, "r_star"):
-        return params.replace(r=r, r_star=int(r_star))
-    out = params.replace(r=r)
-    if r_star != 1:
-        object.__setattr__(out, "r_star", int(r_star))
-    return out
-
-
-def _has_field(params: ModelParams, name: str) -> bool:
-    import dataclasses
-
-    return any(f.name == name for f in dataclasses.fields(params))
-
-
 @dataclass(frozen=True, eq=False)
 class RankRule:
     """Nodes xi (N, L, r), eta (N, L, r*) and weights (N,) of a rule over L (r + r*) Gaussians."""
@@ -284,63 +258,6 @@ class RankSEMap:
         self.full_only = True
 
 
-def _rotation(theta: np.ndarray, n: int) -> np.ndarray:
-    """exp(E) for the antisymmetric E with upper-triangle entries theta (the so(n) coordinates of gauge_tangents)."""
-    from scipy.linalg import expm
-
-    E = np.zeros((n, n))
-    E[np.triu_indices(n, 1)] = theta
-    return expm(E - E.T)
-
-
-def align_gauge(new: RankOverlaps, ref: RankOverlaps, sweeps: int = 3) -> tuple[RankOverlaps, float]:
-    """The rotation of ``new`` in SO(r) x SO(r*) closest to ``ref`` (Gauss-Newton on the rotation angles),
-    and the angle (Euclidean norm of the so(r) x so(r*) coordinates) it took.
-
-    The SE map is equivariant only up to the quadrature rule (a finite rule is not rotation
-    invariant), so its fixed points are pinned to an orientation by the rule's noise alone; the
-    solver iterates G(x) = align_gauge(F(x), x) instead, whose residual is orthogonal to the orbit.
-    A fixed point of G with angle 0 is one of F; the angle at convergence measures the rule's
-    breaking of the symmetry (reported as ``gauge_angle``; it must shrink as the rule grows).
-    """
-    r, rs = new.r, new.r_star
-    k1, k2 = r * (r - 1) // 2, rs * (rs - 1) // 2
-    if k1 + k2 == 0:
-        return new, 0.0
-    total = np.zeros(k1 + k2)
-    cur = new
-    x = ref.to_vector()
-    for _ in range(sweeps):
-        T = gauge_tangents(cur)
-        step = -np.linalg.lstsq(T, cur.to_vector() - x, rcond=1e-12)[0]
-        if not np.all(np.isfinite(step)) or np.linalg.norm(step) < 1e-15:
-            break
-        total += step
-        cur = rotate(new, _rotation(total[:k1], r), _rotation(total[k1:], rs) if rs > 1 else None)
-    return cur, float(np.linalg.norm(total))
-
-
-def gauge_tangents(ov: RankOverlaps) -> np.ndarray:
-    """Columns: d/dt of the gauge action at t = 0 for each generator E_ab of so(r) and F_ab of so(r*)
-    (q0 -> q0 E - E q0, V0 -> V0 E - E V0, m -> m E, th0 -> -E th0 + th0 F), as overlap vectors."""
-    r, rs = ov.r, ov.r_star
-    cols = []
-    for a in range(r):
-        for b in range(a + 1, r):
-            E = np.zeros((r, r))
-            E[a, b], E[b, a] = 1.0, -1.0
-            t = RankOverlaps(ov.q0 @ E - E @ ov.q0, ov.V0 @ E - E @ ov.V0, ov.m @ E, -E @ ov.th0)
-            cols.append(t.to_vector())
-    for a in range(rs):
-        for b in range(a + 1, rs):
-            F = np.zeros((rs, rs))
-            F[a, b], F[b, a] = 1.0, -1.0
-            t = RankOverlaps(np.zeros((r, r)), np.zeros((r, r)), np.zeros_like(ov.m), ov.th0 @ F)
-            cols.append(t.to_vector())
-    n = ov.to_vector().size
-    return np.array(cols).T if cols else np.zeros((n, 0))
-
-
 @dataclass(frozen=True, eq=False)
 class RankFixedPoint:
     """A rank-r fixed point: overlaps (canonical gauge), hats, observables, invariants, status."""
@@ -382,78 +299,6 @@ class RankFixedPoint:
             **self.extra, "overlaps": self.overlaps.as_dict(), "canonical_overlaps": canonical(self.overlaps).as_dict(),
         })
         return out
-
-
-def initial_rank_overlaps(params: ModelParams, branch: str) -> RankOverlaps:
-    """Deterministic start of each branch: semantic directions first (th0 = 0.8 rho0 on the first
-    min(r, r*) axes), a positional direction on the next free axis (m = 0.2 P[:, 0] / max|P[:, 0]|),
-    the remaining axes small (q0 = 0.1)."""
-    if branch not in RANK_BRANCHES:
-        raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
-    L, r, rs, rho0 = params.L, params.r, teacher_rank(params), params.rho0
-    q = np.full(r, 0.1)
-    V = np.ones(r)
-    m = np.zeros((L, r))
-    th = np.zeros((r, rs))
-    n_sem = min(r, rs) if branch == "semantic" else min(r - 1, rs) if branch == "mixed" else 0
-    for a in range(n_sem):
-        q[a], th[a, a] = rho0, 0.8 * rho0
-    if branch in ("positional", "mixed"):
-        a = n_sem if n_sem < r else r - 1
-        col = params.P_array[:, 0]
-        m[:, a] = 0.2 * col / np.abs(col).max()
-        V[a] = 50.0
-    return RankOverlaps(np.diag(q), np.diag(V), m, th)
-
-
-def embedded_start(params: ModelParams, alpha: float, branch: str, config: SolverConfig) -> RankOverlaps:
-    """A start built from the rank-1 fixed points (numerics/state_evolution.py) at the same alpha.
-
-    Each student axis gets the overlaps of one rank-1 branch: the first min(r, r*) axes (min(r - 1, r*)
-    for ``mixed``) the semantic one's (q0, V0, th0 on the matching teacher axis), the last axis of
-    ``positional`` / ``mixed`` the positional one's (q0, V0, m), every other axis q0 = 0.05 and the
-    V0 of axis 0 (the agnostic rank-1 point need not exist: at alpha = 2 it does not converge).  The rank-1 solver follows each branch from where it is unambiguous (its positional
-    branch by continuation from small alpha), so the rank-r solve starts on the branch asked for.
-    Falls back to :func:`initial_rank_overlaps` for a rank-1 branch that does not converge.
-    """
-    from attnphase.numerics.state_evolution import solve
-
-    if branch not in RANK_BRANCHES:
-        raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
-    L, r, rs = params.L, params.r, teacher_rank(params)
-    p1 = params.replace(r=1, **({"r_star": 1} if _has_field(params, "r_star") else {}))
-    cfg1 = config.replace(e_t_quadrature=None)
-
-    def r1(b: str) -> Any:
-        fp = solve(p1, alpha, b, config=cfg1)
-        return fp.overlaps if fp.status.converged and fp.branch == b else None
-
-    n_sem = min(r, rs) if branch == "semantic" else min(r - 1, rs) if branch == "mixed" else 0
-    pos_axis = r - 1 if branch in ("positional", "mixed") else None
-    need = set()
-    if branch == "agnostic":
-        return initial_rank_overlaps(params, branch)
-    if n_sem:
-        need.add("semantic")
-    if pos_axis is not None:
-        need.add("positional")
-    got = {b: r1(b) for b in sorted(need)}
-    if any(v is None for v in got.values()):
-        return initial_rank_overlaps(params, branch)
-    q, V = np.zeros(r), np.zeros(r)
-    m, th = np.zeros((L, r)), np.zeros((r, rs))
-    for a in range(r):
-        if a < n_sem:
-            ov = got["semantic"]
-            th[a, a] = ov.th0
-        elif a == pos_axis:
-            ov = got["positional"]
-            m[:, a] = ov.m
-        else:
-            q[a], V[a] = 0.05, V[0] if a else 1.0
-            continue
-        q[a], V[a] = ov.q0, ov.V0
-    return RankOverlaps(np.diag(q), np.diag(V), m, th)
 
 
 def solve_rank(params: ModelParams, alpha: float, branch: str = "semantic", *,
@@ -522,6 +367,7 @@ def _finish(smap: RankSEMap, result: Any, ov0: RankOverlaps) -> RankFixedPoint:
 
 __all__ = [
     "RANK_BRANCHES", "RankFixedPoint", "RankHats", "RankMoments", "RankRule", "RankSEMap", "admissible",
-    "channel_moments", "initial_rank_overlaps", "make_rank_rule", "solve_rank", "teacher_rank", "update",
+    "align_gauge", "channel_moments", "embedded_start", "gauge_tangents", "initial_rank_overlaps", "make_rank_rule",
+    "solve_rank", "teacher_rank", "update",
     "update_hat", "with_ranks",
 ]

@@ -11,7 +11,7 @@ from attnphase.numerics.rank_overlaps import (
 )
 from attnphase.numerics.rank_prox import global_prox, newton_minimize, prox_value
 from attnphase.numerics.rank_se import (
-    RankSEMap, align_gauge, make_rank_rule, solve_rank, update, update_hat, channel_moments, with_ranks,
+    align_gauge, channel_moments, make_rank_rule, solve_rank, update, update_hat, with_ranks,
 )
 from attnphase.theory.params import ModelParams
 from attnphase.theory.rank_kernels import get_rank_kernels, target
