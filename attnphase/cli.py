@@ -62,9 +62,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"attnphase: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
-def _branch_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--branch", choices=opt.BRANCHES, default="semantic",
-                   help="fixed-point family to solve for / follow (default semantic)")
+def _branch_option(p: argparse.ArgumentParser, mixed: bool = False) -> None:
+    p.add_argument("--branch", choices=opt.BRANCHES + (("mixed",) if mixed else ()), default="semantic",
+                   help="fixed-point family to solve for / follow (default semantic)"
+                   + ("; mixed (a positional and a semantic direction) needs --rank >= 2" if mixed else ""))
+
+
+def _rank_options(p: argparse.ArgumentParser) -> None:
+    """``--rank`` / ``--teacher-rank`` (the model group's, docs/model.md section 7), where the model group
+    does not define them already."""
+    if any("--rank" in a.option_strings for a in p._actions):
+        return
+    g = next((grp for grp in p._action_groups if grp.title and grp.title.startswith("model")), p)
+    g.add_argument("--rank", type=int, default=1, metavar="R",
+                   help="student rank r >= 1: Q in R^{d x r} (docs/model.md section 7; default 1)")
+    g.add_argument("--teacher-rank", dest="teacher_rank", type=int, default=1, metavar="R*",
+                   help="teacher rank r* >= 1: Q* in R^{d x r*} (default 1)")
 
 
 def _add_derive(sub: argparse._SubParsersAction) -> None:
@@ -88,8 +101,9 @@ def _add_solve(sub: argparse._SubParsersAction) -> None:
         "observables (section 4). Exit code 1 if the fixed point did not converge.",
     )
     p.add_argument("--alpha", required=True, metavar="ALPHA", help="sample complexity alpha = n/d > 0 (one number)")
-    _branch_option(p)
+    _branch_option(p, mixed=True)
     opt.add_model_options(p)
+    _rank_options(p)
     opt.add_solver_options(p)
     opt.add_error_estimate_option(p, "err_<key> = each observable's spread over the K rules (warm starts)")
     opt.add_json_option(p)
@@ -102,10 +116,11 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
         "DIR/sweep_<branch>_omega<omega>.csv; where the branch ends is reported.",
     )
     p.add_argument("--alpha", required=True, metavar="RANGE", help=f"alpha values > 0: {opt.RANGE_SYNTAX}")
-    _branch_option(p)
+    _branch_option(p, mixed=True)
     opt.add_model_options(p)
+    _rank_options(p)
     opt.add_solver_options(p)
-    opt.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv")
+    opt.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv (rank r >= 2: ..._rank<r>x<r*>.csv)")
     opt.add_large_option(p, opt.MAX_SWEEP_POINTS)
     opt.add_quiet_option(p)
     opt.add_json_option(p)

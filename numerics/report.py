@@ -12,7 +12,7 @@ from typing import Sequence
 
 from tqdm import tqdm
 
-from attnphase.numerics.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS, phase_boundaries, phase_diagram
+from attnphase.numerics.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS, boundaries_job, phase_diagram
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.plots import plot_branch_curves, plot_phase_diagram
 from attnphase.numerics.quadrature_error import boundary_errors
@@ -56,7 +56,8 @@ def run_phase_diagram(
     t0 = time.perf_counter()
     total = len(omegas) * max(1, error_estimate)
     with tqdm(total=total, desc="phase diagram", unit="omega", file=sys.stderr, disable=quiet) as bar:
-        rows = phase_diagram(params, omegas, alphas, config=cfg, progress=lambda b: bar.update(), workers=workers)
+        rows = phase_diagram(params, omegas, alphas, config=cfg, progress=lambda b: bar.update(), workers=workers,
+                             whole_branches_at=CURVES_OMEGA)
         errors = boundary_errors(
             params, rows, alphas, error_estimate, config=cfg, progress=lambda b: bar.update(), workers=workers,
         ) if error_estimate else None
@@ -74,7 +75,7 @@ def run_phase_diagram(
     pc = params.replace(omega=CURVES_OMEGA)
     row = next((b for b in rows if abs(b.omega - CURVES_OMEGA) < 1e-12), None)
     if row is None:
-        row = phase_boundaries(pc, alphas, config=cfg)
+        row = boundaries_job((pc, alphas, cfg, True))
     plot_branch_curves(
         row.semantic, row.positional, row.semantic.points[0].observables.eps_lin,
         row.alpha_c, row.alpha_l, out / f"curves_omega{CURVES_OMEGA}.png",

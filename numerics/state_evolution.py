@@ -190,7 +190,8 @@ def solve(
         for a in _continuation_path(POSITIONAL_COLD_ALPHA, alpha):
             # the finer e_t rule only for the point asked for, not for the path's steps
             step_cfg = cfg if a == alpha else replace(cfg, e_t_quadrature=None)
-            fp = solve(params, a, branch, init=None if fp is None else fp.overlaps, config=step_cfg, rule=rule)
+            fp = solve(params, a, branch, init=None if fp is None else fp.overlaps, config=step_cfg, rule=rule,
+                       memory=None if fp is None else fp.memory)
             if not (fp.status.converged and fp.branch == branch):
                 break
         if fp.alpha == alpha:
