@@ -273,18 +273,18 @@ def check_L(L: Any, command: str = "") -> None:
 #: the theory side of ``validate``); ``solve`` and ``sweep`` take a rank-r path (numerics.rank_cli, which
 #: builds the model at rank 1 and sets the ranks after), ``simulate`` trains any rank.
 RANK_ONE_COMMANDS = ("derive", "phase-diagram", "check", "validate")
+#: Commands whose theory implements independent tokens only (a diagonal token covariance C).
+INDEPENDENT_TOKEN_COMMANDS = ("derive", "solve", "sweep", "phase-diagram", "check", "validate")
 
 
 def check_rank(params: Any, command: str) -> None:
     """``--rank`` / ``--teacher-rank`` above 1, or a non-diagonal ``--token-cov``, on a command whose theory is the
     rank-1 independent-token one: a one-line ValueError."""
-    if command not in RANK_ONE_COMMANDS:
-        return
     for option, value in (("--rank", params.r), ("--teacher-rank", params.r_star)):
-        if value != 1:
+        if value != 1 and command in RANK_ONE_COMMANDS:
             raise ValueError(f"{option} {value}: {command} implements rank r = r* = 1 only (solve and sweep take "
                              f"--rank/--teacher-rank; simulate trains any rank)")
-    if params.correlated_tokens:
+    if params.correlated_tokens and command in INDEPENDENT_TOKEN_COMMANDS:
         raise ValueError(f"--token-cov: {command} implements independent tokens only (a diagonal C; the state "
                          f"evolution for tokens correlated across positions is not derived; simulate trains with any C)")
 
