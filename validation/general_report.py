@@ -158,7 +158,7 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
                      f"P = {p['P']}, omega = {p['omega']}, r = {p['r']}, r* = {p['r_star']}.")
         th = case["theory"]
         if th is None:
-            lines.append(f"  Theory pending (the state evolution implements r = r* = 1 only); GD at alpha = "
+            lines.append(f"  Theory pending (the suite compares with the rank-1 state evolution only); GD at alpha = "
                          f"{', '.join(str(a) for a in case['alphas'])}.")
             continue
         sem_end = th["curves"].get("semantic/global", {}).get("end")

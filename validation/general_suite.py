@@ -79,7 +79,8 @@ GENERAL_CASES: tuple[SuiteCase, ...] = (
 
 
 def theory_available(params: ModelParams) -> bool:
-    """Whether the state evolution implements this model (today: ranks r = r* = 1)."""
+    """Whether the suite has a theory job for this model: today the rank-1 state evolution (r = r* = 1;
+    the rank-r solver, ``numerics.rank_se.solve_rank``, is not wired into the suite yet)."""
     return params.r == 1 and params.r_star == 1
 
 
