@@ -64,9 +64,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"attnphase: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
-def _branch_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--branch", choices=opt.BRANCHES, default="semantic",
-                   help="fixed-point family to solve for / follow (default semantic)")
+def _branch_option(p: argparse.ArgumentParser, mixed: bool = False) -> None:
+    p.add_argument("--branch", choices=opt.BRANCHES + (("mixed",) if mixed else ()), default="semantic",
+                   help="fixed-point family to solve for / follow (default semantic)"
+                   + ("; mixed (a positional and a semantic direction) needs --rank >= 2" if mixed else ""))
+
+
+def _rank_options(p: argparse.ArgumentParser) -> None:
+    """``--rank`` / ``--teacher-rank`` (the model group's, docs/model.md section 7), where the model group
+    does not define them already."""
+    if any("--rank" in a.option_strings for a in p._actions):
+        return
+    g = next((grp for grp in p._action_groups if grp.title and grp.title.startswith("model")), p)
+    g.add_argument("--rank", type=int, default=1, metavar="R",
+                   help="student rank r >= 1: Q in R^{d x r} (docs/model.md section 7; default 1)")
+    g.add_argument("--teacher-rank", dest="teacher_rank", type=int, default=1, metavar="R*",
+                   help="teacher rank r* >= 1: Q* in R^{d x r*} (default 1)")
 
 
 def _add_derive(sub: argparse._SubParsersAction) -> None:
@@ -90,8 +103,9 @@ def _add_solve(sub: argparse._SubParsersAction) -> None:
         "observables (section 4). Exit code 1 if the fixed point did not converge.",
     )
     p.add_argument("--alpha", required=True, metavar="ALPHA", help="sample complexity alpha = n/d > 0 (one number)")
-    _branch_option(p)
+    _branch_option(p, mixed=True)
     opt.add_model_options(p)
+    _rank_options(p)
     opt.add_solver_options(p)
     opt.add_error_estimate_option(p, "err_<key> = each observable's spread over the K rules (warm starts)")
     opt.add_json_option(p)
@@ -105,10 +119,12 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
         "omega, each a task (--workers, --scheduler), all in DIR/sweep_<branch>.nc.",
     )
     p.add_argument("--alpha", required=True, metavar="RANGE", help=f"alpha values > 0: {opt.RANGE_SYNTAX}")
-    _branch_option(p)
+    _branch_option(p, mixed=True)
     opt.add_model_options(p, omega_range=True, omega_default="0.3")
+    _rank_options(p)
     opt.add_solver_options(p)
-    opt.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv per omega and sweep_<branch>.nc")
+    opt.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv per omega (rank r >= 2: ..._rank<r>x<r*>.csv) "
+                       "and sweep_<branch>.nc")
     opt.add_large_option(p, opt.MAX_SWEEP_POINTS)
     opt.add_workers_option(p)
     opt.add_quiet_option(p)
@@ -145,7 +161,6 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--init", default="semantic", metavar="{semantic,positional,random}", help="initialisation (default semantic)")
     p.add_argument("--optimizer", default="gd", metavar="{gd,adam}", help="gd (Armijo gradient descent, default) or adam")
     p.add_argument("--seed", type=int, default=0, help="seed of every random stream (default 0)")
-    p.add_argument("--rank", type=int, default=1, help="student rank r (default 1)")
     p.add_argument("--max-steps", type=int, default=20000, help="step budget (default 20000)")
     p.add_argument("--grad-tol", type=float, default=None,
                    help="stop at |grad R| / sqrt(d) <= this (default 1e-6 in float64, 1e-5 in float32)")
@@ -167,9 +182,13 @@ def _add_validate(sub: argparse._SubParsersAction) -> None:
         description="Gradient descent at finite d against the theory (numerics): Fig. 2 curves, Fig. 3 heat map, "
         "finite-size scaling, global versus local proximal theory. Exit code 1 if a run did not converge.",
     )
+    p.add_argument("--suite", default="default", choices=("default", "general"),
+                   help="default: the paper's model at the model options below (Fig. 2, Fig. 3, finite size); "
+                   "general: GD vs theory for the general model (any L, sigma_l, A, P, ranks; its cases fix their "
+                   "own models, docs/validation.md) (default: default)")
     p.add_argument("--quick", action="store_true", help="d = 200 and a smaller grid (a few minutes on 2 cores)")
     p.add_argument("--d", type=int, default=None, help="override the main dimension (default 1000, quick 200)")
-    p.add_argument("--seeds", type=int, default=None, help="seeds per point (default 4, quick 2)")
+    p.add_argument("--seeds", type=int, default=None, help="seeds per point (default 4, quick 2; general suite 4, quick 3)")
     opt.add_model_options(p, omega_help="the omega of the alpha sweeps (the heat map scans its own omegas)")
     _torch_options(p, threads="torch threads of the simulations with --workers 1 (default: torch's choice; "
                    "Dask workers use one thread each)")

@@ -1,10 +1,12 @@
 """The options every ``attnphase`` command shares, and the one place they become objects.
 
-* :func:`add_model_options` -- the model group ``--L --sigma --A --P --omega --lam --rho0`` (same
+* :func:`add_model_options` -- the model group ``--L --sigma --A --P --omega --lam --rho0 --rank
+  --teacher-rank --token-cov`` (same
   names, defaults and help on ``derive``, ``solve``, ``sweep``, ``phase-diagram``, ``simulate``,
   ``validate``, ``check``); :func:`params_from_args` builds the
   :class:`~attnphase.theory.params.ModelParams` from it, :func:`omegas_from_args` the scanned
-  omegas of ``phase-diagram``.
+  omegas of ``phase-diagram``; :func:`check_rank` refuses, on the commands whose theory is the
+  rank-1 independent-token one, a rank above 1 or a non-diagonal token covariance.
 * :func:`add_solver_options` -- the solver group ``--prox --backend --quadrature --e-t-quadrature
   --alpha-c-quadrature --bifurcation-quadrature --branch-end --tol`` (``solve``, ``sweep``,
   ``phase-diagram``); :func:`config_from_args` builds the
@@ -74,7 +76,8 @@ _OPTIONAL_RULES = ("e_t_quadrature", "alpha_c_quadrature")
 #: Model options: (option, ModelParams field).
 MODEL_OPTIONS = (
     ("--L", "L"), ("--sigma", "sigma"), ("--A", "A"), ("--P", "P"),
-    ("--omega", "omega"), ("--lam", "lam"), ("--rho0", "rho0"),
+    ("--omega", "omega"), ("--lam", "lam"), ("--rho0", "rho0"), ("--rank", "r"), ("--teacher-rank", "r_star"),
+    ("--token-cov", "C"),
 )
 
 #: The most values a numeric list may hold (a grid is capped lower by each command; see check_grid).
@@ -171,7 +174,14 @@ def add_model_options(
     g.add_argument("--lam", type=str if scan else float, default="0.01" if scan else 0.01, metavar="LAM",
                    help=f"ridge penalty lambda >= 0 (default 0.01){many}")
     g.add_argument("--rho0", type=str if scan else float, default="1" if scan else 1.0, metavar="RHO0",
-                   help=f"teacher norm rho0 = |Q*|^2/d > 0 (default 1){many}")
+                   help=f"teacher norm: Q*^T Q*/d = rho0 I (rho0 > 0; default 1){many}")
+    g.add_argument("--rank", type=int, default=1, metavar="R",
+                   help="student rank r >= 1: Q in R^{d x r} (docs/model.md section 7; default 1)")
+    g.add_argument("--teacher-rank", dest="teacher_rank", type=int, default=1, metavar="R*",
+                   help="teacher rank r* >= 1: Q* in R^{d x r*} (default 1)")
+    g.add_argument("--token-cov", dest="token_cov", default=None, metavar="MATRIX",
+                   help='token covariance C across positions, x_k.x_k\'/d -> C[k,k\'], rows separated by ";" '
+                   '(symmetric PSD; sets sigma_l = sqrt(C[l,l])); default: independent tokens, C = diag(sigma^2)')
 
 
 #: The model options ``attnphase scan`` may scan: option -> ModelParams field.
@@ -215,6 +225,15 @@ def omegas_from_args_ns(args: argparse.Namespace, omegas: list[float]) -> Any:
     return params
 
 
+def model_options_given(args: argparse.Namespace) -> list[str]:
+    """The model options set to something other than their default (for a command that fixes its own models)."""
+    ref = argparse.ArgumentParser()
+    add_model_options(ref)
+    defaults = vars(ref.parse_args([]))
+    return [option for option, _ in MODEL_OPTIONS
+            if getattr(args, option[2:].replace("-", "_"), None) != defaults[option[2:].replace("-", "_")]]
+
+
 def _matrix(text: str | None, option: str) -> Any:
     if text is None:
         return None
@@ -242,17 +261,23 @@ def params_from_args(args: argparse.Namespace, omega: float | None = None):
 
     if omega is None:
         omega = parse_values(args.omega, "--omega")[0]
-    check_L(args.L, getattr(args, "command", "") or "")
+    command = getattr(args, "command", "") or ""
+    check_L(args.L, command)
+    cov = _matrix(getattr(args, "token_cov", None), "--token-cov")
+    # --token-cov fixes sigma_l = sqrt(C[l, l]): the default --sigma does not compete with it
+    sigma = None if cov is not None and args.sigma == "0.5" else _sigma(args.sigma)
     with model_errors():
-        return ModelParams(
-            L=args.L, sigma=_sigma(args.sigma), A=_matrix(args.A, "--A"), P=_matrix(args.P, "--P"),
-            omega=omega, lam=args.lam, rho0=args.rho0,
+        params = ModelParams(
+            L=args.L, sigma=sigma, A=_matrix(args.A, "--A"), P=_matrix(args.P, "--P"), omega=omega, lam=args.lam,
+            rho0=args.rho0, r=getattr(args, "rank", 1), r_star=getattr(args, "teacher_rank", 1), C=cov,
         )
+    check_rank(params, command)
+    return params
 
 
 #: ModelParams field -> the option that sets it (an error of the library names the option).
 _OPTION_OF_FIELD = {"L": "--L", "sigma": "--sigma", "P": "--P", "A": "--A", "omega": "--omega", "lam": "--lam",
-                    "rho0": "--rho0", "r": "--rank"}
+                    "rho0": "--rho0", "r": "--rank", "r_star": "--teacher-rank", "C": "--token-cov"}
 
 
 @contextlib.contextmanager
@@ -289,6 +314,26 @@ def check_L(L: Any, command: str = "") -> None:
         limit = MAX_L_OTHER.get(command, 10)
         raise ValueError(f"--L {L}: {command} supports L <= {limit} (measured: derive --L 10 took over 150 s, "
                          f"--L 7 ~45 s on 2 cores); set ATTNPHASE_MAX_L to try anyway")
+
+
+#: Commands whose theory implements rank r = r* = 1 only (the derivation, the phase diagram, the checks,
+#: the theory side of ``validate``); ``solve`` and ``sweep`` take a rank-r path (numerics.rank_cli, which
+#: builds the model at rank 1 and sets the ranks after), ``simulate`` trains any rank.
+RANK_ONE_COMMANDS = ("derive", "phase-diagram", "check", "validate")
+#: Commands whose theory implements independent tokens only (a diagonal token covariance C).
+INDEPENDENT_TOKEN_COMMANDS = ("derive", "solve", "sweep", "phase-diagram", "check", "validate")
+
+
+def check_rank(params: Any, command: str) -> None:
+    """``--rank`` / ``--teacher-rank`` above 1, or a non-diagonal ``--token-cov``, on a command whose theory is the
+    rank-1 independent-token one: a one-line ValueError."""
+    for option, value in (("--rank", params.r), ("--teacher-rank", params.r_star)):
+        if value != 1 and command in RANK_ONE_COMMANDS:
+            raise ValueError(f"{option} {value}: {command} implements rank r = r* = 1 only (solve and sweep take "
+                             f"--rank/--teacher-rank; simulate trains any rank)")
+    if params.correlated_tokens and command in INDEPENDENT_TOKEN_COMMANDS:
+        raise ValueError(f"--token-cov: {command} implements independent tokens only (a diagonal C; the state "
+                         f"evolution for tokens correlated across positions is not derived; simulate trains with any C)")
 
 
 def announce_defaults(args: argparse.Namespace, params: Any) -> None:

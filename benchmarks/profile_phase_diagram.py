@@ -31,6 +31,7 @@ from collections import defaultdict
 import numpy as np
 
 import attnphase.numerics.boundaries as boundaries
+import attnphase.numerics.brackets as brackets
 import attnphase.numerics.continuation as continuation
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.fixed_point import FixedPointSolver
@@ -90,10 +91,12 @@ def staged(name_of, fn):
 def instrument() -> None:
     """Wrap the stage functions where phase_boundaries / sweep look them up, and count evaluations."""
     boundaries.sweep = staged(lambda p, a, branch, **kw: f"{branch[:3]} sweep", boundaries.sweep)
+    brackets.sweep = staged(lambda p, a, branch, **kw: f"{branch[:3]} sweep", brackets.sweep)
     continuation.locate_branch_end = staged(lambda p, branch, *a, **kw: f"{branch[:3]} end", continuation.locate_branch_end)
     boundaries.safeguarded_newton = staged(lambda *a, **kw: "alpha_c", boundaries.safeguarded_newton)
     boundaries._refine_alpha_c = staged(lambda *a, **kw: "alpha_c fine", boundaries._refine_alpha_c)
-    boundaries._grow_alpha_c_down = staged(lambda *a, **kw: "alpha_c", boundaries._grow_alpha_c_down)
+    boundaries.grow_alpha_c_down = staged(lambda *a, **kw: "alpha_c", boundaries.grow_alpha_c_down)
+    boundaries.grow_alpha_c_up = staged(lambda *a, **kw: "alpha_c", boundaries.grow_alpha_c_up)
     boundaries.brent_root = staged(lambda *a, **kw: "alpha_l", boundaries.brent_root)
 
     evaluate = SEMap.evaluate

@@ -14,11 +14,9 @@
 Roots are bracketed on the branch sweeps and refined to ``xtol`` in alpha (alpha_c by
 safeguarded Newton steps, the slope of Delta e_t being Delta E[M]; alpha_l by Brent's
 method); every function evaluation is a fixed point warm-started from the nearest converged
-point of the same branch.  Brackets grow: a boundary not found on the grid is searched for beyond
-it before it is reported missing -- above the grid's top by continuation up to
-:data:`ALPHA_LIMIT` (alpha_c, alpha_l, the positional end), and for alpha_c below the lowest
-alpha where both branches are on the grid, down to the semantic branch's end
-(:func:`_grow_alpha_c_down`).  A boundary still not found is NaN and the reason is recorded.
+point of the same branch (a cold start last).  Brackets grow (:mod:`attnphase.numerics.brackets`):
+a boundary not found on the grid is searched for beyond it before it is reported missing.  A
+boundary still not found is NaN and the reason is recorded.
 Every setting (rules of the solves, of the alpha_c correction and of the bifurcations, the
 branch-end strategy) comes from one :class:`~attnphase.numerics.config.SolverConfig`.
 """
@@ -33,6 +31,10 @@ import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.branch_end import on_branch
+from attnphase.numerics.brackets import (
+    ALPHA_LIMIT, BranchLost, delta_bracket, extend_branch, first_solvable, grid_extension, grow_alpha_c_down,
+    grow_alpha_c_up, positional_grid,
+)
 from attnphase.numerics.continuation import BranchSweep, sweep
 from attnphase.numerics.parallel import map_in_order, without_memory
 from attnphase.numerics.quadrature import make_rule
@@ -43,16 +45,6 @@ from attnphase.numerics.training_objective import refined_training_objective
 from attnphase.theory.params import ModelParams
 
 DEFAULT_ALPHA_RANGE = (0.1, 3.0)
-
-#: Brackets grow beyond the grid's top up to this alpha (and no further; the note says so).
-ALPHA_LIMIT = 10.0
-
-#: Ratio of successive points of the grid's extension above its top (3 -> 6 -> 10 on the default grid).
-GROWTH_RATIO = 2.0
-
-#: Where alpha_c lies below the lowest common grid point, between the semantic end e and that point
-#: a: Delta e_t is tried at e + f (a - e) for these f, the first with Delta e_t > 0 closing the bracket.
-DOWN_FRACTIONS = (0.5, 0.25, 0.1)
 
 #: A fine-rule Newton step on alpha_c larger than this is not taken (noted instead): at the
 #: paper's defaults the corrections are a few 1e-3 with sobol12, 0.024 with sobol10.
@@ -125,12 +117,12 @@ def phase_boundaries(
     fine_rule = None if cfg.alpha_c_quadrature is None else make_rule(params.L, cfg.alpha_c_quadrature)
     kw = dict(config=cfg, bisection_tol=bisection_tol, progress=progress, past_end=False)
     sem = sweep(params, alphas, "semantic", **kw)
-    pos = sweep(params, alphas, "positional", **kw)
+    pos = sweep(params, positional_grid(alphas, sem), "positional", **kw)
     notes: list[str] = []
     beyond = grid_extension(max(alphas))
     if beyond and math.isnan(pos.end.alpha):
         # the positional end lies above the grid, if anywhere: follow the branch on up to ALPHA_LIMIT
-        pos, ext_note = _extend(params, pos, beyond, kw)
+        pos, ext_note = extend_branch(params, pos, beyond, kw)
         notes += [ext_note] if ext_note else []
     for sw in (sem, pos):
         if sw.end.kind == "solver failure":
@@ -148,8 +140,12 @@ def phase_boundaries(
         ranked = sorted(pts, key=lambda p: abs(p.alpha - alpha))
         tries = ranked[:1] + [p for p in ranked[1:] if (p.alpha - alpha) * (ranked[0].alpha - alpha) < 0][:1]
         tries += [p for p in ranked[1:2] if len(tries) < 2]
-        for near in tries:
-            fp = solve(params, alpha, branch, init=near.overlaps, memory=near.memory, config=cfg, rule=rule)
+        for near in [*tries, None]:
+            # last, a cold start: a warm one can stall where the branch has two close pieces
+            # (omega = 0.05, sobol12: warm from alpha = 0.627 no step past 0.636 converges, a cold
+            # start at 0.65 does, 0.7 % away in V0)
+            fp = (solve(params, alpha, branch, config=cfg, rule=rule) if near is None else
+                  solve(params, alpha, branch, init=near.overlaps, memory=near.memory, config=cfg, rule=rule))
             if fp.status.converged and fp.branch == branch:
                 break
         else:
@@ -170,7 +166,7 @@ def phase_boundaries(
         nonlocal sem
         if not grown:
             before = len(sem.points)
-            sem, _ = _extend(params, sem, beyond, kw) if beyond else (sem, "")
+            sem, _ = extend_branch(params, sem, beyond, kw) if beyond else (sem, "")
             s_on.extend(p for p in sem.points[before:] if on_branch(p, "semantic"))
             grown.append(len(sem.points) > before)
         return grown[0]
@@ -181,14 +177,19 @@ def phase_boundaries(
         p_obs = on_branch_solve("positional", p_on, alpha).observables
         return s_obs.e_t - p_obs.e_t, s_obs.E_M - p_obs.E_M
 
-    delta, bracket = _delta_bracket(s_on, p_on)
+    delta, bracket = delta_bracket(s_on, p_on)
+    if bracket is None and delta and all(d > 0 for _, d in delta) and pos.end.alpha > delta[-1][0]:
+        # positional lower wherever both are on the grid, but the positional branch reaches above
+        # the highest common point (its warm continuation stalled below its end)
+        bracket = grow_alpha_c_up(d_et, *delta[-1], pos.end.alpha,
+                                   [p.alpha for p in s_on if delta[-1][0] < p.alpha < pos.end.alpha])
     if bracket is None and delta and all(d > 0 for _, d in delta) and beyond:
         grow_semantic()  # positional lower on the whole grid: alpha_c lies above it, if anywhere
-        delta, bracket = _delta_bracket(s_on, p_on)
+        delta, bracket = delta_bracket(s_on, p_on)
     if bracket is None and delta and all(d <= 0 for _, d in delta) and sem.end.alpha < delta[0][0]:
         # semantic lower wherever both are on the grid, but the semantic branch reaches below
         # the lowest common point: alpha_c may lie between its end and that point
-        bracket = _grow_alpha_c_down(d_et, sem.end.alpha, *delta[0])
+        bracket = grow_alpha_c_down(d_et, sem.end.alpha, *delta[0])
     if bracket is not None:
         (a0, d0), (a1, d1) = bracket
         try:
@@ -226,11 +227,26 @@ def phase_boundaries(
         eps_lin = s_on[0].observables.eps_lin
         lo = alpha_c if not math.isnan(alpha_c) else None
         cand = sorted((p for p in s_on if lo is None or p.alpha >= lo), key=lambda p: p.alpha)
-        diff = [(p.alpha, p.observables.eps_g - eps_lin) for p in cand]
+        diff: list[tuple[float, float]] | None = [(p.alpha, p.observables.eps_g - eps_lin) for p in cand]
+
+        def gap(a: float) -> float:
+            return on_branch_solve("semantic", s_on, a).observables.eps_g - eps_lin
         if lo is not None:
-            at_c = on_branch_solve("semantic", s_on, lo).observables.eps_g - eps_lin
-            diff = [(lo, at_c)] + diff
-        if diff and diff[0][1] <= 0:
+            # the first sample at alpha_c; where the semantic solve stalls there (omega = 0.05,
+            # sobol12: residual 2.6e-4 at the corrected alpha_c, from every start), a little above
+            first = first_solvable(gap, lo, diff[0][0] if diff else lo + 0.1)
+            if first is None:
+                notes.append("alpha_l: the semantic branch is lost at alpha_c")
+                diff = None
+            elif first[1] <= 0 and first[0] != lo:
+                notes.append(f"alpha_l: the semantic branch is lost at alpha_c; eps_g is below eps_lin "
+                             f"from alpha = {first[0]:.4f}")
+                diff = None
+            else:
+                diff = [first] + diff
+        if diff is None:
+            pass
+        elif diff and diff[0][1] <= 0:
             alpha_l = diff[0][0] if lo is not None else math.nan
             if lo is None:
                 notes.append("alpha_l: semantic eps_g already below eps_lin at the lower end of the range")
@@ -247,9 +263,7 @@ def phase_boundaries(
                              + (f" (search limit {ALPHA_LIMIT:g})" if any(grown) else ""))
             else:
                 try:
-                    alpha_l = brent_root(
-                        lambda a: on_branch_solve("semantic", s_on, a).observables.eps_g - eps_lin, *br, xtol
-                    )
+                    alpha_l = brent_root(gap, *br, xtol)
                 except BranchLost as exc:
                     notes.append(f"alpha_l: {exc}")
     return Boundaries(
@@ -267,66 +281,6 @@ def phase_boundaries(
         semantic=sem,
         positional=pos,
     )
-
-
-def grid_extension(top: float) -> list[float]:
-    """The alphas above a grid's ``top`` where brackets grow: a geometric sequence of ratio
-    GROWTH_RATIO, its last point ALPHA_LIMIT (empty when ``top`` reaches the limit)."""
-    out: list[float] = []
-    a = top
-    while a < ALPHA_LIMIT:
-        a = min(a * GROWTH_RATIO, ALPHA_LIMIT)
-        if ALPHA_LIMIT - a < 0.25 * (a - (out[-1] if out else top)):
-            a = ALPHA_LIMIT  # no sliver of a last step
-        out.append(a)
-    return out
-
-
-def _extend(params: ModelParams, sw: BranchSweep, beyond: list[float], kw: dict) -> tuple[BranchSweep, str]:
-    """``sw`` (a branch reaching the grid's top) continued upward over ``beyond``; the branch's end
-    there (positional) replaces ``sw.end`` when ``sw`` had none.  With a note when the search ends
-    at ALPHA_LIMIT with the branch still there, or when the branch does not reach the grid's top."""
-    on = sw.on_branch()
-    top = max((p.alpha for p in sw.points), default=math.nan)
-    if not on or on[-1].alpha < top:
-        return sw, ""  # the branch ends (or is lost) inside the grid: nothing to grow
-    ext = sweep(params, beyond, sw.branch, direction="up", start=on[-1], **kw)
-    end, side = (ext.end, ext.end_side) if math.isnan(sw.end.alpha) else (sw.end, sw.end_side)
-    grown = BranchSweep(sw.branch, sw.points + ext.points, end, side)
-    reached = [p.alpha for p in ext.on_branch()]
-    note = ""
-    if sw.branch == "positional" and math.isnan(ext.end.alpha):
-        note = (f"positional branch followed up to alpha = {ALPHA_LIMIT:g} (the search limit): no end below it"
-                if reached and reached[-1] >= ALPHA_LIMIT else
-                f"positional branch lost above alpha = {max(reached, default=top):.3g} without a located end")
-    return grown, note
-
-
-def _delta_bracket(s_on: list[FixedPoint], p_on: list[FixedPoint]):
-    """Delta e_t = e_t(semantic) - e_t(positional) at the alphas where both branches have points,
-    ascending, and the first pair of them where it changes sign from > 0 to <= 0 (or None)."""
-    sd = {p.alpha: p for p in s_on}
-    pd = {p.alpha: p for p in p_on}
-    delta = [(a, sd[a].observables.e_t - pd[a].observables.e_t) for a in sorted(set(sd) & set(pd))]
-    return delta, next((pair for pair in zip(delta, delta[1:]) if pair[0][1] > 0 >= pair[1][1]), None)
-
-
-def _grow_alpha_c_down(d_et: Callable[[float], tuple[float, float]], a_end: float, a_low: float, d_low: float):
-    """A bracket of alpha_c below the lowest common grid point ``a_low`` (Delta e_t = d_low <= 0
-    there), above the semantic branch's end ``a_end``: Delta e_t at a_end + f (a_low - a_end) for f
-    in DOWN_FRACTIONS until it is > 0 (near a continuous end the semantic branch approaches the
-    agnostic one, above the positional one where that is the lower).  None if it never is."""
-    hi = (a_low, d_low)
-    for f in DOWN_FRACTIONS:
-        a = a_end + f * (a_low - a_end)
-        try:
-            d, _ = d_et(a)
-        except BranchLost:
-            continue
-        if d > 0:
-            return (a, d), hi
-        hi = (a, d)
-    return None
 
 
 def _refine_alpha_c(
@@ -362,10 +316,6 @@ def _refine_alpha_c(
     return alpha, f"alpha_c: {rule.name} correction still moving after {MAX_NEWTON_STEPS} Newton steps ({step:+.1e})"
 
 
-class BranchLost(RuntimeError):
-    """A root-finding evaluation left the branch it was following."""
-
-
 def phase_diagram(
     params: ModelParams,
     omegas: Sequence[float],
@@ -374,20 +324,47 @@ def phase_diagram(
     config: SolverConfig | None = None,
     progress: Callable[[Boundaries], None] | None = None,
     workers: int = 1,
+    whole_branches_at: float | None = None,
 ) -> list[Boundaries]:
     """Boundaries at every omega of ``omegas`` (other parameters from ``params``), in that order.
 
     ``workers`` > 1 computes the omegas in that many processes (:mod:`attnphase.numerics.parallel`;
-    the same numbers, the fixed points without their solver memory).
+    the same numbers, the fixed points without their solver memory).  At ``whole_branches_at``
+    (one of ``omegas``) the positional branch is also followed below the alphas the boundaries
+    need (:func:`positional_grid`), over the whole grid, for its curves.
     """
-    jobs = [(params.replace(omega=float(w)), None if alphas is None else list(alphas), config) for w in omegas]
-    return map_in_order(boundaries_job, jobs, workers, progress)
+    jobs = [(params.replace(omega=float(w)), None if alphas is None else list(alphas), config,
+             whole_branches_at is not None and abs(float(w) - whole_branches_at) < 1e-12) for w in omegas]
+    # the longest job (the whole positional branch) first: it does not end the pool's run alone
+    order = sorted(range(len(jobs)), key=lambda i: not jobs[i][3])
+    done = map_in_order(boundaries_job, [jobs[i] for i in order], workers, progress)
+    out: list[Boundaries] = [done[0]] * len(jobs)
+    for k, i in enumerate(order):
+        out[i] = done[k]
+    return out
 
 
-def boundaries_job(job: tuple[ModelParams, list[float] | None, SolverConfig | None]) -> Boundaries:
-    """phase_boundaries for one (params, alphas, config), its fixed points without solver memory."""
-    b = phase_boundaries(job[0], job[1], config=job[2])
+def boundaries_job(job: tuple) -> Boundaries:
+    """phase_boundaries for one (params, alphas, config[, whole positional branch]), its fixed points
+    without solver memory."""
+    params, alphas, config = job[:3]
+    b = phase_boundaries(params, alphas, config=config)
+    if len(job) > 3 and job[3]:
+        b = replace(b, positional=whole_positional_branch(params, alphas, b.positional, config))
     return replace(b, semantic=_portable(b.semantic), positional=_portable(b.positional))
+
+
+def whole_positional_branch(params: ModelParams, alphas: Sequence[float] | None, pos: BranchSweep,
+                            config: SolverConfig | None = None) -> BranchSweep:
+    """``pos`` (the positional branch as phase boundaries follow it) with the grid points below its
+    first point added (a sweep up from the grid's start, stopping where the branch ends)."""
+    grid = sorted(float(a) for a in (np.linspace(*DEFAULT_ALPHA_RANGE, 12) if alphas is None else alphas))
+    first = min((p.alpha for p in pos.points), default=math.inf)
+    lower = [a for a in grid if a < first]
+    if not lower:
+        return pos
+    low = sweep(params, lower, "positional", config=config, past_end=False)
+    return BranchSweep(pos.branch, low.points + pos.points, pos.end, pos.end_side)
 
 
 def _portable(sw: BranchSweep | None) -> BranchSweep | None:

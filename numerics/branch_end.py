@@ -118,24 +118,9 @@ def locate_branch_end(
     ``anchor``; otherwise, and with ``"trace"``, the semantic branch followed down is traced at fixed
     theta (:func:`trace_branch_end`) and any other end is bisected in alpha to ``bisection_tol``.
     """
-    note = ""
-    if config.branch_end == "bifurcation" and (branch, direction) in BIFURCATING:
-        bif = _bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config)
-        if not bif.converged and anchor != good.alpha:
-            # the agnostic solve can fail at one alpha (omega = 0.2: no agnostic fixed point found
-            # at 1.6386, where the secant from the grid point 1.627 finds mu = 1 at 1.763)
-            bif = _bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config, anchor)
-        beyond = bif.alpha <= anchor if direction == "down" else bif.alpha >= anchor
-        # the crossing must be the end's, not the branch's birth: lambda rises through 1 where the
-        # semantic branch is born (its end followed down), mu falls through 1 where the positional
-        # branch ends (omega = 0, sobol12 seed 3: from a first point at alpha = 0.1 the secant found
-        # mu rising through 1 at 0.107, where the positional branch is born)
-        right_way = not (bif.slope < 0 if direction == "down" else bif.slope > 0)
-        if bif.converged and beyond and right_way:
-            return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", 0.0)
-        note = bif.message if not bif.converged else (
-            f"bifurcation at {bif.alpha:.4f} is not beyond the branch's last grid point ({anchor:.4f})" if not beyond
-            else f"the eigenvalue crosses 1 the wrong way at {bif.alpha:.4f} (slope {bif.slope:+.2f}): the branch's birth")
+    end, note = bifurcation_end(params, branch, direction, good, anchor, config, full_config)
+    if end is not None:
+        return end
     if (branch, direction) == ("semantic", "down"):
         return replace(trace_branch_end(params, good, branch, config=config), note=note)
 
@@ -145,6 +130,41 @@ def locate_branch_end(
 
     alpha = bisect_last_true(holds, good.alpha, good, failed.alpha, bisection_tol)
     return BranchEnd(alpha, "fold" if failed.status.converged else "solver failure", "bisection", note=note)
+
+
+def bifurcation_end(
+    params: ModelParams,
+    branch: str,
+    direction: str,
+    good: FixedPoint,
+    anchor: float,
+    config: SolverConfig,
+    full_config: SolverConfig | None = None,
+) -> tuple[BranchEnd | None, str]:
+    """The end of ``branch`` (followed in ``direction`` up to its point ``good``) where it meets the
+    agnostic branch: the alpha where the SE Jacobian's eigenvalue at the agnostic fixed point crosses
+    1 in the branch's direction (:data:`BIFURCATING`), on ``config.bifurcation_quadrature``, when
+    the strategy is ``"bifurcation"`` and the crossing lies beyond ``anchor`` (the branch's last grid
+    point).  Returns (the end or None, why not when None -- empty when the strategy does not apply).
+    """
+    if config.branch_end != "bifurcation" or (branch, direction) not in BIFURCATING:
+        return None, ""
+    bif = _bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config)
+    if not bif.converged and anchor != good.alpha:
+        # the agnostic solve can fail at one alpha (omega = 0.2: no agnostic fixed point found
+        # at 1.6386, where the secant from the grid point 1.627 finds mu = 1 at 1.763)
+        bif = _bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config, anchor)
+    beyond = bif.alpha <= anchor if direction == "down" else bif.alpha >= anchor
+    # the crossing must be the end's, not the branch's birth: lambda rises through 1 where the
+    # semantic branch is born (its end followed down), mu falls through 1 where the positional
+    # branch ends (omega = 0, sobol12 seed 3: from a first point at alpha = 0.1 the secant found
+    # mu rising through 1 at 0.107, where the positional branch is born)
+    right_way = not (bif.slope < 0 if direction == "down" else bif.slope > 0)
+    if bif.converged and beyond and right_way:
+        return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", 0.0), ""
+    return None, (bif.message if not bif.converged else (
+        f"bifurcation at {bif.alpha:.4f} is not beyond the branch's last grid point ({anchor:.4f})" if not beyond
+        else f"the eigenvalue crosses 1 the wrong way at {bif.alpha:.4f} (slope {bif.slope:+.2f}): the branch's birth"))
 
 
 def _bifurcation_from(params: ModelParams, good: FixedPoint, direction: str, cfg: SolverConfig,

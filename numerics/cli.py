@@ -83,6 +83,13 @@ def cmd_solve(args: argparse.Namespace) -> int:
     """``attnphase solve``: one fixed point; exit code 1 if it did not converge, 3 if the requested
     branch was not found (the solve reached another one)."""
     alpha = opt.parse_value(args.alpha, "--alpha", positive=True, hint="sweep follows a branch over a range of alpha")
+    from attnphase.numerics.rank_cli import ranks_from_args
+
+    r, r_star = ranks_from_args(args)
+    if (r, r_star) != (1, 1) or args.branch == "mixed":
+        from attnphase.numerics.rank_cli import cmd_solve_rank
+
+        return cmd_solve_rank(args, alpha, r, r_star)
     params = opt.params_from_args(args, omega=opt.single_omega(args, "solve"))
     cfg = opt.config_from_args(args)
     opt.check_supported(params, cfg)
@@ -179,6 +186,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     """
     from functools import partial
 
+    from attnphase.numerics.rank_cli import ranks_from_args
+
+    r, r_star = ranks_from_args(args)
+    if (r, r_star) != (1, 1) or args.branch == "mixed":
+        from attnphase.numerics.rank_cli import cmd_sweep_rank
+
+        return cmd_sweep_rank(args, r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
     params, omegas = opt.omegas_from_args(args)
     cfg = opt.config_from_args(args)

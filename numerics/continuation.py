@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
-from attnphase.numerics.branch_end import BranchEnd, locate_branch_end, on_branch
+from attnphase.numerics.branch_end import BranchEnd, bifurcation_end, locate_branch_end, on_branch
 from attnphase.numerics.config import BRANCHES, SolverConfig
 from attnphase.numerics.se_map import model_rule
 from attnphase.numerics.state_evolution import FixedPoint, solve
@@ -93,8 +93,11 @@ def sweep(
     if direction not in ("up", "down"):
         raise ValueError(f"direction must be 'up' or 'down', got {direction!r}")
     order = grid if direction == "up" else grid[::-1]
-    # where a branch's end is traced at fixed theta, one halving suffices
+    # where a branch's end is traced at fixed theta, one halving suffices; where it is a bifurcation
+    # (the positional branch followed up), too, as long as the eigenvalue finds the end ahead: it
+    # needs no point near the end
     traced = (branch, direction) == ("semantic", "down")
+    bifurcating = (branch, direction) == ("positional", "up") and full_cfg.branch_end == "bifurcation"
 
     def run(alpha: float, init: FixedPoint | None) -> FixedPoint:
         if init is None:
@@ -130,16 +133,28 @@ def sweep(
                 if on_branch(retry, branch) or not fp.status.converged:
                     fp = retry
         elif good is None:
-            fp = run(alpha, None)
+            # the branch's cold start: the full budget (omega = 0.05, sobol12: the positional
+            # start at alpha = 0.627 needs Newton after Anderson's 60 evaluations)
+            fp = solve(params, alpha, branch, config=full_cfg, rule=rule)
             if on_branch(fp, branch):
                 good = fp
         else:
-            step_floor = abs(alpha - good.alpha) / 3 if traced else min_step
-            reached, fp = _advance(run, good, alpha, branch, step_floor)
+            step_floor = abs(alpha - good.alpha) / 3 if traced or bifurcating else min_step
+            reached, fp, step = _advance(run, good, alpha, branch, step_floor)
             good = reached
+            ahead = None
+            if bifurcating and not on_branch(fp, branch):
+                ahead, _ = bifurcation_end(params, branch, direction, good, (grid_good or good).alpha, cfg, full_cfg)
+                if ahead is None:
+                    # no end ahead (omega = 0.25: mu crosses 1 at 2.08, below the last grid point on
+                    # the branch, which goes on to the search limit): follow it with the fine step,
+                    # from now on (the crossing stays behind)
+                    bifurcating = False
+                    reached, fp, _ = _advance(run, good, alpha, branch, min_step, step)
+                    good = reached
             if not on_branch(fp, branch):
-                end = locate_branch_end(params, branch, direction, good, (grid_good or good).alpha, fp, run, cfg,
-                                        bisection_tol=bisection_tol, full_config=full_cfg)
+                end = ahead or locate_branch_end(params, branch, direction, good, (grid_good or good).alpha, fp, run,
+                                                 cfg, bisection_tol=bisection_tol, full_config=full_cfg)
                 side = "below" if direction == "down" else "above"
                 exists_here = alpha >= end.alpha if direction == "down" else alpha <= end.alpha
                 if end.method == "trace" and exists_here:
@@ -169,13 +184,16 @@ def sweep(
     return BranchSweep(branch, [results[a] for a in grid if a in results], end, side)
 
 
-def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float) -> tuple[FixedPoint, FixedPoint]:
-    """Reach ``target`` from ``good`` by steps that halve on failure and double on success.
+def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float,
+             step: float | None = None) -> tuple[FixedPoint, FixedPoint, float]:
+    """Reach ``target`` from ``good`` by steps (the first ``step``, default the whole way) that
+    halve on failure and double on success.
 
-    Returns (last good point, last attempt); they coincide when ``target`` was reached.
+    Returns (last good point, last attempt, the next step); the points coincide when ``target``
+    was reached, else the next step is the first below ``min_step``.
     """
     cur = good
-    step = target - cur.alpha
+    step = target - cur.alpha if step is None else step
     while abs(target - cur.alpha) > 1e-12:
         a = cur.alpha + step
         if (step > 0 and a > target) or (step < 0 and a < target):
@@ -189,5 +207,5 @@ def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float)
             continue
         step /= 2
         if abs(step) < min_step:
-            return cur, fp
-    return cur, cur
+            return cur, fp, step
+    return cur, cur, step

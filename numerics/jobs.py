@@ -36,14 +36,16 @@ def numerics_version() -> str:
 
 
 def boundaries_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig, replicate: int = 0,
-                    tag: str = "", version: str | None = None) -> Task:
+                    tag: str = "", version: str | None = None, whole: bool = False) -> Task:
     """phase_boundaries at ``params`` on the grid ``alphas`` with ``config.variant(replicate)``;
-    ``tag`` prefixes the label (the scanned parameter's value)."""
+    ``tag`` prefixes the label (the scanned parameter's value).  ``whole``: the positional branch
+    also over the grid below the boundaries' range (:func:`~attnphase.numerics.boundaries.whole_positional_branch`)."""
     cfg = config.variant(replicate) if replicate else config
-    identity = {"params": params.to_dict(), "alphas": list(alphas), "config": cfg.as_dict()}
+    identity = {"params": params.to_dict(), "alphas": list(alphas), "config": cfg.as_dict()} | (
+        {"whole_positional_branch": True} if whole else {})
     label = tag + f"omega={params.omega:g}" + (f" rule {replicate}" if replicate else "")
     return Task(task_key(boundaries_job, identity, version or numerics_version()), label, boundaries_job,
-                (params, list(alphas), cfg))
+                (params, list(alphas), cfg, whole))
 
 
 def sweep_job(job: tuple[ModelParams, list[float], str, SolverConfig], progress=None) -> BranchSweep:

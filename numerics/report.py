@@ -53,7 +53,9 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
     reps = max(1, n_rules)
     tags = tags or [""] * len(models)
     version = numerics_version()
-    tasks = [boundaries_task(m, alphas, config, k, tag, version) for m, tag in zip(models, tags) for k in range(reps)]
+    # at CURVES_OMEGA the first rule's task also follows the whole positional branch (its curves)
+    tasks = [boundaries_task(m, alphas, config, k, tag, version, whole=k == 0 and abs(m.omega - CURVES_OMEGA) < 1e-12)
+             for m, tag in zip(models, tags) for k in range(reps)]
     with TaskBar(desc, unit="task", quiet=quiet) as bar:
         outs = run_tasks(tasks, executor=executor, store=store, fresh=fresh, version=version, progress=bar)
     rows = [boundaries_or_failure(outs[i * reps], m.omega) for i, m in enumerate(models)]

@@ -178,8 +178,10 @@ def solve(
     cfg = config or SolverConfig()
     if branch not in BRANCHES:
         raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
-    if params.r != 1:
-        raise ValueError(f"the numerics implement rank r = 1 only, got r = {params.r}")
+    if params.r != 1 or params.r_star != 1:
+        raise ValueError(f"the numerics implement rank r = r* = 1 only, got r = {params.r}, r* = {params.r_star}")
+    if params.correlated_tokens:
+        raise ValueError("the numerics implement independent tokens only (a diagonal token covariance C)")
     rule = model_rule(params, cfg, rule)
     if init is None and branch == "positional" and alpha > POSITIONAL_COLD_ALPHA:
         # the positional family has several fixed points at larger alpha; the branch is the
@@ -188,7 +190,8 @@ def solve(
         for a in _continuation_path(POSITIONAL_COLD_ALPHA, alpha):
             # the finer e_t rule only for the point asked for, not for the path's steps
             step_cfg = cfg if a == alpha else replace(cfg, e_t_quadrature=None)
-            fp = solve(params, a, branch, init=None if fp is None else fp.overlaps, config=step_cfg, rule=rule)
+            fp = solve(params, a, branch, init=None if fp is None else fp.overlaps, config=step_cfg, rule=rule,
+                       memory=None if fp is None else fp.memory)
             if not (fp.status.converged and fp.branch == branch):
                 break
         if fp.alpha == alpha:

@@ -1,5 +1,6 @@
 """Issue 17: solves that an approximate map misleads, brackets that grow beyond the alpha grid,
-and the omega = 0 row of the phase diagram (recorded in tests/golden/phase_diagram_omega0.csv)."""
+the positional branch followed only where phase boundaries need it, and the omega = 0 and 0.05
+rows of the phase diagram (recorded in tests/golden/phase_diagram_omega{0,0.05}.csv)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ import numpy as np
 import pytest
 
 from attnphase.numerics import SolverConfig, phase_boundaries, solve
-from attnphase.numerics.boundaries import ALPHA_LIMIT, BranchLost, _grow_alpha_c_down, grid_extension
+from types import SimpleNamespace
+
+from attnphase.numerics.boundaries import whole_positional_branch
+from attnphase.numerics.brackets import (
+    ALPHA_LIMIT, BranchLost, grid_extension, grow_alpha_c_down, grow_alpha_c_up, positional_grid,
+)
+from attnphase.numerics.branch_end import BranchEnd
+from attnphase.numerics.continuation import BranchSweep
 from attnphase.numerics.fixed_point import DISTRUST_RESIDUAL, FixedPointSolver
 from attnphase.theory.params import ModelParams
 from toy_maps import AffineMap
@@ -73,9 +81,9 @@ def test_alpha_c_bracket_grows_down_to_the_semantic_end() -> None:
             raise BranchLost("lost")
         return root - alpha, -1.0
 
-    (a0, d0), (a1, d1) = _grow_alpha_c_down(d_et, 0.51, 0.63, -0.08)
+    (a0, d0), (a1, d1) = grow_alpha_c_down(d_et, 0.51, 0.63, -0.08)
     assert a0 < root < a1 and d0 > 0 >= d1
-    assert _grow_alpha_c_down(lambda a: (-1.0, -1.0), 0.51, 0.63, -0.08) is None
+    assert grow_alpha_c_down(lambda a: (-1.0, -1.0), 0.51, 0.63, -0.08) is None
 
 
 def _golden_rows(name: str) -> list[dict[str, str]]:
@@ -83,14 +91,65 @@ def _golden_rows(name: str) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+def test_alpha_c_bracket_grows_up_to_the_positional_end() -> None:
+    """Delta e_t > 0 at the highest common grid point (the positional warm continuation stalled
+    above it), <= 0 further up below the positional end: the bracket closes there, skipping a point
+    where a branch is lost, and includes the semantic grid points in between."""
+    root, lost = 0.68, 0.627 + 0.25 * (1.0947 - 0.627)
+
+    def d_et(alpha: float) -> tuple[float, float]:
+        if abs(alpha - lost) < 1e-12:
+            raise BranchLost("lost")
+        return alpha - root, 1.0
+
+    (a0, d0), (a1, d1) = grow_alpha_c_up(lambda a: (-d_et(a)[0], -1.0), 0.627, 0.05, 1.0947, [0.891])
+    assert a0 < root < a1 and d0 > 0 >= d1 and a1 != lost
+    seen: list[float] = []
+    assert grow_alpha_c_up(lambda a: (seen.append(a), (1.0, 1.0))[1], 0.627, 0.05, 1.0947, [0.891]) is None
+    assert 0.891 in seen and seen == sorted(seen) and max(seen) < 1.0947
+
+
+def _point(alpha: float, branch: str, *, th0: float = 0.0, m: float = 0.0, e_t: float = 0.0):
+    """A converged fixed point as the sweeps see it (label, overlaps, e_t)."""
+    return SimpleNamespace(alpha=alpha, branch=branch, status=SimpleNamespace(converged=True),
+                           overlaps=SimpleNamespace(th0=th0, m=np.array([m, -m])),
+                           observables=SimpleNamespace(e_t=e_t))
+
+
+def test_positional_grid_starts_above_the_semantic_end() -> None:
+    grid = [0.1, 0.364, 0.627, 0.891, 1.155]
+    sem = BranchSweep("semantic", [_point(a, "semantic", th0=0.3) for a in grid[2:]],
+                      BranchEnd(0.5295, "bifurcation", "eigenvalue", 0.0), "below")
+    assert positional_grid(grid, sem) == grid[2:]
+    # no semantic end in the range, or no semantic point: the whole grid
+    assert positional_grid(grid, BranchSweep("semantic", sem.points)) == grid
+    assert positional_grid(grid, BranchSweep("semantic", [], sem.end)) == grid
+
+
 @pytest.mark.slow
-def test_phase_boundaries_at_omega_0_match_golden() -> None:
-    """The omega = 0 row (recorded with the issue-17 solver: benchmarks/record_omega0_golden.py)."""
-    (gold,) = _golden_rows("phase_diagram_omega0.csv")
-    b = phase_boundaries(ModelParams(omega=0.0), np.linspace(0.1, 3.0, 12), config=SolverConfig())
+@pytest.mark.parametrize("omega", [0.0, 0.05])
+def test_small_omega_rows_match_golden(omega: float) -> None:
+    """The omega = 0 and 0.05 rows (recorded with the issue-17 solver:
+    benchmarks/record_small_omega_golden.py); no NaN in either."""
+    (gold,) = _golden_rows(f"phase_diagram_omega{omega:g}.csv")
+    b = phase_boundaries(ModelParams(omega=omega), np.linspace(0.1, 3.0, 12), config=SolverConfig())
     row = b.row()
     for key, atol in (("alpha_c", ATOL_ROOT), ("alpha_l", ATOL_ROOT), ("alpha_c_coarse", ATOL_ROOT),
                       ("semantic_end", ATOL_END), ("positional_end", ATOL_END)):
         now, then = float(row[key]), float(gold[key])
         assert math.isfinite(now), (key, row["notes"])
         assert abs(now - then) <= atol, (key, now, then)
+
+
+def test_whole_positional_branch_adds_the_grid_below_the_boundaries_range() -> None:
+    """The main job's curves: the positional points below the first one phase boundaries followed
+    (omega = 0.3: the branch exists at alpha = 0.1), before them, the end kept."""
+    params = ModelParams(omega=0.3)
+    end = BranchEnd(2.0, "bifurcation", "eigenvalue", 0.0)
+    upper = _point(0.627, "positional", m=0.2)
+    pos = BranchSweep("positional", [upper], end, "above")
+    whole = whole_positional_branch(params, [0.1, 0.627], pos, SolverConfig())
+    assert [p.alpha for p in whole.points] == [0.1, 0.627] and whole.points[1] is upper
+    assert whole.points[0].branch == "positional" and whole.points[0].status.converged
+    assert whole.end is end
+    assert whole_positional_branch(params, [0.627, 1.0], pos, SolverConfig()) is pos

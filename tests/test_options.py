@@ -65,6 +65,65 @@ def test_every_model_commands_help_lists_the_model_options(name: str, capsys: py
     assert "docs/model.md" in text and not any(n in text for n in NOT_IN_PROJECT)
 
 
+def test_rank_options_are_one_definition_on_every_model_command() -> None:
+    ref = _actions("solve")
+    for name in opt.MODEL_COMMANDS:
+        acts = _actions(name)
+        for dest, option in (("rank", "--rank"), ("teacher_rank", "--teacher-rank")):
+            a = acts[dest]
+            assert a.option_strings == [option] and (a.default, a.help, a.type) == (ref[dest].default,
+                                                                                   ref[dest].help, int), (name, dest)
+            assert a.default == 1
+    args = build_parser().parse_args(["simulate", "--rank", "3", "--teacher-rank", "2"])
+    p = opt.params_from_args(args)
+    assert (p.r, p.r_star) == (3, 2)
+    for name in opt.MODEL_COMMANDS:
+        a = _actions(name)["token_cov"]
+        assert a.option_strings == ["--token-cov"] and a.default is None and a.help == _actions("solve")["token_cov"].help
+    args = build_parser().parse_args(["simulate", "--token-cov", "0.16,0.03;0.03,0.36"])
+    p = opt.params_from_args(args)
+    assert p.sigma == pytest.approx((0.4, 0.6)) and p.correlated_tokens
+    diag = opt.params_from_args(build_parser().parse_args(["solve", "--alpha", "1", "--token-cov", "0.16,0;0,0.36"]))
+    assert not diag.correlated_tokens and diag.sigma == pytest.approx((0.4, 0.6))  # a diagonal C is sigma
+
+
+#: Bad input of the general model (docs/model.md section 7): one line naming the option, exit 2, before any work.
+BAD_MODEL_INPUT = [
+    (["simulate", "--L", "3", "--sigma", "0.4,0.6"], "--sigma"),
+    (["simulate", "--L", "3", "--A", "0.6,0.4;0.4,0.6"], "--A"),
+    (["simulate", "--L", "3", "--P", "1,0;0,1"], "--P"),
+    (["simulate", "--A", "0.5,0.6;0.5,0.4"], "--A"),
+    (["simulate", "--A", "1.2,-0.2;0.5,0.5"], "--A"),
+    (["simulate", "--P", "1,2;2,1"], "--P"),
+    (["simulate", "--rank", "0"], "--rank"),
+    (["simulate", "--teacher-rank", "0"], "--teacher-rank"),
+    (["simulate", "--d", "3", "--rank", "4"], "--rank 4"),
+    (["simulate", "--d", "3", "--teacher-rank", "5"], "--teacher-rank 5"),
+    (["phase-diagram", "--rank", "2"], "--rank 2"),
+    (["phase-diagram", "--teacher-rank", "2"], "--teacher-rank 2"),
+    (["derive", "--rank", "2"], "--rank 2"),
+    (["check", "--rank", "2"], "--rank 2"),
+    (["validate", "--rank", "2"], "--rank 2"),
+    (["validate", "--suite", "general", "--L", "3"], "--L"),
+    (["validate", "--suite", "general", "--d", "2"], "--d 2"),
+    (["simulate", "--token-cov", "0.25,0.5;0.5,0.25"], "--token-cov"),
+    (["simulate", "--token-cov", "0.25,0.1;0.2,0.25"], "--token-cov"),
+    (["simulate", "--L", "3", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
+    (["simulate", "--token-cov", "0.25,0.1;0.1,0.25", "--sigma", "0.3"], "--token-cov"),
+    (["solve", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
+    (["phase-diagram", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
+]
+
+
+@pytest.mark.parametrize(("argv", "needle"), BAD_MODEL_INPUT)
+def test_bad_general_model_input_is_one_line_exit_2(argv, needle, tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    line = _err(capsys)
+    assert line.startswith("attnphase: error: ") and needle in line, line
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
 def test_params_from_args_builds_every_model_option() -> None:
     args = build_parser().parse_args([
         "solve", "--alpha", "1", "--L", "3", "--sigma", "0.5,0.4,0.6", "--omega", "0.2", "--lam", "0.02",

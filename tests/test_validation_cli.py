@@ -153,3 +153,41 @@ def test_histogram_json_is_one_object(tmp_path, capsys, monkeypatch):
     assert code == 0 and len(out) == 1
     assert json.loads(out[0]) == {"positional": {"val_acc": 0.9}, "out": str(tmp_path)}
     assert seen == {"seed": 3, "progress": False}
+
+
+def test_validate_general_suite_wiring(tmp_path, capsys, monkeypatch):
+    """`validate --suite general --quick --json`: the suite's plan (its own models, d = 200), one JSON object."""
+    import attnphase.validation.general_suite as suite
+
+    seen = {}
+
+    def fake(plan, out_dir, progress=True):
+        seen.update(plan=plan, out_dir=out_dir)
+        return {"wall_seconds": 2.0, "all_converged": False}
+
+    monkeypatch.setattr(suite, "run_general_validation", fake)
+    import torch
+
+    n = torch.get_num_threads()
+    try:
+        code = main(["validate", "--suite", "general", "--quick", "--out", str(tmp_path / "g"), "--threads", "1",
+                     "--quiet", "--json"])
+    finally:
+        torch.set_num_threads(n)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert code == 1 and len(out) == 1 and json.loads(out[0])["all_converged"] is False
+    plan = seen["plan"]
+    assert plan.quick and plan.d == 200 and [c.key for c in plan.cases] == ["a", "b", "c", "d", "e"]
+
+
+def test_a_rerun_into_the_same_out_reuses_the_theory_cache(tmp_path):
+    from attnphase.validation.cli import reuse_theory_cache
+
+    out, stage = tmp_path / "out", tmp_path / "stage"
+    stage.mkdir()
+    assert reuse_theory_cache(out, stage) == 0 and not (stage / "theory-cache").exists()
+    (out / "theory-cache").mkdir(parents=True)
+    (out / "theory-cache" / "theory-abc.json").write_text("{}")
+    (out / "theory-cache" / "worker-0.log").write_text("log")
+    assert reuse_theory_cache(out, stage) == 1
+    assert sorted(p.name for p in (stage / "theory-cache").iterdir()) == ["theory-abc.json"]

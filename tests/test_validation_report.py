@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from attnphase.theory.params import ModelParams  # noqa: E402
 from attnphase.validation.campaign import (  # noqa: E402
     ValidationPlan,
     _fss_fits,
+    alpha_c_point,
     delta_et_rows,
     extrapolate,
     group_rows,
@@ -25,7 +27,7 @@ from attnphase.validation.campaign import (  # noqa: E402
 )
 from attnphase.validation.experiments import run_simulation  # noqa: E402
 from attnphase.validation.reference import BranchCurve, TheoryAtOmega, TheorySettings  # noqa: E402
-from attnphase.validation.report import agrees, write_report  # noqa: E402
+from attnphase.validation.report import agrees, alpha_c_curve, write_report  # noqa: E402
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -47,6 +49,9 @@ def test_plans_are_consistent():
         assert plan.fss_ds[0] == 50 and plan.fss_ds[-1] == 1000
         assert set(plan.alphas_small) <= {a for a, _ in plan.fss_cases}
         assert all(s.init in ("semantic", "positional") for s in plan.heat_specs())
+        omegas = sorted(set(plan.heat_omegas) | set(plan.curve_omegas))  # the alpha_c curve spans the map
+        assert omegas[0] <= min(plan.heat_omegas) and omegas[-1] > max(plan.heat_omegas)
+        assert max(np.diff(omegas)) < min(np.diff(sorted(plan.heat_omegas)))
     assert len(validation_plan(quick=True, seeds=3).seeds) == 3
 
 
@@ -100,6 +105,8 @@ def test_report_files_and_bookkeeping(tmp_path):
         "theory_seconds": 1.0, "theory_cpu_seconds": 1.0, "theory_jobs_cached": 0,
         "all_converged": all(r.converged for r in runs), "n_simulations": len(runs),
         "theory": theory.to_dict(), "heat_theory": [theory.to_dict()], "sweep": sweep, "delta_e_t": delta,
+        "alpha_c_curve": [alpha_c_point(replace(theory, omega=w, alpha_c={"global": a}))
+                          for w, a in ((0.2, 0.9), (0.3, 1.25), (0.35, math.nan), (0.4, 1.8))],
         "heat": delta_et_rows([r for r in runs if r.d == 24 and r.seed == 0], {}),
         "finite_size": fss_rows, "finite_size_fits": _fss_fits(plan, fss_rows), "runs": [r.to_dict() for r in runs],
     }
@@ -111,6 +118,8 @@ def test_report_files_and_bookkeeping(tmp_path):
     assert "verdict" in full["headline"]["global_vs_local"][0]
     text = (tmp_path / "report.md").read_text()
     assert "Global or local proximal theory" in text and "| 2.0 | semantic |" in text
+    curve = alpha_c_curve(full)  # every omega of the curve, in order, the one without alpha_c kept as a gap
+    assert [c["omega"] for c in curve] == [0.2, 0.3, 0.35, 0.4] and curve[2]["alpha_c"] is None
 
 
 def test_theory_round_trip():

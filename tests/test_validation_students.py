@@ -37,7 +37,7 @@ def test_default_positions_and_teacher_norm():
     p, t, data = _setup(d=50)
     assert torch.allclose(t.positions[0], torch.full((50,), 1 / math.sqrt(50), dtype=torch.float64))
     assert torch.allclose(t.positions[1], -t.positions[0])
-    assert float(t.Qstar @ t.Qstar) / 50 == pytest.approx(1.0, abs=1e-12)  # exact_norm
+    assert t.Qstar.shape == (50, 1) and float(t.Qstar[:, 0] @ t.Qstar[:, 0]) / 50 == pytest.approx(1.0, abs=1e-12)
     assert data.X.shape == (30, 2, 50) and data.T.shape == (30, 2, 2)
     assert torch.allclose(data.T.sum(-1), torch.ones(30, 2, dtype=torch.float64))
 
@@ -87,7 +87,7 @@ def _orthogonal_data(d, n, sigma, omega, A, seed):
     U, _ = torch.linalg.qr(raw)  # (n, d, L) orthonormal columns
     X = (U * math.sqrt(d) * torch.tensor(sigma, dtype=torch.float64)).transpose(-1, -2)  # (n, L, d)
     Qstar = torch.randn(d, generator=gen, dtype=torch.float64)
-    hstar = X @ Qstar / math.sqrt(d)
+    hstar = (X @ Qstar / math.sqrt(d)).unsqueeze(-1)  # (n, L, r* = 1)
     return X, Qstar, hstar, target_attention(hstar, omega, torch.tensor(A, dtype=torch.float64))
 
 
@@ -126,7 +126,7 @@ def test_gradient_close_to_theory_kernel_at_large_d():
     d, n = 1000, 200
     p, t, data = _setup(d=d, n=n)
     g = prepare(t, data)
-    Q = (0.8 * t.Qstar).reshape(d, 1).clone().requires_grad_(True)
+    Q = (0.8 * t.Qstar).clone().requires_grad_(True)
     (G,) = torch.autograd.grad(risk(Q, g, p.lam), Q)
     h = (g.X @ Q.detach() + g.positions @ Q.detach())[..., 0].numpy() / math.sqrt(d)
     _, grad_h, _ = k.loss_grad_hess(h, data.T.numpy(), p.sigma2)

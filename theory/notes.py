@@ -176,4 +176,77 @@ smooth stand-in for $g$, and $\lambda = 0$ at $\omega = 1$ (the target ignores $
   `channel_fields` clips $\tilde\rho_l$ that is negative by round-off only ($\ge -10^{-12} \rho_l$) to 0
   and raises `ValueError` for $\theta_0^2 > q_0 \rho_0$.
 * $\Lambda \le 0$: the ridge problem is unbounded; `ridge_update` and `free_entropy` raise `ValueError`.
+
+### Rank r student, rank r* teacher (docs/model.md section 7)
+
+Code: `attnphase.theory.rank` (formulas), `attnphase.theory.rank_kernels` (the loss, its gradient and
+Hessian in the $L r$ entries of $h$, generated from the same sympy derivation with $h \in R^{L\times r}$),
+`attnphase.numerics.rank_se` (the solver). Overlaps: $q_0 = Q^\top Q/d$, $V_0$ ($r\times r$),
+$\theta_0 = Q^\top Q^*/d$ ($r\times r^*$), $m_l = Q^\top p_l/\sqrt d \in R^r$; per token
+$q_l = \sigma_l^2 q_0$, $\theta_l = \sigma_l^2\theta_0$, $V_l = \sigma_l^2 V_0$, $\rho_l = \sigma_l^2\rho_0 I_{r^*}$.
+
+**Channel.** $(w_l, h^*_l)$ is Gaussian with mean $(m_l, 0)$ and covariance
+$\begin{pmatrix} q_l & \theta_l \\ \theta_l^\top & \rho_l\end{pmatrix}$, independent across tokens. With
+$\xi_l \sim N(0, I_r)$, $\eta_l \sim N(0, I_{r^*})$ and any factors $A A^\top = q_l$, $R R^\top = \tilde\rho_l$:
+$w_l = m_l + A\xi_l$, $h^*_l = B\xi_l + R\eta_l$ with $B = \theta_l^\top A^{-\top}$ (so $A B^\top = \theta_l$) and
+$\tilde\rho_l = \rho_l - \theta_l^\top q_l^{-1}\theta_l$. The code takes the symmetric square roots
+$A = q_l^{1/2}$, $R = \tilde\rho_l^{1/2}$.
+
+**Hats from the stationarity of $\Phi$ in the overlaps.** $\Phi$ contains
+$\sum_l [\tfrac12{\rm Tr}(\hat V_l q_l) - \tfrac12{\rm Tr}(\hat q_l V_l) - m_l\cdot\hat m_l - {\rm Tr}(\theta_l^\top\hat\theta_l)] - \alpha E[M]$.
+For a Gaussian vector $z$ with covariance $C$, $dE[f] = \tfrac12\sum_{ij} E[\partial_i\partial_j f]\, dC_{ij}$; the
+blocks give $\partial E[M]/\partial q_l = \tfrac12 E[\nabla_w\nabla_w^\top M]$ and
+$\partial E[M]/\partial\theta_l = E[\nabla_w\nabla_{h^*}^\top M]$. The envelope theorem gives
+$\nabla_{w_l} M = -g_l$, $g_l = V_l^{-1}(\hat h_l - w_l)$, and $\partial M/\partial V_l = -\tfrac12 g_l g_l^\top$. So
+
+$$
+\hat q_l = \alpha E[g_l g_l^\top],\quad \hat m_l = \alpha E[g_l],\quad
+\hat\theta_l = \alpha E\Big[\frac{\partial g_l}{\partial h^*_l}\Big],\quad \hat V_l = -\alpha E\Big[\frac{\partial g_l}{\partial w_l}\Big].
+$$
+
+Stein's lemma on $\eta$ and on $\xi$ (valid for the discontinuous $g$ of the global minimiser, where
+pointwise derivatives would miss the jumps): $E[g\eta^\top] = E[\partial g/\partial h^*] R$ and
+$E[g\xi^\top] = E[\partial g/\partial w] A + E[\partial g/\partial h^*] B$, hence
+
+$$
+\hat\theta_l = \alpha E[g_l\eta_l^\top] R^{-1},\qquad
+\hat V_l = -\alpha E[g_l\xi_l^\top] A^{-1} + \hat\theta_l\,\theta_l^\top q_l^{-1}
+$$
+
+(any factors; symmetric in exact arithmetic, symmetrised after quadrature). At $r = r^* = 1$ these are
+the formulas of section 3 (tests/test_rank_theory.py: equal to the generated rank-1 ones to round-off).
+
+**Prior.** The prior part of $\Phi$ is $\tfrac12{\rm Tr}[\Lambda^{-1}N]$ with
+$\Lambda = \lambda I_r + \sum_l\sigma_l^2\hat V_l$, $N = \sum_l\sigma_l^2\hat q_l + \sum_{kl}P_{kl}\hat m_k\hat m_l^\top + \Theta\rho_0\Theta^\top$,
+$\Theta = \sum_l\sigma_l^2\hat\theta_l$. Its stationarity in the hats:
+$\partial/\partial\hat q_l$: $V_0 = \Lambda^{-1}$; $\partial/\partial\hat V_l$: $q_0 = \Lambda^{-1}N\Lambda^{-1}$;
+$\partial/\partial\hat m_l$: $m_l = \Lambda^{-1}\sum_k P_{lk}\hat m_k$; $\partial/\partial\hat\theta_l$:
+$\theta_0 = \Lambda^{-1}\Theta\rho_0$ (checked by autograd). It is the finite-d ridge problem
+$\min_Q \tfrac12{\rm Tr}(Q\Lambda Q^\top) - {\rm Tr}(Q^\top B)$ with
+$B = \sum_l\sigma_l Z_l\hat q_l^{1/2} + \sqrt d\sum_l p_l\hat m_l^\top + Q^*\Theta^\top$, $Z_l$ iid $N(0,1)^{d\times r}$:
+$Q = B\Lambda^{-1}$, and $B^\top B/d \to N$, $B^\top Q^*/d \to \Theta\rho_0$, $B^\top p_k/\sqrt d \to \sum_l P_{kl}\hat m_l$
+(checked at $d = 2\cdot10^4$).
+
+**Training objective.** At a fixed point, with the prior equations,
+$\sum_l\tfrac12{\rm Tr}(\hat V_l q_l) = \tfrac12{\rm Tr}(\Lambda q_0) - \tfrac\lambda2{\rm Tr}\,q_0$,
+$\sum_l m_l\cdot\hat m_l = {\rm Tr}(\Lambda^{-1}\sum P\hat m\hat m^\top)$,
+$\sum_l{\rm Tr}(\theta_l^\top\hat\theta_l) = {\rm Tr}(\Lambda^{-1}\Theta\rho_0\Theta^\top)$, so
+$\Phi = -\tfrac\lambda2{\rm Tr}\,q_0 + \tfrac12\sum_l{\rm Tr}(\hat q_l V_l) - \alpha E[M]$ and, with
+$\hat q_l = \alpha E[g_lg_l^\top]$, $\tfrac12{\rm Tr}(\hat q_l V_l) = \alpha E[\tfrac12(\hat h_l - w_l)^\top V_l^{-1}(\hat h_l - w_l)]$:
+$e_t = -\Phi = \tfrac\lambda2{\rm Tr}\,q_0 + \alpha E[{\rm loss}(\hat h, h^*)]$.
+
+**Gauge.** $Q\to QO$ ($O\in O(r)$) and, the teacher being $N(0, \rho_0 I)$, $Q^*\to Q^*O^*$ leave the risk
+invariant: $q_0\to O^\top q_0O$, $V_0\to O^\top V_0O$, $m_l\to O^\top m_l$, $\theta_0\to O^\top\theta_0O^*$; the SE
+map is equivariant, so fixed points are orbits. The solver iterates $G(x) = g(x)\cdot F(x)$ with
+$g(x)\in SO(r)\times SO(r^*)$ the rotation that brings $F(x)$ closest to $x$ (its residual is orthogonal to
+the orbit); quasi-Newton moves orthogonally to the orbit. A finite rule breaks the rotation symmetry, so at
+convergence $g$ differs from the identity by the `gauge_angle`, which shrinks as the rule grows
+(measured at $L = 2$, $r = 2$, $\alpha = 2$: 0.041 rad with $2^{12}$ nodes, 0.011 with $2^{14}$). A gauge fixed by a
+canonical form instead (eigenbasis of $q_0$, signs) admits "relative" fixed points $F(x) = O x$: at $r = 1$
+it accepted a positional point whose image had $m\to -m$, with $e_t < 0$. Reported: the invariants
+(eigenvalues of $q_0$, $V_0$; singular values of $\theta_0$; $|m_l|$) and the overlaps in the canonical gauge.
+
+**Branches.** $m = 0$ is invariant under the map ($(\xi,\eta)\to-(\xi,\eta)$ maps $\hat h\to-\hat h$, so
+$E[g] = 0$) and so is $\theta_0 = 0$ ($\eta\to-\eta$ leaves $T(h^*)$ and $g$ unchanged, so $E[g\eta^\top] = 0$):
+the semantic branch sets $\hat m = 0$, the positional $\hat\theta = 0$, the agnostic both, the mixed neither.
 """

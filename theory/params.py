@@ -2,7 +2,7 @@
 
 The defaults are the paper's: L = 2, sigma_l = 0.5, P = [[1, -1], [-1, 1]]
 (p_1 = -p_2 = 1/sqrt(d)), A = [[0.6, 0.4], [0.4, 0.6]], lambda = 0.01,
-rho0 = 1, rank r = 1. For L != 2 the defaults are P = I (orthonormal
+rho0 = 1, student rank r = 1, teacher rank r* = 1. For L != 2 the defaults are P = I (orthonormal
 positional encodings) and A with 0.6 on the diagonal and the remaining 0.4
 spread evenly over each row.
 """
@@ -89,8 +89,12 @@ class ModelParams:
         A: row-stochastic positional part of the teacher's attention.
         omega: mixing weight of A in T(h*) = (1 - omega) softmax(h* h*^T) + omega A, in [0, 1].
         lam: ridge penalty lambda >= 0 in R(Q) = ... + (lambda / 2) |Q|_F^2.
-        rho0: teacher norm |Q*|^2 / d > 0.
-        r: student rank (r = 1 is implemented numerically).
+        rho0: teacher norm: Q*^T Q* / d = rho0 I_{r*}, rho0 > 0.
+        r: student rank, Q in R^{d x r} (the state evolution implements r = 1; docs/model.md section 7).
+        r_star: teacher rank r*, Q* in R^{d x r*} (the state evolution implements r* = 1).
+        C: token covariance across positions, x_k . x_k' / d -> C[k, k'] (symmetric PSD, L x L);
+            None: independent tokens, C = diag(sigma_l^2). When given, sigma_l = sqrt(C[l, l])
+            (a sigma given beside it must agree). The state evolution implements a diagonal C only.
     """
 
     L: int = 2
@@ -101,6 +105,8 @@ class ModelParams:
     lam: float = 0.01
     rho0: float = 1.0
     r: int = 1
+    r_star: int = 1
+    C: Matrix | None = None
 
     def __post_init__(self) -> None:
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 - frozen dataclass
@@ -111,7 +117,24 @@ class ModelParams:
         if not _is_number(self.r) or int(self.r) != self.r or self.r < 1:
             raise ValueError(f"r (student rank) must be an integer >= 1, got {self.r!r}")
         set_("r", int(self.r))
+        if not _is_number(self.r_star) or int(self.r_star) != self.r_star or self.r_star < 1:
+            raise ValueError(f"r_star (teacher rank r*) must be an integer >= 1, got {self.r_star!r}")
+        set_("r_star", int(self.r_star))
 
+        if self.C is not None:
+            C = _as_matrix(self.C, "C", L)
+            Ca = np.array(C)
+            if not np.allclose(Ca, Ca.T, atol=1e-12):
+                raise ValueError("C (token covariance) must be symmetric")
+            if np.any(np.diag(Ca) <= 0) or np.linalg.eigvalsh(Ca).min() < -1e-10 * max(1.0, np.abs(Ca).max()):
+                raise ValueError("C (token covariance) must be positive semi-definite with a positive diagonal")
+            implied = tuple(float(np.sqrt(c)) for c in np.diag(Ca))
+            given = self.sigma if self.sigma is not None else None
+            if given is not None and not np.allclose(np.broadcast_to(np.asarray(given, dtype=float), (L,)), implied,
+                                                     rtol=1e-9, atol=1e-12):
+                raise ValueError(f"C (token covariance) fixes sigma_l = sqrt(C[l, l]) = {implied}; got sigma {given!r}")
+            set_("C", C)
+            set_("sigma", implied)
         sigma = 0.5 if self.sigma is None else self.sigma
         items = list(sigma) if isinstance(sigma, (list, tuple, np.ndarray)) else [sigma]
         if not all(_is_number(x) for x in items):
@@ -149,6 +172,17 @@ class ModelParams:
 
     # --- array views -------------------------------------------------------
     @property
+    def token_cov(self) -> np.ndarray:
+        """The token covariance across positions, (L, L): C, or diag(sigma_l^2) for independent tokens."""
+        return np.array(self.C, dtype=float) if self.C is not None else np.diag(self.sigma2)
+
+    @property
+    def correlated_tokens(self) -> bool:
+        """Whether C has a non-zero off-diagonal entry (tokens correlated across positions)."""
+        C = self.token_cov
+        return bool(np.any(C - np.diag(np.diag(C)) != 0))
+
+    @property
     def sigma2(self) -> np.ndarray:
         """Per-token variances sigma_l^2, shape (L,)."""
         return np.square(np.array(self.sigma))
@@ -178,4 +212,6 @@ class ModelParams:
             "lam": self.lam,
             "rho0": self.rho0,
             "r": self.r,
+            "r_star": self.r_star,
+            **({"C": [list(r) for r in self.C]} if self.C is not None else {}),
         }

@@ -40,6 +40,7 @@ import numpy as np
 
 from attnphase.theory.params import ModelParams
 
+from .branch_segments import exists_at
 from .experiments import SimResult, SimSpec
 from .reference import TheoryAtOmega, TheorySettings
 from .training import INITS
@@ -70,6 +71,8 @@ class ValidationPlan:
         main_extra_curves: further ``(branch, prox)`` curves of the sweep's theory.
         heat_prox: proximal mode of the heat map's alpha_c(omega) at omegas other than the sweep's
             (the sweep's omega uses its global-prox alpha_c).
+        curve_omegas: further omegas of the alpha_c(omega) curve drawn over the heat map (with the heat
+            omegas, they span the map: the curve is the phase diagram's, not a few points).
     """
 
     quick: bool
@@ -92,6 +95,7 @@ class ValidationPlan:
     main_boundaries: tuple[str, ...] = ("global", "local")
     main_extra_curves: tuple[tuple[str, str], ...] = ()
     heat_prox: str = "global"
+    curve_omegas: tuple[float, ...] = ()
 
     def sweep_specs(self) -> list[SimSpec]:
         return [self._spec(self.d, a, init, s, self.params) for a in self.alphas for init in INITS for s in self.seeds]
@@ -147,7 +151,8 @@ def validation_plan(
             fss_cases=((2.0, "semantic"), (2.0, "positional"), (0.8, "semantic"), (0.5, "semantic")),
             device=device, dtype=dtype,
             theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2),
-            heat_theory_alphas=(0.4, 0.8, 1.2, 1.6, 2.0, 2.4),
+            heat_theory_alphas=(0.3, 0.6, 0.9, 1.2, 1.6, 2.0, 2.4, 3.0),
+            curve_omegas=(0.15, 0.25, 0.35, 0.45),
             main_boundaries=("global",),
             main_extra_curves=(("semantic", "local"),),
             heat_prox="local",
@@ -167,13 +172,14 @@ def validation_plan(
         device=device, dtype=dtype,
         theory=TheorySettings(xtol=1e-3),
         heat_theory_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0),
+        curve_omegas=(0.05, 0.15, 0.25, 0.35, 0.45, 0.55),
     )
 
 
 # --- theory (worker processes) -----------------------------------------------------------
 
 def _theory_jobs(plan: ValidationPlan, cache_dir: str) -> tuple[list[tuple[Any, ...]], list[float]]:
-    """Arguments of :func:`theory_at_omega` for the sweep's omega (first) and each other heat-map omega.
+    """Arguments of :func:`theory_at_omega` for the sweep's omega (first) and each other heat-map or curve omega.
 
     Plain arguments, so the worker processes import the numerics only (no
     torch). Returns the jobs and the heat-map omegas they cover after the first
@@ -181,7 +187,7 @@ def _theory_jobs(plan: ValidationPlan, cache_dir: str) -> tuple[list[tuple[Any, 
     """
     main_alphas = tuple(sorted(set(plan.alphas) | {a for a, _ in plan.fss_cases}))
     jobs = [(plan.params, main_alphas, plan.main_boundaries, plan.main_extra_curves, plan.theory, cache_dir)]
-    omegas = [w for w in plan.heat_omegas if abs(w - plan.params.omega) > 1e-12]
+    omegas = [w for w in sorted(set(plan.heat_omegas) | set(plan.curve_omegas)) if abs(w - plan.params.omega) > 1e-12]
     for w in omegas:
         jobs.append((plan.params.replace(omega=w), plan.heat_theory_alphas, (plan.heat_prox,), (), plan.theory, cache_dir))
     return jobs, omegas
@@ -210,10 +216,12 @@ def landed_branch(r: SimResult) -> str:
 def _theory_values(theory: TheoryAtOmega | None, branch: str, prox: str, alpha: float) -> dict[str, Any] | None:
     if theory is None or (branch, prox) not in theory.curves:
         return None
-    for rec in theory.curve(branch, prox).records:
+    curve = theory.curve(branch, prox)
+    for rec in curve.records:
         if abs(rec["alpha"] - alpha) < 1e-9:
             return {
                 "branch_reached": rec["branch"], "converged": rec["converged"],
+                "exists": exists_at(rec, branch, curve.end),
                 "abs_m": abs(rec["m"]), "abs_theta": abs(rec["theta"]), "q": rec["q"],
                 "eps_g": rec["eps_g"], "e_t": rec["e_t"], "eps_lin": rec["eps_lin"],
             }
@@ -249,7 +257,8 @@ def group_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega])
 
 
 def delta_et_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega]) -> list[dict[str, Any]]:
-    """Paired ``Delta e_t = e_t(semantic) - e_t(positional)`` (same seed, hence same data) per (d, alpha, omega)."""
+    """Paired ``Delta e_t = e_t(semantic) - e_t(positional)`` (same seed, hence same data) per (d, alpha, omega);
+    the theory's where both branches exist (:func:`attnphase.validation.branch_segments.exists_at`)."""
     runs: dict[tuple, dict[str, float]] = {}
     for r in results:
         if r.init in ("semantic", "positional"):
@@ -265,7 +274,7 @@ def delta_et_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmeg
         theo = {}
         for prox in ("global", "local"):
             s, p = _theory_values(th, "semantic", prox, alpha), _theory_values(th, "positional", prox, alpha)
-            ok = s is not None and p is not None and s["branch_reached"] == "semantic" and p["branch_reached"] == "positional"
+            ok = s is not None and p is not None and s["exists"] and p["exists"]
             theo[prox] = (s["e_t"] - p["e_t"]) if ok else None
         rows.append({"d": d, "alpha": alpha, "omega": omega, "n_pairs": len(vals),
                      "delta_e_t_mean": mean, "delta_e_t_std": std, "theory": theo})
@@ -355,6 +364,7 @@ def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = Tru
         "n_simulations": len(results),
         "theory": theory_main.to_dict(),
         "heat_theory": [theory_heat[w].to_dict() for w in sorted(theory_heat) if w in plan.heat_omegas],
+        "alpha_c_curve": [alpha_c_point(theory_heat[w]) for w in sorted(theory_heat)],
         "sweep": group_rows(sweep_runs, theory_by_omega),
         "delta_e_t": delta_et_rows(sweep_runs, theory_by_omega),
         "heat": delta_et_rows(heat_runs, {}),
@@ -362,6 +372,14 @@ def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = Tru
         "finite_size_fits": _fss_fits(plan, fss_rows),
         "runs": [r.to_dict() for r in results],
     }
+
+
+def alpha_c_point(theory: TheoryAtOmega) -> dict[str, Any]:
+    """One point of the alpha_c(omega) curve: ``{omega, alpha_c, prox, notes}`` (global prox where computed)."""
+    prox = "global" if "global" in theory.alpha_c else next(iter(theory.alpha_c))
+    ac = theory.alpha_c[prox]
+    return {"omega": theory.omega, "alpha_c": ac if math.isfinite(ac) else None, "prox": prox,
+            "notes": list(theory.notes.get(prox, ()))}
 
 
 def _fss_fits(plan: ValidationPlan, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

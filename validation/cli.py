@@ -70,6 +70,15 @@ def check_memory(d: int, alpha: float, L: int, n_test: int, dtype: str, option: 
                          f"the {_bytes(have)} of memory available")
 
 
+def check_ranks_fit(params, d: int) -> None:
+    """``L``, the student rank ``r`` and the teacher rank ``r*`` each at most ``d`` (``Q*`` has ``r*``
+    orthogonal columns, ``Q`` starts from ``r`` columns): a one-line ValueError naming the option."""
+    for option, value, what in (("--L", params.L, "L"), ("--rank", params.r, "student rank r"),
+                                ("--teacher-rank", params.r_star, "teacher rank r*")):
+        if value > d:
+            raise ValueError(f"--d {d} (embedding dimension) must be >= {what} = {value} ({option} {value})")
+
+
 def check_device(spec: str, option: str = "--device") -> None:
     """``auto``, ``cpu``, ``cuda`` or ``cuda:N`` that this machine has; ValueError naming the option."""
     import torch
@@ -90,6 +99,23 @@ def _check_dtype(dtype: str) -> None:
     _check_choice(dtype, ("float64", "float32"), "--dtype")
 
 
+def reuse_theory_cache(out_dir, stage) -> int:
+    """Copy the theory cache of an earlier run in ``out_dir`` into the staging folder, so a rerun into the same
+    ``--out`` reuses it (the staging folder then moves into ``out_dir`` with the cache). Returns the files copied."""
+    import shutil
+    from pathlib import Path
+
+    src = Path(out_dir) / "theory-cache"
+    if not src.is_dir():
+        return 0
+    dst = Path(stage) / "theory-cache"
+    dst.mkdir(parents=True, exist_ok=True)
+    files = sorted(src.glob("theory-*.json"))
+    for f in files:
+        shutil.copy2(f, dst / f.name)
+    return len(files)
+
+
 def run_simulate(args: argparse.Namespace) -> int:
     """``attnphase simulate``: returns 0 when training converged, 1 otherwise."""
     _check_choice(args.init, _INITS, "--init")
@@ -98,8 +124,6 @@ def run_simulate(args: argparse.Namespace) -> int:
     _check_dimension(args.d)
     if args.seed < 0:
         raise ValueError(f"--seed must be an integer >= 0, got {args.seed}")
-    if args.rank < 1:
-        raise ValueError(f"--rank (student rank r) must be an integer >= 1, got {args.rank}")
     if args.max_steps < 1:
         raise ValueError(f"--max-steps must be >= 1, got {args.max_steps}")
     if args.n_test < 2:
@@ -109,10 +133,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     _check_dtype(args.dtype)
     _check_threads(args.threads)
     params = opt.params_from_args(args, omega=opt.single_omega(args, "simulate"))
-    with opt.model_errors():
-        params = params.replace(r=args.rank)
-    if params.L > args.d:
-        raise ValueError(f"--d (embedding dimension) must be >= L = {params.L}, got {args.d}")
+    check_ranks_fit(params, args.d)
     check_memory(args.d, alpha, params.L, args.n_test, args.dtype)
     check_device(args.device)
     import torch
@@ -145,6 +166,8 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 def run_validate(args: argparse.Namespace) -> int:
     """``attnphase validate``: runs the grid, writes the report; returns 0 (1 if a run did not converge)."""
+    if getattr(args, "suite", "default") == "general":
+        return run_validate_general(args)
     params = opt.params_from_args(args, omega=opt.single_omega(args, "validate"))
     out_dir = opt.out_dir_from_args(args)
     if args.d is not None:
@@ -172,6 +195,7 @@ def run_validate(args: argparse.Namespace) -> int:
                            dtype=args.dtype)
     # every file goes to a staging folder first, moved into --out DIR at the end: all files or none
     with opt.staged_output(out_dir) as stage:
+        reuse_theory_cache(out_dir, stage)
         shown = {str(stage): str(out_dir)}
         with contextlib.redirect_stdout(opt.Rewriting(sys.stdout, shown)), \
                 contextlib.redirect_stderr(opt.Rewriting(sys.stderr, shown)):
@@ -186,4 +210,47 @@ def run_validate(args: argparse.Namespace) -> int:
           f"{t['computed']} computed, {t['stored']} from the store, {t['failed']} failed)", file=sys.stderr)
     if t["failures"]:
         print(f"attnphase: {t['failures']}", file=sys.stderr)
+    return 0 if summary["all_converged"] else 1
+
+
+def run_validate_general(args: argparse.Namespace) -> int:
+    """``attnphase validate --suite general``: the general model's cases (their own models) against the theory."""
+    given = opt.model_options_given(args)
+    if given:
+        raise ValueError(f"{given[0]}: --suite general runs its own models (docs/validation.md); drop the model "
+                         f"options or use --suite default")
+    out_dir = opt.out_dir_from_args(args)
+    if args.d is not None:
+        _check_dimension(args.d)
+    if args.seeds is not None and args.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    _check_threads(args.threads)
+    _check_dtype(args.dtype)
+    check_device(args.device)
+
+    import torch
+
+    from attnphase.execution import ResultStore
+    from attnphase.numerics.cli import TASKS_FOLDER
+    from attnphase.validation.general_suite import general_plan, run_general_validation
+
+    plan = general_plan(quick=args.quick, d=args.d, seeds=args.seeds, device=args.device, dtype=args.dtype)
+    for case in plan.cases:
+        need = max(case.params.L, case.params.r, case.params.r_star)
+        if plan.d < need:
+            raise ValueError(f"--d {plan.d}: the general suite's case ({case.key}) {case.title} needs d >= {need}")
+    check_memory(plan.d, max(plan.grid), max(c.params.L for c in plan.cases), plan.n_test, args.dtype)
+    torch.set_num_threads(args.threads if args.threads is not None else max(1, torch.get_num_threads() - 1))
+    with opt.staged_output(out_dir) as stage:
+        reuse_theory_cache(out_dir, stage)
+        shown = {str(stage): str(out_dir)}
+        with contextlib.redirect_stdout(opt.Rewriting(sys.stdout, shown)), \
+                contextlib.redirect_stderr(opt.Rewriting(sys.stderr, shown)):
+            summary = run_general_validation(plan, stage, progress=not args.quiet,
+                                             store=ResultStore(out_dir / TASKS_FOLDER))
+        summary = json.loads(json.dumps(opt.json_value(summary)).replace(str(stage), str(out_dir)))
+    if args.json:
+        print(json.dumps(opt.json_value(summary)))
+    print(f"wrote {out_dir}/report.md, summary.json and general_suite.png ({summary['wall_seconds']:.0f} s)",
+          file=sys.stderr)
     return 0 if summary["all_converged"] else 1

@@ -1,10 +1,12 @@
 """Teacher data at finite d (docs/model.md section 1).
 
 A :class:`Teacher` holds what is fixed across samples: the positional
-encodings ``p_l`` and the teacher weights ``Q*``. A :class:`Dataset` holds
-``n`` samples: tokens ``x_l^mu ~ N(0, sigma_l^2 I_d)``, the teacher fields
-``h*_l = x_l . Q* / sqrt(d)`` and the target attention
-``T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A``, so that the targets are
+encodings ``p_l`` and the teacher weights ``Q* in R^{d x r*}`` (rank ``r*``,
+``params.r_star``; docs/model.md section 7). A :class:`Dataset` holds
+``n`` samples: tokens ``x_l^mu ~ N(0, sigma_l^2 I_d)`` (or, with a token covariance ``C``
+across positions, ``x_k . x_k' / d -> C[k, k']``: ``x = F z`` with ``F F^T = C``), the teacher fields
+``h*_l = Q*^T x_l / sqrt(d) in R^{r*}`` and the target attention
+``T(h*) = (1 - omega) softmax_row(h*_l . h*_k) + omega A``, so that the targets are
 ``y_l = sum_k T[l, k] x_k`` (the teacher does not see positions).
 
 Positional encodings. For the paper's Gram ``P = [[1, -1], [-1, 1]]`` (L = 2)
@@ -15,7 +17,7 @@ orthonormal directions of R^d drawn uniformly at random (QR of a Gaussian
 matrix) from the teacher's generator. Since tokens and ``Q*`` are isotropic
 the choice of directions is immaterial in law; only ``P`` matters.
 
-The teacher's norm is fixed to ``|Q*|^2 = rho0 d`` by default (see
+The teacher's Gram is fixed to ``Q*^T Q* = rho0 d I_{r*}`` by default (see
 :func:`make_teacher`); ``exact_norm=False`` gives the plain Gaussian ``Q*``.
 
 Randomness: every draw takes an explicit ``torch.Generator``. Numbers are
@@ -40,16 +42,27 @@ class Teacher:
     """The fixed part of the finite-d teacher.
 
     Attributes:
-        params: the model (L, sigma_l, P, A, omega, lambda, rho0, r).
+        params: the model (L, sigma_l, P, A, omega, lambda, rho0, r, r*).
         d: embedding dimension.
         positions: ``(L, d)`` tensor, row l is ``p_l``; ``positions @ positions.T = P``.
-        Qstar: ``(d,)`` teacher weights ``Q* ~ N(0, I_d)`` (rank t = 1).
+        Qstar: ``(d, r*)`` teacher weights (a ``(d,)`` vector is taken as ``(d, 1)``).
     """
 
     params: ModelParams
     d: int
     positions: torch.Tensor
     Qstar: torch.Tensor
+
+    def __post_init__(self) -> None:
+        if self.Qstar.ndim == 1:
+            object.__setattr__(self, "Qstar", self.Qstar.reshape(-1, 1))
+        if self.Qstar.ndim != 2 or self.Qstar.shape[0] != self.d:
+            raise ValueError(f"Qstar must have shape (d, r*) = ({self.d}, r*), got {tuple(self.Qstar.shape)}")
+
+    @property
+    def r_star(self) -> int:
+        """The teacher's rank ``r*`` (columns of ``Q*``)."""
+        return int(self.Qstar.shape[1])
 
     @property
     def device(self) -> torch.device:
@@ -66,7 +79,7 @@ class Dataset:
 
     Attributes:
         X: ``(n, L, d)`` tokens ``x_l^mu``.
-        hstar: ``(n, L)`` teacher fields ``h*_l = x_l . Q* / sqrt(d)``.
+        hstar: ``(n, L, r*)`` teacher fields ``h*_l = Q*^T x_l / sqrt(d)``.
         T: ``(n, L, L)`` target attention ``T(h*)``.
     """
 
@@ -124,28 +137,35 @@ def make_teacher(
     dtype: torch.dtype = torch.float64,
     exact_norm: bool = True,
 ) -> Teacher:
-    """Draw the teacher: positions ``p_l`` (module docstring) and ``Q*``.
+    """Draw the teacher: positions ``p_l`` (module docstring) and ``Q*`` (``(d, r*)``).
 
-    ``Q* = sqrt(rho0) g`` with ``g ~ N(0, I_d)``, so ``|Q*|^2 / d -> rho0``. With
-    ``exact_norm`` (default) ``g`` is rescaled to ``|g|^2 = d``, i.e. ``Q*`` is
-    uniform on the sphere ``|Q*|^2 = rho0 d``: the theory's ``rho0`` then holds
-    exactly instead of up to a ``sqrt(2 / d)`` fluctuation (4.5% at d = 1000),
-    which would otherwise move every observable, ``eps_lin`` included, by a few
-    per cent from seed to seed.
+    ``Q* = sqrt(rho0) G`` with ``G`` a ``d x r*`` standard Gaussian matrix, so
+    ``Q*^T Q* / d -> rho0 I_{r*}``. With ``exact_norm`` (default) ``G`` is replaced
+    by ``G (G^T G / d)^{-1/2}`` (for ``r* = 1``: ``g`` rescaled to ``|g|^2 = d``), i.e.
+    ``Q*^T Q* = rho0 d I_{r*}`` exactly, uniform on that Stiefel manifold: the theory's
+    ``rho0`` then holds exactly instead of up to a ``sqrt(2 / d)`` fluctuation (4.5% at
+    d = 1000), which would otherwise move every observable, ``eps_lin`` included, by a
+    few per cent from seed to seed.
     """
     d = check_dimension(d)
+    r_star = params.r_star
+    if r_star > d:
+        raise ValueError(f"r* (teacher rank) must be <= d = {d}, got {r_star}")
     device = torch.device(device) if device is not None else generator.device
     positions = make_positions(params, d, generator)
-    g = _randn((d,), generator)
-    if exact_norm:
-        g = g * math.sqrt(d) / torch.linalg.vector_norm(g)
-    Qstar = math.sqrt(params.rho0) * g
+    G = _randn((d, r_star), generator)
+    if exact_norm and r_star == 1:
+        G = G * math.sqrt(d) / torch.linalg.vector_norm(G)
+    elif exact_norm:
+        evals, evecs = torch.linalg.eigh(G.T @ G / d)
+        G = G @ (evecs * evals.rsqrt()) @ evecs.T
+    Qstar = math.sqrt(params.rho0) * G
     return Teacher(params, d, positions.to(device=device, dtype=dtype), Qstar.to(device=device, dtype=dtype))
 
 
 def target_attention(hstar: torch.Tensor, omega: float, A: torch.Tensor) -> torch.Tensor:
-    """``T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A``; ``hstar`` is ``(..., L)``."""
-    scores = hstar.unsqueeze(-1) * hstar.unsqueeze(-2)
+    """``T(h*)[l, k] = (1 - omega) softmax_k(h*_l . h*_k) + omega A[l, k]``; ``hstar`` is ``(..., L, r*)``."""
+    scores = hstar @ hstar.transpose(-1, -2)
     return (1.0 - omega) * torch.softmax(scores, dim=-1) + omega * A
 
 
@@ -154,8 +174,14 @@ def sample(teacher: Teacher, n: int, generator: torch.Generator) -> Dataset:
     if isinstance(n, bool) or int(n) != n or n < 1:
         raise ValueError(f"n (number of samples) must be an integer >= 1, got {n!r}")
     p = teacher.params
-    sigma = torch.tensor(p.sigma, dtype=torch.float64, device=generator.device)
-    X = (_randn((int(n), p.L, teacher.d), generator) * sigma[:, None]).to(device=teacher.device, dtype=teacher.dtype)
+    Z = _randn((int(n), p.L, teacher.d), generator)
+    if p.correlated_tokens:  # x = F z across positions, F F^T = C (symmetric eigen-factor)
+        evals, evecs = np.linalg.eigh(p.token_cov)
+        F = torch.as_tensor(evecs * np.sqrt(np.clip(evals, 0.0, None)), dtype=torch.float64, device=generator.device)
+        X = F @ Z
+    else:
+        X = Z * torch.tensor(p.sigma, dtype=torch.float64, device=generator.device)[:, None]
+    X = X.to(device=teacher.device, dtype=teacher.dtype)
     hstar = X @ teacher.Qstar / math.sqrt(teacher.d)
     A = torch.tensor(p.A, dtype=teacher.dtype, device=teacher.device)
     return Dataset(X, hstar, target_attention(hstar, p.omega, A))

@@ -37,6 +37,8 @@ JSON_KEYS = (
     "d", "alpha", "omega", "init", "optimizer", "seed", "m", "theta", "q",
     "eps_g", "e_t", "eps_lin", "steps", "converged", "seconds",
 )
+#: Keys ``simulate --json`` adds when a rank is above 1 (the rotation invariants, docs/model.md section 7).
+RANK_JSON_KEYS = ("rank", "teacher_rank", "q0_eigenvalues", "theta_singular_values", "m_norms")
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
@@ -77,7 +79,7 @@ class SimSpec:
         alpha: sample complexity ``n / d`` (> 0); ``n = round(alpha d)``.
         init: ``"semantic"``, ``"positional"`` or ``"random"``.
         seed: seed of every random stream.
-        params: the model (omega, sigma, lambda, A, P, rho0, rank r).
+        params: the model (L, sigma_l, P, A, omega, lambda, rho0, ranks r and r*).
         train: optimiser and stopping rule.
         n_test: fresh samples for ``eps_g`` and ``eps_lin``.
         device: ``"auto"``, ``"cpu"``, ``"cuda"``, ...
@@ -110,7 +112,9 @@ class SimResult:
     """Measurements of one simulation (units of :mod:`attnphase.validation.measure`).
 
     The first fifteen fields are the ``simulate --json`` keys; ``seconds`` is
-    the wall time of the whole simulation (data, training, measurement).
+    the wall time of the whole simulation (data, training, measurement). The
+    invariants (:class:`attnphase.validation.measure.Overlaps`) join them when
+    ``rank`` or ``teacher_rank`` is above 1.
     """
 
     d: int
@@ -137,11 +141,22 @@ class SimResult:
     n_test: int
     device: str
     dtype: str
+    rank: int = 1
+    teacher_rank: int = 1
+    m_norms: tuple[float, ...] = ()
+    q0_eigenvalues: tuple[float, ...] = ()
+    theta_singular_values: tuple[float, ...] = ()
+
+    @property
+    def m_norm(self) -> float:
+        """``(sum_l |m_l|^2)^{1/2}``."""
+        return float(np.sqrt(np.sum(np.square(self.m_norms))))
 
     def to_json(self) -> dict[str, Any]:
-        """The ``simulate --json`` object (exactly :data:`JSON_KEYS`)."""
+        """The ``simulate --json`` object: :data:`JSON_KEYS`, and :data:`RANK_JSON_KEYS` at a rank above 1."""
         full = asdict(self)
-        return {k: full[k] for k in JSON_KEYS}
+        keys = JSON_KEYS + (RANK_JSON_KEYS if max(self.rank, self.teacher_rank) > 1 else ())
+        return {k: full[k] for k in keys}
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, JSON-ready."""
@@ -172,7 +187,8 @@ def run_simulation(spec: SimSpec) -> SimResult:
         eps_lin=errs.eps_lin, steps=res.steps, converged=res.converged,
         seconds=time.perf_counter() - t0, eps_g_se=errs.eps_g_se, eps_lin_se=errs.eps_lin_se,
         status=res.status, grad_norm=res.grad_norm, train_seconds=res.seconds, n=n,
-        n_test=errs.n_test, device=str(device), dtype=spec.dtype,
+        n_test=errs.n_test, device=str(device), dtype=spec.dtype, rank=p.r, teacher_rank=p.r_star,
+        m_norms=ov.m_norms, q0_eigenvalues=ov.q0_eigenvalues, theta_singular_values=ov.theta_singular_values,
     )
 
 

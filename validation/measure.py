@@ -4,14 +4,18 @@
 * ``theta = Q . Q* / d`` (semantic overlap, model units: the per-token
   ``theta_l`` of docs/model.md section 2 is ``sigma_l^2 theta``),
 * ``q = |Q|^2 / d``,
+* the rotation invariants of docs/model.md section 7 (any rank): the eigenvalues of
+  ``q0 = Q^T Q / d`` (``r x r``), the singular values of ``th0 = Q^T Q* / d`` (``r x r*``)
+  and the norms ``|m_l|`` of ``m_l = Q^T p_l / sqrt(d)`` (``l = 1..L``), all unchanged by
+  ``Q -> Q O`` (``O`` orthogonal) and ``Q* -> Q* O*``,
 * ``eps_g = E (1 / 2d) |y - f(X)|^2`` estimated on fresh samples,
 * ``e_t = R(Q) / d`` on the training set,
 * ``eps_lin``: the same test error for the least-squares linear baseline
   fitted on the training set, on the same fresh samples.
 
-For rank ``r = 1`` the overlaps are signed scalars. For ``r > 1`` they are
-reported as norms: ``m = |Q^T p_1| / sqrt(d)``, ``theta = |Q^T Q*| / d`` and
-``q = |Q|_F^2 / d``.
+For ranks ``r = r* = 1`` the overlaps ``m``, ``theta`` are signed scalars. Otherwise they are
+reported as norms: ``m = |Q^T p_1| / sqrt(d)``, ``theta = |Q^T Q*|_F / d`` and
+``q = |Q|_F^2 / d = Tr q0``.
 """
 
 from __future__ import annotations
@@ -27,11 +31,26 @@ from .students import GramData, attention_losses, linear_losses, prepare, risk
 
 @dataclass(frozen=True)
 class Overlaps:
-    """Order parameters of ``Q`` at finite d (module docstring)."""
+    """Order parameters of ``Q`` at finite d (module docstring).
+
+    Attributes:
+        m, theta, q: the scalar overlaps (signed at ``r = r* = 1``, norms otherwise).
+        m_norms: ``|m_l|``, ``l = 1..L``.
+        q0_eigenvalues: eigenvalues of ``q0 = Q^T Q / d``, descending (``r`` values).
+        theta_singular_values: singular values of ``th0 = Q^T Q* / d``, descending (``min(r, r*)`` values).
+    """
 
     m: float
     theta: float
     q: float
+    m_norms: tuple[float, ...] = ()
+    q0_eigenvalues: tuple[float, ...] = ()
+    theta_singular_values: tuple[float, ...] = ()
+
+    @property
+    def m_norm(self) -> float:
+        """``(sum_l |m_l|^2)^{1/2}``: the size of the positional overlap, whatever L, P and r."""
+        return math.sqrt(sum(x * x for x in self.m_norms))
 
 
 @dataclass(frozen=True)
@@ -50,15 +69,26 @@ class TestErrors:
     n_test: int
 
 
+def _floats(t: torch.Tensor) -> tuple[float, ...]:
+    return tuple(float(x) for x in t.detach().double().cpu())
+
+
 def overlaps(Q: torch.Tensor, teacher: Teacher) -> Overlaps:
-    """``m, theta, q`` of ``Q`` (``(d, r)``) against ``teacher``."""
+    """``m, theta, q`` and the invariants of ``Q`` (``(d, r)``) against ``teacher`` (module docstring)."""
     d = teacher.d
-    mv = teacher.positions[0] @ Q / math.sqrt(d)
-    tv = teacher.Qstar @ Q / d
-    q = float((Q * Q).sum()) / d
-    if Q.shape[1] == 1:
-        return Overlaps(float(mv[0]), float(tv[0]), q)
-    return Overlaps(float(torch.linalg.vector_norm(mv)), float(torch.linalg.vector_norm(tv)), q)
+    Q = Q.detach()
+    M = teacher.positions @ Q / math.sqrt(d)  # (L, r): row l is m_l
+    th0 = Q.T @ teacher.Qstar / d  # (r, r*)
+    q0 = Q.T @ Q / d  # (r, r)
+    invariants = dict(
+        m_norms=_floats(torch.linalg.vector_norm(M, dim=1)),
+        q0_eigenvalues=_floats(torch.linalg.eigvalsh(q0.double()).flip(0)),
+        theta_singular_values=_floats(torch.linalg.svdvals(th0.double())),
+    )
+    q = float(torch.trace(q0))
+    if Q.shape[1] == 1 and teacher.r_star == 1:
+        return Overlaps(float(M[0, 0]), float(th0[0, 0]), q, **invariants)
+    return Overlaps(float(torch.linalg.vector_norm(M[0])), float(torch.linalg.matrix_norm(th0)), q, **invariants)
 
 
 def training_objective(Q: torch.Tensor, g: GramData, lam: float) -> float:

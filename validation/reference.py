@@ -7,7 +7,7 @@ by continuation over the grid, with the chosen proximal modes
 (``"global"``: the global minimiser of docs/model.md section 3; ``"local"``: the
 paper's local minimiser started at h = 0). The result is plain data
 (:class:`BranchCurve`, :class:`TheoryAtOmega`) holding the numerics' records
-(``q = |Q|^2/d``, ``theta = Q.Q*/d``, ``m = p_1.Q/sqrt(d)``, ``eps_g``,
+(``q = |Q|^2/d``, ``theta = Q.Q*/d``, ``m = p_1.Q/sqrt(d)``, ``m_norm = |(m_l)_l|``, ``eps_g``,
 ``e_t``, ``eps_lin``, ``branch`` reached, ``converged``) so that reports and
 JSON need no numerics objects. A disk cache (one JSON file per call, keyed by
 the parameters, the grid, the modes and the accuracy settings) lets a report
@@ -178,6 +178,9 @@ def _record(fp: Any) -> dict[str, Any]:
         if k in out:
             out[k] = float(out[k])
     out["converged"] = bool(out.get("converged", False))
+    m = getattr(getattr(fp, "overlaps", None), "m", None)
+    if m is not None:  # |m| = (sum_l m_l^2)^{1/2}, the size of the positional overlap whatever L and P
+        out["m_norm"] = float(math.sqrt(sum(float(x) ** 2 for x in m)))
     return out
 
 

@@ -5,9 +5,12 @@ Output in ``out_dir``:
 
 * ``fig2_alpha_sweep.png`` -- |m|, |theta|, eps_g and Delta e_t against alpha:
   theory (semantic global solid, semantic local dashed, positional global
-  solid) and simulation means +- std per init, alpha_c and alpha_l marked;
+  solid), each branch drawn only where it exists and its end marked by a tick up from the x axis
+  (:mod:`attnphase.validation.branch_segments`), and simulation means +- std per
+  init, alpha_c and alpha_l marked;
 * ``fig3_heatmap.png`` -- simulated Delta e_t over (alpha, omega) with the
-  theory's alpha_c(omega) on top;
+  theory's alpha_c(omega) curve on top, computed at every heat-map omega and at the
+  plan's ``curve_omegas`` in between and beyond, so that it spans the whole map;
 * ``finite_size.png`` -- |simulation - theory| against d, and the small-alpha
   semantic overlap against 1/sqrt(d) with its extrapolation and both theories;
 * ``summary.json`` -- the summary plus ``headline`` (the numbers quoted in the report);
@@ -27,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from .branch_segments import drawn_end, existing_segments
+
 REL_TOL = 0.10
 """Relative allowance for finite-size corrections in the agreement rule."""
 
@@ -41,8 +46,8 @@ def _nan(x: Any) -> float:
 def agrees(row: dict[str, Any], obs: str, prox: str = "global") -> bool | None:
     """The agreement rule for one observable of one aggregated row (``None``: no theory point on the branch)."""
     th = row["theory"].get(prox)
-    if not th or not th["converged"] or th["branch_reached"] != row["branch"]:
-        return None
+    if not th or not th["converged"] or th["branch_reached"] != row["branch"] or not th.get("exists", True):
+        return None  # no theory point on the branch (a noise-level point past the branch's end included)
     mean, std, n = row[f"{obs}_mean"], row[f"{obs}_std"], row["n_runs"]
     return abs(mean - th[obs]) <= 2 * std / math.sqrt(n) + REL_TOL * abs(th[obs])
 
@@ -132,17 +137,26 @@ def _plt():
     return plt
 
 
-def _curve(theory: dict[str, Any], key: str, obs: str, on_branch_only: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def mark_end(ax: Any, alpha: float, color: str, label: str | None = None) -> None:
+    """Mark a branch's end: a thick tick in the branch's colour rising from the x axis at its alpha."""
+    ax.axvline(alpha, ymin=0.0, ymax=0.08, color=color, lw=3, solid_capstyle="butt", label=label)
+
+
+def plot_theory_branch(ax: Any, theory: dict[str, Any], key: str, obs: str, color: str, ls: str, label: str,
+                       absolute: bool = False) -> None:
+    """One theory branch (``key`` = ``"branch/prox"``) drawn only where it exists, its end marked (a tick up
+    from the x axis in the branch's colour)."""
     c = theory["curves"].get(key)
     if c is None:
-        return np.array([]), np.array([])
+        return
     branch = key.split("/")[0]
-    pts = [(r["alpha"], _nan(r[obs])) for r in c["records"]
-           if r["converged"] and (not on_branch_only or r["branch"] == branch)]
-    if not pts:
-        return np.array([]), np.array([])
-    a, v = np.array(pts).T
-    return a, v
+    end = _nan(c.get("end"))
+    for i, (a, v) in enumerate(existing_segments(c["records"], branch, end, obs, absolute)):
+        ax.plot(a, v, color=color, ls=ls, lw=1.5, marker="." if len(a) == 1 else None,
+                label=f"theory {label}" if i == 0 else None)
+    at = drawn_end(c["records"], branch, end)
+    if at is not None:
+        mark_end(ax, at, color)
 
 
 def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
@@ -157,10 +171,7 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
                                   ("semantic/local", ("C0", "--"), "semantic, local prox"),
                                   ("positional/global", ("C1", "-"), "positional, global prox"),
                                   ("positional/local", ("C1", ":"), "positional, local prox")):
-            a, v = _curve(th, ckey, key)
-            if a.size:
-                ax.plot(a, np.abs(v) if obs.startswith("abs_") else v, color=style[0], ls=style[1], lw=1.5,
-                        label=f"theory {name}")
+            plot_theory_branch(ax, th, ckey, key, style[0], style[1], name, absolute=obs.startswith("abs_"))
         if obs == "eps_g":
             line = ax.axhline(th["eps_lin"], color="C4", lw=1.2, ls="-", label="theory eps_lin")
             ax.legend(handles=[line], fontsize=7, loc="upper right")
@@ -196,11 +207,23 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
     axes.flat[3].legend(fontsize=7, loc="best")
     ac, al = _nan(th["alpha_c"].get("global")), _nan(th["alpha_l"].get("global"))
     d = summary["plan"]["d"]
-    fig.suptitle(f"GD at d = {d} vs theory, omega = {th['omega']}  (alpha_c = {ac:.3f} dotted, "
-                 f"alpha_l = {al:.3f} dash-dot)")
+    fig.suptitle(f"GD at d = {d} vs theory, omega = {th['omega']}: alpha_c = {ac:.3f} (dotted), alpha_l = {al:.3f} "
+                 f"(dash-dot)\neach theory branch is drawn where it exists; a tick on the alpha axis marks where it ends", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def alpha_c_curve(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The theory's alpha_c(omega) over the map, by omega: ``summary["alpha_c_curve"]`` (the heat-map and curve
+    omegas), or for an older summary the heat-map omegas' ``heat_theory``."""
+    if summary.get("alpha_c_curve"):
+        return sorted(summary["alpha_c_curve"], key=lambda c: c["omega"])
+    out = []
+    for t in summary["heat_theory"]:
+        prox = "global" if "global" in t["alpha_c"] else next(iter(t["alpha_c"]))
+        out.append({"omega": t["omega"], "alpha_c": t["alpha_c"][prox], "prox": prox})
+    return sorted(out, key=lambda c: c["omega"])
 
 
 def plot_heatmap(summary: dict[str, Any], path: Path) -> None:
@@ -216,23 +239,29 @@ def plot_heatmap(summary: dict[str, Any], path: Path) -> None:
     lim = np.nanmax(np.abs(Z)) if np.isfinite(Z).any() else 1.0
     im = ax.pcolormesh(_edges(alphas), _edges(omegas), Z, cmap="RdBu_r", vmin=-lim, vmax=lim, shading="flat")
     fig.colorbar(im, ax=ax, label="simulated Delta e_t = e_t(semantic) - e_t(positional)")
-    pts = []
-    for t in summary["heat_theory"]:
-        prox = "global" if "global" in t["alpha_c"] else next(iter(t["alpha_c"]))
-        pts.append((t["omega"], _nan(t["alpha_c"][prox]), prox))
-    found = [(w, a, p) for w, a, p in pts if not math.isnan(a)]
-    if found:
-        ax.plot([a for _, a, _ in found], [w for w, _, _ in found], "k-", lw=2, label="theory alpha_c(omega)")
-        for w, a, p in found:
-            ax.plot([a], [w], "ko" if p == "global" else "kP", ms=7)
-        ax.plot([], [], "ko", label="global prox")
-        if any(p == "local" for _, _, p in found):
-            ax.plot([], [], "kP", label="local prox")
+    pts = [(c["omega"], _nan(c["alpha_c"]), c["prox"]) for c in alpha_c_curve(summary)]
+    runs: list[list[tuple[float, float, str]]] = [[]]
+    for w, a, p in pts:  # the curve is not drawn across an omega where alpha_c was not found
+        if math.isnan(a):
+            runs.append([])
+        else:
+            runs[-1].append((w, a, p))
+    for k, run in enumerate(r for r in runs if r):
+        ax.plot([a for _, a, _ in run], [w for w, _, _ in run], "k-", lw=2,
+                label="theory alpha_c(omega)" if k == 0 else None)
+        for w, a, p in run:
+            ax.plot([a], [w], "ko" if p == "global" else "kP", ms=5)
+    if any(not math.isnan(a) for _, a, _ in pts):
+        ax.plot([], [], "ko", ms=5, label="global prox")
+        if any(p == "local" and not math.isnan(a) for _, a, p in pts):
+            ax.plot([], [], "kP", ms=5, label="local prox")
         ax.legend(loc="upper left", fontsize=8)
     missing = [w for w, a, _ in pts if math.isnan(a)]
     if missing:
-        ax.text(0.01, 0.01, "alpha_c outside the theory grid at omega = " + ", ".join(f"{w:g}" for w in missing),
+        ax.text(0.01, 0.01, "no alpha_c found at omega = " + ", ".join(f"{w:g}" for w in missing),
                 transform=ax.transAxes, fontsize=7)
+    ax.set_xlim(_edges(alphas)[[0, -1]])
+    ax.set_ylim(_edges(omegas)[[0, -1]])
     ax.set_xlabel("alpha")
     ax.set_ylabel("omega")
     ax.set_title(f"GD at d = {summary['plan']['d']}: red = positional lower, blue = semantic lower")
@@ -335,7 +364,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
         "# Gradient descent at finite d against the theory",
         "",
         f"Generated by `attnphase validate{' --quick' if plan['quick'] else ''}`. Model: L = {p['L']}, sigma = "
-        f"{p['sigma'][0]}, lambda = {p['lam']}, A = {p['A']}, P = {p['P']}, omega = {p['omega']} (sweep). "
+        f"{p['sigma'][0] if len(set(p['sigma'])) == 1 else p['sigma']}, lambda = {p['lam']}, A = {p['A']}, P = {p['P']}, omega = {p['omega']} (sweep). "
         f"Main dimension d = {plan['d']}, {len(plan['seeds'])} seeds per point, {plan['n_test']} fresh test "
         f"samples per run, dtype {plan['dtype']}, device {summary['runs'][0]['device'] if summary['runs'] else '?'}.",
         f"{summary['n_simulations']} simulations ({summary['simulation_seconds']:.0f} s wall, "

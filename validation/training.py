@@ -28,12 +28,13 @@ Optimisers:
   into another basin than gradient descent's from the same start (seen at
   small d from the positional start), so compare endpoints, not paths.
 
-Initialisations (:func:`initial_Q`), first column of ``Q`` (``(d, r)``):
-``"semantic"`` ``Q = Q*``; ``"positional"`` ``Q = sqrt(rho0 d) p_1 / |p_1|``
+Initialisations (:func:`initial_Q`), of ``Q`` (``(d, r)``):
+``"semantic"`` the first ``min(r, r*)`` columns of ``Q*`` (``Q = Q*`` at ``r = r* = 1``); ``"positional"``
+(first column) ``Q = sqrt(rho0 d) p_1 / |p_1|``
 (same norm ``q = |Q|^2 / d = rho0`` as the semantic start; for the default P,
 ``Q = sqrt(rho0) 1_d``, so ``m = sqrt(rho0)``); ``"random"``
-``Q ~ N(0, s^2 I)`` with ``s = random_scale``. For rank ``r > 1`` the other
-columns are ``N(0, random_scale^2)`` in every case.
+``Q ~ N(0, s^2 I)`` with ``s = random_scale``. The other columns (rank ``r > 1``)
+are ``N(0, random_scale^2)`` in every case.
 """
 
 from __future__ import annotations
@@ -152,7 +153,8 @@ def initial_Q(init: str, teacher: Teacher, r: int, generator: torch.Generator, r
     noise = random_scale * torch.randn((d, r), generator=generator, device=generator.device, dtype=torch.float64)
     Q = noise.to(device=teacher.device, dtype=teacher.dtype)
     if init == "semantic":
-        Q[:, 0] = teacher.Qstar
+        k = min(r, teacher.r_star)
+        Q[:, :k] = teacher.Qstar[:, :k]
     elif init == "positional":
         p1 = teacher.positions[0]
         norm = torch.linalg.vector_norm(p1)

@@ -1,0 +1,373 @@
+"""The state evolution of a rank-r student and a rank-r* teacher (docs/model.md section 7).
+
+One SE step at matrix overlaps x = (q0, V0, m, th0) (:class:`RankOverlaps`), on a quadrature rule
+over the L (r + r*) standard Gaussians (xi_l in R^r, eta_l in R^{r*}):
+
+    w, h*   = channel_fields(x)                         (theory/rank.py)
+    h_hat   = global_prox(w, V, T(h*))                  (numerics/rank_prox.py)
+    g_l     = V_l^{-1} (h_hat_l - w_l);  E[g g^T], E[g], E[g eta^T], E[g xi^T], E[M]
+    hats    = hat_overlaps(...)  projected on the branch's invariant subspace
+    F(x)    = ridge_update(hats)
+
+Branches (``branch``): the subspaces m = 0 and th0 = 0 are exactly invariant under the SE map (the
+symmetries (xi, eta) -> -(xi, eta) at m = 0 and eta -> -eta at th0 = 0 make E[g] = 0, resp.
+E[g eta^T] = 0), so ``semantic`` sets mhat = 0, ``positional`` thhat = 0, ``agnostic`` both, and
+``mixed`` nothing -- the projection the r = 1 solver makes by symmetrisation.  The map is iterated by
+the generic :class:`~attnphase.numerics.fixed_point.FixedPointSolver` as it is (equivariant under
+the rotation gauge); quasi-Newton works transversally to the gauge orbits (:class:`RankSEMap`).
+Results are reported by gauge invariants and in the canonical gauge of
+:func:`~attnphase.numerics.rank_overlaps.canonical` (a gauge-fixed map was tried first and
+rejected: its fixed points include "relative" ones, F(x) = O x with O != I -- at r = 1 it accepted
+a positional point whose image had m -> -m, with e_t < 0).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.special import ndtri
+from scipy.stats import qmc
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.fixed_point import Evaluation, FixedPointSolver, scaled_residual
+from attnphase.numerics.quadrature import check_rule_size, parse_rule_spec
+from attnphase.numerics.rank_overlaps import (
+    RankOverlaps, align_gauge, branch_label, canonical, direction_labels, gauge_tangents, invariants,
+)
+from attnphase.numerics.rank_prox import global_prox
+from attnphase.numerics.rank_starts import (
+    RANK_BRANCHES, embedded_start, initial_rank_overlaps, teacher_rank, with_ranks,
+)
+from attnphase.theory import rank as rk
+from attnphase.theory.params import ModelParams
+from attnphase.theory.rank_kernels import RankKernels, get_rank_kernels, limit_loss, attention, target
+
+#: A full multi-start proximal search every this many SE evaluations; in between, the minima of the
+#: last one are polished (an approximate map; a converged point is always verified by a full search).
+FULL_SEARCH_EVERY = 8
+
+#: The least damping the rank-r map is iterated with (measured at L = 2, r = 2, alpha = 2: undamped
+#: Anderson left the admissible region from the semantic start; damping 0.5 converged in 23 steps).
+RANK_MIN_DAMPING = 0.5
+
+#: The damping of the second attempt of a solve that did not converge.
+RETRY_DAMPING = 0.8
+
+#: Branches of the rank-r solver (docs/model.md section 7).
+@dataclass(frozen=True, eq=False)
+class RankRule:
+    """Nodes xi (N, L, r), eta (N, L, r*) and weights (N,) of a rule over L (r + r*) Gaussians."""
+
+    xi: np.ndarray
+    eta: np.ndarray
+    weights: np.ndarray
+    name: str
+
+
+def make_rank_rule(L: int, r: int, r_star: int, spec: str) -> RankRule:
+    """A scrambled Sobol rule ``sobolK[:REPS:SEED]`` (2^K points x REPS scramblings, Gaussian by the
+    inverse CDF) over the L (r + r*) dimensions, laid out (xi_1..xi_L, eta_1..eta_L) row-major."""
+    kind, args = parse_rule_spec(spec)
+    if kind != "sobol":
+        raise ValueError(f"the rank-r state evolution uses scrambled Sobol rules (sobolK[:REPS:SEED]), got {spec!r}")
+    check_rule_size(L, spec)
+    log2_n, reps, seed = args
+    dim = L * (r + r_star)
+    rng = np.random.default_rng(seed)
+    blocks = [ndtri(np.clip(qmc.Sobol(d=dim, scramble=True, seed=rng).random_base2(log2_n), 1e-300, 1 - 1e-16))
+              for _ in range(reps)]
+    z = np.concatenate(blocks, axis=0)
+    N = z.shape[0]
+    xi = np.ascontiguousarray(z[:, :L * r].reshape(N, L, r))
+    eta = np.ascontiguousarray(z[:, L * r:].reshape(N, L, r_star))
+    return RankRule(xi, eta, np.full(N, 1.0 / N), f"sobol2^{log2_n}x{reps}(seed={seed}, dim={dim})")
+
+
+@dataclass(frozen=True, eq=False)
+class RankMoments:
+    """Channel averages at one state: E[g g^T] (L, r, r), E[g] (L, r), E[g eta^T] (L, r, r*),
+    E[g xi^T] (L, r, r), E[M], E[loss(h_hat)] (the training loss), eps_g = E[loss(w)], prox failures."""
+
+    E_ggT: np.ndarray
+    E_g: np.ndarray
+    E_geta: np.ndarray
+    E_gxi: np.ndarray
+    E_M: float
+    E_loss: float
+    eps_g: float
+    prox_failures: int
+
+
+def channel_moments(k: RankKernels, params: ModelParams, ov: RankOverlaps, rule: RankRule,
+                    previous: np.ndarray | None = None, polish: bool = False) -> tuple[RankMoments, np.ndarray]:
+    """All channel averages at ``ov`` with one global proximal solve over the rule's nodes, and the
+    minimisers h_hat (N, L, r).  ``previous``: the minimisers of an earlier search at a nearby state,
+    an extra start of a full search, or (``polish``) the only start besides w."""
+    s2 = params.sigma2
+    w, hstar = rk.channel_fields(rule.xi, rule.eta, ov.q0, ov.m, ov.th0, s2, params.rho0)
+    T = target(hstar, params.omega, params.A_array)
+    if polish and previous is not None:
+        res = global_prox(k, w, ov.V0, T, s2, hstar, polish=previous)
+    else:
+        res = global_prox(k, w, ov.V0, T, s2, hstar, extra_starts=None if previous is None else [previous])
+    Vinv = np.linalg.inv(ov.V0)
+    g = np.einsum("ab,nlb->nla", Vinv, res.h - w) / s2[None, :, None]
+    wt = rule.weights
+    return RankMoments(
+        E_ggT=np.einsum("n,nla,nlb->lab", wt, g, g),
+        E_g=np.einsum("n,nla->la", wt, g),
+        E_geta=np.einsum("n,nla,nlb->lab", wt, g, rule.eta),
+        E_gxi=np.einsum("n,nla,nlb->lab", wt, g, rule.xi),
+        E_M=float(wt @ res.value),
+        E_loss=float(wt @ limit_loss(attention(res.h), T, s2)),
+        eps_g=float(wt @ limit_loss(attention(w), T, s2)),
+        prox_failures=int((~res.converged).sum()),
+    ), res.h
+
+
+@dataclass(frozen=True, eq=False)
+class RankHats:
+    """qhat (L, r, r), mhat (L, r), thhat (L, r, r*), Vhat (L, r, r)."""
+
+    qhat: np.ndarray
+    mhat: np.ndarray
+    thhat: np.ndarray
+    Vhat: np.ndarray
+
+
+def update_hat(params: ModelParams, alpha: float, ov: RankOverlaps, mom: RankMoments, branch: str) -> RankHats:
+    """Channel side: the hats of theory/rank.py, projected on the branch's invariant subspace."""
+    qh, mh, th, Vh = rk.hat_overlaps(alpha, mom.E_ggT, mom.E_g, mom.E_geta, mom.E_gxi, ov.q0, ov.th0,
+                                     params.sigma2, params.rho0)
+    if branch in ("semantic", "agnostic"):
+        mh = np.zeros_like(mh)
+    if branch in ("positional", "agnostic"):
+        th = np.zeros_like(th)
+    return RankHats(qh, mh, th, Vh)
+
+
+def update(params: ModelParams, hat: RankHats) -> RankOverlaps:
+    """Prior side: the matrix ridge update of theory/rank.py."""
+    q0, V0, m, th0 = rk.ridge_update(hat.qhat, hat.mhat, hat.thhat, hat.Vhat, params.sigma2, params.P_array,
+                                     params.lam, params.rho0)
+    return RankOverlaps(q0, V0, m, th0)
+
+
+def admissible(ov: RankOverlaps, rho0: float) -> bool:
+    """Finite, q0 and V0 positive definite, rho0 I - th0^T q0^{-1} th0 positive definite."""
+    x = ov.to_vector()
+    if not np.all(np.isfinite(x)):
+        return False
+    try:
+        if np.linalg.eigvalsh(ov.V0).min() <= 0:
+            return False
+        rk.check_state(ov.q0, ov.th0, rho0)
+    except (ValueError, np.linalg.LinAlgError):
+        return False
+    return True
+
+
+class RankSEMap:
+    """The SE map x -> F(x) on matrix overlaps as the generic fixed-point solver iterates it.
+
+    F is equivariant under the gauge (numerics/rank_overlaps.py), so its fixed points come in
+    orbits and its Jacobian has the eigenvalue 1 along them: :meth:`subspace` gives quasi-Newton
+    the coordinates the branch leaves free minus the orbit's tangent directions at x (the
+    generators of SO(r) x SO(r*) applied to x), on which the Jacobian is regular.  Convergence is
+    judged on the full residual F(x) - x, so a point whose image is only a rotation of itself is
+    never accepted.
+    """
+
+    def __init__(self, params: ModelParams, alpha: float, branch: str, rule: RankRule):
+        self.params, self.alpha, self.branch, self.rule = params, alpha, branch, rule
+        self.L, self.r, self.rs = params.L, params.r, teacher_rank(params)
+        self.kernels = get_rank_kernels(params.L, params.r)
+        self.previous: np.ndarray | None = None  # minimisers of the last full search
+        self.since_full = 0
+        self.full_only = False  # set when a polished fixed point was rejected by a full search
+
+    def unpack(self, x: np.ndarray) -> RankOverlaps:
+        return RankOverlaps.from_vector(x, self.L, self.r, self.rs)
+
+    def step(self, ov: RankOverlaps, full: bool = True) -> tuple[RankOverlaps, RankHats, RankMoments]:
+        """The map F(ov), its hats and moments: a full proximal search (``full``), else a polish of the
+        last full search's minima (approximate; :data:`FULL_SEARCH_EVERY`)."""
+        mom, h = channel_moments(self.kernels, self.params, ov, self.rule, self.previous, polish=not full)
+        if full:
+            self.previous, self.since_full = h, 0
+        else:
+            self.since_full += 1
+        hat = update_hat(self.params, self.alpha, ov, mom, self.branch)
+        return update(self.params, hat), hat, mom
+
+    def evaluate(self, x: np.ndarray, exact: bool = False) -> Evaluation | None:
+        ov = self.unpack(x)
+        if not admissible(ov, self.params.rho0):
+            return None
+        full = exact or self.full_only or self.previous is None or self.since_full >= FULL_SEARCH_EVERY - 1
+        try:
+            new, hat, mom = self.step(ov, full)
+        except (ValueError, np.linalg.LinAlgError):
+            return None
+        if not np.all(np.isfinite(new.to_vector())):
+            return None
+        aligned, angle = align_gauge(new, ov)
+        fx = aligned.to_vector()
+        return Evaluation(x.copy(), fx, scaled_residual(x, fx), full, (hat, mom, angle))
+
+    def admissible(self, x: np.ndarray) -> bool:
+        return admissible(self.unpack(x), self.params.rho0)
+
+    def _free(self, n: int) -> list[int]:
+        r, L, rs = self.r, self.L, self.rs
+        k = r * (r + 1) // 2
+        free = list(range(2 * k))
+        if self.branch in ("positional", "mixed"):
+            free += list(range(2 * k, 2 * k + L * r))
+        if self.branch in ("semantic", "mixed"):
+            free += list(range(2 * k + L * r, n))
+        return free
+
+    def subspace(self, x: np.ndarray) -> np.ndarray:
+        """Orthonormal basis of the branch's free coordinates orthogonal to the gauge orbit's tangents at x."""
+        ov = self.unpack(x)
+        free = self._free(x.size)
+        C = np.zeros((x.size, len(free)))
+        C[free, np.arange(len(free))] = 1.0
+        tang = gauge_tangents(ov)
+        if tang.shape[1]:
+            tang = C @ (C.T @ tang)
+            U, sv, _ = np.linalg.svd(tang, full_matrices=False)
+            U = U[:, sv > 1e-8 * max(1.0, float(np.abs(x).max()))]
+            C = C - U @ (U.T @ C)
+            Uc, svc, _ = np.linalg.svd(C, full_matrices=False)
+            return Uc[:, svc > 0.5]
+        return C
+
+    def jacobian_seed(self, n: int) -> None:
+        return None
+
+    def keep_jacobian(self, J: np.ndarray) -> None:
+        pass
+
+    def distrust_approximation(self) -> None:
+        """Full proximal searches from now on (a polished iteration converged to a point of its own)."""
+        self.full_only = True
+
+
+@dataclass(frozen=True, eq=False)
+class RankFixedPoint:
+    """A rank-r fixed point: overlaps (canonical gauge), hats, observables, invariants, status."""
+
+    params: ModelParams
+    alpha: float
+    branch: str
+    requested: str
+    overlaps: RankOverlaps
+    hat: RankHats | None
+    eps_g: float
+    e_t: float
+    e_t_direct: float
+    E_M: float
+    converged: bool
+    residual: float
+    evaluations: int
+    message: str
+    prox_failures: int
+    quadrature: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def invariants(self) -> dict[str, list[float]]:
+        return invariants(self.overlaps)
+
+    def record(self) -> dict[str, Any]:
+        """Plain-JSON summary: invariants, directions, observables, status."""
+        out: dict[str, Any] = {
+            "alpha": self.alpha, "branch": self.branch, "requested": self.requested,
+            "r": self.params.r, "r_star": teacher_rank(self.params),
+        }
+        out.update(self.invariants)
+        out["directions"] = direction_labels(self.overlaps)
+        out.update({
+            "eps_g": self.eps_g, "e_t": self.e_t, "e_t_direct": self.e_t_direct,
+            "converged": self.converged, "iterations": self.evaluations, "residual": self.residual,
+            "prox_failures": self.prox_failures, "quadrature": self.quadrature,
+            **self.extra, "overlaps": self.overlaps.as_dict(), "canonical_overlaps": canonical(self.overlaps).as_dict(),
+        })
+        return out
+
+
+def solve_rank(params: ModelParams, alpha: float, branch: str = "semantic", *,
+               config: SolverConfig | None = None, init: RankOverlaps | None = None,
+               start: str = "embedded") -> RankFixedPoint:
+    """The rank-r fixed point on ``branch`` at alpha, with e_t, eps_g and a status.
+
+    Starts from ``init`` if given, else from :func:`embedded_start` (``start="embedded"``, the
+    default) or :func:`initial_rank_overlaps` (``start="cold"``).  ``config``: tol, max_iter,
+    anderson settings and ``quadrature`` (a Sobol spec); its damping is raised to
+    :data:`RANK_MIN_DAMPING` when smaller."""
+    cfg = config or SolverConfig()
+    if cfg.damping < RANK_MIN_DAMPING:
+        cfg = cfg.replace(damping=RANK_MIN_DAMPING)
+    if not (isinstance(alpha, (int, float)) and math.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"alpha must be a finite number > 0, got {alpha}")
+    if branch not in RANK_BRANCHES:
+        raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
+    if cfg.prox != "global":
+        raise ValueError("the rank-r state evolution implements the global proximal map only")
+    rs = teacher_rank(params)
+    rule = make_rank_rule(params.L, params.r, rs, cfg.quadrature)
+    if start not in ("embedded", "cold"):
+        raise ValueError(f"start must be 'embedded' or 'cold', got {start!r}")
+    if init is not None:
+        ov0 = init
+    elif start == "embedded":
+        ov0 = embedded_start(params, float(alpha), branch, cfg)
+    else:
+        ov0 = initial_rank_overlaps(params, branch)
+    if not admissible(ov0, params.rho0):
+        raise ValueError(f"initial overlaps are not admissible: {ov0.as_dict()}")
+    smap = RankSEMap(params, float(alpha), branch, rule)
+    result = FixedPointSolver(smap, cfg).solve(ov0.to_vector(), warm=init is not None or start == "embedded")
+    if not result.converged and result.evaluation is not None and cfg.damping < RETRY_DAMPING:
+        # measured (L = 2, r = 2, alpha = 2, positional): Anderson at damping 0.5 stalls at residual
+        # 0.2; at damping 0.7 it converges -- a second attempt from the best point, more damped and
+        # with a full proximal search at every evaluation
+        more = cfg.replace(damping=RETRY_DAMPING)
+        smap.full_only = True  # and every evaluation exact: the polished map's noise can stall quasi-Newton
+        again = FixedPointSolver(smap, more).solve(result.evaluation.x, warm=False)
+        if again.converged or again.residual < result.residual:
+            result = type(again)(again.evaluation, again.converged, result.evaluations + again.evaluations,
+                                 again.message + " (second attempt, damping %g)" % RETRY_DAMPING)
+    return _finish(smap, result, ov0)
+
+
+def _finish(smap: RankSEMap, result: Any, ov0: RankOverlaps) -> RankFixedPoint:
+    p, alpha = smap.params, smap.alpha
+    ev = result.evaluation
+    nan = math.nan
+    if ev is None:
+        return RankFixedPoint(p, alpha, branch_label(ov0), smap.branch, ov0, None, nan, nan, nan, nan, False, nan,
+                              result.evaluations, result.message, 0, smap.rule.name)
+    ov = smap.unpack(ev.x)
+    hat, mom, angle = ev.data
+    phi = rk.free_entropy(ov.q0, ov.V0, ov.m, ov.th0, hat.qhat, hat.mhat, hat.thhat, hat.Vhat, p.sigma2,
+                          p.P_array, p.lam, p.rho0, alpha, mom.E_M)
+    e_direct = 0.5 * p.lam * float(np.trace(ov.q0)) + alpha * mom.E_loss
+    return RankFixedPoint(
+        p, alpha, branch_label(ov), smap.branch, ov, hat, mom.eps_g, -phi, e_direct, mom.E_M,
+        bool(result.converged), float(ev.residual), result.evaluations, result.message,
+        mom.prox_failures, smap.rule.name, {"gauge_angle": angle},
+    )
+
+
+__all__ = [
+    "RANK_BRANCHES", "RankFixedPoint", "RankHats", "RankMoments", "RankRule", "RankSEMap", "admissible",
+    "align_gauge", "channel_moments", "embedded_start", "gauge_tangents", "initial_rank_overlaps", "make_rank_rule",
+    "solve_rank", "teacher_rank", "update",
+    "update_hat", "with_ranks",
+]

@@ -1,0 +1,118 @@
+"""The ranks of a model and the starting points of a rank-r solve (docs/model.md section 7).
+
+:func:`with_ranks` / :func:`teacher_rank` read and set r and r* on ModelParams; a solve starts from
+:func:`embedded_start` (the rank-1 fixed points, one per student direction) or from
+:func:`initial_rank_overlaps` (a fixed cold start per branch).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.rank_overlaps import RankOverlaps
+from attnphase.theory.params import ModelParams
+
+RANK_BRANCHES = ("semantic", "positional", "agnostic", "mixed")
+
+
+def teacher_rank(params: ModelParams) -> int:
+    """r* of the model (1 where ModelParams has no teacher-rank field)."""
+    return int(getattr(params, "r_star", 1))
+
+
+def with_ranks(params: ModelParams, r: int, r_star: int) -> ModelParams:
+    """``params`` with student rank r and teacher rank r* (r* >= 1 integer).
+
+    Uses ModelParams' ``r_star`` field where it has one; otherwise the value is attached to the
+    (frozen) instance, where :func:`teacher_rank` reads it."""
+    if int(r_star) != r_star or r_star < 1:
+        raise ValueError(f"r_star (teacher rank) must be an integer >= 1, got {r_star!r}")
+    if _has_field(params, "r_star"):
+        return params.replace(r=r, r_star=int(r_star))
+    out = params.replace(r=r)
+    if r_star != 1:
+        object.__setattr__(out, "r_star", int(r_star))
+    return out
+
+
+def _has_field(params: ModelParams, name: str) -> bool:
+    import dataclasses
+
+    return any(f.name == name for f in dataclasses.fields(params))
+
+
+
+
+def initial_rank_overlaps(params: ModelParams, branch: str) -> RankOverlaps:
+    """Deterministic start of each branch: semantic directions first (th0 = 0.8 rho0 on the first
+    min(r, r*) axes), a positional direction on the next free axis (m = 0.2 P[:, 0] / max|P[:, 0]|),
+    the remaining axes small (q0 = 0.1)."""
+    if branch not in RANK_BRANCHES:
+        raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
+    L, r, rs, rho0 = params.L, params.r, teacher_rank(params), params.rho0
+    q = np.full(r, 0.1)
+    V = np.ones(r)
+    m = np.zeros((L, r))
+    th = np.zeros((r, rs))
+    n_sem = min(r, rs) if branch == "semantic" else min(r - 1, rs) if branch == "mixed" else 0
+    for a in range(n_sem):
+        q[a], th[a, a] = rho0, 0.8 * rho0
+    if branch in ("positional", "mixed"):
+        a = n_sem if n_sem < r else r - 1
+        col = params.P_array[:, 0]
+        m[:, a] = 0.2 * col / np.abs(col).max()
+        V[a] = 50.0
+    return RankOverlaps(np.diag(q), np.diag(V), m, th)
+
+
+def embedded_start(params: ModelParams, alpha: float, branch: str, config: SolverConfig) -> RankOverlaps:
+    """A start built from the rank-1 fixed points (numerics/state_evolution.py) at the same alpha.
+
+    Each student axis gets the overlaps of one rank-1 branch: the first min(r, r*) axes (min(r - 1, r*)
+    for ``mixed``) the semantic one's (q0, V0, th0 on the matching teacher axis), the last axis of
+    ``positional`` / ``mixed`` the positional one's (q0, V0, m), every other axis q0 = 0.05 and the
+    V0 of axis 0 (the agnostic rank-1 point need not exist: at alpha = 2 it does not converge).  The rank-1 solver follows each branch from where it is unambiguous (its positional
+    branch by continuation from small alpha), so the rank-r solve starts on the branch asked for.
+    Falls back to :func:`initial_rank_overlaps` for a rank-1 branch that does not converge.
+    """
+    from attnphase.numerics.state_evolution import solve
+
+    if branch not in RANK_BRANCHES:
+        raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
+    L, r, rs = params.L, params.r, teacher_rank(params)
+    p1 = params.replace(r=1, **({"r_star": 1} if _has_field(params, "r_star") else {}))
+    cfg1 = config.replace(e_t_quadrature=None)
+
+    def r1(b: str) -> Any:
+        fp = solve(p1, alpha, b, config=cfg1)
+        return fp.overlaps if fp.status.converged and fp.branch == b else None
+
+    n_sem = min(r, rs) if branch == "semantic" else min(r - 1, rs) if branch == "mixed" else 0
+    pos_axis = r - 1 if branch in ("positional", "mixed") else None
+    need = set()
+    if branch == "agnostic":
+        return initial_rank_overlaps(params, branch)
+    if n_sem:
+        need.add("semantic")
+    if pos_axis is not None:
+        need.add("positional")
+    got = {b: r1(b) for b in sorted(need)}
+    if any(v is None for v in got.values()):
+        return initial_rank_overlaps(params, branch)
+    q, V = np.zeros(r), np.zeros(r)
+    m, th = np.zeros((L, r)), np.zeros((r, rs))
+    for a in range(r):
+        if a < n_sem:
+            ov = got["semantic"]
+            th[a, a] = ov.th0
+        elif a == pos_axis:
+            ov = got["positional"]
+            m[:, a] = ov.m
+        else:
+            q[a], V[a] = 0.05, V[0] if a else 1.0
+            continue
+        q[a], V[a] = ov.q0, ov.V0
+    return RankOverlaps(np.diag(q), np.diag(V), m, th)

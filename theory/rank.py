@@ -1,0 +1,152 @@
+"""The state evolution of a rank-r student and a rank-r* teacher (docs/model.md section 7).
+
+Overlaps are matrices (docs/derivation.md, "Rank r student, rank r* teacher"):
+
+    q0 = Q^T Q / d (r x r),  V0 (r x r),  th0 = Q^T Q* / d (r x r*),  m_l = Q^T p_l / sqrt(d) (r),
+    q_l = sigma_l^2 q0,  theta_l = sigma_l^2 th0,  V_l = sigma_l^2 V0,  rho_l = sigma_l^2 rho0 I_{r*}.
+
+Channel, per token, with xi_l ~ N(0, I_r), eta_l ~ N(0, I_{r*}) and the symmetric square roots
+q_l^{1/2}, rho_tilde_l^{1/2}:
+
+    w_l  = m_l + q_l^{1/2} xi_l
+    h*_l = theta_l^T q_l^{-1/2} xi_l + rho_tilde_l^{1/2} eta_l,   rho_tilde_l = rho_l - theta_l^T q_l^{-1} theta_l
+    g_l  = V_l^{-1} (h_hat_l - w_l),   h_hat = argmin_h sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, h*)
+
+Hats (stationarity of Phi in the overlaps; Stein's lemma on xi and eta):
+
+    qhat_l  = alpha E[g_l g_l^T]                                   (r x r)
+    mhat_l  = alpha E[g_l]                                          (r)
+    thhat_l = alpha E[g_l eta_l^T] rho_tilde_l^{-1/2}               (r x r*)   = alpha E[d g_l / d h*_l]
+    Vhat_l  = -alpha E[g_l xi_l^T] q_l^{-1/2} + thhat_l theta_l^T q_l^{-1}   = -alpha E[d g_l / d w_l]
+
+(Vhat_l is symmetric in exact arithmetic; the quadrature estimate is symmetrised.)
+
+Prior (ridge, closed form), with Lam = lambda I_r + sum_l sigma_l^2 Vhat_l, Th = sum_l sigma_l^2 thhat_l:
+
+    V0 = Lam^{-1},  m_k = Lam^{-1} sum_l P[k, l] mhat_l,  th0 = Lam^{-1} Th rho0,
+    q0 = Lam^{-1} ( sum_l sigma_l^2 qhat_l + sum_{k,l} P[k, l] mhat_k mhat_l^T + rho0 Th Th^T ) Lam^{-1}.
+
+Free entropy (e_t = -Phi):
+
+    Phi = sum_l [ 1/2 Tr(Vhat_l q_l) - 1/2 Tr(qhat_l V_l) - m_l . mhat_l - Tr(theta_l^T thhat_l) ]
+          + 1/2 Tr[ Lam^{-1} N ] - alpha E[M],   N the bracket of q0 above.
+
+At r = r* = 1 every formula is the one of sections 3-4 (tests/test_rank_theory.py compares them
+with :mod:`attnphase.theory.channel`, :mod:`~attnphase.theory.prior` and
+:mod:`~attnphase.theory.free_entropy` to round-off).  The teacher norm is rho0 I_{r*}.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+ArrayLike = Any
+
+
+def sym_sqrt(a: np.ndarray, inverse: bool = False) -> np.ndarray:
+    """Symmetric square root a^{1/2} (or a^{-1/2}) of a symmetric positive-definite matrix."""
+    a = 0.5 * (a + np.swapaxes(a, -1, -2))
+    lam, U = np.linalg.eigh(a)
+    if np.any(lam <= 0):
+        raise ValueError(f"matrix must be positive definite, eigenvalues {lam}")
+    f = lam ** (-0.5 if inverse else 0.5)
+    return (U * f[..., None, :]) @ np.swapaxes(U, -1, -2)
+
+
+def residual_teacher_covariance(q0: np.ndarray, th0: np.ndarray, rho0: float) -> np.ndarray:
+    """rho_tilde / sigma_l^2 = rho0 I - th0^T q0^{-1} th0 (r* x r*): the teacher variance not explained by xi."""
+    rs = th0.shape[1]
+    return rho0 * np.eye(rs) - th0.T @ np.linalg.solve(q0, th0)
+
+
+def check_state(q0: np.ndarray, th0: np.ndarray, rho0: float) -> None:
+    """ValueError unless q0 is positive definite and rho0 I - th0^T q0^{-1} th0 is positive definite."""
+    if np.linalg.eigvalsh(0.5 * (q0 + q0.T)).min() <= 0:
+        raise ValueError(f"q0 must be positive definite, got eigenvalues {np.linalg.eigvalsh(q0)}")
+    rt = residual_teacher_covariance(q0, th0, rho0)
+    if np.linalg.eigvalsh(0.5 * (rt + rt.T)).min() <= 0:
+        raise ValueError("rho0 I - th0^T q0^{-1} th0 must be positive definite (student not fully aligned)")
+
+
+def channel_fields(xi: np.ndarray, eta: np.ndarray, q0: np.ndarray, m: np.ndarray, th0: np.ndarray,
+                   sigma2: np.ndarray, rho0: float) -> tuple[np.ndarray, np.ndarray]:
+    """(w, h*) at nodes: xi (N, L, r), eta (N, L, r*), m (L, r) -> w (N, L, r), h* (N, L, r*).
+
+    w_l = m_l + q_l^{1/2} xi_l,  h*_l = theta_l^T q_l^{-1/2} xi_l + rho_tilde_l^{1/2} eta_l.
+    With q_l = s_l^2 q0: q_l^{1/2} = s_l q0^{1/2}, theta_l^T q_l^{-1/2} = s_l th0^T q0^{-1/2},
+    rho_tilde_l^{1/2} = s_l (rho0 I - th0^T q0^{-1} th0)^{1/2}.
+    """
+    check_state(q0, th0, rho0)
+    s = np.sqrt(np.asarray(sigma2, dtype=float))
+    A = sym_sqrt(q0)
+    B = th0.T @ sym_sqrt(q0, inverse=True)  # r* x r
+    R = sym_sqrt(residual_teacher_covariance(q0, th0, rho0))
+    w = m[None] + s[None, :, None] * np.einsum("ab,nlb->nla", A, xi)
+    hstar = s[None, :, None] * (np.einsum("ab,nlb->nla", B, xi) + np.einsum("ab,nlb->nla", R, eta))
+    return w, hstar
+
+
+def hat_overlaps(alpha: float, E_ggT: np.ndarray, E_g: np.ndarray, E_geta: np.ndarray, E_gxi: np.ndarray,
+                 q0: np.ndarray, th0: np.ndarray, sigma2: np.ndarray, rho0: float
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(qhat (L, r, r), mhat (L, r), thhat (L, r, r*), Vhat (L, r, r)) from the channel averages.
+
+    E_ggT: E[g_l g_l^T] (L, r, r); E_g: E[g_l] (L, r); E_geta: E[g_l eta_l^T] (L, r, r*);
+    E_gxi: E[g_l xi_l^T] (L, r, r). Formulas in the module doc.
+    """
+    check_state(q0, th0, rho0)
+    s = np.sqrt(np.asarray(sigma2, dtype=float))
+    qhat = alpha * E_ggT
+    mhat = alpha * E_g
+    Rinv = sym_sqrt(residual_teacher_covariance(q0, th0, rho0), inverse=True)
+    thhat = alpha * np.einsum("lab,bc->lac", E_geta, Rinv) / s[:, None, None]
+    Ainv = sym_sqrt(q0, inverse=True)
+    qinv = np.linalg.inv(q0)
+    Vhat = (-alpha * np.einsum("lab,bc->lac", E_gxi, Ainv) / s[:, None, None]
+            + np.einsum("lab,cb,cd->lad", thhat, th0, qinv))  # theta_l^T q_l^{-1} = th0^T q0^{-1}
+    Vhat = 0.5 * (Vhat + np.swapaxes(Vhat, -1, -2))
+    qhat = 0.5 * (qhat + np.swapaxes(qhat, -1, -2))
+    return qhat, mhat, thhat, Vhat
+
+
+def ridge_terms(qhat: np.ndarray, mhat: np.ndarray, thhat: np.ndarray, Vhat: np.ndarray,
+                sigma2: np.ndarray, P: np.ndarray, lam: float, rho0: float
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(Lam, N, Th): Lam = lambda I + sum_l s_l^2 Vhat_l, Th = sum_l s_l^2 thhat_l,
+    N = sum_l s_l^2 qhat_l + sum_{k,l} P[k, l] mhat_k mhat_l^T + rho0 Th Th^T."""
+    s2 = np.asarray(sigma2, dtype=float)
+    r = mhat.shape[1]
+    Lam = lam * np.eye(r) + np.einsum("l,lab->ab", s2, Vhat)
+    Th = np.einsum("l,lab->ab", s2, thhat)
+    N = np.einsum("l,lab->ab", s2, qhat) + np.einsum("kl,ka,lb->ab", P, mhat, mhat) + rho0 * Th @ Th.T
+    return Lam, N, Th
+
+
+def ridge_update(qhat: np.ndarray, mhat: np.ndarray, thhat: np.ndarray, Vhat: np.ndarray,
+                 sigma2: np.ndarray, P: np.ndarray, lam: float, rho0: float
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(q0, V0, m (L, r), th0) of the matrix ridge prior (module doc). ValueError unless Lam is positive definite."""
+    Lam, N, Th = ridge_terms(qhat, mhat, thhat, Vhat, sigma2, P, lam, rho0)
+    Lam = 0.5 * (Lam + Lam.T)
+    if np.linalg.eigvalsh(Lam).min() <= 0:
+        raise ValueError(f"Lam = lambda I + sum_l sigma_l^2 Vhat_l must be positive definite, eigenvalues "
+                         f"{np.linalg.eigvalsh(Lam)}")
+    V0 = np.linalg.inv(Lam)
+    V0 = 0.5 * (V0 + V0.T)
+    q0 = V0 @ N @ V0
+    m = np.einsum("kl,ab,lb->ka", np.asarray(P, dtype=float), V0, mhat)
+    th0 = rho0 * V0 @ Th
+    return 0.5 * (q0 + q0.T), V0, m, th0
+
+
+def free_entropy(q0: np.ndarray, V0: np.ndarray, m: np.ndarray, th0: np.ndarray,
+                 qhat: np.ndarray, mhat: np.ndarray, thhat: np.ndarray, Vhat: np.ndarray,
+                 sigma2: np.ndarray, P: np.ndarray, lam: float, rho0: float, alpha: float, E_M: float) -> float:
+    """Phi of the module doc (e_t = -Phi)."""
+    s2 = np.asarray(sigma2, dtype=float)
+    Lam, N, _ = ridge_terms(qhat, mhat, thhat, Vhat, sigma2, P, lam, rho0)
+    per_token = (0.5 * np.einsum("l,lab,ba->", s2, Vhat, q0) - 0.5 * np.einsum("l,lab,ba->", s2, qhat, V0)
+                 - np.einsum("la,la->", m, mhat) - np.einsum("l,ab,lab->", s2, th0, thhat))
+    return float(per_token + 0.5 * np.trace(np.linalg.solve(Lam, N)) - alpha * E_M)

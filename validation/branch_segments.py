@@ -1,0 +1,56 @@
+"""Where a followed branch exists, for plotting it truthfully (docs/model.md section 6).
+
+A branch followed by continuation over an alpha grid (records of :mod:`attnphase.validation.reference`)
+exists at a grid point when the solve converged there *and* reached that branch's family. The
+semantic branch exists above its end, the positional one below it; a point on the wrong side of the
+end that still carries the label (a noise-level overlap) is not drawn. Between two grid points the
+branch is drawn only when it exists at both: a curve never bridges a gap where it does not exist.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+#: The side of its end on which each branch exists (True: above).
+EXISTS_ABOVE_END = {"semantic": True, "positional": False}
+
+
+def exists_at(record: dict[str, Any], branch: str, end: float) -> bool:
+    """The branch exists at this record's alpha (converged, on the family, on the existing side of ``end``)."""
+    if not record.get("converged") or record.get("branch") != branch:
+        return False
+    if end is None or not math.isfinite(end) or branch not in EXISTS_ABOVE_END:
+        return True
+    return record["alpha"] >= end if EXISTS_ABOVE_END[branch] else record["alpha"] <= end
+
+
+def existing_segments(
+    records: Sequence[dict[str, Any]], branch: str, end: float | None, key: str, absolute: bool = False
+) -> list[tuple[list[float], list[float]]]:
+    """Contiguous runs ``(alphas, values)`` of the records (in alpha order) where the branch exists."""
+    runs: list[tuple[list[float], list[float]]] = []
+    current: tuple[list[float], list[float]] | None = None
+    for rec in sorted(records, key=lambda r: r["alpha"]):
+        value = rec.get(key)
+        if exists_at(rec, branch, math.nan if end is None else end) and value is not None and math.isfinite(value):
+            if current is None:
+                current = ([], [])
+                runs.append(current)
+            current[0].append(float(rec["alpha"]))
+            current[1].append(abs(float(value)) if absolute else float(value))
+        else:
+            current = None
+    return runs
+
+
+def drawn_end(records: Sequence[dict[str, Any]], branch: str, end: float | None) -> float | None:
+    """The alpha where to mark the branch's end: ``end`` when it is finite and the branch exists somewhere on
+    the grid (``None`` otherwise: no end in range, or nothing drawn to end)."""
+    if end is None or not math.isfinite(end):
+        return None
+    if not any(exists_at(r, branch, end) for r in records):
+        return None
+    return float(end)
+

@@ -1,0 +1,197 @@
+"""Figure, ``report.md`` and ``summary.json`` of ``attnphase validate --suite general``.
+
+Input: the summary dict of :func:`attnphase.validation.general_suite.run_general_suite`.
+Output in ``out_dir``:
+
+* ``general_suite.png`` -- one column per case: the theory's semantic |theta| and positional |m|
+  (top) and both branches' eps_g (bottom) against alpha, each branch drawn only where it exists with
+  its end marked by a tick up from the x axis, alpha_c (or the landmark used instead) dotted, and the gradient-descent means
+  +- std from each start;
+* ``report.md`` -- per case the model, the landmark, and one table row per (alpha, start) with the
+  simulated mean +- std, the theory's fixed point reached from the same start and the verdict;
+* ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from .branch_segments import drawn_end, existing_segments
+from .report import REL_TOL, _jsonable, mark_end
+
+_STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1")}
+
+
+def _f(x: Any, fmt: str = ".4g") -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "--"
+    return format(x, fmt)
+
+
+def _num(x: Any) -> float:
+    return math.nan if x is None else float(x)
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _theory_lines(ax: Any, theory: dict[str, Any], obs_by_branch: dict[str, str]) -> None:
+    for branch, obs in obs_by_branch.items():
+        c = theory["curves"].get(f"{branch}/global")
+        if c is None:
+            continue
+        end = math.nan if c.get("end") is None else float(c["end"])
+        color = _STYLE[branch][1]
+        for i, (a, v) in enumerate(existing_segments(c["records"], branch, end, obs, absolute=True)):
+            ax.plot(a, v, color=color, lw=1.5, marker="." if len(a) == 1 else None,
+                    label=f"theory {branch}" if i == 0 else None)
+        at = drawn_end(c["records"], branch, end)
+        if at is not None:
+            mark_end(ax, at, color, label=f"{branch} branch ends")
+
+
+def plot_general(summary: dict[str, Any], path: Path) -> None:
+    """``general_suite.png`` (module docstring)."""
+    plt = _plt()
+    cases = summary["cases"]
+    fig, axes = plt.subplots(2, len(cases), figsize=(3.6 * len(cases), 7), squeeze=False)
+    for j, case in enumerate(cases):
+        top, bottom = axes[0, j], axes[1, j]
+        th = case["theory"]
+        if th is not None:
+            _theory_lines(top, th, {"semantic": "theta", "positional": "m_norm"})
+            _theory_lines(bottom, th, {"semantic": "eps_g", "positional": "eps_g"})
+            bottom.axhline(th["eps_lin"], color="C4", lw=1, label="eps_lin")
+        else:
+            top.text(0.5, 0.92, "theory pending", transform=top.transAxes, ha="center", fontsize=9)
+        if math.isfinite(_num(case["landmark"])):
+            for ax in (top, bottom):
+                ax.axvline(case["landmark"], color="grey", ls=":", lw=1)
+        for init, (marker, color) in _STYLE.items():
+            rows = sorted((r for r in case["rows"] if r["init"] == init), key=lambda r: r["alpha"])
+            obs = "abs_theta" if init == "semantic" else "m_norm"
+            top.errorbar([r["alpha"] for r in rows], [r[f"{obs}_mean"] for r in rows],
+                         yerr=[r[f"{obs}_std"] for r in rows], fmt=marker, color=color, mfc="none", capsize=2,
+                         label=f"GD, {init} start ({'|theta|' if init == 'semantic' else '|m|'})")
+            bottom.errorbar([r["alpha"] for r in rows], [r["eps_g_mean"] for r in rows],
+                            yerr=[r["eps_g_std"] for r in rows], fmt=marker, color=color, mfc="none", capsize=2,
+                            label=f"GD, {init} start")
+        top.set_title(f"({case['key']}) {case['title']}", fontsize=8)
+        top.set_ylabel("|theta| (semantic), |m| (positional)", fontsize=8)
+        bottom.set_ylabel("eps_g", fontsize=8)
+        for ax in (top, bottom):
+            ax.set_xlabel("alpha")
+            ax.tick_params(labelsize=7)
+        if j == 0:
+            top.legend(fontsize=6)
+            bottom.legend(fontsize=6)
+    fig.suptitle(f"general model: GD at d = {summary['plan']['d']} vs theory (global prox); dotted: alpha_c, or "
+                 "the semantic end where there is none", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _pm(row: dict[str, Any], obs: str) -> str:
+    return f"{_f(row[f'{obs}_mean'])} ± {_f(row[f'{obs}_std'], '.2g')}"
+
+
+def table_lines(summary: dict[str, Any]) -> list[str]:
+    """One markdown table row per (case, alpha, start): GD vs the theory reached from the same start."""
+    lines = ["| case | alpha | side | start | runs (conv.) | GD overlap | theory | GD eps_g | theory eps_g | "
+             "theory reached | verdict |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for case in summary["cases"]:
+        for r in sorted(case["rows"], key=lambda r: (r["alpha"], r["init"])):
+            obs = "abs_theta" if r["init"] == "semantic" else "m_norm"
+            th = r["theory"] or {}
+            name = "abs(theta)" if obs == "abs_theta" else "abs(m)"
+            verdict = r["status"]
+            if r["status"] == "disagrees":
+                verdict += " (" + ", ".join(o for o, ok in r["agrees"].items() if ok is False) + ")"
+            if th and not th["converged"]:
+                reached = "not converged"
+                th = {}
+            elif th:
+                reached = th["branch_reached"] + ("" if th.get("exists", True) else f" (past the {r['init']} branch end)")
+            else:
+                reached = "--"
+            lines.append(f"| ({case['key']}) | {r['alpha']} | {r['side'] or '--'} | {r['init']} | {r['n_runs']} "
+                         f"({r['n_converged']}) | {name} {_pm(r, obs)} | {_f(th.get(obs))} | {_pm(r, 'eps_g')} | "
+                         f"{_f(th.get('eps_g'))} | {reached} | {verdict} |")
+    return lines
+
+
+def render_general_markdown(summary: dict[str, Any]) -> str:
+    """The text of ``report.md`` of the general suite."""
+    plan = summary["plan"]
+    lines = [
+        "# The general model: gradient descent against the theory",
+        "",
+        f"Generated by `attnphase validate --suite general{' --quick' if plan['quick'] else ''}`. d = {plan['d']}, "
+        f"{len(plan['seeds'])} seeds per point, {plan['n_test']} fresh test samples per run, dtype {plan['dtype']}. "
+        f"{summary['n_simulations']} simulations ({summary['simulation_seconds']:.0f} s), theory "
+        f"{summary['theory_seconds']:.0f} s in {plan['theory_workers']} worker processes "
+        f"({summary['theory_jobs_cached']} job(s) from the cache); wall time {summary['wall_seconds']:.0f} s. "
+        f"All runs converged: {summary['all_converged']}.",
+        "",
+        f"Each case is run from the semantic and the positional start at a grid alpha at or below "
+        f"0.85 alpha_c and one at or above 1.2 alpha_c (alpha_c from the state evolution, global proximal map). "
+        f"Agreement rule: |mean - theory| <= 2 std/sqrt(n_runs) + {REL_TOL:.0%} |theory|, for the start's overlap "
+        f"(semantic: abs(theta) = |Q^T Q*|_F/d; positional: abs(m) = (sum_l |m_l|^2)^(1/2)) and eps_g, against the "
+        f"fixed point the state evolution reaches from the same start (its label in 'theory reached').",
+        "",
+        "## Cases",
+        "",
+    ]
+    for case in summary["cases"]:
+        p = case["params"]
+        lines.append(f"* ({case['key']}) {case['title']}: L = {p['L']}, sigma = {p['sigma']}, A = {p['A']}, "
+                     f"P = {p['P']}, omega = {p['omega']}, r = {p['r']}, r* = {p['r_star']}.")
+        th = case["theory"]
+        if th is None:
+            lines.append(f"  Theory pending (the suite compares with the rank-1 state evolution only); GD at alpha = "
+                         f"{', '.join(str(a) for a in case['alphas'])}.")
+            continue
+        sem_end = th["curves"].get("semantic/global", {}).get("end")
+        pos_end = th["curves"].get("positional/global", {}).get("end")
+        lines.append(f"  Theory: alpha_c = {_f(th['alpha_c'].get('global'), '.4f')}, alpha_l = "
+                     f"{_f(th['alpha_l'].get('global'), '.4f')}, semantic branch ends at {_f(sem_end, '.3f')}, "
+                     f"positional at {_f(pos_end, '.3f')}, eps_lin = {_f(th['eps_lin'], '.5g')}; runs straddle the "
+                     f"{case['landmark_kind']} = {_f(_num(case['landmark']), '.4f')}"
+                     + (f". Notes: {'; '.join(th['notes'].get('global', ()))}" if th["notes"].get("global") else "")
+                     + ".")
+    lines += ["", "## Gradient descent against the theory", ""] + table_lines(summary)
+    trends = [(case, r) for case in summary["cases"] for r in case["rows"] if r.get("trend")]
+    if trends:
+        lines += ["", "## Finite-size trend where GD and the theory disagree", "",
+                  "The same alpha and start at smaller d (same seeds): the gap to the theory at each d.", "",
+                  "| case | alpha | start | observable | theory | " + " | ".join(
+                      f"d = {p['d']}" for p in trends[0][1]["trend"]) + " |",
+                  "|---|---|---|---|---|" + "---|" * len(trends[0][1]["trend"])]
+        for case, r in trends:
+            for obs in r["agrees"]:
+                th = (r["theory"] or {}).get(obs)
+                cells = " | ".join(f"{_f(p[f'{obs}_mean'])} ± {_f(p[f'{obs}_std'], '.2g')}" for p in r["trend"])
+                lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {obs} | {_f(th)} | {cells} |")
+    lines += ["", "## Figure", "",
+              "* `general_suite.png`: per case, theory branches (only where they exist; a tick up from the x axis where one ends) and GD "
+              "means ± std; dotted: the alpha the runs straddle.", ""]
+    return "\n".join(lines)
+
+
+def write_general_report(summary: dict[str, Any], out_dir: str | Path) -> None:
+    """Write ``general_suite.png``, ``summary.json`` and ``report.md`` into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    plot_general(summary, out / "general_suite.png")
+    (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=1))
+    (out / "report.md").write_text(render_general_markdown(summary))

@@ -1,0 +1,324 @@
+"""``attnphase validate --suite general``: gradient descent against the theory for the general model.
+
+The general model of docs/model.md section 7 (any L, per-token sigma_l, positional Gram P,
+row-stochastic A, student rank r, teacher rank r*) checked case by case. Each
+:class:`SuiteCase` is one model; for each, gradient descent starts from the semantic and from the
+positional initialisation at alphas on both sides of the model's ``alpha_c``, and the run means
+are compared with the state evolution's fixed point reached from the same start (the agreement
+rule of :mod:`attnphase.validation.report`: 2 standard errors + 10 %).
+
+The alphas come from the theory: the suite first computes ``phase_boundaries`` (global proximal
+map) over a grid for every case whose theory exists, then takes the largest grid alpha at or below
+``BELOW * alpha_c`` and the smallest at or above ``ABOVE * alpha_c``. Where the model has no
+``alpha_c`` (the branches never coexist on the grid) the semantic branch's end takes its place and
+the report says so. A case whose ranks the state evolution does not implement yet
+(:func:`theory_available`) runs at its stated ``alphas`` and is reported as *theory pending*.
+
+Extending the suite: add a :class:`SuiteCase` to :data:`GENERAL_CASES` (a key, a title, the model,
+and ``alphas`` for a case without theory). When the numerics gain a model (rank r >= 2), widen
+:func:`theory_available`; nothing else changes.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from attnphase.theory.params import ModelParams
+
+from .branch_segments import exists_at
+from .experiments import SimResult, SimSpec, run_simulation
+from .reference import TheoryAtOmega, TheorySettings
+
+#: Simplex Gram of L = 3 positional encodings (unit norms, equal angles; the L = 3 analogue of the paper's P).
+SIMPLEX_P3 = ((1.0, -0.5, -0.5), (-0.5, 1.0, -0.5), (-0.5, -0.5, 1.0))
+#: A non-symmetric row-stochastic A at L = 3 (circulant: each token attends forward more than back).
+FORWARD_A3 = ((0.6, 0.3, 0.1), (0.1, 0.6, 0.3), (0.3, 0.1, 0.6))
+
+#: The alphas of a case with theory: grid points at or below BELOW x alpha_c and at or above ABOVE x alpha_c.
+BELOW, ABOVE = 0.85, 1.2
+#: The initialisations compared, and the observables compared for each (the branch each start targets).
+INITS = ("semantic", "positional")
+COMPARED = {"semantic": ("abs_theta", "eps_g"), "positional": ("m_norm", "eps_g")}
+#: Aggregated observables per (case, alpha, init).
+OBSERVABLES = ("m_norm", "abs_theta", "q", "eps_g", "e_t")
+
+
+@dataclass(frozen=True)
+class SuiteCase:
+    """One model of the suite.
+
+    Attributes:
+        key: short name (``"a"``), used in file names and tables.
+        title: what the case varies, for the report.
+        params: the model (omega included).
+        alphas: the alphas of a case without theory (ignored where the theory gives alpha_c).
+    """
+
+    key: str
+    title: str
+    params: ModelParams
+    alphas: tuple[float, ...] = ()
+
+
+GENERAL_CASES: tuple[SuiteCase, ...] = (
+    SuiteCase("a", "L = 3, non-symmetric A, simplex P", ModelParams(L=3, A=FORWARD_A3, P=SIMPLEX_P3, omega=0.3),
+              alphas=(0.5, 2.0)),
+    SuiteCase("b", "unequal sigma = (0.4, 0.6)", ModelParams(sigma=(0.4, 0.6), omega=0.3), alphas=(0.5, 2.0)),
+    SuiteCase("c", "A = [[0.3, 0.7], [0.8, 0.2]], omega = 0.14", ModelParams(A=((0.3, 0.7), (0.8, 0.2)), omega=0.14),
+              alphas=(0.5, 2.0)),
+    SuiteCase("d", "rank r = 2 student, rank-1 teacher", ModelParams(r=2, omega=0.3), alphas=(0.5, 2.0)),
+    SuiteCase("e", "r = r* = 2", ModelParams(r=2, r_star=2, omega=0.3), alphas=(0.5, 2.0)),
+)
+
+
+def theory_available(params: ModelParams) -> bool:
+    """Whether the suite has a theory job for this model: today the rank-1 state evolution (r = r* = 1;
+    the rank-r solver, ``numerics.rank_se.solve_rank``, is not wired into the suite yet)."""
+    return params.r == 1 and params.r_star == 1
+
+
+@dataclass(frozen=True)
+class GeneralPlan:
+    """Everything ``validate --suite general`` runs.
+
+    Attributes:
+        quick: the reduced plan.
+        d: embedding dimension of every run.
+        seeds: seeds per (case, alpha, init).
+        cases: the models.
+        grid: alpha grid of the theory (phase boundaries and both branches).
+        n_test, device, dtype: as in :class:`attnphase.validation.experiments.SimSpec`.
+        theory: accuracy of the numerics calls; theory_workers: processes computing it.
+        trend_ds: smaller dimensions at which a (case, alpha, start) that disagrees with the theory is run
+            again (same seeds): the finite-size trend of the gap.
+    """
+
+    quick: bool
+    d: int
+    seeds: tuple[int, ...]
+    cases: tuple[SuiteCase, ...] = GENERAL_CASES
+    grid: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
+    n_test: int = 10000
+    device: str = "auto"
+    dtype: str = "float64"
+    theory: TheorySettings = field(default_factory=TheorySettings)
+    theory_workers: int = 2
+    trend_ds: tuple[int, ...] = ()
+
+    def spec(self, case: SuiteCase, alpha: float, init: str, seed: int, d: int | None = None) -> SimSpec:
+        return SimSpec(d=d or self.d, alpha=alpha, init=init, seed=seed, params=case.params, n_test=self.n_test,
+                       device=self.device, dtype=self.dtype)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["cases"] = [{"key": c.key, "title": c.title, "params": c.params.to_dict(), "alphas": list(c.alphas),
+                         "theory": theory_available(c.params)} for c in self.cases]
+        return out
+
+
+def general_plan(quick: bool = False, d: int | None = None, seeds: int | None = None, device: str = "auto",
+                 dtype: str = "float64") -> GeneralPlan:
+    """The suite's plan: quick (d = 200, 3 seeds, coarse theory; minutes on 2 cores) or full (d = 1000, 4 seeds)."""
+    if quick:
+        d = d or 200
+        return GeneralPlan(quick=True, d=d, seeds=tuple(range(seeds or 3)), n_test=4000, device=device,
+                           dtype=dtype, theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2),
+                           trend_ds=tuple(x for x in (d // 4, d // 2) if x >= 10))
+    d = d or 1000
+    return GeneralPlan(quick=False, d=d, seeds=tuple(range(seeds or 4)),
+                       grid=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0), device=device, dtype=dtype,
+                       theory=TheorySettings(xtol=1e-3), trend_ds=tuple(x for x in (d // 4, d // 2) if x >= 10))
+
+
+# --- choosing the alphas -----------------------------------------------------------------------
+
+def landmark(theory: TheoryAtOmega) -> tuple[float, str]:
+    """(the alpha the case's runs straddle, what it is): alpha_c, else the semantic branch's end."""
+    ac = theory.alpha_c.get("global", math.nan)
+    if math.isfinite(ac):
+        return ac, "alpha_c"
+    end = theory.curves[("semantic", "global")].end if ("semantic", "global") in theory.curves else math.nan
+    if math.isfinite(end):
+        return end, "semantic branch end (no alpha_c)"
+    return math.nan, "none (no alpha_c, no semantic branch end on the grid)"
+
+
+def alphas_around(grid: tuple[float, ...], alpha: float, fallback: tuple[float, ...]) -> tuple[float, ...]:
+    """The largest grid alpha <= BELOW x alpha and the smallest >= ABOVE x alpha (``fallback`` if alpha is NaN)."""
+    if not math.isfinite(alpha):
+        return tuple(fallback)
+    below = [a for a in grid if a <= BELOW * alpha]
+    above = [a for a in grid if a >= ABOVE * alpha]
+    return tuple(x for x in (max(below) if below else None, min(above) if above else None) if x is not None)
+
+
+# --- aggregation -------------------------------------------------------------------------------
+
+def _value(r: SimResult, obs: str) -> float:
+    if obs == "abs_theta":
+        return abs(r.theta)
+    if obs == "m_norm":
+        return r.m_norm
+    return float(getattr(r, obs))
+
+
+def theory_point(theory: TheoryAtOmega | None, init: str, alpha: float) -> dict[str, Any] | None:
+    """The theory's fixed point reached from ``init``'s start at ``alpha`` (global prox), or None.
+
+    ``exists``: it is the start's branch (converged, its family, on the branch's side of its end); a point
+    past the end (e.g. a noise-level theta below the semantic end) is still the fixed point the state
+    evolution reaches from that start, and is compared as such (the report says which it is)."""
+    if theory is None or (init, "global") not in theory.curves:
+        return None
+    curve = theory.curve(init, "global")
+    for rec in curve.records:
+        if abs(rec["alpha"] - alpha) < 1e-9:
+            return {"branch_reached": rec["branch"], "converged": rec["converged"],
+                    "exists": exists_at(rec, init, curve.end),
+                    "m_norm": rec.get("m_norm", abs(rec["m"])), "abs_theta": abs(rec["theta"]), "q": rec["q"],
+                    "eps_g": rec["eps_g"], "e_t": rec["e_t"]}
+    return None
+
+
+def agreement(mean: float, std: float, n: int, theory: float) -> bool:
+    """The report's rule: ``|mean - theory| <= 2 std / sqrt(n) + 10 % |theory|``."""
+    from .report import REL_TOL
+
+    return abs(mean - theory) <= 2 * std / math.sqrt(n) + REL_TOL * abs(theory)
+
+
+def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega | None,
+              mark: tuple[float, str]) -> list[dict[str, Any]]:
+    """Mean and std over seeds per (alpha, init), the theory beside them and the verdict per compared observable."""
+    groups: dict[tuple[float, str], list[SimResult]] = {}
+    for r in results:
+        groups.setdefault((r.alpha, r.init), []).append(r)
+    rows = []
+    for (alpha, init), rs in sorted(groups.items()):
+        row: dict[str, Any] = {"case": case.key, "alpha": alpha, "init": init, "n_runs": len(rs),
+                               "n_converged": sum(r.converged for r in rs),
+                               "side": ("below" if alpha < mark[0] else "above") if math.isfinite(mark[0]) else "",
+                               "theory": theory_point(theory, init, alpha)}
+        for obs in OBSERVABLES:
+            v = np.array([_value(r, obs) for r in rs], dtype=float)
+            row[f"{obs}_mean"], row[f"{obs}_std"] = float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
+        th = row["theory"]
+        row["agrees"] = {}
+        for obs in COMPARED[init]:
+            ok = th is not None and th["converged"] and th.get(obs) is not None and math.isfinite(th[obs])
+            row["agrees"][obs] = agreement(row[f"{obs}_mean"], row[f"{obs}_std"], len(rs), th[obs]) if ok else None
+        row["status"] = ("theory pending" if theory is None else
+                         "no theory point" if any(v is None for v in row["agrees"].values()) else
+                         "agrees" if all(row["agrees"].values()) else "disagrees")
+        rows.append(row)
+    return rows
+
+
+# --- the run -----------------------------------------------------------------------------------
+
+def _run_specs(specs: list[SimSpec], bar: Any) -> list[SimResult]:
+    out = []
+    for s in specs:
+        out.append(run_simulation(s))
+        bar.update(1)
+    return out
+
+
+def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = True,
+                      store: Any = None) -> dict[str, Any]:
+    """Theory (tasks of the execution layer, kept in ``store``, default ``out_dir/tasks``) and simulations
+    (this process) of every case; returns the summary dict."""
+    from tqdm.auto import tqdm
+
+    t0 = time.perf_counter()
+    out_dir = Path(out_dir)
+    with_theory = [c for c in plan.cases if theory_available(c.params)]
+    pending = [c for c in plan.cases if not theory_available(c.params)]
+    jobs = [(c.params, plan.grid, ("global",), (), plan.theory) for c in with_theory]
+    n_sims = len(plan.cases) * 2 * len(INITS) * len(plan.seeds)
+    results: dict[str, list[SimResult]] = {}
+    # the theory: one task per case on the execution layer (kept in OUT/tasks: a rerun reuses it)
+    from attnphase.execution import ExecutorSpec, ResultStore, run_tasks
+    from attnphase.execution.progress import TaskBar
+
+    from .jobs import theory_task, validation_version
+
+    version = validation_version()
+    store = store if store is not None else ResultStore(out_dir / "tasks")
+    cached = sum(store.load(theory_task(j, version).key) is not None for j in jobs)
+    with TaskBar("general-suite theory", unit="task", quiet=not progress) as tbar:
+        outs = run_tasks([theory_task(j, version) for j in jobs], executor=ExecutorSpec(workers=plan.theory_workers),
+                         store=store, version=version, progress=tbar)
+    failed = [o for o in outs if not o.ok]
+    if failed:
+        raise RuntimeError(f"general-suite theory: {len(failed)} task(s) failed: {failed[0].reason}")
+    theories = {c.key: o.value for c, o in zip(with_theory, outs)}
+    with tqdm(total=n_sims, desc="simulations", disable=not progress, file=sys.stderr) as bar:
+        sim_t0 = time.perf_counter()
+        for c in pending:
+            results[c.key] = _run_specs([plan.spec(c, a, i, s) for a in c.alphas for i in INITS for s in plan.seeds], bar)
+        marks: dict[str, tuple[float, str]] = {c.key: (math.nan, "theory pending") for c in pending}
+        alphas: dict[str, tuple[float, ...]] = {c.key: c.alphas for c in pending}
+        for c in with_theory:
+            marks[c.key] = landmark(theories[c.key])
+            alphas[c.key] = alphas_around(plan.grid, marks[c.key][0], c.alphas)
+            results[c.key] = _run_specs([plan.spec(c, a, i, s) for a in alphas[c.key] for i in INITS
+                                         for s in plan.seeds], bar)
+        cases = []
+        for c in plan.cases:
+            th = theories.get(c.key)
+            rows = case_rows(c, results[c.key], th, marks[c.key])
+            for row in (r for r in rows if r["status"] == "disagrees" and plan.trend_ds):
+                row["trend"] = finite_size_trend(plan, c, row, results[c.key], bar)
+            cases.append({
+                "key": c.key, "title": c.title, "params": c.params.to_dict(), "theory_available": th is not None,
+                "landmark": marks[c.key][0], "landmark_kind": marks[c.key][1], "alphas": list(alphas[c.key]),
+                "theory": th.to_dict() if th is not None else None, "rows": rows,
+            })
+        sim_seconds = time.perf_counter() - sim_t0
+    runs = [r for c in plan.cases for r in results[c.key]]
+    return {
+        "suite": "general", "plan": plan.to_dict(), "cases": cases,
+        "wall_seconds": time.perf_counter() - t0, "simulation_seconds": sim_seconds,
+        "theory_seconds": sum(t.seconds for t in theories.values()),
+        "theory_jobs_cached": cached,
+        "n_simulations": len(runs), "all_converged": all(r.converged for r in runs),
+        "runs": [{"case": c.key, **r.to_dict()} for c in plan.cases for r in results[c.key]],
+    }
+
+
+def finite_size_trend(plan: GeneralPlan, case: SuiteCase, row: dict[str, Any], runs: list[SimResult],
+                      bar: Any) -> list[dict[str, Any]]:
+    """The compared observables of a disagreeing row at ``plan.trend_ds`` and at ``plan.d`` (same seeds, same
+    alpha and start): ``[{d, <obs>_mean, <obs>_std, n}]`` by increasing d -- does the gap close with d?"""
+    bar.total = (bar.total or 0) + len(plan.trend_ds) * len(plan.seeds)
+    out = []
+    for d in (*plan.trend_ds, plan.d):
+        rs = [r for r in runs if r.alpha == row["alpha"] and r.init == row["init"]] if d == plan.d else \
+            _run_specs([plan.spec(case, row["alpha"], row["init"], s, d=d) for s in plan.seeds], bar)
+        point: dict[str, Any] = {"d": d, "n": len(rs)}
+        for obs in COMPARED[row["init"]]:
+            v = np.array([_value(r, obs) for r in rs], dtype=float)
+            point[f"{obs}_mean"], point[f"{obs}_std"] = float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
+        out.append(point)
+    return out
+
+
+def run_general_validation(plan: GeneralPlan, out_dir: str | Path, progress: bool = True,
+                           store: Any = None) -> dict[str, Any]:
+    """Run the suite and write ``report.md``, ``summary.json`` and ``general_suite.png`` into ``out_dir``
+    (the theory's tasks kept in ``store``, default ``out_dir/tasks``)."""
+    from .general_report import write_general_report
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = run_general_suite(plan, out, progress=progress, store=store)
+    write_general_report(summary, out)
+    return summary
