@@ -161,8 +161,8 @@ def test_validate_general_suite_wiring(tmp_path, capsys, monkeypatch):
 
     seen = {}
 
-    def fake(plan, out_dir, progress=True):
-        seen.update(plan=plan, out_dir=out_dir)
+    def fake(plan, out_dir, progress=True, store=None):
+        seen.update(plan=plan, out_dir=out_dir, store=store)
         return {"wall_seconds": 2.0, "all_converged": False}
 
     monkeypatch.setattr(suite, "run_general_validation", fake)
@@ -178,6 +178,7 @@ def test_validate_general_suite_wiring(tmp_path, capsys, monkeypatch):
     assert code == 1 and len(out) == 1 and json.loads(out[0])["all_converged"] is False
     plan = seen["plan"]
     assert plan.quick and plan.d == 200 and [c.key for c in plan.cases] == ["a", "b", "c", "d", "e"]
+    assert seen["store"].folder == tmp_path / "g" / "tasks"  # the theory's tasks kept outside the staging folder
 
 
 def test_a_rerun_into_the_same_out_reuses_the_theory_cache(tmp_path):
