@@ -109,13 +109,19 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
         err = quadrature_error(fp, n_rules=n_rules, config=cfg)
         rec.update({f"err_{k}": v for k, v in err.std.items()})
-    if args.json:
+    return print_record(rec, reason, fp.status.converged, args.json)
+
+
+def print_record(rec: dict, reason: str, converged: bool, as_json: bool, show=lambda v: v) -> int:
+    """Print a solve record (one JSON object, or ``key  value`` lines with ``show(value)``) and the
+    warning or note its ``reason`` calls for; the exit code: 0, 1 (not converged) or EXIT_NO_BRANCH."""
+    if as_json:
         print(json.dumps(opt.json_value(rec)))
     else:
         width = max(len(k) for k in rec)
         for k, v in rec.items():
-            print(f"{k:>{width}}  {v}")
-    if not fp.status.converged:
+            print(f"{k:>{width}}  {show(v)}")
+    if not converged:
         print(f"attnphase: warning: {reason}", file=sys.stderr)
         return 1
     if reason:

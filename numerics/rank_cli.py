@@ -21,9 +21,7 @@ from typing import Any
 import numpy as np
 
 from attnphase import options as opt
-
-#: Exit code of a solve that reached another branch than the one asked for (as numerics/cli.py).
-EXIT_NO_BRANCH = 3
+from attnphase.numerics.cli import EXIT_NO_BRANCH, print_record
 
 #: Record entries with a standard deviation under ``--error-estimate``.
 ERROR_KEYS = ("eps_g", "e_t", "q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms")
@@ -98,19 +96,7 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
     if n_rules and fp.converged:
         out.update(rank_error_estimate(fp, n_rules, cfg))
     out["reason"] = reason
-    if args.json:
-        print(json.dumps(opt.json_value(out)))
-    else:
-        width = max(len(k) for k in out)
-        for k, v in out.items():
-            print(f"{k:>{width}}  {opt.json_value(v)}")
-    if not fp.converged:
-        print(f"attnphase: warning: {reason}", file=sys.stderr)
-        return 1
-    if reason:
-        print(f"attnphase: {reason} (exit code {EXIT_NO_BRANCH})", file=sys.stderr)
-        return EXIT_NO_BRANCH
-    return 0
+    return print_record(out, reason, fp.converged, args.json, show=opt.json_value)
 
 
 def sweep_rank_file_name(branch: str, omega: float, r: int, r_star: int) -> str:
