@@ -56,8 +56,14 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
     # at CURVES_OMEGA the first rule's task also follows the whole positional branch (its curves)
     tasks = [boundaries_task(m, alphas, config, k, tag, version, whole=k == 0 and abs(m.omega - CURVES_OMEGA) < 1e-12)
              for m, tag in zip(models, tags) for k in range(reps)]
+    # the longest task (the whole positional branch) submitted first: it does not end the run alone
+    order = sorted(range(len(tasks)), key=lambda i: not tasks[i].arg[3])
     with TaskBar(desc, unit="task", quiet=quiet) as bar:
-        outs = run_tasks(tasks, executor=executor, store=store, fresh=fresh, version=version, progress=bar)
+        done = run_tasks([tasks[i] for i in order], executor=executor, store=store, fresh=fresh, version=version,
+                         progress=bar)
+    outs = [done[0]] * len(tasks)
+    for k, i in enumerate(order):
+        outs[i] = done[k]
     rows = [boundaries_or_failure(outs[i * reps], m.omega) for i, m in enumerate(models)]
     errors = None
     if n_rules:
