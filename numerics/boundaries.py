@@ -324,24 +324,14 @@ def phase_diagram(
     config: SolverConfig | None = None,
     progress: Callable[[Boundaries], None] | None = None,
     workers: int = 1,
-    whole_branches_at: float | None = None,
 ) -> list[Boundaries]:
     """Boundaries at every omega of ``omegas`` (other parameters from ``params``), in that order.
 
     ``workers`` > 1 computes the omegas in that many processes (:mod:`attnphase.numerics.parallel`;
-    the same numbers, the fixed points without their solver memory).  At ``whole_branches_at``
-    (one of ``omegas``) the positional branch is also followed below the alphas the boundaries
-    need (:func:`positional_grid`), over the whole grid, for its curves.
+    the same numbers, the fixed points without their solver memory).
     """
-    jobs = [(params.replace(omega=float(w)), None if alphas is None else list(alphas), config,
-             whole_branches_at is not None and abs(float(w) - whole_branches_at) < 1e-12) for w in omegas]
-    # the longest job (the whole positional branch) first: it does not end the pool's run alone
-    order = sorted(range(len(jobs)), key=lambda i: not jobs[i][3])
-    done = map_in_order(boundaries_job, [jobs[i] for i in order], workers, progress)
-    out: list[Boundaries] = [done[0]] * len(jobs)
-    for k, i in enumerate(order):
-        out[i] = done[k]
-    return out
+    jobs = [(params.replace(omega=float(w)), None if alphas is None else list(alphas), config) for w in omegas]
+    return map_in_order(boundaries_job, jobs, workers, progress)
 
 
 def boundaries_job(job: tuple) -> Boundaries:

@@ -277,10 +277,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(json.dumps(opt.json_value(obj | {"tasks": counts, "dataset": str(out_dir / f"sweep_{args.branch}.nc")})))
     if failures:
         print(f"attnphase: {failures}", file=sys.stderr)
-    if n_failed or failures:
+    return sweep_exit_code(args.branch, n_failed + bool(failures), n_on)
+
+
+def sweep_exit_code(branch: str, n_failed: int, n_on: int) -> int:
+    """1 if a point (or a task) failed, EXIT_NO_BRANCH (said on stderr) if the branch is at no alpha, else 0."""
+    if n_failed:
         return 1
     if n_on == 0:
-        print(f"attnphase: no {args.branch} fixed point at any alpha of the grid (exit code {EXIT_NO_BRANCH})",
+        print(f"attnphase: no {branch} fixed point at any alpha of the grid (exit code {EXIT_NO_BRANCH})",
               file=sys.stderr)
         return EXIT_NO_BRANCH
     return 0

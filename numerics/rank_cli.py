@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from attnphase import options as opt
-from attnphase.numerics.cli import EXIT_NO_BRANCH, print_record
+from attnphase.numerics.cli import print_record, sweep_exit_code
 
 #: Record entries with a standard deviation under ``--error-estimate``.
 ERROR_KEYS = ("eps_g", "e_t", "q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms")
@@ -176,10 +176,4 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
                                          "file": str(path), "end": None, "on_branch": n_on,
                                          "not_converged": n_failed, "rows": rows})))
     print(f"wrote {len(rows)} rows to {path}" + (f" ({n_failed} not converged)" if n_failed else ""), file=sys.stderr)
-    if n_failed:
-        return 1
-    if n_on == 0:
-        print(f"attnphase: no {args.branch} fixed point at any alpha of the grid (exit code {EXIT_NO_BRANCH})",
-              file=sys.stderr)
-        return EXIT_NO_BRANCH
-    return 0
+    return sweep_exit_code(args.branch, n_failed, n_on)
