@@ -299,7 +299,15 @@ def replace_fn(task, fn):
 
 
 def cmd_phase_diagram(args: argparse.Namespace) -> int:
-    """``attnphase phase-diagram``: the boundaries over omega into ``--out DIR`` (all files or none)."""
+    """``attnphase phase-diagram``: the boundaries over omega into ``--out DIR`` (all files or none);
+    ``--rank R --teacher-rank R*`` with r or r* >= 2: the rank-r boundaries (numerics.rank_cli)."""
+    from attnphase.numerics.rank_cli import ranks_from_args
+
+    r, r_star = ranks_from_args(args)
+    if (r, r_star) != (1, 1):
+        from attnphase.numerics.rank_cli import cmd_phase_diagram_rank
+
+        return cmd_phase_diagram_rank(args, r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
     params, omegas = opt.omegas_from_args(args)
     cfg = opt.config_from_args(args)

@@ -5,7 +5,9 @@ One task is one independent continuation computation, warm starts staying inside
 * :func:`boundaries_task` -- :func:`~attnphase.numerics.boundaries.phase_boundaries` at one model
   (one omega; one value of a scanned parameter), on the k-th replicate of every quadrature role
   for ``--error-estimate``;
-* :func:`sweep_task` -- one branch over the alpha grid at one model (``sweep`` over several omegas).
+* :func:`sweep_task` -- one branch over the alpha grid at one model (``sweep`` over several omegas);
+* :func:`rank_boundaries_task` -- the rank-r boundaries at one omega
+  (:func:`~attnphase.numerics.rank_boundaries.rank_phase_boundaries`, ``phase-diagram --rank``).
 
 A task's key hashes the model, the alpha grid, the whole SolverConfig and the code version of the
 theory and numerics layers (:func:`attnphase.execution.code_version`), so a stored result answers
@@ -28,7 +30,7 @@ from attnphase.theory.params import ModelParams
 NUMERICS_CODE = ("attnphase.theory", "attnphase.numerics")
 #: ... but for the modules that only present results (tables, figures, datasets, the commands):
 #: an edit there keeps a job's stored tasks valid.
-PRESENTATION = ("cli.py", "report.py", "plots.py", "scan.py", "dataset.py", "latex.py", "notes.py")
+PRESENTATION = ("cli.py", "report.py", "rank_cli.py", "rank_report.py", "plots.py", "scan.py", "dataset.py", "latex.py", "notes.py")
 
 
 def numerics_version() -> str:
@@ -60,6 +62,19 @@ def sweep_task(params: ModelParams, alphas: Sequence[float], branch: str, config
     identity = {"params": params.to_dict(), "alphas": list(alphas), "branch": branch, "config": config.as_dict()}
     return Task(task_key(sweep_job, identity, version or numerics_version()), f"omega={params.omega:g}", sweep_job,
                 (params, sorted(alphas), branch, config))
+
+
+def rank_boundaries_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig,
+                         version: str | None = None) -> Task:
+    """The rank-r boundaries at ``params`` (its omega, r, r*) on the grid ``alphas``."""
+    from attnphase.numerics.rank_boundaries import rank_boundaries_job
+    from attnphase.numerics.rank_starts import teacher_rank
+
+    identity = {"params": params.to_dict(), "r": params.r, "r_star": teacher_rank(params),
+                "alphas": sorted(alphas), "config": config.as_dict()}
+    return Task(task_key(rank_boundaries_job, identity, version or numerics_version()),
+                f"omega={params.omega:g} rank {params.r}x{teacher_rank(params)}", rank_boundaries_job,
+                (params, sorted(alphas), config))
 
 
 def boundaries_or_failure(outcome: Outcome, omega: float) -> Boundaries:

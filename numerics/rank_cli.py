@@ -177,3 +177,64 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
                                          "not_converged": n_failed, "rows": rows})))
     print(f"wrote {len(rows)} rows to {path}" + (f" ({n_failed} not converged)" if n_failed else ""), file=sys.stderr)
     return sweep_exit_code(args.branch, n_failed, n_on)
+
+
+def rank_model_and_config(args: argparse.Namespace, r: int, r_star: int, omega: float) -> tuple[Any, Any]:
+    """(ModelParams with the ranks, SolverConfig) of a rank-r command, every option checked: the model group's
+    checks see a rank-1 model (the ranks are set after); the rank-r solver takes ``--prox global`` and Sobol rules."""
+    from attnphase.numerics.rank_se import with_ranks
+
+    plain = copy.copy(args)
+    plain.rank, plain.teacher_rank = 1, 1
+    params = with_ranks(opt.params_from_args(plain, omega=omega), r, r_star)
+    cfg = opt.config_from_args(args)
+    if cfg.prox != "global":
+        raise ValueError(f"--prox {cfg.prox}: the rank-r state evolution implements the global proximal map only")
+    if not str(cfg.quadrature).strip().lower().startswith("sobol"):
+        raise ValueError(f"--quadrature {cfg.quadrature}: the rank-r state evolution uses scrambled Sobol rules "
+                         f"(sobolK[:REPS:SEED]); its L (r + r*) = {params.L * (r + r_star)} dimensions rule out tensor grids")
+    opt.check_supported(params, cfg)
+    return params, cfg
+
+
+def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
+    """``attnphase phase-diagram --rank R --teacher-rank R*`` (r or r* >= 2): per omega one task of
+    :func:`~attnphase.numerics.rank_boundaries.rank_phase_boundaries` (branches semantic, positional and,
+    at r >= 2, mixed; their ends, alpha_c, alpha_l, each with its bracket width), into ``--out DIR``:
+    phase_diagram.csv/.json/.nc/.png (numerics/rank_report.py).  Exit code 1 if a task failed."""
+    import contextlib
+
+    from attnphase.numerics.cli import TASKS_FOLDER, command_line
+
+    if opt.error_estimate_from_args(args):
+        raise ValueError("--error-estimate: the rank-r phase diagram reports bracket widths as its errors; "
+                         "replicates over rules are not implemented for it")
+    alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
+    omegas = opt.parse_values(args.omega, "--omega")
+    params, cfg = rank_model_and_config(args, r, r_star, omegas[0])
+    for w in omegas:
+        rank_model_and_config(args, r, r_star, w)
+    executor = opt.executor_from_args(args)
+    opt.check_grid(len(omegas) * len(alphas), opt.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)",
+                   "--omega/--alpha", args.large)
+    out_dir = opt.out_dir_from_args(args)
+    opt.announce_defaults(args, params)
+    from attnphase.execution import ResultStore
+    from attnphase.numerics.rank_boundaries import rank_branches
+    from attnphase.numerics.rank_report import run_rank_phase_diagram
+
+    if not args.quiet:
+        print(f"attnphase: rank r = {r}, r* = {r_star}: branches {', '.join(rank_branches(r))} over {len(alphas)} alpha "
+              f"values at {len(omegas)} omega(s) on {cfg.quadrature}, then bisections and root searches "
+              "(minutes per omega)", file=sys.stderr)
+    store = ResultStore(out_dir / TASKS_FOLDER)
+    with opt.staged_output(out_dir) as stage:
+        shown = {str(stage): str(out_dir)}
+        stdout = opt.Rewriting(sys.stderr if args.json else sys.stdout, shown)
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(opt.Rewriting(sys.stderr, shown)):
+            code = run_rank_phase_diagram(params, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
+                                          executor=executor, store=store, fresh=args.fresh, command=command_line())
+        meta = json.loads((stage / "phase_diagram.json").read_text())
+    if args.json:
+        print(json.dumps(opt.json_value(meta | {"out": str(out_dir)})))
+    return int(code or 0)

@@ -6,7 +6,9 @@
 * :func:`bracketed_log_root` -- bracket a monotone function of log x by doubling steps from a
   guess, then Brent (alpha at a fixed order parameter, :class:`attnphase.numerics.se_map.FixedOrder`);
 * :func:`bisect_last_true` -- bisection for where a predicate, true at one end, stops holding
-  (a branch's end by solver failure or label change).
+  (a branch's end by solver failure or label change);
+* :func:`illinois_bracket` -- regula falsi with the Illinois modification, returning the final
+  bracket (the rank-r boundaries: its width is the error they report).
 """
 
 from __future__ import annotations
@@ -104,3 +106,37 @@ def bisect_last_true(holds: Callable[[float, T], T | None], good_x: float, good:
         else:
             hi = mid
     return 0.5 * (lo_x + hi)
+
+
+def illinois_bracket(f: Callable[[float], float], a: float, b: float, fa: float, fb: float, xtol: float,
+                     max_iter: int = 40) -> tuple[float, float, float]:
+    """Root of f on [a, b] (fa, fb of opposite signs) by regula falsi with the Illinois modification
+    (the kept end's value halved when the same end is kept twice in a row), and a bisection step
+    whenever two steps did not halve the bracket; once the estimate moves by less than ``xtol / 2``
+    the next point is placed 0.4 ``xtol`` past it, towards the far end.  Returns (root, a', b'): the final bracket
+    a' <= root <= b', of width <= ``xtol``, and the falsi point inside it (RootNotFound after
+    ``max_iter`` evaluations)."""
+    if (fa < 0) == (fb < 0):
+        raise ValueError(f"no sign change on [{a}, {b}]: f = {fa:.3g}, {fb:.3g}")
+    kept, widths, last = 0, [b - a], math.nan
+    for _ in range(max_iter):
+        if b - a <= xtol:
+            return a + (b - a) * fa / (fa - fb), a, b
+        slow = len(widths) >= 3 and b - a > 0.5 * widths[-3]
+        x = 0.5 * (a + b) if slow else a + (b - a) * fa / (fa - fb)
+        if abs(x - last) < 0.5 * xtol:  # the estimate has settled: step past it to close the bracket
+            x = x + 0.4 * xtol if x - a < b - x else x - 0.4 * xtol
+        x = last = min(max(x, a + 0.25 * xtol), b - 0.25 * xtol)
+        fx = f(x)
+        if fx == 0:
+            return x, x, x
+        if (fx < 0) == (fa < 0):
+            a, fa = x, fx
+            fb, kept = (0.5 * fb if kept == 1 else fb), 1
+        else:
+            b, fb = x, fx
+            fa, kept = (0.5 * fa if kept == -1 else fa), -1
+        widths.append(b - a)
+    if b - a > xtol:
+        raise RootNotFound(f"root not bracketed to {xtol} after {max_iter} steps (bracket [{a:.5f}, {b:.5f}])")
+    return a + (b - a) * fa / (fa - fb), a, b
