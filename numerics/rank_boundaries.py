@@ -81,15 +81,21 @@ def follow_rank_branch(params: ModelParams, alphas: Sequence[float], branch: str
 def rank_eps_lin(params: ModelParams, cfg: SolverConfig) -> float:
     """eps_lin = 1/2 sum_{l,k} sigma_k^2 (1 - omega)^2 Var(softmax(h* h*^T)[l,k]), h*_l = sigma_l rho0^{1/2} eta_l
     in R^{r*} (docs/model.md section 5 with the rank-r* teacher): Gauss--Hermite at r* = 1
-    (:func:`~attnphase.numerics.observables.eps_lin`), the solve's Sobol rule over eta at r* >= 2."""
+    (:func:`~attnphase.numerics.observables.eps_lin`), :func:`sobol_eps_lin` on the solve's rule at r* >= 2."""
     from attnphase.numerics.observables import eps_lin
+
+    if teacher_rank(params) == 1:
+        return eps_lin(params.replace(r=1))
+    return sobol_eps_lin(params, cfg.quadrature)
+
+
+def sobol_eps_lin(params: ModelParams, spec: str) -> float:
+    """eps_lin of :func:`rank_eps_lin` with the moments of softmax(h* h*^T) on the Sobol rule ``spec``
+    over eta (L r* dimensions)."""
     from attnphase.theory.baseline import eps_lin_from_moments
     from attnphase.theory.rank_kernels import attention
 
-    rs = teacher_rank(params)
-    if rs == 1:
-        return eps_lin(params.replace(r=1))
-    rule = make_rank_rule(params.L, 1, rs, cfg.quadrature)
+    rule = make_rank_rule(params.L, 1, teacher_rank(params), spec)
     hstar = rule.eta * np.sqrt(params.sigma2 * params.rho0)[None, :, None]
     s = attention(hstar)
     mean = np.einsum("n,nij->ij", rule.weights, s)

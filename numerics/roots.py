@@ -113,9 +113,11 @@ def illinois_bracket(f: Callable[[float], float], a: float, b: float, fa: float,
     """Root of f on [a, b] (fa, fb of opposite signs) by regula falsi with the Illinois modification
     (the kept end's value halved when the same end is kept twice in a row), and a bisection step
     whenever two steps did not halve the bracket; once the estimate moves by less than ``xtol / 2``
-    the next point is placed 0.4 ``xtol`` past it, towards the far end.  Returns (root, a', b'): the final bracket
-    a' <= root <= b', of width <= ``xtol``, and the falsi point inside it (RootNotFound after
-    ``max_iter`` evaluations)."""
+    the next point is placed 0.4 ``xtol`` past it, towards the far end.  Returns (root, a', b'): the
+    falsi point inside the final bracket a' <= root <= b' of width <= ``xtol`` (a zero-width one where f
+    vanishes at a point tried); RootNotFound after ``max_iter`` evaluations."""
+    if fa == 0 or fb == 0:
+        return (a, a, a) if fa == 0 else (b, b, b)
     if (fa < 0) == (fb < 0):
         raise ValueError(f"no sign change on [{a}, {b}]: f = {fa:.3g}, {fb:.3g}")
     kept, widths, last = 0, [b - a], math.nan
