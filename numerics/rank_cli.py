@@ -62,18 +62,9 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
     on another branch than ``--branch``."""
     if args.branch == "mixed" and r < 2:
         raise ValueError(f"--branch mixed needs --rank >= 2 (a positional and a semantic direction), got --rank {r}")
-    plain = copy.copy(args)
-    plain.rank, plain.teacher_rank = 1, 1  # the model group's checks see a rank-1 model; the ranks are set below
-    from attnphase.numerics.rank_se import solve_rank, with_ranks
+    from attnphase.numerics.rank_se import solve_rank
 
-    params = with_ranks(opt.params_from_args(plain, omega=opt.single_omega(args, "solve")), r, r_star)
-    cfg = opt.config_from_args(args)
-    if cfg.prox != "global":
-        raise ValueError(f"--prox {cfg.prox}: the rank-r state evolution implements the global proximal map only")
-    if not str(cfg.quadrature).strip().lower().startswith("sobol"):
-        raise ValueError(f"--quadrature {cfg.quadrature}: the rank-r state evolution uses scrambled Sobol rules "
-                         f"(sobolK[:REPS:SEED]); its L (r + r*) = {params.L * (r + r_star)} dimensions rule out tensor grids")
-    opt.check_supported(params, cfg)
+    params, cfg = rank_model_and_config(args, r, r_star, opt.single_omega(args, "solve"))
     n_rules = opt.error_estimate_from_args(args)
     opt.announce_defaults(args, params)
     fp = solve_rank(params, alpha, args.branch, config=cfg)
@@ -106,28 +97,21 @@ def sweep_rank_file_name(branch: str, omega: float, r: int, r_star: int) -> str:
 
 def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     """``attnphase sweep --rank R --teacher-rank R*`` (r or r* >= 2): the branch followed over the alpha grid
-    by warm starts (the first point from the rank-1 fixed points), one row per alpha into
+    by warm starts (:func:`~attnphase.numerics.rank_boundaries.follow_rank_branch`; the first point from the
+    rank-1 fixed points), one row per alpha into
     DIR/sweep_<branch>_omega<omega>_rank<r>x<r*>.csv: alpha, branch, e_t, eps_g, the invariants (one column
     per eigenvalue / singular value / token), gauge_angle, converged, iterations, residual, reason.  A
-    point that does not converge is retried from the embedded start before it is reported.  Branch ends
-    are not located at rank r >= 2.  Exit code 1 if a point did not converge, 3 if no point is on the branch."""
+    point that does not converge onto the branch is retried from the embedded start before it is reported.
+    Branch ends are located by ``phase-diagram --rank``, not here.  Exit code 1 if a point did not converge, 3 if no point is on the branch."""
     import csv
     import io
 
     if args.branch == "mixed" and r < 2:
         raise ValueError(f"--branch mixed needs --rank >= 2 (a positional and a semantic direction), got --rank {r}")
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
-    plain = copy.copy(args)
-    plain.rank, plain.teacher_rank = 1, 1
-    from attnphase.numerics.rank_se import solve_rank, with_ranks
+    from attnphase.numerics.rank_boundaries import follow_rank_branch
 
-    params = with_ranks(opt.params_from_args(plain, omega=opt.single_omega(args, "sweep")), r, r_star)
-    cfg = opt.config_from_args(args)
-    if cfg.prox != "global":
-        raise ValueError(f"--prox {cfg.prox}: the rank-r state evolution implements the global proximal map only")
-    if not str(cfg.quadrature).strip().lower().startswith("sobol"):
-        raise ValueError(f"--quadrature {cfg.quadrature}: the rank-r state evolution uses scrambled Sobol rules")
-    opt.check_supported(params, cfg)
+    params, cfg = rank_model_and_config(args, r, r_star, opt.single_omega(args, "sweep"))
     opt.check_grid(len(alphas), opt.MAX_SWEEP_POINTS, "alpha values", "--alpha", args.large)
     out_dir = opt.out_dir_from_args(args)
     opt.announce_defaults(args, params)
@@ -135,11 +119,15 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     cols = (["alpha", "omega", "branch", "e_t", "eps_g"] + [f"q0_eig_{i + 1}" for i in range(r)]
             + [f"V0_eig_{i + 1}" for i in range(r)] + [f"th0_sv_{i + 1}" for i in range(min(r, r_star))]
             + [f"m_norm_{l + 1}" for l in range(L)] + ["gauge_angle", "converged", "iterations", "residual", "reason"])
-    rows, prev = [], None
-    for alpha in alphas:
-        fp = solve_rank(params, alpha, args.branch, config=cfg, init=prev) if prev is not None else None
-        if fp is None or not fp.converged:
-            fp = solve_rank(params, alpha, args.branch, config=cfg)
+    rows = []
+
+    def said(fp: Any) -> None:
+        if not args.quiet:
+            on = fp.branch if fp.converged else "not converged"
+            print(f"attnphase: alpha = {fp.alpha:g}: {on}, e_t = {fp.e_t:.6g}", file=sys.stderr, flush=True)
+
+    for fp in follow_rank_branch(params, alphas, args.branch, cfg, progress=said):
+        alpha = fp.alpha
         rec = fp.record()
         row: dict[str, Any] = {"alpha": alpha, "omega": params.omega, "branch": rec["branch"] if fp.converged else "",
                                "converged": fp.converged, "iterations": fp.evaluations, "residual": fp.residual}
@@ -156,11 +144,7 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
             row["reason"] = f"no {args.branch} fixed point here: the solve converged to the {fp.branch} one"
         else:
             row["reason"] = ""
-            prev = fp.overlaps
         rows.append(row)
-        if not args.quiet:
-            print(f"attnphase: alpha = {alpha:g}: {row['branch'] or 'not converged'}, e_t = {row['e_t']:.6g}",
-                  file=sys.stderr, flush=True)
     path = out_dir / sweep_rank_file_name(args.branch, params.omega, r, r_star)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
