@@ -105,6 +105,7 @@ BAD_MODEL_INPUT = [
     (["phase-diagram", "--rank", "2", "--error-estimate", "3"], "--error-estimate"),
     (["phase-diagram", "--rank", "2", "--omega", "1.5"], "--omega"),
     (["derive", "--rank", "2"], "--rank 2"),
+    (["scan", "--lam", "0.01,0.02", "--rank", "2"], "--rank 2"),
     (["check", "--rank", "2"], "--rank 2"),
     (["validate", "--rank", "2"], "--rank 2"),
     (["validate", "--suite", "general", "--L", "3"], "--L"),
