@@ -143,7 +143,7 @@ class RankBoundaries:
         """The CSV row: the boundaries with their errors and methods, each branch's first end, the notes."""
         out: dict[str, Any] = {k: getattr(self, k) for k in RANK_COLUMNS + ("eps_lin",)}
         for b in rank_branches(self.r):
-            e = self.end(b)
+            e = self.end(b)  # the first end; the others are in the notes
             out |= {f"{b}_end": e.alpha if e else math.nan, f"{b}_end_err": e.err if e else math.nan,
                     f"{b}_exists": e.exists if e else "", f"{b}_end_kind": e.kind if e else ""}
         return out | {"end_method": END_METHOD, "notes": "; ".join(self.notes)}
@@ -177,8 +177,18 @@ class _Points:
         return min(pts, key=lambda fp: abs(fp.alpha - alpha)) if pts else None
 
     def solve(self, branch: str, alpha: float) -> RankFixedPoint | None:
-        """The point on ``branch`` at alpha (kept), or None."""
-        fp = solve_on(self.params, alpha, branch, self.cfg, self.nearest(branch, alpha))
+        """The point on ``branch`` at alpha (kept), or None: warm-started from the nearest point on the
+        branch below alpha and from the nearest above (nearer first), then from the embedded start."""
+        below = [fp for fp in self.on[branch] if fp.alpha <= alpha]
+        above = [fp for fp in self.on[branch] if fp.alpha > alpha]
+        starts = [max(below, key=lambda fp: fp.alpha)] if below else []
+        starts += [min(above, key=lambda fp: fp.alpha)] if above else []
+        for near in sorted(starts, key=lambda fp: abs(fp.alpha - alpha)):
+            fp = solve_rank(self.params, alpha, branch, config=self.cfg, init=near.overlaps)
+            if on_rank_branch(fp, branch):
+                break
+        else:
+            fp = solve_rank(self.params, alpha, branch, config=self.cfg)
         if not on_rank_branch(fp, branch):
             return None
         self.on[branch].append(fp)
@@ -246,7 +256,7 @@ def rank_phase_boundaries(params: ModelParams, alphas: Sequence[float], config: 
     ends, notes = [], []
     for b, fps in sweeps.items():
         e, n = branch_ends(pts, b, fps, end_tol)
-        ends += e[:1]
+        ends += e
         notes += n
     lowest = [lowest_branch(sweeps, i) for i in range(len(grid))]
     c = _alpha_c(pts, sweeps, grid, lowest, ends, root_tol, notes)
@@ -258,48 +268,48 @@ def rank_phase_boundaries(params: ModelParams, alphas: Sequence[float], config: 
 
 
 def _alpha_c(pts: _Points, sweeps, grid, lowest, ends, tol, notes) -> tuple[float, float, str, str, str]:
-    """(alpha_c, err, from, to, method) at the first change of the lowest branch on the grid."""
-    nan = (math.nan, math.nan, "", "", "")
+    """(alpha_c, err, from, to, method) at the first change of the lowest branch on the grid that is a
+    boundary: both branches on at both grid points (a root of Delta e_t), or one of them starting or
+    ending there by a change of label; a change where a branch's solves stop converging is noted and
+    passed over (the solver's limit, not a crossing)."""
     changes = [i for i in range(len(grid) - 1) if lowest[i] and lowest[i + 1] and lowest[i] != lowest[i + 1]]
     if not changes:
         present = sorted(set(lowest) - {""})
         notes.append(f"alpha_c: the lowest-e_t branch is {'/'.join(present) or 'none'} over the whole grid "
                      f"[{grid[0]:g}, {grid[-1]:g}]: no change in range")
-        return nan
-    i = changes[0]
-    if len(changes) > 1:
-        notes.append("alpha_c: the lowest-e_t branch changes again on the grid: "
-                     + ", ".join(f"{lowest[j]} -> {lowest[j + 1]} in [{grid[j]:g}, {grid[j + 1]:g}]" for j in changes[1:]))
-    A, B = lowest[i], lowest[i + 1]
-    a, b = grid[i], grid[i + 1]
-    if _fp_at(sweeps[B], B, i) is None:
-        end = next((e for e in ends if e.branch == B and a <= e.alpha <= b), None)
-        if end is None:
-            notes.append(f"alpha_c: {A} -> {B} in [{a:g}, {b:g}] where {B} is not on its branch at {a:g}; its end "
-                         f"there was not located")
-            return nan
-        notes.append(f"alpha_c: the {B} branch starts at its end with e_t below {A}'s (alpha_c = that end)")
-        return end.alpha, end.err, A, B, f"end of the {B} branch ({END_METHOD})"
-    if _fp_at(sweeps[A], A, i + 1) is None:
-        end = next((e for e in ends if e.branch == A and a <= e.alpha <= b), None)
-        notes.append(f"alpha_c: the {A} branch ends in [{a:g}, {b:g}] while lowest" + (
-            "" if end else "; its end was not located"))
-        if end is None:
-            return nan
-        return end.alpha, end.err, A, B, f"end of the {A} branch ({END_METHOD})"
+    found = None
+    for i in changes:
+        A, B = lowest[i], lowest[i + 1]
+        a, b = grid[i], grid[i + 1]
+        if found is not None:
+            notes.append(f"alpha_c: the lowest-e_t branch changes again, {A} -> {B} in [{a:g}, {b:g}]")
+            continue
+        missing = B if _fp_at(sweeps[B], B, i) is None else A if _fp_at(sweeps[A], A, i + 1) is None else ""
+        if missing:
+            end = next((e for e in ends if e.branch == missing and a <= e.alpha <= b), None)
+            if end is None or not end.kind.startswith("converges"):
+                why = "its end was not located" if end is None else f"its solves stop converging at {end.alpha:.4g}"
+                notes.append(f"alpha_c: {A} -> {B} in [{a:g}, {b:g}] is not a boundary: the {missing} branch is "
+                             f"not on at alpha = {a if missing == B else b:g} and {why}")
+                continue
+            notes.append(f"alpha_c: the {missing} branch {'starts' if missing == B else 'ends'} at its end "
+                         f"({end.kind}) while {'below ' + A if missing == B else 'the lowest'}")
+            found = (end.alpha, end.err, A, B, f"end of the {missing} branch ({END_METHOD})")
+            continue
 
-    def delta(x: float) -> float:
-        return pts.value(A, x, lambda fp: fp.e_t) - pts.value(B, x, lambda fp: fp.e_t)
+        def delta(x: float) -> float:
+            return pts.value(A, x, lambda fp: fp.e_t) - pts.value(B, x, lambda fp: fp.e_t)
 
-    fa = sweeps[A][i].e_t - sweeps[B][i].e_t
-    fb = sweeps[A][i + 1].e_t - sweeps[B][i + 1].e_t
-    try:
-        x, lo, hi = illinois_bracket(delta, a, b, fa, fb, tol)
-    except (_Lost, RootNotFound) as exc:
-        notes.append(f"alpha_c: {A} -> {B} in [{a:g}, {b:g}], root not found: {exc}")
-        return nan
-    notes.append(f"alpha_c: Delta e_t = e_t({A}) - e_t({B}) = {fa:.2e} at alpha = {a:g}, {fb:.2e} at {b:g}")
-    return x, hi - lo, A, B, ROOT_METHOD
+        fa = sweeps[A][i].e_t - sweeps[B][i].e_t
+        fb = sweeps[A][i + 1].e_t - sweeps[B][i + 1].e_t
+        try:
+            x, lo, hi = illinois_bracket(delta, a, b, fa, fb, tol)
+        except (_Lost, RootNotFound) as exc:
+            notes.append(f"alpha_c: {A} -> {B} in [{a:g}, {b:g}], root not found: {exc}")
+            continue
+        notes.append(f"alpha_c: Delta e_t = e_t({A}) - e_t({B}) = {fa:.2e} at alpha = {a:g}, {fb:.2e} at {b:g}")
+        found = (x, hi - lo, A, B, ROOT_METHOD)
+    return found or (math.nan, math.nan, "", "", "")
 
 
 def _alpha_l(pts: _Points, sweeps, grid, lowest, c, lin, tol, notes) -> tuple[float, float, str]:
