@@ -34,10 +34,11 @@ class FakePoint:
     overlaps: object = None
 
 
-def toy_solver(mixed_from: float | None):
+def toy_solver(mixed_from: float | None, positional_fails: tuple[float, float] = (0.0, 0.0)):
     """Positional exists for alpha < 2.2, semantic for alpha > 0.6 (below: no convergence); their e_t cross
     near alpha = 1.2.  Mixed (r >= 2) exists above ``mixed_from`` with e_t below positional's, else the
-    solve lands on the positional label.  eps_g(semantic) = 3e-3 - 1e-3 alpha crosses EPS_LIN at 1.5."""
+    solve lands on the positional label.  eps_g(semantic) = 3e-3 - 1e-3 alpha crosses EPS_LIN at 1.5.
+    The positional solves do not converge inside the interval ``positional_fails``."""
     e_t = {"positional": lambda a: 1e-3 * a + 1e-4 * a * a,
            "semantic": lambda a: 0.5e-3 * a + 0.6e-3 + 1e-4 * a * a + 5e-5 * (a - 1) ** 3,
            "mixed": lambda a: 1e-3 * a + 1e-4 * a * a - 2e-4 * (a - mixed_from)}
@@ -46,6 +47,8 @@ def toy_solver(mixed_from: float | None):
               "mixed": lambda a: mixed_from is not None and a > mixed_from}
 
     def solve_rank(params, alpha, branch, *, config=None, init=None, start="embedded"):
+        if branch == "positional" and positional_fails[0] < alpha < positional_fails[1]:
+            return FakePoint(alpha, "", False, math.nan, math.nan)
         if exists[branch](alpha):
             return FakePoint(alpha, branch, True, e_t[branch](alpha), eps_g[branch](alpha))
         if branch == "mixed" and exists["positional"](alpha):
@@ -60,8 +63,8 @@ def params():
     return with_ranks(ModelParams(omega=0.3), 2, 1)
 
 
-def _patch(monkeypatch, mixed_from):
-    solve, e_t = toy_solver(mixed_from)
+def _patch(monkeypatch, mixed_from, **kw):
+    solve, e_t = toy_solver(mixed_from, **kw)
     monkeypatch.setattr(rb, "solve_rank", solve)
     monkeypatch.setattr(rb, "rank_eps_lin", lambda params, cfg: EPS_LIN)
     return solve, e_t
@@ -106,6 +109,15 @@ def test_a_branch_born_below_the_lowest_gives_alpha_c_at_its_end(monkeypatch, pa
     b = rb.rank_phase_boundaries(params, [0.5, 1.0, 1.5], SolverConfig())
     assert (b.alpha_c_from, b.alpha_c_to) == ("positional", "mixed")
     assert abs(b.alpha_c - 0.8) <= b.alpha_c_err / 2 + 1e-12 and b.alpha_c_method.startswith("end of the mixed")
+
+
+def test_a_lowest_branch_that_stops_converging_gives_no_alpha_c(monkeypatch, params) -> None:
+    _patch(monkeypatch, None, positional_fails=(0.9, 1.1))  # lowest: positional at 0.75, semantic at 1 and 1.5
+    b = rb.rank_phase_boundaries(params, [0.75, 1.0, 1.5], SolverConfig())
+    assert math.isnan(b.alpha_c) and b.alpha_c_method == ""
+    assert "alpha_c: positional -> semantic in [0.75, 1] is not a boundary: the positional branch is not on at " \
+           "alpha = 1 and its solves stop converging at" in "; ".join(b.notes)
+    assert b.end("positional").kind.startswith("no converged solve")
 
 
 def test_sobol_eps_lin_at_teacher_rank_one_matches_gauss_hermite(params) -> None:
