@@ -317,9 +317,9 @@ def check_L(L: Any, command: str = "") -> None:
 
 
 #: Commands whose theory implements rank r = r* = 1 only (the derivation, the checks, the theory side of
-#: ``validate``, ``scan``); ``solve``, ``sweep`` and ``phase-diagram`` take a rank-r path (numerics.rank_cli,
+#: ``validate``); ``solve``, ``sweep``, ``phase-diagram`` and ``scan`` take a rank-r path (numerics.rank_cli,
 #: which builds the model at rank 1 and sets the ranks after), ``simulate`` trains any rank.
-RANK_ONE_COMMANDS = ("derive", "check", "validate", "scan")
+RANK_ONE_COMMANDS = ("derive", "check", "validate")
 #: Commands whose theory implements independent tokens only (a diagonal token covariance C).
 INDEPENDENT_TOKEN_COMMANDS = ("derive", "solve", "sweep", "phase-diagram", "check", "validate")
 
@@ -329,8 +329,8 @@ def check_rank(params: Any, command: str) -> None:
     rank-1 independent-token one: a one-line ValueError."""
     for option, value in (("--rank", params.r), ("--teacher-rank", params.r_star)):
         if value != 1 and command in RANK_ONE_COMMANDS:
-            raise ValueError(f"{option} {value}: {command} implements rank r = r* = 1 only (solve, sweep and "
-                             f"phase-diagram take --rank/--teacher-rank; simulate trains any rank)")
+            raise ValueError(f"{option} {value}: {command} implements rank r = r* = 1 only (solve, sweep, "
+                             f"phase-diagram and scan take --rank/--teacher-rank; simulate trains any rank)")
     if params.correlated_tokens and command in INDEPENDENT_TOKEN_COMMANDS:
         raise ValueError(f"--token-cov: {command} implements independent tokens only (a diagonal C; the state "
                          f"evolution for tokens correlated across positions is not derived; simulate trains with any C)")

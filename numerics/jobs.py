@@ -65,15 +65,16 @@ def sweep_task(params: ModelParams, alphas: Sequence[float], branch: str, config
 
 
 def rank_boundaries_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig,
-                         version: str | None = None) -> Task:
-    """The rank-r boundaries at ``params`` (its omega, r, r*) on the grid ``alphas``."""
+                         version: str | None = None, tag: str = "") -> Task:
+    """The rank-r boundaries at ``params`` (its omega, r, r*) on the grid ``alphas``; ``tag`` prefixes
+    the label (the scanned parameter's value)."""
     from attnphase.numerics.rank_boundaries import rank_boundaries_job
     from attnphase.numerics.rank_starts import teacher_rank
 
     identity = {"params": params.to_dict(), "r": params.r, "r_star": teacher_rank(params),
                 "alphas": sorted(alphas), "config": config.as_dict()}
     return Task(task_key(rank_boundaries_job, identity, version or numerics_version()),
-                f"omega={params.omega:g} rank {params.r}x{teacher_rank(params)}", rank_boundaries_job,
+                tag + f"omega={params.omega:g} rank {params.r}x{teacher_rank(params)}", rank_boundaries_job,
                 (params, sorted(alphas), config))
 
 

@@ -168,17 +168,27 @@ def rank_model_and_config(args: argparse.Namespace, r: int, r_star: int, omega: 
     checks see a rank-1 model (the ranks are set after); the rank-r solver takes ``--prox global`` and Sobol rules."""
     from attnphase.numerics.rank_se import with_ranks
 
+    params = with_ranks(opt.params_from_args(_rank_one(args), omega=omega), r, r_star)
+    return params, rank_config(args, params)
+
+
+def _rank_one(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` at rank 1 (the model group's checks see a rank-1 model; the ranks are set after)."""
     plain = copy.copy(args)
     plain.rank, plain.teacher_rank = 1, 1
-    params = with_ranks(opt.params_from_args(plain, omega=omega), r, r_star)
+    return plain
+
+
+def rank_config(args: argparse.Namespace, params: Any) -> Any:
+    """The SolverConfig of a rank-r command: ``--prox global`` and a Sobol rule, checked against ``params``."""
     cfg = opt.config_from_args(args)
     if cfg.prox != "global":
         raise ValueError(f"--prox {cfg.prox}: the rank-r state evolution implements the global proximal map only")
     if not str(cfg.quadrature).strip().lower().startswith("sobol"):
         raise ValueError(f"--quadrature {cfg.quadrature}: the rank-r state evolution uses scrambled Sobol rules "
-                         f"(sobolK[:REPS:SEED]); its L (r + r*) = {params.L * (r + r_star)} dimensions rule out tensor grids")
+                         f"(sobolK[:REPS:SEED]); its L (r + r*) = {params.L * (params.r + params.r_star)} dimensions rule out tensor grids")
     opt.check_supported(params, cfg)
-    return params, cfg
+    return cfg
 
 
 def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
@@ -221,4 +231,42 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
         meta = json.loads((stage / "phase_diagram.json").read_text())
     if args.json:
         print(json.dumps(opt.json_value(meta | {"out": str(out_dir)})))
+    return int(code or 0)
+
+
+def cmd_scan_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
+    """``attnphase scan --rank R --teacher-rank R*`` (r or r* >= 2): the rank-r boundaries of
+    :func:`cmd_phase_diagram_rank` at every (scanned value, omega), one task each, into scan.csv/.json/.nc
+    and a figure per value (numerics/rank_report.py).  Exit code 1 if a task failed."""
+    import contextlib
+
+    from attnphase.numerics.cli import TASKS_FOLDER, command_line
+    from attnphase.numerics.rank_se import with_ranks
+
+    if opt.error_estimate_from_args(args):
+        raise ValueError("--error-estimate: the rank-r boundaries report bracket widths as their errors; "
+                         "replicates over rules are not implemented for them")
+    alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
+    field, values, models, omegas = opt.scan_from_args(_rank_one(args))
+    models = [with_ranks(m, r, r_star) for m in models]
+    cfg = None
+    for m in models:
+        cfg = rank_config(args, m)
+    executor = opt.executor_from_args(args)
+    opt.check_grid(len(models) * len(omegas) * len(alphas), opt.MAX_DIAGRAM_POINTS,
+                   f"(--{field.replace('_', '-')}, omega, alpha) points", "--omega/--alpha", args.large)
+    out_dir = opt.out_dir_from_args(args)
+    from attnphase.execution import ResultStore
+    from attnphase.numerics.rank_report import run_rank_scan
+
+    store = ResultStore(out_dir / TASKS_FOLDER)
+    with opt.staged_output(out_dir) as stage:
+        shown = {str(stage): str(out_dir)}
+        stdout = opt.Rewriting(sys.stderr if args.json else sys.stdout, shown)
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(opt.Rewriting(sys.stderr, shown)):
+            code = run_rank_scan(field, values, models, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
+                                 executor=executor, store=store, fresh=args.fresh, command=command_line())
+        summary = json.loads((stage / "scan.json").read_text())
+    if args.json:
+        print(json.dumps(opt.json_value(summary | {"out": str(out_dir)})))
     return int(code or 0)

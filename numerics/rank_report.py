@@ -1,7 +1,7 @@
-"""The ``phase-diagram --rank R --teacher-rank R*`` job (r or r* >= 2): one task per omega
-(:func:`~attnphase.numerics.jobs.rank_boundaries_task`, stored under ``DIR/tasks``; ``--fresh``,
-``--workers``, ``--scheduler`` as for the rank-1 diagram), then phase_diagram.csv/.json/.nc/.png and the
-printed table.
+"""The ``phase-diagram --rank R --teacher-rank R*`` and ``scan --rank R --teacher-rank R*`` jobs (r or
+r* >= 2): one task per omega (and scanned value) (:func:`~attnphase.numerics.jobs.rank_boundaries_task`,
+stored under ``DIR/tasks``; ``--fresh``, ``--workers``, ``--scheduler`` as for the rank-1 jobs), then
+phase_diagram.csv/.json/.nc/.png (scan.csv/.json/.nc and a figure per value) and the printed table.
 """
 
 from __future__ import annotations
@@ -129,6 +129,81 @@ def print_rank_table(rows: Sequence[RankBoundaries]) -> None:
             print(f"  omega = {b.omega:g}: {n}")
 
 
+def compute_rank_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], config: SolverConfig, *,
+                            executor: ExecutorSpec, store: ResultStore | None, fresh: bool, quiet: bool,
+                            tags: Sequence[str] | None = None) -> tuple[list[RankBoundaries], dict[str, Any], str]:
+    """The rank-r boundaries at every model (one task each): (rows, task counts, failure summary)."""
+    version = numerics_version()
+    tags = tags or [""] * len(models)
+    tasks = [rank_boundaries_task(m, alphas, config, version, tag) for m, tag in zip(models, tags)]
+    with TaskBar(f"rank-{models[0].r} boundaries", unit="task", quiet=quiet) as bar:
+        outs = run_tasks(tasks, executor=executor, store=store, fresh=fresh, version=version, progress=bar)
+    rows = [o.value if o.ok else failed_row(m, o.reason) for m, o in zip(models, outs)]
+    counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
+              "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs)}
+    return rows, counts, failure_summary(outs)
+
+
+def csv_text(table: list[dict], columns: Sequence[str]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n")
+    w.writeheader()
+    w.writerows(table)
+    return buf.getvalue()
+
+
+def plain_json(x: Any) -> Any:
+    """NaN -> None, recursively (strict JSON)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: plain_json(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [plain_json(v) for v in x]
+    return x
+
+
+def run_rank_scan(field: str, values: Sequence[Any], models: Sequence[ModelParams], omegas: Sequence[float],
+                  alphas: Sequence[float], *, out_dir: Path, config: SolverConfig, quiet: bool = False,
+                  executor: ExecutorSpec = ExecutorSpec(), store: ResultStore | None = None, fresh: bool = False,
+                  command: str = "") -> int:
+    """The rank-r boundaries at every (value, omega) into scan.csv/.json/.nc and phase_diagram_<field><v>.png;
+    exit code 1 when a task failed."""
+    import xarray as xr
+
+    t0 = time.perf_counter()
+    grid = [m.replace(omega=float(w)) for m in models for w in omegas]
+    rows, counts, failures = compute_rank_boundaries(grid, alphas, config, executor=executor, store=store,
+                                                     fresh=fresh, quiet=quiet,
+                                                     tags=[f"{field}={v} " for v in values for _ in omegas])
+    n, version = len(omegas), numerics_version()
+    attrs = job_attrs("scan", version=version, model=models[0].to_dict() | {"omega": "scanned", field: "scanned"},
+                      solver=config.as_dict(), rule=config.quadrature, command=command, scanned=field)
+    coord = [v if isinstance(v, (int, float)) else str(v) for v in values]
+    table, parts = [], []
+    for i, v in enumerate(coord):
+        part = rows[i * n:(i + 1) * n]
+        plot_rank_diagram(part, out_dir / f"phase_diagram_{field}{v}.png")
+        table += [{field: v} | b.row() for b in part]
+        parts.append(rank_dataset(part, alphas, attrs))
+        if not quiet:
+            print(f"{field} = {v}:")
+        print_rank_table(part)
+    (out_dir / "scan.csv").write_text(csv_text(table, (field,) + rank_columns(models[0].r)))
+    write_netcdf(xr.concat(parts, dim=xr.DataArray(coord, dims=field, name=field)), out_dir / "scan.nc")
+    summary = {"scanned": field, "values": coord, "rank": models[0].r, "teacher_rank": teacher_rank(models[0]),
+               "omegas": list(omegas), "alphas": sorted(alphas), "solver": config.as_dict(), "rows": plain_json(table),
+               "tasks": counts | {"failures": failures}, "dataset": "scan.nc", "code_version": version,
+               "seconds": time.perf_counter() - t0}
+    (out_dir / "scan.json").write_text(json.dumps(summary, indent=2, allow_nan=False, default=str))
+    print(f"wrote {out_dir}/scan.csv, .json, .nc and {len(coord)} figures ({summary['seconds']:.1f} s; tasks: "
+          f"{counts['computed']} computed, {counts['stored']} from the store, {counts['failed']} failed)", file=sys.stderr)
+    if failures:
+        print(f"attnphase: {failures}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def run_rank_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequence[float], *,
                            out_dir: Path, config: SolverConfig, quiet: bool = False,
                            executor: ExecutorSpec = ExecutorSpec(), store: ResultStore | None = None,
@@ -137,29 +212,17 @@ def run_rank_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas:
     t0 = time.perf_counter()
     version = numerics_version()
     models = [params.replace(omega=float(w)) for w in omegas]
-    tasks = [rank_boundaries_task(m, alphas, config, version) for m in models]
-    with TaskBar(f"rank-{params.r} phase diagram", unit="task", quiet=quiet) as bar:
-        outs = run_tasks(tasks, executor=executor, store=store, fresh=fresh, version=version, progress=bar)
-    rows = [o.value if o.ok else failed_row(m, o.reason) for m, o in zip(models, outs)]
-    cols = rank_columns(params.r)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
-    w.writeheader()
-    w.writerows([b.row() for b in rows])
-    (out_dir / "phase_diagram.csv").write_text(buf.getvalue())
+    rows, counts, failures = compute_rank_boundaries(models, alphas, config, executor=executor, store=store,
+                                                     fresh=fresh, quiet=quiet)
+    (out_dir / "phase_diagram.csv").write_text(csv_text([b.row() for b in rows], rank_columns(params.r)))
     attrs = job_attrs("phase-diagram", version=version, model=params.to_dict() | {"omega": "scanned"},
                       solver=config.as_dict(), rule=config.quadrature, command=command)
     write_netcdf(rank_dataset(rows, alphas, attrs), out_dir / "phase_diagram.nc")
     plot_rank_diagram(rows, out_dir / "phase_diagram.png")
-    counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
-              "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs)}
-    failures = failure_summary(outs)
     meta = {"params": params.to_dict(), "rank": params.r, "teacher_rank": teacher_rank(params),
             "omegas": list(omegas), "alphas": sorted(alphas), "solver": config.as_dict(),
-            "rows": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in b.row().items()}
-                     for b in rows],
-            "curves": {f"{b.omega:g}": {br: [[None if isinstance(x, float) and not math.isfinite(x) else x for x in p]
-                                             for p in c] for br, c in b.curves.items()} for b in rows},
+            "rows": plain_json([b.row() for b in rows]),
+            "curves": plain_json({f"{b.omega:g}": b.curves for b in rows}),
             "tasks": counts | {"failures": failures}, "dataset": "phase_diagram.nc", "code_version": version,
             "seconds": time.perf_counter() - t0}
     (out_dir / "phase_diagram.json").write_text(json.dumps(meta, indent=2, allow_nan=False, default=str))

@@ -78,7 +78,15 @@ def run_scan(field: str, values: Sequence[Any], models: Sequence[Any], omegas: S
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
-    """``attnphase scan``: every option checked first; exit code 1 when a task failed."""
+    """``attnphase scan``: every option checked first; exit code 1 when a task failed.  ``--rank R
+    --teacher-rank R*`` with r or r* >= 2: the rank-r boundaries (numerics.rank_cli.cmd_scan_rank)."""
+    from attnphase.numerics.rank_cli import ranks_from_args
+
+    r, r_star = ranks_from_args(args)
+    if (r, r_star) != (1, 1):
+        from attnphase.numerics.rank_cli import cmd_scan_rank
+
+        return cmd_scan_rank(args, r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
     field, values, models, omegas = opt.scan_from_args(args)
     cfg = opt.config_from_args(args)

@@ -136,3 +136,15 @@ def test_phase_diagram_cli_takes_rank_two(monkeypatch, tmp_path, capsys) -> None
                                                              "phase_diagram.nc", "phase_diagram.png"}
     header = (tmp_path / "pd" / "phase_diagram.csv").read_text().splitlines()[0].split(",")
     assert header == list(rb.rank_columns(2))
+
+
+def test_scan_cli_takes_rank_two(monkeypatch, tmp_path, capsys) -> None:
+    _patch(monkeypatch, None)
+    code = main(["scan", "--lam", "0.01,0.02", "--rank", "2", "--omega", "0.3", "--alpha", "0.5,1,1.5,2",
+                 "--quadrature", "sobol10", "--workers", "1", "--quiet", "--json", "--out", str(tmp_path / "s")])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["scanned"] == "lam" and summary["rank"] == 2 and [r["lam"] for r in summary["rows"]] == [0.01, 0.02]
+    assert all(1.0 < r["alpha_c"] < 1.5 for r in summary["rows"])  # the toy solver does not depend on lambda
+    files = {p.name for p in (tmp_path / "s").iterdir()}
+    assert {"scan.csv", "scan.json", "scan.nc", "phase_diagram_lam0.01.png", "phase_diagram_lam0.02.png"} <= files
