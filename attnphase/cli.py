@@ -135,7 +135,10 @@ def _add_phase_diagram(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "phase-diagram", help="alpha_c, alpha_l and the branch ends over omega (the main job)",
         description="The phase diagram (docs/model.md section 6): at every omega, both branches over the alpha grid, "
-        "alpha_c, alpha_l and where each branch ends; writes phase_diagram.csv/.json/.png and curves_omega0.3.png.",
+        "alpha_c, alpha_l and where each branch ends; writes phase_diagram.csv/.json/.png and curves_omega0.3.png. "
+        "With --rank R --teacher-rank R* (r or r* >= 2): the rank-r state evolution's branches (and mixed at r >= 2), "
+        "their ends by bisection, alpha_c and alpha_l by bracketing, each with its bracket width (docs/numerics.md "
+        "section 11); phase_diagram.csv/.json/.nc/.png.",
     )
     p.add_argument("--alpha", default="0.1:3:12", metavar="RANGE",
                    help=f"alpha grid of the branch sweeps, values > 0: {opt.RANGE_SYNTAX} (default 0.1:3:12)")
