@@ -179,8 +179,18 @@ def _rank_one(args: argparse.Namespace) -> argparse.Namespace:
     return plain
 
 
+#: Solver options of the rank-1 machinery that the rank-r path has no use for (refused when given).
+RANK_ONE_SOLVER_OPTIONS = (("--e-t-quadrature", "e_t_quadrature"), ("--alpha-c-quadrature", "alpha_c_quadrature"),
+                           ("--bifurcation-quadrature", "bifurcation_quadrature"), ("--branch-end", "branch_end"))
+
+
 def rank_config(args: argparse.Namespace, params: Any) -> Any:
-    """The SolverConfig of a rank-r command: ``--prox global`` and a Sobol rule, checked against ``params``."""
+    """The SolverConfig of a rank-r command: ``--prox global`` and a Sobol rule, checked against ``params``;
+    the options of :data:`RANK_ONE_SOLVER_OPTIONS` are refused."""
+    for option, dest in RANK_ONE_SOLVER_OPTIONS:
+        if getattr(args, dest, None) is not None:
+            raise ValueError(f"{option}: the rank-r state evolution does not use it (its e_t is on the solve's rule, its "
+                             "boundaries come from converged solves, docs/numerics.md section 11); it is for rank 1")
     cfg = opt.config_from_args(args)
     if cfg.prox != "global":
         raise ValueError(f"--prox {cfg.prox}: the rank-r state evolution implements the global proximal map only")

@@ -103,6 +103,8 @@ BAD_MODEL_INPUT = [
     (["phase-diagram", "--rank", "2", "--teacher-rank", "0"], "--teacher-rank"),
     (["phase-diagram", "--rank", "2", "--quadrature", "gh20"], "--quadrature"),
     (["phase-diagram", "--rank", "2", "--error-estimate", "3"], "--error-estimate"),
+    (["phase-diagram", "--rank", "2", "--branch-end", "trace"], "--branch-end"),
+    (["solve", "--alpha", "1", "--rank", "2", "--alpha-c-quadrature", "sobol14"], "--alpha-c-quadrature"),
     (["phase-diagram", "--rank", "2", "--omega", "1.5"], "--omega"),
     (["derive", "--rank", "2"], "--rank 2"),
     (["scan", "--lam", "0.01,0.02", "--rank", "2", "--prox", "local"], "--prox"),
