@@ -237,7 +237,10 @@ def branch_ends(pts: _Points, branch: str, points: list[RankFixedPoint], tol: fl
 
 
 def lowest_branch(sweeps: dict[str, list[RankFixedPoint]], i: int) -> str:
-    """The branch with the lowest e_t at grid point i among those on their branch there ("" if none)."""
+    """The branch with the lowest e_t at grid point i among those on their branch there; "" where none is,
+    or where a branch's solve did not converge (its e_t is unknown, so which branch is lowest is too)."""
+    if not all(fps[i].converged for fps in sweeps.values()):
+        return ""
     cands = [(fps[i].e_t, b) for b, fps in sweeps.items() if on_rank_branch(fps[i], b)]
     return min(cands)[1] if cands else ""
 
@@ -259,6 +262,11 @@ def rank_phase_boundaries(params: ModelParams, alphas: Sequence[float], config: 
         ends += e
         notes += n
     lowest = [lowest_branch(sweeps, i) for i in range(len(grid))]
+    unknown = [f"{grid[i]:g} ({'/'.join(b for b, fps in sweeps.items() if not fps[i].converged)})"
+               for i in range(len(grid)) if not lowest[i]]
+    if unknown:
+        notes.append("lowest-e_t branch unknown where a branch's solve did not converge: alpha = " + ", ".join(unknown)
+                     + "; alpha_c and alpha_l are searched between the other grid points")
     c = _alpha_c(pts, sweeps, grid, lowest, ends, root_tol, notes)
     lin = rank_eps_lin(params, cfg)
     alpha_l, alpha_l_err, l_branch = _alpha_l(pts, sweeps, grid, lowest, c, lin, root_tol, notes)
@@ -272,19 +280,20 @@ def _alpha_c(pts: _Points, sweeps, grid, lowest, ends, tol, notes) -> tuple[floa
     boundary: both branches on at both grid points (a root of Delta e_t), or one of them starting or
     ending there by a change of label; a change where a branch's solves stop converging is noted and
     passed over (the solver's limit, not a crossing)."""
-    changes = [i for i in range(len(grid) - 1) if lowest[i] and lowest[i + 1] and lowest[i] != lowest[i + 1]]
+    known = [i for i in range(len(grid)) if lowest[i]]
+    changes = [(i, j) for i, j in zip(known, known[1:]) if lowest[i] != lowest[j]]
     if not changes:
         present = sorted(set(lowest) - {""})
-        notes.append(f"alpha_c: the lowest-e_t branch is {'/'.join(present) or 'none'} over the whole grid "
-                     f"[{grid[0]:g}, {grid[-1]:g}]: no change in range")
+        notes.append(f"alpha_c: the lowest-e_t branch is {'/'.join(present) or 'unknown'} at every grid point of "
+                     f"[{grid[0]:g}, {grid[-1]:g}] where it is known: no change in range")
     found = None
-    for i in changes:
-        A, B = lowest[i], lowest[i + 1]
-        a, b = grid[i], grid[i + 1]
+    for i, j in changes:
+        A, B = lowest[i], lowest[j]
+        a, b = grid[i], grid[j]
         if found is not None:
             notes.append(f"alpha_c: the lowest-e_t branch changes again, {A} -> {B} in [{a:g}, {b:g}]")
             continue
-        missing = B if _fp_at(sweeps[B], B, i) is None else A if _fp_at(sweeps[A], A, i + 1) is None else ""
+        missing = B if _fp_at(sweeps[B], B, i) is None else A if _fp_at(sweeps[A], A, j) is None else ""
         if missing:
             end = next((e for e in ends if e.branch == missing and a <= e.alpha <= b), None)
             if end is None or not end.kind.startswith("converges"):
@@ -301,7 +310,7 @@ def _alpha_c(pts: _Points, sweeps, grid, lowest, ends, tol, notes) -> tuple[floa
             return pts.value(A, x, lambda fp: fp.e_t) - pts.value(B, x, lambda fp: fp.e_t)
 
         fa = sweeps[A][i].e_t - sweeps[B][i].e_t
-        fb = sweeps[A][i + 1].e_t - sweeps[B][i + 1].e_t
+        fb = sweeps[A][j].e_t - sweeps[B][j].e_t
         try:
             x, lo, hi = illinois_bracket(delta, a, b, fa, fb, tol)
         except (_Lost, RootNotFound) as exc:
