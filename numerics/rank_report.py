@@ -80,8 +80,12 @@ def plot_rank_diagram(rows: Sequence[RankBoundaries], path: Path) -> None:
     for key, fmt, color in series:
         x = np.array([t[key] for t in table], dtype=float)
         err = np.array([t[f"{key}_err"] for t in table], dtype=float)
-        if np.isfinite(x).any():
-            ax.errorbar(x, om, xerr=np.where(np.isfinite(err), err, 0.0), fmt=fmt, color=color, capsize=3, label=key)
+        failed = np.array([str(t.get(key + "_kind", "")).startswith("no converged") for t in table])
+        for part, label, face in ((~failed, key, color), (failed, f"{key} (solver failure beyond)", "none")):
+            xs = np.where(part, x, np.nan)
+            if np.isfinite(xs).any():
+                ax.errorbar(xs, om, xerr=np.where(np.isfinite(err), err, 0.0), fmt=fmt, color=color, mfc=face,
+                            capsize=3, label=label)
     ax.set_xlabel(r"$\alpha$")
     ax.set_ylabel(r"$\omega$")
     ax.set_title(f"rank r = {rows[0].r}, r* = {rows[0].r_star}")
