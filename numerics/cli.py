@@ -327,10 +327,9 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
         shown = {str(stage): str(out_dir)}
         stdout = opt.Rewriting(sys.stderr if args.json else sys.stdout, shown)
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(opt.Rewriting(sys.stderr, shown)):
-            code = run_phase_diagram(params, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
+            code, meta = run_phase_diagram(params, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
                                      error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
-                                     command=command_line())
-        meta = json.loads((stage / "phase_diagram.json").read_text())
+                                     command=command_line(), existing=out_dir)
     if args.json:
         print(json.dumps(opt.json_value(meta | {"out": str(out_dir)})))
     return int(code or 0)
