@@ -92,6 +92,12 @@ class HistogramConfig:
         """Paper's L, T and widths, 10 000 samples, 20 epochs: about a minute on 2 CPU cores."""
         return cls(n_samples=10_000, epochs=20, reparam_epochs=3)
 
+    @classmethod
+    def tiny(cls) -> HistogramConfig:
+        """L = 5, T = 4, 300 samples, d = 16, 2 + 1 epochs: a second or two (tests, smoke runs)."""
+        return cls(seq_len=5, n_tokens=4, n_samples=300, d_model=16, d_hidden=16,
+                   epochs=2, reparam_epochs=1, n_score=50, n_plot=2)
+
     def model_config(self, restriction: str) -> ModelConfig:
         """The model sizes with the given attention restriction."""
         return ModelConfig(
