@@ -68,6 +68,7 @@ def test_keys_follow_config_seed_variant_and_device_only() -> None:
     state = {"w": np.zeros(2)}
     key = train_task(TINY, 5, "semantic", "cpu", "v1").key
     assert train_task(TINY, 5, "semantic", "cpu", "v1", progress=True).key == key
+    assert train_task(dataclasses.replace(TINY, variants=("semantic",)), 5, "semantic", "cpu", "v1").key == key
     assert len({key, train_task(TINY, 6, "semantic", "cpu", "v1").key,
                 train_task(TINY, 5, "positional", "cpu", "v1").key,
                 train_task(dataclasses.replace(TINY, epochs=3), 5, "semantic", "cpu", "v1").key,
@@ -144,3 +145,13 @@ def test_bad_execution_options_are_one_line_errors(argv: list[str], tmp_path: Pa
     err = capsys.readouterr().err.strip()
     assert err.startswith("attnphase: error: --") and "\n" not in err
     assert not (tmp_path / "never").exists()
+
+
+def test_the_code_version_leaves_out_the_presentation_modules_only() -> None:
+    root = Path(jobs.__file__).parent
+    assert all((root / name).is_file() for name in jobs.PRESENTATION)
+    computing = {"jobs.py", "experiment.py", "train.py", "model.py", "data.py", "scores.py", "reparam.py"}
+    assert not computing & set(jobs.PRESENTATION)
+    for name in computing:  # what a task runs imports no presentation module
+        text = (root / name).read_text()
+        assert not any(f"histogram.{p[:-3]} import" in text for p in jobs.PRESENTATION), name

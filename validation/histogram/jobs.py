@@ -13,7 +13,7 @@ functions as :func:`~attnphase.validation.histogram.experiment.run_experiment`: 
 those of the in-process run, wherever it runs.  A result is picklable (parameters and attention
 maps as numpy arrays on the CPU).
 
-A key hashes (config, seed, variant, the device type) and :func:`histogram_version`, the code
+A key hashes (config but its list of variants, seed, variant, the device type) and :func:`histogram_version`, the code
 version of the modules a task runs (the histogram package but its commands, report, figures and
 dataset; the histogram code imports nothing else of the validation layer).
 """
@@ -108,7 +108,10 @@ def reparam_job(job: VariantJob) -> TrainedVariant:
 
 
 def _identity(config: HistogramConfig, seed: int, variant: str, device: str) -> dict[str, Any]:
-    return {"config": dataclasses.asdict(config), "seed": seed, "variant": variant, "device": torch.device(device).type}
+    """What a variant's numbers depend on: the configuration but its list of variants (a variant's
+    streams do not depend on the others), the seed, the variant, the device type."""
+    sizes = {k: v for k, v in dataclasses.asdict(config).items() if k != "variants"}
+    return {"config": sizes, "seed": seed, "variant": variant, "device": torch.device(device).type}
 
 
 def train_task(config: HistogramConfig, seed: int, name: str, device: str, version: str | None = None,
