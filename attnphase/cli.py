@@ -203,15 +203,18 @@ def _add_histogram(sub: argparse._SubParsersAction) -> None:
         "histogram", help="the paper's histogram task: positional vs semantic attention (docs/model.md section 8)",
         description="Train the single-layer transformer of the histogram task with its attention restricted to the "
         "positional half, the semantic half, or both; score and plot the attention; embed the restricted models "
-        "in the unrestricted one and retrain.",
+        "in the unrestricted one and retrain. Each training is a task (--workers, --scheduler), kept in DIR/tasks: "
+        "a rerun reads the finished ones back. Exit code 1 if a task failed (then no report is written).",
     )
     p.add_argument("--quick", action="store_true", help="10 000 samples and 20 epochs instead of the paper's 50 000 and 200")
     p.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
     g = p.add_argument_group("torch")
     g.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda or cuda:N (default auto)")
     g.add_argument("--threads", type=int, default=1,
-                   help="CPU threads for torch (default 1; the model is too small to gain from more)")
-    opt.add_out_option(p, "results/histogram", "report.md, summary.json, the curves and the attention maps")
+                   help="CPU threads for torch with --workers 1 (default 1; the model is too small to gain from "
+                   "more; Dask workers use one thread each)")
+    opt.add_out_option(p, "results/histogram", "report.md, summary.json, histogram.nc, the curves and the attention maps")
+    opt.add_workers_option(p)
     opt.add_quiet_option(p)
     opt.add_json_option(p)
 
