@@ -66,7 +66,9 @@ def softmax(h: Array, S: Array) -> None:
             if a > m:
                 m = a
         for k in range(L):
-            S[l, k] = np.exp(h[l] * h[k] - m)
+            x = h[l] * h[k] - m
+            # exp(0) = 1 exactly: the row's maximum (one of L entries) needs no exponential
+            S[l, k] = 1.0 if x == 0.0 else np.exp(x)
         tot = S[l, 0]
         for k in range(1, L):
             tot += S[l, k]
