@@ -38,7 +38,6 @@ compiles a plain serial loop instead. All compiled code uses numba's ``error_mod
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import itertools
 import os
@@ -78,12 +77,6 @@ def available() -> bool:
     return True
 
 
-@functools.cache
-def _template_text() -> str:
-    """The template's source (read once per process: :func:`instance` runs on every proximal solve)."""
-    return TEMPLATE.read_text()
-
-
 def _parallel_default() -> bool:
     return os.environ.get("ATTNPHASE_NUMBA_PARALLEL", "1").strip().lower() in ("1", "true", "yes")
 
@@ -110,7 +103,7 @@ def instance(kernels: Kernels, parallel: bool | None = None) -> ModuleType:
     """
     parallel = _parallel_default() if parallel is None else bool(parallel)
     scalar = kernels.scalar
-    text = _template_text()
+    text = TEMPLATE.read_text()
     digest = hashlib.sha256(f"{scalar.module}\n{parallel}\n{text}".encode()).hexdigest()[:16]
     name = f"prox_rows_L{scalar.L}_r{scalar.r}_{'cse' if scalar.cse else 'nocse'}_{'par' if parallel else 'ser'}_{digest}"
     modname = f"attnphase._generated.{name}"
