@@ -126,7 +126,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     _rank_options(p)
     opt.add_solver_options(p)
     outputs.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv per omega (rank r >= 2: ..._rank<r>x<r*>.csv) "
-                       "and sweep_<branch>.nc")
+                           "and sweep_<branch>.nc")
     workload.add_large_option(p, workload.MAX_SWEEP_POINTS)
     opt.add_workers_option(p)
     outputs.add_quiet_option(p)

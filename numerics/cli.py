@@ -213,7 +213,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     opt.announce_defaults(args, params)
     workload.announce_rules(params.L, cfg)
     workload.announce_work(f"sweep of {len(alphas)} alpha values" + (f" at {len(omegas)} omegas" if len(omegas) > 1 else ""),
-                      len(alphas) * len(omegas), params.L, cfg, quiet=args.quiet)
+                           len(alphas) * len(omegas), params.L, cfg, quiet=args.quiet)
 
     from tqdm import tqdm
 
@@ -308,13 +308,13 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     n_rules = opt.error_estimate_from_args(args)
     executor = opt.executor_from_args(args)
     workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)",
-                   "--omega/--alpha", args.large)
+                        "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
     workload.announce_rules(params.L, cfg)
     n_solves = 2 * len(omegas) * len(alphas) * max(1, n_rules)
     workload.announce_work(f"phase diagram over {len(omegas)} omega x {len(alphas)} alpha values, both branches",
-                      n_solves, params.L, cfg, quiet=args.quiet)
+                           n_solves, params.L, cfg, quiet=args.quiet)
 
     from attnphase.execution import ResultStore
     from attnphase.numerics.report import run_phase_diagram

@@ -173,8 +173,8 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     n_on = sum(not r_["reason"] for r_ in rows)
     if args.json:
         print(json.dumps(outputs.json_value({"branch": args.branch, "requested_branch": args.branch, "rank": r,
-                                         "teacher_rank": r_star, "params": params.to_dict(), "solver": cfg.as_dict(),
-                                         "file": str(path), "end": None, "on_branch": n_on,
-                                         "not_converged": n_failed, "rows": rows})))
+                                             "teacher_rank": r_star, "params": params.to_dict(), "solver": cfg.as_dict(),
+                                             "file": str(path), "end": None, "on_branch": n_on,
+                                             "not_converged": n_failed, "rows": rows})))
     print(f"wrote {len(rows)} rows to {path}" + (f" ({n_failed} not converged)" if n_failed else ""), file=sys.stderr)
     return sweep_exit_code(args.branch, n_failed, n_on)

@@ -88,11 +88,11 @@ def cmd_scan(args: argparse.Namespace) -> int:
     n_rules = opt.error_estimate_from_args(args)
     executor = opt.executor_from_args(args)
     workload.check_grid(len(models) * len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
-                   f"(--{field.replace('_', '-')}, omega, alpha) points", "--omega/--alpha", args.large)
+                        f"(--{field.replace('_', '-')}, omega, alpha) points", "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)
     n_solves = 2 * len(models) * len(omegas) * len(alphas) * max(1, n_rules)
     workload.announce_work(f"scan over {len(values)} {field} x {len(omegas)} omega x {len(alphas)} alpha values",
-                      n_solves, max(m.L for m in models), cfg, quiet=args.quiet)
+                           n_solves, max(m.L for m in models), cfg, quiet=args.quiet)
 
     from attnphase.execution import ResultStore
     from attnphase.numerics.cli import TASKS_FOLDER, command_line
