@@ -4,12 +4,12 @@
   :data:`MAX_DIAGRAM_POINTS` (``phase-diagram``, ``scan``) solves is a one-line error unless
   ``--large`` (:func:`add_large_option`) was given; checked before any work.
 * :func:`estimate_seconds` / :func:`announce_work` -- a rough wall time from
-  :data:`SECONDS_PER_SOLVE` (measured at L = 2, sobol12, 2 cores) scaled by the rule's node count,
-  said on stderr when a computation may be long.
+  :data:`SECONDS_PER_SOLVE` (measured at L = 2, sobol12, 2 cores) scaled by the rule's node count
+  and by L, said on stderr when a computation may be long.
 * :func:`announce_rules` -- every quadrature rule of the configuration with at least
   :data:`LARGE_RULE_NODES` nodes is named on stderr with an estimate of its memory.
 
-This module imports argparse and :mod:`attnphase.options` only (the top-level parser imports it);
+This module imports the standard library and :mod:`attnphase.options` only (the top-level parser imports it);
 the quadrature's node count is imported where an estimate is made.
 """
 
