@@ -23,6 +23,7 @@ import numpy as np
 from .agreement import _COMPARED, REL_TOL, headline
 from .plots import plot_alpha_sweep, plot_finite_size, plot_heatmap
 
+
 # --- markdown ----------------------------------------------------------------------------
 
 def _f(x: Any, fmt: str = ".4g") -> str:
