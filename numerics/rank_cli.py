@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from attnphase import options as opt
+from attnphase import outputs, workload
 from attnphase.numerics.cli import print_record, sweep_exit_code
 
 #: Record entries with a standard deviation under ``--error-estimate``.
@@ -96,7 +97,7 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
     if n_rules and fp.converged:
         out.update(rank_error_estimate(fp, n_rules, cfg))
     out["reason"] = reason
-    return print_record(out, reason, fp.converged, args.json, show=opt.json_value)
+    return print_record(out, reason, fp.converged, args.json, show=outputs.json_value)
 
 
 def sweep_rank_file_name(branch: str, omega: float, r: int, r_star: int) -> str:
@@ -128,8 +129,8 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     if not str(cfg.quadrature).strip().lower().startswith("sobol"):
         raise ValueError(f"--quadrature {cfg.quadrature}: the rank-r state evolution uses scrambled Sobol rules")
     opt.check_supported(params, cfg)
-    opt.check_grid(len(alphas), opt.MAX_SWEEP_POINTS, "alpha values", "--alpha", args.large)
-    out_dir = opt.out_dir_from_args(args)
+    workload.check_grid(len(alphas), workload.MAX_SWEEP_POINTS, "alpha values", "--alpha", args.large)
+    out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
     L = params.L
     cols = (["alpha", "omega", "branch", "e_t", "eps_g"] + [f"q0_eig_{i + 1}" for i in range(r)]
@@ -166,14 +167,14 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
-    with opt.staged_output(out_dir) as stage:
-        opt.write_text_atomic(stage / path.name, buf.getvalue())
+    with outputs.staged_output(out_dir) as stage:
+        outputs.write_text_atomic(stage / path.name, buf.getvalue())
     n_failed = sum(not r_["converged"] for r_ in rows)
     n_on = sum(not r_["reason"] for r_ in rows)
     if args.json:
-        print(json.dumps(opt.json_value({"branch": args.branch, "requested_branch": args.branch, "rank": r,
-                                         "teacher_rank": r_star, "params": params.to_dict(), "solver": cfg.as_dict(),
-                                         "file": str(path), "end": None, "on_branch": n_on,
-                                         "not_converged": n_failed, "rows": rows})))
+        print(json.dumps(outputs.json_value({"branch": args.branch, "requested_branch": args.branch, "rank": r,
+                                             "teacher_rank": r_star, "params": params.to_dict(), "solver": cfg.as_dict(),
+                                             "file": str(path), "end": None, "on_branch": n_on,
+                                             "not_converged": n_failed, "rows": rows})))
     print(f"wrote {len(rows)} rows to {path}" + (f" ({n_failed} not converged)" if n_failed else ""), file=sys.stderr)
     return sweep_exit_code(args.branch, n_failed, n_on)

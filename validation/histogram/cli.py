@@ -13,6 +13,7 @@ import json
 import sys
 
 from attnphase import options as opt
+from attnphase import outputs
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     if args.threads < 1:
         raise ValueError(f"--threads must be >= 1, got {args.threads}")
     executor = opt.executor_from_args(args)
-    out = opt.out_dir_from_args(args)
+    out = outputs.out_dir_from_args(args)
     from attnphase.validation.cli import check_device
 
     check_device(args.device)
@@ -65,13 +66,13 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({"tasks": c | {"failures": done.failures}, "out": str(out)}))
         return 1
     status = {o.label: o.status for o in done.outcomes}
-    with opt.staged_output(out) as stage:  # all files or none
-        with contextlib.redirect_stdout(opt.Rewriting(sys.stdout, {str(stage): str(out)})):
+    with outputs.staged_output(out) as stage:  # all files or none
+        with contextlib.redirect_stdout(outputs.Rewriting(sys.stdout, {str(stage): str(out)})):
             written = write_report(result, stage)
         attrs = histogram_attrs(result, done.version, command_line())
         write_netcdf(histogram_dataset(result, status, attrs), stage / "histogram.nc")
     if args.json:
-        print(json.dumps(opt.json_value(summary(result) | {"out": str(out), "tasks": c})))
+        print(json.dumps(outputs.json_value(summary(result) | {"out": str(out), "tasks": c})))
     else:
         print("\n".join(f"{name:>20}: val_acc {v.val_acc:.4f}  score {v.score.score:+.3f}"
                         for name, v in result.variants.items()))
