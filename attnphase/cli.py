@@ -1,10 +1,11 @@
 """The ``attnphase`` console command: every subcommand's options, defined in this one place.
 
 The options shared by several commands come from :mod:`attnphase.options` (the model group, the
-solver group, ``--json``, ``--quiet``, ``--out DIR``, ``--error-estimate K``); each command's
+solver group, ``--workers``, ``--error-estimate K``), :mod:`attnphase.outputs` (``--json``,
+``--quiet``, ``--out DIR``) and :mod:`attnphase.workload` (``--large``); each command's
 implementation lives in its layer (``attnphase.theory.cli``, ``attnphase.numerics.cli``,
 ``attnphase.validation.cli``, ``attnphase.validation.histogram.cli``) and is imported only when
-that command runs.  Building the parser imports argparse and :mod:`attnphase.options` only (no
+that command runs.  Building the parser imports argparse and those three modules only (no
 numpy-heavy module, scipy, sympy, torch or numba), so ``attnphase --help`` starts at once.
 
 Conventions (every command):
@@ -27,6 +28,7 @@ import sys
 from collections.abc import Sequence
 
 from attnphase import options as opt
+from attnphase import outputs, workload
 
 #: Commands in help order: (name, "module:function" that runs it).
 COMMANDS = (
@@ -108,7 +110,7 @@ def _add_solve(sub: argparse._SubParsersAction) -> None:
     _rank_options(p)
     opt.add_solver_options(p)
     opt.add_error_estimate_option(p, "err_<key> = each observable's spread over the K rules (warm starts)")
-    opt.add_json_option(p)
+    outputs.add_json_option(p)
 
 
 def _add_sweep(sub: argparse._SubParsersAction) -> None:
@@ -123,12 +125,12 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     opt.add_model_options(p, omega_range=True, omega_default="0.3")
     _rank_options(p)
     opt.add_solver_options(p)
-    opt.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv per omega (rank r >= 2: ..._rank<r>x<r*>.csv) "
-                       "and sweep_<branch>.nc")
-    opt.add_large_option(p, opt.MAX_SWEEP_POINTS)
+    outputs.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv per omega (rank r >= 2: ..._rank<r>x<r*>.csv) "
+                           "and sweep_<branch>.nc")
+    workload.add_large_option(p, workload.MAX_SWEEP_POINTS)
     opt.add_workers_option(p)
-    opt.add_quiet_option(p)
-    opt.add_json_option(p)
+    outputs.add_quiet_option(p)
+    outputs.add_json_option(p)
 
 
 def _add_phase_diagram(sub: argparse._SubParsersAction) -> None:
@@ -145,11 +147,11 @@ def _add_phase_diagram(sub: argparse._SubParsersAction) -> None:
     opt.add_model_options(p, omega_range=True, omega_default="0:0.45:10")
     opt.add_solver_options(p)
     opt.add_error_estimate_option(p, "each boundary's spread over the K rules (<boundary>_err columns, error bars)")
-    opt.add_out_option(p, "results", "phase_diagram.csv, .json, .png and curves_omega0.3.png")
-    opt.add_large_option(p, opt.MAX_DIAGRAM_POINTS)
+    outputs.add_out_option(p, "results", "phase_diagram.csv, .json, .png and curves_omega0.3.png")
+    workload.add_large_option(p, workload.MAX_DIAGRAM_POINTS)
     opt.add_workers_option(p)
-    opt.add_quiet_option(p)
-    opt.add_json_option(p)
+    outputs.add_quiet_option(p)
+    outputs.add_json_option(p)
 
 
 def _add_simulate(sub: argparse._SubParsersAction) -> None:
@@ -169,7 +171,7 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
                    help="stop at |grad R| / sqrt(d) <= this (default 1e-6 in float64, 1e-5 in float32)")
     p.add_argument("--n-test", type=int, default=10000, help="fresh test samples (default 10000)")
     _torch_options(p, threads="torch.set_num_threads (default: torch's choice)")
-    opt.add_json_option(p)
+    outputs.add_json_option(p)
 
 
 def _torch_options(p: argparse.ArgumentParser, threads: str) -> None:
@@ -195,10 +197,10 @@ def _add_validate(sub: argparse._SubParsersAction) -> None:
     opt.add_model_options(p, omega_help="the omega of the alpha sweeps (the heat map scans its own omegas)")
     _torch_options(p, threads="torch threads of the simulations with --workers 1 (default: torch's choice; "
                    "Dask workers use one thread each)")
-    opt.add_out_option(p, "results/validation", "report.md, summary.json, validation.nc and the figures")
+    outputs.add_out_option(p, "results/validation", "report.md, summary.json, validation.nc and the figures")
     opt.add_workers_option(p)
-    opt.add_quiet_option(p)
-    opt.add_json_option(p)
+    outputs.add_quiet_option(p)
+    outputs.add_json_option(p)
 
 
 def _add_histogram(sub: argparse._SubParsersAction) -> None:
@@ -206,17 +208,20 @@ def _add_histogram(sub: argparse._SubParsersAction) -> None:
         "histogram", help="the paper's histogram task: positional vs semantic attention (docs/model.md section 8)",
         description="Train the single-layer transformer of the histogram task with its attention restricted to the "
         "positional half, the semantic half, or both; score and plot the attention; embed the restricted models "
-        "in the unrestricted one and retrain.",
+        "in the unrestricted one and retrain. Each training is a task (--workers, --scheduler), kept in DIR/tasks: "
+        "a rerun reads the finished ones back. Exit code 1 if a task failed (then no report is written).",
     )
     p.add_argument("--quick", action="store_true", help="10 000 samples and 20 epochs instead of the paper's 50 000 and 200")
     p.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
     g = p.add_argument_group("torch")
     g.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda or cuda:N (default auto)")
     g.add_argument("--threads", type=int, default=1,
-                   help="CPU threads for torch (default 1; the model is too small to gain from more)")
-    opt.add_out_option(p, "results/histogram", "report.md, summary.json, the curves and the attention maps")
-    opt.add_quiet_option(p)
-    opt.add_json_option(p)
+                   help="CPU threads for torch with --workers 1 (default 1; the model is too small to gain from "
+                   "more; Dask workers use one thread each)")
+    outputs.add_out_option(p, "results/histogram", "report.md, summary.json, histogram.nc, the curves and the attention maps")
+    opt.add_workers_option(p)
+    outputs.add_quiet_option(p)
+    outputs.add_json_option(p)
 
 
 def _add_check(sub: argparse._SubParsersAction) -> None:
@@ -238,11 +243,11 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
     opt.add_model_options(p, omega_range=True, omega_default="0:0.45:10", scan=True)
     opt.add_solver_options(p)
     opt.add_error_estimate_option(p, "each boundary's spread over the K rules (<boundary>_err variables)")
-    opt.add_out_option(p, "results/scan", "scan.nc, scan.csv, scan.json and a phase diagram figure per value")
-    opt.add_large_option(p, opt.MAX_DIAGRAM_POINTS)
+    outputs.add_out_option(p, "results/scan", "scan.nc, scan.csv, scan.json and a phase diagram figure per value")
+    workload.add_large_option(p, workload.MAX_DIAGRAM_POINTS)
     opt.add_workers_option(p)
-    opt.add_quiet_option(p)
-    opt.add_json_option(p)
+    outputs.add_quiet_option(p)
+    outputs.add_json_option(p)
 
 
 def _add_show(sub: argparse._SubParsersAction) -> None:
@@ -252,7 +257,7 @@ def _add_show(sub: argparse._SubParsersAction) -> None:
         "version, date) of the netCDF dataset(s) a job wrote into its --out folder.",
     )
     p.add_argument("path", metavar="PATH", help="a job's --out folder, or one .nc file")
-    opt.add_json_option(p)
+    outputs.add_json_option(p)
 
 
 _BUILDERS = {

@@ -11,10 +11,13 @@
   --alpha-c-quadrature --bifurcation-quadrature --branch-end --tol`` (``solve``, ``sweep``,
   ``phase-diagram``); :func:`config_from_args` builds the
   :class:`~attnphase.numerics.config.SolverConfig` -- the CLI builds it nowhere else.
+* :func:`add_workers_option` -- the execution group ``--workers --scheduler --fresh``;
+  :func:`executor_from_args` builds the :class:`~attnphase.execution.ExecutorSpec`.
 * One syntax for every numeric list (:func:`parse_values`): ``NUMBER``, ``a,b,c`` or
-  ``START:STOP:NUM`` (NUM values from START to STOP, both included), and one rule per output
-  option: ``--json`` prints exactly one JSON object on stdout, ``--quiet`` hides the progress
-  bars, ``--out DIR`` is always a folder (created if missing), ``--error-estimate K`` is 0 or >= 2.
+  ``START:STOP:NUM`` (NUM values from START to STOP, both included); ``--error-estimate K`` is 0 or >= 2.
+
+The output options (``--json``, ``--quiet``, ``--out DIR``) and the writing of outputs are
+:mod:`attnphase.outputs`; grid limits (``--large``) and time estimates are :mod:`attnphase.workload`.
 
 This module imports argparse only: the defaults and choices of the solver group are literal copies
 of :mod:`attnphase.numerics.config` (a test keeps them equal), so building the parser imports
@@ -30,8 +33,6 @@ import math
 import os
 import re
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 #: Commands that take a model (each has the model group).
@@ -80,7 +81,8 @@ MODEL_OPTIONS = (
     ("--token-cov", "C"),
 )
 
-#: The most values a numeric list may hold (a grid is capped lower by each command; see check_grid).
+#: The most values a numeric list may hold (a grid is capped lower by each command; see
+#: attnphase.workload.check_grid).
 MAX_VALUES = 1_000_000
 
 RANGE_SYNTAX = "NUMBER, a,b,c or START:STOP:NUM (NUM values from START to STOP, both included)"
@@ -449,15 +451,7 @@ def check_supported(params: Any, config: Any) -> None:
         raise ValueError(f"--{msg}" if named else msg) from None
 
 
-# --- output options -----------------------------------------------------------------------------
-
-OUT_RULE = "--out is always a folder, created if missing"
-
-
-def add_json_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true",
-                   help="print the result as exactly one JSON object on stdout (messages go to stderr)")
-
+# --- the execution group and the error estimate -------------------------------------------------
 
 def add_workers_option(p: argparse.ArgumentParser) -> None:
     """The executor group: ``--workers N``, ``--scheduler ADDRESS``, ``--fresh`` (docs/distributed.md)."""
@@ -506,202 +500,6 @@ def executor_from_args(args: argparse.Namespace):
     return ExecutorSpec(workers=workers, scheduler=scheduler)
 
 
-def add_quiet_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-
-
-def add_out_option(p: argparse.ArgumentParser, default: str, writes: str) -> None:
-    p.add_argument("--out", default=default, metavar="DIR",
-                   help=f"output folder: writes {writes} there ({OUT_RULE}; default {default})")
-
-
-_FILE_SUFFIXES = (".csv", ".json", ".png", ".md", ".txt", ".pdf", ".svg")
-
-
-def out_dir_from_args(args: argparse.Namespace) -> Path:
-    """``--out`` as a folder path; a path that is a file, or names one (``.csv`` ...), is a ValueError."""
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out must be a folder ({OUT_RULE}); {str(out)!r} is a file")
-    if not out.exists() and out.suffix.lower() in _FILE_SUFFIXES:
-        raise ValueError(f"--out must be a folder ({OUT_RULE}), got the file name {str(out)!r}")
-    return check_out_dir(out)
-
-
-def _nearest_existing(path: Path) -> Path:
-    p = path.absolute()
-    while not p.exists() and p != p.parent:
-        p = p.parent
-    return p
-
-
-def _check_writable_folder(folder: Path, option: str, shown: Path) -> None:
-    """The folder that will receive the output (or its nearest existing ancestor) is a writable folder."""
-    base = _nearest_existing(folder)
-    if not base.is_dir():
-        raise ValueError(f"{option}: cannot create {str(shown)!r}: {str(base)!r} is a file, not a folder")
-    if not os.access(base, os.W_OK | os.X_OK):
-        raise ValueError(f"{option}: cannot write in {str(base)!r} (permission denied)")
-
-
-def check_out_dir(out: Path, option: str = "--out") -> Path:
-    """``--out DIR`` ready to receive files: not a file, under a writable folder; checked before any work."""
-    _check_writable_folder(out, option, out)
-    return out
-
-
-def check_out_file(path: str | Path, option: str) -> Path:
-    """An output FILE (``derive -o``): not a folder, its folder exists and is writable; before any work."""
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{option} must name a file, {str(path)!r} is a folder")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.exists():
-        raise ValueError(f"{option}: the folder {str(parent)!r} of {str(path)!r} does not exist")
-    if not parent.is_dir():
-        raise ValueError(f"{option}: {str(parent)!r} is a file, not a folder")
-    if not os.access(parent.absolute(), os.W_OK | os.X_OK):
-        raise ValueError(f"{option}: cannot write in {str(parent)!r} (permission denied)")
-    return path
-
-
-def write_text_atomic(path: str | Path, text: str, option: str = "--out") -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
-    path = Path(path)
-    tmp = None
-    try:
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent or ".", prefix=f".{path.name}.",
-                                         suffix=".tmp", delete=False) as fh:
-            tmp = fh.name
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # a temporary file is private; the result is an ordinary file
-        os.replace(tmp, path)
-    except OSError as exc:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-        raise ValueError(f"{option}: cannot write {str(path)!r} ({exc.strerror or exc})") from None
-
-
-@contextlib.contextmanager
-def staged_output(out: Path, option: str = "--out"):
-    """Yield a hidden staging folder beside ``out``; on success its files move into ``out`` (created if
-    missing), on any failure or interrupt it is removed: a multi-file output is complete or absent.
-
-    The staging folder is created in ``out``'s nearest existing ancestor (same file system: the moves
-    are renames), so creating it is also the real test that the output can be written.
-    """
-    import shutil
-
-    base = _nearest_existing(out)
-    try:
-        stage = Path(tempfile.mkdtemp(prefix=".attnphase-", dir=base))
-    except OSError as exc:
-        raise ValueError(f"{option}: cannot write in {str(base)!r} ({exc.strerror or exc})") from None
-    try:
-        yield stage
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
-    created: list[Path] = []
-    try:
-        missing = [p for p in reversed(out.absolute().parents) if not p.exists()] + ([] if out.exists() else [out])
-        for folder in missing:
-            try:
-                folder.mkdir()
-                created.append(folder)
-            except FileExistsError:  # a concurrent run made it: share it
-                if not folder.is_dir():
-                    raise
-        for item in sorted(stage.iterdir()):
-            target = out / item.name
-            if target.is_dir() and item.is_dir():
-                shutil.rmtree(target)
-            os.replace(item, target)
-    except OSError as exc:
-        for folder in reversed(created):
-            shutil.rmtree(folder, ignore_errors=True)
-        raise ValueError(f"{option}: cannot write into {str(out)!r} ({exc.strerror or exc})") from None
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-
-
-class Rewriting:
-    """A text stream that writes through to ``stream`` with every ``old`` of ``replace`` put as its ``new``
-    (a job writing into a staging folder prints the final folder's name)."""
-
-    def __init__(self, stream: Any, replace: dict[str, str]) -> None:
-        self._stream, self._replace = stream, replace
-
-    def write(self, text: str) -> int:
-        for old, new in self._replace.items():
-            text = text.replace(old, new)
-        return self._stream.write(text)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
-# --- sizes of the work ---------------------------------------------------------------------------
-
-#: Grids past these sizes need ``--large`` (a rough second per solve at L = 2 with sobol12 on 2 cores).
-MAX_SWEEP_POINTS = 500
-MAX_DIAGRAM_POINTS = 1000
-#: Rough wall time of one state-evolution solve at L = 2 with sobol12 (2^12 nodes), 2 cores (measured).
-SECONDS_PER_SOLVE = 0.4
-
-
-def check_grid(n: int, limit: int, what: str, option: str, large: bool) -> None:
-    """A grid of ``n`` solves: past ``limit`` a ValueError unless ``--large`` was given."""
-    if n > limit and not large:
-        t = n * SECONDS_PER_SOLVE
-        span = f"{t / 3600:.0f} h" if t >= 7200 else f"{t / 60:.0f} min"
-        raise ValueError(f"{option}: {n} {what} is more than {limit} (roughly {span} or more at L = 2, sobol12, "
-                         f"2 cores); pass --large to run it anyway")
-
-
-def estimate_seconds(n_solves: int, L: int, config: Any) -> float:
-    """A rough wall time of ``n_solves`` solves: scales with the solve rule's node count."""
-    from attnphase.numerics.quadrature import rule_nodes
-
-    return n_solves * SECONDS_PER_SOLVE * rule_nodes(L, config.quadrature) / 2 ** 12 * (4 ** (L - 2))
-
-
-def announce_work(what: str, n_solves: int, L: int, config: Any, *, quiet: bool = False, min_seconds: float = 30) -> None:
-    """Say on stderr what a long computation does and roughly how long it may take."""
-    t = estimate_seconds(n_solves, L, config)
-    if quiet or t < min_seconds:
-        return
-    span = f"{t / 60:.0f} min" if t >= 120 else f"{t:.0f} s"
-    print(f"attnphase: {what}: roughly {span} or more (a rough estimate; the progress bar tells)",
-          file=sys.stderr, flush=True)
-
-
-#: A rule above this many nodes is announced (memory ~2 kB per node in one proximal search).
-LARGE_RULE_NODES = 2 ** 17
-
-
-def announce_rules(L: int, config: Any, *, quiet: bool = False) -> None:
-    """Name every rule of the configuration that is large: its nodes and an estimate of its memory."""
-    if quiet:
-        return
-    from attnphase.numerics.quadrature import rule_nodes
-
-    for option, field in SOLVER_OPTIONS:
-        spec = getattr(config, field, None)
-        if field.endswith("quadrature") and spec is not None:
-            n = rule_nodes(L, spec)
-            if n >= LARGE_RULE_NODES:
-                print(f"attnphase: note: {option} {spec}: {n:.3g} nodes at L = {L} (about {n * 2e3 / 1e9:.1f} GB "
-                      f"during a proximal search; each step ~{n / 2 ** 12:.0f}x the default rule's time)",
-                      file=sys.stderr, flush=True)
-
-
-def add_large_option(p: argparse.ArgumentParser, limit: int) -> None:
-    p.add_argument("--large", action="store_true", help=f"allow a grid of more than {limit} solves")
-
-
 def add_error_estimate_option(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--error-estimate", dest="error_estimate", default="0", metavar="K",
                    help=f"K = 0: none (default); K >= 2: repeat on K - 1 more independent quadrature rules and "
@@ -718,20 +516,3 @@ def error_estimate_from_args(args: argparse.Namespace) -> int:
     if k == 0 or k >= 2:
         return k
     raise ValueError(f"--error-estimate K must be 0 (none) or an integer K >= 2 (a spread needs two rules), got {text!r}")
-
-
-def json_value(v: Any) -> Any:
-    """A JSON-ready copy of ``v``: non-finite floats -> null, tuples -> lists, numpy scalars -> Python."""
-    if isinstance(v, dict):
-        return {str(k): json_value(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [json_value(x) for x in v]
-    if isinstance(v, Path):
-        return str(v)
-    if hasattr(v, "item") and callable(v.item) and getattr(v, "ndim", None) == 0:
-        v = v.item()
-    if hasattr(v, "tolist") and callable(v.tolist):
-        return json_value(v.tolist())
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v

@@ -2,8 +2,8 @@
 
     python benchmarks/bench_execution.py [--quick] [--out PATH]
 
-1. ``attnphase phase-diagram --omega 0.1:0.4:7`` with ``--workers 1`` (in the command's process)
-   and ``--workers 2`` (a local Dask cluster of 2 one-thread workers, its start included), each in
+1. ``attnphase phase-diagram --omega 0.1:0.4:7`` with ``--workers 1`` (in the command's process,
+   whose compiled loops use both cores; and again on one numba thread, one core) and ``--workers 2`` (a local Dask cluster of 2 one-thread workers, its start included), each in
    a fresh process and a fresh ``--out``: wall times and the speed-up;
 2. overhead of the layer per task: writing and reading back one real task record (pickle,
    checksum, fsync, rename) plus the round trip of an empty task on a local cluster of 2 workers
@@ -38,10 +38,10 @@ QUICK = ["--alpha", "0.6:2.2:5", "--quadrature", "sobol10", "--alpha-c-quadratur
          "--bifurcation-quadrature", "sobol10"]
 
 
-def _run(argv: list[str]) -> tuple[float, dict]:
+def _run(argv: list[str], env: dict | None = None) -> tuple[float, dict]:
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "attnphase", *argv, "--json", "--quiet"], capture_output=True,
-                          text=True, env=os.environ | {"ATTNPHASE_QUIET": "1"})
+                          text=True, env=os.environ | {"ATTNPHASE_QUIET": "1"} | (env or {}))
     wall = time.perf_counter() - t0
     if proc.returncode not in (0, 1):  # 1: a task failed (recorded; the timing still holds)
         raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr[-2000:]}")
@@ -101,11 +101,15 @@ def main() -> None:
         base = ["phase-diagram", "--omega", "0.1:0.4:7", *settings]
         w1, meta1 = _run([*base, "--workers", "1", "--out", f"{tmp}/w1"])
         tasks1 = _task_seconds(Path(tmp) / "w1" / "tasks")
+        # --workers 1 runs in the command's process, whose compiled loops use every core: the same
+        # on one core (one numba thread) is the baseline of the workers' scaling
+        w1_one, _ = _run([*base, "--workers", "1", "--out", f"{tmp}/w1one"], {"NUMBA_NUM_THREADS": "1"})
         w2, meta2 = _run([*base, "--workers", "2", "--out", f"{tmp}/w2"])
         same = meta1["rows"] == meta2["rows"]
         r_wall, r_meta = _run([*base, "--workers", "2", "--out", f"{tmp}/w2"])
         res |= {
             "wall_workers_1_s": w1, "wall_workers_2_s": w2, "speed_up": w1 / w2,
+            "wall_workers_1_one_core_s": w1_one, "speed_up_over_one_core": w1_one / w2,
             "job_seconds_workers_1": meta1["seconds"], "job_seconds_workers_2": meta2["seconds"],
             "same_rows_1_vs_2": same,
             "tasks": len(tasks1), "task_seconds_median": sorted(tasks1)[len(tasks1) // 2],

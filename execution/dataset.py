@@ -37,7 +37,7 @@ def job_attrs(job: str, *, version: str, model: Any = None, solver: Any = None, 
 
 def write_netcdf(ds: Any, path: str | Path) -> None:
     """``ds`` to ``path`` (netCDF4); strings as variable-length strings.  The caller writes into a
-    staging folder (:func:`attnphase.options.staged_output`): the file is complete or absent."""
+    staging folder (:func:`attnphase.outputs.staged_output`): the file is complete or absent."""
     ds.to_netcdf(path, engine=ENGINE)
 
 

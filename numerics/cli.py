@@ -16,6 +16,7 @@ import math
 import sys
 
 from attnphase import options as opt
+from attnphase import outputs, workload
 
 RECORD_KEYS = (
     "alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta",
@@ -95,7 +96,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     opt.check_supported(params, cfg)
     n_rules = opt.error_estimate_from_args(args)
     opt.announce_defaults(args, params)
-    opt.announce_rules(params.L, cfg)
+    workload.announce_rules(params.L, cfg)
     if params.L >= 3:
         print(f"attnphase: note: at L = {params.L} one solve takes from seconds to a minute or more "
               f"(measured at L = 3 on 2 cores: up to ~50 s)", file=sys.stderr, flush=True)
@@ -116,7 +117,7 @@ def print_record(rec: dict, reason: str, converged: bool, as_json: bool, show=la
     """Print a solve record (one JSON object, or ``key  value`` lines with ``show(value)``) and the
     warning or note its ``reason`` calls for; the exit code: 0, 1 (not converged) or EXIT_NO_BRANCH."""
     if as_json:
-        print(json.dumps(opt.json_value(rec)))
+        print(json.dumps(outputs.json_value(rec)))
     else:
         width = max(len(k) for k in rec)
         for k, v in rec.items():
@@ -204,15 +205,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     cfg = opt.config_from_args(args)
     opt.check_supported(params, cfg)
     executor = opt.executor_from_args(args)
-    opt.check_grid(len(alphas) * len(omegas), opt.MAX_SWEEP_POINTS, "alpha values (x omegas)", "--alpha", args.large)
-    out_dir = opt.out_dir_from_args(args)
+    workload.check_grid(len(alphas) * len(omegas), workload.MAX_SWEEP_POINTS, "alpha values (x omegas)", "--alpha", args.large)
+    out_dir = outputs.out_dir_from_args(args)
     if alphas != sorted(alphas):
         print("attnphase: note: --alpha values sorted ascending (the branch is followed by continuation in alpha)",
               file=sys.stderr)
     opt.announce_defaults(args, params)
-    opt.announce_rules(params.L, cfg)
-    opt.announce_work(f"sweep of {len(alphas)} alpha values" + (f" at {len(omegas)} omegas" if len(omegas) > 1 else ""),
-                      len(alphas) * len(omegas), params.L, cfg, quiet=args.quiet)
+    workload.announce_rules(params.L, cfg)
+    workload.announce_work(f"sweep of {len(alphas)} alpha values" + (f" at {len(omegas)} omegas" if len(omegas) > 1 else ""),
+                           len(alphas) * len(omegas), params.L, cfg, quiet=args.quiet)
 
     from tqdm import tqdm
 
@@ -236,7 +237,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             outs = run_tasks(tasks, executor=executor, store=store, fresh=args.fresh, version=version,
                              progress=tbar)
     objs, n_on, n_failed, n_absent, cells = [], 0, 0, 0, []
-    with opt.staged_output(out_dir) as stage:
+    with outputs.staged_output(out_dir) as stage:
         for w, o in zip(omegas, outs):
             path = out_dir / sweep_file_name(args.branch, params.replace(omega=w).omega)
             cells.append((float(w), o.value if o.ok else None, "done" if o.ok else "failed", o.error))
@@ -244,7 +245,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 continue
             res = o.value
             rows, reasons = _sweep_rows(res, args.branch)
-            opt.write_text_atomic(stage / path.name, _csv_text(rows))
+            outputs.write_text_atomic(stage / path.name, _csv_text(rows))
             on = sum(not r for r in reasons)
             failed = sum(bool(r) and r.startswith("not converged") for r in reasons)
             n_on, n_failed, n_absent = n_on + on, n_failed + failed, n_absent + len(rows) - on - failed
@@ -274,7 +275,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
               "failures": failures}
     if args.json:
         obj = objs[0] if len(omegas) == 1 and objs else {"branch": args.branch, "omegas": list(omegas), "sweeps": objs}
-        print(json.dumps(opt.json_value(obj | {"tasks": counts, "dataset": str(out_dir / f"sweep_{args.branch}.nc")})))
+        print(json.dumps(outputs.json_value(obj | {"tasks": counts, "dataset": str(out_dir / f"sweep_{args.branch}.nc")})))
     if failures:
         print(f"attnphase: {failures}", file=sys.stderr)
     return sweep_exit_code(args.branch, n_failed + bool(failures), n_on)
@@ -314,14 +315,14 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     opt.check_supported(params, cfg)
     n_rules = opt.error_estimate_from_args(args)
     executor = opt.executor_from_args(args)
-    opt.check_grid(len(omegas) * len(alphas), opt.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)",
-                   "--omega/--alpha", args.large)
-    out_dir = opt.out_dir_from_args(args)
+    workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)",
+                        "--omega/--alpha", args.large)
+    out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
-    opt.announce_rules(params.L, cfg)
+    workload.announce_rules(params.L, cfg)
     n_solves = 2 * len(omegas) * len(alphas) * max(1, n_rules)
-    opt.announce_work(f"phase diagram over {len(omegas)} omega x {len(alphas)} alpha values, both branches",
-                      n_solves, params.L, cfg, quiet=args.quiet)
+    workload.announce_work(f"phase diagram over {len(omegas)} omega x {len(alphas)} alpha values, both branches",
+                           n_solves, params.L, cfg, quiet=args.quiet)
 
     from attnphase.execution import ResultStore
     from attnphase.numerics.report import run_phase_diagram
@@ -331,14 +332,13 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     # --json: the table run_phase_diagram prints goes to stderr; stdout gets phase_diagram.json alone
     # the files are written into a staging folder and moved into --out DIR at the end (all or none);
     # what the job prints names DIR, never the staging folder
-    with opt.staged_output(out_dir) as stage:
+    with outputs.staged_output(out_dir) as stage:
         shown = {str(stage): str(out_dir)}
-        stdout = opt.Rewriting(sys.stderr if args.json else sys.stdout, shown)
-        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(opt.Rewriting(sys.stderr, shown)):
-            code = run_phase_diagram(params, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
+        stdout = outputs.Rewriting(sys.stderr if args.json else sys.stdout, shown)
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
+            code, meta = run_phase_diagram(params, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
                                      error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
-                                     command=command_line())
-        meta = json.loads((stage / "phase_diagram.json").read_text())
+                                     command=command_line(), existing=out_dir)
     if args.json:
-        print(json.dumps(opt.json_value(meta | {"out": str(out_dir)})))
+        print(json.dumps(outputs.json_value(meta | {"out": str(out_dir)})))
     return int(code or 0)

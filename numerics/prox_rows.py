@@ -66,7 +66,9 @@ def softmax(h: Array, S: Array) -> None:
             if a > m:
                 m = a
         for k in range(L):
-            S[l, k] = np.exp(h[l] * h[k] - m)
+            x = h[l] * h[k] - m
+            # exp(0) = 1 exactly: the row's maximum (one of L entries) needs no exponential
+            S[l, k] = 1.0 if x == 0.0 else np.exp(x)
         tot = S[l, 0]
         for k in range(1, L):
             tot += S[l, k]
@@ -191,12 +193,17 @@ def solve(M: Array, g: Array, x: Array) -> None:
 @jit
 def newton_row(
     h: Array, w: Array, V: Array, T: Array, s2: Array, max_step: float, xtol: float, max_iter: int, max_halvings: int,
-    S: Array, g: Array, H: Array, M: Array, d: Array, trial: Array,
+    S: Array, g: Array, H: Array, M: Array, d: Array, trial: Array, g2: Array, H2: Array,
+    known: Array, kconv: Array, nk: int, merge: float,
 ) -> tuple[float, bool, int]:
     """Safeguarded Newton descent on P of one row, h updated in place: (value, converged, iterations).
 
     As :func:`attnphase.numerics.prox.newton_minimize` (see there): d = -(H + mu I)^{-1} grad P,
-    step capped at ``max_step``, Armijo backtracking; S, g, H, M, d, trial are work arrays.
+    step capped at ``max_step``, Armijo backtracking (the full step is tried with the derivatives
+    at the trial point, which the next iteration then reuses); S, g, H, M, d, trial, g2, H2 are work arrays.
+    Merging (``merge > 0``): where H is positive definite and h lies within ``merge`` (relative, per
+    coordinate) of row j < ``nk`` of ``known`` with ``kconv[j]`` (a minimum of an earlier start),
+    the descent stops and returns iterations = -1 - j (the caller copies that minimum).
     """
     f = value_grad_hess(h, w, V, T, s2, S, g, H)
     vmin = V[0]
@@ -214,6 +221,16 @@ def newton_row(
             # eigenvalue itself (Jacobi, ~10x dearer) is needed only when it does not
             pd = shifted_cholesky_ok(H, 1e-10 * diag_scale, M)
             lam_min = 0.0 if pd else min_eig(H, M)
+        if pd and nk > 0 and merge > 0.0:
+            for j in range(nk):
+                if kconv[j]:
+                    close = True
+                    for k in range(L):
+                        if abs(h[k] - known[j, k]) > merge * (1.0 + abs(known[j, k])):
+                            close = False
+                            break
+                    if close:
+                        return f, True, -1 - j
         mu = 0.0 if pd else -lam_min + 1e-3 * diag_scale
         for i in range(L):
             for j in range(L):
@@ -237,23 +254,39 @@ def newton_row(
         near = (dn < xtol * (1.0 + hmax)) or (abs(slope) <= 1e-13 * abs(f))
         tiny = pd and near
         accepted = False
+        fresh = False  # g, H already hold the derivatives at the new h
         if tiny:
             for k in range(L):
                 h[k] = h[k] + d[k]
             accepted = True
         else:
-            t = 1.0
-            for _ in range(max_halvings):
+            # the full step first, with its derivatives (kept if Armijo accepts it: the usual case)
+            for k in range(L):
+                trial[k] = h[k] + d[k]
+            ft = value_grad_hess(trial, w, V, T, s2, S, g2, H2)
+            if ft <= f + 1e-4 * slope:
                 for k in range(L):
-                    trial[k] = h[k] + t * d[k]
-                ft = value_only(trial, w, V, T, s2, S)
-                if ft <= f + 1e-4 * t * slope:
+                    h[k] = trial[k]
+                    g[k] = g2[k]
+                    for j in range(L):
+                        H[k, j] = H2[k, j]
+                f = ft
+                accepted = True
+                fresh = True
+            else:
+                t = 0.5
+                for _ in range(max_halvings - 1):
                     for k in range(L):
-                        h[k] = trial[k]
-                    accepted = True
-                    break
-                t *= 0.5
-        f = value_grad_hess(h, w, V, T, s2, S, g, H)
+                        trial[k] = h[k] + t * d[k]
+                    ft = value_only(trial, w, V, T, s2, S)
+                    if ft <= f + 1e-4 * t * slope:
+                        for k in range(L):
+                            h[k] = trial[k]
+                        accepted = True
+                        break
+                    t *= 0.5
+        if not fresh:
+            f = value_grad_hess(h, w, V, T, s2, S, g, H)
         gs = 0.0
         gmax = 0.0
         for k in range(L):
@@ -273,7 +306,7 @@ def newton_row(
 @jit(parallel=parallel)
 def rows(
     starts: Array, w: Array, V: Array, T: Array, s2: Array, perms: Array, refine: bool, max_step: float, xtol: float,
-    max_iter: int, max_halvings: int, h: Array, value: Array, conv: Array, iters: Array, best: Array,
+    max_iter: int, max_halvings: int, h: Array, value: Array, conv: Array, iters: Array, best: Array, merge: float,
 ) -> None:
     """Newton from every start of every node (``starts`` (N, n0, L)); with ``refine``, then from
     the mirror image -h_b of the best minimum h_b and its token permutations ``perms``.
@@ -286,6 +319,7 @@ def rows(
     for i in prange(N):
         S, H, M = np.empty((L, L)), np.empty((L, L)), np.empty((L, L))
         g, d, trial, hb = np.empty(L), np.empty(L), np.empty(L), np.empty(L)
+        g2, H2 = np.empty(L), np.empty((L, L))
         b, bv = 0, inf
         for s in range(n_all):
             if s < n0:
@@ -298,7 +332,13 @@ def rows(
                 for k in range(L):
                     h[i, s, k] = -hb[k] if s == n0 else hb[perms[s - n0 - 1, k]]
             v, c, its = newton_row(h[i, s], w[i], V[i], T[i], s2[i], max_step, xtol, max_iter, max_halvings,
-                                   S, g, H, M, d, trial)
+                                   S, g, H, M, d, trial, g2, H2, h[i], conv[i], s, merge)
+            if its < 0:
+                j = -1 - its
+                for k in range(L):
+                    h[i, s, k] = h[i, j, k]
+                v = value[i, j]
+                its = 0
             value[i, s] = v
             conv[i, s] = c
             iters[i, s] = its

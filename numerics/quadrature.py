@@ -30,7 +30,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 from scipy.special import ndtri
-from scipy.stats import qmc
 
 from attnphase.numerics.symmetry import SymmetryElement
 
@@ -112,6 +111,8 @@ def sobol_rule(L: int, log2_n: int, seed: int = 0, randomizations: int = 1) -> Q
     """
     if log2_n < 1 or randomizations < 1:
         raise ValueError("sobol_rule needs log2_n >= 1 and randomizations >= 1")
+    from scipy.stats import qmc  # imported here: scipy.stats costs ~0.5 s, and a rerun read from the store needs no rule
+
     rng = np.random.default_rng(seed)
     blocks = []
     for _ in range(randomizations):

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from attnphase import options as opt
+from attnphase import outputs, workload
 from attnphase.numerics.cli import print_record, sweep_exit_code
 
 #: Record entries with a standard deviation under ``--error-estimate``.
@@ -87,7 +88,7 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
     if n_rules and fp.converged:
         out.update(rank_error_estimate(fp, n_rules, cfg))
     out["reason"] = reason
-    return print_record(out, reason, fp.converged, args.json, show=opt.json_value)
+    return print_record(out, reason, fp.converged, args.json, show=outputs.json_value)
 
 
 def sweep_rank_file_name(branch: str, omega: float, r: int, r_star: int) -> str:
@@ -112,8 +113,8 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     from attnphase.numerics.rank_boundaries import follow_rank_branch
 
     params, cfg = rank_model_and_config(args, r, r_star, opt.single_omega(args, "sweep"))
-    opt.check_grid(len(alphas), opt.MAX_SWEEP_POINTS, "alpha values", "--alpha", args.large)
-    out_dir = opt.out_dir_from_args(args)
+    workload.check_grid(len(alphas), workload.MAX_SWEEP_POINTS, "alpha values", "--alpha", args.large)
+    out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
     L = params.L
     cols = (["alpha", "omega", "branch", "e_t", "eps_g"] + [f"q0_eig_{i + 1}" for i in range(r)]
@@ -150,15 +151,15 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
-    with opt.staged_output(out_dir) as stage:
-        opt.write_text_atomic(stage / path.name, buf.getvalue())
+    with outputs.staged_output(out_dir) as stage:
+        outputs.write_text_atomic(stage / path.name, buf.getvalue())
     n_failed = sum(not r_["converged"] for r_ in rows)
     n_on = sum(not r_["reason"] for r_ in rows)
     if args.json:
-        print(json.dumps(opt.json_value({"branch": args.branch, "requested_branch": args.branch, "rank": r,
-                                         "teacher_rank": r_star, "params": params.to_dict(), "solver": cfg.as_dict(),
-                                         "file": str(path), "end": None, "on_branch": n_on,
-                                         "not_converged": n_failed, "rows": rows})))
+        print(json.dumps(outputs.json_value({"branch": args.branch, "requested_branch": args.branch, "rank": r,
+                                             "teacher_rank": r_star, "params": params.to_dict(), "solver": cfg.as_dict(),
+                                             "file": str(path), "end": None, "on_branch": n_on,
+                                             "not_converged": n_failed, "rows": rows})))
     print(f"wrote {len(rows)} rows to {path}" + (f" ({n_failed} not converged)" if n_failed else ""), file=sys.stderr)
     return sweep_exit_code(args.branch, n_failed, n_on)
 
@@ -219,9 +220,9 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
     for w in omegas:
         rank_model_and_config(args, r, r_star, w)
     executor = opt.executor_from_args(args)
-    opt.check_grid(len(omegas) * len(alphas), opt.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)",
+    workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)",
                    "--omega/--alpha", args.large)
-    out_dir = opt.out_dir_from_args(args)
+    out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
     from attnphase.execution import ResultStore
     from attnphase.numerics.rank_boundaries import rank_branches
@@ -232,15 +233,15 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
               f"values at {len(omegas)} omega(s) on {cfg.quadrature}, then bisections and root searches "
               "(minutes per omega)", file=sys.stderr)
     store = ResultStore(out_dir / TASKS_FOLDER)
-    with opt.staged_output(out_dir) as stage:
+    with outputs.staged_output(out_dir) as stage:
         shown = {str(stage): str(out_dir)}
-        stdout = opt.Rewriting(sys.stderr if args.json else sys.stdout, shown)
-        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(opt.Rewriting(sys.stderr, shown)):
+        stdout = outputs.Rewriting(sys.stderr if args.json else sys.stdout, shown)
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
             code = run_rank_phase_diagram(params, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
                                           executor=executor, store=store, fresh=args.fresh, command=command_line())
         meta = json.loads((stage / "phase_diagram.json").read_text())
     if args.json:
-        print(json.dumps(opt.json_value(meta | {"out": str(out_dir)})))
+        print(json.dumps(outputs.json_value(meta | {"out": str(out_dir)})))
     return int(code or 0)
 
 
@@ -263,20 +264,20 @@ def cmd_scan_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     for m in models:
         cfg = rank_config(args, m)
     executor = opt.executor_from_args(args)
-    opt.check_grid(len(models) * len(omegas) * len(alphas), opt.MAX_DIAGRAM_POINTS,
+    workload.check_grid(len(models) * len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
                    f"(--{field.replace('_', '-')}, omega, alpha) points", "--omega/--alpha", args.large)
-    out_dir = opt.out_dir_from_args(args)
+    out_dir = outputs.out_dir_from_args(args)
     from attnphase.execution import ResultStore
     from attnphase.numerics.rank_report import run_rank_scan
 
     store = ResultStore(out_dir / TASKS_FOLDER)
-    with opt.staged_output(out_dir) as stage:
+    with outputs.staged_output(out_dir) as stage:
         shown = {str(stage): str(out_dir)}
-        stdout = opt.Rewriting(sys.stderr if args.json else sys.stdout, shown)
-        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(opt.Rewriting(sys.stderr, shown)):
+        stdout = outputs.Rewriting(sys.stderr if args.json else sys.stdout, shown)
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
             code = run_rank_scan(field, values, models, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
                                  executor=executor, store=store, fresh=args.fresh, command=command_line())
         summary = json.loads((stage / "scan.json").read_text())
     if args.json:
-        print(json.dumps(opt.json_value(summary | {"out": str(out_dir)})))
+        print(json.dumps(outputs.json_value(summary | {"out": str(out_dir)})))
     return int(code or 0)

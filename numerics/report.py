@@ -16,14 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from attnphase.execution import ExecutorSpec, Outcome, ResultStore, run_tasks
-from attnphase.execution.dataset import job_attrs, write_netcdf
+from attnphase.execution import ExecutorSpec, Outcome, ResultStore, code_version, run_tasks
+from attnphase.execution.outputs import outputs_current, record_outputs
 from attnphase.execution.progress import TaskBar, failure_summary
 from attnphase.numerics.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS, Boundaries
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.dataset import boundaries_dataset
 from attnphase.numerics.jobs import boundaries_or_failure, boundaries_task, numerics_version, strip_sweeps
-from attnphase.numerics.plots import plot_branch_curves, plot_phase_diagram
 from attnphase.numerics.quadrature_error import replicate_spread
 from attnphase.theory.params import ModelParams
 
@@ -35,13 +33,15 @@ CURVES_OMEGA = 0.3
 @dataclass(frozen=True)
 class BoundaryRuns:
     """The boundaries of a list of models (each with its errors over the rules, or None), the
-    outcome of each model's first task, and the task counts {"total", "computed", "stored", "failed"}."""
+    outcome of each model's first task, the task counts {"total", "computed", "stored", "failed"},
+    and the keys of all the tasks."""
 
     rows: list[Boundaries]
     errors: list[dict[str, float]] | None
     outcomes: list[Outcome]
     counts: dict[str, int]
     failures: str
+    keys: tuple[str, ...] = ()
 
 
 def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], config: SolverConfig,
@@ -71,7 +71,8 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
                   for i, m in enumerate(models)]
     counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
               "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs)}
-    return BoundaryRuns(rows, errors, [outs[i * reps] for i in range(len(models))], counts, failure_summary(outs))
+    return BoundaryRuns(rows, errors, [outs[i * reps] for i in range(len(models))], counts, failure_summary(outs),
+                        tuple(t.key for t in tasks))
 
 
 def _fmt(x: float) -> str:
@@ -121,15 +122,20 @@ def run_phase_diagram(
     store: ResultStore | None = None,
     fresh: bool = False,
     command: str = "",
-) -> int:
+    existing: str | Path | None = None,
+) -> tuple[int, dict]:
     """Compute the boundaries at every omega; write phase_diagram.csv/.json/.nc/.png and curves_omega0.3.png.
 
     Every setting is in ``config`` (solve rule, alpha_c correction rule, branch-end strategy and rule).
     ``error_estimate``: K >= 2 repeats the computation on K - 1 more independent rules and adds
     each boundary's spread over the K rules (``<boundary>_err``, ``<boundary>_found`` columns,
     error bars in the figure); about K times the time.  ``executor``, ``store``, ``fresh``: where
-    the tasks run and where finished ones are kept (:func:`compute_boundaries`).  Exit code 1 when
-    a task failed (its row is NaN, its note the error).
+    the tasks run and where finished ones are kept (:func:`compute_boundaries`).  Returns the exit
+    code (1 when a task failed: its row is NaN, its note the error) and the job's record (the
+    content of phase_diagram.json, with this run's task counts).  ``existing``: the folder holding an earlier
+    run's outputs (default ``out_dir``; the command writes into a staging folder): where every task
+    came from the store and those outputs are this job's (:mod:`attnphase.execution.outputs`),
+    nothing is written.
     """
     cfg = config or SolverConfig()
     out = Path(out_dir)
@@ -142,17 +148,52 @@ def run_phase_diagram(
                               fresh=fresh, quiet=quiet)
     rows, errors = runs.rows[:len(models)], runs.errors[:len(models)] if runs.errors else None
     table = boundary_table(rows, errors)
+    version = numerics_version()
+    files = ["phase_diagram.csv", "phase_diagram.png", "phase_diagram.nc", "phase_diagram.json"]
+    curves = next((b for b in runs.rows if abs(b.omega - CURVES_OMEGA) < 1e-12), None)
+    if curves is not None and curves.semantic is not None and curves.semantic.points:
+        files.append(f"curves_omega{CURVES_OMEGA}.png")
+    # what the files are made of: the tasks, the options that shape the files, the presenting code
+    identity = {"tasks": runs.keys, "omegas": list(omegas), "alphas": list(alphas), "error_estimate": error_estimate,
+                "params": params.to_dict(), "presentation": code_version("attnphase", "attnphase.numerics",
+                                                                         "attnphase.execution")}
+    unchanged = runs.counts["computed"] == 0 and not runs.failures and outputs_current(
+        Path(existing) if existing is not None else out, "phase_diagram", identity, files)
+    if unchanged:
+        meta = json.loads((Path(existing if existing is not None else out) / "phase_diagram.json").read_text())
+        meta |= {"tasks": runs.counts | {"failures": runs.failures}, "seconds": time.perf_counter() - t0}
+    else:
+        meta = _write_phase_diagram(out, params, omegas, alphas, cfg, error_estimate, command, runs, rows, errors,
+                                    table, curves, version, t0)
+        record_outputs(out, "phase_diagram", identity, files)
+    print_boundary_table(table, error_estimate)
+    c = runs.counts
+    what = "outputs up to date in" if unchanged else "wrote"
+    print(f"{what} {out}/phase_diagram.csv, .nc, .png, curves_omega{CURVES_OMEGA}.png ({time.perf_counter() - t0:.1f} s; "
+          f"tasks: {c['computed']} computed, {c['stored']} from the store, {c['failed']} failed)", file=sys.stderr)
+    if runs.failures:
+        print(f"attnphase: {runs.failures}", file=sys.stderr)
+        return 1, meta
+    return 0, meta
+
+
+def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float], alphas: Sequence[float],
+                         cfg: SolverConfig, error_estimate: int, command: str, runs: BoundaryRuns,
+                         rows: list[Boundaries], errors: list[dict] | None, table: list[dict],
+                         curves: Boundaries | None, version: str, t0: float) -> dict:
+    """phase_diagram.csv/.png/.nc/.json and the curves' figure (when ``curves`` has them); returns the JSON's record."""
+    from attnphase.execution.dataset import job_attrs, write_netcdf
+    from attnphase.numerics.dataset import boundaries_dataset
+    from attnphase.numerics.plots import plot_branch_curves, plot_phase_diagram
+
     write_boundary_csv(out / "phase_diagram.csv", table, bool(errors))
     plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=alpha_max_of(rows, alphas), errors=errors)
-    version = numerics_version()
     cells = [{"at": {"omega": b.omega}, "b": b, "err": errors[i] if errors else None, "status": o.status
               if o.ok else "failed", "error": o.error} for i, (b, o) in enumerate(zip(rows, runs.outcomes))]
     attrs = job_attrs("phase-diagram", version=version, model=params.to_dict() | {"omega": "scanned"},
                       solver=cfg.as_dict(), rule=cfg.quadrature, command=command, error_estimate=error_estimate)
     write_netcdf(boundaries_dataset(cells, ("omega",), {"omega": [float(w) for w in omegas]}, alphas, attrs),
                  out / "phase_diagram.nc")
-
-    curves = next((b for b in runs.rows if abs(b.omega - CURVES_OMEGA) < 1e-12), None)
     if curves is not None and curves.semantic is not None and curves.semantic.points:
         pc = params.replace(omega=CURVES_OMEGA)
         plot_branch_curves(
@@ -173,11 +214,4 @@ def run_phase_diagram(
         "seconds": time.perf_counter() - t0,
     }
     (out / "phase_diagram.json").write_text(json.dumps(meta, indent=2))
-    print_boundary_table(table, error_estimate)
-    c = runs.counts
-    print(f"wrote {out}/phase_diagram.csv, .nc, .png, curves_omega{CURVES_OMEGA}.png ({time.perf_counter() - t0:.1f} s; "
-          f"tasks: {c['computed']} computed, {c['stored']} from the store, {c['failed']} failed)", file=sys.stderr)
-    if runs.failures:
-        print(f"attnphase: {runs.failures}", file=sys.stderr)
-        return 1
-    return 0
+    return meta

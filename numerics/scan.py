@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from attnphase import options as opt
+from attnphase import outputs, workload
 
 
 def _coord(field: str, values: Sequence[Any]) -> list[Any]:
@@ -94,26 +95,26 @@ def cmd_scan(args: argparse.Namespace) -> int:
         opt.check_supported(m, cfg)
     n_rules = opt.error_estimate_from_args(args)
     executor = opt.executor_from_args(args)
-    opt.check_grid(len(models) * len(omegas) * len(alphas), opt.MAX_DIAGRAM_POINTS,
-                   f"(--{field.replace('_', '-')}, omega, alpha) points", "--omega/--alpha", args.large)
-    out_dir = opt.out_dir_from_args(args)
+    workload.check_grid(len(models) * len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
+                        f"(--{field.replace('_', '-')}, omega, alpha) points", "--omega/--alpha", args.large)
+    out_dir = outputs.out_dir_from_args(args)
     n_solves = 2 * len(models) * len(omegas) * len(alphas) * max(1, n_rules)
-    opt.announce_work(f"scan over {len(values)} {field} x {len(omegas)} omega x {len(alphas)} alpha values",
-                      n_solves, max(m.L for m in models), cfg, quiet=args.quiet)
+    workload.announce_work(f"scan over {len(values)} {field} x {len(omegas)} omega x {len(alphas)} alpha values",
+                           n_solves, max(m.L for m in models), cfg, quiet=args.quiet)
 
     from attnphase.execution import ResultStore
     from attnphase.numerics.cli import TASKS_FOLDER, command_line
 
     store = ResultStore(out_dir / TASKS_FOLDER)
-    with opt.staged_output(out_dir) as stage:
+    with outputs.staged_output(out_dir) as stage:
         shown = {str(stage): str(out_dir)}
-        with contextlib.redirect_stderr(opt.Rewriting(sys.stderr, shown)):
+        with contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
             summary = run_scan(field, values, models, omegas, alphas, out_dir=stage, config=cfg,
                                error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
                                quiet=args.quiet, command=command_line())
     t = summary["tasks"]
     if args.json:
-        print(json.dumps(opt.json_value(summary | {"out": str(out_dir)})))
+        print(json.dumps(outputs.json_value(summary | {"out": str(out_dir)})))
     else:
         width = max(len(str(v)) for v in summary["values"]) + 1
         print(f"{field:>{width}}   omega   alpha_c   alpha_l   sem_end   pos_end")

@@ -52,6 +52,18 @@ def test_interrupted_phase_diagram_resumes_with_the_missing_task_only(tmp_path, 
     assert "tasks: 2 done" in shown and '"quadrature": "gh6"' in shown
     assert "alpha_c(omega): 2/2 finite" in shown
 
+    # a rerun with every task stored and the outputs as written rewrites nothing; a file changed by
+    # hand (or deleted) is written again
+    stamps = {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.is_file()}
+    assert main([*argv, "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["rows"] == fresh["rows"] and again["tasks"]["stored"] == 2
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.is_file()} == stamps
+    (out / "phase_diagram.csv").write_text("edited")
+    assert main(argv) == 0
+    assert "wrote" in capsys.readouterr().err
+    assert (out / "phase_diagram.csv").read_text() == csv_resumed
+
     # scan in the same folder: its (lam = 0.01, omega = 0.3) task is the phase diagram's, read back
     assert main(["scan", "--lam", "0.01,0.02", "--omega", "0.3", *SMALL, "--workers", "1", "--out", str(out),
                  "--json"]) == 0

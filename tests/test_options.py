@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from attnphase import options as opt
+from attnphase import outputs
 from attnphase.cli import COMMANDS, build_parser, main
 
 MODEL_DESTS = ("L", "sigma", "A", "P", "omega", "lam", "rho0")
@@ -271,7 +272,7 @@ def test_output_options_are_uniform() -> None:
     for name in ("sweep", "phase-diagram", "validate", "histogram"):
         acts = _actions(name)
         assert acts["quiet"].help == "no progress bars" and acts["out"].metavar == "DIR", name
-        assert opt.OUT_RULE in acts["out"].help, name
+        assert outputs.OUT_RULE in acts["out"].help, name
     for name, _ in COMMANDS:
         assert "no_progress" not in _actions(name), name
     assert [n for n, _ in COMMANDS] == ["derive", "solve", "sweep", "phase-diagram", "simulate", "validate",
@@ -301,7 +302,7 @@ def test_out_is_always_a_folder(tmp_path, capsys: pytest.CaptureFixture[str]) ->
                  ["histogram", "--out", str(f)], ["sweep", "--alpha", "1", "--out", str(tmp_path / "sem.csv")]):
         assert main(argv) == 2
         assert "--out must be a folder" in _err(capsys)
-    assert opt.out_dir_from_args(argparse.Namespace(out=str(tmp_path / "new" / "dir"))) == tmp_path / "new" / "dir"
+    assert outputs.out_dir_from_args(argparse.Namespace(out=str(tmp_path / "new" / "dir"))) == tmp_path / "new" / "dir"
 
 
 def test_long_options_are_never_abbreviated(capsys: pytest.CaptureFixture[str]) -> None:
@@ -326,7 +327,7 @@ def test_argparse_errors_have_the_same_one_line_form(argv: list[str], capsys) ->
 def test_json_value_makes_plain_json() -> None:
     import json
 
-    v = opt.json_value({"a": float("nan"), "b": (1, np.float64(2.5)), "c": np.arange(2), "d": np.bool_(True)})
+    v = outputs.json_value({"a": float("nan"), "b": (1, np.float64(2.5)), "c": np.arange(2), "d": np.bool_(True)})
     assert json.loads(json.dumps(v, allow_nan=False)) == {"a": None, "b": [1, 2.5], "c": [0, 1], "d": True}
 
 

@@ -166,15 +166,15 @@ def test_derive_output_paths(capsys, tmp_path, monkeypatch):
 
 
 def test_staged_output_complete_or_absent(tmp_path):
-    from attnphase import options as opt
+    from attnphase import outputs
 
     out = tmp_path / "a" / "b"
     with pytest.raises(RuntimeError):
-        with opt.staged_output(out) as stage:
+        with outputs.staged_output(out) as stage:
             (stage / "one.csv").write_text("1")
             raise RuntimeError("the computation failed half-way")
     assert os.listdir(tmp_path) == []  # neither the folders nor the staging folder
-    with opt.staged_output(out) as stage:
+    with outputs.staged_output(out) as stage:
         (stage / "one.csv").write_text("1")
         (stage / "two.json").write_text("{}")
     assert sorted(os.listdir(out)) == ["one.csv", "two.json"] and os.listdir(tmp_path) == ["a"]
@@ -258,14 +258,14 @@ def test_no_traceback_in_subprocess(tmp_path):
 
 
 def test_large_rules_and_long_runs_are_announced(capsys):
-    from attnphase import options as opt
+    from attnphase import workload
     from attnphase.numerics.config import SolverConfig
 
-    opt.announce_rules(2, SolverConfig(quadrature="sobol18"))
+    workload.announce_rules(2, SolverConfig(quadrature="sobol18"))
     assert "--quadrature sobol18" in capsys.readouterr().err
-    opt.announce_rules(2, SolverConfig())  # the defaults are not large
+    workload.announce_rules(2, SolverConfig())  # the defaults are not large
     assert capsys.readouterr().err == ""
-    opt.announce_work("sweep of 400 alpha values", 400, 2, SolverConfig())
+    workload.announce_work("sweep of 400 alpha values", 400, 2, SolverConfig())
     assert "roughly" in capsys.readouterr().err
 
 

@@ -126,33 +126,41 @@ def test_validate_json_is_one_object(tmp_path, capsys, monkeypatch):
 
 
 def test_histogram_json_is_one_object(tmp_path, capsys, monkeypatch):
-    """The wiring of `histogram --json --quiet` (the experiment replaced by a stub)."""
+    """The wiring of `histogram --json --quiet` (the experiment's tasks replaced by a stub)."""
     import types
 
-    import attnphase.validation.histogram.experiment as experiment
+    import attnphase.execution.dataset as execution_dataset
+    import attnphase.validation.histogram.dataset as dataset
+    import attnphase.validation.histogram.jobs as jobs
     import attnphase.validation.histogram.report as report
 
     seen = {}
+    tasks = {"total": 5, "computed": 2, "stored": 3, "failed": 0}
 
-    def fake_run(config, seed, device, progress=True):
-        seen.update(seed=seed, progress=progress)
-        return types.SimpleNamespace(variants={}, majority_acc=0.5)
+    def fake_run(config, seed, device, *, executor, store, fresh, quiet):
+        seen.update(seed=seed, quiet=quiet, store=store.folder, fresh=fresh, workers=executor.workers)
+        return types.SimpleNamespace(result=types.SimpleNamespace(variants={}, majority_acc=0.5), outcomes=(),
+                                     counts=tasks, failures="", version="v")
 
-    monkeypatch.setattr(experiment, "run_experiment", fake_run)
+    monkeypatch.setattr(jobs, "run_histogram", fake_run)
     monkeypatch.setattr(report, "write_report", lambda result, out: {"report.md": out / "report.md"})
+    monkeypatch.setattr(dataset, "histogram_attrs", lambda *a: {})
+    monkeypatch.setattr(dataset, "histogram_dataset", lambda *a: None)
+    monkeypatch.setattr(execution_dataset, "write_netcdf", lambda ds, path: Path(path).write_text("nc"))
     monkeypatch.setattr(report, "summary", lambda result: {"positional": {"val_acc": 0.9}})
     import torch
 
     n = torch.get_num_threads()
     try:
         code = main(["histogram", "--quick", "--out", str(tmp_path), "--seed", "3", "--device", "cpu",
-                     "--quiet", "--json"])
+                     "--quiet", "--json", "--workers", "2"])
     finally:
         torch.set_num_threads(n)
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 0 and len(out) == 1
-    assert json.loads(out[0]) == {"positional": {"val_acc": 0.9}, "out": str(tmp_path)}
-    assert seen == {"seed": 3, "progress": False}
+    assert json.loads(out[0]) == {"positional": {"val_acc": 0.9}, "out": str(tmp_path), "tasks": tasks}
+    assert seen == {"seed": 3, "quiet": True, "store": tmp_path / "tasks", "fresh": False, "workers": 2}
+    assert (tmp_path / "histogram.nc").read_text() == "nc"
 
 
 def test_validate_general_suite_wiring(tmp_path, capsys, monkeypatch):

@@ -164,7 +164,7 @@ def test_a_noise_level_point_past_the_branch_end_is_no_theory_point():
     """The semantic solve below the branch's end can land on a point labelled semantic with theta ~ 1e-4:
     it is not the branch, so neither the agreement rule nor the theory's Delta e_t uses it."""
     from attnphase.validation.campaign import delta_et_rows, group_rows
-    from attnphase.validation.report import agrees
+    from attnphase.validation.agreement import agrees
 
     th = _theory(1.19, sem_end=0.72)
     sem = tuple(dict(r, branch="semantic", theta=1e-4) if r["alpha"] == 0.5 else r

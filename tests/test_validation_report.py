@@ -27,7 +27,9 @@ from attnphase.validation.campaign import (  # noqa: E402
 )
 from attnphase.validation.experiments import run_simulation  # noqa: E402
 from attnphase.validation.reference import BranchCurve, TheoryAtOmega, TheorySettings  # noqa: E402
-from attnphase.validation.report import agrees, alpha_c_curve, write_report  # noqa: E402
+from attnphase.validation.agreement import agrees  # noqa: E402
+from attnphase.validation.plots import alpha_c_curve  # noqa: E402
+from attnphase.validation.report import write_report  # noqa: E402
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

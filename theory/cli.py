@@ -16,13 +16,14 @@ import argparse
 import sys
 
 from attnphase import options as opt
+from attnphase import outputs
 
 
 def run_derive(args: argparse.Namespace) -> int:
     """Build the ModelParams (ValueError on bad input), render, write; returns 0."""
     params = opt.params_from_args(args, omega=opt.single_omega(args, "derive"))
     if args.output:
-        opt.check_out_file(args.output, "-o/--output")
+        outputs.check_out_file(args.output, "-o/--output")
     opt.announce_defaults(args, params)
     from attnphase.theory import latex
 
@@ -33,7 +34,7 @@ def run_derive(args: argparse.Namespace) -> int:
     else:
         text = latex.render_terminal(params)
     if args.output:
-        opt.write_text_atomic(args.output, text, "-o/--output")
+        outputs.write_text_atomic(args.output, text, "-o/--output")
     else:
         sys.stdout.write(text)
     return 0

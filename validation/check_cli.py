@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from attnphase import options as opt
+from attnphase import outputs
 
 
 # --- model options: the one place this command reads them (a shared options module is coming) ---
@@ -43,7 +43,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise ValueError(f"--only: {exc}") from None
     if not (0 < args.alpha < float("inf")):
         raise ValueError(f"--alpha must be a finite number > 0, got {args.alpha}")
-    out_dir = opt.out_dir_from_args(args) if args.out else None
+    out_dir = outputs.out_dir_from_args(args) if args.out else None
     if args.seed < 0:
         raise ValueError(f"--seed must be an integer >= 0, got {args.seed}")
 
@@ -57,8 +57,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         print(text_table(results))
     if out_dir is not None:
-        with opt.staged_output(out_dir) as stage:
-            opt.write_text_atomic(stage / "check.md", markdown_table(params, args.alpha, results))
+        with outputs.staged_output(out_dir) as stage:
+            outputs.write_text_atomic(stage / "check.md", markdown_table(params, args.alpha, results))
         if not args.json:
             print(f"wrote {out_dir / 'check.md'}", file=sys.stderr)
     failed = [r for r in results if r.status == "fail"]

@@ -18,6 +18,7 @@ import json
 import sys
 
 from attnphase import options as opt
+from attnphase import outputs
 
 _INITS = ("semantic", "positional", "random")
 
@@ -151,7 +152,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     )
     res = run_simulation(spec)
     if args.json:
-        print(json.dumps(opt.json_value(res.to_json())))
+        print(json.dumps(outputs.json_value(res.to_json())))
     else:
         out = res.to_dict()
         width = max(len(k) for k in out)
@@ -169,7 +170,7 @@ def run_validate(args: argparse.Namespace) -> int:
     if getattr(args, "suite", "default") == "general":
         return run_validate_general(args)
     params = opt.params_from_args(args, omega=opt.single_omega(args, "validate"))
-    out_dir = opt.out_dir_from_args(args)
+    out_dir = outputs.out_dir_from_args(args)
     if args.d is not None:
         _check_dimension(args.d)
     d = args.d if args.d is not None else (200 if args.quick else 1000)
@@ -194,17 +195,17 @@ def run_validate(args: argparse.Namespace) -> int:
     plan = validation_plan(quick=args.quick, d=args.d, seeds=args.seeds, params=params, device=args.device,
                            dtype=args.dtype)
     # every file goes to a staging folder first, moved into --out DIR at the end: all files or none
-    with opt.staged_output(out_dir) as stage:
+    with outputs.staged_output(out_dir) as stage:
         reuse_theory_cache(out_dir, stage)
         shown = {str(stage): str(out_dir)}
-        with contextlib.redirect_stdout(opt.Rewriting(sys.stdout, shown)), \
-                contextlib.redirect_stderr(opt.Rewriting(sys.stderr, shown)):
+        with contextlib.redirect_stdout(outputs.Rewriting(sys.stdout, shown)), \
+                contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
             summary = run_validation(plan, stage, progress=not args.quiet, executor=executor,
                                      store=ResultStore(out_dir / TASKS_FOLDER), fresh=args.fresh,
                                      command=command_line())
-        summary = json.loads(json.dumps(opt.json_value(summary)).replace(str(stage), str(out_dir)))
+        summary = json.loads(json.dumps(outputs.json_value(summary)).replace(str(stage), str(out_dir)))
     if args.json:
-        print(json.dumps(opt.json_value(summary)))
+        print(json.dumps(outputs.json_value(summary)))
     t = summary["tasks"]
     print(f"wrote {out_dir}/report.md, summary.json, validation.nc and figures ({summary['wall_seconds']:.0f} s; tasks: "
           f"{t['computed']} computed, {t['stored']} from the store, {t['failed']} failed)", file=sys.stderr)
@@ -219,7 +220,7 @@ def run_validate_general(args: argparse.Namespace) -> int:
     if given:
         raise ValueError(f"{given[0]}: --suite general runs its own models (docs/validation.md); drop the model "
                          f"options or use --suite default")
-    out_dir = opt.out_dir_from_args(args)
+    out_dir = outputs.out_dir_from_args(args)
     if args.d is not None:
         _check_dimension(args.d)
     if args.seeds is not None and args.seeds < 1:
@@ -241,16 +242,16 @@ def run_validate_general(args: argparse.Namespace) -> int:
             raise ValueError(f"--d {plan.d}: the general suite's case ({case.key}) {case.title} needs d >= {need}")
     check_memory(plan.d, max(plan.grid), max(c.params.L for c in plan.cases), plan.n_test, args.dtype)
     torch.set_num_threads(args.threads if args.threads is not None else max(1, torch.get_num_threads() - 1))
-    with opt.staged_output(out_dir) as stage:
+    with outputs.staged_output(out_dir) as stage:
         reuse_theory_cache(out_dir, stage)
         shown = {str(stage): str(out_dir)}
-        with contextlib.redirect_stdout(opt.Rewriting(sys.stdout, shown)), \
-                contextlib.redirect_stderr(opt.Rewriting(sys.stderr, shown)):
+        with contextlib.redirect_stdout(outputs.Rewriting(sys.stdout, shown)), \
+                contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
             summary = run_general_validation(plan, stage, progress=not args.quiet,
                                              store=ResultStore(out_dir / TASKS_FOLDER))
-        summary = json.loads(json.dumps(opt.json_value(summary)).replace(str(stage), str(out_dir)))
+        summary = json.loads(json.dumps(outputs.json_value(summary)).replace(str(stage), str(out_dir)))
     if args.json:
-        print(json.dumps(opt.json_value(summary)))
+        print(json.dumps(outputs.json_value(summary)))
     print(f"wrote {out_dir}/report.md, summary.json and general_suite.png ({summary['wall_seconds']:.0f} s)",
           file=sys.stderr)
     return 0 if summary["all_converged"] else 1

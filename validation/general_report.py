@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from .branch_segments import drawn_end, existing_segments
-from .report import REL_TOL, _jsonable, mark_end
+from .agreement import REL_TOL
+from .plots import mark_end
+from .report import _jsonable
 
 _STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1")}
 

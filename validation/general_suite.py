@@ -5,7 +5,7 @@ row-stochastic A, student rank r, teacher rank r*) checked case by case. Each
 :class:`SuiteCase` is one model; for each, gradient descent starts from the semantic and from the
 positional initialisation at alphas on both sides of the model's ``alpha_c``, and the run means
 are compared with the state evolution's fixed point reached from the same start (the agreement
-rule of :mod:`attnphase.validation.report`: 2 standard errors + 10 %).
+rule of :mod:`attnphase.validation.agreement`: 2 standard errors + 10 %).
 
 The alphas come from the theory: the suite first computes ``phase_boundaries`` (global proximal
 map) over a grid for every case whose theory exists, then takes the largest grid alpha at or below
@@ -189,7 +189,7 @@ def theory_point(theory: TheoryAtOmega | None, init: str, alpha: float) -> dict[
 
 def agreement(mean: float, std: float, n: int, theory: float) -> bool:
     """The report's rule: ``|mean - theory| <= 2 std / sqrt(n) + 10 % |theory|``."""
-    from .report import REL_TOL
+    from .agreement import REL_TOL
 
     return abs(mean - theory) <= 2 * std / math.sqrt(n) + REL_TOL * abs(theory)
 

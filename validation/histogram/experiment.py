@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from attnphase.validation.histogram.data import majority_baseline, make_dataset
-from attnphase.validation.histogram.model import RESTRICTIONS, ModelConfig, build_model
+from attnphase.validation.histogram.data import HistogramData, majority_baseline, make_dataset
+from attnphase.validation.histogram.model import RESTRICTIONS, HistogramTransformer, ModelConfig, build_model
 from attnphase.validation.histogram.reparam import (
     embed_unrestricted,
     masked_qk_fraction,
@@ -91,6 +91,12 @@ class HistogramConfig:
     def quick(cls) -> HistogramConfig:
         """Paper's L, T and widths, 10 000 samples, 20 epochs: about a minute on 2 CPU cores."""
         return cls(n_samples=10_000, epochs=20, reparam_epochs=3)
+
+    @classmethod
+    def tiny(cls) -> HistogramConfig:
+        """L = 5, T = 4, 300 samples, d = 16, 2 + 1 epochs: a second or two (tests, smoke runs)."""
+        return cls(seq_len=5, n_tokens=4, n_samples=300, d_model=16, d_hidden=16,
+                   epochs=2, reparam_epochs=1, n_score=50, n_plot=2)
 
     def model_config(self, restriction: str) -> ModelConfig:
         """The model sizes with the given attention restriction."""
@@ -197,6 +203,38 @@ def _generator(seq: np.random.SeedSequence) -> torch.Generator:
     return torch.Generator().manual_seed(int(seq.generate_state(1, dtype=np.uint64)[0]))
 
 
+def variant_streams(seed: int, name: str) -> tuple[np.random.SeedSequence, ...]:
+    """The (initialisation, shuffling, retraining) streams of variant ``name``: the children of
+    stream ``2 + RESTRICTIONS.index(name)`` of the master seed, whatever other variants run."""
+    return tuple(np.random.SeedSequence(seed, spawn_key=(2 + RESTRICTIONS.index(name),)).spawn(3))
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every variant of one (config, seed) shares, rebuilt identically wherever it is needed.
+
+    Attributes:
+        data: the train/validation split (stream 0 of the master seed), on the device.
+        score_x: the validation inputs the attention score is computed on.
+        examples: the plotted validation inputs (drawn with stream 1).
+    """
+
+    data: HistogramData
+    score_x: torch.Tensor
+    examples: torch.Tensor
+
+
+def prepare(config: HistogramConfig, seed: int, device: torch.device) -> Setup:
+    """The data, score inputs and plotted inputs of ``seed`` (streams 0 and 1 of the master seed)."""
+    data_seq, plot_seq = (np.random.SeedSequence(seed, spawn_key=(k,)) for k in (0, 1))
+    data = make_dataset(
+        config.n_samples, config.seq_len, config.n_tokens, config.val_fraction, _generator(data_seq)
+    ).to(device)
+    n_val = data.val_x.shape[0]
+    pick = torch.randperm(n_val, generator=_generator(plot_seq))[: config.n_plot]
+    return Setup(data=data, score_x=data.val_x[: min(config.n_score, n_val)], examples=data.val_x[pick.to(device)])
+
+
 def _finish(
     name: str,
     model: torch.nn.Module,
@@ -217,6 +255,74 @@ def _finish(
     )
 
 
+def train_variant(
+    config: HistogramConfig, seed: int, name: str, setup: Setup, device: torch.device, *, progress: bool = False
+) -> tuple[VariantResult, HistogramTransformer, torch.Tensor]:
+    """Variant ``name`` trained from scratch (Adam): its result, the model, its attention on the examples."""
+    init_seq, shuffle_seq, _ = variant_streams(seed, name)
+    t0 = time.perf_counter()
+    model = build_model(config.model_config(name), _generator(init_seq), device)
+    trained = train(model, setup.data, config.train_config(), _generator(shuffle_seq), progress=progress, desc=name)
+    result = _finish(name, model, trained.curve, setup.score_x, time.perf_counter() - t0)
+    return result, model, collect_attention(model, setup.examples)
+
+
+def reparameterise(
+    config: HistogramConfig, seed: int, model: HistogramTransformer, setup: Setup, *, progress: bool = False
+) -> tuple[VariantResult, torch.Tensor]:
+    """The restricted ``model`` embedded in the unrestricted architecture and retrained (SGD):
+    variant ``<restriction>_reparam``'s result and its attention on the examples."""
+    name = model.config.restriction
+    reparam_seq = variant_streams(seed, name)[2]
+    data = setup.data
+    t0 = time.perf_counter()
+    full = embed_unrestricted(model)
+    diff = max_output_difference(model, full, data.val_x)
+    before_loss, before_acc = evaluate(full, data.val_x, data.val_y)
+    before_score = score_model(full, setup.score_x)
+    retrained = train(
+        full, data, config.reparam_train_config(), _generator(reparam_seq),
+        progress=progress, desc=name + REPARAM_SUFFIX,
+    )
+    info = ReparamInfo(
+        source=name,
+        max_output_diff=diff,
+        before_val_acc=before_acc,
+        before_val_loss=before_loss,
+        before_score=before_score,
+        masked_qk_fraction=masked_qk_fraction(full, name),
+    )
+    reparam_name = name + REPARAM_SUFFIX
+    result = _finish(reparam_name, full, retrained.curve, setup.score_x, time.perf_counter() - t0, info)
+    return result, collect_attention(full, setup.examples)
+
+
+def assemble(
+    config: HistogramConfig,
+    seed: int,
+    device: torch.device,
+    setup: Setup,
+    variants: dict[str, tuple[VariantResult, torch.Tensor]],
+    wall_seconds: float,
+) -> ExperimentResult:
+    """The experiment's result from its variants' (result, attention), in ``config.variants``'
+    order, each restricted variant followed by its re-parameterisation."""
+    order = [n for v in config.variants for n in ((v,) if v == "both" else (v, v + REPARAM_SUFFIX))]
+    data = setup.data
+    return ExperimentResult(
+        config=config,
+        seed=seed,
+        device=str(device),
+        n_train=int(data.train_x.shape[0]),
+        n_val=int(data.val_x.shape[0]),
+        majority_acc=majority_baseline(data.train_y, data.val_y),
+        variants={n: variants[n][0] for n in order},
+        examples=setup.examples.cpu(),
+        attention={n: variants[n][1] for n in order},
+        wall_seconds=wall_seconds,
+    )
+
+
 def run_experiment(
     config: HistogramConfig,
     seed: int,
@@ -224,69 +330,16 @@ def run_experiment(
     *,
     progress: bool = False,
 ) -> ExperimentResult:
-    """Train every variant of ``config`` on ``device`` and re-parameterise the restricted ones."""
+    """Train every variant of ``config`` on ``device`` and re-parameterise the restricted ones, in
+    this process (``attnphase histogram`` runs the same steps as tasks: :mod:`.jobs`)."""
     start = time.perf_counter()
     # Stream k is SeedSequence(seed).spawn(...)[k]: 0 data, 1 plotted inputs,
     # 2 + RESTRICTIONS.index(name) a variant, whatever subset of variants runs.
-    data_seq, plot_seq = (np.random.SeedSequence(seed, spawn_key=(k,)) for k in (0, 1))
-    data = make_dataset(
-        config.n_samples, config.seq_len, config.n_tokens, config.val_fraction, _generator(data_seq)
-    ).to(device)
-    n_val = data.val_x.shape[0]
-    score_x = data.val_x[: min(config.n_score, n_val)]
-    pick = torch.randperm(n_val, generator=_generator(plot_seq))[: config.n_plot]
-    examples = data.val_x[pick.to(device)]
-
-    results: dict[str, VariantResult] = {}
-    attention: dict[str, torch.Tensor] = {}
+    setup = prepare(config, seed, device)
+    variants: dict[str, tuple[VariantResult, torch.Tensor]] = {}
     for name in config.variants:
-        seq = np.random.SeedSequence(seed, spawn_key=(2 + RESTRICTIONS.index(name),))
-        init_seq, shuffle_seq, reparam_seq = seq.spawn(3)
-        t0 = time.perf_counter()
-        model = build_model(config.model_config(name), _generator(init_seq), device)
-        trained = train(
-            model, data, config.train_config(), _generator(shuffle_seq),
-            progress=progress, desc=name,
-        )
-        results[name] = _finish(
-            name, model, trained.curve, score_x, time.perf_counter() - t0
-        )
-        attention[name] = collect_attention(model, examples)
-        if name == "both":
-            continue
-
-        t0 = time.perf_counter()
-        full = embed_unrestricted(model)
-        diff = max_output_difference(model, full, data.val_x)
-        before_loss, before_acc = evaluate(full, data.val_x, data.val_y)
-        before_score = score_model(full, score_x)
-        retrained = train(
-            full, data, config.reparam_train_config(), _generator(reparam_seq),
-            progress=progress, desc=name + REPARAM_SUFFIX,
-        )
-        info = ReparamInfo(
-            source=name,
-            max_output_diff=diff,
-            before_val_acc=before_acc,
-            before_val_loss=before_loss,
-            before_score=before_score,
-            masked_qk_fraction=masked_qk_fraction(full, name),
-        )
-        reparam_name = name + REPARAM_SUFFIX
-        results[reparam_name] = _finish(
-            reparam_name, full, retrained.curve, score_x, time.perf_counter() - t0, info
-        )
-        attention[reparam_name] = collect_attention(full, examples)
-
-    return ExperimentResult(
-        config=config,
-        seed=seed,
-        device=str(device),
-        n_train=int(data.train_x.shape[0]),
-        n_val=n_val,
-        majority_acc=majority_baseline(data.train_y, data.val_y),
-        variants=results,
-        examples=examples.cpu(),
-        attention=attention,
-        wall_seconds=time.perf_counter() - start,
-    )
+        result, model, attention = train_variant(config, seed, name, setup, device, progress=progress)
+        variants[name] = (result, attention)
+        if name != "both":
+            variants[name + REPARAM_SUFFIX] = reparameterise(config, seed, model, setup, progress=progress)
+    return assemble(config, seed, device, setup, variants, time.perf_counter() - start)

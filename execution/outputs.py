@@ -1,0 +1,63 @@
+"""Whether a job's written outputs are still those of its results: a rerun with nothing to compute skips rewriting them.
+
+    DIR/.<job>.outputs.json = {"identity": sha256(canonical identity), "files": {name: sha256(file)}}
+
+The identity is everything the files were made from: the keys of the job's tasks (model, settings,
+code version of the computation) and the code version of the modules that present them (tables,
+figures, datasets).  A rerun whose tasks all come from the store, with the same identity and every
+file present with its recorded checksum, has nothing to write: the command prints its summary and
+leaves the files as they are (resuming a finished job then costs the store's read and no figure or
+netCDF import).  Any difference -- a task recomputed, another option, an edited plotting module, a
+file deleted or changed by hand -- writes everything again.  The manifest is written last, after
+every file, atomically: a run interrupted while writing leaves no manifest that vouches for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+from attnphase.execution.tasks import canonical
+
+
+def _manifest(out: Path, job: str) -> Path:
+    return out / f".{job}.outputs.json"
+
+
+def _identity_hash(identity: Any) -> str:
+    return hashlib.sha256(json.dumps(canonical(identity), sort_keys=True).encode()).hexdigest()
+
+
+def _file_hash(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def outputs_current(out: str | Path, job: str, identity: Any, files: Sequence[str]) -> bool:
+    """True when ``out`` holds every one of ``files`` exactly as the run of ``identity`` wrote them."""
+    out = Path(out)
+    try:
+        rec = json.loads(_manifest(out, job).read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(rec, dict) or rec.get("identity") != _identity_hash(identity):
+        return False
+    recorded = rec.get("files") or {}
+    return set(recorded) == set(files) and all(_file_hash(out / f) == recorded[f] for f in files)
+
+
+def record_outputs(out: str | Path, job: str, identity: Any, files: Sequence[str]) -> None:
+    """Record ``files`` of ``out`` (all written) as the outputs of ``identity`` (atomic write)."""
+    out = Path(out)
+    rec = {"identity": _identity_hash(identity), "files": {f: _file_hash(out / f) for f in files}}
+    fd, tmp = tempfile.mkstemp(prefix=f".{job}.", suffix=".tmp", dir=out)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(rec, fh, indent=1)
+    os.chmod(tmp, 0o644)  # as the files it describes (mkstemp makes it private)
+    os.replace(tmp, _manifest(out, job))

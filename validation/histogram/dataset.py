@@ -1,0 +1,78 @@
+"""The histogram job's dataset ``histogram.nc`` (xarray, netCDF; :mod:`attnphase.execution.dataset`).
+
+Dimensions ``variant`` (``positional``, ``positional_reparam``, ``semantic``, ...), ``epoch``,
+``example`` (the plotted validation inputs) and ``query``, ``key``, ``position`` (0..L-1):
+
+* per variant: ``restriction``, ``val_acc``, ``val_loss``, ``score``, ``r_sem``, ``r_pos``,
+  ``train_seconds``, the task's ``status`` (done / stored); for the re-parameterised ones
+  ``source``, ``max_output_diff``, ``masked_qk_fraction`` and ``before_val_acc``,
+  ``before_val_loss``, ``before_score`` (NaN for the variants trained from scratch);
+* the training curves ``curve_train_loss``, ``curve_train_acc``, ``curve_val_loss``,
+  ``curve_val_acc`` on (variant, epoch), NaN past a variant's last epoch;
+* ``attention`` on (variant, example, query, key) and the plotted inputs ``tokens`` on
+  (example, position);
+* attributes: the configuration (``config``, JSON), ``seed``, ``device``, ``n_train``, ``n_val``,
+  ``majority_acc``, the code version, the command and the date.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+import numpy as np
+
+from attnphase.execution.dataset import job_attrs
+from attnphase.validation.histogram.experiment import ExperimentResult
+
+CURVE_FIELDS = ("train_loss", "train_acc", "val_loss", "val_acc")
+
+
+def histogram_attrs(result: ExperimentResult, version: str, command: str = "") -> dict[str, Any]:
+    return job_attrs("histogram", version=version, command=command, config=dataclasses.asdict(result.config),
+                     seed=result.seed, device=result.device, n_train=result.n_train, n_val=result.n_val,
+                     majority_acc=result.majority_acc)
+
+
+def histogram_dataset(result: ExperimentResult, status: Mapping[str, str], attrs: dict[str, Any]) -> Any:
+    """The dataset of ``result`` (module docstring); ``status``: each variant's task status."""
+    import xarray as xr
+
+    names = list(result.variants)
+    vs = [result.variants[n] for n in names]
+    nan = float("nan")
+
+    def per_variant(values: list[Any], description: str) -> tuple[tuple[str], np.ndarray, dict[str, str]]:
+        return ("variant",), np.asarray(values), {"description": description}
+
+    dv: dict[str, Any] = {
+        "restriction": per_variant([v.restriction for v in vs], "what the attention's queries and keys see"),
+        "val_acc": per_variant([v.val_acc for v in vs], "final per-position validation accuracy"),
+        "val_loss": per_variant([v.val_loss for v in vs], "final validation cross-entropy"),
+        "score": per_variant([v.score.score for v in vs], "attention score r_sem - r_pos"),
+        "r_sem": per_variant([v.score.r_sem for v in vs], "correlation with the token-equality matrix"),
+        "r_pos": per_variant([v.score.r_pos for v in vs], "correlation with the mean attention pattern"),
+        "train_seconds": per_variant([v.train_seconds for v in vs], "wall time of the variant's task"),
+        "status": per_variant([status.get(n, "") for n in names], "task status"),
+        "source": per_variant([v.reparam.source if v.reparam else "" for v in vs], "restricted variant embedded"),
+    }
+    for field, text in (("max_output_diff", "max |logit difference|, restricted vs embedded"),
+                        ("masked_qk_fraction", "share of |W_Q|^2 + |W_K|^2 in the rows the source masked"),
+                        ("before_val_acc", "validation accuracy of the embedded model before retraining"),
+                        ("before_val_loss", "validation cross-entropy before retraining")):
+        dv[field] = per_variant([getattr(v.reparam, field) if v.reparam else nan for v in vs], text)
+    dv["before_score"] = per_variant([v.reparam.before_score.score if v.reparam else nan for v in vs],
+                                     "attention score before retraining")
+    n_epochs = max(len(v.curve) for v in vs)
+    for field in CURVE_FIELDS:
+        curve = np.full((len(vs), n_epochs), nan)
+        for i, v in enumerate(vs):
+            curve[i, : len(v.curve)] = [getattr(rec, field) for rec in v.curve]
+        dv[f"curve_{field}"] = (("variant", "epoch"), curve, {"description": f"{field} after each epoch (0: before)"})
+    dv["attention"] = (("variant", "example", "query", "key"), np.stack([result.attention[n].numpy() for n in names]),
+                       {"description": "attention weights on the plotted validation inputs"})
+    dv["tokens"] = (("example", "position"), result.examples.numpy(), {"description": "the plotted validation inputs"})
+    L = result.config.seq_len
+    coords = {"variant": names, "epoch": np.arange(n_epochs), "example": np.arange(result.examples.shape[0]),
+              "query": np.arange(L), "key": np.arange(L), "position": np.arange(L)}
+    return xr.Dataset(dv, coords=coords, attrs=attrs)

@@ -1,0 +1,245 @@
+"""Figures of a validation campaign (the only module of the campaign that plots; Agg backend, files only).
+
+Input: the summary dict of :func:`attnphase.validation.campaign.run_campaign` (with ``headline``,
+:func:`attnphase.validation.agreement.headline`, where present).
+
+* ``fig2_alpha_sweep.png`` (:func:`plot_alpha_sweep`) -- |m|, |theta|, eps_g and Delta e_t against alpha:
+  theory (semantic global solid, semantic local dashed, positional global
+  solid), each branch drawn only where it exists and its end marked by a tick up from the x axis
+  (:mod:`attnphase.validation.branch_segments`), and simulation means +- std per
+  init, alpha_c and alpha_l marked;
+* ``fig3_heatmap.png`` (:func:`plot_heatmap`) -- simulated Delta e_t over (alpha, omega) with the
+  theory's alpha_c(omega) curve on top, computed at every heat-map omega and at the
+  plan's ``curve_omegas`` in between and beyond, so that it spans the whole map;
+* ``finite_size.png`` (:func:`plot_finite_size`) -- |simulation - theory| against d, and the small-alpha
+  semantic overlap against 1/sqrt(d) with its extrapolation and both theories.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .agreement import _COMPARED, _nan, global_vs_local
+from .branch_segments import drawn_end, existing_segments
+
+_INIT_STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1"), "random": ("^", "C2")}
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def mark_end(ax: Any, alpha: float, color: str, label: str | None = None) -> None:
+    """Mark a branch's end: a thick tick in the branch's colour rising from the x axis at its alpha."""
+    ax.axvline(alpha, ymin=0.0, ymax=0.08, color=color, lw=3, solid_capstyle="butt", label=label)
+
+
+def plot_theory_branch(ax: Any, theory: dict[str, Any], key: str, obs: str, color: str, ls: str, label: str,
+                       absolute: bool = False) -> None:
+    """One theory branch (``key`` = ``"branch/prox"``) drawn only where it exists, its end marked (a tick up
+    from the x axis in the branch's colour)."""
+    c = theory["curves"].get(key)
+    if c is None:
+        return
+    branch = key.split("/")[0]
+    end = _nan(c.get("end"))
+    for i, (a, v) in enumerate(existing_segments(c["records"], branch, end, obs, absolute)):
+        ax.plot(a, v, color=color, ls=ls, lw=1.5, marker="." if len(a) == 1 else None,
+                label=f"theory {label}" if i == 0 else None)
+    at = drawn_end(c["records"], branch, end)
+    if at is not None:
+        mark_end(ax, at, color)
+
+
+def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
+    """Fig. 2: theory curves and simulation means +- std against alpha."""
+    plt = _plt()
+    th = summary["theory"]
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    panels = (("abs_m", "|m|"), ("abs_theta", "|theta|"), ("eps_g", "eps_g"))
+    for ax, (obs, label) in zip(axes.flat, panels):
+        key = obs.replace("abs_", "")
+        for ckey, style, name in (("semantic/global", ("C0", "-"), "semantic, global prox"),
+                                  ("semantic/local", ("C0", "--"), "semantic, local prox"),
+                                  ("positional/global", ("C1", "-"), "positional, global prox"),
+                                  ("positional/local", ("C1", ":"), "positional, local prox")):
+            plot_theory_branch(ax, th, ckey, key, style[0], style[1], name, absolute=obs.startswith("abs_"))
+        if obs == "eps_g":
+            line = ax.axhline(th["eps_lin"], color="C4", lw=1.2, ls="-", label="theory eps_lin")
+            ax.legend(handles=[line], fontsize=7, loc="upper right")
+        for init, (marker, color) in _INIT_STYLE.items():
+            rows = sorted((r for r in summary["sweep"] if r["init"] == init), key=lambda r: r["alpha"])
+            if rows:
+                ax.errorbar([r["alpha"] for r in rows], [r[f"{obs}_mean"] for r in rows],
+                            yerr=[r[f"{obs}_std"] for r in rows], fmt=marker, color=color, mfc="none", ms=5,
+                            capsize=2, label=f"GD, {init} init")
+        ax.set_xlabel("alpha")
+        ax.set_ylabel(label)
+    ax = axes.flat[3]
+    for prox, ls in (("global", "-"), ("local", "--")):
+        rows = [r for r in summary["delta_e_t"] if r["theory"][prox] is not None]
+        if rows:
+            ax.plot([r["alpha"] for r in rows], [r["theory"][prox] for r in rows], color="k", ls=ls,
+                    label=f"theory, {prox} prox")
+    rows = summary["delta_e_t"]
+    ax.errorbar([r["alpha"] for r in rows], [r["delta_e_t_mean"] for r in rows],
+                yerr=[r["delta_e_t_std"] for r in rows], fmt="D", color="C3", mfc="none", capsize=2,
+                label="GD (paired seeds)")
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xlabel("alpha")
+    ax.set_ylabel("Delta e_t = e_t(sem) - e_t(pos)")
+    for a in axes.flat:
+        for prox, ls in (("global", ":"),):
+            ac, al = _nan(th["alpha_c"].get(prox)), _nan(th["alpha_l"].get(prox))
+            if not math.isnan(ac):
+                a.axvline(ac, color="grey", ls=ls, lw=1)
+            if not math.isnan(al):
+                a.axvline(al, color="grey", ls="-.", lw=1)
+    axes.flat[0].legend(fontsize=7, loc="best")
+    axes.flat[3].legend(fontsize=7, loc="best")
+    ac, al = _nan(th["alpha_c"].get("global")), _nan(th["alpha_l"].get("global"))
+    d = summary["plan"]["d"]
+    fig.suptitle(f"GD at d = {d} vs theory, omega = {th['omega']}: alpha_c = {ac:.3f} (dotted), alpha_l = {al:.3f} "
+                 f"(dash-dot)\neach theory branch is drawn where it exists; a tick on the alpha axis marks where it ends", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def alpha_c_curve(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The theory's alpha_c(omega) over the map, by omega: ``summary["alpha_c_curve"]`` (the heat-map and curve
+    omegas), or for an older summary the heat-map omegas' ``heat_theory``."""
+    if summary.get("alpha_c_curve"):
+        return sorted(summary["alpha_c_curve"], key=lambda c: c["omega"])
+    out = []
+    for t in summary["heat_theory"]:
+        prox = "global" if "global" in t["alpha_c"] else next(iter(t["alpha_c"]))
+        out.append({"omega": t["omega"], "alpha_c": t["alpha_c"][prox], "prox": prox})
+    return sorted(out, key=lambda c: c["omega"])
+
+
+def plot_heatmap(summary: dict[str, Any], path: Path) -> None:
+    """Fig. 3: simulated Delta e_t over (alpha, omega) and the theory's alpha_c(omega)."""
+    plt = _plt()
+    rows = summary["heat"]
+    alphas = sorted({r["alpha"] for r in rows})
+    omegas = sorted({r["omega"] for r in rows})
+    Z = np.full((len(omegas), len(alphas)), np.nan)
+    for r in rows:
+        Z[omegas.index(r["omega"]), alphas.index(r["alpha"])] = r["delta_e_t_mean"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    lim = np.nanmax(np.abs(Z)) if np.isfinite(Z).any() else 1.0
+    im = ax.pcolormesh(_edges(alphas), _edges(omegas), Z, cmap="RdBu_r", vmin=-lim, vmax=lim, shading="flat")
+    fig.colorbar(im, ax=ax, label="simulated Delta e_t = e_t(semantic) - e_t(positional)")
+    pts = [(c["omega"], _nan(c["alpha_c"]), c["prox"]) for c in alpha_c_curve(summary)]
+    runs: list[list[tuple[float, float, str]]] = [[]]
+    for w, a, p in pts:  # the curve is not drawn across an omega where alpha_c was not found
+        if math.isnan(a):
+            runs.append([])
+        else:
+            runs[-1].append((w, a, p))
+    for k, run in enumerate(r for r in runs if r):
+        ax.plot([a for _, a, _ in run], [w for w, _, _ in run], "k-", lw=2,
+                label="theory alpha_c(omega)" if k == 0 else None)
+        for w, a, p in run:
+            ax.plot([a], [w], "ko" if p == "global" else "kP", ms=5)
+    if any(not math.isnan(a) for _, a, _ in pts):
+        ax.plot([], [], "ko", ms=5, label="global prox")
+        if any(p == "local" and not math.isnan(a) for _, a, p in pts):
+            ax.plot([], [], "kP", ms=5, label="local prox")
+        ax.legend(loc="upper left", fontsize=8)
+    missing = [w for w, a, _ in pts if math.isnan(a)]
+    if missing:
+        ax.text(0.01, 0.01, "no alpha_c found at omega = " + ", ".join(f"{w:g}" for w in missing),
+                transform=ax.transAxes, fontsize=7)
+    ax.set_xlim(_edges(alphas)[[0, -1]])
+    ax.set_ylim(_edges(omegas)[[0, -1]])
+    ax.set_xlabel("alpha")
+    ax.set_ylabel("omega")
+    ax.set_title(f"GD at d = {summary['plan']['d']}: red = positional lower, blue = semantic lower")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _edges(v: list[float]) -> np.ndarray:
+    v = np.asarray(v, dtype=float)
+    if v.size == 1:
+        return np.array([v[0] - 0.5, v[0] + 0.5])
+    mid = (v[1:] + v[:-1]) / 2
+    return np.concatenate([[v[0] - (mid[0] - v[0])], mid, [v[-1] + (v[-1] - mid[-1])]])
+
+
+def plot_finite_size(summary: dict[str, Any], path: Path) -> None:
+    """|simulation - theory| against d (overlaps absolute, eps_g relative), and the small-alpha |theta| against 1/sqrt(d)."""
+    plt = _plt()
+    rows = summary["finite_size"]
+    fig, (ax, cx, bx) = plt.subplots(1, 3, figsize=(16, 4.6))
+    cases = sorted({(r["alpha"], r["init"]) for r in rows})
+    ds_all = np.array(sorted({r["d"] for r in rows}), dtype=float)
+    for i, (alpha, init) in enumerate(cases):
+        sel = sorted((r for r in rows if r["alpha"] == alpha and r["init"] == init), key=lambda r: r["d"])
+        for obs in _COMPARED[init]:
+            target = cx if obs == "eps_g" else ax
+            for prox, ls in (("global", "-"), ("local", "--")):
+                if prox == "local" and not any(_differs(r, obs) for r in sel):
+                    continue  # the modes coincide here: one line is enough
+                pts = [(r["d"], abs(r[f"{obs}_mean"] - r["theory"][prox][obs]), r[f"{obs}_std"] / math.sqrt(r["n_runs"]),
+                        abs(r["theory"][prox][obs])) for r in sel if r["theory"].get(prox)]
+                if not pts:
+                    continue
+                d, dev, se, th = np.array(pts).T
+                scale = th if obs == "eps_g" else np.ones_like(th)
+                target.errorbar(d, dev / scale, yerr=se / scale, ls=ls, marker="o", ms=4, capsize=2, color=f"C{i}",
+                                label=f"{init} init, alpha = {alpha}, vs {prox}")
+    for target, ylabel in ((ax, "|simulated mean - theory| of |theta| (semantic) or |m| (positional)"),
+                           (cx, "|simulated mean - theory| / theory, eps_g")):
+        if ds_all.size:
+            target.plot(ds_all, 0.3 * (ds_all / ds_all[0]) ** -0.5, "k:", label="~ d^-1/2")
+        target.set_xscale("log")
+        target.set_yscale("log")
+        target.set_xlabel("d")
+        target.set_ylabel(ylabel, fontsize=8)
+        target.legend(fontsize=6)
+    ax.set_title("finite-size gap: overlaps")
+    cx.set_title("finite-size gap: test error")
+
+    gls = summary["headline"]["global_vs_local"] if "headline" in summary else global_vs_local(summary)
+    for k, gl in enumerate(g for g in gls if "trend" in g):
+        color = f"C{k}"
+        d, mean, std = np.array(gl["trend"]).T
+        n = next(r["n_runs"] for r in rows if r["alpha"] == gl["alpha"])
+        x = 1 / np.sqrt(d)
+        bx.errorbar(x, mean, yerr=std / math.sqrt(n), fmt="o", color=color, capsize=2,
+                    label=f"GD, semantic init, alpha = {gl['alpha']}")
+        xx = np.linspace(0, x.max() * 1.05, 50)
+        bx.plot(xx, gl["extrapolated"] + gl["slope_b"] * xx, "-", color=color, lw=1)
+        bx.errorbar([0], [gl["extrapolated"]], yerr=[2 * gl["extrapolated_se"]], fmt="none", color=color, capsize=4)
+        for prox, marker in (("global", "*"), ("local", "P")):
+            v = gl["theory"][prox]
+            if not math.isnan(v):
+                bx.plot([-0.004 if prox == "global" else 0.004], [v], marker, ms=12, color=color, mfc="none",
+                        label=f"theory, {prox} prox, alpha = {gl['alpha']}")
+    bx.set_xlabel("1 / sqrt(d)")
+    bx.set_ylabel("|theta|")
+    bx.set_title("semantic start, small alpha: fit a + b/sqrt(d) (a +- 2 se at 0)")
+    bx.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _differs(row: dict[str, Any], obs: str) -> bool:
+    g, loc = row["theory"].get("global"), row["theory"].get("local")
+    if not g or not loc:
+        return False
+    return abs(g[obs] - loc[obs]) > 1e-3 * max(abs(g[obs]), 1e-3) or g["branch_reached"] != loc["branch_reached"]
