@@ -326,11 +326,11 @@ def _alpha_l(pts: _Points, sweeps, grid, lowest, c, lin, tol, notes) -> tuple[fl
     gap = [sweeps[b][i].eps_g - lin if b else math.nan for i, b in enumerate(lowest)]
     idx = [i for i in range(len(grid)) if lowest[i]]
     if not idx:
-        notes.append("alpha_l: no branch on the grid")
+        notes.append("alpha_l: the lowest branch is known at no grid point")
         return math.nan, math.nan, ""
     if gap[idx[0]] <= 0:
         notes.append(f"alpha_l: eps_g of the lowest branch ({lowest[idx[0]]}) is below eps_lin already at alpha = "
-                     f"{grid[idx[0]]:g}, the first grid point with a branch")
+                     f"{grid[idx[0]]:g}, the first grid point where the lowest branch is known")
         return math.nan, math.nan, ""
     drop = next((k for k in range(len(idx) - 1) if gap[idx[k]] > 0 >= gap[idx[k + 1]]), None)
     if drop is None:
