@@ -335,35 +335,26 @@ def phase_diagram(
 
 
 def boundaries_job(job: tuple) -> Boundaries:
-    """phase_boundaries for one (params, alphas, config), its fixed points without solver memory."""
+    """phase_boundaries for one (params, alphas, config[, whole positional branch]), its fixed points
+    without solver memory."""
     params, alphas, config = job[:3]
     b = phase_boundaries(params, alphas, config=config)
+    if len(job) > 3 and job[3]:
+        b = replace(b, positional=whole_positional_branch(params, alphas, b.positional, config))
     return replace(b, semantic=_portable(b.semantic), positional=_portable(b.positional))
 
 
-def lower_positional_job(job: tuple) -> BranchSweep:
-    """The positional branch swept up over the whole grid from its cold start at the grid's first
-    point, stopping where it ends (past_end=False): what :func:`whole_positional_branch` adds below
-    the boundaries' range, computed as a task of its own beside the boundaries (both cold, so its
-    points below that range are those of a sweep over them alone)."""
-    params, alphas, config = job
-    grid = sorted(float(a) for a in (np.linspace(*DEFAULT_ALPHA_RANGE, 12) if alphas is None else alphas))
-    return _portable(sweep(params, grid, "positional", config=config, past_end=False))
-
-
 def whole_positional_branch(params: ModelParams, alphas: Sequence[float] | None, pos: BranchSweep,
-                            config: SolverConfig | None = None, low: BranchSweep | None = None) -> BranchSweep:
+                            config: SolverConfig | None = None) -> BranchSweep:
     """``pos`` (the positional branch as phase boundaries follow it) with the grid points below its
-    first point added (a sweep up from the grid's start, stopping where the branch ends); ``low``:
-    that sweep already made (:func:`lower_positional_job`), else it is made here."""
+    first point added (a sweep up from the grid's start, stopping where the branch ends)."""
     grid = sorted(float(a) for a in (np.linspace(*DEFAULT_ALPHA_RANGE, 12) if alphas is None else alphas))
     first = min((p.alpha for p in pos.points), default=math.inf)
     lower = [a for a in grid if a < first]
     if not lower:
         return pos
-    if low is None:
-        low = sweep(params, lower, "positional", config=config, past_end=False)
-    return BranchSweep(pos.branch, [p for p in low.points if p.alpha < first] + pos.points, pos.end, pos.end_side)
+    low = sweep(params, lower, "positional", config=config, past_end=False)
+    return BranchSweep(pos.branch, low.points + pos.points, pos.end, pos.end_side)
 
 
 def _portable(sw: BranchSweep | None) -> BranchSweep | None:

@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from attnphase.execution import Outcome, Task, code_version, task_key
-from attnphase.numerics.boundaries import Boundaries, _portable, boundaries_job, lower_positional_job
+from attnphase.numerics.boundaries import Boundaries, _portable, boundaries_job
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.continuation import BranchSweep, sweep
 from attnphase.theory.params import ModelParams
@@ -38,24 +38,16 @@ def numerics_version() -> str:
 
 
 def boundaries_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig, replicate: int = 0,
-                    tag: str = "", version: str | None = None) -> Task:
+                    tag: str = "", version: str | None = None, whole: bool = False) -> Task:
     """phase_boundaries at ``params`` on the grid ``alphas`` with ``config.variant(replicate)``;
-    ``tag`` prefixes the label (the scanned parameter's value)."""
+    ``tag`` prefixes the label (the scanned parameter's value).  ``whole``: the positional branch
+    also over the grid below the boundaries' range (:func:`~attnphase.numerics.boundaries.whole_positional_branch`)."""
     cfg = config.variant(replicate) if replicate else config
-    identity = {"params": params.to_dict(), "alphas": list(alphas), "config": cfg.as_dict()}
+    identity = {"params": params.to_dict(), "alphas": list(alphas), "config": cfg.as_dict()} | (
+        {"whole_positional_branch": True} if whole else {})
     label = tag + f"omega={params.omega:g}" + (f" rule {replicate}" if replicate else "")
     return Task(task_key(boundaries_job, identity, version or numerics_version()), label, boundaries_job,
-                (params, list(alphas), cfg))
-
-
-def lower_positional_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig,
-                          version: str | None = None) -> Task:
-    """The positional branch from the grid's start (the curves' points below the boundaries' range,
-    :func:`~attnphase.numerics.boundaries.lower_positional_job`): a task of its own, run beside the boundaries'."""
-    identity = {"params": params.to_dict(), "alphas": list(alphas), "config": config.as_dict()}
-    return Task(task_key(lower_positional_job, identity, version or numerics_version()),
-                f"omega={params.omega:g} positional from the grid's start", lower_positional_job,
-                (params, list(alphas), config))
+                (params, list(alphas), cfg, whole))
 
 
 def sweep_job(job: tuple[ModelParams, list[float], str, SolverConfig], progress=None) -> BranchSweep:

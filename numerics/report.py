@@ -12,18 +12,16 @@ import json
 import math
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from attnphase.execution import ExecutorSpec, Outcome, ResultStore, code_version, run_tasks
 from attnphase.execution.outputs import outputs_current, record_outputs
 from attnphase.execution.progress import TaskBar, failure_summary
-from attnphase.numerics.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS, Boundaries, whole_positional_branch
+from attnphase.numerics.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS, Boundaries
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.jobs import (
-    boundaries_or_failure, boundaries_task, lower_positional_task, numerics_version, strip_sweeps,
-)
+from attnphase.numerics.jobs import boundaries_or_failure, boundaries_task, numerics_version, strip_sweeps
 from attnphase.numerics.quadrature_error import replicate_spread
 from attnphase.theory.params import ModelParams
 
@@ -49,26 +47,24 @@ class BoundaryRuns:
 def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], config: SolverConfig,
                        n_rules: int = 0, *, executor: ExecutorSpec = ExecutorSpec(), store: ResultStore | None = None,
                        fresh: bool = False, quiet: bool = False, desc: str = "phase diagram",
-                       tags: Sequence[str] | None = None, curves: bool = False) -> BoundaryRuns:
+                       tags: Sequence[str] | None = None) -> BoundaryRuns:
     """phase_boundaries at every model (one task each), and on ``n_rules - 1`` more rules when
-    ``n_rules`` >= 2 (the replicates keep only their numbers).  ``tags``: label prefixes per model.
-    ``curves``: the row at CURVES_OMEGA also gets the positional branch below its range (the curves' figure)."""
+    ``n_rules`` >= 2 (the replicates keep only their numbers).  ``tags``: label prefixes per model."""
     reps = max(1, n_rules)
     tags = tags or [""] * len(models)
     version = numerics_version()
-    tasks = [boundaries_task(m, alphas, config, k, tag, version) for m, tag in zip(models, tags) for k in range(reps)]
-    # at CURVES_OMEGA the curves also need the positional branch below the boundaries' range: a task
-    # of its own (submitted last: the boundaries' tasks are the longer ones), joined to the row after
-    curves_at = next((i for i, m in enumerate(models) if abs(m.omega - CURVES_OMEGA) < 1e-12), None) if curves else None
-    if curves_at is not None:
-        tasks.append(lower_positional_task(models[curves_at], alphas, config, version))
+    # at CURVES_OMEGA the first rule's task also follows the whole positional branch (its curves)
+    tasks = [boundaries_task(m, alphas, config, k, tag, version, whole=k == 0 and abs(m.omega - CURVES_OMEGA) < 1e-12)
+             for m, tag in zip(models, tags) for k in range(reps)]
+    # the longest task (the whole positional branch) submitted first: it does not end the run alone
+    order = sorted(range(len(tasks)), key=lambda i: not tasks[i].arg[3])
     with TaskBar(desc, unit="task", quiet=quiet) as bar:
-        outs = run_tasks(tasks, executor=executor, store=store, fresh=fresh, version=version, progress=bar)
+        done = run_tasks([tasks[i] for i in order], executor=executor, store=store, fresh=fresh, version=version,
+                         progress=bar)
+    outs = [done[0]] * len(tasks)
+    for k, i in enumerate(order):
+        outs[i] = done[k]
     rows = [boundaries_or_failure(outs[i * reps], m.omega) for i, m in enumerate(models)]
-    if curves_at is not None and outs[-1].ok and rows[curves_at].positional is not None:
-        b = rows[curves_at]
-        rows[curves_at] = replace(b, positional=whole_positional_branch(models[curves_at], alphas, b.positional, config,
-                                                                         low=outs[-1].value))
     errors = None
     if n_rules:
         errors = [replicate_spread([strip_sweeps(boundaries_or_failure(o, m.omega)) for o in outs[i * reps:(i + 1) * reps]])
@@ -149,7 +145,7 @@ def run_phase_diagram(
     with_curves = any(abs(w - CURVES_OMEGA) < 1e-12 for w in omegas)
     extra = [] if with_curves else [params.replace(omega=CURVES_OMEGA)]
     runs = compute_boundaries(models + extra, alphas, cfg, error_estimate, executor=executor, store=store,
-                              fresh=fresh, quiet=quiet, curves=True)
+                              fresh=fresh, quiet=quiet)
     rows, errors = runs.rows[:len(models)], runs.errors[:len(models)] if runs.errors else None
     table = boundary_table(rows, errors)
     version = numerics_version()

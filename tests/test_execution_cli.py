@@ -24,7 +24,7 @@ def test_interrupted_phase_diagram_resumes_with_the_missing_task_only(tmp_path, 
                             stderr=subprocess.PIPE, text=True, env=os.environ | {"ATTNPHASE_QUIET": "1"})
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None and len(list((out / "tasks").glob("*.task"))) < 1:
-        time.sleep(0.02)
+        time.sleep(0.1)
     assert proc.poll() is None, proc.communicate()
     proc.send_signal(signal.SIGINT)  # Ctrl-C while the second omega is computed
     _, err = proc.communicate(timeout=120)
@@ -38,12 +38,11 @@ def test_interrupted_phase_diagram_resumes_with_the_missing_task_only(tmp_path, 
 
     assert main([*argv, "--json"]) == 0
     resumed = json.loads(capsys.readouterr().out)
-    # two omegas and, at omega = 0.3, the positional branch below the boundaries' range (the curves)
-    assert resumed["tasks"] | {"failures": ""} == {"total": 3, "computed": 2, "stored": 1, "failed": 0, "failures": ""}
+    assert resumed["tasks"] | {"failures": ""} == {"total": 2, "computed": 1, "stored": 1, "failed": 0, "failures": ""}
     csv_resumed = (out / "phase_diagram.csv").read_text()
     assert main([*argv, "--fresh", "--json"]) == 0
     fresh = json.loads(capsys.readouterr().out)
-    assert fresh["tasks"]["computed"] == 3 and fresh["tasks"]["stored"] == 0
+    assert fresh["tasks"]["computed"] == 2 and fresh["tasks"]["stored"] == 0
     assert (out / "phase_diagram.csv").read_text() == csv_resumed
     assert fresh["rows"] == resumed["rows"]
 
@@ -58,7 +57,7 @@ def test_interrupted_phase_diagram_resumes_with_the_missing_task_only(tmp_path, 
     stamps = {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.is_file()}
     assert main([*argv, "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
-    assert again["rows"] == fresh["rows"] and again["tasks"]["stored"] == 3
+    assert again["rows"] == fresh["rows"] and again["tasks"]["stored"] == 2
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.is_file()} == stamps
     (out / "phase_diagram.csv").write_text("edited")
     assert main(argv) == 0

@@ -153,7 +153,3 @@ def test_whole_positional_branch_adds_the_grid_below_the_boundaries_range() -> N
     assert whole.points[0].branch == "positional" and whole.points[0].status.converged
     assert whole.end is end
     assert whole_positional_branch(params, [0.627, 1.0], pos, SolverConfig()) is pos
-    # the sweep made beforehand (the main job's own task): its points below the range, none above
-    low = BranchSweep("positional", [whole.points[0], _point(0.627, "positional", m=0.3)], end, "above")
-    joined = whole_positional_branch(params, [0.1, 0.627], pos, SolverConfig(), low=low)
-    assert joined.points == [whole.points[0], upper] and joined.end is end
