@@ -19,14 +19,14 @@ SMALL = ["--alpha", "0.6:2.2:5", "--quadrature", "gh6", "--alpha-c-quadrature", 
 
 def test_interrupted_phase_diagram_resumes_with_the_missing_task_only(tmp_path, capsys) -> None:
     out = tmp_path / "pd"
-    argv = ["phase-diagram", "--omega", "0.25,0.3", *SMALL, "--workers", "1", "--out", str(out)]
+    argv = ["phase-diagram", "--omega", "0.25,0.3,0.35", *SMALL, "--workers", "1", "--out", str(out)]
     proc = subprocess.Popen([sys.executable, "-m", "attnphase", *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=os.environ | {"ATTNPHASE_QUIET": "1"})
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None and len(list((out / "tasks").glob("*.task"))) < 1:
         time.sleep(0.1)
     assert proc.poll() is None, proc.communicate()
-    proc.send_signal(signal.SIGINT)  # Ctrl-C while the second omega is computed
+    proc.send_signal(signal.SIGINT)  # Ctrl-C while the other omegas are computed (two left: the job cannot end first)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == "attnphase: interrupted"
@@ -38,26 +38,26 @@ def test_interrupted_phase_diagram_resumes_with_the_missing_task_only(tmp_path, 
 
     assert main([*argv, "--json"]) == 0
     resumed = json.loads(capsys.readouterr().out)
-    assert resumed["tasks"] | {"failures": ""} == {"total": 2, "computed": 1, "stored": 1, "failed": 0, "failures": ""}
+    assert resumed["tasks"] | {"failures": ""} == {"total": 3, "computed": 2, "stored": 1, "failed": 0, "failures": ""}
     csv_resumed = (out / "phase_diagram.csv").read_text()
     assert main([*argv, "--fresh", "--json"]) == 0
     fresh = json.loads(capsys.readouterr().out)
-    assert fresh["tasks"]["computed"] == 2 and fresh["tasks"]["stored"] == 0
+    assert fresh["tasks"]["computed"] == 3 and fresh["tasks"]["stored"] == 0
     assert (out / "phase_diagram.csv").read_text() == csv_resumed
     assert fresh["rows"] == resumed["rows"]
 
     assert main(["show", str(out)]) == 0
     shown = capsys.readouterr().out
-    assert "phase-diagram job" in shown and "dimensions: omega = 2, branch = 2, alpha = 5" in shown
-    assert "tasks: 2 done" in shown and '"quadrature": "gh6"' in shown
-    assert "alpha_c(omega): 2/2 finite" in shown
+    assert "phase-diagram job" in shown and "dimensions: omega = 3, branch = 2, alpha = 5" in shown
+    assert "tasks: 3 done" in shown and '"quadrature": "gh6"' in shown
+    assert "alpha_c(omega): 3/3 finite" in shown
 
     # a rerun with every task stored and the outputs as written rewrites nothing; a file changed by
     # hand (or deleted) is written again
     stamps = {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.is_file()}
     assert main([*argv, "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
-    assert again["rows"] == fresh["rows"] and again["tasks"]["stored"] == 2
+    assert again["rows"] == fresh["rows"] and again["tasks"]["stored"] == 3
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.is_file()} == stamps
     (out / "phase_diagram.csv").write_text("edited")
     assert main(argv) == 0
