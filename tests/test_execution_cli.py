@@ -20,8 +20,12 @@ SMALL = ["--alpha", "0.6:2.2:5", "--quadrature", "gh6", "--alpha-c-quadrature", 
 def test_interrupted_phase_diagram_resumes_with_the_missing_task_only(tmp_path, capsys) -> None:
     out = tmp_path / "pd"
     argv = ["phase-diagram", "--omega", "0.25,0.3,0.35", *SMALL, "--workers", "1", "--out", str(out)]
+    # the child gets the default SIGINT action: a process started with SIGINT ignored keeps it
+    # ignored (Python installs its handler only over the default), and an earlier test of the same
+    # pytest process may have left it ignored -- the job then ran to its end through the Ctrl-C
     proc = subprocess.Popen([sys.executable, "-m", "attnphase", *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=os.environ | {"ATTNPHASE_QUIET": "1"})
+                            stderr=subprocess.PIPE, text=True, env=os.environ | {"ATTNPHASE_QUIET": "1"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None and len(list((out / "tasks").glob("*.task"))) < 1:
         time.sleep(0.1)
