@@ -1,8 +1,9 @@
 """The ``attnphase`` console command: every subcommand's options, defined in this one place.
 
-The options shared by several commands come from :mod:`attnphase.options` (the model group, the
-solver group, ``--workers``, ``--error-estimate K``), :mod:`attnphase.outputs` (``--json``,
-``--quiet``, ``--out DIR``) and :mod:`attnphase.workload` (``--large``); each command's
+The options shared by several commands come from :mod:`attnphase.options` (the model group),
+:mod:`attnphase.solver_options` (the solver group, ``--error-estimate K``),
+:mod:`attnphase.execution_options` (``--workers --scheduler --fresh``), :mod:`attnphase.outputs`
+(``--json``, ``--quiet``, ``--out DIR``) and :mod:`attnphase.workload` (``--large``); each command's
 implementation lives in its layer (``attnphase.theory.cli``, ``attnphase.numerics.cli``,
 ``attnphase.validation.cli``, ``attnphase.validation.histogram.cli``) and is imported only when
 that command runs.  Building the parser imports argparse and those three modules only (no
@@ -28,6 +29,8 @@ import sys
 from collections.abc import Sequence
 
 from attnphase import options as opt
+from attnphase import solver_options
+from attnphase import execution_options
 from attnphase import outputs, workload
 
 #: Commands in help order: (name, "module:function" that runs it).
@@ -67,7 +70,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _branch_option(p: argparse.ArgumentParser, mixed: bool = False) -> None:
-    p.add_argument("--branch", choices=opt.BRANCHES + (("mixed",) if mixed else ()), default="semantic",
+    p.add_argument("--branch", choices=solver_options.BRANCHES + (("mixed",) if mixed else ()), default="semantic",
                    help="fixed-point family to solve for / follow (default semantic)"
                    + ("; mixed (a positional and a semantic direction) needs --rank >= 2" if mixed else ""))
 
@@ -108,8 +111,8 @@ def _add_solve(sub: argparse._SubParsersAction) -> None:
     _branch_option(p, mixed=True)
     opt.add_model_options(p)
     _rank_options(p)
-    opt.add_solver_options(p)
-    opt.add_error_estimate_option(p, "err_<key> = each observable's spread over the K rules (warm starts)")
+    solver_options.add_solver_options(p)
+    solver_options.add_error_estimate_option(p, "err_<key> = each observable's spread over the K rules (warm starts)")
     outputs.add_json_option(p)
 
 
@@ -124,11 +127,11 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     _branch_option(p, mixed=True)
     opt.add_model_options(p, omega_range=True, omega_default="0.3")
     _rank_options(p)
-    opt.add_solver_options(p)
+    solver_options.add_solver_options(p)
     outputs.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv per omega (rank r >= 2: ..._rank<r>x<r*>.csv) "
                            "and sweep_<branch>.nc")
     workload.add_large_option(p, workload.MAX_SWEEP_POINTS)
-    opt.add_workers_option(p)
+    execution_options.add_workers_option(p)
     outputs.add_quiet_option(p)
     outputs.add_json_option(p)
 
@@ -145,11 +148,11 @@ def _add_phase_diagram(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha", default="0.1:3:12", metavar="RANGE",
                    help=f"alpha grid of the branch sweeps, values > 0: {opt.RANGE_SYNTAX} (default 0.1:3:12)")
     opt.add_model_options(p, omega_range=True, omega_default="0:0.45:10")
-    opt.add_solver_options(p)
-    opt.add_error_estimate_option(p, "each boundary's spread over the K rules (<boundary>_err columns, error bars)")
+    solver_options.add_solver_options(p)
+    solver_options.add_error_estimate_option(p, "each boundary's spread over the K rules (<boundary>_err columns, error bars)")
     outputs.add_out_option(p, "results", "phase_diagram.csv, .json, .png and curves_omega0.3.png")
     workload.add_large_option(p, workload.MAX_DIAGRAM_POINTS)
-    opt.add_workers_option(p)
+    execution_options.add_workers_option(p)
     outputs.add_quiet_option(p)
     outputs.add_json_option(p)
 
@@ -198,7 +201,7 @@ def _add_validate(sub: argparse._SubParsersAction) -> None:
     _torch_options(p, threads="torch threads of the simulations with --workers 1 (default: torch's choice; "
                    "Dask workers use one thread each)")
     outputs.add_out_option(p, "results/validation", "report.md, summary.json, validation.nc and the figures")
-    opt.add_workers_option(p)
+    execution_options.add_workers_option(p)
     outputs.add_quiet_option(p)
     outputs.add_json_option(p)
 
@@ -219,7 +222,7 @@ def _add_histogram(sub: argparse._SubParsersAction) -> None:
                    help="CPU threads for torch with --workers 1 (default 1; the model is too small to gain from "
                    "more; Dask workers use one thread each)")
     outputs.add_out_option(p, "results/histogram", "report.md, summary.json, histogram.nc, the curves and the attention maps")
-    opt.add_workers_option(p)
+    execution_options.add_workers_option(p)
     outputs.add_quiet_option(p)
     outputs.add_json_option(p)
 
@@ -241,11 +244,11 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha", default="0.1:3:12", metavar="RANGE",
                    help=f"alpha grid of the branch sweeps, values > 0: {opt.RANGE_SYNTAX} (default 0.1:3:12)")
     opt.add_model_options(p, omega_range=True, omega_default="0:0.45:10", scan=True)
-    opt.add_solver_options(p)
-    opt.add_error_estimate_option(p, "each boundary's spread over the K rules (<boundary>_err variables)")
+    solver_options.add_solver_options(p)
+    solver_options.add_error_estimate_option(p, "each boundary's spread over the K rules (<boundary>_err variables)")
     outputs.add_out_option(p, "results/scan", "scan.nc, scan.csv, scan.json and a phase diagram figure per value")
     workload.add_large_option(p, workload.MAX_DIAGRAM_POINTS)
-    opt.add_workers_option(p)
+    execution_options.add_workers_option(p)
     outputs.add_quiet_option(p)
     outputs.add_json_option(p)
 

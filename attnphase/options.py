@@ -1,4 +1,4 @@
-"""The options every ``attnphase`` command shares, and the one place they become objects.
+"""The model options every ``attnphase`` command shares, and the one syntax of numeric lists.
 
 * :func:`add_model_options` -- the model group ``--L --sigma --A --P --omega --lam --rho0 --rank
   --teacher-rank --token-cov`` (same
@@ -7,22 +7,18 @@
   :class:`~attnphase.theory.params.ModelParams` from it, :func:`omegas_from_args` the scanned
   omegas of ``phase-diagram``; :func:`check_rank` refuses, on the commands whose theory is the
   rank-1 independent-token one, a rank above 1 or a non-diagonal token covariance.
-* :func:`add_solver_options` -- the solver group ``--prox --backend --quadrature --e-t-quadrature
-  --alpha-c-quadrature --bifurcation-quadrature --branch-end --tol`` (``solve``, ``sweep``,
-  ``phase-diagram``); :func:`config_from_args` builds the
-  :class:`~attnphase.numerics.config.SolverConfig` -- the CLI builds it nowhere else.
-* :func:`add_workers_option` -- the execution group ``--workers --scheduler --fresh``;
-  :func:`executor_from_args` builds the :class:`~attnphase.execution.ExecutorSpec`.
 * One syntax for every numeric list (:func:`parse_values`): ``NUMBER``, ``a,b,c`` or
-  ``START:STOP:NUM`` (NUM values from START to STOP, both included); ``--error-estimate K`` is 0 or >= 2.
+  ``START:STOP:NUM`` (NUM values from START to STOP, both included).
 
-The output options (``--json``, ``--quiet``, ``--out DIR``) and the writing of outputs are
-:mod:`attnphase.outputs`; grid limits (``--large``) and time estimates are :mod:`attnphase.workload`.
+The other shared groups have a module each: the solver group and ``--error-estimate``
+(:mod:`attnphase.solver_options`, the one place the CLI builds a SolverConfig), the execution group
+``--workers --scheduler --fresh`` (:mod:`attnphase.execution_options`), the output options
+``--json --quiet --out`` and the writing of outputs (:mod:`attnphase.outputs`), grid limits and time
+estimates (:mod:`attnphase.workload`).
 
-This module imports argparse only: the defaults and choices of the solver group are literal copies
-of :mod:`attnphase.numerics.config` (a test keeps them equal), so building the parser imports
-neither numpy-heavy code, scipy, sympy nor torch.  Bad values raise ``ValueError`` naming the option
-(the top-level CLI prints it as one line, exit code 2).
+This module imports the standard library only, so building the parser imports neither numpy-heavy
+code, scipy, sympy nor torch.  Bad values raise ``ValueError`` naming the option (the top-level CLI
+prints it as one line, exit code 2).
 """
 
 from __future__ import annotations
@@ -38,42 +34,6 @@ from typing import Any
 #: Commands that take a model (each has the model group).
 MODEL_COMMANDS = ("derive", "solve", "sweep", "phase-diagram", "simulate", "validate", "check")
 
-#: Fixed-point families (numerics.config.BRANCHES).
-BRANCHES = ("semantic", "positional", "agnostic")
-#: Proximal maps (numerics.config.PROX_MODES).
-PROX_MODES = ("global", "local", "aligned")
-#: Proximal solver backends (numerics.config.BACKENDS).
-BACKENDS = ("auto", "numpy", "numba")
-#: Branch-end strategies (numerics.config.BRANCH_END_STRATEGIES).
-BRANCH_END_STRATEGIES = ("bifurcation", "trace")
-
-#: SolverConfig's defaults of the fields the solver group sets (numerics.config.SolverConfig).
-SOLVER_DEFAULTS: dict[str, Any] = {
-    "prox": "global",
-    "backend": "auto",
-    "quadrature": "sobol12",
-    "e_t_quadrature": None,
-    "alpha_c_quadrature": "sobol16",
-    "bifurcation_quadrature": "sobol15",
-    "branch_end": "bifurcation",
-    "tol": 1e-10,
-}
-
-#: Solver options: (option, SolverConfig field).  The argparse dest is the field name.
-SOLVER_OPTIONS = (
-    ("--prox", "prox"),
-    ("--backend", "backend"),
-    ("--quadrature", "quadrature"),
-    ("--e-t-quadrature", "e_t_quadrature"),
-    ("--alpha-c-quadrature", "alpha_c_quadrature"),
-    ("--bifurcation-quadrature", "bifurcation_quadrature"),
-    ("--branch-end", "branch_end"),
-    ("--tol", "tol"),
-)
-
-#: Quadrature roles that may be switched off with the value "none".
-_OPTIONAL_RULES = ("e_t_quadrature", "alpha_c_quadrature")
-
 #: Model options: (option, ModelParams field).
 MODEL_OPTIONS = (
     ("--L", "L"), ("--sigma", "sigma"), ("--A", "A"), ("--P", "P"),
@@ -87,7 +47,6 @@ MAX_VALUES = 1_000_000
 
 RANGE_SYNTAX = "NUMBER, a,b,c or START:STOP:NUM (NUM values from START to STOP, both included)"
 _RANGE_EXAMPLE = "e.g. 2, 0.5,1,2 or 0.5:2:16"
-RULE_SYNTAX = "sobolK[:REPS:SEED] (2^K scrambled Sobol points), ghN (Gauss-Hermite, N per dimension) or ghrN[:SEED]"
 
 
 # --- numbers and ranges -----------------------------------------------------------------------
@@ -369,150 +328,3 @@ def omegas_from_args(args: argparse.Namespace) -> tuple[Any, list[float]]:
 
 # --- the solver group ---------------------------------------------------------------------------
 
-def add_solver_options(p: argparse.ArgumentParser) -> None:
-    """Add the solver group (every field a SolverConfig takes from the command line)."""
-    d = SOLVER_DEFAULTS
-    g = p.add_argument_group("solver (docs/numerics.md)")
-    g.add_argument(
-        "--prox", choices=PROX_MODES, default=None,
-        help=f"proximal map: global minimiser, local from h = 0 (the paper's), or aligned with the teacher "
-        f"(L = 2; the basin GD from the semantic start keeps) (default {d['prox']})",
-    )
-    g.add_argument(
-        "--backend", choices=BACKENDS, default=None,
-        help=f"proximal solver: compiled with numba when it imports (auto), or forced; "
-        f"$ATTNPHASE_PROX_BACKEND overrides auto (default {d['backend']})",
-    )
-    g.add_argument("--quadrature", default=None, metavar="RULE",
-                   help=f"rule of every state-evolution solve: {RULE_SYNTAX} (default {d['quadrature']})")
-    g.add_argument(
-        "--e-t-quadrature", dest="e_t_quadrature", default=None, metavar="RULE",
-        help="re-evaluate E[M] in e_t at each converged point on this finer rule, e.g. sobol16 (e_t is stationary "
-        "in the overlaps, so it gets that rule's accuracy); none: the solve's rule (default none)",
-    )
-    g.add_argument(
-        "--alpha-c-quadrature", dest="alpha_c_quadrature", default=None, metavar="RULE",
-        help=f"rule of E[M] in the Newton correction of alpha_c (phase-diagram); none: no correction "
-        f"(default {d['alpha_c_quadrature']})",
-    )
-    g.add_argument(
-        "--bifurcation-quadrature", dest="bifurcation_quadrature", default=None, metavar="RULE",
-        help=f"rule of the SE-Jacobian eigenvalues where a branch end is located as a bifurcation "
-        f"(sweep, phase-diagram) (default {d['bifurcation_quadrature']})",
-    )
-    g.add_argument(
-        "--branch-end", dest="branch_end", choices=BRANCH_END_STRATEGIES, default=None,
-        help="how a branch's end is located (sweep, phase-diagram): where the agnostic branch turns unstable "
-        "(bifurcation), or by a trace at fixed theta / bisection in alpha (trace; noisier) "
-        f"(default {d['branch_end']})",
-    )
-    g.add_argument("--tol", type=float, default=None, metavar="TOL",
-                   help=f"fixed-point residual tolerance, in (0, 1) (default {d['tol']:g})")
-
-
-def _solver_changes(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
-    changes: dict[str, tuple[str, Any]] = {}
-    for option, field in SOLVER_OPTIONS:
-        value = getattr(args, field, None)
-        if value is None:
-            continue
-        if field in _OPTIONAL_RULES and isinstance(value, str) and value.strip().lower() == "none":
-            value = None
-        changes[field] = (option, value)
-    return changes
-
-
-def config_from_args(args: argparse.Namespace):
-    """The SolverConfig of the solver group: options not given keep SolverConfig's defaults.
-
-    ``--e-t-quadrature none`` and ``--alpha-c-quadrature none`` give None.  A bad value is a
-    ValueError naming its option.
-    """
-    from attnphase.numerics.config import SolverConfig
-
-    changes = _solver_changes(args)
-    for field, (option, value) in changes.items():  # each option alone first: the error names it
-        try:
-            SolverConfig(**{field: value})
-        except ValueError as exc:
-            raise ValueError(f"{option}: {exc}") from None
-    return SolverConfig(**{field: value for field, (_, value) in changes.items()})
-
-
-def check_supported(params: Any, config: Any) -> None:
-    """Model options the numerics cannot honour with this configuration: a one-line ValueError, before any work."""
-    if config.prox == "aligned" and params.L != 2:
-        raise ValueError(f"--prox aligned is implemented for --L 2 only, got --L {params.L} (use global or local)")
-    try:
-        config.check_rules(params.L)  # a rule too large at this L fails here, not after an allocation
-    except ValueError as exc:
-        msg = str(exc)
-        named = any(msg.startswith(field.replace("_", "-") + ":") for _, field in SOLVER_OPTIONS)
-        raise ValueError(f"--{msg}" if named else msg) from None
-
-
-# --- the execution group and the error estimate -------------------------------------------------
-
-def add_workers_option(p: argparse.ArgumentParser) -> None:
-    """The executor group: ``--workers N``, ``--scheduler ADDRESS``, ``--fresh`` (docs/distributed.md)."""
-    g = p.add_argument_group("execution (docs/distributed.md)")
-    g.add_argument("--workers", default="auto", metavar="N",
-                   help="local worker processes the job's tasks run on (a Dask cluster started and stopped by the "
-                   "command); 'auto' (default): the cores this process may use; 1: in this process")
-    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="run the tasks on an existing Dask cluster instead, e.g. tcp://host:8786 (--workers is then "
-                   "the cluster's)")
-    g.add_argument("--fresh", action="store_true",
-                   help="recompute every task (default: tasks finished by an earlier run of the same command, "
-                   "stored under DIR/tasks, are read back)")
-
-
-def workers_from_args(args: argparse.Namespace) -> int:
-    """``--workers N``: N >= 1, or 'auto' = the usable cores (os.sched_getaffinity)."""
-    text = str(args.workers).strip().lower()
-    if text == "auto":
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # pragma: no cover - not Linux
-            return max(1, os.cpu_count() or 1)
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise ValueError(f"--workers must be 'auto' or an integer >= 1, got {args.workers!r}")
-    return n
-
-
-_ADDRESS = re.compile(r"^(tcp|tls|inproc|ucx|ws|wss)://[^\s]+$|^[\w.\-]+:\d+$")
-
-
-def executor_from_args(args: argparse.Namespace):
-    """The :class:`~attnphase.execution.ExecutorSpec` of the execution group (checked before any work)."""
-    from attnphase.execution.executor import ExecutorSpec
-
-    workers = workers_from_args(args)
-    scheduler = getattr(args, "scheduler", None)
-    if scheduler is not None:
-        scheduler = str(scheduler).strip()
-        if not _ADDRESS.match(scheduler):
-            raise ValueError(f"--scheduler must be a Dask scheduler address such as tcp://host:8786, got {scheduler!r}")
-    return ExecutorSpec(workers=workers, scheduler=scheduler)
-
-
-def add_error_estimate_option(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--error-estimate", dest="error_estimate", default="0", metavar="K",
-                   help=f"K = 0: none (default); K >= 2: repeat on K - 1 more independent quadrature rules and "
-                   f"report {what}; about K times the time")
-
-
-def error_estimate_from_args(args: argparse.Namespace) -> int:
-    """``--error-estimate K``: 0 (none) or K >= 2; anything else is the same one-line error everywhere."""
-    text = str(args.error_estimate).strip()
-    try:
-        k = int(text)
-    except ValueError:
-        k = -1
-    if k == 0 or k >= 2:
-        return k
-    raise ValueError(f"--error-estimate K must be 0 (none) or an integer K >= 2 (a spread needs two rules), got {text!r}")

@@ -9,7 +9,7 @@
 * :func:`announce_rules` -- every quadrature rule of the configuration with at least
   :data:`LARGE_RULE_NODES` nodes is named on stderr with an estimate of its memory.
 
-This module imports the standard library and :mod:`attnphase.options` only (the top-level parser imports it);
+This module imports the standard library and :mod:`attnphase.solver_options` only (the top-level parser imports it);
 the quadrature's node count is imported where an estimate is made.
 """
 
@@ -19,7 +19,7 @@ import argparse
 import sys
 from typing import Any
 
-from attnphase.options import SOLVER_OPTIONS
+from attnphase.solver_options import SOLVER_OPTIONS
 
 #: Grids past these sizes need ``--large`` (a rough second per solve at L = 2 with sobol12 on 2 cores).
 MAX_SWEEP_POINTS = 500

@@ -2,7 +2,7 @@
 
 Their options are defined in :mod:`attnphase.cli` with the shared groups of
 :mod:`attnphase.options`; the model and the solver configuration are built there
-(:func:`~attnphase.options.params_from_args`, :func:`~attnphase.options.config_from_args`).
+(:func:`~attnphase.options.params_from_args`, :func:`~attnphase.solver_options.config_from_args`).
 Every option is checked before any work; the solvers are imported inside the functions.
 """
 
@@ -16,6 +16,8 @@ import math
 import sys
 
 from attnphase import options as opt
+from attnphase import solver_options
+from attnphase import execution_options
 from attnphase import outputs, workload
 
 RECORD_KEYS = (
@@ -92,9 +94,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
         return cmd_solve_rank(args, alpha, r, r_star)
     params = opt.params_from_args(args, omega=opt.single_omega(args, "solve"))
-    cfg = opt.config_from_args(args)
-    opt.check_supported(params, cfg)
-    n_rules = opt.error_estimate_from_args(args)
+    cfg = solver_options.config_from_args(args)
+    solver_options.check_supported(params, cfg)
+    n_rules = solver_options.error_estimate_from_args(args)
     opt.announce_defaults(args, params)
     workload.announce_rules(params.L, cfg)
     if params.L >= 3:
@@ -202,9 +204,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return cmd_sweep_rank(args, r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
     params, omegas = opt.omegas_from_args(args)
-    cfg = opt.config_from_args(args)
-    opt.check_supported(params, cfg)
-    executor = opt.executor_from_args(args)
+    cfg = solver_options.config_from_args(args)
+    solver_options.check_supported(params, cfg)
+    executor = execution_options.executor_from_args(args)
     workload.check_grid(len(alphas) * len(omegas), workload.MAX_SWEEP_POINTS, "alpha values (x omegas)", "--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)
     if alphas != sorted(alphas):
@@ -311,10 +313,10 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
         return cmd_phase_diagram_rank(args, r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
     params, omegas = opt.omegas_from_args(args)
-    cfg = opt.config_from_args(args)
-    opt.check_supported(params, cfg)
-    n_rules = opt.error_estimate_from_args(args)
-    executor = opt.executor_from_args(args)
+    cfg = solver_options.config_from_args(args)
+    solver_options.check_supported(params, cfg)
+    n_rules = solver_options.error_estimate_from_args(args)
+    executor = execution_options.executor_from_args(args)
     workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)",
                         "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)

@@ -4,7 +4,7 @@ Every numerics function that solves, sweeps, locates a branch end or a phase bou
 a ``config: SolverConfig`` and nothing that duplicates one of its fields: the proximal mode,
 the backend of the proximal solver, every quadrature rule the computation uses (one field per
 role), the tolerances and the solver's budgets.  The CLI builds it in one place
-(:func:`attnphase.options.config_from_args`).
+(:func:`attnphase.solver_options.config_from_args`).
 
 Quadrature roles (each a rule spec of :func:`attnphase.numerics.quadrature.make_rule`):
 

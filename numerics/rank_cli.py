@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 
 from attnphase import options as opt
+from attnphase import solver_options
+from attnphase import execution_options
 from attnphase import outputs, workload
 from attnphase.numerics.cli import print_record, sweep_exit_code
 
@@ -66,7 +68,7 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
     from attnphase.numerics.rank_se import solve_rank
 
     params, cfg = rank_model_and_config(args, r, r_star, opt.single_omega(args, "solve"))
-    n_rules = opt.error_estimate_from_args(args)
+    n_rules = solver_options.error_estimate_from_args(args)
     opt.announce_defaults(args, params)
     fp = solve_rank(params, alpha, args.branch, config=cfg)
     rec = fp.record()
@@ -192,13 +194,13 @@ def rank_config(args: argparse.Namespace, params: Any) -> Any:
         if getattr(args, dest, None) is not None:
             raise ValueError(f"{option}: the rank-r state evolution does not use it (its e_t is on the solve's rule, its "
                              "boundaries come from converged solves, docs/numerics.md section 11); it is for rank 1")
-    cfg = opt.config_from_args(args)
+    cfg = solver_options.config_from_args(args)
     if cfg.prox != "global":
         raise ValueError(f"--prox {cfg.prox}: the rank-r state evolution implements the global proximal map only")
     if not str(cfg.quadrature).strip().lower().startswith("sobol"):
         raise ValueError(f"--quadrature {cfg.quadrature}: the rank-r state evolution uses scrambled Sobol rules "
                          f"(sobolK[:REPS:SEED]); its L (r + r*) = {params.L * (params.r + params.r_star)} dimensions rule out tensor grids")
-    opt.check_supported(params, cfg)
+    solver_options.check_supported(params, cfg)
     return cfg
 
 
@@ -211,7 +213,7 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
 
     from attnphase.numerics.cli import TASKS_FOLDER, command_line
 
-    if opt.error_estimate_from_args(args):
+    if solver_options.error_estimate_from_args(args):
         raise ValueError("--error-estimate: the rank-r phase diagram reports bracket widths as its errors; "
                          "replicates over rules are not implemented for it")
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
@@ -219,7 +221,7 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
     params, cfg = rank_model_and_config(args, r, r_star, omegas[0])
     for w in omegas:
         rank_model_and_config(args, r, r_star, w)
-    executor = opt.executor_from_args(args)
+    executor = execution_options.executor_from_args(args)
     workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)",
                    "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)
@@ -254,7 +256,7 @@ def cmd_scan_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     from attnphase.numerics.cli import TASKS_FOLDER, command_line
     from attnphase.numerics.rank_se import with_ranks
 
-    if opt.error_estimate_from_args(args):
+    if solver_options.error_estimate_from_args(args):
         raise ValueError("--error-estimate: the rank-r boundaries report bracket widths as their errors; "
                          "replicates over rules are not implemented for them")
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
@@ -263,7 +265,7 @@ def cmd_scan_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     cfg = None
     for m in models:
         cfg = rank_config(args, m)
-    executor = opt.executor_from_args(args)
+    executor = execution_options.executor_from_args(args)
     workload.check_grid(len(models) * len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
                    f"(--{field.replace('_', '-')}, omega, alpha) points", "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from attnphase import options as opt
+from attnphase import solver_options
+from attnphase import execution_options
 from attnphase import outputs, workload
 
 
@@ -90,11 +92,11 @@ def cmd_scan(args: argparse.Namespace) -> int:
         return cmd_scan_rank(args, r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
     field, values, models, omegas = opt.scan_from_args(args)
-    cfg = opt.config_from_args(args)
+    cfg = solver_options.config_from_args(args)
     for m in models:
-        opt.check_supported(m, cfg)
-    n_rules = opt.error_estimate_from_args(args)
-    executor = opt.executor_from_args(args)
+        solver_options.check_supported(m, cfg)
+    n_rules = solver_options.error_estimate_from_args(args)
+    executor = execution_options.executor_from_args(args)
     workload.check_grid(len(models) * len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
                         f"(--{field.replace('_', '-')}, omega, alpha) points", "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from attnphase import options as opt
+from attnphase import solver_options
+from attnphase import execution_options
 from attnphase import outputs
 from attnphase.cli import COMMANDS, build_parser, main
 
@@ -160,11 +162,11 @@ def test_phase_diagram_omegas_are_validated_before_any_work(capsys: pytest.Captu
 def test_solver_choices_and_defaults_are_those_of_numerics_config() -> None:
     from attnphase.numerics import config as c
 
-    assert opt.BRANCHES == c.BRANCHES and opt.PROX_MODES == c.PROX_MODES
-    assert opt.BACKENDS == c.BACKENDS and opt.BRANCH_END_STRATEGIES == c.BRANCH_END_STRATEGIES
+    assert solver_options.BRANCHES == c.BRANCHES and solver_options.PROX_MODES == c.PROX_MODES
+    assert solver_options.BACKENDS == c.BACKENDS and solver_options.BRANCH_END_STRATEGIES == c.BRANCH_END_STRATEGIES
     default = c.SolverConfig()
-    assert opt.SOLVER_DEFAULTS == {k: getattr(default, k) for k in opt.SOLVER_DEFAULTS}
-    assert {f for _, f in opt.SOLVER_OPTIONS} == set(opt.SOLVER_DEFAULTS)
+    assert solver_options.SOLVER_DEFAULTS == {k: getattr(default, k) for k in solver_options.SOLVER_DEFAULTS}
+    assert {f for _, f in solver_options.SOLVER_OPTIONS} == set(solver_options.SOLVER_DEFAULTS)
 
 
 @pytest.mark.parametrize("command", SOLVER_COMMANDS)
@@ -172,20 +174,20 @@ def test_config_from_args_round_trips_every_solver_option(command: str) -> None:
     from attnphase.numerics.config import SolverConfig
 
     base = [command, "--alpha", "1"]
-    assert opt.config_from_args(build_parser().parse_args(base)) == SolverConfig()
+    assert solver_options.config_from_args(build_parser().parse_args(base)) == SolverConfig()
     given = {
         "--prox": "local", "--backend": "numpy", "--quadrature": "gh8", "--e-t-quadrature": "sobol14:2:3",
         "--alpha-c-quadrature": "ghr10:2", "--bifurcation-quadrature": "sobol13", "--branch-end": "trace",
         "--tol": "1e-8",
     }
     argv = base + [x for kv in given.items() for x in kv]
-    cfg = opt.config_from_args(build_parser().parse_args(argv))
+    cfg = solver_options.config_from_args(build_parser().parse_args(argv))
     assert cfg == SolverConfig(prox="local", backend="numpy", quadrature="gh8", e_t_quadrature="sobol14:2:3",
                                alpha_c_quadrature="ghr10:2", bifurcation_quadrature="sobol13",
                                branch_end="trace", tol=1e-8)
-    for option, field in opt.SOLVER_OPTIONS:  # every option reaches its own field
+    for option, field in solver_options.SOLVER_OPTIONS:  # every option reaches its own field
         assert getattr(cfg, field) == (float(given[option]) if field == "tol" else given[option])
-    off = opt.config_from_args(build_parser().parse_args(
+    off = solver_options.config_from_args(build_parser().parse_args(
         base + ["--alpha-c-quadrature", "none", "--e-t-quadrature", "None"]))
     assert off.alpha_c_quadrature is None and off.e_t_quadrature is None
 
@@ -292,7 +294,7 @@ def test_error_estimate_is_refused_identically_on_solve_and_phase_diagram(value:
 
 def test_error_estimate_accepts_0_and_2() -> None:
     for k in ("0", "2", "5"):
-        assert opt.error_estimate_from_args(argparse.Namespace(error_estimate=k)) == int(k)
+        assert solver_options.error_estimate_from_args(argparse.Namespace(error_estimate=k)) == int(k)
 
 
 def test_out_is_always_a_folder(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -370,15 +372,13 @@ def test_every_readme_example_parses() -> None:
 def test_workers_option_is_auto_or_a_positive_integer() -> None:
     import argparse
 
-    from attnphase import options as opt
-
     p = argparse.ArgumentParser()
-    opt.add_workers_option(p)
-    assert opt.workers_from_args(p.parse_args(["--workers", "3"])) == 3
-    assert opt.workers_from_args(p.parse_args([])) >= 1
+    execution_options.add_workers_option(p)
+    assert execution_options.workers_from_args(p.parse_args(["--workers", "3"])) == 3
+    assert execution_options.workers_from_args(p.parse_args([])) >= 1
     for bad in ("0", "-2", "two", "1.5"):
         with pytest.raises(ValueError, match="--workers"):
-            opt.workers_from_args(p.parse_args([f"--workers={bad}"]))
+            execution_options.workers_from_args(p.parse_args([f"--workers={bad}"]))
 
 
 @pytest.mark.parametrize("value", ["localhost", "http://host:8786", "tcp://", "tcp://a b:1"])

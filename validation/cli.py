@@ -18,6 +18,7 @@ import json
 import sys
 
 from attnphase import options as opt
+from attnphase import execution_options
 from attnphase import outputs
 
 _INITS = ("semantic", "positional", "random")
@@ -182,7 +183,7 @@ def run_validate(args: argparse.Namespace) -> int:
     _check_dtype(args.dtype)
     check_memory(d, 2.5, params.L, 10000, args.dtype)  # 2.5: the largest alpha of the plans' grids
     check_device(args.device)
-    executor = opt.executor_from_args(args)
+    executor = execution_options.executor_from_args(args)
 
     import torch
 

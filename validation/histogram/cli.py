@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from attnphase import options as opt
+from attnphase import execution_options
 from attnphase import outputs
 
 
@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--seed must be >= 0, got {args.seed}")
     if args.threads < 1:
         raise ValueError(f"--threads must be >= 1, got {args.threads}")
-    executor = opt.executor_from_args(args)
+    executor = execution_options.executor_from_args(args)
     out = outputs.out_dir_from_args(args)
     from attnphase.validation.cli import check_device
 

@@ -1,0 +1,55 @@
+"""The execution group of the long jobs (``--workers --scheduler --fresh``, docs/distributed.md) and
+the :class:`~attnphase.execution.ExecutorSpec` it becomes (checked before any work)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+
+
+def add_workers_option(p: argparse.ArgumentParser) -> None:
+    """The executor group: ``--workers N``, ``--scheduler ADDRESS``, ``--fresh`` (docs/distributed.md)."""
+    g = p.add_argument_group("execution (docs/distributed.md)")
+    g.add_argument("--workers", default="auto", metavar="N",
+                   help="local worker processes the job's tasks run on (a Dask cluster started and stopped by the "
+                   "command); 'auto' (default): the cores this process may use; 1: in this process")
+    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run the tasks on an existing Dask cluster instead, e.g. tcp://host:8786 (--workers is then "
+                   "the cluster's)")
+    g.add_argument("--fresh", action="store_true",
+                   help="recompute every task (default: tasks finished by an earlier run of the same command, "
+                   "stored under DIR/tasks, are read back)")
+
+
+def workers_from_args(args: argparse.Namespace) -> int:
+    """``--workers N``: N >= 1, or 'auto' = the usable cores (os.sched_getaffinity)."""
+    text = str(args.workers).strip().lower()
+    if text == "auto":
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # pragma: no cover - not Linux
+            return max(1, os.cpu_count() or 1)
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"--workers must be 'auto' or an integer >= 1, got {args.workers!r}")
+    return n
+
+
+_ADDRESS = re.compile(r"^(tcp|tls|inproc|ucx|ws|wss)://[^\s]+$|^[\w.\-]+:\d+$")
+
+
+def executor_from_args(args: argparse.Namespace):
+    """The :class:`~attnphase.execution.ExecutorSpec` of the execution group (checked before any work)."""
+    from attnphase.execution.executor import ExecutorSpec
+
+    workers = workers_from_args(args)
+    scheduler = getattr(args, "scheduler", None)
+    if scheduler is not None:
+        scheduler = str(scheduler).strip()
+        if not _ADDRESS.match(scheduler):
+            raise ValueError(f"--scheduler must be a Dask scheduler address such as tcp://host:8786, got {scheduler!r}")
+    return ExecutorSpec(workers=workers, scheduler=scheduler)
