@@ -25,13 +25,17 @@ def _nan(x: Any) -> float:
     return math.nan if x is None else float(x)
 
 
+def within_rule(mean: float, std: float, n: int, theory: float) -> bool:
+    """The agreement rule: ``|mean - theory| <= 2 std / sqrt(n) + REL_TOL |theory|`` (n runs, std over them)."""
+    return abs(mean - theory) <= 2 * std / math.sqrt(n) + REL_TOL * abs(theory)
+
+
 def agrees(row: dict[str, Any], obs: str, prox: str = "global") -> bool | None:
     """The agreement rule for one observable of one aggregated row (``None``: no theory point on the branch)."""
     th = row["theory"].get(prox)
     if not th or not th["converged"] or th["branch_reached"] != row["branch"] or not th.get("exists", True):
         return None  # no theory point on the branch (a noise-level point past the branch's end included)
-    mean, std, n = row[f"{obs}_mean"], row[f"{obs}_std"], row["n_runs"]
-    return abs(mean - th[obs]) <= 2 * std / math.sqrt(n) + REL_TOL * abs(th[obs])
+    return within_rule(row[f"{obs}_mean"], row[f"{obs}_std"], row["n_runs"], th[obs])
 
 
 def headline(summary: dict[str, Any]) -> dict[str, Any]:

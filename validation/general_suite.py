@@ -32,6 +32,7 @@ import numpy as np
 
 from attnphase.theory.params import ModelParams
 
+from .agreement import within_rule
 from .branch_segments import exists_at
 from .experiments import SimResult, SimSpec, run_simulation
 from .reference import TheoryAtOmega, TheorySettings
@@ -187,13 +188,6 @@ def theory_point(theory: TheoryAtOmega | None, init: str, alpha: float) -> dict[
     return None
 
 
-def agreement(mean: float, std: float, n: int, theory: float) -> bool:
-    """The report's rule: ``|mean - theory| <= 2 std / sqrt(n) + 10 % |theory|``."""
-    from .agreement import REL_TOL
-
-    return abs(mean - theory) <= 2 * std / math.sqrt(n) + REL_TOL * abs(theory)
-
-
 def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega | None,
               mark: tuple[float, str]) -> list[dict[str, Any]]:
     """Mean and std over seeds per (alpha, init), the theory beside them and the verdict per compared observable."""
@@ -213,7 +207,7 @@ def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega |
         row["agrees"] = {}
         for obs in COMPARED[init]:
             ok = th is not None and th["converged"] and th.get(obs) is not None and math.isfinite(th[obs])
-            row["agrees"][obs] = agreement(row[f"{obs}_mean"], row[f"{obs}_std"], len(rs), th[obs]) if ok else None
+            row["agrees"][obs] = within_rule(row[f"{obs}_mean"], row[f"{obs}_std"], len(rs), th[obs]) if ok else None
         row["status"] = ("theory pending" if theory is None else
                          "no theory point" if any(v is None for v in row["agrees"].values()) else
                          "agrees" if all(row["agrees"].values()) else "disagrees")
