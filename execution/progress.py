@@ -78,3 +78,16 @@ def failure_summary(outcomes: list[Outcome]) -> str:
         reasons.setdefault(o.reason, []).append(o.label)
     parts = [f"{reason} ({', '.join(labels[:3])}{', ...' if len(labels) > 3 else ''})" for reason, labels in reasons.items()]
     return f"{len(failed)} of {len(outcomes)} tasks failed: " + "; ".join(parts)
+
+
+def job_summary(what: str, seconds: float, counts: dict[str, int], failures: str) -> int:
+    """The job's last lines on stderr -- ``<what> (<seconds> s; tasks: N computed, N from the store,
+    N failed)`` and, where tasks failed, ``attnphase: <failures>`` -- and its exit code (1 if any failed)."""
+    import sys
+
+    print(f"{what} ({seconds:.1f} s; tasks: {counts['computed']} computed, {counts['stored']} from the store, "
+          f"{counts['failed']} failed)", file=sys.stderr)
+    if failures:
+        print(f"attnphase: {failures}", file=sys.stderr)
+        return 1
+    return 0

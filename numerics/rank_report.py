@@ -10,7 +10,6 @@ import csv
 import io
 import json
 import math
-import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -19,7 +18,7 @@ import numpy as np
 
 from attnphase.execution import ExecutorSpec, ResultStore, run_tasks
 from attnphase.execution.dataset import job_attrs, write_netcdf
-from attnphase.execution.progress import TaskBar, failure_summary
+from attnphase.execution.progress import TaskBar, failure_summary, job_summary
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.jobs import numerics_version, rank_boundaries_task
 from attnphase.numerics.rank_boundaries import RankBoundaries, rank_branches, rank_columns
@@ -200,12 +199,8 @@ def run_rank_scan(field: str, values: Sequence[Any], models: Sequence[ModelParam
                "tasks": counts | {"failures": failures}, "dataset": "scan.nc", "code_version": version,
                "seconds": time.perf_counter() - t0}
     (out_dir / "scan.json").write_text(json.dumps(summary, indent=2, allow_nan=False, default=str))
-    print(f"wrote {out_dir}/scan.csv, .json, .nc and {len(coord)} figures ({summary['seconds']:.1f} s; tasks: "
-          f"{counts['computed']} computed, {counts['stored']} from the store, {counts['failed']} failed)", file=sys.stderr)
-    if failures:
-        print(f"attnphase: {failures}", file=sys.stderr)
-        return 1
-    return 0
+    return job_summary(f"wrote {out_dir}/scan.csv, .json, .nc and {len(coord)} figures", summary["seconds"], counts,
+                       failures)
 
 
 def run_rank_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequence[float], *,
@@ -231,9 +226,4 @@ def run_rank_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas:
             "seconds": time.perf_counter() - t0}
     (out_dir / "phase_diagram.json").write_text(json.dumps(meta, indent=2, allow_nan=False, default=str))
     print_rank_table(rows)
-    print(f"wrote {out_dir}/phase_diagram.csv, .json, .nc, .png ({time.perf_counter() - t0:.1f} s; tasks: "
-          f"{counts['computed']} computed, {counts['stored']} from the store, {counts['failed']} failed)", file=sys.stderr)
-    if failures:
-        print(f"attnphase: {failures}", file=sys.stderr)
-        return 1
-    return 0
+    return job_summary(f"wrote {out_dir}/phase_diagram.csv, .json, .nc, .png", time.perf_counter() - t0, counts, failures)

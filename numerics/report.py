@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Sequence
 
 from attnphase.execution import ExecutorSpec, Outcome, ResultStore, code_version, run_tasks
 from attnphase.execution.outputs import outputs_current, record_outputs
-from attnphase.execution.progress import TaskBar, failure_summary
+from attnphase.execution.progress import TaskBar, failure_summary, job_summary
 from attnphase.numerics.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS, Boundaries
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.jobs import boundaries_or_failure, boundaries_task, numerics_version, strip_sweeps
@@ -167,14 +166,10 @@ def run_phase_diagram(
                                     table, curves, version, t0)
         record_outputs(out, "phase_diagram", identity, files)
     print_boundary_table(table, error_estimate)
-    c = runs.counts
     what = "outputs up to date in" if unchanged else "wrote"
-    print(f"{what} {out}/phase_diagram.csv, .nc, .png, curves_omega{CURVES_OMEGA}.png ({time.perf_counter() - t0:.1f} s; "
-          f"tasks: {c['computed']} computed, {c['stored']} from the store, {c['failed']} failed)", file=sys.stderr)
-    if runs.failures:
-        print(f"attnphase: {runs.failures}", file=sys.stderr)
-        return 1, meta
-    return 0, meta
+    code = job_summary(f"{what} {out}/phase_diagram.csv, .nc, .png, curves_omega{CURVES_OMEGA}.png",
+                       time.perf_counter() - t0, runs.counts, runs.failures)
+    return code, meta
 
 
 def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float], alphas: Sequence[float],

@@ -23,6 +23,7 @@ from attnphase import options as opt
 from attnphase import solver_options
 from attnphase import execution_options
 from attnphase import outputs, workload
+from attnphase.execution.progress import job_summary
 
 
 def _coord(field: str, values: Sequence[Any]) -> list[Any]:
@@ -124,9 +125,5 @@ def cmd_scan(args: argparse.Namespace) -> int:
             cells = " ".join(f"{'nan' if r[k] is None else format(r[k], '.4f'):>9}"
                              for k in ("alpha_c", "alpha_l", "semantic_end", "positional_end"))
             print(f"{str(r[field]):>{width}} {r['omega']:7.3f} {cells}")
-    print(f"wrote {out_dir}/scan.nc, scan.csv, scan.json and {len(values)} figures ({summary['seconds']:.1f} s; "
-          f"tasks: {t['computed']} computed, {t['stored']} from the store, {t['failed']} failed)", file=sys.stderr)
-    if t["failures"]:
-        print(f"attnphase: {t['failures']}", file=sys.stderr)
-        return 1
-    return 0
+    return job_summary(f"wrote {out_dir}/scan.nc, scan.csv, scan.json and {len(values)} figures", summary["seconds"], t,
+                       t["failures"])
