@@ -4,7 +4,6 @@ the :class:`~attnphase.execution.ExecutorSpec` it becomes (checked before any wo
 from __future__ import annotations
 
 import argparse
-import os
 import re
 
 
@@ -26,10 +25,9 @@ def workers_from_args(args: argparse.Namespace) -> int:
     """``--workers N``: N >= 1, or 'auto' = the usable cores (os.sched_getaffinity)."""
     text = str(args.workers).strip().lower()
     if text == "auto":
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # pragma: no cover - not Linux
-            return max(1, os.cpu_count() or 1)
+        from attnphase.execution.executor import usable_cores
+
+        return usable_cores()
     try:
         n = int(text)
     except ValueError:

@@ -55,8 +55,9 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
     # at CURVES_OMEGA the first rule's task also follows the whole positional branch (its curves)
     tasks = [boundaries_task(m, alphas, config, k, tag, version, whole=k == 0 and abs(m.omega - CURVES_OMEGA) < 1e-12)
              for m, tag in zip(models, tags) for k in range(reps)]
-    # the longest task (the whole positional branch) submitted first: it does not end the run alone
-    order = sorted(range(len(tasks)), key=lambda i: not tasks[i].arg[3])
+    # the smallest omegas first: they take longest (alpha_c between the positional branch's two close
+    # pieces: 15-18 s at omega <= 0.05 against 8-11 s above, one thread), so they do not end the run alone
+    order = sorted(range(len(tasks)), key=lambda i: tasks[i].arg[0].omega)
     with TaskBar(desc, unit="task", quiet=quiet) as bar:
         done = run_tasks([tasks[i] for i in order], executor=executor, store=store, fresh=fresh, version=version,
                          progress=bar)

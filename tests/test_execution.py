@@ -38,13 +38,14 @@ class _Counting(Progress):
 
 @pytest.fixture(scope="module")
 def cluster_address():
-    """A real distributed.LocalCluster with 2 one-thread worker processes on 127.0.0.1, closed after."""
+    """A real distributed.LocalCluster with 2 worker processes on 127.0.0.1 set up as the commands set up
+    theirs on 2 cores (:func:`worker_env`: compiled loops on 2 threads each), closed after."""
     from distributed import LocalCluster
 
-    from attnphase.execution.executor import WORKER_ENV
+    from attnphase.execution.executor import worker_env
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None, env=WORKER_ENV) as cluster:
+                      dashboard_address=None, env=worker_env(2, 2)) as cluster:
         yield cluster.scheduler_address
 
 
@@ -188,3 +189,16 @@ def test_map_in_order_on_its_own_local_cluster_keeps_the_order() -> None:
     assert sorted(seen) == [1.0, 4.0, 9.0]
     with pytest.raises(TaskFailed, match="1 of 4 tasks failed; first: ArithmeticError: no square of 3 today"):
         map_in_order(exec_tasks.square_or_raise, [1, 2, 3, 4])
+
+
+def test_worker_env_gives_each_worker_up_to_twice_its_share_of_the_cores() -> None:
+    """Compiled threads per local worker: min(cores, 2 * max(1, cores // workers)), waiting passively;
+    BLAS and the rest stay on one thread."""
+    from attnphase.execution.executor import WORKER_ENV, worker_env
+
+    for workers, cores, threads in ((2, 2, 2), (1, 1, 1), (16, 16, 2), (4, 16, 8), (8, 2, 2), (3, 8, 4)):
+        env = worker_env(workers, cores)
+        assert env["NUMBA_NUM_THREADS"] == str(threads), (workers, cores)
+        assert env["OMP_WAIT_POLICY"] == "PASSIVE"
+        assert {k: env[k] for k in WORKER_ENV if k != "NUMBA_NUM_THREADS"} == {
+            k: v for k, v in WORKER_ENV.items() if k != "NUMBA_NUM_THREADS"}

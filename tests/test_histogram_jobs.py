@@ -55,10 +55,10 @@ def test_tasks_on_a_dask_cluster_give_the_in_process_numbers(in_process) -> None
     pytest.importorskip("distributed")
     from distributed import LocalCluster
 
-    from attnphase.execution.executor import WORKER_ENV
+    from attnphase.execution.executor import worker_env
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None, env=WORKER_ENV) as cluster:
+                      dashboard_address=None, env=worker_env(2, 2)) as cluster:
         run = run_histogram(TINY, 5, CPU, executor=ExecutorSpec(scheduler=cluster.scheduler_address))
     assert run.counts["computed"] == 5
     assert numbers(run.result) == numbers(in_process)

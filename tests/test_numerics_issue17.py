@@ -143,13 +143,19 @@ def test_small_omega_rows_match_golden(omega: float) -> None:
 
 def test_whole_positional_branch_adds_the_grid_below_the_boundaries_range() -> None:
     """The main job's curves: the positional points below the first one phase boundaries followed
-    (omega = 0.3: the branch exists at alpha = 0.1), before them, the end kept."""
+    (omega = 0.3: the branch exists at alpha = 0.1), before them, the end kept.  They are followed
+    down from the lowest point and are the fixed points a cold solve finds there."""
     params = ModelParams(omega=0.3)
     end = BranchEnd(2.0, "bifurcation", "eigenvalue", 0.0)
-    upper = _point(0.627, "positional", m=0.2)
+    upper = solve(params, 0.627, "positional", config=SolverConfig())
     pos = BranchSweep("positional", [upper], end, "above")
     whole = whole_positional_branch(params, [0.1, 0.627], pos, SolverConfig())
     assert [p.alpha for p in whole.points] == [0.1, 0.627] and whole.points[1] is upper
-    assert whole.points[0].branch == "positional" and whole.points[0].status.converged
+    low = whole.points[0]
+    assert low.branch == "positional" and low.status.converged
+    cold = solve(params, 0.1, "positional", config=SolverConfig())
+    assert cold.status.converged
+    assert abs(low.overlaps.q0 - cold.overlaps.q0) < 1e-8 and abs(low.overlaps.V0 - cold.overlaps.V0) < 1e-6
+    assert np.allclose(low.overlaps.m, cold.overlaps.m, atol=1e-8)
     assert whole.end is end
     assert whole_positional_branch(params, [0.627, 1.0], pos, SolverConfig()) is pos
