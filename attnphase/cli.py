@@ -39,6 +39,7 @@ COMMANDS = (
     ("solve", "attnphase.numerics.cli:cmd_solve"),
     ("sweep", "attnphase.numerics.cli:cmd_sweep"),
     ("phase-diagram", "attnphase.numerics.cli:cmd_phase_diagram"),
+    ("census", "attnphase.numerics.census_cli:cmd_census"),
     ("simulate", "attnphase.validation.cli:run_simulate"),
     ("validate", "attnphase.validation.cli:run_validate"),
     ("check", "attnphase.validation.check_cli:cmd_check"),
@@ -157,6 +158,22 @@ def _add_phase_diagram(sub: argparse._SubParsersAction) -> None:
     outputs.add_json_option(p)
 
 
+def _add_census(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "census", help="every fixed point at one (alpha, omega), ranked by e_t: is the global minimum among the branches?",
+        description="Search the state evolution for every fixed point (positional, semantic, agnostic, mixed) from a "
+        "spread of starting overlaps at one alpha and omega; remove duplicates, label them, test their stability and "
+        "rank them by the training objective e_t with error bars, lowest first (docs/numerics.md section 12). "
+        "Rank r = r* = 1. Exit code 1 if no start converged.",
+    )
+    p.add_argument("--alpha", required=True, metavar="ALPHA", help="sample complexity alpha = n/d > 0 (one number)")
+    opt.add_model_options(p)
+    solver_options.add_solver_options(p)
+    solver_options.add_error_estimate_option(p, "err_<key> = each fixed point's spread over the K rules (warm starts)",
+                                             default=4, cost="a few seconds per fixed point")
+    outputs.add_json_option(p)
+
+
 def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "simulate", help="train the attention student at finite d with PyTorch; measure m, theta, q, eps_g, e_t, eps_lin",
@@ -265,6 +282,7 @@ def _add_show(sub: argparse._SubParsersAction) -> None:
 
 _BUILDERS = {
     "derive": _add_derive, "solve": _add_solve, "sweep": _add_sweep, "phase-diagram": _add_phase_diagram,
+    "census": _add_census,
     "simulate": _add_simulate, "validate": _add_validate, "check": _add_check, "histogram": _add_histogram,
     "scan": _add_scan, "show": _add_show,
 }

@@ -2,8 +2,8 @@
 
 * :func:`add_model_options` -- the model group ``--L --sigma --A --P --omega --lam --rho0 --rank
   --teacher-rank --token-cov`` (same
-  names, defaults and help on ``derive``, ``solve``, ``sweep``, ``phase-diagram``, ``simulate``,
-  ``validate``, ``check``); :func:`params_from_args` builds the
+  names, defaults and help on ``derive``, ``solve``, ``sweep``, ``phase-diagram``, ``census``,
+  ``simulate``, ``validate``, ``check``); :func:`params_from_args` builds the
   :class:`~attnphase.theory.params.ModelParams` from it, :func:`omegas_from_args` the scanned
   omegas of ``phase-diagram``; :func:`check_rank` refuses, on the commands whose theory is the
   rank-1 independent-token one, a rank above 1 or a non-diagonal token covariance.
@@ -32,7 +32,7 @@ import sys
 from typing import Any
 
 #: Commands that take a model (each has the model group).
-MODEL_COMMANDS = ("derive", "solve", "sweep", "phase-diagram", "simulate", "validate", "check")
+MODEL_COMMANDS = ("derive", "solve", "sweep", "phase-diagram", "census", "simulate", "validate", "check")
 
 #: Model options: (option, ModelParams field).
 MODEL_OPTIONS = (
@@ -260,7 +260,7 @@ def model_errors():
 #: ``simulate`` trains at finite d (L = 10 ~15 s at d = 50).
 MAX_L_OTHER = {"derive": 7, "simulate": 10}
 #: Commands that solve the state evolution (the limit of numerics.quadrature.check_L_supported).
-SE_COMMANDS = ("solve", "sweep", "phase-diagram", "check", "validate")
+SE_COMMANDS = ("solve", "sweep", "phase-diagram", "census", "check", "validate")
 
 
 def check_L(L: Any, command: str = "") -> None:
@@ -277,12 +277,12 @@ def check_L(L: Any, command: str = "") -> None:
                          f"--L 7 ~45 s on 2 cores); set ATTNPHASE_MAX_L to try anyway")
 
 
-#: Commands whose theory implements rank r = r* = 1 only (the derivation, the checks, the theory side of
-#: ``validate``); ``solve``, ``sweep``, ``phase-diagram`` and ``scan`` take a rank-r path (numerics.rank_cli,
+#: Commands whose theory implements rank r = r* = 1 only (the derivation, the census, the checks, the theory
+#: side of ``validate``); ``solve``, ``sweep``, ``phase-diagram`` and ``scan`` take a rank-r path (numerics.rank_cli,
 #: which builds the model at rank 1 and sets the ranks after), ``simulate`` trains any rank.
-RANK_ONE_COMMANDS = ("derive", "check", "validate")
+RANK_ONE_COMMANDS = ("derive", "census", "check", "validate")
 #: Commands whose theory implements independent tokens only (a diagonal token covariance C).
-INDEPENDENT_TOKEN_COMMANDS = ("derive", "solve", "sweep", "phase-diagram", "check", "validate")
+INDEPENDENT_TOKEN_COMMANDS = ("derive", "solve", "sweep", "phase-diagram", "census", "check", "validate")
 
 
 def check_rank(params: Any, command: str) -> None:

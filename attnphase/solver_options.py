@@ -138,10 +138,13 @@ def check_supported(params: Any, config: Any) -> None:
         raise ValueError(f"--{msg}" if named else msg) from None
 
 
-def add_error_estimate_option(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--error-estimate", dest="error_estimate", default="0", metavar="K",
-                   help=f"K = 0: none (default); K >= 2: repeat on K - 1 more independent quadrature rules and "
-                   f"report {what}; about K times the time")
+def add_error_estimate_option(p: argparse.ArgumentParser, what: str, default: int = 0,
+                              cost: str = "about K times the time") -> None:
+    """``--error-estimate K`` (0: none; K >= 2 rules), default ``default``; ``what`` is reported, at ``cost``."""
+    none, rules = ("none (default)", "") if default == 0 else ("none", f" (default {default})")
+    p.add_argument("--error-estimate", dest="error_estimate", default=str(default), metavar="K",
+                   help=f"K = 0: {none}; K >= 2{rules}: repeat on K - 1 more independent quadrature rules and "
+                   f"report {what}; {cost}")
 
 
 def error_estimate_from_args(args: argparse.Namespace) -> int:

@@ -11,6 +11,10 @@ same end from the other side, where alpha(theta) is flat and the rule's noise de
 (docs/numerics.md, section 5).  Likewise in the m direction: the leading eigenvalue mu of the
 m-block of the Jacobian falls through 1 where the positional branch, followed upward, rejoins the
 agnostic one.
+
+Away from the agnostic branch no direction decouples: :func:`se_jacobian` takes the whole Jacobian
+dF/dx of the SE map by central differences, and :func:`stability_eigenvalue` is the leading
+eigenvalue a fixed point's stability is judged by (``attnphase census``, docs/numerics.md section 12).
 """
 
 from __future__ import annotations
@@ -25,10 +29,22 @@ from attnphase.numerics.channel import prox_at_nodes
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.overlaps import Overlaps
 from attnphase.numerics.quadrature import QuadratureRule, make_rule
+from attnphase.numerics.se_map import admissible, model_rule, se_step
 from attnphase.numerics.state_evolution import FixedPoint, solve
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
 from attnphase.theory.stability import m_stability, theta_stability
+
+#: Relative step of :func:`se_jacobian`'s central differences.
+JACOBIAN_STEP = 1e-3
+
+#: The steps :func:`stability_eigenvalue` takes the median over.  The map jumps where a node's global
+#: proximal minimiser changes basin, and a jump that falls inside one difference quotient moves the
+#: leading eigenvalue by itself (measured, positional point at omega = 0.3, alpha = 1.25, sobol12: 0.30,
+#: 0.40, 0.35, 0.38 at steps 1e-3, 3e-3, 1e-2, 3e-2, and 1.12, 0.41, 0.34, 0.40 at a point of the same
+#: rule 1.6e-4 away in m; 0.30, 0.31, 0.77, 0.45 on another scrambling): one outlier among three steps
+#: is discarded by the median.
+STABILITY_STEPS = (1e-3, 3e-3, 1e-2)
 
 def _g(params: ModelParams, ov: Overlaps, rule: QuadratureRule, config: SolverConfig | None) -> tuple[np.ndarray, int]:
     """g = (h_hat - w) / V at the rule's nodes (one full proximal search) and the failed solves."""
@@ -179,3 +195,55 @@ def positional_bifurcation(params: ModelParams, alpha_guess: float, **kwargs) ->
 
 class _NoAgnosticPoint(RuntimeError):
     """The agnostic fixed point was not found at some alpha."""
+
+
+def se_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: SolverConfig | None = None,
+                step: float = JACOBIAN_STEP) -> np.ndarray:
+    """dF/dx at ``ov`` by central differences, x = (q0, V0, m_1..m_L, th0) and F the exact SE step
+    (:func:`~attnphase.numerics.se_map.se_step`) on ``config.quadrature`` symmetrised over the model's
+    group.  Every overlap is perturbed, so the directions that break the state's symmetry (m at a
+    semantic or agnostic state, th0 at a positional one) are included: the perturbed state has the
+    smaller symmetry group, and nothing is projected back.  The step in x_i is ``step`` max(|x_i|, s_i)
+    (s = 1 for V0, 0.1 otherwise), one-sided where a side leaves the admissible region."""
+    cfg = config or SolverConfig()
+    rule = model_rule(params, cfg)
+    x0 = ov.to_vector()
+
+    def F(x: np.ndarray) -> np.ndarray:
+        return se_step(params, alpha, Overlaps.from_vector(x), cfg, rule=rule)[0].to_vector()
+
+    J = np.empty((x0.size, x0.size))
+    for i in range(x0.size):
+        h = step * max(abs(x0[i]), 1.0 if i == 1 else 0.1)
+        sides = []
+        for sign in (1.0, -1.0):
+            x = x0.copy()
+            x[i] += sign * h
+            sides.append(x if admissible(x, params.rho0) else x0)
+        xp, xm = sides
+        J[:, i] = (F(xp) - F(xm)) / (xp[i] - xm[i])
+    return J
+
+
+def stability_eigenvalue(params: ModelParams, alpha: float, ov: Overlaps, config: SolverConfig | None = None) -> float:
+    """The leading eigenvalue max Re(lambda) of the SE map's Jacobian at the fixed point ``ov``: the point
+    is stable when it is < 1, i.e. when the damped iteration x <- (1 - d) F(x) + d x converges to it from
+    nearby for some damping d < 1 (|(1 - d) lambda + d| < 1 for d close to 1 exactly when Re(lambda) < 1;
+    the undamped map may overshoot, lambda < -1, at a point that is stable in this sense).
+
+    The Jacobian is :func:`se_jacobian`'s, and the leading eigenvalue the median over the steps
+    :data:`STABILITY_STEPS` (a jump of the rule's map inside a difference quotient is an outlier).
+    On a fixed rule the difference quotients see the smooth part
+    of the map only, not the term from the moving jump surface of the global proximal map (a node crosses
+    it with probability ~ step): at the agnostic point at alpha = 2, omega = 0.3 its theta entry is 1.49
+    where the likelihood-ratio eigenvalue lambda of :func:`theta_stability_at` is 1.70.  At an agnostic
+    state (m = 0, th0 = 0) the leading eigenvalue is therefore also taken over lambda (theta) and mu (m),
+    which have no such gap; elsewhere a value within ~15 % of 1 is a borderline verdict.
+    """
+    cfg = config or SolverConfig()
+    lead = float(np.median([np.max(np.linalg.eigvals(se_jacobian(params, alpha, ov, cfg, step)).real)
+                            for step in STABILITY_STEPS]))
+    if ov.th0 == 0.0 and not np.any(ov.m):
+        rule = model_rule(params, cfg)
+        lead = max(lead, theta_stability_at(params, alpha, ov, rule, cfg)[0], m_stability_at(params, alpha, ov, rule, cfg)[0])
+    return float(lead)

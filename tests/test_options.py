@@ -18,7 +18,7 @@ from attnphase import outputs
 from attnphase.cli import COMMANDS, build_parser, main
 
 MODEL_DESTS = ("L", "sigma", "A", "P", "omega", "lam", "rho0")
-SOLVER_COMMANDS = ("solve", "sweep", "phase-diagram")
+SOLVER_COMMANDS = ("solve", "sweep", "phase-diagram", "census")
 #: Files that are not part of the project (the model's statement is docs/model.md); help must not cite them.
 NOT_IN_PROJECT = tuple(name + ".md" for name in ("MODEL", "STYLE"))
 
@@ -269,7 +269,7 @@ def test_a_single_value_option_given_a_range_says_so(argv: list[str], capsys) ->
 # --- --json, --quiet, --out, --error-estimate ------------------------------------------------------
 
 def test_output_options_are_uniform() -> None:
-    for name in ("solve", "sweep", "phase-diagram", "simulate", "validate", "histogram"):
+    for name in ("solve", "sweep", "phase-diagram", "census", "simulate", "validate", "histogram"):
         assert "json" in _actions(name), name
     for name in ("sweep", "phase-diagram", "validate", "histogram"):
         acts = _actions(name)
@@ -277,8 +277,8 @@ def test_output_options_are_uniform() -> None:
         assert outputs.OUT_RULE in acts["out"].help, name
     for name, _ in COMMANDS:
         assert "no_progress" not in _actions(name), name
-    assert [n for n, _ in COMMANDS] == ["derive", "solve", "sweep", "phase-diagram", "simulate", "validate",
-                                        "check", "histogram", "scan", "show"]
+    assert [n for n, _ in COMMANDS] == ["derive", "solve", "sweep", "phase-diagram", "census", "simulate",
+                                        "validate", "check", "histogram", "scan", "show"]
     assert "json" in _actions("check") and _actions("check")["out"].metavar == "DIR"
 
 
