@@ -151,7 +151,12 @@ def _add_phase_diagram(sub: argparse._SubParsersAction) -> None:
     opt.add_model_options(p, omega_range=True, omega_default="0:0.45:10")
     solver_options.add_solver_options(p)
     solver_options.add_error_estimate_option(p, "each boundary's spread over the K rules (<boundary>_err columns, error bars)")
-    outputs.add_out_option(p, "results", "phase_diagram.csv, .json, .png and curves_omega0.3.png")
+    p.add_argument("--census", action="store_true",
+                   help="at every omega, search every fixed point at alpha_c (as attnphase census; error bars from "
+                   "--error-estimate K, else 4 rules) and say whether any beats the semantic and positional ones: "
+                   "census.csv (opt-in; 35-60 s per omega)")
+    outputs.add_out_option(p, "results", "phase_diagram.csv, .json, .png and curves_omega0.3.png (census.csv with "
+                           "--census)")
     workload.add_large_option(p, workload.MAX_DIAGRAM_POINTS)
     execution_options.add_workers_option(p)
     outputs.add_quiet_option(p)

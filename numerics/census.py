@@ -246,3 +246,37 @@ def census(params: ModelParams, alpha: float, *, config: SolverConfig | None = N
 def entry_errors(entry: CensusEntry) -> dict[str, float]:
     """``err_<key>`` for every key of the error estimate (NaN without error bars)."""
     return {f"err_{k}": entry.err(k) for k in ERROR_KEYS}
+
+
+#: The columns of :func:`census_check` (``phase-diagram --census``: census.csv, one row per omega).
+CENSUS_COLUMNS = ("omega", "census_alpha", "census_global_min", "census_fixed_points", "census_separation",
+                  "census_beaten_by")
+
+#: Another fixed point beats the pair compared when its e_t lies this many combined error bars below the better one.
+BEATEN_BY_ERRORS = 2.0
+
+
+def census_check(params: ModelParams, alpha: float, *, config: SolverConfig | None = None,
+                 n_rules: int = CENSUS_RULES) -> dict[str, Any]:
+    """The census at (params, alpha) -- ``phase-diagram --census`` calls it at alpha_c, where the semantic
+    and positional fixed points tie -- as one row: the label of the lowest-e_t point, how many distinct
+    fixed points there are, the separation of the first two (:meth:`Census.separation`), and every fixed
+    point other than those two whose e_t lies more than :data:`BEATEN_BY_ERRORS` combined error bars below
+    the better of them (empty: no other fixed point beats the pair compared).  NaN alpha: an empty row."""
+    row: dict[str, Any] = {"omega": params.omega, "census_alpha": alpha, "census_global_min": "",
+                           "census_fixed_points": 0, "census_separation": math.nan, "census_beaten_by": ""}
+    if not math.isfinite(alpha):
+        return row
+    res = census(params, alpha, config=config, n_rules=n_rules)
+    pair = [e for e in res.entries if e.point.branch in ("semantic", "positional")]
+    best = min(pair, key=lambda e: e.e_t, default=None)
+    beaten = []
+    for e in res.entries:
+        if e.point.branch in ("semantic", "positional"):
+            continue
+        bar = math.hypot(e.err("e_t"), best.err("e_t")) if best is not None else 0.0
+        if best is None or e.e_t < best.e_t - BEATEN_BY_ERRORS * (bar if math.isfinite(bar) else 0.0):
+            beaten.append(f"{e.point.branch} (e_t {e.e_t:.7g})")
+    return row | {"census_global_min": res.entries[0].point.branch if res.entries else "",
+                  "census_fixed_points": len(res.entries), "census_separation": res.separation(),
+                  "census_beaten_by": "; ".join(beaten)}

@@ -307,6 +307,9 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     from attnphase.numerics.rank_cli import ranks_from_args
 
     r, r_star = ranks_from_args(args)
+    census = bool(getattr(args, "census", False))
+    if census and (r, r_star) != (1, 1):
+        raise ValueError(f"--census: the census is rank r = r* = 1 only, got --rank {r} --teacher-rank {r_star}")
     if (r, r_star) != (1, 1):
         from attnphase.numerics.rank_cli import cmd_phase_diagram_rank
 
@@ -325,6 +328,9 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     n_solves = 2 * len(omegas) * len(alphas) * max(1, n_rules)
     workload.announce_work(f"phase diagram over {len(omegas)} omega x {len(alphas)} alpha values, both branches",
                            n_solves, params.L, cfg, quiet=args.quiet)
+    if census:
+        print(f"attnphase: --census: a census at alpha_c at each of the {len(omegas)} omegas, one after the other "
+              f"(measured 35-60 s each on 2 shared cores)", file=sys.stderr, flush=True)
 
     from attnphase.execution import ResultStore
     from attnphase.numerics.report import run_phase_diagram
@@ -341,6 +347,37 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
             code, meta = run_phase_diagram(params, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
                                      error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
                                      command=command_line(), existing=out_dir)
+            if census:
+                meta = meta | {"census": phase_diagram_census(params, meta["rows"], cfg, n_rules, stage)}
     if args.json:
         print(json.dumps(outputs.json_value(meta | {"out": str(out_dir)})))
     return int(code or 0)
+
+
+def phase_diagram_census(params, rows: list[dict], cfg, n_rules: int, out) -> list[dict]:
+    """``phase-diagram --census``: the census at each row's alpha_c
+    (:func:`attnphase.numerics.census.census_check`; error bars from ``n_rules`` rules, the census's
+    default 4 when 0) into ``out``/census.csv, a line per omega printed; returns the rows.  Not a stored
+    task: computed again on every run."""
+    import csv
+
+    from attnphase.numerics.census import CENSUS_COLUMNS, CENSUS_RULES, census_check
+
+    table = []
+    for r in rows:
+        alpha_c = r["alpha_c"] if r["alpha_c"] is not None else math.nan
+        row = census_check(params.replace(omega=r["omega"]), alpha_c, config=cfg, n_rules=n_rules or CENSUS_RULES)
+        table.append(row)
+        if math.isfinite(alpha_c):
+            verdict = (f"beaten by {row['census_beaten_by']}" if row["census_beaten_by"]
+                       else "no other fixed point beats the semantic and positional ones")
+            print(f"census at omega = {r['omega']:.3f}, alpha_c = {alpha_c:.4f}: {row['census_fixed_points']} fixed "
+                  f"points, lowest e_t {row['census_global_min'] or 'none'}; {verdict}")
+        else:
+            print(f"census at omega = {r['omega']:.3f}: no alpha_c, no census")
+    buf = io.StringIO()
+    wr = csv.DictWriter(buf, fieldnames=CENSUS_COLUMNS, lineterminator="\n")
+    wr.writeheader()
+    wr.writerows(table)
+    outputs.write_text_atomic(out / "census.csv", buf.getvalue())
+    return table

@@ -158,3 +158,59 @@ def test_points_merge_within_four_combined_error_bars() -> None:
     # a "positional" point whose m is within its bars of 0 is the agnostic point (m = 0 exactly, no spread)
     assert within_errors(_entry(0.3, 0.0, 0.0), _entry(0.3, 0.0021, 0.0019))
     assert not within_errors(_entry(0.3, 0.0, 0.0), _entry(0.3, 0.0021, 0.0004))
+
+
+def _fake_census(points: list[tuple[str, float, float]]):
+    """A census() stand-in returning entries (label, e_t, err_e_t), lowest e_t first."""
+    from attnphase.numerics.census import Census, CensusEntry
+
+    entries = [CensusEntry(SimpleNamespace(branch=b, observables=SimpleNamespace(e_t=e)),
+                           SimpleNamespace(std={"e_t": err}), 0.5, 1) for b, e, err in sorted(points, key=lambda x: x[1])]
+    return lambda params, alpha, **kw: Census(params, alpha, tuple(entries), None, 4)
+
+
+def test_census_check_says_whether_another_fixed_point_beats_the_pair(monkeypatch) -> None:
+    from attnphase.numerics import census as census_mod
+
+    p = ModelParams(omega=0.3)
+    monkeypatch.setattr(census_mod, "census", _fake_census(
+        [("positional", 2.7181e-3, 3e-6), ("semantic", 2.7201e-3, 2e-6), ("agnostic", 2.9639e-3, 2e-6)]))
+    row = census_mod.census_check(p, 1.25)
+    assert set(row) == set(census_mod.CENSUS_COLUMNS)
+    assert (row["census_global_min"], row["census_fixed_points"], row["census_beaten_by"]) == ("positional", 3, "")
+    assert row["census_separation"] == pytest.approx(2.0e-6 / math.hypot(3e-6, 2e-6))
+    # a mixed point 3 error bars below the better of the pair beats it; one 1 error bar below does not
+    bar = math.hypot(3e-6, 1e-6)
+    for below, beaten in ((3 * bar, True), (1 * bar, False)):
+        monkeypatch.setattr(census_mod, "census", _fake_census(
+            [("positional", 2.7181e-3, 3e-6), ("semantic", 2.7201e-3, 2e-6), ("mixed", 2.7181e-3 - below, 1e-6)]))
+        row = census_mod.census_check(p, 1.25)
+        assert row["census_global_min"] == "mixed" and row["census_beaten_by"].startswith("mixed") is beaten
+    assert census_mod.census_check(p, math.nan)["census_fixed_points"] == 0  # no alpha_c: no census
+
+
+def test_phase_diagram_census_writes_census_csv(monkeypatch, tmp_path, capsys) -> None:
+    """``phase-diagram --census``: the census at each omega's alpha_c (here a stand-in) in census.csv and
+    under the --json object's key ``census``; refused with a rank above 1."""
+    import csv
+
+    from attnphase.numerics import census as census_mod
+
+    seen = []
+
+    def fake(params, alpha, **kw):
+        seen.append((params.omega, alpha))
+        return _fake_census([("positional", 1.0, 0.1), ("semantic", 1.1, 0.1)])(params, alpha)
+
+    monkeypatch.setattr(census_mod, "census", fake)
+    argv = ["phase-diagram", "--omega", "0.3", "--alpha", "0.6:2.2:5", "--quadrature", "sobol10",
+            "--alpha-c-quadrature", "none", "--census", "--out", str(tmp_path), "--quiet", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = list(csv.DictReader(open(tmp_path / "census.csv")))
+    assert len(rows) == 1 and rows[0]["census_global_min"] == "positional" and rows[0]["census_beaten_by"] == ""
+    alpha_c = out["rows"][0]["alpha_c"]
+    assert seen == [(0.3, alpha_c)] and float(rows[0]["census_alpha"]) == pytest.approx(alpha_c, rel=1e-12)
+    assert out["census"][0]["census_fixed_points"] == 2
+    assert main(["phase-diagram", "--rank", "2", "--census", "--out", str(tmp_path / "r2")]) == 2
+    assert "--census" in capsys.readouterr().err
