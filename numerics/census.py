@@ -42,8 +42,8 @@ import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.overlaps import Overlaps
-from attnphase.numerics.quadrature import parse_rule_spec
 from attnphase.numerics.parallel import map_in_order, without_memory
+from attnphase.numerics.quadrature import parse_rule_spec
 from attnphase.numerics.quadrature_error import ERROR_KEYS, QuadratureError, quadrature_error
 from attnphase.numerics.stability import stability_eigenvalue
 from attnphase.numerics.state_evolution import FixedPoint, solve
@@ -53,7 +53,7 @@ from attnphase.theory.params import ModelParams
 #: Two canonical forms closer than this (max |difference| / max(1, |value|)) are one fixed point.
 SAME_POINT_RTOL = 1e-3
 
-#: Points of one label closer than this many combined error bars (in q, V, |m|, |theta|) are one fixed point.
+#: Points closer than this many combined error bars (in q, V, |m|, |theta|) are one fixed point.
 SAME_WITHIN_ERRORS = 4.0
 
 #: SE evaluations a search solve may spend (a start that needs more is dropped, and counted).
@@ -87,13 +87,15 @@ class CensusEntry:
 
     @property
     def e_t(self) -> float:
+        """The point's e_t (inf where it is not finite: ranked last)."""
         e = self.point.observables.e_t
         return e if math.isfinite(e) else math.inf
 
 
 @dataclass(frozen=True, eq=False)
 class Census:
-    """The fixed points at (params, alpha), lowest e_t first, and what the search cost."""
+    """The fixed points at (params, alpha), lowest e_t first, the search that found them and the number
+    of rules of the error bars (0: none)."""
 
     params: ModelParams
     alpha: float
@@ -112,11 +114,13 @@ class Census:
 
 
 def census_starts(params: ModelParams) -> list[tuple[str, Overlaps | None]]:
-    """(branch, start) pairs: each branch's own start (None: :func:`solve`'s cold start), then the grid
-    q0 = 0.3, V0 in (1, 50), |m| in (0, 0.2, 0.5) along P's first column (scaled to max 1), th0 in
-    (0, 0.3, 0.8) sqrt(q0 rho0) -- mixed states included (21 starts).  ``branch`` is the label of the start."""
-    starts: list[tuple[str, Overlaps | None]] = [(b, None) for b in ("semantic", "positional", "agnostic")]
+    """(branch, start) pairs: each branch's own start (None: :func:`solve`'s cold start; no positional one
+    where P's first column is 0), then the grid q0 = 0.3, V0 in (1, 50), |m| in (0, 0.2, 0.5) along P's
+    first column (scaled to max 1), th0 in (0, 0.3, 0.8) sqrt(q0 rho0) -- mixed states included (21
+    starts).  ``branch`` is the label of the start."""
     col = params.P_array[:, 0]
+    own = ("semantic", "positional", "agnostic") if np.any(col) else ("semantic", "agnostic")
+    starts: list[tuple[str, Overlaps | None]] = [(b, None) for b in own]
     direction = col / np.abs(col).max() if np.any(col) else np.zeros(params.L)
     for q0, V0, m, th in itertools.product((0.3,), (1.0, 50.0), (0.0, 0.2, 0.5), (0.0, 0.3, 0.8)):
         ov = Overlaps(q0=q0, V0=V0, m=m * direction, th0=th * math.sqrt(q0 * params.rho0))
