@@ -245,5 +245,6 @@ def stability_eigenvalue(params: ModelParams, alpha: float, ov: Overlaps, config
                             for step in STABILITY_STEPS]))
     if ov.th0 == 0.0 and not np.any(ov.m):
         rule = model_rule(params, cfg)
-        lead = max(lead, theta_stability_at(params, alpha, ov, rule, cfg)[0], m_stability_at(params, alpha, ov, rule, cfg)[0])
+        lead = max(lead, theta_stability_at(params, alpha, ov, rule, cfg)[0],
+                   m_stability_at(params, alpha, ov, rule, cfg)[0])
     return float(lead)
