@@ -33,7 +33,7 @@ def cmd_census(args: argparse.Namespace) -> int:
     from attnphase.numerics.cli import solve_record
 
     print(f"attnphase: census at alpha = {alpha:g}, omega = {params.omega:g}: {len(census_starts(params))} starts, "
-          f"error bars from {n_rules or 'no'} rules (measured 35-60 s on 2 shared cores at the defaults)",
+          f"error bars from {n_rules or 'no'} rules (measured 29-59 s on 2 cores at the defaults)",
           file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     res = census(params, alpha, config=cfg, n_rules=n_rules)

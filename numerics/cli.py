@@ -330,7 +330,7 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
                            n_solves, params.L, cfg, quiet=args.quiet)
     if census:
         print(f"attnphase: --census: a census at alpha_c at each of the {len(omegas)} omegas, one after the other "
-              f"(measured 35-60 s each on 2 shared cores)", file=sys.stderr, flush=True)
+              f"(measured 29-59 s each on 2 cores)", file=sys.stderr, flush=True)
 
     from attnphase.execution import ResultStore
     from attnphase.numerics.report import run_phase_diagram
