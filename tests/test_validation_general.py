@@ -324,3 +324,26 @@ def test_gd_rows_of_a_rank_case_are_checked_against_the_mixed_point():
     off = RankTheory({**theory.points, (2.0, "mixed"): dict(mixed, branch_reached="positional", exists=False)},
                      2e-3, "sobol8", 0.0)
     assert set(case_rows(case, runs, off, (math.nan, ""))[0]["mixed_agrees"].values()) == {None}
+    # which rows get a finite-size trend: a disagreement with either point
+    from attnphase.validation.general_suite import disagrees
+
+    both = RankTheory({**theory.points, (2.0, "semantic"): dict(sem, abs_theta=mean["abs_theta"])}, 2e-3, "sobol8", 0.0)
+    ok = {r["init"]: r for r in case_rows(case, runs, both, (math.nan, ""))}["semantic"]
+    assert ok["status"] == "agrees" and all(ok["mixed_agrees"].values()) and not disagrees(ok)
+    far = RankTheory({**both.points, (2.0, "mixed"): dict(mixed, abs_theta=10 * mean["abs_theta"] + 1)},
+                     2e-3, "sobol8", 0.0)
+    bad = {r["init"]: r for r in case_rows(case, runs, far, (math.nan, ""))}["semantic"]
+    assert bad["status"] == "agrees" and bad["mixed_agrees"]["abs_theta"] is False and disagrees(bad)
+    from attnphase.validation.general_suite import finite_size_trend
+
+    class Bar:
+        total, n = 0, 0
+
+        def update(self, k):
+            self.n += k
+
+    plan = replace(general_plan(quick=True, d=12, seeds=2, cases=(case,)), n_test=50, device="cpu", trend_ds=(6,))
+    trend = finite_size_trend(plan, case, bad, runs, Bar())
+    assert [p["d"] for p in trend] == [6, 12]
+    assert trend[-1]["m_norm_mean"] == pytest.approx(bad["m_norm_mean"])  # the mixed comparison's |m| too
+    assert trend[-1]["abs_theta_mean"] == pytest.approx(bad["abs_theta_mean"])

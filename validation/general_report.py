@@ -119,7 +119,7 @@ def plot_general(summary: dict[str, Any], path: Path) -> None:
                             yerr=[r["eps_g_std"] for r in rows], fmt=marker, color=color, mfc="none", capsize=2,
                             label=f"GD, {init} start")
         top.set_title(f"({case['key']}) {case['title']}", fontsize=8)
-        top.set_ylabel("|theta| (semantic), |m| (positional)", fontsize=8)
+        top.set_ylabel("|theta| (o), |m| (s)" if _is_rank(th) else "|theta| (semantic), |m| (positional)", fontsize=8)
         bottom.set_ylabel("eps_g", fontsize=8)
         for ax in (top, bottom):
             ax.set_xlabel("alpha")
@@ -258,10 +258,12 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
                       f"d = {p['d']}" for p in trends[0][1]["trend"]) + " |",
                   "|---|---|---|---|---|" + "---|" * len(trends[0][1]["trend"])]
         for case, r in trends:
-            for obs in r["agrees"]:
-                th = (r["theory"] or {}).get(obs)
+            against = [(obs, "", (r["theory"] or {}).get(obs)) for obs in r["agrees"] if r["status"] == "disagrees"]
+            against += [(obs, " (mixed point)", r["mixed"][obs]) for obs, ok in (r.get("mixed_agrees") or {}).items()
+                        if ok is False]
+            for obs, what, th in against:
                 cells = " | ".join(f"{_f(p[f'{obs}_mean'])} ± {_f(p[f'{obs}_std'], '.2g')}" for p in r["trend"])
-                lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {obs} | {_f(th)} | {cells} |")
+                lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {obs}{what} | {_f(th)} | {cells} |")
     lines += ["", "## Figure", "",
               "* `general_suite.png`: per case, theory branches (only where they exist; a tick up from the x axis where one ends) and GD "
               "means ± std; dotted: the alpha the runs straddle.", ""]

@@ -328,7 +328,7 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
         for c in plan.cases:
             th = theories.get(c.key)
             rows = case_rows(c, results[c.key], th, marks[c.key])
-            for row in (r for r in rows if r["status"] == "disagrees" and plan.trend_ds):
+            for row in (r for r in rows if disagrees(r) and plan.trend_ds):
                 row["trend"] = finite_size_trend(plan, c, row, results[c.key], bar)
             cases.append({
                 "key": c.key, "title": c.title, "params": c.params.to_dict(), "alphas_note": c.alphas_note,
@@ -348,17 +348,23 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
     }
 
 
+def disagrees(row: dict[str, Any]) -> bool:
+    """The row disagrees with the point of its start's branch, or (rank r) with the mixed point."""
+    return row["status"] == "disagrees" or False in (row.get("mixed_agrees") or {}).values()
+
+
 def finite_size_trend(plan: GeneralPlan, case: SuiteCase, row: dict[str, Any], runs: list[SimResult],
                       bar: Any) -> list[dict[str, Any]]:
-    """The compared observables of a disagreeing row at ``plan.trend_ds`` and at ``plan.d`` (same seeds, same
-    alpha and start): ``[{d, <obs>_mean, <obs>_std, n}]`` by increasing d -- does the gap close with d?"""
+    """The compared observables of a disagreeing row (:func:`disagrees`; with the mixed point's at rank r) at
+    ``plan.trend_ds`` and at ``plan.d`` (same seeds, same alpha and start): ``[{d, <obs>_mean, <obs>_std, n}]``
+    by increasing d -- does the gap close with d?"""
     bar.total = (bar.total or 0) + len(plan.trend_ds) * len(plan.seeds)
     out = []
     for d in (*plan.trend_ds, plan.d):
         rs = [r for r in runs if r.alpha == row["alpha"] and r.init == row["init"]] if d == plan.d else \
             _run_specs([plan.spec(case, row["alpha"], row["init"], s, d=d) for s in plan.seeds], bar)
         point: dict[str, Any] = {"d": d, "n": len(rs)}
-        for obs in COMPARED[row["init"]]:
+        for obs in dict.fromkeys(COMPARED[row["init"]] + (MIXED_COMPARED if "mixed_agrees" in row else ())):
             v = np.array([_value(r, obs) for r in rs], dtype=float)
             point[f"{obs}_mean"], point[f"{obs}_std"] = float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
         out.append(point)
