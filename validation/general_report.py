@@ -210,7 +210,8 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
         f"All runs converged: {summary['all_converged']}.",
         "",
         f"Each case is run from the semantic and the positional start at a grid alpha at or below "
-        f"0.85 alpha_c and one at or above 1.2 alpha_c (alpha_c from the state evolution, global proximal map). "
+        f"0.85 alpha_c and one at or above 1.2 alpha_c (alpha_c from the state evolution, global proximal map; "
+        f"the rank-r cases at their own alphas, see below). "
         f"Agreement rule: |mean - theory| <= 2 std/sqrt(n_runs) + {REL_TOL:.0%} |theory|, for the start's overlap "
         f"(semantic: abs(theta) = |Q^T Q*|_F/d; positional: abs(m) = (sum_l |m_l|^2)^(1/2)) and eps_g, against the "
         f"fixed point the state evolution reaches from the same start (its label in 'theory reached'; rank-r "
@@ -266,7 +267,9 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
                 lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {obs}{what} | {_f(th)} | {cells} |")
     lines += ["", "## Figure", "",
               "* `general_suite.png`: per case, theory branches (only where they exist; a tick up from the x axis where one ends) and GD "
-              "means ± std; dotted: the alpha the runs straddle.", ""]
+              "means ± std; dotted: the alpha the runs straddle. Rank-r cases: the rank-r fixed points as stars (semantic "
+              "|theta|, positional |m|) and crosses (mixed: |theta| and |m|), 'nc' where a solve did not converge, GD's "
+              "|theta| (circles) and |m| (squares) from each start.", ""]
     return "\n".join(lines)
 
 
