@@ -87,8 +87,7 @@ GENERAL_CASES: tuple[SuiteCase, ...] = (
               alphas_note="the suite's own: the rank-2 phase diagram has no alpha_c in [0.25, 3] at omega = 0.3 "
               "(the mixed point is lowest wherever all branches converged, docs/general.md)"),
     SuiteCase("e", "r = r* = 2", ModelParams(r=2, r_star=2, omega=0.3), alphas=(0.5, 2.0),
-              alphas_note="the suite's own: no rank-2 x 2 phase diagram is computed (its positional branch does "
-              "not converge at alpha = 2, so an alpha_c could not be located; docs/general.md)"),
+              alphas_note="the suite's own: no rank-2 x 2 phase diagram is computed (docs/general.md)"),
 )
 
 
