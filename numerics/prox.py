@@ -27,7 +27,9 @@ the whole batch as numpy operations; ``"numba"`` runs the same algorithm one nod
 compiled (:mod:`attnphase.numerics.prox_compiled`: the template
 :mod:`attnphase.numerics.prox_rows` on the one-point twins of the same generated kernels;
 equal to the numpy results to rounding); ``"auto"`` (the default) is numba when it can be
-imported, else numpy. :func:`resolve_backend` decides; ``$ATTNPHASE_PROX_BACKEND``
+imported, else numpy; ``"torch"`` runs the Newton descent batched on a torch device (a GPU when
+present; :mod:`attnphase.numerics.prox_torch`) and the starts and selection here, on its results.
+:func:`resolve_backend` decides; ``$ATTNPHASE_PROX_BACKEND``
 (:func:`attnphase.numerics.config.backend_override`) replaces ``"auto"`` only, e.g. to spare a
 short run the one-off JIT compilation (about 3-7 s per L, once per machine: it is cached on
 disk).
@@ -47,14 +49,14 @@ from attnphase.theory.kernels import Kernels
 
 
 def resolve_backend(backend: str, kernels: Any = None) -> str:
-    """``"numpy"`` or ``"numba"``: the backend a solver called with ``backend`` (and ``kernels``) runs.
+    """``"numpy"``, ``"numba"`` or ``"torch"``: the backend a solver called with ``backend`` (and ``kernels``) runs.
 
     ``backend`` is one of :data:`~attnphase.numerics.config.BACKENDS`. ``"auto"`` is replaced by
     :func:`~attnphase.numerics.config.backend_override` (``$ATTNPHASE_PROX_BACKEND``) when that
     is set, else it is numba when numba can be imported and ``kernels`` (if given) is a
     :class:`~attnphase.theory.kernels.Kernels` (the compiled path runs on its one-point twin);
-    any other kernels object gets the numpy path. ``"numba"`` without numba raises ImportError,
-    with another kernels object TypeError.
+    any other kernels object gets the numpy path. ``"numba"`` without numba, or ``"torch"``
+    without torch, raises ImportError; either with another kernels object TypeError.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -63,9 +65,19 @@ def resolve_backend(backend: str, kernels: Any = None) -> str:
         backend = backend_override() or ("numba" if compiled_ok and prox_compiled.available() else "numpy")
     if backend == "numba" and not prox_compiled.available():
         raise ImportError("backend='numba' needs numba, which cannot be imported; use backend='numpy' or 'auto'")
-    if backend == "numba" and not compiled_ok:
-        raise TypeError(f"backend='numba' needs a theory.kernels.Kernels (its one-point twin), got {type(kernels).__name__}")
+    if backend == "torch" and not _torch_available():
+        raise ImportError("backend='torch' needs torch, which cannot be imported; use backend='numpy', 'numba' or 'auto'")
+    if backend in ("numba", "torch") and not compiled_ok:
+        raise TypeError(f"backend={backend!r} needs a theory.kernels.Kernels (its generated functions), got {type(kernels).__name__}")
     return backend
+
+
+def _torch_available() -> bool:
+    try:
+        from attnphase.numerics import prox_torch
+    except ImportError:
+        return False
+    return prox_torch.available()
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,21 +112,69 @@ def _rowsum(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def _sym_min_eig(H: np.ndarray) -> np.ndarray:
+# The step rules of the Newton descent, written once for both batched backends: ``xp`` is the
+# array namespace (numpy here, torch in :mod:`attnphase.numerics.prox_torch`); the compiled
+# template ``prox_rows.py`` is their one-point twin.
+
+#: The Hessian counts as positive definite where lambda_min(H) > PD_REL / V_min.
+PD_REL = 1e-10
+#: Elsewhere the Newton matrix is H + mu I with mu = -lambda_min(H) + SHIFT_REL / V_min.
+SHIFT_REL = 1e-3
+#: Armijo sufficient decrease: a step t d is accepted when P(h + t d) <= P(h) + ARMIJO * t grad.d.
+ARMIJO = 1e-4
+#: A predicted decrease |grad.d| <= FLAT_REL |P| is below the rounding of P.
+FLAT_REL = 1e-13
+#: A node where no step decreases P is stationary when max |grad| <= STALL_REL (1 + max_l |h_l - w_l| / V_l).
+STALL_REL = 1e-8
+
+
+def max_step(V: np.ndarray) -> float:
+    """Cap on the Newton step's length, 4 sqrt(max V) + 1 (the quadratic term confines the minimiser to a ball of that order)."""
+    return 4.0 * np.sqrt(float(np.max(V))) + 1.0
+
+
+def _sym_min_eig(H: Any, xp: Any = np) -> Any:
     """Smallest eigenvalue of a batch of symmetric matrices (closed form for 2 x 2; one-point twin ``prox_rows.min_eig``)."""
     if H.shape[-1] == 2:
         a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
-        return 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
-    return np.linalg.eigvalsh(H)[..., 0]
+        return 0.5 * (a + c) - xp.sqrt(0.25 * (a - c) ** 2 + b * b)
+    return xp.linalg.eigvalsh(H)[..., 0]
 
 
-def _solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
+def _solve(H: Any, g: Any, xp: Any = np) -> Any:
     """Solve H x = g for a batch (closed form for 2 x 2; one-point twin ``prox_rows.solve``)."""
     if H.shape[-1] == 2:
         a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
         det = a * c - b * b
-        return np.stack([(c * g[..., 0] - b * g[..., 1]) / det, (a * g[..., 1] - b * g[..., 0]) / det], axis=-1)
-    return np.linalg.solve(H, g[..., None])[..., 0]
+        return xp.stack([(c * g[..., 0] - b * g[..., 1]) / det, (a * g[..., 1] - b * g[..., 0]) / det], axis=-1)
+    return xp.linalg.solve(H, g[..., None])[..., 0]
+
+
+def _shift(lam_min: Any, v_min: Any, xp: Any = np) -> tuple[Any, Any]:
+    """(pd, mu): whether H is positive definite (lambda_min > PD_REL / V_min), and the shift mu (0 where it is)."""
+    diag_scale = 1.0 / v_min
+    pd = lam_min > PD_REL * diag_scale
+    return pd, xp.where(pd, 0.0, -lam_min + SHIFT_REL * diag_scale)
+
+
+def _step_scale(norm: Any, cap: float, xp: Any = np) -> Any:
+    """Factor min(1, cap / |d|) that caps the step d at length ``cap``."""
+    return xp.clip(cap / xp.clip(norm, 1e-300, None), None, 1.0)
+
+
+def _near(dn: Any, hmax: Any, slope: Any, f: Any, xtol: float) -> Any:
+    """Newton step tiny (max |d| < xtol (1 + max |h|)) or its predicted decrease below the rounding of P."""
+    return (dn < xtol * (1.0 + hmax)) | (abs(slope) <= FLAT_REL * abs(f))
+
+
+def _armijo(ft: Any, f: Any, t: Any, slope: Any) -> Any:
+    """Armijo's test of the trial value ``ft`` of the step t d (slope = grad.d)."""
+    return ft <= f + ARMIJO * t * slope
+
+
+def _stalled(accepted: Any, gmax: Any, scale: Any) -> Any:
+    """No step accepted and the gradient at rounding level: max |grad| <= STALL_REL (1 + max |h - w| / V)."""
+    return ~accepted & (gmax <= STALL_REL * (1.0 + (scale + 1e-300)))
 
 
 def newton_minimize(
@@ -141,9 +201,17 @@ def newton_minimize(
     is then taken: quadratic convergence makes the result accurate to rounding), or when no step decreases P any more and the gradient is
     at rounding level.  Only unconverged nodes are iterated (active set).
 
-    ``backend``: see the module doc (the compiled backend iterates each row on its own).
+    ``backend``: see the module doc (the compiled backend iterates each row on its own; the torch
+    backend iterates the batch on its device, :func:`attnphase.numerics.prox_torch.newton_minimize`).
     """
-    if resolve_backend(backend, kernels) == "numba":
+    resolved = resolve_backend(backend, kernels)
+    if resolved == "torch":
+        from attnphase.numerics import prox_torch
+
+        return prox_torch.newton_minimize(
+            kernels, h0, w, V, T, sigma2, xtol=xtol, max_iter=max_iter, max_halvings=max_halvings
+        )
+    if resolved == "numba":
         hc, vc, cc, itc = prox_compiled.newton_rows(
             kernels, h0, w, V, T, sigma2, xtol=xtol, max_iter=max_iter, max_halvings=max_halvings
         )
@@ -151,7 +219,7 @@ def newton_minimize(
     h = np.array(h0, dtype=float, copy=True)
     N, L = h.shape
     Vb = np.ascontiguousarray(np.broadcast_to(V, (N, L)))
-    max_step = 4.0 * np.sqrt(float(np.max(V))) + 1.0
+    cap = max_step(V)
     value = np.empty(N)
     converged = np.zeros(N, dtype=bool)
     active = np.arange(N)
@@ -163,18 +231,14 @@ def newton_minimize(
         it += 1
         ha, wa, Va, Ta = h[active], w[active], Vb[active], T[active]
         fa = value[active]
-        lam_min = _sym_min_eig(H)
-        diag_scale = 1.0 / -_rowmax(-Va)
-        pd = lam_min > 1e-10 * diag_scale
-        mu = np.where(pd, 0.0, -lam_min + 1e-3 * diag_scale)
+        pd, mu = _shift(_sym_min_eig(H), -_rowmax(-Va))
         d = -_solve(H + mu[:, None, None] * eye, g)
         dn = _rowmax(np.abs(d))
-        d *= np.minimum(1.0, max_step / np.maximum(np.sqrt(_rowsum(d * d)), 1e-300))[:, None]
+        d *= _step_scale(np.sqrt(_rowsum(d * d)), cap)[:, None]
         slope = _rowsum(g * d)
         # converged: a pure Newton step in a convex region that is tiny, or whose predicted
         # decrease is below the rounding of P (a line search cannot judge it; take it as is)
-        near = (dn < xtol * (1.0 + _rowmax(np.abs(ha)))) | (np.abs(slope) <= 1e-13 * np.abs(fa))
-        tiny = pd & near
+        tiny = pd & _near(dn, _rowmax(np.abs(ha)), slope, fa, xtol)
         # Armijo backtracking (the tiny Newton steps of converged nodes are taken as they are)
         t = np.ones(active.size)
         new_h = ha + d
@@ -185,7 +249,7 @@ def newton_minimize(
                 break
             trial = ha[pending] + t[pending, None] * d[pending]
             ft = kernels.prox_value(trial, wa[pending], Va[pending], Ta[pending], sigma2)
-            ok = ft <= fa[pending] + 1e-4 * t[pending] * slope[pending]
+            ok = _armijo(ft, fa[pending], t[pending], slope[pending])
             new_h[pending[ok]] = trial[ok]
             accepted[pending[ok]] = True
             pending = pending[~ok]
@@ -195,8 +259,7 @@ def newton_minimize(
         f, g, H = kernels.prox_value_grad_hess(new_h, wa, Va, Ta, sigma2)
         value[active] = f
         # no decrease possible: stationary to rounding if the gradient is at rounding level
-        grad_scale = _rowmax(np.abs(new_h - wa) / Va) + 1e-300
-        stalled = ~accepted & (_rowmax(np.abs(g)) <= 1e-8 * (1.0 + grad_scale))
+        stalled = _stalled(accepted, _rowmax(np.abs(g)), _rowmax(np.abs(new_h - wa) / Va))
         done = tiny | stalled
         converged[active[done]] = True
         keep = ~(done | ~accepted)
@@ -296,10 +359,12 @@ def global_prox(
     start order; the state evolution removes their effect by symmetrising the hat
     overlaps over the symmetry group of the current state.
 
-    ``backend``: see the module doc; both give the same result and candidates (to rounding).
+    ``backend``: see the module doc; all give the same result and candidates (to rounding). The
+    torch backend runs the two Newton passes on its device and everything else here.
     """
     N, L = w.shape
-    if resolve_backend(backend, kernels) == "numba":
+    resolved = resolve_backend(backend, kernels)
+    if resolved == "numba":
         return _global_prox_compiled(kernels, w, V, T, sigma2, candidates, full_search)
     idx_parts, h_parts = [], []
     if full_search or candidates is None:
@@ -311,7 +376,7 @@ def global_prox(
         h_parts.append(candidates.h)
     idx = np.concatenate(idx_parts)
     h0 = np.concatenate(h_parts, axis=0)
-    res = newton_minimize(kernels, h0, w[idx], V, T[idx], sigma2, backend="numpy")
+    res = newton_minimize(kernels, h0, w[idx], V, T[idx], sigma2, backend=resolved)
     if full_search or candidates is None:
         # refinement pass: the loss is even in h and permutation-equivariant, so the mirror
         # image and the token permutations of the best minimum found seed basins the first
@@ -320,7 +385,7 @@ def global_prox(
         hb = res.h[best]
         extra = [-hb] + [hb[:, list(p)] for p in itertools.permutations(range(L)) if list(p) != list(range(L))]
         idx2 = np.concatenate([np.arange(N)] * len(extra))
-        res2 = newton_minimize(kernels, np.concatenate(extra, axis=0), w[idx2], V, T[idx2], sigma2, backend="numpy")
+        res2 = newton_minimize(kernels, np.concatenate(extra, axis=0), w[idx2], V, T[idx2], sigma2, backend=resolved)
         idx = np.concatenate([idx, idx2])
         res = ProxResult(
             np.concatenate([res.h, res2.h]), np.concatenate([res.value, res2.value]),
