@@ -314,6 +314,13 @@ def starting_points(w: np.ndarray, T: np.ndarray) -> list[np.ndarray]:
 def _best_per_node(idx: np.ndarray, res: ProxResult, N: int) -> np.ndarray:
     """Index of the lowest converged value for each node 0..N-1 (sort by (node, value), first of each)."""
     vals = np.where(res.converged, res.value, np.inf)
+    if idx.size and idx.size % N == 0 and np.array_equal(idx.reshape(-1, N), np.broadcast_to(np.arange(N), (idx.size // N, N))):
+        # rows in blocks of one start for every node (a full search): the first row, in block
+        # order, of each node's least value, NaN last -- the sort's first row, without the sort
+        v = vals.reshape(-1, N)
+        nan = np.isnan(v)
+        least = ~nan & (v == np.where(nan, np.inf, v).min(axis=0))
+        return np.where(least.any(axis=0), least.argmax(axis=0), 0) * N + np.arange(N)
     if idx.size and np.all(idx[1:] >= idx[:-1]):
         # rows already grouped by node (polishing candidates): per-node minimum without a sort
         starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
