@@ -1,7 +1,7 @@
 """Benchmark of the proximal backends: the full global search on 2^12 .. 2^16 channel nodes.
 
     python benchmarks/bench_torch_prox.py [--L 2] [--K 12 16] [--repeat 3] [--backends numpy numba torch]
-                                          [--state semantic|positional] [--device cuda]
+                                          [--state semantic|positional] [--device cuda] [--torch-threads 1]
 
 Nodes: the scrambled Sobol rule sobolK (2^K points) of the default model (omega = 0.3, sigma = 0.5)
 at a state near its alpha = 2 fixed point on the chosen branch; one call is ``global_prox`` (every
@@ -9,7 +9,11 @@ start, the refinement pass, the selection of the winners and of the candidates).
 device (``--device``, else ``$ATTNPHASE_TORCH_DEVICE``, else cuda when present, else cpu), the
 threads of numba and torch, the load average, and for each backend and size the best and the median
 of ``repeat`` timed calls after one untimed call (JIT, CUDA context and kernel loading excluded),
-and the largest |h| difference from the numpy result.  Runs unchanged on a CPU-only or a CUDA machine.
+and the largest |h| difference from the first backend's result.  Runs unchanged on a CPU-only or a
+CUDA machine.  On a busy CPU give torch one thread (``--torch-threads 1``): its OpenMP threads
+contend with other processes' work (measured: 2 threads on 2 loaded cores, 10x slower than 1), and
+run with ``OMP_WAIT_POLICY=PASSIVE`` (spinning OpenMP threads, measured: 8192 nodes 0.40 s passive,
+6.3 s with ACTIVE, 2-12 s unset, on 2 cores at load 6).
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ def main() -> None:
     ap.add_argument("--backends", nargs="+", default=["numpy", "numba", "torch"])
     ap.add_argument("--state", choices=sorted(STATES), default="semantic")
     ap.add_argument("--device", default=None, help="torch device (default $ATTNPHASE_TORCH_DEVICE, else cuda if present)")
+    ap.add_argument("--torch-threads", type=int, default=None, help="torch's CPU threads (default: torch's own choice)")
     args = ap.parse_args()
     if args.device:
         from attnphase.numerics.config import TORCH_DEVICE_ENV
@@ -76,11 +81,14 @@ def main() -> None:
     from attnphase.numerics import prox_torch
     from attnphase.numerics.prox import global_prox
 
+    if args.torch_threads:
+        torch.set_num_threads(args.torch_threads)
     dev = prox_torch.torch_device()
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
     print(f"global_prox, L = {args.L}, {args.state} state (omega = 0.3, alpha = 2); torch {torch.__version__} on "
           f"{dev} ({name}), torch threads {torch.get_num_threads()}, numba threads {numba.get_num_threads()}, "
-          f"{os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+          f"{os.cpu_count()} cores, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}, "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{'nodes':>7} {'backend':>7} {'best s':>9} {'median s':>9} {'us/node':>8} {'max|dh|':>9}")
     for K in range(args.K[0], args.K[1] + 1):
         k, w, V, T, s2 = nodes(args.L, K, args.state)
