@@ -10,10 +10,9 @@ device (``--device``, else ``$ATTNPHASE_TORCH_DEVICE``, else cuda when present, 
 threads of numba and torch, the load average, and for each backend and size the best and the median
 of ``repeat`` timed calls after one untimed call (JIT, CUDA context and kernel loading excluded),
 and the largest |h| difference from the first backend's result.  Runs unchanged on a CPU-only or a
-CUDA machine.  On a busy CPU give torch one thread (``--torch-threads 1``): its OpenMP threads
-contend with other processes' work (measured: 2 threads on 2 loaded cores, 10x slower than 1), and
-run with ``OMP_WAIT_POLICY=PASSIVE`` (spinning OpenMP threads, measured: 8192 nodes 0.40 s passive,
-6.3 s with ACTIVE, 2-12 s unset, on 2 cores at load 6).
+CUDA machine.  On a busy CPU run it with ``OMP_WAIT_POLICY=PASSIVE``: spinning OpenMP threads
+contend with the other processes' work (measured on 2 cores at load 6, torch on 8192 nodes, one
+thread: 0.40 s passive, 6.3 s with ACTIVE, 2-12 s unset; two threads unset: 10x slower than one).
 """
 
 from __future__ import annotations
