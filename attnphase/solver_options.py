@@ -132,9 +132,16 @@ def check_supported(params: Any, config: Any) -> None:
     if config.prox == "aligned" and params.L != 2:
         raise ValueError(f"--prox aligned is implemented for --L 2 only, got --L {params.L} (use global or local)")
     try:
-        config.resolved_backend()  # a backend whose library cannot be imported fails here
+        backend = config.resolved_backend()  # a backend whose library cannot be imported fails here
     except ImportError as exc:
         raise ValueError(f"--backend: {exc}") from None
+    if backend == "torch":
+        from attnphase.numerics.prox_torch import torch_device
+
+        try:
+            torch_device()  # and a device torch cannot use
+        except ValueError as exc:
+            raise ValueError(f"--backend torch: {exc}") from None
     try:
         config.check_rules(params.L)  # a rule too large at this L fails here, not after an allocation
     except ValueError as exc:

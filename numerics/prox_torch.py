@@ -42,9 +42,19 @@ def available() -> bool:
 
 
 def torch_device(device: str | None = None) -> "torch.device":
-    """The device the solver runs on: ``device``, else ``$ATTNPHASE_TORCH_DEVICE``, else cuda when available, else cpu."""
+    """The device the solver runs on: ``device``, else ``$ATTNPHASE_TORCH_DEVICE``, else cuda when available, else cpu.
+
+    ValueError (one line) for a name torch does not know, or a GPU torch cannot see.
+    """
     name = device or os.environ.get(TORCH_DEVICE_ENV, "").strip() or ("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+    where = "device" if device else f"${TORCH_DEVICE_ENV}"
+    try:
+        dev = torch.device(name)
+    except RuntimeError:
+        raise ValueError(f"{where} must name a torch device (cpu, cuda, cuda:1), got {name!r}") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{where} is {name!r}, but torch sees no GPU (use cpu)")
+    return dev
 
 
 def outer_softmax(h: "torch.Tensor") -> "torch.Tensor":

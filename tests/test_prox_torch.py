@@ -102,8 +102,15 @@ def test_torch_backend_resolution_and_device(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.delenv(TORCH_DEVICE_ENV)
     assert prox_torch.torch_device().type == ("cuda" if torch.cuda.is_available() else "cpu")
     monkeypatch.setenv(TORCH_DEVICE_ENV, "nodevice")
-    with pytest.raises(RuntimeError):
+    with pytest.raises(ValueError, match=r"ATTNPHASE_TORCH_DEVICE must name a torch device .* 'nodevice'"):
         prox_torch.torch_device()
+    with pytest.raises(ValueError, match=r"^--backend torch: \$ATTNPHASE_TORCH_DEVICE must name") as exc:
+        solver_options.check_supported(ModelParams(), SolverConfig(backend="torch"))
+    assert "\n" not in str(exc.value)
+    solver_options.check_supported(ModelParams(), SolverConfig(backend="numpy"))  # the device is torch's alone
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="torch sees no GPU"):
+            prox_torch.torch_device("cuda")
 
 
 def test_torch_backend_without_torch_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
