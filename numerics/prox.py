@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from attnphase.numerics import newton_steps as steps
 from attnphase.numerics import prox_compiled
 from attnphase.numerics.config import BACKENDS, backend_override
 from attnphase.theory.kernels import Kernels
@@ -112,71 +113,6 @@ def _rowsum(a: np.ndarray) -> np.ndarray:
     return out
 
 
-# The step rules of the Newton descent, written once for both batched backends: ``xp`` is the
-# array namespace (numpy here, torch in :mod:`attnphase.numerics.prox_torch`); the compiled
-# template ``prox_rows.py`` is their one-point twin.
-
-#: The Hessian counts as positive definite where lambda_min(H) > PD_REL / V_min.
-PD_REL = 1e-10
-#: Elsewhere the Newton matrix is H + mu I with mu = -lambda_min(H) + SHIFT_REL / V_min.
-SHIFT_REL = 1e-3
-#: Armijo sufficient decrease: a step t d is accepted when P(h + t d) <= P(h) + ARMIJO * t grad.d.
-ARMIJO = 1e-4
-#: A predicted decrease |grad.d| <= FLAT_REL |P| is below the rounding of P.
-FLAT_REL = 1e-13
-#: A node where no step decreases P is stationary when max |grad| <= STALL_REL (1 + max_l |h_l - w_l| / V_l).
-STALL_REL = 1e-8
-
-
-def max_step(V: np.ndarray) -> float:
-    """Cap on the Newton step's length, 4 sqrt(max V) + 1 (the quadratic term confines the minimiser to a ball of that order)."""
-    return 4.0 * np.sqrt(float(np.max(V))) + 1.0
-
-
-def _sym_min_eig(H: Any, xp: Any = np) -> Any:
-    """Smallest eigenvalue of a batch of symmetric matrices (closed form for 2 x 2; one-point twin ``prox_rows.min_eig``)."""
-    if H.shape[-1] == 2:
-        a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
-        return 0.5 * (a + c) - xp.sqrt(0.25 * (a - c) ** 2 + b * b)
-    return xp.linalg.eigvalsh(H)[..., 0]
-
-
-def _solve(H: Any, g: Any, xp: Any = np) -> Any:
-    """Solve H x = g for a batch (closed form for 2 x 2; one-point twin ``prox_rows.solve``)."""
-    if H.shape[-1] == 2:
-        a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
-        det = a * c - b * b
-        return xp.stack([(c * g[..., 0] - b * g[..., 1]) / det, (a * g[..., 1] - b * g[..., 0]) / det], axis=-1)
-    return xp.linalg.solve(H, g[..., None])[..., 0]
-
-
-def _shift(lam_min: Any, v_min: Any, xp: Any = np) -> tuple[Any, Any]:
-    """(pd, mu): whether H is positive definite (lambda_min > PD_REL / V_min), and the shift mu (0 where it is)."""
-    diag_scale = 1.0 / v_min
-    pd = lam_min > PD_REL * diag_scale
-    return pd, xp.where(pd, 0.0, -lam_min + SHIFT_REL * diag_scale)
-
-
-def _step_scale(norm: Any, cap: float, xp: Any = np) -> Any:
-    """Factor min(1, cap / |d|) that caps the step d at length ``cap``."""
-    return xp.clip(cap / xp.clip(norm, 1e-300, None), None, 1.0)
-
-
-def _near(dn: Any, hmax: Any, slope: Any, f: Any, xtol: float) -> Any:
-    """Newton step tiny (max |d| < xtol (1 + max |h|)) or its predicted decrease below the rounding of P."""
-    return (dn < xtol * (1.0 + hmax)) | (abs(slope) <= FLAT_REL * abs(f))
-
-
-def _armijo(ft: Any, f: Any, t: Any, slope: Any) -> Any:
-    """Armijo's test of the trial value ``ft`` of the step t d (slope = grad.d)."""
-    return ft <= f + ARMIJO * t * slope
-
-
-def _stalled(accepted: Any, gmax: Any, scale: Any) -> Any:
-    """No step accepted and the gradient at rounding level: max |grad| <= STALL_REL (1 + max |h - w| / V)."""
-    return ~accepted & (gmax <= STALL_REL * (1.0 + (scale + 1e-300)))
-
-
 def newton_minimize(
     kernels: Any,
     h0: np.ndarray,
@@ -193,9 +129,9 @@ def newton_minimize(
     """Safeguarded (modified) Newton descent on P(h) for every row of ``h0``.
 
     Direction d = -(H + mu I)^{-1} grad, with mu = 0 where the Hessian H is positive
-    definite and mu = -lambda_min(H) + 1e-3 / V_min otherwise; the step is capped at
-    ``4 sqrt(max V) + 1`` (the quadratic term confines the minimiser to a ball of that
-    order) and chosen by Armijo backtracking, so P decreases monotonically.  A node
+    definite and mu = -lambda_min(H) + SHIFT_REL / V_min otherwise; the step is capped at
+    ``max_step(V)`` and chosen by Armijo backtracking, so P decreases monotonically (the
+    rules and their constants: :mod:`attnphase.numerics.newton_steps`).  A node
     has converged when H is positive definite and either the pure Newton step is below
     ``xtol (1 + |h|)`` or its predicted decrease is below the rounding of P (the step
     is then taken: quadratic convergence makes the result accurate to rounding), or when no step decreases P any more and the gradient is
@@ -219,7 +155,7 @@ def newton_minimize(
     h = np.array(h0, dtype=float, copy=True)
     N, L = h.shape
     Vb = np.ascontiguousarray(np.broadcast_to(V, (N, L)))
-    cap = max_step(V)
+    cap = steps.max_step(V)
     value = np.empty(N)
     converged = np.zeros(N, dtype=bool)
     active = np.arange(N)
@@ -231,14 +167,14 @@ def newton_minimize(
         it += 1
         ha, wa, Va, Ta = h[active], w[active], Vb[active], T[active]
         fa = value[active]
-        pd, mu = _shift(_sym_min_eig(H), -_rowmax(-Va))
-        d = -_solve(H + mu[:, None, None] * eye, g)
+        pd, mu = steps.shift(steps.sym_min_eig(H), -_rowmax(-Va))
+        d = -steps.solve(H + mu[:, None, None] * eye, g)
         dn = _rowmax(np.abs(d))
-        d *= _step_scale(np.sqrt(_rowsum(d * d)), cap)[:, None]
+        d *= steps.step_scale(np.sqrt(_rowsum(d * d)), cap)[:, None]
         slope = _rowsum(g * d)
         # converged: a pure Newton step in a convex region that is tiny, or whose predicted
         # decrease is below the rounding of P (a line search cannot judge it; take it as is)
-        tiny = pd & _near(dn, _rowmax(np.abs(ha)), slope, fa, xtol)
+        tiny = pd & steps.near(dn, _rowmax(np.abs(ha)), slope, fa, xtol)
         # Armijo backtracking (the tiny Newton steps of converged nodes are taken as they are)
         t = np.ones(active.size)
         new_h = ha + d
@@ -249,7 +185,7 @@ def newton_minimize(
                 break
             trial = ha[pending] + t[pending, None] * d[pending]
             ft = kernels.prox_value(trial, wa[pending], Va[pending], Ta[pending], sigma2)
-            ok = _armijo(ft, fa[pending], t[pending], slope[pending])
+            ok = steps.armijo(ft, fa[pending], t[pending], slope[pending])
             new_h[pending[ok]] = trial[ok]
             accepted[pending[ok]] = True
             pending = pending[~ok]
@@ -259,7 +195,7 @@ def newton_minimize(
         f, g, H = kernels.prox_value_grad_hess(new_h, wa, Va, Ta, sigma2)
         value[active] = f
         # no decrease possible: stationary to rounding if the gradient is at rounding level
-        stalled = _stalled(accepted, _rowmax(np.abs(g)), _rowmax(np.abs(new_h - wa) / Va))
+        stalled = steps.stalled(accepted, _rowmax(np.abs(g)), _rowmax(np.abs(new_h - wa) / Va))
         done = tiny | stalled
         converged[active[done]] = True
         keep = ~(done | ~accepted)

@@ -3,8 +3,8 @@
     h_hat(w, T) = argmin_h  P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T)      (docs/model.md section 3)
 
 :func:`newton_minimize` is :func:`attnphase.numerics.prox.newton_minimize` (same regularisation,
-step cap, Armijo constants, convergence tests and active set; the step rules are the ones of
-:mod:`~attnphase.numerics.prox`, imported, evaluated on torch tensors) batched over all rows in
+step cap, Armijo constants, convergence tests and active set; the step rules are those of
+:mod:`~attnphase.numerics.newton_steps`, evaluated on torch tensors) batched over all rows in
 float64 torch tensors on one device.  P, its gradient and Hessian are the same generated kernels
 (``Kernels.functions``: the sympy derivations rendered as arithmetic and indexing only, which run
 on tensors as written) on the softmax of :func:`outer_softmax`, the torch twin of the kernels'
@@ -25,10 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from attnphase.numerics import newton_steps as steps
 from attnphase.numerics.config import TORCH_DEVICE_ENV
-from attnphase.numerics.prox import (
-    ProxResult, _armijo, _near, _shift, _solve, _stalled, _step_scale, _sym_min_eig, max_step,
-)
+from attnphase.numerics.prox import ProxResult
 
 try:
     import torch
@@ -120,9 +119,9 @@ def newton_minimize(
 ) -> ProxResult:
     """:func:`attnphase.numerics.prox.newton_minimize` on ``device`` (:func:`torch_device`); numpy in and out.
 
-    Direction d = -(H + mu I)^{-1} grad (mu from ``prox._shift``), capped at ``prox.max_step(V)``,
-    Armijo backtracking by halving; a node converges on a tiny or flat Newton step in a convex
-    region (``prox._near``) or when it stalls at rounding level (``prox._stalled``).  Only the
+    Direction d = -(H + mu I)^{-1} grad (mu from :func:`~attnphase.numerics.newton_steps.shift`), capped at
+    ``max_step(V)``, Armijo backtracking by halving; a node converges on a tiny or flat Newton step in a convex
+    region (``near``) or when it stalls at rounding level (``stalled``).  Only the
     unconverged rows are iterated.
     """
     dev = torch_device(device)
@@ -133,7 +132,7 @@ def newton_minimize(
     h = tensor(h0).clone()
     N, L = h.shape
     Vb, wt, Tt, s2 = tensor(np.broadcast_to(V, (N, L))), tensor(w), tensor(T), tensor(sigma2)
-    cap = max_step(V)
+    cap = steps.max_step(V)
     converged = torch.zeros(N, dtype=torch.bool, device=dev)
     active = torch.arange(N, device=dev)
     eye = torch.eye(L, dtype=h.dtype, device=dev)
@@ -143,12 +142,12 @@ def newton_minimize(
     while active.numel() and it < max_iter:
         it += 1
         ha, wa, Va, Ta, fa = h[active], wt[active], Vb[active], Tt[active], value[active]
-        pd, mu = _shift(_sym_min_eig(H, torch), Va.amin(dim=-1), torch)
-        d = -_solve(H + mu[:, None, None] * eye, g, torch)
+        pd, mu = steps.shift(steps.sym_min_eig(H, torch), Va.amin(dim=-1), torch)
+        d = -steps.solve(H + mu[:, None, None] * eye, g, torch)
         dn = _rowmax(d.abs())
-        d = d * _step_scale(torch.sqrt(_rowsum(d * d)), cap, torch)[:, None]
+        d = d * steps.step_scale(torch.sqrt(_rowsum(d * d)), cap, torch)[:, None]
         slope = _rowsum(g * d)
-        tiny = pd & _near(dn, _rowmax(ha.abs()), slope, fa, xtol)
+        tiny = pd & steps.near(dn, _rowmax(ha.abs()), slope, fa, xtol)
         t = torch.ones(active.numel(), dtype=h.dtype, device=dev)
         new_h = ha + d
         accepted = tiny.clone()
@@ -158,7 +157,7 @@ def newton_minimize(
                 break
             trial = ha[pending] + t[pending, None] * d[pending]
             ft = prox_value(kernels, trial, wa[pending], Va[pending], Ta[pending], s2)
-            ok = _armijo(ft, fa[pending], t[pending], slope[pending])
+            ok = steps.armijo(ft, fa[pending], t[pending], slope[pending])
             new_h[pending[ok]] = trial[ok]
             accepted[pending[ok]] = True
             pending = pending[~ok]
@@ -167,7 +166,7 @@ def newton_minimize(
         h[active] = new_h
         f, g, H = prox_value_grad_hess(kernels, new_h, wa, Va, Ta, s2)
         value[active] = f
-        stalled = _stalled(accepted, _rowmax(g.abs()), _rowmax((new_h - wa).abs() / Va))
+        stalled = steps.stalled(accepted, _rowmax(g.abs()), _rowmax((new_h - wa).abs() / Va))
         done = tiny | stalled
         converged[active[done]] = True
         keep = ~(done | ~accepted)
