@@ -216,6 +216,8 @@ def _add_validate(sub: argparse._SubParsersAction) -> None:
                    help="default: the paper's model at the model options below (Fig. 2, Fig. 3, finite size); "
                    "general: GD vs theory for the general model (any L, sigma_l, A, P, ranks; its cases fix their "
                    "own models, docs/validation.md) (default: default)")
+    p.add_argument("--cases", default=None, metavar="KEYS",
+                   help="--suite general only: run these of its cases, comma-separated (e.g. d,e; default all)")
     p.add_argument("--quick", action="store_true", help="d = 200 and a smaller grid (a few minutes on 2 cores)")
     p.add_argument("--d", type=int, default=None, help="override the main dimension (default 1000, quick 200)")
     p.add_argument("--seeds", type=int, default=None, help="seeds per point (default 4, quick 2; general suite 4, quick 3)")

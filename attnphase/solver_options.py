@@ -22,7 +22,7 @@ BRANCHES = ("semantic", "positional", "agnostic")
 #: Proximal maps (numerics.config.PROX_MODES).
 PROX_MODES = ("global", "local", "aligned")
 #: Proximal solver backends (numerics.config.BACKENDS).
-BACKENDS = ("auto", "numpy", "numba")
+BACKENDS = ("auto", "numpy", "numba", "torch")
 #: Branch-end strategies (numerics.config.BRANCH_END_STRATEGIES).
 BRANCH_END_STRATEGIES = ("bifurcation", "trace")
 
@@ -67,7 +67,8 @@ def add_solver_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--backend", choices=BACKENDS, default=None,
-        help=f"proximal solver: compiled with numba when it imports (auto), or forced; "
+        help=f"proximal solver: compiled with numba when it imports (auto), or forced; torch: batched on "
+        f"$ATTNPHASE_TORCH_DEVICE (default cuda when present, else cpu); "
         f"$ATTNPHASE_PROX_BACKEND overrides auto (default {d['backend']})",
     )
     g.add_argument("--quadrature", default=None, metavar="RULE",
@@ -130,6 +131,17 @@ def check_supported(params: Any, config: Any) -> None:
     """Model options the numerics cannot honour with this configuration: a one-line ValueError, before any work."""
     if config.prox == "aligned" and params.L != 2:
         raise ValueError(f"--prox aligned is implemented for --L 2 only, got --L {params.L} (use global or local)")
+    try:
+        backend = config.resolved_backend()  # a backend whose library cannot be imported fails here
+    except ImportError as exc:
+        raise ValueError(f"--backend: {exc}") from None
+    if backend == "torch":
+        from attnphase.numerics.prox_torch import torch_device
+
+        try:
+            torch_device()  # and a device torch cannot use
+        except ValueError as exc:
+            raise ValueError(f"--backend torch: {exc}") from None
     try:
         config.check_rules(params.L)  # a rule too large at this L fails here, not after an allocation
     except ValueError as exc:

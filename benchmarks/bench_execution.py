@@ -3,8 +3,10 @@
     python benchmarks/bench_execution.py [--quick] [--out PATH]
 
 1. ``attnphase phase-diagram --omega 0.1:0.4:7`` with ``--workers 1`` (in the command's process,
-   whose compiled loops use both cores; and again on one numba thread, one core) and ``--workers 2`` (a local Dask cluster of 2 one-thread workers, its start included), each in
-   a fresh process and a fresh ``--out``: wall times and the speed-up;
+   whose compiled loops use both cores; and again on one numba thread, one core), on a local Dask
+   cluster of one one-thread worker (``--scheduler``; its start not timed) and with ``--workers 2``
+   (a local Dask cluster of 2 workers, its start included), each in a fresh process and a fresh
+   ``--out``: wall times and the speed-ups (2 workers over the one-core process, and over one worker);
 2. overhead of the layer per task: writing and reading back one real task record (pickle,
    checksum, fsync, rename) plus the round trip of an empty task on a local cluster of 2 workers
    (mean over 200), against the median task time; and the job's fixed cost (its wall time minus
@@ -75,7 +77,7 @@ def _store_cost(folder: Path, repeat: int = 5) -> tuple[float, int]:
 
 
 def _empty_task_round_trip(n: int = 200) -> float:
-    from attnphase.execution import ExecutorSpec, Task, run_tasks
+    from attnphase.execution import ExecutorSpec, Task
     from attnphase.execution.executor import dask_client
 
     tasks = [Task(key=str(i), label=str(i), fn=abs, arg=-i) for i in range(n)]
@@ -87,6 +89,18 @@ def _empty_task_round_trip(n: int = 200) -> float:
         futs = [client.submit(call_task, t.fn, t.arg, pure=False) for t in tasks]
         client.gather(futs)
         return (time.perf_counter() - t0) / n
+
+
+def _on_one_dask_worker(argv: list[str]) -> tuple[float, dict]:
+    """``argv`` sent with ``--scheduler`` to a local Dask cluster of one worker set up as the commands
+    set up theirs, on one core (one compiled thread); the cluster's start is not in the wall time."""
+    from distributed import LocalCluster
+
+    from attnphase.execution.executor import worker_env
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None, env=worker_env(1, 1)) as cluster:
+        return _run([*argv, "--scheduler", cluster.scheduler_address])
 
 
 def main() -> None:
@@ -104,12 +118,15 @@ def main() -> None:
         # --workers 1 runs in the command's process, whose compiled loops use every core: the same
         # on one core (one numba thread) is the baseline of the workers' scaling
         w1_one, _ = _run([*base, "--workers", "1", "--out", f"{tmp}/w1one"], {"NUMBA_NUM_THREADS": "1"})
+        # the same layer on one worker: a local cluster of one one-thread worker (its start not timed)
+        w1_dask, _ = _on_one_dask_worker([*base, "--out", f"{tmp}/w1dask"])
         w2, meta2 = _run([*base, "--workers", "2", "--out", f"{tmp}/w2"])
         same = meta1["rows"] == meta2["rows"]
         r_wall, r_meta = _run([*base, "--workers", "2", "--out", f"{tmp}/w2"])
         res |= {
             "wall_workers_1_s": w1, "wall_workers_2_s": w2, "speed_up": w1 / w2,
             "wall_workers_1_one_core_s": w1_one, "speed_up_over_one_core": w1_one / w2,
+            "wall_one_dask_worker_s": w1_dask, "speed_up_over_one_dask_worker": w1_dask / w2,
             "job_seconds_workers_1": meta1["seconds"], "job_seconds_workers_2": meta2["seconds"],
             "same_rows_1_vs_2": same,
             "tasks": len(tasks1), "task_seconds_median": sorted(tasks1)[len(tasks1) // 2],

@@ -29,8 +29,9 @@ from typing import Any
 #: minimiser in the teacher-aligned basin (L = 2; the basin GD from the semantic start keeps).
 PROX_MODES = ("global", "local", "aligned")
 
-#: Backends of the proximal solver: compiled with numba when it imports ("auto"), or forced.
-BACKENDS = ("auto", "numpy", "numba")
+#: Backends of the proximal solver: compiled with numba when it imports ("auto"), or forced; "torch"
+#: batches the Newton descent on a torch device (a GPU when present, see TORCH_DEVICE_ENV).
+BACKENDS = ("auto", "numpy", "numba", "torch")
 
 #: Fixed-point families of the model (docs/model.md section 3).
 BRANCHES = ("semantic", "positional", "agnostic")
@@ -39,8 +40,12 @@ BRANCHES = ("semantic", "positional", "agnostic")
 #: SE Jacobian equal to 1), or by tracing the branch at a fixed order parameter / bisecting in alpha.
 BRANCH_END_STRATEGIES = ("bifurcation", "trace")
 
-#: Environment variable that, when set, overrides ``backend="auto"`` (``numpy`` or ``numba``).
+#: Environment variable that, when set, overrides ``backend="auto"`` (``numpy``, ``numba`` or ``torch``).
 BACKEND_ENV = "ATTNPHASE_PROX_BACKEND"
+
+#: Environment variable naming the torch device of ``backend="torch"`` (``cpu``, ``cuda``, ``cuda:1``);
+#: unset: cuda when torch sees a GPU, else cpu.
+TORCH_DEVICE_ENV = "ATTNPHASE_TORCH_DEVICE"
 
 #: The quadrature fields of :class:`SolverConfig`, one per role (see the module doc).
 QUADRATURE_ROLES = ("quadrature", "e_t_quadrature", "alpha_c_quadrature", "bifurcation_quadrature")
@@ -66,7 +71,8 @@ class SolverConfig:
             point is always verified by a full search.
         prox: proximal map, one of :data:`PROX_MODES`.
         backend: proximal solver backend, one of :data:`BACKENDS`; ``$ATTNPHASE_PROX_BACKEND``
-            overrides ``"auto"`` only.
+            overrides ``"auto"`` only; ``"torch"`` runs on ``$ATTNPHASE_TORCH_DEVICE`` (default: cuda when
+            present, else cpu).
         quadrature: rule of every SE solve.
         e_t_quadrature: finer rule for E[M] in e_t at a converged point (None: the solve's rule).
         alpha_c_quadrature: rule for E[M] in the Newton correction of alpha_c (None: none).
@@ -115,7 +121,7 @@ class SolverConfig:
         return replace(self, **changes)
 
     def resolved_backend(self) -> str:
-        """``"numpy"`` or ``"numba"``: the backend this config runs (``auto`` resolved; env override)."""
+        """``"numpy"``, ``"numba"`` or ``"torch"``: the backend this config runs (``auto`` resolved; env override)."""
         from attnphase.numerics.prox import resolve_backend
 
         return resolve_backend(self.backend)

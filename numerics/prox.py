@@ -27,7 +27,9 @@ the whole batch as numpy operations; ``"numba"`` runs the same algorithm one nod
 compiled (:mod:`attnphase.numerics.prox_compiled`: the template
 :mod:`attnphase.numerics.prox_rows` on the one-point twins of the same generated kernels;
 equal to the numpy results to rounding); ``"auto"`` (the default) is numba when it can be
-imported, else numpy. :func:`resolve_backend` decides; ``$ATTNPHASE_PROX_BACKEND``
+imported, else numpy; ``"torch"`` runs the Newton descent batched on a torch device (a GPU when
+present; :mod:`attnphase.numerics.prox_torch`) and the starts and selection here, on its results.
+:func:`resolve_backend` decides; ``$ATTNPHASE_PROX_BACKEND``
 (:func:`attnphase.numerics.config.backend_override`) replaces ``"auto"`` only, e.g. to spare a
 short run the one-off JIT compilation (about 3-7 s per L, once per machine: it is cached on
 disk).
@@ -41,20 +43,21 @@ from typing import Any
 
 import numpy as np
 
+from attnphase.numerics import newton_steps as steps
 from attnphase.numerics import prox_compiled
 from attnphase.numerics.config import BACKENDS, backend_override
 from attnphase.theory.kernels import Kernels
 
 
 def resolve_backend(backend: str, kernels: Any = None) -> str:
-    """``"numpy"`` or ``"numba"``: the backend a solver called with ``backend`` (and ``kernels``) runs.
+    """``"numpy"``, ``"numba"`` or ``"torch"``: the backend a solver called with ``backend`` (and ``kernels``) runs.
 
     ``backend`` is one of :data:`~attnphase.numerics.config.BACKENDS`. ``"auto"`` is replaced by
     :func:`~attnphase.numerics.config.backend_override` (``$ATTNPHASE_PROX_BACKEND``) when that
     is set, else it is numba when numba can be imported and ``kernels`` (if given) is a
     :class:`~attnphase.theory.kernels.Kernels` (the compiled path runs on its one-point twin);
-    any other kernels object gets the numpy path. ``"numba"`` without numba raises ImportError,
-    with another kernels object TypeError.
+    any other kernels object gets the numpy path. ``"numba"`` without numba, or ``"torch"``
+    without torch, raises ImportError; either with another kernels object TypeError.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -63,9 +66,19 @@ def resolve_backend(backend: str, kernels: Any = None) -> str:
         backend = backend_override() or ("numba" if compiled_ok and prox_compiled.available() else "numpy")
     if backend == "numba" and not prox_compiled.available():
         raise ImportError("backend='numba' needs numba, which cannot be imported; use backend='numpy' or 'auto'")
-    if backend == "numba" and not compiled_ok:
-        raise TypeError(f"backend='numba' needs a theory.kernels.Kernels (its one-point twin), got {type(kernels).__name__}")
+    if backend == "torch" and not _torch_available():
+        raise ImportError("backend='torch' needs torch, which cannot be imported; use backend='numpy', 'numba' or 'auto'")
+    if backend in ("numba", "torch") and not compiled_ok:
+        raise TypeError(f"backend={backend!r} needs a theory.kernels.Kernels (its generated functions), got {type(kernels).__name__}")
     return backend
+
+
+def _torch_available() -> bool:
+    try:
+        from attnphase.numerics import prox_torch
+    except ImportError:
+        return False
+    return prox_torch.available()
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,23 +113,6 @@ def _rowsum(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def _sym_min_eig(H: np.ndarray) -> np.ndarray:
-    """Smallest eigenvalue of a batch of symmetric matrices (closed form for 2 x 2; one-point twin ``prox_rows.min_eig``)."""
-    if H.shape[-1] == 2:
-        a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
-        return 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
-    return np.linalg.eigvalsh(H)[..., 0]
-
-
-def _solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """Solve H x = g for a batch (closed form for 2 x 2; one-point twin ``prox_rows.solve``)."""
-    if H.shape[-1] == 2:
-        a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
-        det = a * c - b * b
-        return np.stack([(c * g[..., 0] - b * g[..., 1]) / det, (a * g[..., 1] - b * g[..., 0]) / det], axis=-1)
-    return np.linalg.solve(H, g[..., None])[..., 0]
-
-
 def newton_minimize(
     kernels: Any,
     h0: np.ndarray,
@@ -133,17 +129,25 @@ def newton_minimize(
     """Safeguarded (modified) Newton descent on P(h) for every row of ``h0``.
 
     Direction d = -(H + mu I)^{-1} grad, with mu = 0 where the Hessian H is positive
-    definite and mu = -lambda_min(H) + 1e-3 / V_min otherwise; the step is capped at
-    ``4 sqrt(max V) + 1`` (the quadratic term confines the minimiser to a ball of that
-    order) and chosen by Armijo backtracking, so P decreases monotonically.  A node
+    definite and mu = -lambda_min(H) + SHIFT_REL / V_min otherwise; the step is capped at
+    ``max_step(V)`` and chosen by Armijo backtracking, so P decreases monotonically (the
+    rules and their constants: :mod:`attnphase.numerics.newton_steps`).  A node
     has converged when H is positive definite and either the pure Newton step is below
     ``xtol (1 + |h|)`` or its predicted decrease is below the rounding of P (the step
     is then taken: quadratic convergence makes the result accurate to rounding), or when no step decreases P any more and the gradient is
     at rounding level.  Only unconverged nodes are iterated (active set).
 
-    ``backend``: see the module doc (the compiled backend iterates each row on its own).
+    ``backend``: see the module doc (the compiled backend iterates each row on its own; the torch
+    backend iterates the batch on its device, :func:`attnphase.numerics.prox_torch.newton_minimize`).
     """
-    if resolve_backend(backend, kernels) == "numba":
+    resolved = resolve_backend(backend, kernels)
+    if resolved == "torch":
+        from attnphase.numerics import prox_torch
+
+        return prox_torch.newton_minimize(
+            kernels, h0, w, V, T, sigma2, xtol=xtol, max_iter=max_iter, max_halvings=max_halvings
+        )
+    if resolved == "numba":
         hc, vc, cc, itc = prox_compiled.newton_rows(
             kernels, h0, w, V, T, sigma2, xtol=xtol, max_iter=max_iter, max_halvings=max_halvings
         )
@@ -151,7 +155,7 @@ def newton_minimize(
     h = np.array(h0, dtype=float, copy=True)
     N, L = h.shape
     Vb = np.ascontiguousarray(np.broadcast_to(V, (N, L)))
-    max_step = 4.0 * np.sqrt(float(np.max(V))) + 1.0
+    cap = steps.max_step(V)
     value = np.empty(N)
     converged = np.zeros(N, dtype=bool)
     active = np.arange(N)
@@ -163,18 +167,14 @@ def newton_minimize(
         it += 1
         ha, wa, Va, Ta = h[active], w[active], Vb[active], T[active]
         fa = value[active]
-        lam_min = _sym_min_eig(H)
-        diag_scale = 1.0 / -_rowmax(-Va)
-        pd = lam_min > 1e-10 * diag_scale
-        mu = np.where(pd, 0.0, -lam_min + 1e-3 * diag_scale)
-        d = -_solve(H + mu[:, None, None] * eye, g)
+        pd, mu = steps.shift(steps.sym_min_eig(H), -_rowmax(-Va))
+        d = -steps.solve(H + mu[:, None, None] * eye, g)
         dn = _rowmax(np.abs(d))
-        d *= np.minimum(1.0, max_step / np.maximum(np.sqrt(_rowsum(d * d)), 1e-300))[:, None]
+        d *= steps.step_scale(np.sqrt(_rowsum(d * d)), cap)[:, None]
         slope = _rowsum(g * d)
         # converged: a pure Newton step in a convex region that is tiny, or whose predicted
         # decrease is below the rounding of P (a line search cannot judge it; take it as is)
-        near = (dn < xtol * (1.0 + _rowmax(np.abs(ha)))) | (np.abs(slope) <= 1e-13 * np.abs(fa))
-        tiny = pd & near
+        tiny = pd & steps.near(dn, _rowmax(np.abs(ha)), slope, fa, xtol)
         # Armijo backtracking (the tiny Newton steps of converged nodes are taken as they are)
         t = np.ones(active.size)
         new_h = ha + d
@@ -185,7 +185,7 @@ def newton_minimize(
                 break
             trial = ha[pending] + t[pending, None] * d[pending]
             ft = kernels.prox_value(trial, wa[pending], Va[pending], Ta[pending], sigma2)
-            ok = ft <= fa[pending] + 1e-4 * t[pending] * slope[pending]
+            ok = steps.armijo(ft, fa[pending], t[pending], slope[pending])
             new_h[pending[ok]] = trial[ok]
             accepted[pending[ok]] = True
             pending = pending[~ok]
@@ -195,8 +195,7 @@ def newton_minimize(
         f, g, H = kernels.prox_value_grad_hess(new_h, wa, Va, Ta, sigma2)
         value[active] = f
         # no decrease possible: stationary to rounding if the gradient is at rounding level
-        grad_scale = _rowmax(np.abs(new_h - wa) / Va) + 1e-300
-        stalled = ~accepted & (_rowmax(np.abs(g)) <= 1e-8 * (1.0 + grad_scale))
+        stalled = steps.stalled(accepted, _rowmax(np.abs(g)), _rowmax(np.abs(new_h - wa) / Va))
         done = tiny | stalled
         converged[active[done]] = True
         keep = ~(done | ~accepted)
@@ -251,6 +250,13 @@ def starting_points(w: np.ndarray, T: np.ndarray) -> list[np.ndarray]:
 def _best_per_node(idx: np.ndarray, res: ProxResult, N: int) -> np.ndarray:
     """Index of the lowest converged value for each node 0..N-1 (sort by (node, value), first of each)."""
     vals = np.where(res.converged, res.value, np.inf)
+    if idx.size and idx.size % N == 0 and np.array_equal(idx.reshape(-1, N), np.broadcast_to(np.arange(N), (idx.size // N, N))):
+        # rows in blocks of one start for every node (a full search): the first row, in block
+        # order, of each node's least value, NaN last -- the sort's first row, without the sort
+        v = vals.reshape(-1, N)
+        nan = np.isnan(v)
+        least = ~nan & (v == np.where(nan, np.inf, v).min(axis=0))
+        return np.where(least.any(axis=0), least.argmax(axis=0), 0) * N + np.arange(N)
     if idx.size and np.all(idx[1:] >= idx[:-1]):
         # rows already grouped by node (polishing candidates): per-node minimum without a sort
         starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
@@ -296,10 +302,12 @@ def global_prox(
     start order; the state evolution removes their effect by symmetrising the hat
     overlaps over the symmetry group of the current state.
 
-    ``backend``: see the module doc; both give the same result and candidates (to rounding).
+    ``backend``: see the module doc; all give the same result and candidates (to rounding). The
+    torch backend runs the two Newton passes on its device and everything else here.
     """
     N, L = w.shape
-    if resolve_backend(backend, kernels) == "numba":
+    resolved = resolve_backend(backend, kernels)
+    if resolved == "numba":
         return _global_prox_compiled(kernels, w, V, T, sigma2, candidates, full_search)
     idx_parts, h_parts = [], []
     if full_search or candidates is None:
@@ -311,7 +319,7 @@ def global_prox(
         h_parts.append(candidates.h)
     idx = np.concatenate(idx_parts)
     h0 = np.concatenate(h_parts, axis=0)
-    res = newton_minimize(kernels, h0, w[idx], V, T[idx], sigma2, backend="numpy")
+    res = newton_minimize(kernels, h0, w[idx], V, T[idx], sigma2, backend=resolved)
     if full_search or candidates is None:
         # refinement pass: the loss is even in h and permutation-equivariant, so the mirror
         # image and the token permutations of the best minimum found seed basins the first
@@ -320,7 +328,7 @@ def global_prox(
         hb = res.h[best]
         extra = [-hb] + [hb[:, list(p)] for p in itertools.permutations(range(L)) if list(p) != list(range(L))]
         idx2 = np.concatenate([np.arange(N)] * len(extra))
-        res2 = newton_minimize(kernels, np.concatenate(extra, axis=0), w[idx2], V, T[idx2], sigma2, backend="numpy")
+        res2 = newton_minimize(kernels, np.concatenate(extra, axis=0), w[idx2], V, T[idx2], sigma2, backend=resolved)
         idx = np.concatenate([idx, idx2])
         res = ProxResult(
             np.concatenate([res.h, res2.h]), np.concatenate([res.value, res2.value]),

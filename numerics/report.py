@@ -195,7 +195,7 @@ def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float]
         plot_branch_curves(
             curves.semantic, curves.positional, curves.semantic.points[0].observables.eps_lin,
             curves.alpha_c, curves.alpha_l, out / f"curves_omega{CURVES_OMEGA}.png",
-            title=f"omega = {CURVES_OMEGA}, sigma = {pc.sigma[0]}, lambda = {pc.lam}",
+            title=f"omega = {CURVES_OMEGA}, sigma = {pc.sigma_value}, lambda = {pc.lam}",
         )
     meta = {
         "params": params.to_dict(),

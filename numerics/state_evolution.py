@@ -91,11 +91,10 @@ class FixedPoint:
     def record(self) -> dict[str, Any]:
         """The CLI's JSON/CSV record: q = |Q|^2/d, theta = Q.Q*/d, m = p_1.Q/sqrt(d), V = V0."""
         p = self.params
-        sigma = p.sigma[0] if len(set(p.sigma)) == 1 else list(p.sigma)
         return {
             "alpha": self.alpha,
             "omega": p.omega,
-            "sigma": sigma,
+            "sigma": p.sigma_value,
             "lam": p.lam,
             "branch": self.branch,
             "q": self.overlaps.q0,

@@ -146,6 +146,27 @@ def test_best_per_node_grouped_rows_match_the_sorted_definition() -> None:
     np.testing.assert_array_equal(fast, order[first])
 
 
+def test_best_per_node_start_blocks_match_the_sorted_definition() -> None:
+    """The sort-free path for rows in blocks of one start per node (a full search) picks the rows
+    of the lexsort definition: ties to the earlier start, unconverged rows as +inf, NaN last."""
+    from attnphase.numerics.prox import ProxResult, _best_per_node
+
+    rng = np.random.default_rng(4)
+    N, S = 300, 7
+    idx = np.tile(np.arange(N), S)
+    vals = rng.integers(0, 3, idx.size).astype(float)  # many ties
+    vals[rng.random(idx.size) < 0.1] = np.nan
+    vals.reshape(S, N)[:, :5] = np.nan  # nodes with no number at all
+    conv = rng.random(idx.size) > 0.3
+    conv.reshape(S, N)[:, 5:10] = False  # nodes with no converged start
+    res = ProxResult(np.zeros((idx.size, 2)), vals, conv, 1)
+    fast = _best_per_node(idx, res, N)
+    v = np.where(conv, vals, np.inf)
+    order = np.lexsort((v, idx))
+    first = np.r_[True, idx[order][1:] != idx[order][:-1]]
+    np.testing.assert_array_equal(fast, order[first])
+
+
 def test_aligned_prox_is_a_local_minimum_in_the_teacher_aligned_basin() -> None:
     """The aligned proximal map converges to a stationary point with positive-definite Hessian,
     never below the global minimum, and it lies in the basin of the loss zero whose sign agrees

@@ -83,6 +83,8 @@ REFUSED = [
     (["derive", "--L", "10"], ["--L 10", "L <= 7"]),
     (["validate", "--seeds", "0"], ["--seeds"]),
     (["validate", "--d", "1"], ["--d"]),
+    (["validate", "--cases", "d"], ["--cases", "--suite general"]),
+    (["validate", "--suite", "general", "--cases", "d,z"], ["--cases", "a, b, c, d, e"]),
     (["check", "--alpha", "nan"], ["--alpha"]),
     (["check", "--seed", "-2"], ["--seed"]),
     (["check", "--only", "foo"], ["--only", "foo"]),

@@ -172,7 +172,7 @@ def test_numpy_fallback_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ImportError):
         global_prox(k, w, V, T, s2, backend="numba")
     with pytest.raises(ValueError):
-        local_prox(k, w, V, T, s2, backend="torch")
+        local_prox(k, w, V, T, s2, backend="jax")
 
 
 def test_numpy_backend_never_runs_compiled_code(monkeypatch: pytest.MonkeyPatch) -> None:

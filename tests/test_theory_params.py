@@ -51,3 +51,10 @@ def test_defaults_and_views() -> None:
     assert parse_matrix("0.6,0.4;0.4,0.6") == ((0.6, 0.4), (0.4, 0.6))
     with pytest.raises(ValueError, match="unequal"):
         parse_matrix("1,2;3")
+
+
+def test_sigma_value_is_one_number_only_when_every_token_has_it() -> None:
+    from attnphase.theory.params import ModelParams
+
+    assert ModelParams(sigma=(0.5, 0.5)).sigma_value == 0.5
+    assert ModelParams(sigma=(0.4, 0.6)).sigma_value == [0.4, 0.6]

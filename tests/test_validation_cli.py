@@ -180,13 +180,17 @@ def test_validate_general_suite_wiring(tmp_path, capsys, monkeypatch):
     try:
         code = main(["validate", "--suite", "general", "--quick", "--out", str(tmp_path / "g"), "--threads", "1",
                      "--quiet", "--json"])
+        first, first_store = seen["plan"], seen["store"]
+        assert main(["validate", "--suite", "general", "--quick", "--cases", "e,d", "--out", str(tmp_path / "h"),
+                     "--threads", "1", "--quiet"]) == 1
     finally:
         torch.set_num_threads(n)
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 1 and len(out) == 1 and json.loads(out[0])["all_converged"] is False
-    plan = seen["plan"]
+    plan = first
     assert plan.quick and plan.d == 200 and [c.key for c in plan.cases] == ["a", "b", "c", "d", "e"]
-    assert seen["store"].folder == tmp_path / "g" / "tasks"  # the theory's tasks kept outside the staging folder
+    assert first_store.folder == tmp_path / "g" / "tasks"  # the theory's tasks kept outside the staging folder
+    assert [c.key for c in seen["plan"].cases] == ["d", "e"]  # --cases: the named ones, in the suite's order
 
 
 def test_a_rerun_into_the_same_out_reuses_the_theory_cache(tmp_path):

@@ -22,8 +22,9 @@ from attnphase.validation.general_suite import (  # noqa: E402
     alphas_around,
     case_rows,
     general_plan,
+    is_rank_case,
     landmark,
-    theory_available,
+    select_cases,
 )
 from attnphase.validation.measure import overlaps  # noqa: E402
 from attnphase.validation.reference import BranchCurve, TheoryAtOmega  # noqa: E402
@@ -146,18 +147,21 @@ def test_case_rows_apply_the_agreement_rule():
     assert pos["agrees"]["m_norm"] is True
     far = [replace(r, theta=0.2) for r in runs[:2]]
     assert case_rows(case, far, _theory(1.19), (1.19, "alpha_c"))[0]["status"] == "disagrees"
-    pending = case_rows(GENERAL_CASES[3], runs[:2], None, (math.nan, "theory pending"))
-    assert pending[0]["status"] == "theory pending" and pending[0]["agrees"]["abs_theta"] is None
+    none = case_rows(GENERAL_CASES[3], runs[:2], None, (math.nan, ""))
+    assert none[0]["status"] == "no theory" and none[0]["agrees"]["abs_theta"] is None
 
 
 def test_the_plan_covers_the_issue_cases():
     keys = [c.key for c in GENERAL_CASES]
     assert keys == ["a", "b", "c", "d", "e"]
-    assert [theory_available(c.params) for c in GENERAL_CASES] == [True, True, True, False, False]
+    assert [is_rank_case(c.params) for c in GENERAL_CASES] == [False, False, False, True, True]
     a = GENERAL_CASES[0].params
     assert a.L == 3 and not np.allclose(a.A_array, a.A_array.T) and np.allclose(a.A_array.sum(1), 1)
     assert general_plan(quick=True).d == 200 and general_plan().d >= 1000
-    assert all(c.alphas for c in GENERAL_CASES if not theory_available(c.params))
+    assert all(c.alphas and c.alphas_note for c in GENERAL_CASES if is_rank_case(c.params))
+    assert [c.key for c in select_cases("d, e")] == ["d", "e"] and select_cases(None) == GENERAL_CASES
+    with pytest.raises(ValueError, match="--cases"):
+        select_cases("d,z")
 
 
 def test_a_noise_level_point_past_the_branch_end_is_no_theory_point():
@@ -215,3 +219,131 @@ def test_finite_size_trend_reruns_a_disagreeing_point_at_smaller_d():
     trend = finite_size_trend(plan, case, row, runs, bar)
     assert [p["d"] for p in trend] == [12, 24] and bar.n == 2 and all(p["n"] == 2 for p in trend)
     assert trend[-1]["abs_theta_mean"] == pytest.approx(row["abs_theta_mean"])
+
+
+# --- the rank-r theory of cases (d) and (e) ----------------------------------------------------
+
+def _cheap_rank_config(**kw):
+    from attnphase.validation.rank_theory import rank_config
+
+    return rank_config("sobol8").replace(**kw)
+
+
+def _rank_runs(case, alpha, d=12, seeds=2):
+    return [run_simulation(SimSpec(d=d, alpha=alpha, init=i, seed=s, params=case.params, n_test=50, device="cpu"))
+            for i in ("semantic", "positional") for s in range(seeds)]
+
+
+def test_a_rank_case_row_takes_the_rank_se_fixed_point(tmp_path, monkeypatch, capsys):
+    """Case (d) through the suite (its theory as a task in the store): the positional row's theory is the
+    rank-2 fixed point that ``attnphase solve --rank 2 --branch positional`` computes at the same settings."""
+    import json
+
+    import attnphase.validation.general_suite as suite
+    from attnphase.cli import main
+
+    monkeypatch.setattr(suite, "RANK_THEORY_BRANCHES", ("positional",))  # one cheap solve (~2 s)
+    case = replace(GENERAL_CASES[3], alphas=(0.5,))
+    plan = replace(general_plan(quick=True, d=12, seeds=2, cases=(case,)), n_test=50, device="cpu",
+                   rank_quadrature="sobol8", trend_ds=(), theory_workers=1)
+    summary = suite.run_general_suite(plan, tmp_path, progress=False)
+    row = next(r for r in summary["cases"][0]["rows"] if r["init"] == "positional")
+    th = row["theory"]
+    assert th["converged"] and th["branch_reached"] == "positional" and th["exists"]
+    assert main(["solve", "--rank", "2", "--alpha", "0.5", "--omega", "0.3", "--branch", "positional",
+                 "--quadrature", "sobol8", "--json"]) == 0
+    direct = json.loads(capsys.readouterr().out)
+    assert th["m_norm"] == pytest.approx(math.sqrt(sum(x * x for x in direct["m_norms"])), rel=1e-12)
+    assert th["eps_g"] == pytest.approx(direct["eps_g"], rel=1e-12) and th["abs_theta"] == 0.0
+    assert th["q"] == pytest.approx(sum(direct["q0_eigenvalues"]), rel=1e-12)
+    assert row["agrees"]["m_norm"] == within(row, "m_norm", th["m_norm"])
+    assert summary["theory_jobs_cached"] == 0
+    again = suite.run_general_suite(plan, tmp_path, progress=False)  # the store answers the rerun
+    assert again["theory_jobs_cached"] == 1
+    assert again["cases"][0]["theory"]["points"] == summary["cases"][0]["theory"]["points"]
+
+
+def within(row, obs, theory):
+    from attnphase.validation.agreement import within_rule
+
+    return within_rule(row[f"{obs}_mean"], row[f"{obs}_std"], row["n_runs"], theory)
+
+
+def test_a_rank_point_that_did_not_converge_is_reported_as_not_converged():
+    from attnphase.numerics.rank_se import solve_rank
+    from attnphase.validation.general_report import mixed_table_lines, table_lines
+    from attnphase.validation.rank_theory import RankTheory, rank_point
+
+    case = GENERAL_CASES[4]  # r = r* = 2
+    cfg = _cheap_rank_config(max_iter=2)
+    points = {(2.0, b): rank_point(solve_rank(case.params, 2.0, b, config=cfg), b)
+              for b in ("semantic", "positional", "mixed")}
+    assert not any(p["converged"] for p in points.values())
+    theory = RankTheory(points, eps_lin=2e-3, quadrature="sobol8", seconds=0.0)
+    rows = case_rows(case, _rank_runs(case, 2.0), theory, (math.nan, "none"))
+    for row in rows:
+        assert row["status"] == "no theory point" and set(row["agrees"].values()) == {None}
+        assert set(row["mixed_agrees"].values()) == {None}
+        assert row["theory"]["eps_g"] is None and row["theory"]["abs_theta"] is None
+    summary = {"cases": [{"key": "e", "theory": theory.to_dict(), "rows": rows}]}
+    for line in table_lines(summary)[2:]:
+        cells = [c.strip() for c in line.split("|")]
+        res = points[(2.0, cells[4])]["residual"]
+        assert cells[7] == "--" and cells[9] == "--"  # theory overlap and eps_g: no number
+        assert cells[10] == f"not converged (residual {res:.2g})" and cells[11] == "no theory point"
+    for line in mixed_table_lines(summary)[2:]:
+        cells = [c.strip() for c in line.split("|")]
+        assert cells[7:10] == ["--", "--", "--"] and cells[10].startswith("not converged (residual ")
+        assert cells[11] == "no mixed point"
+
+
+def test_gd_rows_of_a_rank_case_are_checked_against_the_mixed_point():
+    """A row agrees with the mixed point when its |theta|, |m| and eps_g all do; the verdict says so."""
+    from attnphase.validation.general_report import table_lines
+    from attnphase.validation.rank_theory import RankTheory
+
+    case = GENERAL_CASES[3]
+    runs = _rank_runs(case, 2.0)
+    mean = {o: float(np.mean([getattr(r, "m_norm") if o == "m_norm" else abs(r.theta) if o == "abs_theta"
+                              else r.eps_g for r in runs if r.init == "semantic"])) for o in ("abs_theta", "m_norm", "eps_g")}
+
+    def pt(branch, label, **obs):
+        return {"alpha": 2.0, "requested": branch, "converged": True, "residual": 1e-9, "branch_reached": label,
+                "exists": label == branch, "q": 0.4, "e_t": 3e-3, **obs}
+
+    mixed = pt("mixed", "mixed", **mean)
+    sem = pt("semantic", "semantic", abs_theta=10 * mean["abs_theta"] + 1, m_norm=0.0, eps_g=mean["eps_g"])
+    pos = pt("positional", "positional", abs_theta=0.0, m_norm=mean["m_norm"], eps_g=mean["eps_g"])
+    theory = RankTheory({(2.0, "semantic"): sem, (2.0, "positional"): pos, (2.0, "mixed"): mixed}, 2e-3, "sobol8", 0.0)
+    rows = {r["init"]: r for r in case_rows(case, runs, theory, (math.nan, "none"))}
+    s = rows["semantic"]
+    assert s["theory"] is sem and s["agrees"]["abs_theta"] is False and s["status"] == "disagrees"
+    assert s["mixed_agrees"] == {"abs_theta": True, "m_norm": True, "eps_g": True}
+    line = next(x for x in table_lines({"cases": [{"key": "d", "theory": theory.to_dict(), "rows": [s]}]})[2:])
+    assert "disagrees (abs_theta); GD at the mixed point (agrees with it)" in line and "| semantic |" in line
+    off = RankTheory({**theory.points, (2.0, "mixed"): dict(mixed, branch_reached="positional", exists=False)},
+                     2e-3, "sobol8", 0.0)
+    assert set(case_rows(case, runs, off, (math.nan, ""))[0]["mixed_agrees"].values()) == {None}
+    # which rows get a finite-size trend: a disagreement with either point
+    from attnphase.validation.general_suite import disagrees
+
+    both = RankTheory({**theory.points, (2.0, "semantic"): dict(sem, abs_theta=mean["abs_theta"])}, 2e-3, "sobol8", 0.0)
+    ok = {r["init"]: r for r in case_rows(case, runs, both, (math.nan, ""))}["semantic"]
+    assert ok["status"] == "agrees" and all(ok["mixed_agrees"].values()) and not disagrees(ok)
+    far = RankTheory({**both.points, (2.0, "mixed"): dict(mixed, abs_theta=10 * mean["abs_theta"] + 1)},
+                     2e-3, "sobol8", 0.0)
+    bad = {r["init"]: r for r in case_rows(case, runs, far, (math.nan, ""))}["semantic"]
+    assert bad["status"] == "agrees" and bad["mixed_agrees"]["abs_theta"] is False and disagrees(bad)
+    from attnphase.validation.general_suite import finite_size_trend
+
+    class Bar:
+        total, n = 0, 0
+
+        def update(self, k):
+            self.n += k
+
+    plan = replace(general_plan(quick=True, d=12, seeds=2, cases=(case,)), n_test=50, device="cpu", trend_ds=(6,))
+    trend = finite_size_trend(plan, case, bad, runs, Bar())
+    assert [p["d"] for p in trend] == [6, 12]
+    assert trend[-1]["m_norm_mean"] == pytest.approx(bad["m_norm_mean"])  # the mixed comparison's |m| too
+    assert trend[-1]["abs_theta_mean"] == pytest.approx(bad["abs_theta_mean"])

@@ -183,6 +183,11 @@ class ModelParams:
         return bool(np.any(C - np.diag(np.diag(C)) != 0))
 
     @property
+    def sigma_value(self) -> float | list[float]:
+        """sigma as records and titles show it: one number when every token has the same, else the list."""
+        return self.sigma[0] if len(set(self.sigma)) == 1 else list(self.sigma)
+
+    @property
     def sigma2(self) -> np.ndarray:
         """Per-token variances sigma_l^2, shape (L,)."""
         return np.square(np.array(self.sigma))

@@ -170,6 +170,8 @@ def run_validate(args: argparse.Namespace) -> int:
     """``attnphase validate``: runs the grid, writes the report; returns 0 (1 if a run did not converge)."""
     if getattr(args, "suite", "default") == "general":
         return run_validate_general(args)
+    if getattr(args, "cases", None) is not None:
+        raise ValueError("--cases: only with --suite general (it names the general suite's cases)")
     params = opt.params_from_args(args, omega=opt.single_omega(args, "validate"))
     out_dir = outputs.out_dir_from_args(args)
     if args.d is not None:
@@ -221,6 +223,9 @@ def run_validate_general(args: argparse.Namespace) -> int:
     if given:
         raise ValueError(f"{given[0]}: --suite general runs its own models (docs/validation.md); drop the model "
                          f"options or use --suite default")
+    from attnphase.validation.general_suite import general_plan, run_general_validation, select_cases
+
+    cases = select_cases(getattr(args, "cases", None))
     out_dir = outputs.out_dir_from_args(args)
     if args.d is not None:
         _check_dimension(args.d)
@@ -234,9 +239,8 @@ def run_validate_general(args: argparse.Namespace) -> int:
 
     from attnphase.execution import ResultStore
     from attnphase.numerics.cli import TASKS_FOLDER
-    from attnphase.validation.general_suite import general_plan, run_general_validation
-
-    plan = general_plan(quick=args.quick, d=args.d, seeds=args.seeds, device=args.device, dtype=args.dtype)
+    plan = general_plan(quick=args.quick, d=args.d, seeds=args.seeds, device=args.device, dtype=args.dtype,
+                        cases=cases)
     for case in plan.cases:
         need = max(case.params.L, case.params.r, case.params.r_star)
         if plan.d < need:

@@ -6,9 +6,11 @@ Output in ``out_dir``:
 * ``general_suite.png`` -- one column per case: the theory's semantic |theta| and positional |m|
   (top) and both branches' eps_g (bottom) against alpha, each branch drawn only where it exists with
   its end marked by a tick up from the x axis, alpha_c (or the landmark used instead) dotted, and the gradient-descent means
-  +- std from each start;
+  +- std from each start; for a rank-r case the converged rank-r fixed points at its alphas (semantic,
+  positional, mixed: stars, the mixed point's |theta| and |m| both) and GD's |theta| and |m| from each start;
 * ``report.md`` -- per case the model, the landmark, and one table row per (alpha, start) with the
-  simulated mean +- std, the theory's fixed point reached from the same start and the verdict;
+  simulated mean +- std, the theory's fixed point reached from the same start and the verdict; for the
+  rank-r cases a second table against the mixed fixed point;
 * ``summary.json``.
 """
 
@@ -25,6 +27,8 @@ from .plots import mark_end
 from .report import _jsonable
 
 _STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1")}
+#: Rank-r theory points: (marker, colour) per branch.
+_RANK_STYLE = {"semantic": ("*", "C0"), "positional": ("*", "C1"), "mixed": ("P", "C2")}
 
 
 def _f(x: Any, fmt: str = ".4g") -> str:
@@ -61,6 +65,30 @@ def _theory_lines(ax: Any, theory: dict[str, Any], obs_by_branch: dict[str, str]
             mark_end(ax, at, color, label=f"{branch} branch ends")
 
 
+def _rank_theory_points(top: Any, bottom: Any, theory: dict[str, Any]) -> None:
+    """The rank-r fixed points of a case: converged ones as points (semantic |theta|, positional |m|, mixed
+    both; every branch's eps_g below), a solve that did not converge as 'nc' at its alpha (no number)."""
+    for branch, (marker, color) in _RANK_STYLE.items():
+        pts = sorted((p for p in theory["points"] if p["requested"] == branch), key=lambda p: p["alpha"])
+        ok = [p for p in pts if p["converged"]]
+        shown = {"semantic": ("abs_theta",), "positional": ("m_norm",), "mixed": ("abs_theta", "m_norm")}[branch]
+        for k, obs in enumerate(shown):
+            top.plot([p["alpha"] for p in ok], [p[obs] for p in ok], marker if k == 0 else "X", color=color, ms=9,
+                     ls="none", label=f"SE {branch} ({'|theta|' if obs == 'abs_theta' else '|m|'})" if ok else None)
+        bottom.plot([p["alpha"] for p in ok], [p["eps_g"] for p in ok], marker, color=color, ms=9, ls="none",
+                    label=f"SE {branch}" if ok else None)
+        for p in pts:
+            if not p["converged"]:
+                for ax in (top, bottom):
+                    ax.annotate(f"{branch[:3]} nc", (p["alpha"], 0.02), xycoords=("data", "axes fraction"),
+                                color=color, fontsize=6, rotation=90, ha="center")
+    bottom.axhline(theory["eps_lin"], color="C4", lw=1, label="eps_lin")
+
+
+def _is_rank(theory: dict[str, Any] | None) -> bool:
+    return theory is not None and theory.get("kind") == "rank"
+
+
 def plot_general(summary: dict[str, Any], path: Path) -> None:
     """``general_suite.png`` (module docstring)."""
     plt = _plt()
@@ -69,7 +97,9 @@ def plot_general(summary: dict[str, Any], path: Path) -> None:
     for j, case in enumerate(cases):
         top, bottom = axes[0, j], axes[1, j]
         th = case["theory"]
-        if th is not None:
+        if _is_rank(th):
+            _rank_theory_points(top, bottom, th)
+        elif th is not None:
             _theory_lines(top, th, {"semantic": "theta", "positional": "m_norm"})
             _theory_lines(bottom, th, {"semantic": "eps_g", "positional": "eps_g"})
             bottom.axhline(th["eps_lin"], color="C4", lw=1, label="eps_lin")
@@ -80,20 +110,21 @@ def plot_general(summary: dict[str, Any], path: Path) -> None:
                 ax.axvline(case["landmark"], color="grey", ls=":", lw=1)
         for init, (marker, color) in _STYLE.items():
             rows = sorted((r for r in case["rows"] if r["init"] == init), key=lambda r: r["alpha"])
-            obs = "abs_theta" if init == "semantic" else "m_norm"
-            top.errorbar([r["alpha"] for r in rows], [r[f"{obs}_mean"] for r in rows],
-                         yerr=[r[f"{obs}_std"] for r in rows], fmt=marker, color=color, mfc="none", capsize=2,
-                         label=f"GD, {init} start ({'|theta|' if init == 'semantic' else '|m|'})")
+            for obs in ("abs_theta", "m_norm") if _is_rank(th) else ("abs_theta" if init == "semantic" else "m_norm",):
+                top.errorbar([r["alpha"] for r in rows], [r[f"{obs}_mean"] for r in rows],
+                             yerr=[r[f"{obs}_std"] for r in rows], fmt="o" if obs == "abs_theta" else "s", color=color,
+                             mfc="none", capsize=2,
+                             label=f"GD, {init} start ({'|theta|' if obs == 'abs_theta' else '|m|'})")
             bottom.errorbar([r["alpha"] for r in rows], [r["eps_g_mean"] for r in rows],
                             yerr=[r["eps_g_std"] for r in rows], fmt=marker, color=color, mfc="none", capsize=2,
                             label=f"GD, {init} start")
         top.set_title(f"({case['key']}) {case['title']}", fontsize=8)
-        top.set_ylabel("|theta| (semantic), |m| (positional)", fontsize=8)
+        top.set_ylabel("|theta| (o), |m| (s)" if _is_rank(th) else "|theta| (semantic), |m| (positional)", fontsize=8)
         bottom.set_ylabel("eps_g", fontsize=8)
         for ax in (top, bottom):
             ax.set_xlabel("alpha")
             ax.tick_params(labelsize=7)
-        if j == 0:
+        if j == 0 or (_is_rank(th) and not _is_rank(cases[j - 1]["theory"])):
             top.legend(fontsize=6)
             bottom.legend(fontsize=6)
     fig.suptitle(f"general model: GD at d = {summary['plan']['d']} vs theory (global prox); dotted: alpha_c, or "
@@ -119,8 +150,10 @@ def table_lines(summary: dict[str, Any]) -> list[str]:
             verdict = r["status"]
             if r["status"] == "disagrees":
                 verdict += " (" + ", ".join(o for o, ok in r["agrees"].items() if ok is False) + ")"
+            if r.get("mixed_agrees") and all(r["mixed_agrees"].values()):
+                verdict += "; GD at the mixed point (agrees with it)"
             if th and not th["converged"]:
-                reached = "not converged"
+                reached = "not converged" + (f" (residual {th['residual']:.2g})" if th.get("residual") is not None else "")
                 th = {}
             elif th:
                 reached = th["branch_reached"] + ("" if th.get("exists", True) else f" (past the {r['init']} branch end)")
@@ -129,6 +162,37 @@ def table_lines(summary: dict[str, Any]) -> list[str]:
             lines.append(f"| ({case['key']}) | {r['alpha']} | {r['side'] or '--'} | {r['init']} | {r['n_runs']} "
                          f"({r['n_converged']}) | {name} {_pm(r, obs)} | {_f(th.get(obs))} | {_pm(r, 'eps_g')} | "
                          f"{_f(th.get('eps_g'))} | {reached} | {verdict} |")
+    return lines
+
+
+def _reached(th: dict[str, Any] | None) -> str:
+    if not th:
+        return "--"
+    if not th["converged"]:
+        return f"not converged (residual {th['residual']:.2g})"
+    return th["branch_reached"]
+
+
+def mixed_table_lines(summary: dict[str, Any]) -> list[str]:
+    """One row per (rank-r case, alpha, start): GD's |theta|, |m|, eps_g against the rank-r mixed fixed point."""
+    lines = ["| case | alpha | start | GD abs(theta) | GD abs(m) | GD eps_g | mixed abs(theta) | mixed abs(m) | "
+             "mixed eps_g | mixed solve reached | GD vs mixed |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for case in summary["cases"]:
+        if not _is_rank(case["theory"]):
+            continue
+        for r in sorted(case["rows"], key=lambda r: (r["alpha"], r["init"])):
+            mx = r.get("mixed") or {}
+            ok = r.get("mixed_agrees") or {}
+            if any(v is None for v in ok.values()) or not ok:
+                verdict = "no mixed point"
+            elif all(ok.values()):
+                verdict = "agrees"
+            else:
+                verdict = "disagrees (" + ", ".join(o for o, v in ok.items() if v is False) + ")"
+            vals = mx if mx.get("converged") else {}
+            lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {_pm(r, 'abs_theta')} | {_pm(r, 'm_norm')} | "
+                         f"{_pm(r, 'eps_g')} | {_f(vals.get('abs_theta'))} | {_f(vals.get('m_norm'))} | "
+                         f"{_f(vals.get('eps_g'))} | {_reached(mx)} | {verdict} |")
     return lines
 
 
@@ -146,10 +210,13 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
         f"All runs converged: {summary['all_converged']}.",
         "",
         f"Each case is run from the semantic and the positional start at a grid alpha at or below "
-        f"0.85 alpha_c and one at or above 1.2 alpha_c (alpha_c from the state evolution, global proximal map). "
+        f"0.85 alpha_c and one at or above 1.2 alpha_c (alpha_c from the state evolution, global proximal map; "
+        f"the rank-r cases at their own alphas, see below). "
         f"Agreement rule: |mean - theory| <= 2 std/sqrt(n_runs) + {REL_TOL:.0%} |theory|, for the start's overlap "
         f"(semantic: abs(theta) = |Q^T Q*|_F/d; positional: abs(m) = (sum_l |m_l|^2)^(1/2)) and eps_g, against the "
-        f"fixed point the state evolution reaches from the same start (its label in 'theory reached').",
+        f"fixed point the state evolution reaches from the same start (its label in 'theory reached'; rank-r "
+        f"cases: the rank-r solve on the start's branch, its invariants). A solve that did not converge is no "
+        f"theory point: 'not converged' with its residual where known, no number.",
         "",
         "## Cases",
         "",
@@ -159,9 +226,14 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
         lines.append(f"* ({case['key']}) {case['title']}: L = {p['L']}, sigma = {p['sigma']}, A = {p['A']}, "
                      f"P = {p['P']}, omega = {p['omega']}, r = {p['r']}, r* = {p['r_star']}.")
         th = case["theory"]
+        if _is_rank(th):
+            lines.append(f"  Theory: the rank-r state evolution (`solve --rank {p['r']} --teacher-rank {p['r_star']}`, "
+                         f"global prox, {th['quadrature']}), at each alpha the semantic, positional and mixed fixed "
+                         f"points; eps_lin = {_f(th['eps_lin'], '.5g')}. GD at alpha = "
+                         f"{', '.join(str(a) for a in case['alphas'])}: {case.get('alphas_note') or 'its own'}.")
+            continue
         if th is None:
-            lines.append(f"  Theory pending (the suite compares with the rank-1 state evolution only); GD at alpha = "
-                         f"{', '.join(str(a) for a in case['alphas'])}.")
+            lines.append(f"  No theory; GD at alpha = {', '.join(str(a) for a in case['alphas'])}.")
             continue
         sem_end = th["curves"].get("semantic/global", {}).get("end")
         pos_end = th["curves"].get("positional/global", {}).get("end")
@@ -172,6 +244,13 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
                      + (f". Notes: {'; '.join(th['notes'].get('global', ()))}" if th["notes"].get("global") else "")
                      + ".")
     lines += ["", "## Gradient descent against the theory", ""] + table_lines(summary)
+    mixed = mixed_table_lines(summary)
+    if len(mixed) > 2:
+        lines += ["", "## Rank r >= 2: gradient descent against the mixed fixed point", "",
+                  "A rank-2 student can hold a positional and a semantic direction at once. Beside the fixed point of "
+                  "the start's branch (table above), each rank-r row is compared, by the same rule, on abs(theta), "
+                  "abs(m) and eps_g with the rank-r state evolution's mixed fixed point at its alpha ('no mixed "
+                  "point': that solve did not converge onto a mixed point).", ""] + mixed
     trends = [(case, r) for case in summary["cases"] for r in case["rows"] if r.get("trend")]
     if trends:
         lines += ["", "## Finite-size trend where GD and the theory disagree", "",
@@ -180,13 +259,17 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
                       f"d = {p['d']}" for p in trends[0][1]["trend"]) + " |",
                   "|---|---|---|---|---|" + "---|" * len(trends[0][1]["trend"])]
         for case, r in trends:
-            for obs in r["agrees"]:
-                th = (r["theory"] or {}).get(obs)
+            against = [(obs, "", (r["theory"] or {}).get(obs)) for obs in r["agrees"] if r["status"] == "disagrees"]
+            against += [(obs, " (mixed point)", r["mixed"][obs]) for obs, ok in (r.get("mixed_agrees") or {}).items()
+                        if ok is False]
+            for obs, what, th in against:
                 cells = " | ".join(f"{_f(p[f'{obs}_mean'])} ± {_f(p[f'{obs}_std'], '.2g')}" for p in r["trend"])
-                lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {obs} | {_f(th)} | {cells} |")
+                lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {obs}{what} | {_f(th)} | {cells} |")
     lines += ["", "## Figure", "",
               "* `general_suite.png`: per case, theory branches (only where they exist; a tick up from the x axis where one ends) and GD "
-              "means ± std; dotted: the alpha the runs straddle.", ""]
+              "means ± std; dotted: the alpha the runs straddle. Rank-r cases: the rank-r fixed points as stars (semantic "
+              "|theta|, positional |m|) and crosses (mixed: |theta| and |m|), 'nc' where a solve did not converge, GD's "
+              "|theta| (circles) and |m| (squares) from each start.", ""]
     return "\n".join(lines)
 
 

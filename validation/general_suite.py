@@ -11,12 +11,18 @@ The alphas come from the theory: the suite first computes ``phase_boundaries`` (
 map) over a grid for every case whose theory exists, then takes the largest grid alpha at or below
 ``BELOW * alpha_c`` and the smallest at or above ``ABOVE * alpha_c``. Where the model has no
 ``alpha_c`` (the branches never coexist on the grid) the semantic branch's end takes its place and
-the report says so. A case whose ranks the state evolution does not implement yet
-(:func:`theory_available`) runs at its stated ``alphas`` and is reported as *theory pending*.
+the report says so.
+
+A case with r >= 2 or r* >= 2 (:func:`is_rank_case`) is compared with the rank-r state evolution
+(:mod:`attnphase.validation.rank_theory`): at each of its stated ``alphas`` (``alphas_note`` says why
+those), the fixed point ``solve_rank`` reaches from the start's branch (semantic start -> semantic
+branch, positional -> positional), by the same rotation invariants and rule, and beside it the mixed
+fixed point (one positional, one semantic direction), which the row's runs are also checked against
+(``mixed_agrees``): a rank-2 student's gradient descent may land there from either start.  A solve that
+did not converge is no theory point (its residual is reported).
 
 Extending the suite: add a :class:`SuiteCase` to :data:`GENERAL_CASES` (a key, a title, the model,
-and ``alphas`` for a case without theory). When the numerics gain a model (rank r >= 2), widen
-:func:`theory_available`; nothing else changes.
+and ``alphas`` for a case without alpha_c: a rank-r case, or a fallback).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from attnphase.theory.params import ModelParams
 from .agreement import within_rule
 from .branch_segments import exists_at
 from .experiments import SimResult, SimSpec, run_simulation
+from .rank_theory import RANK_THEORY_BRANCHES, RankTheory, RankTheoryJob, rank_config, rank_eps_lin, rank_theory_task
 from .reference import TheoryAtOmega, TheorySettings
 
 #: Simplex Gram of L = 3 positional encodings (unit norms, equal angles; the L = 3 analogue of the paper's P).
@@ -59,13 +66,15 @@ class SuiteCase:
         key: short name (``"a"``), used in file names and tables.
         title: what the case varies, for the report.
         params: the model (omega included).
-        alphas: the alphas of a case without theory (ignored where the theory gives alpha_c).
+        alphas: the alphas of a rank-r case, and the fallback of a rank-1 case without alpha_c or semantic end.
+        alphas_note: why a rank-r case runs at ``alphas`` (the report prints it).
     """
 
     key: str
     title: str
     params: ModelParams
     alphas: tuple[float, ...] = ()
+    alphas_note: str = ""
 
 
 GENERAL_CASES: tuple[SuiteCase, ...] = (
@@ -74,15 +83,17 @@ GENERAL_CASES: tuple[SuiteCase, ...] = (
     SuiteCase("b", "unequal sigma = (0.4, 0.6)", ModelParams(sigma=(0.4, 0.6), omega=0.3), alphas=(0.5, 2.0)),
     SuiteCase("c", "A = [[0.3, 0.7], [0.8, 0.2]], omega = 0.14", ModelParams(A=((0.3, 0.7), (0.8, 0.2)), omega=0.14),
               alphas=(0.5, 2.0)),
-    SuiteCase("d", "rank r = 2 student, rank-1 teacher", ModelParams(r=2, omega=0.3), alphas=(0.5, 2.0)),
-    SuiteCase("e", "r = r* = 2", ModelParams(r=2, r_star=2, omega=0.3), alphas=(0.5, 2.0)),
+    SuiteCase("d", "rank r = 2 student, rank-1 teacher", ModelParams(r=2, omega=0.3), alphas=(0.5, 2.0),
+              alphas_note="the suite's own: the rank-2 phase diagram has no alpha_c in [0.25, 3] at omega = 0.3 "
+              "(the mixed point is lowest wherever all branches converged, docs/general.md)"),
+    SuiteCase("e", "r = r* = 2", ModelParams(r=2, r_star=2, omega=0.3), alphas=(0.5, 2.0),
+              alphas_note="the suite's own: no rank-2 x 2 phase diagram is computed (docs/general.md)"),
 )
 
 
-def theory_available(params: ModelParams) -> bool:
-    """Whether the suite has a theory job for this model: today the rank-1 state evolution (r = r* = 1;
-    the rank-r solver, ``numerics.rank_se.solve_rank``, is not wired into the suite yet)."""
-    return params.r == 1 and params.r_star == 1
+def is_rank_case(params: ModelParams) -> bool:
+    """A student or teacher rank above 1: the theory is the rank-r state evolution (rank_theory.py)."""
+    return params.r > 1 or params.r_star > 1
 
 
 @dataclass(frozen=True)
@@ -99,6 +110,9 @@ class GeneralPlan:
         theory: accuracy of the numerics calls; theory_workers: processes computing it.
         trend_ds: smaller dimensions at which a (case, alpha, start) that disagrees with the theory is run
             again (same seeds): the finite-size trend of the gap.
+        rank_quadrature: the Sobol rule of the rank-r solves; their other settings are the solver's defaults,
+            those of ``attnphase solve --rank`` (tol 1e-10: at tol 1e-8 the mixed solve of case (d) at
+            alpha = 2 stalled at residual 0.04 on sobol11 and sobol12, measured; at 1e-10 it converges).
     """
 
     quick: bool
@@ -112,6 +126,7 @@ class GeneralPlan:
     theory: TheorySettings = field(default_factory=TheorySettings)
     theory_workers: int = 2
     trend_ds: tuple[int, ...] = ()
+    rank_quadrature: str = "sobol12"
 
     def spec(self, case: SuiteCase, alpha: float, init: str, seed: int, d: int | None = None) -> SimSpec:
         return SimSpec(d=d or self.d, alpha=alpha, init=init, seed=seed, params=case.params, n_test=self.n_test,
@@ -120,20 +135,33 @@ class GeneralPlan:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["cases"] = [{"key": c.key, "title": c.title, "params": c.params.to_dict(), "alphas": list(c.alphas),
-                         "theory": theory_available(c.params)} for c in self.cases]
+                         "theory": "rank-r" if is_rank_case(c.params) else "rank-1"} for c in self.cases]
         return out
 
 
+def select_cases(keys: str | None) -> tuple[SuiteCase, ...]:
+    """The cases named in ``keys`` (comma-separated, e.g. ``"d,e"``; all where None), in the suite's order;
+    ValueError naming ``--cases`` for an unknown key."""
+    if keys is None:
+        return GENERAL_CASES
+    wanted = [k.strip().strip("()") for k in keys.split(",") if k.strip()]
+    known = [c.key for c in GENERAL_CASES]
+    bad = [k for k in wanted if k not in known]
+    if bad or not wanted:
+        raise ValueError(f"--cases must be a comma-separated list of {', '.join(known)}, got {keys!r}")
+    return tuple(c for c in GENERAL_CASES if c.key in wanted)
+
+
 def general_plan(quick: bool = False, d: int | None = None, seeds: int | None = None, device: str = "auto",
-                 dtype: str = "float64") -> GeneralPlan:
+                 dtype: str = "float64", cases: tuple[SuiteCase, ...] = GENERAL_CASES) -> GeneralPlan:
     """The suite's plan: quick (d = 200, 3 seeds, coarse theory; minutes on 2 cores) or full (d = 1000, 4 seeds)."""
     if quick:
         d = d or 200
-        return GeneralPlan(quick=True, d=d, seeds=tuple(range(seeds or 3)), n_test=4000, device=device,
+        return GeneralPlan(quick=True, d=d, seeds=tuple(range(seeds or 3)), cases=cases, n_test=4000, device=device,
                            dtype=dtype, theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2),
                            trend_ds=tuple(x for x in (d // 4, d // 2) if x >= 10))
     d = d or 1000
-    return GeneralPlan(quick=False, d=d, seeds=tuple(range(seeds or 4)),
+    return GeneralPlan(quick=False, d=d, seeds=tuple(range(seeds or 4)), cases=cases,
                        grid=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0), device=device, dtype=dtype,
                        theory=TheorySettings(xtol=1e-3), trend_ds=tuple(x for x in (d // 4, d // 2) if x >= 10))
 
@@ -170,12 +198,15 @@ def _value(r: SimResult, obs: str) -> float:
     return float(getattr(r, obs))
 
 
-def theory_point(theory: TheoryAtOmega | None, init: str, alpha: float) -> dict[str, Any] | None:
+def theory_point(theory: TheoryAtOmega | RankTheory | None, init: str, alpha: float) -> dict[str, Any] | None:
     """The theory's fixed point reached from ``init``'s start at ``alpha`` (global prox), or None.
 
     ``exists``: it is the start's branch (converged, its family, on the branch's side of its end); a point
     past the end (e.g. a noise-level theta below the semantic end) is still the fixed point the state
-    evolution reaches from that start, and is compared as such (the report says which it is)."""
+    evolution reaches from that start, and is compared as such (the report says which it is).  For a
+    rank-r theory: the ``solve_rank`` point on the start's branch (:func:`attnphase.validation.rank_theory.rank_point`)."""
+    if isinstance(theory, RankTheory):
+        return theory.point(alpha, init)
     if theory is None or (init, "global") not in theory.curves:
         return None
     curve = theory.curve(init, "global")
@@ -188,9 +219,24 @@ def theory_point(theory: TheoryAtOmega | None, init: str, alpha: float) -> dict[
     return None
 
 
-def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega | None,
+#: The observables a rank-r row is compared on against the mixed fixed point (both overlaps and eps_g).
+MIXED_COMPARED = ("abs_theta", "m_norm", "eps_g")
+
+
+def _compare(row: dict[str, Any], th: dict[str, Any] | None, observables: tuple[str, ...]) -> dict[str, bool | None]:
+    """The agreement rule per observable against the theory point ``th`` (None: no converged point)."""
+    out: dict[str, bool | None] = {}
+    for obs in observables:
+        ok = th is not None and th["converged"] and th.get(obs) is not None and math.isfinite(th[obs])
+        out[obs] = within_rule(row[f"{obs}_mean"], row[f"{obs}_std"], row["n_runs"], th[obs]) if ok else None
+    return out
+
+
+def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega | RankTheory | None,
               mark: tuple[float, str]) -> list[dict[str, Any]]:
-    """Mean and std over seeds per (alpha, init), the theory beside them and the verdict per compared observable."""
+    """Mean and std over seeds per (alpha, init), the theory beside them and the verdict per compared observable;
+    for a rank-r theory also the mixed fixed point (``mixed``) and the rule against it (``mixed_agrees`` on
+    :data:`MIXED_COMPARED`, None where the mixed solve did not converge onto a mixed point)."""
     groups: dict[tuple[float, str], list[SimResult]] = {}
     for r in results:
         groups.setdefault((r.alpha, r.init), []).append(r)
@@ -203,12 +249,13 @@ def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega |
         for obs in OBSERVABLES:
             v = np.array([_value(r, obs) for r in rs], dtype=float)
             row[f"{obs}_mean"], row[f"{obs}_std"] = float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
-        th = row["theory"]
-        row["agrees"] = {}
-        for obs in COMPARED[init]:
-            ok = th is not None and th["converged"] and th.get(obs) is not None and math.isfinite(th[obs])
-            row["agrees"][obs] = within_rule(row[f"{obs}_mean"], row[f"{obs}_std"], len(rs), th[obs]) if ok else None
-        row["status"] = ("theory pending" if theory is None else
+        row["agrees"] = _compare(row, row["theory"], COMPARED[init])
+        if isinstance(theory, RankTheory):
+            mixed = theory.point(alpha, "mixed")
+            row["mixed"] = mixed
+            row["mixed_agrees"] = _compare(row, mixed if mixed is not None and mixed["exists"] else None,
+                                           MIXED_COMPARED)
+        row["status"] = ("no theory" if theory is None else
                          "no theory point" if any(v is None for v in row["agrees"].values()) else
                          "agrees" if all(row["agrees"].values()) else "disagrees")
         rows.append(row)
@@ -233,12 +280,16 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
 
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
-    with_theory = [c for c in plan.cases if theory_available(c.params)]
-    pending = [c for c in plan.cases if not theory_available(c.params)]
+    with_theory = [c for c in plan.cases if not is_rank_case(c.params)]
+    ranked = [c for c in plan.cases if is_rank_case(c.params)]
     jobs = [(c.params, plan.grid, ("global",), (), plan.theory) for c in with_theory]
+    rcfg = rank_config(plan.rank_quadrature)
+    rank_jobs = [(c.key, RankTheoryJob(c.params, float(a), b, rcfg)) for c in ranked for a in c.alphas
+                 for b in RANK_THEORY_BRANCHES]
     n_sims = len(plan.cases) * 2 * len(INITS) * len(plan.seeds)
     results: dict[str, list[SimResult]] = {}
-    # the theory: one task per case on the execution layer (kept in OUT/tasks: a rerun reuses it)
+    # the theory on the execution layer (kept in OUT/tasks: a rerun reuses it): one task per rank-1 case,
+    # one per (alpha, branch) of a rank-r case
     from attnphase.execution import ExecutorSpec, ResultStore, run_tasks
     from attnphase.execution.progress import TaskBar
 
@@ -246,20 +297,27 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
 
     version = validation_version()
     store = store if store is not None else ResultStore(out_dir / "tasks")
-    cached = sum(store.load(theory_task(j, version).key) is not None for j in jobs)
+    tasks = [theory_task(j, version) for j in jobs] + [rank_theory_task(j, version) for _, j in rank_jobs]
+    cached = sum(store.load(t.key) is not None for t in tasks)
     with TaskBar("general-suite theory", unit="task", quiet=not progress) as tbar:
-        outs = run_tasks([theory_task(j, version) for j in jobs], executor=ExecutorSpec(workers=plan.theory_workers),
-                         store=store, version=version, progress=tbar)
+        outs = run_tasks(tasks, executor=ExecutorSpec(workers=plan.theory_workers), store=store, version=version,
+                         progress=tbar)
     failed = [o for o in outs if not o.ok]
     if failed:
         raise RuntimeError(f"general-suite theory: {len(failed)} task(s) failed: {failed[0].reason}")
-    theories = {c.key: o.value for c, o in zip(with_theory, outs)}
+    theories: dict[str, Any] = {c.key: o.value for c, o in zip(with_theory, outs)}
+    rank_outs = outs[len(jobs):]
+    for c in ranked:
+        points = {(j.alpha, j.branch): o.value for (key, j), o in zip(rank_jobs, rank_outs) if key == c.key}
+        theories[c.key] = RankTheory(points, rank_eps_lin(c.params, rcfg), rcfg.quadrature,
+                                     sum(p["seconds"] for p in points.values()))
     with tqdm(total=n_sims, desc="simulations", disable=not progress, file=sys.stderr) as bar:
         sim_t0 = time.perf_counter()
-        for c in pending:
+        marks: dict[str, tuple[float, str]] = {}
+        alphas: dict[str, tuple[float, ...]] = {}
+        for c in ranked:
+            marks[c.key], alphas[c.key] = (math.nan, "none (rank-r: the case's own alphas)"), c.alphas
             results[c.key] = _run_specs([plan.spec(c, a, i, s) for a in c.alphas for i in INITS for s in plan.seeds], bar)
-        marks: dict[str, tuple[float, str]] = {c.key: (math.nan, "theory pending") for c in pending}
-        alphas: dict[str, tuple[float, ...]] = {c.key: c.alphas for c in pending}
         for c in with_theory:
             marks[c.key] = landmark(theories[c.key])
             alphas[c.key] = alphas_around(plan.grid, marks[c.key][0], c.alphas)
@@ -269,10 +327,11 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
         for c in plan.cases:
             th = theories.get(c.key)
             rows = case_rows(c, results[c.key], th, marks[c.key])
-            for row in (r for r in rows if r["status"] == "disagrees" and plan.trend_ds):
+            for row in (r for r in rows if disagrees(r) and plan.trend_ds):
                 row["trend"] = finite_size_trend(plan, c, row, results[c.key], bar)
             cases.append({
-                "key": c.key, "title": c.title, "params": c.params.to_dict(), "theory_available": th is not None,
+                "key": c.key, "title": c.title, "params": c.params.to_dict(), "alphas_note": c.alphas_note,
+                "theory_kind": "rank-r" if is_rank_case(c.params) else "rank-1",
                 "landmark": marks[c.key][0], "landmark_kind": marks[c.key][1], "alphas": list(alphas[c.key]),
                 "theory": th.to_dict() if th is not None else None, "rows": rows,
             })
@@ -288,17 +347,23 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
     }
 
 
+def disagrees(row: dict[str, Any]) -> bool:
+    """The row disagrees with the point of its start's branch, or (rank r) with the mixed point."""
+    return row["status"] == "disagrees" or False in (row.get("mixed_agrees") or {}).values()
+
+
 def finite_size_trend(plan: GeneralPlan, case: SuiteCase, row: dict[str, Any], runs: list[SimResult],
                       bar: Any) -> list[dict[str, Any]]:
-    """The compared observables of a disagreeing row at ``plan.trend_ds`` and at ``plan.d`` (same seeds, same
-    alpha and start): ``[{d, <obs>_mean, <obs>_std, n}]`` by increasing d -- does the gap close with d?"""
+    """The compared observables of a disagreeing row (:func:`disagrees`; with the mixed point's at rank r) at
+    ``plan.trend_ds`` and at ``plan.d`` (same seeds, same alpha and start): ``[{d, <obs>_mean, <obs>_std, n}]``
+    by increasing d -- does the gap close with d?"""
     bar.total = (bar.total or 0) + len(plan.trend_ds) * len(plan.seeds)
     out = []
     for d in (*plan.trend_ds, plan.d):
         rs = [r for r in runs if r.alpha == row["alpha"] and r.init == row["init"]] if d == plan.d else \
             _run_specs([plan.spec(case, row["alpha"], row["init"], s, d=d) for s in plan.seeds], bar)
         point: dict[str, Any] = {"d": d, "n": len(rs)}
-        for obs in COMPARED[row["init"]]:
+        for obs in dict.fromkeys(COMPARED[row["init"]] + (MIXED_COMPARED if "mixed_agrees" in row else ())):
             v = np.array([_value(r, obs) for r in rs], dtype=float)
             point[f"{obs}_mean"], point[f"{obs}_std"] = float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
         out.append(point)

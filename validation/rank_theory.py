@@ -1,0 +1,116 @@
+"""The rank-r theory of ``validate --suite general``: rank-r state-evolution fixed points as tasks.
+
+For a case with r >= 2 or r* >= 2 (docs/model.md section 7) the theory a gradient-descent run is
+compared with is the rank-r fixed point :func:`~attnphase.numerics.rank_se.solve_rank` reaches from the
+start's branch at the run's alpha -- what ``attnphase solve --rank R --teacher-rank R* --branch B``
+computes -- and, beside it, the *mixed* fixed point (one positional and one semantic direction), where a
+rank-2 student's gradient descent lands from either start (docs/validation.md).  One task per
+(model, alpha, branch) on the execution layer, kept in the suite's store.
+
+A fixed point is summarised by the rotation invariants the suite measures on gradient descent at
+r >= 2 (docs/model.md section 7):
+
+    abs_theta = |Q^T Q*|_F / d = (sum_a s_a(th0)^2)^(1/2),   m_norm = (sum_l |m_l|^2)^(1/2),
+    q = Tr q0,   eps_g,   e_t,
+
+and by its status: ``converged`` with its ``residual``, and ``branch_reached`` (the label of the point:
+semantic / positional / mixed / agnostic, :func:`~attnphase.numerics.rank_overlaps.branch_label`).  A
+point that did not converge carries no observables (``None``): it is no theory point.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from attnphase.execution import Task, task_key
+from attnphase.numerics.config import SolverConfig
+from attnphase.theory.params import ModelParams
+
+#: The rank-r branches the suite solves at each alpha: the two starts' own, and the mixed one.
+RANK_THEORY_BRANCHES = ("semantic", "positional", "mixed")
+#: The invariants a rank-r theory point carries (None where the solve did not converge).
+RANK_OBSERVABLES = ("abs_theta", "m_norm", "q", "eps_g", "e_t")
+
+
+@dataclass(frozen=True)
+class RankTheoryJob:
+    """One rank-r solve: ``solve_rank(params, alpha, branch, config=config)`` (embedded start)."""
+
+    params: ModelParams
+    alpha: float
+    branch: str
+    config: SolverConfig
+
+
+def rank_point(fp: Any, requested: str, seconds: float = math.nan) -> dict[str, Any]:
+    """The plain record of a :class:`~attnphase.numerics.rank_se.RankFixedPoint` (module docstring)."""
+    rec = fp.record()
+    out: dict[str, Any] = {"alpha": float(fp.alpha), "requested": requested, "converged": bool(fp.converged),
+                           "residual": float(fp.residual), "message": fp.message, "quadrature": fp.quadrature,
+                           "seconds": seconds, "branch_reached": rec["branch"] if fp.converged else None,
+                           "exists": bool(fp.converged and rec["branch"] == requested)}
+    if fp.converged:
+        out.update(abs_theta=math.sqrt(sum(s * s for s in rec["th0_singular_values"])),
+                   m_norm=math.sqrt(sum(x * x for x in rec["m_norms"])), q=float(sum(rec["q0_eigenvalues"])),
+                   eps_g=float(fp.eps_g), e_t=float(fp.e_t), th0_singular_values=list(rec["th0_singular_values"]),
+                   m_norms=list(rec["m_norms"]), directions=list(rec["directions"]))
+    else:
+        out.update({k: None for k in RANK_OBSERVABLES})
+    return out
+
+
+def rank_theory_job(job: RankTheoryJob) -> dict[str, Any]:
+    """The rank-r fixed point of ``job`` as :func:`rank_point` (the task's function)."""
+    from attnphase.numerics.rank_se import solve_rank
+
+    t0 = time.perf_counter()
+    fp = solve_rank(job.params, job.alpha, job.branch, config=job.config)
+    return rank_point(fp, job.branch, time.perf_counter() - t0)
+
+
+def rank_theory_task(job: RankTheoryJob, version: str) -> Task:
+    """The task of one rank-r solve, keyed by the model (ranks included), alpha, branch and the whole config."""
+    from attnphase.numerics.rank_starts import teacher_rank
+
+    p = job.params
+    identity = {"params": p.to_dict(), "r": p.r, "r_star": teacher_rank(p), "alpha": job.alpha,
+                "branch": job.branch, "config": job.config.as_dict()}
+    return Task(task_key(rank_theory_job, identity, version),
+                f"rank {p.r}x{teacher_rank(p)} alpha={job.alpha:g} {job.branch}", rank_theory_job, job)
+
+
+def rank_config(quadrature: str, tol: float | None = None) -> SolverConfig:
+    """The SolverConfig of the suite's rank-r solves: global prox, the Sobol rule ``quadrature``, ``tol``
+    (the solver's default where None); every other setting the solver's default."""
+    cfg = SolverConfig(prox="global", quadrature=quadrature)
+    return cfg if tol is None else cfg.replace(tol=tol)
+
+
+@dataclass(frozen=True)
+class RankTheory:
+    """The rank-r theory of one case: ``points[(alpha, branch)]`` (:func:`rank_point`), eps_lin, seconds."""
+
+    points: dict[tuple[float, str], dict[str, Any]]
+    eps_lin: float
+    quadrature: str
+    seconds: float
+
+    def point(self, alpha: float, branch: str) -> dict[str, Any] | None:
+        for (a, b), rec in self.points.items():
+            if b == branch and abs(a - alpha) < 1e-9:
+                return rec
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "rank", "quadrature": self.quadrature, "eps_lin": self.eps_lin, "seconds": self.seconds,
+                "points": [dict(rec, requested=b) for (_, b), rec in sorted(self.points.items())]}
+
+
+def rank_eps_lin(params: ModelParams, config: SolverConfig) -> float:
+    """eps_lin of the rank-r* teacher (:func:`attnphase.numerics.rank_boundaries.rank_eps_lin`)."""
+    from attnphase.numerics.rank_boundaries import rank_eps_lin as eps
+
+    return eps(params, config)
