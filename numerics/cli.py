@@ -329,8 +329,8 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     workload.announce_work(f"phase diagram over {len(omegas)} omega x {len(alphas)} alpha values, both branches",
                            n_solves, params.L, cfg, quiet=args.quiet)
     if census:
-        print(f"attnphase: --census: a census at alpha_c at each of the {len(omegas)} omegas, one after the other "
-              f"(measured 29-59 s each on 2 cores)", file=sys.stderr, flush=True)
+        print(f"attnphase: --census: a census at alpha_c at each of the {len(omegas)} omegas, one task each "
+              f"(measured 29-59 s each on 2 cores; stored and resumed like the boundaries)", file=sys.stderr, flush=True)
 
     from attnphase.execution import ResultStore
     from attnphase.numerics.report import run_phase_diagram
@@ -348,36 +348,57 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
                                      error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
                                      command=command_line(), existing=out_dir)
             if census:
-                meta = meta | {"census": phase_diagram_census(params, meta["rows"], cfg, n_rules, stage)}
+                table, failed = phase_diagram_census(params, meta["rows"], cfg, n_rules, stage, executor=executor,
+                                                     store=store, fresh=args.fresh, quiet=args.quiet)
+                meta = meta | {"census": table}
+                code = max(int(code or 0), 1 if failed else 0)
     if args.json:
         print(json.dumps(outputs.json_value(meta | {"out": str(out_dir)})))
     return int(code or 0)
 
 
-def phase_diagram_census(params, rows: list[dict], cfg, n_rules: int, out) -> list[dict]:
+def phase_diagram_census(params, rows: list[dict], cfg, n_rules: int, out, *, executor=None, store=None,
+                         fresh: bool = False, quiet: bool = True) -> tuple[list[dict], int]:
     """``phase-diagram --census``: the census at each row's alpha_c
     (:func:`attnphase.numerics.census.census_check`; error bars from ``n_rules`` rules, the census's
-    default 4 when 0) into ``out``/census.csv, a line per omega printed; returns the rows.  Not a stored
-    task: computed again on every run."""
+    default 4 when 0), one task per omega with an alpha_c (:func:`attnphase.numerics.jobs.census_task`:
+    stored in ``store``, read back on a rerun), into ``out``/census.csv, a line per omega printed;
+    returns (the rows, how many census tasks failed)."""
     import csv
 
-    from attnphase.numerics.census import CENSUS_COLUMNS, CENSUS_RULES, census_check
+    from attnphase.execution import ExecutorSpec, run_tasks
+    from attnphase.execution.progress import TaskBar
+    from attnphase.numerics.census import CENSUS_RULES, CENSUS_COLUMNS, census_check
+    from attnphase.numerics.jobs import census_task, numerics_version
 
-    table = []
-    for r in rows:
-        alpha_c = r["alpha_c"] if r["alpha_c"] is not None else math.nan
-        row = census_check(params.replace(omega=r["omega"]), alpha_c, config=cfg, n_rules=n_rules or CENSUS_RULES)
-        table.append(row)
-        if math.isfinite(alpha_c):
+    version = numerics_version()
+    alpha_cs = [r["alpha_c"] if r["alpha_c"] is not None else math.nan for r in rows]
+    todo = [i for i, a in enumerate(alpha_cs) if math.isfinite(a)]
+    tasks = [census_task(params.replace(omega=rows[i]["omega"]), alpha_cs[i], cfg, n_rules or CENSUS_RULES, version)
+             for i in todo]
+    with TaskBar("census", unit="task", quiet=quiet) as bar:
+        done = run_tasks(tasks, executor=executor or ExecutorSpec(), store=store, fresh=fresh, version=version,
+                         progress=bar)
+    outcome = dict(zip(todo, done))
+    table, failed = [], 0
+    for i, r in enumerate(rows):
+        row = census_check(params.replace(omega=r["omega"]), math.nan)  # the empty row: no alpha_c, or failed
+        o = outcome.get(i)
+        if o is None:
+            print(f"census at omega = {r['omega']:.3f}: no alpha_c, no census")
+        elif not o.ok:
+            failed += 1
+            print(f"census at omega = {r['omega']:.3f}, alpha_c = {alpha_cs[i]:.4f}: failed ({o.reason})")
+        else:
+            row = o.value
             verdict = (f"beaten by {row['census_beaten_by']}" if row["census_beaten_by"]
                        else "no other fixed point beats the semantic and positional ones")
-            print(f"census at omega = {r['omega']:.3f}, alpha_c = {alpha_c:.4f}: {row['census_fixed_points']} fixed "
+            print(f"census at omega = {r['omega']:.3f}, alpha_c = {alpha_cs[i]:.4f}: {row['census_fixed_points']} fixed "
                   f"points, lowest e_t {row['census_global_min'] or 'none'}; {verdict}")
-        else:
-            print(f"census at omega = {r['omega']:.3f}: no alpha_c, no census")
+        table.append(row)
     buf = io.StringIO()
     wr = csv.DictWriter(buf, fieldnames=CENSUS_COLUMNS, lineterminator="\n")
     wr.writeheader()
     wr.writerows(table)
     outputs.write_text_atomic(out / "census.csv", buf.getvalue())
-    return table
+    return table, failed

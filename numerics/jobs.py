@@ -7,7 +7,9 @@ One task is one independent continuation computation, warm starts staying inside
   for ``--error-estimate``;
 * :func:`sweep_task` -- one branch over the alpha grid at one model (``sweep`` over several omegas);
 * :func:`rank_boundaries_task` -- the rank-r boundaries at one omega
-  (:func:`~attnphase.numerics.rank_boundaries.rank_phase_boundaries`, ``phase-diagram --rank``).
+  (:func:`~attnphase.numerics.rank_boundaries.rank_phase_boundaries`, ``phase-diagram --rank``);
+* :func:`census_task` -- the census at one omega's alpha_c
+  (:func:`~attnphase.numerics.census.census_check`, ``phase-diagram --census``).
 
 A task's key hashes the model, the alpha grid, the whole SolverConfig and the code version of the
 theory and numerics layers (:func:`attnphase.execution.code_version`), so a stored result answers
@@ -77,6 +79,22 @@ def rank_boundaries_task(params: ModelParams, alphas: Sequence[float], config: S
     return Task(task_key(rank_boundaries_job, identity, version or numerics_version()),
                 tag + f"omega={params.omega:g} rank {params.r}x{teacher_rank(params)}", rank_boundaries_job,
                 (params, sorted(alphas), config))
+
+
+def census_check_job(job: tuple[ModelParams, float, SolverConfig, int]) -> dict:
+    """:func:`~attnphase.numerics.census.census_check` at (params, alpha) with ``n_rules`` rules: one row."""
+    from attnphase.numerics.census import census_check
+
+    params, alpha, cfg, n_rules = job
+    return census_check(params, alpha, config=cfg, n_rules=n_rules)
+
+
+def census_task(params: ModelParams, alpha: float, config: SolverConfig, n_rules: int,
+                version: str | None = None) -> Task:
+    """The census at (params, alpha) -- ``phase-diagram --census`` at each omega's alpha_c."""
+    identity = {"params": params.to_dict(), "alpha": float(alpha), "config": config.as_dict(), "n_rules": int(n_rules)}
+    return Task(task_key(census_check_job, identity, version or numerics_version()), f"census omega={params.omega:g}",
+                census_check_job, (params, float(alpha), config, int(n_rules)))
 
 
 def boundaries_or_failure(outcome: Outcome, omega: float) -> Boundaries:

@@ -212,5 +212,11 @@ def test_phase_diagram_census_writes_census_csv(monkeypatch, tmp_path, capsys) -
     alpha_c = out["rows"][0]["alpha_c"]
     assert seen == [(0.3, alpha_c)] and float(rows[0]["census_alpha"]) == pytest.approx(alpha_c, rel=1e-12)
     assert out["census"][0]["census_fixed_points"] == 2
+    # the census is a stored task: the same command again reads it back, computes nothing, keeps the files
+    assert main(argv) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert seen == [(0.3, alpha_c)] and again["census"] == out["census"]
+    assert list(csv.DictReader(open(tmp_path / "census.csv"))) == rows
+    assert (tmp_path / "phase_diagram.csv").exists()
     assert main(["phase-diagram", "--rank", "2", "--census", "--out", str(tmp_path / "r2")]) == 2
     assert "--census" in capsys.readouterr().err
