@@ -1,5 +1,6 @@
 """What ``attnphase census`` does (numerics layer): every fixed point at one (alpha, omega), ranked by e_t.
 
+:func:`phase_diagram_census` is ``phase-diagram --census`` (one stored census task per omega's alpha_c).
 Options are defined in :mod:`attnphase.cli` with the shared groups; every option is checked before
 any work.  ``--json`` prints one object whose key ``fixed_points`` is the list of
 :mod:`attnphase.numerics.census`, lowest e_t first, each with the ``solve --json`` keys, ``err_<key>``
@@ -10,24 +11,22 @@ any work.  ``--json`` prints one object whose key ``fixed_points`` is the list o
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import sys
 import time
 
 from attnphase import options as opt
-from attnphase import outputs, solver_options, workload
+from attnphase import outputs
 
 
 def cmd_census(args: argparse.Namespace) -> int:
     """``attnphase census``: exit code 0, or 1 when no start converged."""
     alpha = opt.parse_value(args.alpha, "--alpha", positive=True)
-    params = opt.params_from_args(args, omega=opt.single_omega(args, "census"))
-    cfg = solver_options.config_from_args(args)
-    solver_options.check_supported(params, cfg)
-    n_rules = solver_options.error_estimate_from_args(args)
-    opt.announce_defaults(args, params)
-    workload.announce_rules(params.L, cfg)
+    from attnphase.numerics.cli import point_setup
+
+    params, cfg, n_rules = point_setup(args, "census")
 
     from attnphase.numerics.census import census, census_starts, entry_errors
     from attnphase.numerics.cli import solve_record
@@ -70,3 +69,50 @@ def cmd_census(args: argparse.Namespace) -> int:
     print(f"attnphase: global minimum: {points[0]['branch']} ({len(points)} distinct fixed points; {gap}; {dropped})",
           file=sys.stderr)
     return 0
+
+
+def phase_diagram_census(params, rows: list[dict], cfg, n_rules: int, out, *, executor=None, store=None,
+                         fresh: bool = False, quiet: bool = True) -> tuple[list[dict], int]:
+    """``phase-diagram --census``: the census at each row's alpha_c
+    (:func:`attnphase.numerics.census.census_check`; error bars from ``n_rules`` rules, the census's
+    default 4 when 0), one task per omega with an alpha_c (:func:`attnphase.numerics.jobs.census_task`:
+    stored in ``store``, read back on a rerun), into ``out``/census.csv, a line per omega printed;
+    returns (the rows, how many census tasks failed)."""
+    import csv
+
+    from attnphase.execution import ExecutorSpec, run_tasks
+    from attnphase.execution.progress import TaskBar
+    from attnphase.numerics.census import CENSUS_RULES, CENSUS_COLUMNS, census_check
+    from attnphase.numerics.jobs import census_task, numerics_version
+
+    version = numerics_version()
+    alpha_cs = [r["alpha_c"] if r["alpha_c"] is not None else math.nan for r in rows]
+    todo = [i for i, a in enumerate(alpha_cs) if math.isfinite(a)]
+    tasks = [census_task(params.replace(omega=rows[i]["omega"]), alpha_cs[i], cfg, n_rules or CENSUS_RULES, version)
+             for i in todo]
+    with TaskBar("census", unit="task", quiet=quiet) as bar:
+        done = run_tasks(tasks, executor=executor or ExecutorSpec(), store=store, fresh=fresh, version=version,
+                         progress=bar)
+    outcome = dict(zip(todo, done))
+    table, failed = [], 0
+    for i, r in enumerate(rows):
+        row = census_check(params.replace(omega=r["omega"]), math.nan)  # the empty row: no alpha_c, or failed
+        o = outcome.get(i)
+        if o is None:
+            print(f"census at omega = {r['omega']:.3f}: no alpha_c, no census")
+        elif not o.ok:
+            failed += 1
+            print(f"census at omega = {r['omega']:.3f}, alpha_c = {alpha_cs[i]:.4f}: failed ({o.reason})")
+        else:
+            row = o.value
+            verdict = (f"beaten by {row['census_beaten_by']}" if row["census_beaten_by"]
+                       else "no other fixed point beats the semantic and positional ones")
+            print(f"census at omega = {r['omega']:.3f}, alpha_c = {alpha_cs[i]:.4f}: {row['census_fixed_points']} fixed "
+                  f"points, lowest e_t {row['census_global_min'] or 'none'}; {verdict}")
+        table.append(row)
+    buf = io.StringIO()
+    wr = csv.DictWriter(buf, fieldnames=CENSUS_COLUMNS, lineterminator="\n")
+    wr.writeheader()
+    wr.writerows(table)
+    outputs.write_text_atomic(out / "census.csv", buf.getvalue())
+    return table, failed

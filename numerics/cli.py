@@ -82,6 +82,18 @@ def solve_record(fp, requested: str) -> tuple[dict, str]:
     return out, reason
 
 
+def point_setup(args: argparse.Namespace, command: str):
+    """The model, SolverConfig and error-estimate rule count of a command at one (alpha, omega)
+    (``solve``, ``census``): checked (one-line errors before any work) and the defaults announced."""
+    params = opt.params_from_args(args, omega=opt.single_omega(args, command))
+    cfg = solver_options.config_from_args(args)
+    solver_options.check_supported(params, cfg)
+    n_rules = solver_options.error_estimate_from_args(args)
+    opt.announce_defaults(args, params)
+    workload.announce_rules(params.L, cfg)
+    return params, cfg, n_rules
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     """``attnphase solve``: one fixed point; exit code 1 if it did not converge, 3 if the requested
     branch was not found (the solve reached another one)."""
@@ -93,12 +105,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         from attnphase.numerics.rank_cli import cmd_solve_rank
 
         return cmd_solve_rank(args, alpha, r, r_star)
-    params = opt.params_from_args(args, omega=opt.single_omega(args, "solve"))
-    cfg = solver_options.config_from_args(args)
-    solver_options.check_supported(params, cfg)
-    n_rules = solver_options.error_estimate_from_args(args)
-    opt.announce_defaults(args, params)
-    workload.announce_rules(params.L, cfg)
+    params, cfg, n_rules = point_setup(args, "solve")
     if params.L >= 3:
         print(f"attnphase: note: at L = {params.L} one solve takes from seconds to a minute or more "
               f"(measured at L = 3 on 2 cores: up to ~50 s)", file=sys.stderr, flush=True)
@@ -348,6 +355,8 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
                                      error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
                                      command=command_line(), existing=out_dir)
             if census:
+                from attnphase.numerics.census_cli import phase_diagram_census
+
                 table, failed = phase_diagram_census(params, meta["rows"], cfg, n_rules, stage, executor=executor,
                                                      store=store, fresh=args.fresh, quiet=args.quiet)
                 meta = meta | {"census": table}
@@ -355,50 +364,3 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(outputs.json_value(meta | {"out": str(out_dir)})))
     return int(code or 0)
-
-
-def phase_diagram_census(params, rows: list[dict], cfg, n_rules: int, out, *, executor=None, store=None,
-                         fresh: bool = False, quiet: bool = True) -> tuple[list[dict], int]:
-    """``phase-diagram --census``: the census at each row's alpha_c
-    (:func:`attnphase.numerics.census.census_check`; error bars from ``n_rules`` rules, the census's
-    default 4 when 0), one task per omega with an alpha_c (:func:`attnphase.numerics.jobs.census_task`:
-    stored in ``store``, read back on a rerun), into ``out``/census.csv, a line per omega printed;
-    returns (the rows, how many census tasks failed)."""
-    import csv
-
-    from attnphase.execution import ExecutorSpec, run_tasks
-    from attnphase.execution.progress import TaskBar
-    from attnphase.numerics.census import CENSUS_RULES, CENSUS_COLUMNS, census_check
-    from attnphase.numerics.jobs import census_task, numerics_version
-
-    version = numerics_version()
-    alpha_cs = [r["alpha_c"] if r["alpha_c"] is not None else math.nan for r in rows]
-    todo = [i for i, a in enumerate(alpha_cs) if math.isfinite(a)]
-    tasks = [census_task(params.replace(omega=rows[i]["omega"]), alpha_cs[i], cfg, n_rules or CENSUS_RULES, version)
-             for i in todo]
-    with TaskBar("census", unit="task", quiet=quiet) as bar:
-        done = run_tasks(tasks, executor=executor or ExecutorSpec(), store=store, fresh=fresh, version=version,
-                         progress=bar)
-    outcome = dict(zip(todo, done))
-    table, failed = [], 0
-    for i, r in enumerate(rows):
-        row = census_check(params.replace(omega=r["omega"]), math.nan)  # the empty row: no alpha_c, or failed
-        o = outcome.get(i)
-        if o is None:
-            print(f"census at omega = {r['omega']:.3f}: no alpha_c, no census")
-        elif not o.ok:
-            failed += 1
-            print(f"census at omega = {r['omega']:.3f}, alpha_c = {alpha_cs[i]:.4f}: failed ({o.reason})")
-        else:
-            row = o.value
-            verdict = (f"beaten by {row['census_beaten_by']}" if row["census_beaten_by"]
-                       else "no other fixed point beats the semantic and positional ones")
-            print(f"census at omega = {r['omega']:.3f}, alpha_c = {alpha_cs[i]:.4f}: {row['census_fixed_points']} fixed "
-                  f"points, lowest e_t {row['census_global_min'] or 'none'}; {verdict}")
-        table.append(row)
-    buf = io.StringIO()
-    wr = csv.DictWriter(buf, fieldnames=CENSUS_COLUMNS, lineterminator="\n")
-    wr.writeheader()
-    wr.writerows(table)
-    outputs.write_text_atomic(out / "census.csv", buf.getvalue())
-    return table, failed

@@ -126,6 +126,15 @@ def test_global_prox_L3() -> None:
     assert res.value[0] <= better + 1e-12
 
 
+def _sorted_best(idx: np.ndarray, vals: np.ndarray, conv: np.ndarray) -> np.ndarray:
+    """The definition of the best row per node: sort by (node, value) with unconverged rows as +inf,
+    NaN last and ties in row order (a stable lexsort), then the first row of each node."""
+    v = np.where(conv, vals, np.inf)
+    order = np.lexsort((v, idx))
+    first = np.r_[True, idx[order][1:] != idx[order][:-1]]
+    return order[first]
+
+
 def test_best_per_node_grouped_rows_match_the_sorted_definition() -> None:
     """The sort-free path for rows grouped by node picks, per node, the first row of lowest
     converged value -- the same rows as the lexsort definition (ties included)."""
@@ -140,10 +149,7 @@ def test_best_per_node_grouped_rows_match_the_sorted_definition() -> None:
     conv = rng.random(idx.size) > 0.2
     res = ProxResult(np.zeros((idx.size, 2)), vals, conv, 1)
     fast = _best_per_node(idx, res, N)
-    v = np.where(conv, vals, np.inf)
-    order = np.lexsort((v, idx))
-    first = np.r_[True, idx[order][1:] != idx[order][:-1]]
-    np.testing.assert_array_equal(fast, order[first])
+    np.testing.assert_array_equal(fast, _sorted_best(idx, vals, conv))
 
 
 def test_best_per_node_start_blocks_match_the_sorted_definition() -> None:
@@ -161,10 +167,7 @@ def test_best_per_node_start_blocks_match_the_sorted_definition() -> None:
     conv.reshape(S, N)[:, 5:10] = False  # nodes with no converged start
     res = ProxResult(np.zeros((idx.size, 2)), vals, conv, 1)
     fast = _best_per_node(idx, res, N)
-    v = np.where(conv, vals, np.inf)
-    order = np.lexsort((v, idx))
-    first = np.r_[True, idx[order][1:] != idx[order][:-1]]
-    np.testing.assert_array_equal(fast, order[first])
+    np.testing.assert_array_equal(fast, _sorted_best(idx, vals, conv))
 
 
 def test_aligned_prox_is_a_local_minimum_in_the_teacher_aligned_basin() -> None:
