@@ -113,7 +113,7 @@ def _add_solve(sub: argparse._SubParsersAction) -> None:
     opt.add_model_options(p)
     _rank_options(p)
     solver_options.add_solver_options(p)
-    solver_options.add_error_estimate_option(p, "err_<key> = each observable's spread over the K rules (warm starts)")
+    solver_options.add_error_estimate_option(p, "every observable (err_<key>)")
     outputs.add_json_option(p)
 
 
@@ -129,6 +129,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     opt.add_model_options(p, omega_range=True, omega_default="0.3")
     _rank_options(p)
     solver_options.add_solver_options(p)
+    solver_options.add_error_estimate_option(p, "every point's observables (err_<key> columns)")
     outputs.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv per omega (rank r >= 2: ..._rank<r>x<r*>.csv) "
                            "and sweep_<branch>.nc")
     workload.add_large_option(p, workload.MAX_SWEEP_POINTS)
@@ -150,7 +151,7 @@ def _add_phase_diagram(sub: argparse._SubParsersAction) -> None:
                    help=f"alpha grid of the branch sweeps, values > 0: {opt.RANGE_SYNTAX} (default 0.1:3:12)")
     opt.add_model_options(p, omega_range=True, omega_default="0:0.45:10")
     solver_options.add_solver_options(p)
-    solver_options.add_error_estimate_option(p, "each boundary's spread over the K rules (<boundary>_err columns, error bars)")
+    solver_options.add_error_estimate_option(p, "every boundary (<boundary>_err columns, error bars in the figure)")
     p.add_argument("--census", action="store_true",
                    help="at every omega, search every fixed point at alpha_c (as attnphase census; error bars from "
                    "--error-estimate K, else 4 rules) and say whether any beats the semantic and positional ones: "
@@ -174,8 +175,7 @@ def _add_census(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha", required=True, metavar="ALPHA", help="sample complexity alpha = n/d > 0 (one number)")
     opt.add_model_options(p)
     solver_options.add_solver_options(p)
-    solver_options.add_error_estimate_option(p, "err_<key> = each fixed point's spread over the K rules (warm starts)",
-                                             default=4, cost="a few seconds per fixed point")
+    solver_options.add_error_estimate_option(p, "every fixed point's observables (err_<key>)")
     outputs.add_json_option(p)
 
 
@@ -269,7 +269,7 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
                    help=f"alpha grid of the branch sweeps, values > 0: {opt.RANGE_SYNTAX} (default 0.1:3:12)")
     opt.add_model_options(p, omega_range=True, omega_default="0:0.45:10", scan=True)
     solver_options.add_solver_options(p)
-    solver_options.add_error_estimate_option(p, "each boundary's spread over the K rules (<boundary>_err variables)")
+    solver_options.add_error_estimate_option(p, "every boundary (<boundary>_err variables)")
     outputs.add_out_option(p, "results/scan", "scan.nc, scan.csv, scan.json and a phase diagram figure per value")
     workload.add_large_option(p, workload.MAX_DIAGRAM_POINTS)
     execution_options.add_workers_option(p)

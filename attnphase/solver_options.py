@@ -1,11 +1,11 @@
 """The solver group of the numerics commands, and the one place the CLI builds a SolverConfig.
 
 * :func:`add_solver_options` -- ``--prox --backend --quadrature --e-t-quadrature
-  --alpha-c-quadrature --bifurcation-quadrature --branch-end --tol`` (``solve``, ``sweep``,
+  --alpha-c-quadrature --alpha-l-quadrature --bifurcation-quadrature --branch-end --tol`` (``solve``, ``sweep``,
   ``phase-diagram``, ``scan``, ``check``); :func:`config_from_args` builds the
   :class:`~attnphase.numerics.config.SolverConfig` -- the CLI builds it nowhere else;
   :func:`check_supported` refuses, before any work, what the numerics cannot do with it.
-* :func:`add_error_estimate_option` -- ``--error-estimate K`` (0 or K >= 2).
+* :func:`add_error_estimate_option` -- ``--error-estimate auto|0|K``.
 
 Imports argparse only: the defaults and choices are literal copies of
 :mod:`attnphase.numerics.config` (a test keeps them equal), so building the parser imports no
@@ -26,14 +26,18 @@ BACKENDS = ("auto", "numpy", "numba", "torch")
 #: Branch-end strategies (numerics.config.BRANCH_END_STRATEGIES).
 BRANCH_END_STRATEGIES = ("bifurcation", "trace")
 
+#: Precision tiers (numerics.config.PRECISION_TIERS), the default one first.
+PRECISION_TIERS = ("default", "fast", "precise")
+
 #: SolverConfig's defaults of the fields the solver group sets (numerics.config.SolverConfig).
 SOLVER_DEFAULTS: dict[str, Any] = {
     "prox": "global",
     "backend": "auto",
-    "quadrature": "sobol12",
+    "quadrature": "sobol10:4",
     "e_t_quadrature": None,
-    "alpha_c_quadrature": "sobol16",
-    "bifurcation_quadrature": "sobol15",
+    "alpha_c_quadrature": "sobol16:4",
+    "alpha_l_quadrature": "sobol12:4",
+    "bifurcation_quadrature": "sobol15:4",
     "branch_end": "bifurcation",
     "tol": 1e-10,
 }
@@ -45,15 +49,17 @@ SOLVER_OPTIONS = (
     ("--quadrature", "quadrature"),
     ("--e-t-quadrature", "e_t_quadrature"),
     ("--alpha-c-quadrature", "alpha_c_quadrature"),
+    ("--alpha-l-quadrature", "alpha_l_quadrature"),
     ("--bifurcation-quadrature", "bifurcation_quadrature"),
     ("--branch-end", "branch_end"),
     ("--tol", "tol"),
 )
 
 #: Quadrature roles that may be switched off with the value "none".
-_OPTIONAL_RULES = ("e_t_quadrature", "alpha_c_quadrature")
+_OPTIONAL_RULES = ("e_t_quadrature", "alpha_c_quadrature", "alpha_l_quadrature")
 
-RULE_SYNTAX = "sobolK[:REPS:SEED] (2^K scrambled Sobol points), ghN (Gauss-Hermite, N per dimension) or ghrN[:SEED]"
+RULE_SYNTAX = ("sobolK[:REPS:SEED] (REPS independent scramblings of 2^K Sobol points, pooled; their spread is the error "
+               "bar), ghN (Gauss-Hermite, N per dimension) or ghrN[:SEED]")
 
 
 def add_solver_options(p: argparse.ArgumentParser) -> None:
@@ -71,6 +77,12 @@ def add_solver_options(p: argparse.ArgumentParser) -> None:
         f"$ATTNPHASE_TORCH_DEVICE (default cuda when present, else cpu); "
         f"$ATTNPHASE_PROX_BACKEND overrides auto (default {d['backend']})",
     )
+    g.add_argument(
+        "--precision", choices=PRECISION_TIERS, default=None,
+        help="the rules of every quadrature role at once: fast (a quarter to a sixteenth of the points), default, or "
+        "precise (16-64x the points); an explicit --*-quadrature option overrides its role (docs/numerics.md "
+        "section 8: accuracy and cost per tier) (default default)",
+    )
     g.add_argument("--quadrature", default=None, metavar="RULE",
                    help=f"rule of every state-evolution solve: {RULE_SYNTAX} (default {d['quadrature']})")
     g.add_argument(
@@ -82,6 +94,11 @@ def add_solver_options(p: argparse.ArgumentParser) -> None:
         "--alpha-c-quadrature", dest="alpha_c_quadrature", default=None, metavar="RULE",
         help=f"rule of E[M] in the Newton correction of alpha_c (phase-diagram); none: no correction "
         f"(default {d['alpha_c_quadrature']})",
+    )
+    g.add_argument(
+        "--alpha-l-quadrature", dest="alpha_l_quadrature", default=None, metavar="RULE",
+        help=f"rule of the re-solve (warm) of the semantic point at alpha_l, which moves alpha_l by one secant step "
+        f"(phase-diagram); none: the solve rule's root (default {d['alpha_l_quadrature']})",
     )
     g.add_argument(
         "--bifurcation-quadrature", dest="bifurcation_quadrature", default=None, metavar="RULE",
@@ -111,7 +128,8 @@ def _solver_changes(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
 
 
 def config_from_args(args: argparse.Namespace):
-    """The SolverConfig of the solver group: options not given keep SolverConfig's defaults.
+    """The SolverConfig of the solver group: the rules of ``--precision`` (default: SolverConfig's
+    defaults), with every option given on top, and ``--error-estimate`` applied.
 
     ``--e-t-quadrature none`` and ``--alpha-c-quadrature none`` give None.  A bad value is a
     ValueError naming its option.
@@ -124,7 +142,11 @@ def config_from_args(args: argparse.Namespace):
             SolverConfig(**{field: value})
         except ValueError as exc:
             raise ValueError(f"{option}: {exc}") from None
-    return SolverConfig(**{field: value for field, (_, value) in changes.items()})
+    cfg = SolverConfig.for_precision(getattr(args, "precision", None) or "default",
+                                     **{field: value for field, (_, value) in changes.items()})
+    if hasattr(args, "error_estimate"):
+        cfg = cfg.with_error_estimate(error_estimate_from_args(args))
+    return cfg
 
 
 def check_supported(params: Any, config: Any) -> None:
@@ -150,22 +172,25 @@ def check_supported(params: Any, config: Any) -> None:
         raise ValueError(f"--{msg}" if named else msg) from None
 
 
-def add_error_estimate_option(p: argparse.ArgumentParser, what: str, default: int = 0,
-                              cost: str = "about K times the time") -> None:
-    """``--error-estimate K`` (0: none; K >= 2 rules), default ``default``; ``what`` is reported, at ``cost``."""
-    none, rules = ("none (default)", "") if default == 0 else ("none", f" (default {default})")
-    p.add_argument("--error-estimate", dest="error_estimate", default=str(default), metavar="K",
-                   help=f"K = 0: {none}; K >= 2{rules}: repeat on K - 1 more independent quadrature rules and "
-                   f"report {what}; {cost}")
+def add_error_estimate_option(p: argparse.ArgumentParser, what: str) -> None:
+    """``--error-estimate auto|0|K``; ``what`` is what the error bars are put on."""
+    p.add_argument("--error-estimate", dest="error_estimate", default="auto", metavar="K",
+                   help=f"error bars on {what}: auto (default): from the rules' independent scramblings "
+                   "(REPS of sobolK:REPS, 4 by default: standard error of their pool, at no extra quadrature points); "
+                   "K >= 2: K scramblings instead (K/REPS times the points), or, for a rule of one scrambling "
+                   "(ghN, sobolK), a repeat on K - 1 more independent rules; 0: none (faster)")
 
 
-def error_estimate_from_args(args: argparse.Namespace) -> int:
-    """``--error-estimate K``: 0 (none) or K >= 2; anything else is the same one-line error everywhere."""
-    text = str(args.error_estimate).strip()
+def error_estimate_from_args(args: argparse.Namespace) -> int | None:
+    """``--error-estimate``: None (auto), 0 (none) or K >= 2; anything else is the same one-line error everywhere."""
+    text = str(getattr(args, "error_estimate", "auto")).strip().lower()
+    if text == "auto":
+        return None
     try:
         k = int(text)
     except ValueError:
         k = -1
     if k == 0 or k >= 2:
         return k
-    raise ValueError(f"--error-estimate K must be 0 (none) or an integer K >= 2 (a spread needs two rules), got {text!r}")
+    raise ValueError(f"--error-estimate K must be auto, 0 (none) or an integer K >= 2 (a spread needs two rules), "
+                     f"got {text!r}")

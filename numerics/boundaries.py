@@ -37,7 +37,8 @@ from attnphase.numerics.brackets import (
 )
 from attnphase.numerics.continuation import BranchSweep, sweep
 from attnphase.numerics.parallel import map_in_order, without_memory
-from attnphase.numerics.quadrature import make_rule
+from attnphase.numerics.quadrature import make_rule, rule_blocks
+from attnphase.numerics.replicates import block_config, linearised_root_error, replicate_count, standard_error
 from attnphase.numerics.roots import RootNotFound, brent_root, safeguarded_newton
 from attnphase.numerics.se_map import model_rule
 from attnphase.numerics.state_evolution import FixedPoint, solve
@@ -77,6 +78,20 @@ class Boundaries:
     positional_end_method: str = ""
     semantic: BranchSweep | None = field(default=None, repr=False)
     positional: BranchSweep | None = field(default=None, repr=False)
+    alpha_c_err: float = math.nan
+    alpha_l_err: float = math.nan
+    semantic_end_err: float = math.nan
+    positional_end_err: float = math.nan
+
+    def errors(self) -> dict[str, float]:
+        """``<boundary>_err`` of every boundary of BOUNDARY_KEYS: its standard error from the rules'
+        blocks (:mod:`attnphase.numerics.replicates`; NaN where it has none), and ``<boundary>_found``:
+        1 where the boundary was found."""
+        out: dict[str, float] = {}
+        for key in BOUNDARY_KEYS:
+            out[f"{key}_err"] = getattr(self, f"{key}_err")
+            out[f"{key}_found"] = int(math.isfinite(getattr(self, key)))
+        return out
 
     def row(self) -> dict[str, float | str]:
         """The CSV row: the boundaries, each branch end with its kind (bifurcation / fold / solver
@@ -90,7 +105,8 @@ BOUNDARY_COLUMNS = (
     "semantic_end_kind", "positional_end_kind", "semantic_end_method", "positional_end_method",
 )
 
-#: The boundaries that carry error bars (:func:`attnphase.numerics.quadrature_error.boundary_errors`).
+#: The boundaries that carry error bars (:meth:`Boundaries.errors`; over independent rules:
+#: :func:`attnphase.numerics.quadrature_error.boundary_errors`).
 BOUNDARY_KEYS = ("alpha_c", "alpha_l", "semantic_end", "positional_end")
 
 
@@ -114,7 +130,6 @@ def phase_boundaries(
         alphas = np.linspace(*DEFAULT_ALPHA_RANGE, 12)
     cfg = config or SolverConfig()
     rule = model_rule(params, cfg)
-    fine_rule = None if cfg.alpha_c_quadrature is None else make_rule(params.L, cfg.alpha_c_quadrature)
     kw = dict(config=cfg, bisection_tol=bisection_tol, progress=progress, past_end=False)
     sem = sweep(params, alphas, "semantic", **kw)
     pos = sweep(params, positional_grid(alphas, sem), "positional", **kw)
@@ -204,8 +219,8 @@ def phase_boundaries(
             notes.append("the semantic branch is the global minimum wherever it exists")
     else:
         notes.append("alpha_c: the branches never coexist on the grid")
-    alpha_c_coarse = alpha_c
-    if not math.isnan(alpha_c) and fine_rule is not None:
+    alpha_c_coarse, alpha_c_err = alpha_c, math.nan
+    if not math.isnan(alpha_c) and cfg.alpha_c_quadrature is not None:
         def pair_at(alpha: float) -> tuple[FixedPoint, FixedPoint]:
             # the root-finding iterates already hold both branches at alpha_0
             found = [next((p for p in pts if p.alpha == alpha), None) for pts in (s_on, p_on)]
@@ -215,12 +230,20 @@ def phase_boundaries(
 
         common = {p.alpha for p in s_on} & {p.alpha for p in p_on}
         try:
-            alpha_c, note = _refine_alpha_c(pair_at, min(common, key=lambda a: abs(a - alpha_c)), fine_rule, cfg)
+            alpha_c, note, alpha_c_err = _refine_alpha_c(pair_at, min(common, key=lambda a: abs(a - alpha_c)),
+                                                         cfg.alpha_c_quadrature, cfg)
         except BranchLost as exc:
-            note = f"alpha_c: {fine_rule.name} correction not applied ({exc}); the value is the solve rule's root"
+            note = f"alpha_c: {cfg.alpha_c_quadrature} correction not applied ({exc}); the value is the solve rule's root"
         if note:
             notes.append(note)
 
+    if math.isfinite(alpha_c) and cfg.alpha_c_quadrature is None and replicate_count(cfg):
+        # no fine-rule correction: the root's error from the solve rule's blocks
+        a = min({p.alpha for p in s_on} & {p.alpha for p in p_on}, key=lambda x: abs(x - alpha_c))
+        s_fp, p_fp = (next(p for p in pts if p.alpha == a) for pts in (s_on, p_on))
+        alpha_c_err = _block_root_error(
+            [s_fp, p_fp], lambda fps: fps[0].observables.e_t - fps[1].observables.e_t,
+            s_fp.observables.E_M - p_fp.observables.E_M, cfg)
     # alpha_l: semantic eps_g meets eps_lin, at or above alpha_c
     alpha_l = math.nan
     if s_on:
@@ -266,6 +289,12 @@ def phase_boundaries(
                     alpha_l = brent_root(gap, *br, xtol)
                 except BranchLost as exc:
                     notes.append(f"alpha_l: {exc}")
+    alpha_l_err = math.nan
+    if math.isfinite(alpha_l) and alpha_l == alpha_c:
+        alpha_l_err = alpha_c_err
+    elif math.isfinite(alpha_l):
+        alpha_l, alpha_l_err, note = _refine_alpha_l(s_on, alpha_l, cfg)
+        notes += [note] if note else []
     return Boundaries(
         omega=params.omega,
         alpha_c=alpha_c,
@@ -280,40 +309,105 @@ def phase_boundaries(
         positional_end_method=pos.end.method,
         semantic=sem,
         positional=pos,
+        alpha_c_err=alpha_c_err,
+        alpha_l_err=alpha_l_err,
+        semantic_end_err=sem.end.err,
+        positional_end_err=pos.end.err,
     )
 
 
+#: The secant slope of eps_g(alpha) that refines alpha_l is taken between points at least this far apart
+#: (closer ones see the solve rule's jumps: eps_g moves by ~1e-4 over 0.1 in alpha, its error is ~1e-5).
+ALPHA_L_SLOPE_SPAN = 0.02
+
+
+def _refine_alpha_l(s_on: list[FixedPoint], alpha_l: float, cfg: SolverConfig) -> tuple[float, float, str]:
+    """alpha_l refined on ``cfg.alpha_l_quadrature`` and its standard error; (alpha_l, err, note).
+
+    The semantic point nearest the solve rule's root a (the root finder's last evaluation) is re-solved on
+    the finer rule (warm), and alpha_l = a - (eps_g,fine(a) - eps_lin) / slope, with the slope of eps_g the
+    solve rule's secant over at least ALPHA_L_SLOPE_SPAN (a multilevel step: the fine rule is solved once).
+    The error is that rule's blocks' (:func:`_block_root_error`); without a finer rule, the solve rule's.
+    """
+    near = sorted(s_on, key=lambda p: abs(p.alpha - alpha_l))
+    other = next((p for p in near[1:] if abs(p.alpha - near[0].alpha) >= ALPHA_L_SLOPE_SPAN), None)
+    if other is None:
+        return alpha_l, math.nan, ""
+    fp = near[0]
+    slope = (other.observables.eps_g - fp.observables.eps_g) / (other.alpha - fp.alpha)
+    eps_lin = fp.observables.eps_lin
+    gap = lambda fps: fps[0].observables.eps_g - eps_lin  # noqa: E731
+    if cfg.alpha_l_quadrature is None:
+        return alpha_l, (_block_root_error([fp], gap, slope, cfg) if replicate_count(cfg) else math.nan), ""
+    fine_cfg = cfg.replace(quadrature=cfg.alpha_l_quadrature)
+    fine = solve(fp.params, fp.alpha, "semantic", init=fp.overlaps, config=fine_cfg)
+    if not (fine.status.converged and fine.branch == "semantic") or not slope < 0:
+        return alpha_l, math.nan, (f"alpha_l: {cfg.alpha_l_quadrature} refinement not applied (re-solve: "
+                                   f"{fine.status.message}, {fine.branch}; slope {slope:.2e}); the solve rule's root")
+    refined = fp.alpha - gap([fine]) / slope
+    err = _block_root_error([fine], gap, slope, fine_cfg) if replicate_count(fine_cfg) else math.nan
+    return refined, err, ""
+
+
+def _block_root_error(points: Sequence[FixedPoint], g: Callable[[list[FixedPoint]], float], slope: float,
+                      cfg: SolverConfig) -> float:
+    """Standard error of a root b of g found on the pooled solve rule, linearised at the points' alpha a
+    (all at one alpha): the points re-solved on each block j (warm), b_j = a - g_j / slope
+    (:func:`~attnphase.numerics.replicates.linearised_root_error`); a block whose solves leave the
+    points' branches is left out."""
+    a, values = points[0].alpha, []
+    for j in range(replicate_count(cfg)):
+        cfg_j = block_config(cfg, j)
+        fps = [solve(fp.params, fp.alpha, fp.requested, init=fp.overlaps, config=cfg_j) for fp in points]
+        if all(f.status.converged and f.branch == fp.branch for f, fp in zip(fps, points)):
+            values.append(g(fps))
+    return linearised_root_error(a, values, slope)
+
+
 def _refine_alpha_c(
-    pair_at: Callable[[float], tuple[FixedPoint, FixedPoint]], alpha_0: float, rule, config: SolverConfig
-) -> tuple[float, str]:
-    """Newton steps on Delta e_t with E[M] from ``rule``; (alpha_c, note -- empty if all went well).
+    pair_at: Callable[[float], tuple[FixedPoint, FixedPoint]], alpha_0: float, spec: str, config: SolverConfig
+) -> tuple[float, str, float]:
+    """Newton steps on Delta e_t with E[M] from the rule ``spec``; (alpha_c, note -- empty if all went
+    well, its standard error).
 
     From the (semantic, positional) fixed points ``pair_at(alpha)``, starting at ``alpha_0``:
 
         alpha <- alpha - Delta e_t / (E_sem[M] - E_pos[M]),
 
-    with both e_t evaluated variationally on ``rule`` and the slope d Delta e_t / d alpha =
+    with both e_t evaluated variationally on the rule and the slope d Delta e_t / d alpha =
     Delta E[M] (:mod:`attnphase.numerics.training_objective`).  A step shorter than
     ONE_NEWTON_STEP ends it (the next would move alpha by < 1e-4); at most MAX_NEWTON_STEPS.
+    A rule of R blocks is evaluated block by block (the same points): the pooled e_t and E[M] are the
+    blocks' means (e_t is affine in E[M]), and the blocks' own Newton roots alpha - Delta e_t_j /
+    Delta E_j[M] at the last step give the standard error (:mod:`attnphase.numerics.replicates`; NaN
+    with one block or ``config.error_bars`` off).  The fixed points' own quadrature error enters e_t at
+    second order only (it is stationary), so this is alpha_c's error.
     """
-    alpha, failures = alpha_0, 0
+    params = pair_at(alpha_0)[0].params
+    blocks = rule_blocks(spec) if config.error_bars else []
+    rules = [make_rule(params.L, b) for b in blocks] or [make_rule(params.L, spec)]
+    name = rules[0].name.split("@")[0]
+    alpha, failures, err = alpha_0, 0, math.nan
     for _ in range(MAX_NEWTON_STEPS):
-        rs, rp = (
-            refined_training_objective(fp.params, fp.alpha, fp.overlaps, fp.hat, rule, config)
-            for fp in pair_at(alpha)
-        )
-        slope = rs.E_M - rp.E_M
-        failures += rs.prox_failures + rp.prox_failures
-        step = -(rs.e_t - rp.e_t) / slope if slope < 0 else math.nan
+        pair = pair_at(alpha)
+        per_rule = [[refined_training_objective(fp.params, fp.alpha, fp.overlaps, fp.hat, rule, config) for fp in pair]
+                    for rule in rules]
+        d_et = [rs.e_t - rp.e_t for rs, rp in per_rule]
+        d_em = [rs.E_M - rp.E_M for rs, rp in per_rule]
+        failures += sum(r.prox_failures for pr in per_rule for r in pr)
+        delta, slope = float(np.mean(d_et)), float(np.mean(d_em))
+        step = -delta / slope if slope < 0 else math.nan
         if not abs(step) <= MAX_ALPHA_C_CORRECTION:
             return alpha_0, (
-                f"alpha_c: {rule.name} correction not applied (Delta e_t = {rs.e_t - rp.e_t:.2e}, "
+                f"alpha_c: {name} correction not applied (Delta e_t = {delta:.2e}, "
                 f"slope {slope:.2e} at alpha = {alpha:.5f}); the value is the solve rule's root"
-            )
+            ), math.nan
+        if len(rules) >= 2:
+            err = standard_error([alpha - d / e for d, e in zip(d_et, d_em) if e < 0])
         alpha += step
         if abs(step) < ONE_NEWTON_STEP:
-            return alpha, (f"alpha_c: {failures} proximal failures on {rule.name}" if failures else "")
-    return alpha, f"alpha_c: {rule.name} correction still moving after {MAX_NEWTON_STEPS} Newton steps ({step:+.1e})"
+            return alpha, (f"alpha_c: {failures} proximal failures on {name}" if failures else ""), err
+    return alpha, f"alpha_c: {name} correction still moving after {MAX_NEWTON_STEPS} Newton steps ({step:+.1e})", err
 
 
 def phase_diagram(

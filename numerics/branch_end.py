@@ -86,6 +86,8 @@ class BranchEnd:
             NaN after a bisection).
         points: the fixed points traced towards the end (method ``"trace"``), in trace order.
         note: why the preferred strategy was not used, when it was not.
+        err: standard error of ``alpha`` from the rules' blocks (a bifurcation located by its
+            eigenvalue, :func:`attnphase.numerics.stability.branch_bifurcation`; NaN otherwise).
     """
 
     alpha: float
@@ -94,6 +96,7 @@ class BranchEnd:
     order_at_end: float = math.nan
     points: tuple[FixedPoint, ...] = ()
     note: str = ""
+    err: float = math.nan
 
 
 def locate_branch_end(
@@ -161,7 +164,7 @@ def bifurcation_end(
     # mu rising through 1 at 0.107, where the positional branch is born)
     right_way = not (bif.slope < 0 if direction == "down" else bif.slope > 0)
     if bif.converged and beyond and right_way:
-        return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", 0.0), ""
+        return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", 0.0, err=bif.err), ""
     return None, (bif.message if not bif.converged else (
         f"bifurcation at {bif.alpha:.4f} is not beyond the branch's last grid point ({anchor:.4f})" if not beyond
         else f"the eigenvalue crosses 1 the wrong way at {bif.alpha:.4f} (slope {bif.slope:+.2f}): the branch's birth"))

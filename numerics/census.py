@@ -15,9 +15,10 @@ global minimum of the training objective e_t is among them is this module's ques
    under the model's symmetry group with the largest (th0, m): theta -> -theta and the mirror images
    are the same fixed point) agree to :data:`SAME_POINT_RTOL` (after the search and again after the
    second solve);
-3. **error bars** -- each distinct point is re-solved on K independent rules, warm-started from it
-   (:func:`~attnphase.numerics.quadrature_error.quadrature_error`): err_<key> is the spread over the K
-   rules, the quadrature error of one solve.  Points whose q, V, |m| and |theta| agree within
+3. **error bars** -- each distinct point gets its error bar as a solve does
+   (:func:`~attnphase.numerics.quadrature_error.fixed_point_error`): the standard error from the solve
+   rule's scrambling blocks (each re-solved warm), or, for a rule of one block, the spread over K
+   independent rules.  Points whose q, V, |m| and |theta| agree within
    :data:`SAME_WITHIN_ERRORS` combined error bars are then one fixed point (the one more starts
    reached is kept): one rule's map jumps, so a rule can have several fixed points a few error bars
    apart where the true map has one -- measured at omega = 0.3, alpha = 1.25 on sobol12: two
@@ -44,7 +45,8 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.overlaps import Overlaps
 from attnphase.numerics.parallel import map_in_order, without_memory
 from attnphase.numerics.quadrature import parse_rule_spec
-from attnphase.numerics.quadrature_error import ERROR_KEYS, QuadratureError, quadrature_error
+from attnphase.numerics.quadrature_error import fixed_point_error
+from attnphase.numerics.replicates import ERROR_KEYS, QuadratureError
 from attnphase.numerics.stability import stability_eigenvalue
 from attnphase.numerics.state_evolution import FixedPoint, solve
 from attnphase.numerics.symmetry import model_symmetry_group
@@ -226,13 +228,14 @@ def search(params: ModelParams, alpha: float, config: SolverConfig, workers: int
 def census(params: ModelParams, alpha: float, *, config: SolverConfig | None = None, n_rules: int = CENSUS_RULES,
            workers: int = 1) -> Census:
     """Every fixed point found from :func:`census_starts` at (params, alpha), lowest e_t first (the
-    module doc's five steps): the search's solves on ``workers`` processes, error bars from ``n_rules``
-    rules (0: none), stability on ``config``'s solve rule."""
+    module doc's five steps): the search's solves on ``workers`` processes, error bars from the rule's blocks
+    (a rule of one block: from ``n_rules`` rules, CENSUS_RULES when 0; none with ``config.error_bars`` off),
+    stability on ``config``'s solve rule."""
     cfg = config or SolverConfig()
     found = search(params, alpha, cfg, workers)
     entries: list[CensusEntry] = []
     for fp, n in found.points:
-        error = quadrature_error(fp, n_rules=n_rules, config=cfg) if n_rules else None
+        error = fixed_point_error(fp, cfg, n_rules or CENSUS_RULES)
         entry = CensusEntry(fp, error, math.nan, n)
         same = next((i for i, other in enumerate(entries) if within_errors(entry, other)), None)
         if same is None:

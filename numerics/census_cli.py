@@ -32,7 +32,7 @@ def cmd_census(args: argparse.Namespace) -> int:
     from attnphase.numerics.cli import solve_record
 
     print(f"attnphase: census at alpha = {alpha:g}, omega = {params.omega:g}: {len(census_starts(params))} starts, "
-          f"error bars from {n_rules or 'no'} rules (measured 29-59 s on 2 cores at the defaults)",
+          f"error bars {_error_source(cfg, n_rules)} (measured 29-59 s on 2 cores at the defaults)",
           file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     res = census(params, alpha, config=cfg, n_rules=n_rules)
@@ -69,6 +69,16 @@ def cmd_census(args: argparse.Namespace) -> int:
     print(f"attnphase: global minimum: {points[0]['branch']} ({len(points)} distinct fixed points; {gap}; {dropped})",
           file=sys.stderr)
     return 0
+
+
+def _error_source(cfg, n_rules: int) -> str:
+    from attnphase.numerics.census import CENSUS_RULES
+    from attnphase.numerics.replicates import replicate_count
+
+    if not cfg.error_bars:
+        return "off"
+    R = replicate_count(cfg)
+    return f"from the rule's {R} scrambling blocks" if R else f"from {n_rules or CENSUS_RULES} independent rules"
 
 
 def phase_diagram_census(params, rows: list[dict], cfg, n_rules: int, out, *, executor=None, store=None,

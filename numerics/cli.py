@@ -83,12 +83,15 @@ def solve_record(fp, requested: str) -> tuple[dict, str]:
 
 
 def point_setup(args: argparse.Namespace, command: str):
-    """The model, SolverConfig and error-estimate rule count of a command at one (alpha, omega)
+    """The model, SolverConfig and independent-rule count of its error estimate (0: none, or from the
+    rules' blocks) of a command at one (alpha, omega)
     (``solve``, ``census``): checked (one-line errors before any work) and the defaults announced."""
     params = opt.params_from_args(args, omega=opt.single_omega(args, command))
     cfg = solver_options.config_from_args(args)
     solver_options.check_supported(params, cfg)
-    n_rules = solver_options.error_estimate_from_args(args)
+    from attnphase.numerics.quadrature_error import independent_rules
+
+    n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
     opt.announce_defaults(args, params)
     workload.announce_rules(params.L, cfg)
     return params, cfg, n_rules
@@ -114,11 +117,12 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
     fp = solve(params, alpha, args.branch, config=cfg)
     rec, reason = solve_record(fp, args.branch)
-    if n_rules and fp.status.converged:
-        from attnphase.numerics.quadrature_error import quadrature_error
+    if fp.status.converged:
+        from attnphase.numerics.quadrature_error import fixed_point_error
 
-        err = quadrature_error(fp, n_rules=n_rules, config=cfg)
-        rec.update({f"err_{k}": v for k, v in err.std.items()})
+        err = fixed_point_error(fp, cfg, n_rules)
+        if err is not None:
+            rec.update({f"err_{k}": v for k, v in err.std.items()})
     return print_record(rec, reason, fp.status.converged, args.json)
 
 
@@ -175,11 +179,12 @@ def _sweep_rows(res, branch: str) -> tuple[list[dict], list[str]]:
     """The CSV rows of one sweep and each row's reason (:func:`row_reasons`)."""
     reasons = row_reasons(res, branch)
     rows = []
-    for fp, reason in zip(res.points, reasons):
+    errors = res.errors or ({f"err_{k}": math.nan for k in RESULT_KEYS},) * len(res.points)
+    for fp, reason, err in zip(res.points, reasons, errors):
         rec = {k: fp.record[k] for k in RECORD_KEYS}
         if not fp.status.converged:
             rec.update({k: math.nan for k in RESULT_KEYS}, branch="")
-        rows.append(rec | {"reason": reason})
+        rows.append(rec | err | {"reason": reason})
     return rows, reasons
 
 
@@ -187,7 +192,8 @@ def _csv_text(rows: list[dict]) -> str:
     import csv
 
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=RECORD_KEYS + ("reason",), lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=RECORD_KEYS + tuple(f"err_{k}" for k in RESULT_KEYS) + ("reason",),
+                       lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
     return buf.getvalue()
@@ -213,6 +219,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     params, omegas = opt.omegas_from_args(args)
     cfg = solver_options.config_from_args(args)
     solver_options.check_supported(params, cfg)
+    from attnphase.numerics.quadrature_error import independent_rules
+
+    n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
     executor = execution_options.executor_from_args(args)
     workload.check_grid(len(alphas) * len(omegas), workload.MAX_SWEEP_POINTS, "alpha values (x omegas)", "--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)
@@ -234,7 +243,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     store = ResultStore(out_dir / TASKS_FOLDER)
     version = numerics_version()
-    tasks = [sweep_task(params.replace(omega=float(w)), alphas, args.branch, cfg, version) for w in omegas]
+    tasks = [sweep_task(params.replace(omega=float(w)), alphas, args.branch, cfg, version, n_rules) for w in omegas]
     if len(tasks) == 1 and executor.scheduler is None:
         # one sweep in this process: a bar over its points (the task and its key are the same)
         with tqdm(total=len(alphas), desc=f"{args.branch} sweep", unit="pt", file=sys.stderr,
@@ -325,7 +334,9 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     params, omegas = opt.omegas_from_args(args)
     cfg = solver_options.config_from_args(args)
     solver_options.check_supported(params, cfg)
-    n_rules = solver_options.error_estimate_from_args(args)
+    from attnphase.numerics.quadrature_error import independent_rules
+
+    n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
     executor = execution_options.executor_from_args(args)
     workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)",
                         "--omega/--alpha", args.large)

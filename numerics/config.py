@@ -12,6 +12,8 @@ Quadrature roles (each a rule spec of :func:`attnphase.numerics.quadrature.make_
 * ``e_t_quadrature`` -- E[M] of a converged point's e_t re-evaluated on this finer rule (None: the
   solve's rule);
 * ``alpha_c_quadrature`` -- E[M] of the Newton correction of alpha_c (None: no correction);
+* ``alpha_l_quadrature`` -- the semantic fixed point at alpha_l re-solved on this finer rule (warm), and
+  alpha_l moved by one secant step (None: the solve rule's root);
 * ``bifurcation_quadrature`` -- the eigenvalues of the SE Jacobian at the agnostic branch, where a
   branch end is located as a bifurcation.
 
@@ -48,7 +50,20 @@ BACKEND_ENV = "ATTNPHASE_PROX_BACKEND"
 TORCH_DEVICE_ENV = "ATTNPHASE_TORCH_DEVICE"
 
 #: The quadrature fields of :class:`SolverConfig`, one per role (see the module doc).
-QUADRATURE_ROLES = ("quadrature", "e_t_quadrature", "alpha_c_quadrature", "bifurcation_quadrature")
+QUADRATURE_ROLES = ("quadrature", "e_t_quadrature", "alpha_c_quadrature", "alpha_l_quadrature", "bifurcation_quadrature")
+
+
+#: Precision tiers (``--precision``): the rule of every quadrature role.  Every rule is 4 independent
+#: scramblings (their spread is the error bar, :mod:`attnphase.numerics.replicates`); each tier has
+#: 4-16x the points of the one before.  Accuracy and cost measured per tier: docs/numerics.md section 8.
+PRECISION_TIERS: dict[str, dict[str, str]] = {
+    "fast": {"quadrature": "sobol8:4", "alpha_c_quadrature": "sobol14:4", "alpha_l_quadrature": "sobol10:4",
+             "bifurcation_quadrature": "sobol13:4"},
+    "default": {"quadrature": "sobol10:4", "alpha_c_quadrature": "sobol16:4", "alpha_l_quadrature": "sobol12:4",
+                "bifurcation_quadrature": "sobol15:4"},
+    "precise": {"quadrature": "sobol14:4", "alpha_c_quadrature": "sobol18:4", "alpha_l_quadrature": "sobol16:4",
+                "bifurcation_quadrature": "sobol17:4"},
+}
 
 
 @dataclass(frozen=True)
@@ -76,8 +91,12 @@ class SolverConfig:
         quadrature: rule of every SE solve.
         e_t_quadrature: finer rule for E[M] in e_t at a converged point (None: the solve's rule).
         alpha_c_quadrature: rule for E[M] in the Newton correction of alpha_c (None: none).
+        alpha_l_quadrature: rule of the re-solve that refines alpha_l (None: none).
         bifurcation_quadrature: rule of the SE-Jacobian eigenvalues at the agnostic branch.
         branch_end: how branch ends are located, one of :data:`BRANCH_END_STRATEGIES`.
+        error_bars: attach to every fixed point and boundary its standard error from the rules'
+            independent scrambling blocks (:mod:`attnphase.numerics.quadrature_error`), where the rules
+            have several; False skips that work.
     """
 
     tol: float = 1e-10
@@ -89,11 +108,13 @@ class SolverConfig:
     full_search_every: int = 16
     prox: str = "global"
     backend: str = "auto"
-    quadrature: str = "sobol12"
+    quadrature: str = PRECISION_TIERS["default"]["quadrature"]
     e_t_quadrature: str | None = None
-    alpha_c_quadrature: str | None = "sobol16"
-    bifurcation_quadrature: str = "sobol15"
+    alpha_c_quadrature: str | None = PRECISION_TIERS["default"]["alpha_c_quadrature"]
+    alpha_l_quadrature: str | None = PRECISION_TIERS["default"]["alpha_l_quadrature"]
+    bifurcation_quadrature: str = PRECISION_TIERS["default"]["bifurcation_quadrature"]
     branch_end: str = "bifurcation"
+    error_bars: bool = True
 
     def __post_init__(self) -> None:
         from attnphase.numerics.quadrature import parse_rule_spec
@@ -115,6 +136,13 @@ class SolverConfig:
                 parse_rule_spec(spec)
         if self.quadrature is None or self.bifurcation_quadrature is None:
             raise ValueError("quadrature and bifurcation_quadrature need a rule spec")
+
+    @classmethod
+    def for_precision(cls, tier: str, **changes: Any) -> "SolverConfig":
+        """The config of a precision tier (:data:`PRECISION_TIERS`), with ``changes`` on top."""
+        if tier not in PRECISION_TIERS:
+            raise ValueError(f"precision must be one of {tuple(PRECISION_TIERS)}, got {tier!r}")
+        return cls(**(PRECISION_TIERS[tier] | changes))
 
     def replace(self, **changes: Any) -> "SolverConfig":
         """A copy with ``changes`` applied (validated like a new config)."""
@@ -139,6 +167,20 @@ class SolverConfig:
             role: rule_variant(getattr(self, role), k)
             for role in QUADRATURE_ROLES if getattr(self, role) is not None
         })
+
+    def with_error_estimate(self, k: int | None) -> "SolverConfig":
+        """The config of ``--error-estimate k``: None (auto) unchanged; 0 without error bars; k >= 2 with
+        k scrambling blocks in every role whose rule has several (a rule of one block is left as it is:
+        its error bar then comes from k independent rules, :func:`~attnphase.numerics.quadrature_error.
+        independent_rules`)."""
+        if k is None:
+            return self
+        if k == 0:
+            return replace(self, error_bars=False)
+        from attnphase.numerics.quadrature import replicates, with_replicates
+
+        return replace(self, **{role: with_replicates(getattr(self, role), k) for role in QUADRATURE_ROLES
+                                if getattr(self, role) is not None and replicates(getattr(self, role)) >= 2})
 
     def check_rules(self, L: int) -> None:
         """ValueError (naming the role and the sizes) when a rule of any role is too large at L:

@@ -40,12 +40,15 @@ class BranchSweep:
         end: where the branch ends inside the range (:class:`~attnphase.numerics.branch_end.BranchEnd`;
             ``end.alpha`` is NaN if the branch spans the range).
         end_side: ``"below"`` if the branch exists above its end, ``"above"`` otherwise.
+        errors: per point, its ``err_<key>`` standard errors
+            (:func:`attnphase.numerics.quadrature_error.point_errors`; empty when not computed).
     """
 
     branch: str
     points: list[FixedPoint]
     end: BranchEnd = NO_END
     end_side: str = ""
+    errors: tuple[dict[str, float], ...] = ()
 
     def on_branch(self) -> list[FixedPoint]:
         """The converged points carrying the requested label, with the order parameter above the

@@ -24,6 +24,7 @@ from typing import Sequence
 
 from attnphase.execution import Outcome, Task, code_version, task_key
 from attnphase.numerics.boundaries import Boundaries, _portable, boundaries_job
+from attnphase.numerics.quadrature_error import point_errors
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.continuation import BranchSweep, sweep
 from attnphase.theory.params import ModelParams
@@ -56,15 +57,21 @@ def boundaries_task(params: ModelParams, alphas: Sequence[float], config: Solver
 def sweep_job(job: tuple[ModelParams, list[float], str, SolverConfig], progress=None) -> BranchSweep:
     """One branch over the grid (``sweep``), its fixed points without solver memory; ``progress``
     is called after each point (in-process runs)."""
-    params, alphas, branch, cfg = job
-    return _portable(sweep(params, alphas, branch, config=cfg, progress=progress))
+    params, alphas, branch, cfg = job[:4]
+    sw = sweep(params, alphas, branch, config=cfg, progress=progress)
+    if cfg.error_bars:
+        sw = replace(sw, errors=point_errors(sw.points, cfg, job[4] if len(job) > 4 else 0))
+    return _portable(sw)
 
 
 def sweep_task(params: ModelParams, alphas: Sequence[float], branch: str, config: SolverConfig,
-               version: str | None = None) -> Task:
-    identity = {"params": params.to_dict(), "alphas": list(alphas), "branch": branch, "config": config.as_dict()}
+               version: str | None = None, n_rules: int = 0) -> Task:
+    """One sweep as a stored task; ``n_rules`` >= 2: its points' error bars from that many independent
+    rules (a solve rule of one block, :func:`~attnphase.numerics.quadrature_error.independent_rules`)."""
+    identity = {"params": params.to_dict(), "alphas": list(alphas), "branch": branch, "config": config.as_dict(),
+                "n_rules": int(n_rules)}
     return Task(task_key(sweep_job, identity, version or numerics_version()), f"omega={params.omega:g}", sweep_job,
-                (params, sorted(alphas), branch, config))
+                (params, sorted(alphas), branch, config, int(n_rules)))
 
 
 def rank_boundaries_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig,

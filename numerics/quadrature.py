@@ -132,10 +132,23 @@ MAX_RULE_NODES = 2 ** 22
 GH_ORDERS = (2, 200)
 
 
+def split_block(spec: str) -> tuple[str, int | None]:
+    """``"sobol10:4:0@2"`` -> (``"sobol10:4:0"``, 2): a rule spec and the one randomisation block it
+    selects (None: the whole rule).  ValueError for a malformed block index."""
+    s = str(spec).strip().lower()
+    if "@" not in s:
+        return s, None
+    base, _, block = s.partition("@")
+    if not block.isdigit():
+        raise ValueError(f"quadrature rule {spec!r}: the block after '@' must be an integer >= 0")
+    return base, int(block)
+
+
 def parse_rule_spec(spec: str) -> tuple[str, tuple[int, ...]]:
     """Parse a rule spec without building the rule: ("gh", (order,)), ("ghr", (order, seed)) or
-    ("sobol", (log2_n, reps, seed)); ValueError for anything else (see :func:`make_rule`)."""
-    s = str(spec).strip().lower()
+    ("sobol", (log2_n, reps, seed)); ValueError for anything else (see :func:`make_rule`).  A block
+    selector ``@j`` (:func:`rule_blocks`) is checked and left out of the result."""
+    s, block = split_block(spec)
     try:
         if s.startswith("ghr"):
             parts = s[3:].split(":")
@@ -156,13 +169,44 @@ def parse_rule_spec(spec: str) -> tuple[str, tuple[int, ...]]:
         raise ValueError(f"quadrature rule {spec!r}: sobolK[:REPS:SEED] needs 1 <= K <= 30, REPS >= 1, SEED >= 0")
     if kind != "sobol" and not (GH_ORDERS[0] <= args[0] <= GH_ORDERS[1] and args[-1] >= 0):
         raise ValueError(f"quadrature rule {spec!r}: a Gauss-Hermite order must lie in [{GH_ORDERS[0]}, {GH_ORDERS[1]}]")
+    if block is not None and not (kind == "sobol" and block < args[1]):
+        raise ValueError(f"quadrature rule {spec!r}: block @{block} needs a Sobol rule with more than {block} "
+                         f"randomisations (sobolK:REPS:SEED@j, 0 <= j < REPS)")
     return kind, args
+
+
+def replicates(spec: str) -> int:
+    """How many independent randomisations the rule ``spec`` holds (1 for Gauss--Hermite and for one
+    block of a Sobol rule): the replicates its error bar is the spread of."""
+    kind, args = parse_rule_spec(spec)
+    return args[1] if kind == "sobol" and split_block(spec)[1] is None else 1
+
+
+def rule_blocks(spec: str) -> list[str]:
+    """The specs of the rule's independent randomisation blocks, ``spec@0 .. spec@(R-1)`` (R =
+    :func:`replicates`; an empty list when R = 1).  The rule is their union with equal weights, so every
+    expectation on it is the mean of the blocks' expectations, and their spread is its standard error
+    times sqrt(R)."""
+    base, _ = split_block(spec)
+    n = replicates(spec)
+    return [f"{base}@{j}" for j in range(n)] if n >= 2 else []
+
+
+def with_replicates(spec: str, n: int) -> str:
+    """The Sobol rule ``spec`` with ``n`` randomisation blocks of the same size (same seed); other rules
+    unchanged."""
+    kind, args = parse_rule_spec(spec)
+    if kind != "sobol":
+        return spec
+    return f"sobol{args[0]}:{int(n)}:{args[2]}"
 
 
 def rule_nodes(L: int, spec: str) -> int:
     """How many nodes ``make_rule(L, spec)`` builds (Gauss-Hermite: before pruning)."""
     kind, args = parse_rule_spec(spec)
-    return args[1] * 2 ** args[0] if kind == "sobol" else args[0] ** (2 * L)
+    if kind == "sobol":
+        return 2 ** args[0] * (1 if split_block(spec)[1] is not None else args[1])
+    return args[0] ** (2 * L)
 
 
 #: The largest L the state evolution supports (measured on a 2-core, 23 GB machine: the first solve
@@ -208,21 +252,29 @@ def rule_variant(spec: str, k: int) -> str:
         raise ValueError(f"a rule replicate index must be >= 0, got {k}")
     if kind == "sobol":
         log2_n, reps, seed = args
-        return f"sobol{log2_n}:{reps}:{seed + k}"
+        block = split_block(spec)[1]
+        return f"sobol{log2_n}:{reps}:{seed + k}" + ("" if block is None else f"@{block}")
     return f"{kind}{args[0] + 2 * k}"
 
 
 def make_rule(L: int, spec: str) -> QuadratureRule:
     """Build a rule from a short spec: ``"gh12"`` (Gauss--Hermite, order 12), ``"ghr12"`` or
     ``"ghr12:3"`` (the same grid randomly rotated, seed 0 or 3), or ``"sobol14"``
-    (2^14 scrambled Sobol points, seed 0) or ``"sobol14:4:7"`` (4 randomisations, seed 7)."""
+    (2^14 scrambled Sobol points, seed 0) or ``"sobol14:4:7"`` (4 randomisations, seed 7) or
+    ``"sobol14:4:7@2"`` (the third of those randomisations alone: :func:`rule_blocks`)."""
     check_rule_size(L, spec)
     kind, args = parse_rule_spec(spec)
     if kind == "ghr":
         return gauss_hermite_rule(L, args[0], rotation_seed=args[1])
     if kind == "gh":
         return gauss_hermite_rule(L, args[0])
-    return sobol_rule(L, args[0], seed=args[2], randomizations=args[1])
+    rule = sobol_rule(L, args[0], seed=args[2], randomizations=args[1])
+    block = split_block(spec)[1]
+    if block is None:
+        return rule
+    n = 2 ** args[0]
+    nodes = np.ascontiguousarray(rule.nodes[block * n:(block + 1) * n])
+    return QuadratureRule(nodes, np.full(n, 1.0 / n), f"{rule.name}@{block}")
 
 
 def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) -> tuple[QuadratureRule, bool]:

@@ -1,47 +1,36 @@
-"""Honest quadrature error bars for a fixed point, or for the phase boundaries: re-solve on independent rules.
+"""Honest quadrature error bars for a fixed point, or for the phase boundaries.
 
-For a randomised rule (scrambled Sobol, seed s) the fixed point x*(s) is a random
-variable; its spread over independent seeds is the quadrature error of a single
-solve.  Each re-solve is warm-started from the given fixed point, so it costs a few
-Newton steps.  For a deterministic rule (Gauss--Hermite) the comparison is with the
-same rule at a higher order instead.  The phase boundaries (alpha_c, alpha_l, branch ends) get
-the same treatment in :func:`boundary_errors`: the whole computation is repeated on the other rules.
+**Replicates (the default)**: the pooled rule's independent scrambling blocks give every fixed point
+its standard error at the cost of about one warm solve (:mod:`attnphase.numerics.replicates`).
+
+**Independent rules** (a deterministic rule, or a Sobol rule of one block, with ``--error-estimate
+K``): the fixed point is re-solved on K independent rules (:func:`quadrature_error`); their spread
+is the error of one solve.  For Gauss--Hermite the rules are the same rule at higher orders, so the
+spread is an upper estimate dominated by the lowest order.  The phase boundaries get the same
+treatment in :func:`boundary_errors` (the whole computation repeated on the other rules).
+
+What an error bar covers: the quadrature rules' error.  What it does not: the solver's tolerance
+(residual <= tol, 1e-10 by default, far below), which fixed point a solve lands on where the map has
+several close ones (docs/numerics.md section 9), and the branch choice.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from attnphase.numerics.boundaries import BOUNDARY_KEYS, Boundaries, boundaries_job
 from attnphase.numerics.parallel import map_in_order
 from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.quadrature import rule_blocks
+from attnphase.numerics.replicates import ERROR_KEYS, QuadratureError, replicate_error
 from attnphase.numerics.state_evolution import FixedPoint, solve
 from attnphase.theory.params import ModelParams
 
-ERROR_KEYS = ("q", "m", "V", "theta", "eps_g", "e_t")
-
 #: Fewest rules an error estimate is made from (a spread needs two).
 MIN_RULES = 2
-
-
-@dataclass(frozen=True)
-class QuadratureError:
-    """Spread of the fixed point's record over independent rules.
-
-    Attributes:
-        std: for each key of ERROR_KEYS, the sample standard deviation over the rules
-            (the error of one solve; NaN if fewer than two re-solves converged).
-        rules: the rule names used.
-        converged: how many re-solves converged on the same branch.
-    """
-
-    std: dict[str, float]
-    rules: tuple[str, ...]
-    converged: int
 
 
 def check_rules(n_rules: int, option: str = "n_rules") -> int:
@@ -72,6 +61,33 @@ def quadrature_error(fp: FixedPoint, n_rules: int = 4, config: SolverConfig | No
                 values[k].append(float(other.record[k]))
     std = {k: (float(np.std(v, ddof=1)) if len(v) >= 2 else math.nan) for k, v in values.items()}
     return QuadratureError(std=std, rules=tuple(rules), converged=ok)
+
+
+def independent_rules(config: SolverConfig, k: int | None) -> int:
+    """How many independent rules an error estimate repeats a computation on: ``k`` (``--error-estimate``)
+    when the solve rule has one block and k >= 2, else 0 (blocks give the error bar, or none is asked)."""
+    return int(k) if k and k >= MIN_RULES and not rule_blocks(config.quadrature) else 0
+
+
+def fixed_point_error(fp: FixedPoint, config: SolverConfig, n_rules: int = 0) -> QuadratureError | None:
+    """The error bar of ``fp``: from the pooled rule's blocks (:func:`replicate_error`) when it has
+    several, else from ``n_rules`` >= 2 independent rules (:func:`quadrature_error`), else None
+    (also when ``config.error_bars`` is off)."""
+    if not config.error_bars:
+        return None
+    if rule_blocks(config.quadrature):
+        return replicate_error(fp, config)
+    return quadrature_error(fp, n_rules=n_rules, config=config) if n_rules >= MIN_RULES else None
+
+
+def point_errors(points: Sequence[FixedPoint], config: SolverConfig, n_rules: int = 0) -> tuple[dict[str, float], ...]:
+    """``{"err_<key>": ...}`` of every point (:func:`fixed_point_error`; NaN for a point that did not
+    converge, and for every point when no error bar is made)."""
+    out = []
+    for fp in points:
+        err = fixed_point_error(fp, config, n_rules) if fp.status.converged else None
+        out.append({f"err_{k}": (err.std[k] if err is not None else math.nan) for k in ERROR_KEYS})
+    return tuple(out)
 
 
 def _spread(values: Sequence[float]) -> float:

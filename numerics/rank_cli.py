@@ -42,20 +42,25 @@ def ranks_from_args(args: argparse.Namespace) -> tuple[int, int]:
 
 
 def rank_error_estimate(fp: Any, n_rules: int, config: Any) -> dict[str, Any]:
-    """err_<key>: the standard deviation of each of :data:`ERROR_KEYS` over ``n_rules`` independent rules
-    (the solve's and ``config.variant(k)``, k = 1 .. n_rules - 1, warm-started from ``fp``)."""
+    """err_<key> of each of :data:`ERROR_KEYS`: the standard error from the solve rule's R scrambling blocks,
+    std_j / sqrt(R) over the block fixed points warm-started from ``fp`` (:mod:`attnphase.numerics.replicates`);
+    for a rule of one block, the standard deviation over ``n_rules`` independent rules (the solve's and
+    ``config.variant(k)``, k = 1 .. n_rules - 1)."""
     from attnphase.numerics.rank_se import solve_rank
+    from attnphase.numerics.replicates import block_config, replicate_count
 
-    recs = [fp.record()]
-    for k in range(1, n_rules):
-        other = solve_rank(fp.params, fp.alpha, fp.requested, config=config.variant(k), init=fp.overlaps)
+    R = replicate_count(config)
+    configs = [block_config(config, j) for j in range(R)] if R else [config.variant(k) for k in range(1, n_rules)]
+    recs = [] if R else [fp.record()]
+    for cfg in configs:
+        other = solve_rank(fp.params, fp.alpha, fp.requested, config=cfg, init=fp.overlaps)
         if not other.converged:
-            raise RuntimeError(f"the replicate on rule {config.variant(k).quadrature} did not converge: {other.message}")
+            raise RuntimeError(f"the replicate on rule {cfg.quadrature} did not converge: {other.message}")
         recs.append(other.record())
     out: dict[str, Any] = {}
     for key in ERROR_KEYS:
         vals = np.array([np.atleast_1d(np.asarray(r[key], dtype=float)) for r in recs])
-        sd = vals.std(axis=0, ddof=1)
+        sd = vals.std(axis=0, ddof=1) / (np.sqrt(len(recs)) if R else 1.0)
         out[f"err_{key}"] = float(sd[0]) if np.ndim(recs[0][key]) == 0 else sd.tolist()
     return out
 
@@ -68,7 +73,10 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
     from attnphase.numerics.rank_se import solve_rank
 
     params, cfg = rank_model_and_config(args, r, r_star, opt.single_omega(args, "solve"))
-    n_rules = solver_options.error_estimate_from_args(args)
+    from attnphase.numerics.quadrature_error import independent_rules
+    from attnphase.numerics.replicates import replicate_count
+
+    n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
     opt.announce_defaults(args, params)
     fp = solve_rank(params, alpha, args.branch, config=cfg)
     rec = fp.record()
@@ -87,7 +95,7 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
         out[key] = rec[key] if fp.converged else None
     out.update({k: rec[k] for k in ("converged", "iterations", "residual", "prox_failures", "quadrature")})
     out["overlaps"] = rec["canonical_overlaps"] if fp.converged else None
-    if n_rules and fp.converged:
+    if fp.converged and cfg.error_bars and (replicate_count(cfg) or n_rules):
         out.update(rank_error_estimate(fp, n_rules, cfg))
     out["reason"] = reason
     return print_record(out, reason, fp.converged, args.json, show=outputs.json_value)
@@ -184,6 +192,7 @@ def _rank_one(args: argparse.Namespace) -> argparse.Namespace:
 
 #: Solver options of the rank-1 machinery that the rank-r path has no use for (refused when given).
 RANK_ONE_SOLVER_OPTIONS = (("--e-t-quadrature", "e_t_quadrature"), ("--alpha-c-quadrature", "alpha_c_quadrature"),
+                           ("--alpha-l-quadrature", "alpha_l_quadrature"),
                            ("--bifurcation-quadrature", "bifurcation_quadrature"), ("--branch-end", "branch_end"))
 
 

@@ -33,7 +33,7 @@ from scipy.stats import qmc
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.fixed_point import Evaluation, FixedPointSolver, scaled_residual
-from attnphase.numerics.quadrature import check_rule_size, parse_rule_spec
+from attnphase.numerics.quadrature import check_rule_size, parse_rule_spec, split_block
 from attnphase.numerics.rank_overlaps import (
     RankOverlaps, align_gauge, branch_label, canonical, direction_labels, gauge_tangents, invariants,
 )
@@ -69,7 +69,8 @@ class RankRule:
 
 def make_rank_rule(L: int, r: int, r_star: int, spec: str) -> RankRule:
     """A scrambled Sobol rule ``sobolK[:REPS:SEED]`` (2^K points x REPS scramblings, Gaussian by the
-    inverse CDF) over the L (r + r*) dimensions, laid out (xi_1..xi_L, eta_1..eta_L) row-major."""
+    inverse CDF) over the L (r + r*) dimensions, laid out (xi_1..xi_L, eta_1..eta_L) row-major; with
+    ``@j`` its block j alone (:func:`~attnphase.numerics.quadrature.rule_blocks`)."""
     kind, args = parse_rule_spec(spec)
     if kind != "sobol":
         raise ValueError(f"the rank-r state evolution uses scrambled Sobol rules (sobolK[:REPS:SEED]), got {spec!r}")
@@ -79,11 +80,13 @@ def make_rank_rule(L: int, r: int, r_star: int, spec: str) -> RankRule:
     rng = np.random.default_rng(seed)
     blocks = [ndtri(np.clip(qmc.Sobol(d=dim, scramble=True, seed=rng).random_base2(log2_n), 1e-300, 1 - 1e-16))
               for _ in range(reps)]
-    z = np.concatenate(blocks, axis=0)
+    block = split_block(spec)[1]
+    z = np.concatenate(blocks if block is None else blocks[block:block + 1], axis=0)
     N = z.shape[0]
     xi = np.ascontiguousarray(z[:, :L * r].reshape(N, L, r))
     eta = np.ascontiguousarray(z[:, L * r:].reshape(N, L, r_star))
-    return RankRule(xi, eta, np.full(N, 1.0 / N), f"sobol2^{log2_n}x{reps}(seed={seed}, dim={dim})")
+    return RankRule(xi, eta, np.full(N, 1.0 / N), f"sobol2^{log2_n}x{reps}(seed={seed}, dim={dim})"
+                    + ("" if block is None else f"@{block}"))
 
 
 @dataclass(frozen=True, eq=False)

@@ -22,6 +22,7 @@ from attnphase.numerics.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS, Bound
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.jobs import boundaries_or_failure, boundaries_task, numerics_version, strip_sweeps
 from attnphase.numerics.quadrature_error import replicate_spread
+from attnphase.numerics.replicates import replicate_count
 from attnphase.theory.params import ModelParams
 
 CSV_COLUMNS = BOUNDARY_COLUMNS + ("notes",)
@@ -48,7 +49,9 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
                        fresh: bool = False, quiet: bool = False, desc: str = "phase diagram",
                        tags: Sequence[str] | None = None) -> BoundaryRuns:
     """phase_boundaries at every model (one task each), and on ``n_rules - 1`` more rules when
-    ``n_rules`` >= 2 (the replicates keep only their numbers).  ``tags``: label prefixes per model."""
+    ``n_rules`` >= 2 (the replicates keep only their numbers; their spread is each boundary's error).
+    Otherwise the errors are each task's own, from the rules' blocks (:meth:`Boundaries.errors`), when
+    ``config`` makes them.  ``tags``: label prefixes per model."""
     reps = max(1, n_rules)
     tags = tags or [""] * len(models)
     version = numerics_version()
@@ -69,6 +72,8 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
     if n_rules:
         errors = [replicate_spread([strip_sweeps(boundaries_or_failure(o, m.omega)) for o in outs[i * reps:(i + 1) * reps]])
                   for i, m in enumerate(models)]
+    elif replicate_count(config):
+        errors = [b.errors() for b in rows]
     counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
               "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs)}
     return BoundaryRuns(rows, errors, [outs[i * reps] for i in range(len(models))], counts, failure_summary(outs),
@@ -94,12 +99,20 @@ def write_boundary_csv(path: Path, table: list[dict], errors: bool, first: Seque
         wr.writerows(table)
 
 
-def print_boundary_table(table: list[dict], error_estimate: int) -> None:
-    width = 18 if error_estimate else 9
+def error_label(config: SolverConfig, n_rules: int) -> str:
+    """What the error bars of a table are ('' for none)."""
+    if n_rules:
+        return f"spread over {n_rules} independent rules"
+    R = replicate_count(config)
+    return f"standard error over {R} scrambling blocks of each rule" if R else ""
+
+
+def print_boundary_table(table: list[dict], label: str) -> None:
+    width = 18 if label else 9
     print(f"{'omega':>7} " + " ".join(f"{h:>{width}}" for h in ("alpha_c", "alpha_l", "sem_end", "pos_end"))
-          + "  notes" + (f"   (+- spread over {error_estimate} rules)" if error_estimate else ""))
+          + "  notes" + (f"   (+- {label})" if label else ""))
     for r in table:
-        cells = [_fmt(r[k]) + (f" +- {_fmt_err(r[k + '_err'])}" if error_estimate else "") for k in BOUNDARY_KEYS]
+        cells = [_fmt(r[k]) + (f" +- {_fmt_err(r[k + '_err'])}" if label else "") for k in BOUNDARY_KEYS]
         print(f"{r['omega']:7.3f} " + " ".join(f"{c:>{width}}" for c in cells) + f"  {r['notes']}")
 
 
@@ -127,9 +140,9 @@ def run_phase_diagram(
     """Compute the boundaries at every omega; write phase_diagram.csv/.json/.nc/.png and curves_omega0.3.png.
 
     Every setting is in ``config`` (solve rule, alpha_c correction rule, branch-end strategy and rule).
-    ``error_estimate``: K >= 2 repeats the computation on K - 1 more independent rules and adds
-    each boundary's spread over the K rules (``<boundary>_err``, ``<boundary>_found`` columns,
-    error bars in the figure); about K times the time.  ``executor``, ``store``, ``fresh``: where
+    Error bars (``<boundary>_err``, ``<boundary>_found`` columns, error bars in the figure): from the
+    rules' scrambling blocks when ``config`` makes them; ``error_estimate`` K >= 2 (for a solve rule of
+    one block) repeats the computation on K - 1 more independent rules instead, about K times the time.  ``executor``, ``store``, ``fresh``: where
     the tasks run and where finished ones are kept (:func:`compute_boundaries`).  Returns the exit
     code (1 when a task failed: its row is NaN, its note the error) and the job's record (the
     content of phase_diagram.json, with this run's task counts).  ``existing``: the folder holding an earlier
@@ -166,7 +179,7 @@ def run_phase_diagram(
         meta = _write_phase_diagram(out, params, omegas, alphas, cfg, error_estimate, command, runs, rows, errors,
                                     table, curves, version, t0)
         record_outputs(out, "phase_diagram", identity, files)
-    print_boundary_table(table, error_estimate)
+    print_boundary_table(table, error_label(cfg, error_estimate) if errors else "")
     what = "outputs up to date in" if unchanged else "wrote"
     code = job_summary(f"{what} {out}/phase_diagram.csv, .nc, .png, curves_omega{CURVES_OMEGA}.png",
                        time.perf_counter() - t0, runs.counts, runs.failures)

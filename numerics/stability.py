@@ -99,6 +99,8 @@ class Bifurcation:
         slope: d lambda / d alpha from the last two evaluations.
         points: the evaluations, (alpha, lambda) in order.
         prox_failures: failed proximal solves over all lambda evaluations.
+        err: standard error of ``alpha`` from the rules' blocks (:func:`bifurcation_error`; NaN
+            when not converged, without blocks, or with ``config.error_bars`` off).
     """
 
     alpha: float
@@ -107,6 +109,7 @@ class Bifurcation:
     slope: float
     points: tuple[tuple[float, float], ...]
     prox_failures: int
+    err: float = math.nan
 
 
 def branch_bifurcation(
@@ -158,7 +161,8 @@ def branch_bifurcation(
 
     def done(alpha: float, ok: bool, message: str) -> Bifurcation:
         slope = (pts[-1][1] - pts[-2][1]) / (pts[-1][0] - pts[-2][0]) if len(pts) >= 2 else math.nan
-        return Bifurcation(alpha if ok else math.nan, ok, message, slope, tuple(pts), failures)
+        err = bifurcation_error(params, prev, direction, slope, cfg) if ok and prev is not None else math.nan
+        return Bifurcation(alpha if ok else math.nan, ok, message, slope, tuple(pts), failures, err)
 
     try:
         a0 = float(alpha_guess)
@@ -181,6 +185,28 @@ def branch_bifurcation(
     except _NoAgnosticPoint as exc:
         return done(math.nan, False, str(exc))
     return done(a1, False, f"not converged to {tol} in {max_iter} secant steps")
+
+
+def bifurcation_error(params: ModelParams, agnostic: FixedPoint, direction: str, slope: float,
+                      config: SolverConfig) -> float:
+    """Standard error of a bifurcation located on pooled rules, from their blocks, linearised at the
+    last agnostic point a (:mod:`attnphase.numerics.replicates`): on block j the agnostic fixed point
+    (solve rule's block j, warm from ``agnostic``) and its eigenvalue e_j (bifurcation rule's block j)
+    give the block's root a - (e_j - 1) / slope.  NaN without blocks or with ``config.error_bars`` off."""
+    from attnphase.numerics.replicates import block_config, linearised_root_error, replicate_count
+
+    R = replicate_count(config)
+    if R < 2:
+        return math.nan
+    eigenvalue, _ = _DIRECTIONS[direction]
+    values = []
+    for j in range(R):
+        cfg_j = block_config(config, j)
+        fp = solve(params, agnostic.alpha, "agnostic", init=agnostic.overlaps, config=cfg_j)
+        if fp.status.converged and fp.branch == "agnostic":
+            values.append(eigenvalue(params, agnostic.alpha, fp.overlaps,
+                                     make_rule(params.L, cfg_j.bifurcation_quadrature), cfg_j)[0] - 1.0)
+    return linearised_root_error(agnostic.alpha, values, slope)
 
 
 def semantic_bifurcation(params: ModelParams, alpha_guess: float, **kwargs) -> Bifurcation:
