@@ -19,7 +19,7 @@ import argparse
 import sys
 from typing import Any
 
-from attnphase.solver_options import SOLVER_OPTIONS
+from attnphase.solver_options import SOLVER_DEFAULTS, SOLVER_OPTIONS
 
 #: Grids past these sizes need ``--large`` (a rough second per solve at L = 2 with sobol12 on 2 cores).
 MAX_SWEEP_POINTS = 500
@@ -59,7 +59,8 @@ LARGE_RULE_NODES = 2 ** 17
 
 
 def announce_rules(L: int, config: Any, *, quiet: bool = False) -> None:
-    """Name every rule of the configuration that is large: its nodes and an estimate of its memory."""
+    """Name every rule of the configuration that is large, and larger than its role's default: its nodes and an
+    estimate of its memory."""
     if quiet:
         return
     from attnphase.numerics.quadrature import rule_nodes
@@ -68,7 +69,8 @@ def announce_rules(L: int, config: Any, *, quiet: bool = False) -> None:
         spec = getattr(config, field, None)
         if field.endswith("quadrature") and spec is not None:
             n = rule_nodes(L, spec)
-            if n >= LARGE_RULE_NODES:
+            usual = SOLVER_DEFAULTS.get(field)
+            if n >= LARGE_RULE_NODES and (usual is None or n > rule_nodes(L, usual)):
                 print(f"attnphase: note: {option} {spec}: {n:.3g} nodes at L = {L} (about {n * 2e3 / 1e9:.1f} GB "
                       f"during a proximal search; each step ~{n / 2 ** 12:.0f}x the default rule's time)",
                       file=sys.stderr, flush=True)

@@ -96,7 +96,9 @@ def cmd_scan(args: argparse.Namespace) -> int:
     cfg = solver_options.config_from_args(args)
     for m in models:
         solver_options.check_supported(m, cfg)
-    n_rules = solver_options.error_estimate_from_args(args)
+    from attnphase.numerics.quadrature_error import independent_rules
+
+    n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
     executor = execution_options.executor_from_args(args)
     workload.check_grid(len(models) * len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
                         f"(--{field.replace('_', '-')}, omega, alpha) points", "--omega/--alpha", args.large)

@@ -21,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.numerics.config import BRANCHES, SolverConfig
+from attnphase.numerics.config import BRANCHES, PRECISION_TIERS, SolverConfig
 from attnphase.numerics.fixed_point import FixedPointResult, FixedPointSolver
 from attnphase.numerics.observables import Observables, branch_label, eps_lin, observables
 from attnphase.numerics.overlaps import HatOverlaps, Overlaps
 from attnphase.numerics.prox import Candidates
-from attnphase.numerics.quadrature import QuadratureRule, make_rule
+from attnphase.numerics.quadrature import QuadratureRule, make_rule, rule_nodes
 from attnphase.numerics.se_map import FixedAlpha, FixedOrder, SEMap, admissible, model_rule
 from attnphase.numerics.training_objective import refined_training_objective
 from attnphase.theory.params import ModelParams
@@ -146,6 +146,13 @@ def _check_alpha(alpha: float) -> float:
     return a
 
 
+#: A cold solve on a rule of more nodes than this starts from the fixed point of MULTILEVEL_START.
+MULTILEVEL_NODES = 2 ** 13
+
+#: The rule of that first, coarse solve (the default tier's).
+MULTILEVEL_START = PRECISION_TIERS["default"]["quadrature"]
+
+
 def solve(
     params: ModelParams,
     alpha: float,
@@ -181,6 +188,12 @@ def solve(
         raise ValueError(f"the numerics implement rank r = r* = 1 only, got r = {params.r}, r* = {params.r_star}")
     if params.correlated_tokens:
         raise ValueError("the numerics implement independent tokens only (a diagonal token covariance C)")
+    if init is None and rule is None and rule_nodes(params.L, cfg.quadrature) > MULTILEVEL_NODES:
+        # multilevel: a cold start on a large rule begins from the fixed point of the default rule (a few
+        # evaluations on the large rule instead of the whole cold path; the result is verified on it)
+        coarse = solve(params, alpha, branch, config=replace(cfg, quadrature=MULTILEVEL_START, e_t_quadrature=None))
+        if coarse.status.converged and coarse.branch == branch:
+            init = coarse.overlaps
     rule = model_rule(params, cfg, rule)
     if init is None and branch == "positional" and alpha > POSITIONAL_COLD_ALPHA:
         # the positional family has several fixed points at larger alpha; the branch is the

@@ -1,8 +1,16 @@
 """Golden outputs: today's `solve`, `sweep` and phase-diagram numbers against recorded ones.
 
-The files in tests/golden/ were written by the command line before the numerics core was
-redesigned (`attnphase solve ... --json`, `attnphase sweep ... --out`, `attnphase phase-diagram
---omega 0.1:0.4:7`).  A refactor must reproduce them:
+Two records:
+
+* tests/golden/*.json|csv -- written by the command line before the numerics core was redesigned,
+  on single-scrambling rules (sobol12 solves, sobol16 alpha_c correction, sobol15 bifurcations).
+  Those rules (:data:`LEGACY`) must still reproduce them: a refactor changes nothing;
+* tests/golden/replicated/ -- the default rules since error bars became the default (4 independent
+  scramblings per role, benchmarks/record_golden.py), each number with its standard error.  Today's
+  defaults must reproduce them, and they must agree with the first record within the combined error
+  bars (:data:`N_SIGMA`): the rule change moved every number by less than its quadrature error.
+
+Reproduction means:
 
 * fixed points to the solver's tolerance (residual <= 1e-10 on every overlap: the overlaps of two
   solves of the same fixed point differ by ~1e-10 relative; RTOL_FIXED_POINT leaves room for the
@@ -25,9 +33,18 @@ import numpy as np
 import pytest
 
 from attnphase.numerics import SolverConfig, phase_diagram, solve, sweep
+from attnphase.numerics.quadrature_error import fixed_point_error, point_errors
 from attnphase.theory.params import ModelParams
 
 GOLDEN = Path(__file__).parent / "golden"
+REPLICATED = GOLDEN / "replicated"
+
+#: The single-scrambling rules of the first record.
+LEGACY = SolverConfig(quadrature="sobol12", alpha_c_quadrature="sobol16", alpha_l_quadrature=None,
+                      bifurcation_quadrature="sobol15", error_bars=False)
+
+#: Two records of one number on different rules agree within this many combined error bars.
+N_SIGMA = 4.0
 
 #: Relative agreement of two converged solves of one fixed point (tol = 1e-10 on the residual).
 RTOL_FIXED_POINT = 1e-8
@@ -72,9 +89,38 @@ SOLVES = {
 def test_solve_matches_golden(name: str) -> None:
     spec = dict(SOLVES[name])
     gold = json.loads((GOLDEN / name).read_text())
-    config = SolverConfig(prox=spec.pop("prox", "global"), quadrature=spec.pop("quadrature", "sobol12"))
+    config = LEGACY.replace(prox=spec.pop("prox", "global"), quadrature=spec.pop("quadrature", "sobol12"))
     fp = solve(ModelParams(omega=spec.pop("omega")), spec.pop("alpha"), spec.pop("branch"), config=config)
     _assert_record(fp.record, gold, name)
+
+
+def _within_errors(now: float, err_now: float, then: float, err_then: float, where) -> None:
+    if math.isnan(now) or math.isnan(then):
+        assert math.isnan(now) and math.isnan(then), where
+        return
+    bar = math.hypot(err_now, err_then)
+    assert math.isfinite(bar), where
+    assert abs(now - then) <= N_SIGMA * bar + 1e-12, (where, now, then, bar)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in SOLVES if "gh6" not in n))
+def test_replicated_solve_matches_its_golden_and_the_legacy_one_within_errors(name: str) -> None:
+    """Today's default solve reproduces tests/golden/replicated/, error bars included; it agrees with the
+    legacy record within the combined error bars (the legacy rule's: the spread over 4 independent
+    sobol12 rules, computed here)."""
+    spec = SOLVES[name]
+    gold = json.loads((REPLICATED / name).read_text())
+    params = ModelParams(omega=spec["omega"])
+    fp = solve(params, spec["alpha"], spec["branch"], config=SolverConfig())
+    err = fixed_point_error(fp, SolverConfig())
+    _assert_record(fp.record, gold, name)
+    for k in err.std:
+        assert _close(err.std[k], gold[f"err_{k}"], 1e-5, atol=1e-12), (name, k)
+    legacy = json.loads((GOLDEN / name).read_text())
+    legacy_fp = solve(params, spec["alpha"], spec["branch"], config=LEGACY)
+    legacy_err = fixed_point_error(legacy_fp, LEGACY.replace(error_bars=True), 4)
+    for k in err.std:
+        _within_errors(fp.record[k], err.std[k], float(legacy[k]), legacy_err.std[k], (name, k))
 
 
 def _read_csv(path: Path) -> list[dict[str, str]]:
@@ -90,22 +136,58 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
     ],
 )
 def test_sweep_matches_golden(name: str, branch: str, alphas: np.ndarray) -> None:
-    gold = _read_csv(GOLDEN / name)
-    res = sweep(ModelParams(omega=0.3), alphas, branch, config=SolverConfig())
-    assert [p.alpha for p in res.points] == pytest.approx([float(r["alpha"]) for r in gold], abs=1e-15)
-    for fp, row in zip(res.points, gold):
-        _assert_record(fp.record, {**row, "converged": row["converged"] == "True"}, f"{name} alpha={fp.alpha}")
+    for folder, config in ((GOLDEN, LEGACY), (REPLICATED, SolverConfig())):
+        gold = _read_csv(folder / name)
+        res = sweep(ModelParams(omega=0.3), alphas, branch, config=config)
+        assert [p.alpha for p in res.points] == pytest.approx([float(r["alpha"]) for r in gold], abs=1e-15)
+        for fp, row in zip(res.points, gold):
+            _assert_record(fp.record, {**row, "converged": row["converged"] == "True"}, f"{folder.name}/{name} alpha={fp.alpha}")
+        if config.error_bars:  # the error bars too, and the two records within them
+            legacy = _read_csv(GOLDEN / name)
+            for fp, err, row, old in zip(res.points, point_errors(res.points, config), gold, legacy):
+                for k in ("q", "m", "theta", "e_t"):
+                    assert _close(err[f"err_{k}"], float(row[f"err_{k}"]), 1e-5, atol=1e-12), (name, fp.alpha, k)
+                    # the legacy rule's own error is about the same as the pooled rule's (docs/numerics.md
+                    # section 8): the combined bar is sqrt(2) times today's
+                    _within_errors(fp.record[k], err[f"err_{k}"], float(old[k]), err[f"err_{k}"], (name, fp.alpha, k))
+
+
+def test_legacy_phase_diagram_row_matches_golden() -> None:
+    """The legacy rules reproduce the first record's omega = 0.3 row (the rows are independent)."""
+    gold = next(g for g in _read_csv(GOLDEN / "phase_diagram_0.1-0.4-7.csv") if abs(float(g["omega"]) - 0.3) < 1e-9)
+    (b,) = phase_diagram(ModelParams(), [float(gold["omega"])], config=LEGACY)
+    _assert_boundaries(b.row(), gold)
+
+
+def _assert_boundaries(row: dict, gold: dict) -> None:
+    assert _close(row["omega"], float(gold["omega"]), 1e-15)
+    for key, atol in (("alpha_c", ATOL_ROOT), ("alpha_l", ATOL_ROOT), ("alpha_c_coarse", ATOL_ROOT),
+                      ("spinodal_semantic", ATOL_END), ("spinodal_positional", ATOL_END)):
+        now = float(row[RENAMED.get(key, key)])
+        assert _close(now, float(gold.get(key, gold.get(RENAMED.get(key, key)))), 0.0, atol), (gold["omega"], key, now)
+
+
+#: The legacy record's error bars (tests/golden/phase_diagram_0.1-0.4-7_errors.csv): the spread over 4
+#: independent rules of the same run, `phase-diagram --omega 0.1:0.4:7 --error-estimate 4` (220 s, the table
+#: of docs/numerics.md section 8 before the rule change).
+LEGACY_ERRORS = GOLDEN / "phase_diagram_0.1-0.4-7_errors.csv"
 
 
 @pytest.mark.slow
 def test_phase_diagram_matches_golden() -> None:
-    gold = _read_csv(GOLDEN / "phase_diagram_0.1-0.4-7.csv")
-    rows = phase_diagram(ModelParams(), np.linspace(0.1, 0.4, 7), config=SolverConfig())
+    """Today's default phase diagram reproduces tests/golden/replicated/ (numbers and error bars), and every
+    boundary agrees with the legacy record within the combined error bars."""
+    gold = _read_csv(REPLICATED / "phase_diagram_0.1-0.4-7.csv")
+    legacy = {round(float(g["omega"]), 6): g for g in _read_csv(GOLDEN / "phase_diagram_0.1-0.4-7.csv")}
+    legacy_err = {round(float(g["omega"]), 6): g for g in _read_csv(LEGACY_ERRORS)}
+    rows = phase_diagram(ModelParams(), np.linspace(0.1, 0.4, 7), config=SolverConfig(), workers=2)
     assert len(rows) == len(gold)
     for b, g in zip(rows, gold):
-        row = b.row()
-        assert _close(row["omega"], float(g["omega"]), 1e-15)
-        for key, atol in (("alpha_c", ATOL_ROOT), ("alpha_l", ATOL_ROOT), ("alpha_c_coarse", ATOL_ROOT),
-                          ("spinodal_semantic", ATOL_END), ("spinodal_positional", ATOL_END)):
-            now = float(row[RENAMED.get(key, key)])
-            assert _close(now, float(g[key]), 0.0, atol), (g["omega"], key, now, g[key])
+        row = b.row() | b.errors()
+        _assert_boundaries(row, g)
+        w = round(b.omega, 6)
+        for key in ("alpha_c", "alpha_l", "semantic_end", "positional_end"):
+            assert _close(row[f"{key}_err"], float(g[f"{key}_err"]), 1e-3, atol=1e-9), (w, key)
+            then = float(legacy[w][{"semantic_end": "spinodal_semantic", "positional_end": "spinodal_positional"}
+                                  .get(key, key)])
+            _within_errors(row[key], row[f"{key}_err"], then, float(legacy_err[w][f"{key}_err"]), (w, key))

@@ -7,9 +7,11 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from attnphase.cli import main
+from attnphase.numerics import cli as ncli
 
 KEYS = {
     "alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta",
@@ -95,7 +97,10 @@ def test_sweep_writes_one_row_per_alpha(tmp_path, capsys: pytest.CaptureFixture[
         reader = csv.DictReader(fh)
         rows = list(reader)
         csv_keys = (KEYS - {"L", "A", "P", "rho0", "rank", "requested_branch"})  # the model is in the file name / --json
+        csv_keys |= {f"err_{k}" for k in ncli.RESULT_KEYS}
         assert set(reader.fieldnames or ()) == csv_keys and len(reader.fieldnames or ()) == len(csv_keys)
+    # gh6 is one deterministic rule: no error bar unless --error-estimate K asks for K rules
+    assert all(r["err_q"] == "nan" for r in rows)
     assert [float(r["alpha"]) for r in rows] == pytest.approx([1.8, 2.0, 2.2])
     assert all(r["branch"] == "semantic" and r["converged"] == "True" for r in rows)
     theta = [float(r["theta"]) for r in rows]
@@ -103,6 +108,28 @@ def test_sweep_writes_one_row_per_alpha(tmp_path, capsys: pytest.CaptureFixture[
     assert theta[0] < theta[1] < theta[2]  # more data: closer to the teacher
     assert eps_g[0] > eps_g[1] > eps_g[2]
     assert len({r["eps_lin"] for r in rows}) == 1
+
+
+def test_sweep_points_carry_the_standard_error_of_their_blocks(tmp_path) -> None:
+    """A rule of 4 scramblings: each converged row's err_<key> is std_j / sqrt(4) over the 4 blocks'
+    fixed points (warm-started from the row's), recomputed here for one row."""
+    from attnphase.numerics import solve
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.replicates import block_config
+    from attnphase.theory.params import ModelParams
+
+    argv = ["sweep", "--omega", "0.3", "--alpha", "1.6,2", "--branch", "semantic", "--quadrature", "sobol8:4",
+            "--out", str(tmp_path), "--quiet"]
+    assert main(argv) == 0
+    rows = list(csv.DictReader(open(tmp_path / "sweep_semantic_omega0.3.csv")))
+    assert all(0 < float(r["err_q"]) < 0.05 and 0 < float(r["err_theta"]) < 0.05 for r in rows)
+    assert all(float(r["err_m"]) == 0.0 for r in rows)  # m = 0 exactly on the semantic branch
+    cfg = SolverConfig(quadrature="sobol8:4")
+    fp = solve(ModelParams(omega=0.3), 2.0, "semantic", config=cfg)
+    assert float(rows[1]["q"]) == pytest.approx(fp.record["q"], rel=1e-6)
+    qs = [solve(fp.params, 2.0, "semantic", init=fp.overlaps, config=block_config(cfg, j)).record["q"] for j in range(4)]
+    assert len(set(qs)) == 4
+    assert float(rows[1]["err_q"]) == pytest.approx(np.std(qs, ddof=1) / 2, rel=1e-3)
 
 
 def test_sweep_bad_range_exits_2(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -149,7 +176,7 @@ def test_phase_diagram_writes_the_documented_files(tmp_path, capsys) -> None:
     assert float(rows[0]["alpha_l"]) > float(rows[0]["alpha_c"])
     meta = json.loads((tmp_path / "phase_diagram.json").read_text())
     assert meta["params"]["omega"] == 0.3 and meta["solver"]["quadrature"] == "gh6"
-    assert meta["solver"]["alpha_c_quadrature"] == "sobol16"
+    assert meta["solver"]["alpha_c_quadrature"] == "sobol16:4"
     assert "alpha_c" in capsys.readouterr().out
 
 
@@ -165,12 +192,15 @@ def test_phase_diagram_error_estimate_is_the_spread_over_rules(tmp_path) -> None
     from attnphase.numerics.config import SolverConfig
     from attnphase.theory.params import ModelParams
 
-    argv = ["phase-diagram", "--omega", "0.3:0.3:1", "--alpha", "0.6:2.2:5", "--quadrature", "gh6", "--quiet"]
+    argv = ["phase-diagram", "--omega", "0.3:0.3:1", "--alpha", "0.6:2.2:5", "--quadrature", "gh6", "--quiet",
+            "--alpha-c-quadrature", "sobol16", "--alpha-l-quadrature", "none", "--bifurcation-quadrature", "sobol15"]
     assert main([*argv, "--error-estimate", "1", "--out", str(tmp_path)]) == 2
     assert main([*argv, "--error-estimate", "2", "--out", str(tmp_path)]) == 0
     row = next(csv.DictReader(open(tmp_path / "phase_diagram.csv")))
     other = phase_boundaries(  # the second rule: every quadrature role's replicate 1 (gh8, sobol16:1:1, ...)
-        ModelParams(omega=0.3), np.linspace(0.6, 2.2, 5), config=SolverConfig(quadrature="gh6").variant(1),
+        ModelParams(omega=0.3), np.linspace(0.6, 2.2, 5),
+        config=SolverConfig(quadrature="gh6", alpha_c_quadrature="sobol16", alpha_l_quadrature=None,
+                            bifurcation_quadrature="sobol15").variant(1),
     )
     for key in ("alpha_c", "alpha_l"):
         pair = [float(row[key]), getattr(other, key)]

@@ -177,19 +177,49 @@ def test_config_from_args_round_trips_every_solver_option(command: str) -> None:
     assert solver_options.config_from_args(build_parser().parse_args(base)) == SolverConfig()
     given = {
         "--prox": "local", "--backend": "numpy", "--quadrature": "gh8", "--e-t-quadrature": "sobol14:2:3",
-        "--alpha-c-quadrature": "ghr10:2", "--bifurcation-quadrature": "sobol13", "--branch-end": "trace",
-        "--tol": "1e-8",
+        "--alpha-c-quadrature": "ghr10:2", "--alpha-l-quadrature": "sobol11:3", "--bifurcation-quadrature": "sobol13",
+        "--branch-end": "trace", "--tol": "1e-8",
     }
     argv = base + [x for kv in given.items() for x in kv]
     cfg = solver_options.config_from_args(build_parser().parse_args(argv))
     assert cfg == SolverConfig(prox="local", backend="numpy", quadrature="gh8", e_t_quadrature="sobol14:2:3",
-                               alpha_c_quadrature="ghr10:2", bifurcation_quadrature="sobol13",
-                               branch_end="trace", tol=1e-8)
+                               alpha_c_quadrature="ghr10:2", alpha_l_quadrature="sobol11:3",
+                               bifurcation_quadrature="sobol13", branch_end="trace", tol=1e-8)
     for option, field in solver_options.SOLVER_OPTIONS:  # every option reaches its own field
         assert getattr(cfg, field) == (float(given[option]) if field == "tol" else given[option])
     off = solver_options.config_from_args(build_parser().parse_args(
-        base + ["--alpha-c-quadrature", "none", "--e-t-quadrature", "None"]))
-    assert off.alpha_c_quadrature is None and off.e_t_quadrature is None
+        base + ["--alpha-c-quadrature", "none", "--e-t-quadrature", "None", "--alpha-l-quadrature", "none"]))
+    assert off.alpha_c_quadrature is None and off.e_t_quadrature is None and off.alpha_l_quadrature is None
+
+
+@pytest.mark.parametrize("command", SOLVER_COMMANDS)
+def test_precision_sets_every_rule_and_an_explicit_rule_wins(command: str) -> None:
+    from attnphase.numerics.config import PRECISION_TIERS, SolverConfig
+
+    base = [command, "--alpha", "1"]
+    for tier, rules in PRECISION_TIERS.items():
+        cfg = solver_options.config_from_args(build_parser().parse_args(base + ["--precision", tier]))
+        assert cfg == SolverConfig(**rules)
+    cfg = solver_options.config_from_args(build_parser().parse_args(
+        base + ["--precision", "precise", "--quadrature", "sobol9:4"]))
+    assert cfg.quadrature == "sobol9:4" and cfg.alpha_c_quadrature == PRECISION_TIERS["precise"]["alpha_c_quadrature"]
+    # the tiers grow: every role has at least as many points in each tier as in the one before
+    from attnphase.numerics.quadrature import rule_nodes
+
+    for role in PRECISION_TIERS["default"]:
+        sizes = [rule_nodes(2, PRECISION_TIERS[t][role]) for t in ("fast", "default", "precise")]
+        assert sizes == sorted(sizes) and sizes[0] < sizes[-1], role
+
+
+@pytest.mark.parametrize("command", SOLVER_COMMANDS)
+def test_error_estimate_sets_the_blocks_or_switches_error_bars_off(command: str) -> None:
+    base = [command, "--alpha", "1"]
+    cfg = solver_options.config_from_args(build_parser().parse_args(base + ["--error-estimate", "8"]))
+    assert cfg.quadrature == "sobol10:8:0" and cfg.alpha_c_quadrature == "sobol16:8:0" and cfg.error_bars
+    off = solver_options.config_from_args(build_parser().parse_args(base + ["--error-estimate", "0"]))
+    assert not off.error_bars and off.quadrature == "sobol10:4"
+    one = solver_options.config_from_args(build_parser().parse_args(base + ["--error-estimate", "3", "--quadrature", "gh8"]))
+    assert one.quadrature == "gh8" and one.alpha_c_quadrature == "sobol16:3:0"
 
 
 @pytest.mark.parametrize("option, value, needle", [
@@ -288,13 +318,14 @@ def test_error_estimate_is_refused_identically_on_solve_and_phase_diagram(value:
     on_solve = _err(capsys)
     assert main(["phase-diagram", "--error-estimate", value, "--out", "/nonexistent/never"]) == 2
     assert _err(capsys) == on_solve
-    assert on_solve == ("attnphase: error: --error-estimate K must be 0 (none) or an integer K >= 2 "
+    assert on_solve == ("attnphase: error: --error-estimate K must be auto, 0 (none) or an integer K >= 2 "
                         f"(a spread needs two rules), got {value!r}")
 
 
-def test_error_estimate_accepts_0_and_2() -> None:
+def test_error_estimate_accepts_auto_0_and_2() -> None:
     for k in ("0", "2", "5"):
         assert solver_options.error_estimate_from_args(argparse.Namespace(error_estimate=k)) == int(k)
+    assert solver_options.error_estimate_from_args(argparse.Namespace(error_estimate="auto")) is None
 
 
 def test_out_is_always_a_folder(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
