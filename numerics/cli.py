@@ -123,7 +123,29 @@ def cmd_solve(args: argparse.Namespace) -> int:
         err = fixed_point_error(fp, cfg, n_rules)
         if err is not None:
             rec.update({f"err_{k}": v for k, v in err.std.items()})
+            rec["max_relative_error"] = max_relative_error(rec)
+            precision_note(rec["max_relative_error"], getattr(args, "precision", None) or "default")
     return print_record(rec, reason, fp.status.converged, args.json)
+
+
+#: The overlaps a precision tier's target is about.
+OVERLAP_KEYS = ("q", "m", "V", "theta")
+
+
+def max_relative_error(rec: dict) -> float:
+    """max err_k / |k| over the non-zero overlaps of a record with error bars (NaN when one is NaN)."""
+    rel = [rec[f"err_{k}"] / abs(rec[k]) for k in OVERLAP_KEYS if rec.get(k)]
+    return max(rel) if rel and all(math.isfinite(r) for r in rel) else math.nan
+
+
+def precision_note(rel: float, tier: str) -> None:
+    """Say on stderr when the error bars miss the tier's target (numerics.config.PRECISION_TARGETS)."""
+    from attnphase.numerics.config import PRECISION_TARGETS
+
+    target = PRECISION_TARGETS[tier]
+    if not rel <= target:
+        print(f"attnphase: note: the largest relative error bar of the overlaps is {rel:.1e}, above the {tier} tier's "
+              f"target {target:g} (docs/numerics.md section 8: what each tier reaches)", file=sys.stderr)
 
 
 def print_record(rec: dict, reason: str, converged: bool, as_json: bool, show=lambda v: v) -> int:

@@ -66,6 +66,11 @@ PRECISION_TIERS: dict[str, dict[str, str]] = {
 }
 
 
+#: Each tier's target: the largest relative error bar err / |value| of the overlaps (q, m, V, theta) of a
+#: fixed point.  A solve says when its error bars miss it (met or not: docs/numerics.md section 8).
+PRECISION_TARGETS: dict[str, float] = {"fast": 1e-2, "default": 1e-3, "precise": 1e-4}
+
+
 @dataclass(frozen=True)
 class SolverConfig:
     """Settings of every numerical computation (fixed points, sweeps, branch ends, boundaries).

@@ -45,23 +45,27 @@ def rank_error_estimate(fp: Any, n_rules: int, config: Any) -> dict[str, Any]:
     """err_<key> of each of :data:`ERROR_KEYS`: the standard error from the solve rule's R scrambling blocks,
     std_j / sqrt(R) over the block fixed points warm-started from ``fp`` (:mod:`attnphase.numerics.replicates`);
     for a rule of one block, the standard deviation over ``n_rules`` independent rules (the solve's and
-    ``config.variant(k)``, k = 1 .. n_rules - 1)."""
+    ``config.variant(k)``, k = 1 .. n_rules - 1).  A replicate that does not converge on ``fp``'s branch is
+    left out: ``err_replicates`` counts those used (NaN errors below two), ``err_replicates_tried`` all."""
     from attnphase.numerics.rank_se import solve_rank
     from attnphase.numerics.replicates import block_config, replicate_count
 
     R = replicate_count(config)
     configs = [block_config(config, j) for j in range(R)] if R else [config.variant(k) for k in range(1, n_rules)]
     recs = [] if R else [fp.record()]
-    for cfg in configs:
+    for cfg in configs:  # a replicate that does not converge on the branch is left out (and counted)
         other = solve_rank(fp.params, fp.alpha, fp.requested, config=cfg, init=fp.overlaps)
-        if not other.converged:
-            raise RuntimeError(f"the replicate on rule {cfg.quadrature} did not converge: {other.message}")
-        recs.append(other.record())
-    out: dict[str, Any] = {}
+        if other.converged and other.branch == fp.branch:
+            recs.append(other.record())
+    out: dict[str, Any] = {"err_replicates": len(recs) - (0 if R else 1), "err_replicates_tried": len(configs)}
+    ref = fp.record()
     for key in ERROR_KEYS:
-        vals = np.array([np.atleast_1d(np.asarray(r[key], dtype=float)) for r in recs])
-        sd = vals.std(axis=0, ddof=1) / (np.sqrt(len(recs)) if R else 1.0)
-        out[f"err_{key}"] = float(sd[0]) if np.ndim(recs[0][key]) == 0 else sd.tolist()
+        if len(recs) < 2:
+            sd = np.full(np.atleast_1d(np.asarray(ref[key], dtype=float)).shape, np.nan)
+        else:
+            vals = np.array([np.atleast_1d(np.asarray(r[key], dtype=float)) for r in recs])
+            sd = vals.std(axis=0, ddof=1) / (np.sqrt(len(recs)) if R else 1.0)
+        out[f"err_{key}"] = float(sd[0]) if np.ndim(ref[key]) == 0 else sd.tolist()
     return out
 
 
@@ -97,6 +101,10 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
     out["overlaps"] = rec["canonical_overlaps"] if fp.converged else None
     if fp.converged and cfg.error_bars and (replicate_count(cfg) or n_rules):
         out.update(rank_error_estimate(fp, n_rules, cfg))
+        if out["err_replicates"] < out["err_replicates_tried"]:
+            print(f"attnphase: note: error bars from {out['err_replicates']} of {out['err_replicates_tried']} replicates "
+                  "(the others did not converge on this branch)" + ("; none shown" if out["err_replicates"] < 2 else ""),
+                  file=sys.stderr)
     out["reason"] = reason
     return print_record(out, reason, fp.converged, args.json, show=outputs.json_value)
 

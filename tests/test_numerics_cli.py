@@ -242,3 +242,20 @@ def test_sweep_over_several_omegas_is_one_task_per_omega(tmp_path, capsys: pytes
     assert main(argv) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["tasks"]["stored"] == 2 and again["sweeps"] == rec["sweeps"]
+
+
+def test_solve_reports_its_largest_relative_error_bar_and_says_when_the_tier_misses_it(capsys) -> None:
+    """`solve` adds max_relative_error = max err_k / |k| over the non-zero overlaps, and a note on stderr when it
+    is above the tier's target (numerics.config.PRECISION_TARGETS)."""
+    rec = {"q": 0.2, "m": 0.0, "V": 40.0, "theta": 0.5, "err_q": 2e-4, "err_m": 0.0, "err_V": 0.4, "err_theta": 1e-4}
+    assert ncli.max_relative_error(rec) == pytest.approx(1e-2)
+    assert np.isnan(ncli.max_relative_error(rec | {"err_V": float("nan")}))
+    ncli.precision_note(1e-2, "fast")
+    assert capsys.readouterr().err == ""
+    ncli.precision_note(1e-2, "default")
+    assert "above the default tier's target 0.001" in capsys.readouterr().err
+    assert main(["solve", "--alpha", "2", "--omega", "0.3", "--quadrature", "sobol6:4", "--json"]) == 0
+    out = capsys.readouterr()
+    rec = json.loads(out.out)
+    assert rec["max_relative_error"] == pytest.approx(ncli.max_relative_error(rec)) and rec["max_relative_error"] > 1e-3
+    assert "above the default tier's target" in out.err

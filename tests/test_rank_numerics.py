@@ -122,6 +122,25 @@ def test_a_rank2_semantic_fixed_point_converges_with_its_invariants() -> None:
     assert rec["eps_g"] > 0 and rec["prox_failures"] == 0
 
 
+def test_rank2_error_bars_are_the_standard_error_of_the_blocks() -> None:
+    """The rank-r solve's default error bars: std_j / sqrt(R) of the invariants over the solve rule's blocks
+    (warm re-solves), a block that does not converge left out and counted."""
+    from attnphase.numerics.rank_cli import rank_error_estimate
+    from attnphase.numerics.replicates import block_config
+
+    params = with_ranks(ModelParams(omega=0.3), 2, 1)
+    cfg = SolverConfig(quadrature="sobol8:3")
+    fp = solve_rank(params, 2.0, "semantic", config=cfg, start="cold")
+    assert fp.converged, fp.message
+    out = rank_error_estimate(fp, 0, cfg)
+    blocks = [solve_rank(params, 2.0, "semantic", config=block_config(cfg, j), init=fp.overlaps) for j in range(3)]
+    used = [b.record() for b in blocks if b.converged and b.branch == fp.branch]
+    assert out["err_replicates"] == len(used) and out["err_replicates_tried"] == 3
+    if len(used) >= 2:
+        assert out["err_eps_g"] == pytest.approx(np.std([r["eps_g"] for r in used], ddof=1) / np.sqrt(len(used)))
+        assert out["err_eps_g"] > 0 and len(out["err_q0_eigenvalues"]) == 2
+
+
 def test_cli_solve_rank2_prints_the_invariants_and_refuses_bad_input(capsys) -> None:
     import json
 
