@@ -144,9 +144,13 @@ class SolverConfig:
 
     @classmethod
     def for_precision(cls, tier: str, **changes: Any) -> "SolverConfig":
-        """The config of a precision tier (:data:`PRECISION_TIERS`), with ``changes`` on top."""
+        """The config of a precision tier (:data:`PRECISION_TIERS`), with ``changes`` on top.  The precise
+        tier runs its proximal solves on a GPU when torch sees one (backend ``"torch"``, unless ``changes``
+        names a backend or ``$ATTNPHASE_PROX_BACKEND`` is set): its rules have 16-256x the points."""
         if tier not in PRECISION_TIERS:
             raise ValueError(f"precision must be one of {tuple(PRECISION_TIERS)}, got {tier!r}")
+        if tier == "precise" and "backend" not in changes and backend_override() is None and gpu_visible():
+            changes = changes | {"backend": "torch"}
         return cls(**(PRECISION_TIERS[tier] | changes))
 
     def replace(self, **changes: Any) -> "SolverConfig":
@@ -203,6 +207,15 @@ class SolverConfig:
     def as_dict(self) -> dict[str, Any]:
         """Every field by name (for the JSON metadata of results)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def gpu_visible() -> bool:
+    """Whether torch can be imported and sees a CUDA device."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
 
 
 def backend_override() -> str | None:

@@ -199,7 +199,7 @@ def test_precision_sets_every_rule_and_an_explicit_rule_wins(command: str) -> No
     base = [command, "--alpha", "1"]
     for tier, rules in PRECISION_TIERS.items():
         cfg = solver_options.config_from_args(build_parser().parse_args(base + ["--precision", tier]))
-        assert cfg == SolverConfig(**rules)
+        assert cfg.replace(backend="auto") == SolverConfig(**rules)  # (precise: torch where a GPU is visible)
     cfg = solver_options.config_from_args(build_parser().parse_args(
         base + ["--precision", "precise", "--quadrature", "sobol9:4"]))
     assert cfg.quadrature == "sobol9:4" and cfg.alpha_c_quadrature == PRECISION_TIERS["precise"]["alpha_c_quadrature"]
@@ -442,3 +442,20 @@ def test_scan_from_args_builds_one_model_per_value() -> None:
     args = build_parser().parse_args(["scan", "--L", "2,3"])
     field, values, models, _ = opt.scan_from_args(args)
     assert field == "L" and values == [2, 3] and [m.L for m in models] == [2, 3]
+
+
+def test_the_precise_tier_runs_on_a_gpu_when_torch_sees_one(monkeypatch) -> None:
+    """--precision precise takes the torch backend where a CUDA device is visible (its rules are large), never
+    against an explicit --backend or $ATTNPHASE_PROX_BACKEND; the other tiers keep auto."""
+    from attnphase.numerics import config
+
+    monkeypatch.delenv(config.BACKEND_ENV, raising=False)
+    monkeypatch.setattr(config, "gpu_visible", lambda: True)
+    assert config.SolverConfig.for_precision("precise").backend == "torch"
+    assert config.SolverConfig.for_precision("default").backend == "auto"
+    assert config.SolverConfig.for_precision("precise", backend="numba").backend == "numba"
+    monkeypatch.setenv(config.BACKEND_ENV, "numpy")
+    assert config.SolverConfig.for_precision("precise").backend == "auto"
+    monkeypatch.delenv(config.BACKEND_ENV)
+    monkeypatch.setattr(config, "gpu_visible", lambda: False)
+    assert config.SolverConfig.for_precision("precise").backend == "auto"
