@@ -94,7 +94,7 @@ def instrument() -> None:
     brackets.sweep = staged(lambda p, a, branch, **kw: f"{branch[:3]} sweep", brackets.sweep)
     continuation.locate_branch_end = staged(lambda p, branch, *a, **kw: f"{branch[:3]} end", continuation.locate_branch_end)
     boundaries.safeguarded_newton = staged(lambda *a, **kw: "alpha_c", boundaries.safeguarded_newton)
-    boundaries._refine_alpha_c = staged(lambda *a, **kw: "alpha_c fine", boundaries._refine_alpha_c)
+    boundaries.refine_alpha_c = staged(lambda *a, **kw: "alpha_c fine", boundaries.refine_alpha_c)
     boundaries.grow_alpha_c_down = staged(lambda *a, **kw: "alpha_c", boundaries.grow_alpha_c_down)
     boundaries.grow_alpha_c_up = staged(lambda *a, **kw: "alpha_c", boundaries.grow_alpha_c_up)
     boundaries.brent_root = staged(lambda *a, **kw: "alpha_l", boundaries.brent_root)
