@@ -3,8 +3,9 @@
 Phase diagram / scan, dimensions ``(<scanned parameter>,) omega``, plus ``branch, alpha`` for the curves:
 
 * the boundaries alpha_c, alpha_l, semantic_end, positional_end, alpha_c_coarse (docs/model.md
-  section 6), each with ``<name>_err`` -- the spread over the ``--error-estimate`` rules (NaN
-  without one) -- and the branch ends' kind and method, the notes;
+  section 6), each with ``<name>_err`` -- its standard error from the rules' scrambling blocks, or
+  the spread over ``--error-estimate K`` independent rules (NaN where none) -- and the branch ends' kind
+  and method, the notes;
 * ``status`` ("done" / "failed") and ``error`` of each task;
 * the branches on the alpha grid: eps_g, e_t, m, theta, q, converged (section 4); eps_lin per omega.
 """
@@ -32,7 +33,8 @@ _DESCRIPTION = {
     "eps_g": "test error", "e_t": "training loss per dimension (-Phi)", "m": "positional overlap m_1",
     "theta": "semantic overlap theta", "q": "self-overlap |Q|^2/d", "eps_lin": "linear baseline's test error",
 }
-_ERR = "sample standard deviation over the --error-estimate quadrature rules (NaN: not estimated)"
+_ERR = ("standard error from the rules' independent scrambling blocks, or the sample standard deviation over "
+        "--error-estimate K independent rules (NaN: not estimated)")
 
 
 def _index(values: Sequence[float]) -> dict[float, int]:
@@ -109,7 +111,7 @@ def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str]],
     alist = sorted(float(a) for a in alphas)
     a_idx = _index(alist)
     keys = CURVE_KEYS + ("eps_lin",)
-    vals = {k: np.full((len(om), len(alist)), np.nan) for k in keys}
+    vals = {k: np.full((len(om), len(alist)), np.nan) for k in keys + tuple(f"err_{k}" for k in CURVE_KEYS)}
     conv = np.zeros((len(om), len(alist)), dtype=np.int8)
     end = np.full(len(om), np.nan)
     end_kind = np.full(len(om), "", dtype=object)
@@ -119,14 +121,18 @@ def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str]],
         if sw is None:
             continue
         end[i], end_kind[i] = sw.end.alpha, sw.end.kind
-        for fp in sw.points:
+        for n, fp in enumerate(sw.points):
             j = a_idx.get(float(fp.alpha))
             if j is None or not fp.status.converged:
                 continue
             for k in keys:
                 vals[k][i, j] = fp.record[k]
+            for k in CURVE_KEYS:
+                vals[f"err_{k}"][i, j] = sw.errors[n][f"err_{k}"] if sw.errors else math.nan
             conv[i, j] = 1
     dv = {k: (("omega", "alpha"), vals[k], {"description": _DESCRIPTION[k]}) for k in keys}
+    dv |= {f"err_{k}": (("omega", "alpha"), vals[f"err_{k}"], {"description": f"{_DESCRIPTION[k]}: {_ERR}"})
+           for k in CURVE_KEYS}
     dv["converged"] = (("omega", "alpha"), conv, {"description": "1 where the fixed point converged"})
     dv["end"] = (("omega",), end, {"description": "where the branch ends (NaN: spans the grid)"})
     dv["end_kind"] = (("omega",), end_kind.astype(str))

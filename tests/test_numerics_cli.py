@@ -124,6 +124,10 @@ def test_sweep_points_carry_the_standard_error_of_their_blocks(tmp_path) -> None
     rows = list(csv.DictReader(open(tmp_path / "sweep_semantic_omega0.3.csv")))
     assert all(0 < float(r["err_q"]) < 0.05 and 0 < float(r["err_theta"]) < 0.05 for r in rows)
     assert all(float(r["err_m"]) == 0.0 for r in rows)  # m = 0 exactly on the semantic branch
+    import xarray as xr
+
+    with xr.open_dataset(tmp_path / "sweep_semantic.nc") as ds:  # the dataset carries the same error bars
+        assert list(ds.err_q.values[0]) == pytest.approx([float(r["err_q"]) for r in rows], rel=1e-12)
     cfg = SolverConfig(quadrature="sobol8:4")
     fp = solve(ModelParams(omega=0.3), 2.0, "semantic", config=cfg)
     assert float(rows[1]["q"]) == pytest.approx(fp.record["q"], rel=1e-6)
