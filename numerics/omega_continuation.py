@@ -46,9 +46,9 @@ from attnphase.theory.params import ModelParams
 JUMP_MIN = 0.05
 #: ... or this many times the prediction's own move from the neighbour's value, whichever is larger.
 JUMP_FACTOR = 3.0
-#: With one neighbour (the prediction is its value): alpha_c rose by up to 0.099 per 0.01 in omega
-#: on the 46-omega diagram (docs/numerics.md section 10).
-FIRST_JUMP = 0.15
+#: With one neighbour (the prediction is its value): this many times the step in omega (alpha_c
+#: rose by up to 0.099 per 0.01 in omega on the 46-omega diagram, docs/numerics.md section 10).
+FIRST_JUMP_RATE = 15.0
 
 #: The first bracket of alpha_c: this multiple of the Newton step from the prediction (at least
 #: MIN_BRACKET), doubling until it closes or passes the tolerance.
@@ -86,7 +86,7 @@ class Prediction:
 
 def predict(previous: Sequence[Boundaries], omega: float) -> Prediction:
     """Each boundary at ``omega`` by secant extrapolation from the last two of ``previous`` (the last
-    one's value with one), tolerance max(JUMP_MIN, JUMP_FACTOR |move|) (FIRST_JUMP with one)."""
+    one's value with one), tolerance max(JUMP_MIN, JUMP_FACTOR |move|) (FIRST_JUMP_RATE |step| with one)."""
     b1, b0 = previous[-1], (previous[-2] if len(previous) >= 2 else None)
     values, tols, moves = {}, {}, {}
     for k in BOUNDARY_KEYS:
@@ -97,7 +97,7 @@ def predict(previous: Sequence[Boundaries], omega: float) -> Prediction:
             moves[k] = abs(values[k] - v1)
             tols[k] = max(JUMP_MIN, JUMP_FACTOR * moves[k])
         else:
-            values[k], tols[k], moves[k] = v1, FIRST_JUMP, math.nan
+            values[k], tols[k], moves[k] = v1, max(JUMP_MIN, FIRST_JUMP_RATE * abs(omega - b1.omega)), math.nan
     return Prediction(values, tols, moves)
 
 
@@ -130,15 +130,15 @@ class _Branches:
             self.grid[branch].append(fp)
         return fp
 
-    def reaches(self, branch: str, start: FixedPoint, target: float) -> bool:
-        """Whether phase_boundaries' sweep would get from its grid point ``start`` to the next grid
-        point ``target`` (past the branch's end): warm steps halving down to a third of the way."""
+    def reach(self, branch: str, start: FixedPoint, target: float) -> FixedPoint | None:
+        """``branch`` at the grid point ``target`` as phase_boundaries' sweep gets there from its grid
+        point ``start`` (warm steps halving down to a third of the way), None where it does not."""
         def run(alpha: float, init: FixedPoint) -> FixedPoint:
             return solve(self.params, alpha, branch, init=init.overlaps, memory=init.memory, config=self.steps,
                          rule=self.rule)
 
         _, fp, _ = _advance(run, start, target, branch, abs(target - start.alpha) / 3)
-        return on_branch(fp, branch) and fp.alpha == target
+        return fp if on_branch(fp, branch) and fp.alpha == target else None
 
     def at(self, branch: str, alpha: float, seeds: Sequence[FixedPoint]) -> FixedPoint:
         """``branch`` at ``alpha`` (a root finder's iterate): from this model's nearest point, the next
@@ -204,7 +204,7 @@ def continued_boundaries(
         br.continue_point("semantic", a, None)  # a grid point newly above the end (omega going down)
     low = min(br.grid["semantic"], key=lambda p: p.alpha)
     past = [a for a in sorted(grid) if a < sem_end.alpha][-1:]
-    if past and br.reaches("semantic", low, past[0]):
+    if past and br.reach("semantic", low, past[0]) is not None:
         raise ContinuationFailed(f"the semantic branch goes on below lambda = 1 at {sem_end.alpha:.4f} "
                                  f"(on the branch at alpha = {past[0]:.4f})")
 
@@ -225,12 +225,14 @@ def continued_boundaries(
     if math.isfinite(pos_end_pred):
         pos_end = _bifurcation_end(params, top, "m", pos_end_pred, cfg, pred.secant_step("positional_end"), [])
         pred.check("positional_end", pos_end.alpha)
-        for a in sorted(a for a in grid if top.alpha < a < pos_end.alpha):
-            if br.continue_point("positional", a, None) is None:  # a grid point newly below the end (omega going up)
+        for a in sorted(a for a in grid if top.alpha < a < pos_end.alpha):  # newly below the end (omega going up)
+            fp = br.reach("positional", top, a)
+            if fp is None:
                 raise ContinuationFailed(f"positional branch not reached at alpha = {a:.4f}, below its end")
-        top = max(br.grid["positional"], key=lambda p: p.alpha)
+            br.grid["positional"].append(fp)
+            top = fp
         past = [a for a in sorted(grid) if a > pos_end.alpha][:1]
-        if past and br.reaches("positional", top, past[0]):
+        if past and br.reach("positional", top, past[0]) is not None:
             raise ContinuationFailed(f"the positional branch goes on past mu = 1 at {pos_end.alpha:.4f} "
                                      f"(on the branch at alpha = {past[0]:.4f})")
     elif top.alpha >= ALPHA_LIMIT:
@@ -355,6 +357,15 @@ def _alpha_l(br: _Branches, alpha_c: float, pred: Prediction, xtol: float) -> fl
         return alpha_c
     diff = [first] + above
     br_ = next(((a0, a1) for (a0, d0), (a1, d1) in zip(diff, diff[1:]) if d0 > 0 >= d1), None)
+    for a in grid_extension(diff[-1][0]) if br_ is None and diff[-1][1] > 0 else ():
+        # above the points: the semantic branch followed on up (as phase_boundaries grows it)
+        fp = br.continue_point("semantic", a, None)
+        if fp is None:
+            break
+        diff.append((a, fp.observables.eps_g - eps_lin))
+        if diff[-1][1] <= 0:
+            br_ = (diff[-2][0], a)
+            break
     if br_ is None:
         raise ContinuationFailed(f"alpha_l: eps_g stays above eps_lin up to alpha = {diff[-1][0]:.3g}")
     a, b = br_
