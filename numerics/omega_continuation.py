@@ -160,22 +160,14 @@ class _Branches:
 
 
 def continued_boundaries(
-    params: ModelParams,
-    alphas: Sequence[float],
-    previous: Sequence[Boundaries],
-    *,
-    seeds: Sequence[FixedPoint] = (),
-    config: SolverConfig | None = None,
-    xtol: float = 1e-4,
-    prediction: Prediction | None = None,
+    params: ModelParams, alphas: Sequence[float], previous: Sequence[Boundaries], *, seeds: Sequence[FixedPoint] = (),
+    config: SolverConfig | None = None, xtol: float = 1e-4, prediction: Prediction | None = None,
 ) -> tuple[Boundaries, tuple[FixedPoint, ...]]:
     """The boundaries at ``params.omega`` computed locally from ``previous`` (the last one or two
     omegas' boundaries, with their branch sweeps) and ``seeds`` (the last one's root-finding iterates);
     returns them and this omega's iterates (the next omega's seeds).  ContinuationFailed (or
     BranchLost / RootNotFound) where it cannot: see the module doc."""
-    cfg = config or SolverConfig()
-    near = previous[-1]
-    pred = prediction or predict(previous, params.omega)
+    cfg, near, pred = config or SolverConfig(), previous[-1], prediction or predict(previous, params.omega)
     if near.semantic is None or near.positional is None:
         raise ContinuationFailed(f"no fixed points kept at omega = {near.omega:g}")
     for k in ("alpha_c", "alpha_l", "semantic_end"):
@@ -183,26 +175,25 @@ def continued_boundaries(
             raise ContinuationFailed(f"no {k} at omega = {near.omega:g} to continue")
     if near.semantic_end_method != "eigenvalue" or (
             math.isfinite(near.positional_end) and near.positional_end_method != "eigenvalue"):
-        raise ContinuationFailed(f"a branch end at omega = {near.omega:g} is not a bifurcation located by its eigenvalue")
+        raise ContinuationFailed(f"a branch end at omega = {near.omega:g} is not a bifurcation found by its eigenvalue")
     grid = set(float(a) for a in alphas) | set(grid_extension(max(alphas)))
     br = _Branches(params, cfg)
     notes = [f"continued from omega = {near.omega:g}"]
 
     # the semantic branch at the neighbour's grid points, downward; below the predicted end it may be gone
-    tol_s = pred.tolerances["semantic_end"]
+    sem = br.grid["semantic"]
     for p in sorted((p for p in near.semantic.on_branch() if p.alpha in grid), key=lambda p: -p.alpha):
         if (br.continue_point("semantic", p.alpha, p) is None
-                and p.alpha > pred.values["semantic_end"] + tol_s):
+                and p.alpha > pred.values["semantic_end"] + pred.tolerances["semantic_end"]):
             raise ContinuationFailed(f"semantic branch lost at alpha = {p.alpha:.4f}")
-    if not br.grid["semantic"]:
+    if not sem:
         raise ContinuationFailed("no semantic point continued")
-    sem_end = _bifurcation_end(params, min(br.grid["semantic"], key=lambda p: p.alpha), "theta", pred.values["semantic_end"], cfg, pred.secant_step("semantic_end"),
-                               br.grid["semantic"])
+    sem_end = _bifurcation_end(params, min(sem, key=lambda p: p.alpha), "theta", pred.values["semantic_end"], cfg,
+                               pred.secant_step("semantic_end"), sem)
     pred.check("semantic_end", sem_end.alpha)
-    low = min(br.grid["semantic"], key=lambda p: p.alpha)
-    for a in sorted((a for a in grid if sem_end.alpha < a < low.alpha), reverse=True):
+    for a in sorted((a for a in grid if sem_end.alpha < a < min(p.alpha for p in sem)), reverse=True):
         br.continue_point("semantic", a, None)  # a grid point newly above the end (omega going down)
-    low = min(br.grid["semantic"], key=lambda p: p.alpha)
+    low = min(sem, key=lambda p: p.alpha)
     past = [a for a in sorted(grid) if a < sem_end.alpha][-1:]
     if past and br.reach("semantic", low, past[0]) is not None:
         raise ContinuationFailed(f"the semantic branch goes on below lambda = 1 at {sem_end.alpha:.4f} "
@@ -308,8 +299,7 @@ def _bracket_decreasing(f, x0: float, reach: float, lo: float, hi: float) -> tup
     from ``x0`` a Newton step long (BRACKET_OVERSHOOT times, at least MIN_BRACKET), doubling, at most
     ``reach`` from x0 and inside (lo, hi)."""
     f0, slope = f(x0)
-    sign = 1.0 if f0 > 0 else -1.0
-    dist = BRACKET_OVERSHOOT * abs(f0 / slope) if slope < 0 else MIN_BRACKET
+    sign, dist = (1.0 if f0 > 0 else -1.0), BRACKET_OVERSHOOT * abs(f0 / slope) if slope < 0 else MIN_BRACKET
     dist = min(max(dist, MIN_BRACKET), reach)
     while True:
         x = x0 + sign * dist
@@ -326,13 +316,10 @@ def _bracket_decreasing(f, x0: float, reach: float, lo: float, hi: float) -> tup
 def _check_grid_signs(br: _Branches, alpha_c: float, xtol: float) -> None:
     """Delta e_t > 0 at every common grid point below alpha_c and <= 0 above (phase_boundaries takes
     the first sign change on the grid: another one would make its alpha_c another root)."""
-    sd = {p.alpha: p for p in br.grid["semantic"]}
+    sd = {p.alpha: p.observables.e_t for p in br.grid["semantic"]}
     for p in br.grid["positional"]:
-        s = sd.get(p.alpha)
-        if s is None or abs(p.alpha - alpha_c) <= xtol:
-            continue
-        d = s.observables.e_t - p.observables.e_t
-        if (d > 0) != (p.alpha < alpha_c):
+        d = sd.get(p.alpha, math.nan) - p.observables.e_t
+        if math.isfinite(d) and abs(p.alpha - alpha_c) > xtol and (d > 0) != (p.alpha < alpha_c):
             raise ContinuationFailed(f"Delta e_t = {d:.2e} at the grid point {p.alpha:.4f} disagrees with alpha_c = "
                                      f"{alpha_c:.4f}")
 
@@ -392,7 +379,8 @@ def next_boundaries(params: ModelParams, alphas: Sequence[float], previous: Sequ
 
 
 def boundaries_chain(params: ModelParams, alphas: Sequence[float], anchor: float, up: Sequence[float],
-                     down: Sequence[float], config: SolverConfig | None = None, whole: bool = False) -> list[Boundaries]:
+                     down: Sequence[float], config: SolverConfig | None = None,
+                     whole: bool = False) -> list[Boundaries]:
     """phase_boundaries at omega = ``anchor`` (``whole``: with the whole positional branch, for the
     curves), then continued to the omegas ``up`` and ``down`` in their order, each from the last two;
     all in increasing omega, their fixed points without solver memory."""
