@@ -119,11 +119,13 @@ class _Branches:
 
     def continue_point(self, branch: str, alpha: float, neighbour: FixedPoint | None) -> FixedPoint | None:
         """``branch`` at grid point ``alpha``: from the neighbour's point there (the step budget), then
-        from the nearest point of this model and cold (the full budget); None if none is on the branch."""
+        from the nearest point of this model (as a sweep steps, then with the full budget) and cold;
+        None if none is on the branch."""
         fp = self._run(alpha, branch, neighbour, self.steps) if neighbour is not None else None
         own = self.grid[branch] + self.iterates[branch]
-        if fp is None and own:
-            fp = self._run(alpha, branch, min(own, key=lambda p: abs(p.alpha - alpha)), self.cfg)
+        near = min(own, key=lambda p: abs(p.alpha - alpha)) if own else None
+        if fp is None and near is not None:
+            fp = self.reach(branch, near, alpha) or self._run(alpha, branch, near, self.cfg)
         if fp is None:
             fp = self._run(alpha, branch, None, self.cfg)
         if fp is not None:
@@ -217,11 +219,9 @@ def continued_boundaries(
         pos_end = _bifurcation_end(params, top, "m", pos_end_pred, cfg, pred.secant_step("positional_end"), [])
         pred.check("positional_end", pos_end.alpha)
         for a in sorted(a for a in grid if top.alpha < a < pos_end.alpha):  # newly below the end (omega going up)
-            fp = br.reach("positional", top, a)
-            if fp is None:
+            top = br.continue_point("positional", a, None)
+            if top is None:
                 raise ContinuationFailed(f"positional branch not reached at alpha = {a:.4f}, below its end")
-            br.grid["positional"].append(fp)
-            top = fp
         past = [a for a in sorted(grid) if a > pos_end.alpha][:1]
         if past and br.reach("positional", top, past[0]) is not None:
             raise ContinuationFailed(f"the positional branch goes on past mu = 1 at {pos_end.alpha:.4f} "
