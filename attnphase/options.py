@@ -333,7 +333,7 @@ DENSE_OMEGA_STEP = 0.02
 #: ... and every chain gets at least this many omegas.
 MIN_CHAIN = 3
 #: The most omegas of one chain (one task: a stopped job recomputes the chains it had not finished).
-CHAIN_LENGTH = 12
+CHAIN_LENGTH = 8
 
 
 def add_continuation_option(p: argparse.ArgumentParser) -> None:

@@ -182,18 +182,20 @@ def continued_boundaries(
     br = _Branches(params, cfg)
     notes = [f"continued from omega = {near.omega:g}"]
 
-    # the semantic branch at the neighbour's grid points, downward; below the predicted end it may be gone
-    sem = br.grid["semantic"]
-    for p in sorted((p for p in near.semantic.on_branch() if p.alpha in grid), key=lambda p: -p.alpha):
-        if (br.continue_point("semantic", p.alpha, p) is None
-                and p.alpha > pred.values["semantic_end"] + pred.tolerances["semantic_end"]):
+    # the semantic branch at its lowest grid point (the neighbour's, continued; the next one up where
+    # that one lies past the end), its end, and phase_boundaries' step past it
+    sem, pos = br.grid["semantic"], br.grid["positional"]
+    for p in sorted((p for p in near.semantic.on_branch() if p.alpha in grid), key=lambda p: p.alpha):
+        if br.continue_point("semantic", p.alpha, p) is not None:
+            break
+        if p.alpha > pred.values["semantic_end"] + pred.tolerances["semantic_end"]:
             raise ContinuationFailed(f"semantic branch lost at alpha = {p.alpha:.4f}")
     if not sem:
         raise ContinuationFailed("no semantic point continued")
-    sem_end = _bifurcation_end(params, min(sem, key=lambda p: p.alpha), "theta", pred.values["semantic_end"], cfg,
+    sem_end = _bifurcation_end(params, sem[0], "theta", pred.values["semantic_end"], cfg,
                                pred.secant_step("semantic_end"), sem)
     pred.check("semantic_end", sem_end.alpha)
-    for a in sorted((a for a in grid if sem_end.alpha < a < min(p.alpha for p in sem)), reverse=True):
+    for a in sorted((a for a in grid if sem_end.alpha < a < sem[0].alpha), reverse=True):
         br.continue_point("semantic", a, None)  # a grid point newly above the end (omega going down)
     low = min(sem, key=lambda p: p.alpha)
     past = [a for a in sorted(grid) if a < sem_end.alpha][-1:]
@@ -201,21 +203,20 @@ def continued_boundaries(
         raise ContinuationFailed(f"the semantic branch goes on below lambda = 1 at {sem_end.alpha:.4f} "
                                  f"(on the branch at alpha = {past[0]:.4f})")
 
-    # the positional branch at the neighbour's grid points above the semantic end, upward
+    # the positional branch: its highest grid point below the end, the end, and phase_boundaries' step
+    # past it; where it has no end, followed from the grid's top to ALPHA_LIMIT as phase_boundaries does
     pos_end_pred, tol_p = pred.values["positional_end"], pred.tolerances["positional_end"]
-    below = [p for p in near.positional.on_branch() if p.alpha in grid and p.alpha > sem_end.alpha]
-    for p in sorted(below, key=lambda p: p.alpha):
-        if br.continue_point("positional", p.alpha, p) is None:
-            if math.isfinite(pos_end_pred) and p.alpha >= pos_end_pred - tol_p:
-                break  # past the (moved) end
-            raise ContinuationFailed(f"positional branch lost at alpha = {p.alpha:.4f}")
-    if not br.grid["positional"]:
-        raise ContinuationFailed("no positional point continued")
-    first = min(br.grid["positional"], key=lambda p: p.alpha).alpha
-    for a in sorted((a for a in grid if sem_end.alpha < a < first), reverse=True):
-        br.continue_point("positional", a, None)  # a grid point newly above the semantic end (omega going down)
-    top = max(br.grid["positional"], key=lambda p: p.alpha)
+    above = sorted((p for p in near.positional.on_branch() if p.alpha in grid and p.alpha > sem_end.alpha),
+                   key=lambda p: p.alpha)
     if math.isfinite(pos_end_pred):
+        for p in reversed(above):
+            if br.continue_point("positional", p.alpha, p) is not None:
+                break
+            if p.alpha < pos_end_pred - tol_p:
+                raise ContinuationFailed(f"positional branch lost at alpha = {p.alpha:.4f}")
+        if not pos:
+            raise ContinuationFailed("no positional point continued")
+        top = pos[0]
         pos_end = _bifurcation_end(params, top, "m", pos_end_pred, cfg, pred.secant_step("positional_end"), [])
         pred.check("positional_end", pos_end.alpha)
         for a in sorted(a for a in grid if top.alpha < a < pos_end.alpha):  # newly below the end (omega going up)
@@ -226,11 +227,17 @@ def continued_boundaries(
         if past and br.reach("positional", top, past[0]) is not None:
             raise ContinuationFailed(f"the positional branch goes on past mu = 1 at {pos_end.alpha:.4f} "
                                      f"(on the branch at alpha = {past[0]:.4f})")
-    elif top.alpha >= ALPHA_LIMIT:
+    else:
+        start = next((p for p in above if p.alpha == max(alphas)), None)
+        top = br.continue_point("positional", max(alphas), start) if start is not None else None
+        for a in grid_extension(max(alphas)):
+            top = br.reach("positional", top, a) if top is not None else None
+            if top is None:
+                raise ContinuationFailed(f"positional branch not followed up to alpha = {a:g}")
+            pos.append(top)
         pos_end = NO_END
         notes.append(f"positional branch followed up to alpha = {ALPHA_LIMIT:g} (the search limit): no end below it")
-    else:
-        raise ContinuationFailed(f"positional branch not followed up to alpha = {ALPHA_LIMIT:g}")
+    seeds = (*seeds, *near.semantic.on_branch(), *near.positional.on_branch())
 
     # alpha_c: Delta e_t bracketed outward from its prediction
     def d_et(alpha: float) -> tuple[float, float]:
@@ -238,14 +245,13 @@ def continued_boundaries(
         p = br.at("positional", alpha, seeds).observables
         return s.e_t - p.e_t, s.E_M - p.E_M
 
-    top_alpha = top.alpha if not math.isfinite(pos_end.alpha) else pos_end.alpha
+    top_alpha = ALPHA_LIMIT if not math.isfinite(pos_end.alpha) else pos_end.alpha
     a_pred, tol_c = pred.values["alpha_c"], pred.tolerances["alpha_c"]
     if not sem_end.alpha < a_pred < top_alpha:
         raise ContinuationFailed(f"predicted alpha_c {a_pred:.4f} outside the range where both branches exist")
-    bracket = _bracket_decreasing(d_et, a_pred, tol_c, sem_end.alpha, top_alpha)
+    bracket = _bracket_decreasing("alpha_c", d_et, a_pred, tol_c, sem_end.alpha, top_alpha)
     alpha_c = safeguarded_newton(d_et, *bracket, xtol)
     pred.check("alpha_c", alpha_c)
-    _check_grid_signs(br, alpha_c, xtol)
     alpha_c_coarse = alpha_c
     if cfg.alpha_c_quadrature is not None:
         def pair_at(alpha: float) -> tuple[FixedPoint, FixedPoint]:
@@ -258,7 +264,7 @@ def continued_boundaries(
                                         make_rule(params.L, cfg.alpha_c_quadrature), cfg)
         notes += [note] if note else []
 
-    alpha_l = _alpha_l(br, alpha_c, pred, xtol)
+    alpha_l = _alpha_l(br, alpha_c, pred, seeds, min((a for a in grid if a > alpha_c), default=alpha_c + 0.1), xtol)
     pred.check("alpha_l", alpha_l)
     b = Boundaries(
         omega=params.omega, alpha_c=alpha_c, alpha_l=alpha_l, semantic_end=sem_end.alpha,
@@ -294,75 +300,52 @@ def _bifurcation_end(params: ModelParams, last: FixedPoint, direction: str, gues
     return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", 0.0)
 
 
-def _bracket_decreasing(f, x0: float, reach: float, lo: float, hi: float) -> tuple[float, float, float, float]:
-    """(a, b, f(a), f(b)) with f(a) > 0 >= f(b), a < b, for f decreasing with (value, slope) = f(x):
-    from ``x0`` a Newton step long (BRACKET_OVERSHOOT times, at least MIN_BRACKET), doubling, at most
-    ``reach`` from x0 and inside (lo, hi)."""
+def _bracket_decreasing(what: str, f, x0: float, reach: float, lo: float, *rest: float,
+                        first: float = MIN_BRACKET) -> tuple[float, float, float, float]:
+    """(a, b, f(a), f(b)) with f(a) > 0 >= f(b), a < b, for f decreasing with (value, slope) = f(x)
+    (slope NaN: unknown): from ``x0`` a Newton step long (BRACKET_OVERSHOOT times; ``first`` without a
+    slope; at least MIN_BRACKET), doubling, at most ``reach`` from x0, inside (lo, hi); ``rest`` = (hi,)
+    or (f(lo), hi) where f(lo) > 0 is known (lo then closes a bracket)."""
+    f_lo, hi = rest if len(rest) == 2 else (math.nan, rest[0])
     f0, slope = f(x0)
-    sign, dist = (1.0 if f0 > 0 else -1.0), BRACKET_OVERSHOOT * abs(f0 / slope) if slope < 0 else MIN_BRACKET
+    sign, dist = (1.0 if f0 > 0 else -1.0), BRACKET_OVERSHOOT * abs(f0 / slope) if slope < 0 else first
     dist = min(max(dist, MIN_BRACKET), reach)
     while True:
         x = x0 + sign * dist
+        if x <= lo and f_lo > 0:
+            return lo, x0, f_lo, f0
         if not lo < x < hi:
-            raise ContinuationFailed(f"alpha_c not bracketed between {x0:.4f} and the range's edge")
+            raise ContinuationFailed(f"{what} not bracketed between {x0:.4f} and the range's edge")
         fx, _ = f(x)
         if (fx > 0) != (f0 > 0):
             return (x0, x, f0, fx) if sign > 0 else (x, x0, fx, f0)
         if dist >= reach:
-            raise ContinuationFailed(f"alpha_c not bracketed within {reach:.3f} of its prediction {x0:.4f}")
+            raise ContinuationFailed(f"{what} not bracketed within {reach:.3f} of its prediction {x0:.4f}")
         dist = min(2 * dist, reach)
 
 
-def _check_grid_signs(br: _Branches, alpha_c: float, xtol: float) -> None:
-    """Delta e_t > 0 at every common grid point below alpha_c and <= 0 above (phase_boundaries takes
-    the first sign change on the grid: another one would make its alpha_c another root)."""
-    sd = {p.alpha: p.observables.e_t for p in br.grid["semantic"]}
-    for p in br.grid["positional"]:
-        d = sd.get(p.alpha, math.nan) - p.observables.e_t
-        if math.isfinite(d) and abs(p.alpha - alpha_c) > xtol and (d > 0) != (p.alpha < alpha_c):
-            raise ContinuationFailed(f"Delta e_t = {d:.2e} at the grid point {p.alpha:.4f} disagrees with alpha_c = "
-                                     f"{alpha_c:.4f}")
-
-
-def _alpha_l(br: _Branches, alpha_c: float, pred: Prediction, xtol: float) -> float:
-    """The first alpha >= alpha_c where semantic eps_g - eps_lin changes sign from > 0 to <= 0, on the
-    samples phase_boundaries takes (alpha_c, then the semantic grid points above), by Brent's method on
-    the bracket narrowed at the prediction; alpha_c where eps_g is already below eps_lin there."""
-    sem = sorted(br.grid["semantic"], key=lambda p: p.alpha)
-    eps_lin, seen = sem[0].observables.eps_lin, {}
+def _alpha_l(br: _Branches, alpha_c: float, pred: Prediction, seeds: Sequence[FixedPoint], above: float,
+            xtol: float) -> float:
+    """The alpha >= alpha_c where semantic eps_g - eps_lin changes sign from > 0 to <= 0: phase_boundaries'
+    first sample at alpha_c (a little above, towards the grid point ``above``, where the solve stalls
+    there), then bracketed outward from the prediction and refined by Brent's method; alpha_c where
+    eps_g is already below eps_lin there."""
+    eps_lin, seen = br.grid["semantic"][0].observables.eps_lin, {}
 
     def gap(a: float) -> float:  # Brent evaluates its bracket's ends again
         if a not in seen:
-            seen[a] = br.at("semantic", a, ()).observables.eps_g - eps_lin
+            seen[a] = br.at("semantic", a, seeds).observables.eps_g - eps_lin
         return seen[a]
 
-    above = [(p.alpha, p.observables.eps_g - eps_lin) for p in sem if p.alpha >= alpha_c]
-    first = first_solvable(gap, alpha_c, above[0][0] if above else alpha_c + 0.1)
+    first = first_solvable(gap, alpha_c, above)
     if first is None or (first[1] <= 0 and first[0] != alpha_c):
         raise ContinuationFailed("alpha_l: the semantic branch is lost at alpha_c")
     if first[1] <= 0:
         return alpha_c
-    diff = [first] + above
-    br_ = next(((a0, a1) for (a0, d0), (a1, d1) in zip(diff, diff[1:]) if d0 > 0 >= d1), None)
-    for a in grid_extension(diff[-1][0]) if br_ is None and diff[-1][1] > 0 else ():
-        # above the points: the semantic branch followed on up (as phase_boundaries grows it)
-        fp = br.continue_point("semantic", a, None)
-        if fp is None:
-            break
-        diff.append((a, fp.observables.eps_g - eps_lin))
-        if diff[-1][1] <= 0:
-            br_ = (diff[-2][0], a)
-            break
-    if br_ is None:
-        raise ContinuationFailed(f"alpha_l: eps_g stays above eps_lin up to alpha = {diff[-1][0]:.3g}")
-    a, b = br_
-    guess = pred.values["alpha_l"]
-    if a < guess < b:
-        g = gap(guess)
-        a, b = (guess, b) if g > 0 else (a, guess)
-        x = guess + math.copysign(max(4 * xtol, 0.1 * pred.tolerances["alpha_l"]), g)
-        if a < x < b:
-            a, b = (x, b) if gap(x) > 0 else (a, x)
+    guess = max(pred.values["alpha_l"], first[0] + MIN_BRACKET)
+    move = pred.moves["alpha_l"]  # the secant's error: ~10 % of its move (omega = 0.37: 0.0076 of 0.079)
+    a, b, _, _ = _bracket_decreasing("alpha_l", lambda x: (gap(x), math.nan), guess, pred.tolerances["alpha_l"],
+                                     *first, ALPHA_LIMIT, first=0.15 * move if math.isfinite(move) else MIN_BRACKET)
     return brent_root(gap, a, b, xtol)
 
 
