@@ -5,7 +5,8 @@
 For each omega grid, ``attnphase phase-diagram --omega GRID --workers N --fresh`` twice, each in a
 fresh process and a fresh ``--out``: ``--continuation off`` (one task per omega, every omega by
 phase_boundaries) and ``--continuation on`` (chains of contiguous omegas, each omega computed from
-its neighbour's).  Reported: both wall times and their ratio; per boundary (alpha_c, alpha_l, the
+its neighbour's).  Reported: both wall times and their ratio, and the CPU seconds of each command
+with its worker processes (less sensitive than wall time to other jobs on shared cores); per boundary (alpha_c, alpha_l, the
 branch ends, alpha_c_coarse) the largest |continued - independent| over the omegas where both found
 it, and the omegas where only one did; the omegas where the continuation fell back to the
 independent computation (their notes say why).  The load average is recorded before and after each
@@ -21,6 +22,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -33,15 +35,21 @@ KEYS = ("alpha_c", "alpha_l", "semantic_end", "positional_end", "alpha_c_coarse"
 FALLBACK = "omega continuation failed"
 
 
-def _run(argv: list[str]) -> tuple[float, dict, tuple[float, float]]:
-    load0 = os.getloadavg()[0]
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _run(argv: list[str]) -> tuple[float, float, dict, tuple[float, float]]:
+    """(wall s, CPU s of the command and its worker processes, its JSON, load average before/after)."""
+    load0, cpu0 = os.getloadavg()[0], _children_cpu()
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "attnphase", *argv, "--json", "--quiet"], capture_output=True,
                           text=True, env=os.environ | {"ATTNPHASE_QUIET": "1"})
     wall = time.perf_counter() - t0
     if proc.returncode not in (0, 1):  # 1: a task failed (recorded; the timing still holds)
         raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return wall, json.loads(proc.stdout), (load0, os.getloadavg()[0])
+    return wall, _children_cpu() - cpu0, json.loads(proc.stdout), (load0, os.getloadavg()[0])
 
 
 def _value(row: dict, key: str) -> float:
@@ -74,12 +82,14 @@ def bench(grid: str, workers: int, extra: list[str], root: Path) -> dict:
     for mode in ("off", "on"):
         argv = ["phase-diagram", "--omega", grid, "--workers", str(workers), "--continuation", mode, "--fresh",
                 "--out", str(root / f"{grid.replace(':', '_')}_{mode}"), *extra]
-        wall, meta, load = _run(argv)
+        wall, cpu, meta, load = _run(argv)
         rows[mode] = meta["rows"]
-        res[mode] = {"wall_s": round(wall, 1), "load_before_after": [round(x, 2) for x in load],
+        res[mode] = {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "load_before_after": [round(x, 2) for x in load],
                      "chains": meta.get("continuation_chains", 0), "tasks": meta["tasks"]}
-        print(f"{grid} --continuation {mode}: {wall:.1f} s wall (load {load[0]:.2f} -> {load[1]:.2f})", flush=True)
+        print(f"{grid} --continuation {mode}: {wall:.1f} s wall, {cpu:.1f} s CPU (load {load[0]:.2f} -> {load[1]:.2f})",
+              flush=True)
     res["speedup"] = round(res["off"]["wall_s"] / res["on"]["wall_s"], 2)
+    res["cpu_ratio"] = round(res["off"]["cpu_s"] / res["on"]["cpu_s"], 2)
     res["differences"] = compare(rows["off"], rows["on"])
     for key in KEYS:
         d = res["differences"][key]

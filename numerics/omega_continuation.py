@@ -185,17 +185,15 @@ def continued_boundaries(
     # the semantic branch at its lowest grid point (the neighbour's, continued; the next one up where
     # that one lies past the end), its end, and phase_boundaries' step past it
     sem, pos = br.grid["semantic"], br.grid["positional"]
-    for p in sorted((p for p in near.semantic.on_branch() if p.alpha in grid), key=lambda p: p.alpha):
-        if br.continue_point("semantic", p.alpha, p) is not None:
-            break
-        if p.alpha > pred.values["semantic_end"] + pred.tolerances["semantic_end"]:
-            raise ContinuationFailed(f"semantic branch lost at alpha = {p.alpha:.4f}")
-    if not sem:
-        raise ContinuationFailed("no semantic point continued")
-    sem_end = _bifurcation_end(params, sem[0], "theta", pred.values["semantic_end"], cfg,
+    _end_point(br, "semantic", near.semantic.on_branch(), grid, pred.values["semantic_end"]
+                   + pred.tolerances["semantic_end"])
+    sem_end = _bifurcation_end(params, min(sem, key=lambda p: p.alpha), "theta", pred.values["semantic_end"], cfg,
                                pred.secant_step("semantic_end"), sem)
     pred.check("semantic_end", sem_end.alpha)
-    for a in sorted((a for a in grid if sem_end.alpha < a < sem[0].alpha), reverse=True):
+    if not sem:  # the end moved above the point continued (omega going up): the next grid point up
+        _end_point(br, "semantic", [p for p in near.semantic.on_branch() if p.alpha > sem_end.alpha], grid,
+                       sem_end.alpha)
+    for a in sorted((a for a in grid if sem_end.alpha < a < min(p.alpha for p in sem)), reverse=True):
         br.continue_point("semantic", a, None)  # a grid point newly above the end (omega going down)
     low = min(sem, key=lambda p: p.alpha)
     past = [a for a in sorted(grid) if a < sem_end.alpha][-1:]
@@ -209,14 +207,7 @@ def continued_boundaries(
     above = sorted((p for p in near.positional.on_branch() if p.alpha in grid and p.alpha > sem_end.alpha),
                    key=lambda p: p.alpha)
     if math.isfinite(pos_end_pred):
-        for p in reversed(above):
-            if br.continue_point("positional", p.alpha, p) is not None:
-                break
-            if p.alpha < pos_end_pred - tol_p:
-                raise ContinuationFailed(f"positional branch lost at alpha = {p.alpha:.4f}")
-        if not pos:
-            raise ContinuationFailed("no positional point continued")
-        top = pos[0]
+        top = _end_point(br, "positional", above, grid, pos_end_pred - tol_p)
         pos_end = _bifurcation_end(params, top, "m", pos_end_pred, cfg, pred.secant_step("positional_end"), [])
         pred.check("positional_end", pos_end.alpha)
         for a in sorted(a for a in grid if top.alpha < a < pos_end.alpha):  # newly below the end (omega going up)
@@ -276,6 +267,32 @@ def continued_boundaries(
     return b, tuple(br.iterates["semantic"] + br.iterates["positional"])
 
 
+def _end_point(br: _Branches, branch: str, theirs: list[FixedPoint], grid: set[float], bound: float) -> FixedPoint:
+    """The branch's grid point nearest its end (semantic: lowest, positional: highest): the neighbour's
+    continued, or where that fails the next one in, then phase_boundaries' steps back out to the failed
+    ones (added to ``br``); a failure beyond ``bound`` is past the end, one inside ContinuationFailed."""
+    down = branch == "semantic"
+    order = sorted((p for p in theirs if p.alpha in grid), key=lambda p: p.alpha if down else -p.alpha)
+    inside = (lambda a: a > bound) if down else (lambda a: a < bound)
+    failed, got = [], None
+    for p in order:
+        got = br.continue_point(branch, p.alpha, p)
+        if got is not None:
+            break
+        failed.append(p.alpha)
+    if got is None:
+        raise ContinuationFailed(f"no {branch} point continued")
+    for a in reversed(failed):  # back out towards the end, as the sweep steps
+        nxt = br.reach(branch, got, a)
+        if nxt is None:
+            if inside(a):
+                raise ContinuationFailed(f"{branch} branch lost at alpha = {a:.4f}")
+            break
+        br.grid[branch].append(nxt)
+        got = nxt
+    return got
+
+
 def _bifurcation_end(params: ModelParams, last: FixedPoint, direction: str, guess: float,
                      cfg: SolverConfig, step: float, points: list[FixedPoint]) -> BranchEnd:
     """The branch's end where the agnostic eigenvalue in ``direction`` crosses 1, by the secant from
@@ -284,15 +301,16 @@ def _bifurcation_end(params: ModelParams, last: FixedPoint, direction: str, gues
 
     ``last``: the branch's last grid point (the agnostic start).  Semantic: the grid ``points`` below
     the crossing are dropped first (a warm start in omega landed on a spurious point there, omega =
-    0.22, alpha = 0.627, where phase_boundaries' sweep down does not converge)."""
+    0.22, alpha = 0.627, where phase_boundaries' sweep down does not converge); the caller continues
+    the next grid point up where none is left."""
     bif = bifurcation_from(params, last, direction, cfg, guess, step)
     if not bif.converged:
         raise ContinuationFailed(f"{direction} bifurcation from {guess:.4f}: {bif.message}")
     down = direction == "theta"
     if down:
         points[:] = [p for p in points if p.alpha > bif.alpha]
-        last = min(points, key=lambda p: p.alpha) if points else last
-    if (bif.alpha > last.alpha) if down else (bif.alpha < last.alpha):
+        last = min(points, key=lambda p: p.alpha) if points else None
+    if last is not None and ((bif.alpha > last.alpha) if down else (bif.alpha < last.alpha)):
         raise ContinuationFailed(f"{direction} bifurcation at {bif.alpha:.4f} not beyond the branch's last grid "
                                  f"point {last.alpha:.4f}")
     if (bif.slope < 0) if down else (bif.slope > 0):
