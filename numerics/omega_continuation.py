@@ -190,9 +190,12 @@ def continued_boundaries(
     sem_end = _bifurcation_end(params, min(sem, key=lambda p: p.alpha), "theta", pred.values["semantic_end"], cfg,
                                pred.secant_step("semantic_end"), sem)
     pred.check("semantic_end", sem_end.alpha)
-    if not sem:  # the end moved above the point continued (omega going up): the next grid point up
-        _end_point(br, "semantic", [p for p in near.semantic.on_branch() if p.alpha > sem_end.alpha], grid,
-                       sem_end.alpha)
+    if not sem:  # the end moved above the point continued (omega going up): the next grid point up, from
+        # the neighbour's nearest point (its grid points or root-finding iterates)
+        g = min(a for a in grid if a > sem_end.alpha)
+        theirs = [p for p in (*seeds, *near.semantic.on_branch()) if p.branch == "semantic"]
+        if not theirs or br.continue_point("semantic", g, min(theirs, key=lambda p: abs(p.alpha - g))) is None:
+            raise ContinuationFailed(f"semantic branch lost at alpha = {g:.4f}, above its end")
     for a in sorted((a for a in grid if sem_end.alpha < a < min(p.alpha for p in sem)), reverse=True):
         br.continue_point("semantic", a, None)  # a grid point newly above the end (omega going down)
     low = min(sem, key=lambda p: p.alpha)
@@ -268,20 +271,22 @@ def continued_boundaries(
 
 
 def _end_point(br: _Branches, branch: str, theirs: list[FixedPoint], grid: set[float], bound: float) -> FixedPoint:
-    """The branch's grid point nearest its end (semantic: lowest, positional: highest): the neighbour's
-    continued, or where that fails the next one in, then phase_boundaries' steps back out to the failed
-    ones (added to ``br``); a failure beyond ``bound`` is past the end, one inside ContinuationFailed."""
+    """The branch's two grid points nearest its end (semantic: lowest, positional: highest): the
+    neighbour's continued, the failed ones nearer the end reached by phase_boundaries' steps back out
+    (all added to ``br``); a failure beyond ``bound`` is past the end, one inside ContinuationFailed."""
     down = branch == "semantic"
     order = sorted((p for p in theirs if p.alpha in grid), key=lambda p: p.alpha if down else -p.alpha)
     inside = (lambda a: a > bound) if down else (lambda a: a < bound)
-    failed, got = [], None
-    for p in order:
+    failed, found = [], []
+    for p in order:  # two points: the next omega has one in reserve
         got = br.continue_point(branch, p.alpha, p)
-        if got is not None:
+        found += [got] if got is not None else []
+        failed += [p.alpha] if got is None and not found else []
+        if len(found) == 2:
             break
-        failed.append(p.alpha)
-    if got is None:
+    if not found:
         raise ContinuationFailed(f"no {branch} point continued")
+    got = found[0]
     for a in reversed(failed):  # back out towards the end, as the sweep steps
         nxt = br.reach(branch, got, a)
         if nxt is None:
