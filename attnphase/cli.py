@@ -156,6 +156,7 @@ def _add_phase_diagram(sub: argparse._SubParsersAction) -> None:
                    help="at every omega, search every fixed point at alpha_c (as attnphase census; error bars from "
                    "--error-estimate K, else 4 rules) and say whether any beats the semantic and positional ones: "
                    "census.csv (opt-in; 30-60 s per omega)")
+    opt.add_continuation_option(p)
     outputs.add_out_option(p, "results", "phase_diagram.csv, .json, .png and curves_omega0.3.png (census.csv with "
                            "--census)")
     workload.add_large_option(p, workload.MAX_DIAGRAM_POINTS)

@@ -40,8 +40,7 @@ from attnphase.numerics.brackets import (
 )
 from attnphase.numerics.continuation import BranchSweep, sweep
 from attnphase.numerics.parallel import map_in_order, without_memory
-from attnphase.numerics.boundary_refinement import block_root_error, refine_alpha_c, refine_alpha_l
-from attnphase.numerics.replicates import replicate_count
+from attnphase.numerics.boundary_refinement import coarse_alpha_c_error, refine_alpha_c, refined_alpha_l
 from attnphase.numerics.roots import RootNotFound, brent_root, safeguarded_newton
 from attnphase.numerics.se_map import model_rule
 from attnphase.numerics.state_evolution import FixedPoint, solve
@@ -225,13 +224,8 @@ def phase_boundaries(
         if note:
             notes.append(note)
 
-    if math.isfinite(alpha_c) and cfg.alpha_c_quadrature is None and replicate_count(cfg):
-        # no fine-rule correction: the root's error from the solve rule's blocks
-        a = min({p.alpha for p in s_on} & {p.alpha for p in p_on}, key=lambda x: abs(x - alpha_c))
-        s_fp, p_fp = (next(p for p in pts if p.alpha == a) for pts in (s_on, p_on))
-        alpha_c_err = block_root_error(
-            [s_fp, p_fp], lambda fps: fps[0].observables.e_t - fps[1].observables.e_t,
-            s_fp.observables.E_M - p_fp.observables.E_M, cfg)
+    if math.isfinite(alpha_c) and cfg.alpha_c_quadrature is None:
+        alpha_c_err = coarse_alpha_c_error(s_on, p_on, alpha_c, cfg)
     # alpha_l: semantic eps_g meets eps_lin, at or above alpha_c
     alpha_l = math.nan
     if s_on:
@@ -277,12 +271,8 @@ def phase_boundaries(
                     alpha_l = brent_root(gap, *br, xtol)
                 except BranchLost as exc:
                     notes.append(f"alpha_l: {exc}")
-    alpha_l_err = math.nan
-    if math.isfinite(alpha_l) and alpha_l == alpha_c:
-        alpha_l_err = alpha_c_err
-    elif math.isfinite(alpha_l):
-        alpha_l, alpha_l_err, note = refine_alpha_l(s_on, alpha_l, cfg)
-        notes += [note] if note else []
+    alpha_l, alpha_l_err, note = refined_alpha_l(s_on, alpha_l, alpha_c, alpha_c_err, cfg)
+    notes += [note] if note else []
     return Boundaries(
         omega=params.omega,
         alpha_c=alpha_c,

@@ -128,3 +128,26 @@ def block_root_error(points: Sequence[FixedPoint], g: Callable[[list[FixedPoint]
         if all(f.status.converged and f.branch == fp.branch for f, fp in zip(fps, points)):
             values.append(g(fps))
     return linearised_root_error(a, values, slope)
+
+
+def coarse_alpha_c_error(s_on: Sequence[FixedPoint], p_on: Sequence[FixedPoint], alpha_c: float,
+                         cfg: SolverConfig) -> float:
+    """The error of alpha_c left on the solve rule (no fine-rule correction): Delta e_t's blocks at the
+    common point of both branches nearest alpha_c (:func:`block_root_error`; NaN without blocks)."""
+    if not replicate_count(cfg):
+        return math.nan
+    a = min({p.alpha for p in s_on} & {p.alpha for p in p_on}, key=lambda x: abs(x - alpha_c))
+    s_fp, p_fp = (next(p for p in pts if p.alpha == a) for pts in (s_on, p_on))
+    return block_root_error([s_fp, p_fp], lambda fps: fps[0].observables.e_t - fps[1].observables.e_t,
+                            s_fp.observables.E_M - p_fp.observables.E_M, cfg)
+
+
+def refined_alpha_l(s_on: Sequence[FixedPoint], alpha_l: float, alpha_c: float, alpha_c_err: float,
+                    cfg: SolverConfig) -> tuple[float, float, str]:
+    """(alpha_l, its error, a note): alpha_c's where alpha_l is alpha_c (eps_g already below eps_lin
+    there), else :func:`refine_alpha_l` on the semantic points ``s_on``; NaN stays NaN."""
+    if not math.isfinite(alpha_l):
+        return alpha_l, math.nan, ""
+    if alpha_l == alpha_c:
+        return alpha_l, alpha_c_err, ""
+    return refine_alpha_l(list(s_on), alpha_l, cfg)

@@ -152,11 +152,11 @@ def bifurcation_end(
     """
     if config.branch_end != "bifurcation" or (branch, direction) not in BIFURCATING:
         return None, ""
-    bif = _bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config)
+    bif = bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config)
     if not bif.converged and anchor != good.alpha:
         # the agnostic solve can fail at one alpha (omega = 0.2: no agnostic fixed point found
         # at 1.6386, where the secant from the grid point 1.627 finds mu = 1 at 1.763)
-        bif = _bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config, anchor)
+        bif = bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config, anchor)
     beyond = bif.alpha <= anchor if direction == "down" else bif.alpha >= anchor
     # the crossing must be the end's, not the branch's birth: lambda rises through 1 where the
     # semantic branch is born (its end followed down), mu falls through 1 where the positional
@@ -170,10 +170,11 @@ def bifurcation_end(
         else f"the eigenvalue crosses 1 the wrong way at {bif.alpha:.4f} (slope {bif.slope:+.2f}): the branch's birth"))
 
 
-def _bifurcation_from(params: ModelParams, good: FixedPoint, direction: str, cfg: SolverConfig,
-                      alpha_guess: float | None = None):
+def bifurcation_from(params: ModelParams, good: FixedPoint, direction: str, cfg: SolverConfig,
+                     alpha_guess: float | None = None, step: float = 0.05):
     """Eigenvalue 1 on the agnostic branch, from the branch's last point (secant steps from
-    ``alpha_guess``, default that point's alpha).
+    ``alpha_guess``, default that point's alpha; ``step``: the secant's scale, see
+    :func:`~attnphase.numerics.stability.branch_bifurcation`).
 
     theta: the agnostic start is that point with theta set to 0 (near the semantic end theta is
     small and the agnostic state close), then a cold start; m: a cold agnostic start first (the
@@ -184,7 +185,7 @@ def _bifurcation_from(params: ModelParams, good: FixedPoint, direction: str, cfg
     zeroed = replace(good, overlaps=Overlaps(q0=ov.q0, V0=ov.V0, m=0.0 * ov.m, th0=0.0), memory=None)
     starts = (zeroed, None) if direction == "theta" else (None, zeroed)
     return branch_bifurcation(params, good.alpha if alpha_guess is None else alpha_guess, direction,
-                              config=cfg, starts=starts)
+                              config=cfg, starts=starts, step=step)
 
 
 def trace_branch_end(

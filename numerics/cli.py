@@ -360,6 +360,7 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
 
     n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
     executor = execution_options.executor_from_args(args)
+    chains = opt.chains_from_args(args, omegas, executor.workers)
     workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)",
                         "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)
@@ -368,6 +369,9 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     n_solves = 2 * len(omegas) * len(alphas) * max(1, n_rules)
     workload.announce_work(f"phase diagram over {len(omegas)} omega x {len(alphas)} alpha values, both branches",
                            n_solves, params.L, cfg, quiet=args.quiet)
+    if chains and not args.quiet:
+        print(f"attnphase: --continuation: the boundaries continued in omega along {chains} chain(s) of contiguous omegas, "
+              f"one task each (docs/numerics.md section 13)", file=sys.stderr, flush=True)
     if census:
         print(f"attnphase: --census: a census at alpha_c at each of the {len(omegas)} omegas, one task each "
               f"(measured 29-59 s each on 2 cores; stored and resumed like the boundaries)", file=sys.stderr, flush=True)
@@ -386,7 +390,7 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
             code, meta = run_phase_diagram(params, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
                                      error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
-                                     command=command_line(), existing=out_dir)
+                                     command=command_line(), existing=out_dir, chains=chains)
             if census:
                 from attnphase.numerics.census_cli import phase_diagram_census
 

@@ -5,6 +5,9 @@ One task is one independent continuation computation, warm starts staying inside
 * :func:`boundaries_task` -- :func:`~attnphase.numerics.boundaries.phase_boundaries` at one model
   (one omega; one value of a scanned parameter), on the k-th replicate of every quadrature role
   for ``--error-estimate``;
+* :func:`chain_task` -- the boundaries along a chain of omegas, continued in omega from an anchor
+  (:func:`~attnphase.numerics.omega_continuation.boundaries_chain`, ``phase-diagram --continuation``:
+  the warm starts pass from one omega to the next, so the chain is one task);
 * :func:`sweep_task` -- one branch over the alpha grid at one model (``sweep`` over several omegas);
 * :func:`rank_boundaries_task` -- the rank-r boundaries at one omega
   (:func:`~attnphase.numerics.rank_boundaries.rank_phase_boundaries`, ``phase-diagram --rank``);
@@ -21,6 +24,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from typing import Sequence
+
+import numpy as np
 
 from attnphase.execution import Outcome, Task, code_version, task_key
 from attnphase.numerics.boundaries import Boundaries, _portable, boundaries_job
@@ -52,6 +57,45 @@ def boundaries_task(params: ModelParams, alphas: Sequence[float], config: Solver
     label = tag + f"omega={params.omega:g}" + (f" rule {replicate}" if replicate else "")
     return Task(task_key(boundaries_job, identity, version or numerics_version()), label, boundaries_job,
                 (params, list(alphas), cfg, whole))
+
+
+def omega_chains(omegas: Sequence[float], n_chains: int,
+                 anchor_at: float | None = None) -> list[tuple[float, list[float], list[float]]]:
+    """The sorted ``omegas`` in ``n_chains`` contiguous blocks (sizes differing by at most one), each
+    as (anchor, the omegas above it ascending, those below it descending): the anchor is the block's
+    first omega, or ``anchor_at`` where the block holds it."""
+    w = sorted(float(x) for x in omegas)
+    out = []
+    for block in np.array_split(np.array(w), max(1, min(n_chains, len(w)))):
+        blk = [float(x) for x in block]
+        i = next((j for j, x in enumerate(blk) if anchor_at is not None and abs(x - anchor_at) < 1e-12), 0)
+        out.append((blk[i], blk[i + 1:], blk[:i][::-1]))
+    return out
+
+
+def chain_job(job: tuple) -> list[Boundaries]:
+    """:func:`~attnphase.numerics.omega_continuation.boundaries_chain` for one (params, alphas, config,
+    anchor, up, down, whole)."""
+    from attnphase.numerics.omega_continuation import boundaries_chain
+
+    params, alphas, config, anchor, up, down, whole = job
+    return boundaries_chain(params, alphas, anchor, up, down, config, whole)
+
+
+def chain_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig, chain: tuple[float, list, list],
+               replicate: int = 0, whole: bool = False, version: str | None = None) -> Task:
+    """The boundaries at the omegas of ``chain`` = (anchor, omegas above it, omegas below it)
+    (:func:`~attnphase.numerics.omega_continuation.omega_chains`), phase_boundaries at the anchor and
+    continued from it, with ``config.variant(replicate)``; ``whole``: the anchor's whole positional branch."""
+    cfg = config.variant(replicate) if replicate else config
+    anchor, up, down = chain
+    identity = {"params": params.to_dict(), "alphas": list(alphas), "config": cfg.as_dict(), "anchor": float(anchor),
+                "up": [float(w) for w in up], "down": [float(w) for w in down]} | (
+        {"whole_positional_branch": True} if whole else {})
+    omegas = sorted([anchor, *up, *down])
+    label = f"omega={omegas[0]:g}..{omegas[-1]:g} from {anchor:g}" + (f" rule {replicate}" if replicate else "")
+    return Task(task_key(chain_job, identity, version or numerics_version()), label, chain_job,
+                (params, list(alphas), cfg, float(anchor), [float(w) for w in up], [float(w) for w in down], whole))
 
 
 def sweep_job(job: tuple[ModelParams, list[float], str, SolverConfig], progress=None) -> BranchSweep:

@@ -15,6 +15,9 @@ import numpy as np  # noqa: E402
 from attnphase.numerics.continuation import BranchSweep  # noqa: E402
 from attnphase.numerics.boundaries import Boundaries  # noqa: E402
 
+#: From this many omegas on, the phase diagram's curves have no markers and its error bars are bands.
+DENSE_ROWS = 15
+
 
 def plot_phase_diagram(
     rows: Sequence[Boundaries], path: str | Path, alpha_max: float, errors: Sequence[dict] | None = None
@@ -22,26 +25,33 @@ def plot_phase_diagram(
     """The (alpha, omega) plane: alpha_c, alpha_l and the branch ends, regions labelled.
 
     ``errors``: per row, ``<boundary>_err`` spreads (:func:`attnphase.numerics.quadrature_error.boundary_errors`),
-    drawn as horizontal error bars.
+    drawn as horizontal error bars -- on a dense omega grid (DENSE_ROWS rows or more) as bands of
+    +- the error around curves without markers.
     """
     om = np.array([b.omega for b in rows])
     ac = np.array([b.alpha_c for b in rows])
     al = np.array([b.alpha_l for b in rows])
     ss = np.array([b.semantic_end for b in rows])
     sp = np.array([b.positional_end for b in rows])
+    dense = len(rows) >= DENSE_ROWS
+    mark = (lambda m: "") if dense else (lambda m: m)
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
-    ax.plot(ac, om, "o-", color="k", lw=2, label=r"$\alpha_c$ (global minimum switches)")
-    ax.plot(al, om, "s--", color="tab:green", label=r"$\alpha_l$ (semantic beats linear)")
+    ax.plot(ac, om, mark("o") + "-", color="k", lw=2, label=r"$\alpha_c$ (global minimum switches)")
+    ax.plot(al, om, mark("s") + "--", color="tab:green", label=r"$\alpha_l$ (semantic beats linear)")
     if errors is not None:
         for key, x, color in (("alpha_c", ac, "k"), ("alpha_l", al, "tab:green"),
                               ("semantic_end", ss, "tab:blue"), ("positional_end", sp, "tab:red")):
             err = np.array([e[f"{key}_err"] for e in errors])
-            ax.errorbar(x, om, xerr=np.where(np.isfinite(err), err, 0.0), fmt="none", ecolor=color, capsize=3)
+            if dense:
+                ok = np.isfinite(x) & np.isfinite(err)
+                ax.fill_betweenx(om, x - err, x + err, where=ok, color=color, alpha=0.25, lw=0)
+            else:
+                ax.errorbar(x, om, xerr=np.where(np.isfinite(err), err, 0.0), fmt="none", ecolor=color, capsize=3)
     if np.isfinite(ss).any():
-        ax.plot(ss, om, "v:", color="tab:blue", label="semantic branch end")
+        ax.plot(ss, om, mark("v") + ":", color="tab:blue", label="semantic branch end")
     if np.isfinite(sp).any():
         numeric = np.array([b.positional_end_kind == "solver failure" for b in rows])
-        ax.plot(np.where(~numeric, sp, np.nan), om, "^:", color="tab:red", label="positional branch end")
+        ax.plot(np.where(~numeric, sp, np.nan), om, mark("^") + ":", color="tab:red", label="positional branch end")
         if numeric.any():
             ax.plot(np.where(numeric, sp, np.nan), om, "^", mfc="none", color="tab:red",
                     label="positional: solver failed beyond")

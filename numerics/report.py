@@ -2,7 +2,9 @@
 
 Every omega (and every ``--error-estimate`` replicate of it) is one task of the execution layer
 (:mod:`attnphase.numerics.jobs`), stored under ``DIR/tasks`` as it finishes: a rerun of the same
-command computes only what is missing, ``--fresh`` everything.
+command computes only what is missing, ``--fresh`` everything.  With continuation in omega
+(``--continuation``, :mod:`attnphase.numerics.omega_continuation`) a task is a chain of contiguous
+omegas instead, continued from its first (:func:`compute_boundaries_continued`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from attnphase.execution.outputs import outputs_current, record_outputs
 from attnphase.execution.progress import TaskBar, failure_summary, job_summary
 from attnphase.numerics.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS, Boundaries
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.jobs import boundaries_or_failure, boundaries_task, numerics_version, strip_sweeps
+from attnphase.numerics.jobs import (
+    boundaries_or_failure, boundaries_task, chain_task, numerics_version, omega_chains, strip_sweeps,
+)
 from attnphase.numerics.quadrature_error import replicate_spread
 from attnphase.numerics.replicates import replicate_count
 from attnphase.theory.params import ModelParams
@@ -80,6 +84,47 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
                         tuple(t.key for t in tasks))
 
 
+def compute_boundaries_continued(params: ModelParams, omegas: Sequence[float], alphas: Sequence[float],
+                                 config: SolverConfig, n_rules: int = 0, *, n_chains: int = 1,
+                                 executor: ExecutorSpec = ExecutorSpec(), store: ResultStore | None = None,
+                                 fresh: bool = False, quiet: bool = False, desc: str = "phase diagram") -> BoundaryRuns:
+    """As :func:`compute_boundaries` at ``params`` with omega = each of ``omegas`` (rows in that order),
+    the omegas split into ``n_chains`` contiguous chains continued in omega, one task each (per rule);
+    CURVES_OMEGA, where ``omegas`` lack it, one more independent task (a last row).  A failed chain's
+    omegas get NaN rows whose note is the task's error."""
+    reps = max(1, n_rules)
+    version = numerics_version()
+    chains = omega_chains(omegas, n_chains, anchor_at=CURVES_OMEGA)
+    tasks = [chain_task(params, alphas, config, ch, k, whole=k == 0 and abs(ch[0] - CURVES_OMEGA) < 1e-12,
+                        version=version) for k in range(reps) for ch in chains]
+    with_curves = any(abs(w - CURVES_OMEGA) < 1e-12 for w in omegas)
+    extra = [] if with_curves else [boundaries_task(params.replace(omega=CURVES_OMEGA), alphas, config, 0, "",
+                                                    version, whole=True)]
+    with TaskBar(desc, unit="chain", quiet=quiet) as bar:
+        outs = run_tasks(tasks + extra, executor=executor, store=store, fresh=fresh, version=version, progress=bar)
+    per_rule: list[dict[float, tuple[Boundaries, Outcome]]] = [{} for _ in range(reps)]
+    for i, (t, o) in enumerate(zip(tasks, outs)):
+        k, (anchor, up, down) = i // len(chains), chains[i % len(chains)]
+        for w in [anchor, *up, *down]:
+            got = [b for b in (o.value if o.ok else []) if abs(b.omega - w) < 1e-12]
+            per_rule[k][w] = (got[0] if got else boundaries_or_failure(o, w), o)
+
+    def cell(k: int, w: float) -> tuple[Boundaries, Outcome]:
+        return next(v for key, v in per_rule[k].items() if abs(key - float(w)) < 1e-12)
+
+    rows = [cell(0, w)[0] for w in omegas] + [boundaries_or_failure(o, CURVES_OMEGA) for o in outs[len(tasks):]]
+    outcomes = [cell(0, w)[1] for w in omegas] + outs[len(tasks):]
+    errors = None
+    if n_rules:
+        errors = [replicate_spread([strip_sweeps(cell(k, w)[0]) for k in range(reps)]) for w in omegas]
+        errors += [replicate_spread([strip_sweeps(r)]) for r in rows[len(omegas):]]
+    elif replicate_count(config):
+        errors = [b.errors() for b in rows]
+    counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
+              "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs)}
+    return BoundaryRuns(rows, errors, outcomes, counts, failure_summary(outs), tuple(t.key for t in tasks + extra))
+
+
 def _fmt(x: float) -> str:
     return "nan" if not math.isfinite(x) else f"{x:.4f}"
 
@@ -136,6 +181,7 @@ def run_phase_diagram(
     fresh: bool = False,
     command: str = "",
     existing: str | Path | None = None,
+    chains: int = 0,
 ) -> tuple[int, dict]:
     """Compute the boundaries at every omega; write phase_diagram.csv/.json/.nc/.png and curves_omega0.3.png.
 
@@ -148,7 +194,9 @@ def run_phase_diagram(
     content of phase_diagram.json, with this run's task counts).  ``existing``: the folder holding an earlier
     run's outputs (default ``out_dir``; the command writes into a staging folder): where every task
     came from the store and those outputs are this job's (:mod:`attnphase.execution.outputs`),
-    nothing is written.
+    nothing is written.  ``chains``: 0 computes every omega independently (one task each); N >= 1
+    continues the boundaries in omega along N chains of contiguous omegas (one task each,
+    :func:`compute_boundaries_continued`).
     """
     cfg = config or SolverConfig()
     out = Path(out_dir)
@@ -157,8 +205,12 @@ def run_phase_diagram(
     models = [params.replace(omega=float(w)) for w in omegas]
     with_curves = any(abs(w - CURVES_OMEGA) < 1e-12 for w in omegas)
     extra = [] if with_curves else [params.replace(omega=CURVES_OMEGA)]
-    runs = compute_boundaries(models + extra, alphas, cfg, error_estimate, executor=executor, store=store,
-                              fresh=fresh, quiet=quiet)
+    if chains:
+        runs = compute_boundaries_continued(params, omegas, alphas, cfg, error_estimate, n_chains=chains,
+                                            executor=executor, store=store, fresh=fresh, quiet=quiet)
+    else:
+        runs = compute_boundaries(models + extra, alphas, cfg, error_estimate, executor=executor, store=store,
+                                  fresh=fresh, quiet=quiet)
     rows, errors = runs.rows[:len(models)], runs.errors[:len(models)] if runs.errors else None
     table = boundary_table(rows, errors)
     version = numerics_version()
@@ -177,7 +229,7 @@ def run_phase_diagram(
         meta |= {"tasks": runs.counts | {"failures": runs.failures}, "seconds": time.perf_counter() - t0}
     else:
         meta = _write_phase_diagram(out, params, omegas, alphas, cfg, error_estimate, command, runs, rows, errors,
-                                    table, curves, version, t0)
+                                    table, curves, version, t0, chains)
         record_outputs(out, "phase_diagram", identity, files)
     print_boundary_table(table, error_label(cfg, error_estimate) if errors else "")
     what = "outputs up to date in" if unchanged else "wrote"
@@ -189,7 +241,7 @@ def run_phase_diagram(
 def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float], alphas: Sequence[float],
                          cfg: SolverConfig, error_estimate: int, command: str, runs: BoundaryRuns,
                          rows: list[Boundaries], errors: list[dict] | None, table: list[dict],
-                         curves: Boundaries | None, version: str, t0: float) -> dict:
+                         curves: Boundaries | None, version: str, t0: float, chains: int = 0) -> dict:
     """phase_diagram.csv/.png/.nc/.json and the curves' figure (when ``curves`` has them); returns the JSON's record."""
     from attnphase.execution.dataset import job_attrs, write_netcdf
     from attnphase.numerics.dataset import boundaries_dataset
@@ -216,6 +268,7 @@ def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float]
         "alphas": list(alphas),
         "solver": cfg.as_dict(),
         "error_estimate": error_estimate,
+        "continuation_chains": chains,
         "rows": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()} for r in table],
         "tasks": runs.counts | {"failures": runs.failures},
         "dataset": "phase_diagram.nc",
