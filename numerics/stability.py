@@ -167,7 +167,8 @@ def branch_bifurcation(
     try:
         a0 = float(alpha_guess)
         f0 = f_at(a0)
-        move = float(np.clip(-f0 / (sign * (f0 + 1.0) / a0), -4 * step, 4 * step))
+        slope0 = sign * (f0 + 1.0) / a0  # 0 where the eigenvalue is exactly 0 (no direction: the longest step)
+        move = float(np.clip(-f0 / slope0, -4 * step, 4 * step)) if slope0 else 4 * step * (1.0 if -f0 * sign > 0 else -1.0)
         if abs(move) < 0.2 * step:
             move = 0.2 * step * (1.0 if -f0 * sign > 0 else -1.0)
         a1 = a0 + move

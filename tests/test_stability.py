@@ -131,3 +131,19 @@ def test_positional_sweep_ends_where_the_agnostic_branch_restabilises_in_m() -> 
     sw = sweep(ModelParams(omega=0.15), np.linspace(0.1, 3.0, 12), "positional", past_end=False)
     assert sw.end.method == "eigenvalue" and sw.end.kind == "bifurcation", sw.end.note
     assert 1.45 < sw.end.alpha < 1.56 and sw.end_side == "above"
+
+
+def test_bifurcation_secant_starts_where_the_eigenvalue_is_exactly_zero(monkeypatch) -> None:
+    """Regression (fast tier, omega = 0.1): an eigenvalue of exactly 0 at the first agnostic point made the
+    secant's first step divide by zero; it now takes its longest step towards 1 and converges."""
+    from types import SimpleNamespace
+
+    from attnphase.numerics import stability
+
+    agnostic = SimpleNamespace(status=SimpleNamespace(converged=True), branch="agnostic", overlaps=None, memory=None)
+    monkeypatch.setattr(stability, "solve", lambda *a, **kw: SimpleNamespace(**vars(agnostic), alpha=a[1]))
+    # mu(alpha) = 0 at the start, then falling through 1 at alpha = 1.3 (the positional branch's end)
+    mu = {"m": (lambda p, alpha, ov, rule, cfg: (0.0 if alpha == 1.0 else 2.3 - alpha, 0)), "theta": None}
+    monkeypatch.setattr(stability, "_DIRECTIONS", {"m": (mu["m"], -1.0)})
+    bif = stability.branch_bifurcation(ModelParams(omega=0.1), 1.0, "m", config=SolverConfig(error_bars=False))
+    assert bif.converged and bif.alpha == pytest.approx(1.3, abs=1e-3)
