@@ -103,11 +103,12 @@ def gauss_hermite_rule(L: int, order: int, prune: float = 1e-14, rotation_seed: 
     return QuadratureRule(np.ascontiguousarray(nodes), weights / weights.sum(), name, dropped, axis_aligned)
 
 
-def sobol_rule(L: int, log2_n: int, seed: int = 0, randomizations: int = 1) -> QuadratureRule:
+def sobol_rule(L: int, log2_n: int, seed: int = 0, randomizations: int = 1, block: int | None = None) -> QuadratureRule:
     """Scrambled Sobol rule: ``randomizations`` independent scramblings of 2^log2_n points each.
 
     Points u in (0,1)^2L are mapped to z = Phi^{-1}(u); all points carry equal weight.
-    With several randomisations the node array is their concatenation, block by block.
+    With several randomisations the node array is their concatenation, block by block; ``block`` = j
+    gives the j-th alone (its scrambling is drawn after the first j's, whose points are not generated).
     """
     if log2_n < 1 or randomizations < 1:
         raise ValueError("sobol_rule needs log2_n >= 1 and randomizations >= 1")
@@ -115,12 +116,14 @@ def sobol_rule(L: int, log2_n: int, seed: int = 0, randomizations: int = 1) -> Q
 
     rng = np.random.default_rng(seed)
     blocks = []
-    for _ in range(randomizations):
-        u = qmc.Sobol(d=2 * L, scramble=True, seed=rng).random_base2(log2_n)
-        blocks.append(ndtri(np.clip(u, 1e-300, 1 - 1e-16)))
+    for j in range(randomizations if block is None else block + 1):
+        engine = qmc.Sobol(d=2 * L, scramble=True, seed=rng)  # the scrambling draws from rng here
+        if block is None or j == block:
+            blocks.append(ndtri(np.clip(engine.random_base2(log2_n), 1e-300, 1 - 1e-16)))
     nodes = np.concatenate(blocks, axis=0)
     weights = np.full(nodes.shape[0], 1.0 / nodes.shape[0])
-    return QuadratureRule(nodes, weights, f"sobol2^{log2_n}x{randomizations}(seed={seed})")
+    name = f"sobol2^{log2_n}x{randomizations}(seed={seed})" + ("" if block is None else f"@{block}")
+    return QuadratureRule(nodes, weights, name)
 
 
 #: The most nodes a rule may have (before symmetrisation, which multiplies them by up to 8 for
@@ -268,13 +271,7 @@ def make_rule(L: int, spec: str) -> QuadratureRule:
         return gauss_hermite_rule(L, args[0], rotation_seed=args[1])
     if kind == "gh":
         return gauss_hermite_rule(L, args[0])
-    rule = sobol_rule(L, args[0], seed=args[2], randomizations=args[1])
-    block = split_block(spec)[1]
-    if block is None:
-        return rule
-    n = 2 ** args[0]
-    nodes = np.ascontiguousarray(rule.nodes[block * n:(block + 1) * n])
-    return QuadratureRule(nodes, np.full(n, 1.0 / n), f"{rule.name}@{block}")
+    return sobol_rule(L, args[0], seed=args[2], randomizations=args[1], block=split_block(spec)[1])
 
 
 def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) -> tuple[QuadratureRule, bool]:
