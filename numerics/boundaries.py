@@ -179,6 +179,8 @@ def phase_boundaries(
         p_obs = on_branch_solve("positional", p_on, alpha).observables
         return s_obs.e_t - p_obs.e_t, s_obs.E_M - p_obs.E_M
 
+    if s_on and p_on and not ({p.alpha for p in s_on} & {p.alpha for p in p_on}):
+        fill_positional(s_on, p_on, pos.end.alpha, on_branch_solve)
     delta, bracket = delta_bracket(s_on, p_on)
     if bracket is None and delta and all(d > 0 for _, d in delta) and pos.end.alpha > delta[-1][0]:
         # positional lower wherever both are on the grid, but the positional branch reaches above
@@ -292,6 +294,19 @@ def phase_boundaries(
         semantic_end_err=sem.end.err,
         positional_end_err=pos.end.err,
     )
+
+
+def fill_positional(s_on: list[FixedPoint], p_on: list[FixedPoint], end: float,
+                    on_branch_solve: Callable[[str, list[FixedPoint], float], FixedPoint]) -> None:
+    """The positional branch at the semantic grid points below its end, where the sweep left none in common
+    (omega = 0.16, 0.19 on sobol10:4: the warm step from its first point, 0.627, failed, its end was found
+    ahead at 1.56 / 1.72 by the eigenvalue, and the grid points in between were dropped): each solved from
+    the nearest positional point, up from the lowest, until one is lost (``p_on`` grows)."""
+    for a in sorted(p.alpha for p in s_on if p.alpha > min(q.alpha for q in p_on) and p.alpha < end):
+        try:
+            on_branch_solve("positional", p_on, a)
+        except BranchLost:
+            break
 
 
 def phase_diagram(

@@ -166,3 +166,14 @@ def test_whole_positional_branch_adds_the_grid_below_the_boundaries_range() -> N
     assert abs(low.record["V"] - cold.record["V"]) < 0.1 * err["V"]
     assert whole.end is end
     assert whole_positional_branch(params, [0.627, 1.0], pos, SolverConfig()) is pos
+
+
+@pytest.mark.slow
+def test_alpha_c_found_where_the_positional_sweep_dropped_its_grid_points() -> None:
+    """Regression (46-omega diagram on sobol10:4): at omega = 0.19 the positional sweep's warm step from 0.627
+    failed, its end was found ahead at 1.72, and the grid points in between were dropped: no point in common
+    with the semantic branch, alpha_c NaN.  The positional branch is now solved at the semantic grid points
+    below its end; alpha_c lies between those of omega = 0.15 and 0.2 (tests/golden/replicated)."""
+    b = phase_boundaries(ModelParams(omega=0.19), np.linspace(0.1, 3.0, 12), config=SolverConfig())
+    assert 0.8395 < b.alpha_c < 0.9478 and 0 < b.alpha_c_err < 1e-3, (b.alpha_c, b.notes)
+    assert b.positional.on_branch()[-1].alpha < b.positional_end
