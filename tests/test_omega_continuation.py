@@ -140,3 +140,15 @@ def test_bad_continuation_value_exits_2(capsys) -> None:
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("attnphase: error: argument --continuation")
+
+
+def test_continued_rows_carry_error_bars_from_the_blocks() -> None:
+    """On rules of several scramblings a continued omega's boundaries carry their standard errors, as
+    phase_boundaries' do (alpha_c from the fine rule's blocks, the semantic end from the bifurcation's)."""
+    cfg = SolverConfig(quadrature="sobol9:4", alpha_c_quadrature="sobol11:4", alpha_l_quadrature=None,
+                       bifurcation_quadrature="sobol10:4")
+    rows = boundaries_chain(ModelParams(), ALPHAS, 0.3, [0.31], [], cfg)
+    cont = next(b for b in rows if abs(b.omega - 0.31) < 1e-12)
+    assert cont.notes[0] == "continued from omega = 0.3", cont.notes  # the continued path, not a fallback
+    for key in ("alpha_c", "alpha_l", "semantic_end"):
+        assert 0 < cont.errors()[f"{key}_err"] < 0.05, (key, cont.notes)
