@@ -16,7 +16,7 @@
    (``seconds`` of phase_diagram.json: store, tables, dataset, figures).
 
 ``--quick``: cheap rules (sobol10 solves and bifurcations, no alpha_c correction, 5 alphas;
-gh6, the tests' rule, fails at omega = 0.1 in stability.branch_bifurcation), a few seconds per omega; without it, the paper's default settings (tens of seconds per
+gh6, the tests' rule, fails at omega = 0.1 in bifurcation.branch_bifurcation), a few seconds per omega; without it, the paper's default settings (tens of seconds per
 omega).  The machine's load average is recorded before and after (the numbers are only as good as
 the idleness of the cores).  ``--out`` writes the numbers as JSON.
 

@@ -27,7 +27,7 @@ _EXPORTS = {
     "BranchSweep": "continuation", "sweep": "continuation",
     "eps_lin": "observables",
     "se_step": "se_map", "update": "se_map", "update_hat": "se_map",
-    "positional_bifurcation": "stability", "semantic_bifurcation": "stability",
+    "positional_bifurcation": "bifurcation", "semantic_bifurcation": "bifurcation",
     "FixedPoint": "state_evolution", "SolverStatus": "state_evolution", "solve": "state_evolution",
     "solve_at_order": "state_evolution",
     "refined_training_objective": "training_objective",

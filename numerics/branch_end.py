@@ -29,7 +29,7 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.overlaps import Overlaps
 from attnphase.numerics.roots import bisect_last_true
-from attnphase.numerics.stability import branch_bifurcation
+from attnphase.numerics.bifurcation import branch_bifurcation
 from attnphase.numerics.state_evolution import FixedPoint, solve_at_order
 from attnphase.theory.params import ModelParams
 
@@ -87,7 +87,7 @@ class BranchEnd:
         points: the fixed points traced towards the end (method ``"trace"``), in trace order.
         note: why the preferred strategy was not used, when it was not.
         err: standard error of ``alpha`` from the rules' blocks (a bifurcation located by its
-            eigenvalue, :func:`attnphase.numerics.stability.branch_bifurcation`; NaN otherwise).
+            eigenvalue, :func:`attnphase.numerics.bifurcation.branch_bifurcation`; NaN otherwise).
     """
 
     alpha: float
@@ -174,7 +174,7 @@ def bifurcation_from(params: ModelParams, good: FixedPoint, direction: str, cfg:
                      alpha_guess: float | None = None, step: float = 0.05):
     """Eigenvalue 1 on the agnostic branch, from the branch's last point (secant steps from
     ``alpha_guess``, default that point's alpha; ``step``: the secant's scale, see
-    :func:`~attnphase.numerics.stability.branch_bifurcation`).
+    :func:`~attnphase.numerics.bifurcation.branch_bifurcation`).
 
     theta: the agnostic start is that point with theta set to 0 (near the semantic end theta is
     small and the agnostic state close), then a cold start; m: a cold agnostic start first (the

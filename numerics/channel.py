@@ -116,13 +116,26 @@ def prox_at_nodes(
 ) -> tuple[np.ndarray, np.ndarray, ProxResult]:
     """(w, V, proximal result) at the rule's nodes for the state ``ov``: one full search (global
     mode), or the local / aligned minimiser.  For evaluations outside the SE iteration (finer rules)."""
+    w, V, res, _ = prox_with_minima(kernels, params, ov, rule, config)
+    return w, V, res
+
+
+def prox_with_minima(
+    kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, config: SolverConfig | None = None,
+    polish_from: Candidates | None = None,
+) -> tuple[np.ndarray, np.ndarray, ProxResult, Candidates | None]:
+    """:func:`prox_at_nodes` that also returns the distinct local minima per node (global mode; None
+    otherwise), and with ``polish_from`` (minima of an earlier full search at the same nodes, a nearby
+    state) polishes those instead of searching: a few Newton steps per minimum, ~7x cheaper, exact
+    unless a basin appeared that the earlier search did not see (the caller verifies with a full search).
+    A polish returns ``polish_from`` as the minima."""
     cfg = config or SolverConfig()
     w, V, T, hstar = _fields(kernels, params, ov, rule)
-    if cfg.prox == "global":
-        res, _ = global_prox(kernels, w, V, T, params.sigma2, backend=cfg.backend)
-    else:
-        res = _local_modes(kernels, cfg.prox, w, V, T, params.sigma2, hstar, cfg.backend)
-    return w, V, res
+    if cfg.prox != "global":
+        return w, V, _local_modes(kernels, cfg.prox, w, V, T, params.sigma2, hstar, cfg.backend), None
+    res, minima = global_prox(kernels, w, V, T, params.sigma2, candidates=polish_from,
+                              full_search=polish_from is None, backend=cfg.backend)
+    return w, V, res, minima
 
 
 def envelope_mean(

@@ -52,7 +52,7 @@ FIRST_JUMP_RATE = 15.0
 #: MIN_BRACKET), doubling until it closes or passes the tolerance.
 BRACKET_OVERSHOOT, MIN_BRACKET = 1.5, 2e-3
 
-#: The bifurcation secant's scale (``step`` of :func:`~attnphase.numerics.stability.branch_bifurcation`):
+#: The bifurcation secant's scale (``step`` of :func:`~attnphase.numerics.bifurcation.branch_bifurcation`):
 #: half the predicted move of the end, between these; its first step is at least 0.2 of it, so from an
 #: end predicted within ~1e-3 the secant converges in two eigenvalues (three with the default 0.05).
 BIFURCATION_STEP = (0.004, 0.05)

@@ -291,18 +291,20 @@ def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) 
     z = rule.nodes
     key = lambda a: np.round(a, 12)  # noqa: E731 - tolerance for exact symmetric nodes
     images = _images(z, L, group)
-    # exactness: every image of the weighted node set is the weighted node set itself
-    base = _sorted_rows(np.column_stack([key(z), rule.weights]))
-    exact = all(
-        np.allclose(_sorted_rows(np.column_stack([key(img), rule.weights])), base, rtol=1e-9, atol=0.0)
-        for img in images
-    )
-    if not exact:
-        return rule, False
-    stack = np.stack([key(img) for img in images], axis=0)  # (|G|, N, dim)
+    # exactness: every image of the weighted node set is the weighted node set itself -- known without
+    # the test (9 sorts of the nodes: 0.6 s for sobol12:4 symmetrised) when ``group`` is a subgroup of the
+    # one the rule is invariant under by construction (:func:`symmetrize_rule`)
+    if not set(group) <= set(rule.group):
+        base = _sorted_rows(np.column_stack([key(z), rule.weights]))
+        exact = all(
+            np.allclose(_sorted_rows(np.column_stack([key(img), rule.weights])), base, rtol=1e-9, atol=0.0)
+            for img in images
+        )
+        if not exact:
+            return rule, False
     # lexicographic minimum over the group for each node
-    canon = stack[0].copy()
-    for img in stack[1:]:
+    canon = key(images[0])
+    for img in map(key, images[1:]):
         diff = img != canon
         first = np.argmax(diff, axis=1)
         rows = np.arange(canon.shape[0])

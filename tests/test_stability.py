@@ -14,7 +14,8 @@ import pytest
 
 from attnphase.numerics import SolverConfig, solve
 from attnphase.numerics.quadrature import gauss_hermite_rule, make_rule
-from attnphase.numerics.stability import semantic_bifurcation, theta_stability_at
+from attnphase.numerics.bifurcation import semantic_bifurcation
+from attnphase.numerics.stability import theta_stability_at
 from attnphase.theory.channel import channel_fields
 from attnphase.theory.params import ModelParams
 from attnphase.theory.stability import covariance_score_expr, theta_stability, theta_stability_expr
@@ -138,12 +139,70 @@ def test_bifurcation_secant_starts_where_the_eigenvalue_is_exactly_zero(monkeypa
     secant's first step divide by zero; it now takes its longest step towards 1 and converges."""
     from types import SimpleNamespace
 
-    from attnphase.numerics import stability
+    from attnphase.numerics import bifurcation
 
     agnostic = SimpleNamespace(status=SimpleNamespace(converged=True), branch="agnostic", overlaps=None, memory=None)
-    monkeypatch.setattr(stability, "solve", lambda *a, **kw: SimpleNamespace(**vars(agnostic), alpha=a[1]))
+    monkeypatch.setattr(bifurcation, "solve", lambda *a, **kw: SimpleNamespace(**vars(agnostic), alpha=a[1]))
+    monkeypatch.setattr(bifurcation, "node_solves", lambda *a, **kw: SimpleNamespace(minima=None))
     # mu(alpha) = 0 at the start, then falling through 1 at alpha = 1.3 (the positional branch's end)
-    mu = {"m": (lambda p, alpha, ov, rule, cfg: (0.0 if alpha == 1.0 else 2.3 - alpha, 0)), "theta": None}
-    monkeypatch.setattr(stability, "_DIRECTIONS", {"m": (mu["m"], -1.0)})
-    bif = stability.branch_bifurcation(ModelParams(omega=0.1), 1.0, "m", config=SolverConfig(error_bars=False))
+    mu = {"m": (lambda p, alpha, ov, rule, cfg, solves: (0.0 if alpha == 1.0 else 2.3 - alpha, 0)), "theta": None}
+    monkeypatch.setattr(bifurcation, "DIRECTIONS", {"m": (mu["m"], -1.0)})
+    bif = bifurcation.branch_bifurcation(ModelParams(omega=0.1), 1.0, "m", config=SolverConfig(error_bars=False))
     assert bif.converged and bif.alpha == pytest.approx(1.3, abs=1e-3)
+
+
+def _fast_bifurcation_config() -> SolverConfig:
+    return SolverConfig(quadrature="sobol8:4", bifurcation_quadrature="sobol12:4")
+
+
+def test_polished_secant_finds_the_searched_secants_end(monkeypatch) -> None:
+    """The secant's later steps polish the first step's minima (fewer full searches than steps) and end
+    where a secant that searches at every step ends, error bar included (the block eigenvalues polished
+    from the verifying search's minima)."""
+    from attnphase.numerics import bifurcation
+
+    p, cfg = ModelParams(omega=0.3), _fast_bifurcation_config()
+    polished = bifurcation.branch_bifurcation(p, 0.75, "theta", config=cfg)
+    assert polished.converged and len(polished.points) >= 3
+    assert polished.searches < len(polished.points) + 1  # some steps polished, the last one verified
+    search_only = bifurcation.node_solves
+    monkeypatch.setattr(bifurcation, "node_solves",
+                        lambda params, ov, rule, config, polish_from=None: search_only(params, ov, rule, config))
+    searched = bifurcation.branch_bifurcation(p, 0.75, "theta", config=cfg)
+    assert searched.converged
+    assert polished.alpha == pytest.approx(searched.alpha, abs=1e-10)
+    assert polished.err == pytest.approx(searched.err, rel=1e-8)
+
+
+def test_a_polish_that_misses_a_basin_is_caught_by_the_verifying_search(monkeypatch) -> None:
+    """A polished eigenvalue that differs from the full search's at the converged point (a basin the
+    polish could not see, simulated by a perturbed polish) is replaced by the searched value, and the
+    secant goes on from it."""
+    from dataclasses import replace as dc_replace
+
+    from attnphase.numerics import bifurcation
+
+    p, cfg = ModelParams(omega=0.3), _fast_bifurcation_config()
+    honest = bifurcation.node_solves
+
+    def missed_basin(params, ov, rule, config, polish_from=None):
+        s = honest(params, ov, rule, config, polish_from)
+        return dc_replace(s, g=s.g * 1.01) if polish_from is not None else s
+
+    monkeypatch.setattr(bifurcation, "node_solves", missed_basin)
+    bif = bifurcation.branch_bifurcation(p, 0.75, "theta", config=cfg)
+    assert bif.converged
+    monkeypatch.setattr(bifurcation, "node_solves", honest)
+    last_alpha, last_value = bif.points[-1]
+    fp = bifurcation.solve(p, last_alpha, "agnostic", config=cfg)
+    exact, _ = theta_stability_at(p, last_alpha, fp.overlaps, make_rule(2, cfg.bifurcation_quadrature), cfg)
+    assert last_value == pytest.approx(exact, abs=1e-6)  # the verified (searched) value, not the perturbed one
+    assert bif.searches >= 2
+
+
+def test_a_block_of_a_pooled_rule_is_its_slice() -> None:
+    """The error bars polish block j on the pooled rule's minima at nodes j n .. (j + 1) n - 1: the block's
+    own rule must be that slice of the pooled one."""
+    pooled = make_rule(2, "sobol9:4")
+    for j in range(4):
+        np.testing.assert_array_equal(make_rule(2, f"sobol9:4@{j}").nodes, pooled.nodes[j * 512:(j + 1) * 512])
