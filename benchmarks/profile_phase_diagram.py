@@ -14,6 +14,7 @@ branch end located inside a sweep is charged to the end, not to the sweep):
 * ``alpha_c`` -- the safeguarded Newton root of Delta e_t on the solve rule;
 * ``alpha_c fine`` -- the Newton correction with E[M] on ``config.alpha_c_quadrature``;
 * ``alpha_l`` -- Brent's root of eps_g - eps_lin;
+* ``alpha_l fine`` -- its refinement on ``config.alpha_l_quadrature`` with the blocks' error bar;
 * ``other`` -- the rest of ``phase_boundaries``.
 
 Per stage: seconds, SE evaluations (full proximal searches / all), solves (failed).  The load
@@ -38,7 +39,8 @@ from attnphase.numerics.fixed_point import FixedPointSolver
 from attnphase.numerics.se_map import SEMap
 from attnphase.theory.params import ModelParams
 
-STAGES = ("sem sweep", "pos sweep", "sem end", "pos end", "alpha_c", "alpha_c fine", "alpha_l", "other")
+STAGES = ("sem sweep", "pos sweep", "sem end", "pos end", "alpha_c", "alpha_c fine", "alpha_l", "alpha_l fine",
+          "other")
 
 
 class Profile:
@@ -98,6 +100,7 @@ def instrument() -> None:
     boundaries.grow_alpha_c_down = staged(lambda *a, **kw: "alpha_c", boundaries.grow_alpha_c_down)
     boundaries.grow_alpha_c_up = staged(lambda *a, **kw: "alpha_c", boundaries.grow_alpha_c_up)
     boundaries.brent_root = staged(lambda *a, **kw: "alpha_l", boundaries.brent_root)
+    boundaries.refined_alpha_l = staged(lambda *a, **kw: "alpha_l fine", boundaries.refined_alpha_l)
 
     evaluate = SEMap.evaluate
 
@@ -125,7 +128,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--omega", default="0:0.45:10", help="start:stop:num or a comma list (default 0:0.45:10)")
     ap.add_argument("--alpha", default="0.1:3:12", help="alpha grid start:stop:num (default 0.1:3:12)")
-    ap.add_argument("--quadrature", default="sobol12")
+    ap.add_argument("--quadrature", default=None, help="the solve rule (default: SolverConfig's, with error bars)")
     args = ap.parse_args()
 
     def parse(spec: str) -> list[float]:
@@ -135,7 +138,7 @@ def main() -> None:
         return [float(x) for x in spec.split(",")]
 
     omegas, alphas = parse(args.omega), parse(args.alpha)
-    cfg = SolverConfig(quadrature=args.quadrature)
+    cfg = SolverConfig() if args.quadrature is None else SolverConfig(quadrature=args.quadrature)
     instrument()
     # compile / load the kernels outside the measurement
     boundaries.solve(ModelParams(omega=0.3), 1.0, "semantic", config=cfg)
