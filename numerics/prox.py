@@ -46,6 +46,7 @@ import numpy as np
 from attnphase.numerics import newton_steps as steps
 from attnphase.numerics import prox_compiled
 from attnphase.numerics.config import BACKENDS, backend_override
+from attnphase.theory.correlated_kernels import CorrelatedKernels
 from attnphase.theory.kernels import Kernels
 
 
@@ -235,16 +236,25 @@ class Candidates:
     h: np.ndarray
 
 
-def starting_points(w: np.ndarray, T: np.ndarray) -> list[np.ndarray]:
+def starting_points(w: np.ndarray, T: np.ndarray, mixing: np.ndarray | None = None) -> list[np.ndarray]:
     """Deterministic multi-start set for the global search: w, 0, +-w/2, -w and, for L = 2, +-zeros of the loss.
 
-    The loss is even in h, so the mirror images -w, -w/2 seed the mirror basin.
+    The loss is even in h, so the mirror images -w, -w/2 seed the mirror basin. For a whitened
+    correlated-token model (``mixing`` B, fields h = B v; docs/model.md section 7) the zeros of the
+    loss in v are B^-1 h_z.
     """
     starts = [w, np.zeros_like(w), 0.5 * w, -0.5 * w, -w]
     if w.shape[1] == 2:
         hz, _ = loss_zeros_L2(T)
+        if mixing is not None:
+            hz = np.linalg.solve(mixing, hz.T).T
         starts += [hz, -hz]
     return starts
+
+
+def _mixing(kernels: Any) -> np.ndarray | None:
+    """The mixing B of correlated-token kernels (fields h = B v), None for the independent-token ones."""
+    return kernels.B if isinstance(kernels, CorrelatedKernels) else None
 
 
 def _best_per_node(idx: np.ndarray, res: ProxResult, N: int) -> np.ndarray:
@@ -311,7 +321,7 @@ def global_prox(
         return _global_prox_compiled(kernels, w, V, T, sigma2, candidates, full_search)
     idx_parts, h_parts = [], []
     if full_search or candidates is None:
-        for st in starting_points(w, T):
+        for st in starting_points(w, T, _mixing(kernels)):
             idx_parts.append(np.arange(N))
             h_parts.append(st)
     else:
@@ -398,6 +408,8 @@ def aligned_prox(
     """
     if w.shape[1] != 2:
         raise ValueError(f"the aligned proximal map is implemented for L = 2 only, got L = {w.shape[1]}")
+    if _mixing(kernels) is not None:
+        raise ValueError("the aligned proximal map is implemented for independent tokens only (a diagonal C)")
     hz, valid = loss_zeros_L2(T)
     sign = np.where(np.sum(hz * hstar, axis=1) < 0, -1.0, 1.0)
     start = np.where(valid[:, None], sign[:, None] * hz, 0.0)

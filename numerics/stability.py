@@ -31,7 +31,7 @@ from attnphase.numerics.overlaps import Overlaps
 from attnphase.numerics.quadrature import QuadratureRule, make_rule
 from attnphase.numerics.se_map import admissible, model_rule, se_step
 from attnphase.numerics.state_evolution import FixedPoint, solve
-from attnphase.theory.kernels import get_kernels
+from attnphase.theory.correlated_kernels import model_kernels
 from attnphase.theory.params import ModelParams
 from attnphase.theory.stability import m_stability, theta_stability
 
@@ -48,7 +48,7 @@ STABILITY_STEPS = (1e-3, 3e-3, 1e-2)
 
 def _g(params: ModelParams, ov: Overlaps, rule: QuadratureRule, config: SolverConfig | None) -> tuple[np.ndarray, int]:
     """g = (h_hat - w) / V at the rule's nodes (one full proximal search) and the failed solves."""
-    w, V, res = prox_at_nodes(get_kernels(params.L), params, ov, rule, config)
+    w, V, res = prox_at_nodes(model_kernels(params), params, ov, rule, config)
     return (res.h - w) / V, int((~res.converged).sum())
 
 
