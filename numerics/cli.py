@@ -55,9 +55,14 @@ RESULT_KEYS = ("q", "m", "V", "theta", "eps_g", "e_t")
 
 
 def model_echo(params) -> dict:
-    """The model a result belongs to, beside it: L, sigma, A, P, rho0 and the rank."""
-    return {"L": params.L, "sigma_l": list(params.sigma), "A": [list(r) for r in params.A],
+    """The model a result belongs to, beside it: L, sigma, A, P, rho0, the rank and, for correlated tokens,
+    C (in the tokens' own variables: a whitened model is shown as the model it stands for)."""
+    from attnphase.theory.whitening import original
+
+    params = original(params)
+    echo = {"L": params.L, "sigma_l": list(params.sigma), "A": [list(r) for r in params.A],
             "P": [list(r) for r in params.P], "rho0": params.rho0, "rank": params.r}
+    return echo | ({"C": [list(r) for r in params.C]} if params.C is not None else {})
 
 
 def solve_record(fp, requested: str) -> tuple[dict, str]:

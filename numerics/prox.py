@@ -55,7 +55,7 @@ def resolve_backend(backend: str, kernels: Any = None) -> str:
 
     ``backend`` is one of :data:`~attnphase.numerics.config.BACKENDS`. ``"auto"`` is replaced by
     :func:`~attnphase.numerics.config.backend_override` (``$ATTNPHASE_PROX_BACKEND``) when that
-    is set, else it is numba when numba can be imported and ``kernels`` (if given) is a
+    is set (for a :class:`~attnphase.theory.kernels.Kernels`), else it is numba when numba can be imported and ``kernels`` (if given) is a
     :class:`~attnphase.theory.kernels.Kernels` (the compiled path runs on its one-point twin);
     any other kernels object gets the numpy path. ``"numba"`` without numba, or ``"torch"``
     without torch, raises ImportError; either with another kernels object TypeError.
@@ -64,7 +64,8 @@ def resolve_backend(backend: str, kernels: Any = None) -> str:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     compiled_ok = kernels is None or isinstance(kernels, Kernels)
     if backend == "auto":
-        backend = backend_override() or ("numba" if compiled_ok and prox_compiled.available() else "numpy")
+        # the override names a backend for the generated Kernels; other kernels (correlated tokens) run on numpy
+        backend = (backend_override() if compiled_ok else None) or ("numba" if compiled_ok and prox_compiled.available() else "numpy")
     if backend == "numba" and not prox_compiled.available():
         raise ImportError("backend='numba' needs numba, which cannot be imported; use backend='numpy' or 'auto'")
     if backend == "torch" and not _torch_available():

@@ -105,7 +105,8 @@ class CorrelatedKernels:
         h, T = self.fields(v), _mat(T, self.L, "T")
         shape = np.broadcast_shapes(h.shape[:-1], T.shape[:-2])
         f, g, H = self.generated._run("loss_grad_hess", h, [], [(T, 2), (self.C, 2)], shape)
-        return f, g @ self.B, np.einsum("ki,...kl,lj->...ij", self.B, H, self.B)
+        Hv = np.einsum("ki,...kl,lj->...ij", self.B, H, self.B)
+        return f, g @ self.B, 0.5 * (Hv + np.swapaxes(Hv, -1, -2))  # exactly symmetric
 
     def prox_value(self, v: ArrayLike, w: ArrayLike, V: ArrayLike, T: ArrayLike, sigma2: ArrayLike) -> np.ndarray:
         """sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T) -> (...)."""

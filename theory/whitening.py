@@ -93,18 +93,23 @@ def se_params(params: ModelParams) -> ModelParams:
 def original(params: ModelParams) -> ModelParams:
     """The model in the tokens' own variables: C = B B^T, P = B Ptilde B^T (``params`` if not whitened).
 
-    Exact up to rounding: C and P are recomputed from B.
+    C and P are recomputed from B and rounded to 12 significant digits (which removes the rounding of
+    the products: the user's C = [[0.25, 0.075], ...] comes back as given).
     """
     B = params.mixing_array
     if B is None:
         return params
-    C = B @ B.T
-    C = 0.5 * (C + C.T)
-    P = B @ params.P_array @ B.T
-    P = 0.5 * (P + P.T)
+    C = _round12(B @ B.T)
+    P = _round12(B @ params.P_array @ B.T)
     offdiag = np.any(C - np.diag(np.diag(C)) != 0)
     return ModelParams(L=params.L, sigma=None if offdiag else tuple(np.sqrt(np.diag(C))), C=C if offdiag else None,
                        P=P, A=params.A, omega=params.omega, lam=params.lam, rho0=params.rho0)
+
+
+def _round12(M: np.ndarray) -> np.ndarray:
+    """A symmetric matrix's entries (averaged with the transpose) rounded to 12 significant digits."""
+    M = 0.5 * (M + M.T)
+    return np.vectorize(lambda x: float(f"{x:.12g}"))(M)
 
 
 def positional_overlaps(params: ModelParams, m: np.ndarray) -> np.ndarray:
