@@ -142,3 +142,21 @@ def test_cli_solve_accepts_token_cov(capsys):
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["branch"] == "semantic" and out["C"] == [[0.25, 0.075], [0.075, 0.25]]
     assert out["sigma"] == 0.5 and out["P"] == [[1.0, -1.0], [-1.0, 1.0]] and out["theta"] > 0.3
+
+
+def test_branch_end_eigenvalues_of_the_whitened_model_are_the_independent_ones():
+    """lambda (theta direction) and mu (m direction) at the agnostic point: the v-model's (sigma = 1, Ptilde,
+    loss_C(B v)) equal today's for C = diag(sigma^2) -- their derivation uses only the fields' Gaussian law."""
+    from attnphase.numerics.quadrature import make_rule
+    from attnphase.numerics.stability import m_stability_at, theta_stability_at
+
+    p = ModelParams(sigma=0.5)
+    cfg = SolverConfig(backend="numpy", quadrature="sobol10", e_t_quadrature=None)
+    rule = make_rule(2, "sobol10")
+    got = []
+    for q in (p, whiten(p)):
+        fp = solve(q, 0.7, "agnostic", config=cfg)
+        assert fp.status.converged and fp.branch == "agnostic"
+        got.append((theta_stability_at(q, 0.7, fp.overlaps, rule, cfg)[0], m_stability_at(q, 0.7, fp.overlaps, rule, cfg)[0]))
+    np.testing.assert_allclose(got[1], got[0], rtol=1e-8)
+    assert 0.5 < got[0][0] < 1.5 and got[0][1] > 1  # not trivially equal (zero)

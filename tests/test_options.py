@@ -122,7 +122,7 @@ BAD_MODEL_INPUT = [
     (["simulate", "--token-cov", "0.25,0.1;0.1,0.25", "--sigma", "0.3"], "--token-cov"),
     (["solve", "--alpha", "1", "--token-cov", "0.25,0.25;0.25,0.25"], "--token-cov"),  # singular C
     (["phase-diagram", "--token-cov", "0.25,0.1;0.1,0.25", "--rank", "2"], "--token-cov"),
-    (["solve", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25", "--branch", "mixed"], "--token-cov"),
+    (["solve", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25", "--rank", "2"], "--token-cov"),
     (["solve", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25", "--backend", "numba"], "--backend numba"),
     (["solve", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25", "--prox", "aligned"], "--prox aligned"),
     (["derive", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
