@@ -126,6 +126,7 @@ BAD_MODEL_INPUT = [
     (["solve", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25", "--backend", "numba"], "--backend numba"),
     (["solve", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25", "--prox", "aligned"], "--prox aligned"),
     (["derive", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
+    (["phase-diagram", "--token-cov", "0.25,0.1;0.1,0.25", "--census"], "--census"),
     (["scan", "--lam", "0.01,0.02", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
 ]
 
