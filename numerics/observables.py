@@ -21,6 +21,7 @@ from attnphase.theory.baseline import eps_lin_cov, eps_lin_from_moments
 from attnphase.theory.free_entropy import free_entropy
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
+from attnphase.theory.whitening import se_params
 
 #: |m| or |theta| above this counts as non-zero for the branch label.
 LABEL_TOL = 1e-6
@@ -86,7 +87,8 @@ def softmax_teacher_moments(params: ModelParams, order: int | None = None) -> tu
 
 def eps_lin(params: ModelParams, order: int | None = None) -> float:
     """Test error of the linear positional baseline, docs/model.md section 5 (alpha-independent);
-    for a whitened correlated-token model eps_lin_C (:func:`attnphase.theory.baseline.eps_lin_cov`)."""
+    for correlated tokens (whitened or not) eps_lin_C (:func:`attnphase.theory.baseline.eps_lin_cov`)."""
+    params = se_params(params)
     if params.mixing is not None:
         wt, s = _teacher_softmax(params, order)
         B = params.mixing_array

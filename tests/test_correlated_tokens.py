@@ -79,7 +79,10 @@ def test_whitening_maps_the_model_and_back():
     np.testing.assert_allclose(B @ B.T, np.array(C_EXAMPLE), atol=1e-15)
     np.testing.assert_allclose(B @ w.P_array @ B.T, p.P_array, atol=1e-14)
     assert w.sigma == (1.0, 1.0) and not w.correlated_tokens and isinstance(model_kernels(w), type(get_correlated_kernels(B)))
-    assert isinstance(model_kernels(p), Kernels)
+    assert isinstance(model_kernels(ModelParams()), Kernels)
+    with pytest.raises(ValueError, match="whitened"):
+        model_kernels(p)  # the plain kernels would ignore C
+    assert eps_lin(p) == eps_lin(w)
     back = original(w)
     assert back.C == C_EXAMPLE and back.P == p.P and back.sigma == (0.5, 0.5)
     # the swap symmetry of C, P and A survives exactly (the state evolution symmetrises over it)

@@ -144,6 +144,9 @@ def get_correlated_kernels(B: ArrayLike, cse: bool = True) -> CorrelatedKernels:
 
 def model_kernels(params: ModelParams) -> Kernels | CorrelatedKernels:
     """The channel's kernels of a model the state evolution runs on: the generated independent-token
-    :class:`Kernels`, or :class:`CorrelatedKernels` for a whitened model (``params.mixing`` set)."""
+    :class:`Kernels`, or :class:`CorrelatedKernels` for a whitened model (``params.mixing`` set).
+    A model with correlated tokens not whitened is refused (its plain kernels would ignore C)."""
+    if params.correlated_tokens:
+        raise ValueError("correlated tokens run in their whitened form: pass attnphase.theory.whitening.se_params(params)")
     B = params.mixing_array
     return get_kernels(params.L) if B is None else get_correlated_kernels(B)
