@@ -153,6 +153,12 @@ def check_supported(params: Any, config: Any) -> None:
     """Model options the numerics cannot honour with this configuration: a one-line ValueError, before any work."""
     if config.prox == "aligned" and params.L != 2:
         raise ValueError(f"--prox aligned is implemented for --L 2 only, got --L {params.L} (use global or local)")
+    if params.correlated_tokens:
+        if config.prox == "aligned":
+            raise ValueError("--prox aligned is implemented for independent tokens only (use global or local with --token-cov)")
+        if config.backend in ("numba", "torch"):
+            raise ValueError(f"--backend {config.backend}: correlated tokens (--token-cov) run on the numpy backend only "
+                             "(auto picks it)")
     try:
         backend = config.resolved_backend()  # a backend whose library cannot be imported fails here
     except ImportError as exc:

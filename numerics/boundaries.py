@@ -45,6 +45,7 @@ from attnphase.numerics.roots import RootNotFound, brent_root, safeguarded_newto
 from attnphase.numerics.se_map import model_rule
 from attnphase.numerics.state_evolution import FixedPoint, solve
 from attnphase.theory.params import ModelParams
+from attnphase.theory.whitening import se_params
 
 DEFAULT_ALPHA_RANGE = (0.1, 3.0)
 
@@ -116,6 +117,7 @@ def phase_boundaries(
     if alphas is None:
         alphas = np.linspace(*DEFAULT_ALPHA_RANGE, 12)
     cfg = config or SolverConfig()
+    params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
     rule = model_rule(params, cfg)
     kw = dict(config=cfg, bisection_tol=bisection_tol, progress=progress, past_end=False)
     sem = sweep(params, alphas, "semantic", **kw)

@@ -55,9 +55,14 @@ RESULT_KEYS = ("q", "m", "V", "theta", "eps_g", "e_t")
 
 
 def model_echo(params) -> dict:
-    """The model a result belongs to, beside it: L, sigma, A, P, rho0 and the rank."""
-    return {"L": params.L, "sigma_l": list(params.sigma), "A": [list(r) for r in params.A],
+    """The model a result belongs to, beside it: L, sigma, A, P, rho0, the rank and, for correlated tokens,
+    C (in the tokens' own variables: a whitened model is shown as the model it stands for)."""
+    from attnphase.theory.whitening import original
+
+    params = original(params)
+    echo = {"L": params.L, "sigma_l": list(params.sigma), "A": [list(r) for r in params.A],
             "P": [list(r) for r in params.P], "rho0": params.rho0, "rank": params.r}
+    return echo | ({"C": [list(r) for r in params.C]} if params.C is not None else {})
 
 
 def solve_record(fp, requested: str) -> tuple[dict, str]:
@@ -356,6 +361,8 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     params, omegas = opt.omegas_from_args(args)
     cfg = solver_options.config_from_args(args)
     solver_options.check_supported(params, cfg)
+    if census and params.correlated_tokens:
+        raise ValueError("--census: the census implements independent tokens only (a diagonal --token-cov)")
     from attnphase.numerics.quadrature_error import independent_rules
 
     n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))

@@ -21,6 +21,7 @@ from attnphase.numerics.config import BRANCHES, SolverConfig
 from attnphase.numerics.se_map import model_rule
 from attnphase.numerics.state_evolution import FixedPoint, solve
 from attnphase.theory.params import ModelParams
+from attnphase.theory.whitening import se_params
 
 #: SE-evaluation budget of one warm-started continuation step.
 CONTINUATION_MAX_ITER = 60
@@ -91,6 +92,7 @@ def sweep(
     # a warm-started point that needs more than this, or whose Newton iteration fails, is
     # treated as off the branch (the step is halved)
     cfg = replace(full_cfg, max_iter=min(full_cfg.max_iter, CONTINUATION_MAX_ITER), warm_fallback=False)
+    params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
     rule = model_rule(params, cfg)
     direction = direction or default_direction(branch)
     if direction not in ("up", "down"):

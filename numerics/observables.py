@@ -17,10 +17,11 @@ import numpy as np
 
 from attnphase.numerics.overlaps import HatOverlaps, Overlaps
 from attnphase.numerics.quadrature import gauss_hermite_1d
-from attnphase.theory.baseline import eps_lin_from_moments
+from attnphase.theory.baseline import eps_lin_cov, eps_lin_from_moments
 from attnphase.theory.free_entropy import free_entropy
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
+from attnphase.theory.whitening import se_params
 
 #: |m| or |theta| above this counts as non-zero for the branch label.
 LABEL_TOL = 1e-6
@@ -60,8 +61,9 @@ def branch_label(ov: Overlaps, tol: float = LABEL_TOL) -> str:
     return "agnostic"
 
 
-def softmax_teacher_moments(params: ModelParams, order: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """E[s] and E[s^2] (entrywise, (L, L)) of s = softmax_row(h* h*^T), h*_l ~ N(0, sigma_l^2 rho0) iid."""
+def _teacher_softmax(params: ModelParams, order: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(weights, s) of s = softmax_row(h* h*^T) on a tensor Gauss-Hermite grid of the teacher fields:
+    h*_l ~ N(0, sigma_l^2 rho0) iid, or, for a whitened correlated-token model, h* = B v*, v* ~ N(0, rho0 I)."""
     L = params.L
     n = order or _EPS_LIN_ORDER.get(L, 12)
     x, w = _EPS_LIN_NODES[L] if n == _EPS_LIN_ORDER.get(L) else gauss_hermite_1d(n)
@@ -70,14 +72,29 @@ def softmax_teacher_moments(params: ModelParams, order: int | None = None) -> tu
     z = np.stack([g.reshape(-1) for g in grids], axis=1)
     wt = np.prod(np.stack([g.reshape(-1) for g in wts], axis=1), axis=1)
     hstar = z * np.sqrt(params.sigma2 * params.rho0)
-    s = get_kernels(L).attention(hstar)  # softmax_row(h* h*^T)
+    if params.mixing is not None:
+        hstar = hstar @ params.mixing_array.T
+    return wt, get_kernels(L).attention(hstar)  # softmax_row(h* h*^T)
+
+
+def softmax_teacher_moments(params: ModelParams, order: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """E[s] and E[s^2] (entrywise, (L, L)) of s = softmax_row(h* h*^T), h*_l ~ N(0, sigma_l^2 rho0) iid."""
+    wt, s = _teacher_softmax(params, order)
     mean = np.einsum("n,nij->ij", wt, s)
     second = np.einsum("n,nij->ij", wt, s * s)
     return mean, second
 
 
 def eps_lin(params: ModelParams, order: int | None = None) -> float:
-    """Test error of the linear positional baseline, docs/model.md section 5 (alpha-independent)."""
+    """Test error of the linear positional baseline, docs/model.md section 5 (alpha-independent);
+    for correlated tokens (whitened or not) eps_lin_C (:func:`attnphase.theory.baseline.eps_lin_cov`)."""
+    params = se_params(params)
+    if params.mixing is not None:
+        wt, s = _teacher_softmax(params, order)
+        B = params.mixing_array
+        mean = np.einsum("n,nij->ij", wt, s)
+        cross = np.einsum("n,nlk,nlj->lkj", wt, s, s)
+        return eps_lin_cov(mean, cross, B @ B.T, params.omega)
     mean, second = softmax_teacher_moments(params, order)
     return float(eps_lin_from_moments(mean, second, params.sigma2, params.omega))
 

@@ -39,6 +39,7 @@ from attnphase.numerics.roots import RootNotFound, brent_root, safeguarded_newto
 from attnphase.numerics.se_map import model_rule
 from attnphase.numerics.state_evolution import FixedPoint, solve
 from attnphase.theory.params import ModelParams
+from attnphase.theory.whitening import se_params
 
 #: A boundary may lie this far (in alpha) from its prediction at least ...
 JUMP_MIN = 0.05
@@ -167,6 +168,7 @@ def continued_boundaries(
     omegas' boundaries, with their branch sweeps) and ``seeds`` (the last one's root-finding iterates);
     returns them and this omega's iterates (the next omega's seeds).  ContinuationFailed (or
     BranchLost / RootNotFound) where it cannot: see the module doc."""
+    params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
     cfg, near, pred = config or SolverConfig(), previous[-1], prediction or predict(previous, params.omega)
     if near.semantic is None or near.positional is None:
         raise ContinuationFailed(f"no fixed points kept at omega = {near.omega:g}")

@@ -46,6 +46,7 @@ import numpy as np
 from attnphase.numerics import newton_steps as steps
 from attnphase.numerics import prox_compiled
 from attnphase.numerics.config import BACKENDS, backend_override
+from attnphase.theory.correlated_kernels import CorrelatedKernels
 from attnphase.theory.kernels import Kernels
 
 
@@ -54,7 +55,7 @@ def resolve_backend(backend: str, kernels: Any = None) -> str:
 
     ``backend`` is one of :data:`~attnphase.numerics.config.BACKENDS`. ``"auto"`` is replaced by
     :func:`~attnphase.numerics.config.backend_override` (``$ATTNPHASE_PROX_BACKEND``) when that
-    is set, else it is numba when numba can be imported and ``kernels`` (if given) is a
+    is set (for a :class:`~attnphase.theory.kernels.Kernels`), else it is numba when numba can be imported and ``kernels`` (if given) is a
     :class:`~attnphase.theory.kernels.Kernels` (the compiled path runs on its one-point twin);
     any other kernels object gets the numpy path. ``"numba"`` without numba, or ``"torch"``
     without torch, raises ImportError; either with another kernels object TypeError.
@@ -63,7 +64,8 @@ def resolve_backend(backend: str, kernels: Any = None) -> str:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     compiled_ok = kernels is None or isinstance(kernels, Kernels)
     if backend == "auto":
-        backend = backend_override() or ("numba" if compiled_ok and prox_compiled.available() else "numpy")
+        # the override names a backend for the generated Kernels; other kernels (correlated tokens) run on numpy
+        backend = (backend_override() if compiled_ok else None) or ("numba" if compiled_ok and prox_compiled.available() else "numpy")
     if backend == "numba" and not prox_compiled.available():
         raise ImportError("backend='numba' needs numba, which cannot be imported; use backend='numpy' or 'auto'")
     if backend == "torch" and not _torch_available():
@@ -235,16 +237,25 @@ class Candidates:
     h: np.ndarray
 
 
-def starting_points(w: np.ndarray, T: np.ndarray) -> list[np.ndarray]:
+def starting_points(w: np.ndarray, T: np.ndarray, mixing: np.ndarray | None = None) -> list[np.ndarray]:
     """Deterministic multi-start set for the global search: w, 0, +-w/2, -w and, for L = 2, +-zeros of the loss.
 
-    The loss is even in h, so the mirror images -w, -w/2 seed the mirror basin.
+    The loss is even in h, so the mirror images -w, -w/2 seed the mirror basin. For a whitened
+    correlated-token model (``mixing`` B, fields h = B v; docs/model.md section 7) the zeros of the
+    loss in v are B^-1 h_z.
     """
     starts = [w, np.zeros_like(w), 0.5 * w, -0.5 * w, -w]
     if w.shape[1] == 2:
         hz, _ = loss_zeros_L2(T)
+        if mixing is not None:
+            hz = np.linalg.solve(mixing, hz.T).T
         starts += [hz, -hz]
     return starts
+
+
+def _mixing(kernels: Any) -> np.ndarray | None:
+    """The mixing B of correlated-token kernels (fields h = B v), None for the independent-token ones."""
+    return kernels.B if isinstance(kernels, CorrelatedKernels) else None
 
 
 def _best_per_node(idx: np.ndarray, res: ProxResult, N: int) -> np.ndarray:
@@ -311,7 +322,7 @@ def global_prox(
         return _global_prox_compiled(kernels, w, V, T, sigma2, candidates, full_search)
     idx_parts, h_parts = [], []
     if full_search or candidates is None:
-        for st in starting_points(w, T):
+        for st in starting_points(w, T, _mixing(kernels)):
             idx_parts.append(np.arange(N))
             h_parts.append(st)
     else:
@@ -398,6 +409,8 @@ def aligned_prox(
     """
     if w.shape[1] != 2:
         raise ValueError(f"the aligned proximal map is implemented for L = 2 only, got L = {w.shape[1]}")
+    if _mixing(kernels) is not None:
+        raise ValueError("the aligned proximal map is implemented for independent tokens only (a diagonal C)")
     hz, valid = loss_zeros_L2(T)
     sign = np.where(np.sum(hz * hstar, axis=1) < 0, -1.0, 1.0)
     start = np.where(valid[:, None], sign[:, None] * hz, 0.0)

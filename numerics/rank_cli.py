@@ -188,6 +188,9 @@ def rank_model_and_config(args: argparse.Namespace, r: int, r_star: int, omega: 
     from attnphase.numerics.rank_se import with_ranks
 
     params = with_ranks(opt.params_from_args(_rank_one(args), omega=omega), r, r_star)
+    if params.correlated_tokens:
+        raise ValueError("--token-cov: the rank-r state evolution (and --branch mixed) implements independent tokens "
+                         "only (a diagonal C; correlated tokens are solved at rank 1)")
     return params, rank_config(args, params)
 
 

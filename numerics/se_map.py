@@ -30,7 +30,7 @@ from attnphase.numerics.quadrature import QuadratureRule, make_rule, reduce_rule
 from attnphase.numerics.roots import bracketed_log_root
 from attnphase.numerics.symmetry import SymmetryElement, model_symmetry_group, symmetrize, symmetry_group
 from attnphase.theory.channel import hat_overlaps
-from attnphase.theory.kernels import get_kernels
+from attnphase.theory.correlated_kernels import model_kernels
 from attnphase.theory.params import ModelParams
 from attnphase.theory.prior import ridge_update
 
@@ -63,7 +63,7 @@ def hat_step(params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRu
     cfg = config or SolverConfig()
     if group is None:
         group = symmetry_group(params, ov, tied=cfg.prox == "aligned")
-    mom = channel_moments(get_kernels(params.L), params, ov, rule, config=cfg)
+    mom = channel_moments(model_kernels(params), params, ov, rule, config=cfg)
     return update_hat(params, alpha, ov, mom, group), mom
 
 
@@ -195,7 +195,7 @@ class SEMap:
     def __init__(self, params: ModelParams, variant: FixedAlpha | FixedOrder, rule: QuadratureRule,
                  config: SolverConfig, memory: Any = None):
         self.params, self.variant, self.rule, self.cfg = params, variant, rule, config
-        self.kernels = get_kernels(params.L)
+        self.kernels = model_kernels(params)
         # a warm start's memory is used only with the same rule (candidates are per node)
         self.seed = memory if memory is not None and _same_rule(memory.rule, rule) else None
         self.reduced: dict[tuple, QuadratureRule] = dict(self.seed.reduced_rules) if self.seed is not None else {}

@@ -29,7 +29,7 @@ from attnphase.numerics.overlaps import Overlaps
 from attnphase.numerics.prox import Candidates
 from attnphase.numerics.quadrature import QuadratureRule
 from attnphase.numerics.se_map import admissible, model_rule, se_step
-from attnphase.theory.kernels import get_kernels
+from attnphase.theory.correlated_kernels import model_kernels
 from attnphase.theory.params import ModelParams
 from attnphase.theory.stability import m_stability, theta_stability
 
@@ -64,7 +64,7 @@ def node_solves(params: ModelParams, ov: Overlaps, rule: QuadratureRule, config:
                 polish_from: Candidates | None = None) -> NodeSolves:
     """g at the rule's nodes for the state ``ov``: one full proximal search, or, with ``polish_from``, a
     polish of those minima (:func:`attnphase.numerics.channel.prox_with_minima`)."""
-    w, V, res, minima = prox_with_minima(get_kernels(params.L), params, ov, rule, config, polish_from)
+    w, V, res, minima = prox_with_minima(model_kernels(params), params, ov, rule, config, polish_from)
     return NodeSolves((res.h - w) / V, int((~res.converged).sum()), minima)
 
 

@@ -30,6 +30,7 @@ from attnphase.numerics.quadrature import QuadratureRule, make_rule, rule_nodes
 from attnphase.numerics.se_map import FixedAlpha, FixedOrder, SEMap, admissible, model_rule
 from attnphase.numerics.training_objective import refined_training_objective
 from attnphase.theory.params import ModelParams
+from attnphase.theory.whitening import original, positional_overlaps, se_params
 
 
 @dataclass(frozen=True)
@@ -89,16 +90,17 @@ class FixedPoint:
 
     @property
     def record(self) -> dict[str, Any]:
-        """The CLI's JSON/CSV record: q = |Q|^2/d, theta = Q.Q*/d, m = p_1.Q/sqrt(d), V = V0."""
+        """The CLI's JSON/CSV record: q = |Q|^2/d, theta = Q.Q*/d, m = p_1.Q/sqrt(d), V = V0 (a whitened
+        model's m mapped back to the tokens' variables, m_h = B m_v: docs/model.md section 7)."""
         p = self.params
         return {
             "alpha": self.alpha,
             "omega": p.omega,
-            "sigma": p.sigma_value,
+            "sigma": original(p).sigma_value,
             "lam": p.lam,
             "branch": self.branch,
             "q": self.overlaps.q0,
-            "m": float(self.overlaps.m[0]),
+            "m": float(positional_overlaps(p, self.overlaps.m)[0]),
             "V": self.overlaps.V0,
             "theta": self.overlaps.th0,
             "eps_g": self.observables.eps_g,
@@ -176,6 +178,10 @@ def solve(
     continuation in alpha from 0.3: that family has several fixed points at larger
     alpha and the branch is the one connected to small alpha.
 
+    Correlated tokens (a non-diagonal C) are solved in their whitened form
+    (:func:`attnphase.theory.whitening.whiten`): the result's ``params`` is that model and its
+    overlaps m are the whitened ones (``record`` maps m back); a given ``init`` must be whitened too.
+
     Returns a :class:`FixedPoint` whose ``status`` says whether the residual reached
     ``config.tol``; non-convergence is reported there and in ``record['converged']``.
     ``status.iterations`` counts SE-map evaluations (Newton's finite differences included).
@@ -186,8 +192,7 @@ def solve(
         raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
     if params.r != 1 or params.r_star != 1:
         raise ValueError(f"the numerics implement rank r = r* = 1 only, got r = {params.r}, r* = {params.r_star}")
-    if params.correlated_tokens:
-        raise ValueError("the numerics implement independent tokens only (a diagonal token covariance C)")
+    params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
     if init is None and rule is None and rule_nodes(params.L, cfg.quadrature) > MULTILEVEL_NODES:
         # multilevel: a cold start on a large rule begins from the fixed point of the default rule (a few
         # evaluations on the large rule instead of the whole cold path; the result is verified on it)
@@ -265,6 +270,7 @@ def solve_at_order(
     ~ order^2) or at a fold -- and locates that end reliably.  ``FixedPoint.alpha`` is the solved alpha.
     """
     cfg = config or SolverConfig()
+    params = se_params(params)
     if not (value > 0):
         raise ValueError(f"the fixed {order} must be > 0, got {value}")
     if order == "th0":

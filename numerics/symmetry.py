@@ -4,7 +4,8 @@ A group element (pi, s, t) acts on the Gaussian nodes as
 ``(xi, eta) -> (s * xi[pi], t * eta[pi])``.  It is a symmetry of the state
 evolution at the current state when
 
-* the model is invariant: sigma[pi] = sigma, A[pi][:, pi] = A, P[pi][:, pi] = P;
+* the model is invariant: sigma[pi] = sigma, A[pi][:, pi] = A, P[pi][:, pi] = P (and the token
+  Gram C, the whitened model's mixing B: docs/model.md section 7);
 * the state is invariant: m[pi] = s * m, and t = s unless theta = 0.
 
 Then (the loss is even in h and in h*, and permutation-equivariant)
@@ -42,6 +43,14 @@ class SymmetryElement(NamedTuple):
     t: int
 
 
+def model_invariant(params: ModelParams, p: list[int]) -> bool:
+    """Whether the token permutation ``p`` leaves the model invariant: sigma[p] = sigma, A[p][:, p] = A,
+    P[p][:, p] = P, and the token Gram C and the whitened model's mixing B likewise (exact comparisons)."""
+    sig = np.array(params.sigma)
+    mats = [params.A_array, params.P_array, params.token_cov] + ([params.mixing_array] if params.mixing is not None else [])
+    return bool(np.array_equal(sig[p], sig) and all(np.array_equal(M[np.ix_(p, p)], M) for M in mats))
+
+
 def symmetry_group(params: ModelParams, ov: Overlaps, rtol: float = 1e-12, tied: bool = False) -> list[SymmetryElement]:
     """The elements (pi, s, t) that leave both the model and the state ``ov`` invariant.
 
@@ -53,11 +62,10 @@ def symmetry_group(params: ModelParams, ov: Overlaps, rtol: float = 1e-12, tied:
     """
     L = params.L
     atol = rtol * max(1.0, float(np.abs(ov.m).max()))
-    sig, A, P = np.array(params.sigma), params.A_array, params.P_array
     group = []
     for perm in itertools.permutations(range(L)):
         p = list(perm)
-        if not (np.array_equal(sig[p], sig) and np.array_equal(A[np.ix_(p, p)], A) and np.array_equal(P[np.ix_(p, p)], P)):
+        if not model_invariant(params, p):
             continue
         for s in (1, -1):
             if float(np.max(np.abs(ov.m[p] - s * ov.m))) > atol:  # (np.allclose is 10x slower)
@@ -71,11 +79,10 @@ def symmetry_group(params: ModelParams, ov: Overlaps, rtol: float = 1e-12, tied:
 
 def model_symmetry_group(params: ModelParams) -> list[SymmetryElement]:
     """All (pi, s, t) under which the model is invariant (no condition on the state)."""
-    sig, A, P = np.array(params.sigma), params.A_array, params.P_array
     group = []
     for perm in itertools.permutations(range(params.L)):
         p = list(perm)
-        if np.array_equal(sig[p], sig) and np.array_equal(A[np.ix_(p, p)], A) and np.array_equal(P[np.ix_(p, p)], P):
+        if model_invariant(params, p):
             group += [SymmetryElement(tuple(perm), s, t) for s in (1, -1) for t in (1, -1)]
     return group
 

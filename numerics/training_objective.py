@@ -25,7 +25,7 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.overlaps import HatOverlaps, Overlaps
 from attnphase.numerics.quadrature import QuadratureRule
 from attnphase.theory.free_entropy import free_entropy
-from attnphase.theory.kernels import get_kernels
+from attnphase.theory.correlated_kernels import model_kernels
 from attnphase.theory.params import ModelParams
 
 
@@ -55,7 +55,7 @@ def refined_training_objective(
     The proximal map is ``config.prox`` (it must be the fixed point's).  At a state that is not a
     fixed point the result carries first-order errors.
     """
-    E_M, failures = envelope_mean(get_kernels(params.L), params, ov, rule, config)
+    E_M, failures = envelope_mean(model_kernels(params), params, ov, rule, config)
     phi = free_entropy(
         ov.q0, ov.V0, ov.m, ov.th0, hat.qhat, hat.mhat, hat.thhat, hat.Vhat,
         params.sigma2, params.P_array, params.lam, params.rho0, alpha, E_M,

@@ -120,8 +120,14 @@ BAD_MODEL_INPUT = [
     (["simulate", "--token-cov", "0.25,0.1;0.2,0.25"], "--token-cov"),
     (["simulate", "--L", "3", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
     (["simulate", "--token-cov", "0.25,0.1;0.1,0.25", "--sigma", "0.3"], "--token-cov"),
-    (["solve", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
-    (["phase-diagram", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
+    (["solve", "--alpha", "1", "--token-cov", "0.25,0.25;0.25,0.25"], "--token-cov"),  # singular C
+    (["phase-diagram", "--token-cov", "0.25,0.1;0.1,0.25", "--rank", "2"], "--token-cov"),
+    (["solve", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25", "--rank", "2"], "--token-cov"),
+    (["solve", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25", "--backend", "numba"], "--backend numba"),
+    (["solve", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25", "--prox", "aligned"], "--prox aligned"),
+    (["derive", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
+    (["phase-diagram", "--token-cov", "0.25,0.1;0.1,0.25", "--census"], "--census"),
+    (["scan", "--lam", "0.01,0.02", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
 ]
 
 

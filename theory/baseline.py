@@ -5,6 +5,14 @@ B = omega A + (1 - omega) E[softmax(h* h*^T)], and the alpha-independent test er
 
     eps_lin = 1/2 sum_{l,k} sigma_k^2 (1 - omega)^2 Var( softmax(h* h*^T)[l, k] ),
     Var(s) = E[s^2] - E[s]^2,   h*_l ~ N(0, rho_l) independent (rho_l = sigma_l^2 rho0).
+
+Tokens correlated across positions (x_k . x_k' / d -> C[k,k'], docs/model.md section 7): the
+sample loss of f_lin is 1/2 sum_l (T - B)[l,:] C (T - B)[l,:]^T, minimised in B (C positive
+definite) by the same B = E[T], so
+
+    eps_lin_C = 1/2 (1 - omega)^2 sum_l sum_{k,k'} C[k,k'] Cov(s[l,k], s[l,k']),   h* ~ N(0, rho0 C)
+
+(:func:`eps_lin_cov`; C = diag(sigma^2) gives eps_lin).
 """
 
 from __future__ import annotations
@@ -82,3 +90,17 @@ def eps_lin_from_moments(mean_soft: ArrayLike, mean_soft_sq: ArrayLike, sigma2: 
     shape = np.broadcast_shapes(Es.shape[:-2], Es2.shape[:-2], sigma2.shape[:-1], omega.shape)
     out = np.broadcast_to(np.asarray(val, dtype=float), shape).copy()
     return out[()] if shape == () else out
+
+
+def eps_lin_cov(mean_soft: ArrayLike, cross_soft: ArrayLike, C: ArrayLike, omega: float) -> float:
+    """eps_lin_C = 1/2 (1 - omega)^2 sum_l sum_{k,k'} C[k,k'] (E[s_lk s_lk'] - E[s_lk] E[s_lk']) (module doc).
+
+    mean_soft: (L, L) E[s]; cross_soft: (L, L, L) E[s_lk s_lk'] indexed [l, k, k']; C: (L, L) token Gram;
+    s = softmax_row(h* h*^T) with h* ~ N(0, rho0 C).
+    """
+    Es, Ess, C = (np.asarray(x, float) for x in (mean_soft, cross_soft, C))
+    L = C.shape[0]
+    if Es.shape != (L, L) or Ess.shape != (L, L, L):
+        raise ValueError(f"mean_soft must be (L, L) and cross_soft (L, L, L) with L = {L}, got {Es.shape}, {Ess.shape}")
+    cov = Ess - Es[:, :, None] * Es[:, None, :]
+    return float(0.5 * (1.0 - omega) ** 2 * np.einsum("kj,lkj->", C, cov))

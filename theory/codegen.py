@@ -54,6 +54,7 @@ _FINGERPRINT_FILES = (
     "free_entropy.py",
     "baseline.py",
     "kernels.py",
+    "correlated_kernels.py",
 )
 
 

@@ -6,6 +6,13 @@ It is the d -> inf limit of (1 / 2d) |y - f(X)|^2: with x_k . x_k' / d -> delta_
 the positional part sum_k S[l,k] p_k of f contributes |p|^2 / d = O(1 / d) and its
 cross terms with the tokens are O(1 / sqrt(d)), so only the token part survives
 (see docs/derivation.md).
+
+With tokens correlated across positions, x_k . x_k' / d -> C[k, k'] (docs/model.md section 7),
+the same limit weighs each row of S - T by the token Gram C:
+
+    loss_C(h, h*) = 1/2 sum_l sum_{k,k'} C[k,k'] (S(h) - T(h*))[l,k] (S(h) - T(h*))[l,k']
+
+(C = diag(sigma_k^2) gives the loss above).
 """
 
 from __future__ import annotations
@@ -19,3 +26,10 @@ def limit_loss(S: sp.Matrix, T: sp.Matrix, sigma2: Sequence[sp.Basic]) -> sp.Exp
     """1/2 sum_{l,k} sigma_k^2 (S - T)[l, k]^2 for L x L matrices S, T and per-token sigma_k^2."""
     L = S.rows
     return sp.Rational(1, 2) * sum(sigma2[k] * (S[l, k] - T[l, k]) ** 2 for l in range(L) for k in range(L))
+
+
+def limit_loss_cov(S: sp.Matrix, T: sp.Matrix, C: sp.Matrix) -> sp.Expr:
+    """1/2 sum_l sum_{k,k'} C[k,k'] (S - T)[l,k] (S - T)[l,k'] for L x L matrices S, T and token Gram C."""
+    L = S.rows
+    D = S - T
+    return sp.Rational(1, 2) * sum(C[k, j] * D[l, k] * D[l, j] for l in range(L) for k in range(L) for j in range(L))

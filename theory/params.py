@@ -94,7 +94,12 @@ class ModelParams:
         r_star: teacher rank r*, Q* in R^{d x r*} (the state evolution implements r* = 1).
         C: token covariance across positions, x_k . x_k' / d -> C[k, k'] (symmetric PSD, L x L);
             None: independent tokens, C = diag(sigma_l^2). When given, sigma_l = sqrt(C[l, l])
-            (a sigma given beside it must agree). The state evolution implements a diagonal C only.
+            (a sigma given beside it must agree). The state evolution solves a non-diagonal C in its
+            whitened form (below; :mod:`attnphase.theory.whitening`).
+        mixing: the whitened form of correlated tokens (docs/model.md section 7): an invertible
+            L x L matrix B with C = B B^T, the fields entering the loss as h = B v, i.e. the loss is
+            loss_C(B v, B v*). Set only by :func:`attnphase.theory.whitening.whiten`, with sigma = 1,
+            P the whitened Gram B^-1 P B^-T and C None. None: the plain model.
     """
 
     L: int = 2
@@ -107,6 +112,7 @@ class ModelParams:
     r: int = 1
     r_star: int = 1
     C: Matrix | None = None
+    mixing: Matrix | None = None
 
     def __post_init__(self) -> None:
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 - frozen dataclass
@@ -135,6 +141,17 @@ class ModelParams:
                 raise ValueError(f"C (token covariance) fixes sigma_l = sqrt(C[l, l]) = {implied}; got sigma {given!r}")
             set_("C", C)
             set_("sigma", implied)
+        if self.mixing is not None:
+            B = _as_matrix(self.mixing, "mixing", L)
+            if self.C is not None:
+                raise ValueError("mixing (the whitened form of C) and C cannot both be given")
+            sv = np.linalg.svd(np.array(B), compute_uv=False)
+            if not sv.min() > 1e-8 * sv.max():
+                raise ValueError("mixing (B with C = B B^T) must be invertible")
+            if self.sigma is not None and not np.allclose(np.asarray(self.sigma, dtype=float), 1.0, rtol=0, atol=0):
+                raise ValueError(f"mixing is the whitened model, whose tokens have sigma = 1; got sigma {self.sigma!r}")
+            set_("mixing", B)
+            set_("sigma", 1.0)
         sigma = 0.5 if self.sigma is None else self.sigma
         items = list(sigma) if isinstance(sigma, (list, tuple, np.ndarray)) else [sigma]
         if not all(_is_number(x) for x in items):
@@ -183,6 +200,11 @@ class ModelParams:
         return bool(np.any(C - np.diag(np.diag(C)) != 0))
 
     @property
+    def mixing_array(self) -> np.ndarray | None:
+        """The whitened model's mixing B as an (L, L) array (the loss is loss_C(B v, B v*)); None for the plain model."""
+        return None if self.mixing is None else np.array(self.mixing, dtype=float)
+
+    @property
     def sigma_value(self) -> float | list[float]:
         """sigma as records and titles show it: one number when every token has the same, else the list."""
         return self.sigma[0] if len(set(self.sigma)) == 1 else list(self.sigma)
@@ -219,4 +241,5 @@ class ModelParams:
             "r": self.r,
             "r_star": self.r_star,
             **({"C": [list(r) for r in self.C]} if self.C is not None else {}),
+            **({"mixing": [list(r) for r in self.mixing]} if self.mixing is not None else {}),
         }

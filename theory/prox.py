@@ -17,7 +17,7 @@ from functools import lru_cache
 import sympy as sp
 
 from attnphase.theory.attention import attention, softmax_symbol_map
-from attnphase.theory.loss import limit_loss
+from attnphase.theory.loss import limit_loss, limit_loss_cov
 from attnphase.theory.symbols import pair_symbols, token_scalars, token_symbols
 
 
@@ -102,3 +102,45 @@ def derive_prox(L: int, r: int = 1) -> ProxDerivation:
     grad = tuple(ld.grad[l] + (h[l] - w[l]) / V[l] for l in range(L))
     hess = ld.hess + sp.diag(*[1 / V[l] for l in range(L)])
     return ProxDerivation(ld, w, V, value, grad, hess)
+
+
+@dataclass(frozen=True)
+class CovLossDerivation:
+    """The correlated-token limit loss loss_C (docs/model.md section 7) and its derivatives in h (r = 1).
+
+    Attributes:
+        L: sequence length.
+        h: L x 1 student fields.
+        S, T: L x L symbols of S(h) and of the target T(h*).
+        C: L x L symbols of the token Gram C (the formulas hold for any C; callers pass a symmetric one).
+        value: 1/2 sum_l sum_{k,j} C_kj (S - T)[l,k] (S - T)[l,j] (in terms of S).
+        grad, hess: its gradient and Hessian in h, polynomials in (h, S, T, C).
+    """
+
+    L: int
+    h: sp.Matrix
+    S: sp.Matrix
+    T: sp.Matrix
+    C: sp.Matrix
+    value: sp.Expr
+    grad: tuple[sp.Expr, ...]
+    hess: sp.Matrix
+
+
+@lru_cache(maxsize=None)
+def derive_loss_cov(L: int) -> CovLossDerivation:
+    """loss_C, its gradient and Hessian in h by the softmax chain rule (as :func:`derive_loss`), r = 1."""
+    h = token_symbols("h", L, 1, real=True)
+    S = pair_symbols("S", L, positive=True)
+    T = pair_symbols("T", L, nonnegative=True)
+    C = pair_symbols("C", L, real=True)
+    value_fun = limit_loss_cov(attention(h), T, C)
+    to_symbols = softmax_symbol_map(h, S)
+    flat = list(h)
+    grad_fun = [sp.diff(value_fun, x) for x in flat]
+    hess = sp.zeros(L, L)
+    for i in range(L):
+        for j in range(i, L):
+            hess[i, j] = hess[j, i] = sp.diff(grad_fun[i], flat[j]).xreplace(to_symbols)
+    grad = tuple(g.xreplace(to_symbols) for g in grad_fun)
+    return CovLossDerivation(L, h, S, T, C, limit_loss_cov(S, T, C), grad, hess)

@@ -1,0 +1,118 @@
+"""Correlated tokens in whitened form (docs/model.md section 7, docs/derivation.md).
+
+Tokens correlated across positions, x_k . x_k' / d -> C[k, k'] with C positive definite: write
+C = B B^T and x_k = sum_j B[k, j] z_j with z_j iid N(0, I_d). The student's and the teacher's
+fields are then h = B v, h* = B v* with
+
+    v_j = Q . (z_j + ptilde_j) / sqrt(d),   v*_j = Q* . z_j / sqrt(d),   ptilde = B^-1 p,
+
+so in the v variables the model is exactly the independent-token one with sigma_l = 1, the
+positional Gram Ptilde = B^-1 P B^-T and the loss loss_C(B v, B v*): the prior, the channel's
+Gaussian law, the Moreau term (V_l = V0) and the structure of the state evolution are unchanged.
+Overlaps: q0, V0, th0 are the same; m_h = B m_v (m_l = p_l . Q / sqrt(d)).
+
+B is the symmetric square root C^(1/2): it commutes with every token permutation that leaves C
+invariant, so the whitened model keeps the symmetries of the original one (the state evolution
+averages its hat overlaps over them, :mod:`attnphase.numerics.symmetry`). B and Ptilde are made
+exactly invariant under that group (orbit means by ``math.fsum``, order-independent), so the
+symmetry tests, which compare exactly, see it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from attnphase.theory.params import ModelParams
+
+#: C counts as singular when its smallest eigenvalue is below this times its largest.
+SINGULAR_RTOL = 1e-10
+
+
+def token_mixing(C: np.ndarray) -> np.ndarray:
+    """B = C^(1/2), the symmetric positive-definite square root of the token Gram C (C = B B^T).
+
+    Raises ValueError when C is singular (smallest eigenvalue <= SINGULAR_RTOL times the largest):
+    the whitened form needs B^-1.
+    """
+    C = np.asarray(C, dtype=float)
+    e, U = np.linalg.eigh(0.5 * (C + C.T))
+    if not e.min() > SINGULAR_RTOL * e.max():
+        raise ValueError(f"the token covariance C is singular (eigenvalues {e.tolist()}): the state evolution "
+                         "of correlated tokens needs C positive definite")
+    B = (U * np.sqrt(e)) @ U.T
+    return 0.5 * (B + B.T)
+
+
+def _model_permutations(params: ModelParams) -> list[list[int]]:
+    """The token permutations pi with C[pi][:, pi] = C, P[pi][:, pi] = P, A[pi][:, pi] = A (exactly)."""
+    C, P, A = params.token_cov, params.P_array, params.A_array
+    out = []
+    for perm in itertools.permutations(range(params.L)):
+        p = list(perm)
+        if all(np.array_equal(M[np.ix_(p, p)], M) for M in (C, P, A)):
+            out.append(p)
+    return out
+
+
+def _orbit_mean(M: np.ndarray, perms: list[list[int]]) -> np.ndarray:
+    """M averaged over the permutations and the transpose, the same float on every entry of an orbit."""
+    L = M.shape[0]
+    out = np.empty_like(M)
+    for i in range(L):
+        for j in range(L):
+            vals = [M[p[i], p[j]] for p in perms] + [M[p[j], p[i]] for p in perms]
+            out[i, j] = math.fsum(sorted(vals)) / len(vals)
+    return out
+
+
+def whiten(params: ModelParams) -> ModelParams:
+    """The whitened model: sigma = 1, P -> B^-1 P B^-T, loss loss_C(B v, B v*), B = C^(1/2) (module doc).
+
+    A model already whitened is returned as it is. Raises ValueError for a singular C.
+    """
+    if params.mixing is not None:
+        return params
+    if params.r != 1 or params.r_star != 1:
+        raise ValueError("the whitened form of correlated tokens is implemented for r = r* = 1")
+    perms = _model_permutations(params)
+    B = _orbit_mean(token_mixing(params.token_cov), perms)
+    Binv = np.linalg.inv(B)
+    Pt = _orbit_mean(Binv @ params.P_array @ Binv.T, perms)
+    return ModelParams(L=params.L, sigma=1.0, P=Pt, A=params.A, omega=params.omega, lam=params.lam,
+                       rho0=params.rho0, mixing=B)
+
+
+def se_params(params: ModelParams) -> ModelParams:
+    """The model the state evolution runs on: the whitened one for correlated tokens, else ``params`` itself."""
+    return whiten(params) if params.correlated_tokens else params
+
+
+def original(params: ModelParams) -> ModelParams:
+    """The model in the tokens' own variables: C = B B^T, P = B Ptilde B^T (``params`` if not whitened).
+
+    C and P are recomputed from B and rounded to 12 significant digits (which removes the rounding of
+    the products: the user's C = [[0.25, 0.075], ...] comes back as given).
+    """
+    B = params.mixing_array
+    if B is None:
+        return params
+    C = _round12(B @ B.T)
+    P = _round12(B @ params.P_array @ B.T)
+    offdiag = np.any(C - np.diag(np.diag(C)) != 0)
+    return ModelParams(L=params.L, sigma=None if offdiag else tuple(np.sqrt(np.diag(C))), C=C if offdiag else None,
+                       P=P, A=params.A, omega=params.omega, lam=params.lam, rho0=params.rho0)
+
+
+def _round12(M: np.ndarray) -> np.ndarray:
+    """A symmetric matrix's entries (averaged with the transpose) rounded to 12 significant digits."""
+    M = 0.5 * (M + M.T)
+    return np.vectorize(lambda x: float(f"{x:.12g}"))(M)
+
+
+def positional_overlaps(params: ModelParams, m: np.ndarray) -> np.ndarray:
+    """m_l = p_l . Q / sqrt(d) from the state's m: m_h = B m_v for a whitened model, else m itself."""
+    B = params.mixing_array
+    return np.asarray(m, dtype=float) if B is None else B @ np.asarray(m, dtype=float)
