@@ -20,7 +20,8 @@ import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.overlaps import Overlaps
-from attnphase.numerics.prox import Candidates, ProxResult, aligned_prox, global_prox, local_prox
+from attnphase.numerics.local_prox import aligned_prox, local_prox
+from attnphase.numerics.prox import Candidates, ProxResult, global_prox
 from attnphase.numerics.quadrature import QuadratureRule
 from attnphase.theory.channel import channel_fields, token_variances
 from attnphase.theory.params import ModelParams

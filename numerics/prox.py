@@ -13,9 +13,10 @@ of each step that tests compare.)  Three modes:
   minimum, keeping the lowest value; or, between full searches, a polish of the
   distinct minima found last time (``Candidates``).
 * ``local_prox`` -- the paper's own choice: the local minimiser reached from
-  ``h = 0`` by the same descent method.
+  ``h = 0`` by the same descent method;
 * ``aligned_prox`` -- the local minimiser reached from the loss zero aligned with the
-  teacher field (L = 2): the basin gradient descent from the semantic start keeps.
+  teacher field (L = 2): the basin gradient descent from the semantic start keeps
+  (both in :mod:`attnphase.numerics.local_prox`).
 
 The value, gradient and Hessian of ``P`` come from the generated kernels
 ``kernels.prox_value_grad_hess`` / ``kernels.prox_value`` of
@@ -388,43 +389,3 @@ def _global_prox_compiled(
     nodes = np.arange(N)
     out = ProxResult(h[nodes, best], value[nodes, best], conv[nodes, best], int(iters.max()) if N else 0)
     return out, Candidates(node[order], hk[order])
-
-
-def aligned_prox(
-    kernels: Any,
-    w: np.ndarray,
-    V: np.ndarray,
-    T: np.ndarray,
-    sigma2: np.ndarray,
-    hstar: np.ndarray,
-    backend: str = "auto",
-) -> ProxResult:
-    """Local minimiser of P(h) in the basin aligned with the teacher (L = 2).
-
-    Newton from the exact zero of the loss, S(h) = T(h*), whose sign agrees with the teacher
-    field, h_0 = sign(h_z . h*) h_z (:func:`loss_zeros_L2`; from h = 0 where the loss has no
-    zero). Not the global minimiser: it models a student that picks, sample by sample, the
-    mirror image of the attention pattern that matches the teacher's -- what gradient descent
-    from the semantic start does (docs/validation.md, GPU check).
-    """
-    if w.shape[1] != 2:
-        raise ValueError(f"the aligned proximal map is implemented for L = 2 only, got L = {w.shape[1]}")
-    if _mixing(kernels) is not None:
-        raise ValueError("the aligned proximal map is implemented for independent tokens only (a diagonal C)")
-    hz, valid = loss_zeros_L2(T)
-    sign = np.where(np.sum(hz * hstar, axis=1) < 0, -1.0, 1.0)
-    start = np.where(valid[:, None], sign[:, None] * hz, 0.0)
-    return newton_minimize(kernels, start, w, V, T, sigma2, backend=backend)
-
-
-def local_prox(
-    kernels: Any,
-    w: np.ndarray,
-    V: np.ndarray,
-    T: np.ndarray,
-    sigma2: np.ndarray,
-    *,
-    backend: str = "auto",
-) -> ProxResult:
-    """Local minimiser of P(h) reached from h = 0 (the paper's own proximal step); ``backend`` as in the module doc."""
-    return newton_minimize(kernels, np.zeros_like(w), w, V, T, sigma2, backend=backend)

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnphase.numerics.prox import global_prox, local_prox, loss_zeros_L2, newton_minimize
+from attnphase.numerics.local_prox import local_prox
+from attnphase.numerics.prox import global_prox, loss_zeros_L2, newton_minimize
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import default_A
 
@@ -174,7 +175,7 @@ def test_aligned_prox_is_a_local_minimum_in_the_teacher_aligned_basin() -> None:
     """The aligned proximal map converges to a stationary point with positive-definite Hessian,
     never below the global minimum, and it lies in the basin of the loss zero whose sign agrees
     with h* -- so flipping h* (T is even in h*) moves it to the mirror basin of -w: h(-w, -h*) = -h(w, h*)."""
-    from attnphase.numerics.prox import aligned_prox
+    from attnphase.numerics.local_prox import aligned_prox
 
     k, w, V, T, s2 = _se_like_batch(5, 2, np.array(default_A(2)), n=64)
     rng = np.random.default_rng(6)

@@ -14,7 +14,8 @@ import pytest
 
 from attnphase.numerics import prox, prox_compiled
 from attnphase.numerics.config import BACKEND_ENV, BACKENDS, SolverConfig
-from attnphase.numerics.prox import global_prox, local_prox, newton_minimize
+from attnphase.numerics.local_prox import aligned_prox, local_prox
+from attnphase.numerics.prox import global_prox, newton_minimize
 from attnphase.theory.kernels import get_kernels, get_scalar_kernels
 
 A_SYM = np.array([[0.6, 0.4], [0.4, 0.6]])
@@ -111,8 +112,8 @@ def test_aligned_prox_compiled_matches_numpy(V0: float) -> None:
     """The aligned prox (L = 2, Newton from the loss zero on the teacher's side) on both backends."""
     k, w, V, T, s2 = _batch(31 + int(V0), 2, 0.3, V0, False)
     hstar = np.random.default_rng(8).normal(size=w.shape)
-    an = prox.aligned_prox(k, w, V, T, s2, hstar, backend="numpy")
-    ab = prox.aligned_prox(k, w, V, T, s2, hstar, backend="numba")
+    an = aligned_prox(k, w, V, T, s2, hstar, backend="numpy")
+    ab = aligned_prox(k, w, V, T, s2, hstar, backend="numba")
     np.testing.assert_allclose(ab.h, an.h, rtol=0, atol=1e-10)
     np.testing.assert_allclose(ab.value, an.value, rtol=0, atol=1e-10)
     np.testing.assert_array_equal(ab.converged, an.converged)

@@ -18,7 +18,8 @@ from attnphase import solver_options
 from attnphase.numerics import prox, prox_torch, solve
 from attnphase.numerics.config import BACKENDS, TORCH_DEVICE_ENV, SolverConfig
 from attnphase.numerics.overlaps import Overlaps
-from attnphase.numerics.prox import aligned_prox, global_prox, local_prox
+from attnphase.numerics.local_prox import aligned_prox, local_prox
+from attnphase.numerics.prox import global_prox
 from attnphase.numerics.quadrature import make_rule
 from attnphase.theory.channel import channel_fields, token_variances
 from attnphase.theory.kernels import get_kernels
