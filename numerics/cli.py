@@ -120,6 +120,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if fp.status.converged:
         from attnphase.numerics.quadrature_error import fixed_point_error
 
+        if fp.status.message != "converged":
+            # accepted at the rule's jump scale, or finished on the symmetric subspace (docs/numerics.md section 4)
+            print(f"attnphase: note: {fp.status.message}", file=sys.stderr)
         err = fixed_point_error(fp, cfg, n_rules)
         if err is not None:
             rec.update({f"err_{k}": v for k, v in err.std.items()})
