@@ -91,3 +91,23 @@ def test_a_budget_failure_at_l2_stays_a_failure():
     fp = se.solve(ModelParams(omega=0.3), 1.0, "positional", config=cfg)
     assert not fp.status.converged and fp.status.message.startswith("not converged after 4")
     assert fp.status.iterations == 4
+
+
+def test_an_order_parameter_within_its_error_bar_is_flagged(capsys):
+    from types import SimpleNamespace
+
+    from attnphase.numerics.cli import unresolved_order_warning
+
+    def point(branch, m):
+        return SimpleNamespace(branch=branch, record={"m": m, "theta": 0.0})
+
+    def err(err_m, converged):
+        return SimpleNamespace(std={"m": err_m, "theta": float("nan")}, converged=converged, rules=("a", "b", "c", "d"))
+
+    unresolved_order_warning(point("positional", -1.9e-4), err(float("nan"), 1))  # L = 3, P = I, alpha = 1
+    assert "not resolved from 0" in capsys.readouterr().err
+    unresolved_order_warning(point("positional", 1e-3), err(6e-4, 4))
+    assert "not resolved from 0" in capsys.readouterr().err
+    unresolved_order_warning(point("positional", 0.26), err(1e-3, 4))
+    unresolved_order_warning(point("agnostic", 0.0), err(float("nan"), 0))
+    assert capsys.readouterr().err == ""
