@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from attnphase.numerics.config import BRANCHES, PRECISION_TIERS, SolverConfig
-from attnphase.numerics.fixed_point import FD_STEP, Evaluation, FixedPointResult, FixedPointSolver
+from attnphase.numerics.fixed_point import FixedPointResult, FixedPointSolver
 from attnphase.numerics.observables import Observables, branch_label, eps_lin, observables
 from attnphase.numerics.overlaps import HatOverlaps, Overlaps
 from attnphase.numerics.prox import Candidates
@@ -37,7 +37,7 @@ class SolverStatus:
     """How the fixed-point iteration ended.
 
     ``jump``: for a point accepted at the rule's jump scale (residual > tol, docs/numerics.md section 4),
-    the measured jump of the SE map next to it (:func:`jump_at`), which bounds the residual; NaN otherwise.
+    the measured jump of the SE map next to it (:func:`attnphase.numerics.stalls.jump_at`), which bounds the residual; NaN otherwise.
     """
 
     converged: bool
@@ -158,6 +158,13 @@ MULTILEVEL_NODES = 2 ** 13
 MULTILEVEL_START = PRECISION_TIERS["default"]["quadrature"]
 
 
+def finish_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule) -> FixedPoint:
+    """A cold solve's result judged once more where it did not converge (:mod:`attnphase.numerics.stalls`)."""
+    from attnphase.numerics.stalls import judge_stalled  # stalls re-solves through this module
+
+    return judge_stalled(fp, cfg, rule)
+
+
 def solve(
     params: ModelParams,
     alpha: float,
@@ -214,7 +221,7 @@ def solve(
             if not (fp.status.converged and fp.branch == branch):
                 break
         if fp.alpha == alpha:
-            return _finish_stalled(fp, cfg, rule) if cold else fp
+            return finish_stalled(fp, cfg, rule) if cold else fp
         init = fp.overlaps
         if fp.status.converged and fp.branch == "agnostic":
             init = _agnostic_path_start(params, [a for a in path if a > fp.alpha], init, cfg, rule)
@@ -224,66 +231,7 @@ def solve(
         raise ValueError(f"initial overlaps are not admissible (need q0 > 0, V0 > 0, th0^2 < q0 rho0): {ov0}")
     smap = SEMap(params, FixedAlpha(alpha), rule, cfg, memory=memory if init is not None else None)
     fp = _finish(smap, FixedPointSolver(smap, cfg).solve(x, warm=init is not None), ov0, branch)
-    return _finish_stalled(fp, cfg, rule) if cold else fp
-
-
-def _finish_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule) -> FixedPoint:
-    """A cold solve that did not converge, judged once more: converged to the rule's jump scale
-    (:func:`jump_at`), else finished on the symmetric subspace where it creeps (:func:`_finish_collapse`)."""
-    if fp.status.converged or not math.isfinite(fp.status.residual):
-        return fp
-    x = fp.overlaps.to_vector()
-    smap = SEMap(fp.params, FixedAlpha(fp.alpha), rule, cfg)
-    ev = smap.evaluate(x, exact=True)
-    if ev is None:
-        return fp
-    jump, evaluations = jump_at(smap, ev)
-    spent = fp.status.iterations + 1 + evaluations
-    if jump >= ev.residual:
-        message = (f"converged to the rule's jump scale: residual {ev.residual:.2e} <= the jump {jump:.2e} of the "
-                   f"SE map within {min(ev.residual, JUMP_PROBE):.1e} of the point")
-        return replace(fp, status=replace(fp.status, converged=True, iterations=spent, residual=ev.residual,
-                                          message=message, jump=jump))
-    return _finish_collapse(fp, ev, cfg, rule, spent)
-
-
-#: The probes of :func:`jump_at` reach min(residual, JUMP_PROBE) from the point (scaled like the residual):
-#: the quasi-Newton step's own finite-difference scale (fixed_point.FD_STEP), below which the solver
-#: cannot see the map's slope, so the smooth part of a second difference stays O(|F''| 1e-8).
-JUMP_PROBE = FD_STEP
-
-
-def jump_at(smap: SEMap, ev: Evaluation) -> tuple[float, int]:
-    """(J, evaluations): the largest second difference of the exact map along the probe directions d,
-
-        J = max_{d, s = +-1} max_i |F(x)_i + F(x + s h d)_i - 2 F(x + s h d / 2)_i| / max(1, |x_i|),
-
-    h = min(r, JUMP_PROBE),
-
-    r the residual at x, d the columns of the symmetric subspace at x and the residual's direction on
-    it, each step scaled like the residual (component i times max(1, |x_i|)).  Where F is smooth the
-    second difference is O(|F''| h^2), far below r; J >= r means that F jumps by at least the whole
-    residual within min(r, JUMP_PROBE) of x: a node's global proximal minimiser switches basin there, and no
-    point of that neighbourhood is a fixed point of the rule's map to better than the jump.
-    """
-    x, r = ev.x, ev.residual
-    B = smap.subspace(x)
-    scale = np.maximum(1.0, np.abs(x))
-    toward = B.T @ ((ev.fx - x) / scale)
-    directions = [B[:, j] for j in range(B.shape[1])]
-    if np.linalg.norm(toward) > 0:
-        directions.append(B @ (toward / np.linalg.norm(toward)))
-    jump, n = 0.0, 0
-    for d in directions:
-        for sign in (1.0, -1.0):
-            step = sign * min(r, JUMP_PROBE) * scale * d
-            if not (smap.admissible(x + step) and smap.admissible(x + 0.5 * step)):
-                continue
-            half, whole = smap.evaluate(x + 0.5 * step, exact=True), smap.evaluate(x + step, exact=True)
-            n += 2
-            if half is not None and whole is not None:
-                jump = max(jump, float(np.max(np.abs(ev.fx + whole.fx - 2.0 * half.fx) / scale)))
-    return jump, n
+    return finish_stalled(fp, cfg, rule) if cold else fp
 
 
 def _agnostic_path_start(params: ModelParams, path: list[float], agnostic: Overlaps, cfg: SolverConfig,
@@ -301,58 +249,6 @@ def _agnostic_path_start(params: ModelParams, path: list[float], agnostic: Overl
             break
         ov = fp.overlaps
     return replace(ov, m=initial_overlaps(params, "positional").m)
-
-
-#: The order parameter of each symmetry-breaking branch: the components of x = (q0, V0, m, th0) it is.
-ORDER_COMPONENTS = {"positional": lambda L: slice(2, 2 + L), "semantic": lambda L: slice(2 + L, 3 + L)}
-
-
-def shrinking_order(x: np.ndarray, fx: np.ndarray, branch: str, L: int) -> bool:
-    """Whether the SE map shrinks the branch's order parameter at x: o . (F(x)_o - o) < 0, o the
-    order-parameter components of x (m for positional, th0 for semantic)."""
-    if branch not in ORDER_COMPONENTS:
-        return False
-    o = ORDER_COMPONENTS[branch](L)
-    return bool(np.any(x[o] != 0) and float(x[o] @ (fx[o] - x[o])) < 0)
-
-
-#: A stalled solve counts as creeping towards the symmetric subspace only once its order parameter
-#: has fallen below this fraction of the branch's cold start (:func:`initial_overlaps`).
-COLLAPSED = 0.5
-
-
-def _finish_collapse(fp: FixedPoint, ev: Evaluation, cfg: SolverConfig, rule: QuadratureRule, spent: int) -> FixedPoint:
-    """A cold solve that stalled while the map shrinks its order parameter, finished where it creeps to.
-
-    Near a branch's end (or where the branch does not exist on the rule) the order parameter of the
-    iterates decays by a factor close to 1 per step (the SE Jacobian's eigenvalue in that direction
-    is ~1), and the stall is that slow creep, not the map's jumps: at L = 3, suite case (a), alpha =
-    0.5, sobol10:4, |m| fell from 0.094 to 3.7e-3 over 89 evaluations, o . (F - x)_o < 0 throughout,
-    and the solve stopped at residual 7.8e-5.  Such a solve (the map shrinking the order parameter at
-    its best point, which has lost more than half of the cold start's: COLLAPSED) is re-solved warm from the projection of
-    its best point on the symmetric subspace (m = 0, th0 = 0: the agnostic state, a fixed point of the
-    map's symmetry); when that converges the result is that fixed point, labelled by what it is
-    (``branch`` agnostic, ``requested`` unchanged), its message saying how it was reached.  Otherwise
-    the original failure stands, unchanged.  ``ev`` is the exact evaluation at ``fp``'s overlaps,
-    ``spent`` the SE evaluations so far (the solve's and the judging ones).
-    """
-    params = fp.params
-    if fp.requested not in ORDER_COMPONENTS or not shrinking_order(ev.x, ev.fx, fp.requested, params.L):
-        return fp
-    ov = fp.overlaps
-    o = ORDER_COMPONENTS[fp.requested](params.L)
-    size = float(np.linalg.norm(ev.x[o]))
-    if size > COLLAPSED * float(np.linalg.norm(initial_overlaps(params, fp.requested).to_vector()[o])):
-        return fp  # the iterates have not lost most of the order parameter: no creep to speak of
-    agnostic = solve(params, fp.alpha, "agnostic", config=cfg, rule=rule,
-                     init=Overlaps(q0=ov.q0, V0=ov.V0, m=np.zeros(params.L), th0=0.0))
-    if not agnostic.status.converged:
-        return fp
-    message = (f"converged on the symmetric subspace: the {fp.requested} start stalled at residual "
-               f"{fp.status.residual:.2e} (order parameter {size:.3g}) with the map shrinking its order parameter")
-    status = replace(agnostic.status, iterations=spent + agnostic.status.iterations, message=message,
-                     prox_failures=fp.status.prox_failures + agnostic.status.prox_failures)
-    return replace(agnostic, status=status, requested=fp.requested)
 
 
 def _finish(smap: SEMap, result: FixedPointResult, ov0: Overlaps, requested: str) -> FixedPoint:
