@@ -62,8 +62,8 @@ def jump_at(smap: SEMap, ev: Evaluation) -> tuple[float, int]:
     r the residual at x, d the columns of the symmetric subspace at x and the residual's direction on
     it, each step scaled like the residual (component i times max(1, |x_i|)).  Where F is smooth the
     second difference is O(|F''| h^2), far below r; J >= r means that F jumps by at least the whole
-    residual within min(r, JUMP_PROBE) of x: a node's global proximal minimiser switches basin there, and no
-    point of that neighbourhood is a fixed point of the rule's map to better than the jump.
+    residual within min(r, JUMP_PROBE) of x: a node's global proximal minimiser switches basin there,
+    and no point of that neighbourhood is a fixed point of the rule's map to better than the jump.
     """
     x, r = ev.x, ev.residual
     B = smap.subspace(x)
@@ -111,9 +111,9 @@ def finish_collapse(fp: FixedPoint, ev: Evaluation, cfg: SolverConfig, rule: Qua
     is ~1), and the stall is that slow creep, not the map's jumps: at L = 3, suite case (a), alpha =
     0.5, sobol10:4, |m| fell from 0.094 to 3.7e-3 over 89 evaluations, o . (F - x)_o < 0 throughout,
     and the solve stopped at residual 7.8e-5.  Such a solve (the map shrinking the order parameter at
-    its best point, which has lost more than half of the cold start's: COLLAPSED) is re-solved warm from the projection of
-    its best point on the symmetric subspace (m = 0, th0 = 0: the agnostic state, a fixed point of the
-    map's symmetry); when that converges the result is that fixed point, labelled by what it is
+    its best point, which has lost more than half of the cold start's: COLLAPSED) is re-solved warm
+    from the projection of its best point on the symmetric subspace (m = 0, th0 = 0: the agnostic
+    state, a fixed point of the map's symmetry); when that converges the result is that fixed point, labelled by what it is
     (``branch`` agnostic, ``requested`` unchanged), its message saying how it was reached.  Otherwise
     the original failure stands, unchanged.  ``ev`` is the exact evaluation at ``fp``'s overlaps,
     ``spent`` the SE evaluations so far (the solve's and the judging ones).

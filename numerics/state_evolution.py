@@ -36,8 +36,9 @@ from attnphase.theory.params import ModelParams
 class SolverStatus:
     """How the fixed-point iteration ended.
 
-    ``jump``: for a point accepted at the rule's jump scale (residual > tol, docs/numerics.md section 4),
-    the measured jump of the SE map next to it (:func:`attnphase.numerics.stalls.jump_at`), which bounds the residual; NaN otherwise.
+    ``jump``: for a point accepted at the rule's jump scale (residual > tol, docs/numerics.md section
+    4), the measured jump of the SE map next to it (:func:`attnphase.numerics.stalls.jump_at`), which
+    bounds the residual; NaN otherwise.
     """
 
     converged: bool
@@ -189,7 +190,9 @@ def solve(
     alpha and the branch is the one connected to small alpha.
 
     Returns a :class:`FixedPoint` whose ``status`` says whether the residual reached
-    ``config.tol``; non-convergence is reported there and in ``record['converged']``.
+    ``config.tol``; non-convergence is reported there and in ``record['converged']``.  A cold solve
+    (``init=None``) that stalls is judged once more (:mod:`attnphase.numerics.stalls`): accepted at
+    the rule's jump scale, or finished on the agnostic point it creeps to, the message saying which.
     ``status.iterations`` counts SE-map evaluations (Newton's finite differences included).
     """
     alpha = _check_alpha(alpha)
