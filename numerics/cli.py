@@ -125,12 +125,37 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if fp.status.converged:
         from attnphase.numerics.quadrature_error import fixed_point_error
 
+        if fp.status.message != "converged":
+            # accepted at the rule's jump scale, or finished on the symmetric subspace (docs/numerics.md section 4)
+            print(f"attnphase: note: {fp.status.message}", file=sys.stderr)
         err = fixed_point_error(fp, cfg, n_rules)
         if err is not None:
             rec.update({f"err_{k}": v for k, v in err.std.items()})
             rec["max_relative_error"] = max_relative_error(rec)
             precision_note(rec["max_relative_error"], getattr(args, "precision", None) or "default")
+            unresolved_order_warning(fp, err)
     return print_record(rec, reason, fp.status.converged, args.json)
+
+
+#: A symmetry-breaking point's order parameter counts as resolved from 0 when it exceeds this many
+#: of its error bars (from the rule's blocks).
+ORDER_RESOLVED = 2.0
+
+
+def unresolved_order_warning(fp, err) -> None:
+    """Warn when a positional / semantic point's order parameter (|m_1|, |theta|) is not resolved from 0 by
+    the rule's blocks: its error bar is NaN (fewer than two blocks reproduce the branch) or more than
+    1 / ORDER_RESOLVED of it.  Measured (L = 3, P = I, alpha = 1, sobol10:4): the pooled rule has a fixed
+    point with m = -1.9e-4 (residual 3e-11) where three of the four blocks converge to m = 0."""
+    key = {"positional": "m", "semantic": "theta"}.get(fp.branch)
+    if key is None:
+        return
+    value, e = abs(float(fp.record[key])), float(err.std[key])
+    if math.isfinite(e) and value > ORDER_RESOLVED * e:
+        return
+    print(f"attnphase: warning: the {fp.branch} order parameter {key} = {value:.2e} is not resolved from 0 by the "
+          f"rule's blocks (err_{key} = {e:.2e}, {err.converged} of {len(err.rules)} blocks on the branch): the point "
+          f"may be an artefact of the rule (docs/numerics.md section 4)", file=sys.stderr)
 
 
 #: The overlaps a precision tier's target is about.

@@ -35,13 +35,19 @@ from attnphase.theory.whitening import original, positional_overlaps, se_params
 
 @dataclass(frozen=True)
 class SolverStatus:
-    """How the fixed-point iteration ended."""
+    """How the fixed-point iteration ended.
+
+    ``jump``: for a point accepted at the rule's jump scale (residual > tol, docs/numerics.md section
+    4), the measured jump of the SE map next to it (:func:`attnphase.numerics.stalls.jump_at`), which
+    bounds the residual; NaN otherwise.
+    """
 
     converged: bool
     iterations: int
     residual: float
     message: str
     prox_failures: int = 0
+    jump: float = math.nan
 
 
 @dataclass(frozen=True, eq=False)
@@ -155,6 +161,13 @@ MULTILEVEL_NODES = 2 ** 13
 MULTILEVEL_START = PRECISION_TIERS["default"]["quadrature"]
 
 
+def finish_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule) -> FixedPoint:
+    """A cold solve's result judged once more where it did not converge (:mod:`attnphase.numerics.stalls`)."""
+    from attnphase.numerics.stalls import judge_stalled  # stalls re-solves through this module
+
+    return judge_stalled(fp, cfg, rule)
+
+
 def solve(
     params: ModelParams,
     alpha: float,
@@ -183,11 +196,14 @@ def solve(
     overlaps m are the whitened ones (``record`` maps m back); a given ``init`` must be whitened too.
 
     Returns a :class:`FixedPoint` whose ``status`` says whether the residual reached
-    ``config.tol``; non-convergence is reported there and in ``record['converged']``.
+    ``config.tol``; non-convergence is reported there and in ``record['converged']``.  A cold solve
+    (``init=None``) that stalls is judged once more (:mod:`attnphase.numerics.stalls`): accepted at
+    the rule's jump scale, or finished on the agnostic point it creeps to, the message saying which.
     ``status.iterations`` counts SE-map evaluations (Newton's finite differences included).
     """
     alpha = _check_alpha(alpha)
     cfg = config or SolverConfig()
+    cold = init is None
     if branch not in BRANCHES:
         raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
     if params.r != 1 or params.r_star != 1:
@@ -204,7 +220,8 @@ def solve(
         # the positional family has several fixed points at larger alpha; the branch is the
         # one continued from small alpha, where the cold start is unambiguous
         fp = None
-        for a in _continuation_path(POSITIONAL_COLD_ALPHA, alpha):
+        path = _continuation_path(POSITIONAL_COLD_ALPHA, alpha)
+        for a in path:
             # the finer e_t rule only for the point asked for, not for the path's steps
             step_cfg = cfg if a == alpha else replace(cfg, e_t_quadrature=None)
             fp = solve(params, a, branch, init=None if fp is None else fp.overlaps, config=step_cfg, rule=rule,
@@ -212,14 +229,34 @@ def solve(
             if not (fp.status.converged and fp.branch == branch):
                 break
         if fp.alpha == alpha:
-            return fp
+            return finish_stalled(fp, cfg, rule) if cold else fp
         init = fp.overlaps
+        if fp.status.converged and fp.branch == "agnostic":
+            init = _agnostic_path_start(params, [a for a in path if a > fp.alpha], init, cfg, rule)
     ov0 = init if init is not None else initial_overlaps(params, branch)
     x = ov0.to_vector()
     if not admissible(x, params.rho0):
         raise ValueError(f"initial overlaps are not admissible (need q0 > 0, V0 > 0, th0^2 < q0 rho0): {ov0}")
     smap = SEMap(params, FixedAlpha(alpha), rule, cfg, memory=memory if init is not None else None)
-    return _finish(smap, FixedPointSolver(smap, cfg).solve(x, warm=init is not None), ov0, branch)
+    fp = _finish(smap, FixedPointSolver(smap, cfg).solve(x, warm=init is not None), ov0, branch)
+    return finish_stalled(fp, cfg, rule) if cold else fp
+
+
+def _agnostic_path_start(params: ModelParams, path: list[float], agnostic: Overlaps, cfg: SolverConfig,
+                         rule: QuadratureRule) -> Overlaps:
+    """The positional start at the end of ``path`` when the positional continuation fell onto the
+    agnostic branch (m = 0; at L = 3 the agnostic point is stable in m at alpha = 0.3, so the
+    positional branch, if any, is not connected to small alpha there).  A warm start from that
+    point would keep m = 0 for good, and its q0, V0 leave the admissible region at larger alpha
+    (L = 3, P = I, alpha = 2: Lam <= 0 at the first step): the agnostic branch is followed along
+    the rest of ``path`` instead, and the positional start's m put on its last converged point."""
+    ov = agnostic
+    for a in path:
+        fp = solve(params, a, "agnostic", init=ov, config=replace(cfg, e_t_quadrature=None), rule=rule)
+        if not fp.status.converged:
+            break
+        ov = fp.overlaps
+    return replace(ov, m=initial_overlaps(params, "positional").m)
 
 
 def _finish(smap: SEMap, result: FixedPointResult, ov0: Overlaps, requested: str) -> FixedPoint:
