@@ -29,7 +29,7 @@ def cmd_census(args: argparse.Namespace) -> int:
     params, cfg, n_rules = point_setup(args, "census")
 
     from attnphase.numerics.census import census, census_starts, entry_errors
-    from attnphase.numerics.cli import solve_record
+    from attnphase.numerics.point_record import solve_record
 
     print(f"attnphase: census at alpha = {alpha:g}, omega = {params.omega:g}: {len(census_starts(params))} starts, "
           f"error bars {_error_source(cfg, n_rules)} (measured 29-59 s on 2 cores at the defaults)",

@@ -19,12 +19,8 @@ from attnphase import options as opt
 from attnphase import solver_options
 from attnphase import execution_options
 from attnphase import outputs, workload
-
-RECORD_KEYS = (
-    "alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta",
-    "eps_g", "e_t", "eps_lin", "converged", "iterations", "residual",
-)
-
+from attnphase.numerics.point_record import (EXIT_NO_BRANCH, RECORD_KEYS, RESULT_KEYS, max_relative_error, model_echo,
+                                             precision_note, print_record, solve_record, unresolved_order_warning)
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     """The shared model group (:func:`attnphase.options.add_model_options`, one omega); kept for
@@ -46,45 +42,6 @@ def command_line() -> str:
     import shlex
 
     return "attnphase " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-
-
-#: The exit code of a solve or sweep whose requested branch was found nowhere (README "Exit codes").
-EXIT_NO_BRANCH = 3
-#: Record entries that are results of a fixed point (null where the solve did not converge).
-RESULT_KEYS = ("q", "m", "V", "theta", "eps_g", "e_t")
-
-
-def model_echo(params) -> dict:
-    """The model a result belongs to, beside it: L, sigma, A, P, rho0, the rank and, for correlated tokens,
-    C (in the tokens' own variables: a whitened model is shown as the model it stands for)."""
-    from attnphase.theory.whitening import original
-
-    params = original(params)
-    echo = {"L": params.L, "sigma_l": list(params.sigma), "A": [list(r) for r in params.A],
-            "P": [list(r) for r in params.P], "rho0": params.rho0, "rank": params.r}
-    return echo | ({"C": [list(r) for r in params.C]} if params.C is not None else {})
-
-
-def solve_record(fp, requested: str) -> tuple[dict, str]:
-    """(the printed record, the reason it is not a result on the requested branch -- "" when it is)."""
-    rec = {k: fp.record[k] for k in RECORD_KEYS}
-    reason = ""
-    if not fp.status.converged:
-        msg = fp.status.message if fp.status.message.startswith("not converged") else f"not converged: {fp.status.message}"
-        reason = f"{msg}; residual {fp.status.residual:.2e}: no fixed point, so no overlaps are reported"
-        rec.update({k: None for k in RESULT_KEYS}, branch=None)
-    elif fp.branch != requested:
-        reason = (f"no {requested} fixed point found at alpha = {fp.alpha:g}, omega = {fp.params.omega:g}: "
-                  f"the solve from the {requested} start converged to the {fp.branch} one")
-    out: dict = {}
-    for k, v in rec.items():
-        out[k] = v
-        if k == "branch":
-            out["requested_branch"] = requested
-        if k == "lam":
-            out.update({k2: v2 for k2, v2 in model_echo(fp.params).items() if k2 != "sigma_l"})
-    out["reason"] = reason
-    return out, reason
 
 
 def point_setup(args: argparse.Namespace, command: str):
@@ -135,65 +92,6 @@ def cmd_solve(args: argparse.Namespace) -> int:
             precision_note(rec["max_relative_error"], getattr(args, "precision", None) or "default")
             unresolved_order_warning(fp, err)
     return print_record(rec, reason, fp.status.converged, args.json)
-
-
-#: A symmetry-breaking point's order parameter counts as resolved from 0 when it exceeds this many
-#: of its error bars (from the rule's blocks).
-ORDER_RESOLVED = 2.0
-
-
-def unresolved_order_warning(fp, err) -> None:
-    """Warn when a positional / semantic point's order parameter (|m_1|, |theta|) is not resolved from 0 by
-    the rule's blocks: its error bar is NaN (fewer than two blocks reproduce the branch) or more than
-    1 / ORDER_RESOLVED of it.  Measured (L = 3, P = I, alpha = 1, sobol10:4): the pooled rule has a fixed
-    point with m = -1.9e-4 (residual 3e-11) where three of the four blocks converge to m = 0."""
-    key = {"positional": "m", "semantic": "theta"}.get(fp.branch)
-    if key is None:
-        return
-    value, e = abs(float(fp.record[key])), float(err.std[key])
-    if math.isfinite(e) and value > ORDER_RESOLVED * e:
-        return
-    print(f"attnphase: warning: the {fp.branch} order parameter {key} = {value:.2e} is not resolved from 0 by the "
-          f"rule's blocks (err_{key} = {e:.2e}, {err.converged} of {len(err.rules)} blocks on the branch): the point "
-          f"may be an artefact of the rule (docs/numerics.md section 4)", file=sys.stderr)
-
-
-#: The overlaps a precision tier's target is about.
-OVERLAP_KEYS = ("q", "m", "V", "theta")
-
-
-def max_relative_error(rec: dict) -> float:
-    """max err_k / |k| over the non-zero overlaps of a record with error bars (NaN when one is NaN)."""
-    rel = [rec[f"err_{k}"] / abs(rec[k]) for k in OVERLAP_KEYS if rec.get(k)]
-    return max(rel) if rel and all(math.isfinite(r) for r in rel) else math.nan
-
-
-def precision_note(rel: float, tier: str) -> None:
-    """Say on stderr when the error bars miss the tier's target (numerics.config.PRECISION_TARGETS)."""
-    from attnphase.numerics.config import PRECISION_TARGETS
-
-    target = PRECISION_TARGETS[tier]
-    if not rel <= target:
-        print(f"attnphase: note: the largest relative error bar of the overlaps is {rel:.1e}, above the {tier} tier's "
-              f"target {target:g} (docs/numerics.md section 8: what each tier reaches)", file=sys.stderr)
-
-
-def print_record(rec: dict, reason: str, converged: bool, as_json: bool, show=lambda v: v) -> int:
-    """Print a solve record (one JSON object, or ``key  value`` lines with ``show(value)``) and the
-    warning or note its ``reason`` calls for; the exit code: 0, 1 (not converged) or EXIT_NO_BRANCH."""
-    if as_json:
-        print(json.dumps(outputs.json_value(rec)))
-    else:
-        width = max(len(k) for k in rec)
-        for k, v in rec.items():
-            print(f"{k:>{width}}  {show(v)}")
-    if not converged:
-        print(f"attnphase: warning: {reason}", file=sys.stderr)
-        return 1
-    if reason:
-        print(f"attnphase: {reason} (exit code {EXIT_NO_BRANCH})", file=sys.stderr)
-        return EXIT_NO_BRANCH
-    return 0
 
 
 def sweep_file_name(branch: str, omega: float) -> str:

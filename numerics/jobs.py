@@ -38,7 +38,7 @@ from attnphase.theory.params import ModelParams
 NUMERICS_CODE = ("attnphase.theory", "attnphase.numerics")
 #: ... but for the modules that only present results (tables, figures, datasets, the commands):
 #: an edit there keeps a job's stored tasks valid.
-PRESENTATION = ("cli.py", "census_cli.py", "report.py", "rank_cli.py", "rank_report.py", "plots.py", "scan.py",
+PRESENTATION = ("cli.py", "point_record.py", "census_cli.py", "report.py", "rank_cli.py", "rank_report.py", "plots.py", "scan.py",
                 "dataset.py", "latex.py", "notes.py")
 
 

@@ -24,7 +24,8 @@ from attnphase import options as opt
 from attnphase import solver_options
 from attnphase import execution_options
 from attnphase import outputs, workload
-from attnphase.numerics.cli import print_record, sweep_exit_code
+from attnphase.numerics.cli import sweep_exit_code
+from attnphase.numerics.point_record import print_record
 
 #: Record entries with a standard deviation under ``--error-estimate``.
 ERROR_KEYS = ("eps_g", "e_t", "q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from attnphase.cli import main
-from attnphase.numerics import cli as ncli
+from attnphase.numerics import point_record
 
 KEYS = {
     "alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta",
@@ -97,7 +97,7 @@ def test_sweep_writes_one_row_per_alpha(tmp_path, capsys: pytest.CaptureFixture[
         reader = csv.DictReader(fh)
         rows = list(reader)
         csv_keys = (KEYS - {"L", "A", "P", "rho0", "rank", "requested_branch"})  # the model is in the file name / --json
-        csv_keys |= {f"err_{k}" for k in ncli.RESULT_KEYS}
+        csv_keys |= {f"err_{k}" for k in point_record.RESULT_KEYS}
         assert set(reader.fieldnames or ()) == csv_keys and len(reader.fieldnames or ()) == len(csv_keys)
     # gh6 is one deterministic rule: no error bar unless --error-estimate K asks for K rules
     assert all(r["err_q"] == "nan" for r in rows)
@@ -252,14 +252,14 @@ def test_solve_reports_its_largest_relative_error_bar_and_says_when_the_tier_mis
     """`solve` adds max_relative_error = max err_k / |k| over the non-zero overlaps, and a note on stderr when it
     is above the tier's target (numerics.config.PRECISION_TARGETS)."""
     rec = {"q": 0.2, "m": 0.0, "V": 40.0, "theta": 0.5, "err_q": 2e-4, "err_m": 0.0, "err_V": 0.4, "err_theta": 1e-4}
-    assert ncli.max_relative_error(rec) == pytest.approx(1e-2)
-    assert np.isnan(ncli.max_relative_error(rec | {"err_V": float("nan")}))
-    ncli.precision_note(1e-2, "fast")
+    assert point_record.max_relative_error(rec) == pytest.approx(1e-2)
+    assert np.isnan(point_record.max_relative_error(rec | {"err_V": float("nan")}))
+    point_record.precision_note(1e-2, "fast")
     assert capsys.readouterr().err == ""
-    ncli.precision_note(1e-2, "default")
+    point_record.precision_note(1e-2, "default")
     assert "above the default tier's target 0.001" in capsys.readouterr().err
     assert main(["solve", "--alpha", "2", "--omega", "0.3", "--quadrature", "sobol6:4", "--json"]) == 0
     out = capsys.readouterr()
     rec = json.loads(out.out)
-    assert rec["max_relative_error"] == pytest.approx(ncli.max_relative_error(rec)) and rec["max_relative_error"] > 1e-3
+    assert rec["max_relative_error"] == pytest.approx(point_record.max_relative_error(rec)) and rec["max_relative_error"] > 1e-3
     assert "above the default tier's target" in out.err

@@ -249,16 +249,16 @@ def test_missing_branch_is_exit_3(capsys, tmp_path):
 
 def test_failed_solve_reports_no_overlaps(capsys):
     # a budget of one iteration cannot converge: the starting guess must not be printed as a result
-    from attnphase.numerics import cli as ncli
+    from attnphase.numerics import point_record
     from attnphase.numerics.state_evolution import solve
     from attnphase.numerics.config import SolverConfig
     from attnphase.theory import ModelParams
 
     fp = solve(ModelParams(), 2.0, "semantic", config=SolverConfig(quadrature="sobol8", max_iter=1))
     assert not fp.status.converged
-    rec, reason = ncli.solve_record(fp, "semantic")
+    rec, reason = point_record.solve_record(fp, "semantic")
     assert reason.startswith("not converged")
-    assert all(rec[k] is None for k in ncli.RESULT_KEYS) and rec["branch"] is None
+    assert all(rec[k] is None for k in point_record.RESULT_KEYS) and rec["branch"] is None
 
 
 def test_no_traceback_in_subprocess(tmp_path):
