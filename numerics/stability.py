@@ -98,7 +98,19 @@ def m_stability_at(
     solves = solves or node_solves(params, ov, rule, config)
     E_gxi = np.einsum("n,nl,nj->lj", rule.weights, solves.g, xi)
     J = m_stability(alpha, ov.V0, ov.q0, params.sigma2, params.P_array, E_gxi)
-    return float(np.max(np.linalg.eigvals(J).real)), solves.failures
+    return leading_on_range(J, params.P_array), solves.failures
+
+
+def leading_on_range(J: np.ndarray, P: np.ndarray) -> float:
+    """max Re(eigenvalue) of J = alpha V0 P G restricted to the range of P, the m directions the positions
+    can hold.  J maps every vector into range(P), so range(P) is invariant and J's other eigenvalues are exactly
+    0: a P with a null space (the default L = 2 Gram [[1, -1], [-1, 1]]: m_1 + m_2) would otherwise report
+    mu = 0 wherever the positional eigenvalue is negative, and the bifurcation secant then sees a flat mu."""
+    w, U = np.linalg.eigh(P)
+    R = U[:, w > 1e-12 * max(1.0, float(np.max(np.abs(w))))]
+    if R.shape[1] == 0:
+        return float("nan")
+    return float(np.max(np.linalg.eigvals(R.T @ J @ R).real))
 
 
 #: Per direction: the eigenvalue at a state, and the sign of its slope in alpha where the branch

@@ -206,3 +206,21 @@ def test_a_block_of_a_pooled_rule_is_its_slice() -> None:
     pooled = make_rule(2, "sobol9:4")
     for j in range(4):
         np.testing.assert_array_equal(make_rule(2, f"sobol9:4@{j}").nodes, pooled.nodes[j * 512:(j + 1) * 512])
+
+
+def test_mu_is_the_leading_eigenvalue_on_the_range_of_P() -> None:
+    """J = c P G maps into range(P): with the default Gram (null direction m_1 + m_2) J has an exact 0 eigenvalue
+    that is no m direction; mu is the leading eigenvalue on range(P), negative where the positional one is
+    (it was reported as 0, and the bifurcation secant saw a flat mu: fast tier, omega = 0.1)."""
+    from attnphase.numerics.stability import leading_on_range
+
+    P = np.array([[1.0, -1.0], [-1.0, 1.0]])
+    G = np.array([[-0.7, 0.2], [0.1, -0.4]])
+    J = 1.5 * P @ G
+    assert np.max(np.linalg.eigvals(J).real) == pytest.approx(0.0, abs=1e-12)
+    mu = leading_on_range(J, P)
+    nonzero = [e for e in np.linalg.eigvals(J).real if abs(e) > 1e-9]
+    assert mu == pytest.approx(max(nonzero)) and mu < 0
+    P3 = np.eye(3) + 0.2  # positive definite: the whole space
+    J3 = P3 @ np.diag([0.5, -1.0, 0.3])
+    assert leading_on_range(J3, P3) == pytest.approx(np.max(np.linalg.eigvals(J3).real))
