@@ -73,8 +73,13 @@ def derive_loss(L: int, r: int = 1) -> LossDerivation:
     S = pair_symbols("S", L, positive=True)
     T = pair_symbols("T", L, nonnegative=True)
     sigma2 = tuple(token_scalars("sigma", L, power="2", positive=True))
-    Sfun = attention(h)
-    value_fun = limit_loss(Sfun, T, sigma2)
+    grad, hess = _chain_rule(limit_loss(attention(h), T, sigma2), h, S)
+    return LossDerivation(L, r, h, S, T, sigma2, limit_loss(S, T, sigma2), grad, hess)
+
+
+def _chain_rule(value_fun: sp.Expr, h: sp.Matrix, S: sp.Matrix) -> tuple[tuple[sp.Expr, ...], sp.Matrix]:
+    """Gradient and Hessian in h's entries (row-major) of a loss written in S(h) = attention(h), with the
+    softmax entries then replaced by the symbols S (see module doc)."""
     to_symbols = softmax_symbol_map(h, S)
     flat = list(h)
     grad_fun = [sp.diff(value_fun, x) for x in flat]
@@ -83,9 +88,7 @@ def derive_loss(L: int, r: int = 1) -> LossDerivation:
     for i in range(n):
         for j in range(i, n):
             hess[i, j] = hess[j, i] = sp.diff(grad_fun[i], flat[j]).xreplace(to_symbols)
-    grad = tuple(g.xreplace(to_symbols) for g in grad_fun)
-    value = limit_loss(S, T, sigma2)
-    return LossDerivation(L, r, h, S, T, sigma2, value, grad, hess)
+    return tuple(g.xreplace(to_symbols) for g in grad_fun), hess
 
 
 @lru_cache(maxsize=None)
@@ -134,13 +137,5 @@ def derive_loss_cov(L: int) -> CovLossDerivation:
     S = pair_symbols("S", L, positive=True)
     T = pair_symbols("T", L, nonnegative=True)
     C = pair_symbols("C", L, real=True)
-    value_fun = limit_loss_cov(attention(h), T, C)
-    to_symbols = softmax_symbol_map(h, S)
-    flat = list(h)
-    grad_fun = [sp.diff(value_fun, x) for x in flat]
-    hess = sp.zeros(L, L)
-    for i in range(L):
-        for j in range(i, L):
-            hess[i, j] = hess[j, i] = sp.diff(grad_fun[i], flat[j]).xreplace(to_symbols)
-    grad = tuple(g.xreplace(to_symbols) for g in grad_fun)
+    grad, hess = _chain_rule(limit_loss_cov(attention(h), T, C), h, S)
     return CovLossDerivation(L, h, S, T, C, limit_loss_cov(S, T, C), grad, hess)
