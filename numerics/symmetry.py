@@ -43,14 +43,6 @@ class SymmetryElement(NamedTuple):
     t: int
 
 
-def model_invariant(params: ModelParams, p: list[int]) -> bool:
-    """Whether the token permutation ``p`` leaves the model invariant: sigma[p] = sigma, A[p][:, p] = A,
-    P[p][:, p] = P, and the token Gram C and the whitened model's mixing B likewise (exact comparisons)."""
-    sig = np.array(params.sigma)
-    mats = [params.A_array, params.P_array, params.token_cov] + ([params.mixing_array] if params.mixing is not None else [])
-    return bool(np.array_equal(sig[p], sig) and all(np.array_equal(M[np.ix_(p, p)], M) for M in mats))
-
-
 def symmetry_group(params: ModelParams, ov: Overlaps, rtol: float = 1e-12, tied: bool = False) -> list[SymmetryElement]:
     """The elements (pi, s, t) that leave both the model and the state ``ov`` invariant.
 
@@ -65,7 +57,7 @@ def symmetry_group(params: ModelParams, ov: Overlaps, rtol: float = 1e-12, tied:
     group = []
     for perm in itertools.permutations(range(L)):
         p = list(perm)
-        if not model_invariant(params, p):
+        if not params.invariant_under(p):
             continue
         for s in (1, -1):
             if float(np.max(np.abs(ov.m[p] - s * ov.m))) > atol:  # (np.allclose is 10x slower)
@@ -82,7 +74,7 @@ def model_symmetry_group(params: ModelParams) -> list[SymmetryElement]:
     group = []
     for perm in itertools.permutations(range(params.L)):
         p = list(perm)
-        if model_invariant(params, p):
+        if params.invariant_under(p):
             group += [SymmetryElement(tuple(perm), s, t) for s in (1, -1) for t in (1, -1)]
     return group
 

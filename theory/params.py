@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -203,6 +204,14 @@ class ModelParams:
     def mixing_array(self) -> np.ndarray | None:
         """The whitened model's mixing B as an (L, L) array (the loss is loss_C(B v, B v*)); None for the plain model."""
         return None if self.mixing is None else np.array(self.mixing, dtype=float)
+
+    def invariant_under(self, perm: Sequence[int]) -> bool:
+        """Whether the token permutation ``perm`` leaves the model invariant (exact comparisons): sigma[pi] =
+        sigma and M[pi][:, pi] = M for M = A, P, the token Gram C and a whitened model's mixing B."""
+        p = list(perm)
+        sig = np.array(self.sigma)
+        mats = [self.A_array, self.P_array, self.token_cov] + ([self.mixing_array] if self.mixing is not None else [])
+        return bool(np.array_equal(sig[p], sig) and all(np.array_equal(M[np.ix_(p, p)], M) for M in mats))
 
     @property
     def sigma_value(self) -> float | list[float]:

@@ -47,14 +47,8 @@ def token_mixing(C: np.ndarray) -> np.ndarray:
 
 
 def _model_permutations(params: ModelParams) -> list[list[int]]:
-    """The token permutations pi with C[pi][:, pi] = C, P[pi][:, pi] = P, A[pi][:, pi] = A (exactly)."""
-    C, P, A = params.token_cov, params.P_array, params.A_array
-    out = []
-    for perm in itertools.permutations(range(params.L)):
-        p = list(perm)
-        if all(np.array_equal(M[np.ix_(p, p)], M) for M in (C, P, A)):
-            out.append(p)
-    return out
+    """The token permutations pi that leave the model invariant (:meth:`ModelParams.invariant_under`: C, P, A)."""
+    return [list(perm) for perm in itertools.permutations(range(params.L)) if params.invariant_under(perm)]
 
 
 def _orbit_mean(M: np.ndarray, perms: list[list[int]]) -> np.ndarray:
