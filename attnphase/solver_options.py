@@ -38,6 +38,7 @@ SOLVER_DEFAULTS: dict[str, Any] = {
     "alpha_c_quadrature": "sobol16:4",
     "alpha_l_quadrature": "sobol12:4",
     "bifurcation_quadrature": "sobol15:4",
+    "end_quadrature": "sobol12:4",
     "branch_end": "bifurcation",
     "tol": 1e-10,
 }
@@ -51,12 +52,13 @@ SOLVER_OPTIONS = (
     ("--alpha-c-quadrature", "alpha_c_quadrature"),
     ("--alpha-l-quadrature", "alpha_l_quadrature"),
     ("--bifurcation-quadrature", "bifurcation_quadrature"),
+    ("--end-quadrature", "end_quadrature"),
     ("--branch-end", "branch_end"),
     ("--tol", "tol"),
 )
 
 #: Quadrature roles that may be switched off with the value "none".
-_OPTIONAL_RULES = ("e_t_quadrature", "alpha_c_quadrature", "alpha_l_quadrature")
+_OPTIONAL_RULES = ("e_t_quadrature", "alpha_c_quadrature", "alpha_l_quadrature", "end_quadrature")
 
 RULE_SYNTAX = ("sobolK[:REPS:SEED] (REPS independent scramblings of 2^K Sobol points, pooled; their spread is the error "
                "bar), ghN (Gauss-Hermite, N per dimension) or ghrN[:SEED]")
@@ -104,6 +106,12 @@ def add_solver_options(p: argparse.ArgumentParser) -> None:
         "--bifurcation-quadrature", dest="bifurcation_quadrature", default=None, metavar="RULE",
         help=f"rule of the SE-Jacobian eigenvalues where a branch end is located as a bifurcation "
         f"(sweep, phase-diagram) (default {d['bifurcation_quadrature']})",
+    )
+    g.add_argument(
+        "--end-quadrature", dest="end_quadrature", default=None, metavar="RULE",
+        help=f"rule of the re-solve (warm) of the agnostic point at a bifurcation's last secant point, which moves "
+        f"the branch end by one linearised step (sweep, phase-diagram); none: the solve rule's secant root "
+        f"(default {d['end_quadrature']})",
     )
     g.add_argument(
         "--branch-end", dest="branch_end", choices=BRANCH_END_STRATEGIES, default=None,

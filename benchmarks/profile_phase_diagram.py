@@ -48,11 +48,11 @@ class Profile:
 
     def __init__(self) -> None:
         self.stack: list[str] = ["other"]
-        self.t_mark = time.perf_counter()
+        self.t_mark = time.process_time()
         self.stats: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
 
     def _switch(self) -> None:
-        now = time.perf_counter()
+        now = time.process_time()
         self.stats[self.stack[-1]]["s"] += now - self.t_mark
         self.t_mark = now
 
@@ -145,17 +145,17 @@ def main() -> None:
     PROFILE.reset()
     load0 = os.getloadavg()[0]
     rows, total = [], defaultdict(lambda: defaultdict(float))
-    t_all = time.perf_counter()
+    t_all = time.process_time()
     for w in omegas:
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         b = boundaries.phase_boundaries(ModelParams(omega=w), alphas, config=cfg)
-        secs = time.perf_counter() - t0
+        secs = time.process_time() - t0
         st = PROFILE.reset()
         rows.append((w, secs, st, b))
         for k, v in st.items():
             for kk, vv in v.items():
                 total[k][kk] += vv
-    wall = time.perf_counter() - t_all
+    wall = time.process_time() - t_all
 
     def cell(st: dict[str, float]) -> str:
         if not st:

@@ -9,6 +9,15 @@ next ones polish the distinct minima that search found; the converged secant's l
 a full search (a basin the polish could not see, appearing between steps, changes e there: the secant
 goes on with the searched value, and searches at every later step).  The standard error (:func:`bifurcation_error`) re-solves the agnostic
 point on each block of the rules and polishes, on the block's nodes, the minima of that verifying search.
+
+Multilevel step (``config.end_quadrature``, a rule finer than the solve rule): the end's error is mostly the
+agnostic fixed point's own quadrature error on the solve rule (docs/numerics.md section 8), so the converged
+secant's last point a is re-solved on the finer rule (warm) and the end moved by one linearised step,
+
+    alpha_end = a - (e_fine(a) - 1) / slope,
+
+e_fine from a full search on the bifurcation rule at that point (it replaces the verifying search), the slope
+the secant's; the error from the finer rule's blocks.
 """
 
 from __future__ import annotations
@@ -21,11 +30,16 @@ import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.prox import Candidates
-from attnphase.numerics.quadrature import make_rule, rule_nodes
+from attnphase.numerics.quadrature import finer_rule, make_rule, rule_nodes
 from attnphase.numerics.replicates import block_config, linearised_root_error, replicate_count
 from attnphase.numerics.stability import DIRECTIONS, node_solves
 from attnphase.numerics.state_evolution import FixedPoint, solve
 from attnphase.theory.params import ModelParams
+
+#: The multilevel step (``config.end_quadrature``) moves the end by (e_fine - 1) / slope, at the default
+#: rules up to ~0.01 (omega = 0.1, positional: 1.2928 -> 1.2845): a longer one is not trusted to be linear
+#: (the secant's own step scale is 0.05) and the secant's end on the solve rule is kept, with a note.
+MAX_MULTILEVEL_STEP = 0.05
 
 #: A polished eigenvalue that differs from the full search's by more than this at the verified point means
 #: the polish missed a basin (a minimum moved by a polish differs from the searched one by ~1e-10,
@@ -81,7 +95,8 @@ def branch_bifurcation(
     cold start) with ``config`` and evaluates the eigenvalue on the rule
     ``config.bifurcation_quadrature`` (module doc: a full search, then polishes, the last point verified).
     Converged when a secant step is below ``tol``, or when the last two points bracket the
-    root within ``tol`` (the rule's eigenvalue jumps by ~1e-3 where nodes switch basin, so steps
+    root within ``tol`` (then refined by the multilevel step of the module doc when ``config.end_quadrature``
+    is finer than the solve rule) (the rule's eigenvalue jumps by ~1e-3 where nodes switch basin, so steps
     near the root can wander; the rule's own error, 0.004-0.006 in alpha with sobol15, is larger).
     The second point assumes the eigenvalue proportional to alpha (|slope| ~ e / alpha,
     rising for theta, falling for m), within 4 ``step`` of the first and at least 0.2 ``step`` away.
@@ -98,6 +113,8 @@ def branch_bifurcation(
     minima: Candidates | None = None  # of the last full search on the rule
     last_searched = False  # whether the last point's eigenvalue came from a full search
     trust_polish = polishing  # until a verifying search finds a basin a polish missed
+    fine_note = ""  # why the multilevel step on config.end_quadrature was not taken
+    end_rule = finer_rule(params.L, cfg.end_quadrature, cfg.quadrature)
 
     def evaluate(fp: FixedPoint, search: bool) -> float:
         nonlocal failures, searches, minima, last_searched
@@ -140,6 +157,25 @@ def branch_bifurcation(
                if ok and prev is not None else math.nan)
         return Bifurcation(alpha if ok else math.nan, ok, message, slope, tuple(pts), failures, err, searches)
 
+    def multilevel() -> Bifurcation | str:
+        """The converged secant's last point a re-solved on ``cfg.end_quadrature`` (warm) and one linearised
+        step, alpha = a - (e_fine(a) - 1) / slope, e_fine from a full search; its error from that rule's
+        blocks.  A message instead when the re-solve fails or the step is too long to be linear."""
+        nonlocal last_searched
+        slope = (pts[-1][1] - pts[-2][1]) / (pts[-1][0] - pts[-2][0])
+        fine_cfg = cfg.replace(quadrature=end_rule)
+        fine = solve(params, prev.alpha, "agnostic", init=prev.overlaps, config=fine_cfg)
+        if not (fine.status.converged and fine.branch == "agnostic"):
+            return f"re-solve on {end_rule}: {fine.status.message}, {fine.branch}"
+        e_fine = evaluate(fine, search=True)
+        alpha = prev.alpha - (e_fine - 1.0) / slope
+        if not abs(alpha - prev.alpha) <= MAX_MULTILEVEL_STEP:
+            last_searched = False  # the secant's last point is still to be verified
+            return f"the step on {end_rule} ({alpha - prev.alpha:+.3f}) is longer than {MAX_MULTILEVEL_STEP}"
+        err = bifurcation_error(params, fine, direction, slope, fine_cfg, minima)
+        return Bifurcation(alpha, True, f"converged (agnostic point on {end_rule})", slope, tuple(pts),
+                           failures, err, searches)
+
     try:
         a0 = float(alpha_guess)
         f0 = f_at(a0)
@@ -157,9 +193,14 @@ def branch_bifurcation(
             if a2 <= 0:
                 return done(a2, False, "the secant left alpha > 0")
             if abs(a2 - a1) < tol or (f0 * f1 < 0 and abs(a1 - a0) < tol):
+                if end_rule is not None and not fine_note:
+                    fine = multilevel()
+                    if isinstance(fine, Bifurcation):
+                        return fine
+                    fine_note = fine  # the secant's own end, verified at its last point below
                 searched = verified()
                 if searched is None:
-                    return done(a2, True, "converged")
+                    return done(a2, True, f"converged (not refined: {fine_note})" if fine_note else "converged")
                 f1 = searched  # a basin the polish missed: the secant again, with the searched value
                 continue
             a0, f0, a1, f1 = a1, f1, a2, f_at(a2)

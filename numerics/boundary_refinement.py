@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.quadrature import make_rule, rule_blocks
+from attnphase.numerics.quadrature import finer_rule, make_rule, rule_blocks
 from attnphase.numerics.replicates import block_config, linearised_root_error, replicate_count, standard_error
 from attnphase.numerics.state_evolution import FixedPoint, solve
 from attnphase.numerics.training_objective import refined_training_objective
@@ -93,7 +93,8 @@ def refine_alpha_l(s_on: list[FixedPoint], alpha_l: float, cfg: SolverConfig) ->
     The semantic point nearest the solve rule's root a (the root finder's last evaluation) is re-solved on
     the finer rule (warm), and alpha_l = a - (eps_g,fine(a) - eps_lin) / slope, with the slope of eps_g the
     solve rule's secant over at least ALPHA_L_SLOPE_SPAN (a multilevel step: the fine rule is solved once).
-    The error is that rule's blocks' (:func:`block_root_error`); without a finer rule, the solve rule's.
+    The error is that rule's blocks' (:func:`block_root_error`); without a finer rule (None, or one of no more
+    nodes than the solve rule), the solve rule's root and its error.
     """
     near = sorted(s_on, key=lambda p: abs(p.alpha - alpha_l))
     other = next((p for p in near[1:] if abs(p.alpha - near[0].alpha) >= ALPHA_L_SLOPE_SPAN), None)
@@ -103,9 +104,10 @@ def refine_alpha_l(s_on: list[FixedPoint], alpha_l: float, cfg: SolverConfig) ->
     slope = (other.observables.eps_g - fp.observables.eps_g) / (other.alpha - fp.alpha)
     eps_lin = fp.observables.eps_lin
     gap = lambda fps: fps[0].observables.eps_g - eps_lin  # noqa: E731
-    if cfg.alpha_l_quadrature is None:
+    fine_rule = finer_rule(fp.params.L, cfg.alpha_l_quadrature, cfg.quadrature)
+    if fine_rule is None:
         return alpha_l, (block_root_error([fp], gap, slope, cfg) if replicate_count(cfg) else math.nan), ""
-    fine_cfg = cfg.replace(quadrature=cfg.alpha_l_quadrature)
+    fine_cfg = cfg.replace(quadrature=fine_rule)
     fine = solve(fp.params, fp.alpha, "semantic", init=fp.overlaps, config=fine_cfg)
     if not (fine.status.converged and fine.branch == "semantic") or not slope < 0:
         return alpha_l, math.nan, (f"alpha_l: {cfg.alpha_l_quadrature} refinement not applied (re-solve: "

@@ -15,7 +15,9 @@ Quadrature roles (each a rule spec of :func:`attnphase.numerics.quadrature.make_
 * ``alpha_l_quadrature`` -- the semantic fixed point at alpha_l re-solved on this finer rule (warm), and
   alpha_l moved by one secant step (None: the solve rule's root);
 * ``bifurcation_quadrature`` -- the eigenvalues of the SE Jacobian at the agnostic branch, where a
-  branch end is located as a bifurcation.
+  branch end is located as a bifurcation;
+* ``end_quadrature`` -- the agnostic fixed point at a bifurcation's last secant point re-solved on this
+  finer rule (warm), and the end moved by one linearised step (None: the solve rule's secant root).
 
 :meth:`SolverConfig.variant` gives the k-th independent replicate of every role at once (the
 error estimates re-run a computation on replicates 1, 2, ...).
@@ -50,7 +52,8 @@ BACKEND_ENV = "ATTNPHASE_PROX_BACKEND"
 TORCH_DEVICE_ENV = "ATTNPHASE_TORCH_DEVICE"
 
 #: The quadrature fields of :class:`SolverConfig`, one per role (see the module doc).
-QUADRATURE_ROLES = ("quadrature", "e_t_quadrature", "alpha_c_quadrature", "alpha_l_quadrature", "bifurcation_quadrature")
+QUADRATURE_ROLES = ("quadrature", "e_t_quadrature", "alpha_c_quadrature", "alpha_l_quadrature", "bifurcation_quadrature",
+                    "end_quadrature")
 
 
 #: Precision tiers (``--precision``): the rule of every quadrature role.  Every rule is 4 independent
@@ -58,11 +61,11 @@ QUADRATURE_ROLES = ("quadrature", "e_t_quadrature", "alpha_c_quadrature", "alpha
 #: 4-16x the points of the one before.  Accuracy and cost measured per tier: docs/numerics.md section 8.
 PRECISION_TIERS: dict[str, dict[str, str]] = {
     "fast": {"quadrature": "sobol8:4", "alpha_c_quadrature": "sobol14:4", "alpha_l_quadrature": "sobol10:4",
-             "bifurcation_quadrature": "sobol13:4"},
+             "bifurcation_quadrature": "sobol13:4", "end_quadrature": "sobol10:4"},
     "default": {"quadrature": "sobol10:4", "alpha_c_quadrature": "sobol16:4", "alpha_l_quadrature": "sobol12:4",
-                "bifurcation_quadrature": "sobol15:4"},
+                "bifurcation_quadrature": "sobol15:4", "end_quadrature": "sobol12:4"},
     "precise": {"quadrature": "sobol14:4", "alpha_c_quadrature": "sobol18:4", "alpha_l_quadrature": "sobol16:4",
-                "bifurcation_quadrature": "sobol17:4"},
+                "bifurcation_quadrature": "sobol17:4", "end_quadrature": "sobol16:4"},
 }
 
 
@@ -98,6 +101,7 @@ class SolverConfig:
         alpha_c_quadrature: rule for E[M] in the Newton correction of alpha_c (None: none).
         alpha_l_quadrature: rule of the re-solve that refines alpha_l (None: none).
         bifurcation_quadrature: rule of the SE-Jacobian eigenvalues at the agnostic branch.
+        end_quadrature: rule of the re-solve that refines a branch end located as a bifurcation (None: none).
         branch_end: how branch ends are located, one of :data:`BRANCH_END_STRATEGIES`.
         error_bars: attach to every fixed point and boundary its standard error from the rules'
             independent scrambling blocks (:mod:`attnphase.numerics.quadrature_error`), where the rules
@@ -118,6 +122,7 @@ class SolverConfig:
     alpha_c_quadrature: str | None = PRECISION_TIERS["default"]["alpha_c_quadrature"]
     alpha_l_quadrature: str | None = PRECISION_TIERS["default"]["alpha_l_quadrature"]
     bifurcation_quadrature: str = PRECISION_TIERS["default"]["bifurcation_quadrature"]
+    end_quadrature: str | None = PRECISION_TIERS["default"]["end_quadrature"]
     branch_end: str = "bifurcation"
     error_bars: bool = True
 

@@ -212,6 +212,11 @@ def rule_nodes(L: int, spec: str) -> int:
     return args[0] ** (2 * L)
 
 
+def finer_rule(L: int, spec: str | None, than: str) -> str | None:
+    """``spec`` when its rule has more nodes than the rule ``than`` (a multilevel re-solve on it refines), else None."""
+    return spec if spec is not None and rule_nodes(L, spec) > rule_nodes(L, than) else None
+
+
 #: The largest L the state evolution supports (measured on a 2-core, 23 GB machine: the first solve
 #: takes ~10 s at L = 2, ~15 s at L = 3, ~75 s at L = 4 (mostly generating the kernels); at L = 5 the kernels
 #: took under 2 minutes but the solve with sobol12 then grew past 23 GB and was killed).

@@ -205,7 +205,8 @@ def _rank_one(args: argparse.Namespace) -> argparse.Namespace:
 #: Solver options of the rank-1 machinery that the rank-r path has no use for (refused when given).
 RANK_ONE_SOLVER_OPTIONS = (("--e-t-quadrature", "e_t_quadrature"), ("--alpha-c-quadrature", "alpha_c_quadrature"),
                            ("--alpha-l-quadrature", "alpha_l_quadrature"),
-                           ("--bifurcation-quadrature", "bifurcation_quadrature"), ("--branch-end", "branch_end"))
+                           ("--bifurcation-quadrature", "bifurcation_quadrature"), ("--end-quadrature", "end_quadrature"),
+                           ("--branch-end", "branch_end"))
 
 
 def rank_config(args: argparse.Namespace, params: Any) -> Any:

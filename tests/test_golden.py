@@ -41,7 +41,7 @@ REPLICATED = GOLDEN / "replicated"
 
 #: The single-scrambling rules of the first record.
 LEGACY = SolverConfig(quadrature="sobol12", alpha_c_quadrature="sobol16", alpha_l_quadrature=None,
-                      bifurcation_quadrature="sobol15", error_bars=False)
+                      bifurcation_quadrature="sobol15", end_quadrature=None, error_bars=False)
 
 #: Two records of one number on different rules agree within this many combined error bars.
 N_SIGMA = 4.0

@@ -197,14 +197,15 @@ def test_phase_diagram_error_estimate_is_the_spread_over_rules(tmp_path) -> None
     from attnphase.theory.params import ModelParams
 
     argv = ["phase-diagram", "--omega", "0.3:0.3:1", "--alpha", "0.6:2.2:5", "--quadrature", "gh6", "--quiet",
-            "--alpha-c-quadrature", "sobol16", "--alpha-l-quadrature", "none", "--bifurcation-quadrature", "sobol15"]
+            "--alpha-c-quadrature", "sobol16", "--alpha-l-quadrature", "none", "--bifurcation-quadrature", "sobol15",
+            "--end-quadrature", "none"]
     assert main([*argv, "--error-estimate", "1", "--out", str(tmp_path)]) == 2
     assert main([*argv, "--error-estimate", "2", "--out", str(tmp_path)]) == 0
     row = next(csv.DictReader(open(tmp_path / "phase_diagram.csv")))
     other = phase_boundaries(  # the second rule: every quadrature role's replicate 1 (gh8, sobol16:1:1, ...)
         ModelParams(omega=0.3), np.linspace(0.6, 2.2, 5),
         config=SolverConfig(quadrature="gh6", alpha_c_quadrature="sobol16", alpha_l_quadrature=None,
-                            bifurcation_quadrature="sobol15").variant(1),
+                            bifurcation_quadrature="sobol15", end_quadrature=None).variant(1),
     )
     for key in ("alpha_c", "alpha_l"):
         pair = [float(row[key]), getattr(other, key)]

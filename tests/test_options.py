@@ -184,18 +184,20 @@ def test_config_from_args_round_trips_every_solver_option(command: str) -> None:
     given = {
         "--prox": "local", "--backend": "numpy", "--quadrature": "gh8", "--e-t-quadrature": "sobol14:2:3",
         "--alpha-c-quadrature": "ghr10:2", "--alpha-l-quadrature": "sobol11:3", "--bifurcation-quadrature": "sobol13",
-        "--branch-end": "trace", "--tol": "1e-8",
+        "--end-quadrature": "sobol11:2", "--branch-end": "trace", "--tol": "1e-8",
     }
     argv = base + [x for kv in given.items() for x in kv]
     cfg = solver_options.config_from_args(build_parser().parse_args(argv))
     assert cfg == SolverConfig(prox="local", backend="numpy", quadrature="gh8", e_t_quadrature="sobol14:2:3",
                                alpha_c_quadrature="ghr10:2", alpha_l_quadrature="sobol11:3",
-                               bifurcation_quadrature="sobol13", branch_end="trace", tol=1e-8)
+                               bifurcation_quadrature="sobol13", end_quadrature="sobol11:2", branch_end="trace", tol=1e-8)
     for option, field in solver_options.SOLVER_OPTIONS:  # every option reaches its own field
         assert getattr(cfg, field) == (float(given[option]) if field == "tol" else given[option])
     off = solver_options.config_from_args(build_parser().parse_args(
-        base + ["--alpha-c-quadrature", "none", "--e-t-quadrature", "None", "--alpha-l-quadrature", "none"]))
+        base + ["--alpha-c-quadrature", "none", "--e-t-quadrature", "None", "--alpha-l-quadrature", "none",
+                "--end-quadrature", "none"]))
     assert off.alpha_c_quadrature is None and off.e_t_quadrature is None and off.alpha_l_quadrature is None
+    assert off.end_quadrature is None
 
 
 @pytest.mark.parametrize("command", SOLVER_COMMANDS)

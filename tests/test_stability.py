@@ -152,7 +152,41 @@ def test_bifurcation_secant_starts_where_the_eigenvalue_is_exactly_zero(monkeypa
 
 
 def _fast_bifurcation_config() -> SolverConfig:
-    return SolverConfig(quadrature="sobol8:4", bifurcation_quadrature="sobol12:4")
+    """Small rules; no multilevel step (the secant's own end, verified at its last point)."""
+    return SolverConfig(quadrature="sobol8:4", bifurcation_quadrature="sobol12:4", end_quadrature=None)
+
+
+def test_multilevel_end_is_the_end_on_the_finer_solve_rule() -> None:
+    """The multilevel step (secant on sobol8:4, its last point's agnostic fixed point re-solved on sobol10:4, one
+    linearised step) lands where the whole secant on sobol10:4 ends: both are the root of e(alpha) = 1 with the
+    agnostic point on sobol10:4 and the same bifurcation rule, up to the secant's tolerance (1e-3) and the
+    step's linearisation; the end moves away from the coarse secant's by more than that."""
+    from attnphase.numerics import bifurcation
+
+    p, coarse = ModelParams(omega=0.3), _fast_bifurcation_config()
+    fine_only = bifurcation.branch_bifurcation(p, 0.75, "theta", config=coarse.replace(quadrature="sobol10:4"))
+    ml = bifurcation.branch_bifurcation(p, 0.75, "theta", config=coarse.replace(end_quadrature="sobol10:4"))
+    plain = bifurcation.branch_bifurcation(p, 0.75, "theta", config=coarse)
+    assert ml.converged and fine_only.converged and "sobol10:4" in ml.message
+    assert ml.alpha == pytest.approx(fine_only.alpha, abs=1.5e-3)
+    assert abs(plain.alpha - fine_only.alpha) > 3e-3
+    # its error bar comes from sobol10:4's blocks: about that of the whole computation on sobol10:4
+    assert 0.5 < ml.err / fine_only.err < 2.0
+
+
+def test_multilevel_step_only_on_a_finer_rule_and_when_short(monkeypatch) -> None:
+    """An end rule of no more nodes than the solve rule is no refinement (the secant's end, unchanged); a step
+    longer than MAX_MULTILEVEL_STEP is not trusted: the secant's end, verified, with the reason."""
+    from attnphase.numerics import bifurcation
+
+    p, cfg = ModelParams(omega=0.3), _fast_bifurcation_config()
+    plain = bifurcation.branch_bifurcation(p, 0.75, "theta", config=cfg)
+    same = bifurcation.branch_bifurcation(p, 0.75, "theta", config=cfg.replace(end_quadrature="sobol8:4"))
+    assert same.alpha == plain.alpha and same.message == "converged"
+    monkeypatch.setattr(bifurcation, "MAX_MULTILEVEL_STEP", 0.0)
+    refused = bifurcation.branch_bifurcation(p, 0.75, "theta", config=cfg.replace(end_quadrature="sobol10:4"))
+    assert refused.converged and refused.alpha == pytest.approx(plain.alpha, abs=1e-12)
+    assert "not refined" in refused.message and "longer than" in refused.message
 
 
 def test_polished_secant_finds_the_searched_secants_end(monkeypatch) -> None:
