@@ -315,9 +315,23 @@ def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) 
         rows = np.arange(canon.shape[0])
         smaller = diff.any(axis=1) & (img[rows, first] < canon[rows, first])
         canon[smaller] = img[smaller]
-    uniq, inv = np.unique(canon, axis=0, return_inverse=True)
-    weights = np.bincount(inv.reshape(-1), weights=rule.weights, minlength=uniq.shape[0])
+    uniq, inv = _unique_rows(canon)
+    weights = np.bincount(inv, weights=rule.weights, minlength=uniq.shape[0])
     return QuadratureRule(uniq, weights, f"{rule.name}/G{len(group)}", rule.dropped_mass, rule.axis_aligned), True
+
+
+def _unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct rows of ``a`` in lexicographic order, first column most significant; the index of each
+    row of ``a`` among them): ``np.unique(a, axis=0, return_inverse=True)``, by a stable lexsort of the
+    columns instead of a sort of the rows as structured records (about twice as fast for 10^4-10^5 rows)."""
+    order = np.lexsort(a.T[::-1])
+    s = a[order]
+    new = np.empty(s.shape[0], dtype=bool)
+    new[:1] = True
+    np.any(s[1:] != s[:-1], axis=1, out=new[1:])
+    inv = np.empty(s.shape[0], dtype=np.intp)
+    inv[order] = np.cumsum(new) - 1
+    return s[new], inv
 
 
 def _sorted_rows(a: np.ndarray) -> np.ndarray:

@@ -145,6 +145,22 @@ def _module_level_caches(path: Path) -> list[str]:
     return found
 
 
+def test_unique_rows_is_numpys_unique_along_rows() -> None:
+    """The orbit reduction's lexsort-based unique rows equal np.unique(axis=0, return_inverse=True): the same rows
+    in the same order, the same inverse (a reduced rule's node order, hence every sum over it, is unchanged)."""
+    from attnphase.numerics.quadrature import _unique_rows
+
+    rng = np.random.default_rng(3)
+    a = np.round(rng.standard_normal((500, 4)), 1)  # coarse: many equal rows, ties in leading columns
+    a = np.concatenate([a, a[:200], -a[:50]])
+    rng.shuffle(a)
+    uniq, inv = _unique_rows(a)
+    ref_uniq, ref_inv = np.unique(a, axis=0, return_inverse=True)
+    np.testing.assert_array_equal(uniq, ref_uniq)
+    np.testing.assert_array_equal(inv, ref_inv.reshape(-1))
+    np.testing.assert_array_equal(uniq[inv], a)
+
+
 def test_numerics_holds_no_hidden_module_level_caches() -> None:
     found = [c for f in sorted(NUMERICS.glob("*.py")) for c in _module_level_caches(f)]
     assert found == []
