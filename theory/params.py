@@ -91,8 +91,9 @@ class ModelParams:
         omega: mixing weight of A in T(h*) = (1 - omega) softmax(h* h*^T) + omega A, in [0, 1].
         lam: ridge penalty lambda >= 0 in R(Q) = ... + (lambda / 2) |Q|_F^2.
         rho0: teacher norm: Q*^T Q* / d = rho0 I_{r*}, rho0 > 0.
-        r: student rank, Q in R^{d x r} (the state evolution implements r = 1; docs/model.md section 7).
-        r_star: teacher rank r*, Q* in R^{d x r*} (the state evolution implements r* = 1).
+        r: student rank, Q in R^{d x r} (r = 1: the scalar-overlap state evolution; r >= 2: the matrix-overlap
+            one of docs/model.md section 7, numerics/rank_*.py).
+        r_star: teacher rank r*, Q* in R^{d x r*} (likewise).
         C: token covariance across positions, x_k . x_k' / d -> C[k, k'] (symmetric PSD, L x L);
             None: independent tokens, C = diag(sigma_l^2). When given, sigma_l = sqrt(C[l, l])
             (a sigma given beside it must agree). The state evolution solves a non-diagonal C in its
