@@ -39,7 +39,7 @@ from attnphase.numerics.rank_overlaps import (
 )
 from attnphase.numerics.rank_prox import global_prox
 from attnphase.numerics.rank_starts import (
-    RANK_BRANCHES, embedded_start, initial_rank_overlaps, teacher_rank, with_ranks,
+    RANK_BRANCHES, embedded_start, initial_rank_overlaps, noise_axes, settle_noise_axes, teacher_rank, with_ranks,
 )
 from attnphase.theory import rank as rk
 from attnphase.theory.params import ModelParams
@@ -224,6 +224,11 @@ class RankSEMap:
     def admissible(self, x: np.ndarray) -> bool:
         return admissible(self.unpack(x), self.params.rho0)
 
+    def image(self, ov: RankOverlaps) -> tuple[RankOverlaps, float] | None:
+        """(F(ov) aligned to ov's gauge, the scaled residual) from a full search, or None where F is not defined."""
+        ev = self.evaluate(ov.to_vector(), exact=True) if admissible(ov, self.params.rho0) else None
+        return None if ev is None else (self.unpack(ev.fx), ev.residual)
+
     def _free(self, n: int) -> list[int]:
         r, L, rs = self.r, self.L, self.rs
         k = r * (r + 1) // 2
@@ -335,6 +340,9 @@ def solve_rank(params: ModelParams, alpha: float, branch: str = "semantic", *,
     if not admissible(ov0, params.rho0):
         raise ValueError(f"initial overlaps are not admissible: {ov0.as_dict()}")
     smap = RankSEMap(params, float(alpha), branch, rule)
+    settled = 0
+    if init is None and start == "embedded":
+        ov0, settled = settle_noise_axes(ov0, noise_axes(params, branch), smap.image)
     result = FixedPointSolver(smap, cfg).solve(ov0.to_vector(), warm=init is not None or start == "embedded")
     if not result.converged and result.evaluation is not None and cfg.damping < RETRY_DAMPING:
         # measured (L = 2, r = 2, alpha = 2, positional): Anderson at damping 0.5 stalls at residual
@@ -346,6 +354,8 @@ def solve_rank(params: ModelParams, alpha: float, branch: str = "semantic", *,
         if again.converged or again.residual < result.residual:
             result = type(again)(again.evaluation, again.converged, result.evaluations + again.evaluations,
                                  again.message + " (second attempt, damping %g)" % RETRY_DAMPING)
+    if settled:
+        result = type(result)(result.evaluation, result.converged, result.evaluations + settled, result.message)
     return _finish(smap, result, ov0)
 
 
