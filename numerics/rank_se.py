@@ -15,7 +15,9 @@ E[g eta^T] = 0), so ``semantic`` sets mhat = 0, ``positional`` thhat = 0, ``agno
 ``mixed`` nothing -- the projection the r = 1 solver makes by symmetrisation.  The map is iterated by
 the generic :class:`~attnphase.numerics.fixed_point.FixedPointSolver` as it is (equivariant under
 the rotation gauge); quasi-Newton works transversally to the gauge orbits (:class:`RankSEMap`).
-Results are reported by gauge invariants and in the canonical gauge of
+:func:`solve_rank` stages a solve from a start (projected on the start's reflection pattern, on one block
+of the rule, then the whole rule, then unprojected; docs/numerics.md section 11) with the quasi-Newton of
+numerics/rank_newton.py.  Results are reported by gauge invariants and in the canonical gauge of
 :func:`~attnphase.numerics.rank_overlaps.canonical` (a gauge-fixed map was tried first and
 rejected: its fixed points include "relative" ones, F(x) = O x with O != I -- at r = 1 it accepted
 a positional point whose image had m -> -m, with e_t < 0).
