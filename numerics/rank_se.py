@@ -392,16 +392,19 @@ def solve_rank(params: ModelParams, alpha: float, branch: str = "semantic", *,
     if warm:
         ov0, settled = settle_noise_axes(ov0, noise_axes(params, branch),
                                          RankSEMap(params, float(alpha), branch, first).image)
-    fp, spent = _staged(params, float(alpha), branch, cfg, [first, rule] if stages else [rule], ov0, warm)
+    fp, spent, projected = _staged(params, float(alpha), branch, cfg, [first, rule] if stages else [rule], ov0, warm)
     if fp.converged:
         return dataclasses.replace(fp, evaluations=settled + spent)
     plain = _solve(params, float(alpha), branch, cfg, rule, ov0, warm=warm)
-    return dataclasses.replace(plain, evaluations=settled + spent + plain.evaluations)
+    total = settled + spent + plain.evaluations
+    if not plain.converged and not projected and fp.residual < plain.residual:
+        plain = fp  # the failure of least residual of the map itself on the whole rule
+    return dataclasses.replace(plain, evaluations=total)
 
 
 def _staged(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, rules: list[RankRule],
-            ov0: RankOverlaps, warm: bool) -> tuple[RankFixedPoint, int]:
-    """(fixed point, evaluations) of the staged solve: on the start's reflection pattern
+            ov0: RankOverlaps, warm: bool) -> tuple[RankFixedPoint, int, bool]:
+    """(fixed point, evaluations, whether it is a projected stage's) of the staged solve: on the start's reflection pattern
     (:func:`~attnphase.numerics.rank_overlaps.reflection_pattern`: the map projected on the coordinates
     the start's symmetry leaves free) over each rule of ``rules`` in turn (block 0, then the whole rule),
     then the unprojected map on the last rule; each stage warm from the last, with its Jacobian.
@@ -417,14 +420,14 @@ def _staged(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, r
         fp = _solve(params, alpha, branch, cfg, rule, ov, warm=warm or k > 0, jacobian=J, pattern=pattern)
         spent += fp.evaluations
         if not fp.converged:
-            return fp, spent
+            return fp, spent, True
         ov, J = fp.overlaps, fp.jacobian
     fp = _solve(params, alpha, branch, cfg, rules[-1], ov, warm=True, jacobian=J)
     spent += fp.evaluations
     if fp.converged:
         fp = dataclasses.replace(fp, message=fp.message + f" (from the fixed point on the start's "
                                  f"reflection pattern, {spent - fp.evaluations} evaluations there)")
-    return fp, spent
+    return fp, spent, False
 
 
 def _solve(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, rule: RankRule, ov0: RankOverlaps,
