@@ -49,7 +49,8 @@ class CarriedJacobian:
             return None
         ratio = np.maximum(1.0, np.abs(self.x)) / np.maximum(1.0, np.abs(x1))  # D1 / D0
         off = B1 - self.B @ (self.B.T @ B1)  # the part of the new basis the old one lacks: F' = 0 assumed there
-        return B1.T @ (ratio[:, None] * (self.B @ self.J @ (self.B.T @ B1))) - B1.T @ (off / np.maximum(1.0, np.abs(x1))[:, None])
+        carried = B1.T @ (ratio[:, None] * (self.B @ self.J @ (self.B.T @ B1)))
+        return carried - B1.T @ (off / np.maximum(1.0, np.abs(x1))[:, None])
 
 
 class RankFixedPointSolver(FixedPointSolver):

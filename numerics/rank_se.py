@@ -404,7 +404,8 @@ def solve_rank(params: ModelParams, alpha: float, branch: str = "semantic", *,
 
 def _staged(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, rules: list[RankRule],
             ov0: RankOverlaps, warm: bool) -> tuple[RankFixedPoint, int, bool]:
-    """(fixed point, evaluations, whether it is a projected stage's) of the staged solve: on the start's reflection pattern
+    """(fixed point, evaluations, whether it is a projected stage's) of the staged solve: on the start's
+    reflection pattern
     (:func:`~attnphase.numerics.rank_overlaps.reflection_pattern`: the map projected on the coordinates
     the start's symmetry leaves free) over each rule of ``rules`` in turn (block 0, then the whole rule),
     then the unprojected map on the last rule; each stage warm from the last, with its Jacobian.

@@ -73,9 +73,11 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
 
     Each student axis gets the overlaps of one rank-1 branch: the first min(r, r*) axes (min(r - 1, r*)
     for ``mixed``) the semantic one's (q0, V0, th0 on the matching teacher axis), the last axis of
-    ``positional`` / ``mixed`` the positional one's (q0, V0, m), every other axis q0 = 0.05 and the
-    V0 of axis 0 (the agnostic rank-1 point need not exist: at alpha = 2 it does not converge).  The rank-1 solver follows each branch from where it is unambiguous (its positional
-    branch by continuation from small alpha), so the rank-r solve starts on the branch asked for.
+    ``positional`` / ``mixed`` the positional one's (q0, V0, m); every other axis (:func:`noise_axes`)
+    q0 = 0.05 and the V0 of axis 0, on ``positional`` the positional axis's q0 and V0 (the agnostic rank-1
+    point need not exist: at alpha = 2 it does not converge; :func:`settle_noise_axes` then moves these).
+    The rank-1 solver follows each branch from where it is unambiguous (its positional branch by
+    continuation from small alpha), so the rank-r solve starts on the branch asked for.
     Falls back to :func:`initial_rank_overlaps` for a rank-1 branch that does not converge.
     """
     from attnphase.numerics.state_evolution import solve
