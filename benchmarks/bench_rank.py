@@ -5,6 +5,14 @@ proximal search over the rule's nodes), and one semantic fixed point at alpha = 
 start or, with --start embedded, from the rank-1 fixed points (wall time, SE evaluations, converged?).  Prints a markdown table.
 
     .venv/bin/python benchmarks/bench_rank.py [--quadrature sobol12] [--cases 2,2,1 3,2,1 ...]
+
+``--fixed-points`` instead times what ``attnphase solve --rank R --teacher-rank R*`` does at L = 2 (the
+issue 12 target: one fixed point with its default error bars <= 10 s on 2 cores): for each r,r*,branch
+triple the embedded-start solve on the default rule (sobol10:4) and its error bars (the warm block solves
+of ``rank_cli.rank_error_estimate``), each as user CPU seconds of this process and wall seconds, with the
+SE evaluations and the machine's load average (the cores are shared: CPU seconds are the comparable figure).
+
+    .venv/bin/python benchmarks/bench_rank.py --fixed-points [--points 2,1,mixed 2,2,positional ...]
 """
 
 from __future__ import annotations
@@ -16,6 +24,48 @@ import time
 os.environ.setdefault("ATTNPHASE_QUIET", "1")
 
 CASES = ("2,1,1", "2,2,1", "2,2,2", "3,1,1", "3,2,1", "2,3,1", "4,2,1")
+POINTS = ("2,1,semantic", "2,1,positional", "2,1,mixed", "2,2,semantic", "2,2,positional", "2,2,mixed")
+
+
+def fixed_points(points: list[str], alpha: float) -> None:
+    """The ``--fixed-points`` table (module doc)."""
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.rank_cli import rank_error_estimate
+    from attnphase.numerics.rank_se import solve_rank, with_ranks
+    from attnphase.theory.params import ModelParams
+
+    cfg = SolverConfig()
+    print(f"L = 2, omega = 0.3, alpha = {alpha}, rule {cfg.quadrature}, embedded start; cores: {os.cpu_count()}")
+    print("| r | r* | branch | converged | residual | SE evaluations | solve CPU (s) | solve wall (s) | "
+          "error bars: block evaluations, used | bars CPU (s) | bars wall (s) | total CPU (s) | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for point in points:
+        r, rs, branch = point.split(",")
+        params = with_ranks(ModelParams(L=2, omega=0.3), int(r), int(rs))
+        c0, t0 = time.process_time(), time.perf_counter()
+        fp = solve_rank(params, alpha, branch, config=cfg)
+        c1, t1 = time.process_time(), time.perf_counter()
+        bars = "-"
+        if fp.converged:
+            from attnphase.numerics import rank_se
+
+            count = [0]
+            evaluate = rank_se.RankSEMap.evaluate
+
+            def counted(self, x, exact=False):  # type: ignore[no-untyped-def]
+                count[0] += 1
+                return evaluate(self, x, exact)
+
+            rank_se.RankSEMap.evaluate = counted
+            try:
+                out = rank_error_estimate(fp, 0, cfg)
+            finally:
+                rank_se.RankSEMap.evaluate = evaluate
+            bars = f"{count[0]}, {out['err_replicates']} of {out['err_replicates_tried']}"
+        c2, t2 = time.process_time(), time.perf_counter()
+        print(f"| {r} | {rs} | {branch} | {fp.converged} | {fp.residual:.1e} | {fp.evaluations} | {c1 - c0:.1f} | "
+              f"{t1 - t0:.1f} | {bars} | {c2 - c1:.1f} | {t2 - t1:.1f} | {c2 - c0:.1f} | {os.getloadavg()[0]:.1f} |",
+              flush=True)
 
 
 def main() -> None:
@@ -25,7 +75,12 @@ def main() -> None:
     ap.add_argument("--cases", nargs="*", default=list(CASES), help="L,r,r* triples")
     ap.add_argument("--start", default="cold", choices=("cold", "embedded"),
                     help="start of the timed solve (embedded: includes the rank-1 solves it starts from)")
+    ap.add_argument("--fixed-points", action="store_true", help="time solves with error bars at L = 2 (module doc)")
+    ap.add_argument("--points", nargs="*", default=list(POINTS), help="r,r*,branch triples for --fixed-points")
     args = ap.parse_args()
+    if args.fixed_points:
+        fixed_points(args.points, args.alpha)
+        return
 
     from attnphase.numerics.config import SolverConfig
     from attnphase.numerics.rank_se import (

@@ -55,7 +55,7 @@ def rank_error_estimate(fp: Any, n_rules: int, config: Any) -> dict[str, Any]:
     configs = [block_config(config, j) for j in range(R)] if R else [config.variant(k) for k in range(1, n_rules)]
     recs = [] if R else [fp.record()]
     for cfg in configs:  # a replicate that does not converge on the branch is left out (and counted)
-        other = solve_rank(fp.params, fp.alpha, fp.requested, config=cfg, init=fp.overlaps)
+        other = solve_rank(fp.params, fp.alpha, fp.requested, config=cfg, init=fp.overlaps, jacobian=fp.jacobian)
         if other.converged and other.branch == fp.branch:
             recs.append(other.record())
     out: dict[str, Any] = {"err_replicates": len(recs) - (0 if R else 1), "err_replicates_tried": len(configs)}

@@ -205,3 +205,41 @@ def gauge_tangents(ov: RankOverlaps) -> np.ndarray:
             cols.append(t.to_vector())
     n = ov.to_vector().size
     return np.array(cols).T if cols else np.zeros((n, 0))
+
+
+def reflection_pattern(ov: RankOverlaps) -> np.ndarray:
+    """Mask over :meth:`RankOverlaps.to_vector`: the coordinates left fixed by every axis reflection that fixes ``ov``.
+
+    A reflection is a sign per student axis and per teacher axis, (s, s*) in {+-1}^r x {+-1}^{r*}; it acts by
+
+        q0_ab -> s_a s_b q0_ab,  V0_ab -> s_a s_b V0_ab,  m_la -> s_a m_la,  th0_ab -> s_a s*_b th0_ab,
+
+    an element of the gauge group O(r) x O(r*) (module doc).  The generators tried are one student axis a
+    with m_a = 0 flipped together with the teacher axes it overlaps, and one teacher axis without overlaps;
+    those that fix ``ov`` generate a group G.  The mask is the fixed subspace of G, which the SE map of an
+    exactly symmetric rule maps into itself (F(g x) = g F(x)); on a scrambled rule only up to the rule's
+    symmetry breaking.  For the embedded starts (diagonal q0, V0, each axis semantic, positional or noise)
+    it keeps the diagonals of q0 and V0 and the nonzero entries of m and th0.
+    """
+    r, rs, L = ov.r, ov.r_star, ov.L
+    m_on = np.abs(ov.m).max(axis=0) > 0 if L else np.zeros(r, dtype=bool)
+    gens = []
+    for a in range(r):
+        if not m_on[a]:
+            s, t = np.ones(r), np.ones(rs)
+            s[a] = -1.0
+            t[np.abs(ov.th0[a]) > 0] = -1.0
+            gens.append((s, t))
+    for b in range(rs):
+        if not np.any(np.abs(ov.th0[:, b]) > 0):
+            t = np.ones(rs)
+            t[b] = -1.0
+            gens.append((np.ones(r), t))
+    x = ov.to_vector()
+    iu = np.triu_indices(r)
+    keep = np.ones(x.size, dtype=bool)
+    for s, t in gens:
+        sign = np.concatenate([s[iu[0]] * s[iu[1]], s[iu[0]] * s[iu[1]], np.tile(s, L), np.outer(s, t).ravel()])
+        if np.all(sign[x != 0] > 0):  # g fixes ov
+            keep &= sign > 0
+    return keep

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -73,9 +73,11 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
 
     Each student axis gets the overlaps of one rank-1 branch: the first min(r, r*) axes (min(r - 1, r*)
     for ``mixed``) the semantic one's (q0, V0, th0 on the matching teacher axis), the last axis of
-    ``positional`` / ``mixed`` the positional one's (q0, V0, m), every other axis q0 = 0.05 and the
-    V0 of axis 0 (the agnostic rank-1 point need not exist: at alpha = 2 it does not converge).  The rank-1 solver follows each branch from where it is unambiguous (its positional
-    branch by continuation from small alpha), so the rank-r solve starts on the branch asked for.
+    ``positional`` / ``mixed`` the positional one's (q0, V0, m); every other axis (:func:`noise_axes`)
+    q0 = 0.05 and the V0 of axis 0, on ``positional`` the positional axis's q0 and V0 (the agnostic rank-1
+    point need not exist: at alpha = 2 it does not converge; :func:`settle_noise_axes` then moves these).
+    The rank-1 solver follows each branch from where it is unambiguous (its positional branch by
+    continuation from small alpha), so the rank-r solve starts on the branch asked for.
     Falls back to :func:`initial_rank_overlaps` for a rank-1 branch that does not converge.
     """
     from attnphase.numerics.state_evolution import solve
@@ -104,6 +106,7 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
         return initial_rank_overlaps(params, branch)
     q, V = np.zeros(r), np.zeros(r)
     m, th = np.zeros((L, r)), np.zeros((r, rs))
+    noise = noise_axes(params, branch)
     for a in range(r):
         if a < n_sem:
             ov = got["semantic"]
@@ -112,7 +115,75 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
             ov = got["positional"]
             m[:, a] = ov.m
         else:
-            q[a], V[a] = 0.05, V[0] if a else 1.0
             continue
         q[a], V[a] = ov.q0, ov.V0
+    signal = min(set(range(r)) - set(noise))
+    for a in noise:
+        # positional: the signal axis's q0 and V0 (q0 = 0.05 with that V0, or V0 = 1, left the admissible
+        # region or started at residual 616, docs/numerics.md section 11); semantic and mixed as measured before
+        q[a], V[a] = (q[signal] if branch == "positional" else 0.05), V[signal]
     return RankOverlaps(np.diag(q), np.diag(V), m, th)
+
+
+def noise_axes(params: ModelParams, branch: str) -> list[int]:
+    """The student axes of :func:`embedded_start` that carry neither a semantic nor a positional
+    rank-1 state (no overlap with the teacher or the positions): the last r - min(r, r*) axes of
+    ``semantic``, the first r - 1 of ``positional``, the axes between of ``mixed``; none of ``agnostic``."""
+    r, rs = params.r, teacher_rank(params)
+    if branch == "agnostic":
+        return []
+    n_sem = min(r, rs) if branch == "semantic" else min(r - 1, rs) if branch == "mixed" else 0
+    pos_axis = r - 1 if branch in ("positional", "mixed") else None
+    return [a for a in range(r) if a >= n_sem and a != pos_axis]
+
+
+#: Steps of :func:`settle_noise_axes` and the weight of the map's image in each (a geometric mean).
+SETTLE_STEPS = 4
+SETTLE_WEIGHT = 0.5
+
+
+def settle_noise_axes(ov: RankOverlaps, axes: list[int],
+                      image: Callable[[RankOverlaps], tuple[RankOverlaps, float] | None]) -> tuple[RankOverlaps, int]:
+    """(start, evaluations): the noise axes' diagonal entries (q0_aa, V0_aa) of ``ov`` iterated under the
+    SE map restricted to them, everything else held:
+
+        x_a <- x_a^(1 - w) F(x)_a^w,   x_a in {q0_aa, V0_aa},  w = SETTLE_WEIGHT,
+
+    (a damped step in log x: both stay positive), SETTLE_STEPS steps; the iterate of least residual wins.
+    ``image(ov)`` is (F(ov) aligned to ov's gauge, the scaled residual), or None where the map is not
+    defined; a step that lands there is halved (in log x) once, else the iteration stops.
+
+    Why: a noise axis has no rank-1 state to start from, and its V0 is bound only through the loss's
+    coupling to the signal axes: at L = 2, r = r* = 2, alpha = 2, positional, the map sends V0 = 1 there
+    to ~580 (start residual 616) and V0 = 46, q0 = 0.05 out of the admissible region (Vhat < 0), while
+    three such steps from the positional axis's (q0, V0) reach residual 0.23 and the solve converges.
+    """
+    if not axes:
+        return ov, 0
+    best, n = None, 0
+    cur = image(ov)
+    n += 1
+    if cur is None:
+        return ov, n
+    best = (cur[1], ov)
+    x = ov
+    for _ in range(SETTLE_STEPS - 1):
+        fx = cur[0]
+        for w in (SETTLE_WEIGHT, 0.5 * SETTLE_WEIGHT):
+            q, V = np.array(x.q0), np.array(x.V0)
+            for a in axes:
+                if fx.q0[a, a] <= 0 or fx.V0[a, a] <= 0:
+                    return best[1], n
+                q[a, a] = q[a, a] ** (1 - w) * fx.q0[a, a] ** w
+                V[a, a] = V[a, a] ** (1 - w) * fx.V0[a, a] ** w
+            trial = RankOverlaps(q, V, x.m, x.th0)
+            nxt = image(trial)
+            n += 1
+            if nxt is not None:
+                break
+        else:
+            return best[1], n
+        x, cur = trial, nxt
+        if cur[1] < best[0]:
+            best = (cur[1], x)
+    return best[1], n
