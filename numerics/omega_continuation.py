@@ -4,7 +4,7 @@ At omega_k, given the boundaries b (with their fixed points) at omega_{k-1} and 
 
 * prediction -- each boundary by secant extrapolation,
   b*(omega_k) = b_{k-1} + (b_{k-1} - b_{k-2}) (omega_k - omega_{k-1}) / (omega_{k-1} - omega_{k-2}),
-  with a tolerance (:func:`predict`);
+  with a tolerance (:func:`~attnphase.numerics.omega_prediction.predict`);
 * both branches at the neighbour's grid alphas, each warm-started from the neighbour's fixed point
   at the same alpha (continuation in omega at fixed alpha: 6-9 SE evaluations for 0.01 in omega);
 * branch ends -- the bifurcation secant (the agnostic eigenvalue crossing 1) from the predicted end,
@@ -26,78 +26,25 @@ in its notes, and the chain goes on from that result.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Sequence
 
-from attnphase.numerics.boundaries import BOUNDARY_KEYS, Boundaries, _portable, phase_boundaries, whole_positional_branch
+from attnphase.numerics.boundaries import Boundaries, _portable, phase_boundaries, whole_positional_branch
 from attnphase.numerics.boundary_refinement import coarse_alpha_c_error, refine_alpha_c, refined_alpha_l
 from attnphase.numerics.brackets import ALPHA_LIMIT, BranchLost, first_solvable, grid_extension
 from attnphase.numerics.branch_end import BranchEnd, bifurcation_from, on_branch
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.continuation import CONTINUATION_MAX_ITER, NO_END, BranchSweep, _advance
+from attnphase.numerics.omega_prediction import ContinuationFailed, Prediction, predict
 from attnphase.numerics.roots import RootNotFound, brent_root, safeguarded_newton
 from attnphase.numerics.se_map import model_rule
 from attnphase.numerics.state_evolution import FixedPoint, solve
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
 
-#: A boundary may lie this far (in alpha) from its prediction at least ...
-JUMP_MIN = 0.05
-#: ... or this many times the prediction's own move from the neighbour's value, whichever is larger.
-JUMP_FACTOR = 3.0
-#: With one neighbour (the prediction is its value): this many times the step in omega (alpha_c
-#: rose by up to 0.099 per 0.01 in omega on the 46-omega diagram, docs/numerics.md section 10).
-FIRST_JUMP_RATE = 15.0
-
 #: The first bracket of alpha_c: this multiple of the Newton step from the prediction (at least
 #: MIN_BRACKET), doubling until it closes or passes the tolerance.
 BRACKET_OVERSHOOT, MIN_BRACKET = 1.5, 2e-3
-
-#: The bifurcation secant's scale (``step`` of :func:`~attnphase.numerics.bifurcation.branch_bifurcation`):
-#: half the predicted move of the end, between these; its first step is at least 0.2 of it, so from an
-#: end predicted within ~1e-3 the secant converges in two eigenvalues (three with the default 0.05).
-BIFURCATION_STEP = (0.004, 0.05)
-
-
-class ContinuationFailed(RuntimeError):
-    """The local computation at one omega did not find a boundary where it was predicted."""
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """Predicted boundaries (NaN: none expected) and how far each may lie from its prediction."""
-
-    values: dict[str, float]
-    tolerances: dict[str, float]
-    moves: dict[str, float]
-
-    def secant_step(self, key: str) -> float:
-        """The bifurcation secant's scale for the end ``key`` (:data:`BIFURCATION_STEP`)."""
-        (lo, hi), move = BIFURCATION_STEP, self.moves[key]
-        return hi if not math.isfinite(move) else min(hi, max(lo, 0.5 * move))
-
-    def check(self, key: str, value: float) -> None:
-        """ContinuationFailed when ``value`` lies further from the prediction than the tolerance."""
-        if not abs(value - self.values[key]) <= self.tolerances[key]:
-            raise ContinuationFailed(f"{key} = {value:.4f} jumped from its prediction {self.values[key]:.4f} "
-                                     f"(tolerance {self.tolerances[key]:.3f})")
-
-
-def predict(previous: Sequence[Boundaries], omega: float) -> Prediction:
-    """Each boundary at ``omega`` by secant extrapolation from the last two of ``previous`` (the last
-    one's value with one), tolerance max(JUMP_MIN, JUMP_FACTOR |move|) (FIRST_JUMP_RATE |step| with one)."""
-    b1, b0 = previous[-1], (previous[-2] if len(previous) >= 2 else None)
-    values, tols, moves = {}, {}, {}
-    for k in BOUNDARY_KEYS:
-        v1 = getattr(b1, k)
-        v0 = getattr(b0, k) if b0 is not None else math.nan
-        if math.isfinite(v0) and math.isfinite(v1) and b1.omega != b0.omega:
-            values[k] = v1 + (v1 - v0) * (omega - b1.omega) / (b1.omega - b0.omega)
-            moves[k] = abs(values[k] - v1)
-            tols[k] = max(JUMP_MIN, JUMP_FACTOR * moves[k])
-        else:
-            values[k], tols[k], moves[k] = v1, max(JUMP_MIN, FIRST_JUMP_RATE * abs(omega - b1.omega)), math.nan
-    return Prediction(values, tols, moves)
 
 
 class _Branches:

@@ -12,6 +12,8 @@ Three sets of simulations (gradient descent, float64 by default):
   positional inits, where the proximal modes agree) and at small alphas
   (semantic init, where the global and local theories can differ).
 
+The plan (these sets' grids, seeds and theory omegas): :mod:`attnphase.validation.campaign_plan`.
+
 Theory comes from :mod:`attnphase.validation.reference` (the numerics API).
 Every simulation and every theory omega is one task of the execution layer
 (:mod:`attnphase.validation.jobs`, docs/distributed.md): on a local Dask
@@ -29,168 +31,21 @@ positional one, a random-init run with the branch most of its seeds landed on
 from __future__ import annotations
 
 import math
-import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from attnphase.theory.params import ModelParams
-
 from .branch_segments import exists_at
+from .campaign_plan import ValidationPlan, _theory_jobs, validation_plan
 from .experiments import SimResult, SimSpec
-from .reference import TheoryAtOmega, TheorySettings
-from .training import INITS
+from .reference import TheoryAtOmega
 
 OBSERVABLES = ("abs_m", "abs_theta", "q", "eps_g", "e_t", "eps_lin")
 """Aggregated per (d, alpha, omega, init): means and standard deviations over seeds."""
-
-
-@dataclass(frozen=True)
-class ValidationPlan:
-    """Everything ``attnphase validate`` runs.
-
-    Attributes:
-        quick: the reduced plan (d = 200).
-        params: model at the alpha sweep's omega.
-        d: main dimension (alpha sweep and heat map).
-        alphas: alpha grid of the sweep (simulations and theory).
-        seeds: seeds of the alpha sweep.
-        heat_alphas, heat_omegas: heat-map grid; heat_seeds its seeds.
-        fss_ds: dimensions of the finite-size scaling; fss_seeds its seeds.
-        fss_cases: ``(alpha, init)`` pairs of the finite-size scaling.
-        alphas_small: the small alphas of the finite-size scaling (semantic init: global vs local).
-        n_test: fresh test samples per simulation.
-        device, dtype: torch device (``"auto"``) and dtype.
-        theory: accuracy settings of the numerics calls.
-        heat_theory_alphas: alpha grid of the per-omega alpha_c computations.
-        main_boundaries: proximal modes whose alpha_c, alpha_l (and both branches) the sweep's theory has.
-        main_extra_curves: further ``(branch, prox)`` curves of the sweep's theory.
-        heat_prox: proximal mode of the heat map's alpha_c(omega) at omegas other than the sweep's
-            (the sweep's omega uses its global-prox alpha_c).
-        curve_omegas: further omegas of the alpha_c(omega) curve drawn over the heat map (with the heat
-            omegas, they span the map: the curve is the phase diagram's, not a few points).
-    """
-
-    quick: bool
-    params: ModelParams
-    d: int
-    alphas: tuple[float, ...]
-    seeds: tuple[int, ...]
-    heat_alphas: tuple[float, ...]
-    heat_omegas: tuple[float, ...]
-    heat_seeds: tuple[int, ...]
-    fss_ds: tuple[int, ...]
-    fss_seeds: tuple[int, ...]
-    alphas_small: tuple[float, ...]
-    fss_cases: tuple[tuple[float, str], ...]
-    n_test: int = 10000
-    device: str = "auto"
-    dtype: str = "float64"
-    theory: TheorySettings = field(default_factory=TheorySettings)
-    heat_theory_alphas: tuple[float, ...] = ()
-    main_boundaries: tuple[str, ...] = ("global", "local")
-    main_extra_curves: tuple[tuple[str, str], ...] = ()
-    heat_prox: str = "global"
-    curve_omegas: tuple[float, ...] = ()
-
-    def sweep_specs(self) -> list[SimSpec]:
-        return [self._spec(self.d, a, init, s, self.params) for a in self.alphas for init in INITS for s in self.seeds]
-
-    def heat_specs(self) -> list[SimSpec]:
-        return [
-            self._spec(self.d, a, init, s, self.params.replace(omega=w))
-            for w in self.heat_omegas for a in self.heat_alphas
-            for init in ("semantic", "positional") for s in self.heat_seeds
-        ]
-
-    def fss_specs(self) -> list[SimSpec]:
-        return [self._spec(d, a, init, s, self.params) for d in self.fss_ds for a, init in self.fss_cases for s in self.fss_seeds]
-
-    def _spec(self, d: int, alpha: float, init: str, seed: int, params: ModelParams) -> SimSpec:
-        return SimSpec(d=d, alpha=alpha, init=init, seed=seed, params=params, n_test=self.n_test,
-                       device=self.device, dtype=self.dtype)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["params"] = self.params.to_dict()
-        return out
-
-
-def validation_plan(
-    quick: bool = False,
-    d: int | None = None,
-    seeds: int | None = None,
-    params: ModelParams | None = None,
-    device: str = "auto",
-    dtype: str = "float64",
-) -> ValidationPlan:
-    """The default plan: full (d = 1000) or quick (d = 200, smaller grids, coarser theory).
-
-    The quick plan's theory is coarser (residual 1e-8, alpha_c/alpha_l and the
-    semantic branch's end to 1e-2 in alpha) and its heat-map alpha_c(omega) uses
-    the local proximal mode away from omega = 0.3 (about three times cheaper; at
-    omega = 0.2 and 0.3 the two modes' alpha_c agree to 1e-3).
-    """
-    params = params or ModelParams(omega=0.3)
-    if quick:
-        n_seeds = seeds or 2
-        return ValidationPlan(
-            quick=True, params=params, d=d or 200,
-            alphas=(0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 1.0, 1.25, 1.5, 1.75, 2.0),
-            seeds=tuple(range(n_seeds)),
-            heat_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0),
-            heat_omegas=(0.2, 0.3, 0.4),
-            heat_seeds=(0,),
-            fss_ds=(50, 100, 200, 400, 1000),
-            fss_seeds=tuple(range(max(4, n_seeds))),
-            alphas_small=(0.5, 0.8),
-            fss_cases=((2.0, "semantic"), (2.0, "positional"), (0.8, "semantic"), (0.5, "semantic")),
-            device=device, dtype=dtype,
-            theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2),
-            heat_theory_alphas=(0.3, 0.6, 0.9, 1.2, 1.6, 2.0, 2.4, 3.0),
-            curve_omegas=(0.15, 0.25, 0.35, 0.45),
-            main_boundaries=("global",),
-            main_extra_curves=(("semantic", "local"),),
-            heat_prox="local",
-        )
-    n_seeds = seeds or 4
-    return ValidationPlan(
-        quick=False, params=params, d=d or 1000,
-        alphas=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.4, 1.5, 1.75, 2.0),
-        seeds=tuple(range(n_seeds)),
-        heat_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5),
-        heat_omegas=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5),
-        heat_seeds=(0, 1),
-        fss_ds=(50, 100, 200, 500, 1000),
-        fss_seeds=tuple(range(max(6, n_seeds))),
-        alphas_small=(0.5, 0.8),
-        fss_cases=((2.0, "semantic"), (2.0, "positional"), (0.8, "semantic"), (0.5, "semantic")),
-        device=device, dtype=dtype,
-        theory=TheorySettings(xtol=1e-3),
-        heat_theory_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0),
-        curve_omegas=(0.05, 0.15, 0.25, 0.35, 0.45, 0.55),
-    )
-
-
-# --- theory (worker processes) -----------------------------------------------------------
-
-def _theory_jobs(plan: ValidationPlan, cache_dir: str) -> tuple[list[tuple[Any, ...]], list[float]]:
-    """Arguments of :func:`theory_at_omega` for the sweep's omega (first) and each other heat-map or curve omega.
-
-    Plain arguments, so the worker processes import the numerics only (no
-    torch). Returns the jobs and the heat-map omegas they cover after the first
-    (the sweep's omega reuses the first job's alpha_c).
-    """
-    main_alphas = tuple(sorted(set(plan.alphas) | {a for a, _ in plan.fss_cases}))
-    jobs = [(plan.params, main_alphas, plan.main_boundaries, plan.main_extra_curves, plan.theory, cache_dir)]
-    omegas = [w for w in sorted(set(plan.heat_omegas) | set(plan.curve_omegas)) if abs(w - plan.params.omega) > 1e-12]
-    for w in omegas:
-        jobs.append((plan.params.replace(omega=w), plan.heat_theory_alphas, (plan.heat_prox,), (), plan.theory, cache_dir))
-    return jobs, omegas
 
 
 # --- aggregation -------------------------------------------------------------------------

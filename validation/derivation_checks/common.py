@@ -1,0 +1,195 @@
+"""What every derivation check shares: the tolerance constants, :class:`CheckResult`, the sizes
+(:data:`FULL`, :data:`QUICK`), the :class:`Context`, the worst-component verdict, the Student-t
+quantile, and the factor F F^T = P of the positions (checks 2 and 4)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from attnphase.theory.params import ModelParams
+
+from .adapter import _se_solve
+
+#: Unit round-off of IEEE double precision.
+U = 2.0**-53
+
+#: Number of standard errors of a Monte-Carlo tolerance (two-sided false-alarm rate 6e-5).
+Z = 4.0
+
+#: Two-sided false-alarm rate of Z standard errors; used for Student-t quantiles with few replicates.
+FALSE_ALARM = math.erfc(Z / math.sqrt(2.0))
+
+PASS, FAIL, SKIP = "pass", "fail", "skip"
+
+
+@dataclass
+class CheckResult:
+    """One check's outcome.
+
+    Attributes:
+        number, key, title: 1..7, short name (``--only``), title.
+        compares: what is compared with what.
+        status: ``pass``, ``fail`` or ``skip``.
+        error, tolerance: the measured error and its tolerance for the worst component (largest
+            error / tolerance); NaN when skipped.
+        quantity: the worst component; units: the units of error and tolerance.
+        tolerance_from: how the tolerance is derived.
+        reason: why a check failed or was skipped (one line), or "".
+        details: every component's numbers (name -> dict of floats / strings).
+        seconds: wall time.
+    """
+
+    number: int
+    key: str
+    title: str
+    compares: str
+    status: str = SKIP
+    error: float = math.nan
+    tolerance: float = math.nan
+    quantity: str = ""
+    units: str = ""
+    tolerance_from: str = ""
+    reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        """One line for logs and failure messages."""
+        if self.status == SKIP:
+            return f"[{self.number}] {self.key}: skipped ({self.reason})"
+        head = (f"[{self.number}] {self.key}: {self.status.upper()}: {self.quantity}: "
+                f"error {self.error:.3g} vs tolerance {self.tolerance:.3g} ({self.units})")
+        return head + (f" -- {self.reason}" if self.reason else "")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number, "key": self.key, "title": self.title, "compares": self.compares,
+            "status": self.status, "error": _finite(self.error), "tolerance": _finite(self.tolerance),
+            "quantity": self.quantity, "units": self.units, "tolerance_from": self.tolerance_from, "reason": self.reason,
+            "seconds": round(self.seconds, 3), "details": _jsonable(self.details),
+        }
+
+
+def _finite(x: Any) -> Any:
+    return None if isinstance(x, float) and not math.isfinite(x) else x
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, (np.floating, float)):
+        return _finite(float(x))
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.bool_):
+        return bool(x)
+    return x
+
+
+@dataclass(frozen=True)
+class CheckSizes:
+    """Sizes of every check (the command's defaults; :data:`QUICK` for tests).
+
+    Attributes:
+        prox_points: random points of checks 1 and 7 (plus a quarter as many at extreme fields).
+        mc_dims, mc_samples: dimensions d and samples per d of the limit-loss fit (check 2).
+        hat_rule, hat_replicates: scrambled Sobol size (2^k nodes) and independent scramblings
+            of check 3.
+        ridge_d: dimension of the finite-d ridge solve (check 4).
+        se_rule: rule of the fixed point (check 5), a spec of ``make_rule`` (Sobol: replicates
+            change its seed).
+        slope_replicates: independent rules on which d e_t / d alpha is measured (check 5).
+        slope_step: step of the central difference in alpha, relative to alpha.
+        mp_dps: digits of the mpmath reference (check 6).
+        loop_points: points evaluated one by one (check 7).
+    """
+
+    prox_points: int = 400
+    mc_dims: tuple[int, ...] = (500, 1000, 2000, 4000)
+    mc_samples: int = 2000
+    hat_rule: int = 13
+    hat_replicates: int = 8
+    ridge_d: int = 200_000
+    se_rule: str = "sobol12"
+    slope_replicates: int = 6
+    slope_step: float = 0.02
+    mp_dps: int = 30
+    loop_points: int = 40
+
+
+FULL = CheckSizes()
+QUICK = CheckSizes(
+    prox_points=60, mc_dims=(250, 500, 1000), mc_samples=1000, hat_rule=10, hat_replicates=5, ridge_d=20_000,
+    se_rule="sobol10", slope_replicates=3, slope_step=0.03, mp_dps=20, loop_points=8,
+)
+
+
+@dataclass
+class Context:
+    """What the checks share: the model, alpha, sizes, seed, and the fixed point (solved once)."""
+
+    params: ModelParams
+    alpha: float = 2.0
+    sizes: CheckSizes = FULL
+    seed: int = 0
+    _fp: Any = None
+    _fp_note: str = ""
+
+    def rng(self, salt: int) -> np.random.Generator:
+        return np.random.default_rng([self.seed, salt])
+
+    def fixed_point(self) -> tuple[Any, str]:
+        """(a converged fixed point or None, note): the semantic branch, else positional, else agnostic."""
+        if self._fp is None and not self._fp_note:
+            notes = []
+            for branch in ("semantic", "positional", "agnostic"):
+                fp = _se_solve(self.params, self.alpha, branch, self.sizes.se_rule)
+                if fp.status.converged:
+                    self._fp = fp
+                    break
+                notes.append(f"{branch}: {fp.status.message}")
+            self._fp_note = "; ".join(notes) if self._fp is None else f"{self._fp.branch} fixed point"
+        return self._fp, self._fp_note
+
+
+def _worst(result: CheckResult, components: dict[str, tuple[float, float]], units: str = "") -> CheckResult:
+    """Set status, error and tolerance from components name -> (error, tolerance): the largest ratio."""
+    ratios = {k: (e / t if t > 0 else (math.inf if e > 0 else 0.0)) for k, (e, t) in components.items()}
+    name = max(ratios, key=lambda k: ratios[k] if math.isfinite(ratios[k]) or ratios[k] == math.inf else math.inf)
+    err, tol = components[name]
+    result.error, result.tolerance = float(err), float(tol)
+    result.quantity, result.units = name, units
+    bad = [k for k, r in ratios.items() if not (r <= 1.0)]
+    result.status = FAIL if bad else PASS
+    if bad:
+        result.reason = "exceeds tolerance: " + ", ".join(
+            f"{k} {components[k][0]:.3g} > {components[k][1]:.3g}" for k in bad[:4]
+        ) + (f" (+{len(bad) - 4} more)" if len(bad) > 4 else "")
+    for k, (e, t) in components.items():
+        slot = result.details.get(k)
+        if isinstance(slot, dict):
+            slot.update(error=float(e), tolerance=float(t))
+        else:
+            result.details[k if slot is None else f"{k}: check"] = {"error": float(e), "tolerance": float(t)}
+    return result
+
+
+def _t_quantile(dof: int) -> float:
+    """Two-sided Student-t quantile at the false-alarm rate of Z standard errors."""
+    from scipy.stats import t as student_t
+
+    return float(student_t.ppf(1.0 - FALSE_ALARM / 2.0, dof))
+
+
+def _positions_factor(P: np.ndarray) -> np.ndarray:
+    """F with F F^T = P (symmetric eigen-factor, negative round-off eigenvalues clipped)."""
+    lam, vec = np.linalg.eigh(P)
+    return vec * np.sqrt(np.clip(lam, 0.0, None))

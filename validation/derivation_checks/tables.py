@@ -1,0 +1,88 @@
+"""The derivation checks' reports: the console table, ``check.md`` (markdown) and the JSON object."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from attnphase.theory.params import ModelParams
+
+from .common import FAIL, PASS, SKIP, CheckResult
+
+
+def _fmt(x: float) -> str:
+    return "-" if not math.isfinite(x) else f"{x:.2e}"
+
+
+def text_table(results: Sequence[CheckResult]) -> str:
+    """The console table: one row per check, then each check's key numbers."""
+    rows = [("#", "check", "what it compares", "worst component", "error", "tolerance", "result", "time")]
+    for r in results:
+        rows.append((str(r.number), r.key, r.compares, r.quantity or "-", _fmt(r.error), _fmt(r.tolerance),
+                     r.status.upper() if r.status != PASS else "pass", f"{r.seconds:.1f}s"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(wd) for c, wd in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * wd for wd in widths))
+    lines.append("")
+    for r in results:
+        lines.append(f"[{r.number}] {r.title}: {r.compares}")
+        if r.status == SKIP:
+            lines.append(f"    skipped: {r.reason}")
+            continue
+        for name, vals in r.details.items():
+            lines.append(f"    {name}: {_short(vals)}")
+        lines.append(f"    error and tolerance: {r.units}; tolerance from {r.tolerance_from}")
+        if r.status == FAIL:
+            lines.append(f"    FAILED: {r.reason}")
+        elif r.reason:
+            lines.append(f"    note: {r.reason}")
+    return "\n".join(lines)
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, dict):
+        return ", ".join(f"{k} {_short(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return "[" + ", ".join(_short(x) for x in np.asarray(v, dtype=object).ravel().tolist()) + "]"
+    if isinstance(v, (float, np.floating)):
+        return f"{float(v):.4g}"
+    return str(v)
+
+
+def markdown_table(params: ModelParams, alpha: float, results: Sequence[CheckResult]) -> str:
+    """``check.md``: the model, then a markdown table of the checks (for a paper's appendix)."""
+    p = params
+    lines = [
+        "# Derivation checks",
+        "",
+        f"Model: L = {p.L}, sigma = {list(p.sigma)}, A = {[list(r) for r in p.A]}, P = {[list(r) for r in p.P]}, "
+        f"omega = {p.omega}, lambda = {p.lam}, rho0 = {p.rho0}, r = {p.r}; fixed-point checks at alpha = {alpha}.",
+        "Equations: docs/model.md sections 2 (limit loss), 3 (state evolution), 4 (Phi), 5 (linear baseline).",
+        "",
+        "| # | Check | What it compares | Worst component | Measured error | Tolerance | Tolerance from | Result |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        why = r.reason if r.status == SKIP else r.tolerance_from
+        lines.append(
+            f"| {r.number} | {r.title} | {r.compares} | {r.quantity or '-'} | {_fmt(r.error)} | {_fmt(r.tolerance)} | "
+            f"{why} | {r.status} |"
+        )
+    fails = [r for r in results if r.status == FAIL]
+    lines += ["", f"{sum(r.status == PASS for r in results)} passed, {len(fails)} failed, "
+              f"{sum(r.status == SKIP for r in results)} skipped."]
+    for r in fails:
+        lines.append(f"* {r.line()}")
+    return "\n".join(lines) + "\n"
+
+
+def to_json(params: ModelParams, alpha: float, results: Sequence[CheckResult]) -> dict[str, Any]:
+    """One JSON object: the model, alpha, a list of checks, and the overall result."""
+    return {
+        "model": params.to_dict(), "alpha": alpha,
+        "passed": all(r.status != FAIL for r in results),
+        "checks": [r.as_dict() for r in results],
+    }
