@@ -28,7 +28,7 @@ def main() -> None:
     rule = ap.parse_args().rule
     params, cfg = ModelParams(omega=0.3), SolverConfig(quadrature=rule, error_bars=False)
     solve(params, 1.0, "semantic", config=SolverConfig(quadrature="sobol8:4"))  # compile outside the timings
-    print(f"| point | multilevel: wall, evaluations | cold: wall, evaluations | max |overlap difference| |")
+    print("| point | multilevel: wall, evaluations | cold: wall, evaluations | max |overlap difference| |")
     print("|---|---|---|---|")
     default_nodes = state_evolution.MULTILEVEL_NODES
     for branch, alpha in POINTS:

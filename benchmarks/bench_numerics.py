@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from attnphase.numerics.config import SolverConfig
+
 ALPHA = 1.5
 OMEGA = 0.3
 DEFAULT_OUT = Path(__file__).resolve().parent / "results_numerics.json"
@@ -65,11 +67,7 @@ def _solver_rule(params, spec: str, ov):
 
 
 def bench_se_map(params, specs, states, repeat: int) -> list[dict]:
-    from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se_map import hat_step, update
-    from attnphase.theory.kernels import get_kernels
-
-    k = get_kernels(params.L)
+    from attnphase.numerics.se_map import hat_step, update
     rows = []
     for spec in specs:
         for branch, ov in states.items():

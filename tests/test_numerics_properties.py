@@ -22,10 +22,8 @@ from hypothesis import strategies as st
 from attnphase.numerics import SolverConfig, solve
 from attnphase.numerics.overlaps import Overlaps
 from attnphase.numerics.quadrature import make_rule, reduce_rule
-from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se_map import hat_step, update
 from attnphase.numerics.symmetry import symmetry_group
-from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
 
 PAPER = ModelParams(omega=0.3)
@@ -38,7 +36,7 @@ SLOW = settings(max_examples=4, deadline=None, suppress_health_check=[HealthChec
 @given(alpha=st.floats(0.2, 3.0), q0=st.floats(0.05, 0.6), V0=st.floats(10.0, 120.0), m0=st.floats(0.01, 0.4))
 def test_se_map_commutes_with_m_to_minus_m(alpha: float, q0: float, V0: float, m0: float) -> None:
     """F(-m) = -F(m) for one SE step at any positional state (the full rule, no symmetrisation help)."""
-    k, rule = get_kernels(2), make_rule(2, "gh6")
+    rule = make_rule(2, "gh6")
     hats = []
     for sign in (1.0, -1.0):
         ov = Overlaps(q0, V0, [sign * m0, -sign * m0], 0.0)
@@ -95,7 +93,7 @@ def test_se_map_commutes_with_token_relabelling(alpha, state, s, c, d) -> None:
     p1 = ModelParams(sigma=tuple(sig), A=A, P=P, omega=0.3)
     p2 = ModelParams(sigma=tuple(sig[pi]), A=A[np.ix_(pi, pi)], P=P[np.ix_(pi, pi)], omega=0.3)
     ov = Overlaps(0.2, 40.0, [0.3, -0.2], 0.0) if state == "positional" else Overlaps(0.5, 40.0, [0.05, 0.1], 0.5)
-    k, rule = get_kernels(2), make_rule(2, "gh6")
+    rule = make_rule(2, "gh6")
     h1, m1 = hat_step(p1, alpha, ov, rule)
     h2, m2 = hat_step(p2, alpha, Overlaps(ov.q0, ov.V0, ov.m[pi], ov.th0), rule)
     for name in ("qhat", "mhat", "thhat", "Vhat"):
@@ -189,7 +187,6 @@ def test_reduced_rule_at_omega_1_gives_the_full_rule_hats() -> None:
     group = symmetry_group(p, ov)
     reduced, exact = reduce_rule(rule, 2, group)
     assert exact
-    k = get_kernels(2)
     full, _ = hat_step(p, 2.0, ov, rule, group=group)
     red, _ = hat_step(p, 2.0, ov, reduced, group=group)
     np.testing.assert_allclose(red.thhat, full.thhat, atol=1e-12)
@@ -216,7 +213,6 @@ def test_se_map_is_continuous_at_theta_0_on_symmetrised_sobol() -> None:
 
 def _assert_continuous_at_theta_0(rule) -> None:
     alpha, q0, V0 = 0.01, 0.003015, 105.0
-    k = get_kernels(2)
     for th0 in (1e-7, 1e-5):
         hat, _ = hat_step(PAPER, alpha, Overlaps(q0, V0, [0.0, 0.0], th0), rule)
         # the map is smooth and odd in th0 near 0: |F(th0)| = O(th0) (the spurious jump is 2.6e-4)

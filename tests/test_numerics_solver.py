@@ -105,7 +105,6 @@ def test_fixed_point_is_fixed_under_one_more_se_step(branch, semantic2, position
     """
     fp = _fixed_points(semantic2, positional2, agnostic05)[branch]
     assert fp.status.converged and fp.branch == branch
-    k = get_kernels(2)
     hat, _ = hat_step(PAPER, fp.alpha, fp.overlaps, make_rule(2, RULE))
     x, fx = fp.overlaps.to_vector(), update(PAPER, hat).to_vector()
     assert np.all(np.abs(fx - x) / np.maximum(1.0, np.abs(x)) < 1e-9)
@@ -118,7 +117,6 @@ def test_fixed_point_is_fixed_under_one_more_se_step(branch, semantic2, position
 def test_orbit_reduced_rule_gives_the_full_rule_hats(branch, semantic2, positional2, agnostic05) -> None:
     """At the paper's fixed points, the symmetry-reduced rule reproduces the full rule's hat overlaps."""
     fp = _fixed_points(semantic2, positional2, agnostic05)[branch]
-    k = get_kernels(2)
     rule = make_rule(2, RULE)
     group = symmetry_group(PAPER, fp.overlaps)
     reduced, exact = reduce_rule(rule, 2, group)
@@ -243,7 +241,6 @@ def test_solve_at_theta_returns_a_fixed_point_of_the_alpha_it_reports(semantic2)
     assert fp.status.converged and fp.branch == "semantic"
     assert fp.overlaps.th0 == pytest.approx(th, rel=1e-9)
     assert 0.5 < fp.alpha < 2.0  # theta falls with alpha on this branch
-    k = get_kernels(2)
     ov = fp.overlaps
     rule, _ = reduce_rule(make_rule(2, RULE), 2, [])
     hat = hat_step(PAPER, fp.alpha, ov, rule, group=symmetry_group(PAPER, ov))[0]
@@ -312,7 +309,6 @@ def test_solve_at_m_returns_a_fixed_point_of_the_alpha_it_reports(positional2) -
     assert float(np.linalg.norm(fp.overlaps.m)) == pytest.approx(target, rel=1e-9)
     assert np.sign(fp.overlaps.m[0]) == np.sign(positional2.overlaps.m[0])  # the direction of init is kept
     assert abs(fp.alpha - 2.0) < 1.5
-    k = get_kernels(2)
     ov = fp.overlaps
     hat = hat_step(PAPER, fp.alpha, ov, make_rule(2, RULE), group=symmetry_group(PAPER, ov))[0]
     np.testing.assert_allclose(update(PAPER, hat).to_vector(), ov.to_vector(), rtol=1e-8, atol=1e-9)
