@@ -126,8 +126,9 @@ BAD_MODEL_INPUT = [
     (["solve", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25", "--backend", "torch"], "--backend torch"),
     (["solve", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25", "--prox", "aligned"], "--prox aligned"),
     (["derive", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
-    (["phase-diagram", "--token-cov", "0.25,0.1;0.1,0.25", "--census"], "--census"),
-    (["scan", "--lam", "0.01,0.02", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
+    (["scan", "--lam", "0.01,0.02", "--token-cov", "0.25,0.25;0.25,0.25"], "--token-cov"),  # singular C
+    (["census", "--alpha", "1", "--token-cov", "0.25,0.25;0.25,0.25"], "--token-cov"),  # singular C
+    (["validate", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
 ]
 
 
