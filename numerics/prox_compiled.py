@@ -22,6 +22,11 @@ later ones load it. A copy per instance is needed because numba keys its cache b
 and bytecode, not by the globals (L) a function reads. Where the cache directory cannot be
 written, a temporary directory is used (no reuse across processes).
 
+The whitened correlated-token model (:class:`~attnphase.theory.correlated_kernels.CorrelatedKernels`,
+docs/model.md section 7) runs on the same template, instantiated on its one-point kernels (in the
+variables v, with the generated fields h = B v): each row gets the kernels' (C, B) entries where the
+independent model's get sigma^2 (:func:`_loss_arguments`).
+
 No in-memory cache here: an instance is a module, imported once per process (``sys.modules``
 is the cache); :func:`instance` costs a read and a hash of the template on later calls.
 Importing this module does not import numba; :func:`available` says whether it can be.
