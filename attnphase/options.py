@@ -283,7 +283,7 @@ def check_L(L: Any, command: str = "") -> None:
 RANK_ONE_COMMANDS = ("derive", "census", "check", "validate")
 #: Commands whose theory implements independent tokens only (a diagonal token covariance C).
 #: ``solve``, ``sweep``, ``phase-diagram``, ``scan`` and ``census`` solve correlated tokens in their whitened form (r = 1).
-INDEPENDENT_TOKEN_COMMANDS = ("derive", "check", "validate")
+INDEPENDENT_TOKEN_COMMANDS = ("derive", "check")
 
 
 def check_rank(params: Any, command: str) -> None:

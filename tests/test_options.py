@@ -128,7 +128,7 @@ BAD_MODEL_INPUT = [
     (["derive", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
     (["scan", "--lam", "0.01,0.02", "--token-cov", "0.25,0.25;0.25,0.25"], "--token-cov"),  # singular C
     (["census", "--alpha", "1", "--token-cov", "0.25,0.25;0.25,0.25"], "--token-cov"),  # singular C
-    (["validate", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
+    (["check", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
 ]
 
 
