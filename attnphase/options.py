@@ -282,8 +282,9 @@ def check_L(L: Any, command: str = "") -> None:
 #: which builds the model at rank 1 and sets the ranks after), ``simulate`` trains any rank.
 RANK_ONE_COMMANDS = ("derive", "census", "check", "validate")
 #: Commands whose theory implements independent tokens only (a diagonal token covariance C).
-#: ``solve``, ``sweep`` and ``phase-diagram`` solve correlated tokens in their whitened form (r = 1, numpy backend).
-INDEPENDENT_TOKEN_COMMANDS = ("derive", "census", "check", "validate", "scan")
+#: ``solve``, ``sweep``, ``phase-diagram``, ``scan``, ``census`` and ``validate`` solve correlated tokens in their
+#: whitened form (r = 1; ``simulate`` draws them).
+INDEPENDENT_TOKEN_COMMANDS = ("derive", "check")
 
 
 def check_rank(params: Any, command: str) -> None:
@@ -294,9 +295,10 @@ def check_rank(params: Any, command: str) -> None:
             raise ValueError(f"{option} {value}: {command} implements rank r = r* = 1 only (solve, sweep, "
                              f"phase-diagram and scan take --rank/--teacher-rank; simulate trains any rank)")
     if params.correlated_tokens and command in INDEPENDENT_TOKEN_COMMANDS:
-        raise ValueError(f"--token-cov: {command} implements independent tokens only (a diagonal C; solve, sweep and "
-                         f"phase-diagram solve correlated tokens at rank 1; simulate trains with any C)")
-    if params.correlated_tokens and command in SE_COMMANDS:
+        raise ValueError(f"--token-cov: {command} implements independent tokens only (a diagonal C; solve, sweep, "
+                         f"phase-diagram, scan, census and validate solve correlated tokens at rank 1; simulate trains with "
+                         f"any C)")
+    if params.correlated_tokens and (command in SE_COMMANDS or command == "scan"):
         if params.r != 1 or params.r_star != 1:
             raise ValueError("--token-cov: correlated tokens are solved at rank r = r* = 1 only (simulate trains any rank)")
         from attnphase.theory.whitening import token_mixing

@@ -164,9 +164,9 @@ def check_supported(params: Any, config: Any) -> None:
     if params.correlated_tokens:
         if config.prox == "aligned":
             raise ValueError("--prox aligned is implemented for independent tokens only (use global or local with --token-cov)")
-        if config.backend in ("numba", "torch"):
-            raise ValueError(f"--backend {config.backend}: correlated tokens (--token-cov) run on the numpy backend only "
-                             "(auto picks it)")
+        if config.backend == "torch":
+            raise ValueError("--backend torch: correlated tokens (--token-cov) run on the numba or numpy backend "
+                             "(auto picks numba)")
     try:
         backend = config.resolved_backend()  # a backend whose library cannot be imported fails here
     except ImportError as exc:

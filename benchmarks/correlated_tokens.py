@@ -6,7 +6,8 @@
    from its 4 scramblings) against ``attnphase simulate --token-cov C --d D --init semantic|positional``
    (GD, seeds 0..S-1): mean +- standard error; agreement = |theory - GD| <= 2 se + 10 % |theory|.
 2. with ``--boundaries``: ``phase_boundaries`` at omega = 0.3 with C and with independent tokens
-   (C = diag(0.25)), default configuration (the correlated one on the numpy backend: ~5 min on 2 cores).
+   (C = diag(0.25)), default configuration, both on the default (compiled) backend (~20 s each on 2 loaded
+   cores; the correlated one took ~5 min on the numpy backend, its only one before).
 
 C = [[0.25, 0.075], [0.075, 0.25]] (correlation 0.3, sigma 0.5), omega = 0.3, the paper's other
 defaults. Results: docs/general.md "Tokens correlated across positions".
@@ -63,7 +64,7 @@ def boundaries() -> dict:
     out = {}
     for name, C in (("independent", None), ("correlated", ((0.25, 0.075), (0.075, 0.25)))):
         t0 = time.perf_counter()
-        b = phase_boundaries(ModelParams(C=C), config=SolverConfig(backend="numpy" if C else "auto"))
+        b = phase_boundaries(ModelParams(C=C), config=SolverConfig())
         out[name] = {"alpha_c": b.alpha_c, "alpha_c_err": b.alpha_c_err, "alpha_l": b.alpha_l, "alpha_l_err": b.alpha_l_err,
                      "semantic_end": b.semantic_end, "semantic_end_err": b.semantic_end_err,
                      "positional_end": b.positional_end, "notes": list(b.notes), "seconds": time.perf_counter() - t0}

@@ -29,7 +29,10 @@ global minimum of the training objective e_t is among them is this module's ques
    the likelihood-ratio eigenvalues at an agnostic state; stable when < 1;
 5. **rank** -- by e_t, lowest first.
 
-The census is rank r = r* = 1 (the state evolution of :mod:`attnphase.numerics.state_evolution`).
+The census is rank r = r* = 1 (the state evolution of :mod:`attnphase.numerics.state_evolution`). For
+tokens correlated across positions it searches, tests and ranks the fixed points of the whitened model
+(docs/model.md section 7; :func:`~attnphase.theory.whitening.se_params`): the starts' m lie along the first
+column of its Ptilde, and the symmetry group is the whitened model's (the same as the original's).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from attnphase.numerics.stability import stability_eigenvalue
 from attnphase.numerics.state_evolution import FixedPoint, solve
 from attnphase.numerics.symmetry import model_symmetry_group
 from attnphase.theory.params import ModelParams
+from attnphase.theory.whitening import se_params
 
 #: Two canonical forms closer than this (max |difference| / max(1, |value|)) are one fixed point.
 SAME_POINT_RTOL = 1e-3
@@ -119,7 +123,9 @@ def census_starts(params: ModelParams) -> list[tuple[str, Overlaps | None]]:
     """(branch, start) pairs: each branch's own start (None: :func:`solve`'s cold start; no positional one
     where P's first column is 0), then the grid q0 = 0.3, V0 in (1, 50), |m| in (0, 0.2, 0.5) along P's
     first column (scaled to max 1), th0 in (0, 0.3, 0.8) sqrt(q0 rho0) -- mixed states included (21
-    starts).  ``branch`` is the label of the start."""
+    starts).  ``branch`` is the label of the start.  Overlaps of the state evolution's model (the whitened
+    one for correlated tokens, its P the Ptilde)."""
+    params = se_params(params)
     col = params.P_array[:, 0]
     own = ("semantic", "positional", "agnostic") if np.any(col) else ("semantic", "agnostic")
     starts: list[tuple[str, Overlaps | None]] = [(b, None) for b in own]
@@ -209,6 +215,7 @@ def search(params: ModelParams, alpha: float, config: SolverConfig, workers: int
     rule's points: the mixed starts break every symmetry, so their SE steps see the whole rule, and
     most of the search's time is theirs), each distinct point found there is solved again on
     ``config``'s rules, warm-started from it, and the results are deduplicated again."""
+    params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
     rule = search_rule(config.quadrature)
     cfg = config.replace(quadrature=rule, max_iter=min(config.max_iter, SEARCH_MAX_ITER), e_t_quadrature=None)
     starts = census_starts(params)
@@ -244,7 +251,8 @@ def census(params: ModelParams, alpha: float, *, config: SolverConfig | None = N
             other = entries[same]
             keep = other if other.starts >= n else entry
             entries[same] = CensusEntry(keep.point, keep.error, math.nan, other.starts + n)
-    entries = [CensusEntry(e.point, e.error, stability_eigenvalue(params, alpha, e.point.overlaps, cfg), e.starts)
+    model = se_params(params)
+    entries = [CensusEntry(e.point, e.error, stability_eigenvalue(model, alpha, e.point.overlaps, cfg), e.starts)
                for e in entries]
     entries.sort(key=lambda e: e.e_t)
     return Census(params, float(alpha), tuple(entries), found, n_rules)

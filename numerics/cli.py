@@ -284,8 +284,6 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     params, omegas = opt.omegas_from_args(args)
     cfg = solver_options.config_from_args(args)
     solver_options.check_supported(params, cfg)
-    if census and params.correlated_tokens:
-        raise ValueError("--census: the census implements independent tokens only (a diagonal --token-cov)")
     from attnphase.numerics.quadrature_error import independent_rules
 
     n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))

@@ -56,23 +56,31 @@ def resolve_backend(backend: str, kernels: Any = None) -> str:
 
     ``backend`` is one of :data:`~attnphase.numerics.config.BACKENDS`. ``"auto"`` is replaced by
     :func:`~attnphase.numerics.config.backend_override` (``$ATTNPHASE_PROX_BACKEND``) when that
-    is set (for a :class:`~attnphase.theory.kernels.Kernels`), else it is numba when numba can be imported and ``kernels`` (if given) is a
-    :class:`~attnphase.theory.kernels.Kernels` (the compiled path runs on its one-point twin);
-    any other kernels object gets the numpy path. ``"numba"`` without numba, or ``"torch"``
-    without torch, raises ImportError; either with another kernels object TypeError.
+    is set, else it is numba when numba can be imported. The compiled path runs on the one-point twin of a
+    :class:`~attnphase.theory.kernels.Kernels` or of a
+    :class:`~attnphase.theory.correlated_kernels.CorrelatedKernels`; the torch path on a ``Kernels`` only
+    (for correlated-token kernels ``"auto"`` never picks it: an override ``torch`` gives numba, or numpy
+    without numba). ``"numba"`` without numba, or ``"torch"`` without torch, raises ImportError; either
+    with a kernels object it cannot run, TypeError.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    compiled_ok = kernels is None or isinstance(kernels, Kernels)
+    compiled_ok = kernels is None or isinstance(kernels, (Kernels, CorrelatedKernels))
+    torch_ok = kernels is None or isinstance(kernels, Kernels)
     if backend == "auto":
-        # the override names a backend for the generated Kernels; other kernels (correlated tokens) run on numpy
-        backend = (backend_override() if compiled_ok else None) or ("numba" if compiled_ok and prox_compiled.available() else "numpy")
+        override = backend_override()
+        if override == "torch" and not torch_ok:
+            override = None  # correlated tokens: the torch backend does not run their kernels
+        backend = override or ("numba" if compiled_ok and prox_compiled.available() else "numpy")
     if backend == "numba" and not prox_compiled.available():
         raise ImportError("backend='numba' needs numba, which cannot be imported; use backend='numpy' or 'auto'")
     if backend == "torch" and not _torch_available():
         raise ImportError("backend='torch' needs torch, which cannot be imported; use backend='numpy', 'numba' or 'auto'")
-    if backend in ("numba", "torch") and not compiled_ok:
-        raise TypeError(f"backend={backend!r} needs a theory.kernels.Kernels (its generated functions), got {type(kernels).__name__}")
+    if backend == "numba" and not compiled_ok:
+        raise TypeError(f"backend='numba' needs a theory.kernels.Kernels or a CorrelatedKernels (their generated "
+                        f"functions), got {type(kernels).__name__}")
+    if backend == "torch" and not torch_ok:
+        raise TypeError(f"backend='torch' needs a theory.kernels.Kernels (its generated functions), got {type(kernels).__name__}")
     return backend
 
 
@@ -377,7 +385,7 @@ def _global_prox_compiled(
         res = newton_minimize(kernels, candidates.h, w[idx], V, T[idx], sigma2, backend="numba")
         best = prox_compiled.best_rows(kernels, idx, res.value, res.converged, N)
         return ProxResult(res.h[best], res.value[best], res.converged[best], res.iterations), candidates
-    starts = np.stack(starting_points(w, T), axis=1)
+    starts = np.stack(starting_points(w, T, _mixing(kernels)), axis=1)
     h, value, conv, iters, best = prox_compiled.global_rows(kernels, starts, w, V, T, sigma2)
     # the distinct minima per node, as _select finds them (the same rows, in the same order:
     # by node, then by the rounded minimiser)

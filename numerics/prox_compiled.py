@@ -22,6 +22,11 @@ later ones load it. A copy per instance is needed because numba keys its cache b
 and bytecode, not by the globals (L) a function reads. Where the cache directory cannot be
 written, a temporary directory is used (no reuse across processes).
 
+The whitened correlated-token model (:class:`~attnphase.theory.correlated_kernels.CorrelatedKernels`,
+docs/model.md section 7) runs on the same template, instantiated on its one-point kernels (in the
+variables v, with the generated fields h = B v): each row gets the kernels' (C, B) entries where the
+independent model's get sigma^2 (:func:`_loss_arguments`).
+
 No in-memory cache here: an instance is a module, imported once per process (``sys.modules``
 is the cache); :func:`instance` costs a read and a hash of the template on later calls.
 Importing this module does not import numba; :func:`available` says whether it can be.
@@ -50,6 +55,7 @@ from types import ModuleType
 import numpy as np
 
 from attnphase.theory.codegen import cache_dir, first_run_notice, import_path, write_atomic
+from attnphase.theory.correlated_kernels import CorrelatedKernels
 from attnphase.theory.kernels import Kernels, ScalarKernels
 
 #: A start of the full search stops once it is within this distance (relative, per coordinate:
@@ -96,8 +102,9 @@ class Binding:
     scalar: ScalarKernels
 
 
-def instance(kernels: Kernels, parallel: bool | None = None) -> ModuleType:
-    """The compiled solver for ``kernels`` (L, r, cse): the template instantiated, imported once per process.
+def instance(kernels: Kernels | CorrelatedKernels, parallel: bool | None = None) -> ModuleType:
+    """The compiled solver for ``kernels`` (L, r, cse; independent or whitened correlated tokens): the template
+    instantiated, imported once per process.
 
     ``parallel`` None: ``$ATTNPHASE_NUMBA_PARALLEL`` (default on). See the module doc.
     """
@@ -105,7 +112,8 @@ def instance(kernels: Kernels, parallel: bool | None = None) -> ModuleType:
     scalar = kernels.scalar
     text = TEMPLATE.read_text()
     digest = hashlib.sha256(f"{scalar.module}\n{parallel}\n{text}".encode()).hexdigest()[:16]
-    name = f"prox_rows_L{scalar.L}_r{scalar.r}_{'cse' if scalar.cse else 'nocse'}_{'par' if parallel else 'ser'}_{digest}"
+    kind = "prox_rows_cov" if isinstance(kernels, CorrelatedKernels) else "prox_rows"
+    name = f"{kind}_L{scalar.L}_r{scalar.r}_{'cse' if scalar.cse else 'nocse'}_{'par' if parallel else 'ser'}_{digest}"
     modname = f"attnphase._generated.{name}"
     module = sys.modules.get(modname)
     if module is not None:
@@ -131,7 +139,7 @@ def _rows(x: np.ndarray, N: int, tail: tuple[int, ...]) -> np.ndarray:
 
 
 def newton_rows(
-    kernels: Kernels, h0: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
+    kernels: Kernels | CorrelatedKernels, h0: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
     *, xtol: float, max_iter: int, max_halvings: int, parallel: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Compiled :func:`~attnphase.numerics.prox.newton_minimize`: (h, value, converged, iterations).
@@ -146,8 +154,8 @@ def newton_rows(
 
 
 def global_rows(
-    kernels: Kernels, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
-    *, xtol: float = 1e-10, max_iter: int = 60, max_halvings: int = 30, parallel: bool | None = None,
+    kernels: Kernels | CorrelatedKernels, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray,
+    sigma2: np.ndarray, *, xtol: float = 1e-10, max_iter: int = 60, max_halvings: int = 30, parallel: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The full global search of every node, argmin_h P(h) (P as in :func:`newton_rows`): Newton from
     ``starts`` (N, n0, L), then from the mirror image and the token permutations of the best
@@ -159,14 +167,14 @@ def global_rows(
     return _run(kernels, np.asarray(starts, dtype=float), w, V, T, sigma2, True, xtol, max_iter, max_halvings, parallel)
 
 
-def distinct_minima(kernels: Kernels, h: np.ndarray, conv: np.ndarray, best: np.ndarray, parallel: bool | None = None) -> np.ndarray:
+def distinct_minima(kernels: Kernels | CorrelatedKernels, h: np.ndarray, conv: np.ndarray, best: np.ndarray, parallel: bool | None = None) -> np.ndarray:
     """Mask (N, n) of the rows of :func:`global_rows` that are distinct minima of their node."""
     keep = np.zeros(conv.shape, dtype=np.bool_)
     instance(kernels, parallel).distinct(h, conv, best, keep)
     return keep
 
 
-def best_rows(kernels: Kernels, node: np.ndarray, value: np.ndarray, conv: np.ndarray, N: int) -> np.ndarray:
+def best_rows(kernels: Kernels | CorrelatedKernels, node: np.ndarray, value: np.ndarray, conv: np.ndarray, N: int) -> np.ndarray:
     """Per node 0..N-1, the row of the lowest converged value (first on ties), as prox._best_per_node."""
     best = np.empty(N, dtype=np.int64)
     instance(kernels).best_rows(np.ascontiguousarray(node, dtype=np.int64), value, conv, best)
@@ -175,11 +183,17 @@ def best_rows(kernels: Kernels, node: np.ndarray, value: np.ndarray, conv: np.nd
     return best
 
 
+def _loss_arguments(kernels: Kernels | CorrelatedKernels, sigma2: np.ndarray) -> np.ndarray:
+    """The last argument of the one-point kernels: sigma^2, or the whitened model's (C, B) (its sigma^2 are 1)."""
+    return kernels.loss_arguments(sigma2) if isinstance(kernels, CorrelatedKernels) else sigma2
+
+
 def _run(
-    kernels: Kernels, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
-    refine: bool, xtol: float, max_iter: int, max_halvings: int, parallel: bool | None,
+    kernels: Kernels | CorrelatedKernels, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray,
+    sigma2: np.ndarray, refine: bool, xtol: float, max_iter: int, max_halvings: int, parallel: bool | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     N, n0, L = starts.shape
+    par = np.asarray(_loss_arguments(kernels, sigma2), dtype=float)
     perms = np.array([p for p in itertools.permutations(range(L)) if list(p) != list(range(L))], dtype=np.int64)
     perms = perms.reshape(-1, L)
     n = n0 + 1 + perms.shape[0] if refine else n0
@@ -189,7 +203,7 @@ def _run(
     iters, best = np.zeros((N, n), dtype=np.int64), np.zeros(N, dtype=np.int64)
     instance(kernels, parallel).rows(
         np.ascontiguousarray(starts), _rows(w, N, (L,)), _rows(V, N, (L,)), _rows(T, N, (L, L)),
-        _rows(sigma2, N, (L,)), perms, bool(refine), max_step, float(xtol), int(max_iter), int(max_halvings),
+        _rows(par, N, par.shape[-1:]), perms, bool(refine), max_step, float(xtol), int(max_iter), int(max_halvings),
         h, value, conv, iters, best, MERGE_RADIUS,
     )
     return h, value, conv, iters, best

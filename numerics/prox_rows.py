@@ -17,6 +17,10 @@ one-point kernels ``prox_value`` / ``prox_value_grad_hess`` of
 kernels), evaluated on the softmax S(h)[l, k] = softmax_k(h_l h_k) of :func:`softmax` (the
 one-point twin of the batched softmax of the kernels, the only helper of the model defined in
 both forms; the tests check that they agree).
+For the whitened correlated-token model (one-point kernels with a generated ``fields``:
+:attr:`attnphase.theory.correlated_kernels.CorrelatedKernels.scalar`) the same algorithm runs in the
+variables v, on the softmax of the generated fields h = B v, with the kernels' (C, B) argument in
+place of sigma^2 (:func:`attention`); nothing else differs.
 What is here is the algorithm of :func:`~attnphase.numerics.prox.newton_minimize` and
 :func:`~attnphase.numerics.prox.global_prox` (same starts, regularisation, step cap, Armijo
 constants, convergence tests and tie-breaking) and its small linear algebra, in loops.
@@ -47,6 +51,10 @@ jit = functools.partial(numba.njit, error_model="numpy", cache=True)
 _callee = functools.partial(numba.njit, error_model="numpy")
 _prox_value = _callee(_binding.scalar.functions["prox_value"])
 _prox_value_grad_hess = _callee(_binding.scalar.functions["prox_value_grad_hess"])
+#: Whitened correlated tokens (docs/model.md section 7): the variables are v, the attention is that of the
+#: generated fields h = B v, and ``s2`` is the generated functions' (C, B) argument instead of sigma^2.
+whitened: bool = "fields" in _binding.scalar.functions
+_fields = _callee(_binding.scalar.functions["fields"]) if whitened else None
 
 
 @jit
@@ -76,10 +84,22 @@ def softmax(h: Array, S: Array) -> None:
             S[l, k] /= tot
 
 
+if whitened:
+    @jit
+    def attention(h: Array, s2: Array, S: Array) -> None:
+        """S(B v) into S: the softmax of the generated fields B v (``h`` holds v, ``s2`` the (C, B) argument)."""
+        softmax(_fields(h, s2), S)
+else:
+    @jit
+    def attention(h: Array, s2: Array, S: Array) -> None:
+        """S(h) into S (``s2`` unused: the attention of independent tokens is that of h itself)."""
+        softmax(h, S)
+
+
 @jit
 def value_grad_hess(h: Array, w: Array, V: Array, T: Array, s2: Array, S: Array, g: Array, H: Array) -> float:
     """P(h), with grad P into g and the Hessian of P into H: the generated ``prox_value_grad_hess`` at S(h)."""
-    softmax(h, S)
+    attention(h, s2, S)
     out = _prox_value_grad_hess(h, w, V, S, T, s2)
     for j in range(L):
         g[j] = out[1 + j]
@@ -95,7 +115,7 @@ def value_grad_hess(h: Array, w: Array, V: Array, T: Array, s2: Array, S: Array,
 @jit
 def value_only(h: Array, w: Array, V: Array, T: Array, s2: Array, S: Array) -> float:
     """P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T): the generated ``prox_value`` at S(h)."""
-    softmax(h, S)
+    attention(h, s2, S)
     return _prox_value(h, w, V, S, T, s2)[0]
 
 

@@ -220,3 +220,25 @@ def test_phase_diagram_census_writes_census_csv(monkeypatch, tmp_path, capsys) -
     assert (tmp_path / "phase_diagram.csv").exists()
     assert main(["phase-diagram", "--rank", "2", "--census", "--out", str(tmp_path / "r2")]) == 2
     assert "--census" in capsys.readouterr().err
+
+
+def test_census_of_correlated_tokens_ranks_the_whitened_fixed_points(capsys) -> None:
+    """``census --token-cov``: the fixed points of the whitened model (docs/model.md section 7), reported in the
+    tokens' own variables; its semantic and positional points are those ``solve --token-cov`` finds on the same
+    rule, and at alpha = 2 (below this C's alpha_c) the positional one is the global minimum."""
+    cov = "0.25,0.075;0.075,0.25"
+    rule = ["--quadrature", "sobol10", "--error-estimate", "0"]
+    assert main(["census", "--alpha", "2", "--omega", "0.3", "--token-cov", cov, *rule, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["params"]["C"] == [[0.25, 0.075], [0.075, 0.25]] and out["starts"] == 21
+    by = {p["branch"]: p for p in out["fixed_points"]}
+    for branch in ("semantic", "positional"):
+        assert main(["solve", "--alpha", "2", "--omega", "0.3", "--token-cov", cov, "--branch", branch, *rule,
+                     "--json"]) == 0
+        ref = json.loads(capsys.readouterr().out)
+        assert ref["branch"] == branch and ref["C"] == out["params"]["C"]
+        for key in ("q", "V", "theta", "e_t", "eps_g"):
+            assert abs(by[branch][key]) == pytest.approx(abs(ref[key]), rel=1e-6, abs=1e-9), (branch, key)
+        assert np.abs(by[branch]["m"]) == pytest.approx(np.abs(ref["m"]), rel=1e-6, abs=1e-9)
+        assert by[branch]["stable"]
+    assert by["positional"]["e_t"] < by["semantic"]["e_t"] and out["global_minimum"] == "positional"

@@ -11,6 +11,7 @@ import pytest
 from attnphase.cli import main
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.observables import eps_lin, softmax_teacher_moments
+from attnphase.numerics.prox import global_prox, newton_minimize, resolve_backend
 from attnphase.numerics.state_evolution import solve
 from attnphase.numerics.symmetry import model_symmetry_group
 from attnphase.theory.baseline import eps_lin_cov, eps_lin_from_moments
@@ -110,14 +111,49 @@ def test_eps_lin_C_reduces_to_eps_lin_for_a_diagonal_C():
         0.5 * 0.49 * sum(np.trace(np.array(C_EXAMPLE) @ cov[l]) for l in range(2)), rel=1e-10)
 
 
+@pytest.mark.parametrize("L", [2, 3])
+def test_compiled_proximal_map_is_the_numpy_one(L):
+    """The global proximal map of the whitened model in v: the compiled backend (generated one-point kernels in
+    v, softmax of the generated fields B v) finds the numpy backend's minimisers, values and candidates."""
+    rng = np.random.default_rng(20 + L)
+    k = get_correlated_kernels(token_mixing(_spd(rng, L)))
+    w, V, ones = 1.5 * rng.normal(size=(300, L)), np.full(L, 0.8), np.ones(L)
+    T = k.target(rng.normal(size=(300, L)), 0.3, np.full((L, L), 1.0 / L))
+    (a, ca), (b, cb) = (global_prox(k, w, V, T, ones, backend=be) for be in ("numpy", "numba"))
+    assert a.converged.all() and b.converged.all()
+    np.testing.assert_allclose(b.h, a.h, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(b.value, a.value, rtol=1e-13)
+    np.testing.assert_array_equal(cb.node, ca.node)
+    np.testing.assert_allclose(cb.h, ca.h, rtol=0, atol=1e-9)
+    c = newton_minimize(k, np.zeros_like(w), w, V, T, ones, backend="numba")  # the local map from v = 0
+    d = newton_minimize(k, np.zeros_like(w), w, V, T, ones, backend="numpy")
+    np.testing.assert_allclose(c.h, d.h, rtol=0, atol=1e-9)
+    with pytest.raises(TypeError, match="torch"):
+        resolve_backend("torch", k)
+
+
 @pytest.mark.parametrize("branch", ["semantic", "positional"])
-def test_diagonal_C_in_whitened_form_is_the_independent_solve(branch):
-    """C = diag(sigma^2), B = diag(sigma): the v-model's fixed point is today's, to round-off on the same rule.
+def test_compiled_and_numpy_backends_reach_the_same_correlated_fixed_point(branch):
+    """The correlated example (C_EXAMPLE) solved on both backends with the same rule: the same fixed point."""
+    p = ModelParams(C=C_EXAMPLE)
+    alpha = 2.0 if branch == "semantic" else 0.3
+    fps = [solve(p, alpha, branch, config=SolverConfig(backend=be, quadrature="sobol10", e_t_quadrature=None))
+           for be in ("numpy", "numba")]
+    assert all(fp.status.converged and fp.branch == branch for fp in fps)
+    np.testing.assert_allclose(fps[1].overlaps.to_vector(), fps[0].overlaps.to_vector(), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(fps[1].observables.eps_g, fps[0].observables.eps_g, rtol=1e-8)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("branch", ["semantic", "positional"])
+def test_diagonal_C_in_whitened_form_is_the_independent_solve(branch, backend):
+    """C = diag(sigma^2), B = diag(sigma): the v-model's fixed point is today's, to round-off on the same rule
+    (on either backend).
 
     q0, V0, th0, eps_g, e_t, eps_lin equal; m_h = B m_v; hats: qhat, thhat, Vhat scale by sigma^2, mhat by sigma
     (g_v = sigma g_h)."""
     p = ModelParams(sigma=0.5)
-    cfg = SolverConfig(backend="numpy", quadrature="sobol10", e_t_quadrature=None)
+    cfg = SolverConfig(backend=backend, quadrature="sobol10", e_t_quadrature=None)
     alpha = 2.0 if branch == "semantic" else 0.3  # (the positional cold start above 0.3 is a continuation)
     a = solve(p, alpha, branch, config=cfg)
     b = solve(whiten(p), alpha, branch, config=cfg)

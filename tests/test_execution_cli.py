@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from attnphase.cli import main
 from attnphase.execution import ResultStore
 
@@ -84,3 +86,17 @@ def test_show_without_a_dataset_is_a_one_line_error(tmp_path, capsys) -> None:
     assert main(["show", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no dataset (*.nc)" in err[0]
+
+
+def test_scan_accepts_correlated_tokens(tmp_path, capsys) -> None:
+    """``scan --token-cov``: each cell is the phase diagram of that model (its whitened form), the same as
+    ``phase-diagram --token-cov`` gives at that lambda."""
+    cov = ["--token-cov", "0.25,0.075;0.075,0.25", "--omega", "0.3"]
+    small = ["--alpha", "1.6:3.6:5", *SMALL[2:], "--workers", "1"]
+    assert main(["scan", "--lam", "0.01,0.02", *cov, *small, "--out", str(tmp_path / "scan"), "--json"]) == 0
+    scan = json.loads(capsys.readouterr().out)
+    assert scan["tasks"]["computed"] == 2 and scan["tasks"]["failed"] == 0
+    assert main(["phase-diagram", *cov, "--lam", "0.01", *small, "--out", str(tmp_path / "pd"), "--json"]) == 0
+    pd = json.loads(capsys.readouterr().out)
+    row = next(r for r in scan["rows"] if r["lam"] == 0.01)
+    assert 1.6 < row["alpha_c"] < 3.6 and row["alpha_c"] == pytest.approx(pd["rows"][0]["alpha_c"], rel=1e-9)

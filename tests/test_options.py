@@ -123,11 +123,12 @@ BAD_MODEL_INPUT = [
     (["solve", "--alpha", "1", "--token-cov", "0.25,0.25;0.25,0.25"], "--token-cov"),  # singular C
     (["phase-diagram", "--token-cov", "0.25,0.1;0.1,0.25", "--rank", "2"], "--token-cov"),
     (["solve", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25", "--rank", "2"], "--token-cov"),
-    (["solve", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25", "--backend", "numba"], "--backend numba"),
+    (["solve", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25", "--backend", "torch"], "--backend torch"),
     (["solve", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25", "--prox", "aligned"], "--prox aligned"),
     (["derive", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
-    (["phase-diagram", "--token-cov", "0.25,0.1;0.1,0.25", "--census"], "--census"),
-    (["scan", "--lam", "0.01,0.02", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
+    (["scan", "--lam", "0.01,0.02", "--token-cov", "0.25,0.25;0.25,0.25"], "--token-cov"),  # singular C
+    (["census", "--alpha", "1", "--token-cov", "0.25,0.25;0.25,0.25"], "--token-cov"),  # singular C
+    (["check", "--token-cov", "0.25,0.1;0.1,0.25"], "--token-cov"),
 ]
 
 

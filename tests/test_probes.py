@@ -62,7 +62,7 @@ REFUSED = [
     (["census", "--alpha", "1", "--omega", "-0.1"], ["--omega", "[0, 1]"]),
     (["census", "--alpha", "1", "--rank", "2"], ["--rank 2", "census", "r = r* = 1"]),
     (["census", "--alpha", "1", "--teacher-rank", "2"], ["--teacher-rank 2", "census"]),
-    (["census", "--alpha", "1", "--token-cov", "0.25,0.1;0.1,0.25"], ["--token-cov", "census"]),
+    (["census", "--alpha", "1", "--token-cov", "0.25,0.25;0.25,0.25"], ["--token-cov", "singular"]),
     (["census", "--alpha", "1", "--error-estimate", "1"], ["--error-estimate", "K >= 2"]),
     (["census", "--alpha", "1", "--L", "5"], ["--L 5"]),
     (["census", "--alpha", "1", "--quadrature", "sobol40"], ["--quadrature", "sobol40"]),

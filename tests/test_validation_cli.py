@@ -204,3 +204,34 @@ def test_a_rerun_into_the_same_out_reuses_the_theory_cache(tmp_path):
     (out / "theory-cache" / "worker-0.log").write_text("log")
     assert reuse_theory_cache(out, stage) == 1
     assert sorted(p.name for p in (stage / "theory-cache").iterdir()) == ["theory-abc.json"]
+
+
+def test_validate_takes_correlated_tokens(tmp_path, capsys, monkeypatch):
+    """``validate --token-cov``: the plan's model (its theory solved in whitened form, its simulations drawing
+    correlated tokens) carries C; a singular C is one line, before any work (the campaign replaced by a stub)."""
+    import attnphase.validation.campaign as campaign
+
+    seen = {}
+    tasks = {"total": 0, "computed": 0, "stored": 0, "failed": 0, "failures": ""}
+
+    def fake_run_validation(plan, out_dir, progress=True, **kw):
+        seen.update(plan=plan)
+        return {"wall_seconds": 1.0, "all_converged": True, "tasks": tasks}
+
+    monkeypatch.setattr(campaign, "run_validation", fake_run_validation)
+    import torch
+
+    n = torch.get_num_threads()
+    try:
+        assert main(["validate", "--quick", "--out", str(tmp_path / "ok"), "--token-cov", "0.25,0.075;0.075,0.25",
+                     "--threads", "1", "--quiet"]) == 0
+        capsys.readouterr()
+        assert main(["validate", "--quick", "--out", str(tmp_path / "bad"), "--token-cov", "0.25,0.25;0.25,0.25"]) == 2
+    finally:
+        torch.set_num_threads(n)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("attnphase: error: --token-cov") and "singular" in err[0]
+    p = seen["plan"].params
+    assert p.correlated_tokens and p.C == ((0.25, 0.075), (0.075, 0.25)) and p.sigma == (0.5, 0.5)
+    assert all(s.params.C == p.C for s in seen["plan"].sweep_specs())
+    assert not (tmp_path / "bad").exists()

@@ -224,16 +224,19 @@ def cached_source(
             return source, path
         except (SyntaxError, ValueError):
             pass
-    if kind == "kernels" and not scalar:  # the first and largest module of a model: one line for all
-        first_run_notice(f"generating the kernels for L = {L} with sympy, once ({_GENERATION_SECONDS.get(L, 'minutes')}; "
-                         f"later runs read them from {cache_dir()})")
+    if kind in _GENERATION_SECONDS and not scalar:  # the first and largest module of a model: one line for all
+        first_run_notice(f"generating the {_GENERATED_WHAT[kind]} for L = {L} with sympy, once "
+                         f"({_GENERATION_SECONDS[kind].get(L, 'minutes')}; later runs read them from {cache_dir()})")
     source = render_module(key, build(), cse, scalar)
     write_atomic(path, source)
     return source, path
 
 
-#: Rough one-off cost of generating every kernel module of a model, by L (2 loaded cores).
-_GENERATION_SECONDS = {2: "a few seconds", 3: "about 20 s", 4: "about 90 s"}
+#: Rough one-off cost of generating every kernel module of a model, by kind and L (2 loaded cores).
+_GENERATION_SECONDS = {"kernels": {2: "a few seconds", 3: "about 20 s", 4: "about 90 s"},
+                       "kernels_cov": {2: "a few seconds", 3: "about 10 s"}}
+#: What the notice calls each kind of kernel module.
+_GENERATED_WHAT = {"kernels": "kernels", "kernels_cov": "correlated-token kernels"}
 
 
 def first_run_notice(what: str) -> None:

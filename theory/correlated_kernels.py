@@ -1,4 +1,4 @@
-"""Kernels of the whitened correlated-token model (docs/model.md section 7), numpy backend only.
+"""Kernels of the whitened correlated-token model (docs/model.md section 7), numpy and one-point (compiled).
 
 In the whitened variables v (:mod:`attnphase.theory.whitening`) the fields are h = B v, h* = B v*
 and the proximal objective of the channel (sigma = 1, V_l = V0) is
@@ -6,63 +6,80 @@ and the proximal objective of the channel (sigma = 1, V_l = V0) is
     prox(v; w, V, T) = sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T),
     loss_C(h, T)     = 1/2 sum_l sum_{k,k'} C[k,k'] (S(h) - T)[l,k] (S(h) - T)[l,k'],   C = B B^T,
 
-with T = T(B v*). loss_C, its gradient and Hessian in h are generated from sympy
-(:func:`attnphase.theory.prox.derive_loss_cov`, cached on disk as the module ``kernels_cov``); the
-chain rule of the linear map h = B v gives
-
-    grad_v = B^T grad_h,   hess_v = B^T hess_h B          (h is linear in v: no other term).
+with T = T(B v*). The fields h = B v, loss_C and the objective with their gradients and Hessians in v
+(the chain rule of the linear map: grad_v = B^T grad_h, hess_v = B^T hess_h B) are generated from
+sympy (:func:`attnphase.theory.prox.derive_prox_cov`, cached on disk as the module ``kernels_cov``),
+batched for the numpy backend and one point per call (:attr:`CorrelatedKernels.scalar`) for the
+compiled one (:mod:`attnphase.numerics.prox_compiled`, which runs the same template as for
+independent tokens). The generated functions take the model's matrices as one flat argument
+``CB`` = (C row-major, B row-major) (:attr:`CorrelatedKernels.CB`).
 
 :class:`CorrelatedKernels` has the methods of :class:`attnphase.theory.kernels.Kernels` that the
 state evolution calls, with the same arguments: ``sigma2`` must be the whitened model's ones (the
-token scales live in B). It has no one-point twin, so the proximal solvers run it on the numpy
-backend (:func:`attnphase.numerics.prox.resolve_backend` picks it for any kernels object other
-than a :class:`~attnphase.theory.kernels.Kernels`).
+token scales live in B). The torch backend does not run it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from attnphase.theory.codegen import Argument, FunctionSpec, load_module
-from attnphase.theory.kernels import Kernels, _mat, _vec, get_kernels
+from attnphase.theory.kernels import Kernels, ScalarKernels, _mat, _vec, get_kernels
 from attnphase.theory.params import ModelParams
 
 ArrayLike = Any
 
+#: The generated functions rendered one point per call (for the compiled proximal solver).
+SCALAR_FUNCTIONS = ("fields", "prox_value", "prox_value_grad_hess")
+
 
 def _build_specs(L: int) -> list[FunctionSpec]:
-    """The generated functions: loss_C(S, T, C) and loss_C with its gradient and Hessian in h."""
-    from attnphase.theory.prox import derive_loss_cov
+    """The generated functions: fields h = B v, loss_C(S, T, C), and in v: loss_C(B v) and the proximal
+    objective, each alone or with its gradient and Hessian (upper triangle, row-major)."""
+    from attnphase.theory.prox import derive_prox_cov
     from attnphase.theory.symbols import as_rows
 
-    ld = derive_loss_cov(L)
-    h = list(ld.h)
+    pd = derive_prox_cov(L)
+    ld = pd.loss
+    v = list(pd.v)
     iu = [(i, j) for i in range(L) for j in range(i, L)]
-    arg_S = Argument("S", as_rows(ld.S), "attention S(h)[l, k] = softmax_k(h_l h_k), computed max-shifted")
+    arg_v = Argument("v", v, "whitened fields v_l (h = B v)")
+    arg_w = Argument("w", list(pd.w), "field means w_l of v")
+    arg_V = Argument("V", list(pd.V), "variances V_l > 0 of v")
+    arg_S = Argument("S", as_rows(ld.S), "attention S(B v)[l, k] = softmax_k(h_l h_k), computed max-shifted")
     arg_T = Argument("T", as_rows(ld.T), "target attention T(h*)[l, k]")
     arg_C = Argument("C", as_rows(ld.C), "token Gram C[k, k'] (symmetric)")
-    outputs = [("loss", ld.value)] + [(f"d loss / d {h[j]}", ld.grad[j]) for j in range(L)]
-    outputs += [(f"d2 loss / d {h[i]} d {h[j]}", ld.hess[i, j]) for i, j in iu]
+    arg_CB = Argument("CB", list(ld.C) + list(pd.B), "token Gram C (row-major), then the mixing B (row-major), C = B B^T")
+    # sympy's "basic" cse optimisations on the chain-ruled Hessian B^T hess_h B: at L = 3 they took 74 s against
+    # 4 s without (2 loaded cores) for 13 % shorter code; kept for L = 2 only (a few seconds)
+    opt = "basic" if L <= 2 else None
+
+    def outputs(value: Any, grad: Any, hess: Any, name: str) -> tuple[tuple[str, Any], ...]:
+        out = [(name, value)] + [(f"d {name} / d {v[j]}", grad[j]) for j in range(L)]
+        return tuple(out + [(f"d2 {name} / d {v[i]} d {v[j]}", hess[i, j]) for i, j in iu])
+
     return [
+        FunctionSpec("fields", (arg_v, arg_CB), tuple((f"h_{l + 1}", pd.fields[l]) for l in range(L)),
+                     "Fields h = B v of the whitened model (docs/model.md section 7)."),
         FunctionSpec("loss", (arg_S, arg_T, arg_C), (("loss", ld.value),),
                      "Correlated-token limit loss 1/2 sum_l sum_{k,k'} C[k,k'] (S - T)[l,k] (S - T)[l,k'] "
                      "(docs/model.md section 7)."),
-        FunctionSpec("loss_grad_hess", (Argument("h", h, "student fields h_l"), arg_S, arg_T, arg_C), tuple(outputs),
-                     "Correlated-token limit loss, its gradient and Hessian (upper triangle, row-major) in h.",
-                     "basic" if L <= 3 else None),
+        FunctionSpec("loss_grad_hess", (arg_v, arg_S, arg_T, arg_CB), outputs(pd.loss_value, pd.loss_grad, pd.loss_hess, "loss"),
+                     "loss_C(B v, T), its gradient and Hessian in v (B^T grad_h, B^T hess_h B).", opt),
+        FunctionSpec("prox_value", (arg_v, arg_w, arg_V, arg_S, arg_T, arg_CB), (("prox", pd.value),),
+                     "Whitened proximal objective sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T) alone (line searches)."),
+        FunctionSpec("prox_value_grad_hess", (arg_v, arg_w, arg_V, arg_S, arg_T, arg_CB), outputs(pd.value, pd.grad, pd.hess, "prox"),
+                     "Whitened proximal objective sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T), its gradient and "
+                     "Hessian in v (docs/model.md section 7).", opt),
     ]
 
 
-def _quadratic(v: np.ndarray, w: np.ndarray, V: np.ndarray) -> np.ndarray:
-    """sum_l (v_l - w_l)^2 / (2 V_l), summed over the short last axis in order (no reduction call)."""
-    q = (v - w) ** 2 / (2 * V)
-    out = q[..., 0].copy()
-    for k in range(1, q.shape[-1]):
-        out += q[..., k]
-    return out
+def _scalar_specs(L: int) -> list[FunctionSpec]:
+    return [s for s in _build_specs(L) if s.name in SCALAR_FUNCTIONS]
 
 
 def _check_unit(sigma2: ArrayLike) -> None:
@@ -78,6 +95,7 @@ class CorrelatedKernels:
         L: sequence length.
         B: the mixing, (L, L); h = B v.
         C: B B^T, (L, L).
+        CB: the generated functions' argument (C row-major, B row-major), (2 L^2,).
         generated: the generated ``kernels_cov`` functions, run through a :class:`Kernels` (its block-wise
             evaluation with the max-shifted softmax of h).
         plain: the independent-token kernels (attention and the target T(h*) of h* = B v*).
@@ -86,12 +104,15 @@ class CorrelatedKernels:
     L: int
     B: np.ndarray = field(repr=False)
     C: np.ndarray = field(repr=False)
+    CB: np.ndarray = field(repr=False)
     generated: Kernels = field(repr=False)
     plain: Kernels = field(repr=False)
 
     def fields(self, v: ArrayLike) -> np.ndarray:
-        """h = B v, (..., L)."""
-        return _vec(v, self.L, "v") @ self.B.T
+        """h = B v (the generated ``fields``), (..., L)."""
+        v = _vec(v, self.L, "v")
+        out = self.generated.functions["fields"](v, self.CB)
+        return np.stack(np.broadcast_arrays(*out), axis=-1) if v.ndim > 1 else np.array(out, dtype=float)
 
     def attention(self, v: ArrayLike) -> np.ndarray:
         """S(B v)[..., l, k] = softmax_k(h_l h_k), h = B v."""
@@ -100,6 +121,11 @@ class CorrelatedKernels:
     def target(self, vstar: ArrayLike, omega: float, A: ArrayLike) -> np.ndarray:
         """T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A with h* = B v*."""
         return self.plain.target(self.fields(vstar), omega, A)
+
+    def loss_arguments(self, sigma2: ArrayLike) -> np.ndarray:
+        """The last argument of the generated functions in v: :attr:`CB` (``sigma2`` must be the whitened model's ones)."""
+        _check_unit(sigma2)
+        return self.CB
 
     def loss(self, v: ArrayLike, T: ArrayLike, sigma2: ArrayLike) -> np.ndarray:
         """loss_C(B v, T) -> (...)."""
@@ -110,27 +136,35 @@ class CorrelatedKernels:
 
     def loss_grad_hess(self, v: ArrayLike, T: ArrayLike, sigma2: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(loss_C(B v, T), B^T grad_h, B^T hess_h B): value (...), gradient (..., L), Hessian (..., L, L) in v."""
-        _check_unit(sigma2)
-        h, T = self.fields(v), _mat(T, self.L, "T")
-        shape = np.broadcast_shapes(h.shape[:-1], T.shape[:-2])
-        f, g, H = self.generated._run("loss_grad_hess", h, [], [(T, 2), (self.C, 2)], shape)
-        Hv = self.B.T @ H @ self.B
-        return f, g @ self.B, 0.5 * (Hv + np.swapaxes(Hv, -1, -2))  # exactly symmetric
+        v, T = _vec(v, self.L, "v"), _mat(T, self.L, "T")
+        shape = np.broadcast_shapes(v.shape[:-1], T.shape[:-2])
+        return self.generated._run("loss_grad_hess", self.fields(v), [(v, 1)],  # type: ignore[return-value]
+                                   [(T, 2), (self.loss_arguments(sigma2), 1)], shape, with_h=False)
 
     def prox_value(self, v: ArrayLike, w: ArrayLike, V: ArrayLike, T: ArrayLike, sigma2: ArrayLike) -> np.ndarray:
         """sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T) -> (...)."""
-        v, w, V = _vec(v, self.L, "v"), _vec(w, self.L, "w"), _vec(V, self.L, "V")
-        return _quadratic(v, w, V) + self.loss(v, T, sigma2)
+        return self._prox("prox_value", v, w, V, T, sigma2)[0]
 
     def prox_value_grad_hess(
         self, v: ArrayLike, w: ArrayLike, V: ArrayLike, T: ArrayLike, sigma2: ArrayLike
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The proximal objective in v, its gradient (v - w) / V + B^T grad_h and Hessian diag(1 / V) + B^T hess_h B."""
+        return self._prox("prox_value_grad_hess", v, w, V, T, sigma2)  # type: ignore[return-value]
+
+    def _prox(self, name: str, v: ArrayLike, w: ArrayLike, V: ArrayLike, T: ArrayLike, sigma2: ArrayLike) -> tuple[np.ndarray, ...]:
         v, w, V = _vec(v, self.L, "v"), _vec(w, self.L, "w"), _vec(V, self.L, "V")
-        f, g, H = self.loss_grad_hess(v, T, sigma2)
-        Vb = np.broadcast_to(V, np.broadcast_shapes(V.shape, v.shape))
-        eye = np.eye(self.L)
-        return f + _quadratic(v, w, V), g + (v - w) / V, H + eye * (1.0 / Vb)[..., None, :]
+        T = _mat(T, self.L, "T")
+        shape = np.broadcast_shapes(v.shape[:-1], w.shape[:-1], V.shape[:-1], T.shape[:-2])
+        return self.generated._run(name, self.fields(v), [(v, 1), (w, 1), (V, 1)],
+                                   [(T, 2), (self.loss_arguments(sigma2), 1)], shape, with_h=False)
+
+    @cached_property
+    def scalar(self) -> ScalarKernels:
+        """The one-point variants of ``fields``, ``prox_value`` and ``prox_value_grad_hess`` (in v, last argument
+        :attr:`CB`), for the compiled proximal solver; see :class:`~attnphase.theory.kernels.ScalarKernels`."""
+        L, cse = self.L, self.generated.cse
+        module = load_module("kernels_cov", L, 1, cse, lambda: _scalar_specs(L), scalar=True)
+        return ScalarKernels(L, 1, cse, vars(module), module.__name__)
 
 
 def get_correlated_kernels(B: ArrayLike, cse: bool = True) -> CorrelatedKernels:
@@ -139,7 +173,9 @@ def get_correlated_kernels(B: ArrayLike, cse: bool = True) -> CorrelatedKernels:
     B = np.array(B, dtype=float)
     L = B.shape[0]
     module = load_module("kernels_cov", L, 1, bool(cse), lambda: _build_specs(L))
-    return CorrelatedKernels(L, B, B @ B.T, Kernels(L, 1, bool(cse), vars(module)), get_kernels(L, cse=cse))
+    C = B @ B.T
+    CB = np.concatenate([C.ravel(), B.ravel()])
+    return CorrelatedKernels(L, B, C, CB, Kernels(L, 1, bool(cse), vars(module)), get_kernels(L, cse=cse))
 
 
 def model_kernels(params: ModelParams) -> Kernels | CorrelatedKernels:

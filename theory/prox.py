@@ -99,12 +99,19 @@ def derive_prox(L: int, r: int = 1) -> ProxDerivation:
     ld = derive_loss(L, r)
     w = tuple(token_scalars("w", L, real=True))
     V = tuple(token_scalars("V", L, positive=True))
-    h = list(ld.h)
-    quad = sum((h[l] - w[l]) ** 2 / (2 * V[l]) for l in range(L))
-    value = quad + ld.value
-    grad = tuple(ld.grad[l] + (h[l] - w[l]) / V[l] for l in range(L))
-    hess = ld.hess + sp.diag(*[1 / V[l] for l in range(L)])
+    value, grad, hess = _with_moreau_term(list(ld.h), w, V, ld.value, ld.grad, ld.hess)
     return ProxDerivation(ld, w, V, value, grad, hess)
+
+
+def _with_moreau_term(
+    x: list[sp.Symbol], w: tuple[sp.Symbol, ...], V: tuple[sp.Symbol, ...], value: sp.Expr, grad: tuple[sp.Expr, ...],
+    hess: sp.Matrix,
+) -> tuple[sp.Expr, tuple[sp.Expr, ...], sp.Matrix]:
+    """sum_l (x_l - w_l)^2 / (2 V_l) + f(x), its gradient and Hessian, from f's (value, grad, hess) in x."""
+    L = len(x)
+    quad = sum((x[l] - w[l]) ** 2 / (2 * V[l]) for l in range(L))
+    return (quad + value, tuple(grad[l] + (x[l] - w[l]) / V[l] for l in range(L)),
+            hess + sp.diag(*[1 / V[l] for l in range(L)]))
 
 
 @dataclass(frozen=True)
@@ -139,3 +146,55 @@ def derive_loss_cov(L: int) -> CovLossDerivation:
     C = pair_symbols("C", L, real=True)
     grad, hess = _chain_rule(limit_loss_cov(attention(h), T, C), h, S)
     return CovLossDerivation(L, h, S, T, C, limit_loss_cov(S, T, C), grad, hess)
+
+
+@dataclass(frozen=True)
+class WhitenedProxDerivation:
+    """The proximal objective of the whitened correlated-token model (docs/model.md section 7), r = 1:
+
+        prox(v; w, V, T) = sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T),
+
+    with its derivatives in v by the chain rule of the linear map h = B v (no other term):
+    grad_v = B^T grad_h, hess_v = B^T hess_h B.
+
+    Attributes:
+        loss: the :class:`CovLossDerivation` in h it is built on.
+        v: the whitened fields v_l.
+        w, V: per-token field means and variances of v.
+        B: L x L symbols of the mixing (fields h = B v, C = B B^T).
+        fields: h_l = sum_j B_lj v_j.
+        loss_value, loss_grad, loss_hess: loss_C(B v, T) and its derivatives in v.
+        value, grad, hess: the proximal objective and its derivatives in v.
+        All are polynomials in (v, S, T, C, B) and 1 / V, S standing for S(B v).
+    """
+
+    loss: CovLossDerivation
+    v: tuple[sp.Symbol, ...]
+    w: tuple[sp.Symbol, ...]
+    V: tuple[sp.Symbol, ...]
+    B: sp.Matrix
+    fields: tuple[sp.Expr, ...]
+    loss_value: sp.Expr
+    loss_grad: tuple[sp.Expr, ...]
+    loss_hess: sp.Matrix
+    value: sp.Expr
+    grad: tuple[sp.Expr, ...]
+    hess: sp.Matrix
+
+
+@lru_cache(maxsize=None)
+def derive_prox_cov(L: int) -> WhitenedProxDerivation:
+    """The whitened proximal objective in v and its derivatives (see :class:`WhitenedProxDerivation`)."""
+    ld = derive_loss_cov(L)
+    v = tuple(token_scalars("v", L, real=True))
+    w = tuple(token_scalars("w", L, real=True))
+    V = tuple(token_scalars("V", L, positive=True))
+    B = pair_symbols("B", L, real=True)
+    h = B * sp.Matrix(v)
+    at_Bv = {ld.h[l]: h[l] for l in range(L)}
+    grad = B.T * sp.Matrix(ld.grad)
+    hess = B.T * ld.hess * B
+    loss_grad = tuple(grad[j].xreplace(at_Bv) for j in range(L))
+    loss_hess = hess.xreplace(at_Bv)
+    value, pgrad, phess = _with_moreau_term(list(v), w, V, ld.value, loss_grad, loss_hess)
+    return WhitenedProxDerivation(ld, v, w, V, B, tuple(h), ld.value, loss_grad, loss_hess, value, pgrad, phess)
