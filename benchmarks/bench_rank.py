@@ -31,7 +31,8 @@ def fixed_points(points: list[str], alpha: float) -> None:
     """The ``--fixed-points`` table (module doc)."""
     from attnphase.numerics.config import SolverConfig
     from attnphase.numerics.rank_cli import rank_error_estimate
-    from attnphase.numerics.rank_se import solve_rank, with_ranks
+    from attnphase.numerics.rank_se import with_ranks
+    from attnphase.numerics.rank_solve import solve_rank
     from attnphase.theory.params import ModelParams
 
     cfg = SolverConfig()
@@ -83,9 +84,8 @@ def main() -> None:
         return
 
     from attnphase.numerics.config import SolverConfig
-    from attnphase.numerics.rank_se import (
-        channel_moments, initial_rank_overlaps, make_rank_rule, solve_rank, with_ranks,
-    )
+    from attnphase.numerics.rank_se import channel_moments, initial_rank_overlaps, make_rank_rule, with_ranks
+    from attnphase.numerics.rank_solve import solve_rank
     from attnphase.theory.params import ModelParams
     from attnphase.theory.rank_kernels import get_rank_kernels
 

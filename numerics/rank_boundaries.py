@@ -3,7 +3,7 @@
 The r = 1 boundaries (:mod:`attnphase.numerics.boundaries`) rest on r = 1 machinery (bifurcation
 eigenvalues of the agnostic branch, the fine-rule Newton correction of alpha_c); here every
 boundary is located from converged fixed points of the rank-r state evolution
-(:func:`~attnphase.numerics.rank_se.solve_rank`) alone:
+(:func:`~attnphase.numerics.rank_solve.solve_rank`) alone:
 
 * branches -- semantic, positional, and mixed when r >= 2, each followed over the alpha grid by
   warm starts (:func:`follow_rank_branch`, what ``sweep --rank`` does); a point is *on* a branch
@@ -34,7 +34,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.rank_se import RankFixedPoint, make_rank_rule, solve_rank, teacher_rank
+from attnphase.numerics.rank_se import make_rank_rule, teacher_rank
+from attnphase.numerics.rank_solve import RankFixedPoint, solve_rank
 from attnphase.numerics.roots import RootNotFound, illinois_bracket
 from attnphase.theory.params import ModelParams
 

@@ -1,5 +1,5 @@
 """``attnphase solve --rank R --teacher-rank R*`` with r or r* >= 2: the rank-r state evolution
-(numerics/rank_se.py, docs/model.md section 7).  Called by :func:`attnphase.numerics.cli.cmd_solve`.
+(numerics/rank_se.py, numerics/rank_solve.py, docs/model.md section 7).  Called by :func:`attnphase.numerics.cli.cmd_solve`.
 
 The record has the rank-1 record's scalar keys that keep their meaning (alpha, omega, lam, branch,
 requested_branch, eps_g, e_t, converged, iterations, residual, reason) and, in place of the scalar
@@ -48,7 +48,7 @@ def rank_error_estimate(fp: Any, n_rules: int, config: Any) -> dict[str, Any]:
     for a rule of one block, the standard deviation over ``n_rules`` independent rules (the solve's and
     ``config.variant(k)``, k = 1 .. n_rules - 1).  A replicate that does not converge on ``fp``'s branch is
     left out: ``err_replicates`` counts those used (NaN errors below two), ``err_replicates_tried`` all."""
-    from attnphase.numerics.rank_se import solve_rank
+    from attnphase.numerics.rank_solve import solve_rank
     from attnphase.numerics.replicates import block_config, replicate_count
 
     R = replicate_count(config)
@@ -75,7 +75,7 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
     on another branch than ``--branch``."""
     if args.branch == "mixed" and r < 2:
         raise ValueError(f"--branch mixed needs --rank >= 2 (a positional and a semantic direction), got --rank {r}")
-    from attnphase.numerics.rank_se import solve_rank
+    from attnphase.numerics.rank_solve import solve_rank
 
     params, cfg = rank_model_and_config(args, r, r_star, opt.single_omega(args, "solve"))
     from attnphase.numerics.quadrature_error import independent_rules

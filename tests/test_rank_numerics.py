@@ -11,8 +11,9 @@ from attnphase.numerics.rank_overlaps import (
 )
 from attnphase.numerics.rank_prox import global_prox, newton_minimize, prox_value
 from attnphase.numerics.rank_se import (
-    align_gauge, channel_moments, make_rank_rule, solve_rank, update, update_hat, with_ranks,
+    align_gauge, channel_moments, make_rank_rule, update, update_hat, with_ranks,
 )
+from attnphase.numerics.rank_solve import solve_rank
 from attnphase.theory.params import ModelParams
 from attnphase.theory.rank_kernels import get_rank_kernels, target
 

@@ -6,7 +6,8 @@ import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.rank_overlaps import RankOverlaps
-from attnphase.numerics.rank_se import RankSEMap, make_rank_rule, solve_rank, with_ranks
+from attnphase.numerics.rank_se import RankSEMap, make_rank_rule, with_ranks
+from attnphase.numerics.rank_solve import solve_rank
 from attnphase.numerics.rank_starts import (
     SETTLE_STEPS, SETTLE_WEIGHT, embedded_start, noise_axes, settle_noise_axes,
 )

@@ -270,7 +270,7 @@ def within(row, obs, theory):
 
 
 def test_a_rank_point_that_did_not_converge_is_reported_as_not_converged():
-    from attnphase.numerics.rank_se import solve_rank
+    from attnphase.numerics.rank_solve import solve_rank
     from attnphase.validation.general_report import mixed_table_lines, table_lines
     from attnphase.validation.rank_theory import RankTheory, rank_point
 

@@ -1,7 +1,7 @@
 """The rank-r theory of ``validate --suite general``: rank-r state-evolution fixed points as tasks.
 
 For a case with r >= 2 or r* >= 2 (docs/model.md section 7) the theory a gradient-descent run is
-compared with is the rank-r fixed point :func:`~attnphase.numerics.rank_se.solve_rank` reaches from the
+compared with is the rank-r fixed point :func:`~attnphase.numerics.rank_solve.solve_rank` reaches from the
 start's branch at the run's alpha -- what ``attnphase solve --rank R --teacher-rank R* --branch B``
 computes -- and, beside it, the *mixed* fixed point (one positional and one semantic direction), where a
 rank-2 student's gradient descent lands from either start (docs/validation.md).  One task per
@@ -64,7 +64,7 @@ def rank_point(fp: Any, requested: str, seconds: float = math.nan) -> dict[str, 
 
 def rank_theory_job(job: RankTheoryJob) -> dict[str, Any]:
     """The rank-r fixed point of ``job`` as :func:`rank_point` (the task's function)."""
-    from attnphase.numerics.rank_se import solve_rank
+    from attnphase.numerics.rank_solve import solve_rank
 
     t0 = time.perf_counter()
     fp = solve_rank(job.params, job.alpha, job.branch, config=job.config)
