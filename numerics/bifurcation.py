@@ -61,6 +61,9 @@ class Bifurcation:
         err: standard error of ``alpha`` from the rules' blocks (:func:`bifurcation_error`; NaN
             when not converged, without blocks, or with ``config.error_bars`` off).
         searches: full proximal searches on the bifurcation rule (the others were polishes).
+        solve_rule_alpha: the secant's root, on the agnostic points of the solve rule (``alpha`` before the
+            multilevel step; equal to it without one): a branch's own points, solved on that rule, are
+            compared with it (NaN unless converged).
     """
 
     alpha: float
@@ -71,6 +74,7 @@ class Bifurcation:
     prox_failures: int
     err: float = math.nan
     searches: int = 0
+    solve_rule_alpha: float = math.nan
 
 
 class _NoAgnosticPoint(RuntimeError):
@@ -155,12 +159,14 @@ def branch_bifurcation(
         slope = (pts[-1][1] - pts[-2][1]) / (pts[-1][0] - pts[-2][0]) if len(pts) >= 2 else math.nan
         err = (bifurcation_error(params, prev, direction, slope, cfg, minima if last_searched else None)
                if ok and prev is not None else math.nan)
-        return Bifurcation(alpha if ok else math.nan, ok, message, slope, tuple(pts), failures, err, searches)
+        return Bifurcation(alpha if ok else math.nan, ok, message, slope, tuple(pts), failures, err, searches,
+                           alpha if ok else math.nan)
 
-    def multilevel() -> Bifurcation | str:
+    def multilevel(root: float) -> Bifurcation | str:
         """The converged secant's last point a re-solved on ``cfg.end_quadrature`` (warm) and one linearised
         step, alpha = a - (e_fine(a) - 1) / slope, e_fine from a full search; its error from that rule's
-        blocks.  A message instead when the re-solve fails or the step is too long to be linear."""
+        blocks (``root``: the secant's root on the solve rule).  A message instead when the re-solve fails or
+        the step is too long to be linear."""
         nonlocal last_searched
         slope = (pts[-1][1] - pts[-2][1]) / (pts[-1][0] - pts[-2][0])
         fine_cfg = cfg.replace(quadrature=end_rule)
@@ -174,7 +180,7 @@ def branch_bifurcation(
             return f"the step on {end_rule} ({alpha - prev.alpha:+.3f}) is longer than {MAX_MULTILEVEL_STEP}"
         err = bifurcation_error(params, fine, direction, slope, fine_cfg, minima)
         return Bifurcation(alpha, True, f"converged (agnostic point on {end_rule})", slope, tuple(pts),
-                           failures, err, searches)
+                           failures, err, searches, root)
 
     try:
         a0 = float(alpha_guess)
@@ -194,7 +200,7 @@ def branch_bifurcation(
                 return done(a2, False, "the secant left alpha > 0")
             if abs(a2 - a1) < tol or (f0 * f1 < 0 and abs(a1 - a0) < tol):
                 if end_rule is not None and not fine_note:
-                    fine = multilevel()
+                    fine = multilevel(a2)
                     if isinstance(fine, Bifurcation):
                         return fine
                     fine_note = fine  # the secant's own end, verified at its last point below

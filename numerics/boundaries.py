@@ -182,20 +182,20 @@ def phase_boundaries(
         return s_obs.e_t - p_obs.e_t, s_obs.E_M - p_obs.E_M
 
     if s_on and p_on and not ({p.alpha for p in s_on} & {p.alpha for p in p_on}):
-        fill_positional(s_on, p_on, pos.end.alpha, on_branch_solve)
+        fill_positional(s_on, p_on, pos.end.on_solve_rule, on_branch_solve)
     delta, bracket = delta_bracket(s_on, p_on)
-    if bracket is None and delta and all(d > 0 for _, d in delta) and pos.end.alpha > delta[-1][0]:
+    if bracket is None and delta and all(d > 0 for _, d in delta) and pos.end.on_solve_rule > delta[-1][0]:
         # positional lower wherever both are on the grid, but the positional branch reaches above
         # the highest common point (its warm continuation stalled below its end)
-        bracket = grow_alpha_c_up(d_et, *delta[-1], pos.end.alpha,
-                                   [p.alpha for p in s_on if delta[-1][0] < p.alpha < pos.end.alpha])
+        bracket = grow_alpha_c_up(d_et, *delta[-1], pos.end.on_solve_rule,
+                                   [p.alpha for p in s_on if delta[-1][0] < p.alpha < pos.end.on_solve_rule])
     if bracket is None and delta and all(d > 0 for _, d in delta) and beyond:
         grow_semantic()  # positional lower on the whole grid: alpha_c lies above it, if anywhere
         delta, bracket = delta_bracket(s_on, p_on)
-    if bracket is None and delta and all(d <= 0 for _, d in delta) and sem.end.alpha < delta[0][0]:
+    if bracket is None and delta and all(d <= 0 for _, d in delta) and sem.end.on_solve_rule < delta[0][0]:
         # semantic lower wherever both are on the grid, but the semantic branch reaches below
         # the lowest common point: alpha_c may lie between its end and that point
-        bracket = grow_alpha_c_down(d_et, sem.end.alpha, *delta[0])
+        bracket = grow_alpha_c_down(d_et, sem.end.on_solve_rule, *delta[0])
     if bracket is not None:
         (a0, d0), (a1, d1) = bracket
         try:

@@ -107,7 +107,7 @@ def positional_grid(alphas: Sequence[float], sem: BranchSweep) -> list[float]:
     grid = sorted(float(a) for a in alphas)
     if not sem.on_branch() or not math.isfinite(sem.end.alpha):
         return grid
-    above = [a for a in grid if a > sem.end.alpha]
+    above = [a for a in grid if a > sem.end.on_solve_rule]
     return above or grid
 
 

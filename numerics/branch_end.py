@@ -88,6 +88,8 @@ class BranchEnd:
         note: why the preferred strategy was not used, when it was not.
         err: standard error of ``alpha`` from the rules' blocks (a bifurcation located by its
             eigenvalue, :func:`attnphase.numerics.bifurcation.branch_bifurcation`; NaN otherwise).
+        solve_rule_alpha: where the end lies on the solve rule, which the branch's own points are solved on
+            (a bifurcation's root before its multilevel step; NaN: ``alpha``, see :meth:`on_solve_rule`).
     """
 
     alpha: float
@@ -97,6 +99,12 @@ class BranchEnd:
     points: tuple[FixedPoint, ...] = ()
     note: str = ""
     err: float = math.nan
+    solve_rule_alpha: float = math.nan
+
+    @property
+    def on_solve_rule(self) -> float:
+        """The end as the branch's points see it: ``solve_rule_alpha`` where set, else ``alpha``."""
+        return self.alpha if math.isnan(self.solve_rule_alpha) else self.solve_rule_alpha
 
 
 def locate_branch_end(
@@ -157,14 +165,15 @@ def bifurcation_end(
         # the agnostic solve can fail at one alpha (omega = 0.2: no agnostic fixed point found
         # at 1.6386, where the secant from the grid point 1.627 finds mu = 1 at 1.763)
         bif = bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config, anchor)
-    beyond = bif.alpha <= anchor if direction == "down" else bif.alpha >= anchor
+    on_rule = bif.solve_rule_alpha  # the branch's points live on the solve rule
+    beyond = on_rule <= anchor if direction == "down" else on_rule >= anchor
     # the crossing must be the end's, not the branch's birth: lambda rises through 1 where the
     # semantic branch is born (its end followed down), mu falls through 1 where the positional
     # branch ends (omega = 0, sobol12 seed 3: from a first point at alpha = 0.1 the secant found
     # mu rising through 1 at 0.107, where the positional branch is born)
     right_way = not (bif.slope < 0 if direction == "down" else bif.slope > 0)
     if bif.converged and beyond and right_way:
-        return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", 0.0, err=bif.err), ""
+        return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", 0.0, err=bif.err, solve_rule_alpha=on_rule), ""
     return None, (bif.message if not bif.converged else (
         f"bifurcation at {bif.alpha:.4f} is not beyond the branch's last grid point ({anchor:.4f})" if not beyond
         else f"the eigenvalue crosses 1 the wrong way at {bif.alpha:.4f} (slope {bif.slope:+.2f}): the branch's birth"))

@@ -131,7 +131,7 @@ def sweep(
             break
         if ended:
             fp = run(alpha, last)
-            if end.points and alpha >= end.alpha:
+            if end.points and alpha >= end.on_solve_rule:
                 # above the traced end the branch exists: start from the traced point nearest in alpha
                 near = min(end.points, key=lambda p: abs(p.alpha - alpha))
                 retry = run(alpha, near)
@@ -161,7 +161,7 @@ def sweep(
                 end = ahead or locate_branch_end(params, branch, direction, good, (grid_good or good).alpha, fp, run,
                                                  cfg, bisection_tol=bisection_tol, full_config=full_cfg)
                 side = "below" if direction == "down" else "above"
-                exists_here = alpha >= end.alpha if direction == "down" else alpha <= end.alpha
+                exists_here = alpha >= end.on_solve_rule if direction == "down" else alpha <= end.on_solve_rule
                 if end.method == "trace" and exists_here:
                     near = min(end.points or (good,), key=lambda p: abs(p.alpha - alpha))
                     fp = run(alpha, near)

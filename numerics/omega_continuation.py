@@ -139,14 +139,14 @@ def continued_boundaries(
     pred.check("semantic_end", sem_end.alpha)
     if not sem:  # the end moved above the point continued (omega going up): the next grid point up, from
         # the neighbour's nearest point (its grid points or root-finding iterates)
-        g = min(a for a in grid if a > sem_end.alpha)
+        g = min(a for a in grid if a > sem_end.on_solve_rule)
         theirs = [p for p in (*seeds, *near.semantic.on_branch()) if p.branch == "semantic"]
         if not theirs or br.continue_point("semantic", g, min(theirs, key=lambda p: abs(p.alpha - g))) is None:
             raise ContinuationFailed(f"semantic branch lost at alpha = {g:.4f}, above its end")
-    for a in sorted((a for a in grid if sem_end.alpha < a < min(p.alpha for p in sem)), reverse=True):
+    for a in sorted((a for a in grid if sem_end.on_solve_rule < a < min(p.alpha for p in sem)), reverse=True):
         br.continue_point("semantic", a, None)  # a grid point newly above the end (omega going down)
     low = min(sem, key=lambda p: p.alpha)
-    past = [a for a in sorted(grid) if a < sem_end.alpha][-1:]
+    past = [a for a in sorted(grid) if a < sem_end.on_solve_rule][-1:]
     if past and br.reach("semantic", low, past[0]) is not None:
         raise ContinuationFailed(f"the semantic branch goes on below lambda = 1 at {sem_end.alpha:.4f} "
                                  f"(on the branch at alpha = {past[0]:.4f})")
@@ -154,17 +154,17 @@ def continued_boundaries(
     # the positional branch: its highest grid point below the end, the end, and phase_boundaries' step
     # past it; where it has no end, followed from the grid's top to ALPHA_LIMIT as phase_boundaries does
     pos_end_pred, tol_p = pred.values["positional_end"], pred.tolerances["positional_end"]
-    above = sorted((p for p in near.positional.on_branch() if p.alpha in grid and p.alpha > sem_end.alpha),
+    above = sorted((p for p in near.positional.on_branch() if p.alpha in grid and p.alpha > sem_end.on_solve_rule),
                    key=lambda p: p.alpha)
     if math.isfinite(pos_end_pred):
         top = _end_point(br, "positional", above, grid, pos_end_pred - tol_p)
         pos_end = _bifurcation_end(params, top, "m", pos_end_pred, cfg, pred.secant_step("positional_end"), [])
         pred.check("positional_end", pos_end.alpha)
-        for a in sorted(a for a in grid if top.alpha < a < pos_end.alpha):  # newly below the end (omega going up)
+        for a in sorted(a for a in grid if top.alpha < a < pos_end.on_solve_rule):  # newly below the end (omega going up)
             top = br.continue_point("positional", a, None)
             if top is None:
                 raise ContinuationFailed(f"positional branch not reached at alpha = {a:.4f}, below its end")
-        past = [a for a in sorted(grid) if a > pos_end.alpha][:1]
+        past = [a for a in sorted(grid) if a > pos_end.on_solve_rule][:1]
         if past and br.reach("positional", top, past[0]) is not None:
             raise ContinuationFailed(f"the positional branch goes on past mu = 1 at {pos_end.alpha:.4f} "
                                      f"(on the branch at alpha = {past[0]:.4f})")
@@ -186,11 +186,11 @@ def continued_boundaries(
         p = br.at("positional", alpha, seeds).observables
         return s.e_t - p.e_t, s.E_M - p.E_M
 
-    top_alpha = ALPHA_LIMIT if not math.isfinite(pos_end.alpha) else pos_end.alpha
+    top_alpha = ALPHA_LIMIT if not math.isfinite(pos_end.alpha) else pos_end.on_solve_rule
     a_pred, tol_c = pred.values["alpha_c"], pred.tolerances["alpha_c"]
-    if not sem_end.alpha < a_pred < top_alpha:
+    if not sem_end.on_solve_rule < a_pred < top_alpha:
         raise ContinuationFailed(f"predicted alpha_c {a_pred:.4f} outside the range where both branches exist")
-    bracket = _bracket_decreasing("alpha_c", d_et, a_pred, tol_c, sem_end.alpha, top_alpha)
+    bracket = _bracket_decreasing("alpha_c", d_et, a_pred, tol_c, sem_end.on_solve_rule, top_alpha)
     alpha_c = safeguarded_newton(d_et, *bracket, xtol)
     pred.check("alpha_c", alpha_c)
     alpha_c_coarse = alpha_c
@@ -264,16 +264,16 @@ def _bifurcation_end(params: ModelParams, last: FixedPoint, direction: str, gues
     bif = bifurcation_from(params, last, direction, cfg, guess, step)
     if not bif.converged:
         raise ContinuationFailed(f"{direction} bifurcation from {guess:.4f}: {bif.message}")
-    down = direction == "theta"
+    down, on_rule = direction == "theta", bif.solve_rule_alpha  # the branch's points live on the solve rule
     if down:
-        points[:] = [p for p in points if p.alpha > bif.alpha]
+        points[:] = [p for p in points if p.alpha > on_rule]
         last = min(points, key=lambda p: p.alpha) if points else None
-    if last is not None and ((bif.alpha > last.alpha) if down else (bif.alpha < last.alpha)):
-        raise ContinuationFailed(f"{direction} bifurcation at {bif.alpha:.4f} not beyond the branch's last grid "
-                                 f"point {last.alpha:.4f}")
+    if last is not None and ((on_rule > last.alpha) if down else (on_rule < last.alpha)):
+        raise ContinuationFailed(f"{direction} bifurcation at {on_rule:.4f} (solve rule) not beyond the branch's "
+                                 f"last grid point {last.alpha:.4f}")
     if (bif.slope < 0) if down else (bif.slope > 0):
         raise ContinuationFailed(f"{direction} eigenvalue crosses 1 the wrong way at {bif.alpha:.4f}")
-    return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", 0.0, err=bif.err)
+    return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", 0.0, err=bif.err, solve_rule_alpha=on_rule)
 
 
 def _bracket_decreasing(what: str, f, x0: float, reach: float, lo: float, *rest: float,

@@ -170,6 +170,8 @@ def test_multilevel_end_is_the_end_on_the_finer_solve_rule() -> None:
     assert ml.converged and fine_only.converged and "sobol10:4" in ml.message
     assert ml.alpha == pytest.approx(fine_only.alpha, abs=1.5e-3)
     assert abs(plain.alpha - fine_only.alpha) > 3e-3
+    # where the end lies on the solve rule (what the branch's own points are compared with): the secant's root
+    assert ml.solve_rule_alpha == pytest.approx(plain.alpha, abs=1e-12) and plain.solve_rule_alpha == plain.alpha
     # its error bar comes from sobol10:4's blocks: about that of the whole computation on sobol10:4
     assert 0.5 < ml.err / fine_only.err < 2.0
 
