@@ -156,7 +156,7 @@ def branch_bifurcation(
         return value - 1.0
 
     def done(alpha: float, ok: bool, message: str) -> Bifurcation:
-        slope = (pts[-1][1] - pts[-2][1]) / (pts[-1][0] - pts[-2][0]) if len(pts) >= 2 else math.nan
+        slope = _secant_slope(pts)
         err = (bifurcation_error(params, prev, direction, slope, cfg, minima if last_searched else None)
                if ok and prev is not None else math.nan)
         return Bifurcation(alpha if ok else math.nan, ok, message, slope, tuple(pts), failures, err, searches,
@@ -168,7 +168,7 @@ def branch_bifurcation(
         blocks (``root``: the secant's root on the solve rule).  A message instead when the re-solve fails or
         the step is too long to be linear."""
         nonlocal last_searched
-        slope = (pts[-1][1] - pts[-2][1]) / (pts[-1][0] - pts[-2][0])
+        slope = _secant_slope(pts)
         fine_cfg = cfg.replace(quadrature=end_rule)
         fine = solve(params, prev.alpha, "agnostic", init=prev.overlaps, config=fine_cfg)
         if not (fine.status.converged and fine.branch == "agnostic"):
@@ -213,6 +213,14 @@ def branch_bifurcation(
     except _NoAgnosticPoint as exc:
         return done(math.nan, False, str(exc))
     return done(a1, False, f"not converged to {tol} in {max_iter} secant steps")
+
+
+def _secant_slope(pts: Sequence[tuple[float, float]]) -> float:
+    """d e / d alpha from the last two secant points (alpha, e); NaN with fewer."""
+    if len(pts) < 2:
+        return math.nan
+    (a0, e0), (a1, e1) = pts[-2], pts[-1]
+    return (e1 - e0) / (a1 - a0)
 
 
 def bifurcation_error(params: ModelParams, agnostic: FixedPoint, direction: str, slope: float,
