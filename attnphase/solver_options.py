@@ -70,8 +70,10 @@ def add_solver_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("solver (docs/numerics.md)")
     g.add_argument(
         "--prox", choices=PROX_MODES, default=None,
-        help=f"proximal map: global minimiser, local from h = 0 (the paper's), or aligned with the teacher "
-        f"(L = 2; the basin GD from the semantic start keeps) (default {d['prox']})",
+        help=f"proximal map: global minimiser, local from h = 0 (the paper's), or aligned: the lowest minimiser "
+        f"on the side of the student's mean field m + (th0/rho0) h* (the basin gradient descent keeps from "
+        f"its start: the teacher's mirror image on the semantic branch, the positional one on the positional "
+        f"branch) (default {d['prox']})",
     )
     g.add_argument(
         "--backend", choices=BACKENDS, default=None,
@@ -159,8 +161,6 @@ def config_from_args(args: argparse.Namespace):
 
 def check_supported(params: Any, config: Any) -> None:
     """Model options the numerics cannot honour with this configuration: a one-line ValueError, before any work."""
-    if config.prox == "aligned" and params.L != 2:
-        raise ValueError(f"--prox aligned is implemented for --L 2 only, got --L {params.L} (use global or local)")
     if params.correlated_tokens:
         if config.prox == "aligned":
             raise ValueError("--prox aligned is implemented for independent tokens only (use global or local with --token-cov)")

@@ -23,7 +23,7 @@ from attnphase.numerics.overlaps import Overlaps
 from attnphase.numerics.local_prox import aligned_prox, local_prox
 from attnphase.numerics.prox import Candidates, ProxResult, global_prox
 from attnphase.numerics.quadrature import QuadratureRule
-from attnphase.theory.channel import channel_fields, token_variances
+from attnphase.theory.channel import channel_fields, student_mean_field, token_variances
 from attnphase.theory.params import ModelParams
 
 
@@ -76,7 +76,7 @@ def channel_moments(
         res, candidates = global_prox(kernels, w, V, T, sigma2, candidates=candidates, full_search=full_search,
                                       backend=cfg.backend)
     else:
-        res, candidates = _local_modes(kernels, prox, w, V, T, sigma2, hstar, cfg.backend), None
+        res, candidates = _local_modes(kernels, params, ov, prox, w, V, T, hstar, cfg.backend), None
     g = (res.h - w) / V
     wt = rule.weights
     return ChannelMoments(
@@ -104,12 +104,14 @@ def _fields(
     return w, V, T, hstar
 
 
-def _local_modes(kernels: Any, prox: str, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
-                 hstar: np.ndarray, backend: str) -> ProxResult:
-    """The local proximal maps: from the teacher-aligned loss zero (``aligned``) or from h = 0 (``local``)."""
+def _local_modes(kernels: Any, params: ModelParams, ov: Overlaps, prox: str, w: np.ndarray, V: np.ndarray,
+                 T: np.ndarray, hstar: np.ndarray, backend: str) -> ProxResult:
+    """The local proximal maps: from the loss zero aligned with the student's mean field
+    E[w | h*] = m + (th0 / rho0) h* (``aligned``) or from h = 0 (``local``)."""
     if prox == "aligned":
-        return aligned_prox(kernels, w, V, T, sigma2, hstar, backend=backend)
-    return local_prox(kernels, w, V, T, sigma2, backend=backend)
+        reference = student_mean_field(hstar, ov.m, ov.th0, params.rho0)
+        return aligned_prox(kernels, w, V, T, params.sigma2, reference, backend=backend)
+    return local_prox(kernels, w, V, T, params.sigma2, backend=backend)
 
 
 def prox_at_nodes(
@@ -133,7 +135,7 @@ def prox_with_minima(
     cfg = config or SolverConfig()
     w, V, T, hstar = _fields(kernels, params, ov, rule)
     if cfg.prox != "global":
-        return w, V, _local_modes(kernels, cfg.prox, w, V, T, params.sigma2, hstar, cfg.backend), None
+        return w, V, _local_modes(kernels, params, ov, cfg.prox, w, V, T, hstar, cfg.backend), None
     res, minima = global_prox(kernels, w, V, T, params.sigma2, candidates=polish_from,
                               full_search=polish_from is None, backend=cfg.backend)
     return w, V, res, minima

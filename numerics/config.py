@@ -29,8 +29,8 @@ import os
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-#: Proximal maps: the global minimiser, the local minimiser from h = 0 (the paper's), the local
-#: minimiser in the teacher-aligned basin (L = 2; the basin GD from the semantic start keeps).
+#: Proximal maps: the global minimiser, the local minimiser from h = 0 (the paper's), the lowest
+#: minimiser on the side of the student's mean field (the basin gradient descent keeps from its start).
 PROX_MODES = ("global", "local", "aligned")
 
 #: Backends of the proximal solver: compiled with numba when it imports ("auto"), or forced; "torch"

@@ -3,8 +3,8 @@
     h_hat(w, T) = a local minimiser of P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T)   (docs/model.md section 3)
 
 * :func:`local_prox` -- from h = 0: the paper's own proximal step (``--prox local``);
-* :func:`aligned_prox` -- from the loss zero aligned with the teacher field (L = 2): the basin gradient
-  descent from the semantic start keeps (``--prox aligned``).
+* :func:`aligned_prox` -- the lowest local minimiser on the side of the student's mean field: the basin
+  gradient descent keeps from its start (``--prox aligned``).
 
 The descent, its backends and the loss zeros are :mod:`attnphase.numerics.prox`'s.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.numerics.prox import ProxResult, _mixing, loss_zeros_L2, newton_minimize
+from attnphase.numerics.prox import ProxResult, _mixing, global_prox, newton_minimize
 
 
 def aligned_prox(
@@ -24,25 +24,37 @@ def aligned_prox(
     V: np.ndarray,
     T: np.ndarray,
     sigma2: np.ndarray,
-    hstar: np.ndarray,
+    reference: np.ndarray,
     backend: str = "auto",
 ) -> ProxResult:
-    """Local minimiser of P(h) in the basin aligned with the teacher (L = 2).
+    """The lowest local minimiser of P(h) on the side of the reference field: the basin a student keeps.
 
-    Newton from the exact zero of the loss, S(h) = T(h*), whose sign agrees with the teacher
-    field, h_0 = sign(h_z . h*) h_z (:func:`loss_zeros_L2`; from h = 0 where the loss has no
-    zero). Not the global minimiser: it models a student that picks, sample by sample, the
-    mirror image of the attention pattern that matches the teacher's -- what gradient descent
-    from the semantic start does (docs/validation.md, GPU check).
+        h_hat = argmin { P(h) : h a local minimiser of P found by the global search, h . r > 0 },
+
+    the global minimiser where no minimiser found has h . r > 0 or r = 0.  The local minimisers are
+    those of :func:`attnphase.numerics.prox.global_prox`'s full search (its distinct minima per node).
+    The SE passes r_l = E[w_l | h*] = m_l + (th0 / rho0) h*_l (:func:`attnphase.theory.channel.
+    student_mean_field`): the teacher's mirror image on the semantic branch, the positional one on the
+    positional branch, the global minimiser at the agnostic state.  At L = 2 this is the local minimiser
+    reached from the loss zero S(h) = T(h*) on r's side (tests/test_numerics_prox.py checks the two agree
+    on every node of SE batches).  Not the global minimiser: it models a student that keeps, sample by
+    sample, the mirror image of the attention pattern its start set -- what gradient descent does
+    where the global-prox SE has no such point (docs/validation.md).
     """
-    if w.shape[1] != 2:
-        raise ValueError(f"the aligned proximal map is implemented for L = 2 only, got L = {w.shape[1]}")
     if _mixing(kernels) is not None:
         raise ValueError("the aligned proximal map is implemented for independent tokens only (a diagonal C)")
-    hz, valid = loss_zeros_L2(T)
-    sign = np.where(np.sum(hz * hstar, axis=1) < 0, -1.0, 1.0)
-    start = np.where(valid[:, None], sign[:, None] * hz, 0.0)
-    return newton_minimize(kernels, start, w, V, T, sigma2, backend=backend)
+    res, minima = global_prox(kernels, w, V, T, sigma2, backend=backend)
+    node, h = minima.node, minima.h
+    value = kernels.prox_value_grad_hess(h, w[node], V, T[node], sigma2)[0]
+    value = np.where(np.sum(h * reference[node], axis=1) > 0.0, value, np.inf)
+    order = np.lexsort((value, node))
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = node[order][1:] != node[order][:-1]
+    best = order[first]
+    best = best[np.isfinite(value[best])]
+    out_h, out_value = res.h.copy(), res.value.copy()
+    out_h[node[best]], out_value[node[best]] = h[best], value[best]
+    return ProxResult(out_h, out_value, res.converged, res.iterations)
 
 
 def local_prox(

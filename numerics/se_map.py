@@ -62,7 +62,7 @@ def hat_step(params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRu
     where the rule allows it; :class:`SEMap`)."""
     cfg = config or SolverConfig()
     if group is None:
-        group = symmetry_group(params, ov, tied=cfg.prox == "aligned")
+        group = symmetry_group(params, ov)
     mom = channel_moments(model_kernels(params), params, ov, rule, config=cfg)
     return update_hat(params, alpha, ov, mom, group), mom
 
@@ -207,7 +207,7 @@ class SEMap:
         self.full_only = False  # set once a polished fixed point was rejected by a full search
 
     def _group(self, ov: Overlaps) -> list[SymmetryElement]:
-        return symmetry_group(self.params, ov, tied=self.cfg.prox == "aligned")
+        return symmetry_group(self.params, ov)
 
     def evaluate(self, x: np.ndarray, exact: bool = False) -> Evaluation | None:
         """One SE step from x; None where it leaves the admissible region (Lam <= 0, no alpha).

@@ -43,14 +43,14 @@ class SymmetryElement(NamedTuple):
     t: int
 
 
-def symmetry_group(params: ModelParams, ov: Overlaps, rtol: float = 1e-12, tied: bool = False) -> list[SymmetryElement]:
+def symmetry_group(params: ModelParams, ov: Overlaps, rtol: float = 1e-12) -> list[SymmetryElement]:
     """The elements (pi, s, t) that leave both the model and the state ``ov`` invariant.
 
     The state test m[pi] = s m uses an absolute tolerance ``rtol * max(1, |m|)``; the
     test theta = 0 is exact (the symmetrised iteration keeps theta exactly 0 on the
-    positional and agnostic branches). With ``tied`` the signs on student and teacher fields
-    are flipped together only (t = s): a proximal map that picks its basin by the teacher's
-    sign (``prox = "aligned"``) is not symmetric under flipping the teacher alone.
+    positional and agnostic branches). Every proximal map of the SE has these symmetries (the
+    ``aligned`` one too: its basin follows the student's mean field m + (th0 / rho0) h*, which does
+    not see the teacher's sign where th0 = 0).
     """
     L = params.L
     atol = rtol * max(1.0, float(np.abs(ov.m).max()))
@@ -63,7 +63,7 @@ def symmetry_group(params: ModelParams, ov: Overlaps, rtol: float = 1e-12, tied:
             if float(np.max(np.abs(ov.m[p] - s * ov.m))) > atol:  # (np.allclose is 10x slower)
                 continue
             for t in (1, -1):
-                if t != s and (ov.th0 != 0.0 or tied):
+                if t != s and ov.th0 != 0.0:
                     continue
                 group.append(SymmetryElement(tuple(perm), s, t))
     return group

@@ -190,6 +190,52 @@ def test_aligned_prox_is_a_local_minimum_in_the_teacher_aligned_basin() -> None:
     assert np.all(res.value >= glob.value - 1e-12)
     mirror = aligned_prox(k, -w, V, T, s2, -hstar)
     np.testing.assert_allclose(mirror.h, -res.h, atol=1e-9)
-    with pytest.raises(ValueError, match="L = 2"):
-        k3 = get_kernels(3)
-        aligned_prox(k3, np.zeros((1, 3)), np.ones(3), np.full((1, 3, 3), 1 / 3), np.ones(3), np.zeros((1, 3)))
+
+
+def test_aligned_prox_is_the_lowest_minimiser_on_the_reference_side() -> None:
+    """At L = 2 on SE states (semantic: r = (th0/rho0) h*; positional: r = m) the aligned map equals Newton
+    from the loss zero on r's side, node by node; a reference of the other sign picks the mirror basin;
+    r = 0 (the agnostic state) is the global minimiser."""
+    from attnphase.numerics.channel import _fields
+    from attnphase.numerics.local_prox import aligned_prox
+    from attnphase.numerics.overlaps import Overlaps
+    from attnphase.numerics.prox import loss_zeros_L2, newton_minimize
+    from attnphase.numerics.quadrature import make_rule
+    from attnphase.theory.channel import student_mean_field
+    from attnphase.theory.params import ModelParams
+
+    k, rule = get_kernels(2), make_rule(2, "sobol10")
+    for p, ov in ((ModelParams(omega=0.3), Overlaps(0.2, 60.0, np.zeros(2), 0.25)),
+                  (ModelParams(A=((0.3, 0.7), (0.8, 0.2)), omega=0.14), Overlaps(0.15, 80.0, np.array([-0.1, 0.1]), 0.0))):
+        w, V, T, hstar = _fields(k, p, ov, rule)
+        r = student_mean_field(hstar, ov.m, ov.th0, p.rho0)
+        hz, valid = loss_zeros_L2(T)
+        side = np.sign(np.sum(hz * r, axis=1))
+        for sign in (1.0, -1.0):
+            got = aligned_prox(k, w, V, T, p.sigma2, sign * r)
+            zero = newton_minimize(k, np.where(valid[:, None], sign * side[:, None] * hz, 0.0), w, V, T, p.sigma2)
+            np.testing.assert_allclose(got.h, zero.h, atol=1e-9)
+        glob, _ = global_prox(k, w, V, T, p.sigma2)
+        assert np.abs(aligned_prox(k, w, V, T, p.sigma2, r).h - glob.h).max() > 1e-3  # not the global map
+        np.testing.assert_allclose(aligned_prox(k, w, V, T, p.sigma2, np.zeros_like(r)).h, glob.h, atol=1e-12)
+
+
+def test_aligned_prox_never_loses_to_probes_on_its_side_at_L3() -> None:
+    """L = 3 (no loss zeros): no Newton run from random probes reaches a lower minimum with h . r > 0 than
+    the aligned map's, and its result lies on r's side wherever it is not the global minimiser."""
+    from attnphase.numerics.local_prox import aligned_prox
+    from attnphase.numerics.prox import newton_minimize
+
+    k, w, V, T, s2 = _se_like_batch(5, 3, np.array(default_A(3)), n=200)  # ~3 minima per node
+    glob, _ = global_prox(k, w, V, T, s2)
+    r = -glob.h + 0.1 * np.random.default_rng(13).normal(size=w.shape)  # mostly against the global minimiser
+    res = aligned_prox(k, w, V, T, s2, r)
+    moved = np.abs(res.h - glob.h).max(axis=1) > 1e-9
+    assert moved.any() and np.all(np.sum(res.h[moved] * r[moved], axis=1) > 0)
+    assert np.all(res.value >= glob.value - 1e-12)
+    rng = np.random.default_rng(12)
+    R = np.sqrt(2 * V.max() * k.loss(w, T, s2))
+    for _ in range(24):
+        probe = newton_minimize(k, w + R[:, None] * rng.normal(size=w.shape), w, V, T, s2)
+        ok = probe.converged & (np.sum(probe.h * r, axis=1) > 0)
+        assert np.all(probe.value[ok] >= res.value[ok] - 1e-9)

@@ -285,6 +285,37 @@ def test_aligned_prox_keeps_a_semantic_point_below_the_global_branch_end(semanti
     assert low_a.status.converged and low_a.branch == "semantic" and 0.15 < low_a.overlaps.th0 < 0.3
 
 
+def test_aligned_prox_keeps_a_positional_point_where_the_global_map_has_none() -> None:
+    """A = [[0.3, 0.7], [0.8, 0.2]], omega = 0.14, alpha = 0.75: the global-prox solve from the positional
+    start ends at the agnostic point (m = 0), the aligned map (basin of the positional mirror image) keeps a
+    positional point with |m_l| ~ 0.1 -- the plateau gradient descent from the positional start sits on
+    (docs/validation.md, case (c) of the general suite)."""
+    params = ModelParams(A=((0.3, 0.7), (0.8, 0.2)), omega=0.14)
+    glob = solve(params, 0.75, "positional", config=SolverConfig(quadrature="sobol10"))
+    alig = solve(params, 0.75, "positional", config=SolverConfig(quadrature="sobol10", prox="aligned"))
+    assert glob.status.converged and np.abs(glob.overlaps.m).max() < 0.01  # agnostic up to the rule's noise
+    assert alig.status.converged and alig.branch == "positional"
+    assert 0.07 < np.abs(alig.overlaps.m).max() < 0.15 and alig.overlaps.th0 == 0.0
+
+
+def test_student_mean_field_is_the_regression_of_w_on_the_teacher_field() -> None:
+    """E[w_l | h*] = m_l + (th0 / rho0) h*_l (theory.channel.student_mean_field), checked on samples of the
+    fields: the least-squares fit of w_l on (1, h*_l) has that intercept and slope."""
+    from attnphase.theory.channel import student_mean_field
+
+    rng = np.random.default_rng(3)
+    xi, eta = rng.normal(size=(400_000, 2)), rng.normal(size=(400_000, 2))
+    q0, m, th0, rho0, s2 = 0.4, np.array([0.2, -0.1]), 0.25, 0.8, np.array([0.25, 0.36])
+    w, hstar = channel_fields(xi, eta, q0, m, th0, s2, rho0)
+    mean = student_mean_field(hstar, m, th0, rho0)
+    for l in range(2):
+        X = np.stack([np.ones(len(w)), hstar[:, l]], axis=1)
+        coef = np.linalg.lstsq(X, w[:, l], rcond=None)[0]
+        fit = coef[0] + coef[1] * hstar[:, l]
+        assert abs(coef[0] - m[l]) < 4e-3 and abs(coef[1] - th0 / rho0) < 4e-3
+        assert np.abs(fit - mean[:, l]).max() < 0.03
+
+
 def test_positional_sweep_ignores_noise_level_m(positional2) -> None:
     """A converged point labelled positional but with |m| below the floor (RQMC noise past the
     branch's end) does not count as on the positional branch."""

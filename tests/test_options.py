@@ -246,9 +246,9 @@ def test_a_rule_too_large_for_L_fails_before_any_work(capsys: pytest.CaptureFixt
     assert _err(capsys).startswith("attnphase: error: --quadrature:")
 
 
-def test_aligned_prox_needs_L_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["solve", "--alpha", "1", "--L", "3", "--prox", "aligned"]) == 2
-    assert "--prox aligned is implemented for --L 2 only" in _err(capsys)
+def test_aligned_prox_needs_rank_1(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["solve", "--alpha", "1", "--rank", "2", "--prox", "aligned"]) == 2
+    assert "--prox aligned: the rank-r state evolution implements the global proximal map only" in _err(capsys)
 
 
 # --- one range syntax --------------------------------------------------------------------------

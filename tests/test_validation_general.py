@@ -347,3 +347,35 @@ def test_gd_rows_of_a_rank_case_are_checked_against_the_mixed_point():
     assert [p["d"] for p in trend] == [6, 12]
     assert trend[-1]["m_norm_mean"] == pytest.approx(bad["m_norm_mean"])  # the mixed comparison's |m| too
     assert trend[-1]["abs_theta_mean"] == pytest.approx(bad["abs_theta_mean"])
+
+
+def test_a_rank_one_row_is_also_compared_with_the_aligned_prox_fixed_point(capsys):
+    """Case (c): the aligned-prox point of the suite is the one ``solve --prox aligned`` prints, a row is
+    checked against it by the same rule, and the report says where it agrees and the global point does not."""
+    import json
+
+    from attnphase.cli import main
+    from attnphase.validation.basin_theory import AlignedJob, aligned_config, aligned_job, has_aligned_theory
+    from attnphase.validation.general_report import aligned_table_lines, table_lines
+
+    case = GENERAL_CASES[2]
+    assert has_aligned_theory(case.params) and has_aligned_theory(GENERAL_CASES[0].params)
+    assert not has_aligned_theory(GENERAL_CASES[3].params)
+    pt = aligned_job(AlignedJob(case.params, 0.75, "positional", aligned_config().replace(quadrature="sobol9")))
+    assert main(["solve", "--A", "0.3,0.7;0.8,0.2", "--omega", "0.14", "--alpha", "0.75", "--branch", "positional",
+                 "--prox", "aligned", "--quadrature", "sobol9", "--error-estimate", "0", "--json"]) == 0
+    direct = json.loads(capsys.readouterr().out)
+    assert pt["exists"] and pt["m_norm"] == pytest.approx(math.sqrt(2) * abs(direct["m"]), rel=1e-12)
+    assert pt["eps_g"] == pytest.approx(direct["eps_g"], rel=1e-12) and pt["abs_theta"] == 0.0
+    base = run_simulation(SimSpec(d=16, alpha=0.75, init="positional", params=case.params, n_test=50, device="cpu"))
+    near = [replace(base, m_norms=(pt["m_norm"] / math.sqrt(2) * (1 + e),) * 2, eps_g=pt["eps_g"], seed=s)
+            for s, e in enumerate((0.02, -0.02))]
+    far = [replace(r, m_norms=(0.01, 0.01)) for r in near]
+    mark = (0.43, "semantic branch end (no alpha_c)")
+    row = case_rows(case, near, _theory(math.nan, 0.43), mark, {(0.75, "positional"): pt})[0]
+    assert row["aligned_agrees"] == {"m_norm": True, "eps_g": True} and row["status"] == "no theory point"
+    assert case_rows(case, far, _theory(math.nan, 0.43), mark, {(0.75, "positional"): pt})[0]["aligned_agrees"][
+        "m_norm"] is False
+    summary = {"cases": [{"key": "c", "rows": [row]}]}
+    assert "agrees with the aligned-prox SE" in table_lines(summary)[2]
+    assert aligned_table_lines(summary)[2].endswith("| no theory point | agrees |")

@@ -202,6 +202,16 @@ def channel_fields(
     return _full(shape, w), _full(shape, hstar)
 
 
+def student_mean_field(hstar: ArrayLike, m: ArrayLike, th0: ArrayLike, rho0: ArrayLike) -> np.ndarray:
+    """E[w_l | h*] = m_l + (th0 / rho0) h*_l: the part of the student's field that is not noise.
+
+    From the fields of :func:`channel_fields` (Cov(w_l, h*_l) = theta_l = sigma_l^2 th0, Var(h*_l) =
+    rho_l = sigma_l^2 rho0).  Zero at the agnostic state; h*-aligned on the semantic branch (m = 0), the
+    positional fields m_l on the positional one (th0 = 0).  hstar: (..., L); m: (L,); th0, rho0 scalars.
+    """
+    return np.asarray(m, dtype=float) + (float(th0) / float(rho0)) * np.asarray(hstar, dtype=float)
+
+
 def hat_overlaps(
     alpha: ArrayLike, E_g2: ArrayLike, E_g: ArrayLike, E_geta: ArrayLike, E_gxi: ArrayLike,
     q0: ArrayLike, th0: ArrayLike, sigma2: ArrayLike, rho0: ArrayLike,

@@ -6,7 +6,7 @@ Output in ``out_dir``:
 * ``general_suite.png`` -- one column per case: the theory's semantic |theta| and positional |m|
   (top) and both branches' eps_g (bottom) against alpha, each branch drawn only where it exists with
   its end marked by a tick up from the x axis, alpha_c (or the landmark used instead) dotted, and the gradient-descent means
-  +- std from each start; for a rank-r case the converged rank-r fixed points at its alphas (semantic,
+  +- std from each start, the aligned-prox fixed points (rank 1) as open diamonds; for a rank-r case the converged rank-r fixed points at its alphas (semantic,
   positional, mixed: stars, the mixed point's |theta| and |m| both) and GD's |theta| and |m| from each start;
 * ``report.md`` -- per case the model, the landmark, and one table row per (alpha, start) with the
   simulated mean +- std, the theory's fixed point reached from the same start and the verdict; for the
@@ -23,6 +23,7 @@ from typing import Any
 
 from .branch_segments import drawn_end, existing_segments
 from .agreement import REL_TOL
+from .basin_theory import aligned_verdict
 from .plots import mark_end
 from .report import _jsonable
 
@@ -85,6 +86,18 @@ def _rank_theory_points(top: Any, bottom: Any, theory: dict[str, Any]) -> None:
     bottom.axhline(theory["eps_lin"], color="C4", lw=1, label="eps_lin")
 
 
+def _aligned_points(top: Any, bottom: Any, rows: list[dict[str, Any]]) -> None:
+    """The aligned-prox fixed points on the start's branch (diamonds): the start's overlap above, eps_g below."""
+    for init, (_, color) in _STYLE.items():
+        pts = [r["aligned"] for r in rows if r["init"] == init and (r.get("aligned") or {}).get("exists")]
+        obs = "abs_theta" if init == "semantic" else "m_norm"
+        if pts:
+            top.plot([p["alpha"] for p in pts], [p[obs] for p in pts], "D", color=color, ms=7, mfc="none", mew=1.5,
+                     ls="none", label=f"SE aligned prox, {init}")
+            bottom.plot([p["alpha"] for p in pts], [p["eps_g"] for p in pts], "D", color=color, ms=7, mfc="none",
+                        mew=1.5, ls="none", label=f"SE aligned prox, {init}")
+
+
 def _is_rank(theory: dict[str, Any] | None) -> bool:
     return theory is not None and theory.get("kind") == "rank"
 
@@ -118,6 +131,7 @@ def plot_general(summary: dict[str, Any], path: Path) -> None:
             bottom.errorbar([r["alpha"] for r in rows], [r["eps_g_mean"] for r in rows],
                             yerr=[r["eps_g_std"] for r in rows], fmt=marker, color=color, mfc="none", capsize=2,
                             label=f"GD, {init} start")
+        _aligned_points(top, bottom, case["rows"])
         top.set_title(f"({case['key']}) {case['title']}", fontsize=8)
         top.set_ylabel("|theta| (o), |m| (s)" if _is_rank(th) else "|theta| (semantic), |m| (positional)", fontsize=8)
         bottom.set_ylabel("eps_g", fontsize=8)
@@ -152,6 +166,8 @@ def table_lines(summary: dict[str, Any]) -> list[str]:
                 verdict += " (" + ", ".join(o for o, ok in r["agrees"].items() if ok is False) + ")"
             if r.get("mixed_agrees") and all(r["mixed_agrees"].values()):
                 verdict += "; GD at the mixed point (agrees with it)"
+            if r["status"] != "agrees" and aligned_verdict(r.get("aligned_agrees")) == "agrees":
+                verdict += "; agrees with the aligned-prox SE (the basin GD keeps)"
             if th and not th["converged"]:
                 reached = "not converged" + (f" (residual {th['residual']:.2g})" if th.get("residual") is not None else "")
                 th = {}
@@ -193,6 +209,26 @@ def mixed_table_lines(summary: dict[str, Any]) -> list[str]:
             lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {_pm(r, 'abs_theta')} | {_pm(r, 'm_norm')} | "
                          f"{_pm(r, 'eps_g')} | {_f(vals.get('abs_theta'))} | {_f(vals.get('m_norm'))} | "
                          f"{_f(vals.get('eps_g'))} | {_reached(mx)} | {verdict} |")
+    return lines
+
+
+def aligned_table_lines(summary: dict[str, Any]) -> list[str]:
+    """One row per (rank-1 case, alpha, start): GD against the aligned-prox fixed point from the same start."""
+    lines = ["| case | alpha | start | GD overlap | aligned-prox SE | GD eps_g | aligned-prox eps_g | reached | "
+             "global-prox verdict | aligned-prox verdict |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for case in summary["cases"]:
+        for r in sorted(case["rows"], key=lambda r: (r["alpha"], r["init"])):
+            if "aligned" not in r:
+                continue
+            obs = "abs_theta" if r["init"] == "semantic" else "m_norm"
+            pt = r["aligned"]
+            vals = pt if pt["converged"] else {}
+            reached = (_reached(pt) + ("" if pt["exists"] or not pt["converged"] else f" (not {r['init']})")
+                       + (f" (on {pt['quadrature']}; {'; '.join(pt['tries'])})" if pt.get("tries") else ""))
+            lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | "
+                         f"{'abs(theta)' if obs == 'abs_theta' else 'abs(m)'} {_pm(r, obs)} | {_f(vals.get(obs))} | "
+                         f"{_pm(r, 'eps_g')} | {_f(vals.get('eps_g'))} | {reached} | {r['status']} | "
+                         f"{aligned_verdict(r.get('aligned_agrees'))} |")
     return lines
 
 
@@ -251,6 +287,15 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
                   "the start's branch (table above), each rank-r row is compared, by the same rule, on abs(theta), "
                   "abs(m) and eps_g with the rank-r state evolution's mixed fixed point at its alpha ('no mixed "
                   "point': that solve did not converge onto a mixed point).", ""] + mixed
+    basin = aligned_table_lines(summary)
+    if len(basin) > 2:
+        lines += ["", "## Gradient descent against the aligned-prox state evolution (the basin of its start)", "",
+                  "The global-prox state evolution describes the global minimiser of the risk. Gradient descent can "
+                  "stay in the basin its start set: the aligned proximal map (`solve --prox aligned`) takes, per "
+                  "sample, the lowest local minimiser h of the proximal problem on the side of the student's mean "
+                  "field r = E[w | h*] = m + (th0/rho0) h* (h . r > 0: the teacher's mirror image from the semantic "
+                  "start, the positional one from the positional start). Same rule, same observables; 'reached' is the aligned solve's label.",
+                  ""] + basin
     trends = [(case, r) for case in summary["cases"] for r in case["rows"] if r.get("trend")]
     if trends:
         lines += ["", "## Finite-size trend where GD and the theory disagree", "",
@@ -269,7 +314,8 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
               "* `general_suite.png`: per case, theory branches (only where they exist; a tick up from the x axis where one ends) and GD "
               "means ± std; dotted: the alpha the runs straddle. Rank-r cases: the rank-r fixed points as stars (semantic "
               "|theta|, positional |m|) and crosses (mixed: |theta| and |m|), 'nc' where a solve did not converge, GD's "
-              "|theta| (circles) and |m| (squares) from each start.", ""]
+              "|theta| (circles) and |m| (squares) from each start. Rank-1 cases: the aligned-prox fixed points "
+              "as open diamonds.", ""]
     return "\n".join(lines)
 
 

@@ -9,7 +9,7 @@ rule of :mod:`attnphase.validation.agreement`: 2 standard errors + 10 %).
 
 The alphas come from the theory: the suite first computes ``phase_boundaries`` (global proximal
 map) over a grid for every case whose theory exists, then takes the largest grid alpha at or below
-``BELOW * alpha_c`` and the smallest at or above ``ABOVE * alpha_c``. Where the model has no
+``BELOW * alpha_c`` and the smallest at or above ``ABOVE * alpha_c`` (:mod:`.suite_alphas`). Where the model has no
 ``alpha_c`` (the branches never coexist on the grid) the semantic branch's end takes its place and
 the report says so.
 
@@ -39,18 +39,18 @@ import numpy as np
 from attnphase.theory.params import ModelParams
 
 from .agreement import within_rule
+from .basin_theory import AlignedJob, aligned_config, aligned_task, has_aligned_theory
 from .branch_segments import exists_at
 from .experiments import SimResult, SimSpec, run_simulation
 from .rank_theory import RANK_THEORY_BRANCHES, RankTheory, RankTheoryJob, rank_config, rank_eps_lin, rank_theory_task
 from .reference import TheoryAtOmega, TheorySettings
+from .suite_alphas import alphas_around, landmark
 
 #: Simplex Gram of L = 3 positional encodings (unit norms, equal angles; the L = 3 analogue of the paper's P).
 SIMPLEX_P3 = ((1.0, -0.5, -0.5), (-0.5, 1.0, -0.5), (-0.5, -0.5, 1.0))
 #: A non-symmetric row-stochastic A at L = 3 (circulant: each token attends forward more than back).
 FORWARD_A3 = ((0.6, 0.3, 0.1), (0.1, 0.6, 0.3), (0.3, 0.1, 0.6))
 
-#: The alphas of a case with theory: grid points at or below BELOW x alpha_c and at or above ABOVE x alpha_c.
-BELOW, ABOVE = 0.85, 1.2
 #: The initialisations compared, and the observables compared for each (the branch each start targets).
 INITS = ("semantic", "positional")
 COMPARED = {"semantic": ("abs_theta", "eps_g"), "positional": ("m_norm", "eps_g")}
@@ -166,28 +166,6 @@ def general_plan(quick: bool = False, d: int | None = None, seeds: int | None = 
                        theory=TheorySettings(xtol=1e-3), trend_ds=tuple(x for x in (d // 4, d // 2) if x >= 10))
 
 
-# --- choosing the alphas -----------------------------------------------------------------------
-
-def landmark(theory: TheoryAtOmega) -> tuple[float, str]:
-    """(the alpha the case's runs straddle, what it is): alpha_c, else the semantic branch's end."""
-    ac = theory.alpha_c.get("global", math.nan)
-    if math.isfinite(ac):
-        return ac, "alpha_c"
-    end = theory.curves[("semantic", "global")].end if ("semantic", "global") in theory.curves else math.nan
-    if math.isfinite(end):
-        return end, "semantic branch end (no alpha_c)"
-    return math.nan, "none (no alpha_c, no semantic branch end on the grid)"
-
-
-def alphas_around(grid: tuple[float, ...], alpha: float, fallback: tuple[float, ...]) -> tuple[float, ...]:
-    """The largest grid alpha <= BELOW x alpha and the smallest >= ABOVE x alpha (``fallback`` if alpha is NaN)."""
-    if not math.isfinite(alpha):
-        return tuple(fallback)
-    below = [a for a in grid if a <= BELOW * alpha]
-    above = [a for a in grid if a >= ABOVE * alpha]
-    return tuple(x for x in (max(below) if below else None, min(above) if above else None) if x is not None)
-
-
 # --- aggregation -------------------------------------------------------------------------------
 
 def _value(r: SimResult, obs: str) -> float:
@@ -233,10 +211,13 @@ def _compare(row: dict[str, Any], th: dict[str, Any] | None, observables: tuple[
 
 
 def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega | RankTheory | None,
-              mark: tuple[float, str]) -> list[dict[str, Any]]:
+              mark: tuple[float, str], aligned: dict[tuple[float, str], dict[str, Any]] | None = None,
+              ) -> list[dict[str, Any]]:
     """Mean and std over seeds per (alpha, init), the theory beside them and the verdict per compared observable;
     for a rank-r theory also the mixed fixed point (``mixed``) and the rule against it (``mixed_agrees`` on
-    :data:`MIXED_COMPARED`, None where the mixed solve did not converge onto a mixed point)."""
+    :data:`MIXED_COMPARED`, None where the mixed solve did not converge onto a mixed point); where ``aligned``
+    has the (alpha, init) point of the aligned proximal map (:mod:`attnphase.validation.basin_theory`), that
+    point (``aligned``) and the rule against it (``aligned_agrees``, None where it is not on the start's branch)."""
     groups: dict[tuple[float, str], list[SimResult]] = {}
     for r in results:
         groups.setdefault((r.alpha, r.init), []).append(r)
@@ -255,6 +236,10 @@ def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega |
             row["mixed"] = mixed
             row["mixed_agrees"] = _compare(row, mixed if mixed is not None and mixed["exists"] else None,
                                            MIXED_COMPARED)
+        if aligned and (alpha, init) in aligned:
+            pt = aligned[(alpha, init)]
+            row["aligned"] = pt
+            row["aligned_agrees"] = _compare(row, pt if pt["exists"] else None, COMPARED[init])
         row["status"] = ("no theory" if theory is None else
                          "no theory point" if any(v is None for v in row["agrees"].values()) else
                          "agrees" if all(row["agrees"].values()) else "disagrees")
@@ -311,22 +296,36 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
         points = {(j.alpha, j.branch): o.value for (key, j), o in zip(rank_jobs, rank_outs) if key == c.key}
         theories[c.key] = RankTheory(points, rank_eps_lin(c.params, rcfg), rcfg.quadrature,
                                      sum(p["seconds"] for p in points.values()))
+    marks: dict[str, tuple[float, str]] = {}
+    alphas: dict[str, tuple[float, ...]] = {}
+    for c in ranked:
+        marks[c.key], alphas[c.key] = (math.nan, "none (rank-r: the case's own alphas)"), c.alphas
+    for c in with_theory:
+        marks[c.key] = landmark(theories[c.key])
+        alphas[c.key] = alphas_around(plan.grid, marks[c.key][0], c.alphas)
+    # the aligned-prox state evolution at each (alpha, start) of a rank-1 case: the basin GD keeps
+    acfg = aligned_config(plan.theory.tol)
+    basin_jobs = [(c.key, AlignedJob(c.params, float(a), i, acfg)) for c in with_theory
+                  if has_aligned_theory(c.params) for a in alphas[c.key] for i in INITS]
+    basin_tasks = [aligned_task(j, version) for _, j in basin_jobs]
+    cached += sum(store.load(t.key) is not None for t in basin_tasks)
+    with TaskBar("general-suite aligned-prox theory", unit="task", quiet=not progress) as tbar:
+        basin_outs = run_tasks(basin_tasks, executor=ExecutorSpec(workers=plan.theory_workers), store=store,
+                               version=version, progress=tbar)
+    aligned: dict[str, dict[tuple[float, str], dict[str, Any]]] = {}
+    for (key, j), o in zip(basin_jobs, basin_outs):
+        if not o.ok:
+            raise RuntimeError(f"general-suite aligned-prox theory: a task failed: {o.reason}")
+        aligned.setdefault(key, {})[(j.alpha, j.branch)] = o.value
     with tqdm(total=n_sims, desc="simulations", disable=not progress, file=sys.stderr) as bar:
         sim_t0 = time.perf_counter()
-        marks: dict[str, tuple[float, str]] = {}
-        alphas: dict[str, tuple[float, ...]] = {}
-        for c in ranked:
-            marks[c.key], alphas[c.key] = (math.nan, "none (rank-r: the case's own alphas)"), c.alphas
-            results[c.key] = _run_specs([plan.spec(c, a, i, s) for a in c.alphas for i in INITS for s in plan.seeds], bar)
-        for c in with_theory:
-            marks[c.key] = landmark(theories[c.key])
-            alphas[c.key] = alphas_around(plan.grid, marks[c.key][0], c.alphas)
+        for c in plan.cases:
             results[c.key] = _run_specs([plan.spec(c, a, i, s) for a in alphas[c.key] for i in INITS
                                          for s in plan.seeds], bar)
         cases = []
         for c in plan.cases:
             th = theories.get(c.key)
-            rows = case_rows(c, results[c.key], th, marks[c.key])
+            rows = case_rows(c, results[c.key], th, marks[c.key], aligned.get(c.key))
             for row in (r for r in rows if disagrees(r) and plan.trend_ds):
                 row["trend"] = finite_size_trend(plan, c, row, results[c.key], bar)
             cases.append({
@@ -340,7 +339,8 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
     return {
         "suite": "general", "plan": plan.to_dict(), "cases": cases,
         "wall_seconds": time.perf_counter() - t0, "simulation_seconds": sim_seconds,
-        "theory_seconds": sum(t.seconds for t in theories.values()),
+        "theory_seconds": sum(t.seconds for t in theories.values())
+        + sum(p["seconds"] for pts in aligned.values() for p in pts.values()),
         "theory_jobs_cached": cached,
         "n_simulations": len(runs), "all_converged": all(r.converged for r in runs),
         "runs": [{"case": c.key, **r.to_dict()} for c in plan.cases for r in results[c.key]],

@@ -1,0 +1,118 @@
+"""The aligned-prox theory of ``validate --suite general``: the basin gradient descent keeps from its start.
+
+The global-prox state evolution describes the global minimiser of the empirical risk.  Gradient descent
+started on one branch can stay in a basin the global minimiser has left: below the semantic branch's end,
+or on a positional plateau where the global-prox positional family has collapsed to m = 0 (docs/validation.md).
+For independent tokens the ``aligned`` proximal map (docs/model.md section 3) models that basin: per
+sample the lowest local minimiser h of the proximal problem on the side of the student's mean field,
+h . r > 0 with
+
+    r_l = E[w_l | h*] = m_l + (th0 / rho0) h*_l,
+
+the teacher's mirror image from the semantic start (m = 0), the positional one from the positional start
+(th0 = 0).
+For each (alpha, start) of such a case the suite solves the state evolution with it from that start -- what
+``attnphase solve --prox aligned --branch B`` computes -- one task per point on the execution layer, and
+compares the runs with it beside the global-prox point (the same rule, the same observables).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from attnphase.execution import Task, task_key
+from attnphase.numerics.config import SolverConfig
+from attnphase.theory.params import ModelParams
+
+
+@dataclass(frozen=True)
+class AlignedJob:
+    """One state-evolution solve with the aligned proximal map: ``solve(params, alpha, branch, config=config)``."""
+
+    params: ModelParams
+    alpha: float
+    branch: str
+    config: SolverConfig
+
+
+def has_aligned_theory(params: ModelParams) -> bool:
+    """The aligned map exists for the model: independent tokens, rank 1 (any L)."""
+    return params.C is None and params.r == 1 and params.r_star == 1
+
+
+def aligned_config(tol: float | None = None) -> SolverConfig:
+    """The suite's aligned solves: the solver's defaults with ``prox="aligned"`` (and ``tol`` where given)."""
+    cfg = SolverConfig(prox="aligned")
+    return cfg if tol is None else cfg.replace(tol=tol)
+
+
+#: Independent rules an aligned solve is tried on before its outcome is taken (the first, then the next).
+ALIGNED_TRIES = 2
+
+
+def aligned_job(job: AlignedJob, errors: bool = False) -> dict[str, Any]:
+    """The fixed point of ``job`` as a plain record: branch reached, converged, residual and, where it
+    converged, ``abs_theta = |th0|``, ``m_norm = |(m_l)_l|``, q, eps_g, e_t; ``exists``: converged on the
+    requested branch; ``quadrature``: the rule of the outcome, ``tries``: what the rules before it gave.
+
+    A solve that does not converge on the requested branch is tried again on the next independent
+    scrambling of the rule (``config.variant(1)``): the aligned map jumps where a node's lowest aligned
+    minimum changes, and a rule can stall on such a jump (measured: case (c), alpha = 0.75, semantic
+    start, sobol12:4 stalls at residual 1.7e-4, its stall then read as a collapse to the agnostic point;
+    sobol12:4:1 and sobol13:4 converge in 12 and 11 steps, theta 0.2696 and 0.2706).  Where the branch
+    does not exist every rule says so, and the last outcome is reported.  ``errors``: also ``err_abs_theta``,
+    ``err_m_norm``, ``err_eps_g``, the standard errors over the rule's scramblings
+    (:func:`~attnphase.numerics.quadrature_error.fixed_point_error`)."""
+    from attnphase.numerics import solve
+
+    t0 = time.perf_counter()
+    tries: list[str] = []
+    for k in range(ALIGNED_TRIES):
+        cfg = job.config.variant(k)
+        fp = solve(job.params, job.alpha, job.branch, config=cfg)
+        if fp.status.converged and fp.branch == job.branch:
+            break
+        tries.append(f"{cfg.quadrature}: " + (f"{fp.branch}" if fp.status.converged else
+                                              f"not converged (residual {fp.status.residual:.1e})"))
+    rec = fp.record
+    ok = bool(fp.status.converged)
+    out: dict[str, Any] = {"alpha": float(job.alpha), "requested": job.branch, "prox": "aligned", "converged": ok,
+                           "residual": float(fp.status.residual), "branch_reached": fp.branch if ok else None,
+                           "exists": ok and fp.branch == job.branch, "seconds": time.perf_counter() - t0,
+                           "quadrature": cfg.quadrature, "tries": tries[:k]}
+    keys = ("abs_theta", "m_norm", "q", "eps_g", "e_t")
+    if ok:
+        m_norm = math.sqrt(sum(float(x) ** 2 for x in fp.overlaps.m))
+        out.update(abs_theta=abs(float(rec["theta"])), m_norm=m_norm, q=float(rec["q"]), eps_g=float(rec["eps_g"]),
+                   e_t=float(rec["e_t"]))
+        if errors:
+            from attnphase.numerics.quadrature_error import fixed_point_error
+
+            err = fixed_point_error(fp, cfg)
+            m1 = abs(float(rec["m"]))
+            if err is not None:  # m_norm's bar: the record's m's, scaled to the norm
+                out.update(err_abs_theta=err.std["theta"], err_eps_g=err.std["eps_g"],
+                           err_m_norm=err.std["m"] * m_norm / m1 if m1 > 0 else 0.0)
+    else:
+        out.update({k: None for k in keys})
+    return out
+
+
+def aligned_task(job: AlignedJob, version: str) -> Task:
+    """The task of one aligned solve, keyed by the model, alpha, branch and the whole config."""
+    identity = {"params": job.params.to_dict(), "alpha": job.alpha, "branch": job.branch,
+                "config": job.config.as_dict()}
+    return Task(task_key(aligned_job, identity, version), f"aligned alpha={job.alpha:g} {job.branch}",
+                aligned_job, job)
+
+
+def aligned_verdict(agrees: dict[str, bool | None] | None) -> str:
+    """'agrees', 'disagrees (obs, ...)' or 'no aligned point' for the rule's per-observable outcome."""
+    if not agrees or any(v is None for v in agrees.values()):
+        return "no aligned point"
+    if all(agrees.values()):
+        return "agrees"
+    return "disagrees (" + ", ".join(o for o, v in agrees.items() if v is False) + ")"
