@@ -294,7 +294,9 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
                   "stay in the basin its start set: the aligned proximal map (`solve --prox aligned`) takes, per "
                   "sample, the lowest local minimiser h of the proximal problem on the side of the student's mean "
                   "field r = E[w | h*] = m + (th0/rho0) h* (h . r > 0: the teacher's mirror image from the semantic "
-                  "start, the positional one from the positional start). Same rule, same observables; 'reached' is the aligned solve's label.",
+                  "start, the positional one from the positional start). Same rule, same observables; 'reached' is the aligned solve's label"
+                  + (f"; cases with L > {plan['aligned_max_L']} have no aligned-prox points in this plan (each takes "
+                     "minutes; the full suite has them)" if plan.get("aligned_max_L", 99) < 3 else "") + ".",
                   ""] + basin
     trends = [(case, r) for case in summary["cases"] for r in case["rows"] if r.get("trend")]
     if trends:

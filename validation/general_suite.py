@@ -113,6 +113,9 @@ class GeneralPlan:
         rank_quadrature: the Sobol rule of the rank-r solves; their other settings are the solver's defaults,
             those of ``attnphase solve --rank`` (tol 1e-10: at tol 1e-8 the mixed solve of case (d) at
             alpha = 2 stalled at residual 0.04 on sobol11 and sobol12, measured; at 1e-10 it converges).
+        aligned_max_L: the largest L whose rank-1 cases get the aligned-prox points
+            (:mod:`attnphase.validation.basin_theory`); the quick plan stops at L = 2 (at L = 3 a positional aligned
+            solve takes minutes: every SE step is a full proximal search; 244-294 s at load ~8, measured).
     """
 
     quick: bool
@@ -127,6 +130,7 @@ class GeneralPlan:
     theory_workers: int = 2
     trend_ds: tuple[int, ...] = ()
     rank_quadrature: str = "sobol12"
+    aligned_max_L: int = 8
 
     def spec(self, case: SuiteCase, alpha: float, init: str, seed: int, d: int | None = None) -> SimSpec:
         return SimSpec(d=d or self.d, alpha=alpha, init=init, seed=seed, params=case.params, n_test=self.n_test,
@@ -158,7 +162,7 @@ def general_plan(quick: bool = False, d: int | None = None, seeds: int | None = 
     if quick:
         d = d or 200
         return GeneralPlan(quick=True, d=d, seeds=tuple(range(seeds or 3)), cases=cases, n_test=4000, device=device,
-                           dtype=dtype, theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2),
+                           dtype=dtype, theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2), aligned_max_L=2,
                            trend_ds=tuple(x for x in (d // 4, d // 2) if x >= 10))
     d = d or 1000
     return GeneralPlan(quick=False, d=d, seeds=tuple(range(seeds or 4)), cases=cases,
@@ -306,7 +310,7 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
     # the aligned-prox state evolution at each (alpha, start) of a rank-1 case: the basin GD keeps
     acfg = aligned_config(plan.theory.tol)
     basin_jobs = [(c.key, AlignedJob(c.params, float(a), i, acfg)) for c in with_theory
-                  if has_aligned_theory(c.params) for a in alphas[c.key] for i in INITS]
+                  if has_aligned_theory(c.params) and c.params.L <= plan.aligned_max_L for a in alphas[c.key] for i in INITS]
     basin_tasks = [aligned_task(j, version) for _, j in basin_jobs]
     cached += sum(store.load(t.key) is not None for t in basin_tasks)
     with TaskBar("general-suite aligned-prox theory", unit="task", quiet=not progress) as tbar:
