@@ -35,6 +35,11 @@ from attnphase.numerics.rank_linalg import newton_directions
 from attnphase.theory.rank_kernels import RankKernels, attention, limit_loss
 
 
+#: The descent's step tolerance (relative), iteration limit and Armijo trial steps (defaults of
+#: :func:`newton_minimize`, and what :func:`global_prox` runs on either backend).
+XTOL, MAX_ITER, MAX_HALVINGS = 1e-10, 80, 30
+
+
 @dataclass(frozen=True, eq=False)
 class RankProxResult:
     """Minimisers of a batch: h (N, L, r), value (N,) = the Moreau envelope M, converged (N,)."""
@@ -86,7 +91,7 @@ def step_constants(Vinv: np.ndarray) -> tuple[float, float]:
 
 
 def newton_minimize(k: RankKernels, h0: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
-                    sigma2: np.ndarray, *, xtol: float = 1e-10, max_iter: int = 80, max_halvings: int = 30,
+                    sigma2: np.ndarray, *, xtol: float = XTOL, max_iter: int = MAX_ITER, max_halvings: int = MAX_HALVINGS,
                     backend: str = "auto") -> RankProxResult:
     """Safeguarded Newton descent on P from every row of h0 (N, L, r); only unconverged rows iterate.
 
@@ -187,12 +192,24 @@ def global_prox(k: RankKernels, w: np.ndarray, V0: np.ndarray, T: np.ndarray, si
     N, L, r = w.shape
     Vinv = np.linalg.inv(V0)[None] / np.asarray(sigma2, dtype=float)[:, None, None]
     if polish is not None:
-        starts = [polish, w]
+        starts, known = [polish, w], 1
     else:
-        starts = starting_points(w, hstar) + list(extra_starts or [])
+        base = starting_points(w, hstar)
+        starts, known = base + list(extra_starts or []), len(base)
     S = len(starts)
-    h0 = np.concatenate(starts, axis=0)
-    res = newton_minimize(k, h0, np.tile(w, (S, 1, 1)), Vinv, np.tile(T, (S, 1, 1)), sigma2, backend=backend)
+    if resolve_backend(backend, k) == "numba":
+        from attnphase.numerics.prox_compiled import MERGE_RADIUS
+        from attnphase.numerics.rank_prox_compiled import search_rows
+
+        # the minima handed in (polish points, extra starts) run first: the other starts merge into them
+        order = np.r_[np.arange(known, S), np.arange(known)] if polish is None else np.arange(S)
+        delta, max_step = step_constants(Vinv)
+        h, value, conv = search_rows(k, np.stack(starts), w, Vinv, T, sigma2, delta, max_step, order, MERGE_RADIUS,
+                                     xtol=XTOL, max_iter=MAX_ITER, max_halvings=MAX_HALVINGS)
+        res = RankProxResult(h.reshape(S * N, L, r), value.reshape(-1), conv.reshape(-1))
+    else:
+        res = newton_minimize(k, np.concatenate(starts, axis=0), np.tile(w, (S, 1, 1)), Vinv, np.tile(T, (S, 1, 1)),
+                              sigma2, backend=backend)
     vals = np.where(res.converged, res.value, np.inf).reshape(S, N)
     best = np.argmin(vals, axis=0)
     none = ~np.isfinite(vals[best, np.arange(N)])

@@ -70,11 +70,26 @@ def newton_rows(kernels: RankKernels, h0: np.ndarray, w: np.ndarray, Vinv: np.nd
     """(h, value, converged) of the compiled descent from every row of h0 (N, L, r); w (N, L, r),
     T (N, L, L), Vinv (L, r, r), sigma2 (L,); ``delta`` and ``max_step`` as in
     :func:`~attnphase.numerics.rank_prox.step_constants`."""
-    h = np.array(h0, dtype=float, order="C", copy=True)
-    N = h.shape[0]
-    value, conv = np.empty(N), np.zeros(N, dtype=np.bool_)
+    h, value, conv = search_rows(kernels, np.asarray(h0, dtype=float)[None], w, Vinv, T, sigma2, delta, max_step,
+                                 np.zeros(1, dtype=np.int64), 0.0, xtol=xtol, max_iter=max_iter,
+                                 max_halvings=max_halvings, parallel=parallel)
+    return h[0], value[0], conv[0]
+
+
+def search_rows(kernels: RankKernels, starts: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
+                sigma2: np.ndarray, delta: float, max_step: float, order: np.ndarray, merge: float, *, xtol: float,
+                max_iter: int, max_halvings: int, parallel: bool | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(h (S, N, L, r), value (S, N), converged (S, N)): the descent from every start (``starts`` (S, N, L, r),
+    start s of node i at [s, i]; w (N, L, r), T (N, L, L)), a node's starts in the order ``order``; with
+    ``merge`` > 0 a start that comes within ``merge`` of a minimum an earlier start of its node converged to,
+    where the Hessian is positive definite, stops and takes that minimum (its row a copy of it)."""
+    h = np.array(starts, dtype=float, order="C", copy=True)
+    S, N = h.shape[0], h.shape[1]
+    value, conv = np.empty((S, N)), np.zeros((S, N), dtype=np.bool_)
     instance(kernels, parallel).rows(
         h, np.ascontiguousarray(w, dtype=float), np.ascontiguousarray(Vinv, dtype=float),
         np.ascontiguousarray(T, dtype=float), np.ascontiguousarray(sigma2, dtype=float), float(delta),
-        float(max_step), float(xtol), int(max_iter), int(max_halvings), value, conv)
+        float(max_step), float(xtol), int(max_iter), int(max_halvings), value, conv,
+        np.ascontiguousarray(order, dtype=np.int64), float(merge))
     return h, value, conv

@@ -130,18 +130,33 @@ def value_only(h: Array, w: Array, Vinv: Array, T: Array, s2: Array, S: Array, V
 @jit
 def newton_row(h: Array, w: Array, Vinv: Array, T: Array, s2: Array, delta: float, max_step: float, xtol: float,
                max_iter: int, max_halvings: int, S: Array, Vd: Array, g: Array, H: Array, g2: Array, H2: Array,
-               d: Array, trial: Array, Lc: Array, y: Array) -> tuple[float, bool]:
-    """Safeguarded Newton descent on P of one row, h (L, r) updated in place: (value, converged).
+               d: Array, trial: Array, Lc: Array, y: Array, known: Array, kconv: Array, kdone: Array,
+               merge: float) -> tuple[float, bool, int]:
+    """Safeguarded Newton descent on P of one row, h (L, r) updated in place: (value, converged, merged).
 
     As :func:`attnphase.numerics.rank_prox.newton_minimize` (see there): d = -(H + mu I)^{-1} grad P
     (``direction_row``, shift ``delta``), capped at ``max_step``, Armijo backtracking (the full step is
     tried with the derivatives at the trial point, which the next iteration then reuses); converged when
     H is positive definite and the step or its predicted decrease is negligible, or when no step
-    decreases P and the gradient is at rounding level. The other arguments are work arrays.
+    decreases P and the gradient is at rounding level. ``merged`` is -1, or, with ``merge`` > 0, the
+    j with ``kdone[j]`` and ``kconv[j]`` (a minimum ``known[j]`` an earlier start of the node converged
+    to) that h came within ``merge`` of (relative, per entry) where H is positive definite: the descent
+    stops there and the caller takes that minimum. The other arguments are work arrays.
     """
     f = value_grad_hess(h, w, Vinv, T, s2, S, Vd, g, H)
     for _ in range(max_iter):
         pd = direction_row(H, g, delta, Lc, y, d)
+        if pd and merge > 0.0:
+            for j in range(kdone.shape[0]):
+                if kdone[j] and kconv[j]:
+                    close = True
+                    for k in range(n):
+                        x = known[j, k // r, k % r]
+                        if abs(h[k // r, k % r] - x) > merge * (1.0 + abs(x)):
+                            close = False
+                            break
+                    if close:
+                        return f, True, j
         dn = 0.0
         nrm2 = 0.0
         hmax = 0.0
@@ -197,24 +212,36 @@ def newton_row(h: Array, w: Array, Vinv: Array, T: Array, s2: Array, delta: floa
             gmax = max(gmax, abs(g[k]))
         stalled = (not accepted) and gmax <= 1e-8 * (1.0 + (scale + 1e-300))
         if tiny or stalled:
-            return f, True
+            return f, True, -1
         if not accepted:
-            return f, False
-    return f, False
+            return f, False, -1
+    return f, False, -1
 
 
 @jit(parallel=parallel)
 def rows(h: Array, w: Array, Vinv: Array, T: Array, s2: Array, delta: float, max_step: float, xtol: float,
-         max_iter: int, max_halvings: int, value: Array, conv: Array) -> None:
-    """Newton from every row of h (N, L, r), in place, with w (N, L, r), T (N, L, L); Vinv (L, r, r) and
-    s2 (L,) shared. Writes value (N,) and conv (N,)."""
-    N = h.shape[0]
+         max_iter: int, max_halvings: int, value: Array, conv: Array, order: Array, merge: float) -> None:
+    """Newton from every start of every node, in place: h (S, N, L, r) holds the starts (start s of node i
+    at h[s, i]), w (N, L, r), T (N, L, L); Vinv (L, r, r) and s2 (L,) shared. Writes value and conv (S, N).
+
+    The starts of a node run in the order ``order`` (a permutation of 0..S-1); with ``merge`` > 0 a start
+    that comes near a minimum an earlier one converged to takes that minimum (:func:`newton_row`)."""
+    S_, N = h.shape[0], h.shape[1]
     for blk in prange((N + BLOCK - 1) // BLOCK):
         S, Vd, trial = np.empty((L, L)), np.empty((L, r)), np.empty((L, r))
         g, g2, d, y = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
         H, H2, Lc = np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
+        done = np.zeros(S_, dtype=np.bool_)
+        kconv = np.zeros(S_, dtype=np.bool_)
         for i in range(blk * BLOCK, min(N, (blk + 1) * BLOCK)):
-            v, c = newton_row(h[i], w[i], Vinv, T[i], s2, delta, max_step, xtol, max_iter, max_halvings,
-                              S, Vd, g, H, g2, H2, d, trial, Lc, y)
-            value[i] = v
-            conv[i] = c
+            done[:] = False
+            for s in order:
+                v, c, j = newton_row(h[s, i], w[i], Vinv, T[i], s2, delta, max_step, xtol, max_iter, max_halvings,
+                                     S, Vd, g, H, g2, H2, d, trial, Lc, y, h[:, i], kconv, done, merge)
+                if j >= 0:
+                    h[s, i] = h[j, i]
+                    v = value[j, i]
+                value[s, i] = v
+                conv[s, i] = c
+                kconv[s] = c
+                done[s] = True
