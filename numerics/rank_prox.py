@@ -21,7 +21,12 @@ normally ``SolverConfig.backend``, resolved by :func:`attnphase.numerics.prox.re
 the same descent one row at a time, compiled (:mod:`attnphase.numerics.rank_prox_compiled`, equal to
 rounding); ``"auto"`` is numba when it imports, else numpy. There is no torch rank-r descent: ``"torch"``
 raises, and ``$ATTNPHASE_PROX_BACKEND=torch`` leaves ``"auto"`` to pick numba or numpy.  The starts and
-the choice of the winner (:func:`global_prox`) are shared.
+the choice of the winner (:func:`global_prox`) are shared.  In the compiled search a node's starts run in
+one loop, the minima handed in (polish points, extra starts) first, and a start stops once it is within
+:data:`~attnphase.numerics.prox_compiled.MERGE_RADIUS` of a minimum an earlier start of the node converged
+to, where the Hessian is positive definite, taking that minimum (as at r = 1: most starts only confirm the
+node's one minimum; this cut a full search's CPU time by a third, L = 2, r = 2, 16384 nodes, and moved
+the winners by < 1e-14 on the benchmark's nodes).  The numpy path runs every start to the end.
 """
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ the same order of operations). The quadratic term of P is :func:`quadratic` (the
 ``apply_blocks`` / ``prox_value`` of :mod:`attnphase.numerics.rank_prox`), the Newton direction the
 one-row Cholesky of :func:`attnphase.numerics.rank_linalg_compiled.direction_row`. What is here is
 the algorithm of ``newton_minimize`` (same direction, step cap, Armijo constants, convergence tests,
-iteration limit) in loops; the tests hold the two backends' minimisers, values and converged flags
-equal to rounding.
+iteration limit) in loops, plus the merge of :func:`rows` (a start near a minimum an earlier start of the
+same node converged to takes it, as in :mod:`attnphase.numerics.prox_rows`); the tests hold the two
+backends' minimisers, values and converged flags equal to rounding.
 """
 
 from __future__ import annotations
