@@ -71,8 +71,10 @@ def per_evaluation(cases: list[str], quadrature: str, repeat: int) -> None:
         for mode, kw in (("full", {"extra_starts": [prev]}), ("polish", {"polish": prev})):
             times = {}
             for backend in ("numpy", "numba"):
-                times[backend] = _best(lambda: global_prox(k, w, ov.V0, T, s2, hstar, backend=backend, **kw),  # noqa: B023
-                                       repeat)
+                def run(backend: str = backend, kw: dict = kw) -> None:
+                    global_prox(k, w, ov.V0, T, s2, hstar, backend=backend, **kw)
+
+                times[backend] = _best(run, repeat)
                 res[mode, backend] = global_prox(k, w, ov.V0, T, s2, hstar, backend=backend, **kw).h
             (wn, cn), (wb, cb) = times["numpy"], times["numba"]
             row += [f"{wn:.3f} / {cn:.3f}", f"{wb:.3f} / {cb:.3f}", f"{cn / cb:.0f}x"]

@@ -96,8 +96,8 @@ def step_constants(Vinv: np.ndarray) -> tuple[float, float]:
 
 
 def newton_minimize(k: RankKernels, h0: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
-                    sigma2: np.ndarray, *, xtol: float = XTOL, max_iter: int = MAX_ITER, max_halvings: int = MAX_HALVINGS,
-                    backend: str = "auto") -> RankProxResult:
+                    sigma2: np.ndarray, *, xtol: float = XTOL, max_iter: int = MAX_ITER,
+                    max_halvings: int = MAX_HALVINGS, backend: str = "auto") -> RankProxResult:
     """Safeguarded Newton descent on P from every row of h0 (N, L, r); only unconverged rows iterate.
 
     Direction d = -(H + mu I)^{-1} grad with mu = 0 where the Hessian is positive definite, else a

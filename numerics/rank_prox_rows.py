@@ -1,4 +1,4 @@
-"""Template of the compiled rank-r proximal solver: :func:`attnphase.numerics.rank_prox.newton_minimize`, one row at a time.
+"""Template of the compiled rank-r proximal solver: ``rank_prox.newton_minimize``, one row at a time.
 
     h_hat(w, T) = argmin_h  P(h) = sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T),  h in R^{L x r}
                                                                                     (docs/model.md section 7)
@@ -36,7 +36,8 @@ from attnphase.numerics.rank_linalg_compiled import direction_row
 Array = np.ndarray
 _binding: Any = __spec__.loader_state if __spec__ is not None else None
 if _binding is None:
-    raise ImportError("rank_prox_rows is a template: instantiate it with attnphase.numerics.rank_prox_compiled.instance")
+    raise ImportError("rank_prox_rows is a template: instantiate it with "
+                      "attnphase.numerics.rank_prox_compiled.instance")
 
 #: Sequence length and student rank of this instance; n = L r unknowns per row.
 L: int = _binding.L
