@@ -51,6 +51,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -110,10 +111,22 @@ def instance(kernels: Kernels | CorrelatedKernels, parallel: bool | None = None)
     """
     parallel = _parallel_default() if parallel is None else bool(parallel)
     scalar = kernels.scalar
-    text = TEMPLATE.read_text()
-    digest = hashlib.sha256(f"{scalar.module}\n{parallel}\n{text}".encode()).hexdigest()[:16]
     kind = "prox_rows_cov" if isinstance(kernels, CorrelatedKernels) else "prox_rows"
-    name = f"{kind}_L{scalar.L}_r{scalar.r}_{'cse' if scalar.cse else 'nocse'}_{'par' if parallel else 'ser'}_{digest}"
+    name = f"{kind}_L{scalar.L}_r{scalar.r}_{'cse' if scalar.cse else 'nocse'}_{'par' if parallel else 'ser'}"
+    return import_template(TEMPLATE, name, f"{scalar.module}\n{parallel}", Binding(scalar.L, parallel, scalar),
+                           f"the proximal solver for L = {scalar.L}")
+
+
+def import_template(template: Path, name: str, key: str, binding: Any, what: str) -> ModuleType:
+    """The template module ``template`` instantiated with ``binding``, imported once per process (module doc).
+
+    Its copy in the cache directory is named ``name`` + a hash of ``key`` (what else the compiled code
+    depends on: the generated kernels' module, the compile options) and of the template's text; a
+    first-run notice names ``what`` is compiled when numba has no machine code for it yet.
+    """
+    text = template.read_text()
+    digest = hashlib.sha256(f"{key}\n{text}".encode()).hexdigest()[:16]
+    name = f"{name}_{digest}"
     modname = f"attnphase._generated.{name}"
     module = sys.modules.get(modname)
     if module is not None:
@@ -127,10 +140,9 @@ def instance(kernels: Kernels | CorrelatedKernels, parallel: bool | None = None)
         path = Path(tempfile.mkdtemp(prefix="attnphase-")) / f"{name}.py"
         path.write_text(text)
     if not any(path.parent.glob(f"{name}.*.nbi")) and not any(path.parent.glob(f"__pycache__/{name}.*.nbi")):
-        first_run_notice(f"compiling the proximal solver for L = {scalar.L} with numba, once (~5-10 s); "
-                         f"later runs load it from {path.parent}")
+        first_run_notice(f"compiling {what} with numba, once (~5-10 s); later runs load it from {path.parent}")
     # numba's cache reloads the instance by its module name, so it stays in sys.modules
-    return import_path(modname, path, text, Binding(scalar.L, parallel, scalar))
+    return import_path(modname, path, text, binding)
 
 
 def _rows(x: np.ndarray, N: int, tail: tuple[int, ...]) -> np.ndarray:

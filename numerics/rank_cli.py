@@ -217,6 +217,9 @@ def rank_config(args: argparse.Namespace, params: Any) -> Any:
             raise ValueError(f"{option}: the rank-r state evolution does not use it (its e_t is on the solve's rule, its "
                              "boundaries come from converged solves, docs/numerics.md section 11); it is for rank 1")
     cfg = solver_options.config_from_args(args)
+    if getattr(args, "backend", None) == "torch":
+        raise ValueError("--backend torch: the rank-r state evolution runs its proximal map on the numba or numpy "
+                         "backend (auto picks numba)")
     if cfg.prox != "global":
         raise ValueError(f"--prox {cfg.prox}: the rank-r state evolution implements the global proximal map only")
     if not str(cfg.quadrature).strip().lower().startswith("sobol"):

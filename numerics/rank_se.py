@@ -103,17 +103,20 @@ class RankMoments:
 
 
 def channel_moments(k: RankKernels, params: ModelParams, ov: RankOverlaps, rule: RankRule,
-                    previous: np.ndarray | None = None, polish: bool = False) -> tuple[RankMoments, np.ndarray]:
+                    previous: np.ndarray | None = None, polish: bool = False,
+                    backend: str = "auto") -> tuple[RankMoments, np.ndarray]:
     """All channel averages at ``ov`` with one global proximal solve over the rule's nodes, and the
     minimisers h_hat (N, L, r).  ``previous``: the minimisers of an earlier search at a nearby state,
-    an extra start of a full search, or (``polish``) the only start besides w."""
+    an extra start of a full search, or (``polish``) the only start besides w.  ``backend``: of the
+    proximal descent (numerics/rank_prox.py), normally ``SolverConfig.backend``."""
     s2 = params.sigma2
     w, hstar = rk.channel_fields(rule.xi, rule.eta, ov.q0, ov.m, ov.th0, s2, params.rho0)
     T = target(hstar, params.omega, params.A_array)
     if polish and previous is not None:
-        res = global_prox(k, w, ov.V0, T, s2, hstar, polish=previous)
+        res = global_prox(k, w, ov.V0, T, s2, hstar, polish=previous, backend=backend)
     else:
-        res = global_prox(k, w, ov.V0, T, s2, hstar, extra_starts=None if previous is None else [previous])
+        res = global_prox(k, w, ov.V0, T, s2, hstar, extra_starts=None if previous is None else [previous],
+                          backend=backend)
     Vinv = np.linalg.inv(ov.V0)
     g = np.einsum("ab,nlb->nla", Vinv, res.h - w) / s2[None, :, None]
     wt = rule.weights
@@ -179,12 +182,15 @@ class RankSEMap:
     the coordinates the branch leaves free minus the orbit's tangent directions at x (the
     generators of SO(r) x SO(r*) applied to x), on which the Jacobian is regular.  Convergence is
     judged on the full residual F(x) - x, so a point whose image is only a rotation of itself is
-    never accepted.
+    never accepted.  ``backend``: of the proximal descent (full searches and polishes alike), normally
+    ``SolverConfig.backend``; ``"torch"`` (which the precise tier picks on a GPU for the rank-1 solves)
+    runs it on ``"auto"``: there is no torch rank-r descent (numerics/rank_prox.py).
     """
 
     def __init__(self, params: ModelParams, alpha: float, branch: str, rule: RankRule,
-                 pattern: np.ndarray | None = None):
+                 pattern: np.ndarray | None = None, backend: str = "auto"):
         self.params, self.alpha, self.branch, self.rule = params, alpha, branch, rule
+        self.backend = "auto" if backend == "torch" else backend
         self.pattern = pattern  # iterate F projected on these coordinates (:func:`reflection_pattern`)
         self.L, self.r, self.rs = params.L, params.r, teacher_rank(params)
         self.kernels = get_rank_kernels(params.L, params.r)
@@ -202,7 +208,8 @@ class RankSEMap:
     def step(self, ov: RankOverlaps, full: bool = True) -> tuple[RankOverlaps, RankHats, RankMoments]:
         """The map F(ov), its hats and moments: a full proximal search (``full``), else a polish of the
         last full search's minima (approximate; :data:`FULL_SEARCH_EVERY`)."""
-        mom, h = channel_moments(self.kernels, self.params, ov, self.rule, self.previous, polish=not full)
+        mom, h = channel_moments(self.kernels, self.params, ov, self.rule, self.previous, polish=not full,
+                                 backend=self.backend)
         if full:
             self.previous, self.since_full = h, 0
         elif not self.frozen:

@@ -121,7 +121,7 @@ def solve_rank(params: ModelParams, alpha: float, branch: str = "semantic", *,
     settled = 0
     if warm:
         ov0, settled = settle_noise_axes(ov0, noise_axes(params, branch),
-                                         RankSEMap(params, float(alpha), branch, first).image)
+                                         RankSEMap(params, float(alpha), branch, first, backend=cfg.backend).image)
     fp, spent, projected = _staged(params, float(alpha), branch, cfg, [first, rule] if stages else [rule], ov0, warm)
     if fp.converged:
         return dataclasses.replace(fp, evaluations=settled + spent)
@@ -164,7 +164,7 @@ def _staged(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, r
 def _solve(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, rule: RankRule, ov0: RankOverlaps,
            warm: bool, jacobian: CarriedJacobian | None = None, pattern: np.ndarray | None = None) -> RankFixedPoint:
     """One solve of the (projected) map on ``rule`` from ``ov0``, retried once from its best point."""
-    smap = RankSEMap(params, alpha, branch, rule, pattern)
+    smap = RankSEMap(params, alpha, branch, rule, pattern, backend=cfg.backend)
     smap.seed = jacobian
     result = RankFixedPointSolver(smap, cfg).solve(ov0.to_vector(), warm=warm)
     if not result.converged and result.evaluation is not None and cfg.damping < RETRY_DAMPING:

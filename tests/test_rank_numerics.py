@@ -18,7 +18,8 @@ from attnphase.theory.params import ModelParams
 from attnphase.theory.rank_kernels import get_rank_kernels, target
 
 
-def test_global_prox_never_loses_to_newton_from_random_probes_L3_r2() -> None:
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_global_prox_never_loses_to_newton_from_random_probes_L3_r2(backend: str) -> None:
     L, r, rs, N, probes = 3, 2, 1, 300, 24
     rng = np.random.default_rng(7)
     k = get_rank_kernels(L, r)
@@ -27,11 +28,12 @@ def test_global_prox_never_loses_to_newton_from_random_probes_L3_r2() -> None:
     w = rng.normal(size=(N, L, r)) * 0.8
     hs = rng.normal(size=(N, L, rs)) * 0.8
     T = target(hs, 0.3, np.full((L, L), 1.0 / L))
-    best = global_prox(k, w, V0, T, s2, hs)
+    best = global_prox(k, w, V0, T, s2, hs, backend=backend)
     assert best.converged.all()
     Vinv = np.linalg.inv(V0)[None] / s2[:, None, None]
     h0 = w[None] + rng.normal(size=(probes, N, L, r)) * 2.0 * np.sqrt(np.linalg.eigvalsh(V0).max() * s2.max())
-    res = newton_minimize(k, h0.reshape(-1, L, r), np.tile(w, (probes, 1, 1)), Vinv, np.tile(T, (probes, 1, 1)), s2)
+    res = newton_minimize(k, h0.reshape(-1, L, r), np.tile(w, (probes, 1, 1)), Vinv, np.tile(T, (probes, 1, 1)), s2,
+                          backend=backend)
     probe_min = np.where(res.converged, res.value, np.inf).reshape(probes, N).min(axis=0)
     assert np.all(best.value <= probe_min + 1e-10 * (1.0 + np.abs(probe_min)))
     # the values are the objective at the minimisers, and the raw probes never beat them either
