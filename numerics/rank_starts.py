@@ -140,6 +140,8 @@ def noise_axes(params: ModelParams, branch: str) -> list[int]:
 #: Steps of :func:`settle_noise_axes` and the weight of the map's image in each (a geometric mean).
 SETTLE_STEPS = 4
 SETTLE_WEIGHT = 0.5
+#: Most lifts of the noise axes' q0 towards the signal axes' where the map is not defined at the start.
+LIFT_STEPS = 3
 
 
 def settle_noise_axes(ov: RankOverlaps, axes: list[int],
@@ -153,16 +155,35 @@ def settle_noise_axes(ov: RankOverlaps, axes: list[int],
     ``image(ov)`` is (F(ov) aligned to ov's gauge, the scaled residual), or None where the map is not
     defined; a step that lands there is halved (in log x) once, else the iteration stops.
 
+    Where the map is not defined at ``ov`` itself, the noise axes' q0 is first *lifted* towards the largest
+    q0_bb of the other (signal) axes, q0_aa <- (q0_aa q0_bb)^(1/2), at most LIFT_STEPS times, until it is.
+
     Why: a noise axis has no rank-1 state to start from, and its V0 is bound only through the loss's
     coupling to the signal axes: at L = 2, r = r* = 2, alpha = 2, positional, the map sends V0 = 1 there
     to ~580 (start residual 616) and V0 = 46, q0 = 0.05 out of the admissible region (Vhat < 0), while
     three such steps from the positional axis's (q0, V0) reach residual 0.23 and the solve converges.
+    The lift: at small q0_aa the axis' field w_a concentrates at 0, where the global minimiser's
+    component h_a jumps between the two signs the loss prefers, so that Vhat_aa = -alpha E[dg_a/dw_a]
+    takes a negative part ~ q0_aa^(-1/2) from the jump and Lam = lambda I + sum_l sigma_l^2 Vhat_l is
+    indefinite (L = 3, r = 2, r* = 1, alpha = 2, semantic: sum_l sigma_l^2 Vhat_l,aa = -0.016 at
+    q0_aa = 0.05, -0.006 at 0.2, +0.006 at 0.5, whatever V0_aa; lambda = 0.01).
     """
     if not axes:
         return ov, 0
     best, n = None, 0
     cur = image(ov)
     n += 1
+    signal = [b for b in range(ov.q0.shape[0]) if b not in axes]
+    ceiling = max((ov.q0[b, b] for b in signal), default=0.0)
+    for _ in range(LIFT_STEPS):
+        if cur is not None or not all(0 < ov.q0[a, a] < ceiling for a in axes):
+            break
+        q = np.array(ov.q0)
+        for a in axes:
+            q[a, a] = np.sqrt(q[a, a] * ceiling)
+        ov = RankOverlaps(q, ov.V0, ov.m, ov.th0)
+        cur = image(ov)
+        n += 1
     if cur is None:
         return ov, n
     best = (cur[1], ov)
