@@ -9,7 +9,7 @@ from attnphase.numerics.rank_overlaps import RankOverlaps
 from attnphase.numerics.rank_se import RankSEMap, make_rank_rule, with_ranks
 from attnphase.numerics.rank_solve import solve_rank
 from attnphase.numerics.rank_starts import (
-    SETTLE_STEPS, SETTLE_WEIGHT, embedded_start, noise_axes, settle_noise_axes,
+    LIFT_STEPS, SETTLE_STEPS, SETTLE_WEIGHT, embedded_start, noise_axes, settle_noise_axes,
 )
 from attnphase.theory.params import ModelParams
 
@@ -78,3 +78,39 @@ def test_rank2_teacher2_positional_converges_from_the_settled_start() -> None:
     assert fp.branch == "positional"
     inv = fp.invariants
     assert min(inv["q0_eigenvalues"]) > 0.1 and inv["th0_singular_values"] == [0.0, 0.0]
+
+
+def test_settle_lifts_the_noise_q0_where_the_map_is_undefined_at_the_start() -> None:
+    """A map undefined below q0_aa = 0.3 (as Lam is at L = 3 for a small noise q0): the noise q0 is lifted
+    geometrically towards the signal axis' q0 (0.8) until it is defined, then settled."""
+    ov = RankOverlaps(np.diag([0.8, 0.05]), np.diag([35.0, 35.0]), np.zeros((3, 2)), np.array([[0.85], [0.0]]))
+    toy = _toy_image((0.25, 160.0), 1)
+    seen = []
+
+    def image(x: RankOverlaps):
+        seen.append(float(x.q0[1, 1]))
+        return None if x.q0[1, 1] < 0.3 else toy(x)
+
+    out, n = settle_noise_axes(ov, [1], image)
+    lifts = [0.05, np.sqrt(0.05 * 0.8), np.sqrt(np.sqrt(0.05 * 0.8) * 0.8)]  # 0.05, 0.2, 0.4
+    assert np.allclose(seen[:3], lifts)
+    assert n == 3 + SETTLE_STEPS - 1 and out.q0[0, 0] == 0.8
+    assert 0.3 <= out.q0[1, 1] < lifts[2]  # settled from the lifted start towards 0.25, never where undefined
+    # a map undefined everywhere: after LIFT_STEPS lifts the (last) start is returned, unsettled
+    out, n = settle_noise_axes(ov, [1], lambda x: None)
+    assert n == 1 + LIFT_STEPS and out.q0[1, 1] < 0.8
+
+
+def test_rank2_at_L3_semantic_converges_to_a_fixed_point_of_the_map() -> None:
+    """L = 3, r = 2, r* = 1, alpha = 2, semantic: the embedded start's noise axis (q0 = 0.05) made Lam
+    indefinite at the first step; lifted, the solve converges, and the map on the whole rule (a full
+    proximal search) moves the fixed point by no more than the tolerance."""
+    params = with_ranks(ModelParams(L=3, omega=0.3), 2, 1)
+    cfg = SolverConfig(quadrature="sobol8:2")
+    fp = solve_rank(params, 2.0, "semantic", config=cfg)
+    assert fp.converged and fp.residual <= cfg.tol, fp.message
+    assert fp.branch == "semantic"
+    img = RankSEMap(params, 2.0, "semantic", make_rank_rule(3, 2, 1, "sobol8:2")).image(fp.overlaps)
+    assert img is not None and img[1] <= cfg.tol
+    inv = fp.invariants
+    assert min(inv["q0_eigenvalues"]) > 0.1 and inv["m_norms"] == [0.0, 0.0, 0.0]
