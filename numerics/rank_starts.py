@@ -75,7 +75,8 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
     for ``mixed``) the semantic one's (q0, V0, th0 on the matching teacher axis), the last axis of
     ``positional`` / ``mixed`` the positional one's (q0, V0, m); every other axis (:func:`noise_axes`)
     q0 = 0.05 and the V0 of axis 0, on ``positional`` the positional axis's q0 and V0 (the agnostic rank-1
-    point need not exist: at alpha = 2 it does not converge; :func:`settle_noise_axes` then moves these).
+    point need not exist: at alpha = 2 it does not converge; :func:`settle_noise_axes` then moves these)
+    and, where P has rank >= 2, m along :func:`further_positional_directions`.
     The rank-1 solver follows each branch from where it is unambiguous (its positional branch by
     continuation from small alpha), so the rank-r solve starts on the branch asked for.
     Falls back to :func:`initial_rank_overlaps` for a rank-1 branch that does not converge.
@@ -122,7 +123,30 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
         # positional: the signal axis's q0 and V0 (q0 = 0.05 with that V0, or V0 = 1, left the admissible
         # region or started at residual 616, docs/numerics.md section 11); semantic and mixed as measured before
         q[a], V[a] = (q[signal] if branch == "positional" else 0.05), V[signal]
+    if branch == "positional":
+        for a, u in zip(noise, further_positional_directions(params.P_array, m[:, pos_axis], len(noise))):
+            m[:, a] = u
     return RankOverlaps(np.diag(q), np.diag(V), m, th)
+
+
+def further_positional_directions(P: np.ndarray, m: np.ndarray, k: int) -> list[np.ndarray]:
+    """Up to k columns for the positional branch's other axes: an orthonormal basis of range(P) minus
+    span(m) (the directions m_l = p_l . Q_a / sqrt(d) can take besides the rank-1 point's m), each scaled to
+    |m|; none where P has rank 1 (the paper's L = 2 encodings p_1 = -p_2).
+
+    Why: with P of rank >= 2 the rank-2 positional point uses a second positional direction (L = 3,
+    simplex P, omega = 0.6, alpha = 2: both columns of m of norm ~0.56, q0 0.350 / 0.348), which a start
+    with m = 0 on the noise axis never reaches -- that axis' m = 0 is on the start's reflection pattern,
+    and the unprojected solve stalled at residual 0.55 (docs/numerics.md section 11, (d))."""
+    w, U = np.linalg.eigh(0.5 * (P + P.T))
+    basis = U[:, w > 1e-10 * max(1.0, float(np.abs(w).max()))]
+    norm = float(np.linalg.norm(m))
+    if norm == 0.0 or basis.shape[1] < 2 or k < 1:
+        return []
+    rest = basis - np.outer(m / norm, (m / norm) @ basis)
+    Ur, sv, _ = np.linalg.svd(rest, full_matrices=False)
+    Ur = Ur[:, sv > 1e-8]
+    return [norm * Ur[:, j] for j in range(min(k, Ur.shape[1]))]
 
 
 def noise_axes(params: ModelParams, branch: str) -> list[int]:

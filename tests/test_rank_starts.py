@@ -9,7 +9,8 @@ from attnphase.numerics.rank_overlaps import RankOverlaps
 from attnphase.numerics.rank_se import RankSEMap, make_rank_rule, with_ranks
 from attnphase.numerics.rank_solve import solve_rank
 from attnphase.numerics.rank_starts import (
-    LIFT_STEPS, SETTLE_STEPS, SETTLE_WEIGHT, embedded_start, noise_axes, settle_noise_axes,
+    LIFT_STEPS, SETTLE_STEPS, SETTLE_WEIGHT, embedded_start, further_positional_directions, noise_axes,
+    settle_noise_axes,
 )
 from attnphase.theory.params import ModelParams
 
@@ -114,3 +115,18 @@ def test_rank2_at_L3_semantic_converges_to_a_fixed_point_of_the_map() -> None:
     assert img is not None and img[1] <= cfg.tol
     inv = fp.invariants
     assert min(inv["q0_eigenvalues"]) > 0.1 and inv["m_norms"] == [0.0, 0.0, 0.0]
+
+
+def test_further_positional_directions_span_the_rest_of_Ps_range() -> None:
+    """The positional branch's other axes start along range(P) orthogonal to the rank-1 m, at |m|; none
+    where P has rank 1 (L = 2: the positional start is unchanged)."""
+    m = np.array([0.4607, -0.2368, -0.2239])
+    simplex = np.array([[1.0, -0.5, -0.5], [-0.5, 1.0, -0.5], [-0.5, -0.5, 1.0]])
+    (u,) = further_positional_directions(simplex, m, 1)
+    assert abs(u @ m) < 1e-12 and abs(u.sum()) < 1e-12  # orthogonal to m, in range(P) = {sum = 0}
+    assert np.isclose(np.linalg.norm(u), np.linalg.norm(m))
+    assert len(further_positional_directions(simplex, m, 3)) == 1  # range(P) has no third direction
+    two = further_positional_directions(np.eye(3), m, 2)
+    assert np.allclose(np.array(two) @ np.array(two).T, np.dot(m, m) * np.eye(2), atol=1e-12)
+    assert further_positional_directions(np.array([[1.0, -1.0], [-1.0, 1.0]]), np.array([0.3, -0.3]), 1) == []
+    assert further_positional_directions(simplex, np.zeros(3), 1) == []
