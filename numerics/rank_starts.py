@@ -75,7 +75,8 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
     for ``mixed``) the semantic one's (q0, V0, th0 on the matching teacher axis), the last axis of
     ``positional`` / ``mixed`` the positional one's (q0, V0, m); every other axis (:func:`noise_axes`)
     q0 = 0.05 and the V0 of axis 0, on ``positional`` the positional axis's q0 and V0 (the agnostic rank-1
-    point need not exist: at alpha = 2 it does not converge; :func:`settle_noise_axes` then moves these).
+    point need not exist: at alpha = 2 it does not converge; :func:`settle_noise_axes` then moves these)
+    and, where P has rank >= 2, m along :func:`further_positional_directions`.
     The rank-1 solver follows each branch from where it is unambiguous (its positional branch by
     continuation from small alpha), so the rank-r solve starts on the branch asked for.
     Falls back to :func:`initial_rank_overlaps` for a rank-1 branch that does not converge.
@@ -122,7 +123,30 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
         # positional: the signal axis's q0 and V0 (q0 = 0.05 with that V0, or V0 = 1, left the admissible
         # region or started at residual 616, docs/numerics.md section 11); semantic and mixed as measured before
         q[a], V[a] = (q[signal] if branch == "positional" else 0.05), V[signal]
+    if branch == "positional":
+        for a, u in zip(noise, further_positional_directions(params.P_array, m[:, pos_axis], len(noise))):
+            m[:, a] = u
     return RankOverlaps(np.diag(q), np.diag(V), m, th)
+
+
+def further_positional_directions(P: np.ndarray, m: np.ndarray, k: int) -> list[np.ndarray]:
+    """Up to k columns for the positional branch's other axes: an orthonormal basis of range(P) minus
+    span(m) (the directions m_l = p_l . Q_a / sqrt(d) can take besides the rank-1 point's m), each scaled to
+    |m|; none where P has rank 1 (the paper's L = 2 encodings p_1 = -p_2).
+
+    Why: with P of rank >= 2 the rank-2 positional point uses a second positional direction (L = 3,
+    simplex P, omega = 0.6, alpha = 2: both columns of m of norm ~0.56, q0 0.350 / 0.348), which a start
+    with m = 0 on the noise axis never reaches -- that axis' m = 0 is on the start's reflection pattern,
+    and the unprojected solve stalled at residual 0.55 (docs/numerics.md section 11, (d))."""
+    w, U = np.linalg.eigh(0.5 * (P + P.T))
+    basis = U[:, w > 1e-10 * max(1.0, float(np.abs(w).max()))]
+    norm = float(np.linalg.norm(m))
+    if norm == 0.0 or basis.shape[1] < 2 or k < 1:
+        return []
+    rest = basis - np.outer(m / norm, (m / norm) @ basis)
+    Ur, sv, _ = np.linalg.svd(rest, full_matrices=False)
+    Ur = Ur[:, sv > 1e-8]
+    return [norm * Ur[:, j] for j in range(min(k, Ur.shape[1]))]
 
 
 def noise_axes(params: ModelParams, branch: str) -> list[int]:
@@ -140,6 +164,8 @@ def noise_axes(params: ModelParams, branch: str) -> list[int]:
 #: Steps of :func:`settle_noise_axes` and the weight of the map's image in each (a geometric mean).
 SETTLE_STEPS = 4
 SETTLE_WEIGHT = 0.5
+#: Most lifts of the noise axes' q0 towards the signal axes' where the map is not defined at the start.
+LIFT_STEPS = 3
 
 
 def settle_noise_axes(ov: RankOverlaps, axes: list[int],
@@ -153,16 +179,35 @@ def settle_noise_axes(ov: RankOverlaps, axes: list[int],
     ``image(ov)`` is (F(ov) aligned to ov's gauge, the scaled residual), or None where the map is not
     defined; a step that lands there is halved (in log x) once, else the iteration stops.
 
+    Where the map is not defined at ``ov`` itself, the noise axes' q0 is first *lifted* towards the largest
+    q0_bb of the other (signal) axes, q0_aa <- (q0_aa q0_bb)^(1/2), at most LIFT_STEPS times, until it is.
+
     Why: a noise axis has no rank-1 state to start from, and its V0 is bound only through the loss's
     coupling to the signal axes: at L = 2, r = r* = 2, alpha = 2, positional, the map sends V0 = 1 there
     to ~580 (start residual 616) and V0 = 46, q0 = 0.05 out of the admissible region (Vhat < 0), while
     three such steps from the positional axis's (q0, V0) reach residual 0.23 and the solve converges.
+    The lift: at small q0_aa the axis' field w_a concentrates at 0, where the global minimiser's
+    component h_a jumps between the two signs the loss prefers, so that Vhat_aa = -alpha E[dg_a/dw_a]
+    takes a negative part ~ q0_aa^(-1/2) from the jump and Lam = lambda I + sum_l sigma_l^2 Vhat_l is
+    indefinite (L = 3, r = 2, r* = 1, alpha = 2, semantic: sum_l sigma_l^2 Vhat_l,aa = -0.016 at
+    q0_aa = 0.05, -0.006 at 0.2, +0.006 at 0.5, whatever V0_aa; lambda = 0.01).
     """
     if not axes:
         return ov, 0
     best, n = None, 0
     cur = image(ov)
     n += 1
+    signal = [b for b in range(ov.q0.shape[0]) if b not in axes]
+    ceiling = max((ov.q0[b, b] for b in signal), default=0.0)
+    for _ in range(LIFT_STEPS):
+        if cur is not None or not all(0 < ov.q0[a, a] < ceiling for a in axes):
+            break
+        q = np.array(ov.q0)
+        for a in axes:
+            q[a, a] = np.sqrt(q[a, a] * ceiling)
+        ov = RankOverlaps(q, ov.V0, ov.m, ov.th0)
+        cur = image(ov)
+        n += 1
     if cur is None:
         return ov, n
     best = (cur[1], ov)

@@ -9,7 +9,8 @@ from attnphase.numerics.rank_overlaps import RankOverlaps
 from attnphase.numerics.rank_se import RankSEMap, make_rank_rule, with_ranks
 from attnphase.numerics.rank_solve import solve_rank
 from attnphase.numerics.rank_starts import (
-    SETTLE_STEPS, SETTLE_WEIGHT, embedded_start, noise_axes, settle_noise_axes,
+    LIFT_STEPS, SETTLE_STEPS, SETTLE_WEIGHT, embedded_start, further_positional_directions, noise_axes,
+    settle_noise_axes,
 )
 from attnphase.theory.params import ModelParams
 
@@ -78,3 +79,54 @@ def test_rank2_teacher2_positional_converges_from_the_settled_start() -> None:
     assert fp.branch == "positional"
     inv = fp.invariants
     assert min(inv["q0_eigenvalues"]) > 0.1 and inv["th0_singular_values"] == [0.0, 0.0]
+
+
+def test_settle_lifts_the_noise_q0_where_the_map_is_undefined_at_the_start() -> None:
+    """A map undefined below q0_aa = 0.3 (as Lam is at L = 3 for a small noise q0): the noise q0 is lifted
+    geometrically towards the signal axis' q0 (0.8) until it is defined, then settled."""
+    ov = RankOverlaps(np.diag([0.8, 0.05]), np.diag([35.0, 35.0]), np.zeros((3, 2)), np.array([[0.85], [0.0]]))
+    toy = _toy_image((0.25, 160.0), 1)
+    seen = []
+
+    def image(x: RankOverlaps):
+        seen.append(float(x.q0[1, 1]))
+        return None if x.q0[1, 1] < 0.3 else toy(x)
+
+    out, n = settle_noise_axes(ov, [1], image)
+    lifts = [0.05, np.sqrt(0.05 * 0.8), np.sqrt(np.sqrt(0.05 * 0.8) * 0.8)]  # 0.05, 0.2, 0.4
+    assert np.allclose(seen[:3], lifts)
+    assert n == 3 + SETTLE_STEPS - 1 and out.q0[0, 0] == 0.8
+    assert 0.3 <= out.q0[1, 1] < lifts[2]  # settled from the lifted start towards 0.25, never where undefined
+    # a map undefined everywhere: after LIFT_STEPS lifts the (last) start is returned, unsettled
+    out, n = settle_noise_axes(ov, [1], lambda x: None)
+    assert n == 1 + LIFT_STEPS and out.q0[1, 1] < 0.8
+
+
+def test_rank2_at_L3_semantic_converges_to_a_fixed_point_of_the_map() -> None:
+    """L = 3, r = 2, r* = 1, alpha = 2, semantic: the embedded start's noise axis (q0 = 0.05) made Lam
+    indefinite at the first step; lifted, the solve converges, and the map on the whole rule (a full
+    proximal search) moves the fixed point by no more than the tolerance."""
+    params = with_ranks(ModelParams(L=3, omega=0.3), 2, 1)
+    cfg = SolverConfig(quadrature="sobol8:2")
+    fp = solve_rank(params, 2.0, "semantic", config=cfg)
+    assert fp.converged and fp.residual <= cfg.tol, fp.message
+    assert fp.branch == "semantic"
+    img = RankSEMap(params, 2.0, "semantic", make_rank_rule(3, 2, 1, "sobol8:2")).image(fp.overlaps)
+    assert img is not None and img[1] <= cfg.tol
+    inv = fp.invariants
+    assert min(inv["q0_eigenvalues"]) > 0.1 and inv["m_norms"] == [0.0, 0.0, 0.0]
+
+
+def test_further_positional_directions_span_the_rest_of_Ps_range() -> None:
+    """The positional branch's other axes start along range(P) orthogonal to the rank-1 m, at |m|; none
+    where P has rank 1 (L = 2: the positional start is unchanged)."""
+    m = np.array([0.4607, -0.2368, -0.2239])
+    simplex = np.array([[1.0, -0.5, -0.5], [-0.5, 1.0, -0.5], [-0.5, -0.5, 1.0]])
+    (u,) = further_positional_directions(simplex, m, 1)
+    assert abs(u @ m) < 1e-12 and abs(u.sum()) < 1e-12  # orthogonal to m, in range(P) = {sum = 0}
+    assert np.isclose(np.linalg.norm(u), np.linalg.norm(m))
+    assert len(further_positional_directions(simplex, m, 3)) == 1  # range(P) has no third direction
+    two = further_positional_directions(np.eye(3), m, 2)
+    assert np.allclose(np.array(two) @ np.array(two).T, np.dot(m, m) * np.eye(2), atol=1e-12)
+    assert further_positional_directions(np.array([[1.0, -1.0], [-1.0, 1.0]]), np.array([0.3, -0.3]), 1) == []
+    assert further_positional_directions(simplex, np.zeros(3), 1) == []
