@@ -7,7 +7,9 @@ on the rule of ``config``:
    each branch's embedded start (the rank-1 fixed points, one per student axis; staged solve), each branch's
    cold start, and mixtures of the embedded mixed state (:func:`mixture`: its semantic th0 and positional m
    scaled by weights, the positional m tilted onto the semantic axis) -- fixed ones and ``n_random`` drawn
-   from ``seed``.  A solve that does not converge is listed as such (start, residual), never as a point;
+   from ``seed``; then (1b, :func:`perturbed_starts`) each converged positional point with a small th0 and each
+   semantic point with a small m -- where a mixed branch is born from one of them, its start.  A solve that does
+   not converge is listed as such (start, residual), never as a point;
 2. **dedupe** -- two converged points with the same label are one fixed point when their invariants
    (eigenvalues of q0 and V0, singular values of th0, |m_l|: the gauge orbit's, :func:`invariant_vector`)
    agree to :data:`SAME_POINT_RTOL`; after the error bars, two points (any labels) are one when every
@@ -57,6 +59,10 @@ CENSUS_RULES = 4
 
 #: Fixed mixtures of the embedded mixed state: (weight of th0, weight of m, tilt angle of m onto the semantic axes).
 FIXED_MIXTURES = ((0.25, 1.0, 0.0), (0.5, 1.0, 0.0), (1.0, 0.5, 0.0), (1.0, 1.0, math.pi / 6), (1.0, 1.0, math.pi / 3))
+
+#: Sizes of the perturbations of step 1b (:func:`perturbed_starts`): th0 = eps sqrt(q0_aa rho0) onto a positional
+#: point, m = eps P[:, 0] / max |P[:, 0]| onto a semantic one.
+PERTURBATIONS = (0.05, 0.2)
 
 #: Random mixtures drawn by default (weights uniform in [0.2, 1], tilt uniform in [0, pi/2], diagonals x e^{0.2 N}).
 RANDOM_MIXTURES = 2
@@ -117,6 +123,31 @@ def rank_census_starts(params: ModelParams, alpha: float, config: SolverConfig, 
                                         f"{math.degrees(tilt):.0f} deg", "mixed", "init", ov))
                 break
     return starts
+
+
+def perturbed_starts(params: ModelParams, points: list[RankFixedPoint]) -> list[RankStart]:
+    """Step 1b: each positional point with th0_{a1} = eps sqrt(q0_aa rho0) on its axis a of largest q0 (canonical gauge),
+    each semantic point with m_{:, a} = eps P[:, 0] / max |P[:, 0]| on its axis a of smallest q0, eps in
+    :data:`PERTURBATIONS`; requested branch ``mixed``; inadmissible ones left out."""
+    from attnphase.numerics.rank_overlaps import canonical
+
+    col = params.P_array[:, 0]
+    out = []
+    for fp in points:
+        ov = canonical(fp.overlaps)
+        for eps in PERTURBATIONS:
+            th, m = np.array(ov.th0), np.array(ov.m)
+            if fp.branch == "positional":
+                th[0, 0] = eps * math.sqrt(ov.q0[0, 0] * params.rho0)
+            elif fp.branch == "semantic" and np.any(col):
+                m[:, -1] = eps * col / np.abs(col).max()
+            else:
+                continue
+            new = RankOverlaps(ov.q0, ov.V0, m, th)
+            if admissible(new, params.rho0):
+                out.append(RankStart(f"{fp.branch} point + {eps:g} {'th0' if fp.branch == 'positional' else 'm'}",
+                                     "mixed", "init", new))
+    return out
 
 
 def _mixed_base(params: ModelParams, alpha: float, config: SolverConfig) -> RankOverlaps:
@@ -253,9 +284,10 @@ def _within_errors(a: RankCensusEntry, b: RankCensusEntry, k: float = SAME_WITHI
 
 def rank_census(params: ModelParams, alpha: float, *, config: SolverConfig | None = None, n_rules: int = 0,
                 n_random: int = RANDOM_MIXTURES, seed: int = 0, starts: list[RankStart] | None = None,
+                perturb: bool = True,
                 progress: Callable[[RankStart, RankFixedPoint], None] | None = None) -> RankCensus:
     """The module doc's four steps at (params, alpha), from ``starts`` (default :func:`rank_census_starts` with
-    ``n_random`` and ``seed``), each solve with at most :data:`SEARCH_MAX_ITER` evaluations per run.  Error bars from
+    ``n_random`` and ``seed``) and, with ``perturb``, the :func:`perturbed_starts` of the points they reach; each solve with at most :data:`SEARCH_MAX_ITER` evaluations per run.  Error bars from
     the solve rule's blocks, else from ``n_rules`` independent rules (CENSUS_RULES when 0), none with
     ``config.error_bars`` off.  ``progress(start, point)`` is called after each start's solve."""
     cfg = config or SolverConfig()
@@ -264,19 +296,27 @@ def rank_census(params: ModelParams, alpha: float, *, config: SolverConfig | Non
     search_cfg = cfg.replace(max_iter=min(cfg.max_iter, SEARCH_MAX_ITER))
     found: list[tuple[np.ndarray, RankFixedPoint, list[str]]] = []
     failures = []
-    for s in starts:
-        fp = solve_start(params, alpha, s, search_cfg)
-        if progress is not None:
-            progress(s, fp)
-        if not fp.converged or not math.isfinite(fp.e_t):
-            failures.append((s.name, float(fp.residual), fp.message))
-            continue
-        key = invariant_vector(fp)
-        same = next((f for f in found if f[1].branch == fp.branch and same_point(f[0], key)), None)
-        if same is None:
-            found.append((key, fp, [s.name]))
-        else:
-            same[2].append(s.name)
+
+    def run(batch: list[RankStart]) -> None:
+        for s in batch:
+            fp = solve_start(params, alpha, s, search_cfg)
+            if progress is not None:
+                progress(s, fp)
+            if not fp.converged or not math.isfinite(fp.e_t):
+                failures.append((s.name, float(fp.residual), fp.message))
+                continue
+            key = invariant_vector(fp)
+            same = next((f for f in found if f[1].branch == fp.branch and same_point(f[0], key)), None)
+            if same is None:
+                found.append((key, fp, [s.name]))
+            else:
+                same[2].append(s.name)
+
+    run(starts)
+    if perturb:
+        more = perturbed_starts(params, [fp for _, fp, _ in found])
+        run(more)
+        starts = list(starts) + more
     entries: list[RankCensusEntry] = []
     for _, fp, names in found:
         if cfg.error_bars:

@@ -38,7 +38,7 @@ def found(params) -> tuple[rc.RankCensus, list]:
     starts = [rc.RankStart(f"{b} embedded", b, "embedded") for b in ("semantic", "positional", "mixed")]
     starts.append(rc.RankStart("semantic cold", "semantic", "cold"))
     seen: list = []
-    res = rc.rank_census(params, ALPHA, config=CFG, starts=starts, progress=lambda s, fp: seen.append((s, fp)))
+    res = rc.rank_census(params, ALPHA, config=CFG, starts=starts, perturb=False, progress=lambda s, fp: seen.append((s, fp)))
     return res, seen
 
 
@@ -104,6 +104,24 @@ def test_starts_are_admissible_and_reproducible(params) -> None:
     # a tilted mixture puts positional overlap on the semantic axis (a direction carrying both)
     tilted = rc.mixture(inits[0], 1.0, 1.0, math.pi / 3)
     assert np.abs(tilted.m[:, 0]).max() > 0 and np.abs(tilted.th0[0]).max() > 0
+
+
+@pytest.mark.slow
+def test_perturbed_starts_put_a_small_other_overlap_on_a_branch_point(found, params) -> None:
+    from attnphase.numerics.rank_overlaps import branch_label, canonical
+
+    res, _ = found
+    points = [e.point for e in res.entries if e.point.branch in ("semantic", "positional")]
+    starts = rc.perturbed_starts(params, points + [e.point for e in res.entries if e.point.branch == "mixed"])
+    assert len(starts) == 2 * len(rc.PERTURBATIONS) and all(s.branch == "mixed" and s.kind == "init" for s in starts)
+    for s in starts:
+        assert branch_label(s.overlaps) == "mixed" and admissible(s.overlaps, params.rho0)
+        base = canonical(next(p for p in points if s.name.startswith(p.branch)).overlaps)
+        assert np.array_equal(s.overlaps.q0, base.q0) and np.array_equal(s.overlaps.V0, base.V0)
+        changed = "th0" if s.name.startswith("positional") else "m"
+        kept = "m" if changed == "th0" else "th0"
+        assert np.array_equal(getattr(s.overlaps, kept), getattr(base, kept))
+        assert np.abs(getattr(s.overlaps, changed)).max() <= max(rc.PERTURBATIONS) * 1.0 + 1e-12
 
 
 @pytest.mark.slow
