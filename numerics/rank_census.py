@@ -13,8 +13,8 @@ on the rule of ``config``:
 2. **dedupe** -- two converged points with the same label are one fixed point when their invariants
    (eigenvalues of q0 and V0, singular values of th0, |m_l|: the gauge orbit's, :func:`invariant_vector`)
    agree to :data:`SAME_POINT_RTOL`; after the error bars, two points (any labels) are one when every
-   invariant and e_t agree within :data:`SAME_WITHIN_ERRORS` combined error bars (the one more starts reached is
-   kept);
+   invariant agrees within :data:`SAME_WITHIN_ERRORS` combined error bars and e_t within as many errors of the
+   paired difference (:func:`_within_errors`; the one more starts reached is kept, the other listed as merged);
 3. **error bars** -- each distinct point re-solved warm on each block of the solve rule (R >= 2 blocks: the
    standard error std_j / sqrt(R)) or on ``n_rules`` independent rules (std_j), :func:`replicate_points`;
 4. **rank** -- by e_t, lowest first.  Each other point's height above the minimum,
@@ -223,13 +223,15 @@ def paired_difference(a: "RankCensusEntry", b: "RankCensusEntry") -> tuple[float
 @dataclass(frozen=True, eq=False)
 class RankCensusEntry:
     """One distinct fixed point: its solve, its replicates (None: not converged on its branch; empty without error
-    bars), whether they are blocks, its error bars (err_<key>) and the starts that reached it."""
+    bars), whether they are blocks, its error bars (err_<key>), the starts that reached it, and the points merged
+    into it within the error bars (step 2: each one's label, e_t and starts)."""
 
     point: RankFixedPoint
     replicates: tuple[RankFixedPoint | None, ...]
     blocks: bool
     errors: dict[str, Any]
     starts: tuple[str, ...]
+    merged: tuple[tuple[str, float, tuple[str, ...]], ...] = ()
 
     @property
     def e_t(self) -> float:
@@ -271,15 +273,22 @@ class RankCensus:
 
 
 def _within_errors(a: RankCensusEntry, b: RankCensusEntry, k: float = SAME_WITHIN_ERRORS) -> bool:
-    """Every invariant and e_t of the two points within ``k`` combined error bars (False without bars)."""
+    """One fixed point: every invariant within ``k`` combined error bars, and e_t(b) - e_t(a) within ``k`` of its
+    paired error (:func:`paired_difference`; the combined bar where fewer than two replicates pair).  False without
+    bars.  The paired test is what separates two points of one rule: a point that the rule's jumps split in two
+    (docs/numerics.md section 12) splits differently on each block, so its halves' per-block differences scatter as
+    much as the difference itself; two distinct points keep their difference on every block."""
     ra, rb = a.point.record(), b.point.record()
-    for key in ("e_t", "q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms"):
+    for key in ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms"):
         va, vb = np.atleast_1d(np.asarray(ra[key], float)), np.atleast_1d(np.asarray(rb[key], float))
         bar = np.hypot(np.atleast_1d(np.asarray(a.err(key), float)), np.atleast_1d(np.asarray(b.err(key), float)))
         diff = np.abs(va - vb)
         if not np.all((diff == 0) | (diff <= k * bar)):
             return False
-    return True
+    delta, err, _ = paired_difference(a, b)
+    if not math.isfinite(err):
+        err = math.hypot(a.err("e_t"), b.err("e_t"))
+    return bool(delta == 0 or abs(delta) <= k * err)
 
 
 def rank_census(params: ModelParams, alpha: float, *, config: SolverConfig | None = None, n_rules: int = 0,
@@ -328,11 +337,12 @@ def rank_census(params: ModelParams, alpha: float, *, config: SolverConfig | Non
         same = next((i for i, other in enumerate(entries) if errors and _within_errors(entry, other)), None)
         if same is None:
             entries.append(entry)
-        else:  # one fixed point: keep the one more starts reached
+        else:  # one fixed point: keep the one more starts reached, list the other
             other = entries[same]
-            keep = other if len(other.starts) >= len(names) else entry
+            keep, drop = (other, entry) if len(other.starts) >= len(names) else (entry, other)
+            gone = ((drop.point.branch, drop.point.e_t, drop.starts),) + drop.merged
             entries[same] = RankCensusEntry(keep.point, keep.replicates, keep.blocks, keep.errors,
-                                            other.starts + tuple(names) if keep is other else tuple(names) + other.starts)
+                                            keep.starts + drop.starts, keep.merged + gone)
     entries.sort(key=lambda e: e.e_t)
     return RankCensus(params, float(alpha), tuple(entries), tuple(starts), tuple(failures), n_rules)
 

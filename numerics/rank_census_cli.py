@@ -6,7 +6,7 @@
 ``global_minimum`` (the branch label of the lowest e_t), ``separation`` (the next point's height in combined error
 bars, as at rank 1) and ``separation_paired`` (in the error of the per-block difference), and ``fixed_points``,
 lowest e_t first, each with the ``solve --rank --json`` keys, ``err_<key>``, ``starts`` (how many starts reached it),
-``start_names``, and its height above the minimum (``delta_e_t``, ``err_delta_e_t``, ``separation_paired``,
+``start_names``, ``merged`` (the points found that lie within its error bars: label, e_t, starts), and its height above the minimum (``delta_e_t``, ``err_delta_e_t``, ``separation_paired``,
 ``separation_combined``).  ``--out DIR`` writes that object to census.json, one row per fixed point to census.csv
 and one row per start to census_starts.csv.
 """
@@ -97,7 +97,8 @@ def census_object(res: Any, cfg: Any, n_rules: int, seconds: float) -> dict[str,
     points = []
     for e in res.entries:
         rec = rank_solve_record(e.point, e.point.requested) | e.errors
-        rec |= {"starts": len(e.starts), "start_names": list(e.starts)} | res.above_minimum(e)
+        rec |= {"starts": len(e.starts), "start_names": list(e.starts),
+                "merged": [{"branch": b, "e_t": v, "starts": list(n)} for b, v, n in e.merged]} | res.above_minimum(e)
         points.append(rec)
     return {
         "alpha": res.alpha, "omega": params.omega, "rank": params.r, "teacher_rank": teacher_rank(params),
