@@ -197,7 +197,8 @@ def replicate_errors(fp: RankFixedPoint, reps: list[RankFixedPoint | None], bloc
     ``err_replicates`` (used) and ``err_replicates_tried``."""
     recs = [p.record() for p in reps if p is not None]
     ref = fp.record()
-    out: dict[str, Any] = {"err_replicates": len(recs) - (0 if blocks else 1), "err_replicates_tried": len(reps) - (0 if blocks else 1)}
+    own = 0 if blocks else 1  # independent rules: the first replicate is fp itself
+    out: dict[str, Any] = {"err_replicates": len(recs) - own, "err_replicates_tried": len(reps) - own}
     for key in ERROR_KEYS:
         if len(recs) < 2:
             sd = np.full(np.atleast_1d(np.asarray(ref[key], dtype=float)).shape, np.nan)
@@ -296,7 +297,8 @@ def rank_census(params: ModelParams, alpha: float, *, config: SolverConfig | Non
                 perturb: bool = True,
                 progress: Callable[[RankStart, RankFixedPoint], None] | None = None) -> RankCensus:
     """The module doc's four steps at (params, alpha), from ``starts`` (default :func:`rank_census_starts` with
-    ``n_random`` and ``seed``) and, with ``perturb``, the :func:`perturbed_starts` of the points they reach; each solve with at most :data:`SEARCH_MAX_ITER` evaluations per run.  Error bars from
+    ``n_random`` and ``seed``) and, with ``perturb``, the :func:`perturbed_starts` of the points they reach; each
+    solve with at most :data:`SEARCH_MAX_ITER` evaluations per run.  Error bars from
     the solve rule's blocks, else from ``n_rules`` independent rules (CENSUS_RULES when 0), none with
     ``config.error_bars`` off.  ``progress(start, point)`` is called after each start's solve."""
     cfg = config or SolverConfig()
@@ -346,8 +348,3 @@ def rank_census(params: ModelParams, alpha: float, *, config: SolverConfig | Non
     entries.sort(key=lambda e: e.e_t)
     return RankCensus(params, float(alpha), tuple(entries), tuple(starts), tuple(failures), n_rules)
 
-
-def check_ranks(params: ModelParams) -> None:
-    """A rank-r census needs r or r* >= 2 (r = r* = 1 is :mod:`~attnphase.numerics.census`'s)."""
-    if params.r < 2 and teacher_rank(params) < 2:
-        raise ValueError("the rank-r census needs --rank or --teacher-rank >= 2 (rank 1 is attnphase census's own)")

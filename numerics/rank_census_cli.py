@@ -6,7 +6,8 @@
 ``global_minimum`` (the branch label of the lowest e_t), ``separation`` (the next point's height in combined error
 bars, as at rank 1) and ``separation_paired`` (in the error of the per-block difference), and ``fixed_points``,
 lowest e_t first, each with the ``solve --rank --json`` keys, ``err_<key>``, ``starts`` (how many starts reached it),
-``start_names``, ``merged`` (the points found that lie within its error bars: label, e_t, starts), and its height above the minimum (``delta_e_t``, ``err_delta_e_t``, ``separation_paired``,
+``start_names``, ``merged`` (the points found that lie within its error bars: label, e_t, starts), and its height
+above the minimum (``delta_e_t``, ``err_delta_e_t``, ``separation_paired``,
 ``separation_combined``).  ``--out DIR`` writes that object to census.json, one row per fixed point to census.csv
 and one row per start to census_starts.csv.
 """
@@ -45,8 +46,8 @@ def cmd_census_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int)
     from attnphase.numerics.rank_census import rank_census, rank_census_starts
 
     print(f"attnphase: rank census at alpha = {alpha:g}, omega = {params.omega:g}, r = {r}, r* = {r_star} on "
-          f"{cfg.quadrature}: embedded, cold and mixture starts, then error bars per distinct point (minutes; "
-          "measured 4-10 min on 2 shared cores at L = 2, r = 2)", file=sys.stderr, flush=True)
+          f"{cfg.quadrature}: embedded, cold and mixture starts, then error bars per distinct point (measured 6-8 min "
+          "of CPU at L = 2, r = 2, r* = 1 on sobol10:4, 14-16 min wall on 2 loaded cores)", file=sys.stderr, flush=True)
 
     def said(start: Any, fp: Any) -> None:
         got = f"{fp.branch}, e_t = {fp.e_t:.8g}" if fp.converged else f"not converged (residual {fp.residual:.1e})"
