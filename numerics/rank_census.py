@@ -128,12 +128,15 @@ def rank_census_starts(params: ModelParams, alpha: float, config: SolverConfig, 
 def perturbed_starts(params: ModelParams, points: list[RankFixedPoint]) -> list[RankStart]:
     """Step 1b: each positional point with th0_{a1} = eps sqrt(q0_aa rho0) on its axis a of largest q0 (canonical gauge),
     each semantic point with m_{:, a} = eps P[:, 0] / max |P[:, 0]| on its axis a of smallest q0, eps in
-    :data:`PERTURBATIONS`; requested branch ``mixed``; inadmissible ones left out."""
+    :data:`PERTURBATIONS`; requested branch ``mixed``; inadmissible ones left out.  Named after the point (the k-th
+    of its label found), so that every start's name is its own."""
     from attnphase.numerics.rank_overlaps import canonical
 
     col = params.P_array[:, 0]
     out = []
+    seen: dict[str, int] = {}
     for fp in points:
+        seen[fp.branch] = k = seen.get(fp.branch, 0) + 1
         ov = canonical(fp.overlaps)
         for eps in PERTURBATIONS:
             th, m = np.array(ov.th0), np.array(ov.m)
@@ -145,7 +148,7 @@ def perturbed_starts(params: ModelParams, points: list[RankFixedPoint]) -> list[
                 continue
             new = RankOverlaps(ov.q0, ov.V0, m, th)
             if admissible(new, params.rho0):
-                out.append(RankStart(f"{fp.branch} point + {eps:g} {'th0' if fp.branch == 'positional' else 'm'}",
+                out.append(RankStart(f"{fp.branch} point {k} + {eps:g} {'th0' if fp.branch == 'positional' else 'm'}",
                                      "mixed", "init", new))
     return out
 

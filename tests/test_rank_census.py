@@ -114,6 +114,7 @@ def test_perturbed_starts_put_a_small_other_overlap_on_a_branch_point(found, par
     points = [e.point for e in res.entries if e.point.branch in ("semantic", "positional")]
     starts = rc.perturbed_starts(params, points + [e.point for e in res.entries if e.point.branch == "mixed"])
     assert len(starts) == 2 * len(rc.PERTURBATIONS) and all(s.branch == "mixed" and s.kind == "init" for s in starts)
+    assert len({s.name for s in starts}) == len(starts)
     for s in starts:
         assert branch_label(s.overlaps) == "mixed" and admissible(s.overlaps, params.rho0)
         base = canonical(next(p for p in points if s.name.startswith(p.branch)).overlaps)
