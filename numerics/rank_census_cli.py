@@ -46,8 +46,8 @@ def cmd_census_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int)
     from attnphase.numerics.rank_census import rank_census, rank_census_starts
 
     print(f"attnphase: rank census at alpha = {alpha:g}, omega = {params.omega:g}, r = {r}, r* = {r_star} on "
-          f"{cfg.quadrature}: embedded, cold and mixture starts, then error bars per distinct point (measured 6-8 min "
-          "of CPU at L = 2, r = 2, r* = 1 on sobol10:4, 14-16 min wall on 2 loaded cores)", file=sys.stderr, flush=True)
+          f"{cfg.quadrature}: embedded, cold and mixture starts, then error bars per distinct point (measured 6-10 min "
+          "of CPU at L = 2, r = 2, r* = 1 on sobol10:4, 4-16 min wall on 2 shared cores)", file=sys.stderr, flush=True)
 
     def said(start: Any, fp: Any) -> None:
         got = f"{fp.branch}, e_t = {fp.e_t:.8g}" if fp.converged else f"not converged (residual {fp.residual:.1e})"
