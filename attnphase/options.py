@@ -277,10 +277,10 @@ def check_L(L: Any, command: str = "") -> None:
                          f"--L 7 ~45 s on 2 cores); set ATTNPHASE_MAX_L to try anyway")
 
 
-#: Commands whose theory implements rank r = r* = 1 only (the derivation, the census, the checks, the theory
-#: side of ``validate``); ``solve``, ``sweep``, ``phase-diagram`` and ``scan`` take a rank-r path (numerics.rank_cli,
-#: which builds the model at rank 1 and sets the ranks after), ``simulate`` trains any rank.
-RANK_ONE_COMMANDS = ("derive", "census", "check", "validate")
+#: Commands whose theory implements rank r = r* = 1 only (the derivation, the checks, the theory
+#: side of ``validate``); ``solve``, ``sweep``, ``phase-diagram``, ``scan`` and ``census`` take a rank-r path
+#: (numerics.rank_cli, which builds the model at rank 1 and sets the ranks after), ``simulate`` trains any rank.
+RANK_ONE_COMMANDS = ("derive", "check", "validate")
 #: Commands whose theory implements independent tokens only (a diagonal token covariance C).
 #: ``solve``, ``sweep``, ``phase-diagram``, ``scan``, ``census`` and ``validate`` solve correlated tokens in their
 #: whitened form (r = 1; ``simulate`` draws them).
@@ -293,7 +293,7 @@ def check_rank(params: Any, command: str) -> None:
     for option, value in (("--rank", params.r), ("--teacher-rank", params.r_star)):
         if value != 1 and command in RANK_ONE_COMMANDS:
             raise ValueError(f"{option} {value}: {command} implements rank r = r* = 1 only (solve, sweep, "
-                             f"phase-diagram and scan take --rank/--teacher-rank; simulate trains any rank)")
+                             f"phase-diagram, scan and census take --rank/--teacher-rank; simulate trains any rank)")
     if params.correlated_tokens and command in INDEPENDENT_TOKEN_COMMANDS:
         raise ValueError(f"--token-cov: {command} implements independent tokens only (a diagonal C; solve, sweep, "
                          f"phase-diagram, scan, census and validate solve correlated tokens at rank 1; simulate trains with "

@@ -29,7 +29,8 @@ global minimum of the training objective e_t is among them is this module's ques
    the likelihood-ratio eigenvalues at an agnostic state; stable when < 1;
 5. **rank** -- by e_t, lowest first.
 
-The census is rank r = r* = 1 (the state evolution of :mod:`attnphase.numerics.state_evolution`). For
+The census is rank r = r* = 1 (the state evolution of :mod:`attnphase.numerics.state_evolution`; rank r:
+:mod:`attnphase.numerics.rank_census`). For
 tokens correlated across positions it searches, tests and ranks the fixed points of the whitened model
 (docs/model.md section 7; :func:`~attnphase.theory.whitening.se_params`): the starts' m lie along the first
 column of its Ptilde, and the symmetry group is the whitened model's (the same as the original's).

@@ -5,7 +5,8 @@ Options are defined in :mod:`attnphase.cli` with the shared groups; every option
 any work.  ``--json`` prints one object whose key ``fixed_points`` is the list of
 :mod:`attnphase.numerics.census`, lowest e_t first, each with the ``solve --json`` keys, ``err_<key>``
 (the spread over ``--error-estimate K`` rules, default 4; null with K = 0), ``stable``,
-``leading_eigenvalue`` and ``starts``.
+``leading_eigenvalue`` and ``starts``; ``--out DIR`` writes it to census.json and a row per fixed point to
+census.csv.  With ``--rank R --teacher-rank R*`` (r or r* >= 2): :mod:`attnphase.numerics.rank_census_cli`.
 """
 
 from __future__ import annotations
@@ -24,9 +25,17 @@ from attnphase import outputs
 def cmd_census(args: argparse.Namespace) -> int:
     """``attnphase census``: exit code 0, or 1 when no start converged."""
     alpha = opt.parse_value(args.alpha, "--alpha", positive=True)
+    from attnphase.numerics.rank_cli import ranks_from_args
+
+    r, r_star = ranks_from_args(args)
+    if (r, r_star) != (1, 1):
+        from attnphase.numerics.rank_census_cli import cmd_census_rank
+
+        return cmd_census_rank(args, alpha, r, r_star)
     from attnphase.numerics.cli import point_setup
 
     params, cfg, n_rules = point_setup(args, "census")
+    out_dir = outputs.out_dir_from_args(args) if getattr(args, "out", None) is not None else None
 
     from attnphase.numerics.census import census, census_starts, entry_errors
     from attnphase.numerics.point_record import solve_record
@@ -49,6 +58,8 @@ def cmd_census(args: argparse.Namespace) -> int:
         "global_minimum": points[0]["branch"] if points else None, "separation": res.separation(),
         "seconds": seconds, "fixed_points": points,
     }
+    if out_dir is not None:
+        _write(out_dir, out)
     if args.json:
         print(json.dumps(outputs.json_value(out)))
     else:
@@ -69,6 +80,24 @@ def cmd_census(args: argparse.Namespace) -> int:
     print(f"attnphase: global minimum: {points[0]['branch']} ({len(points)} distinct fixed points; {gap}; {dropped})",
           file=sys.stderr)
     return 0
+
+
+#: census.csv's columns at rank 1 (one row per fixed point, lowest e_t first).
+CSV_COLUMNS = ("branch", "e_t", "err_e_t", "eps_g", "err_eps_g", "q", "err_q", "m", "err_m", "V", "err_V", "theta",
+               "err_theta", "stable", "leading_eigenvalue", "starts")
+
+
+def _write(out_dir, out: dict) -> None:
+    """``--out DIR``: census.json (the --json object) and census.csv (:data:`CSV_COLUMNS`), both or neither."""
+    import csv
+
+    buf = io.StringIO()
+    wr = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n", extrasaction="ignore")
+    wr.writeheader()
+    wr.writerows(out["fixed_points"])
+    with outputs.staged_output(out_dir) as stage:
+        outputs.write_text_atomic(stage / "census.json", json.dumps(outputs.json_value(out), indent=1))
+        outputs.write_text_atomic(stage / "census.csv", buf.getvalue())
 
 
 def _error_source(cfg, n_rules: int) -> str:

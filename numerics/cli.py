@@ -275,7 +275,8 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     r, r_star = ranks_from_args(args)
     census = bool(getattr(args, "census", False))
     if census and (r, r_star) != (1, 1):
-        raise ValueError(f"--census: the census is rank r = r* = 1 only, got --rank {r} --teacher-rank {r_star}")
+        raise ValueError(f"--census: the phase diagram's census at alpha_c is rank r = r* = 1 only, got --rank {r} "
+                         f"--teacher-rank {r_star} (run attnphase census --rank R --teacher-rank R* at one alpha)")
     if (r, r_star) != (1, 1):
         from attnphase.numerics.rank_cli import cmd_phase_diagram_rank
 

@@ -26,9 +26,7 @@ from attnphase import execution_options
 from attnphase import outputs, workload
 from attnphase.numerics.cli import sweep_exit_code
 from attnphase.numerics.point_record import print_record
-
-#: Record entries with a standard deviation under ``--error-estimate``.
-ERROR_KEYS = ("eps_g", "e_t", "q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms")
+from attnphase.numerics.rank_overlaps import ERROR_KEYS  # noqa: F401  (the record entries with error bars)
 
 
 def ranks_from_args(args: argparse.Namespace) -> tuple[int, int]:
@@ -47,26 +45,27 @@ def rank_error_estimate(fp: Any, n_rules: int, config: Any) -> dict[str, Any]:
     std_j / sqrt(R) over the block fixed points warm-started from ``fp`` (:mod:`attnphase.numerics.replicates`);
     for a rule of one block, the standard deviation over ``n_rules`` independent rules (the solve's and
     ``config.variant(k)``, k = 1 .. n_rules - 1).  A replicate that does not converge on ``fp``'s branch is
-    left out: ``err_replicates`` counts those used (NaN errors below two), ``err_replicates_tried`` all."""
-    from attnphase.numerics.rank_solve import solve_rank
-    from attnphase.numerics.replicates import block_config, replicate_count
+    left out: ``err_replicates`` counts those used (NaN errors below two), ``err_replicates_tried`` all
+    (:func:`attnphase.numerics.rank_census.replicate_points` and ``replicate_errors``)."""
+    from attnphase.numerics.rank_census import replicate_errors, replicate_points
 
-    R = replicate_count(config)
-    configs = [block_config(config, j) for j in range(R)] if R else [config.variant(k) for k in range(1, n_rules)]
-    recs = [] if R else [fp.record()]
-    for cfg in configs:  # a replicate that does not converge on the branch is left out (and counted)
-        other = solve_rank(fp.params, fp.alpha, fp.requested, config=cfg, init=fp.overlaps, jacobian=fp.jacobian)
-        if other.converged and other.branch == fp.branch:
-            recs.append(other.record())
-    out: dict[str, Any] = {"err_replicates": len(recs) - (0 if R else 1), "err_replicates_tried": len(configs)}
-    ref = fp.record()
-    for key in ERROR_KEYS:
-        if len(recs) < 2:
-            sd = np.full(np.atleast_1d(np.asarray(ref[key], dtype=float)).shape, np.nan)
-        else:
-            vals = np.array([np.atleast_1d(np.asarray(r[key], dtype=float)) for r in recs])
-            sd = vals.std(axis=0, ddof=1) / (np.sqrt(len(recs)) if R else 1.0)
-        out[f"err_{key}"] = float(sd[0]) if np.ndim(ref[key]) == 0 else sd.tolist()
+    reps, blocks = replicate_points(fp, config, n_rules)
+    return replicate_errors(fp, reps, blocks)
+
+
+def rank_solve_record(fp: Any, requested: str) -> dict[str, Any]:
+    """The ``solve --rank --json`` keys of one rank-r solve (module doc); the overlaps, invariants and observables
+    None where it did not converge."""
+    params, rec = fp.params, fp.record()
+    out = {"alpha": fp.alpha, "omega": params.omega, "sigma": list(params.sigma), "lam": params.lam,
+           "L": params.L, "A": [list(x) for x in params.A], "P": [list(x) for x in params.P], "rho0": params.rho0,
+           "rank": params.r, "teacher_rank": rec["r_star"], "branch": rec["branch"] if fp.converged else None,
+           "requested_branch": requested}
+    for key in ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms", "directions", "eps_g", "e_t",
+                "e_t_direct", "gauge_angle"):
+        out[key] = rec[key] if fp.converged else None
+    out.update({k: rec[k] for k in ("converged", "iterations", "residual", "prox_failures", "quadrature")})
+    out["overlaps"] = rec["canonical_overlaps"] if fp.converged else None
     return out
 
 
@@ -84,22 +83,13 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
     n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
     opt.announce_defaults(args, params)
     fp = solve_rank(params, alpha, args.branch, config=cfg)
-    rec = fp.record()
     reason = ""
     if not fp.converged:
         reason = f"{fp.message}; residual {fp.residual:.2e}: no fixed point, so no overlaps are reported"
     elif fp.branch != args.branch:
         reason = (f"no {args.branch} fixed point found at alpha = {alpha:g}, omega = {params.omega:g}: "
                   f"the solve from the {args.branch} start converged to the {fp.branch} one")
-    out = {"alpha": alpha, "omega": params.omega, "sigma": list(params.sigma), "lam": params.lam,
-           "L": params.L, "A": [list(x) for x in params.A], "P": [list(x) for x in params.P], "rho0": params.rho0,
-           "rank": r, "teacher_rank": r_star, "branch": rec["branch"] if fp.converged else None,
-           "requested_branch": args.branch}
-    for key in ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms", "directions", "eps_g", "e_t",
-                "e_t_direct", "gauge_angle"):
-        out[key] = rec[key] if fp.converged else None
-    out.update({k: rec[k] for k in ("converged", "iterations", "residual", "prox_failures", "quadrature")})
-    out["overlaps"] = rec["canonical_overlaps"] if fp.converged else None
+    out = rank_solve_record(fp, args.branch)
     if fp.converged and cfg.error_bars and (replicate_count(cfg) or n_rules):
         out.update(rank_error_estimate(fp, n_rules, cfg))
         if out["err_replicates"] < out["err_replicates_tried"]:

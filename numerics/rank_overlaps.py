@@ -25,6 +25,9 @@ import numpy as np
 #: Below this an overlap counts as zero for orientation and for the branch label.
 ZERO_TOL = 1e-6
 
+#: The entries of a rank-r fixed point's record that get error bars (err_<key>: ``solve --error-estimate``, the census).
+ERROR_KEYS = ("eps_g", "e_t", "q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms")
+
 
 @dataclass(frozen=True, eq=False)
 class RankOverlaps:

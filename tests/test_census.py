@@ -34,18 +34,33 @@ ERR_KEYS = {f"err_{k}" for k in ("q", "m", "V", "theta", "eps_g", "e_t")}
 
 
 @pytest.fixture(scope="module")
-def near_alpha_c() -> dict:
-    """``attnphase census --alpha 1.25 --omega 0.3 --json`` on the small rule, parsed (one JSON object)."""
+def out_folder(tmp_path_factory):
+    """The ``--out`` folder of :func:`near_alpha_c`."""
+    return tmp_path_factory.mktemp("census") / "out"
+
+
+@pytest.fixture(scope="module")
+def near_alpha_c(out_folder) -> dict:
+    """``attnphase census --alpha 1.25 --omega 0.3 --json --out DIR`` on the small rule, parsed (one JSON object)."""
     import contextlib
     import io
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["census", "--alpha", "1.25", "--omega", "0.3", *RULE, "--json"])
+        code = main(["census", "--alpha", "1.25", "--omega", "0.3", *RULE, "--json", "--out", str(out_folder)])
     assert code == 0, err.getvalue()
     lines = out.getvalue().strip().splitlines()
     assert len(lines) == 1
     return json.loads(lines[0])
+
+
+def test_census_out_writes_the_json_object_and_a_row_per_fixed_point(near_alpha_c: dict, out_folder) -> None:
+    import csv
+
+    assert json.loads((out_folder / "census.json").read_text()) == near_alpha_c
+    rows = list(csv.DictReader(open(out_folder / "census.csv")))
+    assert [r["branch"] for r in rows] == [p["branch"] for p in near_alpha_c["fixed_points"]]
+    assert [float(r["e_t"]) for r in rows] == [p["e_t"] for p in near_alpha_c["fixed_points"]]
 
 
 def test_census_finds_the_positional_and_semantic_points_and_ranks_by_e_t(near_alpha_c: dict) -> None:
