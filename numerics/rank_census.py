@@ -40,7 +40,7 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.rank_overlaps import ERROR_KEYS, RankOverlaps
 from attnphase.numerics.rank_se import admissible
 from attnphase.numerics.rank_solve import RankFixedPoint, solve_rank
-from attnphase.numerics.rank_starts import embedded_start, teacher_rank
+from attnphase.numerics.rank_starts import embedded_start
 from attnphase.theory.params import ModelParams
 
 #: Two invariant vectors closer than this (max |a - b| / max(1, |a|)) are one fixed point (same label).

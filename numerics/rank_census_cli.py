@@ -43,7 +43,7 @@ def cmd_census_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int)
     out_dir = outputs.out_dir_from_args(args) if args.out is not None else None
     opt.announce_defaults(args, params)
 
-    from attnphase.numerics.rank_census import rank_census, rank_census_starts
+    from attnphase.numerics.rank_census import rank_census
 
     print(f"attnphase: rank census at alpha = {alpha:g}, omega = {params.omega:g}, r = {r}, r* = {r_star} on "
           f"{cfg.quadrature}: embedded, cold and mixture starts, then error bars per distinct point (measured 6-10 min "

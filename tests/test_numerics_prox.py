@@ -14,7 +14,6 @@ of the best minimum fixed it).
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
