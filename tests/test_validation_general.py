@@ -379,3 +379,33 @@ def test_a_rank_one_row_is_also_compared_with_the_aligned_prox_fixed_point(capsy
     summary = {"cases": [{"key": "c", "rows": [row]}]}
     assert "agrees with the aligned-prox SE" in table_lines(summary)[2]
     assert aligned_table_lines(summary)[2].endswith("| no theory point | agrees |")
+
+
+def test_a_rank_point_below_the_floor_is_not_its_branch_and_a_failed_solve_is_tried_on_the_next_rule(monkeypatch):
+    """rank_point: a semantic point with noise-level theta does not count as the semantic branch (the rank-1
+    sweeps' floor); rank_theory_job: a solve that misses the branch is tried on the next scrambling, and says so."""
+    import attnphase.numerics.rank_solve as rs
+    from attnphase.validation.rank_theory import RankTheoryJob, rank_config, rank_point, rank_theory_job
+
+    class FP:
+        alpha, residual, message, eps_g, e_t = 0.5, 1e-12, "converged", 3e-3, 1e-3
+
+        def __init__(self, sv, converged=True, quadrature="sobol9"):
+            self.sv, self.converged, self.quadrature = sv, converged, quadrature
+            self.branch = "semantic"
+
+        def record(self):
+            return {"branch": "semantic", "th0_singular_values": [self.sv], "m_norms": [0.0, 0.0],
+                    "q0_eigenvalues": [0.1, 0.05], "directions": ["semantic", "noise"]}
+
+    assert not rank_point(FP(0.004), "semantic")["exists"] and rank_point(FP(0.3), "semantic")["exists"]
+    calls = []
+
+    def fake(params, alpha, branch, config):
+        calls.append(config.quadrature)
+        return FP(0.3, converged=len(calls) > 1, quadrature=config.quadrature)
+
+    monkeypatch.setattr(rs, "solve_rank", fake)
+    out = rank_theory_job(RankTheoryJob(GENERAL_CASES[3].params, 0.5, "semantic", rank_config("sobol9")))
+    assert len(calls) == 2 and calls[0] != calls[1] and out["exists"] and out["quadrature"] == calls[1]
+    assert out["tries"] == [f"{calls[0]}: not converged (residual 1.0e-12)"]

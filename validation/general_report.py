@@ -173,6 +173,8 @@ def table_lines(summary: dict[str, Any]) -> list[str]:
                 th = {}
             elif th:
                 reached = th["branch_reached"] + ("" if th.get("exists", True) else f" (past the {r['init']} branch end)")
+                if th.get("tries"):
+                    reached += f" (on {th['quadrature']}; {'; '.join(th['tries'])})"
             else:
                 reached = "--"
             lines.append(f"| ({case['key']}) | {r['alpha']} | {r['side'] or '--'} | {r['init']} | {r['n_runs']} "

@@ -15,7 +15,12 @@ r >= 2 (docs/model.md section 7):
 
 and by its status: ``converged`` with its ``residual``, and ``branch_reached`` (the label of the point:
 semantic / positional / mixed / agnostic, :func:`~attnphase.numerics.rank_overlaps.branch_label`).  A
-point that did not converge carries no observables (``None``): it is no theory point.
+point that did not converge carries no observables (``None``): it is no theory point.  A point on the
+requested branch whose order parameter is below the rank-1 sweeps' floor (|theta| < SEMANTIC_THETA_FLOOR,
+|m| < POSITIONAL_M_FLOOR: the rule's noise past the branch's end) does not count as the branch (``exists``
+False), as at r = 1.  A solve that does not converge on the requested branch is tried once more on the
+next independent scrambling of the rule (``config.variant(1)``), as the aligned-prox points are
+(:mod:`attnphase.validation.basin_theory`); ``quadrature`` and ``tries`` say which rule and what the first gave.
 """
 
 from __future__ import annotations
@@ -45,30 +50,59 @@ class RankTheoryJob:
     config: SolverConfig
 
 
+#: Independent rules a rank-r solve is tried on before its outcome is taken (the first, then the next).
+RANK_TRIES = 2
+
+
+def _above_floor(out: dict[str, Any], branch: str) -> bool:
+    """The branch's order parameter is above the rank-1 sweeps' floor (semantic: |theta|, positional: |m|,
+    mixed: both)."""
+    from attnphase.numerics.branch_end import POSITIONAL_M_FLOOR, SEMANTIC_THETA_FLOOR
+
+    ok = True
+    if branch in ("semantic", "mixed"):
+        ok = ok and out["abs_theta"] >= SEMANTIC_THETA_FLOOR
+    if branch in ("positional", "mixed"):
+        ok = ok and out["m_norm"] >= POSITIONAL_M_FLOOR
+    return ok
+
+
 def rank_point(fp: Any, requested: str, seconds: float = math.nan) -> dict[str, Any]:
     """The plain record of a :class:`~attnphase.numerics.rank_se.RankFixedPoint` (module docstring)."""
     rec = fp.record()
     out: dict[str, Any] = {"alpha": float(fp.alpha), "requested": requested, "converged": bool(fp.converged),
                            "residual": float(fp.residual), "message": fp.message, "quadrature": fp.quadrature,
                            "seconds": seconds, "branch_reached": rec["branch"] if fp.converged else None,
-                           "exists": bool(fp.converged and rec["branch"] == requested)}
+                           "exists": bool(fp.converged and rec["branch"] == requested), "tries": []}
     if fp.converged:
         out.update(abs_theta=math.sqrt(sum(s * s for s in rec["th0_singular_values"])),
                    m_norm=math.sqrt(sum(x * x for x in rec["m_norms"])), q=float(sum(rec["q0_eigenvalues"])),
                    eps_g=float(fp.eps_g), e_t=float(fp.e_t), th0_singular_values=list(rec["th0_singular_values"]),
                    m_norms=list(rec["m_norms"]), directions=list(rec["directions"]))
+        out["exists"] = out["exists"] and _above_floor(out, requested)
     else:
         out.update({k: None for k in RANK_OBSERVABLES})
     return out
 
 
 def rank_theory_job(job: RankTheoryJob) -> dict[str, Any]:
-    """The rank-r fixed point of ``job`` as :func:`rank_point` (the task's function)."""
+    """The rank-r fixed point of ``job`` as :func:`rank_point` (the task's function): on ``job.config``'s rule,
+    and where that does not converge on the branch, on its next independent scrambling (module docstring)."""
     from attnphase.numerics.rank_solve import solve_rank
 
     t0 = time.perf_counter()
-    fp = solve_rank(job.params, job.alpha, job.branch, config=job.config)
-    return rank_point(fp, job.branch, time.perf_counter() - t0)
+    tries: list[str] = []
+    for k in range(RANK_TRIES):
+        cfg = job.config.variant(k)
+        fp = solve_rank(job.params, job.alpha, job.branch, config=cfg)
+        if fp.converged and fp.branch == job.branch:
+            break
+        if k + 1 < RANK_TRIES:
+            tries.append(f"{cfg.quadrature}: " + (fp.branch if fp.converged else
+                                                  f"not converged (residual {fp.residual:.1e})"))
+    out = rank_point(fp, job.branch, time.perf_counter() - t0)
+    out["tries"] = tries
+    return out
 
 
 def rank_theory_task(job: RankTheoryJob, version: str) -> Task:
