@@ -1,12 +1,12 @@
-"""The local proximal maps: one Newton descent per node from a fixed start, not the global minimiser.
+"""The proximal maps that are not the global minimiser: a chosen local minimiser per node.
 
     h_hat(w, T) = a local minimiser of P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T)   (docs/model.md section 3)
 
-* :func:`local_prox` -- from h = 0: the paper's own proximal step (``--prox local``);
-* :func:`aligned_prox` -- the lowest local minimiser on the side of the student's mean field: the basin
-  gradient descent keeps from its start (``--prox aligned``).
+* :func:`local_prox` -- the one Newton descent reaches from h = 0: the paper's own proximal step (``--prox local``);
+* :func:`aligned_prox` -- the lowest of the global search's minimisers on the side of the student's mean field:
+  the basin gradient descent keeps from its start (``--prox aligned``).
 
-The descent, its backends and the loss zeros are :mod:`attnphase.numerics.prox`'s.
+The descent, the global search and its backends are :mod:`attnphase.numerics.prox`'s.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.numerics.prox import ProxResult, _mixing, global_prox, newton_minimize
+from attnphase.numerics.prox import ProxResult, _best_per_node, _mixing, global_prox, newton_minimize
 
 
 def aligned_prox(
@@ -45,13 +45,10 @@ def aligned_prox(
         raise ValueError("the aligned proximal map is implemented for independent tokens only (a diagonal C)")
     res, minima = global_prox(kernels, w, V, T, sigma2, backend=backend)
     node, h = minima.node, minima.h
-    value = kernels.prox_value_grad_hess(h, w[node], V, T[node], sigma2)[0]
-    value = np.where(np.sum(h * reference[node], axis=1) > 0.0, value, np.inf)
-    order = np.lexsort((value, node))
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = node[order][1:] != node[order][:-1]
-    best = order[first]
-    best = best[np.isfinite(value[best])]
+    value = kernels.prox_value(h, w[node], V, T[node], sigma2)
+    aligned = np.sum(h * reference[node], axis=1) > 0.0
+    best = _best_per_node(node, ProxResult(h, value, aligned, 0), w.shape[0])  # least aligned value per node
+    best = best[aligned[best]]  # nodes none of whose minima is aligned keep the global minimiser
     out_h, out_value = res.h.copy(), res.value.copy()
     out_h[node[best]], out_value[node[best]] = h[best], value[best]
     return ProxResult(out_h, out_value, res.converged, res.iterations)

@@ -27,6 +27,8 @@ from attnphase.execution import Task, task_key
 from attnphase.numerics.config import SolverConfig
 from attnphase.theory.params import ModelParams
 
+from .rule_retry import solve_on_branch
+
 
 @dataclass(frozen=True)
 class AlignedJob:
@@ -49,40 +51,28 @@ def aligned_config(tol: float | None = None) -> SolverConfig:
     return cfg if tol is None else cfg.replace(tol=tol)
 
 
-#: Independent rules an aligned solve is tried on before its outcome is taken (the first, then the next).
-ALIGNED_TRIES = 2
-
-
 def aligned_job(job: AlignedJob, errors: bool = False) -> dict[str, Any]:
     """The fixed point of ``job`` as a plain record: branch reached, converged, residual and, where it
     converged, ``abs_theta = |th0|``, ``m_norm = |(m_l)_l|``, q, eps_g, e_t; ``exists``: converged on the
     requested branch; ``quadrature``: the rule of the outcome, ``tries``: what the rules before it gave.
 
     A solve that does not converge on the requested branch is tried again on the next independent
-    scrambling of the rule (``config.variant(1)``): the aligned map jumps where a node's lowest aligned
-    minimum changes, and a rule can stall on such a jump (measured: case (c), alpha = 0.75, semantic
-    start, sobol12:4 stalls at residual 1.7e-4, its stall then read as a collapse to the agnostic point;
-    sobol12:4:1 and sobol13:4 converge in 12 and 11 steps, theta 0.2696 and 0.2706).  Where the branch
-    does not exist every rule says so, and the last outcome is reported.  ``errors``: also ``err_abs_theta``,
-    ``err_m_norm``, ``err_eps_g``, the standard errors over the rule's scramblings
-    (:func:`~attnphase.numerics.quadrature_error.fixed_point_error`)."""
+    scrambling of the rule (:func:`~attnphase.validation.rule_retry.solve_on_branch`; measured: case (c),
+    alpha = 0.75, semantic start, sobol12:4 stalls at residual 1.7e-4, its stall then read as a collapse to
+    the agnostic point; sobol12:4:1 and sobol13:4 converge in 12 and 11 steps, theta 0.2696 and 0.2706).
+    ``errors``: also ``err_abs_theta``, ``err_m_norm``, ``err_eps_g``, the standard errors over the rule's
+    scramblings (:func:`~attnphase.numerics.quadrature_error.fixed_point_error`)."""
     from attnphase.numerics import solve
 
     t0 = time.perf_counter()
-    tries: list[str] = []
-    for k in range(ALIGNED_TRIES):
-        cfg = job.config.variant(k)
-        fp = solve(job.params, job.alpha, job.branch, config=cfg)
-        if fp.status.converged and fp.branch == job.branch:
-            break
-        tries.append(f"{cfg.quadrature}: " + (f"{fp.branch}" if fp.status.converged else
-                                              f"not converged (residual {fp.status.residual:.1e})"))
+    fp, cfg, tries = solve_on_branch(lambda c: solve(job.params, job.alpha, job.branch, config=c), job.config,
+                                     job.branch, lambda f: (bool(f.status.converged), f.branch, f.status.residual))
     rec = fp.record
     ok = bool(fp.status.converged)
     out: dict[str, Any] = {"alpha": float(job.alpha), "requested": job.branch, "prox": "aligned", "converged": ok,
                            "residual": float(fp.status.residual), "branch_reached": fp.branch if ok else None,
                            "exists": ok and fp.branch == job.branch, "seconds": time.perf_counter() - t0,
-                           "quadrature": cfg.quadrature, "tries": tries[:k]}
+                           "quadrature": cfg.quadrature, "tries": tries}
     keys = ("abs_theta", "m_norm", "q", "eps_g", "e_t")
     if ok:
         m_norm = math.sqrt(sum(float(x) ** 2 for x in fp.overlaps.m))

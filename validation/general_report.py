@@ -10,7 +10,8 @@ Output in ``out_dir``:
   positional, mixed: stars, the mixed point's |theta| and |m| both) and GD's |theta| and |m| from each start;
 * ``report.md`` -- per case the model, the landmark, and one table row per (alpha, start) with the
   simulated mean +- std, the theory's fixed point reached from the same start and the verdict; for the
-  rank-r cases a second table against the mixed fixed point;
+  rank-r cases a second table against the mixed fixed point; for the rank-1 cases a table against the
+  aligned-prox fixed points (the basin of the start);
 * ``summary.json``.
 """
 

@@ -21,6 +21,10 @@ fixed point (one positional, one semantic direction), which the row's runs are a
 (``mixed_agrees``): a rank-2 student's gradient descent may land there from either start.  A solve that
 did not converge is no theory point (its residual is reported).
 
+A rank-1 case's rows are also compared, by the same rule, with the state evolution of the ``aligned`` proximal
+map from the same start (:mod:`attnphase.validation.basin_theory`: the basin gradient descent keeps from its start,
+where the global-prox point is another), up to ``GeneralPlan.aligned_max_L``.
+
 Extending the suite: add a :class:`SuiteCase` to :data:`GENERAL_CASES` (a key, a title, the model,
 and ``alphas`` for a case without alpha_c: a rank-r case, or a fallback).
 """

@@ -19,8 +19,8 @@ point that did not converge carries no observables (``None``): it is no theory p
 requested branch whose order parameter is below the rank-1 sweeps' floor (|theta| < SEMANTIC_THETA_FLOOR,
 |m| < POSITIONAL_M_FLOOR: the rule's noise past the branch's end) does not count as the branch (``exists``
 False), as at r = 1.  A solve that does not converge on the requested branch is tried once more on the
-next independent scrambling of the rule (``config.variant(1)``), as the aligned-prox points are
-(:mod:`attnphase.validation.basin_theory`); ``quadrature`` and ``tries`` say which rule and what the first gave.
+next independent scrambling of the rule (:func:`~attnphase.validation.rule_retry.solve_on_branch`), as the
+aligned-prox points are (:mod:`attnphase.validation.basin_theory`); ``quadrature`` and ``tries`` say which rule and what the first gave.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from typing import Any
 from attnphase.execution import Task, task_key
 from attnphase.numerics.config import SolverConfig
 from attnphase.theory.params import ModelParams
+
+from .rule_retry import solve_on_branch
 
 #: The rank-r branches the suite solves at each alpha: the two starts' own, and the mixed one.
 RANK_THEORY_BRANCHES = ("semantic", "positional", "mixed")
@@ -48,10 +50,6 @@ class RankTheoryJob:
     alpha: float
     branch: str
     config: SolverConfig
-
-
-#: Independent rules a rank-r solve is tried on before its outcome is taken (the first, then the next).
-RANK_TRIES = 2
 
 
 def _above_floor(out: dict[str, Any], branch: str) -> bool:
@@ -91,15 +89,8 @@ def rank_theory_job(job: RankTheoryJob) -> dict[str, Any]:
     from attnphase.numerics.rank_solve import solve_rank
 
     t0 = time.perf_counter()
-    tries: list[str] = []
-    for k in range(RANK_TRIES):
-        cfg = job.config.variant(k)
-        fp = solve_rank(job.params, job.alpha, job.branch, config=cfg)
-        if fp.converged and fp.branch == job.branch:
-            break
-        if k + 1 < RANK_TRIES:
-            tries.append(f"{cfg.quadrature}: " + (fp.branch if fp.converged else
-                                                  f"not converged (residual {fp.residual:.1e})"))
+    fp, _, tries = solve_on_branch(lambda c: solve_rank(job.params, job.alpha, job.branch, config=c), job.config,
+                                   job.branch, lambda f: (bool(f.converged), f.branch, f.residual))
     out = rank_point(fp, job.branch, time.perf_counter() - t0)
     out["tries"] = tries
     return out
