@@ -1,4 +1,4 @@
-"""Would a finer rule for the agnostic fixed point shrink the branch ends' error?  (issue 13, the ends' frontier)
+"""Would a finer rule for the agnostic fixed point shrink the branch ends' error?  (the ends' accuracy frontier)
 
     python benchmarks/multilevel_ends.py                          # omega = 0.1 (positional end), 0.4 (semantic end)
     python benchmarks/multilevel_ends.py --fine sobol12:4,sobol13:4,sobol14:4

@@ -43,7 +43,7 @@ SWEEPS = {
     "sweep_pos.csv": ("positional", np.linspace(0.5, 2.5, 8)),
 }
 
-#: The recorded phase diagram's omegas, and the single-omega rows (issue 17's small omegas).
+#: The recorded phase diagram's omegas, and the single-omega rows (the small omegas 0 and 0.05).
 DIAGRAM_OMEGAS = np.linspace(0.1, 0.4, 7)
 SMALL_OMEGAS = (0.0, 0.05)
 ALPHAS = np.linspace(0.1, 3.0, 12)
