@@ -5,7 +5,7 @@ is scanned for:
 
 * issue references: the word issue followed by a number, or a number after a hash sign in prose
   (not hex colours, not ``# noqa``);
-* the history of the work: which sitting or round of work measured what, a commit hash;
+* the history of the work: which sitting or stage of the work measured what, a commit hash;
 * dated measurements and load averages;
 * files outside the project: the two design files of the team and the folder they live in.
 
@@ -88,7 +88,7 @@ _ISSUE, _SESSION, _ROUND, _LOAD = "iss" + "ue", "sess" + "ion", "rou" + "nd", "l
 
 @pytest.mark.parametrize("planted, kind", [
     ("fixed in " + _ISSUE + " 17", "issue number"),
-    ("see " + _ISSUE.title() + " #27 for the plan", "issue number"),
+    ("see " + _ISSUE.title() + " #" + "27 for the plan", "issue number"),
     ("(" + _ISSUE + "s 12, 13)", "issue number"),
     ("the stall of " + "#" + "12 is gone", "issue number"),
     ("measured in the seventh " + _SESSION, "history"),
@@ -101,7 +101,7 @@ _ISSUE, _SESSION, _ROUND, _LOAD = "iss" + "ue", "sess" + "ion", "rou" + "nd", "l
     ("3 min 53 s wall at " + _LOAD + " ~2", "load average"),
     ("(" + _LOAD + " 8-10 from another job)", "load average"),
     ("as " + "MODEL" + ".md states", "file outside the project"),
-    ("the anchors in ../" + "shared/" + "STYLE.md", "file outside the project"),
+    ("the anchors in ../" + "shared/" + "STYLE" + ".md", "file outside the project"),
 ])
 def test_the_matcher_finds_a_planted_mention(planted, kind):
     assert kind in [k for _, k, _ in findings("a first line\n" + planted + "\n")]
