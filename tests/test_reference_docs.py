@@ -1,5 +1,6 @@
 """The reference pages match the code: commands and API generated and up to date, every output
-column documented, every link between the docs pointing at a page (and a heading) that exists."""
+column documented, every link between the docs pointing at a page (and a heading) that exists, every command
+the docs write parsing with the current options."""
 
 from __future__ import annotations
 
@@ -98,3 +99,57 @@ def test_links_between_pages_resolve(page):
             if anchor not in {_anchor(h) for h in headings}:
                 broken.append(target)
     assert not broken, f"{page.relative_to(ROOT)}: links to missing pages or headings: {broken}"
+
+
+#: Placeholders the docs write in a command line, and a value of theirs to parse.
+_PLACEHOLDERS = {"A": "1", "W": "0.3", "R": "2", "R*": "1", "r": "2", "r*": "1", "L": "3", "B": "semantic",
+                 "D": "200", "K": "4", "T": "fast", "N": "2", "DIR": "out", "ADDRESS": "tcp://host:8786",
+                 "C": "0.25,0.075;0.075,0.25", "...": None}
+_CODE_LINE = re.compile(r"^(?: {4,}|\s*\$\s+)(?:\$\s+)?attnphase\s+(.*)$")
+_INLINE = re.compile(r"`attnphase\s+([^`]+)`")
+
+
+def _doc_commands() -> list[tuple[str, str, bool]]:
+    """(page, command line, whole) for every `attnphase ...` the guides write (the generated pages aside):
+    whole for a command in a code block, not for one quoted in prose (which may leave out required options)."""
+    pages = [ROOT / "README.md"] + sorted(p for p in DOCS.rglob("*.md")
+                                          if "data" not in p.relative_to(DOCS).parts
+                                          and p.name not in ("commands.md", "derivation.md"))
+    found = []
+    for page in pages:
+        for line in page.read_text().splitlines():
+            match = _CODE_LINE.match(line)
+            if match:
+                found.append((str(page.relative_to(ROOT)), match.group(1), True))
+            else:
+                found += [(str(page.relative_to(ROOT)), cmd, False) for cmd in _INLINE.findall(line)]
+    return found
+
+
+def test_every_command_in_the_docs_parses():
+    """Every `attnphase ...` in the README and the docs uses the current commands and options: a command line
+    in a code block parses (placeholders such as DIR or R* replaced by a value); one quoted in prose names a
+    command and only options of that command."""
+    import argparse
+    import shlex
+    from attnphase.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    bad = []
+    commands = _doc_commands()
+    assert len(commands) > 50
+    for page, line, whole in commands:
+        argv = [_PLACEHOLDERS.get(a, a) for a in shlex.split(line, comments=True)]
+        if None in argv or not argv or {"-h", "--help", "--version"} & set(argv):
+            continue
+        if not whole:
+            options = {f for a in sub.choices[argv[0]]._actions for f in a.option_strings} if argv[0] in sub.choices else None
+            if options is None or any(a.startswith("--") and a.split("=")[0] not in options for a in argv[1:]):
+                bad.append(f"{page}: `attnphase {line}`")
+            continue
+        try:
+            parser.parse_args(argv)
+        except SystemExit:
+            bad.append(f"{page}: attnphase {line}")
+    assert not bad, "commands that do not parse:\n" + "\n".join(bad)
