@@ -5,7 +5,7 @@
 
 A branch end is the root of e(alpha) = 1, e the agnostic branch's eigenvalue (lambda in theta, mu in m) on the
 bifurcation rule (``SolverConfig.bifurcation_quadrature``) at the agnostic fixed point solved on the solve
-rule (``SolverConfig.quadrature``).  docs/method.md section 7 found the end's standard error dominated by that
+rule (``SolverConfig.quadrature``).  docs/method.md (section 7, error bars and precision tiers) finds the end's standard error dominated by that
 fixed point's own quadrature error.  This script locates each end as ``phase-diagram`` does
 (:func:`attnphase.numerics.bifurcation.branch_bifurcation`, default configuration), then, at the secant's last
 point a, re-solves the agnostic fixed point on a finer rule (warm, a multilevel step) and takes one more

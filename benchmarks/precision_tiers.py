@@ -3,7 +3,7 @@
     python benchmarks/precision_tiers.py                     # fast, default, precise at the two points
     python benchmarks/precision_tiers.py --tiers fast default --repeat 2
 
-At omega = 0.3, alpha = 2, on the positional and the semantic branch (the points of docs/method.md section 7's table),
+At omega = 0.3, alpha = 2, on the positional and the semantic branch (the points of the table in docs/method.md section 8, accuracy),
 each tier's solve is timed as a user meets it (a fresh process, the compiled kernels loaded from the cache)
 and its overlaps are printed with their error bars, as relative errors err / |value|, and against the
 reference values of the positional point (sobol18, one scrambling, 442 s: q 0.20426, m 0.25824,

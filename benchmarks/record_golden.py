@@ -4,7 +4,7 @@
                                                   # and the omega = 0, 0.05 rows (a few minutes on 2 cores)
     python benchmarks/record_golden.py --quick    # solves and sweeps only
 
-The default rules are 4 independent scramblings per role (docs/method.md section 7); each number is
+The default rules are 4 independent scramblings per role (docs/method.md section 7, error bars and precision tiers); each number is
 recorded with its standard error (``err_<key>``, ``<boundary>_err``).  tests/golden/*.csv|json are the
 records of the single-scrambling rules before that change (sobol12 solves, sobol16 alpha_c, sobol15
 bifurcations); tests/test_golden.py checks that those rules still reproduce them exactly, that today's

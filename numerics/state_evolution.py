@@ -38,7 +38,7 @@ class SolverStatus:
     """How the fixed-point iteration ended.
 
     ``jump``: for a point accepted at the rule's jump scale (residual > tol, docs/method.md section
-    4), the measured jump of the SE map next to it (:func:`attnphase.numerics.stalls.jump_at`), which
+    4, the fixed-point solver), the measured jump of the SE map next to it (:func:`attnphase.numerics.stalls.jump_at`), which
     bounds the residual; NaN otherwise.
     """
 

@@ -148,7 +148,7 @@ def test_sweep_matches_golden(name: str, branch: str, alphas: np.ndarray) -> Non
                 for k in ("q", "m", "theta", "e_t"):
                     assert _close(err[f"err_{k}"], float(row[f"err_{k}"]), 1e-5, atol=1e-12), (name, fp.alpha, k)
                     # the legacy rule's own error is about the same as the pooled rule's (docs/method.md
-                    # section 7): the combined bar is sqrt(2) times today's
+                    # section 7, error bars and precision tiers): the combined bar is sqrt(2) times today's
                     _within_errors(fp.record[k], err[f"err_{k}"], float(old[k]), err[f"err_{k}"], (name, fp.alpha, k))
 
 

@@ -158,7 +158,7 @@ def test_whole_positional_branch_adds_the_grid_below_the_boundaries_range() -> N
     assert low.branch == "positional" and low.status.converged
     cold = solve(params, 0.1, "positional", config=SolverConfig())
     assert cold.status.converged
-    # the same fixed point up to the rule's cluster of nearby fixed points (docs/method.md section 9): on
+    # the same fixed point up to the rule's cluster of nearby fixed points (docs/method.md section 9, known limitations): on
     # sobol12 they agreed to 2e-9; on sobol10:4 the two paths end 6e-5 apart in m, far inside its error bar
     err = fixed_point_error(cold, SolverConfig()).std
     assert abs(low.record["q"] - cold.record["q"]) < 0.1 * err["q"]
