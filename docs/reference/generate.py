@@ -44,11 +44,22 @@ def _help(parser: argparse.ArgumentParser) -> str:
 
 def commands_md() -> str:
     """The help of ``attnphase`` and of every command, as markdown."""
-    os.environ["COLUMNS"] = WIDTH  # argparse wraps at the terminal width: fix it
     from attnphase.cli import COMMANDS, build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    previous = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = WIDTH  # argparse wraps at the terminal width: fix it while formatting
+    try:
+        return _commands_md(parser, sub, [name for name, _ in COMMANDS])
+    finally:
+        if previous is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = previous
+
+
+def _commands_md(parser: argparse.ArgumentParser, sub, names: list[str]) -> str:
     out = [
         "# Command reference",
         "",
@@ -57,7 +68,7 @@ def commands_md() -> str:
         "How the options combine: [the how-to guides](../howto/index.md); what the outputs hold:",
         "[outputs.md](outputs.md); exit codes: [README](../../README.md#exit-codes-limits-and-outputs).",
         "",
-        "Commands: " + ", ".join(f"[`{name}`](#attnphase-{name})" for name, _ in COMMANDS) + ".",
+        "Commands: " + ", ".join(f"[`{name}`](#attnphase-{name})" for name in names) + ".",
         "",
         "## attnphase",
         "",
@@ -65,7 +76,7 @@ def commands_md() -> str:
         _help(parser).rstrip(),
         "```",
     ]
-    for name, _ in COMMANDS:
+    for name in names:
         out += ["", f"## attnphase {name}", "", "```text", _help(sub.choices[name]).rstrip(), "```"]
     return "\n".join(out) + "\n"
 
