@@ -7,8 +7,8 @@
   parsers the console command builds (:func:`attnphase.cli.build_parser`), at a fixed width of 100
   columns.
 * ``api.md``: the public names of ``attnphase.theory``, ``attnphase.numerics`` and
-  ``attnphase.execution`` (their ``__all__``) and of the entry modules of ``attnphase.validation``, each with its signature and the first
-  paragraph of its docstring.
+  ``attnphase.execution`` (their ``__all__``) and of the entry modules of ``attnphase.validation``,
+  each with its signature and the first paragraph of its docstring.
 
 tests/test_reference_docs.py checks that both files are up to date: after a change of an option
 or a public name, run this script and commit what it writes.
