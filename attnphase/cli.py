@@ -144,8 +144,8 @@ def _add_phase_diagram(sub: argparse._SubParsersAction) -> None:
         description="The phase diagram (docs/model.md section 6): at every omega, both branches over the alpha grid, "
         "alpha_c, alpha_l and where each branch ends; writes phase_diagram.csv/.json/.png and curves_omega0.3.png. "
         "With --rank R --teacher-rank R* (r or r* >= 2): the rank-r state evolution's branches (and mixed at r >= 2), "
-        "their ends by bisection, alpha_c and alpha_l by bracketing, each with its bracket width (docs/numerics.md "
-        "section 11); phase_diagram.csv/.json/.nc/.png.",
+        "their ends by bisection, alpha_c and alpha_l by bracketing, each with its bracket width (docs/method.md "
+        "section 11, rank r >= 2); phase_diagram.csv/.json/.nc/.png.",
     )
     p.add_argument("--alpha", default="0.1:3:12", metavar="RANGE",
                    help=f"alpha grid of the branch sweeps, values > 0: {opt.RANGE_SYNTAX} (default 0.1:3:12)")
@@ -170,7 +170,7 @@ def _add_census(sub: argparse._SubParsersAction) -> None:
         "census", help="every fixed point at one (alpha, omega), ranked by e_t: is the global minimum among the branches?",
         description="Search the state evolution for every fixed point (positional, semantic, agnostic, mixed) from a "
         "spread of starting overlaps at one alpha and omega; remove duplicates, label them, test their stability and "
-        "rank them by the training objective e_t with error bars, lowest first (docs/numerics.md section 12). "
+        "rank them by the training objective e_t with error bars, lowest first (docs/method.md section 12, the census). "
         "With --rank R --teacher-rank R* (r or r* >= 2): the rank-r state evolution from each branch's embedded and "
         "cold starts and mixtures of the semantic and positional states, ranked by e_t with the per-block error "
         "of each point's height above the minimum (no stability test). Exit code 1 if no start converged.",

@@ -349,7 +349,7 @@ CHAIN_LENGTH = 8
 
 
 def add_continuation_option(p: argparse.ArgumentParser) -> None:
-    """``--continuation {auto,on,off}`` of ``phase-diagram`` (docs/numerics.md section 13)."""
+    """``--continuation {auto,on,off}`` of ``phase-diagram`` (docs/method.md section 13, continuation in omega)."""
     p.add_argument("--continuation", default="auto", choices=("auto", "on", "off"),
                    help="continue the boundaries in omega: each omega's computed near its neighbour's (warm starts, "
                    "predicted boundaries; an omega where that fails is computed independently), along chains of "

@@ -67,7 +67,7 @@ RULE_SYNTAX = ("sobolK[:REPS:SEED] (REPS independent scramblings of 2^K Sobol po
 def add_solver_options(p: argparse.ArgumentParser) -> None:
     """Add the solver group (every field a SolverConfig takes from the command line)."""
     d = SOLVER_DEFAULTS
-    g = p.add_argument_group("solver (docs/numerics.md)")
+    g = p.add_argument_group("solver (docs/method.md)")
     g.add_argument(
         "--prox", choices=PROX_MODES, default=None,
         help=f"proximal map: global minimiser, local from h = 0 (the paper's), or aligned: the lowest minimiser "
@@ -84,8 +84,8 @@ def add_solver_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--precision", choices=PRECISION_TIERS, default=None,
         help="the rules of every quadrature role at once: fast (a quarter to a sixteenth of the points), default, or "
-        "precise (16-64x the points); an explicit --*-quadrature option overrides its role (docs/numerics.md "
-        "section 8: accuracy and cost per tier) (default default)",
+        "precise (16-64x the points); an explicit --*-quadrature option overrides its role (docs/method.md "
+        "sections 7-8: the rules and the accuracy of each tier) (default default)",
     )
     g.add_argument("--quadrature", default=None, metavar="RULE",
                    help=f"rule of every state-evolution solve: {RULE_SYNTAX} (default {d['quadrature']})")

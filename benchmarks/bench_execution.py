@@ -20,8 +20,7 @@ gh6, the tests' rule, fails at omega = 0.1 in bifurcation.branch_bifurcation), a
 omega).  The machine's load average is recorded before and after (the numbers are only as good as
 the idleness of the cores).  ``--out`` writes the numbers as JSON.
 
-Measured 2026-11-30 on a 2-core box shared with other jobs: docs/distributed.md "Measured" (the
-load average beside each number; the cores were seldom idle).
+The results: docs/distributed.md, "Cost".
 """
 
 from __future__ import annotations

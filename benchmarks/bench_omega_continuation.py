@@ -1,4 +1,4 @@
-"""Benchmark of continuation in omega (docs/numerics.md section 13): independent omegas against chains.
+"""Benchmark of continuation in omega (docs/method.md section 13, continuation in omega): independent omegas against chains.
 
     python benchmarks/bench_omega_continuation.py [--quick] [--grids 0.1:0.4:7,0:0.45:46] [--workers 2] [--out PATH]
 

@@ -1,4 +1,4 @@
-"""Cost of the rank-r state evolution vs L, r and r* (docs/model.md section 7; issue 12 targets).
+"""Cost of the rank-r state evolution vs L, r and r* (docs/model.md section 7).
 
 For each (L, r, r*): the one-off kernel generation, one full SE evaluation (the multi-start global
 proximal search over the rule's nodes), and one semantic fixed point at alpha = 2 from the cold
@@ -6,8 +6,8 @@ start or, with --start embedded, from the rank-1 fixed points (wall time, SE eva
 
     .venv/bin/python benchmarks/bench_rank.py [--quadrature sobol12] [--cases 2,2,1 3,2,1 ...]
 
-``--fixed-points`` instead times what ``attnphase solve --rank R --teacher-rank R*`` does at L = 2 (the
-issue 12 target: one fixed point with its default error bars <= 10 s on 2 cores): for each r,r*,branch
+``--fixed-points`` instead times what ``attnphase solve --rank R --teacher-rank R*`` does at L = 2 (one
+fixed point with its default error bars): for each r,r*,branch
 triple the embedded-start solve on the default rule (sobol10:4) and its error bars (the warm block solves
 of ``rank_cli.rank_error_estimate``), each as user CPU seconds of this process and wall seconds, with the
 SE evaluations and the machine's load average (the cores are shared: CPU seconds are the comparable figure).

@@ -11,8 +11,8 @@ threads of numba and torch, the load average, and for each backend and size the 
 of ``repeat`` timed calls after one untimed call (JIT, CUDA context and kernel loading excluded),
 and the largest |h| difference from the first backend's result.  Runs unchanged on a CPU-only or a
 CUDA machine.  On a busy CPU run it with ``OMP_WAIT_POLICY=PASSIVE``: spinning OpenMP threads
-contend with the other processes' work (measured on 2 cores at load 6, torch on 8192 nodes, one
-thread: 0.40 s passive, 6.3 s with ACTIVE, 2-12 s unset; two threads unset: 10x slower than one).
+contend with the other processes' work (torch on 8192 nodes, one thread, on 2 busy cores: 0.40 s
+passive, 6.3 s with ACTIVE, 2-12 s unset; two threads unset: 10x slower than one).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@
    from its 4 scramblings) against ``attnphase simulate --token-cov C --d D --init semantic|positional``
    (GD, seeds 0..S-1): mean +- standard error; agreement = |theory - GD| <= 2 se + 10 % |theory|.
 2. with ``--boundaries``: ``phase_boundaries`` at omega = 0.3 with C and with independent tokens
-   (C = diag(0.25)), default configuration, both on the default (compiled) backend (~20 s each on 2 loaded
-   cores; the correlated one took ~5 min on the numpy backend, its only one before).
+   (C = diag(0.25)), default configuration, both on the default (compiled) backend (~20 s each on 2 cores; the
+   numpy backend, ``ATTNPHASE_PROX_BACKEND=numpy``, takes several times longer).
 
 C = [[0.25, 0.075], [0.075, 0.25]] (correlation 0.3, sigma 0.5), omega = 0.3, the paper's other
 defaults. Results: docs/general.md "Tokens correlated across positions".

@@ -4,7 +4,7 @@
     python benchmarks/gd_semantic_end.py --ds 200 --alphas 0.5,0.8 --seeds 1      # a quick look on a CPU
 
 The theory (global prox) ends the semantic branch at alpha ~= 0.714 for omega = 0.3 (where the
-agnostic branch turns unstable in theta, docs/numerics.md); below it the state evolution has no
+agnostic branch turns unstable in theta, docs/method.md); below it the state evolution has no
 fixed point with theta != 0. This script runs full-batch GD (Armijo, float64, `attnphase.validation`) from the semantic start
 over a grid of (alpha, d, seed), and writes one CSV row per run (``runs.csv``, appended as
 runs finish, so a run stopped early keeps what it did) and, at the end, ``summary.json`` with

@@ -1,11 +1,11 @@
-"""Would a finer rule for the agnostic fixed point shrink the branch ends' error?  (issue 13, the ends' frontier)
+"""Would a finer rule for the agnostic fixed point shrink the branch ends' error?  (the ends' accuracy frontier)
 
     python benchmarks/multilevel_ends.py                          # omega = 0.1 (positional end), 0.4 (semantic end)
     python benchmarks/multilevel_ends.py --fine sobol12:4,sobol13:4,sobol14:4
 
 A branch end is the root of e(alpha) = 1, e the agnostic branch's eigenvalue (lambda in theta, mu in m) on the
 bifurcation rule (``SolverConfig.bifurcation_quadrature``) at the agnostic fixed point solved on the solve
-rule (``SolverConfig.quadrature``).  docs/numerics.md section 8 found the end's standard error dominated by that
+rule (``SolverConfig.quadrature``).  docs/method.md (section 7, error bars and precision tiers) finds the end's standard error dominated by that
 fixed point's own quadrature error.  This script locates each end as ``phase-diagram`` does
 (:func:`attnphase.numerics.bifurcation.branch_bifurcation`, default configuration), then, at the secant's last
 point a, re-solves the agnostic fixed point on a finer rule (warm, a multilevel step) and takes one more

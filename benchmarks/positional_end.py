@@ -10,7 +10,7 @@ from alpha = 0.1; as far as it converges), then at fixed |m|
 lower in alpha: below the maximum of |m| every size is reached twice, the other time near the
 branch's birth at small alpha). One line per |m|: the alpha that solves
 the prior's m equation, q0, V0, e_t and the solver status. Where alpha(|m|) is flat the
-branch's end is only as sharp as the spread of these alphas (docs/numerics.md, section 5).
+branch's end is only as sharp as the spread of these alphas (docs/method.md, section 5, branches and boundaries).
 """
 
 from __future__ import annotations

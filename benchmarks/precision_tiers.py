@@ -3,11 +3,11 @@
     python benchmarks/precision_tiers.py                     # fast, default, precise at the two points
     python benchmarks/precision_tiers.py --tiers fast default --repeat 2
 
-At omega = 0.3, alpha = 2, on the positional and the semantic branch (the points of issue 13's table),
+At omega = 0.3, alpha = 2, on the positional and the semantic branch (the points of the table in docs/method.md section 8, accuracy),
 each tier's solve is timed as a user meets it (a fresh process, the compiled kernels loaded from the cache)
 and its overlaps are printed with their error bars, as relative errors err / |value|, and against the
 reference values of the positional point (sobol18, one scrambling, 442 s: q 0.20426, m 0.25824,
-V 45.47; issue 13) in units of the error bar.  The table goes to stdout as markdown.
+V 45.47) in units of the error bar.  The table goes to stdout as markdown.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 
 POINTS = (("positional", 2.0), ("semantic", 2.0))
 KEYS = ("q", "m", "V", "theta")
-#: The positional point on sobol18 (issue 13's measurement): the reference the bars are checked against.
+#: The positional point on sobol18 (one scrambling of 2^18 points): the reference the bars are checked against.
 REFERENCE = {"positional": {"q": 0.20426, "m": 0.25824, "V": 45.47}}
 
 

@@ -1,4 +1,4 @@
-"""Where gradient descent puts a rank-2 student of a rank-1 teacher across the rank-2 phase diagram (issue 12, item 5).
+"""Where gradient descent puts a rank-2 student of a rank-1 teacher across the rank-2 phase diagram.
 
     python benchmarks/rank2_gd_scan.py                     # omega 0.1, 0.2, 0.3; alpha 0.8:3:5; d = 400, 2 seeds
     python benchmarks/rank2_gd_scan.py --d 800 --seeds 3 --out results/rank2_gd

@@ -1,5 +1,5 @@
 """Is there a mixed fixed point (one positional, one semantic direction) for a rank-2 student, and does
-it beat the pure ones by e_t?  (issue 12 item 5; docs/general.md.)
+it beat the pure ones by e_t?  (docs/general.md.)
 
 For each (r, r*) and alpha: the semantic, positional and mixed branches (embedded starts from the
 rank-1 fixed points), each on K independent Sobol rules (warm starts from the first; the same K rules

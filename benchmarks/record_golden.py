@@ -4,12 +4,12 @@
                                                   # and the omega = 0, 0.05 rows (a few minutes on 2 cores)
     python benchmarks/record_golden.py --quick    # solves and sweeps only
 
-The default rules are 4 independent scramblings per role (docs/numerics.md section 8); each number is
+The default rules are 4 independent scramblings per role (docs/method.md section 7, error bars and precision tiers); each number is
 recorded with its standard error (``err_<key>``, ``<boundary>_err``).  tests/golden/*.csv|json are the
 records of the single-scrambling rules before that change (sobol12 solves, sobol16 alpha_c, sobol15
 bifurcations); tests/test_golden.py checks that those rules still reproduce them exactly, that today's
 defaults reproduce these files, and that the two agree within their combined error bars.  Rerun only
-for a deliberate change of numerics, with a note of the change in docs/numerics.md.
+for a deliberate change of numerics, with the change stated in docs/method.md.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ SWEEPS = {
     "sweep_pos.csv": ("positional", np.linspace(0.5, 2.5, 8)),
 }
 
-#: The recorded phase diagram's omegas, and the single-omega rows (issue 17's small omegas).
+#: The recorded phase diagram's omegas, and the single-omega rows (the small omegas 0 and 0.05).
 DIAGRAM_OMEGAS = np.linspace(0.1, 0.4, 7)
 SMALL_OMEGAS = (0.0, 0.05)
 ALPHAS = np.linspace(0.1, 3.0, 12)

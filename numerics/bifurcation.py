@@ -11,7 +11,7 @@ goes on with the searched value, and searches at every later step).  The standar
 point on each block of the rules and polishes, on the block's nodes, the minima of that verifying search.
 
 Multilevel step (``config.end_quadrature``, a rule finer than the solve rule): the end's error is mostly the
-agnostic fixed point's own quadrature error on the solve rule (docs/numerics.md section 8), so the converged
+agnostic fixed point's own quadrature error on the solve rule (docs/method.md section 7, error bars and precision tiers), so the converged
 secant's last point a is re-solved on the finer rule (warm) and the end moved by one linearised step,
 
     alpha_end = a - (e_fine(a) - 1) / slope,

@@ -83,7 +83,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         from attnphase.numerics.quadrature_error import fixed_point_error
 
         if fp.status.message != "converged":
-            # accepted at the rule's jump scale, or finished on the symmetric subspace (docs/numerics.md section 4)
+            # accepted at the rule's jump scale, or finished on the symmetric subspace (docs/method.md section 4, the fixed-point solver)
             print(f"attnphase: note: {fp.status.message}", file=sys.stderr)
         err = fixed_point_error(fp, cfg, n_rules)
         if err is not None:
@@ -300,7 +300,7 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
                            n_solves, params.L, cfg, quiet=args.quiet)
     if chains and not args.quiet:
         print(f"attnphase: --continuation: the boundaries continued in omega along {chains} chain(s) of contiguous omegas, "
-              f"one task each (docs/numerics.md section 13)", file=sys.stderr, flush=True)
+              f"one task each (docs/method.md section 13, continuation in omega)", file=sys.stderr, flush=True)
     if census:
         print(f"attnphase: --census: a census at alpha_c at each of the {len(omegas)} omegas, one task each "
               f"(measured 29-59 s each on 2 cores; stored and resumed like the boundaries)", file=sys.stderr, flush=True)

@@ -58,7 +58,7 @@ QUADRATURE_ROLES = ("quadrature", "e_t_quadrature", "alpha_c_quadrature", "alpha
 
 #: Precision tiers (``--precision``): the rule of every quadrature role.  Every rule is 4 independent
 #: scramblings (their spread is the error bar, :mod:`attnphase.numerics.replicates`); each tier has
-#: 4-16x the points of the one before.  Accuracy and cost measured per tier: docs/numerics.md section 8.
+#: 4-16x the points of the one before.  Accuracy and cost measured per tier: docs/method.md section 8, accuracy.
 PRECISION_TIERS: dict[str, dict[str, str]] = {
     "fast": {"quadrature": "sobol8:4", "alpha_c_quadrature": "sobol14:4", "alpha_l_quadrature": "sobol10:4",
              "bifurcation_quadrature": "sobol13:4", "end_quadrature": "sobol10:4"},
@@ -70,7 +70,7 @@ PRECISION_TIERS: dict[str, dict[str, str]] = {
 
 
 #: Each tier's target: the largest relative error bar err / |value| of the overlaps (q, m, V, theta) of a
-#: fixed point.  A solve says when its error bars miss it (met or not: docs/numerics.md section 8).
+#: fixed point.  A solve says when its error bars miss it (met or not: docs/method.md section 8, accuracy).
 PRECISION_TARGETS: dict[str, float] = {"fast": 1e-2, "default": 1e-3, "precise": 1e-4}
 
 

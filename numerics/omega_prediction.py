@@ -19,7 +19,7 @@ JUMP_MIN = 0.05
 #: ... or this many times the prediction's own move from the neighbour's value, whichever is larger.
 JUMP_FACTOR = 3.0
 #: With one neighbour (the prediction is its value): this many times the step in omega (alpha_c
-#: rose by up to 0.099 per 0.01 in omega on the 46-omega diagram, docs/numerics.md section 10).
+#: rose by up to 0.099 per 0.01 in omega on the 46-omega diagram, docs/method.md section 13, continuation in omega).
 FIRST_JUMP_RATE = 15.0
 
 #: The bifurcation secant's scale (``step`` of :func:`~attnphase.numerics.bifurcation.branch_bifurcation`):

@@ -76,7 +76,7 @@ def unresolved_order_warning(fp, err) -> None:
         return
     print(f"attnphase: warning: the {fp.branch} order parameter {key} = {value:.2e} is not resolved from 0 by the "
           f"rule's blocks (err_{key} = {e:.2e}, {err.converged} of {len(err.rules)} blocks on the branch): the point "
-          f"may be an artefact of the rule (docs/numerics.md section 4)", file=sys.stderr)
+          f"may be an artefact of the rule (docs/method.md section 4, the fixed-point solver)", file=sys.stderr)
 
 
 #: The overlaps a precision tier's target is about.
@@ -96,7 +96,7 @@ def precision_note(rel: float, tier: str) -> None:
     target = PRECISION_TARGETS[tier]
     if not rel <= target:
         print(f"attnphase: note: the largest relative error bar of the overlaps is {rel:.1e}, above the {tier} tier's "
-              f"target {target:g} (docs/numerics.md section 8: what each tier reaches)", file=sys.stderr)
+              f"target {target:g} (docs/method.md section 8, accuracy: what each tier reaches)", file=sys.stderr)
 
 
 def print_record(rec: dict, reason: str, converged: bool, as_json: bool, show=lambda v: v) -> int:

@@ -11,7 +11,7 @@ treatment in :func:`boundary_errors` (the whole computation repeated on the othe
 
 What an error bar covers: the quadrature rules' error.  What it does not: the solver's tolerance
 (residual <= tol, 1e-10 by default, far below), which fixed point a solve lands on where the map has
-several close ones (docs/numerics.md section 9), and the branch choice.
+several close ones (docs/method.md section 9, known limitations), and the branch choice.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Every rank-r fixed point found at one (alpha, omega), deduplicated and ranked by e_t with error bars.
 
-The rank-r twin of :mod:`attnphase.numerics.census` (docs/numerics.md sections 11-12).  At one (params, alpha),
+The rank-r twin of :mod:`attnphase.numerics.census` (docs/method.md sections 11-12, rank r >= 2 and the census).  At one (params, alpha),
 on the rule of ``config``:
 
 1. **search** -- :func:`~attnphase.numerics.rank_solve.solve_rank` from every start of :func:`rank_census_starts`:
@@ -280,7 +280,7 @@ def _within_errors(a: RankCensusEntry, b: RankCensusEntry, k: float = SAME_WITHI
     """One fixed point: every invariant within ``k`` combined error bars, and e_t(b) - e_t(a) within ``k`` of its
     paired error (:func:`paired_difference`; the combined bar where fewer than two replicates pair).  False without
     bars.  The paired test is what separates two points of one rule: a point that the rule's jumps split in two
-    (docs/numerics.md section 12) splits differently on each block, so its halves' per-block differences scatter as
+    (docs/method.md section 12, the census) splits differently on each block, so its halves' per-block differences scatter as
     much as the difference itself; two distinct points keep their difference on every block."""
     ra, rb = a.point.record(), b.point.record()
     for key in ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms"):

@@ -1,5 +1,5 @@
 """``attnphase census --rank R --teacher-rank R*`` (r or r* >= 2): every rank-r fixed point found at one
-(alpha, omega), ranked by e_t (:mod:`attnphase.numerics.rank_census`, docs/numerics.md section 12).
+(alpha, omega), ranked by e_t (:mod:`attnphase.numerics.rank_census`, docs/method.md section 12, the census).
 
 ``--json`` prints one object: the census's settings, ``starts`` / ``not_converged`` (counts) and
 ``not_converged_starts`` (each failed start's name, requested branch, residual and solver message: no overlaps),

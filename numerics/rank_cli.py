@@ -205,7 +205,7 @@ def rank_config(args: argparse.Namespace, params: Any) -> Any:
     for option, dest in RANK_ONE_SOLVER_OPTIONS:
         if getattr(args, dest, None) is not None:
             raise ValueError(f"{option}: the rank-r state evolution does not use it (its e_t is on the solve's rule, its "
-                             "boundaries come from converged solves, docs/numerics.md section 11); it is for rank 1")
+                             "boundaries come from converged solves, docs/method.md section 11, rank r >= 2); it is for rank 1")
     cfg = solver_options.config_from_args(args)
     if getattr(args, "backend", None) == "torch":
         raise ValueError("--backend torch: the rank-r state evolution runs its proximal map on the numba or numpy "

@@ -157,8 +157,8 @@ def _rotation(theta: np.ndarray, n: int) -> np.ndarray:
     """exp(E) for the antisymmetric E with upper-triangle entries theta (the so(n) coordinates of gauge_tangents).
 
     By scaling and squaring of the Taylor series (E / 2^s with |E / 2^s| <= 1/2, 20 terms: truncation
-    below 1e-24), matrix products only: scipy's expm calls LAPACK, whose small calls took ~10 ms each
-    on the shared 2-core machine under load (OpenBLAS threads; 33 s of one rank-2 solve's profile)."""
+    below 1e-24), matrix products only: scipy's expm calls LAPACK, whose small calls can take ~10 ms each
+    on busy cores (OpenBLAS threads waking), against 9 us in a quiet process."""
     E = np.zeros((n, n))
     E[np.triu_indices(n, 1)] = theta
     A = E - E.T

@@ -17,7 +17,7 @@ the generic :class:`~attnphase.numerics.fixed_point.FixedPointSolver` as it is (
 the rotation gauge); quasi-Newton works transversally to the gauge orbits (:class:`RankSEMap`).
 :func:`~attnphase.numerics.rank_solve.solve_rank` (numerics/rank_solve.py) stages a solve of this map from a
 start (projected on the start's reflection pattern, on one block of the rule, then the whole rule, then
-unprojected; docs/numerics.md section 11) with the quasi-Newton of numerics/rank_newton.py.  Results are reported by gauge invariants and in the canonical gauge of
+unprojected; docs/method.md section 11, rank r >= 2) with the quasi-Newton of numerics/rank_newton.py.  Results are reported by gauge invariants and in the canonical gauge of
 :func:`~attnphase.numerics.rank_overlaps.canonical` (a gauge-fixed map was tried first and
 rejected: its fixed points include "relative" ones, F(x) = O x with O != I -- at r = 1 it accepted
 a positional point whose image had m -> -m, with e_t < 0).

@@ -3,7 +3,7 @@
 :func:`solve_rank` iterates the SE map of :mod:`attnphase.numerics.rank_se` (:class:`~attnphase.numerics.rank_se.
 RankSEMap`) with the quasi-Newton of :mod:`attnphase.numerics.rank_newton`: without ``init`` it is staged --
 projected on the start's reflection pattern over block 0 of the rule, then over the whole rule, then
-unprojected (docs/numerics.md section 11) -- and a solve that does not converge is retried from its best point
+unprojected (docs/method.md section 11, rank r >= 2) -- and a solve that does not converge is retried from its best point
 with more damping.  :class:`RankFixedPoint` is its result: overlaps in the canonical gauge, hats, observables,
 gauge invariants and the solver's status.
 """

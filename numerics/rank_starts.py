@@ -121,7 +121,7 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
     signal = min(set(range(r)) - set(noise))
     for a in noise:
         # positional: the signal axis's q0 and V0 (q0 = 0.05 with that V0, or V0 = 1, left the admissible
-        # region or started at residual 616, docs/numerics.md section 11); semantic and mixed as measured before
+        # region or starts at residual 616, docs/method.md section 11, rank r >= 2); semantic and mixed: 0.05 and the signal V0
         q[a], V[a] = (q[signal] if branch == "positional" else 0.05), V[signal]
     if branch == "positional":
         for a, u in zip(noise, further_positional_directions(params.P_array, m[:, pos_axis], len(noise))):
@@ -137,7 +137,7 @@ def further_positional_directions(P: np.ndarray, m: np.ndarray, k: int) -> list[
     Why: with P of rank >= 2 the rank-2 positional point uses a second positional direction (L = 3,
     simplex P, omega = 0.6, alpha = 2: both columns of m of norm ~0.56, q0 0.350 / 0.348), which a start
     with m = 0 on the noise axis never reaches -- that axis' m = 0 is on the start's reflection pattern,
-    and the unprojected solve stalled at residual 0.55 (docs/numerics.md section 11, (d))."""
+    and the unprojected solve from it stalls at residual 0.55 (docs/method.md section 11, rank r >= 2: *Starts*)."""
     w, U = np.linalg.eigh(0.5 * (P + P.T))
     basis = U[:, w > 1e-10 * max(1.0, float(np.abs(w).max()))]
     norm = float(np.linalg.norm(m))

@@ -20,7 +20,7 @@ linearised at the root: b_j = b - g_j(b) / g'(b), g_j the block's value at b, g'
 
 What an error bar covers: the quadrature rules' error.  What it does not: the solver's tolerance
 (residual <= tol), which fixed point a solve lands on where the map has several close ones
-(docs/numerics.md section 9), and the branch choice.
+(docs/method.md section 9, known limitations), and the branch choice.
 """
 
 from __future__ import annotations

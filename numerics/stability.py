@@ -8,13 +8,13 @@ branch bifurcates from it; where that bifurcation is supercritical this is the s
 branch's continuous end, located by secant steps on lambda(alpha) - 1 (:mod:`attnphase.numerics.bifurcation`),
 every lambda on the same (fine) rule.  The fixed-theta trace of :mod:`attnphase.numerics.continuation` looks for the
 same end from the other side, where alpha(theta) is flat and the rule's noise decides the minimum
-(docs/numerics.md, section 5).  Likewise in the m direction: the leading eigenvalue mu of the
+(docs/method.md, section 5, branches and boundaries).  Likewise in the m direction: the leading eigenvalue mu of the
 m-block of the Jacobian falls through 1 where the positional branch, followed upward, rejoins the
 agnostic one.
 
 Away from the agnostic branch no direction decouples: :func:`se_jacobian` takes the whole Jacobian
 dF/dx of the SE map by central differences, and :func:`stability_eigenvalue` is the leading
-eigenvalue a fixed point's stability is judged by (``attnphase census``, docs/numerics.md section 12).
+eigenvalue a fixed point's stability is judged by (``attnphase census``, docs/method.md section 12, the census).
 """
 
 from __future__ import annotations

@@ -37,8 +37,8 @@ from attnphase.theory.whitening import original, positional_overlaps, se_params
 class SolverStatus:
     """How the fixed-point iteration ended.
 
-    ``jump``: for a point accepted at the rule's jump scale (residual > tol, docs/numerics.md section
-    4), the measured jump of the SE map next to it (:func:`attnphase.numerics.stalls.jump_at`), which
+    ``jump``: for a point accepted at the rule's jump scale (residual > tol, docs/method.md section
+    4, the fixed-point solver), the measured jump of the SE map next to it (:func:`attnphase.numerics.stalls.jump_at`), which
     bounds the residual; NaN otherwise.
     """
 

@@ -6,7 +6,7 @@ conditions.  A rule's error moves the fixed point by dx, which moves e_t only by
 rule's error on the one integral in Phi, E[M], enters at first order, as alpha (E_rule[M] - E[M]).
 So re-evaluating E[M] alone on a finer rule at the converged state -- overlaps and hat overlaps
 kept -- gives e_t with the finer rule's accuracy, at the cost of one proximal search, no re-solve
-(derivation and measurements: docs/numerics.md, section 6).
+(derivation and measurements: docs/method.md, section 6, e_t and alpha_c from a finer rule).
 
 The only explicit alpha in Phi is -alpha E[M], so along a branch (envelope theorem)
 

@@ -1,4 +1,4 @@
-"""The census (issue 13): every fixed point at one (alpha, omega), deduplicated, labelled, tested for
+"""The census: every fixed point at one (alpha, omega), deduplicated, labelled, tested for
 stability and ranked by e_t with error bars (numerics/census.py, numerics/stability.py, ``attnphase census``).
 
 The census itself runs once, through the command, on a small rule (sobol10, error bars from 2 rules; ~7 s):

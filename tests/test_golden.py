@@ -147,8 +147,8 @@ def test_sweep_matches_golden(name: str, branch: str, alphas: np.ndarray) -> Non
             for fp, err, row, old in zip(res.points, point_errors(res.points, config), gold, legacy):
                 for k in ("q", "m", "theta", "e_t"):
                     assert _close(err[f"err_{k}"], float(row[f"err_{k}"]), 1e-5, atol=1e-12), (name, fp.alpha, k)
-                    # the legacy rule's own error is about the same as the pooled rule's (docs/numerics.md
-                    # section 8): the combined bar is sqrt(2) times today's
+                    # the legacy rule's own error is about the same as the pooled rule's (docs/method.md
+                    # section 7, error bars and precision tiers): the combined bar is sqrt(2) times today's
                     _within_errors(fp.record[k], err[f"err_{k}"], float(old[k]), err[f"err_{k}"], (name, fp.alpha, k))
 
 
@@ -168,8 +168,7 @@ def _assert_boundaries(row: dict, gold: dict) -> None:
 
 
 #: The legacy record's error bars (tests/golden/phase_diagram_0.1-0.4-7_errors.csv): the spread over 4
-#: independent rules of the same run, `phase-diagram --omega 0.1:0.4:7 --error-estimate 4` (220 s, the table
-#: of docs/numerics.md section 8 before the rule change).
+#: independent rules of the same run, `phase-diagram --omega 0.1:0.4:7 --error-estimate 4` (220 s).
 LEGACY_ERRORS = GOLDEN / "phase_diagram_0.1-0.4-7_errors.csv"
 
 

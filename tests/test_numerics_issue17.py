@@ -1,4 +1,4 @@
-"""Issue 17: solves that an approximate map misleads, brackets that grow beyond the alpha grid,
+"""Solves that an approximate map misleads, brackets that grow beyond the alpha grid,
 the positional branch followed only where phase boundaries need it, and the omega = 0 and 0.05
 rows of the phase diagram (recorded in tests/golden/replicated/phase_diagram_omega{0,0.05}.csv)."""
 
@@ -57,8 +57,8 @@ def test_a_slightly_wrong_approximate_map_is_kept() -> None:
 
 
 def test_positional_solve_at_omega_0_converges() -> None:
-    """Issue 17: at omega = 0, alpha = 0.3 the polished iteration converged to m = 0.1465, which the
-    full search rejected (residual 1.7e-2), and the solve stalled; now it converges on the branch."""
+    """At omega = 0, alpha = 0.3 a polished iteration that trusted its candidates converges to m = 0.1465,
+    which the full search rejects (residual 1.7e-2); distrusting the approximate map, the solve converges on the branch."""
     fp = solve(ModelParams(omega=0.0), 0.3, "positional", config=SolverConfig())
     assert fp.status.converged and fp.branch == "positional"
     assert fp.status.residual <= 1e-10
@@ -158,7 +158,7 @@ def test_whole_positional_branch_adds_the_grid_below_the_boundaries_range() -> N
     assert low.branch == "positional" and low.status.converged
     cold = solve(params, 0.1, "positional", config=SolverConfig())
     assert cold.status.converged
-    # the same fixed point up to the rule's cluster of nearby fixed points (docs/numerics.md section 9): on
+    # the same fixed point up to the rule's cluster of nearby fixed points (docs/method.md section 9, known limitations): on
     # sobol12 they agreed to 2e-9; on sobol10:4 the two paths end 6e-5 apart in m, far inside its error bar
     err = fixed_point_error(cold, SolverConfig()).std
     assert abs(low.record["q"] - cold.record["q"]) < 0.1 * err["q"]

@@ -223,8 +223,8 @@ def test_unconverged_status_reports_the_full_search_residual() -> None:
     alpha = 0.018803015465431967
     """The reported residual is the full-search residual at the reported overlaps, converged or not.
 
-    (Regression: it used to be the best residual of any evaluation, polish-only ones included,
-    3.9e-13 with converged = False while the full-search residual there was 3.2e-2.)
+    (The best residual of any evaluation, polish-only ones included, would be 3.9e-13 with
+    converged = False where the full-search residual is 3.2e-2.)
     """
     fp = solve(PAPER, alpha, "positional", config=SolverConfig(quadrature="gh8"))
     hat, _ = hat_step(PAPER, alpha, fp.overlaps, make_rule(2, "gh8"))
@@ -235,8 +235,8 @@ def test_unconverged_status_reports_the_full_search_residual() -> None:
 
 
 def test_converged_point_with_A2_is_fixed_under_a_fresh_step() -> None:
-    """Regression: with A2 the SE map used to depend on the warm-start history (previous minima as
-    extra starts of the full search), so a 'converged' point had a fresh one-step residual of 2e-6."""
+    """With A2 a map that took previous minima as extra starts of the full search would depend on the
+    warm-start history, and a 'converged' point would have a fresh one-step residual of 2e-6."""
     p = ModelParams(sigma=(0.625, 0.5), A=A2, P=((1.0, 0.0), (0.0, 1.0)), omega=0.3)
     fp = solve(p, 1.0, "positional", init=Overlaps(0.2, 40.0, [0.3, -0.2], 0.0), config=SolverConfig(quadrature="gh6"))
     assert fp.status.converged

@@ -370,8 +370,8 @@ def test_positional_branch_end_traces_points_at_the_sizes_scheduled(positional2)
 def test_a_warm_start_with_stale_candidates_still_converges() -> None:
     """Memory from a distant solve seeds proximal candidates that miss basins of the new state:
     the polished map then converges to a point of its own that the verifying full search rejects.
-    The solver must go on from the full search's residual (it used to keep the polished one,
-    which no later step could beat, and gave up: omega = 0.15, alpha 0.3 -> 1.0, residual 5e-4)."""
+    The solver must go on from the full search's residual (keeping the polished one, which no later
+    step can beat, it would give up: omega = 0.15, alpha 0.3 -> 1.0, residual 5e-4)."""
 
     p = ModelParams(omega=0.15)
     cfg = SolverConfig(max_iter=60)

@@ -2,7 +2,7 @@
 
 e_t = -Phi is stationary in the overlaps and hat overlaps at a fixed point (docs/model.md section 4),
 so the rule's error on the fixed point enters e_t at second order and its error on E[M] at first
-order (docs/numerics.md section 6).  Measured at omega = 0.3, alpha = 2, positional, six sobol12
+order (docs/method.md section 6, e_t and alpha_c from a finer rule).  Measured at omega = 0.3, alpha = 2, positional, six sobol12
 solves: e_t spread 3.1e-6 with the solve rule, 3.9e-8 with E[M] on one sobol16 rule.
 """
 

@@ -1,4 +1,4 @@
-"""Continuation of the phase boundaries in omega (numerics.omega_continuation, docs/numerics.md section 13):
+"""Continuation of the phase boundaries in omega (numerics.omega_continuation, docs/method.md section 13, continuation in omega):
 the continued boundaries equal the independent ones within the root finders' tolerances, a wrong
 prediction falls back to the independent computation and says so, chains are stored tasks a rerun
 reads back."""

@@ -1,4 +1,4 @@
-"""Probes of a demanding user (issue 15): bad numbers, shapes, paths and sizes are refused before any
+"""Probes of a demanding user: bad numbers, shapes, paths and sizes are refused before any
 work with one line naming the option (exit code 2), no traceback and nothing left behind; outputs
 are complete or absent; results say which branch was asked for and which was reached.
 

@@ -151,7 +151,7 @@ def test_case_rows_apply_the_agreement_rule():
     assert none[0]["status"] == "no theory" and none[0]["agrees"]["abs_theta"] is None
 
 
-def test_the_plan_covers_the_issue_cases():
+def test_the_plan_covers_the_five_general_cases():
     keys = [c.key for c in GENERAL_CASES]
     assert keys == ["a", "b", "c", "d", "e"]
     assert [is_rank_case(c.params) for c in GENERAL_CASES] == [False, False, False, True, True]

@@ -232,7 +232,7 @@ def cached_source(
     return source, path
 
 
-#: Rough one-off cost of generating every kernel module of a model, by kind and L (2 loaded cores).
+#: Rough one-off cost of generating every kernel module of a model, by kind and L (2 cores).
 _GENERATION_SECONDS = {"kernels": {2: "a few seconds", 3: "about 20 s", 4: "about 90 s"},
                        "kernels_cov": {2: "a few seconds", 3: "about 10 s"}}
 #: What the notice calls each kind of kernel module.

@@ -55,7 +55,7 @@ def _build_specs(L: int) -> list[FunctionSpec]:
     arg_C = Argument("C", as_rows(ld.C), "token Gram C[k, k'] (symmetric)")
     arg_CB = Argument("CB", list(ld.C) + list(pd.B), "token Gram C (row-major), then the mixing B (row-major), C = B B^T")
     # sympy's "basic" cse optimisations on the chain-ruled Hessian B^T hess_h B: at L = 3 they took 74 s against
-    # 4 s without (2 loaded cores) for 13 % shorter code; kept for L = 2 only (a few seconds)
+    # 4 s without (2 cores) for 13 % shorter code; kept for L = 2 only (a few seconds)
     opt = "basic" if L <= 2 else None
 
     def outputs(value: Any, grad: Any, hess: Any, name: str) -> tuple[tuple[str, Any], ...]:

@@ -119,7 +119,7 @@ class GeneralPlan:
             alpha = 2 stalled at residual 0.04 on sobol11 and sobol12, measured; at 1e-10 it converges).
         aligned_max_L: the largest L whose rank-1 cases get the aligned-prox points
             (:mod:`attnphase.validation.basin_theory`); the quick plan stops at L = 2 (at L = 3 a positional aligned
-            solve takes minutes: every SE step is a full proximal search; 244-294 s at load ~8, measured).
+            solve takes minutes: every SE step is a full proximal search; about 4-5 min on 2 cores).
     """
 
     quick: bool
