@@ -172,7 +172,7 @@ def check_supported(params: Any, config: Any) -> None:
     except ImportError as exc:
         raise ValueError(f"--backend: {exc}") from None
     if backend == "torch":
-        from attnphase.numerics.prox_torch import torch_device
+        from attnphase.numerics.prox.torch_backend import torch_device
 
         try:
             torch_device()  # and a device torch cannot use

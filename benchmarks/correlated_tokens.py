@@ -57,7 +57,7 @@ def compare(seeds: int, d: int) -> list[dict]:
 
 
 def boundaries() -> dict:
-    from attnphase.numerics.boundaries import phase_boundaries
+    from attnphase.numerics.phase.boundaries import phase_boundaries
     from attnphase.numerics.config import SolverConfig
     from attnphase.theory.params import ModelParams
 

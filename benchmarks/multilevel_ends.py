@@ -7,10 +7,10 @@ A branch end is the root of e(alpha) = 1, e the agnostic branch's eigenvalue (la
 bifurcation rule (``SolverConfig.bifurcation_quadrature``) at the agnostic fixed point solved on the solve
 rule (``SolverConfig.quadrature``).  docs/numerics.md section 8 found the end's standard error dominated by that
 fixed point's own quadrature error.  This script locates each end as ``phase-diagram`` does
-(:func:`attnphase.numerics.bifurcation.branch_bifurcation`, default configuration), then, at the secant's last
+(:func:`attnphase.numerics.phase.bifurcation.branch_bifurcation`, default configuration), then, at the secant's last
 point a, re-solves the agnostic fixed point on a finer rule (warm, a multilevel step) and takes one more
 linearised step, end = a - (e_fine(a) - 1) / slope, the eigenvalue on the same bifurcation rule; its standard
-error from the finer rule's blocks (:func:`attnphase.numerics.bifurcation.bifurcation_error` with the finer
+error from the finer rule's blocks (:func:`attnphase.numerics.phase.bifurcation.bifurcation_error` with the finer
 rule as the solve rule).  Printed per end and rule: the end, its standard error, the added CPU seconds.
 """
 
@@ -20,11 +20,11 @@ import argparse
 import os
 import time
 
-from attnphase.numerics.bifurcation import bifurcation_error, branch_bifurcation
+from attnphase.numerics.phase.bifurcation import bifurcation_error, branch_bifurcation
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.quadrature import make_rule
-from attnphase.numerics.stability import DIRECTIONS, node_solves
-from attnphase.numerics.state_evolution import solve
+from attnphase.numerics.quadrature.rules import make_rule
+from attnphase.numerics.phase.stability import DIRECTIONS, node_solves
+from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams
 
 #: (omega, direction, first guess): the default phase diagram's ends with the largest error bars

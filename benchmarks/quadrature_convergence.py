@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnphase.numerics.state_evolution import SolverConfig, solve
+from attnphase.numerics.se.state_evolution import SolverConfig, solve
 from attnphase.theory.params import ModelParams
 
 POINTS = (("positional", 0.5), ("semantic", 0.5), ("semantic", 2.0), ("positional", 2.0))

@@ -32,8 +32,8 @@ def main() -> None:
     import numpy as np
 
     from attnphase.numerics.config import SolverConfig
-    from attnphase.numerics.rank_se import with_ranks
-    from attnphase.numerics.rank_solve import solve_rank
+    from attnphase.numerics.se.rank_se import with_ranks
+    from attnphase.numerics.se.rank_solve import solve_rank
     from attnphase.theory.params import ModelParams
 
     cfg = SolverConfig(quadrature=args.quadrature, max_iter=200)

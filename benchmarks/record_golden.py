@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from attnphase.numerics import SolverConfig, phase_boundaries, solve, sweep
-from attnphase.numerics.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS
-from attnphase.numerics.quadrature_error import fixed_point_error, point_errors
-from attnphase.numerics.replicates import ERROR_KEYS
+from attnphase.numerics.phase.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS
+from attnphase.numerics.errors.quadrature_error import fixed_point_error, point_errors
+from attnphase.numerics.errors.replicates import ERROR_KEYS
 from attnphase.theory.params import ModelParams
 
 GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden" / "replicated"

@@ -21,16 +21,16 @@ from typing import Any
 #: light submodule (``attnphase.numerics.config``, for the command line's options) does not import
 #: the solvers, scipy or the generated kernels.
 _EXPORTS = {
-    "Boundaries": "boundaries", "phase_boundaries": "boundaries", "phase_diagram": "boundaries",
-    "BranchEnd": "branch_end", "locate_branch_end": "branch_end", "trace_branch_end": "branch_end",
+    "Boundaries": "phase.boundaries", "phase_boundaries": "phase.boundaries", "phase_diagram": "phase.boundaries",
+    "BranchEnd": "phase.branch_end", "locate_branch_end": "phase.branch_end", "trace_branch_end": "phase.branch_end",
     "SolverConfig": "config",
-    "BranchSweep": "continuation", "sweep": "continuation",
-    "eps_lin": "observables",
-    "se_step": "se_map", "update": "se_map", "update_hat": "se_map",
-    "positional_bifurcation": "bifurcation", "semantic_bifurcation": "bifurcation",
-    "FixedPoint": "state_evolution", "SolverStatus": "state_evolution", "solve": "state_evolution",
-    "solve_at_order": "state_evolution",
-    "refined_training_objective": "training_objective",
+    "BranchSweep": "phase.continuation", "sweep": "phase.continuation",
+    "eps_lin": "se.observables",
+    "se_step": "se.se_map", "update": "se.se_map", "update_hat": "se.se_map",
+    "positional_bifurcation": "phase.bifurcation", "semantic_bifurcation": "phase.bifurcation",
+    "FixedPoint": "se.state_evolution", "SolverStatus": "se.state_evolution", "solve": "se.state_evolution",
+    "solve_at_order": "se.state_evolution",
+    "refined_training_objective": "se.training_objective",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,5 +1,5 @@
 """The census (issue 13): every fixed point at one (alpha, omega), deduplicated, labelled, tested for
-stability and ranked by e_t with error bars (numerics/census.py, numerics/stability.py, ``attnphase census``).
+stability and ranked by e_t with error bars (numerics/phase/census.py, numerics/phase/stability.py, ``attnphase census``).
 
 The census itself runs once, through the command, on a small rule (sobol10, error bars from 2 rules; ~7 s):
 at omega = 0.3, alpha = 1.25 -- next to alpha_c, where the positional and semantic fixed points tie
@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from attnphase.cli import main
-from attnphase.numerics.census import canonical, same_point, within_errors
+from attnphase.numerics.phase.census import canonical, same_point, within_errors
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.overlaps import Overlaps
-from attnphase.numerics.state_evolution import solve
+from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams
 
 #: The small rule of these tests (the census's default is the solve rule, sobol12, and K = 4).
@@ -123,8 +123,8 @@ def test_agnostic_point_above_the_semantic_end_is_unstable_and_the_semantic_poin
     """At alpha = 2, omega = 0.3 the agnostic fixed point is unstable in theta (the semantic branch was born
     from it at ~0.71): its Jacobian's theta row and column decouple (th0 -> -th0 is a symmetry at th0 = 0),
     the theta entry exceeds 1, and the leading eigenvalue is at least the likelihood-ratio lambda."""
-    from attnphase.numerics.se_map import model_rule
-    from attnphase.numerics.stability import se_jacobian, stability_eigenvalue, theta_stability_at
+    from attnphase.numerics.se.se_map import model_rule
+    from attnphase.numerics.phase.stability import se_jacobian, stability_eigenvalue, theta_stability_at
 
     p, cfg = ModelParams(omega=0.3), SolverConfig(quadrature="sobol10")
     ag = solve(p, 2.0, "agnostic", config=cfg, init=Overlaps(q0=0.4, V0=90.0, m=np.zeros(2), th0=0.0))
@@ -140,7 +140,7 @@ def test_agnostic_point_above_the_semantic_end_is_unstable_and_the_semantic_poin
 
 
 def test_search_rule_is_a_quarter_of_a_large_sobol_rule() -> None:
-    from attnphase.numerics.census import search_rule
+    from attnphase.numerics.phase.census import search_rule
 
     assert search_rule("sobol12") == "sobol10:1:0" and search_rule("sobol14:2:3") == "sobol12:2:3"
     assert search_rule("sobol11") == "sobol10:1:0" and search_rule("sobol10") == "sobol10"
@@ -177,7 +177,7 @@ def test_points_merge_within_four_combined_error_bars() -> None:
 
 def _fake_census(points: list[tuple[str, float, float]]):
     """A census() stand-in returning entries (label, e_t, err_e_t), lowest e_t first."""
-    from attnphase.numerics.census import Census, CensusEntry
+    from attnphase.numerics.phase.census import Census, CensusEntry
 
     entries = [CensusEntry(SimpleNamespace(branch=b, observables=SimpleNamespace(e_t=e)),
                            SimpleNamespace(std={"e_t": err}), 0.5, 1) for b, e, err in sorted(points, key=lambda x: x[1])]
@@ -185,7 +185,7 @@ def _fake_census(points: list[tuple[str, float, float]]):
 
 
 def test_census_check_says_whether_another_fixed_point_beats_the_pair(monkeypatch) -> None:
-    from attnphase.numerics import census as census_mod
+    from attnphase.numerics.phase import census as census_mod
 
     p = ModelParams(omega=0.3)
     monkeypatch.setattr(census_mod, "census", _fake_census(
@@ -209,7 +209,7 @@ def test_phase_diagram_census_writes_census_csv(monkeypatch, tmp_path, capsys) -
     under the --json object's key ``census``; refused with a rank above 1."""
     import csv
 
-    from attnphase.numerics import census as census_mod
+    from attnphase.numerics.phase import census as census_mod
 
     seen = []
 

@@ -10,10 +10,10 @@ import pytest
 
 from attnphase.cli import main
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.observables import eps_lin, softmax_teacher_moments
-from attnphase.numerics.prox import global_prox, newton_minimize, resolve_backend
-from attnphase.numerics.state_evolution import solve
-from attnphase.numerics.symmetry import model_symmetry_group
+from attnphase.numerics.se.observables import eps_lin, softmax_teacher_moments
+from attnphase.numerics.prox.global_prox import global_prox, newton_minimize, resolve_backend
+from attnphase.numerics.se.state_evolution import solve
+from attnphase.numerics.quadrature.symmetry import model_symmetry_group
 from attnphase.theory.baseline import eps_lin_cov, eps_lin_from_moments
 from attnphase.theory.correlated_kernels import get_correlated_kernels, model_kernels
 from attnphase.theory.kernels import Kernels
@@ -186,8 +186,8 @@ def test_cli_solve_accepts_token_cov(capsys):
 def test_branch_end_eigenvalues_of_the_whitened_model_are_the_independent_ones():
     """lambda (theta direction) and mu (m direction) at the agnostic point: the v-model's (sigma = 1, Ptilde,
     loss_C(B v)) equal today's for C = diag(sigma^2) -- their derivation uses only the fields' Gaussian law."""
-    from attnphase.numerics.quadrature import make_rule
-    from attnphase.numerics.stability import m_stability_at, theta_stability_at
+    from attnphase.numerics.quadrature.rules import make_rule
+    from attnphase.numerics.phase.stability import m_stability_at, theta_stability_at
 
     p = ModelParams(sigma=0.5)
     cfg = SolverConfig(backend="numpy", quadrature="sobol10", e_t_quadrature=None)

@@ -131,7 +131,7 @@ def test_a_corrupted_or_partial_task_file_is_recomputed(tmp_path, damage) -> Non
 def test_phase_diagram_on_a_local_cluster_equals_the_in_process_run(tmp_path, cluster_address) -> None:
     """boundaries tasks of a small phase diagram: Dask (2 workers) and in-process, bit for bit."""
     from attnphase.numerics.config import SolverConfig
-    from attnphase.numerics.report import compute_boundaries
+    from attnphase.numerics.jobs.report import compute_boundaries
     from attnphase.theory.params import ModelParams
 
     cfg = SolverConfig(quadrature="gh6", alpha_c_quadrature=None, bifurcation_quadrature="sobol10")
@@ -154,7 +154,7 @@ def test_phase_diagram_on_a_local_cluster_equals_the_in_process_run(tmp_path, cl
 
     # the dataset of a scan over lambda (the same cells twice, as two "values"), through netCDF and back
     from attnphase.execution.dataset import describe, job_attrs, open_dataset, write_netcdf
-    from attnphase.numerics.dataset import boundaries_dataset
+    from attnphase.numerics.jobs.dataset import boundaries_dataset
 
     cells = [{"at": {"lam": lam, "omega": b.omega}, "b": b, "err": None, "status": "done", "error": ""}
              for lam in (0.01, 0.02) for b in here.rows]

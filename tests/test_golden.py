@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 
 from attnphase.numerics import SolverConfig, phase_diagram, solve, sweep
-from attnphase.numerics.quadrature_error import fixed_point_error, point_errors
+from attnphase.numerics.errors.quadrature_error import fixed_point_error, point_errors
 from attnphase.theory.params import ModelParams
 
 GOLDEN = Path(__file__).parent / "golden"

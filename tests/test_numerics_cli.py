@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from attnphase.cli import main
-from attnphase.numerics import point_record
+from attnphase.numerics.commands import point_record
 
 KEYS = {
     "alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta",
@@ -115,7 +115,7 @@ def test_sweep_points_carry_the_standard_error_of_their_blocks(tmp_path) -> None
     fixed points (warm-started from the row's), recomputed here for one row."""
     from attnphase.numerics import solve
     from attnphase.numerics.config import SolverConfig
-    from attnphase.numerics.replicates import block_config
+    from attnphase.numerics.errors.replicates import block_config
     from attnphase.theory.params import ModelParams
 
     argv = ["sweep", "--omega", "0.3", "--alpha", "1.6,2", "--branch", "semantic", "--quadrature", "sobol8:4",

@@ -12,10 +12,10 @@ import pytest
 
 from attnphase.numerics import SolverConfig, se_step, sweep, update
 from attnphase.numerics.config import QUADRATURE_ROLES
-from attnphase.numerics.fixed_point import FixedPointSolver
-from attnphase.numerics.overlaps import Overlaps
-from attnphase.numerics.quadrature import make_rule
-from attnphase.numerics.se_map import hat_step
+from attnphase.numerics.se.fixed_point import FixedPointSolver
+from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.quadrature.rules import make_rule
+from attnphase.numerics.se.se_map import hat_step
 from attnphase.theory.params import ModelParams
 from toy_maps import AffineMap as _AffineMap
 
@@ -70,8 +70,8 @@ def test_config_is_validated_and_variants_shift_every_rule() -> None:
 def test_rule_blocks_partition_the_pooled_rule() -> None:
     """sobolK:R:S@j is the j-th of the R scramblings of sobolK:R:S: the blocks' nodes, stacked, are the
     pooled rule's, so an expectation on the pooled rule is the mean of the blocks' (what the error bars
-    of numerics/replicates.py rest on); a block selector needs a rule of several scramblings."""
-    from attnphase.numerics.quadrature import make_rule, replicates, rule_blocks, rule_nodes, rule_variant
+    of numerics/errors/replicates.py rest on); a block selector needs a rule of several scramblings."""
+    from attnphase.numerics.quadrature.rules import make_rule, replicates, rule_blocks, rule_nodes, rule_variant
 
     pooled = make_rule(2, "sobol6:3:5")
     blocks = [make_rule(2, b) for b in rule_blocks("sobol6:3:5")]
@@ -92,8 +92,8 @@ def test_phase_boundaries_give_both_branches_the_same_config(monkeypatch) -> Non
     """Regression: the branch-end strategy and the bifurcation rule reached only the semantic sweep
     (``phase-diagram --branch-end trace`` never reached the positional branch; ``--error-estimate``
     never varied the positional bifurcation rule)."""
-    from attnphase.numerics import boundaries
-    from attnphase.numerics.continuation import BranchSweep
+    from attnphase.numerics.phase import boundaries
+    from attnphase.numerics.phase.continuation import BranchSweep
 
     seen = {}
 
@@ -148,7 +148,7 @@ def _module_level_caches(path: Path) -> list[str]:
 def test_unique_rows_is_numpys_unique_along_rows() -> None:
     """The orbit reduction's lexsort-based unique rows equal np.unique(axis=0, return_inverse=True): the same rows
     in the same order, the same inverse (a reduced rule's node order, hence every sum over it, is unchanged)."""
-    from attnphase.numerics.quadrature import _unique_rows
+    from attnphase.numerics.quadrature.rules import _unique_rows
 
     rng = np.random.default_rng(3)
     a = np.round(rng.standard_normal((500, 4)), 1)  # coarse: many equal rows, ties in leading columns
@@ -162,7 +162,7 @@ def test_unique_rows_is_numpys_unique_along_rows() -> None:
 
 
 def test_numerics_holds_no_hidden_module_level_caches() -> None:
-    found = [c for f in sorted(NUMERICS.glob("*.py")) for c in _module_level_caches(f)]
+    found = [c for f in sorted(NUMERICS.rglob("*.py")) for c in _module_level_caches(f)]
     assert found == []
 
 
@@ -172,7 +172,7 @@ def test_a_cold_cache_announces_code_generation_and_compilation_once(tmp_path, m
     import subprocess
     import sys
 
-    from attnphase.numerics import prox_compiled
+    from attnphase.numerics.prox import compiled as prox_compiled
 
     # numba is a dependency (pyproject.toml): an install without it is broken, not a reason to skip
     assert prox_compiled.available(), "numba is not importable"

@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 
 from attnphase.numerics import SolverConfig, phase_boundaries, solve
-from attnphase.numerics.quadrature_error import fixed_point_error
+from attnphase.numerics.errors.quadrature_error import fixed_point_error
 from types import SimpleNamespace
 
-from attnphase.numerics.boundaries import whole_positional_branch
-from attnphase.numerics.brackets import (
+from attnphase.numerics.phase.boundaries import whole_positional_branch
+from attnphase.numerics.phase.brackets import (
     ALPHA_LIMIT, BranchLost, grid_extension, grow_alpha_c_down, grow_alpha_c_up, positional_grid,
 )
-from attnphase.numerics.branch_end import BranchEnd
-from attnphase.numerics.continuation import BranchSweep
-from attnphase.numerics.fixed_point import DISTRUST_RESIDUAL, FixedPointSolver
+from attnphase.numerics.phase.branch_end import BranchEnd
+from attnphase.numerics.phase.continuation import BranchSweep
+from attnphase.numerics.se.fixed_point import DISTRUST_RESIDUAL, FixedPointSolver
 from attnphase.theory.params import ModelParams
 from toy_maps import AffineMap
 

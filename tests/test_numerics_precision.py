@@ -1,4 +1,4 @@
-"""The double-precision numerics against 30-digit mpmath reference values (attnphase.numerics.precision).
+"""The double-precision numerics against 30-digit mpmath reference values (attnphase.numerics.errors.precision).
 
 Measured (paper parameters, omega = 0.3, sigma = 0.5):
 
@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 from attnphase.numerics import eps_lin
-from attnphase.numerics.channel import channel_moments
-from attnphase.numerics.overlaps import Overlaps
-from attnphase.numerics.precision import eps_g_theta0_mp, eps_lin_mp, gauss_hermite_mp, softmax_rows_mp
-from attnphase.numerics.quadrature import make_rule
+from attnphase.numerics.se.channel import channel_moments
+from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.errors.precision import eps_g_theta0_mp, eps_lin_mp, gauss_hermite_mp, softmax_rows_mp
+from attnphase.numerics.quadrature.rules import make_rule
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
 

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from attnphase.numerics import SolverConfig, solve
-from attnphase.numerics.overlaps import Overlaps
-from attnphase.numerics.quadrature import make_rule, reduce_rule
-from attnphase.numerics.se_map import hat_step, update
-from attnphase.numerics.symmetry import symmetry_group
+from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.quadrature.rules import make_rule, reduce_rule
+from attnphase.numerics.se.se_map import hat_step, update
+from attnphase.numerics.quadrature.symmetry import symmetry_group
 from attnphase.theory.params import ModelParams
 
 PAPER = ModelParams(omega=0.3)
@@ -204,8 +204,8 @@ def test_se_map_is_continuous_at_theta_0_on_gauss_hermite() -> None:
 
 def test_se_map_is_continuous_at_theta_0_on_symmetrised_sobol() -> None:
     """The same check on a symmetrised scrambled Sobol rule (no nodes on the tie set) passes."""
-    from attnphase.numerics.quadrature import symmetrize_rule
-    from attnphase.numerics.symmetry import model_symmetry_group
+    from attnphase.numerics.quadrature.rules import symmetrize_rule
+    from attnphase.numerics.quadrature.symmetry import model_symmetry_group
 
     rule = symmetrize_rule(make_rule(2, "sobol10"), 2, model_symmetry_group(PAPER))
     _assert_continuous_at_theta_0(rule)

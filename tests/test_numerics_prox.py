@@ -17,8 +17,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnphase.numerics.local_prox import local_prox
-from attnphase.numerics.prox import global_prox, loss_zeros_L2, newton_minimize
+from attnphase.numerics.prox.local_prox import local_prox
+from attnphase.numerics.prox.global_prox import global_prox, loss_zeros_L2, newton_minimize
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import default_A
 
@@ -138,7 +138,7 @@ def _sorted_best(idx: np.ndarray, vals: np.ndarray, conv: np.ndarray) -> np.ndar
 def test_best_per_node_grouped_rows_match_the_sorted_definition() -> None:
     """The sort-free path for rows grouped by node picks, per node, the first row of lowest
     converged value -- the same rows as the lexsort definition (ties included)."""
-    from attnphase.numerics.prox import ProxResult, _best_per_node
+    from attnphase.numerics.prox.global_prox import ProxResult, _best_per_node
 
     rng = np.random.default_rng(3)
     N = 200
@@ -155,7 +155,7 @@ def test_best_per_node_grouped_rows_match_the_sorted_definition() -> None:
 def test_best_per_node_start_blocks_match_the_sorted_definition() -> None:
     """The sort-free path for rows in blocks of one start per node (a full search) picks the rows
     of the lexsort definition: ties to the earlier start, unconverged rows as +inf, NaN last."""
-    from attnphase.numerics.prox import ProxResult, _best_per_node
+    from attnphase.numerics.prox.global_prox import ProxResult, _best_per_node
 
     rng = np.random.default_rng(4)
     N, S = 300, 7
@@ -174,7 +174,7 @@ def test_aligned_prox_is_a_local_minimum_in_the_teacher_aligned_basin() -> None:
     """The aligned proximal map converges to a stationary point with positive-definite Hessian,
     never below the global minimum, and it lies in the basin of the loss zero whose sign agrees
     with h* -- so flipping h* (T is even in h*) moves it to the mirror basin of -w: h(-w, -h*) = -h(w, h*)."""
-    from attnphase.numerics.local_prox import aligned_prox
+    from attnphase.numerics.prox.local_prox import aligned_prox
 
     k, w, V, T, s2 = _se_like_batch(5, 2, np.array(default_A(2)), n=64)
     rng = np.random.default_rng(6)
@@ -195,11 +195,11 @@ def test_aligned_prox_is_the_lowest_minimiser_on_the_reference_side() -> None:
     """At L = 2 on SE states (semantic: r = (th0/rho0) h*; positional: r = m) the aligned map equals Newton
     from the loss zero on r's side, node by node; a reference of the other sign picks the mirror basin;
     r = 0 (the agnostic state) is the global minimiser."""
-    from attnphase.numerics.channel import _fields
-    from attnphase.numerics.local_prox import aligned_prox
-    from attnphase.numerics.overlaps import Overlaps
-    from attnphase.numerics.prox import loss_zeros_L2, newton_minimize
-    from attnphase.numerics.quadrature import make_rule
+    from attnphase.numerics.se.channel import _fields
+    from attnphase.numerics.prox.local_prox import aligned_prox
+    from attnphase.numerics.se.overlaps import Overlaps
+    from attnphase.numerics.prox.global_prox import loss_zeros_L2, newton_minimize
+    from attnphase.numerics.quadrature.rules import make_rule
     from attnphase.theory.channel import student_mean_field
     from attnphase.theory.params import ModelParams
 
@@ -222,8 +222,8 @@ def test_aligned_prox_is_the_lowest_minimiser_on_the_reference_side() -> None:
 def test_aligned_prox_never_loses_to_probes_on_its_side_at_L3() -> None:
     """L = 3 (no loss zeros): no Newton run from random probes reaches a lower minimum with h . r > 0 than
     the aligned map's, and its result lies on r's side wherever it is not the global minimiser."""
-    from attnphase.numerics.local_prox import aligned_prox
-    from attnphase.numerics.prox import newton_minimize
+    from attnphase.numerics.prox.local_prox import aligned_prox
+    from attnphase.numerics.prox.global_prox import newton_minimize
 
     k, w, V, T, s2 = _se_like_batch(5, 3, np.array(default_A(3)), n=200)  # ~3 minima per node
     glob, _ = global_prox(k, w, V, T, s2)

@@ -24,12 +24,12 @@ import numpy as np
 import pytest
 
 from attnphase.numerics import solve
-from attnphase.numerics.overlaps import Overlaps
-from attnphase.numerics.prox import global_prox
-from attnphase.numerics.quadrature import make_rule, reduce_rule
+from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.prox.global_prox import global_prox
+from attnphase.numerics.quadrature.rules import make_rule, reduce_rule
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se_map import hat_step, update
-from attnphase.numerics.symmetry import symmetry_group
+from attnphase.numerics.se.se_map import hat_step, update
+from attnphase.numerics.quadrature.symmetry import symmetry_group
 from attnphase.theory.channel import channel_fields, token_variances
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
@@ -203,7 +203,7 @@ def test_semantic_branch_end_accepts_the_mirror_start(semantic2) -> None:
     (th0 < 0, as a sweep can hand over near the end) gives the same points as from th0 > 0."""
     from dataclasses import replace
 
-    from attnphase.numerics.branch_end import trace_branch_end
+    from attnphase.numerics.phase.branch_end import trace_branch_end
 
     cfg = SolverConfig(quadrature=RULE)
     ov = semantic2.overlaps
@@ -222,7 +222,7 @@ def test_semantic_end_trace_goes_on_where_alpha_theta_is_steep() -> None:
     there, reporting the branch's end at 0.865; the branch goes on to theta = 0.02 (alpha ~ 0.6)."""
     import numpy as np
 
-    from attnphase.numerics.continuation import sweep
+    from attnphase.numerics.phase.continuation import sweep
 
     sw = sweep(PAPER, np.linspace(0.1, 3.0, 12), "semantic",
                config=SolverConfig(quadrature="sobol12:1:1", branch_end="trace"), past_end=False)
@@ -234,7 +234,7 @@ def test_semantic_end_trace_goes_on_where_alpha_theta_is_steep() -> None:
 def test_solve_at_theta_returns_a_fixed_point_of_the_alpha_it_reports(semantic2) -> None:
     """At fixed theta the solver finds alpha from the prior's theta equation; the point it returns
     must be an ordinary fixed point at that alpha (one more SE step at alpha moves nothing)."""
-    from attnphase.numerics.state_evolution import solve_at_order
+    from attnphase.numerics.se.state_evolution import solve_at_order
 
     th = 0.8 * semantic2.overlaps.th0
     fp = solve_at_order(PAPER, "th0", th, semantic2.overlaps, config=SolverConfig(quadrature=RULE))
@@ -252,7 +252,7 @@ def test_semantic_sweep_ignores_noise_level_theta(semantic2) -> None:
     near the agnostic point) does not count as on the semantic branch."""
     from dataclasses import replace
 
-    from attnphase.numerics.branch_end import SEMANTIC_THETA_FLOOR, on_branch as _ok
+    from attnphase.numerics.phase.branch_end import SEMANTIC_THETA_FLOOR, on_branch as _ok
 
     ov = semantic2.overlaps
     tiny = replace(semantic2, overlaps=Overlaps(q0=ov.q0, V0=ov.V0, m=ov.m, th0=0.2 * SEMANTIC_THETA_FLOOR))
@@ -263,7 +263,7 @@ def test_semantic_sweep_ignores_noise_level_theta(semantic2) -> None:
 def test_sweep_stops_at_the_branch_end_when_asked() -> None:
     """past_end=False: no rows beyond the alpha where the semantic branch was found to end (the
     first alpha past it, where the continuation failed, included)."""
-    from attnphase.numerics.continuation import sweep
+    from attnphase.numerics.phase.continuation import sweep
 
     for end in ("trace", "bifurcation"):
         sw = sweep(PAPER, [0.2, 0.4, 1.2, 2.0], "semantic", config=SolverConfig(quadrature="sobol10", branch_end=end),
@@ -321,7 +321,7 @@ def test_positional_sweep_ignores_noise_level_m(positional2) -> None:
     branch's end) does not count as on the positional branch."""
     from dataclasses import replace
 
-    from attnphase.numerics.branch_end import POSITIONAL_M_FLOOR, on_branch as _ok
+    from attnphase.numerics.phase.branch_end import POSITIONAL_M_FLOOR, on_branch as _ok
 
     ov = positional2.overlaps
     tiny = replace(positional2, overlaps=Overlaps(ov.q0, ov.V0, 0.1 * POSITIONAL_M_FLOOR * ov.m / np.linalg.norm(ov.m), 0.0))
@@ -332,7 +332,7 @@ def test_positional_sweep_ignores_noise_level_m(positional2) -> None:
 def test_solve_at_m_returns_a_fixed_point_of_the_alpha_it_reports(positional2) -> None:
     """At fixed |m| alpha solves the prior's m equation (|m|(alpha) = alpha |a| / (lambda + alpha b));
     the point returned must be an ordinary fixed point at that alpha, with the |m| asked for."""
-    from attnphase.numerics.state_evolution import solve_at_order
+    from attnphase.numerics.se.state_evolution import solve_at_order
 
     target = 0.95 * float(np.linalg.norm(positional2.overlaps.m))
     fp = solve_at_order(PAPER, "m", target, positional2.overlaps, config=SolverConfig(quadrature=RULE))
@@ -354,7 +354,7 @@ def test_positional_branch_end_traces_points_at_the_sizes_scheduled(positional2)
     schedule (geometric from 0.9 |m(start)| to 0.8 |m(start)| here, a failed value approached by a
     geometric half-step from the last good point), shrinking; the end is the largest alpha reached.
     (At alpha = 2, omega = 0.3, |m| still grows with alpha: the trace runs to smaller alpha.)"""
-    from attnphase.numerics.branch_end import trace_branch_end
+    from attnphase.numerics.phase.branch_end import trace_branch_end
 
     size = float(np.linalg.norm(positional2.overlaps.m))
     end = trace_branch_end(PAPER, positional2, "positional", n_steps=2, min_ratio=0.8, max_alpha_jump=5.0,

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnphase.numerics import stalls
-from attnphase.numerics import state_evolution as se
+from attnphase.numerics.se import stalls
+from attnphase.numerics.se import state_evolution as se
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se_map import SEMap, FixedAlpha, model_rule
+from attnphase.numerics.se.se_map import SEMap, FixedAlpha, model_rule
 from attnphase.theory.params import ModelParams
 
 FORWARD_A3 = ((0.6, 0.3, 0.1), (0.1, 0.6, 0.3), (0.3, 0.1, 0.6))
@@ -97,7 +97,7 @@ def test_a_budget_failure_at_l2_stays_a_failure():
 def test_an_order_parameter_within_its_error_bar_is_flagged(capsys):
     from types import SimpleNamespace
 
-    from attnphase.numerics.cli import unresolved_order_warning
+    from attnphase.numerics.commands.cli import unresolved_order_warning
 
     def point(branch, m):
         return SimpleNamespace(branch=branch, record={"m": m, "theta": 0.0})

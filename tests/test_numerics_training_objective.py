@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from attnphase.numerics import SolverConfig, phase_boundaries, solve
-from attnphase.numerics.channel import channel_moments, envelope_mean
-from attnphase.numerics.quadrature import make_rule, symmetrize_rule
-from attnphase.numerics.symmetry import model_symmetry_group
-from attnphase.numerics.training_objective import refined_training_objective
+from attnphase.numerics.se.channel import channel_moments, envelope_mean
+from attnphase.numerics.quadrature.rules import make_rule, symmetrize_rule
+from attnphase.numerics.quadrature.symmetry import model_symmetry_group
+from attnphase.numerics.se.training_objective import refined_training_objective
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
 

@@ -1,4 +1,4 @@
-"""Continuation of the phase boundaries in omega (numerics.omega_continuation, docs/numerics.md section 13):
+"""Continuation of the phase boundaries in omega (numerics.phase.omega_continuation, docs/numerics.md section 13):
 the continued boundaries equal the independent ones within the root finders' tolerances, a wrong
 prediction falls back to the independent computation and says so, chains are stored tasks a rerun
 reads back."""
@@ -14,9 +14,9 @@ import pytest
 
 from attnphase.cli import main
 from attnphase.numerics import SolverConfig, phase_boundaries
-from attnphase.numerics.boundaries import Boundaries
-from attnphase.numerics.jobs import omega_chains
-from attnphase.numerics.omega_continuation import (
+from attnphase.numerics.phase.boundaries import Boundaries
+from attnphase.numerics.jobs.tasks import omega_chains
+from attnphase.numerics.phase.omega_continuation import (
     ContinuationFailed, boundaries_chain, continued_boundaries, next_boundaries, predict,
 )
 from attnphase.options import chains_from_args

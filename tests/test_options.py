@@ -213,7 +213,7 @@ def test_precision_sets_every_rule_and_an_explicit_rule_wins(command: str) -> No
         base + ["--precision", "precise", "--quadrature", "sobol9:4"]))
     assert cfg.quadrature == "sobol9:4" and cfg.alpha_c_quadrature == PRECISION_TIERS["precise"]["alpha_c_quadrature"]
     # the tiers grow: every role has at least as many points in each tier as in the one before
-    from attnphase.numerics.quadrature import rule_nodes
+    from attnphase.numerics.quadrature.rules import rule_nodes
 
     for role in PRECISION_TIERS["default"]:
         sizes = [rule_nodes(2, PRECISION_TIERS[t][role]) for t in ("fast", "default", "precise")]

@@ -212,7 +212,7 @@ def test_model_params_refuse(kw, needle):
 
 def test_api_alpha_and_L():
     from attnphase.numerics import solve
-    from attnphase.numerics.quadrature import make_rule
+    from attnphase.numerics.quadrature.rules import make_rule
     from attnphase.theory import ModelParams
 
     for alpha in ("2", None, True, float("nan"), -1.0):
@@ -252,8 +252,8 @@ def test_missing_branch_is_exit_3(capsys, tmp_path):
 
 def test_failed_solve_reports_no_overlaps(capsys):
     # a budget of one iteration cannot converge: the starting guess must not be printed as a result
-    from attnphase.numerics import point_record
-    from attnphase.numerics.state_evolution import solve
+    from attnphase.numerics.commands import point_record
+    from attnphase.numerics.se.state_evolution import solve
     from attnphase.numerics.config import SolverConfig
     from attnphase.theory import ModelParams
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnphase.numerics import prox, prox_compiled
+from attnphase.numerics.prox import global_prox as prox
+
+from attnphase.numerics.prox import compiled as prox_compiled
 from attnphase.numerics.config import BACKEND_ENV, BACKENDS, SolverConfig
-from attnphase.numerics.local_prox import aligned_prox, local_prox
-from attnphase.numerics.prox import global_prox, newton_minimize
+from attnphase.numerics.prox.local_prox import aligned_prox, local_prox
+from attnphase.numerics.prox.global_prox import global_prox, newton_minimize
 from attnphase.theory.kernels import get_kernels, get_scalar_kernels
 
 A_SYM = np.array([[0.6, 0.4], [0.4, 0.6]])
@@ -216,7 +218,7 @@ def test_environment_overrides_auto_only(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_template_is_not_imported_by_name() -> None:
     """prox_rows is a template: only its instances (with a Binding) run."""
     with pytest.raises(ImportError, match="template"):
-        import attnphase.numerics.prox_rows  # noqa: F401
+        import attnphase.numerics.prox.rows  # noqa: F401
 
 
 @needs_numba
@@ -258,8 +260,8 @@ def test_compiled_solver_is_cached_across_processes(tmp_path) -> None:
 
     script = (
         "import numpy as np\n"
-        "from attnphase.numerics import prox_compiled as pc\n"
-        "from attnphase.numerics.prox import global_prox\n"
+        "from attnphase.numerics.prox import compiled as pc\n"
+        "from attnphase.numerics.prox.global_prox import global_prox\n"
         "from attnphase.theory.kernels import get_kernels\n"
         "k = get_kernels(2)\n"
         "w = np.array([[0.1, -0.2], [0.3, 0.05]]); V = np.full(2, 20.0); s2 = np.full(2, 0.25)\n"

@@ -15,12 +15,14 @@ import numpy as np
 import pytest
 
 from attnphase import solver_options
-from attnphase.numerics import prox, prox_torch, solve
+from attnphase.numerics import solve
+from attnphase.numerics.prox import global_prox as prox
+from attnphase.numerics.prox import torch_backend as prox_torch
 from attnphase.numerics.config import BACKENDS, TORCH_DEVICE_ENV, SolverConfig
-from attnphase.numerics.overlaps import Overlaps
-from attnphase.numerics.local_prox import aligned_prox, local_prox
-from attnphase.numerics.prox import global_prox
-from attnphase.numerics.quadrature import make_rule
+from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.prox.local_prox import aligned_prox, local_prox
+from attnphase.numerics.prox.global_prox import global_prox
+from attnphase.numerics.quadrature.rules import make_rule
 from attnphase.theory.channel import channel_fields, token_variances
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams

@@ -1,4 +1,4 @@
-"""The rank-r phase boundaries (numerics/rank_boundaries.py) and ``phase-diagram --rank``.
+"""The rank-r phase boundaries (numerics/phase/rank_boundaries.py) and ``phase-diagram --rank``.
 
 The boundary logic is checked on a model of the solver whose branches are known in closed form
 (a real rank-2 phase diagram takes minutes; its measured table is in docs/general.md): where each
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import pytest
 
 from attnphase.cli import main
-from attnphase.numerics import rank_boundaries as rb
+from attnphase.numerics.phase import rank_boundaries as rb
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.observables import eps_lin
-from attnphase.numerics.rank_se import with_ranks
+from attnphase.numerics.se.observables import eps_lin
+from attnphase.numerics.se.rank_se import with_ranks
 from attnphase.theory.params import ModelParams
 
 EPS_LIN = 1.5e-3

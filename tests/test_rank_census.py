@@ -1,4 +1,4 @@
-"""The rank-r census (numerics/rank_census.py, ``attnphase census --rank R --teacher-rank R*``): every fixed point
+"""The rank-r census (numerics/phase/rank_census.py, ``attnphase census --rank R --teacher-rank R*``): every fixed point
 found from several starts, deduplicated by its invariants, ranked by e_t, each one's height above the minimum
 with the per-block error of the difference.
 
@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from attnphase.cli import main
-from attnphase.numerics import rank_census as rc
+from attnphase.numerics.phase import rank_census as rc
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.rank_se import admissible
-from attnphase.numerics.rank_starts import with_ranks
+from attnphase.numerics.se.rank_se import admissible
+from attnphase.numerics.se.rank_starts import with_ranks
 from attnphase.theory.params import ModelParams
 
 CFG = SolverConfig(quadrature="sobol10:4")  # the solver default (on sobol9:4 the compiled search's mixed solve stalls at 3e-3)
@@ -108,7 +108,7 @@ def test_starts_are_admissible_and_reproducible(params) -> None:
 
 @pytest.mark.slow
 def test_perturbed_starts_put_a_small_other_overlap_on_a_branch_point(found, params) -> None:
-    from attnphase.numerics.rank_overlaps import branch_label, canonical
+    from attnphase.numerics.se.rank_overlaps import branch_label, canonical
 
     res, _ = found
     points = [e.point for e in res.entries if e.point.branch in ("semantic", "positional")]

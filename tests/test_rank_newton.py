@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.rank_newton import CarriedJacobian, RankFixedPointSolver
-from attnphase.numerics.rank_overlaps import RankOverlaps, reflection_pattern
-from attnphase.numerics.rank_se import RankSEMap, make_rank_rule, with_ranks
-from attnphase.numerics.rank_solve import solve_rank
-from attnphase.numerics.rank_starts import embedded_start
+from attnphase.numerics.se.rank_newton import CarriedJacobian, RankFixedPointSolver
+from attnphase.numerics.se.rank_overlaps import RankOverlaps, reflection_pattern
+from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule, with_ranks
+from attnphase.numerics.se.rank_solve import solve_rank
+from attnphase.numerics.se.rank_starts import embedded_start
 from attnphase.theory.params import ModelParams
 
 

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.rank_overlaps import (
+from attnphase.numerics.se.rank_overlaps import (
     RankOverlaps, branch_label, canonical, direction_labels, invariants, rotate,
 )
-from attnphase.numerics.rank_prox import global_prox, newton_minimize, prox_value
-from attnphase.numerics.rank_se import (
+from attnphase.numerics.prox.rank_prox import global_prox, newton_minimize, prox_value
+from attnphase.numerics.se.rank_se import (
     align_gauge, channel_moments, make_rank_rule, update, update_hat, with_ranks,
 )
-from attnphase.numerics.rank_solve import solve_rank
+from attnphase.numerics.se.rank_solve import solve_rank
 from attnphase.theory.params import ModelParams
 from attnphase.theory.rank_kernels import get_rank_kernels, target
 
@@ -90,12 +90,12 @@ def test_branch_labels_include_mixed() -> None:
 
 
 def test_rank_se_map_at_r1_is_the_rank1_map_on_the_same_nodes() -> None:
-    from attnphase.numerics.overlaps import Overlaps
-    from attnphase.numerics.quadrature import make_rule
-    from attnphase.numerics.se_map import hat_step
-    from attnphase.numerics.se_map import update as update1
-    from attnphase.numerics.symmetry import SymmetryElement
-    from attnphase.numerics.rank_se import RankRule
+    from attnphase.numerics.se.overlaps import Overlaps
+    from attnphase.numerics.quadrature.rules import make_rule
+    from attnphase.numerics.se.se_map import hat_step
+    from attnphase.numerics.se.se_map import update as update1
+    from attnphase.numerics.quadrature.symmetry import SymmetryElement
+    from attnphase.numerics.se.rank_se import RankRule
 
     params = ModelParams(omega=0.3)
     rule = make_rule(2, "sobol10")
@@ -128,8 +128,8 @@ def test_a_rank2_semantic_fixed_point_converges_with_its_invariants() -> None:
 def test_rank2_error_bars_are_the_standard_error_of_the_blocks() -> None:
     """The rank-r solve's default error bars: std_j / sqrt(R) of the invariants over the solve rule's blocks
     (warm re-solves), a block that does not converge left out and counted."""
-    from attnphase.numerics.rank_cli import rank_error_estimate
-    from attnphase.numerics.replicates import block_config
+    from attnphase.numerics.commands.rank_cli import rank_error_estimate
+    from attnphase.numerics.errors.replicates import block_config
 
     params = with_ranks(ModelParams(omega=0.3), 2, 1)
     cfg = SolverConfig(quadrature="sobol8:3")

@@ -1,4 +1,4 @@
-"""The compiled (numba) rank-r proximal descent against the numpy one (numerics/rank_prox.py).
+"""The compiled (numba) rank-r proximal descent against the numpy one (numerics/prox/rank_prox.py).
 
 Same algorithm on the same generated expressions: minimisers, values and converged flags agree to
 rounding (the exponentials of numba and numpy, and the line search's generated loss against its numpy
@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnphase.numerics import prox_compiled
+from attnphase.numerics.prox import compiled as prox_compiled
 from attnphase.numerics.config import BACKEND_ENV, SolverConfig
-from attnphase.numerics.prox import resolve_backend
-from attnphase.numerics.rank_prox import global_prox, newton_minimize, prox_value
-from attnphase.numerics.rank_se import RankSEMap, make_rank_rule, with_ranks
-from attnphase.numerics.rank_solve import solve_rank
+from attnphase.numerics.prox.global_prox import resolve_backend
+from attnphase.numerics.prox.rank_prox import global_prox, newton_minimize, prox_value
+from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule, with_ranks
+from attnphase.numerics.se.rank_solve import solve_rank
 from attnphase.theory.params import ModelParams
 from attnphase.theory.rank_kernels import get_rank_kernels, target
 
@@ -66,8 +66,8 @@ def test_compiled_descent_equals_numpy(L: int, r: int, rs: int, scale: float) ->
 
 
 def test_compiled_serial_and_parallel_loops_agree() -> None:
-    from attnphase.numerics.rank_prox import step_constants
-    from attnphase.numerics.rank_prox_compiled import newton_rows
+    from attnphase.numerics.prox.rank_prox import step_constants
+    from attnphase.numerics.prox.rank_compiled import newton_rows
 
     k, w, V0, T, s2, hs, far = _batch(5, 2, 2, 2, 4.0, N=300)  # > one block of rows
     Vinv = np.linalg.inv(V0)[None] / s2[:, None, None]

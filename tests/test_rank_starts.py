@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.rank_overlaps import RankOverlaps
-from attnphase.numerics.rank_se import RankSEMap, make_rank_rule, with_ranks
-from attnphase.numerics.rank_solve import solve_rank
-from attnphase.numerics.rank_starts import (
+from attnphase.numerics.se.rank_overlaps import RankOverlaps
+from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule, with_ranks
+from attnphase.numerics.se.rank_solve import solve_rank
+from attnphase.numerics.se.rank_starts import (
     LIFT_STEPS, SETTLE_STEPS, SETTLE_WEIGHT, embedded_start, further_positional_directions, noise_axes,
     settle_noise_axes,
 )

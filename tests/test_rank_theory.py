@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnphase.numerics.rank_overlaps import RankOverlaps
-from attnphase.numerics.rank_se import with_ranks
+from attnphase.numerics.se.rank_overlaps import RankOverlaps
+from attnphase.numerics.se.rank_se import with_ranks
 from attnphase.theory import rank as rk
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams

@@ -1,4 +1,4 @@
-"""Stability of theta = 0 (theory/stability.py, numerics/stability.py): where the semantic branch is born.
+"""Stability of theta = 0 (theory/stability.py, numerics/phase/stability.py): where the semantic branch is born.
 
 lambda = d th0_new / d th0 at th0 = 0 comes from a likelihood-ratio derivative of the channel
 averages (no derivative of the jumping proximal map).  Checked here: the sympy score of a
@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from attnphase.numerics import SolverConfig, solve
-from attnphase.numerics.quadrature import gauss_hermite_rule, make_rule
-from attnphase.numerics.bifurcation import semantic_bifurcation
-from attnphase.numerics.stability import theta_stability_at
+from attnphase.numerics.quadrature.rules import gauss_hermite_rule, make_rule
+from attnphase.numerics.phase.bifurcation import semantic_bifurcation
+from attnphase.numerics.phase.stability import theta_stability_at
 from attnphase.theory.channel import channel_fields
 from attnphase.theory.params import ModelParams
 from attnphase.theory.stability import covariance_score_expr, theta_stability, theta_stability_expr
@@ -127,7 +127,7 @@ def test_positional_sweep_ends_where_the_agnostic_branch_restabilises_in_m() -> 
     """omega = 0.15: the positional branch, followed up, is lost near 1.16 by solver failure on
     sobol12 (alpha(|m|) is flat there); the agnostic branch's m eigenvalue falls through 1 at ~1.50
     (sobol15), where a sobol14 trace at fixed |m| put the branch's points (1.41-1.49 for |m| 0.24 -> 0.05)."""
-    from attnphase.numerics.continuation import sweep
+    from attnphase.numerics.phase.continuation import sweep
 
     sw = sweep(ModelParams(omega=0.15), np.linspace(0.1, 3.0, 12), "positional", past_end=False)
     assert sw.end.method == "eigenvalue" and sw.end.kind == "bifurcation", sw.end.note
@@ -139,7 +139,7 @@ def test_bifurcation_secant_starts_where_the_eigenvalue_is_exactly_zero(monkeypa
     secant's first step divide by zero; it now takes its longest step towards 1 and converges."""
     from types import SimpleNamespace
 
-    from attnphase.numerics import bifurcation
+    from attnphase.numerics.phase import bifurcation
 
     agnostic = SimpleNamespace(status=SimpleNamespace(converged=True), branch="agnostic", overlaps=None, memory=None)
     monkeypatch.setattr(bifurcation, "solve", lambda *a, **kw: SimpleNamespace(**vars(agnostic), alpha=a[1]))
@@ -161,7 +161,7 @@ def test_multilevel_end_is_the_end_on_the_finer_solve_rule() -> None:
     linearised step) lands where the whole secant on sobol10:4 ends: both are the root of e(alpha) = 1 with the
     agnostic point on sobol10:4 and the same bifurcation rule, up to the secant's tolerance (1e-3) and the
     step's linearisation; the end moves away from the coarse secant's by more than that."""
-    from attnphase.numerics import bifurcation
+    from attnphase.numerics.phase import bifurcation
 
     p, coarse = ModelParams(omega=0.3), _fast_bifurcation_config()
     fine_only = bifurcation.branch_bifurcation(p, 0.75, "theta", config=coarse.replace(quadrature="sobol10:4"))
@@ -179,7 +179,7 @@ def test_multilevel_end_is_the_end_on_the_finer_solve_rule() -> None:
 def test_multilevel_step_only_on_a_finer_rule_and_when_short(monkeypatch) -> None:
     """An end rule of no more nodes than the solve rule is no refinement (the secant's end, unchanged); a step
     longer than MAX_MULTILEVEL_STEP is not trusted: the secant's end, verified, with the reason."""
-    from attnphase.numerics import bifurcation
+    from attnphase.numerics.phase import bifurcation
 
     p, cfg = ModelParams(omega=0.3), _fast_bifurcation_config()
     plain = bifurcation.branch_bifurcation(p, 0.75, "theta", config=cfg)
@@ -195,7 +195,7 @@ def test_polished_secant_finds_the_searched_secants_end(monkeypatch) -> None:
     """The secant's later steps polish the first step's minima (fewer full searches than steps) and end
     where a secant that searches at every step ends, error bar included (the block eigenvalues polished
     from the verifying search's minima)."""
-    from attnphase.numerics import bifurcation
+    from attnphase.numerics.phase import bifurcation
 
     p, cfg = ModelParams(omega=0.3), _fast_bifurcation_config()
     polished = bifurcation.branch_bifurcation(p, 0.75, "theta", config=cfg)
@@ -216,7 +216,7 @@ def test_a_polish_that_misses_a_basin_is_caught_by_the_verifying_search(monkeypa
     secant goes on from it."""
     from dataclasses import replace as dc_replace
 
-    from attnphase.numerics import bifurcation
+    from attnphase.numerics.phase import bifurcation
 
     p, cfg = ModelParams(omega=0.3), _fast_bifurcation_config()
     honest = bifurcation.node_solves
@@ -248,7 +248,7 @@ def test_mu_is_the_leading_eigenvalue_on_the_range_of_P() -> None:
     """J = c P G maps into range(P): with the default Gram (null direction m_1 + m_2) J has an exact 0 eigenvalue
     that is no m direction; mu is the leading eigenvalue on range(P), negative where the positional one is
     (it was reported as 0, and the bifurcation secant saw a flat mu: fast tier, omega = 0.1)."""
-    from attnphase.numerics.stability import leading_on_range
+    from attnphase.numerics.phase.stability import leading_on_range
 
     P = np.array([[1.0, -1.0], [-1.0, 1.0]])
     G = np.array([[-0.7, 0.2], [0.1, -0.4]])

@@ -270,7 +270,7 @@ def within(row, obs, theory):
 
 
 def test_a_rank_point_that_did_not_converge_is_reported_as_not_converged():
-    from attnphase.numerics.rank_solve import solve_rank
+    from attnphase.numerics.se.rank_solve import solve_rank
     from attnphase.validation.general_report import mixed_table_lines, table_lines
     from attnphase.validation.rank_theory import RankTheory, rank_point
 
@@ -384,7 +384,7 @@ def test_a_rank_one_row_is_also_compared_with_the_aligned_prox_fixed_point(capsy
 def test_a_rank_point_below_the_floor_is_not_its_branch_and_a_failed_solve_is_tried_on_the_next_rule(monkeypatch):
     """rank_point: a semantic point with noise-level theta does not count as the semantic branch (the rank-1
     sweeps' floor); rank_theory_job: a solve that misses the branch is tried on the next scrambling, and says so."""
-    import attnphase.numerics.rank_solve as rs
+    import attnphase.numerics.se.rank_solve as rs
     from attnphase.validation.rank_theory import RankTheoryJob, rank_config, rank_point, rank_theory_job
 
     class FP:

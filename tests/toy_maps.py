@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnphase.numerics.fixed_point import Evaluation, scaled_residual
+from attnphase.numerics.se.fixed_point import Evaluation, scaled_residual
 
 
 class AffineMap:

@@ -102,7 +102,7 @@ the overlaps $x$ and the hat overlaps $\hat x$: $\partial \Phi / \partial \hat x
 update and $\partial \Phi / \partial x = 0$ the channel side, with
 $\partial E[M] / \partial m_l = -E[g_l]$, $\partial E[M] / \partial V_l = -E[g_l^2] / 2$ (envelope
 theorem, node by node) and the $q_l, \theta_l$ derivatives reduced to $E[g_l \xi_l]$, $E[g_l \eta_l]$
-by Gaussian integration by parts. Two consequences, used by `attnphase.numerics.training_objective`:
+by Gaussian integration by parts. Two consequences, used by `attnphase.numerics.se.training_objective`:
 
 * **A rule's error reaches $e_t$ mainly through $E[M]$.** A rule that errs by $\delta F$ on the SE
   map moves the fixed point by $\delta x = O(\delta F)$; since $\Phi$ is stationary there,
@@ -181,7 +181,7 @@ smooth stand-in for $g$, and $\lambda = 0$ at $\omega = 1$ (the target ignores $
 
 Code: `attnphase.theory.rank` (formulas), `attnphase.theory.rank_kernels` (the loss, its gradient and
 Hessian in the $L r$ entries of $h$, generated from the same sympy derivation with $h \in R^{L\times r}$),
-`attnphase.numerics.rank_se` (the solver). Overlaps: $q_0 = Q^\top Q/d$, $V_0$ ($r\times r$),
+`attnphase.numerics.se.rank_se` (the solver). Overlaps: $q_0 = Q^\top Q/d$, $V_0$ ($r\times r$),
 $\theta_0 = Q^\top Q^*/d$ ($r\times r^*$), $m_l = Q^\top p_l/\sqrt d \in R^r$; per token
 $q_l = \sigma_l^2 q_0$, $\theta_l = \sigma_l^2\theta_0$, $V_l = \sigma_l^2 V_0$, $\rho_l = \sigma_l^2\rho_0 I_{r^*}$.
 

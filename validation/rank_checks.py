@@ -15,7 +15,7 @@ so that tests/test_rank_theory.py and benchmarks/rank_checks.py state the same c
 4. :func:`prior_stationarity` -- the gradient of Phi in the hats (torch autograd of an independent
    transcription of Phi) at the closed-form prior: zero to round-off.
 5. Fixed point: e_t = -Phi against lambda Tr(q0) / 2 + alpha E[loss(h_hat)] (the record's ``e_t`` and
-   ``e_t_direct``, see numerics/rank_se.py).
+   ``e_t_direct``, see numerics/se/rank_se.py).
 """
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ def hats_vs_envelope_differences(params: ModelParams, alpha: float, ov: Any, spe
     Student-t tolerance from the replicate spread plus the difference quotient's round-off, mean hat
     formula).  ``ov``: a RankOverlaps; ``specs``: independent Sobol rules (common random numbers
     within each)."""
-    from attnphase.numerics.rank_overlaps import RankOverlaps
-    from attnphase.numerics.rank_se import channel_moments, make_rank_rule, teacher_rank
+    from attnphase.numerics.se.rank_overlaps import RankOverlaps
+    from attnphase.numerics.se.rank_se import channel_moments, make_rank_rule, teacher_rank
     from attnphase.theory import rank as rk
     from attnphase.theory.rank_kernels import get_rank_kernels
 
