@@ -162,12 +162,6 @@ class SolverConfig:
         """A copy with ``changes`` applied (validated like a new config)."""
         return replace(self, **changes)
 
-    def resolved_backend(self) -> str:
-        """``"numpy"``, ``"numba"`` or ``"torch"``: the backend this config runs (``auto`` resolved; env override)."""
-        from attnphase.numerics.prox.global_prox import resolve_backend
-
-        return resolve_backend(self.backend)
-
     def variant(self, k: int) -> "SolverConfig":
         """The k-th independent replicate of every quadrature role (k = 0 is this config).
 

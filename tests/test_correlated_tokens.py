@@ -11,7 +11,8 @@ import pytest
 from attnphase.cli import main
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.observables import eps_lin, softmax_teacher_moments
-from attnphase.numerics.prox.global_prox import global_prox, newton_minimize, resolve_backend
+from attnphase.numerics.prox.backends import resolve_backend
+from attnphase.numerics.prox.global_prox import global_prox, newton_minimize
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.numerics.quadrature.symmetry import model_symmetry_group
 from attnphase.theory.baseline import eps_lin_cov, eps_lin_from_moments

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from attnphase.numerics.prox import backends
 from attnphase.numerics.prox import global_prox as prox
 
 from attnphase.numerics.prox import compiled as prox_compiled
@@ -169,7 +170,7 @@ def test_numpy_fallback_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
     k, w, V, T, s2 = _batch(11, 2, 0.3, 5.0, False, n=16)
     forced, _ = global_prox(k, w, V, T, s2, backend="numpy")
     monkeypatch.setattr(prox_compiled, "available", lambda: False)
-    assert prox.resolve_backend("auto") == "numpy"
+    assert backends.resolve_backend("auto") == "numpy"
     auto, _ = global_prox(k, w, V, T, s2)
     np.testing.assert_array_equal(auto.h, forced.h)
     with pytest.raises(ImportError):
@@ -194,25 +195,25 @@ def test_numpy_backend_never_runs_compiled_code(monkeypatch: pytest.MonkeyPatch)
 
 def test_environment_overrides_auto_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """The backend comes from the configuration; $ATTNPHASE_PROX_BACKEND replaces "auto" only."""
-    assert prox.BACKENDS is BACKENDS
+    assert backends.BACKENDS is BACKENDS
     monkeypatch.delenv(BACKEND_ENV, raising=False)
     auto = "numba" if prox_compiled.available() else "numpy"
-    assert prox.resolve_backend("auto") == SolverConfig().resolved_backend() == auto
-    assert SolverConfig(backend="numpy").resolved_backend() == "numpy"
-    assert prox.resolve_backend("auto", kernels=object()) == "numpy"  # not a Kernels: no compiled twin
+    assert backends.resolve_backend("auto") == backends.resolve_backend(SolverConfig().backend) == auto
+    assert backends.resolve_backend(SolverConfig(backend="numpy").backend) == "numpy"
+    assert backends.resolve_backend("auto", kernels=object()) == "numpy"  # not a Kernels: no compiled twin
     if prox_compiled.available():
         with pytest.raises(TypeError):
-            prox.resolve_backend("numba", kernels=object())
+            backends.resolve_backend("numba", kernels=object())
     monkeypatch.setenv(BACKEND_ENV, "numpy")
-    assert prox.resolve_backend("auto") == SolverConfig().resolved_backend() == "numpy"
+    assert backends.resolve_backend("auto") == backends.resolve_backend(SolverConfig().backend) == "numpy"
     if prox_compiled.available():
-        assert prox.resolve_backend("numba") == SolverConfig(backend="numba").resolved_backend() == "numba"
+        assert backends.resolve_backend("numba") == backends.resolve_backend(SolverConfig(backend="numba").backend) == "numba"
     monkeypatch.setenv(BACKEND_ENV, "auto")
-    assert prox.resolve_backend("auto") == auto
+    assert backends.resolve_backend("auto") == auto
     monkeypatch.setenv(BACKEND_ENV, "gpu")
     with pytest.raises(ValueError):
-        prox.resolve_backend("auto")
-    assert prox.resolve_backend("numpy") == "numpy"
+        backends.resolve_backend("auto")
+    assert backends.resolve_backend("numpy") == "numpy"
 
 
 def test_template_is_not_imported_by_name() -> None:

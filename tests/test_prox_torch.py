@@ -16,6 +16,7 @@ import pytest
 
 from attnphase import solver_options
 from attnphase.numerics import solve
+from attnphase.numerics.prox import backends
 from attnphase.numerics.prox import global_prox as prox
 from attnphase.numerics.prox import torch_backend as prox_torch
 from attnphase.numerics.config import BACKENDS, TORCH_DEVICE_ENV, SolverConfig
@@ -96,9 +97,9 @@ def test_solve_with_torch_backend_reaches_the_numpy_fixed_point(branch: str, ini
 
 def test_torch_backend_resolution_and_device(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "torch" in BACKENDS and solver_options.BACKENDS == BACKENDS
-    assert prox.resolve_backend("torch") == SolverConfig(backend="torch").resolved_backend() == "torch"
+    assert backends.resolve_backend("torch") == backends.resolve_backend(SolverConfig(backend="torch").backend) == "torch"
     with pytest.raises(TypeError, match="needs a theory.kernels.Kernels"):
-        prox.resolve_backend("torch", kernels=object())
+        backends.resolve_backend("torch", kernels=object())
     monkeypatch.setenv(TORCH_DEVICE_ENV, "cpu")
     assert prox_torch.torch_device().type == "cpu"
     assert prox_torch.torch_device("meta").type == "meta"  # the argument wins over the variable
@@ -119,8 +120,8 @@ def test_torch_backend_resolution_and_device(monkeypatch: pytest.MonkeyPatch) ->
 def test_torch_backend_without_torch_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(prox_torch, "torch", None)
     with pytest.raises(ImportError, match="backend='torch' needs torch"):
-        prox.resolve_backend("torch")
+        backends.resolve_backend("torch")
     with pytest.raises(ValueError, match=r"^--backend: backend='torch' needs torch") as exc:
         solver_options.check_supported(ModelParams(), SolverConfig(backend="torch"))
     assert "\n" not in str(exc.value)
-    assert prox.resolve_backend("numpy") == "numpy"
+    assert backends.resolve_backend("numpy") == "numpy"

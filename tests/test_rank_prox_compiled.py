@@ -13,7 +13,7 @@ import pytest
 
 from attnphase.numerics.prox import compiled as prox_compiled
 from attnphase.numerics.config import BACKEND_ENV, SolverConfig
-from attnphase.numerics.prox.global_prox import resolve_backend
+from attnphase.numerics.prox.backends import resolve_backend
 from attnphase.numerics.prox.rank_prox import global_prox, newton_minimize, prox_value
 from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule, with_ranks
 from attnphase.numerics.se.rank_solve import solve_rank

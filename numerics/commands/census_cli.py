@@ -20,19 +20,18 @@ import time
 
 from attnphase import options as opt
 from attnphase import outputs
+from attnphase.numerics.commands.common import point_setup, ranks_from_args
 
 
 def cmd_census(args: argparse.Namespace) -> int:
     """``attnphase census``: exit code 0, or 1 when no start converged."""
     alpha = opt.parse_value(args.alpha, "--alpha", positive=True)
-    from attnphase.numerics.commands.rank_cli import ranks_from_args
 
     r, r_star = ranks_from_args(args)
     if (r, r_star) != (1, 1):
         from attnphase.numerics.commands.rank_census_cli import cmd_census_rank
 
         return cmd_census_rank(args, alpha, r, r_star)
-    from attnphase.numerics.commands.cli import point_setup
 
     params, cfg, n_rules = point_setup(args, "census")
     out_dir = outputs.out_dir_from_args(args) if getattr(args, "out", None) is not None else None

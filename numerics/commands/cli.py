@@ -19,8 +19,11 @@ from attnphase import options as opt
 from attnphase import solver_options
 from attnphase import execution_options
 from attnphase import outputs, workload
-from attnphase.numerics.commands.point_record import (EXIT_NO_BRANCH, RECORD_KEYS, RESULT_KEYS, max_relative_error, model_echo,
-                                             precision_note, print_record, solve_record, unresolved_order_warning)
+from attnphase.numerics.commands.common import TASKS_FOLDER, command_line, point_setup, ranks_from_args, sweep_exit_code
+from attnphase.numerics.commands.point_record import (RECORD_KEYS, RESULT_KEYS, max_relative_error, model_echo,
+                                                      precision_note, print_record, solve_record,
+                                                      unresolved_order_warning)
+
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     """The shared model group (:func:`attnphase.options.add_model_options`, one omega); kept for
@@ -33,37 +36,10 @@ def params_from_args(args: argparse.Namespace):
     return opt.params_from_args(args, omega=opt.single_omega(args, getattr(args, "command", None) or ""))
 
 
-#: Where a job keeps its finished tasks, under its --out folder (docs/distributed.md).
-TASKS_FOLDER = "tasks"
-
-
-def command_line() -> str:
-    """The command as typed (a dataset's ``command`` attribute)."""
-    import shlex
-
-    return "attnphase " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-
-
-def point_setup(args: argparse.Namespace, command: str):
-    """The model, SolverConfig and independent-rule count of its error estimate (0: none, or from the
-    rules' blocks) of a command at one (alpha, omega)
-    (``solve``, ``census``): checked (one-line errors before any work) and the defaults announced."""
-    params = opt.params_from_args(args, omega=opt.single_omega(args, command))
-    cfg = solver_options.config_from_args(args)
-    solver_options.check_supported(params, cfg)
-    from attnphase.numerics.errors.quadrature_error import independent_rules
-
-    n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
-    opt.announce_defaults(args, params)
-    workload.announce_rules(params.L, cfg)
-    return params, cfg, n_rules
-
-
 def cmd_solve(args: argparse.Namespace) -> int:
     """``attnphase solve``: one fixed point; exit code 1 if it did not converge, 3 if the requested
     branch was not found (the solve reached another one)."""
     alpha = opt.parse_value(args.alpha, "--alpha", positive=True, hint="sweep follows a branch over a range of alpha")
-    from attnphase.numerics.commands.rank_cli import ranks_from_args
 
     r, r_star = ranks_from_args(args)
     if (r, r_star) != (1, 1) or args.branch == "mixed":
@@ -158,7 +134,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     """
     from functools import partial
 
-    from attnphase.numerics.commands.rank_cli import ranks_from_args
 
     r, r_star = ranks_from_args(args)
     if (r, r_star) != (1, 1) or args.branch == "mixed":
@@ -249,17 +224,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return sweep_exit_code(args.branch, n_failed + bool(failures), n_on)
 
 
-def sweep_exit_code(branch: str, n_failed: int, n_on: int) -> int:
-    """1 if a point (or a task) failed, EXIT_NO_BRANCH (said on stderr) if the branch is at no alpha, else 0."""
-    if n_failed:
-        return 1
-    if n_on == 0:
-        print(f"attnphase: no {branch} fixed point at any alpha of the grid (exit code {EXIT_NO_BRANCH})",
-              file=sys.stderr)
-        return EXIT_NO_BRANCH
-    return 0
-
-
 def replace_fn(task, fn):
     """``task`` run by ``fn`` (same key: ``fn`` computes the same result, e.g. with a progress hook)."""
     from dataclasses import replace
@@ -270,7 +234,6 @@ def replace_fn(task, fn):
 def cmd_phase_diagram(args: argparse.Namespace) -> int:
     """``attnphase phase-diagram``: the boundaries over omega into ``--out DIR`` (all files or none);
     ``--rank R --teacher-rank R*`` with r or r* >= 2: the rank-r boundaries (numerics.commands.rank_cli)."""
-    from attnphase.numerics.commands.rank_cli import ranks_from_args
 
     r, r_star = ranks_from_args(args)
     census = bool(getattr(args, "census", False))

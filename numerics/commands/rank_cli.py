@@ -18,26 +18,13 @@ import json
 import sys
 from typing import Any
 
-import numpy as np
-
 from attnphase import options as opt
 from attnphase import solver_options
 from attnphase import execution_options
 from attnphase import outputs, workload
-from attnphase.numerics.commands.cli import sweep_exit_code
+from attnphase.numerics.commands.common import TASKS_FOLDER, command_line, sweep_exit_code
 from attnphase.numerics.commands.point_record import print_record
 from attnphase.numerics.se.rank_overlaps import ERROR_KEYS  # noqa: F401  (the record entries with error bars)
-
-
-def ranks_from_args(args: argparse.Namespace) -> tuple[int, int]:
-    """(r, r*) from ``--rank`` / ``--teacher-rank`` (1 where a command has neither); ValueError naming the option."""
-    out = []
-    for option, dest in (("--rank", "rank"), ("--teacher-rank", "teacher_rank")):
-        v = getattr(args, dest, 1)
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{option} must be an integer >= 1, got {v!r}")
-        out.append(int(v))
-    return out[0], out[1]
 
 
 def rank_error_estimate(fp: Any, n_rules: int, config: Any) -> dict[str, Any]:
@@ -226,7 +213,6 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
     phase_diagram.csv/.json/.nc/.png (numerics/jobs/rank_report.py).  Exit code 1 if a task failed."""
     import contextlib
 
-    from attnphase.numerics.commands.cli import TASKS_FOLDER, command_line
 
     if solver_options.error_estimate_from_args(args):
         raise ValueError("--error-estimate: the rank-r phase diagram reports bracket widths as its errors; "
@@ -268,7 +254,6 @@ def cmd_scan_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     and a figure per value (numerics/jobs/rank_report.py).  Exit code 1 if a task failed."""
     import contextlib
 
-    from attnphase.numerics.commands.cli import TASKS_FOLDER, command_line
     from attnphase.numerics.se.rank_se import with_ranks
 
     if solver_options.error_estimate_from_args(args):

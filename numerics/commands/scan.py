@@ -24,6 +24,7 @@ from attnphase import solver_options
 from attnphase import execution_options
 from attnphase import outputs, workload
 from attnphase.execution.progress import job_summary
+from attnphase.numerics.commands.common import TASKS_FOLDER, command_line, ranks_from_args
 
 
 def _coord(field: str, values: Sequence[Any]) -> list[Any]:
@@ -84,7 +85,6 @@ def run_scan(field: str, values: Sequence[Any], models: Sequence[Any], omegas: S
 def cmd_scan(args: argparse.Namespace) -> int:
     """``attnphase scan``: every option checked first; exit code 1 when a task failed.  ``--rank R
     --teacher-rank R*`` with r or r* >= 2: the rank-r boundaries (numerics.commands.rank_cli.cmd_scan_rank)."""
-    from attnphase.numerics.commands.rank_cli import ranks_from_args
 
     r, r_star = ranks_from_args(args)
     if (r, r_star) != (1, 1):
@@ -108,7 +108,6 @@ def cmd_scan(args: argparse.Namespace) -> int:
                            n_solves, max(m.L for m in models), cfg, quiet=args.quiet)
 
     from attnphase.execution import ResultStore
-    from attnphase.numerics.commands.cli import TASKS_FOLDER, command_line
 
     store = ResultStore(out_dir / TASKS_FOLDER)
     with outputs.staged_output(out_dir) as stage:

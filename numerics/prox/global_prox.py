@@ -30,7 +30,7 @@ compiled (:mod:`attnphase.numerics.prox.compiled`: the template
 equal to the numpy results to rounding); ``"auto"`` (the default) is numba when it can be
 imported, else numpy; ``"torch"`` runs the Newton descent batched on a torch device (a GPU when
 present; :mod:`attnphase.numerics.prox.torch_backend`) and the starts and selection here, on its results.
-:func:`resolve_backend` decides; ``$ATTNPHASE_PROX_BACKEND``
+:func:`~attnphase.numerics.prox.backends.resolve_backend` decides; ``$ATTNPHASE_PROX_BACKEND``
 (:func:`attnphase.numerics.config.backend_override`) replaces ``"auto"`` only, e.g. to spare a
 short run the one-off JIT compilation (about 3-7 s per L, once per machine: it is cached on
 disk).
@@ -46,69 +46,9 @@ import numpy as np
 
 from attnphase.numerics.prox import newton_steps as steps
 from attnphase.numerics.prox import compiled as prox_compiled
-from attnphase.numerics.config import BACKENDS, backend_override
+from attnphase.numerics.prox.backends import resolve_backend
+from attnphase.numerics.prox.newton_steps import ProxResult
 from attnphase.theory.correlated_kernels import CorrelatedKernels
-from attnphase.theory.kernels import Kernels
-from attnphase.theory.rank_kernels import RankKernels
-
-
-def resolve_backend(backend: str, kernels: Any = None) -> str:
-    """``"numpy"``, ``"numba"`` or ``"torch"``: the backend a solver called with ``backend`` (and ``kernels``) runs.
-
-    ``backend`` is one of :data:`~attnphase.numerics.config.BACKENDS`. ``"auto"`` is replaced by
-    :func:`~attnphase.numerics.config.backend_override` (``$ATTNPHASE_PROX_BACKEND``) when that
-    is set, else it is numba when numba can be imported. The compiled path runs on the one-point twin of a
-    :class:`~attnphase.theory.kernels.Kernels` or of a
-    :class:`~attnphase.theory.correlated_kernels.CorrelatedKernels` or of a
-    :class:`~attnphase.theory.rank_kernels.RankKernels`; the torch path on a ``Kernels`` only
-    (for correlated-token and rank-r kernels ``"auto"`` never picks it: an override ``torch`` gives numba, or numpy
-    without numba). ``"numba"`` without numba, or ``"torch"`` without torch, raises ImportError; either
-    with a kernels object it cannot run, TypeError.
-    """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    compiled_ok = kernels is None or isinstance(kernels, (Kernels, CorrelatedKernels, RankKernels))
-    torch_ok = kernels is None or isinstance(kernels, Kernels)
-    if backend == "auto":
-        override = backend_override()
-        if override == "torch" and not torch_ok:
-            override = None  # correlated tokens, rank r: the torch backend does not run their kernels
-        backend = override or ("numba" if compiled_ok and prox_compiled.available() else "numpy")
-    if backend == "numba" and not prox_compiled.available():
-        raise ImportError("backend='numba' needs numba, which cannot be imported; use backend='numpy' or 'auto'")
-    if backend == "torch" and not _torch_available():
-        raise ImportError("backend='torch' needs torch, which cannot be imported; use backend='numpy', 'numba' or 'auto'")
-    if backend == "numba" and not compiled_ok:
-        raise TypeError(f"backend='numba' needs a theory.kernels.Kernels, CorrelatedKernels or RankKernels (their generated "
-                        f"functions), got {type(kernels).__name__}")
-    if backend == "torch" and not torch_ok:
-        raise TypeError(f"backend='torch' needs a theory.kernels.Kernels (its generated functions), got {type(kernels).__name__}")
-    return backend
-
-
-def _torch_available() -> bool:
-    try:
-        from attnphase.numerics.prox import torch_backend as prox_torch
-    except ImportError:
-        return False
-    return prox_torch.available()
-
-
-@dataclass(frozen=True, eq=False)
-class ProxResult:
-    """Minimisers for a batch of nodes.
-
-    Attributes:
-        h: minimisers, shape (N, L).
-        value: proximal objective at ``h`` (the Moreau envelope M), shape (N,).
-        converged: per-node flag, gradient norm below tolerance, shape (N,).
-        iterations: largest number of Newton iterations any node needed.
-    """
-
-    h: np.ndarray
-    value: np.ndarray
-    converged: np.ndarray
-    iterations: int
 
 
 def _rowmax(a: np.ndarray) -> np.ndarray:

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.numerics.prox.global_prox import ProxResult, _best_per_node, _mixing, global_prox, newton_minimize
+from attnphase.numerics.prox.global_prox import _best_per_node, _mixing, global_prox, newton_minimize
+from attnphase.numerics.prox.newton_steps import ProxResult
 
 
 def aligned_prox(

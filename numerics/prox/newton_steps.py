@@ -3,9 +3,9 @@
     P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T)      (docs/model.md section 3)
 
 The batched backends -- numpy (:func:`attnphase.numerics.prox.global_prox.newton_minimize`) and torch
-(:func:`attnphase.numerics.prox.torch_backend.newton_minimize`) -- both take these rules from here: each
-function takes the array namespace ``xp`` (``numpy`` or ``torch``) where it needs more than
-arithmetic.  The compiled template ``rows.py`` is their one-point twin (numba compiles its
+(:func:`attnphase.numerics.prox.torch_backend.newton_minimize`) -- both take these rules from here and
+return a :class:`ProxResult`: each function takes the array namespace ``xp`` (``numpy`` or
+``torch``) where it needs more than arithmetic.  The compiled template ``rows.py`` is their one-point twin (numba compiles its
 constants into machine code cached by the template's text, so it spells them itself).
 
 A step: d = -(H + mu I)^{-1} grad with mu from :func:`shift`, scaled by :func:`step_scale` to at
@@ -15,9 +15,28 @@ positive definite and the step is :func:`near` zero, or when it has :func:`stall
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class ProxResult:
+    """Minimisers for a batch of nodes.
+
+    Attributes:
+        h: minimisers, shape (N, L).
+        value: proximal objective at ``h`` (the Moreau envelope M), shape (N,).
+        converged: per-node flag, gradient norm below tolerance, shape (N,).
+        iterations: largest number of Newton iterations any node needed.
+    """
+
+    h: np.ndarray
+    value: np.ndarray
+    converged: np.ndarray
+    iterations: int
+
 
 #: The Hessian counts as positive definite where lambda_min(H) > PD_REL / V_min.
 PD_REL = 1e-10

@@ -27,7 +27,7 @@ import numpy as np
 
 from attnphase.numerics.prox import newton_steps as steps
 from attnphase.numerics.config import TORCH_DEVICE_ENV
-from attnphase.numerics.prox.global_prox import ProxResult
+from attnphase.numerics.prox.newton_steps import ProxResult
 
 try:
     import torch

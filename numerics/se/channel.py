@@ -21,7 +21,8 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.prox.local_prox import aligned_prox, local_prox
-from attnphase.numerics.prox.global_prox import Candidates, ProxResult, global_prox
+from attnphase.numerics.prox.global_prox import Candidates, global_prox
+from attnphase.numerics.prox.newton_steps import ProxResult
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.theory.channel import channel_fields, student_mean_field, token_variances
 from attnphase.theory.params import ModelParams

@@ -14,6 +14,7 @@ basin, F jumps by that node's weight times the change of its g.  A cold solve th
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -21,12 +22,17 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.fixed_point import FD_STEP, Evaluation
 from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.se.starts import initial_overlaps
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.se.se_map import FixedAlpha, SEMap
-from attnphase.numerics.se.state_evolution import FixedPoint, initial_overlaps, solve
+from attnphase.numerics.se.results import FixedPoint
+
+#: The solver a stalled solve is finished with: :func:`attnphase.numerics.se.state_evolution.solve`, which
+#: calls this module and passes itself in.
+Solver = Callable[..., FixedPoint]
 
 
-def judge_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule) -> FixedPoint:
+def judge_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule, solve: Solver) -> FixedPoint:
     """A cold solve that did not converge, judged once more: converged to the rule's jump scale
     (:func:`jump_at`), else finished on the symmetric subspace where it creeps (:func:`finish_collapse`)."""
     if fp.status.converged or not math.isfinite(fp.status.residual):
@@ -43,7 +49,7 @@ def judge_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule) -> Fi
                    f"SE map within {min(ev.residual, JUMP_PROBE):.1e} of the point")
         return replace(fp, status=replace(fp.status, converged=True, iterations=spent, residual=ev.residual,
                                           message=message, jump=jump))
-    return finish_collapse(fp, ev, cfg, rule, spent)
+    return finish_collapse(fp, ev, cfg, rule, spent, solve)
 
 
 #: The probes of :func:`jump_at` reach min(residual, JUMP_PROBE) from the point (scaled like the residual):
@@ -103,7 +109,8 @@ def shrinking_order(x: np.ndarray, fx: np.ndarray, branch: str, L: int) -> bool:
 COLLAPSED = 0.5
 
 
-def finish_collapse(fp: FixedPoint, ev: Evaluation, cfg: SolverConfig, rule: QuadratureRule, spent: int) -> FixedPoint:
+def finish_collapse(fp: FixedPoint, ev: Evaluation, cfg: SolverConfig, rule: QuadratureRule, spent: int,
+                    solve: Solver) -> FixedPoint:
     """A cold solve that stalled while the map shrinks its order parameter, finished where it creeps to.
 
     Near a branch's end (or where the branch does not exist on the rule) the order parameter of the
@@ -116,7 +123,8 @@ def finish_collapse(fp: FixedPoint, ev: Evaluation, cfg: SolverConfig, rule: Qua
     state, a fixed point of the map's symmetry); when that converges the result is that fixed point, labelled by what it is
     (``branch`` agnostic, ``requested`` unchanged), its message saying how it was reached.  Otherwise
     the original failure stands, unchanged.  ``ev`` is the exact evaluation at ``fp``'s overlaps,
-    ``spent`` the SE evaluations so far (the solve's and the judging ones).
+    ``spent`` the SE evaluations so far (the solve's and the judging ones), ``solve`` the solver of the warm
+    agnostic re-solve.
     """
     params = fp.params
     if fp.requested not in ORDER_COMPONENTS or not shrinking_order(ev.x, ev.fx, fp.requested, params.L):

@@ -16,8 +16,7 @@ says so there and is never relabelled.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 
@@ -25,113 +24,14 @@ from attnphase.numerics.config import BRANCHES, PRECISION_TIERS, SolverConfig
 from attnphase.numerics.se.fixed_point import FixedPointResult, FixedPointSolver
 from attnphase.numerics.se.observables import Observables, branch_label, eps_lin, observables
 from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
-from attnphase.numerics.prox.global_prox import Candidates
+from attnphase.numerics.se.starts import initial_overlaps
+from attnphase.numerics.se.results import FixedPoint, SolverMemory, SolverStatus
+from attnphase.numerics.se.stalls import judge_stalled
 from attnphase.numerics.quadrature.rules import QuadratureRule, make_rule, rule_nodes
 from attnphase.numerics.se.se_map import FixedAlpha, FixedOrder, SEMap, admissible, model_rule
 from attnphase.numerics.se.training_objective import refined_training_objective
 from attnphase.theory.params import ModelParams
-from attnphase.theory.whitening import original, positional_overlaps, se_params
-
-
-@dataclass(frozen=True)
-class SolverStatus:
-    """How the fixed-point iteration ended.
-
-    ``jump``: for a point accepted at the rule's jump scale (residual > tol, docs/numerics.md section
-    4), the measured jump of the SE map next to it (:func:`attnphase.numerics.se.stalls.jump_at`), which
-    bounds the residual; NaN otherwise.
-    """
-
-    converged: bool
-    iterations: int
-    residual: float
-    message: str
-    prox_failures: int = 0
-    jump: float = math.nan
-
-
-@dataclass(frozen=True, eq=False)
-class SolverMemory:
-    """What a solve learned that helps a nearby solve (continuation warm starts).
-
-    Attributes:
-        key: the state's symmetry group (a tuple of SymmetryElement) the memory belongs to.
-        rule: the (symmetrised) quadrature rule the candidates and reduced rules refer to.
-        jacobian: the quasi-Newton Jacobian of the scaled residual on the symmetric subspace
-            (None if the solve ended without one).
-        candidates: the distinct proximal minima per node of the last evaluation (global prox).
-        reduced_rules: the rule reduced to orbit representatives, by symmetry group (reducing
-            costs more than a polished SE step, so continuation passes them on).
-        fixed: the order parameter held fixed by the solve (``"th0"`` for ``solve_at_theta``,
-            ``"m"`` for ``solve_at_m``; None at fixed alpha): the maps, and their Jacobians, differ.
-    """
-
-    key: tuple
-    rule: QuadratureRule
-    jacobian: np.ndarray | None
-    candidates: Candidates | None
-    reduced_rules: dict = field(default_factory=dict, repr=False)
-    fixed: str | None = None
-
-
-@dataclass(frozen=True, eq=False)
-class FixedPoint:
-    """A state-evolution fixed point with its conjugates, observables and status.
-
-    ``branch`` is the label of the point actually reached (never the requested one
-    relabelled); ``requested`` is what the caller asked for.
-    """
-
-    params: ModelParams
-    alpha: float
-    overlaps: Overlaps
-    hat: HatOverlaps
-    observables: Observables
-    status: SolverStatus
-    branch: str
-    requested: str
-    prox: str
-    quadrature: str
-    memory: SolverMemory | None = field(default=None, repr=False)
-
-    @property
-    def record(self) -> dict[str, Any]:
-        """The CLI's JSON/CSV record: q = |Q|^2/d, theta = Q.Q*/d, m = p_1.Q/sqrt(d), V = V0 (a whitened
-        model's m mapped back to the tokens' variables, m_h = B m_v: docs/model.md section 7)."""
-        p = self.params
-        return {
-            "alpha": self.alpha,
-            "omega": p.omega,
-            "sigma": original(p).sigma_value,
-            "lam": p.lam,
-            "branch": self.branch,
-            "q": self.overlaps.q0,
-            "m": float(positional_overlaps(p, self.overlaps.m)[0]),
-            "V": self.overlaps.V0,
-            "theta": self.overlaps.th0,
-            "eps_g": self.observables.eps_g,
-            "e_t": self.observables.e_t,
-            "eps_lin": self.observables.eps_lin,
-            "converged": bool(self.status.converged),
-            "iterations": int(self.status.iterations),
-            "residual": float(self.status.residual),
-        }
-
-
-def initial_overlaps(params: ModelParams, branch: str) -> Overlaps:
-    """Deterministic starting state of each branch (m only along the range of P)."""
-    if branch not in BRANCHES:
-        raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
-    L, rho0 = params.L, params.rho0
-    m = np.zeros(L)
-    if branch == "semantic":
-        return Overlaps(q0=rho0, V0=1.0, m=m, th0=0.8 * rho0)
-    if branch == "positional":
-        col = params.P_array[:, 0]
-        if not np.any(col):
-            raise ValueError("P has a zero first column: no positional direction to start from")
-        return Overlaps(q0=0.1, V0=50.0, m=0.2 * col / np.abs(col).max(), th0=0.0)
-    return Overlaps(q0=0.1, V0=1.0, m=m, th0=0.0)
+from attnphase.theory.whitening import se_params
 
 
 #: Cold starts of the positional branch above this alpha go through a short continuation.
@@ -162,10 +62,9 @@ MULTILEVEL_START = PRECISION_TIERS["default"]["quadrature"]
 
 
 def finish_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule) -> FixedPoint:
-    """A cold solve's result judged once more where it did not converge (:mod:`attnphase.numerics.se.stalls`)."""
-    from attnphase.numerics.se.stalls import judge_stalled  # stalls re-solves through this module
-
-    return judge_stalled(fp, cfg, rule)
+    """A cold solve's result judged once more where it did not converge (:mod:`attnphase.numerics.se.stalls`,
+    which re-solves with the :func:`solve` it is given)."""
+    return judge_stalled(fp, cfg, rule, solve)
 
 
 def solve(
