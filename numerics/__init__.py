@@ -28,7 +28,7 @@ _EXPORTS = {
     "eps_lin": "se.observables",
     "se_step": "se.se_map", "update": "se.se_map", "update_hat": "se.se_map",
     "positional_bifurcation": "phase.bifurcation", "semantic_bifurcation": "phase.bifurcation",
-    "FixedPoint": "se.state_evolution", "SolverStatus": "se.state_evolution", "solve": "se.state_evolution",
+    "FixedPoint": "se.results", "SolverStatus": "se.results", "solve": "se.state_evolution",
     "solve_at_order": "se.state_evolution",
     "refined_training_objective": "se.training_objective",
 }

@@ -1,5 +1,5 @@
-"""A toy map x -> A x + b for the generic fixed-point solver (tests/test_numerics_core.py,
-tests/test_numerics_issue17.py): it knows nothing of the model."""
+"""A toy map x -> A x + b for the generic fixed-point solver (tests/numerics/test_numerics_design.py,
+tests/numerics/phase/test_phase_edge_cases.py): it knows nothing of the model."""
 
 from __future__ import annotations
 

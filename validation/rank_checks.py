@@ -1,7 +1,7 @@
 """Derivation checks of the rank-r state evolution (docs/model.md section 7), as numbers.
 
 Each function returns plain numbers (what is compared, the error, the tolerance it is judged by)
-so that tests/test_rank_theory.py and benchmarks/rank_checks.py state the same checks:
+so that tests/theory/test_theory_rank.py and benchmarks/rank_checks.py state the same checks:
 
 1. :func:`reduction_to_rank1` -- at r = r* = 1 the matrix formulas (theory/rank.py) against the
    generated rank-1 ones (theory/channel.py, prior.py, free_entropy.py) at random inputs: round-off.

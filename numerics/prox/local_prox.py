@@ -37,7 +37,7 @@ def aligned_prox(
     The SE passes r_l = E[w_l | h*] = m_l + (th0 / rho0) h*_l (:func:`attnphase.theory.channel.
     student_mean_field`): the teacher's mirror image on the semantic branch, the positional one on the
     positional branch, the global minimiser at the agnostic state.  At L = 2 this is the local minimiser
-    reached from the loss zero S(h) = T(h*) on r's side (tests/test_numerics_prox.py checks the two agree
+    reached from the loss zero S(h) = T(h*) on r's side (tests/numerics/prox/test_global_prox.py checks the two agree
     on every node of SE batches).  Not the global minimiser: it models a student that keeps, sample by
     sample, the mirror image of the attention pattern its start set -- what gradient descent does
     where the global-prox SE has no such point (docs/validation.md).

@@ -9,7 +9,7 @@ searched by safeguarded Newton (:func:`newton_minimize`: the Hessian's eigenvalu
 below, Armijo backtracking, steps capped at the scale of the quadratic term) from several starts
 per node (:func:`starting_points`): w, 0, -w, w / 2, the teacher's fields rotated onto w
 (orthogonal Procrustes: the loss is exactly zero at omega = 0 on that Gram matrix), and the mean of
-w and the latter; the lowest converged value wins.  tests/test_rank_numerics.py checks that it
+w and the latter; the lowest converged value wins.  tests/numerics/se/test_rank_se.py checks that it
 never loses to Newton runs from random probes (L = 3, r = 2).
 
 Gradient and Hessian of the loss come from the generated kernels of

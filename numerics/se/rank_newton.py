@@ -1,4 +1,4 @@
-"""Quasi-Newton for the rank-r SE map: consistent finite differences and a carried Jacobian (issue 12).
+"""Quasi-Newton for the rank-r SE map: consistent finite differences and a carried Jacobian.
 
 The rank-r map offers two evaluations (numerics/se/rank_se.py): the exact one (a full multi-start
 proximal search) and a cheap approximate one (Newton polished from the last full search's minima).

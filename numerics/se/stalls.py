@@ -1,4 +1,4 @@
-"""Cold state-evolution solves that stall, judged once more (issue 12; docs/numerics.md section 4).
+"""Cold state-evolution solves that stall, judged once more (docs/numerics.md section 4).
 
 The SE map on a finite rule is piecewise smooth: where a node's global proximal minimiser switches
 basin, F jumps by that node's weight times the change of its g.  A cold solve that did not converge

@@ -1,4 +1,4 @@
-"""Issue 17: solves that an approximate map misleads, brackets that grow beyond the alpha grid,
+"""Edge cases of the phase search: solves that an approximate map misleads, brackets that grow beyond the alpha grid,
 the positional branch followed only where phase boundaries need it, and the omega = 0 and 0.05
 rows of the phase diagram (recorded in tests/golden/replicated/phase_diagram_omega{0,0.05}.csv)."""
 
@@ -25,8 +25,8 @@ from attnphase.numerics.se.fixed_point import DISTRUST_RESIDUAL, FixedPointSolve
 from attnphase.theory.params import ModelParams
 from toy_maps import AffineMap
 
-GOLDEN = Path(__file__).parent / "golden"
-#: as tests/test_golden.py: roots to xtol = 1e-4, ends (bifurcations) to the secant's 1e-3
+GOLDEN = Path(__file__).resolve().parents[2] / "golden"
+#: as tests/numerics/test_golden.py: roots to xtol = 1e-4, ends (bifurcations) to the secant's 1e-3
 ATOL_ROOT, ATOL_END = 1e-4, 1e-3
 
 
@@ -57,8 +57,8 @@ def test_a_slightly_wrong_approximate_map_is_kept() -> None:
 
 
 def test_positional_solve_at_omega_0_converges() -> None:
-    """Issue 17: at omega = 0, alpha = 0.3 the polished iteration converged to m = 0.1465, which the
-    full search rejected (residual 1.7e-2), and the solve stalled; now it converges on the branch."""
+    """At omega = 0, alpha = 0.3 a polished iteration can converge to m = 0.1465, which the full
+    search rejects (residual 1.7e-2): the solve must still converge on the branch."""
     fp = solve(ModelParams(omega=0.0), 0.3, "positional", config=SolverConfig())
     assert fp.status.converged and fp.branch == "positional"
     assert fp.status.residual <= 1e-10
@@ -130,7 +130,7 @@ def test_positional_grid_starts_above_the_semantic_end() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("omega", [0.0, 0.05])
 def test_small_omega_rows_match_golden(omega: float) -> None:
-    """The omega = 0 and 0.05 rows (recorded with the default rules: benchmarks/record_golden.py); no NaN in
+    """The omega = 0 and 0.05 rows (recorded with the default rules: tests/golden/record_golden.py); no NaN in
     either, and an error bar on each."""
     (gold,) = _golden_rows(f"replicated/phase_diagram_omega{omega:g}.csv")
     b = phase_boundaries(ModelParams(omega=omega), np.linspace(0.1, 3.0, 12), config=SolverConfig())

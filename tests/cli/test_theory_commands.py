@@ -12,7 +12,7 @@ import pytest
 
 from attnphase.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("L", [2, 3])

@@ -1,7 +1,7 @@
 """Gradient descent from the semantic start near the end of the semantic branch, at large d.
 
-    python benchmarks/gd_semantic_end.py --out results/gd_semantic_end            # defaults below
-    python benchmarks/gd_semantic_end.py --ds 200 --alphas 0.5,0.8 --seeds 1      # a quick look on a CPU
+    python studies/gd_semantic_end.py --out results/gd_semantic_end            # defaults below
+    python studies/gd_semantic_end.py --ds 200 --alphas 0.5,0.8 --seeds 1      # a quick look on a CPU
 
 The theory (global prox) ends the semantic branch at alpha ~= 0.714 for omega = 0.3 (where the
 agnostic branch turns unstable in theta, docs/numerics.md); below it the state evolution has no

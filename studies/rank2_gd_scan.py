@@ -1,7 +1,7 @@
 """Where gradient descent puts a rank-2 student of a rank-1 teacher across the rank-2 phase diagram (issue 12, item 5).
 
-    python benchmarks/rank2_gd_scan.py                     # omega 0.1, 0.2, 0.3; alpha 0.8:3:5; d = 400, 2 seeds
-    python benchmarks/rank2_gd_scan.py --d 800 --seeds 3 --out results/rank2_gd
+    python studies/rank2_gd_scan.py                     # omega 0.1, 0.2, 0.3; alpha 0.8:3:5; d = 400, 2 seeds
+    python studies/rank2_gd_scan.py --d 800 --seeds 3 --out results/rank2_gd
 
 docs/general.md ("Phase diagram for r = 2") finds, in the rank-2 state evolution, a *mixed* fixed point (one
 student direction semantic, the other positional) with the lowest e_t wherever all three branches converged

@@ -1,7 +1,7 @@
 """Would a finer rule for the agnostic fixed point shrink the branch ends' error?  (issue 13, the ends' frontier)
 
-    python benchmarks/multilevel_ends.py                          # omega = 0.1 (positional end), 0.4 (semantic end)
-    python benchmarks/multilevel_ends.py --fine sobol12:4,sobol13:4,sobol14:4
+    python studies/multilevel_ends.py                          # omega = 0.1 (positional end), 0.4 (semantic end)
+    python studies/multilevel_ends.py --fine sobol12:4,sobol13:4,sobol14:4
 
 A branch end is the root of e(alpha) = 1, e the agnostic branch's eigenvalue (lambda in theta, mu in m) on the
 bifurcation rule (``SolverConfig.bifurcation_quadrature``) at the agnostic fixed point solved on the solve

@@ -1,4 +1,4 @@
-"""The census (issue 13): every fixed point at one (alpha, omega), deduplicated, labelled, tested for
+"""The census: every fixed point at one (alpha, omega), deduplicated, labelled, tested for
 stability and ranked by e_t with error bars (numerics/phase/census.py, numerics/phase/stability.py, ``attnphase census``).
 
 The census itself runs once, through the command, on a small rule (sobol10, error bars from 2 rules; ~7 s):
@@ -25,7 +25,7 @@ from attnphase.theory.params import ModelParams
 #: The small rule of these tests (the census's default is the solve rule, sobol12, and K = 4).
 RULE = ["--quadrature", "sobol10", "--error-estimate", "2"]
 
-#: The keys ``attnphase solve --json`` prints (tests/test_numerics_cli.py), every census entry has them too.
+#: The keys ``attnphase solve --json`` prints (tests/cli/test_numerics_commands.py), every census entry has them too.
 SOLVE_KEYS = {
     "alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta", "eps_g", "e_t", "eps_lin", "converged",
     "iterations", "residual", "L", "A", "P", "rho0", "rank", "requested_branch", "reason",

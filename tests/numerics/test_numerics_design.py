@@ -19,7 +19,7 @@ from attnphase.numerics.se.se_map import hat_step
 from attnphase.theory.params import ModelParams
 from toy_maps import AffineMap as _AffineMap
 
-NUMERICS = Path(__file__).resolve().parents[1] / "numerics"
+NUMERICS = Path(__file__).resolve().parents[2] / "numerics"
 
 
 @pytest.mark.parametrize("warm", [False, True])

@@ -399,7 +399,7 @@ def test_every_readme_example_parses() -> None:
     import shlex
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     examples = [line.split("$ attnphase", 1)[1] for line in readme.splitlines() if "$ attnphase" in line]
     assert len(examples) >= 10
     parser = build_parser()

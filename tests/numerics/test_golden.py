@@ -6,7 +6,7 @@ Two records:
   on single-scrambling rules (sobol12 solves, sobol16 alpha_c correction, sobol15 bifurcations).
   Those rules (:data:`LEGACY`) must still reproduce them: a refactor changes nothing;
 * tests/golden/replicated/ -- the default rules since error bars became the default (4 independent
-  scramblings per role, benchmarks/record_golden.py), each number with its standard error.  Today's
+  scramblings per role, tests/golden/record_golden.py), each number with its standard error.  Today's
   defaults must reproduce them, and they must agree with the first record within the combined error
   bars (:data:`N_SIGMA`): the rule change moved every number by less than its quadrature error.
 
@@ -36,7 +36,7 @@ from attnphase.numerics import SolverConfig, phase_diagram, solve, sweep
 from attnphase.numerics.errors.quadrature_error import fixed_point_error, point_errors
 from attnphase.theory.params import ModelParams
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 REPLICATED = GOLDEN / "replicated"
 
 #: The single-scrambling rules of the first record.
@@ -182,7 +182,7 @@ GOLDEN_OMEGAS = (0.1, 0.25, 0.4)
 def test_phase_diagram_matches_golden() -> None:
     """Today's default phase diagram reproduces tests/golden/replicated/ (numbers and error bars), and every
     boundary agrees with the legacy record within the combined error bars."""
-    # three of the seven recorded omegas (the rows are independent; all seven: benchmarks/record_golden.py)
+    # three of the seven recorded omegas (the rows are independent; all seven: tests/golden/record_golden.py)
     gold = [g for g in _read_csv(REPLICATED / "phase_diagram_0.1-0.4-7.csv") if round(float(g["omega"]), 6) in GOLDEN_OMEGAS]
     legacy = {round(float(g["omega"]), 6): g for g in _read_csv(GOLDEN / "phase_diagram_0.1-0.4-7.csv")}
     legacy_err = {round(float(g["omega"]), 6): g for g in _read_csv(LEGACY_ERRORS)}

@@ -1,13 +1,13 @@
 """Record tests/golden/replicated/: the default rules' golden outputs, with their error bars.
 
-    python benchmarks/record_golden.py            # solves and sweeps (seconds), the 7-omega phase diagram
+    python tests/golden/record_golden.py            # solves and sweeps (seconds), the 7-omega phase diagram
                                                   # and the omega = 0, 0.05 rows (a few minutes on 2 cores)
-    python benchmarks/record_golden.py --quick    # solves and sweeps only
+    python tests/golden/record_golden.py --quick    # solves and sweeps only
 
 The default rules are 4 independent scramblings per role (docs/numerics.md section 8); each number is
 recorded with its standard error (``err_<key>``, ``<boundary>_err``).  tests/golden/*.csv|json are the
 records of the single-scrambling rules before that change (sobol12 solves, sobol16 alpha_c, sobol15
-bifurcations); tests/test_golden.py checks that those rules still reproduce them exactly, that today's
+bifurcations); tests/numerics/test_golden.py checks that those rules still reproduce them exactly, that today's
 defaults reproduce these files, and that the two agree within their combined error bars.  Rerun only
 for a deliberate change of numerics, with a note of the change in docs/numerics.md.
 """
@@ -27,7 +27,7 @@ from attnphase.numerics.errors.quadrature_error import fixed_point_error, point_
 from attnphase.numerics.errors.replicates import ERROR_KEYS
 from attnphase.theory.params import ModelParams
 
-GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden" / "replicated"
+GOLDEN = Path(__file__).resolve().parent / "replicated"
 
 #: The recorded solves: file name -> (alpha, omega, branch).
 SOLVES = {

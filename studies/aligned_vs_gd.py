@@ -6,7 +6,7 @@ on the side of the student's mean field m + (th0/rho0) h*) at every (case, alpha
 with error bars from the rule's scramblings, and writes the comparison (the suite's agreement rule) as
 ``aligned_vs_gd.md`` and ``aligned_vs_gd.json`` into ``--out``.
 
-    python benchmarks/aligned_vs_gd.py --out docs/data/aligned_vs_gd [--cases a,c]
+    python studies/aligned_vs_gd.py --out docs/data/aligned_vs_gd [--cases a,c]
 """
 
 from __future__ import annotations

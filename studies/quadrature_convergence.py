@@ -1,7 +1,7 @@
 """How a fixed point's quadrature error falls with the number of Sobol points, and what 1e-6 would cost.
 
-    python benchmarks/quadrature_convergence.py                  # sobol10..14, 6 seeds, 4 points (~3 min)
-    python benchmarks/quadrature_convergence.py --max-log2 16    # adds 2^16 (~10 min more)
+    python studies/quadrature_convergence.py                  # sobol10..14, 6 seeds, 4 points (~3 min)
+    python studies/quadrature_convergence.py --max-log2 16    # adds 2^16 (~10 min more)
 
 At each point (omega = 0.3; alpha = 0.5 and 2, positional and semantic) the fixed point is solved
 on ``--seeds`` independent scramblings of 2^k points for each k (warm starts from a sobol12

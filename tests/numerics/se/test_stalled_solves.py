@@ -1,4 +1,4 @@
-"""Cold solves that stall (issue 12): at the rule's jump scale, or creeping to the symmetric subspace.
+"""Cold solves that stall: at the rule's jump scale, or creeping to the symmetric subspace.
 
 All at L = 3 on small rules (seconds each): suite case (a) (docs/validation.md: non-symmetric A,
 simplex P) and the L = 3 defaults (P = I).  docs/numerics.md section 4 states the criteria.

@@ -1,7 +1,7 @@
 """alpha(|m|) along the positional branch near its end: how sharply the state evolution locates it.
 
-    python benchmarks/positional_end.py                                   # omega = 0.15, sobol12
-    python benchmarks/positional_end.py --omega 0.1 --quadrature sobol14  # 4x the points, ~4x the time
+    python studies/positional_end.py                                   # omega = 0.15, sobol12
+    python studies/positional_end.py --omega 0.1 --quadrature sobol14  # 4x the points, ~4x the time
 
 The positional branch is followed by continuation in alpha up to ``--start`` (steps of 0.05
 from alpha = 0.1; as far as it converges), then at fixed |m|

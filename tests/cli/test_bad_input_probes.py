@@ -1,4 +1,4 @@
-"""Probes of a demanding user (issue 15): bad numbers, shapes, paths and sizes are refused before any
+"""Probes of a demanding user: bad numbers, shapes, paths and sizes are refused before any
 work with one line naming the option (exit code 2), no traceback and nothing left behind; outputs
 are complete or absent; results say which branch was asked for and which was reached.
 
@@ -287,7 +287,7 @@ def test_large_rules_and_long_runs_are_announced(capsys):
 
 def test_interrupt_leaves_nothing(tmp_path):
     # Ctrl-C in the middle of a phase diagram, before its one task finished: exit code 130, one line, neither
-    # --out nor a staging folder (finished tasks would be kept in --out/tasks: tests/test_execution_cli.py)
+    # --out nor a staging folder (finished tasks would be kept in --out/tasks: tests/cli/test_execution_commands.py)
     import signal
     import time
 

@@ -1,4 +1,4 @@
-"""Task functions of tests/test_execution.py (module-level: Dask workers receive them by value)."""
+"""Task functions of tests/execution/test_execution.py (module-level: Dask workers receive them by value)."""
 
 from __future__ import annotations
 

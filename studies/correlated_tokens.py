@@ -1,6 +1,6 @@
 """Correlated tokens (docs/model.md section 7): state evolution against gradient descent, and alpha_c.
 
-    python benchmarks/correlated_tokens.py [--seeds 10] [--d 400] [--boundaries] [--out PATH]
+    python studies/correlated_tokens.py [--seeds 10] [--d 400] [--boundaries] [--out PATH]
 
 1. ``attnphase solve --token-cov C --alpha 2 --branch semantic|positional`` (default rule, error bars
    from its 4 scramblings) against ``attnphase simulate --token-cov C --d D --init semantic|positional``

@@ -16,7 +16,7 @@ from attnphase.numerics.commands import point_record
 KEYS = {
     "alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta",
     "eps_g", "e_t", "eps_lin", "converged", "iterations", "residual",
-    # the model and the requested branch beside the result (issue 15); reason: "" on success
+    # the model and the requested branch beside the result; reason: "" on success
     "L", "A", "P", "rho0", "rank", "requested_branch", "reason",
 }
 

@@ -114,7 +114,7 @@ def test_relabelled_fixed_point_is_a_fixed_point(alpha, branch, s, c, d) -> None
     with m permuted and q0, V0, th0, e_t, eps_g unchanged.
 
     A = [[0.7, 0.3], [0.4, 0.6]] (not swap-invariant, A_11 + A_22 >= 1): with the literature's A2 the
-    proximal search is not reliably global (see test_numerics_prox.py) and the solver's map then
+    proximal search is not reliably global (see test_global_prox.py) and the solver's map then
     depends on its warm-start history (strict xfail below).  Two solves from relabelled *starts*
     need not end at relabelled points where several fixed points coexist (e.g. an agnostic one and
     a positional one with m ~ 1e-2): rounding in the accelerated iteration picks between them.
