@@ -6,10 +6,11 @@ Imports :mod:`attnphase.theory`, never :mod:`attnphase.validation` and never tor
     fp = solve(ModelParams(omega=0.3), alpha=2.0, branch="semantic", config=SolverConfig())
     fp.record        # alpha, omega, sigma, lam, branch, q, m, V, theta, eps_g, e_t, eps_lin, ...
 
-The data flow (docs/architecture.md): ``SolverConfig`` (config) -> ``SEMap`` (se_map: channel
-moments -> ``update_hat`` -> ``update``) -> ``FixedPointSolver`` (fixed_point) -> ``solve``
-(state_evolution) -> ``sweep`` (continuation) with ``locate_branch_end`` (branch_end) ->
-``phase_boundaries`` (boundaries).
+The layout by role and the data flow (docs/architecture.md): ``SolverConfig`` (config) -> ``SEMap``
+(se.se_map: channel moments -> ``update_hat`` -> ``update``; the proximal map of prox/ on the rules
+of quadrature/) -> ``FixedPointSolver`` (se.fixed_point) -> ``solve`` (se.state_evolution) ->
+``sweep`` (phase.continuation) with ``locate_branch_end`` (phase.branch_end) -> ``phase_boundaries``
+(phase.boundaries), with error bars from errors/; the tasks and files of jobs/; the commands/.
 """
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ def _above_floor(out: dict[str, Any], branch: str) -> bool:
 
 
 def rank_point(fp: Any, requested: str, seconds: float = math.nan) -> dict[str, Any]:
-    """The plain record of a :class:`~attnphase.numerics.se.rank_se.RankFixedPoint` (module docstring)."""
+    """The plain record of a :class:`~attnphase.numerics.se.rank_solve.RankFixedPoint` (module docstring)."""
     rec = fp.record()
     out: dict[str, Any] = {"alpha": float(fp.alpha), "requested": requested, "converged": bool(fp.converged),
                            "residual": float(fp.residual), "message": fp.message, "quadrature": fp.quadrature,

@@ -85,7 +85,7 @@ def chain_job(job: tuple) -> list[Boundaries]:
 def chain_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig, chain: tuple[float, list, list],
                replicate: int = 0, whole: bool = False, version: str | None = None) -> Task:
     """The boundaries at the omegas of ``chain`` = (anchor, omegas above it, omegas below it)
-    (:func:`~attnphase.numerics.phase.omega_continuation.omega_chains`), phase_boundaries at the anchor and
+    (:func:`omega_chains`), phase_boundaries at the anchor and
     continued from it, with ``config.variant(replicate)``; ``whole``: the anchor's whole positional branch."""
     cfg = config.variant(replicate) if replicate else config
     anchor, up, down = chain

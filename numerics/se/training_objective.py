@@ -13,7 +13,7 @@ The only explicit alpha in Phi is -alpha E[M], so along a branch (envelope theor
     d e_t / d alpha = E[M],
 
 which gives the slope of Delta e_t = e_t(semantic) - e_t(positional) for a Newton correction of
-alpha_c (:func:`attnphase.numerics.phase_diagram.phase_boundaries`).
+alpha_c (:func:`attnphase.numerics.phase.boundaries.phase_boundaries`).
 """
 
 from __future__ import annotations
