@@ -187,3 +187,23 @@ def test_a_cold_cache_announces_code_generation_and_compilation_once(tmp_path, m
     assert second.stderr.strip() == ""
 
 
+
+
+def test_the_code_hash_leaves_out_only_presentation_that_no_task_code_imports() -> None:
+    """numerics_version hashes theory/ and numerics/ but for PRESENTATION: each entry names a file or
+    folder that exists, and no hashed module imports one of them (a task would run unhashed code)."""
+    from test_import_layers import import_graph, project_modules
+
+    from attnphase.numerics.jobs.tasks import PRESENTATION
+
+    root = NUMERICS.parent
+    bases = [root / "theory", NUMERICS]
+    for entry in PRESENTATION:
+        assert any((base / entry).exists() for base in bases), entry
+    relative = {name: str(path.relative_to(base)) for name, path in project_modules(root).items()
+                for base in bases if base in path.parents}
+    shown = {name for name, rel in relative.items() if rel.startswith(PRESENTATION)}
+    assert "attnphase.numerics.commands.cli" in shown and "attnphase.numerics.se.state_evolution" not in shown
+    graph = import_graph(root)
+    assert sorted((name, sorted(graph[name] & shown)) for name in relative
+                  if name not in shown and graph[name] & shown) == []
