@@ -4,7 +4,7 @@ The options shared by several commands come from :mod:`attnphase.options` (the m
 :mod:`attnphase.solver_options` (the solver group, ``--error-estimate K``),
 :mod:`attnphase.execution_options` (``--workers --scheduler --fresh``), :mod:`attnphase.outputs`
 (``--json``, ``--quiet``, ``--out DIR``) and :mod:`attnphase.workload` (``--large``); each command's
-implementation lives in its layer (``attnphase.theory.cli``, ``attnphase.numerics.cli``,
+implementation lives in its layer (``attnphase.theory.cli``, ``attnphase.numerics.commands.cli``,
 ``attnphase.validation.cli``, ``attnphase.validation.histogram.cli``) and is imported only when
 that command runs.  Building the parser imports argparse and those three modules only (no
 numpy-heavy module, scipy, sympy, torch or numba), so ``attnphase --help`` starts at once.
@@ -36,15 +36,15 @@ from attnphase import outputs, workload
 #: Commands in help order: (name, "module:function" that runs it).
 COMMANDS = (
     ("derive", "attnphase.theory.cli:run_derive"),
-    ("solve", "attnphase.numerics.cli:cmd_solve"),
-    ("sweep", "attnphase.numerics.cli:cmd_sweep"),
-    ("phase-diagram", "attnphase.numerics.cli:cmd_phase_diagram"),
-    ("census", "attnphase.numerics.census_cli:cmd_census"),
+    ("solve", "attnphase.numerics.commands.cli:cmd_solve"),
+    ("sweep", "attnphase.numerics.commands.cli:cmd_sweep"),
+    ("phase-diagram", "attnphase.numerics.commands.cli:cmd_phase_diagram"),
+    ("census", "attnphase.numerics.commands.census_cli:cmd_census"),
     ("simulate", "attnphase.validation.cli:run_simulate"),
     ("validate", "attnphase.validation.cli:run_validate"),
     ("check", "attnphase.validation.check_cli:cmd_check"),
     ("histogram", "attnphase.validation.histogram.cli:run"),
-    ("scan", "attnphase.numerics.scan:cmd_scan"),
+    ("scan", "attnphase.numerics.commands.scan:cmd_scan"),
     ("show", "attnphase.execution.cli:cmd_show"),
 )
 
@@ -258,7 +258,7 @@ def _add_histogram(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_check(sub: argparse._SubParsersAction) -> None:
-    # ``check`` defines its own options (the shared model group through attnphase.numerics.cli's
+    # ``check`` defines its own options (the shared model group through attnphase.numerics.commands.cli's
     # add_model_arguments); its module imports nothing heavy.
     importlib.import_module("attnphase.validation.check_cli").register(sub)
 

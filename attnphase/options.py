@@ -259,7 +259,7 @@ def model_errors():
 #: renders every equation with sympy (L = 5 ~10 s, L = 6 ~20 s, L = 7 ~45 s, L = 10 over 150 s);
 #: ``simulate`` trains at finite d (L = 10 ~15 s at d = 50).
 MAX_L_OTHER = {"derive": 7, "simulate": 10}
-#: Commands that solve the state evolution (the limit of numerics.quadrature.check_L_supported).
+#: Commands that solve the state evolution (the limit of numerics.quadrature.rules.check_L_supported).
 SE_COMMANDS = ("solve", "sweep", "phase-diagram", "census", "check", "validate")
 
 
@@ -268,7 +268,7 @@ def check_L(L: Any, command: str = "") -> None:
     if not isinstance(L, int):
         return
     if command in SE_COMMANDS or not command:
-        from attnphase.numerics.quadrature import check_L_supported
+        from attnphase.numerics.quadrature.rules import check_L_supported
 
         check_L_supported(L, "--L")
     elif L > MAX_L_OTHER.get(command, 10) and not os.environ.get("ATTNPHASE_MAX_L", "").strip().isdigit():
@@ -279,7 +279,7 @@ def check_L(L: Any, command: str = "") -> None:
 
 #: Commands whose theory implements rank r = r* = 1 only (the derivation, the checks, the theory
 #: side of ``validate``); ``solve``, ``sweep``, ``phase-diagram``, ``scan`` and ``census`` take a rank-r path
-#: (numerics.rank_cli, which builds the model at rank 1 and sets the ranks after), ``simulate`` trains any rank.
+#: (numerics.commands.rank_cli, which builds the model at rank 1 and sets the ranks after), ``simulate`` trains any rank.
 RANK_ONE_COMMANDS = ("derive", "check", "validate")
 #: Commands whose theory implements independent tokens only (a diagonal token covariance C).
 #: ``solve``, ``sweep``, ``phase-diagram``, ``scan``, ``census`` and ``validate`` solve correlated tokens in their

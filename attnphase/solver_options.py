@@ -168,11 +168,13 @@ def check_supported(params: Any, config: Any) -> None:
             raise ValueError("--backend torch: correlated tokens (--token-cov) run on the numba or numpy backend "
                              "(auto picks numba)")
     try:
-        backend = config.resolved_backend()  # a backend whose library cannot be imported fails here
+        from attnphase.numerics.prox.backends import resolve_backend
+
+        backend = resolve_backend(config.backend)  # a backend whose library cannot be imported fails here
     except ImportError as exc:
         raise ValueError(f"--backend: {exc}") from None
     if backend == "torch":
-        from attnphase.numerics.prox_torch import torch_device
+        from attnphase.numerics.prox.torch_backend import torch_device
 
         try:
             torch_device()  # and a device torch cannot use

@@ -39,7 +39,7 @@ def check_grid(n: int, limit: int, what: str, option: str, large: bool) -> None:
 
 def estimate_seconds(n_solves: int, L: int, config: Any) -> float:
     """A rough wall time of ``n_solves`` solves: scales with the solve rule's node count."""
-    from attnphase.numerics.quadrature import rule_nodes
+    from attnphase.numerics.quadrature.rules import rule_nodes
 
     return n_solves * SECONDS_PER_SOLVE * rule_nodes(L, config.quadrature) / 2 ** 12 * (4 ** (L - 2))
 
@@ -63,7 +63,7 @@ def announce_rules(L: int, config: Any, *, quiet: bool = False) -> None:
     estimate of its memory."""
     if quiet:
         return
-    from attnphase.numerics.quadrature import rule_nodes
+    from attnphase.numerics.quadrature.rules import rule_nodes
 
     for option, field in SOLVER_OPTIONS:
         spec = getattr(config, field, None)

@@ -50,14 +50,14 @@ def _startup(L: int, cache: str) -> float:
 
 
 def _prox_startup(L: int) -> tuple[float, float, float]:
-    """Fresh process: (import attnphase.numerics.prox + get_kernels, import numba, first numba global_prox on 8 nodes).
+    """Fresh process: (import attnphase.numerics.prox.global_prox + get_kernels, import numba, first numba global_prox on 8 nodes).
 
-    The first numba call includes the instance of the template :mod:`attnphase.numerics.prox_rows`
+    The first numba call includes the instance of the template :mod:`attnphase.numerics.prox.rows`
     (loaded from numba's on-disk cache once a process has compiled it)."""
     code = (
         "import time; t0 = time.perf_counter()\n"
         "import numpy as np\n"
-        "from attnphase.numerics.prox import global_prox\n"
+        "from attnphase.numerics.prox.global_prox import global_prox\n"
         "from attnphase.theory.kernels import get_kernels\n"
         f"k = get_kernels({L}); k.scalar; t1 = time.perf_counter()\n"
         "import numba; t2 = time.perf_counter()\n"
@@ -71,7 +71,7 @@ def _prox_startup(L: int) -> tuple[float, float, float]:
 
 
 def bench_prox(n: int, repeat: int) -> None:
-    from attnphase.numerics.prox import global_prox
+    from attnphase.numerics.prox.global_prox import global_prox
     from attnphase.theory.kernels import get_kernels
 
     import numba

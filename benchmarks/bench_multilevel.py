@@ -1,5 +1,5 @@
 """What the multilevel cold start buys: a cold solve on a large rule, with and without starting from the
-default rule's fixed point (numerics/state_evolution.py, MULTILEVEL_NODES).
+default rule's fixed point (numerics/se/state_evolution.py, MULTILEVEL_NODES).
 
     python benchmarks/bench_multilevel.py                    # sobol14:4 (the precise tier), two points
     python benchmarks/bench_multilevel.py --rule sobol12:4
@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from attnphase.numerics import SolverConfig, solve
-from attnphase.numerics import state_evolution
+from attnphase.numerics.se import state_evolution
 from attnphase.theory.params import ModelParams
 
 POINTS = (("positional", 2.0), ("semantic", 2.0), ("positional", 0.5))

@@ -50,13 +50,13 @@ def _best(fn, repeat: int) -> float:
 
 def _solver_rule(params, spec: str, ov):
     """The rule as the solver evaluates it at state ``ov``: symmetrised, then orbit-reduced."""
-    from attnphase.numerics.quadrature import make_rule, reduce_rule
-    from attnphase.numerics.symmetry import symmetry_group
+    from attnphase.numerics.quadrature.rules import make_rule, reduce_rule
+    from attnphase.numerics.quadrature.symmetry import symmetry_group
 
     rule = make_rule(params.L, spec)
     try:  # symmetrisation of non-invariant rules (present in newer versions of the solver)
-        from attnphase.numerics.quadrature import symmetrize_rule
-        from attnphase.numerics.symmetry import model_symmetry_group
+        from attnphase.numerics.quadrature.rules import symmetrize_rule
+        from attnphase.numerics.quadrature.symmetry import model_symmetry_group
 
         rule = symmetrize_rule(rule, params.L, model_symmetry_group(params))
     except ImportError:
@@ -67,7 +67,7 @@ def _solver_rule(params, spec: str, ov):
 
 
 def bench_se_map(params, specs, states, repeat: int) -> list[dict]:
-    from attnphase.numerics.se_map import hat_step, update
+    from attnphase.numerics.se.se_map import hat_step, update
     rows = []
     for spec in specs:
         for branch, ov in states.items():
@@ -92,7 +92,7 @@ def bench_se_map(params, specs, states, repeat: int) -> list[dict]:
 
 def _solve_all(params, spec: str, alpha: float = ALPHA) -> dict:
     from attnphase.numerics import solve
-    from attnphase.numerics.overlaps import Overlaps
+    from attnphase.numerics.se.overlaps import Overlaps
 
     out = {}
     for branch, init in (("semantic", None), ("positional", Overlaps(0.2, 55.0, [0.26, -0.26], 0.0))):
@@ -199,7 +199,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from attnphase.numerics import solve
-    from attnphase.numerics.overlaps import Overlaps
+    from attnphase.numerics.se.overlaps import Overlaps
     from attnphase.theory.params import ModelParams
 
     params = ModelParams(omega=OMEGA)

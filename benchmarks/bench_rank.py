@@ -30,9 +30,9 @@ POINTS = ("2,1,semantic", "2,1,positional", "2,1,mixed", "2,2,semantic", "2,2,po
 def fixed_points(points: list[str], alpha: float) -> None:
     """The ``--fixed-points`` table (module doc)."""
     from attnphase.numerics.config import SolverConfig
-    from attnphase.numerics.rank_cli import rank_error_estimate
-    from attnphase.numerics.rank_se import with_ranks
-    from attnphase.numerics.rank_solve import solve_rank
+    from attnphase.numerics.commands.rank_cli import rank_error_estimate
+    from attnphase.numerics.se.rank_se import with_ranks
+    from attnphase.numerics.se.rank_solve import solve_rank
     from attnphase.theory.params import ModelParams
 
     cfg = SolverConfig()
@@ -48,7 +48,7 @@ def fixed_points(points: list[str], alpha: float) -> None:
         c1, t1 = time.process_time(), time.perf_counter()
         bars = "-"
         if fp.converged:
-            from attnphase.numerics import rank_se
+            from attnphase.numerics.se import rank_se
 
             count = [0]
             evaluate = rank_se.RankSEMap.evaluate
@@ -84,8 +84,8 @@ def main() -> None:
         return
 
     from attnphase.numerics.config import SolverConfig
-    from attnphase.numerics.rank_se import channel_moments, initial_rank_overlaps, make_rank_rule, with_ranks
-    from attnphase.numerics.rank_solve import solve_rank
+    from attnphase.numerics.se.rank_se import channel_moments, initial_rank_overlaps, make_rank_rule, with_ranks
+    from attnphase.numerics.se.rank_solve import solve_rank
     from attnphase.theory.params import ModelParams
     from attnphase.theory.rank_kernels import get_rank_kernels
 

@@ -33,7 +33,7 @@ STATES = {
 
 def nodes(L: int, K: int, state: str):
     """(kernels, w, V, T, sigma^2) at the 2^K nodes of sobolK for the default model at ``state``."""
-    from attnphase.numerics.quadrature import make_rule
+    from attnphase.numerics.quadrature.rules import make_rule
     from attnphase.theory.channel import channel_fields, token_variances
     from attnphase.theory.kernels import get_kernels
     from attnphase.theory.params import ModelParams
@@ -77,8 +77,8 @@ def main() -> None:
     import numba
     import torch
 
-    from attnphase.numerics import prox_torch
-    from attnphase.numerics.prox import global_prox
+    from attnphase.numerics.prox import torch_backend as prox_torch
+    from attnphase.numerics.prox.global_prox import global_prox
 
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)

@@ -3,13 +3,13 @@
     python benchmarks/profile_phase_diagram.py                       # the default job: 10 omegas 0:0.45, alpha 0.1:3:12
     python benchmarks/profile_phase_diagram.py --omega 0,0.3         # a few omegas
 
-Runs :func:`attnphase.numerics.boundaries.phase_boundaries` at each omega with the stages
+Runs :func:`attnphase.numerics.phase.boundaries.phase_boundaries` at each omega with the stages
 instrumented (a stack of stage names; each stage's time and SE evaluations are *exclusive*: a
 branch end located inside a sweep is charged to the end, not to the sweep):
 
 * ``sem sweep`` / ``pos sweep`` -- continuation of each branch over the alpha grid
   (beyond the grid too, where a boundary lies outside it);
-* ``sem end`` / ``pos end`` -- :func:`attnphase.numerics.branch_end.locate_branch_end`
+* ``sem end`` / ``pos end`` -- :func:`attnphase.numerics.phase.branch_end.locate_branch_end`
   (bifurcations on the agnostic branch, or the trace / bisection);
 * ``alpha_c`` -- the safeguarded Newton root of Delta e_t on the solve rule;
 * ``alpha_c fine`` -- the Newton correction with E[M] on ``config.alpha_c_quadrature``;
@@ -31,12 +31,12 @@ from collections import defaultdict
 
 import numpy as np
 
-import attnphase.numerics.boundaries as boundaries
-import attnphase.numerics.brackets as brackets
-import attnphase.numerics.continuation as continuation
+import attnphase.numerics.phase.boundaries as boundaries
+import attnphase.numerics.phase.brackets as brackets
+import attnphase.numerics.phase.continuation as continuation
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.fixed_point import FixedPointSolver
-from attnphase.numerics.se_map import SEMap
+from attnphase.numerics.se.fixed_point import FixedPointSolver
+from attnphase.numerics.se.se_map import SEMap
 from attnphase.theory.params import ModelParams
 
 STAGES = ("sem sweep", "pos sweep", "sem end", "pos end", "alpha_c", "alpha_c fine", "alpha_l", "alpha_l fine",

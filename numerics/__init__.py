@@ -6,10 +6,11 @@ Imports :mod:`attnphase.theory`, never :mod:`attnphase.validation` and never tor
     fp = solve(ModelParams(omega=0.3), alpha=2.0, branch="semantic", config=SolverConfig())
     fp.record        # alpha, omega, sigma, lam, branch, q, m, V, theta, eps_g, e_t, eps_lin, ...
 
-The data flow (docs/architecture.md): ``SolverConfig`` (config) -> ``SEMap`` (se_map: channel
-moments -> ``update_hat`` -> ``update``) -> ``FixedPointSolver`` (fixed_point) -> ``solve``
-(state_evolution) -> ``sweep`` (continuation) with ``locate_branch_end`` (branch_end) ->
-``phase_boundaries`` (boundaries).
+The layout by role and the data flow (docs/architecture.md): ``SolverConfig`` (config) -> ``SEMap``
+(se.se_map: channel moments -> ``update_hat`` -> ``update``; the proximal map of prox/ on the rules
+of quadrature/) -> ``FixedPointSolver`` (se.fixed_point) -> ``solve`` (se.state_evolution) ->
+``sweep`` (phase.continuation) with ``locate_branch_end`` (phase.branch_end) -> ``phase_boundaries``
+(phase.boundaries), with error bars from errors/; the tasks and files of jobs/; the commands/.
 """
 
 from __future__ import annotations
@@ -21,16 +22,16 @@ from typing import Any
 #: light submodule (``attnphase.numerics.config``, for the command line's options) does not import
 #: the solvers, scipy or the generated kernels.
 _EXPORTS = {
-    "Boundaries": "boundaries", "phase_boundaries": "boundaries", "phase_diagram": "boundaries",
-    "BranchEnd": "branch_end", "locate_branch_end": "branch_end", "trace_branch_end": "branch_end",
+    "Boundaries": "phase.boundaries", "phase_boundaries": "phase.boundaries", "phase_diagram": "phase.boundaries",
+    "BranchEnd": "phase.branch_end", "locate_branch_end": "phase.branch_end", "trace_branch_end": "phase.branch_end",
     "SolverConfig": "config",
-    "BranchSweep": "continuation", "sweep": "continuation",
-    "eps_lin": "observables",
-    "se_step": "se_map", "update": "se_map", "update_hat": "se_map",
-    "positional_bifurcation": "bifurcation", "semantic_bifurcation": "bifurcation",
-    "FixedPoint": "state_evolution", "SolverStatus": "state_evolution", "solve": "state_evolution",
-    "solve_at_order": "state_evolution",
-    "refined_training_objective": "training_objective",
+    "BranchSweep": "phase.continuation", "sweep": "phase.continuation",
+    "eps_lin": "se.observables",
+    "se_step": "se.se_map", "update": "se.se_map", "update_hat": "se.se_map",
+    "positional_bifurcation": "phase.bifurcation", "semantic_bifurcation": "phase.bifurcation",
+    "FixedPoint": "se.results", "SolverStatus": "se.results", "solve": "se.state_evolution",
+    "solve_at_order": "se.state_evolution",
+    "refined_training_objective": "se.training_objective",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -6,7 +6,7 @@ the backend of the proximal solver, every quadrature rule the computation uses (
 role), the tolerances and the solver's budgets.  The CLI builds it in one place
 (:func:`attnphase.solver_options.config_from_args`).
 
-Quadrature roles (each a rule spec of :func:`attnphase.numerics.quadrature.make_rule`):
+Quadrature roles (each a rule spec of :func:`attnphase.numerics.quadrature.rules.make_rule`):
 
 * ``quadrature`` -- the rule of every SE solve;
 * ``e_t_quadrature`` -- E[M] of a converged point's e_t re-evaluated on this finer rule (None: the
@@ -57,8 +57,8 @@ QUADRATURE_ROLES = ("quadrature", "e_t_quadrature", "alpha_c_quadrature", "alpha
 
 
 #: Precision tiers (``--precision``): the rule of every quadrature role.  Every rule is 4 independent
-#: scramblings (their spread is the error bar, :mod:`attnphase.numerics.replicates`); each tier has
-#: 4-16x the points of the one before.  Accuracy and cost measured per tier: docs/method.md section 8, accuracy.
+#: scramblings (their spread is the error bar, :mod:`attnphase.numerics.errors.replicates`); each tier has
+#: 4-16x the points of the one before.  Accuracy and cost measured per tier: docs/method.md section 8.
 PRECISION_TIERS: dict[str, dict[str, str]] = {
     "fast": {"quadrature": "sobol8:4", "alpha_c_quadrature": "sobol14:4", "alpha_l_quadrature": "sobol10:4",
              "bifurcation_quadrature": "sobol13:4", "end_quadrature": "sobol10:4"},
@@ -70,7 +70,7 @@ PRECISION_TIERS: dict[str, dict[str, str]] = {
 
 
 #: Each tier's target: the largest relative error bar err / |value| of the overlaps (q, m, V, theta) of a
-#: fixed point.  A solve says when its error bars miss it (met or not: docs/method.md section 8, accuracy).
+#: fixed point.  A solve says when its error bars miss it (met or not: docs/method.md section 8).
 PRECISION_TARGETS: dict[str, float] = {"fast": 1e-2, "default": 1e-3, "precise": 1e-4}
 
 
@@ -104,7 +104,7 @@ class SolverConfig:
         end_quadrature: rule of the re-solve that refines a branch end located as a bifurcation (None: none).
         branch_end: how branch ends are located, one of :data:`BRANCH_END_STRATEGIES`.
         error_bars: attach to every fixed point and boundary its standard error from the rules'
-            independent scrambling blocks (:mod:`attnphase.numerics.quadrature_error`), where the rules
+            independent scrambling blocks (:mod:`attnphase.numerics.errors.quadrature_error`), where the rules
             have several; False skips that work.
     """
 
@@ -127,7 +127,7 @@ class SolverConfig:
     error_bars: bool = True
 
     def __post_init__(self) -> None:
-        from attnphase.numerics.quadrature import parse_rule_spec
+        from attnphase.numerics.quadrature.rules import parse_rule_spec
 
         if not (self.tol > 0 and self.tol < 1):
             raise ValueError(f"tol must lie in (0, 1), got {self.tol}")
@@ -162,12 +162,6 @@ class SolverConfig:
         """A copy with ``changes`` applied (validated like a new config)."""
         return replace(self, **changes)
 
-    def resolved_backend(self) -> str:
-        """``"numpy"``, ``"numba"`` or ``"torch"``: the backend this config runs (``auto`` resolved; env override)."""
-        from attnphase.numerics.prox import resolve_backend
-
-        return resolve_backend(self.backend)
-
     def variant(self, k: int) -> "SolverConfig":
         """The k-th independent replicate of every quadrature role (k = 0 is this config).
 
@@ -175,7 +169,7 @@ class SolverConfig:
         """
         if k == 0:
             return self
-        from attnphase.numerics.quadrature import rule_variant
+        from attnphase.numerics.quadrature.rules import rule_variant
 
         return replace(self, **{
             role: rule_variant(getattr(self, role), k)
@@ -185,21 +179,21 @@ class SolverConfig:
     def with_error_estimate(self, k: int | None) -> "SolverConfig":
         """The config of ``--error-estimate k``: None (auto) unchanged; 0 without error bars; k >= 2 with
         k scrambling blocks in every role whose rule has several (a rule of one block is left as it is:
-        its error bar then comes from k independent rules, :func:`~attnphase.numerics.quadrature_error.
+        its error bar then comes from k independent rules, :func:`~attnphase.numerics.errors.quadrature_error.
         independent_rules`)."""
         if k is None:
             return self
         if k == 0:
             return replace(self, error_bars=False)
-        from attnphase.numerics.quadrature import replicates, with_replicates
+        from attnphase.numerics.quadrature.rules import replicates, with_replicates
 
         return replace(self, **{role: with_replicates(getattr(self, role), k) for role in QUADRATURE_ROLES
                                 if getattr(self, role) is not None and replicates(getattr(self, role)) >= 2})
 
     def check_rules(self, L: int) -> None:
         """ValueError (naming the role and the sizes) when a rule of any role is too large at L:
-        the check a command runs before any work (:func:`attnphase.numerics.quadrature.check_rule_size`)."""
-        from attnphase.numerics.quadrature import check_rule_size
+        the check a command runs before any work (:func:`attnphase.numerics.quadrature.rules.check_rule_size`)."""
+        from attnphase.numerics.quadrature.rules import check_rule_size
 
         for role in QUADRATURE_ROLES:
             spec = getattr(self, role)

@@ -4,7 +4,7 @@
 * :func:`safeguarded_newton` -- Newton steps with the function's own slope, kept inside a
   shrinking bracket (alpha_c: the slope of Delta e_t is Delta E[M]);
 * :func:`bracketed_log_root` -- bracket a monotone function of log x by doubling steps from a
-  guess, then Brent (alpha at a fixed order parameter, :class:`attnphase.numerics.se_map.FixedOrder`);
+  guess, then Brent (alpha at a fixed order parameter, :class:`attnphase.numerics.se.se_map.FixedOrder`);
 * :func:`bisect_last_true` -- bisection for where a predicate, true at one end, stops holding
   (a branch's end by solver failure or label change);
 * :func:`illinois_bracket` -- regula falsi with the Illinois modification, returning the final

@@ -1,11 +1,11 @@
-"""A toy map x -> A x + b for the generic fixed-point solver (tests/test_numerics_core.py,
-tests/test_numerics_issue17.py): it knows nothing of the model."""
+"""A toy map x -> A x + b for the generic fixed-point solver (tests/numerics/test_numerics_design.py,
+tests/numerics/phase/test_phase_edge_cases.py): it knows nothing of the model."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from attnphase.numerics.fixed_point import Evaluation, scaled_residual
+from attnphase.numerics.se.fixed_point import Evaluation, scaled_residual
 
 
 class AffineMap:

@@ -10,7 +10,7 @@ with T = T(B v*). The fields h = B v, loss_C and the objective with their gradie
 (the chain rule of the linear map: grad_v = B^T grad_h, hess_v = B^T hess_h B) are generated from
 sympy (:func:`attnphase.theory.prox.derive_prox_cov`, cached on disk as the module ``kernels_cov``),
 batched for the numpy backend and one point per call (:attr:`CorrelatedKernels.scalar`) for the
-compiled one (:mod:`attnphase.numerics.prox_compiled`, which runs the same template as for
+compiled one (:mod:`attnphase.numerics.prox.compiled`, which runs the same template as for
 independent tokens). The generated functions take the model's matrices as one flat argument
 ``CB`` = (C row-major, B row-major) (:attr:`CorrelatedKernels.CB`).
 

@@ -23,7 +23,7 @@ temporaries stay in cache.
 The same derivations are also rendered one point per call (:attr:`Kernels.scalar`, a
 :class:`ScalarKernels`): plain Python functions of arrays of one point (``h[0]``,
 ``S[0, 1]``) returning a tuple of floats, for compiled callers (``numba.njit``, see
-:mod:`attnphase.numerics.prox_compiled`).
+:mod:`attnphase.numerics.prox.compiled`).
 
 Caching (no module-level cache here): the generated modules are imported once per process
 by :func:`attnphase.theory.codegen.load_module` (``sys.modules`` is the cache). Building a
@@ -84,7 +84,7 @@ def _outer_softmax(h: np.ndarray) -> np.ndarray:
 
     The scores as one numpy product, then the max-shifted row softmax :func:`_softmax_inplace`.
     Its one-point twin (same operations in the same order) is ``softmax`` of the compiled
-    solver's template, :mod:`attnphase.numerics.prox_rows`.
+    solver's template, :mod:`attnphase.numerics.prox.rows`.
     """
     return _softmax_inplace(h[..., :, None] * h[..., None, :])
 

@@ -41,7 +41,7 @@ The fluctuations of $x_k \cdot x_{k'} / d$ are $O(d^{-1/2})$ but correlated with
 $h, h^*$ only at $O(1/d)$ (e.g. $\mathrm{Cov}(|x_k|^2, (Q \cdot x_k)^2 / d) = 2 \sigma_k^4 |Q|^2 / d$).
 Hence $E[\frac{1}{2d}|y - f|^2] = E[\mathrm{loss}(h, h^*)] + O(1/d)$, not $O(d^{-1/2})$, and the
 positions, although they move the fields ($m_l$), drop out of the per-sample loss. The test
-`tests/test_theory_limit_loss.py` measures $\Delta(d) = E[\text{finite} - \text{limit}]$ on the
+`tests/theory/test_theory_limit_loss.py` measures $\Delta(d) = E[\text{finite} - \text{limit}]$ on the
 same samples (paired, so the $O(d^{-1/2})$ noise mostly cancels) at several $d$ and checks
 that $\Delta(d) = a + b/d$ with $a = 0$ within its standard error, i.e. that the difference
 vanishes like $1/d$; a wrong limit loss would leave $a = O(1)$.
@@ -74,7 +74,7 @@ remaining powers of $d$ all vanish):
 which is docs/model.md's prior update. The noises $z_l$ are independent across tokens (each
 token's field has its own Gaussian fluctuation), which is what produces
 $\sum_l \sigma_l^2 \hat q_l$ rather than $(\sum_l \sigma_l \sqrt{\hat q_l})^2$. The test
-`tests/test_theory_prior.py` minimises this objective numerically at $d = 40000$ (L-BFGS on
+`tests/theory/test_theory_prior.py` minimises this objective numerically at $d = 40000$ (L-BFGS on
 the objective as written above, not on its closed form) and compares the measured
 $q_0, m, \theta_0$ and the linear response $V_0$ with `ridge_update`. For rank $r > 1$ the
 same construction gives a matrix ridge (docs/model.md section 7).
@@ -92,7 +92,7 @@ $$
 e_t = -\Phi = \frac{\lambda}{2} q_0 + \alpha\, E[\mathrm{loss}(\hat h, h^*)] ,
 $$
 
-the regularised training loss per dimension, as it must be. `tests/test_theory_free_entropy.py`
+the regularised training loss per dimension, as it must be. `tests/theory/test_theory_free_entropy.py`
 checks this identity through `ridge_update` and `free_entropy`.
 
 ### Stationarity of Phi: e_t from a finer rule, and its slope in alpha
@@ -102,7 +102,7 @@ the overlaps $x$ and the hat overlaps $\hat x$: $\partial \Phi / \partial \hat x
 update and $\partial \Phi / \partial x = 0$ the channel side, with
 $\partial E[M] / \partial m_l = -E[g_l]$, $\partial E[M] / \partial V_l = -E[g_l^2] / 2$ (envelope
 theorem, node by node) and the $q_l, \theta_l$ derivatives reduced to $E[g_l \xi_l]$, $E[g_l \eta_l]$
-by Gaussian integration by parts. Two consequences, used by `attnphase.numerics.training_objective`:
+by Gaussian integration by parts. Two consequences, used by `attnphase.numerics.se.training_objective`:
 
 * **A rule's error reaches $e_t$ mainly through $E[M]$.** A rule that errs by $\delta F$ on the SE
   map moves the fixed point by $\delta x = O(\delta F)$; since $\Phi$ is stationary there,
@@ -115,7 +115,7 @@ by Gaussian integration by parts. Two consequences, used by `attnphase.numerics.
   and the total derivative of a stationary value is its partial derivative, so
   $d\Delta e_t / d\alpha = E_{\rm sem}[M] - E_{\rm pos}[M]$ at any $\alpha$ where both branches
   exist: the slope for a Newton step on $\Delta e_t = 0$ (alpha_c) comes with the $E[M]$
-  evaluations. `tests/test_numerics_training_objective.py` checks it against central
+  evaluations. `tests/numerics/se/test_training_objective.py` checks it against central
   differences of $e_t$ along both branches.
 
 ### Stability of theta = 0: where the semantic branch is born
@@ -162,7 +162,7 @@ J^{(m)}_{kj} = \frac{\partial m^{\rm new}_k}{\partial m_j} = \alpha V_0 \sum_l P
 $$
 
 whose leading eigenvalue crosses 1 where a positional branch leaves or rejoins the agnostic one.
-`tests/test_stability.py` checks both derivative identities against central differences for a
+`tests/numerics/phase/test_stability.py` checks both derivative identities against central differences for a
 smooth stand-in for $g$, and $\lambda = 0$ at $\omega = 1$ (the target ignores $h^*$).
 
 ### Degenerate limits of the channel
@@ -181,7 +181,7 @@ smooth stand-in for $g$, and $\lambda = 0$ at $\omega = 1$ (the target ignores $
 
 Code: `attnphase.theory.rank` (formulas), `attnphase.theory.rank_kernels` (the loss, its gradient and
 Hessian in the $L r$ entries of $h$, generated from the same sympy derivation with $h \in R^{L\times r}$),
-`attnphase.numerics.rank_se` (the solver). Overlaps: $q_0 = Q^\top Q/d$, $V_0$ ($r\times r$),
+`attnphase.numerics.se.rank_se` (the solver). Overlaps: $q_0 = Q^\top Q/d$, $V_0$ ($r\times r$),
 $\theta_0 = Q^\top Q^*/d$ ($r\times r^*$), $m_l = Q^\top p_l/\sqrt d \in R^r$; per token
 $q_l = \sigma_l^2 q_0$, $\theta_l = \sigma_l^2\theta_0$, $V_l = \sigma_l^2 V_0$, $\rho_l = \sigma_l^2\rho_0 I_{r^*}$.
 
@@ -214,7 +214,7 @@ $$
 $$
 
 (any factors; symmetric in exact arithmetic, symmetrised after quadrature). At $r = r^* = 1$ these are
-the formulas of section 3 (tests/test_rank_theory.py: equal to the generated rank-1 ones to round-off).
+the formulas of section 3 (tests/theory/test_theory_rank.py: equal to the generated rank-1 ones to round-off).
 
 **Prior.** The prior part of $\Phi$ is $\tfrac12{\rm Tr}[\Lambda^{-1}N]$ with
 $\Lambda = \lambda I_r + \sum_l\sigma_l^2\hat V_l$, $N = \sum_l\sigma_l^2\hat q_l + \sum_{kl}P_{kl}\hat m_k\hat m_l^\top + \Theta\rho_0\Theta^\top$,

@@ -31,7 +31,7 @@ Free entropy (e_t = -Phi):
     Phi = sum_l [ 1/2 Tr(Vhat_l q_l) - 1/2 Tr(qhat_l V_l) - m_l . mhat_l - Tr(theta_l^T thhat_l) ]
           + 1/2 Tr[ Lam^{-1} N ] - alpha E[M],   N the bracket of q0 above.
 
-At r = r* = 1 every formula is the one of sections 3-4 (tests/test_rank_theory.py compares them
+At r = r* = 1 every formula is the one of sections 3-4 (tests/theory/test_theory_rank.py compares them
 with :mod:`attnphase.theory.channel`, :mod:`~attnphase.theory.prior` and
 :mod:`~attnphase.theory.free_entropy` to round-off).  The teacher norm is rho0 I_{r*}.
 """

@@ -13,7 +13,7 @@ Overlaps: q0, V0, th0 are the same; m_h = B m_v (m_l = p_l . Q / sqrt(d)).
 
 B is the symmetric square root C^(1/2): it commutes with every token permutation that leaves C
 invariant, so the whitened model keeps the symmetries of the original one (the state evolution
-averages its hat overlaps over them, :mod:`attnphase.numerics.symmetry`). B and Ptilde are made
+averages its hat overlaps over them, :mod:`attnphase.numerics.quadrature.symmetry`). B and Ptilde are made
 exactly invariant under that group (orbit means by ``math.fsum``, order-independent), so the
 symmetry tests, which compare exactly, see it.
 """

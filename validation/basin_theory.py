@@ -61,7 +61,7 @@ def aligned_job(job: AlignedJob, errors: bool = False) -> dict[str, Any]:
     alpha = 0.75, semantic start, sobol12:4 stalls at residual 1.7e-4, its stall then read as a collapse to
     the agnostic point; sobol12:4:1 and sobol13:4 converge in 12 and 11 steps, theta 0.2696 and 0.2706).
     ``errors``: also ``err_abs_theta``, ``err_m_norm``, ``err_eps_g``, the standard errors over the rule's
-    scramblings (:func:`~attnphase.numerics.quadrature_error.fixed_point_error`)."""
+    scramblings (:func:`~attnphase.numerics.errors.quadrature_error.fixed_point_error`)."""
     from attnphase.numerics import solve
 
     t0 = time.perf_counter()
@@ -79,7 +79,7 @@ def aligned_job(job: AlignedJob, errors: bool = False) -> dict[str, Any]:
         out.update(abs_theta=abs(float(rec["theta"])), m_norm=m_norm, q=float(rec["q"]), eps_g=float(rec["eps_g"]),
                    e_t=float(rec["e_t"]))
         if errors:
-            from attnphase.numerics.quadrature_error import fixed_point_error
+            from attnphase.numerics.errors.quadrature_error import fixed_point_error
 
             err = fixed_point_error(fp, cfg)
             m1 = abs(float(rec["m"]))

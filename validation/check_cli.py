@@ -20,13 +20,13 @@ from attnphase import outputs
 
 # --- model options: the one place this command reads them (a shared options module is coming) ---
 def _add_model_options(p: argparse.ArgumentParser) -> None:
-    from attnphase.numerics.cli import add_model_arguments
+    from attnphase.numerics.commands.cli import add_model_arguments
 
     add_model_arguments(p)
 
 
 def _model_from_args(args: argparse.Namespace) -> Any:
-    from attnphase.numerics.cli import params_from_args
+    from attnphase.numerics.commands.cli import params_from_args
 
     return params_from_args(args)
 

@@ -190,7 +190,7 @@ def run_validate(args: argparse.Namespace) -> int:
     import torch
 
     from attnphase.execution import ResultStore
-    from attnphase.numerics.cli import TASKS_FOLDER, command_line
+    from attnphase.numerics.commands.common import TASKS_FOLDER, command_line
     from attnphase.validation.campaign import run_validation, validation_plan
 
     if args.threads is not None:  # the tasks run in this process with --workers 1 (Dask workers: one thread each)
@@ -238,7 +238,7 @@ def run_validate_general(args: argparse.Namespace) -> int:
     import torch
 
     from attnphase.execution import ResultStore
-    from attnphase.numerics.cli import TASKS_FOLDER
+    from attnphase.numerics.commands.common import TASKS_FOLDER
     plan = general_plan(quick=args.quick, d=args.d, seeds=args.seeds, device=args.device, dtype=args.dtype,
                         cases=cases)
     for case in plan.cases:

@@ -1,7 +1,7 @@
 """Derivation checks of the rank-r state evolution (docs/model.md section 7), as numbers.
 
 Each function returns plain numbers (what is compared, the error, the tolerance it is judged by)
-so that tests/test_rank_theory.py and benchmarks/rank_checks.py state the same checks:
+so that the tests (tests/theory/test_theory_rank.py) and any report state the same checks:
 
 1. :func:`reduction_to_rank1` -- at r = r* = 1 the matrix formulas (theory/rank.py) against the
    generated rank-1 ones (theory/channel.py, prior.py, free_entropy.py) at random inputs: round-off.
@@ -15,7 +15,7 @@ so that tests/test_rank_theory.py and benchmarks/rank_checks.py state the same c
 4. :func:`prior_stationarity` -- the gradient of Phi in the hats (torch autograd of an independent
    transcription of Phi) at the closed-form prior: zero to round-off.
 5. Fixed point: e_t = -Phi against lambda Tr(q0) / 2 + alpha E[loss(h_hat)] (the record's ``e_t`` and
-   ``e_t_direct``, see numerics/rank_se.py).
+   ``e_t_direct``, see numerics/se/rank_se.py).
 """
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ def hats_vs_envelope_differences(params: ModelParams, alpha: float, ov: Any, spe
     Student-t tolerance from the replicate spread plus the difference quotient's round-off, mean hat
     formula).  ``ov``: a RankOverlaps; ``specs``: independent Sobol rules (common random numbers
     within each)."""
-    from attnphase.numerics.rank_overlaps import RankOverlaps
-    from attnphase.numerics.rank_se import channel_moments, make_rank_rule, teacher_rank
+    from attnphase.numerics.se.rank_overlaps import RankOverlaps
+    from attnphase.numerics.se.rank_se import channel_moments, make_rank_rule, teacher_rank
     from attnphase.theory import rank as rk
     from attnphase.theory.rank_kernels import get_rank_kernels
 

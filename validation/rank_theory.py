@@ -1,7 +1,7 @@
 """The rank-r theory of ``validate --suite general``: rank-r state-evolution fixed points as tasks.
 
 For a case with r >= 2 or r* >= 2 (docs/model.md section 7) the theory a gradient-descent run is
-compared with is the rank-r fixed point :func:`~attnphase.numerics.rank_solve.solve_rank` reaches from the
+compared with is the rank-r fixed point :func:`~attnphase.numerics.se.rank_solve.solve_rank` reaches from the
 start's branch at the run's alpha -- what ``attnphase solve --rank R --teacher-rank R* --branch B``
 computes -- and, beside it, the *mixed* fixed point (one positional and one semantic direction), where a
 rank-2 student's gradient descent lands from either start (docs/validation.md).  One task per
@@ -14,7 +14,7 @@ r >= 2 (docs/model.md section 7):
     q = Tr q0,   eps_g,   e_t,
 
 and by its status: ``converged`` with its ``residual``, and ``branch_reached`` (the label of the point:
-semantic / positional / mixed / agnostic, :func:`~attnphase.numerics.rank_overlaps.branch_label`).  A
+semantic / positional / mixed / agnostic, :func:`~attnphase.numerics.se.rank_overlaps.branch_label`).  A
 point that did not converge carries no observables (``None``): it is no theory point.  A point on the
 requested branch whose order parameter is below the rank-1 sweeps' floor (|theta| < SEMANTIC_THETA_FLOOR,
 |m| < POSITIONAL_M_FLOOR: the rule's noise past the branch's end) does not count as the branch (``exists``
@@ -55,7 +55,7 @@ class RankTheoryJob:
 def _above_floor(out: dict[str, Any], branch: str) -> bool:
     """The branch's order parameter is above the rank-1 sweeps' floor (semantic: |theta|, positional: |m|,
     mixed: both)."""
-    from attnphase.numerics.branch_end import POSITIONAL_M_FLOOR, SEMANTIC_THETA_FLOOR
+    from attnphase.numerics.phase.branch_end import POSITIONAL_M_FLOOR, SEMANTIC_THETA_FLOOR
 
     ok = True
     if branch in ("semantic", "mixed"):
@@ -66,7 +66,7 @@ def _above_floor(out: dict[str, Any], branch: str) -> bool:
 
 
 def rank_point(fp: Any, requested: str, seconds: float = math.nan) -> dict[str, Any]:
-    """The plain record of a :class:`~attnphase.numerics.rank_se.RankFixedPoint` (module docstring)."""
+    """The plain record of a :class:`~attnphase.numerics.se.rank_solve.RankFixedPoint` (module docstring)."""
     rec = fp.record()
     out: dict[str, Any] = {"alpha": float(fp.alpha), "requested": requested, "converged": bool(fp.converged),
                            "residual": float(fp.residual), "message": fp.message, "quadrature": fp.quadrature,
@@ -86,7 +86,7 @@ def rank_point(fp: Any, requested: str, seconds: float = math.nan) -> dict[str, 
 def rank_theory_job(job: RankTheoryJob) -> dict[str, Any]:
     """The rank-r fixed point of ``job`` as :func:`rank_point` (the task's function): on ``job.config``'s rule,
     and where that does not converge on the branch, on its next independent scrambling (module docstring)."""
-    from attnphase.numerics.rank_solve import solve_rank
+    from attnphase.numerics.se.rank_solve import solve_rank
 
     t0 = time.perf_counter()
     fp, _, tries = solve_on_branch(lambda c: solve_rank(job.params, job.alpha, job.branch, config=c), job.config,
@@ -98,7 +98,7 @@ def rank_theory_job(job: RankTheoryJob) -> dict[str, Any]:
 
 def rank_theory_task(job: RankTheoryJob, version: str) -> Task:
     """The task of one rank-r solve, keyed by the model (ranks included), alpha, branch and the whole config."""
-    from attnphase.numerics.rank_starts import teacher_rank
+    from attnphase.numerics.se.rank_starts import teacher_rank
 
     p = job.params
     identity = {"params": p.to_dict(), "r": p.r, "r_star": teacher_rank(p), "alpha": job.alpha,
@@ -135,7 +135,7 @@ class RankTheory:
 
 
 def rank_eps_lin(params: ModelParams, config: SolverConfig) -> float:
-    """eps_lin of the rank-r* teacher (:func:`attnphase.numerics.rank_boundaries.rank_eps_lin`)."""
-    from attnphase.numerics.rank_boundaries import rank_eps_lin as eps
+    """eps_lin of the rank-r* teacher (:func:`attnphase.numerics.phase.rank_boundaries.rank_eps_lin`)."""
+    from attnphase.numerics.phase.rank_boundaries import rank_eps_lin as eps
 
     return eps(params, config)

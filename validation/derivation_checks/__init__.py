@@ -1,7 +1,7 @@
 """Derivation checks for one model: every identity that ties the derivation together, with numbers.
 
 ``attnphase check`` (:mod:`attnphase.validation.check_cli`) runs them for the model given on the
-command line; the tests (``tests/test_derivation_checks.py``) run the same functions at smaller
+command line; the tests (``tests/validation/test_derivation_checks.py``) run the same functions at smaller
 sizes. Each check returns a :class:`CheckResult`: what it compares, the measured error, the
 tolerance, where the tolerance comes from, pass / fail / skip, and its own numbers. Sections of
 ``docs/model.md``: 2 limit loss, 3 SE equations, 4 observables and Phi, 5 linear baseline.

@@ -24,7 +24,7 @@ def _se_solve(params: ModelParams, alpha: float, branch: str, quadrature: str, s
     ``start``: a fixed point to warm-start from (its overlaps); with ``same_rule`` (it was solved on
     the same rule) its solver memory too, which only shortens the path.
     """
-    from attnphase.numerics.state_evolution import solve
+    from attnphase.numerics.se.state_evolution import solve
 
     if start is None:
         return solve(params, alpha, branch, config=_numerics_config(quadrature))
@@ -34,21 +34,21 @@ def _se_solve(params: ModelParams, alpha: float, branch: str, quadrature: str, s
 
 def _solver_rule(params: ModelParams, spec: str) -> Any:
     """The (full, unreduced) rule a solve on ``spec`` iterates on: ``make_rule``, symmetrised over the model."""
-    from attnphase.numerics.se_map import model_rule
+    from attnphase.numerics.se.se_map import model_rule
 
     return model_rule(params, _numerics_config(spec))
 
 
 def _raw_rule(L: int, spec: str) -> Any:
     """A quadrature rule as built, without symmetrisation (nodes (N, 2L), weights (N,))."""
-    from attnphase.numerics.quadrature import make_rule
+    from attnphase.numerics.quadrature.rules import make_rule
 
     return make_rule(L, spec)
 
 
 def _state(q0: float, V0: float, m: Sequence[float], th0: float) -> Any:
     """The numerics' overlaps object of a state."""
-    from attnphase.numerics.overlaps import Overlaps
+    from attnphase.numerics.se.overlaps import Overlaps
 
     return Overlaps(q0=q0, V0=V0, m=np.asarray(m, dtype=float), th0=th0)
 
@@ -64,7 +64,7 @@ def _channel_side(params: ModelParams, alpha: float, ov: Any, rule: Any) -> tupl
 
     Returns (hat overlaps by name, E[M] on the rule, proximal failures).
     """
-    from attnphase.numerics.se_map import hat_step
+    from attnphase.numerics.se.se_map import hat_step
 
     hat, mom = hat_step(params, alpha, ov, rule, _numerics_config())
     hats = {k: np.asarray(getattr(hat, k), dtype=float) for k in ("qhat", "mhat", "thhat", "Vhat")}
@@ -73,15 +73,15 @@ def _channel_side(params: ModelParams, alpha: float, ov: Any, rule: Any) -> tupl
 
 def _prior_side(params: ModelParams, hats: dict[str, np.ndarray]) -> np.ndarray:
     """Prior side of one SE step: the new state vector (q0, V0, m, th0) from the hat overlaps."""
-    from attnphase.numerics.overlaps import HatOverlaps
-    from attnphase.numerics.se_map import update
+    from attnphase.numerics.se.overlaps import HatOverlaps
+    from attnphase.numerics.se.se_map import update
 
     return _state_vector(update(params, HatOverlaps(**hats)))
 
 
 def _loss_at_prox(params: ModelParams, ov: Any, rule: Any) -> tuple[float, int]:
     """E[loss(h_hat, h*)] on ``rule`` at the global proximal minimisers, and the proximal failures."""
-    from attnphase.numerics.channel import prox_at_nodes, teacher_target
+    from attnphase.numerics.se.channel import prox_at_nodes, teacher_target
     from attnphase.theory.kernels import get_kernels
 
     k = get_kernels(params.L)
@@ -92,20 +92,20 @@ def _loss_at_prox(params: ModelParams, ov: Any, rule: Any) -> tuple[float, int]:
 
 def _eps_lin_double(params: ModelParams, order: int | None = None) -> float:
     """eps_lin by tensor Gauss--Hermite in double precision (``order`` per dimension; None: the default)."""
-    from attnphase.numerics.observables import eps_lin
+    from attnphase.numerics.se.observables import eps_lin
 
     return float(eps_lin(params, order))
 
 
 def _eps_lin_default_order(L: int) -> int:
     """The Gauss--Hermite order per dimension eps_lin uses by default (80 for L = 2)."""
-    from attnphase.numerics import observables
+    from attnphase.numerics.se import observables
 
     return int(getattr(observables, "_EPS_LIN_ORDER", {}).get(L, 80))
 
 
 def _eps_lin_mp(params: ModelParams, dps: int) -> Any:
     """eps_lin at ``dps`` digits (mpmath, L = 2)."""
-    from attnphase.numerics.precision import eps_lin_mp
+    from attnphase.numerics.errors.precision import eps_lin_mp
 
     return eps_lin_mp(params, dps=dps)

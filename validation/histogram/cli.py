@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
     from attnphase.execution import ResultStore
     from attnphase.execution.dataset import write_netcdf
-    from attnphase.numerics.cli import TASKS_FOLDER, command_line
+    from attnphase.numerics.commands.common import TASKS_FOLDER, command_line
     from attnphase.validation.histogram.dataset import histogram_attrs, histogram_dataset
     from attnphase.validation.histogram.experiment import HistogramConfig
     from attnphase.validation.histogram.jobs import run_histogram

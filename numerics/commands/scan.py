@@ -1,0 +1,130 @@
+"""``attnphase scan``: the phase diagram over (a second model parameter) x omega, one task per cell.
+
+For every value v of the scanned parameter (lambda, rho0, L or sigma) and every omega, the
+boundaries of docs/model.md section 6 (:func:`~attnphase.numerics.phase.boundaries.phase_boundaries`) are
+one task of the execution layer; all of them land in one dataset ``scan.nc`` with dimensions
+``(<parameter>, omega, branch, alpha)`` (:func:`~attnphase.numerics.jobs.dataset.boundaries_dataset`),
+the table ``scan.csv`` (a ``<parameter>`` column before phase-diagram's), and one figure per value
+``phase_diagram_<parameter><v>.png``.  Resumable like every job (DIR/tasks, ``--fresh``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from attnphase import options as opt
+from attnphase import solver_options
+from attnphase import execution_options
+from attnphase import outputs, workload
+from attnphase.execution.progress import job_summary
+from attnphase.numerics.commands.common import TASKS_FOLDER, command_line, ranks_from_args
+
+
+def _coord(field: str, values: Sequence[Any]) -> list[Any]:
+    """The dataset coordinate of the scanned values: numbers, or the --sigma texts where one is a vector."""
+    if field != "sigma":
+        return list(values)
+    try:
+        return [float(v) for v in values]
+    except ValueError:
+        return [str(v).strip() for v in values]
+
+
+def run_scan(field: str, values: Sequence[Any], models: Sequence[Any], omegas: Sequence[float],
+             alphas: Sequence[float], *, out_dir: Path, config: Any, error_estimate: int, executor: Any,
+             store: Any, fresh: bool, quiet: bool, command: str) -> dict[str, Any]:
+    """Compute and write the scan; returns the summary (scan.json)."""
+    from attnphase.execution.dataset import job_attrs, write_netcdf
+    from attnphase.numerics.jobs.dataset import boundaries_dataset
+    from attnphase.numerics.jobs.tasks import numerics_version
+    from attnphase.numerics.jobs.plots import plot_phase_diagram
+    from attnphase.numerics.jobs.report import alpha_max_of, boundary_table, compute_boundaries, write_boundary_csv
+
+    t0 = time.perf_counter()
+    grid = [m.replace(omega=float(w)) for m in models for w in omegas]
+    runs = compute_boundaries(grid, alphas, config, error_estimate, executor=executor, store=store, fresh=fresh,
+                              quiet=quiet, desc=f"scan over {field} x omega",
+                              tags=[f"{field}={v} " for v in values for _ in omegas])
+    coord = _coord(field, values)
+    n = len(omegas)
+    table, cells = [], []
+    for i, v in enumerate(coord):
+        rows = runs.rows[i * n:(i + 1) * n]
+        errs = runs.errors[i * n:(i + 1) * n] if runs.errors else None
+        plot_phase_diagram(rows, out_dir / f"phase_diagram_{field}{v}.png", alpha_max=alpha_max_of(rows, alphas),
+                           errors=errs)
+        table += [{field: v} | r for r in boundary_table(rows, errs)]
+        for j, b in enumerate(rows):
+            o = runs.outcomes[i * n + j]
+            cells.append({"at": {field: v, "omega": b.omega}, "b": b, "err": errs[j] if errs else None,
+                          "status": o.status if o.ok else "failed", "error": o.error})
+    write_boundary_csv(out_dir / "scan.csv", table, bool(runs.errors), first=(field,))
+    version = numerics_version()
+    attrs = job_attrs("scan", version=version, model=models[0].to_dict() | {"omega": "scanned", field: "scanned"},
+                      solver=config.as_dict(), rule=config.quadrature, command=command, scanned=field,
+                      error_estimate=error_estimate)
+    coords = {field: coord, "omega": [float(w) for w in omegas]}
+    write_netcdf(boundaries_dataset(cells, (field, "omega"), coords, alphas, attrs), out_dir / "scan.nc")
+    summary = {"scanned": field, "values": coord, "omegas": list(omegas), "alphas": list(alphas),
+               "solver": config.as_dict(), "error_estimate": error_estimate,
+               "rows": [{k: (None if isinstance(x, float) and not math.isfinite(x) else x) for k, x in r.items()}
+                        for r in table],
+               "tasks": runs.counts | {"failures": runs.failures}, "dataset": "scan.nc", "code_version": version,
+               "seconds": time.perf_counter() - t0}
+    (out_dir / "scan.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def cmd_scan(args: argparse.Namespace) -> int:
+    """``attnphase scan``: every option checked first; exit code 1 when a task failed.  ``--rank R
+    --teacher-rank R*`` with r or r* >= 2: the rank-r boundaries (numerics.commands.rank_cli.cmd_scan_rank)."""
+
+    r, r_star = ranks_from_args(args)
+    if (r, r_star) != (1, 1):
+        from attnphase.numerics.commands.rank_cli import cmd_scan_rank
+
+        return cmd_scan_rank(args, r, r_star)
+    alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
+    field, values, models, omegas = opt.scan_from_args(args)
+    cfg = solver_options.config_from_args(args)
+    for m in models:
+        solver_options.check_supported(m, cfg)
+    from attnphase.numerics.errors.quadrature_error import independent_rules
+
+    n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
+    executor = execution_options.executor_from_args(args)
+    workload.check_grid(len(models) * len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
+                        f"(--{field.replace('_', '-')}, omega, alpha) points", "--omega/--alpha", args.large)
+    out_dir = outputs.out_dir_from_args(args)
+    n_solves = 2 * len(models) * len(omegas) * len(alphas) * max(1, n_rules)
+    workload.announce_work(f"scan over {len(values)} {field} x {len(omegas)} omega x {len(alphas)} alpha values",
+                           n_solves, max(m.L for m in models), cfg, quiet=args.quiet)
+
+    from attnphase.execution import ResultStore
+
+    store = ResultStore(out_dir / TASKS_FOLDER)
+    with outputs.staged_output(out_dir) as stage:
+        shown = {str(stage): str(out_dir)}
+        with contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
+            summary = run_scan(field, values, models, omegas, alphas, out_dir=stage, config=cfg,
+                               error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
+                               quiet=args.quiet, command=command_line())
+    t = summary["tasks"]
+    if args.json:
+        print(json.dumps(outputs.json_value(summary | {"out": str(out_dir)})))
+    else:
+        width = max(len(str(v)) for v in summary["values"]) + 1
+        print(f"{field:>{width}}   omega   alpha_c   alpha_l   sem_end   pos_end")
+        for r in summary["rows"]:
+            cells = " ".join(f"{'nan' if r[k] is None else format(r[k], '.4f'):>9}"
+                             for k in ("alpha_c", "alpha_l", "semantic_end", "positional_end"))
+            print(f"{str(r[field]):>{width}} {r['omega']:7.3f} {cells}")
+    return job_summary(f"wrote {out_dir}/scan.nc, scan.csv, scan.json and {len(values)} figures", summary["seconds"], t,
+                       t["failures"])

@@ -1,0 +1,1 @@
+"""Error bars: the scrambled rules' blocks, independent rules, and high-precision references."""

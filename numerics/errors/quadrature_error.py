@@ -1,0 +1,132 @@
+"""Honest quadrature error bars for a fixed point, or for the phase boundaries.
+
+**Replicates (the default)**: the pooled rule's independent scrambling blocks give every fixed point
+its standard error at the cost of about one warm solve (:mod:`attnphase.numerics.errors.replicates`).
+
+**Independent rules** (a deterministic rule, or a Sobol rule of one block, with ``--error-estimate
+K``): the fixed point is re-solved on K independent rules (:func:`quadrature_error`); their spread
+is the error of one solve.  For Gauss--Hermite the rules are the same rule at higher orders, so the
+spread is an upper estimate dominated by the lowest order.  The phase boundaries get the same
+treatment in :func:`boundary_errors` (the whole computation repeated on the other rules).
+
+What an error bar covers: the quadrature rules' error.  What it does not: the solver's tolerance
+(residual <= tol, 1e-10 by default, far below), which fixed point a solve lands on where the map has
+several close ones (docs/method.md section 9, known limitations), and the branch choice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from attnphase.numerics.phase.boundaries import BOUNDARY_KEYS, Boundaries, boundaries_job
+from attnphase.numerics.parallel import map_in_order
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.quadrature.rules import rule_blocks
+from attnphase.numerics.errors.replicates import ERROR_KEYS, QuadratureError, replicate_error
+from attnphase.numerics.se.state_evolution import FixedPoint, solve
+from attnphase.theory.params import ModelParams
+
+#: Fewest rules an error estimate is made from (a spread needs two).
+MIN_RULES = 2
+
+
+def check_rules(n_rules: int, option: str = "n_rules") -> int:
+    """``n_rules`` if an error estimate can be made from it (>= 2), else ValueError naming ``option``."""
+    if int(n_rules) != n_rules or n_rules < MIN_RULES:
+        raise ValueError(f"{option} needs K >= {MIN_RULES} independent rules (or 0 for no error estimate), got {n_rules}")
+    return int(n_rules)
+
+
+def quadrature_error(fp: FixedPoint, n_rules: int = 4, config: SolverConfig | None = None) -> QuadratureError:
+    """Re-solve ``fp`` on ``n_rules`` independent rules of the same kind (warm starts); the spread.
+
+    The rules are :meth:`SolverConfig.variant` 0, 1, ...: for Sobol rules the seeds base, base+1,
+    ...; for Gauss--Hermite the orders N, N+2, N+4, ... (then the spread is an upper estimate
+    dominated by the lowest order).  The e_t rule varies along (a fixed one would hide its error).
+    """
+    n_rules = check_rules(n_rules)
+    cfg = config or SolverConfig(prox=fp.prox)
+    values = {k: [] for k in ERROR_KEYS}
+    rules = []
+    ok = 0
+    for k in range(n_rules):
+        other = solve(fp.params, fp.alpha, fp.requested, init=fp.overlaps, config=cfg.variant(k))
+        rules.append(other.quadrature)
+        if other.status.converged and other.branch == fp.branch:
+            ok += 1
+            for k in ERROR_KEYS:
+                values[k].append(float(other.record[k]))
+    std = {k: (float(np.std(v, ddof=1)) if len(v) >= 2 else math.nan) for k, v in values.items()}
+    return QuadratureError(std=std, rules=tuple(rules), converged=ok)
+
+
+def independent_rules(config: SolverConfig, k: int | None) -> int:
+    """How many independent rules an error estimate repeats a computation on: ``k`` (``--error-estimate``)
+    when the solve rule has one block and k >= 2, else 0 (blocks give the error bar, or none is asked)."""
+    return int(k) if k and k >= MIN_RULES and not rule_blocks(config.quadrature) else 0
+
+
+def fixed_point_error(fp: FixedPoint, config: SolverConfig, n_rules: int = 0) -> QuadratureError | None:
+    """The error bar of ``fp``: from the pooled rule's blocks (:func:`replicate_error`) when it has
+    several, else from ``n_rules`` >= 2 independent rules (:func:`quadrature_error`), else None
+    (also when ``config.error_bars`` is off)."""
+    if not config.error_bars:
+        return None
+    if rule_blocks(config.quadrature):
+        return replicate_error(fp, config)
+    return quadrature_error(fp, n_rules=n_rules, config=config) if n_rules >= MIN_RULES else None
+
+
+def point_errors(points: Sequence[FixedPoint], config: SolverConfig, n_rules: int = 0) -> tuple[dict[str, float], ...]:
+    """``{"err_<key>": ...}`` of every point (:func:`fixed_point_error`; NaN for a point that did not
+    converge, and for every point when no error bar is made)."""
+    out = []
+    for fp in points:
+        err = fixed_point_error(fp, config, n_rules) if fp.status.converged else None
+        out.append({f"err_{k}": (err.std[k] if err is not None else math.nan) for k in ERROR_KEYS})
+    return tuple(out)
+
+
+def _spread(values: Sequence[float]) -> float:
+    finite = [v for v in values if math.isfinite(v)]
+    return float(np.std(finite, ddof=1)) if len(finite) >= 2 else math.nan
+
+
+def boundary_errors(
+    params: ModelParams,
+    rows: Sequence[Boundaries],
+    alphas: Sequence[float],
+    n_rules: int,
+    *,
+    config: SolverConfig | None = None,
+    progress: Callable[[Boundaries], None] | None = None,
+    workers: int = 1,
+) -> list[dict[str, float]]:
+    """Spread of each boundary of ``rows`` over ``n_rules`` independent rules (``rows`` is the first).
+
+    The boundaries at every omega of ``rows`` are recomputed on the other ``n_rules - 1`` variants
+    of every quadrature role of ``config`` (:meth:`SolverConfig.variant`), on ``workers`` processes;
+    for each key of BOUNDARY_KEYS the result holds ``<key>_err``, the sample standard deviation over
+    the rules where the boundary was found (NaN with fewer than two), and ``<key>_found``, on how
+    many rules it was.
+    """
+    n_rules = check_rules(n_rules)
+    cfg = config or SolverConfig()
+    jobs = [(params.replace(omega=b.omega), list(alphas), cfg.variant(k)) for b in rows for k in range(1, n_rules)]
+    others = map_in_order(boundaries_job, jobs, workers, progress)
+    return [replicate_spread([b] + others[i * (n_rules - 1):(i + 1) * (n_rules - 1)]) for i, b in enumerate(rows)]
+
+
+def replicate_spread(runs: Sequence[Boundaries]) -> dict[str, float]:
+    """For each key of BOUNDARY_KEYS, ``<key>_err``: the sample standard deviation of the boundary over
+    ``runs`` (the same omega on independent rules) where it was found (NaN with fewer than two), and
+    ``<key>_found``: on how many runs it was."""
+    row: dict[str, float] = {}
+    for key in BOUNDARY_KEYS:
+        values = [float(getattr(r, key)) for r in runs]
+        row[f"{key}_err"] = _spread(values)
+        row[f"{key}_found"] = sum(math.isfinite(v) for v in values)
+    return row

@@ -1,0 +1,106 @@
+"""Standard errors from a pooled rule's independent randomisation blocks.
+
+The default rules are R independent scramblings of one Sobol sequence, pooled with equal weights
+(``sobol10:4`` = 4 x 2^10 points; :func:`~attnphase.numerics.quadrature.rules.rule_blocks`).  Every
+expectation on the pooled rule is the mean of the R blocks' expectations, and the fixed point x* of
+the pooled map is the estimate.  Its standard error is
+
+    err = std_j(x*_j) / sqrt(R),
+
+x*_j the fixed point on block j alone, warm-started from x* (:func:`replicate_error`): the spread of
+R independent estimates of 1/R the size, divided by sqrt(R) for their pool.  The pooled fixed point
+is the estimate, not the mean of the x*_j: a fixed point is a nonlinear function of the rule, and the
+blocks' smaller rules carry a larger bias (measured on an earlier branch: the mean of block fixed
+points put alpha_l and the semantic end about one error bar above the pooled rule's).  The cost is R
+warm solves on rules 1/R the size, about one warm solve on the pooled rule.
+
+A phase boundary b (a root g(b) = 0 found on the pooled rules) gets its error bar the same way,
+linearised at the root: b_j = b - g_j(b) / g'(b), g_j the block's value at b, g' the pooled slope
+(:func:`linearised_root_error`).
+
+What an error bar covers: the quadrature rules' error.  What it does not: the solver's tolerance
+(residual <= tol), which fixed point a solve lands on where the map has several close ones
+(docs/method.md section 9, known limitations), and the branch choice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnphase.numerics.config import QUADRATURE_ROLES, SolverConfig
+from attnphase.numerics.quadrature.rules import replicates, rule_blocks
+from attnphase.numerics.se.state_evolution import FixedPoint, solve
+
+#: The observables of a fixed point that carry error bars (``err_<key>``).
+ERROR_KEYS = ("q", "m", "V", "theta", "eps_g", "e_t")
+
+
+@dataclass(frozen=True)
+class QuadratureError:
+    """Error bars of a fixed point's record.
+
+    Attributes:
+        std: for each key of ERROR_KEYS, its error bar: the standard error from the pooled rule's
+            blocks (:func:`replicate_error`), or the standard deviation over independent rules
+            (:func:`~attnphase.numerics.errors.quadrature_error.quadrature_error`: the error of one solve);
+            NaN if fewer than two re-solves converged.
+        rules: the rule names used.
+        converged: how many re-solves converged on the same branch.
+    """
+
+    std: dict[str, float]
+    rules: tuple[str, ...]
+    converged: int
+
+
+def standard_error(values: Sequence[float]) -> float:
+    """std(values, ddof=1) / sqrt(n) over the finite values (NaN with fewer than two): the standard error
+    of the mean of n independent replicates."""
+    finite = [float(v) for v in values if math.isfinite(v)]
+    return float(np.std(finite, ddof=1) / math.sqrt(len(finite))) if len(finite) >= 2 else math.nan
+
+
+def replicate_count(config: SolverConfig) -> int:
+    """R, the blocks every error bar of ``config`` is the spread over: the solve rule's randomisations
+    (0 when it has one, or when ``config.error_bars`` is off)."""
+    return len(rule_blocks(config.quadrature)) if config.error_bars else 0
+
+
+def block_config(config: SolverConfig, j: int) -> SolverConfig:
+    """``config`` with every quadrature role of as many blocks as the solve rule's reduced to its block j
+    (the roles of another block count keep their whole rule)."""
+    n = replicates(config.quadrature)
+    changes = {role: rule_blocks(getattr(config, role))[j] for role in QUADRATURE_ROLES
+               if getattr(config, role) is not None and replicates(getattr(config, role)) == n}
+    return config.replace(**changes)
+
+
+def replicate_error(fp: FixedPoint, config: SolverConfig) -> QuadratureError | None:
+    """The standard error of the fixed point ``fp`` (solved on the pooled rule ``config.quadrature``)
+    from its R blocks: ``err = std_j(x*_j) / sqrt(R)`` for every key of ERROR_KEYS, x*_j the fixed point
+    on block j warm-started from ``fp`` (module doc).  None when the rule has one block.  A block whose
+    solve does not converge on ``fp``'s branch is left out (``converged`` counts the others; NaN below two)."""
+    blocks = rule_blocks(config.quadrature)
+    if not blocks:
+        return None
+    values: dict[str, list[float]] = {k: [] for k in ERROR_KEYS}
+    ok = 0
+    for j in range(len(blocks)):
+        other = solve(fp.params, fp.alpha, fp.requested, init=fp.overlaps, config=block_config(config, j))
+        if other.status.converged and other.branch == fp.branch:
+            ok += 1
+            for k in ERROR_KEYS:
+                values[k].append(float(other.record[k]))
+    return QuadratureError(std={k: standard_error(v) for k, v in values.items()}, rules=tuple(blocks), converged=ok)
+
+
+def linearised_root_error(root: float, block_values: Sequence[float], slope: float) -> float:
+    """Standard error of a root b of g (pooled rules) from the blocks' values g_j(b):
+    std_j(b - g_j(b) / g'(b)) / sqrt(R) (NaN when the slope is 0 or not finite)."""
+    if not (math.isfinite(slope) and slope != 0.0):
+        return math.nan
+    return standard_error([root - g / slope for g in block_values])

@@ -1,0 +1,279 @@
+"""The ``phase-diagram`` job: boundaries over omega as tasks, CSV + netCDF + figures + printed table.
+
+Every omega (and every ``--error-estimate`` replicate of it) is one task of the execution layer
+(:mod:`attnphase.numerics.jobs.tasks`), stored under ``DIR/tasks`` as it finishes: a rerun of the same
+command computes only what is missing, ``--fresh`` everything.  With continuation in omega
+(``--continuation``, :mod:`attnphase.numerics.phase.omega_continuation`) a task is a chain of contiguous
+omegas instead, continued from its first (:func:`compute_boundaries_continued`).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from attnphase.execution import ExecutorSpec, Outcome, ResultStore, code_version, run_tasks
+from attnphase.execution.outputs import outputs_current, record_outputs
+from attnphase.execution.progress import TaskBar, failure_summary, job_summary
+from attnphase.numerics.phase.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS, Boundaries
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.jobs.tasks import (
+    boundaries_or_failure, boundaries_task, chain_task, numerics_version, omega_chains, strip_sweeps,
+)
+from attnphase.numerics.errors.quadrature_error import replicate_spread
+from attnphase.numerics.errors.replicates import replicate_count
+from attnphase.theory.params import ModelParams
+
+CSV_COLUMNS = BOUNDARY_COLUMNS + ("notes",)
+ERROR_COLUMNS = tuple(f"{k}_{suffix}" for k in BOUNDARY_KEYS for suffix in ("err", "found"))
+CURVES_OMEGA = 0.3
+
+
+@dataclass(frozen=True)
+class BoundaryRuns:
+    """The boundaries of a list of models (each with its errors over the rules, or None), the
+    outcome of each model's first task, the task counts {"total", "computed", "stored", "failed"},
+    and the keys of all the tasks."""
+
+    rows: list[Boundaries]
+    errors: list[dict[str, float]] | None
+    outcomes: list[Outcome]
+    counts: dict[str, int]
+    failures: str
+    keys: tuple[str, ...] = ()
+
+
+def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], config: SolverConfig,
+                       n_rules: int = 0, *, executor: ExecutorSpec = ExecutorSpec(), store: ResultStore | None = None,
+                       fresh: bool = False, quiet: bool = False, desc: str = "phase diagram",
+                       tags: Sequence[str] | None = None) -> BoundaryRuns:
+    """phase_boundaries at every model (one task each), and on ``n_rules - 1`` more rules when
+    ``n_rules`` >= 2 (the replicates keep only their numbers; their spread is each boundary's error).
+    Otherwise the errors are each task's own, from the rules' blocks (:meth:`Boundaries.errors`), when
+    ``config`` makes them.  ``tags``: label prefixes per model."""
+    reps = max(1, n_rules)
+    tags = tags or [""] * len(models)
+    version = numerics_version()
+    # at CURVES_OMEGA the first rule's task also follows the whole positional branch (its curves)
+    tasks = [boundaries_task(m, alphas, config, k, tag, version, whole=k == 0 and abs(m.omega - CURVES_OMEGA) < 1e-12)
+             for m, tag in zip(models, tags) for k in range(reps)]
+    # the smallest omegas first: they take longest (alpha_c between the positional branch's two close
+    # pieces: 15-18 s at omega <= 0.05 against 8-11 s above, one thread), so they do not end the run alone
+    order = sorted(range(len(tasks)), key=lambda i: tasks[i].arg[0].omega)
+    with TaskBar(desc, unit="task", quiet=quiet) as bar:
+        done = run_tasks([tasks[i] for i in order], executor=executor, store=store, fresh=fresh, version=version,
+                         progress=bar)
+    outs = [done[0]] * len(tasks)
+    for k, i in enumerate(order):
+        outs[i] = done[k]
+    rows = [boundaries_or_failure(outs[i * reps], m.omega) for i, m in enumerate(models)]
+    errors = None
+    if n_rules:
+        errors = [replicate_spread([strip_sweeps(boundaries_or_failure(o, m.omega)) for o in outs[i * reps:(i + 1) * reps]])
+                  for i, m in enumerate(models)]
+    elif replicate_count(config):
+        errors = [b.errors() for b in rows]
+    counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
+              "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs)}
+    return BoundaryRuns(rows, errors, [outs[i * reps] for i in range(len(models))], counts, failure_summary(outs),
+                        tuple(t.key for t in tasks))
+
+
+def compute_boundaries_continued(params: ModelParams, omegas: Sequence[float], alphas: Sequence[float],
+                                 config: SolverConfig, n_rules: int = 0, *, n_chains: int = 1,
+                                 executor: ExecutorSpec = ExecutorSpec(), store: ResultStore | None = None,
+                                 fresh: bool = False, quiet: bool = False, desc: str = "phase diagram") -> BoundaryRuns:
+    """As :func:`compute_boundaries` at ``params`` with omega = each of ``omegas`` (rows in that order),
+    the omegas split into ``n_chains`` contiguous chains continued in omega, one task each (per rule);
+    CURVES_OMEGA, where ``omegas`` lack it, one more independent task (a last row).  A failed chain's
+    omegas get NaN rows whose note is the task's error."""
+    reps = max(1, n_rules)
+    version = numerics_version()
+    chains = omega_chains(omegas, n_chains, anchor_at=CURVES_OMEGA)
+    tasks = [chain_task(params, alphas, config, ch, k, whole=k == 0 and abs(ch[0] - CURVES_OMEGA) < 1e-12,
+                        version=version) for k in range(reps) for ch in chains]
+    with_curves = any(abs(w - CURVES_OMEGA) < 1e-12 for w in omegas)
+    extra = [] if with_curves else [boundaries_task(params.replace(omega=CURVES_OMEGA), alphas, config, 0, "",
+                                                    version, whole=True)]
+    with TaskBar(desc, unit="chain", quiet=quiet) as bar:
+        outs = run_tasks(tasks + extra, executor=executor, store=store, fresh=fresh, version=version, progress=bar)
+    per_rule: list[dict[float, tuple[Boundaries, Outcome]]] = [{} for _ in range(reps)]
+    for i, (t, o) in enumerate(zip(tasks, outs)):
+        k, (anchor, up, down) = i // len(chains), chains[i % len(chains)]
+        for w in [anchor, *up, *down]:
+            got = [b for b in (o.value if o.ok else []) if abs(b.omega - w) < 1e-12]
+            per_rule[k][w] = (got[0] if got else boundaries_or_failure(o, w), o)
+
+    def cell(k: int, w: float) -> tuple[Boundaries, Outcome]:
+        return next(v for key, v in per_rule[k].items() if abs(key - float(w)) < 1e-12)
+
+    rows = [cell(0, w)[0] for w in omegas] + [boundaries_or_failure(o, CURVES_OMEGA) for o in outs[len(tasks):]]
+    outcomes = [cell(0, w)[1] for w in omegas] + outs[len(tasks):]
+    errors = None
+    if n_rules:
+        errors = [replicate_spread([strip_sweeps(cell(k, w)[0]) for k in range(reps)]) for w in omegas]
+        errors += [replicate_spread([strip_sweeps(r)]) for r in rows[len(omegas):]]
+    elif replicate_count(config):
+        errors = [b.errors() for b in rows]
+    counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
+              "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs)}
+    return BoundaryRuns(rows, errors, outcomes, counts, failure_summary(outs), tuple(t.key for t in tasks + extra))
+
+
+def _fmt(x: float) -> str:
+    return "nan" if not math.isfinite(x) else f"{x:.4f}"
+
+
+def _fmt_err(x: float) -> str:
+    return "nan" if not math.isfinite(x) else f"{x:.1e}"
+
+
+def boundary_table(rows: Sequence[Boundaries], errors: Sequence[dict] | None) -> list[dict]:
+    return [b.row() | (errors[i] if errors else {}) for i, b in enumerate(rows)]
+
+
+def write_boundary_csv(path: Path, table: list[dict], errors: bool, first: Sequence[str] = ()) -> None:
+    with open(path, "w", newline="") as fh:
+        wr = csv.DictWriter(fh, fieldnames=tuple(first) + CSV_COLUMNS + (ERROR_COLUMNS if errors else ()))
+        wr.writeheader()
+        wr.writerows(table)
+
+
+def error_label(config: SolverConfig, n_rules: int) -> str:
+    """What the error bars of a table are ('' for none)."""
+    if n_rules:
+        return f"spread over {n_rules} independent rules"
+    R = replicate_count(config)
+    return f"standard error over {R} scrambling blocks of each rule" if R else ""
+
+
+def print_boundary_table(table: list[dict], label: str) -> None:
+    width = 18 if label else 9
+    print(f"{'omega':>7} " + " ".join(f"{h:>{width}}" for h in ("alpha_c", "alpha_l", "sem_end", "pos_end"))
+          + "  notes" + (f"   (+- {label})" if label else ""))
+    for r in table:
+        cells = [_fmt(r[k]) + (f" +- {_fmt_err(r[k + '_err'])}" if label else "") for k in BOUNDARY_KEYS]
+        print(f"{r['omega']:7.3f} " + " ".join(f"{c:>{width}}" for c in cells) + f"  {r['notes']}")
+
+
+def alpha_max_of(rows: Sequence[Boundaries], alphas: Sequence[float]) -> float:
+    """The figure's alpha range: the grid, and boundaries found beyond it (brackets grow up to ALPHA_LIMIT)."""
+    found = [getattr(b, k) for b in rows for k in BOUNDARY_KEYS if math.isfinite(getattr(b, k))]
+    return max([max(alphas)] + [1.05 * a for a in found])
+
+
+def run_phase_diagram(
+    params: ModelParams,
+    omegas: Sequence[float],
+    alphas: Sequence[float],
+    *,
+    out_dir: str | Path = "results",
+    config: SolverConfig | None = None,
+    quiet: bool = False,
+    error_estimate: int = 0,
+    executor: ExecutorSpec = ExecutorSpec(),
+    store: ResultStore | None = None,
+    fresh: bool = False,
+    command: str = "",
+    existing: str | Path | None = None,
+    chains: int = 0,
+) -> tuple[int, dict]:
+    """Compute the boundaries at every omega; write phase_diagram.csv/.json/.nc/.png and curves_omega0.3.png.
+
+    Every setting is in ``config`` (solve rule, alpha_c correction rule, branch-end strategy and rule).
+    Error bars (``<boundary>_err``, ``<boundary>_found`` columns, error bars in the figure): from the
+    rules' scrambling blocks when ``config`` makes them; ``error_estimate`` K >= 2 (for a solve rule of
+    one block) repeats the computation on K - 1 more independent rules instead, about K times the time.  ``executor``, ``store``, ``fresh``: where
+    the tasks run and where finished ones are kept (:func:`compute_boundaries`).  Returns the exit
+    code (1 when a task failed: its row is NaN, its note the error) and the job's record (the
+    content of phase_diagram.json, with this run's task counts).  ``existing``: the folder holding an earlier
+    run's outputs (default ``out_dir``; the command writes into a staging folder): where every task
+    came from the store and those outputs are this job's (:mod:`attnphase.execution.outputs`),
+    nothing is written.  ``chains``: 0 computes every omega independently (one task each); N >= 1
+    continues the boundaries in omega along N chains of contiguous omegas (one task each,
+    :func:`compute_boundaries_continued`).
+    """
+    cfg = config or SolverConfig()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    models = [params.replace(omega=float(w)) for w in omegas]
+    with_curves = any(abs(w - CURVES_OMEGA) < 1e-12 for w in omegas)
+    extra = [] if with_curves else [params.replace(omega=CURVES_OMEGA)]
+    if chains:
+        runs = compute_boundaries_continued(params, omegas, alphas, cfg, error_estimate, n_chains=chains,
+                                            executor=executor, store=store, fresh=fresh, quiet=quiet)
+    else:
+        runs = compute_boundaries(models + extra, alphas, cfg, error_estimate, executor=executor, store=store,
+                                  fresh=fresh, quiet=quiet)
+    rows, errors = runs.rows[:len(models)], runs.errors[:len(models)] if runs.errors else None
+    table = boundary_table(rows, errors)
+    version = numerics_version()
+    files = ["phase_diagram.csv", "phase_diagram.png", "phase_diagram.nc", "phase_diagram.json"]
+    curves = next((b for b in runs.rows if abs(b.omega - CURVES_OMEGA) < 1e-12), None)
+    if curves is not None and curves.semantic is not None and curves.semantic.points:
+        files.append(f"curves_omega{CURVES_OMEGA}.png")
+    # what the files are made of: the tasks, the options that shape the files, the presenting code
+    identity = {"tasks": runs.keys, "omegas": list(omegas), "alphas": list(alphas), "error_estimate": error_estimate,
+                "params": params.to_dict(), "presentation": code_version("attnphase", "attnphase.numerics",
+                                                                         "attnphase.execution")}
+    unchanged = runs.counts["computed"] == 0 and not runs.failures and outputs_current(
+        Path(existing) if existing is not None else out, "phase_diagram", identity, files)
+    if unchanged:
+        meta = json.loads((Path(existing if existing is not None else out) / "phase_diagram.json").read_text())
+        meta |= {"tasks": runs.counts | {"failures": runs.failures}, "seconds": time.perf_counter() - t0}
+    else:
+        meta = _write_phase_diagram(out, params, omegas, alphas, cfg, error_estimate, command, runs, rows, errors,
+                                    table, curves, version, t0, chains)
+        record_outputs(out, "phase_diagram", identity, files)
+    print_boundary_table(table, error_label(cfg, error_estimate) if errors else "")
+    what = "outputs up to date in" if unchanged else "wrote"
+    code = job_summary(f"{what} {out}/phase_diagram.csv, .nc, .png, curves_omega{CURVES_OMEGA}.png",
+                       time.perf_counter() - t0, runs.counts, runs.failures)
+    return code, meta
+
+
+def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float], alphas: Sequence[float],
+                         cfg: SolverConfig, error_estimate: int, command: str, runs: BoundaryRuns,
+                         rows: list[Boundaries], errors: list[dict] | None, table: list[dict],
+                         curves: Boundaries | None, version: str, t0: float, chains: int = 0) -> dict:
+    """phase_diagram.csv/.png/.nc/.json and the curves' figure (when ``curves`` has them); returns the JSON's record."""
+    from attnphase.execution.dataset import job_attrs, write_netcdf
+    from attnphase.numerics.jobs.dataset import boundaries_dataset
+    from attnphase.numerics.jobs.plots import plot_branch_curves, plot_phase_diagram
+
+    write_boundary_csv(out / "phase_diagram.csv", table, bool(errors))
+    plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=alpha_max_of(rows, alphas), errors=errors)
+    cells = [{"at": {"omega": b.omega}, "b": b, "err": errors[i] if errors else None, "status": o.status
+              if o.ok else "failed", "error": o.error} for i, (b, o) in enumerate(zip(rows, runs.outcomes))]
+    attrs = job_attrs("phase-diagram", version=version, model=params.to_dict() | {"omega": "scanned"},
+                      solver=cfg.as_dict(), rule=cfg.quadrature, command=command, error_estimate=error_estimate)
+    write_netcdf(boundaries_dataset(cells, ("omega",), {"omega": [float(w) for w in omegas]}, alphas, attrs),
+                 out / "phase_diagram.nc")
+    if curves is not None and curves.semantic is not None and curves.semantic.points:
+        pc = params.replace(omega=CURVES_OMEGA)
+        plot_branch_curves(
+            curves.semantic, curves.positional, curves.semantic.points[0].observables.eps_lin,
+            curves.alpha_c, curves.alpha_l, out / f"curves_omega{CURVES_OMEGA}.png",
+            title=f"omega = {CURVES_OMEGA}, sigma = {pc.sigma_value}, lambda = {pc.lam}",
+        )
+    meta = {
+        "params": params.to_dict(),
+        "omegas": list(omegas),
+        "alphas": list(alphas),
+        "solver": cfg.as_dict(),
+        "error_estimate": error_estimate,
+        "continuation_chains": chains,
+        "rows": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()} for r in table],
+        "tasks": runs.counts | {"failures": runs.failures},
+        "dataset": "phase_diagram.nc",
+        "code_version": version,
+        "seconds": time.perf_counter() - t0,
+    }
+    (out / "phase_diagram.json").write_text(json.dumps(meta, indent=2))
+    return meta

@@ -1,0 +1,161 @@
+"""The numerics' long jobs as tasks of the execution layer (:mod:`attnphase.execution`).
+
+One task is one independent continuation computation, warm starts staying inside it:
+
+* :func:`boundaries_task` -- :func:`~attnphase.numerics.phase.boundaries.phase_boundaries` at one model
+  (one omega; one value of a scanned parameter), on the k-th replicate of every quadrature role
+  for ``--error-estimate``;
+* :func:`chain_task` -- the boundaries along a chain of omegas, continued in omega from an anchor
+  (:func:`~attnphase.numerics.phase.omega_continuation.boundaries_chain`, ``phase-diagram --continuation``:
+  the warm starts pass from one omega to the next, so the chain is one task);
+* :func:`sweep_task` -- one branch over the alpha grid at one model (``sweep`` over several omegas);
+* :func:`rank_boundaries_task` -- the rank-r boundaries at one omega
+  (:func:`~attnphase.numerics.phase.rank_boundaries.rank_phase_boundaries`, ``phase-diagram --rank``);
+* :func:`census_task` -- the census at one omega's alpha_c
+  (:func:`~attnphase.numerics.phase.census.census_check`, ``phase-diagram --census``).
+
+A task's key hashes the model, the alpha grid, the whole SolverConfig and the code version of the
+theory and numerics layers (:func:`attnphase.execution.code_version`), so a stored result answers
+exactly the computation asked for.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Sequence
+
+import numpy as np
+
+from attnphase.execution import Outcome, Task, code_version, task_key
+from attnphase.numerics.phase.boundaries import Boundaries, _portable, boundaries_job
+from attnphase.numerics.errors.quadrature_error import point_errors
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.phase.continuation import BranchSweep, sweep
+from attnphase.theory.params import ModelParams
+
+#: The layers a numerics task runs (their source is hashed into every key) ...
+NUMERICS_CODE = ("attnphase.theory", "attnphase.numerics")
+#: ... but for the modules that only present results (tables, figures, datasets, the commands):
+#: an edit there keeps a job's stored tasks valid.
+PRESENTATION = ("commands/", "jobs/report.py", "jobs/rank_report.py", "jobs/plots.py", "jobs/dataset.py",
+                "cli.py", "latex.py", "notes.py")
+
+
+def numerics_version() -> str:
+    return code_version(*NUMERICS_CODE, exclude=PRESENTATION)
+
+
+def boundaries_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig, replicate: int = 0,
+                    tag: str = "", version: str | None = None, whole: bool = False) -> Task:
+    """phase_boundaries at ``params`` on the grid ``alphas`` with ``config.variant(replicate)``;
+    ``tag`` prefixes the label (the scanned parameter's value).  ``whole``: the positional branch
+    also over the grid below the boundaries' range (:func:`~attnphase.numerics.phase.boundaries.whole_positional_branch`)."""
+    cfg = config.variant(replicate) if replicate else config
+    identity = {"params": params.to_dict(), "alphas": list(alphas), "config": cfg.as_dict()} | (
+        {"whole_positional_branch": True} if whole else {})
+    label = tag + f"omega={params.omega:g}" + (f" rule {replicate}" if replicate else "")
+    return Task(task_key(boundaries_job, identity, version or numerics_version()), label, boundaries_job,
+                (params, list(alphas), cfg, whole))
+
+
+def omega_chains(omegas: Sequence[float], n_chains: int,
+                 anchor_at: float | None = None) -> list[tuple[float, list[float], list[float]]]:
+    """The sorted ``omegas`` in ``n_chains`` contiguous blocks (sizes differing by at most one), each
+    as (anchor, the omegas above it ascending, those below it descending): the anchor is the block's
+    first omega, or ``anchor_at`` where the block holds it."""
+    w = sorted(float(x) for x in omegas)
+    out = []
+    for block in np.array_split(np.array(w), max(1, min(n_chains, len(w)))):
+        blk = [float(x) for x in block]
+        i = next((j for j, x in enumerate(blk) if anchor_at is not None and abs(x - anchor_at) < 1e-12), 0)
+        out.append((blk[i], blk[i + 1:], blk[:i][::-1]))
+    return out
+
+
+def chain_job(job: tuple) -> list[Boundaries]:
+    """:func:`~attnphase.numerics.phase.omega_continuation.boundaries_chain` for one (params, alphas, config,
+    anchor, up, down, whole)."""
+    from attnphase.numerics.phase.omega_continuation import boundaries_chain
+
+    params, alphas, config, anchor, up, down, whole = job
+    return boundaries_chain(params, alphas, anchor, up, down, config, whole)
+
+
+def chain_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig, chain: tuple[float, list, list],
+               replicate: int = 0, whole: bool = False, version: str | None = None) -> Task:
+    """The boundaries at the omegas of ``chain`` = (anchor, omegas above it, omegas below it)
+    (:func:`omega_chains`), phase_boundaries at the anchor and
+    continued from it, with ``config.variant(replicate)``; ``whole``: the anchor's whole positional branch."""
+    cfg = config.variant(replicate) if replicate else config
+    anchor, up, down = chain
+    identity = {"params": params.to_dict(), "alphas": list(alphas), "config": cfg.as_dict(), "anchor": float(anchor),
+                "up": [float(w) for w in up], "down": [float(w) for w in down]} | (
+        {"whole_positional_branch": True} if whole else {})
+    omegas = sorted([anchor, *up, *down])
+    label = f"omega={omegas[0]:g}..{omegas[-1]:g} from {anchor:g}" + (f" rule {replicate}" if replicate else "")
+    return Task(task_key(chain_job, identity, version or numerics_version()), label, chain_job,
+                (params, list(alphas), cfg, float(anchor), [float(w) for w in up], [float(w) for w in down], whole))
+
+
+def sweep_job(job: tuple[ModelParams, list[float], str, SolverConfig], progress=None) -> BranchSweep:
+    """One branch over the grid (``sweep``), its fixed points without solver memory; ``progress``
+    is called after each point (in-process runs)."""
+    params, alphas, branch, cfg = job[:4]
+    sw = sweep(params, alphas, branch, config=cfg, progress=progress)
+    if cfg.error_bars:
+        sw = replace(sw, errors=point_errors(sw.points, cfg, job[4] if len(job) > 4 else 0))
+    return _portable(sw)
+
+
+def sweep_task(params: ModelParams, alphas: Sequence[float], branch: str, config: SolverConfig,
+               version: str | None = None, n_rules: int = 0) -> Task:
+    """One sweep as a stored task; ``n_rules`` >= 2: its points' error bars from that many independent
+    rules (a solve rule of one block, :func:`~attnphase.numerics.errors.quadrature_error.independent_rules`)."""
+    identity = {"params": params.to_dict(), "alphas": list(alphas), "branch": branch, "config": config.as_dict(),
+                "n_rules": int(n_rules)}
+    return Task(task_key(sweep_job, identity, version or numerics_version()), f"omega={params.omega:g}", sweep_job,
+                (params, sorted(alphas), branch, config, int(n_rules)))
+
+
+def rank_boundaries_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig,
+                         version: str | None = None, tag: str = "") -> Task:
+    """The rank-r boundaries at ``params`` (its omega, r, r*) on the grid ``alphas``; ``tag`` prefixes
+    the label (the scanned parameter's value)."""
+    from attnphase.numerics.phase.rank_boundaries import rank_boundaries_job
+    from attnphase.numerics.se.rank_starts import teacher_rank
+
+    identity = {"params": params.to_dict(), "r": params.r, "r_star": teacher_rank(params),
+                "alphas": sorted(alphas), "config": config.as_dict()}
+    return Task(task_key(rank_boundaries_job, identity, version or numerics_version()),
+                tag + f"omega={params.omega:g} rank {params.r}x{teacher_rank(params)}", rank_boundaries_job,
+                (params, sorted(alphas), config))
+
+
+def census_check_job(job: tuple[ModelParams, float, SolverConfig, int]) -> dict:
+    """:func:`~attnphase.numerics.phase.census.census_check` at (params, alpha) with ``n_rules`` rules: one row."""
+    from attnphase.numerics.phase.census import census_check
+
+    params, alpha, cfg, n_rules = job
+    return census_check(params, alpha, config=cfg, n_rules=n_rules)
+
+
+def census_task(params: ModelParams, alpha: float, config: SolverConfig, n_rules: int,
+                version: str | None = None) -> Task:
+    """The census at (params, alpha) -- ``phase-diagram --census`` at each omega's alpha_c."""
+    identity = {"params": params.to_dict(), "alpha": float(alpha), "config": config.as_dict(), "n_rules": int(n_rules)}
+    return Task(task_key(census_check_job, identity, version or numerics_version()), f"census omega={params.omega:g}",
+                census_check_job, (params, float(alpha), config, int(n_rules)))
+
+
+def boundaries_or_failure(outcome: Outcome, omega: float) -> Boundaries:
+    """The task's Boundaries; for a failed task, NaN boundaries whose note is the task's error."""
+    if outcome.ok:
+        return outcome.value
+    return Boundaries(omega=omega, alpha_c=math.nan, alpha_l=math.nan, semantic_end=math.nan,
+                      positional_end=math.nan, notes=(f"task failed: {outcome.reason}",))
+
+
+def strip_sweeps(b: Boundaries) -> Boundaries:
+    """Boundaries without their branch sweeps (a replicate's table needs the numbers only)."""
+    return replace(b, semantic=None, positional=None)

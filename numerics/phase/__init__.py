@@ -1,0 +1,1 @@
+"""Phase structure: branches over alpha, their ends, the phase boundaries and their refinement, the census of fixed points."""

@@ -1,0 +1,155 @@
+"""alpha_c and alpha_l refined on finer rules than the solves', with their standard errors.
+
+* :func:`refine_alpha_c` -- Newton steps on Delta e_t = e_t(semantic) - e_t(positional) with E[M] on a
+  finer rule (e_t is stationary in the overlaps, docs/method.md section 6, e_t and alpha_c from a finer rule), block by block for its
+  error bar;
+* :func:`refine_alpha_l` -- the semantic point at the solve rule's root of eps_g = eps_lin re-solved on a
+  finer rule, and one secant step (multilevel);
+* :func:`block_root_error` -- the standard error of a root found on the pooled solve rule, from its blocks
+  (:mod:`attnphase.numerics.errors.replicates`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.quadrature.rules import finer_rule, make_rule, rule_blocks
+from attnphase.numerics.errors.replicates import block_config, linearised_root_error, replicate_count, standard_error
+from attnphase.numerics.se.state_evolution import FixedPoint, solve
+from attnphase.numerics.se.training_objective import refined_training_objective
+
+#: A fine-rule Newton step on alpha_c larger than this is not taken (noted instead): at the
+#: paper's defaults the corrections are a few 1e-3 with sobol12, 0.024 with sobol10.
+MAX_ALPHA_C_CORRECTION = 0.1
+
+#: A Newton step shorter than this ends the correction: the next one would be about
+#: |curvature| step^2 / (2 |slope|) < 1e-4 (omega = 0.3: slope -8.2e-4, curvature of Delta e_t
+#: d Delta E[M] / d alpha ~ -1.3e-3).
+ONE_NEWTON_STEP = 0.01
+
+#: Newton steps on alpha_c with the fine rule, at most (each after the first costs a solve of
+#: both branches and two fine E[M] evaluations).
+MAX_NEWTON_STEPS = 3
+
+
+def refine_alpha_c(
+    pair_at: Callable[[float], tuple[FixedPoint, FixedPoint]], alpha_0: float, spec: str, config: SolverConfig
+) -> tuple[float, str, float]:
+    """Newton steps on Delta e_t with E[M] from the rule ``spec``; (alpha_c, note -- empty if all went
+    well, its standard error).
+
+    From the (semantic, positional) fixed points ``pair_at(alpha)``, starting at ``alpha_0``:
+
+        alpha <- alpha - Delta e_t / (E_sem[M] - E_pos[M]),
+
+    with both e_t evaluated variationally on the rule and the slope d Delta e_t / d alpha =
+    Delta E[M] (:mod:`attnphase.numerics.se.training_objective`).  A step shorter than
+    ONE_NEWTON_STEP ends it (the next would move alpha by < 1e-4); at most MAX_NEWTON_STEPS.
+    A rule of R blocks is evaluated block by block (the same points): the pooled e_t and E[M] are the
+    blocks' means (e_t is affine in E[M]), and the blocks' own Newton roots alpha - Delta e_t_j /
+    Delta E_j[M] at the last step give the standard error (:mod:`attnphase.numerics.errors.replicates`; NaN
+    with one block or ``config.error_bars`` off).  The fixed points' own quadrature error enters e_t at
+    second order only (it is stationary), so this is alpha_c's error.
+    """
+    params = pair_at(alpha_0)[0].params
+    blocks = rule_blocks(spec) if config.error_bars else []
+    rules = [make_rule(params.L, b) for b in blocks] or [make_rule(params.L, spec)]
+    name = rules[0].name.split("@")[0]
+    alpha, failures, err = alpha_0, 0, math.nan
+    for _ in range(MAX_NEWTON_STEPS):
+        pair = pair_at(alpha)
+        per_rule = [[refined_training_objective(fp.params, fp.alpha, fp.overlaps, fp.hat, rule, config) for fp in pair]
+                    for rule in rules]
+        d_et = [rs.e_t - rp.e_t for rs, rp in per_rule]
+        d_em = [rs.E_M - rp.E_M for rs, rp in per_rule]
+        failures += sum(r.prox_failures for pr in per_rule for r in pr)
+        delta, slope = float(np.mean(d_et)), float(np.mean(d_em))
+        step = -delta / slope if slope < 0 else math.nan
+        if not abs(step) <= MAX_ALPHA_C_CORRECTION:
+            return alpha_0, (
+                f"alpha_c: {name} correction not applied (Delta e_t = {delta:.2e}, "
+                f"slope {slope:.2e} at alpha = {alpha:.5f}); the value is the solve rule's root"
+            ), math.nan
+        if len(rules) >= 2:
+            err = standard_error([alpha - d / e for d, e in zip(d_et, d_em) if e < 0])
+        alpha += step
+        if abs(step) < ONE_NEWTON_STEP:
+            return alpha, (f"alpha_c: {failures} proximal failures on {name}" if failures else ""), err
+    return alpha, f"alpha_c: {name} correction still moving after {MAX_NEWTON_STEPS} Newton steps ({step:+.1e})", err
+
+
+#: The secant slope of eps_g(alpha) that refines alpha_l is taken between points at least this far apart
+#: (closer ones see the solve rule's jumps: eps_g moves by ~1e-4 over 0.1 in alpha, its error is ~1e-5).
+ALPHA_L_SLOPE_SPAN = 0.02
+
+
+def refine_alpha_l(s_on: list[FixedPoint], alpha_l: float, cfg: SolverConfig) -> tuple[float, float, str]:
+    """alpha_l refined on ``cfg.alpha_l_quadrature`` and its standard error; (alpha_l, err, note).
+
+    The semantic point nearest the solve rule's root a (the root finder's last evaluation) is re-solved on
+    the finer rule (warm), and alpha_l = a - (eps_g,fine(a) - eps_lin) / slope, with the slope of eps_g the
+    solve rule's secant over at least ALPHA_L_SLOPE_SPAN (a multilevel step: the fine rule is solved once).
+    The error is that rule's blocks' (:func:`block_root_error`); without a finer rule (None, or one of no more
+    nodes than the solve rule), the solve rule's root and its error.
+    """
+    near = sorted(s_on, key=lambda p: abs(p.alpha - alpha_l))
+    other = next((p for p in near[1:] if abs(p.alpha - near[0].alpha) >= ALPHA_L_SLOPE_SPAN), None)
+    if other is None:
+        return alpha_l, math.nan, ""
+    fp = near[0]
+    slope = (other.observables.eps_g - fp.observables.eps_g) / (other.alpha - fp.alpha)
+    eps_lin = fp.observables.eps_lin
+    gap = lambda fps: fps[0].observables.eps_g - eps_lin  # noqa: E731
+    fine_rule = finer_rule(fp.params.L, cfg.alpha_l_quadrature, cfg.quadrature)
+    if fine_rule is None:
+        return alpha_l, (block_root_error([fp], gap, slope, cfg) if replicate_count(cfg) else math.nan), ""
+    fine_cfg = cfg.replace(quadrature=fine_rule)
+    fine = solve(fp.params, fp.alpha, "semantic", init=fp.overlaps, config=fine_cfg)
+    if not (fine.status.converged and fine.branch == "semantic") or not slope < 0:
+        return alpha_l, math.nan, (f"alpha_l: {cfg.alpha_l_quadrature} refinement not applied (re-solve: "
+                                   f"{fine.status.message}, {fine.branch}; slope {slope:.2e}); the solve rule's root")
+    refined = fp.alpha - gap([fine]) / slope
+    err = block_root_error([fine], gap, slope, fine_cfg) if replicate_count(fine_cfg) else math.nan
+    return refined, err, ""
+
+
+def block_root_error(points: Sequence[FixedPoint], g: Callable[[list[FixedPoint]], float], slope: float,
+                      cfg: SolverConfig) -> float:
+    """Standard error of a root b of g found on the pooled solve rule, linearised at the points' alpha a
+    (all at one alpha): the points re-solved on each block j (warm), b_j = a - g_j / slope
+    (:func:`~attnphase.numerics.errors.replicates.linearised_root_error`); a block whose solves leave the
+    points' branches is left out."""
+    a, values = points[0].alpha, []
+    for j in range(replicate_count(cfg)):
+        cfg_j = block_config(cfg, j)
+        fps = [solve(fp.params, fp.alpha, fp.requested, init=fp.overlaps, config=cfg_j) for fp in points]
+        if all(f.status.converged and f.branch == fp.branch for f, fp in zip(fps, points)):
+            values.append(g(fps))
+    return linearised_root_error(a, values, slope)
+
+
+def coarse_alpha_c_error(s_on: Sequence[FixedPoint], p_on: Sequence[FixedPoint], alpha_c: float,
+                         cfg: SolverConfig) -> float:
+    """The error of alpha_c left on the solve rule (no fine-rule correction): Delta e_t's blocks at the
+    common point of both branches nearest alpha_c (:func:`block_root_error`; NaN without blocks)."""
+    if not replicate_count(cfg):
+        return math.nan
+    a = min({p.alpha for p in s_on} & {p.alpha for p in p_on}, key=lambda x: abs(x - alpha_c))
+    s_fp, p_fp = (next(p for p in pts if p.alpha == a) for pts in (s_on, p_on))
+    return block_root_error([s_fp, p_fp], lambda fps: fps[0].observables.e_t - fps[1].observables.e_t,
+                            s_fp.observables.E_M - p_fp.observables.E_M, cfg)
+
+
+def refined_alpha_l(s_on: Sequence[FixedPoint], alpha_l: float, alpha_c: float, alpha_c_err: float,
+                    cfg: SolverConfig) -> tuple[float, float, str]:
+    """(alpha_l, its error, a note): alpha_c's where alpha_l is alpha_c (eps_g already below eps_lin
+    there), else :func:`refine_alpha_l` on the semantic points ``s_on``; NaN stays NaN."""
+    if not math.isfinite(alpha_l):
+        return alpha_l, math.nan, ""
+    if alpha_l == alpha_c:
+        return alpha_l, alpha_c_err, ""
+    return refine_alpha_l(list(s_on), alpha_l, cfg)

@@ -1,0 +1,147 @@
+"""Where phase boundaries are searched for: brackets that grow beyond the alpha grid.
+
+A boundary not bracketed on the grid is searched for beyond it before it is reported missing:
+
+* above the grid's top, by continuation up to :data:`ALPHA_LIMIT` (:func:`grid_extension`,
+  :func:`extend_branch`: alpha_c, alpha_l, the positional end);
+* alpha_c below the lowest alpha where both branches are on the grid, down to the semantic
+  branch's end (:func:`grow_alpha_c_down`), and above the highest, up to the positional branch's
+  end (:func:`grow_alpha_c_up`);
+* alpha_l's first sample a little above alpha_c where the semantic solve stalls at it
+  (:func:`first_solvable`).
+
+Delta e_t = e_t(semantic) - e_t(positional) (docs/model.md section 6) is sampled through a
+callable returning (Delta e_t, Delta E[M]) that raises :class:`BranchLost` when a solve leaves its
+branch.  :func:`positional_grid` says where the positional branch is followed at all.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+from attnphase.numerics.phase.continuation import BranchSweep, sweep
+from attnphase.numerics.se.state_evolution import FixedPoint
+from attnphase.theory.params import ModelParams
+
+#: Brackets grow beyond the grid's top up to this alpha (and no further; the note says so).
+ALPHA_LIMIT = 10.0
+
+#: Ratio of successive points of the grid's extension above its top (3 -> 6 -> 10 on the default grid).
+GROWTH_RATIO = 2.0
+
+#: Where alpha_c lies below the lowest common grid point, between the semantic end e and that point
+#: a: Delta e_t is tried at e + f (a - e) for these f, the first with Delta e_t > 0 closing the bracket.
+DOWN_FRACTIONS = (0.5, 0.25, 0.1)
+
+#: Where alpha_c lies above the highest common grid point a, below the positional end e: Delta e_t
+#: is tried at a + f (e - a) for these f (and at the semantic grid points in between), upward.
+UP_FRACTIONS = (0.25, 0.5, 0.75, 0.9)
+
+#: Where the semantic solve stalls at alpha_c, alpha_l's first sample is taken at alpha_c + f (g -
+#: alpha_c) for these f, g the next semantic grid point.
+AT_C_FRACTIONS = (0.05, 0.15, 0.3)
+
+class BranchLost(RuntimeError):
+    """A root-finding evaluation left the branch it was following."""
+
+
+def grid_extension(top: float) -> list[float]:
+    """The alphas above a grid's ``top`` where brackets grow: a geometric sequence of ratio
+    GROWTH_RATIO, its last point ALPHA_LIMIT (empty when ``top`` reaches the limit)."""
+    out: list[float] = []
+    a = top
+    while a < ALPHA_LIMIT:
+        a = min(a * GROWTH_RATIO, ALPHA_LIMIT)
+        if ALPHA_LIMIT - a < 0.25 * (a - (out[-1] if out else top)):
+            a = ALPHA_LIMIT  # no sliver of a last step
+        out.append(a)
+    return out
+
+
+def extend_branch(params: ModelParams, sw: BranchSweep, beyond: list[float], kw: dict) -> tuple[BranchSweep, str]:
+    """``sw`` (a branch reaching the grid's top) continued upward over ``beyond``; the branch's end
+    there (positional) replaces ``sw.end`` when ``sw`` had none.  With a note when the search ends
+    at ALPHA_LIMIT with the branch still there, or when the branch does not reach the grid's top."""
+    on = sw.on_branch()
+    top = max((p.alpha for p in sw.points), default=math.nan)
+    if not on or on[-1].alpha < top:
+        return sw, ""  # the branch ends (or is lost) inside the grid: nothing to grow
+    ext = sweep(params, beyond, sw.branch, direction="up", start=on[-1], **kw)
+    end, side = (ext.end, ext.end_side) if math.isnan(sw.end.alpha) else (sw.end, sw.end_side)
+    grown = BranchSweep(sw.branch, sw.points + ext.points, end, side)
+    reached = [p.alpha for p in ext.on_branch()]
+    note = ""
+    if sw.branch == "positional" and math.isnan(ext.end.alpha):
+        note = (f"positional branch followed up to alpha = {ALPHA_LIMIT:g} (the search limit): no end below it"
+                if reached and reached[-1] >= ALPHA_LIMIT else
+                f"positional branch lost above alpha = {max(reached, default=top):.3g} without a located end")
+    return grown, note
+
+
+def delta_bracket(s_on: list[FixedPoint], p_on: list[FixedPoint]):
+    """Delta e_t = e_t(semantic) - e_t(positional) at the alphas where both branches have points,
+    ascending, and the first pair of them where it changes sign from > 0 to <= 0 (or None)."""
+    sd = {p.alpha: p for p in s_on}
+    pd = {p.alpha: p for p in p_on}
+    delta = [(a, sd[a].observables.e_t - pd[a].observables.e_t) for a in sorted(set(sd) & set(pd))]
+    return delta, next((pair for pair in zip(delta, delta[1:]) if pair[0][1] > 0 >= pair[1][1]), None)
+
+
+def first_solvable(gap: Callable[[float], float], lo: float, hi: float) -> tuple[float, float] | None:
+    """(a, gap(a)) at the first of lo, lo + f (hi - lo) for f in AT_C_FRACTIONS where the
+    semantic solve converges; None if it converges at none."""
+    for a in (lo, *(lo + f * (hi - lo) for f in AT_C_FRACTIONS)):
+        try:
+            return a, gap(a)
+        except BranchLost:
+            continue
+    return None
+
+
+def positional_grid(alphas: Sequence[float], sem: BranchSweep) -> list[float]:
+    """The alphas where phase boundaries follow the positional branch: from the first grid point
+    above the semantic branch's end (alpha_c lies where both branches exist; below that end, near
+    the positional branch's birth, cold solves fail slowly), the whole grid when the semantic
+    branch has no end or no point on it."""
+    grid = sorted(float(a) for a in alphas)
+    if not sem.on_branch() or not math.isfinite(sem.end.alpha):
+        return grid
+    above = [a for a in grid if a > sem.end.on_solve_rule]
+    return above or grid
+
+
+def grow_alpha_c_up(d_et: Callable[[float], tuple[float, float]], a_high: float, d_high: float,
+                     a_end: float, grid: Sequence[float]):
+    """A bracket of alpha_c above the highest common grid point ``a_high`` (Delta e_t = d_high > 0
+    there), below the positional branch's end ``a_end``: Delta e_t at a_high + f (a_end - a_high)
+    for f in UP_FRACTIONS and at the semantic branch's grid points ``grid`` in between, in
+    increasing alpha, until it is <= 0.  None if it never is."""
+    lo = (a_high, d_high)
+    for a in sorted({*grid, *(a_high + f * (a_end - a_high) for f in UP_FRACTIONS)}):
+        try:
+            d, _ = d_et(a)
+        except BranchLost:
+            continue
+        if d <= 0:
+            return lo, (a, d)
+        lo = (a, d)
+    return None
+
+
+def grow_alpha_c_down(d_et: Callable[[float], tuple[float, float]], a_end: float, a_low: float, d_low: float):
+    """A bracket of alpha_c below the lowest common grid point ``a_low`` (Delta e_t = d_low <= 0
+    there), above the semantic branch's end ``a_end``: Delta e_t at a_end + f (a_low - a_end) for f
+    in DOWN_FRACTIONS until it is > 0 (near a continuous end the semantic branch approaches the
+    agnostic one, above the positional one where that is the lower).  None if it never is."""
+    hi = (a_low, d_low)
+    for f in DOWN_FRACTIONS:
+        a = a_end + f * (a_low - a_end)
+        try:
+            d, _ = d_et(a)
+        except BranchLost:
+            continue
+        if d > 0:
+            return (a, d), hi
+        hi = (a, d)
+    return None

@@ -1,0 +1,273 @@
+"""Where a branch ends: one function, :func:`locate_branch_end`, with a named strategy.
+
+A branch followed in alpha (semantic downward, positional upward) can end in three ways, and the
+result says which (``BranchEnd.kind``):
+
+* ``"bifurcation"`` -- it meets the agnostic branch continuously (its order parameter th0 or |m|
+  goes to 0): where an eigenvalue of the SE Jacobian at the agnostic fixed point crosses 1
+  (:mod:`attnphase.numerics.phase.stability`), or where a trace at fixed order parameter keeps moving
+  towards smaller order parameter up to the trace's floor;
+* ``"fold"`` -- it turns back at a finite order parameter (a trace finds alpha(order) with an
+  interior extremum), or continuation past it converges to another fixed point (label change);
+* ``"solver failure"`` -- past it the solver fails: the end may be a numerical one.
+
+And how it was located (``BranchEnd.method``): ``"eigenvalue"`` (the bifurcation, the default
+strategy ``"bifurcation"`` where the branch meets the agnostic one), ``"trace"`` (natural-parameter
+continuation at fixed th0 / |m|, :func:`trace_branch_end`; the semantic branch with the strategy
+``"trace"``, or where the eigenvalue is not usable) or ``"bisection"`` (in alpha between the last
+converged point and the first failure).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import numpy as np
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.roots import bisect_last_true
+from attnphase.numerics.phase.bifurcation import branch_bifurcation
+from attnphase.numerics.se.state_evolution import FixedPoint, solve_at_order
+from attnphase.theory.params import ModelParams
+
+#: Kinds of branch end (see the module doc).
+END_KINDS = ("bifurcation", "fold", "solver failure")
+
+#: Below this |th0| the semantic branch is not followed: near its continuous end alpha(theta)
+#: is so flat (alpha - alpha_end ~ theta^2) and the theta direction of the SE map so soft that
+#: quadrature noise (theta error bars ~1e-4 with sobol12) moves alpha by more than the remaining
+#: distance to the end, and creates spurious fixed points with tiny theta below it (omega = 0.25,
+#: sobol12: theta = 0.025 / 0.018 / 0.011 / 0.007 traced at alpha = 0.653 / 0.639 / 0.610 / 0.527;
+#: omega = 0.15: theta = 2e-4 converged at alpha = 0.364, far below the end at 0.60).  Sweeps
+#: count a semantic point as on the branch only above it, and the end trace stops there.
+SEMANTIC_THETA_FLOOR = 0.02
+
+#: The positional analogue of :data:`SEMANTIC_THETA_FLOOR` for |m|: sweeps count a positional
+#: point as on the branch only above it (at omega <= 0.2, sobol12, continuation past the branch's
+#: end converged to spurious points with |m| ~ 0.001-0.005), and its end trace stops there.
+POSITIONAL_M_FLOOR = 0.02
+
+#: Scheduled points of a branch-end trace (geometric in the order parameter, see
+#: :func:`trace_branch_end`); failed or jumping steps add subdivisions.
+N_TRACE = 6
+
+#: Branch (and sweep direction) whose end meets the agnostic branch, and the eigenvalue direction.
+BIFURCATING = {("semantic", "down"): "theta", ("positional", "up"): "m"}
+
+
+def order_parameter(fp: FixedPoint, branch: str) -> float:
+    """The size of a branch's order parameter: |th0| (semantic) or |m| (positional, agnostic)."""
+    ov = fp.overlaps
+    return abs(float(ov.th0)) if branch == "semantic" else float(np.linalg.norm(ov.m))
+
+
+def on_branch(fp: FixedPoint, branch: str) -> bool:
+    """Converged, labelled ``branch``, and its order parameter above the branch's floor."""
+    ok = fp.status.converged and fp.branch == branch
+    if branch == "semantic":
+        return ok and abs(fp.overlaps.th0) >= SEMANTIC_THETA_FLOOR
+    if branch == "positional":
+        return ok and float(np.linalg.norm(fp.overlaps.m)) >= POSITIONAL_M_FLOOR
+    return ok
+
+
+@dataclass(frozen=True, eq=False)
+class BranchEnd:
+    """The end of a branch.
+
+    Attributes:
+        alpha: where the branch ends (NaN when it was not located).
+        kind: ``"bifurcation"``, ``"fold"`` or ``"solver failure"`` (:data:`END_KINDS`).
+        method: ``"eigenvalue"``, ``"trace"`` or ``"bisection"``.
+        order_at_end: |th0| or |m| at the end (0 for a bifurcation located by its eigenvalue,
+            NaN after a bisection).
+        points: the fixed points traced towards the end (method ``"trace"``), in trace order.
+        note: why the preferred strategy was not used, when it was not.
+        err: standard error of ``alpha`` from the rules' blocks (a bifurcation located by its
+            eigenvalue, :func:`attnphase.numerics.phase.bifurcation.branch_bifurcation`; NaN otherwise).
+        solve_rule_alpha: where the end lies on the solve rule, which the branch's own points are solved on
+            (a bifurcation's root before its multilevel step; NaN: ``alpha``, see :meth:`on_solve_rule`).
+    """
+
+    alpha: float
+    kind: str
+    method: str
+    order_at_end: float = math.nan
+    points: tuple[FixedPoint, ...] = ()
+    note: str = ""
+    err: float = math.nan
+    solve_rule_alpha: float = math.nan
+
+    @property
+    def on_solve_rule(self) -> float:
+        """The end as the branch's points see it: ``solve_rule_alpha`` where set, else ``alpha``."""
+        return self.alpha if math.isnan(self.solve_rule_alpha) else self.solve_rule_alpha
+
+
+def locate_branch_end(
+    params: ModelParams,
+    branch: str,
+    direction: str,
+    good: FixedPoint,
+    anchor: float,
+    failed: FixedPoint,
+    run: Callable[[float, FixedPoint], FixedPoint],
+    config: SolverConfig,
+    *,
+    bisection_tol: float = 1e-3,
+    full_config: SolverConfig | None = None,
+) -> BranchEnd:
+    """Locate the end of ``branch`` (followed in ``direction``) past its last converged point ``good``.
+
+    ``failed`` is the first solve that left the branch, ``anchor`` the alpha of the branch's last
+    point on the sweep's grid, ``run(alpha, start)`` the sweep's warm-started solve.  Strategy
+    ``config.branch_end``: ``"bifurcation"`` takes the eigenvalue crossing on the agnostic branch
+    (on ``config.bifurcation_quadrature``, agnostic solves with ``full_config``) when it lies beyond
+    ``anchor``; otherwise, and with ``"trace"``, the semantic branch followed down is traced at fixed
+    theta (:func:`trace_branch_end`) and any other end is bisected in alpha to ``bisection_tol``.
+    """
+    end, note = bifurcation_end(params, branch, direction, good, anchor, config, full_config)
+    if end is not None:
+        return end
+    if (branch, direction) == ("semantic", "down"):
+        return replace(trace_branch_end(params, good, branch, config=config), note=note)
+
+    def holds(alpha: float, start: FixedPoint) -> FixedPoint | None:
+        fp = run(alpha, start)
+        return fp if on_branch(fp, branch) else None
+
+    alpha = bisect_last_true(holds, good.alpha, good, failed.alpha, bisection_tol)
+    return BranchEnd(alpha, "fold" if failed.status.converged else "solver failure", "bisection", note=note)
+
+
+def bifurcation_end(
+    params: ModelParams,
+    branch: str,
+    direction: str,
+    good: FixedPoint,
+    anchor: float,
+    config: SolverConfig,
+    full_config: SolverConfig | None = None,
+) -> tuple[BranchEnd | None, str]:
+    """The end of ``branch`` (followed in ``direction`` up to its point ``good``) where it meets the
+    agnostic branch: the alpha where the SE Jacobian's eigenvalue at the agnostic fixed point crosses
+    1 in the branch's direction (:data:`BIFURCATING`), on ``config.bifurcation_quadrature``, when
+    the strategy is ``"bifurcation"`` and the crossing lies beyond ``anchor`` (the branch's last grid
+    point).  Returns (the end or None, why not when None -- empty when the strategy does not apply).
+    """
+    if config.branch_end != "bifurcation" or (branch, direction) not in BIFURCATING:
+        return None, ""
+    bif = bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config)
+    if not bif.converged and anchor != good.alpha:
+        # the agnostic solve can fail at one alpha (omega = 0.2: no agnostic fixed point found
+        # at 1.6386, where the secant from the grid point 1.627 finds mu = 1 at 1.763)
+        bif = bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config, anchor)
+    on_rule = bif.solve_rule_alpha  # the branch's points live on the solve rule
+    beyond = on_rule <= anchor if direction == "down" else on_rule >= anchor
+    # the crossing must be the end's, not the branch's birth: lambda rises through 1 where the
+    # semantic branch is born (its end followed down), mu falls through 1 where the positional
+    # branch ends (omega = 0, sobol12 seed 3: from a first point at alpha = 0.1 the secant found
+    # mu rising through 1 at 0.107, where the positional branch is born)
+    right_way = not (bif.slope < 0 if direction == "down" else bif.slope > 0)
+    if bif.converged and beyond and right_way:
+        return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", 0.0, err=bif.err, solve_rule_alpha=on_rule), ""
+    return None, (bif.message if not bif.converged else (
+        f"bifurcation at {bif.alpha:.4f} is not beyond the branch's last grid point ({anchor:.4f})" if not beyond
+        else f"the eigenvalue crosses 1 the wrong way at {bif.alpha:.4f} (slope {bif.slope:+.2f}): the branch's birth"))
+
+
+def bifurcation_from(params: ModelParams, good: FixedPoint, direction: str, cfg: SolverConfig,
+                     alpha_guess: float | None = None, step: float = 0.05):
+    """Eigenvalue 1 on the agnostic branch, from the branch's last point (secant steps from
+    ``alpha_guess``, default that point's alpha; ``step``: the secant's scale, see
+    :func:`~attnphase.numerics.phase.bifurcation.branch_bifurcation`).
+
+    theta: the agnostic start is that point with theta set to 0 (near the semantic end theta is
+    small and the agnostic state close), then a cold start; m: a cold agnostic start first (the
+    positional point's V0 is far from the agnostic one: warm starts from it failed at omega = 0.15,
+    0.2), then that point with m set to 0 (a cold start failed at omega = 0.2, sobol12 seed 2).
+    """
+    ov = good.overlaps
+    zeroed = replace(good, overlaps=Overlaps(q0=ov.q0, V0=ov.V0, m=0.0 * ov.m, th0=0.0), memory=None)
+    starts = (zeroed, None) if direction == "theta" else (None, zeroed)
+    return branch_bifurcation(params, good.alpha if alpha_guess is None else alpha_guess, direction,
+                              config=cfg, starts=starts, step=step)
+
+
+def trace_branch_end(
+    params: ModelParams,
+    start: FixedPoint,
+    branch: str,
+    *,
+    config: SolverConfig | None = None,
+    n_steps: int = N_TRACE,
+    min_ratio: float = 0.02,
+    floor: float | None = None,
+    max_alpha_jump: float = 0.1,
+    max_subdivisions: int | None = None,
+) -> BranchEnd:
+    """Follow ``branch`` from ``start`` towards a vanishing order parameter, alpha solved for.
+
+    The order parameter (th0 for the semantic branch, |m| for the positional one; a sign flip is a
+    symmetry, so its size is traced) runs geometrically from 0.9 of its value at ``start`` down to
+    ``min_ratio`` of it, but not below ``floor`` (default :data:`SEMANTIC_THETA_FLOOR` /
+    :data:`POSITIONAL_M_FLOOR`), each point warm-started from the last
+    (:func:`~attnphase.numerics.se.state_evolution.solve_at_order`).  A step that
+    fails or jumps in alpha by more than ``max_alpha_jump`` (positional: a jump DOWN in alpha,
+    onto the branch's rising part) is retried in up to ``max_subdivisions`` geometric half-steps
+    (default 4 semantic, 1 positional); the trace stops where alpha still jumps.
+
+    The end is the extreme alpha reached (smallest for the semantic branch, largest for the
+    positional one): a ``"fold"`` where that is an interior extremum of alpha(order parameter), a
+    ``"bifurcation"`` where alpha keeps moving as the order parameter shrinks to the floor.
+    """
+    if branch not in ("semantic", "positional"):
+        raise ValueError(f"a branch end is traced on the semantic or positional branch, got {branch!r}")
+    cfg = config or SolverConfig()
+    semantic = branch == "semantic"
+    floor = (SEMANTIC_THETA_FLOOR if semantic else POSITIONAL_M_FLOOR) if floor is None else floor
+    left_max = (4 if semantic else 1) if max_subdivisions is None else max_subdivisions
+    size_start = order_parameter(start, branch)
+    low = max(min_ratio * size_start, floor)
+    if low >= 0.9 * size_start:
+        return BranchEnd(float(start.alpha), "bifurcation", "trace", size_start)
+    sizes = np.geomspace(0.9 * size_start, low, n_steps)
+    cur, pts = start, [start]
+    stop = False
+    for size in sizes:
+        # a scheduled value whose solve fails or jumps in alpha is approached in up to
+        # ``left_max`` geometric half-steps from the last good point
+        target, left = float(size), left_max
+        while True:
+            if semantic:
+                # a mirrored start's memory (Jacobian, candidates) belongs to the mirror state: not reused
+                memory = cur.memory if cur.overlaps.th0 > 0 else None
+                fp = solve_at_order(params, "th0", target, cur.overlaps, config=cfg, memory=memory)
+            else:
+                fp = solve_at_order(params, "m", target, cur.overlaps, config=cfg, memory=cur.memory)
+            ok = fp.status.converged and fp.branch == branch and math.isfinite(fp.alpha)
+            da = fp.alpha - cur.alpha
+            jump = ok and (abs(da) if semantic else -da) > max_alpha_jump
+            if ok and not jump:
+                pts.append(fp)
+                cur = fp
+                if target == float(size):
+                    break
+                target = float(size)
+                continue
+            if left == 0:
+                # a persistent jump in alpha: the solve left the branch (or quadrature noise
+                # dominates): stop; a persistent failure: try the next value
+                stop = jump
+                break
+            left -= 1
+            target = math.sqrt(target * order_parameter(cur, branch))
+        if stop:
+            break
+    pick = min if semantic else max
+    best = pick(pts, key=lambda p: p.alpha)
+    kind = "bifurcation" if best is pts[-1] and len(pts) > 1 else "fold"
+    return BranchEnd(float(best.alpha), kind, "trace", order_parameter(best, branch), tuple(pts[1:]))

@@ -1,0 +1,216 @@
+"""Continuation of fixed points in alpha, warm-started from converged points only.
+
+A branch is followed from a cold start at one end of the alpha range: the semantic branch
+downward from the largest alpha (it exists at large alpha), the positional and agnostic
+branches upward from the smallest.  Each next point is warm-started from the last converged
+point of the requested branch; on failure (no convergence, the label changed, or the order
+parameter fell below the branch's floor) the step is halved down to ``min_step``.  When even the
+smallest step fails, the branch has ended: :func:`attnphase.numerics.phase.branch_end.locate_branch_end`
+locates the end (strategy ``config.branch_end``), and the sweep goes on from the last good point,
+so the rows past the end show the fixed point the iteration actually lands on, with its true label.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Callable, Sequence
+
+from attnphase.numerics.phase.branch_end import BranchEnd, bifurcation_end, locate_branch_end, on_branch
+from attnphase.numerics.config import BRANCHES, SolverConfig
+from attnphase.numerics.se.se_map import model_rule
+from attnphase.numerics.se.state_evolution import FixedPoint, solve
+from attnphase.theory.params import ModelParams
+from attnphase.theory.whitening import se_params
+
+#: SE-evaluation budget of one warm-started continuation step.
+CONTINUATION_MAX_ITER = 60
+
+#: No end located in the range.
+NO_END = BranchEnd(math.nan, "", "")
+
+
+@dataclass(frozen=True, eq=False)
+class BranchSweep:
+    """Result of following one branch over a grid of alpha.
+
+    Attributes:
+        branch: requested branch.
+        points: one fixed point per requested alpha (per alpha reached, with ``past_end=False``),
+            in increasing alpha.
+        end: where the branch ends inside the range (:class:`~attnphase.numerics.phase.branch_end.BranchEnd`;
+            ``end.alpha`` is NaN if the branch spans the range).
+        end_side: ``"below"`` if the branch exists above its end, ``"above"`` otherwise.
+        errors: per point, its ``err_<key>`` standard errors
+            (:func:`attnphase.numerics.errors.quadrature_error.point_errors`; empty when not computed).
+    """
+
+    branch: str
+    points: list[FixedPoint]
+    end: BranchEnd = NO_END
+    end_side: str = ""
+    errors: tuple[dict[str, float], ...] = ()
+
+    def on_branch(self) -> list[FixedPoint]:
+        """The converged points carrying the requested label, with the order parameter above the
+        branch's floor (:func:`attnphase.numerics.phase.branch_end.on_branch`)."""
+        return [p for p in self.points if on_branch(p, self.branch)]
+
+
+def default_direction(branch: str) -> str:
+    """Sweep direction in which a branch is followed from its cold start."""
+    return "down" if branch == "semantic" else "up"
+
+
+def sweep(
+    params: ModelParams,
+    alphas: Sequence[float],
+    branch: str = "semantic",
+    *,
+    config: SolverConfig | None = None,
+    direction: str | None = None,
+    min_step: float = 1e-3,
+    bisection_tol: float = 1e-3,
+    start: FixedPoint | None = None,
+    progress: Callable[[FixedPoint], None] | None = None,
+    past_end: bool = True,
+) -> BranchSweep:
+    """Follow ``branch`` over ``alphas`` by continuation; one FixedPoint per alpha (sorted ascending).
+
+    With ``past_end=False`` the sweep stops where the branch ends: the alphas beyond it (the
+    first one included) get no row (phase boundaries need only the branch itself).  Where the
+    branch exists at a grid point (on the near side of its located end) but the warm-started step
+    failed, that point is solved once more with the full solver budget, from the last good point
+    and then cold.
+    """
+    if branch not in BRANCHES:
+        raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
+    grid = sorted(float(a) for a in alphas)
+    if not grid or grid[0] <= 0 or not all(math.isfinite(a) for a in grid):
+        raise ValueError(f"alphas must be finite and > 0, got {list(alphas)}")
+    full_cfg = config or SolverConfig()
+    # a warm-started point that needs more than this, or whose Newton iteration fails, is
+    # treated as off the branch (the step is halved)
+    cfg = replace(full_cfg, max_iter=min(full_cfg.max_iter, CONTINUATION_MAX_ITER), warm_fallback=False)
+    params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
+    rule = model_rule(params, cfg)
+    direction = direction or default_direction(branch)
+    if direction not in ("up", "down"):
+        raise ValueError(f"direction must be 'up' or 'down', got {direction!r}")
+    order = grid if direction == "up" else grid[::-1]
+    # where a branch's end is traced at fixed theta, one halving suffices; where it is a bifurcation
+    # (the positional branch followed up), too, as long as the eigenvalue finds the end ahead: it
+    # needs no point near the end
+    traced = (branch, direction) == ("semantic", "down")
+    bifurcating = (branch, direction) == ("positional", "up") and full_cfg.branch_end == "bifurcation"
+
+    def run(alpha: float, init: FixedPoint | None) -> FixedPoint:
+        if init is None:
+            return solve(params, alpha, branch, config=cfg, rule=rule)
+        return solve(params, alpha, branch, init=init.overlaps, memory=init.memory, config=cfg, rule=rule)
+
+    def rescue(alpha: float, near: FixedPoint) -> FixedPoint:
+        # the branch exists here: the full budget (Anderson fallback), warm then cold
+        fp = solve(params, alpha, branch, init=near.overlaps, config=full_cfg, rule=rule)
+        if on_branch(fp, branch):
+            return fp
+        cold = solve(params, alpha, branch, config=full_cfg, rule=rule)
+        return cold if on_branch(cold, branch) or not fp.status.converged else fp
+
+    good: FixedPoint | None = start if start is not None and on_branch(start, branch) else None
+    # the last grid point on the branch: between grid points a step can converge to a spurious
+    # point near a soft end (omega = 0.2, sobol12 seed 1: theta >= 0.02 at alpha = 0.4955, below
+    # the bifurcation at 0.625 that the grid point 0.627 sits just above)
+    grid_good = good
+    last: FixedPoint | None = None
+    results: dict[float, FixedPoint] = {}
+    end, side = NO_END, ""
+    for alpha in order:
+        ended = math.isfinite(end.alpha)
+        if ended and not past_end:
+            break
+        if ended:
+            fp = run(alpha, last)
+            if end.points and alpha >= end.on_solve_rule:
+                # above the traced end the branch exists: start from the traced point nearest in alpha
+                near = min(end.points, key=lambda p: abs(p.alpha - alpha))
+                retry = run(alpha, near)
+                if on_branch(retry, branch) or not fp.status.converged:
+                    fp = retry
+        elif good is None:
+            # the branch's cold start: the full budget (omega = 0.05, sobol12: the positional
+            # start at alpha = 0.627 needs Newton after Anderson's 60 evaluations)
+            fp = solve(params, alpha, branch, config=full_cfg, rule=rule)
+            if on_branch(fp, branch):
+                good = fp
+        else:
+            step_floor = abs(alpha - good.alpha) / 3 if traced or bifurcating else min_step
+            reached, fp, step = _advance(run, good, alpha, branch, step_floor)
+            good = reached
+            ahead = None
+            if bifurcating and not on_branch(fp, branch):
+                ahead, _ = bifurcation_end(params, branch, direction, good, (grid_good or good).alpha, cfg, full_cfg)
+                if ahead is None:
+                    # no end ahead (omega = 0.25: mu crosses 1 at 2.08, below the last grid point on
+                    # the branch, which goes on to the search limit): follow it with the fine step,
+                    # from now on (the crossing stays behind)
+                    bifurcating = False
+                    reached, fp, _ = _advance(run, good, alpha, branch, min_step, step)
+                    good = reached
+            if not on_branch(fp, branch):
+                end = ahead or locate_branch_end(params, branch, direction, good, (grid_good or good).alpha, fp, run,
+                                                 cfg, bisection_tol=bisection_tol, full_config=full_cfg)
+                side = "below" if direction == "down" else "above"
+                exists_here = alpha >= end.on_solve_rule if direction == "down" else alpha <= end.on_solve_rule
+                if end.method == "trace" and exists_here:
+                    near = min(end.points or (good,), key=lambda p: abs(p.alpha - alpha))
+                    fp = run(alpha, near)
+                if not on_branch(fp, branch) and exists_here and past_end:
+                    # a row is wanted here (phase boundaries, past_end=False, need only the branch's
+                    # points: the grid point is dropped there, at no extra cost)
+                    fp = rescue(alpha, good)
+                if not on_branch(fp, branch) and end.kind == "solver failure":
+                    # an end found only because warm solves failed may be numerical: a cold solve
+                    # with the full budget (omega = 0, sobol12 seed 3: the branch's first point at
+                    # alpha = 0.1, m = 0.02, near its birth, and no warm step from it converged)
+                    cold = solve(params, alpha, branch, config=full_cfg, rule=rule)
+                    if on_branch(cold, branch):
+                        fp, good, end, side = cold, cold, NO_END, ""
+                if not on_branch(fp, branch):
+                    if not past_end:
+                        break  # this alpha lies past the end: no row
+                    fp = run(alpha, good)
+        last = fp if fp.status.converged else (good or fp)
+        results[alpha] = fp
+        if on_branch(fp, branch) and not math.isfinite(end.alpha):
+            grid_good = fp
+        if progress is not None:
+            progress(fp)
+    return BranchSweep(branch, [results[a] for a in grid if a in results], end, side)
+
+
+def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float,
+             step: float | None = None) -> tuple[FixedPoint, FixedPoint, float]:
+    """Reach ``target`` from ``good`` by steps (the first ``step``, default the whole way) that
+    halve on failure and double on success.
+
+    Returns (last good point, last attempt, the next step); the points coincide when ``target``
+    was reached, else the next step is the first below ``min_step``.
+    """
+    cur = good
+    step = target - cur.alpha if step is None else step
+    while abs(target - cur.alpha) > 1e-12:
+        a = cur.alpha + step
+        if (step > 0 and a > target) or (step < 0 and a < target):
+            a, step = target, target - cur.alpha
+        fp = run(a, cur)
+        if on_branch(fp, branch):
+            # after a halving, grow the step again by doubling rather than jumping to the
+            # target: where the branch is hard to follow, a failed solve costs a whole budget
+            step = 2 * (a - cur.alpha)
+            cur = fp
+            continue
+        step /= 2
+        if abs(step) < min_step:
+            return cur, fp, step
+    return cur, cur, step

@@ -1,0 +1,372 @@
+"""Phase boundaries of the rank-r model (docs/model.md section 7) at one omega.
+
+The r = 1 boundaries (:mod:`attnphase.numerics.phase.boundaries`) rest on r = 1 machinery (bifurcation
+eigenvalues of the agnostic branch, the fine-rule Newton correction of alpha_c); here every
+boundary is located from converged fixed points of the rank-r state evolution
+(:func:`~attnphase.numerics.se.rank_solve.solve_rank`) alone:
+
+* branches -- semantic, positional, and mixed when r >= 2, each followed over the alpha grid by
+  warm starts (:func:`follow_rank_branch`, what ``sweep --rank`` does); a point is *on* a branch
+  when its solve converged and its label (:func:`~attnphase.numerics.se.rank_overlaps.branch_label`)
+  is the branch's;
+* branch ends -- where a branch is on at one grid point and not at the next: bisection on the
+  existence of a converged fixed point with the branch's label (warm-started from the nearest
+  point on it, then from the embedded start), to ``end_tol``; the error is the final bracket's width,
+  the kind says what the solve gave on the far side (another label, or no convergence -- which may be
+  the solver's limit rather than the branch's);
+* ``alpha_c`` -- where the lowest-e_t branch changes (the first change on the grid): the root of
+  Delta e_t = e_t(A) - e_t(B) between the branch A lowest below and B lowest above, by
+  :func:`~attnphase.numerics.roots.illinois_bracket` on solves, error = its final bracket's width;
+  where B does not exist at the lower grid point, alpha_c is B's end (B is born below A);
+* ``alpha_l`` -- where the lowest branch's eps_g first drops below eps_lin (the linear baseline of
+  section 5 with the rank-r* teacher's h*), by the same root finder (or alpha_c, when eps_g jumps
+  below eps_lin there).
+
+A boundary not found is NaN with the reason in ``notes``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.se.rank_se import make_rank_rule, teacher_rank
+from attnphase.numerics.se.rank_solve import RankFixedPoint, solve_rank
+from attnphase.numerics.roots import RootNotFound, illinois_bracket
+from attnphase.theory.params import ModelParams
+
+#: Bisection tolerance of a branch end in alpha (the reported error is the final bracket's width).
+END_TOL = 0.05
+#: Bracket width in alpha at which alpha_c and alpha_l stop.
+ROOT_TOL = 5e-3
+
+
+def rank_branches(r: int) -> tuple[str, ...]:
+    """The branches of the rank-r phase diagram: semantic, positional, and mixed at r >= 2."""
+    return ("semantic", "positional") + (("mixed",) if r >= 2 else ())
+
+
+def on_rank_branch(fp: RankFixedPoint | None, branch: str) -> bool:
+    """A converged fixed point with the label ``branch``."""
+    return fp is not None and fp.converged and fp.branch == branch
+
+
+def solve_on(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig,
+             near: RankFixedPoint | None) -> RankFixedPoint:
+    """The fixed point on ``branch`` at alpha: warm-started from ``near`` (if given), then, where that
+    did not converge onto the branch, from the embedded start; the last attempt is returned."""
+    fp = solve_rank(params, alpha, branch, config=cfg, init=near.overlaps) if near is not None else None
+    if not on_rank_branch(fp, branch):
+        fp = solve_rank(params, alpha, branch, config=cfg)
+    return fp
+
+
+def follow_rank_branch(params: ModelParams, alphas: Sequence[float], branch: str, cfg: SolverConfig,
+                       progress: Callable[[RankFixedPoint], None] | None = None) -> list[RankFixedPoint]:
+    """``branch`` over the ascending grid, each point warm-started from the last point on the branch."""
+    out, prev = [], None
+    for a in sorted(alphas):
+        fp = solve_on(params, float(a), branch, cfg, prev)
+        if on_rank_branch(fp, branch):
+            prev = fp
+        out.append(fp)
+        if progress is not None:
+            progress(fp)
+    return out
+
+
+def rank_eps_lin(params: ModelParams, cfg: SolverConfig) -> float:
+    """eps_lin = 1/2 sum_{l,k} sigma_k^2 (1 - omega)^2 Var(softmax(h* h*^T)[l,k]), h*_l = sigma_l rho0^{1/2} eta_l
+    in R^{r*} (docs/model.md section 5 with the rank-r* teacher): Gauss--Hermite at r* = 1
+    (:func:`~attnphase.numerics.se.observables.eps_lin`), :func:`sobol_eps_lin` on the solve's rule at r* >= 2."""
+    from attnphase.numerics.se.observables import eps_lin
+
+    if teacher_rank(params) == 1:
+        return eps_lin(params.replace(r=1))
+    return sobol_eps_lin(params, cfg.quadrature)
+
+
+def sobol_eps_lin(params: ModelParams, spec: str) -> float:
+    """eps_lin of :func:`rank_eps_lin` with the moments of softmax(h* h*^T) on the Sobol rule ``spec``
+    over eta (L r* dimensions)."""
+    from attnphase.theory.baseline import eps_lin_from_moments
+    from attnphase.theory.rank_kernels import attention
+
+    rule = make_rank_rule(params.L, 1, teacher_rank(params), spec)
+    hstar = rule.eta * np.sqrt(params.sigma2 * params.rho0)[None, :, None]
+    s = attention(hstar)
+    mean = np.einsum("n,nij->ij", rule.weights, s)
+    second = np.einsum("n,nij->ij", rule.weights, s * s)
+    return float(eps_lin_from_moments(mean, second, params.sigma2, params.omega))
+
+
+@dataclass(frozen=True)
+class RankEnd:
+    """Where ``branch`` stops existing: at ``alpha`` (+- ``err``, the final bisection bracket's width);
+    it exists on the ``exists`` side ("above" / "below"); ``kind`` what the far side's solve gave."""
+
+    branch: str
+    alpha: float
+    err: float
+    exists: str
+    kind: str
+
+
+@dataclass(frozen=True, eq=False)
+class RankBoundaries:
+    """The rank-r boundaries at one omega (NaN where not found; see ``notes``) and the branch curves
+    ``curves[branch]`` = ((alpha, on, e_t, eps_g), ...) on the grid."""
+
+    omega: float
+    r: int
+    r_star: int
+    alpha_c: float
+    alpha_c_err: float
+    alpha_c_from: str
+    alpha_c_to: str
+    alpha_c_method: str
+    alpha_l: float
+    alpha_l_err: float
+    alpha_l_branch: str
+    eps_lin: float
+    ends: tuple[RankEnd, ...]
+    notes: tuple[str, ...]
+    curves: dict[str, tuple[tuple[float, bool, float, float], ...]]
+
+    def end(self, branch: str) -> RankEnd | None:
+        return next((e for e in self.ends if e.branch == branch), None)
+
+    def row(self) -> dict[str, Any]:
+        """The CSV row: the boundaries with their errors and methods, each branch's first end, the notes."""
+        out: dict[str, Any] = {k: getattr(self, k) for k in RANK_COLUMNS + ("eps_lin",)}
+        for b in rank_branches(self.r):
+            e = self.end(b)  # the first end; the others are in the notes
+            out |= {f"{b}_end": e.alpha if e else math.nan, f"{b}_end_err": e.err if e else math.nan,
+                    f"{b}_exists": e.exists if e else "", f"{b}_end_kind": e.kind if e else ""}
+        return out | {"end_method": END_METHOD, "notes": "; ".join(self.notes)}
+
+
+RANK_COLUMNS = ("omega", "r", "r_star", "alpha_c", "alpha_c_err", "alpha_c_from", "alpha_c_to", "alpha_c_method",
+                "alpha_l", "alpha_l_err", "alpha_l_branch")
+END_METHOD = "bisection on the existence of a converged fixed point with the branch's label; err = final bracket width"
+ROOT_METHOD = "root of Delta e_t (Illinois regula falsi on solves); err = final bracket width"
+
+
+def rank_columns(r: int) -> tuple[str, ...]:
+    """The columns of :meth:`RankBoundaries.row`."""
+    ends = tuple(f"{b}_{k}" for b in rank_branches(r) for k in ("end", "end_err", "exists", "end_kind"))
+    return RANK_COLUMNS + ("eps_lin",) + ends + ("end_method", "notes")
+
+
+class _Lost(RuntimeError):
+    """A solve inside a root search did not converge onto its branch."""
+
+
+class _Points:
+    """The converged points of each branch (warm starts for later solves)."""
+
+    def __init__(self, params: ModelParams, cfg: SolverConfig, sweeps: dict[str, list[RankFixedPoint]]):
+        self.params, self.cfg = params, cfg
+        self.on = {b: [fp for fp in pts if on_rank_branch(fp, b)] for b, pts in sweeps.items()}
+
+    def nearest(self, branch: str, alpha: float) -> RankFixedPoint | None:
+        pts = self.on[branch]
+        return min(pts, key=lambda fp: abs(fp.alpha - alpha)) if pts else None
+
+    def solve(self, branch: str, alpha: float) -> RankFixedPoint | None:
+        """The point on ``branch`` at alpha (kept), or None: warm-started from the nearest point on the
+        branch below alpha and from the nearest above (nearer first), then from the embedded start."""
+        below = [fp for fp in self.on[branch] if fp.alpha <= alpha]
+        above = [fp for fp in self.on[branch] if fp.alpha > alpha]
+        starts = [max(below, key=lambda fp: fp.alpha)] if below else []
+        starts += [min(above, key=lambda fp: fp.alpha)] if above else []
+        for near in sorted(starts, key=lambda fp: abs(fp.alpha - alpha)):
+            fp = solve_rank(self.params, alpha, branch, config=self.cfg, init=near.overlaps)
+            if on_rank_branch(fp, branch):
+                break
+        else:
+            fp = solve_rank(self.params, alpha, branch, config=self.cfg)
+        if not on_rank_branch(fp, branch):
+            return None
+        self.on[branch].append(fp)
+        return fp
+
+    def value(self, branch: str, alpha: float, key: Callable[[RankFixedPoint], float]) -> float:
+        fp = self.solve(branch, alpha)
+        if fp is None:
+            raise _Lost(f"the {branch} branch was lost at alpha = {alpha:.4g}")
+        return key(fp)
+
+
+def locate_end(pts: _Points, branch: str, good: RankFixedPoint, bad: RankFixedPoint, tol: float) -> RankEnd:
+    """Bisection between ``good`` (on the branch) and ``bad`` (not) to a bracket of width <= ``tol``."""
+    lo, hi, far = good.alpha, bad.alpha, bad
+    while abs(hi - lo) > tol:
+        mid = 0.5 * (lo + hi)
+        fp = solve_on(pts.params, mid, branch, pts.cfg, good)
+        if on_rank_branch(fp, branch):
+            lo, good = mid, fp
+            pts.on[branch].append(fp)
+        else:
+            hi, far = mid, fp
+    kind = f"converges to the {far.branch} label" if far.converged else "no converged solve (solver failure)"
+    return RankEnd(branch, 0.5 * (lo + hi), abs(hi - lo), "above" if hi < lo else "below", kind)
+
+
+def branch_ends(pts: _Points, branch: str, points: list[RankFixedPoint], tol: float) -> tuple[list[RankEnd], list[str]]:
+    """Every grid interval where the branch starts or stops existing, located by :func:`locate_end`."""
+    on = [on_rank_branch(fp, branch) for fp in points]
+    ends, notes = [], []
+    if not any(on):
+        why = "no solve converged" if not any(fp.converged for fp in points) else \
+            "the solves converged to " + "/".join(sorted({fp.branch for fp in points if fp.converged})) + " labels"
+        return [], [f"{branch} branch: no {branch} fixed point on the grid ({why}); no end located"]
+    for i in range(len(points) - 1):
+        if on[i] != on[i + 1]:
+            good, bad = (points[i], points[i + 1]) if on[i] else (points[i + 1], points[i])
+            ends.append(locate_end(pts, branch, good, bad, tol))
+    if len(ends) > 1:
+        notes.append(f"{branch} branch: {len(ends)} ends on the grid (at alpha = "
+                     + ", ".join(f"{e.alpha:.3f}" for e in ends) + "); the first is in its column")
+    if all(on):
+        notes.append(f"{branch} branch: exists at every grid point, no end in range")
+    return ends, notes
+
+
+def lowest_branch(sweeps: dict[str, list[RankFixedPoint]], i: int) -> str:
+    """The branch with the lowest e_t at grid point i among those on their branch there; "" where none is,
+    or where a branch's solve did not converge (its e_t is unknown, so which branch is lowest is too)."""
+    if not all(fps[i].converged for fps in sweeps.values()):
+        return ""
+    cands = [(fps[i].e_t, b) for b, fps in sweeps.items() if on_rank_branch(fps[i], b)]
+    return min(cands)[1] if cands else ""
+
+
+def _fp_at(fps: list[RankFixedPoint], branch: str, i: int) -> RankFixedPoint | None:
+    return fps[i] if on_rank_branch(fps[i], branch) else None
+
+
+def rank_phase_boundaries(params: ModelParams, alphas: Sequence[float], config: SolverConfig | None = None, *,
+                          end_tol: float = END_TOL, root_tol: float = ROOT_TOL) -> RankBoundaries:
+    """The boundaries of the module doc at ``params.omega`` (ranks r = params.r, r* = params.r_star)."""
+    cfg = config or SolverConfig()
+    grid = sorted(float(a) for a in alphas)
+    sweeps = {b: follow_rank_branch(params, grid, b, cfg) for b in rank_branches(params.r)}
+    pts = _Points(params, cfg, sweeps)
+    ends, notes = [], []
+    for b, fps in sweeps.items():
+        e, n = branch_ends(pts, b, fps, end_tol)
+        ends += e
+        notes += n
+    lowest = [lowest_branch(sweeps, i) for i in range(len(grid))]
+    unknown = [f"{grid[i]:g} ({'/'.join(b for b, fps in sweeps.items() if not fps[i].converged)})"
+               for i in range(len(grid)) if not lowest[i]]
+    if unknown:
+        notes.append("lowest-e_t branch unknown where a branch's solve did not converge: alpha = " + ", ".join(unknown)
+                     + "; alpha_c and alpha_l are searched between the other grid points")
+    c = _alpha_c(pts, sweeps, grid, lowest, ends, root_tol, notes)
+    lin = rank_eps_lin(params, cfg)
+    alpha_l, alpha_l_err, l_branch = _alpha_l(pts, sweeps, grid, lowest, c, lin, root_tol, notes)
+    curves = {b: tuple((fp.alpha, on_rank_branch(fp, b), fp.e_t, fp.eps_g) for fp in fps) for b, fps in sweeps.items()}
+    return RankBoundaries(params.omega, params.r, teacher_rank(params), *c, alpha_l, alpha_l_err, l_branch, lin,
+                          tuple(ends), tuple(notes), curves)
+
+
+def _alpha_c(pts: _Points, sweeps, grid, lowest, ends, tol, notes) -> tuple[float, float, str, str, str]:
+    """(alpha_c, err, from, to, method) at the first change of the lowest branch on the grid that is a
+    boundary: both branches on at both grid points (a root of Delta e_t), or one of them starting or
+    ending there by a change of label; a change where a branch's solves stop converging is noted and
+    passed over (the solver's limit, not a crossing)."""
+    known = [i for i in range(len(grid)) if lowest[i]]
+    changes = [(i, j) for i, j in zip(known, known[1:]) if lowest[i] != lowest[j]]
+    if not changes:
+        present = sorted(set(lowest) - {""})
+        notes.append(f"alpha_c: the lowest-e_t branch is {'/'.join(present) or 'unknown'} at every grid point of "
+                     f"[{grid[0]:g}, {grid[-1]:g}] where it is known: no change in range")
+    found = None
+    for i, j in changes:
+        A, B = lowest[i], lowest[j]
+        a, b = grid[i], grid[j]
+        if found is not None:
+            notes.append(f"alpha_c: the lowest-e_t branch changes again, {A} -> {B} in [{a:g}, {b:g}]")
+            continue
+        missing = B if _fp_at(sweeps[B], B, i) is None else A if _fp_at(sweeps[A], A, j) is None else ""
+        if missing:
+            end = next((e for e in ends if e.branch == missing and a <= e.alpha <= b), None)
+            if end is None or not end.kind.startswith("converges"):
+                why = "its end was not located" if end is None else f"its solves stop converging at {end.alpha:.4g}"
+                notes.append(f"alpha_c: {A} -> {B} in [{a:g}, {b:g}] is not a boundary: the {missing} branch is "
+                             f"not on at alpha = {a if missing == B else b:g} and {why}")
+                continue
+            notes.append(f"alpha_c: the {missing} branch {'starts' if missing == B else 'ends'} at its end "
+                         f"({end.kind}) while {'below ' + A if missing == B else 'the lowest'}")
+            found = (end.alpha, end.err, A, B, f"end of the {missing} branch ({END_METHOD})")
+            continue
+
+        def delta(x: float) -> float:
+            return pts.value(A, x, lambda fp: fp.e_t) - pts.value(B, x, lambda fp: fp.e_t)
+
+        fa = sweeps[A][i].e_t - sweeps[B][i].e_t
+        fb = sweeps[A][j].e_t - sweeps[B][j].e_t
+        try:
+            x, lo, hi = illinois_bracket(delta, a, b, fa, fb, tol)
+        except (_Lost, RootNotFound) as exc:
+            notes.append(f"alpha_c: {A} -> {B} in [{a:g}, {b:g}], root not found: {exc}")
+            continue
+        notes.append(f"alpha_c: Delta e_t = e_t({A}) - e_t({B}) = {fa:.2e} at alpha = {a:g}, {fb:.2e} at {b:g}")
+        found = (x, hi - lo, A, B, ROOT_METHOD)
+    return found or (math.nan, math.nan, "", "", "")
+
+
+def _alpha_l(pts: _Points, sweeps, grid, lowest, c, lin, tol, notes) -> tuple[float, float, str]:
+    """(alpha_l, err, branch): the first drop of the lowest branch's eps_g below eps_lin."""
+    gap = [sweeps[b][i].eps_g - lin if b else math.nan for i, b in enumerate(lowest)]
+    idx = [i for i in range(len(grid)) if lowest[i]]
+    if not idx:
+        notes.append("alpha_l: the lowest branch is known at no grid point")
+        return math.nan, math.nan, ""
+    if gap[idx[0]] <= 0:
+        notes.append(f"alpha_l: eps_g of the lowest branch ({lowest[idx[0]]}) is below eps_lin already at alpha = "
+                     f"{grid[idx[0]]:g}, the first grid point where the lowest branch is known")
+        return math.nan, math.nan, ""
+    drop = next((k for k in range(len(idx) - 1) if gap[idx[k]] > 0 >= gap[idx[k + 1]]), None)
+    if drop is None:
+        notes.append(f"alpha_l: eps_g of the lowest branch stays above eps_lin = {lin:.6g} up to alpha = {grid[idx[-1]]:g}")
+        return math.nan, math.nan, ""
+    i, j = idx[drop], idx[drop + 1]
+    A, B = lowest[i], lowest[j]
+    try:
+        if A == B:
+            return _eps_root(pts, A, grid[i], grid[j], gap[i], gap[j], lin, tol) + (A,)
+        xc, errc = c[0], c[1]
+        if not (math.isfinite(xc) and grid[i] <= xc <= grid[j]):
+            notes.append(f"alpha_l: the lowest branch changes {A} -> {B} in [{grid[i]:g}, {grid[j]:g}] "
+                         "without a located alpha_c there")
+            return math.nan, math.nan, ""
+        gA = pts.value(A, xc, lambda fp: fp.eps_g) - lin if pts.nearest(A, xc) else math.inf
+        if gA <= 0:
+            return _eps_root(pts, A, grid[i], xc, gap[i], gA, lin, tol) + (A,)
+        gB = pts.value(B, xc, lambda fp: fp.eps_g) - lin
+        if gB <= 0:
+            notes.append(f"alpha_l = alpha_c: eps_g jumps below eps_lin where {B} becomes the lowest branch")
+            return xc, errc, B
+        return _eps_root(pts, B, xc, grid[j], gB, gap[j], lin, tol) + (B,)
+    except (_Lost, RootNotFound) as exc:
+        notes.append(f"alpha_l: root not found: {exc}")
+        return math.nan, math.nan, ""
+
+
+def _eps_root(pts: _Points, branch: str, a: float, b: float, ga: float, gb: float, lin: float,
+              tol: float) -> tuple[float, float]:
+    x, lo, hi = illinois_bracket(lambda t: pts.value(branch, t, lambda fp: fp.eps_g) - lin, a, b, ga, gb, tol)
+    return x, hi - lo
+
+
+def rank_boundaries_job(job: tuple[ModelParams, list[float], SolverConfig], progress=None) -> RankBoundaries:
+    """One omega of the rank-r phase diagram as a task of the execution layer (:mod:`attnphase.numerics.jobs.tasks`)."""
+    params, alphas, cfg = job
+    return rank_phase_boundaries(params, alphas, cfg)

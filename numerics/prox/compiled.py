@@ -1,0 +1,221 @@
+"""Compiled (numba) backend of the proximal solvers of :mod:`attnphase.numerics.prox.global_prox`.
+
+The algorithm is that of :func:`~attnphase.numerics.prox.global_prox.newton_minimize` and
+:func:`~attnphase.numerics.prox.global_prox.global_prox` -- same starts in the same order, same
+refinement pass, same regularisation, step cap, Armijo constants and convergence tests,
+same tie-breaking (lowest converged value, first start on ties) -- run one node at a
+time in a compiled loop instead of as whole-batch numpy operations (whose per-call
+overhead and temporaries dominate at N ~ 4096 nodes). Results agree with the numpy path
+to rounding (the exponential of numba and numpy may differ in the last bit), not bit for bit.
+
+Design: the compiled algorithm is the template module :mod:`attnphase.numerics.prox.rows`, a
+real file of the package. It evaluates P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T), its
+gradient and Hessian only through the generated one-point kernels (:attr:`Kernels.scalar
+<attnphase.theory.kernels.Kernels.scalar>`, the same sympy derivation as the numpy kernels)
+on the template's one-point softmax (the twin of the kernels' batched one). :func:`instance` instantiates
+the template for one (L, r, cse, parallel): it copies the template byte for byte into the
+kernel cache directory under a name that carries a hash of the template and of the generated
+kernels' module (so any change of either gives a new file), and imports the copy with its
+:class:`Binding` as ``__spec__.loader_state``. numba compiles with ``cache=True`` and keeps
+the machine code beside the copy: only the first process pays the JIT (about 3-7 s per L);
+later ones load it. A copy per instance is needed because numba keys its cache by source file
+and bytecode, not by the globals (L) a function reads. Where the cache directory cannot be
+written, a temporary directory is used (no reuse across processes).
+
+The whitened correlated-token model (:class:`~attnphase.theory.correlated_kernels.CorrelatedKernels`,
+docs/model.md section 7) runs on the same template, instantiated on its one-point kernels (in the
+variables v, with the generated fields h = B v): each row gets the kernels' (C, B) entries where the
+independent model's get sigma^2 (:func:`_loss_arguments`).
+
+No in-memory cache here: an instance is a module, imported once per process (``sys.modules``
+is the cache); :func:`instance` costs a read and a hash of the template on later calls.
+Importing this module does not import numba; :func:`available` says whether it can be.
+
+The loop over nodes is a ``numba.prange`` (compiled with ``parallel=True``) on numba's
+default thread count, which is the number of cores this process may run on
+(``os.sched_getaffinity``), so it never oversubscribes them; ``NUMBA_NUM_THREADS`` lowers
+it. Measured on 2 cores (L = 2, 4096 nodes, benchmarks/bench_kernels.py): serial loop
+38 ms, the same loop compiled parallel on 1 thread 30 ms (numba compiles a parfor body
+differently; not investigated further), on 2 threads 15 ms. ``ATTNPHASE_NUMBA_PARALLEL=0``
+compiles a plain serial loop instead. All compiled code uses numba's ``error_model="numpy"``
+(x / 0 gives inf or nan as in numpy, never ZeroDivisionError).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from attnphase.theory.codegen import cache_dir, first_run_notice, import_path, write_atomic
+from attnphase.theory.correlated_kernels import CorrelatedKernels
+from attnphase.theory.kernels import Kernels, ScalarKernels
+
+#: A start of the full search stops once it is within this distance (relative, per coordinate:
+#: |h_k - h'_k| <= MERGE_RADIUS (1 + |h'_k|)) of a minimum h' that an earlier start of the same node
+#: converged to, where the Hessian of P is positive definite: it would converge there too, and its
+#: row becomes a copy of that minimum (a duplicate, dropped from the candidates as before).  Most
+#: starts end on their node's one minimum: this cuts a full search by ~35 % (L = 2, 32768 nodes at
+#: omega = 0.3, alpha = 2: 240 -> 160 ms on one thread) and moves the minimisers by < 1e-12
+#: (benchmarks/bench_kernels.py; tests compare with the numpy path, which runs every start to the end).
+MERGE_RADIUS = 1e-2
+
+#: The template module of the compiled solver (instantiated per L by :func:`instance`).
+TEMPLATE = Path(__file__).with_name("rows.py")
+
+
+def available() -> bool:
+    """Whether numba can be imported (the compiled backend can be used).
+
+    Not cached here: after the first import numba is in ``sys.modules`` and this is a lookup.
+    """
+    try:
+        import numba  # noqa: F401
+    except Exception:  # pragma: no cover - depends on the environment
+        return False
+    return True
+
+
+def _parallel_default() -> bool:
+    return os.environ.get("ATTNPHASE_NUMBA_PARALLEL", "1").strip().lower() in ("1", "true", "yes")
+
+
+@dataclass(frozen=True, eq=False)
+class Binding:
+    """The parameters of one instance of the template :mod:`attnphase.numerics.prox.rows`.
+
+    Attributes:
+        L: sequence length.
+        parallel: loops over nodes as ``numba.prange`` (``parallel=True``) or plain ``range``.
+        scalar: the generated one-point kernels the instance evaluates P(h) with.
+    """
+
+    L: int
+    parallel: bool
+    scalar: ScalarKernels
+
+
+def instance(kernels: Kernels | CorrelatedKernels, parallel: bool | None = None) -> ModuleType:
+    """The compiled solver for ``kernels`` (L, r, cse; independent or whitened correlated tokens): the template
+    instantiated, imported once per process.
+
+    ``parallel`` None: ``$ATTNPHASE_NUMBA_PARALLEL`` (default on). See the module doc.
+    """
+    parallel = _parallel_default() if parallel is None else bool(parallel)
+    scalar = kernels.scalar
+    kind = "prox_rows_cov" if isinstance(kernels, CorrelatedKernels) else "prox_rows"
+    name = f"{kind}_L{scalar.L}_r{scalar.r}_{'cse' if scalar.cse else 'nocse'}_{'par' if parallel else 'ser'}"
+    return import_template(TEMPLATE, name, f"{scalar.module}\n{parallel}", Binding(scalar.L, parallel, scalar),
+                           f"the proximal solver for L = {scalar.L}")
+
+
+def import_template(template: Path, name: str, key: str, binding: Any, what: str) -> ModuleType:
+    """The template module ``template`` instantiated with ``binding``, imported once per process (module doc).
+
+    Its copy in the cache directory is named ``name`` + a hash of ``key`` (what else the compiled code
+    depends on: the generated kernels' module, the compile options) and of the template's text; a
+    first-run notice names ``what`` is compiled when numba has no machine code for it yet.
+    """
+    text = template.read_text()
+    digest = hashlib.sha256(f"{key}\n{text}".encode()).hexdigest()[:16]
+    name = f"{name}_{digest}"
+    modname = f"attnphase._generated.{name}"
+    module = sys.modules.get(modname)
+    if module is not None:
+        return module
+    path = cache_dir() / f"{name}.py"
+    try:
+        current = path.read_text()
+    except OSError:
+        current = None
+    if current != text and not write_atomic(path, text):
+        path = Path(tempfile.mkdtemp(prefix="attnphase-")) / f"{name}.py"
+        path.write_text(text)
+    if not any(path.parent.glob(f"{name}.*.nbi")) and not any(path.parent.glob(f"__pycache__/{name}.*.nbi")):
+        first_run_notice(f"compiling {what} with numba, once (~5-10 s); later runs load it from {path.parent}")
+    # numba's cache reloads the instance by its module name, so it stays in sys.modules
+    return import_path(modname, path, text, binding)
+
+
+def _rows(x: np.ndarray, N: int, tail: tuple[int, ...]) -> np.ndarray:
+    """``x`` broadcast to (N,) + tail, float64 and contiguous (one row per node for the compiled loops)."""
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=float), (N,) + tail))
+
+
+def newton_rows(
+    kernels: Kernels | CorrelatedKernels, h0: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
+    *, xtol: float, max_iter: int, max_halvings: int, parallel: bool | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Compiled :func:`~attnphase.numerics.prox.global_prox.newton_minimize`: (h, value, converged, iterations).
+
+    Each row descends P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T) from its row of ``h0``
+    to a local minimiser h (value P(h)); V and sigma2 broadcast to the rows.
+    """
+    h0 = np.asarray(h0, dtype=float)
+    N, L = h0.shape
+    h, value, conv, iters, _ = _run(kernels, h0[:, None, :], w, V, T, sigma2, False, xtol, max_iter, max_halvings, parallel)
+    return h[:, 0], value[:, 0], conv[:, 0], int(iters.max()) if N else 0
+
+
+def global_rows(
+    kernels: Kernels | CorrelatedKernels, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray,
+    sigma2: np.ndarray, *, xtol: float = 1e-10, max_iter: int = 60, max_halvings: int = 30, parallel: bool | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The full global search of every node, argmin_h P(h) (P as in :func:`newton_rows`): Newton from
+    ``starts`` (N, n0, L), then from the mirror image and the token permutations of the best
+    minimum (itertools order, identity left out).
+
+    Returns (h, value, converged, iterations) of every start, shapes (N, n, L) and (N, n) with
+    n = n0 + L!, and the index of the winning start per node, shape (N,).
+    """
+    return _run(kernels, np.asarray(starts, dtype=float), w, V, T, sigma2, True, xtol, max_iter, max_halvings, parallel)
+
+
+def distinct_minima(kernels: Kernels | CorrelatedKernels, h: np.ndarray, conv: np.ndarray, best: np.ndarray, parallel: bool | None = None) -> np.ndarray:
+    """Mask (N, n) of the rows of :func:`global_rows` that are distinct minima of their node."""
+    keep = np.zeros(conv.shape, dtype=np.bool_)
+    instance(kernels, parallel).distinct(h, conv, best, keep)
+    return keep
+
+
+def best_rows(kernels: Kernels | CorrelatedKernels, node: np.ndarray, value: np.ndarray, conv: np.ndarray, N: int) -> np.ndarray:
+    """Per node 0..N-1, the row of the lowest converged value (first on ties), as prox._best_per_node."""
+    best = np.empty(N, dtype=np.int64)
+    instance(kernels).best_rows(np.ascontiguousarray(node, dtype=np.int64), value, conv, best)
+    if np.any(best < 0):
+        raise RuntimeError("global_prox lost a node: every node needs at least one start")
+    return best
+
+
+def _loss_arguments(kernels: Kernels | CorrelatedKernels, sigma2: np.ndarray) -> np.ndarray:
+    """The last argument of the one-point kernels: sigma^2, or the whitened model's (C, B) (its sigma^2 are 1)."""
+    return kernels.loss_arguments(sigma2) if isinstance(kernels, CorrelatedKernels) else sigma2
+
+
+def _run(
+    kernels: Kernels | CorrelatedKernels, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray,
+    sigma2: np.ndarray, refine: bool, xtol: float, max_iter: int, max_halvings: int, parallel: bool | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    N, n0, L = starts.shape
+    par = np.asarray(_loss_arguments(kernels, sigma2), dtype=float)
+    perms = np.array([p for p in itertools.permutations(range(L)) if list(p) != list(range(L))], dtype=np.int64)
+    perms = perms.reshape(-1, L)
+    n = n0 + 1 + perms.shape[0] if refine else n0
+    max_step = 4.0 * np.sqrt(float(np.max(V))) + 1.0
+    h = np.empty((N, n, L))
+    value, conv = np.empty((N, n)), np.zeros((N, n), dtype=np.bool_)
+    iters, best = np.zeros((N, n), dtype=np.int64), np.zeros(N, dtype=np.int64)
+    instance(kernels, parallel).rows(
+        np.ascontiguousarray(starts), _rows(w, N, (L,)), _rows(V, N, (L,)), _rows(T, N, (L, L)),
+        _rows(par, N, par.shape[-1:]), perms, bool(refine), max_step, float(xtol), int(max_iter), int(max_halvings),
+        h, value, conv, iters, best, MERGE_RADIUS,
+    )
+    return h, value, conv, iters, best

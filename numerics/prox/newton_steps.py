@@ -1,0 +1,99 @@
+"""The step rules of the safeguarded Newton descent on the proximal objective, written once.
+
+    P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T)      (docs/model.md section 3)
+
+The batched backends -- numpy (:func:`attnphase.numerics.prox.global_prox.newton_minimize`) and torch
+(:func:`attnphase.numerics.prox.torch_backend.newton_minimize`) -- both take these rules from here and
+return a :class:`ProxResult`: each function takes the array namespace ``xp`` (``numpy`` or
+``torch``) where it needs more than arithmetic.  The compiled template ``rows.py`` is their one-point twin (numba compiles its
+constants into machine code cached by the template's text, so it spells them itself).
+
+A step: d = -(H + mu I)^{-1} grad with mu from :func:`shift`, scaled by :func:`step_scale` to at
+most :func:`max_step`, accepted by :func:`armijo` while halving; a node has converged when H is
+positive definite and the step is :func:`near` zero, or when it has :func:`stalled`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class ProxResult:
+    """Minimisers for a batch of nodes.
+
+    Attributes:
+        h: minimisers, shape (N, L).
+        value: proximal objective at ``h`` (the Moreau envelope M), shape (N,).
+        converged: per-node flag, gradient norm below tolerance, shape (N,).
+        iterations: largest number of Newton iterations any node needed.
+    """
+
+    h: np.ndarray
+    value: np.ndarray
+    converged: np.ndarray
+    iterations: int
+
+
+#: The Hessian counts as positive definite where lambda_min(H) > PD_REL / V_min.
+PD_REL = 1e-10
+#: Elsewhere the Newton matrix is H + mu I with mu = -lambda_min(H) + SHIFT_REL / V_min.
+SHIFT_REL = 1e-3
+#: Armijo sufficient decrease: a step t d is accepted when P(h + t d) <= P(h) + ARMIJO * t grad.d.
+ARMIJO = 1e-4
+#: A predicted decrease |grad.d| <= FLAT_REL |P| is below the rounding of P.
+FLAT_REL = 1e-13
+#: A node where no step decreases P is stationary when max |grad| <= STALL_REL (1 + max_l |h_l - w_l| / V_l).
+STALL_REL = 1e-8
+
+
+def max_step(V: np.ndarray) -> float:
+    """Cap on the Newton step's length, 4 sqrt(max V) + 1 (the quadratic term confines the minimiser to a ball of that order)."""
+    return 4.0 * np.sqrt(float(np.max(V))) + 1.0
+
+
+def sym_min_eig(H: Any, xp: Any = np) -> Any:
+    """Smallest eigenvalue of a batch of symmetric matrices (closed form for 2 x 2; one-point twin ``rows.min_eig``)."""
+    if H.shape[-1] == 2:
+        a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
+        return 0.5 * (a + c) - xp.sqrt(0.25 * (a - c) ** 2 + b * b)
+    return xp.linalg.eigvalsh(H)[..., 0]
+
+
+def solve(H: Any, g: Any, xp: Any = np) -> Any:
+    """Solve H x = g for a batch (closed form for 2 x 2; one-point twin ``rows.solve``)."""
+    if H.shape[-1] == 2:
+        a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
+        det = a * c - b * b
+        return xp.stack([(c * g[..., 0] - b * g[..., 1]) / det, (a * g[..., 1] - b * g[..., 0]) / det], axis=-1)
+    return xp.linalg.solve(H, g[..., None])[..., 0]
+
+
+def shift(lam_min: Any, v_min: Any, xp: Any = np) -> tuple[Any, Any]:
+    """(pd, mu): whether H is positive definite (lambda_min > PD_REL / V_min), and the shift mu (0 where it is)."""
+    diag_scale = 1.0 / v_min
+    pd = lam_min > PD_REL * diag_scale
+    return pd, xp.where(pd, 0.0, -lam_min + SHIFT_REL * diag_scale)
+
+
+def step_scale(norm: Any, cap: float, xp: Any = np) -> Any:
+    """Factor min(1, cap / |d|) that caps the step d at length ``cap``."""
+    return xp.clip(cap / xp.clip(norm, 1e-300, None), None, 1.0)
+
+
+def near(dn: Any, hmax: Any, slope: Any, f: Any, xtol: float) -> Any:
+    """Newton step tiny (max |d| < xtol (1 + max |h|)) or its predicted decrease below the rounding of P."""
+    return (dn < xtol * (1.0 + hmax)) | (abs(slope) <= FLAT_REL * abs(f))
+
+
+def armijo(ft: Any, f: Any, t: Any, slope: Any) -> Any:
+    """Armijo's test of the trial value ``ft`` of the step t d (slope = grad.d)."""
+    return ft <= f + ARMIJO * t * slope
+
+
+def stalled(accepted: Any, gmax: Any, scale: Any) -> Any:
+    """No step accepted and the gradient at rounding level: max |grad| <= STALL_REL (1 + max |h - w| / V)."""
+    return ~accepted & (gmax <= STALL_REL * (1.0 + (scale + 1e-300)))

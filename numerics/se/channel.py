@@ -1,0 +1,160 @@
+"""Channel expectations of the state evolution: one vectorised proximal solve over all nodes.
+
+For the current overlaps and a quadrature rule over (xi, eta) (docs/model.md section 3):
+
+    w_l = m_l + sqrt(q_l) xi_l,   h*_l = theta_l / sqrt(q_l) xi_l + sqrt(rho_l - theta_l^2 / q_l) eta_l,
+    h_hat = prox(w, T(h*)),       g_l = (h_hat_l - w_l) / V_l,
+
+and the moments E[g], E[g^2], E[g xi], E[g eta], the Moreau envelope E[M] and the
+test-error integrand E[loss(w, T(h*))] (section 4) are sums over the nodes.  The
+field and hat-overlap formulas come from :mod:`attnphase.theory.channel`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.prox.local_prox import aligned_prox, local_prox
+from attnphase.numerics.prox.global_prox import Candidates, global_prox
+from attnphase.numerics.prox.newton_steps import ProxResult
+from attnphase.numerics.quadrature.rules import QuadratureRule
+from attnphase.theory.channel import channel_fields, student_mean_field, token_variances
+from attnphase.theory.params import ModelParams
+
+
+@dataclass(frozen=True, eq=False)
+class ChannelMoments:
+    """Quadrature estimates at one state; every array has shape (L,).
+
+    Attributes:
+        E_g, E_g2, E_gxi, E_geta: E[g_l], E[g_l^2], E[g_l xi_l], E[g_l eta_l].
+        E_M: E[M], the Moreau envelope (minimum value of the proximal objective).
+        eps_g: test error E[loss(w, T(h*))] of docs/model.md section 4 (NaN from a global-mode polish,
+            which is never reported).
+        prox_failures: number of nodes whose proximal solve did not converge.
+        candidates: distinct local minima per node (global mode), to warm-start the next solve.
+    """
+
+    E_g: np.ndarray
+    E_g2: np.ndarray
+    E_gxi: np.ndarray
+    E_geta: np.ndarray
+    E_M: float
+    eps_g: float
+    prox_failures: int
+    candidates: Candidates | None
+
+
+def channel_moments(
+    kernels: Any,
+    params: ModelParams,
+    ov: Overlaps,
+    rule: QuadratureRule,
+    config: SolverConfig | None = None,
+    candidates: Candidates | None = None,
+    full_search: bool = True,
+    target: np.ndarray | None = None,
+) -> ChannelMoments:
+    """All channel expectations at overlaps ``ov`` with one batched proximal solve.
+
+    The proximal map and its backend are ``config.prox`` and ``config.backend``;
+    ``candidates``/``full_search`` are passed to :func:`attnphase.numerics.prox.global_prox.global_prox`.
+    ``target``: T(h*) at the rule's nodes if the caller already has it -- at th0 = 0,
+    h*_l = sqrt(rho_l) eta_l does not depend on the state (see :func:`teacher_target`).
+    """
+    cfg = config or SolverConfig()
+    L, prox = params.L, cfg.prox
+    xi, eta = rule.nodes[:, :L], rule.nodes[:, L:]
+    w, V, T, hstar = _fields(kernels, params, ov, rule, target)
+    sigma2 = params.sigma2
+    if prox == "global":
+        res, candidates = global_prox(kernels, w, V, T, sigma2, candidates=candidates, full_search=full_search,
+                                      backend=cfg.backend)
+    else:
+        res, candidates = _local_modes(kernels, params, ov, prox, w, V, T, hstar, cfg.backend), None
+    g = (res.h - w) / V
+    wt = rule.weights
+    return ChannelMoments(
+        E_g=wt @ g,
+        E_g2=wt @ (g * g),
+        E_gxi=wt @ (g * xi),
+        E_geta=wt @ (g * eta),
+        E_M=float(wt @ res.value),
+        # eps_g is read only from evaluations that are a function of the state alone (full
+        # searches, local/aligned modes); a polish skips it (NaN) -- one loss kernel less per step
+        eps_g=float(wt @ kernels.loss(w, T, sigma2)) if (full_search or candidates is None or prox != "global") else math.nan,
+        prox_failures=int((~res.converged).sum()),
+        candidates=candidates,
+    )
+
+
+def _fields(
+    kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, target: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(w, V, T(h*), h*) at the rule's nodes for the state ``ov`` (docs/model.md section 3)."""
+    L = params.L
+    w, hstar = channel_fields(rule.nodes[:, :L], rule.nodes[:, L:], ov.q0, ov.m, ov.th0, params.sigma2, params.rho0)
+    V = token_variances(ov.V0, params.sigma2)
+    T = kernels.target(hstar, params.omega, params.A_array) if target is None else target
+    return w, V, T, hstar
+
+
+def _local_modes(kernels: Any, params: ModelParams, ov: Overlaps, prox: str, w: np.ndarray, V: np.ndarray,
+                 T: np.ndarray, hstar: np.ndarray, backend: str) -> ProxResult:
+    """The local proximal maps: from the loss zero aligned with the student's mean field
+    E[w | h*] = m + (th0 / rho0) h* (``aligned``) or from h = 0 (``local``)."""
+    if prox == "aligned":
+        reference = student_mean_field(hstar, ov.m, ov.th0, params.rho0)
+        return aligned_prox(kernels, w, V, T, params.sigma2, reference, backend=backend)
+    return local_prox(kernels, w, V, T, params.sigma2, backend=backend)
+
+
+def prox_at_nodes(
+    kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, config: SolverConfig | None = None
+) -> tuple[np.ndarray, np.ndarray, ProxResult]:
+    """(w, V, proximal result) at the rule's nodes for the state ``ov``: one full search (global
+    mode), or the local / aligned minimiser.  For evaluations outside the SE iteration (finer rules)."""
+    w, V, res, _ = prox_with_minima(kernels, params, ov, rule, config)
+    return w, V, res
+
+
+def prox_with_minima(
+    kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, config: SolverConfig | None = None,
+    polish_from: Candidates | None = None,
+) -> tuple[np.ndarray, np.ndarray, ProxResult, Candidates | None]:
+    """:func:`prox_at_nodes` that also returns the distinct local minima per node (global mode; None
+    otherwise), and with ``polish_from`` (minima of an earlier full search at the same nodes, a nearby
+    state) polishes those instead of searching: a few Newton steps per minimum, ~7x cheaper, exact
+    unless a basin appeared that the earlier search did not see (the caller verifies with a full search).
+    A polish returns ``polish_from`` as the minima."""
+    cfg = config or SolverConfig()
+    w, V, T, hstar = _fields(kernels, params, ov, rule)
+    if cfg.prox != "global":
+        return w, V, _local_modes(kernels, params, ov, cfg.prox, w, V, T, hstar, cfg.backend), None
+    res, minima = global_prox(kernels, w, V, T, params.sigma2, candidates=polish_from,
+                              full_search=polish_from is None, backend=cfg.backend)
+    return w, V, res, minima
+
+
+def envelope_mean(
+    kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, config: SolverConfig | None = None
+) -> tuple[float, int]:
+    """E[M] alone, M = min_h sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T(h*)) (docs/model.md section 4).
+
+    The same proximal solve as :func:`channel_moments` (a full search in global mode) without the
+    g-moments and the test error: the term of Phi that :mod:`attnphase.numerics.se.training_objective`
+    re-evaluates on a finer rule.  Returns (E[M], number of nodes whose proximal solve did not converge).
+    """
+    _, _, res = prox_at_nodes(kernels, params, ov, rule, config)
+    return float(rule.weights @ res.value), int((~res.converged).sum())
+
+
+def teacher_target(kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule) -> np.ndarray:
+    """T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A at the rule's nodes, for the state ``ov``."""
+    return _fields(kernels, params, ov, rule)[2]

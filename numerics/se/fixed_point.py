@@ -1,0 +1,324 @@
+"""A generic fixed-point solver for x = F(x): Anderson acceleration, quasi-Newton, a status always.
+
+Knows nothing of the model: the map is any object with the :class:`FixedPointMap` methods
+(:class:`attnphase.numerics.se.se_map.SEMap` is the state evolution's).  Convergence is judged on
+every component,
+
+    residual(x) = max_i |F(x)_i - x_i| / max(1, |x_i|)  <=  tol,
+
+and only on *exact* evaluations: a map may offer cheaper approximate evaluations (the SE map
+polishes the proximal minima of its last full search), and a candidate fixed point found with
+them is re-evaluated exactly before it is accepted; where the exact evaluation rejects it by more
+than DISTRUST_RESIDUAL, the map is told to evaluate exactly from then on.  One damping convention:
+``x_new = (1 - damping) F(x) + damping x``.
+
+Strategy (:meth:`FixedPointSolver.solve`): cold starts iterate with Anderson acceleration
+(type II, memory ``anderson``), then switch to quasi-Newton on the map's invariant subspace
+from the best point when Anderson stalls; warm starts (x near a fixed point) take quasi-Newton
+first, which also converges to fixed points that are unstable under iteration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from attnphase.numerics.config import SolverConfig
+
+#: Backtracking of a quasi-Newton step stops below this fraction of the step: on a noisy
+#: (quadrature) map a direction that fails at 1/16 of its length is a stale Jacobian, refreshed
+#: next; smaller trial steps only spend evaluations.
+MIN_NEWTON_STEP = 0.05
+
+#: Relative step of the forward-difference Jacobian.  A quadrature map is piecewise smooth (a
+#: node's proximal minimiser switches basin at a tie), so a tiny step sees either no switch or a
+#: whole one; a larger step averages over them and gives the Jacobian of the smoothed map.
+FD_STEP = 1e-4
+
+#: A candidate fixed point of the approximate map that the exact map rejects with a residual above
+#: this is a point of the approximate map alone (at omega = 0 the polished proximal candidates miss
+#: basins: exact residual 1.7e-2 at alpha = 0.3, m 0.146 instead of 0.126): the map is then told to
+#: evaluate exactly (:meth:`FixedPointMap.distrust_approximation`).  Below it (1e-4 - 2e-3 at omega =
+#: 0.2, the size of the rule's own noise on m) the approximate map stays the easier one to converge.
+DISTRUST_RESIDUAL = 1e-2
+
+#: Anderson is stalled when its best residual has not halved over this many steps.
+STALL_WINDOW = 12
+
+
+def scaled_residual(x: np.ndarray, fx: np.ndarray) -> float:
+    """max_i |F(x)_i - x_i| / max(1, |x_i|)."""
+    return float(np.max(np.abs(fx - x) / np.maximum(1.0, np.abs(x))))
+
+
+@dataclass(frozen=True, eq=False)
+class Evaluation:
+    """One evaluation of the map.
+
+    Attributes:
+        x: the point (a copy).
+        fx: F(x).
+        residual: :func:`scaled_residual` (x, F(x)).
+        exact: whether F(x) is a function of x alone (not an approximate, path-dependent one).
+        data: whatever the map attaches (the SE map: alpha, hat overlaps, channel moments).
+    """
+
+    x: np.ndarray
+    fx: np.ndarray
+    residual: float
+    exact: bool
+    data: Any = None
+
+
+@dataclass(frozen=True, eq=False)
+class FixedPointResult:
+    """How a solve ended.
+
+    Attributes:
+        evaluation: the accepted evaluation (converged), the best exact one (not converged), or
+            None when no exact evaluation succeeded.
+        converged: the residual of ``evaluation`` is within tol.
+        evaluations: evaluations of the map spent (finite differences included).
+        message: how it ended, in words.
+    """
+
+    evaluation: Evaluation | None
+    converged: bool
+    evaluations: int
+    message: str
+
+    @property
+    def residual(self) -> float:
+        return self.evaluation.residual if self.evaluation is not None else float("nan")
+
+
+class FixedPointMap(Protocol):
+    """What the solver needs from a map x -> F(x)."""
+
+    def evaluate(self, x: np.ndarray, exact: bool = False) -> Evaluation | None:
+        """F(x), or None where x (or F(x)) leaves the admissible region."""
+
+    def admissible(self, x: np.ndarray) -> bool:
+        """Whether x lies in the domain of the map."""
+
+    def subspace(self, x: np.ndarray) -> np.ndarray:
+        """Orthonormal basis (columns) of the directions quasi-Newton may move x in."""
+
+    def jacobian_seed(self, n: int) -> np.ndarray | None:
+        """A Jacobian (n x n, on :meth:`subspace`) known from a previous solve, or None."""
+
+    def keep_jacobian(self, J: np.ndarray) -> None:
+        """Told of every new quasi-Newton Jacobian (for the next solve)."""
+
+    def distrust_approximation(self) -> None:
+        """Told that an approximate evaluation converged where the exact map does not: from now
+        on every evaluation should be exact."""
+
+
+class FixedPointSolver:
+    """Solves x = F(x) for one map with the settings of ``config`` (tol, max_iter, damping,
+    anderson, anderson_budget, warm_fallback).  Local to one solve."""
+
+    def __init__(self, fmap: FixedPointMap, config: SolverConfig):
+        self.fmap, self.cfg = fmap, config
+        self.evaluations = 0
+        self.best: Evaluation | None = None
+
+    def _eval(self, x: np.ndarray, exact: bool = False) -> Evaluation | None:
+        ev = self.fmap.evaluate(x, exact)
+        self.evaluations += 1
+        if ev is not None and ev.exact and (self.best is None or ev.residual < self.best.residual):
+            self.best = ev
+        return ev
+
+    def _result(self, ev: Evaluation | None, converged: bool, message: str) -> FixedPointResult:
+        return FixedPointResult(ev, converged, self.evaluations, message)
+
+    def solve(self, x: np.ndarray, warm: bool = False) -> FixedPointResult:
+        """Find the fixed point from x (see the module doc for the strategy)."""
+        cfg = self.cfg
+        if warm:
+            done = self._newton(x, min(cfg.max_iter, cfg.anderson_budget))
+            if done is not None:
+                return done
+            if not cfg.warm_fallback:
+                return self._failure()
+            x = self.best.x if self.best is not None else x
+        done = self._anderson(x, budget=min(cfg.max_iter - self.evaluations, cfg.anderson_budget))
+        if done is not None:
+            return done
+        if self.best is None:
+            return self._failure()
+        remaining = cfg.max_iter - self.evaluations
+        if remaining > 0:
+            done = self._newton(self.best.x, remaining)
+            if done is not None:
+                return done
+        return self._failure()
+
+    def _failure(self) -> FixedPointResult:
+        """The best exact evaluation, reported as not converged."""
+        if self.best is None:
+            return self._result(None, False, "the first step left the admissible region")
+        return self._result(
+            self.best, False,
+            f"not converged after {self.evaluations} evaluations (best residual {self.best.residual:.2e})",
+        )
+
+    def _verify(self, ev: Evaluation) -> FixedPointResult | Evaluation | None:
+        """Verify a candidate fixed point with an exact evaluation.
+
+        Returns the converged result, or the exact evaluation at x to go on from, or None when
+        that evaluation left the admissible region: an approximate map can converge to its own
+        fixed point while the exact one there does not; the iteration must then go on from the
+        exact residual (which no later approximate step could beat).
+        """
+        if not ev.exact:
+            exact = self._eval(ev.x, exact=True)
+            if exact is None:
+                return None
+            if exact.residual > DISTRUST_RESIDUAL:
+                self.fmap.distrust_approximation()
+            ev = exact
+        if ev.residual <= self.cfg.tol:
+            return self._result(ev, True, "converged")
+        return ev
+
+    def _anderson(self, x: np.ndarray, budget: int) -> FixedPointResult | None:
+        """Anderson-accelerated (type II) damped iteration; None when stalled or out of budget."""
+        cfg, admissible = self.cfg, self.fmap.admissible
+        X: list[np.ndarray] = []
+        R: list[np.ndarray] = []
+        last_good: np.ndarray | None = None
+        history: list[float] = []
+        start = self.evaluations
+        while self.evaluations - start < budget:
+            ev = self._eval(x)
+            if ev is None:
+                if last_good is None:
+                    return None
+                X.clear()
+                R.clear()
+                x = 0.5 * (x + last_good)
+                continue
+            fx = ev.fx
+            last_good = x
+            history.append(ev.residual)
+            if ev.residual <= cfg.tol:
+                exact = self._verify(ev)
+                if not isinstance(exact, Evaluation):
+                    return exact
+                # go on from the exact evaluation; the history belongs to the approximate map
+                fx = exact.fx
+                history[-1] = exact.residual
+                X.clear()
+                R.clear()
+            if len(history) > STALL_WINDOW and min(history[-STALL_WINDOW:]) > 0.5 * min(history[:-STALL_WINDOW]):
+                return None
+            f = fx - x
+            x_new = (1.0 - cfg.damping) * fx + cfg.damping * x
+            if cfg.anderson > 0:
+                X.append(x.copy())
+                R.append(f.copy())
+                if len(X) > cfg.anderson + 1:
+                    X.pop(0)
+                    R.pop(0)
+                if len(X) >= 2:
+                    dX = np.diff(np.array(X), axis=0).T
+                    dR = np.diff(np.array(R), axis=0).T
+                    gamma, *_ = np.linalg.lstsq(dR, f, rcond=1e-12)
+                    beta = 1.0 - cfg.damping
+                    x_aa = x + beta * f - (dX + beta * dR) @ gamma
+                    if admissible(x_aa):
+                        x_new = x_aa
+                    else:
+                        X.clear()
+                        R.clear()
+            if not admissible(x_new):
+                x_new = 0.5 * (x + fx)
+            x = x_new
+        return None
+
+    def _newton(self, x: np.ndarray, budget: int) -> FixedPointResult | None:
+        """Quasi-Newton on G(y) = B^T D (F(x + B y) - x - B y), with backtracking.
+
+        B spans :meth:`FixedPointMap.subspace` (for the SE map: the overlaps left free by the
+        state's symmetry group, so Newton stays on the branch).  D = diag(1 / max(1, |x0|)) puts
+        the components on the scale of the residual.  The Jacobian is taken by forward differences
+        (or seeded by the map) and then updated by Broyden's rule; it is re-taken when a step
+        fails, and the solve gives up when a fresh Jacobian's step fails too.
+        """
+        cfg, fmap = self.cfg, self.fmap
+        start = self.evaluations
+        ev = self._eval(x)
+        if ev is None:
+            return None
+        B = fmap.subspace(x)
+        D = 1.0 / np.maximum(1.0, np.abs(x))
+
+        def resid(xv: np.ndarray, fv: np.ndarray) -> np.ndarray:
+            return B.T @ (D * (fv - xv))
+
+        G = resid(x, ev.fx)
+        J = fmap.jacobian_seed(B.shape[1])
+        fresh = False
+        while self.evaluations - start < budget:
+            if ev.residual <= cfg.tol:
+                exact = self._verify(ev)
+                if not isinstance(exact, Evaluation):
+                    return exact
+                ev = exact  # go on from the exact residual
+                G = resid(x, ev.fx)
+            if J is None:
+                J = self._fd_jacobian(x, G, B, resid)
+                fresh = True
+                if J is None:
+                    return None
+                fmap.keep_jacobian(J)
+            try:
+                dy = np.linalg.solve(J, -G)
+            except np.linalg.LinAlgError:
+                dy = np.linalg.lstsq(J, -G, rcond=None)[0]
+            t = 1.0
+            g0 = float(np.linalg.norm(G))
+            accepted = False
+            while t > MIN_NEWTON_STEP and self.evaluations - start < budget:
+                xt = x + t * (B @ dy)
+                if fmap.admissible(xt):
+                    et = self._eval(xt)
+                    if et is not None:
+                        Gt = resid(xt, et.fx)
+                        if np.linalg.norm(Gt) < (1 - 1e-4 * t) * g0:
+                            step = t * dy
+                            J = J + np.outer(Gt - G - J @ step, step) / float(step @ step)
+                            x, ev, G = xt, et, Gt
+                            accepted, fresh = True, False
+                            fmap.keep_jacobian(J)
+                            break
+                t *= 0.5
+            if not accepted:
+                if fresh:
+                    return None
+                J = None  # retry with a fresh finite-difference Jacobian
+        return None
+
+    def _fd_jacobian(
+        self, x: np.ndarray, G: np.ndarray, B: np.ndarray, resid: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    ) -> np.ndarray | None:
+        """Forward-difference Jacobian of ``resid`` along the columns of B (backward where forward fails)."""
+        n = B.shape[1]
+        J = np.empty((n, n))
+        for j in range(n):
+            hj = FD_STEP * max(1.0, abs(float(B[:, j] @ x)))
+            xj = x + hj * B[:, j]
+            ej = self._eval(xj) if self.fmap.admissible(xj) else None
+            if ej is None:
+                xj = x - hj * B[:, j]
+                ej = self._eval(xj)
+                if ej is None:
+                    return None
+                hj = -hj
+            J[:, j] = (resid(xj, ej.fx) - G) / hj
+        return J

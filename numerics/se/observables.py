@@ -1,0 +1,108 @@
+"""Observables of a fixed point (docs/model.md sections 4-5) and its branch label.
+
+* ``eps_g`` -- test error E[loss(w, T(h*))] with h = w (no proximal step), from the
+  channel moments;
+* ``e_t = -Phi`` -- the training objective per dimension, Phi from
+  :func:`attnphase.theory.free_entropy.free_entropy` with E[M] from the channel (E[M] is kept:
+  it is also d e_t / d alpha);
+* ``eps_lin`` -- the linear positional baseline of section 5, an L-dimensional
+  Gaussian integral of softmax(h* h*^T) moments, by tensor Gauss--Hermite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
+from attnphase.numerics.quadrature.rules import gauss_hermite_1d
+from attnphase.theory.baseline import eps_lin_cov, eps_lin_from_moments
+from attnphase.theory.free_entropy import free_entropy
+from attnphase.theory.kernels import get_kernels
+from attnphase.theory.params import ModelParams
+from attnphase.theory.whitening import se_params
+
+#: |m| or |theta| above this counts as non-zero for the branch label.
+LABEL_TOL = 1e-6
+
+#: Gauss--Hermite order per dimension for eps_lin, by L (smooth integrand; see tests).
+_EPS_LIN_ORDER = {2: 80, 3: 40, 4: 20}
+
+#: Their one-dimensional nodes and weights, computed once at import (a constant table, not a cache):
+#: ``hermegauss`` runs a LAPACK eigensolver whose OpenBLAS threads, woken once per fixed point,
+#: kept spinning against the compiled proximal solver's threads (the phase diagram ran 40 %
+#: slower when eps_lin recomputed them at every fixed point).
+_EPS_LIN_NODES = {L: gauss_hermite_1d(n) for L, n in _EPS_LIN_ORDER.items()}
+
+
+@dataclass(frozen=True)
+class Observables:
+    """eps_g (test error), e_t = -Phi (training loss per dimension), eps_lin (linear baseline), and
+    E_M = E[M], the Moreau envelope's mean, which is also d e_t / d alpha along a branch
+    (:mod:`attnphase.numerics.se.training_objective`)."""
+
+    eps_g: float
+    e_t: float
+    eps_lin: float
+    E_M: float = float("nan")
+
+
+def branch_label(ov: Overlaps, tol: float = LABEL_TOL) -> str:
+    """positional (m != 0, theta = 0), semantic (theta != 0, m = 0), agnostic (both 0), mixed otherwise."""
+    pos = float(np.abs(ov.m).max()) > tol
+    sem = abs(ov.th0) > tol
+    if pos and sem:
+        return "mixed"
+    if pos:
+        return "positional"
+    if sem:
+        return "semantic"
+    return "agnostic"
+
+
+def _teacher_softmax(params: ModelParams, order: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(weights, s) of s = softmax_row(h* h*^T) on a tensor Gauss-Hermite grid of the teacher fields:
+    h*_l ~ N(0, sigma_l^2 rho0) iid, or, for a whitened correlated-token model, h* = B v*, v* ~ N(0, rho0 I)."""
+    L = params.L
+    n = order or _EPS_LIN_ORDER.get(L, 12)
+    x, w = _EPS_LIN_NODES[L] if n == _EPS_LIN_ORDER.get(L) else gauss_hermite_1d(n)
+    grids = np.meshgrid(*([x] * L), indexing="ij")
+    wts = np.meshgrid(*([w] * L), indexing="ij")
+    z = np.stack([g.reshape(-1) for g in grids], axis=1)
+    wt = np.prod(np.stack([g.reshape(-1) for g in wts], axis=1), axis=1)
+    hstar = z * np.sqrt(params.sigma2 * params.rho0)
+    if params.mixing is not None:
+        hstar = hstar @ params.mixing_array.T
+    return wt, get_kernels(L).attention(hstar)  # softmax_row(h* h*^T)
+
+
+def softmax_teacher_moments(params: ModelParams, order: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """E[s] and E[s^2] (entrywise, (L, L)) of s = softmax_row(h* h*^T), h*_l ~ N(0, sigma_l^2 rho0) iid."""
+    wt, s = _teacher_softmax(params, order)
+    mean = np.einsum("n,nij->ij", wt, s)
+    second = np.einsum("n,nij->ij", wt, s * s)
+    return mean, second
+
+
+def eps_lin(params: ModelParams, order: int | None = None) -> float:
+    """Test error of the linear positional baseline, docs/model.md section 5 (alpha-independent);
+    for correlated tokens (whitened or not) eps_lin_C (:func:`attnphase.theory.baseline.eps_lin_cov`)."""
+    params = se_params(params)
+    if params.mixing is not None:
+        wt, s = _teacher_softmax(params, order)
+        B = params.mixing_array
+        mean = np.einsum("n,nij->ij", wt, s)
+        cross = np.einsum("n,nlk,nlj->lkj", wt, s, s)
+        return eps_lin_cov(mean, cross, B @ B.T, params.omega)
+    mean, second = softmax_teacher_moments(params, order)
+    return float(eps_lin_from_moments(mean, second, params.sigma2, params.omega))
+
+
+def observables(params: ModelParams, alpha: float, ov: Overlaps, hat: HatOverlaps, mom) -> Observables:
+    """eps_g, e_t = -Phi and eps_lin at a state with its hat overlaps and channel moments."""
+    phi = free_entropy(
+        ov.q0, ov.V0, ov.m, ov.th0, hat.qhat, hat.mhat, hat.thhat, hat.Vhat,
+        params.sigma2, params.P_array, params.lam, params.rho0, alpha, mom.E_M,
+    )
+    return Observables(eps_g=float(mom.eps_g), e_t=float(-phi), eps_lin=eps_lin(params), E_M=float(mom.E_M))

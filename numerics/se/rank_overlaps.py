@@ -1,0 +1,259 @@
+"""Matrix overlaps of the rank-r state evolution, their gauge and their invariants (docs/model.md section 7).
+
+State: q0 (r x r), V0 (r x r), m (L x r, row l is m_l), th0 (r x r*).  The risk is invariant under
+Q -> Q O (O in O(r)) and, the teacher being Gaussian with rho0 I, under Q* -> Q* O* (O* in O(r*)):
+
+    q0 -> O^T q0 O,  V0 -> O^T V0 O,  m_l -> O^T m_l,  th0 -> O^T th0 O*.
+
+Fixed points therefore come in orbits.  :func:`canonical` picks one point per orbit (the gauge the
+solver iterates in): the teacher frame of the right singular vectors of th0 (decreasing singular
+values), the student frame of the eigenvectors of q0 (decreasing eigenvalues), then signs: a student
+axis is oriented by a fixed generic functional of its positional overlaps sum_l c_l m_la (c_l =
+1 + l / 7), else (no positional overlap) by the row sum of th0; a teacher axis by the largest entry
+of its column of th0.  In that gauge q0 is diagonal and th0^T th0 is diagonal.
+:func:`invariants` are the gauge-invariant summaries reported for every fixed point;
+:func:`gauge_tangents` and :func:`align_gauge` are the orbit's tangent space and the rotation that
+brings one state closest to another (the solver's handling of the gauge, numerics/se/rank_se.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Below this an overlap counts as zero for orientation and for the branch label.
+ZERO_TOL = 1e-6
+
+#: The entries of a rank-r fixed point's record that get error bars (err_<key>: ``solve --error-estimate``, the census).
+ERROR_KEYS = ("eps_g", "e_t", "q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms")
+
+
+@dataclass(frozen=True, eq=False)
+class RankOverlaps:
+    """q0 (r, r), V0 (r, r), m (L, r), th0 (r, r*) as float arrays."""
+
+    q0: np.ndarray
+    V0: np.ndarray
+    m: np.ndarray
+    th0: np.ndarray
+
+    def __post_init__(self) -> None:
+        for name in ("q0", "V0", "m", "th0"):
+            a = np.array(getattr(self, name), dtype=float)
+            a.setflags(write=False)
+            object.__setattr__(self, name, a)
+
+    @property
+    def r(self) -> int:
+        return self.q0.shape[0]
+
+    @property
+    def r_star(self) -> int:
+        return self.th0.shape[1]
+
+    @property
+    def L(self) -> int:
+        return self.m.shape[0]
+
+    def to_vector(self) -> np.ndarray:
+        """(q0 upper triangle, V0 upper triangle, m row-major, th0 row-major)."""
+        iu = np.triu_indices(self.r)
+        return np.concatenate([self.q0[iu], self.V0[iu], self.m.ravel(), self.th0.ravel()])
+
+    @classmethod
+    def from_vector(cls, x: np.ndarray, L: int, r: int, r_star: int) -> "RankOverlaps":
+        """Inverse of :meth:`to_vector`."""
+        x = np.asarray(x, dtype=float)
+        iu = np.triu_indices(r)
+        k = iu[0].size
+
+        def sym(v: np.ndarray) -> np.ndarray:
+            a = np.zeros((r, r))
+            a[iu] = v
+            return a + np.triu(a, 1).T
+
+        q0, V0 = sym(x[:k]), sym(x[k:2 * k])
+        m = x[2 * k:2 * k + L * r].reshape(L, r)
+        th0 = x[2 * k + L * r:].reshape(r, r_star)
+        return cls(q0, V0, m, th0)
+
+    def as_dict(self) -> dict:
+        return {"q0": self.q0.tolist(), "V0": self.V0.tolist(), "m": self.m.tolist(), "th0": self.th0.tolist()}
+
+
+def rotate(ov: RankOverlaps, O: np.ndarray, O_star: np.ndarray | None = None) -> RankOverlaps:
+    """The gauge action: q0 -> O^T q0 O, V0 -> O^T V0 O, m_l -> O^T m_l, th0 -> O^T th0 O*."""
+    Os = np.eye(ov.r_star) if O_star is None else O_star
+    return RankOverlaps(O.T @ ov.q0 @ O, O.T @ ov.V0 @ O, ov.m @ O, O.T @ ov.th0 @ Os)
+
+
+def canonical(ov: RankOverlaps) -> RankOverlaps:
+    """The representative of the gauge orbit of ``ov`` described in the module doc."""
+    r, rs, L = ov.r, ov.r_star, ov.L
+    _, _, Wt = np.linalg.svd(ov.th0)
+    ov = rotate(ov, np.eye(r), Wt.T)
+    lam, U = np.linalg.eigh(0.5 * (ov.q0 + ov.q0.T))
+    ov = rotate(ov, U[:, ::-1])
+    c = 1.0 + np.arange(L) / 7.0
+    f = c @ ov.m  # (r,)
+    scale = max(1.0, float(np.abs(ov.m).max()))
+    fixed = np.abs(f) > ZERO_TOL * 1e-3 * scale
+    s = np.where(fixed & (f < 0), -1.0, 1.0)
+    ov = rotate(ov, np.diag(s))
+    th = ov.th0
+    rows = fixed if fixed.any() else np.ones(r, dtype=bool)
+    t = np.ones(rs)
+    for b in range(rs):
+        col = th[rows, b]
+        if col.size and np.abs(col).max() > 0:
+            t[b] = 1.0 if col[np.argmax(np.abs(col))] >= 0 else -1.0
+    ov = rotate(ov, np.eye(r), np.diag(t))
+    if not fixed.all():
+        rs_sum = ov.th0.sum(axis=1)
+        s2 = np.where(~fixed & (rs_sum < 0), -1.0, 1.0)
+        ov = rotate(ov, np.diag(s2))
+    return ov
+
+
+def invariants(ov: RankOverlaps) -> dict[str, list[float]]:
+    """Gauge invariants: eigenvalues of q0 and V0 (decreasing), singular values of th0, |m_l|."""
+    return {
+        "q0_eigenvalues": sorted(np.linalg.eigvalsh(0.5 * (ov.q0 + ov.q0.T)).tolist(), reverse=True),
+        "V0_eigenvalues": sorted(np.linalg.eigvalsh(0.5 * (ov.V0 + ov.V0.T)).tolist(), reverse=True),
+        "th0_singular_values": np.linalg.svd(ov.th0, compute_uv=False).tolist(),
+        "m_norms": np.linalg.norm(ov.m, axis=1).tolist(),
+    }
+
+
+def branch_label(ov: RankOverlaps, tol: float = ZERO_TOL) -> str:
+    """positional (m != 0, th0 = 0), semantic (th0 != 0, m = 0), agnostic (both 0), mixed (both != 0)."""
+    pos = float(np.abs(ov.m).max()) > tol
+    sem = float(np.abs(ov.th0).max()) > tol
+    return "mixed" if pos and sem else "positional" if pos else "semantic" if sem else "agnostic"
+
+
+#: A direction carries an overlap when its share is above this fraction of the largest one (the
+#: quadrature's breaking of the rotation symmetry leaves ~1e-3 crosstalk between directions).
+DIRECTION_SHARE = 0.05
+
+
+def direction_labels(ov: RankOverlaps, tol: float = ZERO_TOL) -> list[str]:
+    """Per student direction of the canonical gauge (the eigenvectors of q0): which overlaps it carries.
+
+    A direction is 'positional' (its m entries above tol and above DIRECTION_SHARE of the largest |m|
+    entry, its th0 row not), 'semantic' (the converse), 'both', or 'none'."""
+    ov = canonical(ov)
+    m_max, t_max = float(np.abs(ov.m).max()), float(np.abs(ov.th0).max())
+    out = []
+    for a in range(ov.r):
+        pos = float(np.abs(ov.m[:, a]).max()) > max(tol, DIRECTION_SHARE * m_max)
+        sem = float(np.abs(ov.th0[a]).max()) > max(tol, DIRECTION_SHARE * t_max)
+        out.append("both" if pos and sem else "positional" if pos else "semantic" if sem else "none")
+    return out
+
+
+def _rotation(theta: np.ndarray, n: int) -> np.ndarray:
+    """exp(E) for the antisymmetric E with upper-triangle entries theta (the so(n) coordinates of gauge_tangents).
+
+    By scaling and squaring of the Taylor series (E / 2^s with |E / 2^s| <= 1/2, 20 terms: truncation
+    below 1e-24), matrix products only: scipy's expm calls LAPACK, whose small calls can take ~10 ms each
+    on busy cores (OpenBLAS threads waking), against 9 us in a quiet process."""
+    E = np.zeros((n, n))
+    E[np.triu_indices(n, 1)] = theta
+    A = E - E.T
+    s = max(0, int(np.ceil(np.log2(max(float(np.abs(A).sum(axis=1).max()), 1e-300) / 0.5))))
+    A = A / 2.0 ** s
+    out, term = np.eye(n), np.eye(n)
+    for j in range(1, 21):
+        term = term @ A / j
+        out = out + term
+    for _ in range(s):
+        out = out @ out
+    return out
+
+
+def align_gauge(new: RankOverlaps, ref: RankOverlaps, sweeps: int = 3) -> tuple[RankOverlaps, float]:
+    """The rotation of ``new`` in SO(r) x SO(r*) closest to ``ref`` (Gauss-Newton on the rotation angles),
+    and the angle (Euclidean norm of the so(r) x so(r*) coordinates) it took.
+
+    The SE map is equivariant only up to the quadrature rule (a finite rule is not rotation
+    invariant), so its fixed points are pinned to an orientation by the rule's noise alone; the
+    solver iterates G(x) = align_gauge(F(x), x) instead, whose residual is orthogonal to the orbit.
+    A fixed point of G with angle 0 is one of F; the angle at convergence measures the rule's
+    breaking of the symmetry (reported as ``gauge_angle``; it must shrink as the rule grows).
+    """
+    r, rs = new.r, new.r_star
+    k1, k2 = r * (r - 1) // 2, rs * (rs - 1) // 2
+    if k1 + k2 == 0:
+        return new, 0.0
+    total = np.zeros(k1 + k2)
+    cur = new
+    x = ref.to_vector()
+    for _ in range(sweeps):
+        T = gauge_tangents(cur)
+        step = -np.linalg.lstsq(T, cur.to_vector() - x, rcond=1e-12)[0]
+        if not np.all(np.isfinite(step)) or np.linalg.norm(step) < 1e-15:
+            break
+        total += step
+        cur = rotate(new, _rotation(total[:k1], r), _rotation(total[k1:], rs) if rs > 1 else None)
+    return cur, float(np.linalg.norm(total))
+
+
+def gauge_tangents(ov: RankOverlaps) -> np.ndarray:
+    """Columns: d/dt of the gauge action at t = 0 for each generator E_ab of so(r) and F_ab of so(r*)
+    (q0 -> q0 E - E q0, V0 -> V0 E - E V0, m -> m E, th0 -> -E th0 + th0 F), as overlap vectors."""
+    r, rs = ov.r, ov.r_star
+    cols = []
+    for a in range(r):
+        for b in range(a + 1, r):
+            E = np.zeros((r, r))
+            E[a, b], E[b, a] = 1.0, -1.0
+            t = RankOverlaps(ov.q0 @ E - E @ ov.q0, ov.V0 @ E - E @ ov.V0, ov.m @ E, -E @ ov.th0)
+            cols.append(t.to_vector())
+    for a in range(rs):
+        for b in range(a + 1, rs):
+            F = np.zeros((rs, rs))
+            F[a, b], F[b, a] = 1.0, -1.0
+            t = RankOverlaps(np.zeros((r, r)), np.zeros((r, r)), np.zeros_like(ov.m), ov.th0 @ F)
+            cols.append(t.to_vector())
+    n = ov.to_vector().size
+    return np.array(cols).T if cols else np.zeros((n, 0))
+
+
+def reflection_pattern(ov: RankOverlaps) -> np.ndarray:
+    """Mask over :meth:`RankOverlaps.to_vector`: the coordinates left fixed by every axis reflection that fixes ``ov``.
+
+    A reflection is a sign per student axis and per teacher axis, (s, s*) in {+-1}^r x {+-1}^{r*}; it acts by
+
+        q0_ab -> s_a s_b q0_ab,  V0_ab -> s_a s_b V0_ab,  m_la -> s_a m_la,  th0_ab -> s_a s*_b th0_ab,
+
+    an element of the gauge group O(r) x O(r*) (module doc).  The generators tried are one student axis a
+    with m_a = 0 flipped together with the teacher axes it overlaps, and one teacher axis without overlaps;
+    those that fix ``ov`` generate a group G.  The mask is the fixed subspace of G, which the SE map of an
+    exactly symmetric rule maps into itself (F(g x) = g F(x)); on a scrambled rule only up to the rule's
+    symmetry breaking.  For the embedded starts (diagonal q0, V0, each axis semantic, positional or noise)
+    it keeps the diagonals of q0 and V0 and the nonzero entries of m and th0.
+    """
+    r, rs, L = ov.r, ov.r_star, ov.L
+    m_on = np.abs(ov.m).max(axis=0) > 0 if L else np.zeros(r, dtype=bool)
+    gens = []
+    for a in range(r):
+        if not m_on[a]:
+            s, t = np.ones(r), np.ones(rs)
+            s[a] = -1.0
+            t[np.abs(ov.th0[a]) > 0] = -1.0
+            gens.append((s, t))
+    for b in range(rs):
+        if not np.any(np.abs(ov.th0[:, b]) > 0):
+            t = np.ones(rs)
+            t[b] = -1.0
+            gens.append((np.ones(r), t))
+    x = ov.to_vector()
+    iu = np.triu_indices(r)
+    keep = np.ones(x.size, dtype=bool)
+    for s, t in gens:
+        sign = np.concatenate([s[iu[0]] * s[iu[1]], s[iu[0]] * s[iu[1]], np.tile(s, L), np.outer(s, t).ravel()])
+        if np.all(sign[x != 0] > 0):  # g fixes ov
+            keep &= sign > 0
+    return keep

@@ -1,0 +1,226 @@
+"""State evolution (docs/model.md section 3): the public solvers and their results.
+
+A fixed point of the SE map x -> F(x), x = (q0, V0, m_1..m_L, th0), with F = ``update`` o
+``update_hat`` o the channel moments (:mod:`attnphase.numerics.se.se_map`), found by the generic
+solver of :mod:`attnphase.numerics.se.fixed_point` (Anderson, then quasi-Newton on the symmetric
+subspace; convergence on every overlap, V0 included, to ``config.tol``):
+
+* :func:`solve` -- at given alpha, from a branch's cold start or a warm start;
+* :func:`solve_at_order` -- at a fixed order parameter (th0, or |m|), alpha solved for
+  (natural-parameter continuation towards a branch's end).
+
+Every result is a :class:`FixedPoint` with a :class:`SolverStatus`; a solve that did not converge
+says so there and is never relabelled.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from attnphase.numerics.config import BRANCHES, PRECISION_TIERS, SolverConfig
+from attnphase.numerics.se.fixed_point import FixedPointResult, FixedPointSolver
+from attnphase.numerics.se.observables import Observables, branch_label, eps_lin, observables
+from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
+from attnphase.numerics.se.starts import initial_overlaps
+from attnphase.numerics.se.results import FixedPoint, SolverMemory, SolverStatus
+from attnphase.numerics.se.stalls import judge_stalled
+from attnphase.numerics.quadrature.rules import QuadratureRule, make_rule, rule_nodes
+from attnphase.numerics.se.se_map import FixedAlpha, FixedOrder, SEMap, admissible, model_rule
+from attnphase.numerics.se.training_objective import refined_training_objective
+from attnphase.theory.params import ModelParams
+from attnphase.theory.whitening import se_params
+
+
+#: Cold starts of the positional branch above this alpha go through a short continuation.
+POSITIONAL_COLD_ALPHA = 0.3
+
+
+def _continuation_path(a0: float, a1: float, factor: float = 1.3) -> list[float]:
+    """Geometric steps from a0 up to a1 (both included)."""
+    path = [a0]
+    while path[-1] * factor < a1:
+        path.append(path[-1] * factor)
+    return path + [a1]
+
+
+def _check_alpha(alpha: float) -> float:
+    ok = isinstance(alpha, (int, float, np.integer, np.floating)) and not isinstance(alpha, (bool, np.bool_))
+    a = float(alpha) if ok else math.nan  # a string, None or a bool is no alpha
+    if not (math.isfinite(a) and a > 0):
+        raise ValueError(f"alpha must be a finite number > 0, got {alpha}")
+    return a
+
+
+#: A cold solve on a rule of more nodes than this starts from the fixed point of MULTILEVEL_START.
+MULTILEVEL_NODES = 2 ** 13
+
+#: The rule of that first, coarse solve (the default tier's).
+MULTILEVEL_START = PRECISION_TIERS["default"]["quadrature"]
+
+
+def finish_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule) -> FixedPoint:
+    """A cold solve's result judged once more where it did not converge (:mod:`attnphase.numerics.se.stalls`,
+    which re-solves with the :func:`solve` it is given)."""
+    return judge_stalled(fp, cfg, rule, solve)
+
+
+def solve(
+    params: ModelParams,
+    alpha: float,
+    branch: str = "semantic",
+    *,
+    config: SolverConfig | None = None,
+    init: Overlaps | None = None,
+    rule: QuadratureRule | None = None,
+    memory: SolverMemory | None = None,
+) -> FixedPoint:
+    """Solve the state evolution at (params, alpha) starting on ``branch`` (or from ``init``).
+
+    ``config`` holds every setting (prox, quadrature, tolerances); ``rule`` overrides
+    ``config.quadrature`` with a rule object (continuation passes one, symmetrised once).
+    ``memory`` (the ``FixedPoint.memory`` of a solve at nearby parameters with the same
+    rule) seeds the quasi-Newton Jacobian and the proximal candidates of a warm start; it
+    changes the path to the fixed point, never the verified result (every accepted point is
+    checked with a full proximal search).
+
+    Cold starts (``init=None``) of the positional branch at alpha > 0.3 follow a short
+    continuation in alpha from 0.3: that family has several fixed points at larger
+    alpha and the branch is the one connected to small alpha.
+
+    Correlated tokens (a non-diagonal C) are solved in their whitened form
+    (:func:`attnphase.theory.whitening.whiten`): the result's ``params`` is that model and its
+    overlaps m are the whitened ones (``record`` maps m back); a given ``init`` must be whitened too.
+
+    Returns a :class:`FixedPoint` whose ``status`` says whether the residual reached
+    ``config.tol``; non-convergence is reported there and in ``record['converged']``.  A cold solve
+    (``init=None``) that stalls is judged once more (:mod:`attnphase.numerics.se.stalls`): accepted at
+    the rule's jump scale, or finished on the agnostic point it creeps to, the message saying which.
+    ``status.iterations`` counts SE-map evaluations (Newton's finite differences included).
+    """
+    alpha = _check_alpha(alpha)
+    cfg = config or SolverConfig()
+    cold = init is None
+    if branch not in BRANCHES:
+        raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
+    if params.r != 1 or params.r_star != 1:
+        raise ValueError(f"the numerics implement rank r = r* = 1 only, got r = {params.r}, r* = {params.r_star}")
+    params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
+    if init is None and rule is None and rule_nodes(params.L, cfg.quadrature) > MULTILEVEL_NODES:
+        # multilevel: a cold start on a large rule begins from the fixed point of the default rule (a few
+        # evaluations on the large rule instead of the whole cold path; the result is verified on it)
+        coarse = solve(params, alpha, branch, config=replace(cfg, quadrature=MULTILEVEL_START, e_t_quadrature=None))
+        if coarse.status.converged and coarse.branch == branch:
+            init = coarse.overlaps
+    rule = model_rule(params, cfg, rule)
+    if init is None and branch == "positional" and alpha > POSITIONAL_COLD_ALPHA:
+        # the positional family has several fixed points at larger alpha; the branch is the
+        # one continued from small alpha, where the cold start is unambiguous
+        fp = None
+        path = _continuation_path(POSITIONAL_COLD_ALPHA, alpha)
+        for a in path:
+            # the finer e_t rule only for the point asked for, not for the path's steps
+            step_cfg = cfg if a == alpha else replace(cfg, e_t_quadrature=None)
+            fp = solve(params, a, branch, init=None if fp is None else fp.overlaps, config=step_cfg, rule=rule,
+                       memory=None if fp is None else fp.memory)
+            if not (fp.status.converged and fp.branch == branch):
+                break
+        if fp.alpha == alpha:
+            return finish_stalled(fp, cfg, rule) if cold else fp
+        init = fp.overlaps
+        if fp.status.converged and fp.branch == "agnostic":
+            init = _agnostic_path_start(params, [a for a in path if a > fp.alpha], init, cfg, rule)
+    ov0 = init if init is not None else initial_overlaps(params, branch)
+    x = ov0.to_vector()
+    if not admissible(x, params.rho0):
+        raise ValueError(f"initial overlaps are not admissible (need q0 > 0, V0 > 0, th0^2 < q0 rho0): {ov0}")
+    smap = SEMap(params, FixedAlpha(alpha), rule, cfg, memory=memory if init is not None else None)
+    fp = _finish(smap, FixedPointSolver(smap, cfg).solve(x, warm=init is not None), ov0, branch)
+    return finish_stalled(fp, cfg, rule) if cold else fp
+
+
+def _agnostic_path_start(params: ModelParams, path: list[float], agnostic: Overlaps, cfg: SolverConfig,
+                         rule: QuadratureRule) -> Overlaps:
+    """The positional start at the end of ``path`` when the positional continuation fell onto the
+    agnostic branch (m = 0; at L = 3 the agnostic point is stable in m at alpha = 0.3, so the
+    positional branch, if any, is not connected to small alpha there).  A warm start from that
+    point would keep m = 0 for good, and its q0, V0 leave the admissible region at larger alpha
+    (L = 3, P = I, alpha = 2: Lam <= 0 at the first step): the agnostic branch is followed along
+    the rest of ``path`` instead, and the positional start's m put on its last converged point."""
+    ov = agnostic
+    for a in path:
+        fp = solve(params, a, "agnostic", init=ov, config=replace(cfg, e_t_quadrature=None), rule=rule)
+        if not fp.status.converged:
+            break
+        ov = fp.overlaps
+    return replace(ov, m=initial_overlaps(params, "positional").m)
+
+
+def _finish(smap: SEMap, result: FixedPointResult, ov0: Overlaps, requested: str) -> FixedPoint:
+    """Wrap the solver's result (or its failure) as a FixedPoint with observables and status."""
+    params, cfg = smap.params, smap.cfg
+    ev = result.evaluation
+    if ev is None:
+        nan = math.nan
+        return FixedPoint(
+            params=params, alpha=smap.variant.alpha, overlaps=ov0,
+            hat=HatOverlaps(*(np.full(params.L, nan) for _ in range(4))),
+            observables=Observables(nan, nan, eps_lin(params)),
+            status=SolverStatus(False, result.evaluations, nan, "the first SE step left the admissible region"),
+            branch=branch_label(ov0), requested=requested, prox=cfg.prox, quadrature=smap.rule.name,
+        )
+    step = ev.data
+    ov = Overlaps.from_vector(ev.x)
+    obs = observables(params, step.alpha, ov, step.hat, step.moments)
+    failures = step.moments.prox_failures
+    if cfg.e_t_quadrature is not None and result.converged:
+        fine = refined_training_objective(params, step.alpha, ov, step.hat, make_rule(params.L, cfg.e_t_quadrature), cfg)
+        obs, failures = replace(obs, e_t=fine.e_t, E_M=fine.E_M), failures + fine.prox_failures
+    status = SolverStatus(result.converged, result.evaluations, ev.residual, result.message, failures)
+    memory = None
+    if smap.key is not None:
+        memory = SolverMemory(smap.key, smap.rule, smap.jacobian_now(), smap.candidates, smap.reduced, smap.variant.name)
+    return FixedPoint(
+        params=params, alpha=step.alpha, overlaps=ov, hat=step.hat, observables=obs, status=status,
+        branch=branch_label(ov), requested=requested, prox=cfg.prox, quadrature=smap.rule.name, memory=memory,
+    )
+
+
+def solve_at_order(
+    params: ModelParams, order: str, value: float, init: Overlaps, *,
+    config: SolverConfig | None = None,
+    rule: QuadratureRule | None = None,
+    memory: SolverMemory | None = None,
+) -> FixedPoint:
+    """The fixed point with an order parameter held at ``value``; alpha is solved for.
+
+    ``order = "th0"``: a semantic fixed point with overlap th0 = value (``init`` semantic, m = 0).
+    ``order = "m"``: a positional fixed point with |m| = value (``init`` positional: th0 = 0,
+    m != 0; the direction of m is iterated).  At each SE step the channel moments do not depend on
+    alpha, so alpha is the root of the prior's equation for the order parameter
+    (:class:`~attnphase.numerics.se.se_map.FixedOrder`), and the other overlaps are iterated as usual.
+    Parametrising a branch by its order parameter stays well conditioned where alpha(order) turns or
+    flattens -- at a branch's end, where the order parameter -> 0 continuously (alpha_end - alpha
+    ~ order^2) or at a fold -- and locates that end reliably.  ``FixedPoint.alpha`` is the solved alpha.
+    """
+    cfg = config or SolverConfig()
+    params = se_params(params)
+    if not (value > 0):
+        raise ValueError(f"the fixed {order} must be > 0, got {value}")
+    if order == "th0":
+        if np.any(init.m != 0):
+            raise ValueError("a solve at fixed th0 follows the semantic branch: init must have m = 0")
+        x, requested = Overlaps(q0=init.q0, V0=init.V0, m=init.m, th0=value).to_vector(), "semantic"
+        if not admissible(x, params.rho0):
+            raise ValueError(f"th0 = {value} is not admissible with q0 = {init.q0} (need th0^2 < q0 rho0)")
+    elif order == "m":
+        norm = float(np.linalg.norm(init.m))
+        if init.th0 != 0 or norm == 0:
+            raise ValueError("a solve at fixed |m| follows the positional branch: init must have th0 = 0 and m != 0")
+        x, requested = Overlaps(q0=init.q0, V0=init.V0, m=init.m * (value / norm), th0=0.0).to_vector(), "positional"
+    else:
+        raise ValueError(f"order must be 'th0' or 'm', got {order!r}")
+    smap = SEMap(params, FixedOrder(order, value), model_rule(params, cfg, rule), cfg, memory=memory)
+    return _finish(smap, FixedPointSolver(smap, cfg).solve(x, warm=True), Overlaps.from_vector(x), requested)

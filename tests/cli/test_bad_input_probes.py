@@ -1,0 +1,301 @@
+"""Probes of a demanding user: bad numbers, shapes, paths and sizes are refused before any
+work with one line naming the option (exit code 2), no traceback and nothing left behind; outputs
+are complete or absent; results say which branch was asked for and which was reached.
+
+Every probe runs in-process through ``attnphase.cli.main`` (fast: none reaches a solve except the
+few marked, which use a small rule).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from attnphase.cli import main
+
+# (argv, words the one-line error must contain). Each must fail before any work.
+REFUSED = [
+    (["solve", "--alpha", "1", "--L", "10", "--json"], ["--L 10", "L <= 4"]),
+    (["sweep", "--alpha", "1", "--L", "5"], ["--L 5", "ATTNPHASE_MAX_L"]),
+    (["check", "--L", "7"], ["--L 7"]),
+    (["solve", "--alpha", "1", "--quadrature", "sobol40"], ["--quadrature", "sobol40"]),
+    (["solve", "--alpha", "1", "--e-t-quadrature", "sobol40"], ["--e-t-quadrature"]),
+    (["phase-diagram", "--alpha-c-quadrature", "sobol40"], ["--alpha-c-quadrature"]),
+    (["solve", "--alpha", "1", "--quadrature", "gh200"], ["--quadrature", "nodes"]),
+    (["solve", "--alpha", "1", "--quadrature", "gh1"], ["--quadrature", "gh1"]),
+    (["solve", "--alpha", "1", "--quadrature", "sobol12:0"], ["--quadrature"]),
+    (["solve", "--alpha", "1", "--error-estimate=-3"], ["--error-estimate", "-3"]),
+    (["solve", "--alpha", "1", "--error-estimate=1"], ["--error-estimate", "K >= 2"]),
+    (["solve", "--alpha", "1", "--tol", "10"], ["--tol"]),
+    (["solve", "--alpha", "1", "--tol", "nan"], ["--tol"]),
+    (["solve", "--alpha", "nan"], ["--alpha", "finite"]),
+    (["solve", "--alpha", "-1"], ["--alpha", "> 0"]),
+    (["solve", "--alpha", "0"], ["--alpha", "> 0"]),
+    (["solve", "--alpha", "1:2:3"], ["--alpha", "one number"]),
+    (["solve", "--alpha", "1", "--lam", "nan"], ["--lam", "finite"]),
+    (["solve", "--alpha", "1", "--lam", "-1"], ["--lam"]),
+    (["solve", "--alpha", "1", "--rho0", "0"], ["--rho0"]),
+    (["solve", "--alpha", "1", "--sigma", "nan"], ["--sigma", "finite"]),
+    (["solve", "--alpha", "1", "--sigma", "0.5,0.5,0.5"], ["--sigma", "L = 2"]),
+    (["solve", "--alpha", "1", "--omega", "1.5"], ["--omega", "[0, 1]"]),
+    (["solve", "--alpha", "1", "--omega", "0.1:0.3:3"], ["--omega", "one number"]),
+    (["solve", "--alpha", "1", "--A", "0.5,0.5;0.5"], ["--A", "rows"]),
+    (["solve", "--alpha", "1", "--A", "0.9,0.3;0.5,0.5"], ["--A", "row-stochastic"]),
+    (["solve", "--alpha", "1", "--A", "0.5,0.5;0.5,0.5", "--L", "3"], ["--A", "L = 3"]),
+    (["solve", "--alpha", "1", "--P", "1,2;3,4"], ["--P", "symmetric"]),
+    (["solve", "--alpha", "1", "--rank", "2", "--prox", "aligned"], ["--prox aligned", "global"]),
+    (["solve", "--alpha", "1", "--L", "1"], ["--L", ">= 2"]),
+    (["sweep", "--alpha", "1:2:100000"], ["--alpha", "100000", "--large"]),
+    (["sweep", "--alpha", "1:2:1000000000000"], ["--alpha", "at most"]),
+    (["sweep", "--alpha", "1:2:0"], ["--alpha", "NUM"]),
+    (["sweep", "--alpha", "1:2"], ["--alpha", "START:STOP:NUM"]),
+    (["sweep", "--alpha", "-1:2:3"], ["--alpha", "> 0"]),
+    (["phase-diagram", "--omega", "0:1:100", "--alpha", "0.1:3:100"], ["--omega/--alpha", "--large"]),
+    (["census", "--alpha", "0"], ["--alpha", "> 0"]),
+    (["census", "--alpha", "-1.25"], ["--alpha", "> 0"]),
+    (["census", "--alpha", "1:2:3"], ["--alpha", "one number"]),
+    (["census", "--alpha", "1", "--omega", "1.5"], ["--omega", "[0, 1]"]),
+    (["census", "--alpha", "1", "--omega", "-0.1"], ["--omega", "[0, 1]"]),
+    (["census", "--alpha", "1", "--rank", "2", "--quadrature", "gh20"], ["--quadrature gh20", "Sobol"]),
+    (["census", "--alpha", "1", "--rank", "0"], ["--rank", ">= 1"]),
+    (["census", "--alpha", "1", "--rank", "2", "--prox", "local"], ["--prox local", "global"]),
+    (["census", "--alpha", "1", "--teacher-rank", "2", "--token-cov", "0.5,0.1;0.1,0.5"], ["--token-cov"]),
+    (["census", "--alpha", "1", "--rank", "2", "--out", "x.csv"], ["--out", "folder"]),
+    (["census", "--alpha", "1", "--rank", "2", "--e-t-quadrature", "sobol12"], ["--e-t-quadrature", "rank 1"]),
+    (["census", "--alpha", "1", "--token-cov", "0.25,0.25;0.25,0.25"], ["--token-cov", "singular"]),
+    (["census", "--alpha", "1", "--error-estimate", "1"], ["--error-estimate", "K >= 2"]),
+    (["census", "--alpha", "1", "--L", "5"], ["--L 5"]),
+    (["census", "--alpha", "1", "--quadrature", "sobol40"], ["--quadrature", "sobol40"]),
+    (["phase-diagram", "--omega", "0.3,1.2"], ["--omega", "[0, 1]"]),
+    (["simulate", "--d=10000000"], ["--d 10000000", "PB", "memory"]),
+    (["simulate", "--d", "1"], ["--d", ">= 2"]),
+    (["simulate", "--d", "2", "--L", "3"], ["--d", "L = 3"]),
+    (["simulate", "--seed", "-1"], ["--seed", ">= 0"]),
+    (["simulate", "--rank", "0"], ["--rank"]),
+    (["simulate", "--threads", "0"], ["--threads"]),
+    (["simulate", "--n-test", "1"], ["--n-test"]),
+    (["simulate", "--grad-tol", "-1"], ["--grad-tol"]),
+    (["simulate", "--dtype", "float16"], ["--dtype"]),
+    (["simulate", "--init", "sideways"], ["--init"]),
+    (["simulate", "--device", "tpu"], ["--device"]),
+    (["simulate", "--L", "11"], ["--L 11"]),
+    (["derive", "--L", "10"], ["--L 10", "L <= 7"]),
+    (["validate", "--seeds", "0"], ["--seeds"]),
+    (["validate", "--d", "1"], ["--d"]),
+    (["validate", "--cases", "d"], ["--cases", "--suite general"]),
+    (["validate", "--suite", "general", "--cases", "d,z"], ["--cases", "a, b, c, d, e"]),
+    (["check", "--alpha", "nan"], ["--alpha"]),
+    (["check", "--seed", "-2"], ["--seed"]),
+    (["check", "--only", "foo"], ["--only", "foo"]),
+    (["histogram", "--seed", "-1"], ["--seed"]),
+    (["histogram", "--threads", "0"], ["--threads"]),
+    (["derive", "--lam", "nan"], ["--lam"]),
+    (["solve", "--alpha", "1", "--branch", "diagonal"], ["--branch"]),
+    (["solve"], ["--alpha"]),
+]
+
+
+def _one_line_error(capsys, argv, needles, tmp_path):
+    before = sorted(os.listdir(tmp_path))
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own errors (the same one-line format) exit from parse_args
+        code = exc.code
+    assert code == 2
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    assert cap.err.count("\n") == 1 and cap.err.startswith("attnphase: error:"), cap.err
+    assert "Traceback" not in cap.err
+    for needle in needles:
+        assert needle in cap.err, (needle, cap.err)
+    assert sorted(os.listdir(tmp_path)) == before  # nothing left behind
+    return cap.err
+
+
+@pytest.mark.parametrize(("argv", "needles"), REFUSED, ids=[" ".join(a) for a, _ in REFUSED])
+def test_refused_before_any_work(argv, needles, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ATTNPHASE_MAX_L", raising=False)
+    out = ["--out", str(tmp_path / "out")] if argv[0] in ("sweep", "phase-diagram", "validate", "histogram") else []
+    _one_line_error(capsys, argv + out, needles, tmp_path)
+    assert not (tmp_path / "out").exists()
+
+
+def test_cuda_missing_is_one_line(capsys, tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.chdir(tmp_path)
+    for argv in (["simulate", "--d", "50", "--device", "cuda"],
+                 ["validate", "--quick", "--device", "cuda", "--out", str(tmp_path / "v")],
+                 ["histogram", "--quick", "--device", "cuda:1", "--out", str(tmp_path / "h")]):
+        _one_line_error(capsys, argv, ["--device", "CUDA is not available"], tmp_path)
+    assert os.listdir(tmp_path) == []
+
+
+# --- output paths: refused before the computation, nothing created ------------------------------
+
+@pytest.mark.parametrize("command", [
+    ["phase-diagram", "--omega", "0.3", "--alpha", "1"],
+    ["sweep", "--alpha", "1"],
+    ["validate", "--quick"],
+    ["histogram", "--quick"],
+    ["check", "--quick"],
+])
+def test_out_problems_found_first(command, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "existing.txt").write_text("keep me\n")
+    (tmp_path / "dir").mkdir()
+    for out, needle in (("existing.txt", "is a file"), ("existing.txt/sub", "is a file, not a folder"),
+                        ("dir/s.csv", "folder")):
+        _one_line_error(capsys, [*command, "--out", out], ["--out", needle], tmp_path)
+    assert (tmp_path / "existing.txt").read_text() == "keep me\n" and os.listdir(tmp_path / "dir") == []
+
+
+def test_out_not_writable(capsys, tmp_path, monkeypatch):
+    # running as root makes chmod useless: the permission test itself is replaced
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if str(p).startswith(str(tmp_path / "ro")) else real(p, mode))
+    (tmp_path / "ro").mkdir()
+    monkeypatch.chdir(tmp_path)
+    for argv in (["phase-diagram", "--out", "ro"], ["sweep", "--alpha", "1", "--out", "ro/sub"],
+                 ["derive", "-o", "ro/d.md"]):
+        _one_line_error(capsys, argv, ["permission denied"], tmp_path)
+    assert os.listdir(tmp_path / "ro") == []
+
+
+def test_derive_output_paths(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "f.txt").write_text("")
+    _one_line_error(capsys, ["derive", "-o", "folder"], ["-o/--output", "is a folder"], tmp_path)
+    _one_line_error(capsys, ["derive", "-o", "missing/d.md"], ["does not exist"], tmp_path)
+    _one_line_error(capsys, ["derive", "-o", "f.txt/d.md"], ["is a file"], tmp_path)
+    assert main(["derive", "-o", "d.md"]) == 0
+    text = (tmp_path / "d.md").read_text()
+    assert "omega" in text or "\\omega" in text or "ω" in text
+    assert sorted(os.listdir(tmp_path)) == ["d.md", "f.txt", "folder"]  # no temporary file left
+    assert (tmp_path / "d.md").stat().st_mode & 0o044  # an ordinary readable file, not a private temp file
+
+
+def test_staged_output_complete_or_absent(tmp_path):
+    from attnphase import outputs
+
+    out = tmp_path / "a" / "b"
+    with pytest.raises(RuntimeError):
+        with outputs.staged_output(out) as stage:
+            (stage / "one.csv").write_text("1")
+            raise RuntimeError("the computation failed half-way")
+    assert os.listdir(tmp_path) == []  # neither the folders nor the staging folder
+    with outputs.staged_output(out) as stage:
+        (stage / "one.csv").write_text("1")
+        (stage / "two.json").write_text("{}")
+    assert sorted(os.listdir(out)) == ["one.csv", "two.json"] and os.listdir(tmp_path) == ["a"]
+
+
+# --- messages of the Python API name the parameter ----------------------------------------------
+
+@pytest.mark.parametrize(("kw", "needle"), [
+    (dict(omega=None), "omega"), (dict(omega="0.3"), "omega"), (dict(A="0.5"), "A"),
+    (dict(A=[[1, 0], [1]]), "A"), (dict(sigma=float("nan")), "finite"), (dict(L=2.5), "L"),
+    (dict(lam=True), "lam"), (dict(P=[[1, 0], [0, "x"]]), "P"),
+])
+def test_model_params_refuse(kw, needle):
+    from attnphase.theory import ModelParams
+
+    with pytest.raises(ValueError, match=needle):
+        ModelParams(**kw)
+
+
+def test_api_alpha_and_L():
+    from attnphase.numerics import solve
+    from attnphase.numerics.quadrature.rules import make_rule
+    from attnphase.theory import ModelParams
+
+    for alpha in ("2", None, True, float("nan"), -1.0):
+        with pytest.raises(ValueError, match="alpha"):
+            solve(ModelParams(), alpha)
+    with pytest.raises(ValueError, match="L = 10"):
+        make_rule(10, "sobol4")
+
+
+# --- honest results (a few small solves) --------------------------------------------------------
+
+def test_solve_echoes_model_and_branches(capsys):
+    assert main(["solve", "--alpha", "2", "--L", "3", "--quadrature", "sobol8", "--json"]) in (0, 1, 3)
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert rec["L"] == 3 and rec["rank"] == 1 and len(rec["A"]) == 3 and rec["P"][0] == [1.0, 0.0, 0.0]
+    assert rec["requested_branch"] == "semantic"
+    assert "--L 3: defaults" in cap.err  # the L-dependent defaults are said
+
+
+def test_missing_branch_is_exit_3(capsys, tmp_path):
+    # omega = 1: the teacher is purely positional, no semantic fixed point exists
+    assert main(["solve", "--alpha", "1", "--omega", "1", "--branch", "semantic", "--quadrature", "sobol8",
+                 "--json"]) == 3
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert rec["requested_branch"] == "semantic" and rec["branch"] == "agnostic"
+    assert "no semantic fixed point" in rec["reason"] and "exit code 3" in cap.err
+    assert main(["sweep", "--alpha", "2:1:2", "--omega", "1", "--branch", "semantic", "--quadrature", "sobol8",
+                 "--out", str(tmp_path), "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert "sorted ascending" in err and "no semantic fixed point at any alpha" in err and "exit code 3" in err
+    rows = (tmp_path / "sweep_semantic_omega1.csv").read_text().splitlines()
+    assert rows[0].endswith(",reason") and len(rows) == 3
+    assert all("no semantic fixed point here" in r and ",agnostic," in r for r in rows[1:])
+
+
+def test_failed_solve_reports_no_overlaps(capsys):
+    # a budget of one iteration cannot converge: the starting guess must not be printed as a result
+    from attnphase.numerics.commands import point_record
+    from attnphase.numerics.se.state_evolution import solve
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.theory import ModelParams
+
+    fp = solve(ModelParams(), 2.0, "semantic", config=SolverConfig(quadrature="sobol8", max_iter=1))
+    assert not fp.status.converged
+    rec, reason = point_record.solve_record(fp, "semantic")
+    assert reason.startswith("not converged")
+    assert all(rec[k] is None for k in point_record.RESULT_KEYS) and rec["branch"] is None
+
+
+def test_no_traceback_in_subprocess(tmp_path):
+    # the console path end to end: one line, exit 2, nothing written
+    proc = subprocess.run([sys.executable, "-m", "attnphase", "simulate", "--d=10000000"], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr and "--d 10000000" in proc.stderr
+    assert os.listdir(tmp_path) == []
+
+
+def test_large_rules_and_long_runs_are_announced(capsys):
+    from attnphase import workload
+    from attnphase.numerics.config import SolverConfig
+
+    workload.announce_rules(2, SolverConfig(quadrature="sobol18"))
+    assert "--quadrature sobol18" in capsys.readouterr().err
+    workload.announce_rules(2, SolverConfig())  # the defaults are not large
+    assert capsys.readouterr().err == ""
+    workload.announce_work("sweep of 400 alpha values", 400, 2, SolverConfig())
+    assert "roughly" in capsys.readouterr().err
+
+
+def test_interrupt_leaves_nothing(tmp_path):
+    # Ctrl-C in the middle of a phase diagram, before its one task finished: exit code 130, one line, neither
+    # --out nor a staging folder (finished tasks would be kept in --out/tasks: tests/cli/test_execution_commands.py)
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "attnphase", "phase-diagram", "--omega", "0.3", "--quiet",
+                             "--out", "res/pd"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(4)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "attnphase: interrupted" in err and "Traceback" not in err
+    assert os.listdir(tmp_path) == []

@@ -1,0 +1,266 @@
+"""The numerics subcommands' contract: `attnphase solve --json`, `attnphase sweep`, one-line errors, no torch."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from attnphase.cli import main
+from attnphase.numerics.commands import point_record
+
+KEYS = {
+    "alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta",
+    "eps_g", "e_t", "eps_lin", "converged", "iterations", "residual",
+    # the model and the requested branch beside the result; reason: "" on success
+    "L", "A", "P", "rho0", "rank", "requested_branch", "reason",
+}
+
+
+def test_solve_json_is_exactly_one_object_with_the_record_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["solve", "--alpha", "2", "--omega", "0.3", "--json", "--quadrature", "gh6"]) == 0
+    out = capsys.readouterr().out
+    lines = out.strip().splitlines()
+    assert len(lines) == 1
+    rec = json.loads(lines[0])
+    assert isinstance(rec, dict) and set(rec) == KEYS
+    assert (rec["alpha"], rec["omega"], rec["sigma"], rec["lam"]) == (2.0, 0.3, 0.5, 0.01)
+    assert rec["branch"] == "semantic" and rec["converged"] is True
+    assert isinstance(rec["iterations"], int) and 0 < rec["residual"] <= 1e-10
+    # units: theta = th0 = Q.Q*/d (model units, not per token), q = |Q|^2/d, V = V0, m = p_1.Q/sqrt(d)
+    assert rec["theta"] == pytest.approx(0.6326, rel=0.005)
+    assert rec["q"] == pytest.approx(0.4592, rel=0.005) and rec["m"] == 0.0
+    assert rec["V"] == pytest.approx(50.7, rel=0.01)
+    assert rec["eps_g"] == pytest.approx(1.4042e-3, rel=0.005)
+    assert rec["eps_lin"] == pytest.approx(1.971384e-3, rel=1e-6)
+    assert rec["theta"] ** 2 < rec["q"]  # |th0| <= sqrt(q0 rho0)
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--alpha", "0"], "alpha"),
+        (["--alpha", "-1"], "alpha"),
+        (["--alpha", "nan"], "alpha"),
+        (["--alpha", "1", "--A", "0.5,0.6;0.4,0.6"], "A must be row-stochastic"),
+        (["--alpha", "1", "--sigma", "0"], "sigma"),
+        (["--alpha", "1", "--e-t-quadrature", "sobol"], "--e-t-quadrature: unknown quadrature"),
+    ],
+)
+def test_solve_bad_input_exits_2_with_one_line(argv, needle, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["solve", "--json", "--quadrature", "gh6", *argv]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    assert cap.err.count("\n") == 1 and cap.err.startswith("attnphase: error:") and needle in cap.err
+
+
+def test_omega_out_of_range_subprocess_exit_2_no_traceback() -> None:
+    """The console entry point: exit status 2, a single stderr line, nothing on stdout."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "attnphase", "solve", "--alpha", "2", "--omega", "1.5", "--json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("attnphase: error:") and "omega" in proc.stderr
+
+
+def test_solve_does_not_import_torch() -> None:
+    code = (
+        "import sys, json, io, contextlib\n"
+        "from attnphase.cli import main\n"
+        "buf = io.StringIO()\n"
+        "with contextlib.redirect_stdout(buf):\n"
+        "    rc = main(['solve', '--alpha', '2', '--omega', '0.3', '--json', '--quadrature', 'gh6'])\n"
+        "assert rc == 0, rc\n"
+        "json.loads(buf.getvalue())\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+        "print('ok')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
+
+
+def test_sweep_writes_one_row_per_alpha(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["sweep", "--omega", "0.3", "--alpha", "1.8:2.2:3", "--branch", "semantic",
+            "--out", str(tmp_path), "--quadrature", "gh6", "--quiet"]
+    assert main(argv) == 0
+    out = tmp_path / "sweep_semantic_omega0.3.csv"
+    assert f"wrote 3 rows to {out}" in capsys.readouterr().err
+    with open(out, newline="") as fh:
+        reader = csv.DictReader(fh)
+        rows = list(reader)
+        csv_keys = (KEYS - {"L", "A", "P", "rho0", "rank", "requested_branch"})  # the model is in the file name / --json
+        csv_keys |= {f"err_{k}" for k in point_record.RESULT_KEYS}
+        assert set(reader.fieldnames or ()) == csv_keys and len(reader.fieldnames or ()) == len(csv_keys)
+    # gh6 is one deterministic rule: no error bar unless --error-estimate K asks for K rules
+    assert all(r["err_q"] == "nan" for r in rows)
+    assert [float(r["alpha"]) for r in rows] == pytest.approx([1.8, 2.0, 2.2])
+    assert all(r["branch"] == "semantic" and r["converged"] == "True" for r in rows)
+    theta = [float(r["theta"]) for r in rows]
+    eps_g = [float(r["eps_g"]) for r in rows]
+    assert theta[0] < theta[1] < theta[2]  # more data: closer to the teacher
+    assert eps_g[0] > eps_g[1] > eps_g[2]
+    assert len({r["eps_lin"] for r in rows}) == 1
+
+
+def test_sweep_points_carry_the_standard_error_of_their_blocks(tmp_path) -> None:
+    """A rule of 4 scramblings: each converged row's err_<key> is std_j / sqrt(4) over the 4 blocks'
+    fixed points (warm-started from the row's), recomputed here for one row."""
+    from attnphase.numerics import solve
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.errors.replicates import block_config
+    from attnphase.theory.params import ModelParams
+
+    argv = ["sweep", "--omega", "0.3", "--alpha", "1.6,2", "--branch", "semantic", "--quadrature", "sobol8:4",
+            "--out", str(tmp_path), "--quiet"]
+    assert main(argv) == 0
+    rows = list(csv.DictReader(open(tmp_path / "sweep_semantic_omega0.3.csv")))
+    assert all(0 < float(r["err_q"]) < 0.05 and 0 < float(r["err_theta"]) < 0.05 for r in rows)
+    assert all(float(r["err_m"]) == 0.0 for r in rows)  # m = 0 exactly on the semantic branch
+    import xarray as xr
+
+    with xr.open_dataset(tmp_path / "sweep_semantic.nc") as ds:  # the dataset carries the same error bars
+        assert list(ds.err_q.values[0]) == pytest.approx([float(r["err_q"]) for r in rows], rel=1e-12)
+    cfg = SolverConfig(quadrature="sobol8:4")
+    fp = solve(ModelParams(omega=0.3), 2.0, "semantic", config=cfg)
+    assert float(rows[1]["q"]) == pytest.approx(fp.record["q"], rel=1e-6)
+    qs = [solve(fp.params, 2.0, "semantic", init=fp.overlaps, config=block_config(cfg, j)).record["q"] for j in range(4)]
+    assert len(set(qs)) == 4
+    assert float(rows[1]["err_q"]) == pytest.approx(np.std(qs, ddof=1) / 2, rel=1e-3)
+
+
+def test_sweep_bad_range_exits_2(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sweep", "--alpha", "1:2", "--out", str(tmp_path / "x"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "START:STOP:NUM" in err and "--alpha" in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_sweep_json_is_one_object_and_the_table(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["sweep", "--omega", "0.3", "--alpha", "1.8,2.2", "--out", str(tmp_path), "--quadrature", "gh6",
+            "--quiet", "--json"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1
+    rec = json.loads(lines[0])
+    assert rec["branch"] == "semantic" and rec["file"] == str(tmp_path / "sweep_semantic_omega0.3.csv")
+    assert rec["end"] is None  # the semantic branch spans [1.8, 2.2]
+    assert [r["alpha"] for r in rec["rows"]] == pytest.approx([1.8, 2.2])
+    assert rec["solver"]["quadrature"] == "gh6" and rec["params"]["omega"] == 0.3
+
+
+def test_phase_diagram_writes_the_documented_files(tmp_path, capsys) -> None:
+    """`attnphase phase-diagram` writes the CSV (documented columns), the JSON with its parameters,
+    and both figures; alpha_c at omega = 0.3 lands near the published value even on a coarse rule."""
+    import csv
+    import json
+
+    from attnphase.cli import main
+
+    code = main([
+        "phase-diagram", "--omega", "0.3:0.3:1", "--alpha", "0.6:2.2:5",
+        "--quadrature", "gh6", "--out", str(tmp_path), "--quiet",
+    ])
+    assert code == 0
+    for name in ("phase_diagram.csv", "phase_diagram.json", "phase_diagram.png", "curves_omega0.3.png"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    rows = list(csv.DictReader(open(tmp_path / "phase_diagram.csv")))
+    assert len(rows) == 1
+    assert {"omega", "alpha_c", "alpha_l", "semantic_end", "positional_end", "alpha_c_coarse"} <= set(rows[0])
+    # gh6's own root is 1.2587; the sobol16 correction of alpha_c brings it to docs/model.md's 1.2515 +- 0.0005
+    assert abs(float(rows[0]["alpha_c"]) - 1.2515) < 2e-3
+    assert abs(float(rows[0]["alpha_c_coarse"]) - 1.25) < 0.03
+    assert float(rows[0]["alpha_l"]) > float(rows[0]["alpha_c"])
+    meta = json.loads((tmp_path / "phase_diagram.json").read_text())
+    assert meta["params"]["omega"] == 0.3 and meta["solver"]["quadrature"] == "gh6"
+    assert meta["solver"]["alpha_c_quadrature"] == "sobol16:4"
+    assert "alpha_c" in capsys.readouterr().out
+
+
+def test_phase_diagram_error_estimate_is_the_spread_over_rules(tmp_path) -> None:
+    """`--error-estimate 2` with gh6 repeats the boundaries on gh8 (and the alpha_c correction on
+    sobol16 seed 1): each <boundary>_err is the sample std of the two values, which are recomputed here."""
+    import csv
+
+    import numpy as np
+
+    from attnphase.cli import main
+    from attnphase.numerics import phase_boundaries
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.theory.params import ModelParams
+
+    argv = ["phase-diagram", "--omega", "0.3:0.3:1", "--alpha", "0.6:2.2:5", "--quadrature", "gh6", "--quiet",
+            "--alpha-c-quadrature", "sobol16", "--alpha-l-quadrature", "none", "--bifurcation-quadrature", "sobol15",
+            "--end-quadrature", "none"]
+    assert main([*argv, "--error-estimate", "1", "--out", str(tmp_path)]) == 2
+    assert main([*argv, "--error-estimate", "2", "--out", str(tmp_path)]) == 0
+    row = next(csv.DictReader(open(tmp_path / "phase_diagram.csv")))
+    other = phase_boundaries(  # the second rule: every quadrature role's replicate 1 (gh8, sobol16:1:1, ...)
+        ModelParams(omega=0.3), np.linspace(0.6, 2.2, 5),
+        config=SolverConfig(quadrature="gh6", alpha_c_quadrature="sobol16", alpha_l_quadrature=None,
+                            bifurcation_quadrature="sobol15", end_quadrature=None).variant(1),
+    )
+    for key in ("alpha_c", "alpha_l"):
+        pair = [float(row[key]), getattr(other, key)]
+        assert int(row[f"{key}_found"]) == 2
+        assert float(row[f"{key}_err"]) == pytest.approx(np.std(pair, ddof=1), rel=1e-9, abs=1e-12)
+    assert float(row["alpha_c_err"]) < 2e-3  # both corrected on sobol16 (seeds 0 and 1)
+    assert row["positional_end_found"] == "0" and row["positional_end_err"] == "nan"
+
+
+def test_phase_diagram_json_is_one_object(tmp_path, capsys) -> None:
+    """`--json`: stdout is phase_diagram.json as one object (the table goes to stderr)."""
+    argv = ["phase-diagram", "--omega", "0.3", "--alpha", "0.6:2.2:5", "--quadrature", "gh6",
+            "--alpha-c-quadrature", "none", "--out", str(tmp_path), "--quiet", "--json"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1
+    meta = json.loads(lines[0])
+    assert meta["out"] == str(tmp_path) and meta["params"]["omega"] == 0.3
+    assert meta["solver"]["quadrature"] == "gh6" and len(meta["rows"]) == 1
+    assert meta["rows"][0]["omega"] == 0.3 and 1.2 < meta["rows"][0]["alpha_c"] < 1.3
+
+
+def test_sweep_over_several_omegas_is_one_task_per_omega(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`sweep --omega a,b`: a CSV per omega, one dataset sweep_<branch>.nc, the --json object lists the sweeps;
+    a rerun reads both tasks back from DIR/tasks."""
+    from attnphase.execution.dataset import open_dataset
+
+    argv = ["sweep", "--omega", "0.2,0.3", "--alpha", "1.8,2.2", "--out", str(tmp_path), "--quadrature", "gh6",
+            "--workers", "1", "--quiet", "--json"]
+    assert main(argv) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["omegas"] == [0.2, 0.3] and [s["params"]["omega"] for s in rec["sweeps"]] == [0.2, 0.3]
+    assert rec["tasks"]["computed"] == 2
+    for w, s in zip((0.2, 0.3), rec["sweeps"]):
+        assert s["file"] == str(tmp_path / f"sweep_semantic_omega{w}.csv") and len(s["rows"]) == 2
+    ds = open_dataset(tmp_path / "sweep_semantic.nc")
+    assert dict(ds.sizes) == {"omega": 2, "alpha": 2}
+    assert float(ds.theta.sel(omega=0.3, alpha=2.2)) == rec["sweeps"][1]["rows"][1]["theta"]
+    assert main(argv) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["tasks"]["stored"] == 2 and again["sweeps"] == rec["sweeps"]
+
+
+def test_solve_reports_its_largest_relative_error_bar_and_says_when_the_tier_misses_it(capsys) -> None:
+    """`solve` adds max_relative_error = max err_k / |k| over the non-zero overlaps, and a note on stderr when it
+    is above the tier's target (numerics.config.PRECISION_TARGETS)."""
+    rec = {"q": 0.2, "m": 0.0, "V": 40.0, "theta": 0.5, "err_q": 2e-4, "err_m": 0.0, "err_V": 0.4, "err_theta": 1e-4}
+    assert point_record.max_relative_error(rec) == pytest.approx(1e-2)
+    assert np.isnan(point_record.max_relative_error(rec | {"err_V": float("nan")}))
+    point_record.precision_note(1e-2, "fast")
+    assert capsys.readouterr().err == ""
+    point_record.precision_note(1e-2, "default")
+    assert "above the default tier's target 0.001" in capsys.readouterr().err
+    assert main(["solve", "--alpha", "2", "--omega", "0.3", "--quadrature", "sobol6:4", "--json"]) == 0
+    out = capsys.readouterr()
+    rec = json.loads(out.out)
+    assert rec["max_relative_error"] == pytest.approx(point_record.max_relative_error(rec)) and rec["max_relative_error"] > 1e-3
+    assert "above the default tier's target" in out.err

@@ -1,0 +1,259 @@
+"""The census: every fixed point at one (alpha, omega), deduplicated, labelled, tested for
+stability and ranked by e_t with error bars (numerics/phase/census.py, numerics/phase/stability.py, ``attnphase census``).
+
+The census itself runs once, through the command, on a small rule (sobol10, error bars from 2 rules; ~7 s):
+at omega = 0.3, alpha = 1.25 -- next to alpha_c, where the positional and semantic fixed points tie
+in e_t and the agnostic one exists and is unstable in theta.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from attnphase.cli import main
+from attnphase.numerics.phase.census import canonical, same_point, within_errors
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.se.state_evolution import solve
+from attnphase.theory.params import ModelParams
+
+#: The small rule of these tests (the census's default is the solve rule, sobol12, and K = 4).
+RULE = ["--quadrature", "sobol10", "--error-estimate", "2"]
+
+#: The keys ``attnphase solve --json`` prints (tests/cli/test_numerics_commands.py), every census entry has them too.
+SOLVE_KEYS = {
+    "alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta", "eps_g", "e_t", "eps_lin", "converged",
+    "iterations", "residual", "L", "A", "P", "rho0", "rank", "requested_branch", "reason",
+}
+ERR_KEYS = {f"err_{k}" for k in ("q", "m", "V", "theta", "eps_g", "e_t")}
+
+
+@pytest.fixture(scope="module")
+def out_folder(tmp_path_factory):
+    """The ``--out`` folder of :func:`near_alpha_c`."""
+    return tmp_path_factory.mktemp("census") / "out"
+
+
+@pytest.fixture(scope="module")
+def near_alpha_c(out_folder) -> dict:
+    """``attnphase census --alpha 1.25 --omega 0.3 --json --out DIR`` on the small rule, parsed (one JSON object)."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["census", "--alpha", "1.25", "--omega", "0.3", *RULE, "--json", "--out", str(out_folder)])
+    assert code == 0, err.getvalue()
+    lines = out.getvalue().strip().splitlines()
+    assert len(lines) == 1
+    return json.loads(lines[0])
+
+
+def test_census_out_writes_the_json_object_and_a_row_per_fixed_point(near_alpha_c: dict, out_folder) -> None:
+    import csv
+
+    assert json.loads((out_folder / "census.json").read_text()) == near_alpha_c
+    rows = list(csv.DictReader(open(out_folder / "census.csv")))
+    assert [r["branch"] for r in rows] == [p["branch"] for p in near_alpha_c["fixed_points"]]
+    assert [float(r["e_t"]) for r in rows] == [p["e_t"] for p in near_alpha_c["fixed_points"]]
+
+
+def test_census_finds_the_positional_and_semantic_points_and_ranks_by_e_t(near_alpha_c: dict) -> None:
+    pts = near_alpha_c["fixed_points"]
+    labels = [p["branch"] for p in pts]
+    assert {"positional", "semantic"} <= set(labels)
+    e_t = [p["e_t"] for p in pts]
+    assert e_t == sorted(e_t) and near_alpha_c["global_minimum"] == labels[0]
+    # near alpha_c the two compared points are the two lowest and tie (within 1 %, on this small rule),
+    # next to the agnostic point's gap above them (~10 %)
+    assert set(labels[:2]) == {"positional", "semantic"}
+    pos, sem, ag = (next(p for p in pts if p["branch"] == b) for b in ("positional", "semantic", "agnostic"))
+    assert abs(pos["e_t"] - sem["e_t"]) < 0.01 * sem["e_t"]
+    assert ag["e_t"] - max(pos["e_t"], sem["e_t"]) > 5 * abs(pos["e_t"] - sem["e_t"])
+    assert pos["theta"] == 0 and abs(pos["m"]) > 0.05 and sem["m"] == 0 and sem["theta"] > 0.1
+
+
+def test_census_entries_are_distinct_labelled_and_tested(near_alpha_c: dict) -> None:
+    p = ModelParams(omega=0.3)
+    pts = near_alpha_c["fixed_points"]
+    keys = [canonical(p, Overlaps(q0=r["q"], V0=r["V"], m=[r["m"], -r["m"]], th0=r["theta"])) for r in pts]
+    for i in range(len(keys)):
+        for j in range(i):
+            assert not same_point(keys[i], keys[j]), (pts[i], pts[j])
+    for r in pts:
+        want = ("mixed" if r["m"] and r["theta"] else "positional" if r["m"] else "semantic" if r["theta"]
+                else "agnostic")
+        assert r["branch"] == want and r["requested_branch"] == want and r["reason"] == ""
+        assert r["converged"] is True and r["residual"] <= 1e-10
+        assert r["stable"] is (r["leading_eigenvalue"] < 1) and r["starts"] >= 1
+    reached = sum(r["starts"] for r in pts)
+    assert reached <= near_alpha_c["starts"] - near_alpha_c["not_converged"]
+    assert reached == near_alpha_c["starts"] - near_alpha_c["not_converged"] or near_alpha_c["polish_failures"] > 0
+    # the two compared points are stable there; the agnostic point (above the semantic end, 0.71) is not
+    by = {r["branch"]: r for r in pts}
+    assert by["positional"]["stable"] and by["semantic"]["stable"]
+    assert "agnostic" in by and not by["agnostic"]["stable"]
+
+
+def test_census_json_shape(near_alpha_c: dict) -> None:
+    out = near_alpha_c
+    assert {"alpha", "omega", "params", "solver", "error_estimate", "search_quadrature", "starts", "not_converged",
+            "polish_failures", "global_minimum", "separation", "seconds", "fixed_points"} == set(out)
+    assert (out["alpha"], out["omega"], out["error_estimate"], out["starts"]) == (1.25, 0.3, 2, 21)
+    # a 2^10 rule is searched on as it is (sobol12 would be searched on sobol10:1:0)
+    assert out["solver"]["quadrature"] == out["search_quadrature"] == "sobol10"
+    for r in out["fixed_points"]:
+        assert set(r) == SOLVE_KEYS | ERR_KEYS | {"stable", "leading_eigenvalue", "starts"}
+        # a spread of two rules, or null where a re-solve left the point (the unstable agnostic one may)
+        assert all(r[k] is None or r[k] >= 0 for k in ERR_KEYS)
+        if r["branch"] != "agnostic":
+            assert all(r[k] is not None for k in ERR_KEYS)
+        if r["branch"] == "positional":
+            assert r["err_theta"] == 0 and r["err_m"] > 0  # theta = 0 exactly on every rule
+    a, b = out["fixed_points"][:2]
+    assert out["separation"] == pytest.approx((b["e_t"] - a["e_t"]) / math.hypot(a["err_e_t"], b["err_e_t"]))
+
+
+def test_agnostic_point_above_the_semantic_end_is_unstable_and_the_semantic_point_stable() -> None:
+    """At alpha = 2, omega = 0.3 the agnostic fixed point is unstable in theta (the semantic branch was born
+    from it at ~0.71): its Jacobian's theta row and column decouple (th0 -> -th0 is a symmetry at th0 = 0),
+    the theta entry exceeds 1, and the leading eigenvalue is at least the likelihood-ratio lambda."""
+    from attnphase.numerics.se.se_map import model_rule
+    from attnphase.numerics.phase.stability import se_jacobian, stability_eigenvalue, theta_stability_at
+
+    p, cfg = ModelParams(omega=0.3), SolverConfig(quadrature="sobol10")
+    ag = solve(p, 2.0, "agnostic", config=cfg, init=Overlaps(q0=0.4, V0=90.0, m=np.zeros(2), th0=0.0))
+    assert ag.status.converged and ag.branch == "agnostic"
+    J = se_jacobian(p, 2.0, ag.overlaps, cfg)
+    assert np.all(J[-1, :-1] == 0) and np.all(J[:-1, -1] == 0) and J[-1, -1] > 1
+    lam, _ = theta_stability_at(p, 2.0, ag.overlaps, model_rule(p, cfg), cfg)
+    lead = stability_eigenvalue(p, 2.0, ag.overlaps, cfg)
+    assert lam > 1 and lead >= lam and lead >= J[-1, -1]
+    sem = solve(p, 2.0, "semantic", config=cfg)
+    assert sem.status.converged and sem.branch == "semantic"
+    assert stability_eigenvalue(p, 2.0, sem.overlaps, cfg) < 1
+
+
+def test_search_rule_is_a_quarter_of_a_large_sobol_rule() -> None:
+    from attnphase.numerics.phase.census import search_rule
+
+    assert search_rule("sobol12") == "sobol10:1:0" and search_rule("sobol14:2:3") == "sobol12:2:3"
+    assert search_rule("sobol11") == "sobol10:1:0" and search_rule("sobol10") == "sobol10"
+    assert search_rule("gh8") == "gh8" and search_rule("sobol8") == "sobol8"
+
+
+def test_canonical_form_identifies_mirror_images_only() -> None:
+    p = ModelParams(omega=0.3)
+    a = Overlaps(q0=0.3, V0=40.0, m=np.array([0.2, -0.2]), th0=0.0)
+    b = Overlaps(q0=0.3, V0=40.0, m=np.array([-0.2, 0.2]), th0=0.0)
+    s1, s2 = (Overlaps(q0=0.4, V0=50.0, m=np.zeros(2), th0=t) for t in (0.6, -0.6))
+    assert same_point(canonical(p, a), canonical(p, b)) and same_point(canonical(p, s1), canonical(p, s2))
+    assert not same_point(canonical(p, a), canonical(p, s1))
+    c = Overlaps(q0=0.3, V0=40.0, m=np.array([0.21, -0.21]), th0=0.0)
+    assert not same_point(canonical(p, a), canonical(p, c))
+
+
+def _entry(q: float, m: float, err_m: float, err: float = 1e-3):
+    rec = {"q": q, "V": 50.0, "m": m, "theta": 0.0}
+    return SimpleNamespace(point=SimpleNamespace(record=rec), err=lambda key: err_m if key == "m" else err)
+
+
+def test_points_merge_within_four_combined_error_bars() -> None:
+    bar = 1e-3 * math.sqrt(2)  # two points with error bars 1e-3 each
+    assert within_errors(_entry(0.3, 0.2, 1e-3), _entry(0.3 + 3.9 * bar, -0.2, 1e-3))  # |m|: mirror images
+    assert not within_errors(_entry(0.3, 0.2, 1e-3), _entry(0.3 + 4.1 * bar, 0.2, 1e-3))
+    nan = math.nan
+    assert not within_errors(_entry(0.3, 0.2, nan, nan), _entry(0.3001, 0.2, nan, nan))  # no error bars
+    assert within_errors(_entry(0.3, 0.2, nan, nan), _entry(0.3, 0.2, nan, nan))  # identical
+    # a "positional" point whose m is within its bars of 0 is the agnostic point (m = 0 exactly, no spread)
+    assert within_errors(_entry(0.3, 0.0, 0.0), _entry(0.3, 0.0021, 0.0019))
+    assert not within_errors(_entry(0.3, 0.0, 0.0), _entry(0.3, 0.0021, 0.0004))
+
+
+def _fake_census(points: list[tuple[str, float, float]]):
+    """A census() stand-in returning entries (label, e_t, err_e_t), lowest e_t first."""
+    from attnphase.numerics.phase.census import Census, CensusEntry
+
+    entries = [CensusEntry(SimpleNamespace(branch=b, observables=SimpleNamespace(e_t=e)),
+                           SimpleNamespace(std={"e_t": err}), 0.5, 1) for b, e, err in sorted(points, key=lambda x: x[1])]
+    return lambda params, alpha, **kw: Census(params, alpha, tuple(entries), None, 4)
+
+
+def test_census_check_says_whether_another_fixed_point_beats_the_pair(monkeypatch) -> None:
+    from attnphase.numerics.phase import census as census_mod
+
+    p = ModelParams(omega=0.3)
+    monkeypatch.setattr(census_mod, "census", _fake_census(
+        [("positional", 2.7181e-3, 3e-6), ("semantic", 2.7201e-3, 2e-6), ("agnostic", 2.9639e-3, 2e-6)]))
+    row = census_mod.census_check(p, 1.25)
+    assert set(row) == set(census_mod.CENSUS_COLUMNS)
+    assert (row["census_global_min"], row["census_fixed_points"], row["census_beaten_by"]) == ("positional", 3, "")
+    assert row["census_separation"] == pytest.approx(2.0e-6 / math.hypot(3e-6, 2e-6))
+    # a mixed point 3 error bars below the better of the pair beats it; one 1 error bar below does not
+    bar = math.hypot(3e-6, 1e-6)
+    for below, beaten in ((3 * bar, True), (1 * bar, False)):
+        monkeypatch.setattr(census_mod, "census", _fake_census(
+            [("positional", 2.7181e-3, 3e-6), ("semantic", 2.7201e-3, 2e-6), ("mixed", 2.7181e-3 - below, 1e-6)]))
+        row = census_mod.census_check(p, 1.25)
+        assert row["census_global_min"] == "mixed" and row["census_beaten_by"].startswith("mixed") is beaten
+    assert census_mod.census_check(p, math.nan)["census_fixed_points"] == 0  # no alpha_c: no census
+
+
+def test_phase_diagram_census_writes_census_csv(monkeypatch, tmp_path, capsys) -> None:
+    """``phase-diagram --census``: the census at each omega's alpha_c (here a stand-in) in census.csv and
+    under the --json object's key ``census``; refused with a rank above 1."""
+    import csv
+
+    from attnphase.numerics.phase import census as census_mod
+
+    seen = []
+
+    def fake(params, alpha, **kw):
+        seen.append((params.omega, alpha))
+        return _fake_census([("positional", 1.0, 0.1), ("semantic", 1.1, 0.1)])(params, alpha)
+
+    monkeypatch.setattr(census_mod, "census", fake)
+    argv = ["phase-diagram", "--omega", "0.3", "--alpha", "0.6:2.2:5", "--quadrature", "sobol10",
+            "--alpha-c-quadrature", "none", "--census", "--out", str(tmp_path), "--quiet", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = list(csv.DictReader(open(tmp_path / "census.csv")))
+    assert len(rows) == 1 and rows[0]["census_global_min"] == "positional" and rows[0]["census_beaten_by"] == ""
+    alpha_c = out["rows"][0]["alpha_c"]
+    assert seen == [(0.3, alpha_c)] and float(rows[0]["census_alpha"]) == pytest.approx(alpha_c, rel=1e-12)
+    assert out["census"][0]["census_fixed_points"] == 2
+    # the census is a stored task: the same command again reads it back, computes nothing, keeps the files
+    assert main(argv) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert seen == [(0.3, alpha_c)] and again["census"] == out["census"]
+    assert list(csv.DictReader(open(tmp_path / "census.csv"))) == rows
+    assert (tmp_path / "phase_diagram.csv").exists()
+    assert main(["phase-diagram", "--rank", "2", "--census", "--out", str(tmp_path / "r2")]) == 2
+    assert "--census" in capsys.readouterr().err
+
+
+def test_census_of_correlated_tokens_ranks_the_whitened_fixed_points(capsys) -> None:
+    """``census --token-cov``: the fixed points of the whitened model (docs/model.md section 7), reported in the
+    tokens' own variables; its semantic and positional points are those ``solve --token-cov`` finds on the same
+    rule, and at alpha = 2 (below this C's alpha_c) the positional one is the global minimum."""
+    cov = "0.25,0.075;0.075,0.25"
+    rule = ["--quadrature", "sobol10", "--error-estimate", "0"]
+    assert main(["census", "--alpha", "2", "--omega", "0.3", "--token-cov", cov, *rule, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["params"]["C"] == [[0.25, 0.075], [0.075, 0.25]] and out["starts"] == 21
+    by = {p["branch"]: p for p in out["fixed_points"]}
+    for branch in ("semantic", "positional"):
+        assert main(["solve", "--alpha", "2", "--omega", "0.3", "--token-cov", cov, "--branch", branch, *rule,
+                     "--json"]) == 0
+        ref = json.loads(capsys.readouterr().out)
+        assert ref["branch"] == branch and ref["C"] == out["params"]["C"]
+        for key in ("q", "V", "theta", "e_t", "eps_g"):
+            assert abs(by[branch][key]) == pytest.approx(abs(ref[key]), rel=1e-6, abs=1e-9), (branch, key)
+        assert np.abs(by[branch]["m"]) == pytest.approx(np.abs(ref["m"]), rel=1e-6, abs=1e-9)
+        assert by[branch]["stable"]
+    assert by["positional"]["e_t"] < by["semantic"]["e_t"] and out["global_minimum"] == "positional"

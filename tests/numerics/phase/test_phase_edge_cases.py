@@ -1,0 +1,179 @@
+"""Edge cases of the phase search: solves that an approximate map misleads, brackets that grow beyond the alpha grid,
+the positional branch followed only where phase boundaries need it, and the omega = 0 and 0.05
+rows of the phase diagram (recorded in tests/golden/replicated/phase_diagram_omega{0,0.05}.csv)."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attnphase.numerics import SolverConfig, phase_boundaries, solve
+from attnphase.numerics.errors.quadrature_error import fixed_point_error
+from types import SimpleNamespace
+
+from attnphase.numerics.phase.boundaries import whole_positional_branch
+from attnphase.numerics.phase.brackets import (
+    ALPHA_LIMIT, BranchLost, grid_extension, grow_alpha_c_down, grow_alpha_c_up, positional_grid,
+)
+from attnphase.numerics.phase.branch_end import BranchEnd
+from attnphase.numerics.phase.continuation import BranchSweep
+from attnphase.numerics.se.fixed_point import DISTRUST_RESIDUAL, FixedPointSolver
+from attnphase.theory.params import ModelParams
+from toy_maps import AffineMap
+
+GOLDEN = Path(__file__).resolve().parents[2] / "golden"
+#: as tests/numerics/test_golden.py: roots to xtol = 1e-4, ends (bifurcations) to the secant's 1e-3
+ATOL_ROOT, ATOL_END = 1e-4, 1e-3
+
+
+def _BiasedApproximation(A: np.ndarray, b: np.ndarray, bias: np.ndarray) -> AffineMap:
+    """x -> A x + b exactly; approximate evaluations (all but those asked exact) use b + bias."""
+    return AffineMap(A, b, exact_every=10**9, bias=bias)
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_grossly_wrong_approximate_map_is_distrusted(warm: bool) -> None:
+    """The approximate map's own fixed point is off by 0.1 (> DISTRUST_RESIDUAL): after the first
+    rejection the solver evaluates exactly and converges to the exact map's fixed point."""
+    A = np.array([[0.3, 0.1], [0.0, -0.4]])
+    b = np.array([1.0, 0.5])
+    fmap = _BiasedApproximation(A, b, np.array([0.1, 0.0]))
+    res = FixedPointSolver(fmap, SolverConfig(tol=1e-12)).solve(np.zeros(2), warm=warm)
+    assert res.converged and res.evaluation.exact
+    assert np.allclose(res.evaluation.x, np.linalg.solve(np.eye(2) - A, b), atol=1e-10)
+    assert fmap.full_only
+
+
+def test_a_slightly_wrong_approximate_map_is_kept() -> None:
+    """Rejections below DISTRUST_RESIDUAL (the rule's own noise) keep the approximate map on."""
+    A = np.array([[0.3, 0.1], [0.0, -0.4]])
+    fmap = _BiasedApproximation(A, np.array([1.0, 0.5]), np.array([0.1 * DISTRUST_RESIDUAL, 0.0]))
+    FixedPointSolver(fmap, SolverConfig(tol=1e-12, max_iter=40)).solve(np.zeros(2))
+    assert not fmap.full_only
+
+
+def test_positional_solve_at_omega_0_converges() -> None:
+    """At omega = 0, alpha = 0.3 a polished iteration can converge to m = 0.1465, which the full
+    search rejects (residual 1.7e-2): the solve must still converge on the branch."""
+    fp = solve(ModelParams(omega=0.0), 0.3, "positional", config=SolverConfig())
+    assert fp.status.converged and fp.branch == "positional"
+    assert fp.status.residual <= 1e-10
+    assert 0.11 < abs(fp.overlaps.m[0]) < 0.14  # m = 0.1261 (seed 0); the polished point had 0.1465
+
+
+def test_grid_extension_ends_at_the_limit() -> None:
+    assert grid_extension(3.0) == [6.0, ALPHA_LIMIT]
+    assert grid_extension(ALPHA_LIMIT) == []
+    ext = grid_extension(1.0)
+    assert ext[-1] == ALPHA_LIMIT and all(b > a for a, b in zip([1.0] + ext, ext))
+
+
+def test_alpha_c_bracket_grows_down_to_the_semantic_end() -> None:
+    """Delta e_t <= 0 at the lowest common grid point a_low, > 0 near the semantic end: the bracket
+    closes between them, skipping a point where a branch is lost."""
+    root = 0.55
+
+    def d_et(alpha: float) -> tuple[float, float]:
+        if abs(alpha - 0.57) < 1e-12:  # a == end + 0.5 (a_low - end) for end 0.51, a_low 0.63
+            raise BranchLost("lost")
+        return root - alpha, -1.0
+
+    (a0, d0), (a1, d1) = grow_alpha_c_down(d_et, 0.51, 0.63, -0.08)
+    assert a0 < root < a1 and d0 > 0 >= d1
+    assert grow_alpha_c_down(lambda a: (-1.0, -1.0), 0.51, 0.63, -0.08) is None
+
+
+def _golden_rows(name: str) -> list[dict[str, str]]:
+    with open(GOLDEN / name, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_alpha_c_bracket_grows_up_to_the_positional_end() -> None:
+    """Delta e_t > 0 at the highest common grid point (the positional warm continuation stalled
+    above it), <= 0 further up below the positional end: the bracket closes there, skipping a point
+    where a branch is lost, and includes the semantic grid points in between."""
+    root, lost = 0.68, 0.627 + 0.25 * (1.0947 - 0.627)
+
+    def d_et(alpha: float) -> tuple[float, float]:
+        if abs(alpha - lost) < 1e-12:
+            raise BranchLost("lost")
+        return alpha - root, 1.0
+
+    (a0, d0), (a1, d1) = grow_alpha_c_up(lambda a: (-d_et(a)[0], -1.0), 0.627, 0.05, 1.0947, [0.891])
+    assert a0 < root < a1 and d0 > 0 >= d1 and a1 != lost
+    seen: list[float] = []
+    assert grow_alpha_c_up(lambda a: (seen.append(a), (1.0, 1.0))[1], 0.627, 0.05, 1.0947, [0.891]) is None
+    assert 0.891 in seen and seen == sorted(seen) and max(seen) < 1.0947
+
+
+def _point(alpha: float, branch: str, *, th0: float = 0.0, m: float = 0.0, e_t: float = 0.0):
+    """A converged fixed point as the sweeps see it (label, overlaps, e_t)."""
+    return SimpleNamespace(alpha=alpha, branch=branch, status=SimpleNamespace(converged=True),
+                           overlaps=SimpleNamespace(th0=th0, m=np.array([m, -m])),
+                           observables=SimpleNamespace(e_t=e_t))
+
+
+def test_positional_grid_starts_above_the_semantic_end() -> None:
+    grid = [0.1, 0.364, 0.627, 0.891, 1.155]
+    sem = BranchSweep("semantic", [_point(a, "semantic", th0=0.3) for a in grid[2:]],
+                      BranchEnd(0.5295, "bifurcation", "eigenvalue", 0.0), "below")
+    assert positional_grid(grid, sem) == grid[2:]
+    # no semantic end in the range, or no semantic point: the whole grid
+    assert positional_grid(grid, BranchSweep("semantic", sem.points)) == grid
+    assert positional_grid(grid, BranchSweep("semantic", [], sem.end)) == grid
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("omega", [0.0, 0.05])
+def test_small_omega_rows_match_golden(omega: float) -> None:
+    """The omega = 0 and 0.05 rows (recorded with the default rules: tests/golden/record_golden.py); no NaN in
+    either, and an error bar on each."""
+    (gold,) = _golden_rows(f"replicated/phase_diagram_omega{omega:g}.csv")
+    b = phase_boundaries(ModelParams(omega=omega), np.linspace(0.1, 3.0, 12), config=SolverConfig())
+    row = b.row()
+    for key, atol in (("alpha_c", ATOL_ROOT), ("alpha_l", ATOL_ROOT), ("alpha_c_coarse", ATOL_ROOT),
+                      ("semantic_end", ATOL_END), ("positional_end", ATOL_END)):
+        now, then = float(row[key]), float(gold[key])
+        assert math.isfinite(now), (key, row["notes"])
+        assert abs(now - then) <= atol, (key, now, then)
+    for key in ("alpha_c", "alpha_l", "semantic_end", "positional_end"):
+        assert 0 < b.errors()[f"{key}_err"] < 0.02, key
+
+
+def test_whole_positional_branch_adds_the_grid_below_the_boundaries_range() -> None:
+    """The main job's curves: the positional points below the first one phase boundaries followed
+    (omega = 0.3: the branch exists at alpha = 0.1), before them, the end kept.  They are followed
+    down from the lowest point and are the fixed points a cold solve finds there."""
+    params = ModelParams(omega=0.3)
+    end = BranchEnd(2.0, "bifurcation", "eigenvalue", 0.0)
+    upper = solve(params, 0.627, "positional", config=SolverConfig())
+    pos = BranchSweep("positional", [upper], end, "above")
+    whole = whole_positional_branch(params, [0.1, 0.627], pos, SolverConfig())
+    assert [p.alpha for p in whole.points] == [0.1, 0.627] and whole.points[1] is upper
+    low = whole.points[0]
+    assert low.branch == "positional" and low.status.converged
+    cold = solve(params, 0.1, "positional", config=SolverConfig())
+    assert cold.status.converged
+    # the same fixed point up to the rule's cluster of nearby fixed points (docs/method.md section 9): on
+    # sobol12 they agreed to 2e-9; on sobol10:4 the two paths end 6e-5 apart in m, far inside its error bar
+    err = fixed_point_error(cold, SolverConfig()).std
+    assert abs(low.record["q"] - cold.record["q"]) < 0.1 * err["q"]
+    assert abs(low.record["m"] - cold.record["m"]) < 0.1 * err["m"]
+    assert abs(low.record["V"] - cold.record["V"]) < 0.1 * err["V"]
+    assert whole.end is end
+    assert whole_positional_branch(params, [0.627, 1.0], pos, SolverConfig()) is pos
+
+
+@pytest.mark.slow
+def test_alpha_c_found_where_the_positional_sweep_dropped_its_grid_points() -> None:
+    """Regression (46-omega diagram on sobol10:4): at omega = 0.19 the positional sweep's warm step from 0.627
+    failed, its end was found ahead at 1.72, and the grid points in between were dropped: no point in common
+    with the semantic branch, alpha_c NaN.  The positional branch is now solved at the semantic grid points
+    below its end; alpha_c lies between those of omega = 0.15 and 0.2 (tests/golden/replicated)."""
+    b = phase_boundaries(ModelParams(omega=0.19), np.linspace(0.1, 3.0, 12), config=SolverConfig())
+    assert 0.8395 < b.alpha_c < 0.9478 and 0 < b.alpha_c_err < 1e-3, (b.alpha_c, b.notes)
+    assert b.positional.on_branch()[-1].alpha < b.positional_end

@@ -1,0 +1,111 @@
+"""The compiled (numba) rank-r proximal descent against the numpy one (numerics/prox/rank_prox.py).
+
+Same algorithm on the same generated expressions: minimisers, values and converged flags agree to
+rounding (the exponentials of numba and numpy, and the line search's generated loss against its numpy
+twin, may differ in the last bit), and a whole fixed point is the same on both backends. JIT: about
+5-8 s per (L, r) on first use, then loaded from the kernel cache.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnphase.numerics.prox import compiled as prox_compiled
+from attnphase.numerics.config import BACKEND_ENV, SolverConfig
+from attnphase.numerics.prox.backends import resolve_backend
+from attnphase.numerics.prox.rank_prox import global_prox, newton_minimize, prox_value
+from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule, with_ranks
+from attnphase.numerics.se.rank_solve import solve_rank
+from attnphase.theory.params import ModelParams
+from attnphase.theory.rank_kernels import get_rank_kernels, target
+
+pytestmark = pytest.mark.skipif(not prox_compiled.available(), reason="numba cannot be imported")
+
+#: (L, r, r*, V0 scale): V0 small (convex, one minimum) to large (wide, non-convex problems).
+CASES = [(2, 2, 1, 0.5), (2, 2, 1, 8.0), (2, 2, 2, 0.5), (2, 2, 2, 8.0), (3, 2, 1, 1.0), (3, 2, 1, 6.0)]
+
+
+def _batch(seed: int, L: int, r: int, rs: int, scale: float, N: int = 150):
+    """Nodes as the channel makes them (w, T = T(h*)), a non-diagonal V0, and random far starts."""
+    rng = np.random.default_rng(seed)
+    s2 = rng.uniform(0.2, 0.6, L)
+    B = rng.normal(size=(r, r))
+    V0 = scale * (B @ B.T / r + 0.5 * np.eye(r))
+    w = rng.normal(size=(N, L, r)) * rng.uniform(0.5, 1.5)
+    hs = rng.normal(size=(N, L, rs))
+    T = target(hs, rng.uniform(0.0, 0.7), np.full((L, L), 1.0 / L))
+    far = w + rng.normal(size=(N, L, r)) * 2.0 * np.sqrt(np.linalg.eigvalsh(V0).max() * s2.max())
+    return get_rank_kernels(L, r), w, V0, T, s2, hs, far
+
+
+@pytest.mark.parametrize(("L", "r", "rs", "scale"), CASES)
+def test_compiled_descent_equals_numpy(L: int, r: int, rs: int, scale: float) -> None:
+    k, w, V0, T, s2, hs, far = _batch(100 * L + 10 * rs + int(scale), L, r, rs, scale)
+    Vinv = np.linalg.inv(V0)[None] / s2[:, None, None]
+    h0 = np.concatenate([w, np.zeros_like(w), far])
+    W, TT = np.tile(w, (3, 1, 1)), np.tile(T, (3, 1, 1))
+    a = newton_minimize(k, h0, W, Vinv, TT, s2, backend="numpy")
+    b = newton_minimize(k, h0, W, Vinv, TT, s2, backend="numba")
+    assert a.converged.mean() > 0.95  # the comparison is about converged descents, not failures
+    np.testing.assert_array_equal(b.converged, a.converged)
+    np.testing.assert_allclose(b.h, a.h, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(b.value, a.value, rtol=0, atol=1e-9)
+    # the values are the objective at the minimisers (the numpy transcription of P)
+    np.testing.assert_allclose(b.value, prox_value(b.h, W, Vinv, TT, s2), rtol=1e-12, atol=1e-14)
+    # the global search: same winners on both backends, and so in both modes of the SE map
+    ga = global_prox(k, w, V0, T, s2, hs, backend="numpy")
+    gb = global_prox(k, w, V0, T, s2, hs, backend="numba")
+    np.testing.assert_array_equal(gb.converged, ga.converged)
+    np.testing.assert_allclose(gb.h, ga.h, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(gb.value, ga.value, rtol=0, atol=1e-9)
+    pa = global_prox(k, w, V0, T, s2, hs, polish=far, backend="numpy")
+    pb = global_prox(k, w, V0, T, s2, hs, polish=far, backend="numba")
+    np.testing.assert_allclose(pb.h, pa.h, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(pb.converged, pa.converged)
+
+
+def test_compiled_serial_and_parallel_loops_agree() -> None:
+    from attnphase.numerics.prox.rank_prox import step_constants
+    from attnphase.numerics.prox.rank_compiled import newton_rows
+
+    k, w, V0, T, s2, hs, far = _batch(5, 2, 2, 2, 4.0, N=300)  # > one block of rows
+    Vinv = np.linalg.inv(V0)[None] / s2[:, None, None]
+    delta, max_step = step_constants(Vinv)
+    out = [newton_rows(k, far, w, Vinv, T, s2, delta, max_step, xtol=1e-10, max_iter=80, max_halvings=30, parallel=p)
+           for p in (False, True)]
+    for x, y in zip(*out):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_rank_backends_resolve_as_on_the_rank1_path(monkeypatch) -> None:
+    k = get_rank_kernels(2, 2)
+    monkeypatch.delenv(BACKEND_ENV, raising=False)
+    assert resolve_backend("auto", k) == "numba" and resolve_backend("numpy", k) == "numpy"
+    with pytest.raises(TypeError):
+        resolve_backend("torch", k)  # no torch rank-r descent
+    monkeypatch.setenv(BACKEND_ENV, "numpy")
+    assert resolve_backend("auto", k) == "numpy"
+    monkeypatch.setenv(BACKEND_ENV, "torch")
+    assert resolve_backend("auto", k) == "numba"  # as for correlated tokens: the override cannot run here
+    params = with_ranks(ModelParams(omega=0.3), 2, 1)
+    assert RankSEMap(params, 2.0, "semantic", make_rank_rule(2, 2, 1, "sobol6"), backend="torch").backend == "auto"
+
+
+def test_cli_refuses_backend_torch_for_a_rank_solve(capsys) -> None:
+    from attnphase.cli import main
+
+    code = main(["solve", "--rank", "2", "--alpha", "2", "--backend", "torch", "--quadrature", "sobol6"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("attnphase: error: --backend torch")
+
+
+def test_a_rank2_fixed_point_is_the_same_on_both_backends() -> None:
+    params = with_ranks(ModelParams(omega=0.3), 2, 1)
+    fps = [solve_rank(params, 2.0, "semantic", config=SolverConfig(quadrature="sobol9:2", backend=b)) for b in
+           ("numpy", "numba")]
+    assert all(fp.converged for fp in fps), [fp.message for fp in fps]
+    a, b = (fp.overlaps.to_vector() for fp in fps)
+    np.testing.assert_allclose(b, a, rtol=0, atol=1e-8 * (1.0 + np.abs(a).max()))
+    assert fps[1].e_t == pytest.approx(fps[0].e_t, rel=1e-8)
+    assert fps[1].evaluations == fps[0].evaluations

@@ -1,0 +1,183 @@
+"""The rank-r numerics: global proximal map, rule, gauge, labels, the SE map at r = 1, one solve."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.se.rank_overlaps import (
+    RankOverlaps, branch_label, canonical, direction_labels, invariants, rotate,
+)
+from attnphase.numerics.prox.rank_prox import global_prox, newton_minimize, prox_value
+from attnphase.numerics.se.rank_se import (
+    align_gauge, channel_moments, make_rank_rule, update, update_hat, with_ranks,
+)
+from attnphase.numerics.se.rank_solve import solve_rank
+from attnphase.theory.params import ModelParams
+from attnphase.theory.rank_kernels import get_rank_kernels, target
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_global_prox_never_loses_to_newton_from_random_probes_L3_r2(backend: str) -> None:
+    L, r, rs, N, probes = 3, 2, 1, 300, 24
+    rng = np.random.default_rng(7)
+    k = get_rank_kernels(L, r)
+    s2 = np.array([0.25, 0.3, 0.2])
+    V0 = np.array([[6.0, 1.5], [1.5, 3.0]])  # large V: a wide, non-convex proximal problem
+    w = rng.normal(size=(N, L, r)) * 0.8
+    hs = rng.normal(size=(N, L, rs)) * 0.8
+    T = target(hs, 0.3, np.full((L, L), 1.0 / L))
+    best = global_prox(k, w, V0, T, s2, hs, backend=backend)
+    assert best.converged.all()
+    Vinv = np.linalg.inv(V0)[None] / s2[:, None, None]
+    h0 = w[None] + rng.normal(size=(probes, N, L, r)) * 2.0 * np.sqrt(np.linalg.eigvalsh(V0).max() * s2.max())
+    res = newton_minimize(k, h0.reshape(-1, L, r), np.tile(w, (probes, 1, 1)), Vinv, np.tile(T, (probes, 1, 1)), s2,
+                          backend=backend)
+    probe_min = np.where(res.converged, res.value, np.inf).reshape(probes, N).min(axis=0)
+    assert np.all(best.value <= probe_min + 1e-10 * (1.0 + np.abs(probe_min)))
+    # the values are the objective at the minimisers, and the raw probes never beat them either
+    np.testing.assert_allclose(best.value, prox_value(best.h, w, Vinv, T, s2), rtol=1e-12)
+    raw = prox_value(h0.reshape(-1, L, r), np.tile(w, (probes, 1, 1)), Vinv, np.tile(T, (probes, 1, 1)), s2)
+    assert np.all(best.value <= raw.reshape(probes, N).min(axis=0))
+
+
+def test_rank_rule_layout_and_moments() -> None:
+    rule = make_rank_rule(3, 2, 1, "sobol12:2:4")
+    assert rule.xi.shape == (8192, 3, 2) and rule.eta.shape == (8192, 3, 1)
+    assert rule.weights.sum() == pytest.approx(1.0)
+    z = np.concatenate([rule.xi.reshape(8192, -1), rule.eta.reshape(8192, -1)], axis=1)
+    assert np.abs(z.mean(axis=0)).max() < 0.01 and np.abs(np.cov(z.T) - np.eye(9)).max() < 0.05
+    with pytest.raises(ValueError, match="Sobol"):
+        make_rank_rule(2, 2, 1, "gh8")
+
+
+def _state(rng, L=2, r=2, rs=1):
+    a = rng.normal(size=(r, r))
+    return RankOverlaps(a @ a.T + 0.2 * np.eye(r), np.diag(rng.uniform(1, 3, r)), rng.normal(size=(L, r)) * 0.2,
+                        rng.normal(size=(r, rs)) * 0.1)
+
+
+def test_canonical_gauge_and_invariants_do_not_depend_on_the_orbit_point() -> None:
+    rng = np.random.default_rng(2)
+    ov = _state(rng, r=2, rs=2)
+    O, _ = np.linalg.qr(rng.normal(size=(2, 2)))
+    Os, _ = np.linalg.qr(rng.normal(size=(2, 2)))
+    moved = rotate(ov, O, Os)
+    a, b = canonical(ov), canonical(moved)
+    for x, y in zip(a.to_vector(), b.to_vector()):
+        assert x == pytest.approx(y, abs=1e-12)
+    assert abs(a.q0[0, 1]) < 1e-12 and a.q0[0, 0] >= a.q0[1, 1]
+    for key, vals in invariants(ov).items():
+        np.testing.assert_allclose(vals, invariants(moved)[key], atol=1e-12)
+    # align_gauge undoes a small rotation exactly
+    c, s = np.cos(0.05), np.sin(0.05)
+    back, angle = align_gauge(rotate(ov, np.array([[c, -s], [s, c]])), ov)
+    assert angle == pytest.approx(0.05, rel=1e-6)
+    np.testing.assert_allclose(back.to_vector(), ov.to_vector(), atol=1e-10)
+
+
+def test_branch_labels_include_mixed() -> None:
+    z = np.zeros((2, 2))
+    q, V = np.diag([2.0, 1.0]), np.eye(2)
+    m = np.array([[0.001, 0.3], [-0.001, -0.3]])  # crosstalk below DIRECTION_SHARE does not count
+    th = np.array([[0.5], [0.0]])
+    assert branch_label(RankOverlaps(q, V, m, th)) == "mixed"
+    assert direction_labels(RankOverlaps(q, V, m, th)) == ["semantic", "positional"]
+    assert branch_label(RankOverlaps(q, V, m, 0 * th)) == "positional"
+    assert branch_label(RankOverlaps(q, V, z, th)) == "semantic"
+    assert branch_label(RankOverlaps(q, V, z, 0 * th)) == "agnostic"
+
+
+def test_rank_se_map_at_r1_is_the_rank1_map_on_the_same_nodes() -> None:
+    from attnphase.numerics.se.overlaps import Overlaps
+    from attnphase.numerics.quadrature.rules import make_rule
+    from attnphase.numerics.se.se_map import hat_step
+    from attnphase.numerics.se.se_map import update as update1
+    from attnphase.numerics.quadrature.symmetry import SymmetryElement
+    from attnphase.numerics.se.rank_se import RankRule
+
+    params = ModelParams(omega=0.3)
+    rule = make_rule(2, "sobol10")
+    ov1 = Overlaps(q0=0.45, V0=40.0, m=np.array([0.1, -0.1]), th0=0.5)
+    hat1, mom1 = hat_step(params, 2.0, ov1, rule, SolverConfig(backend="numpy"), group=[SymmetryElement((0, 1), 1, 1)])
+    new1 = update1(params, hat1)
+    rrule = RankRule(rule.nodes[:, :2, None], rule.nodes[:, 2:, None], rule.weights, rule.name)
+    ovr = RankOverlaps([[0.45]], [[40.0]], [[0.1], [-0.1]], [[0.5]])
+    mom, _ = channel_moments(get_rank_kernels(2, 1), params, ovr, rrule)
+    newr = update(params, update_hat(params, 2.0, ovr, mom, "mixed"))
+    assert mom.E_M == pytest.approx(mom1.E_M, rel=1e-10)
+    assert float(newr.q0[0, 0]) == pytest.approx(new1.q0, rel=1e-8)
+    assert float(newr.V0[0, 0]) == pytest.approx(new1.V0, rel=1e-8)
+    assert float(newr.th0[0, 0]) == pytest.approx(new1.th0, rel=1e-8)
+    np.testing.assert_allclose(newr.m[:, 0], new1.m, rtol=1e-8)
+
+
+def test_a_rank2_semantic_fixed_point_converges_with_its_invariants() -> None:
+    params = with_ranks(ModelParams(omega=0.3), 2, 1)
+    fp = solve_rank(params, 2.0, "semantic", config=SolverConfig(quadrature="sobol10"), start="cold")
+    assert fp.converged and fp.residual <= 1e-10, fp.message
+    rec = fp.record()
+    assert rec["branch"] == "semantic" and len(rec["q0_eigenvalues"]) == 2 and len(rec["th0_singular_values"]) == 1
+    assert rec["m_norms"] == [0.0, 0.0]
+    # e_t = -Phi against lambda Tr(q0) / 2 + alpha E[loss(h_hat)]: equal up to the rule's gauge breaking
+    assert abs(fp.e_t - fp.e_t_direct) <= 5 * fp.extra["gauge_angle"] * abs(fp.e_t)
+    assert rec["eps_g"] > 0 and rec["prox_failures"] == 0
+
+
+def test_rank2_error_bars_are_the_standard_error_of_the_blocks() -> None:
+    """The rank-r solve's default error bars: std_j / sqrt(R) of the invariants over the solve rule's blocks
+    (warm re-solves), a block that does not converge left out and counted."""
+    from attnphase.numerics.commands.rank_cli import rank_error_estimate
+    from attnphase.numerics.errors.replicates import block_config
+
+    params = with_ranks(ModelParams(omega=0.3), 2, 1)
+    cfg = SolverConfig(quadrature="sobol8:3")
+    fp = solve_rank(params, 2.0, "semantic", config=cfg, start="cold")
+    assert fp.converged, fp.message
+    out = rank_error_estimate(fp, 0, cfg)
+    blocks = [solve_rank(params, 2.0, "semantic", config=block_config(cfg, j), init=fp.overlaps) for j in range(3)]
+    used = [b.record() for b in blocks if b.converged and b.branch == fp.branch]
+    assert out["err_replicates"] == len(used) and out["err_replicates_tried"] == 3
+    if len(used) >= 2:
+        assert out["err_eps_g"] == pytest.approx(np.std([r["eps_g"] for r in used], ddof=1) / np.sqrt(len(used)))
+        assert out["err_eps_g"] > 0 and len(out["err_q0_eigenvalues"]) == 2
+
+
+def test_cli_solve_rank2_prints_the_invariants_and_refuses_bad_input(capsys) -> None:
+    import json
+
+    from attnphase.cli import main
+
+    code = main(["solve", "--alpha", "2", "--rank", "2", "--quadrature", "sobol9", "--json"])
+    rec = json.loads(capsys.readouterr().out)
+    assert code == 0 and rec["converged"] and rec["rank"] == 2 and rec["teacher_rank"] == 1
+    for key in ("alpha", "omega", "lam", "branch", "requested_branch", "eps_g", "e_t", "iterations", "residual"):
+        assert key in rec
+    assert len(rec["q0_eigenvalues"]) == 2 and len(rec["th0_singular_values"]) == 1 and len(rec["m_norms"]) == 2
+    for argv, words in ((["--rank", "0"], "--rank must be an integer >= 1"),
+                        (["--branch", "mixed"], "--branch mixed needs --rank >= 2"),
+                        (["--rank", "2", "--quadrature", "gh6"], "scrambled Sobol"),
+                        (["--rank", "2", "--prox", "local"], "global proximal map only")):
+        assert main(["solve", "--alpha", "2", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("attnphase: error:") and words in err and err.count("\n") == 1
+
+
+def test_cli_sweep_rank2_writes_one_row_per_alpha_with_the_invariants(tmp_path, capsys) -> None:
+    import csv
+    import json
+
+    from attnphase.cli import main
+
+    out = tmp_path / "res"
+    code = main(["sweep", "--alpha", "2", "--rank", "2", "--quadrature", "sobol9", "--out", str(out), "--json",
+                 "--quiet"])
+    rec = json.loads(capsys.readouterr().out)
+    assert code == 0 and rec["rank"] == 2 and rec["on_branch"] == 1
+    rows = list(csv.DictReader((out / "sweep_semantic_omega0.3_rank2x1.csv").open()))
+    assert len(rows) == 1 and rows[0]["branch"] == "semantic" and rows[0]["converged"] == "True"
+    for col in ("e_t", "eps_g", "q0_eig_1", "q0_eig_2", "V0_eig_2", "th0_sv_1", "m_norm_2", "gauge_angle"):
+        assert col in rows[0] and rows[0][col] != ""
+    assert main(["sweep", "--alpha", "2", "--branch", "mixed", "--out", str(out)]) == 2
+    assert "--branch mixed needs --rank >= 2" in capsys.readouterr().err
