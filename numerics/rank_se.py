@@ -7,7 +7,7 @@ over the L (r + r*) standard Gaussians (xi_l in R^r, eta_l in R^{r*}):
     h_hat   = global_prox(w, V, T(h*))                  (numerics/rank_prox.py)
     g_l     = V_l^{-1} (h_hat_l - w_l);  E[g g^T], E[g], E[g eta^T], E[g xi^T], E[M]
     hats    = hat_overlaps(...)  projected on the branch's invariant subspace
-    F(x)    = ridge_update(hats)
+    F(x)    = RidgePrior.update(hats)
 
 Branches (``branch``): the subspaces m = 0 and th0 = 0 are exactly invariant under the SE map (the
 symmetries (xi, eta) -> -(xi, eta) at m = 0 and eta -> -eta at th0 = 0 make E[g] = 0, resp.
@@ -41,6 +41,7 @@ from attnphase.numerics.rank_prox import global_prox
 from attnphase.numerics.rank_starts import RANK_BRANCHES, embedded_start, initial_rank_overlaps, teacher_rank, with_ranks
 from attnphase.theory import rank as rk
 from attnphase.theory.params import ModelParams
+from attnphase.theory.priors import RidgePrior
 from attnphase.theory.rank_kernels import RankKernels, get_rank_kernels, limit_loss, attention, target
 
 #: A full multi-start proximal search every this many SE evaluations; in between, the minima of the
@@ -154,9 +155,8 @@ def update_hat(params: ModelParams, alpha: float, ov: RankOverlaps, mom: RankMom
 
 
 def update(params: ModelParams, hat: RankHats) -> RankOverlaps:
-    """Prior side: the matrix ridge update of theory/rank.py."""
-    q0, V0, m, th0 = rk.ridge_update(hat.qhat, hat.mhat, hat.thhat, hat.Vhat, params.sigma2, params.P_array,
-                                     params.lam, params.rho0)
+    """Prior side: the matrix ridge update (:class:`~attnphase.theory.priors.RidgePrior`)."""
+    q0, V0, m, th0 = RidgePrior.of(params).update(hat)
     return RankOverlaps(q0, V0, m, th0)
 
 

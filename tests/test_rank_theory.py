@@ -14,6 +14,7 @@ from attnphase.numerics.rank_se import with_ranks
 from attnphase.theory import rank as rk
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
+from attnphase.theory.priors import RidgePrior
 from attnphase.theory.rank_kernels import attention, get_rank_kernels, limit_loss, target
 from attnphase.validation import rank_checks as rc
 
@@ -90,7 +91,7 @@ def test_matrix_prior_against_a_finite_d_ridge_solve() -> None:
     for name, (err, tol) in res.items():
         assert err <= tol, (name, err, tol)
     # and it is a real test: a wrong prior (th0 without rho0 Lam^{-1}) fails it
-    q0, V0, m, th0 = rk.ridge_update(*hats, params.sigma2, params.P_array, params.lam, params.rho0)
+    q0, V0, m, th0 = RidgePrior.of(params).update(hats)
     Th = np.einsum("l,lab->ab", params.sigma2, hats[2])
     assert np.abs(Th - th0).max() > 5 * res["th0"][1]
 
