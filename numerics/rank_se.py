@@ -40,6 +40,7 @@ from attnphase.numerics.rank_overlaps import RankOverlaps, align_gauge, gauge_ta
 from attnphase.numerics.rank_prox import global_prox
 from attnphase.numerics.rank_starts import RANK_BRANCHES, embedded_start, initial_rank_overlaps, teacher_rank, with_ranks
 from attnphase.theory import rank as rk
+from attnphase.theory.hats import hat_overlaps
 from attnphase.theory.params import ModelParams
 from attnphase.theory.priors import RidgePrior
 from attnphase.theory.rank_kernels import RankKernels, get_rank_kernels, limit_loss, attention, target
@@ -144,8 +145,8 @@ class RankHats:
 
 
 def update_hat(params: ModelParams, alpha: float, ov: RankOverlaps, mom: RankMoments, branch: str) -> RankHats:
-    """Channel side: the hats of theory/rank.py, projected on the branch's invariant subspace."""
-    qh, mh, th, Vh = rk.hat_overlaps(alpha, mom.E_ggT, mom.E_g, mom.E_geta, mom.E_gxi, ov.q0, ov.th0,
+    """Channel side: the hats of theory/hats.py, projected on the branch's invariant subspace."""
+    qh, mh, th, Vh = hat_overlaps(alpha, mom.E_ggT, mom.E_g, mom.E_geta, mom.E_gxi, ov.q0, ov.th0,
                                      params.sigma2, params.rho0)
     if branch in ("semantic", "agnostic"):
         mh = np.zeros_like(mh)

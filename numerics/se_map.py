@@ -29,7 +29,7 @@ from attnphase.numerics.prox import Candidates
 from attnphase.numerics.quadrature import QuadratureRule, make_rule, reduce_rule, symmetrize_rule
 from attnphase.numerics.roots import bracketed_log_root
 from attnphase.numerics.symmetry import SymmetryElement, model_symmetry_group, symmetrize, symmetry_group
-from attnphase.theory.channel import hat_overlaps
+from attnphase.theory.hats import hat_overlaps
 from attnphase.theory.correlated_kernels import model_kernels
 from attnphase.theory.params import ModelParams
 from attnphase.theory.priors import RidgePrior
@@ -43,7 +43,7 @@ def update_hat(params: ModelParams, alpha: float, ov: Overlaps, mom: ChannelMome
         thhat_l = alpha E[g_l eta_l] / sqrt(rho_l - theta_l^2 / q_l),
         Vhat_l = -alpha E[g_l xi_l] / sqrt(q_l) + thhat_l theta_l / q_l,
 
-    (formulas generated in :mod:`attnphase.theory.channel`), averaged over the state's symmetry
+    (:func:`attnphase.theory.hats.hat_overlaps` on the scalar views), averaged over the state's symmetry
     ``group`` (:func:`attnphase.numerics.symmetry.symmetrize`).
     """
     qhat, mhat, thhat, Vhat = hat_overlaps(

@@ -8,7 +8,7 @@ Numeric entry points (generated from the sympy derivations, or closed forms chec
 
 * :func:`attnphase.theory.kernels.get_kernels` -- attention, target, loss and the
   proximal objective with gradient and Hessian (docs/model.md sections 2-3);
-* :func:`attnphase.theory.channel.channel_fields`, :func:`~attnphase.theory.channel.hat_overlaps`,
+* :func:`attnphase.theory.channel.channel_fields`, :func:`attnphase.theory.hats.hat_overlaps` (every rank),
   :func:`~attnphase.theory.channel.token_variances` -- the channel side (section 3);
 * :class:`attnphase.theory.priors.RidgePrior` -- the prior side, ``update(hats)`` for every rank (sections 3, 7);
 * :func:`attnphase.theory.free_entropy.free_entropy` -- Phi, e_t = -Phi (section 4; not
@@ -17,7 +17,8 @@ Numeric entry points (generated from the sympy derivations, or closed forms chec
 """
 
 from attnphase.theory.baseline import eps_lin_from_moments
-from attnphase.theory.channel import channel_fields, hat_overlaps, token_overlaps, token_variances
+from attnphase.theory.channel import channel_fields, token_overlaps, token_variances
+from attnphase.theory.hats import hat_overlaps
 from attnphase.theory.kernels import Kernels, get_kernels
 from attnphase.theory.params import ModelParams, parse_matrix
 from attnphase.theory.priors import RidgePrior

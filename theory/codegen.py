@@ -50,7 +50,7 @@ _FINGERPRINT_FILES = (
     "loss.py",
     "prox.py",
     "channel.py",
-    "prior.py",
+    "priors/ridge.py",
     "free_entropy.py",
     "baseline.py",
     "kernels.py",

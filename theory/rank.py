@@ -12,7 +12,8 @@ q_l^{1/2}, rho_tilde_l^{1/2}:
     h*_l = theta_l^T q_l^{-1/2} xi_l + rho_tilde_l^{1/2} eta_l,   rho_tilde_l = rho_l - theta_l^T q_l^{-1} theta_l
     g_l  = V_l^{-1} (h_hat_l - w_l),   h_hat = argmin_h sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, h*)
 
-Hats (stationarity of Phi in the overlaps; Stein's lemma on xi and eta):
+Hats (stationarity of Phi in the overlaps; Stein's lemma on xi and eta; computed for every rank by
+:func:`attnphase.theory.hats.hat_overlaps`):
 
     qhat_l  = alpha E[g_l g_l^T]                                   (r x r)
     mhat_l  = alpha E[g_l]                                          (r)
@@ -28,7 +29,7 @@ The prior (ridge, closed form: the overlaps from the hats, and its term 1/2 Tr[L
           + 1/2 Tr[ Lam^{-1} N ] - alpha E[M].
 
 At r = r* = 1 every formula is the one of sections 3-4 (tests/test_rank_theory.py compares them
-with :mod:`attnphase.theory.channel` and :mod:`~attnphase.theory.free_entropy` to round-off).  The teacher norm is rho0 I_{r*}.
+with the sympy statements of :mod:`attnphase.theory.channel` and :mod:`~attnphase.theory.free_entropy` to round-off).  The teacher norm is rho0 I_{r*}.
 """
 
 from __future__ import annotations
@@ -83,29 +84,6 @@ def channel_fields(xi: np.ndarray, eta: np.ndarray, q0: np.ndarray, m: np.ndarra
     w = m[None] + s[None, :, None] * np.einsum("ab,nlb->nla", A, xi)
     hstar = s[None, :, None] * (np.einsum("ab,nlb->nla", B, xi) + np.einsum("ab,nlb->nla", R, eta))
     return w, hstar
-
-
-def hat_overlaps(alpha: float, E_ggT: np.ndarray, E_g: np.ndarray, E_geta: np.ndarray, E_gxi: np.ndarray,
-                 q0: np.ndarray, th0: np.ndarray, sigma2: np.ndarray, rho0: float
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(qhat (L, r, r), mhat (L, r), thhat (L, r, r*), Vhat (L, r, r)) from the channel averages.
-
-    E_ggT: E[g_l g_l^T] (L, r, r); E_g: E[g_l] (L, r); E_geta: E[g_l eta_l^T] (L, r, r*);
-    E_gxi: E[g_l xi_l^T] (L, r, r). Formulas in the module doc.
-    """
-    check_state(q0, th0, rho0)
-    s = np.sqrt(np.asarray(sigma2, dtype=float))
-    qhat = alpha * E_ggT
-    mhat = alpha * E_g
-    Rinv = sym_sqrt(residual_teacher_covariance(q0, th0, rho0), inverse=True)
-    thhat = alpha * np.einsum("lab,bc->lac", E_geta, Rinv) / s[:, None, None]
-    Ainv = sym_sqrt(q0, inverse=True)
-    qinv = np.linalg.inv(q0)
-    Vhat = (-alpha * np.einsum("lab,bc->lac", E_gxi, Ainv) / s[:, None, None]
-            + np.einsum("lab,cb,cd->lad", thhat, th0, qinv))  # theta_l^T q_l^{-1} = th0^T q0^{-1}
-    Vhat = 0.5 * (Vhat + np.swapaxes(Vhat, -1, -2))
-    qhat = 0.5 * (qhat + np.swapaxes(qhat, -1, -2))
-    return qhat, mhat, thhat, Vhat
 
 
 def free_entropy(q0: np.ndarray, V0: np.ndarray, m: np.ndarray, th0: np.ndarray,

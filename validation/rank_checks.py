@@ -3,8 +3,8 @@
 Each function returns plain numbers (what is compared, the error, the tolerance it is judged by)
 so that tests/test_rank_theory.py and benchmarks/rank_checks.py state the same checks:
 
-1. :func:`reduction_to_rank1` -- at r = r* = 1 the matrix formulas (theory/rank.py, the ridge prior of
-   theory/priors/ridge.py on 1 x 1 matrices) against the rank-1 ones derived in sympy (theory/channel.py,
+1. :func:`reduction_to_rank1` -- at r = r* = 1 the matrix formulas (theory/rank.py, the hats of
+   theory/hats.py and the ridge prior of theory/priors/ridge.py on 1 x 1 matrices) against the rank-1 ones derived in sympy (theory/channel.py,
    the prior's sympy statement, free_entropy.py) at random inputs: round-off.
 2. :func:`hats_vs_envelope_differences` -- the hats against central differences of alpha E[M] in the
    global overlaps on common random numbers (stationarity of Phi in the overlaps):
@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from attnphase.theory.hats import hat_overlaps
 from attnphase.theory.params import ModelParams
 from attnphase.theory.priors import RidgePrior
 
@@ -59,8 +60,8 @@ def reduction_to_rank1(params: ModelParams, seed: int = 0, n: int = 64) -> dict[
     out["fields h*"] = rel(hsr[..., 0], hs1)
     E = {k: rng.normal(size=L) for k in ("g2", "g", "geta", "gxi")}
     E["g2"] = np.abs(E["g2"])
-    h1 = channel.hat_overlaps(1.3, E["g2"], E["g"], E["geta"], E["gxi"], q0, th0, s2, params.rho0)
-    hr = rk.hat_overlaps(1.3, E["g2"][:, None, None], E["g"][:, None], E["geta"][:, None, None],
+    h1 = _sympy_hats(1.3, E, q0, th0, s2, params.rho0)
+    hr = hat_overlaps(1.3, E["g2"][:, None, None], E["g"][:, None], E["geta"][:, None, None],
                          E["gxi"][:, None, None], np.array([[q0]]), np.array([[th0]]), s2, params.rho0)
     for name, a, b in zip(("qhat", "mhat", "thhat", "Vhat"), hr, h1):
         out[f"hats {name}"] = rel(np.reshape(a, L), b)
@@ -74,6 +75,23 @@ def reduction_to_rank1(params: ModelParams, seed: int = 0, n: int = 64) -> dict[
                            mh[:, None], thh[:, None, None], Vh[:, None, None], s2, P, params.lam, params.rho0, 1.3, 0.01)
     out["Phi"] = rel(phir, phi1)
     return out
+
+
+def _sympy_hats(alpha: float, E: dict[str, np.ndarray], q0: float, th0: float, s2: np.ndarray, rho0: float
+                ) -> tuple[np.ndarray, ...]:
+    """(qhat, mhat, thhat, Vhat), each (L,), of the r = 1 hat formulas as stated in sympy
+    (theory/channel.py: hat_overlap_exprs), evaluated token by token by substitution."""
+    from attnphase.theory import channel
+
+    s, ex = channel.symbols(), channel.hat_overlap_exprs()
+    out = np.empty((4, s2.size))
+    for l in range(s2.size):
+        q, theta = s2[l] * q0, s2[l] * th0
+        vals = {s["alpha"]: alpha, s["E_g2"]: E["g2"][l], s["E_g"]: E["g"][l], s["E_geta"]: E["geta"][l],
+                s["E_gxi"]: E["gxi"][l], s["q"]: q, s["theta"]: theta, s["rho_tilde"]: s2[l] * rho0 - theta**2 / q}
+        for i, k in enumerate(("qhat", "mhat", "thhat", "Vhat")):
+            out[i, l] = float(ex[k].xreplace(vals))
+    return tuple(out)
 
 
 def _sympy_ridge(params: ModelParams, qh: np.ndarray, mh: np.ndarray, thh: np.ndarray, Vh: np.ndarray
@@ -90,7 +108,7 @@ def _sympy_ridge(params: ModelParams, qh: np.ndarray, mh: np.ndarray, thh: np.nd
                      s["sigma2"][l]: params.sigma2[l]})
         for k in range(L):
             vals[s["P"][k, l]] = params.P_array[k, l]
-    num = lambda e: float(e.xreplace(vals))  # noqa: E731 - exact rationals of the floats, then one rounding
+    num = lambda e: float(e.xreplace(vals))  # noqa: E731 - sympy floats at double precision
     return num(ex["q0"]), num(ex["V0"]), np.array([num(e) for e in ex["m"]]), num(ex["th0"])
 
 
@@ -118,7 +136,7 @@ def hats_vs_envelope_differences(params: ModelParams, alpha: float, ov: Any, spe
             return alpha * mom.E_M, mom
 
         _, mom = envelope(ov.q0, ov.V0, ov.m, ov.th0)
-        qh, mh, thh, Vh = rk.hat_overlaps(alpha, mom.E_ggT, mom.E_g, mom.E_geta, mom.E_gxi, ov.q0, ov.th0,
+        qh, mh, thh, Vh = hat_overlaps(alpha, mom.E_ggT, mom.E_g, mom.E_geta, mom.E_gxi, ov.q0, ov.th0,
                                           s2, params.rho0)
         cases = []
         for a in range(r):
