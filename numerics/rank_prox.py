@@ -37,7 +37,7 @@ import numpy as np
 
 from attnphase.numerics.prox import resolve_backend
 from attnphase.numerics.rank_linalg import newton_directions
-from attnphase.theory.rank_kernels import RankKernels, attention, limit_loss
+from attnphase.theory.rank_kernels import RankKernels
 
 
 #: The descent's step tolerance (relative), iteration limit and Armijo trial steps (defaults of
@@ -68,11 +68,13 @@ def apply_blocks(Vinv: np.ndarray, d: np.ndarray) -> np.ndarray:
     return out
 
 
-def prox_value(h: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray, sigma2: np.ndarray) -> np.ndarray:
-    """P(h) = sum_l 1/2 (h_l - w_l)^T Vinv_l (h_l - w_l) + loss(h, T); h, w (N, L, r), Vinv (L, r, r)."""
+def prox_value(k: RankKernels, h: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
+               sigma2: np.ndarray) -> np.ndarray:
+    """P(h) = sum_l 1/2 (h_l - w_l)^T Vinv_l (h_l - w_l) + loss(h, T) (the kernels' channel); h, w (N, L, r),
+    Vinv (L, r, r)."""
     d = h - w
     q = (d * apply_blocks(Vinv, d)).reshape(d.shape[0], -1).sum(axis=1)
-    return 0.5 * q + limit_loss(attention(h), T, sigma2)
+    return 0.5 * q + k.loss(h, T, sigma2)
 
 
 def _value_grad_hess(k: RankKernels, h: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
@@ -140,7 +142,7 @@ def newton_minimize(k: RankKernels, h0: np.ndarray, w: np.ndarray, Vinv: np.ndar
             if not pending.size:
                 break
             trial = hflat[pending] + t[pending, None] * d[pending]
-            ft = prox_value(trial.reshape(-1, L, r), wa[pending], Vinv, Ta[pending], sigma2)
+            ft = prox_value(k, trial.reshape(-1, L, r), wa[pending], Vinv, Ta[pending], sigma2)
             ok = ft <= fa[pending] + 1e-4 * t[pending] * slope[pending]
             new_h[pending[ok]] = trial[ok]
             accepted[pending[ok]] = True
