@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 #: name -> (module, class) of every channel.
 REGISTRY: dict[str, tuple[str, str]] = {
     "square": ("attnphase.theory.channels.square", "SquareLoss"),
+    "scaled_square": ("attnphase.theory.channels.scaled_square", "ScaledSquareLoss"),
 }
 
 #: The model's default loss.
