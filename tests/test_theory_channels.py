@@ -62,3 +62,12 @@ def test_a_channel_s_kernels_are_cached_under_its_name() -> None:
     k = ch.kernels(2)
     assert k.channel is ch or k.channel == ch
     assert "kernels_square_" in k.scalar.module
+
+
+def test_the_finite_d_simulation_refuses_a_loss_it_does_not_train() -> None:
+    torch = pytest.importorskip("torch")
+    from attnphase.validation.data import make_teacher
+
+    make_teacher(ModelParams(), 50, torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match="square loss only"):
+        make_teacher(ModelParams(loss="scaled_square"), 50, torch.Generator().manual_seed(0))

@@ -7,6 +7,7 @@ heavy dependents: a channel's module is imported when the channel is asked for.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from importlib import import_module
 from typing import TYPE_CHECKING
 
@@ -28,8 +29,10 @@ def channel_names() -> tuple[str, ...]:
     return tuple(REGISTRY)
 
 
+@lru_cache(maxsize=None)
 def get_channel(name: str) -> "Channel":
-    """The channel registered as ``name``; ValueError naming the registered ones otherwise."""
+    """The channel registered as ``name`` (one immutable instance per name); ValueError naming the registered
+    ones otherwise."""
     if name not in REGISTRY:
         raise ValueError(f"unknown loss {name!r}; one of {', '.join(REGISTRY)}")
     module, cls = REGISTRY[name]
