@@ -11,11 +11,6 @@ records of the single-scrambling rules before that change (sobol12 solves, sobol
 bifurcations); tests/test_golden.py checks that those rules still reproduce them exactly, that today's
 defaults reproduce these files, and that the two agree within their combined error bars.  Rerun only
 for a deliberate change of numerics, with a note of the change in docs/numerics.md.
-
-tests/golden/rank2/ holds rank-2 solves of the matrix-overlap state evolution (docs/model.md section 7)
-on the cheap rule :data:`RANK2_RULE` (4 scramblings of 2^10 points): r = 2 against r* = 1 (semantic,
-positional, mixed) and r = r* = 2 (semantic, positional), at omega = 0.3, alpha = 2.  Each record is the
-solve's record (gauge invariants, eps_g, e_t, status, the overlaps in the canonical gauge).
 """
 
 from __future__ import annotations
@@ -41,7 +36,9 @@ RANK2 = GOLDEN.parent / "rank2"
 #: The rule of the rank-2 records: 4 independent scramblings of 2^10 Sobol points.
 RANK2_RULE = "sobol10:4"
 
-#: The recorded rank-2 solves at omega = 0.3: file name -> (alpha, r, r*, branch).
+#: The recorded rank-2 solves of tests/golden/rank2/ (the matrix-overlap state evolution, docs/model.md
+#: section 7) at omega = 0.3 on :data:`RANK2_RULE`: file name -> (alpha, r, r*, branch).  Each record is the
+#: solve's record: gauge invariants, eps_g, e_t, status, the overlaps in the canonical gauge.
 RANK2_SOLVES = {
     "solve_r2_t1_semantic_a2.json": (2.0, 2, 1, "semantic"),
     "solve_r2_t1_positional_a2.json": (2.0, 2, 1, "positional"),
