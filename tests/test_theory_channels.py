@@ -17,8 +17,15 @@ def test_registry_and_model_params_loss() -> None:
         get_channel("absolute")
     with pytest.raises(ValueError, match="loss must be one of"):
         ModelParams(loss="absolute")
-    # the default loss leaves the model's dictionary (and so every task key) as it was
+    # the default loss leaves the model's dictionary (and so every task key) as it was; another one is in it,
+    # survives the round trip and is echoed beside a solve's result
     assert "loss" not in ModelParams().to_dict()
+    other = ModelParams(loss="scaled_square")
+    assert other.to_dict()["loss"] == "scaled_square" and ModelParams(**other.to_dict()) == other
+    assert other != ModelParams() and other.channel.name == "scaled_square"
+    from attnphase.numerics.point_record import model_echo
+
+    assert model_echo(other)["loss"] == "scaled_square" and model_echo(ModelParams())["loss"] == "square"
 
 
 @pytest.mark.parametrize("L,r,rs", [(2, 1, 1), (2, 2, 1), (3, 2, 2)])
