@@ -67,6 +67,9 @@ def hat_overlaps(alpha: float, E_ggT: ArrayLike, E_g: ArrayLike, E_geta: ArrayLi
     s = np.sqrt(np.asarray(sigma2, dtype=float))[:, None, None]
     qhat = alpha * E_ggT
     mhat = alpha * E_g
+    # the order of these floating-point operations is part of the rank-2 golden records (tests/test_golden.py):
+    # the mixed fixed point on sobol10:4 moves by ~1e-5 relative when it changes (a node's proximal minimum
+    # switches basin), far outside the solver's tolerance
     thhat = alpha * np.einsum("lab,bc->lac", E_geta, sym_sqrt(rt, inverse=True)) / s
     Vhat = (-alpha * np.einsum("lab,bc->lac", E_gxi, sym_sqrt(q0, inverse=True)) / s
             + np.einsum("lab,cb,cd->lad", thhat, th0, np.linalg.inv(q0)))  # theta_l^T q_l^{-1} = th0^T q0^{-1}
