@@ -10,7 +10,8 @@ Gaussian fields, with xi_l, eta_l ~ N(0, 1) iid:
     h*_l = (theta_l / sqrt(q_l)) xi_l + sqrt(rho_tilde_l) eta_l,   rho_tilde_l = rho_l - theta_l^2 / q_l
 
 (``rho_tilde_l`` is the variance of h*_l not explained by xi_l; docs/model.md writes it
-out.) Conjugate ("hat") overlaps from the channel averages of g_l = (h_hat_l - w_l) / V_l:
+out.) Conjugate ("hat") overlaps from the channel averages of g_l = (h_hat_l - w_l) / V_l
+(:func:`hat_overlap_exprs` in sympy; computed, for every rank, by :func:`attnphase.theory.hats.hat_overlaps`):
 
     qhat_l  = alpha E[g_l^2]
     mhat_l  = alpha E[g_l]
@@ -24,7 +25,7 @@ becomes a function of xi alone and thhat is 0 / 0 (by Stein's lemma it tends to
 alpha E[d g_l / d h*_l], finite, but E[g eta] / sqrt(rho_tilde) cannot be
 evaluated there). :func:`channel_fields` clips a rho_tilde that is negative by
 round-off only (|rho_tilde| <= 1e-12 rho) to 0 and raises ValueError for
-theta^2 > q rho; :func:`hat_overlaps` requires rho_tilde > 0.
+theta^2 > q rho; :func:`attnphase.theory.hats.hat_overlaps` requires rho_tilde > 0.
 
 The numeric functions are generated from the sympy expressions below
 (:mod:`attnphase.theory.codegen`) and act elementwise, so every per-token input
@@ -126,14 +127,6 @@ def _specs() -> list[FunctionSpec]:
             (("w", fe["w"]), ("hstar", fe["hstar"])),
             "Channel fields w_l and h*_l.",
         ),
-        FunctionSpec(
-            "hats",
-            (arg("alpha", "alpha = n / d"), arg("E_g2", "E[g_l^2]"), arg("E_g", "E[g_l]"),
-             arg("E_geta", "E[g_l eta_l]"), arg("E_gxi", "E[g_l xi_l]"), arg("q", "q_l"),
-             arg("theta", "theta_l"), arg("rho_tilde", "rho_tilde_l")),
-            tuple((k, he[k]) for k in ("qhat", "mhat", "thhat", "Vhat")),
-            "Conjugate overlaps qhat_l, mhat_l, thhat_l, Vhat_l.",
-        ),
     ]
 
 
@@ -210,23 +203,3 @@ def student_mean_field(hstar: ArrayLike, m: ArrayLike, th0: ArrayLike, rho0: Arr
     positional fields m_l on the positional one (th0 = 0).  hstar: (..., L); m: (L,); th0, rho0 scalars.
     """
     return np.asarray(m, dtype=float) + (float(th0) / float(rho0)) * np.asarray(hstar, dtype=float)
-
-
-def hat_overlaps(
-    alpha: ArrayLike, E_g2: ArrayLike, E_g: ArrayLike, E_geta: ArrayLike, E_gxi: ArrayLike,
-    q0: ArrayLike, th0: ArrayLike, sigma2: ArrayLike, rho0: ArrayLike,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(qhat, mhat, thhat, Vhat), each (L,): the conjugate overlaps of docs/model.md section 3.
-
-    E_g2, E_g, E_geta, E_gxi: channel averages E[g_l^2], E[g_l], E[g_l eta_l], E[g_l xi_l], shape (L,).
-    Requires q0 > 0 and rho_tilde_l = sigma_l^2 (rho0 - th0^2 / q0) > 0.
-    """
-    q, theta, rho, rp = _rho_tilde(q0, th0, rho0, sigma2)
-    if np.any(rp <= 0):
-        raise ValueError(
-            "thhat is undefined at th0^2 = q0 rho0 (rho_tilde = 0: E[g eta] / sqrt(rho_tilde) is 0 / 0); "
-            f"got q0 = {q0}, th0 = {th0}, rho0 = {rho0}"
-        )
-    args = [np.asarray(x, dtype=float) for x in (alpha, E_g2, E_g, E_geta, E_gxi)] + [q, theta, rp]
-    shape = np.broadcast_shapes(*(a.shape for a in args))
-    return tuple(_full(shape, v) for v in _functions()["hats"](*args))  # type: ignore[return-value]

@@ -50,7 +50,7 @@ _FINGERPRINT_FILES = (
     "loss.py",
     "prox.py",
     "channel.py",
-    "prior.py",
+    "priors/ridge.py",
     "free_entropy.py",
     "baseline.py",
     "kernels.py",
@@ -224,9 +224,10 @@ def cached_source(
             return source, path
         except (SyntaxError, ValueError):
             pass
-    if kind in _GENERATION_SECONDS and not scalar:  # the first and largest module of a model: one line for all
-        first_run_notice(f"generating the {_GENERATED_WHAT[kind]} for L = {L} with sympy, once "
-                         f"({_GENERATION_SECONDS[kind].get(L, 'minutes')}; later runs read them from {cache_dir()})")
+    family = _family(kind)
+    if family in _GENERATION_SECONDS and not scalar:  # the first and largest module of a model: one line for all
+        first_run_notice(f"generating the {_GENERATED_WHAT[family]} for L = {L} with sympy, once "
+                         f"({_GENERATION_SECONDS[family].get(L, 'minutes')}; later runs read them from {cache_dir()})")
     source = render_module(key, build(), cse, scalar)
     write_atomic(path, source)
     return source, path
@@ -237,6 +238,11 @@ _GENERATION_SECONDS = {"kernels": {2: "a few seconds", 3: "about 20 s", 4: "abou
                        "kernels_cov": {2: "a few seconds", 3: "about 10 s"}}
 #: What the notice calls each kind of kernel module.
 _GENERATED_WHAT = {"kernels": "kernels", "kernels_cov": "correlated-token kernels"}
+
+
+def _family(kind: str) -> str:
+    """The family of a cache kind: a channel's r = 1 kernels (``kernels_<channel tag>``) are "kernels"."""
+    return kind if kind in _GENERATED_WHAT else "kernels" if kind.startswith("kernels_") else kind
 
 
 def first_run_notice(what: str) -> None:

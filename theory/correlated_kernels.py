@@ -185,4 +185,8 @@ def model_kernels(params: ModelParams) -> Kernels | CorrelatedKernels:
     if params.correlated_tokens:
         raise ValueError("correlated tokens run in their whitened form: pass attnphase.theory.whitening.se_params(params)")
     B = params.mixing_array
-    return get_kernels(params.L) if B is None else get_correlated_kernels(B)
+    if B is None:
+        return params.channel.kernels(params.L)
+    if params.loss != "square":
+        raise ValueError(f"correlated tokens take the square loss only, got loss {params.loss!r}")
+    return get_correlated_kernels(B)

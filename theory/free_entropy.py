@@ -6,7 +6,7 @@
     Lam = lambda + sum_l sigma_l^2 Vhat_l,   q_l = sigma_l^2 q0, V_l = sigma_l^2 V0, theta_l = sigma_l^2 th0,
     M = min_h sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, h*)   (Moreau envelope; E[M] is the channel average).
 
-At a fixed point of the state evolution (prior side of :mod:`attnphase.theory.prior`
+At a fixed point of the state evolution (prior side of :mod:`attnphase.theory.priors.ridge`
 and qhat_l = alpha E[g_l^2]) this reduces to
 e_t = -Phi = (lambda / 2) q0 + alpha E[loss(h_hat, h*)] (derivation in docs/derivation.md).
 """
@@ -24,10 +24,10 @@ ArrayLike = Any
 
 
 def symbols(L: int) -> dict[str, Any]:
-    """Sympy symbols of Phi: the prior-side ones of :func:`attnphase.theory.prior.symbols` plus overlaps."""
+    """Sympy symbols of Phi: the prior-side ones of :func:`attnphase.theory.priors.ridge.symbols` plus overlaps."""
     import sympy as sp
 
-    from attnphase.theory.prior import symbols as prior_symbols
+    from attnphase.theory.priors.ridge import symbols as prior_symbols
     from attnphase.theory.symbols import token_scalars
 
     s = prior_symbols(L)
@@ -40,7 +40,7 @@ def symbols(L: int) -> dict[str, Any]:
 
 def free_entropy_expr(L: int) -> Any:
     """Phi of docs/model.md section 4 as a sympy expression in :func:`symbols` (L)."""
-    from attnphase.theory.prior import ridge_exprs
+    from attnphase.theory.priors.ridge import ridge_exprs
 
     s = symbols(L)
     s2 = s["sigma2"]

@@ -89,15 +89,29 @@ def _outer_softmax(h: np.ndarray) -> np.ndarray:
     return _softmax_inplace(h[..., :, None] * h[..., None, :])
 
 
-def _build_specs(L: int, r: int) -> list[FunctionSpec]:
-    """The generated functions of the kernel module (sympy is imported here only)."""
+def _channel(channel: Any = None) -> Any:
+    """``channel``, or the default (square) loss's channel when None."""
+    if channel is not None:
+        return channel
+    from attnphase.theory.channels import DEFAULT, get_channel
+
+    return get_channel(DEFAULT)
+
+
+def _kind(channel: Any) -> str:
+    """The cache kind of a channel's r = 1 kernels: ``kernels_<name>_<hash of its module>``."""
+    return f"kernels_{channel.cache_tag}"
+
+
+def _build_specs(L: int, r: int, channel: Any = None) -> list[FunctionSpec]:
+    """The generated functions of the kernel module of ``channel``'s loss (sympy is imported here only)."""
     import sympy as sp
 
     from attnphase.theory.attention import scores, teacher
     from attnphase.theory.prox import derive_prox
     from attnphase.theory.symbols import as_rows, pair_symbols
 
-    pd = derive_prox(L, r)
+    pd = derive_prox(L, r, _channel(channel))
     ld = pd.loss
     h = list(ld.h)
     S, T, s2 = as_rows(ld.S), as_rows(ld.T), list(ld.sigma2)
@@ -136,7 +150,7 @@ def _build_specs(L: int, r: int) -> list[FunctionSpec]:
         ),
         FunctionSpec(
             "loss", (arg_S, arg_T, arg_s2), (("loss", ld.value),),
-            "Limit loss 1/2 sum_{l,k} sigma_k^2 (S(h) - T(h*))[l, k]^2 (docs/model.md section 2).",
+            f"The channel's limit loss l(S(h), T(h*)) ({_channel(channel).name}; docs/model.md section 2).",
         ),
         FunctionSpec(
             "loss_grad_hess", (arg_h, arg_S, arg_T, arg_s2), outputs(ld.value, ld.grad, ld.hess, "loss"),
@@ -185,6 +199,7 @@ class Kernels:
         L: sequence length.
         r: student rank (r = 1).
         cse: whether the generated code used common subexpression elimination.
+        channel: the loss the kernels are generated from (:class:`~attnphase.theory.channels.base.Channel`).
         functions: the generated numpy functions by name (:data:`FUNCTIONS`; their docstrings
             state the argument slots): the namespace of the generated module itself, shared by
             every Kernels of the same (L, r, cse), so that replacing an entry (a test's
@@ -196,6 +211,7 @@ class Kernels:
     r: int
     cse: bool
     functions: dict[str, Callable[..., tuple[Any, ...]]] = field(repr=False)
+    channel: Any = None
 
     # --- attention ----------------------------------------------------------
     def attention(self, h: ArrayLike) -> np.ndarray:
@@ -212,7 +228,7 @@ class Kernels:
 
     # --- loss ---------------------------------------------------------------
     def loss(self, h: ArrayLike, T: ArrayLike, sigma2: ArrayLike) -> np.ndarray:
-        """loss(h, T) = 1/2 sum_{l,k} sigma_k^2 (S(h) - T)[l, k]^2 -> (...)."""
+        """The channel's loss(h, T) -> (...) (square loss: 1/2 sum_{l,k} sigma_k^2 (S(h) - T)[l, k]^2)."""
         h = _vec(h, self.L, "h")
         T, sigma2 = _mat(T, self.L, "T"), _vec(sigma2, self.L, "sigma2")
         shape = np.broadcast_shapes(h.shape[:-1], T.shape[:-2], sigma2.shape[:-1])
@@ -250,7 +266,7 @@ class Kernels:
     @cached_property
     def scalar(self) -> "ScalarKernels":
         """The one-point variants of the same generated functions (see :class:`ScalarKernels`)."""
-        return get_scalar_kernels(self.L, self.r, self.cse)
+        return get_scalar_kernels(self.L, self.r, self.cse, self.channel)
 
     # --- evaluation and assembly ----------------------------------------------
     def _pairs(self, flat: Sequence[Any], shape: tuple[int, ...]) -> np.ndarray:
@@ -325,16 +341,17 @@ FUNCTIONS = ("scores", "target", "loss", "loss_grad_hess", "prox_value", "prox_v
 SCALAR_FUNCTIONS = ("loss", "prox_value", "prox_value_grad_hess")
 
 
-def get_kernels(L: int, r: int = 1, cse: bool = True) -> Kernels:
-    """The numpy kernels for sequence length L >= 2 and rank r (only r = 1).
+def get_kernels(L: int, r: int = 1, cse: bool = True, channel: Any = None) -> Kernels:
+    """The numpy kernels of ``channel``'s loss (default: the square loss) for sequence length L >= 2 and
+    rank r (only r = 1).
 
     A new :class:`Kernels` on the generated module, which is imported once per process (cheap
     to call again; see the module doc).
     """
     _check_Lr(L, r)
-    L, r, cse = int(L), int(r), bool(cse)
-    module = load_module("kernels", L, r, cse, lambda: _build_specs(L, r))
-    return Kernels(L, r, cse, vars(module))
+    L, r, cse, channel = int(L), int(r), bool(cse), _channel(channel)
+    module = load_module(_kind(channel), L, r, cse, lambda: _build_specs(L, r, channel))
+    return Kernels(L, r, cse, vars(module), channel)
 
 
 @dataclass(frozen=True, eq=False)
@@ -363,24 +380,25 @@ class ScalarKernels:
     module: str = ""
 
 
-def _scalar_specs(L: int, r: int) -> list[FunctionSpec]:
-    return [s for s in _build_specs(L, r) if s.name in SCALAR_FUNCTIONS]
+def _scalar_specs(L: int, r: int, channel: Any = None) -> list[FunctionSpec]:
+    return [s for s in _build_specs(L, r, channel) if s.name in SCALAR_FUNCTIONS]
 
 
-def get_scalar_kernels(L: int, r: int = 1, cse: bool = True) -> ScalarKernels:
-    """The one-point kernels for sequence length L >= 2 and rank r (only r = 1); see :class:`ScalarKernels`.
+def get_scalar_kernels(L: int, r: int = 1, cse: bool = True, channel: Any = None) -> ScalarKernels:
+    """The one-point kernels of ``channel``'s loss (default: square) for sequence length L >= 2 and rank r
+    (only r = 1); see :class:`ScalarKernels`.
 
     The generated module is imported once per process (as for :func:`get_kernels`).
     """
     _check_Lr(L, r)
-    L, r, cse = int(L), int(r), bool(cse)
-    module = load_module("kernels", L, r, cse, lambda: _scalar_specs(L, r), scalar=True)
+    L, r, cse, channel = int(L), int(r), bool(cse), _channel(channel)
+    module = load_module(_kind(channel), L, r, cse, lambda: _scalar_specs(L, r, channel), scalar=True)
     return ScalarKernels(L, r, cse, vars(module), module.__name__)
 
 
-def scalar_kernel_source(L: int, r: int = 1, cse: bool = True) -> str:
+def scalar_kernel_source(L: int, r: int = 1, cse: bool = True, channel: Any = None) -> str:
     """Python source of the one-point kernels (:data:`SCALAR_FUNCTIONS`, see :class:`ScalarKernels`),
     as cached on disk (for inspection: operation counts of the generated code)."""
     _check_Lr(L, r)
-    L, r, cse = int(L), int(r), bool(cse)
-    return cached_source("kernels", L, r, cse, lambda: _scalar_specs(L, r), scalar=True)[0]
+    L, r, cse, channel = int(L), int(r), bool(cse), _channel(channel)
+    return cached_source(_kind(channel), L, r, cse, lambda: _scalar_specs(L, r, channel), scalar=True)[0]

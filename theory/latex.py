@@ -3,7 +3,7 @@ as raw LaTeX, or as the markdown document ``docs/derivation.md``.
 
 The equations are the very expressions the kernels are generated from
 (:mod:`attnphase.theory.prox`, :mod:`~attnphase.theory.channel`,
-:mod:`~attnphase.theory.prior`, :mod:`~attnphase.theory.free_entropy`,
+:mod:`~attnphase.theory.priors.ridge`, :mod:`~attnphase.theory.free_entropy`,
 :mod:`~attnphase.theory.baseline`), so the document cannot drift from the code.
 """
 
@@ -94,7 +94,7 @@ def _channel_equations() -> list[Equation]:
 
 
 def _prior_equations(L: int) -> list[Equation]:
-    from attnphase.theory.prior import ridge_exprs
+    from attnphase.theory.priors.ridge import ridge_exprs
 
     ex = ridge_exprs(L)
     sec = "Prior side: ridge in closed form (docs/model.md section 3)"
@@ -109,10 +109,10 @@ def _prior_equations(L: int) -> list[Equation]:
 
 def _free_entropy_equations(L: int) -> list[Equation]:
     from attnphase.theory.free_entropy import free_entropy_expr
-    from attnphase.theory.prior import ridge_exprs
+    from attnphase.theory.priors.ridge import ridge_exprs
 
     sec = "Free entropy and training objective (docs/model.md section 4)"
-    from attnphase.theory.prior import symbols as prior_symbols
+    from attnphase.theory.priors.ridge import symbols as prior_symbols
 
     lam, Lam_sym = prior_symbols(L)["lam"], sp.Symbol("Lambda")
     Phi = free_entropy_expr(L).subs(lam, Lam_sym - (ridge_exprs(L)["Lam"] - lam))

@@ -76,7 +76,7 @@ token's field has its own Gaussian fluctuation), which is what produces
 $\sum_l \sigma_l^2 \hat q_l$ rather than $(\sum_l \sigma_l \sqrt{\hat q_l})^2$. The test
 `tests/theory/test_theory_prior.py` minimises this objective numerically at $d = 40000$ (L-BFGS on
 the objective as written above, not on its closed form) and compares the measured
-$q_0, m, \theta_0$ and the linear response $V_0$ with `ridge_update`. For rank $r > 1$ the
+$q_0, m, \theta_0$ and the linear response $V_0$ with `RidgePrior.update`. For rank $r > 1$ the
 same construction gives a matrix ridge (docs/model.md section 7).
 
 ### Training objective at a fixed point
@@ -93,7 +93,7 @@ e_t = -\Phi = \frac{\lambda}{2} q_0 + \alpha\, E[\mathrm{loss}(\hat h, h^*)] ,
 $$
 
 the regularised training loss per dimension, as it must be. `tests/theory/test_theory_free_entropy.py`
-checks this identity through `ridge_update` and `free_entropy`.
+checks this identity through `RidgePrior.update` and `free_entropy`.
 
 ### Stationarity of Phi: e_t from a finer rule, and its slope in alpha
 
@@ -175,7 +175,7 @@ smooth stand-in for $g$, and $\lambda = 0$ at $\omega = 1$ (the target ignores $
   finite, but the quotient cannot be evaluated there: `hat_overlaps` requires $\tilde\rho_l > 0$;
   `channel_fields` clips $\tilde\rho_l$ that is negative by round-off only ($\ge -10^{-12} \rho_l$) to 0
   and raises `ValueError` for $\theta_0^2 > q_0 \rho_0$.
-* $\Lambda \le 0$: the ridge problem is unbounded; `ridge_update` and `free_entropy` raise `ValueError`.
+* $\Lambda \le 0$: the ridge problem is unbounded; `RidgePrior.update` and `free_entropy` raise `ValueError`.
 
 ### Rank r student, rank r* teacher (docs/model.md section 7)
 

@@ -102,6 +102,9 @@ class ModelParams:
             L x L matrix B with C = B B^T, the fields entering the loss as h = B v, i.e. the loss is
             loss_C(B v, B v*). Set only by :func:`attnphase.theory.whitening.whiten`, with sigma = 1,
             P the whitened Gram B^-1 P B^-T and C None. None: the plain model.
+        loss: the channel's registry name (:mod:`attnphase.theory.channels`): the per-sample loss of
+            docs/model.md section 2, ``"square"`` (the paper's) by default.  Correlated tokens take the
+            square loss only.
     """
 
     L: int = 2
@@ -115,6 +118,7 @@ class ModelParams:
     r_star: int = 1
     C: Matrix | None = None
     mixing: Matrix | None = None
+    loss: str = "square"
 
     def __post_init__(self) -> None:
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 - frozen dataclass
@@ -180,6 +184,13 @@ class ModelParams:
             raise ValueError(f"A must be row-stochastic (non-negative rows summing to 1), got {A}")
         set_("A", A)
 
+        from attnphase.theory.channels import DEFAULT, channel_names
+
+        if not isinstance(self.loss, str) or self.loss not in channel_names():
+            raise ValueError(f"loss must be one of {', '.join(channel_names())}, got {self.loss!r}")
+        if self.loss != DEFAULT and (self.mixing is not None or self.correlated_tokens):
+            raise ValueError(f"correlated tokens take the square loss only, got loss {self.loss!r}")
+
         for name in ("omega", "lam", "rho0"):
             set_(name, _number(getattr(self, name), name))
         if not 0.0 <= self.omega <= 1.0:
@@ -190,6 +201,13 @@ class ModelParams:
             raise ValueError(f"rho0 (teacher norm) must be > 0, got {self.rho0}")
 
     # --- array views -------------------------------------------------------
+    @property
+    def channel(self) -> Any:
+        """The channel of :attr:`loss` (:class:`~attnphase.theory.channels.base.Channel`): the loss and its kernels."""
+        from attnphase.theory.channels import get_channel
+
+        return get_channel(self.loss)
+
     @property
     def token_cov(self) -> np.ndarray:
         """The token covariance across positions, (L, L): C, or diag(sigma_l^2) for independent tokens."""
@@ -239,7 +257,8 @@ class ModelParams:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON representation (lists, floats)."""
+        """Plain-JSON representation (lists, floats); ``loss`` only when it is not the default square loss (the
+        default's task keys stay those of a model without the field)."""
         return {
             "L": self.L,
             "sigma": list(self.sigma),
@@ -252,4 +271,5 @@ class ModelParams:
             "r_star": self.r_star,
             **({"C": [list(r) for r in self.C]} if self.C is not None else {}),
             **({"mixing": [list(r) for r in self.mixing]} if self.mixing is not None else {}),
+            **({"loss": self.loss} if self.loss != "square" else {}),
         }

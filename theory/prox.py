@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import sympy as sp
 
 from attnphase.theory.attention import attention, softmax_symbol_map
-from attnphase.theory.loss import limit_loss, limit_loss_cov
+from attnphase.theory.loss import limit_loss_cov
 from attnphase.theory.symbols import pair_symbols, token_scalars, token_symbols
 
 
@@ -66,15 +67,24 @@ class ProxDerivation:
     hess: sp.Matrix
 
 
+def derive_loss(L: int, r: int = 1, channel: Any = None) -> LossDerivation:
+    """Derive ``channel``'s loss (default: the square loss, docs/model.md section 2), its gradient and Hessian
+    in h by the softmax chain rule (see module doc)."""
+    if channel is None:
+        from attnphase.theory.channels import DEFAULT, get_channel
+
+        channel = get_channel(DEFAULT)
+    return _derive_loss(L, r, channel)
+
+
 @lru_cache(maxsize=None)
-def derive_loss(L: int, r: int = 1) -> LossDerivation:
-    """Derive loss, gradient and Hessian in h by the softmax chain rule (see module doc)."""
+def _derive_loss(L: int, r: int, channel: Any) -> LossDerivation:
     h = token_symbols("h", L, r, real=True)
     S = pair_symbols("S", L, positive=True)
     T = pair_symbols("T", L, nonnegative=True)
     sigma2 = tuple(token_scalars("sigma", L, power="2", positive=True))
-    grad, hess = _chain_rule(limit_loss(attention(h), T, sigma2), h, S)
-    return LossDerivation(L, r, h, S, T, sigma2, limit_loss(S, T, sigma2), grad, hess)
+    grad, hess = _chain_rule(channel.loss_of(attention(h), T, sigma2), h, S)
+    return LossDerivation(L, r, h, S, T, sigma2, channel.loss_of(S, T, sigma2), grad, hess)
 
 
 def _chain_rule(value_fun: sp.Expr, h: sp.Matrix, S: sp.Matrix) -> tuple[tuple[sp.Expr, ...], sp.Matrix]:
@@ -91,12 +101,21 @@ def _chain_rule(value_fun: sp.Expr, h: sp.Matrix, S: sp.Matrix) -> tuple[tuple[s
     return tuple(g.xreplace(to_symbols) for g in grad_fun), hess
 
 
-@lru_cache(maxsize=None)
-def derive_prox(L: int, r: int = 1) -> ProxDerivation:
-    """The proximal objective (docs/model.md section 3) and its derivatives; r = 1 (scalar V_l per token)."""
+def derive_prox(L: int, r: int = 1, channel: Any = None) -> ProxDerivation:
+    """The proximal objective (docs/model.md section 3) of ``channel``'s loss (default: square) and its
+    derivatives; r = 1 (scalar V_l per token)."""
     if r != 1:
         raise NotImplementedError("the proximal objective is implemented for r = 1 (scalar V_l per token)")
-    ld = derive_loss(L, r)
+    if channel is None:
+        from attnphase.theory.channels import DEFAULT, get_channel
+
+        channel = get_channel(DEFAULT)
+    return _derive_prox(L, channel)
+
+
+@lru_cache(maxsize=None)
+def _derive_prox(L: int, channel: Any) -> ProxDerivation:
+    ld = derive_loss(L, 1, channel)
     w = tuple(token_scalars("w", L, real=True))
     V = tuple(token_scalars("V", L, positive=True))
     value, grad, hess = _with_moreau_term(list(ld.h), w, V, ld.value, ld.grad, ld.hess)

@@ -12,7 +12,8 @@ q_l^{1/2}, rho_tilde_l^{1/2}:
     h*_l = theta_l^T q_l^{-1/2} xi_l + rho_tilde_l^{1/2} eta_l,   rho_tilde_l = rho_l - theta_l^T q_l^{-1} theta_l
     g_l  = V_l^{-1} (h_hat_l - w_l),   h_hat = argmin_h sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, h*)
 
-Hats (stationarity of Phi in the overlaps; Stein's lemma on xi and eta):
+Hats (stationarity of Phi in the overlaps; Stein's lemma on xi and eta; computed for every rank by
+:func:`attnphase.theory.hats.hat_overlaps`):
 
     qhat_l  = alpha E[g_l g_l^T]                                   (r x r)
     mhat_l  = alpha E[g_l]                                          (r)
@@ -21,19 +22,14 @@ Hats (stationarity of Phi in the overlaps; Stein's lemma on xi and eta):
 
 (Vhat_l is symmetric in exact arithmetic; the quadrature estimate is symmetrised.)
 
-Prior (ridge, closed form), with Lam = lambda I_r + sum_l sigma_l^2 Vhat_l, Th = sum_l sigma_l^2 thhat_l:
-
-    V0 = Lam^{-1},  m_k = Lam^{-1} sum_l P[k, l] mhat_l,  th0 = Lam^{-1} Th rho0,
-    q0 = Lam^{-1} ( sum_l sigma_l^2 qhat_l + sum_{k,l} P[k, l] mhat_k mhat_l^T + rho0 Th Th^T ) Lam^{-1}.
-
-Free entropy (e_t = -Phi):
+The prior (ridge, closed form: the overlaps from the hats, and its term 1/2 Tr[Lam^{-1} N] of Phi) is
+:class:`~attnphase.theory.priors.RidgePrior`.  Free entropy (e_t = -Phi):
 
     Phi = sum_l [ 1/2 Tr(Vhat_l q_l) - 1/2 Tr(qhat_l V_l) - m_l . mhat_l - Tr(theta_l^T thhat_l) ]
-          + 1/2 Tr[ Lam^{-1} N ] - alpha E[M],   N the bracket of q0 above.
+          + 1/2 Tr[ Lam^{-1} N ] - alpha E[M].
 
 At r = r* = 1 every formula is the one of sections 3-4 (tests/theory/test_theory_rank.py compares them
-with :mod:`attnphase.theory.channel`, :mod:`~attnphase.theory.prior` and
-:mod:`~attnphase.theory.free_entropy` to round-off).  The teacher norm is rho0 I_{r*}.
+with the sympy statements of :mod:`attnphase.theory.channel` and :mod:`~attnphase.theory.free_entropy` to round-off).  The teacher norm is rho0 I_{r*}.
 """
 
 from __future__ import annotations
@@ -41,6 +37,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+from attnphase.theory.priors import RidgePrior
 
 ArrayLike = Any
 
@@ -88,65 +86,12 @@ def channel_fields(xi: np.ndarray, eta: np.ndarray, q0: np.ndarray, m: np.ndarra
     return w, hstar
 
 
-def hat_overlaps(alpha: float, E_ggT: np.ndarray, E_g: np.ndarray, E_geta: np.ndarray, E_gxi: np.ndarray,
-                 q0: np.ndarray, th0: np.ndarray, sigma2: np.ndarray, rho0: float
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(qhat (L, r, r), mhat (L, r), thhat (L, r, r*), Vhat (L, r, r)) from the channel averages.
-
-    E_ggT: E[g_l g_l^T] (L, r, r); E_g: E[g_l] (L, r); E_geta: E[g_l eta_l^T] (L, r, r*);
-    E_gxi: E[g_l xi_l^T] (L, r, r). Formulas in the module doc.
-    """
-    check_state(q0, th0, rho0)
-    s = np.sqrt(np.asarray(sigma2, dtype=float))
-    qhat = alpha * E_ggT
-    mhat = alpha * E_g
-    Rinv = sym_sqrt(residual_teacher_covariance(q0, th0, rho0), inverse=True)
-    thhat = alpha * np.einsum("lab,bc->lac", E_geta, Rinv) / s[:, None, None]
-    Ainv = sym_sqrt(q0, inverse=True)
-    qinv = np.linalg.inv(q0)
-    Vhat = (-alpha * np.einsum("lab,bc->lac", E_gxi, Ainv) / s[:, None, None]
-            + np.einsum("lab,cb,cd->lad", thhat, th0, qinv))  # theta_l^T q_l^{-1} = th0^T q0^{-1}
-    Vhat = 0.5 * (Vhat + np.swapaxes(Vhat, -1, -2))
-    qhat = 0.5 * (qhat + np.swapaxes(qhat, -1, -2))
-    return qhat, mhat, thhat, Vhat
-
-
-def ridge_terms(qhat: np.ndarray, mhat: np.ndarray, thhat: np.ndarray, Vhat: np.ndarray,
-                sigma2: np.ndarray, P: np.ndarray, lam: float, rho0: float
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(Lam, N, Th): Lam = lambda I + sum_l s_l^2 Vhat_l, Th = sum_l s_l^2 thhat_l,
-    N = sum_l s_l^2 qhat_l + sum_{k,l} P[k, l] mhat_k mhat_l^T + rho0 Th Th^T."""
-    s2 = np.asarray(sigma2, dtype=float)
-    r = mhat.shape[1]
-    Lam = lam * np.eye(r) + np.einsum("l,lab->ab", s2, Vhat)
-    Th = np.einsum("l,lab->ab", s2, thhat)
-    N = np.einsum("l,lab->ab", s2, qhat) + np.einsum("kl,ka,lb->ab", P, mhat, mhat) + rho0 * Th @ Th.T
-    return Lam, N, Th
-
-
-def ridge_update(qhat: np.ndarray, mhat: np.ndarray, thhat: np.ndarray, Vhat: np.ndarray,
-                 sigma2: np.ndarray, P: np.ndarray, lam: float, rho0: float
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(q0, V0, m (L, r), th0) of the matrix ridge prior (module doc). ValueError unless Lam is positive definite."""
-    Lam, N, Th = ridge_terms(qhat, mhat, thhat, Vhat, sigma2, P, lam, rho0)
-    Lam = 0.5 * (Lam + Lam.T)
-    if np.linalg.eigvalsh(Lam).min() <= 0:
-        raise ValueError(f"Lam = lambda I + sum_l sigma_l^2 Vhat_l must be positive definite, eigenvalues "
-                         f"{np.linalg.eigvalsh(Lam)}")
-    V0 = np.linalg.inv(Lam)
-    V0 = 0.5 * (V0 + V0.T)
-    q0 = V0 @ N @ V0
-    m = np.einsum("kl,ab,lb->ka", np.asarray(P, dtype=float), V0, mhat)
-    th0 = rho0 * V0 @ Th
-    return 0.5 * (q0 + q0.T), V0, m, th0
-
-
 def free_entropy(q0: np.ndarray, V0: np.ndarray, m: np.ndarray, th0: np.ndarray,
                  qhat: np.ndarray, mhat: np.ndarray, thhat: np.ndarray, Vhat: np.ndarray,
                  sigma2: np.ndarray, P: np.ndarray, lam: float, rho0: float, alpha: float, E_M: float) -> float:
-    """Phi of the module doc (e_t = -Phi)."""
+    """Phi of the module doc (e_t = -Phi); the prior's term from :class:`~attnphase.theory.priors.RidgePrior`."""
     s2 = np.asarray(sigma2, dtype=float)
-    Lam, N, _ = ridge_terms(qhat, mhat, thhat, Vhat, sigma2, P, lam, rho0)
+    prior_term = RidgePrior(lam, P, s2, rho0).free_entropy_term((qhat, mhat, thhat, Vhat))
     per_token = (0.5 * np.einsum("l,lab,ba->", s2, Vhat, q0) - 0.5 * np.einsum("l,lab,ba->", s2, qhat, V0)
                  - np.einsum("la,la->", m, mhat) - np.einsum("l,ab,lab->", s2, th0, thhat))
-    return float(per_token + 0.5 * np.trace(np.linalg.solve(Lam, N)) - alpha * E_M)
+    return float(per_token + prior_term - alpha * E_M)

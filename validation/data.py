@@ -146,7 +146,12 @@ def make_teacher(
     ``rho0`` then holds exactly instead of up to a ``sqrt(2 / d)`` fluctuation (4.5% at
     d = 1000), which would otherwise move every observable, ``eps_lin`` included, by a
     few per cent from seed to seed.
+
+    The finite-d experiments train the square loss: a model with another loss (``params.loss``) is refused
+    with a ValueError rather than simulated with the wrong one.
     """
+    if params.loss != "square":
+        raise ValueError(f"the finite-d simulation trains the square loss only, got loss {params.loss!r}")
     d = check_dimension(d)
     r_star = params.r_star
     if r_star > d:

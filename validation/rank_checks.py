@@ -3,8 +3,9 @@
 Each function returns plain numbers (what is compared, the error, the tolerance it is judged by)
 so that the tests (tests/theory/test_theory_rank.py) and any report state the same checks:
 
-1. :func:`reduction_to_rank1` -- at r = r* = 1 the matrix formulas (theory/rank.py) against the
-   generated rank-1 ones (theory/channel.py, prior.py, free_entropy.py) at random inputs: round-off.
+1. :func:`reduction_to_rank1` -- at r = r* = 1 the matrix formulas (theory/rank.py, the hats of
+   theory/hats.py and the ridge prior of theory/priors/ridge.py on 1 x 1 matrices) against the rank-1 ones derived in sympy (theory/channel.py,
+   the prior's sympy statement, free_entropy.py) at random inputs: round-off.
 2. :func:`hats_vs_envelope_differences` -- the hats against central differences of alpha E[M] in the
    global overlaps on common random numbers (stationarity of Phi in the overlaps):
        d(alpha E[M]) / d q0 = 1/2 sum_l s_l^2 Vhat_l,   d / d V0 = -1/2 sum_l s_l^2 qhat_l,
@@ -25,7 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from attnphase.theory.hats import hat_overlaps
 from attnphase.theory.params import ModelParams
+from attnphase.theory.priors import RidgePrior
 
 
 def _t_quantile(dof: int) -> float:
@@ -36,7 +39,7 @@ def _t_quantile(dof: int) -> float:
 
 def reduction_to_rank1(params: ModelParams, seed: int = 0, n: int = 64) -> dict[str, float]:
     """Largest relative difference per formula between the rank-r code at r = r* = 1 and the rank-1 code."""
-    from attnphase.theory import channel, free_entropy, prior
+    from attnphase.theory import channel, free_entropy
     from attnphase.theory import rank as rk
 
     rng = np.random.default_rng(seed)
@@ -57,15 +60,14 @@ def reduction_to_rank1(params: ModelParams, seed: int = 0, n: int = 64) -> dict[
     out["fields h*"] = rel(hsr[..., 0], hs1)
     E = {k: rng.normal(size=L) for k in ("g2", "g", "geta", "gxi")}
     E["g2"] = np.abs(E["g2"])
-    h1 = channel.hat_overlaps(1.3, E["g2"], E["g"], E["geta"], E["gxi"], q0, th0, s2, params.rho0)
-    hr = rk.hat_overlaps(1.3, E["g2"][:, None, None], E["g"][:, None], E["geta"][:, None, None],
+    h1 = _sympy_hats(1.3, E, q0, th0, s2, params.rho0)
+    hr = hat_overlaps(1.3, E["g2"][:, None, None], E["g"][:, None], E["geta"][:, None, None],
                          E["gxi"][:, None, None], np.array([[q0]]), np.array([[th0]]), s2, params.rho0)
     for name, a, b in zip(("qhat", "mhat", "thhat", "Vhat"), hr, h1):
         out[f"hats {name}"] = rel(np.reshape(a, L), b)
     qh, mh, thh, Vh = (np.abs(h1[0]), h1[1], h1[2], np.abs(h1[3]) + 1.0)
-    p1 = prior.ridge_update(qh, mh, thh, Vh, s2, P, params.lam, params.rho0)
-    pr = rk.ridge_update(qh[:, None, None], mh[:, None], thh[:, None, None], Vh[:, None, None], s2, P,
-                         params.lam, params.rho0)
+    p1 = _sympy_ridge(params, qh, mh, thh, Vh)
+    pr = RidgePrior.of(params).update((qh[:, None, None], mh[:, None], thh[:, None, None], Vh[:, None, None]))
     for name, a, b in zip(("q0", "V0", "m", "th0"), pr, p1):
         out[f"prior {name}"] = rel(np.reshape(a, np.shape(b)), b)
     phi1 = free_entropy.free_entropy(q0, V0, m, th0, qh, mh, thh, Vh, s2, P, params.lam, params.rho0, 1.3, 0.01)
@@ -73,6 +75,41 @@ def reduction_to_rank1(params: ModelParams, seed: int = 0, n: int = 64) -> dict[
                            mh[:, None], thh[:, None, None], Vh[:, None, None], s2, P, params.lam, params.rho0, 1.3, 0.01)
     out["Phi"] = rel(phir, phi1)
     return out
+
+
+def _sympy_hats(alpha: float, E: dict[str, np.ndarray], q0: float, th0: float, s2: np.ndarray, rho0: float
+                ) -> tuple[np.ndarray, ...]:
+    """(qhat, mhat, thhat, Vhat), each (L,), of the r = 1 hat formulas as stated in sympy
+    (theory/channel.py: hat_overlap_exprs), evaluated token by token by substitution."""
+    from attnphase.theory import channel
+
+    s, ex = channel.symbols(), channel.hat_overlap_exprs()
+    out = np.empty((4, s2.size))
+    for l in range(s2.size):
+        q, theta = s2[l] * q0, s2[l] * th0
+        vals = {s["alpha"]: alpha, s["E_g2"]: E["g2"][l], s["E_g"]: E["g"][l], s["E_geta"]: E["geta"][l],
+                s["E_gxi"]: E["gxi"][l], s["q"]: q, s["theta"]: theta, s["rho_tilde"]: s2[l] * rho0 - theta**2 / q}
+        for i, k in enumerate(("qhat", "mhat", "thhat", "Vhat")):
+            out[i, l] = float(ex[k].xreplace(vals))
+    return tuple(out)
+
+
+def _sympy_ridge(params: ModelParams, qh: np.ndarray, mh: np.ndarray, thh: np.ndarray, Vh: np.ndarray
+                 ) -> tuple[float, float, np.ndarray, float]:
+    """(q0, V0, m, th0) of the r = 1 ridge update as stated in sympy (theory/priors/ridge.py: ridge_exprs),
+    evaluated by substitution."""
+    from attnphase.theory.priors.ridge import ridge_exprs, symbols
+
+    L = params.L
+    s, ex = symbols(L), ridge_exprs(L)
+    vals = {s["lam"]: params.lam, s["rho0"]: params.rho0}
+    for l in range(L):
+        vals.update({s["qhat"][l]: qh[l], s["mhat"][l]: mh[l], s["thhat"][l]: thh[l], s["Vhat"][l]: Vh[l],
+                     s["sigma2"][l]: params.sigma2[l]})
+        for k in range(L):
+            vals[s["P"][k, l]] = params.P_array[k, l]
+    num = lambda e: float(e.xreplace(vals))  # noqa: E731 - sympy floats at double precision
+    return num(ex["q0"]), num(ex["V0"]), np.array([num(e) for e in ex["m"]]), num(ex["th0"])
 
 
 def hats_vs_envelope_differences(params: ModelParams, alpha: float, ov: Any, specs: list[str],
@@ -99,7 +136,7 @@ def hats_vs_envelope_differences(params: ModelParams, alpha: float, ov: Any, spe
             return alpha * mom.E_M, mom
 
         _, mom = envelope(ov.q0, ov.V0, ov.m, ov.th0)
-        qh, mh, thh, Vh = rk.hat_overlaps(alpha, mom.E_ggT, mom.E_g, mom.E_geta, mom.E_gxi, ov.q0, ov.th0,
+        qh, mh, thh, Vh = hat_overlaps(alpha, mom.E_ggT, mom.E_g, mom.E_geta, mom.E_gxi, ov.q0, ov.th0,
                                           s2, params.rho0)
         cases = []
         for a in range(r):
@@ -149,7 +186,8 @@ def prior_vs_ridge(params: ModelParams, hats: tuple[np.ndarray, ...], d: int, se
     rs = thh.shape[2]
     rng = np.random.default_rng(seed)
     s2, P = params.sigma2, params.P_array
-    Lam, _, Th = rk.ridge_terms(qh, mh, thh, Vh, s2, P, params.lam, params.rho0)
+    prior = RidgePrior.of(params)
+    Lam, N, Th = prior.terms(hats)
     Qstar = rng.standard_normal((d, rs)) * math.sqrt(params.rho0)
     U, _ = np.linalg.qr(rng.standard_normal((d, L)))
     lamP, UP = np.linalg.eigh(P)
@@ -157,12 +195,11 @@ def prior_vs_ridge(params: ModelParams, hats: tuple[np.ndarray, ...], d: int, se
     B = sum(math.sqrt(s2[l]) * rng.standard_normal((d, r)) @ rk.sym_sqrt(qh[l] + 1e-300 * np.eye(r)) for l in range(L))
     B = B + math.sqrt(d) * p @ mh + Qstar @ Th.T
     Q = np.linalg.solve(Lam.T, B.T).T  # Q = B Lam^{-1} minimises 1/2 Tr(Q Lam Q^T) - Tr(Q^T B)
-    q0, V0, m, th0 = rk.ridge_update(qh, mh, thh, Vh, s2, P, params.lam, params.rho0)
+    q0, V0, m, th0 = prior.update(hats)
     fin = {"q0": Q.T @ Q / d, "m": (p.T @ Q) / math.sqrt(d), "th0": Q.T @ Qstar / d}
     ref = {"q0": q0, "m": m, "th0": th0}
     # standard errors of the d-sums B^T B / d, B^T Q* / d, B^T p / sqrt(d) (entry (c, e) of B^T B / d
     # has variance (N_cc N_ee + N_ce^2) / d), propagated entrywise through Lam^{-1}; 5 of them
-    _, N, _ = rk.ridge_terms(qh, mh, thh, Vh, s2, P, params.lam, params.rho0)
     li2 = np.linalg.inv(Lam) ** 2
     nd = np.diag(N)
     var_d = (np.outer(nd, nd) + N * N) / d
@@ -182,10 +219,8 @@ def prior_stationarity(params: ModelParams, hats: tuple[np.ndarray, ...]) -> flo
     autograd of Phi written out independently); zero up to round-off when the prior is Phi's stationary point."""
     import torch
 
-    from attnphase.theory import rank as rk
-
     qh, mh, thh, Vh = hats
-    q0, V0, m, th0 = rk.ridge_update(qh, mh, thh, Vh, params.sigma2, params.P_array, params.lam, params.rho0)
+    q0, V0, m, th0 = RidgePrior.of(params).update(hats)
     t = lambda a: torch.tensor(np.asarray(a, dtype=float), dtype=torch.float64, requires_grad=True)  # noqa: E731
     Tqh, Tmh, Tth, TVh = t(qh), t(mh), t(thh), t(Vh)
     s2 = torch.tensor(params.sigma2, dtype=torch.float64)

@@ -26,13 +26,13 @@ RESULT_KEYS = ("q", "m", "V", "theta", "eps_g", "e_t")
 
 
 def model_echo(params) -> dict:
-    """The model a result belongs to, beside it: L, sigma, A, P, rho0, the rank and, for correlated tokens,
+    """The model a result belongs to, beside it: L, sigma, A, P, rho0, the rank, the loss and, for correlated tokens,
     C (in the tokens' own variables: a whitened model is shown as the model it stands for)."""
     from attnphase.theory.whitening import original
 
     params = original(params)
     echo = {"L": params.L, "sigma_l": list(params.sigma), "A": [list(r) for r in params.A],
-            "P": [list(r) for r in params.P], "rho0": params.rho0, "rank": params.r}
+            "P": [list(r) for r in params.P], "rho0": params.rho0, "rank": params.r, "loss": params.loss}
     return echo | ({"C": [list(r) for r in params.C]} if params.C is not None else {})
 
 

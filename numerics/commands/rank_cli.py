@@ -46,7 +46,7 @@ def rank_solve_record(fp: Any, requested: str) -> dict[str, Any]:
     params, rec = fp.params, fp.record()
     out = {"alpha": fp.alpha, "omega": params.omega, "sigma": list(params.sigma), "lam": params.lam,
            "L": params.L, "A": [list(x) for x in params.A], "P": [list(x) for x in params.P], "rho0": params.rho0,
-           "rank": params.r, "teacher_rank": rec["r_star"], "branch": rec["branch"] if fp.converged else None,
+           "loss": params.loss, "rank": params.r, "teacher_rank": rec["r_star"], "branch": rec["branch"] if fp.converged else None,
            "requested_branch": requested}
     for key in ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms", "directions", "eps_g", "e_t",
                 "e_t_direct", "gauge_angle"):

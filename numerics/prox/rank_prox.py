@@ -16,7 +16,7 @@ Gradient and Hessian of the loss come from the generated kernels of
 :mod:`attnphase.theory.rank_kernels`; nothing here spells the loss out.
 
 Backends (``backend``, as on the rank-1 path: one of :data:`attnphase.numerics.config.BACKENDS`,
-normally ``SolverConfig.backend``, resolved by :func:`attnphase.numerics.prox.backends.resolve_backend`):
+normally ``SolverConfig.backend``, resolved by :func:`attnphase.numerics.prox.global_prox.backends.resolve_backend`):
 ``"numpy"`` runs the descent here, as whole-batch numpy operations (the reference); ``"numba"`` runs
 the same descent one row at a time, compiled (:mod:`attnphase.numerics.prox.rank_compiled`, equal to
 rounding); ``"auto"`` is numba when it imports, else numpy. There is no torch rank-r descent: ``"torch"``
@@ -37,7 +37,7 @@ import numpy as np
 
 from attnphase.numerics.prox.backends import resolve_backend
 from attnphase.numerics.prox.rank_linalg import newton_directions
-from attnphase.theory.rank_kernels import RankKernels, attention, limit_loss
+from attnphase.theory.rank_kernels import RankKernels
 
 
 #: The descent's step tolerance (relative), iteration limit and Armijo trial steps (defaults of
@@ -68,11 +68,13 @@ def apply_blocks(Vinv: np.ndarray, d: np.ndarray) -> np.ndarray:
     return out
 
 
-def prox_value(h: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray, sigma2: np.ndarray) -> np.ndarray:
-    """P(h) = sum_l 1/2 (h_l - w_l)^T Vinv_l (h_l - w_l) + loss(h, T); h, w (N, L, r), Vinv (L, r, r)."""
+def prox_value(k: RankKernels, h: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
+               sigma2: np.ndarray) -> np.ndarray:
+    """P(h) = sum_l 1/2 (h_l - w_l)^T Vinv_l (h_l - w_l) + loss(h, T) (the kernels' channel); h, w (N, L, r),
+    Vinv (L, r, r)."""
     d = h - w
     q = (d * apply_blocks(Vinv, d)).reshape(d.shape[0], -1).sum(axis=1)
-    return 0.5 * q + limit_loss(attention(h), T, sigma2)
+    return 0.5 * q + k.loss(h, T, sigma2)
 
 
 def _value_grad_hess(k: RankKernels, h: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
@@ -140,7 +142,7 @@ def newton_minimize(k: RankKernels, h0: np.ndarray, w: np.ndarray, Vinv: np.ndar
             if not pending.size:
                 break
             trial = hflat[pending] + t[pending, None] * d[pending]
-            ft = prox_value(trial.reshape(-1, L, r), wa[pending], Vinv, Ta[pending], sigma2)
+            ft = prox_value(k, trial.reshape(-1, L, r), wa[pending], Vinv, Ta[pending], sigma2)
             ok = ft <= fa[pending] + 1e-4 * t[pending] * slope[pending]
             new_h[pending[ok]] = trial[ok]
             accepted[pending[ok]] = True

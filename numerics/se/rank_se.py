@@ -7,7 +7,7 @@ over the L (r + r*) standard Gaussians (xi_l in R^r, eta_l in R^{r*}):
     h_hat   = global_prox(w, V, T(h*))                  (numerics/prox/rank_prox.py)
     g_l     = V_l^{-1} (h_hat_l - w_l);  E[g g^T], E[g], E[g eta^T], E[g xi^T], E[M]
     hats    = hat_overlaps(...)  projected on the branch's invariant subspace
-    F(x)    = ridge_update(hats)
+    F(x)    = RidgePrior.update(hats)
 
 Branches (``branch``): the subspaces m = 0 and th0 = 0 are exactly invariant under the SE map (the
 symmetries (xi, eta) -> -(xi, eta) at m = 0 and eta -> -eta at th0 = 0 make E[g] = 0, resp.
@@ -40,8 +40,10 @@ from attnphase.numerics.se.rank_overlaps import RankOverlaps, align_gauge, gauge
 from attnphase.numerics.prox.rank_prox import global_prox
 from attnphase.numerics.se.rank_starts import RANK_BRANCHES, embedded_start, initial_rank_overlaps, teacher_rank, with_ranks
 from attnphase.theory import rank as rk
+from attnphase.theory.hats import hat_overlaps
 from attnphase.theory.params import ModelParams
-from attnphase.theory.rank_kernels import RankKernels, get_rank_kernels, limit_loss, attention, target
+from attnphase.theory.priors import RidgePrior
+from attnphase.theory.rank_kernels import RankKernels, target
 
 #: A full multi-start proximal search every this many SE evaluations; in between, the minima of the
 #: last one are polished (an approximate map; a converged point is always verified by a full search).
@@ -126,8 +128,8 @@ def channel_moments(k: RankKernels, params: ModelParams, ov: RankOverlaps, rule:
         E_geta=np.einsum("n,nla,nlb->lab", wt, g, rule.eta),
         E_gxi=np.einsum("n,nla,nlb->lab", wt, g, rule.xi),
         E_M=float(wt @ res.value),
-        E_loss=float(wt @ limit_loss(attention(res.h), T, s2)),
-        eps_g=float(wt @ limit_loss(attention(w), T, s2)),
+        E_loss=float(wt @ k.loss(res.h, T, s2)),
+        eps_g=float(wt @ k.loss(w, T, s2)),
         prox_failures=int((~res.converged).sum()),
     ), res.h
 
@@ -143,8 +145,8 @@ class RankHats:
 
 
 def update_hat(params: ModelParams, alpha: float, ov: RankOverlaps, mom: RankMoments, branch: str) -> RankHats:
-    """Channel side: the hats of theory/rank.py, projected on the branch's invariant subspace."""
-    qh, mh, th, Vh = rk.hat_overlaps(alpha, mom.E_ggT, mom.E_g, mom.E_geta, mom.E_gxi, ov.q0, ov.th0,
+    """Channel side: the hats of theory/hats.py, projected on the branch's invariant subspace."""
+    qh, mh, th, Vh = hat_overlaps(alpha, mom.E_ggT, mom.E_g, mom.E_geta, mom.E_gxi, ov.q0, ov.th0,
                                      params.sigma2, params.rho0)
     if branch in ("semantic", "agnostic"):
         mh = np.zeros_like(mh)
@@ -154,9 +156,8 @@ def update_hat(params: ModelParams, alpha: float, ov: RankOverlaps, mom: RankMom
 
 
 def update(params: ModelParams, hat: RankHats) -> RankOverlaps:
-    """Prior side: the matrix ridge update of theory/rank.py."""
-    q0, V0, m, th0 = rk.ridge_update(hat.qhat, hat.mhat, hat.thhat, hat.Vhat, params.sigma2, params.P_array,
-                                     params.lam, params.rho0)
+    """Prior side: the matrix ridge update (:class:`~attnphase.theory.priors.RidgePrior`)."""
+    q0, V0, m, th0 = RidgePrior.of(params).update(hat)
     return RankOverlaps(q0, V0, m, th0)
 
 
@@ -193,7 +194,7 @@ class RankSEMap:
         self.backend = "auto" if backend == "torch" else backend
         self.pattern = pattern  # iterate F projected on these coordinates (:func:`reflection_pattern`)
         self.L, self.r, self.rs = params.L, params.r, teacher_rank(params)
-        self.kernels = get_rank_kernels(params.L, params.r)
+        self.kernels = params.channel.rank_kernels(params.L, params.r)
         self.previous: np.ndarray | None = None  # minimisers of the last full search
         self.since_full = 0
         self.full_only = False  # set when a polished fixed point was rejected by a full search

@@ -29,10 +29,10 @@ from attnphase.numerics.prox.global_prox import Candidates
 from attnphase.numerics.quadrature.rules import QuadratureRule, make_rule, reduce_rule, symmetrize_rule
 from attnphase.numerics.roots import bracketed_log_root
 from attnphase.numerics.quadrature.symmetry import SymmetryElement, model_symmetry_group, symmetrize, symmetry_group
-from attnphase.theory.channel import hat_overlaps
+from attnphase.theory.hats import hat_overlaps
 from attnphase.theory.correlated_kernels import model_kernels
 from attnphase.theory.params import ModelParams
-from attnphase.theory.prior import ridge_update
+from attnphase.theory.priors import RidgePrior
 
 
 def update_hat(params: ModelParams, alpha: float, ov: Overlaps, mom: ChannelMoments,
@@ -43,7 +43,7 @@ def update_hat(params: ModelParams, alpha: float, ov: Overlaps, mom: ChannelMome
         thhat_l = alpha E[g_l eta_l] / sqrt(rho_l - theta_l^2 / q_l),
         Vhat_l = -alpha E[g_l xi_l] / sqrt(q_l) + thhat_l theta_l / q_l,
 
-    (formulas generated in :mod:`attnphase.theory.channel`), averaged over the state's symmetry
+    (:func:`attnphase.theory.hats.hat_overlaps` on the scalar views), averaged over the state's symmetry
     ``group`` (:func:`attnphase.numerics.quadrature.symmetry.symmetrize`).
     """
     qhat, mhat, thhat, Vhat = hat_overlaps(
@@ -68,13 +68,11 @@ def hat_step(params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRu
 
 
 def update(params: ModelParams, hat: HatOverlaps) -> Overlaps:
-    """Prior side of an SE step: the closed-form ridge update (docs/model.md section 3),
-    Lam = lambda + sum_l sigma_l^2 Vhat_l, V0 = 1 / Lam, m = P mhat / Lam,
-    th0 = rho0 sum_l sigma_l^2 thhat_l / Lam, q0 = (sum_l sigma_l^2 qhat_l + mhat^T P mhat
+    """Prior side of an SE step: the ridge prior's update on the hats' scalar views (docs/model.md section 3,
+    :class:`~attnphase.theory.priors.RidgePrior`), Lam = lambda + sum_l sigma_l^2 Vhat_l, V0 = 1 / Lam,
+    m = P mhat / Lam, th0 = rho0 sum_l sigma_l^2 thhat_l / Lam, q0 = (sum_l sigma_l^2 qhat_l + mhat^T P mhat
     + rho0 (sum_l sigma_l^2 thhat_l)^2) / Lam^2."""
-    q0, V0, m, th0 = ridge_update(
-        hat.qhat, hat.mhat, hat.thhat, hat.Vhat, params.sigma2, params.P_array, params.lam, params.rho0
-    )
+    q0, V0, m, th0 = RidgePrior.of(params).update(hat)
     return Overlaps(q0=q0, V0=V0, m=m, th0=th0)
 
 

@@ -72,11 +72,11 @@ def test_warm_disk_cache_loads_fast_without_sympy(tmp_path: Path) -> None:
         "print(json.dumps({'s': time.perf_counter() - t, 'sympy': 'sympy' in sys.modules}))"
     )
     cold = _run(code, tmp_path)
-    assert cold["sympy"] and list(tmp_path.glob("kernels_L2_r1_cse_*.py"))
+    assert cold["sympy"] and list(tmp_path.glob("kernels_square_*_L2_r1_cse_*.py"))
     warm = _run(code, tmp_path)
     assert not warm["sympy"]
     assert warm["s"] < 0.8  # measured ~0.2 s, most of it importing numpy
     # a corrupted cache file is detected and regenerated
-    for f in tmp_path.glob("kernels_L2_*.py"):
+    for f in tmp_path.glob("kernels_square_*_L2_*.py"):
         f.write_text("garbage\n")
     assert _run(code, tmp_path)["sympy"]

@@ -3,6 +3,7 @@
     python tests/golden/record_golden.py            # solves and sweeps (seconds), the 7-omega phase diagram
                                                   # and the omega = 0, 0.05 rows (a few minutes on 2 cores)
     python tests/golden/record_golden.py --quick    # solves and sweeps only
+    python tests/golden/record_golden.py --rank2    # tests/golden/rank2/ only: rank-2 solves (under a minute)
 
 The default rules are 4 independent scramblings per role (docs/method.md section 7, error bars and precision tiers); each number is
 recorded with its standard error (``err_<key>``, ``<boundary>_err``).  tests/golden/*.csv|json are the
@@ -24,10 +25,27 @@ import numpy as np
 from attnphase.numerics import SolverConfig, phase_boundaries, solve, sweep
 from attnphase.numerics.phase.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS
 from attnphase.numerics.errors.quadrature_error import fixed_point_error, point_errors
+from attnphase.numerics.se.rank_solve import solve_rank
+from attnphase.numerics.se.rank_starts import with_ranks
 from attnphase.numerics.errors.replicates import ERROR_KEYS
 from attnphase.theory.params import ModelParams
 
 GOLDEN = Path(__file__).resolve().parent / "replicated"
+RANK2 = GOLDEN.parent / "rank2"
+
+#: The rule of the rank-2 records: 4 independent scramblings of 2^10 Sobol points.
+RANK2_RULE = "sobol10:4"
+
+#: The recorded rank-2 solves of tests/golden/rank2/ (the matrix-overlap state evolution, docs/model.md
+#: section 7) at omega = 0.3 on :data:`RANK2_RULE`: file name -> (alpha, r, r*, branch).  Each record is the
+#: solve's record: gauge invariants, eps_g, e_t, status, the overlaps in the canonical gauge.
+RANK2_SOLVES = {
+    "solve_r2_t1_semantic_a2.json": (2.0, 2, 1, "semantic"),
+    "solve_r2_t1_positional_a2.json": (2.0, 2, 1, "positional"),
+    "solve_r2_t1_mixed_a2.json": (2.0, 2, 1, "mixed"),
+    "solve_r2_t2_semantic_a2.json": (2.0, 2, 2, "semantic"),
+    "solve_r2_t2_positional_a2.json": (2.0, 2, 2, "positional"),
+}
 
 #: The recorded solves: file name -> (alpha, omega, branch).
 SOLVES = {
@@ -60,6 +78,12 @@ def solve_record(alpha: float, omega: float, branch: str, config: SolverConfig |
     return dict(fp.record) | {f"err_{k}": err.std[k] for k in ERROR_KEYS}
 
 
+def rank2_record(alpha: float, r: int, r_star: int, branch: str) -> dict:
+    """The record of the rank-r solve at omega = 0.3 on :data:`RANK2_RULE`."""
+    params = with_ranks(ModelParams(omega=0.3), r, r_star)
+    return solve_rank(params, alpha, branch, config=SolverConfig(quadrature=RANK2_RULE)).record()
+
+
 def sweep_rows(branch: str, alphas, config: SolverConfig | None = None) -> list[dict]:
     """The sweep's records at omega = 0.3, each with its error bars."""
     cfg = config or SolverConfig()
@@ -83,7 +107,15 @@ def _write_csv(path: Path, rows: list[dict], columns) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="solves and sweeps only")
-    quick = ap.parse_args().quick
+    ap.add_argument("--rank2", action="store_true", help="the rank-2 solves of tests/golden/rank2/ only")
+    args = ap.parse_args()
+    quick = args.quick
+    if args.rank2:
+        RANK2.mkdir(parents=True, exist_ok=True)
+        for name, spec in RANK2_SOLVES.items():
+            (RANK2 / name).write_text(json.dumps(rank2_record(*spec)) + "\n")
+            print("wrote", name)
+        return
     GOLDEN.mkdir(parents=True, exist_ok=True)
     for name, (alpha, omega, branch) in SOLVES.items():
         (GOLDEN / name).write_text(json.dumps(solve_record(alpha, omega, branch)) + "\n")

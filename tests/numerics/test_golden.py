@@ -5,6 +5,9 @@ Two records:
 * tests/golden/*.json|csv -- written by the command line before the numerics core was redesigned,
   on single-scrambling rules (sobol12 solves, sobol16 alpha_c correction, sobol15 bifurcations).
   Those rules (:data:`LEGACY`) must still reproduce them: a refactor changes nothing;
+* tests/golden/rank2/ -- rank-2 solves of the matrix-overlap state evolution (docs/model.md section 7) on a
+  cheap rule of 4 scramblings (tests/golden/record_golden.py --rank2): r = 2 against r* = 1 and 2, compared by
+  their gauge invariants, eps_g, e_t and status;
 * tests/golden/replicated/ -- the default rules since error bars became the default (4 independent
   scramblings per role, tests/golden/record_golden.py), each number with its standard error.  Today's
   defaults must reproduce them, and they must agree with the first record within the combined error
@@ -34,10 +37,13 @@ import pytest
 
 from attnphase.numerics import SolverConfig, phase_diagram, solve, sweep
 from attnphase.numerics.errors.quadrature_error import fixed_point_error, point_errors
+from attnphase.numerics.se.rank_solve import solve_rank
+from attnphase.numerics.se.rank_starts import with_ranks
 from attnphase.theory.params import ModelParams
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 REPLICATED = GOLDEN / "replicated"
+RANK2 = GOLDEN / "rank2"
 
 #: The single-scrambling rules of the first record.
 LEGACY = SolverConfig(quadrature="sobol12", alpha_c_quadrature="sobol16", alpha_l_quadrature=None,
@@ -196,3 +202,41 @@ def test_phase_diagram_matches_golden() -> None:
             then = float(legacy[w][{"semantic_end": "spinodal_semantic", "positional_end": "spinodal_positional"}
                                   .get(key, key)])
             _within_errors(row[key], row[f"{key}_err"], then, float(legacy_err[w][f"{key}_err"]), (w, key))
+
+
+#: The rank-2 records: file name -> (alpha, r, r*, branch), at omega = 0.3 on :data:`RANK2_RULE`.
+RANK2_SOLVES = {
+    "solve_r2_t1_semantic_a2.json": (2.0, 2, 1, "semantic"),
+    "solve_r2_t1_positional_a2.json": (2.0, 2, 1, "positional"),
+    "solve_r2_t1_mixed_a2.json": (2.0, 2, 1, "mixed"),
+    "solve_r2_t2_semantic_a2.json": (2.0, 2, 2, "semantic"),
+    "solve_r2_t2_positional_a2.json": (2.0, 2, 2, "positional"),
+}
+RANK2_RULE = "sobol10:4"
+#: The gauge invariants of a rank-r fixed point (lists) and its scalar observables.
+RANK2_INVARIANTS = ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms")
+RANK2_SCALARS = ("eps_g", "e_t", "e_t_direct")
+
+
+@pytest.mark.parametrize("name", sorted(RANK2_SOLVES))
+def test_rank2_solve_matches_golden(name: str) -> None:
+    """The rank-2 solve reproduces tests/golden/rank2/: the branch reached, convergence, every gauge invariant
+    and observable to the solver's tolerance (the overlaps themselves are defined up to the rotation gauge).
+
+    The mixed point is the sensitive one: a change of the order of the floating-point operations of the hats
+    moves it by ~1e-5 relative on this rule (a node's proximal minimum switches basin), so a refactor of the
+    rank-r arithmetic must keep that order to reproduce it."""
+    alpha, r, r_star, branch = RANK2_SOLVES[name]
+    gold = json.loads((RANK2 / name).read_text())
+    fp = solve_rank(with_ranks(ModelParams(omega=0.3), r, r_star), alpha, branch,
+                    config=SolverConfig(quadrature=RANK2_RULE))
+    rec = fp.record()
+    assert (rec["branch"], rec["requested"], rec["converged"]) == (gold["branch"], gold["requested"], True), name
+    assert rec["directions"] == gold["directions"], name
+    for k in RANK2_INVARIANTS:
+        assert len(rec[k]) == len(gold[k]), (name, k)
+        for now, then in zip(rec[k], gold[k]):
+            # an overlap that is 0 on its branch is exactly 0: compared absolutely there
+            assert _close(now, then, RTOL_FIXED_POINT, atol=1e-12), (name, k, rec[k], gold[k])
+    for k in RANK2_SCALARS:
+        assert _close(rec[k], gold[k], RTOL_FIXED_POINT, atol=1e-12), (name, k, rec[k], gold[k])

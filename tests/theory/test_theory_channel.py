@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 from attnphase.theory.baseline import eps_lin_from_moments
 from attnphase.theory.channel import (
     channel_fields,
-    hat_overlaps,
     teacher_residual_variance,
     token_overlaps,
     token_variances,
 )
+from attnphase.theory.hats import hat_overlaps
 from attnphase.theory.kernels import get_kernels
 
 FLOAT = dict(allow_nan=False, allow_infinity=False)

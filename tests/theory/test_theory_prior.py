@@ -1,4 +1,4 @@
-"""The closed-form ridge prior update against a direct finite-d ridge solve.
+"""The ridge prior (theory/priors/ridge.py) against a direct finite-d ridge solve, and its forms.
 
 The prior side of the state evolution is the ridge problem (docs/derivation.md)
 
@@ -8,7 +8,7 @@ The prior side of the state evolution is the ridge problem (docs/derivation.md)
 with Sigma_l = sigma_l^2 I_d and z_l ~ N(0, I_d) iid. We minimise it numerically (L-BFGS on
 the objective as written) at d = 40000, measure q0 = |Q|^2/d, m_k = p_k.Q/sqrt(d),
 th0 = Q.Q*/d and the linear response V0 = u.dQ/(eps |u|^2) to a tilt eps u, and compare
-with ridge_update. Finite-d fluctuations are O(1/sqrt(d)) on the natural scale of each
+with RidgePrior.update. Finite-d fluctuations are O(1/sqrt(d)) on the natural scale of each
 quantity; the stated tolerance is 5/sqrt(d) on that scale (q0: relative; m_k: sqrt(q0 P_kk);
 th0: sqrt(q0 rho0); V0: relative).
 """
@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from attnphase.theory.prior import ridge_update
+from attnphase.theory.priors import RidgePrior
+from attnphase.theory.priors.ridge import ridge_exprs, symbols
 
 D = 40000
 
@@ -60,7 +61,7 @@ def _finite_d_ridge(L: int, seed: int) -> None:
     q0_d, m_d, th0_d = Q @ Q / d, p @ Q / np.sqrt(d), Q @ Qstar / d
     V0_d = (res_t.x - Q) @ u / (eps * u @ u)
 
-    q0, V0, m, th0 = ridge_update(qhat, mhat, thhat, Vhat, s2, P, lam, rho0)
+    q0, V0, m, th0 = RidgePrior(lam, P, s2, rho0).update((qhat, mhat, thhat, Vhat))
     tol = 5 / np.sqrt(d)
     assert abs(q0_d - q0) <= tol * q0
     assert abs(V0_d - V0) <= tol * V0
@@ -76,17 +77,51 @@ def test_ridge_update_matches_finite_d_ridge_solve(L: int, seed: int) -> None:
     _finite_d_ridge(L, seed)
 
 
-def test_ridge_update_shapes_and_errors() -> None:
+def test_ridge_update_scalar_and_matrix_forms_and_errors() -> None:
     s2 = np.full(2, 0.25)
     P = np.array([[1.0, -1.0], [-1.0, 1.0]])
-    q0, V0, m, th0 = ridge_update([0.3, 0.4], [0.1, -0.2], [0.2, 0.1], [0.5, 0.6], s2, P, 0.01, 1.0)
+    prior = RidgePrior(0.01, P, s2, 1.0)
+    hats = ([0.3, 0.4], [0.1, -0.2], [0.2, 0.1], [0.5, 0.6])
+    q0, V0, m, th0 = prior.update(hats)
     assert np.ndim(q0) == 0 and np.ndim(V0) == 0 and np.ndim(th0) == 0 and m.shape == (2,)
     Lam = 0.01 + 0.25 * 1.1
     assert V0 == pytest.approx(1 / Lam)
     np.testing.assert_allclose(m, P @ [0.1, -0.2] / Lam)
-    batch = ridge_update(np.full((4, 2), 0.3), np.zeros((4, 2)), np.zeros((4, 2)), np.full((4, 2), 0.5), s2, P, 0.01, 1.0)
-    assert batch[0].shape == (4,) and batch[2].shape == (4, 2)
+    # the scalar views are the r = r* = 1 matrices: the same numbers
+    mats = [np.asarray(hats[0])[:, None, None], np.asarray(hats[1])[:, None], np.asarray(hats[2])[:, None, None],
+            np.asarray(hats[3])[:, None, None]]
+    q0m, V0m, mm, th0m = prior.update(mats)
+    assert (q0m.shape, V0m.shape, mm.shape, th0m.shape) == ((1, 1), (1, 1), (2, 1), (1, 1))
+    assert (q0m[0, 0], V0m[0, 0], th0m[0, 0]) == (q0, V0, th0) and np.array_equal(mm[:, 0], m)
     with pytest.raises(ValueError, match="Lam"):
-        ridge_update([0.3, 0.4], [0, 0], [0, 0], [-1.0, -1.0], s2, P, 0.01, 1.0)
+        prior.update(([0.3, 0.4], [0, 0], [0, 0], [-1.0, -1.0]))
+    with pytest.raises(ValueError, match="Lam"):  # a matrix Lam with one negative eigenvalue
+        prior.update((np.zeros((2, 2, 2)), np.zeros((2, 2)), np.zeros((2, 2, 1)), np.array([np.diag([1.0, -1.0])] * 2)))
     with pytest.raises(ValueError, match="P must be"):
-        ridge_update([0.3, 0.4], [0, 0], [0, 0], [1.0, 1.0], s2, np.eye(3), 0.01, 1.0)
+        RidgePrior(0.01, np.eye(3), s2, 1.0)
+    with pytest.raises(ValueError, match="mhat"):
+        prior.update((np.zeros((2, 2, 2)), np.zeros((3, 2)), np.zeros((2, 2, 1)), np.zeros((2, 2, 2))))
+
+
+@pytest.mark.parametrize("L", [2, 3])
+def test_ridge_update_is_its_sympy_statement_at_rank_1(L: int) -> None:
+    """The numeric update on the scalar views is ridge_exprs (the r = 1 statement ``derive`` prints) to round-off,
+    and so is the prior's term of Phi, N / (2 Lam)."""
+    rng = np.random.default_rng(L)
+    s2, R = rng.uniform(0.1, 1.5, L), rng.normal(size=(L, L))
+    P, lam, rho0 = R @ R.T, 0.03, 1.4
+    hats = (rng.uniform(0.1, 2, L), rng.normal(size=L), rng.normal(size=L), rng.uniform(0.1, 1.5, L))
+    s, ex = symbols(L), ridge_exprs(L)
+    vals = {s["lam"]: lam, s["rho0"]: rho0}
+    for l in range(L):
+        vals.update({s[k][l]: hats[i][l] for i, k in enumerate(("qhat", "mhat", "thhat", "Vhat"))})
+        vals[s["sigma2"][l]] = s2[l]
+        vals.update({s["P"][k, l]: P[k, l] for k in range(L)})
+    num = lambda e: float(e.xreplace(vals))  # noqa: E731
+    prior = RidgePrior(lam, P, s2, rho0)
+    q0, V0, m, th0 = prior.update(hats)
+    assert q0 == pytest.approx(num(ex["q0"]), rel=1e-14)
+    assert V0 == pytest.approx(num(ex["V0"]), rel=1e-14)
+    assert th0 == pytest.approx(num(ex["th0"]), rel=1e-13, abs=1e-15)
+    np.testing.assert_allclose(m, [num(e) for e in ex["m"]], rtol=1e-13, atol=1e-15)
+    assert prior.free_entropy_term(hats) == pytest.approx(num(ex["N"] / (2 * ex["Lam"])), rel=1e-14)

@@ -14,7 +14,8 @@ from attnphase.numerics.se.rank_se import with_ranks
 from attnphase.theory import rank as rk
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
-from attnphase.theory.rank_kernels import attention, get_rank_kernels, limit_loss, target
+from attnphase.theory.priors import RidgePrior
+from attnphase.theory.rank_kernels import get_rank_kernels, target
 from attnphase.validation import rank_checks as rc
 
 U = 2.0**-53
@@ -49,7 +50,7 @@ def test_rank_kernels_against_torch_autograd_and_per_point_calls(L, r, rs) -> No
     T = target(rng.normal(size=(n, L, rs)), 0.3, A)
     s2 = rng.uniform(0.2, 0.5, size=L)
     f, g, H = k.loss_grad_hess(h, T, s2)
-    np.testing.assert_allclose(f, limit_loss(attention(h), T, s2), rtol=1e-13)
+    np.testing.assert_allclose(f, k.loss(h, T, s2), rtol=1e-13)  # generated vs the square loss's numpy form
 
     def loss(x, Ti):  # independent transcription of docs/model.md section 2
         S = torch.softmax(x @ x.T, dim=1)
@@ -90,7 +91,7 @@ def test_matrix_prior_against_a_finite_d_ridge_solve() -> None:
     for name, (err, tol) in res.items():
         assert err <= tol, (name, err, tol)
     # and it is a real test: a wrong prior (th0 without rho0 Lam^{-1}) fails it
-    q0, V0, m, th0 = rk.ridge_update(*hats, params.sigma2, params.P_array, params.lam, params.rho0)
+    q0, V0, m, th0 = RidgePrior.of(params).update(hats)
     Th = np.einsum("l,lab->ab", params.sigma2, hats[2])
     assert np.abs(Th - th0).max() > 5 * res["th0"][1]
 

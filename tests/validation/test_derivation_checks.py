@@ -107,23 +107,19 @@ def test_a_broken_hat_overlap_expression_fails_the_hat_check(monkeypatch, fresh_
     assert res.details["d/d V0"]["error"] <= res.details["d/d V0"]["tolerance"]  # qhat is intact
 
 
-def test_a_broken_prior_expression_fails_the_prior_check(monkeypatch, fresh_codegen) -> None:
+def test_a_broken_prior_expression_fails_the_prior_check(monkeypatch) -> None:
     """One noise shared by all tokens in q0: (sum sigma sqrt(qhat))^2 in place of sum sigma^2 qhat."""
-    import sympy as sp
+    from attnphase.theory.priors import RidgePrior
 
-    from attnphase.theory import prior
+    good = RidgePrior._terms
 
-    good = prior.ridge_exprs
+    def broken(self, qh, mh, th, Vh):
+        Lam, N, Th = good(self, qh, mh, th, Vh)
+        s = np.sqrt(self.sigma2)[:, None, None]
+        root = np.einsum("lab->ab", s * np.sqrt(np.abs(qh)))
+        return Lam, N - np.einsum("l,lab->ab", self.sigma2, qh) + root @ root.T, Th
 
-    def broken(L):
-        ex = good(L)
-        s = prior.symbols(L)
-        wrong = sum(sp.sqrt(s["sigma2"][l] * s["qhat"][l]) for l in range(L)) ** 2
-        N = ex["N"] - sum(s["sigma2"][l] * s["qhat"][l] for l in range(L)) + wrong
-        ex.update(N=N, q0=N / ex["Lam"] ** 2)
-        return ex
-
-    monkeypatch.setattr(prior, "ridge_exprs", broken)
+    monkeypatch.setattr(RidgePrior, "_terms", broken)
     res = dc.run_checks(PAPER, 2.0, dc.QUICK, only="prior")[0]
     assert res.status == dc.FAIL and res.quantity == "q0"
     assert res.line().startswith("[4] prior: FAIL: q0")

@@ -108,7 +108,7 @@ def check_prior(ctx: Context) -> CheckResult:
     """
     from scipy.sparse.linalg import LinearOperator, cg
 
-    from attnphase.theory.prior import ridge_update
+    from attnphase.theory.priors import RidgePrior
 
     r = CheckResult(4, "prior", "prior update vs finite-d ridge",
                     "closed-form prior update vs a finite-d ridge solve (conjugate gradients)")
@@ -139,7 +139,7 @@ def check_prior(ctx: Context) -> CheckResult:
         r.status, r.reason = FAIL, f"conjugate gradients did not converge (info {info}, {info2})"
         return r
     q0_d, m_d, th0_d, V0_d = Q @ Q / d, pos @ Q / math.sqrt(d), Q @ Qstar / d, u @ resp / (u @ u)
-    q0, V0, m, th0 = ridge_update(qhat, mhat, thhat, Vhat, s2, P, p.lam, p.rho0)
+    q0, V0, m, th0 = RidgePrior.of(p).update((qhat, mhat, thhat, Vhat))
     a = float(np.sum(s2 * qhat))
     b = float(mhat @ P @ mhat + p.rho0 * np.sum(s2 * thhat) ** 2)
     sd_q0 = math.sqrt((2 * a * a + 4 * a * b) / d) / curv**2

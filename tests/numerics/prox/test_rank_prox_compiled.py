@@ -52,7 +52,7 @@ def test_compiled_descent_equals_numpy(L: int, r: int, rs: int, scale: float) ->
     np.testing.assert_allclose(b.h, a.h, rtol=0, atol=1e-9)
     np.testing.assert_allclose(b.value, a.value, rtol=0, atol=1e-9)
     # the values are the objective at the minimisers (the numpy transcription of P)
-    np.testing.assert_allclose(b.value, prox_value(b.h, W, Vinv, TT, s2), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(b.value, prox_value(k, b.h, W, Vinv, TT, s2), rtol=1e-12, atol=1e-14)
     # the global search: same winners on both backends, and so in both modes of the SE map
     ga = global_prox(k, w, V0, T, s2, hs, backend="numpy")
     gb = global_prox(k, w, V0, T, s2, hs, backend="numba")

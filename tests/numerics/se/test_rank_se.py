@@ -37,8 +37,8 @@ def test_global_prox_never_loses_to_newton_from_random_probes_L3_r2(backend: str
     probe_min = np.where(res.converged, res.value, np.inf).reshape(probes, N).min(axis=0)
     assert np.all(best.value <= probe_min + 1e-10 * (1.0 + np.abs(probe_min)))
     # the values are the objective at the minimisers, and the raw probes never beat them either
-    np.testing.assert_allclose(best.value, prox_value(best.h, w, Vinv, T, s2), rtol=1e-12)
-    raw = prox_value(h0.reshape(-1, L, r), np.tile(w, (probes, 1, 1)), Vinv, np.tile(T, (probes, 1, 1)), s2)
+    np.testing.assert_allclose(best.value, prox_value(k, best.h, w, Vinv, T, s2), rtol=1e-12)
+    raw = prox_value(k, h0.reshape(-1, L, r), np.tile(w, (probes, 1, 1)), Vinv, np.tile(T, (probes, 1, 1)), s2)
     assert np.all(best.value <= raw.reshape(probes, N).min(axis=0))
 
 

@@ -1,0 +1,91 @@
+"""The channel of the state evolution as an object: the attention map, the target and the loss (docs/model.md
+section 2).
+
+A channel says how a sample's fields are scored: the student's attention S(h) = softmax_row(h h^T), the
+teacher's target T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A, and the per-sample loss
+
+    loss(h, h*) = l(S(h), T(h*); sigma^2)
+
+with h in R^{L x r}, h* in R^{L x r*}.  A subclass states l once, in sympy (:meth:`Channel.loss_of`); from it
+come the loss in the fields (:meth:`Channel.loss`), its gradient and Hessian in h by the softmax chain rule
+(:func:`attnphase.theory.prox.derive_loss`), and the generated numpy and one-point kernels
+(:meth:`Channel.kernels` at r = 1, :meth:`Channel.rank_kernels` at any r), cached on disk under a kind that
+carries the channel's name and a hash of the module that defines it (:attr:`Channel.cache_tag`).
+
+The proximal map, the channel moments, the hats and every observable only call these kernels: a new loss is
+a new module here (docs/howto/add-a-loss.md), registered by name in :mod:`attnphase.theory.channels`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Channel:
+    """A loss of the attention model (module doc).  Subclasses set :attr:`name` and :meth:`loss_of`.
+
+    The loss must be a polynomial (or rational function) in the entries of S and T and the sigma_k^2, so that
+    its derivatives through the softmax stay polynomials in (h, S, T, sigma^2) (:mod:`attnphase.theory.prox`),
+    and vanish where S = T (the global proximal search starts from the loss zeros S(h) = T).
+    """
+
+    #: The registry name (``ModelParams.loss``, ``--loss``).
+    name: ClassVar[str] = ""
+
+    def loss_of(self, S: Any, T: Any, sigma2: Sequence[Any]) -> Any:
+        """l(S, T; sigma^2) in sympy for L x L matrices S (the student's attention) and T (the target)."""
+        raise NotImplementedError
+
+    def loss_values(self, S: np.ndarray, T: np.ndarray, sigma2: np.ndarray) -> np.ndarray | None:
+        """The loss at batches S, T (..., L, L) in numpy, or None (the default): the generated kernel is used.
+
+        A channel may give this closed form as a fast path; tests/theory/test_theory_channels.py checks it against the
+        generated kernel."""
+        return None
+
+    def loss(self, L: int, r: int = 1, r_star: int = 1) -> Any:
+        """loss(h, h*) in sympy: :meth:`loss_of` at S(h) and T(h*), the softmax written out with exp, for fields
+        h (L x r), h* (L x r*), with the symbols omega, A[l, k] and sigma_k^2 of :mod:`attnphase.theory.symbols`
+        (the derivatives for the kernels keep the softmax symbolic: :func:`attnphase.theory.prox.derive_loss`)."""
+        import sympy as sp
+
+        from attnphase.theory.attention import attention_explicit, teacher
+        from attnphase.theory.symbols import pair_symbols, token_scalars, token_symbols
+
+        h = token_symbols("h", L, r, real=True)
+        hstar = token_symbols("hstar", L, r_star, real=True)
+        A = pair_symbols("A", L, nonnegative=True)
+        omega = sp.Symbol("omega", nonnegative=True)
+        sigma2 = tuple(token_scalars("sigma", L, power="2", positive=True))
+        return self.loss_of(attention_explicit(h), teacher(attention_explicit(hstar), omega, A), sigma2)
+
+    @cached_property
+    def cache_tag(self) -> str:
+        """``<name>_<hash>``: the channel's part of its kernels' cache kind; the hash is of the source of the
+        module that defines the channel (and of this base), so editing the loss regenerates its kernels."""
+        digest = hashlib.sha256()
+        for cls in (Channel, type(self)):
+            digest.update(inspect.getsource(inspect.getmodule(cls)).encode())
+        digest.update(repr(self).encode())
+        return f"{self.name}_{digest.hexdigest()[:10]}"
+
+    def kernels(self, L: int, cse: bool = True) -> Any:
+        """The r = 1 kernels of this loss (:class:`attnphase.theory.kernels.Kernels`: attention, target, loss,
+        the proximal objective with gradient and Hessian; generated once per machine)."""
+        from attnphase.theory.kernels import get_kernels
+
+        return get_kernels(L, 1, cse, channel=self)
+
+    def rank_kernels(self, L: int, r: int, cse: bool = True) -> Any:
+        """The rank-r kernels of this loss (:class:`attnphase.theory.rank_kernels.RankKernels`)."""
+        from attnphase.theory.rank_kernels import get_rank_kernels
+
+        return get_rank_kernels(L, r, cse, channel=self)
