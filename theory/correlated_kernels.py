@@ -186,7 +186,7 @@ def model_kernels(params: ModelParams) -> Kernels | CorrelatedKernels:
         raise ValueError("correlated tokens run in their whitened form: pass attnphase.theory.whitening.se_params(params)")
     B = params.mixing_array
     if B is None:
-        return params.channel.kernels(params.L)
+        return get_kernels(params.L, channel=params.channel)
     if params.loss != "square":
         raise ValueError(f"correlated tokens take the square loss only, got loss {params.loss!r}")
     return get_correlated_kernels(B)

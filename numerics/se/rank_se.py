@@ -43,7 +43,7 @@ from attnphase.theory import rank as rk
 from attnphase.theory.hats import hat_overlaps
 from attnphase.theory.params import ModelParams
 from attnphase.theory.priors import RidgePrior
-from attnphase.theory.rank_kernels import RankKernels, target
+from attnphase.theory.rank_kernels import RankKernels, get_rank_kernels, target
 
 #: A full multi-start proximal search every this many SE evaluations; in between, the minima of the
 #: last one are polished (an approximate map; a converged point is always verified by a full search).
@@ -194,7 +194,7 @@ class RankSEMap:
         self.backend = "auto" if backend == "torch" else backend
         self.pattern = pattern  # iterate F projected on these coordinates (:func:`reflection_pattern`)
         self.L, self.r, self.rs = params.L, params.r, teacher_rank(params)
-        self.kernels = params.channel.rank_kernels(params.L, params.r)
+        self.kernels = get_rank_kernels(params.L, params.r, channel=params.channel)
         self.previous: np.ndarray | None = None  # minimisers of the last full search
         self.since_full = 0
         self.full_only = False  # set when a polished fixed point was rejected by a full search

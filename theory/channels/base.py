@@ -76,16 +76,3 @@ class Channel:
             digest.update(inspect.getsource(inspect.getmodule(cls)).encode())
         digest.update(repr(self).encode())
         return f"{self.name}_{digest.hexdigest()[:10]}"
-
-    def kernels(self, L: int, cse: bool = True) -> Any:
-        """The r = 1 kernels of this loss (:class:`attnphase.theory.kernels.Kernels`: attention, target, loss,
-        the proximal objective with gradient and Hessian; generated once per machine)."""
-        from attnphase.theory.kernels import get_kernels
-
-        return get_kernels(L, 1, cse, channel=self)
-
-    def rank_kernels(self, L: int, r: int, cse: bool = True) -> Any:
-        """The rank-r kernels of this loss (:class:`attnphase.theory.rank_kernels.RankKernels`)."""
-        from attnphase.theory.rank_kernels import get_rank_kernels
-
-        return get_rank_kernels(L, r, cse, channel=self)
