@@ -358,7 +358,33 @@ def whole_positional_branch(params: ModelParams, alphas: Sequence[float] | None,
     start = on[0] if on and on[0].alpha == first else None
     low = (sweep(params, lower, "positional", config=config, direction="down", start=start, past_end=False)
            if start is not None else sweep(params, lower, "positional", config=config, past_end=False))
-    return BranchSweep(pos.branch, low.points + pos.points, pos.end, pos.end_side)
+    return refined_branch(params, BranchSweep(pos.branch, low.points + pos.points, pos.end, pos.end_side), config,
+                          upto=grid[-1])
+
+
+#: Points the curves' figure adds between two neighbouring points of the positional branch on the grid.
+CURVE_REFINEMENT = 2
+
+
+def refined_branch(params: ModelParams, sw: BranchSweep, config: SolverConfig | None = None, *,
+                   upto: float = math.inf) -> BranchSweep:
+    """``sw`` with CURVE_REFINEMENT points added between each two neighbouring points on the branch up
+    to ``upto``, each solved warm from the lower one (one that leaves the branch is dropped), so that
+    a figure draws the branch as a curve; the points in increasing alpha, no per-point errors."""
+    on = [p for p in sw.on_branch() if p.alpha <= upto]
+    if len(on) < 2:
+        return sw
+    cfg = config or SolverConfig()
+    p = se_params(params)
+    rule = model_rule(p, cfg)
+    added = []
+    for lo, hi in zip(on, on[1:]):
+        for k in range(1, CURVE_REFINEMENT + 1):
+            fp = solve(p, lo.alpha + (hi.alpha - lo.alpha) * k / (CURVE_REFINEMENT + 1), sw.branch,
+                       init=lo.overlaps, config=cfg, rule=rule)
+            if on_branch(fp, sw.branch):
+                added.append(fp)
+    return replace(sw, points=sorted(sw.points + added, key=lambda q: q.alpha), errors=())
 
 
 def _portable(sw: BranchSweep | None) -> BranchSweep | None:

@@ -263,6 +263,7 @@ def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float]
             curves.semantic, curves.positional, curves.semantic.points[0].observables.eps_lin,
             curves.alpha_c, curves.alpha_l, out / f"curves_omega{CURVES_OMEGA}.png",
             title=f"omega = {CURVES_OMEGA}, sigma = {pc.sigma_value}, lambda = {pc.lam}",
+            alpha_max=alpha_max_of([curves], alphas),
         )
     meta = {
         "params": params.to_dict(),
