@@ -69,17 +69,32 @@ VARIABLES: dict[str, Variable] = dict([
     _v("separation_combined", "distance to the next fixed point in combined standard errors"),
     _v("gauge_angle", "angle of the gauge alignment", "rad"),
     _v("err_replicates", "number of replicates the error bars come from"),
-    # the branches on the alpha grid in a dataset
-    _v("curve_branch", "branch followed by continuation in alpha", None),
+    # phase-diagram --census: one row per omega
+    _v("census_alpha", "alpha of the census (alpha_c)"),
+    _v("census_global_min", "branch of the census's lowest fixed point", None),
+    _v("census_fixed_points", "number of distinct fixed points the census found"),
+    _v("census_separation", "e_t gap between the compared pair and the lowest other fixed point, in combined standard errors"),
+    _v("census_beaten_by", "fixed point whose e_t lies below the compared pair's (empty: none)", None),
 ])
+#: The rank-r census's invariants of a fixed point, per index i: (column prefix, long name).
+INVARIANTS = {"q0_eig": "eigenvalue {} of Q0", "V0_eig": "eigenvalue {} of V0",
+              "th0_sv": "singular value {} of theta0", "m_norm": "norm of the positional overlap m of position {}"}
 VARIABLES |= dict(_v(f"{k}_found", f"on how many rules {VARIABLES[k].long_name.split(',')[0]} was found")
                   for k in ("alpha_c", "alpha_l", "semantic_end", "positional_end"))
 
 #: The sweep's columns, in the order of its CSV; its dataset holds each of them over (omega, alpha).
 SWEEP_COLUMNS = RECORD_KEYS + tuple(f"err_{k}" for k in RESULT_KEYS) + ("reason",)
 
-#: The variable named ``name`` (its standard error for ``err_X`` / ``X_err``), or None.
-lookup = table_lookup(VARIABLES)
+_lookup = table_lookup(VARIABLES)
+
+
+def lookup(name: str) -> Variable | None:
+    """The variable named ``name`` (its standard error for ``err_X`` / ``X_err``; an invariant
+    ``<prefix>_<i>`` of :data:`INVARIANTS`), or None."""
+    prefix, _, index = name.rpartition("_")
+    if prefix in INVARIANTS and index.isdigit():
+        return Variable(name, INVARIANTS[prefix].format(index))
+    return _lookup(name)
 
 
 def described(names) -> dict[str, dict[str, str]]:

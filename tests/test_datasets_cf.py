@@ -191,3 +191,25 @@ def test_validation_dataset_is_cf(tmp_path) -> None:
     assert ds["eps_g"].attrs["ancillary_variables"] == "eps_g_err"
     assert ds["abs_theta_err"].attrs["long_name"] == "standard error of " + ds["abs_theta"].attrs["long_name"]
     assert {"init_label", "branch_label", "prox_label"} <= set(ds.coords)
+
+
+def test_every_column_the_numerics_write_is_in_the_table() -> None:
+    """One name, one meaning: each column of the sweep, phase-diagram, scan, census and rank-r tables has a
+    long_name (and units unless it is text) in numerics/variables.py, and each error names its value."""
+    from attnphase.numerics.census import CENSUS_COLUMNS
+    from attnphase.numerics.census_cli import CSV_COLUMNS as CENSUS_CSV
+    from attnphase.numerics.rank_boundaries import rank_columns
+    from attnphase.numerics.rank_census_cli import HEAD, TAIL
+    from attnphase.numerics.rank_report import rank_variable
+    from attnphase.numerics.report import CSV_COLUMNS, ERROR_COLUMNS
+    from attnphase.numerics.variables import SWEEP_COLUMNS, lookup
+
+    for name in SWEEP_COLUMNS + CSV_COLUMNS + ERROR_COLUMNS + CENSUS_COLUMNS + CENSUS_CSV + HEAD + TAIL + (
+            "q0_eig_1", "V0_eig_2", "th0_sv_1", "m_norm_2", "lam", "rho0", "L", "sigma"):
+        var = lookup(name)
+        assert var is not None and var.long_name, name
+    assert lookup("err_q").long_name == "standard error of " + lookup("q").long_name
+    assert lookup("alpha_c_err").units == lookup("alpha_c").units == "1"
+    assert lookup("no_such_column") is None and lookup("err_no_such") is None
+    for name in rank_columns(2):
+        assert rank_variable(name) is not None, name
