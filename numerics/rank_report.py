@@ -92,15 +92,18 @@ def rank_dataset(rows: Sequence[RankBoundaries], alphas: Sequence[float], attrs:
     return annotate(ds, rank_variable)
 
 
-def plot_rank_diagram(rows: Sequence[RankBoundaries], path: Path) -> None:
-    """Left: alpha_c, alpha_l and the branch ends in the (alpha, omega) plane, error bars = bracket widths.
-    Right: e_t of each branch minus the lowest one, over alpha, at the first omega."""
+def plot_rank_diagram(rows: Sequence[RankBoundaries], path: Path):
+    """Left: alpha_c, alpha_l and the branch ends in the (alpha, omega) plane, error bars = bracket widths;
+    middle: those bracket widths on a log scale (at the plane's scale a bar may be thinner than its marker);
+    right: e_t of each branch minus the lowest one, over alpha, at the first omega.  Returns the Figure."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.5))
+    fig, (ax, wx, bx) = plt.subplots(1, 3, figsize=(14, 5.4), gridspec_kw={"width_ratios": [2.2, 1, 2.2]})
+    wx.sharey(ax)
     om = np.array([b.omega for b in rows])
     series = [("alpha_c", "o-", "k"), ("alpha_l", "s--", "tab:green")] + [
         (f"{br}_end", m, c) for br, m, c in zip(rank_branches(rows[0].r), ("v:", "^:", "d:"),
@@ -115,10 +118,29 @@ def plot_rank_diagram(rows: Sequence[RankBoundaries], path: Path) -> None:
             if np.isfinite(xs).any():
                 ax.errorbar(xs, om, xerr=np.where(np.isfinite(err), err, 0.0), fmt=fmt, color=color, mfc=face,
                             capsize=3, label=label)
+        shown = np.isfinite(x) & np.isfinite(err) & (err > 0)
+        if shown.any():
+            wx.plot(err[shown], om[shown], fmt[0] + "-", color=color, gid=f"width_{key}")
     ax.set_xlabel(r"$\alpha$")
     ax.set_ylabel(r"$\omega$")
+    ax.set_xlim(left=0)
     ax.set_title(f"rank r = {rows[0].r}, r* = {rows[0].r_star}")
-    ax.legend(fontsize=8)
+    missing = [k for k in ("alpha_c", "alpha_l") if not np.isfinite([t[k] for t in table]).any()]
+    if missing:
+        ax.text(0.01, 0.01, " and ".join(missing) + ": not found in the alpha range (see the notes)",
+                transform=ax.transAxes, fontsize=8)
+    widths = np.concatenate([np.asarray(li.get_xdata(), dtype=float) for li in wx.get_lines()] + [np.array([])])
+    if widths.size:
+        wx.set_xscale("log")
+        wx.set_xlim(10 ** math.floor(math.log10(widths.min()) - 0.15), 10 ** math.ceil(math.log10(widths.max()) + 0.15))
+        wx.xaxis.set_minor_formatter(NullFormatter())
+    else:
+        wx.text(0.5, 0.5, "no bracket", transform=wx.transAxes, ha="center")
+    wx.set_xlabel(r"bracket width (in $\alpha$)")
+    wx.set_title("error bars (log scale)")
+    wx.grid(alpha=0.3, which="both")
+    wx.tick_params(labelleft=False)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     ax.grid(alpha=0.3)
     first = rows[0]
     curves = {br: [(a, e) for a, on, e, _ in c if on] for br, c in first.curves.items()}
@@ -135,6 +157,7 @@ def plot_rank_diagram(rows: Sequence[RankBoundaries], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return fig
 
 
 def _cell(x: Any, err: Any = None) -> str:

@@ -174,3 +174,21 @@ def test_histogram_learning_curves_are_drawn(tmp_path) -> None:
             assert set(line.get_ydata()) <= {getattr(r, f"{field}_loss") for r in v.curve} | {
                 getattr(r, f"{field}_acc") for r in v.curve}
     assert "majority-class baseline" in drawn
+
+
+def test_rank_diagram_shows_its_bracket_widths_on_a_log_panel(tmp_path) -> None:
+    from attnphase.numerics.rank_boundaries import RankBoundaries, RankEnd
+    from attnphase.numerics.rank_report import plot_rank_diagram
+
+    rows = [RankBoundaries(w, 2, 1, math.nan, math.nan, "", "", "", 0.95 + w, 0.002 * (1 + w), "semantic", 0.002,
+                           (RankEnd("semantic", 0.35 + w, 0.03, "above", "agnostic"),), (),
+                           {"semantic": ((1.0, True, 0.003, 0.002),), "mixed": ((1.0, True, 0.0029, 0.002),)})
+            for w in (0.1, 0.3)]
+    fig = plot_rank_diagram(rows, tmp_path / "rank.png")
+    assert (tmp_path / "rank.png").stat().st_size > 0
+    ax, wx, _ = fig.axes
+    widths = {li.get_gid(): li for li in wx.get_lines()}
+    assert list(widths["width_alpha_l"].get_xdata()) == pytest.approx([0.0022, 0.0026])
+    assert list(widths["width_semantic_end"].get_xdata()) == [0.03, 0.03] and wx.get_xscale() == "log"
+    assert "width_alpha_c" not in widths  # alpha_c found nowhere: no width, and the panel says so
+    assert any("alpha_c: not found" in t.get_text() for t in ax.texts)
