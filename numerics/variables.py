@@ -79,8 +79,10 @@ VARIABLES: dict[str, Variable] = dict([
 #: The rank-r census's invariants of a fixed point, per index i: (column prefix, long name).
 INVARIANTS = {"q0_eig": "eigenvalue {} of Q0", "V0_eig": "eigenvalue {} of V0",
               "th0_sv": "singular value {} of theta0", "m_norm": "norm of the positional overlap m of position {}"}
-VARIABLES |= dict(_v(f"{k}_found", f"on how many rules {VARIABLES[k].long_name.split(',')[0]} was found")
-                  for k in ("alpha_c", "alpha_l", "semantic_end", "positional_end"))
+VARIABLES |= dict(_v(f"{k}_found", f"number of rules on which {what} was found")
+                  for k, what in (("alpha_c", "alpha_c"), ("alpha_l", "alpha_l"),
+                                  ("semantic_end", "the semantic branch's end"),
+                                  ("positional_end", "the positional branch's end")))
 
 #: The sweep's columns, in the order of its CSV; its dataset holds each of them over (omega, alpha).
 SWEEP_COLUMNS = RECORD_KEYS + tuple(f"err_{k}" for k in RESULT_KEYS) + ("reason",)
