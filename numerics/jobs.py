@@ -39,7 +39,7 @@ NUMERICS_CODE = ("attnphase.theory", "attnphase.numerics")
 #: ... but for the modules that only present results (tables, figures, datasets, the commands):
 #: an edit there keeps a job's stored tasks valid.
 PRESENTATION = ("cli.py", "point_record.py", "census_cli.py", "report.py", "rank_cli.py", "rank_report.py", "plots.py", "scan.py",
-                "dataset.py", "latex.py", "notes.py")
+                "dataset.py", "variables.py", "latex.py", "notes.py")
 
 
 def numerics_version() -> str:
