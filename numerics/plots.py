@@ -79,9 +79,12 @@ def plot_phase_diagram(
     xs = np.array([b.alpha_c for b in rows], dtype=float)
     xs = xs[np.isfinite(xs)]
     mid = float(np.nanmedian(xs)) if xs.size else alpha_max / 2
-    ymid = float(np.mean(om))
-    ax.text(0.5 * mid, ymid, "positional", ha="center", color="tab:red", fontsize=12, alpha=0.8)
-    ax.text(0.5 * (mid + alpha_max), ymid, "semantic", ha="center", color="tab:blue", fontsize=12, alpha=0.8)
+    # the regions' names: between the rows (above the only one), the semantic one kept inside the axes
+    ymid = float(np.mean(om)) + (0.025 if len(rows) == 1 else 0.0)
+    ax.text(0.5 * mid, ymid, "positional", ha="center", va="center", color="tab:red", fontsize=12, alpha=0.8)
+    right = alpha_max - mid < 0.3 * alpha_max
+    ax.text(0.98 * alpha_max if right else 0.5 * (mid + alpha_max), ymid, "semantic", ha="right" if right else "center",
+            va="center", color="tab:blue", fontsize=12, alpha=0.8)
     ax.set_xlim(0, alpha_max)
     ax.set_xlabel(r"sample complexity $\alpha = n/d$")
     ax.set_ylabel(r"$\omega$ (weight of the positional teacher $A$)")
