@@ -163,8 +163,9 @@ def plot_heatmap(summary: dict[str, Any], path: Path):
         ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
     missing = [w for w, a, _ in pts if math.isnan(a)]
     if missing:
-        ax.text(0.01, 0.01, "no alpha_c found at omega = " + ", ".join(f"{w:g}" for w in missing),
-                transform=ax.transAxes, fontsize=7)
+        ax.text(0.99, 0.01, "no alpha_c found at omega = " + ", ".join(f"{w:g}" for w in missing),
+                transform=ax.transAxes, fontsize=8, ha="right", va="bottom",
+                bbox={"facecolor": "white", "alpha": 0.85, "lw": 0})
     ax.set_xlim(_edges(alphas)[[0, -1]])
     ax.set_ylim(_edges(omegas)[[0, -1]])
     ax.set_xlabel("alpha")
@@ -193,11 +194,12 @@ def plot_finite_size(summary: dict[str, Any], path: Path):
     Colour = case (init, alpha), line style = the theory compared with (solid: global prox, dashed: local);
     one legend for both panels, below them."""
     from matplotlib.lines import Line2D
+    from matplotlib.ticker import NullFormatter
 
     plt = _plt()
     rows = summary["finite_size"]
     fig = plt.figure(figsize=(16, 6.2))
-    grid = fig.add_gridspec(2, 3, height_ratios=[4.6, 1.0])
+    grid = fig.add_gridspec(2, 3, height_ratios=[4.6, 0.8])
     ax, cx, bx = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[0, 2])
     cases = sorted({(r["alpha"], r["init"]) for r in rows})
     ds_all = np.array(sorted({r["d"] for r in rows}), dtype=float)
@@ -216,7 +218,7 @@ def plot_finite_size(summary: dict[str, Any], path: Path):
                 d, dev, se, th = np.array(pts).T
                 scale = th if obs == "eps_g" else np.ones_like(th)
                 series[target].append((d, dev / scale, se / scale, f"C{i}", ls))
-    for target, ylabel in ((ax, "|simulated mean - theory|: |theta| (semantic init) or |m| (positional init)"),
+    for target, ylabel in ((ax, "|simulated mean - theory| of |theta| or |m|"),
                            (cx, "|simulated mean - theory| / theory, eps_g")):
         data = series[target]
         positive = np.concatenate([np.concatenate([y[y > 0], (y - e)[y - e > 0]]) for _, y, e, _, _ in data]
@@ -231,10 +233,14 @@ def plot_finite_size(summary: dict[str, Any], path: Path):
         target.set_xscale("log")
         target.set_yscale("log")
         target.set_ylim(bottom=bottom)
+        if ds_all.size:  # the simulated dimensions as the ticks
+            target.set_xticks(ds_all, [f"{d:g}" for d in ds_all])
+            target.xaxis.set_minor_formatter(NullFormatter())
         target.set_xlabel("d", fontsize=10)
         target.set_ylabel(ylabel, fontsize=9)
         target.grid(alpha=0.3, which="both")
-    ax.set_title("finite-size gap: overlaps (bar to the bottom edge: consistent with 0)", fontsize=10)
+    ax.set_title("finite-size gap: |theta| (semantic init), |m| (positional init)\n"
+                 "a bar down to the bottom edge: consistent with 0", fontsize=10)
     cx.set_title("finite-size gap: test error", fontsize=10)
     handles = [Line2D([], [], color=f"C{i}", marker="o", lw=2, label=f"{init} init, alpha = {alpha}")
                for i, (alpha, init) in enumerate(cases)]
