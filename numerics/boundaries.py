@@ -335,7 +335,7 @@ def boundaries_job(job: tuple) -> Boundaries:
     params, alphas, config = job[:3]
     b = phase_boundaries(params, alphas, config=config)
     if len(job) > 3 and job[3]:
-        b = replace(b, positional=whole_positional_branch(params, alphas, b.positional, config))
+        b = replace(b, positional=curves_branch(params, alphas, b.positional, config))
     return replace(b, semantic=_portable(b.semantic), positional=_portable(b.positional))
 
 
@@ -358,8 +358,15 @@ def whole_positional_branch(params: ModelParams, alphas: Sequence[float] | None,
     start = on[0] if on and on[0].alpha == first else None
     low = (sweep(params, lower, "positional", config=config, direction="down", start=start, past_end=False)
            if start is not None else sweep(params, lower, "positional", config=config, past_end=False))
-    return refined_branch(params, BranchSweep(pos.branch, low.points + pos.points, pos.end, pos.end_side), config,
-                          upto=grid[-1])
+    return BranchSweep(pos.branch, low.points + pos.points, pos.end, pos.end_side)
+
+
+def curves_branch(params: ModelParams, alphas: Sequence[float] | None, pos: BranchSweep,
+                  config: SolverConfig | None = None) -> BranchSweep:
+    """The positional branch the curves' figure draws: the whole branch on the grid
+    (:func:`whole_positional_branch`), refined between its points up to the grid's end (:func:`refined_branch`)."""
+    grid = sorted(float(a) for a in (np.linspace(*DEFAULT_ALPHA_RANGE, 12) if alphas is None else alphas))
+    return refined_branch(params, whole_positional_branch(params, alphas, pos, config), config, upto=grid[-1])
 
 
 #: Points the curves' figure adds between two neighbouring points of the positional branch on the grid.
