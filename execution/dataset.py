@@ -144,7 +144,8 @@ def write_netcdf(ds: Any, path: str | Path) -> None:
 def for_file(ds: Any) -> Any:
     """``ds`` as it is written: numeric coordinates in increasing order; a dimension labelled by text
     without its coordinate variable, its labels in the auxiliary coordinate ``<dim>_label`` (with the
-    index's attributes)."""
+    index's attributes); numeric coordinates without a _FillValue."""
+    ds = ds.copy()
     for dim in list(ds.dims):
         if dim in ds.coords and ds[dim].dtype.kind not in "OUS" and ds.sizes[dim] > 1:
             vals = ds[dim].values
@@ -155,6 +156,9 @@ def for_file(ds: Any) -> Any:
             attrs = dict(ds[dim].attrs)
             labels = ds[dim].values.astype(str).astype(object)
             ds = ds.drop_vars(dim).assign_coords({f"{dim}{LABEL}": ((dim,), labels, attrs)})
+    for name in ds.coords:  # CF: no missing values in a coordinate, so no _FillValue
+        if ds[name].dtype.kind not in "OUS":
+            ds[name].encoding["_FillValue"] = None
     return ds
 
 
@@ -178,11 +182,13 @@ _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 def cf_problems(ds: Any) -> list[str]:
     """Where ``ds``, as written (:func:`for_file`), departs from the CF rules these files follow (empty:
     none): the global attributes; names; every variable's ``long_name`` and, when numeric, ``units``;
-    no ``units`` on text; coordinate variables numeric and strictly monotonic; ``ancillary_variables``
+    no ``units`` on text; coordinate variables numeric and strictly monotonic, coordinates without a
+    ``_FillValue`` (read from a file: in their encoding); ``ancillary_variables``
     naming variables of the file; each standard error's ``long_name``, units equal to its value's,
     and its value listing it; no non-standard ``description``."""
+    out = [f"{name}: coordinate with a _FillValue (CF: coordinates have no missing values)" for name in ds.coords
+           if ds[name].dtype.kind not in "OUS" and ds[name].encoding.get("_FillValue") is not None]
     ds = for_file(ds)
-    out = []
     for key in ("Conventions", "title", "history", "source"):
         if not str(ds.attrs.get(key, "")).strip():
             out.append(f"global attribute {key} missing")

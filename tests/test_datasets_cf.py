@@ -69,6 +69,9 @@ def test_cf_problems_sees_what_cf_requires() -> None:
         assert cf_problems(ds), what
     dup = good.assign_coords(omega=[0.1, 0.1])
     assert any("monotonic" in p for p in cf_problems(dup))
+    filled = good.copy()
+    filled["omega"].encoding["_FillValue"] = float("nan")  # as xarray writes a float coordinate by default
+    assert any("_FillValue" in p for p in cf_problems(filled)) and cf_problems(good) == []
 
 
 def test_text_dimension_is_an_auxiliary_coordinate_in_the_file_and_an_index_again(tmp_path) -> None:
