@@ -1,31 +1,130 @@
 """A job's self-describing result: one xarray Dataset written as netCDF, and its printed summary.
 
 Every job writes ``<job>.nc`` beside its CSV: named dimensions (omega, alpha, branch, replicate,
-the scanned parameter, ...), each observable with its error (``<name>_err``; NaN where none was
-estimated, the variable's ``error`` attribute says how it is defined), the task status of every
-cell, and attributes holding the model, the solver settings, the quadrature rule, the code version,
-the command and the date (JSON text where structured).  ``attnphase show DIR`` prints
-:func:`describe` of each dataset in DIR.
+the scanned parameter, ...), each observable with its standard error (``err_<name>`` or
+``<name>_err``; NaN where none was estimated), the task status of every cell, and attributes holding
+the model, the solver settings, the quadrature rule, the code version, the command and the date (JSON
+text where structured).  ``attnphase show DIR`` prints :func:`describe` of each dataset in DIR.
+
+The files follow the CF conventions (CF-1.10): every variable and coordinate has a ``long_name`` and,
+when numeric, ``units`` (``"1"``: dimensionless) from a table of :class:`Variable` (:func:`annotate`);
+an error names its value in ``long_name`` ("standard error of ...", or "bracket width of ..." for a root
+search's final bracket) and the value lists it in ``ancillary_variables`` (:func:`link_errors`); a dimension labelled by text (``branch``, ``prox``, a
+vector ``--sigma``) has no coordinate variable in the file but the auxiliary coordinate ``<dim>_label``
+(CF: a coordinate variable is numeric and monotonic), which :func:`open_dataset` turns back into the
+dimension's index; numeric coordinates are written in increasing order; the global attributes
+``Conventions``, ``title``, ``history`` and ``source`` describe the file.  :func:`cf_problems` lists
+where a dataset departs from these rules (empty: conformant).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping
 
 ENGINE = "netcdf4"
+#: The CF version the datasets follow.
+CONVENTIONS = "CF-1.10"
+#: How the long_name of an error variable begins: a standard error, or (a root search's) bracket width.
+ERROR_KINDS = ("standard error of", "bracket width of")
+#: Suffix of the auxiliary coordinate that carries a text-labelled dimension's labels in the file.
+LABEL = "_label"
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One column or variable of a job's outputs: the same ``name`` and meaning in CSV, JSON and netCDF.
+
+    ``units``: a UDUNITS string, ``"1"`` for a dimensionless number, None for text (CF gives text no
+    units); ``comment``: what ``long_name`` cannot say in a few words."""
+
+    name: str
+    long_name: str
+    units: str | None = "1"
+    comment: str = ""
+
+    def attrs(self) -> dict[str, str]:
+        out = {"long_name": self.long_name}
+        if self.units is not None:
+            out["units"] = self.units
+        if self.comment:
+            out["comment"] = self.comment
+        return out
+
+    def described(self) -> dict[str, str]:
+        """``{"long_name", "units"}`` for a JSON file's ``variables`` map."""
+        return {"long_name": self.long_name, "units": self.units or ""}
+
+
+def error_name(name: str) -> str | None:
+    """The variable ``name`` is the standard error of (``err_X`` or ``X_err`` -> ``X``), or None."""
+    if name.startswith("err_"):
+        return name[4:]
+    if name.endswith("_err"):
+        return name[:-4]
+    return None
+
+
+def standard_error(of: Variable, name: str, comment: str = "") -> Variable:
+    """The variable ``name`` holding the standard error of ``of``: same units, NaN where not estimated."""
+    return Variable(name, f"standard error of {of.long_name}", of.units,
+                    comment or "NaN: not estimated")
+
+
+def annotate(ds: Any, lookup: Callable[[str], Variable | None]) -> Any:
+    """``ds`` with every data variable's and coordinate's attributes from ``lookup(name)`` (a name it
+    does not know keeps what it has: :func:`cf_problems` reports it), the errors linked
+    (:func:`link_errors`)."""
+    for name in list(ds.variables):
+        var = lookup(str(name))
+        if var is not None:
+            attrs = {k: v for k, v in ds[name].attrs.items() if k not in ("description", "error")}
+            ds[name].attrs = attrs | var.attrs()
+    return link_errors(ds)
+
+
+def link_errors(ds: Any) -> Any:
+    """Every ``err_X`` / ``X_err`` (and ``X_found``) in ``ds`` listed in ``X``'s ``ancillary_variables``."""
+    links: dict[str, list[str]] = {}
+    for name in ds.data_vars:
+        of = error_name(str(name))
+        if of is None and str(name).endswith("_found"):
+            of = str(name)[:-6]
+        if of is not None and of in ds.variables:
+            links.setdefault(of, []).append(str(name))
+    for of, names in links.items():
+        ds[of].attrs["ancillary_variables"] = " ".join(sorted(names))
+    return ds
+
+
+def cf_attrs(title: str, command: str = "", created: str = "", comment: str = "") -> dict[str, str]:
+    """The CF global attributes: Conventions, title, history (date and command), source, references."""
+    from attnphase import __version__
+
+    created = created or time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    out = {"Conventions": CONVENTIONS, "title": title,
+           "history": f"{created}: {command or 'attnphase (library call)'}",
+           "source": f"attnphase {__version__}",
+           "references": "H. Cui, F. Behrens, F. Krzakala, L. Zdeborova, A phase transition between positional "
+                         "and semantic learning in a solvable model of dot-product attention, NeurIPS 2024"}
+    return out | ({"comment": comment} if comment else {})
 
 
 def job_attrs(job: str, *, version: str, model: Any = None, solver: Any = None, rule: str = "",
-              command: str = "", **extra: Any) -> dict[str, str | int | float]:
-    """Dataset attributes: strings and numbers only (netCDF), structured values as JSON text."""
+              command: str = "", title: str = "", **extra: Any) -> dict[str, str | int | float]:
+    """Dataset attributes: the CF ones (:func:`cf_attrs`; ``title`` default "attnphase <job>"), then
+    strings and numbers only (netCDF), structured values as JSON text."""
     from attnphase import __version__
 
-    out: dict[str, Any] = {"job": job, "attnphase_version": __version__, "code_version": version,
-                           "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "rule": rule or "", "command": command}
+    created = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    out: dict[str, Any] = cf_attrs(title or f"attnphase {job}", command, created)
+    out |= {"job": job, "attnphase_version": __version__, "code_version": version,
+            "created": created, "rule": rule or "", "command": command}
     if model is not None:
         out["model"] = json.dumps(model, sort_keys=True)
     if solver is not None:
@@ -36,16 +135,123 @@ def job_attrs(job: str, *, version: str, model: Any = None, solver: Any = None, 
 
 
 def write_netcdf(ds: Any, path: str | Path) -> None:
-    """``ds`` to ``path`` (netCDF4); strings as variable-length strings.  The caller writes into a
-    staging folder (:func:`attnphase.outputs.staged_output`): the file is complete or absent."""
-    ds.to_netcdf(path, engine=ENGINE)
+    """``ds`` to ``path`` (netCDF4) as CF wants it (:func:`for_file`); strings as variable-length
+    strings.  The caller writes into a staging folder (:func:`attnphase.outputs.staged_output`): the
+    file is complete or absent."""
+    for_file(ds).to_netcdf(path, engine=ENGINE)
+
+
+def for_file(ds: Any) -> Any:
+    """``ds`` as it is written: numeric coordinates in increasing order; a dimension labelled by text
+    without its coordinate variable, its labels in the auxiliary coordinate ``<dim>_label`` (with the
+    index's attributes); numeric coordinates without a _FillValue."""
+    ds = ds.copy()
+    for dim in list(ds.dims):
+        if dim in ds.coords and ds[dim].dtype.kind not in "OUS" and ds.sizes[dim] > 1:
+            vals = ds[dim].values
+            if (vals[1:] < vals[:-1]).any():
+                ds = ds.sortby(dim)
+    for dim in list(ds.dims):
+        if dim in ds.coords and ds[dim].dtype.kind in "OUS":
+            attrs = dict(ds[dim].attrs)
+            labels = ds[dim].values.astype(str).astype(object)
+            ds = ds.drop_vars(dim).assign_coords({f"{dim}{LABEL}": ((dim,), labels, attrs)})
+    for name in ds.coords:  # CF: no missing values in a coordinate, so no _FillValue
+        if ds[name].dtype.kind not in "OUS":
+            ds[name].encoding["_FillValue"] = None
+    return ds
 
 
 def open_dataset(path: str | Path) -> Any:
+    """A dataset written by :func:`write_netcdf`, each ``<dim>_label`` its dimension's index again."""
     import xarray as xr
 
     with xr.open_dataset(path, engine=ENGINE) as ds:
-        return ds.load()
+        ds = ds.load()
+    for name in list(ds.coords):
+        dim = str(name)[: -len(LABEL)] if str(name).endswith(LABEL) else None
+        if dim and ds[name].dims == (dim,) and dim not in ds.coords:
+            attrs = dict(ds[name].attrs)
+            ds = ds.assign_coords({dim: ((dim,), ds[name].values.astype(str), attrs)}).drop_vars(name)
+    return ds
+
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+
+def cf_problems(ds: Any) -> list[str]:
+    """Where ``ds``, as written (:func:`for_file`), departs from the CF rules these files follow (empty:
+    none): the global attributes; names; every variable's ``long_name`` and, when numeric, ``units``;
+    no ``units`` on text; coordinate variables numeric and strictly monotonic, coordinates without a
+    ``_FillValue`` (read from a file: in their encoding); ``ancillary_variables``
+    naming variables of the file; each standard error's ``long_name``, units equal to its value's,
+    and its value listing it; no non-standard ``description``."""
+    out = [f"{name}: coordinate with a _FillValue (CF: coordinates have no missing values)" for name in ds.coords
+           if ds[name].dtype.kind not in "OUS" and ds[name].encoding.get("_FillValue") is not None]
+    ds = for_file(ds)
+    for key in ("Conventions", "title", "history", "source"):
+        if not str(ds.attrs.get(key, "")).strip():
+            out.append(f"global attribute {key} missing")
+    if ds.attrs.get("Conventions") not in (None, CONVENTIONS):
+        out.append(f"Conventions is {ds.attrs.get('Conventions')!r}, not {CONVENTIONS!r}")
+    for name in ds.variables:
+        var, name = ds[name], str(name)
+        text = var.dtype.kind in "OUS"
+        if not _NAME.match(name):
+            out.append(f"{name}: not a CF variable name")
+        if not str(var.attrs.get("long_name", "")).strip():
+            out.append(f"{name}: no long_name")
+        if not text and not str(var.attrs.get("units", "")).strip():
+            out.append(f"{name}: numeric without units")
+        if text and "units" in var.attrs:
+            out.append(f"{name}: text with units")
+        if "description" in var.attrs:
+            out.append(f"{name}: non-standard attribute description (long_name, comment)")
+        if var.dims == (name,):
+            if text:
+                out.append(f"{name}: coordinate variable of text (CF: numeric; use an auxiliary coordinate)")
+            elif var.size > 1 and not ((var.values[1:] > var.values[:-1]).all()
+                                       or (var.values[1:] < var.values[:-1]).all()):
+                out.append(f"{name}: coordinate variable not strictly monotonic")
+        for anc in str(var.attrs.get("ancillary_variables", "")).split():
+            if anc not in ds.variables:
+                out.append(f"{name}: ancillary variable {anc} is not in the file")
+        of = error_name(name)
+        if of is not None and of in ds.variables:
+            if not str(var.attrs.get("long_name", "")).startswith(ERROR_KINDS):
+                out.append(f"{name}: long_name does not say what error it is ({' / '.join(ERROR_KINDS)} ...)")
+            if var.attrs.get("units") != ds[of].attrs.get("units"):
+                out.append(f"{name}: units {var.attrs.get('units')!r} differ from {of}'s")
+            if name not in str(ds[of].attrs.get("ancillary_variables", "")).split():
+                out.append(f"{of}: ancillary_variables does not list {name}")
+    return out
+
+
+def variables_map(names: Any, lookup: Callable[[str], Variable | None]) -> dict[str, dict[str, str]]:
+    """``{name: {"long_name", "units"}}`` of the columns ``names`` (a JSON file's ``variables``)."""
+    out = {}
+    for n in names:
+        var = lookup(str(n))
+        if var is not None:
+            out[str(n)] = var.described()
+    return out
+
+
+def table_lookup(*tables: Mapping[str, Variable]) -> Callable[[str], Variable | None]:
+    """A lookup over ``tables`` (the first that knows a name wins) that also answers the standard error
+    of every name it knows (``err_X``, ``X_err``: :func:`standard_error`)."""
+    def lookup(name: str) -> Variable | None:
+        for t in tables:
+            if name in t:
+                return t[name]
+        of = error_name(name)
+        if of is not None:
+            base = lookup(of)
+            if base is not None:
+                return standard_error(base, name)
+        return None
+
+    return lookup
 
 
 def describe(ds: Any, name: str = "") -> str:
@@ -70,7 +276,7 @@ def describe(ds: Any, name: str = "") -> str:
     for k, var in ds.data_vars.items():
         if k in ("status", "error"):
             continue
-        desc = var.attrs.get("description", "")
+        desc = var.attrs.get("long_name", "") + (f" [{var.attrs['units']}]" if var.attrs.get("units", "1") != "1" else "")
         if var.dtype.kind == "f":
             vals = var.values
             finite = int(sum(math.isfinite(float(x)) for x in vals.ravel()))

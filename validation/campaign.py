@@ -269,7 +269,8 @@ def run_validation(plan: ValidationPlan, out_dir: str | Path, progress: bool = T
     theories = [TheoryAtOmega.from_dict(t) for t in [summary["theory"]] + [
         h for h in summary["heat_theory"] if h["omega"] != summary["theory"]["omega"]]]
     attrs = job_attrs("validate", version=summary["code_version"], model=plan.params.to_dict(),
-                      solver=asdict(plan.theory), rule="", command=command, plan=plan.to_dict())
+                      solver=asdict(plan.theory), rule="", command=command, plan=plan.to_dict(),
+                      title=f"Gradient descent at finite d against the state evolution (d = {plan.d})")
     write_netcdf(validation_dataset(results, theories, attrs), out / "validation.nc")
     return summary
 

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from attnphase.execution import Task, code_version, task_key
+from attnphase.execution.dataset import Variable, annotate
 
 from .experiments import SimResult, SimSpec, run_simulation
 from .reference import TheoryAtOmega, theory_at_omega
@@ -29,8 +30,9 @@ RUN_OBSERVABLES = ("m", "theta", "q", "eps_g", "e_t", "eps_lin")
 
 
 #: Modules no simulation or theory task runs (tables, figures, the commands, the histogram task).
-PRESENTATION = ("cli.py", "check_cli.py", "report.py", "plots.py", "scan.py", "dataset.py", "latex.py", "notes.py",
-                "histogram", "campaign.py", "campaign_plan.py", "derivation_checks", "agreement.py", "general_report.py")
+PRESENTATION = ("cli.py", "check_cli.py", "report.py", "plots.py", "dataset.py", "latex.py", "notes.py",
+                "histogram", "campaign.py", "campaign_plan.py", "derivation_checks", "agreement.py", "general_report.py",
+                "commands/", "jobs/report.py", "jobs/rank_report.py", "jobs/plots.py", "jobs/dataset.py", "jobs/variables.py")
 
 
 def validation_version() -> str:
@@ -85,8 +87,8 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
             std = np.nanstd(v, axis=-1, ddof=1) if v.size else v
             err = np.where(n > 1, std / np.sqrt(np.maximum(n, 1)), np.nan)
         name = f"abs_{k}" if k in ("m", "theta") else k
-        dv[name] = (dims[:-1], mean, {"description": f"mean over seeds of {name}"})
-        dv[f"{name}_err"] = (dims[:-1], err, {"error": "standard error of the mean over seeds"})
+        dv[name] = (dims[:-1], mean)
+        dv[f"{name}_err"] = (dims[:-1], err)
     dv["n_runs"] = (dims[:-1], n.astype(np.int32))
     th_om = sorted({t.omega for t in theories})
     th_alpha = sorted({rec["alpha"] for t in theories for c in t.curves.values() for rec in c.records})
@@ -107,7 +109,46 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
                         th[k][i, ai[rec["alpha"]], branches.index(branch), proxes.index(prox)] = rec[k]
     coords = axes | {"theory_omega": th_om, "theory_alpha": th_alpha, "branch": branches, "prox": proxes}
     for k, v in th.items():
-        dv[f"theory_{k}"] = (("theory_omega", "theory_alpha", "branch", "prox"), v,
-                             {"description": f"state-evolution {k} (NaN: no fixed point on that branch)"})
+        dv[f"theory_{k}"] = (("theory_omega", "theory_alpha", "branch", "prox"), v)
     dv["theory_alpha_c"] = (("theory_omega", "prox"), alpha_c)
-    return xr.Dataset(dv, coords=coords, attrs=attrs)
+    coords["init"] = np.array(coords["init"], dtype=object)
+    ds = annotate(xr.Dataset(dv, coords=coords, attrs=attrs), validation_variable)
+    ds["run_eps_g"].attrs["ancillary_variables"] = "run_eps_g_se"
+    return ds
+
+
+def validation_variable(name: str) -> Variable | None:
+    """The variables of ``validation.nc``: each run's measurement (``run_X``), the seed means (``X``,
+    ``abs_m``, ``abs_theta``) with their standard errors (``X_err``), the theory (``theory_X``); long
+    names and units from :mod:`attnphase.numerics.jobs.variables`."""
+    from attnphase.numerics.jobs.variables import lookup
+
+    fixed = {
+        "d": Variable("d", "dimension d of the simulated model"),
+        "init": Variable("init", "initialisation of gradient descent", None),
+        "seed": Variable("seed", "random seed of the run"),
+        "theory_omega": Variable("theory_omega", "omega of the theory curves"),
+        "theory_alpha": Variable("theory_alpha", "alpha of the theory curves"),
+        "branch": Variable("branch", "branch of the state evolution", None),
+        "prox": Variable("prox", "proximal map of the state evolution (global minimiser, or local from the start)", None),
+        "run_eps_g_se": Variable("run_eps_g_se", "standard error of the run's test error from its finite test set"),
+        "run_steps": Variable("run_steps", "gradient-descent steps of the run"),
+        "run_converged": Variable("run_converged", "1 where the run's gradient descent converged, else 0"),
+        "n_runs": Variable("n_runs", "number of runs (seeds) with a finite test error"),
+        "theory_alpha_c": Variable("theory_alpha_c", "state-evolution alpha_c"),
+    }
+    if name in fixed:
+        return fixed[name]
+    if name.endswith("_err"):
+        of = validation_variable(name[:-4])
+        return Variable(name, f"standard error of {of.long_name}", of.units, "over the seeds") if of else None
+    for prefix, what in (("run_", "{} of the run"), ("theory_", "state-evolution {}"), ("abs_", "|{}|, mean over seeds")):
+        if name.startswith(prefix):
+            base = lookup(name[len(prefix):])
+            if base is not None:
+                comment = "NaN: no fixed point on that branch" if prefix == "theory_" else ""
+                return Variable(name, what.format(base.long_name), base.units, comment)
+    base = lookup(name)
+    if base is not None and name in RUN_OBSERVABLES:
+        return Variable(name, f"{base.long_name}, mean over seeds", base.units)
+    return base

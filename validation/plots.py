@@ -27,6 +27,8 @@ from .agreement import _COMPARED, _nan, global_vs_local
 from .branch_segments import drawn_end, existing_segments
 
 _INIT_STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1"), "random": ("^", "C2")}
+#: The line style and marker of a proximal map's theory curve (global: the global minimiser; local: from the start).
+_PROX_STYLE = {"global": ("-", "o"), "local": ("--", "P")}
 
 
 def _plt():
@@ -127,8 +129,9 @@ def alpha_c_curve(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda c: c["omega"])
 
 
-def plot_heatmap(summary: dict[str, Any], path: Path) -> None:
-    """Fig. 3: simulated Delta e_t over (alpha, omega) and the theory's alpha_c(omega)."""
+def plot_heatmap(summary: dict[str, Any], path: Path):
+    """Fig. 3: simulated Delta e_t over (alpha, omega) and the theory's alpha_c(omega), one curve per
+    proximal map (solid, filled dots: global; dashed, open plus signs: local), in the legend; returns the Figure."""
     plt = _plt()
     rows = summary["heat"]
     alphas = sorted({r["alpha"] for r in rows})
@@ -141,26 +144,28 @@ def plot_heatmap(summary: dict[str, Any], path: Path) -> None:
     im = ax.pcolormesh(_edges(alphas), _edges(omegas), Z, cmap="RdBu_r", vmin=-lim, vmax=lim, shading="flat")
     fig.colorbar(im, ax=ax, label="simulated Delta e_t = e_t(semantic) - e_t(positional)")
     pts = [(c["omega"], _nan(c["alpha_c"]), c["prox"]) for c in alpha_c_curve(summary)]
-    runs: list[list[tuple[float, float, str]]] = [[]]
-    for w, a, p in pts:  # the curve is not drawn across an omega where alpha_c was not found
-        if math.isnan(a):
-            runs.append([])
-        else:
-            runs[-1].append((w, a, p))
-    for k, run in enumerate(r for r in runs if r):
-        ax.plot([a for _, a, _ in run], [w for w, _, _ in run], "k-", lw=2,
-                label="theory alpha_c(omega)" if k == 0 else None)
-        for w, a, p in run:
-            ax.plot([a], [w], "ko" if p == "global" else "kP", ms=5)
+    for prox in sorted({p for _, _, p in pts}, key=lambda p: (p != "global", p)):
+        # one curve per proximal map (they are different theories): broken where alpha_c was not found
+        style, marker = _PROX_STYLE.get(prox, ("-.", "D"))
+        runs: list[list[tuple[float, float]]] = [[]]
+        for w, a, p in pts:
+            if p != prox:
+                continue
+            if math.isnan(a):
+                runs.append([])
+            else:
+                runs[-1].append((w, a))
+        for k, run in enumerate(r for r in runs if r):
+            ax.plot([a for _, a in run], [w for w, _ in run], color="k", ls=style, marker=marker, ms=6, lw=2,
+                    mfc="white" if prox == "local" else "k",
+                    label=f"theory alpha_c(omega), {prox} prox" if k == 0 else None, gid=f"alpha_c_{prox}")
     if any(not math.isnan(a) for _, a, _ in pts):
-        ax.plot([], [], "ko", ms=5, label="global prox")
-        if any(p == "local" and not math.isnan(a) for _, a, p in pts):
-            ax.plot([], [], "kP", ms=5, label="local prox")
-        ax.legend(loc="upper left", fontsize=8)
+        ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
     missing = [w for w, a, _ in pts if math.isnan(a)]
     if missing:
-        ax.text(0.01, 0.01, "no alpha_c found at omega = " + ", ".join(f"{w:g}" for w in missing),
-                transform=ax.transAxes, fontsize=7)
+        ax.text(0.99, 0.01, "no alpha_c found at omega = " + ", ".join(f"{w:g}" for w in missing),
+                transform=ax.transAxes, fontsize=8, ha="right", va="bottom",
+                bbox={"facecolor": "white", "alpha": 0.85, "lw": 0})
     ax.set_xlim(_edges(alphas)[[0, -1]])
     ax.set_ylim(_edges(omegas)[[0, -1]])
     ax.set_xlabel("alpha")
@@ -169,6 +174,7 @@ def plot_heatmap(summary: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return fig
 
 
 def _edges(v: list[float]) -> np.ndarray:
@@ -179,13 +185,25 @@ def _edges(v: list[float]) -> np.ndarray:
     return np.concatenate([[v[0] - (mid[0] - v[0])], mid, [v[-1] + (v[-1] - mid[-1])]])
 
 
-def plot_finite_size(summary: dict[str, Any], path: Path) -> None:
-    """|simulation - theory| against d (overlaps absolute, eps_g relative), and the small-alpha |theta| against 1/sqrt(d)."""
+def plot_finite_size(summary: dict[str, Any], path: Path):
+    """|simulation - theory| against d (overlaps absolute, eps_g relative), and the small-alpha |theta| against
+    1/sqrt(d); returns the Figure.
+
+    On the log axes a deviation's bar (one standard error of the seed mean) whose lower end is at or below 0
+    is drawn down to the panel's bottom edge, so that no bar vanishes: such a deviation is consistent with 0.
+    Colour = case (init, alpha), line style = the theory compared with (solid: global prox, dashed: local);
+    one legend for both panels, below them."""
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import NullFormatter
+
     plt = _plt()
     rows = summary["finite_size"]
-    fig, (ax, cx, bx) = plt.subplots(1, 3, figsize=(16, 4.6))
+    fig = plt.figure(figsize=(16, 6.2))
+    grid = fig.add_gridspec(2, 3, height_ratios=[4.6, 0.8])
+    ax, cx, bx = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[0, 2])
     cases = sorted({(r["alpha"], r["init"]) for r in rows})
     ds_all = np.array(sorted({r["d"] for r in rows}), dtype=float)
+    series: dict[Any, list[tuple[np.ndarray, np.ndarray, np.ndarray, str, str]]] = {ax: [], cx: []}
     for i, (alpha, init) in enumerate(cases):
         sel = sorted((r for r in rows if r["alpha"] == alpha and r["init"] == init), key=lambda r: r["d"])
         for obs in _COMPARED[init]:
@@ -199,19 +217,39 @@ def plot_finite_size(summary: dict[str, Any], path: Path) -> None:
                     continue
                 d, dev, se, th = np.array(pts).T
                 scale = th if obs == "eps_g" else np.ones_like(th)
-                target.errorbar(d, dev / scale, yerr=se / scale, ls=ls, marker="o", ms=4, capsize=2, color=f"C{i}",
-                                label=f"{init} init, alpha = {alpha}, vs {prox}")
-    for target, ylabel in ((ax, "|simulated mean - theory| of |theta| (semantic) or |m| (positional)"),
+                series[target].append((d, dev / scale, se / scale, f"C{i}", ls))
+    for target, ylabel in ((ax, "|simulated mean - theory| of |theta| or |m|"),
                            (cx, "|simulated mean - theory| / theory, eps_g")):
+        data = series[target]
+        positive = np.concatenate([np.concatenate([y[y > 0], (y - e)[y - e > 0]]) for _, y, e, _, _ in data]
+                                  + [np.array([])])
+        bottom = 0.5 * positive.min() if positive.size else 1e-3
+        for d, y, e, color, ls in data:
+            lower = np.where(y - e > bottom, e, np.maximum(y - bottom, 0.0))  # down to the bottom edge
+            target.errorbar(d, np.maximum(y, bottom), yerr=[lower, e], ls=ls, marker="o", ms=5, capsize=3, lw=1.5,
+                            elinewidth=1.5, color=color)
         if ds_all.size:
-            target.plot(ds_all, 0.3 * (ds_all / ds_all[0]) ** -0.5, "k:", label="~ d^-1/2")
+            target.plot(ds_all, 0.3 * (ds_all / ds_all[0]) ** -0.5, "k:", lw=1.5)
         target.set_xscale("log")
         target.set_yscale("log")
-        target.set_xlabel("d")
-        target.set_ylabel(ylabel, fontsize=8)
-        target.legend(fontsize=6)
-    ax.set_title("finite-size gap: overlaps")
-    cx.set_title("finite-size gap: test error")
+        target.set_ylim(bottom=bottom)
+        if ds_all.size:  # the simulated dimensions as the ticks
+            target.set_xticks(ds_all, [f"{d:g}" for d in ds_all])
+            target.xaxis.set_minor_formatter(NullFormatter())
+        target.set_xlabel("d", fontsize=10)
+        target.set_ylabel(ylabel, fontsize=9)
+        target.grid(alpha=0.3, which="both")
+    ax.set_title("finite-size gap: |theta| (semantic init), |m| (positional init)\n"
+                 "a bar down to the bottom edge: consistent with 0", fontsize=10)
+    cx.set_title("finite-size gap: test error", fontsize=10)
+    handles = [Line2D([], [], color=f"C{i}", marker="o", lw=2, label=f"{init} init, alpha = {alpha}")
+               for i, (alpha, init) in enumerate(cases)]
+    handles += [Line2D([], [], color="grey", ls="-", lw=2, label="vs theory, global prox"),
+                Line2D([], [], color="grey", ls="--", lw=2, label="vs theory, local prox"),
+                Line2D([], [], color="k", ls=":", lw=1.5, label="~ d^-1/2")]
+    lx = fig.add_subplot(grid[1, 0:2])
+    lx.axis("off")
+    lx.legend(handles=handles, loc="center", ncol=min(4, len(handles)), fontsize=10, frameon=False)
 
     gls = summary["headline"]["global_vs_local"] if "headline" in summary else global_vs_local(summary)
     for k, gl in enumerate(g for g in gls if "trend" in g):
@@ -219,7 +257,7 @@ def plot_finite_size(summary: dict[str, Any], path: Path) -> None:
         d, mean, std = np.array(gl["trend"]).T
         n = next(r["n_runs"] for r in rows if r["alpha"] == gl["alpha"])
         x = 1 / np.sqrt(d)
-        bx.errorbar(x, mean, yerr=std / math.sqrt(n), fmt="o", color=color, capsize=2,
+        bx.errorbar(x, mean, yerr=std / math.sqrt(n), fmt="o", color=color, capsize=3,
                     label=f"GD, semantic init, alpha = {gl['alpha']}")
         xx = np.linspace(0, x.max() * 1.05, 50)
         bx.plot(xx, gl["extrapolated"] + gl["slope_b"] * xx, "-", color=color, lw=1)
@@ -229,13 +267,16 @@ def plot_finite_size(summary: dict[str, Any], path: Path) -> None:
             if not math.isnan(v):
                 bx.plot([-0.004 if prox == "global" else 0.004], [v], marker, ms=12, color=color, mfc="none",
                         label=f"theory, {prox} prox, alpha = {gl['alpha']}")
-    bx.set_xlabel("1 / sqrt(d)")
-    bx.set_ylabel("|theta|")
-    bx.set_title("semantic start, small alpha: fit a + b/sqrt(d) (a +- 2 se at 0)")
-    bx.legend(fontsize=7)
+    bx.set_xlabel("1 / sqrt(d)", fontsize=10)
+    bx.set_ylabel("|theta|", fontsize=10)
+    bx.set_title("semantic start, small alpha: fit a + b/sqrt(d) (a +- 2 se at 0)", fontsize=10)
+    bx.grid(alpha=0.3)
+    if bx.get_legend_handles_labels()[0]:
+        bx.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.16), ncol=2, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return fig
 
 
 def _differs(row: dict[str, Any], obs: str) -> bool:

@@ -118,8 +118,9 @@ def _csv_text(rows: list[dict]) -> str:
     import csv
 
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=RECORD_KEYS + tuple(f"err_{k}" for k in RESULT_KEYS) + ("reason",),
-                       lineterminator="\n")
+    from attnphase.numerics.jobs.variables import SWEEP_COLUMNS
+
+    w = csv.DictWriter(buf, fieldnames=SWEEP_COLUMNS, lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
     return buf.getvalue()
@@ -183,11 +184,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     with outputs.staged_output(out_dir) as stage:
         for w, o in zip(omegas, outs):
             path = out_dir / sweep_file_name(args.branch, params.replace(omega=w).omega)
-            cells.append((float(w), o.value if o.ok else None, "done" if o.ok else "failed", o.error))
             if not o.ok:
+                cells.append((float(w), None, "failed", o.error, []))
                 continue
             res = o.value
             rows, reasons = _sweep_rows(res, args.branch)
+            cells.append((float(w), res, "done", o.error, rows))
             outputs.write_text_atomic(stage / path.name, _csv_text(rows))
             on = sum(not r for r in reasons)
             failed = sum(bool(r) and r.startswith("not converged") for r in reasons)
@@ -210,7 +212,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 notes.append(f"{len(rows) - on - failed} where no {args.branch} fixed point exists (see the reason column)")
             print(f"wrote {len(rows)} rows to {path}" + (f" ({'; '.join(notes)})" if notes else ""), file=sys.stderr)
         attrs = job_attrs("sweep", version=version, model=params.to_dict() | {"omega": "scanned"},
-                          solver=cfg.as_dict(), rule=cfg.quadrature, command=command_line(), branch=args.branch)
+                          solver=cfg.as_dict(), rule=cfg.quadrature, command=command_line(), branch=args.branch,
+                          title=f"The {args.branch} branch of dot-product attention's state evolution over alpha")
         write_netcdf(sweeps_dataset(cells, alphas, attrs), stage / f"sweep_{args.branch}.nc")
     failures = failure_summary(outs)
     counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
@@ -218,7 +221,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
               "failures": failures}
     if args.json:
         obj = objs[0] if len(omegas) == 1 and objs else {"branch": args.branch, "omegas": list(omegas), "sweeps": objs}
-        print(json.dumps(outputs.json_value(obj | {"tasks": counts, "dataset": str(out_dir / f"sweep_{args.branch}.nc")})))
+        from attnphase.numerics.jobs.variables import SWEEP_COLUMNS, described
+
+        print(json.dumps(outputs.json_value(obj | {"tasks": counts, "dataset": str(out_dir / f"sweep_{args.branch}.nc"),
+                                                   "variables": described(SWEEP_COLUMNS)})))
     if failures:
         print(f"attnphase: {failures}", file=sys.stderr)
     return sweep_exit_code(args.branch, n_failed + bool(failures), n_on)

@@ -45,7 +45,9 @@ def run_scan(field: str, values: Sequence[Any], models: Sequence[Any], omegas: S
     from attnphase.numerics.jobs.dataset import boundaries_dataset
     from attnphase.numerics.jobs.tasks import numerics_version
     from attnphase.numerics.jobs.plots import plot_phase_diagram
-    from attnphase.numerics.jobs.report import alpha_max_of, boundary_table, compute_boundaries, write_boundary_csv
+    from attnphase.numerics.jobs.report import (CSV_COLUMNS, ERROR_COLUMNS, alpha_max_of, boundary_table,
+                                           compute_boundaries, write_boundary_csv)
+    from attnphase.numerics.jobs.variables import described
 
     t0 = time.perf_counter()
     grid = [m.replace(omega=float(w)) for m in models for w in omegas]
@@ -69,14 +71,17 @@ def run_scan(field: str, values: Sequence[Any], models: Sequence[Any], omegas: S
     version = numerics_version()
     attrs = job_attrs("scan", version=version, model=models[0].to_dict() | {"omega": "scanned", field: "scanned"},
                       solver=config.as_dict(), rule=config.quadrature, command=command, scanned=field,
-                      error_estimate=error_estimate)
+                      error_estimate=error_estimate,
+                      title=f"Phase diagram of dot-product attention over {field} and omega")
     coords = {field: coord, "omega": [float(w) for w in omegas]}
     write_netcdf(boundaries_dataset(cells, (field, "omega"), coords, alphas, attrs), out_dir / "scan.nc")
     summary = {"scanned": field, "values": coord, "omegas": list(omegas), "alphas": list(alphas),
                "solver": config.as_dict(), "error_estimate": error_estimate,
                "rows": [{k: (None if isinstance(x, float) and not math.isfinite(x) else x) for k, x in r.items()}
                         for r in table],
-               "tasks": runs.counts | {"failures": runs.failures}, "dataset": "scan.nc", "code_version": version,
+               "tasks": runs.counts | {"failures": runs.failures}, "dataset": "scan.nc",
+               "variables": described((field,) + CSV_COLUMNS + (ERROR_COLUMNS if runs.errors else ())),
+               "code_version": version,
                "seconds": time.perf_counter() - t0}
     (out_dir / "scan.json").write_text(json.dumps(summary, indent=2))
     return summary

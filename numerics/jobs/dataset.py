@@ -8,33 +8,43 @@ Phase diagram / scan, dimensions ``(<scanned parameter>,) omega``, plus ``branch
   and method, the notes;
 * ``status`` ("done" / "failed") and ``error`` of each task;
 * the branches on the alpha grid: eps_g, e_t, m, theta, q, converged (section 4); eps_lin per omega.
+
+Sweeps: every column of the sweep's CSV over ``(omega, alpha)`` (:func:`sweeps_dataset`).  Names,
+long names and units: :mod:`attnphase.numerics.jobs.variables` (CF conventions,
+:mod:`attnphase.execution.dataset`).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
 
+from attnphase.execution.dataset import Variable, annotate, error_name
 from attnphase.numerics.phase.boundaries import BOUNDARY_KEYS, Boundaries
 from attnphase.numerics.phase.continuation import BranchSweep
+from attnphase.numerics.jobs.variables import SWEEP_COLUMNS, lookup
 
 CURVE_KEYS = ("eps_g", "e_t", "m", "theta", "q")
 BRANCH_NAMES = ("semantic", "positional")
 _BOUNDARY_FLOATS = BOUNDARY_KEYS + ("alpha_c_coarse",)
 _BOUNDARY_TEXT = ("semantic_end_kind", "positional_end_kind", "semantic_end_method", "positional_end_method")
-_DESCRIPTION = {
-    "alpha_c": "where the global minimum switches from the positional to the semantic branch",
-    "alpha_l": "where the semantic test error drops below eps_lin",
-    "semantic_end": "where the semantic branch ends (followed downward)",
-    "positional_end": "where the positional branch ends (followed upward)",
-    "alpha_c_coarse": "alpha_c on the solve rule, before the fine-rule Newton correction",
-    "eps_g": "test error", "e_t": "training loss per dimension (-Phi)", "m": "positional overlap m_1",
-    "theta": "semantic overlap theta", "q": "self-overlap |Q|^2/d", "eps_lin": "linear baseline's test error",
-}
-_ERR = ("standard error from the rules' independent scrambling blocks, or the sample standard deviation over "
-        "--error-estimate K independent rules (NaN: not estimated)")
+_ERR_COMMENT = ("from the rules' independent scrambling blocks, or the sample standard deviation over "
+                "--error-estimate K independent rules; NaN: not estimated")
+_ON_BRANCH = "on each branch over the alpha grid; NaN where its fixed point did not converge"
+
+
+def _lookup(name: str) -> Variable | None:
+    """The table's variable (:mod:`attnphase.numerics.jobs.variables`), the errors' comment saying how they are made."""
+    var = lookup(name)
+    if var is not None and error_name(name) is not None and name in _ERROR_NAMES:
+        return replace(var, comment=_ERR_COMMENT)
+    return var
+
+
+_ERROR_NAMES = {f"{k}_err" for k in BOUNDARY_KEYS} | {f"err_{k}" for k in CURVE_KEYS + ("V",)}
 
 
 def _index(values: Sequence[float]) -> dict[float, int]:
@@ -86,56 +96,66 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
                 eps_lin[at] = rec["eps_lin"]
     dv: dict[str, Any] = {}
     for k in _BOUNDARY_FLOATS:
-        dv[k] = (dims, floats[k], {"description": _DESCRIPTION[k]})
+        dv[k] = (dims, floats[k])
         if k in BOUNDARY_KEYS:
-            dv[f"{k}_err"] = (dims, errs[k], {"description": f"error of {k}", "error": _ERR})
-            dv[f"{k}_found"] = (dims, found[k], {"description": f"on how many rules {k} was found"})
+            dv[f"{k}_err"] = (dims, errs[k])
+            dv[f"{k}_found"] = (dims, found[k])
     for k, v in text.items():
-        dv[k] = (dims, v.astype(str))
-    dv["eps_lin"] = (dims, eps_lin, {"description": _DESCRIPTION["eps_lin"]})
+        dv[k] = (dims, v.astype(str).astype(object))
+    dv["eps_lin"] = (dims, eps_lin)
     cdims = tuple(dims) + ("branch", "alpha")
     for k in CURVE_KEYS:
-        dv[k] = (cdims, curves[k], {"description": f"{_DESCRIPTION[k]} on the branch (NaN: not converged there)"})
-    dv["converged"] = (cdims, converged, {"description": "1 where the branch's fixed point converged"})
+        dv[k] = (cdims, curves[k], {"comment": _ON_BRANCH})
+    dv["converged"] = (cdims, converged, {"comment": "on each branch over the alpha grid"})
     all_coords = {d: list(coords[d]) for d in dims} | {"branch": list(BRANCH_NAMES), "alpha": alist}
-    return xr.Dataset(dv, coords=all_coords, attrs=attrs)
+    return annotate(xr.Dataset(dv, coords=all_coords, attrs=attrs), _curve_lookup)
 
 
-def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str]], alphas: Sequence[float],
-                   attrs: dict[str, Any]):
-    """Sweeps of one branch at several omegas: ``(omega, sweep or None, status, error)`` each;
-    dimensions ``omega, alpha``; the branch's end per omega."""
+def _curve_lookup(name: str) -> Variable | None:
+    """As :func:`_lookup`; the dimension ``branch`` is the branch each curve follows."""
+    if name == "branch":
+        return Variable("branch", "branch followed by continuation in alpha", None)
+    return _lookup(name)
+
+
+def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str, Sequence[dict[str, Any]]]],
+                   alphas: Sequence[float], attrs: dict[str, Any]):
+    """Sweeps of one branch at several omegas: ``(omega, sweep or None, status, error, rows)`` each,
+    ``rows`` the sweep's CSV rows (:data:`~attnphase.numerics.jobs.variables.SWEEP_COLUMNS`); dimensions
+    ``omega, alpha``: every column of the CSV but the two coordinates (text where the column is text,
+    NaN / "" where the omega's task failed), the branch's end per omega, each task's status and error."""
     import xarray as xr
 
     om = [float(w) for w, *_ in sweeps]
     alist = sorted(float(a) for a in alphas)
     a_idx = _index(alist)
-    keys = CURVE_KEYS + ("eps_lin",)
-    vals = {k: np.full((len(om), len(alist)), np.nan) for k in keys + tuple(f"err_{k}" for k in CURVE_KEYS)}
-    conv = np.zeros((len(om), len(alist)), dtype=np.int8)
+    shape = (len(om), len(alist))
+    columns = [c for c in SWEEP_COLUMNS if c not in ("alpha", "omega")]
+    values: dict[str, list[list[Any]]] = {c: [[None] * len(alist) for _ in om] for c in columns}
     end = np.full(len(om), np.nan)
     end_kind = np.full(len(om), "", dtype=object)
-    status = np.array([s for _, _, s, _ in sweeps], dtype=object)
-    error = np.array([e for *_, e in sweeps], dtype=object)
-    for i, (_, sw, _, _) in enumerate(sweeps):
-        if sw is None:
-            continue
-        end[i], end_kind[i] = sw.end.alpha, sw.end.kind
-        for n, fp in enumerate(sw.points):
-            j = a_idx.get(float(fp.alpha))
-            if j is None or not fp.status.converged:
-                continue
-            for k in keys:
-                vals[k][i, j] = fp.record[k]
-            for k in CURVE_KEYS:
-                vals[f"err_{k}"][i, j] = sw.errors[n][f"err_{k}"] if sw.errors else math.nan
-            conv[i, j] = 1
-    dv = {k: (("omega", "alpha"), vals[k], {"description": _DESCRIPTION[k]}) for k in keys}
-    dv |= {f"err_{k}": (("omega", "alpha"), vals[f"err_{k}"], {"description": f"{_DESCRIPTION[k]}: {_ERR}"})
-           for k in CURVE_KEYS}
-    dv["converged"] = (("omega", "alpha"), conv, {"description": "1 where the fixed point converged"})
-    dv["end"] = (("omega",), end, {"description": "where the branch ends (NaN: spans the grid)"})
-    dv["end_kind"] = (("omega",), end_kind.astype(str))
-    dv["status"] = (("omega",), status.astype(str))
-    dv["error"] = (("omega",), error.astype(str))
-    return xr.Dataset(dv, coords={"omega": om, "alpha": alist}, attrs=attrs)
+    for i, (_, sw, _, _, rows) in enumerate(sweeps):
+        if sw is not None:
+            end[i], end_kind[i] = sw.end.alpha, sw.end.kind
+        for row in rows:
+            j = a_idx.get(float(row["alpha"]))
+            if j is not None:
+                for c in columns:
+                    values[c][i][j] = row.get(c)
+    dv: dict[str, Any] = {}
+    for c in columns:
+        flat = [v for r in values[c] for v in r if v is not None]
+        if all(isinstance(v, (bool, int, float, np.integer, np.floating)) for v in flat):
+            integer = flat and all(isinstance(v, (bool, int, np.integer)) for v in flat)
+            arr = np.array([[(np.nan if v is None else float(v)) for v in r] for r in values[c]], dtype=float)
+            if integer and c == "converged":
+                arr = np.nan_to_num(arr, nan=0.0).astype(np.int8)  # no row: not converged
+            dv[c] = (("omega", "alpha"), arr.reshape(shape))
+        else:
+            arr = np.array([["" if v is None else str(v) for v in r] for r in values[c]], dtype=object)
+            dv[c] = (("omega", "alpha"), arr.reshape(shape))
+    dv["end"] = (("omega",), end)
+    dv["end_kind"] = (("omega",), end_kind.astype(str).astype(object))
+    dv["status"] = (("omega",), np.array([s for _, _, s, _, _ in sweeps], dtype=object))
+    dv["error"] = (("omega",), np.array([e or "" for _, _, _, e, _ in sweeps], dtype=object))
+    return annotate(xr.Dataset(dv, coords={"omega": om, "alpha": alist}, attrs=attrs), _lookup)

@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 import numpy as np  # noqa: E402
 
 from attnphase.numerics.phase.continuation import BranchSweep  # noqa: E402
@@ -19,65 +20,110 @@ from attnphase.numerics.phase.boundaries import Boundaries  # noqa: E402
 DENSE_ROWS = 15
 
 
+#: The phase diagram's boundaries: (key, label, colour, marker, line style).
+SERIES = (
+    ("alpha_c", r"$\alpha_c$ (global minimum switches)", "k", "o", "-"),
+    ("alpha_l", r"$\alpha_l$ (semantic beats linear)", "tab:green", "s", "--"),
+    ("semantic_end", "semantic branch end", "tab:blue", "v", ":"),
+    ("positional_end", "positional branch end", "tab:red", "^", ":"),
+)
+
+
 def plot_phase_diagram(
     rows: Sequence[Boundaries], path: str | Path, alpha_max: float, errors: Sequence[dict] | None = None
-) -> None:
-    """The (alpha, omega) plane: alpha_c, alpha_l and the branch ends, regions labelled.
+):
+    """The (alpha, omega) plane: alpha_c, alpha_l and the branch ends, regions labelled; returns the Figure.
 
-    ``errors``: per row, ``<boundary>_err`` spreads (:func:`attnphase.numerics.errors.quadrature_error.boundary_errors`),
-    drawn as horizontal error bars -- on a dense omega grid (DENSE_ROWS rows or more) as bands of
-    +- the error around curves without markers.
+    ``errors``: per row, ``<boundary>_err`` standard errors
+    (:func:`attnphase.numerics.errors.quadrature_error.boundary_errors`).  At the plane's scale they are thinner
+    than a line, so they are shown twice: as bands of +- one standard error around each boundary
+    (horizontal error bars with caps while there are fewer than DENSE_ROWS omegas), and in a second
+    panel on the same omega axis, each boundary's standard error on a log scale.
     """
     om = np.array([b.omega for b in rows])
-    ac = np.array([b.alpha_c for b in rows])
-    al = np.array([b.alpha_l for b in rows])
-    ss = np.array([b.semantic_end for b in rows])
-    sp = np.array([b.positional_end for b in rows])
     dense = len(rows) >= DENSE_ROWS
     mark = (lambda m: "") if dense else (lambda m: m)
-    fig, ax = plt.subplots(figsize=(6.4, 4.8))
-    ax.plot(ac, om, mark("o") + "-", color="k", lw=2, label=r"$\alpha_c$ (global minimum switches)")
-    ax.plot(al, om, mark("s") + "--", color="tab:green", label=r"$\alpha_l$ (semantic beats linear)")
     if errors is not None:
-        for key, x, color in (("alpha_c", ac, "k"), ("alpha_l", al, "tab:green"),
-                              ("semantic_end", ss, "tab:blue"), ("positional_end", sp, "tab:red")):
-            err = np.array([e[f"{key}_err"] for e in errors])
-            if dense:
-                ok = np.isfinite(x) & np.isfinite(err)
-                ax.fill_betweenx(om, x - err, x + err, where=ok, color=color, alpha=0.25, lw=0)
-            else:
-                ax.errorbar(x, om, xerr=np.where(np.isfinite(err), err, 0.0), fmt="none", ecolor=color, capsize=3)
-    if np.isfinite(ss).any():
-        ax.plot(ss, om, mark("v") + ":", color="tab:blue", label="semantic branch end")
-    if np.isfinite(sp).any():
-        numeric = np.array([b.positional_end_kind == "solver failure" for b in rows])
-        ax.plot(np.where(~numeric, sp, np.nan), om, mark("^") + ":", color="tab:red", label="positional branch end")
-        if numeric.any():
-            ax.plot(np.where(numeric, sp, np.nan), om, "^", mfc="none", color="tab:red",
+        fig, (ax, ex) = plt.subplots(1, 2, figsize=(9.6, 5.8), sharey=True, gridspec_kw={"width_ratios": [2.4, 1]})
+    else:
+        fig, ax = plt.subplots(figsize=(6.4, 5.8))
+        ex = None
+    order = np.argsort(om)
+    for key, label, color, marker, ls in SERIES:
+        x = np.array([getattr(b, key) for b in rows], dtype=float)
+        if not np.isfinite(x).any() and key not in ("alpha_c", "alpha_l"):
+            continue
+        failed = np.zeros(len(rows), dtype=bool)
+        if key == "positional_end":
+            failed = np.array([b.positional_end_kind == "solver failure" for b in rows])
+        shown = np.where(~failed, x, np.nan)
+        if np.isfinite(shown).any() or key in ("alpha_c", "alpha_l"):
+            ax.plot(shown[order], om[order], mark(marker) + ls, color=color, lw=2 if key == "alpha_c" else 1.5,
+                    label=label)
+        if failed.any():
+            ax.plot(np.where(failed, x, np.nan), om, marker, mfc="none", color=color,
                     label="positional: solver failed beyond")
-    xs = ac[np.isfinite(ac)]
+        if errors is None:
+            continue
+        err = np.array([e.get(f"{key}_err", math.nan) for e in errors], dtype=float)
+        ok = np.isfinite(x) & np.isfinite(err)
+        if ok.any():
+            lo, hi = np.where(ok, x - err, np.nan), np.where(ok, x + err, np.nan)
+            ax.fill_betweenx(om[order], lo[order], hi[order], where=ok[order], color=color, alpha=0.3, lw=0,
+                             label=r"bands: $\pm$ 1 standard error (right: their size)" if key == "alpha_c" else None,
+                             gid=f"band_{key}")
+            if not dense:
+                ax.errorbar(x[ok], om[ok], xerr=err[ok], fmt="none", ecolor=color, capsize=4, lw=1.2)
+            ex.plot(err[ok][np.argsort(om[ok])], np.sort(om[ok]), mark(marker) + "-", color=color, ms=5,
+                    gid=f"err_{key}")
+    xs = np.array([b.alpha_c for b in rows], dtype=float)
+    xs = xs[np.isfinite(xs)]
     mid = float(np.nanmedian(xs)) if xs.size else alpha_max / 2
-    ymid = float(np.mean(om))
-    ax.text(0.5 * mid, ymid, "positional", ha="center", color="tab:red", fontsize=12, alpha=0.8)
-    ax.text(0.5 * (mid + alpha_max), ymid, "semantic", ha="center", color="tab:blue", fontsize=12, alpha=0.8)
+    # the regions' names: between the rows (above the only one), the semantic one kept inside the axes
+    ymid = float(np.mean(om)) + (0.025 if len(rows) == 1 else 0.0)
+    ax.text(0.5 * mid, ymid, "positional", ha="center", va="center", color="tab:red", fontsize=12, alpha=0.8)
+    right = alpha_max - mid < 0.3 * alpha_max
+    ax.text(0.98 * alpha_max if right else 0.5 * (mid + alpha_max), ymid, "semantic", ha="right" if right else "center",
+            va="center", color="tab:blue", fontsize=12, alpha=0.8)
     ax.set_xlim(0, alpha_max)
     ax.set_xlabel(r"sample complexity $\alpha = n/d$")
     ax.set_ylabel(r"$\omega$ (weight of the positional teacher $A$)")
-    ax.set_title("Phase diagram (global minimiser of the training loss)")
-    ax.legend(fontsize=8, loc="best")
+    ax.set_title("Phase diagram (global minimiser of the training loss)", fontsize=11)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)
     ax.grid(alpha=0.3)
+    if len(rows) == 1:
+        ax.set_ylim(om[0] - 0.05, om[0] + 0.05)
+    if ex is not None:
+        drawn = np.concatenate([np.asarray(line.get_xdata(), dtype=float) for line in ex.get_lines()] + [np.array([])])
+        drawn = drawn[np.isfinite(drawn) & (drawn > 0)]
+        if drawn.size:
+            ex.set_xscale("log")
+            lo, hi = drawn.min(), drawn.max()
+            ex.set_xlim(10 ** math.floor(math.log10(lo) - 0.15), 10 ** math.ceil(math.log10(hi) + 0.15))
+            ex.xaxis.set_minor_formatter(NullFormatter())
+        else:
+            ex.text(0.5, 0.5, "no error bars estimated", transform=ex.transAxes, ha="center", fontsize=9)
+        ex.set_xlabel(r"standard error of the boundary (in $\alpha$)")
+        ex.set_title("standard errors (log scale)", fontsize=11)
+        ex.grid(alpha=0.3, which="both")
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
+    return fig
 
 
 def plot_branch_curves(
-    sem: BranchSweep, pos: BranchSweep, eps_lin: float, alpha_c: float, alpha_l: float, path: str | Path, title: str
-) -> None:
-    """eps_g, m, theta and Delta e_t against alpha for both branches, with eps_lin."""
+    sem: BranchSweep, pos: BranchSweep, eps_lin: float, alpha_c: float, alpha_l: float, path: str | Path, title: str,
+    alpha_max: float | None = None,
+):
+    """eps_g, m, theta and Delta e_t against alpha for both branches, with eps_lin; returns the Figure.
+
+    ``alpha_max``: the alpha axis ends there (the branches may be followed further: the positional one
+    to the search limit); the points beyond are left out."""
     def arr(sw: BranchSweep, key: str) -> tuple[np.ndarray, np.ndarray]:
         # the grid points, then the points traced towards the branch's end (ordered along the branch)
         pts = sorted(sw.on_branch(), key=lambda p: -p.alpha) + list(sw.end.points)
+        pts = [p for p in pts if alpha_max is None or p.alpha <= alpha_max]
         if sw.branch != "semantic":
             pts = sorted(pts, key=lambda p: p.alpha)
         return np.array([p.alpha for p in pts]), np.array([p.record[key] for p in pts])
@@ -130,7 +176,10 @@ def plot_branch_curves(
         ax.set_xlabel(r"$\alpha$")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
+        if alpha_max is not None:
+            ax.set_xlim(0, alpha_max)
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return fig

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from attnphase.execution import ExecutorSpec, ResultStore, run_tasks
-from attnphase.execution.dataset import job_attrs, write_netcdf
+from attnphase.execution.dataset import Variable, annotate, job_attrs, write_netcdf
 from attnphase.execution.progress import TaskBar, failure_summary, job_summary
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.jobs.tasks import numerics_version, rank_boundaries_task
@@ -33,9 +33,38 @@ def failed_row(params: ModelParams, reason: str) -> RankBoundaries:
                           (f"task failed: {reason}",), {})
 
 
+def rank_variable(name: str) -> Variable | None:
+    """The rank-r phase diagram's columns (:mod:`attnphase.numerics.jobs.variables` for the shared ones); its
+    ``<boundary>_err`` are the final bracket widths of the root searches, not standard errors."""
+    from attnphase.numerics.jobs.variables import VARIABLES, lookup
+
+    branch = next((b for b in ("semantic", "positional", "mixed") if name.startswith(b + "_")), None)
+    if name.endswith("_err"):
+        of = rank_variable(name[:-4])
+        return Variable(name, f"bracket width of {of.long_name}", of.units,
+                        "the final bracket of the root search; the boundary lies within it") if of else None
+    if branch is not None:
+        what = {"end": (f"alpha where the {branch} branch ends", "1"),
+                "exists": (f"side of its end on which the {branch} branch exists (above, below)", None),
+                "end_kind": (f"what the solve beyond the {branch} branch's end gave", None)}.get(name[len(branch) + 1:])
+        return Variable(name, *what) if what else None
+    table = {
+        "r": Variable("r", "student rank r"), "r_star": Variable("r_star", "teacher rank r*"),
+        "alpha_c_from": Variable("alpha_c_from", "branch of the global minimum below alpha_c", None),
+        "alpha_c_to": Variable("alpha_c_to", "branch of the global minimum above alpha_c", None),
+        "alpha_c_method": Variable("alpha_c_method", "how alpha_c was located", None),
+        "alpha_l_branch": Variable("alpha_l_branch", "branch whose test error crosses eps_lin at alpha_l", None),
+        "end_method": Variable("end_method", "how the branch ends were located", None),
+        "on_branch": Variable("on_branch", "1 where the solve converged on the branch, 0 where not, NaN: not solved"),
+        "branch": Variable("branch", "branch of the rank-r state evolution", None),
+    }
+    return table.get(name) or VARIABLES.get(name) or lookup(name)
+
+
 def rank_dataset(rows: Sequence[RankBoundaries], alphas: Sequence[float], attrs: dict) -> Any:
-    """Dimensions omega, branch, alpha: every numeric column of the rows over omega, and the branch
-    curves e_t, eps_g, on_branch over (branch, omega, alpha)."""
+    """Dimensions omega, branch, alpha: every column of the rows over omega (text where a column is text),
+    and the branch curves e_t, eps_g, on_branch over (branch, omega, alpha); names, long names and units
+    as in the CSV (:func:`rank_variable`, CF conventions: :mod:`attnphase.execution.dataset`)."""
     import xarray as xr
 
     r = rows[0].r
@@ -58,19 +87,23 @@ def rank_dataset(rows: Sequence[RankBoundaries], alphas: Sequence[float], attrs:
                     n = grid.index(alpha)
                     curves["e_t"][i, j, n], curves["eps_g"][i, j, n], curves["on_branch"][i, j, n] = e_t, eps_g, float(on)
     for k, v in curves.items():
-        dv[k] = (("branch", "omega", "alpha"), v)
-    return xr.Dataset(dv, coords={"omega": [b.omega for b in rows], "branch": branches, "alpha": grid}, attrs=attrs)
+        dv[k] = (("branch", "omega", "alpha"), v, {"comment": "on each branch over the alpha grid"})
+    ds = xr.Dataset(dv, coords={"omega": [b.omega for b in rows], "branch": branches, "alpha": grid}, attrs=attrs)
+    return annotate(ds, rank_variable)
 
 
-def plot_rank_diagram(rows: Sequence[RankBoundaries], path: Path) -> None:
-    """Left: alpha_c, alpha_l and the branch ends in the (alpha, omega) plane, error bars = bracket widths.
-    Right: e_t of each branch minus the lowest one, over alpha, at the first omega."""
+def plot_rank_diagram(rows: Sequence[RankBoundaries], path: Path):
+    """Left: alpha_c, alpha_l and the branch ends in the (alpha, omega) plane, error bars = bracket widths;
+    middle: those bracket widths on a log scale (at the plane's scale a bar may be thinner than its marker);
+    right: e_t of each branch minus the lowest one, over alpha, at the first omega.  Returns the Figure."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.5))
+    fig, (ax, wx, bx) = plt.subplots(1, 3, figsize=(14, 5.4), gridspec_kw={"width_ratios": [2.2, 1, 2.2]})
+    wx.sharey(ax)
     om = np.array([b.omega for b in rows])
     series = [("alpha_c", "o-", "k"), ("alpha_l", "s--", "tab:green")] + [
         (f"{br}_end", m, c) for br, m, c in zip(rank_branches(rows[0].r), ("v:", "^:", "d:"),
@@ -85,10 +118,29 @@ def plot_rank_diagram(rows: Sequence[RankBoundaries], path: Path) -> None:
             if np.isfinite(xs).any():
                 ax.errorbar(xs, om, xerr=np.where(np.isfinite(err), err, 0.0), fmt=fmt, color=color, mfc=face,
                             capsize=3, label=label)
+        shown = np.isfinite(x) & np.isfinite(err) & (err > 0)
+        if shown.any():
+            wx.plot(err[shown], om[shown], fmt[0] + "-", color=color, gid=f"width_{key}")
     ax.set_xlabel(r"$\alpha$")
     ax.set_ylabel(r"$\omega$")
+    ax.set_xlim(left=0)
     ax.set_title(f"rank r = {rows[0].r}, r* = {rows[0].r_star}")
-    ax.legend(fontsize=8)
+    missing = [k for k in ("alpha_c", "alpha_l") if not np.isfinite([t[k] for t in table]).any()]
+    if missing:
+        ax.text(0.01, 0.01, " and ".join(missing) + ": not found in the alpha range (see the notes)",
+                transform=ax.transAxes, fontsize=8)
+    widths = np.concatenate([np.asarray(li.get_xdata(), dtype=float) for li in wx.get_lines()] + [np.array([])])
+    if widths.size:
+        wx.set_xscale("log")
+        wx.set_xlim(10 ** math.floor(math.log10(widths.min()) - 0.15), 10 ** math.ceil(math.log10(widths.max()) + 0.15))
+        wx.xaxis.set_minor_formatter(NullFormatter())
+    else:
+        wx.text(0.5, 0.5, "no bracket", transform=wx.transAxes, ha="center")
+    wx.set_xlabel(r"bracket width (in $\alpha$)")
+    wx.set_title("error bars (log scale)")
+    wx.grid(alpha=0.3, which="both")
+    wx.tick_params(labelleft=False)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     ax.grid(alpha=0.3)
     first = rows[0]
     curves = {br: [(a, e) for a, on, e, _ in c if on] for br, c in first.curves.items()}
@@ -105,6 +157,7 @@ def plot_rank_diagram(rows: Sequence[RankBoundaries], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return fig
 
 
 def _cell(x: Any, err: Any = None) -> str:
@@ -181,7 +234,8 @@ def run_rank_scan(field: str, values: Sequence[Any], models: Sequence[ModelParam
                                                      tags=[f"{field}={v} " for v in values for _ in omegas])
     n, version = len(omegas), numerics_version()
     attrs = job_attrs("scan", version=version, model=models[0].to_dict() | {"omega": "scanned", field: "scanned"},
-                      solver=config.as_dict(), rule=config.quadrature, command=command, scanned=field)
+                      solver=config.as_dict(), rule=config.quadrature, command=command, scanned=field,
+                      title=f"Rank-{models[0].r} phase diagram of dot-product attention over {field} and omega")
     coord = [v if isinstance(v, (int, float)) else str(v) for v in values]
     table, parts = [], []
     for i, v in enumerate(coord):
@@ -193,7 +247,10 @@ def run_rank_scan(field: str, values: Sequence[Any], models: Sequence[ModelParam
             print(f"{field} = {v}:")
         print_rank_table(part)
     (out_dir / "scan.csv").write_text(csv_text(table, (field,) + rank_columns(models[0].r)))
-    write_netcdf(xr.concat(parts, dim=xr.DataArray(coord, dims=field, name=field)), out_dir / "scan.nc")
+    from attnphase.numerics.jobs.variables import lookup
+
+    scan = xr.concat(parts, dim=xr.DataArray(coord, dims=field, name=field))
+    write_netcdf(annotate(scan, lambda n: lookup(n) if n == field else rank_variable(n)), out_dir / "scan.nc")
     summary = {"scanned": field, "values": coord, "rank": models[0].r, "teacher_rank": teacher_rank(models[0]),
                "omegas": list(omegas), "alphas": sorted(alphas), "solver": config.as_dict(), "rows": plain_json(table),
                "tasks": counts | {"failures": failures}, "dataset": "scan.nc", "code_version": version,
@@ -215,7 +272,8 @@ def run_rank_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas:
                                                      fresh=fresh, quiet=quiet)
     (out_dir / "phase_diagram.csv").write_text(csv_text([b.row() for b in rows], rank_columns(params.r)))
     attrs = job_attrs("phase-diagram", version=version, model=params.to_dict() | {"omega": "scanned"},
-                      solver=config.as_dict(), rule=config.quadrature, command=command)
+                      solver=config.as_dict(), rule=config.quadrature, command=command,
+                      title=f"Rank-{params.r} phase diagram of dot-product attention over omega")
     write_netcdf(rank_dataset(rows, alphas, attrs), out_dir / "phase_diagram.nc")
     plot_rank_diagram(rows, out_dir / "phase_diagram.png")
     meta = {"params": params.to_dict(), "rank": params.r, "teacher_rank": teacher_rank(params),

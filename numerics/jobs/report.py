@@ -246,13 +246,15 @@ def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float]
     from attnphase.execution.dataset import job_attrs, write_netcdf
     from attnphase.numerics.jobs.dataset import boundaries_dataset
     from attnphase.numerics.jobs.plots import plot_branch_curves, plot_phase_diagram
+    from attnphase.numerics.jobs.variables import described
 
     write_boundary_csv(out / "phase_diagram.csv", table, bool(errors))
     plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=alpha_max_of(rows, alphas), errors=errors)
     cells = [{"at": {"omega": b.omega}, "b": b, "err": errors[i] if errors else None, "status": o.status
               if o.ok else "failed", "error": o.error} for i, (b, o) in enumerate(zip(rows, runs.outcomes))]
     attrs = job_attrs("phase-diagram", version=version, model=params.to_dict() | {"omega": "scanned"},
-                      solver=cfg.as_dict(), rule=cfg.quadrature, command=command, error_estimate=error_estimate)
+                      solver=cfg.as_dict(), rule=cfg.quadrature, command=command, error_estimate=error_estimate,
+                      title="Phase diagram of dot-product attention: alpha_c, alpha_l and the branch ends over omega")
     write_netcdf(boundaries_dataset(cells, ("omega",), {"omega": [float(w) for w in omegas]}, alphas, attrs),
                  out / "phase_diagram.nc")
     if curves is not None and curves.semantic is not None and curves.semantic.points:
@@ -261,6 +263,7 @@ def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float]
             curves.semantic, curves.positional, curves.semantic.points[0].observables.eps_lin,
             curves.alpha_c, curves.alpha_l, out / f"curves_omega{CURVES_OMEGA}.png",
             title=f"omega = {CURVES_OMEGA}, sigma = {pc.sigma_value}, lambda = {pc.lam}",
+            alpha_max=alpha_max_of([curves], alphas),
         )
     meta = {
         "params": params.to_dict(),
@@ -272,6 +275,7 @@ def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float]
         "rows": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()} for r in table],
         "tasks": runs.counts | {"failures": runs.failures},
         "dataset": "phase_diagram.nc",
+        "variables": described(CSV_COLUMNS + (ERROR_COLUMNS if errors else ())),
         "code_version": version,
         "seconds": time.perf_counter() - t0,
     }

@@ -39,7 +39,7 @@ NUMERICS_CODE = ("attnphase.theory", "attnphase.numerics")
 #: ... but for the modules that only present results (tables, figures, datasets, the commands):
 #: an edit there keeps a job's stored tasks valid.
 PRESENTATION = ("commands/", "jobs/report.py", "jobs/rank_report.py", "jobs/plots.py", "jobs/dataset.py",
-                "cli.py", "latex.py", "notes.py")
+                "jobs/variables.py", "cli.py", "latex.py", "notes.py")
 
 
 def numerics_version() -> str:
@@ -50,7 +50,8 @@ def boundaries_task(params: ModelParams, alphas: Sequence[float], config: Solver
                     tag: str = "", version: str | None = None, whole: bool = False) -> Task:
     """phase_boundaries at ``params`` on the grid ``alphas`` with ``config.variant(replicate)``;
     ``tag`` prefixes the label (the scanned parameter's value).  ``whole``: the positional branch
-    also over the grid below the boundaries' range (:func:`~attnphase.numerics.phase.boundaries.whole_positional_branch`)."""
+    also over the grid below the boundaries' range, refined between its points, for the curves' figure
+    (:func:`~attnphase.numerics.phase.boundaries.curves_branch`)."""
     cfg = config.variant(replicate) if replicate else config
     identity = {"params": params.to_dict(), "alphas": list(alphas), "config": cfg.as_dict()} | (
         {"whole_positional_branch": True} if whole else {})

@@ -335,7 +335,7 @@ def boundaries_job(job: tuple) -> Boundaries:
     params, alphas, config = job[:3]
     b = phase_boundaries(params, alphas, config=config)
     if len(job) > 3 and job[3]:
-        b = replace(b, positional=whole_positional_branch(params, alphas, b.positional, config))
+        b = replace(b, positional=curves_branch(params, alphas, b.positional, config))
     return replace(b, semantic=_portable(b.semantic), positional=_portable(b.positional))
 
 
@@ -359,6 +359,39 @@ def whole_positional_branch(params: ModelParams, alphas: Sequence[float] | None,
     low = (sweep(params, lower, "positional", config=config, direction="down", start=start, past_end=False)
            if start is not None else sweep(params, lower, "positional", config=config, past_end=False))
     return BranchSweep(pos.branch, low.points + pos.points, pos.end, pos.end_side)
+
+
+def curves_branch(params: ModelParams, alphas: Sequence[float] | None, pos: BranchSweep,
+                  config: SolverConfig | None = None) -> BranchSweep:
+    """The positional branch the curves' figure draws: the whole branch on the grid
+    (:func:`whole_positional_branch`), refined between its points up to the grid's end (:func:`refined_branch`)."""
+    grid = sorted(float(a) for a in (np.linspace(*DEFAULT_ALPHA_RANGE, 12) if alphas is None else alphas))
+    return refined_branch(params, whole_positional_branch(params, alphas, pos, config), config, upto=grid[-1])
+
+
+#: Points the curves' figure adds between two neighbouring points of the positional branch on the grid.
+CURVE_REFINEMENT = 2
+
+
+def refined_branch(params: ModelParams, sw: BranchSweep, config: SolverConfig | None = None, *,
+                   upto: float = math.inf) -> BranchSweep:
+    """``sw`` with CURVE_REFINEMENT points added between each two neighbouring points on the branch up
+    to ``upto``, each solved warm from the lower one (one that leaves the branch is dropped), so that
+    a figure draws the branch as a curve; the points in increasing alpha, no per-point errors."""
+    on = [p for p in sw.on_branch() if p.alpha <= upto]
+    if len(on) < 2:
+        return sw
+    cfg = config or SolverConfig()
+    p = se_params(params)
+    rule = model_rule(p, cfg)
+    added = []
+    for lo, hi in zip(on, on[1:]):
+        for k in range(1, CURVE_REFINEMENT + 1):
+            fp = solve(p, lo.alpha + (hi.alpha - lo.alpha) * k / (CURVE_REFINEMENT + 1), sw.branch,
+                       init=lo.overlaps, config=cfg, rule=rule)
+            if on_branch(fp, sw.branch):
+                added.append(fp)
+    return replace(sw, points=sorted(sw.points + added, key=lambda q: q.alpha), errors=())
 
 
 def _portable(sw: BranchSweep | None) -> BranchSweep | None:

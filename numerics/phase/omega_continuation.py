@@ -29,7 +29,7 @@ import math
 from dataclasses import replace
 from typing import Sequence
 
-from attnphase.numerics.phase.boundaries import Boundaries, _portable, phase_boundaries, whole_positional_branch
+from attnphase.numerics.phase.boundaries import Boundaries, _portable, curves_branch, phase_boundaries
 from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, refine_alpha_c, refined_alpha_l
 from attnphase.numerics.phase.brackets import ALPHA_LIMIT, BranchLost, first_solvable, grid_extension
 from attnphase.numerics.phase.branch_end import BranchEnd, bifurcation_from, on_branch
@@ -353,6 +353,6 @@ def boundaries_chain(params: ModelParams, alphas: Sequence[float], anchor: float
             prev.append(b)
             rows.append(b)
     if whole:
-        rows[0] = replace(start, positional=whole_positional_branch(p0, alphas, start.positional, config))
+        rows[0] = replace(start, positional=curves_branch(p0, alphas, start.positional, config))
     return [replace(b, semantic=_portable(b.semantic), positional=_portable(b.positional))
             for b in sorted(rows, key=lambda b: b.omega)]

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from attnphase.execution.dataset import job_attrs
+from attnphase.execution.dataset import Variable, job_attrs
 from attnphase.validation.histogram.experiment import ExperimentResult
 
 CURVE_FIELDS = ("train_loss", "train_acc", "val_loss", "val_acc")
@@ -30,6 +30,7 @@ CURVE_FIELDS = ("train_loss", "train_acc", "val_loss", "val_acc")
 
 def histogram_attrs(result: ExperimentResult, version: str, command: str = "") -> dict[str, Any]:
     return job_attrs("histogram", version=version, command=command, config=dataclasses.asdict(result.config),
+                     title="The histogram task of section 2: positional and semantic attention, trained",
                      seed=result.seed, device=result.device, n_train=result.n_train, n_val=result.n_val,
                      majority_acc=result.majority_acc)
 
@@ -42,8 +43,11 @@ def histogram_dataset(result: ExperimentResult, status: Mapping[str, str], attrs
     vs = [result.variants[n] for n in names]
     nan = float("nan")
 
-    def per_variant(values: list[Any], description: str) -> tuple[tuple[str], np.ndarray, dict[str, str]]:
-        return ("variant",), np.asarray(values), {"description": description}
+    def per_variant(values: list[Any], long_name: str, units: str | None = "1") -> tuple[tuple[str], np.ndarray, dict[str, str]]:
+        arr = np.asarray(values)
+        if arr.dtype.kind in "US":
+            return ("variant",), arr.astype(object), Variable("", long_name, None).attrs()
+        return ("variant",), arr, Variable("", long_name, units).attrs()
 
     dv: dict[str, Any] = {
         "restriction": per_variant([v.restriction for v in vs], "what the attention's queries and keys see"),
@@ -52,7 +56,7 @@ def histogram_dataset(result: ExperimentResult, status: Mapping[str, str], attrs
         "score": per_variant([v.score.score for v in vs], "attention score r_sem - r_pos"),
         "r_sem": per_variant([v.score.r_sem for v in vs], "correlation with the token-equality matrix"),
         "r_pos": per_variant([v.score.r_pos for v in vs], "correlation with the mean attention pattern"),
-        "train_seconds": per_variant([v.train_seconds for v in vs], "wall time of the variant's task"),
+        "train_seconds": per_variant([v.train_seconds for v in vs], "wall time of the variant's task", "s"),
         "status": per_variant([status.get(n, "") for n in names], "task status"),
         "source": per_variant([v.reparam.source if v.reparam else "" for v in vs], "restricted variant embedded"),
     }
@@ -68,11 +72,26 @@ def histogram_dataset(result: ExperimentResult, status: Mapping[str, str], attrs
         curve = np.full((len(vs), n_epochs), nan)
         for i, v in enumerate(vs):
             curve[i, : len(v.curve)] = [getattr(rec, field) for rec in v.curve]
-        dv[f"curve_{field}"] = (("variant", "epoch"), curve, {"description": f"{field} after each epoch (0: before)"})
+        dv[f"curve_{field}"] = (("variant", "epoch"), curve,
+                                Variable("", CURVE_NAMES[field], "1", "NaN past the variant's last epoch").attrs())
     dv["attention"] = (("variant", "example", "query", "key"), np.stack([result.attention[n].numpy() for n in names]),
-                       {"description": "attention weights on the plotted validation inputs"})
-    dv["tokens"] = (("example", "position"), result.examples.numpy(), {"description": "the plotted validation inputs"})
+                       Variable("", "attention weight of the query position on the key position, on the plotted "
+                                "validation inputs").attrs())
+    dv["tokens"] = (("example", "position"), result.examples.numpy(),
+                    Variable("", "token of the plotted validation input at each position").attrs())
     L = result.config.seq_len
-    coords = {"variant": names, "epoch": np.arange(n_epochs), "example": np.arange(result.examples.shape[0]),
-              "query": np.arange(L), "key": np.arange(L), "position": np.arange(L)}
+    index = {"variant": ("variant of the attention model", None), "epoch": ("training epoch (0: before training)", "1"),
+             "example": ("index of the plotted validation input", "1"), "query": ("query position", "1"),
+             "key": ("key position", "1"), "position": ("position in the sequence", "1")}
+    coords = {"variant": ("variant", np.array(names, dtype=object)), "epoch": ("epoch", np.arange(n_epochs)),
+              "example": ("example", np.arange(result.examples.shape[0])), "query": ("query", np.arange(L)),
+              "key": ("key", np.arange(L)), "position": ("position", np.arange(L))}
+    coords = {k: (dim, v, Variable(k, *index[k]).attrs()) for k, (dim, v) in coords.items()}
     return xr.Dataset(dv, coords=coords, attrs=attrs)
+
+
+#: The long names of the training curves (``curve_<field>``).
+CURVE_NAMES = {"train_loss": "training cross-entropy after each epoch",
+               "train_acc": "per-position training accuracy after each epoch",
+               "val_loss": "validation cross-entropy after each epoch",
+               "val_acc": "per-position validation accuracy after each epoch"}

@@ -1,16 +1,22 @@
-"""Attention-map figures (matplotlib's object API with the Agg canvas; no pyplot state)."""
+"""The histogram task's figures: attention maps and learning curves (matplotlib's object API with the Agg
+canvas; no pyplot state)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from attnphase.validation.histogram.data import token_equality
+
+if TYPE_CHECKING:
+    from attnphase.validation.histogram.experiment import VariantResult
 
 EQUALITY = "token equality"
 """Column name of the reference panel showing ``1[x_i = x_j]``."""
@@ -69,3 +75,46 @@ def plot_attention_grid(
                      aspect=25, label=label)
     fig.savefig(path, dpi=110)
     return path
+
+
+def plot_learning_curves(variants: Mapping[str, "VariantResult"], path: Path, *, majority_acc: float | None = None
+                         ) -> Figure:
+    """Save the training curves of every variant (``curves_<variant>.csv`` drawn) and return the Figure.
+
+    Top row: the variants trained from scratch (Adam); bottom row: the re-parameterised ones, whose
+    curve is their SGD retraining from the embedded restricted model (epoch 0: just embedded).  Left:
+    cross-entropy, right: per-position accuracy; training solid, validation dashed, one colour per
+    variant; the majority-class baseline on the accuracy panels.
+    """
+    groups = [("trained from scratch", [n for n, v in variants.items() if v.reparam is None]),
+              ("re-parameterised, then retrained", [n for n, v in variants.items() if v.reparam is not None])]
+    groups = [(title, names) for title, names in groups if names]
+    if not groups:
+        raise ValueError("nothing to plot: no variant")
+    fig = Figure(figsize=(11, 3.6 * len(groups) + 0.4), constrained_layout=True)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(groups), 2, squeeze=False)
+    colours = {n: f"C{i}" for i, n in enumerate(variants)}
+    for row, (title, names) in enumerate(groups):
+        loss, acc = axes[row]
+        for name in names:
+            curve = variants[name].curve
+            epochs = [rec.epoch for rec in curve]
+            for ax, field in ((loss, "loss"), (acc, "acc")):
+                ax.plot(epochs, [getattr(rec, f"train_{field}") for rec in curve], "-", color=colours[name],
+                        marker="." if len(epochs) < 30 else None, label=f"{name}, training")
+                ax.plot(epochs, [getattr(rec, f"val_{field}") for rec in curve], "--", color=colours[name],
+                        label=f"{name}, validation")
+        if majority_acc is not None:
+            acc.axhline(majority_acc, color="grey", ls=":", lw=1.2, label="majority-class baseline")
+        loss.set_yscale("log")
+        loss.set_ylabel("cross-entropy")
+        acc.set_ylabel("per-position accuracy")
+        for ax in (loss, acc):
+            ax.set_xlabel("SGD retraining epoch" if "re-param" in title else "Adam epoch")
+            ax.set_title(f"{'loss' if ax is loss else 'accuracy'}: {title}", fontsize=10)
+            ax.grid(alpha=0.3, which="both")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        acc.legend(fontsize=8, loc="lower right", ncol=1 if len(names) < 4 else 2)
+    fig.savefig(path, dpi=110)
+    return fig

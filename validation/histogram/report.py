@@ -7,6 +7,7 @@ Files written to the output directory:
 * ``params.json``: how the run was made (see :func:`params`).
 * ``curves_<variant>.csv``: the training curve of each variant, columns
   ``epoch,train_loss,train_acc,val_loss,val_acc`` (epoch 0 = before training).
+* ``learning_curves.png``: those curves drawn: loss and accuracy, training and validation, per variant.
 * ``attention_maps.png``: positional-only vs semantic-only attention on a few
   validation inputs, with the token-equality matrix for reference.
 * ``attention_unrestricted.png``: the unrestricted and re-parameterised variants on
@@ -26,7 +27,7 @@ from typing import Any
 import torch
 
 from attnphase.validation.histogram.experiment import ExperimentResult, VariantResult
-from attnphase.validation.histogram.plots import plot_attention_grid
+from attnphase.validation.histogram.plots import plot_attention_grid, plot_learning_curves
 from attnphase.validation.histogram.scores import AttentionScore
 
 SUMMARY_KEYS = ("restriction", "val_acc", "val_loss", "score", "r_sem", "r_pos", "train_seconds")
@@ -172,6 +173,7 @@ def render_markdown(result: ExperimentResult) -> str:
         "variants add " + ", ".join(REPARAM_KEYS) + " (`before` = metrics before retraining).",
         "* `params.json`: seed, device, configuration, data sizes, majority baseline, timing.",
         "* `curves_<variant>.csv`: " + ", ".join(CURVE_COLUMNS) + " (epoch 0 = before training).",
+        "* `learning_curves.png`: the curves drawn (loss and accuracy, training and validation, per variant).",
         "* `attention_maps.png`: positional-only vs semantic-only attention on "
         f"{result.examples.shape[0]} validation inputs (ticks = tokens).",
         "* `attention_unrestricted.png`: unrestricted and re-parameterised variants on the same inputs.",
@@ -191,6 +193,8 @@ def write_report(result: ExperimentResult, out_dir: Path) -> dict[str, Path]:
     for name, variant in result.variants.items():
         key = f"curves_{name}.csv"
         written[key] = write_curves(variant, out_dir / key)
+    plot_learning_curves(result.variants, out_dir / "learning_curves.png", majority_acc=result.majority_acc)
+    written["learning_curves.png"] = out_dir / "learning_curves.png"
     restricted = [n for n in ("positional", "semantic") if n in result.attention]
     if restricted:
         written["attention_maps.png"] = plot_attention_grid(

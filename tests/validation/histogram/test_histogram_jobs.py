@@ -110,6 +110,12 @@ def test_command_resumes_from_the_store_and_fresh_recomputes(tiny_quick, tmp_pat
     from attnphase.execution.dataset import open_dataset
 
     ds = open_dataset(out / "histogram.nc")
+    import xarray as xr
+
+    from attnphase.execution.dataset import cf_problems
+
+    with xr.open_dataset(out / "histogram.nc") as raw:  # the file follows the CF conventions
+        assert cf_problems(raw.load()) == [] and raw["curve_val_acc"].attrs["long_name"]
     assert list(ds["variant"].values) == list(in_process.variants)
     assert ds["val_acc"].sel(variant="semantic_reparam").item() == in_process.variants["semantic_reparam"].val_acc
     assert ds.attrs["seed"] == 5 and json.loads(ds.attrs["config"])["n_samples"] == TINY.n_samples

@@ -1,0 +1,104 @@
+"""The variables of the numerics' outputs: one name, one meaning and one unit in CSV, JSON and netCDF.
+
+Every column the numerics' jobs write -- ``solve --json`` keys, the sweep, phase-diagram, scan and
+census tables, the variables of their datasets (:mod:`attnphase.numerics.jobs.dataset`) -- is an entry of
+:data:`VARIABLES` (:class:`~attnphase.execution.dataset.Variable`: name, long_name, units), in the
+symbols of docs/model.md.  Overlaps and errors are dimensionless (units "1").  A standard error
+``err_X`` (sweep, solve, census) or ``X_err`` (the boundaries' tables) is looked up as the standard
+error of X (:func:`lookup`).  The table's order is no file's order: each writer keeps its columns
+(:data:`SWEEP_COLUMNS` for the sweep's CSV and dataset).
+"""
+
+from __future__ import annotations
+
+from attnphase.execution.dataset import Variable, table_lookup, variables_map
+from attnphase.numerics.commands.point_record import RECORD_KEYS, RESULT_KEYS
+
+
+def _v(name: str, long_name: str, units: str | None = "1", comment: str = "") -> tuple[str, Variable]:
+    return name, Variable(name, long_name, units, comment)
+
+
+_BRANCH_END = ("where the branch's fixed point ceases to exist: bifurcation (its order parameter reaches 0), fold, "
+               "or solver failure (no converged solve beyond: may be numerical)")
+
+VARIABLES: dict[str, Variable] = dict([
+    # the model (docs/model.md section 1) and the grid
+    _v("alpha", "sample complexity alpha = n/d"),
+    _v("omega", "weight omega of the positional teacher A"),
+    _v("sigma", "token standard deviation sigma_l", comment="one number, or the per-token values as text"),
+    _v("lam", "ridge penalty lambda"),
+    _v("rho0", "teacher norm rho0 (Q*^T Q*/d = rho0 I)"),
+    _v("L", "sequence length L"),
+    # a fixed point of the state evolution (section 4) and its observables (section 5)
+    _v("branch", "branch of the fixed point reached (semantic, positional, agnostic)", None),
+    _v("q", "self-overlap q = |Q|^2/d"),
+    _v("m", "positional overlap m = p_1.Q/sqrt(d)"),
+    _v("V", "variance overlap V"),
+    _v("theta", "semantic overlap theta = Q.Q*/d"),
+    _v("eps_g", "test error eps_g"),
+    _v("e_t", "training loss per dimension e_t (-Phi)"),
+    _v("eps_lin", "test error eps_lin of the linear baseline"),
+    _v("converged", "1 where the fixed point converged, else 0"),
+    _v("iterations", "iterations of the fixed-point solver"),
+    _v("residual", "residual of the fixed-point solver", comment="relative step of the state-evolution map"),
+    _v("reason", "why the row is not a result on the requested branch (empty: it is)", None),
+    _v("max_relative_error", "largest standard error relative to its value over the fixed point's observables"),
+    # the phase diagram (section 6)
+    _v("alpha_c", "alpha_c, where the global minimum switches from the positional to the semantic branch"),
+    _v("alpha_l", "alpha_l, where the semantic test error drops below eps_lin"),
+    _v("semantic_end", "alpha where the semantic branch ends (followed downward)", comment=_BRANCH_END),
+    _v("positional_end", "alpha where the positional branch ends (followed upward)", comment=_BRANCH_END),
+    _v("alpha_c_coarse", "alpha_c on the solve rule, before the fine-rule Newton correction"),
+    _v("semantic_end_kind", "how the semantic branch ends", None),
+    _v("positional_end_kind", "how the positional branch ends", None),
+    _v("semantic_end_method", "how the semantic branch's end was located", None),
+    _v("positional_end_method", "how the positional branch's end was located", None),
+    _v("notes", "the solver's notes", None),
+    _v("status", "task status (done, stored, failed)", None),
+    _v("error", "the task's error (empty: none)", None),
+    _v("end", "alpha where the branch ends (NaN: it spans the grid)", comment=_BRANCH_END),
+    _v("end_kind", "how the branch ends", None),
+    # the census (numerics.md section 12)
+    _v("stable", "1 where the fixed point is stable under the state-evolution map"),
+    _v("leading_eigenvalue", "leading eigenvalue of the state-evolution Jacobian at the fixed point"),
+    _v("starts", "how many starts reached the fixed point"),
+    _v("rank_in_e_t", "rank of the fixed point by e_t (1: lowest)"),
+    _v("delta_e_t", "e_t above the lowest fixed point's"),
+    _v("separation_paired", "distance to the next fixed point in paired standard errors"),
+    _v("separation_combined", "distance to the next fixed point in combined standard errors"),
+    _v("gauge_angle", "angle of the gauge alignment", "rad"),
+    _v("err_replicates", "number of replicates the error bars come from"),
+    # phase-diagram --census: one row per omega
+    _v("census_alpha", "alpha of the census (alpha_c)"),
+    _v("census_global_min", "branch of the census's lowest fixed point", None),
+    _v("census_fixed_points", "number of distinct fixed points the census found"),
+    _v("census_separation", "e_t gap between the compared pair and the lowest other fixed point, in combined standard errors"),
+    _v("census_beaten_by", "fixed point whose e_t lies below the compared pair's (empty: none)", None),
+])
+#: The rank-r census's invariants of a fixed point, per index i: (column prefix, long name).
+INVARIANTS = {"q0_eig": "eigenvalue {} of Q0", "V0_eig": "eigenvalue {} of V0",
+              "th0_sv": "singular value {} of theta0", "m_norm": "norm of the positional overlap m of position {}"}
+VARIABLES |= dict(_v(f"{k}_found", f"number of rules on which {what} was found")
+                  for k, what in (("alpha_c", "alpha_c"), ("alpha_l", "alpha_l"),
+                                  ("semantic_end", "the semantic branch's end"),
+                                  ("positional_end", "the positional branch's end")))
+
+#: The sweep's columns, in the order of its CSV; its dataset holds each of them over (omega, alpha).
+SWEEP_COLUMNS = RECORD_KEYS + tuple(f"err_{k}" for k in RESULT_KEYS) + ("reason",)
+
+_lookup = table_lookup(VARIABLES)
+
+
+def lookup(name: str) -> Variable | None:
+    """The variable named ``name`` (its standard error for ``err_X`` / ``X_err``; an invariant
+    ``<prefix>_<i>`` of :data:`INVARIANTS`), or None."""
+    prefix, _, index = name.rpartition("_")
+    if prefix in INVARIANTS and index.isdigit():
+        return Variable(name, INVARIANTS[prefix].format(index))
+    return _lookup(name)
+
+
+def described(names) -> dict[str, dict[str, str]]:
+    """A JSON file's ``variables``: ``{name: {"long_name", "units"}}`` of each of ``names`` in the table."""
+    return variables_map(names, lookup)

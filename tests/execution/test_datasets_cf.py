@@ -1,0 +1,218 @@
+"""The jobs' datasets follow the CF conventions (CF-1.10), and name every variable as their CSV and JSON do.
+
+Each dataset is written by its job's own writer (the sweep through the command, the others from the
+writers' functions on small inputs), read back with plain xarray, and checked: by
+:func:`attnphase.execution.dataset.cf_problems` (the attributes CF requires: global attributes, long_name,
+units on numbers, no units on text, numeric monotonic coordinate variables, the ancillary links of every
+error) and by cf-xarray, which must find each error through its value's ``ancillary_variables``.  (The
+CF checker itself needs the UDUNITS-2 C library, which pip does not install.)
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+
+xr = pytest.importorskip("xarray")
+cf_xarray = pytest.importorskip("cf_xarray")
+
+from attnphase.cli import main  # noqa: E402
+from attnphase.execution.dataset import (  # noqa: E402
+    CONVENTIONS, cf_problems, job_attrs, open_dataset, write_netcdf,
+)
+
+
+def assert_cf(path) -> xr.Dataset:
+    """The file at ``path``, as plain xarray reads it, has no CF problem and cf-xarray finds every error."""
+    with xr.open_dataset(path) as raw:
+        ds = raw.load()
+    assert cf_problems(ds) == []
+    assert ds.attrs["Conventions"] == CONVENTIONS and ds.attrs["title"] and ds.attrs["history"]
+    linked = 0
+    for name in ds.data_vars:
+        listed = ds[name].attrs.get("ancillary_variables", "").split()
+        if listed:
+            assert sorted(ds.cf.get_associated_variable_names(name)["ancillary_variables"]) == sorted(listed)
+            linked += 1
+    assert linked, "no variable carries its error"
+    return ds
+
+
+def test_cf_problems_sees_what_cf_requires() -> None:
+    """The check is not vacuous: each rule it enforces fails on a dataset that breaks it."""
+    from attnphase.execution.dataset import Variable, annotate, cf_attrs, table_lookup
+
+    table = {"x": Variable("x", "an observable"), "omega": Variable("omega", "weight omega"),
+             "branch": Variable("branch", "a branch", None), "note": Variable("note", "a note", None)}
+    good = annotate(xr.Dataset({"x": (("omega", "branch"), np.ones((2, 2))), "err_x": (("omega", "branch"), np.ones((2, 2))),
+                                "note": (("omega",), np.array(["a", ""], dtype=object))},
+                               coords={"omega": [0.1, 0.2], "branch": ["s", "p"]}, attrs=cf_attrs("t", "cmd")),
+                    table_lookup(table))
+    assert cf_problems(good) == []
+    assert good["x"].attrs["ancillary_variables"] == "err_x"
+    assert good["err_x"].attrs["long_name"] == "standard error of an observable" and good["err_x"].attrs["units"] == "1"
+    broken = {
+        "no Conventions": good.assign_attrs(Conventions=""),
+        "no units": good.assign(x=good["x"].copy().assign_attrs(units="")),
+        "no long_name": good.assign(note=good["note"].copy().assign_attrs(long_name="")),
+        "text with units": good.assign(note=good["note"].copy().assign_attrs(units="1")),
+        "unlinked error": good.assign(x=good["x"].copy().assign_attrs(ancillary_variables="")),
+        "error units": good.assign(err_x=good["err_x"].copy().assign_attrs(units="s")),
+        "error name": good.assign(err_x=good["err_x"].copy().assign_attrs(long_name="spread")),
+        "description": good.assign(x=good["x"].copy().assign_attrs(description="old")),
+    }
+    for what, ds in broken.items():
+        assert cf_problems(ds), what
+    dup = good.assign_coords(omega=[0.1, 0.1])
+    assert any("monotonic" in p for p in cf_problems(dup))
+    filled = good.copy()
+    filled["omega"].encoding["_FillValue"] = float("nan")  # as xarray writes a float coordinate by default
+    assert any("_FillValue" in p for p in cf_problems(filled)) and cf_problems(good) == []
+
+
+def test_text_dimension_is_an_auxiliary_coordinate_in_the_file_and_an_index_again(tmp_path) -> None:
+    from attnphase.execution.dataset import Variable, annotate, table_lookup
+
+    table = {"x": Variable("x", "x"), "omega": Variable("omega", "omega"), "branch": Variable("branch", "branch", None)}
+    ds = annotate(xr.Dataset({"x": (("omega", "branch"), np.arange(4.0).reshape(2, 2))},
+                             coords={"omega": [0.3, 0.1], "branch": ["semantic", "positional"]},
+                             attrs=job_attrs("test", version="v")), table_lookup(table))
+    write_netcdf(ds, tmp_path / "t.nc")
+    with xr.open_dataset(tmp_path / "t.nc") as raw:
+        assert "branch" not in raw.variables and raw["branch_label"].dims == ("branch",)
+        assert raw["branch_label"].attrs["long_name"] == "branch" and list(raw.omega.values) == [0.1, 0.3]
+    back = open_dataset(tmp_path / "t.nc")
+    assert float(back.x.sel(omega=0.3, branch="positional")) == 1.0 and back.branch.attrs["long_name"] == "branch"
+
+
+def test_sweep_dataset_holds_every_column_of_its_csv(tmp_path, capsys) -> None:
+    """`sweep`: sweep_<branch>.nc has each CSV column (V, err_V, iterations, residual, reason, ...) with the
+    CSV's values, and is CF-conformant; the --json object describes its columns with the same names."""
+    argv = ["sweep", "--omega", "0.3", "--alpha", "1.6,2", "--branch", "semantic", "--quadrature", "sobol8:4",
+            "--out", str(tmp_path), "--quiet", "--json"]
+    assert main(argv) == 0
+    rec = json.loads(capsys.readouterr().out)
+    rows = list(csv.DictReader(open(tmp_path / "sweep_semantic_omega0.3.csv")))
+    ds = assert_cf(tmp_path / "sweep_semantic.nc")
+    columns = set(rows[0]) - {"alpha", "omega"}
+    assert {"V", "err_V", "iterations", "residual", "reason", "sigma", "lam", "branch"} <= columns <= set(ds.data_vars)
+    for i, row in enumerate(rows):
+        for c in columns:
+            got = ds[c].values[0, i]
+            if ds[c].dtype.kind in "OUS":
+                assert str(got) == row[c], c
+            else:  # a boolean column (converged) is 0 / 1 in the dataset
+                want = {"True": 1.0, "False": 0.0}.get(row[c], None)
+                assert float(got) == pytest.approx(float(row[c]) if want is None else want, rel=1e-12), c
+    assert ds["V"].attrs["ancillary_variables"] == "err_V" and ds["err_V"].attrs["long_name"].startswith("standard error")
+    assert set(rec["variables"]) == set(rows[0]) and rec["variables"]["V"]["long_name"] == ds["V"].attrs["long_name"]
+
+
+def _boundaries(sweep):
+    """Boundaries at two omegas around a real (small) semantic sweep, with error bars at one of them."""
+    from attnphase.numerics.phase.boundaries import Boundaries
+
+    return [Boundaries(omega=w, alpha_c=1.25 + w, alpha_l=1.5, semantic_end=0.7, positional_end=math.nan,
+                       notes=("a note",), alpha_c_coarse=1.2, semantic_end_kind="bifurcation",
+                       semantic_end_method="eigenvalue", semantic=sweep, positional=None)
+            for w in (0.3, 0.25)]
+
+
+@pytest.fixture(scope="module")
+def small_sweep():
+    from attnphase.numerics import sweep
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.theory.params import ModelParams
+
+    return sweep(ModelParams(omega=0.3), [1.6, 2.0], "semantic", config=SolverConfig(quadrature="gh6"))
+
+
+def test_phase_diagram_and_scan_datasets_are_cf(tmp_path, small_sweep) -> None:
+    from attnphase.numerics.jobs.dataset import boundaries_dataset
+    from attnphase.numerics.jobs.report import CSV_COLUMNS, ERROR_COLUMNS
+    from attnphase.numerics.jobs.variables import described
+
+    rows = _boundaries(small_sweep)
+    err = {f"{k}_{s}": (0.01 if s == "err" else 1) for k in ("alpha_c", "alpha_l", "semantic_end", "positional_end")
+           for s in ("err", "found")}
+    cells = [{"at": {"omega": b.omega}, "b": b, "err": err if i == 0 else None, "status": "done", "error": ""}
+             for i, b in enumerate(rows)]
+    attrs = job_attrs("phase-diagram", version="v", model={"L": 2}, solver={}, rule="gh6", command="attnphase x")
+    write_netcdf(boundaries_dataset(cells, ("omega",), {"omega": [b.omega for b in rows]}, [1.6, 2.0], attrs),
+                 tmp_path / "phase_diagram.nc")
+    ds = assert_cf(tmp_path / "phase_diagram.nc")
+    assert set(CSV_COLUMNS + ERROR_COLUMNS) - {"omega"} <= set(ds.data_vars)
+    assert list(ds.omega.values) == [0.25, 0.3]  # written in increasing order
+    assert ds["alpha_c"].attrs["ancillary_variables"] == "alpha_c_err alpha_c_found"
+    assert ds["alpha_c_err"].attrs["long_name"] == "standard error of " + ds["alpha_c"].attrs["long_name"]
+    assert "branch_label" in ds.coords and ds["branch_label"].attrs["long_name"]
+    assert set(described(CSV_COLUMNS + ERROR_COLUMNS)) == set(CSV_COLUMNS + ERROR_COLUMNS)
+    back = open_dataset(tmp_path / "phase_diagram.nc")
+    assert float(back.alpha_c_err.sel(omega=0.3)) == 0.01 and math.isnan(float(back.alpha_c_err.sel(omega=0.25)))
+    assert list(back.theta.sel(omega=0.3, branch="semantic").values) == [p.record["theta"] for p in small_sweep.points]
+
+    scan_cells = [dict(c, at={"lam": lam, "omega": c["b"].omega}) for lam in (0.01, 0.02) for c in cells]
+    write_netcdf(boundaries_dataset(scan_cells, ("lam", "omega"), {"lam": [0.01, 0.02], "omega": [0.3, 0.25]},
+                                    [1.6, 2.0], job_attrs("scan", version="v", scanned="lam")), tmp_path / "scan.nc")
+    assert assert_cf(tmp_path / "scan.nc")["lam"].attrs["long_name"] == "ridge penalty lambda"
+
+
+def test_rank_phase_diagram_dataset_is_cf(tmp_path) -> None:
+    from attnphase.numerics.phase.rank_boundaries import RankBoundaries, RankEnd, rank_columns
+    from attnphase.numerics.jobs.rank_report import rank_dataset
+
+    rows = [RankBoundaries(w, 2, 1, 1.2, 0.01, "positional", "semantic", "root", 1.5, 0.02, "semantic", 0.002,
+                           (RankEnd("semantic", 0.7, 0.01, "above", "agnostic"),), ("n",),
+                           {"semantic": ((1.0, True, 0.003, 0.002), (2.0, True, 0.002, 0.001))})
+            for w in (0.2, 0.3)]
+    write_netcdf(rank_dataset(rows, [1.0, 2.0], job_attrs("phase-diagram", version="v")), tmp_path / "pd.nc")
+    ds = assert_cf(tmp_path / "pd.nc")
+    assert set(rank_columns(2)) - {"omega"} <= set(ds.data_vars)
+    assert ds["alpha_c_err"].attrs["long_name"].startswith("bracket width of")  # not a standard error
+    assert ds["semantic_end"].attrs["ancillary_variables"] == "semantic_end_err"
+
+
+def test_validation_dataset_is_cf(tmp_path) -> None:
+    pytest.importorskip("torch")
+    from attnphase.theory.params import ModelParams
+    from attnphase.validation.experiments import SimSpec, run_simulation
+    from attnphase.validation.jobs import validation_dataset
+    from attnphase.validation.reference import BranchCurve, TheoryAtOmega
+
+    runs = [run_simulation(SimSpec(params=ModelParams(), d=12, alpha=a, init=init, seed=s, n_test=50))
+            for a in (0.5, 2.0) for init in ("semantic", "positional") for s in (0, 1)]
+    rec = {"alpha": 2.0, "branch": "semantic", "q": 0.4, "m": 0.0, "V": 1.0, "theta": 0.5, "eps_g": 2e-3,
+           "e_t": 3e-3, "eps_lin": 2e-3, "converged": True}
+    theory = TheoryAtOmega(0.3, 2e-3, {"global": 1.25}, {"global": 1.5}, {"global": ()},
+                           {("semantic", "global"): BranchCurve("semantic", "global", (rec,), 0.7)}, 1.0, 1.0)
+    write_netcdf(validation_dataset(runs, [theory], job_attrs("validate", version="v")), tmp_path / "validation.nc")
+    ds = assert_cf(tmp_path / "validation.nc")
+    assert ds["eps_g"].attrs["ancillary_variables"] == "eps_g_err"
+    assert ds["abs_theta_err"].attrs["long_name"] == "standard error of " + ds["abs_theta"].attrs["long_name"]
+    assert {"init_label", "branch_label", "prox_label"} <= set(ds.coords)
+
+
+def test_every_column_the_numerics_write_is_in_the_table() -> None:
+    """One name, one meaning: each column of the sweep, phase-diagram, scan, census and rank-r tables has a
+    long_name (and units unless it is text) in numerics/jobs/variables.py, and each error names its value."""
+    from attnphase.numerics.phase.census import CENSUS_COLUMNS
+    from attnphase.numerics.commands.census_cli import CSV_COLUMNS as CENSUS_CSV
+    from attnphase.numerics.phase.rank_boundaries import rank_columns
+    from attnphase.numerics.commands.rank_census_cli import HEAD, TAIL
+    from attnphase.numerics.jobs.rank_report import rank_variable
+    from attnphase.numerics.jobs.report import CSV_COLUMNS, ERROR_COLUMNS
+    from attnphase.numerics.jobs.variables import SWEEP_COLUMNS, lookup
+
+    for name in SWEEP_COLUMNS + CSV_COLUMNS + ERROR_COLUMNS + CENSUS_COLUMNS + CENSUS_CSV + HEAD + TAIL + (
+            "q0_eig_1", "V0_eig_2", "th0_sv_1", "m_norm_2", "lam", "rho0", "L", "sigma"):
+        var = lookup(name)
+        assert var is not None and var.long_name, name
+    assert lookup("err_q").long_name == "standard error of " + lookup("q").long_name
+    assert lookup("alpha_c_err").units == lookup("alpha_c").units == "1"
+    assert lookup("no_such_column") is None and lookup("err_no_such") is None
+    for name in rank_columns(2):
+        assert rank_variable(name) is not None, name

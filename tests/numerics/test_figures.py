@@ -1,0 +1,194 @@
+"""The figures the tool writes show what they promise: each plotting function writes its PNG and returns the
+Figure, and these tests inspect its artists (not its pixels): the phase diagram's error bands and its panel
+of error bars, the curves' positional branch sampled densely, fig3's proximal maps told apart in the legend,
+finite_size.png's bars that stay visible on log axes and its readable legend, the histogram task's learning
+curves."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from matplotlib.collections import LineCollection, PolyCollection
+
+from attnphase.numerics.phase.boundaries import Boundaries
+from attnphase.numerics.jobs.plots import DENSE_ROWS, plot_branch_curves, plot_phase_diagram
+
+
+def _rows(omegas):
+    return [Boundaries(omega=w, alpha_c=1.0 + 1.2 * w, alpha_l=1.3 + w, semantic_end=0.5 + w, positional_end=math.nan)
+            for w in omegas]
+
+
+def _errors(rows):
+    return [{"alpha_c_err": 2e-3, "alpha_l_err": 5e-3 * (1 + i), "semantic_end_err": 7e-3, "positional_end_err": math.nan}
+            for i, _ in enumerate(rows)]
+
+
+def _band(ax, gid):
+    return next(c for c in ax.collections if isinstance(c, PolyCollection) and c.get_gid() == gid)
+
+
+@pytest.mark.parametrize("n", [3, DENSE_ROWS])
+def test_phase_diagram_shows_its_error_bars_as_bands_and_in_a_panel(tmp_path, n) -> None:
+    rows = _rows(np.linspace(0.1, 0.4, n))
+    errors = _errors(rows)
+    fig = plot_phase_diagram(rows, tmp_path / "pd.png", alpha_max=3.0, errors=errors)
+    assert (tmp_path / "pd.png").read_bytes()[:4] == b"\x89PNG"
+    ax, ex = fig.axes
+    for key in ("alpha_c", "alpha_l", "semantic_end"):
+        band = _band(ax, f"band_{key}")
+        xs = np.concatenate([p.vertices[:, 0] for p in band.get_paths()])
+        centre = np.array([getattr(b, key) for b in rows])
+        err = np.array([e[f"{key}_err"] for e in errors])
+        assert xs.min() == pytest.approx((centre - err).min()) and xs.max() == pytest.approx((centre + err).max())
+        line = next(li for li in ex.get_lines() if li.get_gid() == f"err_{key}")  # the bars, magnified
+        assert sorted(line.get_xdata()) == pytest.approx(sorted(err))
+        assert list(line.get_ydata()) == pytest.approx(sorted(b.omega for b in rows))
+    assert ex.get_xscale() == "log" and ex.get_shared_y_axes().joined(ax, ex)
+    assert not any(li.get_gid() == "err_positional_end" for li in ex.get_lines())  # no bar: nothing drawn
+    assert "standard error" in " ".join(t.get_text() for t in ax.get_legend().get_texts())
+    if n < DENSE_ROWS:  # few omegas: capped error bars too
+        assert sum(isinstance(c, LineCollection) for c in ax.collections) >= 3
+
+
+def test_phase_diagram_without_errors_is_one_panel(tmp_path) -> None:
+    fig = plot_phase_diagram(_rows([0.2, 0.3]), tmp_path / "pd.png", alpha_max=3.0)
+    assert len(fig.axes) == 1 and not any(isinstance(c, PolyCollection) for c in fig.axes[0].collections)
+
+
+@pytest.fixture(scope="module")
+def branches():
+    from attnphase.numerics import sweep
+    from attnphase.numerics.phase.boundaries import refined_branch
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.theory.params import ModelParams
+
+    params, cfg = ModelParams(omega=0.3), SolverConfig(quadrature="gh6")
+    sem = sweep(params, [1.5, 2.0, 2.5], "semantic", config=cfg)
+    pos = sweep(params, [1.0, 1.5, 2.0, 2.5], "positional", config=cfg)
+    return sem, pos, refined_branch(params, pos, cfg, upto=2.0)
+
+
+def test_refined_branch_adds_points_on_the_branch_between_its_points(branches) -> None:
+    _, pos, refined = branches
+    on = [p.alpha for p in pos.on_branch()]
+    assert on == [1.0, 1.5, 2.0, 2.5]
+    got = [p.alpha for p in refined.on_branch()]
+    assert got == sorted(got) and len(got) == len(on) + 2 * 2  # two between each neighbours up to alpha = 2
+    added = [p for p in refined.on_branch() if p.alpha not in on]
+    assert all(1.0 < p.alpha < 2.0 and p.status.converged and p.branch == "positional" for p in added)
+    ms = [p.record["m"] for p in refined.on_branch()]
+    assert all(abs(b - a) < 0.05 for a, b in zip(ms, ms[1:]))  # one smooth branch, not a jump to another
+
+
+def test_curves_figure_draws_the_refined_positional_branch_within_its_alpha_range(tmp_path, branches) -> None:
+    sem, _, refined = branches
+    fig = plot_branch_curves(sem, refined, 2e-3, 1.25, 1.5, tmp_path / "curves.png", title="t", alpha_max=2.2)
+    assert (tmp_path / "curves.png").stat().st_size > 0
+    m_panel = fig.axes[1]
+    line = next(li for li in m_panel.get_lines() if li.get_label() == "positional m")
+    assert len(line.get_xdata()) == len([p for p in refined.on_branch() if p.alpha <= 2.2]) == 7
+    assert max(line.get_xdata()) <= 2.2 and m_panel.get_xlim() == (0.0, 2.2)
+
+
+def _heat_summary():
+    heat = [{"alpha": a, "omega": w, "delta_e_t_mean": (a - 1 - w) * 1e-3} for a in (0.5, 1.0, 1.5, 2.0)
+            for w in (0.2, 0.3, 0.4)]
+    curve = [{"omega": 0.2, "alpha_c": 0.95, "prox": "local"}, {"omega": 0.25, "alpha_c": 1.1, "prox": "local"},
+             {"omega": 0.3, "alpha_c": 1.25, "prox": "global"}, {"omega": 0.35, "alpha_c": 1.45, "prox": "local"},
+             {"omega": 0.4, "alpha_c": None, "prox": "local"}]
+    return {"heat": heat, "alpha_c_curve": curve, "plan": {"d": 60}}
+
+
+def test_heatmap_tells_the_proximal_maps_apart(tmp_path) -> None:
+    from attnphase.validation.plots import plot_heatmap
+
+    fig = plot_heatmap(_heat_summary(), tmp_path / "fig3.png")
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("global prox" in t for t in labels) and any("local prox" in t for t in labels)
+    by_gid = {}
+    for li in ax.get_lines():
+        by_gid.setdefault(li.get_gid(), []).append(li)
+    assert [list(li.get_ydata()) for li in by_gid["alpha_c_global"]] == [[0.3]]
+    local = by_gid["alpha_c_local"]  # one curve through the local omegas, not joined to the global point
+    assert [list(li.get_ydata()) for li in local] == [[0.2, 0.25, 0.35]]
+    g, loc = by_gid["alpha_c_global"][0], local[0]
+    assert (g.get_marker(), g.get_linestyle()) != (loc.get_marker(), loc.get_linestyle())
+
+
+def _fss_row(d, init, dev, se, alpha=2.0):
+    obs = "abs_theta" if init == "semantic" else "abs_m"
+    theory = {obs: 0.5, "eps_g": 2e-3, "branch_reached": init}
+    return {"alpha": alpha, "init": init, "d": d, "n_runs": 4, f"{obs}_mean": 0.5 + dev, f"{obs}_std": 2 * se,
+            "eps_g_mean": 2e-3 * (1 + dev), "eps_g_std": 2e-3 * 2 * se, "theory": {"global": theory, "local": None}}
+
+
+def test_finite_size_bars_stay_visible_on_log_axes_and_the_legend_is_readable(tmp_path) -> None:
+    from attnphase.validation.plots import plot_finite_size
+
+    # at d = 400 the deviation (1e-3) is smaller than its standard error (5e-3): consistent with 0
+    rows = [_fss_row(d, "semantic", dev, 5e-3 if d == 400 else 2e-3)
+            for d, dev in ((50, 0.1), (100, 0.05), (200, 0.03), (400, 1e-3))]
+    rows += [_fss_row(d, "positional", 0.02 / (d / 50) ** 0.5, 1e-3) for d in (50, 100, 200, 400)]
+    fig = plot_finite_size({"finite_size": rows, "headline": {"global_vs_local": []}}, tmp_path / "fss.png")
+    assert (tmp_path / "fss.png").stat().st_size > 0
+    ax, cx = fig.axes[0], fig.axes[1]
+    for panel in (ax, cx):
+        bottom = panel.get_ylim()[0]
+        assert bottom > 0 and panel.get_yscale() == "log"
+        bars = [c for c in panel.collections if isinstance(c, LineCollection)]
+        assert bars
+        for c in bars:  # every bar has two finite ends inside the axes: none is dropped by the log scale
+            for seg in c.get_segments():
+                lo, hi = sorted(seg[:, 1])
+                assert np.isfinite([lo, hi]).all() and lo >= bottom * (1 - 1e-9) and hi > lo
+    seg400 = [seg for c in ax.collections if isinstance(c, LineCollection) for seg in c.get_segments()
+              if seg[0, 0] == 400]
+    assert any(min(seg[:, 1]) == pytest.approx(ax.get_ylim()[0]) for seg in seg400)  # down to the bottom edge
+    legends = [a.get_legend() for a in fig.axes if a.get_legend() is not None]
+    texts = [t for lg in legends for t in lg.get_texts()]
+    assert any("semantic init, alpha = 2.0" in t.get_text() for t in texts)
+    assert min(t.get_fontsize() for t in texts) >= 10
+
+
+def test_histogram_learning_curves_are_drawn(tmp_path) -> None:
+    torch = pytest.importorskip("torch")
+    from attnphase.validation.histogram.experiment import HistogramConfig, run_experiment
+    from attnphase.validation.histogram.plots import plot_learning_curves
+
+    tiny = HistogramConfig(seq_len=5, n_tokens=4, n_samples=300, d_model=16, d_hidden=16, epochs=2, reparam_epochs=1,
+                           n_score=50, n_plot=2)
+    result = run_experiment(tiny, seed=5, device=torch.device("cpu"))
+    fig = plot_learning_curves(result.variants, tmp_path / "lc.png", majority_acc=result.majority_acc)
+    assert (tmp_path / "lc.png").read_bytes()[:4] == b"\x89PNG"
+    assert len(fig.axes) == 4  # (from scratch, re-parameterised) x (loss, accuracy)
+    drawn = {li.get_label(): li for a in fig.axes for li in a.get_lines()}
+    for name, v in result.variants.items():
+        for split in ("training", "validation"):
+            line = drawn[f"{name}, {split}"]
+            field = "train" if split == "training" else "val"
+            assert list(line.get_xdata()) == [r.epoch for r in v.curve]
+            assert set(line.get_ydata()) <= {getattr(r, f"{field}_loss") for r in v.curve} | {
+                getattr(r, f"{field}_acc") for r in v.curve}
+    assert "majority-class baseline" in drawn
+
+
+def test_rank_diagram_shows_its_bracket_widths_on_a_log_panel(tmp_path) -> None:
+    from attnphase.numerics.phase.rank_boundaries import RankBoundaries, RankEnd
+    from attnphase.numerics.jobs.rank_report import plot_rank_diagram
+
+    rows = [RankBoundaries(w, 2, 1, math.nan, math.nan, "", "", "", 0.95 + w, 0.002 * (1 + w), "semantic", 0.002,
+                           (RankEnd("semantic", 0.35 + w, 0.03, "above", "agnostic"),), (),
+                           {"semantic": ((1.0, True, 0.003, 0.002),), "mixed": ((1.0, True, 0.0029, 0.002),)})
+            for w in (0.1, 0.3)]
+    fig = plot_rank_diagram(rows, tmp_path / "rank.png")
+    assert (tmp_path / "rank.png").stat().st_size > 0
+    ax, wx, _ = fig.axes
+    widths = {li.get_gid(): li for li in wx.get_lines()}
+    assert list(widths["width_alpha_l"].get_xdata()) == pytest.approx([0.0022, 0.0026])
+    assert list(widths["width_semantic_end"].get_xdata()) == [0.03, 0.03] and wx.get_xscale() == "log"
+    assert "width_alpha_c" not in widths  # alpha_c found nowhere: no width, and the panel says so
+    assert any("alpha_c: not found" in t.get_text() for t in ax.texts)
