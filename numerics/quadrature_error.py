@@ -26,6 +26,7 @@ from attnphase.numerics.parallel import map_in_order
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature import rule_blocks
 from attnphase.numerics.replicates import ERROR_KEYS, QuadratureError, replicate_error
+from attnphase.numerics.overlaps import on_branch_subspace
 from attnphase.numerics.state_evolution import FixedPoint, solve
 from attnphase.theory.params import ModelParams
 
@@ -53,7 +54,8 @@ def quadrature_error(fp: FixedPoint, n_rules: int = 4, config: SolverConfig | No
     rules = []
     ok = 0
     for k in range(n_rules):
-        other = solve(fp.params, fp.alpha, fp.requested, init=fp.overlaps, config=cfg.variant(k))
+        other = solve(fp.params, fp.alpha, fp.requested, init=on_branch_subspace(fp.overlaps, fp.branch),
+                      config=cfg.variant(k))
         rules.append(other.quadrature)
         if other.status.converged and other.branch == fp.branch:
             ok += 1

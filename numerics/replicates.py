@@ -33,6 +33,7 @@ import numpy as np
 
 from attnphase.numerics.config import QUADRATURE_ROLES, SolverConfig
 from attnphase.numerics.quadrature import replicates, rule_blocks
+from attnphase.numerics.overlaps import on_branch_subspace
 from attnphase.numerics.state_evolution import FixedPoint, solve
 
 #: The observables of a fixed point that carry error bars (``err_<key>``).
@@ -90,7 +91,8 @@ def replicate_error(fp: FixedPoint, config: SolverConfig) -> QuadratureError | N
     values: dict[str, list[float]] = {k: [] for k in ERROR_KEYS}
     ok = 0
     for j in range(len(blocks)):
-        other = solve(fp.params, fp.alpha, fp.requested, init=fp.overlaps, config=block_config(config, j))
+        other = solve(fp.params, fp.alpha, fp.requested, init=on_branch_subspace(fp.overlaps, fp.branch),
+                      config=block_config(config, j))
         if other.status.converged and other.branch == fp.branch:
             ok += 1
             for k in ERROR_KEYS:
