@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from attnphase import options as opt
 from attnphase import solver_options
 from attnphase import execution_options
-from attnphase import outputs, workload
+from attnphase import outputs, work, workload
 
 #: Commands in help order: (name, "module:function" that runs it).
 COMMANDS = (
@@ -333,9 +333,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse ``argv`` and run the chosen subcommand; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    work.reset()
     try:
         code = _resolve(args.func)(args)
-    except ValueError as exc:
+    except (ValueError, ArithmeticError) as exc:
+        what = work.current()
+        if what is not None:  # raised by the computation after every check passed: a failure, not bad input
+            print(work.failure_message(what, exc), file=sys.stderr)
+            return 1
+        if not isinstance(exc, ValueError):
+            raise
         msg = " ".join(str(exc).split())
         print(f"attnphase: error: {msg}", file=sys.stderr)
         return 2

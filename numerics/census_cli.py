@@ -19,7 +19,7 @@ import sys
 import time
 
 from attnphase import options as opt
-from attnphase import outputs
+from attnphase import outputs, work
 
 
 def cmd_census(args: argparse.Namespace) -> int:
@@ -40,6 +40,7 @@ def cmd_census(args: argparse.Namespace) -> int:
     from attnphase.numerics.census import census, census_starts, entry_errors
     from attnphase.numerics.point_record import solve_record
 
+    work.begin("taking the census of fixed points")
     print(f"attnphase: census at alpha = {alpha:g}, omega = {params.omega:g}: {len(census_starts(params))} starts, "
           f"error bars {_error_source(cfg, n_rules)} (measured 29-59 s on 2 cores at the defaults)",
           file=sys.stderr, flush=True)

@@ -18,7 +18,7 @@ import sys
 from attnphase import options as opt
 from attnphase import solver_options
 from attnphase import execution_options
-from attnphase import outputs, workload
+from attnphase import outputs, work, workload
 from attnphase.numerics.point_record import (EXIT_NO_BRANCH, RECORD_KEYS, RESULT_KEYS, max_relative_error, model_echo,
                                              precision_note, print_record, solve_record, unresolved_order_warning)
 
@@ -77,6 +77,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
     from attnphase.numerics.state_evolution import solve
 
+    work.begin("solving the state evolution")
     fp = solve(params, alpha, args.branch, config=cfg)
     rec, reason = solve_record(fp, args.branch)
     if fp.status.converged:
@@ -183,6 +184,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     workload.announce_work(f"sweep of {len(alphas)} alpha values" + (f" at {len(omegas)} omegas" if len(omegas) > 1 else ""),
                            len(alphas) * len(omegas), params.L, cfg, quiet=args.quiet)
 
+    work.begin("sweeping the branch")
     from tqdm import tqdm
 
     from attnphase.execution import ResultStore, run_tasks
@@ -305,6 +307,7 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
         print(f"attnphase: --census: a census at alpha_c at each of the {len(omegas)} omegas, one task each "
               f"(measured 29-59 s each on 2 cores; stored and resumed like the boundaries)", file=sys.stderr, flush=True)
 
+    work.begin("computing the phase diagram")
     from attnphase.execution import ResultStore
     from attnphase.numerics.report import run_phase_diagram
 

@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Any
 
-from attnphase import outputs
+from attnphase import outputs, work
 
 #: census.csv's columns (the invariants' columns are added per rank: q0_eig_1 .., m_norm_1 ..).
 HEAD = ("rank_in_e_t", "branch", "e_t", "err_e_t", "delta_e_t", "err_delta_e_t", "separation_paired",
@@ -42,6 +42,7 @@ def cmd_census_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int)
     n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
     out_dir = outputs.out_dir_from_args(args) if args.out is not None else None
     opt.announce_defaults(args, params)
+    work.begin("taking the rank-r census of fixed points")
 
     from attnphase.numerics.rank_census import rank_census
 

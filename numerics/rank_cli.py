@@ -23,7 +23,7 @@ import numpy as np
 from attnphase import options as opt
 from attnphase import solver_options
 from attnphase import execution_options
-from attnphase import outputs, workload
+from attnphase import outputs, work, workload
 from attnphase.numerics.cli import sweep_exit_code
 from attnphase.numerics.point_record import print_record
 from attnphase.numerics.rank_overlaps import ERROR_KEYS  # noqa: F401  (the record entries with error bars)
@@ -82,6 +82,7 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
 
     n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
     opt.announce_defaults(args, params)
+    work.begin("solving the rank-r state evolution")
     fp = solve_rank(params, alpha, args.branch, config=cfg)
     reason = ""
     if not fp.converged:
@@ -125,6 +126,7 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     workload.check_grid(len(alphas), workload.MAX_SWEEP_POINTS, "alpha values", "--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
+    work.begin("sweeping the rank-r branch")
     L = params.L
     cols = (["alpha", "omega", "branch", "e_t", "eps_g"] + [f"q0_eig_{i + 1}" for i in range(r)]
             + [f"V0_eig_{i + 1}" for i in range(r)] + [f"th0_sv_{i + 1}" for i in range(min(r, r_star))]
@@ -241,6 +243,7 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
                    "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
+    work.begin("computing the rank-r phase diagram")
     from attnphase.execution import ResultStore
     from attnphase.numerics.rank_boundaries import rank_branches
     from attnphase.numerics.rank_report import run_rank_phase_diagram
@@ -284,6 +287,7 @@ def cmd_scan_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     workload.check_grid(len(models) * len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
                    f"(--{field.replace('_', '-')}, omega, alpha) points", "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)
+    work.begin("scanning the rank-r boundaries")
     from attnphase.execution import ResultStore
     from attnphase.numerics.rank_report import run_rank_scan
 

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 from attnphase import options as opt
 from attnphase import solver_options
 from attnphase import execution_options
-from attnphase import outputs, workload
+from attnphase import outputs, work, workload
 from attnphase.execution.progress import job_summary
 
 
@@ -106,6 +106,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     n_solves = 2 * len(models) * len(omegas) * len(alphas) * max(1, n_rules)
     workload.announce_work(f"scan over {len(values)} {field} x {len(omegas)} omega x {len(alphas)} alpha values",
                            n_solves, max(m.L for m in models), cfg, quiet=args.quiet)
+    work.begin("scanning the boundaries")
 
     from attnphase.execution import ResultStore
     from attnphase.numerics.cli import TASKS_FOLDER, command_line

@@ -1,4 +1,4 @@
-"""Probes of a demanding user (issue 15): bad numbers, shapes, paths and sizes are refused before any
+"""Probes of a demanding user: bad numbers, shapes, paths and sizes are refused before any
 work with one line naming the option (exit code 2), no traceback and nothing left behind; outputs
 are complete or absent; results say which branch was asked for and which was reached.
 
@@ -299,3 +299,78 @@ def test_interrupt_leaves_nothing(tmp_path):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "attnphase: interrupted" in err and "Traceback" not in err
     assert os.listdir(tmp_path) == []
+
+
+# --- ordinary inputs whose solve reaches the edge of the state space ------------------------------
+
+def test_agnostic_point_at_q0_edge_is_a_branch_outcome_with_bars(capsys):
+    # lambda = 0.1: the semantic start collapses onto the agnostic point Q = 0 (q0 -> 0, the edge of the
+    # domain th0^2 < q0 rho0); the answer is "no semantic fixed point here" (exit 3) with honest error bars
+    code = main(["solve", "--omega", "0.2", "--alpha", "1", "--lam", "0.1", "--quadrature", "sobol8:4", "--json"])
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert code == 3 and "error:" not in cap.err, cap.err
+    assert rec["branch"] == "agnostic" and "no semantic fixed point" in rec["reason"]
+    assert rec["err_V"] > 0 and rec["err_eps_g"] > 0  # the blocks converged on the agnostic point too
+
+
+def test_tiny_rho0_is_a_solver_outcome_not_bad_input(capsys):
+    code = main(["solve", "--omega", "0.2", "--alpha", "1", "--rho0", "1e-12", "--quadrature", "sobol8:4", "--json"])
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert code in (0, 1, 3) and "error:" not in cap.err, cap.err
+    assert rec["converged"] or rec["reason"].startswith("not converged")
+
+
+def test_se_map_answers_none_outside_the_domain():
+    import numpy as np
+
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.se_map import FixedAlpha, SEMap, model_rule
+    from attnphase.theory import ModelParams
+
+    params, cfg = ModelParams(), SolverConfig(quadrature="sobol6")
+    smap = SEMap(params, FixedAlpha(1.0), model_rule(params, cfg), cfg)
+    assert smap.evaluate(np.array([0.1, 1.0, 0.0, 0.0, 0.1])) is not None
+    for x in ([1e-27, 1.0, 0.0, 0.0, -1e-4], [0.1, 1.0, 0.0, 0.0, 0.5], [-0.1, 1.0, 0.0, 0.0, 0.0]):
+        assert smap.evaluate(np.array(x)) is None  # th0^2 >= q0 rho0 or q0 <= 0: no state, no exception
+
+
+def test_fd_jacobian_step_stays_in_the_domain():
+    # x at distance 1e-9 from the edge of a domain |x_1| < 1e-8 on both sides: a step of 1e-4 leaves it
+    # either way; the step is halved until it fits, and the Jacobian of F(x) = 2 x is found
+    import numpy as np
+
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.fixed_point import Evaluation, FixedPointSolver, scaled_residual
+
+    class Narrow:
+        def admissible(self, x):
+            return bool(abs(x[0]) < 1e-8)
+
+        def evaluate(self, x, exact=False):
+            if not self.admissible(x):
+                raise AssertionError("evaluated outside the domain")
+            return Evaluation(x.copy(), 2 * x, scaled_residual(x, 2 * x), True)
+
+    solver = FixedPointSolver(Narrow(), SolverConfig())
+    x = np.array([9e-9])
+    G = np.array([x[0]])
+    J = solver._fd_jacobian(x, G, np.eye(1), lambda xv, fv: fv - xv)
+    assert J is not None and abs(J[0, 0] - 1.0) < 1e-6
+
+
+def test_failure_after_the_checks_is_not_reported_as_bad_input(capsys, monkeypatch):
+    # a ValueError from inside the computation (here: a solve made to raise) is a failure, exit code 1,
+    # never "attnphase: error:" (exit 2), which says the input was wrong
+    from attnphase.numerics import state_evolution
+
+    def broken(*args, **kwargs):
+        raise ValueError("inner failure")
+
+    monkeypatch.setattr(state_evolution, "solve", broken)
+    assert main(["solve", "--alpha", "1", "--quadrature", "sobol6"]) == 1
+    err = capsys.readouterr().err
+    assert "attnphase: failed: while solving the state evolution: inner failure" in err and "error:" not in err
+    assert main(["solve", "--alpha", "0"]) == 2  # bad input stays bad input
+    assert "attnphase: error: --alpha" in capsys.readouterr().err

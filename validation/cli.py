@@ -19,7 +19,7 @@ import sys
 
 from attnphase import options as opt
 from attnphase import execution_options
-from attnphase import outputs
+from attnphase import outputs, work
 
 _INITS = ("semantic", "positional", "random")
 
@@ -151,6 +151,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         train=TrainConfig(optimizer=args.optimizer, grad_tol=args.grad_tol, max_steps=args.max_steps),
         n_test=args.n_test, device=args.device, dtype=args.dtype,
     )
+    work.begin("training the student")
     res = run_simulation(spec)
     if args.json:
         print(json.dumps(outputs.json_value(res.to_json())))
@@ -197,6 +198,7 @@ def run_validate(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     plan = validation_plan(quick=args.quick, d=args.d, seeds=args.seeds, params=params, device=args.device,
                            dtype=args.dtype)
+    work.begin("running the validation")
     # every file goes to a staging folder first, moved into --out DIR at the end: all files or none
     with outputs.staged_output(out_dir) as stage:
         reuse_theory_cache(out_dir, stage)
@@ -247,6 +249,7 @@ def run_validate_general(args: argparse.Namespace) -> int:
             raise ValueError(f"--d {plan.d}: the general suite's case ({case.key}) {case.title} needs d >= {need}")
     check_memory(plan.d, max(plan.grid), max(c.params.L for c in plan.cases), plan.n_test, args.dtype)
     torch.set_num_threads(args.threads if args.threads is not None else max(1, torch.get_num_threads() - 1))
+    work.begin("running the general validation suite")
     with outputs.staged_output(out_dir) as stage:
         reuse_theory_cache(out_dir, stage)
         shown = {str(stage): str(out_dir)}
