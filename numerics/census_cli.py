@@ -59,6 +59,11 @@ def cmd_census(args: argparse.Namespace) -> int:
         "global_minimum": points[0]["branch"] if points else None, "separation": res.separation(),
         "seconds": seconds, "fixed_points": points,
     }
+    if not cfg.error_bars:
+        from attnphase.numerics.quadrature_error import error_bars_note
+
+        out["error_note"] = error_bars_note(cfg, n_rules)
+        print(f"attnphase: note: {out['error_note']}", file=sys.stderr)
     if out_dir is not None:
         _write(out_dir, out)
     if args.json:

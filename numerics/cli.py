@@ -51,9 +51,9 @@ def point_setup(args: argparse.Namespace, command: str):
     params = opt.params_from_args(args, omega=opt.single_omega(args, command))
     cfg = solver_options.config_from_args(args)
     solver_options.check_supported(params, cfg)
-    from attnphase.numerics.quadrature_error import independent_rules
+    from attnphase.numerics.quadrature_error import point_rules
 
-    n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
+    n_rules = point_rules(cfg, solver_options.error_estimate_from_args(args))
     opt.announce_defaults(args, params)
     workload.announce_rules(params.L, cfg)
     return params, cfg, n_rules
@@ -81,7 +81,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     fp = solve(params, alpha, args.branch, config=cfg)
     rec, reason = solve_record(fp, args.branch)
     if fp.status.converged:
-        from attnphase.numerics.quadrature_error import fixed_point_error
+        from attnphase.numerics.quadrature_error import error_bars_note, fixed_point_error
 
         if fp.status.message != "converged":
             # accepted at the rule's jump scale, or finished on the symmetric subspace (docs/numerics.md section 4)
@@ -90,9 +90,27 @@ def cmd_solve(args: argparse.Namespace) -> int:
         if err is not None:
             rec.update({f"err_{k}": v for k, v in err.std.items()})
             rec["max_relative_error"] = max_relative_error(rec)
-            precision_note(rec["max_relative_error"], getattr(args, "precision", None) or "default")
+            note = missing_bars_note(err)
+            if note:
+                rec["error_note"] = note
+                print(f"attnphase: note: {note}", file=sys.stderr)
+            else:
+                precision_note(rec["max_relative_error"], getattr(args, "precision", None) or "default")
             unresolved_order_warning(fp, err)
+        else:
+            rec.update({f"err_{k}": None for k in RESULT_KEYS}, max_relative_error=None,
+                       error_note=error_bars_note(cfg, n_rules))
+            print(f"attnphase: note: {rec['error_note']}", file=sys.stderr)
     return print_record(rec, reason, fp.status.converged, args.json)
+
+
+def missing_bars_note(err) -> str:
+    """Why some err_<key> of an error estimate are null ("" when none is): fewer than two of its rules (or
+    blocks) reproduced the fixed point's branch, so they have no spread."""
+    if err.converged >= 2 and all(math.isfinite(v) for v in err.std.values()):
+        return ""
+    return (f"no error bars: only {err.converged} of the {len(err.rules)} rules of the error estimate reproduced this "
+            f"fixed point's branch (a spread needs two); the point may be an artefact of the rule")
 
 
 def sweep_file_name(branch: str, omega: float) -> str:
@@ -170,7 +188,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     params, omegas = opt.omegas_from_args(args)
     cfg = solver_options.config_from_args(args)
     solver_options.check_supported(params, cfg)
-    from attnphase.numerics.quadrature_error import independent_rules
+    from attnphase.numerics.quadrature_error import error_bars_note, independent_rules
 
     n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
     executor = execution_options.executor_from_args(args)
@@ -239,13 +257,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         attrs = job_attrs("sweep", version=version, model=params.to_dict() | {"omega": "scanned"},
                           solver=cfg.as_dict(), rule=cfg.quadrature, command=command_line(), branch=args.branch)
         write_netcdf(sweeps_dataset(cells, alphas, attrs), stage / f"sweep_{args.branch}.nc")
+    bars_note = error_bars_note(cfg, n_rules)
+    if bars_note:
+        print(f"attnphase: note: {bars_note}", file=sys.stderr)
     failures = failure_summary(outs)
     counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
               "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs),
               "failures": failures}
     if args.json:
         obj = objs[0] if len(omegas) == 1 and objs else {"branch": args.branch, "omegas": list(omegas), "sweeps": objs}
-        print(json.dumps(outputs.json_value(obj | {"tasks": counts, "dataset": str(out_dir / f"sweep_{args.branch}.nc")})))
+        print(json.dumps(outputs.json_value(obj | {"tasks": counts, "dataset": str(out_dir / f"sweep_{args.branch}.nc")}
+                                            | ({"error_note": bars_note} if bars_note else {}))))
     if failures:
         print(f"attnphase: {failures}", file=sys.stderr)
     return sweep_exit_code(args.branch, n_failed + bool(failures), n_on)
@@ -287,7 +309,7 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     params, omegas = opt.omegas_from_args(args)
     cfg = solver_options.config_from_args(args)
     solver_options.check_supported(params, cfg)
-    from attnphase.numerics.quadrature_error import independent_rules
+    from attnphase.numerics.quadrature_error import error_bars_note, independent_rules
 
     n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
     executor = execution_options.executor_from_args(args)
@@ -330,6 +352,10 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
                                                      store=store, fresh=args.fresh, quiet=args.quiet)
                 meta = meta | {"census": table}
                 code = max(int(code or 0), 1 if failed else 0)
+    bars_note = error_bars_note(cfg, n_rules)
+    if bars_note:
+        print(f"attnphase: note: {bars_note}", file=sys.stderr)
+        meta = meta | {"error_note": bars_note}
     if args.json:
         print(json.dumps(outputs.json_value(meta | {"out": str(out_dir)})))
     return int(code or 0)

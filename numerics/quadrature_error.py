@@ -71,6 +71,32 @@ def independent_rules(config: SolverConfig, k: int | None) -> int:
     return int(k) if k and k >= MIN_RULES and not rule_blocks(config.quadrature) else 0
 
 
+#: Independent rules the error bar of one point (``solve``, ``census``) is made from when its rule has one
+#: block (sobolK, ghN) and no K is given: a few warm re-solves, so one point never goes without its bar.
+POINT_RULES = 4
+
+
+def point_rules(config: SolverConfig, k: int | None) -> int:
+    """:func:`independent_rules` for one point: ``k`` (``--error-estimate``), else POINT_RULES when the solve
+    rule has one block and error bars are on (0 when its blocks give the bar, or none is asked)."""
+    n = independent_rules(config, k)
+    if n == 0 and k is None and config.error_bars and not rule_blocks(config.quadrature):
+        return POINT_RULES
+    return n
+
+
+def error_bars_note(config: SolverConfig, n_rules: int) -> str:
+    """Why the results of ``config`` carry no error bar ("" when they do: from the solve rule's blocks, or
+    from ``n_rules`` >= 2 independent rules)."""
+    if not config.error_bars:
+        return "no error bars: --error-estimate 0 asks for none"
+    if rule_blocks(config.quadrature) or n_rules >= MIN_RULES:
+        return ""
+    return (f"no error bars: the rule {config.quadrature} is one rule (a single scrambling, or deterministic), so it "
+            f"has no spread; --error-estimate K (K >= 2) repeats the job on K independent rules, or a rule of "
+            f"several scramblings (sobolK:4) gives them at no extra cost")
+
+
 def fixed_point_error(fp: FixedPoint, config: SolverConfig, n_rules: int = 0) -> QuadratureError | None:
     """The error bar of ``fp``: from the pooled rule's blocks (:func:`replicate_error`) when it has
     several, else from ``n_rules`` >= 2 independent rules (:func:`quadrature_error`), else None

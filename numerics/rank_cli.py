@@ -77,10 +77,10 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
     from attnphase.numerics.rank_solve import solve_rank
 
     params, cfg = rank_model_and_config(args, r, r_star, opt.single_omega(args, "solve"))
-    from attnphase.numerics.quadrature_error import independent_rules
+    from attnphase.numerics.quadrature_error import point_rules
     from attnphase.numerics.replicates import replicate_count
 
-    n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
+    n_rules = point_rules(cfg, solver_options.error_estimate_from_args(args))
     opt.announce_defaults(args, params)
     work.begin("solving the rank-r state evolution")
     fp = solve_rank(params, alpha, args.branch, config=cfg)
@@ -97,6 +97,14 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
             print(f"attnphase: note: error bars from {out['err_replicates']} of {out['err_replicates_tried']} replicates "
                   "(the others did not converge on this branch)" + ("; none shown" if out["err_replicates"] < 2 else ""),
                   file=sys.stderr)
+        if out["err_replicates"] < 2:
+            out["error_note"] = (f"no error bars: only {out['err_replicates']} of {out['err_replicates_tried']} replicates "
+                                 "converged on this branch (a spread needs two)")
+    elif fp.converged:
+        from attnphase.numerics.quadrature_error import error_bars_note
+
+        out["error_note"] = error_bars_note(cfg, n_rules)
+        print(f"attnphase: note: {out['error_note']}", file=sys.stderr)
     out["reason"] = reason
     return print_record(out, reason, fp.converged, args.json, show=outputs.json_value)
 

@@ -118,6 +118,12 @@ def cmd_scan(args: argparse.Namespace) -> int:
             summary = run_scan(field, values, models, omegas, alphas, out_dir=stage, config=cfg,
                                error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
                                quiet=args.quiet, command=command_line())
+    from attnphase.numerics.quadrature_error import error_bars_note
+
+    bars_note = error_bars_note(cfg, n_rules)
+    if bars_note:
+        print(f"attnphase: note: {bars_note}", file=sys.stderr)
+        summary = summary | {"error_note": bars_note}
     t = summary["tasks"]
     if args.json:
         print(json.dumps(outputs.json_value(summary | {"out": str(out_dir)})))

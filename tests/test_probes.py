@@ -374,3 +374,53 @@ def test_failure_after_the_checks_is_not_reported_as_bad_input(capsys, monkeypat
     assert "attnphase: failed: while solving the state evolution: inner failure" in err and "error:" not in err
     assert main(["solve", "--alpha", "0"]) == 2  # bad input stays bad input
     assert "attnphase: error: --alpha" in capsys.readouterr().err
+
+
+# --- error bars: never exactly 0 or null without a word --------------------------------------------
+
+@pytest.mark.parametrize("command", [["solve", "--alpha", "2"], ["sweep", "--alpha", "2"], ["census", "--alpha", "2"],
+                                     ["phase-diagram"], ["scan", "--lam", "0.01,0.1"]])
+@pytest.mark.parametrize("tol", ["0.01", "0.9", "1e-5"])
+def test_tol_too_loose_for_the_error_bars_is_refused(command, tol, capsys, tmp_path, monkeypatch):
+    # a residual of 0.01 left every block re-solve at its start (bars 0.0) and, at 0.9, q 0.729 for 0.459
+    monkeypatch.chdir(tmp_path)
+    out = ["--out", str(tmp_path / "out")] if command[0] in ("sweep", "phase-diagram", "scan") else []
+    _one_line_error(capsys, [*command, "--tol", tol, *out], ["--tol", "(0, 1e-06]"], tmp_path)
+
+
+def test_library_refuses_a_tol_too_loose_for_error_bars():
+    from attnphase.numerics.config import MAX_TOL, SolverConfig
+
+    with pytest.raises(ValueError, match="too loose for error bars"):
+        SolverConfig(tol=0.01)
+    assert SolverConfig(tol=0.01, error_bars=False).tol == 0.01  # without bars a caller may trade accuracy
+    assert SolverConfig(tol=MAX_TOL).tol == MAX_TOL
+
+
+def test_solve_at_the_loosest_tol_has_honest_bars(capsys):
+    assert main(["solve", "--alpha", "2", "--tol", "1e-6", "--quadrature", "sobol8:4", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["err_q"] > 1e-4 and rec["err_theta"] > 1e-4 and rec["err_V"] > 0
+
+
+@pytest.mark.parametrize("rule", ["sobol8", "gh6"])
+def test_solve_on_one_rule_carries_error_bars(rule, capsys):
+    # a rule of one scrambling (or a deterministic one) has no blocks: the bar comes from independent rules
+    assert main(["solve", "--alpha", "2", "--quadrature", rule, "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    for k in ("q", "V", "theta", "eps_g", "e_t"):
+        assert rec[f"err_{k}"] is not None and rec[f"err_{k}"] > 0, (k, rec)
+    assert "error_note" not in rec
+
+
+def test_missing_error_bars_are_explained(capsys, tmp_path):
+    assert main(["solve", "--alpha", "2", "--quadrature", "sobol8:4", "--error-estimate", "0", "--json"]) == 0
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert rec["err_q"] is None and "--error-estimate 0" in rec["error_note"] and "no error bars" in cap.err
+    assert main(["sweep", "--alpha", "2", "--quadrature", "sobol8", "--json", "--quiet", "--workers", "1",
+                 "--out", str(tmp_path)]) == 0
+    cap = capsys.readouterr()
+    obj = json.loads(cap.out)
+    assert "sobol8 is one rule" in obj["error_note"] and "attnphase: note: no error bars" in cap.err
+    assert all(r["err_q"] is None for r in obj["rows"])
