@@ -335,7 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     work.reset()
     try:
-        code = _resolve(args.func)(args)
+        with work.warnings_as_notes():
+            code = _resolve(args.func)(args)
     except (ValueError, ArithmeticError) as exc:
         what = work.current()
         if what is not None:  # raised by the computation after every check passed: a failure, not bad input

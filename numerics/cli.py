@@ -71,6 +71,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
         return cmd_solve_rank(args, alpha, r, r_star)
     params, cfg, n_rules = point_setup(args, "solve")
+    opt.check_branch_possible(params, args.branch)
     if params.L >= 3:
         print(f"attnphase: note: at L = {params.L} one solve takes from seconds to a minute or more "
               f"(measured at L = 3 on 2 cores: up to ~50 s)", file=sys.stderr, flush=True)
@@ -186,6 +187,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return cmd_sweep_rank(args, r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
     params, omegas = opt.omegas_from_args(args)
+    opt.check_branch_possible(params, args.branch)
     cfg = solver_options.config_from_args(args)
     solver_options.check_supported(params, cfg)
     from attnphase.numerics.quadrature_error import error_bars_note, independent_rules
@@ -307,6 +309,7 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
         return cmd_phase_diagram_rank(args, r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
     params, omegas = opt.omegas_from_args(args)
+    opt.check_branch_possible(params, "positional", "the phase diagram's positional branch (and its boundaries)")
     cfg = solver_options.config_from_args(args)
     solver_options.check_supported(params, cfg)
     from attnphase.numerics.quadrature_error import error_bars_note, independent_rules

@@ -77,6 +77,7 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
     from attnphase.numerics.rank_solve import solve_rank
 
     params, cfg = rank_model_and_config(args, r, r_star, opt.single_omega(args, "solve"))
+    opt.check_branch_possible(params, args.branch)
     from attnphase.numerics.quadrature_error import point_rules
     from attnphase.numerics.replicates import replicate_count
 
@@ -131,6 +132,7 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     from attnphase.numerics.rank_boundaries import follow_rank_branch
 
     params, cfg = rank_model_and_config(args, r, r_star, opt.single_omega(args, "sweep"))
+    opt.check_branch_possible(params, args.branch)
     workload.check_grid(len(alphas), workload.MAX_SWEEP_POINTS, "alpha values", "--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
@@ -244,6 +246,7 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
     omegas = opt.parse_values(args.omega, "--omega")
     params, cfg = rank_model_and_config(args, r, r_star, omegas[0])
+    opt.check_branch_possible(params, "positional", "the phase diagram's positional branch (and its boundaries)")
     for w in omegas:
         rank_model_and_config(args, r, r_star, w)
     executor = execution_options.executor_from_args(args)

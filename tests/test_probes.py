@@ -424,3 +424,53 @@ def test_missing_error_bars_are_explained(capsys, tmp_path):
     obj = json.loads(cap.out)
     assert "sobol8 is one rule" in obj["error_note"] and "attnphase: note: no error bars" in cap.err
     assert all(r["err_q"] is None for r in obj["rows"])
+
+
+# --- extreme positional embeddings -----------------------------------------------------------------
+
+@pytest.mark.parametrize("command", [["solve", "--alpha", "2", "--branch", "positional"],
+                                     ["sweep", "--alpha", "2", "--branch", "positional"],
+                                     ["solve", "--alpha", "2", "--rank", "2", "--branch", "mixed"],
+                                     ["phase-diagram"], ["scan", "--lam", "0.01,0.1"]])
+def test_zero_P_without_a_positional_branch_names_P_before_any_work(command, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = ["--out", str(tmp_path / "out")] if command[0] in ("sweep", "phase-diagram", "scan") else []
+    _one_line_error(capsys, [*command, "--P", "0,0;0,0", *out], ["--P", "P = 0", "positional"], tmp_path)
+
+
+def test_positional_start_takes_the_first_nonzero_column_of_P():
+    import numpy as np
+
+    from attnphase.numerics.state_evolution import initial_overlaps
+    from attnphase.theory import ModelParams
+
+    ov = initial_overlaps(ModelParams(P=[[0, 0], [0, 1]]), "positional")  # p_1 = 0, p_2 != 0
+    assert ov.m[0] == 0 and ov.m[1] != 0
+    with pytest.raises(ValueError, match="P = 0"):
+        initial_overlaps(ModelParams(P=[[0, 0], [0, 0]]), "positional")
+    assert np.all(initial_overlaps(ModelParams(P=[[0, 0], [0, 0]]), "semantic").m == 0)
+
+
+def test_huge_P_gives_no_raw_numpy_warnings(capsys):
+    code = main(["solve", "--alpha", "2", "--P", "1e300,0;0,1e300", "--branch", "positional", "--quadrature",
+                 "sobol8:4", "--json"])
+    err = capsys.readouterr().err
+    assert code in (1, 3) and "RuntimeWarning" not in err and ".py:" not in err, err
+    assert err.count("floating-point") == 1 and "overflow" in err
+
+
+def test_warnings_become_one_line_notes(capsys):
+    import warnings
+
+    import numpy as np
+
+    from attnphase import work
+
+    with work.warnings_as_notes():
+        warnings.warn("Tight layout not applied", UserWarning)
+        warnings.warn("Tight layout not applied", UserWarning)
+        with np.errstate(over="warn"):
+            np.exp(np.array([1000.0]))
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "attnphase: note: UserWarning: Tight layout not applied" and len(err) == 2
+    assert err[1].startswith("attnphase: note: floating-point overflow")
