@@ -318,7 +318,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name, target in COMMANDS:
         _BUILDERS[name](sub)
-        sub.choices[name].set_defaults(func=target)
+        p = sub.choices[name]
+        if not any("--quiet" in a.option_strings for a in p._actions):  # every command takes --quiet
+            outputs.add_quiet_option(p)
+        p.set_defaults(func=target)
     return parser
 
 

@@ -51,6 +51,8 @@ def cmd_census_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int)
           "of CPU at L = 2, r = 2, r* = 1 on sobol10:4, 4-16 min wall on 2 shared cores)", file=sys.stderr, flush=True)
 
     def said(start: Any, fp: Any) -> None:
+        if getattr(args, "quiet", False):
+            return
         got = f"{fp.branch}, e_t = {fp.e_t:.8g}" if fp.converged else f"not converged (residual {fp.residual:.1e})"
         print(f"attnphase: start {start.name}: {got} ({fp.evaluations} evaluations)", file=sys.stderr, flush=True)
 

@@ -474,3 +474,21 @@ def test_warnings_become_one_line_notes(capsys):
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "attnphase: note: UserWarning: Tight layout not applied" and len(err) == 2
     assert err[1].startswith("attnphase: note: floating-point overflow")
+
+
+# --- --quiet on every command -----------------------------------------------------------------------
+
+def test_every_command_takes_quiet():
+    from attnphase.cli import COMMANDS, build_parser
+
+    required = {"solve": ["--alpha", "2"], "census": ["--alpha", "2"], "show": ["results"]}
+    parser = build_parser()
+    for name, _ in COMMANDS:
+        args = parser.parse_args([name, *required.get(name, []), "--quiet"])
+        assert args.quiet is True, name
+
+
+def test_solve_quiet_prints_the_same_result(capsys):
+    assert main(["solve", "--alpha", "2", "--quadrature", "sobol8:4", "--quiet", "--json"]) == 0
+    quiet = json.loads(capsys.readouterr().out)
+    assert quiet["converged"] and quiet["err_q"] > 0

@@ -47,7 +47,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise ValueError(f"--seed must be an integer >= 0, got {args.seed}")
 
     def progress(res: Any) -> None:
-        if not args.json:
+        if not (args.json or getattr(args, "quiet", False)):
             print(f"  {res.line()}  ({res.seconds:.1f} s)", file=sys.stderr, flush=True)
 
     work.begin("running the derivation checks")
