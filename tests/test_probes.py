@@ -481,7 +481,7 @@ def test_warnings_become_one_line_notes(capsys):
 def test_every_command_takes_quiet():
     from attnphase.cli import COMMANDS, build_parser
 
-    required = {"solve": ["--alpha", "2"], "census": ["--alpha", "2"], "show": ["results"]}
+    required = {"solve": ["--alpha", "2"], "census": ["--alpha", "2"], "sweep": ["--alpha", "2"], "show": ["results"]}
     parser = build_parser()
     for name, _ in COMMANDS:
         args = parser.parse_args([name, *required.get(name, []), "--quiet"])
