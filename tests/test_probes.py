@@ -492,3 +492,27 @@ def test_solve_quiet_prints_the_same_result(capsys):
     assert main(["solve", "--alpha", "2", "--quadrature", "sobol8:4", "--quiet", "--json"]) == 0
     quiet = json.loads(capsys.readouterr().out)
     assert quiet["converged"] and quiet["err_q"] > 0
+
+
+# --- the kernel cache holds what was generated, or it is regenerated --------------------------------
+
+def test_edited_cache_file_is_detected_and_regenerated(tmp_path, monkeypatch, capsys):
+    # a generated module edited into still-valid Python (rho0 -> 1.01 rho0 gave theta 0.6300 for 0.6217)
+    from attnphase.theory import codegen
+
+    monkeypatch.setenv("ATTNPHASE_CACHE_DIR", str(tmp_path))
+    builds = []
+
+    def build():
+        builds.append(1)
+        return []
+
+    source, path = codegen.cached_source("probe", 2, 1, True, build)
+    assert path.read_text() == source and len(builds) == 1
+    assert codegen.cached_source("probe", 2, 1, True, build)[0] == source and len(builds) == 1  # read back
+    assert capsys.readouterr().err == ""
+    path.write_text(source.replace("import numpy", "import numpy\nrho_scale = 1.01"))
+    again, _ = codegen.cached_source("probe", 2, 1, True, build)
+    assert again == source and path.read_text() == source and len(builds) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "was changed after it was generated" in err and str(path) in err
