@@ -84,10 +84,17 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if fp.status.converged:
         from attnphase.numerics.quadrature_error import error_bars_note, fixed_point_error
 
+        err = fixed_point_error(fp, cfg, n_rules)
+        if err is not None:
+            from attnphase.numerics.stalls import confirm_jump_acceptance
+
+            confirmed = confirm_jump_acceptance(fp, err.converged, len(err.rules))
+            if not confirmed.status.converged:
+                rec, reason = solve_record(confirmed, args.branch)
+                return print_record(rec, reason, False, args.json)
         if fp.status.message != "converged":
             # accepted at the rule's jump scale, or finished on the symmetric subspace (docs/numerics.md section 4)
             print(f"attnphase: note: {fp.status.message}", file=sys.stderr)
-        err = fixed_point_error(fp, cfg, n_rules)
         if err is not None:
             rec.update({f"err_{k}": v for k, v in err.std.items()})
             rec["max_relative_error"] = max_relative_error(rec)

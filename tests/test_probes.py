@@ -516,3 +516,26 @@ def test_edited_cache_file_is_detected_and_regenerated(tmp_path, monkeypatch, ca
     assert again == source and path.read_text() == source and len(builds) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "was changed after it was generated" in err and str(path) in err
+
+
+# --- a point accepted at the rule's jump scale must be backed by its error estimate -------------------
+
+def test_jump_scale_acceptance_needs_the_error_estimate():
+    # sigma = 1e4 (softmax saturated): theta = 1.8e-6 was accepted at residual 4e-7 (tol 1e-10) with 0 of
+    # 4 blocks on the branch and exit 0; such a point is reported not converged
+    import math
+    from dataclasses import replace
+
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.state_evolution import solve
+    from attnphase.numerics.stalls import confirm_jump_acceptance
+    from attnphase.theory import ModelParams
+
+    fp = solve(ModelParams(), 2.0, "semantic", config=SolverConfig(quadrature="sobol6", error_bars=False))
+    assert fp.status.converged and math.isnan(fp.status.jump)
+    assert confirm_jump_acceptance(fp, 0, 4) is fp  # reached tol: nothing to confirm
+    jumped = replace(fp, status=replace(fp.status, residual=4e-7, jump=1.5e-6))
+    assert confirm_jump_acceptance(jumped, 3, 4) is jumped
+    refused = confirm_jump_acceptance(jumped, 1, 4)
+    assert not refused.status.converged and "1 of the 4 rules" in refused.status.message
+    assert refused.record["converged"] is False
