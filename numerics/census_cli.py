@@ -69,12 +69,13 @@ def cmd_census(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(outputs.json_value(out)))
     else:
-        print(f"{'branch':>10} {'q':>8} {'m':>8} {'V':>8} {'theta':>8} {'e_t':>22} {'stable':>6} {'lead':>6} starts")
+        from attnphase.display import with_error
+
+        cols = ("q", "m", "V", "theta", "e_t")
+        print(f"{'branch':>10} " + " ".join(f"{k:>22}" for k in cols) + f" {'stable':>6} {'lead':>6} starts")
         for p in points:
-            err = p["err_e_t"]
-            e_t = f"{p['e_t']:.7f}" + (f" +- {err:.1e}" if math.isfinite(err) else "")
-            print(f"{p['branch']:>10} {p['q']:8.4f} {p['m']:8.4f} {p['V']:8.3f} {p['theta']:8.4f} {e_t:>22} "
-                  f"{str(p['stable']):>6} {p['leading_eigenvalue']:6.3f} {p['starts']}")
+            cells = " ".join(f"{with_error(p[k], p.get('err_' + k)):>22}" for k in cols)
+            print(f"{p['branch']:>10} {cells} {str(p['stable']):>6} {p['leading_eigenvalue']:6.3f} {p['starts']}")
     dropped = (f"{res.search.not_converged} of {res.search.starts} starts did not converge on {res.search.rule}, "
                f"{res.search.polish_failures} points found there not on {cfg.quadrature} (dropped); {seconds:.1f} s")
     if not points:

@@ -68,9 +68,11 @@ def cmd_census_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int)
     else:
         print(f"{'branch':>10} {'e_t':>24} {'above min (paired err)':>30} {'eps_g':>9}  invariants (q0 eig; V0 eig; "
               "th0 sv; |m_l|), starts")
+        from attnphase.display import with_error
+
         for p in points:
-            e_t = f"{p['e_t']:.8f}" + (f" +- {p['err_e_t']:.1e}" if _finite(p["err_e_t"]) else "")
-            up = ("minimum" if p is points[0] else f"{p['delta_e_t']:.2e} +- {p['err_delta_e_t']:.1e} "
+            e_t = with_error(p["e_t"], p["err_e_t"])
+            up = ("minimum" if p is points[0] else f"{with_error(p['delta_e_t'], p['err_delta_e_t'])} "
                   f"({p['separation_paired']:.1f})" if _finite(p["err_delta_e_t"]) else f"{p['delta_e_t']:.2e}")
             inv = "; ".join(" ".join(f"{x:.4g}" for x in p[k]) for k in ("q0_eigenvalues", "V0_eigenvalues",
                                                                           "th0_singular_values", "m_norms"))

@@ -130,9 +130,11 @@ def cmd_scan(args: argparse.Namespace) -> int:
         print(json.dumps(outputs.json_value(summary | {"out": str(out_dir)})))
     else:
         width = max(len(str(v)) for v in summary["values"]) + 1
-        print(f"{field:>{width}}   omega   alpha_c   alpha_l   sem_end   pos_end")
+        from attnphase.display import with_error
+
+        print(f"{field:>{width}}   omega {'alpha_c':>18} {'alpha_l':>18} {'sem_end':>18} {'pos_end':>18}")
         for r in summary["rows"]:
-            cells = " ".join(f"{'nan' if r[k] is None else format(r[k], '.4f'):>9}"
+            cells = " ".join(f"{'nan' if r[k] is None else with_error(r[k], r.get(k + '_err')):>18}"
                              for k in ("alpha_c", "alpha_l", "semantic_end", "positional_end"))
             print(f"{str(r[field]):>{width}} {r['omega']:7.3f} {cells}")
     return job_summary(f"wrote {out_dir}/scan.nc, scan.csv, scan.json and {len(values)} figures", summary["seconds"], t,

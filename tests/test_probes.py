@@ -539,3 +539,53 @@ def test_jump_scale_acceptance_needs_the_error_estimate():
     refused = confirm_jump_acceptance(jumped, 1, 4)
     assert not refused.status.converged and "1 of the 4 rules" in refused.status.message
     assert refused.record["converged"] is False
+
+
+# --- text output: a value with its bar, rounded to it ------------------------------------------------
+
+@pytest.mark.parametrize(("value", "err", "text"), [
+    (0.4594786, 0.000444835, "0.45948 +- 0.00044"),
+    (50.4939, 0.178098, "50.49 +- 0.18"),
+    (0.0014019, 3.7e-6, "0.0014019 +- 0.0000037"),
+    (0.63, 0.0996, "0.63 +- 0.10"),
+    (12345.6, 673.0, "12350 +- 670"),
+    (-0.5, 0.012, "-0.500 +- 0.012"),
+    (2.602950272986534e-27, 3.94e-35, "2.602950273e-27 +- 3.9e-35"),
+    (0.0, 0.0, "0 +- 0"),
+    (0.5, float("nan"), "0.5"),
+    (None, 0.1, ""),
+])
+def test_value_with_error_is_rounded_to_its_bar(value, err, text):
+    from attnphase.display import with_error
+
+    assert with_error(value, err) == text
+
+
+def test_solve_text_prints_each_value_with_its_bar(capsys):
+    import re
+
+    argv = ["solve", "--alpha", "2", "--quadrature", "sobol8:4"]
+    assert main(argv + ["--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert main(argv) == 0
+    lines = {ln.split()[0]: ln.split(None, 1)[1] for ln in capsys.readouterr().out.splitlines() if len(ln.split()) > 1}
+    assert not any(k.startswith("err_") for k in lines)  # the bars sit beside their values
+    for k in ("q", "V", "theta", "eps_g", "e_t"):
+        m = re.fullmatch(r"(-?\d+\.(\d+)) \+- (\d+\.\d+)", lines[k])
+        assert m, (k, lines[k])
+        decimals = len(m.group(2))
+        assert float(m.group(1)) == pytest.approx(round(rec[k], decimals), abs=10.0 ** -decimals)
+        assert float(m.group(3)) == pytest.approx(rec[f"err_{k}"], rel=0.06)  # two significant digits
+        assert len(m.group(3).replace(".", "").lstrip("0")) == 2
+    assert len(lines["eps_lin"]) <= 12  # a number without a bar: 6 significant digits, not 16
+
+
+def test_boundary_table_prints_bars_beside_values(capsys):
+    from attnphase.numerics.report import print_boundary_table
+
+    nan = float("nan")
+    print_boundary_table([dict(omega=0.3, alpha_c=1.2345678, alpha_c_err=0.00123, alpha_l=1.9, alpha_l_err=nan,
+                               semantic_end=nan, semantic_end_err=nan, positional_end=2.5, positional_end_err=0.02,
+                               notes="")], "standard error")
+    row = capsys.readouterr().out.splitlines()[1]
+    assert "1.2346 +- 0.0012" in row and "2.500 +- 0.020" in row and "1.9000 +- nan" in row
