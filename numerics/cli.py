@@ -233,7 +233,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         with TaskBar(f"{args.branch} sweeps", quiet=args.quiet) as tbar:
             outs = run_tasks(tasks, executor=executor, store=store, fresh=args.fresh, version=version,
                              progress=tbar)
-    objs, n_on, n_failed, n_absent, cells = [], 0, 0, 0, []
+    objs, n_on, n_failed, n_absent, cells, n_unbarred = [], 0, 0, 0, [], 0
     with outputs.staged_output(out_dir) as stage:
         for w, o in zip(omegas, outs):
             path = out_dir / sweep_file_name(args.branch, params.replace(omega=w).omega)
@@ -244,6 +244,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             rows, reasons = _sweep_rows(res, args.branch)
             outputs.write_text_atomic(stage / path.name, _csv_text(rows))
             on = sum(not r for r in reasons)
+            n_unbarred += sum(not r and not all(math.isfinite(row[f"err_{k}"]) for k in RESULT_KEYS)
+                              for row, r in zip(rows, reasons))
             failed = sum(bool(r) and r.startswith("not converged") for r in reasons)
             n_on, n_failed, n_absent = n_on + on, n_failed + failed, n_absent + len(rows) - on - failed
             ends = not math.isnan(res.end.alpha)
@@ -267,6 +269,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                           solver=cfg.as_dict(), rule=cfg.quadrature, command=command_line(), branch=args.branch)
         write_netcdf(sweeps_dataset(cells, alphas, attrs), stage / f"sweep_{args.branch}.nc")
     bars_note = error_bars_note(cfg, n_rules)
+    if not bars_note and n_unbarred:
+        bars_note = (f"{n_unbarred} point(s) on the branch have no error bar (NaN err_*): fewer than two of their "
+                     f"rules reproduced the branch there (a spread needs two); such a point may be an artefact of the rule")
     if bars_note:
         print(f"attnphase: note: {bars_note}", file=sys.stderr)
     failures = failure_summary(outs)

@@ -589,3 +589,18 @@ def test_boundary_table_prints_bars_beside_values(capsys):
                                notes="")], "standard error")
     row = capsys.readouterr().out.splitlines()[1]
     assert "1.2346 +- 0.0012" in row and "2.500 +- 0.020" in row and "1.9000 +- nan" in row
+
+
+def test_sweep_rows_without_a_bar_are_said(capsys, tmp_path, monkeypatch):
+    # a point whose blocks do not reproduce its branch has NaN err_*: the job says how many, never silently
+    import math
+
+    from attnphase.numerics import jobs
+
+    monkeypatch.setattr(jobs, "point_errors", lambda points, cfg, n=0: tuple(
+        {f"err_{k}": math.nan for k in ("q", "m", "V", "theta", "eps_g", "e_t")} for _ in points))
+    assert main(["sweep", "--alpha", "2", "--quadrature", "sobol8:4", "--json", "--quiet", "--workers", "1",
+                 "--fresh", "--out", str(tmp_path)]) == 0
+    cap = capsys.readouterr()
+    assert "1 point(s) on the branch have no error bar" in json.loads(cap.out)["error_note"]
+    assert "attnphase: note: 1 point(s) on the branch have no error bar" in cap.err
