@@ -106,7 +106,8 @@ def _add_solve(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "solve", help="solve the state evolution at one (alpha, omega)",
         description="Solve the state evolution (docs/model.md section 3) at one alpha and omega and print the "
-        "observables (section 4). Exit code 1 if the fixed point did not converge.",
+        "observables (section 4), each with its error bar. Exit code 1 if the fixed point did not converge, 3 if "
+        "the solve reached another branch than --branch (README: exit codes).",
     )
     p.add_argument("--alpha", required=True, metavar="ALPHA", help="sample complexity alpha = n/d > 0 (one number)")
     _branch_option(p, mixed=True)

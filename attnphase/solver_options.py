@@ -196,7 +196,9 @@ def add_error_estimate_option(p: argparse.ArgumentParser, what: str) -> None:
     """``--error-estimate auto|0|K``; ``what`` is what the error bars are put on."""
     p.add_argument("--error-estimate", dest="error_estimate", default="auto", metavar="K",
                    help=f"error bars on {what}: auto (default): from the rules' independent scramblings "
-                   "(REPS of sobolK:REPS, 4 by default: standard error of their pool, at no extra quadrature points); "
+                   "(REPS of sobolK:REPS, 4 by default: standard error of their pool, at no extra quadrature points; "
+                   "for a rule of one scrambling or a deterministic one, solve and census repeat the point on 4 "
+                   "independent rules, the other commands give none and say so in error_note); "
                    "K >= 2: K scramblings instead (K/REPS times the points), or, for a rule of one scrambling "
                    "(ghN, sobolK), a repeat on K - 1 more independent rules; 0: none (faster)")
 
