@@ -48,7 +48,7 @@ BRANCH_END_STRATEGIES = ("bifurcation", "trace")
 #: points re-solved on other rules (blocks or replicates) warm from the solve's; such a re-solve stops at
 #: its start when the residual there, of the size of the quadrature error (relative 1e-4 - 1e-2 over the
 #: tiers), is below tol: at tol = 0.01 every bar was 0.0.  1e-6 keeps the solver's error a hundred times
-#: below the precise tier's bars (at alpha = 2, omega = 0.3 the overlaps at tol 1e-6 and 1e-10 agree to 1e-9).
+#: below the precise tier's bars (at alpha = 2, omega = 0.3 the overlaps at tol 1e-6 and 1e-10 agree to 6 digits).
 MAX_TOL = 1e-6
 
 #: Environment variable that, when set, overrides ``backend="auto"`` (``numpy``, ``numba`` or ``torch``).
