@@ -58,11 +58,25 @@ class QuadratureError:
     converged: int
 
 
-def standard_error(values: Sequence[float]) -> float:
-    """std(values, ddof=1) / sqrt(n) over the finite values (NaN with fewer than two): the standard error
-    of the mean of n independent replicates."""
+#: Relative round-off of one double: the least error bar a computed number carries.
+ROUNDOFF = float(np.finfo(float).eps)
+
+
+def spread(values: Sequence[float]) -> float:
+    """std(values, ddof=1) over the finite values, at least their round-off ROUNDOFF * max |value| (replicates
+    that agree to the last bit -- sigma = 1e-4: V0 = 1/lambda on every block -- have a bar of round-off,
+    not 0; values that are all exactly 0, fixed by a symmetry, keep 0); NaN with fewer than two."""
     finite = [float(v) for v in values if math.isfinite(v)]
-    return float(np.std(finite, ddof=1) / math.sqrt(len(finite))) if len(finite) >= 2 else math.nan
+    if len(finite) < 2:
+        return math.nan
+    return max(float(np.std(finite, ddof=1)), ROUNDOFF * max(abs(v) for v in finite))
+
+
+def standard_error(values: Sequence[float]) -> float:
+    """:func:`spread` / sqrt(n) over the finite values (NaN with fewer than two): the standard error of the
+    mean of n independent replicates."""
+    n = sum(math.isfinite(v) for v in values)
+    return spread(values) / math.sqrt(n) if n >= 2 else math.nan
 
 
 def replicate_count(config: SolverConfig) -> int:

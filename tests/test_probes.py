@@ -604,3 +604,20 @@ def test_sweep_rows_without_a_bar_are_said(capsys, tmp_path, monkeypatch):
     cap = capsys.readouterr()
     assert "1 point(s) on the branch have no error bar" in json.loads(cap.out)["error_note"]
     assert "attnphase: note: 1 point(s) on the branch have no error bar" in cap.err
+
+
+@pytest.mark.parametrize("argv", [["--alpha", "2", "--branch", "agnostic"],
+                                  ["--alpha", "2", "--omega", "0.2", "--lam", "0.1", "--branch", "positional"]])
+def test_cold_start_left_the_domain_is_retried_with_a_larger_V0(argv, capsys):
+    # the fixed cold start (V0 = 1) took a first SE step out of the domain: "not converged" on ordinary input
+    assert main(["solve", *argv, "--quadrature", "sobol8:4", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["converged"] and rec["branch"] == argv[argv.index("--branch") + 1] and rec["err_V"] > 0
+
+
+def test_replicates_agreeing_to_the_last_bit_have_a_roundoff_bar():
+    from attnphase.numerics.replicates import ROUNDOFF, spread, standard_error
+
+    assert spread([100.0, 100.0, 100.0, 100.0]) == pytest.approx(100.0 * ROUNDOFF)
+    assert standard_error([0.0, 0.0, 0.0, 0.0]) == 0.0  # fixed by a symmetry: exact
+    assert spread([1.0, 2.0]) == pytest.approx(0.7071067811865476)
