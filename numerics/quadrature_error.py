@@ -25,7 +25,7 @@ from attnphase.numerics.boundaries import BOUNDARY_KEYS, Boundaries, boundaries_
 from attnphase.numerics.parallel import map_in_order
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature import rule_blocks
-from attnphase.numerics.replicates import ERROR_KEYS, QuadratureError, replicate_error, spread
+from attnphase.numerics.replicates import ERROR_KEYS, QuadratureError, at_least_the_offset, replicate_error, spread
 from attnphase.numerics.overlaps import on_branch_subspace
 from attnphase.numerics.state_evolution import FixedPoint, solve
 from attnphase.theory.params import ModelParams
@@ -61,7 +61,7 @@ def quadrature_error(fp: FixedPoint, n_rules: int = 4, config: SolverConfig | No
             ok += 1
             for k in ERROR_KEYS:
                 values[k].append(float(other.record[k]))
-    std = {k: spread(v) for k, v in values.items()}
+    std = {k: at_least_the_offset(spread(v), float(fp.record[k]), v) for k, v in values.items()}
     return QuadratureError(std=std, rules=tuple(rules), converged=ok)
 
 

@@ -621,3 +621,29 @@ def test_replicates_agreeing_to_the_last_bit_have_a_roundoff_bar():
     assert spread([100.0, 100.0, 100.0, 100.0]) == pytest.approx(100.0 * ROUNDOFF)
     assert standard_error([0.0, 0.0, 0.0, 0.0]) == 0.0  # fixed by a symmetry: exact
     assert spread([1.0, 2.0]) == pytest.approx(0.7071067811865476)
+
+
+def test_se_jacobian_is_finite_next_to_the_domain_edge():
+    # census at lambda = 0.1, alpha = 1: the agnostic point has q0 ~ 1e-27, so a th0 step of 1e-5 leaves the
+    # domain on both sides; it is halved to fit, and the stability eigenvalue is a number (it raised before)
+    import math
+
+    import numpy as np
+
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.overlaps import Overlaps
+    from attnphase.numerics.stability import se_jacobian, stability_eigenvalue
+    from attnphase.theory import ModelParams
+
+    params, cfg = ModelParams(omega=0.2, lam=0.1), SolverConfig(quadrature="sobol6")
+    ov = Overlaps(q0=1e-27, V0=11.1, m=np.zeros(2), th0=0.0)
+    assert np.all(np.isfinite(se_jacobian(params, 1.0, ov, cfg)))
+    assert math.isfinite(stability_eigenvalue(params, 1.0, ov, cfg))
+
+
+def test_error_bar_covers_the_offset_from_replicates_that_agree_exactly():
+    from attnphase.numerics.replicates import at_least_the_offset
+
+    assert at_least_the_offset(0.0, 2.6e-12, [0.0, 0.0, 0.0, 0.0]) == 2.6e-12
+    assert at_least_the_offset(0.0, 0.0, [0.0, 0.0, 0.0]) == 0.0
+    assert at_least_the_offset(1e-3, 0.5, [0.499, 0.501]) == 1e-3  # a real spread stands
