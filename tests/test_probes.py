@@ -647,3 +647,10 @@ def test_error_bar_covers_the_offset_from_replicates_that_agree_exactly():
     assert at_least_the_offset(0.0, 2.6e-12, [0.0, 0.0, 0.0, 0.0]) == 2.6e-12
     assert at_least_the_offset(0.0, 0.0, [0.0, 0.0, 0.0]) == 0.0
     assert at_least_the_offset(1e-3, 0.5, [0.499, 0.501]) == 1e-3  # a real spread stands
+
+
+def test_check_hats_steps_stay_in_the_domain_at_tiny_rho0(capsys):
+    # rho0 = 1e-12: the state has q0 = 5e-13, and a q0 step of 1e-4 made q0 < 0 ("bad input" after work)
+    assert main(["check", "--quick", "--only", "hats", "--rho0", "1e-12", "--quiet"]) == 0
+    cap = capsys.readouterr()
+    assert "pass" in cap.out and "error:" not in cap.err and "failed:" not in cap.err
