@@ -115,17 +115,22 @@ def replicate_error(fp: FixedPoint, config: SolverConfig) -> QuadratureError | N
     return QuadratureError(std=std, rules=tuple(blocks), converged=ok)
 
 
+#: A point farther than this many spreads from the mean of its replicates lies outside their cloud.
+OFFSET_SPREADS = 3.0
+
+
 def at_least_the_offset(err: float, value: float, replicates: Sequence[float]) -> float:
-    """``err``, or, where the replicates agree exactly (a spread of round-off at most) on a value the point
-    differs from, that difference: the re-solves start on the branch's symmetric subspace, so at an agnostic
-    point found off it (m = 2.6e-12, theta = 1e-16 from a semantic start) every block gives m = 0 exactly;
-    the point's m is then known to |m|, not to 0."""
+    """``err``, or, where the point lies outside its replicates' cloud (farther than OFFSET_SPREADS times
+    their :func:`spread` from their mean), that distance.  To first order the pooled rule's fixed point is
+    the mean of its blocks'; one outside their cloud is not what they reproduce, and its error is at least
+    the offset.  The re-solves start on the branch's symmetric subspace, so at an agnostic point found off it
+    (m = 2.6e-12 from a semantic start, q0 = 2e-14 where the blocks give 1e-40) every block agrees on m = 0
+    and q0 ~ 0: the point's m is then known to |m|, not to 0."""
     finite = [v for v in replicates if math.isfinite(v)]
-    if not (math.isfinite(err) and finite and math.isfinite(value)):
+    if not (math.isfinite(err) and len(finite) >= 2 and math.isfinite(value)):
         return err
-    if max(finite) - min(finite) <= ROUNDOFF * max(abs(v) for v in finite):
-        return max(err, abs(value - finite[0]))
-    return err
+    offset = abs(value - float(np.mean(finite)))
+    return max(err, offset) if offset > OFFSET_SPREADS * spread(finite) else err
 
 
 def linearised_root_error(root: float, block_values: Sequence[float], slope: float) -> float:

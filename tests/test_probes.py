@@ -654,3 +654,18 @@ def test_check_hats_steps_stay_in_the_domain_at_tiny_rho0(capsys):
     assert main(["check", "--quick", "--only", "hats", "--rho0", "1e-12", "--quiet"]) == 0
     cap = capsys.readouterr()
     assert "pass" in cap.out and "error:" not in cap.err and "failed:" not in cap.err
+
+
+@pytest.mark.slow
+def test_census_at_large_lambda_finds_one_agnostic_point_with_honest_bars(capsys):
+    # lambda = 0.1, alpha = 1 (README's scan range): the census raised inside its stability step; the
+    # agnostic point Q = 0 reached from several starts is one point, each overlap with a bar covering it
+    assert main(["census", "--alpha", "1", "--omega", "0.2", "--lam", "0.1", "--quadrature", "sobol8:4", "--quiet",
+                 "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    points = obj["fixed_points"]
+    assert [p["branch"] for p in points] == ["agnostic"]
+    p = points[0]
+    for k in ("q", "m", "theta"):
+        assert abs(p[k]) <= max(p[f"err_{k}"], 1e-300), (k, p[k], p[f"err_{k}"])
+    assert p["err_V"] > 0 and p["leading_eigenvalue"] == p["leading_eigenvalue"]  # a number, not NaN
