@@ -669,3 +669,15 @@ def test_census_at_large_lambda_finds_one_agnostic_point_with_honest_bars(capsys
     for k in ("q", "m", "theta"):
         assert abs(p[k]) <= 1.001 * p[f"err_{k}"] + 1e-300, (k, p[k], p[f"err_{k}"])  # 0 within its bar
     assert p["err_V"] > 0 and p["leading_eigenvalue"] == p["leading_eigenvalue"]  # a number, not NaN
+
+
+def test_task_warnings_are_notes_in_any_process(capsys):
+    # a task's warnings ran raw in Dask worker processes (16 lines with source paths at P = 1e300)
+    import numpy as np
+
+    from attnphase.execution.executor import call_task
+
+    status, value, _, _ = call_task(lambda x: float(np.exp(np.array([x]))[0]), 1000.0)
+    err = capsys.readouterr().err
+    assert status == "done" and value == float("inf")
+    assert err.startswith("attnphase: note: floating-point overflow") and "RuntimeWarning" not in err
