@@ -315,8 +315,9 @@ def check_branch_possible(params: Any, branch: str, needed_by: str = "") -> None
     ``needed_by``: the job that needs the branch (default: ``--branch BRANCH``)."""
     if branch in ("positional", "mixed") and not any(v != 0 for row in params.P for v in row):
         raise ValueError(f"--P: P = 0 (no positional embeddings) leaves no positional direction (m = 0 for every "
-                         f"student), so {needed_by or f'--branch {branch}'} has no fixed point"
-                         + ("" if needed_by else "; give a non-zero --P or --branch semantic"))
+                         f"student), so " + (f"no positional fixed point exists for {needed_by}; give a non-zero --P"
+                                             if needed_by else f"--branch {branch} has no fixed point; give a non-zero "
+                                             f"--P or --branch semantic"))
 
 
 def announce_defaults(args: argparse.Namespace, params: Any) -> None:

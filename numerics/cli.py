@@ -321,7 +321,7 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
         return cmd_phase_diagram_rank(args, r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
     params, omegas = opt.omegas_from_args(args)
-    opt.check_branch_possible(params, "positional", "the phase diagram's positional branch (and its boundaries)")
+    opt.check_branch_possible(params, "positional", "the phase diagram's boundaries")
     cfg = solver_options.config_from_args(args)
     solver_options.check_supported(params, cfg)
     from attnphase.numerics.quadrature_error import error_bars_note, independent_rules

@@ -246,7 +246,7 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
     omegas = opt.parse_values(args.omega, "--omega")
     params, cfg = rank_model_and_config(args, r, r_star, omegas[0])
-    opt.check_branch_possible(params, "positional", "the phase diagram's positional branch (and its boundaries)")
+    opt.check_branch_possible(params, "positional", "the phase diagram's boundaries")
     for w in omegas:
         rank_model_and_config(args, r, r_star, w)
     executor = execution_options.executor_from_args(args)

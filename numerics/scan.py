@@ -95,7 +95,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     field, values, models, omegas = opt.scan_from_args(args)
     cfg = solver_options.config_from_args(args)
     for m in models:
-        opt.check_branch_possible(m, "positional", "the scan's positional branch (and its boundaries)")
+        opt.check_branch_possible(m, "positional", "the scan's boundaries")
         solver_options.check_supported(m, cfg)
     from attnphase.numerics.quadrature_error import independent_rules
 

@@ -681,3 +681,13 @@ def test_task_warnings_are_notes_in_any_process(capsys):
     err = capsys.readouterr().err
     assert status == "done" and value == float("inf")
     assert err.startswith("attnphase: note: floating-point overflow") and "RuntimeWarning" not in err
+
+
+@pytest.mark.parametrize(("command", "needles"), [
+    (["simulate", "--init", "positional", "--d", "50"], ["--P", "P[0,0]", "--init"]),
+    (["validate", "--quick"], ["--P", "P = 0", "validate's positional runs"]),
+])
+def test_zero_P_in_the_finite_d_commands_names_P_before_any_work(command, needles, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = ["--out", str(tmp_path / "out")] if command[0] == "validate" else []
+    _one_line_error(capsys, [*command, "--P", "0,0;0,0", *out], needles, tmp_path)

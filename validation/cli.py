@@ -135,6 +135,9 @@ def run_simulate(args: argparse.Namespace) -> int:
     _check_dtype(args.dtype)
     _check_threads(args.threads)
     params = opt.params_from_args(args, omega=opt.single_omega(args, "simulate"))
+    if args.init == "positional" and not params.P[0][0] > 0:
+        raise ValueError(f"--P: --init positional starts the student along p_1, and P[0,0] = |p_1|^2 = {params.P[0][0]:g} "
+                         f"leaves no such direction; give a --P with P[0,0] > 0 or another --init")
     check_ranks_fit(params, args.d)
     check_memory(args.d, alpha, params.L, args.n_test, args.dtype)
     check_device(args.device)
@@ -174,6 +177,7 @@ def run_validate(args: argparse.Namespace) -> int:
     if getattr(args, "cases", None) is not None:
         raise ValueError("--cases: only with --suite general (it names the general suite's cases)")
     params = opt.params_from_args(args, omega=opt.single_omega(args, "validate"))
+    opt.check_branch_possible(params, "positional", "validate's positional runs")
     out_dir = outputs.out_dir_from_args(args)
     if args.d is not None:
         _check_dimension(args.d)
