@@ -178,6 +178,9 @@ def run_validate(args: argparse.Namespace) -> int:
         raise ValueError("--cases: only with --suite general (it names the general suite's cases)")
     params = opt.params_from_args(args, omega=opt.single_omega(args, "validate"))
     opt.check_branch_possible(params, "positional", "validate's positional runs")
+    if not params.P[0][0] > 0:
+        raise ValueError(f"--P: validate's positional runs start the student along p_1, and P[0,0] = |p_1|^2 = "
+                         f"{params.P[0][0]:g} leaves no such direction; give a --P with P[0,0] > 0")
     out_dir = outputs.out_dir_from_args(args)
     if args.d is not None:
         _check_dimension(args.d)
