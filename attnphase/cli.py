@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from attnphase import options as opt
 from attnphase import solver_options
 from attnphase import execution_options
-from attnphase import outputs, workload
+from attnphase import outputs, work, workload
 
 #: Commands in help order: (name, "module:function" that runs it).
 COMMANDS = (
@@ -106,7 +106,8 @@ def _add_solve(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "solve", help="solve the state evolution at one (alpha, omega)",
         description="Solve the state evolution (docs/model.md section 3) at one alpha and omega and print the "
-        "observables (section 4). Exit code 1 if the fixed point did not converge.",
+        "observables (section 4), each with its error bar. Exit code 1 if the fixed point did not converge, 3 if "
+        "the solve reached another branch than --branch (README: exit codes).",
     )
     p.add_argument("--alpha", required=True, metavar="ALPHA", help="sample complexity alpha = n/d > 0 (one number)")
     _branch_option(p, mixed=True)
@@ -318,7 +319,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name, target in COMMANDS:
         _BUILDERS[name](sub)
-        sub.choices[name].set_defaults(func=target)
+        p = sub.choices[name]
+        if not any("--quiet" in a.option_strings for a in p._actions):  # every command takes --quiet
+            outputs.add_quiet_option(p)
+        p.set_defaults(func=target)
     return parser
 
 
@@ -333,9 +337,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse ``argv`` and run the chosen subcommand; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    work.reset()
     try:
-        code = _resolve(args.func)(args)
-    except ValueError as exc:
+        with work.warnings_as_notes():
+            code = _resolve(args.func)(args)
+    except (ValueError, ArithmeticError) as exc:
+        what = work.current()
+        if what is not None:  # raised by the computation after every check passed: a failure, not bad input
+            print(work.failure_message(what, exc), file=sys.stderr)
+            return 1
+        if not isinstance(exc, ValueError):
+            raise
         msg = " ".join(str(exc).split())
         print(f"attnphase: error: {msg}", file=sys.stderr)
         return 2

@@ -309,6 +309,17 @@ def check_rank(params: Any, command: str) -> None:
             raise ValueError(f"--token-cov: {exc}") from None
 
 
+def check_branch_possible(params: Any, branch: str, needed_by: str = "") -> None:
+    """ValueError naming ``--P`` when the model makes ``branch`` impossible: P = 0 (no positional
+    embeddings) leaves m = 0 for every student, so no positional (or mixed) fixed point exists.
+    ``needed_by``: the job that needs the branch (default: ``--branch BRANCH``)."""
+    if branch in ("positional", "mixed") and not any(v != 0 for row in params.P for v in row):
+        raise ValueError(f"--P: P = 0 (no positional embeddings) leaves no positional direction (m = 0 for every "
+                         f"student), so " + (f"no positional fixed point exists for {needed_by}; give a non-zero --P"
+                                             if needed_by else f"--branch {branch} has no fixed point; give a non-zero "
+                                             f"--P or --branch semantic"))
+
+
 def announce_defaults(args: argparse.Namespace, params: Any) -> None:
     """For L != 2, say which matrices took their L-dependent defaults (they differ from the paper's L = 2 ones)."""
     if params.L == 2:

@@ -32,7 +32,8 @@ def add_json_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_quiet_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bars or progress lines (results, warnings and notes are always printed)")
 
 
 def add_out_option(p: argparse.ArgumentParser, default: str, writes: str) -> None:

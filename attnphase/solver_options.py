@@ -122,7 +122,8 @@ def add_solver_options(p: argparse.ArgumentParser) -> None:
         f"(default {d['branch_end']})",
     )
     g.add_argument("--tol", type=float, default=None, metavar="TOL",
-                   help=f"fixed-point residual tolerance, in (0, 1) (default {d['tol']:g})")
+                   help=f"fixed-point residual tolerance, in (0, 1e-6]: far below the quadrature error "
+                   f"(default {d['tol']:g})")
 
 
 def _solver_changes(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
@@ -144,9 +145,14 @@ def config_from_args(args: argparse.Namespace):
     ``--e-t-quadrature none`` and ``--alpha-c-quadrature none`` give None.  A bad value is a
     ValueError naming its option.
     """
-    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.config import MAX_TOL, SolverConfig
 
     changes = _solver_changes(args)
+    if "tol" in changes and not (0 < changes["tol"][1] <= MAX_TOL):
+        # a looser residual moves the fixed point by more than its error bar (tol 0.9: q 0.729 for 0.459),
+        # and the bars themselves come out 0 (numerics.config.MAX_TOL)
+        raise ValueError(f"--tol {changes['tol'][1]:g}: the fixed-point residual must lie far below the quadrature "
+                         f"error: --tol must lie in (0, {MAX_TOL:g}] (default {SOLVER_DEFAULTS['tol']:g})")
     for field, (option, value) in changes.items():  # each option alone first: the error names it
         try:
             SolverConfig(**{field: value})
@@ -192,7 +198,9 @@ def add_error_estimate_option(p: argparse.ArgumentParser, what: str) -> None:
     """``--error-estimate auto|0|K``; ``what`` is what the error bars are put on."""
     p.add_argument("--error-estimate", dest="error_estimate", default="auto", metavar="K",
                    help=f"error bars on {what}: auto (default): from the rules' independent scramblings "
-                   "(REPS of sobolK:REPS, 4 by default: standard error of their pool, at no extra quadrature points); "
+                   "(REPS of sobolK:REPS, 4 by default: standard error of their pool, at no extra quadrature points; "
+                   "for a rule of one scrambling or a deterministic one, solve and census repeat the point on 4 "
+                   "independent rules, the other commands give none and say so in error_note); "
                    "K >= 2: K scramblings instead (K/REPS times the points), or, for a rule of one scrambling "
                    "(ghN, sobolK), a repeat on K - 1 more independent rules; 0: none (faster)")
 

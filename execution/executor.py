@@ -122,10 +122,14 @@ class Progress:
 
 def call_task(fn: Callable[[Any], Any], arg: Any) -> tuple[str, Any, str, float]:
     """``fn(arg)`` as (status, value, error, seconds); an Exception becomes status "failed" with its
-    traceback (KeyboardInterrupt and SystemExit pass through)."""
+    traceback (KeyboardInterrupt and SystemExit pass through).  Warnings raised by ``fn`` are one-line
+    notes (:func:`attnphase.work.warnings_as_notes`), in a worker process as in this one."""
+    from attnphase.work import warnings_as_notes
+
     t0 = time.perf_counter()
     try:
-        value = fn(arg)
+        with warnings_as_notes():
+            value = fn(arg)
     except Exception as exc:  # noqa: BLE001 - recorded, the job goes on
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         return "failed", None, f"{type(exc).__name__}: {' '.join(str(exc).split())}\n{tb}", time.perf_counter() - t0

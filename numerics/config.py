@@ -44,6 +44,13 @@ BRANCHES = ("semantic", "positional", "agnostic")
 #: SE Jacobian equal to 1), or by tracing the branch at a fixed order parameter / bisecting in alpha.
 BRANCH_END_STRATEGIES = ("bifurcation", "trace")
 
+#: The largest ``tol`` a configuration with error bars takes.  An error bar is the spread of the fixed
+#: points re-solved on other rules (blocks or replicates) warm from the solve's; such a re-solve stops at
+#: its start when the residual there, of the size of the quadrature error (relative 1e-4 - 1e-2 over the
+#: tiers), is below tol: at tol = 0.01 every bar was 0.0.  1e-6 keeps the solver's error a hundred times
+#: below the precise tier's bars (at alpha = 2, omega = 0.3 the overlaps at tol 1e-6 and 1e-10 agree to 6 digits).
+MAX_TOL = 1e-6
+
 #: Environment variable that, when set, overrides ``backend="auto"`` (``numpy``, ``numba`` or ``torch``).
 BACKEND_ENV = "ATTNPHASE_PROX_BACKEND"
 
@@ -131,6 +138,9 @@ class SolverConfig:
 
         if not (self.tol > 0 and self.tol < 1):
             raise ValueError(f"tol must lie in (0, 1), got {self.tol}")
+        if self.error_bars and self.tol > MAX_TOL:
+            raise ValueError(f"tol {self.tol:g} is too loose for error bars (a re-solve on another rule would stop at "
+                             f"its start: a bar of 0); tol must lie in (0, {MAX_TOL:g}] (or error_bars=False)")
         if self.max_iter < 1:
             raise ValueError(f"max_iter must be >= 1, got {self.max_iter}")
         if not 0.0 <= self.damping < 1.0:

@@ -16,7 +16,7 @@ import argparse
 import sys
 
 from attnphase import options as opt
-from attnphase import outputs
+from attnphase import outputs, work
 
 
 def run_derive(args: argparse.Namespace) -> int:
@@ -25,6 +25,7 @@ def run_derive(args: argparse.Namespace) -> int:
     if args.output:
         outputs.check_out_file(args.output, "-o/--output")
     opt.announce_defaults(args, params)
+    work.begin("deriving the equations")
     from attnphase.theory import latex
 
     if args.markdown:

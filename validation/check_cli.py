@@ -15,7 +15,7 @@ import json
 import sys
 from typing import Any
 
-from attnphase import outputs
+from attnphase import outputs, work
 
 
 # --- model options: the one place this command reads them (a shared options module is coming) ---
@@ -47,9 +47,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise ValueError(f"--seed must be an integer >= 0, got {args.seed}")
 
     def progress(res: Any) -> None:
-        if not args.json:
+        if not (args.json or getattr(args, "quiet", False)):
             print(f"  {res.line()}  ({res.seconds:.1f} s)", file=sys.stderr, flush=True)
 
+    work.begin("running the derivation checks")
     results = run_checks(params, args.alpha, QUICK if args.quick else FULL, only=args.only, seed=args.seed, progress=progress)
     if args.json:
         print(json.dumps(to_json(params, args.alpha, results), allow_nan=False))

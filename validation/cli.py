@@ -19,7 +19,7 @@ import sys
 
 from attnphase import options as opt
 from attnphase import execution_options
-from attnphase import outputs
+from attnphase import outputs, work
 
 _INITS = ("semantic", "positional", "random")
 
@@ -135,6 +135,9 @@ def run_simulate(args: argparse.Namespace) -> int:
     _check_dtype(args.dtype)
     _check_threads(args.threads)
     params = opt.params_from_args(args, omega=opt.single_omega(args, "simulate"))
+    if args.init == "positional" and not params.P[0][0] > 0:
+        raise ValueError(f"--P: --init positional starts the student along p_1, and P[0,0] = |p_1|^2 = {params.P[0][0]:g} "
+                         f"leaves no such direction; give a --P with P[0,0] > 0 or another --init")
     check_ranks_fit(params, args.d)
     check_memory(args.d, alpha, params.L, args.n_test, args.dtype)
     check_device(args.device)
@@ -151,6 +154,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         train=TrainConfig(optimizer=args.optimizer, grad_tol=args.grad_tol, max_steps=args.max_steps),
         n_test=args.n_test, device=args.device, dtype=args.dtype,
     )
+    work.begin("training the student")
     res = run_simulation(spec)
     if args.json:
         print(json.dumps(outputs.json_value(res.to_json())))
@@ -173,6 +177,10 @@ def run_validate(args: argparse.Namespace) -> int:
     if getattr(args, "cases", None) is not None:
         raise ValueError("--cases: only with --suite general (it names the general suite's cases)")
     params = opt.params_from_args(args, omega=opt.single_omega(args, "validate"))
+    opt.check_branch_possible(params, "positional", "validate's positional runs")
+    if not params.P[0][0] > 0:
+        raise ValueError(f"--P: validate's positional runs start the student along p_1, and P[0,0] = |p_1|^2 = "
+                         f"{params.P[0][0]:g} leaves no such direction; give a --P with P[0,0] > 0")
     out_dir = outputs.out_dir_from_args(args)
     if args.d is not None:
         _check_dimension(args.d)
@@ -197,6 +205,7 @@ def run_validate(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     plan = validation_plan(quick=args.quick, d=args.d, seeds=args.seeds, params=params, device=args.device,
                            dtype=args.dtype)
+    work.begin("running the validation")
     # every file goes to a staging folder first, moved into --out DIR at the end: all files or none
     with outputs.staged_output(out_dir) as stage:
         reuse_theory_cache(out_dir, stage)
@@ -247,6 +256,7 @@ def run_validate_general(args: argparse.Namespace) -> int:
             raise ValueError(f"--d {plan.d}: the general suite's case ({case.key}) {case.title} needs d >= {need}")
     check_memory(plan.d, max(plan.grid), max(c.params.L for c in plan.cases), plan.n_test, args.dtype)
     torch.set_num_threads(args.threads if args.threads is not None else max(1, torch.get_num_threads() - 1))
+    work.begin("running the general validation suite")
     with outputs.staged_output(out_dir) as stage:
         reuse_theory_cache(out_dir, stage)
         shown = {str(stage): str(out_dir)}

@@ -19,7 +19,7 @@ import sys
 import time
 
 from attnphase import options as opt
-from attnphase import outputs
+from attnphase import outputs, work
 from attnphase.numerics.commands.common import point_setup, ranks_from_args
 
 
@@ -39,6 +39,7 @@ def cmd_census(args: argparse.Namespace) -> int:
     from attnphase.numerics.phase.census import census, census_starts, entry_errors
     from attnphase.numerics.commands.point_record import solve_record
 
+    work.begin("taking the census of fixed points")
     print(f"attnphase: census at alpha = {alpha:g}, omega = {params.omega:g}: {len(census_starts(params))} starts, "
           f"error bars {_error_source(cfg, n_rules)} (measured 29-59 s on 2 cores at the defaults)",
           file=sys.stderr, flush=True)
@@ -57,17 +58,23 @@ def cmd_census(args: argparse.Namespace) -> int:
         "global_minimum": points[0]["branch"] if points else None, "separation": res.separation(),
         "seconds": seconds, "fixed_points": points,
     }
+    if not cfg.error_bars:
+        from attnphase.numerics.errors.quadrature_error import error_bars_note
+
+        out["error_note"] = error_bars_note(cfg, n_rules)
+        print(f"attnphase: note: {out['error_note']}", file=sys.stderr)
     if out_dir is not None:
         _write(out_dir, out)
     if args.json:
         print(json.dumps(outputs.json_value(out)))
     else:
-        print(f"{'branch':>10} {'q':>8} {'m':>8} {'V':>8} {'theta':>8} {'e_t':>22} {'stable':>6} {'lead':>6} starts")
+        from attnphase.display import with_error
+
+        cols = ("q", "m", "V", "theta", "e_t")
+        print(f"{'branch':>10} " + " ".join(f"{k:>22}" for k in cols) + f" {'stable':>6} {'lead':>6} starts")
         for p in points:
-            err = p["err_e_t"]
-            e_t = f"{p['e_t']:.7f}" + (f" +- {err:.1e}" if math.isfinite(err) else "")
-            print(f"{p['branch']:>10} {p['q']:8.4f} {p['m']:8.4f} {p['V']:8.3f} {p['theta']:8.4f} {e_t:>22} "
-                  f"{str(p['stable']):>6} {p['leading_eigenvalue']:6.3f} {p['starts']}")
+            cells = " ".join(f"{with_error(p[k], p.get('err_' + k)):>22}" for k in cols)
+            print(f"{p['branch']:>10} {cells} {str(p['stable']):>6} {p['leading_eigenvalue']:6.3f} {p['starts']}")
     dropped = (f"{res.search.not_converged} of {res.search.starts} starts did not converge on {res.search.rule}, "
                f"{res.search.polish_failures} points found there not on {cfg.quadrature} (dropped); {seconds:.1f} s")
     if not points:

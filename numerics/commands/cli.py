@@ -18,12 +18,10 @@ import sys
 from attnphase import options as opt
 from attnphase import solver_options
 from attnphase import execution_options
-from attnphase import outputs, workload
+from attnphase import outputs, work, workload
 from attnphase.numerics.commands.common import TASKS_FOLDER, command_line, point_setup, ranks_from_args, sweep_exit_code
-from attnphase.numerics.commands.point_record import (RECORD_KEYS, RESULT_KEYS, max_relative_error, model_echo,
-                                                      precision_note, print_record, solve_record,
-                                                      unresolved_order_warning)
-
+from attnphase.numerics.commands.point_record import (EXIT_NO_BRANCH, RECORD_KEYS, RESULT_KEYS, max_relative_error, model_echo,
+                                             precision_note, print_record, solve_record, unresolved_order_warning)
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     """The shared model group (:func:`attnphase.options.add_model_options`, one omega); kept for
@@ -47,27 +45,54 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
         return cmd_solve_rank(args, alpha, r, r_star)
     params, cfg, n_rules = point_setup(args, "solve")
+    opt.check_branch_possible(params, args.branch)
     if params.L >= 3:
         print(f"attnphase: note: at L = {params.L} one solve takes from seconds to a minute or more "
               f"(measured at L = 3 on 2 cores: up to ~50 s)", file=sys.stderr, flush=True)
 
     from attnphase.numerics.se.state_evolution import solve
 
+    work.begin("solving the state evolution")
     fp = solve(params, alpha, args.branch, config=cfg)
     rec, reason = solve_record(fp, args.branch)
     if fp.status.converged:
-        from attnphase.numerics.errors.quadrature_error import fixed_point_error
+        from attnphase.numerics.errors.quadrature_error import error_bars_note, fixed_point_error
 
+        err = fixed_point_error(fp, cfg, n_rules)
+        if err is not None:
+            from attnphase.numerics.se.stalls import confirm_jump_acceptance
+
+            confirmed = confirm_jump_acceptance(fp, err.converged, len(err.rules))
+            if not confirmed.status.converged:
+                rec, reason = solve_record(confirmed, args.branch)
+                return print_record(rec, reason, False, args.json)
         if fp.status.message != "converged":
             # accepted at the rule's jump scale, or finished on the symmetric subspace (docs/method.md section 4, the fixed-point solver)
             print(f"attnphase: note: {fp.status.message}", file=sys.stderr)
-        err = fixed_point_error(fp, cfg, n_rules)
         if err is not None:
             rec.update({f"err_{k}": v for k, v in err.std.items()})
             rec["max_relative_error"] = max_relative_error(rec)
-            precision_note(rec["max_relative_error"], getattr(args, "precision", None) or "default")
+            note = missing_bars_note(err)
+            if note:
+                rec["error_note"] = note
+                print(f"attnphase: note: {note}", file=sys.stderr)
+            else:
+                precision_note(rec["max_relative_error"], getattr(args, "precision", None) or "default")
             unresolved_order_warning(fp, err)
+        else:
+            rec.update({f"err_{k}": None for k in RESULT_KEYS}, max_relative_error=None,
+                       error_note=error_bars_note(cfg, n_rules))
+            print(f"attnphase: note: {rec['error_note']}", file=sys.stderr)
     return print_record(rec, reason, fp.status.converged, args.json)
+
+
+def missing_bars_note(err) -> str:
+    """Why some err_<key> of an error estimate are null ("" when none is): fewer than two of its rules (or
+    blocks) reproduced the fixed point's branch, so they have no spread."""
+    if err.converged >= 2 and all(math.isfinite(v) for v in err.std.values()):
+        return ""
+    return (f"no error bars: only {err.converged} of the {len(err.rules)} rules of the error estimate reproduced this "
+            f"fixed point's branch (a spread needs two); the point may be an artefact of the rule")
 
 
 def sweep_file_name(branch: str, omega: float) -> str:
@@ -143,9 +168,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return cmd_sweep_rank(args, r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
     params, omegas = opt.omegas_from_args(args)
+    opt.check_branch_possible(params, args.branch)
     cfg = solver_options.config_from_args(args)
     solver_options.check_supported(params, cfg)
-    from attnphase.numerics.errors.quadrature_error import independent_rules
+    from attnphase.numerics.errors.quadrature_error import error_bars_note, independent_rules
 
     n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
     executor = execution_options.executor_from_args(args)
@@ -159,6 +185,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     workload.announce_work(f"sweep of {len(alphas)} alpha values" + (f" at {len(omegas)} omegas" if len(omegas) > 1 else ""),
                            len(alphas) * len(omegas), params.L, cfg, quiet=args.quiet)
 
+    work.begin("sweeping the branch")
     from tqdm import tqdm
 
     from attnphase.execution import ResultStore, run_tasks
@@ -180,7 +207,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         with TaskBar(f"{args.branch} sweeps", quiet=args.quiet) as tbar:
             outs = run_tasks(tasks, executor=executor, store=store, fresh=args.fresh, version=version,
                              progress=tbar)
-    objs, n_on, n_failed, n_absent, cells = [], 0, 0, 0, []
+    objs, n_on, n_failed, n_absent, cells, n_unbarred = [], 0, 0, 0, [], 0
     with outputs.staged_output(out_dir) as stage:
         for w, o in zip(omegas, outs):
             path = out_dir / sweep_file_name(args.branch, params.replace(omega=w).omega)
@@ -192,6 +219,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             cells.append((float(w), res, "done", o.error, rows))
             outputs.write_text_atomic(stage / path.name, _csv_text(rows))
             on = sum(not r for r in reasons)
+            n_unbarred += sum(not r and not all(math.isfinite(row[f"err_{k}"]) for k in RESULT_KEYS)
+                              for row, r in zip(rows, reasons))
             failed = sum(bool(r) and r.startswith("not converged") for r in reasons)
             n_on, n_failed, n_absent = n_on + on, n_failed + failed, n_absent + len(rows) - on - failed
             ends = not math.isnan(res.end.alpha)
@@ -215,6 +244,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                           solver=cfg.as_dict(), rule=cfg.quadrature, command=command_line(), branch=args.branch,
                           title=f"The {args.branch} branch of dot-product attention's state evolution over alpha")
         write_netcdf(sweeps_dataset(cells, alphas, attrs), stage / f"sweep_{args.branch}.nc")
+    bars_note = error_bars_note(cfg, n_rules)
+    if not bars_note and n_unbarred:
+        bars_note = (f"{n_unbarred} point(s) on the branch have no error bar (NaN err_*): fewer than two of their "
+                     f"rules reproduced the branch there (a spread needs two); such a point may be an artefact of the rule")
+    if bars_note:
+        print(f"attnphase: note: {bars_note}", file=sys.stderr)
     failures = failure_summary(outs)
     counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
               "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs),
@@ -224,7 +259,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         from attnphase.numerics.jobs.variables import SWEEP_COLUMNS, described
 
         print(json.dumps(outputs.json_value(obj | {"tasks": counts, "dataset": str(out_dir / f"sweep_{args.branch}.nc"),
-                                                   "variables": described(SWEEP_COLUMNS)})))
+                                                   "variables": described(SWEEP_COLUMNS)}
+                                            | ({"error_note": bars_note} if bars_note else {}))))
     if failures:
         print(f"attnphase: {failures}", file=sys.stderr)
     return sweep_exit_code(args.branch, n_failed + bool(failures), n_on)
@@ -252,9 +288,10 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
         return cmd_phase_diagram_rank(args, r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
     params, omegas = opt.omegas_from_args(args)
+    opt.check_branch_possible(params, "positional", "the phase diagram's boundaries")
     cfg = solver_options.config_from_args(args)
     solver_options.check_supported(params, cfg)
-    from attnphase.numerics.errors.quadrature_error import independent_rules
+    from attnphase.numerics.errors.quadrature_error import error_bars_note, independent_rules
 
     n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
     executor = execution_options.executor_from_args(args)
@@ -274,6 +311,7 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
         print(f"attnphase: --census: a census at alpha_c at each of the {len(omegas)} omegas, one task each "
               f"(measured 29-59 s each on 2 cores; stored and resumed like the boundaries)", file=sys.stderr, flush=True)
 
+    work.begin("computing the phase diagram")
     from attnphase.execution import ResultStore
     from attnphase.numerics.jobs.report import run_phase_diagram
 
@@ -296,6 +334,10 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
                                                      store=store, fresh=args.fresh, quiet=args.quiet)
                 meta = meta | {"census": table}
                 code = max(int(code or 0), 1 if failed else 0)
+    bars_note = error_bars_note(cfg, n_rules)
+    if bars_note:
+        print(f"attnphase: note: {bars_note}", file=sys.stderr)
+        meta = meta | {"error_note": bars_note}
     if args.json:
         print(json.dumps(outputs.json_value(meta | {"out": str(out_dir)})))
     return int(code or 0)

@@ -37,9 +37,9 @@ def point_setup(args: argparse.Namespace, command: str):
     params = opt.params_from_args(args, omega=opt.single_omega(args, command))
     cfg = solver_options.config_from_args(args)
     solver_options.check_supported(params, cfg)
-    from attnphase.numerics.errors.quadrature_error import independent_rules
+    from attnphase.numerics.errors.quadrature_error import point_rules
 
-    n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
+    n_rules = point_rules(cfg, solver_options.error_estimate_from_args(args))
     opt.announce_defaults(args, params)
     workload.announce_rules(params.L, cfg)
     return params, cfg, n_rules

@@ -100,14 +100,16 @@ def precision_note(rel: float, tier: str) -> None:
 
 
 def print_record(rec: dict, reason: str, converged: bool, as_json: bool, show=lambda v: v) -> int:
-    """Print a solve record (one JSON object, or ``key  value`` lines with ``show(value)``) and the
-    warning or note its ``reason`` calls for; the exit code: 0, 1 (not converged) or EXIT_NO_BRANCH."""
+    """Print a solve record (one JSON object with every number in full, or ``key  value`` lines: a value
+    with its error bar as ``0.45948 +- 0.00044``, :func:`attnphase.display.record_lines`, anything else by
+    ``show(value)``) and the warning or note its ``reason`` calls for; the exit code: 0, 1 (not converged)
+    or EXIT_NO_BRANCH."""
     if as_json:
         print(json.dumps(outputs.json_value(rec)))
     else:
-        width = max(len(k) for k in rec)
-        for k, v in rec.items():
-            print(f"{k:>{width}}  {show(v)}")
+        from attnphase.display import record_lines
+
+        print("\n".join(record_lines(rec, show)))
     if not converged:
         print(f"attnphase: warning: {reason}", file=sys.stderr)
         return 1

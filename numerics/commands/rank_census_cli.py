@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Any
 
-from attnphase import outputs
+from attnphase import outputs, work
 
 #: census.csv's columns (the invariants' columns are added per rank: q0_eig_1 .., m_norm_1 ..).
 HEAD = ("rank_in_e_t", "branch", "e_t", "err_e_t", "delta_e_t", "err_delta_e_t", "separation_paired",
@@ -42,6 +42,7 @@ def cmd_census_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int)
     n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
     out_dir = outputs.out_dir_from_args(args) if args.out is not None else None
     opt.announce_defaults(args, params)
+    work.begin("taking the rank-r census of fixed points")
 
     from attnphase.numerics.phase.rank_census import rank_census
 
@@ -50,6 +51,8 @@ def cmd_census_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int)
           "of CPU at L = 2, r = 2, r* = 1 on sobol10:4, 4-16 min wall on 2 shared cores)", file=sys.stderr, flush=True)
 
     def said(start: Any, fp: Any) -> None:
+        if getattr(args, "quiet", False):
+            return
         got = f"{fp.branch}, e_t = {fp.e_t:.8g}" if fp.converged else f"not converged (residual {fp.residual:.1e})"
         print(f"attnphase: start {start.name}: {got} ({fp.evaluations} evaluations)", file=sys.stderr, flush=True)
 
@@ -65,9 +68,11 @@ def cmd_census_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int)
     else:
         print(f"{'branch':>10} {'e_t':>24} {'above min (paired err)':>30} {'eps_g':>9}  invariants (q0 eig; V0 eig; "
               "th0 sv; |m_l|), starts")
+        from attnphase.display import with_error
+
         for p in points:
-            e_t = f"{p['e_t']:.8f}" + (f" +- {p['err_e_t']:.1e}" if _finite(p["err_e_t"]) else "")
-            up = ("minimum" if p is points[0] else f"{p['delta_e_t']:.2e} +- {p['err_delta_e_t']:.1e} "
+            e_t = with_error(p["e_t"], p["err_e_t"])
+            up = ("minimum" if p is points[0] else f"{with_error(p['delta_e_t'], p['err_delta_e_t'])} "
                   f"({p['separation_paired']:.1f})" if _finite(p["err_delta_e_t"]) else f"{p['delta_e_t']:.2e}")
             inv = "; ".join(" ".join(f"{x:.4g}" for x in p[k]) for k in ("q0_eigenvalues", "V0_eigenvalues",
                                                                           "th0_singular_values", "m_norms"))

@@ -21,7 +21,7 @@ from typing import Any
 from attnphase import options as opt
 from attnphase import solver_options
 from attnphase import execution_options
-from attnphase import outputs, workload
+from attnphase import outputs, work, workload
 from attnphase.numerics.commands.common import TASKS_FOLDER, command_line, sweep_exit_code
 from attnphase.numerics.commands.point_record import print_record
 from attnphase.numerics.se.rank_overlaps import ERROR_KEYS  # noqa: F401  (the record entries with error bars)
@@ -64,11 +64,13 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
     from attnphase.numerics.se.rank_solve import solve_rank
 
     params, cfg = rank_model_and_config(args, r, r_star, opt.single_omega(args, "solve"))
-    from attnphase.numerics.errors.quadrature_error import independent_rules
+    opt.check_branch_possible(params, args.branch)
+    from attnphase.numerics.errors.quadrature_error import point_rules
     from attnphase.numerics.errors.replicates import replicate_count
 
-    n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
+    n_rules = point_rules(cfg, solver_options.error_estimate_from_args(args))
     opt.announce_defaults(args, params)
+    work.begin("solving the rank-r state evolution")
     fp = solve_rank(params, alpha, args.branch, config=cfg)
     reason = ""
     if not fp.converged:
@@ -83,6 +85,14 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
             print(f"attnphase: note: error bars from {out['err_replicates']} of {out['err_replicates_tried']} replicates "
                   "(the others did not converge on this branch)" + ("; none shown" if out["err_replicates"] < 2 else ""),
                   file=sys.stderr)
+        if out["err_replicates"] < 2:
+            out["error_note"] = (f"no error bars: only {out['err_replicates']} of {out['err_replicates_tried']} replicates "
+                                 "converged on this branch (a spread needs two)")
+    elif fp.converged:
+        from attnphase.numerics.errors.quadrature_error import error_bars_note
+
+        out["error_note"] = error_bars_note(cfg, n_rules)
+        print(f"attnphase: note: {out['error_note']}", file=sys.stderr)
     out["reason"] = reason
     return print_record(out, reason, fp.converged, args.json, show=outputs.json_value)
 
@@ -109,9 +119,11 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     from attnphase.numerics.phase.rank_boundaries import follow_rank_branch
 
     params, cfg = rank_model_and_config(args, r, r_star, opt.single_omega(args, "sweep"))
+    opt.check_branch_possible(params, args.branch)
     workload.check_grid(len(alphas), workload.MAX_SWEEP_POINTS, "alpha values", "--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
+    work.begin("sweeping the rank-r branch")
     L = params.L
     cols = (["alpha", "omega", "branch", "e_t", "eps_g"] + [f"q0_eig_{i + 1}" for i in range(r)]
             + [f"V0_eig_{i + 1}" for i in range(r)] + [f"th0_sv_{i + 1}" for i in range(min(r, r_star))]
@@ -220,6 +232,7 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
     omegas = opt.parse_values(args.omega, "--omega")
     params, cfg = rank_model_and_config(args, r, r_star, omegas[0])
+    opt.check_branch_possible(params, "positional", "the phase diagram's boundaries")
     for w in omegas:
         rank_model_and_config(args, r, r_star, w)
     executor = execution_options.executor_from_args(args)
@@ -227,6 +240,7 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
                    "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
+    work.begin("computing the rank-r phase diagram")
     from attnphase.execution import ResultStore
     from attnphase.numerics.phase.rank_boundaries import rank_branches
     from attnphase.numerics.jobs.rank_report import run_rank_phase_diagram
@@ -269,6 +283,7 @@ def cmd_scan_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     workload.check_grid(len(models) * len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
                    f"(--{field.replace('_', '-')}, omega, alpha) points", "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)
+    work.begin("scanning the rank-r boundaries")
     from attnphase.execution import ResultStore
     from attnphase.numerics.jobs.rank_report import run_rank_scan
 

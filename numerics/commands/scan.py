@@ -22,7 +22,7 @@ from typing import Any, Sequence
 from attnphase import options as opt
 from attnphase import solver_options
 from attnphase import execution_options
-from attnphase import outputs, workload
+from attnphase import outputs, work, workload
 from attnphase.execution.progress import job_summary
 from attnphase.numerics.commands.common import TASKS_FOLDER, command_line, ranks_from_args
 
@@ -100,6 +100,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     field, values, models, omegas = opt.scan_from_args(args)
     cfg = solver_options.config_from_args(args)
     for m in models:
+        opt.check_branch_possible(m, "positional", "the scan's boundaries")
         solver_options.check_supported(m, cfg)
     from attnphase.numerics.errors.quadrature_error import independent_rules
 
@@ -111,6 +112,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     n_solves = 2 * len(models) * len(omegas) * len(alphas) * max(1, n_rules)
     workload.announce_work(f"scan over {len(values)} {field} x {len(omegas)} omega x {len(alphas)} alpha values",
                            n_solves, max(m.L for m in models), cfg, quiet=args.quiet)
+    work.begin("scanning the boundaries")
 
     from attnphase.execution import ResultStore
 
@@ -121,14 +123,22 @@ def cmd_scan(args: argparse.Namespace) -> int:
             summary = run_scan(field, values, models, omegas, alphas, out_dir=stage, config=cfg,
                                error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
                                quiet=args.quiet, command=command_line())
+    from attnphase.numerics.errors.quadrature_error import error_bars_note
+
+    bars_note = error_bars_note(cfg, n_rules)
+    if bars_note:
+        print(f"attnphase: note: {bars_note}", file=sys.stderr)
+        summary = summary | {"error_note": bars_note}
     t = summary["tasks"]
     if args.json:
         print(json.dumps(outputs.json_value(summary | {"out": str(out_dir)})))
     else:
         width = max(len(str(v)) for v in summary["values"]) + 1
-        print(f"{field:>{width}}   omega   alpha_c   alpha_l   sem_end   pos_end")
+        from attnphase.display import with_error
+
+        print(f"{field:>{width}}   omega {'alpha_c':>18} {'alpha_l':>18} {'sem_end':>18} {'pos_end':>18}")
         for r in summary["rows"]:
-            cells = " ".join(f"{'nan' if r[k] is None else format(r[k], '.4f'):>9}"
+            cells = " ".join(f"{'nan' if r[k] is None else with_error(r[k], r.get(k + '_err')):>18}"
                              for k in ("alpha_c", "alpha_l", "semantic_end", "positional_end"))
             print(f"{str(r[field]):>{width}} {r['omega']:7.3f} {cells}")
     return job_summary(f"wrote {out_dir}/scan.nc, scan.csv, scan.json and {len(values)} figures", summary["seconds"], t,

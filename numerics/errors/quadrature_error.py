@@ -25,7 +25,8 @@ from attnphase.numerics.phase.boundaries import BOUNDARY_KEYS, Boundaries, bound
 from attnphase.numerics.parallel import map_in_order
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import rule_blocks
-from attnphase.numerics.errors.replicates import ERROR_KEYS, QuadratureError, replicate_error
+from attnphase.numerics.errors.replicates import ERROR_KEYS, QuadratureError, at_least_the_offset, replicate_error, spread
+from attnphase.numerics.se.overlaps import on_branch_subspace
 from attnphase.numerics.se.state_evolution import FixedPoint, solve
 from attnphase.theory.params import ModelParams
 
@@ -53,13 +54,14 @@ def quadrature_error(fp: FixedPoint, n_rules: int = 4, config: SolverConfig | No
     rules = []
     ok = 0
     for k in range(n_rules):
-        other = solve(fp.params, fp.alpha, fp.requested, init=fp.overlaps, config=cfg.variant(k))
+        other = solve(fp.params, fp.alpha, fp.requested, init=on_branch_subspace(fp.overlaps, fp.branch),
+                      config=cfg.variant(k))
         rules.append(other.quadrature)
         if other.status.converged and other.branch == fp.branch:
             ok += 1
             for k in ERROR_KEYS:
                 values[k].append(float(other.record[k]))
-    std = {k: (float(np.std(v, ddof=1)) if len(v) >= 2 else math.nan) for k, v in values.items()}
+    std = {k: at_least_the_offset(spread(v), float(fp.record[k]), v) for k, v in values.items()}
     return QuadratureError(std=std, rules=tuple(rules), converged=ok)
 
 
@@ -67,6 +69,32 @@ def independent_rules(config: SolverConfig, k: int | None) -> int:
     """How many independent rules an error estimate repeats a computation on: ``k`` (``--error-estimate``)
     when the solve rule has one block and k >= 2, else 0 (blocks give the error bar, or none is asked)."""
     return int(k) if k and k >= MIN_RULES and not rule_blocks(config.quadrature) else 0
+
+
+#: Independent rules the error bar of one point (``solve``, ``census``) is made from when its rule has one
+#: block (sobolK, ghN) and no K is given: a few warm re-solves, so one point never goes without its bar.
+POINT_RULES = 4
+
+
+def point_rules(config: SolverConfig, k: int | None) -> int:
+    """:func:`independent_rules` for one point: ``k`` (``--error-estimate``), else POINT_RULES when the solve
+    rule has one block and error bars are on (0 when its blocks give the bar, or none is asked)."""
+    n = independent_rules(config, k)
+    if n == 0 and k is None and config.error_bars and not rule_blocks(config.quadrature):
+        return POINT_RULES
+    return n
+
+
+def error_bars_note(config: SolverConfig, n_rules: int) -> str:
+    """Why the results of ``config`` carry no error bar ("" when they do: from the solve rule's blocks, or
+    from ``n_rules`` >= 2 independent rules)."""
+    if not config.error_bars:
+        return "no error bars: --error-estimate 0 asks for none"
+    if rule_blocks(config.quadrature) or n_rules >= MIN_RULES:
+        return ""
+    return (f"no error bars: the rule {config.quadrature} is one rule (a single scrambling, or deterministic), so it "
+            f"has no spread; --error-estimate K (K >= 2) repeats the job on K independent rules, or a rule of "
+            f"several scramblings (sobolK:4) gives them at no extra cost")
 
 
 def fixed_point_error(fp: FixedPoint, config: SolverConfig, n_rules: int = 0) -> QuadratureError | None:
@@ -92,7 +120,7 @@ def point_errors(points: Sequence[FixedPoint], config: SolverConfig, n_rules: in
 
 def _spread(values: Sequence[float]) -> float:
     finite = [v for v in values if math.isfinite(v)]
-    return float(np.std(finite, ddof=1)) if len(finite) >= 2 else math.nan
+    return spread(finite)
 
 
 def boundary_errors(

@@ -33,6 +33,7 @@ import numpy as np
 
 from attnphase.numerics.config import QUADRATURE_ROLES, SolverConfig
 from attnphase.numerics.quadrature.rules import replicates, rule_blocks
+from attnphase.numerics.se.overlaps import on_branch_subspace
 from attnphase.numerics.se.state_evolution import FixedPoint, solve
 
 #: The observables of a fixed point that carry error bars (``err_<key>``).
@@ -57,11 +58,25 @@ class QuadratureError:
     converged: int
 
 
-def standard_error(values: Sequence[float]) -> float:
-    """std(values, ddof=1) / sqrt(n) over the finite values (NaN with fewer than two): the standard error
-    of the mean of n independent replicates."""
+#: Relative round-off of one double: the least error bar a computed number carries.
+ROUNDOFF = float(np.finfo(float).eps)
+
+
+def spread(values: Sequence[float]) -> float:
+    """std(values, ddof=1) over the finite values, at least their round-off ROUNDOFF * max |value| (replicates
+    that agree to the last bit -- sigma = 1e-4: V0 = 1/lambda on every block -- have a bar of round-off,
+    not 0; values that are all exactly 0, fixed by a symmetry, keep 0); NaN with fewer than two."""
     finite = [float(v) for v in values if math.isfinite(v)]
-    return float(np.std(finite, ddof=1) / math.sqrt(len(finite))) if len(finite) >= 2 else math.nan
+    if len(finite) < 2:
+        return math.nan
+    return max(float(np.std(finite, ddof=1)), ROUNDOFF * max(abs(v) for v in finite))
+
+
+def standard_error(values: Sequence[float]) -> float:
+    """:func:`spread` / sqrt(n) over the finite values (NaN with fewer than two): the standard error of the
+    mean of n independent replicates."""
+    n = sum(math.isfinite(v) for v in values)
+    return spread(values) / math.sqrt(n) if n >= 2 else math.nan
 
 
 def replicate_count(config: SolverConfig) -> int:
@@ -90,12 +105,32 @@ def replicate_error(fp: FixedPoint, config: SolverConfig) -> QuadratureError | N
     values: dict[str, list[float]] = {k: [] for k in ERROR_KEYS}
     ok = 0
     for j in range(len(blocks)):
-        other = solve(fp.params, fp.alpha, fp.requested, init=fp.overlaps, config=block_config(config, j))
+        other = solve(fp.params, fp.alpha, fp.requested, init=on_branch_subspace(fp.overlaps, fp.branch),
+                      config=block_config(config, j))
         if other.status.converged and other.branch == fp.branch:
             ok += 1
             for k in ERROR_KEYS:
                 values[k].append(float(other.record[k]))
-    return QuadratureError(std={k: standard_error(v) for k, v in values.items()}, rules=tuple(blocks), converged=ok)
+    std = {k: at_least_the_offset(standard_error(v), float(fp.record[k]), v) for k, v in values.items()}
+    return QuadratureError(std=std, rules=tuple(blocks), converged=ok)
+
+
+#: A point farther than this many spreads from the mean of its replicates lies outside their cloud.
+OFFSET_SPREADS = 3.0
+
+
+def at_least_the_offset(err: float, value: float, replicates: Sequence[float]) -> float:
+    """``err``, or, where the point lies outside its replicates' cloud (farther than OFFSET_SPREADS times
+    their :func:`spread` from their mean), that distance.  To first order the pooled rule's fixed point is
+    the mean of its blocks'; one outside their cloud is not what they reproduce, and its error is at least
+    the offset.  The re-solves start on the branch's symmetric subspace, so at an agnostic point found off it
+    (m = 2.6e-12 from a semantic start, q0 = 2e-14 where the blocks give 1e-40) every block agrees on m = 0
+    and q0 ~ 0: the point's m is then known to |m|, not to 0."""
+    finite = [v for v in replicates if math.isfinite(v)]
+    if not (math.isfinite(err) and len(finite) >= 2 and math.isfinite(value)):
+        return err
+    offset = abs(value - float(np.mean(finite)))
+    return max(err, offset) if offset > OFFSET_SPREADS * spread(finite) else err
 
 
 def linearised_root_error(root: float, block_values: Sequence[float], slope: float) -> float:

@@ -161,9 +161,14 @@ def plot_rank_diagram(rows: Sequence[RankBoundaries], path: Path):
 
 
 def _cell(x: Any, err: Any = None) -> str:
+    """A boundary with its error (the bracket width), ``1.2345 +- 0.0012``, rounded to it
+    (:func:`attnphase.display.with_error`)."""
+    from attnphase.display import with_error
+
     if isinstance(x, float):
-        s = "nan" if not math.isfinite(x) else f"{x:.4f}"
-        return s + (f"+-{err:.0e}" if isinstance(err, float) and math.isfinite(err) else "")
+        if not math.isfinite(x):
+            return "nan"
+        return with_error(x, err) if isinstance(err, float) and math.isfinite(err) else f"{x:.4f}"
     return str(x)
 
 

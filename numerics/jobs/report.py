@@ -153,11 +153,16 @@ def error_label(config: SolverConfig, n_rules: int) -> str:
 
 
 def print_boundary_table(table: list[dict], label: str) -> None:
+    """The boundaries at each omega; with error bars (``label``) each as ``1.2345 +- 0.0012``, rounded to its bar."""
+    from attnphase.display import with_error
+
     width = 18 if label else 9
     print(f"{'omega':>7} " + " ".join(f"{h:>{width}}" for h in ("alpha_c", "alpha_l", "sem_end", "pos_end"))
           + "  notes" + (f"   (+- {label})" if label else ""))
     for r in table:
-        cells = [_fmt(r[k]) + (f" +- {_fmt_err(r[k + '_err'])}" if label else "") for k in BOUNDARY_KEYS]
+        cells = [(with_error(r[k], r[k + "_err"]) if math.isfinite(r[k]) and math.isfinite(r[k + "_err"])
+                  else _fmt(r[k]) + (" +- nan" if math.isfinite(r[k]) else "")) if label else _fmt(r[k])
+                 for k in BOUNDARY_KEYS]
         print(f"{r['omega']:7.3f} " + " ".join(f"{c:>{width}}" for c in cells) + f"  {r['notes']}")
 
 

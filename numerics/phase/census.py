@@ -52,6 +52,7 @@ from attnphase.numerics.quadrature.rules import parse_rule_spec
 from attnphase.numerics.errors.quadrature_error import fixed_point_error
 from attnphase.numerics.errors.replicates import ERROR_KEYS, QuadratureError
 from attnphase.numerics.phase.stability import stability_eigenvalue
+from attnphase.numerics.se.starts import positional_direction
 from attnphase.numerics.se.state_evolution import FixedPoint, solve
 from attnphase.numerics.quadrature.symmetry import model_symmetry_group
 from attnphase.theory.params import ModelParams
@@ -122,15 +123,15 @@ class Census:
 
 def census_starts(params: ModelParams) -> list[tuple[str, Overlaps | None]]:
     """(branch, start) pairs: each branch's own start (None: :func:`solve`'s cold start; no positional one
-    where P's first column is 0), then the grid q0 = 0.3, V0 in (1, 50), |m| in (0, 0.2, 0.5) along P's
-    first column (scaled to max 1), th0 in (0, 0.3, 0.8) sqrt(q0 rho0) -- mixed states included (21
+    where P = 0), then the grid q0 = 0.3, V0 in (1, 50), |m| in (0, 0.2, 0.5) along P's first non-zero
+    column (scaled to max 1, :func:`positional_direction`), th0 in (0, 0.3, 0.8) sqrt(q0 rho0) -- mixed states included (21
     starts).  ``branch`` is the label of the start.  Overlaps of the state evolution's model (the whitened
     one for correlated tokens, its P the Ptilde)."""
     params = se_params(params)
-    col = params.P_array[:, 0]
-    own = ("semantic", "positional", "agnostic") if np.any(col) else ("semantic", "agnostic")
+    direction = positional_direction(params)
+    own = ("semantic", "positional", "agnostic") if direction is not None else ("semantic", "agnostic")
     starts: list[tuple[str, Overlaps | None]] = [(b, None) for b in own]
-    direction = col / np.abs(col).max() if np.any(col) else np.zeros(params.L)
+    direction = direction if direction is not None else np.zeros(params.L)
     for q0, V0, m, th in itertools.product((0.3,), (1.0, 50.0), (0.0, 0.2, 0.5), (0.0, 0.3, 0.8)):
         ov = Overlaps(q0=q0, V0=V0, m=m * direction, th0=th * math.sqrt(q0 * params.rho0))
         label = "semantic" if m == 0 and th > 0 else "positional" if th == 0 and m > 0 else "agnostic"

@@ -25,6 +25,7 @@ import numpy as np
 
 from attnphase.numerics.se.channel import prox_with_minima
 from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.se.fixed_point import MAX_FD_HALVINGS
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.prox.global_prox import Candidates
 from attnphase.numerics.quadrature.rules import QuadratureRule
@@ -127,7 +128,9 @@ def se_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: SolverC
     group.  Every overlap is perturbed, so the directions that break the state's symmetry (m at a
     semantic or agnostic state, th0 at a positional one) are included: the perturbed state has the
     smaller symmetry group, and nothing is projected back.  The step in x_i is ``step`` max(|x_i|, s_i)
-    (s = 1 for V0, 0.1 otherwise), one-sided where a side leaves the admissible region."""
+    (s = 1 for V0, 0.1 otherwise), one-sided where a side leaves the admissible region, and halved (at most
+    MAX_FD_HALVINGS times) while both sides leave it: next to the edge th0^2 = q0 rho0 (an agnostic point
+    with q0 = 1e-27 at lambda = 0.1) the th0 step must fit inside |th0| < sqrt(q0 rho0)."""
     cfg = config or SolverConfig()
     rule = model_rule(params, cfg)
     x0 = ov.to_vector()
@@ -138,11 +141,15 @@ def se_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: SolverC
     J = np.empty((x0.size, x0.size))
     for i in range(x0.size):
         h = step * max(abs(x0[i]), 1.0 if i == 1 else 0.1)
-        sides = []
-        for sign in (1.0, -1.0):
-            x = x0.copy()
-            x[i] += sign * h
-            sides.append(x if admissible(x, params.rho0) else x0)
+        for _ in range(MAX_FD_HALVINGS + 1):
+            sides = []
+            for sign in (1.0, -1.0):
+                x = x0.copy()
+                x[i] += sign * h
+                sides.append(x if admissible(x, params.rho0) else x0)
+            if sides[0] is not x0 or sides[1] is not x0:
+                break
+            h *= 0.5
         xp, xm = sides
         J[:, i] = (F(xp) - F(xm)) / (xp[i] - xm[i])
     return J
@@ -164,8 +171,9 @@ def stability_eigenvalue(params: ModelParams, alpha: float, ov: Overlaps, config
     which have no such gap; elsewhere a value within ~15 % of 1 is a borderline verdict.
     """
     cfg = config or SolverConfig()
-    lead = float(np.median([np.max(np.linalg.eigvals(se_jacobian(params, alpha, ov, cfg, step)).real)
-                            for step in STABILITY_STEPS]))
+    jacobians = [se_jacobian(params, alpha, ov, cfg, step) for step in STABILITY_STEPS]
+    leads = [np.max(np.linalg.eigvals(J).real) for J in jacobians if np.all(np.isfinite(J))]
+    lead = float(np.median(leads)) if leads else float("nan")  # NaN: no step gave a finite Jacobian
     if ov.th0 == 0.0 and not np.any(ov.m):
         rule = model_rule(params, cfg)
         lead = max(lead, theta_stability_at(params, alpha, ov, rule, cfg)[0],

@@ -16,7 +16,7 @@ Gradient and Hessian of the loss come from the generated kernels of
 :mod:`attnphase.theory.rank_kernels`; nothing here spells the loss out.
 
 Backends (``backend``, as on the rank-1 path: one of :data:`attnphase.numerics.config.BACKENDS`,
-normally ``SolverConfig.backend``, resolved by :func:`attnphase.numerics.prox.global_prox.backends.resolve_backend`):
+normally ``SolverConfig.backend``, resolved by :func:`attnphase.numerics.prox.backends.resolve_backend`):
 ``"numpy"`` runs the descent here, as whole-batch numpy operations (the reference); ``"numba"`` runs
 the same descent one row at a time, compiled (:mod:`attnphase.numerics.prox.rank_compiled`, equal to
 rounding); ``"auto"`` is numba when it imports, else numpy. There is no torch rank-r descent: ``"torch"``

@@ -44,6 +44,10 @@ FD_STEP = 1e-4
 #: 0.2, the size of the rule's own noise on m) the approximate map stays the easier one to converge.
 DISTRUST_RESIDUAL = 1e-2
 
+#: The finite-difference step is halved at most this many times to stay in the map's domain
+#: (2^-40 FD_STEP ~ 1e-16: below it a difference of F carries no digits).
+MAX_FD_HALVINGS = 40
+
 #: Anderson is stalled when its best residual has not halved over this many steps.
 STALL_WINDOW = 12
 
@@ -307,18 +311,29 @@ class FixedPointSolver:
     def _fd_jacobian(
         self, x: np.ndarray, G: np.ndarray, B: np.ndarray, resid: Callable[[np.ndarray, np.ndarray], np.ndarray]
     ) -> np.ndarray | None:
-        """Forward-difference Jacobian of ``resid`` along the columns of B (backward where forward fails)."""
+        """Forward-difference Jacobian of ``resid`` along the columns of B (backward where forward fails).
+
+        The step is FD_STEP * max(1, |x_j|), halved (at most MAX_FD_HALVINGS times) while both the
+        forward and the backward point leave the map's domain: near its edge (th0^2 close to q0 rho0,
+        e.g. rho0 = 1e-12 or q0 -> 0) a fixed step would leave it on both sides.  None when no step
+        stays inside or the map fails at the point reached.
+        """
         n = B.shape[1]
         J = np.empty((n, n))
         for j in range(n):
-            hj = FD_STEP * max(1.0, abs(float(B[:, j] @ x)))
-            xj = x + hj * B[:, j]
-            ej = self._eval(xj) if self.fmap.admissible(xj) else None
-            if ej is None:
-                xj = x - hj * B[:, j]
+            h = FD_STEP * max(1.0, abs(float(B[:, j] @ x)))
+            for _ in range(MAX_FD_HALVINGS + 1):
+                inside = [s * h for s in (1.0, -1.0) if self.fmap.admissible(x + s * h * B[:, j])]
+                if inside:
+                    break
+                h *= 0.5
+            ej = None
+            for hj in inside:
+                xj = x + hj * B[:, j]
                 ej = self._eval(xj)
-                if ej is None:
-                    return None
-                hj = -hj
+                if ej is not None:
+                    break
+            if ej is None:
+                return None
             J[:, j] = (resid(xj, ej.fx) - G) / hj
         return J

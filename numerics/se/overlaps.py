@@ -59,6 +59,20 @@ class Overlaps:
         return {"q0": self.q0, "V0": self.V0, "m": self.m.tolist(), "th0": self.th0}
 
 
+def on_branch_subspace(ov: Overlaps, branch: str) -> Overlaps:
+    """``ov`` with the order parameters its branch has none of set to exactly zero: th0 = 0 for
+    "positional", m = 0 for "semantic", both for "agnostic" ("mixed" unchanged).
+
+    A fixed point is labelled by its order parameters up to a tolerance (``observables.LABEL_TOL``);
+    a re-solve warm-started from it (its error bar on other rules) starts on the labelled branch's
+    symmetric subspace, where the symmetry keeps it, instead of near that subspace, where a creeping
+    order parameter (an agnostic point with th0 = 2e-14, q0 = 3e-27) stalls the solve.
+    """
+    m = np.zeros_like(ov.m) if branch in ("semantic", "agnostic") else ov.m
+    th0 = 0.0 if branch in ("positional", "agnostic") else ov.th0
+    return Overlaps(q0=ov.q0, V0=ov.V0, m=m, th0=th0)
+
+
 @dataclass(frozen=True, eq=False)
 class HatOverlaps:
     """Conjugate overlaps (channel side), one entry per token, each of shape (L,).

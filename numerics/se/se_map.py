@@ -208,12 +208,16 @@ class SEMap:
         return symmetry_group(self.params, ov)
 
     def evaluate(self, x: np.ndarray, exact: bool = False) -> Evaluation | None:
-        """One SE step from x; None where it leaves the admissible region (Lam <= 0, no alpha).
+        """One SE step from x; None where x is not a state (:func:`admissible`) or the step leaves the
+        admissible region (Lam <= 0, no alpha).
 
         ``exact`` forces a full proximal search (global prox); otherwise one is made every
         ``config.full_search_every`` steps and the steps in between polish the last one's minima.
         """
         p, cfg = self.params, self.cfg
+        if not admissible(x, p.rho0):
+            # th0^2 >= q0 rho0 (no Gaussian teacher field), q0 <= 0 or V0 <= 0: not a state of the model
+            return None
         ov = Overlaps.from_vector(x)
         group = self._group(ov)
         key = tuple(group)

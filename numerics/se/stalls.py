@@ -143,3 +143,18 @@ def finish_collapse(fp: FixedPoint, ev: Evaluation, cfg: SolverConfig, rule: Qua
     status = replace(agnostic.status, iterations=spent + agnostic.status.iterations, message=message,
                      prox_failures=fp.status.prox_failures + agnostic.status.prox_failures)
     return replace(agnostic, status=status, requested=fp.requested)
+
+
+def confirm_jump_acceptance(fp: FixedPoint, reproduced: int, tried: int) -> FixedPoint:
+    """``fp`` unless it was accepted at the rule's jump scale (:func:`jump_at`: residual above tol) and the
+    rules of its error estimate do not back it: fewer than two of the ``tried`` re-solves on other rules
+    (``reproduced``) converged on its branch.  Such a point is no fixed point of the model, only a place
+    where one rule's map jumps (at sigma = 1e4, softmax saturated, every point is one: theta = 1.8e-6 was
+    accepted at residual 4e-7 with tol 1e-10, 0 of 4 blocks on the branch); it is returned not converged."""
+    jump = fp.status.jump
+    if not (fp.status.converged and math.isfinite(jump)) or reproduced >= 2 or tried == 0:
+        return fp
+    message = (f"not converged: residual {fp.status.residual:.2e} above tol was accepted at the rule's jump scale "
+               f"{jump:.2e}, but only {reproduced} of the {tried} rules of the error estimate reproduce the "
+               f"{fp.branch} point: not a fixed point of the model")
+    return replace(fp, status=replace(fp.status, converged=False, message=message))

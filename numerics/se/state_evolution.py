@@ -34,6 +34,11 @@ from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
 
 
+#: A cold start whose first SE step leaves the admissible region is tried again with V0 times this
+#: factor, up to COLD_V0_TRIES times (V0 = 1 ... 4^5 = 1024, past 1/lambda at lambda >= 1e-3).
+COLD_V0_FACTOR = 4.0
+COLD_V0_TRIES = 5
+
 #: Cold starts of the positional branch above this alpha go through a short continuation.
 POSITIONAL_COLD_ALPHA = 0.3
 
@@ -137,7 +142,20 @@ def solve(
     if not admissible(x, params.rho0):
         raise ValueError(f"initial overlaps are not admissible (need q0 > 0, V0 > 0, th0^2 < q0 rho0): {ov0}")
     smap = SEMap(params, FixedAlpha(alpha), rule, cfg, memory=memory if init is not None else None)
-    fp = _finish(smap, FixedPointSolver(smap, cfg).solve(x, warm=init is not None), ov0, branch)
+    result = FixedPointSolver(smap, cfg).solve(x, warm=init is not None)
+    spent = result.evaluations
+    for factor in (COLD_V0_FACTOR ** k for k in range(1, COLD_V0_TRIES + 1)):
+        if not cold or result.evaluation is not None:
+            break
+        # the first step from the fixed cold start left the domain (Lam <= 0: V0 far below the branch's, e.g.
+        # the agnostic branch at alpha = 2, lambda = 0.01 has V0 = 94 against the start's 1): a larger V0
+        ov0 = replace(initial_overlaps(params, branch), V0=initial_overlaps(params, branch).V0 * factor)
+        smap = SEMap(params, FixedAlpha(alpha), rule, cfg)
+        result = FixedPointSolver(smap, cfg).solve(ov0.to_vector())
+        spent += result.evaluations
+    if result.evaluations != spent:
+        result = replace(result, evaluations=spent)
+    fp = _finish(smap, result, ov0, branch)
     return finish_stalled(fp, cfg, rule) if cold else fp
 
 

@@ -299,3 +299,395 @@ def test_interrupt_leaves_nothing(tmp_path):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "attnphase: interrupted" in err and "Traceback" not in err
     assert os.listdir(tmp_path) == []
+
+
+# --- ordinary inputs whose solve reaches the edge of the state space ------------------------------
+
+def test_agnostic_point_at_q0_edge_is_a_branch_outcome_with_bars(capsys):
+    # lambda = 0.1: the semantic start collapses onto the agnostic point Q = 0 (q0 -> 0, the edge of the
+    # domain th0^2 < q0 rho0); the answer is "no semantic fixed point here" (exit 3) with honest error bars
+    code = main(["solve", "--omega", "0.2", "--alpha", "1", "--lam", "0.1", "--quadrature", "sobol8:4", "--json"])
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert code == 3 and "error:" not in cap.err, cap.err
+    assert rec["branch"] == "agnostic" and "no semantic fixed point" in rec["reason"]
+    assert rec["err_V"] > 0 and rec["err_eps_g"] > 0  # the blocks converged on the agnostic point too
+
+
+def test_tiny_rho0_is_a_solver_outcome_not_bad_input(capsys):
+    code = main(["solve", "--omega", "0.2", "--alpha", "1", "--rho0", "1e-12", "--quadrature", "sobol8:4", "--json"])
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert code in (0, 1, 3) and "error:" not in cap.err, cap.err
+    assert rec["converged"] or rec["reason"].startswith("not converged")
+
+
+def test_se_map_answers_none_outside_the_domain():
+    import numpy as np
+
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.se.se_map import FixedAlpha, SEMap, model_rule
+    from attnphase.theory import ModelParams
+
+    params, cfg = ModelParams(), SolverConfig(quadrature="sobol6")
+    smap = SEMap(params, FixedAlpha(1.0), model_rule(params, cfg), cfg)
+    assert smap.evaluate(np.array([0.1, 1.0, 0.0, 0.0, 0.1])) is not None
+    for x in ([1e-27, 1.0, 0.0, 0.0, -1e-4], [0.1, 1.0, 0.0, 0.0, 0.5], [-0.1, 1.0, 0.0, 0.0, 0.0]):
+        assert smap.evaluate(np.array(x)) is None  # th0^2 >= q0 rho0 or q0 <= 0: no state, no exception
+
+
+def test_fd_jacobian_step_stays_in_the_domain():
+    # x at distance 1e-9 from the edge of a domain |x_1| < 1e-8 on both sides: a step of 1e-4 leaves it
+    # either way; the step is halved until it fits, and the Jacobian of F(x) = 2 x is found
+    import numpy as np
+
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.se.fixed_point import Evaluation, FixedPointSolver, scaled_residual
+
+    class Narrow:
+        def admissible(self, x):
+            return bool(abs(x[0]) < 1e-8)
+
+        def evaluate(self, x, exact=False):
+            if not self.admissible(x):
+                raise AssertionError("evaluated outside the domain")
+            return Evaluation(x.copy(), 2 * x, scaled_residual(x, 2 * x), True)
+
+    solver = FixedPointSolver(Narrow(), SolverConfig())
+    x = np.array([9e-9])
+    G = np.array([x[0]])
+    J = solver._fd_jacobian(x, G, np.eye(1), lambda xv, fv: fv - xv)
+    assert J is not None and abs(J[0, 0] - 1.0) < 1e-6
+
+
+def test_failure_after_the_checks_is_not_reported_as_bad_input(capsys, monkeypatch):
+    # a ValueError from inside the computation (here: a solve made to raise) is a failure, exit code 1,
+    # never "attnphase: error:" (exit 2), which says the input was wrong
+    from attnphase.numerics.se import state_evolution
+
+    def broken(*args, **kwargs):
+        raise ValueError("inner failure")
+
+    monkeypatch.setattr(state_evolution, "solve", broken)
+    assert main(["solve", "--alpha", "1", "--quadrature", "sobol6"]) == 1
+    err = capsys.readouterr().err
+    assert "attnphase: failed: while solving the state evolution: inner failure" in err and "error:" not in err
+    assert main(["solve", "--alpha", "0"]) == 2  # bad input stays bad input
+    assert "attnphase: error: --alpha" in capsys.readouterr().err
+
+
+# --- error bars: never exactly 0 or null without a word --------------------------------------------
+
+@pytest.mark.parametrize("command", [["solve", "--alpha", "2"], ["sweep", "--alpha", "2"], ["census", "--alpha", "2"],
+                                     ["phase-diagram"], ["scan", "--lam", "0.01,0.1"]])
+@pytest.mark.parametrize("tol", ["0.01", "0.9", "1e-5"])
+def test_tol_too_loose_for_the_error_bars_is_refused(command, tol, capsys, tmp_path, monkeypatch):
+    # a residual of 0.01 left every block re-solve at its start (bars 0.0) and, at 0.9, q 0.729 for 0.459
+    monkeypatch.chdir(tmp_path)
+    out = ["--out", str(tmp_path / "out")] if command[0] in ("sweep", "phase-diagram", "scan") else []
+    _one_line_error(capsys, [*command, "--tol", tol, *out], ["--tol", "(0, 1e-06]"], tmp_path)
+
+
+def test_library_refuses_a_tol_too_loose_for_error_bars():
+    from attnphase.numerics.config import MAX_TOL, SolverConfig
+
+    with pytest.raises(ValueError, match="too loose for error bars"):
+        SolverConfig(tol=0.01)
+    assert SolverConfig(tol=0.01, error_bars=False).tol == 0.01  # without bars a caller may trade accuracy
+    assert SolverConfig(tol=MAX_TOL).tol == MAX_TOL
+
+
+def test_solve_at_the_loosest_tol_has_honest_bars(capsys):
+    assert main(["solve", "--alpha", "2", "--tol", "1e-6", "--quadrature", "sobol8:4", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["err_q"] > 1e-4 and rec["err_theta"] > 1e-4 and rec["err_V"] > 0
+
+
+@pytest.mark.parametrize("rule", ["sobol8", "gh6"])
+def test_solve_on_one_rule_carries_error_bars(rule, capsys):
+    # a rule of one scrambling (or a deterministic one) has no blocks: the bar comes from independent rules
+    assert main(["solve", "--alpha", "2", "--quadrature", rule, "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    for k in ("q", "V", "theta", "eps_g", "e_t"):
+        assert rec[f"err_{k}"] is not None and rec[f"err_{k}"] > 0, (k, rec)
+    assert "error_note" not in rec
+
+
+def test_missing_error_bars_are_explained(capsys, tmp_path):
+    assert main(["solve", "--alpha", "2", "--quadrature", "sobol8:4", "--error-estimate", "0", "--json"]) == 0
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert rec["err_q"] is None and "--error-estimate 0" in rec["error_note"] and "no error bars" in cap.err
+    assert main(["sweep", "--alpha", "2", "--quadrature", "sobol8", "--json", "--quiet", "--workers", "1",
+                 "--out", str(tmp_path)]) == 0
+    cap = capsys.readouterr()
+    obj = json.loads(cap.out)
+    assert "sobol8 is one rule" in obj["error_note"] and "attnphase: note: no error bars" in cap.err
+    assert all(r["err_q"] is None for r in obj["rows"])
+
+
+# --- extreme positional embeddings -----------------------------------------------------------------
+
+@pytest.mark.parametrize("command", [["solve", "--alpha", "2", "--branch", "positional"],
+                                     ["sweep", "--alpha", "2", "--branch", "positional"],
+                                     ["solve", "--alpha", "2", "--rank", "2", "--branch", "mixed"],
+                                     ["phase-diagram"], ["scan", "--lam", "0.01,0.1"]])
+def test_zero_P_without_a_positional_branch_names_P_before_any_work(command, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = ["--out", str(tmp_path / "out")] if command[0] in ("sweep", "phase-diagram", "scan") else []
+    _one_line_error(capsys, [*command, "--P", "0,0;0,0", *out], ["--P", "P = 0", "positional"], tmp_path)
+
+
+def test_positional_start_takes_the_first_nonzero_column_of_P():
+    import numpy as np
+
+    from attnphase.numerics.se.state_evolution import initial_overlaps
+    from attnphase.theory import ModelParams
+
+    ov = initial_overlaps(ModelParams(P=[[0, 0], [0, 1]]), "positional")  # p_1 = 0, p_2 != 0
+    assert ov.m[0] == 0 and ov.m[1] != 0
+    with pytest.raises(ValueError, match="P = 0"):
+        initial_overlaps(ModelParams(P=[[0, 0], [0, 0]]), "positional")
+    assert np.all(initial_overlaps(ModelParams(P=[[0, 0], [0, 0]]), "semantic").m == 0)
+
+
+def test_huge_P_gives_no_raw_numpy_warnings(capsys):
+    code = main(["solve", "--alpha", "2", "--P", "1e300,0;0,1e300", "--branch", "positional", "--quadrature",
+                 "sobol8:4", "--json"])
+    err = capsys.readouterr().err
+    assert code in (1, 3) and "RuntimeWarning" not in err and ".py:" not in err, err
+    assert err.count("floating-point") == 1 and "overflow" in err
+
+
+def test_warnings_become_one_line_notes(capsys):
+    import warnings
+
+    import numpy as np
+
+    from attnphase import work
+
+    with work.warnings_as_notes():
+        warnings.warn("Tight layout not applied", UserWarning)
+        warnings.warn("Tight layout not applied", UserWarning)
+        with np.errstate(over="warn"):
+            np.exp(np.array([1000.0]))
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "attnphase: note: UserWarning: Tight layout not applied" and len(err) == 2
+    assert err[1].startswith("attnphase: note: floating-point overflow")
+
+
+# --- --quiet on every command -----------------------------------------------------------------------
+
+def test_every_command_takes_quiet():
+    from attnphase.cli import COMMANDS, build_parser
+
+    required = {"solve": ["--alpha", "2"], "census": ["--alpha", "2"], "sweep": ["--alpha", "2"], "show": ["results"]}
+    parser = build_parser()
+    for name, _ in COMMANDS:
+        args = parser.parse_args([name, *required.get(name, []), "--quiet"])
+        assert args.quiet is True, name
+
+
+def test_solve_quiet_prints_the_same_result(capsys):
+    assert main(["solve", "--alpha", "2", "--quadrature", "sobol8:4", "--quiet", "--json"]) == 0
+    quiet = json.loads(capsys.readouterr().out)
+    assert quiet["converged"] and quiet["err_q"] > 0
+
+
+# --- the kernel cache holds what was generated, or it is regenerated --------------------------------
+
+def test_edited_cache_file_is_detected_and_regenerated(tmp_path, monkeypatch, capsys):
+    # a generated module edited into still-valid Python (rho0 -> 1.01 rho0 gave theta 0.6300 for 0.6217)
+    from attnphase.theory import codegen
+
+    monkeypatch.setenv("ATTNPHASE_CACHE_DIR", str(tmp_path))
+    builds = []
+
+    def build():
+        builds.append(1)
+        return []
+
+    source, path = codegen.cached_source("probe", 2, 1, True, build)
+    assert path.read_text() == source and len(builds) == 1
+    assert codegen.cached_source("probe", 2, 1, True, build)[0] == source and len(builds) == 1  # read back
+    assert capsys.readouterr().err == ""
+    path.write_text(source.replace("import numpy", "import numpy\nrho_scale = 1.01"))
+    again, _ = codegen.cached_source("probe", 2, 1, True, build)
+    assert again == source and path.read_text() == source and len(builds) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "was changed after it was generated" in err and str(path) in err
+
+
+# --- a point accepted at the rule's jump scale must be backed by its error estimate -------------------
+
+def test_jump_scale_acceptance_needs_the_error_estimate():
+    # sigma = 1e4 (softmax saturated): theta = 1.8e-6 was accepted at residual 4e-7 (tol 1e-10) with 0 of
+    # 4 blocks on the branch and exit 0; such a point is reported not converged
+    import math
+    from dataclasses import replace
+
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.se.state_evolution import solve
+    from attnphase.numerics.se.stalls import confirm_jump_acceptance
+    from attnphase.theory import ModelParams
+
+    fp = solve(ModelParams(), 2.0, "semantic", config=SolverConfig(quadrature="sobol6", error_bars=False))
+    assert fp.status.converged and math.isnan(fp.status.jump)
+    assert confirm_jump_acceptance(fp, 0, 4) is fp  # reached tol: nothing to confirm
+    jumped = replace(fp, status=replace(fp.status, residual=4e-7, jump=1.5e-6))
+    assert confirm_jump_acceptance(jumped, 3, 4) is jumped
+    refused = confirm_jump_acceptance(jumped, 1, 4)
+    assert not refused.status.converged and "1 of the 4 rules" in refused.status.message
+    assert refused.record["converged"] is False
+
+
+# --- text output: a value with its bar, rounded to it ------------------------------------------------
+
+@pytest.mark.parametrize(("value", "err", "text"), [
+    (0.4594786, 0.000444835, "0.45948 +- 0.00044"),
+    (50.4939, 0.178098, "50.49 +- 0.18"),
+    (0.0014019, 3.7e-6, "0.0014019 +- 0.0000037"),
+    (0.63, 0.0996, "0.63 +- 0.10"),
+    (12345.6, 673.0, "12350 +- 670"),
+    (-0.5, 0.012, "-0.500 +- 0.012"),
+    (2.602950272986534e-27, 3.94e-35, "2.602950273e-27 +- 3.9e-35"),
+    (0.0, 0.0, "0 +- 0"),
+    (0.5, float("nan"), "0.5"),
+    (None, 0.1, ""),
+])
+def test_value_with_error_is_rounded_to_its_bar(value, err, text):
+    from attnphase.display import with_error
+
+    assert with_error(value, err) == text
+
+
+def test_solve_text_prints_each_value_with_its_bar(capsys):
+    import re
+
+    argv = ["solve", "--alpha", "2", "--quadrature", "sobol8:4"]
+    assert main(argv + ["--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert main(argv) == 0
+    lines = {ln.split()[0]: ln.split(None, 1)[1] for ln in capsys.readouterr().out.splitlines() if len(ln.split()) > 1}
+    assert not any(k.startswith("err_") for k in lines)  # the bars sit beside their values
+    for k in ("q", "V", "theta", "eps_g", "e_t"):
+        m = re.fullmatch(r"(-?\d+\.(\d+)) \+- (\d+\.\d+)", lines[k])
+        assert m, (k, lines[k])
+        decimals = len(m.group(2))
+        assert float(m.group(1)) == pytest.approx(round(rec[k], decimals), abs=10.0 ** -decimals)
+        assert float(m.group(3)) == pytest.approx(rec[f"err_{k}"], rel=0.06)  # two significant digits
+        assert len(m.group(3).replace(".", "").lstrip("0")) == 2
+    assert len(lines["eps_lin"]) <= 12  # a number without a bar: 6 significant digits, not 16
+
+
+def test_boundary_table_prints_bars_beside_values(capsys):
+    from attnphase.numerics.jobs.report import print_boundary_table
+
+    nan = float("nan")
+    print_boundary_table([dict(omega=0.3, alpha_c=1.2345678, alpha_c_err=0.00123, alpha_l=1.9, alpha_l_err=nan,
+                               semantic_end=nan, semantic_end_err=nan, positional_end=2.5, positional_end_err=0.02,
+                               notes="")], "standard error")
+    row = capsys.readouterr().out.splitlines()[1]
+    assert "1.2346 +- 0.0012" in row and "2.500 +- 0.020" in row and "1.9000 +- nan" in row
+
+
+def test_sweep_rows_without_a_bar_are_said(capsys, tmp_path, monkeypatch):
+    # a point whose blocks do not reproduce its branch has NaN err_*: the job says how many, never silently
+    import math
+
+    from attnphase.numerics.jobs import tasks as jobs
+
+    monkeypatch.setattr(jobs, "point_errors", lambda points, cfg, n=0: tuple(
+        {f"err_{k}": math.nan for k in ("q", "m", "V", "theta", "eps_g", "e_t")} for _ in points))
+    assert main(["sweep", "--alpha", "2", "--quadrature", "sobol8:4", "--json", "--quiet", "--workers", "1",
+                 "--fresh", "--out", str(tmp_path)]) == 0
+    cap = capsys.readouterr()
+    assert "1 point(s) on the branch have no error bar" in json.loads(cap.out)["error_note"]
+    assert "attnphase: note: 1 point(s) on the branch have no error bar" in cap.err
+
+
+@pytest.mark.parametrize("argv", [["--alpha", "2", "--branch", "agnostic"],
+                                  ["--alpha", "2", "--omega", "0.2", "--lam", "0.1", "--branch", "positional"]])
+def test_cold_start_left_the_domain_is_retried_with_a_larger_V0(argv, capsys):
+    # the fixed cold start (V0 = 1) took a first SE step out of the domain: "not converged" on ordinary input
+    assert main(["solve", *argv, "--quadrature", "sobol8:4", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["converged"] and rec["branch"] == argv[argv.index("--branch") + 1] and rec["err_V"] > 0
+
+
+def test_replicates_agreeing_to_the_last_bit_have_a_roundoff_bar():
+    from attnphase.numerics.errors.replicates import ROUNDOFF, spread, standard_error
+
+    assert spread([100.0, 100.0, 100.0, 100.0]) == pytest.approx(100.0 * ROUNDOFF)
+    assert standard_error([0.0, 0.0, 0.0, 0.0]) == 0.0  # fixed by a symmetry: exact
+    assert spread([1.0, 2.0]) == pytest.approx(0.7071067811865476)
+
+
+def test_se_jacobian_is_finite_next_to_the_domain_edge():
+    # census at lambda = 0.1, alpha = 1: the agnostic point has q0 ~ 1e-27, so a th0 step of 1e-5 leaves the
+    # domain on both sides; it is halved to fit, and the stability eigenvalue is a number (it raised before)
+    import math
+
+    import numpy as np
+
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.se.overlaps import Overlaps
+    from attnphase.numerics.phase.stability import se_jacobian, stability_eigenvalue
+    from attnphase.theory import ModelParams
+
+    params, cfg = ModelParams(omega=0.2, lam=0.1), SolverConfig(quadrature="sobol6")
+    ov = Overlaps(q0=1e-27, V0=11.1, m=np.zeros(2), th0=0.0)
+    assert np.all(np.isfinite(se_jacobian(params, 1.0, ov, cfg)))
+    assert math.isfinite(stability_eigenvalue(params, 1.0, ov, cfg))
+
+
+def test_error_bar_covers_the_offset_from_replicates_that_agree_exactly():
+    from attnphase.numerics.errors.replicates import at_least_the_offset
+
+    assert at_least_the_offset(0.0, 2.6e-12, [0.0, 0.0, 0.0, 0.0]) == 2.6e-12
+    assert at_least_the_offset(0.0, 0.0, [0.0, 0.0, 0.0]) == 0.0
+    assert at_least_the_offset(1e-3, 0.5, [0.499, 0.501]) == 1e-3  # a real spread stands
+
+
+def test_check_hats_steps_stay_in_the_domain_at_tiny_rho0(capsys):
+    # rho0 = 1e-12: the state has q0 = 5e-13, and a q0 step of 1e-4 made q0 < 0 ("bad input" after work)
+    assert main(["check", "--quick", "--only", "hats", "--rho0", "1e-12", "--quiet"]) == 0
+    cap = capsys.readouterr()
+    assert "pass" in cap.out and "error:" not in cap.err and "failed:" not in cap.err
+
+
+@pytest.mark.slow
+def test_census_at_large_lambda_finds_one_agnostic_point_with_honest_bars(capsys):
+    # lambda = 0.1, alpha = 1 (README's scan range): the census raised inside its stability step; the
+    # agnostic point Q = 0 reached from several starts is one point, each overlap with a bar covering it
+    assert main(["census", "--alpha", "1", "--omega", "0.2", "--lam", "0.1", "--quadrature", "sobol8:4", "--quiet",
+                 "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    points = obj["fixed_points"]
+    assert [p["branch"] for p in points] == ["agnostic"]
+    p = points[0]
+    for k in ("q", "m", "theta"):
+        assert abs(p[k]) <= 1.001 * p[f"err_{k}"] + 1e-300, (k, p[k], p[f"err_{k}"])  # 0 within its bar
+    assert p["err_V"] > 0 and p["leading_eigenvalue"] == p["leading_eigenvalue"]  # a number, not NaN
+
+
+def test_task_warnings_are_notes_in_any_process(capsys):
+    # a task's warnings ran raw in Dask worker processes (16 lines with source paths at P = 1e300)
+    import numpy as np
+
+    from attnphase.execution.executor import call_task
+
+    status, value, _, _ = call_task(lambda x: float(np.exp(np.array([x]))[0]), 1000.0)
+    err = capsys.readouterr().err
+    assert status == "done" and value == float("inf")
+    assert err.startswith("attnphase: note: floating-point overflow") and "RuntimeWarning" not in err
+
+
+@pytest.mark.parametrize(("command", "needles"), [
+    (["simulate", "--init", "positional", "--d", "50"], ["--P", "P[0,0]", "--init"]),
+    (["validate", "--quick"], ["--P", "P = 0", "validate's positional runs"]),
+])
+def test_zero_P_in_the_finite_d_commands_names_P_before_any_work(command, needles, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = ["--out", str(tmp_path / "out")] if command[0] == "validate" else []
+    _one_line_error(capsys, [*command, "--P", "0,0;0,0", *out], needles, tmp_path)

@@ -27,7 +27,10 @@ def test_solve_json_is_exactly_one_object_with_the_record_keys(capsys: pytest.Ca
     lines = out.strip().splitlines()
     assert len(lines) == 1
     rec = json.loads(lines[0])
-    assert isinstance(rec, dict) and set(rec) == KEYS
+    # gh6 is one rule: its error bars come from 4 independent rules (gh6, gh8, gh10, gh12)
+    errs = {f"err_{k}" for k in ("q", "m", "V", "theta", "eps_g", "e_t")} | {"max_relative_error"}
+    assert isinstance(rec, dict) and set(rec) == KEYS | errs
+    assert rec["err_q"] > 0 and rec["err_theta"] > 0
     assert (rec["alpha"], rec["omega"], rec["sigma"], rec["lam"]) == (2.0, 0.3, 0.5, 0.01)
     assert rec["branch"] == "semantic" and rec["converged"] is True
     assert isinstance(rec["iterations"], int) and 0 < rec["residual"] <= 1e-10

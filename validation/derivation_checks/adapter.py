@@ -53,6 +53,13 @@ def _state(q0: float, V0: float, m: Sequence[float], th0: float) -> Any:
     return Overlaps(q0=q0, V0=V0, m=np.asarray(m, dtype=float), th0=th0)
 
 
+def _admissible(x: np.ndarray, rho0: float) -> bool:
+    """Whether x = (q0, V0, m, th0) is a state of the model (:func:`attnphase.numerics.se.se_map.admissible`)."""
+    from attnphase.numerics.se.se_map import admissible
+
+    return admissible(x, rho0)
+
+
 def _state_vector(ov: Any) -> np.ndarray:
     """(q0, V0, m_1..m_L, th0) of a state."""
     return np.concatenate([[ov.q0, ov.V0], np.asarray(ov.m, dtype=float), [ov.th0]])

@@ -10,7 +10,7 @@ import numpy as np
 
 from attnphase.theory.params import ModelParams
 
-from .adapter import _channel_side, _loss_at_prox, _prior_side, _raw_rule, _se_solve, _solver_rule, _state, _state_vector
+from .adapter import _admissible, _channel_side, _loss_at_prox, _prior_side, _raw_rule, _se_solve, _solver_rule, _state, _state_vector
 from .common import FAIL, PASS, U, Z, CheckResult, Context, _positions_factor, _t_quantile, _worst
 
 
@@ -44,6 +44,11 @@ def check_hat_overlaps(ctx: Context) -> CheckResult:
     x0 = np.concatenate([[q0, V0], m, [th0]])
     names = ["q0", "V0"] + [f"m_{l + 1}" for l in range(L)] + ["th0"]
     step = 1e-3 * np.maximum(np.abs(x0), 0.1)
+    for i in range(x0.size):  # both points of the 2h difference inside the domain (rho0 = 1e-12: q0 = 5e-13)
+        e = np.zeros(x0.size)
+        e[i] = 1.0
+        while not all(_admissible(x0 + s * 2 * step[i] * e, p.rho0) for s in (1, -1)) and step[i] > 1e-12 * abs(x0[i]):
+            step[i] *= 0.5
     D = []  # per replicate: FD(h) - formula, FD(2h) - FD(h)
     formulas, failures = [], 0
     for rep in range(ctx.sizes.hat_replicates):

@@ -13,7 +13,7 @@ import json
 import sys
 
 from attnphase import execution_options
-from attnphase import outputs
+from attnphase import outputs, work
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from attnphase.validation.histogram.report import summary, write_report
     from attnphase.validation.histogram.train import resolve_device
 
+    work.begin("running the histogram experiment")
     t0 = time.perf_counter()
     device = resolve_device(args.device)
     torch.set_num_threads(args.threads)  # the tasks run in this process with --workers 1 (Dask workers: one thread each)

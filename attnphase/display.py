@@ -1,0 +1,83 @@
+"""Numbers as a reader sees them: a value with its error bar, rounded to what the bar leaves of it.
+
+Human-readable output (tables, ``key  value`` lines) prints a value that has a standard error as
+``0.45948 +- 0.00044``: the bar to two significant digits, the value rounded to the bar's last
+digit; JSON, CSV and netCDF keep the full numbers and their ``err_*`` beside them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+#: Significant digits of an error bar.
+BAR_DIGITS = 2
+
+#: Significant digits of a number printed without a bar.
+PLAIN_DIGITS = 6
+
+#: Values of magnitude in [FIXED_MIN, FIXED_MAX) print in fixed notation, others in scientific.
+FIXED_MIN, FIXED_MAX = 1e-4, 1e6
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def plain(value: Any, digits: int = PLAIN_DIGITS) -> str:
+    """A number without a bar to ``digits`` significant digits (``nan`` / ``None`` / text as they are)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "" if value is None else str(value)
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{digits}g}"
+
+
+def with_error(value: Any, err: Any) -> str:
+    """``value +- err``: err to BAR_DIGITS significant digits, value rounded to err's last digit
+    (0.4594786 +- 0.000444835 -> ``0.45948 +- 0.00044``); fixed notation for |value| in [1e-4, 1e6) or 0,
+    else scientific with the value's mantissa carrying the same last digit (``2.602950e-27 +- 3.9e-35``).
+    A bar of exactly 0 (a value fixed by symmetry) prints ``+- 0``; a missing or non-finite bar prints the
+    value alone (:func:`plain`)."""
+    if not _finite(value):
+        return plain(value)
+    if not _finite(err):
+        return plain(value)
+    err = abs(float(err))
+    value = float(value)
+    if err == 0.0:
+        return f"{plain(value)} +- 0"
+    e = math.floor(math.log10(err))
+    # the bar rounded to BAR_DIGITS may gain a digit (0.0996 -> 0.10)
+    if round(err, BAR_DIGITS - 1 - e) >= 10.0 ** (e + 1):
+        e += 1
+    decimals = BAR_DIGITS - 1 - e
+    if value == 0.0 or FIXED_MIN <= abs(value) < FIXED_MAX:
+        if decimals >= 0:
+            return f"{value:.{decimals}f} +- {err:.{decimals}f}"
+        step = 10.0 ** (-decimals)
+        return f"{round(value / step) * step:.0f} +- {round(err / step) * step:.0f}"
+    ev = math.floor(math.log10(abs(value)))
+    mantissa = max(0, ev - e + BAR_DIGITS - 1)
+    return f"{value:.{mantissa}e} +- {err:.{BAR_DIGITS - 1}e}"
+
+
+def record_lines(rec: dict, show: Any = None) -> list[str]:
+    """``key  value`` lines of a record: a key with an ``err_<key>`` beside it printed as
+    :func:`with_error` on one line (its ``err_<key>`` line left out), other numbers by :func:`plain`,
+    anything else by ``show`` (default ``str``)."""
+    keys = [k for k in rec if not (k.startswith("err_") and k[4:] in rec)]
+    width = max((len(k) for k in keys), default=0)
+    lines = []
+    for k in keys:
+        v = rec[k]
+        if f"err_{k}" in rec and _finite(v):
+            text = with_error(v, rec[f"err_{k}"])
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            text = plain(v, 2 if k in ("residual", "max_relative_error") else PLAIN_DIGITS)
+        elif isinstance(v, (list, tuple)) and v and all(isinstance(x, float) for x in v):
+            text = "[" + ", ".join(plain(x) for x in v) + "]"
+        else:
+            text = (show or str)(v) if v is not None else ""
+        lines.append(f"{k:>{width}}  {text}")
+    return lines

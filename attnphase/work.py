@@ -1,0 +1,75 @@
+"""Bad input or a failed computation: which one an error raised by a command is.
+
+Every option is checked before any work (exit code 2, ``attnphase: error: --OPTION ...``).  Once
+its checks have passed, a command says so with :func:`begin`; a ``ValueError`` raised after that
+point comes from inside a computation (a solve, a training, writing a dataset), not from the
+user's input, and :func:`attnphase.cli.main` reports it as a failure (exit code 1,
+``attnphase: failed: while WHAT: ...``), never as bad input.  Warnings raised on the way are said as
+one-line notes (:func:`warnings_as_notes`), never as raw warnings with source paths.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TextIO
+
+#: What the running command is doing once its checks have passed (None: still checking its input).
+_WORK: ContextVar[str | None] = ContextVar("attnphase_work", default=None)
+
+
+def begin(what: str) -> None:
+    """The command's input is checked; from here on it computes ``what`` (words: "solving the
+    state evolution")."""
+    _WORK.set(what)
+
+
+def current() -> str | None:
+    """What the command computes since :func:`begin`, or None while it checks its input."""
+    return _WORK.get()
+
+
+def reset() -> None:
+    """A new command starts: its input is not checked yet."""
+    _WORK.set(None)
+
+
+def failure_message(what: str, exc: BaseException) -> str:
+    """The one line printed for an error raised while computing ``what`` (exit code 1)."""
+    msg = " ".join(str(exc).split()) or type(exc).__name__
+    return f"attnphase: failed: while {what}: {msg} (a failure of the computation, not of the input)"
+
+
+@contextmanager
+def warnings_as_notes(stream: TextIO | None = None) -> Iterator[None]:
+    """Python warnings raised while a command runs, said as one-line notes instead of the raw two-line
+    form with a source path: each distinct warning once (``attnphase: note: UserWarning: ...``), and numpy's
+    floating-point warnings ("overflow encountered in multiply", ...) counted and summed up in one note
+    at the end: numbers beyond double precision met in intermediate values."""
+    counts: Counter[str] = Counter()
+    said: set[str] = set()
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = " ".join(str(message).split())
+        if issubclass(category, RuntimeWarning) and " encountered in " in text:
+            counts[text.split(" encountered in ")[0]] += 1  # once per place (the default filter)
+            return
+        key = f"{category.__name__}: {text}"
+        if key not in said:
+            said.add(key)
+            print(f"attnphase: note: {key}", file=stream or sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        try:
+            yield
+        finally:
+            if counts:
+                kinds = ", ".join(f"{k} (at {n} place{'s' if n > 1 else ''})" for k, n in counts.most_common())
+                print(f"attnphase: note: floating-point {kinds} in intermediate values: numbers beyond double "
+                      f"precision (an extreme model value?); a result is reported only where its solve converged "
+                      f"to finite values", file=stream or sys.stderr)
