@@ -17,7 +17,7 @@ KEYS = {
     "alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta",
     "eps_g", "e_t", "eps_lin", "converged", "iterations", "residual",
     # the model and the requested branch beside the result; reason: "" on success
-    "L", "A", "P", "rho0", "rank", "requested_branch", "reason",
+    "L", "A", "P", "rho0", "rank", "loss", "requested_branch", "reason",
 }
 
 
