@@ -99,7 +99,7 @@ def test_sweep_writes_one_row_per_alpha(tmp_path, capsys: pytest.CaptureFixture[
     with open(out, newline="") as fh:
         reader = csv.DictReader(fh)
         rows = list(reader)
-        csv_keys = (KEYS - {"L", "A", "P", "rho0", "rank", "requested_branch"})  # the model is in the file name / --json
+        csv_keys = (KEYS - {"L", "A", "P", "rho0", "rank", "loss", "requested_branch"})  # the model is in the file name / --json
         csv_keys |= {f"err_{k}" for k in point_record.RESULT_KEYS}
         assert set(reader.fieldnames or ()) == csv_keys and len(reader.fieldnames or ()) == len(csv_keys)
     # gh6 is one deterministic rule: no error bar unless --error-estimate K asks for K rules
