@@ -11,6 +11,9 @@ error of X (:func:`lookup`).  The table's order is no file's order: each writer 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from attnphase.execution.dataset import Variable, table_lookup, variables_map
 from attnphase.numerics.commands.point_record import RECORD_KEYS, RESULT_KEYS
 
@@ -22,7 +25,7 @@ def _v(name: str, long_name: str, units: str | None = "1", comment: str = "") ->
 _BRANCH_END = ("where the branch's fixed point ceases to exist: bifurcation (its order parameter reaches 0), fold, "
                "or solver failure (no converged solve beyond: may be numerical)")
 
-VARIABLES: dict[str, Variable] = dict([
+_TABLE: list[tuple[str, Variable]] = [
     # the model (docs/model.md section 1) and the grid
     _v("alpha", "sample complexity alpha = n/d"),
     _v("omega", "weight omega of the positional teacher A"),
@@ -75,14 +78,16 @@ VARIABLES: dict[str, Variable] = dict([
     _v("census_fixed_points", "number of distinct fixed points the census found"),
     _v("census_separation", "e_t gap between the compared pair and the lowest other fixed point, in combined standard errors"),
     _v("census_beaten_by", "fixed point whose e_t lies below the compared pair's (empty: none)", None),
-])
+]
 #: The rank-r census's invariants of a fixed point, per index i: (column prefix, long name).
 INVARIANTS = {"q0_eig": "eigenvalue {} of Q0", "V0_eig": "eigenvalue {} of V0",
               "th0_sv": "singular value {} of theta0", "m_norm": "norm of the positional overlap m of position {}"}
-VARIABLES |= dict(_v(f"{k}_found", f"number of rules on which {what} was found")
-                  for k, what in (("alpha_c", "alpha_c"), ("alpha_l", "alpha_l"),
-                                  ("semantic_end", "the semantic branch's end"),
-                                  ("positional_end", "the positional branch's end")))
+_TABLE += [_v(f"{k}_found", f"number of rules on which {what} was found")
+           for k, what in (("alpha_c", "alpha_c"), ("alpha_l", "alpha_l"),
+                           ("semantic_end", "the semantic branch's end"),
+                           ("positional_end", "the positional branch's end"))]
+#: name -> Variable (read-only).
+VARIABLES: Mapping[str, Variable] = MappingProxyType(dict(_TABLE))
 
 #: The sweep's columns, in the order of its CSV; its dataset holds each of them over (omega, alpha).
 SWEEP_COLUMNS = RECORD_KEYS + tuple(f"err_{k}" for k in RESULT_KEYS) + ("reason",)
