@@ -1,0 +1,158 @@
+"""The thresholds of the Bayes-optimal state evolution with their error bars (docs/bayes-optimal.md).
+
+On the curve alpha*(q0) of numerics/se/bayes.py (the alpha at which q0 is a fixed point):
+
+* ``alpha_weak_recovery``: where q0 = 0 loses stability, lim_{q0 -> 0} alpha*(q0) (computed on the rule at
+  q0 / rho0 ~ 1e-5, extrapolated linearly; the closed form is (1 + Delta)^2 / (L (L + 1))).
+* ``alpha_amp``: the end of the uninformative branch, the first interior local maximum of alpha*(q0) (a
+  saddle-node of the map): above it the iteration from q0 = 0+ (AMP's state evolution) jumps to the
+  informative branch.  Null where alpha* has no interior maximum (the branch rises continuously).
+* ``alpha_it``: where the informative branch's free entropy overtakes the uninformative one's.  Noiseless,
+  Phi at q0 -> rho0 behaves as (alpha L - 1) / 2 * log(1 / (rho0 - q0)) (docs/bayes-optimal.md): +inf above
+  alpha = 1 / L, -inf below, so the crossing is exactly 1 / L.  With noise (Delta > 0) the two branches'
+  Phi are computed and their crossing located by Brent's method on [the informative branch's lower end,
+  alpha_amp]; null where the branches do not coexist.
+
+Error bars: each threshold is recomputed on each of the rule's R independent scramblings; the bar is
+their standard error (numerics/errors/replicates.py: std / sqrt(R)), the value the pooled rule's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import brentq, minimize_scalar
+
+from attnphase.numerics.errors.replicates import standard_error
+from attnphase.numerics.quadrature.rules import QuadratureRule, make_rule, rule_blocks
+from attnphase.numerics.se.bayes import (DEFAULT_RULE, AlphaCurve, BayesModel, alpha_curve, alpha_of_overlap,
+                                         fixed_points, free_entropy)
+
+#: The keys of the thresholds, in the order they are reported.
+THRESHOLD_KEYS = ("alpha_weak_recovery", "alpha_it", "alpha_amp")
+
+#: x = q0 / rho0 at which the weak-recovery limit is extrapolated from (x and 2 x).
+WR_X = 1e-5
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A threshold, its standard error, and how it was found or why it does not exist (value None)."""
+
+    value: float | None
+    err: float | None
+    note: str
+
+
+@dataclass(frozen=True)
+class BayesThresholds:
+    """The three thresholds of one model on one rule (module doc)."""
+
+    alpha_weak_recovery: Threshold
+    alpha_it: Threshold
+    alpha_amp: Threshold
+    rule: str
+
+    def as_dict(self) -> dict:
+        """``{key: value, err_key: bar, key_note: how or why null}`` for the three keys."""
+        out: dict = {}
+        for k in THRESHOLD_KEYS:
+            t: Threshold = getattr(self, k)
+            out.update({k: t.value, f"err_{k}": t.err, f"{k}_note": t.note})
+        return out
+
+
+def _x_alpha(model: BayesModel, rule: QuadratureRule, x: float) -> float:
+    return alpha_of_overlap(model, rule, model.rho0 * x)
+
+
+def weak_recovery_on(model: BayesModel, rule: QuadratureRule) -> float:
+    """lim alpha*(q0) at q0 -> 0: 2 alpha*(x) - alpha*(2 x) at x = WR_X (alpha* is smooth in x there)."""
+    return 2.0 * _x_alpha(model, rule, WR_X) - _x_alpha(model, rule, 2 * WR_X)
+
+
+def amp_on(model: BayesModel, rule: QuadratureRule, curve: AlphaCurve) -> tuple[float, float] | None:
+    """(alpha_amp, x there): the first interior local maximum of alpha*(x), refined by a bounded search
+    between the grid's neighbours; None if there is none."""
+    a = curve.alpha
+    for i in range(1, a.size - 1):
+        if a[i] >= a[i - 1] and a[i] > a[i + 1]:
+            lo, hi = curve.x[i - 1], curve.x[i + 1]
+            res = minimize_scalar(lambda x: -_x_alpha(model, rule, x), bounds=(lo, hi), method="bounded",
+                                  options={"xatol": 1e-12 * max(1.0, hi)})
+            return float(-res.fun), float(res.x)
+    return None
+
+
+def informative_end_on(model: BayesModel, curve: AlphaCurve, x_amp: float) -> float:
+    """The lowest alpha of the informative branch: the minimum of alpha*(x) above x_amp (noiseless, with
+    the perfect-recovery point: at most alpha*(1-) = 1 / L)."""
+    above = curve.x > x_amp
+    return float(curve.alpha[above].min())
+
+
+def it_on(model: BayesModel, rule: QuadratureRule, curve: AlphaCurve, amp: tuple[float, float] | None) -> float | None:
+    """The free-entropy crossing (module doc): 1 / L noiseless; with noise, the root of
+    Phi(informative) - Phi(uninformative) in alpha; None where the branches do not coexist."""
+    if model.noise == 0.0:
+        return 1.0 / model.L
+    if amp is None:
+        return None
+    a_amp, x_amp = amp
+    a_low = informative_end_on(model, curve, x_amp)
+    if not a_low < a_amp:
+        return None
+
+    def gap(alpha: float) -> float:
+        pts = [x for x, stable in fixed_points(model, rule, alpha, curve) if stable]
+        lo, hi = pts[0], pts[-1]
+        return (free_entropy(model, rule, alpha, model.rho0 * hi) - free_entropy(model, rule, alpha, model.rho0 * lo))
+
+    eps = 1e-9 * a_amp
+    g0, g1 = gap(a_low + eps), gap(a_amp - eps)
+    if not g0 * g1 < 0:
+        return None
+    return float(brentq(gap, a_low + eps, a_amp - eps, xtol=1e-12, rtol=1e-12))
+
+
+def _on_rule(model: BayesModel, rule: QuadratureRule) -> dict[str, float | None]:
+    curve = alpha_curve(model, rule)
+    amp = amp_on(model, rule, curve)
+    return {"alpha_weak_recovery": weak_recovery_on(model, rule),
+            "alpha_it": it_on(model, rule, curve, amp),
+            "alpha_amp": None if amp is None else amp[0]}
+
+
+_NOTES = {
+    "alpha_weak_recovery": "q0 = 0 loses stability: lim alpha*(q0), q0 -> 0",
+    "alpha_it": "free-entropy crossing of the informative and uninformative branches",
+    "alpha_amp": "end of the uninformative branch: first local maximum of alpha*(q0)",
+}
+
+
+def bayes_thresholds(model: BayesModel, rule: str = DEFAULT_RULE) -> BayesThresholds:
+    """The three thresholds on the pooled rule ``rule``, each with the standard error over its blocks
+    (module doc; err None when the rule has one block)."""
+    pooled = _on_rule(model, make_rule(model.L, rule))
+    blocks = [_on_rule(model, make_rule(model.L, b)) for b in rule_blocks(rule)]
+    out = {}
+    for k in THRESHOLD_KEYS:
+        v = pooled[k]
+        if v is None:
+            why = ("alpha*(q0) has no interior maximum: the uninformative branch rises continuously, no jump"
+                   if k == "alpha_amp" else "the informative and uninformative branches do not coexist")
+            out[k] = Threshold(None, None, why)
+            continue
+        note = _NOTES[k]
+        if k == "alpha_it" and model.noise == 0.0:
+            out[k] = Threshold(v, 0.0, "exact: noiseless, Phi at q0 -> rho0 diverges as (alpha L - 1)/2 log 1/(rho0 - q0)")
+            continue
+        vals = [b[k] for b in blocks if b[k] is not None]
+        err = standard_error(vals) if len(vals) >= 2 else None
+        out[k] = Threshold(float(v), None if err is None or math.isnan(err) else float(err), note)
+    return BayesThresholds(rule=rule, **out)
+
+
+__all__ = ["BayesThresholds", "THRESHOLD_KEYS", "Threshold", "bayes_thresholds", "weak_recovery_on", "amp_on", "it_on"]
