@@ -13,8 +13,9 @@ On the curve alpha*(q0) of numerics/se/bayes.py (the alpha at which q0 is a fixe
   Phi are computed and their crossing located by Brent's method on [the informative branch's lower end,
   alpha_amp]; null where the branches do not coexist.
 
-Error bars: each threshold is recomputed on each of the rule's R independent scramblings; the bar is
-their standard error (numerics/errors/replicates.py: std / sqrt(R)), the value the pooled rule's.
+Error bars: the rules are exponentially convergent products of Gauss rules (numerics/se/bayes.py,
+the :class:`SignRule`), so each threshold's bar is the change of its value from the rule of order
+n - ORDER_STEP to the rule of order n (the value is order n's), at least the root finders' tolerance.
 """
 
 from __future__ import annotations
@@ -22,16 +23,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 
-from attnphase.numerics.errors.replicates import standard_error
-from attnphase.numerics.quadrature.rules import QuadratureRule, make_rule, rule_blocks
-from attnphase.numerics.se.bayes import (DEFAULT_RULE, AlphaCurve, BayesModel, alpha_curve, alpha_of_overlap,
-                                         fixed_points, free_entropy)
+from attnphase.numerics.se.bayes import (DEFAULT_ORDER, ORDER_STEP, AlphaCurve, BayesModel, SignRule, alpha_curve,
+                                         alpha_of_overlap, fixed_points, free_entropy, invariant_rule, sign_rule)
 
 #: The keys of the thresholds, in the order they are reported.
 THRESHOLD_KEYS = ("alpha_weak_recovery", "alpha_it", "alpha_amp")
+
+#: The part of the coexistence range [informative end, alpha_amp] left out at each end in the crossing search.
+EDGE = 1e-3
 
 #: x = q0 / rho0 at which the weak-recovery limit is extrapolated from (x and 2 x).
 WR_X = 1e-5
@@ -64,16 +65,16 @@ class BayesThresholds:
         return out
 
 
-def _x_alpha(model: BayesModel, rule: QuadratureRule, x: float) -> float:
+def _x_alpha(model: BayesModel, rule: SignRule, x: float) -> float:
     return alpha_of_overlap(model, rule, model.rho0 * x)
 
 
-def weak_recovery_on(model: BayesModel, rule: QuadratureRule) -> float:
+def weak_recovery_on(model: BayesModel, rule: SignRule) -> float:
     """lim alpha*(q0) at q0 -> 0: 2 alpha*(x) - alpha*(2 x) at x = WR_X (alpha* is smooth in x there)."""
     return 2.0 * _x_alpha(model, rule, WR_X) - _x_alpha(model, rule, 2 * WR_X)
 
 
-def amp_on(model: BayesModel, rule: QuadratureRule, curve: AlphaCurve) -> tuple[float, float] | None:
+def amp_on(model: BayesModel, rule: SignRule, curve: AlphaCurve) -> tuple[float, float] | None:
     """(alpha_amp, x there): the first interior local maximum of alpha*(x), refined by a bounded search
     between the grid's neighbours; None if there is none."""
     a = curve.alpha
@@ -93,7 +94,7 @@ def informative_end_on(model: BayesModel, curve: AlphaCurve, x_amp: float) -> fl
     return float(curve.alpha[above].min())
 
 
-def it_on(model: BayesModel, rule: QuadratureRule, curve: AlphaCurve, amp: tuple[float, float] | None) -> float | None:
+def it_on(model: BayesModel, rule: SignRule, curve: AlphaCurve, amp: tuple[float, float] | None) -> float | None:
     """The free-entropy crossing (module doc): 1 / L noiseless; with noise, the root of
     Phi(informative) - Phi(uninformative) in alpha; None where the branches do not coexist."""
     if model.noise == 0.0:
@@ -110,14 +111,14 @@ def it_on(model: BayesModel, rule: QuadratureRule, curve: AlphaCurve, amp: tuple
         lo, hi = pts[0], pts[-1]
         return (free_entropy(model, rule, alpha, model.rho0 * hi) - free_entropy(model, rule, alpha, model.rho0 * lo))
 
-    eps = 1e-9 * a_amp
+    eps = EDGE * (a_amp - a_low)  # inside the coexistence range: near its ends two roots share a grid cell
     g0, g1 = gap(a_low + eps), gap(a_amp - eps)
     if not g0 * g1 < 0:
         return None
     return float(brentq(gap, a_low + eps, a_amp - eps, xtol=1e-12, rtol=1e-12))
 
 
-def _on_rule(model: BayesModel, rule: QuadratureRule) -> dict[str, float | None]:
+def _on_rule(model: BayesModel, rule: SignRule) -> dict[str, float | None]:
     curve = alpha_curve(model, rule)
     amp = amp_on(model, rule, curve)
     return {"alpha_weak_recovery": weak_recovery_on(model, rule),
@@ -132,27 +133,33 @@ _NOTES = {
 }
 
 
-def bayes_thresholds(model: BayesModel, rule: str = DEFAULT_RULE) -> BayesThresholds:
-    """The three thresholds on the pooled rule ``rule``, each with the standard error over its blocks
-    (module doc; err None when the rule has one block)."""
-    pooled = _on_rule(model, make_rule(model.L, rule))
-    blocks = [_on_rule(model, make_rule(model.L, b)) for b in rule_blocks(rule)]
+#: The least error bar of a threshold: the root finders' relative tolerance.
+ROOT_TOL = 1e-9
+
+
+def bayes_thresholds(model: BayesModel, order: int = DEFAULT_ORDER) -> BayesThresholds:
+    """The three thresholds on the rule of ``order`` nodes per variable, each with its error bar (the change
+    from order - ORDER_STEP; module doc)."""
+    fine = _on_rule(model, sign_rule(model.L, order))
+    coarse = _on_rule(model, sign_rule(model.L, order - ORDER_STEP))
     out = {}
     for k in THRESHOLD_KEYS:
-        v = pooled[k]
+        v = fine[k]
+        if v is None and k == "alpha_amp" and model.noise == 0.0:
+            out[k] = Threshold(1.0 / model.L, 0.0, "continuous: alpha*(q0) rises monotonically to alpha*(rho0-) = 1 / L, "
+                               "where the uninformative branch reaches perfect recovery: no algorithmic gap (exact)")
+            continue
         if v is None:
             why = ("alpha*(q0) has no interior maximum: the uninformative branch rises continuously, no jump"
                    if k == "alpha_amp" else "the informative and uninformative branches do not coexist")
             out[k] = Threshold(None, None, why)
             continue
-        note = _NOTES[k]
         if k == "alpha_it" and model.noise == 0.0:
             out[k] = Threshold(v, 0.0, "exact: noiseless, Phi at q0 -> rho0 diverges as (alpha L - 1)/2 log 1/(rho0 - q0)")
             continue
-        vals = [b[k] for b in blocks if b[k] is not None]
-        err = standard_error(vals) if len(vals) >= 2 else None
-        out[k] = Threshold(float(v), None if err is None or math.isnan(err) else float(err), note)
-    return BayesThresholds(rule=rule, **out)
+        err = abs(v - coarse[k]) if coarse[k] is not None else math.nan
+        out[k] = Threshold(float(v), None if math.isnan(err) else max(err, ROOT_TOL * abs(v)), _NOTES[k])
+    return BayesThresholds(rule=f"sign{order}", **out)
 
 
 __all__ = ["BayesThresholds", "THRESHOLD_KEYS", "Threshold", "bayes_thresholds", "weak_recovery_on", "amp_on", "it_on"]
