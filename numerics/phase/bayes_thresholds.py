@@ -3,7 +3,8 @@
 On the curve alpha*(q0) of numerics/se/bayes.py (the alpha at which q0 is a fixed point):
 
 * ``alpha_weak_recovery``: where q0 = 0 loses stability, lim_{q0 -> 0} alpha*(q0) (computed on the rule at
-  q0 / rho0 ~ 1e-5, extrapolated linearly; the closed form is (1 + Delta)^2 / (L (L + 1))).
+  q0 / rho0 ~ 1e-5, extrapolated linearly, the extrapolation's change from 2e-5 in the bar; the closed form is
+  (1 + Delta)^2 / (L (L + 1))).
 * ``alpha_amp``: the end of the uninformative branch, the first interior local maximum of alpha*(q0) (a
   saddle-node of the map): above it the iteration from q0 = 0+ (AMP's state evolution) jumps to the
   informative branch.  Null where alpha* has no interior maximum (the branch rises continuously).
@@ -69,9 +70,15 @@ def _x_alpha(model: BayesModel, rule: SignRule, x: float) -> float:
     return alpha_of_overlap(model, rule, model.rho0 * x)
 
 
-def weak_recovery_on(model: BayesModel, rule: SignRule) -> float:
-    """lim alpha*(q0) at q0 -> 0: 2 alpha*(x) - alpha*(2 x) at x = WR_X (alpha* is smooth in x there)."""
-    return 2.0 * _x_alpha(model, rule, WR_X) - _x_alpha(model, rule, 2 * WR_X)
+def weak_recovery_on(model: BayesModel, rule: SignRule, x: float = WR_X) -> float:
+    """lim alpha*(q0) at q0 -> 0: 2 alpha*(x) - alpha*(2 x) (alpha* is smooth in x there; the O(x^2) left is
+    in the bar: :func:`weak_recovery_extrapolation_error`)."""
+    return 2.0 * _x_alpha(model, rule, x) - _x_alpha(model, rule, 2 * x)
+
+
+def weak_recovery_extrapolation_error(model: BayesModel, rule: SignRule) -> float:
+    """The change of :func:`weak_recovery_on` from x = 2 WR_X to x = WR_X: 4 times its O(x^2) remainder."""
+    return abs(weak_recovery_on(model, rule, WR_X) - weak_recovery_on(model, rule, 2 * WR_X))
 
 
 def amp_on(model: BayesModel, rule: SignRule, curve: AlphaCurve) -> tuple[float, float] | None:
@@ -158,6 +165,8 @@ def bayes_thresholds(model: BayesModel, order: int = DEFAULT_ORDER) -> BayesThre
             out[k] = Threshold(v, 0.0, "exact: noiseless, Phi at q0 -> rho0 diverges as (alpha L - 1)/2 log 1/(rho0 - q0)")
             continue
         err = abs(v - coarse[k]) if coarse[k] is not None else math.nan
+        if k == "alpha_weak_recovery":
+            err = max(err, weak_recovery_extrapolation_error(model, sign_rule(model.L, order)))
         out[k] = Threshold(float(v), None if math.isnan(err) else max(err, ROOT_TOL * abs(v)), _NOTES[k])
     return BayesThresholds(rule=f"sign{order}", **out)
 

@@ -35,7 +35,7 @@ def test_weak_recovery_matches_the_closed_form(L, noise):
     th = bayes_thresholds(model)
     closed = (1 + noise) ** 2 / (L * (L + 1))
     assert th.alpha_weak_recovery.value == pytest.approx(closed, rel=1e-7)
-    assert abs(th.alpha_weak_recovery.value - closed) <= 20 * th.alpha_weak_recovery.err
+    assert abs(th.alpha_weak_recovery.value - closed) <= 3 * th.alpha_weak_recovery.err
 
 
 def test_nishimori_identities_at_the_fixed_point():
