@@ -44,6 +44,9 @@ def cmd_solve_bayes(args: argparse.Namespace, alpha: float) -> int:
     if (getattr(args, "rank", None) or 1) != 1 or (getattr(args, "teacher_rank", None) or 1) != 1:
         raise ValueError("--rank and --teacher-rank: --estimator bayes-optimal is solved at rank 1")
     params = opt.params_from_args(args, omega=opt.single_omega(args, "solve"))
+    if not params.omega < 1.0:
+        raise ValueError(f"--omega {params.omega:g}: --estimator bayes-optimal needs omega < 1 (at omega = 1 the "
+                         "target T = A does not depend on Q*: nothing to estimate)")
     if params.C is not None:
         raise ValueError("--token-cov: --estimator bayes-optimal is solved for independent tokens")
     opt.announce_defaults(args, params)

@@ -45,6 +45,7 @@ def test_bayes_optimal_below_weak_recovery_and_above_perfect_recovery(capsys):
     (["--estimator", "bayes-optimal", "--branch", "semantic"], "--branch semantic"),
     (["--branch", "informative"], "--branch informative needs --estimator bayes-optimal"),
     (["--estimator", "bayes-optimal", "--rank", "2"], "--rank"),
+    (["--estimator", "bayes-optimal", "--omega", "1"], "--omega 1"),
 ])
 def test_bad_estimator_input_is_one_line_exit_2(capsys, argv, message):
     assert main(["solve", "--alpha", "1", "--json", *argv]) == 2
