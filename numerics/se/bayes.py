@@ -230,6 +230,30 @@ def sign_deficit(L: int, x: float, s2: float, rule: SignRule) -> float:
     return (s2 / (x + s2)) ** (L / 2) * float(rule.weights @ (0.5 * (rule.y ** 2 + L - 1) * _sech(tau * rule.rho * rule.y)))
 
 
+def _even_log_partition(z: np.ndarray) -> np.ndarray:
+    """H(z) = 2 cosh(z) log(1 + e^{-2z}) + 2 z e^{-z}: even and analytic (H(-z) = H(z)), ~(1 + 2|z|) e^{-|z|}."""
+    z = np.minimum(np.abs(z), 700.0)
+    l = np.log1p(np.exp(-2.0 * z))
+    return (np.exp(z) + np.exp(-z)) * l + 2.0 * z * np.exp(-z)
+
+
+def sign_entropy(L: int, x: float, s2: float, rule: SignRule) -> float:
+    """E[log(1 + e^{-2a})] = (s^2 / (x + s^2))^(L/2) E_{rho ~ chi_L, y ~ N(0,1)}[H(tau rho y) / 2],
+    tau = sqrt(x / (x + s^2)), H of :func:`_even_log_partition`: the unknown sign's term of Psi_out
+    (:func:`psi_out`; the same pairing of Y with -Y as :func:`sign_deficit`, docs/bayes-optimal.md)."""
+    tau = math.sqrt(x / (x + s2))
+    return (s2 / (x + s2)) ** (L / 2) * float(rule.weights @ (0.5 * _even_log_partition(tau * rule.rho * rule.y)))
+
+
+def psi_out(model: BayesModel, rule: SignRule, q0: float) -> float:
+    """Psi_out = E[log Z_out] = -L/2 - 1/2 sum_l log(2 pi rho_l s^2) + :func:`sign_entropy`, s^2 = 1 - x + Delta
+    (E[-|Y - w|^2 / (2 Ve)] = -L/2: Y - w is independent of w with variance Ve)."""
+    x = q0 / model.rho0
+    s2 = 1.0 - x + model.noise
+    logdet = float(np.sum(np.log(2 * np.pi * model.s2() * model.rho0 * s2)))
+    return -0.5 * model.L - 0.5 * logdet + sign_entropy(model.L, x, s2, rule)
+
+
 def hat_sum(model: BayesModel, rule: SignRule, q0: float) -> float:
     """K(q0) = sum_l sigma_l^2 E[g_out_l^2] = (L - 2 E) / (rho0 s^2), s^2 = 1 - x + Delta, x = q0 / rho0,
     E = :func:`sign_deficit` (module doc): Qhat = alpha K.
@@ -254,12 +278,10 @@ def alpha_of_overlap(model: BayesModel, rule: SignRule, q0: float) -> float:
     return model.prior.hat_of_overlap(q0) / hat_sum(model, rule, q0)
 
 
-def free_entropy(model: BayesModel, rule: SignRule, alpha: float, q0: float, psi_rule: InvariantRule | None = None) -> float:
-    """Phi = psi(Qhat) - q0 Qhat / 2 + alpha Psi_out(q0) with Qhat = alpha K(q0) (module doc); q0 < rho0.
-    K on ``rule``, Psi_out on ``psi_rule`` (default: the :class:`InvariantRule` of the same order)."""
-    h = channel_hats(model, psi_rule or invariant_rule(model.L, rule.order), q0)
+def free_entropy(model: BayesModel, rule: SignRule, alpha: float, q0: float) -> float:
+    """Phi = psi(Qhat) - q0 Qhat / 2 + alpha Psi_out(q0) with Qhat = alpha K(q0) (module doc); q0 < rho0."""
     Qhat = alpha * hat_sum(model, rule, q0)
-    return model.prior.free_entropy_term(Qhat) - 0.5 * q0 * Qhat + alpha * h.psi_out
+    return model.prior.free_entropy_term(Qhat) - 0.5 * q0 * Qhat + alpha * psi_out(model, rule, q0)
 
 
 def _gh_tensor(L: int, order: int) -> tuple[np.ndarray, np.ndarray]:

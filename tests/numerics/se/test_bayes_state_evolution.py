@@ -9,7 +9,8 @@ import pytest
 
 from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
 from attnphase.numerics.se.bayes import (BayesModel, alpha_of_overlap, bayes_eps_g, channel_hats, hat_sum,
-                                         invariant_rule, se_step, sign_rule, solve_bayes)
+                                         invariant_rule, psi_out, se_step, sign_rule,
+                                         solve_bayes)
 from attnphase.numerics.se.observables import eps_lin
 from attnphase.theory.params import ModelParams
 
@@ -56,12 +57,25 @@ def test_nishimori_identities_at_the_fixed_point():
     assert V0 == pytest.approx(model.rho0 - q0, rel=1e-3)
 
 
-def test_psi_out_derivative_is_half_k():
+@pytest.mark.parametrize("L, noise", [(1, 0.0), (2, 0.0), (3, 1e-3)])
+def test_psi_out_derivative_is_half_k(L, noise):
+    """dPsi_out/dq0 = K / 2 (the stationarity of Phi in q0), the reduced Psi_out near perfect recovery too."""
+    model = BayesModel(tuple(np.linspace(0.16, 0.36, L)), rho0=1.3, noise=noise)
+
+    def both(order: int, q0: float, h: float = 1e-6) -> tuple[float, float]:
+        rule = sign_rule(L, order)
+        return (psi_out(model, rule, q0 + h) - psi_out(model, rule, q0 - h)) / (2 * h), 0.5 * hat_sum(model, rule, q0)
+
+    for x in (0.4, 0.99):
+        (d, k), (d0, k0) = both(48, x * model.rho0), both(32, x * model.rho0)
+        bar = abs(d - d0) + abs(k - k0) + 1e-8 * abs(k)  # the rule's error bars (order 32 -> 48), the difference's step
+        assert abs(d - k) <= 3 * bar and bar < 1e-4 * abs(k)
+
+
+def test_reduced_psi_out_matches_the_direct_average():
     model = BayesModel((0.25, 0.16), rho0=1.3)
-    rule = invariant_rule(2, 48)
-    q0, h = 0.4, 1e-5
-    d = (channel_hats(model, rule, q0 + h).psi_out - channel_hats(model, rule, q0 - h).psi_out) / (2 * h)
-    assert d == pytest.approx(0.5 * hat_sum(model, sign_rule(2), q0), rel=1e-5)
+    q0 = 0.4
+    assert psi_out(model, sign_rule(2), q0) == pytest.approx(channel_hats(model, invariant_rule(2, 48), q0).psi_out, rel=1e-7)
 
 
 def test_fixed_points_are_fixed_and_branches_ordered():
