@@ -30,13 +30,16 @@ and the Bayes-optimal test error, in the ERM's units (docs/model.md section 4),
 
 (the predictor E[T | data] of a fresh sample; at q0 = 0 it is the linear baseline's eps_lin).
 
-Integrals.  In units of each field's prior scale the channel is invariant under rotations of R^L, so
-K, the other summed hats and Psi_out are three-dimensional integrals (:class:`InvariantRule`: products of
-Gauss rules, exponentially convergent: g_out is smooth, no proximal jump), whatever L.  Scrambled Sobol
-rules over the 2L Gaussians converge slowly here (the integrands are sixth-order moments: 4 x 2^10 points
-put alpha_WR 7 % off at L = 2).  An error bar is the change of the value from the rule of order n - ORDER_STEP
-to order n (numerics/phase/bayes_thresholds.py).  eps_g is not invariant (the softmax sees the fields) and
-is averaged on tensor Gauss-Hermite grids.
+Integrals.  In units of each field's prior scale the channel is invariant under rotations of R^L, and pairing
+Y with -Y turns K and Psi_out into smooth two-dimensional integrals whatever L (:func:`sign_deficit`,
+:func:`sign_entropy` on a :class:`SignRule`: generalised Gauss-Laguerre times Gauss-Hermite, exponentially
+convergent).  An error bar is the change of a value from the rule of order n - ORDER_STEP to order n
+(numerics/phase/bayes_thresholds.py).  :func:`channel_hats` computes the three hats and Psi_out directly from
+g_out and dg_out on an :class:`InvariantRule` (three variables, slowly convergent where s^2 is small): the
+Nishimori identities and the reduced forms are checked against it.  Scrambled Sobol rules over the 2L
+Gaussians converge slowly here (the integrands are sixth-order moments: 4 x 2^10 points put alpha_WR 7 %
+off at L = 2).  eps_g is not invariant (the softmax sees the fields) and is averaged on tensor
+Gauss-Hermite grids.
 """
 
 from __future__ import annotations
