@@ -86,3 +86,27 @@ def cmd_solve_bayes(args: argparse.Namespace, alpha: float) -> int:
     rec["max_relative_error"] = max_relative_error(rec)
     rec.update(bayes_thresholds(model).as_dict())
     return print_record(rec, "", True, args.json)
+
+
+def threshold_keys(params) -> dict:
+    """The Bayes-optimal thresholds of a model as ``phase-diagram --json`` reports them beside the ERM boundaries:
+    ``alpha_weak_recovery``, ``alpha_it``, ``alpha_amp`` with ``err_<key>`` and ``<key>_note`` (null with the
+    reason where they are not computed: a rank above 1, correlated tokens).  They do not depend on omega (< 1),
+    A, P or lambda (docs/bayes-optimal.md), so one set serves every omega of the diagram."""
+    from attnphase.numerics.phase.bayes_thresholds import THRESHOLD_KEYS
+
+    why = ""
+    if getattr(params, "r", 1) != 1 or getattr(params, "r_star", 1) != 1:
+        why = "the Bayes-optimal state evolution is solved at rank 1"
+    elif params.C is not None:
+        why = "the Bayes-optimal state evolution is solved for independent tokens"
+    if why:
+        out: dict = {}
+        for k in THRESHOLD_KEYS:
+            out.update({k: None, f"err_{k}": None, f"{k}_note": why})
+        return out
+    from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
+    from attnphase.numerics.se.bayes import BayesModel
+
+    out = bayes_thresholds(BayesModel.of(params)).as_dict()
+    return out | {f"{k}_note": f"{out[f'{k}_note']}; the same at every omega < 1" for k in THRESHOLD_KEYS}

@@ -345,5 +345,7 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
         print(f"attnphase: note: {bars_note}", file=sys.stderr)
         meta = meta | {"error_note": bars_note}
     if args.json:
-        print(json.dumps(outputs.json_value(meta | {"out": str(out_dir)})))
+        from attnphase.numerics.commands.bayes_cli import threshold_keys
+
+        print(json.dumps(outputs.json_value(meta | {"out": str(out_dir)} | threshold_keys(params))))
     return int(code or 0)

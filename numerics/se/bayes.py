@@ -63,8 +63,9 @@ ORDER_STEP = 16
 #: Gauss-Hermite order per dimension of eps_g's averages over w and over h ~ N(w, Ve), by L.
 EPS_G_ORDER = {1: 60, 2: 24, 3: 10, 4: 6}
 
-#: The grid of x = q0 / rho0 on which alpha*(q0) is scanned: logistic in t (dense at both ends).
-GRID_T = np.linspace(-11.0, 13.0, 193)
+#: The grid of x = q0 / rho0 on which alpha*(q0) is scanned: logistic in t (dense at both ends; from x = 2e-9,
+#: so an uninformative point is found from alpha - alpha_WR ~ 1e-9 alpha_WR on).
+GRID_T = np.concatenate([np.linspace(-20.0, -11.5, 18), np.linspace(-11.0, 13.0, 193)])
 
 
 @dataclass(frozen=True)

@@ -57,3 +57,15 @@ def test_unknown_estimator_is_refused_by_the_parser(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["solve", "--alpha", "1", "--estimator", "bayes"])
     assert exc.value.code == 2 and "--estimator" in capsys.readouterr().err
+
+
+def test_phase_diagram_json_threshold_keys():
+    """What `phase-diagram --json` adds beside the ERM boundaries: the three thresholds, null with a reason at rank 2."""
+    from attnphase.numerics.commands.bayes_cli import threshold_keys
+    from attnphase.theory.params import ModelParams
+
+    keys = threshold_keys(ModelParams(omega=0.3))
+    assert keys["alpha_weak_recovery"] == pytest.approx(1 / 6, rel=1e-7) and keys["alpha_it"] == 0.5
+    assert all(f"err_{k}" in keys and "every omega < 1" in keys[f"{k}_note"] for k in THRESHOLD_KEYS)
+    ranked = threshold_keys(ModelParams(omega=0.3, r=2))
+    assert all(ranked[k] is None and "rank 1" in ranked[f"{k}_note"] for k in THRESHOLD_KEYS)
