@@ -7,7 +7,9 @@ On the curve alpha*(q0) of numerics/se/bayes.py (the alpha at which q0 is a fixe
   (1 + Delta)^2 / (L (L + 1))).
 * ``alpha_amp``: the end of the uninformative branch, the first interior local maximum of alpha*(q0) (a
   saddle-node of the map): above it the iteration from q0 = 0+ (AMP's state evolution) jumps to the
-  informative branch.  Null where alpha* has no interior maximum (the branch rises continuously).
+  informative branch.  Where alpha* has no interior maximum the branch rises continuously: noiseless, it
+  reaches perfect recovery at alpha*(rho0-) = 1 / L, which is then alpha_amp (L >= 2: no algorithmic gap);
+  with noise there is no jump and alpha_amp is null.
 * ``alpha_it``: where the informative branch's free entropy overtakes the uninformative one's.  Noiseless,
   Phi at q0 -> rho0 behaves as (alpha L - 1) / 2 * log(1 / (rho0 - q0)) (docs/bayes-optimal.md): +inf above
   alpha = 1 / L, -inf below, so the crossing is exactly 1 / L.  With noise (Delta > 0) the two branches'
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from scipy.optimize import brentq, minimize_scalar
 
 from attnphase.numerics.se.bayes import (DEFAULT_ORDER, ORDER_STEP, AlphaCurve, BayesModel, SignRule, alpha_curve,
-                                         alpha_of_overlap, fixed_points, free_entropy, invariant_rule, sign_rule)
+                                         alpha_of_overlap, fixed_points, free_entropy, sign_rule)
 
 #: The keys of the thresholds, in the order they are reported.
 THRESHOLD_KEYS = ("alpha_weak_recovery", "alpha_it", "alpha_amp")
