@@ -125,3 +125,20 @@ def test_eps_g_limits():
     e = [bayes_eps_g(model, 0.3, q) for q in (0.2, 0.6, 0.95)]
     assert e0 > e[0] > e[1] > e[2] > 0
     assert bayes_eps_g(model, 0.3, model.rho0) == 0.0
+
+
+def test_eps_g_matches_a_nested_monte_carlo():
+    """eps_g = (1 - omega)^2 / 2 sum sigma_k^2 E_w Var(softmax(h h^T)[l, k] | w), h ~ N(w, Ve): w and h drawn."""
+    model = BayesModel((0.36, 0.16), rho0=1.2)
+    omega, q0 = 0.2, 0.6
+    q, _, Ve = model.variances(q0)
+    rng = np.random.default_rng(3)
+    nw, nh = 2000, 400
+    w = np.sqrt(q) * rng.standard_normal((nw, 1, 2))
+    h = w + np.sqrt(Ve) * rng.standard_normal((nw, nh, 2))
+    logits = h[..., :, None] * h[..., None, :]
+    S = np.exp(logits - logits.max(-1, keepdims=True))
+    S /= S.sum(-1, keepdims=True)
+    per_w = 0.5 * (1 - omega) ** 2 * np.einsum("nlk,k->n", S.var(axis=1, ddof=1), model.s2())
+    se = per_w.std(ddof=1) / np.sqrt(nw)
+    assert abs(bayes_eps_g(model, omega, q0) - per_w.mean()) < 4 * se
