@@ -70,10 +70,12 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"attnphase: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
-def _branch_option(p: argparse.ArgumentParser, mixed: bool = False) -> None:
-    p.add_argument("--branch", choices=solver_options.BRANCHES + (("mixed",) if mixed else ()), default="semantic",
+def _branch_option(p: argparse.ArgumentParser, mixed: bool = False, bayes: bool = False) -> None:
+    p.add_argument("--branch", choices=solver_options.BRANCHES + (("mixed",) if mixed else ())
+                   + (("informative", "uninformative") if bayes else ()), default=None if bayes else "semantic",
                    help="fixed-point family to solve for / follow (default semantic)"
-                   + ("; mixed (a positional and a semantic direction) needs --rank >= 2" if mixed else ""))
+                   + ("; mixed (a positional and a semantic direction) needs --rank >= 2" if mixed else "")
+                   + ("; with --estimator bayes-optimal: informative (default) or uninformative" if bayes else ""))
 
 
 def _rank_options(p: argparse.ArgumentParser) -> None:
@@ -110,7 +112,10 @@ def _add_solve(sub: argparse._SubParsersAction) -> None:
         "the solve reached another branch than --branch (README: exit codes).",
     )
     p.add_argument("--alpha", required=True, metavar="ALPHA", help="sample complexity alpha = n/d > 0 (one number)")
-    _branch_option(p, mixed=True)
+    _branch_option(p, mixed=True, bayes=True)
+    p.add_argument("--estimator", choices=("erm", "bayes-optimal"), default="erm",
+                   help="erm (default): the global minimiser of the regularised square loss; bayes-optimal: the "
+                   "posterior mean (docs/bayes-optimal.md), with the thresholds alpha_weak_recovery, alpha_it, alpha_amp")
     opt.add_model_options(p)
     _rank_options(p)
     solver_options.add_solver_options(p)

@@ -38,6 +38,12 @@ def cmd_solve(args: argparse.Namespace) -> int:
     """``attnphase solve``: one fixed point; exit code 1 if it did not converge, 3 if the requested
     branch was not found (the solve reached another one)."""
     alpha = opt.parse_value(args.alpha, "--alpha", positive=True, hint="sweep follows a branch over a range of alpha")
+    from attnphase.numerics.commands.bayes_cli import check_estimator_branch, cmd_solve_bayes
+
+    estimator = getattr(args, "estimator", "erm")
+    if estimator == "bayes-optimal":
+        return cmd_solve_bayes(args, alpha)
+    args.branch = check_estimator_branch(estimator, args.branch)
 
     r, r_star = ranks_from_args(args)
     if (r, r_star) != (1, 1) or args.branch == "mixed":
@@ -339,5 +345,7 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
         print(f"attnphase: note: {bars_note}", file=sys.stderr)
         meta = meta | {"error_note": bars_note}
     if args.json:
-        print(json.dumps(outputs.json_value(meta | {"out": str(out_dir)})))
+        from attnphase.numerics.commands.bayes_cli import threshold_keys
+
+        print(json.dumps(outputs.json_value(meta | {"out": str(out_dir)} | threshold_keys(params))))
     return int(code or 0)

@@ -5,8 +5,11 @@ hat overlaps, for any student rank r and teacher rank r*, and whose ``free_entro
 term of Phi.  The state-evolution maps (numerics/se/se_map.py, numerics/se/rank_se.py) call it.
 
 * :class:`~attnphase.theory.priors.ridge.RidgePrior` -- the ridge penalty (lambda / 2) |Q|_F^2.
+* :class:`~attnphase.theory.priors.gaussian.GaussianPrior` -- the teacher's Gaussian prior, for the
+  Bayes-optimal state evolution (numerics/se/bayes.py).
 """
 
+from attnphase.theory.priors.gaussian import GaussianPrior
 from attnphase.theory.priors.ridge import RidgePrior
 
-__all__ = ["RidgePrior"]
+__all__ = ["GaussianPrior", "RidgePrior"]

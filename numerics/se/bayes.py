@@ -1,0 +1,387 @@
+"""The Bayes-optimal state evolution (docs/model.md section 9; docs/bayes-optimal.md).
+
+On the Nishimori line the state is one number, q0 = Q . Q* / d = |Q|^2 / d of the posterior mean Q (the
+ERM's units, docs/model.md section 1).  Per token, with rho_l = sigma_l^2 rho0,
+
+    q_l = sigma_l^2 q0,   V_l = sigma_l^2 (rho0 - q0),   Ve_l = V_l + Delta rho_l
+    w_l = sqrt(q_l) xi_l,   Y_l = w_l + sqrt(Ve_l) eta_l                   (xi, eta ~ N(0, I_L))
+    Qhat = alpha K(q0),     K(q0) = sum_l sigma_l^2 E[g_out_l(Y; w, Ve)^2]
+    q0'  = rho0^2 Qhat / (1 + rho0 Qhat)                                   (theory/priors/gaussian.py)
+
+with g_out of theory/channels/bayes_optimal.py.  Alpha enters only through Qhat = alpha K, so every q0 in
+(0, rho0) is a fixed point at exactly one alpha,
+
+    alpha*(q0) = Qhat(q0) / K(q0) = q0 / (rho0 (rho0 - q0) K(q0)),
+
+and the branches are the monotone pieces of alpha*(q0): a fixed point is stable where alpha* increases.
+q0 = 0 is a fixed point at every alpha (g_out = 0 there), and, noiseless, so is q0 = rho0 (perfect recovery).
+Solving at an alpha is finding the roots of alpha*(q0) = alpha on a grid of q0 refined by Brent's method;
+the uninformative branch is where the iteration from q0 = 0+ ends (the first root), the informative one
+where the iteration from q0 = rho0- ends (the last root, or rho0).
+
+The free entropy (to be maximised over the stable fixed points; its crossing is alpha_IT):
+
+    Phi(q0) = psi(Qhat) - q0 Qhat / 2 + alpha Psi_out(q0),    Psi_out = E[log Z_out(Y; w, Ve)]
+
+and the Bayes-optimal test error, in the ERM's units (docs/model.md section 4),
+
+    eps_g = 1/2 sum_{l,k} sigma_k^2 E_w[ Var(T(h)[l, k] | w) ],   h ~ N(w, Ve)
+          = (1 - omega)^2 1/2 sum_{l,k} sigma_k^2 E_w[ Var(softmax_row(h h^T)[l, k] | w) ]
+
+(the predictor E[T | data] of a fresh sample; at q0 = 0 it is the linear baseline's eps_lin).
+
+Integrals.  In units of each field's prior scale the channel is invariant under rotations of R^L, and pairing
+Y with -Y turns K and Psi_out into smooth two-dimensional integrals whatever L (:func:`sign_deficit`,
+:func:`sign_entropy` on a :class:`SignRule`: generalised Gauss-Laguerre times Gauss-Hermite, exponentially
+convergent).  An error bar is the change of a value from the rule of order n - ORDER_STEP to order n
+(numerics/phase/bayes_thresholds.py).  :func:`channel_hats` computes the three hats and Psi_out directly from
+g_out and dg_out on an :class:`InvariantRule` (three variables, slowly convergent where s^2 is small): the
+Nishimori identities and the reduced forms are checked against it.  Scrambled Sobol rules over the 2L
+Gaussians converge slowly here (the integrands are sixth-order moments: 4 x 2^10 points put alpha_WR 7 %
+off at L = 2).  eps_g is not invariant (the softmax sees the fields) and is averaged on tensor
+Gauss-Hermite grids.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import brentq
+
+from attnphase.numerics.quadrature.rules import gauss_hermite_1d
+from attnphase.theory.channels.bayes_optimal import BayesOptimalChannel
+from attnphase.theory.kernels import row_softmax
+from attnphase.theory.priors.gaussian import GaussianPrior
+
+#: Nodes per variable of the default :class:`InvariantRule` (its error bar: the change from order n - ORDER_STEP).
+DEFAULT_ORDER = 48
+ORDER_STEP = 16
+
+#: Gauss-Hermite order per dimension of eps_g's averages over w and over h ~ N(w, Ve), by L.
+EPS_G_ORDER = {1: 60, 2: 24, 3: 10, 4: 6}
+
+#: The grid of x = q0 / rho0 on which alpha*(q0) is scanned: logistic in t (dense at both ends; from x = 2e-9,
+#: so an uninformative point is found from alpha - alpha_WR ~ 1e-9 alpha_WR on).
+GRID_T = np.concatenate([np.linspace(-20.0, -11.5, 18), np.linspace(-11.0, 13.0, 193)])
+
+
+@dataclass(frozen=True)
+class BayesModel:
+    """What the Bayes-optimal state evolution depends on: L, sigma_l^2, rho0 and the noise Delta.
+
+    (omega enters eps_g alone, as (1 - omega)^2; A, P, lambda not at all: docs/bayes-optimal.md.)"""
+
+    sigma2: tuple[float, ...]
+    rho0: float = 1.0
+    noise: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma2", tuple(float(s) for s in self.sigma2))
+        if not self.sigma2 or min(self.sigma2) <= 0:
+            raise ValueError(f"sigma2 must be positive per-token variances, got {self.sigma2}")
+
+    @classmethod
+    def of(cls, params: Any, noise: float = 0.0) -> "BayesModel":
+        """The model of a :class:`~attnphase.theory.params.ModelParams` (its sigma^2 and rho0)."""
+        return cls(tuple(np.asarray(params.sigma2, dtype=float)), float(params.rho0), noise)
+
+    @property
+    def L(self) -> int:
+        return len(self.sigma2)
+
+    @property
+    def channel(self) -> BayesOptimalChannel:
+        return BayesOptimalChannel(self.noise)
+
+    @property
+    def prior(self) -> GaussianPrior:
+        return GaussianPrior(self.rho0)
+
+    def s2(self) -> np.ndarray:
+        return np.asarray(self.sigma2)
+
+    def variances(self, q0: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(q_l, V_l, Ve_l) at q0 (module doc)."""
+        s2 = self.s2()
+        q = s2 * q0
+        V = s2 * (self.rho0 - q0)
+        return q, V, self.channel.effective_variance(V, s2 * self.rho0)
+
+
+@dataclass(frozen=True)
+class InvariantRule:
+    """A product rule for the rotation-invariant averages of the map (module doc, "Integrals").
+
+    In units of each field's prior scale (w~_l = w_l / sqrt(rho_l), Y~_l = Y_l / sqrt(rho_l)) the
+    summed hats and Psi_out depend on (xi, eta) only through |xi|, eta_par = eta . xi / |xi| and
+    |eta_perp|, three independent variables: |xi|^2 ~ chi^2_L, eta_par ~ N(0, 1), |eta_perp|^2 ~ chi^2_{L-1}.
+    Generalised Gauss-Laguerre rules for the chi^2 ones and Gauss-Hermite for eta_par, ``order`` nodes each.
+
+    Attributes:
+        L: tokens; order: nodes per variable; r, par, perp: the nodes (N,); weights: (N,), summing to 1.
+    """
+
+    L: int
+    order: int
+    r: np.ndarray
+    par: np.ndarray
+    perp: np.ndarray
+    weights: np.ndarray
+
+
+def invariant_rule(L: int, order: int = DEFAULT_ORDER) -> InvariantRule:
+    """The :class:`InvariantRule` of L tokens with ``order`` nodes per variable (L = 1: no eta_perp)."""
+    from scipy.special import gamma, roots_genlaguerre
+
+    if L < 1 or order < 2:
+        raise ValueError(f"invariant_rule needs L >= 1 and order >= 2, got L = {L}, order = {order}")
+
+    def chi(k: int) -> tuple[np.ndarray, np.ndarray]:
+        s, w = roots_genlaguerre(order, k / 2 - 1)  # s ~ Gamma(k / 2): chi^2_k = 2 s
+        return np.sqrt(2 * s), w / gamma(k / 2)
+
+    r, wr = chi(L)
+    par, wp = gauss_hermite_1d(order)
+    perp, wq = chi(L - 1) if L > 1 else (np.zeros(1), np.ones(1))
+    R, Pa, Pe = (g.reshape(-1) for g in np.meshgrid(r, par, perp, indexing="ij"))
+    W = np.einsum("i,j,k->ijk", wr, wp, wq).reshape(-1)
+    return InvariantRule(L, order, R, Pa, Pe, W / W.sum())
+
+
+@dataclass(frozen=True)
+class BayesHats:
+    """Per-sample channel averages at q0, summed over tokens with sigma_l^2 (multiply by alpha):
+
+    Attributes:
+        qhat: K = sum_l sigma_l^2 E[g_l^2].
+        mhat: sum_l sigma_l^2 E[g_l eta_l] / sqrt(Ve_l) = sum_l sigma_l^2 E[d g_l / d Y_l] (Stein).
+        Vhat: -sum_l sigma_l^2 E[d g_l / d w_l].
+        psi_out: E[log Z_out].
+    On the Nishimori line the three hats agree (a check of the channel and of the rule).
+    """
+
+    qhat: float
+    mhat: float
+    Vhat: float
+    psi_out: float
+
+
+def channel_hats(model: BayesModel, rule: InvariantRule, q0: float) -> BayesHats:
+    """The averages of :class:`BayesHats` at q0 in [0, rho0) (module doc), in the reduced coordinates of
+    :class:`InvariantRule`: w~ = sqrt(x) |xi| e_1, Y~ = w~ + s (eta_par e_1 + |eta_perp| e_2), x = q0 / rho0,
+    s^2 = 1 - x + Delta; sigma_l^2 g_l^2 summed is |g~|^2 / rho0 with g~ = g_out(Y~; w~, s^2)."""
+    if rule.L != model.L:
+        raise ValueError(f"the rule is for L = {rule.L}, the model has L = {model.L}")
+    L, rho0 = model.L, model.rho0
+    x = q0 / rho0
+    s2 = 1.0 - x + model.noise
+    D = min(L, 2)
+    w = np.zeros((rule.r.size, D))
+    w[:, 0] = np.sqrt(x) * rule.r
+    eta = np.zeros_like(w)
+    eta[:, 0] = rule.par
+    if D == 2:
+        eta[:, 1] = rule.perp
+    Y = w + np.sqrt(s2) * eta
+    Ve = np.full(D, s2)
+    ch = model.channel
+    g = ch.g_out(Y, w, Ve)
+    trace_dg = np.trace(ch.dg_out(Y, w, Ve), axis1=-2, axis2=-1) - (L - D) / s2
+    wt = rule.weights
+    log_z = ch.log_z_out(Y, w, Ve) - 0.5 * (L - D) * np.log(2 * np.pi * s2) - 0.5 * float(np.sum(np.log(model.s2() * rho0)))
+    return BayesHats(qhat=float(wt @ np.sum(g * g, axis=1)) / rho0,
+                     mhat=float(wt @ np.sum(g * eta, axis=1)) / (rho0 * np.sqrt(s2)),
+                     Vhat=-float(wt @ trace_dg) / rho0, psi_out=float(wt @ log_z))
+
+
+@dataclass(frozen=True)
+class SignRule:
+    """The product rule of :func:`hat_sum`: rho ~ chi_L (generalised Gauss-Laguerre in rho^2 / 2) times
+    y ~ N(0, 1) (Gauss-Hermite), ``order`` nodes each; weights (N,) summing to 1."""
+
+    L: int
+    order: int
+    rho: np.ndarray
+    y: np.ndarray
+    weights: np.ndarray
+
+
+def sign_rule(L: int, order: int = DEFAULT_ORDER) -> SignRule:
+    """The :class:`SignRule` of L tokens with ``order`` nodes per variable."""
+    from scipy.special import gamma, roots_genlaguerre
+
+    if L < 1 or order < 2:
+        raise ValueError(f"sign_rule needs L >= 1 and order >= 2, got L = {L}, order = {order}")
+    t, wt = roots_genlaguerre(order, L / 2 - 1)
+    y, wy = gauss_hermite_1d(order)
+    R, Y = (g.reshape(-1) for g in np.meshgrid(np.sqrt(2 * t), y, indexing="ij"))
+    W = np.outer(wt / gamma(L / 2), wy).reshape(-1)
+    return SignRule(L, order, R, Y, W / W.sum())
+
+
+def _sech(z: np.ndarray) -> np.ndarray:
+    e = np.exp(-np.abs(z))
+    return 2.0 * e / (1.0 + e * e)
+
+
+def sign_deficit(L: int, x: float, s2: float, rule: SignRule) -> float:
+    """E = (s^2 / (x + s^2))^(L/2) E_{rho ~ chi_L, y ~ N(0,1)}[ (y^2 + L - 1) / 2 sech(tau rho y) ],
+    tau = sqrt(x / (x + s^2)): what the unknown sign costs in K (:func:`hat_sum`; docs/bayes-optimal.md)."""
+    tau = math.sqrt(x / (x + s2))
+    return (s2 / (x + s2)) ** (L / 2) * float(rule.weights @ (0.5 * (rule.y ** 2 + L - 1) * _sech(tau * rule.rho * rule.y)))
+
+
+def _even_log_partition(z: np.ndarray) -> np.ndarray:
+    """H(z) = 2 cosh(z) log(1 + e^{-2z}) + 2 z e^{-z}: even and analytic (H(-z) = H(z)), ~(1 + 2|z|) e^{-|z|}."""
+    z = np.minimum(np.abs(z), 700.0)
+    l = np.log1p(np.exp(-2.0 * z))
+    return (np.exp(z) + np.exp(-z)) * l + 2.0 * z * np.exp(-z)
+
+
+def sign_entropy(L: int, x: float, s2: float, rule: SignRule) -> float:
+    """E[log(1 + e^{-2a})] = (s^2 / (x + s^2))^(L/2) E_{rho ~ chi_L, y ~ N(0,1)}[H(tau rho y) / 2],
+    tau = sqrt(x / (x + s^2)), H of :func:`_even_log_partition`: the unknown sign's term of Psi_out
+    (:func:`psi_out`; the same pairing of Y with -Y as :func:`sign_deficit`, docs/bayes-optimal.md)."""
+    tau = math.sqrt(x / (x + s2))
+    return (s2 / (x + s2)) ** (L / 2) * float(rule.weights @ (0.5 * _even_log_partition(tau * rule.rho * rule.y)))
+
+
+def psi_out(model: BayesModel, rule: SignRule, q0: float) -> float:
+    """Psi_out = E[log Z_out] = -L/2 - 1/2 sum_l log(2 pi rho_l s^2) + :func:`sign_entropy`, s^2 = 1 - x + Delta
+    (E[-|Y - w|^2 / (2 Ve)] = -L/2: Y - w is independent of w with variance Ve)."""
+    x = q0 / model.rho0
+    s2 = 1.0 - x + model.noise
+    logdet = float(np.sum(np.log(2 * np.pi * model.s2() * model.rho0 * s2)))
+    return -0.5 * model.L - 0.5 * logdet + sign_entropy(model.L, x, s2, rule)
+
+
+def hat_sum(model: BayesModel, rule: SignRule, q0: float) -> float:
+    """K(q0) = sum_l sigma_l^2 E[g_out_l^2] = (L - 2 E) / (rho0 s^2), s^2 = 1 - x + Delta, x = q0 / rho0,
+    E = :func:`sign_deficit` (module doc): Qhat = alpha K.
+
+    Derivation (docs/bayes-optimal.md): in the fields' prior units with u = |w~|, v = Y~ . w~ / u,
+    E[tanh(a) v | u] = u exactly and E[tanh(a)^2 ...] = 1 - 2 (a sech integral), pairing Y with -Y; the
+    integral is smooth on the rule (an average over the 2L Gaussians has tanh(a) jump on a scale s^2)."""
+    if rule.L != model.L:
+        raise ValueError(f"the rule is for L = {rule.L}, the model has L = {model.L}")
+    x = q0 / model.rho0
+    s2 = 1.0 - x + model.noise
+    return (model.L - 2.0 * sign_deficit(model.L, x, s2, rule)) / (model.rho0 * s2)
+
+
+def se_step(model: BayesModel, rule: SignRule, alpha: float, q0: float) -> float:
+    """One step of the map: q0' = rho0^2 Qhat / (1 + rho0 Qhat), Qhat = alpha K(q0)."""
+    return model.prior.overlap(alpha * hat_sum(model, rule, q0))
+
+
+def alpha_of_overlap(model: BayesModel, rule: SignRule, q0: float) -> float:
+    """alpha*(q0) = q0 / (rho0 (rho0 - q0) K(q0)): the alpha at which q0 in (0, rho0) is a fixed point."""
+    return model.prior.hat_of_overlap(q0) / hat_sum(model, rule, q0)
+
+
+def free_entropy(model: BayesModel, rule: SignRule, alpha: float, q0: float) -> float:
+    """Phi = psi(Qhat) - q0 Qhat / 2 + alpha Psi_out(q0) with Qhat = alpha K(q0) (module doc); q0 < rho0."""
+    Qhat = alpha * hat_sum(model, rule, q0)
+    return model.prior.free_entropy_term(Qhat) - 0.5 * q0 * Qhat + alpha * psi_out(model, rule, q0)
+
+
+def _gh_tensor(L: int, order: int) -> tuple[np.ndarray, np.ndarray]:
+    x, w = gauss_hermite_1d(order)
+    nodes = np.stack([g.reshape(-1) for g in np.meshgrid(*([x] * L), indexing="ij")], axis=1)
+    weights = np.prod(np.stack([g.reshape(-1) for g in np.meshgrid(*([w] * L), indexing="ij")], axis=1), axis=1)
+    return nodes, weights
+
+
+def bayes_eps_g(model: BayesModel, omega: float, q0: float, order: int | None = None, chunk: int = 256) -> float:
+    """The Bayes-optimal eps_g at q0 (module doc): w_l = sqrt(q_l) xi_l and h = w + sqrt(Ve) z on tensor
+    Gauss-Hermite grids (xi and z, ``order`` nodes per dimension, default :data:`EPS_G_ORDER`); 0 at perfect
+    recovery (q0 = rho0, noiseless)."""
+    L = model.L
+    q, _, Ve = model.variances(q0)
+    if not np.all(Ve > 0):
+        return 0.0
+    xi, wt = _gh_tensor(L, order or EPS_G_ORDER.get(L, 6))
+    grid, gw = _gh_tensor(L, order or EPS_G_ORDER.get(L, 6))
+    s2 = model.s2()
+    total = 0.0
+    for start in range(0, xi.shape[0], chunk):
+        w = np.sqrt(q) * xi[start:start + chunk]
+        h = w[:, None, :] + np.sqrt(Ve) * grid[None, :, :]
+        S = row_softmax(h[..., :, None] * h[..., None, :])
+        mean = np.einsum("j,njlk->nlk", gw, S)
+        var = np.einsum("j,njlk->nlk", gw, S * S) - mean * mean
+        total += float(wt[start:start + chunk] @ np.einsum("nlk,k->n", var, s2))
+    return 0.5 * (1.0 - omega) ** 2 * total
+
+
+# --------------------------------------------------------------------------------------------- branches
+
+
+@dataclass(frozen=True)
+class AlphaCurve:
+    """alpha*(q0) on the grid x = q0 / rho0 = expit(GRID_T) of one rule."""
+
+    x: np.ndarray
+    alpha: np.ndarray
+
+
+def alpha_curve(model: BayesModel, rule: SignRule, t: np.ndarray = GRID_T) -> AlphaCurve:
+    x = 1.0 / (1.0 + np.exp(-t))
+    a = np.array([alpha_of_overlap(model, rule, model.rho0 * xx) for xx in x])
+    return AlphaCurve(x, a)
+
+
+def _root(model: BayesModel, rule: SignRule, alpha: float, x0: float, x1: float) -> float:
+    f = lambda x: alpha_of_overlap(model, rule, model.rho0 * x) - alpha  # noqa: E731
+    return brentq(f, x0, x1, xtol=1e-14, rtol=1e-13)
+
+
+@dataclass(frozen=True)
+class BayesFixedPoint:
+    """One Bayes-optimal fixed point.
+
+    Attributes:
+        alpha: the sample ratio.
+        branch: ``"uninformative"`` (where the iteration from q0 = 0+ ends) or ``"informative"`` (from rho0-).
+        q0: overlap Q . Q* / d = |Q|^2 / d of the posterior mean (also m0 = q0: Nishimori).
+        stable: whether the map's slope is < 1 there.
+        perfect: q0 = rho0 exactly (noiseless, alpha L > 1).
+    """
+
+    alpha: float
+    branch: str
+    q0: float
+    stable: bool
+    perfect: bool = False
+
+
+def fixed_points(model: BayesModel, rule: SignRule, alpha: float, curve: AlphaCurve | None = None
+                 ) -> list[tuple[float, bool]]:
+    """Every fixed point x = q0 / rho0 at alpha with its stability, ascending: 0 (stable iff alpha < alpha_WR),
+    the roots of alpha*(x) = alpha (stable where alpha* increases), and, noiseless, 1 (stable iff alpha
+    exceeds alpha*(1-) = 1 / L: the last grid value decides)."""
+    if not alpha > 0:
+        raise ValueError(f"alpha must be > 0, got {alpha}")
+    c = curve or alpha_curve(model, rule)
+    out = [(0.0, alpha < model.channel.weak_recovery_alpha(model.L))]
+    d = c.alpha - alpha
+    for i in np.nonzero(np.sign(d[:-1]) != np.sign(d[1:]))[0]:
+        out.append((_root(model, rule, alpha, c.x[i], c.x[i + 1]), bool(d[i] < 0)))
+    if model.noise == 0.0:
+        out.append((1.0, bool(alpha > c.alpha[-1])))
+    return out
+
+
+def solve_bayes(model: BayesModel, alpha: float, branch: str = "informative", rule: SignRule | None = None,
+                curve: AlphaCurve | None = None) -> BayesFixedPoint:
+    """The fixed point of ``branch`` at alpha (module doc): the lowest stable one for ``uninformative``, the
+    highest for ``informative``."""
+    if branch not in ("informative", "uninformative"):
+        raise ValueError(f"branch must be informative or uninformative, got {branch!r}")
+    rule = rule or sign_rule(model.L)
+    pts = [p for p in fixed_points(model, rule, alpha, curve) if p[1]]
+    x, stable = (pts[0] if branch == "uninformative" else pts[-1]) if pts else (math.nan, False)
+    return BayesFixedPoint(float(alpha), branch, model.rho0 * x, stable, perfect=(x == 1.0))

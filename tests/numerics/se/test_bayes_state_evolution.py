@@ -1,0 +1,144 @@
+"""The Bayes-optimal state evolution (numerics/se/bayes.py) and its thresholds (numerics/phase/bayes_thresholds.py):
+the reduced integral K against a plain Monte Carlo over the 2L Gaussians, the Nishimori identities at a fixed
+point, dPsi_out/dq0 = K / 2, alpha_WR against its closed form, eps_g's limits, the branches."""
+
+import math
+
+import numpy as np
+import pytest
+
+from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
+from attnphase.numerics.se.bayes import (BayesModel, alpha_of_overlap, bayes_eps_g, channel_hats, hat_sum,
+                                         invariant_rule, psi_out, se_step, sign_rule,
+                                         solve_bayes)
+from attnphase.numerics.se.observables import eps_lin
+from attnphase.theory.params import ModelParams
+
+
+@pytest.mark.parametrize("L, noise, x", [(1, 0.0, 0.6), (2, 0.0, 0.5), (3, 0.2, 0.8)])
+def test_reduced_k_matches_a_monte_carlo_over_the_fields(L, noise, x):
+    """K = sum_l sigma_l^2 E[g_out_l^2] with (w, Y) drawn directly (unequal sigma, rho0 != 1), within 4 standard errors."""
+    model = BayesModel(tuple(np.linspace(0.16, 0.36, L)), rho0=1.5, noise=noise)
+    q0 = x * model.rho0
+    q, _, Ve = model.variances(q0)
+    rng = np.random.default_rng(7)
+    n = 400_000
+    w = np.sqrt(q) * rng.standard_normal((n, L))
+    Y = w + np.sqrt(Ve) * rng.standard_normal((n, L))
+    samples = (model.channel.g_out(Y, w, Ve) ** 2) @ model.s2()
+    se = samples.std() / math.sqrt(n)
+    assert abs(hat_sum(model, sign_rule(L), q0) - samples.mean()) < 4 * se
+
+
+@pytest.mark.parametrize("L, noise", [(1, 0.0), (2, 0.0), (3, 0.0), (2, 0.3)])
+def test_weak_recovery_matches_the_closed_form(L, noise):
+    model = BayesModel((0.25,) * L, noise=noise)
+    th = bayes_thresholds(model)
+    closed = (1 + noise) ** 2 / (L * (L + 1))
+    assert th.alpha_weak_recovery.value == pytest.approx(closed, rel=1e-7)
+    assert abs(th.alpha_weak_recovery.value - closed) <= 3 * th.alpha_weak_recovery.err
+
+
+def test_nishimori_identities_at_the_fixed_point():
+    """qhat = mhat = Vhat (three different estimators of the channel) and q0 = m0, V0 = rho0 - q0 from the
+    general prior update, at the uninformative fixed point of L = 2, alpha = 0.4, within the rule's error bar."""
+    model = BayesModel((0.25, 0.25))
+    fp = solve_bayes(model, 0.4, "uninformative")
+    assert fp.stable and 0.2 < fp.q0 < 0.9
+    fine, coarse = channel_hats(model, invariant_rule(2, 48), fp.q0), channel_hats(model, invariant_rule(2, 32), fp.q0)
+    bar = max(abs(fine.qhat - coarse.qhat), abs(fine.mhat - coarse.mhat), abs(fine.Vhat - coarse.Vhat), 1e-12)
+    assert abs(fine.qhat - fine.mhat) <= 3 * bar
+    assert abs(fine.qhat - fine.Vhat) <= 3 * bar
+    assert bar < 1e-3 * fine.qhat
+    a = fp.alpha
+    q0, V0, m0 = model.prior.update([a * fine.qhat], [a * fine.mhat], [a * fine.Vhat], [1.0])
+    assert q0 == pytest.approx(fp.q0, rel=1e-3)
+    assert m0 == pytest.approx(q0, rel=1e-3)
+    assert V0 == pytest.approx(model.rho0 - q0, rel=1e-3)
+
+
+@pytest.mark.parametrize("L, noise", [(1, 0.0), (2, 0.0), (3, 1e-3)])
+def test_psi_out_derivative_is_half_k(L, noise):
+    """dPsi_out/dq0 = K / 2 (the stationarity of Phi in q0), the reduced Psi_out near perfect recovery too."""
+    model = BayesModel(tuple(np.linspace(0.16, 0.36, L)), rho0=1.3, noise=noise)
+
+    def both(order: int, q0: float, h: float = 1e-6) -> tuple[float, float]:
+        rule = sign_rule(L, order)
+        return (psi_out(model, rule, q0 + h) - psi_out(model, rule, q0 - h)) / (2 * h), 0.5 * hat_sum(model, rule, q0)
+
+    for x in (0.4, 0.99):
+        (d, k), (d0, k0) = both(48, x * model.rho0), both(32, x * model.rho0)
+        bar = abs(d - d0) + abs(k - k0) + 1e-8 * abs(k)  # the rule's error bars (order 32 -> 48), the difference's step
+        assert abs(d - k) <= 3 * bar and bar < 1e-4 * abs(k)
+
+
+def test_reduced_psi_out_matches_the_direct_average():
+    model = BayesModel((0.25, 0.16), rho0=1.3)
+    q0 = 0.4
+    assert psi_out(model, sign_rule(2), q0) == pytest.approx(channel_hats(model, invariant_rule(2, 48), q0).psi_out, rel=1e-7)
+
+
+def test_fixed_points_are_fixed_and_branches_ordered():
+    model = BayesModel((0.25,))
+    rule = sign_rule(1)
+    low, high = solve_bayes(model, 1.05, "uninformative"), solve_bayes(model, 1.05, "informative")
+    assert low.q0 < 0.9 and high.perfect and high.q0 == model.rho0
+    assert se_step(model, rule, 1.05, low.q0) == pytest.approx(low.q0, rel=1e-10)
+    # below alpha_WR only q0 = 0; between 1/L and alpha_amp both branches
+    assert solve_bayes(model, 0.4, "informative").q0 == 0.0
+
+
+def test_the_state_evolution_depends_on_sigma_and_rho0_only_through_units():
+    a = BayesModel((0.25, 0.25))
+    b = BayesModel((0.5, 0.16), rho0=2.0)
+    ra = sign_rule(2)
+    for x in (0.1, 0.5, 0.95):
+        assert alpha_of_overlap(a, ra, x * a.rho0) == pytest.approx(alpha_of_overlap(b, ra, x * b.rho0), rel=1e-12)
+
+
+def test_phase_retrieval_algorithmic_threshold():
+    """L = 1 is noiseless real phase retrieval with a Gaussian prior: alpha_WR = 1/2, alpha_IT = 1, and the
+    algorithmic threshold 1.128 of the literature (Barbier, Krzakala, Macris, Miolane, Zdeborova 2019)."""
+    th = bayes_thresholds(BayesModel((0.25,)))
+    assert th.alpha_it.value == 1.0
+    assert th.alpha_amp.value == pytest.approx(1.128, abs=1e-3)
+    assert th.alpha_amp.err < 1e-5
+
+
+@pytest.mark.parametrize("L", [2, 3])
+def test_no_algorithmic_gap_beyond_one_token(L):
+    """alpha*(q0) increases to 1 / L: the uninformative branch reaches perfect recovery at alpha_IT."""
+    model = BayesModel((0.25,) * L)
+    rule = sign_rule(L)
+    xs = 1 - np.logspace(-6, -0.1, 60)[::-1] + 0.0
+    a = np.array([alpha_of_overlap(model, rule, x) for x in np.sort(xs)])
+    assert np.all(np.diff(a) > 0) and a[-1] < 1 / L
+    th = bayes_thresholds(model)
+    assert th.alpha_amp.value == th.alpha_it.value == 1 / L
+
+
+def test_eps_g_limits():
+    params = ModelParams(omega=0.3)
+    model = BayesModel.of(params)
+    e0 = bayes_eps_g(model, 0.3, 0.0)
+    assert e0 == pytest.approx(eps_lin(params), rel=1e-6)
+    e = [bayes_eps_g(model, 0.3, q) for q in (0.2, 0.6, 0.95)]
+    assert e0 > e[0] > e[1] > e[2] > 0
+    assert bayes_eps_g(model, 0.3, model.rho0) == 0.0
+
+
+def test_eps_g_matches_a_nested_monte_carlo():
+    """eps_g = (1 - omega)^2 / 2 sum sigma_k^2 E_w Var(softmax(h h^T)[l, k] | w), h ~ N(w, Ve): w and h drawn."""
+    model = BayesModel((0.36, 0.16), rho0=1.2)
+    omega, q0 = 0.2, 0.6
+    q, _, Ve = model.variances(q0)
+    rng = np.random.default_rng(3)
+    nw, nh = 2000, 400
+    w = np.sqrt(q) * rng.standard_normal((nw, 1, 2))
+    h = w + np.sqrt(Ve) * rng.standard_normal((nw, nh, 2))
+    logits = h[..., :, None] * h[..., None, :]
+    S = np.exp(logits - logits.max(-1, keepdims=True))
+    S /= S.sum(-1, keepdims=True)
+    per_w = 0.5 * (1 - omega) ** 2 * np.einsum("nlk,k->n", S.var(axis=1, ddof=1), model.s2())
+    se = per_w.std(ddof=1) / np.sqrt(nw)
+    assert abs(bayes_eps_g(model, omega, q0) - per_w.mean()) < 4 * se

@@ -1,0 +1,112 @@
+"""The Bayes-optimal channel of the attention model (docs/model.md section 9; docs/bayes-optimal.md).
+
+A sample reveals its teacher attention T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A exactly (y = T x
+with the tokens x known and d >> L), hence T' = (T - omega A) / (1 - omega) = softmax_row(h* h*^T) for
+omega < 1, and through the logits log(T'_lk / T'_ll) = h*_l (h*_k - h*_l) the fields h* up to one sign
+shared by the L tokens (at L = 2: delta^2 = logit T'_11 + logit T'_22, s delta = logit T'_11 - logit T'_22,
+delta = h*_1 - h*_2, s = h*_1 + h*_2).  So the channel of the Bayes-optimal problem observes
+
+    Y = +-(h* + zeta),   zeta_l ~ N(0, Delta rho_l),   rho_l = sigma_l^2 rho0,
+
+Delta = 0 being the model of section 1 (the default) and Delta > 0 the noisy teacher of docs/model.md
+section 9 (the attention computed from fields perturbed per sample).  Given a Gaussian estimate h* ~ N(w, V)
+(per token, independent), with Ve_l = V_l + Delta rho_l:
+
+    Z_out(Y; w, V) = sum_{s = +-1} N(s Y; w, Ve)                      (a density in Y modulo the sign)
+    g_out_l        = d_{w_l} log Z_out = (tanh(a) Y_l - w_l) / Ve_l,   a = sum_l Y_l w_l / Ve_l
+    dg_out[l, k]   = d_{w_k} g_out_l = (1 - tanh(a)^2) Y_l Y_k / (Ve_l Ve_k) - delta_lk / Ve_l
+
+tanh(a) = E[s | Y, w] is the posterior mean of the shared sign.  None of it depends on omega (< 1), A, P or
+lambda: those set T, not what T reveals.  Not an ERM loss, so not in the loss registry
+(:mod:`attnphase.theory.channels`); the Bayes-optimal state evolution (numerics/se/bayes.py) calls it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+ArrayLike = Any
+
+
+def _arrays(Y: ArrayLike, w: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    return np.asarray(Y, dtype=float), np.asarray(w, dtype=float)
+
+
+@dataclass(frozen=True)
+class BayesOptimalChannel:
+    """The sign-blind observation of the fields (module doc).
+
+    Attributes:
+        noise: Delta >= 0, the variance of the noise on the revealed fields in units of each field's prior
+            variance rho_l = sigma_l^2 rho0 (0: the noiseless model, the default).
+    """
+
+    noise: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "noise", float(self.noise))
+        if not (np.isfinite(self.noise) and self.noise >= 0.0):
+            raise ValueError(f"the channel noise Delta must be finite and >= 0, got {self.noise}")
+
+    def effective_variance(self, V: ArrayLike, rho: ArrayLike) -> np.ndarray:
+        """Ve_l = V_l + Delta rho_l: the variance of Y - w given w (estimate's plus observation's)."""
+        return np.asarray(V, dtype=float) + self.noise * np.asarray(rho, dtype=float)
+
+    def sign_field(self, Y: ArrayLike, w: ArrayLike, Ve: ArrayLike) -> np.ndarray:
+        """a = sum_l Y_l w_l / Ve_l over the last axis; E[s | Y, w] = tanh(a)."""
+        Y, w = _arrays(Y, w)
+        return np.sum(Y * w / Ve, axis=-1)
+
+    def log_z_out(self, Y: ArrayLike, w: ArrayLike, Ve: ArrayLike) -> np.ndarray:
+        """log Z_out = log N(Y; w, Ve) + log(1 + exp(-2 a)), stable at any a (module doc)."""
+        Y, w = _arrays(Y, w)
+        Ve = np.asarray(Ve, dtype=float)
+        gauss = -0.5 * np.sum((Y - w) ** 2 / Ve + np.log(2.0 * np.pi * Ve), axis=-1)
+        return gauss + np.logaddexp(0.0, -2.0 * self.sign_field(Y, w, Ve))
+
+    def g_out(self, Y: ArrayLike, w: ArrayLike, Ve: ArrayLike) -> np.ndarray:
+        """g_out_l = (tanh(a) Y_l - w_l) / Ve_l, shape of Y (module doc)."""
+        Y, w = _arrays(Y, w)
+        t = np.tanh(self.sign_field(Y, w, Ve))
+        return (t[..., None] * Y - w) / Ve
+
+    def dg_out(self, Y: ArrayLike, w: ArrayLike, Ve: ArrayLike) -> np.ndarray:
+        """dg_out[..., l, k] = d g_out_l / d w_k = (1 - tanh(a)^2) Y_l Y_k / (Ve_l Ve_k) - delta_lk / Ve_l."""
+        Y, w = _arrays(Y, w)
+        Ve = np.broadcast_to(np.asarray(Ve, dtype=float), Y.shape)
+        t = np.tanh(self.sign_field(Y, w, Ve))
+        u = Y / Ve
+        return (1.0 - t * t)[..., None, None] * u[..., :, None] * u[..., None, :] - np.eye(Y.shape[-1]) / Ve[..., :, None]
+
+    def weak_recovery_alpha(self, L: int) -> float:
+        """alpha_WR = (1 + Delta)^2 / (L (L + 1)): where the uninformative fixed point q0 = 0 loses stability.
+
+        Linearising the state evolution at q0 = 0: q0' = alpha E_Y ||E[u u^T - I | Y]||_F^2 q0 with u the fields
+        in units of their prior standard deviation; here E[u u^T | Y] = v v^T / (1 + Delta) + Delta / (1 + Delta)
+        I, v = Y / sqrt(rho (1 + Delta)) ~ N(0, I_L), so the factor is E||v v^T - I||_F^2 / (1 + Delta)^2 =
+        (L^2 + L) / (1 + Delta)^2, the same for every sigma_l and rho0 (docs/bayes-optimal.md)."""
+        if L < 1:
+            raise ValueError(f"L must be >= 1, got {L}")
+        return (1.0 + self.noise) ** 2 / (L * (L + 1))
+
+
+def fields_from_attention(T: ArrayLike, omega: float, A: ArrayLike) -> np.ndarray:
+    """The fields h* (L = 2) up to their shared sign from the teacher attention T (..., 2, 2), omega < 1:
+    with T' = (T - omega A) / (1 - omega), delta = sqrt(logit T'_11 + logit T'_22) and
+    s = (logit T'_11 - logit T'_22) / delta, h* = ((s + delta) / 2, (s - delta) / 2) (the representative
+    with h*_1 > h*_2).  The inverse map the channel rests on; tests/theory/test_bayes_optimal_channel.py
+    checks it against the forward map."""
+    if not omega < 1.0:
+        raise ValueError(f"the fields are revealed only for omega < 1, got {omega}")
+    Tp = (np.asarray(T, dtype=float) - omega * np.asarray(A, dtype=float)) / (1.0 - omega)
+    l11 = np.log(Tp[..., 0, 0] / Tp[..., 0, 1])
+    l22 = np.log(Tp[..., 1, 1] / Tp[..., 1, 0])
+    delta = np.sqrt(np.maximum(l11 + l22, 0.0))
+    s = (l11 - l22) / delta
+    return np.stack([(s + delta) / 2.0, (s - delta) / 2.0], axis=-1)
+
+
+__all__ = ["BayesOptimalChannel", "fields_from_attention"]
