@@ -148,7 +148,8 @@ def _add_phase_diagram(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "phase-diagram", help="alpha_c, alpha_l and the branch ends over omega (the main job)",
         description="The phase diagram (docs/model.md section 6): at every omega, both branches over the alpha grid, "
-        "alpha_c, alpha_l and where each branch ends; writes phase_diagram.csv/.json/.png and curves_omega0.3.png. "
+        "alpha_c, alpha_l and where each branch ends; writes phase_diagram.csv/.json/.png and the branch curves at the "
+        "run's omega nearest 0.3, curves_omega<omega>.png. "
         "With --rank R --teacher-rank R* (r or r* >= 2): the rank-r state evolution's branches (and mixed at r >= 2), "
         "their ends by bisection, alpha_c and alpha_l by bracketing, each with its bracket width (docs/method.md "
         "section 11, rank r >= 2); phase_diagram.csv/.json/.nc/.png.",
@@ -163,7 +164,7 @@ def _add_phase_diagram(sub: argparse._SubParsersAction) -> None:
                    "--error-estimate K, else 4 rules) and say whether any beats the semantic and positional ones: "
                    "census.csv (opt-in; 30-60 s per omega)")
     opt.add_continuation_option(p)
-    outputs.add_out_option(p, "results", "phase_diagram.csv, .json, .png and curves_omega0.3.png (census.csv with "
+    outputs.add_out_option(p, "results", "phase_diagram.csv, .json, .png and curves_omega<omega>.png (census.csv with "
                            "--census)")
     workload.add_large_option(p, workload.MAX_DIAGRAM_POINTS)
     execution_options.add_workers_option(p)
@@ -237,6 +238,7 @@ def _add_validate(sub: argparse._SubParsersAction) -> None:
     _torch_options(p, threads="torch threads of the simulations with --workers 1 (default: torch's choice; "
                    "Dask workers use one thread each)")
     outputs.add_out_option(p, "results/validation", "report.md, summary.json, validation.nc and the figures")
+    workload.add_large_option(p, workload.MAX_SIMULATIONS, "simulations")
     execution_options.add_workers_option(p)
     outputs.add_quiet_option(p)
     outputs.add_json_option(p)
@@ -343,12 +345,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     work.reset()
+    from attnphase.interrupts import Terminated, handling_termination
+
     try:
-        with work.warnings_as_notes():
+        with handling_termination(), work.warnings_as_notes():  # SIGTERM / SIGHUP: every cleanup runs, as on Ctrl-C
             code = _resolve(args.func)(args)
+    except outputs.JobFailed as exc:
+        print(work.failure_message(work.current() or "writing the outputs", exc), file=sys.stderr)
+        return 1
     except (ValueError, ArithmeticError) as exc:
         what = work.current()
-        if what is not None:  # raised by the computation after every check passed: a failure, not bad input
+        if what is not None and not getattr(exc, "input_error", False):
+            # raised by the computation after every check passed: a failure, not bad input
             print(work.failure_message(what, exc), file=sys.stderr)
             return 1
         if not isinstance(exc, ValueError):
@@ -359,6 +367,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("attnphase: interrupted", file=sys.stderr)
         return 130
+    except Terminated as exc:
+        print(f"attnphase: terminated ({exc.name})", file=sys.stderr)
+        return exc.exit_code
     except BrokenPipeError:  # the reader of stdout went away (attnphase ... | head): no traceback
         import os
 

@@ -50,4 +50,26 @@ def executor_from_args(args: argparse.Namespace):
         scheduler = str(scheduler).strip()
         if not _ADDRESS.match(scheduler):
             raise ValueError(f"--scheduler must be a Dask scheduler address such as tcp://host:8786, got {scheduler!r}")
-    return ExecutorSpec(workers=workers, scheduler=scheduler)
+    return ExecutorSpec(workers=workers, scheduler=scheduler, worker_timeout=worker_timeout_from_env())
+
+
+#: The environment variable of the seconds a job waits while its ``--scheduler`` has no worker.
+WORKER_TIMEOUT_ENV = "ATTNPHASE_WORKER_TIMEOUT"
+
+
+def worker_timeout_from_env() -> float:
+    """``$ATTNPHASE_WORKER_TIMEOUT`` seconds (default 60): how long a job waits while ``--scheduler`` has no
+    worker, at its start (then a one-line error, exit code 2) or during it (then its unfinished tasks fail)."""
+    import math
+    import os
+
+    text = os.environ.get(WORKER_TIMEOUT_ENV, "").strip()
+    if not text:
+        return 60.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{WORKER_TIMEOUT_ENV} must be a number of seconds > 0, got {text!r}")
+    return value

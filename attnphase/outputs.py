@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -47,38 +48,88 @@ _FILE_SUFFIXES = (".csv", ".json", ".png", ".md", ".txt", ".pdf", ".svg")
 def out_dir_from_args(args: argparse.Namespace) -> Path:
     """``--out`` as a folder path; a path that is a file, or names one (``.csv`` ...), is a ValueError."""
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out must be a folder ({OUT_RULE}); {str(out)!r} is a file")
+    try:
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"--out must be a folder ({OUT_RULE}); {shown_path(out)!r} is a file")
+    except OSError as exc:  # a name the system refuses to look up (too long, ...)
+        raise ValueError(f"--out: cannot use {shown_path(out)!r} ({exc.strerror or exc})") from None
     if not out.exists() and out.suffix.lower() in _FILE_SUFFIXES:
-        raise ValueError(f"--out must be a folder ({OUT_RULE}), got the file name {str(out)!r}")
+        raise ValueError(f"--out must be a folder ({OUT_RULE}), got the file name {shown_path(out)!r}")
     return check_out_dir(out)
+
+
+def shown_path(path: str | Path, limit: int = 80) -> str:
+    """``path`` as a message shows it: a name longer than ``limit`` characters is cut in its middle."""
+    text = str(path)
+    return text if len(text) <= limit else f"{text[:limit // 2]}...{text[-(limit // 2):]} ({len(text)} characters)"
 
 
 def _nearest_existing(path: Path) -> Path:
     p = path.absolute()
-    while not p.exists() and p != p.parent:
+    while not os.path.lexists(p) and p != p.parent:
         p = p.parent
     return p
 
 
+def _dangling_link(path: Path) -> Path | None:
+    """The first of ``path`` and its ancestors that is a symbolic link leading nowhere (a missing target, a loop)."""
+    p = path.absolute()
+    for q in [*reversed(p.parents), p]:
+        if os.path.islink(q) and not os.path.exists(q):
+            return q
+    return None
+
+
 def _check_writable_folder(folder: Path, option: str, shown: Path) -> None:
-    """The folder that will receive the output (or its nearest existing ancestor) is a writable folder."""
+    """The folder that will receive the output (or its nearest existing ancestor) is a writable folder, and
+    the folders still missing can be made there: tried for real in a hidden folder removed at once, so a path
+    the system refuses (a name too long, a pseudo file system such as /proc or /sys) is refused here, before
+    any work."""
+    link = _dangling_link(folder)
+    if link is not None:
+        raise ValueError(f"{option}: cannot create {shown_path(shown)!r}: {shown_path(link)!r} is a symbolic link "
+                         f"to {shown_path(os.readlink(link))!r}, which leads nowhere (a missing target or a loop of links)")
     base = _nearest_existing(folder)
     if not base.is_dir():
-        raise ValueError(f"{option}: cannot create {str(shown)!r}: {str(base)!r} is a file, not a folder")
+        raise ValueError(f"{option}: cannot create {shown_path(shown)!r}: {shown_path(base)!r} is a file, not a folder")
     if not os.access(base, os.W_OK | os.X_OK):
-        raise ValueError(f"{option}: cannot write in {str(base)!r} (permission denied)")
+        raise ValueError(f"{option}: cannot write in {shown_path(base)!r} (permission denied)")
+    missing = folder.absolute().relative_to(base).parts
+    import shutil
+
+    try:
+        probe = Path(tempfile.mkdtemp(prefix=f".attnphase-check-{_owner_tag()}-", dir=base))
+    except OSError as exc:
+        raise ValueError(f"{option}: cannot write in {shown_path(base)!r}: the system refuses it "
+                         f"({exc.strerror or exc})") from None
+    try:
+        if missing:
+            probe.joinpath(*missing).mkdir(parents=True)
+    except OSError as exc:
+        raise ValueError(f"{option}: cannot create {shown_path(shown)!r} ({exc.strerror or exc})") from None
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
 
 
 def check_out_dir(out: Path, option: str = "--out") -> Path:
     """``--out DIR`` ready to receive files: not a file, under a writable folder; checked before any work."""
-    _check_writable_folder(out, option, out)
+    try:
+        _check_writable_folder(out, option, out)
+    except OSError as exc:
+        raise ValueError(f"{option}: cannot use {shown_path(out)!r} ({exc.strerror or exc})") from None
     return out
 
 
 def check_out_file(path: str | Path, option: str) -> Path:
-    """An output FILE (``derive -o``): not a folder, its folder exists and is writable; before any work."""
-    path = Path(path)
+    """An output FILE (``derive -o``): not a folder, its folder exists and is writable, its name one the
+    system takes; before any work."""
+    try:
+        return _check_out_file(Path(path), option)
+    except OSError as exc:  # a name the system refuses to look up (too long, ...)
+        raise ValueError(f"{option}: cannot use {shown_path(path)!r} ({exc.strerror or exc})") from None
+
+
+def _check_out_file(path: Path, option: str) -> Path:
     if path.is_dir():
         raise ValueError(f"{option} must name a file, {str(path)!r} is a folder")
     parent = path.parent if str(path.parent) else Path(".")
@@ -88,6 +139,10 @@ def check_out_file(path: str | Path, option: str) -> Path:
         raise ValueError(f"{option}: {str(parent)!r} is a file, not a folder")
     if not os.access(parent.absolute(), os.W_OK | os.X_OK):
         raise ValueError(f"{option}: cannot write in {str(parent)!r} (permission denied)")
+    limit = os.pathconf(parent.absolute(), "PC_NAME_MAX")
+    if len(os.fsencode(path.name)) > limit:
+        raise ValueError(f"{option}: cannot use {shown_path(path)!r} (File name too long: {len(os.fsencode(path.name))} "
+                         f"bytes, at most {limit} here)")
     return path
 
 
@@ -96,7 +151,7 @@ def write_text_atomic(path: str | Path, text: str, option: str = "--out") -> Non
     path = Path(path)
     tmp = None
     try:
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent or ".", prefix=f".{path.name}.",
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent or ".", prefix=f".{path.name[:64]}.",
                                          suffix=".tmp", delete=False) as fh:
             tmp = fh.name
             fh.write(text)
@@ -110,47 +165,200 @@ def write_text_atomic(path: str | Path, text: str, option: str = "--out") -> Non
         raise ValueError(f"{option}: cannot write {str(path)!r} ({exc.strerror or exc})") from None
 
 
+class JobFailed(RuntimeError):
+    """A job failed after its work began (exit code 1, one line): nothing was written into ``--out DIR``; the tasks
+    it finished are kept in DIR/tasks."""
+
+
+def _work_since(out: Path, stage: Path, since: float) -> bool:
+    """Whether a job made anything since ``since``: a file in its staging folder, or a file (a finished task) in a
+    folder of ``out``, modified since (a cache copied in with its times kept is not work of this run)."""
+    try:
+        files = [p for p in stage.rglob("*") if p.is_file()] + [p for p in out.glob("*/*") if p.is_file()]
+        return any(p.stat().st_mtime >= since for p in files)
+    except OSError:
+        return False
+
+
+def _owner_tag() -> str:
+    """``<host>-<pid>`` of this process, as the hidden folders it makes are named."""
+    import re
+    import socket
+
+    host = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
+    return f"{host}-{os.getpid()}"
+
+
+_HIDDEN = re.compile(r"^\.attnphase-(?:stage|check)-(?P<host>.+)-(?P<pid>\d+)-[a-z0-9_]+$")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
+
+
+def remove_stale_staging(folder: Path) -> list[Path]:
+    """Remove the hidden staging folders in ``folder`` left by a process of this machine that is gone
+    (killed with SIGKILL, a power cut); returns them.  Folders of live processes and of other machines
+    (a shared file system) are left alone."""
+    import shutil
+
+    host = _owner_tag().rsplit("-", 1)[0]
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for e in entries:
+        m = _HIDDEN.match(e.name)
+        if m and m["host"] == host and not _alive(int(m["pid"])) and e.is_dir(follow_symlinks=False):
+            shutil.rmtree(e.path, ignore_errors=True)
+            removed.append(Path(e.path))
+    return removed
+
+
+def _job_record(out: Path, job: str) -> Path:
+    return out / f".attnphase-job-{job}.json"
+
+
+def _read_job_record(out: Path, job: str) -> dict[str, Any] | None:
+    import json
+
+    try:
+        rec = json.loads(_job_record(out, job).read_text())
+    except (OSError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) and isinstance(rec.get("files"), list) else None
+
+
+def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """``key=old -> new`` for every key whose value differs (the JSON forms compared)."""
+    import json
+
+    def text(v: Any) -> str:
+        t = json.dumps(v, sort_keys=True, default=str)
+        return t if len(t) <= 60 else t[:57] + "..."
+
+    keys = sorted(set(old) | set(new))
+    return [f"{k}={text(old.get(k))} -> {text(new.get(k))}" for k in keys
+            if json.dumps(old.get(k), sort_keys=True, default=str) != json.dumps(new.get(k), sort_keys=True, default=str)]
+
+
+def _replace_job(out: Path, job: str, model: dict[str, Any] | None, written: list[str]) -> None:
+    """``out`` now holds ``written`` of ``job`` (of ``model``): where an earlier run of ``job`` there had another
+    model, the files it wrote and this run did not are removed (said on stderr with how the models differ), and
+    the job's record ``.attnphase-job-<job>.json`` names this run's files, so a folder never holds one model's
+    tables beside another's.  A run of the same model may write part of its files only (the others are up to
+    date): the record then names both."""
+    import json
+    import shutil
+    import sys
+
+    old = _read_job_record(out, job)
+    same = old is not None and not _differences(old.get("model") or {}, json.loads(json.dumps(model or {}, default=str)))
+    if same:
+        written = sorted(set(written) | {f for f in old["files"] if isinstance(f, str) and os.path.lexists(out / f)})
+    elif old is not None:
+        stale = [f for f in old["files"] if isinstance(f, str) and f not in written and f not in ("tasks", "")
+                 and "/" not in f and not f.startswith(".") and os.path.lexists(out / f)]
+        for f in stale:
+            target = out / f
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                target.unlink(missing_ok=True)
+        if stale:
+            diff = _differences(old.get("model") or {}, model or {})
+            shown = "; ".join(diff[:4]) + (f"; {len(diff) - 4} more differences" if len(diff) > 4 else "")
+            print(f"attnphase: note: {shown_path(out)} held an earlier {job} job"
+                  + (f" ({shown})" if diff else "")
+                  + f"; its files this run does not write were removed: {', '.join(stale[:6])}"
+                  + (f" and {len(stale) - 6} more" if len(stale) > 6 else "")
+                  + " (its finished tasks stay in tasks/: rerunning its command writes them again)",
+                  file=sys.stderr)
+    fd, tmp = tempfile.mkstemp(prefix=f".attnphase-job-{job}.", suffix=".tmp", dir=out)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"job": job, "model": model or {}, "files": sorted(written)}, fh, indent=1, default=str)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, _job_record(out, job))
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 @contextlib.contextmanager
-def staged_output(out: Path, option: str = "--out"):
+def staged_output(out: Path, option: str = "--out", job: str | None = None, model: dict[str, Any] | None = None):
     """Yield a hidden staging folder beside ``out``; on success its files move into ``out`` (created if
-    missing), on any failure or interrupt it is removed: a multi-file output is complete or absent.
+    missing), on any failure or interrupt (Ctrl-C, SIGTERM: :mod:`attnphase.interrupts`) it is removed: a
+    multi-file output is complete or absent.
 
     The staging folder is created in ``out``'s nearest existing ancestor (same file system: the moves
-    are renames), so creating it is also the real test that the output can be written.
+    are renames), so creating it is also the real test that the output can be written.  It is named after
+    this machine and process (``.attnphase-stage-<host>-<pid>-XXXX``): the staging folders of processes
+    of this machine that are gone (killed with SIGKILL) are removed here.  Signals wait while the files
+    are moved (:func:`attnphase.interrupts.deferred`).
+
+    ``job`` (a name such as ``phase_diagram``) and ``model`` (what the job was computed for): the files an
+    earlier ``job`` wrote into ``out`` that this one does not write are removed once this one's are in place
+    (:func:`_replace_job`; a rerun into the same folder with another model or grid leaves no stale table).
     """
     import shutil
 
+    from attnphase.interrupts import deferred
+
     base = _nearest_existing(out)
+    remove_stale_staging(base)
     try:
-        stage = Path(tempfile.mkdtemp(prefix=".attnphase-", dir=base))
+        stage = Path(tempfile.mkdtemp(prefix=f".attnphase-stage-{_owner_tag()}-", dir=base))
     except OSError as exc:
-        raise ValueError(f"{option}: cannot write in {str(base)!r} ({exc.strerror or exc})") from None
+        raise ValueError(f"{option}: cannot write in {shown_path(base)!r} ({exc.strerror or exc})") from None
+    import time
+
+    started = time.time() - 0.05  # a file time may lag the clock by a tick
     try:
         yield stage
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
+    except BaseException as exc:
+        with deferred():  # a second Ctrl-C does not cut the clean-up
+            worked = (isinstance(exc, Exception) and not isinstance(exc, JobFailed) and not getattr(exc, "input_error", False)
+                      and _work_since(out, stage, started))
+            shutil.rmtree(stage, ignore_errors=True)
+        if worked:  # not bad input: the job failed on its way (exit code 1), its finished tasks are kept
+            what = " ".join(str(exc).replace(str(stage), str(out)).split())
+            raise JobFailed(f"the job failed after its work began ({type(exc).__name__}: {what}); nothing was "
+                            f"written into {shown_path(out)}, the tasks it finished are kept in its tasks/ folder "
+                            f"(a rerun reads them back)") from exc
         raise
     created: list[Path] = []
-    try:
-        missing = [p for p in reversed(out.absolute().parents) if not p.exists()] + ([] if out.exists() else [out])
-        for folder in missing:
-            try:
-                folder.mkdir()
-                created.append(folder)
-            except FileExistsError:  # a concurrent run made it: share it
-                if not folder.is_dir():
-                    raise
-        for item in sorted(stage.iterdir()):
-            target = out / item.name
-            if target.is_dir() and item.is_dir():
-                shutil.rmtree(target)
-            os.replace(item, target)
-    except OSError as exc:
-        for folder in reversed(created):
-            shutil.rmtree(folder, ignore_errors=True)
-        raise ValueError(f"{option}: cannot write into {str(out)!r} ({exc.strerror or exc})") from None
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+    with deferred():
+        try:
+            missing = [p for p in reversed(out.absolute().parents) if not p.exists()] + ([] if out.exists() else [out])
+            for folder in missing:
+                try:
+                    folder.mkdir()
+                    created.append(folder)
+                except FileExistsError:  # a concurrent run made it: share it
+                    if not folder.is_dir():
+                        raise
+            written = sorted(item.name for item in stage.iterdir())
+            for name in written:
+                item, target = stage / name, out / name
+                if target.is_dir() and item.is_dir():
+                    shutil.rmtree(target)
+                os.replace(item, target)
+            if job is not None and written:  # nothing written: the outputs were up to date, the record stands
+                _replace_job(out, job, model, written)
+        except OSError as exc:
+            for folder in reversed(created):
+                shutil.rmtree(folder, ignore_errors=True)
+            raise ValueError(f"{option}: cannot write into {shown_path(out)!r} ({exc.strerror or exc})") from None
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
 
 
 class Rewriting:

@@ -3,9 +3,12 @@
 * :func:`check_grid` -- a grid of more than :data:`MAX_SWEEP_POINTS` (``sweep``) or
   :data:`MAX_DIAGRAM_POINTS` (``phase-diagram``, ``scan``) solves is a one-line error unless
   ``--large`` (:func:`add_large_option`) was given; checked before any work.
-* :func:`estimate_seconds` / :func:`announce_work` -- a rough wall time from
-  :data:`SECONDS_PER_SOLVE` (measured at L = 2, sobol12, 2 cores) scaled by the rule's node count
-  and by L, said on stderr when a computation may be long.
+* :func:`check_simulations` -- ``validate`` past :data:`MAX_SIMULATIONS` simulations needs ``--large`` too.
+* :func:`announce_tasks` -- before a long job starts, its task count and its wall time on its workers
+  (:func:`wall_seconds`) from measured per-task CPU costs: the boundaries at one omega
+  (:func:`boundaries_task_seconds`), a rank-2 omega, a census, a validation theory task, a simulation
+  (:func:`simulation_seconds`), a histogram training; :func:`estimate_seconds` / :func:`announce_work` -- the
+  solves of a sweep from :data:`SECONDS_PER_SOLVE` (L = 2, sobol12) scaled by the rule's node count and by L.
 * :func:`announce_rules` -- every quadrature rule of the configuration with at least
   :data:`LARGE_RULE_NODES` nodes is named on stderr with an estimate of its memory.
 
@@ -17,13 +20,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import Any, Sequence
 
 from attnphase.solver_options import SOLVER_DEFAULTS, SOLVER_OPTIONS
 
 #: Grids past these sizes need ``--large`` (a rough second per solve at L = 2 with sobol12 on 2 cores).
 MAX_SWEEP_POINTS = 500
 MAX_DIAGRAM_POINTS = 1000
+#: ``validate`` past this many simulations needs ``--large`` (the quick plan has 194, the full one 528).
+MAX_SIMULATIONS = 1000
 #: Rough wall time of one state-evolution solve at L = 2 with sobol12 (2^12 nodes), 2 cores (measured).
 SECONDS_PER_SOLVE = 0.4
 
@@ -38,20 +43,121 @@ def check_grid(n: int, limit: int, what: str, option: str, large: bool) -> None:
 
 
 def estimate_seconds(n_solves: int, L: int, config: Any) -> float:
-    """A rough wall time of ``n_solves`` solves: scales with the solve rule's node count."""
+    """A rough CPU time of ``n_solves`` solves: scales with the solve rule's node count."""
     from attnphase.numerics.quadrature.rules import rule_nodes
 
     return n_solves * SECONDS_PER_SOLVE * rule_nodes(L, config.quadrature) / 2 ** 12 * (4 ** (L - 2))
 
 
-def announce_work(what: str, n_solves: int, L: int, config: Any, *, quiet: bool = False, min_seconds: float = 30) -> None:
-    """Say on stderr what a long computation does and roughly how long it may take."""
-    t = estimate_seconds(n_solves, L, config)
+def announce_work(what: str, n_solves: int, L: int, config: Any, *, quiet: bool = False, min_seconds: float = 30,
+                  workers: int = 1) -> None:
+    """Say on stderr what a long computation does and roughly how long it may take (its solves shared by ``workers``)."""
+    t = estimate_seconds(n_solves, L, config) / max(1, workers)
     if quiet or t < min_seconds:
         return
-    span = f"{t / 60:.0f} min" if t >= 120 else f"{t:.0f} s"
-    print(f"attnphase: {what}: roughly {span} or more (a rough estimate; the progress bar tells)",
+    print(f"attnphase: {what}: roughly {format_duration(t)} or more (a rough estimate; the progress bar tells)",
           file=sys.stderr, flush=True)
+
+
+# --- per-task costs (CPU seconds of one task on one core of the 2-core reference machine) -----------------
+
+#: ``phase-diagram`` / ``scan``: the boundaries at one omega, 12 alphas, the default rules (sobol10:4 ...), L = 2:
+#: 13.9-14.9 CPU s per omega (docs/numerics.md section 8: the 7-omega diagram, 104-105 CPU s).
+BOUNDARIES_TASK_SECONDS = 15.0
+#: ``phase-diagram --rank 2``: one omega, the rank-2 branches over 6 alphas on sobol11 (README's example): 33.8 CPU s
+#: and 18.8 s wall on 2 idle cores; on busy cores it took up to 54 CPU s (53.6 user + 0.6 system).  Its compiled
+#: loops use every core of the process.
+RANK_BOUNDARIES_TASK_SECONDS = 34.0
+#: ``census`` at the defaults (21 starts, error bars from the rule's 4 blocks), L = 2: 41.4 s user + 0.6 s system
+#: CPU (``census --alpha 1.25 --omega 0.3``, one process, on busy cores: its wall time there was 136 s).
+CENSUS_SECONDS = 42.0
+#: ``validate``: one theory task (an omega's branches and boundaries at the quick plan's settings): the quick
+#: campaign's 7 theory tasks took 169 CPU s (docs/validation.md, "Measured").
+VALIDATE_THEORY_TASK_SECONDS = 24.0
+#: ``validate``: one gradient-descent simulation at d = 1000, alpha = 2 (benchmarks/bench_gd.py: semantic,
+#: positional and random starts 1.5, 3.3 and 6.3 s with data and test set; their mean).  A simulation's cost
+#: grows as n d = alpha d^2 (one gradient is n x L x d numbers; the step count hardly depends on d).
+SIMULATION_SECONDS_D1000_ALPHA2 = 3.7
+#: What a small simulation costs whatever its size (teacher, test set, measurement): ``simulate --d 200 --alpha 1``
+#: took 0.29-0.34 s on busy cores for each start, against 0.07 s of the scaled part.
+SIMULATION_FIXED_SECONDS = 0.15
+#: ``histogram``: CPU seconds per training sample and epoch (``histogram --quick``: 3 trainings of 10 000 samples x
+#: 20 epochs and 2 re-parameterisations of 3 epochs, 43-49 CPU s in all, docs/histogram.md).
+HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH = 7e-5
+#: ``validate --suite general --quick``: all 5 cases at d = 200, 3 seeds: 492 s user CPU, 292 s wall on 2 idle cores
+#: (docs/validation.md); the full suite's cases (d) and (e) at d = 1000: 374 s wall.
+GENERAL_QUICK_SUITE_SECONDS = 292.0
+GENERAL_FULL_DE_SECONDS = 374.0
+#: Starting a local Dask cluster and importing the numerics in its workers.
+CLUSTER_START_SECONDS = 5.0
+
+
+def format_duration(t: float) -> str:
+    """Seconds as a message says them: "45 s", "12 min", "2.5 h"."""
+    if t >= 7200:
+        return f"{t / 3600:.1f} h"
+    return f"{t / 60:.0f} min" if t >= 120 else f"{t:.0f} s"
+
+
+def rule_factor(L: int, config: Any) -> float:
+    """How a task's time scales with the solve rule and L against the default rule at L = 2: the square root
+    of the node ratio (the fixed-size rules of the boundaries and ends scale with their tier too; ``--precision
+    fast``, 1/4 of every rule's nodes, took half the time: 44 s against 89 s), 4x per extra token."""
+    from attnphase.numerics.quadrature.rules import rule_nodes
+
+    return (rule_nodes(L, config.quadrature) / 2 ** 12) ** 0.5 * 4 ** (L - 2)
+
+
+def boundaries_task_seconds(n_alphas: int, L: int, config: Any) -> float:
+    """CPU seconds of one omega's boundaries (:data:`BOUNDARIES_TASK_SECONDS` at 12 alphas; half of it grows with
+    the alpha grid, half is the boundaries' own searches)."""
+    return BOUNDARIES_TASK_SECONDS * (0.5 + 0.5 * n_alphas / 12) * rule_factor(L, config)
+
+
+def census_seconds(L: int, config: Any) -> float:
+    """CPU seconds of one census (:data:`CENSUS_SECONDS` at the defaults, scaled by :func:`rule_factor`)."""
+    return CENSUS_SECONDS * rule_factor(L, config)
+
+
+def rank_boundaries_task_seconds(n_alphas: int, L: int, config: Any) -> float:
+    """CPU seconds of one omega's rank-r boundaries (:data:`RANK_BOUNDARIES_TASK_SECONDS` at 6 alphas on sobol11,
+    r = 2, r* = 1; half of it grows with the alpha grid, the rule as the square root of its nodes, 4x per token)."""
+    from attnphase.numerics.quadrature.rules import rule_nodes
+
+    return (RANK_BOUNDARIES_TASK_SECONDS * (0.5 + 0.5 * n_alphas / 6)
+            * (rule_nodes(L, config.quadrature) / rule_nodes(2, "sobol11")) ** 0.5 * 4 ** (L - 2))
+
+
+def simulation_seconds(d: int, alpha: float) -> float:
+    """CPU seconds of one finite-d simulation (:data:`SIMULATION_SECONDS_D1000_ALPHA2`, scaled as alpha d^2, and
+    :data:`SIMULATION_FIXED_SECONDS`)."""
+    return SIMULATION_FIXED_SECONDS + SIMULATION_SECONDS_D1000_ALPHA2 * (alpha / 2) * (d / 1000) ** 2
+
+
+def wall_seconds(task_seconds: Sequence[float], workers: int) -> float:
+    """The wall time of tasks shared by ``workers``: the larger of their sum over the workers and the longest one,
+    plus a local cluster's start when there are several workers."""
+    if not task_seconds:
+        return 0.0
+    w = max(1, min(workers, len(task_seconds)))
+    return max(sum(task_seconds) / w, max(task_seconds)) + (CLUSTER_START_SECONDS if w > 1 else 0.0)
+
+
+def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis: str, *, quiet: bool = False,
+                   min_seconds: float = 10, cores: int = 0) -> float:
+    """Say on stderr, before a job starts, how many tasks it has and about how long it takes on ``workers``
+    (:func:`wall_seconds`; ``basis``: what the per-task cost is measured from).  ``cores`` > 0: the tasks' own
+    loops use every one of ``cores`` (the rank-r solver's): the wall time is their CPU time over the cores.
+    Returns the estimate (seconds)."""
+    n = len(task_seconds)
+    if cores:
+        t, on = sum(task_seconds) / cores, f"{cores} core{'s' if cores != 1 else ''}"
+    else:
+        t, on = wall_seconds(task_seconds, workers), f"{workers} worker{'s' if workers != 1 else ''}"
+    if not quiet and t >= min_seconds:
+        print(f"attnphase: {what}: {n} task{'s' if n != 1 else ''}, about {format_duration(t)} on {on} ({basis}; "
+              f"from measured CPU times: a busy or slower machine takes longer)", file=sys.stderr, flush=True)
+    return t
 
 
 #: A rule above this many nodes is announced (memory ~2 kB per node in one proximal search).
@@ -76,5 +182,13 @@ def announce_rules(L: int, config: Any, *, quiet: bool = False) -> None:
                       file=sys.stderr, flush=True)
 
 
-def add_large_option(p: argparse.ArgumentParser, limit: int) -> None:
-    p.add_argument("--large", action="store_true", help=f"allow a grid of more than {limit} solves")
+def add_large_option(p: argparse.ArgumentParser, limit: int, what: str = "solves") -> None:
+    p.add_argument("--large", action="store_true", help=f"allow a grid of more than {limit} {what}")
+
+
+def check_simulations(n: int, seconds: float, workers: int, option: str, large: bool) -> None:
+    """``validate``'s ``n`` simulations (about ``seconds`` of wall time on ``workers``): past :data:`MAX_SIMULATIONS`
+    a ValueError unless ``--large`` was given; checked before any work."""
+    if n > MAX_SIMULATIONS and not large:
+        raise ValueError(f"{option}: {n} simulations is more than {MAX_SIMULATIONS} (about {format_duration(seconds)} on "
+                         f"{workers} worker{'s' if workers != 1 else ''}); pass --large to run it anyway")

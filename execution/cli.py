@@ -9,10 +9,15 @@ from pathlib import Path
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Print :func:`~attnphase.execution.dataset.describe` of every ``*.nc`` in DIR (or of the file DIR)."""
+    from attnphase.outputs import shown_path
+
     target = Path(args.path)
-    if not target.exists():
-        raise ValueError(f"PATH: {str(target)!r} does not exist (give a job's --out folder or its .nc file)")
-    files = [target] if target.is_file() else sorted(target.glob("*.nc"))
+    try:
+        if not target.exists():
+            raise ValueError(f"PATH: {shown_path(target)!r} does not exist (give a job's --out folder or its .nc file)")
+        files = [target] if target.is_file() else sorted(target.glob("*.nc"))
+    except OSError as exc:  # a name the system refuses (too long), a folder it will not list
+        raise ValueError(f"PATH: cannot read {shown_path(target)!r} ({exc.strerror or exc})") from None
     if not files:
         raise ValueError(f"PATH: no dataset (*.nc) in {str(target)!r}; jobs write one into their --out folder")
     from attnphase.execution.dataset import describe, open_dataset

@@ -14,8 +14,11 @@ on; a worker process that dies in a task (killed, out of memory) is replaced by 
 the task run again, up to ``allowed_failures`` deaths.  Workers run BLAS on one thread and their
 compiled loops on up to twice their share of the cores, waiting passively (:func:`worker_env`: the
 last tasks of a job use the cores the finished workers left), and a task run in this process runs with
-one BLAS thread too: a task's numbers do not depend on where it runs (the tests compare them bit for bit).  Ctrl-C closes the cluster and re-raises: the store then holds
-only complete files of the tasks that finished.
+one BLAS thread too: a task's numbers do not depend on where it runs (the tests compare them bit for bit).  Ctrl-C
+(and SIGTERM, :mod:`attnphase.interrupts`) closes the cluster and re-raises: the store then holds only complete
+files of the tasks that finished; a signal during the cluster's start or close waits for it to end.  A remote
+scheduler that never answers, or has no worker for ``worker_timeout`` seconds, is a ValueError at the start;
+workers or a scheduler gone during the job fail the unfinished tasks with that reason.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
+from attnphase import interrupts
 from attnphase.execution.store import ResultStore, StoredRecord
 from attnphase.execution.tasks import Task
 
@@ -68,18 +72,23 @@ class ExecutorSpec:
 
     ``allowed_failures``: deaths of a worker inside one task before that task counts as failed.
     ``connect_timeout``: seconds to reach ``scheduler``.
+    ``worker_timeout``: seconds the job waits while ``scheduler`` has no worker (at the start: a
+    ValueError; during the job: the tasks not finished fail with that reason).
     """
 
     workers: int = 1
     scheduler: str | None = None
     allowed_failures: int = 3
     connect_timeout: float = 10.0
+    worker_timeout: float = 60.0
 
     def __post_init__(self) -> None:
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {self.workers}")
         if self.scheduler is not None and not str(self.scheduler).strip():
             raise ValueError("scheduler must be an address such as tcp://host:8786")
+        if not self.worker_timeout > 0:
+            raise ValueError(f"worker_timeout must be > 0 seconds, got {self.worker_timeout}")
 
     @property
     def in_process(self) -> bool:
@@ -105,6 +114,13 @@ class Outcome:
     def reason(self) -> str:
         """The error's first line (``Type: message``)."""
         return self.error.splitlines()[0] if self.error else ""
+
+
+class SchedulerUnavailable(ValueError):
+    """``--scheduler`` names no usable Dask scheduler (unreachable, not a scheduler, no worker joined): bad input,
+    a one-line error with exit code 2 even when found after the command's checks (``input_error``)."""
+
+    input_error = True
 
 
 class TaskFailed(RuntimeError):
@@ -185,26 +201,60 @@ def run_tasks(
     return [o for o in out if o is not None]
 
 
+#: Seconds between two looks at a remote cluster's workers while the job waits for its tasks.
+POLL_SECONDS = 2.0
+
+
 def _run_on_dask(tasks: Sequence[Task], todo: list[int], executor: ExecutorSpec,
                  record: Callable[..., None], progress: Progress) -> None:
-    from distributed import as_completed
+    from distributed import wait
 
     with dask_client(executor, len(todo), progress.note) as client:
         futures = {client.submit(call_task, tasks[i].fn, tasks[i].arg, key=f"attnphase-{tasks[i].key}",
                                  pure=False): i for i in todo}
         slots = max(1, sum(client.nthreads().values()))
-        pending = len(futures)
-        progress.running(min(pending, slots))
-        for fut in as_completed(futures):
-            i = futures.pop(fut)
+        pending = set(futures)
+        progress.running(min(len(pending), slots))
+        alone_since: float | None = None  # since when a remote scheduler has had no worker
+        while pending:
             try:
-                result = fut.result()
-            except Exception as exc:  # noqa: BLE001 - KilledWorker (died allowed_failures times), lost worker
-                result = ("failed", None, f"{type(exc).__name__}: {' '.join(str(exc).split())}", 0.0)
-            fut.release()
-            pending -= 1
-            progress.running(min(pending, slots))
-            record(i, *result)
+                done = wait(pending, timeout=POLL_SECONDS, return_when="FIRST_COMPLETED").done
+            except TimeoutError:
+                done = set()
+            except Exception as exc:  # noqa: BLE001 - the scheduler went away: every unfinished task fails
+                text = " ".join(str(exc).split())
+                reason = (f"SchedulerLost: the connection to the scheduler {executor.scheduler or '(local)'} was lost; "
+                          f"the task did not finish" if "connection" in text.lower() else
+                          f"{type(exc).__name__}: {' '.join(text.split()[:12])}")
+                for fut in list(pending):
+                    record(futures.pop(fut), "failed", None, reason, 0.0)
+                pending.clear()
+                progress.running(0)
+                break
+            for fut in done:
+                pending.discard(fut)
+                i = futures.pop(fut)
+                try:
+                    result = fut.result()
+                except Exception as exc:  # noqa: BLE001 - KilledWorker (died allowed_failures times), lost worker
+                    result = ("failed", None, f"{type(exc).__name__}: {' '.join(str(exc).split())}", 0.0)
+                fut.release()
+                progress.running(min(len(pending), slots))
+                record(i, *result)
+            if not pending or executor.scheduler is None:
+                continue  # a local cluster's nanny replaces a dead worker
+            if client.nthreads():
+                alone_since = None
+                continue
+            alone_since = alone_since if alone_since is not None else time.monotonic()
+            if time.monotonic() - alone_since >= executor.worker_timeout:
+                reason = (f"NoWorkers: the scheduler {executor.scheduler} has had no worker for "
+                          f"{executor.worker_timeout:g} s; the task was not run")
+                for fut in list(pending):
+                    fut.cancel()
+                    record(futures.pop(fut), "failed", None, reason, 0.0)
+                pending.clear()
+                progress.running(0)
 
 
 @contextlib.contextmanager
@@ -215,33 +265,76 @@ def dask_client(executor: ExecutorSpec, n_tasks: int, say: Callable[[str], None]
     from distributed import Client, LocalCluster
 
     if executor.scheduler is not None:
-        try:
-            client = Client(executor.scheduler, timeout=f"{executor.connect_timeout}s")
-        except (OSError, TimeoutError) as exc:
-            raise ValueError(f"--scheduler {executor.scheduler}: cannot connect ({' '.join(str(exc).split())})") from None
+        client = _connect(executor.scheduler, executor.connect_timeout)
         try:
             n = len(client.nthreads())
+            if n == 0:
+                say(f"Dask scheduler {executor.scheduler}: no worker yet; waiting up to {executor.worker_timeout:g} s "
+                    f"for one (start some: dask worker {executor.scheduler})")
+                try:
+                    client.wait_for_workers(1, timeout=executor.worker_timeout)
+                except TimeoutError:
+                    raise SchedulerUnavailable(f"--scheduler {executor.scheduler}: no worker joined within "
+                                     f"{executor.worker_timeout:g} s (start some: dask worker {executor.scheduler} "
+                                     f"--nthreads 1; ATTNPHASE_WORKER_TIMEOUT sets the wait)") from None
+                n = len(client.nthreads())
             say(f"Dask scheduler {executor.scheduler}: {n} workers; dashboard {client.dashboard_link}")
             yield client
         finally:
             client.close()
         return
     n = max(1, min(executor.workers, n_tasks))
-    with dask.config.set({"distributed.scheduler.allowed-failures": executor.allowed_failures,
-                         }):
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address=_dashboard_address(), silence_logs=logging.ERROR,
-                               env=worker_env(n, usable_cores()))
+    cluster = client = None
     try:
-        client = Client(cluster)
-        try:
-            link = client.dashboard_link if _dashboard_address() else "none (pip install bokeh)"
-            say(f"local Dask cluster: {n} worker processes; dashboard {link}")
-            yield client
-        finally:
-            client.close()
+        # a Ctrl-C or SIGTERM while the cluster starts is raised once it has started, so that it is closed
+        # cleanly (a cluster cut in its start fails its own shutdown with a traceback at exit); the workers'
+        # own logs are silenced (a task's error comes back with its future; a worker's heartbeat to a
+        # scheduler closed before it printed a traceback at an interrupted job's end)
+        with interrupts.deferred():
+            with dask.config.set({"distributed.scheduler.allowed-failures": executor.allowed_failures}):
+                cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                       dashboard_address=_dashboard_address(), silence_logs=logging.CRITICAL,
+                                       env=worker_env(n, usable_cores()))
+            client = Client(cluster)
+        link = client.dashboard_link if _dashboard_address() else "none (pip install bokeh)"
+        say(f"local Dask cluster: {n} worker processes; dashboard {link}")
+        yield client
     finally:
-        cluster.close()
+        with interrupts.deferred():
+            if client is not None:
+                client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def _connect(address: str, timeout: float) -> Any:
+    """A ``distributed.Client`` on the scheduler at ``address``, or a ValueError naming ``--scheduler`` when none
+    answers within ``timeout`` seconds (a refused or unreachable address; a server that is not a Dask scheduler
+    and never answers the handshake, which Dask itself would wait for forever)."""
+    import threading
+
+    from distributed import Client
+
+    box: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            box["client"] = Client(address, timeout=f"{timeout}s")
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            box["error"] = exc
+
+    thread = threading.Thread(target=connect, name="attnphase-connect", daemon=True)
+    thread.start()
+    thread.join(timeout + 5.0)
+    if thread.is_alive():
+        raise SchedulerUnavailable(f"--scheduler {address}: no Dask scheduler answered within {timeout:g} s (is it the address "
+                         f"a Dask scheduler printed?)")
+    error = box.get("error")
+    if isinstance(error, (OSError, TimeoutError)):
+        raise SchedulerUnavailable(f"--scheduler {address}: cannot connect ({' '.join(str(error).split())})") from None
+    if error is not None:
+        raise error
+    return box["client"]
 
 
 def _dashboard_address() -> str | None:

@@ -25,6 +25,13 @@ MAGIC = b"attnphase-task 1\n"
 SUFFIX = ".task"
 
 
+class StoreUnusable(ValueError):
+    """The task store's folder is a file, a dangling link or not writable: bad input (the ``--out`` folder), a
+    one-line error with exit code 2 wherever it is found (``input_error``)."""
+
+    input_error = True
+
+
 @dataclass(frozen=True)
 class StoredRecord:
     """A task's stored record: ``status`` is "done" (``value``) or "failed" (``error``)."""
@@ -42,8 +49,14 @@ class ResultStore:
 
     def __init__(self, folder: str | Path) -> None:
         """The store in ``folder``, created with the first record (a job interrupted before any task
-        finished leaves nothing)."""
+        finished leaves nothing).  A ``folder`` that is a file (or a dangling link) or not writable is a
+        ValueError here, before any task runs."""
         self.folder = Path(folder)
+        if os.path.lexists(self.folder) and not self.folder.is_dir():
+            raise StoreUnusable(f"{self.folder}: the task store must be a folder; it is a file or a symbolic link that "
+                             f"leads nowhere (move it away)")
+        if self.folder.is_dir() and not os.access(self.folder, os.W_OK | os.X_OK):
+            raise StoreUnusable(f"{self.folder}: cannot write the task store there (permission denied)")
         for stale in self.folder.glob(f".*{SUFFIX}.tmp"):  # a killed writer's temporary file
             stale.unlink(missing_ok=True)
         self.corrupted: list[str] = []

@@ -57,7 +57,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         print(text_table(results))
     if out_dir is not None:
-        with outputs.staged_output(out_dir) as stage:
+        with outputs.staged_output(out_dir, job="check", model=params.to_dict() | {"alpha": args.alpha}) as stage:
             outputs.write_text_atomic(stage / "check.md", markdown_table(params, args.alpha, results))
         if not args.json:
             print(f"wrote {out_dir / 'check.md'}", file=sys.stderr)

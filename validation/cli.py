@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import sys
 
 from attnphase import options as opt
@@ -70,6 +71,55 @@ def check_memory(d: int, alpha: float, L: int, n_test: int, dtype: str, option: 
         raise ValueError(f"{option} {d}: one simulation needs about {_bytes(need)} (n = alpha d = {n:.3g} training and "
                          f"{n_test} test samples x L = {L} tokens x d numbers, data plus one working copy), more than "
                          f"the {_bytes(have)} of memory available")
+
+
+#: The fewest test samples ``simulate --n-test`` takes (eps_g's standard error is then about eps_g / 7).
+MIN_N_TEST = 100
+
+
+def check_samples(alpha: float, d: int) -> int:
+    """``n = round(alpha d)`` training samples, at least one (else a ValueError naming --alpha and --d); an
+    effective alpha n/d that differs from ``alpha`` is said on stderr.  Returns n."""
+    n = round(alpha * d)
+    if n < 1:
+        raise ValueError(f"--alpha {alpha:g} --d {d}: n = round(alpha d) = round({alpha * d:.3g}) = 0 training "
+                         f"samples; need alpha d > 0.5 (raise --alpha or --d)")
+    if abs(n - alpha * d) > 1e-9 * alpha * d:
+        print(f"attnphase: warning: n = round(alpha d) = {n} training samples: the effective alpha = n/d = "
+              f"{n / d:.6g}, not --alpha {alpha:g}", file=sys.stderr)
+    return n
+
+
+def announce_campaign(plan, executor, args: argparse.Namespace) -> None:
+    """The default campaign's task count and time (theory tasks and simulations, attnphase.workload), said
+    before any work; past workload.MAX_SIMULATIONS simulations ``--large`` is needed."""
+    from attnphase import workload
+    from attnphase.validation.campaign_plan import _theory_jobs
+
+    seen, sims = set(), []
+    for s in plan.sweep_specs() + plan.heat_specs() + plan.fss_specs():
+        key = (s.d, s.alpha, s.init, s.seed, s.params.omega)
+        if key not in seen:
+            seen.add(key)
+            sims.append(workload.simulation_seconds(s.d, s.alpha))
+    theory = [workload.VALIDATE_THEORY_TASK_SECONDS] * len(_theory_jobs(plan, "")[0])
+    workers = executor.workers
+    t = workload.wall_seconds(theory + sims, workers)
+    workload.check_simulations(len(sims), t, workers, "--seeds/--d", getattr(args, "large", False))
+    workload.announce_tasks(f"validation campaign at d = {plan.d}: {len(theory)} theory tasks and {len(sims)} "
+                            f"simulations", theory + sims, workers,
+                            f"~{workload.VALIDATE_THEORY_TASK_SECONDS:.0f} CPU s per theory task, "
+                            f"{workload.simulation_seconds(plan.d, 1.0):.2g} s per simulation at alpha = 1",
+                            quiet=args.quiet)
+
+
+def check_plan_samples(smallest_alpha: float, d: int) -> None:
+    """A plan's smallest alpha at ``--d d`` has at least one training sample (n = round(alpha d)); else a
+    ValueError naming --d and the smallest d that works."""
+    if round(smallest_alpha * d) < 1:
+        need = math.floor(0.5 / smallest_alpha) + 1
+        raise ValueError(f"--d {d}: the plan's smallest alpha {smallest_alpha:g} has n = round(alpha d) = 0 training "
+                         f"samples; need --d >= {need}")
 
 
 def check_ranks_fit(params, d: int) -> None:
@@ -128,8 +178,9 @@ def run_simulate(args: argparse.Namespace) -> int:
         raise ValueError(f"--seed must be an integer >= 0, got {args.seed}")
     if args.max_steps < 1:
         raise ValueError(f"--max-steps must be >= 1, got {args.max_steps}")
-    if args.n_test < 2:
-        raise ValueError(f"--n-test must be >= 2, got {args.n_test}")
+    if args.n_test < MIN_N_TEST:
+        raise ValueError(f"--n-test must be >= {MIN_N_TEST}, got {args.n_test} (eps_g and eps_lin are means over "
+                         f"the test samples; the JSON gives their standard errors eps_g_se, eps_lin_se)")
     if args.grad_tol is not None and not (args.grad_tol > 0 and args.grad_tol < float("inf")):
         raise ValueError(f"--grad-tol must be a finite number > 0, got {args.grad_tol}")
     _check_dtype(args.dtype)
@@ -139,6 +190,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         raise ValueError(f"--P: --init positional starts the student along p_1, and P[0,0] = |p_1|^2 = {params.P[0][0]:g} "
                          f"leaves no such direction; give a --P with P[0,0] > 0 or another --init")
     check_ranks_fit(params, args.d)
+    check_samples(alpha, args.d)
     check_memory(args.d, alpha, params.L, args.n_test, args.dtype)
     check_device(args.device)
     import torch
@@ -205,9 +257,11 @@ def run_validate(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     plan = validation_plan(quick=args.quick, d=args.d, seeds=args.seeds, params=params, device=args.device,
                            dtype=args.dtype)
+    check_plan_samples(min((*plan.alphas, *plan.heat_alphas)), plan.d)
+    announce_campaign(plan, executor, args)
     work.begin("running the validation")
     # every file goes to a staging folder first, moved into --out DIR at the end: all files or none
-    with outputs.staged_output(out_dir) as stage:
+    with outputs.staged_output(out_dir, job="validate", model=plan.to_dict() | {"suite": "default"}) as stage:
         reuse_theory_cache(out_dir, stage)
         shown = {str(stage): str(out_dir)}
         with contextlib.redirect_stdout(outputs.Rewriting(sys.stdout, shown)), \
@@ -250,14 +304,29 @@ def run_validate_general(args: argparse.Namespace) -> int:
     from attnphase.numerics.commands.common import TASKS_FOLDER
     plan = general_plan(quick=args.quick, d=args.d, seeds=args.seeds, device=args.device, dtype=args.dtype,
                         cases=cases)
+    check_plan_samples(min((*plan.grid, *(a for c in plan.cases for a in c.alphas))), plan.d)
     for case in plan.cases:
         need = max(case.params.L, case.params.r, case.params.r_star)
         if plan.d < need:
             raise ValueError(f"--d {plan.d}: the general suite's case ({case.key}) {case.title} needs d >= {need}")
     check_memory(plan.d, max(plan.grid), max(c.params.L for c in plan.cases), plan.n_test, args.dtype)
+    if not args.quiet:
+        from attnphase import workload
+
+        n, seeds = len(plan.cases), len(plan.seeds)
+        if plan.quick and plan.d == 200:
+            t = workload.GENERAL_QUICK_SUITE_SECONDS * n / 5 * seeds / 3
+            said = (f"about {workload.format_duration(t)} (the quick suite of all 5 cases, 3 seeds measured "
+                    f"{workload.GENERAL_QUICK_SUITE_SECONDS:.0f} s wall on 2 cores, scaled by cases and seeds)")
+        else:
+            said = (f"no measured estimate for d = {plan.d}: its simulations grow as d^2 (the full suite's cases (d), (e) "
+                    f"at d = 1000 took {workload.GENERAL_FULL_DE_SECONDS:.0f} s wall on 2 cores)")
+        print(f"attnphase: general suite: {n} case{'s' if n != 1 else ''} at d = {plan.d}, {seeds} seeds: {said}; a busy "
+              f"or slower machine takes longer", file=sys.stderr, flush=True)
     torch.set_num_threads(args.threads if args.threads is not None else max(1, torch.get_num_threads() - 1))
     work.begin("running the general validation suite")
-    with outputs.staged_output(out_dir) as stage:
+    with outputs.staged_output(out_dir, job="validate", model={"suite": "general", "cases": [c.key for c in plan.cases],
+                                                               "d": plan.d}) as stage:
         reuse_theory_cache(out_dir, stage)
         shown = {str(stage): str(out_dir)}
         with contextlib.redirect_stdout(outputs.Rewriting(sys.stdout, shown)), \

@@ -35,7 +35,7 @@ _STREAMS = {"teacher": 0, "train": 1, "test": 2, "init": 3}
 #: Keys of the ``attnphase simulate --json`` object, in order.
 JSON_KEYS = (
     "d", "alpha", "omega", "init", "optimizer", "seed", "m", "theta", "q",
-    "eps_g", "e_t", "eps_lin", "steps", "converged", "seconds",
+    "eps_g", "e_t", "eps_lin", "steps", "converged", "seconds", "n", "n_test", "eps_g_se", "eps_lin_se",
 )
 #: Keys ``simulate --json`` adds when a rank is above 1 (the rotation invariants, docs/model.md section 7).
 RANK_JSON_KEYS = ("rank", "teacher_rank", "q0_eigenvalues", "theta_singular_values", "m_norms")
@@ -111,7 +111,8 @@ class SimSpec:
 class SimResult:
     """Measurements of one simulation (units of :mod:`attnphase.validation.measure`).
 
-    The first fifteen fields are the ``simulate --json`` keys; ``seconds`` is
+    :data:`JSON_KEYS` are the ``simulate --json`` keys (``n = round(alpha d)`` training and ``n_test`` test
+    samples, the standard errors of eps_g and eps_lin over the test samples among them); ``seconds`` is
     the wall time of the whole simulation (data, training, measurement). The
     invariants (:class:`attnphase.validation.measure.Overlaps`) join them when
     ``rank`` or ``teacher_rank`` is above 1.

@@ -19,7 +19,7 @@ import sys
 import time
 
 from attnphase import options as opt
-from attnphase import outputs, work
+from attnphase import outputs, work, workload
 from attnphase.numerics.commands.common import point_setup, ranks_from_args
 
 
@@ -41,7 +41,9 @@ def cmd_census(args: argparse.Namespace) -> int:
 
     work.begin("taking the census of fixed points")
     print(f"attnphase: census at alpha = {alpha:g}, omega = {params.omega:g}: {len(census_starts(params))} starts, "
-          f"error bars {_error_source(cfg, n_rules)} (measured 29-59 s on 2 cores at the defaults)",
+          f"error bars {_error_source(cfg, n_rules)}, about {workload.format_duration(workload.census_seconds(params.L, cfg))} "
+          f"(one process; {workload.CENSUS_SECONDS:.0f} CPU s measured at the defaults: a busy or slower machine "
+          f"takes longer)",
           file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     res = census(params, alpha, config=cfg, n_rules=n_rules)
@@ -64,7 +66,7 @@ def cmd_census(args: argparse.Namespace) -> int:
         out["error_note"] = error_bars_note(cfg, n_rules)
         print(f"attnphase: note: {out['error_note']}", file=sys.stderr)
     if out_dir is not None:
-        _write(out_dir, out)
+        _write(out_dir, out, params.to_dict() | {"alpha": alpha})
     if args.json:
         print(json.dumps(outputs.json_value(out)))
     else:
@@ -93,7 +95,7 @@ CSV_COLUMNS = ("branch", "e_t", "err_e_t", "eps_g", "err_eps_g", "q", "err_q", "
                "err_theta", "stable", "leading_eigenvalue", "starts")
 
 
-def _write(out_dir, out: dict) -> None:
+def _write(out_dir, out: dict, model: dict) -> None:
     """``--out DIR``: census.json (the --json object) and census.csv (:data:`CSV_COLUMNS`), both or neither."""
     import csv
 
@@ -101,7 +103,7 @@ def _write(out_dir, out: dict) -> None:
     wr = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n", extrasaction="ignore")
     wr.writeheader()
     wr.writerows(out["fixed_points"])
-    with outputs.staged_output(out_dir) as stage:
+    with outputs.staged_output(out_dir, job="census", model=model) as stage:
         outputs.write_text_atomic(stage / "census.json", json.dumps(outputs.json_value(out), indent=1))
         outputs.write_text_atomic(stage / "census.csv", buf.getvalue())
 

@@ -188,8 +188,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
               file=sys.stderr)
     opt.announce_defaults(args, params)
     workload.announce_rules(params.L, cfg)
-    workload.announce_work(f"sweep of {len(alphas)} alpha values" + (f" at {len(omegas)} omegas" if len(omegas) > 1 else ""),
-                           len(alphas) * len(omegas), params.L, cfg, quiet=args.quiet)
+    per_omega = workload.estimate_seconds(len(alphas) * max(1, n_rules), params.L, cfg)
+    workload.announce_tasks(f"sweep of {len(alphas)} alpha values" + (f" at {len(omegas)} omegas" if len(omegas) > 1 else ""),
+                            [per_omega] * len(omegas), executor.workers if len(omegas) > 1 else 1,
+                            f"~{workload.SECONDS_PER_SOLVE * workload.rule_factor(params.L, cfg) ** 2:.2g} CPU s per "
+                            f"point", quiet=args.quiet)
 
     work.begin("sweeping the branch")
     from tqdm import tqdm
@@ -214,7 +217,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             outs = run_tasks(tasks, executor=executor, store=store, fresh=args.fresh, version=version,
                              progress=tbar)
     objs, n_on, n_failed, n_absent, cells, n_unbarred = [], 0, 0, 0, [], 0
-    with outputs.staged_output(out_dir) as stage:
+    job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas)}
+    wrote: list[str] = []  # said once the files are in place
+    with outputs.staged_output(out_dir, job=f"sweep_{args.branch}", model=job_model) as stage:
         for w, o in zip(omegas, outs):
             path = out_dir / sweep_file_name(args.branch, params.replace(omega=w).omega)
             if not o.ok:
@@ -245,11 +250,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             notes = [f"{failed} not converged"] if failed else []
             if len(rows) - on - failed:
                 notes.append(f"{len(rows) - on - failed} where no {args.branch} fixed point exists (see the reason column)")
-            print(f"wrote {len(rows)} rows to {path}" + (f" ({'; '.join(notes)})" if notes else ""), file=sys.stderr)
+            wrote.append(f"wrote {len(rows)} rows to {path}" + (f" ({'; '.join(notes)})" if notes else ""))
         attrs = job_attrs("sweep", version=version, model=params.to_dict() | {"omega": "scanned"},
                           solver=cfg.as_dict(), rule=cfg.quadrature, command=command_line(), branch=args.branch,
                           title=f"The {args.branch} branch of dot-product attention's state evolution over alpha")
         write_netcdf(sweeps_dataset(cells, alphas, attrs), stage / f"sweep_{args.branch}.nc")
+    for line in wrote:
+        print(line, file=sys.stderr)
     bars_note = error_bars_note(cfg, n_rules)
     if not bars_note and n_unbarred:
         bars_note = (f"{n_unbarred} point(s) on the branch have no error bar (NaN err_*): fewer than two of their "
@@ -294,6 +301,9 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
         return cmd_phase_diagram_rank(args, r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
     params, omegas = opt.omegas_from_args(args)
+    from attnphase.numerics.jobs.report import check_semantic_signal
+
+    check_semantic_signal(omegas)
     opt.check_branch_possible(params, "positional", "the phase diagram's boundaries")
     cfg = solver_options.config_from_args(args)
     solver_options.check_supported(params, cfg)
@@ -307,15 +317,20 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
     workload.announce_rules(params.L, cfg)
-    n_solves = 2 * len(omegas) * len(alphas) * max(1, n_rules)
-    workload.announce_work(f"phase diagram over {len(omegas)} omega x {len(alphas)} alpha values, both branches",
-                           n_solves, params.L, cfg, quiet=args.quiet)
+    per_omega = workload.boundaries_task_seconds(len(alphas), params.L, cfg)
+    workload.announce_tasks(f"phase diagram over {len(omegas)} omega x {len(alphas)} alpha values, both branches",
+                            [per_omega] * (len(omegas) * max(1, n_rules)),
+                            min(executor.workers, chains) if chains else executor.workers,
+                            f"~{per_omega:.0f} CPU s per omega" + (f" and rule ({n_rules} rules)" if n_rules else ""),
+                            quiet=args.quiet)
     if chains and not args.quiet:
         print(f"attnphase: --continuation: the boundaries continued in omega along {chains} chain(s) of contiguous omegas, "
               f"one task each (docs/method.md section 13, continuation in omega)", file=sys.stderr, flush=True)
     if census:
-        print(f"attnphase: --census: a census at alpha_c at each of the {len(omegas)} omegas, one task each "
-              f"(measured 29-59 s each on 2 cores; stored and resumed like the boundaries)", file=sys.stderr, flush=True)
+        each = workload.census_seconds(params.L, cfg)
+        print(f"attnphase: --census: a census at alpha_c at each of the {len(omegas)} omegas, one task each, about "
+              f"{workload.format_duration(workload.wall_seconds([each] * len(omegas), executor.workers))} more "
+              f"(~{each:.0f} CPU s each; stored and resumed like the boundaries)", file=sys.stderr, flush=True)
 
     work.begin("computing the phase diagram")
     from attnphase.execution import ResultStore
@@ -326,7 +341,8 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
     # --json: the table run_phase_diagram prints goes to stderr; stdout gets phase_diagram.json alone
     # the files are written into a staging folder and moved into --out DIR at the end (all or none);
     # what the job prints names DIR, never the staging folder
-    with outputs.staged_output(out_dir) as stage:
+    job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas), "rank": [1, 1]}
+    with outputs.staged_output(out_dir, job="phase_diagram", model=job_model) as stage:
         shown = {str(stage): str(out_dir)}
         stdout = outputs.Rewriting(sys.stderr if args.json else sys.stdout, shown)
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):

@@ -65,3 +65,17 @@ def sweep_exit_code(branch: str, n_failed: int, n_on: int) -> int:
               file=sys.stderr)
         return EXIT_NO_BRANCH
     return 0
+
+
+def check_distinct_models(field: str, values: list, models: list) -> None:
+    """Two scanned values that give the same model (``--sigma "0.5;0.5,0.5"``: a scalar and the same value per
+    token) are a ValueError naming the option, before any work."""
+    import json
+
+    seen: dict[str, object] = {}
+    for v, m in zip(values, models):
+        key = json.dumps(m.to_dict(), sort_keys=True, default=str)
+        if key in seen:
+            raise ValueError(f"--{field.replace('_', '-')}: the values {str(seen[key])!r} and {str(v)!r} give the same "
+                             f"model; give each once")
+        seen[key] = v

@@ -145,7 +145,7 @@ def _write(out_dir: Any, obj: dict, res: Any) -> None:
                "converged": s.name not in failed, "fixed_point": reached.get(s.name, ""),
                "residual": failed[s.name]["residual"] if s.name in failed else "",
                "message": failed[s.name]["message"] if s.name in failed else ""} for s in res.starts]
-    with outputs.staged_output(out_dir) as stage:
+    with outputs.staged_output(out_dir, job="census", model=params.to_dict() | {"alpha": res.alpha}) as stage:
         outputs.write_text_atomic(stage / "census.json", json.dumps(outputs.json_value(obj), indent=1))
         outputs.write_text_atomic(stage / "census.csv", _csv(rows, cols))
         outputs.write_text_atomic(stage / "census_starts.csv",

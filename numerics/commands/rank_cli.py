@@ -159,7 +159,8 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
-    with outputs.staged_output(out_dir) as stage:
+    with outputs.staged_output(out_dir, job=f"sweep_{args.branch}_rank{r}x{r_star}_omega{params.omega:g}",
+                               model=params.to_dict() | {"alpha": list(alphas)}) as stage:
         outputs.write_text_atomic(stage / path.name, buf.getvalue())
     n_failed = sum(not r_["converged"] for r_ in rows)
     n_on = sum(not r_["reason"] for r_ in rows)
@@ -231,6 +232,9 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
                          "replicates over rules are not implemented for it")
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
     omegas = opt.parse_values(args.omega, "--omega")
+    from attnphase.numerics.jobs.report import check_semantic_signal
+
+    check_semantic_signal(omegas)
     params, cfg = rank_model_and_config(args, r, r_star, omegas[0])
     opt.check_branch_possible(params, "positional", "the phase diagram's boundaries")
     for w in omegas:
@@ -247,10 +251,17 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
 
     if not args.quiet:
         print(f"attnphase: rank r = {r}, r* = {r_star}: branches {', '.join(rank_branches(r))} over {len(alphas)} alpha "
-              f"values at {len(omegas)} omega(s) on {cfg.quadrature}, then bisections and root searches "
-              "(minutes per omega)", file=sys.stderr)
+              f"values at {len(omegas)} omega(s) on {cfg.quadrature}, then bisections and root searches", file=sys.stderr)
+    from attnphase.execution.executor import usable_cores
+
+    per_omega = workload.rank_boundaries_task_seconds(len(alphas), params.L, cfg)
+    workload.announce_tasks(f"rank-{r} phase diagram", [per_omega] * len(omegas), executor.workers,
+                            f"~{per_omega:.0f} CPU s per omega, measured at r = 2, r* = 1; the compiled loops use "
+                            f"every core", quiet=args.quiet, min_seconds=0,
+                            cores=usable_cores() if executor.scheduler is None else 0)
     store = ResultStore(out_dir / TASKS_FOLDER)
-    with outputs.staged_output(out_dir) as stage:
+    job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas), "rank": [r, r_star]}
+    with outputs.staged_output(out_dir, job="phase_diagram", model=job_model) as stage:
         shown = {str(stage): str(out_dir)}
         stdout = outputs.Rewriting(sys.stderr if args.json else sys.stdout, shown)
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
@@ -275,6 +286,11 @@ def cmd_scan_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
                          "replicates over rules are not implemented for them")
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
     field, values, models, omegas = opt.scan_from_args(_rank_one(args))
+    from attnphase.numerics.jobs.report import check_semantic_signal
+    from attnphase.numerics.commands.common import check_distinct_models
+
+    check_distinct_models(field, values, models)
+    check_semantic_signal(omegas)
     models = [with_ranks(m, r, r_star) for m in models]
     cfg = None
     for m in models:
@@ -285,10 +301,18 @@ def cmd_scan_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     out_dir = outputs.out_dir_from_args(args)
     work.begin("scanning the rank-r boundaries")
     from attnphase.execution import ResultStore
+    from attnphase.execution.executor import usable_cores
     from attnphase.numerics.jobs.rank_report import run_rank_scan
 
+    costs = [workload.rank_boundaries_task_seconds(len(alphas), m.L, cfg) for m in models for _ in omegas]
+    workload.announce_tasks(f"rank-{r} scan over {len(values)} {field} x {len(omegas)} omega", costs, executor.workers,
+                            f"~{max(costs):.0f} CPU s per (value, omega), measured at r = 2, r* = 1; the compiled "
+                            f"loops use every core", quiet=args.quiet, min_seconds=0,
+                            cores=usable_cores() if executor.scheduler is None else 0)
+
     store = ResultStore(out_dir / TASKS_FOLDER)
-    with outputs.staged_output(out_dir) as stage:
+    job_model = models[0].to_dict() | {field: [str(v) for v in values], "omega": list(omegas), "alpha": list(alphas)}
+    with outputs.staged_output(out_dir, job="scan", model=job_model) as stage:
         shown = {str(stage): str(out_dir)}
         stdout = outputs.Rewriting(sys.stderr if args.json else sys.stdout, shown)
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):

@@ -24,7 +24,7 @@ from attnphase import solver_options
 from attnphase import execution_options
 from attnphase import outputs, work, workload
 from attnphase.execution.progress import job_summary
-from attnphase.numerics.commands.common import TASKS_FOLDER, command_line, ranks_from_args
+from attnphase.numerics.commands.common import TASKS_FOLDER, check_distinct_models, command_line, ranks_from_args
 
 
 def _coord(field: str, values: Sequence[Any]) -> list[Any]:
@@ -98,6 +98,10 @@ def cmd_scan(args: argparse.Namespace) -> int:
         return cmd_scan_rank(args, r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
     field, values, models, omegas = opt.scan_from_args(args)
+    check_distinct_models(field, values, models)
+    from attnphase.numerics.jobs.report import check_semantic_signal
+
+    check_semantic_signal(omegas)
     cfg = solver_options.config_from_args(args)
     for m in models:
         opt.check_branch_possible(m, "positional", "the scan's boundaries")
@@ -109,15 +113,17 @@ def cmd_scan(args: argparse.Namespace) -> int:
     workload.check_grid(len(models) * len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
                         f"(--{field.replace('_', '-')}, omega, alpha) points", "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)
-    n_solves = 2 * len(models) * len(omegas) * len(alphas) * max(1, n_rules)
-    workload.announce_work(f"scan over {len(values)} {field} x {len(omegas)} omega x {len(alphas)} alpha values",
-                           n_solves, max(m.L for m in models), cfg, quiet=args.quiet)
+    costs = [workload.boundaries_task_seconds(len(alphas), m.L, cfg) for m in models for _ in omegas
+             for _ in range(max(1, n_rules))]
+    workload.announce_tasks(f"scan over {len(values)} {field} x {len(omegas)} omega x {len(alphas)} alpha values",
+                            costs, executor.workers, f"~{max(costs):.0f} CPU s per (value, omega)", quiet=args.quiet)
     work.begin("scanning the boundaries")
 
     from attnphase.execution import ResultStore
 
     store = ResultStore(out_dir / TASKS_FOLDER)
-    with outputs.staged_output(out_dir) as stage:
+    job_model = models[0].to_dict() | {field: [str(v) for v in values], "omega": list(omegas), "alpha": list(alphas)}
+    with outputs.staged_output(out_dir, job="scan", model=job_model) as stage:
         shown = {str(stage): str(out_dir)}
         with contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
             summary = run_scan(field, values, models, omegas, alphas, out_dir=stage, config=cfg,

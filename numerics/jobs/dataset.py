@@ -47,8 +47,16 @@ def _lookup(name: str) -> Variable | None:
 _ERROR_NAMES = {f"{k}_err" for k in BOUNDARY_KEYS} | {f"err_{k}" for k in CURVE_KEYS + ("V",)}
 
 
-def _index(values: Sequence[float]) -> dict[float, int]:
-    return {float(v): i for i, v in enumerate(values)}
+def _coord_key(v: Any) -> float | str:
+    """A coordinate value as a lookup key: a number as a float, anything else (a per-token --sigma "0.4,0.6") as its text."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return str(v).strip()
+
+
+def _index(values: Sequence[Any]) -> dict[float | str, int]:
+    return {_coord_key(v): i for i, v in enumerate(values)}
 
 
 def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coords: dict[str, Sequence[Any]],
@@ -69,7 +77,7 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
     curves = {k: np.full(shape + (2, len(alist)), np.nan) for k in CURVE_KEYS}
     converged = np.zeros(shape + (2, len(alist)), dtype=np.int8)
     for cell in cells:
-        at = tuple(idx[d][float(cell["at"][d])] for d in dims)
+        at = tuple(idx[d][_coord_key(cell["at"][d])] for d in dims)
         b: Boundaries = cell["b"]
         for k in _BOUNDARY_FLOATS:
             floats[k][at] = getattr(b, k)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,30 @@ ERROR_COLUMNS = tuple(f"{k}_{suffix}" for k in BOUNDARY_KEYS for suffix in ("err
 CURVES_OMEGA = 0.3
 
 
+def curves_omega(omegas: Sequence[float]) -> float | None:
+    """The omega of the branch-curves figure: CURVES_OMEGA where ``omegas`` hold it, else the one of ``omegas``
+    below 1 nearest to it (the smaller on a tie); None when every omega is 1 (no semantic signal).  The figure
+    is always drawn at an omega of the run: no task is computed for it alone."""
+    below = sorted(float(w) for w in omegas if float(w) < 1)
+    if not below:
+        return None
+    return min(below, key=lambda w: (abs(w - CURVES_OMEGA), w))
+
+
+def curves_file(omega: float) -> str:
+    """The branch-curves figure's name at ``omega``."""
+    return f"curves_omega{omega:g}.png"
+
+
+def check_semantic_signal(omegas: Sequence[float], option: str = "--omega") -> None:
+    """At least one omega below 1: at omega = 1 the target attention is A alone, the data carry no semantic
+    signal (docs/model.md section 1), so no semantic branch and no boundary exists; a ValueError otherwise."""
+    if omegas and all(float(w) >= 1 for w in omegas):
+        raise ValueError(f"{option} 1: at omega = 1 the target attention is A alone (no semantic signal): there is "
+                         f"no semantic branch and no alpha_c, alpha_l or branch end to locate; take omega < 1 "
+                         f"(attnphase solve --omega 1 --branch positional gives the positional fixed point)")
+
+
 @dataclass(frozen=True)
 class BoundaryRuns:
     """The boundaries of a list of models (each with its errors over the rules, or None), the
@@ -51,16 +76,18 @@ class BoundaryRuns:
 def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], config: SolverConfig,
                        n_rules: int = 0, *, executor: ExecutorSpec = ExecutorSpec(), store: ResultStore | None = None,
                        fresh: bool = False, quiet: bool = False, desc: str = "phase diagram",
-                       tags: Sequence[str] | None = None) -> BoundaryRuns:
+                       tags: Sequence[str] | None = None, curves_at: float | None = CURVES_OMEGA) -> BoundaryRuns:
     """phase_boundaries at every model (one task each), and on ``n_rules - 1`` more rules when
     ``n_rules`` >= 2 (the replicates keep only their numbers; their spread is each boundary's error).
     Otherwise the errors are each task's own, from the rules' blocks (:meth:`Boundaries.errors`), when
-    ``config`` makes them.  ``tags``: label prefixes per model."""
+    ``config`` makes them.  ``tags``: label prefixes per model.  ``curves_at``: the omega whose first-rule task
+    also follows the whole positional branch (the curves figure's; None: none)."""
     reps = max(1, n_rules)
     tags = tags or [""] * len(models)
     version = numerics_version()
-    # at CURVES_OMEGA the first rule's task also follows the whole positional branch (its curves)
-    tasks = [boundaries_task(m, alphas, config, k, tag, version, whole=k == 0 and abs(m.omega - CURVES_OMEGA) < 1e-12)
+    # at the curves' omega the first rule's task also follows the whole positional branch (its curves)
+    tasks = [boundaries_task(m, alphas, config, k, tag, version,
+                             whole=k == 0 and curves_at is not None and abs(m.omega - curves_at) < 1e-12)
              for m, tag in zip(models, tags) for k in range(reps)]
     # the smallest omegas first: they take longest (alpha_c between the positional branch's two close
     # pieces: 15-18 s at omega <= 0.05 against 8-11 s above, one thread), so they do not end the run alone
@@ -89,19 +116,17 @@ def compute_boundaries_continued(params: ModelParams, omegas: Sequence[float], a
                                  executor: ExecutorSpec = ExecutorSpec(), store: ResultStore | None = None,
                                  fresh: bool = False, quiet: bool = False, desc: str = "phase diagram") -> BoundaryRuns:
     """As :func:`compute_boundaries` at ``params`` with omega = each of ``omegas`` (rows in that order),
-    the omegas split into ``n_chains`` contiguous chains continued in omega, one task each (per rule);
-    CURVES_OMEGA, where ``omegas`` lack it, one more independent task (a last row).  A failed chain's
-    omegas get NaN rows whose note is the task's error."""
+    the omegas split into ``n_chains`` contiguous chains continued in omega, one task each (per rule); the
+    chain holding the curves' omega (:func:`curves_omega`) is anchored there and follows its whole positional
+    branch.  A failed chain's omegas get NaN rows whose note is the task's error."""
     reps = max(1, n_rules)
     version = numerics_version()
-    chains = omega_chains(omegas, n_chains, anchor_at=CURVES_OMEGA)
-    tasks = [chain_task(params, alphas, config, ch, k, whole=k == 0 and abs(ch[0] - CURVES_OMEGA) < 1e-12,
+    at = curves_omega(omegas)
+    chains = omega_chains(omegas, n_chains, anchor_at=at)
+    tasks = [chain_task(params, alphas, config, ch, k, whole=k == 0 and at is not None and abs(ch[0] - at) < 1e-12,
                         version=version) for k in range(reps) for ch in chains]
-    with_curves = any(abs(w - CURVES_OMEGA) < 1e-12 for w in omegas)
-    extra = [] if with_curves else [boundaries_task(params.replace(omega=CURVES_OMEGA), alphas, config, 0, "",
-                                                    version, whole=True)]
     with TaskBar(desc, unit="chain", quiet=quiet) as bar:
-        outs = run_tasks(tasks + extra, executor=executor, store=store, fresh=fresh, version=version, progress=bar)
+        outs = run_tasks(tasks, executor=executor, store=store, fresh=fresh, version=version, progress=bar)
     per_rule: list[dict[float, tuple[Boundaries, Outcome]]] = [{} for _ in range(reps)]
     for i, (t, o) in enumerate(zip(tasks, outs)):
         k, (anchor, up, down) = i // len(chains), chains[i % len(chains)]
@@ -112,17 +137,16 @@ def compute_boundaries_continued(params: ModelParams, omegas: Sequence[float], a
     def cell(k: int, w: float) -> tuple[Boundaries, Outcome]:
         return next(v for key, v in per_rule[k].items() if abs(key - float(w)) < 1e-12)
 
-    rows = [cell(0, w)[0] for w in omegas] + [boundaries_or_failure(o, CURVES_OMEGA) for o in outs[len(tasks):]]
-    outcomes = [cell(0, w)[1] for w in omegas] + outs[len(tasks):]
+    rows = [cell(0, w)[0] for w in omegas]
+    outcomes = [cell(0, w)[1] for w in omegas]
     errors = None
     if n_rules:
         errors = [replicate_spread([strip_sweeps(cell(k, w)[0]) for k in range(reps)]) for w in omegas]
-        errors += [replicate_spread([strip_sweeps(r)]) for r in rows[len(omegas):]]
     elif replicate_count(config):
         errors = [b.errors() for b in rows]
     counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
               "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs)}
-    return BoundaryRuns(rows, errors, outcomes, counts, failure_summary(outs), tuple(t.key for t in tasks + extra))
+    return BoundaryRuns(rows, errors, outcomes, counts, failure_summary(outs), tuple(t.key for t in tasks))
 
 
 def _fmt(x: float) -> str:
@@ -188,7 +212,8 @@ def run_phase_diagram(
     existing: str | Path | None = None,
     chains: int = 0,
 ) -> tuple[int, dict]:
-    """Compute the boundaries at every omega; write phase_diagram.csv/.json/.nc/.png and curves_omega0.3.png.
+    """Compute the boundaries at every omega; write phase_diagram.csv/.json/.nc/.png and the branch curves at
+    the run's omega nearest 0.3 (:func:`curves_omega`), curves_omega<omega>.png.
 
     Every setting is in ``config`` (solve rule, alpha_c correction rule, branch-end strategy and rule).
     Error bars (``<boundary>_err``, ``<boundary>_found`` columns, error bars in the figure): from the
@@ -208,21 +233,23 @@ def run_phase_diagram(
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     models = [params.replace(omega=float(w)) for w in omegas]
-    with_curves = any(abs(w - CURVES_OMEGA) < 1e-12 for w in omegas)
-    extra = [] if with_curves else [params.replace(omega=CURVES_OMEGA)]
+    at = curves_omega(omegas)
     if chains:
         runs = compute_boundaries_continued(params, omegas, alphas, cfg, error_estimate, n_chains=chains,
                                             executor=executor, store=store, fresh=fresh, quiet=quiet)
     else:
-        runs = compute_boundaries(models + extra, alphas, cfg, error_estimate, executor=executor, store=store,
-                                  fresh=fresh, quiet=quiet)
+        runs = compute_boundaries(models, alphas, cfg, error_estimate, executor=executor, store=store,
+                                  fresh=fresh, quiet=quiet, curves_at=at)
     rows, errors = runs.rows[:len(models)], runs.errors[:len(models)] if runs.errors else None
     table = boundary_table(rows, errors)
     version = numerics_version()
     files = ["phase_diagram.csv", "phase_diagram.png", "phase_diagram.nc", "phase_diagram.json"]
-    curves = next((b for b in runs.rows if abs(b.omega - CURVES_OMEGA) < 1e-12), None)
+    curves = next((b for b in runs.rows if at is not None and abs(b.omega - at) < 1e-12), None)
     if curves is not None and curves.semantic is not None and curves.semantic.points:
-        files.append(f"curves_omega{CURVES_OMEGA}.png")
+        files.append(curves_file(curves.omega))
+    elif not quiet:
+        print(f"attnphase: note: no branch-curves figure: the omega = {at:g} task has no converged semantic point"
+              if at is not None else "attnphase: note: no branch-curves figure (no omega below 1)", file=sys.stderr)
     # what the files are made of: the tasks, the options that shape the files, the presenting code
     identity = {"tasks": runs.keys, "omegas": list(omegas), "alphas": list(alphas), "error_estimate": error_estimate,
                 "params": params.to_dict(), "presentation": code_version("attnphase", "attnphase.numerics",
@@ -238,7 +265,7 @@ def run_phase_diagram(
         record_outputs(out, "phase_diagram", identity, files)
     print_boundary_table(table, error_label(cfg, error_estimate) if errors else "")
     what = "outputs up to date in" if unchanged else "wrote"
-    code = job_summary(f"{what} {out}/phase_diagram.csv, .nc, .png, curves_omega{CURVES_OMEGA}.png",
+    code = job_summary(f"{what} {out}/phase_diagram.csv, .nc, .png" + (f", {files[-1]}" if files[-1].startswith("curves") else ""),
                        time.perf_counter() - t0, runs.counts, runs.failures)
     return code, meta
 
@@ -263,11 +290,11 @@ def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float]
     write_netcdf(boundaries_dataset(cells, ("omega",), {"omega": [float(w) for w in omegas]}, alphas, attrs),
                  out / "phase_diagram.nc")
     if curves is not None and curves.semantic is not None and curves.semantic.points:
-        pc = params.replace(omega=CURVES_OMEGA)
+        pc = params.replace(omega=curves.omega)
         plot_branch_curves(
             curves.semantic, curves.positional, curves.semantic.points[0].observables.eps_lin,
-            curves.alpha_c, curves.alpha_l, out / f"curves_omega{CURVES_OMEGA}.png",
-            title=f"omega = {CURVES_OMEGA}, sigma = {pc.sigma_value}, lambda = {pc.lam}",
+            curves.alpha_c, curves.alpha_l, out / curves_file(curves.omega),
+            title=f"omega = {curves.omega:g}, sigma = {pc.sigma_value}, lambda = {pc.lam}",
             alpha_max=alpha_max_of([curves], alphas),
         )
     meta = {

@@ -24,3 +24,11 @@ def die_once(arg: tuple[str, float]) -> float:
         marker.write_text(str(os.getpid()))
         os.kill(os.getpid(), signal.SIGKILL)
     return x * x
+
+
+def sleepy(seconds: float) -> float:
+    """Sleep ``seconds`` (a task that is still running when its worker goes away)."""
+    import time
+
+    time.sleep(seconds)
+    return seconds

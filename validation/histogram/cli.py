@@ -16,6 +16,21 @@ from attnphase import execution_options
 from attnphase import outputs, work
 
 
+def _announce(config, workers: int, quiet: bool) -> None:
+    """The two stages' tasks and their time (attnphase.workload: CPU seconds per training sample and epoch)."""
+    from attnphase import workload
+
+    per = workload.HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH * config.n_samples
+    train = [per * config.epochs] * len(config.variants)
+    reparam = [per * config.reparam_epochs] * sum(v != "both" for v in config.variants)
+    t = workload.wall_seconds(train, workers) + workload.wall_seconds(reparam, workers)
+    if not quiet:
+        print(f"attnphase: histogram: {len(train)} trainings ({config.n_samples} samples x {config.epochs} epochs) "
+              f"then {len(reparam)} re-parameterisations, about {workload.format_duration(t)} on {workers} worker"
+              f"{'s' if workers != 1 else ''} (~{per * config.epochs:.0f} CPU s per training, from measured CPU times: "
+              f"a busy or slower machine takes longer)", file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the experiment described by ``args`` and write the report and ``histogram.nc`` into
     ``--out DIR``; returns 0, or 1 when a task failed (then nothing is written but the finished
@@ -54,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)
     torch.set_num_threads(args.threads)  # the tasks run in this process with --workers 1 (Dask workers: one thread each)
     config = HistogramConfig.quick() if args.quick else HistogramConfig.paper()
+    _announce(config, executor.workers, args.quiet)
     done = run_histogram(config, args.seed, device, executor=executor, store=ResultStore(out / TASKS_FOLDER),
                          fresh=args.fresh, quiet=args.quiet)
     c = done.counts
@@ -67,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({"tasks": c | {"failures": done.failures}, "out": str(out)}))
         return 1
     status = {o.label: o.status for o in done.outcomes}
-    with outputs.staged_output(out) as stage:  # all files or none
+    with outputs.staged_output(out, job="histogram", model={"quick": bool(args.quick), "seed": args.seed}) as stage:  # all files or none
         with contextlib.redirect_stdout(outputs.Rewriting(sys.stdout, {str(stage): str(out)})):
             written = write_report(result, stage)
         attrs = histogram_attrs(result, done.version, command_line())

@@ -1,0 +1,468 @@
+"""Probes of the execution side: output paths the system refuses, signals at any phase of a job, a
+scheduler without workers, a used ``--out``, the finite-d sample counts, scans over a per-token sigma,
+omega = 1, and the estimate every long job announces before it starts.
+
+Each probe is quick: a refusal runs in-process through ``attnphase.cli.main``; the few that compute use
+the small rules of ``SMALL`` and one omega; signals are sent to a subprocess with ``os.kill``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from attnphase import interrupts, outputs
+from attnphase.cli import main
+
+SMALL = ["--alpha", "0.6:2.2:5", "--quadrature", "gh6", "--alpha-c-quadrature", "none",
+         "--bifurcation-quadrature", "sobol10", "--quiet"]
+
+
+def _one_line_error(capsys, argv, needles, where: Path) -> str:
+    before = sorted(os.listdir(where))
+    code = main(argv)
+    cap = capsys.readouterr()
+    assert code == 2, cap.err
+    assert cap.err.count("\n") == 1 and cap.err.startswith("attnphase: error:"), cap.err
+    assert "Traceback" not in cap.err
+    for needle in needles:
+        assert needle in cap.err, (needle, cap.err)
+    assert sorted(os.listdir(where)) == before  # nothing made, no probe or staging folder left
+    return cap.err
+
+
+# --- an --out path the system refuses: one line, exit code 2, before any work ---------------------
+
+def _refused_paths(tmp: Path) -> list[tuple[str, list[str]]]:
+    os.symlink(tmp / "nowhere" / "x", tmp / "dangling")
+    os.symlink(tmp / "loop_b", tmp / "loop_a")
+    os.symlink(tmp / "loop_a", tmp / "loop_b")
+    paths = [("x" * 300, ["--out", "File name too long", "300 characters"]),
+             (str(Path("new") / ("y" * 256) / "z"), ["--out", "File name too long"]),
+             ("dangling", ["--out", "symbolic link", "leads nowhere"]),
+             ("dangling/sub", ["--out", "symbolic link", "leads nowhere"]),
+             ("loop_a/sub", ["--out", "symbolic link", "leads nowhere"])]
+    if Path("/proc/self").is_dir():
+        paths.append(("/proc/attnphase-out", ["--out", "/proc"]))
+    return paths
+
+
+@pytest.mark.parametrize("command", [
+    ["phase-diagram", "--omega", "0.3", "--alpha", "1"],
+    ["sweep", "--alpha", "1"],
+    ["scan", "--lam", "0.01,0.02", "--omega", "0.3", "--alpha", "1"],
+    ["census", "--alpha", "1.25"],
+    ["validate", "--quick"],
+    ["histogram", "--quick"],
+])
+def test_out_path_the_system_refuses_is_one_line(command, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for out, needles in _refused_paths(tmp_path):
+        _one_line_error(capsys, [*command, "--out", out], needles, tmp_path)
+
+
+def test_task_store_that_is_a_file_is_refused_before_any_task(capsys, tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "tasks").write_text("not a folder")
+    _one_line_error(capsys, ["sweep", "--alpha", "2", "--quadrature", "gh6", "--workers", "1", "--quiet", "--out",
+                             str(tmp_path / "out")], ["tasks", "must be a folder"], tmp_path)
+    assert os.listdir(tmp_path / "out") == ["tasks"]
+
+
+def test_derive_output_and_show_path_too_long_are_one_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _one_line_error(capsys, ["derive", "-o", "z" * 300], ["-o/--output", "File name too long"], tmp_path)
+    _one_line_error(capsys, ["show", "z" * 300], ["PATH", "File name too long"], tmp_path)
+
+
+def test_out_through_a_working_symlink_is_taken(tmp_path):
+    (tmp_path / "real").mkdir()
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    assert outputs.check_out_dir(tmp_path / "link" / "new") == tmp_path / "link" / "new"
+    assert os.listdir(tmp_path / "real") == []  # the check made nothing
+
+
+# --- signals at any phase ------------------------------------------------------------------------
+
+def _start(argv: list[str], cwd: Path) -> subprocess.Popen:
+    # the child gets the default SIGINT action (a process started with SIGINT ignored keeps it ignored)
+    return subprocess.Popen([sys.executable, "-m", "attnphase", *argv], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=os.environ | {"ATTNPHASE_QUIET": "1"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def _wait_for(predicate, proc: subprocess.Popen, seconds: float = 240) -> None:
+    deadline = time.time() + seconds
+    while time.time() < deadline and proc.poll() is None and not predicate():
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.communicate()
+
+
+def _clean_exit(proc: subprocess.Popen, code: int, last: str) -> str:
+    _, err = proc.communicate(timeout=120)
+    # a Ctrl-C that reached a C extension's own Python code while a module loaded makes the interpreter end by
+    # SIGINT after the command's clean stop: the shell shows 130 either way
+    assert proc.returncode == code or (code == 130 and proc.returncode == -signal.SIGINT), (proc.returncode, err)
+    assert "Traceback" not in err and "leaked semaphore" not in err and "Exception ignored" not in err, err
+    assert err.strip().splitlines()[-1] == last, err
+    return err
+
+
+@pytest.mark.parametrize(("sig", "code", "last"), [(signal.SIGINT, 130, "attnphase: interrupted"),
+                                                   (signal.SIGTERM, 143, "attnphase: terminated (SIGTERM)")])
+def test_signal_during_cluster_start_exits_cleanly(sig, code, last, tmp_path):
+    proc = _start(["phase-diagram", "--omega", "0.25,0.3", *SMALL, "--workers", "2", "--out", "pd"], tmp_path)
+    # the staging folder appears just before the job's local cluster starts (a start takes seconds)
+    _wait_for(lambda: any(p.name.startswith(".attnphase-stage-") for p in tmp_path.iterdir()), proc)
+    time.sleep(0.3)
+    os.kill(proc.pid, sig)
+    _clean_exit(proc, code, last)
+    assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["pd"])  # no staging folder; pd holds tasks only
+    if (tmp_path / "pd").exists():
+        assert [p.name for p in (tmp_path / "pd").iterdir()] == ["tasks"]
+
+
+def test_sigterm_during_tasks_exits_143_and_keeps_the_finished_ones(tmp_path):
+    out = tmp_path / "pd"
+    proc = _start(["phase-diagram", "--omega", "0.25,0.3,0.35", *SMALL, "--workers", "1", "--out", "pd"], tmp_path)
+    _wait_for(lambda: len(list((out / "tasks").glob("*.task"))) >= 1, proc)
+    os.kill(proc.pid, signal.SIGTERM)  # as `kill` or `timeout` does, while the other omegas are computed
+    _clean_exit(proc, 143, "attnphase: terminated (SIGTERM)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pd"]  # no hidden staging folder beside --out
+    assert [p.name for p in out.iterdir()] == ["tasks"]
+    assert all(p.name.endswith(".task") for p in (out / "tasks").iterdir())
+
+
+@pytest.mark.parametrize(("sig", "code", "last"), [(signal.SIGINT, 130, "attnphase: interrupted"),
+                                                   (signal.SIGTERM, 143, "attnphase: terminated (SIGTERM)")])
+def test_signal_while_the_command_loads_is_one_line(sig, code, last, tmp_path):
+    reached = 0
+    for delay in (0.05, 0.1, 0.15, 0.2, 0.3, 0.5):  # importing the modules, parsing the options, checking them
+        proc = _start(["phase-diagram", "--omega", "0.3", *SMALL, "--workers", "1", "--out", "pd"], tmp_path)
+        time.sleep(delay)
+        os.kill(proc.pid, sig)
+        _, err = proc.communicate(timeout=120)
+        if last not in err:  # still in the interpreter's own start-up: no code of the command ran yet
+            assert "attnphase/cli.py" not in err and "attnphase/interrupts.py" not in err, (proc.returncode, err)
+            continue
+        assert proc.returncode in (code, -signal.SIGINT), (proc.returncode, err)
+        assert "Traceback" not in err and err.strip().splitlines()[-1] == last, err
+        reached += 1
+        assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["pd"])
+    assert reached >= 3
+
+
+def test_deferred_holds_a_signal_until_the_stretch_ends():
+    reached = []
+    with interrupts.handling_termination():
+        with pytest.raises(interrupts.Terminated) as caught:
+            with interrupts.deferred():
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.05)
+                reached.append("end of the stretch")
+    assert reached == ["end of the stretch"] and caught.value.exit_code == 143
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            reached.append("again")
+    assert reached[-1] == "again"
+    with pytest.raises(interrupts.Terminated):  # a second signal during a clean-up does not replace the first
+        try:
+            raise interrupts.Terminated(signal.SIGTERM)
+        finally:
+            with interrupts.deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_staging_folders_of_dead_processes_are_removed_at_the_next_run(tmp_path):
+    host = outputs._owner_tag().rsplit("-", 1)[0]
+    dead = tmp_path / f".attnphase-stage-{host}-{_dead_pid()}-abc123"
+    live = tmp_path / f".attnphase-stage-{host}-{os.getpid()}-def456"
+    other = tmp_path / f".attnphase-stage-elsewhere.example-{_dead_pid()}-ghi789"
+    for folder in (dead, live, other):
+        folder.mkdir()
+        (folder / "half.csv").write_text("1")
+    with outputs.staged_output(tmp_path / "out") as stage:
+        (stage / "one.csv").write_text("1")
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert dead.name not in names  # its process is gone
+    assert live.name in names and other.name in names  # a live process's, another machine's: left alone
+    assert os.listdir(tmp_path / "out") == ["one.csv"]
+
+
+# --- a scheduler without workers ---------------------------------------------------------------------
+
+@pytest.fixture
+def empty_scheduler():
+    """A Dask scheduler on 127.0.0.1 with no worker (stopped afterwards)."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1",
+                                      dashboard_address=":0")
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def test_scheduler_without_workers_is_a_timeout_not_a_wait_forever(capsys, tmp_path, monkeypatch, empty_scheduler):
+    monkeypatch.setenv("ATTNPHASE_WORKER_TIMEOUT", "2")
+    t0 = time.time()
+    err = _one_line_error(capsys, ["phase-diagram", "--omega", "0.3", *SMALL, "--scheduler",
+                                   empty_scheduler.scheduler_address, "--out", str(tmp_path / "pd")],
+                          ["--scheduler", "no worker joined within 2 s", "dask worker"], tmp_path)
+    assert time.time() - t0 < 60, err
+
+
+def test_workers_gone_mid_job_fail_the_unfinished_tasks(empty_scheduler):
+    import threading
+
+    from attnphase.execution import ExecutorSpec, Task, run_tasks
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "execution"))
+    from exec_tasks import sleepy
+
+    empty_scheduler.scale(1)
+    empty_scheduler.wait_for_workers(1, timeout=60)
+    tasks = [Task(key=f"k{i}", label=f"t{i}", fn=sleepy, arg=5.0) for i in range(2)]
+    threading.Timer(1.0, lambda: empty_scheduler.scale(0)).start()
+    t0 = time.time()
+    outs = run_tasks(tasks, executor=ExecutorSpec(scheduler=empty_scheduler.scheduler_address, worker_timeout=2))
+    assert time.time() - t0 < 60
+    assert outs and all(o.status == "failed" and "no worker" in o.reason for o in outs), outs
+
+
+def test_scheduler_lost_mid_job_fails_the_unfinished_tasks(empty_scheduler):
+    import threading
+
+    from attnphase.execution import ExecutorSpec, Task, run_tasks
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "execution"))
+    from exec_tasks import sleepy
+
+    empty_scheduler.scale(1)
+    empty_scheduler.wait_for_workers(1, timeout=60)
+    tasks = [Task(key=f"s{i}", label=f"t{i}", fn=sleepy, arg=5.0) for i in range(2)]
+    threading.Timer(1.0, lambda: empty_scheduler.close()).start()
+    t0 = time.time()
+    outs = run_tasks(tasks, executor=ExecutorSpec(scheduler=empty_scheduler.scheduler_address, worker_timeout=30))
+    assert time.time() - t0 < 60
+    assert outs and all(o.status == "failed" for o in outs), outs
+
+
+def test_scheduler_address_of_a_server_that_never_answers_is_refused():
+    import socket
+    import threading
+
+    from attnphase.execution import ExecutorSpec, Task, run_tasks
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()  # accepts, never answers
+    address = "tcp://127.0.0.1:%d" % server.getsockname()[1]
+    t0 = time.time()
+    try:
+        with pytest.raises(ValueError, match="no Dask scheduler answered within 1 s"):
+            run_tasks([Task(key="k", label="t", fn=abs, arg=-1)], executor=ExecutorSpec(scheduler=address, connect_timeout=1))
+    finally:
+        server.close()
+    assert time.time() - t0 < 30
+
+
+def test_bad_worker_timeout_is_one_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNPHASE_WORKER_TIMEOUT", "-1")
+    _one_line_error(capsys, ["sweep", "--alpha", "1", "--out", str(tmp_path / "s")], ["ATTNPHASE_WORKER_TIMEOUT"],
+                    tmp_path)
+
+
+# --- a used --out: never another job's tables beside the new ones ------------------------------------
+
+def test_staged_output_replaces_what_the_earlier_job_wrote(tmp_path, capsys):
+    out = tmp_path / "out"
+    with outputs.staged_output(out, job="sweep_semantic", model={"lam": 0.01, "omega": [0.1, 0.2]}) as stage:
+        for name in ("sweep_semantic_omega0.1.csv", "sweep_semantic_omega0.2.csv", "sweep_semantic.nc"):
+            (stage / name).write_text("old")
+    (out / "notes_of_mine.txt").write_text("keep")
+    with outputs.staged_output(out, job="other_job") as stage:
+        (stage / "other.csv").write_text("other")
+    with outputs.staged_output(out, job="sweep_semantic", model={"lam": 0.1, "omega": [0.3]}) as stage:
+        for name in ("sweep_semantic_omega0.3.csv", "sweep_semantic.nc"):
+            (stage / name).write_text("new")
+    names = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    assert names == ["notes_of_mine.txt", "other.csv", "sweep_semantic.nc", "sweep_semantic_omega0.3.csv"]
+    assert (out / "sweep_semantic.nc").read_text() == "new"
+    err = capsys.readouterr().err
+    assert "lam=0.01 -> 0.1" in err and "sweep_semantic_omega0.1.csv" in err and "removed" in err
+    record = json.loads((out / ".attnphase-job-sweep_semantic.json").read_text())
+    assert record["files"] == ["sweep_semantic.nc", "sweep_semantic_omega0.3.csv"]
+    # the same model again, writing part of its files (the others up to date): nothing is removed
+    with outputs.staged_output(out, job="sweep_semantic", model={"lam": 0.1, "omega": [0.3]}) as stage:
+        (stage / "census.csv").write_text("new part")
+    assert {"sweep_semantic.nc", "sweep_semantic_omega0.3.csv", "census.csv"} <= set(os.listdir(out))
+
+
+def test_sweep_rerun_with_another_model_leaves_no_stale_csv(tmp_path, capsys):
+    out = str(tmp_path / "s")
+    common = ["--alpha", "1.5,2", "--quadrature", "gh6", "--workers", "1", "--quiet", "--out", out]
+    assert main(["sweep", "--omega", "0.25,0.3", *common]) == 0
+    assert main(["sweep", "--lam", "0.02", "--omega", "0.35", *common]) == 0
+    files = sorted(p.name for p in Path(out).iterdir() if not p.name.startswith("."))
+    assert files == ["sweep_semantic.nc", "sweep_semantic_omega0.35.csv", "tasks"]
+    err = capsys.readouterr().err
+    assert "lam=0.01 -> 0.02" in err
+
+
+# --- an error after the work began: exit code 1, one line, nothing written, the finished tasks kept ------
+
+def test_failure_after_the_work_began_is_exit_1_not_bad_input(tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match="bad input"):  # nothing done yet: still bad input
+        with outputs.staged_output(out):
+            raise ValueError("bad input")
+    with pytest.raises(ValueError, match="cannot connect"):  # a cache copied in (its old times kept) is no work
+        with outputs.staged_output(out) as stage:
+            (stage / "cache.json").write_text("{}")
+            os.utime(stage / "cache.json", (1e9, 1e9))
+            raise ValueError("--scheduler tcp://127.0.0.1:9: cannot connect")
+    with pytest.raises(outputs.JobFailed, match="after its work began"):
+        with outputs.staged_output(out) as stage:
+            (stage / "figure.png").write_text("half")
+            raise ValueError("could not convert string to float: '0.4,0.6'")
+    assert os.listdir(tmp_path) == []
+
+
+def test_sweep_that_fails_writing_its_outputs_says_so_in_one_line(tmp_path, capsys, monkeypatch):
+    import attnphase.numerics.jobs.dataset as dataset
+
+    def broken(*args, **kwargs):
+        raise TypeError("a defect in writing the dataset")
+
+    monkeypatch.setattr(dataset, "sweeps_dataset", broken)
+    out = tmp_path / "s"
+    assert main(["sweep", "--omega", "0.3", "--alpha", "2", "--quadrature", "gh6", "--workers", "1", "--quiet",
+                 "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "TypeError: a defect in writing the dataset" in err and "Traceback" not in err
+    assert os.listdir(out) == ["tasks"] and len(os.listdir(out / "tasks")) == 1  # the finished task is kept
+
+
+# --- finite d: the sample counts are the ones asked for, or said ---------------------------------------
+
+def test_simulate_refuses_no_training_sample(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _one_line_error(capsys, ["simulate", "--d", "2", "--alpha", "0.01"], ["--alpha 0.01", "--d 2", "n = round(alpha d)"],
+                    tmp_path)
+    _one_line_error(capsys, ["simulate", "--n-test", "2"], ["--n-test", ">= 100"], tmp_path)
+    _one_line_error(capsys, ["validate", "--quick", "--d", "3", "--out", "v"], ["--d 3", "need --d >= 6"], tmp_path)
+
+
+def test_simulate_reports_n_and_the_effective_alpha(capsys):
+    from attnphase.validation.data import n_samples
+
+    with pytest.raises(ValueError, match="n = round"):
+        n_samples(0.01, 2)  # never a silent n = 1
+    assert main(["simulate", "--d", "10", "--alpha", "0.75", "--n-test", "200", "--json", "--device", "cpu",
+                 "--threads", "1"]) in (0, 1)
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert rec["n"] == 8 and rec["n_test"] == 200 and rec["alpha"] == 0.75 and rec["eps_g_se"] > 0
+    assert "effective alpha = n/d = 0.8" in cap.err
+
+
+# --- validate: its size is guarded and announced ---------------------------------------------------------
+
+def test_validate_many_seeds_needs_large(capsys, tmp_path):
+    _one_line_error(capsys, ["validate", "--quick", "--seeds", "50", "--out", str(tmp_path / "v")],
+                    ["--seeds", "simulations is more than 1000", "--large"], tmp_path)
+
+
+# --- scans over a per-token sigma; omega = 1; the curves figure at an omega of the run -----------------
+
+def test_scan_over_per_token_sigma_is_written_end_to_end(tmp_path, capsys):
+    pytest.importorskip("xarray")
+    from attnphase.execution.dataset import open_dataset
+
+    out = tmp_path / "scan"
+    assert main(["scan", "--sigma", "0.5;0.4,0.6", "--omega", "0.3", *SMALL, "--alpha", "1.2,1.6", "--workers", "1",
+                 "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert [r["sigma"] for r in summary["rows"]] == ["0.5", "0.4,0.6"]
+    ds = open_dataset(out / "scan.nc")  # the per-token values label the sigma dimension (sigma_label in the file)
+    assert list(ds["sigma"].values) == ["0.5", "0.4,0.6"] and ds["alpha_c"].shape == (2, 1)
+    assert (out / "phase_diagram_sigma0.4,0.6.png").stat().st_size > 0
+
+
+def test_scan_values_that_give_one_model_are_refused(capsys, tmp_path):
+    for extra in ([], ["--rank", "2"]):
+        _one_line_error(capsys, ["scan", "--sigma", "0.5;0.5,0.5", "--omega", "0.3", *extra, "--out", str(tmp_path / "s")],
+                        ["--sigma", "'0.5' and '0.5,0.5'", "same model"], tmp_path)
+
+
+@pytest.mark.parametrize("argv", [["phase-diagram", "--omega", "1"], ["scan", "--lam", "0.01,0.1", "--omega", "1"],
+                                  ["phase-diagram", "--omega", "1", "--rank", "2"]])
+def test_omega_one_alone_is_refused_with_the_reason(argv, capsys, tmp_path):
+    _one_line_error(capsys, [*argv, "--out", str(tmp_path / "o")], ["--omega 1", "no semantic signal"], tmp_path)
+
+
+def test_curves_figure_is_drawn_at_an_omega_of_the_run(tmp_path, capsys):
+    from attnphase.numerics.jobs.report import curves_omega
+
+    assert curves_omega([0.1, 0.2]) == 0.2 and curves_omega([0.3, 0.5]) == 0.3 and curves_omega([0.25, 0.35]) == 0.25
+    assert curves_omega([1.0]) is None and curves_omega([0.9, 1.0]) == 0.9
+    out = tmp_path / "pd"
+    assert main(["phase-diagram", "--omega", "0.25", *SMALL, "--workers", "1", "--out", str(out), "--json"]) == 0
+    meta = json.loads(capsys.readouterr().out)
+    assert meta["tasks"]["total"] == 1  # no extra omega = 0.3 task for the figure
+    assert (out / "curves_omega0.25.png").stat().st_size > 0 and not (out / "curves_omega0.3.png").exists()
+
+
+# --- every long command announces its estimate before it starts -------------------------------------
+
+class _Stop(Exception):
+    """Raised where the work would begin."""
+
+
+def _stop(*args, **kwargs):
+    raise _Stop
+
+
+@pytest.mark.parametrize(("argv", "target", "words"), [
+    (["phase-diagram"], "attnphase.numerics.jobs.report.run_phase_diagram", ["10 tasks", "CPU s per omega"]),
+    (["phase-diagram", "--rank", "2", "--omega", "0.3", "--alpha", "0.25:3:6", "--quadrature", "sobol11"],
+     "attnphase.numerics.jobs.rank_report.run_rank_phase_diagram", ["1 task", "CPU s per omega"]),
+    (["scan", "--lam", "0.001,0.01,0.1"], "attnphase.numerics.commands.scan.run_scan", ["30 tasks"]),
+    (["scan", "--lam", "0.001,0.01", "--rank", "2", "--omega", "0.3", "--alpha", "0.25:3:6", "--quadrature", "sobol11"],
+     "attnphase.numerics.jobs.rank_report.run_rank_scan", ["2 tasks", "every core"]),
+    (["sweep", "--omega", "0.1,0.2,0.3", "--alpha", "0.8:2.4:40"], "attnphase.execution.run_tasks", ["3 tasks"]),
+    (["census", "--alpha", "1.25"], "attnphase.numerics.phase.census.census", ["CPU s measured at the defaults"]),
+    (["validate", "--quick"], "attnphase.validation.campaign.run_validation", ["theory tasks", "simulations"]),
+    (["validate", "--suite", "general", "--quick"], "attnphase.validation.general_suite.run_general_validation",
+     ["general suite: 5 cases", "quick suite"]),
+    (["histogram", "--quick"], "attnphase.validation.histogram.jobs.run_histogram", ["trainings", "CPU s per training"]),
+])
+def test_long_commands_announce_an_estimate_before_they_start(argv, target, words, capsys, tmp_path, monkeypatch):
+    module, _, name = target.rpartition(".")
+    monkeypatch.setattr(__import__(module, fromlist=[name]), name, _stop)
+    out = [] if argv[0] == "census" else ["--out", str(tmp_path / "o")]
+    with pytest.raises(_Stop):
+        main([*argv, *out, "--workers", "2"] if argv[0] != "census" else argv)
+    err = capsys.readouterr().err
+    assert "about" in err, err
+    for w in words:
+        assert w in err, (w, err)
