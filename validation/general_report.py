@@ -33,6 +33,15 @@ _STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1")}
 _RANK_STYLE = {"semantic": ("*", "C0"), "positional": ("*", "C1"), "mixed": ("P", "C2")}
 
 
+def _pmv(x: Any, err: Any) -> str:
+    """``value +- bar`` rounded to the bar (:func:`attnphase.display.with_error`); ``--`` for a missing value."""
+    from attnphase.display import with_error
+
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "--"
+    return with_error(x, err)
+
+
 def _f(x: Any, fmt: str = ".4g") -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "--"
@@ -150,7 +159,7 @@ def plot_general(summary: dict[str, Any], path: Path) -> None:
 
 
 def _pm(row: dict[str, Any], obs: str) -> str:
-    return f"{_f(row[f'{obs}_mean'])} ± {_f(row[f'{obs}_std'], '.2g')}"
+    return _pmv(row[f'{obs}_mean'], row[f'{obs}_std'])
 
 
 def table_lines(summary: dict[str, Any]) -> list[str]:
@@ -313,7 +322,7 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
             against += [(obs, " (mixed point)", r["mixed"][obs]) for obs, ok in (r.get("mixed_agrees") or {}).items()
                         if ok is False]
             for obs, what, th in against:
-                cells = " | ".join(f"{_f(p[f'{obs}_mean'])} ± {_f(p[f'{obs}_std'], '.2g')}" for p in r["trend"])
+                cells = " | ".join(_pmv(p[f'{obs}_mean'], p[f'{obs}_std']) for p in r["trend"])
                 lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {obs}{what} | {_f(th)} | {cells} |")
     lines += ["", "## Figure", "",
               "* `general_suite.png`: per case, theory branches (only where they exist; a tick up from the x axis where one ends) and GD "

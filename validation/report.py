@@ -26,6 +26,15 @@ from .plots import plot_alpha_sweep, plot_finite_size, plot_heatmap
 
 # --- markdown ----------------------------------------------------------------------------
 
+def _pmv(x: Any, err: Any) -> str:
+    """``value +- bar`` rounded to the bar (:func:`attnphase.display.with_error`); ``--`` for a missing value."""
+    from attnphase.display import with_error
+
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "--"
+    return with_error(x, err)
+
+
 def _f(x: Any, fmt: str = ".4g") -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "--"
@@ -33,7 +42,7 @@ def _f(x: Any, fmt: str = ".4g") -> str:
 
 
 def _pm(row: dict[str, Any], obs: str) -> str:
-    return f"{_f(row[f'{obs}_mean'])} ± {_f(row[f'{obs}_std'], '.2g')}"
+    return _pmv(row[f'{obs}_mean'], row[f'{obs}_std'])
 
 
 def render_markdown(summary: dict[str, Any]) -> str:
@@ -77,7 +86,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
         top = hl.get(f"{init}_at_alpha_max")
         if top:
             for o in observables:
-                lines.append(f"| {init} init, {o} | {top['alpha']} | {_f(top[f'{o}_sim'])} ± {_f(top[f'{o}_std'], '.2g')} "
+                lines.append(f"| {init} init, {o} | {top['alpha']} | {_pmv(top[f'{o}_sim'], top[f'{o}_std'])} "
                              f"| {_f(top[f'{o}_theory'])} |")
         sm = hl.get(f"{init}_at_smallest_agreeing_alpha")
         if sm:
@@ -95,9 +104,9 @@ def render_markdown(summary: dict[str, Any]) -> str:
         lines += [f"**alpha = {gl['alpha']}**: {gl['verdict']}.", ""]
         if "trend" in gl:
             lines += ["| d | simulated abs(theta) (mean ± std) |", "|---|---|"]
-            lines += [f"| {int(d)} | {_f(m)} ± {_f(s, '.2g')} |" for d, m, s in gl["trend"]]
-            lines += ["", f"Extrapolation (weighted fit a + b/sqrt(d)): a = {_f(gl['extrapolated'])} ± "
-                          f"{_f(gl['extrapolated_se'], '.2g')}, b = {_f(gl['slope_b'])}; theory: global "
+            lines += [f"| {int(d)} | {_pmv(m, s)} |" for d, m, s in gl["trend"]]
+            lines += ["", f"Extrapolation (weighted fit a + b/sqrt(d)): a = {_pmv(gl['extrapolated'], gl['extrapolated_se'])}"
+                          f", b = {_f(gl['slope_b'])}; theory: global "
                           f"{_f(gl['theory']['global'])}, local {_f(gl['theory']['local'])}.", ""]
     lines += ["Semantic branch near its end, both modes (theory |theta|, eps_g):", "",
               "| alpha | global abs(theta) | local abs(theta) | global eps_g | local eps_g | GD abs(theta) (semantic init) |",
@@ -128,7 +137,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
               "", "## Finite-size scaling (fits a + b/sqrt(d), d -> inf value a)", "",
               "| alpha | init | observable | a ± se | b | theory global | theory local |", "|---|---|---|---|---|---|---|"]
     for f in summary["finite_size_fits"]:
-        lines.append(f"| {f['alpha']} | {f['init']} | {f['observable']} | {_f(f['a'])} ± {_f(f['a_se'], '.2g')} | "
+        lines.append(f"| {f['alpha']} | {f['init']} | {f['observable']} | {_pmv(f['a'], f['a_se'])} | "
                      f"{_f(f['b'])} | {_f(f['theory']['global'])} | {_f(f['theory']['local'])} |")
     lines += ["", "## Figures", "",
               "* `fig2_alpha_sweep.png`: theory (lines) and GD means ± std (markers) against alpha; alpha_c dotted, "
