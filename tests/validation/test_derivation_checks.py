@@ -77,7 +77,7 @@ def test_a_perturbed_kernel_output_fails_the_derivative_check(monkeypatch) -> No
 
 def test_a_broken_hat_overlap_formula_fails_the_hat_check(monkeypatch) -> None:
     """Vhat without its thhat theta / q term (a plausible slip in the derivation), in the hats the SE map uses."""
-    from attnphase.numerics import se_map
+    from attnphase.numerics.se import se_map
 
     good = se_map.hat_overlaps
 
