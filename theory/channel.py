@@ -107,7 +107,6 @@ def _specs() -> list[FunctionSpec]:
     arg = lambda name, desc: Argument(name, s[name], desc)  # noqa: E731
     ov = token_overlap_exprs()
     fe = field_exprs()
-    he = hat_overlap_exprs()
     return [
         FunctionSpec(
             "token_overlaps",

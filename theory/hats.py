@@ -16,8 +16,8 @@ estimates are symmetrised.
 At r = r* = 1 the moments and overlaps may be given as their scalar views (E[g_l^2], E[g_l], E[g_l eta_l],
 E[g_l xi_l] each (L,), q0 and th0 numbers) and the hats come back as four (L,) arrays: the formulas of
 section 3, the same function on 1 x 1 matrices.  Their sympy statement is
-:func:`attnphase.theory.channel.hat_overlap_exprs` (``attnphase derive``; tests/theory/test_theory_channel.py checks
-this function against it).
+:func:`attnphase.theory.channel.hat_overlap_exprs` (``attnphase derive``; the r = 1 reduction of
+tests/theory/test_theory_rank.py checks this function against it).
 
 Degenerate states raise ValueError: q0 must be positive definite (q0 -> 0: w no longer depends on xi)
 and rho0 I - th0^T q0^{-1} th0 positive definite (at th0^2 = q0 rho0 the student is aligned with the

@@ -120,11 +120,10 @@ def hats_vs_envelope_differences(params: ModelParams, alpha: float, ov: Any, spe
     within each)."""
     from attnphase.numerics.se.rank_overlaps import RankOverlaps
     from attnphase.numerics.se.rank_se import channel_moments, make_rank_rule, teacher_rank
-    from attnphase.theory import rank as rk
     from attnphase.theory.rank_kernels import get_rank_kernels
 
     L, r, rs = params.L, params.r, teacher_rank(params)
-    k = get_rank_kernels(L, r)
+    k = get_rank_kernels(L, r, channel=params.channel)
     s2 = params.sigma2
     diffs: dict[str, list[float]] = {}
     preds: dict[str, list[float]] = {}

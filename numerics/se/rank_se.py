@@ -147,7 +147,7 @@ class RankHats:
 def update_hat(params: ModelParams, alpha: float, ov: RankOverlaps, mom: RankMoments, branch: str) -> RankHats:
     """Channel side: the hats of theory/hats.py, projected on the branch's invariant subspace."""
     qh, mh, th, Vh = hat_overlaps(alpha, mom.E_ggT, mom.E_g, mom.E_geta, mom.E_gxi, ov.q0, ov.th0,
-                                     params.sigma2, params.rho0)
+                                  params.sigma2, params.rho0)
     if branch in ("semantic", "agnostic"):
         mh = np.zeros_like(mh)
     if branch in ("positional", "agnostic"):

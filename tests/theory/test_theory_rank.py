@@ -11,7 +11,6 @@ import pytest
 
 from attnphase.numerics.se.rank_overlaps import RankOverlaps
 from attnphase.numerics.se.rank_se import with_ranks
-from attnphase.theory import rank as rk
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
 from attnphase.theory.priors import RidgePrior
