@@ -4,7 +4,9 @@ Input: the summary dict of :func:`attnphase.validation.campaign.run_campaign`.
 
 Agreement rule (stated in the report): a simulated mean agrees with the theory
 when ``|mean - theory| <= 2 std / sqrt(n_runs) + 0.1 |theory|`` (statistical
-error plus a 10 % allowance for finite-size corrections) -- :func:`agrees`.
+error plus a 10 % allowance for finite-size corrections) and every run of it
+reached the gradient tolerance (a run stopped by its step budget, or stalled,
+sits at no minimum of R: its row is never counted as agreement) -- :func:`agrees`.
 :func:`headline` applies it along the alpha sweep (simulation vs theory at the largest alpha,
 the smallest alpha down to which every point agrees); :func:`global_vs_local_at` says which
 proximal theory the small-alpha semantic simulations follow, from their extrapolation in d.
@@ -30,12 +32,18 @@ def within_rule(mean: float, std: float, n: int, theory: float) -> bool:
     return abs(mean - theory) <= 2 * std / math.sqrt(n) + REL_TOL * abs(theory)
 
 
+def all_runs_converged(row: dict[str, Any]) -> bool:
+    """Whether every run of an aggregated row reached the gradient tolerance (``n_converged == n_runs``)."""
+    return row["n_converged"] == row["n_runs"]
+
+
 def agrees(row: dict[str, Any], obs: str, prox: str = "global") -> bool | None:
-    """The agreement rule for one observable of one aggregated row (``None``: no theory point on the branch)."""
+    """The agreement rule for one observable of one aggregated row (``None``: no theory point on the branch;
+    ``False`` also where a run of the row did not reach the gradient tolerance)."""
     th = row["theory"].get(prox)
     if not th or not th["converged"] or th["branch_reached"] != row["branch"] or not th.get("exists", True):
         return None  # no theory point on the branch (a noise-level point past the branch's end included)
-    return within_rule(row[f"{obs}_mean"], row[f"{obs}_std"], row["n_runs"], th[obs])
+    return all_runs_converged(row) and within_rule(row[f"{obs}_mean"], row[f"{obs}_std"], row["n_runs"], th[obs])
 
 
 def headline(summary: dict[str, Any]) -> dict[str, Any]:

@@ -129,3 +129,26 @@ def test_theory_round_trip():
     back = TheoryAtOmega.from_dict(json.loads(json.dumps(t.to_dict())))
     assert back.alpha_c == t.alpha_c and back.curve("semantic", "local").records == t.curve("semantic", "local").records
     assert back.curve("semantic", "global").end == 0.7
+
+
+def _row(n_runs: int, n_converged: int) -> dict:
+    theory = {"branch_reached": "semantic", "converged": True, "exists": True, "abs_theta": 0.6}
+    return {"branch": "semantic", "n_runs": n_runs, "n_converged": n_converged, "abs_theta_mean": 0.6,
+            "abs_theta_std": 0.01, "theory": {"global": theory, "local": None}}
+
+
+def test_a_row_with_an_unconverged_run_is_never_counted_as_agreement():
+    assert agrees(_row(4, 4), "abs_theta") is True  # the mean sits on the theory
+    assert agrees(_row(4, 3), "abs_theta") is False  # the same numbers, one run stopped by its budget
+
+
+def test_the_report_lists_every_run_that_did_not_converge():
+    from attnphase.validation.report import _convergence_lines
+
+    run = {"d": 200, "alpha": 1.0, "omega": 0.3, "init": "positional", "seed": 1, "converged": True,
+           "status": "converged", "grad_norm": 2e-7, "grad_tol": 3e-7, "steps": 120}
+    bad = {**run, "seed": 2, "converged": False, "status": "budget", "grad_norm": 4.2e-5, "steps": 20000}
+    text = "\n".join(_convergence_lines({"runs": [run, bad]}))
+    assert "1 of 2 runs reached |grad R|/sqrt(d) <= 3e-07" in text
+    assert "| 200 | 1.0 | 0.3 | positional | 2 | budget | 4.20e-05 | 20000 |" in text
+    assert "| 1 |" not in text  # the converged run is not listed
