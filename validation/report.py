@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .agreement import _COMPARED, REL_TOL, headline
+from .agreement import _COMPARED, EXTRAPOLATED_SE, REL_TOL, headline
 from .plots import plot_alpha_sweep, plot_finite_size, plot_heatmap
 
 
@@ -89,6 +89,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
             a = hl[f"{init}_smallest_agreeing_alpha"]
             for o in observables:
                 lines.append(f"| {init} init, {o} (smallest agreeing alpha) | {a} | {_f(sm[f'{o}_sim'])} | {_f(sm[f'{o}_theory'])} |")
+    lines += _extrapolated_lines(hl)
     lines += ["",
               f"Smallest alpha down to which every grid point agrees: semantic init "
               f"{_f(hl.get('semantic_smallest_agreeing_alpha'))}, positional init "
@@ -151,6 +152,23 @@ def render_markdown(summary: dict[str, Any]) -> str:
               "* `finite_size.png`: |simulation - theory| against d; small-alpha |theta| against 1/sqrt(d).",
               ""]
     return "\n".join(lines)
+
+
+def _extrapolated_lines(hl: dict[str, Any]) -> list[str]:
+    """The headline's verdicts at d -> inf (:func:`attnphase.validation.agreement.extrapolated_verdicts`)."""
+    rows = hl.get("extrapolated") or []
+    if not rows:
+        return []
+    lines = ["", f"At d -> inf (weighted fit a + b/sqrt(d) over the finite-size dimensions whose every run converged; "
+             f"agreement: |a - theory| <= {EXTRAPOLATED_SE:g} se, no finite-size allowance):", "",
+             "| alpha | init | observable | d | a ± se | theory (global) | distance (se) | agrees |",
+             "|---|---|---|---|---|---|---|---|"]
+    for v in rows:
+        verdict = "no theory point" if v["agrees"] is None else ("yes" if v["agrees"] else "no")
+        lines.append(f"| {v['alpha']} | {v['init']} | {v['observable']} | {', '.join(map(str, v['ds']))} | "
+                     f"{_f(v['extrapolated'])} ± {_f(v['extrapolated_se'], '.2g')} | {_f(v['theory'])} | "
+                     f"{_f(v['distance_se'], '.1f')} | {verdict} |")
+    return lines
 
 
 def _tolerances(summary: dict[str, Any]) -> str:
