@@ -250,7 +250,7 @@ def run_validate(args: argparse.Namespace) -> int:
           f"{t['computed']} computed, {t['stored']} from the store, {t['failed']} failed)", file=sys.stderr)
     if t["failures"]:
         print(f"attnphase: {t['failures']}", file=sys.stderr)
-    warn_unconverged(summary["runs"])
+    warn_unconverged(summary.get("runs", []))
     return 0 if summary["all_converged"] else 1
 
 
@@ -298,5 +298,5 @@ def run_validate_general(args: argparse.Namespace) -> int:
         print(json.dumps(outputs.json_value(summary)))
     print(f"wrote {out_dir}/report.md, summary.json and general_suite.png ({summary['wall_seconds']:.0f} s)",
           file=sys.stderr)
-    warn_unconverged(summary["runs"])
+    warn_unconverged(summary.get("runs", []))
     return 0 if summary["all_converged"] else 1
