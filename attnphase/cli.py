@@ -204,12 +204,20 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--init", default="semantic", metavar="{semantic,positional,random}", help="initialisation (default semantic)")
     p.add_argument("--optimizer", default="gd", metavar="{gd,adam}", help="gd (Armijo gradient descent, default) or adam")
     p.add_argument("--seed", type=int, default=0, help="seed of every random stream (default 0)")
-    p.add_argument("--max-steps", type=int, default=20000, help="step budget (default 20000)")
-    p.add_argument("--grad-tol", type=float, default=None,
-                   help="stop at |grad R| / sqrt(d) <= this (default 1e-6 in float64, 1e-5 in float32)")
+    _training_options(p)
     p.add_argument("--n-test", type=int, default=10000, help="fresh test samples (default 10000)")
     _torch_options(p, threads="torch.set_num_threads (default: torch's choice)")
     outputs.add_json_option(p)
+
+
+def _training_options(p: argparse.ArgumentParser) -> None:
+    """The stopping rule of gradient descent (``simulate`` and ``validate``)."""
+    p.add_argument("--grad-tol", type=float, default=None,
+                   help="stop when |grad_Q R|_F / sqrt(d) (the gradient of e_t = R/d in the weights Q/sqrt(d)) "
+                   "<= this (default 3e-7 in float64, 1e-5 in float32)")
+    p.add_argument("--max-steps", type=int, default=20000,
+                   help="step budget, a safety net: a run that reaches it stops unconverged, with a warning "
+                   "(default 20000)")
 
 
 def _torch_options(p: argparse.ArgumentParser, threads: str) -> None:
@@ -234,6 +242,7 @@ def _add_validate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="d = 200 and a smaller grid (a few minutes on 2 cores)")
     p.add_argument("--d", type=int, default=None, help="override the main dimension (default 1000, quick 200)")
     p.add_argument("--seeds", type=int, default=None, help="seeds per point (default 4, quick 2; general suite 4, quick 3)")
+    _training_options(p)
     opt.add_model_options(p, omega_help="the omega of the alpha sweeps (the heat map scans its own omegas)")
     _torch_options(p, threads="torch threads of the simulations with --workers 1 (default: torch's choice; "
                    "Dask workers use one thread each)")

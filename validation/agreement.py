@@ -4,9 +4,12 @@ Input: the summary dict of :func:`attnphase.validation.campaign.run_campaign`.
 
 Agreement rule (stated in the report): a simulated mean agrees with the theory
 when ``|mean - theory| <= 2 std / sqrt(n_runs) + 0.1 |theory|`` (statistical
-error plus a 10 % allowance for finite-size corrections) -- :func:`agrees`.
+error plus a 10 % allowance for finite-size corrections) and every run of it
+reached the gradient tolerance (a run stopped by its step budget, or stalled,
+sits at no minimum of R: its row is never counted as agreement) -- :func:`agrees`.
 :func:`headline` applies it along the alpha sweep (simulation vs theory at the largest alpha,
-the smallest alpha down to which every point agrees); :func:`global_vs_local_at` says which
+the smallest alpha down to which every point agrees) and gives the verdict at d -> inf of the
+finite-size cases (:func:`extrapolated_verdicts`); :func:`global_vs_local_at` says which
 proximal theory the small-alpha semantic simulations follow, from their extrapolation in d.
 """
 
@@ -30,12 +33,18 @@ def within_rule(mean: float, std: float, n: int, theory: float) -> bool:
     return abs(mean - theory) <= 2 * std / math.sqrt(n) + REL_TOL * abs(theory)
 
 
+def all_runs_converged(row: dict[str, Any]) -> bool:
+    """Whether every run of an aggregated row reached the gradient tolerance (``n_converged == n_runs``)."""
+    return row["n_converged"] == row["n_runs"]
+
+
 def agrees(row: dict[str, Any], obs: str, prox: str = "global") -> bool | None:
-    """The agreement rule for one observable of one aggregated row (``None``: no theory point on the branch)."""
+    """The agreement rule for one observable of one aggregated row (``None``: no theory point on the branch;
+    ``False`` also where a run of the row did not reach the gradient tolerance)."""
     th = row["theory"].get(prox)
     if not th or not th["converged"] or th["branch_reached"] != row["branch"] or not th.get("exists", True):
         return None  # no theory point on the branch (a noise-level point past the branch's end included)
-    return within_rule(row[f"{obs}_mean"], row[f"{obs}_std"], row["n_runs"], th[obs])
+    return all_runs_converged(row) and within_rule(row[f"{obs}_mean"], row[f"{obs}_std"], row["n_runs"], th[obs])
 
 
 def headline(summary: dict[str, Any]) -> dict[str, Any]:
@@ -67,6 +76,38 @@ def headline(summary: dict[str, Any]) -> dict[str, Any]:
                 **{f"{o}_theory": row["theory"]["global"][o] for o in observables},
             }
     out["global_vs_local"] = global_vs_local(summary)
+    out["extrapolated"] = extrapolated_verdicts(summary)
+    return out
+
+
+#: A d -> inf extrapolation agrees with the theory when within this many of its standard errors.
+EXTRAPOLATED_SE = 2.0
+
+
+def extrapolated_verdicts(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The verdict at d -> inf for each finite-size case (alpha, init) on its compared observables.
+
+    The extrapolation ``a +- a_se`` is the campaign's fit ``a + b / sqrt(d)`` over the dimensions
+    whose every run reached the gradient tolerance (``finite_size_fits``); it agrees with the
+    global-prox theory of the start's branch when ``|a - theory| <= EXTRAPOLATED_SE a_se`` (no
+    finite-size allowance: the fit removed it).  ``agrees`` is None where the theory has no point on
+    the branch there (not converged, another branch reached, past the branch's end)."""
+    out = []
+    for fit in summary["finite_size_fits"]:
+        init, obs = fit["init"], fit["observable"]
+        if obs not in _COMPARED.get(init, ()):
+            continue
+        rows = sorted((r for r in summary["finite_size"] if r["alpha"] == fit["alpha"] and r["init"] == init),
+                      key=lambda r: r["d"])
+        th = (rows[-1]["theory"].get("global") if rows else None) or {}
+        on_branch = bool(th) and th["converged"] and th["branch_reached"] == rows[-1]["branch"] and th.get("exists", True)
+        theory = th.get(obs) if on_branch else None
+        distance = abs(fit["a"] - theory) / fit["a_se"] if theory is not None and fit["a_se"] > 0 else math.nan
+        agrees_ = None if theory is None else abs(fit["a"] - theory) <= EXTRAPOLATED_SE * fit["a_se"]
+        out.append({"alpha": fit["alpha"], "init": init, "observable": obs, "extrapolated": fit["a"],
+                    "extrapolated_se": fit["a_se"], "theory": theory, "distance_se": distance, "agrees": agrees_,
+                    "ds": [r["d"] for r in rows if r["d"] not in (fit.get("dropped_d") or ())],
+                    "dropped_d": list(fit.get("dropped_d") or ())})
     return out
 
 

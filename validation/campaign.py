@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from .agreement import all_runs_converged
 from .branch_segments import exists_at
 from .campaign_plan import ValidationPlan, _theory_jobs, validation_plan
 from .experiments import SimResult, SimSpec
@@ -87,7 +88,8 @@ def group_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega])
     """Mean and std over seeds of :data:`OBSERVABLES` per (d, alpha, omega, init), with the theory beside them.
 
     Each row: ``d, alpha, omega, init, n_runs, n_converged, branch`` (the theory
-    branch compared with), ``<obs>_mean``, ``<obs>_std`` and ``theory`` =
+    branch compared with), ``grad_norm_max`` and ``steps_max`` (the largest final
+    ``|grad R|/sqrt(d)`` and step count over the seeds), ``<obs>_mean``, ``<obs>_std`` and ``theory`` =
     ``{prox: {obs: value, branch_reached, converged}}`` for every proximal mode
     the theory has at that omega (``None`` where no theory point exists).
     """
@@ -102,7 +104,8 @@ def group_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega])
         else:
             branch = init
         row: dict[str, Any] = {"d": d, "alpha": alpha, "omega": omega, "init": init, "n_runs": len(rs),
-                               "n_converged": sum(r.converged for r in rs), "branch": branch}
+                               "n_converged": sum(r.converged for r in rs), "branch": branch,
+                               "grad_norm_max": max(r.grad_norm for r in rs), "steps_max": max(r.steps for r in rs)}
         for name in OBSERVABLES:
             row[f"{name}_mean"], row[f"{name}_std"] = _stats([_observable(r, name) for r in rs])
         th = theory.get(round(omega, 12))
@@ -238,17 +241,21 @@ def alpha_c_point(theory: TheoryAtOmega) -> dict[str, Any]:
 
 
 def _fss_fits(plan: ValidationPlan, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Extrapolation to d -> inf of each (alpha, init, observable) of the finite-size runs."""
+    """Extrapolation to d -> inf of each (alpha, init, observable) of the finite-size runs, over the
+    dimensions whose every run reached the gradient tolerance (the others: ``dropped_d``)."""
     fits = []
     for alpha, init in plan.fss_cases:
-        sel = sorted((r for r in rows if r["alpha"] == alpha and r["init"] == init), key=lambda r: r["d"])
+        case = sorted((r for r in rows if r["alpha"] == alpha and r["init"] == init), key=lambda r: r["d"])
+        sel = [r for r in case if all_runs_converged(r)]
         if len(sel) < 3:
             continue
+        dropped = [r["d"] for r in case if not all_runs_converged(r)]
         for obs in ("abs_m", "abs_theta", "eps_g", "e_t"):
             fit = extrapolate([r["d"] for r in sel], [r[f"{obs}_mean"] for r in sel],
                               [r[f"{obs}_std"] for r in sel], [r["n_runs"] for r in sel])
             theo = {prox: (sel[-1]["theory"][prox] or {}).get(obs) for prox in ("global", "local")}
-            fits.append({"alpha": alpha, "init": init, "observable": obs, **fit, "theory": theo})
+            fits.append({"alpha": alpha, "init": init, "observable": obs, **fit, "theory": theo,
+                         "dropped_d": dropped})
     return fits
 
 

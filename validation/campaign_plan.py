@@ -11,7 +11,7 @@ from attnphase.theory.params import ModelParams
 
 from .experiments import SimSpec
 from .reference import TheorySettings
-from .training import INITS
+from .training import INITS, TrainConfig
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class ValidationPlan:
             (the sweep's omega uses its global-prox alpha_c).
         curve_omegas: further omegas of the alpha_c(omega) curve drawn over the heat map (with the heat
             omegas, they span the map: the curve is the phase diagram's, not a few points).
+        train: the optimiser and stopping rule of every run (``--grad-tol``, ``--max-steps``).
     """
 
     quick: bool
@@ -61,6 +62,7 @@ class ValidationPlan:
     main_extra_curves: tuple[tuple[str, str], ...] = ()
     heat_prox: str = "global"
     curve_omegas: tuple[float, ...] = ()
+    train: TrainConfig = field(default_factory=TrainConfig)
 
     def sweep_specs(self) -> list[SimSpec]:
         return [self._spec(self.d, a, init, s, self.params) for a in self.alphas for init in INITS for s in self.seeds]
@@ -76,7 +78,7 @@ class ValidationPlan:
         return [self._spec(d, a, init, s, self.params) for d in self.fss_ds for a, init in self.fss_cases for s in self.fss_seeds]
 
     def _spec(self, d: int, alpha: float, init: str, seed: int, params: ModelParams) -> SimSpec:
-        return SimSpec(d=d, alpha=alpha, init=init, seed=seed, params=params, n_test=self.n_test,
+        return SimSpec(d=d, alpha=alpha, init=init, seed=seed, params=params, train=self.train, n_test=self.n_test,
                        device=self.device, dtype=self.dtype)
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,6 +94,7 @@ def validation_plan(
     params: ModelParams | None = None,
     device: str = "auto",
     dtype: str = "float64",
+    train: TrainConfig | None = None,
 ) -> ValidationPlan:
     """The default plan: full (d = 1000) or quick (d = 200, smaller grids, coarser theory).
 
@@ -101,6 +104,7 @@ def validation_plan(
     omega = 0.2 and 0.3 the two modes' alpha_c agree to 1e-3).
     """
     params = params or ModelParams(omega=0.3)
+    train = train or TrainConfig()
     if quick:
         n_seeds = seeds or 2
         return ValidationPlan(
@@ -114,7 +118,7 @@ def validation_plan(
             fss_seeds=tuple(range(max(4, n_seeds))),
             alphas_small=(0.5, 0.8),
             fss_cases=((2.0, "semantic"), (2.0, "positional"), (0.8, "semantic"), (0.5, "semantic")),
-            device=device, dtype=dtype,
+            device=device, dtype=dtype, train=train,
             theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2),
             heat_theory_alphas=(0.3, 0.6, 0.9, 1.2, 1.6, 2.0, 2.4, 3.0),
             curve_omegas=(0.15, 0.25, 0.35, 0.45),
@@ -134,7 +138,7 @@ def validation_plan(
         fss_seeds=tuple(range(max(6, n_seeds))),
         alphas_small=(0.5, 0.8),
         fss_cases=((2.0, "semantic"), (2.0, "positional"), (0.8, "semantic"), (0.5, "semantic")),
-        device=device, dtype=dtype,
+        device=device, dtype=dtype, train=train,
         theory=TheorySettings(xtol=1e-3),
         heat_theory_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0),
         curve_omegas=(0.05, 0.15, 0.25, 0.35, 0.45, 0.55),

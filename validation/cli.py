@@ -40,6 +40,35 @@ def _check_dimension(d: int) -> None:
         raise ValueError(f"--d (embedding dimension) must be an integer >= 2, got {d}")
 
 
+def _check_training(args: argparse.Namespace) -> None:
+    """``--max-steps`` >= 1 and ``--grad-tol`` a finite number > 0 (the stopping rule of gradient descent)."""
+    if args.max_steps < 1:
+        raise ValueError(f"--max-steps must be >= 1, got {args.max_steps}")
+    if args.grad_tol is not None and not (args.grad_tol > 0 and args.grad_tol < float("inf")):
+        raise ValueError(f"--grad-tol must be a finite number > 0, got {args.grad_tol}")
+
+
+def _train_config(args: argparse.Namespace, optimizer: str = "gd"):
+    from attnphase.validation.training import TrainConfig
+
+    return TrainConfig(optimizer=optimizer, grad_tol=args.grad_tol, max_steps=args.max_steps)
+
+
+def warn_unconverged(runs: list[dict]) -> int:
+    """One warning line on stderr when some runs stopped without reaching the gradient tolerance (their
+    rows are not counted as agreement); returns how many.  ``runs``: the summary's run dicts."""
+    bad = [r for r in runs if not r["converged"]]
+    if bad:
+        statuses = sorted({r["status"] for r in bad})
+        counts = ", ".join(f"{sum(r['status'] == s for r in bad)} {s}" for s in statuses)
+        worst = max(bad, key=lambda r: r["grad_norm"])
+        print(f"attnphase: warning: {len(bad)} of {len(runs)} runs stopped without reaching the gradient tolerance "
+              f"({counts}; largest |grad R|/sqrt(d) {worst['grad_norm']:.2e} after {worst['steps']} steps, d = "
+              f"{worst['d']}, alpha = {worst['alpha']:g}, {worst['init']} start): their rows are not counted as "
+              f"agreement (report.md, 'Convergence of gradient descent')", file=sys.stderr)
+    return len(bad)
+
+
 def available_memory() -> int:
     """Bytes of memory available now (MemAvailable; the physical memory where /proc is absent)."""
     try:
@@ -176,13 +205,10 @@ def run_simulate(args: argparse.Namespace) -> int:
     _check_dimension(args.d)
     if args.seed < 0:
         raise ValueError(f"--seed must be an integer >= 0, got {args.seed}")
-    if args.max_steps < 1:
-        raise ValueError(f"--max-steps must be >= 1, got {args.max_steps}")
+    _check_training(args)
     if args.n_test < MIN_N_TEST:
         raise ValueError(f"--n-test must be >= {MIN_N_TEST}, got {args.n_test} (eps_g and eps_lin are means over "
                          f"the test samples; the JSON gives their standard errors eps_g_se, eps_lin_se)")
-    if args.grad_tol is not None and not (args.grad_tol > 0 and args.grad_tol < float("inf")):
-        raise ValueError(f"--grad-tol must be a finite number > 0, got {args.grad_tol}")
     _check_dtype(args.dtype)
     _check_threads(args.threads)
     params = opt.params_from_args(args, omega=opt.single_omega(args, "simulate"))
@@ -196,15 +222,13 @@ def run_simulate(args: argparse.Namespace) -> int:
     import torch
 
     from attnphase.validation.experiments import SimSpec, run_simulation
-    from attnphase.validation.training import TrainConfig
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)
 
     spec = SimSpec(
         d=args.d, alpha=alpha, init=args.init, seed=args.seed, params=params,
-        train=TrainConfig(optimizer=args.optimizer, grad_tol=args.grad_tol, max_steps=args.max_steps),
-        n_test=args.n_test, device=args.device, dtype=args.dtype,
+        train=_train_config(args, args.optimizer), n_test=args.n_test, device=args.device, dtype=args.dtype,
     )
     work.begin("training the student")
     res = run_simulation(spec)
@@ -216,8 +240,10 @@ def run_simulate(args: argparse.Namespace) -> int:
         for k, v in out.items():
             print(f"{k:>{width}}  {v}")
     if not res.converged:
-        print(f"attnphase: warning: training stopped without converging ({res.status}, "
-              f"|grad R|/sqrt(d) = {res.grad_norm:.2e} after {res.steps} steps)", file=sys.stderr)
+        why = "the step budget --max-steps ran out" if res.status == "budget" else "the line search found no decrease"
+        print(f"attnphase: warning: training stopped without converging ({res.status}: {why}; |grad R|/sqrt(d) = "
+              f"{res.grad_norm:.2e} after {res.steps} steps, tolerance {res.grad_tol:.1e}; \"converged\": false)",
+              file=sys.stderr)
         return 1
     return 0
 
@@ -241,6 +267,7 @@ def run_validate(args: argparse.Namespace) -> int:
         raise ValueError(f"--d (embedding dimension) must be >= L = {params.L}, got {d}")
     if args.seeds is not None and args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    _check_training(args)
     _check_threads(args.threads)
     _check_dtype(args.dtype)
     check_memory(d, 2.5, params.L, 10000, args.dtype)  # 2.5: the largest alpha of the plans' grids
@@ -256,7 +283,7 @@ def run_validate(args: argparse.Namespace) -> int:
     if args.threads is not None:  # the tasks run in this process with --workers 1 (Dask workers: one thread each)
         torch.set_num_threads(args.threads)
     plan = validation_plan(quick=args.quick, d=args.d, seeds=args.seeds, params=params, device=args.device,
-                           dtype=args.dtype)
+                           dtype=args.dtype, train=_train_config(args))
     check_plan_samples(min((*plan.alphas, *plan.heat_alphas)), plan.d)
     announce_campaign(plan, executor, args)
     work.begin("running the validation")
@@ -277,6 +304,7 @@ def run_validate(args: argparse.Namespace) -> int:
           f"{t['computed']} computed, {t['stored']} from the store, {t['failed']} failed)", file=sys.stderr)
     if t["failures"]:
         print(f"attnphase: {t['failures']}", file=sys.stderr)
+    warn_unconverged(summary.get("runs", []))
     return 0 if summary["all_converged"] else 1
 
 
@@ -294,6 +322,7 @@ def run_validate_general(args: argparse.Namespace) -> int:
         _check_dimension(args.d)
     if args.seeds is not None and args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    _check_training(args)
     _check_threads(args.threads)
     _check_dtype(args.dtype)
     check_device(args.device)
@@ -303,7 +332,7 @@ def run_validate_general(args: argparse.Namespace) -> int:
     from attnphase.execution import ResultStore
     from attnphase.numerics.commands.common import TASKS_FOLDER
     plan = general_plan(quick=args.quick, d=args.d, seeds=args.seeds, device=args.device, dtype=args.dtype,
-                        cases=cases)
+                        cases=cases, train=_train_config(args))
     check_plan_samples(min((*plan.grid, *(a for c in plan.cases for a in c.alphas))), plan.d)
     for case in plan.cases:
         need = max(case.params.L, case.params.r, case.params.r_star)
@@ -338,4 +367,5 @@ def run_validate_general(args: argparse.Namespace) -> int:
         print(json.dumps(outputs.json_value(summary)))
     print(f"wrote {out_dir}/report.md, summary.json and general_suite.png ({summary['wall_seconds']:.0f} s)",
           file=sys.stderr)
+    warn_unconverged(summary.get("runs", []))
     return 0 if summary["all_converged"] else 1

@@ -35,7 +35,8 @@ _STREAMS = {"teacher": 0, "train": 1, "test": 2, "init": 3}
 #: Keys of the ``attnphase simulate --json`` object, in order.
 JSON_KEYS = (
     "d", "alpha", "omega", "init", "optimizer", "seed", "m", "theta", "q",
-    "eps_g", "e_t", "eps_lin", "steps", "converged", "seconds", "n", "n_test", "eps_g_se", "eps_lin_se",
+    "eps_g", "e_t", "eps_lin", "steps", "converged", "status", "grad_norm", "grad_tol", "seconds", "n", "n_test",
+    "eps_g_se", "eps_lin_se",
 )
 #: Keys ``simulate --json`` adds when a rank is above 1 (the rotation invariants, docs/model.md section 7).
 RANK_JSON_KEYS = ("rank", "teacher_rank", "q0_eigenvalues", "theta_singular_values", "m_norms")
@@ -113,7 +114,11 @@ class SimResult:
 
     :data:`JSON_KEYS` are the ``simulate --json`` keys (``n = round(alpha d)`` training and ``n_test`` test
     samples, the standard errors of eps_g and eps_lin over the test samples among them); ``seconds`` is
-    the wall time of the whole simulation (data, training, measurement). The
+    the wall time of the whole simulation (data, training, measurement); ``status``,
+    ``grad_norm`` and ``grad_tol`` say how training stopped
+    (:class:`attnphase.validation.training.TrainResult`: ``grad_norm`` =
+    ``|grad_Q R|_F / sqrt(d)`` at the end, ``converged`` when it reached
+    ``grad_tol``, ``status = "budget"`` when the step budget ran out first). The
     invariants (:class:`attnphase.validation.measure.Overlaps`) join them when
     ``rank`` or ``teacher_rank`` is above 1.
     """
@@ -147,6 +152,7 @@ class SimResult:
     m_norms: tuple[float, ...] = ()
     q0_eigenvalues: tuple[float, ...] = ()
     theta_singular_values: tuple[float, ...] = ()
+    grad_tol: float = float("nan")
 
     @property
     def m_norm(self) -> float:
@@ -190,6 +196,7 @@ def run_simulation(spec: SimSpec) -> SimResult:
         status=res.status, grad_norm=res.grad_norm, train_seconds=res.seconds, n=n,
         n_test=errs.n_test, device=str(device), dtype=spec.dtype, rank=p.r, teacher_rank=p.r_star,
         m_norms=ov.m_norms, q0_eigenvalues=ov.q0_eigenvalues, theta_singular_values=ov.theta_singular_values,
+        grad_tol=res.grad_tol,
     )
 
 

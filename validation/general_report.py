@@ -26,7 +26,7 @@ from .branch_segments import drawn_end, existing_segments
 from .agreement import REL_TOL
 from .basin_theory import aligned_verdict
 from .plots import mark_end
-from .report import _jsonable
+from .report import _convergence_lines, _jsonable
 
 _STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1")}
 #: Rank-r theory points: (marker, colour) per branch.
@@ -264,7 +264,9 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
         f"(semantic: abs(theta) = |Q^T Q*|_F/d; positional: abs(m) = (sum_l |m_l|^2)^(1/2)) and eps_g, against the "
         f"fixed point the state evolution reaches from the same start (its label in 'theory reached'; rank-r "
         f"cases: the rank-r solve on the start's branch, its invariants). A solve that did not converge is no "
-        f"theory point: 'not converged' with its residual where known, no number.",
+        f"theory point: 'not converged' with its residual where known, no number. A row with a gradient-descent "
+        f"run that did not reach the gradient tolerance is never counted as agreement ('GD not converged').",
+        *_convergence_lines(summary)[1:],
         "",
         "## Cases",
         "",

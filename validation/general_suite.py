@@ -42,13 +42,14 @@ import numpy as np
 
 from attnphase.theory.params import ModelParams
 
-from .agreement import within_rule
+from .agreement import all_runs_converged, within_rule
 from .basin_theory import AlignedJob, aligned_config, aligned_task, has_aligned_theory
 from .branch_segments import exists_at
 from .experiments import SimResult, SimSpec, run_simulation
 from .rank_theory import RANK_THEORY_BRANCHES, RankTheory, RankTheoryJob, rank_config, rank_eps_lin, rank_theory_task
 from .reference import TheoryAtOmega, TheorySettings
 from .suite_alphas import alphas_around, landmark
+from .training import TrainConfig
 
 #: Simplex Gram of L = 3 positional encodings (unit norms, equal angles; the L = 3 analogue of the paper's P).
 SIMPLEX_P3 = ((1.0, -0.5, -0.5), (-0.5, 1.0, -0.5), (-0.5, -0.5, 1.0))
@@ -120,6 +121,7 @@ class GeneralPlan:
         aligned_max_L: the largest L whose rank-1 cases get the aligned-prox points
             (:mod:`attnphase.validation.basin_theory`); the quick plan stops at L = 2 (at L = 3 a positional aligned
             solve takes minutes: every SE step is a full proximal search; about 4-5 min on 2 cores).
+        train: the optimiser and stopping rule of every run (``--grad-tol``, ``--max-steps``).
     """
 
     quick: bool
@@ -135,10 +137,11 @@ class GeneralPlan:
     trend_ds: tuple[int, ...] = ()
     rank_quadrature: str = "sobol12"
     aligned_max_L: int = 8
+    train: TrainConfig = field(default_factory=TrainConfig)
 
     def spec(self, case: SuiteCase, alpha: float, init: str, seed: int, d: int | None = None) -> SimSpec:
-        return SimSpec(d=d or self.d, alpha=alpha, init=init, seed=seed, params=case.params, n_test=self.n_test,
-                       device=self.device, dtype=self.dtype)
+        return SimSpec(d=d or self.d, alpha=alpha, init=init, seed=seed, params=case.params, train=self.train,
+                       n_test=self.n_test, device=self.device, dtype=self.dtype)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -161,15 +164,17 @@ def select_cases(keys: str | None) -> tuple[SuiteCase, ...]:
 
 
 def general_plan(quick: bool = False, d: int | None = None, seeds: int | None = None, device: str = "auto",
-                 dtype: str = "float64", cases: tuple[SuiteCase, ...] = GENERAL_CASES) -> GeneralPlan:
+                 dtype: str = "float64", cases: tuple[SuiteCase, ...] = GENERAL_CASES,
+                 train: TrainConfig | None = None) -> GeneralPlan:
     """The suite's plan: quick (d = 200, 3 seeds, coarse theory; minutes on 2 cores) or full (d = 1000, 4 seeds)."""
     if quick:
         d = d or 200
         return GeneralPlan(quick=True, d=d, seeds=tuple(range(seeds or 3)), cases=cases, n_test=4000, device=device,
-                           dtype=dtype, theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2), aligned_max_L=2,
+                           dtype=dtype, train=train or TrainConfig(),
+                           theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2), aligned_max_L=2,
                            trend_ds=tuple(x for x in (d // 4, d // 2) if x >= 10))
     d = d or 1000
-    return GeneralPlan(quick=False, d=d, seeds=tuple(range(seeds or 4)), cases=cases,
+    return GeneralPlan(quick=False, d=d, seeds=tuple(range(seeds or 4)), cases=cases, train=train or TrainConfig(),
                        grid=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0), device=device, dtype=dtype,
                        theory=TheorySettings(xtol=1e-3), trend_ds=tuple(x for x in (d // 4, d // 2) if x >= 10))
 
@@ -210,11 +215,13 @@ MIXED_COMPARED = ("abs_theta", "m_norm", "eps_g")
 
 
 def _compare(row: dict[str, Any], th: dict[str, Any] | None, observables: tuple[str, ...]) -> dict[str, bool | None]:
-    """The agreement rule per observable against the theory point ``th`` (None: no converged point)."""
+    """The agreement rule per observable against the theory point ``th`` (None: no converged point; False
+    where a run of the row did not reach the gradient tolerance: never counted as agreement)."""
     out: dict[str, bool | None] = {}
     for obs in observables:
         ok = th is not None and th["converged"] and th.get(obs) is not None and math.isfinite(th[obs])
-        out[obs] = within_rule(row[f"{obs}_mean"], row[f"{obs}_std"], row["n_runs"], th[obs]) if ok else None
+        out[obs] = (all_runs_converged(row) and within_rule(row[f"{obs}_mean"], row[f"{obs}_std"], row["n_runs"],
+                                                             th[obs])) if ok else None
     return out
 
 
@@ -233,6 +240,7 @@ def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega |
     for (alpha, init), rs in sorted(groups.items()):
         row: dict[str, Any] = {"case": case.key, "alpha": alpha, "init": init, "n_runs": len(rs),
                                "n_converged": sum(r.converged for r in rs),
+                               "grad_norm_max": max(r.grad_norm for r in rs), "steps_max": max(r.steps for r in rs),
                                "side": ("below" if alpha < mark[0] else "above") if math.isfinite(mark[0]) else "",
                                "theory": theory_point(theory, init, alpha)}
         for obs in OBSERVABLES:
@@ -250,6 +258,7 @@ def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega |
             row["aligned_agrees"] = _compare(row, pt if pt["exists"] else None, COMPARED[init])
         row["status"] = ("no theory" if theory is None else
                          "no theory point" if any(v is None for v in row["agrees"].values()) else
+                         "GD not converged" if not all_runs_converged(row) else
                          "agrees" if all(row["agrees"].values()) else "disagrees")
         rows.append(row)
     return rows

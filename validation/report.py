@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .agreement import _COMPARED, REL_TOL, headline
+from .agreement import _COMPARED, EXTRAPOLATED_SE, REL_TOL, headline
 from .plots import plot_alpha_sweep, plot_finite_size, plot_heatmap
 
 
@@ -66,7 +66,10 @@ def render_markdown(summary: dict[str, Any]) -> str:
         f"All runs converged: {summary['all_converged']}.",
         "",
         "Training: full-batch gradient descent with Armijo backtracking on "
-        "R(Q) = sum_mu (1/2d)|y - f|^2 + (lambda/2)|Q|^2 until |grad R|/sqrt(d) <= 1e-6 (float64). "
+        f"R(Q) = sum_mu (1/2d)|y - f|^2 + (lambda/2)|Q|^2 until |grad_Q R|_F/sqrt(d) (the gradient of e_t = R/d "
+        f"in the weights Q/sqrt(d)) <= {_tolerances(summary)}, within a budget of "
+        f"{(plan.get('train') or {}).get('max_steps', '?')} steps (a run that reaches it is not converged: "
+        "'Convergence of gradient descent' below). "
         "Overlaps: m = p_1.Q/sqrt(d), theta = Q.Q*/d, q = |Q|^2/d (compared in absolute value: Q -> -Q is a "
         "symmetry). Teacher norm fixed to |Q*|^2 = d.",
         "",
@@ -80,7 +83,9 @@ def render_markdown(summary: dict[str, Any]) -> str:
                      f"{_f(th['alpha_l'][prox], '.4f')}, semantic branch ends at alpha = {_f(sp, '.3f')}"
                      + (f" (notes: {'; '.join(th['notes'][prox])})" if th["notes"].get(prox) else ""))
     lines += ["", "## Headline", "",
-              f"Agreement rule: |mean - theory| <= 2 std/sqrt(n_runs) + {REL_TOL:.0%} |theory|, theory = global prox.",
+              f"Agreement rule: |mean - theory| <= 2 std/sqrt(n_runs) + {REL_TOL:.0%} |theory|, theory = global prox, "
+              "and every run of the row reached the gradient tolerance (a row with a run stopped by its step "
+              "budget or stalled never counts as agreement).",
               "", "| | alpha | simulation | theory |", "|---|---|---|---|"]
     for init, observables in _COMPARED.items():
         top = hl.get(f"{init}_at_alpha_max")
@@ -93,6 +98,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
             a = hl[f"{init}_smallest_agreeing_alpha"]
             for o in observables:
                 lines.append(f"| {init} init, {o} (smallest agreeing alpha) | {a} | {_f(sm[f'{o}_sim'])} | {_f(sm[f'{o}_theory'])} |")
+    lines += _extrapolated_lines(hl)
     lines += ["",
               f"Smallest alpha down to which every grid point agrees: semantic init "
               f"{_f(hl.get('semantic_smallest_agreeing_alpha'))}, positional init "
@@ -124,12 +130,15 @@ def render_markdown(summary: dict[str, Any]) -> str:
 
         lines.append(f"| {a} | {lab(g, 'abs_theta')} | {lab(loc, 'abs_theta')} | {lab(g, 'eps_g')} | "
                      f"{lab(loc, 'eps_g')} | {_pm(r, 'abs_theta')} |")
+    lines += _convergence_lines(summary)
     lines += ["", "## Alpha sweep (every mean ± std next to the global-prox theory of the compared branch)", "",
-              "| alpha | init | branch | runs (conv.) | abs(m) | theory | abs(theta) | theory | eps_g | theory | e_t | theory |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| alpha | init | branch | runs (conv.) | max abs(grad) | abs(m) | theory | abs(theta) | theory | eps_g | theory "
+              "| e_t | theory |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(summary["sweep"], key=lambda r: (r["init"], r["alpha"])):
         t = r["theory"]["global"] or {}
         lines.append(f"| {r['alpha']} | {r['init']} | {r['branch']} | {r['n_runs']} ({r['n_converged']}) | "
+                     f"{_f(r.get('grad_norm_max'), '.1e')} | "
                      f"{_pm(r, 'abs_m')} | {_f(t.get('abs_m'))} | {_pm(r, 'abs_theta')} | {_f(t.get('abs_theta'))} | "
                      f"{_pm(r, 'eps_g')} | {_f(t.get('eps_g'))} | {_pm(r, 'e_t')} | {_f(t.get('e_t'))} |")
     lines += ["", "Theory entries are the record of the compared branch at that alpha; where the numerics "
@@ -139,6 +148,12 @@ def render_markdown(summary: dict[str, Any]) -> str:
     for f in summary["finite_size_fits"]:
         lines.append(f"| {f['alpha']} | {f['init']} | {f['observable']} | {_pmv(f['a'], f['a_se'])} | "
                      f"{_f(f['b'])} | {_f(f['theory']['global'])} | {_f(f['theory']['local'])} |")
+    dropped = sorted({(f["alpha"], f["init"], tuple(f.get("dropped_d") or ())) for f in summary["finite_size_fits"]
+                      if f.get("dropped_d")})
+    if dropped:
+        lines += ["", "Left out of the fits (a run there did not reach the gradient tolerance): "
+                  + "; ".join(f"alpha = {a}, {init} start, d = {', '.join(map(str, ds))}" for a, init, ds in dropped)
+                  + "."]
     lines += ["", "## Figures", "",
               "* `fig2_alpha_sweep.png`: theory (lines) and GD means ± std (markers) against alpha; alpha_c dotted, "
               "alpha_l dash-dot.",
@@ -146,6 +161,51 @@ def render_markdown(summary: dict[str, Any]) -> str:
               "* `finite_size.png`: |simulation - theory| against d; small-alpha |theta| against 1/sqrt(d).",
               ""]
     return "\n".join(lines)
+
+
+def _extrapolated_lines(hl: dict[str, Any]) -> list[str]:
+    """The headline's verdicts at d -> inf (:func:`attnphase.validation.agreement.extrapolated_verdicts`)."""
+    rows = hl.get("extrapolated") or []
+    if not rows:
+        return []
+    lines = ["", f"At d -> inf (weighted fit a + b/sqrt(d) over the finite-size dimensions whose every run converged; "
+             f"agreement: |a - theory| <= {EXTRAPOLATED_SE:g} se, no finite-size allowance):", "",
+             "| alpha | init | observable | d | a ± se | theory (global) | distance (se) | agrees |",
+             "|---|---|---|---|---|---|---|---|"]
+    for v in rows:
+        verdict = "no theory point" if v["agrees"] is None else ("yes" if v["agrees"] else "no")
+        lines.append(f"| {v['alpha']} | {v['init']} | {v['observable']} | {', '.join(map(str, v['ds']))} | "
+                     f"{_f(v['extrapolated'])} ± {_f(v['extrapolated_se'], '.2g')} | {_f(v['theory'])} | "
+                     f"{_f(v['distance_se'], '.1f')} | {verdict} |")
+    return lines
+
+
+def _tolerances(summary: dict[str, Any]) -> str:
+    """The gradient tolerance(s) the runs were given, as text ("3e-07")."""
+    tols = sorted({r["grad_tol"] for r in summary["runs"] if r.get("grad_tol") is not None
+                   and math.isfinite(r["grad_tol"])})
+    return ", ".join(f"{t:.1g}" for t in tols) if tols else "?"
+
+
+def _convergence_lines(summary: dict[str, Any]) -> list[str]:
+    """The section 'Convergence of gradient descent': how many runs reached the tolerance, the largest final
+    gradient norm and step count, and every run that did not converge."""
+    runs = summary["runs"]
+    if not runs:
+        return []
+    done = [r for r in runs if r["converged"]]
+    bad = [r for r in runs if not r["converged"]]
+    lines = ["", "## Convergence of gradient descent", "",
+             f"{len(done)} of {len(runs)} runs reached |grad R|/sqrt(d) <= {_tolerances(summary)}"
+             + (f" (largest final gradient norm {max(r['grad_norm'] for r in done):.2e}, at most "
+                f"{max(r['steps'] for r in done)} steps)" if done else "") + "."]
+    if bad:
+        lines += ["", "Runs that stopped without reaching the tolerance (their rows are not counted as agreement):", "",
+                  "| d | alpha | omega | init | seed | status | abs(grad)/sqrt(d) | steps |", "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['d']} | {r['alpha']} | {r['omega']} | {r['init']} | {r['seed']} | {r['status']} | "
+                  f"{r['grad_norm']:.2e} | {r['steps']} |"
+                  for r in sorted(bad, key=lambda r: (r["d"], r["omega"], r["alpha"], r["init"], r["seed"]))]
+    return lines
 
 
 def _jsonable(x: Any) -> Any:

@@ -42,6 +42,13 @@ COLD_V0_TRIES = 5
 #: Cold starts of the positional branch above this alpha go through a short continuation.
 POSITIONAL_COLD_ALPHA = 0.3
 
+#: A cold semantic solve that does not reach the branch is retried from above (:func:`semantic_from_above`):
+#: from the cold start at alpha * SEMANTIC_RETRY_FACTOR**k (k = 1 .. SEMANTIC_RETRY_TRIES), the first that
+#: reaches the branch followed down to alpha in geometric steps of ratio SEMANTIC_RETRY_STEP.
+SEMANTIC_RETRY_FACTOR = 1.25
+SEMANTIC_RETRY_TRIES = 2
+SEMANTIC_RETRY_STEP = 1.04
+
 
 def _continuation_path(a0: float, a1: float, factor: float = 1.3) -> list[float]:
     """Geometric steps from a0 up to a1 (both included)."""
@@ -93,7 +100,9 @@ def solve(
 
     Cold starts (``init=None``) of the positional branch at alpha > 0.3 follow a short
     continuation in alpha from 0.3: that family has several fixed points at larger
-    alpha and the branch is the one connected to small alpha.
+    alpha and the branch is the one connected to small alpha.  A cold start of the semantic
+    branch that misses it (near its end the iterates fall to the agnostic point) is retried by a
+    short continuation down from larger alpha (:func:`semantic_from_above`).
 
     Correlated tokens (a non-diagonal C) are solved in their whitened form
     (:func:`attnphase.theory.whitening.whiten`): the result's ``params`` is that model and its
@@ -156,7 +165,66 @@ def solve(
     if result.evaluations != spent:
         result = replace(result, evaluations=spent)
     fp = _finish(smap, result, ov0, branch)
-    return finish_stalled(fp, cfg, rule) if cold else fp
+    if not cold:
+        return fp
+    fp = finish_stalled(fp, cfg, rule)
+    if branch == "semantic" and not (fp.status.converged and fp.branch == "semantic"):
+        fp = semantic_from_above(fp, cfg, rule)
+    return fp
+
+
+def semantic_from_above(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule) -> FixedPoint:
+    """A cold semantic solve that missed the branch (``fp``: the agnostic point, or no convergence),
+    retried by a short continuation from larger alpha.
+
+    Near the semantic branch's end theta(alpha) is small and the SE map's eigenvalue in theta at the
+    agnostic point close to 1; on a finite rule the map's jumps hide that eigenvalue's excess over 1
+    (:mod:`attnphase.numerics.phase.stability`), and from the cold start (theta = 0.8 rho0) the iterates
+    overshoot the branch and fall to theta = 0 (omega = 0, sobol10:4: at alpha = 0.58 they stall at
+    theta = 0.02 and are finished on the agnostic point, at 0.56 they stall, at 0.54 they converge to
+    it, while the branch, reached from above, exists down to its bifurcation at 0.51).  So the branch
+    is entered where the cold start reaches it, at alpha' = alpha SEMANTIC_RETRY_FACTOR**k
+    (k = 1 .. SEMANTIC_RETRY_TRIES, each a plain solve from the cold start, never retried itself), and
+    followed down to alpha in warm steps of ratio SEMANTIC_RETRY_STEP, as the phase diagram's
+    continuation reaches these points.  Returns the converged semantic point at alpha, its message
+    saying how it was reached and its ``iterations`` counting every evaluation, or ``fp`` unchanged
+    when no start reaches the branch or the continuation leaves it before alpha (then the branch
+    does not exist here on this rule, or is lost: ``fp`` says which as before).
+    """
+    params, alpha = fp.params, fp.alpha
+    step_cfg = replace(cfg, e_t_quadrature=None)
+    spent = fp.status.iterations
+    for k in range(1, SEMANTIC_RETRY_TRIES + 1):
+        top = alpha * SEMANTIC_RETRY_FACTOR ** k
+        near = solve(params, top, "semantic", init=initial_overlaps(params, "semantic"), config=step_cfg, rule=rule)
+        spent += near.status.iterations
+        if near.status.converged and near.branch == "semantic":
+            break
+    else:
+        return fp
+    path = [top]
+    while path[-1] / SEMANTIC_RETRY_STEP > alpha:
+        path.append(path[-1] / SEMANTIC_RETRY_STEP)
+    reached = near
+    for a in path[1:] + [alpha]:
+        near = solve(params, a, "semantic", init=reached.overlaps, memory=reached.memory,
+                     config=cfg if a == alpha else step_cfg, rule=rule)
+        spent += near.status.iterations
+        if not (near.status.converged and near.branch == "semantic"):
+            break
+        reached = near
+    if near.status.converged and near.branch == "semantic":
+        message = (f"converged by continuation from alpha = {top:.4g}, where the cold semantic start reaches the "
+                   f"branch; from the cold start here: {fp.status.message}")
+        return replace(near, status=replace(near.status, message=message, iterations=spent))
+    if near.status.converged or near.branch != "semantic" or near.alpha != alpha:
+        return fp  # the continuation fell off the branch, or stalled before alpha: nothing learnt at alpha
+    # the branch was followed down to the step before alpha and stalled on it at alpha: a solver
+    # failure, never reported as the branch's absence
+    message = (f"not converged: the semantic branch, followed down from alpha = {top:.4g}, converged down to "
+               f"alpha = {reached.alpha:.4g} and stalled at alpha = {alpha:.4g} (best residual "
+               f"{near.status.residual:.2e}); from the cold start here: {fp.status.message}")
+    return replace(near, status=replace(near.status, message=message, iterations=spent))
 
 
 def _agnostic_path_start(params: ModelParams, path: list[float], agnostic: Overlaps, cfg: SolverConfig,

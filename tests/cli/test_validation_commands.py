@@ -235,3 +235,53 @@ def test_validate_takes_correlated_tokens(tmp_path, capsys, monkeypatch):
     assert p.correlated_tokens and p.C == ((0.25, 0.075), (0.075, 0.25)) and p.sigma == (0.5, 0.5)
     assert all(s.params.C == p.C for s in seen["plan"].sweep_specs())
     assert not (tmp_path / "bad").exists()
+
+
+def test_simulate_on_a_tiny_step_budget_warns_and_says_not_converged(capsys):
+    import torch
+
+    n = torch.get_num_threads()
+    try:
+        code = main(["simulate", "--d", "30", "--alpha", "1.5", "--init", "positional", "--n-test", "200",
+                     "--max-steps", "2", "--json", "--device", "cpu", "--threads", "1"])
+    finally:
+        torch.set_num_threads(n)
+    captured = capsys.readouterr()
+    rec = json.loads(captured.out.strip())
+    assert code == 1 and rec["converged"] is False and rec["status"] == "budget" and rec["steps"] == 2
+    assert rec["grad_norm"] > rec["grad_tol"] == 3e-7
+    warning = [line for line in captured.err.splitlines() if line.startswith("attnphase: warning:")]
+    assert len(warning) == 1 and "--max-steps" in warning[0] and "budget" in warning[0]
+
+
+@pytest.mark.parametrize("argv, word", [(["--grad-tol", "0"], "--grad-tol"), (["--grad-tol", "inf"], "--grad-tol"),
+                                        (["--max-steps", "0"], "--max-steps")])
+def test_validate_checks_its_stopping_rule(argv, word, capsys):
+    assert main(["validate", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("attnphase: error:") and word in err[0]
+
+
+def test_validate_passes_its_stopping_rule_to_every_run(tmp_path, capsys, monkeypatch):
+    import attnphase.validation.campaign as campaign
+
+    seen = {}
+
+    def fake_run_validation(plan, out_dir, progress=True, **kw):
+        seen["plan"] = plan
+        return {"wall_seconds": 1.0, "all_converged": False, "runs": [],
+                "tasks": {"total": 0, "computed": 0, "stored": 0, "failed": 0, "failures": ""}}
+
+    monkeypatch.setattr(campaign, "run_validation", fake_run_validation)
+    import torch
+
+    n = torch.get_num_threads()
+    try:
+        code = main(["validate", "--quick", "--out", str(tmp_path), "--grad-tol", "1e-8", "--max-steps", "50",
+                     "--threads", "1", "--quiet"])
+    finally:
+        torch.set_num_threads(n)
+    capsys.readouterr()
+    specs = seen["plan"].sweep_specs() + seen["plan"].fss_specs()
+    assert code == 1 and specs
+    assert all(s.train.grad_tol == 1e-8 and s.train.max_steps == 50 for s in specs)

@@ -129,3 +129,50 @@ def test_theory_round_trip():
     back = TheoryAtOmega.from_dict(json.loads(json.dumps(t.to_dict())))
     assert back.alpha_c == t.alpha_c and back.curve("semantic", "local").records == t.curve("semantic", "local").records
     assert back.curve("semantic", "global").end == 0.7
+
+
+def _row(n_runs: int, n_converged: int) -> dict:
+    theory = {"branch_reached": "semantic", "converged": True, "exists": True, "abs_theta": 0.6}
+    return {"branch": "semantic", "n_runs": n_runs, "n_converged": n_converged, "abs_theta_mean": 0.6,
+            "abs_theta_std": 0.01, "theory": {"global": theory, "local": None}}
+
+
+def test_a_row_with_an_unconverged_run_is_never_counted_as_agreement():
+    assert agrees(_row(4, 4), "abs_theta") is True  # the mean sits on the theory
+    assert agrees(_row(4, 3), "abs_theta") is False  # the same numbers, one run stopped by its budget
+
+
+def test_the_report_lists_every_run_that_did_not_converge():
+    from attnphase.validation.report import _convergence_lines
+
+    run = {"d": 200, "alpha": 1.0, "omega": 0.3, "init": "positional", "seed": 1, "converged": True,
+           "status": "converged", "grad_norm": 2e-7, "grad_tol": 3e-7, "steps": 120}
+    bad = {**run, "seed": 2, "converged": False, "status": "budget", "grad_norm": 4.2e-5, "steps": 20000}
+    text = "\n".join(_convergence_lines({"runs": [run, bad]}))
+    assert "1 of 2 runs reached |grad R|/sqrt(d) <= 3e-07" in text
+    assert "| 200 | 1.0 | 0.3 | positional | 2 | budget | 4.20e-05 | 20000 |" in text
+    assert "| 1 |" not in text  # the converged run is not listed
+
+
+def test_the_headline_verdict_at_infinite_d_uses_the_extrapolation_over_converged_dimensions():
+    from attnphase.validation.agreement import extrapolated_verdicts
+
+    theory = {"branch_reached": "semantic", "converged": True, "exists": True, "abs_theta": 0.6, "eps_g": 1e-3}
+    ds, a, b = (50, 100, 200, 400), 0.6, 0.5
+    rows = [{"d": d, "alpha": 2.0, "init": "semantic", "branch": "semantic", "n_runs": 4, "n_converged": 4,
+             "abs_theta_mean": a + b / math.sqrt(d), "abs_theta_std": 0.004, "abs_m_mean": 0.0, "abs_m_std": 0.0,
+             "eps_g_mean": 1e-3, "eps_g_std": 1e-5, "e_t_mean": 0.0, "e_t_std": 0.0,
+             "theory": {"global": theory, "local": None}} for d in ds]
+    rows.append({**rows[-1], "d": 800, "n_converged": 3, "abs_theta_mean": 0.9})  # one run stopped by its budget
+    plan = replace(validation_plan(quick=True), fss_cases=((2.0, "semantic"),))
+    summary = {"finite_size": rows, "finite_size_fits": _fss_fits(plan, rows)}
+    [theta] = [v for v in extrapolated_verdicts(summary) if v["observable"] == "abs_theta"]
+    assert theta["extrapolated"] == pytest.approx(0.6, abs=1e-9) and theta["agrees"] is True
+    assert theta["ds"] == list(ds) and theta["dropped_d"] == [800]
+    # the same data against a theory 0.05 away: each finite d's 10 % allowance would pass at d = 400, the
+    # extrapolation does not
+    far = {**theory, "abs_theta": 0.65}
+    moved = [{**r, "theory": {"global": far, "local": None}} for r in rows]
+    [theta] = [v for v in extrapolated_verdicts({"finite_size": moved, "finite_size_fits": _fss_fits(plan, moved)})
+               if v["observable"] == "abs_theta"]
+    assert theta["agrees"] is False

@@ -115,3 +115,18 @@ def test_bad_configs():
         TrainConfig(optimizer="sgd")
     with pytest.raises(ValueError, match="dtype"):
         SimSpec(d=10, alpha=1.0, init="semantic", dtype="float16")
+
+
+def test_a_small_run_reaches_the_default_gradient_tolerance():
+    r = run_simulation(SimSpec(d=40, alpha=1.5, init="positional", seed=3, n_test=300))
+    assert r.grad_tol == 3e-7  # the float64 default, on |grad_Q R|_F / sqrt(d)
+    assert r.converged and r.status == "converged" and r.grad_norm <= r.grad_tol
+    js = r.to_json()
+    assert js["status"] == "converged" and js["grad_norm"] == r.grad_norm and js["grad_tol"] == 3e-7
+
+
+def test_a_run_on_a_tiny_step_budget_is_reported_not_converged():
+    r = run_simulation(SimSpec(d=40, alpha=1.5, init="positional", seed=3, n_test=300,
+                               train=TrainConfig(max_steps=2)))
+    assert r.steps == 2 and not r.converged and r.status == "budget" and r.grad_norm > r.grad_tol
+    assert r.to_json()["converged"] is False
