@@ -1,0 +1,230 @@
+"""Integrating the proximal map's jumps: error against CPU time of the channel moments at fixed overlaps.
+
+    python studies/quadrature_jumps.py                 # the table and the figure from the stored references
+    python studies/quadrature_jumps.py --references    # recompute the references first (slow)
+
+The channel integrand (hats, E[M], eps_g) is discontinuous across the surface where the global
+proximal map jumps between minima (docs/method.md section 1).  At FIXED overlaps -- the default
+solve's positional and semantic fixed points at alpha = 2 and 1, omega = 0.3 -- one SE step's output
+(q0, V0, m_1 or th0), E[M] and eps_g are computed by
+
+* ``sobol``: today's rule, sobolK:4 (4 scramblings of 2^K points, symmetrised), channel_moments;
+* ``preint``: pre-integration along xi_1 (attnphase.numerics.se.preintegrated_channel), the outer
+  integral over 2^K scrambled Sobol points (x 4 sign images);
+* ``cv``: a control variate, the local proximal map (Newton from h = 0): mean over the rule of
+  f_global - f_local plus the mean of f_local over a rule 4x finer.
+
+Error of one estimate = max over those quantities of |value - reference| / |reference| (quantities
+zero by symmetry left out); the study's error is the root mean square over ``--seeds`` independent
+scramblings.  The references (studies/data/quadrature_jumps_reference.json, with the command that
+made them) are pre-integration on a large outer rule, cross-checked against sobol16:4.  Writes
+``--out``/quadrature_jumps.csv and .png and prints the slopes of log error against log N and log CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.prox.local_prox import local_prox
+from attnphase.numerics.quadrature.rules import make_rule
+from attnphase.numerics.quadrature.symmetry import symmetry_group
+from attnphase.numerics.se.channel import ChannelMoments, _fields, channel_moments
+from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.se.preintegrated_channel import LineRule, outer_sobol_rule, preintegrated_moments
+from attnphase.numerics.se.se_map import model_rule, update, update_hat
+from attnphase.numerics.se.state_evolution import solve
+from attnphase.theory.correlated_kernels import model_kernels
+from attnphase.theory.params import ModelParams
+
+HERE = Path(__file__).resolve().parent
+REFERENCE = HERE / "data" / "quadrature_jumps_reference.json"
+POINTS = (("positional", 2.0), ("semantic", 2.0), ("positional", 1.0), ("semantic", 1.0))
+OMEGA = 0.3
+QUANTITIES = ("q0", "V0", "m_1", "th0", "E_M", "eps_g")
+
+
+def se_output(params: ModelParams, alpha: float, ov: Overlaps, mom: ChannelMoments) -> dict[str, float]:
+    """One SE step's output at ``ov`` from the moments ``mom``, with E[M] and eps_g."""
+    new = update(params, update_hat(params, alpha, ov, mom, symmetry_group(params, ov)))
+    return {"q0": float(new.q0), "V0": float(new.V0), "m_1": float(new.m[0]), "th0": float(new.th0),
+            "E_M": mom.E_M, "eps_g": mom.eps_g}
+
+
+def sobol_moments(kernels, params, ov, log2_n: int, seed: int) -> ChannelMoments:
+    rule = model_rule(params, SolverConfig(), make_rule(params.L, f"sobol{log2_n}:4:{seed}"))
+    return channel_moments(kernels, params, ov, rule)
+
+
+def preint_moments(kernels, params, ov, log2_n: int, seed: int, line: LineRule | None = None) -> ChannelMoments:
+    return preintegrated_moments(kernels, params, ov, outer_sobol_rule(params.L, log2_n, seed=seed), line)
+
+
+def cv_moments(kernels, params, ov, log2_n: int, seed: int) -> ChannelMoments:
+    """E[f_global - f_local] on sobolK:4 plus E[f_local] on sobol(K+2):4 (independent scramblings)."""
+    L = params.L
+    rule = model_rule(params, SolverConfig(), make_rule(L, f"sobol{log2_n}:4:{seed}"))
+    fine = model_rule(params, SolverConfig(), make_rule(L, f"sobol{log2_n + 2}:4:{seed + 1000}"))
+    glob = channel_moments(kernels, params, ov, rule)
+
+    def local(r):
+        w, V, T, _ = _fields(kernels, params, ov, r)
+        res = local_prox(kernels, w, V, T, params.sigma2)
+        g = (res.h - w) / V
+        xi, eta = r.nodes[:, :L], r.nodes[:, L:]
+        wt = r.weights
+        return np.array([*(wt @ g), *(wt @ (g * g)), *(wt @ (g * xi)), *(wt @ (g * eta)), wt @ res.value])
+
+    est = np.array([*glob.E_g, *glob.E_g2, *glob.E_gxi, *glob.E_geta, glob.E_M]) - local(rule) + local(fine)
+    return ChannelMoments(est[:L], est[L:2 * L], est[2 * L:3 * L], est[3 * L:4 * L], float(est[-1]), glob.eps_g,
+                          glob.prox_failures, None)
+
+
+METHODS = {"sobol": sobol_moments, "preint": preint_moments, "cv": cv_moments}
+
+
+def fixed_points(params: ModelParams) -> list[dict]:
+    out = []
+    for branch, alpha in POINTS:
+        fp = solve(params, alpha, branch)
+        ov = fp.overlaps
+        out.append({"branch": branch, "alpha": alpha, "reached": fp.branch,
+                    "overlaps": {"q0": float(ov.q0), "V0": float(ov.V0), "m": [float(x) for x in ov.m],
+                                 "th0": float(ov.th0)}})
+    return out
+
+
+def overlaps_of(point: dict) -> Overlaps:
+    o = point["overlaps"]
+    return Overlaps(q0=o["q0"], V0=o["V0"], m=np.array(o["m"]), th0=o["th0"])
+
+
+def make_references(ref_log2: int, ref_seeds: int, check_log2: int) -> dict:
+    params = ModelParams(omega=OMEGA)
+    kernels = model_kernels(params)
+    points = fixed_points(params)
+    for p in points:
+        ov = overlaps_of(p)
+        vals = [se_output(params, p["alpha"], ov, preint_moments(kernels, params, ov, ref_log2, seed))
+                for seed in range(ref_seeds)]
+        p["reference"] = {k: float(np.mean([v[k] for v in vals])) for k in QUANTITIES}
+        p["reference_error"] = {k: float(np.std([v[k] for v in vals], ddof=1) / np.sqrt(ref_seeds)) for k in QUANTITIES}
+        chk = [se_output(params, p["alpha"], ov, sobol_moments(kernels, params, ov, check_log2, 500 + s)) for s in range(2)]
+        p["sobol_check"] = {k: float(np.mean([c[k] for c in chk])) for k in QUANTITIES}
+        p["sobol_check_error"] = {k: float(abs(chk[0][k] - chk[1][k]) / 2) for k in QUANTITIES}
+        print(p["branch"], p["alpha"], {k: (p["reference"][k], p["sobol_check"][k]) for k in QUANTITIES}, flush=True)
+    return {"command": f"python studies/quadrature_jumps.py --references --ref-log2 {ref_log2} "
+                       f"--ref-seeds {ref_seeds} --check-log2 {check_log2}",
+            "omega": OMEGA, "reference_rule": f"preintegration, outer sobol{ref_log2} x {ref_seeds} scramblings, "
+                                              f"LineRule() defaults", "points": points}
+
+
+def relative_error(value: dict, ref: dict) -> float:
+    errs = [abs(value[k] - ref[k]) / abs(ref[k]) for k in QUANTITIES if abs(ref[k]) > 1e-10]
+    return float(max(errs))
+
+
+def measure(data: dict, ranges: dict[str, list[int]], seeds: int) -> list[dict]:
+    params = ModelParams(omega=OMEGA)
+    kernels = model_kernels(params)
+    rows = []
+    for p in data["points"]:
+        ov = overlaps_of(p)
+        for method, ks in ranges.items():
+            for k in ks:
+                errs, cpu = [], []
+                for seed in range(seeds):
+                    t = time.process_time()
+                    mom = METHODS[method](kernels, params, ov, k, 100 + seed)
+                    cpu.append(time.process_time() - t)
+                    errs.append(relative_error(se_output(params, p["alpha"], ov, mom), p["reference"]))
+                row = {"branch": p["branch"], "alpha": p["alpha"], "method": method, "log2_n": k,
+                       "rms_error": float(np.sqrt(np.mean(np.square(errs)))), "cpu_s": float(np.median(cpu))}
+                rows.append(row)
+                print(f"{p['branch']:>10} alpha={p['alpha']} {method:>6} 2^{k}: error {row['rms_error']:.2e}, "
+                      f"{row['cpu_s']:.2f} CPU s", flush=True)
+    return rows
+
+
+def slopes(rows: list[dict]) -> list[dict]:
+    out = []
+    for key in sorted({(r["branch"], r["alpha"], r["method"]) for r in rows}):
+        sel = [r for r in rows if (r["branch"], r["alpha"], r["method"]) == key]
+        n = np.log([2.0 ** r["log2_n"] for r in sel])
+        e = np.log([r["rms_error"] for r in sel])
+        c = np.log([r["cpu_s"] for r in sel])
+        out.append({"branch": key[0], "alpha": key[1], "method": key[2], "slope_N": float(np.polyfit(n, e, 1)[0]),
+                    "slope_cpu": float(np.polyfit(c, e, 1)[0]),
+                    "error_at_1s": float(np.exp(np.polyval(np.polyfit(c, e, 1), 0.0)))})
+    return out
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(POINTS), figsize=(4 * len(POINTS), 3.6), sharey=True)
+    for ax, (branch, alpha) in zip(axes, POINTS):
+        for method in METHODS:
+            sel = [r for r in rows if r["branch"] == branch and r["alpha"] == alpha and r["method"] == method]
+            if sel:
+                ax.loglog([r["cpu_s"] for r in sel], [r["rms_error"] for r in sel], "o-", label=method)
+        ax.set_title(f"{branch}, alpha = {alpha}")
+        ax.set_xlabel("CPU seconds")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("max relative error (rms over seeds)")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--references", action="store_true", help="recompute the stored references first")
+    ap.add_argument("--ref-log2", type=int, default=12)
+    ap.add_argument("--ref-seeds", type=int, default=4)
+    ap.add_argument("--check-log2", type=int, default=15)
+    ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--sobol", default="8:14:2", help="START:STOP:STEP of log2 N for sobolK:4")
+    ap.add_argument("--preint", default="3:9:2", help="START:STOP:STEP of log2 N outer points")
+    ap.add_argument("--cv", default="8:12:2")
+    ap.add_argument("--out", default="results/quadrature_jumps")
+    args = ap.parse_args()
+    if args.references:
+        REFERENCE.parent.mkdir(parents=True, exist_ok=True)
+        REFERENCE.write_text(json.dumps(make_references(args.ref_log2, args.ref_seeds, args.check_log2), indent=1))
+        print(f"wrote {REFERENCE}")
+    data = json.loads(REFERENCE.read_text())
+    rng = lambda s: list(range(int(s.split(":")[0]), int(s.split(":")[1]) + 1, int(s.split(":")[2])))  # noqa: E731
+    ranges = {m: rng(getattr(args, m)) for m in METHODS if getattr(args, m)}
+    rows = measure(data, ranges, args.seeds)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "quadrature_jumps.csv", "w", newline="") as f:
+        wr = csv.DictWriter(f, fieldnames=list(rows[0]))
+        wr.writeheader()
+        wr.writerows(rows)
+    fits = slopes(rows)
+    with open(out / "quadrature_jumps_slopes.csv", "w", newline="") as f:
+        wr = csv.DictWriter(f, fieldnames=list(fits[0]))
+        wr.writeheader()
+        wr.writerows(fits)
+    plot(rows, out / "quadrature_jumps.png")
+    print("| point | method | slope vs log N | slope vs log CPU | error at 1 CPU s |")
+    print("| --- | --- | --- | --- | --- |")
+    for f in fits:
+        print(f"| {f['branch']}, alpha = {f['alpha']:g} | {f['method']} | {f['slope_N']:.2f} | {f['slope_cpu']:.2f} "
+              f"| {f['error_at_1s']:.1e} |")
+    print(f"wrote {out}/quadrature_jumps.csv, quadrature_jumps_slopes.csv, quadrature_jumps.png")
+
+
+if __name__ == "__main__":
+    main()
