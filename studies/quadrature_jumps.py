@@ -1,7 +1,7 @@
 """Integrating the proximal map's jumps: error against CPU time of the channel moments at fixed overlaps.
 
     python studies/quadrature_jumps.py                 # the table and the figure from the stored references
-    python studies/quadrature_jumps.py --references    # recompute the references first (slow)
+    python studies/quadrature_jumps.py --references    # recompute the references first (~15 min more)
 
 The channel integrand (hats, E[M], eps_g) is discontinuous across the surface where the global
 proximal map jumps between minima (docs/method.md section 1).  At FIXED overlaps -- the default
@@ -11,13 +11,15 @@ solve's positional and semantic fixed points at alpha = 2 and 1, omega = 0.3 -- 
 * ``sobol``: today's rule, sobolK:4 (4 scramblings of 2^K points, symmetrised), channel_moments;
 * ``preint``: pre-integration along xi_1 (attnphase.numerics.se.preintegrated_channel), the outer
   integral over 2^K scrambled Sobol points (x 4 sign images);
-* ``cv``: a control variate, the local proximal map (Newton from h = 0): mean over the rule of
-  f_global - f_local plus the mean of f_local over a rule 4x finer.
+* ``cv`` / ``cv16``: the local proximal map (Newton from h = 0) as a control variate
+  (attnphase.numerics.se.control_variate_channel): mean over sobolK:4 of f_global - f_local plus
+  the mean of f_local over a rule 4x / 16x finer.
 
 Error of one estimate = max over those quantities of |value - reference| / |reference| (quantities
 zero by symmetry left out); the study's error is the root mean square over ``--seeds`` independent
-scramblings.  The references (studies/data/quadrature_jumps_reference.json, with the command that
-made them) are pre-integration on a large outer rule, cross-checked against sobol16:4.  Writes
+scramblings.  The references (tests/data/quadrature_jumps_reference.json, with the command that
+made them) are sobol18:4 (4 x 2^18 points, symmetrised), one scrambling at a time, with their own
+error bars (the scramblings' spread / 2).  The runs take about 10 minutes on 2 cores.  Writes
 ``--out``/quadrature_jumps.csv and .png and prints the slopes of log error against log N and log CPU.
 """
 
@@ -32,10 +34,10 @@ from pathlib import Path
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.prox.local_prox import local_prox
-from attnphase.numerics.quadrature.rules import make_rule
+from attnphase.numerics.quadrature.rules import QuadratureRule, make_rule, sobol_rule
 from attnphase.numerics.quadrature.symmetry import symmetry_group
-from attnphase.numerics.se.channel import ChannelMoments, _fields, channel_moments
+from attnphase.numerics.se.channel import ChannelMoments, channel_moments
+from attnphase.numerics.se.control_variate_channel import control_variate_moments
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.preintegrated_channel import LineRule, outer_sobol_rule, preintegrated_moments
 from attnphase.numerics.se.se_map import model_rule, update, update_hat
@@ -44,10 +46,13 @@ from attnphase.theory.correlated_kernels import model_kernels
 from attnphase.theory.params import ModelParams
 
 HERE = Path(__file__).resolve().parent
-REFERENCE = HERE / "data" / "quadrature_jumps_reference.json"
+REFERENCE = HERE.parent / "tests" / "data" / "quadrature_jumps_reference.json"
 POINTS = (("positional", 2.0), ("semantic", 2.0), ("positional", 1.0), ("semantic", 1.0))
 OMEGA = 0.3
 QUANTITIES = ("q0", "V0", "m_1", "th0", "E_M", "eps_g")
+#: The line of the pre-integration: oblique, so that it crosses every jump surface (none contains it).
+DIRECTION = (0.9, 0.5, 0.7, 0.3)
+LINE = LineRule(cells=8, n_gl=4, direction=DIRECTION)
 
 
 def se_output(params: ModelParams, alpha: float, ov: Overlaps, mom: ChannelMoments) -> dict[str, float]:
@@ -63,30 +68,24 @@ def sobol_moments(kernels, params, ov, log2_n: int, seed: int) -> ChannelMoments
 
 
 def preint_moments(kernels, params, ov, log2_n: int, seed: int, line: LineRule | None = None) -> ChannelMoments:
-    return preintegrated_moments(kernels, params, ov, outer_sobol_rule(params.L, log2_n, seed=seed), line)
+    lr = line or LINE
+    return preintegrated_moments(kernels, params, ov, outer_sobol_rule(params.L, log2_n, seed=seed, axis=lr.axis,
+                                                                        sign_images=lr.direction is None), lr)
 
 
-def cv_moments(kernels, params, ov, log2_n: int, seed: int) -> ChannelMoments:
-    """E[f_global - f_local] on sobolK:4 plus E[f_local] on sobol(K+2):4 (independent scramblings)."""
-    L = params.L
-    rule = model_rule(params, SolverConfig(), make_rule(L, f"sobol{log2_n}:4:{seed}"))
-    fine = model_rule(params, SolverConfig(), make_rule(L, f"sobol{log2_n + 2}:4:{seed + 1000}"))
-    glob = channel_moments(kernels, params, ov, rule)
-
-    def local(r):
-        w, V, T, _ = _fields(kernels, params, ov, r)
-        res = local_prox(kernels, w, V, T, params.sigma2)
-        g = (res.h - w) / V
-        xi, eta = r.nodes[:, :L], r.nodes[:, L:]
-        wt = r.weights
-        return np.array([*(wt @ g), *(wt @ (g * g)), *(wt @ (g * xi)), *(wt @ (g * eta)), wt @ res.value])
-
-    est = np.array([*glob.E_g, *glob.E_g2, *glob.E_gxi, *glob.E_geta, glob.E_M]) - local(rule) + local(fine)
-    return ChannelMoments(est[:L], est[L:2 * L], est[2 * L:3 * L], est[3 * L:4 * L], float(est[-1]), glob.eps_g,
-                          glob.prox_failures, None)
+def cv_moments(kernels, params, ov, log2_n: int, seed: int, finer: int = 2) -> ChannelMoments:
+    """The local map as control variate: sobolK:4 for the difference, sobol(K+finer):4 for the local map's mean."""
+    rule = model_rule(params, SolverConfig(), make_rule(params.L, f"sobol{log2_n}:4:{seed}"))
+    fine = model_rule(params, SolverConfig(), make_rule(params.L, f"sobol{log2_n + finer}:4:{seed + 1000}"))
+    return control_variate_moments(kernels, params, ov, rule, fine)
 
 
-METHODS = {"sobol": sobol_moments, "preint": preint_moments, "cv": cv_moments}
+def cv16_moments(kernels, params, ov, log2_n: int, seed: int) -> ChannelMoments:
+    """:func:`cv_moments` with the local map's mean on a rule 16x finer."""
+    return cv_moments(kernels, params, ov, log2_n, seed, finer=4)
+
+
+METHODS = {"sobol": sobol_moments, "preint": preint_moments, "cv": cv_moments, "cv16": cv16_moments}
 
 
 def fixed_points(params: ModelParams) -> list[dict]:
@@ -105,24 +104,35 @@ def overlaps_of(point: dict) -> Overlaps:
     return Overlaps(q0=o["q0"], V0=o["V0"], m=np.array(o["m"]), th0=o["th0"])
 
 
-def make_references(ref_log2: int, ref_seeds: int, check_log2: int) -> dict:
+def chunked_sobol_moments(kernels, params, ov, log2_n: int, seed: int, block: int, chunk: int = 2 ** 18) -> ChannelMoments:
+    """The channel moments on one scrambling (``block``) of sobol<log2_n>:<...>:<seed>, symmetrised, in chunks of
+    nodes (the moments are sums over the nodes)."""
+    full = model_rule(params, SolverConfig(), sobol_rule(params.L, log2_n, seed=seed, randomizations=block + 1, block=block))
+    parts = []
+    for lo in range(0, full.nodes.shape[0], chunk):
+        sub = QuadratureRule(full.nodes[lo:lo + chunk], full.weights[lo:lo + chunk], full.name)
+        parts.append(channel_moments(kernels, params, ov, sub))
+    total = lambda key: sum(getattr(m, key) for m in parts)  # noqa: E731
+    return ChannelMoments(total("E_g"), total("E_g2"), total("E_gxi"), total("E_geta"), total("E_M"), total("eps_g"),
+                          total("prox_failures"), None)
+
+
+def make_references(ref_log2: int, ref_blocks: int) -> dict:
+    """sobol<ref_log2>:<ref_blocks>, one scrambling at a time; the reference is their mean, its error their spread
+    / sqrt(blocks)."""
     params = ModelParams(omega=OMEGA)
     kernels = model_kernels(params)
     points = fixed_points(params)
     for p in points:
         ov = overlaps_of(p)
-        vals = [se_output(params, p["alpha"], ov, preint_moments(kernels, params, ov, ref_log2, seed))
-                for seed in range(ref_seeds)]
+        vals = [se_output(params, p["alpha"], ov, chunked_sobol_moments(kernels, params, ov, ref_log2, 7, b))
+                for b in range(ref_blocks)]
         p["reference"] = {k: float(np.mean([v[k] for v in vals])) for k in QUANTITIES}
-        p["reference_error"] = {k: float(np.std([v[k] for v in vals], ddof=1) / np.sqrt(ref_seeds)) for k in QUANTITIES}
-        chk = [se_output(params, p["alpha"], ov, sobol_moments(kernels, params, ov, check_log2, 500 + s)) for s in range(2)]
-        p["sobol_check"] = {k: float(np.mean([c[k] for c in chk])) for k in QUANTITIES}
-        p["sobol_check_error"] = {k: float(abs(chk[0][k] - chk[1][k]) / 2) for k in QUANTITIES}
-        print(p["branch"], p["alpha"], {k: (p["reference"][k], p["sobol_check"][k]) for k in QUANTITIES}, flush=True)
-    return {"command": f"python studies/quadrature_jumps.py --references --ref-log2 {ref_log2} "
-                       f"--ref-seeds {ref_seeds} --check-log2 {check_log2}",
-            "omega": OMEGA, "reference_rule": f"preintegration, outer sobol{ref_log2} x {ref_seeds} scramblings, "
-                                              f"LineRule() defaults", "points": points}
+        p["reference_error"] = {k: float(np.std([v[k] for v in vals], ddof=1) / np.sqrt(ref_blocks)) for k in QUANTITIES}
+        print(p["branch"], p["alpha"], {k: (p["reference"][k], p["reference_error"][k]) for k in QUANTITIES}, flush=True)
+    return {"command": f"python studies/quadrature_jumps.py --references --ref-log2 {ref_log2} --ref-blocks {ref_blocks}",
+            "omega": OMEGA, "reference_rule": f"sobol{ref_log2}:{ref_blocks}:7 (symmetrised), one scrambling at a time",
+            "points": points}
 
 
 def relative_error(value: dict, ref: dict) -> float:
@@ -189,19 +199,23 @@ def plot(rows: list[dict], path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--references", action="store_true", help="recompute the stored references first")
-    ap.add_argument("--ref-log2", type=int, default=12)
-    ap.add_argument("--ref-seeds", type=int, default=4)
-    ap.add_argument("--check-log2", type=int, default=15)
+    ap.add_argument("--ref-log2", type=int, default=18)
+    ap.add_argument("--ref-blocks", type=int, default=4)
+    ap.add_argument("--references-only", action="store_true")
     ap.add_argument("--seeds", type=int, default=4)
     ap.add_argument("--sobol", default="8:14:2", help="START:STOP:STEP of log2 N for sobolK:4")
     ap.add_argument("--preint", default="3:9:2", help="START:STOP:STEP of log2 N outer points")
     ap.add_argument("--cv", default="8:12:2")
+    ap.add_argument("--cv16", default="8:12:2")
     ap.add_argument("--out", default="results/quadrature_jumps")
     args = ap.parse_args()
     if args.references:
+        t = time.perf_counter()
         REFERENCE.parent.mkdir(parents=True, exist_ok=True)
-        REFERENCE.write_text(json.dumps(make_references(args.ref_log2, args.ref_seeds, args.check_log2), indent=1))
-        print(f"wrote {REFERENCE}")
+        REFERENCE.write_text(json.dumps(make_references(args.ref_log2, args.ref_blocks), indent=1))
+        print(f"wrote {REFERENCE} ({time.perf_counter() - t:.0f} s)")
+        if args.references_only:
+            return
     data = json.loads(REFERENCE.read_text())
     rng = lambda s: list(range(int(s.split(":")[0]), int(s.split(":")[1]) + 1, int(s.split(":")[2])))  # noqa: E731
     ranges = {m: rng(getattr(args, m)) for m in METHODS if getattr(args, m)}

@@ -52,12 +52,16 @@ SAME_MINIMUM_RTOL = 1e-6
 class LineRule:
     """How each line is integrated: ``cells`` cells of equal Gaussian mass, ``n_gl`` Gauss-Legendre
     nodes (in u = Phi(t)) per smooth piece, ``root_steps`` regula-falsi steps per jump, direction
-    ``axis`` (index into z = (xi_1..xi_L, eta_1..eta_L))."""
+    ``axis`` (index into z = (xi_1..xi_L, eta_1..eta_L)), or an oblique unit ``direction`` v in R^{2L}
+    (z = U o + t v, U an orthonormal basis of v's complement): a line along an axis never crosses a jump
+    surface that contains that axis, an oblique one crosses every such surface."""
 
     cells: int = 8
     n_gl: int = 4
     root_steps: int = 12
     axis: int = 0
+    direction: tuple[float, ...] | None = None
+    search_nodes: bool = False
 
     def __post_init__(self) -> None:
         if self.cells < 1 or self.n_gl < 1 or self.root_steps < 1:
@@ -74,11 +78,11 @@ class OuterRule:
 
 
 def outer_sobol_rule(L: int, log2_n: int, seed: int = 0, randomizations: int = 1,
-                     sign_images: bool = True) -> OuterRule:
+                     sign_images: bool = True, axis: int = 0) -> OuterRule:
     """Scrambled Sobol points in the 2L - 1 outer variables (``randomizations`` scramblings of 2^log2_n
     points, pooled), with their sign images o -> (s o_xi, t o_eta), s, t = +-1 when ``sign_images``
     (the line's own variable is integrated over a symmetric range, so the images are lines of the rule).
-    The outer variables are z without z_0 = xi_1: (xi_2..xi_L, eta_1..eta_L)."""
+    The outer variables are z = (xi_1..xi_L, eta_1..eta_L) without z_axis."""
     from scipy.stats import qmc
 
     rng = np.random.default_rng(seed)
@@ -88,7 +92,7 @@ def outer_sobol_rule(L: int, log2_n: int, seed: int = 0, randomizations: int = 1
         blocks.append(ndtri(np.clip(engine.random_base2(log2_n), 1e-300, 1 - 1e-16)))
     nodes = np.concatenate(blocks, axis=0)
     if sign_images:
-        n_xi = L - 1
+        n_xi = L - 1 if axis < L else L
         images = []
         for s in (1.0, -1.0):
             for t in (1.0, -1.0):
@@ -107,15 +111,26 @@ def _gauss_legendre_unit(n: int) -> tuple[np.ndarray, np.ndarray]:
 class _Line:
     """Fields along the lines z(t) = (o with t inserted at ``axis``) for one state."""
 
-    def __init__(self, kernels: Any, params: ModelParams, ov: Overlaps, outer: np.ndarray, axis: int) -> None:
-        self.kernels, self.params, self.ov, self.outer, self.axis = kernels, params, ov, outer, axis
+    def __init__(self, kernels: Any, params: ModelParams, ov: Overlaps, outer: np.ndarray, line: LineRule) -> None:
+        self.kernels, self.params, self.ov, self.outer, self.axis = kernels, params, ov, outer, line.axis
+        self.basis = None
+        if line.direction is not None:
+            v = np.asarray(line.direction, dtype=float)
+            if v.shape != (2 * params.L,) or not np.any(v):
+                raise ValueError(f"LineRule.direction must be a non-zero vector of length 2L = {2 * params.L}")
+            v = v / np.linalg.norm(v)
+            q, _ = np.linalg.qr(np.column_stack([v, np.eye(2 * params.L)]))
+            self.v, self.basis = v, q[:, 1:2 * params.L]
         self.V = token_variances(ov.V0, params.sigma2)
         self.sigma2 = params.sigma2
 
     def fields(self, rows: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(z, w, T(h*)) at the outer points ``rows`` and line positions ``t`` (same length)."""
         L = self.params.L
-        z = np.insert(self.outer[rows], self.axis, t, axis=1)
+        if self.basis is None:
+            z = np.insert(self.outer[rows], self.axis, t, axis=1)
+        else:
+            z = self.outer[rows] @ self.basis.T + t[:, None] * self.v[None, :]
         w, hstar = channel_fields(z[:, :L], z[:, L:], self.ov.q0, self.ov.m, self.ov.th0, self.sigma2, self.params.rho0)
         T = self.kernels.target(hstar, self.params.omega, self.params.A_array)
         return z, w, T
@@ -148,7 +163,7 @@ def preintegrated_moments(kernels: Any, params: ModelParams, ov: Overlaps, outer
     lr = line or LineRule()
     L = params.L
     N = outer.nodes.shape[0]
-    ln = _Line(kernels, params, ov, outer.nodes, lr.axis)
+    ln = _Line(kernels, params, ov, outer.nodes, lr)
     K = lr.cells
     u_edges = np.linspace(TAIL_MASS, 1.0 - TAIL_MASS, K + 1)
     t_edges = ndtri(u_edges)
@@ -229,7 +244,10 @@ def preintegrated_moments(kernels: Any, params: ModelParams, ov: Overlaps, outer
         weight = (wo[idx, None] * width[idx, None] * wx[None, :]).ravel() / mass
         rows = np.repeat(rows_c[idx], lr.n_gl)
         z, w, T = ln.fields(rows, ndtri(u_nodes))
-        res = newton_minimize(kernels, np.repeat(h_start[idx], lr.n_gl, axis=0), w, ln.V, T, ln.sigma2)
+        if lr.search_nodes:
+            res, _ = global_prox(kernels, w, ln.V, T, ln.sigma2)
+        else:
+            res = newton_minimize(kernels, np.repeat(h_start[idx], lr.n_gl, axis=0), w, ln.V, T, ln.sigma2)
         failures += int((~res.converged).sum())
         g = (res.h - w) / ln.V
         sums["g"] += weight @ g
