@@ -9,8 +9,10 @@ solve's positional and semantic fixed points at alpha = 2 and 1, omega = 0.3 -- 
 (q0, V0, m_1 or th0), E[M] and eps_g are computed by
 
 * ``sobol``: today's rule, sobolK:4 (4 scramblings of 2^K points, symmetrised), channel_moments;
-* ``preint``: pre-integration along xi_1 (attnphase.numerics.se.preintegrated_channel), the outer
-  integral over 2^K scrambled Sobol points (x 4 sign images);
+* ``preint``: pre-integration (attnphase.numerics.se.preintegrated_channel) along an oblique line
+  (an axis line misses the jump surfaces that contain the axis), 8 cells of equal Gaussian mass with
+  4 Gauss-Legendre nodes each, the jumps located by a root-find; the outer integral over 2^K
+  scrambled Sobol points;
 * ``cv`` / ``cv16``: the local proximal map (Newton from h = 0) as a control variate
   (attnphase.numerics.se.control_variate_channel): mean over sobolK:4 of f_global - f_local plus
   the mean of f_local over a rule 4x / 16x finer.
@@ -19,8 +21,10 @@ Error of one estimate = max over those quantities of |value - reference| / |refe
 zero by symmetry left out); the study's error is the root mean square over ``--seeds`` independent
 scramblings.  The references (tests/data/quadrature_jumps_reference.json, with the command that
 made them) are sobol18:4 (4 x 2^18 points, symmetrised), one scrambling at a time, with their own
-error bars (the scramblings' spread / 2).  The runs take about 10 minutes on 2 cores.  Writes
-``--out``/quadrature_jumps.csv and .png and prints the slopes of log error against log N and log CPU.
+error bars (the scramblings' spread / 2), which floor the errors this study can resolve (~1e-4).
+The runs take about 10 minutes on 2 cores.  Writes ``--out`` (docs/data/quadrature_jumps/):
+quadrature_jumps.csv, quadrature_jumps_slopes.csv and quadrature_jumps.png, and prints the slopes of
+log error against log N and log CPU seconds.
 """
 
 from __future__ import annotations
@@ -204,10 +208,10 @@ def main() -> None:
     ap.add_argument("--references-only", action="store_true")
     ap.add_argument("--seeds", type=int, default=4)
     ap.add_argument("--sobol", default="8:14:2", help="START:STOP:STEP of log2 N for sobolK:4")
-    ap.add_argument("--preint", default="3:9:2", help="START:STOP:STEP of log2 N outer points")
+    ap.add_argument("--preint", default="6:12:2", help="START:STOP:STEP of log2 N outer points")
     ap.add_argument("--cv", default="8:12:2")
     ap.add_argument("--cv16", default="8:12:2")
-    ap.add_argument("--out", default="results/quadrature_jumps")
+    ap.add_argument("--out", default="docs/data/quadrature_jumps")
     args = ap.parse_args()
     if args.references:
         t = time.perf_counter()
