@@ -53,8 +53,8 @@ def cmd_census_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int)
     def said(start: Any, fp: Any) -> None:
         if getattr(args, "quiet", False):
             return
-        got = f"{fp.branch}, e_t = {fp.e_t:.8g}" if fp.converged else f"not converged (residual {fp.residual:.1e})"
-        print(f"attnphase: start {start.name}: {got} ({fp.evaluations} evaluations)", file=sys.stderr, flush=True)
+        got = f"{fp.branch}, e_t = {fp.observables.e_t:.8g}" if fp.status.converged else f"not converged (residual {fp.status.residual:.1e})"
+        print(f"attnphase: start {start.name}: {got} ({fp.status.iterations} evaluations)", file=sys.stderr, flush=True)
 
     t0 = time.perf_counter()
     res = rank_census(params, alpha, config=cfg, n_rules=n_rules, progress=said)

@@ -1,5 +1,5 @@
 """``attnphase solve --rank R --teacher-rank R*`` with r or r* >= 2: the rank-r state evolution
-(numerics/se/rank_se.py, numerics/se/rank_solve.py, docs/model.md section 7).  Called by :func:`attnphase.numerics.commands.cli.cmd_solve`.
+(numerics/se/rank_se.py, numerics/se/matrix_solve.py, docs/model.md section 7).  Called by :func:`attnphase.numerics.commands.cli.cmd_solve`.
 
 The record has the rank-1 record's scalar keys that keep their meaning (alpha, omega, lam, branch,
 requested_branch, eps_g, e_t, converged, iterations, residual, reason) and, in place of the scalar
@@ -43,16 +43,16 @@ def rank_error_estimate(fp: Any, n_rules: int, config: Any) -> dict[str, Any]:
 def rank_solve_record(fp: Any, requested: str) -> dict[str, Any]:
     """The ``solve --rank --json`` keys of one rank-r solve (module doc); the overlaps, invariants and observables
     None where it did not converge."""
-    params, rec = fp.params, fp.record()
+    params, rec = fp.params, fp.record
     out = {"alpha": fp.alpha, "omega": params.omega, "sigma": list(params.sigma), "lam": params.lam,
            "L": params.L, "A": [list(x) for x in params.A], "P": [list(x) for x in params.P], "rho0": params.rho0,
-           "loss": params.loss, "rank": params.r, "teacher_rank": rec["r_star"], "branch": rec["branch"] if fp.converged else None,
+           "loss": params.loss, "rank": params.r, "teacher_rank": rec["r_star"], "branch": rec["branch"] if fp.status.converged else None,
            "requested_branch": requested}
     for key in ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms", "directions", "eps_g", "e_t",
                 "e_t_direct", "gauge_angle"):
-        out[key] = rec[key] if fp.converged else None
+        out[key] = rec[key] if fp.status.converged else None
     out.update({k: rec[k] for k in ("converged", "iterations", "residual", "prox_failures", "quadrature")})
-    out["overlaps"] = rec["canonical_overlaps"] if fp.converged else None
+    out["overlaps"] = rec["canonical_overlaps"] if fp.status.converged else None
     return out
 
 
@@ -61,7 +61,7 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
     on another branch than ``--branch``."""
     if args.branch == "mixed" and r < 2:
         raise ValueError(f"--branch mixed needs --rank >= 2 (a positional and a semantic direction), got --rank {r}")
-    from attnphase.numerics.se.rank_solve import solve_rank
+    from attnphase.numerics.se.state_evolution import solve
 
     params, cfg = rank_model_and_config(args, r, r_star, opt.single_omega(args, "solve"))
     opt.check_branch_possible(params, args.branch)
@@ -71,15 +71,15 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
     n_rules = point_rules(cfg, solver_options.error_estimate_from_args(args))
     opt.announce_defaults(args, params)
     work.begin("solving the rank-r state evolution")
-    fp = solve_rank(params, alpha, args.branch, config=cfg)
+    fp = solve(params, alpha, args.branch, config=cfg)
     reason = ""
-    if not fp.converged:
-        reason = f"{fp.message}; residual {fp.residual:.2e}: no fixed point, so no overlaps are reported"
+    if not fp.status.converged:
+        reason = f"{fp.status.message}; residual {fp.status.residual:.2e}: no fixed point, so no overlaps are reported"
     elif fp.branch != args.branch:
         reason = (f"no {args.branch} fixed point found at alpha = {alpha:g}, omega = {params.omega:g}: "
                   f"the solve from the {args.branch} start converged to the {fp.branch} one")
     out = rank_solve_record(fp, args.branch)
-    if fp.converged and cfg.error_bars and (replicate_count(cfg) or n_rules):
+    if fp.status.converged and cfg.error_bars and (replicate_count(cfg) or n_rules):
         out.update(rank_error_estimate(fp, n_rules, cfg))
         if out["err_replicates"] < out["err_replicates_tried"]:
             print(f"attnphase: note: error bars from {out['err_replicates']} of {out['err_replicates_tried']} replicates "
@@ -88,13 +88,13 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
         if out["err_replicates"] < 2:
             out["error_note"] = (f"no error bars: only {out['err_replicates']} of {out['err_replicates_tried']} replicates "
                                  "converged on this branch (a spread needs two)")
-    elif fp.converged:
+    elif fp.status.converged:
         from attnphase.numerics.errors.quadrature_error import error_bars_note
 
         out["error_note"] = error_bars_note(cfg, n_rules)
         print(f"attnphase: note: {out['error_note']}", file=sys.stderr)
     out["reason"] = reason
-    return print_record(out, reason, fp.converged, args.json, show=outputs.json_value)
+    return print_record(out, reason, fp.status.converged, args.json, show=outputs.json_value)
 
 
 def sweep_rank_file_name(branch: str, omega: float, r: int, r_star: int) -> str:
@@ -132,23 +132,23 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
 
     def said(fp: Any) -> None:
         if not args.quiet:
-            on = fp.branch if fp.converged else "not converged"
-            print(f"attnphase: alpha = {fp.alpha:g}: {on}, e_t = {fp.e_t:.6g}", file=sys.stderr, flush=True)
+            on = fp.branch if fp.status.converged else "not converged"
+            print(f"attnphase: alpha = {fp.alpha:g}: {on}, e_t = {fp.observables.e_t:.6g}", file=sys.stderr, flush=True)
 
     for fp in follow_rank_branch(params, alphas, args.branch, cfg, progress=said):
         alpha = fp.alpha
-        rec = fp.record()
-        row: dict[str, Any] = {"alpha": alpha, "omega": params.omega, "branch": rec["branch"] if fp.converged else "",
-                               "converged": fp.converged, "iterations": fp.evaluations, "residual": fp.residual}
+        rec = fp.record
+        row: dict[str, Any] = {"alpha": alpha, "omega": params.omega, "branch": rec["branch"] if fp.status.converged else "",
+                               "converged": fp.status.converged, "iterations": fp.status.iterations, "residual": fp.status.residual}
         vals = {"e_t": [rec["e_t"]], "eps_g": [rec["eps_g"]], "q0_eig": rec["q0_eigenvalues"],
                 "V0_eig": rec["V0_eigenvalues"], "th0_sv": rec["th0_singular_values"], "m_norm": rec["m_norms"],
                 "gauge_angle": [rec["gauge_angle"]]}
         for name, v in vals.items():
             for i, x in enumerate(v):
                 key = name if len(v) == 1 and name in ("e_t", "eps_g", "gauge_angle") else f"{name}_{i + 1}"
-                row[key] = x if fp.converged else float("nan")
-        if not fp.converged:
-            row["reason"] = f"{fp.message}; residual {fp.residual:.2e}: no overlaps"
+                row[key] = x if fp.status.converged else float("nan")
+        if not fp.status.converged:
+            row["reason"] = f"{fp.status.message}; residual {fp.status.residual:.2e}: no overlaps"
         elif fp.branch != args.branch:
             row["reason"] = f"no {args.branch} fixed point here: the solve converged to the {fp.branch} one"
         else:

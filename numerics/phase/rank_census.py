@@ -3,7 +3,7 @@
 The rank-r twin of :mod:`attnphase.numerics.phase.census` (docs/method.md sections 11-12).  At one (params, alpha),
 on the rule of ``config``:
 
-1. **search** -- :func:`~attnphase.numerics.se.rank_solve.solve_rank` from every start of :func:`rank_census_starts`:
+1. **search** -- :func:`~attnphase.numerics.se.state_evolution.solve` from every start of :func:`rank_census_starts`:
    each branch's embedded start (the rank-1 fixed points, one per student axis; staged solve), each branch's
    cold start, and mixtures of the embedded mixed state (:func:`mixture`: its semantic th0 and positional m
    scaled by weights, the positional m tilted onto the semantic axis) -- fixed ones and ``n_random`` drawn
@@ -39,8 +39,8 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.rank_overlaps import ERROR_KEYS, RankOverlaps
 from attnphase.numerics.se.rank_se import admissible
-from attnphase.numerics.se.rank_solve import RankFixedPoint, solve_rank
-from attnphase.numerics.se.rank_starts import embedded_start
+from attnphase.numerics.se.results import FixedPoint
+from attnphase.numerics.se.state_evolution import embedded_start, solve
 from attnphase.theory.params import ModelParams
 
 #: Two invariant vectors closer than this (max |a - b| / max(1, |a|)) are one fixed point (same label).
@@ -71,7 +71,7 @@ RANDOM_MIXTURES = 2
 @dataclass(frozen=True, eq=False)
 class RankStart:
     """One start: its name, the branch requested of the solve (its hat projection), and either a start kind of
-    :func:`solve_rank` (``embedded`` / ``cold``, ``overlaps`` None) or the overlaps to start from."""
+    :func:`~attnphase.numerics.se.state_evolution.solve` (``embedded`` / ``cold``, ``overlaps`` None) or the overlaps to start from."""
 
     name: str
     branch: str
@@ -125,7 +125,7 @@ def rank_census_starts(params: ModelParams, alpha: float, config: SolverConfig, 
     return starts
 
 
-def perturbed_starts(params: ModelParams, points: list[RankFixedPoint]) -> list[RankStart]:
+def perturbed_starts(params: ModelParams, points: list[FixedPoint]) -> list[RankStart]:
     """Step 1b: each positional point with th0_{a1} = eps sqrt(q0_aa rho0) on its axis a of largest q0 (canonical gauge),
     each semantic point with m_{:, a} = eps P[:, 0] / max |P[:, 0]| on its axis a of smallest q0, eps in
     :data:`PERTURBATIONS`; requested branch ``mixed``; inadmissible ones left out.  Named after the point (the k-th
@@ -161,14 +161,14 @@ def _mixed_base(params: ModelParams, alpha: float, config: SolverConfig) -> Rank
     return RankOverlaps(sem.q0, sem.V0, pos.m, sem.th0)
 
 
-def solve_start(params: ModelParams, alpha: float, start: RankStart, config: SolverConfig) -> RankFixedPoint:
+def solve_start(params: ModelParams, alpha: float, start: RankStart, config: SolverConfig) -> FixedPoint:
     """Step 1 for one start."""
     if start.kind == "init":
-        return solve_rank(params, alpha, start.branch, config=config, init=start.overlaps)
-    return solve_rank(params, alpha, start.branch, config=config, start=start.kind)
+        return solve(params, alpha, start.branch, config=config, init=start.overlaps)
+    return solve(params, alpha, start.branch, config=config, start=start.kind)
 
 
-def invariant_vector(fp: RankFixedPoint) -> np.ndarray:
+def invariant_vector(fp: FixedPoint) -> np.ndarray:
     """(eigenvalues of q0, of V0, singular values of th0, |m_l|): the gauge orbit's coordinates."""
     inv = fp.invariants
     return np.concatenate([inv[k] for k in ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms")])
@@ -179,7 +179,7 @@ def same_point(a: np.ndarray, b: np.ndarray, rtol: float = SAME_POINT_RTOL) -> b
     return bool(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(a))) <= rtol)
 
 
-def replicate_points(fp: RankFixedPoint, config: SolverConfig, n_rules: int) -> tuple[list[RankFixedPoint | None], bool]:
+def replicate_points(fp: FixedPoint, config: SolverConfig, n_rules: int) -> tuple[list[FixedPoint | None], bool]:
     """(the replicates of ``fp``, whether they are blocks): ``fp`` re-solved warm (with its Jacobian) on each of the
     solve rule's R >= 2 scrambling blocks, or, for a rule of one block, on ``config.variant(k)``, k = 1 .. n_rules - 1,
     after ``fp`` itself (k = 0).  A replicate that does not converge on ``fp``'s branch is None (kept in place, so
@@ -188,18 +188,18 @@ def replicate_points(fp: RankFixedPoint, config: SolverConfig, n_rules: int) -> 
 
     R = replicate_count(config)
     configs = [block_config(config, j) for j in range(R)] if R else [config.variant(k) for k in range(1, n_rules)]
-    out: list[RankFixedPoint | None] = [] if R else [fp]
+    out: list[FixedPoint | None] = [] if R else [fp]
     for cfg in configs:
-        other = solve_rank(fp.params, fp.alpha, fp.requested, config=cfg, init=fp.overlaps, jacobian=fp.jacobian)
-        out.append(other if other.converged and other.branch == fp.branch else None)
+        other = solve(fp.params, fp.alpha, fp.requested, config=cfg, init=fp.overlaps, memory=fp.memory)
+        out.append(other if other.status.converged and other.branch == fp.branch else None)
     return out, bool(R)
 
 
-def replicate_errors(fp: RankFixedPoint, reps: list[RankFixedPoint | None], blocks: bool) -> dict[str, Any]:
+def replicate_errors(fp: FixedPoint, reps: list[FixedPoint | None], blocks: bool) -> dict[str, Any]:
     """err_<key> of :data:`ERROR_KEYS`: std_j over the converged replicates, / sqrt(n) for blocks (NaN below two);
     ``err_replicates`` (used) and ``err_replicates_tried``."""
-    recs = [p.record() for p in reps if p is not None]
-    ref = fp.record()
+    recs = [p.record for p in reps if p is not None]
+    ref = fp.record
     own = 0 if blocks else 1  # independent rules: the first replicate is fp itself
     out: dict[str, Any] = {"err_replicates": len(recs) - own, "err_replicates_tried": len(reps) - own}
     for key in ERROR_KEYS:
@@ -217,7 +217,7 @@ def paired_difference(a: "RankCensusEntry", b: "RankCensusEntry") -> tuple[float
     differences e_t(b)_j - e_t(a)_j over the replicates j where both converged (std / sqrt(n) for blocks, std for
     independent rules; NaN below two pairs)."""
     delta = b.e_t - a.e_t
-    d = [pb.e_t - pa.e_t for pa, pb in zip(a.replicates, b.replicates) if pa is not None and pb is not None]
+    d = [pb.observables.e_t - pa.observables.e_t for pa, pb in zip(a.replicates, b.replicates) if pa is not None and pb is not None]
     if len(d) < 2:
         return delta, math.nan, len(d)
     sd = float(np.std(d, ddof=1))
@@ -230,8 +230,8 @@ class RankCensusEntry:
     bars), whether they are blocks, its error bars (err_<key>), the starts that reached it, and the points merged
     into it within the error bars (step 2: each one's label, e_t and starts)."""
 
-    point: RankFixedPoint
-    replicates: tuple[RankFixedPoint | None, ...]
+    point: FixedPoint
+    replicates: tuple[FixedPoint | None, ...]
     blocks: bool
     errors: dict[str, Any]
     starts: tuple[str, ...]
@@ -239,7 +239,7 @@ class RankCensusEntry:
 
     @property
     def e_t(self) -> float:
-        return self.point.e_t if math.isfinite(self.point.e_t) else math.inf
+        return self.point.observables.e_t if math.isfinite(self.point.observables.e_t) else math.inf
 
     def err(self, key: str) -> Any:
         return self.errors.get(f"err_{key}", math.nan)
@@ -282,7 +282,7 @@ def _within_errors(a: RankCensusEntry, b: RankCensusEntry, k: float = SAME_WITHI
     bars.  The paired test is what separates two points of one rule: a point that the rule's jumps split in two
     (docs/method.md section 12) splits differently on each block, so its halves' per-block differences scatter as
     much as the difference itself; two distinct points keep their difference on every block."""
-    ra, rb = a.point.record(), b.point.record()
+    ra, rb = a.point.record, b.point.record
     for key in ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms"):
         va, vb = np.atleast_1d(np.asarray(ra[key], float)), np.atleast_1d(np.asarray(rb[key], float))
         bar = np.hypot(np.atleast_1d(np.asarray(a.err(key), float)), np.atleast_1d(np.asarray(b.err(key), float)))
@@ -298,7 +298,7 @@ def _within_errors(a: RankCensusEntry, b: RankCensusEntry, k: float = SAME_WITHI
 def rank_census(params: ModelParams, alpha: float, *, config: SolverConfig | None = None, n_rules: int = 0,
                 n_random: int = RANDOM_MIXTURES, seed: int = 0, starts: list[RankStart] | None = None,
                 perturb: bool = True,
-                progress: Callable[[RankStart, RankFixedPoint], None] | None = None) -> RankCensus:
+                progress: Callable[[RankStart, FixedPoint], None] | None = None) -> RankCensus:
     """The module doc's four steps at (params, alpha), from ``starts`` (default :func:`rank_census_starts` with
     ``n_random`` and ``seed``) and, with ``perturb``, the :func:`perturbed_starts` of the points they reach; each
     solve with at most :data:`SEARCH_MAX_ITER` evaluations per run.  Error bars from
@@ -308,7 +308,7 @@ def rank_census(params: ModelParams, alpha: float, *, config: SolverConfig | Non
     if starts is None:
         starts = rank_census_starts(params, alpha, cfg, n_random=n_random, seed=seed)
     search_cfg = cfg.replace(max_iter=min(cfg.max_iter, SEARCH_MAX_ITER))
-    found: list[tuple[np.ndarray, RankFixedPoint, list[str]]] = []
+    found: list[tuple[np.ndarray, FixedPoint, list[str]]] = []
     failures = []
 
     def run(batch: list[RankStart]) -> None:
@@ -316,8 +316,8 @@ def rank_census(params: ModelParams, alpha: float, *, config: SolverConfig | Non
             fp = solve_start(params, alpha, s, search_cfg)
             if progress is not None:
                 progress(s, fp)
-            if not fp.converged or not math.isfinite(fp.e_t):
-                failures.append((s.name, float(fp.residual), fp.message))
+            if not fp.status.converged or not math.isfinite(fp.observables.e_t):
+                failures.append((s.name, float(fp.status.residual), fp.status.message))
                 continue
             key = invariant_vector(fp)
             same = next((f for f in found if f[1].branch == fp.branch and same_point(f[0], key)), None)
@@ -345,7 +345,7 @@ def rank_census(params: ModelParams, alpha: float, *, config: SolverConfig | Non
         else:  # one fixed point: keep the one more starts reached, list the other
             other = entries[same]
             keep, drop = (other, entry) if len(other.starts) >= len(names) else (entry, other)
-            gone = ((drop.point.branch, drop.point.e_t, drop.starts),) + drop.merged
+            gone = ((drop.point.branch, drop.point.observables.e_t, drop.starts),) + drop.merged
             entries[same] = RankCensusEntry(keep.point, keep.replicates, keep.blocks, keep.errors,
                                             keep.starts + drop.starts, keep.merged + gone)
     entries.sort(key=lambda e: e.e_t)

@@ -15,7 +15,7 @@ E[g eta^T] = 0), so ``semantic`` sets mhat = 0, ``positional`` thhat = 0, ``agno
 ``mixed`` nothing -- the projection the r = 1 solver makes by symmetrisation.  The map is iterated by
 the generic :class:`~attnphase.numerics.se.fixed_point.FixedPointSolver` as it is (equivariant under
 the rotation gauge); quasi-Newton works transversally to the gauge orbits (:class:`RankSEMap`).
-:func:`~attnphase.numerics.se.rank_solve.solve_rank` (numerics/se/rank_solve.py) stages a solve of this map from a
+:func:`~attnphase.numerics.se.matrix_solve.solve_matrix` (numerics/se/matrix_solve.py) stages a solve of this map from a
 start (projected on the start's reflection pattern, on one block of the rule, then the whole rule, then
 unprojected; docs/method.md section 11) with the quasi-Newton of numerics/se/rank_newton.py.  Results are reported by gauge invariants and in the canonical gauge of
 :func:`~attnphase.numerics.se.rank_overlaps.canonical` (a gauge-fixed map was tried first and
@@ -38,7 +38,7 @@ from attnphase.numerics.se.rank_newton import CarriedJacobian
 from attnphase.numerics.quadrature.rules import check_rule_size, parse_rule_spec, split_block
 from attnphase.numerics.se.rank_overlaps import RankOverlaps, align_gauge, gauge_tangents
 from attnphase.numerics.prox.rank_prox import global_prox
-from attnphase.numerics.se.rank_starts import RANK_BRANCHES, embedded_start, initial_rank_overlaps, teacher_rank, with_ranks
+from attnphase.numerics.se.rank_starts import RANK_BRANCHES, initial_rank_overlaps, teacher_rank, with_ranks
 from attnphase.theory import rank as rk
 from attnphase.theory.hats import hat_overlaps
 from attnphase.theory.params import ModelParams
@@ -304,9 +304,9 @@ class RankSEMap:
 
 
 #: This module's names, and the rank_starts ones its importers take from here (the solve itself:
-#: :mod:`attnphase.numerics.se.rank_solve`).
+#: :func:`attnphase.numerics.se.state_evolution.solve`).
 __all__ = [
     "RANK_BRANCHES", "RankHats", "RankMoments", "RankRule", "RankSEMap", "admissible", "align_gauge",
-    "channel_moments", "embedded_start", "gauge_tangents", "initial_rank_overlaps", "make_rank_rule",
+    "channel_moments", "gauge_tangents", "initial_rank_overlaps", "make_rank_rule",
     "teacher_rank", "update", "update_hat", "with_ranks",
 ]

@@ -1,17 +1,17 @@
 """The ranks of a model and the starting points of a rank-r solve (docs/model.md section 7).
 
 :func:`with_ranks` / :func:`teacher_rank` read and set r and r* on ModelParams; a solve starts from
-:func:`embedded_start` (the rank-1 fixed points, one per student direction) or from
-:func:`initial_rank_overlaps` (a fixed cold start per branch).
+:func:`~attnphase.numerics.se.state_evolution.embedded_start` (the rank-1 fixed points, one per student
+direction; its noise axes and their settling are here) or from :func:`initial_rank_overlaps` (a fixed cold
+start per branch).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
-from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.rank_overlaps import RankOverlaps
 from attnphase.theory.params import ModelParams
 
@@ -68,67 +68,6 @@ def initial_rank_overlaps(params: ModelParams, branch: str) -> RankOverlaps:
     return RankOverlaps(np.diag(q), np.diag(V), m, th)
 
 
-def embedded_start(params: ModelParams, alpha: float, branch: str, config: SolverConfig) -> RankOverlaps:
-    """A start built from the rank-1 fixed points (numerics/se/state_evolution.py) at the same alpha.
-
-    Each student axis gets the overlaps of one rank-1 branch: the first min(r, r*) axes (min(r - 1, r*)
-    for ``mixed``) the semantic one's (q0, V0, th0 on the matching teacher axis), the last axis of
-    ``positional`` / ``mixed`` the positional one's (q0, V0, m); every other axis (:func:`noise_axes`)
-    q0 = 0.05 and the V0 of axis 0, on ``positional`` the positional axis's q0 and V0 (the agnostic rank-1
-    point need not exist: at alpha = 2 it does not converge; :func:`settle_noise_axes` then moves these)
-    and, where P has rank >= 2, m along :func:`further_positional_directions`.
-    The rank-1 solver follows each branch from where it is unambiguous (its positional branch by
-    continuation from small alpha), so the rank-r solve starts on the branch asked for.
-    Falls back to :func:`initial_rank_overlaps` for a rank-1 branch that does not converge.
-    """
-    from attnphase.numerics.se.state_evolution import solve
-
-    if branch not in RANK_BRANCHES:
-        raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
-    L, r, rs = params.L, params.r, teacher_rank(params)
-    p1 = params.replace(r=1, **({"r_star": 1} if _has_field(params, "r_star") else {}))
-    cfg1 = config.replace(e_t_quadrature=None)
-
-    def r1(b: str) -> Any:
-        fp = solve(p1, alpha, b, config=cfg1)
-        return fp.overlaps if fp.status.converged and fp.branch == b else None
-
-    n_sem = min(r, rs) if branch == "semantic" else min(r - 1, rs) if branch == "mixed" else 0
-    pos_axis = r - 1 if branch in ("positional", "mixed") else None
-    need = set()
-    if branch == "agnostic":
-        return initial_rank_overlaps(params, branch)
-    if n_sem:
-        need.add("semantic")
-    if pos_axis is not None:
-        need.add("positional")
-    got = {b: r1(b) for b in sorted(need)}
-    if any(v is None for v in got.values()):
-        return initial_rank_overlaps(params, branch)
-    q, V = np.zeros(r), np.zeros(r)
-    m, th = np.zeros((L, r)), np.zeros((r, rs))
-    noise = noise_axes(params, branch)
-    for a in range(r):
-        if a < n_sem:
-            ov = got["semantic"]
-            th[a, a] = ov.th0
-        elif a == pos_axis:
-            ov = got["positional"]
-            m[:, a] = ov.m
-        else:
-            continue
-        q[a], V[a] = ov.q0, ov.V0
-    signal = min(set(range(r)) - set(noise))
-    for a in noise:
-        # positional: the signal axis's q0 and V0 (q0 = 0.05 with that V0, or V0 = 1, left the admissible
-        # region or starts at residual 616, docs/method.md section 11, rank r >= 2); semantic and mixed: 0.05 and the signal V0
-        q[a], V[a] = (q[signal] if branch == "positional" else 0.05), V[signal]
-    if branch == "positional":
-        for a, u in zip(noise, further_positional_directions(params.P_array, m[:, pos_axis], len(noise))):
-            m[:, a] = u
-    return RankOverlaps(np.diag(q), np.diag(V), m, th)
-
-
 def further_positional_directions(P: np.ndarray, m: np.ndarray, k: int) -> list[np.ndarray]:
     """Up to k columns for the positional branch's other axes: an orthonormal basis of range(P) minus
     span(m) (the directions m_l = p_l . Q_a / sqrt(d) can take besides the rank-1 point's m), each scaled to
@@ -150,7 +89,7 @@ def further_positional_directions(P: np.ndarray, m: np.ndarray, k: int) -> list[
 
 
 def noise_axes(params: ModelParams, branch: str) -> list[int]:
-    """The student axes of :func:`embedded_start` that carry neither a semantic nor a positional
+    """The student axes of :func:`~attnphase.numerics.se.state_evolution.embedded_start` that carry neither a semantic nor a positional
     rank-1 state (no overlap with the teacher or the positions): the last r - min(r, r*) axes of
     ``semantic``, the first r - 1 of ``positional``, the axes between of ``mixed``; none of ``agnostic``."""
     r, rs = params.r, teacher_rank(params)

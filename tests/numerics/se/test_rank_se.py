@@ -13,7 +13,7 @@ from attnphase.numerics.prox.rank_prox import global_prox, newton_minimize, prox
 from attnphase.numerics.se.rank_se import (
     align_gauge, channel_moments, make_rank_rule, update, update_hat, with_ranks,
 )
-from attnphase.numerics.se.rank_solve import solve_rank
+from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams
 from attnphase.theory.rank_kernels import get_rank_kernels, target
 
@@ -115,13 +115,13 @@ def test_rank_se_map_at_r1_is_the_rank1_map_on_the_same_nodes() -> None:
 
 def test_a_rank2_semantic_fixed_point_converges_with_its_invariants() -> None:
     params = with_ranks(ModelParams(omega=0.3), 2, 1)
-    fp = solve_rank(params, 2.0, "semantic", config=SolverConfig(quadrature="sobol10"), start="cold")
-    assert fp.converged and fp.residual <= 1e-10, fp.message
-    rec = fp.record()
+    fp = solve(params, 2.0, "semantic", config=SolverConfig(quadrature="sobol10"), start="cold")
+    assert fp.status.converged and fp.status.residual <= 1e-10, fp.status.message
+    rec = fp.record
     assert rec["branch"] == "semantic" and len(rec["q0_eigenvalues"]) == 2 and len(rec["th0_singular_values"]) == 1
     assert rec["m_norms"] == [0.0, 0.0]
     # e_t = -Phi against lambda Tr(q0) / 2 + alpha E[loss(h_hat)]: equal up to the rule's gauge breaking
-    assert abs(fp.e_t - fp.e_t_direct) <= 5 * fp.extra["gauge_angle"] * abs(fp.e_t)
+    assert abs(fp.observables.e_t - fp.extra["e_t_direct"]) <= 5 * fp.extra["gauge_angle"] * abs(fp.observables.e_t)
     assert rec["eps_g"] > 0 and rec["prox_failures"] == 0
 
 
@@ -133,11 +133,11 @@ def test_rank2_error_bars_are_the_standard_error_of_the_blocks() -> None:
 
     params = with_ranks(ModelParams(omega=0.3), 2, 1)
     cfg = SolverConfig(quadrature="sobol8:3")
-    fp = solve_rank(params, 2.0, "semantic", config=cfg, start="cold")
-    assert fp.converged, fp.message
+    fp = solve(params, 2.0, "semantic", config=cfg, start="cold")
+    assert fp.status.converged, fp.status.message
     out = rank_error_estimate(fp, 0, cfg)
-    blocks = [solve_rank(params, 2.0, "semantic", config=block_config(cfg, j), init=fp.overlaps) for j in range(3)]
-    used = [b.record() for b in blocks if b.converged and b.branch == fp.branch]
+    blocks = [solve(params, 2.0, "semantic", config=block_config(cfg, j), init=fp.overlaps) for j in range(3)]
+    used = [b.record for b in blocks if b.status.converged and b.branch == fp.branch]
     assert out["err_replicates"] == len(used) and out["err_replicates_tried"] == 3
     if len(used) >= 2:
         assert out["err_eps_g"] == pytest.approx(np.std([r["eps_g"] for r in used], ddof=1) / np.sqrt(len(used)))

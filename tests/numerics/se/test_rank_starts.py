@@ -7,11 +7,10 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.rank_overlaps import RankOverlaps
 from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule, with_ranks
-from attnphase.numerics.se.rank_solve import solve_rank
 from attnphase.numerics.se.rank_starts import (
-    LIFT_STEPS, SETTLE_STEPS, SETTLE_WEIGHT, embedded_start, further_positional_directions, noise_axes,
-    settle_noise_axes,
+    LIFT_STEPS, SETTLE_STEPS, SETTLE_WEIGHT, further_positional_directions, noise_axes, settle_noise_axes,
 )
+from attnphase.numerics.se.state_evolution import embedded_start, solve
 from attnphase.theory.params import ModelParams
 
 
@@ -74,8 +73,8 @@ def test_settle_first_step_takes_the_geometric_mean_of_the_start_and_the_maps_im
 def test_rank2_teacher2_positional_converges_from_the_settled_start() -> None:
     """From V0 = 1 on the noise axis (start residual 616) an unsettled start stalls at 1e-2; the settled one converges."""
     params = with_ranks(ModelParams(omega=0.3), 2, 2)
-    fp = solve_rank(params, 2.0, "positional", config=SolverConfig(quadrature="sobol8"))
-    assert fp.converged and fp.residual <= 1e-10, fp.message
+    fp = solve(params, 2.0, "positional", config=SolverConfig(quadrature="sobol8"))
+    assert fp.status.converged and fp.status.residual <= 1e-10, fp.status.message
     assert fp.branch == "positional"
     inv = fp.invariants
     assert min(inv["q0_eigenvalues"]) > 0.1 and inv["th0_singular_values"] == [0.0, 0.0]
@@ -108,8 +107,8 @@ def test_rank2_at_L3_semantic_converges_to_a_fixed_point_of_the_map() -> None:
     proximal search) moves the fixed point by no more than the tolerance."""
     params = with_ranks(ModelParams(L=3, omega=0.3), 2, 1)
     cfg = SolverConfig(quadrature="sobol8:2")
-    fp = solve_rank(params, 2.0, "semantic", config=cfg)
-    assert fp.converged and fp.residual <= cfg.tol, fp.message
+    fp = solve(params, 2.0, "semantic", config=cfg)
+    assert fp.status.converged and fp.status.residual <= cfg.tol, fp.status.message
     assert fp.branch == "semantic"
     img = RankSEMap(params, 2.0, "semantic", make_rank_rule(3, 2, 1, "sobol8:2")).image(fp.overlaps)
     assert img is not None and img[1] <= cfg.tol
