@@ -3,7 +3,6 @@ the record and invariants of a rank-1 point read as the r = r* = 1 case of the m
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
