@@ -14,7 +14,7 @@ r >= 2 (docs/model.md section 7):
     q = Tr q0,   eps_g,   e_t,
 
 and by its status: ``converged`` with its ``residual``, and ``branch_reached`` (the label of the point:
-semantic / positional / mixed / agnostic, :func:`~attnphase.numerics.se.rank_overlaps.branch_label`).  A
+semantic / positional / mixed / agnostic, :func:`~attnphase.numerics.se.overlaps.branch_label`).  A
 point that did not converge carries no observables (``None``): it is no theory point.  A point on the
 requested branch whose order parameter is below the rank-1 sweeps' floor (|theta| < SEMANTIC_THETA_FLOOR,
 |m| < POSITIONAL_M_FLOOR: the rule's noise past the branch's end) does not count as the branch (``exists``

@@ -24,11 +24,11 @@ from attnphase import execution_options
 from attnphase import outputs, work, workload
 from attnphase.numerics.commands.common import TASKS_FOLDER, command_line, sweep_exit_code
 from attnphase.numerics.commands.point_record import print_record
-from attnphase.numerics.se.rank_overlaps import ERROR_KEYS  # noqa: F401  (the record entries with error bars)
+from attnphase.numerics.se.results import MATRIX_ERROR_KEYS  # noqa: F401  (the record entries with error bars)
 
 
 def rank_error_estimate(fp: Any, n_rules: int, config: Any) -> dict[str, Any]:
-    """err_<key> of each of :data:`ERROR_KEYS`: the standard error from the solve rule's R scrambling blocks,
+    """err_<key> of each of :data:`MATRIX_ERROR_KEYS`: the standard error from the solve rule's R scrambling blocks,
     std_j / sqrt(R) over the block fixed points warm-started from ``fp`` (:mod:`attnphase.numerics.errors.replicates`);
     for a rule of one block, the standard deviation over ``n_rules`` independent rules (the solve's and
     ``config.variant(k)``, k = 1 .. n_rules - 1).  A replicate that does not converge on ``fp``'s branch is

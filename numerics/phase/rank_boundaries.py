@@ -7,7 +7,7 @@ boundary is located from converged fixed points of the rank-r state evolution
 
 * branches -- semantic, positional, and mixed when r >= 2, each followed over the alpha grid by
   warm starts (:func:`follow_rank_branch`, what ``sweep --rank`` does); a point is *on* a branch
-  when its solve converged and its label (:func:`~attnphase.numerics.se.rank_overlaps.branch_label`)
+  when its solve converged and its label (:func:`~attnphase.numerics.se.overlaps.branch_label`)
   is the branch's;
 * branch ends -- where a branch is on at one grid point and not at the next: bisection on the
   existence of a converged fixed point with the branch's label (warm-started from the nearest

@@ -37,7 +37,8 @@ from typing import Any, Callable
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se.rank_overlaps import ERROR_KEYS, RankOverlaps
+from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.se.results import MATRIX_ERROR_KEYS
 from attnphase.numerics.se.rank_se import admissible
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import embedded_start, solve
@@ -76,7 +77,7 @@ class RankStart:
     name: str
     branch: str
     kind: str
-    overlaps: RankOverlaps | None = None
+    overlaps: Overlaps | None = None
 
 
 def branches(params: ModelParams) -> tuple[str, ...]:
@@ -84,7 +85,7 @@ def branches(params: ModelParams) -> tuple[str, ...]:
     return ("semantic", "positional", "mixed", "agnostic") if params.r >= 2 else ("semantic", "positional", "agnostic")
 
 
-def mixture(base: RankOverlaps, w_th: float, w_m: float, tilt: float) -> RankOverlaps:
+def mixture(base: Overlaps, w_th: float, w_m: float, tilt: float) -> Overlaps:
     """``base`` (the embedded mixed state: semantic axes with th0, the last axis positional) with th0 scaled by
     w_th, m by w_m, and the positional column m_{:, r-1} turned by ``tilt`` onto axis 0:
     m_{:, 0} += sin(tilt) m_{:, r-1}, m_{:, r-1} <- cos(tilt) m_{:, r-1} (a direction carrying both overlaps)."""
@@ -93,7 +94,7 @@ def mixture(base: RankOverlaps, w_th: float, w_m: float, tilt: float) -> RankOve
     if base.r >= 2:
         m[:, 0] += math.sin(tilt) * col
         m[:, -1] = math.cos(tilt) * col
-    return RankOverlaps(base.q0, base.V0, m, w_th * np.array(base.th0))
+    return Overlaps(base.q0, base.V0, m, w_th * np.array(base.th0))
 
 
 def rank_census_starts(params: ModelParams, alpha: float, config: SolverConfig, *, n_random: int = RANDOM_MIXTURES,
@@ -116,7 +117,7 @@ def rank_census_starts(params: ModelParams, alpha: float, config: SolverConfig, 
             w_th, w_m, tilt = rng.uniform(0.2, 1.0), rng.uniform(0.2, 1.0), rng.uniform(0.0, math.pi / 2)
             noise = np.exp(0.2 * rng.standard_normal((2, base.r)))
             ov = mixture(base, w_th, w_m, tilt)
-            ov = RankOverlaps(ov.q0 * np.sqrt(np.outer(noise[0], noise[0])), ov.V0 * np.sqrt(np.outer(noise[1], noise[1])),
+            ov = Overlaps(ov.q0 * np.sqrt(np.outer(noise[0], noise[0])), ov.V0 * np.sqrt(np.outer(noise[1], noise[1])),
                               ov.m, ov.th0)
             if admissible(ov, params.rho0):
                 starts.append(RankStart(f"random mixture {k + 1} (seed {seed}): th0 x{w_th:.2f}, m x{w_m:.2f}, tilt "
@@ -130,7 +131,7 @@ def perturbed_starts(params: ModelParams, points: list[FixedPoint]) -> list[Rank
     each semantic point with m_{:, a} = eps P[:, 0] / max |P[:, 0]| on its axis a of smallest q0, eps in
     :data:`PERTURBATIONS`; requested branch ``mixed``; inadmissible ones left out.  Named after the point (the k-th
     of its label found), so that every start's name is its own."""
-    from attnphase.numerics.se.rank_overlaps import canonical
+    from attnphase.numerics.se.gauge import canonical
 
     col = params.P_array[:, 0]
     out = []
@@ -146,19 +147,19 @@ def perturbed_starts(params: ModelParams, points: list[FixedPoint]) -> list[Rank
                 m[:, -1] = eps * col / np.abs(col).max()
             else:
                 continue
-            new = RankOverlaps(ov.q0, ov.V0, m, th)
+            new = Overlaps(ov.q0, ov.V0, m, th)
             if admissible(new, params.rho0):
                 out.append(RankStart(f"{fp.branch} point {k} + {eps:g} {'th0' if fp.branch == 'positional' else 'm'}",
                                      "mixed", "init", new))
     return out
 
 
-def _mixed_base(params: ModelParams, alpha: float, config: SolverConfig) -> RankOverlaps:
+def _mixed_base(params: ModelParams, alpha: float, config: SolverConfig) -> Overlaps:
     """The embedded mixed state (r >= 2), or at r = 1 the semantic one with the positional one's m added."""
     if params.r >= 2:
         return embedded_start(params, alpha, "mixed", config)
     sem, pos = embedded_start(params, alpha, "semantic", config), embedded_start(params, alpha, "positional", config)
-    return RankOverlaps(sem.q0, sem.V0, pos.m, sem.th0)
+    return Overlaps(sem.q0, sem.V0, pos.m, sem.th0)
 
 
 def solve_start(params: ModelParams, alpha: float, start: RankStart, config: SolverConfig) -> FixedPoint:
@@ -196,13 +197,13 @@ def replicate_points(fp: FixedPoint, config: SolverConfig, n_rules: int) -> tupl
 
 
 def replicate_errors(fp: FixedPoint, reps: list[FixedPoint | None], blocks: bool) -> dict[str, Any]:
-    """err_<key> of :data:`ERROR_KEYS`: std_j over the converged replicates, / sqrt(n) for blocks (NaN below two);
+    """err_<key> of :data:`MATRIX_ERROR_KEYS`: std_j over the converged replicates, / sqrt(n) for blocks (NaN below two);
     ``err_replicates`` (used) and ``err_replicates_tried``."""
     recs = [p.record for p in reps if p is not None]
     ref = fp.record
     own = 0 if blocks else 1  # independent rules: the first replicate is fp itself
     out: dict[str, Any] = {"err_replicates": len(recs) - own, "err_replicates_tried": len(reps) - own}
-    for key in ERROR_KEYS:
+    for key in MATRIX_ERROR_KEYS:
         if len(recs) < 2:
             sd = np.full(np.atleast_1d(np.asarray(ref[key], dtype=float)).shape, np.nan)
         else:

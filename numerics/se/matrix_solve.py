@@ -22,7 +22,8 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import rule_blocks, split_block
 from attnphase.numerics.se.observables import Observables
 from attnphase.numerics.se.rank_newton import CarriedJacobian, RankFixedPointSolver
-from attnphase.numerics.se.rank_overlaps import RankOverlaps, branch_label, reflection_pattern
+from attnphase.numerics.se.overlaps import Overlaps, branch_label
+from attnphase.numerics.se.gauge import reflection_pattern
 from attnphase.numerics.se.rank_se import (
     RANK_MIN_DAMPING, RETRY_DAMPING, RankRule, RankSEMap, admissible, make_rank_rule,
 )
@@ -50,7 +51,7 @@ def matrix_config(params: ModelParams, alpha: float, branch: str, config: Solver
     return cfg
 
 
-def solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, ov0: RankOverlaps, *,
+def solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, ov0: Overlaps, *,
                  warm: bool, staged: bool, jacobian: CarriedJacobian | None = None) -> FixedPoint:
     """The rank-r fixed point on ``branch`` at alpha from ``ov0``, with e_t, eps_g and a status.
 
@@ -90,10 +91,10 @@ def _counted(fp: FixedPoint, evaluations: int) -> FixedPoint:
 
 
 def _staged(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, rules: list[RankRule],
-            ov0: RankOverlaps, warm: bool) -> tuple[FixedPoint, int, bool]:
+            ov0: Overlaps, warm: bool) -> tuple[FixedPoint, int, bool]:
     """(fixed point, evaluations, whether it is a projected stage's) of the staged solve: on the start's
     reflection pattern
-    (:func:`~attnphase.numerics.se.rank_overlaps.reflection_pattern`: the map projected on the coordinates
+    (:func:`~attnphase.numerics.se.gauge.reflection_pattern`: the map projected on the coordinates
     the start's symmetry leaves free) over each rule of ``rules`` in turn (block 0, then the whole rule),
     then the unprojected map on the last rule; each stage warm from the last, with its Jacobian.
 
@@ -119,7 +120,7 @@ def _staged(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, r
     return fp, spent, False
 
 
-def _solve(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, rule: RankRule, ov0: RankOverlaps,
+def _solve(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, rule: RankRule, ov0: Overlaps,
            warm: bool, jacobian: CarriedJacobian | None = None, pattern: np.ndarray | None = None) -> FixedPoint:
     """One solve of the (projected) map on ``rule`` from ``ov0``, retried once from its best point."""
     smap = RankSEMap(params, alpha, branch, rule, pattern, backend=cfg.backend)
@@ -138,7 +139,7 @@ def _solve(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, ru
     return _finish(smap, result, ov0)
 
 
-def _finish(smap: RankSEMap, result: Any, ov0: RankOverlaps) -> FixedPoint:
+def _finish(smap: RankSEMap, result: Any, ov0: Overlaps) -> FixedPoint:
     """The solver's result (or its failure) as a FixedPoint: e_t = -Phi (theory/rank.py's free entropy), eps_g,
     and in ``extra`` e_t_direct = lambda/2 tr q0 + alpha E[loss] (equal to e_t at a fixed point) and the gauge
     angle of the last step.  eps_lin is not computed by a solve at r* >= 2 (NaN; the boundaries compute it)."""

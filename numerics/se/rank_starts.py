@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from attnphase.numerics.se.rank_overlaps import RankOverlaps
+from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.theory.params import ModelParams
 
 RANK_BRANCHES = ("semantic", "positional", "agnostic", "mixed")
@@ -46,7 +46,7 @@ def _has_field(params: ModelParams, name: str) -> bool:
 
 
 
-def initial_rank_overlaps(params: ModelParams, branch: str) -> RankOverlaps:
+def initial_rank_overlaps(params: ModelParams, branch: str) -> Overlaps:
     """Deterministic start of each branch: semantic directions first (th0 = 0.8 rho0 on the first
     min(r, r*) axes), a positional direction on the next free axis (m = 0.2 P[:, 0] / max|P[:, 0]|),
     the remaining axes small (q0 = 0.1)."""
@@ -65,7 +65,7 @@ def initial_rank_overlaps(params: ModelParams, branch: str) -> RankOverlaps:
         col = params.P_array[:, 0]
         m[:, a] = 0.2 * col / np.abs(col).max()
         V[a] = 50.0
-    return RankOverlaps(np.diag(q), np.diag(V), m, th)
+    return Overlaps(np.diag(q), np.diag(V), m, th)
 
 
 def further_positional_directions(P: np.ndarray, m: np.ndarray, k: int) -> list[np.ndarray]:
@@ -107,8 +107,8 @@ SETTLE_WEIGHT = 0.5
 LIFT_STEPS = 3
 
 
-def settle_noise_axes(ov: RankOverlaps, axes: list[int],
-                      image: Callable[[RankOverlaps], tuple[RankOverlaps, float] | None]) -> tuple[RankOverlaps, int]:
+def settle_noise_axes(ov: Overlaps, axes: list[int],
+                      image: Callable[[Overlaps], tuple[Overlaps, float] | None]) -> tuple[Overlaps, int]:
     """(start, evaluations): the noise axes' diagonal entries (q0_aa, V0_aa) of ``ov`` iterated under the
     SE map restricted to them, everything else held:
 
@@ -144,7 +144,7 @@ def settle_noise_axes(ov: RankOverlaps, axes: list[int],
         q = np.array(ov.q0)
         for a in axes:
             q[a, a] = np.sqrt(q[a, a] * ceiling)
-        ov = RankOverlaps(q, ov.V0, ov.m, ov.th0)
+        ov = Overlaps(q, ov.V0, ov.m, ov.th0)
         cur = image(ov)
         n += 1
     if cur is None:
@@ -160,7 +160,7 @@ def settle_noise_axes(ov: RankOverlaps, axes: list[int],
                     return best[1], n
                 q[a, a] = q[a, a] ** (1 - w) * fx.q0[a, a] ** w
                 V[a, a] = V[a, a] ** (1 - w) * fx.V0[a, a] ** w
-            trial = RankOverlaps(q, V, x.m, x.th0)
+            trial = Overlaps(q, V, x.m, x.th0)
             nxt = image(trial)
             n += 1
             if nxt is not None:

@@ -17,10 +17,14 @@ import numpy as np
 from attnphase.numerics.prox.global_prox import Candidates
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.se.observables import Observables
+from attnphase.numerics.se.gauge import canonical, direction_labels, invariants
 from attnphase.numerics.se.overlaps import Overlaps
-from attnphase.numerics.se.rank_overlaps import RankOverlaps, canonical, direction_labels, invariants
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import original, positional_overlaps
+
+
+#: The entries of a matrix fixed point's record that get error bars (err_<key>: ``solve --error-estimate``, the census).
+MATRIX_ERROR_KEYS = ("eps_g", "e_t", "q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms")
 
 
 @dataclass(frozen=True)
@@ -69,9 +73,9 @@ class FixedPoint:
     """A state-evolution fixed point with its conjugates, observables and status, at every rank.
 
     ``branch`` is the label of the point actually reached (never the requested one
-    relabelled); ``requested`` is what the caller asked for.  At r = r* = 1 ``overlaps`` is the scalar
-    :class:`Overlaps` and ``memory`` a :class:`SolverMemory`; at r >= 2 or r* >= 2 ``overlaps`` is the
-    :class:`RankOverlaps` (q0, V0 r x r, m L x r, th0 r x r*) in the canonical gauge, ``hat`` the matrix hats
+    relabelled); ``requested`` is what the caller asked for.  At r = r* = 1 ``overlaps`` is the scalar form
+    of :class:`Overlaps` and ``memory`` a :class:`SolverMemory`; at r >= 2 or r* >= 2 ``overlaps`` is the matrix
+    form (q0, V0 r x r, m L x r, th0 r x r*) in the canonical gauge, ``hat`` the matrix hats
     (None where the first step failed), ``memory`` the last quasi-Newton Jacobian
     (:class:`~attnphase.numerics.se.rank_newton.CarriedJacobian`), and ``extra`` holds e_t_direct
     (lambda/2 tr q0 + alpha E[loss]) and the gauge angle of the last step.
@@ -79,7 +83,7 @@ class FixedPoint:
 
     params: ModelParams
     alpha: float
-    overlaps: Overlaps | RankOverlaps
+    overlaps: Overlaps
     hat: Any  # HatOverlaps at r = r* = 1, the matrix hats (RankHats) otherwise, None where the first step failed
     observables: Observables
     status: SolverStatus
@@ -93,16 +97,13 @@ class FixedPoint:
     @property
     def is_matrix(self) -> bool:
         """Whether the overlaps are the matrix ones (r >= 2 or r* >= 2)."""
-        return isinstance(self.overlaps, RankOverlaps)
+        return self.overlaps.is_matrix
 
     @property
     def invariants(self) -> dict[str, list[float]]:
         """The gauge invariants: eigenvalues of q0 and V0 (decreasing), singular values of th0, |m_l|
         (at r = r* = 1: q0, V0, |th0| and the |m_l|)."""
-        ov = self.overlaps
-        if not self.is_matrix:
-            ov = RankOverlaps([[ov.q0]], [[ov.V0]], np.reshape(ov.m, (-1, 1)), [[ov.th0]])
-        return invariants(ov)
+        return invariants(self.overlaps)
 
     @property
     def record(self) -> dict[str, Any]:

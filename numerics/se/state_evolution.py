@@ -27,9 +27,8 @@ import numpy as np
 from attnphase.numerics.config import BRANCHES, PRECISION_TIERS, SolverConfig
 from attnphase.numerics.se.fixed_point import FixedPointResult, FixedPointSolver
 from attnphase.numerics.se.matrix_solve import matrix_config, solve_matrix
-from attnphase.numerics.se.observables import Observables, branch_label, eps_lin, observables
-from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
-from attnphase.numerics.se.rank_overlaps import RankOverlaps
+from attnphase.numerics.se.observables import Observables, eps_lin, observables
+from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps, branch_label
 from attnphase.numerics.se.rank_starts import (
     RANK_BRANCHES, further_positional_directions, initial_rank_overlaps, noise_axes, teacher_rank,
 )
@@ -87,7 +86,7 @@ def solve(
     branch: str = "semantic",
     *,
     config: SolverConfig | None = None,
-    init: Overlaps | RankOverlaps | None = None,
+    init: Overlaps | None = None,
     rule: QuadratureRule | None = None,
     memory: Any = None,
     start: str | None = None,
@@ -132,7 +131,7 @@ def solve(
     return _solve_scalar(params, alpha, branch, cfg, init, rule, memory)
 
 
-def _solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, init: RankOverlaps | None,
+def _solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, init: Overlaps | None,
                   rule: QuadratureRule | None, memory: Any, start: str) -> FixedPoint:
     """:func:`solve` at r >= 2 or r* >= 2 (its docstring)."""
     if rule is not None:
@@ -218,7 +217,7 @@ def _agnostic_path_start(params: ModelParams, path: list[float], agnostic: Overl
     return replace(ov, m=initial_overlaps(params, "positional").m)
 
 
-def embedded_start(params: ModelParams, alpha: float, branch: str, config: SolverConfig) -> RankOverlaps:
+def embedded_start(params: ModelParams, alpha: float, branch: str, config: SolverConfig) -> Overlaps:
     """A matrix solve's start built from the rank-1 fixed points (:func:`solve` at r = r* = 1) at the same alpha.
 
     Each student axis gets the overlaps of one rank-1 branch: the first min(r, r*) axes (min(r - 1, r*)
@@ -274,7 +273,7 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
     if branch == "positional":
         for a, u in zip(noise, further_positional_directions(params.P_array, m[:, pos_axis], len(noise))):
             m[:, a] = u
-    return RankOverlaps(np.diag(q), np.diag(V), m, th)
+    return Overlaps(np.diag(q), np.diag(V), m, th)
 
 
 def _finish(smap: SEMap, result: FixedPointResult, ov0: Overlaps, requested: str) -> FixedPoint:

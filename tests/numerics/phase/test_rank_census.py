@@ -108,7 +108,8 @@ def test_starts_are_admissible_and_reproducible(params) -> None:
 
 @pytest.mark.slow
 def test_perturbed_starts_put_a_small_other_overlap_on_a_branch_point(found, params) -> None:
-    from attnphase.numerics.se.rank_overlaps import branch_label, canonical
+    from attnphase.numerics.se.overlaps import branch_label
+    from attnphase.numerics.se.gauge import canonical
 
     res, _ = found
     points = [e.point for e in res.entries if e.point.branch in ("semantic", "positional")]

@@ -8,7 +8,7 @@ import pytest
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import make_rule
-from attnphase.numerics.se.rank_overlaps import RankOverlaps
+from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams
 
@@ -52,7 +52,7 @@ def test_a_matrix_point_records_its_invariants_and_ranks() -> None:
 
     p = ModelParams(omega=0.3, r=2)
     cfg = ms.matrix_config(p, 2.0, "semantic", SolverConfig(quadrature="sobol6", max_iter=3), "cold")
-    ov = RankOverlaps(np.diag([1.0, 0.1]), np.diag([1.0, 1.0]), np.zeros((2, 2)), np.array([[0.5], [0.0]]))
+    ov = Overlaps(np.diag([1.0, 0.1]), np.diag([1.0, 1.0]), np.zeros((2, 2)), np.array([[0.5], [0.0]]))
     fp = ms.solve_matrix(p, 2.0, "semantic", cfg, ov, warm=True, staged=False)
     rec = fp.record
     assert fp.is_matrix and (rec["r"], rec["r_star"]) == (2, 1)

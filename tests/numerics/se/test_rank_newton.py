@@ -6,14 +6,15 @@ import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.rank_newton import CarriedJacobian, RankFixedPointSolver
-from attnphase.numerics.se.rank_overlaps import RankOverlaps, reflection_pattern
+from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.se.gauge import reflection_pattern
 from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule, with_ranks
 from attnphase.numerics.se.state_evolution import embedded_start, solve
 from attnphase.theory.params import ModelParams
 
 
-def _mixed_start() -> RankOverlaps:
-    return RankOverlaps(np.diag([0.46, 0.2]), np.diag([50.9, 44.4]), np.array([[0.0, 0.26], [0.0, -0.26]]),
+def _mixed_start() -> Overlaps:
+    return Overlaps(np.diag([0.46, 0.2]), np.diag([50.9, 44.4]), np.array([[0.0, 0.26], [0.0, -0.26]]),
                         np.array([[0.63], [0.0]]))
 
 
@@ -23,7 +24,7 @@ def test_reflection_pattern_keeps_the_diagonals_and_the_start_entries() -> None:
     want = [1, 0, 1, 1, 0, 1, 0, 1, 0, 1, 1, 0]
     assert reflection_pattern(ov).tolist() == [bool(w) for w in want]
     # no reflection fixes a state with every entry nonzero: nothing projected
-    full = RankOverlaps(np.array([[0.4, 0.1], [0.1, 0.3]]), np.array([[50.0, 1.0], [1.0, 40.0]]),
+    full = Overlaps(np.array([[0.4, 0.1], [0.1, 0.3]]), np.array([[50.0, 1.0], [1.0, 40.0]]),
                         np.array([[0.1, 0.2], [-0.1, -0.2]]), np.array([[0.5], [0.1]]))
     assert reflection_pattern(full).all()
 

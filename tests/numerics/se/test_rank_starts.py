@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se.rank_overlaps import RankOverlaps
+from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule, with_ranks
 from attnphase.numerics.se.rank_starts import (
     LIFT_STEPS, SETTLE_STEPS, SETTLE_WEIGHT, further_positional_directions, noise_axes, settle_noise_axes,
@@ -23,16 +23,16 @@ def test_noise_axes_of_each_branch() -> None:
 
 def _toy_image(target: tuple[float, float], a: int):
     """A map that sends the noise axis' (q0_aa, V0_aa) to ``target`` and leaves the rest; residual |log x / target|."""
-    def image(ov: RankOverlaps):
+    def image(ov: Overlaps):
         q, V = np.array(ov.q0), np.array(ov.V0)
         res = max(abs(np.log(q[a, a] / target[0])), abs(np.log(V[a, a] / target[1])))
         q[a, a], V[a, a] = target
-        return RankOverlaps(q, V, ov.m, ov.th0), res
+        return Overlaps(q, V, ov.m, ov.th0), res
     return image
 
 
 def test_settle_moves_only_the_noise_diagonal_by_geometric_steps_and_keeps_the_best() -> None:
-    ov = RankOverlaps(np.diag([0.2, 0.3]), np.diag([46.0, 50.0]), np.array([[0.0, 0.25], [0.0, -0.25]]), np.zeros((2, 2)))
+    ov = Overlaps(np.diag([0.2, 0.3]), np.diag([46.0, 50.0]), np.array([[0.0, 0.25], [0.0, -0.25]]), np.zeros((2, 2)))
     out, n = settle_noise_axes(ov, [0], _toy_image((0.4, 100.0), 0))
     assert n == SETTLE_STEPS
     # each step x <- x^(1-w) F^w towards the constant image: log distance shrinks by (1 - w) per step
@@ -41,7 +41,7 @@ def test_settle_moves_only_the_noise_diagonal_by_geometric_steps_and_keeps_the_b
     assert np.isclose(np.log(out.q0[0, 0] / 0.4), shrink * np.log(0.2 / 0.4))
     assert out.q0[1, 1] == 0.3 and out.V0[1, 1] == 50.0 and np.array_equal(out.m, ov.m)
     # a map worse everywhere than at the start: the start is kept
-    def away(x: RankOverlaps):
+    def away(x: Overlaps):
         img, _ = _toy_image((0.4, 100.0), 0)(x)
         return img, 1.0 + abs(np.log(x.V0[0, 0] / 46.0))
     kept, _ = settle_noise_axes(ov, [0], away)
@@ -61,7 +61,7 @@ def test_settle_first_step_takes_the_geometric_mean_of_the_start_and_the_maps_im
     img, res0 = smap.image(ov)
     seen = []
 
-    def image(x: RankOverlaps):
+    def image(x: Overlaps):
         seen.append(x)
         return smap.image(x)
 
@@ -83,11 +83,11 @@ def test_rank2_teacher2_positional_converges_from_the_settled_start() -> None:
 def test_settle_lifts_the_noise_q0_where_the_map_is_undefined_at_the_start() -> None:
     """A map undefined below q0_aa = 0.3 (as Lam is at L = 3 for a small noise q0): the noise q0 is lifted
     geometrically towards the signal axis' q0 (0.8) until it is defined, then settled."""
-    ov = RankOverlaps(np.diag([0.8, 0.05]), np.diag([35.0, 35.0]), np.zeros((3, 2)), np.array([[0.85], [0.0]]))
+    ov = Overlaps(np.diag([0.8, 0.05]), np.diag([35.0, 35.0]), np.zeros((3, 2)), np.array([[0.85], [0.0]]))
     toy = _toy_image((0.25, 160.0), 1)
     seen = []
 
-    def image(x: RankOverlaps):
+    def image(x: Overlaps):
         seen.append(float(x.q0[1, 1]))
         return None if x.q0[1, 1] < 0.3 else toy(x)
 
