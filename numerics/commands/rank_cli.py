@@ -23,12 +23,12 @@ from attnphase import solver_options
 from attnphase import execution_options
 from attnphase import outputs, work, workload
 from attnphase.numerics.commands.common import TASKS_FOLDER, command_line, sweep_exit_code
+from attnphase.numerics.capabilities import check
 from attnphase.numerics.commands.point_record import print_record
-from attnphase.numerics.se.results import MATRIX_ERROR_KEYS  # noqa: F401  (the record entries with error bars)
 
 
 def rank_error_estimate(fp: Any, n_rules: int, config: Any) -> dict[str, Any]:
-    """err_<key> of each of :data:`MATRIX_ERROR_KEYS`: the standard error from the solve rule's R scrambling blocks,
+    """err_<key> of each of :data:`~attnphase.numerics.se.results.MATRIX_ERROR_KEYS`: the standard error from the solve rule's R scrambling blocks,
     std_j / sqrt(R) over the block fixed points warm-started from ``fp`` (:mod:`attnphase.numerics.errors.replicates`);
     for a rule of one block, the standard deviation over ``n_rules`` independent rules (the solve's and
     ``config.variant(k)``, k = 1 .. n_rules - 1).  A replicate that does not converge on ``fp``'s branch is
@@ -59,8 +59,8 @@ def rank_solve_record(fp: Any, requested: str) -> dict[str, Any]:
 def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) -> int:
     """One rank-r fixed point (see the module doc); exit code 1 if it did not converge, 3 if it converged
     on another branch than ``--branch``."""
-    if args.branch == "mixed" and r < 2:
-        raise ValueError(f"--branch mixed needs --rank >= 2 (a positional and a semantic direction), got --rank {r}")
+    if args.branch == "mixed":
+        check("mixed_branch", r, r_star)
     from attnphase.numerics.se.state_evolution import solve
 
     params, cfg = rank_model_and_config(args, r, r_star, opt.single_omega(args, "solve"))
@@ -113,8 +113,8 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     import csv
     import io
 
-    if args.branch == "mixed" and r < 2:
-        raise ValueError(f"--branch mixed needs --rank >= 2 (a positional and a semantic direction), got --rank {r}")
+    if args.branch == "mixed":
+        check("mixed_branch", r, r_star)
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
     from attnphase.numerics.phase.rank_boundaries import follow_rank_branch
 
@@ -192,25 +192,21 @@ def _rank_one(args: argparse.Namespace) -> argparse.Namespace:
 
 
 #: Solver options of the rank-1 machinery that the rank-r path has no use for (refused when given).
-RANK_ONE_SOLVER_OPTIONS = (("--e-t-quadrature", "e_t_quadrature"), ("--alpha-c-quadrature", "alpha_c_quadrature"),
-                           ("--alpha-l-quadrature", "alpha_l_quadrature"),
-                           ("--bifurcation-quadrature", "bifurcation_quadrature"), ("--end-quadrature", "end_quadrature"),
-                           ("--branch-end", "branch_end"))
-
-
 def rank_config(args: argparse.Namespace, params: Any) -> Any:
     """The SolverConfig of a rank-r command: ``--prox global`` and a Sobol rule, checked against ``params``;
-    the options of :data:`RANK_ONE_SOLVER_OPTIONS` are refused."""
-    for option, dest in RANK_ONE_SOLVER_OPTIONS:
-        if getattr(args, dest, None) is not None:
-            raise ValueError(f"{option}: the rank-r state evolution does not use it (its e_t is on the solve's rule, its "
-                             "boundaries come from converged solves, docs/method.md section 11, rank r >= 2); it is for rank 1")
+    the scalar form's capabilities (:mod:`attnphase.numerics.capabilities`: its extra rules, the torch backend,
+    the local proximal maps) are refused."""
+    from attnphase.numerics.capabilities import SCALAR_RULES
+
+    r, r_star = params.r, params.r_star
+    for name in SCALAR_RULES:
+        if getattr(args, name, None) is not None:
+            check(name, r, r_star)
     cfg = solver_options.config_from_args(args)
     if getattr(args, "backend", None) == "torch":
-        raise ValueError("--backend torch: the rank-r state evolution runs its proximal map on the numba or numpy "
-                         "backend (auto picks numba)")
+        check("torch_backend", r, r_star)
     if cfg.prox != "global":
-        raise ValueError(f"--prox {cfg.prox}: the rank-r state evolution implements the global proximal map only")
+        check("local_prox", r, r_star, cfg.prox)
     if not str(cfg.quadrature).strip().lower().startswith("sobol"):
         raise ValueError(f"--quadrature {cfg.quadrature}: the rank-r state evolution uses scrambled Sobol rules "
                          f"(sobolK[:REPS:SEED]); its L (r + r*) = {params.L * (params.r + params.r_star)} dimensions rule out tensor grids")
@@ -227,8 +223,7 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
 
 
     if solver_options.error_estimate_from_args(args):
-        raise ValueError("--error-estimate: the rank-r phase diagram reports bracket widths as its errors; "
-                         "replicates over rules are not implemented for it")
+        check("diagram_error_estimate", r, r_star)
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
     omegas = opt.parse_values(args.omega, "--omega")
     params, cfg = rank_model_and_config(args, r, r_star, omegas[0])

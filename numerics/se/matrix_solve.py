@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from attnphase.numerics.capabilities import check
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import rule_blocks, split_block
 from attnphase.numerics.se.observables import Observables
@@ -45,7 +46,7 @@ def matrix_config(params: ModelParams, alpha: float, branch: str, config: Solver
     if branch not in RANK_BRANCHES:
         raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
     if cfg.prox != "global":
-        raise ValueError("the rank-r state evolution implements the global proximal map only")
+        check("local_prox", params.r, teacher_rank(params), cfg.prox)
     if start not in MATRIX_STARTS:
         raise ValueError(f"start must be 'embedded' or 'cold', got {start!r}")
     return cfg
