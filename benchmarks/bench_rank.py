@@ -84,7 +84,7 @@ def main() -> None:
         return
 
     from attnphase.numerics.config import SolverConfig
-    from attnphase.numerics.se.rank_se import channel_moments, initial_rank_overlaps, make_rank_rule, with_ranks
+    from attnphase.numerics.se.rank_se import channel_moments, initial_overlaps, make_rank_rule, with_ranks
     from attnphase.numerics.se.state_evolution import solve
     from attnphase.theory.params import ModelParams
     from attnphase.theory.rank_kernels import get_rank_kernels
@@ -100,7 +100,7 @@ def main() -> None:
         get_rank_kernels(L, r)
         t_gen = time.perf_counter() - t0
         rule = make_rank_rule(L, r, rs, args.quadrature)
-        ov = initial_rank_overlaps(params, "semantic")
+        ov = initial_overlaps(params, "semantic")
         channel_moments(get_rank_kernels(L, r), params, ov, rule)  # warm-up (numba cache load)
         t0 = time.perf_counter()
         channel_moments(get_rank_kernels(L, r), params, ov, rule)

@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 
 from attnphase.numerics import SolverConfig, solve
-from attnphase.numerics.se.state_evolution import solve
-from attnphase.numerics.se.rank_starts import with_ranks
+from attnphase.numerics.se.starts import with_ranks
 from attnphase.theory.channels.scaled_square import SCALE
 from attnphase.theory.params import ModelParams
 

@@ -98,7 +98,7 @@ def rank_theory_job(job: RankTheoryJob) -> dict[str, Any]:
 
 def rank_theory_task(job: RankTheoryJob, version: str) -> Task:
     """The task of one rank-r solve, keyed by the model (ranks included), alpha, branch and the whole config."""
-    from attnphase.numerics.se.rank_starts import teacher_rank
+    from attnphase.numerics.se.starts import teacher_rank
 
     p = job.params
     identity = {"params": p.to_dict(), "r": p.r, "r_star": teacher_rank(p), "alpha": job.alpha,

@@ -97,7 +97,7 @@ def _finite(x: Any) -> bool:
 def census_object(res: Any, cfg: Any, n_rules: int, seconds: float) -> dict[str, Any]:
     """The ``--json`` object of the module doc."""
     from attnphase.numerics.commands.rank_cli import rank_solve_record
-    from attnphase.numerics.se.rank_starts import teacher_rank
+    from attnphase.numerics.se.starts import teacher_rank
 
     params = res.params
     points = []

@@ -28,7 +28,7 @@ from attnphase.numerics.se.gauge import reflection_pattern
 from attnphase.numerics.se.rank_se import (
     RANK_MIN_DAMPING, RETRY_DAMPING, RankRule, RankSEMap, admissible, make_rank_rule,
 )
-from attnphase.numerics.se.rank_starts import RANK_BRANCHES, noise_axes, settle_noise_axes, teacher_rank
+from attnphase.numerics.se.starts import RANK_BRANCHES, noise_axes, settle_noise_axes, teacher_rank
 from attnphase.numerics.se.results import FixedPoint, SolverStatus
 from attnphase.theory import rank as rk
 from attnphase.theory.params import ModelParams

@@ -40,7 +40,7 @@ from attnphase.numerics.se.overlaps import Overlaps, RankHats
 from attnphase.numerics.se.updates import update, update_hat
 from attnphase.numerics.se.gauge import align_gauge, gauge_tangents
 from attnphase.numerics.prox.rank_prox import global_prox
-from attnphase.numerics.se.rank_starts import RANK_BRANCHES, initial_rank_overlaps, teacher_rank, with_ranks
+from attnphase.numerics.se.starts import RANK_BRANCHES, initial_overlaps, teacher_rank, with_ranks
 from attnphase.theory import rank as rk
 from attnphase.theory.params import ModelParams
 from attnphase.theory.rank_kernels import RankKernels, get_rank_kernels, target
@@ -276,10 +276,10 @@ class RankSEMap:
         self.full_only = True
 
 
-#: This module's names, and the rank_starts ones its importers take from here (the solve itself:
+#: This module's names, and the starts ones its importers take from here (the solve itself:
 #: :func:`attnphase.numerics.se.state_evolution.solve`).
 __all__ = [
     "RANK_BRANCHES", "RankMoments", "RankRule", "RankSEMap", "admissible", "align_gauge",
-    "channel_moments", "gauge_tangents", "initial_rank_overlaps", "make_rank_rule",
+    "channel_moments", "gauge_tangents", "initial_overlaps", "make_rank_rule",
     "teacher_rank", "with_ranks",
 ]

@@ -29,10 +29,9 @@ from attnphase.numerics.se.fixed_point import FixedPointResult, FixedPointSolver
 from attnphase.numerics.se.matrix_solve import matrix_config, solve_matrix
 from attnphase.numerics.se.observables import Observables, eps_lin, observables
 from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps, branch_label
-from attnphase.numerics.se.rank_starts import (
-    RANK_BRANCHES, further_positional_directions, initial_rank_overlaps, noise_axes, teacher_rank,
+from attnphase.numerics.se.starts import (
+    RANK_BRANCHES, further_positional_directions, initial_overlaps, noise_axes, teacher_rank,
 )
-from attnphase.numerics.se.starts import initial_overlaps
 from attnphase.numerics.se.results import FixedPoint, SolverMemory, SolverStatus
 from attnphase.numerics.se.stalls import judge_stalled
 from attnphase.numerics.quadrature.rules import QuadratureRule, make_rule, rule_nodes
@@ -104,7 +103,7 @@ def solve(
     :func:`~attnphase.numerics.se.matrix_solve.solve_matrix`, branches ``semantic``, ``positional``,
     ``agnostic`` and ``mixed``, the global proximal map only, damping at least 0.5; without ``init`` from
     ``start`` = ``"embedded"`` (the default: :func:`embedded_start`) or ``"cold"``
-    (:func:`~attnphase.numerics.se.rank_starts.initial_rank_overlaps`), staged on the start's reflection pattern.
+    (:func:`~attnphase.numerics.se.starts.initial_overlaps`), staged on the start's reflection pattern.
     At r = r* = 1 ``start`` may only be None or ``"cold"`` (the branch's start of
     :func:`~attnphase.numerics.se.starts.initial_overlaps`).
 
@@ -142,7 +141,7 @@ def _solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
     elif start == "embedded":
         ov0 = embedded_start(params, alpha, branch, cfg)
     else:
-        ov0 = initial_rank_overlaps(params, branch)
+        ov0 = initial_overlaps(params, branch)
     return solve_matrix(params, alpha, branch, cfg, ov0, warm=init is not None or start == "embedded",
                         staged=init is None, jacobian=memory)
 
@@ -228,7 +227,7 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
     and, where P has rank >= 2, m along :func:`further_positional_directions`.
     The rank-1 solver follows each branch from where it is unambiguous (its positional branch by
     continuation from small alpha), so the rank-r solve starts on the branch asked for.
-    Falls back to :func:`initial_rank_overlaps` for a rank-1 branch that does not converge.
+    Falls back to :func:`initial_overlaps` for a rank-1 branch that does not converge.
     """
     if branch not in RANK_BRANCHES:
         raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
@@ -244,14 +243,14 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
     pos_axis = r - 1 if branch in ("positional", "mixed") else None
     need = set()
     if branch == "agnostic":
-        return initial_rank_overlaps(params, branch)
+        return initial_overlaps(params, branch)
     if n_sem:
         need.add("semantic")
     if pos_axis is not None:
         need.add("positional")
     got = {b: r1(b) for b in sorted(need)}
     if any(v is None for v in got.values()):
-        return initial_rank_overlaps(params, branch)
+        return initial_overlaps(params, branch)
     q, V = np.zeros(r), np.zeros(r)
     m, th = np.zeros((L, r)), np.zeros((r, rs))
     noise = noise_axes(params, branch)

@@ -25,8 +25,7 @@ import numpy as np
 from attnphase.numerics import SolverConfig, phase_boundaries, solve, sweep
 from attnphase.numerics.phase.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS
 from attnphase.numerics.errors.quadrature_error import fixed_point_error, point_errors
-from attnphase.numerics.se.state_evolution import solve
-from attnphase.numerics.se.rank_starts import with_ranks
+from attnphase.numerics.se.starts import with_ranks
 from attnphase.numerics.errors.replicates import ERROR_KEYS
 from attnphase.theory.params import ModelParams
 

@@ -37,8 +37,7 @@ import pytest
 
 from attnphase.numerics import SolverConfig, phase_diagram, solve, sweep
 from attnphase.numerics.errors.quadrature_error import fixed_point_error, point_errors
-from attnphase.numerics.se.state_evolution import solve
-from attnphase.numerics.se.rank_starts import with_ranks
+from attnphase.numerics.se.starts import with_ranks
 from attnphase.theory.params import ModelParams
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

@@ -20,7 +20,7 @@ from attnphase.cli import main
 from attnphase.numerics.phase import rank_census as rc
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.rank_se import admissible
-from attnphase.numerics.se.rank_starts import with_ranks
+from attnphase.numerics.se.starts import with_ranks
 from attnphase.theory.params import ModelParams
 
 CFG = SolverConfig(quadrature="sobol10:4")  # the solver default (on sobol9:4 the compiled search's mixed solve stalls at 3e-3)

@@ -7,7 +7,7 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule, with_ranks
-from attnphase.numerics.se.rank_starts import (
+from attnphase.numerics.se.starts import (
     LIFT_STEPS, SETTLE_STEPS, SETTLE_WEIGHT, further_positional_directions, noise_axes, settle_noise_axes,
 )
 from attnphase.numerics.se.state_evolution import embedded_start, solve
