@@ -1,13 +1,13 @@
 """The state evolution of a rank-r student and a rank-r* teacher (docs/model.md section 7).
 
-One SE step at matrix overlaps x = (q0, V0, m, th0) (:class:`Overlaps`), on a quadrature rule
+One SE step at matrix overlaps x = (q0, V0, m, th0) (:class:`Overlaps`' matrix form), on a quadrature rule
 over the L (r + r*) standard Gaussians (xi_l in R^r, eta_l in R^{r*}):
 
     w, h*   = channel_fields(x)                         (theory/rank.py)
     h_hat   = global_prox(w, V, T(h*))                  (numerics/prox/rank_prox.py)
     g_l     = V_l^{-1} (h_hat_l - w_l);  E[g g^T], E[g], E[g eta^T], E[g xi^T], E[M]
-    hats    = hat_overlaps(...)  projected on the branch's invariant subspace
-    F(x)    = RidgePrior.update(hats)
+    hats    = update_hat(...)  projected on the branch's invariant subspace   (numerics/se/updates.py)
+    F(x)    = update(hats)     the ridge prior                                (numerics/se/updates.py)
 
 Branches (``branch``): the subspaces m = 0 and th0 = 0 are exactly invariant under the SE map (the
 symmetries (xi, eta) -> -(xi, eta) at m = 0 and eta -> -eta at th0 = 0 make E[g] = 0, resp.
