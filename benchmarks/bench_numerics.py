@@ -67,7 +67,8 @@ def _solver_rule(params, spec: str, ov):
 
 
 def bench_se_map(params, specs, states, repeat: int) -> list[dict]:
-    from attnphase.numerics.se.se_map import hat_step, update
+    from attnphase.numerics.se.se_map import hat_step
+    from attnphase.numerics.se.updates import update
     rows = []
     for spec in specs:
         for branch, ov in states.items():

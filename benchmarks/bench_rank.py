@@ -32,7 +32,7 @@ def fixed_points(points: list[str], alpha: float) -> None:
     from attnphase.numerics.config import SolverConfig
     from attnphase.numerics.commands.rank_cli import rank_error_estimate
     from attnphase.numerics.se.rank_se import with_ranks
-    from attnphase.numerics.se.rank_solve import solve_rank
+    from attnphase.numerics.se.state_evolution import solve
     from attnphase.theory.params import ModelParams
 
     cfg = SolverConfig()
@@ -44,10 +44,10 @@ def fixed_points(points: list[str], alpha: float) -> None:
         r, rs, branch = point.split(",")
         params = with_ranks(ModelParams(L=2, omega=0.3), int(r), int(rs))
         c0, t0 = time.process_time(), time.perf_counter()
-        fp = solve_rank(params, alpha, branch, config=cfg)
+        fp = solve(params, alpha, branch, config=cfg)
         c1, t1 = time.process_time(), time.perf_counter()
         bars = "-"
-        if fp.converged:
+        if fp.status.converged:
             from attnphase.numerics.se import rank_se
 
             count = [0]
@@ -64,7 +64,7 @@ def fixed_points(points: list[str], alpha: float) -> None:
                 rank_se.RankSEMap.evaluate = evaluate
             bars = f"{count[0]}, {out['err_replicates']} of {out['err_replicates_tried']}"
         c2, t2 = time.process_time(), time.perf_counter()
-        print(f"| {r} | {rs} | {branch} | {fp.converged} | {fp.residual:.1e} | {fp.evaluations} | {c1 - c0:.1f} | "
+        print(f"| {r} | {rs} | {branch} | {fp.status.converged} | {fp.status.residual:.1e} | {fp.status.iterations} | {c1 - c0:.1f} | "
               f"{t1 - t0:.1f} | {bars} | {c2 - c1:.1f} | {t2 - t1:.1f} | {c2 - c0:.1f} | {os.getloadavg()[0]:.1f} |",
               flush=True)
 
@@ -84,8 +84,8 @@ def main() -> None:
         return
 
     from attnphase.numerics.config import SolverConfig
-    from attnphase.numerics.se.rank_se import channel_moments, initial_rank_overlaps, make_rank_rule, with_ranks
-    from attnphase.numerics.se.rank_solve import solve_rank
+    from attnphase.numerics.se.rank_se import channel_moments, initial_overlaps, make_rank_rule, with_ranks
+    from attnphase.numerics.se.state_evolution import solve
     from attnphase.theory.params import ModelParams
     from attnphase.theory.rank_kernels import get_rank_kernels
 
@@ -100,17 +100,17 @@ def main() -> None:
         get_rank_kernels(L, r)
         t_gen = time.perf_counter() - t0
         rule = make_rank_rule(L, r, rs, args.quadrature)
-        ov = initial_rank_overlaps(params, "semantic")
+        ov = initial_overlaps(params, "semantic")
         channel_moments(get_rank_kernels(L, r), params, ov, rule)  # warm-up (numba cache load)
         t0 = time.perf_counter()
         channel_moments(get_rank_kernels(L, r), params, ov, rule)
         t_eval = time.perf_counter() - t0
         t0 = time.perf_counter()
-        fp = solve_rank(params, args.alpha, "semantic", config=SolverConfig(quadrature=args.quadrature),
+        fp = solve(params, args.alpha, "semantic", config=SolverConfig(quadrature=args.quadrature),
                         start=args.start)
         t_fp = time.perf_counter() - t0
-        print(f"| {L} | {r} | {rs} | {L * (r + rs)} | {t_gen:.1f} | {t_eval:.2f} | {t_fp:.1f} | {fp.evaluations} | "
-              f"{fp.converged} |", flush=True)
+        print(f"| {L} | {r} | {rs} | {L * (r + rs)} | {t_gen:.1f} | {t_eval:.2f} | {t_fp:.1f} | {fp.status.iterations} | "
+              f"{fp.status.converged} |", flush=True)
 
 
 if __name__ == "__main__":

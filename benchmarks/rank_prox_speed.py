@@ -1,7 +1,7 @@
 """Cost of the rank-r global proximal map per SE evaluation, numpy vs numba, and of whole rank-2 solves.
 
 (1) Per evaluation (L = 2, 3; r = 1, 2; r* = 1; omega = 0.3, alpha = 2): the proximal search of one SE
-evaluation at the embedded semantic start (numerics/se/rank_starts.py) over the nodes of ``--quadrature``:
+evaluation at the embedded semantic start (numerics/se/state_evolution.py) over the nodes of ``--quadrature``:
 the full search (the six starts plus the previous minima, as the solver makes it) and the polish (the
 previous minima and w), best of ``--repeat`` on each backend, and the largest difference of the minimisers.
 (2) The whole commands ``attnphase solve --rank 2 --teacher-rank R* --alpha 2 --branch B --json`` (default
@@ -45,7 +45,8 @@ def per_evaluation(cases: list[str], quadrature: str, repeat: int) -> None:
 
     from attnphase.numerics.config import SolverConfig
     from attnphase.numerics.prox.rank_prox import global_prox
-    from attnphase.numerics.se.rank_se import embedded_start, make_rank_rule, with_ranks
+    from attnphase.numerics.se.rank_se import make_rank_rule, with_ranks
+    from attnphase.numerics.se.state_evolution import embedded_start
     from attnphase.theory.params import ModelParams
     from attnphase.theory import rank as rk
     from attnphase.theory.rank_kernels import get_rank_kernels, target

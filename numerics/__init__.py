@@ -27,7 +27,7 @@ _EXPORTS = {
     "SolverConfig": "config",
     "BranchSweep": "phase.continuation", "sweep": "phase.continuation",
     "eps_lin": "se.observables",
-    "se_step": "se.se_map", "update": "se.se_map", "update_hat": "se.se_map",
+    "se_step": "se.se_map", "update": "se.updates", "update_hat": "se.updates",
     "positional_bifurcation": "phase.bifurcation", "semantic_bifurcation": "phase.bifurcation",
     "FixedPoint": "se.results", "SolverStatus": "se.results", "solve": "se.state_evolution",
     "solve_at_order": "se.state_evolution",

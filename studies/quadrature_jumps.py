@@ -117,7 +117,7 @@ def chunked_sobol_moments(kernels, params, ov, log2_n: int, seed: int, block: in
         sub = QuadratureRule(full.nodes[lo:lo + chunk], full.weights[lo:lo + chunk], full.name)
         parts.append(channel_moments(kernels, params, ov, sub))
     total = lambda key: sum(getattr(m, key) for m in parts)  # noqa: E731
-    return ChannelMoments(total("E_g"), total("E_g2"), total("E_gxi"), total("E_geta"), total("E_M"), total("eps_g"),
+    return ChannelMoments(total("E_g"), total("E_ggT"), total("E_gxi"), total("E_geta"), total("E_M"), total("eps_g"),
                           total("prox_failures"), None)
 
 

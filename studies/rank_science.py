@@ -33,7 +33,7 @@ def main() -> None:
 
     from attnphase.numerics.config import SolverConfig
     from attnphase.numerics.se.rank_se import with_ranks
-    from attnphase.numerics.se.rank_solve import solve_rank
+    from attnphase.numerics.se.state_evolution import solve
     from attnphase.theory.params import ModelParams
 
     cfg = SolverConfig(quadrature=args.quadrature, max_iter=200)
@@ -44,15 +44,15 @@ def main() -> None:
         for alpha in args.alphas:
             for branch in args.branches:
                 t0 = time.perf_counter()
-                fp = solve_rank(params, alpha, branch, config=cfg)
-                recs = [fp.record()] if fp.converged else []
-                for k in range(1, args.rules if fp.converged else 0):
-                    other = solve_rank(params, alpha, branch, config=cfg.variant(k), init=fp.overlaps)
-                    if other.converged:
-                        recs.append(other.record())
+                fp = solve(params, alpha, branch, config=cfg)
+                recs = [fp.record] if fp.status.converged else []
+                for k in range(1, args.rules if fp.status.converged else 0):
+                    other = solve(params, alpha, branch, config=cfg.variant(k), init=fp.overlaps)
+                    if other.status.converged:
+                        recs.append(other.record)
                 out = {"r": r, "r_star": rs, "alpha": alpha, "omega": args.omega, "requested": branch,
                        "converged_rules": len(recs), "rules": args.rules, "quadrature": args.quadrature,
-                       "seconds": round(time.perf_counter() - t0, 1), "message": fp.message}
+                       "seconds": round(time.perf_counter() - t0, 1), "message": fp.status.message}
                 if recs:
                     out["branch"] = [x["branch"] for x in recs]
                     out["directions"] = recs[0]["directions"]

@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 
 from attnphase.numerics import SolverConfig, solve
-from attnphase.numerics.se.rank_solve import solve_rank
-from attnphase.numerics.se.rank_starts import with_ranks
+from attnphase.numerics.se.starts import with_ranks
 from attnphase.theory.channels.scaled_square import SCALE
 from attnphase.theory.params import ModelParams
 
@@ -61,12 +60,12 @@ def test_the_scaled_loss_at_rank_2(branch: str) -> None:
     cfg = SolverConfig(quadrature="sobol10:4")
     plain = with_ranks(ModelParams(omega=0.3), 2, 1)
     scaled = plain.replace(loss="scaled_square", lam=SCALE * plain.lam)
-    a, b = (solve_rank(p, 2.0, branch, config=cfg).record() for p in (plain, scaled))
+    a, b = (solve(p, 2.0, branch, config=cfg).record for p in (plain, scaled))
     assert a["converged"] and b["converged"] and a["branch"] == b["branch"] == branch
     for key in ("q0_eigenvalues", "th0_singular_values", "m_norms"):
         np.testing.assert_allclose(b[key], a[key], rtol=RTOL_RANK2, atol=1e-12, err_msg=key)
     np.testing.assert_allclose(SCALE * np.array(b["V0_eigenvalues"]), a["V0_eigenvalues"], rtol=RTOL_RANK2)
     for key in ("e_t", "eps_g"):
         assert _close(b[key], SCALE * a[key], RTOL_RANK2), key
-    wrong = solve_rank(plain.replace(lam=SCALE * plain.lam), 2.0, branch, config=cfg).record()
+    wrong = solve(plain.replace(lam=SCALE * plain.lam), 2.0, branch, config=cfg).record
     assert abs(wrong["q0_eigenvalues"][0] - a["q0_eigenvalues"][0]) > MISWIRED * a["q0_eigenvalues"][0]

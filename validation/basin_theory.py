@@ -66,7 +66,7 @@ def aligned_job(job: AlignedJob, errors: bool = False) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     fp, cfg, tries = solve_on_branch(lambda c: solve(job.params, job.alpha, job.branch, config=c), job.config,
-                                     job.branch, lambda f: (bool(f.status.converged), f.branch, f.status.residual))
+                                     job.branch)
     rec = fp.record
     ok = bool(fp.status.converged)
     out: dict[str, Any] = {"alpha": float(job.alpha), "requested": job.branch, "prox": "aligned", "converged": ok,

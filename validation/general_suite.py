@@ -15,7 +15,7 @@ the report says so.
 
 A case with r >= 2 or r* >= 2 (:func:`is_rank_case`) is compared with the rank-r state evolution
 (:mod:`attnphase.validation.rank_theory`): at each of its stated ``alphas`` (``alphas_note`` says why
-those), the fixed point ``solve_rank`` reaches from the start's branch (semantic start -> semantic
+those), the fixed point ``solve`` reaches from the start's branch (semantic start -> semantic
 branch, positional -> positional), by the same rotation invariants and rule, and beside it the mixed
 fixed point (one positional, one semantic direction), which the row's runs are also checked against
 (``mixed_agrees``): a rank-2 student's gradient descent may land there from either start.  A solve that
@@ -195,7 +195,7 @@ def theory_point(theory: TheoryAtOmega | RankTheory | None, init: str, alpha: fl
     ``exists``: it is the start's branch (converged, its family, on the branch's side of its end); a point
     past the end (e.g. a noise-level theta below the semantic end) is still the fixed point the state
     evolution reaches from that start, and is compared as such (the report says which it is).  For a
-    rank-r theory: the ``solve_rank`` point on the start's branch (:func:`attnphase.validation.rank_theory.rank_point`)."""
+    rank-r theory: the ``solve`` point on the start's branch (:func:`attnphase.validation.rank_theory.rank_point`)."""
     if isinstance(theory, RankTheory):
         return theory.point(alpha, init)
     if theory is None or (init, "global") not in theory.curves:

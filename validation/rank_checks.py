@@ -116,9 +116,9 @@ def hats_vs_envelope_differences(params: ModelParams, alpha: float, ov: Any, spe
                                  step: float = 1e-4) -> dict[str, tuple[float, float, float]]:
     """Per overlap entry: (mean over rules of [central difference of alpha E[M]] - [hat formula],
     Student-t tolerance from the replicate spread plus the difference quotient's round-off, mean hat
-    formula).  ``ov``: a RankOverlaps; ``specs``: independent Sobol rules (common random numbers
+    formula).  ``ov``: an Overlaps in the matrix form; ``specs``: independent Sobol rules (common random numbers
     within each)."""
-    from attnphase.numerics.se.rank_overlaps import RankOverlaps
+    from attnphase.numerics.se.overlaps import Overlaps
     from attnphase.numerics.se.rank_se import channel_moments, make_rank_rule, teacher_rank
     from attnphase.theory.rank_kernels import get_rank_kernels
 
@@ -131,7 +131,7 @@ def hats_vs_envelope_differences(params: ModelParams, alpha: float, ov: Any, spe
         rule = make_rank_rule(L, r, rs, spec)
 
         def envelope(q0: np.ndarray, V0: np.ndarray, m: np.ndarray, th0: np.ndarray) -> tuple[float, Any]:
-            mom, _ = channel_moments(k, params, RankOverlaps(q0, V0, m, th0), rule)
+            mom, _ = channel_moments(k, params, Overlaps(q0, V0, m, th0), rule)
             return alpha * mom.E_M, mom
 
         _, mom = envelope(ov.q0, ov.V0, ov.m, ov.th0)

@@ -1,7 +1,7 @@
 """The rank-r theory of ``validate --suite general``: rank-r state-evolution fixed points as tasks.
 
 For a case with r >= 2 or r* >= 2 (docs/model.md section 7) the theory a gradient-descent run is
-compared with is the rank-r fixed point :func:`~attnphase.numerics.se.rank_solve.solve_rank` reaches from the
+compared with is the rank-r fixed point :func:`~attnphase.numerics.se.state_evolution.solve` reaches from the
 start's branch at the run's alpha -- what ``attnphase solve --rank R --teacher-rank R* --branch B``
 computes -- and, beside it, the *mixed* fixed point (one positional and one semantic direction), where a
 rank-2 student's gradient descent lands from either start (docs/validation.md).  One task per
@@ -14,7 +14,7 @@ r >= 2 (docs/model.md section 7):
     q = Tr q0,   eps_g,   e_t,
 
 and by its status: ``converged`` with its ``residual``, and ``branch_reached`` (the label of the point:
-semantic / positional / mixed / agnostic, :func:`~attnphase.numerics.se.rank_overlaps.branch_label`).  A
+semantic / positional / mixed / agnostic, :func:`~attnphase.numerics.se.overlaps.branch_label`).  A
 point that did not converge carries no observables (``None``): it is no theory point.  A point on the
 requested branch whose order parameter is below the rank-1 sweeps' floor (|theta| < SEMANTIC_THETA_FLOOR,
 |m| < POSITIONAL_M_FLOOR: the rule's noise past the branch's end) does not count as the branch (``exists``
@@ -44,7 +44,7 @@ RANK_OBSERVABLES = ("abs_theta", "m_norm", "q", "eps_g", "e_t")
 
 @dataclass(frozen=True)
 class RankTheoryJob:
-    """One rank-r solve: ``solve_rank(params, alpha, branch, config=config)`` (embedded start)."""
+    """One rank-r solve: ``solve(params, alpha, branch, config=config)`` (embedded start)."""
 
     params: ModelParams
     alpha: float
@@ -66,16 +66,16 @@ def _above_floor(out: dict[str, Any], branch: str) -> bool:
 
 
 def rank_point(fp: Any, requested: str, seconds: float = math.nan) -> dict[str, Any]:
-    """The plain record of a :class:`~attnphase.numerics.se.rank_solve.RankFixedPoint` (module docstring)."""
-    rec = fp.record()
-    out: dict[str, Any] = {"alpha": float(fp.alpha), "requested": requested, "converged": bool(fp.converged),
-                           "residual": float(fp.residual), "message": fp.message, "quadrature": fp.quadrature,
-                           "seconds": seconds, "branch_reached": rec["branch"] if fp.converged else None,
-                           "exists": bool(fp.converged and rec["branch"] == requested), "tries": []}
-    if fp.converged:
+    """The plain record of a :class:`~attnphase.numerics.se.results.FixedPoint` (module docstring)."""
+    rec = fp.record
+    out: dict[str, Any] = {"alpha": float(fp.alpha), "requested": requested, "converged": bool(fp.status.converged),
+                           "residual": float(fp.status.residual), "message": fp.status.message, "quadrature": fp.quadrature,
+                           "seconds": seconds, "branch_reached": rec["branch"] if fp.status.converged else None,
+                           "exists": bool(fp.status.converged and rec["branch"] == requested), "tries": []}
+    if fp.status.converged:
         out.update(abs_theta=math.sqrt(sum(s * s for s in rec["th0_singular_values"])),
                    m_norm=math.sqrt(sum(x * x for x in rec["m_norms"])), q=float(sum(rec["q0_eigenvalues"])),
-                   eps_g=float(fp.eps_g), e_t=float(fp.e_t), th0_singular_values=list(rec["th0_singular_values"]),
+                   eps_g=float(fp.observables.eps_g), e_t=float(fp.observables.e_t), th0_singular_values=list(rec["th0_singular_values"]),
                    m_norms=list(rec["m_norms"]), directions=list(rec["directions"]))
         out["exists"] = out["exists"] and _above_floor(out, requested)
     else:
@@ -86,11 +86,11 @@ def rank_point(fp: Any, requested: str, seconds: float = math.nan) -> dict[str, 
 def rank_theory_job(job: RankTheoryJob) -> dict[str, Any]:
     """The rank-r fixed point of ``job`` as :func:`rank_point` (the task's function): on ``job.config``'s rule,
     and where that does not converge on the branch, on its next independent scrambling (module docstring)."""
-    from attnphase.numerics.se.rank_solve import solve_rank
+    from attnphase.numerics.se.state_evolution import solve
 
     t0 = time.perf_counter()
-    fp, _, tries = solve_on_branch(lambda c: solve_rank(job.params, job.alpha, job.branch, config=c), job.config,
-                                   job.branch, lambda f: (bool(f.converged), f.branch, f.residual))
+    fp, _, tries = solve_on_branch(lambda c: solve(job.params, job.alpha, job.branch, config=c), job.config,
+                                   job.branch)
     out = rank_point(fp, job.branch, time.perf_counter() - t0)
     out["tries"] = tries
     return out
@@ -98,7 +98,7 @@ def rank_theory_job(job: RankTheoryJob) -> dict[str, Any]:
 
 def rank_theory_task(job: RankTheoryJob, version: str) -> Task:
     """The task of one rank-r solve, keyed by the model (ranks included), alpha, branch and the whole config."""
-    from attnphase.numerics.se.rank_starts import teacher_rank
+    from attnphase.numerics.se.starts import teacher_rank
 
     p = job.params
     identity = {"params": p.to_dict(), "r": p.r, "r_star": teacher_rank(p), "alpha": job.alpha,

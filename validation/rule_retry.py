@@ -9,25 +9,27 @@ rule says so, and the last outcome is kept.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from attnphase.numerics.config import SolverConfig
+
+if TYPE_CHECKING:
+    from attnphase.numerics.se.results import FixedPoint
 
 #: Independent rules a theory point is tried on before its outcome is taken (the rule, then its next scrambling).
 TRIES = 2
 
 
-def solve_on_branch(solve: Callable[[SolverConfig], Any], config: SolverConfig, branch: str,
-                    outcome: Callable[[Any], tuple[bool, str | None, float]], tries: int = TRIES,
-                    ) -> tuple[Any, SolverConfig, list[str]]:
+def solve_on_branch(solve: Callable[[SolverConfig], FixedPoint], config: SolverConfig, branch: str,
+                    tries: int = TRIES) -> tuple[FixedPoint, SolverConfig, list[str]]:
     """(fixed point, the config it was solved with, ``"<rule>: <what it gave>"`` for each rule before it).
 
-    ``solve(config)`` returns a fixed point, ``outcome(fp)`` its (converged, branch label, residual)."""
+    ``solve(config)`` returns a fixed point of any rank (its status and label say what it gave)."""
     missed: list[str] = []
     for k in range(tries):
         cfg = config.variant(k)
         fp = solve(cfg)
-        converged, label, residual = outcome(fp)
+        converged, label, residual = fp.status.converged, fp.branch, fp.status.residual
         if (converged and label == branch) or k + 1 == tries:
             return fp, cfg, missed
         missed.append(f"{cfg.quadrature}: " + (f"{label}" if converged else f"not converged (residual {residual:.1e})"))

@@ -292,9 +292,10 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
 
     r, r_star = ranks_from_args(args)
     census = bool(getattr(args, "census", False))
-    if census and (r, r_star) != (1, 1):
-        raise ValueError(f"--census: the phase diagram's census at alpha_c is rank r = r* = 1 only, got --rank {r} "
-                         f"--teacher-rank {r_star} (run attnphase census --rank R --teacher-rank R* at one alpha)")
+    if census:
+        from attnphase.numerics.capabilities import check
+
+        check("diagram_census", r, r_star)
     if (r, r_star) != (1, 1):
         from attnphase.numerics.commands.rank_cli import cmd_phase_diagram_rank
 

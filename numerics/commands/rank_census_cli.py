@@ -53,8 +53,8 @@ def cmd_census_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int)
     def said(start: Any, fp: Any) -> None:
         if getattr(args, "quiet", False):
             return
-        got = f"{fp.branch}, e_t = {fp.e_t:.8g}" if fp.converged else f"not converged (residual {fp.residual:.1e})"
-        print(f"attnphase: start {start.name}: {got} ({fp.evaluations} evaluations)", file=sys.stderr, flush=True)
+        got = f"{fp.branch}, e_t = {fp.observables.e_t:.8g}" if fp.status.converged else f"not converged (residual {fp.status.residual:.1e})"
+        print(f"attnphase: start {start.name}: {got} ({fp.status.iterations} evaluations)", file=sys.stderr, flush=True)
 
     t0 = time.perf_counter()
     res = rank_census(params, alpha, config=cfg, n_rules=n_rules, progress=said)
@@ -97,7 +97,7 @@ def _finite(x: Any) -> bool:
 def census_object(res: Any, cfg: Any, n_rules: int, seconds: float) -> dict[str, Any]:
     """The ``--json`` object of the module doc."""
     from attnphase.numerics.commands.rank_cli import rank_solve_record
-    from attnphase.numerics.se.rank_starts import teacher_rank
+    from attnphase.numerics.se.starts import teacher_rank
 
     params = res.params
     points = []

@@ -1,5 +1,5 @@
 """``attnphase solve --rank R --teacher-rank R*`` with r or r* >= 2: the rank-r state evolution
-(numerics/se/rank_se.py, numerics/se/rank_solve.py, docs/model.md section 7).  Called by :func:`attnphase.numerics.commands.cli.cmd_solve`.
+(numerics/se/rank_se.py, numerics/se/matrix_solve.py, docs/model.md section 7).  Called by :func:`attnphase.numerics.commands.cli.cmd_solve`.
 
 The record has the rank-1 record's scalar keys that keep their meaning (alpha, omega, lam, branch,
 requested_branch, eps_g, e_t, converged, iterations, residual, reason) and, in place of the scalar
@@ -23,12 +23,12 @@ from attnphase import solver_options
 from attnphase import execution_options
 from attnphase import outputs, work, workload
 from attnphase.numerics.commands.common import TASKS_FOLDER, command_line, sweep_exit_code
+from attnphase.numerics.capabilities import check
 from attnphase.numerics.commands.point_record import print_record
-from attnphase.numerics.se.rank_overlaps import ERROR_KEYS  # noqa: F401  (the record entries with error bars)
 
 
 def rank_error_estimate(fp: Any, n_rules: int, config: Any) -> dict[str, Any]:
-    """err_<key> of each of :data:`ERROR_KEYS`: the standard error from the solve rule's R scrambling blocks,
+    """err_<key> of each of :data:`~attnphase.numerics.se.results.MATRIX_ERROR_KEYS`: the standard error from the solve rule's R scrambling blocks,
     std_j / sqrt(R) over the block fixed points warm-started from ``fp`` (:mod:`attnphase.numerics.errors.replicates`);
     for a rule of one block, the standard deviation over ``n_rules`` independent rules (the solve's and
     ``config.variant(k)``, k = 1 .. n_rules - 1).  A replicate that does not converge on ``fp``'s branch is
@@ -43,25 +43,25 @@ def rank_error_estimate(fp: Any, n_rules: int, config: Any) -> dict[str, Any]:
 def rank_solve_record(fp: Any, requested: str) -> dict[str, Any]:
     """The ``solve --rank --json`` keys of one rank-r solve (module doc); the overlaps, invariants and observables
     None where it did not converge."""
-    params, rec = fp.params, fp.record()
+    params, rec = fp.params, fp.record
     out = {"alpha": fp.alpha, "omega": params.omega, "sigma": list(params.sigma), "lam": params.lam,
            "L": params.L, "A": [list(x) for x in params.A], "P": [list(x) for x in params.P], "rho0": params.rho0,
-           "loss": params.loss, "rank": params.r, "teacher_rank": rec["r_star"], "branch": rec["branch"] if fp.converged else None,
+           "loss": params.loss, "rank": params.r, "teacher_rank": rec["r_star"], "branch": rec["branch"] if fp.status.converged else None,
            "requested_branch": requested}
     for key in ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms", "directions", "eps_g", "e_t",
                 "e_t_direct", "gauge_angle"):
-        out[key] = rec[key] if fp.converged else None
+        out[key] = rec[key] if fp.status.converged else None
     out.update({k: rec[k] for k in ("converged", "iterations", "residual", "prox_failures", "quadrature")})
-    out["overlaps"] = rec["canonical_overlaps"] if fp.converged else None
+    out["overlaps"] = rec["canonical_overlaps"] if fp.status.converged else None
     return out
 
 
 def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) -> int:
     """One rank-r fixed point (see the module doc); exit code 1 if it did not converge, 3 if it converged
     on another branch than ``--branch``."""
-    if args.branch == "mixed" and r < 2:
-        raise ValueError(f"--branch mixed needs --rank >= 2 (a positional and a semantic direction), got --rank {r}")
-    from attnphase.numerics.se.rank_solve import solve_rank
+    if args.branch == "mixed":
+        check("mixed_branch", r, r_star)
+    from attnphase.numerics.se.state_evolution import solve
 
     params, cfg = rank_model_and_config(args, r, r_star, opt.single_omega(args, "solve"))
     opt.check_branch_possible(params, args.branch)
@@ -71,15 +71,15 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
     n_rules = point_rules(cfg, solver_options.error_estimate_from_args(args))
     opt.announce_defaults(args, params)
     work.begin("solving the rank-r state evolution")
-    fp = solve_rank(params, alpha, args.branch, config=cfg)
+    fp = solve(params, alpha, args.branch, config=cfg)
     reason = ""
-    if not fp.converged:
-        reason = f"{fp.message}; residual {fp.residual:.2e}: no fixed point, so no overlaps are reported"
+    if not fp.status.converged:
+        reason = f"{fp.status.message}; residual {fp.status.residual:.2e}: no fixed point, so no overlaps are reported"
     elif fp.branch != args.branch:
         reason = (f"no {args.branch} fixed point found at alpha = {alpha:g}, omega = {params.omega:g}: "
                   f"the solve from the {args.branch} start converged to the {fp.branch} one")
     out = rank_solve_record(fp, args.branch)
-    if fp.converged and cfg.error_bars and (replicate_count(cfg) or n_rules):
+    if fp.status.converged and cfg.error_bars and (replicate_count(cfg) or n_rules):
         out.update(rank_error_estimate(fp, n_rules, cfg))
         if out["err_replicates"] < out["err_replicates_tried"]:
             print(f"attnphase: note: error bars from {out['err_replicates']} of {out['err_replicates_tried']} replicates "
@@ -88,13 +88,13 @@ def cmd_solve_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int) 
         if out["err_replicates"] < 2:
             out["error_note"] = (f"no error bars: only {out['err_replicates']} of {out['err_replicates_tried']} replicates "
                                  "converged on this branch (a spread needs two)")
-    elif fp.converged:
+    elif fp.status.converged:
         from attnphase.numerics.errors.quadrature_error import error_bars_note
 
         out["error_note"] = error_bars_note(cfg, n_rules)
         print(f"attnphase: note: {out['error_note']}", file=sys.stderr)
     out["reason"] = reason
-    return print_record(out, reason, fp.converged, args.json, show=outputs.json_value)
+    return print_record(out, reason, fp.status.converged, args.json, show=outputs.json_value)
 
 
 def sweep_rank_file_name(branch: str, omega: float, r: int, r_star: int) -> str:
@@ -113,8 +113,8 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     import csv
     import io
 
-    if args.branch == "mixed" and r < 2:
-        raise ValueError(f"--branch mixed needs --rank >= 2 (a positional and a semantic direction), got --rank {r}")
+    if args.branch == "mixed":
+        check("mixed_branch", r, r_star)
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
     from attnphase.numerics.phase.rank_boundaries import follow_rank_branch
 
@@ -132,23 +132,23 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
 
     def said(fp: Any) -> None:
         if not args.quiet:
-            on = fp.branch if fp.converged else "not converged"
-            print(f"attnphase: alpha = {fp.alpha:g}: {on}, e_t = {fp.e_t:.6g}", file=sys.stderr, flush=True)
+            on = fp.branch if fp.status.converged else "not converged"
+            print(f"attnphase: alpha = {fp.alpha:g}: {on}, e_t = {fp.observables.e_t:.6g}", file=sys.stderr, flush=True)
 
     for fp in follow_rank_branch(params, alphas, args.branch, cfg, progress=said):
         alpha = fp.alpha
-        rec = fp.record()
-        row: dict[str, Any] = {"alpha": alpha, "omega": params.omega, "branch": rec["branch"] if fp.converged else "",
-                               "converged": fp.converged, "iterations": fp.evaluations, "residual": fp.residual}
+        rec = fp.record
+        row: dict[str, Any] = {"alpha": alpha, "omega": params.omega, "branch": rec["branch"] if fp.status.converged else "",
+                               "converged": fp.status.converged, "iterations": fp.status.iterations, "residual": fp.status.residual}
         vals = {"e_t": [rec["e_t"]], "eps_g": [rec["eps_g"]], "q0_eig": rec["q0_eigenvalues"],
                 "V0_eig": rec["V0_eigenvalues"], "th0_sv": rec["th0_singular_values"], "m_norm": rec["m_norms"],
                 "gauge_angle": [rec["gauge_angle"]]}
         for name, v in vals.items():
             for i, x in enumerate(v):
                 key = name if len(v) == 1 and name in ("e_t", "eps_g", "gauge_angle") else f"{name}_{i + 1}"
-                row[key] = x if fp.converged else float("nan")
-        if not fp.converged:
-            row["reason"] = f"{fp.message}; residual {fp.residual:.2e}: no overlaps"
+                row[key] = x if fp.status.converged else float("nan")
+        if not fp.status.converged:
+            row["reason"] = f"{fp.status.message}; residual {fp.status.residual:.2e}: no overlaps"
         elif fp.branch != args.branch:
             row["reason"] = f"no {args.branch} fixed point here: the solve converged to the {fp.branch} one"
         else:
@@ -193,25 +193,21 @@ def _rank_one(args: argparse.Namespace) -> argparse.Namespace:
 
 
 #: Solver options of the rank-1 machinery that the rank-r path has no use for (refused when given).
-RANK_ONE_SOLVER_OPTIONS = (("--e-t-quadrature", "e_t_quadrature"), ("--alpha-c-quadrature", "alpha_c_quadrature"),
-                           ("--alpha-l-quadrature", "alpha_l_quadrature"),
-                           ("--bifurcation-quadrature", "bifurcation_quadrature"), ("--end-quadrature", "end_quadrature"),
-                           ("--branch-end", "branch_end"))
-
-
 def rank_config(args: argparse.Namespace, params: Any) -> Any:
     """The SolverConfig of a rank-r command: ``--prox global`` and a Sobol rule, checked against ``params``;
-    the options of :data:`RANK_ONE_SOLVER_OPTIONS` are refused."""
-    for option, dest in RANK_ONE_SOLVER_OPTIONS:
-        if getattr(args, dest, None) is not None:
-            raise ValueError(f"{option}: the rank-r state evolution does not use it (its e_t is on the solve's rule, its "
-                             "boundaries come from converged solves, docs/method.md section 11, rank r >= 2); it is for rank 1")
+    the scalar form's capabilities (:mod:`attnphase.numerics.capabilities`: its extra rules, the torch backend,
+    the local proximal maps) are refused."""
+    from attnphase.numerics.capabilities import SCALAR_RULES
+
+    r, r_star = params.r, params.r_star
+    for name in SCALAR_RULES:
+        if getattr(args, name, None) is not None:
+            check(name, r, r_star)
     cfg = solver_options.config_from_args(args)
     if getattr(args, "backend", None) == "torch":
-        raise ValueError("--backend torch: the rank-r state evolution runs its proximal map on the numba or numpy "
-                         "backend (auto picks numba)")
+        check("torch_backend", r, r_star)
     if cfg.prox != "global":
-        raise ValueError(f"--prox {cfg.prox}: the rank-r state evolution implements the global proximal map only")
+        check("local_prox", r, r_star, cfg.prox)
     if not str(cfg.quadrature).strip().lower().startswith("sobol"):
         raise ValueError(f"--quadrature {cfg.quadrature}: the rank-r state evolution uses scrambled Sobol rules "
                          f"(sobolK[:REPS:SEED]); its L (r + r*) = {params.L * (params.r + params.r_star)} dimensions rule out tensor grids")
@@ -228,8 +224,7 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
 
 
     if solver_options.error_estimate_from_args(args):
-        raise ValueError("--error-estimate: the rank-r phase diagram reports bracket widths as its errors; "
-                         "replicates over rules are not implemented for it")
+        check("diagram_error_estimate", r, r_star)
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
     omegas = opt.parse_values(args.omega, "--omega")
     from attnphase.numerics.jobs.report import check_semantic_signal

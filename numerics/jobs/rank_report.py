@@ -22,7 +22,7 @@ from attnphase.execution.progress import TaskBar, failure_summary, job_summary
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.jobs.tasks import numerics_version, rank_boundaries_task
 from attnphase.numerics.phase.rank_boundaries import RankBoundaries, rank_branches, rank_columns
-from attnphase.numerics.se.rank_starts import teacher_rank
+from attnphase.numerics.se.starts import teacher_rank
 from attnphase.theory.params import ModelParams
 
 

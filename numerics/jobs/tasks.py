@@ -124,7 +124,7 @@ def rank_boundaries_task(params: ModelParams, alphas: Sequence[float], config: S
     """The rank-r boundaries at ``params`` (its omega, r, r*) on the grid ``alphas``; ``tag`` prefixes
     the label (the scanned parameter's value)."""
     from attnphase.numerics.phase.rank_boundaries import rank_boundaries_job
-    from attnphase.numerics.se.rank_starts import teacher_rank
+    from attnphase.numerics.se.starts import teacher_rank
 
     identity = {"params": params.to_dict(), "r": params.r, "r_star": teacher_rank(params),
                 "alphas": sorted(alphas), "config": config.as_dict()}

@@ -3,11 +3,11 @@
 The r = 1 boundaries (:mod:`attnphase.numerics.phase.boundaries`) rest on r = 1 machinery (bifurcation
 eigenvalues of the agnostic branch, the fine-rule Newton correction of alpha_c); here every
 boundary is located from converged fixed points of the rank-r state evolution
-(:func:`~attnphase.numerics.se.rank_solve.solve_rank`) alone:
+(:func:`~attnphase.numerics.se.state_evolution.solve`) alone:
 
 * branches -- semantic, positional, and mixed when r >= 2, each followed over the alpha grid by
   warm starts (:func:`follow_rank_branch`, what ``sweep --rank`` does); a point is *on* a branch
-  when its solve converged and its label (:func:`~attnphase.numerics.se.rank_overlaps.branch_label`)
+  when its solve converged and its label (:func:`~attnphase.numerics.se.overlaps.branch_label`)
   is the branch's;
 * branch ends -- where a branch is on at one grid point and not at the next: bisection on the
   existence of a converged fixed point with the branch's label (warm-started from the nearest
@@ -35,7 +35,8 @@ import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.rank_se import make_rank_rule, teacher_rank
-from attnphase.numerics.se.rank_solve import RankFixedPoint, solve_rank
+from attnphase.numerics.se.results import FixedPoint
+from attnphase.numerics.se.state_evolution import solve
 from attnphase.numerics.roots import RootNotFound, illinois_bracket
 from attnphase.theory.params import ModelParams
 
@@ -50,23 +51,23 @@ def rank_branches(r: int) -> tuple[str, ...]:
     return ("semantic", "positional") + (("mixed",) if r >= 2 else ())
 
 
-def on_rank_branch(fp: RankFixedPoint | None, branch: str) -> bool:
+def on_rank_branch(fp: FixedPoint | None, branch: str) -> bool:
     """A converged fixed point with the label ``branch``."""
-    return fp is not None and fp.converged and fp.branch == branch
+    return fp is not None and fp.status.converged and fp.branch == branch
 
 
 def solve_on(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig,
-             near: RankFixedPoint | None) -> RankFixedPoint:
+             near: FixedPoint | None) -> FixedPoint:
     """The fixed point on ``branch`` at alpha: warm-started from ``near`` (if given), then, where that
     did not converge onto the branch, from the embedded start; the last attempt is returned."""
-    fp = solve_rank(params, alpha, branch, config=cfg, init=near.overlaps) if near is not None else None
+    fp = solve(params, alpha, branch, config=cfg, init=near.overlaps) if near is not None else None
     if not on_rank_branch(fp, branch):
-        fp = solve_rank(params, alpha, branch, config=cfg)
+        fp = solve(params, alpha, branch, config=cfg)
     return fp
 
 
 def follow_rank_branch(params: ModelParams, alphas: Sequence[float], branch: str, cfg: SolverConfig,
-                       progress: Callable[[RankFixedPoint], None] | None = None) -> list[RankFixedPoint]:
+                       progress: Callable[[FixedPoint], None] | None = None) -> list[FixedPoint]:
     """``branch`` over the ascending grid, each point warm-started from the last point on the branch."""
     out, prev = [], None
     for a in sorted(alphas):
@@ -169,15 +170,15 @@ class _Lost(RuntimeError):
 class _Points:
     """The converged points of each branch (warm starts for later solves)."""
 
-    def __init__(self, params: ModelParams, cfg: SolverConfig, sweeps: dict[str, list[RankFixedPoint]]):
+    def __init__(self, params: ModelParams, cfg: SolverConfig, sweeps: dict[str, list[FixedPoint]]):
         self.params, self.cfg = params, cfg
         self.on = {b: [fp for fp in pts if on_rank_branch(fp, b)] for b, pts in sweeps.items()}
 
-    def nearest(self, branch: str, alpha: float) -> RankFixedPoint | None:
+    def nearest(self, branch: str, alpha: float) -> FixedPoint | None:
         pts = self.on[branch]
         return min(pts, key=lambda fp: abs(fp.alpha - alpha)) if pts else None
 
-    def solve(self, branch: str, alpha: float) -> RankFixedPoint | None:
+    def solve(self, branch: str, alpha: float) -> FixedPoint | None:
         """The point on ``branch`` at alpha (kept), or None: warm-started from the nearest point on the
         branch below alpha and from the nearest above (nearer first), then from the embedded start."""
         below = [fp for fp in self.on[branch] if fp.alpha <= alpha]
@@ -185,24 +186,24 @@ class _Points:
         starts = [max(below, key=lambda fp: fp.alpha)] if below else []
         starts += [min(above, key=lambda fp: fp.alpha)] if above else []
         for near in sorted(starts, key=lambda fp: abs(fp.alpha - alpha)):
-            fp = solve_rank(self.params, alpha, branch, config=self.cfg, init=near.overlaps)
+            fp = solve(self.params, alpha, branch, config=self.cfg, init=near.overlaps)
             if on_rank_branch(fp, branch):
                 break
         else:
-            fp = solve_rank(self.params, alpha, branch, config=self.cfg)
+            fp = solve(self.params, alpha, branch, config=self.cfg)
         if not on_rank_branch(fp, branch):
             return None
         self.on[branch].append(fp)
         return fp
 
-    def value(self, branch: str, alpha: float, key: Callable[[RankFixedPoint], float]) -> float:
+    def value(self, branch: str, alpha: float, key: Callable[[FixedPoint], float]) -> float:
         fp = self.solve(branch, alpha)
         if fp is None:
             raise _Lost(f"the {branch} branch was lost at alpha = {alpha:.4g}")
         return key(fp)
 
 
-def locate_end(pts: _Points, branch: str, good: RankFixedPoint, bad: RankFixedPoint, tol: float) -> RankEnd:
+def locate_end(pts: _Points, branch: str, good: FixedPoint, bad: FixedPoint, tol: float) -> RankEnd:
     """Bisection between ``good`` (on the branch) and ``bad`` (not) to a bracket of width <= ``tol``."""
     lo, hi, far = good.alpha, bad.alpha, bad
     while abs(hi - lo) > tol:
@@ -213,17 +214,17 @@ def locate_end(pts: _Points, branch: str, good: RankFixedPoint, bad: RankFixedPo
             pts.on[branch].append(fp)
         else:
             hi, far = mid, fp
-    kind = f"converges to the {far.branch} label" if far.converged else "no converged solve (solver failure)"
+    kind = f"converges to the {far.branch} label" if far.status.converged else "no converged solve (solver failure)"
     return RankEnd(branch, 0.5 * (lo + hi), abs(hi - lo), "above" if hi < lo else "below", kind)
 
 
-def branch_ends(pts: _Points, branch: str, points: list[RankFixedPoint], tol: float) -> tuple[list[RankEnd], list[str]]:
+def branch_ends(pts: _Points, branch: str, points: list[FixedPoint], tol: float) -> tuple[list[RankEnd], list[str]]:
     """Every grid interval where the branch starts or stops existing, located by :func:`locate_end`."""
     on = [on_rank_branch(fp, branch) for fp in points]
     ends, notes = [], []
     if not any(on):
-        why = "no solve converged" if not any(fp.converged for fp in points) else \
-            "the solves converged to " + "/".join(sorted({fp.branch for fp in points if fp.converged})) + " labels"
+        why = "no solve converged" if not any(fp.status.converged for fp in points) else \
+            "the solves converged to " + "/".join(sorted({fp.branch for fp in points if fp.status.converged})) + " labels"
         return [], [f"{branch} branch: no {branch} fixed point on the grid ({why}); no end located"]
     for i in range(len(points) - 1):
         if on[i] != on[i + 1]:
@@ -237,16 +238,16 @@ def branch_ends(pts: _Points, branch: str, points: list[RankFixedPoint], tol: fl
     return ends, notes
 
 
-def lowest_branch(sweeps: dict[str, list[RankFixedPoint]], i: int) -> str:
+def lowest_branch(sweeps: dict[str, list[FixedPoint]], i: int) -> str:
     """The branch with the lowest e_t at grid point i among those on their branch there; "" where none is,
     or where a branch's solve did not converge (its e_t is unknown, so which branch is lowest is too)."""
-    if not all(fps[i].converged for fps in sweeps.values()):
+    if not all(fps[i].status.converged for fps in sweeps.values()):
         return ""
-    cands = [(fps[i].e_t, b) for b, fps in sweeps.items() if on_rank_branch(fps[i], b)]
+    cands = [(fps[i].observables.e_t, b) for b, fps in sweeps.items() if on_rank_branch(fps[i], b)]
     return min(cands)[1] if cands else ""
 
 
-def _fp_at(fps: list[RankFixedPoint], branch: str, i: int) -> RankFixedPoint | None:
+def _fp_at(fps: list[FixedPoint], branch: str, i: int) -> FixedPoint | None:
     return fps[i] if on_rank_branch(fps[i], branch) else None
 
 
@@ -263,7 +264,7 @@ def rank_phase_boundaries(params: ModelParams, alphas: Sequence[float], config: 
         ends += e
         notes += n
     lowest = [lowest_branch(sweeps, i) for i in range(len(grid))]
-    unknown = [f"{grid[i]:g} ({'/'.join(b for b, fps in sweeps.items() if not fps[i].converged)})"
+    unknown = [f"{grid[i]:g} ({'/'.join(b for b, fps in sweeps.items() if not fps[i].status.converged)})"
                for i in range(len(grid)) if not lowest[i]]
     if unknown:
         notes.append("lowest-e_t branch unknown where a branch's solve did not converge: alpha = " + ", ".join(unknown)
@@ -271,7 +272,7 @@ def rank_phase_boundaries(params: ModelParams, alphas: Sequence[float], config: 
     c = _alpha_c(pts, sweeps, grid, lowest, ends, root_tol, notes)
     lin = rank_eps_lin(params, cfg)
     alpha_l, alpha_l_err, l_branch = _alpha_l(pts, sweeps, grid, lowest, c, lin, root_tol, notes)
-    curves = {b: tuple((fp.alpha, on_rank_branch(fp, b), fp.e_t, fp.eps_g) for fp in fps) for b, fps in sweeps.items()}
+    curves = {b: tuple((fp.alpha, on_rank_branch(fp, b), fp.observables.e_t, fp.observables.eps_g) for fp in fps) for b, fps in sweeps.items()}
     return RankBoundaries(params.omega, params.r, teacher_rank(params), *c, alpha_l, alpha_l_err, l_branch, lin,
                           tuple(ends), tuple(notes), curves)
 
@@ -308,10 +309,10 @@ def _alpha_c(pts: _Points, sweeps, grid, lowest, ends, tol, notes) -> tuple[floa
             continue
 
         def delta(x: float) -> float:
-            return pts.value(A, x, lambda fp: fp.e_t) - pts.value(B, x, lambda fp: fp.e_t)
+            return pts.value(A, x, lambda fp: fp.observables.e_t) - pts.value(B, x, lambda fp: fp.observables.e_t)
 
-        fa = sweeps[A][i].e_t - sweeps[B][i].e_t
-        fb = sweeps[A][j].e_t - sweeps[B][j].e_t
+        fa = sweeps[A][i].observables.e_t - sweeps[B][i].observables.e_t
+        fb = sweeps[A][j].observables.e_t - sweeps[B][j].observables.e_t
         try:
             x, lo, hi = illinois_bracket(delta, a, b, fa, fb, tol)
         except (_Lost, RootNotFound) as exc:
@@ -324,7 +325,7 @@ def _alpha_c(pts: _Points, sweeps, grid, lowest, ends, tol, notes) -> tuple[floa
 
 def _alpha_l(pts: _Points, sweeps, grid, lowest, c, lin, tol, notes) -> tuple[float, float, str]:
     """(alpha_l, err, branch): the first drop of the lowest branch's eps_g below eps_lin."""
-    gap = [sweeps[b][i].eps_g - lin if b else math.nan for i, b in enumerate(lowest)]
+    gap = [sweeps[b][i].observables.eps_g - lin if b else math.nan for i, b in enumerate(lowest)]
     idx = [i for i in range(len(grid)) if lowest[i]]
     if not idx:
         notes.append("alpha_l: the lowest branch is known at no grid point")
@@ -347,10 +348,10 @@ def _alpha_l(pts: _Points, sweeps, grid, lowest, c, lin, tol, notes) -> tuple[fl
             notes.append(f"alpha_l: the lowest branch changes {A} -> {B} in [{grid[i]:g}, {grid[j]:g}] "
                          "without a located alpha_c there")
             return math.nan, math.nan, ""
-        gA = pts.value(A, xc, lambda fp: fp.eps_g) - lin if pts.nearest(A, xc) else math.inf
+        gA = pts.value(A, xc, lambda fp: fp.observables.eps_g) - lin if pts.nearest(A, xc) else math.inf
         if gA <= 0:
             return _eps_root(pts, A, grid[i], xc, gap[i], gA, lin, tol) + (A,)
-        gB = pts.value(B, xc, lambda fp: fp.eps_g) - lin
+        gB = pts.value(B, xc, lambda fp: fp.observables.eps_g) - lin
         if gB <= 0:
             notes.append(f"alpha_l = alpha_c: eps_g jumps below eps_lin where {B} becomes the lowest branch")
             return xc, errc, B
@@ -362,7 +363,7 @@ def _alpha_l(pts: _Points, sweeps, grid, lowest, c, lin, tol, notes) -> tuple[fl
 
 def _eps_root(pts: _Points, branch: str, a: float, b: float, ga: float, gb: float, lin: float,
               tol: float) -> tuple[float, float]:
-    x, lo, hi = illinois_bracket(lambda t: pts.value(branch, t, lambda fp: fp.eps_g) - lin, a, b, ga, gb, tol)
+    x, lo, hi = illinois_bracket(lambda t: pts.value(branch, t, lambda fp: fp.observables.eps_g) - lin, a, b, ga, gb, tol)
     return x, hi - lo
 
 

@@ -3,7 +3,7 @@
 The rank-r twin of :mod:`attnphase.numerics.phase.census` (docs/method.md sections 11-12).  At one (params, alpha),
 on the rule of ``config``:
 
-1. **search** -- :func:`~attnphase.numerics.se.rank_solve.solve_rank` from every start of :func:`rank_census_starts`:
+1. **search** -- :func:`~attnphase.numerics.se.state_evolution.solve` from every start of :func:`rank_census_starts`:
    each branch's embedded start (the rank-1 fixed points, one per student axis; staged solve), each branch's
    cold start, and mixtures of the embedded mixed state (:func:`mixture`: its semantic th0 and positional m
    scaled by weights, the positional m tilted onto the semantic axis) -- fixed ones and ``n_random`` drawn
@@ -37,10 +37,11 @@ from typing import Any, Callable
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se.rank_overlaps import ERROR_KEYS, RankOverlaps
+from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.se.results import MATRIX_ERROR_KEYS
 from attnphase.numerics.se.rank_se import admissible
-from attnphase.numerics.se.rank_solve import RankFixedPoint, solve_rank
-from attnphase.numerics.se.rank_starts import embedded_start
+from attnphase.numerics.se.results import FixedPoint
+from attnphase.numerics.se.state_evolution import embedded_start, solve
 from attnphase.theory.params import ModelParams
 
 #: Two invariant vectors closer than this (max |a - b| / max(1, |a|)) are one fixed point (same label).
@@ -71,12 +72,12 @@ RANDOM_MIXTURES = 2
 @dataclass(frozen=True, eq=False)
 class RankStart:
     """One start: its name, the branch requested of the solve (its hat projection), and either a start kind of
-    :func:`solve_rank` (``embedded`` / ``cold``, ``overlaps`` None) or the overlaps to start from."""
+    :func:`~attnphase.numerics.se.state_evolution.solve` (``embedded`` / ``cold``, ``overlaps`` None) or the overlaps to start from."""
 
     name: str
     branch: str
     kind: str
-    overlaps: RankOverlaps | None = None
+    overlaps: Overlaps | None = None
 
 
 def branches(params: ModelParams) -> tuple[str, ...]:
@@ -84,7 +85,7 @@ def branches(params: ModelParams) -> tuple[str, ...]:
     return ("semantic", "positional", "mixed", "agnostic") if params.r >= 2 else ("semantic", "positional", "agnostic")
 
 
-def mixture(base: RankOverlaps, w_th: float, w_m: float, tilt: float) -> RankOverlaps:
+def mixture(base: Overlaps, w_th: float, w_m: float, tilt: float) -> Overlaps:
     """``base`` (the embedded mixed state: semantic axes with th0, the last axis positional) with th0 scaled by
     w_th, m by w_m, and the positional column m_{:, r-1} turned by ``tilt`` onto axis 0:
     m_{:, 0} += sin(tilt) m_{:, r-1}, m_{:, r-1} <- cos(tilt) m_{:, r-1} (a direction carrying both overlaps)."""
@@ -93,7 +94,7 @@ def mixture(base: RankOverlaps, w_th: float, w_m: float, tilt: float) -> RankOve
     if base.r >= 2:
         m[:, 0] += math.sin(tilt) * col
         m[:, -1] = math.cos(tilt) * col
-    return RankOverlaps(base.q0, base.V0, m, w_th * np.array(base.th0))
+    return Overlaps(base.q0, base.V0, m, w_th * np.array(base.th0))
 
 
 def rank_census_starts(params: ModelParams, alpha: float, config: SolverConfig, *, n_random: int = RANDOM_MIXTURES,
@@ -116,7 +117,7 @@ def rank_census_starts(params: ModelParams, alpha: float, config: SolverConfig, 
             w_th, w_m, tilt = rng.uniform(0.2, 1.0), rng.uniform(0.2, 1.0), rng.uniform(0.0, math.pi / 2)
             noise = np.exp(0.2 * rng.standard_normal((2, base.r)))
             ov = mixture(base, w_th, w_m, tilt)
-            ov = RankOverlaps(ov.q0 * np.sqrt(np.outer(noise[0], noise[0])), ov.V0 * np.sqrt(np.outer(noise[1], noise[1])),
+            ov = Overlaps(ov.q0 * np.sqrt(np.outer(noise[0], noise[0])), ov.V0 * np.sqrt(np.outer(noise[1], noise[1])),
                               ov.m, ov.th0)
             if admissible(ov, params.rho0):
                 starts.append(RankStart(f"random mixture {k + 1} (seed {seed}): th0 x{w_th:.2f}, m x{w_m:.2f}, tilt "
@@ -125,12 +126,12 @@ def rank_census_starts(params: ModelParams, alpha: float, config: SolverConfig, 
     return starts
 
 
-def perturbed_starts(params: ModelParams, points: list[RankFixedPoint]) -> list[RankStart]:
+def perturbed_starts(params: ModelParams, points: list[FixedPoint]) -> list[RankStart]:
     """Step 1b: each positional point with th0_{a1} = eps sqrt(q0_aa rho0) on its axis a of largest q0 (canonical gauge),
     each semantic point with m_{:, a} = eps P[:, 0] / max |P[:, 0]| on its axis a of smallest q0, eps in
     :data:`PERTURBATIONS`; requested branch ``mixed``; inadmissible ones left out.  Named after the point (the k-th
     of its label found), so that every start's name is its own."""
-    from attnphase.numerics.se.rank_overlaps import canonical
+    from attnphase.numerics.se.gauge import canonical
 
     col = params.P_array[:, 0]
     out = []
@@ -146,29 +147,29 @@ def perturbed_starts(params: ModelParams, points: list[RankFixedPoint]) -> list[
                 m[:, -1] = eps * col / np.abs(col).max()
             else:
                 continue
-            new = RankOverlaps(ov.q0, ov.V0, m, th)
+            new = Overlaps(ov.q0, ov.V0, m, th)
             if admissible(new, params.rho0):
                 out.append(RankStart(f"{fp.branch} point {k} + {eps:g} {'th0' if fp.branch == 'positional' else 'm'}",
                                      "mixed", "init", new))
     return out
 
 
-def _mixed_base(params: ModelParams, alpha: float, config: SolverConfig) -> RankOverlaps:
+def _mixed_base(params: ModelParams, alpha: float, config: SolverConfig) -> Overlaps:
     """The embedded mixed state (r >= 2), or at r = 1 the semantic one with the positional one's m added."""
     if params.r >= 2:
         return embedded_start(params, alpha, "mixed", config)
     sem, pos = embedded_start(params, alpha, "semantic", config), embedded_start(params, alpha, "positional", config)
-    return RankOverlaps(sem.q0, sem.V0, pos.m, sem.th0)
+    return Overlaps(sem.q0, sem.V0, pos.m, sem.th0)
 
 
-def solve_start(params: ModelParams, alpha: float, start: RankStart, config: SolverConfig) -> RankFixedPoint:
+def solve_start(params: ModelParams, alpha: float, start: RankStart, config: SolverConfig) -> FixedPoint:
     """Step 1 for one start."""
     if start.kind == "init":
-        return solve_rank(params, alpha, start.branch, config=config, init=start.overlaps)
-    return solve_rank(params, alpha, start.branch, config=config, start=start.kind)
+        return solve(params, alpha, start.branch, config=config, init=start.overlaps)
+    return solve(params, alpha, start.branch, config=config, start=start.kind)
 
 
-def invariant_vector(fp: RankFixedPoint) -> np.ndarray:
+def invariant_vector(fp: FixedPoint) -> np.ndarray:
     """(eigenvalues of q0, of V0, singular values of th0, |m_l|): the gauge orbit's coordinates."""
     inv = fp.invariants
     return np.concatenate([inv[k] for k in ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms")])
@@ -179,7 +180,7 @@ def same_point(a: np.ndarray, b: np.ndarray, rtol: float = SAME_POINT_RTOL) -> b
     return bool(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(a))) <= rtol)
 
 
-def replicate_points(fp: RankFixedPoint, config: SolverConfig, n_rules: int) -> tuple[list[RankFixedPoint | None], bool]:
+def replicate_points(fp: FixedPoint, config: SolverConfig, n_rules: int) -> tuple[list[FixedPoint | None], bool]:
     """(the replicates of ``fp``, whether they are blocks): ``fp`` re-solved warm (with its Jacobian) on each of the
     solve rule's R >= 2 scrambling blocks, or, for a rule of one block, on ``config.variant(k)``, k = 1 .. n_rules - 1,
     after ``fp`` itself (k = 0).  A replicate that does not converge on ``fp``'s branch is None (kept in place, so
@@ -188,21 +189,21 @@ def replicate_points(fp: RankFixedPoint, config: SolverConfig, n_rules: int) -> 
 
     R = replicate_count(config)
     configs = [block_config(config, j) for j in range(R)] if R else [config.variant(k) for k in range(1, n_rules)]
-    out: list[RankFixedPoint | None] = [] if R else [fp]
+    out: list[FixedPoint | None] = [] if R else [fp]
     for cfg in configs:
-        other = solve_rank(fp.params, fp.alpha, fp.requested, config=cfg, init=fp.overlaps, jacobian=fp.jacobian)
-        out.append(other if other.converged and other.branch == fp.branch else None)
+        other = solve(fp.params, fp.alpha, fp.requested, config=cfg, init=fp.overlaps, memory=fp.memory)
+        out.append(other if other.status.converged and other.branch == fp.branch else None)
     return out, bool(R)
 
 
-def replicate_errors(fp: RankFixedPoint, reps: list[RankFixedPoint | None], blocks: bool) -> dict[str, Any]:
-    """err_<key> of :data:`ERROR_KEYS`: std_j over the converged replicates, / sqrt(n) for blocks (NaN below two);
+def replicate_errors(fp: FixedPoint, reps: list[FixedPoint | None], blocks: bool) -> dict[str, Any]:
+    """err_<key> of :data:`MATRIX_ERROR_KEYS`: std_j over the converged replicates, / sqrt(n) for blocks (NaN below two);
     ``err_replicates`` (used) and ``err_replicates_tried``."""
-    recs = [p.record() for p in reps if p is not None]
-    ref = fp.record()
+    recs = [p.record for p in reps if p is not None]
+    ref = fp.record
     own = 0 if blocks else 1  # independent rules: the first replicate is fp itself
     out: dict[str, Any] = {"err_replicates": len(recs) - own, "err_replicates_tried": len(reps) - own}
-    for key in ERROR_KEYS:
+    for key in MATRIX_ERROR_KEYS:
         if len(recs) < 2:
             sd = np.full(np.atleast_1d(np.asarray(ref[key], dtype=float)).shape, np.nan)
         else:
@@ -217,7 +218,7 @@ def paired_difference(a: "RankCensusEntry", b: "RankCensusEntry") -> tuple[float
     differences e_t(b)_j - e_t(a)_j over the replicates j where both converged (std / sqrt(n) for blocks, std for
     independent rules; NaN below two pairs)."""
     delta = b.e_t - a.e_t
-    d = [pb.e_t - pa.e_t for pa, pb in zip(a.replicates, b.replicates) if pa is not None and pb is not None]
+    d = [pb.observables.e_t - pa.observables.e_t for pa, pb in zip(a.replicates, b.replicates) if pa is not None and pb is not None]
     if len(d) < 2:
         return delta, math.nan, len(d)
     sd = float(np.std(d, ddof=1))
@@ -230,8 +231,8 @@ class RankCensusEntry:
     bars), whether they are blocks, its error bars (err_<key>), the starts that reached it, and the points merged
     into it within the error bars (step 2: each one's label, e_t and starts)."""
 
-    point: RankFixedPoint
-    replicates: tuple[RankFixedPoint | None, ...]
+    point: FixedPoint
+    replicates: tuple[FixedPoint | None, ...]
     blocks: bool
     errors: dict[str, Any]
     starts: tuple[str, ...]
@@ -239,7 +240,7 @@ class RankCensusEntry:
 
     @property
     def e_t(self) -> float:
-        return self.point.e_t if math.isfinite(self.point.e_t) else math.inf
+        return self.point.observables.e_t if math.isfinite(self.point.observables.e_t) else math.inf
 
     def err(self, key: str) -> Any:
         return self.errors.get(f"err_{key}", math.nan)
@@ -282,7 +283,7 @@ def _within_errors(a: RankCensusEntry, b: RankCensusEntry, k: float = SAME_WITHI
     bars.  The paired test is what separates two points of one rule: a point that the rule's jumps split in two
     (docs/method.md section 12) splits differently on each block, so its halves' per-block differences scatter as
     much as the difference itself; two distinct points keep their difference on every block."""
-    ra, rb = a.point.record(), b.point.record()
+    ra, rb = a.point.record, b.point.record
     for key in ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms"):
         va, vb = np.atleast_1d(np.asarray(ra[key], float)), np.atleast_1d(np.asarray(rb[key], float))
         bar = np.hypot(np.atleast_1d(np.asarray(a.err(key), float)), np.atleast_1d(np.asarray(b.err(key), float)))
@@ -298,7 +299,7 @@ def _within_errors(a: RankCensusEntry, b: RankCensusEntry, k: float = SAME_WITHI
 def rank_census(params: ModelParams, alpha: float, *, config: SolverConfig | None = None, n_rules: int = 0,
                 n_random: int = RANDOM_MIXTURES, seed: int = 0, starts: list[RankStart] | None = None,
                 perturb: bool = True,
-                progress: Callable[[RankStart, RankFixedPoint], None] | None = None) -> RankCensus:
+                progress: Callable[[RankStart, FixedPoint], None] | None = None) -> RankCensus:
     """The module doc's four steps at (params, alpha), from ``starts`` (default :func:`rank_census_starts` with
     ``n_random`` and ``seed``) and, with ``perturb``, the :func:`perturbed_starts` of the points they reach; each
     solve with at most :data:`SEARCH_MAX_ITER` evaluations per run.  Error bars from
@@ -308,7 +309,7 @@ def rank_census(params: ModelParams, alpha: float, *, config: SolverConfig | Non
     if starts is None:
         starts = rank_census_starts(params, alpha, cfg, n_random=n_random, seed=seed)
     search_cfg = cfg.replace(max_iter=min(cfg.max_iter, SEARCH_MAX_ITER))
-    found: list[tuple[np.ndarray, RankFixedPoint, list[str]]] = []
+    found: list[tuple[np.ndarray, FixedPoint, list[str]]] = []
     failures = []
 
     def run(batch: list[RankStart]) -> None:
@@ -316,8 +317,8 @@ def rank_census(params: ModelParams, alpha: float, *, config: SolverConfig | Non
             fp = solve_start(params, alpha, s, search_cfg)
             if progress is not None:
                 progress(s, fp)
-            if not fp.converged or not math.isfinite(fp.e_t):
-                failures.append((s.name, float(fp.residual), fp.message))
+            if not fp.status.converged or not math.isfinite(fp.observables.e_t):
+                failures.append((s.name, float(fp.status.residual), fp.status.message))
                 continue
             key = invariant_vector(fp)
             same = next((f for f in found if f[1].branch == fp.branch and same_point(f[0], key)), None)
@@ -345,7 +346,7 @@ def rank_census(params: ModelParams, alpha: float, *, config: SolverConfig | Non
         else:  # one fixed point: keep the one more starts reached, list the other
             other = entries[same]
             keep, drop = (other, entry) if len(other.starts) >= len(names) else (entry, other)
-            gone = ((drop.point.branch, drop.point.e_t, drop.starts),) + drop.merged
+            gone = ((drop.point.branch, drop.point.observables.e_t, drop.starts),) + drop.merged
             entries[same] = RankCensusEntry(keep.point, keep.replicates, keep.blocks, keep.errors,
                                             keep.starts + drop.starts, keep.merged + gone)
     entries.sort(key=lambda e: e.e_t)

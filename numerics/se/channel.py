@@ -33,7 +33,7 @@ class ChannelMoments:
     """Quadrature estimates at one state; every array has shape (L,).
 
     Attributes:
-        E_g, E_g2, E_gxi, E_geta: E[g_l], E[g_l^2], E[g_l xi_l], E[g_l eta_l].
+        E_g, E_ggT, E_gxi, E_geta: E[g_l], E[g_l^2] (E[g_l g_l^T] at r = 1), E[g_l xi_l], E[g_l eta_l].
         E_M: E[M], the Moreau envelope (minimum value of the proximal objective).
         eps_g: test error E[loss(w, T(h*))] of docs/model.md section 4 (NaN from a global-mode polish,
             which is never reported).
@@ -42,7 +42,7 @@ class ChannelMoments:
     """
 
     E_g: np.ndarray
-    E_g2: np.ndarray
+    E_ggT: np.ndarray
     E_gxi: np.ndarray
     E_geta: np.ndarray
     E_M: float
@@ -82,7 +82,7 @@ def channel_moments(
     wt = rule.weights
     return ChannelMoments(
         E_g=wt @ g,
-        E_g2=wt @ (g * g),
+        E_ggT=wt @ (g * g),
         E_gxi=wt @ (g * xi),
         E_geta=wt @ (g * eta),
         E_M=float(wt @ res.value),

@@ -42,7 +42,7 @@ def control_variate_moments(kernels: Any, params: ModelParams, ov: Overlaps, rul
     fine = channel_moments(kernels, params, ov, fine_rule, local_cfg)
     cv = lambda key: getattr(glob, key) - getattr(loc, key) + getattr(fine, key)  # noqa: E731
     return ChannelMoments(
-        E_g=cv("E_g"), E_g2=cv("E_g2"), E_gxi=cv("E_gxi"), E_geta=cv("E_geta"), E_M=float(cv("E_M")),
+        E_g=cv("E_g"), E_ggT=cv("E_ggT"), E_gxi=cv("E_gxi"), E_geta=cv("E_geta"), E_M=float(cv("E_M")),
         eps_g=fine.eps_g, prox_failures=glob.prox_failures + loc.prox_failures + fine.prox_failures,
         candidates=glob.candidates,
     )

@@ -1,4 +1,4 @@
-"""Observables of a fixed point (docs/model.md sections 4-5) and its branch label.
+"""Observables of a fixed point (docs/model.md sections 4-5).
 
 * ``eps_g`` -- test error E[loss(w, T(h*))] with h = w (no proximal step), from the
   channel moments;
@@ -23,9 +23,6 @@ from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
 
-#: |m| or |theta| above this counts as non-zero for the branch label.
-LABEL_TOL = 1e-6
-
 #: Gauss--Hermite order per dimension for eps_lin, by L (smooth integrand; see tests).
 _EPS_LIN_ORDER = {2: 80, 3: 40, 4: 20}
 
@@ -46,19 +43,6 @@ class Observables:
     e_t: float
     eps_lin: float
     E_M: float = float("nan")
-
-
-def branch_label(ov: Overlaps, tol: float = LABEL_TOL) -> str:
-    """positional (m != 0, theta = 0), semantic (theta != 0, m = 0), agnostic (both 0), mixed otherwise."""
-    pos = float(np.abs(ov.m).max()) > tol
-    sem = abs(ov.th0) > tol
-    if pos and sem:
-        return "mixed"
-    if pos:
-        return "positional"
-    if sem:
-        return "semantic"
-    return "agnostic"
 
 
 def _teacher_softmax(params: ModelParams, order: int | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -1,9 +1,14 @@
-"""Overlaps and conjugate (hat) overlaps of the r = 1 state evolution (docs/model.md sections 2-3).
+"""Overlaps of the state evolution at every rank, and the conjugate (hat) overlaps of r = 1 (docs/model.md
+sections 2-3, 7).
 
-Units: ``q0 = |Q|^2 / d``, ``V0`` the global variance, ``m_l = p_l . Q / sqrt(d)``,
-``th0 = Q . Q* / d``. Per-token overlaps are ``q_l = sigma_l^2 q0``,
-``theta_l = sigma_l^2 th0``, ``V_l = sigma_l^2 V0`` (the paper's per-token theta
-is ``sigma^2 * th0``). Hat overlaps are per token, arrays of shape (L,).
+Units: ``q0 = Q^T Q / d``, ``V0`` the global variance, ``m_l = Q^T p_l / sqrt(d)``, ``th0 = Q^T Q* / d``.
+Per-token overlaps are ``q_l = sigma_l^2 q0``, ``theta_l = sigma_l^2 th0``, ``V_l = sigma_l^2 V0`` (the paper's
+per-token theta is ``sigma^2 * th0``). Hat overlaps of r = 1 are per token, arrays of shape (L,).
+
+One type, :class:`Overlaps`, in two forms: at r = r* = 1 the scalar form (q0, V0, th0 floats, m of shape (L,)),
+which the rank-1 solver iterates; otherwise the matrix form (q0, V0 of shape (r, r), m (L, r), th0 (r, r*)).
+Both pack to the same vector layout (the upper triangles of q0 and V0, m row-major, th0 row-major), which at
+r = r* = 1 is (q0, V0, m_1..m_L, th0).  Their gauge: :mod:`attnphase.numerics.se.gauge`.
 """
 
 from __future__ import annotations
@@ -19,57 +24,127 @@ def _vec(x) -> np.ndarray:
     return a
 
 
+#: |m| or |th0| above this counts as non-zero (the branch label, the gauge's orientation).
+LABEL_TOL = 1e-6
+
+
+def _matrix(x) -> np.ndarray:
+    a = np.array(x, dtype=float)
+    a.setflags(write=False)
+    return a
+
+
 @dataclass(frozen=True, eq=False)
 class Overlaps:
-    """Order parameters of the student (prior side of the state evolution).
+    """Order parameters of the student (prior side of the state evolution), at every rank.
 
     Attributes:
-        q0: self-overlap |Q|^2 / d.
-        V0: variance of the student's estimator, V0 = 1 / (lambda + sum_l sigma_l^2 Vhat_l).
-        m: positional overlaps m_l = p_l . Q / sqrt(d), shape (L,).
-        th0: semantic overlap Q . Q* / d.
+        q0: self-overlap Q^T Q / d (a float in the scalar form, (r, r) in the matrix form).
+        V0: variance of the student's estimator, V0 = (lambda I + sum_l sigma_l^2 Vhat_l)^-1 (likewise).
+        m: positional overlaps m_l = Q^T p_l / sqrt(d), shape (L,) in the scalar form, (L, r) in the matrix form.
+        th0: semantic overlap Q^T Q* / d (a float, or (r, r*)).
+
+    The form is the one given: scalar q0 and th0 make the scalar form, arrays the matrix form (read-only).
     """
 
-    q0: float
-    V0: float
+    q0: float | np.ndarray
+    V0: float | np.ndarray
     m: np.ndarray
-    th0: float
+    th0: float | np.ndarray
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "q0", float(self.q0))
-        object.__setattr__(self, "V0", float(self.V0))
-        object.__setattr__(self, "th0", float(self.th0))
-        object.__setattr__(self, "m", _vec(self.m))
+        if np.ndim(self.q0) == 0 and np.ndim(self.th0) == 0:
+            object.__setattr__(self, "q0", float(self.q0))
+            object.__setattr__(self, "V0", float(self.V0))
+            object.__setattr__(self, "th0", float(self.th0))
+            object.__setattr__(self, "m", _vec(self.m))
+        else:
+            for name in ("q0", "V0", "m", "th0"):
+                object.__setattr__(self, name, _matrix(getattr(self, name)))
+
+    @property
+    def is_matrix(self) -> bool:
+        """Whether this is the matrix form."""
+        return self.m.ndim == 2
+
+    @property
+    def r(self) -> int:
+        return self.q0.shape[0] if self.is_matrix else 1
+
+    @property
+    def r_star(self) -> int:
+        return self.th0.shape[1] if self.is_matrix else 1
 
     @property
     def L(self) -> int:
-        return self.m.size
+        return self.m.shape[0]
+
+    def matrix(self) -> "Overlaps":
+        """The matrix form (1 x 1 matrices from the scalar form)."""
+        if self.is_matrix:
+            return self
+        return Overlaps([[self.q0]], [[self.V0]], self.m.reshape(-1, 1), [[self.th0]])
+
+    def scalar(self) -> "Overlaps":
+        """The scalar form of r = r* = 1 overlaps (ValueError at r >= 2 or r* >= 2)."""
+        if not self.is_matrix:
+            return self
+        if (self.r, self.r_star) != (1, 1):
+            raise ValueError(f"overlaps of rank r = {self.r}, r* = {self.r_star} have no scalar form")
+        return Overlaps(self.q0[0, 0], self.V0[0, 0], self.m[:, 0], self.th0[0, 0])
 
     def to_vector(self) -> np.ndarray:
-        """Pack as (q0, V0, m_1..m_L, th0) for the fixed-point solver."""
-        return np.concatenate([[self.q0, self.V0], self.m, [self.th0]])
+        """Pack for the fixed-point solver: (q0 upper triangle, V0 upper triangle, m row-major, th0 row-major),
+        which is (q0, V0, m_1..m_L, th0) in the scalar form."""
+        if not self.is_matrix:
+            return np.concatenate([[self.q0, self.V0], self.m, [self.th0]])
+        iu = np.triu_indices(self.r)
+        return np.concatenate([self.q0[iu], self.V0[iu], self.m.ravel(), self.th0.ravel()])
 
     @classmethod
-    def from_vector(cls, x: np.ndarray) -> "Overlaps":
-        """Inverse of :meth:`to_vector`."""
+    def from_vector(cls, x: np.ndarray, L: int | None = None, r: int | None = None,
+                    r_star: int | None = None) -> "Overlaps":
+        """Inverse of :meth:`to_vector`: the scalar form without ranks, the matrix form with L, r and r*."""
         x = np.asarray(x, dtype=float)
-        return cls(q0=x[0], V0=x[1], m=x[2:-1], th0=x[-1])
+        if r is None:
+            return cls(q0=x[0], V0=x[1], m=x[2:-1], th0=x[-1])
+        iu = np.triu_indices(r)
+        k = iu[0].size
+
+        def sym(v: np.ndarray) -> np.ndarray:
+            a = np.zeros((r, r))
+            a[iu] = v
+            return a + np.triu(a, 1).T
+
+        q0, V0 = sym(x[:k]), sym(x[k:2 * k])
+        m = x[2 * k:2 * k + L * r].reshape(L, r)
+        th0 = x[2 * k + L * r:].reshape(r, r_star)
+        return cls(q0, V0, m, th0)
 
     def as_dict(self) -> dict:
-        return {"q0": self.q0, "V0": self.V0, "m": self.m.tolist(), "th0": self.th0}
+        if not self.is_matrix:
+            return {"q0": self.q0, "V0": self.V0, "m": self.m.tolist(), "th0": self.th0}
+        return {"q0": self.q0.tolist(), "V0": self.V0.tolist(), "m": self.m.tolist(), "th0": self.th0.tolist()}
+
+
+def branch_label(ov: Overlaps, tol: float = LABEL_TOL) -> str:
+    """positional (m != 0, th0 = 0), semantic (th0 != 0, m = 0), agnostic (both 0), mixed (both != 0), at every rank."""
+    pos = float(np.abs(ov.m).max()) > tol
+    sem = float(np.abs(ov.th0).max()) > tol
+    return "mixed" if pos and sem else "positional" if pos else "semantic" if sem else "agnostic"
 
 
 def on_branch_subspace(ov: Overlaps, branch: str) -> Overlaps:
     """``ov`` with the order parameters its branch has none of set to exactly zero: th0 = 0 for
     "positional", m = 0 for "semantic", both for "agnostic" ("mixed" unchanged).
 
-    A fixed point is labelled by its order parameters up to a tolerance (``observables.LABEL_TOL``);
+    A fixed point is labelled by its order parameters up to a tolerance (:data:`LABEL_TOL`);
     a re-solve warm-started from it (its error bar on other rules) starts on the labelled branch's
     symmetric subspace, where the symmetry keeps it, instead of near that subspace, where a creeping
     order parameter (an agnostic point with th0 = 2e-14, q0 = 3e-27) stalls the solve.
     """
     m = np.zeros_like(ov.m) if branch in ("semantic", "agnostic") else ov.m
-    th0 = 0.0 if branch in ("positional", "agnostic") else ov.th0
+    th0 = np.zeros_like(ov.th0) if branch in ("positional", "agnostic") else ov.th0
     return Overlaps(q0=ov.q0, V0=ov.V0, m=m, th0=th0)
 
 
@@ -93,3 +168,14 @@ class HatOverlaps:
 
     def as_dict(self) -> dict:
         return {k: getattr(self, k).tolist() for k in ("qhat", "mhat", "thhat", "Vhat")}
+
+
+@dataclass(frozen=True, eq=False)
+class RankHats:
+    """Conjugate overlaps of the matrix form: qhat (L, r, r), mhat (L, r), thhat (L, r, r*), Vhat (L, r, r)
+    (the formulas of :class:`HatOverlaps` with matrices, :func:`attnphase.theory.hats.hat_overlaps`)."""
+
+    qhat: np.ndarray
+    mhat: np.ndarray
+    thhat: np.ndarray
+    Vhat: np.ndarray

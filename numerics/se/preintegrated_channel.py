@@ -261,5 +261,5 @@ def preintegrated_moments(kernels: Any, params: ModelParams, ov: Overlaps, outer
         sums["geta"] += weight @ (g * z[:, L:])
         E_M += float(weight @ res.value)
         eps += float(weight @ kernels.loss(w, T, ln.sigma2))
-    return ChannelMoments(E_g=sums["g"], E_g2=sums["g2"], E_gxi=sums["gxi"], E_geta=sums["geta"], E_M=E_M,
+    return ChannelMoments(E_g=sums["g"], E_ggT=sums["g2"], E_gxi=sums["gxi"], E_geta=sums["geta"], E_M=E_M,
                           eps_g=eps if math.isfinite(eps) else math.nan, prox_failures=failures, candidates=None)

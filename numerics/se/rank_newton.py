@@ -21,7 +21,7 @@ it is moved to the basis B1, D1 of the new solve's x1 as
     J1 = B1^T diag(D1 / D0) B0 J0 B0^T B1,
 
 the same linear map F' - I in the full coordinates, restricted to the new subspace; on directions of B1
-outside the span of B0 (a Jacobian carried from a projected stage, numerics/se/rank_solve.py) F' = 0 is assumed:
+outside the span of B0 (a Jacobian carried from a projected stage, numerics/se/matrix_solve.py) F' = 0 is assumed:
 the term -B1^T D1 (I - B0 B0^T) B1 is added.
 """
 

@@ -1,13 +1,13 @@
 """The state evolution of a rank-r student and a rank-r* teacher (docs/model.md section 7).
 
-One SE step at matrix overlaps x = (q0, V0, m, th0) (:class:`RankOverlaps`), on a quadrature rule
+One SE step at matrix overlaps x = (q0, V0, m, th0) (:class:`Overlaps`' matrix form), on a quadrature rule
 over the L (r + r*) standard Gaussians (xi_l in R^r, eta_l in R^{r*}):
 
     w, h*   = channel_fields(x)                         (theory/rank.py)
     h_hat   = global_prox(w, V, T(h*))                  (numerics/prox/rank_prox.py)
     g_l     = V_l^{-1} (h_hat_l - w_l);  E[g g^T], E[g], E[g eta^T], E[g xi^T], E[M]
-    hats    = hat_overlaps(...)  projected on the branch's invariant subspace
-    F(x)    = RidgePrior.update(hats)
+    hats    = update_hat(...)  projected on the branch's invariant subspace   (numerics/se/updates.py)
+    F(x)    = update(hats)     the ridge prior                                (numerics/se/updates.py)
 
 Branches (``branch``): the subspaces m = 0 and th0 = 0 are exactly invariant under the SE map (the
 symmetries (xi, eta) -> -(xi, eta) at m = 0 and eta -> -eta at th0 = 0 make E[g] = 0, resp.
@@ -15,10 +15,10 @@ E[g eta^T] = 0), so ``semantic`` sets mhat = 0, ``positional`` thhat = 0, ``agno
 ``mixed`` nothing -- the projection the r = 1 solver makes by symmetrisation.  The map is iterated by
 the generic :class:`~attnphase.numerics.se.fixed_point.FixedPointSolver` as it is (equivariant under
 the rotation gauge); quasi-Newton works transversally to the gauge orbits (:class:`RankSEMap`).
-:func:`~attnphase.numerics.se.rank_solve.solve_rank` (numerics/se/rank_solve.py) stages a solve of this map from a
+:func:`~attnphase.numerics.se.matrix_solve.solve_matrix` (numerics/se/matrix_solve.py) stages a solve of this map from a
 start (projected on the start's reflection pattern, on one block of the rule, then the whole rule, then
 unprojected; docs/method.md section 11) with the quasi-Newton of numerics/se/rank_newton.py.  Results are reported by gauge invariants and in the canonical gauge of
-:func:`~attnphase.numerics.se.rank_overlaps.canonical` (a gauge-fixed map was tried first and
+:func:`~attnphase.numerics.se.gauge.canonical` (a gauge-fixed map was tried first and
 rejected: its fixed points include "relative" ones, F(x) = O x with O != I -- at r = 1 it accepted
 a positional point whose image had m -> -m, with e_t < 0).
 """
@@ -36,13 +36,13 @@ from scipy.stats import qmc
 from attnphase.numerics.se.fixed_point import Evaluation, scaled_residual
 from attnphase.numerics.se.rank_newton import CarriedJacobian
 from attnphase.numerics.quadrature.rules import check_rule_size, parse_rule_spec, split_block
-from attnphase.numerics.se.rank_overlaps import RankOverlaps, align_gauge, gauge_tangents
+from attnphase.numerics.se.overlaps import Overlaps, RankHats
+from attnphase.numerics.se.updates import update, update_hat
+from attnphase.numerics.se.gauge import align_gauge, gauge_tangents
 from attnphase.numerics.prox.rank_prox import global_prox
-from attnphase.numerics.se.rank_starts import RANK_BRANCHES, embedded_start, initial_rank_overlaps, teacher_rank, with_ranks
+from attnphase.numerics.se.starts import RANK_BRANCHES, initial_overlaps, teacher_rank, with_ranks
 from attnphase.theory import rank as rk
-from attnphase.theory.hats import hat_overlaps
 from attnphase.theory.params import ModelParams
-from attnphase.theory.priors import RidgePrior
 from attnphase.theory.rank_kernels import RankKernels, get_rank_kernels, target
 
 #: A full multi-start proximal search every this many SE evaluations; in between, the minima of the
@@ -104,7 +104,7 @@ class RankMoments:
     prox_failures: int
 
 
-def channel_moments(k: RankKernels, params: ModelParams, ov: RankOverlaps, rule: RankRule,
+def channel_moments(k: RankKernels, params: ModelParams, ov: Overlaps, rule: RankRule,
                     previous: np.ndarray | None = None, polish: bool = False,
                     backend: str = "auto") -> tuple[RankMoments, np.ndarray]:
     """All channel averages at ``ov`` with one global proximal solve over the rule's nodes, and the
@@ -134,34 +134,7 @@ def channel_moments(k: RankKernels, params: ModelParams, ov: RankOverlaps, rule:
     ), res.h
 
 
-@dataclass(frozen=True, eq=False)
-class RankHats:
-    """qhat (L, r, r), mhat (L, r), thhat (L, r, r*), Vhat (L, r, r)."""
-
-    qhat: np.ndarray
-    mhat: np.ndarray
-    thhat: np.ndarray
-    Vhat: np.ndarray
-
-
-def update_hat(params: ModelParams, alpha: float, ov: RankOverlaps, mom: RankMoments, branch: str) -> RankHats:
-    """Channel side: the hats of theory/hats.py, projected on the branch's invariant subspace."""
-    qh, mh, th, Vh = hat_overlaps(alpha, mom.E_ggT, mom.E_g, mom.E_geta, mom.E_gxi, ov.q0, ov.th0,
-                                  params.sigma2, params.rho0)
-    if branch in ("semantic", "agnostic"):
-        mh = np.zeros_like(mh)
-    if branch in ("positional", "agnostic"):
-        th = np.zeros_like(th)
-    return RankHats(qh, mh, th, Vh)
-
-
-def update(params: ModelParams, hat: RankHats) -> RankOverlaps:
-    """Prior side: the matrix ridge update (:class:`~attnphase.theory.priors.RidgePrior`)."""
-    q0, V0, m, th0 = RidgePrior.of(params).update(hat)
-    return RankOverlaps(q0, V0, m, th0)
-
-
-def admissible(ov: RankOverlaps, rho0: float) -> bool:
+def admissible(ov: Overlaps, rho0: float) -> bool:
     """Finite, q0 and V0 positive definite, rho0 I - th0^T q0^{-1} th0 positive definite."""
     x = ov.to_vector()
     if not np.all(np.isfinite(x)):
@@ -178,7 +151,7 @@ def admissible(ov: RankOverlaps, rho0: float) -> bool:
 class RankSEMap:
     """The SE map x -> F(x) on matrix overlaps as the generic fixed-point solver iterates it.
 
-    F is equivariant under the gauge (numerics/se/rank_overlaps.py), so its fixed points come in
+    F is equivariant under the gauge (numerics/se/gauge.py), so its fixed points come in
     orbits and its Jacobian has the eigenvalue 1 along them: :meth:`subspace` gives quasi-Newton
     the coordinates the branch leaves free minus the orbit's tangent directions at x (the
     generators of SO(r) x SO(r*) applied to x), on which the Jacobian is regular.  Convergence is
@@ -203,10 +176,10 @@ class RankSEMap:
         self.kept: CarriedJacobian | None = None  # the last quasi-Newton Jacobian, with its basis
         self._basis: tuple[np.ndarray, np.ndarray] | None = None  # (x, B) of the last :meth:`subspace`
 
-    def unpack(self, x: np.ndarray) -> RankOverlaps:
-        return RankOverlaps.from_vector(x, self.L, self.r, self.rs)
+    def unpack(self, x: np.ndarray) -> Overlaps:
+        return Overlaps.from_vector(x, self.L, self.r, self.rs)
 
-    def step(self, ov: RankOverlaps, full: bool = True) -> tuple[RankOverlaps, RankHats, RankMoments]:
+    def step(self, ov: Overlaps, full: bool = True) -> tuple[Overlaps, RankHats, RankMoments]:
         """The map F(ov), its hats and moments: a full proximal search (``full``), else a polish of the
         last full search's minima (approximate; :data:`FULL_SEARCH_EVERY`)."""
         mom, h = channel_moments(self.kernels, self.params, ov, self.rule, self.previous, polish=not full,
@@ -242,7 +215,7 @@ class RankSEMap:
     def admissible(self, x: np.ndarray) -> bool:
         return admissible(self.unpack(x), self.params.rho0)
 
-    def image(self, ov: RankOverlaps) -> tuple[RankOverlaps, float] | None:
+    def image(self, ov: Overlaps) -> tuple[Overlaps, float] | None:
         """(F(ov) aligned to ov's gauge, the scaled residual) from a full search, or None where F is not defined."""
         ev = self.evaluate(ov.to_vector(), exact=True) if admissible(ov, self.params.rho0) else None
         return None if ev is None else (self.unpack(ev.fx), ev.residual)
@@ -303,10 +276,10 @@ class RankSEMap:
         self.full_only = True
 
 
-#: This module's names, and the rank_starts ones its importers take from here (the solve itself:
-#: :mod:`attnphase.numerics.se.rank_solve`).
+#: This module's names, and the starts ones its importers take from here (the solve itself:
+#: :func:`attnphase.numerics.se.state_evolution.solve`).
 __all__ = [
-    "RANK_BRANCHES", "RankHats", "RankMoments", "RankRule", "RankSEMap", "admissible", "align_gauge",
-    "channel_moments", "embedded_start", "gauge_tangents", "initial_rank_overlaps", "make_rank_rule",
-    "teacher_rank", "update", "update_hat", "with_ranks",
+    "RANK_BRANCHES", "RankMoments", "RankRule", "RankSEMap", "admissible", "align_gauge",
+    "channel_moments", "gauge_tangents", "initial_overlaps", "make_rank_rule",
+    "teacher_rank", "with_ranks",
 ]

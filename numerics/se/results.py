@@ -1,8 +1,9 @@
 """What a state-evolution solve returns: the fixed point with its status and its memory.
 
 A :class:`FixedPoint` holds the overlaps x = (q0, V0, m_1..m_L, th0) with F(x) = x (docs/model.md
-section 3), their conjugates, the observables and a :class:`SolverStatus`; its :class:`SolverMemory`
-is what a nearby solve may start from.  The solvers are in :mod:`attnphase.numerics.se.state_evolution`.
+section 3; at rank r >= 2 or r* >= 2 the matrix overlaps of section 7), their conjugates, the observables
+and a :class:`SolverStatus`; its ``memory`` is what a nearby solve may start from.  The solver is
+:func:`attnphase.numerics.se.state_evolution.solve`, for every rank.
 """
 
 from __future__ import annotations
@@ -16,9 +17,14 @@ import numpy as np
 from attnphase.numerics.prox.global_prox import Candidates
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.se.observables import Observables
-from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
+from attnphase.numerics.se.gauge import canonical, direction_labels, invariants
+from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import original, positional_overlaps
+
+
+#: The entries of a matrix fixed point's record that get error bars (err_<key>: ``solve --error-estimate``, the census).
+MATRIX_ERROR_KEYS = ("eps_g", "e_t", "q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms")
 
 
 @dataclass(frozen=True)
@@ -64,28 +70,50 @@ class SolverMemory:
 
 @dataclass(frozen=True, eq=False)
 class FixedPoint:
-    """A state-evolution fixed point with its conjugates, observables and status.
+    """A state-evolution fixed point with its conjugates, observables and status, at every rank.
 
     ``branch`` is the label of the point actually reached (never the requested one
-    relabelled); ``requested`` is what the caller asked for.
+    relabelled); ``requested`` is what the caller asked for.  At r = r* = 1 ``overlaps`` is the scalar form
+    of :class:`Overlaps` and ``memory`` a :class:`SolverMemory`; at r >= 2 or r* >= 2 ``overlaps`` is the matrix
+    form (q0, V0 r x r, m L x r, th0 r x r*) in the canonical gauge, ``hat`` the matrix hats
+    (None where the first step failed), ``memory`` the last quasi-Newton Jacobian
+    (:class:`~attnphase.numerics.se.rank_newton.CarriedJacobian`), and ``extra`` holds e_t_direct
+    (lambda/2 tr q0 + alpha E[loss]) and the gauge angle of the last step.
     """
 
     params: ModelParams
     alpha: float
     overlaps: Overlaps
-    hat: HatOverlaps
+    hat: Any  # HatOverlaps at r = r* = 1, the matrix hats (RankHats) otherwise, None where the first step failed
     observables: Observables
     status: SolverStatus
     branch: str
     requested: str
     prox: str
     quadrature: str
-    memory: SolverMemory | None = field(default=None, repr=False)
+    memory: Any = field(default=None, repr=False)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def is_matrix(self) -> bool:
+        """Whether the overlaps are the matrix ones (r >= 2 or r* >= 2)."""
+        return self.overlaps.is_matrix
+
+    @property
+    def invariants(self) -> dict[str, list[float]]:
+        """The gauge invariants: eigenvalues of q0 and V0 (decreasing), singular values of th0, |m_l|
+        (at r = r* = 1: q0, V0, |th0| and the |m_l|)."""
+        return invariants(self.overlaps)
 
     @property
     def record(self) -> dict[str, Any]:
-        """The CLI's JSON/CSV record: q = |Q|^2/d, theta = Q.Q*/d, m = p_1.Q/sqrt(d), V = V0 (a whitened
-        model's m mapped back to the tokens' variables, m_h = B m_v: docs/model.md section 7)."""
+        """The CLI's JSON/CSV record.
+
+        r = r* = 1: q = |Q|^2/d, theta = Q.Q*/d, m = p_1.Q/sqrt(d), V = V0 (a whitened model's m mapped back to
+        the tokens' variables, m_h = B m_v: docs/model.md section 7).  Matrix overlaps: the gauge invariants,
+        the directions' labels, the observables, the status and the overlaps (as iterated and canonical)."""
+        if self.is_matrix:
+            return self._matrix_record()
         p = self.params
         return {
             "alpha": self.alpha,
@@ -104,3 +132,21 @@ class FixedPoint:
             "iterations": int(self.status.iterations),
             "residual": float(self.status.residual),
         }
+
+    def _matrix_record(self) -> dict[str, Any]:
+        extra = dict(self.extra)
+        e_t_direct = extra.pop("e_t_direct", math.nan)
+        out: dict[str, Any] = {
+            "alpha": self.alpha, "branch": self.branch, "requested": self.requested,
+            "r": self.params.r, "r_star": self.overlaps.r_star,
+        }
+        out.update(self.invariants)
+        out["directions"] = direction_labels(self.overlaps)
+        out.update({
+            "eps_g": self.observables.eps_g, "e_t": self.observables.e_t, "e_t_direct": e_t_direct,
+            "converged": self.status.converged, "iterations": self.status.iterations,
+            "residual": self.status.residual, "prox_failures": self.status.prox_failures,
+            "quadrature": self.quadrature, **extra, "overlaps": self.overlaps.as_dict(),
+            "canonical_overlaps": canonical(self.overlaps).as_dict(),
+        })
+        return out

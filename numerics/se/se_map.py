@@ -7,6 +7,9 @@ One SE step at overlaps x = (q0, V0, m_1..m_L, th0):
     hat     = update_hat(params, alpha, x, moments)    the hat-overlap formulas, symmetrised
     F(x)    = update(params, hat)                      the closed-form ridge prior
 
+(``update_hat`` and ``update`` are the ones of every rank, :mod:`attnphase.numerics.se.updates`; this map is
+their scalar-form fast path: symmetrised rules, orbit reduction, candidate tracking.)
+
 :class:`SEMap` is that map as the fixed-point solver (:mod:`attnphase.numerics.se.fixed_point`)
 iterates it, with the caches of one solve (orbit-reduced rules, the proximal minima of the last
 full search, T(h*) where it does not depend on the state).  Which alpha the map uses is a small
@@ -25,31 +28,13 @@ from attnphase.numerics.se.channel import ChannelMoments, channel_moments, teach
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.fixed_point import Evaluation, scaled_residual
 from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
+from attnphase.numerics.se.updates import update, update_hat
 from attnphase.numerics.prox.global_prox import Candidates
 from attnphase.numerics.quadrature.rules import QuadratureRule, make_rule, reduce_rule, symmetrize_rule
 from attnphase.numerics.roots import bracketed_log_root
-from attnphase.numerics.quadrature.symmetry import SymmetryElement, model_symmetry_group, symmetrize, symmetry_group
-from attnphase.theory.hats import hat_overlaps
+from attnphase.numerics.quadrature.symmetry import SymmetryElement, model_symmetry_group, symmetry_group
 from attnphase.theory.correlated_kernels import model_kernels
 from attnphase.theory.params import ModelParams
-from attnphase.theory.priors import RidgePrior
-
-
-def update_hat(params: ModelParams, alpha: float, ov: Overlaps, mom: ChannelMoments,
-               group: list[SymmetryElement]) -> HatOverlaps:
-    """Channel side of an SE step: the hat overlaps from the channel moments at ``ov``,
-
-        qhat_l = alpha E[g_l^2],   mhat_l = alpha E[g_l],
-        thhat_l = alpha E[g_l eta_l] / sqrt(rho_l - theta_l^2 / q_l),
-        Vhat_l = -alpha E[g_l xi_l] / sqrt(q_l) + thhat_l theta_l / q_l,
-
-    (:func:`attnphase.theory.hats.hat_overlaps` on the scalar views), averaged over the state's symmetry
-    ``group`` (:func:`attnphase.numerics.quadrature.symmetry.symmetrize`).
-    """
-    qhat, mhat, thhat, Vhat = hat_overlaps(
-        alpha, mom.E_g2, mom.E_g, mom.E_geta, mom.E_gxi, ov.q0, ov.th0, params.sigma2, params.rho0
-    )
-    return symmetrize(HatOverlaps(qhat=qhat, mhat=mhat, thhat=thhat, Vhat=Vhat), group)
 
 
 def hat_step(params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRule,
@@ -65,15 +50,6 @@ def hat_step(params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRu
         group = symmetry_group(params, ov)
     mom = channel_moments(model_kernels(params), params, ov, rule, config=cfg)
     return update_hat(params, alpha, ov, mom, group), mom
-
-
-def update(params: ModelParams, hat: HatOverlaps) -> Overlaps:
-    """Prior side of an SE step: the ridge prior's update on the hats' scalar views (docs/model.md section 3,
-    :class:`~attnphase.theory.priors.RidgePrior`), Lam = lambda + sum_l sigma_l^2 Vhat_l, V0 = 1 / Lam,
-    m = P mhat / Lam, th0 = rho0 sum_l sigma_l^2 thhat_l / Lam, q0 = (sum_l sigma_l^2 qhat_l + mhat^T P mhat
-    + rho0 (sum_l sigma_l^2 thhat_l)^2) / Lam^2."""
-    q0, V0, m, th0 = RidgePrior.of(params).update(hat)
-    return Overlaps(q0=q0, V0=V0, m=m, th0=th0)
 
 
 def admissible(x: np.ndarray, rho0: float) -> bool:

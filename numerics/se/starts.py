@@ -1,10 +1,16 @@
-"""The cold start of each branch of the r = 1 state evolution (the rank-r starts: :mod:`attnphase.numerics.se.rank_starts`).
+"""The ranks of a model and the cold start of each branch, at every rank (docs/model.md sections 3 and 7).
 
-Semantic: theta = 0.8 rho0, m = 0; positional: theta = 0, m along P's first column; agnostic: theta = 0,
-m = 0 (docs/model.md section 3 for the overlaps).
+:func:`with_ranks` / :func:`teacher_rank` read and set r and r* on ModelParams.  :func:`initial_overlaps` is
+each branch's fixed cold start: at r = r* = 1 (the scalar form) semantic: theta = 0.8 rho0, m = 0; positional:
+theta = 0, m along P's first column; agnostic: theta = 0, m = 0; in the matrix form one such direction per
+student axis.  A matrix solve starts by default from
+:func:`~attnphase.numerics.se.state_evolution.embedded_start` (the rank-1 fixed points, one per student
+direction); the axes that carry none of them (:func:`noise_axes`) are settled here (:func:`settle_noise_axes`).
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
@@ -22,7 +28,10 @@ def positional_direction(params: ModelParams) -> np.ndarray | None:
 
 def initial_overlaps(params: ModelParams, branch: str) -> Overlaps:
     """Deterministic starting state of each branch (m only along the range of P: its first non-zero column;
-    P = 0 has no positional direction, and no positional branch: ValueError)."""
+    P = 0 has no positional direction, and no positional branch: ValueError); the matrix form's
+    (:func:`_matrix_start`, branches :data:`RANK_BRANCHES`) at r >= 2 or r* >= 2."""
+    if params.r != 1 or teacher_rank(params) != 1:
+        return _matrix_start(params, branch)
     if branch not in BRANCHES:
         raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
     L, rho0 = params.L, params.rho0
@@ -36,3 +45,159 @@ def initial_overlaps(params: ModelParams, branch: str) -> Overlaps:
                              "point exists")
         return Overlaps(q0=0.1, V0=50.0, m=0.2 * direction, th0=0.0)
     return Overlaps(q0=0.1, V0=1.0, m=m, th0=0.0)
+
+
+RANK_BRANCHES = ("semantic", "positional", "agnostic", "mixed")
+
+
+def teacher_rank(params: ModelParams) -> int:
+    """r* of the model (1 where ModelParams has no teacher-rank field)."""
+    return int(getattr(params, "r_star", 1))
+
+
+def with_ranks(params: ModelParams, r: int, r_star: int) -> ModelParams:
+    """``params`` with student rank r and teacher rank r* (r* >= 1 integer).
+
+    Uses ModelParams' ``r_star`` field where it has one; otherwise the value is attached to the
+    (frozen) instance, where :func:`teacher_rank` reads it."""
+    if int(r_star) != r_star or r_star < 1:
+        raise ValueError(f"r_star (teacher rank) must be an integer >= 1, got {r_star!r}")
+    if _has_field(params, "r_star"):
+        return params.replace(r=r, r_star=int(r_star))
+    out = params.replace(r=r)
+    if r_star != 1:
+        object.__setattr__(out, "r_star", int(r_star))
+    return out
+
+
+def _has_field(params: ModelParams, name: str) -> bool:
+    import dataclasses
+
+    return any(f.name == name for f in dataclasses.fields(params))
+
+
+def _matrix_start(params: ModelParams, branch: str) -> Overlaps:
+    """The matrix form's start of each branch: semantic directions first (th0 = 0.8 rho0 on the first
+    min(r, r*) axes), a positional direction on the next free axis (m = 0.2 P[:, 0] / max|P[:, 0]|),
+    the remaining axes small (q0 = 0.1)."""
+    if branch not in RANK_BRANCHES:
+        raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
+    L, r, rs, rho0 = params.L, params.r, teacher_rank(params), params.rho0
+    q = np.full(r, 0.1)
+    V = np.ones(r)
+    m = np.zeros((L, r))
+    th = np.zeros((r, rs))
+    n_sem = min(r, rs) if branch == "semantic" else min(r - 1, rs) if branch == "mixed" else 0
+    for a in range(n_sem):
+        q[a], th[a, a] = rho0, 0.8 * rho0
+    if branch in ("positional", "mixed"):
+        a = n_sem if n_sem < r else r - 1
+        col = params.P_array[:, 0]
+        m[:, a] = 0.2 * col / np.abs(col).max()
+        V[a] = 50.0
+    return Overlaps(np.diag(q), np.diag(V), m, th)
+
+
+def further_positional_directions(P: np.ndarray, m: np.ndarray, k: int) -> list[np.ndarray]:
+    """Up to k columns for the positional branch's other axes: an orthonormal basis of range(P) minus
+    span(m) (the directions m_l = p_l . Q_a / sqrt(d) can take besides the rank-1 point's m), each scaled to
+    |m|; none where P has rank 1 (the paper's L = 2 encodings p_1 = -p_2).
+
+    Why: with P of rank >= 2 the rank-2 positional point uses a second positional direction (L = 3,
+    simplex P, omega = 0.6, alpha = 2: both columns of m of norm ~0.56, q0 0.350 / 0.348), which a start
+    with m = 0 on the noise axis never reaches -- that axis' m = 0 is on the start's reflection pattern,
+    and the unprojected solve from it stalls at residual 0.55 (docs/method.md section 11, rank r >= 2: *Starts*)."""
+    w, U = np.linalg.eigh(0.5 * (P + P.T))
+    basis = U[:, w > 1e-10 * max(1.0, float(np.abs(w).max()))]
+    norm = float(np.linalg.norm(m))
+    if norm == 0.0 or basis.shape[1] < 2 or k < 1:
+        return []
+    rest = basis - np.outer(m / norm, (m / norm) @ basis)
+    Ur, sv, _ = np.linalg.svd(rest, full_matrices=False)
+    Ur = Ur[:, sv > 1e-8]
+    return [norm * Ur[:, j] for j in range(min(k, Ur.shape[1]))]
+
+
+def noise_axes(params: ModelParams, branch: str) -> list[int]:
+    """The student axes of :func:`~attnphase.numerics.se.state_evolution.embedded_start` that carry neither a semantic nor a positional
+    rank-1 state (no overlap with the teacher or the positions): the last r - min(r, r*) axes of
+    ``semantic``, the first r - 1 of ``positional``, the axes between of ``mixed``; none of ``agnostic``."""
+    r, rs = params.r, teacher_rank(params)
+    if branch == "agnostic":
+        return []
+    n_sem = min(r, rs) if branch == "semantic" else min(r - 1, rs) if branch == "mixed" else 0
+    pos_axis = r - 1 if branch in ("positional", "mixed") else None
+    return [a for a in range(r) if a >= n_sem and a != pos_axis]
+
+
+#: Steps of :func:`settle_noise_axes` and the weight of the map's image in each (a geometric mean).
+SETTLE_STEPS = 4
+SETTLE_WEIGHT = 0.5
+#: Most lifts of the noise axes' q0 towards the signal axes' where the map is not defined at the start.
+LIFT_STEPS = 3
+
+
+def settle_noise_axes(ov: Overlaps, axes: list[int],
+                      image: Callable[[Overlaps], tuple[Overlaps, float] | None]) -> tuple[Overlaps, int]:
+    """(start, evaluations): the noise axes' diagonal entries (q0_aa, V0_aa) of ``ov`` iterated under the
+    SE map restricted to them, everything else held:
+
+        x_a <- x_a^(1 - w) F(x)_a^w,   x_a in {q0_aa, V0_aa},  w = SETTLE_WEIGHT,
+
+    (a damped step in log x: both stay positive), SETTLE_STEPS steps; the iterate of least residual wins.
+    ``image(ov)`` is (F(ov) aligned to ov's gauge, the scaled residual), or None where the map is not
+    defined; a step that lands there is halved (in log x) once, else the iteration stops.
+
+    Where the map is not defined at ``ov`` itself, the noise axes' q0 is first *lifted* towards the largest
+    q0_bb of the other (signal) axes, q0_aa <- (q0_aa q0_bb)^(1/2), at most LIFT_STEPS times, until it is.
+
+    Why: a noise axis has no rank-1 state to start from, and its V0 is bound only through the loss's
+    coupling to the signal axes: at L = 2, r = r* = 2, alpha = 2, positional, the map sends V0 = 1 there
+    to ~580 (start residual 616) and V0 = 46, q0 = 0.05 out of the admissible region (Vhat < 0), while
+    three such steps from the positional axis's (q0, V0) reach residual 0.23 and the solve converges.
+    The lift: at small q0_aa the axis' field w_a concentrates at 0, where the global minimiser's
+    component h_a jumps between the two signs the loss prefers, so that Vhat_aa = -alpha E[dg_a/dw_a]
+    takes a negative part ~ q0_aa^(-1/2) from the jump and Lam = lambda I + sum_l sigma_l^2 Vhat_l is
+    indefinite (L = 3, r = 2, r* = 1, alpha = 2, semantic: sum_l sigma_l^2 Vhat_l,aa = -0.016 at
+    q0_aa = 0.05, -0.006 at 0.2, +0.006 at 0.5, whatever V0_aa; lambda = 0.01).
+    """
+    if not axes:
+        return ov, 0
+    best, n = None, 0
+    cur = image(ov)
+    n += 1
+    signal = [b for b in range(ov.q0.shape[0]) if b not in axes]
+    ceiling = max((ov.q0[b, b] for b in signal), default=0.0)
+    for _ in range(LIFT_STEPS):
+        if cur is not None or not all(0 < ov.q0[a, a] < ceiling for a in axes):
+            break
+        q = np.array(ov.q0)
+        for a in axes:
+            q[a, a] = np.sqrt(q[a, a] * ceiling)
+        ov = Overlaps(q, ov.V0, ov.m, ov.th0)
+        cur = image(ov)
+        n += 1
+    if cur is None:
+        return ov, n
+    best = (cur[1], ov)
+    x = ov
+    for _ in range(SETTLE_STEPS - 1):
+        fx = cur[0]
+        for w in (SETTLE_WEIGHT, 0.5 * SETTLE_WEIGHT):
+            q, V = np.array(x.q0), np.array(x.V0)
+            for a in axes:
+                if fx.q0[a, a] <= 0 or fx.V0[a, a] <= 0:
+                    return best[1], n
+                q[a, a] = q[a, a] ** (1 - w) * fx.q0[a, a] ** w
+                V[a, a] = V[a, a] ** (1 - w) * fx.V0[a, a] ** w
+            trial = Overlaps(q, V, x.m, x.th0)
+            nxt = image(trial)
+            n += 1
+            if nxt is not None:
+                break
+        else:
+            return best[1], n
+        x, cur = trial, nxt
+        if cur[1] < best[0]:
+            best = (cur[1], x)
+    return best[1], n

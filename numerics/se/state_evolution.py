@@ -5,9 +5,12 @@ A fixed point of the SE map x -> F(x), x = (q0, V0, m_1..m_L, th0), with F = ``u
 solver of :mod:`attnphase.numerics.se.fixed_point` (Anderson, then quasi-Newton on the symmetric
 subspace; convergence on every overlap, V0 included, to ``config.tol``):
 
-* :func:`solve` -- at given alpha, from a branch's cold start or a warm start;
+* :func:`solve` -- at given alpha, from a branch's cold start or a warm start, at every rank: the scalar
+  overlaps' path below at r = r* = 1 (symmetrised rules, orbit reduction, closed-form starts), the matrix
+  overlaps' staged solve of :mod:`attnphase.numerics.se.matrix_solve` at r >= 2 or r* >= 2, started from
+  :func:`embedded_start` (the rank-1 fixed points, one per student direction);
 * :func:`solve_at_order` -- at a fixed order parameter (th0, or |m|), alpha solved for
-  (natural-parameter continuation towards a branch's end).
+  (natural-parameter continuation towards a branch's end; r = r* = 1).
 
 Every result is a :class:`FixedPoint` with a :class:`SolverStatus`; a solve that did not converge
 says so there and is never relabelled.
@@ -17,14 +20,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
 from attnphase.numerics.config import BRANCHES, PRECISION_TIERS, SolverConfig
 from attnphase.numerics.se.fixed_point import FixedPointResult, FixedPointSolver
-from attnphase.numerics.se.observables import Observables, branch_label, eps_lin, observables
-from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
-from attnphase.numerics.se.starts import initial_overlaps
+from attnphase.numerics.se.matrix_solve import matrix_config, solve_matrix
+from attnphase.numerics.se.observables import Observables, eps_lin, observables
+from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps, branch_label
+from attnphase.numerics.se.starts import (
+    RANK_BRANCHES, further_positional_directions, initial_overlaps, noise_axes, teacher_rank,
+)
 from attnphase.numerics.se.results import FixedPoint, SolverMemory, SolverStatus
 from attnphase.numerics.se.stalls import judge_stalled
 from attnphase.numerics.quadrature.rules import QuadratureRule, make_rule, rule_nodes
@@ -87,16 +94,25 @@ def solve(
     config: SolverConfig | None = None,
     init: Overlaps | None = None,
     rule: QuadratureRule | None = None,
-    memory: SolverMemory | None = None,
+    memory: Any = None,
+    start: str | None = None,
 ) -> FixedPoint:
-    """Solve the state evolution at (params, alpha) starting on ``branch`` (or from ``init``).
+    """Solve the state evolution at (params, alpha) starting on ``branch`` (or from ``init``), at every rank.
 
     ``config`` holds every setting (prox, quadrature, tolerances); ``rule`` overrides
-    ``config.quadrature`` with a rule object (continuation passes one, symmetrised once).
+    ``config.quadrature`` with a rule object (continuation passes one, symmetrised once; r = r* = 1 only).
     ``memory`` (the ``FixedPoint.memory`` of a solve at nearby parameters with the same
-    rule) seeds the quasi-Newton Jacobian and the proximal candidates of a warm start; it
+    rule) seeds the quasi-Newton Jacobian (and at r = 1 the proximal candidates) of a warm start; it
     changes the path to the fixed point, never the verified result (every accepted point is
     checked with a full proximal search).
+
+    Rank r >= 2 or r* >= 2 (docs/model.md section 7): the matrix overlaps' solve of
+    :func:`~attnphase.numerics.se.matrix_solve.solve_matrix`, branches ``semantic``, ``positional``,
+    ``agnostic`` and ``mixed``, the global proximal map only, damping at least 0.5; without ``init`` from
+    ``start`` = ``"embedded"`` (the default: :func:`embedded_start`) or ``"cold"``
+    (:func:`~attnphase.numerics.se.starts.initial_overlaps`), staged on the start's reflection pattern.
+    At r = r* = 1 ``start`` may only be None or ``"cold"`` (the branch's start of
+    :func:`~attnphase.numerics.se.starts.initial_overlaps`).
 
     Cold starts (``init=None``) of the positional branch at alpha > 0.3 follow a short
     continuation in alpha from 0.3: that family has several fixed points at larger
@@ -116,11 +132,35 @@ def solve(
     """
     alpha = _check_alpha(alpha)
     cfg = config or SolverConfig()
+    if params.r != 1 or teacher_rank(params) != 1:
+        return _solve_matrix(params, alpha, branch, cfg, init, rule, memory, start or "embedded")
+    if start not in (None, "cold"):
+        raise ValueError(f"start {start!r} needs rank r >= 2 or r* >= 2; at r = r* = 1 a solve starts cold or from init")
+    return _solve_scalar(params, alpha, branch, cfg, init, rule, memory)
+
+
+def _solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, init: Overlaps | None,
+                  rule: QuadratureRule | None, memory: Any, start: str) -> FixedPoint:
+    """:func:`solve` at r >= 2 or r* >= 2 (its docstring)."""
+    if rule is not None:
+        raise ValueError("a rank-r solve takes its rule from config.quadrature (rule= is for r = r* = 1)")
+    cfg = matrix_config(params, alpha, branch, cfg, start)
+    if init is not None:
+        ov0 = init
+    elif start == "embedded":
+        ov0 = embedded_start(params, alpha, branch, cfg)
+    else:
+        ov0 = initial_overlaps(params, branch)
+    return solve_matrix(params, alpha, branch, cfg, ov0, warm=init is not None or start == "embedded",
+                        staged=init is None, jacobian=memory)
+
+
+def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, init: Overlaps | None,
+                  rule: QuadratureRule | None, memory: SolverMemory | None) -> FixedPoint:
+    """:func:`solve` at r = r* = 1 (its docstring)."""
     cold = init is None
     if branch not in BRANCHES:
         raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
-    if params.r != 1 or params.r_star != 1:
-        raise ValueError(f"the numerics implement rank r = r* = 1 only, got r = {params.r}, r* = {params.r_star}")
     params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
     if init is None and rule is None and rule_nodes(params.L, cfg.quadrature) > MULTILEVEL_NODES:
         # multilevel: a cold start on a large rule begins from the fixed point of the default rule (a few
@@ -242,6 +282,65 @@ def _agnostic_path_start(params: ModelParams, path: list[float], agnostic: Overl
             break
         ov = fp.overlaps
     return replace(ov, m=initial_overlaps(params, "positional").m)
+
+
+def embedded_start(params: ModelParams, alpha: float, branch: str, config: SolverConfig) -> Overlaps:
+    """A matrix solve's start built from the rank-1 fixed points (:func:`solve` at r = r* = 1) at the same alpha.
+
+    Each student axis gets the overlaps of one rank-1 branch: the first min(r, r*) axes (min(r - 1, r*)
+    for ``mixed``) the semantic one's (q0, V0, th0 on the matching teacher axis), the last axis of
+    ``positional`` / ``mixed`` the positional one's (q0, V0, m); every other axis (:func:`noise_axes`)
+    q0 = 0.05 and the V0 of axis 0, on ``positional`` the positional axis's q0 and V0 (the agnostic rank-1
+    point need not exist: at alpha = 2 it does not converge; :func:`settle_noise_axes` then moves these)
+    and, where P has rank >= 2, m along :func:`further_positional_directions`.
+    The rank-1 solver follows each branch from where it is unambiguous (its positional branch by
+    continuation from small alpha), so the rank-r solve starts on the branch asked for.
+    Falls back to :func:`initial_overlaps` for a rank-1 branch that does not converge.
+    """
+    if branch not in RANK_BRANCHES:
+        raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
+    L, r, rs = params.L, params.r, teacher_rank(params)
+    p1 = params.replace(r=1, r_star=1)
+    cfg1 = config.replace(e_t_quadrature=None)
+
+    def r1(b: str) -> Any:
+        fp = solve(p1, alpha, b, config=cfg1)
+        return fp.overlaps if fp.status.converged and fp.branch == b else None
+
+    n_sem = min(r, rs) if branch == "semantic" else min(r - 1, rs) if branch == "mixed" else 0
+    pos_axis = r - 1 if branch in ("positional", "mixed") else None
+    need = set()
+    if branch == "agnostic":
+        return initial_overlaps(params, branch)
+    if n_sem:
+        need.add("semantic")
+    if pos_axis is not None:
+        need.add("positional")
+    got = {b: r1(b) for b in sorted(need)}
+    if any(v is None for v in got.values()):
+        return initial_overlaps(params, branch)
+    q, V = np.zeros(r), np.zeros(r)
+    m, th = np.zeros((L, r)), np.zeros((r, rs))
+    noise = noise_axes(params, branch)
+    for a in range(r):
+        if a < n_sem:
+            ov = got["semantic"]
+            th[a, a] = ov.th0
+        elif a == pos_axis:
+            ov = got["positional"]
+            m[:, a] = ov.m
+        else:
+            continue
+        q[a], V[a] = ov.q0, ov.V0
+    signal = min(set(range(r)) - set(noise))
+    for a in noise:
+        # positional: the signal axis's q0 and V0 (q0 = 0.05 with that V0, or V0 = 1, left the admissible
+        # region or starts at residual 616, docs/method.md section 11, rank r >= 2); semantic and mixed: 0.05 and the signal V0
+        q[a], V[a] = (q[signal] if branch == "positional" else 0.05), V[signal]
+    if branch == "positional":
+        for a, u in zip(noise, further_positional_directions(params.P_array, m[:, pos_axis], len(noise))):
+            m[:, a] = u
+    return Overlaps(np.diag(q), np.diag(V), m, th)
 
 
 def _finish(smap: SEMap, result: FixedPointResult, ov0: Overlaps, requested: str) -> FixedPoint:

@@ -25,8 +25,7 @@ import numpy as np
 from attnphase.numerics import SolverConfig, phase_boundaries, solve, sweep
 from attnphase.numerics.phase.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS
 from attnphase.numerics.errors.quadrature_error import fixed_point_error, point_errors
-from attnphase.numerics.se.rank_solve import solve_rank
-from attnphase.numerics.se.rank_starts import with_ranks
+from attnphase.numerics.se.starts import with_ranks
 from attnphase.numerics.errors.replicates import ERROR_KEYS
 from attnphase.theory.params import ModelParams
 
@@ -81,7 +80,7 @@ def solve_record(alpha: float, omega: float, branch: str, config: SolverConfig |
 def rank2_record(alpha: float, r: int, r_star: int, branch: str) -> dict:
     """The record of the rank-r solve at omega = 0.3 on :data:`RANK2_RULE`."""
     params = with_ranks(ModelParams(omega=0.3), r, r_star)
-    return solve_rank(params, alpha, branch, config=SolverConfig(quadrature=RANK2_RULE)).record()
+    return solve(params, alpha, branch, config=SolverConfig(quadrature=RANK2_RULE)).record
 
 
 def sweep_rows(branch: str, alphas, config: SolverConfig | None = None) -> list[dict]:

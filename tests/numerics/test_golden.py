@@ -37,8 +37,7 @@ import pytest
 
 from attnphase.numerics import SolverConfig, phase_diagram, solve, sweep
 from attnphase.numerics.errors.quadrature_error import fixed_point_error, point_errors
-from attnphase.numerics.se.rank_solve import solve_rank
-from attnphase.numerics.se.rank_starts import with_ranks
+from attnphase.numerics.se.starts import with_ranks
 from attnphase.theory.params import ModelParams
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -228,9 +227,9 @@ def test_rank2_solve_matches_golden(name: str) -> None:
     rank-r arithmetic must keep that order to reproduce it."""
     alpha, r, r_star, branch = RANK2_SOLVES[name]
     gold = json.loads((RANK2 / name).read_text())
-    fp = solve_rank(with_ranks(ModelParams(omega=0.3), r, r_star), alpha, branch,
+    fp = solve(with_ranks(ModelParams(omega=0.3), r, r_star), alpha, branch,
                     config=SolverConfig(quadrature=RANK2_RULE))
-    rec = fp.record()
+    rec = fp.record
     assert (rec["branch"], rec["requested"], rec["converged"]) == (gold["branch"], gold["requested"], True), name
     assert rec["directions"] == gold["directions"], name
     for k in RANK2_INVARIANTS:

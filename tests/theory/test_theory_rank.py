@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnphase.numerics.se.rank_overlaps import RankOverlaps
+from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.rank_se import with_ranks
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
@@ -102,7 +102,7 @@ def test_hats_are_the_derivatives_of_alpha_E_M(r, rs) -> None:
     q0 = np.array([[0.4, 0.05], [0.05, 0.2]])
     V0 = np.array([[3.0, 0.5], [0.5, 2.0]])
     th0 = np.array([[0.3, 0.05], [0.1, 0.2]])[:, :rs]
-    ov = RankOverlaps(q0, V0, rng.normal(size=(2, 2)) * 0.2, th0)
+    ov = Overlaps(q0, V0, rng.normal(size=(2, 2)) * 0.2, th0)
     res = rc.hats_vs_envelope_differences(params, 1.5, ov, [f"sobol8:1:{i}" for i in range(8)])
     assert len(res) == 6 + 4 + 2 * rs
     for name, (diff, tol, pred) in res.items():

@@ -270,13 +270,13 @@ def within(row, obs, theory):
 
 
 def test_a_rank_point_that_did_not_converge_is_reported_as_not_converged():
-    from attnphase.numerics.se.rank_solve import solve_rank
+    from attnphase.numerics.se.state_evolution import solve
     from attnphase.validation.general_report import mixed_table_lines, table_lines
     from attnphase.validation.rank_theory import RankTheory, rank_point
 
     case = GENERAL_CASES[4]  # r = r* = 2
     cfg = _cheap_rank_config(max_iter=2)
-    points = {(2.0, b): rank_point(solve_rank(case.params, 2.0, b, config=cfg), b)
+    points = {(2.0, b): rank_point(solve(case.params, 2.0, b, config=cfg), b)
               for b in ("semantic", "positional", "mixed")}
     assert not any(p["converged"] for p in points.values())
     theory = RankTheory(points, eps_lin=2e-3, quadrature="sobol8", seconds=0.0)
@@ -384,16 +384,20 @@ def test_a_rank_one_row_is_also_compared_with_the_aligned_prox_fixed_point(capsy
 def test_a_rank_point_below_the_floor_is_not_its_branch_and_a_failed_solve_is_tried_on_the_next_rule(monkeypatch):
     """rank_point: a semantic point with noise-level theta does not count as the semantic branch (the rank-1
     sweeps' floor); rank_theory_job: a solve that misses the branch is tried on the next scrambling, and says so."""
-    import attnphase.numerics.se.rank_solve as rs
+    import attnphase.numerics.se.state_evolution as se
+    from attnphase.numerics.se.observables import Observables
+    from attnphase.numerics.se.results import SolverStatus
     from attnphase.validation.rank_theory import RankTheoryJob, rank_config, rank_point, rank_theory_job
 
     class FP:
-        alpha, residual, message, eps_g, e_t = 0.5, 1e-12, "converged", 3e-3, 1e-3
+        alpha, observables = 0.5, Observables(3e-3, 1e-3, 2e-3)
 
         def __init__(self, sv, converged=True, quadrature="sobol9"):
-            self.sv, self.converged, self.quadrature = sv, converged, quadrature
+            self.sv, self.quadrature = sv, quadrature
+            self.status = SolverStatus(converged, 3, 1e-12, "converged")
             self.branch = "semantic"
 
+        @property
         def record(self):
             return {"branch": "semantic", "th0_singular_values": [self.sv], "m_norms": [0.0, 0.0],
                     "q0_eigenvalues": [0.1, 0.05], "directions": ["semantic", "noise"]}
@@ -405,7 +409,7 @@ def test_a_rank_point_below_the_floor_is_not_its_branch_and_a_failed_solve_is_tr
         calls.append(config.quadrature)
         return FP(0.3, converged=len(calls) > 1, quadrature=config.quadrature)
 
-    monkeypatch.setattr(rs, "solve_rank", fake)
+    monkeypatch.setattr(se, "solve", fake)
     out = rank_theory_job(RankTheoryJob(GENERAL_CASES[3].params, 0.5, "semantic", rank_config("sobol9")))
     assert len(calls) == 2 and calls[0] != calls[1] and out["exists"] and out["quadrature"] == calls[1]
     assert out["tries"] == [f"{calls[0]}: not converged (residual 1.0e-12)"]

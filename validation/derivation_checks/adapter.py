@@ -81,7 +81,7 @@ def _channel_side(params: ModelParams, alpha: float, ov: Any, rule: Any) -> tupl
 def _prior_side(params: ModelParams, hats: dict[str, np.ndarray]) -> np.ndarray:
     """Prior side of one SE step: the new state vector (q0, V0, m, th0) from the hat overlaps."""
     from attnphase.numerics.se.overlaps import HatOverlaps
-    from attnphase.numerics.se.se_map import update
+    from attnphase.numerics.se.updates import update
 
     return _state_vector(update(params, HatOverlaps(**hats)))
 

@@ -3,7 +3,7 @@
 The boundary logic is checked on a model of the solver whose branches are known in closed form
 (a real rank-2 phase diagram takes minutes; its measured table is in docs/general.md): where each
 branch exists, its e_t and eps_g.  Everything the module computes from solves -- sweeps, ends,
-alpha_c, alpha_l -- goes through ``solve_rank``, which the tests replace.
+alpha_c, alpha_l -- goes through ``solve``, which the tests replace.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import pytest
 from attnphase.cli import main
 from attnphase.numerics.phase import rank_boundaries as rb
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se.observables import eps_lin
+from attnphase.numerics.se.observables import Observables, eps_lin
 from attnphase.numerics.se.rank_se import with_ranks
+from attnphase.numerics.se.results import SolverStatus
 from attnphase.theory.params import ModelParams
 
 EPS_LIN = 1.5e-3
@@ -33,6 +34,14 @@ class FakePoint:
     eps_g: float
     overlaps: object = None
 
+    @property
+    def status(self) -> SolverStatus:
+        return SolverStatus(self.converged, 1, 0.0 if self.converged else math.nan, "toy solve")
+
+    @property
+    def observables(self) -> Observables:
+        return Observables(self.eps_g, self.e_t, EPS_LIN)
+
 
 def toy_solver(mixed_from: float | None, positional_fails: tuple[float, float] = (0.0, 0.0)):
     """Positional exists for alpha < 2.2, semantic for alpha > 0.6 (below: no convergence); their e_t cross
@@ -46,7 +55,7 @@ def toy_solver(mixed_from: float | None, positional_fails: tuple[float, float] =
     exists = {"positional": lambda a: a < 2.2, "semantic": lambda a: a > 0.6,
               "mixed": lambda a: mixed_from is not None and a > mixed_from}
 
-    def solve_rank(params, alpha, branch, *, config=None, init=None, start="embedded"):
+    def solve(params, alpha, branch, *, config=None, init=None, start=None):
         if branch == "positional" and positional_fails[0] < alpha < positional_fails[1]:
             return FakePoint(alpha, "", False, math.nan, math.nan)
         if exists[branch](alpha):
@@ -55,7 +64,7 @@ def toy_solver(mixed_from: float | None, positional_fails: tuple[float, float] =
             return FakePoint(alpha, "positional", True, e_t["positional"](alpha), 3e-3)
         return FakePoint(alpha, "", False, math.nan, math.nan)
 
-    return solve_rank, e_t
+    return solve, e_t
 
 
 @pytest.fixture
@@ -65,7 +74,7 @@ def params():
 
 def _patch(monkeypatch, mixed_from, **kw):
     solve, e_t = toy_solver(mixed_from, **kw)
-    monkeypatch.setattr(rb, "solve_rank", solve)
+    monkeypatch.setattr(rb, "solve", solve)
     monkeypatch.setattr(rb, "rank_eps_lin", lambda params, cfg: EPS_LIN)
     return solve, e_t
 

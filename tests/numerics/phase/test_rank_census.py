@@ -20,7 +20,7 @@ from attnphase.cli import main
 from attnphase.numerics.phase import rank_census as rc
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.rank_se import admissible
-from attnphase.numerics.se.rank_starts import with_ranks
+from attnphase.numerics.se.starts import with_ranks
 from attnphase.theory.params import ModelParams
 
 CFG = SolverConfig(quadrature="sobol10:4")  # the solver default (on sobol9:4 the compiled search's mixed solve stalls at 3e-3)
@@ -48,12 +48,12 @@ def test_rank_census_finds_the_three_branches_and_ranks_them_by_e_t(found) -> No
     labels = [e.point.branch for e in res.entries]
     assert {"semantic", "positional", "mixed"} <= set(labels)
     e_t = [e.e_t for e in res.entries]
-    assert e_t == sorted(e_t) and all(e.point.converged for e in res.entries)
+    assert e_t == sorted(e_t) and all(e.point.status.converged for e in res.entries)
     # the reported minimum is the lowest e_t of every converged solve (a merged duplicate lies within the rule's noise)
-    lowest = min(fp.e_t for _, fp in seen if fp.converged)
+    lowest = min(fp.observables.e_t for _, fp in seen if fp.status.converged)
     assert res.entries[0].e_t == pytest.approx(lowest, rel=1e-6, abs=0)
     assert labels[0] == "mixed"  # docs/general.md: the mixed point is the lowest at alpha = 2 (r = 2, r* = 1)
-    assert len(res.failures) == sum(not fp.converged for _, fp in seen)
+    assert len(res.failures) == sum(not fp.status.converged for _, fp in seen)
 
 
 @pytest.mark.slow
@@ -61,7 +61,7 @@ def test_rank_census_merges_starts_that_reach_one_point(found) -> None:
     res, seen = found
     sem = [e for e in res.entries if e.point.branch == "semantic"]
     assert len(sem) == 1
-    reached = [s.name for s, fp in seen if fp.converged and fp.branch == "semantic"]
+    reached = [s.name for s, fp in seen if fp.status.converged and fp.branch == "semantic"]
     assert sorted(sem[0].starts) == sorted(reached) and len(reached) == 2
     assert len({e.point.branch for e in res.entries}) == len(res.entries)
 
@@ -71,7 +71,7 @@ def test_paired_difference_is_the_spread_of_the_per_block_differences(found) -> 
     res, _ = found
     a, b = res.entries[0], res.entries[1]
     delta, err, n = rc.paired_difference(a, b)
-    pairs = [(pa.e_t, pb.e_t) for pa, pb in zip(a.replicates, b.replicates) if pa is not None and pb is not None]
+    pairs = [(pa.observables.e_t, pb.observables.e_t) for pa, pb in zip(a.replicates, b.replicates) if pa is not None and pb is not None]
     assert n == len(pairs) and delta == b.e_t - a.e_t > 0
     if n >= 2:
         d = np.array([y - x for x, y in pairs])
@@ -81,7 +81,8 @@ def test_paired_difference_is_the_spread_of_the_per_block_differences(found) -> 
         assert sep["separation_combined"] == pytest.approx(delta / math.hypot(a.err("e_t"), b.err("e_t")), rel=1e-12)
     # synthetic replicates: a shared offset per block cancels in the difference
     offs = [0.0, 1e-5, -2e-5, 3e-5]
-    reps = lambda fp, shift: tuple(dataclasses.replace(fp, e_t=fp.e_t + o + shift * (j % 2)) for j, o in enumerate(offs))
+    reps = lambda fp, shift: tuple(dataclasses.replace(fp, observables=dataclasses.replace(
+        fp.observables, e_t=fp.observables.e_t + o + shift * (j % 2))) for j, o in enumerate(offs))
     A = dataclasses.replace(a, replicates=reps(a.point, 0.0), blocks=True)
     B = dataclasses.replace(b, replicates=reps(b.point, 1e-7), blocks=True)
     _, err2, n2 = rc.paired_difference(A, B)
@@ -108,7 +109,8 @@ def test_starts_are_admissible_and_reproducible(params) -> None:
 
 @pytest.mark.slow
 def test_perturbed_starts_put_a_small_other_overlap_on_a_branch_point(found, params) -> None:
-    from attnphase.numerics.se.rank_overlaps import branch_label, canonical
+    from attnphase.numerics.se.overlaps import branch_label
+    from attnphase.numerics.se.gauge import canonical
 
     res, _ = found
     points = [e.point for e in res.entries if e.point.branch in ("semantic", "positional")]

@@ -16,7 +16,7 @@ from attnphase.numerics.config import BACKEND_ENV, SolverConfig
 from attnphase.numerics.prox.backends import resolve_backend
 from attnphase.numerics.prox.rank_prox import global_prox, newton_minimize, prox_value
 from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule, with_ranks
-from attnphase.numerics.se.rank_solve import solve_rank
+from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams
 from attnphase.theory.rank_kernels import get_rank_kernels, target
 
@@ -102,10 +102,10 @@ def test_cli_refuses_backend_torch_for_a_rank_solve(capsys) -> None:
 
 def test_a_rank2_fixed_point_is_the_same_on_both_backends() -> None:
     params = with_ranks(ModelParams(omega=0.3), 2, 1)
-    fps = [solve_rank(params, 2.0, "semantic", config=SolverConfig(quadrature="sobol9:2", backend=b)) for b in
+    fps = [solve(params, 2.0, "semantic", config=SolverConfig(quadrature="sobol9:2", backend=b)) for b in
            ("numpy", "numba")]
-    assert all(fp.converged for fp in fps), [fp.message for fp in fps]
+    assert all(fp.status.converged for fp in fps), [fp.status.message for fp in fps]
     a, b = (fp.overlaps.to_vector() for fp in fps)
     np.testing.assert_allclose(b, a, rtol=0, atol=1e-8 * (1.0 + np.abs(a).max()))
-    assert fps[1].e_t == pytest.approx(fps[0].e_t, rel=1e-8)
-    assert fps[1].evaluations == fps[0].evaluations
+    assert fps[1].observables.e_t == pytest.approx(fps[0].observables.e_t, rel=1e-8)
+    assert fps[1].status.iterations == fps[0].status.iterations

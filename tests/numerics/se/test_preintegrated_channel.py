@@ -57,6 +57,6 @@ def test_line_integral_matches_a_brute_force_rule_on_the_line(state, which):
     pre = preintegrated_moments(kernels, params, ov, OuterRule(outer[i:i + 1], np.ones(1), "one line"), LINE)
     assert pre.prox_failures == 0
     scale = np.max(np.abs(brute.E_g))
-    for key in ("E_g", "E_g2", "E_gxi", "E_geta"):
+    for key in ("E_g", "E_ggT", "E_gxi", "E_geta"):
         assert np.max(np.abs(getattr(pre, key) - getattr(brute, key))) <= 1e-3 * max(scale, np.max(np.abs(getattr(brute, key)))), key
     assert abs(pre.E_M - brute.E_M) <= 1e-3 * brute.E_M

@@ -6,15 +6,15 @@ import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.rank_newton import CarriedJacobian, RankFixedPointSolver
-from attnphase.numerics.se.rank_overlaps import RankOverlaps, reflection_pattern
+from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.se.gauge import reflection_pattern
 from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule, with_ranks
-from attnphase.numerics.se.rank_solve import solve_rank
-from attnphase.numerics.se.rank_starts import embedded_start
+from attnphase.numerics.se.state_evolution import embedded_start, solve
 from attnphase.theory.params import ModelParams
 
 
-def _mixed_start() -> RankOverlaps:
-    return RankOverlaps(np.diag([0.46, 0.2]), np.diag([50.9, 44.4]), np.array([[0.0, 0.26], [0.0, -0.26]]),
+def _mixed_start() -> Overlaps:
+    return Overlaps(np.diag([0.46, 0.2]), np.diag([50.9, 44.4]), np.array([[0.0, 0.26], [0.0, -0.26]]),
                         np.array([[0.63], [0.0]]))
 
 
@@ -24,7 +24,7 @@ def test_reflection_pattern_keeps_the_diagonals_and_the_start_entries() -> None:
     want = [1, 0, 1, 1, 0, 1, 0, 1, 0, 1, 1, 0]
     assert reflection_pattern(ov).tolist() == [bool(w) for w in want]
     # no reflection fixes a state with every entry nonzero: nothing projected
-    full = RankOverlaps(np.array([[0.4, 0.1], [0.1, 0.3]]), np.array([[50.0, 1.0], [1.0, 40.0]]),
+    full = Overlaps(np.array([[0.4, 0.1], [0.1, 0.3]]), np.array([[50.0, 1.0], [1.0, 40.0]]),
                         np.array([[0.1, 0.2], [-0.1, -0.2]]), np.array([[0.5], [0.1]]))
     assert reflection_pattern(full).all()
 
@@ -94,10 +94,10 @@ def test_staged_solve_converges_on_the_unprojected_map_and_carries_its_jacobian(
     its Jacobian converges at once."""
     params = with_ranks(ModelParams(omega=0.3), 2, 1)
     cfg = SolverConfig(quadrature="sobol8:2")
-    fp = solve_rank(params, 2.0, "semantic", config=cfg)
-    assert fp.converged and fp.residual <= 1e-10, fp.message
-    assert fp.branch == "semantic" and "reflection pattern" in fp.message and fp.jacobian is not None
+    fp = solve(params, 2.0, "semantic", config=cfg)
+    assert fp.status.converged and fp.status.residual <= 1e-10, fp.status.message
+    assert fp.branch == "semantic" and "reflection pattern" in fp.status.message and fp.memory is not None
     smap = RankSEMap(params, 2.0, "semantic", make_rank_rule(2, 2, 1, "sobol8:2"))
     assert smap.evaluate(fp.overlaps.to_vector(), exact=True).residual <= 1e-10
-    again = solve_rank(params, 2.0, "semantic", config=cfg, init=fp.overlaps, jacobian=fp.jacobian)
-    assert again.converged and again.evaluations <= 2
+    again = solve(params, 2.0, "semantic", config=cfg, init=fp.overlaps, memory=fp.memory)
+    assert again.status.converged and again.status.iterations <= 2

@@ -6,14 +6,12 @@ import numpy as np
 import pytest
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se.rank_overlaps import (
-    RankOverlaps, branch_label, canonical, direction_labels, invariants, rotate,
-)
+from attnphase.numerics.se.overlaps import Overlaps, branch_label
+from attnphase.numerics.se.gauge import canonical, direction_labels, invariants, rotate
 from attnphase.numerics.prox.rank_prox import global_prox, newton_minimize, prox_value
-from attnphase.numerics.se.rank_se import (
-    align_gauge, channel_moments, make_rank_rule, update, update_hat, with_ranks,
-)
-from attnphase.numerics.se.rank_solve import solve_rank
+from attnphase.numerics.se.rank_se import align_gauge, channel_moments, make_rank_rule, with_ranks
+from attnphase.numerics.se.state_evolution import solve
+from attnphase.numerics.se.updates import update, update_hat
 from attnphase.theory.params import ModelParams
 from attnphase.theory.rank_kernels import get_rank_kernels, target
 
@@ -54,7 +52,7 @@ def test_rank_rule_layout_and_moments() -> None:
 
 def _state(rng, L=2, r=2, rs=1):
     a = rng.normal(size=(r, r))
-    return RankOverlaps(a @ a.T + 0.2 * np.eye(r), np.diag(rng.uniform(1, 3, r)), rng.normal(size=(L, r)) * 0.2,
+    return Overlaps(a @ a.T + 0.2 * np.eye(r), np.diag(rng.uniform(1, 3, r)), rng.normal(size=(L, r)) * 0.2,
                         rng.normal(size=(r, rs)) * 0.1)
 
 
@@ -82,18 +80,17 @@ def test_branch_labels_include_mixed() -> None:
     q, V = np.diag([2.0, 1.0]), np.eye(2)
     m = np.array([[0.001, 0.3], [-0.001, -0.3]])  # crosstalk below DIRECTION_SHARE does not count
     th = np.array([[0.5], [0.0]])
-    assert branch_label(RankOverlaps(q, V, m, th)) == "mixed"
-    assert direction_labels(RankOverlaps(q, V, m, th)) == ["semantic", "positional"]
-    assert branch_label(RankOverlaps(q, V, m, 0 * th)) == "positional"
-    assert branch_label(RankOverlaps(q, V, z, th)) == "semantic"
-    assert branch_label(RankOverlaps(q, V, z, 0 * th)) == "agnostic"
+    assert branch_label(Overlaps(q, V, m, th)) == "mixed"
+    assert direction_labels(Overlaps(q, V, m, th)) == ["semantic", "positional"]
+    assert branch_label(Overlaps(q, V, m, 0 * th)) == "positional"
+    assert branch_label(Overlaps(q, V, z, th)) == "semantic"
+    assert branch_label(Overlaps(q, V, z, 0 * th)) == "agnostic"
 
 
 def test_rank_se_map_at_r1_is_the_rank1_map_on_the_same_nodes() -> None:
-    from attnphase.numerics.se.overlaps import Overlaps
+    # the matrix form's moments and projection against the scalar form's, through the one update
     from attnphase.numerics.quadrature.rules import make_rule
     from attnphase.numerics.se.se_map import hat_step
-    from attnphase.numerics.se.se_map import update as update1
     from attnphase.numerics.quadrature.symmetry import SymmetryElement
     from attnphase.numerics.se.rank_se import RankRule
 
@@ -101,9 +98,9 @@ def test_rank_se_map_at_r1_is_the_rank1_map_on_the_same_nodes() -> None:
     rule = make_rule(2, "sobol10")
     ov1 = Overlaps(q0=0.45, V0=40.0, m=np.array([0.1, -0.1]), th0=0.5)
     hat1, mom1 = hat_step(params, 2.0, ov1, rule, SolverConfig(backend="numpy"), group=[SymmetryElement((0, 1), 1, 1)])
-    new1 = update1(params, hat1)
+    new1 = update(params, hat1)
     rrule = RankRule(rule.nodes[:, :2, None], rule.nodes[:, 2:, None], rule.weights, rule.name)
-    ovr = RankOverlaps([[0.45]], [[40.0]], [[0.1], [-0.1]], [[0.5]])
+    ovr = Overlaps([[0.45]], [[40.0]], [[0.1], [-0.1]], [[0.5]])
     mom, _ = channel_moments(get_rank_kernels(2, 1), params, ovr, rrule)
     newr = update(params, update_hat(params, 2.0, ovr, mom, "mixed"))
     assert mom.E_M == pytest.approx(mom1.E_M, rel=1e-10)
@@ -115,13 +112,13 @@ def test_rank_se_map_at_r1_is_the_rank1_map_on_the_same_nodes() -> None:
 
 def test_a_rank2_semantic_fixed_point_converges_with_its_invariants() -> None:
     params = with_ranks(ModelParams(omega=0.3), 2, 1)
-    fp = solve_rank(params, 2.0, "semantic", config=SolverConfig(quadrature="sobol10"), start="cold")
-    assert fp.converged and fp.residual <= 1e-10, fp.message
-    rec = fp.record()
+    fp = solve(params, 2.0, "semantic", config=SolverConfig(quadrature="sobol10"), start="cold")
+    assert fp.status.converged and fp.status.residual <= 1e-10, fp.status.message
+    rec = fp.record
     assert rec["branch"] == "semantic" and len(rec["q0_eigenvalues"]) == 2 and len(rec["th0_singular_values"]) == 1
     assert rec["m_norms"] == [0.0, 0.0]
     # e_t = -Phi against lambda Tr(q0) / 2 + alpha E[loss(h_hat)]: equal up to the rule's gauge breaking
-    assert abs(fp.e_t - fp.e_t_direct) <= 5 * fp.extra["gauge_angle"] * abs(fp.e_t)
+    assert abs(fp.observables.e_t - fp.extra["e_t_direct"]) <= 5 * fp.extra["gauge_angle"] * abs(fp.observables.e_t)
     assert rec["eps_g"] > 0 and rec["prox_failures"] == 0
 
 
@@ -133,11 +130,11 @@ def test_rank2_error_bars_are_the_standard_error_of_the_blocks() -> None:
 
     params = with_ranks(ModelParams(omega=0.3), 2, 1)
     cfg = SolverConfig(quadrature="sobol8:3")
-    fp = solve_rank(params, 2.0, "semantic", config=cfg, start="cold")
-    assert fp.converged, fp.message
+    fp = solve(params, 2.0, "semantic", config=cfg, start="cold")
+    assert fp.status.converged, fp.status.message
     out = rank_error_estimate(fp, 0, cfg)
-    blocks = [solve_rank(params, 2.0, "semantic", config=block_config(cfg, j), init=fp.overlaps) for j in range(3)]
-    used = [b.record() for b in blocks if b.converged and b.branch == fp.branch]
+    blocks = [solve(params, 2.0, "semantic", config=block_config(cfg, j), init=fp.overlaps) for j in range(3)]
+    used = [b.record for b in blocks if b.status.converged and b.branch == fp.branch]
     assert out["err_replicates"] == len(used) and out["err_replicates_tried"] == 3
     if len(used) >= 2:
         assert out["err_eps_g"] == pytest.approx(np.std([r["eps_g"] for r in used], ddof=1) / np.sqrt(len(used)))

@@ -5,13 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se.rank_overlaps import RankOverlaps
+from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule, with_ranks
-from attnphase.numerics.se.rank_solve import solve_rank
-from attnphase.numerics.se.rank_starts import (
-    LIFT_STEPS, SETTLE_STEPS, SETTLE_WEIGHT, embedded_start, further_positional_directions, noise_axes,
-    settle_noise_axes,
+from attnphase.numerics.se.starts import (
+    LIFT_STEPS, SETTLE_STEPS, SETTLE_WEIGHT, further_positional_directions, noise_axes, settle_noise_axes,
 )
+from attnphase.numerics.se.state_evolution import embedded_start, solve
 from attnphase.theory.params import ModelParams
 
 
@@ -24,16 +23,16 @@ def test_noise_axes_of_each_branch() -> None:
 
 def _toy_image(target: tuple[float, float], a: int):
     """A map that sends the noise axis' (q0_aa, V0_aa) to ``target`` and leaves the rest; residual |log x / target|."""
-    def image(ov: RankOverlaps):
+    def image(ov: Overlaps):
         q, V = np.array(ov.q0), np.array(ov.V0)
         res = max(abs(np.log(q[a, a] / target[0])), abs(np.log(V[a, a] / target[1])))
         q[a, a], V[a, a] = target
-        return RankOverlaps(q, V, ov.m, ov.th0), res
+        return Overlaps(q, V, ov.m, ov.th0), res
     return image
 
 
 def test_settle_moves_only_the_noise_diagonal_by_geometric_steps_and_keeps_the_best() -> None:
-    ov = RankOverlaps(np.diag([0.2, 0.3]), np.diag([46.0, 50.0]), np.array([[0.0, 0.25], [0.0, -0.25]]), np.zeros((2, 2)))
+    ov = Overlaps(np.diag([0.2, 0.3]), np.diag([46.0, 50.0]), np.array([[0.0, 0.25], [0.0, -0.25]]), np.zeros((2, 2)))
     out, n = settle_noise_axes(ov, [0], _toy_image((0.4, 100.0), 0))
     assert n == SETTLE_STEPS
     # each step x <- x^(1-w) F^w towards the constant image: log distance shrinks by (1 - w) per step
@@ -42,7 +41,7 @@ def test_settle_moves_only_the_noise_diagonal_by_geometric_steps_and_keeps_the_b
     assert np.isclose(np.log(out.q0[0, 0] / 0.4), shrink * np.log(0.2 / 0.4))
     assert out.q0[1, 1] == 0.3 and out.V0[1, 1] == 50.0 and np.array_equal(out.m, ov.m)
     # a map worse everywhere than at the start: the start is kept
-    def away(x: RankOverlaps):
+    def away(x: Overlaps):
         img, _ = _toy_image((0.4, 100.0), 0)(x)
         return img, 1.0 + abs(np.log(x.V0[0, 0] / 46.0))
     kept, _ = settle_noise_axes(ov, [0], away)
@@ -62,7 +61,7 @@ def test_settle_first_step_takes_the_geometric_mean_of_the_start_and_the_maps_im
     img, res0 = smap.image(ov)
     seen = []
 
-    def image(x: RankOverlaps):
+    def image(x: Overlaps):
         seen.append(x)
         return smap.image(x)
 
@@ -74,8 +73,8 @@ def test_settle_first_step_takes_the_geometric_mean_of_the_start_and_the_maps_im
 def test_rank2_teacher2_positional_converges_from_the_settled_start() -> None:
     """From V0 = 1 on the noise axis (start residual 616) an unsettled start stalls at 1e-2; the settled one converges."""
     params = with_ranks(ModelParams(omega=0.3), 2, 2)
-    fp = solve_rank(params, 2.0, "positional", config=SolverConfig(quadrature="sobol8"))
-    assert fp.converged and fp.residual <= 1e-10, fp.message
+    fp = solve(params, 2.0, "positional", config=SolverConfig(quadrature="sobol8"))
+    assert fp.status.converged and fp.status.residual <= 1e-10, fp.status.message
     assert fp.branch == "positional"
     inv = fp.invariants
     assert min(inv["q0_eigenvalues"]) > 0.1 and inv["th0_singular_values"] == [0.0, 0.0]
@@ -84,11 +83,11 @@ def test_rank2_teacher2_positional_converges_from_the_settled_start() -> None:
 def test_settle_lifts_the_noise_q0_where_the_map_is_undefined_at_the_start() -> None:
     """A map undefined below q0_aa = 0.3 (as Lam is at L = 3 for a small noise q0): the noise q0 is lifted
     geometrically towards the signal axis' q0 (0.8) until it is defined, then settled."""
-    ov = RankOverlaps(np.diag([0.8, 0.05]), np.diag([35.0, 35.0]), np.zeros((3, 2)), np.array([[0.85], [0.0]]))
+    ov = Overlaps(np.diag([0.8, 0.05]), np.diag([35.0, 35.0]), np.zeros((3, 2)), np.array([[0.85], [0.0]]))
     toy = _toy_image((0.25, 160.0), 1)
     seen = []
 
-    def image(x: RankOverlaps):
+    def image(x: Overlaps):
         seen.append(float(x.q0[1, 1]))
         return None if x.q0[1, 1] < 0.3 else toy(x)
 
@@ -108,8 +107,8 @@ def test_rank2_at_L3_semantic_converges_to_a_fixed_point_of_the_map() -> None:
     proximal search) moves the fixed point by no more than the tolerance."""
     params = with_ranks(ModelParams(L=3, omega=0.3), 2, 1)
     cfg = SolverConfig(quadrature="sobol8:2")
-    fp = solve_rank(params, 2.0, "semantic", config=cfg)
-    assert fp.converged and fp.residual <= cfg.tol, fp.message
+    fp = solve(params, 2.0, "semantic", config=cfg)
+    assert fp.status.converged and fp.status.residual <= cfg.tol, fp.status.message
     assert fp.branch == "semantic"
     img = RankSEMap(params, 2.0, "semantic", make_rank_rule(3, 2, 1, "sobol8:2")).image(fp.overlaps)
     assert img is not None and img[1] <= cfg.tol

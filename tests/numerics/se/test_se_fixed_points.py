@@ -28,7 +28,8 @@ from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.prox.global_prox import global_prox
 from attnphase.numerics.quadrature.rules import make_rule, reduce_rule
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se.se_map import hat_step, update
+from attnphase.numerics.se.se_map import hat_step
+from attnphase.numerics.se.updates import update
 from attnphase.numerics.quadrature.symmetry import symmetry_group
 from attnphase.theory.channel import channel_fields, token_variances
 from attnphase.theory.kernels import get_kernels

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from attnphase.numerics import SolverConfig, solve
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.quadrature.rules import make_rule, reduce_rule
-from attnphase.numerics.se.se_map import hat_step, update
+from attnphase.numerics.se.se_map import hat_step
+from attnphase.numerics.se.updates import update
 from attnphase.numerics.quadrature.symmetry import symmetry_group
 from attnphase.theory.params import ModelParams
 

@@ -1,4 +1,4 @@
-"""Matrix overlaps of the rank-r state evolution, their gauge and their invariants (docs/model.md section 7).
+"""The gauge of the matrix overlaps (docs/model.md section 7) and their invariants.
 
 State: q0 (r x r), V0 (r x r), m (L x r, row l is m_l), th0 (r x r*).  The risk is invariant under
 Q -> Q O (O in O(r)) and, the teacher being Gaussian with rho0 I, under Q* -> Q* O* (O* in O(r*)):
@@ -14,82 +14,33 @@ of its column of th0.  In that gauge q0 is diagonal and th0^T th0 is diagonal.
 :func:`invariants` are the gauge-invariant summaries reported for every fixed point;
 :func:`gauge_tangents` and :func:`align_gauge` are the orbit's tangent space and the rotation that
 brings one state closest to another (the solver's handling of the gauge, numerics/se/rank_se.py).
+
+At r = r* = 1 the overlaps are scalars (:class:`~attnphase.numerics.se.overlaps.Overlaps`' scalar form):
+:func:`canonical` and :func:`rotate` by the identity leave them as they are, and :func:`invariants` reads them
+as 1 x 1 matrices (the sign part of the rank-1 symmetry group is the scalar solver's symmetrisation).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-#: Below this an overlap counts as zero for orientation and for the branch label.
-ZERO_TOL = 1e-6
-
-#: The entries of a rank-r fixed point's record that get error bars (err_<key>: ``solve --error-estimate``, the census).
-ERROR_KEYS = ("eps_g", "e_t", "q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms")
+from attnphase.numerics.se.overlaps import LABEL_TOL, Overlaps
 
 
-@dataclass(frozen=True, eq=False)
-class RankOverlaps:
-    """q0 (r, r), V0 (r, r), m (L, r), th0 (r, r*) as float arrays."""
-
-    q0: np.ndarray
-    V0: np.ndarray
-    m: np.ndarray
-    th0: np.ndarray
-
-    def __post_init__(self) -> None:
-        for name in ("q0", "V0", "m", "th0"):
-            a = np.array(getattr(self, name), dtype=float)
-            a.setflags(write=False)
-            object.__setattr__(self, name, a)
-
-    @property
-    def r(self) -> int:
-        return self.q0.shape[0]
-
-    @property
-    def r_star(self) -> int:
-        return self.th0.shape[1]
-
-    @property
-    def L(self) -> int:
-        return self.m.shape[0]
-
-    def to_vector(self) -> np.ndarray:
-        """(q0 upper triangle, V0 upper triangle, m row-major, th0 row-major)."""
-        iu = np.triu_indices(self.r)
-        return np.concatenate([self.q0[iu], self.V0[iu], self.m.ravel(), self.th0.ravel()])
-
-    @classmethod
-    def from_vector(cls, x: np.ndarray, L: int, r: int, r_star: int) -> "RankOverlaps":
-        """Inverse of :meth:`to_vector`."""
-        x = np.asarray(x, dtype=float)
-        iu = np.triu_indices(r)
-        k = iu[0].size
-
-        def sym(v: np.ndarray) -> np.ndarray:
-            a = np.zeros((r, r))
-            a[iu] = v
-            return a + np.triu(a, 1).T
-
-        q0, V0 = sym(x[:k]), sym(x[k:2 * k])
-        m = x[2 * k:2 * k + L * r].reshape(L, r)
-        th0 = x[2 * k + L * r:].reshape(r, r_star)
-        return cls(q0, V0, m, th0)
-
-    def as_dict(self) -> dict:
-        return {"q0": self.q0.tolist(), "V0": self.V0.tolist(), "m": self.m.tolist(), "th0": self.th0.tolist()}
-
-
-def rotate(ov: RankOverlaps, O: np.ndarray, O_star: np.ndarray | None = None) -> RankOverlaps:
-    """The gauge action: q0 -> O^T q0 O, V0 -> O^T V0 O, m_l -> O^T m_l, th0 -> O^T th0 O*."""
+def rotate(ov: Overlaps, O: np.ndarray, O_star: np.ndarray | None = None) -> Overlaps:
+    """The gauge action: q0 -> O^T q0 O, V0 -> O^T V0 O, m_l -> O^T m_l, th0 -> O^T th0 O* (on the scalar form: on
+    its 1 x 1 matrices, the result in scalar form)."""
+    if not ov.is_matrix:
+        return rotate(ov.matrix(), np.asarray(O, dtype=float).reshape(1, 1),
+                      None if O_star is None else np.asarray(O_star, dtype=float).reshape(1, 1)).scalar()
     Os = np.eye(ov.r_star) if O_star is None else O_star
-    return RankOverlaps(O.T @ ov.q0 @ O, O.T @ ov.V0 @ O, ov.m @ O, O.T @ ov.th0 @ Os)
+    return Overlaps(O.T @ ov.q0 @ O, O.T @ ov.V0 @ O, ov.m @ O, O.T @ ov.th0 @ Os)
 
 
-def canonical(ov: RankOverlaps) -> RankOverlaps:
-    """The representative of the gauge orbit of ``ov`` described in the module doc."""
+def canonical(ov: Overlaps) -> Overlaps:
+    """The representative of the gauge orbit of ``ov`` described in the module doc (the scalar form as it is)."""
+    if not ov.is_matrix:
+        return ov
     r, rs, L = ov.r, ov.r_star, ov.L
     _, _, Wt = np.linalg.svd(ov.th0)
     ov = rotate(ov, np.eye(r), Wt.T)
@@ -98,7 +49,7 @@ def canonical(ov: RankOverlaps) -> RankOverlaps:
     c = 1.0 + np.arange(L) / 7.0
     f = c @ ov.m  # (r,)
     scale = max(1.0, float(np.abs(ov.m).max()))
-    fixed = np.abs(f) > ZERO_TOL * 1e-3 * scale
+    fixed = np.abs(f) > LABEL_TOL * 1e-3 * scale
     s = np.where(fixed & (f < 0), -1.0, 1.0)
     ov = rotate(ov, np.diag(s))
     th = ov.th0
@@ -116,8 +67,10 @@ def canonical(ov: RankOverlaps) -> RankOverlaps:
     return ov
 
 
-def invariants(ov: RankOverlaps) -> dict[str, list[float]]:
-    """Gauge invariants: eigenvalues of q0 and V0 (decreasing), singular values of th0, |m_l|."""
+def invariants(ov: Overlaps) -> dict[str, list[float]]:
+    """Gauge invariants: eigenvalues of q0 and V0 (decreasing), singular values of th0, |m_l| (the scalar form as
+    its 1 x 1 matrices: q0, V0, |th0|, |m_l|)."""
+    ov = ov.matrix()
     return {
         "q0_eigenvalues": sorted(np.linalg.eigvalsh(0.5 * (ov.q0 + ov.q0.T)).tolist(), reverse=True),
         "V0_eigenvalues": sorted(np.linalg.eigvalsh(0.5 * (ov.V0 + ov.V0.T)).tolist(), reverse=True),
@@ -126,19 +79,12 @@ def invariants(ov: RankOverlaps) -> dict[str, list[float]]:
     }
 
 
-def branch_label(ov: RankOverlaps, tol: float = ZERO_TOL) -> str:
-    """positional (m != 0, th0 = 0), semantic (th0 != 0, m = 0), agnostic (both 0), mixed (both != 0)."""
-    pos = float(np.abs(ov.m).max()) > tol
-    sem = float(np.abs(ov.th0).max()) > tol
-    return "mixed" if pos and sem else "positional" if pos else "semantic" if sem else "agnostic"
-
-
 #: A direction carries an overlap when its share is above this fraction of the largest one (the
 #: quadrature's breaking of the rotation symmetry leaves ~1e-3 crosstalk between directions).
 DIRECTION_SHARE = 0.05
 
 
-def direction_labels(ov: RankOverlaps, tol: float = ZERO_TOL) -> list[str]:
+def direction_labels(ov: Overlaps, tol: float = LABEL_TOL) -> list[str]:
     """Per student direction of the canonical gauge (the eigenvectors of q0): which overlaps it carries.
 
     A direction is 'positional' (its m entries above tol and above DIRECTION_SHARE of the largest |m|
@@ -173,7 +119,7 @@ def _rotation(theta: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def align_gauge(new: RankOverlaps, ref: RankOverlaps, sweeps: int = 3) -> tuple[RankOverlaps, float]:
+def align_gauge(new: Overlaps, ref: Overlaps, sweeps: int = 3) -> tuple[Overlaps, float]:
     """The rotation of ``new`` in SO(r) x SO(r*) closest to ``ref`` (Gauss-Newton on the rotation angles),
     and the angle (Euclidean norm of the so(r) x so(r*) coordinates) it took.
 
@@ -200,7 +146,7 @@ def align_gauge(new: RankOverlaps, ref: RankOverlaps, sweeps: int = 3) -> tuple[
     return cur, float(np.linalg.norm(total))
 
 
-def gauge_tangents(ov: RankOverlaps) -> np.ndarray:
+def gauge_tangents(ov: Overlaps) -> np.ndarray:
     """Columns: d/dt of the gauge action at t = 0 for each generator E_ab of so(r) and F_ab of so(r*)
     (q0 -> q0 E - E q0, V0 -> V0 E - E V0, m -> m E, th0 -> -E th0 + th0 F), as overlap vectors."""
     r, rs = ov.r, ov.r_star
@@ -209,20 +155,20 @@ def gauge_tangents(ov: RankOverlaps) -> np.ndarray:
         for b in range(a + 1, r):
             E = np.zeros((r, r))
             E[a, b], E[b, a] = 1.0, -1.0
-            t = RankOverlaps(ov.q0 @ E - E @ ov.q0, ov.V0 @ E - E @ ov.V0, ov.m @ E, -E @ ov.th0)
+            t = Overlaps(ov.q0 @ E - E @ ov.q0, ov.V0 @ E - E @ ov.V0, ov.m @ E, -E @ ov.th0)
             cols.append(t.to_vector())
     for a in range(rs):
         for b in range(a + 1, rs):
             F = np.zeros((rs, rs))
             F[a, b], F[b, a] = 1.0, -1.0
-            t = RankOverlaps(np.zeros((r, r)), np.zeros((r, r)), np.zeros_like(ov.m), ov.th0 @ F)
+            t = Overlaps(np.zeros((r, r)), np.zeros((r, r)), np.zeros_like(ov.m), ov.th0 @ F)
             cols.append(t.to_vector())
     n = ov.to_vector().size
     return np.array(cols).T if cols else np.zeros((n, 0))
 
 
-def reflection_pattern(ov: RankOverlaps) -> np.ndarray:
-    """Mask over :meth:`RankOverlaps.to_vector`: the coordinates left fixed by every axis reflection that fixes ``ov``.
+def reflection_pattern(ov: Overlaps) -> np.ndarray:
+    """Mask over :meth:`Overlaps.to_vector`: the coordinates left fixed by every axis reflection that fixes ``ov``.
 
     A reflection is a sign per student axis and per teacher axis, (s, s*) in {+-1}^r x {+-1}^{r*}; it acts by
 

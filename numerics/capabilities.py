@@ -1,0 +1,65 @@
+"""What the state evolution can do at which rank: one table, and the one-line refusal of a combination it lacks.
+
+The scalar form (r = r* = 1) and the matrix form (r >= 2 or r* >= 2) share one solve, one result type and one
+map (numerics/se/); the capabilities below exist at one of the two only.  Every command and library entry that
+meets one asks :func:`check`, which raises ``ValueError("<option>: <reason>")`` -- the command line prints it
+as ``attnphase: error: ...`` with exit code 2, before any work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Why the matrix form's e_t and boundaries need none of the scalar form's extra rules.
+_RANK_ONE_RULE = ("the rank-r state evolution does not use it (its e_t is on the solve's rule, its boundaries come "
+                  "from converged solves, docs/method.md section 11, rank r >= 2); it is for rank 1")
+
+
+@dataclass(frozen=True)
+class Capability:
+    """A capability of one form: ``option`` how a user asks for it (``{value}``: the value asked for),
+    ``scalar_only`` True where it exists at r = r* = 1 only, False where at r >= 2 only; ``reason`` the rest of
+    the refusal's line."""
+
+    option: str
+    scalar_only: bool
+    reason: str
+
+
+#: name -> the capability (the keys of the scalar form's extra rules are SolverConfig's field names).
+CAPABILITIES: dict[str, Capability] = {
+    "e_t_quadrature": Capability("--e-t-quadrature", True, _RANK_ONE_RULE),
+    "alpha_c_quadrature": Capability("--alpha-c-quadrature", True, _RANK_ONE_RULE),
+    "alpha_l_quadrature": Capability("--alpha-l-quadrature", True, _RANK_ONE_RULE),
+    "bifurcation_quadrature": Capability("--bifurcation-quadrature", True, _RANK_ONE_RULE),
+    "end_quadrature": Capability("--end-quadrature", True, _RANK_ONE_RULE),
+    "branch_end": Capability("--branch-end", True, _RANK_ONE_RULE),
+    "torch_backend": Capability("--backend torch", True, "the rank-r state evolution runs its proximal map on the "
+                                "numba or numpy backend (auto picks numba)"),
+    "local_prox": Capability("--prox {value}", True, "the rank-r state evolution implements the global proximal map only"),
+    "diagram_census": Capability("--census", True, "the phase diagram's census at alpha_c is rank r = r* = 1 only "
+                                 "(run attnphase census --rank R --teacher-rank R* at one alpha)"),
+    "diagram_error_estimate": Capability("--error-estimate", True, "the rank-r phase diagram reports bracket widths "
+                                         "as its errors; replicates over rules are not implemented for it"),
+    "mixed_branch": Capability("--branch mixed", False, "needs --rank >= 2 (a positional and a semantic direction)"),
+}
+
+#: The scalar form's extra rules (SolverConfig fields), refused at r >= 2 or r* >= 2.
+SCALAR_RULES = ("e_t_quadrature", "alpha_c_quadrature", "alpha_l_quadrature", "bifurcation_quadrature",
+                "end_quadrature", "branch_end")
+
+
+def available(name: str, r: int, r_star: int) -> bool:
+    """Whether capability ``name`` exists at student rank r and teacher rank r*."""
+    scalar = r == 1 and r_star == 1
+    return scalar if CAPABILITIES[name].scalar_only else r >= 2
+
+
+def check(name: str, r: int, r_star: int, value: object = None) -> None:
+    """ValueError ``"<option>: <reason>, got --rank r --teacher-rank r*"`` where capability ``name`` does not
+    exist at (r, r*); nothing otherwise."""
+    if not available(name, r, r_star):
+        cap = CAPABILITIES[name]
+        option = cap.option.format(value=value)
+        sep = " " if cap.reason.startswith("needs") else ": "
+        raise ValueError(f"{option}{sep}{cap.reason}, got --rank {r} --teacher-rank {r_star}")

@@ -1,0 +1,61 @@
+"""One public solve and one FixedPoint for every rank: the choice of path, the requests each path refuses, and
+the record and invariants of a rank-1 point read as the r = r* = 1 case of the matrix ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.quadrature.rules import make_rule
+from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.se.state_evolution import solve
+from attnphase.theory.params import ModelParams
+
+
+def test_a_rank_1_solve_refuses_the_matrix_requests_before_any_work() -> None:
+    p = ModelParams(omega=0.3)
+    with pytest.raises(ValueError, match="branch must be one of"):
+        solve(p, 2.0, "mixed")
+    with pytest.raises(ValueError, match="start 'embedded' needs rank r >= 2"):
+        solve(p, 2.0, "semantic", start="embedded")
+
+
+def test_a_matrix_solve_refuses_what_only_the_scalar_path_has_before_any_work() -> None:
+    p = ModelParams(omega=0.3, r=2)
+    with pytest.raises(ValueError, match="rule= is for r = r\\* = 1"):
+        solve(p, 2.0, "semantic", rule=make_rule(2, "sobol6"))
+    with pytest.raises(ValueError, match="global proximal map only"):
+        solve(p, 2.0, "semantic", config=SolverConfig(prox="local"))
+    with pytest.raises(ValueError, match="start must be"):
+        solve(p, 2.0, "semantic", start="warm")
+    with pytest.raises(ValueError, match="branch must be one of"):
+        solve(p, 2.0, "spinodal")
+
+
+def test_a_rank_1_point_has_the_invariants_of_its_1_x_1_matrix_overlaps() -> None:
+    fp = solve(ModelParams(omega=0.3), 2.0, "semantic", config=SolverConfig(quadrature="sobol9"))
+    assert fp.status.converged and not fp.is_matrix
+    ov = fp.overlaps
+    inv = fp.invariants
+    assert inv["q0_eigenvalues"] == pytest.approx([ov.q0], rel=1e-14)
+    assert inv["V0_eigenvalues"] == pytest.approx([ov.V0], rel=1e-14)
+    assert inv["th0_singular_values"] == pytest.approx([abs(ov.th0)], rel=1e-14)
+    assert inv["m_norms"] == pytest.approx(list(np.abs(ov.m)), abs=1e-300)
+    rec = fp.record  # the rank-1 record keeps its scalar keys
+    assert rec["q"] == ov.q0 and rec["theta"] == ov.th0 and rec["converged"] is True
+    assert "q0_eigenvalues" not in rec
+
+
+def test_a_matrix_point_records_its_invariants_and_ranks() -> None:
+    from attnphase.numerics.se import matrix_solve as ms
+
+    p = ModelParams(omega=0.3, r=2)
+    cfg = ms.matrix_config(p, 2.0, "semantic", SolverConfig(quadrature="sobol6", max_iter=3), "cold")
+    ov = Overlaps(np.diag([1.0, 0.1]), np.diag([1.0, 1.0]), np.zeros((2, 2)), np.array([[0.5], [0.0]]))
+    fp = ms.solve_matrix(p, 2.0, "semantic", cfg, ov, warm=True, staged=False)
+    rec = fp.record
+    assert fp.is_matrix and (rec["r"], rec["r_star"]) == (2, 1)
+    assert {k: rec[k] for k in fp.invariants} == fp.invariants
+    assert len(rec["q0_eigenvalues"]) == 2 and rec["q0_eigenvalues"][0] >= rec["q0_eigenvalues"][1]
+    assert rec["iterations"] == fp.status.iterations >= 1 and "e_t_direct" in rec
