@@ -77,15 +77,15 @@ def test_a_perturbed_kernel_output_fails_the_derivative_check(monkeypatch) -> No
 
 def test_a_broken_hat_overlap_formula_fails_the_hat_check(monkeypatch) -> None:
     """Vhat without its thhat theta / q term (a plausible slip in the derivation), in the hats the SE map uses."""
-    from attnphase.numerics.se import se_map
+    from attnphase.numerics.se import updates
 
-    good = se_map.hat_overlaps
+    good = updates.hat_overlaps
 
     def broken(alpha, E_g2, E_g, E_geta, E_gxi, q0, th0, sigma2, rho0):
         qhat, mhat, thhat, Vhat = good(alpha, E_g2, E_g, E_geta, E_gxi, q0, th0, sigma2, rho0)
         return qhat, mhat, thhat, Vhat - thhat * th0 / q0
 
-    monkeypatch.setattr(se_map, "hat_overlaps", broken)
+    monkeypatch.setattr(updates, "hat_overlaps", broken)
     res = dc.run_checks(PAPER, 2.0, dc.QUICK, only="hats")[0]
     assert res.status == dc.FAIL
     assert "d/d q0" in res.reason  # Vhat is the derivative in q0
