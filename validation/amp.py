@@ -125,17 +125,19 @@ def gamp(X: torch.Tensor, Y: torch.Tensor, rho0: float, Qstar: torch.Tensor, gen
     for it in range(1, int(config.max_iter) + 1):
         V = c * v
         w = (F @ Q).reshape(n, L) - V * g
-        g, dg = g_out(Y, w, V)
-        Ahat = -(c * dg).sum() / d
+        g_new, dg = g_out(Y, w, V)
+        Ahat_new = -(c * dg).sum() / d
+        if config.damping and it > 1:
+            g = (1.0 - config.damping) * g_new + config.damping * g
+            Ahat = (1.0 - config.damping) * Ahat_new + config.damping * Ahat
+        else:
+            g, Ahat = g_new, Ahat_new
         prec = 1.0 / rho0 + Ahat
         if not bool(torch.isfinite(prec)) or float(prec) <= 0.0:
             status = "diverged"
             break
         Q_new = (F.T @ g.reshape(-1) + Ahat * Q) / prec
         v_new = 1.0 / prec
-        if config.damping:
-            Q_new = (1.0 - config.damping) * Q_new + config.damping * Q
-            v_new = (1.0 - config.damping) * v_new + config.damping * v
         if not bool(torch.isfinite(Q_new).all()):
             status = "diverged"
             break
