@@ -18,7 +18,9 @@ one iteration from ``(Qhat, v, g)`` (estimate, its per-coordinate variance, last
     B_i      = sum_{mu, l} F[mu l, i] g_l^mu + Ahat Qhat_i
     Qhat'    = B / (1 / rho0 + Ahat),   v' = 1 / (1 / rho0 + Ahat)            (the Gaussian prior's posterior)
 
-then damped, ``Qhat <- (1 - damping) Qhat' + damping Qhat`` and the same for ``v``.  The variances are
+with the channel side damped (from the second iteration): ``g <- (1 - damping) g_new + damping g`` and the
+same for ``Ahat``, before ``B`` and ``Qhat'`` are formed (a fixed point does not move; damping the estimate
+``Qhat`` instead stalled the runs tried at ``m ~ 0``, docs/bayes-optimal.md).  The variances are
 scalars (their average over coordinates; the off-diagonal ``l != k`` terms of the Onsager sums average out at
 rate ``1 / sqrt(d)``).  Start: ``Qhat_0 = sqrt(init_scale rho0) z``, ``z ~ N(0, I_d)`` from the generator, so
 ``q_0 = |Qhat_0|^2 / d ~ init_scale rho0`` and ``m_0 = Qhat_0 . Q* / d ~ sqrt(init_scale / d) rho0``,
@@ -45,7 +47,7 @@ class AmpConfig:
     """The stopping rule, damping and start of :func:`gamp` (module doc).
 
     Attributes:
-        damping: in [0, 1): Qhat <- (1 - damping) update + damping Qhat (the same for v).
+        damping: in [0, 1): g_out <- (1 - damping) new + damping old (the same for Ahat; module doc).
         tol: > 0, stop when |Qhat_t - Qhat_{t-1}| / sqrt(d rho0) <= tol.
         max_iter: >= 1, the iteration budget.
         init_scale: > 0, q_0 = init_scale rho0 (a random start of small norm).
