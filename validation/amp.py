@@ -12,7 +12,7 @@ With ``F[mu l, i] = x_{l,i}^mu / sqrt(d)``, ``c_l^mu = |x_l^mu|^2 / d`` and the 
 one iteration from ``(Qhat, v, g)`` (estimate, its per-coordinate variance, last output) is
 
     V_l^mu   = c_l^mu v                                             (the L x L block is diagonal: independent tokens)
-    w^mu     = F^mu Qhat - V^mu g^mu                               (Onsager term of the L-row block)
+    w^mu     = F^mu Qhat - V^mu g^mu                               (g of the last iteration: the L-row block's Onsager term)
     g^mu     = g_out(Y^mu; w^mu, V^mu) = (tanh(a) Y^mu - w^mu) / V^mu,   a = sum_l Y_l w_l / V_l
     Ahat     = -(1/d) sum_{mu, l} c_l^mu dg_out[l, l]^mu,   dg_out[l, l] = (1 - tanh(a)^2) Y_l^2 / V_l^2 - 1 / V_l
     B_i      = sum_{mu, l} F[mu l, i] g_l^mu + Ahat Qhat_i
