@@ -201,11 +201,20 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--d", type=int, default=200, help="embedding dimension d >= 2 (default 200)")
     p.add_argument("--alpha", default="2", metavar="ALPHA", help="sample complexity alpha = n/d > 0, one number (default 2)")
     opt.add_model_options(p)
-    p.add_argument("--init", default="semantic", metavar="{semantic,positional,random}", help="initialisation (default semantic)")
-    p.add_argument("--optimizer", default="gd", metavar="{gd,adam}", help="gd (Armijo gradient descent, default) or adam")
+    p.add_argument("--algorithm", default="gd", metavar="{gd,amp}",
+                   help="gd (default): train the ERM student; amp: approximate message passing for the Bayes-optimal "
+                   "estimator (docs/bayes-optimal.md), beside the state evolution's prediction")
+    p.add_argument("--init", default=None, metavar="{semantic,positional,random}", help="initialisation (default semantic; gd only)")
+    p.add_argument("--optimizer", default=None, metavar="{gd,adam}", help="gd (Armijo gradient descent, default) or adam (gd only)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random stream (default 0)")
     _training_options(p)
-    p.add_argument("--n-test", type=int, default=10000, help="fresh test samples (default 10000)")
+    p.add_argument("--n-test", type=int, default=None, help="fresh test samples (default 10000; gd only)")
+    g = p.add_argument_group("amp (with --algorithm amp)")
+    g.add_argument("--damping", type=float, default=0.0,
+                   help="in [0, 1): g_out and its Onsager sum are mixed as (1 - damping) new + damping old (default 0)")
+    g.add_argument("--amp-tol", type=float, default=1e-7,
+                   help="stop when |Qhat_t - Qhat_(t-1)| / sqrt(d rho0) <= this (default 1e-7)")
+    g.add_argument("--max-iter", type=int, default=500, help="AMP iteration budget (default 500)")
     _torch_options(p, threads="torch.set_num_threads (default: torch's choice)")
     outputs.add_json_option(p)
 

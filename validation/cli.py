@@ -197,8 +197,85 @@ def reuse_theory_cache(out_dir, stage) -> int:
     return len(files)
 
 
+def _check_amp(args: argparse.Namespace) -> None:
+    """``--algorithm amp``: no gradient-descent option, its own settings in range (one-line ValueErrors)."""
+    for option, value in (("--init", args.init), ("--optimizer", args.optimizer), ("--grad-tol", args.grad_tol),
+                          ("--n-test", args.n_test)):
+        if value is not None:
+            raise ValueError(f"{option}: a gradient-descent option; --algorithm amp runs approximate message passing "
+                             f"from a small random start (docs/bayes-optimal.md)")
+    if args.max_steps != 20000:
+        raise ValueError("--max-steps: a gradient-descent option; --algorithm amp's budget is --max-iter")
+    if not 0.0 <= args.damping < 1.0:
+        raise ValueError(f"--damping must lie in [0, 1), got {args.damping}")
+    if not (args.amp_tol > 0 and args.amp_tol < float("inf")):
+        raise ValueError(f"--amp-tol must be a finite number > 0, got {args.amp_tol}")
+    if args.max_iter < 1:
+        raise ValueError(f"--max-iter must be >= 1, got {args.max_iter}")
+
+
+def run_simulate_amp(args: argparse.Namespace) -> int:
+    """``attnphase simulate --algorithm amp``: returns 0 when AMP reached its tolerance, 1 otherwise."""
+    _check_amp(args)
+    alpha = opt.parse_value(args.alpha, "--alpha", positive=True)
+    _check_dimension(args.d)
+    if args.seed < 0:
+        raise ValueError(f"--seed must be an integer >= 0, got {args.seed}")
+    _check_dtype(args.dtype)
+    _check_threads(args.threads)
+    params = opt.params_from_args(args, omega=opt.single_omega(args, "simulate"))
+    if max(params.r, params.r_star) != 1:
+        raise ValueError("--rank and --teacher-rank: --algorithm amp runs at rank 1")
+    if not params.omega < 1.0:
+        raise ValueError(f"--omega {params.omega:g}: --algorithm amp needs omega < 1 (at omega = 1 a sample reveals "
+                         f"nothing of the teacher)")
+    if params.correlated_tokens:
+        raise ValueError("--token-cov: --algorithm amp runs with independent tokens")
+    check_ranks_fit(params, args.d)
+    check_samples(alpha, args.d)
+    check_memory(args.d, alpha, params.L, 0, args.dtype)
+    check_device(args.device)
+    import torch
+
+    from attnphase.validation.amp import AmpConfig
+    from attnphase.validation.amp_run import AmpSpec, run_amp
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    spec = AmpSpec(d=args.d, alpha=alpha, seed=args.seed, params=params, device=args.device, dtype=args.dtype,
+                   amp=AmpConfig(damping=args.damping, tol=args.amp_tol, max_iter=args.max_iter))
+    work.begin("running approximate message passing")
+    res = run_amp(spec)
+    out = res.to_json()
+    if args.json:
+        print(json.dumps(outputs.json_value(out)))
+    else:
+        width = max(len(k) for k in out)
+        for k, v in out.items():
+            if k not in ("m_path", "q_path"):
+                print(f"{k:>{width}}  {v}")
+    if not res.converged:
+        print(f"attnphase: warning: AMP stopped without converging ({res.status}: last change {res.change:.2e} after "
+              f"{res.iterations} iterations, tolerance {res.tol:.1e}; \"converged\": false)", file=sys.stderr)
+        return 1
+    return 0
+
+
 def run_simulate(args: argparse.Namespace) -> int:
-    """``attnphase simulate``: returns 0 when training converged, 1 otherwise."""
+    """``attnphase simulate``: returns 0 when training (or AMP) converged, 1 otherwise."""
+    _check_choice(args.algorithm, ("gd", "amp"), "--algorithm")
+    if args.algorithm == "amp":
+        return run_simulate_amp(args)
+    if args.init is None:
+        args.init = "semantic"
+    if args.optimizer is None:
+        args.optimizer = "gd"
+    if args.n_test is None:
+        args.n_test = 10000
+    for option, value, default in (("--damping", args.damping, 0.0), ("--amp-tol", args.amp_tol, 1e-7),
+                                   ("--max-iter", args.max_iter, 500)):
+        if value != default:
+            raise ValueError(f"{option}: an AMP option; add --algorithm amp")
     _check_choice(args.init, _INITS, "--init")
     _check_choice(args.optimizer, ("gd", "adam"), "--optimizer")
     alpha = opt.parse_value(args.alpha, "--alpha", positive=True)

@@ -30,7 +30,7 @@ from .measure import overlaps, test_errors, training_objective
 from .students import fit_linear, prepare
 from .training import TrainConfig, check_init, initial_Q, train
 
-_STREAMS = {"teacher": 0, "train": 1, "test": 2, "init": 3}
+_STREAMS = {"teacher": 0, "train": 1, "test": 2, "init": 3, "amp": 4}
 
 #: Keys of the ``attnphase simulate --json`` object, in order.
 JSON_KEYS = (

@@ -33,6 +33,8 @@ VALIDATION_MODULES = (
     "attnphase.validation.training",
     "attnphase.validation.measure",
     "attnphase.validation.experiments",
+    "attnphase.validation.amp",
+    "attnphase.validation.amp_run",
     "attnphase.validation.reference",
     "attnphase.validation.derivation_checks",
 )

@@ -1,0 +1,61 @@
+"""``attnphase simulate --algorithm amp``: AMP for the Bayes-optimal estimator (attnphase.validation.cli)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attnphase.cli import main
+from attnphase.validation.amp_run import AMP_JSON_KEYS
+
+
+def test_simulate_amp_json(capsys):
+    code = main(["simulate", "--algorithm", "amp", "--d", "300", "--alpha", "0.8", "--seed", "1", "--json",
+                 "--device", "cpu"])
+    out = capsys.readouterr().out.strip().splitlines()
+    assert code == 0 and len(out) == 1
+    rec = json.loads(out[0])
+    assert tuple(rec) == AMP_JSON_KEYS
+    assert rec["algorithm"] == "amp" and rec["d"] == 300 and rec["n"] == 240 and rec["seed"] == 1
+    assert rec["converged"] is True and rec["iterations"] == len(rec["m_path"]) - 1 == len(rec["q_path"]) - 1
+    assert rec["se_q0"] == 1.0  # above alpha = 1/L the state evolution recovers the teacher
+    assert abs(abs(rec["m"]) - 1.0) < 1e-3 and rec["m"] == rec["m_path"][-1]
+
+
+def test_simulate_amp_same_seed_same_run(capsys):
+    runs = []
+    for _ in range(2):
+        assert main(["simulate", "--algorithm", "amp", "--d", "100", "--alpha", "0.4", "--json", "--device", "cpu",
+                     "--max-iter", "20"]) in (0, 1)
+        runs.append(json.loads(capsys.readouterr().out))
+    assert runs[0]["m_path"] == runs[1]["m_path"]
+
+
+def test_simulate_amp_budget_exit_1(capsys):
+    code = main(["simulate", "--algorithm", "amp", "--d", "200", "--alpha", "0.4", "--max-iter", "3", "--json",
+                 "--device", "cpu"])
+    cap = capsys.readouterr()
+    assert code == 1 and json.loads(cap.out)["status"] == "budget" and "without converging" in cap.err
+
+
+@pytest.mark.parametrize("argv, word", [
+    (["--algorithm", "amp", "--init", "semantic"], "--init"),
+    (["--algorithm", "amp", "--optimizer", "adam"], "--optimizer"),
+    (["--algorithm", "amp", "--grad-tol", "1e-6"], "--grad-tol"),
+    (["--algorithm", "amp", "--max-steps", "10"], "--max-steps"),
+    (["--algorithm", "amp", "--n-test", "500"], "--n-test"),
+    (["--algorithm", "amp", "--damping", "1"], "--damping"),
+    (["--algorithm", "amp", "--amp-tol", "0"], "--amp-tol"),
+    (["--algorithm", "amp", "--max-iter", "0"], "--max-iter"),
+    (["--algorithm", "amp", "--omega", "1"], "--omega"),
+    (["--algorithm", "amp", "--rank", "2"], "--rank"),
+    (["--algorithm", "amp", "--token-cov", "0.25,0.05;0.05,0.25"], "--token-cov"),
+    (["--algorithm", "sgd"], "--algorithm"),
+    (["--damping", "0.5"], "--damping"),
+    (["--max-iter", "10"], "--max-iter"),
+])
+def test_simulate_amp_bad_arguments(argv, word, capsys):
+    code = main(["simulate", "--json", *argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("attnphase: error:") and word in err[0]

@@ -1,0 +1,90 @@
+"""GAMP for the Bayes-optimal channel at finite d (validation/amp.py) against the channel and its state evolution."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attnphase.numerics.se.bayes import BayesModel, solve_bayes
+from attnphase.theory.channels.bayes_optimal import BayesOptimalChannel, fields_from_attention
+from attnphase.theory.params import ModelParams
+from attnphase.validation.amp import AmpConfig, g_out, gamp, revealed_fields
+from attnphase.validation.data import make_teacher, n_samples, sample
+from attnphase.validation.experiments import generator
+
+PARAMS = ModelParams()
+
+
+def _run(d: int, alpha: float, seed: int, config: AmpConfig = AmpConfig(max_iter=1000), Y=None):
+    teacher = make_teacher(PARAMS, d, generator(seed, "teacher"))
+    data = sample(teacher, n_samples(alpha, d), generator(seed, "train"))
+    g = generator(seed, "amp")
+    fields = revealed_fields(data.hstar, g)  # drawn either way: the start comes next from the same stream
+    if Y is not None:
+        fields = Y(data)
+    return gamp(data.X, fields, PARAMS.rho0, teacher.Qstar, g, config), data
+
+
+def test_torch_channel_is_the_theory_channel():
+    rng = np.random.default_rng(0)
+    Y, w, V = rng.normal(size=(50, 3)), rng.normal(size=(50, 3)), rng.uniform(0.1, 2.0, size=(50, 3))
+    g, dg = g_out(*(torch.as_tensor(a) for a in (Y, w, V)))
+    ch = BayesOptimalChannel()
+    np.testing.assert_allclose(g.numpy(), ch.g_out(Y, w, V), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(dg.numpy(), np.diagonal(ch.dg_out(Y, w, V), axis1=-2, axis2=-1), rtol=1e-12, atol=1e-12)
+
+
+def test_fields_from_the_attention_give_the_same_run():
+    """Y inverted from T(h*) is +-h* per sample, and AMP's iterates do not depend on those signs."""
+    d, alpha = 200, 0.4
+    A = torch.tensor(PARAMS.A, dtype=torch.float64)
+
+    def from_T(data):
+        return torch.as_tensor(fields_from_attention(data.T.numpy(), PARAMS.omega, A.numpy()))
+
+    r_sign, data = _run(d, alpha, 3, AmpConfig(max_iter=40))
+    Y_T = from_T(data)
+    h = data.hstar.reshape(data.n, -1)
+    signs = torch.sign((Y_T * h).sum(dim=1, keepdim=True))
+    torch.testing.assert_close(Y_T, signs * h, rtol=1e-7, atol=1e-7)
+    r_T, _ = _run(d, alpha, 3, AmpConfig(max_iter=40), Y=from_T)
+    np.testing.assert_allclose(r_T.m_path, r_sign.m_path, rtol=1e-6, atol=1e-9)
+
+
+def test_recovers_the_teacher_above_one_over_L():
+    """alpha = 0.8 > 1/L: the teacher is recovered (up to its sign): m / sqrt(q rho0) -> 1, q -> rho0."""
+    for seed in (0, 1):
+        r, _ = _run(400, 0.8, seed)
+        assert r.converged
+        assert abs(r.m) / math.sqrt(r.q * PARAMS.rho0) > 0.999
+        assert abs(r.q - PARAMS.rho0) < 1e-3
+
+
+def test_stays_uninformative_below_weak_recovery():
+    """alpha = 0.1 < alpha_WR = 1/6: no overlap grows; m stays at the start's 1/sqrt(d) scale."""
+    d = 1000
+    for seed in (0, 1, 2):
+        r, _ = _run(d, 0.1, seed)
+        assert abs(r.m) < 3.0 / math.sqrt(d) * math.sqrt(AmpConfig().init_scale) + 1e-3
+        assert r.q < 0.01
+
+
+def test_tracks_the_state_evolution_at_an_intermediate_alpha():
+    """alpha = 0.4 (between 1/6 and 1/2): the mean final |m| over 8 seeds at d = 1000 agrees with the
+    state evolution's q0 (the uninformative branch, AMP's; at L = 2 also the informative one) within 2 standard
+    errors plus a finite-size allowance of 1/sqrt(d) ~ 0.03, the scale of one run's overlap fluctuation."""
+    d, alpha = 1000, 0.4
+    ms = np.array([abs(_run(d, alpha, seed)[0].m) for seed in range(8)])
+    q0 = solve_bayes(BayesModel.of(PARAMS), n_samples(alpha, d) / d, "uninformative").q0
+    se = ms.std(ddof=1) / math.sqrt(ms.size)
+    assert abs(ms.mean() - q0) <= 2 * se + 1 / math.sqrt(d), (ms, q0)
+    assert ms.min() > 0.3  # every run left the uninformative start
+
+
+def test_bad_config_is_refused():
+    for kw in ({"damping": 1.0}, {"tol": 0.0}, {"max_iter": 0}, {"init_scale": -1.0}):
+        with pytest.raises(ValueError):
+            AmpConfig(**kw)

@@ -1,0 +1,157 @@
+"""Approximate message passing (GAMP) for the Bayes-optimal channel at finite d (docs/model.md section 9).
+
+The data of ``attnphase simulate``: ``n`` samples of ``L`` tokens ``x_l^mu ~ N(0, sigma_l^2 I_d)``; each
+sample reveals its fields ``h*^mu = Q*^T x^mu / sqrt(d)`` up to one sign shared by its ``L`` tokens
+(theory/channels/bayes_optimal.py).  The observation used is ``Y^mu = s^mu h*^mu`` with ``s^mu = +-1`` an
+independent fair sign per sample (:func:`revealed_fields`).  Inverting the revealed ``T(h*)``
+(``fields_from_attention``) gives the same ``Y^mu`` up to its sign, and the sign does not matter to the
+algorithm: ``g_out`` and ``dg_out`` are even in ``Y`` (``a -> -a`` and ``tanh(-a) (-Y) = tanh(a) Y``), so every
+iterate below is the same for any choice of signs (tests/validation/test_amp.py checks both statements).
+
+With ``F[mu l, i] = x_{l,i}^mu / sqrt(d)``, ``c_l^mu = |x_l^mu|^2 / d`` and the prior ``Q*_i ~ N(0, rho0)``,
+one iteration from ``(Qhat, v, g)`` (estimate, its per-coordinate variance, last output) is
+
+    V_l^mu   = c_l^mu v                                             (the L x L block is diagonal: independent tokens)
+    w^mu     = F^mu Qhat - V^mu g^mu                               (g of the last iteration: the L-row block's Onsager term)
+    g^mu     = g_out(Y^mu; w^mu, V^mu) = (tanh(a) Y^mu - w^mu) / V^mu,   a = sum_l Y_l w_l / V_l
+    Ahat     = -(1/d) sum_{mu, l} c_l^mu dg_out[l, l]^mu,   dg_out[l, l] = (1 - tanh(a)^2) Y_l^2 / V_l^2 - 1 / V_l
+    B_i      = sum_{mu, l} F[mu l, i] g_l^mu + Ahat Qhat_i
+    Qhat'    = B / (1 / rho0 + Ahat),   v' = 1 / (1 / rho0 + Ahat)            (the Gaussian prior's posterior)
+
+with the channel side damped (from the second iteration): ``g <- (1 - damping) g_new + damping g`` and the
+same for ``Ahat``, before ``B`` and ``Qhat'`` are formed (a fixed point does not move; damping the estimate
+``Qhat`` instead stalled the runs tried at ``m ~ 0``, docs/bayes-optimal.md).  The variances are
+scalars (their average over coordinates; the off-diagonal ``l != k`` terms of the Onsager sums average out at
+rate ``1 / sqrt(d)``).  Start: ``Qhat_0 = sqrt(init_scale rho0) z``, ``z ~ N(0, I_d)`` from the generator, so
+``q_0 = |Qhat_0|^2 / d ~ init_scale rho0`` and ``m_0 = Qhat_0 . Q* / d ~ sqrt(init_scale / d) rho0``,
+``v_0 = rho0``, ``g = 0``.  Stop when ``|Qhat_t - Qhat_{t-1}| / sqrt(d rho0) <= tol`` (``"converged"``) or
+after ``max_iter`` iterations (``"budget"``); a non-finite iterate or ``1 / rho0 + Ahat <= 0`` stops it
+(``"diverged"``).
+
+Per iteration the overlaps ``q = |Qhat|^2 / d`` and ``m = Qhat . Q* / d`` are recorded.  Since ``Q*`` and
+``-Q*`` give the same data, AMP lands near either: ``m`` keeps its sign, ``|m|`` is what the state
+evolution's ``q0 = m0`` predicts (numerics/se/bayes.py; for ``L >= 2`` the iteration from ``q0 = 0+`` is
+the one AMP's state evolution follows).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class AmpConfig:
+    """The stopping rule, damping and start of :func:`gamp` (module doc).
+
+    Attributes:
+        damping: in [0, 1): g_out <- (1 - damping) new + damping old (the same for Ahat; module doc).
+        tol: > 0, stop when |Qhat_t - Qhat_{t-1}| / sqrt(d rho0) <= tol.
+        max_iter: >= 1, the iteration budget.
+        init_scale: > 0, q_0 = init_scale rho0 (a random start of small norm).
+    """
+
+    damping: float = 0.0
+    tol: float = 1e-7
+    max_iter: int = 500
+    init_scale: float = 1e-4
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.damping < 1.0:
+            raise ValueError(f"damping must lie in [0, 1), got {self.damping}")
+        if not (self.tol > 0 and math.isfinite(self.tol)):
+            raise ValueError(f"tol must be a finite number > 0, got {self.tol}")
+        if isinstance(self.max_iter, bool) or int(self.max_iter) != self.max_iter or self.max_iter < 1:
+            raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter}")
+        if not (self.init_scale > 0 and math.isfinite(self.init_scale)):
+            raise ValueError(f"init_scale must be a finite number > 0, got {self.init_scale}")
+
+
+@dataclass(frozen=True)
+class AmpResult:
+    """One run of :func:`gamp`.
+
+    Attributes:
+        Q: (d,) the final estimate Qhat (the posterior mean's approximation).
+        m, q: final Qhat . Q* / d and |Qhat|^2 / d.
+        m_path, q_path: the overlaps at the start and after every iteration (iterations + 1 entries).
+        iterations: iterations run.
+        converged: the tolerance was reached.
+        status: ``"converged"``, ``"budget"`` or ``"diverged"``.
+        change: the last |Qhat_t - Qhat_{t-1}| / sqrt(d rho0).
+    """
+
+    Q: torch.Tensor
+    m: float
+    q: float
+    m_path: tuple[float, ...]
+    q_path: tuple[float, ...]
+    iterations: int
+    converged: bool
+    status: str
+    change: float
+
+
+def g_out(Y: torch.Tensor, w: torch.Tensor, V: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(g_out, diagonal of dg_out) of the sign-blind channel, shapes of Y (..., L): g_l = (tanh(a) Y_l - w_l) / V_l,
+    dg[l, l] = (1 - tanh(a)^2) Y_l^2 / V_l^2 - 1 / V_l, a = sum_l Y_l w_l / V_l (torch form of
+    :class:`attnphase.theory.channels.bayes_optimal.BayesOptimalChannel` at Delta = 0)."""
+    t = torch.tanh((Y * w / V).sum(dim=-1, keepdim=True))
+    u = Y / V
+    return t * Y / V - w / V, (1.0 - t * t) * u * u - 1.0 / V
+
+
+def revealed_fields(hstar: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Y^mu = s^mu h*^mu, s^mu = +-1 fair and independent per sample (module doc); hstar (n, L) or (n, L, 1)."""
+    h = hstar.reshape(hstar.shape[0], -1)
+    s = torch.randint(0, 2, (h.shape[0], 1), generator=generator, device=generator.device).to(h.device, h.dtype)
+    return (2.0 * s - 1.0) * h
+
+
+def gamp(X: torch.Tensor, Y: torch.Tensor, rho0: float, Qstar: torch.Tensor, generator: torch.Generator,
+         config: AmpConfig = AmpConfig()) -> AmpResult:
+    """GAMP of the module doc on tokens X (n, L, d) and revealed fields Y (n, L); Qstar (d,) or (d, 1) only
+    measures the overlaps.  The start is drawn from ``generator`` (float64 on its device, then moved)."""
+    n, L, d = X.shape
+    Qs = Qstar.reshape(-1).to(X)
+    F = X.reshape(n * L, d) / math.sqrt(d)
+    c = (X * X).sum(dim=-1) / d
+    z = torch.randn((d,), generator=generator, device=generator.device, dtype=torch.float64).to(X)
+    Q = math.sqrt(config.init_scale * rho0) * z
+    v = torch.tensor(float(rho0), dtype=X.dtype, device=X.device)
+    g = torch.zeros((n, L), dtype=X.dtype, device=X.device)
+    m_path, q_path = [float(Q @ Qs) / d], [float(Q @ Q) / d]
+    status, change, it = "budget", math.inf, 0
+    for it in range(1, int(config.max_iter) + 1):
+        V = c * v
+        w = (F @ Q).reshape(n, L) - V * g
+        g_new, dg = g_out(Y, w, V)
+        Ahat_new = -(c * dg).sum() / d
+        if config.damping and it > 1:
+            g = (1.0 - config.damping) * g_new + config.damping * g
+            Ahat = (1.0 - config.damping) * Ahat_new + config.damping * Ahat
+        else:
+            g, Ahat = g_new, Ahat_new
+        prec = 1.0 / rho0 + Ahat
+        if not bool(torch.isfinite(prec)) or float(prec) <= 0.0:
+            status = "diverged"
+            break
+        Q_new = (F.T @ g.reshape(-1) + Ahat * Q) / prec
+        v_new = 1.0 / prec
+        if not bool(torch.isfinite(Q_new).all()):
+            status = "diverged"
+            break
+        change = float(torch.linalg.vector_norm(Q_new - Q)) / math.sqrt(d * rho0)
+        Q, v = Q_new, v_new
+        m_path.append(float(Q @ Qs) / d)
+        q_path.append(float(Q @ Q) / d)
+        if change <= config.tol:
+            status = "converged"
+            break
+    return AmpResult(Q=Q, m=m_path[-1], q=q_path[-1], m_path=tuple(m_path), q_path=tuple(q_path), iterations=it,
+                     converged=status == "converged", status=status, change=change)
+
+
+__all__ = ["AmpConfig", "AmpResult", "g_out", "revealed_fields", "gamp"]

@@ -1,0 +1,112 @@
+"""One finite-d AMP run end to end (``attnphase simulate --algorithm amp``): the data of ``simulate``, GAMP
+(validation/amp.py) and the Bayes-optimal state evolution's prediction at the same alpha.
+
+Seeds: the streams of :func:`attnphase.validation.experiments.generator`: ``teacher`` (Q*), ``train`` (the
+tokens: the training set of a gradient-descent run of the same seed) and ``amp`` (the per-sample signs of the
+revealed fields, then AMP's start).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+from attnphase.numerics.se.bayes import BayesModel, solve_bayes
+from attnphase.theory.params import ModelParams
+
+from .amp import AmpConfig, gamp, revealed_fields
+from .data import check_dimension, make_teacher, n_samples, sample
+from .experiments import generator, resolve_device, resolve_dtype
+
+#: Keys of the ``attnphase simulate --algorithm amp --json`` object, in order.
+AMP_JSON_KEYS = (
+    "algorithm", "d", "n", "alpha", "seed", "m", "q", "iterations", "converged", "status", "change", "tol",
+    "max_iter", "damping", "init_scale", "se_q0", "se_branch", "m_path", "q_path", "seconds",
+)
+
+
+@dataclass(frozen=True)
+class AmpSpec:
+    """One AMP run: dimension d, alpha = n / d (n = round(alpha d)), seed, the model (sigma_l, rho0, omega < 1
+    for the revealed fields), the AMP settings, the torch device and dtype."""
+
+    d: int
+    alpha: float
+    seed: int = 0
+    params: ModelParams = field(default_factory=ModelParams)
+    amp: AmpConfig = field(default_factory=AmpConfig)
+    device: str = "auto"
+    dtype: str = "float64"
+
+    def __post_init__(self) -> None:
+        check_dimension(self.d)
+        n_samples(self.alpha, self.d)
+        resolve_dtype(self.dtype)
+        if max(self.params.r, self.params.r_star) != 1:
+            raise ValueError("AMP for the Bayes-optimal channel runs at rank r = r* = 1")
+        if not self.params.omega < 1.0:
+            raise ValueError(f"omega = {self.params.omega}: the fields are revealed only for omega < 1")
+        if self.params.correlated_tokens:
+            raise ValueError("AMP for the Bayes-optimal channel runs with independent tokens")
+
+
+@dataclass(frozen=True)
+class AmpRunResult:
+    """What :func:`run_amp` measured (:data:`AMP_JSON_KEYS`): the final overlaps m = Qhat . Q* / d (its sign is
+    the side of +-Q* AMP landed on) and q = |Qhat|^2 / d, their paths, how AMP stopped, and se_q0, the state
+    evolution's q0 = m0 at alpha = n / d on the branch AMP follows (se_branch); seconds: wall time."""
+
+    algorithm: str
+    d: int
+    n: int
+    alpha: float
+    seed: int
+    m: float
+    q: float
+    iterations: int
+    converged: bool
+    status: str
+    change: float
+    tol: float
+    max_iter: int
+    damping: float
+    init_scale: float
+    se_q0: float
+    se_branch: str
+    m_path: tuple[float, ...]
+    q_path: tuple[float, ...]
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        full = asdict(self)
+        return {k: full[k] for k in AMP_JSON_KEYS}
+
+
+def run_amp(spec: AmpSpec) -> AmpRunResult:
+    """Draw the teacher and the training set of ``spec.seed``, reveal the fields, run GAMP, predict (module doc)."""
+    t0 = time.perf_counter()
+    device, dtype = resolve_device(spec.device), resolve_dtype(spec.dtype)
+    p = spec.params
+    teacher = make_teacher(p, spec.d, generator(spec.seed, "teacher"), device=device, dtype=dtype)
+    n = n_samples(spec.alpha, spec.d)
+    data = sample(teacher, n, generator(spec.seed, "train"))
+    g = generator(spec.seed, "amp")
+    Y = revealed_fields(data.hstar, g)
+    res = gamp(data.X, Y, p.rho0, teacher.Qstar, g, spec.amp)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    seconds = time.perf_counter() - t0
+    branch = "uninformative"  # where the state evolution from q0 = 0+ ends, as AMP from a small start
+    se = solve_bayes(BayesModel.of(p), n / spec.d, branch)
+    return AmpRunResult(
+        algorithm="amp", d=spec.d, n=n, alpha=float(spec.alpha), seed=int(spec.seed), m=res.m, q=res.q,
+        iterations=res.iterations, converged=res.converged, status=res.status, change=res.change,
+        tol=spec.amp.tol, max_iter=int(spec.amp.max_iter), damping=spec.amp.damping, init_scale=spec.amp.init_scale,
+        se_q0=se.q0, se_branch=branch, m_path=res.m_path, q_path=res.q_path, seconds=seconds,
+    )
+
+
+__all__ = ["AMP_JSON_KEYS", "AmpSpec", "AmpRunResult", "run_amp"]
