@@ -73,23 +73,18 @@ _fields = _callee(_binding.scalar.functions["fields"]) if whitened else None
 
 
 @jit
-def softmax(h: Array, S: Array) -> None:
-    """S(h)[l, k] = softmax_k(a_lk) of the scores a_lk = h_l h_k (r = 1), one point, into S.
-
-    The one-point twin of the batched softmax of the kernels
-    (:meth:`attnphase.theory.kernels.Kernels.attention`): for each row l the max
-    m_l = max_k a_lk, then exp(a_lk - m_l) and their sum, each over k = 1..L in the batched
-    order, then the division. Its loops run to the instance's constant L (unrolled; a loop to
-    ``h.shape[0]`` made the solver 20 % slower).
-    """
+def row_softmax(S: Array) -> None:
+    """S[l, k] <- softmax_k(S[l, k]) in place, max-shifted: for each row l the max m_l over k = 1..L in
+    order, exp(S_lk - m_l), their sum over k in order, the division (the order of the batched softmax of
+    the kernels).  Its loops run to the instance's constant L (unrolled; a loop to ``S.shape[0]`` made
+    the solver 20 % slower)."""
     for l in range(L):
-        m = h[l] * h[0]
+        m = S[l, 0]
         for k in range(1, L):
-            a = h[l] * h[k]
-            if a > m:
-                m = a
+            if S[l, k] > m:
+                m = S[l, k]
         for k in range(L):
-            x = h[l] * h[k] - m
+            x = S[l, k] - m
             # exp(0) = 1 exactly: the row's maximum (one of L entries) needs no exponential
             S[l, k] = 1.0 if x == 0.0 else np.exp(x)
         tot = S[l, 0]
@@ -100,12 +95,20 @@ def softmax(h: Array, S: Array) -> None:
 
 
 @jit
-def gram_softmax(h: Array, S: Array) -> None:
-    """S(h)[l, k] = softmax_k(h_l . h_k) of one point h (L, r), max-shifted, into S (L, L).
+def softmax(h: Array, S: Array) -> None:
+    """S(h)[l, k] = softmax_k(h_l h_k) of one point h (L,) (r = 1), into S: the one-point twin of the batched
+    softmax of the kernels (:meth:`attnphase.theory.kernels.Kernels.attention`)."""
+    for l in range(L):
+        for k in range(L):
+            S[l, k] = h[l] * h[k]
+    row_softmax(S)
 
-    As the batched :func:`attnphase.theory.rank_kernels.attention`: h_l . h_k summed over b = 1..r in
-    order, for k >= l and mirrored; then per row the max over k in order, exp(a_lk - max), the sum
-    over k in order, the division."""
+
+@jit
+def gram_softmax(h: Array, S: Array) -> None:
+    """S(h)[l, k] = softmax_k(h_l . h_k) of one point h (L, r), into S (L, L): the one-point twin of
+    :func:`attnphase.theory.rank_kernels.attention` (h_l . h_k summed over b = 1..r in order, for k >= l
+    and mirrored)."""
     for l in range(L):
         for k in range(l, L):
             acc = h[l, 0] * h[k, 0]
@@ -113,18 +116,7 @@ def gram_softmax(h: Array, S: Array) -> None:
                 acc = acc + h[l, b] * h[k, b]
             S[l, k] = acc
             S[k, l] = acc
-    for l in range(L):
-        m = S[l, 0]
-        for k in range(1, L):
-            if S[l, k] > m:
-                m = S[l, k]
-        for k in range(L):
-            S[l, k] = np.exp(S[l, k] - m)
-        tot = S[l, 0]
-        for k in range(1, L):
-            tot += S[l, k]
-        for k in range(L):
-            S[l, k] /= tot
+    row_softmax(S)
 
 
 @jit
