@@ -29,7 +29,9 @@ instance, at import:
   :func:`attnphase.numerics.prox.rank_linalg_compiled.direction_row` (the one-row twin of
   :func:`attnphase.numerics.prox.newton_steps.cholesky_shift_direction`).
 
-Nothing here spells the loss out; the step constants are those of ``newton_steps``.  For the whitened
+Nothing here spells the loss out; the step constants are those of ``newton_steps``.  (About 500 lines: the
+one compiled algorithm with the small linear algebra of its rank-1 rule -- lambda_min, a Cholesky test, a
+solve -- whose loops run to the instance's constant n, which only code in this file can see.)  For the whitened
 correlated-token model the variables are v, the attention that of the generated fields h = B v, with the
 kernels' (C, B) argument in place of sigma^2 (:func:`attention`).
 """
@@ -211,6 +213,20 @@ def solve(M: Array, g: Array, x: Array) -> None:
 
 
 @jit
+def unpack(out: Any, g: Array, H: Array) -> float:
+    """The generated (value, gradient, upper triangle of the Hessian row by row) into g (n,) and H (n, n); returns the value."""
+    for j in range(n):
+        g[j] = out[1 + j]
+    k = 1 + n
+    for i in range(n):
+        for j in range(i, n):
+            H[i, j] = out[k]
+            H[j, i] = out[k]
+            k += 1
+    return out[0]
+
+
+@jit
 def eigen_shift_direction(H: Array, g: Array, diag_scale: float, M: Array, y: Array, d: Array) -> bool:
     """The rank-1 rule: d = -(H + mu I)^{-1} g, mu = 0 where lambda_min(H) > PD_REL diag_scale (returns
     that), else -lambda_min(H) + SHIFT_REL diag_scale; diag_scale = 1 / V_min.  ``y`` unused."""
@@ -250,16 +266,7 @@ if fields_form:
     def value_grad_hess(h: Array, w: Array, V: Array, T: Array, s2: Array, S: Array, g: Array, H: Array) -> float:
         """P(h), with grad P into g and the Hessian of P into H: the generated ``prox_value_grad_hess`` at S(h)."""
         attention(h, s2, S)
-        out = _prox_value_grad_hess(h, w, V, S, T, s2)
-        for j in range(n):
-            g[j] = out[1 + j]
-        k = 1 + n
-        for i in range(n):
-            for j in range(i, n):
-                H[i, j] = out[k]
-                H[j, i] = out[k]
-                k += 1
-        return out[0]
+        return unpack(_prox_value_grad_hess(h, w, V, S, T, s2), g, H)
 
     @jit
     def value_only(h: Array, w: Array, V: Array, T: Array, s2: Array, S: Array) -> float:
@@ -283,16 +290,20 @@ else:
     _loss = _callee(_binding.scalar.functions["loss"])
 
     @jit
-    def quadratic(h: Array, w: Array, Vinv: Array, Vd: Array) -> float:
-        """sum_l (h_l - w_l)^T Vinv_l (h_l - w_l), with Vinv_l (h_l - w_l) written into Vd (n,) (slot l r + a)."""
+    def precision_times(Vinv: Array, h: Array, w: Array, l: int, a: int) -> float:
+        """(Vinv_l (h_l - w_l))_a, summed over b = 1..r in order."""
+        acc = Vinv[l, a, 0] * (h[l * r] - w[l * r])
+        for b in range(1, r):
+            acc += Vinv[l, a, b] * (h[l * r + b] - w[l * r + b])
+        return acc
+
+    @jit
+    def quadratic(h: Array, w: Array, Vinv: Array) -> float:
+        """sum_l (h_l - w_l)^T Vinv_l (h_l - w_l)."""
         q = 0.0
         for l in range(L):
             for a in range(r):
-                acc = Vinv[l, a, 0] * (h[l * r] - w[l * r])
-                for b in range(1, r):
-                    acc += Vinv[l, a, b] * (h[l * r + b] - w[l * r + b])
-                Vd[l * r + a] = acc
-                q += (h[l * r + a] - w[l * r + a]) * acc
+                q += (h[l * r + a] - w[l * r + a]) * precision_times(Vinv, h, w, l, a)
         return q
 
     @jit
@@ -301,34 +312,22 @@ else:
         S(h) plus the quadratic term (V holds V_l^{-1}, (L, r, r))."""
         hm = h.reshape((L, r))
         gram_softmax(hm, S)
-        out = _loss_grad_hess(hm, S, T, s2)
-        q = quadratic(h, w, V, g)
-        for k in range(n):
-            g[k] = out[1 + k] + g[k]
-        k = 1 + n
-        for i in range(n):
-            for j in range(i, n):
-                H[i, j] = out[k]
-                H[j, i] = out[k]
-                k += 1
+        f = unpack(_loss_grad_hess(hm, S, T, s2), g, H)
+        q = 0.0  # the quadratic term, with its gradient Vinv_l (h_l - w_l) added to g
         for l in range(L):
             for a in range(r):
+                acc = precision_times(V, h, w, l, a)
+                g[l * r + a] = g[l * r + a] + acc
+                q += (h[l * r + a] - w[l * r + a]) * acc
                 for b in range(r):
                     H[l * r + a, l * r + b] += V[l, a, b]
-        return out[0] + 0.5 * q
+        return f + 0.5 * q
 
     @jit
     def value_only(h: Array, w: Array, V: Array, T: Array, s2: Array, S: Array) -> float:
         """P(h) alone (line searches): 1/2 the quadratic term plus the generated ``loss`` at S(h)."""
         gram_softmax(h.reshape((L, r)), S)
-        q = 0.0
-        for l in range(L):
-            for a in range(r):
-                acc = V[l, a, 0] * (h[l * r] - w[l * r])
-                for b in range(1, r):
-                    acc += V[l, a, b] * (h[l * r + b] - w[l * r + b])
-                q += (h[l * r + a] - w[l * r + a]) * acc
-        return 0.5 * q + _loss(S, T, s2)[0]
+        return 0.5 * quadratic(h, w, V) + _loss(S, T, s2)[0]
 
     @jit
     def stall_scale(h: Array, w: Array, V: Array) -> float:
@@ -336,10 +335,7 @@ else:
         gs = 0.0
         for l in range(L):
             for a in range(r):
-                acc = V[l, a, 0] * (h[l * r] - w[l * r])
-                for b in range(1, r):
-                    acc += V[l, a, b] * (h[l * r + b] - w[l * r + b])
-                gs = max(gs, abs(acc))
+                gs = max(gs, abs(precision_times(V, h, w, l, a)))
         return gs
 
     @jit
