@@ -16,7 +16,7 @@ At r = 1 these are the kernels of :mod:`attnphase.theory.kernels` (same derivati
 
 The same expressions are also rendered one point per call (:attr:`RankKernels.scalar`: the loss alone
 and the loss with its gradient and Hessian, on h (L, r), S, T (L, L), sigma2 (L,)), for the compiled
-rank-r proximal solver (:mod:`attnphase.numerics.prox.rank_compiled`): one derivation, two renderings.
+rank-r proximal solver (:mod:`attnphase.numerics.prox.compiled`): one derivation, two renderings.
 """
 
 from __future__ import annotations

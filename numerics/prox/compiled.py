@@ -1,4 +1,4 @@
-"""Compiled (numba) backend of the proximal solvers of :mod:`attnphase.numerics.prox.global_prox`.
+"""Compiled (numba) backend of the proximal solvers of :mod:`attnphase.numerics.prox.global_prox` and :mod:`~attnphase.numerics.prox.rank_prox`.
 
 The algorithm is that of :func:`~attnphase.numerics.prox.global_prox.newton_minimize` and
 :func:`~attnphase.numerics.prox.global_prox.global_prox` -- same starts in the same order, same
@@ -21,6 +21,11 @@ the machine code beside the copy: only the first process pays the JIT (about 3-7
 later ones load it. A copy per instance is needed because numba keys its cache by source file
 and bytecode, not by the globals (L) a function reads. Where the cache directory cannot be
 written, a temporary directory is used (no reuse across processes).
+
+The rank-r model (:class:`~attnphase.theory.rank_kernels.RankKernels`, h in R^{L x r}) runs on the same
+template, instantiated on its one-point loss kernels (:func:`search_rows`, for
+:mod:`attnphase.numerics.prox.rank_prox`): the template picks the rank-r objective and direction rule once, at
+import, and keeps the rank-1 closed forms as the fast path of the rank-1 kernels.
 
 The whitened correlated-token model (:class:`~attnphase.theory.correlated_kernels.CorrelatedKernels`,
 docs/model.md section 7) runs on the same template, instantiated on its one-point kernels (in the
@@ -55,9 +60,11 @@ from typing import Any
 
 import numpy as np
 
+from attnphase.numerics.prox import newton_steps as steps
 from attnphase.theory.codegen import cache_dir, first_run_notice, import_path, write_atomic
 from attnphase.theory.correlated_kernels import CorrelatedKernels
 from attnphase.theory.kernels import Kernels, ScalarKernels
+from attnphase.theory.rank_kernels import RankKernels
 
 #: A start of the full search stops once it is within this distance (relative, per coordinate:
 #: |h_k - h'_k| <= MERGE_RADIUS (1 + |h'_k|)) of a minimum h' that an earlier start of the same node
@@ -70,6 +77,11 @@ MERGE_RADIUS = 1e-2
 
 #: The template module of the compiled solver (instantiated per L by :func:`instance`).
 TEMPLATE = Path(__file__).with_name("rows.py")
+#: The step rules' constants the templates compile in (their text enters an instance's name: numba does
+#: not notice a change of a constant read from another module).
+STEPS = Path(__file__).with_name("newton_steps.py")
+#: The compiled Cholesky the template calls (its text enters an instance's name too).
+LINALG = Path(__file__).with_name("rank_linalg_compiled.py")
 
 
 def available() -> bool:
@@ -94,27 +106,32 @@ class Binding:
 
     Attributes:
         L: sequence length.
+        r: student rank (a row has L r unknowns).
         parallel: loops over nodes as ``numba.prange`` (``parallel=True``) or plain ``range``.
         scalar: the generated one-point kernels the instance evaluates P(h) with.
     """
 
     L: int
+    r: int
     parallel: bool
     scalar: ScalarKernels
 
 
-def instance(kernels: Kernels | CorrelatedKernels, parallel: bool | None = None) -> ModuleType:
-    """The compiled solver for ``kernels`` (L, r, cse; independent or whitened correlated tokens): the template
-    instantiated, imported once per process.
+def instance(kernels: Kernels | CorrelatedKernels | RankKernels, parallel: bool | None = None) -> ModuleType:
+    """The compiled solver for ``kernels`` (L, r, cse; independent or whitened correlated tokens, or the rank-r
+    kernels): the template instantiated, imported once per process.
 
     ``parallel`` None: ``$ATTNPHASE_NUMBA_PARALLEL`` (default on). See the module doc.
     """
     parallel = _parallel_default() if parallel is None else bool(parallel)
     scalar = kernels.scalar
-    kind = "prox_rows_cov" if isinstance(kernels, CorrelatedKernels) else "prox_rows"
+    kind = ("prox_rows_cov" if isinstance(kernels, CorrelatedKernels) else
+            "prox_rows_rank" if isinstance(kernels, RankKernels) else "prox_rows")
     name = f"{kind}_L{scalar.L}_r{scalar.r}_{'cse' if scalar.cse else 'nocse'}_{'par' if parallel else 'ser'}"
-    return import_template(TEMPLATE, name, f"{scalar.module}\n{parallel}", Binding(scalar.L, parallel, scalar),
-                           f"the proximal solver for L = {scalar.L}")
+    key = f"{scalar.module}\n{parallel}\n{STEPS.read_text()}\n{LINALG.read_text()}"
+    what = f"the rank-{scalar.r} proximal solver for L = {scalar.L}" if kind == "prox_rows_rank" else \
+        f"the proximal solver for L = {scalar.L}"
+    return import_template(TEMPLATE, name, key, Binding(scalar.L, scalar.r, parallel, scalar), what)
 
 
 def import_template(template: Path, name: str, key: str, binding: Any, what: str) -> ModuleType:
@@ -161,7 +178,8 @@ def newton_rows(
     """
     h0 = np.asarray(h0, dtype=float)
     N, L = h0.shape
-    h, value, conv, iters, _ = _run(kernels, h0[:, None, :], w, V, T, sigma2, False, xtol, max_iter, max_halvings, parallel)
+    h, value, conv, iters, _ = _run_fields(kernels, h0[:, None, :], w, V, T, sigma2, False, xtol, max_iter, max_halvings,
+                                           parallel)
     return h[:, 0], value[:, 0], conv[:, 0], int(iters.max()) if N else 0
 
 
@@ -176,7 +194,28 @@ def global_rows(
     Returns (h, value, converged, iterations) of every start, shapes (N, n, L) and (N, n) with
     n = n0 + L!, and the index of the winning start per node, shape (N,).
     """
-    return _run(kernels, np.asarray(starts, dtype=float), w, V, T, sigma2, True, xtol, max_iter, max_halvings, parallel)
+    return _run_fields(kernels, np.asarray(starts, dtype=float), w, V, T, sigma2, True, xtol, max_iter, max_halvings,
+                       parallel)
+
+
+def search_rows(kernels: RankKernels, starts: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
+                sigma2: np.ndarray, delta: float, max_step: float, order: np.ndarray, merge: float, *, xtol: float,
+                max_iter: int, max_halvings: int, parallel: bool | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rank-r descent from every start: (h (S, N, L, r), value (S, N), converged (S, N)); ``starts``
+    (S, N, L, r) (start s of node i at [s, i]), w (N, L, r), T (N, L, L), Vinv (L, r, r), sigma2 (L,);
+    ``delta`` and ``max_step`` as in :func:`~attnphase.numerics.prox.rank_prox.step_constants`.  A node's
+    starts run in the order ``order``; with ``merge`` > 0 a start that comes within ``merge`` of a minimum an
+    earlier start of its node converged to, where the Hessian is positive definite, stops and takes that
+    minimum (its row a copy of it)."""
+    starts = np.asarray(starts, dtype=float)
+    S, N, L, r = starts.shape
+    n = L * r
+    h, value, conv, _, _ = _run(
+        kernels, np.ascontiguousarray(starts.reshape(S, N, n).transpose(1, 0, 2)), _rows(w, N, (L, r)).reshape(N, n),
+        _rows(Vinv, N, (L, r, r)), _rows(T, N, (L, L)), _rows(sigma2, N, (L,)), np.full(N, float(delta)),
+        np.asarray(order, dtype=np.int64), False, max_step, xtol, max_iter, max_halvings, merge, parallel)
+    return h.transpose(1, 0, 2).reshape(S, N, L, r), value.T, conv.T
 
 
 def distinct_minima(kernels: Kernels | CorrelatedKernels, h: np.ndarray, conv: np.ndarray, best: np.ndarray, parallel: bool | None = None) -> np.ndarray:
@@ -200,22 +239,36 @@ def _loss_arguments(kernels: Kernels | CorrelatedKernels, sigma2: np.ndarray) ->
     return kernels.loss_arguments(sigma2) if isinstance(kernels, CorrelatedKernels) else sigma2
 
 
-def _run(
+def _run_fields(
     kernels: Kernels | CorrelatedKernels, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray,
     sigma2: np.ndarray, refine: bool, xtol: float, max_iter: int, max_halvings: int, parallel: bool | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_run` on the rank-1 kernels: V_l per node, the direction's scale 1 / V_min, starts in their order."""
     N, n0, L = starts.shape
     par = np.asarray(_loss_arguments(kernels, sigma2), dtype=float)
+    Vr = _rows(V, N, (L,))
+    return _run(kernels, np.ascontiguousarray(starts), _rows(w, N, (L,)), Vr, _rows(T, N, (L, L)),
+                _rows(par, N, par.shape[-1:]), 1.0 / Vr.min(axis=1), np.arange(n0, dtype=np.int64), refine,
+                steps.max_step(V), xtol, max_iter, max_halvings, MERGE_RADIUS, parallel)
+
+
+def _run(
+    kernels: Any, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, s2: np.ndarray, shift: np.ndarray,
+    order: np.ndarray, refine: bool, max_step: float, xtol: float, max_iter: int, max_halvings: int, merge: float,
+    parallel: bool | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The template's ``rows`` on per-node arrays: starts (N, n0, n), w (N, n), V, T, s2 and shift with a row per
+    node.  Returns h (N, n_all, n), value, conv, iters (N, n_all) and best (N,)."""
+    N, n0, n = starts.shape
+    L = T.shape[-1]
     perms = np.array([p for p in itertools.permutations(range(L)) if list(p) != list(range(L))], dtype=np.int64)
     perms = perms.reshape(-1, L)
-    n = n0 + 1 + perms.shape[0] if refine else n0
-    max_step = 4.0 * np.sqrt(float(np.max(V))) + 1.0
-    h = np.empty((N, n, L))
-    value, conv = np.empty((N, n)), np.zeros((N, n), dtype=np.bool_)
-    iters, best = np.zeros((N, n), dtype=np.int64), np.zeros(N, dtype=np.int64)
+    n_all = n0 + 1 + perms.shape[0] if refine else n0
+    h = np.empty((N, n_all, n))
+    value, conv = np.empty((N, n_all)), np.zeros((N, n_all), dtype=np.bool_)
+    iters, best = np.zeros((N, n_all), dtype=np.int64), np.zeros(N, dtype=np.int64)
     instance(kernels, parallel).rows(
-        np.ascontiguousarray(starts), _rows(w, N, (L,)), _rows(V, N, (L,)), _rows(T, N, (L, L)),
-        _rows(par, N, par.shape[-1:]), perms, bool(refine), max_step, float(xtol), int(max_iter), int(max_halvings),
-        h, value, conv, iters, best, MERGE_RADIUS,
+        starts, w, V, T, s2, np.ascontiguousarray(shift, dtype=float), order, perms, bool(refine), float(max_step),
+        float(xtol), int(max_iter), int(max_halvings), h, value, conv, iters, best, float(merge),
     )
     return h, value, conv, iters, best

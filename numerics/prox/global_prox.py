@@ -3,9 +3,8 @@
     h_hat(w, T) = argmin_h  P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T)      (docs/model.md section 3)
 
 The loss is bounded but not convex in h, so ``P`` can have several local minima.
-(At ~400 lines this module holds the numpy backend of one algorithm -- Newton, starts, candidate
-selection -- whose compiled twin is ``rows.py``; splitting it would separate the two halves
-of each step that tests compare.)  Three modes:
+The descent itself is :func:`attnphase.numerics.prox.descent.descend` (numpy, torch) and the compiled
+template :mod:`attnphase.numerics.prox.rows`; here are the starts and the selection.  Three modes:
 
 * ``global_prox`` -- the GLOBAL minimiser: safeguarded Newton from several starting
   points per node (``w``, ``0``, ``+-w/2``, ``-w``, for L = 2 the exact zeros of the
@@ -47,23 +46,9 @@ import numpy as np
 from attnphase.numerics.prox import newton_steps as steps
 from attnphase.numerics.prox import compiled as prox_compiled
 from attnphase.numerics.prox.backends import resolve_backend
+from attnphase.numerics.prox.descent import FieldObjective, descend
 from attnphase.numerics.prox.newton_steps import ProxResult
 from attnphase.theory.correlated_kernels import CorrelatedKernels
-
-
-def _rowmax(a: np.ndarray) -> np.ndarray:
-    """max over the short last axis, as elementwise maxima (faster than a reduction for L <= 4)."""
-    out = a[..., 0].copy()
-    for k in range(1, a.shape[-1]):
-        np.maximum(out, a[..., k], out=out)
-    return out
-
-
-def _rowsum(a: np.ndarray) -> np.ndarray:
-    out = a[..., 0].copy()
-    for k in range(1, a.shape[-1]):
-        out += a[..., k]
-    return out
 
 
 def newton_minimize(
@@ -79,7 +64,7 @@ def newton_minimize(
     max_halvings: int = 30,
     backend: str = "auto",
 ) -> ProxResult:
-    """Safeguarded (modified) Newton descent on P(h) for every row of ``h0``.
+    """Safeguarded (modified) Newton descent on P(h) for every row of ``h0`` (:func:`attnphase.numerics.prox.descent.descend`).
 
     Direction d = -(H + mu I)^{-1} grad, with mu = 0 where the Hessian H is positive
     definite and mu = -lambda_min(H) + SHIFT_REL / V_min otherwise; the step is capped at
@@ -105,54 +90,11 @@ def newton_minimize(
             kernels, h0, w, V, T, sigma2, xtol=xtol, max_iter=max_iter, max_halvings=max_halvings
         )
         return ProxResult(hc, vc, cc, itc)
-    h = np.array(h0, dtype=float, copy=True)
-    N, L = h.shape
+    N, L = np.shape(h0)
     Vb = np.ascontiguousarray(np.broadcast_to(V, (N, L)))
-    cap = steps.max_step(V)
-    value = np.empty(N)
-    converged = np.zeros(N, dtype=bool)
-    active = np.arange(N)
-    eye = np.eye(L)
-    it = 0
-    f, g, H = kernels.prox_value_grad_hess(h, w, Vb, T, sigma2)
-    value[:] = f
-    while active.size and it < max_iter:
-        it += 1
-        ha, wa, Va, Ta = h[active], w[active], Vb[active], T[active]
-        fa = value[active]
-        pd, mu = steps.shift(steps.sym_min_eig(H), -_rowmax(-Va))
-        d = -steps.solve(H + mu[:, None, None] * eye, g)
-        dn = _rowmax(np.abs(d))
-        d *= steps.step_scale(np.sqrt(_rowsum(d * d)), cap)[:, None]
-        slope = _rowsum(g * d)
-        # converged: a pure Newton step in a convex region that is tiny, or whose predicted
-        # decrease is below the rounding of P (a line search cannot judge it; take it as is)
-        tiny = pd & steps.near(dn, _rowmax(np.abs(ha)), slope, fa, xtol)
-        # Armijo backtracking (the tiny Newton steps of converged nodes are taken as they are)
-        t = np.ones(active.size)
-        new_h = ha + d
-        accepted = tiny.copy()
-        pending = np.flatnonzero(~tiny)
-        for _ in range(max_halvings):
-            if not pending.size:
-                break
-            trial = ha[pending] + t[pending, None] * d[pending]
-            ft = kernels.prox_value(trial, wa[pending], Va[pending], Ta[pending], sigma2)
-            ok = steps.armijo(ft, fa[pending], t[pending], slope[pending])
-            new_h[pending[ok]] = trial[ok]
-            accepted[pending[ok]] = True
-            pending = pending[~ok]
-            t[pending] *= 0.5
-        new_h[~accepted] = ha[~accepted]
-        h[active] = new_h
-        f, g, H = kernels.prox_value_grad_hess(new_h, wa, Va, Ta, sigma2)
-        value[active] = f
-        # no decrease possible: stationary to rounding if the gradient is at rounding level
-        stalled = steps.stalled(accepted, _rowmax(np.abs(g)), _rowmax(np.abs(new_h - wa) / Va))
-        done = tiny | stalled
-        converged[active[done]] = True
-        keep = ~(done | ~accepted)
-        active, g, H = active[keep], g[keep], H[keep]
+    objective = FieldObjective(np, kernels.prox_value_grad_hess, kernels.prox_value, w, Vb, T, sigma2)
+    h, value, converged, it = descend(np, objective, np.asarray(h0, dtype=float), cap=steps.max_step(V), xtol=xtol,
+                                      max_iter=max_iter, max_halvings=max_halvings)
     return ProxResult(h, value, converged, it)
 
 

@@ -1,15 +1,16 @@
 """The step rules of the safeguarded Newton descent on the proximal objective, written once.
 
-    P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T)      (docs/model.md section 3)
+    P(h) = sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T)      (docs/model.md sections 3, 7)
 
-The batched backends -- numpy (:func:`attnphase.numerics.prox.global_prox.newton_minimize`) and torch
-(:func:`attnphase.numerics.prox.torch_backend.newton_minimize`) -- both take these rules from here and
-return a :class:`ProxResult`: each function takes the array namespace ``xp`` (``numpy`` or
-``torch``) where it needs more than arithmetic.  The compiled template ``rows.py`` is their one-point twin (numba compiles its
-constants into machine code cached by the template's text, so it spells them itself).
+The one batched descent, :func:`attnphase.numerics.prox.descent.descend` (numpy and torch), takes these
+rules from here: each function takes the array namespace ``xp`` (``numpy`` or ``torch``) where it needs
+more than arithmetic.  Two direction rules: :func:`eigen_shift_direction` for the rank-1 kernels (V_l
+scalars; closed forms at L = 2) and :func:`cholesky_shift_direction` for the rank-r ones (V_l^{-1}
+matrices).  The compiled template :mod:`attnphase.numerics.prox.rows` reads the constants from here too
+(numba compiles them into machine code, so this file's text is part of each instance's cache key).
 
-A step: d = -(H + mu I)^{-1} grad with mu from :func:`shift`, scaled by :func:`step_scale` to at
-most :func:`max_step`, accepted by :func:`armijo` while halving; a node has converged when H is
+A step: d = -(H + mu I)^{-1} grad with mu from the direction rule (:func:`shift` at rank 1), scaled by
+:func:`step_scale` to at most :func:`max_step`, accepted by :func:`armijo` while halving; a node has converged when H is
 positive definite and the step is :func:`near` zero, or when it has :func:`stalled`.
 """
 
@@ -55,6 +56,11 @@ def max_step(V: np.ndarray) -> float:
     return 4.0 * np.sqrt(float(np.max(V))) + 1.0
 
 
+def max_step_precision(lam_min_inv: float) -> float:
+    """The same cap from the precision matrices: 4 / sqrt(lambda_min(V^{-1})) + 1 (rank r, V_l = sigma_l^2 V0)."""
+    return 4.0 / np.sqrt(lam_min_inv) + 1.0
+
+
 def sym_min_eig(H: Any, xp: Any = np) -> Any:
     """Smallest eigenvalue of a batch of symmetric matrices (closed form for 2 x 2; one-point twin ``rows.min_eig``)."""
     if H.shape[-1] == 2:
@@ -70,6 +76,35 @@ def solve(H: Any, g: Any, xp: Any = np) -> Any:
         det = a * c - b * b
         return xp.stack([(c * g[..., 0] - b * g[..., 1]) / det, (a * g[..., 1] - b * g[..., 0]) / det], axis=-1)
     return xp.linalg.solve(H, g[..., None])[..., 0]
+
+
+def eigen_shift_direction(H: Any, g: Any, v_min: Any, xp: Any = np) -> tuple[Any, Any]:
+    """The rank-1 rule: (d, pd), d = -(H + mu I)^{-1} g with (pd, mu) = :func:`shift` (lambda_min(H), V_min).
+
+    lambda_min and the solve in closed form for 2 x 2 (the one-point twins ``rows.min_eig``, ``rows.solve``).
+    """
+    pd, mu = shift(sym_min_eig(H, xp), v_min, xp)
+    n = H.shape[-1]
+    eye = np.eye(n) if xp is np else xp.eye(n, dtype=H.dtype, device=H.device)
+    return -solve(H + mu[:, None, None] * eye, g, xp), pd
+
+
+def cholesky_shift_direction(H: np.ndarray, g: np.ndarray, delta: float) -> tuple[np.ndarray, np.ndarray]:
+    """The rank-r rule (numpy): (d, pd), d = -(H + mu I)^{-1} g with mu = 0 where the Cholesky factorisation of
+    H has pivots above ``delta`` (= SHIFT_REL lambda_min(V^{-1})), else the least mu in (Gershgorin shift +
+    delta) (1, 2, 4, ...) + ... that makes it so; pd where mu = 0.
+
+    Compiled per row (:func:`attnphase.numerics.prox.rank_linalg_compiled.direction_row`, also the compiled
+    template's) where numba imports; otherwise the eigen-decomposition, eigenvalues clipped at delta from
+    below (a descent direction too; ~10x slower on 4096 x 6 rows of 4 x 4 matrices).
+    """
+    try:
+        from attnphase.numerics.prox.rank_linalg_compiled import directions
+    except ImportError:
+        lam, U = np.linalg.eigh(H)
+        ug = np.einsum("nji,nj->ni", U, g)
+        return -np.einsum("nij,nj->ni", U, ug / np.maximum(lam, delta)), lam[:, 0] > delta
+    return directions(np.ascontiguousarray(H), np.ascontiguousarray(g), float(delta))
 
 
 def shift(lam_min: Any, v_min: Any, xp: Any = np) -> tuple[Any, Any]:

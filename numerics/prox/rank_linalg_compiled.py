@@ -1,7 +1,7 @@
-"""The compiled (numba) batched modified-Newton directions of :mod:`attnphase.numerics.prox.rank_linalg`.
+"""The compiled (numba) rank-r direction rule of :func:`attnphase.numerics.prox.newton_steps.cholesky_shift_direction`.
 
-:func:`direction_row` is the algorithm for one row; :func:`directions` runs it over a batch, and the
-compiled rank-r proximal solver (the template :mod:`attnphase.numerics.prox.rank_rows`) calls it per row.
+:func:`direction_row` is the algorithm for one row; :func:`directions` runs it over a batch (the numpy
+descent's), and the compiled template :mod:`attnphase.numerics.prox.rows` calls it per row on rank-r kernels.
 Imported only where numba imports; numba caches the machine code beside this file (``cache=True``).
 """
 

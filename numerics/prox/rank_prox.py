@@ -5,8 +5,10 @@
 
 The loss depends on h only through the Gram matrix h h^T (it is invariant under h -> h O, O in
 O(r)), is bounded and not convex, so P can have several local minima.  The global minimiser is
-searched by safeguarded Newton (:func:`newton_minimize`: the Hessian's eigenvalues clipped from
-below, Armijo backtracking, steps capped at the scale of the quadratic term) from several starts
+searched by the one safeguarded Newton descent (:func:`newton_minimize`:
+:func:`attnphase.numerics.prox.descent.descend` on the :class:`RankObjective`, whose direction rule is the
+Cholesky shift of :func:`attnphase.numerics.prox.newton_steps.cholesky_shift_direction`; Armijo backtracking,
+steps capped at the scale of the quadratic term) from several starts
 per node (:func:`starting_points`): w, 0, -w, w / 2, the teacher's fields rotated onto w
 (orthogonal Procrustes: the loss is exactly zero at omega = 0 on that Gram matrix), and the mean of
 w and the latter; the lowest converged value wins.  tests/numerics/se/test_rank_se.py checks that it
@@ -17,9 +19,9 @@ Gradient and Hessian of the loss come from the generated kernels of
 
 Backends (``backend``, as on the rank-1 path: one of :data:`attnphase.numerics.config.BACKENDS`,
 normally ``SolverConfig.backend``, resolved by :func:`attnphase.numerics.prox.backends.resolve_backend`):
-``"numpy"`` runs the descent here, as whole-batch numpy operations (the reference); ``"numba"`` runs
-the same descent one row at a time, compiled (:mod:`attnphase.numerics.prox.rank_compiled`, equal to
-rounding); ``"auto"`` is numba when it imports, else numpy. There is no torch rank-r descent: ``"torch"``
+``"numpy"`` runs the descent as whole-batch numpy operations (the reference); ``"numba"`` runs
+the same descent one row at a time, compiled (the template :mod:`attnphase.numerics.prox.rows` instantiated
+on the rank-r kernels, :func:`attnphase.numerics.prox.compiled.search_rows`; equal to rounding); ``"auto"`` is numba when it imports, else numpy. There is no torch rank-r descent: ``"torch"``
 raises, and ``$ATTNPHASE_PROX_BACKEND=torch`` leaves ``"auto"`` to pick numba or numpy.  The starts and
 the choice of the winner (:func:`global_prox`) are shared.  In the compiled search a node's starts run in
 one loop, the minima handed in (polish points, extra starts) first, and a start stops once it is within
@@ -35,8 +37,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attnphase.numerics.prox import newton_steps as steps
 from attnphase.numerics.prox.backends import resolve_backend
-from attnphase.numerics.prox.rank_linalg import newton_directions
+from attnphase.numerics.prox.descent import descend
 from attnphase.theory.rank_kernels import RankKernels
 
 
@@ -90,11 +93,41 @@ def _value_grad_hess(k: RankKernels, h: np.ndarray, w: np.ndarray, Vinv: np.ndar
     return f, g, H
 
 
+class RankObjective:
+    """P of the rank-r model for :func:`attnphase.numerics.prox.descent.descend`, on rows h (m, L r) flattened
+    from (m, L, r): w (N, L, r), Vinv (L, r, r), T (N, L, L), sigma2 (L,); the Cholesky-shift direction rule
+    (shift ``delta``); stall scale max |Vinv_l (h_l - w_l)|."""
+
+    def __init__(self, k: RankKernels, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
+                 delta: float) -> None:
+        self.k, self.w, self.Vinv, self.T, self.sigma2, self.delta = k, w, Vinv, T, sigma2, delta
+        self.shape = w.shape[1:]
+
+    def _rows(self, h: np.ndarray, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        hr = h.reshape((-1,) + self.shape)
+        return (hr, self.w, self.T) if rows is None else (hr, self.w[rows], self.T[rows])
+
+    def value_grad_hess(self, h: np.ndarray, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        hr, w, T = self._rows(h, rows)
+        return _value_grad_hess(self.k, hr, w, self.Vinv, T, self.sigma2)
+
+    def value(self, h: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        hr, w, T = self._rows(h, rows)
+        return prox_value(self.k, hr, w, self.Vinv, T, self.sigma2)
+
+    def direction(self, H: np.ndarray, g: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return steps.cholesky_shift_direction(H, g, self.delta)
+
+    def stall_scale(self, h: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        hr, w, _ = self._rows(h, rows)
+        return np.abs(apply_blocks(self.Vinv, hr - w)).reshape(h.shape[0], -1).max(axis=1)
+
+
 def step_constants(Vinv: np.ndarray) -> tuple[float, float]:
-    """(delta, max_step) of the descent: delta = 1e-3 lambda_min(V^{-1}) (the least pivot of the shifted
+    """(delta, max_step) of the descent: delta = SHIFT_REL lambda_min(V^{-1}) (the least pivot of the shifted
     Cholesky), max_step = 4 / sqrt(lambda_min(V^{-1})) + 1 = 4 sqrt(|V|) + 1; Vinv (L, r, r)."""
     Vmin_inv = min(float(np.linalg.eigvalsh(Vinv[l]).min()) for l in range(Vinv.shape[0]))
-    return 1e-3 * Vmin_inv, 4.0 / np.sqrt(Vmin_inv) + 1.0
+    return steps.SHIFT_REL * Vmin_inv, steps.max_step_precision(Vmin_inv)
 
 
 def newton_minimize(k: RankKernels, h0: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
@@ -103,63 +136,25 @@ def newton_minimize(k: RankKernels, h0: np.ndarray, w: np.ndarray, Vinv: np.ndar
     """Safeguarded Newton descent on P from every row of h0 (N, L, r); only unconverged rows iterate.
 
     Direction d = -(H + mu I)^{-1} grad with mu = 0 where the Hessian is positive definite, else a
-    shift making it so (:func:`attnphase.numerics.prox.rank_linalg.newton_directions`, delta =
-    1e-3 lambda_min(V^{-1})), capped at 4 sqrt(|V|) + 1, Armijo backtracking (at most ``max_halvings``
+    shift making it so (:func:`attnphase.numerics.prox.newton_steps.cholesky_shift_direction`, delta =
+    SHIFT_REL lambda_min(V^{-1})), capped at 4 sqrt(|V|) + 1, Armijo backtracking (at most ``max_halvings``
     trial steps 1, 1/2, ...).  A row has converged when H is positive definite and the Newton step
     is below xtol (1 + |h|) or its predicted decrease is below the rounding of P, or when no step
     decreases P and the gradient is at rounding level.  ``backend``: see the module doc.
     """
     delta, max_step = step_constants(Vinv)
     if resolve_backend(backend, k) == "numba":
-        from attnphase.numerics.prox.rank_compiled import newton_rows
+        from attnphase.numerics.prox.compiled import search_rows
 
-        return RankProxResult(*newton_rows(k, h0, w, Vinv, T, sigma2, delta, max_step, xtol=xtol,
-                                           max_iter=max_iter, max_halvings=max_halvings))
-    h = np.array(h0, dtype=float, copy=True)
-    N, L, r = h.shape
-    n = L * r
-    value = np.empty(N)
-    converged = np.zeros(N, dtype=bool)
-    active = np.arange(N)
-    f, g, H = _value_grad_hess(k, h, w, Vinv, T, sigma2)
-    value[:] = f
-    for _ in range(max_iter):
-        if not active.size:
-            break
-        ha, wa, Ta, fa = h[active], w[active], T[active], value[active]
-        d, pd = newton_directions(H, g, delta)
-        dn = np.abs(d).max(axis=1)
-        d *= np.minimum(1.0, max_step / np.maximum(np.linalg.norm(d, axis=1), 1e-300))[:, None]
-        slope = (g * d).sum(axis=1)
-        hflat = ha.reshape(-1, n)
-        near = (dn < xtol * (1.0 + np.abs(hflat).max(axis=1))) | (np.abs(slope) <= 1e-13 * np.abs(fa))
-        tiny = pd & near
-        t = np.ones(active.size)
-        new_h = hflat + d
-        accepted = tiny.copy()
-        pending = np.flatnonzero(~tiny)
-        for _ in range(max_halvings):
-            if not pending.size:
-                break
-            trial = hflat[pending] + t[pending, None] * d[pending]
-            ft = prox_value(k, trial.reshape(-1, L, r), wa[pending], Vinv, Ta[pending], sigma2)
-            ok = ft <= fa[pending] + 1e-4 * t[pending] * slope[pending]
-            new_h[pending[ok]] = trial[ok]
-            accepted[pending[ok]] = True
-            pending = pending[~ok]
-            t[pending] *= 0.5
-        new_h[~accepted] = hflat[~accepted]
-        nh = new_h.reshape(-1, L, r)
-        h[active] = nh
-        f, g, H = _value_grad_hess(k, nh, wa, Vinv, Ta, sigma2)
-        value[active] = f
-        scale = np.abs(apply_blocks(Vinv, nh - wa)).reshape(-1, n).max(axis=1) + 1e-300
-        stalled = ~accepted & (np.abs(g).max(axis=1) <= 1e-8 * (1.0 + scale))
-        done = tiny | stalled
-        converged[active[done]] = True
-        keep = ~(done | ~accepted)
-        active, g, H = active[keep], g[keep], H[keep]
-    return RankProxResult(h, value, converged)
+        h, value, conv = search_rows(k, np.asarray(h0, dtype=float)[None], w, Vinv, T, sigma2, delta, max_step,
+                                     np.zeros(1, dtype=np.int64), 0.0, xtol=xtol, max_iter=max_iter,
+                                     max_halvings=max_halvings)
+        return RankProxResult(h[0], value[0], conv[0])
+    h0 = np.asarray(h0, dtype=float)
+    N, L, r = h0.shape
+    h, value, converged, _ = descend(np, RankObjective(k, w, Vinv, T, sigma2, delta), h0.reshape(N, L * r), cap=max_step,
+                                     xtol=xtol, max_iter=max_iter, max_halvings=max_halvings)
+    return RankProxResult(h.reshape(N, L, r), value, converged)
 
 
 def procrustes_teacher(w: np.ndarray, hstar: np.ndarray) -> np.ndarray:
@@ -205,8 +200,7 @@ def global_prox(k: RankKernels, w: np.ndarray, V0: np.ndarray, T: np.ndarray, si
         starts, known = base + list(extra_starts or []), len(base)
     S = len(starts)
     if resolve_backend(backend, k) == "numba":
-        from attnphase.numerics.prox.compiled import MERGE_RADIUS
-        from attnphase.numerics.prox.rank_compiled import search_rows
+        from attnphase.numerics.prox.compiled import MERGE_RADIUS, search_rows
 
         # the minima handed in (polish points, extra starts) run first: the other starts merge into them
         order = np.r_[np.arange(known, S), np.arange(known)] if polish is None else np.arange(S)

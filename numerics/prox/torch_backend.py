@@ -2,10 +2,9 @@
 
     h_hat(w, T) = argmin_h  P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T)      (docs/model.md section 3)
 
-:func:`newton_minimize` is :func:`attnphase.numerics.prox.global_prox.newton_minimize` (same regularisation,
-step cap, Armijo constants, convergence tests and active set; the step rules are those of
-:mod:`~attnphase.numerics.prox.newton_steps`, evaluated on torch tensors) batched over all rows in
-float64 torch tensors on one device.  P, its gradient and Hessian are the same generated kernels
+:func:`newton_minimize` runs the one descent :func:`attnphase.numerics.prox.descent.descend` (the numpy
+backend's, with the step rules of :mod:`~attnphase.numerics.prox.newton_steps`) on float64 torch tensors on
+one device.  P, its gradient and Hessian are the same generated kernels
 (``Kernels.functions``: the sympy derivations rendered as arithmetic and indexing only, which run
 on tensors as written) on the softmax of :func:`outer_softmax`, the torch twin of the kernels'
 batched softmax.  The starts, the refinement pass and the selection of the global minimiser and
@@ -20,6 +19,7 @@ Importing this module imports torch; :func:`available` says whether it can be im
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -27,6 +27,7 @@ import numpy as np
 
 from attnphase.numerics.prox import newton_steps as steps
 from attnphase.numerics.config import TORCH_DEVICE_ENV
+from attnphase.numerics.prox.descent import FieldObjective, descend
 from attnphase.numerics.prox.newton_steps import ProxResult
 
 try:
@@ -74,18 +75,6 @@ def outer_softmax(h: "torch.Tensor") -> "torch.Tensor":
     return a / tot[..., None]
 
 
-def _rowsum(a: "torch.Tensor") -> "torch.Tensor":
-    """sum over the short last axis in the order k = 1..L (as the numpy backend adds)."""
-    out = a[..., 0]
-    for k in range(1, a.shape[-1]):
-        out = out + a[..., k]
-    return out
-
-
-def _rowmax(a: "torch.Tensor") -> "torch.Tensor":
-    return a.amax(dim=-1)
-
-
 def prox_value(kernels: Any, h: Any, w: Any, V: Any, T: Any, sigma2: Any) -> "torch.Tensor":
     """P(h) on rows of tensors (the generated ``prox_value``), shape (n,)."""
     return _as_rows(kernels.functions["prox_value"](h, w, V, outer_softmax(h), T, sigma2)[0], h)
@@ -119,56 +108,19 @@ def newton_minimize(
 ) -> ProxResult:
     """:func:`attnphase.numerics.prox.global_prox.newton_minimize` on ``device`` (:func:`torch_device`); numpy in and out.
 
-    Direction d = -(H + mu I)^{-1} grad (mu from :func:`~attnphase.numerics.prox.newton_steps.shift`), capped at
-    ``max_step(V)``, Armijo backtracking by halving; a node converges on a tiny or flat Newton step in a convex
-    region (``near``) or when it stalls at rounding level (``stalled``).  Only the
-    unconverged rows are iterated.
+    The descent :func:`attnphase.numerics.prox.descent.descend` on a
+    :class:`~attnphase.numerics.prox.descent.FieldObjective` of tensors: P, its gradient and Hessian are the
+    generated kernels on :func:`outer_softmax`.
     """
     dev = torch_device(device)
 
     def tensor(x: np.ndarray) -> "torch.Tensor":
         return torch.as_tensor(np.ascontiguousarray(x, dtype=float), device=dev)
 
-    h = tensor(h0).clone()
-    N, L = h.shape
-    Vb, wt, Tt, s2 = tensor(np.broadcast_to(V, (N, L))), tensor(w), tensor(T), tensor(sigma2)
-    cap = steps.max_step(V)
-    converged = torch.zeros(N, dtype=torch.bool, device=dev)
-    active = torch.arange(N, device=dev)
-    eye = torch.eye(L, dtype=h.dtype, device=dev)
-    value, g, H = prox_value_grad_hess(kernels, h, wt, Vb, Tt, s2)
-    value = value.clone()
-    it = 0
-    while active.numel() and it < max_iter:
-        it += 1
-        ha, wa, Va, Ta, fa = h[active], wt[active], Vb[active], Tt[active], value[active]
-        pd, mu = steps.shift(steps.sym_min_eig(H, torch), Va.amin(dim=-1), torch)
-        d = -steps.solve(H + mu[:, None, None] * eye, g, torch)
-        dn = _rowmax(d.abs())
-        d = d * steps.step_scale(torch.sqrt(_rowsum(d * d)), cap, torch)[:, None]
-        slope = _rowsum(g * d)
-        tiny = pd & steps.near(dn, _rowmax(ha.abs()), slope, fa, xtol)
-        t = torch.ones(active.numel(), dtype=h.dtype, device=dev)
-        new_h = ha + d
-        accepted = tiny.clone()
-        pending = torch.nonzero(~tiny).flatten()
-        for _ in range(max_halvings):
-            if not pending.numel():
-                break
-            trial = ha[pending] + t[pending, None] * d[pending]
-            ft = prox_value(kernels, trial, wa[pending], Va[pending], Ta[pending], s2)
-            ok = steps.armijo(ft, fa[pending], t[pending], slope[pending])
-            new_h[pending[ok]] = trial[ok]
-            accepted[pending[ok]] = True
-            pending = pending[~ok]
-            t[pending] *= 0.5
-        new_h[~accepted] = ha[~accepted]
-        h[active] = new_h
-        f, g, H = prox_value_grad_hess(kernels, new_h, wa, Va, Ta, s2)
-        value[active] = f
-        stalled = steps.stalled(accepted, _rowmax(g.abs()), _rowmax((new_h - wa).abs() / Va))
-        done = tiny | stalled
-        converged[active[done]] = True
-        keep = ~(done | ~accepted)
-        active, g, H = active[keep], g[keep], H[keep]
+    h0t = tensor(h0)
+    N, L = h0t.shape
+    objective = FieldObjective(torch, functools.partial(prox_value_grad_hess, kernels), functools.partial(prox_value, kernels),
+                               tensor(w), tensor(np.broadcast_to(V, (N, L))), tensor(T), tensor(sigma2))
+    h, value, converged, it = descend(torch, objective, h0t, cap=steps.max_step(V), xtol=xtol, max_iter=max_iter,
+                                      max_halvings=max_halvings)
     return ProxResult(h.cpu().numpy(), value.cpu().numpy(), converged.cpu().numpy(), it)

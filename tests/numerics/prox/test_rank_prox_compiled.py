@@ -66,14 +66,14 @@ def test_compiled_descent_equals_numpy(L: int, r: int, rs: int, scale: float) ->
 
 
 def test_compiled_serial_and_parallel_loops_agree() -> None:
+    from attnphase.numerics.prox.compiled import search_rows
     from attnphase.numerics.prox.rank_prox import step_constants
-    from attnphase.numerics.prox.rank_compiled import newton_rows
 
     k, w, V0, T, s2, hs, far = _batch(5, 2, 2, 2, 4.0, N=300)  # > one block of rows
     Vinv = np.linalg.inv(V0)[None] / s2[:, None, None]
     delta, max_step = step_constants(Vinv)
-    out = [newton_rows(k, far, w, Vinv, T, s2, delta, max_step, xtol=1e-10, max_iter=80, max_halvings=30, parallel=p)
-           for p in (False, True)]
+    out = [search_rows(k, np.stack([far, w]), w, Vinv, T, s2, delta, max_step, np.array([1, 0]), 1e-2, xtol=1e-10,
+                       max_iter=80, max_halvings=30, parallel=p) for p in (False, True)]
     for x, y in zip(*out):
         np.testing.assert_array_equal(x, y)
 

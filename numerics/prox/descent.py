@@ -1,0 +1,159 @@
+"""The safeguarded Newton descent on the proximal objective, written once over an array namespace.
+
+    P(h) = sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T),   h in R^{L x r}   (docs/model.md sections 3, 7)
+
+:func:`descend` minimises P from every row of a batch of starts, h flattened to n = L r entries per
+row, on ``numpy`` or ``torch`` arrays (the namespace ``xp``; a torch batch stays on its device).  The
+objective is an :class:`Objective`: P with its gradient and Hessian, P alone for the line search, the
+Newton direction rule, and the stall scale.  :class:`FieldObjective` is the rank-1 one (h in R^L, V_l
+scalars, the generated kernels' ``prox_value_grad_hess`` / ``prox_value``, numpy or torch); the rank-r one
+is :class:`attnphase.numerics.prox.rank_prox.RankObjective`.  The step rules and their constants are those of
+:mod:`attnphase.numerics.prox.newton_steps`; the compiled template :mod:`attnphase.numerics.prox.rows` runs
+the same descent one row at a time.
+
+One iteration on the rows not yet done (the active set): the direction d = -(H + mu I)^{-1} grad P from
+the objective's rule (mu = 0 where H is positive definite), capped at length ``cap``; a row has converged
+when H is positive definite and d is :func:`~attnphase.numerics.prox.newton_steps.near` zero (the step is
+then taken as it is); otherwise Armijo backtracking t = 1, 1/2, ... (at most ``max_halvings`` trials); a
+row where no trial decreases P has converged if it :func:`~attnphase.numerics.prox.newton_steps.stalled`
+at rounding level, else it stops unconverged.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from attnphase.numerics.prox import newton_steps as steps
+
+
+class Objective(Protocol):
+    """The proximal objective of a batch of N rows, evaluated on the rows ``rows`` (indices; None: all)."""
+
+    def value_grad_hess(self, h: Any, rows: Any) -> tuple[Any, Any, Any]:
+        """(P (m,), grad P (m, n), Hessian (m, n, n)) at h (m, n), row i of h being batch row rows[i]."""
+
+    def value(self, h: Any, rows: Any) -> Any:
+        """P (m,) at h (m, n)."""
+
+    def direction(self, H: Any, g: Any, rows: Any) -> tuple[Any, Any]:
+        """(d, pd): d = -(H + mu I)^{-1} g by the objective's rule, pd where mu = 0 (H positive definite)."""
+
+    def stall_scale(self, h: Any, rows: Any) -> Any:
+        """max over entries of |V_l^{-1} (h_l - w_l)| (m,): the scale of the gradient at rounding level."""
+
+
+def _rowmax(a: Any, xp: Any) -> Any:
+    """max over the short last axis, as elementwise maxima (faster than a reduction for n <= 4)."""
+    out = a[..., 0]
+    for k in range(1, a.shape[-1]):
+        out = xp.maximum(out, a[..., k])
+    return out
+
+
+def _rowsum(a: Any) -> Any:
+    """sum over the short last axis in the order k = 1..n."""
+    out = a[..., 0]
+    for k in range(1, a.shape[-1]):
+        out = out + a[..., k]
+    return out
+
+
+def _copy(a: Any, xp: Any) -> Any:
+    return np.array(a, copy=True) if xp is np else a.clone()
+
+
+def _flatnonzero(mask: Any, xp: Any) -> Any:
+    return np.flatnonzero(mask) if xp is np else xp.nonzero(mask).flatten()
+
+
+def _like(a: Any, xp: Any) -> dict[str, Any]:
+    """Keyword arguments that place a new array where ``a`` is (torch's device; numpy has one)."""
+    return {} if xp is np else {"device": a.device}
+
+
+def descend(
+    xp: Any, objective: Objective, h0: Any, *, cap: float, xtol: float, max_iter: int, max_halvings: int,
+) -> tuple[Any, Any, Any, int]:
+    """Safeguarded Newton descent on P from every row of ``h0`` (N, n) (module doc): (h, value, converged, iterations).
+
+    ``iterations`` is the largest number of iterations any row needed; only unconverged rows iterate.
+    """
+    h = _copy(h0, xp)
+    N = h.shape[0]
+    on = _like(h, xp)
+    converged = xp.zeros(N, dtype=xp.bool, **on)
+    active = xp.arange(N, **on)
+    f, g, H = objective.value_grad_hess(h, None)
+    if xp is np:
+        value = np.empty(N)
+        value[:] = f
+    else:
+        value = f.clone()
+    it = 0
+    while active.shape[0] and it < max_iter:
+        it += 1
+        ha, fa = h[active], value[active]
+        d, pd = objective.direction(H, g, active)
+        dn = _rowmax(abs(d), xp)
+        d = d * steps.step_scale(xp.sqrt(_rowsum(d * d)), cap, xp)[:, None]
+        slope = _rowsum(g * d)
+        # converged: a pure Newton step in a convex region that is tiny, or whose predicted
+        # decrease is below the rounding of P (a line search cannot judge it; take it as is)
+        tiny = pd & steps.near(dn, _rowmax(abs(ha), xp), slope, fa, xtol)
+        # Armijo backtracking (the tiny Newton steps of converged rows are taken as they are)
+        t = xp.ones(active.shape[0], dtype=h.dtype, **on)
+        new_h = ha + d
+        accepted = _copy(tiny, xp)
+        pending = _flatnonzero(~tiny, xp)
+        for _ in range(max_halvings):
+            if not pending.shape[0]:
+                break
+            trial = ha[pending] + t[pending, None] * d[pending]
+            ft = objective.value(trial, active[pending])
+            ok = steps.armijo(ft, fa[pending], t[pending], slope[pending])
+            new_h[pending[ok]] = trial[ok]
+            accepted[pending[ok]] = True
+            pending = pending[~ok]
+            t[pending] *= 0.5
+        new_h[~accepted] = ha[~accepted]
+        h[active] = new_h
+        f, g, H = objective.value_grad_hess(new_h, active)
+        value[active] = f
+        # no decrease possible: stationary to rounding if the gradient is at rounding level
+        stalled = steps.stalled(accepted, _rowmax(abs(g), xp), objective.stall_scale(new_h, active))
+        done = tiny | stalled
+        converged[active[done]] = True
+        keep = ~(done | ~accepted)
+        active, g, H = active[keep], g[keep], H[keep]
+    return h, value, converged, it
+
+
+class FieldObjective:
+    """P of the rank-1 model on numpy or torch rows: h, w (N, L), V (N, L), T (N, L, L), sigma2 (L,).
+
+    ``value_grad_hess`` / ``value`` are the generated kernels' ``prox_value_grad_hess`` / ``prox_value`` (their
+    numpy functions, or their torch rendering), called as f(h, w, V, T, sigma2).  The direction is the
+    eigenvalue-shift rule :func:`~attnphase.numerics.prox.newton_steps.eigen_shift_direction`; the stall scale
+    max_l |h_l - w_l| / V_l.
+    """
+
+    def __init__(self, xp: Any, value_grad_hess: Any, value: Any, w: Any, V: Any, T: Any, sigma2: Any) -> None:
+        self.xp, self._vgh, self._value = xp, value_grad_hess, value
+        self.w, self.V, self.T, self.sigma2 = w, V, T, sigma2
+        self.v_min = -_rowmax(-V, xp)
+
+    def value_grad_hess(self, h: Any, rows: Any) -> tuple[Any, Any, Any]:
+        if rows is None:
+            return self._vgh(h, self.w, self.V, self.T, self.sigma2)
+        return self._vgh(h, self.w[rows], self.V[rows], self.T[rows], self.sigma2)
+
+    def value(self, h: Any, rows: Any) -> Any:
+        return self._value(h, self.w[rows], self.V[rows], self.T[rows], self.sigma2)
+
+    def direction(self, H: Any, g: Any, rows: Any) -> tuple[Any, Any]:
+        return steps.eigen_shift_direction(H, g, self.v_min[rows], self.xp)
+
+    def stall_scale(self, h: Any, rows: Any) -> Any:
+        return _rowmax(abs(h - self.w[rows]) / self.V[rows], self.xp)
