@@ -28,7 +28,7 @@ RULE = ["--quadrature", "sobol10", "--error-estimate", "2"]
 #: The keys ``attnphase solve --json`` prints (tests/cli/test_numerics_commands.py), every census entry has them too.
 SOLVE_KEYS = {
     "alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta", "eps_g", "e_t", "eps_lin", "converged",
-    "iterations", "residual", "L", "A", "P", "rho0", "rank", "requested_branch", "reason",
+    "iterations", "residual", "L", "A", "P", "rho0", "rank", "loss", "requested_branch", "reason",
 }
 ERR_KEYS = {f"err_{k}" for k in ("q", "m", "V", "theta", "eps_g", "e_t")}
 
