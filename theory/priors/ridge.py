@@ -29,7 +29,6 @@ numeric update is that expression.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -134,8 +133,6 @@ class RidgePrior:
         scalar views, q0, V0, th0 as floats and m (L,).  ``hats``: an object with the attributes qhat,
         mhat, thhat, Vhat, or those four arrays.  ValueError unless Lam is positive definite."""
         (qh, mh, th, Vh), scalar = self._matrices(hats)
-        if scalar:
-            return self._scalar_update(qh[:, 0, 0], mh[:, 0], th[:, 0, 0], Vh[:, 0, 0])
         Lam, N, Th = self._terms(qh, mh, th, Vh)
         V0 = self._inverse(Lam)
         q0 = V0 @ N @ V0
@@ -145,18 +142,6 @@ class RidgePrior:
         if scalar:
             return float(q0[0, 0]), float(V0[0, 0]), m[:, 0].copy(), float(th0[0, 0])
         return q0, V0, m, th0
-
-    def _scalar_update(self, qh: np.ndarray, mh: np.ndarray, th: np.ndarray, Vh: np.ndarray
-                       ) -> tuple[float, float, np.ndarray, float]:
-        """The r = r* = 1 fast path: the same update generated from :func:`ridge_exprs` (sympy, cse) and
-        compiled once per L -- scalar closed forms instead of 1 x 1 matrix products, and the rank-1 state
-        evolution's arithmetic to the last bit (its boundaries near a branch end are sensitive to round-off).
-        tests/theory/test_theory_prior.py checks it against the matrix form."""
-        Lam, q0, V0, *rest = _generated(self.L)(qh, mh, th, Vh, self.sigma2, self.P, np.asarray(self.lam, float),
-                                                 np.asarray(self.rho0, float))
-        if not Lam > 0:
-            raise ValueError(f"Lam = lambda + sum_l sigma_l^2 Vhat_l must be > 0, got {Lam}")
-        return float(q0), float(V0), np.array(rest[:-1], dtype=float), float(rest[-1])
 
     def free_entropy_term(self, hats: Any) -> float:
         """The prior's term of Phi, 1/2 Tr[Lam^{-1} N] (docs/model.md sections 4 and 7), for hats in either form."""
@@ -198,30 +183,3 @@ def ridge_exprs(L: int) -> dict[str, Any]:
         "m": [sum(P[k, l] * mh[l] for l in range(L)) / Lam for k in range(L)],
         "th0": s["rho0"] * sum_th / Lam,
     }
-
-
-def _specs(L: int) -> list[Any]:
-    """The generated r = 1 update: arguments qhat, mhat, thhat, Vhat, sigma2 (L,), P (L, L), lam, rho0;
-    outputs Lam, q0, V0, m_1..m_L, th0 (:func:`ridge_exprs`)."""
-    from attnphase.theory.codegen import Argument, FunctionSpec
-    from attnphase.theory.symbols import as_rows
-
-    s = symbols(L)
-    ex = ridge_exprs(L)
-    args = (
-        Argument("qhat", s["qhat"], "qhat_l"), Argument("mhat", s["mhat"], "mhat_l"),
-        Argument("thhat", s["thhat"], "thetahat_l"), Argument("Vhat", s["Vhat"], "Vhat_l"),
-        Argument("sigma2", s["sigma2"], "sigma_l^2"), Argument("P", as_rows(s["P"]), "positional Gram P"),
-        Argument("lam", s["lam"], "ridge penalty lambda"), Argument("rho0", s["rho0"], "teacher norm rho0"),
-    )
-    outs = [("Lam", ex["Lam"]), ("q0", ex["q0"]), ("V0", ex["V0"])]
-    outs += [(f"m_{k + 1}", ex["m"][k]) for k in range(L)] + [("th0", ex["th0"])]
-    return [FunctionSpec("ridge_update", args, tuple(outs), "Closed-form ridge prior update (docs/model.md section 3).")]
-
-
-@lru_cache(maxsize=None)
-def _generated(L: int) -> Any:
-    """The compiled r = 1 update of L tokens (generated once per machine, :mod:`attnphase.theory.codegen`)."""
-    from attnphase.theory.codegen import cached_namespace
-
-    return cached_namespace("prior", L, 1, True, lambda: _specs(L))["ridge_update"]
