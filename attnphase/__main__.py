@@ -11,7 +11,7 @@ import sys
 def run() -> int:
     """Import the command and run it (:func:`attnphase.cli.main`); returns its exit code."""
     try:
-        from attnphase.interrupts import Terminated, handling_termination
+        from attnphase.interrupts import Terminated, handling_termination, stopped
     except KeyboardInterrupt:
         print("attnphase: interrupted", file=sys.stderr)
         return 130
@@ -20,12 +20,8 @@ def run() -> int:
             from attnphase.cli import main
 
             return main()
-    except KeyboardInterrupt:
-        print("attnphase: interrupted", file=sys.stderr)
-        return 130
-    except Terminated as exc:
-        print(f"attnphase: terminated ({exc.name})", file=sys.stderr)
-        return exc.exit_code
+    except (KeyboardInterrupt, Terminated) as exc:
+        return stopped(exc)
 
 
 if __name__ == "__main__":

@@ -363,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     work.reset()
-    from attnphase.interrupts import Terminated, handling_termination
+    from attnphase.interrupts import Terminated, handling_termination, stopped
 
     try:
         with handling_termination(), work.warnings_as_notes():  # SIGTERM / SIGHUP: every cleanup runs, as on Ctrl-C
@@ -382,12 +382,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         msg = " ".join(str(exc).split())
         print(f"attnphase: error: {msg}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("attnphase: interrupted", file=sys.stderr)
-        return 130
-    except Terminated as exc:
-        print(f"attnphase: terminated ({exc.name})", file=sys.stderr)
-        return exc.exit_code
+    except (KeyboardInterrupt, Terminated) as exc:
+        return stopped(exc)
     except BrokenPipeError:  # the reader of stdout went away (attnphase ... | head): no traceback
         import os
 

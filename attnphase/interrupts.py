@@ -41,6 +41,15 @@ class Terminated(BaseException):
 TERMINATING = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None)
 
 
+def stopped(exc: BaseException) -> int:
+    """The one line and the exit code of a run stopped by Ctrl-C (130) or a termination signal (128 + N)."""
+    if isinstance(exc, Terminated):
+        print(f"attnphase: terminated ({exc.name})", file=sys.stderr)
+        return exc.exit_code
+    print("attnphase: interrupted", file=sys.stderr)
+    return 130
+
+
 def _raise_terminated(signum: int, frame: object) -> None:
     raise Terminated(signum)
 

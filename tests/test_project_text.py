@@ -35,7 +35,7 @@ _OUTSIDE = "|".join(re.escape(n) for n in (
 #: (name, compiled pattern): each match is a finding.
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("issue number", re.compile(r"\bissues?\s*#?\s*\d+", re.IGNORECASE)),
-    # '#12' standing alone: not a hex colour ('#1f77b4', '#333333'), not '&#12;', not a '# comment'
+    # '#' and digits standing alone: not a hex colour ('#1f77b4', '#333333'), not an HTML entity, not a '# comment'
     ("issue number", re.compile(r"(?<![\w&#\"'])#\d{1,4}(?![\w;\"'])")),
     # a sitting of work, under its own name (spelled in pieces so that this file passes its own scan)
     ("history", re.compile(r"\bsess" r"ions?\b", re.IGNORECASE)),
@@ -61,10 +61,15 @@ def findings(text: str) -> list[tuple[int, str, str]]:
 def _tracked_text_files() -> list[Path]:
     try:
         listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+        names = listed.decode().split("\0")
     except (OSError, subprocess.CalledProcessError):
-        pytest.skip("not a git checkout: no list of tracked files")
+        # not a git checkout (an unpacked source archive): every file but the ignored kinds of folder
+        ignored = {".git", ".venv", "__pycache__", ".hypothesis", ".pytest_cache", "results", "build", "dist"}
+        names = [str(p.relative_to(ROOT)) for p in ROOT.rglob("*")
+                 if p.is_file() and not ignored & set(p.relative_to(ROOT).parts)
+                 and not any(part.endswith(".egg-info") for part in p.parts)]
     paths = []
-    for name in listed.decode().split("\0"):
+    for name in names:
         if not name or name.startswith(SKIPPED_PREFIXES):
             continue
         path = ROOT / name
