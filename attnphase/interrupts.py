@@ -54,6 +54,17 @@ def _raise_terminated(signum: int, frame: object) -> None:
     raise Terminated(signum)
 
 
+def _install(signals: tuple, handler: object) -> dict:
+    """``handler`` for each of ``signals`` that is not ignored (nor set outside Python); the previous handlers."""
+    previous = {}
+    for s in signals:
+        old = signal.getsignal(s)
+        if old is not signal.SIG_IGN and old is not None:
+            previous[s] = old
+            signal.signal(s, handler)
+    return previous
+
+
 def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
@@ -65,12 +76,7 @@ def handling_termination() -> Iterator[None]:
     if not _in_main_thread():
         yield
         return
-    previous = {}
-    for s in TERMINATING:
-        old = signal.getsignal(s)
-        if old is not signal.SIG_IGN:
-            previous[s] = old
-            signal.signal(s, _raise_terminated)
+    previous = _install(TERMINATING, _raise_terminated)
     try:
         yield
     finally:
@@ -92,12 +98,7 @@ def deferred() -> Iterator[None]:
     def hold(signum: int, frame: object) -> None:
         arrived.append(signum)
 
-    previous = {}
-    for s in (signal.SIGINT, *TERMINATING):
-        old = signal.getsignal(s)
-        if old is not signal.SIG_IGN and old is not None:
-            previous[s] = old
-            signal.signal(s, hold)
+    previous = _install((signal.SIGINT, *TERMINATING), hold)
     try:
         yield
     finally:

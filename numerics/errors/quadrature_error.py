@@ -25,9 +25,9 @@ from attnphase.numerics.phase.boundaries import BOUNDARY_KEYS, Boundaries, bound
 from attnphase.numerics.parallel import map_in_order
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import rule_blocks
-from attnphase.numerics.errors.replicates import ERROR_KEYS, QuadratureError, at_least_the_offset, replicate_error, spread
-from attnphase.numerics.se.overlaps import on_branch_subspace
-from attnphase.numerics.se.state_evolution import FixedPoint, solve
+from attnphase.numerics.errors.replicates import (ERROR_KEYS, QuadratureError, at_least_the_offset, replicate_error,
+                                                 resolved_values, spread)
+from attnphase.numerics.se.state_evolution import FixedPoint
 from attnphase.theory.params import ModelParams
 
 #: Fewest rules an error estimate is made from (a spread needs two).
@@ -50,17 +50,7 @@ def quadrature_error(fp: FixedPoint, n_rules: int = 4, config: SolverConfig | No
     """
     n_rules = check_rules(n_rules)
     cfg = config or SolverConfig(prox=fp.prox)
-    values = {k: [] for k in ERROR_KEYS}
-    rules = []
-    ok = 0
-    for k in range(n_rules):
-        other = solve(fp.params, fp.alpha, fp.requested, init=on_branch_subspace(fp.overlaps, fp.branch),
-                      config=cfg.variant(k))
-        rules.append(other.quadrature)
-        if other.status.converged and other.branch == fp.branch:
-            ok += 1
-            for k in ERROR_KEYS:
-                values[k].append(float(other.record[k]))
+    values, ok, rules = resolved_values(fp, [cfg.variant(k) for k in range(n_rules)])
     std = {k: at_least_the_offset(spread(v), float(fp.record[k]), v) for k, v in values.items()}
     return QuadratureError(std=std, rules=tuple(rules), converged=ok)
 

@@ -102,17 +102,26 @@ def replicate_error(fp: FixedPoint, config: SolverConfig) -> QuadratureError | N
     blocks = rule_blocks(config.quadrature)
     if not blocks:
         return None
+    values, ok, _ = resolved_values(fp, [block_config(config, j) for j in range(len(blocks))])
+    std = {k: at_least_the_offset(standard_error(v), float(fp.record[k]), v) for k, v in values.items()}
+    return QuadratureError(std=std, rules=tuple(blocks), converged=ok)
+
+
+def resolved_values(fp: FixedPoint, configs: Sequence[SolverConfig]
+                    ) -> tuple[dict[str, list[float]], int, list[str]]:
+    """``fp`` re-solved on each config, warm from its overlaps on its branch's subspace: the ERROR_KEYS values
+    of the re-solves that converged on ``fp``'s branch, their count, and every re-solve's rule name."""
     values: dict[str, list[float]] = {k: [] for k in ERROR_KEYS}
-    ok = 0
-    for j in range(len(blocks)):
+    ok, rules = 0, []
+    for cfg in configs:
         other = solve(fp.params, fp.alpha, fp.requested, init=on_branch_subspace(fp.overlaps, fp.branch),
-                      config=block_config(config, j))
+                      config=cfg)
+        rules.append(other.quadrature)
         if other.status.converged and other.branch == fp.branch:
             ok += 1
             for k in ERROR_KEYS:
                 values[k].append(float(other.record[k]))
-    std = {k: at_least_the_offset(standard_error(v), float(fp.record[k]), v) for k, v in values.items()}
-    return QuadratureError(std=std, rules=tuple(blocks), converged=ok)
+    return values, ok, rules
 
 
 #: A point farther than this many spreads from the mean of its replicates lies outside their cloud.
