@@ -87,7 +87,7 @@ def main() -> None:
     from attnphase.numerics.se.rank_se import channel_moments, initial_overlaps, make_rank_rule, with_ranks
     from attnphase.numerics.se.state_evolution import solve
     from attnphase.theory.params import ModelParams
-    from attnphase.theory.rank_kernels import get_rank_kernels
+    from attnphase.theory.kernels import get_kernels
 
     print(f"rule {args.quadrature}, alpha = {args.alpha}, semantic branch, {args.start} start; cores: {os.cpu_count()}, "
           f"load {os.getloadavg()[0]:.1f}")
@@ -97,13 +97,13 @@ def main() -> None:
         L, r, rs = (int(x) for x in case.split(","))
         params = with_ranks(ModelParams(L=L, omega=0.3), r, rs)
         t0 = time.perf_counter()
-        get_rank_kernels(L, r)
+        get_kernels(L, r)
         t_gen = time.perf_counter() - t0
         rule = make_rank_rule(L, r, rs, args.quadrature)
         ov = initial_overlaps(params, "semantic")
-        channel_moments(get_rank_kernels(L, r), params, ov, rule)  # warm-up (numba cache load)
+        channel_moments(get_kernels(L, r), params, ov, rule)  # warm-up (numba cache load)
         t0 = time.perf_counter()
-        channel_moments(get_rank_kernels(L, r), params, ov, rule)
+        channel_moments(get_kernels(L, r), params, ov, rule)
         t_eval = time.perf_counter() - t0
         t0 = time.perf_counter()
         fp = solve(params, args.alpha, "semantic", config=SolverConfig(quadrature=args.quadrature),

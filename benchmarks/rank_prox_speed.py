@@ -48,8 +48,9 @@ def per_evaluation(cases: list[str], quadrature: str, repeat: int) -> None:
     from attnphase.numerics.se.rank_se import make_rank_rule, with_ranks
     from attnphase.numerics.se.state_evolution import embedded_start
     from attnphase.theory.params import ModelParams
-    from attnphase.theory import rank as rk
-    from attnphase.theory.rank_kernels import get_rank_kernels, target
+    from attnphase.theory import matrix_channel as rk
+    from attnphase.theory.kernels import get_kernels
+from attnphase.theory.softmax import target
 
     print(f"(1) one SE evaluation's proximal search, rule {quadrature}, embedded semantic start, alpha = 2; "
           f"load {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores")
@@ -65,7 +66,7 @@ def per_evaluation(cases: list[str], quadrature: str, repeat: int) -> None:
         s2 = params.sigma2
         w, hstar = rk.channel_fields(rule.xi, rule.eta, ov.q0, ov.m, ov.th0, s2, params.rho0)  # as channel_moments
         T = target(hstar, params.omega, params.A_array)
-        k = get_rank_kernels(L, r)
+        k = get_kernels(L, r)
         prev = global_prox(k, w, ov.V0, T, s2, hstar, backend="numba").h  # also loads / compiles the instance
         row = [f"{L}", f"{r}", f"{rs}", f"{w.shape[0]}"]
         res = {}

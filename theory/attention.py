@@ -11,7 +11,7 @@ For differentiation the softmax is kept as an unevaluated function
 
 so every derivative of the loss is a polynomial in (h, S, T, sigma^2) and the
 generated kernels never evaluate an exponential of a field: S is computed
-numerically by a max-shifted softmax (:func:`attnphase.theory.kernels.row_softmax`).
+numerically by a max-shifted softmax (:mod:`attnphase.theory.softmax`).
 """
 
 from __future__ import annotations

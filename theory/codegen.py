@@ -55,6 +55,7 @@ _FINGERPRINT_FILES = (
     "free_entropy.py",
     "baseline.py",
     "kernels.py",
+    "kernel_specs.py",
     "correlated_kernels.py",
 )
 

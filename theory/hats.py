@@ -17,7 +17,7 @@ At r = r* = 1 the moments and overlaps may be given as their scalar views (E[g_l
 E[g_l xi_l] each (L,), q0 and th0 numbers) and the hats come back as four (L,) arrays: the formulas of
 section 3, the same function on 1 x 1 matrices.  Their sympy statement is
 :func:`attnphase.theory.channel.hat_overlap_exprs` (``attnphase derive``; the r = 1 reduction of
-tests/theory/test_theory_rank.py checks this function against it).
+tests/theory/test_matrix_channel.py checks this function against it).
 
 Degenerate states raise ValueError: q0 must be positive definite (q0 -> 0: w no longer depends on xi)
 and rho0 I - th0^T q0^{-1} th0 positive definite (at th0^2 = q0 rho0 the student is aligned with the
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.theory.rank import residual_teacher_covariance, sym_sqrt
+from attnphase.theory.matrix_channel import residual_teacher_covariance, sym_sqrt
 
 ArrayLike = Any
 

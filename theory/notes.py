@@ -179,7 +179,7 @@ smooth stand-in for $g$, and $\lambda = 0$ at $\omega = 1$ (the target ignores $
 
 ### Rank r student, rank r* teacher (docs/model.md section 7)
 
-Code: `attnphase.theory.rank` (formulas), `attnphase.theory.rank_kernels` (the loss, its gradient and
+Code: `attnphase.theory.matrix_channel` (formulas), `attnphase.theory.kernels` (the loss, its gradient and
 Hessian in the $L r$ entries of $h$, generated from the same sympy derivation with $h \in R^{L\times r}$),
 `attnphase.numerics.se.rank_se` (the solver). Overlaps: $q_0 = Q^\top Q/d$, $V_0$ ($r\times r$),
 $\theta_0 = Q^\top Q^*/d$ ($r\times r^*$), $m_l = Q^\top p_l/\sqrt d \in R^r$; per token
@@ -214,7 +214,7 @@ $$
 $$
 
 (any factors; symmetric in exact arithmetic, symmetrised after quadrature). At $r = r^* = 1$ these are
-the formulas of section 3 (tests/theory/test_theory_rank.py: equal to the generated rank-1 ones to round-off).
+the formulas of section 3 (tests/theory/test_matrix_channel.py: equal to the generated rank-1 ones to round-off).
 
 **Prior.** The prior part of $\Phi$ is $\tfrac12{\rm Tr}[\Lambda^{-1}N]$ with
 $\Lambda = \lambda I_r + \sum_l\sigma_l^2\hat V_l$, $N = \sum_l\sigma_l^2\hat q_l + \sum_{kl}P_{kl}\hat m_k\hat m_l^\top + \Theta\rho_0\Theta^\top$,

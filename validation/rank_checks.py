@@ -1,7 +1,7 @@
 """Derivation checks of the rank-r state evolution (docs/model.md section 7), as numbers.
 
 Each function returns plain numbers (what is compared, the error, the tolerance it is judged by)
-so that the tests (tests/theory/test_theory_rank.py) and any report state the same checks:
+so that the tests (tests/theory/test_matrix_channel.py) and any report state the same checks:
 
 1. :func:`reduction_to_rank1` -- at r = r* = 1 the matrix formulas (theory/rank.py, the hats of
    theory/hats.py and the ridge prior of theory/priors/ridge.py on 1 x 1 matrices) against the rank-1 ones derived in sympy (theory/channel.py,
@@ -40,7 +40,7 @@ def _t_quantile(dof: int) -> float:
 def reduction_to_rank1(params: ModelParams, seed: int = 0, n: int = 64) -> dict[str, float]:
     """Largest relative difference per formula between the rank-r code at r = r* = 1 and the rank-1 code."""
     from attnphase.theory import channel, free_entropy
-    from attnphase.theory import rank as rk
+    from attnphase.theory import matrix_channel as rk
 
     rng = np.random.default_rng(seed)
     L, s2, P = params.L, params.sigma2, params.P_array
@@ -120,10 +120,10 @@ def hats_vs_envelope_differences(params: ModelParams, alpha: float, ov: Any, spe
     within each)."""
     from attnphase.numerics.se.overlaps import Overlaps
     from attnphase.numerics.se.rank_se import channel_moments, make_rank_rule, teacher_rank
-    from attnphase.theory.rank_kernels import get_rank_kernels
+    from attnphase.theory.kernels import get_kernels
 
     L, r, rs = params.L, params.r, teacher_rank(params)
-    k = get_rank_kernels(L, r, channel=params.channel)
+    k = get_kernels(L, r, channel=params.channel)
     s2 = params.sigma2
     diffs: dict[str, list[float]] = {}
     preds: dict[str, list[float]] = {}
@@ -178,7 +178,7 @@ def prior_vs_ridge(params: ModelParams, hats: tuple[np.ndarray, ...], d: int, se
     """Finite-d ridge solve against the closed form: per overlap (max |finite d - closed form|,
     tolerance: 5 standard errors of the Gaussian d-sums it is made of, propagated through Lam^{-1}, at
     the entry with the largest ratio)."""
-    from attnphase.theory import rank as rk
+    from attnphase.theory import matrix_channel as rk
 
     qh, mh, thh, Vh = hats
     L, r = mh.shape

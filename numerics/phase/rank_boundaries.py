@@ -95,7 +95,7 @@ def sobol_eps_lin(params: ModelParams, spec: str) -> float:
     """eps_lin of :func:`rank_eps_lin` with the moments of softmax(h* h*^T) on the Sobol rule ``spec``
     over eta (L r* dimensions)."""
     from attnphase.theory.baseline import eps_lin_from_moments
-    from attnphase.theory.rank_kernels import attention
+    from attnphase.theory.softmax import attention
 
     rule = make_rank_rule(params.L, 1, teacher_rank(params), spec)
     hstar = rule.eta * np.sqrt(params.sigma2 * params.rho0)[None, :, None]

@@ -19,7 +19,6 @@ from attnphase.numerics.config import BACKENDS, backend_override
 from attnphase.numerics.prox import compiled as prox_compiled
 from attnphase.theory.correlated_kernels import CorrelatedKernels
 from attnphase.theory.kernels import Kernels
-from attnphase.theory.rank_kernels import RankKernels
 
 
 def resolve_backend(backend: str, kernels: Any = None) -> str:
@@ -28,17 +27,16 @@ def resolve_backend(backend: str, kernels: Any = None) -> str:
     ``backend`` is one of :data:`~attnphase.numerics.config.BACKENDS`. ``"auto"`` is replaced by
     :func:`~attnphase.numerics.config.backend_override` (``$ATTNPHASE_PROX_BACKEND``) when that
     is set, else it is numba when numba can be imported. The compiled path runs on the one-point twin of a
-    :class:`~attnphase.theory.kernels.Kernels` or of a
-    :class:`~attnphase.theory.correlated_kernels.CorrelatedKernels` or of a
-    :class:`~attnphase.theory.rank_kernels.RankKernels`; the torch path on a ``Kernels`` only
+    :class:`~attnphase.theory.kernels.Kernels` (any r) or of a
+    :class:`~attnphase.theory.correlated_kernels.CorrelatedKernels`; the torch path on a ``Kernels`` of r = 1 only
     (for correlated-token and rank-r kernels ``"auto"`` never picks it: an override ``torch`` gives numba, or numpy
     without numba). ``"numba"`` without numba, or ``"torch"`` without torch, raises ImportError; either
     with a kernels object it cannot run, TypeError.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    compiled_ok = kernels is None or isinstance(kernels, (Kernels, CorrelatedKernels, RankKernels))
-    torch_ok = kernels is None or isinstance(kernels, Kernels)
+    compiled_ok = kernels is None or isinstance(kernels, (Kernels, CorrelatedKernels))
+    torch_ok = kernels is None or (isinstance(kernels, Kernels) and kernels.r == 1)
     if backend == "auto":
         override = backend_override()
         if override == "torch" and not torch_ok:
@@ -49,10 +47,10 @@ def resolve_backend(backend: str, kernels: Any = None) -> str:
     if backend == "torch" and not _torch_available():
         raise ImportError("backend='torch' needs torch, which cannot be imported; use backend='numpy', 'numba' or 'auto'")
     if backend == "numba" and not compiled_ok:
-        raise TypeError(f"backend='numba' needs a theory.kernels.Kernels, CorrelatedKernels or RankKernels (their generated "
+        raise TypeError(f"backend='numba' needs a theory.kernels.Kernels or CorrelatedKernels (their generated "
                         f"functions), got {type(kernels).__name__}")
     if backend == "torch" and not torch_ok:
-        raise TypeError(f"backend='torch' needs a theory.kernels.Kernels (its generated functions), got {type(kernels).__name__}")
+        raise TypeError(f"backend='torch' needs a theory.kernels.Kernels of r = 1 (its generated functions), got {type(kernels).__name__}")
     return backend
 
 

@@ -22,8 +22,8 @@ later ones load it. A copy per instance is needed because numba keys its cache b
 and bytecode, not by the globals (L) a function reads. Where the cache directory cannot be
 written, a temporary directory is used (no reuse across processes).
 
-The rank-r model (:class:`~attnphase.theory.rank_kernels.RankKernels`, h in R^{L x r}) runs on the same
-template, instantiated on its one-point loss kernels (:func:`search_rows`, for
+The rank-r model (h in R^{L x r}) runs on the same template, instantiated on the kernels' matrix-form
+one-point loss kernels (:func:`search_rows`, for
 :mod:`attnphase.numerics.prox.rank_prox`): the template picks the rank-r objective and direction rule once, at
 import, and keeps the rank-1 closed forms as the fast path of the rank-1 kernels.
 
@@ -64,7 +64,6 @@ from attnphase.numerics.prox import newton_steps as steps
 from attnphase.theory.codegen import cache_dir, first_run_notice, import_path, write_atomic
 from attnphase.theory.correlated_kernels import CorrelatedKernels
 from attnphase.theory.kernels import Kernels, ScalarKernels
-from attnphase.theory.rank_kernels import RankKernels
 
 #: A start of the full search stops once it is within this distance (relative, per coordinate:
 #: |h_k - h'_k| <= MERGE_RADIUS (1 + |h'_k|)) of a minimum h' that an earlier start of the same node
@@ -117,16 +116,17 @@ class Binding:
     scalar: ScalarKernels
 
 
-def instance(kernels: Kernels | CorrelatedKernels | RankKernels, parallel: bool | None = None) -> ModuleType:
-    """The compiled solver for ``kernels`` (L, r, cse; independent or whitened correlated tokens, or the rank-r
-    kernels): the template instantiated, imported once per process.
+def instance(kernels: Kernels | CorrelatedKernels, parallel: bool | None = None, matrix: bool = False) -> ModuleType:
+    """The compiled solver for ``kernels`` (L, r, cse; independent or whitened correlated tokens), on their
+    fields-form one-point kernels or, with ``matrix`` (always at r >= 2), their matrix-form ones
+    (:attr:`~attnphase.theory.kernels.Kernels.matrix_scalar`): the template instantiated, imported once per process.
 
     ``parallel`` None: ``$ATTNPHASE_NUMBA_PARALLEL`` (default on). See the module doc.
     """
     parallel = _parallel_default() if parallel is None else bool(parallel)
-    scalar = kernels.scalar
-    kind = ("prox_rows_cov" if isinstance(kernels, CorrelatedKernels) else
-            "prox_rows_rank" if isinstance(kernels, RankKernels) else "prox_rows")
+    matrix = matrix or (isinstance(kernels, Kernels) and kernels.r != 1)
+    scalar = kernels.matrix_scalar if matrix else kernels.scalar
+    kind = "prox_rows_cov" if isinstance(kernels, CorrelatedKernels) else "prox_rows_rank" if matrix else "prox_rows"
     name = f"{kind}_L{scalar.L}_r{scalar.r}_{'cse' if scalar.cse else 'nocse'}_{'par' if parallel else 'ser'}"
     key = f"{scalar.module}\n{parallel}\n{STEPS.read_text()}\n{LINALG.read_text()}"
     what = f"the rank-{scalar.r} proximal solver for L = {scalar.L}" if kind == "prox_rows_rank" else \
@@ -198,7 +198,7 @@ def global_rows(
                        parallel)
 
 
-def search_rows(kernels: RankKernels, starts: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
+def search_rows(kernels: Kernels, starts: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
                 sigma2: np.ndarray, delta: float, max_step: float, order: np.ndarray, merge: float, *, xtol: float,
                 max_iter: int, max_halvings: int, parallel: bool | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -214,7 +214,7 @@ def search_rows(kernels: RankKernels, starts: np.ndarray, w: np.ndarray, Vinv: n
     h, value, conv, _, _ = _run(
         kernels, np.ascontiguousarray(starts.reshape(S, N, n).transpose(1, 0, 2)), _rows(w, N, (L, r)).reshape(N, n),
         _rows(Vinv, N, (L, r, r)), _rows(T, N, (L, L)), _rows(sigma2, N, (L,)), np.full(N, float(delta)),
-        np.asarray(order, dtype=np.int64), False, max_step, xtol, max_iter, max_halvings, merge, parallel)
+        np.asarray(order, dtype=np.int64), False, max_step, xtol, max_iter, max_halvings, merge, parallel, matrix=True)
     return h.transpose(1, 0, 2).reshape(S, N, L, r), value.T, conv.T
 
 
@@ -255,9 +255,9 @@ def _run_fields(
 def _run(
     kernels: Any, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, s2: np.ndarray, shift: np.ndarray,
     order: np.ndarray, refine: bool, max_step: float, xtol: float, max_iter: int, max_halvings: int, merge: float,
-    parallel: bool | None,
+    parallel: bool | None, matrix: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The template's ``rows`` on per-node arrays: starts (N, n0, n), w (N, n), V, T, s2 and shift with a row per
+    """The template's ``rows`` (of the matrix-form instance with ``matrix``) on per-node arrays: starts (N, n0, n), w (N, n), V, T, s2 and shift with a row per
     node.  Returns h (N, n_all, n), value, conv, iters (N, n_all) and best (N,)."""
     N, n0, n = starts.shape
     L = T.shape[-1]
@@ -267,7 +267,7 @@ def _run(
     h = np.empty((N, n_all, n))
     value, conv = np.empty((N, n_all)), np.zeros((N, n_all), dtype=np.bool_)
     iters, best = np.zeros((N, n_all), dtype=np.int64), np.zeros(N, dtype=np.int64)
-    instance(kernels, parallel).rows(
+    instance(kernels, parallel, matrix).rows(
         starts, w, V, T, s2, np.ascontiguousarray(shift, dtype=float), order, perms, bool(refine), float(max_step),
         float(xtol), int(max_iter), int(max_halvings), h, value, conv, iters, best, float(merge),
     )

@@ -15,7 +15,7 @@ w and the latter; the lowest converged value wins.  tests/numerics/se/test_rank_
 never loses to Newton runs from random probes (L = 3, r = 2).
 
 Gradient and Hessian of the loss come from the generated kernels of
-:mod:`attnphase.theory.rank_kernels`; nothing here spells the loss out.
+:mod:`attnphase.theory.kernels`; nothing here spells the loss out.
 
 Backends (``backend``, as on the rank-1 path: one of :data:`attnphase.numerics.config.BACKENDS`,
 normally ``SolverConfig.backend``, resolved by :func:`attnphase.numerics.prox.backends.resolve_backend`):
@@ -40,7 +40,7 @@ import numpy as np
 from attnphase.numerics.prox import newton_steps as steps
 from attnphase.numerics.prox.backends import resolve_backend
 from attnphase.numerics.prox.descent import descend
-from attnphase.theory.rank_kernels import RankKernels
+from attnphase.theory.kernels import Kernels
 
 
 #: The descent's step tolerance (relative), iteration limit and Armijo trial steps (defaults of
@@ -71,7 +71,7 @@ def apply_blocks(Vinv: np.ndarray, d: np.ndarray) -> np.ndarray:
     return out
 
 
-def prox_value(k: RankKernels, h: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
+def prox_value(k: Kernels, h: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
                sigma2: np.ndarray) -> np.ndarray:
     """P(h) = sum_l 1/2 (h_l - w_l)^T Vinv_l (h_l - w_l) + loss(h, T) (the kernels' channel); h, w (N, L, r),
     Vinv (L, r, r)."""
@@ -80,7 +80,7 @@ def prox_value(k: RankKernels, h: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T
     return 0.5 * q + k.loss(h, T, sigma2)
 
 
-def _value_grad_hess(k: RankKernels, h: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
+def _value_grad_hess(k: Kernels, h: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
                      sigma2: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     N, L, r = h.shape
     f, g, H = k.loss_grad_hess(h, T, sigma2)
@@ -98,7 +98,7 @@ class RankObjective:
     from (m, L, r): w (N, L, r), Vinv (L, r, r), T (N, L, L), sigma2 (L,); the Cholesky-shift direction rule
     (shift ``delta``); stall scale max |Vinv_l (h_l - w_l)|."""
 
-    def __init__(self, k: RankKernels, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
+    def __init__(self, k: Kernels, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
                  delta: float) -> None:
         self.k, self.w, self.Vinv, self.T, self.sigma2, self.delta = k, w, Vinv, T, sigma2, delta
         self.shape = w.shape[1:]
@@ -130,7 +130,7 @@ def step_constants(Vinv: np.ndarray) -> tuple[float, float]:
     return steps.SHIFT_REL * Vmin_inv, steps.max_step_precision(Vmin_inv)
 
 
-def newton_minimize(k: RankKernels, h0: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
+def newton_minimize(k: Kernels, h0: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
                     sigma2: np.ndarray, *, xtol: float = XTOL, max_iter: int = MAX_ITER,
                     max_halvings: int = MAX_HALVINGS, backend: str = "auto") -> RankProxResult:
     """Safeguarded Newton descent on P from every row of h0 (N, L, r); only unconverged rows iterate.
@@ -181,7 +181,7 @@ def starting_points(w: np.ndarray, hstar: np.ndarray) -> list[np.ndarray]:
     return [w, np.zeros_like(w), -w, 0.5 * w, t, 0.5 * (w + t)]
 
 
-def global_prox(k: RankKernels, w: np.ndarray, V0: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
+def global_prox(k: Kernels, w: np.ndarray, V0: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
                 hstar: np.ndarray, extra_starts: list[np.ndarray] | None = None,
                 polish: np.ndarray | None = None, backend: str = "auto") -> RankProxResult:
     """The global minimiser of P per node (module doc): the lowest converged Newton minimum over the starts.

@@ -23,7 +23,7 @@ instance, at import:
   :func:`softmax`) -- the fast path of r = 1: the eigenvalue-shift direction rule with lambda_min and the
   solve in closed form at L = 2 (:func:`eigen_shift_direction`, the one-point twin of
   :func:`attnphase.numerics.prox.newton_steps.eigen_shift_direction`);
-* the rank-r kernels (:class:`~attnphase.theory.rank_kernels.RankKernels`: V_l^{-1} r x r matrices, the
+* the rank-r kernels (:class:`~attnphase.theory.kernels.Kernels`: V_l^{-1} r x r matrices, the
   generated ``loss_grad_hess`` / ``loss`` on the softmax of the Gram matrix, plus the quadratic term of
   :func:`quadratic`): the Cholesky-shift rule of
   :func:`attnphase.numerics.prox.rank_linalg_compiled.direction_row` (the one-row twin of
@@ -109,7 +109,7 @@ def softmax(h: Array, S: Array) -> None:
 @jit
 def gram_softmax(h: Array, S: Array) -> None:
     """S(h)[l, k] = softmax_k(h_l . h_k) of one point h (L, r), into S (L, L): the one-point twin of
-    :func:`attnphase.theory.rank_kernels.attention` (h_l . h_k summed over b = 1..r in order, for k >= l
+    :func:`attnphase.theory.softmax.attention` (h_l . h_k summed over b = 1..r in order, for k >= l
     and mirrored)."""
     for l in range(L):
         for k in range(l, L):

@@ -60,7 +60,7 @@ def torch_device(device: str | None = None) -> "torch.device":
 def outer_softmax(h: "torch.Tensor") -> "torch.Tensor":
     """S(h)[..., l, k] = softmax_k(h_l h_k), max-shifted: the torch twin of the kernels' batched softmax.
 
-    The same operations in the same order as :func:`attnphase.theory.kernels._outer_softmax`:
+    The same operations in the same order as :func:`attnphase.theory.softmax.attention`:
     the scores a_lk = h_l h_k, the row max and the sum over k = 1..L in order, then the division.
     """
     a = h[..., :, None] * h[..., None, :]

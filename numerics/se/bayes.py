@@ -53,7 +53,7 @@ from scipy.optimize import brentq
 
 from attnphase.numerics.quadrature.rules import gauss_hermite_1d
 from attnphase.theory.channels.bayes_optimal import BayesOptimalChannel
-from attnphase.theory.kernels import row_softmax
+from attnphase.theory.softmax import row_softmax
 from attnphase.theory.priors.gaussian import GaussianPrior
 
 #: Nodes per variable of the default :class:`InvariantRule` (its error bar: the change from order n - ORDER_STEP).

@@ -30,7 +30,7 @@ from attnphase.numerics.se.rank_se import (
 )
 from attnphase.numerics.se.starts import RANK_BRANCHES, noise_axes, settle_noise_axes, teacher_rank
 from attnphase.numerics.se.results import FixedPoint, SolverStatus
-from attnphase.theory import rank as rk
+from attnphase.theory import matrix_channel as rk
 from attnphase.theory.params import ModelParams
 
 #: How a matrix solve starts without ``init``: from the rank-1 fixed points (embedded) or the branch's cold start.

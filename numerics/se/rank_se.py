@@ -41,9 +41,10 @@ from attnphase.numerics.se.updates import update, update_hat
 from attnphase.numerics.se.gauge import align_gauge, gauge_tangents
 from attnphase.numerics.prox.rank_prox import global_prox
 from attnphase.numerics.se.starts import RANK_BRANCHES, initial_overlaps, teacher_rank, with_ranks
-from attnphase.theory import rank as rk
+from attnphase.theory import matrix_channel as rk
 from attnphase.theory.params import ModelParams
-from attnphase.theory.rank_kernels import RankKernels, get_rank_kernels, target
+from attnphase.theory.kernels import Kernels, get_kernels
+from attnphase.theory.softmax import target
 
 #: A full multi-start proximal search every this many SE evaluations; in between, the minima of the
 #: last one are polished (an approximate map; a converged point is always verified by a full search).
@@ -104,7 +105,7 @@ class RankMoments:
     prox_failures: int
 
 
-def channel_moments(k: RankKernels, params: ModelParams, ov: Overlaps, rule: RankRule,
+def channel_moments(k: Kernels, params: ModelParams, ov: Overlaps, rule: RankRule,
                     previous: np.ndarray | None = None, polish: bool = False,
                     backend: str = "auto") -> tuple[RankMoments, np.ndarray]:
     """All channel averages at ``ov`` with one global proximal solve over the rule's nodes, and the
@@ -167,7 +168,7 @@ class RankSEMap:
         self.backend = "auto" if backend == "torch" else backend
         self.pattern = pattern  # iterate F projected on these coordinates (:func:`reflection_pattern`)
         self.L, self.r, self.rs = params.L, params.r, teacher_rank(params)
-        self.kernels = get_rank_kernels(params.L, params.r, channel=params.channel)
+        self.kernels = get_kernels(params.L, params.r, channel=params.channel)
         self.previous: np.ndarray | None = None  # minimisers of the last full search
         self.since_full = 0
         self.full_only = False  # set when a polished fixed point was rejected by a full search

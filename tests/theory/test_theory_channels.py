@@ -8,7 +8,7 @@ import pytest
 from attnphase.theory.channels import channel_names, get_channel
 from attnphase.theory.params import ModelParams
 from attnphase.theory.kernels import get_kernels
-from attnphase.theory.rank_kernels import attention, get_rank_kernels, target
+from attnphase.theory.softmax import attention, target
 
 
 def test_registry_and_model_params_loss() -> None:
@@ -43,7 +43,7 @@ def test_square_channel_sympy_loss_numpy_form_and_generated_kernels_agree(L, r, 
     s2 = rng.uniform(0.2, 0.6, L)
     omega = 0.3
     T = target(hs, omega, A)
-    k = get_rank_kernels(L, r, channel=ch)
+    k = get_kernels(L, r, channel=ch)
     fast = ch.loss_values(attention(h), T, s2)
     generated = np.array([k.functions["loss"](attention(h[i:i + 1]), T[i:i + 1], s2)[0] for i in range(n)]).ravel()
     value = k.loss_grad_hess(h, T, s2)[0]

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnphase.theory.kernels import get_kernels, get_scalar_kernels, row_softmax
+from attnphase.theory.kernels import get_kernels, get_scalar_kernels
+from attnphase.theory.softmax import row_softmax
 
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)  # tiny tensors: threading only costs time
@@ -190,8 +191,14 @@ def test_get_kernels_validates_and_loads_once() -> None:
     for bad in (1, 0, 2.5, True):
         with pytest.raises(ValueError, match="L must be"):
             get_kernels(bad)
-    with pytest.raises(NotImplementedError, match="r = 1"):
-        get_kernels(2, r=2)
+    for bad in (0, 1.5, False):
+        with pytest.raises(ValueError, match="student rank"):
+            get_kernels(2, r=bad)
+    k22 = get_kernels(2, r=2)  # every rank: the matrix form, without the diagonal-V proximal objective of r = 1
+    assert (k22.L, k22.r) == (2, 2) and set(k22.functions) >= {"loss", "loss_grad_hess"}
+    assert "prox_value_grad_hess" not in k22.functions and k22.scalar is k22.matrix_scalar
+    with pytest.raises(ValueError, match="diagonal V"):
+        k22.prox_value(np.zeros((2, 2)), np.zeros(2), np.ones(2), np.eye(2), np.ones(2))
     doc = k.functions["prox_value_grad_hess"].__doc__
     assert "h[..., 0] -> h_1" in doc and "S[..., 0, 1] -> S_12" in doc and "sigma2[..., 2] -> sigma_3^2" in doc
 

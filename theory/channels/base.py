@@ -9,8 +9,7 @@ teacher's target T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A, and the per
 with h in R^{L x r}, h* in R^{L x r*}.  A subclass states l once, in sympy (:meth:`Channel.loss_of`); from it
 come the loss in the fields (:meth:`Channel.loss`), its gradient and Hessian in h by the softmax chain rule
 (:func:`attnphase.theory.prox.derive_loss`), and the generated numpy and one-point kernels
-(``get_kernels(L, channel=...)`` of :mod:`attnphase.theory.kernels` at r = 1, ``get_rank_kernels(L, r,
-channel=...)`` of :mod:`attnphase.theory.rank_kernels` at any r), cached on disk under a kind that carries the
+(``get_kernels(L, r, channel=...)`` of :mod:`attnphase.theory.kernels`, every r), cached on disk under a kind that carries the
 channel's name and a hash of the module that defines it (:attr:`Channel.cache_tag`).  The kernel modules ask
 this package for the default channel; a channel imports none of them.
 

@@ -18,7 +18,8 @@ from attnphase.numerics.prox.rank_prox import global_prox, newton_minimize, prox
 from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule, with_ranks
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams
-from attnphase.theory.rank_kernels import get_rank_kernels, target
+from attnphase.theory.kernels import get_kernels
+from attnphase.theory.softmax import target
 
 pytestmark = pytest.mark.skipif(not prox_compiled.available(), reason="numba cannot be imported")
 
@@ -36,7 +37,7 @@ def _batch(seed: int, L: int, r: int, rs: int, scale: float, N: int = 150):
     hs = rng.normal(size=(N, L, rs))
     T = target(hs, rng.uniform(0.0, 0.7), np.full((L, L), 1.0 / L))
     far = w + rng.normal(size=(N, L, r)) * 2.0 * np.sqrt(np.linalg.eigvalsh(V0).max() * s2.max())
-    return get_rank_kernels(L, r), w, V0, T, s2, hs, far
+    return get_kernels(L, r), w, V0, T, s2, hs, far
 
 
 @pytest.mark.parametrize(("L", "r", "rs", "scale"), CASES)
@@ -79,7 +80,7 @@ def test_compiled_serial_and_parallel_loops_agree() -> None:
 
 
 def test_rank_backends_resolve_as_on_the_rank1_path(monkeypatch) -> None:
-    k = get_rank_kernels(2, 2)
+    k = get_kernels(2, 2)
     monkeypatch.delenv(BACKEND_ENV, raising=False)
     assert resolve_backend("auto", k) == "numba" and resolve_backend("numpy", k) == "numpy"
     with pytest.raises(TypeError):

@@ -13,14 +13,15 @@ from attnphase.numerics.se.rank_se import align_gauge, channel_moments, make_ran
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.numerics.se.updates import update, update_hat
 from attnphase.theory.params import ModelParams
-from attnphase.theory.rank_kernels import get_rank_kernels, target
+from attnphase.theory.kernels import get_kernels
+from attnphase.theory.softmax import target
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
 def test_global_prox_never_loses_to_newton_from_random_probes_L3_r2(backend: str) -> None:
     L, r, rs, N, probes = 3, 2, 1, 300, 24
     rng = np.random.default_rng(7)
-    k = get_rank_kernels(L, r)
+    k = get_kernels(L, r)
     s2 = np.array([0.25, 0.3, 0.2])
     V0 = np.array([[6.0, 1.5], [1.5, 3.0]])  # large V: a wide, non-convex proximal problem
     w = rng.normal(size=(N, L, r)) * 0.8
@@ -101,7 +102,7 @@ def test_rank_se_map_at_r1_is_the_rank1_map_on_the_same_nodes() -> None:
     new1 = update(params, hat1)
     rrule = RankRule(rule.nodes[:, :2, None], rule.nodes[:, 2:, None], rule.weights, rule.name)
     ovr = Overlaps([[0.45]], [[40.0]], [[0.1], [-0.1]], [[0.5]])
-    mom, _ = channel_moments(get_rank_kernels(2, 1), params, ovr, rrule)
+    mom, _ = channel_moments(get_kernels(2, 1), params, ovr, rrule)
     newr = update(params, update_hat(params, 2.0, ovr, mom, "mixed"))
     assert mom.E_M == pytest.approx(mom1.E_M, rel=1e-10)
     assert float(newr.q0[0, 0]) == pytest.approx(new1.q0, rel=1e-8)

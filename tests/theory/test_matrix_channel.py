@@ -1,4 +1,4 @@
-"""The rank-r theory (docs/model.md section 7): reduction to r = 1, generated kernels, prior, hats.
+"""The theory in matrix overlaps (docs/model.md section 7): reduction to r = 1, the matrix-form kernels, prior, hats.
 
 Checks of validation/rank_checks.py at small sizes; each tolerance is round-off or derived from the
 method's error (Student-t over independent rules, Gaussian sampling error of a finite-d solve).
@@ -14,35 +14,37 @@ from attnphase.numerics.se.rank_se import with_ranks
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
 from attnphase.theory.priors import RidgePrior
-from attnphase.theory.rank_kernels import get_rank_kernels, target
+from attnphase.theory.softmax import target
 from attnphase.validation import rank_checks as rc
 
 U = 2.0**-53
 
 
 @pytest.mark.parametrize("params", [ModelParams(omega=0.3), ModelParams(L=3, sigma=(0.4, 0.5, 0.6), omega=0.2)])
-def test_rank_formulas_at_r1_are_the_rank1_formulas_to_round_off(params) -> None:
+def test_matrix_formulas_at_r1_are_the_scalar_formulas_to_round_off(params) -> None:
     diffs = rc.reduction_to_rank1(params)
     assert len(diffs) == 11
     for name, d in diffs.items():
         assert d <= 64 * U, (name, d)
 
 
-def test_rank_kernels_at_r1_are_the_generated_rank1_kernels() -> None:
+def test_matrix_form_kernels_at_r1_are_the_fields_form_kernels() -> None:
     rng = np.random.default_rng(0)
-    k1, kr = get_kernels(2), get_rank_kernels(2, 1)
+    # one object, two generated modules: h (N, L, 1) runs the matrix form, h (N, L) the fields form
+    k = get_kernels(2)
     h = rng.normal(size=(40, 2))
-    T = k1.target(rng.normal(size=(40, 2)), 0.3, [[0.6, 0.4], [0.4, 0.6]])
+    T = k.target(rng.normal(size=(40, 2)), 0.3, [[0.6, 0.4], [0.4, 0.6]])
     s2 = np.array([0.25, 0.36])
-    for a, b in zip(kr.loss_grad_hess(h[..., None], T, s2), k1.loss_grad_hess(h, T, s2)):
+    assert k.matrix_functions is not k.functions
+    for a, b in zip(k.loss_grad_hess(h[..., None], T, s2), k.loss_grad_hess(h, T, s2)):
         np.testing.assert_allclose(a.reshape(b.shape), b, rtol=0, atol=16 * U * max(1.0, np.abs(b).max()))
 
 
 @pytest.mark.parametrize("L,r,rs", [(2, 2, 1), (3, 2, 2)])
-def test_rank_kernels_against_torch_autograd_and_per_point_calls(L, r, rs) -> None:
+def test_matrix_form_kernels_against_torch_autograd_and_per_point_calls(L, r, rs) -> None:
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(1)
-    k = get_rank_kernels(L, r)
+    k = get_kernels(L, r)
     n = 12
     h = rng.normal(size=(n, L, r)) * 1.5
     A = np.full((L, L), 1.0 / L)

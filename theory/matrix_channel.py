@@ -1,4 +1,4 @@
-"""The state evolution of a rank-r student and a rank-r* teacher (docs/model.md section 7).
+"""The channel and the free entropy in matrix overlaps: a rank-r student, a rank-r* teacher (docs/model.md section 7).
 
 Overlaps are matrices (docs/derivation.md, "Rank r student, rank r* teacher"):
 
@@ -28,8 +28,9 @@ The prior (ridge, closed form: the overlaps from the hats, and its term 1/2 Tr[L
     Phi = sum_l [ 1/2 Tr(Vhat_l q_l) - 1/2 Tr(qhat_l V_l) - m_l . mhat_l - Tr(theta_l^T thhat_l) ]
           + 1/2 Tr[ Lam^{-1} N ] - alpha E[M].
 
-At r = r* = 1 every formula is the one of sections 3-4 (tests/theory/test_theory_rank.py compares them
-with the sympy statements of :mod:`attnphase.theory.channel` and :mod:`~attnphase.theory.free_entropy` to round-off).  The teacher norm is rho0 I_{r*}.
+At r = r* = 1 every formula is the one of sections 3-4, whose sympy statements (:mod:`attnphase.theory.channel`,
+:mod:`~attnphase.theory.free_entropy`) are the derivation; tests/theory/test_matrix_channel.py checks these
+functions against the code generated from them to round-off.  The teacher norm is rho0 I_{r*}.
 """
 
 from __future__ import annotations

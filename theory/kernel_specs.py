@@ -1,0 +1,141 @@
+"""The functions generated into the kernel modules of a channel (docs/model.md sections 2-3, 7).
+
+Two argument layouts of the same derivation (:func:`attnphase.theory.prox.derive_loss` /
+:func:`~attnphase.theory.prox.derive_prox` of (L, r, channel), the softmax kept symbolic, so every
+output is a polynomial in (h, S, T, sigma^2) and 1 / V):
+
+* the matrix form, every r (:data:`MATRIX_FUNCTIONS`): h in R^{L x r} read as ``h[..., l, a]``;
+  ``loss(S, T, sigma2)`` and ``loss_grad_hess(h, S, T, sigma2)``, the gradient and Hessian in the L r
+  entries of h (entry (l, a) is slot l r + a);
+* the fields form, r = 1 (:data:`FIELD_FUNCTIONS`): h in R^L read as ``h[..., l]``, with the proximal
+  objective of diagonal variances V_l generated whole,
+
+      P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T),
+
+  (``prox_value``, ``prox_value_grad_hess``) -- the fast path of the rank-1 proximal map -- and the
+  scores and target of :mod:`attnphase.theory.attention` rendered as code (checked against the numpy
+  maps of :mod:`attnphase.theory.softmax`, which the kernels evaluate).
+
+Sympy is imported here only, when a module is generated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from attnphase.theory.codegen import Argument, FunctionSpec
+
+#: The generated functions of the batched fields-form module (r = 1).
+FIELD_FUNCTIONS = ("scores", "target", "loss", "loss_grad_hess", "prox_value", "prox_value_grad_hess")
+#: The fields-form functions rendered one point per call.
+SCALAR_FUNCTIONS = ("loss", "prox_value", "prox_value_grad_hess")
+#: The generated functions of the matrix-form module (every r), batched and one point per call alike.
+MATRIX_FUNCTIONS = ("loss_grad_hess", "loss")
+
+
+def default_channel(channel: Any = None) -> Any:
+    """``channel``, or the default (square) loss's channel when None."""
+    if channel is not None:
+        return channel
+    from attnphase.theory.channels import DEFAULT, get_channel
+
+    return get_channel(DEFAULT)
+
+
+def _outputs(value: Any, grad: Sequence[Any], hess: Any, name: str, fields: Sequence[Any]) -> tuple[tuple[str, Any], ...]:
+    """(name, value), its gradient and the upper triangle (row-major) of its Hessian in ``fields``."""
+    n = len(fields)
+    out = [(name, value)]
+    out += [(f"d {name} / d {fields[j]}", grad[j]) for j in range(n)]
+    out += [(f"d2 {name} / d {fields[i]} d {fields[j]}", hess[i, j]) for i in range(n) for j in range(i, n)]
+    return tuple(out)
+
+
+def field_specs(L: int, channel: Any = None) -> list[FunctionSpec]:
+    """The fields-form functions (:data:`FIELD_FUNCTIONS`) of ``channel``'s loss at r = 1."""
+    import sympy as sp
+
+    from attnphase.theory.attention import scores, teacher
+    from attnphase.theory.prox import derive_prox
+    from attnphase.theory.symbols import as_rows, pair_symbols
+
+    channel = default_channel(channel)
+    pd = derive_prox(L, 1, channel)
+    ld = pd.loss
+    h = list(ld.h)
+    S, T, s2 = as_rows(ld.S), as_rows(ld.T), list(ld.sigma2)
+    a = scores(ld.h)
+    Sstar = pair_symbols("s", L, positive=True)
+    A = pair_symbols("A", L, nonnegative=True)
+    omega = sp.Symbol("omega", nonnegative=True)
+    Tex = teacher(Sstar, omega, A)
+    arg_h = Argument("h", h, "student fields h_l")
+    arg_S = Argument("S", S, "attention S(h)[l, k] = softmax_k(h_l h_k), computed max-shifted")
+    arg_T = Argument("T", T, "target attention T(h*)[l, k]")
+    arg_s2 = Argument("sigma2", s2, "per-token variances sigma_k^2")
+    arg_w = Argument("w", list(pd.w), "field means w_l")
+    arg_V = Argument("V", list(pd.V), "variances V_l > 0")
+
+    # sympy's "basic" cse optimisations save ~20 % of the operations (L = 2: 299 -> 233) but take
+    # ~10 s on the L = 4 Hessian; beyond L = 3 plain cse keeps the one-off generation short.
+    opt = "basic" if L <= 3 else None
+    return [
+        FunctionSpec(
+            "scores", (arg_h,), tuple((f"a_{l + 1}{k + 1} = h_{l + 1} h_{k + 1}", a[l, k]) for l in range(L) for k in range(L)),
+            "Attention scores a_lk = h_l . h_k, row-major.",
+        ),
+        FunctionSpec(
+            "target",
+            (Argument("Sstar", as_rows(Sstar), "teacher softmax s = softmax_row(h* h*^T)"), Argument("omega", omega, "mixing weight"),
+             Argument("A", as_rows(A), "row-stochastic positional attention A")),
+            tuple((f"T_{l + 1}{k + 1}", Tex[l, k]) for l in range(L) for k in range(L)),
+            "Target attention T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A, row-major.",
+        ),
+        FunctionSpec(
+            "loss", (arg_S, arg_T, arg_s2), (("loss", ld.value),),
+            f"The channel's limit loss l(S(h), T(h*)) ({channel.name}; docs/model.md section 2).",
+        ),
+        FunctionSpec(
+            "loss_grad_hess", (arg_h, arg_S, arg_T, arg_s2), _outputs(ld.value, ld.grad, ld.hess, "loss", h),
+            "Limit loss, its gradient and Hessian (upper triangle, row-major) in h.",
+            opt,
+        ),
+        FunctionSpec(
+            "prox_value", (arg_h, arg_w, arg_V, arg_S, arg_T, arg_s2), (("prox", pd.value),),
+            "Proximal objective sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T) alone (for line searches; "
+            "docs/model.md section 3).",
+        ),
+        FunctionSpec(
+            "prox_value_grad_hess", (arg_h, arg_w, arg_V, arg_S, arg_T, arg_s2),
+            _outputs(pd.value, pd.grad, pd.hess, "prox", h),
+            "Proximal objective sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T), gradient and Hessian "
+            "(upper triangle, row-major) in h (docs/model.md section 3).",
+            opt,
+        ),
+    ]
+
+
+def scalar_field_specs(L: int, channel: Any = None) -> list[FunctionSpec]:
+    """The fields-form functions rendered one point per call (:data:`SCALAR_FUNCTIONS`)."""
+    return [s for s in field_specs(L, channel) if s.name in SCALAR_FUNCTIONS]
+
+
+def matrix_specs(L: int, r: int, channel: Any = None) -> list[FunctionSpec]:
+    """The matrix-form functions (:data:`MATRIX_FUNCTIONS`) of ``channel``'s loss for (L, r): ``loss_grad_hess``
+    and ``loss`` (the value alone, in S: the same expression as ``loss_grad_hess``'s first output)."""
+    from attnphase.theory.prox import derive_loss
+    from attnphase.theory.symbols import as_rows
+
+    ld = derive_loss(L, r, default_channel(channel))
+    n = L * r
+    args = (
+        Argument("h", as_rows(ld.h), "student fields h[l, a] (row l is h_l in R^r)"),
+        Argument("S", as_rows(ld.S), "attention S(h)[l, k] = softmax_k(h_l . h_k), computed max-shifted"),
+        Argument("T", as_rows(ld.T), "target attention T(h*)[l, k]"),
+        Argument("sigma2", list(ld.sigma2), "per-token variances sigma_k^2"),
+    )
+    opt = "basic" if n <= 4 else None
+    return [FunctionSpec("loss_grad_hess", args, _outputs(ld.value, ld.grad, ld.hess, "loss", list(ld.h)),
+                         "Limit loss, gradient and Hessian (upper triangle, row-major) in the L r entries of h.", opt),
+            FunctionSpec("loss", args[1:], (("loss", ld.value),), "Limit loss in S(h).", opt)]

@@ -1,0 +1,90 @@
+"""The attention maps in numpy (docs/model.md sections 1-2, 7): scores, the row softmax, the teacher's target.
+
+    a_lk = h_l . h_k                                    (h in R^{L x r}: row l is h_l in R^r)
+    S(h)[l, k] = softmax_k(a_l.) = exp(a_lk - max_j a_lj) / sum_j exp(a_lj - max_j a_lj)
+    T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A  (h* in R^{L x r*})
+
+The one numeric evaluation of these maps for every rank, used by the generated kernels
+(:mod:`attnphase.theory.kernels`: S(h) is an argument of every generated function) and by the solvers.
+The softmax is max-shifted, so no exponential overflows at any finite h. Their symbolic statement, from
+which the kernels are differentiated, is :mod:`attnphase.theory.attention` (sympy); this module imports
+neither sympy nor torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+ArrayLike = Any
+
+
+def softmax_inplace(a: np.ndarray) -> np.ndarray:
+    """Row softmax of ``a`` over its last axis, in place: exp(a_k - max a) / sum_j exp(a_j - max a).
+
+    The max and the sum run over k = 1..L in order (explicit slices: numpy's reductions over
+    an axis of length L = 2..4 are several times slower than elementwise maximum/add). Its
+    one-point twin (same operations in the same order) is ``row_softmax`` of the compiled
+    solver's template, :mod:`attnphase.numerics.prox.rows`.
+    """
+    L = a.shape[-1]
+    m = a[..., 0].copy()
+    for k in range(1, L):
+        np.maximum(m, a[..., k], out=m)
+    a -= m[..., None]
+    np.exp(a, out=a)
+    tot = a[..., 0].copy()
+    for k in range(1, L):
+        tot += a[..., k]
+    a /= tot[..., None]
+    return a
+
+
+def row_softmax(a: ArrayLike) -> np.ndarray:
+    """softmax over the last axis, max-shifted: exp(a_k - max a) / sum_j exp(a_j - max a)."""
+    return softmax_inplace(np.array(a, dtype=float))
+
+
+def scores(h: np.ndarray) -> np.ndarray:
+    """a_lk = h_l . h_k, h: (..., L, r) -> (..., L, L), symmetric.
+
+    At r = 1 one outer product; for r >= 2 the sum over b = 1..r in order for k >= l, mirrored (the
+    order of the compiled solver's one-point twin). Both give a_lk = a_kl bit for bit.
+    """
+    L, r = h.shape[-2], h.shape[-1]
+    if r == 1:
+        v = h[..., 0]
+        return v[..., :, None] * v[..., None, :]
+    a = np.empty(h.shape[:-2] + (L, L))
+    for l in range(L):
+        for k in range(l, L):
+            acc = h[..., l, 0] * h[..., k, 0]
+            for b in range(1, r):
+                acc = acc + h[..., l, b] * h[..., k, b]
+            a[..., l, k] = acc
+            a[..., k, l] = acc
+    return a
+
+
+def attention(h: ArrayLike) -> np.ndarray:
+    """S(h)[..., l, k] = softmax_k(h_l . h_k), max-shifted; h: (..., L, r) -> (..., L, L)."""
+    h = np.asarray(h, dtype=float)
+    if h.ndim < 2:
+        raise ValueError(f"h must have trailing shape (L, r), got shape {h.shape}")
+    return softmax_inplace(scores(h))
+
+
+def target(hstar: ArrayLike, omega: ArrayLike, A: ArrayLike) -> np.ndarray:
+    """T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A; hstar: (..., L, r*) -> (..., L, L).
+
+    ``omega`` is a number or an array broadcast against the batch shape ``hstar.shape[:-2]``; A is
+    (L, L) or batched (..., L, L).
+    """
+    Sstar = attention(hstar)
+    L = Sstar.shape[-1]
+    A = np.asarray(A, dtype=float)
+    if A.ndim < 2 or A.shape[-2:] != (L, L):
+        raise ValueError(f"A must have trailing shape (L, L) = ({L}, {L}), got shape {A.shape}")
+    omega = np.asarray(omega, dtype=float)[..., None, None]
+    return (1.0 - omega) * Sstar + omega * A
