@@ -6,8 +6,11 @@ when code has to be generated, i.e. on a cold on-disk cache, or for LaTeX).
 
 Numeric entry points (generated from the sympy derivations, or closed forms checked against them):
 
-* :func:`attnphase.theory.kernels.get_kernels` -- attention, target, loss and the
-  proximal objective with gradient and Hessian (docs/model.md sections 2-3);
+* :func:`attnphase.theory.kernels.get_kernels` -- the kernels of every (L, r): attention, loss with its
+  gradient and Hessian in h in R^{L x r}, and at r = 1 the proximal objective (docs/model.md sections 2-3, 7);
+  the attention maps themselves in :mod:`attnphase.theory.softmax`;
+* :func:`attnphase.theory.matrix_channel.channel_fields`, :func:`~attnphase.theory.matrix_channel.free_entropy`
+  -- the channel fields and Phi in matrix overlaps (section 7);
 * :func:`attnphase.theory.channel.channel_fields`, :func:`attnphase.theory.hats.hat_overlaps` (every rank),
   :func:`~attnphase.theory.channel.token_variances` -- the channel side (section 3);
 * :class:`attnphase.theory.priors.RidgePrior` -- the prior side, ``update(hats)`` for every rank (sections 3, 7);

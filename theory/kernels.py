@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.theory import kernel_specs as specs
+from attnphase.theory.kernel_specs import default_channel, field_specs, matrix_specs, scalar_field_specs
 from attnphase.theory.codegen import cached_source, load_module
 from attnphase.theory.softmax import attention, target
 
@@ -286,8 +286,8 @@ def _check_Lr(L: int, r: int) -> None:
 def _build(L: int, r: int, channel: Any, matrix: bool, scalar: bool) -> Callable[[], list[Any]]:
     """The spec builder of one generated module (sympy is imported only when it is called)."""
     if matrix:
-        return lambda: specs.matrix_specs(L, r, channel)
-    return (lambda: specs.scalar_field_specs(L, channel)) if scalar else (lambda: specs.field_specs(L, channel))
+        return lambda: matrix_specs(L, r, channel)
+    return (lambda: scalar_field_specs(L, channel)) if scalar else (lambda: field_specs(L, channel))
 
 
 def _module(L: int, r: int, cse: bool, channel: Any, matrix: bool, scalar: bool) -> Any:
@@ -297,7 +297,7 @@ def _module(L: int, r: int, cse: bool, channel: Any, matrix: bool, scalar: bool)
 
 def _normalise(L: int, r: int, cse: bool, channel: Any) -> tuple[int, int, bool, Any]:
     _check_Lr(L, r)
-    return int(L), int(r), bool(cse), specs.default_channel(channel)
+    return int(L), int(r), bool(cse), default_channel(channel)
 
 
 def get_kernels(L: int, r: int = 1, cse: bool = True, channel: Any = None) -> Kernels:

@@ -30,7 +30,9 @@ The prior (ridge, closed form: the overlaps from the hats, and its term 1/2 Tr[L
 
 At r = r* = 1 every formula is the one of sections 3-4, whose sympy statements (:mod:`attnphase.theory.channel`,
 :mod:`~attnphase.theory.free_entropy`) are the derivation; tests/theory/test_matrix_channel.py checks these
-functions against the code generated from them to round-off.  The teacher norm is rho0 I_{r*}.
+functions against the code generated from them to round-off.  The solves of the scalar form (r = r* = 1) evaluate
+that generated code (:func:`attnphase.theory.channel.channel_fields`, :func:`attnphase.theory.free_entropy.free_entropy`):
+the same formulas without the matrix square roots, their fast path.  The teacher norm is rho0 I_{r*}.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Each function returns plain numbers (what is compared, the error, the tolerance it is judged by)
 so that the tests (tests/theory/test_matrix_channel.py) and any report state the same checks:
 
-1. :func:`reduction_to_rank1` -- at r = r* = 1 the matrix formulas (theory/rank.py, the hats of
+1. :func:`reduction_to_rank1` -- at r = r* = 1 the matrix formulas (theory/matrix_channel.py, the hats of
    theory/hats.py and the ridge prior of theory/priors/ridge.py on 1 x 1 matrices) against the rank-1 ones derived in sympy (theory/channel.py,
    the prior's sympy statement, free_entropy.py) at random inputs: round-off.
 2. :func:`hats_vs_envelope_differences` -- the hats against central differences of alpha E[M] in the

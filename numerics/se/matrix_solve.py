@@ -141,7 +141,7 @@ def _solve(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, ru
 
 
 def _finish(smap: RankSEMap, result: Any, ov0: Overlaps) -> FixedPoint:
-    """The solver's result (or its failure) as a FixedPoint: e_t = -Phi (theory/rank.py's free entropy), eps_g,
+    """The solver's result (or its failure) as a FixedPoint: e_t = -Phi (theory/matrix_channel.py's free entropy), eps_g,
     and in ``extra`` e_t_direct = lambda/2 tr q0 + alpha E[loss] (equal to e_t at a fixed point) and the gauge
     angle of the last step.  eps_lin is not computed by a solve at r* >= 2 (NaN; the boundaries compute it)."""
     p, alpha = smap.params, smap.alpha

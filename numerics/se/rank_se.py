@@ -3,7 +3,7 @@
 One SE step at matrix overlaps x = (q0, V0, m, th0) (:class:`Overlaps`' matrix form), on a quadrature rule
 over the L (r + r*) standard Gaussians (xi_l in R^r, eta_l in R^{r*}):
 
-    w, h*   = channel_fields(x)                         (theory/rank.py)
+    w, h*   = channel_fields(x)                         (theory/matrix_channel.py)
     h_hat   = global_prox(w, V, T(h*))                  (numerics/prox/rank_prox.py)
     g_l     = V_l^{-1} (h_hat_l - w_l);  E[g g^T], E[g], E[g eta^T], E[g xi^T], E[M]
     hats    = update_hat(...)  projected on the branch's invariant subspace   (numerics/se/updates.py)
