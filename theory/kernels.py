@@ -146,7 +146,7 @@ class Kernels:
         """
         h, matrix = self._fields(h)
         T, sigma2 = _mat(T, self.L, "T"), _vec(sigma2, self.L, "sigma2")
-        shape = np.broadcast_shapes(h.shape[:-1 - matrix], T.shape[:-2], sigma2.shape[:-1])
+        shape = np.broadcast_shapes(h.shape[: h.ndim - (2 if matrix else 1)], T.shape[:-2], sigma2.shape[:-1])
         if matrix:
             S = attention(h)
             fast = self.channel.loss_values(np.broadcast_to(S, shape + S.shape[-2:]), np.broadcast_to(T, shape + T.shape[-2:]),
@@ -160,7 +160,7 @@ class Kernels:
         (l, a)), one cse'd evaluation; h: (..., L, r) (or (..., L) at r = 1), T (..., L, L), sigma2 (..., L)."""
         h, matrix = self._fields(h)
         T, sigma2 = _mat(T, self.L, "T"), _vec(sigma2, self.L, "sigma2")
-        shape = np.broadcast_shapes(h.shape[:-1 - matrix], T.shape[:-2], sigma2.shape[:-1])
+        shape = np.broadcast_shapes(h.shape[: h.ndim - (2 if matrix else 1)], T.shape[:-2], sigma2.shape[:-1])
         return self._run("loss_grad_hess", h, [], [(T, 2), (sigma2, 1)], shape, matrix=matrix)  # type: ignore[return-value]
 
     # --- the proximal objective with diagonal V (r = 1) ---------------------

@@ -274,3 +274,43 @@ def test_generated_module_imported_once_and_regenerated_when_damaged(tmp_path, m
     path.write_text(path.read_text().split("\n", 1)[0] + "\ndef broken(:\n")  # key line intact, body damaged
     again = load_module("test_square", 1, 1, True, build)
     assert again is not mod and again.square(np.array([2.0]))[0] == 4.0 and len(builds) == 2
+
+
+@pytest.mark.parametrize("L", [2, 3])
+def test_the_numpy_attention_maps_are_the_generated_scores_and_target(L: int) -> None:
+    """theory/softmax.py evaluates the maps the kernels use; the code generated from the sympy statement of the
+    scores and of T(h*) gives the same numbers to the last bit (rank 1), and the scores of r = 2 are h h^T."""
+    from attnphase.theory import softmax
+
+    rng = np.random.default_rng(L)
+    k = get_kernels(L)
+    h, hs = rng.normal(size=(2, 50, L)) * 2.0
+    A = rng.dirichlet(np.ones(L), size=L)
+    omega = rng.uniform(0.0, 1.0, 50)
+    a = np.stack(k.functions["scores"](h), axis=-1).reshape(50, L, L)
+    np.testing.assert_array_equal(softmax.scores(h[..., None]), a)
+    generated = np.stack(k.functions["target"](k.attention(hs), omega, A), axis=-1).reshape(50, L, L)
+    np.testing.assert_array_equal(softmax.target(hs[..., None], omega, A), generated)
+    np.testing.assert_array_equal(k.target(hs, omega, A), generated)
+    h2 = rng.normal(size=(50, L, 2))
+    np.testing.assert_allclose(softmax.scores(h2), h2 @ np.swapaxes(h2, -1, -2), rtol=1e-15, atol=1e-15)
+    S = softmax.attention(h2)
+    np.testing.assert_allclose(S.sum(axis=-1), 1.0, rtol=1e-15)
+    with pytest.raises(ValueError, match="trailing shape"):
+        softmax.attention(np.zeros(L))
+
+
+def test_the_matrix_form_broadcasts_and_checks_shapes() -> None:
+    rng = np.random.default_rng(4)
+    L, r = 2, 2
+    k = get_kernels(L, r)
+    h = rng.normal(size=(7, L, r))
+    T = rng.dirichlet(np.ones(L), size=L)
+    s2 = np.array([0.25, 0.4])
+    whole = k.loss_grad_hess(h, np.broadcast_to(T, (7, L, L)), s2)
+    for a, b in zip(k.loss_grad_hess(h, T, s2), whole):  # an unbatched T is that T at every point
+        np.testing.assert_array_equal(a, b)
+    assert whole[1].shape == (7, L * r) and whole[2].shape == (7, L * r, L * r)
+    np.testing.assert_allclose(k.loss(h, T, s2), whole[0], rtol=1e-13)  # numpy form of the square loss
+    with pytest.raises(ValueError, match=r"trailing shape \(L, r\) = \(2, 2\)"):
+        k.loss(rng.normal(size=(7, L)), T, s2)
