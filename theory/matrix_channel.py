@@ -28,11 +28,11 @@ The prior (ridge, closed form: the overlaps from the hats, and its term 1/2 Tr[L
     Phi = sum_l [ 1/2 Tr(Vhat_l q_l) - 1/2 Tr(qhat_l V_l) - m_l . mhat_l - Tr(theta_l^T thhat_l) ]
           + 1/2 Tr[ Lam^{-1} N ] - alpha E[M].
 
-At r = r* = 1 every formula is the one of sections 3-4, whose sympy statements (:mod:`attnphase.theory.channel`,
+The functions here take every rank; at r = r* = 1 every formula is the one of sections 3-4, whose sympy statements (:mod:`attnphase.theory.channel`,
 :mod:`~attnphase.theory.free_entropy`) are the derivation; tests/theory/test_matrix_channel.py checks these
-functions against the code generated from them to round-off.  The solves of the scalar form (r = r* = 1) evaluate
+functions against the code generated from them to round-off.  Given the scalar views (q0 a number), they evaluate
 that generated code (:func:`attnphase.theory.channel.channel_fields`, :func:`attnphase.theory.free_entropy.free_entropy`):
-the same formulas without the matrix square roots, their fast path.  The teacher norm is rho0 I_{r*}.
+the same formulas without the matrix square roots, the fast path of the scalar form's solves.  The teacher norm is rho0 I_{r*}.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from attnphase.theory.channel import channel_fields as scalar_channel_fields
+from attnphase.theory.free_entropy import free_entropy as scalar_free_entropy
 from attnphase.theory.priors import RidgePrior
 
 ArrayLike = Any
@@ -78,7 +80,12 @@ def channel_fields(xi: np.ndarray, eta: np.ndarray, q0: np.ndarray, m: np.ndarra
     w_l = m_l + q_l^{1/2} xi_l,  h*_l = theta_l^T q_l^{-1/2} xi_l + rho_tilde_l^{1/2} eta_l.
     With q_l = s_l^2 q0: q_l^{1/2} = s_l q0^{1/2}, theta_l^T q_l^{-1/2} = s_l th0^T q0^{-1/2},
     rho_tilde_l^{1/2} = s_l (rho0 I - th0^T q0^{-1} th0)^{1/2}.
+
+    Scalar views at r = r* = 1 (q0 and th0 numbers, xi and eta (..., L), m (L,)): the code generated from the
+    scalar statement, :func:`attnphase.theory.channel.channel_fields`, w and h* of the shape of xi.
     """
+    if np.ndim(q0) == 0:
+        return scalar_channel_fields(xi, eta, q0, m, th0, sigma2, rho0)
     check_state(q0, th0, rho0)
     s = np.sqrt(np.asarray(sigma2, dtype=float))
     A = sym_sqrt(q0)
@@ -92,7 +99,14 @@ def channel_fields(xi: np.ndarray, eta: np.ndarray, q0: np.ndarray, m: np.ndarra
 def free_entropy(q0: np.ndarray, V0: np.ndarray, m: np.ndarray, th0: np.ndarray,
                  qhat: np.ndarray, mhat: np.ndarray, thhat: np.ndarray, Vhat: np.ndarray,
                  sigma2: np.ndarray, P: np.ndarray, lam: float, rho0: float, alpha: float, E_M: float) -> float:
-    """Phi of the module doc (e_t = -Phi); the prior's term from :class:`~attnphase.theory.priors.RidgePrior`."""
+    """Phi of the module doc (e_t = -Phi); the prior's term from :class:`~attnphase.theory.priors.RidgePrior`.
+
+    Scalar views at r = r* = 1 (q0, V0, th0 numbers; m and the four hats (L,)): the code generated from the
+    scalar statement, :func:`attnphase.theory.free_entropy.free_entropy`.
+    """
+    if np.ndim(q0) == 0:
+        return float(scalar_free_entropy(q0, V0, m, th0, qhat, mhat, thhat, Vhat, sigma2, P, lam, rho0,
+                                        alpha, E_M))
     s2 = np.asarray(sigma2, dtype=float)
     prior_term = RidgePrior(lam, P, s2, rho0).free_entropy_term((qhat, mhat, thhat, Vhat))
     per_token = (0.5 * np.einsum("l,lab,ba->", s2, Vhat, q0) - 0.5 * np.einsum("l,lab,ba->", s2, qhat, V0)

@@ -112,3 +112,31 @@ def test_hats_are_the_derivatives_of_alpha_E_M(r, rs) -> None:
     for block in ("q0", "V0", "m", "th0"):  # the check resolves each block at its own scale: a wrong sign fails it
         items = [v for k, v in res.items() if k.startswith(block + "[")]
         assert max(t for _, t, _ in items) < max(abs(p) for _, _, p in items), (block, items)
+
+
+def test_matrix_channel_on_scalar_views_is_the_generated_scalar_code() -> None:
+    """q0 a number: channel_fields and free_entropy run the code generated from the scalar statement (the same
+    numbers as theory/channel.py and theory/free_entropy.py); as 1 x 1 matrices, the matrix form, equal to
+    round-off."""
+    from attnphase.theory import channel, free_entropy
+    from attnphase.theory import matrix_channel as mc
+
+    params = ModelParams(L=3, sigma=(0.4, 0.5, 0.6), omega=0.2)
+    rng = np.random.default_rng(3)
+    L, s2, P = params.L, params.sigma2, params.P_array
+    xi, eta = rng.normal(size=(2, 50, L))
+    m = rng.normal(size=L) * 0.3
+    scalar = mc.channel_fields(xi, eta, 0.7, m, 0.4, s2, params.rho0)
+    for a, b in zip(scalar, channel.channel_fields(xi, eta, 0.7, m, 0.4, s2, params.rho0)):
+        np.testing.assert_array_equal(a, b)
+    matrix = mc.channel_fields(xi[..., None], eta[..., None], np.array([[0.7]]), m[:, None], np.array([[0.4]]), s2,
+                               params.rho0)
+    for a, b in zip(matrix, scalar):
+        np.testing.assert_allclose(a[..., 0], b, rtol=0, atol=64 * U * np.abs(b).max())
+    qh, mh, thh, Vh = rng.uniform(0.01, 0.1, L), rng.normal(size=L) * 0.1, rng.normal(size=L) * 0.1, rng.uniform(1, 2, L)
+    args = (s2, P, params.lam, params.rho0, 1.3, 0.01)
+    phi = mc.free_entropy(0.7, 3.0, m, 0.4, qh, mh, thh, Vh, *args)
+    assert phi == float(free_entropy.free_entropy(0.7, 3.0, m, 0.4, qh, mh, thh, Vh, *args))
+    phi_matrix = mc.free_entropy(np.array([[0.7]]), np.array([[3.0]]), m[:, None], np.array([[0.4]]), qh[:, None, None],
+                                 mh[:, None], thh[:, None, None], Vh[:, None, None], *args)
+    assert phi_matrix == pytest.approx(phi, rel=64 * U)
