@@ -50,7 +50,7 @@ def per_evaluation(cases: list[str], quadrature: str, repeat: int) -> None:
     from attnphase.theory.params import ModelParams
     from attnphase.theory import matrix_channel as rk
     from attnphase.theory.kernels import get_kernels
-from attnphase.theory.softmax import target
+    from attnphase.theory.softmax import target
 
     print(f"(1) one SE evaluation's proximal search, rule {quadrature}, embedded semantic start, alpha = 2; "
           f"load {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores")
