@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnphase.numerics.prox.local_prox import local_prox
-from attnphase.numerics.prox.global_prox import global_prox, loss_zeros_L2, newton_minimize
+from attnphase.numerics.prox.global_prox import global_prox, newton_minimize
+from attnphase.numerics.prox.starts import loss_zeros_L2
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import default_A
 
@@ -138,7 +139,8 @@ def _sorted_best(idx: np.ndarray, vals: np.ndarray, conv: np.ndarray) -> np.ndar
 def test_best_per_node_grouped_rows_match_the_sorted_definition() -> None:
     """The sort-free path for rows grouped by node picks, per node, the first row of lowest
     converged value -- the same rows as the lexsort definition (ties included)."""
-    from attnphase.numerics.prox.global_prox import ProxResult, _best_per_node
+    from attnphase.numerics.prox.newton_steps import ProxResult
+    from attnphase.numerics.prox.selection import best_per_node
 
     rng = np.random.default_rng(3)
     N = 200
@@ -148,14 +150,15 @@ def test_best_per_node_grouped_rows_match_the_sorted_definition() -> None:
     vals = rng.integers(0, 4, idx.size).astype(float)  # many ties
     conv = rng.random(idx.size) > 0.2
     res = ProxResult(np.zeros((idx.size, 2)), vals, conv, 1)
-    fast = _best_per_node(idx, res, N)
+    fast = best_per_node(idx, res, N)
     np.testing.assert_array_equal(fast, _sorted_best(idx, vals, conv))
 
 
 def test_best_per_node_start_blocks_match_the_sorted_definition() -> None:
     """The sort-free path for rows in blocks of one start per node (a full search) picks the rows
     of the lexsort definition: ties to the earlier start, unconverged rows as +inf, NaN last."""
-    from attnphase.numerics.prox.global_prox import ProxResult, _best_per_node
+    from attnphase.numerics.prox.newton_steps import ProxResult
+    from attnphase.numerics.prox.selection import best_per_node
 
     rng = np.random.default_rng(4)
     N, S = 300, 7
@@ -166,7 +169,7 @@ def test_best_per_node_start_blocks_match_the_sorted_definition() -> None:
     conv = rng.random(idx.size) > 0.3
     conv.reshape(S, N)[:, 5:10] = False  # nodes with no converged start
     res = ProxResult(np.zeros((idx.size, 2)), vals, conv, 1)
-    fast = _best_per_node(idx, res, N)
+    fast = best_per_node(idx, res, N)
     np.testing.assert_array_equal(fast, _sorted_best(idx, vals, conv))
 
 
@@ -198,7 +201,8 @@ def test_aligned_prox_is_the_lowest_minimiser_on_the_reference_side() -> None:
     from attnphase.numerics.se.channel import _fields
     from attnphase.numerics.prox.local_prox import aligned_prox
     from attnphase.numerics.se.overlaps import Overlaps
-    from attnphase.numerics.prox.global_prox import loss_zeros_L2, newton_minimize
+    from attnphase.numerics.prox.global_prox import newton_minimize
+    from attnphase.numerics.prox.starts import loss_zeros_L2
     from attnphase.numerics.quadrature.rules import make_rule
     from attnphase.theory.channel import student_mean_field
     from attnphase.theory.params import ModelParams
