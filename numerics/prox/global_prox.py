@@ -176,27 +176,29 @@ def global_prox(
         return _global_prox_compiled(kernels, w, V, T, sigma2, candidates, full_search)
     search = full_search or candidates is None
     if search:
-        starts = starting_points(w, T, kernels=kernels)
-        idx = np.concatenate([np.arange(N)] * len(starts))
-        h0 = np.concatenate(starts, axis=0)
-    else:
-        idx, h0 = candidates.node, candidates.h
-    res = newton_minimize(kernels, h0, w[idx], V, T[idx], sigma2, backend=resolved)
-    if search:
+        idx, res = _descend_from(kernels, starting_points(w, T, kernels=kernels), w, V, T, sigma2, resolved)
         # refinement pass (starts.refinement_starts) from the best minimum found
-        best = best_per_node(idx, res, N)
-        extra = refinement_starts(res.h[best])
-        idx2 = np.concatenate([np.arange(N)] * len(extra))
-        res2 = newton_minimize(kernels, np.concatenate(extra, axis=0), w[idx2], V, T[idx2], sigma2, backend=resolved)
+        idx2, res2 = _descend_from(kernels, refinement_starts(res.h[best_per_node(idx, res, N)]), w, V, T, sigma2,
+                                   resolved)
         idx = np.concatenate([idx, idx2])
         res = ProxResult(
             np.concatenate([res.h, res2.h]), np.concatenate([res.value, res2.value]),
             np.concatenate([res.converged, res2.converged]), max(res.iterations, res2.iterations),
         )
+    else:
+        idx = candidates.node
+        res = newton_minimize(kernels, candidates.h, w[idx], V, T[idx], sigma2, backend=resolved)
     best = best_per_node(idx, res, N)
     if not search:
         return ProxResult(res.h[best], res.value[best], res.converged[best], res.iterations), candidates
     return distinct_minima(idx, res, best)
+
+
+def _descend_from(kernels: Any, starts: list[np.ndarray], w: np.ndarray, V: np.ndarray, T: np.ndarray,
+                  sigma2: np.ndarray, backend: str) -> tuple[np.ndarray, ProxResult]:
+    """The descent from every start in one batch, in blocks of one start per node: (node of each row, result)."""
+    idx = np.tile(np.arange(w.shape[0]), len(starts))
+    return idx, newton_minimize(kernels, np.concatenate(starts, axis=0), w[idx], V, T[idx], sigma2, backend=backend)
 
 
 def _global_prox_compiled(
@@ -250,8 +252,7 @@ def _global_prox_blocks(
             xtol=XTOL, max_iter=MAX_ITER_BLOCKS, max_halvings=MAX_HALVINGS)
         res = ProxResult(h.reshape(S * N, L, r), value.reshape(-1), conv.reshape(-1), int(iters.max()) if N else 0)
     else:
-        res = newton_minimize(kernels, np.concatenate(starts, axis=0), np.tile(w, (S, 1, 1)), Vinv,
-                              np.tile(T, (S, 1, 1)), sigma2, backend=backend)
+        _, res = _descend_from(kernels, starts, w, Vinv, T, sigma2, backend)
     best = best_per_node(np.tile(np.arange(N), S), res, N, lowest_unconverged=True)
     out = ProxResult(res.h[best], res.value[best], res.converged[best], res.iterations)
     return out, candidates if polish else Candidates(np.arange(N), out.h)

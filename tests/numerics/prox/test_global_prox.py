@@ -14,6 +14,7 @@ of the best minimum fixed it).
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -171,6 +172,48 @@ def test_best_per_node_start_blocks_match_the_sorted_definition() -> None:
     res = ProxResult(np.zeros((idx.size, 2)), vals, conv, 1)
     fast = best_per_node(idx, res, N)
     np.testing.assert_array_equal(fast, _sorted_best(idx, vals, conv))
+
+
+def test_best_per_node_lowest_unconverged_takes_the_least_value_where_no_start_converged() -> None:
+    """With ``lowest_unconverged`` (the matrix-field search) a node none of whose starts converged gets its
+    start of least value; the other nodes keep the definition's row."""
+    from attnphase.numerics.prox.newton_steps import ProxResult
+    from attnphase.numerics.prox.selection import best_per_node
+
+    rng = np.random.default_rng(5)
+    N, S, none = 200, 6, 20
+    idx = np.tile(np.arange(N), S)
+    vals = rng.normal(size=idx.size)
+    conv = rng.random(idx.size) > 0.4
+    conv.reshape(S, N)[:, :none] = False
+    conv.reshape(S, N)[S - 1, none:] = True  # every other node has a converged start
+    res = ProxResult(np.zeros((idx.size, 2)), vals, conv, 1)
+    ref = _sorted_best(idx, vals, conv)
+    best = best_per_node(idx, res, N, lowest_unconverged=True)
+    np.testing.assert_array_equal(best[none:], ref[none:])
+    np.testing.assert_array_equal(best[:none], vals.reshape(S, N)[:, :none].argmin(axis=0) * N + np.arange(none))
+    np.testing.assert_array_equal(best_per_node(idx, res, N)[:none], np.arange(none))  # without it: the first start
+    with pytest.raises(ValueError, match="blocks"):
+        best_per_node(np.sort(idx), res, N, lowest_unconverged=True)
+
+
+def test_matrix_field_candidates_are_one_minimiser_per_node() -> None:
+    """On matrix fields the candidates polished (and searched from) are the previous winners, one per node."""
+    from attnphase.numerics.prox.selection import Candidates
+    from attnphase.theory.rank_kernels import get_rank_kernels, target
+
+    rng = np.random.default_rng(6)
+    w, hs = rng.normal(size=(5, 2, 2)), rng.normal(size=(5, 2, 1))
+    T, s2 = target(hs, 0.3, np.full((2, 2), 0.5)), np.full(2, 0.25)
+    k = get_rank_kernels(2, 2)
+    res, cand = global_prox(k, w, np.eye(2), T, s2, hs, backend="numpy")
+    np.testing.assert_array_equal(cand.node, np.arange(5))
+    np.testing.assert_array_equal(cand.h, res.h)
+    again, same = global_prox(k, w, np.eye(2), T, s2, hs, candidates=cand, full_search=False, backend="numpy")
+    assert same is cand and np.all(again.value <= res.value + 1e-12)
+    with pytest.raises(ValueError, match="one minimiser per node"):
+        global_prox(k, w, np.eye(2), T, s2, hs, candidates=Candidates(np.array([0, 0, 1]), w[:3]),
+                    full_search=False, backend="numpy")
 
 
 def test_aligned_prox_is_a_local_minimum_in_the_teacher_aligned_basin() -> None:
