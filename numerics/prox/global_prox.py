@@ -60,6 +60,18 @@ XTOL, MAX_HALVINGS = 1e-10, 30
 MAX_ITER_FIELDS, MAX_ITER_BLOCKS = 60, 80
 
 
+def check_fields(kernels: Any, h: np.ndarray) -> None:
+    """ValueError unless ``h`` is a batch of fields the ``kernels`` evaluate P at: vectors (N, L) for kernels with the
+    generated P (r = 1), matrices (N, L, r) for kernels of rank r."""
+    if np.ndim(h) == 2 and hasattr(kernels, "prox_value_grad_hess"):
+        return
+    if np.ndim(h) == 3 and getattr(kernels, "r", None) == np.shape(h)[2]:
+        return
+    raise ValueError(f"fields of shape {np.shape(h)} do not fit {type(kernels).__name__} (rank {getattr(kernels, 'r', '?')}): "
+                     f"vector fields (N, L) need the r = 1 kernels with the generated P, matrix fields (N, L, r) kernels "
+                     f"of rank r")
+
+
 def newton_minimize(
     kernels: Any,
     h0: np.ndarray,
@@ -91,6 +103,7 @@ def newton_minimize(
     backend iterates the batch on its device, :func:`attnphase.numerics.prox.torch_backend.newton_minimize`).
     """
     h0 = np.asarray(h0, dtype=float)
+    check_fields(kernels, h0)
     resolved = resolve_backend(backend, kernels)
     if h0.ndim == 3:
         return _newton_blocks(kernels, h0, w, V, T, sigma2, xtol, MAX_ITER_BLOCKS if max_iter is None else max_iter,
@@ -168,6 +181,7 @@ def global_prox(
     ``backend``: see the module doc; all give the same result and candidates (to rounding). The
     torch backend (r = 1) runs the two Newton passes on its device and everything else here.
     """
+    check_fields(kernels, w)
     resolved = resolve_backend(backend, kernels)
     if w.ndim == 3:
         return _global_prox_blocks(kernels, w, V, T, sigma2, hstar, candidates, full_search, resolved)

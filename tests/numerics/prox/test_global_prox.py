@@ -211,6 +211,10 @@ def test_matrix_field_candidates_are_one_minimiser_per_node() -> None:
     np.testing.assert_array_equal(cand.h, res.h)
     again, same = global_prox(k, w, np.eye(2), T, s2, hs, candidates=cand, full_search=False, backend="numpy")
     assert same is cand and np.all(again.value <= res.value + 1e-12)
+    with pytest.raises(ValueError, match="do not fit"):
+        global_prox(k, w[:, :, 0], np.full(2, 0.5), T, s2, backend="numpy")  # vector fields, rank-2 kernels
+    with pytest.raises(ValueError, match="do not fit"):
+        global_prox(get_kernels(2), w, np.eye(2), T, s2, hs, backend="numpy")  # matrix fields, r = 1 kernels
     with pytest.raises(ValueError, match="one minimiser per node"):
         global_prox(k, w, np.eye(2), T, s2, hs, candidates=Candidates(np.array([0, 0, 1]), w[:3]),
                     full_search=False, backend="numpy")
