@@ -1,4 +1,4 @@
-"""Compiled (numba) backend of the proximal solvers of :mod:`attnphase.numerics.prox.global_prox` and :mod:`~attnphase.numerics.prox.rank_prox`.
+"""Compiled (numba) backend of the proximal solvers of :mod:`attnphase.numerics.prox.global_prox`.
 
 The algorithm is that of :func:`~attnphase.numerics.prox.global_prox.newton_minimize` and
 :func:`~attnphase.numerics.prox.global_prox.global_prox` -- same starts in the same order, same
@@ -22,10 +22,10 @@ later ones load it. A copy per instance is needed because numba keys its cache b
 and bytecode, not by the globals (L) a function reads. Where the cache directory cannot be
 written, a temporary directory is used (no reuse across processes).
 
-The rank-r model (h in R^{L x r}) runs on the same template, instantiated on the kernels' matrix-form
-one-point loss kernels (:func:`search_rows`, for
-:mod:`attnphase.numerics.prox.rank_prox`): the template picks the rank-r objective and direction rule once, at
-import, and keeps the rank-1 closed forms as the fast path of the rank-1 kernels.
+Matrix fields (the kernels' matrix form, h in R^{L x r}) run on the same
+template, instantiated on its one-point loss kernels (:func:`search_rows`): the template picks the block
+objective and the shifted Cholesky direction once, at import, and keeps the closed forms of r = 1 as the
+fast path of the vector-field kernels.
 
 The whitened correlated-token model (:class:`~attnphase.theory.correlated_kernels.CorrelatedKernels`,
 docs/model.md section 7) runs on the same template, instantiated on its one-point kernels (in the
@@ -80,7 +80,7 @@ TEMPLATE = Path(__file__).with_name("rows.py")
 #: not notice a change of a constant read from another module).
 STEPS = Path(__file__).with_name("newton_steps.py")
 #: The compiled Cholesky the template calls (its text enters an instance's name too).
-LINALG = Path(__file__).with_name("rank_linalg_compiled.py")
+LINALG = Path(__file__).with_name("shifted_cholesky.py")
 
 
 def available() -> bool:
@@ -201,21 +201,22 @@ def global_rows(
 def search_rows(kernels: Kernels, starts: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
                 sigma2: np.ndarray, delta: float, max_step: float, order: np.ndarray, merge: float, *, xtol: float,
                 max_iter: int, max_halvings: int, parallel: bool | None = None
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The rank-r descent from every start: (h (S, N, L, r), value (S, N), converged (S, N)); ``starts``
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The descent on matrix fields from every start: (h (S, N, L, r), value (S, N), converged (S, N), iterations
+    (S, N)); ``starts``
     (S, N, L, r) (start s of node i at [s, i]), w (N, L, r), T (N, L, L), Vinv (L, r, r), sigma2 (L,);
-    ``delta`` and ``max_step`` as in :func:`~attnphase.numerics.prox.rank_prox.step_constants`.  A node's
+    ``delta`` and ``max_step`` as in :func:`~attnphase.numerics.prox.objective.step_constants`.  A node's
     starts run in the order ``order``; with ``merge`` > 0 a start that comes within ``merge`` of a minimum an
     earlier start of its node converged to, where the Hessian is positive definite, stops and takes that
     minimum (its row a copy of it)."""
     starts = np.asarray(starts, dtype=float)
     S, N, L, r = starts.shape
     n = L * r
-    h, value, conv, _, _ = _run(
+    h, value, conv, iters, _ = _run(
         kernels, np.ascontiguousarray(starts.reshape(S, N, n).transpose(1, 0, 2)), _rows(w, N, (L, r)).reshape(N, n),
         _rows(Vinv, N, (L, r, r)), _rows(T, N, (L, L)), _rows(sigma2, N, (L,)), np.full(N, float(delta)),
         np.asarray(order, dtype=np.int64), False, max_step, xtol, max_iter, max_halvings, merge, parallel, matrix=True)
-    return h.transpose(1, 0, 2).reshape(S, N, L, r), value.T, conv.T
+    return h.transpose(1, 0, 2).reshape(S, N, L, r), value.T, conv.T, iters.T
 
 
 def distinct_minima(kernels: Kernels | CorrelatedKernels, h: np.ndarray, conv: np.ndarray, best: np.ndarray, parallel: bool | None = None) -> np.ndarray:
@@ -226,7 +227,7 @@ def distinct_minima(kernels: Kernels | CorrelatedKernels, h: np.ndarray, conv: n
 
 
 def best_rows(kernels: Kernels | CorrelatedKernels, node: np.ndarray, value: np.ndarray, conv: np.ndarray, N: int) -> np.ndarray:
-    """Per node 0..N-1, the row of the lowest converged value (first on ties), as prox._best_per_node."""
+    """Per node 0..N-1, the row of the lowest converged value (first on ties), as :func:`attnphase.numerics.prox.selection.best_per_node`."""
     best = np.empty(N, dtype=np.int64)
     instance(kernels).best_rows(np.ascontiguousarray(node, dtype=np.int64), value, conv, best)
     if np.any(best < 0):

@@ -5,9 +5,8 @@
 :func:`descend` minimises P from every row of a batch of starts, h flattened to n = L r entries per
 row, on ``numpy`` or ``torch`` arrays (the namespace ``xp``; a torch batch stays on its device).  The
 objective is an :class:`Objective`: P with its gradient and Hessian, P alone for the line search, the
-Newton direction rule, and the stall scale.  :class:`FieldObjective` is the rank-1 one (h in R^L, V_l
-scalars, the generated kernels' ``prox_value_grad_hess`` / ``prox_value``, numpy or torch); the rank-r one
-is :class:`attnphase.numerics.prox.rank_prox.RankObjective`.  The step rules and their constants are those of
+Newton direction rule, and the stall scale (its two forms, diagonal V at r = 1 and V_l^{-1} blocks at any r:
+:mod:`attnphase.numerics.prox.objective`).  The step rules and their constants are those of
 :mod:`attnphase.numerics.prox.newton_steps`; the compiled template :mod:`attnphase.numerics.prox.rows` runs
 the same descent one row at a time.
 
@@ -129,31 +128,3 @@ def descend(
         active, g, H = active[keep], g[keep], H[keep]
     return h, value, converged, it
 
-
-class FieldObjective:
-    """P of the rank-1 model on numpy or torch rows: h, w (N, L), V (N, L), T (N, L, L), sigma2 (L,).
-
-    ``value_grad_hess`` / ``value`` are the generated kernels' ``prox_value_grad_hess`` / ``prox_value`` (their
-    numpy functions, or their torch rendering), called as f(h, w, V, T, sigma2).  The direction is the
-    eigenvalue-shift rule :func:`~attnphase.numerics.prox.newton_steps.eigen_shift_direction`; the stall scale
-    max_l |h_l - w_l| / V_l.
-    """
-
-    def __init__(self, xp: Any, value_grad_hess: Any, value: Any, w: Any, V: Any, T: Any, sigma2: Any) -> None:
-        self.xp, self._vgh, self._value = xp, value_grad_hess, value
-        self.w, self.V, self.T, self.sigma2 = w, V, T, sigma2
-        self.v_min = -_rowmax(-V, xp)
-
-    def value_grad_hess(self, h: Any, rows: Any) -> tuple[Any, Any, Any]:
-        if rows is None:
-            return self._vgh(h, self.w, self.V, self.T, self.sigma2)
-        return self._vgh(h, self.w[rows], self.V[rows], self.T[rows], self.sigma2)
-
-    def value(self, h: Any, rows: Any) -> Any:
-        return self._value(h, self.w[rows], self.V[rows], self.T[rows], self.sigma2)
-
-    def direction(self, H: Any, g: Any, rows: Any) -> tuple[Any, Any]:
-        return steps.eigen_shift_direction(H, g, self.v_min[rows], self.xp)
-
-    def stall_scale(self, h: Any, rows: Any) -> Any:
-        return _rowmax(abs(h - self.w[rows]) / self.V[rows], self.xp)

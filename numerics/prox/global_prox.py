@@ -1,25 +1,26 @@
-"""The proximal map of the channel, solved for all quadrature nodes in one vectorised call.
+"""The proximal map of the channel, solved for all quadrature nodes in one vectorised call, for every rank.
 
-    h_hat(w, T) = argmin_h  P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T)      (docs/model.md section 3)
+    h_hat(w, T) = argmin_h  P(h) = sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T),   h in R^{L x r}
+                                                   (docs/model.md sections 3, 7; V_l = sigma_l^2 V0)
 
-The loss is bounded but not convex in h, so ``P`` can have several local minima.
-The descent itself is :func:`attnphase.numerics.prox.descent.descend` (numpy, torch) and the compiled
-template :mod:`attnphase.numerics.prox.rows`; here are the starts and the selection.  Three modes:
+The loss is bounded but not convex in h, so ``P`` can have several local minima.  :func:`global_prox`
+finds the GLOBAL minimiser per node: the one safeguarded Newton descent (:func:`newton_minimize`:
+:func:`attnphase.numerics.prox.descent.descend` on the objective of :mod:`attnphase.numerics.prox.objective`,
+or the compiled template :mod:`attnphase.numerics.prox.rows`) from the starts of
+:mod:`attnphase.numerics.prox.starts`, the lowest converged value winning
+(:mod:`attnphase.numerics.prox.selection`); or, between full searches, a polish of the minima found last
+time (:class:`~attnphase.numerics.prox.selection.Candidates`).  The other choices of a local minimiser
+(``local_prox``, ``aligned_prox``) are in :mod:`attnphase.numerics.prox.local_prox`.
 
-* ``global_prox`` -- the GLOBAL minimiser: safeguarded Newton from several starting
-  points per node (``w``, ``0``, ``+-w/2``, ``-w``, for L = 2 the exact zeros of the
-  loss ``S(h) = T``), then from the mirror image and token permutations of the best
-  minimum, keeping the lowest value; or, between full searches, a polish of the
-  distinct minima found last time (``Candidates``).
-* ``local_prox`` -- the paper's own choice: the local minimiser reached from
-  ``h = 0`` by the same descent method;
-* ``aligned_prox`` -- the local minimiser reached from the loss zero aligned with the
-  teacher field (L = 2): the basin gradient descent from the semantic start keeps
-  (both in :mod:`attnphase.numerics.prox.local_prox`).
+Fields come in two shapes.  At r = 1 they are vectors h, w (N, L) with V the variances V_l (L,): the fast
+path -- a diagonal V, the generated P itself, the closed-form zeros of the loss at L = 2 among the starts, a
+refinement pass from the mirror image and token permutations of the best minimum, every distinct minimum
+kept as a candidate, and the compiled and torch backends.  At any r they are matrices h, w (N, L, r) with V
+the r x r V0: the quadratic term in V_l^{-1} blocks, the teacher's fields rotated onto w among the starts,
+the winners kept as candidates (and searched from again).
 
-The value, gradient and Hessian of ``P`` come from the generated kernels
-``kernels.prox_value_grad_hess`` / ``kernels.prox_value`` of
-:mod:`attnphase.theory.kernels`; nothing here spells the loss out.
+The value, gradient and Hessian of the loss come from the generated kernels
+(:mod:`attnphase.theory.kernels`, both forms); nothing here spells the loss out.
 
 Backends (argument ``backend`` of every solver, one of
 :data:`attnphase.numerics.config.BACKENDS`, normally ``SolverConfig.backend``): ``"numpy"`` runs
@@ -27,18 +28,19 @@ the whole batch as numpy operations; ``"numba"`` runs the same algorithm one nod
 compiled (:mod:`attnphase.numerics.prox.compiled`: the template
 :mod:`attnphase.numerics.prox.rows` on the one-point twins of the same generated kernels;
 equal to the numpy results to rounding); ``"auto"`` (the default) is numba when it can be
-imported, else numpy; ``"torch"`` runs the Newton descent batched on a torch device (a GPU when
+imported, else numpy; ``"torch"`` (r = 1 only) runs the Newton descent batched on a torch device (a GPU when
 present; :mod:`attnphase.numerics.prox.torch_backend`) and the starts and selection here, on its results.
 :func:`~attnphase.numerics.prox.backends.resolve_backend` decides; ``$ATTNPHASE_PROX_BACKEND``
 (:func:`attnphase.numerics.config.backend_override`) replaces ``"auto"`` only, e.g. to spare a
 short run the one-off JIT compilation (about 3-7 s per L, once per machine: it is cached on
-disk).
+disk).  In the compiled search of matrix fields a node's starts run in one loop, the minima handed in
+first, and a start stops once it is within :data:`~attnphase.numerics.prox.compiled.MERGE_RADIUS` of a
+minimum an earlier start of the node converged to, where the Hessian is positive definite, taking that
+minimum (the numpy path runs every start to the end; the two agree to rounding).
 """
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,9 +48,28 @@ import numpy as np
 from attnphase.numerics.prox import newton_steps as steps
 from attnphase.numerics.prox import compiled as prox_compiled
 from attnphase.numerics.prox.backends import resolve_backend
-from attnphase.numerics.prox.descent import FieldObjective, descend
+from attnphase.numerics.prox.descent import descend
 from attnphase.numerics.prox.newton_steps import ProxResult
-from attnphase.theory.correlated_kernels import CorrelatedKernels
+from attnphase.numerics.prox.objective import BlockObjective, FieldObjective, step_constants
+from attnphase.numerics.prox.selection import Candidates, best_per_node, distinct_minima
+from attnphase.numerics.prox.starts import refinement_starts, starting_points
+
+#: The descent's step tolerance (relative) and Armijo trial steps, and its iteration limit for vector (r = 1)
+#: and matrix fields (defaults of :func:`newton_minimize`, and what :func:`global_prox` runs on every backend).
+XTOL, MAX_HALVINGS = 1e-10, 30
+MAX_ITER_FIELDS, MAX_ITER_BLOCKS = 60, 80
+
+
+def check_fields(kernels: Any, h: np.ndarray) -> None:
+    """ValueError unless ``h`` is a batch of fields the ``kernels`` evaluate P at: vectors (N, L) for kernels with the
+    generated P (r = 1), matrices (N, L, r) for kernels of rank r."""
+    if np.ndim(h) == 2 and hasattr(kernels, "prox_value_grad_hess"):
+        return
+    if np.ndim(h) == 3 and getattr(kernels, "r", None) == np.shape(h)[2]:
+        return
+    raise ValueError(f"fields of shape {np.shape(h)} do not fit {type(kernels).__name__} (rank {getattr(kernels, 'r', '?')}): "
+                     f"vector fields (N, L) need the r = 1 kernels with the generated P, matrix fields (N, L, r) kernels "
+                     f"of rank r")
 
 
 def newton_minimize(
@@ -59,26 +80,35 @@ def newton_minimize(
     T: np.ndarray,
     sigma2: np.ndarray,
     *,
-    xtol: float = 1e-10,
-    max_iter: int = 60,
-    max_halvings: int = 30,
+    xtol: float = XTOL,
+    max_iter: int | None = None,
+    max_halvings: int = MAX_HALVINGS,
     backend: str = "auto",
 ) -> ProxResult:
     """Safeguarded (modified) Newton descent on P(h) for every row of ``h0`` (:func:`attnphase.numerics.prox.descent.descend`).
 
-    Direction d = -(H + mu I)^{-1} grad, with mu = 0 where the Hessian H is positive
-    definite and mu = -lambda_min(H) + SHIFT_REL / V_min otherwise; the step is capped at
-    ``max_step(V)`` and chosen by Armijo backtracking, so P decreases monotonically (the
+    Rows h0, w (N, L) at r = 1, with ``V`` the variances V_l (L,) (the diagonal fast path); or h0, w (N, L, r),
+    with ``V`` the precisions V_l^{-1} (L, r, r).  Direction d = -(H + mu I)^{-1} grad, with mu = 0 where the
+    Hessian H is positive definite and a shift making it so otherwise (eigenvalue shift -lambda_min(H) +
+    SHIFT_REL / V_min at r = 1, the shifted Cholesky with least pivot SHIFT_REL lambda_min(V^{-1}) on blocks);
+    the step is capped at 4 sqrt(max V) + 1 and chosen by Armijo backtracking, so P decreases monotonically (the
     rules and their constants: :mod:`attnphase.numerics.prox.newton_steps`).  A node
     has converged when H is positive definite and either the pure Newton step is below
     ``xtol (1 + |h|)`` or its predicted decrease is below the rounding of P (the step
     is then taken: quadratic convergence makes the result accurate to rounding), or when no step decreases P any more and the gradient is
-    at rounding level.  Only unconverged nodes are iterated (active set).
+    at rounding level.  Only unconverged nodes are iterated (active set).  ``max_iter`` None:
+    :data:`MAX_ITER_FIELDS` or :data:`MAX_ITER_BLOCKS`.
 
     ``backend``: see the module doc (the compiled backend iterates each row on its own; the torch
     backend iterates the batch on its device, :func:`attnphase.numerics.prox.torch_backend.newton_minimize`).
     """
+    h0 = np.asarray(h0, dtype=float)
+    check_fields(kernels, h0)
     resolved = resolve_backend(backend, kernels)
+    if h0.ndim == 3:
+        return _newton_blocks(kernels, h0, w, V, T, sigma2, xtol, MAX_ITER_BLOCKS if max_iter is None else max_iter,
+                              max_halvings, resolved)
+    max_iter = MAX_ITER_FIELDS if max_iter is None else max_iter
     if resolved == "torch":
         from attnphase.numerics.prox import torch_backend as prox_torch
 
@@ -93,90 +123,24 @@ def newton_minimize(
     N, L = np.shape(h0)
     Vb = np.ascontiguousarray(np.broadcast_to(V, (N, L)))
     objective = FieldObjective(np, kernels.prox_value_grad_hess, kernels.prox_value, w, Vb, T, sigma2)
-    h, value, converged, it = descend(np, objective, np.asarray(h0, dtype=float), cap=steps.max_step(V), xtol=xtol,
+    h, value, converged, it = descend(np, objective, h0, cap=steps.max_step(V), xtol=xtol,
                                       max_iter=max_iter, max_halvings=max_halvings)
     return ProxResult(h, value, converged, it)
 
 
-def loss_zeros_L2(T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For L = 2, the two exact zeros of the loss, S(h) = T (docs/model.md section 3).
-
-    With delta = h_1 - h_2: S_11 = sigmoid(h_1 delta), S_22 = sigmoid(-h_2 delta), so
-    delta^2 = logit T_11 + logit T_22 and h_1 = logit T_11 / delta, h_2 = -logit T_22 / delta.
-    Returns (h_plus, valid); the other zero is -h_plus.  ``valid`` is False where
-    delta^2 <= 0 (no exact zero), and h_plus is then 0.
-    """
-    t11 = np.clip(T[:, 0, 0], 1e-300, 1 - 1e-16)
-    t22 = np.clip(T[:, 1, 1], 1e-300, 1 - 1e-16)
-    l11 = np.log(t11) - np.log1p(-t11)
-    l22 = np.log(t22) - np.log1p(-t22)
-    d2 = l11 + l22
-    valid = d2 > 1e-12
-    delta = np.sqrt(np.where(valid, d2, 1.0))
-    h = np.stack([l11 / delta, -l22 / delta], axis=1)
-    return np.where(valid[:, None], h, 0.0), valid
-
-
-@dataclass(frozen=True, eq=False)
-class Candidates:
-    """Distinct local minima found per node, kept to warm-start the next proximal solve.
-
-    Attributes:
-        node: index of the node each candidate belongs to, shape (K,).
-        h: the candidate minimisers, shape (K, L).
-    """
-
-    node: np.ndarray
-    h: np.ndarray
-
-
-def starting_points(w: np.ndarray, T: np.ndarray, mixing: np.ndarray | None = None) -> list[np.ndarray]:
-    """Deterministic multi-start set for the global search: w, 0, +-w/2, -w and, for L = 2, +-zeros of the loss.
-
-    The loss is even in h, so the mirror images -w, -w/2 seed the mirror basin. For a whitened
-    correlated-token model (``mixing`` B, fields h = B v; docs/model.md section 7) the zeros of the
-    loss in v are B^-1 h_z.
-    """
-    starts = [w, np.zeros_like(w), 0.5 * w, -0.5 * w, -w]
-    if w.shape[1] == 2:
-        hz, _ = loss_zeros_L2(T)
-        if mixing is not None:
-            hz = np.linalg.solve(mixing, hz.T).T
-        starts += [hz, -hz]
-    return starts
-
-
-def _mixing(kernels: Any) -> np.ndarray | None:
-    """The mixing B of correlated-token kernels (fields h = B v), None for the independent-token ones."""
-    return kernels.B if isinstance(kernels, CorrelatedKernels) else None
-
-
-def _best_per_node(idx: np.ndarray, res: ProxResult, N: int) -> np.ndarray:
-    """Index of the lowest converged value for each node 0..N-1 (sort by (node, value), first of each)."""
-    vals = np.where(res.converged, res.value, np.inf)
-    if idx.size and idx.size % N == 0 and np.array_equal(idx.reshape(-1, N), np.broadcast_to(np.arange(N), (idx.size // N, N))):
-        # rows in blocks of one start for every node (a full search): the first row, in block
-        # order, of each node's least value, NaN last -- the sort's first row, without the sort
-        v = vals.reshape(-1, N)
-        nan = np.isnan(v)
-        least = ~nan & (v == np.where(nan, np.inf, v).min(axis=0))
-        return np.where(least.any(axis=0), least.argmax(axis=0), 0) * N + np.arange(N)
-    if idx.size and np.all(idx[1:] >= idx[:-1]):
-        # rows already grouped by node (polishing candidates): per-node minimum without a sort
-        starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
-        counts = np.diff(np.r_[starts, idx.size])
-        rows = np.flatnonzero(vals == np.repeat(np.minimum.reduceat(vals, starts), counts))
-        best = rows[np.r_[True, idx[rows][1:] != idx[rows][:-1]]]
-        if best.size != N:
-            raise RuntimeError("global_prox lost a node: every node needs at least one start")
-        return best
-    order = np.lexsort((vals, idx))
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = idx[order][1:] != idx[order][:-1]
-    best = order[first]
-    if best.size != N:
-        raise RuntimeError("global_prox lost a node: every node needs at least one start")
-    return best
+def _newton_blocks(k: Any, h0: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
+                   xtol: float, max_iter: int, max_halvings: int, backend: str) -> ProxResult:
+    """:func:`newton_minimize` on matrix fields h0 (N, L, r), precisions Vinv (L, r, r), on a resolved backend."""
+    delta, max_step = step_constants(Vinv)
+    if backend == "numba":
+        h, value, conv, iters = prox_compiled.search_rows(
+            k, h0[None], w, Vinv, T, sigma2, delta, max_step, np.zeros(1, dtype=np.int64), 0.0, xtol=xtol,
+            max_iter=max_iter, max_halvings=max_halvings)
+        return ProxResult(h[0], value[0], conv[0], int(iters.max()) if iters.size else 0)
+    N, L, r = h0.shape
+    h, value, converged, it = descend(np, BlockObjective(k, w, Vinv, T, sigma2, delta), h0.reshape(N, L * r),
+                                      cap=max_step, xtol=xtol, max_iter=max_iter, max_halvings=max_halvings)
+    return ProxResult(h.reshape(N, L, r), value, converged, it)
 
 
 def global_prox(
@@ -185,94 +149,91 @@ def global_prox(
     V: np.ndarray,
     T: np.ndarray,
     sigma2: np.ndarray,
+    hstar: np.ndarray | None = None,
     *,
     candidates: Candidates | None = None,
     full_search: bool = True,
     backend: str = "auto",
 ) -> tuple[ProxResult, Candidates]:
-    """Global minimiser of P(h) at every node: Newton from every start, lowest value wins.
+    """Global minimiser of P(h) at every node: Newton from every start, lowest converged value wins.
 
-    With ``full_search`` the starts are :func:`starting_points`, followed by a
-    refinement pass from the mirror image and the token permutations of the best
-    minimum found (the full search is a function of the node alone, independent of
-    any history); without it only the candidates (the distinct minima of a previous,
-    nearby solve) are polished -- a few Newton steps each.  The state evolution uses
-    the cheap mode between periodic full searches and always verifies a converged
-    fixed point with a full search.  Returns the result and the distinct local minima
-    found by a full search (the next calls' candidates); a polish returns the candidates
-    it was given, unchanged (polishing can merge basins, so its own minima would lose some).
+    Fields w (N, L) with variances V (L,) (r = 1), or w (N, L, r) with the r x r V0 (V_l = sigma_l^2 V0) and
+    the teacher's fields ``hstar`` (N, L, r*); T (N, L, L), sigma2 (L,).
+
+    With ``full_search`` the starts are :func:`attnphase.numerics.prox.starts.starting_points`; at r = 1
+    followed by a refinement pass from the mirror image and the token permutations of the best minimum found
+    (the full search is then a function of the node alone, independent of any history); on matrix fields
+    the candidates, if given, are starts too, run first.  Without it only the candidates (the minima of a
+    previous, nearby solve) are polished -- a few Newton steps each; on matrix fields w is polished too.  The
+    state evolution uses the cheap mode between periodic full searches and always verifies a converged
+    fixed point with a full search.
+
+    Returns the result and the candidates of the next calls: after a full search at r = 1 every distinct
+    local minimum found per node, on matrix fields the winner of each node (one per node, in node order: what
+    this function accepts there); a polish returns the candidates it was given, unchanged (polishing can merge
+    basins, so its own minima would lose some).  A node none of whose starts converged gets its first start's
+    end point at r = 1 (unconverged), its least unconverged value on matrix fields.
 
     Ties (mirror-image minima of equal value at symmetric nodes) are broken by the
     start order; the state evolution removes their effect by symmetrising the hat
     overlaps over the symmetry group of the current state.
 
     ``backend``: see the module doc; all give the same result and candidates (to rounding). The
-    torch backend runs the two Newton passes on its device and everything else here.
+    torch backend (r = 1) runs the two Newton passes on its device and everything else here.
     """
-    N, L = w.shape
+    check_fields(kernels, w)
     resolved = resolve_backend(backend, kernels)
+    if w.ndim == 3:
+        if resolved == "torch":  # the torch descent runs vector fields only ($ATTNPHASE_PROX_BACKEND=torch: numba)
+            if backend == "torch":
+                raise TypeError("backend='torch' runs vector fields (N, L) only; matrix fields need numba or numpy")
+            resolved = "numba" if prox_compiled.available() else "numpy"
+        return _global_prox_blocks(kernels, w, V, T, sigma2, hstar, candidates, full_search, resolved)
+    N, L = w.shape
     if resolved == "numba":
         return _global_prox_compiled(kernels, w, V, T, sigma2, candidates, full_search)
-    idx_parts, h_parts = [], []
-    if full_search or candidates is None:
-        for st in starting_points(w, T, _mixing(kernels)):
-            idx_parts.append(np.arange(N))
-            h_parts.append(st)
-    else:
-        idx_parts.append(candidates.node)
-        h_parts.append(candidates.h)
-    idx = np.concatenate(idx_parts)
-    h0 = np.concatenate(h_parts, axis=0)
-    res = newton_minimize(kernels, h0, w[idx], V, T[idx], sigma2, backend=resolved)
-    if full_search or candidates is None:
-        # refinement pass: the loss is even in h and permutation-equivariant, so the mirror
-        # image and the token permutations of the best minimum found seed basins the first
-        # pass can miss (asymmetric A, L > 2)
-        best = _best_per_node(idx, res, N)
-        hb = res.h[best]
-        extra = [-hb] + [hb[:, list(p)] for p in itertools.permutations(range(L)) if list(p) != list(range(L))]
-        idx2 = np.concatenate([np.arange(N)] * len(extra))
-        res2 = newton_minimize(kernels, np.concatenate(extra, axis=0), w[idx2], V, T[idx2], sigma2, backend=resolved)
+    search = full_search or candidates is None
+    if search:
+        idx, res = _descend_from(kernels, starting_points(w, T, kernels=kernels), w, V, T, sigma2, resolved)
+        # refinement pass (starts.refinement_starts) from the best minimum found
+        idx2, res2 = _descend_from(kernels, refinement_starts(res.h[best_per_node(idx, res, N)]), w, V, T, sigma2,
+                                   resolved)
         idx = np.concatenate([idx, idx2])
         res = ProxResult(
             np.concatenate([res.h, res2.h]), np.concatenate([res.value, res2.value]),
             np.concatenate([res.converged, res2.converged]), max(res.iterations, res2.iterations),
         )
-    best = _best_per_node(idx, res, N)
-    if not (full_search or candidates is None):
+    else:
+        idx = candidates.node
+        res = newton_minimize(kernels, candidates.h, w[idx], V, T[idx], sigma2, backend=resolved)
+    best = best_per_node(idx, res, N)
+    if not search:
         return ProxResult(res.h[best], res.value[best], res.converged[best], res.iterations), candidates
-    return _select(idx, res, best)
+    return distinct_minima(idx, res, best)
 
 
-def _select(idx: np.ndarray, res: ProxResult, best: np.ndarray) -> tuple[ProxResult, Candidates]:
-    """The winners ``best`` of all starts ``res`` (node ``idx``), and the distinct converged minima per node."""
-    # distinct converged minima per node, for warm starts
-    hr = np.round(res.h, 6) + 0.0  # + 0.0 turns -0.0 into 0.0
-    # most starts end on their node's winner: drop those first (cheap), then deduplicate the rest
-    keep = res.converged & ~np.all(hr == hr[best][idx], axis=1)
-    keep[best] = True
-    key = np.concatenate([idx[:, None].astype(float), hr], axis=1)
-    _, uniq = np.unique(key[keep], axis=0, return_index=True)
-    sel = np.flatnonzero(keep)[uniq]
-    out = ProxResult(res.h[best], res.value[best], res.converged[best], res.iterations)
-    return out, Candidates(idx[sel], res.h[sel])
+def _descend_from(kernels: Any, starts: list[np.ndarray], w: np.ndarray, V: np.ndarray, T: np.ndarray,
+                  sigma2: np.ndarray, backend: str) -> tuple[np.ndarray, ProxResult]:
+    """The descent from every start in one batch, in blocks of one start per node: (node of each row, result)."""
+    idx = np.tile(np.arange(w.shape[0]), len(starts))
+    return idx, newton_minimize(kernels, np.concatenate(starts, axis=0), w[idx], V, T[idx], sigma2, backend=backend)
 
 
 def _global_prox_compiled(
     kernels: Any, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
     candidates: Candidates | None, full_search: bool,
 ) -> tuple[ProxResult, Candidates]:
-    """:func:`global_prox` on the compiled backend (same starts, same order, same selection)."""
+    """:func:`global_prox` at r = 1 on the compiled backend (same starts, same order, same selection)."""
     N, L = w.shape
     if not full_search and candidates is not None:
         idx = candidates.node
         res = newton_minimize(kernels, candidates.h, w[idx], V, T[idx], sigma2, backend="numba")
         best = prox_compiled.best_rows(kernels, idx, res.value, res.converged, N)
         return ProxResult(res.h[best], res.value[best], res.converged[best], res.iterations), candidates
-    starts = np.stack(starting_points(w, T, _mixing(kernels)), axis=1)
+    starts = np.stack(starting_points(w, T, kernels=kernels), axis=1)
     h, value, conv, iters, best = prox_compiled.global_rows(kernels, starts, w, V, T, sigma2)
-    # the distinct minima per node, as _select finds them (the same rows, in the same order:
-    # by node, then by the rounded minimiser)
+    # the distinct minima per node, as selection.distinct_minima finds them (the same rows, in the same
+    # order: by node, then by the rounded minimiser)
     keep = prox_compiled.distinct_minima(kernels, h, conv, best)
     node, start = np.nonzero(keep)
     hk = h[node, start]
@@ -281,3 +242,35 @@ def _global_prox_compiled(
     nodes = np.arange(N)
     out = ProxResult(h[nodes, best], value[nodes, best], conv[nodes, best], int(iters.max()) if N else 0)
     return out, Candidates(node[order], hk[order])
+
+
+def _global_prox_blocks(
+    kernels: Any, w: np.ndarray, V0: np.ndarray, T: np.ndarray, sigma2: np.ndarray, hstar: np.ndarray | None,
+    candidates: Candidates | None, full_search: bool, backend: str,
+) -> tuple[ProxResult, Candidates]:
+    """:func:`global_prox` on matrix fields w (N, L, r) on a resolved backend: every start run in blocks of one
+    per node (the compiled search: a node's starts in one loop, the minima handed in first)."""
+    N, L, r = w.shape
+    if candidates is not None and not np.array_equal(candidates.node, np.arange(N)):
+        raise ValueError("on matrix fields the candidates are one minimiser per node, in node order")
+    Vinv = np.linalg.inv(V0)[None] / np.asarray(sigma2, dtype=float)[:, None, None]
+    polish = candidates is not None and not full_search
+    if polish:
+        starts, known = [candidates.h, w], 1
+    else:
+        base = starting_points(w, T, hstar=hstar)
+        starts, known = base + ([] if candidates is None else [candidates.h]), len(base)
+    S = len(starts)
+    if backend == "numba":
+        # the minima handed in (candidates) run first: the other starts merge into them
+        order = np.arange(S) if polish else np.r_[np.arange(known, S), np.arange(known)]
+        delta, max_step = step_constants(Vinv)
+        h, value, conv, iters = prox_compiled.search_rows(
+            kernels, np.stack(starts), w, Vinv, T, sigma2, delta, max_step, order, prox_compiled.MERGE_RADIUS,
+            xtol=XTOL, max_iter=MAX_ITER_BLOCKS, max_halvings=MAX_HALVINGS)
+        res = ProxResult(h.reshape(S * N, L, r), value.reshape(-1), conv.reshape(-1), int(iters.max()) if N else 0)
+    else:
+        _, res = _descend_from(kernels, starts, w, Vinv, T, sigma2, backend)
+    best = best_per_node(np.tile(np.arange(N), S), res, N, lowest_unconverged=True)
+    out = ProxResult(res.h[best], res.value[best], res.converged[best], res.iterations)
+    return out, candidates if polish else Candidates(np.arange(N), out.h)

@@ -6,7 +6,8 @@
 * :func:`aligned_prox` -- the lowest of the global search's minimisers on the side of the student's mean field:
   the basin gradient descent keeps from its start (``--prox aligned``).
 
-The descent, the global search and its backends are :mod:`attnphase.numerics.prox.global_prox`'s.
+The descent, the global search and its backends are :mod:`attnphase.numerics.prox.global_prox`'s (fields h in R^L:
+r = 1).
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.numerics.prox.global_prox import _best_per_node, _mixing, global_prox, newton_minimize
+from attnphase.numerics.prox.global_prox import global_prox, newton_minimize
 from attnphase.numerics.prox.newton_steps import ProxResult
+from attnphase.numerics.prox.selection import best_per_node
+from attnphase.numerics.prox.starts import mixing
 
 
 def aligned_prox(
@@ -42,13 +45,13 @@ def aligned_prox(
     sample, the mirror image of the attention pattern its start set -- what gradient descent does
     where the global-prox SE has no such point (docs/validation.md).
     """
-    if _mixing(kernels) is not None:
+    if mixing(kernels) is not None:
         raise ValueError("the aligned proximal map is implemented for independent tokens only (a diagonal C)")
     res, minima = global_prox(kernels, w, V, T, sigma2, backend=backend)
     node, h = minima.node, minima.h
     value = kernels.prox_value(h, w[node], V, T[node], sigma2)
     aligned = np.sum(h * reference[node], axis=1) > 0.0
-    best = _best_per_node(node, ProxResult(h, value, aligned, 0), w.shape[0])  # least aligned value per node
+    best = best_per_node(node, ProxResult(h, value, aligned, 0), w.shape[0])  # least aligned value per node
     best = best[aligned[best]]  # nodes none of whose minima is aligned keep the global minimiser
     out_h, out_value = res.h.copy(), res.value.copy()
     out_h[node[best]], out_value[node[best]] = h[best], value[best]

@@ -27,7 +27,7 @@ class ProxResult:
     """Minimisers for a batch of nodes.
 
     Attributes:
-        h: minimisers, shape (N, L).
+        h: minimisers, shape (N, L) (vector fields, r = 1) or (N, L, r).
         value: proximal objective at ``h`` (the Moreau envelope M), shape (N,).
         converged: per-node flag, gradient norm below tolerance, shape (N,).
         iterations: largest number of Newton iterations any node needed.
@@ -94,12 +94,12 @@ def cholesky_shift_direction(H: np.ndarray, g: np.ndarray, delta: float) -> tupl
     H has pivots above ``delta`` (= SHIFT_REL lambda_min(V^{-1})), else the least mu in (Gershgorin shift +
     delta) (1, 2, 4, ...) + ... that makes it so; pd where mu = 0.
 
-    Compiled per row (:func:`attnphase.numerics.prox.rank_linalg_compiled.direction_row`, also the compiled
+    Compiled per row (:func:`attnphase.numerics.prox.shifted_cholesky.direction_row`, also the compiled
     template's) where numba imports; otherwise the eigen-decomposition, eigenvalues clipped at delta from
     below (a descent direction too; ~10x slower on 4096 x 6 rows of 4 x 4 matrices).
     """
     try:
-        from attnphase.numerics.prox.rank_linalg_compiled import directions
+        from attnphase.numerics.prox.shifted_cholesky import directions
     except ImportError:
         lam, U = np.linalg.eigh(H)
         ug = np.einsum("nji,nj->ni", U, g)

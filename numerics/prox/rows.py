@@ -7,7 +7,7 @@ This file is a template module: it is not imported by its own name, but instanti
 (L, r, kernels, parallel) by :func:`attnphase.numerics.prox.compiled.instance`, which imports a
 byte-identical copy of it (a file named after a hash of this text, of the generated kernels, of the
 step rules :mod:`attnphase.numerics.prox.newton_steps` and of the Cholesky of
-:mod:`attnphase.numerics.prox.rank_linalg_compiled`, in the kernel cache directory) and hands it a
+:mod:`attnphase.numerics.prox.shifted_cholesky`, in the kernel cache directory) and hands it a
 :class:`~attnphase.numerics.prox.compiled.Binding` as ``__spec__.loader_state``: L, r, the compile option
 ``parallel`` and the one-point generated kernels. Every function here is compiled with
 ``numba.njit(cache=True)``; numba stores the machine code beside the copy (numba keys its cache by
@@ -26,7 +26,7 @@ instance, at import:
 * the rank-r kernels (:class:`~attnphase.theory.kernels.Kernels`: V_l^{-1} r x r matrices, the
   generated ``loss_grad_hess`` / ``loss`` on the softmax of the Gram matrix, plus the quadratic term of
   :func:`quadratic`): the Cholesky-shift rule of
-  :func:`attnphase.numerics.prox.rank_linalg_compiled.direction_row` (the one-row twin of
+  :func:`attnphase.numerics.prox.shifted_cholesky.direction_row` (the one-row twin of
   :func:`attnphase.numerics.prox.newton_steps.cholesky_shift_direction`).
 
 Nothing here spells the loss out; the step constants are those of ``newton_steps``.  (About 500 lines: the
@@ -45,7 +45,7 @@ import numba
 import numpy as np
 
 from attnphase.numerics.prox.newton_steps import ARMIJO, FLAT_REL, PD_REL, SHIFT_REL, STALL_REL
-from attnphase.numerics.prox.rank_linalg_compiled import direction_row
+from attnphase.numerics.prox.shifted_cholesky import direction_row
 
 Array = np.ndarray
 _binding: Any = __spec__.loader_state if __spec__ is not None else None
@@ -525,7 +525,7 @@ def distinct(h: Array, conv: Array, best: Array, keep: Array) -> None:
 @jit
 def best_rows(node: Array, value: Array, conv: Array, best: Array) -> None:
     """best[i]: the row of node i with the lowest converged value, the first on ties (the first
-    row of the node if none converged; -1 if the node has no row) -- prox._best_per_node."""
+    row of the node if none converged; -1 if the node has no row) -- selection.best_per_node."""
     bv = np.full(best.shape[0], inf)
     best[:] = -1
     for q in range(node.shape[0]):

@@ -27,8 +27,9 @@ import numpy as np
 
 from attnphase.numerics.prox import newton_steps as steps
 from attnphase.numerics.config import TORCH_DEVICE_ENV
-from attnphase.numerics.prox.descent import FieldObjective, descend
+from attnphase.numerics.prox.descent import descend
 from attnphase.numerics.prox.newton_steps import ProxResult
+from attnphase.numerics.prox.objective import FieldObjective
 
 try:
     import torch
@@ -109,7 +110,7 @@ def newton_minimize(
     """:func:`attnphase.numerics.prox.global_prox.newton_minimize` on ``device`` (:func:`torch_device`); numpy in and out.
 
     The descent :func:`attnphase.numerics.prox.descent.descend` on a
-    :class:`~attnphase.numerics.prox.descent.FieldObjective` of tensors: P, its gradient and Hessian are the
+    :class:`~attnphase.numerics.prox.objective.FieldObjective` of tensors: P, its gradient and Hessian are the
     generated kernels on :func:`outer_softmax`.
     """
     dev = torch_device(device)

@@ -4,7 +4,7 @@ One SE step at matrix overlaps x = (q0, V0, m, th0) (:class:`Overlaps`' matrix f
 over the L (r + r*) standard Gaussians (xi_l in R^r, eta_l in R^{r*}):
 
     w, h*   = channel_fields(x)                         (theory/matrix_channel.py)
-    h_hat   = global_prox(w, V, T(h*))                  (numerics/prox/rank_prox.py)
+    h_hat   = global_prox(w, V, T(h*))                  (numerics/prox/global_prox.py)
     g_l     = V_l^{-1} (h_hat_l - w_l);  E[g g^T], E[g], E[g eta^T], E[g xi^T], E[M]
     hats    = update_hat(...)  projected on the branch's invariant subspace   (numerics/se/updates.py)
     F(x)    = update(hats)     the ridge prior                                (numerics/se/updates.py)
@@ -39,7 +39,8 @@ from attnphase.numerics.quadrature.rules import check_rule_size, parse_rule_spec
 from attnphase.numerics.se.overlaps import Overlaps, RankHats
 from attnphase.numerics.se.updates import update, update_hat
 from attnphase.numerics.se.gauge import align_gauge, gauge_tangents
-from attnphase.numerics.prox.rank_prox import global_prox
+from attnphase.numerics.prox.global_prox import global_prox
+from attnphase.numerics.prox.selection import Candidates
 from attnphase.numerics.se.starts import RANK_BRANCHES, initial_overlaps, teacher_rank, with_ranks
 from attnphase.theory import matrix_channel as rk
 from attnphase.theory.params import ModelParams
@@ -111,15 +112,12 @@ def channel_moments(k: Kernels, params: ModelParams, ov: Overlaps, rule: RankRul
     """All channel averages at ``ov`` with one global proximal solve over the rule's nodes, and the
     minimisers h_hat (N, L, r).  ``previous``: the minimisers of an earlier search at a nearby state,
     an extra start of a full search, or (``polish``) the only start besides w.  ``backend``: of the
-    proximal descent (numerics/prox/rank_prox.py), normally ``SolverConfig.backend``."""
+    proximal descent (numerics/prox/global_prox.py), normally ``SolverConfig.backend``."""
     s2 = params.sigma2
     w, hstar = rk.channel_fields(rule.xi, rule.eta, ov.q0, ov.m, ov.th0, s2, params.rho0)
     T = target(hstar, params.omega, params.A_array)
-    if polish and previous is not None:
-        res = global_prox(k, w, ov.V0, T, s2, hstar, polish=previous, backend=backend)
-    else:
-        res = global_prox(k, w, ov.V0, T, s2, hstar, extra_starts=None if previous is None else [previous],
-                          backend=backend)
+    candidates = None if previous is None else Candidates(np.arange(previous.shape[0]), previous)
+    res, _ = global_prox(k, w, ov.V0, T, s2, hstar, candidates=candidates, full_search=not polish, backend=backend)
     Vinv = np.linalg.inv(ov.V0)
     g = np.einsum("ab,nlb->nla", Vinv, res.h - w) / s2[None, :, None]
     wt = rule.weights
@@ -159,7 +157,7 @@ class RankSEMap:
     judged on the full residual F(x) - x, so a point whose image is only a rotation of itself is
     never accepted.  ``backend``: of the proximal descent (full searches and polishes alike), normally
     ``SolverConfig.backend``; ``"torch"`` (which the precise tier picks on a GPU for the rank-1 solves)
-    runs it on ``"auto"``: there is no torch rank-r descent (numerics/prox/rank_prox.py).
+    runs it on ``"auto"``: there is no torch rank-r descent (numerics/prox/global_prox.py).
     """
 
     def __init__(self, params: ModelParams, alpha: float, branch: str, rule: RankRule,

@@ -14,11 +14,13 @@ of the best minimum fixed it).
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnphase.numerics.prox.local_prox import local_prox
-from attnphase.numerics.prox.global_prox import global_prox, loss_zeros_L2, newton_minimize
+from attnphase.numerics.prox.global_prox import global_prox, newton_minimize
+from attnphase.numerics.prox.starts import loss_zeros_L2
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import default_A
 
@@ -138,7 +140,8 @@ def _sorted_best(idx: np.ndarray, vals: np.ndarray, conv: np.ndarray) -> np.ndar
 def test_best_per_node_grouped_rows_match_the_sorted_definition() -> None:
     """The sort-free path for rows grouped by node picks, per node, the first row of lowest
     converged value -- the same rows as the lexsort definition (ties included)."""
-    from attnphase.numerics.prox.global_prox import ProxResult, _best_per_node
+    from attnphase.numerics.prox.newton_steps import ProxResult
+    from attnphase.numerics.prox.selection import best_per_node
 
     rng = np.random.default_rng(3)
     N = 200
@@ -148,14 +151,15 @@ def test_best_per_node_grouped_rows_match_the_sorted_definition() -> None:
     vals = rng.integers(0, 4, idx.size).astype(float)  # many ties
     conv = rng.random(idx.size) > 0.2
     res = ProxResult(np.zeros((idx.size, 2)), vals, conv, 1)
-    fast = _best_per_node(idx, res, N)
+    fast = best_per_node(idx, res, N)
     np.testing.assert_array_equal(fast, _sorted_best(idx, vals, conv))
 
 
 def test_best_per_node_start_blocks_match_the_sorted_definition() -> None:
     """The sort-free path for rows in blocks of one start per node (a full search) picks the rows
     of the lexsort definition: ties to the earlier start, unconverged rows as +inf, NaN last."""
-    from attnphase.numerics.prox.global_prox import ProxResult, _best_per_node
+    from attnphase.numerics.prox.newton_steps import ProxResult
+    from attnphase.numerics.prox.selection import best_per_node
 
     rng = np.random.default_rng(4)
     N, S = 300, 7
@@ -166,8 +170,55 @@ def test_best_per_node_start_blocks_match_the_sorted_definition() -> None:
     conv = rng.random(idx.size) > 0.3
     conv.reshape(S, N)[:, 5:10] = False  # nodes with no converged start
     res = ProxResult(np.zeros((idx.size, 2)), vals, conv, 1)
-    fast = _best_per_node(idx, res, N)
+    fast = best_per_node(idx, res, N)
     np.testing.assert_array_equal(fast, _sorted_best(idx, vals, conv))
+
+
+def test_best_per_node_lowest_unconverged_takes_the_least_value_where_no_start_converged() -> None:
+    """With ``lowest_unconverged`` (the matrix-field search) a node none of whose starts converged gets its
+    start of least value; the other nodes keep the definition's row."""
+    from attnphase.numerics.prox.newton_steps import ProxResult
+    from attnphase.numerics.prox.selection import best_per_node
+
+    rng = np.random.default_rng(5)
+    N, S, none = 200, 6, 20
+    idx = np.tile(np.arange(N), S)
+    vals = rng.normal(size=idx.size)
+    conv = rng.random(idx.size) > 0.4
+    conv.reshape(S, N)[:, :none] = False
+    conv.reshape(S, N)[S - 1, none:] = True  # every other node has a converged start
+    res = ProxResult(np.zeros((idx.size, 2)), vals, conv, 1)
+    ref = _sorted_best(idx, vals, conv)
+    best = best_per_node(idx, res, N, lowest_unconverged=True)
+    np.testing.assert_array_equal(best[none:], ref[none:])
+    np.testing.assert_array_equal(best[:none], vals.reshape(S, N)[:, :none].argmin(axis=0) * N + np.arange(none))
+    np.testing.assert_array_equal(best_per_node(idx, res, N)[:none], np.arange(none))  # without it: the first start
+    with pytest.raises(ValueError, match="blocks"):
+        best_per_node(np.sort(idx), res, N, lowest_unconverged=True)
+
+
+def test_matrix_field_candidates_are_one_minimiser_per_node() -> None:
+    """On matrix fields the candidates polished (and searched from) are the previous winners, one per node."""
+    from attnphase.numerics.prox.selection import Candidates
+    from attnphase.theory.kernels import get_kernels
+    from attnphase.theory.softmax import target
+
+    rng = np.random.default_rng(6)
+    w, hs = rng.normal(size=(5, 2, 2)), rng.normal(size=(5, 2, 1))
+    T, s2 = target(hs, 0.3, np.full((2, 2), 0.5)), np.full(2, 0.25)
+    k = get_kernels(2, 2)
+    res, cand = global_prox(k, w, np.eye(2), T, s2, hs, backend="numpy")
+    np.testing.assert_array_equal(cand.node, np.arange(5))
+    np.testing.assert_array_equal(cand.h, res.h)
+    again, same = global_prox(k, w, np.eye(2), T, s2, hs, candidates=cand, full_search=False, backend="numpy")
+    assert same is cand and np.all(again.value <= res.value + 1e-12)
+    with pytest.raises(ValueError, match="do not fit"):
+        global_prox(k, w[:, :, 0], np.full(2, 0.5), T, s2, backend="numpy")  # vector fields, rank-2 kernels
+    with pytest.raises(ValueError, match="do not fit"):
+        global_prox(get_kernels(2), w, np.eye(2), T, s2, hs, backend="numpy")  # matrix fields, r = 1 kernels
+    with pytest.raises(ValueError, match="one minimiser per node"):
+        global_prox(k, w, np.eye(2), T, s2, hs, candidates=Candidates(np.array([0, 0, 1]), w[:3]),
+                    full_search=False, backend="numpy")
 
 
 def test_aligned_prox_is_a_local_minimum_in_the_teacher_aligned_basin() -> None:
@@ -198,7 +249,8 @@ def test_aligned_prox_is_the_lowest_minimiser_on_the_reference_side() -> None:
     from attnphase.numerics.se.channel import _fields
     from attnphase.numerics.prox.local_prox import aligned_prox
     from attnphase.numerics.se.overlaps import Overlaps
-    from attnphase.numerics.prox.global_prox import loss_zeros_L2, newton_minimize
+    from attnphase.numerics.prox.global_prox import newton_minimize
+    from attnphase.numerics.prox.starts import loss_zeros_L2
     from attnphase.numerics.quadrature.rules import make_rule
     from attnphase.theory.channel import student_mean_field
     from attnphase.theory.params import ModelParams

@@ -19,6 +19,7 @@ from attnphase.numerics.prox import compiled as prox_compiled
 from attnphase.numerics.config import BACKEND_ENV, BACKENDS, SolverConfig
 from attnphase.numerics.prox.local_prox import aligned_prox, local_prox
 from attnphase.numerics.prox.global_prox import global_prox, newton_minimize
+from attnphase.numerics.prox.starts import starting_points
 from attnphase.theory.kernels import get_kernels, get_scalar_kernels
 
 A_SYM = np.array([[0.6, 0.4], [0.4, 0.6]])
@@ -289,7 +290,7 @@ def test_merged_starts_copy_an_earlier_minimum(L: int) -> None:
     copy of an earlier start's minimum, and every node's winner is what running all starts to
     the end finds (the numpy path), to 1e-10."""
     k, w, V, T, s2 = _batch(77 + L, L, 0.3, 2.0, True)
-    starts = np.stack(prox.starting_points(w, T), axis=1)
+    starts = np.stack(starting_points(w, T), axis=1)
     h, value, conv, iters, best = prox_compiled.global_rows(k, starts, w, V, T, s2)
     merged = conv & (iters == 0)
     assert merged.mean() > 0.3

@@ -8,7 +8,8 @@ import pytest
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.overlaps import Overlaps, branch_label
 from attnphase.numerics.se.gauge import canonical, direction_labels, invariants, rotate
-from attnphase.numerics.prox.rank_prox import global_prox, newton_minimize, prox_value
+from attnphase.numerics.prox.global_prox import global_prox, newton_minimize
+from attnphase.numerics.prox.objective import prox_value
 from attnphase.numerics.se.rank_se import align_gauge, channel_moments, make_rank_rule, with_ranks
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.numerics.se.updates import update, update_hat
@@ -27,7 +28,7 @@ def test_global_prox_never_loses_to_newton_from_random_probes_L3_r2(backend: str
     w = rng.normal(size=(N, L, r)) * 0.8
     hs = rng.normal(size=(N, L, rs)) * 0.8
     T = target(hs, 0.3, np.full((L, L), 1.0 / L))
-    best = global_prox(k, w, V0, T, s2, hs, backend=backend)
+    best, _ = global_prox(k, w, V0, T, s2, hs, backend=backend)
     assert best.converged.all()
     Vinv = np.linalg.inv(V0)[None] / s2[:, None, None]
     h0 = w[None] + rng.normal(size=(probes, N, L, r)) * 2.0 * np.sqrt(np.linalg.eigvalsh(V0).max() * s2.max())

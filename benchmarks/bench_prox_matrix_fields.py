@@ -1,4 +1,4 @@
-"""Cost of the rank-r global proximal map per SE evaluation, numpy vs numba, and of whole rank-2 solves.
+"""Cost of the global proximal map on matrix fields (h in R^{L x r}) per SE evaluation, numpy vs numba, and of whole rank-2 solves.
 
 (1) Per evaluation (L = 2, 3; r = 1, 2; r* = 1; omega = 0.3, alpha = 2): the proximal search of one SE
 evaluation at the embedded semantic start (numerics/se/state_evolution.py) over the nodes of ``--quadrature``:
@@ -9,7 +9,7 @@ rule and error bars; imports and the kernel cache load included), each as wall a
 of the child process, with the 1-minute load average before and after (the 2 cores are shared: CPU
 seconds are the comparable figure).
 
-    .venv/bin/python benchmarks/rank_prox_speed.py [--quadrature sobol12] [--repeat 3] [--no-commands]
+    .venv/bin/python benchmarks/bench_prox_matrix_fields.py [--quadrature sobol12] [--repeat 3] [--no-commands]
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ def per_evaluation(cases: list[str], quadrature: str, repeat: int) -> None:
     import numpy as np
 
     from attnphase.numerics.config import SolverConfig
-    from attnphase.numerics.prox.rank_prox import global_prox
+    from attnphase.numerics.prox.global_prox import global_prox
+    from attnphase.numerics.prox.selection import Candidates
     from attnphase.numerics.se.rank_se import make_rank_rule, with_ranks
     from attnphase.numerics.se.state_evolution import embedded_start
     from attnphase.theory.params import ModelParams
@@ -67,17 +68,17 @@ def per_evaluation(cases: list[str], quadrature: str, repeat: int) -> None:
         w, hstar = rk.channel_fields(rule.xi, rule.eta, ov.q0, ov.m, ov.th0, s2, params.rho0)  # as channel_moments
         T = target(hstar, params.omega, params.A_array)
         k = get_kernels(L, r)
-        prev = global_prox(k, w, ov.V0, T, s2, hstar, backend="numba").h  # also loads / compiles the instance
+        prev = global_prox(k, w, ov.V0, T, s2, hstar, backend="numba")[1]  # also loads / compiles the instance
         row = [f"{L}", f"{r}", f"{rs}", f"{w.shape[0]}"]
         res = {}
-        for mode, kw in (("full", {"extra_starts": [prev]}), ("polish", {"polish": prev})):
+        for mode, kw in (("full", {"candidates": prev}), ("polish", {"candidates": prev, "full_search": False})):
             times = {}
             for backend in ("numpy", "numba"):
                 def run(backend: str = backend, kw: dict = kw) -> None:
                     global_prox(k, w, ov.V0, T, s2, hstar, backend=backend, **kw)
 
                 times[backend] = _best(run, repeat)
-                res[mode, backend] = global_prox(k, w, ov.V0, T, s2, hstar, backend=backend, **kw).h
+                res[mode, backend] = global_prox(k, w, ov.V0, T, s2, hstar, backend=backend, **kw)[0].h
             (wn, cn), (wb, cb) = times["numpy"], times["numba"]
             row += [f"{wn:.3f} / {cn:.3f}", f"{wb:.3f} / {cb:.3f}", f"{cn / cb:.0f}x"]
         dh = max(float(np.abs(res[m, "numpy"] - res[m, "numba"]).max()) for m in ("full", "polish"))

@@ -1,4 +1,4 @@
-"""The compiled (numba) rank-r proximal descent against the numpy one (numerics/prox/rank_prox.py).
+"""The compiled (numba) proximal descent on matrix fields h in R^{L x r} against the numpy one (numerics/prox/global_prox.py).
 
 Same algorithm on the same generated expressions: minimisers, values and converged flags agree to
 rounding (the exponentials of numba and numpy, and the line search's generated loss against its numpy
@@ -14,7 +14,9 @@ import pytest
 from attnphase.numerics.prox import compiled as prox_compiled
 from attnphase.numerics.config import BACKEND_ENV, SolverConfig
 from attnphase.numerics.prox.backends import resolve_backend
-from attnphase.numerics.prox.rank_prox import global_prox, newton_minimize, prox_value
+from attnphase.numerics.prox.global_prox import global_prox, newton_minimize
+from attnphase.numerics.prox.objective import prox_value
+from attnphase.numerics.prox.selection import Candidates
 from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule, with_ranks
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams
@@ -55,20 +57,20 @@ def test_compiled_descent_equals_numpy(L: int, r: int, rs: int, scale: float) ->
     # the values are the objective at the minimisers (the numpy transcription of P)
     np.testing.assert_allclose(b.value, prox_value(k, b.h, W, Vinv, TT, s2), rtol=1e-12, atol=1e-14)
     # the global search: same winners on both backends, and so in both modes of the SE map
-    ga = global_prox(k, w, V0, T, s2, hs, backend="numpy")
-    gb = global_prox(k, w, V0, T, s2, hs, backend="numba")
+    (ga, _), (gb, _) = (global_prox(k, w, V0, T, s2, hs, backend=b) for b in ("numpy", "numba"))
     np.testing.assert_array_equal(gb.converged, ga.converged)
     np.testing.assert_allclose(gb.h, ga.h, rtol=0, atol=1e-9)
     np.testing.assert_allclose(gb.value, ga.value, rtol=0, atol=1e-9)
-    pa = global_prox(k, w, V0, T, s2, hs, polish=far, backend="numpy")
-    pb = global_prox(k, w, V0, T, s2, hs, polish=far, backend="numba")
+    polish = Candidates(np.arange(w.shape[0]), far)
+    (pa, _), (pb, _) = (global_prox(k, w, V0, T, s2, hs, candidates=polish, full_search=False, backend=b)
+                        for b in ("numpy", "numba"))
     np.testing.assert_allclose(pb.h, pa.h, rtol=0, atol=1e-9)
     np.testing.assert_array_equal(pb.converged, pa.converged)
 
 
 def test_compiled_serial_and_parallel_loops_agree() -> None:
     from attnphase.numerics.prox.compiled import search_rows
-    from attnphase.numerics.prox.rank_prox import step_constants
+    from attnphase.numerics.prox.objective import step_constants
 
     k, w, V0, T, s2, hs, far = _batch(5, 2, 2, 2, 4.0, N=300)  # > one block of rows
     Vinv = np.linalg.inv(V0)[None] / s2[:, None, None]
@@ -79,7 +81,7 @@ def test_compiled_serial_and_parallel_loops_agree() -> None:
         np.testing.assert_array_equal(x, y)
 
 
-def test_rank_backends_resolve_as_on_the_rank1_path(monkeypatch) -> None:
+def test_matrix_field_backends_resolve_as_on_vector_fields(monkeypatch) -> None:
     k = get_kernels(2, 2)
     monkeypatch.delenv(BACKEND_ENV, raising=False)
     assert resolve_backend("auto", k) == "numba" and resolve_backend("numpy", k) == "numpy"
