@@ -63,7 +63,7 @@ MAX_ITER_FIELDS, MAX_ITER_BLOCKS = 60, 80
 def check_fields(kernels: Any, h: np.ndarray) -> None:
     """ValueError unless ``h`` is a batch of fields the ``kernels`` evaluate P at: vectors (N, L) for kernels with the
     generated P (r = 1), matrices (N, L, r) for kernels of rank r."""
-    if np.ndim(h) == 2 and hasattr(kernels, "prox_value_grad_hess"):
+    if np.ndim(h) == 2 and getattr(kernels, "r", 1) == 1 and hasattr(kernels, "prox_value_grad_hess"):
         return
     if np.ndim(h) == 3 and getattr(kernels, "r", None) == np.shape(h)[2]:
         return
