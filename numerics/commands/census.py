@@ -40,8 +40,8 @@ DESCRIPTION = (
     "group), label them, test their stability and rank them by the training objective e_t with error bars, lowest "
     "first (docs/method.md section 12, the census). The starts: at r = r* = 1 a grid of overlaps, mixed states "
     "included; with --rank R --teacher-rank R* (r or r* >= 2) each branch's embedded and cold starts and mixtures "
-    "of the semantic and positional states, each point's height above the minimum with the per-block error of the "
-    "difference. Exit code 1 if no start converged.")
+    "of the semantic and positional states, and each point's height above the minimum gets the per-block error of "
+    "the difference. Exit code 1 if no start converged.")
 
 #: census.csv's columns at r = r* = 1 (one row per fixed point, lowest e_t first).
 CSV_COLUMNS = ("branch", "e_t", "err_e_t", "eps_g", "err_eps_g", "q", "err_q", "m", "err_m", "V", "err_V", "theta",
