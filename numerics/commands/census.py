@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(outputs.json_value(obj)))
     else:
-        _print_table(obj["fixed_points"])
+        _print_table(obj["fixed_points"], "rank" not in obj)
     return _summary(obj, cfg)
 
 
@@ -185,11 +185,11 @@ def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
     return obj
 
 
-def _print_table(points: list[dict]) -> None:
-    """The fixed points, lowest e_t first, each value with its error bar."""
+def _print_table(points: list[dict], scalar: bool) -> None:
+    """The fixed points, lowest e_t first, each value with its error bar (``scalar``: r = r* = 1)."""
     from attnphase.display import with_error
 
-    if points and "q" in points[0]:
+    if scalar:
         cols = ("q", "m", "V", "theta", "e_t")
         print(f"{'branch':>10} " + " ".join(f"{k:>22}" for k in cols) + f" {'stable':>6} {'lead':>6} starts")
         for p in points:
@@ -245,8 +245,10 @@ def _csv(rows: list[dict], columns: list[str] | tuple[str, ...]) -> str:
 
 def _write(out_dir: Any, obj: dict, res: Any) -> None:
     """census.json, census.csv (a row per fixed point) and census_starts.csv (a row per start), all or none."""
+    from attnphase.numerics.phase.census_starts import scalar_model
+
     params, points = res.params, obj["fixed_points"]
-    if "q" in (points[0] if points else {"q": 0}):
+    if scalar_model(params):
         cols, rows = list(CSV_COLUMNS), points
     else:
         inv = (("q0_eigenvalues", "q0_eig", params.r), ("V0_eigenvalues", "V0_eig", params.r),

@@ -354,3 +354,8 @@ def test_census_rank_command_json_and_out(found, monkeypatch, tmp_path, capsys) 
     assert len(rows) == 1 + len(res.entries) and rows[0].startswith("rank_in_e_t,branch,e_t,err_e_t")
     starts = (tmp_path / "c" / "census_starts.csv").read_text().splitlines()
     assert len(starts) == 1 + len(failed.starts) and starts[-1].startswith("mixed cold,mixed,cold,False,,0.2")
+    # the table: a row per fixed point, lowest e_t first, with its stability verdict
+    assert main(argv[:-3]) == 0
+    table = capsys.readouterr().out.strip().splitlines()
+    assert [line.split()[0] for line in table[1:]] == [e.point.branch for e in res.entries]
+    assert all(f" {e.stable} " in line for e, line in zip(res.entries, table[1:]))
