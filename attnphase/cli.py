@@ -39,7 +39,7 @@ COMMANDS = (
     ("solve", "attnphase.numerics.commands.cli:cmd_solve"),
     ("sweep", "attnphase.numerics.commands.cli:cmd_sweep"),
     ("phase-diagram", "attnphase.numerics.commands.cli:cmd_phase_diagram"),
-    ("census", "attnphase.numerics.commands.census_cli:cmd_census"),
+    ("census", "attnphase.numerics.commands.census:run"),
     ("simulate", "attnphase.validation.cli:run_simulate"),
     ("validate", "attnphase.validation.cli:run_validate"),
     ("check", "attnphase.validation.check_cli:cmd_check"),
@@ -173,23 +173,9 @@ def _add_phase_diagram(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_census(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "census", help="every fixed point at one (alpha, omega), ranked by e_t: is the global minimum among the branches?",
-        description="Search the state evolution for every fixed point (positional, semantic, agnostic, mixed) from a "
-        "spread of starting overlaps at one alpha and omega; remove duplicates, label them, test their stability and "
-        "rank them by the training objective e_t with error bars, lowest first (docs/method.md section 12, the census). "
-        "With --rank R --teacher-rank R* (r or r* >= 2): the rank-r state evolution from each branch's embedded and "
-        "cold starts and mixtures of the semantic and positional states, ranked by e_t with the per-block error "
-        "of each point's height above the minimum (no stability test). Exit code 1 if no start converged.",
-    )
-    p.add_argument("--alpha", required=True, metavar="ALPHA", help="sample complexity alpha = n/d > 0 (one number)")
-    opt.add_model_options(p)
-    solver_options.add_solver_options(p)
-    solver_options.add_error_estimate_option(p, "every fixed point's observables (err_<key>)")
-    p.add_argument("--out", default=None, metavar="DIR",
-                   help=f"output folder: writes census.json and census.csv (rank r: and census_starts.csv) there "
-                   f"({outputs.OUT_RULE}; default: none written)")
-    outputs.add_json_option(p)
+    from attnphase.numerics.commands import census
+
+    census.add_arguments(sub.add_parser(census.NAME, help=census.HELP, description=census.DESCRIPTION))
 
 
 def _add_simulate(sub: argparse._SubParsersAction) -> None:

@@ -351,7 +351,7 @@ def cmd_phase_diagram(args: argparse.Namespace) -> int:
                                      error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
                                      command=command_line(), existing=out_dir, chains=chains)
             if census:
-                from attnphase.numerics.commands.census_cli import phase_diagram_census
+                from attnphase.numerics.commands.census import phase_diagram_census
 
                 table, failed = phase_diagram_census(params, meta["rows"], cfg, n_rules, stage, executor=executor,
                                                      store=store, fresh=args.fresh, quiet=args.quiet)

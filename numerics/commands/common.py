@@ -2,8 +2,8 @@
 tasks folder and the command line of a job, and a sweep's exit code.
 
 The command modules import these from here; one imports another only to hand a case over, downwards:
-``cli`` and ``scan`` give their rank-r case to ``rank_cli`` and ``phase-diagram --census`` to ``census_cli``,
-which gives its rank-r case to ``rank_census_cli`` (which uses ``rank_cli``'s records).
+``cli`` and ``scan`` give their rank-r case to ``rank_cli`` and ``phase-diagram --census`` to ``census`` (which
+uses ``rank_cli``'s records at r >= 2).
 """
 
 from __future__ import annotations

@@ -33,11 +33,12 @@ def rank_error_estimate(fp: Any, n_rules: int, config: Any) -> dict[str, Any]:
     for a rule of one block, the standard deviation over ``n_rules`` independent rules (the solve's and
     ``config.variant(k)``, k = 1 .. n_rules - 1).  A replicate that does not converge on ``fp``'s branch is
     left out: ``err_replicates`` counts those used (NaN errors below two), ``err_replicates_tried`` all
-    (:func:`attnphase.numerics.phase.rank_census.replicate_points` and ``replicate_errors``)."""
-    from attnphase.numerics.phase.rank_census import replicate_errors, replicate_points
+    (:func:`attnphase.numerics.errors.replicates.replicate_points` and ``replicate_errors``)."""
+    from attnphase.numerics.errors.replicates import replicate_errors, replicate_points
+    from attnphase.numerics.se.results import MATRIX_ERROR_KEYS
 
     reps, blocks = replicate_points(fp, config, n_rules)
-    return replicate_errors(fp, reps, blocks)
+    return replicate_errors(fp, reps, blocks, MATRIX_ERROR_KEYS)
 
 
 def rank_solve_record(fp: Any, requested: str) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -107,21 +108,72 @@ def replicate_error(fp: FixedPoint, config: SolverConfig) -> QuadratureError | N
     return QuadratureError(std=std, rules=tuple(blocks), converged=ok)
 
 
+def resolved(fp: FixedPoint, config: SolverConfig) -> FixedPoint:
+    """``fp`` re-solved on ``config``, warm from its overlaps on its branch's subspace: the one re-solve of every
+    error bar.  At r >= 2 or r* >= 2 the solve starts with ``fp``'s quasi-Newton Jacobian
+    (numerics/se/rank_newton.py carries it to the new rule); at r = r* = 1 without memory (its candidates belong
+    to ``fp``'s rule, and the warm start on the branch's subspace converges in a few steps)."""
+    memory = fp.memory if fp.overlaps.is_matrix else None
+    return solve(fp.params, fp.alpha, fp.requested, init=on_branch_subspace(fp.overlaps, fp.branch), config=config,
+                 memory=memory)
+
+
 def resolved_values(fp: FixedPoint, configs: Sequence[SolverConfig]
                     ) -> tuple[dict[str, list[float]], int, list[str]]:
-    """``fp`` re-solved on each config, warm from its overlaps on its branch's subspace: the ERROR_KEYS values
-    of the re-solves that converged on ``fp``'s branch, their count, and every re-solve's rule name."""
+    """``fp`` re-solved on each config (:func:`resolved`): the ERROR_KEYS values of the re-solves that converged
+    on ``fp``'s branch, their count, and every re-solve's rule name."""
     values: dict[str, list[float]] = {k: [] for k in ERROR_KEYS}
     ok, rules = 0, []
     for cfg in configs:
-        other = solve(fp.params, fp.alpha, fp.requested, init=on_branch_subspace(fp.overlaps, fp.branch),
-                      config=cfg)
+        other = resolved(fp, cfg)
         rules.append(other.quadrature)
         if other.status.converged and other.branch == fp.branch:
             ok += 1
             for k in ERROR_KEYS:
                 values[k].append(float(other.record[k]))
     return values, ok, rules
+
+
+def replicate_configs(config: SolverConfig, n_rules: int) -> tuple[list[SolverConfig], bool]:
+    """(the configs a point's replicates are solved on, whether they are blocks): the solve rule's R >= 2 blocks
+    (:func:`block_config`), else ``config.variant(k)``, k = 0 .. n_rules - 1 (none when ``config.error_bars`` is off
+    or n_rules < 2)."""
+    R = replicate_count(config)
+    if R:
+        return [block_config(config, j) for j in range(R)], True
+    if not config.error_bars or n_rules < 2:
+        return [], False
+    return [config.variant(k) for k in range(n_rules)], False
+
+
+def replicate_points(fp: FixedPoint, config: SolverConfig, n_rules: int) -> tuple[list[FixedPoint | None], bool]:
+    """(the replicates of ``fp``, whether they are blocks): ``fp`` re-solved (:func:`resolved`) on each config of
+    :func:`replicate_configs`; a replicate that does not converge on ``fp``'s branch is None (kept in place, so
+    that two points' replicates pair by index)."""
+    configs, blocks = replicate_configs(config, n_rules)
+    out: list[FixedPoint | None] = []
+    for cfg in configs:
+        other = resolved(fp, cfg)
+        out.append(other if other.status.converged and other.branch == fp.branch else None)
+    return out, blocks
+
+
+def replicate_errors(fp: FixedPoint, reps: Sequence[FixedPoint | None], blocks: bool,
+                     keys: Sequence[str] = ERROR_KEYS) -> dict[str, Any]:
+    """``err_<key>`` for each of ``keys`` (numbers, or lists for a list-valued key of the record, entry by entry):
+    :func:`standard_error` over the converged replicates for blocks, :func:`spread` for independent rules, at least
+    the point's offset from their cloud (:func:`at_least_the_offset`), NaN below two; ``err_replicates`` (used) and
+    ``err_replicates_tried``."""
+    recs = [p.record for p in reps if p is not None]
+    out: dict[str, Any] = {"err_replicates": len(recs), "err_replicates_tried": len(reps)}
+    bar = standard_error if blocks else spread
+    for key in keys:
+        ref = np.atleast_1d(np.asarray(fp.record[key], dtype=float))
+        vals = [np.atleast_1d(np.asarray(r[key], dtype=float)) for r in recs]
+        sd = [at_least_the_offset(bar([float(v[i]) for v in vals]), float(ref[i]), [float(v[i]) for v in vals])
+              for i in range(ref.size)]
+        out[f"err_{key}"] = sd[0] if np.ndim(fp.record[key]) == 0 else sd
+    return out
 
 
 #: A point farther than this many spreads from the mean of its replicates lies outside their cloud.

@@ -1,74 +1,61 @@
-"""Every fixed point at one (alpha, omega): searched, deduplicated, labelled, tested, ranked by e_t.
+"""Every fixed point at one (alpha, omega), for every L, r, r*: searched, deduplicated, labelled, tested, ranked by e_t.
 
-The phase diagram compares two fixed points, the semantic and the positional one; whether the
-global minimum of the training objective e_t is among them is this module's question.  At one
-(params, alpha), with the rules of ``config``:
+The phase diagram compares the fixed points of a few branches; whether the global minimum of the training
+objective e_t is among them is this module's question.  At one (params, alpha), with the rules of ``config``:
 
 1. **search** -- :func:`~attnphase.numerics.se.state_evolution.solve` from every start of
-   :func:`census_starts` (the three branches' own starts, the positional one by continuation from
-   alpha = 0.3, and a spread of overlaps with every combination of m != 0 and th0 != 0, i.e. mixed
-   states), each with at most :data:`SEARCH_MAX_ITER` SE evaluations, on :func:`search_rule` (a
-   quarter of the solve rule's points); a start that does not converge is dropped and counted.  Each
-   distinct point found is solved again on the solve rule, warm-started from it (one that does not
-   converge there is dropped and counted);
-2. **dedupe** -- two converged points are one fixed point when their canonical forms (the image
-   under the model's symmetry group with the largest (th0, m): theta -> -theta and the mirror images
-   are the same fixed point) agree to :data:`SAME_POINT_RTOL` (after the search and again after the
-   second solve);
-3. **error bars** -- each distinct point gets its error bar as a solve does
-   (:func:`~attnphase.numerics.errors.quadrature_error.fixed_point_error`): the standard error from the solve
-   rule's scrambling blocks (each re-solved warm), or, for a rule of one block, the spread over K
-   independent rules.  Points whose q, V, |m| and |theta| agree within
-   :data:`SAME_WITHIN_ERRORS` combined error bars are then one fixed point (the one more starts
-   reached is kept): one rule's map jumps, so a rule can have several fixed points a few error bars
-   apart where the true map has one -- measured at omega = 0.3, alpha = 1.25 on sobol12: two
-   positional points with m = 0.25325 and 0.25309 (+- 8e-5, 3e-5), and a "positional" point with
-   m = 0.0021 +- 0.0019 next to the agnostic one (m = 0), with the same e_t to 8e-9;
+   :func:`~attnphase.numerics.phase.census_starts.census_starts` (at r = r* = 1 a grid of overlaps, mixed states
+   included; at r >= 2 or r* >= 2 the embedded, cold and mixture starts), on the search's rule and budget
+   (:func:`~attnphase.numerics.phase.census_starts.search_config`); then, from the points found, the
+   :func:`~attnphase.numerics.phase.census_starts.perturbed_starts` (r >= 2: where a mixed branch is born from a
+   positional or semantic point).  A start that does not converge is listed (start, residual, solver message),
+   never a point.  At r = r* = 1 each point found is solved again on the solve rule, warm from it (one that does
+   not converge there is dropped and counted);
+2. **dedupe** -- two converged points are one fixed point when their orbit keys agree
+   (:mod:`~attnphase.numerics.phase.gauge_orbits`: the canonical form under the model's sign group at r = r* = 1,
+   the gauge invariants at r >= 2 or r* >= 2);
+3. **error bars** -- each distinct point re-solved warm on each block of the solve rule (R >= 2 blocks: the
+   standard error std_j / sqrt(R)) or on ``n_rules`` independent rules (their spread)
+   (:func:`~attnphase.numerics.errors.replicates.replicate_points`).  Points whose invariants agree within
+   :data:`~attnphase.numerics.phase.gauge_orbits.SAME_WITHIN_ERRORS` combined error bars are then one fixed point
+   (the one more starts reached is kept, the other listed as merged): one rule's map jumps, so a rule can have
+   several fixed points a few error bars apart where the true map has one -- measured at omega = 0.3,
+   alpha = 1.25 on sobol12: two positional points with m = 0.25325 and 0.25309 (+- 8e-5, 3e-5), and a
+   "positional" point with m = 0.0021 +- 0.0019 next to the agnostic one (m = 0), with the same e_t to 8e-9;
 4. **stability** -- :func:`~attnphase.numerics.phase.stability.stability_eigenvalue`: the leading eigenvalue
-   max Re(lambda) of the SE map's Jacobian in every direction (symmetry-breaking ones included), with
-   the likelihood-ratio eigenvalues at an agnostic state; stable when < 1;
-5. **rank** -- by e_t, lowest first.
+   max Re(lambda) of the SE map's Jacobian in every direction (symmetry-breaking ones included; at r >= 2
+   transverse to the gauge orbit); stable when < 1;
+5. **rank** -- by e_t, lowest first.  Each other point's height above the minimum,
 
-The census is rank r = r* = 1 (the state evolution of :mod:`attnphase.numerics.se.state_evolution`; rank r:
-:mod:`attnphase.numerics.phase.rank_census`). For
-tokens correlated across positions it searches, tests and ranks the fixed points of the whitened model
-(docs/model.md section 7; :func:`~attnphase.theory.whitening.se_params`): the starts' m lie along the first
-column of its Ptilde, and the symmetry group is the whitened model's (the same as the original's).
+       Delta = e_t(B) - e_t(A),   err(Delta) = std_j(e_t(B)_j - e_t(A)_j) [/ sqrt(R)],
+
+   is estimated per replicate (:func:`~attnphase.numerics.phase.gauge_orbits.paired_difference`): both points
+   are solved on the same blocks, whose common quadrature error cancels in the difference, so err(Delta) lies
+   far below the combined bar hypot(err_A, err_B) (both are reported).
+
+For tokens correlated across positions the census searches, tests and ranks the fixed points of the whitened
+model (docs/model.md section 7; :func:`~attnphase.theory.whitening.se_params`).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.errors.replicates import ERROR_KEYS, replicate_errors, replicate_points
 from attnphase.numerics.parallel import map_in_order, without_memory
-from attnphase.numerics.quadrature.rules import parse_rule_spec
-from attnphase.numerics.errors.quadrature_error import fixed_point_error
-from attnphase.numerics.errors.replicates import ERROR_KEYS, QuadratureError
+from attnphase.numerics.phase.census_starts import (CensusStart, census_starts, perturbed_starts, search_config,
+                                                    solve_start)
+from attnphase.numerics.phase.gauge_orbits import orbit_key, paired_difference, same_point, within_errors
 from attnphase.numerics.phase.stability import stability_eigenvalue
-from attnphase.numerics.se.starts import positional_direction
-from attnphase.numerics.se.state_evolution import FixedPoint, solve
-from attnphase.numerics.quadrature.symmetry import model_symmetry_group
+from attnphase.numerics.se.results import MATRIX_ERROR_KEYS, FixedPoint
+from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
-
-#: Two canonical forms closer than this (max |difference| / max(1, |value|)) are one fixed point.
-SAME_POINT_RTOL = 1e-3
-
-#: Points closer than this many combined error bars (in q, V, |m|, |theta|) are one fixed point.
-SAME_WITHIN_ERRORS = 4.0
-
-#: SE evaluations a search solve may spend (a start that needs more is dropped, and counted).
-SEARCH_MAX_ITER = 100
-
-#: The search's Sobol rules have at least 2^SEARCH_MIN_LOG2 points (:func:`search_rule`).
-SEARCH_MIN_LOG2 = 10
 
 #: Independent rules of the census's error bars unless told otherwise (``--error-estimate K``).
 CENSUS_RULES = 4
@@ -76,22 +63,22 @@ CENSUS_RULES = 4
 
 @dataclass(frozen=True, eq=False)
 class CensusEntry:
-    """One distinct fixed point: its solve, its error bars (None without), its leading eigenvalue and
-    how many starts reached it."""
+    """One distinct fixed point: its solve, its replicates (None: not converged on its branch; empty without error
+    bars), whether they are blocks, its error bars (``err_<key>``), the starts that reached it, its leading
+    eigenvalue, and the points merged into it within the error bars (each one's label, e_t and starts)."""
 
     point: FixedPoint
-    error: QuadratureError | None
-    leading_eigenvalue: float
-    starts: int
+    replicates: tuple[FixedPoint | None, ...]
+    blocks: bool
+    errors: dict[str, Any]
+    starts: tuple[str, ...]
+    leading_eigenvalue: float = math.nan
+    merged: tuple[tuple[str, float, tuple[str, ...]], ...] = ()
 
     @property
     def stable(self) -> bool:
         """max Re(lambda) < 1 (the module doc, step 4)."""
         return bool(self.leading_eigenvalue < 1.0)
-
-    def err(self, key: str) -> float:
-        """The error bar of ``key`` (NaN without error bars)."""
-        return self.error.std[key] if self.error is not None else math.nan
 
     @property
     def e_t(self) -> float:
@@ -99,170 +86,173 @@ class CensusEntry:
         e = self.point.observables.e_t
         return e if math.isfinite(e) else math.inf
 
+    def err(self, key: str) -> Any:
+        """The error bar of ``key`` (NaN without error bars)."""
+        return self.errors.get(f"err_{key}", math.nan)
+
+
+@dataclass(frozen=True, eq=False)
+class SearchResult:
+    """Steps 1-2: the distinct fixed points, each with the names of the starts that reached it; the starts; those
+    that did not converge (start name, residual, solver message); the points found on the search rule that did
+    not converge on the solve rule (dropped, counted); the search's rule."""
+
+    points: tuple[tuple[FixedPoint, tuple[str, ...]], ...]
+    starts: tuple[CensusStart, ...]
+    failures: tuple[tuple[str, float, str], ...]
+    polish_failures: int
+    rule: str
+
+    @property
+    def not_converged(self) -> int:
+        """How many starts did not converge."""
+        return len(self.failures)
+
 
 @dataclass(frozen=True, eq=False)
 class Census:
-    """The fixed points at (params, alpha), lowest e_t first, the search that found them and the number
-    of rules of the error bars (0: none)."""
+    """The fixed points at (params, alpha), lowest e_t first, the search that found them and the number of
+    independent rules of the error bars (0: from the rule's blocks, or none)."""
 
     params: ModelParams
     alpha: float
     entries: tuple[CensusEntry, ...]
-    search: "SearchResult"
+    search: SearchResult | None
     n_rules: int
+    seconds: float = field(default=math.nan)
+
+    @property
+    def starts(self) -> tuple[CensusStart, ...]:
+        return self.search.starts if self.search is not None else ()
+
+    @property
+    def failures(self) -> tuple[tuple[str, float, str], ...]:
+        return self.search.failures if self.search is not None else ()
+
+    def above_minimum(self, entry: CensusEntry) -> dict[str, Any]:
+        """``entry``'s height above the global minimum: Delta e_t, its paired error
+        (:func:`~attnphase.numerics.phase.gauge_orbits.paired_difference`), Delta / err paired, and
+        Delta / hypot(err_A, err_B) (the combined bar)."""
+        best = self.entries[0]
+        delta, err, n = paired_difference(best, entry)
+        comb = math.hypot(best.err("e_t"), entry.err("e_t"))
+        return {"delta_e_t": delta, "err_delta_e_t": err, "delta_pairs": n,
+                "separation_paired": delta / err if err > 0 else math.nan,
+                "separation_combined": delta / comb if comb > 0 else math.nan}
 
     def separation(self) -> float:
-        """(e_t of the second - e_t of the first) / combined error bar: how many error bars separate the
-        global minimum from the next fixed point (inf with one point; NaN without error bars)."""
+        """(e_t of the second - e_t of the first) / combined error bar: how many error bars separate the global
+        minimum from the next fixed point (inf with one point; NaN without error bars)."""
         if len(self.entries) < 2:
             return math.inf
         a, b = self.entries[:2]
         bar = math.hypot(a.err("e_t"), b.err("e_t"))
         return (b.e_t - a.e_t) / bar if bar > 0 else math.nan
 
-
-def census_starts(params: ModelParams) -> list[tuple[str, Overlaps | None]]:
-    """(branch, start) pairs: each branch's own start (None: :func:`solve`'s cold start; no positional one
-    where P = 0), then the grid q0 = 0.3, V0 in (1, 50), |m| in (0, 0.2, 0.5) along P's first non-zero
-    column (scaled to max 1, :func:`positional_direction`), th0 in (0, 0.3, 0.8) sqrt(q0 rho0) -- mixed states included (21
-    starts).  ``branch`` is the label of the start.  Overlaps of the state evolution's model (the whitened
-    one for correlated tokens, its P the Ptilde)."""
-    params = se_params(params)
-    direction = positional_direction(params)
-    own = ("semantic", "positional", "agnostic") if direction is not None else ("semantic", "agnostic")
-    starts: list[tuple[str, Overlaps | None]] = [(b, None) for b in own]
-    direction = direction if direction is not None else np.zeros(params.L)
-    for q0, V0, m, th in itertools.product((0.3,), (1.0, 50.0), (0.0, 0.2, 0.5), (0.0, 0.3, 0.8)):
-        ov = Overlaps(q0=q0, V0=V0, m=m * direction, th0=th * math.sqrt(q0 * params.rho0))
-        label = "semantic" if m == 0 and th > 0 else "positional" if th == 0 and m > 0 else "agnostic"
-        starts.append((label, ov))
-    return starts
+    def separation_paired(self) -> float:
+        """The same over the paired error of the difference (inf with one point, NaN below two pairs)."""
+        return self.above_minimum(self.entries[1])["separation_paired"] if len(self.entries) >= 2 else math.inf
 
 
-def canonical(params: ModelParams, ov: Overlaps) -> np.ndarray:
-    """The image of ``ov`` under the model's symmetry group with the lexicographically largest
-    (th0, m_1, .., m_L) (element (pi, s, t): m -> s m[pi], th0 -> s t th0), as (q0, V0, m, th0)."""
-    best: tuple[tuple, np.ndarray] | None = None
-    for e in model_symmetry_group(params):
-        m = e.s * ov.m[list(e.perm)]
-        th = e.s * e.t * ov.th0
-        key = (round(th, 9), *np.round(m, 9))
-        if best is None or key > best[0]:
-            best = (key, np.concatenate([[ov.q0, ov.V0], m, [th]]))
-    return best[1] if best is not None else ov.to_vector()
+def _search_job(job: tuple) -> tuple[str, FixedPoint]:
+    params, alpha, start, cfg, keep_memory = job
+    fp = solve_start(params, alpha, start, cfg)
+    return start.name, fp if keep_memory else without_memory(fp)
 
 
-def same_point(a: np.ndarray, b: np.ndarray, rtol: float = SAME_POINT_RTOL) -> bool:
-    """max_i |a_i - b_i| / max(1, |a_i|) <= rtol."""
-    return bool(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(a))) <= rtol)
+def _add(found: list[list], key: np.ndarray, fp: FixedPoint, names: tuple[str, ...]) -> None:
+    """``fp`` into ``found`` ([key, point, start names], in the order first met), or its start names onto the point
+    of the same orbit (:func:`~attnphase.numerics.phase.gauge_orbits.same_point`)."""
+    same = next((f for f in found if same_point(f[0], key)), None)
+    if same is None:
+        found.append([key, fp, names])
+    else:
+        same[2] = same[2] + names
 
 
-def within_errors(a: CensusEntry, b: CensusEntry, k: float = SAME_WITHIN_ERRORS) -> bool:
-    """q, V, |m| and |theta| of the two points within ``k`` combined error bars (False without error
-    bars).  The labels may differ: a point whose m (or theta) is within the bars of 0 is one the rules
-    cannot tell from the point with m = 0 (theta = 0) there."""
-    ra, rb = a.point.record, b.point.record
-    for key in ("q", "V", "m", "theta"):
-        diff = abs(abs(ra[key]) - abs(rb[key]))
-        if diff > 0 and not diff <= k * math.hypot(a.err(key), b.err(key)):
-            return False
-    return True
+def search(params: ModelParams, alpha: float, config: SolverConfig, *, starts: list[CensusStart] | None = None,
+           perturb: bool = True, workers: int = 1,
+           progress: Callable[[CensusStart, FixedPoint], None] | None = None) -> SearchResult:
+    """Steps 1-2 of the module doc on the state evolution's model (the whitened one for correlated tokens), the
+    starts' solves on ``workers`` processes; ``starts`` (default the model's
+    :func:`~attnphase.numerics.phase.census_starts.census_starts`), then, with ``perturb``, the perturbed starts of
+    the points they reach.  ``progress(start, point)`` is called after each start's solve."""
+    model = se_params(params)
+    search_cfg, polish = search_config(model, config)
+    starts = list(starts) if starts is not None else census_starts(model, alpha, config)
+    found: list[list] = []
+    failures: list[tuple[str, float, str]] = []
+
+    def run(batch: list[CensusStart]) -> None:
+        by_name = {s.name: s for s in batch}
+        said = (lambda res: progress(by_name[res[0]], res[1])) if progress is not None else None
+        solved = map_in_order(_search_job, [(model, alpha, s, search_cfg, workers == 1) for s in batch], workers, said)
+        for s, (_, fp) in zip(batch, solved):
+            if not fp.status.converged or not math.isfinite(fp.observables.e_t):
+                failures.append((s.name, float(fp.status.residual), fp.status.message))
+            else:
+                _add(found, orbit_key(model, fp), fp, (s.name,))
+
+    run(starts)
+    if perturb:
+        more = perturbed_starts(model, [fp for _, fp, _ in found])
+        run(more)
+        starts += more
+    lost = 0
+    if polish:  # each point found solved again on the solve rule, and deduplicated again
+        coarse, found = found, []
+        for _, fp, names in coarse:
+            fine = solve(model, alpha, fp.requested, init=fp.overlaps, config=config)
+            if fine.status.converged:
+                _add(found, orbit_key(model, fine), fine, names)
+            else:
+                lost += 1
+    return SearchResult(tuple((fp, names) for _, fp, names in found), tuple(starts), tuple(failures), lost,
+                        search_cfg.quadrature)
 
 
-def search_rule(spec: str) -> str:
-    """The rule of the search: a scrambled Sobol rule of 2^K points, K > :data:`SEARCH_MIN_LOG2`, with a
-    quarter of its points (2^max(K - 2, SEARCH_MIN_LOG2), the same scramblings and seed); any other
-    rule as it is."""
-    kind, args = parse_rule_spec(spec)
-    if kind != "sobol" or args[0] <= SEARCH_MIN_LOG2:
-        return spec
-    return f"sobol{max(args[0] - 2, SEARCH_MIN_LOG2)}:{args[1]}:{args[2]}"
-
-
-def _search_job(job: tuple) -> FixedPoint:
-    params, alpha, branch, start, cfg = job
-    return without_memory(solve(params, alpha, branch, init=start, config=cfg))
-
-
-def _distinct(params: ModelParams, points: list[tuple[FixedPoint, int]]) -> list[tuple[FixedPoint, int]]:
-    """The points with distinct canonical forms (:func:`same_point`), in the order first met, each with
-    the sum of the counts of the points merged into it."""
-    found: list[tuple[np.ndarray, FixedPoint, int]] = []
-    for fp, n in points:
-        key = canonical(params, fp.overlaps)
-        same = next((i for i, (k, _, _) in enumerate(found) if same_point(k, key)), None)
-        if same is None:
-            found.append((key, fp, n))
-        else:
-            k, first, m = found[same]
-            found[same] = (k, first, m + n)
-    return [(fp, n) for _, fp, n in found]
-
-
-@dataclass(frozen=True, eq=False)
-class SearchResult:
-    """Steps 1-2: the distinct fixed points on the solve rule, each with how many starts reached it;
-    the starts, those that did not converge on the search rule, and the points found there that did
-    not converge on the solve rule (dropped, counted)."""
-
-    points: tuple[tuple[FixedPoint, int], ...]
-    starts: int
-    not_converged: int
-    polish_failures: int
-    rule: str
-
-
-def search(params: ModelParams, alpha: float, config: SolverConfig, workers: int = 1) -> SearchResult:
-    """Steps 1-2 of the module doc.  The starts are solved on :func:`search_rule` (a quarter of the solve
-    rule's points: the mixed starts break every symmetry, so their SE steps see the whole rule, and
-    most of the search's time is theirs), each distinct point found there is solved again on
-    ``config``'s rules, warm-started from it, and the results are deduplicated again."""
-    params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
-    rule = search_rule(config.quadrature)
-    cfg = config.replace(quadrature=rule, max_iter=min(config.max_iter, SEARCH_MAX_ITER), e_t_quadrature=None)
-    starts = census_starts(params)
-    solved = map_in_order(_search_job, [(params, alpha, b, s, cfg) for b, s in starts], workers)
-    coarse = _distinct(params, [(fp, 1) for fp in solved if fp.status.converged])
-    polished, lost = [], 0
-    for fp, n in coarse:
-        fine = solve(params, alpha, fp.requested, init=fp.overlaps, config=config)
-        if fine.status.converged:
-            polished.append((fine, n))
-        else:
-            lost += 1
-    return SearchResult(tuple(_distinct(params, polished)), len(starts), len(solved) - sum(n for _, n in coarse),
-                        lost, rule)
+def error_keys(fp: FixedPoint) -> tuple[str, ...]:
+    """The keys of ``fp``'s record that carry error bars: the observables at r = r* = 1, the gauge invariants and
+    observables at r >= 2 or r* >= 2."""
+    return MATRIX_ERROR_KEYS if fp.overlaps.is_matrix else ERROR_KEYS
 
 
 def census(params: ModelParams, alpha: float, *, config: SolverConfig | None = None, n_rules: int = CENSUS_RULES,
-           workers: int = 1) -> Census:
-    """Every fixed point found from :func:`census_starts` at (params, alpha), lowest e_t first (the
-    module doc's five steps): the search's solves on ``workers`` processes, error bars from the rule's blocks
-    (a rule of one block: from ``n_rules`` rules, CENSUS_RULES when 0; none with ``config.error_bars`` off),
-    stability on ``config``'s solve rule."""
+           workers: int = 1, starts: list[CensusStart] | None = None, perturb: bool = True,
+           progress: Callable[[CensusStart, FixedPoint], None] | None = None) -> Census:
+    """Every fixed point found at (params, alpha), lowest e_t first (the module doc's five steps): the search's
+    solves on ``workers`` processes (:func:`search`, with ``starts``, ``perturb`` and ``progress``), error bars
+    from the rule's blocks (a rule of one block: from ``n_rules`` rules, CENSUS_RULES when 0; none with
+    ``config.error_bars`` off), stability on ``config``'s solve rule."""
+    import time
+
+    t0 = time.perf_counter()
     cfg = config or SolverConfig()
-    found = search(params, alpha, cfg, workers)
+    found = search(params, alpha, cfg, starts=starts, perturb=perturb, workers=workers, progress=progress)
     entries: list[CensusEntry] = []
-    for fp, n in found.points:
-        error = fixed_point_error(fp, cfg, n_rules or CENSUS_RULES)
-        entry = CensusEntry(fp, error, math.nan, n)
+    for fp, names in found.points:
+        reps, blocks = replicate_points(fp, cfg, n_rules or CENSUS_RULES)
+        errors = replicate_errors(fp, reps, blocks, error_keys(fp)) if reps else {}
+        entry = CensusEntry(fp, tuple(reps), blocks, errors, names)
         same = next((i for i, other in enumerate(entries) if within_errors(entry, other)), None)
         if same is None:
             entries.append(entry)
-        else:  # one fixed point: keep the one more starts reached
+        else:  # one fixed point: keep the one more starts reached, list the other
             other = entries[same]
-            keep = other if other.starts >= n else entry
-            entries[same] = CensusEntry(keep.point, keep.error, math.nan, other.starts + n)
+            keep, drop = (other, entry) if len(other.starts) >= len(names) else (entry, other)
+            gone = ((drop.point.branch, drop.point.observables.e_t, drop.starts),) + drop.merged
+            entries[same] = CensusEntry(keep.point, keep.replicates, keep.blocks, keep.errors,
+                                        keep.starts + drop.starts, merged=keep.merged + gone)
     model = se_params(params)
-    entries = [CensusEntry(e.point, e.error, stability_eigenvalue(model, alpha, e.point.overlaps, cfg), e.starts)
-               for e in entries]
+    entries = [CensusEntry(e.point, e.replicates, e.blocks, e.errors, e.starts,
+                           stability_eigenvalue(model, alpha, e.point.overlaps, cfg), e.merged) for e in entries]
     entries.sort(key=lambda e: e.e_t)
-    return Census(params, float(alpha), tuple(entries), found, n_rules)
+    return Census(params, float(alpha), tuple(entries), found, n_rules, time.perf_counter() - t0)
 
 
-def entry_errors(entry: CensusEntry) -> dict[str, float]:
-    """``err_<key>`` for every key of the error estimate (NaN without error bars)."""
-    return {f"err_{k}": entry.err(k) for k in ERROR_KEYS}
+def entry_errors(entry: CensusEntry) -> dict[str, Any]:
+    """``err_<key>`` for every key of the point's error estimate (NaN without error bars)."""
+    return {f"err_{k}": entry.err(k) for k in error_keys(entry.point)}
 
 
 #: The columns of :func:`census_check` (``phase-diagram --census``: census.csv, one row per omega).

@@ -13,13 +13,15 @@ m-block of the Jacobian falls through 1 where the positional branch, followed up
 agnostic one.
 
 Away from the agnostic branch no direction decouples: :func:`se_jacobian` takes the whole Jacobian
-dF/dx of the SE map by central differences, and :func:`stability_eigenvalue` is the leading
-eigenvalue a fixed point's stability is judged by (``attnphase census``, docs/method.md section 12, the census).
+dF/dx of the SE map by central differences (:func:`matrix_jacobian` at r >= 2 or r* >= 2), and
+:func:`stability_eigenvalue` is the leading eigenvalue a fixed point's stability is judged by (at r >= 2
+transverse to the gauge orbit; ``attnphase census``, docs/method.md section 12, the census).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -127,32 +129,82 @@ def se_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: SolverC
     (:func:`~attnphase.numerics.se.se_map.se_step`) on ``config.quadrature`` symmetrised over the model's
     group.  Every overlap is perturbed, so the directions that break the state's symmetry (m at a
     semantic or agnostic state, th0 at a positional one) are included: the perturbed state has the
-    smaller symmetry group, and nothing is projected back.  The step in x_i is ``step`` max(|x_i|, s_i)
-    (s = 1 for V0, 0.1 otherwise), one-sided where a side leaves the admissible region, and halved (at most
-    MAX_FD_HALVINGS times) while both sides leave it: next to the edge th0^2 = q0 rho0 (an agnostic point
-    with q0 = 1e-27 at lambda = 0.1) the th0 step must fit inside |th0| < sqrt(q0 rho0)."""
+    smaller symmetry group, and nothing is projected back (:func:`central_differences` takes the steps)."""
     cfg = config or SolverConfig()
     rule = model_rule(params, cfg)
-    x0 = ov.to_vector()
 
     def F(x: np.ndarray) -> np.ndarray:
         return se_step(params, alpha, Overlaps.from_vector(x), cfg, rule=rule)[0].to_vector()
 
+    x0 = ov.to_vector()
+    scale = np.full(x0.size, 0.1)
+    scale[1] = 1.0
+    return central_differences(F, x0, scale, lambda x: admissible(x, params.rho0), step)
+
+
+def central_differences(F: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, scale: np.ndarray,
+                        inside: Callable[[np.ndarray], bool], step: float) -> np.ndarray:
+    """J[:, i] = (F(x0 + h_i e_i) - F(x0 - h_i e_i)) / (2 h_i), h_i = ``step`` max(|x0_i|, scale_i), one-sided where
+    a side leaves the admissible region (``inside``), and h_i halved (at most MAX_FD_HALVINGS times) while both sides
+    leave it: next to the edge th0^2 = q0 rho0 (an agnostic point with q0 = 1e-27 at lambda = 0.1) the th0 step must
+    fit inside |th0| < sqrt(q0 rho0)."""
     J = np.empty((x0.size, x0.size))
     for i in range(x0.size):
-        h = step * max(abs(x0[i]), 1.0 if i == 1 else 0.1)
+        h = step * max(abs(x0[i]), scale[i])
         for _ in range(MAX_FD_HALVINGS + 1):
             sides = []
             for sign in (1.0, -1.0):
                 x = x0.copy()
                 x[i] += sign * h
-                sides.append(x if admissible(x, params.rho0) else x0)
+                sides.append(x if inside(x) else x0)
             if sides[0] is not x0 or sides[1] is not x0:
                 break
             h *= 0.5
         xp, xm = sides
         J[:, i] = (F(xp) - F(xm)) / (xp[i] - xm[i])
     return J
+
+
+def matrix_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: SolverConfig | None = None,
+                    step: float = JACOBIAN_STEP) -> np.ndarray:
+    """dF/dx at the matrix overlaps ``ov`` (r >= 2 or r* >= 2, x = :meth:`Overlaps.to_vector`) by
+    :func:`central_differences`, F the rank-r SE map with no hat projected (every direction) on
+    ``config.quadrature``: the base state with a full proximal search, every difference polished from its minima --
+    the same basins on both sides of each quotient, as the quasi-Newton of numerics/se/rank_newton.py takes it: the
+    Jacobian of the map away from the rule's basin switches, with no jump inside a quotient."""
+    from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule
+    from attnphase.numerics.se.rank_se import admissible as admissible_matrix
+    from attnphase.numerics.se.starts import teacher_rank
+
+    cfg = config or SolverConfig()
+    smap = RankSEMap(params, alpha, "mixed", make_rank_rule(params.L, params.r, teacher_rank(params), cfg.quadrature),
+                     backend=cfg.backend)
+    smap.step(ov, full=True)  # the minima every difference polishes
+
+    def F(x: np.ndarray) -> np.ndarray:
+        return smap.step(smap.unpack(x), full=False)[0].to_vector()
+
+    x0 = ov.to_vector()
+    k = params.r * (params.r + 1) // 2
+    scale = np.full(x0.size, 0.1)
+    scale[k:2 * k] = 1.0  # V0
+    return central_differences(F, x0, scale, lambda x: admissible_matrix(smap.unpack(x), params.rho0), step)
+
+
+def transverse_leading_eigenvalue(J: np.ndarray, ov: Overlaps) -> float:
+    """max Re(eigenvalue) of J on the directions transverse to the gauge orbit through ``ov``.  F commutes with the
+    gauge (numerics/se/gauge.py), so J T = T on the orbit's tangents T: an eigenvalue 1 that only says the fixed
+    points form an orbit.  With U an orthonormal basis of span(T) and C of its complement, J is block triangular in
+    (U, C) and its other eigenvalues are those of C^T J C."""
+    from attnphase.numerics.se.gauge import gauge_tangents
+
+    T = gauge_tangents(ov)
+    C = np.eye(J.shape[0])
+    if T.shape[1]:
+        U, sv, _ = np.linalg.svd(T, full_matrices=True)
+        rank = int(np.sum(sv > 1e-8 * max(1.0, float(np.abs(ov.to_vector()).max()))))
+        C = U[:, rank:]
+    return float(np.max(np.linalg.eigvals(C.T @ J @ C).real))
 
 
 def stability_eigenvalue(params: ModelParams, alpha: float, ov: Overlaps, config: SolverConfig | None = None) -> float:
@@ -169,8 +221,16 @@ def stability_eigenvalue(params: ModelParams, alpha: float, ov: Overlaps, config
     where the likelihood-ratio eigenvalue lambda of :func:`theta_stability_at` is 1.70.  At an agnostic
     state (m = 0, th0 = 0) the leading eigenvalue is therefore also taken over lambda (theta) and mu (m),
     which have no such gap; elsewhere a value within ~15 % of 1 is a borderline verdict.
+
+    Matrix overlaps (r >= 2 or r* >= 2): the leading eigenvalue of :func:`matrix_jacobian`'s Jacobian (one step, its
+    differences polished from one full search, so no jump falls inside a quotient) transverse to the gauge orbit
+    (:func:`transverse_leading_eigenvalue`); the same caveat on the jump surface applies, and the likelihood-ratio
+    eigenvalues exist at r = r* = 1 only.
     """
     cfg = config or SolverConfig()
+    if ov.is_matrix:
+        J = matrix_jacobian(params, alpha, ov, cfg)
+        return transverse_leading_eigenvalue(J, ov) if np.all(np.isfinite(J)) else float("nan")
     jacobians = [se_jacobian(params, alpha, ov, cfg, step) for step in STABILITY_STEPS]
     leads = [np.max(np.linalg.eigvals(J).real) for J in jacobians if np.all(np.isfinite(J))]
     lead = float(np.median(leads)) if leads else float("nan")  # NaN: no step gave a finite Jacobian

@@ -200,9 +200,10 @@ def test_every_column_the_numerics_write_is_in_the_table() -> None:
     """One name, one meaning: each column of the sweep, phase-diagram, scan, census and rank-r tables has a
     long_name (and units unless it is text) in numerics/jobs/variables.py, and each error names its value."""
     from attnphase.numerics.phase.census import CENSUS_COLUMNS
-    from attnphase.numerics.commands.census_cli import CSV_COLUMNS as CENSUS_CSV
+    from attnphase.numerics.commands.census import CSV_COLUMNS as CENSUS_CSV
+    from attnphase.numerics.commands.census import MATRIX_HEAD as HEAD
+    from attnphase.numerics.commands.census import MATRIX_TAIL as TAIL
     from attnphase.numerics.phase.rank_boundaries import rank_columns
-    from attnphase.numerics.commands.rank_census_cli import HEAD, TAIL
     from attnphase.numerics.jobs.rank_report import rank_variable
     from attnphase.numerics.jobs.report import CSV_COLUMNS, ERROR_COLUMNS
     from attnphase.numerics.jobs.variables import SWEEP_COLUMNS, lookup

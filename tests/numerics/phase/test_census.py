@@ -1,13 +1,20 @@
-"""The census: every fixed point at one (alpha, omega), deduplicated, labelled, tested for
-stability and ranked by e_t with error bars (numerics/phase/census.py, numerics/phase/stability.py, ``attnphase census``).
+"""The census at every rank: every fixed point at one (alpha, omega), deduplicated on the gauge orbit, labelled,
+tested for stability and ranked by e_t with error bars (numerics/phase/census.py, numerics/phase/stability.py,
+``attnphase census``), its JSON object and its files.
 
-The census itself runs once, through the command, on a small rule (sobol10, error bars from 2 rules; ~7 s):
+At r = r* = 1 the census runs once, through the command, on a small rule (sobol10, error bars from 2 rules; ~7 s):
 at omega = 0.3, alpha = 1.25 -- next to alpha_c, where the positional and semantic fixed points tie
 in e_t and the agnostic one exists and is unstable in theta.
+
+At r = 2, r* = 1 one census runs once (module fixture) at L = 2, omega = 0.3, alpha = 2 on sobol10:4 from four of its
+starts (the three embedded ones and the semantic cold one, which reaches the embedded semantic point again);
+about 40 s of CPU (marked slow).  The command's output is tested on that result (the census monkeypatched to return
+it).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from types import SimpleNamespace
@@ -16,8 +23,12 @@ import numpy as np
 import pytest
 
 from attnphase.cli import main
-from attnphase.numerics.phase.census import canonical, same_point, within_errors
+from attnphase.numerics.phase import census as census_mod
+from attnphase.numerics.phase.census_starts import CensusStart, perturbed_starts, PERTURBATIONS
+from attnphase.numerics.phase.gauge_orbits import canonical, paired_difference, same_point
 from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.se.rank_se import admissible
+from attnphase.numerics.se.starts import with_ranks
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams
@@ -139,54 +150,16 @@ def test_agnostic_point_above_the_semantic_end_is_unstable_and_the_semantic_poin
     assert stability_eigenvalue(p, 2.0, sem.overlaps, cfg) < 1
 
 
-def test_search_rule_is_a_quarter_of_a_large_sobol_rule() -> None:
-    from attnphase.numerics.phase.census import search_rule
-
-    assert search_rule("sobol12") == "sobol10:1:0" and search_rule("sobol14:2:3") == "sobol12:2:3"
-    assert search_rule("sobol11") == "sobol10:1:0" and search_rule("sobol10") == "sobol10"
-    assert search_rule("gh8") == "gh8" and search_rule("sobol8") == "sobol8"
-
-
-def test_canonical_form_identifies_mirror_images_only() -> None:
-    p = ModelParams(omega=0.3)
-    a = Overlaps(q0=0.3, V0=40.0, m=np.array([0.2, -0.2]), th0=0.0)
-    b = Overlaps(q0=0.3, V0=40.0, m=np.array([-0.2, 0.2]), th0=0.0)
-    s1, s2 = (Overlaps(q0=0.4, V0=50.0, m=np.zeros(2), th0=t) for t in (0.6, -0.6))
-    assert same_point(canonical(p, a), canonical(p, b)) and same_point(canonical(p, s1), canonical(p, s2))
-    assert not same_point(canonical(p, a), canonical(p, s1))
-    c = Overlaps(q0=0.3, V0=40.0, m=np.array([0.21, -0.21]), th0=0.0)
-    assert not same_point(canonical(p, a), canonical(p, c))
-
-
-def _entry(q: float, m: float, err_m: float, err: float = 1e-3):
-    rec = {"q": q, "V": 50.0, "m": m, "theta": 0.0}
-    return SimpleNamespace(point=SimpleNamespace(record=rec), err=lambda key: err_m if key == "m" else err)
-
-
-def test_points_merge_within_four_combined_error_bars() -> None:
-    bar = 1e-3 * math.sqrt(2)  # two points with error bars 1e-3 each
-    assert within_errors(_entry(0.3, 0.2, 1e-3), _entry(0.3 + 3.9 * bar, -0.2, 1e-3))  # |m|: mirror images
-    assert not within_errors(_entry(0.3, 0.2, 1e-3), _entry(0.3 + 4.1 * bar, 0.2, 1e-3))
-    nan = math.nan
-    assert not within_errors(_entry(0.3, 0.2, nan, nan), _entry(0.3001, 0.2, nan, nan))  # no error bars
-    assert within_errors(_entry(0.3, 0.2, nan, nan), _entry(0.3, 0.2, nan, nan))  # identical
-    # a "positional" point whose m is within its bars of 0 is the agnostic point (m = 0 exactly, no spread)
-    assert within_errors(_entry(0.3, 0.0, 0.0), _entry(0.3, 0.0021, 0.0019))
-    assert not within_errors(_entry(0.3, 0.0, 0.0), _entry(0.3, 0.0021, 0.0004))
-
-
 def _fake_census(points: list[tuple[str, float, float]]):
     """A census() stand-in returning entries (label, e_t, err_e_t), lowest e_t first."""
     from attnphase.numerics.phase.census import Census, CensusEntry
 
-    entries = [CensusEntry(SimpleNamespace(branch=b, observables=SimpleNamespace(e_t=e)),
-                           SimpleNamespace(std={"e_t": err}), 0.5, 1) for b, e, err in sorted(points, key=lambda x: x[1])]
+    entries = [CensusEntry(SimpleNamespace(branch=b, observables=SimpleNamespace(e_t=e)), (), False, {"err_e_t": err},
+                           ("start",), 0.5) for b, e, err in sorted(points, key=lambda x: x[1])]
     return lambda params, alpha, **kw: Census(params, alpha, tuple(entries), None, 4)
 
 
 def test_census_check_says_whether_another_fixed_point_beats_the_pair(monkeypatch) -> None:
-    from attnphase.numerics.phase import census as census_mod
-
     p = ModelParams(omega=0.3)
     monkeypatch.setattr(census_mod, "census", _fake_census(
         [("positional", 2.7181e-3, 3e-6), ("semantic", 2.7201e-3, 2e-6), ("agnostic", 2.9639e-3, 2e-6)]))
@@ -208,8 +181,6 @@ def test_phase_diagram_census_writes_census_csv(monkeypatch, tmp_path, capsys) -
     """``phase-diagram --census``: the census at each omega's alpha_c (here a stand-in) in census.csv and
     under the --json object's key ``census``; refused with a rank above 1."""
     import csv
-
-    from attnphase.numerics.phase import census as census_mod
 
     seen = []
 
@@ -257,3 +228,134 @@ def test_census_of_correlated_tokens_ranks_the_whitened_fixed_points(capsys) -> 
         assert np.abs(by[branch]["m"]) == pytest.approx(np.abs(ref["m"]), rel=1e-6, abs=1e-9)
         assert by[branch]["stable"]
     assert by["positional"]["e_t"] < by["semantic"]["e_t"] and out["global_minimum"] == "positional"
+
+
+CFG = SolverConfig(quadrature="sobol10:4")  # the solver default (on sobol9:4 the compiled search's mixed solve stalls at 3e-3)
+ALPHA = 2.0
+
+
+@pytest.fixture(scope="module")
+def params() -> ModelParams:  # r = 2, r* = 1
+    return with_ranks(ModelParams(omega=0.3), 2, 1)
+
+
+@pytest.fixture(scope="module")
+def found(params) -> tuple[census_mod.Census, list]:
+    """(the census from four starts, every (start, solve) it made)."""
+    starts = [CensusStart(f"{b} embedded", b, "embedded") for b in ("semantic", "positional", "mixed")]
+    starts.append(CensusStart("semantic cold", "semantic", "cold"))
+    seen: list = []
+    res = census_mod.census(params, ALPHA, config=CFG, n_rules=0, starts=starts, perturb=False,
+                           progress=lambda s, fp: seen.append((s, fp)))
+    return res, seen
+
+
+@pytest.mark.slow
+def test_rank2_census_finds_the_three_branches_and_ranks_them_by_e_t(found) -> None:
+    res, seen = found
+    labels = [e.point.branch for e in res.entries]
+    assert {"semantic", "positional", "mixed"} <= set(labels)
+    e_t = [e.e_t for e in res.entries]
+    assert e_t == sorted(e_t) and all(e.point.status.converged for e in res.entries)
+    # the reported minimum is the lowest e_t of every converged solve (a merged duplicate lies within the rule's noise)
+    lowest = min(fp.observables.e_t for _, fp in seen if fp.status.converged)
+    assert res.entries[0].e_t == pytest.approx(lowest, rel=1e-6, abs=0)
+    assert labels[0] == "mixed"  # docs/general.md: the mixed point is the lowest at alpha = 2 (r = 2, r* = 1)
+    assert len(res.failures) == sum(not fp.status.converged for _, fp in seen)
+
+
+@pytest.mark.slow
+def test_rank2_census_tests_stability_transverse_to_the_gauge(found) -> None:
+    """At alpha = 2 the mixed point, the global minimum, is stable (its Jacobian's eigenvalue 1 along the gauge
+    orbit left out); the semantic and positional points are not: a small other overlap grows towards the mixed one
+    (measured on this rule: 0.40, 3.4 and 1.8)."""
+    res, _ = found
+    by = {e.point.branch: e for e in res.entries}
+    assert by["mixed"].stable and by["mixed"].leading_eigenvalue < 0.9
+    assert not by["semantic"].stable and not by["positional"].stable
+
+
+@pytest.mark.slow
+def test_rank2_census_merges_starts_that_reach_one_point(found) -> None:
+    res, seen = found
+    sem = [e for e in res.entries if e.point.branch == "semantic"]
+    assert len(sem) == 1
+    reached = [s.name for s, fp in seen if fp.status.converged and fp.branch == "semantic"]
+    assert sorted(sem[0].starts) == sorted(reached) and len(reached) == 2
+    assert len({e.point.branch for e in res.entries}) == len(res.entries)
+
+
+@pytest.mark.slow
+def test_paired_difference_is_the_spread_of_the_per_block_differences(found) -> None:
+    res, _ = found
+    a, b = res.entries[0], res.entries[1]
+    delta, err, n = paired_difference(a, b)
+    pairs = [(pa.observables.e_t, pb.observables.e_t) for pa, pb in zip(a.replicates, b.replicates) if pa is not None and pb is not None]
+    assert n == len(pairs) and delta == b.e_t - a.e_t > 0
+    if n >= 2:
+        d = np.array([y - x for x, y in pairs])
+        assert err == pytest.approx(d.std(ddof=1) / math.sqrt(n), rel=1e-12)
+        sep = res.above_minimum(b)
+        assert sep["separation_paired"] == pytest.approx(delta / err, rel=1e-12)
+        assert sep["separation_combined"] == pytest.approx(delta / math.hypot(a.err("e_t"), b.err("e_t")), rel=1e-12)
+    # synthetic replicates: a shared offset per block cancels in the difference
+    offs = [0.0, 1e-5, -2e-5, 3e-5]
+    reps = lambda fp, shift: tuple(dataclasses.replace(fp, observables=dataclasses.replace(
+        fp.observables, e_t=fp.observables.e_t + o + shift * (j % 2))) for j, o in enumerate(offs))
+    A = dataclasses.replace(a, replicates=reps(a.point, 0.0), blocks=True)
+    B = dataclasses.replace(b, replicates=reps(b.point, 1e-7), blocks=True)
+    _, err2, n2 = paired_difference(A, B)
+    assert n2 == 4 and err2 == pytest.approx(np.std([0, 1e-7, 0, 1e-7], ddof=1) / 2, rel=1e-9)
+    C = dataclasses.replace(B, replicates=(None,) + B.replicates[1:])
+    assert paired_difference(A, C)[2] == 3
+
+
+@pytest.mark.slow
+def test_perturbed_starts_put_a_small_other_overlap_on_a_branch_point(found, params) -> None:
+    from attnphase.numerics.se.overlaps import branch_label
+    from attnphase.numerics.se.gauge import canonical
+
+    res, _ = found
+    points = [e.point for e in res.entries if e.point.branch in ("semantic", "positional")]
+    starts = perturbed_starts(params, points + [e.point for e in res.entries if e.point.branch == "mixed"])
+    assert len(starts) == 2 * len(PERTURBATIONS) and all(s.branch == "mixed" and s.kind == "init" for s in starts)
+    assert len({s.name for s in starts}) == len(starts)
+    for s in starts:
+        assert branch_label(s.overlaps) == "mixed" and admissible(s.overlaps, params.rho0)
+        base = canonical(next(p for p in points if s.name.startswith(p.branch)).overlaps)
+        assert np.array_equal(s.overlaps.q0, base.q0) and np.array_equal(s.overlaps.V0, base.V0)
+        changed = "th0" if s.name.startswith("positional") else "m"
+        kept = "m" if changed == "th0" else "th0"
+        assert np.array_equal(getattr(s.overlaps, kept), getattr(base, kept))
+        assert np.abs(getattr(s.overlaps, changed)).max() <= max(PERTURBATIONS) * 1.0 + 1e-12
+
+
+@pytest.mark.slow
+def test_census_rank_command_json_and_out(found, monkeypatch, tmp_path, capsys) -> None:
+    res, _ = found
+    failed = dataclasses.replace(res, search=dataclasses.replace(
+        res.search, failures=(("mixed cold", 0.2, "did not converge"),),
+        starts=res.starts + (CensusStart("mixed cold", "mixed", "cold"),)))
+    monkeypatch.setattr(census_mod, "census", lambda *a, **k: failed)
+    argv = ["census", "--alpha", "2", "--omega", "0.3", "--rank", "2", "--teacher-rank", "1", "--quadrature", "sobol9:4",
+            "--json", "--out", str(tmp_path / "c")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1
+    obj = json.loads(out[0])
+    assert obj["global_minimum"] == res.entries[0].point.branch and obj["rank"] == 2 and obj["teacher_rank"] == 1
+    assert [p["branch"] for p in obj["fixed_points"]] == [e.point.branch for e in res.entries]
+    assert obj["not_converged"] == 1 and obj["not_converged_starts"][0]["start"] == "mixed cold"
+    assert set(obj["not_converged_starts"][0]) == {"start", "requested_branch", "residual", "message"}
+    first = obj["fixed_points"][0]
+    assert first["delta_e_t"] == 0 and {"q0_eigenvalues", "err_e_t", "starts", "start_names", "overlaps"} <= set(first)
+    assert json.loads((tmp_path / "c" / "census.json").read_text()) == obj
+    rows = (tmp_path / "c" / "census.csv").read_text().splitlines()
+    assert len(rows) == 1 + len(res.entries) and rows[0].startswith("rank_in_e_t,branch,e_t,err_e_t")
+    starts = (tmp_path / "c" / "census_starts.csv").read_text().splitlines()
+    assert len(starts) == 1 + len(failed.starts) and starts[-1].startswith("mixed cold,mixed,cold,False,,0.2")
+    # the table: a row per fixed point, lowest e_t first, with its stability verdict
+    assert main(argv[:-3]) == 0
+    table = capsys.readouterr().out.strip().splitlines()
+    assert [line.split()[0] for line in table[1:]] == [e.point.branch for e in res.entries]
+    assert all(f" {e.stable} " in line for e, line in zip(res.entries, table[1:]))

@@ -260,3 +260,22 @@ def test_mu_is_the_leading_eigenvalue_on_the_range_of_P() -> None:
     P3 = np.eye(3) + 0.2  # positive definite: the whole space
     J3 = P3 @ np.diag([0.5, -1.0, 0.3])
     assert leading_on_range(J3, P3) == pytest.approx(np.max(np.linalg.eigvals(J3).real))
+
+
+def test_the_matrix_forms_leading_eigenvalue_is_taken_transverse_to_the_gauge_orbit() -> None:
+    """The SE map commutes with the gauge, so its Jacobian maps the orbit's tangents to themselves (eigenvalue 1);
+    the stability eigenvalue is the leading one on the complement: here 0.5, beside the tangent's 1."""
+    from attnphase.numerics.phase.stability import transverse_leading_eigenvalue
+    from attnphase.numerics.se.gauge import gauge_tangents
+    from attnphase.numerics.se.overlaps import Overlaps
+
+    ov = Overlaps(np.array([[0.4, 0.1], [0.1, 0.2]]), np.array([[50.0, 3.0], [3.0, 40.0]]),
+                  np.array([[0.2, 0.05], [-0.2, -0.05]]), np.array([[0.3], [0.1]]))
+    T = gauge_tangents(ov)
+    n = T.shape[0]
+    U = np.linalg.qr(T)[0]
+    C = np.linalg.svd(np.eye(n) - U @ U.T)[0][:, : n - T.shape[1]]
+    rates = np.linspace(-0.3, 0.5, n - T.shape[1])
+    J = U @ U.T + C @ np.diag(rates) @ C.T + U @ np.full((T.shape[1], n - T.shape[1]), 0.2) @ C.T
+    assert np.max(np.linalg.eigvals(J).real) == pytest.approx(1.0)
+    assert transverse_leading_eigenvalue(J, ov) == pytest.approx(0.5)

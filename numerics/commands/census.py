@@ -1,0 +1,312 @@
+"""``attnphase census``: every fixed point at one (alpha, omega), for every L, r, r*, ranked by e_t with error bars.
+
+The census of :mod:`attnphase.numerics.phase.census` (docs/method.md section 12): a search from the model's starts,
+duplicates removed on the gauge orbit, error bars, the stability eigenvalue, lowest e_t first.  A line per start
+on stderr (``--quiet``: none), a table of the fixed points on stdout, the global minimum on stderr.
+
+``--json`` prints one object: ``alpha``, ``omega``, ``params``, ``solver``, ``error_estimate``, ``search_quadrature``
+(the rule of the search), ``starts`` / ``not_converged`` (counts), ``polish_failures`` (points found on the
+search rule that did not converge on the solve rule), ``global_minimum`` (the branch label of the lowest e_t),
+``separation`` (the next point's height in combined error bars), ``seconds`` and ``fixed_points``, lowest e_t first,
+each with the ``solve --json`` keys, ``err_<key>``, ``stable``, ``leading_eigenvalue`` and ``starts`` (how many
+starts reached it).  At r >= 2 or r* >= 2 also ``rank``, ``teacher_rank``, ``not_converged_starts`` (each failed
+start's name, requested branch, residual and solver message) and ``separation_paired`` (the height in the error of
+the per-block difference); each point has the ``solve --rank --json`` keys, ``start_names``, ``merged`` (the points
+found within its error bars: label, e_t, starts) and its height above the minimum (``delta_e_t``,
+``err_delta_e_t``, ``separation_paired``, ``separation_combined``).
+
+``--out DIR`` writes that object to census.json, one row per fixed point to census.csv (:data:`CSV_COLUMNS`; at
+r >= 2 :data:`MATRIX_HEAD`, the invariants, :data:`MATRIX_TAIL`) and one row per start to census_starts.csv.
+``phase-diagram --census`` runs :func:`phase_diagram_census`.  Exit code 0, or 1 when no start converged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import sys
+from typing import Any
+
+from attnphase import options as opt
+from attnphase import outputs, solver_options, work, workload
+
+NAME = "census"
+HELP = "every fixed point at one (alpha, omega), ranked by e_t: is the global minimum among the branches?"
+DESCRIPTION = (
+    "Search the state evolution for every fixed point (positional, semantic, agnostic, mixed) from a spread of "
+    "starting overlaps at one alpha and omega; remove duplicates (points on one orbit of the model's symmetry "
+    "group), label them, test their stability and rank them by the training objective e_t with error bars, lowest "
+    "first (docs/method.md section 12, the census). The starts: at r = r* = 1 a grid of overlaps, mixed states "
+    "included; with --rank R --teacher-rank R* (r or r* >= 2) each branch's embedded and cold starts and mixtures "
+    "of the semantic and positional states, and each point's height above the minimum gets the per-block error of "
+    "the difference. Exit code 1 if no start converged.")
+
+#: census.csv's columns at r = r* = 1 (one row per fixed point, lowest e_t first).
+CSV_COLUMNS = ("branch", "e_t", "err_e_t", "eps_g", "err_eps_g", "q", "err_q", "m", "err_m", "V", "err_V", "theta",
+               "err_theta", "stable", "leading_eigenvalue", "starts")
+
+#: census.csv's columns at r >= 2 or r* >= 2, before and after the invariants' (q0_eig_1 .., m_norm_1 ..).
+MATRIX_HEAD = ("rank_in_e_t", "branch", "e_t", "err_e_t", "delta_e_t", "err_delta_e_t", "separation_paired",
+               "separation_combined", "eps_g", "err_eps_g")
+MATRIX_TAIL = ("stable", "leading_eigenvalue", "gauge_angle", "residual", "iterations", "starts", "err_replicates")
+
+#: census_starts.csv's columns (one row per start).
+START_COLUMNS = ("start", "requested_branch", "kind", "converged", "fixed_point", "residual", "message")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The census's options: ``--alpha``, the model and solver groups, ``--error-estimate``, ``--out``, ``--json``."""
+    p.add_argument("--alpha", required=True, metavar="ALPHA", help="sample complexity alpha = n/d > 0 (one number)")
+    opt.add_model_options(p)
+    solver_options.add_solver_options(p)
+    solver_options.add_error_estimate_option(p, "every fixed point's observables (err_<key>)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help=f"output folder: writes census.json, census.csv and census_starts.csv there "
+                   f"({outputs.OUT_RULE}; default: none written)")
+    outputs.add_json_option(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``attnphase census``: exit code 0, or 1 when no start converged."""
+    from attnphase.numerics.commands.common import ranks_from_args
+
+    alpha = opt.parse_value(args.alpha, "--alpha", positive=True)
+    r, r_star = ranks_from_args(args)
+    params, cfg, n_rules = _setup(args, r, r_star)
+    out_dir = outputs.out_dir_from_args(args) if args.out is not None else None
+    work.begin("taking the census of fixed points")
+    print(_announcement(params, alpha, cfg, n_rules), file=sys.stderr, flush=True)
+
+    from attnphase.numerics.phase import census as census_mod
+
+    def said(start: Any, fp: Any) -> None:
+        if getattr(args, "quiet", False):
+            return
+        got = (f"{fp.branch}, e_t = {fp.observables.e_t:.8g}" if fp.status.converged
+               else f"not converged (residual {fp.status.residual:.1e})")
+        print(f"attnphase: start {start.name}: {got} ({fp.status.iterations} evaluations)", file=sys.stderr, flush=True)
+
+    res = census_mod.census(params, alpha, config=cfg, n_rules=n_rules, progress=said)
+    obj = census_object(res, cfg, n_rules)
+    if not cfg.error_bars:
+        from attnphase.numerics.errors.quadrature_error import error_bars_note
+
+        obj["error_note"] = error_bars_note(cfg, n_rules)
+        print(f"attnphase: note: {obj['error_note']}", file=sys.stderr)
+    if out_dir is not None:
+        _write(out_dir, obj, res)
+    if args.json:
+        print(json.dumps(outputs.json_value(obj)))
+    else:
+        _print_table(obj["fixed_points"], "rank" not in obj)
+    return _summary(obj, cfg)
+
+
+def _setup(args: argparse.Namespace, r: int, r_star: int) -> tuple[Any, Any, int]:
+    """(model, SolverConfig, independent rules of the error bars), every option checked, the defaults announced."""
+    if (r, r_star) == (1, 1):
+        from attnphase.numerics.commands.common import point_setup
+
+        return point_setup(args, "census")
+    from attnphase.numerics.commands.rank_cli import rank_model_and_config
+    from attnphase.numerics.errors.quadrature_error import independent_rules
+
+    params, cfg = rank_model_and_config(args, r, r_star, opt.single_omega(args, "census"))
+    opt.announce_defaults(args, params)
+    return params, cfg, independent_rules(cfg, solver_options.error_estimate_from_args(args))
+
+
+def _announcement(params: Any, alpha: float, cfg: Any, n_rules: int) -> str:
+    """What the census is about to do, and about how long it takes."""
+    from attnphase.numerics.phase.census_starts import grid_starts, scalar_model
+    from attnphase.theory.whitening import se_params
+
+    head = f"attnphase: census at alpha = {alpha:g}, omega = {params.omega:g}"
+    if scalar_model(params):
+        return (f"{head}: {len(grid_starts(se_params(params)))} starts, error bars {_error_source(cfg, n_rules)}, about "
+                f"{workload.format_duration(workload.census_seconds(params.L, cfg))} (one process; "
+                f"{workload.CENSUS_SECONDS:.0f} CPU s measured at the defaults: a busy or slower machine takes longer)")
+    from attnphase.numerics.se.starts import teacher_rank
+
+    return (f"{head}, r = {params.r}, r* = {teacher_rank(params)} on {cfg.quadrature}: embedded, cold and mixture starts, "
+            f"error bars {_error_source(cfg, n_rules)} (measured 6-10 min of CPU at L = 2, r = 2, r* = 1 on sobol10:4, "
+            "4-16 min wall on 2 shared cores)")
+
+
+def _error_source(cfg: Any, n_rules: int) -> str:
+    from attnphase.numerics.errors.replicates import replicate_count
+    from attnphase.numerics.phase.census import CENSUS_RULES
+
+    if not cfg.error_bars:
+        return "off"
+    R = replicate_count(cfg)
+    return f"from the rule's {R} scrambling blocks" if R else f"from {n_rules or CENSUS_RULES} independent rules"
+
+
+def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
+    """The ``--json`` object of the module doc."""
+    from attnphase.numerics.phase.census import entry_errors
+    from attnphase.numerics.phase.census_starts import scalar_model
+
+    params, search = res.params, res.search
+    scalar = scalar_model(params)
+    points = []
+    for e in res.entries:
+        if scalar:
+            from attnphase.numerics.commands.point_record import solve_record
+
+            rec = solve_record(e.point, e.point.branch)[0] | entry_errors(e)
+        else:
+            from attnphase.numerics.commands.rank_cli import rank_solve_record
+
+            rec = rank_solve_record(e.point, e.point.requested) | e.errors
+        rec |= {"stable": e.stable, "leading_eigenvalue": e.leading_eigenvalue, "starts": len(e.starts)}
+        if not scalar:
+            rec |= {"start_names": list(e.starts),
+                    "merged": [{"branch": b, "e_t": v, "starts": list(n)} for b, v, n in e.merged]} | res.above_minimum(e)
+        points.append(rec)
+    obj: dict[str, Any] = {
+        "alpha": res.alpha, "omega": params.omega, "params": params.to_dict(), "solver": cfg.as_dict(),
+        "error_estimate": n_rules, "search_quadrature": search.rule, "starts": len(search.starts),
+        "not_converged": search.not_converged, "polish_failures": search.polish_failures,
+        "global_minimum": points[0]["branch"] if points else None,
+        "separation": res.separation(), "seconds": res.seconds, "fixed_points": points,
+    }
+    if not scalar:
+        requested = {s.name: s.branch for s in search.starts}
+        from attnphase.numerics.se.starts import teacher_rank
+
+        obj |= {"rank": params.r, "teacher_rank": teacher_rank(params),
+                "not_converged_starts": [{"start": n, "requested_branch": requested[n], "residual": rsd, "message": msg}
+                                         for n, rsd, msg in search.failures],
+                "separation_paired": res.separation_paired() if points else math.nan}
+    return obj
+
+
+def _print_table(points: list[dict], scalar: bool) -> None:
+    """The fixed points, lowest e_t first, each value with its error bar (``scalar``: r = r* = 1)."""
+    from attnphase.display import with_error
+
+    if scalar:
+        cols = ("q", "m", "V", "theta", "e_t")
+        print(f"{'branch':>10} " + " ".join(f"{k:>22}" for k in cols) + f" {'stable':>6} {'lead':>6} starts")
+        for p in points:
+            cells = " ".join(f"{with_error(p[k], p.get('err_' + k)):>22}" for k in cols)
+            print(f"{p['branch']:>10} {cells} {str(p['stable']):>6} {p['leading_eigenvalue']:6.3f} {p['starts']}")
+        return
+    print(f"{'branch':>10} {'e_t':>24} {'above min (paired err)':>30} {'eps_g':>9} {'stable':>6} {'lead':>6}  "
+          "invariants (q0 eig; V0 eig; th0 sv; |m_l|), starts")
+    for p in points:
+        up = ("minimum" if p is points[0] else f"{with_error(p['delta_e_t'], p['err_delta_e_t'])} "
+              f"({p['separation_paired']:.1f})" if _finite(p["err_delta_e_t"]) else f"{p['delta_e_t']:.2e}")
+        inv = "; ".join(" ".join(f"{x:.4g}" for x in p[k]) for k in ("q0_eigenvalues", "V0_eigenvalues",
+                                                                      "th0_singular_values", "m_norms"))
+        print(f"{p['branch']:>10} {with_error(p['e_t'], p['err_e_t']):>24} {up:>30} {p['eps_g']:9.6f} "
+              f"{str(p['stable']):>6} {p['leading_eigenvalue']:6.3f}  {inv}, {p['starts']}")
+
+
+def _summary(obj: dict, cfg: Any) -> int:
+    """The last line on stderr (the global minimum, or that there is none) and the exit code."""
+    dropped = (f"{obj['not_converged']} of {obj['starts']} starts did not converge on {obj['search_quadrature']}, "
+               f"{obj['polish_failures']} points found there not on {cfg.quadrature} (dropped); {obj['seconds']:.1f} s")
+    points = obj["fixed_points"]
+    if not points:
+        print(f"attnphase: no fixed point found ({dropped})", file=sys.stderr)
+        return 1
+    sep, sep_p = obj["separation"], obj.get("separation_paired")
+    if math.isinf(sep):
+        gap = "the only fixed point"
+    elif sep_p is not None and _finite(sep_p):
+        gap = f"the next e_t {sep_p:.1f} paired error bars higher ({sep:.1f} combined)"
+    elif math.isfinite(sep):
+        gap = f"the next e_t {sep:.1f} error bars higher"
+    else:
+        gap = "no error bars (--error-estimate 0, or replicates not converged)"
+    print(f"attnphase: global minimum: {points[0]['branch']} ({len(points)} distinct fixed points; {gap}; {dropped})",
+          file=sys.stderr)
+    return 0
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def _csv(rows: list[dict], columns: list[str] | tuple[str, ...]) -> str:
+    import csv
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n", extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def _write(out_dir: Any, obj: dict, res: Any) -> None:
+    """census.json, census.csv (a row per fixed point) and census_starts.csv (a row per start), all or none."""
+    from attnphase.numerics.phase.census_starts import scalar_model
+
+    params, points = res.params, obj["fixed_points"]
+    if scalar_model(params):
+        cols, rows = list(CSV_COLUMNS), points
+    else:
+        inv = (("q0_eigenvalues", "q0_eig", params.r), ("V0_eigenvalues", "V0_eig", params.r),
+               ("th0_singular_values", "th0_sv", min(params.r, obj["teacher_rank"])), ("m_norms", "m_norm", params.L))
+        cols = list(MATRIX_HEAD) + [f"{short}_{i + 1}" for _, short, n in inv for i in range(n)] + list(MATRIX_TAIL)
+        rows = []
+        for k, p in enumerate(points):
+            row = {c: p.get(c) for c in MATRIX_HEAD + MATRIX_TAIL} | {"rank_in_e_t": k + 1}
+            for key, short, n in inv:
+                row |= {f"{short}_{i + 1}": p[key][i] for i in range(n)}
+            rows.append(row)
+    reached = {name: k + 1 for k, e in enumerate(res.entries) for name in e.starts}
+    failed = {name: (rsd, msg) for name, rsd, msg in res.search.failures}
+    starts = [{"start": s.name, "requested_branch": s.branch, "kind": s.kind, "converged": s.name not in failed,
+               "fixed_point": reached.get(s.name, ""), "residual": failed[s.name][0] if s.name in failed else "",
+               "message": failed[s.name][1] if s.name in failed else ""} for s in res.search.starts]
+    with outputs.staged_output(out_dir, job="census", model=params.to_dict() | {"alpha": res.alpha}) as stage:
+        outputs.write_text_atomic(stage / "census.json", json.dumps(outputs.json_value(obj), indent=1))
+        outputs.write_text_atomic(stage / "census.csv", _csv(rows, cols))
+        outputs.write_text_atomic(stage / "census_starts.csv", _csv(starts, START_COLUMNS))
+
+
+def phase_diagram_census(params: Any, rows: list[dict], cfg: Any, n_rules: int, out: Any, *, executor: Any = None,
+                         store: Any = None, fresh: bool = False, quiet: bool = True) -> tuple[list[dict], int]:
+    """``phase-diagram --census``: the census at each row's alpha_c
+    (:func:`attnphase.numerics.phase.census.census_check`; error bars from ``n_rules`` rules, the census's
+    default 4 when 0), one task per omega with an alpha_c (:func:`attnphase.numerics.jobs.tasks.census_task`:
+    stored in ``store``, read back on a rerun), into ``out``/census.csv, a line per omega printed;
+    returns (the rows, how many census tasks failed)."""
+    from attnphase.execution import ExecutorSpec, run_tasks
+    from attnphase.execution.progress import TaskBar
+    from attnphase.numerics.jobs.tasks import census_task, numerics_version
+    from attnphase.numerics.phase.census import CENSUS_COLUMNS, CENSUS_RULES, census_check
+
+    version = numerics_version()
+    alpha_cs = [r["alpha_c"] if r["alpha_c"] is not None else math.nan for r in rows]
+    todo = [i for i, a in enumerate(alpha_cs) if math.isfinite(a)]
+    tasks = [census_task(params.replace(omega=rows[i]["omega"]), alpha_cs[i], cfg, n_rules or CENSUS_RULES, version)
+             for i in todo]
+    with TaskBar("census", unit="task", quiet=quiet) as bar:
+        done = run_tasks(tasks, executor=executor or ExecutorSpec(), store=store, fresh=fresh, version=version,
+                         progress=bar)
+    outcome = dict(zip(todo, done))
+    table, failed = [], 0
+    for i, r in enumerate(rows):
+        row = census_check(params.replace(omega=r["omega"]), math.nan)  # the empty row: no alpha_c, or failed
+        o = outcome.get(i)
+        if o is None:
+            print(f"census at omega = {r['omega']:.3f}: no alpha_c, no census")
+        elif not o.ok:
+            failed += 1
+            print(f"census at omega = {r['omega']:.3f}, alpha_c = {alpha_cs[i]:.4f}: failed ({o.reason})")
+        else:
+            row = o.value
+            verdict = (f"beaten by {row['census_beaten_by']}" if row["census_beaten_by"]
+                       else "no other fixed point beats the semantic and positional ones")
+            print(f"census at omega = {r['omega']:.3f}, alpha_c = {alpha_cs[i]:.4f}: {row['census_fixed_points']} fixed "
+                  f"points, lowest e_t {row['census_global_min'] or 'none'}; {verdict}")
+        table.append(row)
+    outputs.write_text_atomic(out / "census.csv", _csv(table, CENSUS_COLUMNS))
+    return table, failed

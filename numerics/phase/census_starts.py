@@ -1,0 +1,211 @@
+"""Where the census looks for fixed points: its starts, and the rule and budget its searching solves run on.
+
+A start (:class:`CensusStart`) is a requested branch (its hat projection) with either a start kind of
+:func:`~attnphase.numerics.se.state_evolution.solve` (``cold``; ``embedded`` at r >= 2 or r* >= 2) or the overlaps
+to start from.  :func:`census_starts` gives the model's list:
+
+* r = r* = 1 (:func:`grid_starts`): each branch's cold start (no positional one where P = 0), then the grid
+  q0 = 0.3, V0 in (1, 50), |m| in (0, 0.2, 0.5) along P's first non-zero column (scaled to max 1,
+  :func:`~attnphase.numerics.se.starts.positional_direction`), th0 in (0, 0.3, 0.8) sqrt(q0 rho0) -- mixed states
+  included (18 grid starts);
+* r >= 2 or r* >= 2 (:func:`mixture_starts`): each branch's embedded start (the rank-1 fixed points, one per
+  student axis; staged solve) and cold start, and mixtures of the embedded mixed state (:func:`mixture`: its
+  semantic th0 and positional m scaled by weights, the positional m tilted onto the semantic axis) -- the
+  :data:`FIXED_MIXTURES` and ``n_random`` drawn from ``seed``.
+
+Then :func:`perturbed_starts`: at r >= 2 each positional point found with a small th0 and each semantic point with a
+small m, where a mixed branch is born from one of them (at r = r* = 1 the grid holds those states already).
+
+The search (:func:`search_config`): at r = r* = 1 on :func:`search_rule` (a quarter of the solve rule's points: the
+mixed starts break every symmetry, so their SE steps see the whole rule) with at most :data:`SCALAR_SEARCH_MAX_ITER`
+evaluations, every point found there solved again on the solve rule; at r >= 2 or r* >= 2 on the solve rule with at
+most :data:`MATRIX_SEARCH_MAX_ITER` evaluations per quasi-Newton run (a staged solve's stages need the whole rule).
+Overlaps are the state evolution's (the whitened model's for correlated tokens, its P the Ptilde).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.quadrature.rules import parse_rule_spec
+from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.se.results import FixedPoint
+from attnphase.numerics.se.starts import positional_direction, teacher_rank
+from attnphase.numerics.se.state_evolution import embedded_start, solve
+from attnphase.theory.params import ModelParams
+
+#: SE evaluations a search solve may spend at r = r* = 1 (a start that needs more is dropped, and counted).
+SCALAR_SEARCH_MAX_ITER = 100
+
+#: SE evaluations each quasi-Newton run of a start's solve may spend at r >= 2 or r* >= 2 (the staged solve has up
+#: to three and a retry; measured at L = 2, r = 2, r* = 1, omega = 0.3, alpha = 2, sobol9:2: converging starts took
+#: 50 - 240 evaluations in all, failing ones 110 - 410, most of the search's time).
+MATRIX_SEARCH_MAX_ITER = 150
+
+#: The search's Sobol rules at r = r* = 1 have at least 2^SEARCH_MIN_LOG2 points (:func:`search_rule`).
+SEARCH_MIN_LOG2 = 10
+
+#: Fixed mixtures of the embedded mixed state: (weight of th0, weight of m, tilt angle of m onto the semantic axes).
+FIXED_MIXTURES = ((0.25, 1.0, 0.0), (0.5, 1.0, 0.0), (1.0, 0.5, 0.0), (1.0, 1.0, math.pi / 6), (1.0, 1.0, math.pi / 3))
+
+#: Random mixtures drawn by default (weights uniform in [0.2, 1], tilt uniform in [0, pi/2], diagonals x e^{0.2 N}).
+RANDOM_MIXTURES = 2
+
+#: Sizes of the perturbations of :func:`perturbed_starts`: th0 = eps sqrt(q0_aa rho0) onto a positional point,
+#: m = eps P[:, 0] / max |P[:, 0]| onto a semantic one.
+PERTURBATIONS = (0.05, 0.2)
+
+
+@dataclass(frozen=True, eq=False)
+class CensusStart:
+    """One start: its name, the branch requested of the solve (its hat projection), and either a start kind of
+    :func:`~attnphase.numerics.se.state_evolution.solve` (``cold`` / ``embedded``, ``overlaps`` None) or the
+    overlaps to start from (kind ``init``)."""
+
+    name: str
+    branch: str
+    kind: str
+    overlaps: Overlaps | None = None
+
+
+def scalar_model(params: ModelParams) -> bool:
+    """r = r* = 1: the scalar overlaps of docs/model.md section 3."""
+    return params.r == 1 and teacher_rank(params) == 1
+
+
+def branches(params: ModelParams) -> tuple[str, ...]:
+    """The branches of the model: semantic, positional, agnostic, and mixed at r >= 2."""
+    return ("semantic", "positional", "mixed", "agnostic") if params.r >= 2 else ("semantic", "positional", "agnostic")
+
+
+def census_starts(params: ModelParams, alpha: float, config: SolverConfig, *, n_random: int = RANDOM_MIXTURES,
+                  seed: int = 0) -> list[CensusStart]:
+    """The model's starts (module doc): :func:`grid_starts` at r = r* = 1, else :func:`mixture_starts`."""
+    if scalar_model(params):
+        return grid_starts(params)
+    return mixture_starts(params, alpha, config, n_random=n_random, seed=seed)
+
+
+def grid_starts(params: ModelParams) -> list[CensusStart]:
+    """The r = r* = 1 starts of the module doc (21 where P != 0); each named after its grid point, requested on the
+    branch its overlaps lie on."""
+    direction = positional_direction(params)
+    own = ("semantic", "positional", "agnostic") if direction is not None else ("semantic", "agnostic")
+    starts = [CensusStart(f"{b} cold", b, "cold") for b in own]
+    direction = direction if direction is not None else np.zeros(params.L)
+    for q0, V0, m, th in itertools.product((0.3,), (1.0, 50.0), (0.0, 0.2, 0.5), (0.0, 0.3, 0.8)):
+        ov = Overlaps(q0=q0, V0=V0, m=m * direction, th0=th * math.sqrt(q0 * params.rho0))
+        label = "semantic" if m == 0 and th > 0 else "positional" if th == 0 and m > 0 else "agnostic"
+        starts.append(CensusStart(f"grid q0 {q0:g}, V0 {V0:g}, m {m:g}, th0 {th:g} sqrt(q0 rho0)", label, "init", ov))
+    return starts
+
+
+def mixture(base: Overlaps, w_th: float, w_m: float, tilt: float) -> Overlaps:
+    """``base`` (the embedded mixed state: semantic axes with th0, the last axis positional) with th0 scaled by
+    w_th, m by w_m, and the positional column m_{:, r-1} turned by ``tilt`` onto axis 0:
+    m_{:, 0} += sin(tilt) m_{:, r-1}, m_{:, r-1} <- cos(tilt) m_{:, r-1} (a direction carrying both overlaps)."""
+    m = w_m * np.array(base.m)
+    col = m[:, -1].copy()
+    if base.r >= 2:
+        m[:, 0] += math.sin(tilt) * col
+        m[:, -1] = math.cos(tilt) * col
+    return Overlaps(base.q0, base.V0, m, w_th * np.array(base.th0))
+
+
+def mixture_starts(params: ModelParams, alpha: float, config: SolverConfig, *, n_random: int = RANDOM_MIXTURES,
+                   seed: int = 0) -> list[CensusStart]:
+    """The r >= 2 or r* >= 2 starts: embedded and cold per branch, then :data:`FIXED_MIXTURES` and ``n_random``
+    mixtures drawn from ``seed`` (numpy's default generator; an inadmissible draw is drawn again, up to 20 times),
+    each of :func:`mixture` applied to the embedded mixed state (at r = 1: the semantic state with the positional m
+    on its axis), requested branch ``mixed`` (no hat projected)."""
+    from attnphase.numerics.se.rank_se import admissible
+
+    starts = [CensusStart(f"{b} embedded", b, "embedded") for b in branches(params) if b != "agnostic"]
+    starts += [CensusStart(f"{b} cold", b, "cold") for b in branches(params)]
+    base = _mixed_base(params, alpha, config)
+    for w_th, w_m, tilt in FIXED_MIXTURES:
+        ov = mixture(base, w_th, w_m, tilt)
+        if admissible(ov, params.rho0):
+            starts.append(CensusStart(f"mixture th0 x{w_th:g}, m x{w_m:g}, tilt {math.degrees(tilt):.0f} deg", "mixed",
+                                      "init", ov))
+    rng = np.random.default_rng(seed)
+    for k in range(n_random):
+        for _ in range(20):
+            w_th, w_m, tilt = rng.uniform(0.2, 1.0), rng.uniform(0.2, 1.0), rng.uniform(0.0, math.pi / 2)
+            noise = np.exp(0.2 * rng.standard_normal((2, base.r)))
+            ov = mixture(base, w_th, w_m, tilt)
+            ov = Overlaps(ov.q0 * np.sqrt(np.outer(noise[0], noise[0])), ov.V0 * np.sqrt(np.outer(noise[1], noise[1])),
+                          ov.m, ov.th0)
+            if admissible(ov, params.rho0):
+                starts.append(CensusStart(f"random mixture {k + 1} (seed {seed}): th0 x{w_th:.2f}, m x{w_m:.2f}, "
+                                          f"tilt {math.degrees(tilt):.0f} deg", "mixed", "init", ov))
+                break
+    return starts
+
+
+def _mixed_base(params: ModelParams, alpha: float, config: SolverConfig) -> Overlaps:
+    """The embedded mixed state (r >= 2), or at r = 1 the semantic one with the positional one's m added."""
+    if params.r >= 2:
+        return embedded_start(params, alpha, "mixed", config)
+    sem, pos = embedded_start(params, alpha, "semantic", config), embedded_start(params, alpha, "positional", config)
+    return Overlaps(sem.q0, sem.V0, pos.m, sem.th0)
+
+
+def perturbed_starts(params: ModelParams, points: list[FixedPoint]) -> list[CensusStart]:
+    """At r >= 2 or r* >= 2: each positional point with th0_{a1} = eps sqrt(q0_aa rho0) on its axis a of largest q0
+    (canonical gauge), each semantic point with m_{:, a} = eps P[:, 0] / max |P[:, 0]| on its axis a of smallest q0,
+    eps in :data:`PERTURBATIONS`; requested branch ``mixed``; inadmissible ones left out.  Named after the point (the
+    k-th of its label found), so that every start's name is its own.  None at r = r* = 1 (the grid holds them)."""
+    if scalar_model(params):
+        return []
+    from attnphase.numerics.se.gauge import canonical
+    from attnphase.numerics.se.rank_se import admissible
+
+    col = params.P_array[:, 0]
+    out = []
+    seen: dict[str, int] = {}
+    for fp in points:
+        seen[fp.branch] = k = seen.get(fp.branch, 0) + 1
+        ov = canonical(fp.overlaps)
+        for eps in PERTURBATIONS:
+            th, m = np.array(ov.th0), np.array(ov.m)
+            if fp.branch == "positional":
+                th[0, 0] = eps * math.sqrt(ov.q0[0, 0] * params.rho0)
+            elif fp.branch == "semantic" and np.any(col):
+                m[:, -1] = eps * col / np.abs(col).max()
+            else:
+                continue
+            new = Overlaps(ov.q0, ov.V0, m, th)
+            if admissible(new, params.rho0):
+                out.append(CensusStart(f"{fp.branch} point {k} + {eps:g} {'th0' if fp.branch == 'positional' else 'm'}",
+                                       "mixed", "init", new))
+    return out
+
+
+def search_rule(spec: str) -> str:
+    """The r = r* = 1 search's rule: a scrambled Sobol rule of 2^K points, K > :data:`SEARCH_MIN_LOG2`, with a
+    quarter of its points (2^max(K - 2, SEARCH_MIN_LOG2), the same scramblings and seed); any other rule as it is."""
+    kind, args = parse_rule_spec(spec)
+    if kind != "sobol" or args[0] <= SEARCH_MIN_LOG2:
+        return spec
+    return f"sobol{max(args[0] - 2, SEARCH_MIN_LOG2)}:{args[1]}:{args[2]}"
+
+
+def search_config(params: ModelParams, config: SolverConfig) -> tuple[SolverConfig, bool]:
+    """(the config of the searching solves, whether each point found is solved again on ``config``): module doc."""
+    if scalar_model(params):
+        return config.replace(quadrature=search_rule(config.quadrature),
+                              max_iter=min(config.max_iter, SCALAR_SEARCH_MAX_ITER), e_t_quadrature=None), True
+    return config.replace(max_iter=min(config.max_iter, MATRIX_SEARCH_MAX_ITER)), False
+
+
+def solve_start(params: ModelParams, alpha: float, start: CensusStart, config: SolverConfig) -> FixedPoint:
+    """The solve of one start."""
+    if start.kind == "init":
+        return solve(params, alpha, start.branch, config=config, init=start.overlaps)
+    return solve(params, alpha, start.branch, config=config, start=start.kind)

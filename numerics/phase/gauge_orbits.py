@@ -1,0 +1,124 @@
+"""When two fixed points of the state evolution are one: the same orbit of the model's symmetry group.
+
+The SE map commutes with the gauge group (docs/model.md section 7): at rank r, r* the rotations O(r) x O(r*) of
+the student's and the teacher's axes,
+
+    q0 -> O q0 O^T,   V0 -> O V0 O^T,   m -> m O^T,   th0 -> O th0 O*^T,
+
+and, for every rank, the model's own symmetries (a permutation of the positions with the signs it allows,
+:func:`~attnphase.numerics.quadrature.symmetry.model_symmetry_group`).  Its fixed points come in orbits, and
+two converged points are one fixed point when they lie on one orbit.  An orbit is named by a key
+(:func:`orbit_key`):
+
+* r = r* = 1: the gauge group is its sign part {+-1} x {+-1}, and the key is the canonical form -- the image
+  (q0, V0, m_1..m_L, th0) under the model's group with the lexicographically largest (th0, m) (:func:`canonical`);
+* r >= 2 or r* >= 2: the orbit's invariants -- eigenvalues of q0 and V0, singular values of th0, |m_l|
+  (:func:`invariant_vector`).
+
+Two keys within :data:`SAME_POINT_RTOL` are one point (:func:`same_point`).  After the error bars, two points
+are one when every invariant lies within :data:`SAME_WITHIN_ERRORS` combined error bars (:func:`within_errors`):
+at r = r* = 1 the invariants q, V, |m|, |theta|; at r >= 2 or r* >= 2 those of the key, and e_t within as many
+errors of the paired difference (:func:`paired_difference`), which separates two points of one rule
+(docs/method.md section 12).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Protocol
+
+import numpy as np
+
+from attnphase.numerics.quadrature.symmetry import model_symmetry_group
+from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.se.results import FixedPoint
+from attnphase.theory.params import ModelParams
+
+#: Two orbit keys closer than this (max |a - b| / max(1, |a|)) are one fixed point.
+SAME_POINT_RTOL = 1e-3
+
+#: Points whose invariants (and at r >= 2, e_t) agree within this many combined error bars are one fixed point.
+SAME_WITHIN_ERRORS = 4.0
+
+#: The gauge invariants of a record at r = r* = 1 (each taken in absolute value) and at r >= 2 or r* >= 2.
+SCALAR_INVARIANTS = ("q", "V", "m", "theta")
+MATRIX_INVARIANTS = ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms")
+
+
+class Replicated(Protocol):
+    """A census entry as the tests below read it: its point, its error bars, its replicates (None where one did
+    not converge), whether they are blocks."""
+
+    point: Any
+    replicates: tuple
+    blocks: bool
+
+    def err(self, key: str) -> Any: ...
+
+
+def canonical(params: ModelParams, ov: Overlaps) -> np.ndarray:
+    """The image of the scalar overlaps ``ov`` under the model's symmetry group with the lexicographically largest
+    (th0, m_1, .., m_L) (element (pi, s, t): m -> s m[pi], th0 -> s t th0), as (q0, V0, m, th0)."""
+    best: tuple[tuple, np.ndarray] | None = None
+    for e in model_symmetry_group(params):
+        m = e.s * ov.m[list(e.perm)]
+        th = e.s * e.t * ov.th0
+        key = (round(th, 9), *np.round(m, 9))
+        if best is None or key > best[0]:
+            best = (key, np.concatenate([[ov.q0, ov.V0], m, [th]]))
+    return best[1] if best is not None else ov.to_vector()
+
+
+def invariant_vector(fp: FixedPoint) -> np.ndarray:
+    """(eigenvalues of q0, of V0, singular values of th0, |m_l|) of a matrix fixed point: its orbit's coordinates."""
+    inv = fp.invariants
+    return np.concatenate([inv[k] for k in MATRIX_INVARIANTS])
+
+
+def orbit_key(params: ModelParams, fp: FixedPoint) -> np.ndarray:
+    """The key of ``fp``'s orbit (module doc): :func:`canonical` at r = r* = 1, :func:`invariant_vector` otherwise
+    (``params``: the state evolution's model, the one ``fp`` was solved in)."""
+    return invariant_vector(fp) if fp.overlaps.is_matrix else canonical(params, fp.overlaps)
+
+
+def same_point(a: np.ndarray, b: np.ndarray, rtol: float = SAME_POINT_RTOL) -> bool:
+    """max_i |a_i - b_i| / max(1, |a_i|) <= rtol."""
+    return bool(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(a))) <= rtol)
+
+
+def paired_difference(a: Replicated, b: Replicated) -> tuple[float, float, int]:
+    """(Delta, err(Delta), pairs): Delta = e_t(b) - e_t(a) on the solve rule, err(Delta) the spread of the per-replicate
+    differences e_t(b)_j - e_t(a)_j over the replicates j where both converged (std / sqrt(n) for blocks, std for
+    independent rules; NaN below two pairs).  Both points are solved on the same blocks, whose common quadrature
+    error cancels in the difference."""
+    delta = b.point.observables.e_t - a.point.observables.e_t
+    d = [pb.observables.e_t - pa.observables.e_t for pa, pb in zip(a.replicates, b.replicates)
+         if pa is not None and pb is not None]
+    if len(d) < 2:
+        return delta, math.nan, len(d)
+    sd = float(np.std(d, ddof=1))
+    return delta, sd / math.sqrt(len(d)) if a.blocks else sd, len(d)
+
+
+def within_errors(a: Replicated, b: Replicated, k: float = SAME_WITHIN_ERRORS) -> bool:
+    """One fixed point: every invariant of the two records within ``k`` combined error bars (False without bars;
+    the labels may differ: a point whose m, or theta, lies within its bars of 0 is one the rules cannot tell from
+    the point with m = 0, theta = 0, there).  At r >= 2 or r* >= 2 (the records hold the matrix invariants) also
+    e_t(b) - e_t(a) within ``k`` paired errors (:func:`paired_difference`; the combined bar where fewer than two
+    replicates pair): a point that the rule's jumps split in two splits differently on each block, so its halves'
+    per-block differences scatter as much as the difference itself; two distinct points keep their difference on
+    every block."""
+    ra, rb = a.point.record, b.point.record
+    matrix = MATRIX_INVARIANTS[0] in ra
+    for key in MATRIX_INVARIANTS if matrix else SCALAR_INVARIANTS:
+        va, vb = (np.abs(np.atleast_1d(np.asarray(r[key], float))) for r in (ra, rb))
+        bar = np.hypot(np.atleast_1d(np.asarray(a.err(key), float)), np.atleast_1d(np.asarray(b.err(key), float)))
+        diff = np.abs(va - vb)
+        if not np.all((diff == 0) | (diff <= k * bar)):
+            return False
+    if not matrix:
+        return True
+    delta, err, _ = paired_difference(a, b)
+    if not math.isfinite(err):
+        err = math.hypot(a.err("e_t"), b.err("e_t"))
+    return bool(delta == 0 or abs(delta) <= k * err)

@@ -1,0 +1,58 @@
+"""Where the census looks (numerics/phase/census_starts.py): the model's starts at r = r* = 1 and at r >= 2, and the
+rule its searching solves run on."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.phase import census_starts as cs
+from attnphase.numerics.phase.census_starts import search_rule
+from attnphase.numerics.se.rank_se import admissible
+from attnphase.numerics.se.starts import with_ranks
+from attnphase.theory.params import ModelParams
+
+CFG = SolverConfig(quadrature="sobol10:4")
+ALPHA = 2.0
+
+
+def test_search_rule_is_a_quarter_of_a_large_sobol_rule() -> None:
+    assert search_rule("sobol12") == "sobol10:1:0" and search_rule("sobol14:2:3") == "sobol12:2:3"
+    assert search_rule("sobol11") == "sobol10:1:0" and search_rule("sobol10") == "sobol10"
+    assert search_rule("gh8") == "gh8" and search_rule("sobol8") == "sobol8"
+
+
+def test_search_runs_on_the_quarter_rule_at_rank_one_and_on_the_solve_rule_above() -> None:
+    cfg = SolverConfig(quadrature="sobol12:4")
+    scalar, polish = cs.search_config(ModelParams(omega=0.3), cfg)
+    assert (scalar.quadrature, scalar.max_iter, polish) == ("sobol10:4:0", cs.SCALAR_SEARCH_MAX_ITER, True)
+    matrix, polish = cs.search_config(with_ranks(ModelParams(omega=0.3), 2, 1), cfg)
+    assert (matrix.quadrature, matrix.max_iter, polish) == ("sobol12:4", cs.MATRIX_SEARCH_MAX_ITER, False)
+
+
+def test_rank_one_starts_are_the_branches_and_a_grid_with_distinct_names() -> None:
+    starts = cs.census_starts(ModelParams(omega=0.3), ALPHA, CFG)
+    assert len(starts) == 21 and len({s.name for s in starts}) == 21
+    assert [s.kind for s in starts[:3]] == ["cold"] * 3 and all(s.kind == "init" for s in starts[3:])
+    mixed = [s for s in starts[3:] if np.any(s.overlaps.m) and s.overlaps.th0 != 0]
+    assert len(mixed) == 8 and all(s.branch == "agnostic" for s in mixed)
+    assert cs.perturbed_starts(ModelParams(omega=0.3), []) == []
+
+
+def test_starts_are_admissible_and_reproducible() -> None:
+    params = with_ranks(ModelParams(omega=0.3), 2, 1)
+    cfg = CFG
+    one = cs.census_starts(params, ALPHA, cfg, seed=3)
+    again = cs.census_starts(params, ALPHA, cfg, seed=3)
+    kinds = [s.kind for s in one]
+    assert kinds.count("embedded") == 3 and kinds.count("cold") == 4
+    assert kinds.count("init") == len(cs.FIXED_MIXTURES) + cs.RANDOM_MIXTURES
+    inits = [s.overlaps for s in one if s.kind == "init"]
+    assert all(admissible(ov, params.rho0) for ov in inits)
+    assert all(np.array_equal(x.overlaps.to_vector(), y.overlaps.to_vector())
+               for x, y in zip(one, again) if x.kind == "init")
+    # a tilted mixture puts positional overlap on the semantic axis (a direction carrying both)
+    tilted = cs.mixture(inits[0], 1.0, 1.0, math.pi / 3)
+    assert np.abs(tilted.m[:, 0]).max() > 0 and np.abs(tilted.th0[0]).max() > 0
