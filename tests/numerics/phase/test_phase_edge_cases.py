@@ -15,7 +15,7 @@ from attnphase.numerics import SolverConfig, phase_boundaries, solve
 from attnphase.numerics.errors.quadrature_error import fixed_point_error
 from types import SimpleNamespace
 
-from attnphase.numerics.phase.boundaries import whole_positional_branch
+from attnphase.numerics.phase.scalar_boundaries import whole_positional_branch
 from attnphase.numerics.phase.brackets import (
     ALPHA_LIMIT, BranchLost, grid_extension, grow_alpha_c_down, grow_alpha_c_up, positional_grid,
 )
