@@ -225,6 +225,8 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
 
     if solver_options.error_estimate_from_args(args):
         check("diagram_error_estimate", r, r_star)
+    if getattr(args, "continuation", "auto") == "on":
+        check("omega_continuation", r, r_star)
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
     omegas = opt.parse_values(args.omega, "--omega")
     from attnphase.numerics.jobs.report import check_semantic_signal

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from attnphase.execution.dataset import Variable, annotate, error_name
-from attnphase.numerics.phase.boundary_results import BOUNDARY_KEYS, Boundaries, boundary_columns, boundary_keys, model_branches
+from attnphase.numerics.phase.boundary_results import Boundaries, boundary_columns, boundary_keys, model_branches
 from attnphase.numerics.phase.continuation import BranchSweep
 from attnphase.numerics.jobs.variables import SWEEP_COLUMNS, lookup
 

@@ -19,7 +19,6 @@ exactly the computation asked for.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import Sequence
 
