@@ -19,7 +19,7 @@ exactly the computation asked for.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
@@ -76,13 +76,27 @@ def omega_chains(omegas: Sequence[float], n_chains: int,
     return out
 
 
-def chain_job(job: tuple) -> list[Boundaries]:
-    """:func:`~attnphase.numerics.phase.omega_continuation.boundaries_chain` for one (params, alphas, config,
-    anchor, up, down, whole)."""
+@dataclass(frozen=True)
+class ChainSpec:
+    """One chain of omegas continued from its anchor (``phase-diagram --continuation``, r = r* = 1): the model
+    ``params`` (its omega replaced along the chain), the alpha grid, the config, the ``anchor`` omega, the omegas
+    ``up`` (ascending) and ``down`` (descending) from it; ``whole``: the anchor's whole positional branch."""
+
+    params: ModelParams
+    alphas: tuple[float, ...]
+    config: SolverConfig
+    anchor: float
+    up: tuple[float, ...]
+    down: tuple[float, ...]
+    whole: bool = False
+
+
+def chain_job(spec: ChainSpec) -> list[Boundaries]:
+    """:func:`~attnphase.numerics.phase.omega_continuation.boundaries_chain` for one :class:`ChainSpec`."""
     from attnphase.numerics.phase.omega_continuation import boundaries_chain
 
-    params, alphas, config, anchor, up, down, whole = job
-    return boundaries_chain(params, alphas, anchor, up, down, config, whole)
+    return boundaries_chain(spec.params, list(spec.alphas), spec.anchor, list(spec.up), list(spec.down), spec.config,
+                            spec.whole)
 
 
 def chain_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig, chain: tuple[float, list, list],
@@ -97,8 +111,9 @@ def chain_task(params: ModelParams, alphas: Sequence[float], config: SolverConfi
         {"whole_positional_branch": True} if whole else {})
     omegas = sorted([anchor, *up, *down])
     label = f"omega={omegas[0]:g}..{omegas[-1]:g} from {anchor:g}" + (f" rule {replicate}" if replicate else "")
-    return Task(task_key(chain_job, identity, version or numerics_version()), label, chain_job,
-                (params, list(alphas), cfg, float(anchor), [float(w) for w in up], [float(w) for w in down], whole))
+    spec = ChainSpec(params, tuple(float(a) for a in alphas), cfg, float(anchor), tuple(float(w) for w in up),
+                     tuple(float(w) for w in down), whole)
+    return Task(task_key(chain_job, identity, version or numerics_version()), label, chain_job, spec)
 
 
 def sweep_job(job: tuple[ModelParams, list[float], str, SolverConfig], progress=None) -> BranchSweep:
