@@ -161,3 +161,30 @@ def test_scan_cli_takes_rank_two(monkeypatch, tmp_path, capsys) -> None:
     assert all(1.0 < r["alpha_c"] < 1.5 for r in summary["rows"])  # the toy solver does not depend on lambda
     files = {p.name for p in (tmp_path / "s").iterdir()}
     assert {"scan.csv", "scan.json", "scan.nc", "phase_diagram_lam0.01.png", "phase_diagram_lam0.02.png"} <= files
+
+
+def test_phase_boundaries_is_one_entry_for_every_rank(monkeypatch, params) -> None:
+    """At r >= 2 phase_boundaries runs the search over every branch (the mixed one included); at r = r* = 1 the
+    scalar form's fast path -- one result type with one set of columns either way."""
+    from attnphase.numerics.phase import boundaries
+    from attnphase.numerics.phase.boundary_results import Boundaries, boundary_columns
+
+    _patch(monkeypatch, 0.8)
+    grid = [0.7, 1.0, 1.5]
+    b = boundaries.phase_boundaries(params, grid, config=SolverConfig())
+    direct = rb.lowest_branch_boundaries(params, grid, SolverConfig())
+    assert isinstance(b, Boundaries) and (b.r, b.r_star) == (2, 1) and b.branches[-1] == "mixed"
+    assert (b.alpha_c, b.alpha_c_from, b.alpha_c_to) == (direct.alpha_c, direct.alpha_c_from, direct.alpha_c_to)
+    assert set(boundary_columns(2)) - set(boundary_columns(1)) == {"mixed_end", "mixed_end_kind", "mixed_end_method"}
+    assert set(b.row()) >= set(boundary_columns(2))
+    scalar_calls = []
+
+    def fake_scalar(p, alphas, **kw):
+        scalar_calls.append(p)
+        return Boundaries(omega=p.omega, alpha_c=1.0, alpha_l=1.5, semantic_end=0.6, positional_end=2.2)
+
+    monkeypatch.setattr(boundaries, "scalar_boundaries", fake_scalar)
+    one = boundaries.phase_boundaries(ModelParams(omega=0.3), grid, config=SolverConfig())
+    assert scalar_calls and one.alpha_c == 1.0 and set(one.row()) >= set(boundary_columns(1))
+    with pytest.raises(ValueError, match="alpha grid"):
+        boundaries.phase_boundaries(params, None)
