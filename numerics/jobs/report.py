@@ -83,8 +83,9 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
     """phase_boundaries at every model (one task each), and on ``n_rules - 1`` more rules when
     ``n_rules`` >= 2 (the replicates keep only their numbers; their spread is each boundary's error).
     Otherwise the errors are each task's own, from the rules' blocks (:meth:`Boundaries.errors`), when
-    ``config`` makes them; at r >= 2 or r* >= 2 the searches' bracket widths.  ``tags``: label prefixes per model.  ``curves_at``: the omega whose first-rule task
-    also follows the whole positional branch (the curves figure's; None: none)."""
+    ``config`` makes them; at r >= 2 or r* >= 2 the searches' bracket widths.  ``tags``: label prefixes per
+    model.  ``curves_at``: the omega whose first-rule task also follows the whole positional branch (the curves
+    figure's; None: none)."""
     reps = max(1, n_rules)
     tags = tags or [""] * len(models)
     version = numerics_version()

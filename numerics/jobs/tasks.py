@@ -55,7 +55,8 @@ def boundaries_task(params: ModelParams, alphas: Sequence[float], config: Solver
     cfg = config.variant(replicate) if replicate else config
     r, r_star = params.r, teacher_rank(params)
     identity = {"params": params.to_dict(), "alphas": list(alphas), "config": cfg.as_dict()} | (
-        {"whole_positional_branch": True} if whole else {}) | ({"r": r, "r_star": r_star} if (r, r_star) != (1, 1) else {})
+        {"whole_positional_branch": True} if whole else {}) | (
+        {"r": r, "r_star": r_star} if (r, r_star) != (1, 1) else {})
     label = tag + f"omega={params.omega:g}" + (f" rank {r}x{r_star}" if (r, r_star) != (1, 1) else "") + (
         f" rule {replicate}" if replicate else "")
     spec = BoundariesSpec(params, tuple(float(a) for a in alphas), cfg, whole)

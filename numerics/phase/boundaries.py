@@ -61,7 +61,8 @@ def phase_boundaries(
 class BoundariesSpec:
     """One boundary computation: ``params`` (its omega, r, r*) on the alpha grid ``alphas`` (None: the default)
     with ``config``; ``whole``: the positional branch also over the grid below the boundaries' range, refined
-    between its points, for the curves' figure (r = r* = 1, :func:`~attnphase.numerics.phase.scalar_boundaries.curves_branch`)."""
+    between its points, for the curves' figure (r = r* = 1,
+    :func:`~attnphase.numerics.phase.scalar_boundaries.curves_branch`)."""
 
     params: ModelParams
     alphas: tuple[float, ...] | None

@@ -215,7 +215,8 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
     c = _alpha_c(pts, sweeps, grid, lowest, ends, root_tol, notes)
     lin = teacher_eps_lin(params, cfg)
     alpha_l, alpha_l_err, l_branch = _alpha_l(pts, sweeps, grid, lowest, c, lin, root_tol, notes)
-    curves = {b: tuple((fp.alpha, on_labelled_branch(fp, b), fp.observables.e_t, fp.observables.eps_g) for fp in fps) for b, fps in sweeps.items()}
+    curves = {b: tuple((fp.alpha, on_labelled_branch(fp, b), fp.observables.e_t, fp.observables.eps_g) for fp in fps)
+              for b, fps in sweeps.items()}
     first = {b: next((e for e in ends if e.branch == b), None) for b in model_branches(params.r)}
     columns = {}
     for b, e in first.items():
