@@ -90,7 +90,8 @@ def print_boundary_table(table: list[dict], label: str, r: int = 1) -> None:
         cells = [(with_error(row[k], row[k + "_err"]) if math.isfinite(row[k]) and math.isfinite(row[k + "_err"])
                   else _fmt(row[k]) + (" +- nan" if math.isfinite(row[k]) else "")) if label else _fmt(row[k])
                  for k in keys]
-        between = f"  {row.get('alpha_c_from') or '-'}->{row.get('alpha_c_to') or '-'}" if pair else ""
+        pair_text = f"{row['alpha_c_from']}->{row['alpha_c_to']}" if row.get("alpha_c_from") else "-"
+        between = f"  {pair_text:>15}" if pair else ""
         print(f"{row['omega']:7.3f} " + " ".join(f"{c:>{width}}" for c in cells) + between + f"  {row['notes']}")
 
 
