@@ -54,6 +54,7 @@ def boundaries_task(params: ModelParams, alphas: Sequence[float], config: Solver
     (:func:`~attnphase.numerics.phase.scalar_boundaries.curves_branch`)."""
     cfg = config.variant(replicate) if replicate else config
     r, r_star = params.r, teacher_rank(params)
+    whole = whole and (r, r_star) == (1, 1)  # the curves' figure is the scalar form's
     identity = {"params": params.to_dict(), "alphas": list(alphas), "config": cfg.as_dict()} | (
         {"whole_positional_branch": True} if whole else {}) | (
         {"r": r, "r_star": r_star} if (r, r_star) != (1, 1) else {})
