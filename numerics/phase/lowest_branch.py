@@ -45,6 +45,9 @@ from attnphase.theory.params import ModelParams
 END_TOL = 0.05
 #: Bracket width in alpha at which alpha_c and alpha_l stop.
 ROOT_TOL = 5e-3
+#: How the ends and alpha_c are located (their ``method`` columns).
+END_METHOD = "bisection on the existence of a converged fixed point with the branch's label; err = final bracket width"
+ROOT_METHOD = "root of Delta e_t (Illinois regula falsi on solves); err = final bracket width"
 
 
 def on_labelled_branch(fp: FixedPoint | None, branch: str) -> bool:
@@ -63,7 +66,7 @@ def solve_on(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig,
 
 
 def follow_branch(params: ModelParams, alphas: Sequence[float], branch: str, cfg: SolverConfig,
-                       progress: Callable[[FixedPoint], None] | None = None) -> list[FixedPoint]:
+                  progress: Callable[[FixedPoint], None] | None = None) -> list[FixedPoint]:
     """``branch`` over the ascending grid, each point warm-started from the last point on the branch."""
     out, prev = [], None
     for a in sorted(alphas):
@@ -99,11 +102,6 @@ def sobol_eps_lin(params: ModelParams, spec: str) -> float:
     mean = np.einsum("n,nij->ij", rule.weights, s)
     second = np.einsum("n,nij->ij", rule.weights, s * s)
     return float(eps_lin_from_moments(mean, second, params.sigma2, params.omega))
-
-
-END_METHOD = "bisection on the existence of a converged fixed point with the branch's label; err = final bracket width"
-ROOT_METHOD = "root of Delta e_t (Illinois regula falsi on solves); err = final bracket width"
-
 
 
 class _Lost(RuntimeError):
