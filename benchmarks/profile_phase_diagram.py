@@ -34,6 +34,7 @@ import numpy as np
 import attnphase.numerics.phase.boundaries as boundaries
 import attnphase.numerics.phase.brackets as brackets
 import attnphase.numerics.phase.continuation as continuation
+import attnphase.numerics.phase.scalar_boundaries as scalar
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.fixed_point import FixedPointSolver
 from attnphase.numerics.se.se_map import SEMap
@@ -92,15 +93,15 @@ def staged(name_of, fn):
 
 def instrument() -> None:
     """Wrap the stage functions where phase_boundaries / sweep look them up, and count evaluations."""
-    boundaries.sweep = staged(lambda p, a, branch, **kw: f"{branch[:3]} sweep", boundaries.sweep)
+    scalar.sweep = staged(lambda p, a, branch, **kw: f"{branch[:3]} sweep", scalar.sweep)
     brackets.sweep = staged(lambda p, a, branch, **kw: f"{branch[:3]} sweep", brackets.sweep)
     continuation.locate_branch_end = staged(lambda p, branch, *a, **kw: f"{branch[:3]} end", continuation.locate_branch_end)
-    boundaries.safeguarded_newton = staged(lambda *a, **kw: "alpha_c", boundaries.safeguarded_newton)
-    boundaries.refine_alpha_c = staged(lambda *a, **kw: "alpha_c fine", boundaries.refine_alpha_c)
-    boundaries.grow_alpha_c_down = staged(lambda *a, **kw: "alpha_c", boundaries.grow_alpha_c_down)
-    boundaries.grow_alpha_c_up = staged(lambda *a, **kw: "alpha_c", boundaries.grow_alpha_c_up)
-    boundaries.brent_root = staged(lambda *a, **kw: "alpha_l", boundaries.brent_root)
-    boundaries.refined_alpha_l = staged(lambda *a, **kw: "alpha_l fine", boundaries.refined_alpha_l)
+    scalar.safeguarded_newton = staged(lambda *a, **kw: "alpha_c", scalar.safeguarded_newton)
+    scalar.refine_alpha_c = staged(lambda *a, **kw: "alpha_c fine", scalar.refine_alpha_c)
+    scalar.grow_alpha_c_down = staged(lambda *a, **kw: "alpha_c", scalar.grow_alpha_c_down)
+    scalar.grow_alpha_c_up = staged(lambda *a, **kw: "alpha_c", scalar.grow_alpha_c_up)
+    scalar.brent_root = staged(lambda *a, **kw: "alpha_l", scalar.brent_root)
+    scalar.refined_alpha_l = staged(lambda *a, **kw: "alpha_l fine", scalar.refined_alpha_l)
 
     evaluate = SEMap.evaluate
 

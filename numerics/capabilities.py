@@ -41,6 +41,10 @@ CAPABILITIES: dict[str, Capability] = {
                                  "(run attnphase census --rank R --teacher-rank R* at one alpha)"),
     "diagram_error_estimate": Capability("--error-estimate", True, "the rank-r phase diagram reports bracket widths "
                                          "as its errors; replicates over rules are not implemented for it"),
+    "omega_continuation": Capability("--continuation on", True, "continuation in omega carries the r = r* = 1 "
+                                     "boundaries' refinements from one omega to the next (bifurcation ends of the agnostic "
+                                     "branch, alpha_c's Newton correction; docs/method.md section 13); at r >= 2 or "
+                                     "r* >= 2 every omega is computed on its own (--continuation off)"),
     "mixed_branch": Capability("--branch mixed", False, "needs --rank >= 2 (a positional and a semantic direction)"),
 }
 

@@ -135,7 +135,7 @@ class RankTheory:
 
 
 def rank_eps_lin(params: ModelParams, config: SolverConfig) -> float:
-    """eps_lin of the rank-r* teacher (:func:`attnphase.numerics.phase.rank_boundaries.rank_eps_lin`)."""
-    from attnphase.numerics.phase.rank_boundaries import rank_eps_lin as eps
+    """eps_lin of the rank-r* teacher (:func:`attnphase.numerics.phase.lowest_branch.teacher_eps_lin`)."""
+    from attnphase.numerics.phase.lowest_branch import teacher_eps_lin as eps
 
     return eps(params, config)

@@ -105,7 +105,7 @@ def sweep_rank_file_name(branch: str, omega: float, r: int, r_star: int) -> str:
 
 def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     """``attnphase sweep --rank R --teacher-rank R*`` (r or r* >= 2): the branch followed over the alpha grid
-    by warm starts (:func:`~attnphase.numerics.phase.rank_boundaries.follow_rank_branch`; the first point from the
+    by warm starts (:func:`~attnphase.numerics.phase.lowest_branch.follow_branch`; the first point from the
     rank-1 fixed points), one row per alpha into
     DIR/sweep_<branch>_omega<omega>_rank<r>x<r*>.csv: alpha, branch, e_t, eps_g, the invariants (one column
     per eigenvalue / singular value / token), gauge_angle, converged, iterations, residual, reason.  A
@@ -117,7 +117,7 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     if args.branch == "mixed":
         check("mixed_branch", r, r_star)
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
-    from attnphase.numerics.phase.rank_boundaries import follow_rank_branch
+    from attnphase.numerics.phase.lowest_branch import follow_branch
 
     params, cfg = rank_model_and_config(args, r, r_star, opt.single_omega(args, "sweep"))
     opt.check_branch_possible(params, args.branch)
@@ -136,7 +136,7 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
             on = fp.branch if fp.status.converged else "not converged"
             print(f"attnphase: alpha = {fp.alpha:g}: {on}, e_t = {fp.observables.e_t:.6g}", file=sys.stderr, flush=True)
 
-    for fp in follow_rank_branch(params, alphas, args.branch, cfg, progress=said):
+    for fp in follow_branch(params, alphas, args.branch, cfg, progress=said):
         alpha = fp.alpha
         rec = fp.record
         row: dict[str, Any] = {"alpha": alpha, "omega": params.omega, "branch": rec["branch"] if fp.status.converged else "",
@@ -218,14 +218,16 @@ def rank_config(args: argparse.Namespace, params: Any) -> Any:
 
 def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     """``attnphase phase-diagram --rank R --teacher-rank R*`` (r or r* >= 2): per omega one task of
-    :func:`~attnphase.numerics.phase.rank_boundaries.rank_phase_boundaries` (branches semantic, positional and,
+    :func:`~attnphase.numerics.phase.boundaries.phase_boundaries` (branches semantic, positional and,
     at r >= 2, mixed; their ends, alpha_c, alpha_l, each with its bracket width), into ``--out DIR``:
-    phase_diagram.csv/.json/.nc/.png (numerics/jobs/rank_report.py).  Exit code 1 if a task failed."""
+    phase_diagram.csv/.json/.nc/.png (numerics/jobs/report.py).  Exit code 1 if a task failed."""
     import contextlib
 
 
     if solver_options.error_estimate_from_args(args):
         check("diagram_error_estimate", r, r_star)
+    if getattr(args, "continuation", "auto") == "on":
+        check("omega_continuation", r, r_star)
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
     omegas = opt.parse_values(args.omega, "--omega")
     from attnphase.numerics.jobs.report import check_semantic_signal
@@ -242,11 +244,11 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
     opt.announce_defaults(args, params)
     work.begin("computing the rank-r phase diagram")
     from attnphase.execution import ResultStore
-    from attnphase.numerics.phase.rank_boundaries import rank_branches
-    from attnphase.numerics.jobs.rank_report import run_rank_phase_diagram
+    from attnphase.numerics.phase.boundary_results import model_branches
+    from attnphase.numerics.jobs.report import run_phase_diagram
 
     if not args.quiet:
-        print(f"attnphase: rank r = {r}, r* = {r_star}: branches {', '.join(rank_branches(r))} over {len(alphas)} alpha "
+        print(f"attnphase: rank r = {r}, r* = {r_star}: branches {', '.join(model_branches(r))} over {len(alphas)} alpha "
               f"values at {len(omegas)} omega(s) on {cfg.quadrature}, then bisections and root searches", file=sys.stderr)
     from attnphase.execution.executor import usable_cores
 
@@ -261,8 +263,8 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
         shown = {str(stage): str(out_dir)}
         stdout = outputs.Rewriting(sys.stderr if args.json else sys.stdout, shown)
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
-            code = run_rank_phase_diagram(params, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
-                                          executor=executor, store=store, fresh=args.fresh, command=command_line())
+            code, _ = run_phase_diagram(params, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
+                                        executor=executor, store=store, fresh=args.fresh, command=command_line())
         meta = json.loads((stage / "phase_diagram.json").read_text())
     if args.json:
         print(json.dumps(outputs.json_value(meta | {"out": str(out_dir)})))
@@ -272,7 +274,7 @@ def cmd_phase_diagram_rank(args: argparse.Namespace, r: int, r_star: int) -> int
 def cmd_scan_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     """``attnphase scan --rank R --teacher-rank R*`` (r or r* >= 2): the rank-r boundaries of
     :func:`cmd_phase_diagram_rank` at every (scanned value, omega), one task each, into scan.csv/.json/.nc
-    and a figure per value (numerics/jobs/rank_report.py).  Exit code 1 if a task failed."""
+    and a figure per value (numerics/jobs/scan_report.py).  Exit code 1 if a task failed."""
     import contextlib
 
     from attnphase.numerics.se.rank_se import with_ranks
@@ -298,7 +300,8 @@ def cmd_scan_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     work.begin("scanning the rank-r boundaries")
     from attnphase.execution import ResultStore
     from attnphase.execution.executor import usable_cores
-    from attnphase.numerics.jobs.rank_report import run_rank_scan
+    from attnphase.execution.progress import job_summary
+    from attnphase.numerics.jobs.scan_report import print_scan_table, run_scan
 
     costs = [workload.rank_boundaries_task_seconds(len(alphas), m.L, cfg) for m in models for _ in omegas]
     workload.announce_tasks(f"rank-{r} scan over {len(values)} {field} x {len(omegas)} omega", costs, executor.workers,
@@ -312,9 +315,11 @@ def cmd_scan_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
         shown = {str(stage): str(out_dir)}
         stdout = outputs.Rewriting(sys.stderr if args.json else sys.stdout, shown)
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
-            code = run_rank_scan(field, values, models, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
-                                 executor=executor, store=store, fresh=args.fresh, command=command_line())
-        summary = json.loads((stage / "scan.json").read_text())
+            summary = run_scan(field, values, models, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
+                               executor=executor, store=store, fresh=args.fresh, command=command_line())
+            print_scan_table(summary, cfg)
+            code = job_summary(f"wrote {out_dir}/scan.csv, .json, .nc and {len(values)} figures", summary["seconds"],
+                               summary["tasks"], summary["tasks"]["failures"])
     if args.json:
         print(json.dumps(outputs.json_value(summary | {"out": str(out_dir)})))
     return int(code or 0)

@@ -1,11 +1,5 @@
-"""``attnphase scan``: the phase diagram over (a second model parameter) x omega, one task per cell.
-
-For every value v of the scanned parameter (lambda, rho0, L or sigma) and every omega, the
-boundaries of docs/model.md section 6 (:func:`~attnphase.numerics.phase.boundaries.phase_boundaries`) are
-one task of the execution layer; all of them land in one dataset ``scan.nc`` with dimensions
-``(<parameter>, omega, branch, alpha)`` (:func:`~attnphase.numerics.jobs.dataset.boundaries_dataset`),
-the table ``scan.csv`` (a ``<parameter>`` column before phase-diagram's), and one figure per value
-``phase_diagram_<parameter><v>.png``.  Resumable like every job (DIR/tasks, ``--fresh``).
+"""``attnphase scan``: the phase diagram over (a second model parameter) x omega, one task per cell
+(the job: :func:`~attnphase.numerics.jobs.scan_report.run_scan`, every rank).
 """
 
 from __future__ import annotations
@@ -13,11 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import sys
-import time
-from pathlib import Path
-from typing import Any, Sequence
 
 from attnphase import options as opt
 from attnphase import solver_options
@@ -25,66 +15,6 @@ from attnphase import execution_options
 from attnphase import outputs, work, workload
 from attnphase.execution.progress import job_summary
 from attnphase.numerics.commands.common import TASKS_FOLDER, check_distinct_models, command_line, ranks_from_args
-
-
-def _coord(field: str, values: Sequence[Any]) -> list[Any]:
-    """The dataset coordinate of the scanned values: numbers, or the --sigma texts where one is a vector."""
-    if field != "sigma":
-        return list(values)
-    try:
-        return [float(v) for v in values]
-    except ValueError:
-        return [str(v).strip() for v in values]
-
-
-def run_scan(field: str, values: Sequence[Any], models: Sequence[Any], omegas: Sequence[float],
-             alphas: Sequence[float], *, out_dir: Path, config: Any, error_estimate: int, executor: Any,
-             store: Any, fresh: bool, quiet: bool, command: str) -> dict[str, Any]:
-    """Compute and write the scan; returns the summary (scan.json)."""
-    from attnphase.execution.dataset import job_attrs, write_netcdf
-    from attnphase.numerics.jobs.dataset import boundaries_dataset
-    from attnphase.numerics.jobs.tasks import numerics_version
-    from attnphase.numerics.jobs.plots import plot_phase_diagram
-    from attnphase.numerics.jobs.report import (CSV_COLUMNS, ERROR_COLUMNS, alpha_max_of, boundary_table,
-                                           compute_boundaries, write_boundary_csv)
-    from attnphase.numerics.jobs.variables import described
-
-    t0 = time.perf_counter()
-    grid = [m.replace(omega=float(w)) for m in models for w in omegas]
-    runs = compute_boundaries(grid, alphas, config, error_estimate, executor=executor, store=store, fresh=fresh,
-                              quiet=quiet, desc=f"scan over {field} x omega",
-                              tags=[f"{field}={v} " for v in values for _ in omegas])
-    coord = _coord(field, values)
-    n = len(omegas)
-    table, cells = [], []
-    for i, v in enumerate(coord):
-        rows = runs.rows[i * n:(i + 1) * n]
-        errs = runs.errors[i * n:(i + 1) * n] if runs.errors else None
-        plot_phase_diagram(rows, out_dir / f"phase_diagram_{field}{v}.png", alpha_max=alpha_max_of(rows, alphas),
-                           errors=errs)
-        table += [{field: v} | r for r in boundary_table(rows, errs)]
-        for j, b in enumerate(rows):
-            o = runs.outcomes[i * n + j]
-            cells.append({"at": {field: v, "omega": b.omega}, "b": b, "err": errs[j] if errs else None,
-                          "status": o.status if o.ok else "failed", "error": o.error})
-    write_boundary_csv(out_dir / "scan.csv", table, bool(runs.errors), first=(field,))
-    version = numerics_version()
-    attrs = job_attrs("scan", version=version, model=models[0].to_dict() | {"omega": "scanned", field: "scanned"},
-                      solver=config.as_dict(), rule=config.quadrature, command=command, scanned=field,
-                      error_estimate=error_estimate,
-                      title=f"Phase diagram of dot-product attention over {field} and omega")
-    coords = {field: coord, "omega": [float(w) for w in omegas]}
-    write_netcdf(boundaries_dataset(cells, (field, "omega"), coords, alphas, attrs), out_dir / "scan.nc")
-    summary = {"scanned": field, "values": coord, "omegas": list(omegas), "alphas": list(alphas),
-               "solver": config.as_dict(), "error_estimate": error_estimate,
-               "rows": [{k: (None if isinstance(x, float) and not math.isfinite(x) else x) for k, x in r.items()}
-                        for r in table],
-               "tasks": runs.counts | {"failures": runs.failures}, "dataset": "scan.nc",
-               "variables": described((field,) + CSV_COLUMNS + (ERROR_COLUMNS if runs.errors else ())),
-               "code_version": version,
-               "seconds": time.perf_counter() - t0}
-    (out_dir / "scan.json").write_text(json.dumps(summary, indent=2))
-    return summary
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
@@ -120,6 +50,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     work.begin("scanning the boundaries")
 
     from attnphase.execution import ResultStore
+    from attnphase.numerics.jobs.scan_report import run_scan
 
     store = ResultStore(out_dir / TASKS_FOLDER)
     job_model = models[0].to_dict() | {field: [str(v) for v in values], "omega": list(omegas), "alpha": list(alphas)}

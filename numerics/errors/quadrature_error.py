@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from attnphase.numerics.phase.boundaries import BOUNDARY_KEYS, Boundaries, boundaries_job
+from attnphase.numerics.phase.boundaries import BOUNDARY_KEYS, Boundaries, BoundariesSpec, boundaries_job
 from attnphase.numerics.parallel import map_in_order
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import rule_blocks
@@ -133,7 +133,8 @@ def boundary_errors(
     """
     n_rules = check_rules(n_rules)
     cfg = config or SolverConfig()
-    jobs = [(params.replace(omega=b.omega), list(alphas), cfg.variant(k)) for b in rows for k in range(1, n_rules)]
+    jobs = [BoundariesSpec(params.replace(omega=b.omega), tuple(float(a) for a in alphas), cfg.variant(k))
+            for b in rows for k in range(1, n_rules)]
     others = map_in_order(boundaries_job, jobs, workers, progress)
     return [replicate_spread([b] + others[i * (n_rules - 1):(i + 1) * (n_rules - 1)]) for i, b in enumerate(rows)]
 

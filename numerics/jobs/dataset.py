@@ -2,12 +2,15 @@
 
 Phase diagram / scan, dimensions ``(<scanned parameter>,) omega``, plus ``branch, alpha`` for the curves:
 
-* the boundaries alpha_c, alpha_l, semantic_end, positional_end, alpha_c_coarse (docs/model.md
-  section 6), each with ``<name>_err`` -- its standard error from the rules' scrambling blocks, or
-  the spread over ``--error-estimate K`` independent rules (NaN where none) -- and the branch ends' kind
-  and method, the notes;
+* the boundaries alpha_c, alpha_l, every branch's end (semantic, positional, and mixed at r >= 2),
+  alpha_c_coarse (docs/model.md section 6), each with ``<name>_err`` -- at r = r* = 1 its standard error
+  from the rules' scrambling blocks, or the spread over ``--error-estimate K`` independent rules; at r >= 2
+  or r* >= 2 its search's final bracket width (NaN where none) -- the branch ends' kind and method, the
+  branches alpha_c lies between, the branch of alpha_l, eps_lin, the notes
+  (:func:`~attnphase.numerics.phase.boundary_results.boundary_columns`);
 * ``status`` ("done" / "failed") and ``error`` of each task;
-* the branches on the alpha grid: eps_g, e_t, m, theta, q, converged (section 4); eps_lin per omega.
+* the branches on the alpha grid: eps_g, e_t, m, theta, q, converged (section 4; at r >= 2 or r* >= 2
+  eps_g, e_t and converged, the matrix overlaps having no scalar m, theta, q).
 
 Sweeps: every column of the sweep's CSV over ``(omega, alpha)`` (:func:`sweeps_dataset`).  Names,
 long names and units: :mod:`attnphase.numerics.jobs.variables` (CF conventions,
@@ -23,14 +26,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from attnphase.execution.dataset import Variable, annotate, error_name
-from attnphase.numerics.phase.boundaries import BOUNDARY_KEYS, Boundaries
+from attnphase.numerics.phase.boundary_results import Boundaries, boundary_columns, boundary_keys, model_branches
 from attnphase.numerics.phase.continuation import BranchSweep
 from attnphase.numerics.jobs.variables import SWEEP_COLUMNS, lookup
 
 CURVE_KEYS = ("eps_g", "e_t", "m", "theta", "q")
-BRANCH_NAMES = ("semantic", "positional")
-_BOUNDARY_FLOATS = BOUNDARY_KEYS + ("alpha_c_coarse",)
-_BOUNDARY_TEXT = ("semantic_end_kind", "positional_end_kind", "semantic_end_method", "positional_end_method")
 _ERR_COMMENT = ("from the rules' independent scrambling blocks, or the sample standard deviation over "
                 "--error-estimate K independent rules; NaN: not estimated")
 _ON_BRANCH = "on each branch over the alpha grid; NaN where its fixed point did not converge"
@@ -44,7 +44,16 @@ def _lookup(name: str) -> Variable | None:
     return var
 
 
-_ERROR_NAMES = {f"{k}_err" for k in BOUNDARY_KEYS} | {f"err_{k}" for k in CURVE_KEYS + ("V",)}
+_ERROR_NAMES = {f"{k}_err" for k in boundary_keys(2)} | {f"err_{k}" for k in CURVE_KEYS + ("V",)}
+_TEXT = ("alpha_c_from", "alpha_c_to", "alpha_c_method", "alpha_l_branch")
+
+
+def _columns(r: int) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(boundaries with errors, other numbers, text) of the rows at rank r (:func:`boundary_columns`)."""
+    keys = boundary_keys(r)
+    text = tuple(c for c in boundary_columns(r) if c.endswith(("_kind", "_method")) or c in _TEXT)
+    floats = tuple(c for c in boundary_columns(r) if c not in keys + text + ("omega", "eps_lin"))
+    return keys, floats, text
 
 
 def _coord_key(v: Any) -> float | str:
@@ -60,33 +69,37 @@ def _index(values: Sequence[Any]) -> dict[float | str, int]:
 
 
 def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coords: dict[str, Sequence[Any]],
-                       alphas: Sequence[float], attrs: dict[str, Any]):
+                       alphas: Sequence[float], attrs: dict[str, Any], r: int = 1):
     """One Dataset from ``cells``: each ``{"at": {dim: value}, "b": Boundaries, "err": dict | None,
-    "status": str, "error": str}``; ``coords`` the values of every dim in ``dims`` (omega last)."""
+    "status": str, "error": str}``; ``coords`` the values of every dim in ``dims`` (omega last); ``r`` the
+    student rank (the branches: :func:`~attnphase.numerics.phase.boundary_results.model_branches`)."""
     import xarray as xr
 
+    keys, other, text_keys = _columns(r)
+    branches = model_branches(r)
     shape = tuple(len(coords[d]) for d in dims)
     idx = {d: _index(coords[d]) for d in dims}
     alist = [float(a) for a in alphas]
     a_idx = _index(alist)
-    floats = {k: np.full(shape, np.nan) for k in _BOUNDARY_FLOATS}
-    errs = {k: np.full(shape, np.nan) for k in BOUNDARY_KEYS}
-    found = {k: np.zeros(shape, dtype=np.int32) for k in BOUNDARY_KEYS}
-    text = {k: np.full(shape, "", dtype=object) for k in _BOUNDARY_TEXT + ("notes", "status", "error")}
+    floats = {k: np.full(shape, np.nan) for k in keys + other}
+    errs = {k: np.full(shape, np.nan) for k in keys}
+    found = {k: np.zeros(shape, dtype=np.int32) for k in keys}
+    text = {k: np.full(shape, "", dtype=object) for k in text_keys + ("notes", "status", "error")}
     eps_lin = np.full(shape, np.nan)
-    curves = {k: np.full(shape + (2, len(alist)), np.nan) for k in CURVE_KEYS}
-    converged = np.zeros(shape + (2, len(alist)), dtype=np.int8)
+    curves = {k: np.full(shape + (len(branches), len(alist)), np.nan) for k in CURVE_KEYS}
+    converged = np.zeros(shape + (len(branches), len(alist)), dtype=np.int8)
     for cell in cells:
         at = tuple(idx[d][_coord_key(cell["at"][d])] for d in dims)
         b: Boundaries = cell["b"]
-        for k in _BOUNDARY_FLOATS:
+        for k in keys + other:
             floats[k][at] = getattr(b, k)
-        for k in _BOUNDARY_TEXT:
+        for k in text_keys:
             text[k][at] = getattr(b, k)
         text["notes"][at] = "; ".join(b.notes)
         text["status"][at] = cell["status"]
         text["error"][at] = cell.get("error", "")
-        for k in BOUNDARY_KEYS:
+        eps_lin[at] = b.eps_lin
+        for k in keys:
             if cell.get("err"):
                 errs[k][at] = cell["err"][f"{k}_err"]
                 found[k][at] = cell["err"][f"{k}_found"]
@@ -102,10 +115,16 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
                     curves[k][at + (j, i)] = rec[k]
                 converged[at + (j, i)] = 1
                 eps_lin[at] = rec["eps_lin"]
+        for j, br in enumerate(branches):
+            for alpha, on, e_t, eps_g in b.curves.get(br, ()):
+                i = a_idx.get(float(alpha))
+                if i is not None and on:
+                    curves["e_t"][at + (j, i)], curves["eps_g"][at + (j, i)] = e_t, eps_g
+                    converged[at + (j, i)] = 1
     dv: dict[str, Any] = {}
-    for k in _BOUNDARY_FLOATS:
+    for k in keys + other:
         dv[k] = (dims, floats[k])
-        if k in BOUNDARY_KEYS:
+        if k in keys:
             dv[f"{k}_err"] = (dims, errs[k])
             dv[f"{k}_found"] = (dims, found[k])
     for k, v in text.items():
@@ -115,8 +134,19 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
     for k in CURVE_KEYS:
         dv[k] = (cdims, curves[k], {"comment": _ON_BRANCH})
     dv["converged"] = (cdims, converged, {"comment": "on each branch over the alpha grid"})
-    all_coords = {d: list(coords[d]) for d in dims} | {"branch": list(BRANCH_NAMES), "alpha": alist}
-    return annotate(xr.Dataset(dv, coords=all_coords, attrs=attrs), _curve_lookup)
+    all_coords = {d: list(coords[d]) for d in dims} | {"branch": list(branches), "alpha": alist}
+    widths = any((c["b"].r, c["b"].r_star) != (1, 1) for c in cells)
+    return annotate(xr.Dataset(dv, coords=all_coords, attrs=attrs), _bracket_lookup if widths else _curve_lookup)
+
+
+def _bracket_lookup(name: str) -> Variable | None:
+    """As :func:`_curve_lookup`, a boundary's ``<name>_err`` being its search's final bracket width (r >= 2 or
+    r* >= 2), not a standard error."""
+    of = _curve_lookup(name[:-4]) if name.endswith("_err") and name[:-4] in boundary_keys(2) else None
+    if of is not None:
+        return Variable(name, f"bracket width of {of.long_name}", of.units,
+                        "the final bracket of the search that located it; the boundary lies within it")
+    return _curve_lookup(name)
 
 
 def _curve_lookup(name: str) -> Variable | None:

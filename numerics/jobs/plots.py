@@ -14,7 +14,7 @@ from matplotlib.ticker import NullFormatter  # noqa: E402
 import numpy as np  # noqa: E402
 
 from attnphase.numerics.phase.continuation import BranchSweep  # noqa: E402
-from attnphase.numerics.phase.boundaries import Boundaries  # noqa: E402
+from attnphase.numerics.phase.boundary_results import Boundaries, model_branches  # noqa: E402
 
 #: From this many omegas on, the phase diagram's curves have no markers and its error bars are bands.
 DENSE_ROWS = 15
@@ -179,6 +179,69 @@ def plot_branch_curves(
         if alpha_max is not None:
             ax.set_xlim(0, alpha_max)
     fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return fig
+
+
+def plot_branch_diagram(rows: Sequence[Boundaries], path: str | Path):
+    """The phase diagram of the search over every branch (r >= 2 or r* >= 2).  Left: alpha_c, alpha_l and the
+    branch ends in the (alpha, omega) plane, error bars = bracket widths;
+    middle: those bracket widths on a log scale (at the plane's scale a bar may be thinner than its marker);
+    right: e_t of each branch minus the lowest one, over alpha, at the first omega.  Returns the Figure."""
+    fig, (ax, wx, bx) = plt.subplots(1, 3, figsize=(14, 5.4), gridspec_kw={"width_ratios": [2.2, 1, 2.2]})
+    wx.sharey(ax)
+    om = np.array([b.omega for b in rows])
+    series = [("alpha_c", "o-", "k"), ("alpha_l", "s--", "tab:green")] + [
+        (f"{br}_end", m, c) for br, m, c in zip(model_branches(rows[0].r), ("v:", "^:", "d:"),
+                                                ("tab:blue", "tab:red", "tab:purple"))]
+    table = [b.row() for b in rows]
+    for key, fmt, color in series:
+        x = np.array([t[key] for t in table], dtype=float)
+        err = np.array([t[f"{key}_err"] for t in table], dtype=float)
+        failed = np.array([str(t.get(key + "_kind", "")).startswith("no converged") for t in table])
+        for part, label, face in ((~failed, key, color), (failed, f"{key} (solver failure beyond)", "none")):
+            xs = np.where(part, x, np.nan)
+            if np.isfinite(xs).any():
+                ax.errorbar(xs, om, xerr=np.where(np.isfinite(err), err, 0.0), fmt=fmt, color=color, mfc=face,
+                            capsize=3, label=label)
+        shown = np.isfinite(x) & np.isfinite(err) & (err > 0)
+        if shown.any():
+            wx.plot(err[shown], om[shown], fmt[0] + "-", color=color, gid=f"width_{key}")
+    ax.set_xlabel(r"$\alpha$")
+    ax.set_ylabel(r"$\omega$")
+    ax.set_xlim(left=0)
+    ax.set_title(f"rank r = {rows[0].r}, r* = {rows[0].r_star}")
+    missing = [k for k in ("alpha_c", "alpha_l") if not np.isfinite([t[k] for t in table]).any()]
+    if missing:
+        ax.text(0.01, 0.01, " and ".join(missing) + ": not found in the alpha range (see the notes)",
+                transform=ax.transAxes, fontsize=8)
+    widths = np.concatenate([np.asarray(li.get_xdata(), dtype=float) for li in wx.get_lines()] + [np.array([])])
+    if widths.size:
+        wx.set_xscale("log")
+        wx.set_xlim(10 ** math.floor(math.log10(widths.min()) - 0.15), 10 ** math.ceil(math.log10(widths.max()) + 0.15))
+        wx.xaxis.set_minor_formatter(NullFormatter())
+    else:
+        wx.text(0.5, 0.5, "no bracket", transform=wx.transAxes, ha="center")
+    wx.set_xlabel(r"bracket width (in $\alpha$)")
+    wx.set_title("error bars (log scale)")
+    wx.grid(alpha=0.3, which="both")
+    wx.tick_params(labelleft=False)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    ax.grid(alpha=0.3)
+    first = rows[0]
+    curves = {br: [(a, e) for a, on, e, _ in c if on] for br, c in first.curves.items()}
+    alphas = sorted({a for c in curves.values() for a, _ in c})
+    low = {a: min(e for c in curves.values() for b, e in c if b == a) for a in alphas}
+    for br, c in curves.items():
+        if c:
+            bx.plot([a for a, _ in c], [e - low[a] for a, e in c], "o-", label=br)
+    bx.set_xlabel(r"$\alpha$")
+    bx.set_ylabel(r"$e_t - \min_{\rm branches} e_t$")
+    bx.set_title(f"omega = {first.omega:g}")
+    bx.legend(fontsize=8)
+    bx.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

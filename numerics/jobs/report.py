@@ -1,15 +1,15 @@
-"""The ``phase-diagram`` job: boundaries over omega as tasks, CSV + netCDF + figures + printed table.
+"""The ``phase-diagram`` job at every rank: boundaries over omega as tasks, CSV + netCDF + figures + printed table.
 
 Every omega (and every ``--error-estimate`` replicate of it) is one task of the execution layer
 (:mod:`attnphase.numerics.jobs.tasks`), stored under ``DIR/tasks`` as it finishes: a rerun of the same
 command computes only what is missing, ``--fresh`` everything.  With continuation in omega
 (``--continuation``, :mod:`attnphase.numerics.phase.omega_continuation`) a task is a chain of contiguous
-omegas instead, continued from its first (:func:`compute_boundaries_continued`).
+omegas instead, continued from its first (:func:`compute_boundaries_continued`; r = r* = 1).  The table's
+columns: :mod:`attnphase.numerics.jobs.boundary_table`.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import sys
@@ -21,17 +21,20 @@ from typing import Sequence
 from attnphase.execution import ExecutorSpec, Outcome, ResultStore, code_version, run_tasks
 from attnphase.execution.outputs import outputs_current, record_outputs
 from attnphase.execution.progress import TaskBar, failure_summary, job_summary
-from attnphase.numerics.phase.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS, Boundaries
 from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.jobs.boundary_table import (  # noqa: F401  (the table's names, for the job's callers)
+    CSV_COLUMNS, ERROR_COLUMNS, alpha_max_of, boundary_table, bracket_widths, csv_columns, error_label, plain_json,
+    print_boundary_table, write_boundary_csv,
+)
+from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.jobs.tasks import (
     boundaries_or_failure, boundaries_task, chain_task, numerics_version, omega_chains, strip_sweeps,
 )
 from attnphase.numerics.errors.quadrature_error import replicate_spread
 from attnphase.numerics.errors.replicates import replicate_count
+from attnphase.numerics.se.starts import teacher_rank
 from attnphase.theory.params import ModelParams
 
-CSV_COLUMNS = BOUNDARY_COLUMNS + ("notes",)
-ERROR_COLUMNS = tuple(f"{k}_{suffix}" for k in BOUNDARY_KEYS for suffix in ("err", "found"))
 CURVES_OMEGA = 0.3
 
 
@@ -80,8 +83,9 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
     """phase_boundaries at every model (one task each), and on ``n_rules - 1`` more rules when
     ``n_rules`` >= 2 (the replicates keep only their numbers; their spread is each boundary's error).
     Otherwise the errors are each task's own, from the rules' blocks (:meth:`Boundaries.errors`), when
-    ``config`` makes them.  ``tags``: label prefixes per model.  ``curves_at``: the omega whose first-rule task
-    also follows the whole positional branch (the curves figure's; None: none)."""
+    ``config`` makes them; at r >= 2 or r* >= 2 the searches' bracket widths.  ``tags``: label prefixes per
+    model.  ``curves_at``: the omega whose first-rule task also follows the whole positional branch (the curves
+    figure's; None: none)."""
     reps = max(1, n_rules)
     tags = tags or [""] * len(models)
     version = numerics_version()
@@ -91,19 +95,19 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
              for m, tag in zip(models, tags) for k in range(reps)]
     # the smallest omegas first: they take longest (alpha_c between the positional branch's two close
     # pieces: 15-18 s at omega <= 0.05 against 8-11 s above, one thread), so they do not end the run alone
-    order = sorted(range(len(tasks)), key=lambda i: tasks[i].arg[0].omega)
+    order = sorted(range(len(tasks)), key=lambda i: tasks[i].arg.params.omega)
     with TaskBar(desc, unit="task", quiet=quiet) as bar:
         done = run_tasks([tasks[i] for i in order], executor=executor, store=store, fresh=fresh, version=version,
                          progress=bar)
     outs = [done[0]] * len(tasks)
     for k, i in enumerate(order):
         outs[i] = done[k]
-    rows = [boundaries_or_failure(outs[i * reps], m.omega) for i, m in enumerate(models)]
+    rows = [boundaries_or_failure(outs[i * reps], m.omega, m.r, teacher_rank(m)) for i, m in enumerate(models)]
     errors = None
     if n_rules:
         errors = [replicate_spread([strip_sweeps(boundaries_or_failure(o, m.omega)) for o in outs[i * reps:(i + 1) * reps]])
                   for i, m in enumerate(models)]
-    elif replicate_count(config):
+    elif replicate_count(config) or bracket_widths(rows):
         errors = [b.errors() for b in rows]
     counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
               "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs)}
@@ -149,53 +153,6 @@ def compute_boundaries_continued(params: ModelParams, omegas: Sequence[float], a
     return BoundaryRuns(rows, errors, outcomes, counts, failure_summary(outs), tuple(t.key for t in tasks))
 
 
-def _fmt(x: float) -> str:
-    return "nan" if not math.isfinite(x) else f"{x:.4f}"
-
-
-def _fmt_err(x: float) -> str:
-    return "nan" if not math.isfinite(x) else f"{x:.1e}"
-
-
-def boundary_table(rows: Sequence[Boundaries], errors: Sequence[dict] | None) -> list[dict]:
-    return [b.row() | (errors[i] if errors else {}) for i, b in enumerate(rows)]
-
-
-def write_boundary_csv(path: Path, table: list[dict], errors: bool, first: Sequence[str] = ()) -> None:
-    with open(path, "w", newline="") as fh:
-        wr = csv.DictWriter(fh, fieldnames=tuple(first) + CSV_COLUMNS + (ERROR_COLUMNS if errors else ()))
-        wr.writeheader()
-        wr.writerows(table)
-
-
-def error_label(config: SolverConfig, n_rules: int) -> str:
-    """What the error bars of a table are ('' for none)."""
-    if n_rules:
-        return f"spread over {n_rules} independent rules"
-    R = replicate_count(config)
-    return f"standard error over {R} scrambling blocks of each rule" if R else ""
-
-
-def print_boundary_table(table: list[dict], label: str) -> None:
-    """The boundaries at each omega; with error bars (``label``) each as ``1.2345 +- 0.0012``, rounded to its bar."""
-    from attnphase.display import with_error
-
-    width = 18 if label else 9
-    print(f"{'omega':>7} " + " ".join(f"{h:>{width}}" for h in ("alpha_c", "alpha_l", "sem_end", "pos_end"))
-          + "  notes" + (f"   (+- {label})" if label else ""))
-    for r in table:
-        cells = [(with_error(r[k], r[k + "_err"]) if math.isfinite(r[k]) and math.isfinite(r[k + "_err"])
-                  else _fmt(r[k]) + (" +- nan" if math.isfinite(r[k]) else "")) if label else _fmt(r[k])
-                 for k in BOUNDARY_KEYS]
-        print(f"{r['omega']:7.3f} " + " ".join(f"{c:>{width}}" for c in cells) + f"  {r['notes']}")
-
-
-def alpha_max_of(rows: Sequence[Boundaries], alphas: Sequence[float]) -> float:
-    """The figure's alpha range: the grid, and boundaries found beyond it (brackets grow up to ALPHA_LIMIT)."""
-    found = [getattr(b, k) for b in rows for k in BOUNDARY_KEYS if math.isfinite(getattr(b, k))]
-    return max([max(alphas)] + [1.05 * a for a in found])
-
-
 def run_phase_diagram(
     params: ModelParams,
     omegas: Sequence[float],
@@ -233,7 +190,8 @@ def run_phase_diagram(
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     models = [params.replace(omega=float(w)) for w in omegas]
-    at = curves_omega(omegas)
+    scalar = (params.r, teacher_rank(params)) == (1, 1)
+    at = curves_omega(omegas) if scalar else None
     if chains:
         runs = compute_boundaries_continued(params, omegas, alphas, cfg, error_estimate, n_chains=chains,
                                             executor=executor, store=store, fresh=fresh, quiet=quiet)
@@ -247,7 +205,7 @@ def run_phase_diagram(
     curves = next((b for b in runs.rows if at is not None and abs(b.omega - at) < 1e-12), None)
     if curves is not None and curves.semantic is not None and curves.semantic.points:
         files.append(curves_file(curves.omega))
-    elif not quiet:
+    elif not quiet and scalar:
         print(f"attnphase: note: no branch-curves figure: the omega = {at:g} task has no converged semantic point"
               if at is not None else "attnphase: note: no branch-curves figure (no omega below 1)", file=sys.stderr)
     # what the files are made of: the tasks, the options that shape the files, the presenting code
@@ -263,7 +221,7 @@ def run_phase_diagram(
         meta = _write_phase_diagram(out, params, omegas, alphas, cfg, error_estimate, command, runs, rows, errors,
                                     table, curves, version, t0, chains)
         record_outputs(out, "phase_diagram", identity, files)
-    print_boundary_table(table, error_label(cfg, error_estimate) if errors else "")
+    print_boundary_table(table, error_label(cfg, error_estimate, bracket_widths(rows)) if errors else "", params.r)
     what = "outputs up to date in" if unchanged else "wrote"
     code = job_summary(f"{what} {out}/phase_diagram.csv, .nc, .png" + (f", {files[-1]}" if files[-1].startswith("curves") else ""),
                        time.perf_counter() - t0, runs.counts, runs.failures)
@@ -277,17 +235,22 @@ def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float]
     """phase_diagram.csv/.png/.nc/.json and the curves' figure (when ``curves`` has them); returns the JSON's record."""
     from attnphase.execution.dataset import job_attrs, write_netcdf
     from attnphase.numerics.jobs.dataset import boundaries_dataset
-    from attnphase.numerics.jobs.plots import plot_branch_curves, plot_phase_diagram
+    from attnphase.numerics.jobs.plots import plot_branch_curves, plot_branch_diagram, plot_phase_diagram
     from attnphase.numerics.jobs.variables import described
 
-    write_boundary_csv(out / "phase_diagram.csv", table, bool(errors))
-    plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=alpha_max_of(rows, alphas), errors=errors)
+    r, r_star = params.r, teacher_rank(params)
+    write_boundary_csv(out / "phase_diagram.csv", table, bool(errors), r=r)
+    if bracket_widths(rows):
+        plot_branch_diagram(rows, out / "phase_diagram.png")
+    else:
+        plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=alpha_max_of(rows, alphas), errors=errors)
     cells = [{"at": {"omega": b.omega}, "b": b, "err": errors[i] if errors else None, "status": o.status
               if o.ok else "failed", "error": o.error} for i, (b, o) in enumerate(zip(rows, runs.outcomes))]
     attrs = job_attrs("phase-diagram", version=version, model=params.to_dict() | {"omega": "scanned"},
                       solver=cfg.as_dict(), rule=cfg.quadrature, command=command, error_estimate=error_estimate,
-                      title="Phase diagram of dot-product attention: alpha_c, alpha_l and the branch ends over omega")
-    write_netcdf(boundaries_dataset(cells, ("omega",), {"omega": [float(w) for w in omegas]}, alphas, attrs),
+                      title="Phase diagram of dot-product attention: alpha_c, alpha_l and the branch ends over omega"
+                      + (f" (rank r = {r}, r* = {r_star})" if (r, r_star) != (1, 1) else ""))
+    write_netcdf(boundaries_dataset(cells, ("omega",), {"omega": [float(w) for w in omegas]}, alphas, attrs, r),
                  out / "phase_diagram.nc")
     if curves is not None and curves.semantic is not None and curves.semantic.points:
         pc = params.replace(omega=curves.omega)
@@ -299,6 +262,8 @@ def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float]
         )
     meta = {
         "params": params.to_dict(),
+        "rank": r,
+        "teacher_rank": r_star,
         "omegas": list(omegas),
         "alphas": list(alphas),
         "solver": cfg.as_dict(),
@@ -307,9 +272,9 @@ def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float]
         "rows": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()} for r in table],
         "tasks": runs.counts | {"failures": runs.failures},
         "dataset": "phase_diagram.nc",
-        "variables": described(CSV_COLUMNS + (ERROR_COLUMNS if errors else ())),
+        "variables": described(csv_columns(r, bool(errors))),
         "code_version": version,
         "seconds": time.perf_counter() - t0,
-    }
-    (out / "phase_diagram.json").write_text(json.dumps(meta, indent=2))
+    } | ({"curves": plain_json({f"{b.omega:g}": b.curves for b in rows})} if (r, r_star) != (1, 1) else {})
+    (out / "phase_diagram.json").write_text(json.dumps(meta, indent=2, default=str))
     return meta

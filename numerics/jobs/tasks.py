@@ -3,14 +3,12 @@
 One task is one independent continuation computation, warm starts staying inside it:
 
 * :func:`boundaries_task` -- :func:`~attnphase.numerics.phase.boundaries.phase_boundaries` at one model
-  (one omega; one value of a scanned parameter), on the k-th replicate of every quadrature role
-  for ``--error-estimate``;
+  (one omega; one value of a scanned parameter; any rank r, r*), on the k-th replicate of every quadrature
+  role for ``--error-estimate``; its argument a :class:`~attnphase.numerics.phase.boundaries.BoundariesSpec`;
 * :func:`chain_task` -- the boundaries along a chain of omegas, continued in omega from an anchor
   (:func:`~attnphase.numerics.phase.omega_continuation.boundaries_chain`, ``phase-diagram --continuation``:
   the warm starts pass from one omega to the next, so the chain is one task);
 * :func:`sweep_task` -- one branch over the alpha grid at one model (``sweep`` over several omegas);
-* :func:`rank_boundaries_task` -- the rank-r boundaries at one omega
-  (:func:`~attnphase.numerics.phase.rank_boundaries.rank_phase_boundaries`, ``phase-diagram --rank``);
 * :func:`census_task` -- the census at one omega's alpha_c
   (:func:`~attnphase.numerics.phase.census.census_check`, ``phase-diagram --census``).
 
@@ -21,14 +19,16 @@ exactly the computation asked for.
 
 from __future__ import annotations
 
-import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
 
 from attnphase.execution import Outcome, Task, code_version, task_key
-from attnphase.numerics.phase.boundaries import Boundaries, _portable, boundaries_job
+from attnphase.numerics.phase.boundaries import Boundaries, BoundariesSpec, boundaries_job
+from attnphase.numerics.phase.boundary_results import failed_boundaries
+from attnphase.numerics.phase.scalar_boundaries import _portable
+from attnphase.numerics.se.starts import teacher_rank
 from attnphase.numerics.errors.quadrature_error import point_errors
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.continuation import BranchSweep, sweep
@@ -38,7 +38,7 @@ from attnphase.theory.params import ModelParams
 NUMERICS_CODE = ("attnphase.theory", "attnphase.numerics")
 #: ... but for the modules that only present results (tables, figures, datasets, the commands):
 #: an edit there keeps a job's stored tasks valid.
-PRESENTATION = ("commands/", "jobs/report.py", "jobs/rank_report.py", "jobs/plots.py", "jobs/dataset.py",
+PRESENTATION = ("commands/", "jobs/report.py", "jobs/boundary_table.py", "jobs/scan_report.py", "jobs/plots.py", "jobs/dataset.py",
                 "jobs/variables.py", "cli.py", "latex.py", "notes.py")
 
 
@@ -48,16 +48,20 @@ def numerics_version() -> str:
 
 def boundaries_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig, replicate: int = 0,
                     tag: str = "", version: str | None = None, whole: bool = False) -> Task:
-    """phase_boundaries at ``params`` on the grid ``alphas`` with ``config.variant(replicate)``;
-    ``tag`` prefixes the label (the scanned parameter's value).  ``whole``: the positional branch
+    """phase_boundaries at ``params`` (its omega, r, r*) on the grid ``alphas`` with ``config.variant(replicate)``;
+    ``tag`` prefixes the label (the scanned parameter's value).  ``whole`` (r = r* = 1): the positional branch
     also over the grid below the boundaries' range, refined between its points, for the curves' figure
-    (:func:`~attnphase.numerics.phase.boundaries.curves_branch`)."""
+    (:func:`~attnphase.numerics.phase.scalar_boundaries.curves_branch`)."""
     cfg = config.variant(replicate) if replicate else config
+    r, r_star = params.r, teacher_rank(params)
+    whole = whole and (r, r_star) == (1, 1)  # the curves' figure is the scalar form's
     identity = {"params": params.to_dict(), "alphas": list(alphas), "config": cfg.as_dict()} | (
-        {"whole_positional_branch": True} if whole else {})
-    label = tag + f"omega={params.omega:g}" + (f" rule {replicate}" if replicate else "")
-    return Task(task_key(boundaries_job, identity, version or numerics_version()), label, boundaries_job,
-                (params, list(alphas), cfg, whole))
+        {"whole_positional_branch": True} if whole else {}) | (
+        {"r": r, "r_star": r_star} if (r, r_star) != (1, 1) else {})
+    label = tag + f"omega={params.omega:g}" + (f" rank {r}x{r_star}" if (r, r_star) != (1, 1) else "") + (
+        f" rule {replicate}" if replicate else "")
+    spec = BoundariesSpec(params, tuple(float(a) for a in alphas), cfg, whole)
+    return Task(task_key(boundaries_job, identity, version or numerics_version()), label, boundaries_job, spec)
 
 
 def omega_chains(omegas: Sequence[float], n_chains: int,
@@ -74,13 +78,27 @@ def omega_chains(omegas: Sequence[float], n_chains: int,
     return out
 
 
-def chain_job(job: tuple) -> list[Boundaries]:
-    """:func:`~attnphase.numerics.phase.omega_continuation.boundaries_chain` for one (params, alphas, config,
-    anchor, up, down, whole)."""
+@dataclass(frozen=True)
+class ChainSpec:
+    """One chain of omegas continued from its anchor (``phase-diagram --continuation``, r = r* = 1): the model
+    ``params`` (its omega replaced along the chain), the alpha grid, the config, the ``anchor`` omega, the omegas
+    ``up`` (ascending) and ``down`` (descending) from it; ``whole``: the anchor's whole positional branch."""
+
+    params: ModelParams
+    alphas: tuple[float, ...]
+    config: SolverConfig
+    anchor: float
+    up: tuple[float, ...]
+    down: tuple[float, ...]
+    whole: bool = False
+
+
+def chain_job(spec: ChainSpec) -> list[Boundaries]:
+    """:func:`~attnphase.numerics.phase.omega_continuation.boundaries_chain` for one :class:`ChainSpec`."""
     from attnphase.numerics.phase.omega_continuation import boundaries_chain
 
-    params, alphas, config, anchor, up, down, whole = job
-    return boundaries_chain(params, alphas, anchor, up, down, config, whole)
+    return boundaries_chain(spec.params, list(spec.alphas), spec.anchor, list(spec.up), list(spec.down), spec.config,
+                            spec.whole)
 
 
 def chain_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig, chain: tuple[float, list, list],
@@ -95,8 +113,9 @@ def chain_task(params: ModelParams, alphas: Sequence[float], config: SolverConfi
         {"whole_positional_branch": True} if whole else {})
     omegas = sorted([anchor, *up, *down])
     label = f"omega={omegas[0]:g}..{omegas[-1]:g} from {anchor:g}" + (f" rule {replicate}" if replicate else "")
-    return Task(task_key(chain_job, identity, version or numerics_version()), label, chain_job,
-                (params, list(alphas), cfg, float(anchor), [float(w) for w in up], [float(w) for w in down], whole))
+    spec = ChainSpec(params, tuple(float(a) for a in alphas), cfg, float(anchor), tuple(float(w) for w in up),
+                     tuple(float(w) for w in down), whole)
+    return Task(task_key(chain_job, identity, version or numerics_version()), label, chain_job, spec)
 
 
 def sweep_job(job: tuple[ModelParams, list[float], str, SolverConfig], progress=None) -> BranchSweep:
@@ -119,20 +138,6 @@ def sweep_task(params: ModelParams, alphas: Sequence[float], branch: str, config
                 (params, sorted(alphas), branch, config, int(n_rules)))
 
 
-def rank_boundaries_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig,
-                         version: str | None = None, tag: str = "") -> Task:
-    """The rank-r boundaries at ``params`` (its omega, r, r*) on the grid ``alphas``; ``tag`` prefixes
-    the label (the scanned parameter's value)."""
-    from attnphase.numerics.phase.rank_boundaries import rank_boundaries_job
-    from attnphase.numerics.se.starts import teacher_rank
-
-    identity = {"params": params.to_dict(), "r": params.r, "r_star": teacher_rank(params),
-                "alphas": sorted(alphas), "config": config.as_dict()}
-    return Task(task_key(rank_boundaries_job, identity, version or numerics_version()),
-                tag + f"omega={params.omega:g} rank {params.r}x{teacher_rank(params)}", rank_boundaries_job,
-                (params, sorted(alphas), config))
-
-
 def census_check_job(job: tuple[ModelParams, float, SolverConfig, int]) -> dict:
     """:func:`~attnphase.numerics.phase.census.census_check` at (params, alpha) with ``n_rules`` rules: one row."""
     from attnphase.numerics.phase.census import census_check
@@ -149,12 +154,11 @@ def census_task(params: ModelParams, alpha: float, config: SolverConfig, n_rules
                 census_check_job, (params, float(alpha), config, int(n_rules)))
 
 
-def boundaries_or_failure(outcome: Outcome, omega: float) -> Boundaries:
+def boundaries_or_failure(outcome: Outcome, omega: float, r: int = 1, r_star: int = 1) -> Boundaries:
     """The task's Boundaries; for a failed task, NaN boundaries whose note is the task's error."""
     if outcome.ok:
         return outcome.value
-    return Boundaries(omega=omega, alpha_c=math.nan, alpha_l=math.nan, semantic_end=math.nan,
-                      positional_end=math.nan, notes=(f"task failed: {outcome.reason}",))
+    return failed_boundaries(omega, outcome.reason, r, r_star)
 
 
 def strip_sweeps(b: Boundaries) -> Boundaries:

@@ -48,15 +48,23 @@ _TABLE: list[tuple[str, Variable]] = [
     _v("reason", "why the row is not a result on the requested branch (empty: it is)", None),
     _v("max_relative_error", "largest standard error relative to its value over the fixed point's observables"),
     # the phase diagram (section 6)
-    _v("alpha_c", "alpha_c, where the global minimum switches from the positional to the semantic branch"),
-    _v("alpha_l", "alpha_l, where the semantic test error drops below eps_lin"),
-    _v("semantic_end", "alpha where the semantic branch ends (followed downward)", comment=_BRANCH_END),
-    _v("positional_end", "alpha where the positional branch ends (followed upward)", comment=_BRANCH_END),
-    _v("alpha_c_coarse", "alpha_c on the solve rule, before the fine-rule Newton correction"),
+    _v("alpha_c", "alpha_c, where the global minimum switches branch (alpha_c_from to alpha_c_to)"),
+    _v("alpha_l", "alpha_l, where the global minimum's test error drops below eps_lin"),
+    _v("semantic_end", "alpha where the semantic branch ends", comment=_BRANCH_END),
+    _v("positional_end", "alpha where the positional branch ends", comment=_BRANCH_END),
+    _v("mixed_end", "alpha where the mixed branch ends (rank r >= 2)", comment=_BRANCH_END),
+    _v("alpha_c_coarse", "alpha_c on the solve rule, before the fine-rule Newton correction",
+       comment="rank r = r* = 1; NaN at r >= 2 or r* >= 2, where alpha_c is located on the solve rule"),
     _v("semantic_end_kind", "how the semantic branch ends", None),
     _v("positional_end_kind", "how the positional branch ends", None),
+    _v("mixed_end_kind", "how the mixed branch ends", None),
     _v("semantic_end_method", "how the semantic branch's end was located", None),
     _v("positional_end_method", "how the positional branch's end was located", None),
+    _v("mixed_end_method", "how the mixed branch's end was located", None),
+    _v("alpha_c_from", "branch of the global minimum below alpha_c", None),
+    _v("alpha_c_to", "branch of the global minimum above alpha_c", None),
+    _v("alpha_c_method", "how alpha_c was located, and what its error is", None),
+    _v("alpha_l_branch", "branch whose test error crosses eps_lin at alpha_l", None),
     _v("notes", "the solver's notes", None),
     _v("status", "task status (done, stored, failed)", None),
     _v("error", "the task's error (empty: none)", None),
@@ -85,7 +93,8 @@ INVARIANTS = {"q0_eig": "eigenvalue {} of Q0", "V0_eig": "eigenvalue {} of V0",
 _TABLE += [_v(f"{k}_found", f"number of rules on which {what} was found")
            for k, what in (("alpha_c", "alpha_c"), ("alpha_l", "alpha_l"),
                            ("semantic_end", "the semantic branch's end"),
-                           ("positional_end", "the positional branch's end"))]
+                           ("positional_end", "the positional branch's end"),
+                           ("mixed_end", "the mixed branch's end"))]
 #: name -> Variable (read-only).
 VARIABLES: Mapping[str, Variable] = MappingProxyType(dict(_TABLE))
 

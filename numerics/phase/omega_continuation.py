@@ -29,12 +29,13 @@ import math
 from dataclasses import replace
 from typing import Sequence
 
-from attnphase.numerics.phase.boundaries import Boundaries, _portable, curves_branch, phase_boundaries
+from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, refine_alpha_c, refined_alpha_l
 from attnphase.numerics.phase.brackets import ALPHA_LIMIT, BranchLost, first_solvable, grid_extension
 from attnphase.numerics.phase.branch_end import BranchEnd, bifurcation_from, on_branch
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.continuation import CONTINUATION_MAX_ITER, NO_END, BranchSweep, _advance
+from attnphase.numerics.phase.scalar_boundaries import _portable, curves_branch, scalar_boundaries, with_scalar_labels
 from attnphase.numerics.phase.omega_prediction import ContinuationFailed, Prediction, predict
 from attnphase.numerics.roots import RootNotFound, brent_root, safeguarded_newton
 from attnphase.numerics.se.se_map import model_rule
@@ -212,14 +213,14 @@ def continued_boundaries(
     alpha_l, alpha_l_err, note = refined_alpha_l(br.grid["semantic"] + br.iterates["semantic"], alpha_l, alpha_c,
                                                  alpha_c_err, cfg)
     notes += [note] if note else []
-    b = Boundaries(
+    b = with_scalar_labels(Boundaries(
         omega=params.omega, alpha_c=alpha_c, alpha_l=alpha_l, semantic_end=sem_end.alpha,
         positional_end=pos_end.alpha, notes=tuple(notes), alpha_c_coarse=alpha_c_coarse,
         semantic_end_kind=sem_end.kind, positional_end_kind=pos_end.kind, semantic_end_method=sem_end.method,
         positional_end_method=pos_end.method, semantic=br.sweep("semantic", sem_end, "below"),
         positional=br.sweep("positional", pos_end, "above" if math.isfinite(pos_end.alpha) else ""),
         alpha_c_err=alpha_c_err, alpha_l_err=alpha_l_err, semantic_end_err=sem_end.err, positional_end_err=pos_end.err,
-    )
+    ), cfg)
     return b, tuple(br.iterates["semantic"] + br.iterates["positional"])
 
 
@@ -333,7 +334,7 @@ def next_boundaries(params: ModelParams, alphas: Sequence[float], previous: Sequ
     try:
         return continued_boundaries(params, alphas, previous, seeds=seeds, config=config, prediction=prediction)
     except (ContinuationFailed, BranchLost, RootNotFound) as exc:
-        b = phase_boundaries(params, alphas, config=config)
+        b = scalar_boundaries(params, alphas, config=config)
         return replace(b, notes=b.notes + (f"omega continuation failed ({exc}): computed independently",)), ()
 
 
@@ -344,7 +345,7 @@ def boundaries_chain(params: ModelParams, alphas: Sequence[float], anchor: float
     curves), then continued to the omegas ``up`` and ``down`` in their order, each from the last two;
     all in increasing omega, their fixed points without solver memory."""
     p0 = params.replace(omega=float(anchor))
-    start = phase_boundaries(p0, alphas, config=config)
+    start = scalar_boundaries(p0, alphas, config=config)
     rows = [start]
     for seq in (up, down):
         prev, seeds = [start], ()

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from attnphase.numerics.phase.boundaries import BOUNDARY_KEYS, Boundaries
+from attnphase.numerics.phase.boundary_results import BOUNDARY_KEYS, Boundaries
 
 #: A boundary may lie this far (in alpha) from its prediction at least ...
 JUMP_MIN = 0.05

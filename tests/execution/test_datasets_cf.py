@@ -162,18 +162,25 @@ def test_phase_diagram_and_scan_datasets_are_cf(tmp_path, small_sweep) -> None:
 
 
 def test_rank_phase_diagram_dataset_is_cf(tmp_path) -> None:
-    from attnphase.numerics.phase.rank_boundaries import RankBoundaries, RankEnd, rank_columns
-    from attnphase.numerics.jobs.rank_report import rank_dataset
+    from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd
+    from attnphase.numerics.jobs.boundary_table import csv_columns
+    from attnphase.numerics.jobs.dataset import boundaries_dataset
 
-    rows = [RankBoundaries(w, 2, 1, 1.2, 0.01, "positional", "semantic", "root", 1.5, 0.02, "semantic", 0.002,
-                           (RankEnd("semantic", 0.7, 0.01, "above", "agnostic"),), ("n",),
-                           {"semantic": ((1.0, True, 0.003, 0.002), (2.0, True, 0.002, 0.001))})
+    nan = math.nan
+    rows = [Boundaries(omega=w, alpha_c=1.2, alpha_l=1.5, semantic_end=0.7, positional_end=nan, notes=("n",),
+                       alpha_c_err=0.01, alpha_c_from="positional", alpha_c_to="semantic", alpha_c_method="root",
+                       alpha_l_err=0.02, alpha_l_branch="semantic", eps_lin=0.002, r=2, r_star=1,
+                       semantic_end_err=0.01, semantic_end_kind="agnostic",
+                       ends=(LocatedEnd("semantic", 0.7, 0.01, "above", "agnostic"),),
+                       curves={"semantic": ((1.0, True, 0.003, 0.002), (2.0, True, 0.002, 0.001))})
             for w in (0.2, 0.3)]
-    write_netcdf(rank_dataset(rows, [1.0, 2.0], job_attrs("phase-diagram", version="v")), tmp_path / "pd.nc")
+    cells = [{"at": {"omega": b.omega}, "b": b, "err": b.errors(), "status": "done", "error": ""} for b in rows]
+    write_netcdf(boundaries_dataset(cells, ("omega",), {"omega": [0.2, 0.3]}, [1.0, 2.0],
+                                    job_attrs("phase-diagram", version="v"), r=2), tmp_path / "pd.nc")
     ds = assert_cf(tmp_path / "pd.nc")
-    assert set(rank_columns(2)) - {"omega"} <= set(ds.data_vars)
+    assert set(csv_columns(2, errors=True)) - {"omega"} <= set(ds.data_vars)
     assert ds["alpha_c_err"].attrs["long_name"].startswith("bracket width of")  # not a standard error
-    assert ds["semantic_end"].attrs["ancillary_variables"] == "semantic_end_err"
+    assert ds["semantic_end"].attrs["ancillary_variables"] == "semantic_end_err semantic_end_found"
 
 
 def test_validation_dataset_is_cf(tmp_path) -> None:
@@ -203,8 +210,6 @@ def test_every_column_the_numerics_write_is_in_the_table() -> None:
     from attnphase.numerics.commands.census import CSV_COLUMNS as CENSUS_CSV
     from attnphase.numerics.commands.census import MATRIX_HEAD as HEAD
     from attnphase.numerics.commands.census import MATRIX_TAIL as TAIL
-    from attnphase.numerics.phase.rank_boundaries import rank_columns
-    from attnphase.numerics.jobs.rank_report import rank_variable
     from attnphase.numerics.jobs.report import CSV_COLUMNS, ERROR_COLUMNS
     from attnphase.numerics.jobs.variables import SWEEP_COLUMNS, lookup
 
@@ -215,5 +220,7 @@ def test_every_column_the_numerics_write_is_in_the_table() -> None:
     assert lookup("err_q").long_name == "standard error of " + lookup("q").long_name
     assert lookup("alpha_c_err").units == lookup("alpha_c").units == "1"
     assert lookup("no_such_column") is None and lookup("err_no_such") is None
-    for name in rank_columns(2):
-        assert rank_variable(name) is not None, name
+    from attnphase.numerics.jobs.boundary_table import csv_columns
+
+    for name in csv_columns(2, errors=True):
+        assert lookup(name) is not None and lookup(name).long_name, name

@@ -38,6 +38,8 @@ def test_the_scalar_rules_are_solver_config_fields() -> None:
     (["solve", "--alpha", "2", "--rank", "2", "--prox", "local"], "--prox local: the rank-r state evolution implements the global"),
     (["sweep", "--alpha", "1,2", "--branch", "mixed", "--out", "unused_dir"], "--branch mixed needs --rank >= 2"),
     (["phase-diagram", "--rank", "2", "--census", "--out", "unused_dir"], "--census: the phase diagram's census at alpha_c is rank"),
+    (["phase-diagram", "--rank", "2", "--continuation", "on", "--out", "unused_dir"],
+     "--continuation on: continuation in omega carries the r = r* = 1 boundaries' refinements"),
 ])
 def test_the_commands_refuse_from_the_table(argv, expected, capsys, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)

@@ -61,7 +61,7 @@ def test_phase_diagram_without_errors_is_one_panel(tmp_path) -> None:
 @pytest.fixture(scope="module")
 def branches():
     from attnphase.numerics import sweep
-    from attnphase.numerics.phase.boundaries import refined_branch
+    from attnphase.numerics.phase.scalar_boundaries import refined_branch
     from attnphase.numerics.config import SolverConfig
     from attnphase.theory.params import ModelParams
 
@@ -177,14 +177,17 @@ def test_histogram_learning_curves_are_drawn(tmp_path) -> None:
 
 
 def test_rank_diagram_shows_its_bracket_widths_on_a_log_panel(tmp_path) -> None:
-    from attnphase.numerics.phase.rank_boundaries import RankBoundaries, RankEnd
-    from attnphase.numerics.jobs.rank_report import plot_rank_diagram
+    from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd
+    from attnphase.numerics.jobs.plots import plot_branch_diagram
 
-    rows = [RankBoundaries(w, 2, 1, math.nan, math.nan, "", "", "", 0.95 + w, 0.002 * (1 + w), "semantic", 0.002,
-                           (RankEnd("semantic", 0.35 + w, 0.03, "above", "agnostic"),), (),
-                           {"semantic": ((1.0, True, 0.003, 0.002),), "mixed": ((1.0, True, 0.0029, 0.002),)})
+    nan = math.nan
+    rows = [Boundaries(omega=w, alpha_c=nan, alpha_l=0.95 + w, semantic_end=0.35 + w, positional_end=nan,
+                       alpha_l_err=0.002 * (1 + w), alpha_l_branch="semantic", eps_lin=0.002, r=2, r_star=1,
+                       semantic_end_err=0.03, semantic_end_kind="agnostic",
+                       ends=(LocatedEnd("semantic", 0.35 + w, 0.03, "above", "agnostic"),),
+                       curves={"semantic": ((1.0, True, 0.003, 0.002),), "mixed": ((1.0, True, 0.0029, 0.002),)})
             for w in (0.1, 0.3)]
-    fig = plot_rank_diagram(rows, tmp_path / "rank.png")
+    fig = plot_branch_diagram(rows, tmp_path / "rank.png")
     assert (tmp_path / "rank.png").stat().st_size > 0
     ax, wx, _ = fig.axes
     widths = {li.get_gid(): li for li in wx.get_lines()}

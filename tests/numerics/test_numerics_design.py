@@ -92,7 +92,7 @@ def test_phase_boundaries_give_both_branches_the_same_config(monkeypatch) -> Non
     """Regression: the branch-end strategy and the bifurcation rule reached only the semantic sweep
     (``phase-diagram --branch-end trace`` never reached the positional branch; ``--error-estimate``
     never varied the positional bifurcation rule)."""
-    from attnphase.numerics.phase import boundaries
+    from attnphase.numerics.phase import boundaries, scalar_boundaries
     from attnphase.numerics.phase.continuation import BranchSweep
 
     seen = {}
@@ -101,7 +101,7 @@ def test_phase_boundaries_give_both_branches_the_same_config(monkeypatch) -> Non
         seen[branch] = config
         return BranchSweep(branch, [])
 
-    monkeypatch.setattr(boundaries, "sweep", fake_sweep)
+    monkeypatch.setattr(scalar_boundaries, "sweep", fake_sweep)
     cfg = SolverConfig(branch_end="trace").variant(1)
     boundaries.phase_boundaries(ModelParams(omega=0.3), [1.0, 2.0], config=cfg)
     assert seen["semantic"] is cfg and seen["positional"] is cfg

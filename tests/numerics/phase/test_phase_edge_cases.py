@@ -15,7 +15,7 @@ from attnphase.numerics import SolverConfig, phase_boundaries, solve
 from attnphase.numerics.errors.quadrature_error import fixed_point_error
 from types import SimpleNamespace
 
-from attnphase.numerics.phase.boundaries import whole_positional_branch
+from attnphase.numerics.phase.scalar_boundaries import whole_positional_branch
 from attnphase.numerics.phase.brackets import (
     ALPHA_LIMIT, BranchLost, grid_extension, grow_alpha_c_down, grow_alpha_c_up, positional_grid,
 )
@@ -177,3 +177,27 @@ def test_alpha_c_found_where_the_positional_sweep_dropped_its_grid_points() -> N
     b = phase_boundaries(ModelParams(omega=0.19), np.linspace(0.1, 3.0, 12), config=SolverConfig())
     assert 0.8395 < b.alpha_c < 0.9478 and 0 < b.alpha_c_err < 1e-3, (b.alpha_c, b.notes)
     assert b.positional.on_branch()[-1].alpha < b.positional_end
+
+
+def test_the_scalar_boundaries_fill_the_columns_every_rank_shares() -> None:
+    """At r = r* = 1 the row says what the search over every branch says at r >= 2: alpha_c from positional to
+    semantic and how it was located, alpha_l on the semantic branch, each end with the side the branch exists on."""
+    from attnphase.numerics.phase.boundary_results import Boundaries, boundary_columns
+    from attnphase.numerics.phase.branch_end import BranchEnd
+    from attnphase.numerics.phase.continuation import BranchSweep
+    from attnphase.numerics.phase.scalar_boundaries import with_scalar_labels
+
+    sem = BranchSweep("semantic", [], BranchEnd(0.6, "bifurcation", "eigenvalue", err=1e-3), "below")
+    pos = BranchSweep("positional", [], BranchEnd(1.7, "bifurcation", "eigenvalue", err=2e-3), "above")
+    b = Boundaries(omega=0.2, alpha_c=1.1, alpha_l=1.4, semantic_end=0.6, positional_end=1.7, semantic=sem,
+                   positional=pos)
+    row = with_scalar_labels(b, SolverConfig()).row()
+    assert set(row) >= set(boundary_columns(1)) and "mixed_end" not in row
+    assert (row["alpha_c_from"], row["alpha_c_to"], row["alpha_l_branch"]) == ("positional", "semantic", "semantic")
+    assert "corrected by Newton steps with E[M] on sobol16:4" in row["alpha_c_method"]
+    ends = with_scalar_labels(b, SolverConfig()).ends
+    assert [(e.branch, e.alpha, e.exists, e.err) for e in ends] == [("semantic", 0.6, "above", 1e-3),
+                                                                     ("positional", 1.7, "below", 2e-3)]
+    none = with_scalar_labels(Boundaries(omega=0.2, alpha_c=math.nan, alpha_l=math.nan, semantic_end=math.nan,
+                                         positional_end=math.nan), SolverConfig())
+    assert (none.alpha_c_from, none.alpha_c_method, none.alpha_l_branch, none.ends) == ("", "", "", ())

@@ -1,12 +1,13 @@
-"""Phase boundaries of the rank-r model (docs/model.md section 7) at one omega.
-
-The r = 1 boundaries (:mod:`attnphase.numerics.phase.boundaries`) rest on r = 1 machinery (bifurcation
-eigenvalues of the agnostic branch, the fine-rule Newton correction of alpha_c); here every
-boundary is located from converged fixed points of the rank-r state evolution
-(:func:`~attnphase.numerics.se.state_evolution.solve`) alone:
+"""The boundary search over the model's branches at one omega, for every rank (docs/model.md sections 6-7):
+every boundary located from converged fixed points of the state evolution
+(:func:`~attnphase.numerics.se.state_evolution.solve`) alone.  At r = r* = 1
+:func:`~attnphase.numerics.phase.boundaries.phase_boundaries` takes the scalar form's fast path instead
+(:mod:`attnphase.numerics.phase.scalar_boundaries`: bifurcation eigenvalues of the agnostic branch, the fine-rule
+Newton correction of alpha_c); this search is the one for r >= 2 or r* >= 2 (it runs at r = r* = 1 too:
+:func:`lowest_branch_boundaries` takes any model).
 
 * branches -- semantic, positional, and mixed when r >= 2, each followed over the alpha grid by
-  warm starts (:func:`follow_rank_branch`, what ``sweep --rank`` does); a point is *on* a branch
+  warm starts (:func:`follow_branch`, what ``sweep --rank`` does); a point is *on* a branch
   when its solve converged and its label (:func:`~attnphase.numerics.se.overlaps.branch_label`)
   is the branch's;
 * branch ends -- where a branch is on at one grid point and not at the next: bisection on the
@@ -28,12 +29,12 @@ A boundary not found is NaN with the reason in ``notes``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, model_branches
 from attnphase.numerics.se.rank_se import make_rank_rule, teacher_rank
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import solve
@@ -44,14 +45,12 @@ from attnphase.theory.params import ModelParams
 END_TOL = 0.05
 #: Bracket width in alpha at which alpha_c and alpha_l stop.
 ROOT_TOL = 5e-3
+#: How the ends and alpha_c are located (their ``method`` columns).
+END_METHOD = "bisection on the existence of a converged fixed point with the branch's label; err = final bracket width"
+ROOT_METHOD = "root of Delta e_t (Illinois regula falsi on solves); err = final bracket width"
 
 
-def rank_branches(r: int) -> tuple[str, ...]:
-    """The branches of the rank-r phase diagram: semantic, positional, and mixed at r >= 2."""
-    return ("semantic", "positional") + (("mixed",) if r >= 2 else ())
-
-
-def on_rank_branch(fp: FixedPoint | None, branch: str) -> bool:
+def on_labelled_branch(fp: FixedPoint | None, branch: str) -> bool:
     """A converged fixed point with the label ``branch``."""
     return fp is not None and fp.status.converged and fp.branch == branch
 
@@ -61,18 +60,18 @@ def solve_on(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig,
     """The fixed point on ``branch`` at alpha: warm-started from ``near`` (if given), then, where that
     did not converge onto the branch, from the embedded start; the last attempt is returned."""
     fp = solve(params, alpha, branch, config=cfg, init=near.overlaps) if near is not None else None
-    if not on_rank_branch(fp, branch):
+    if not on_labelled_branch(fp, branch):
         fp = solve(params, alpha, branch, config=cfg)
     return fp
 
 
-def follow_rank_branch(params: ModelParams, alphas: Sequence[float], branch: str, cfg: SolverConfig,
-                       progress: Callable[[FixedPoint], None] | None = None) -> list[FixedPoint]:
+def follow_branch(params: ModelParams, alphas: Sequence[float], branch: str, cfg: SolverConfig,
+                  progress: Callable[[FixedPoint], None] | None = None) -> list[FixedPoint]:
     """``branch`` over the ascending grid, each point warm-started from the last point on the branch."""
     out, prev = [], None
     for a in sorted(alphas):
         fp = solve_on(params, float(a), branch, cfg, prev)
-        if on_rank_branch(fp, branch):
+        if on_labelled_branch(fp, branch):
             prev = fp
         out.append(fp)
         if progress is not None:
@@ -80,7 +79,7 @@ def follow_rank_branch(params: ModelParams, alphas: Sequence[float], branch: str
     return out
 
 
-def rank_eps_lin(params: ModelParams, cfg: SolverConfig) -> float:
+def teacher_eps_lin(params: ModelParams, cfg: SolverConfig) -> float:
     """eps_lin = 1/2 sum_{l,k} sigma_k^2 (1 - omega)^2 Var(softmax(h* h*^T)[l,k]), h*_l = sigma_l rho0^{1/2} eta_l
     in R^{r*} (docs/model.md section 5 with the rank-r* teacher): Gauss--Hermite at r* = 1
     (:func:`~attnphase.numerics.se.observables.eps_lin`), :func:`sobol_eps_lin` on the solve's rule at r* >= 2."""
@@ -92,7 +91,7 @@ def rank_eps_lin(params: ModelParams, cfg: SolverConfig) -> float:
 
 
 def sobol_eps_lin(params: ModelParams, spec: str) -> float:
-    """eps_lin of :func:`rank_eps_lin` with the moments of softmax(h* h*^T) on the Sobol rule ``spec``
+    """eps_lin of :func:`teacher_eps_lin` with the moments of softmax(h* h*^T) on the Sobol rule ``spec``
     over eta (L r* dimensions)."""
     from attnphase.theory.baseline import eps_lin_from_moments
     from attnphase.theory.softmax import attention
@@ -105,64 +104,6 @@ def sobol_eps_lin(params: ModelParams, spec: str) -> float:
     return float(eps_lin_from_moments(mean, second, params.sigma2, params.omega))
 
 
-@dataclass(frozen=True)
-class RankEnd:
-    """Where ``branch`` stops existing: at ``alpha`` (+- ``err``, the final bisection bracket's width);
-    it exists on the ``exists`` side ("above" / "below"); ``kind`` what the far side's solve gave."""
-
-    branch: str
-    alpha: float
-    err: float
-    exists: str
-    kind: str
-
-
-@dataclass(frozen=True, eq=False)
-class RankBoundaries:
-    """The rank-r boundaries at one omega (NaN where not found; see ``notes``) and the branch curves
-    ``curves[branch]`` = ((alpha, on, e_t, eps_g), ...) on the grid."""
-
-    omega: float
-    r: int
-    r_star: int
-    alpha_c: float
-    alpha_c_err: float
-    alpha_c_from: str
-    alpha_c_to: str
-    alpha_c_method: str
-    alpha_l: float
-    alpha_l_err: float
-    alpha_l_branch: str
-    eps_lin: float
-    ends: tuple[RankEnd, ...]
-    notes: tuple[str, ...]
-    curves: dict[str, tuple[tuple[float, bool, float, float], ...]]
-
-    def end(self, branch: str) -> RankEnd | None:
-        return next((e for e in self.ends if e.branch == branch), None)
-
-    def row(self) -> dict[str, Any]:
-        """The CSV row: the boundaries with their errors and methods, each branch's first end, the notes."""
-        out: dict[str, Any] = {k: getattr(self, k) for k in RANK_COLUMNS + ("eps_lin",)}
-        for b in rank_branches(self.r):
-            e = self.end(b)  # the first end; the others are in the notes
-            out |= {f"{b}_end": e.alpha if e else math.nan, f"{b}_end_err": e.err if e else math.nan,
-                    f"{b}_exists": e.exists if e else "", f"{b}_end_kind": e.kind if e else ""}
-        return out | {"end_method": END_METHOD, "notes": "; ".join(self.notes)}
-
-
-RANK_COLUMNS = ("omega", "r", "r_star", "alpha_c", "alpha_c_err", "alpha_c_from", "alpha_c_to", "alpha_c_method",
-                "alpha_l", "alpha_l_err", "alpha_l_branch")
-END_METHOD = "bisection on the existence of a converged fixed point with the branch's label; err = final bracket width"
-ROOT_METHOD = "root of Delta e_t (Illinois regula falsi on solves); err = final bracket width"
-
-
-def rank_columns(r: int) -> tuple[str, ...]:
-    """The columns of :meth:`RankBoundaries.row`."""
-    ends = tuple(f"{b}_{k}" for b in rank_branches(r) for k in ("end", "end_err", "exists", "end_kind"))
-    return RANK_COLUMNS + ("eps_lin",) + ends + ("end_method", "notes")
-
-
 class _Lost(RuntimeError):
     """A solve inside a root search did not converge onto its branch."""
 
@@ -172,7 +113,7 @@ class _Points:
 
     def __init__(self, params: ModelParams, cfg: SolverConfig, sweeps: dict[str, list[FixedPoint]]):
         self.params, self.cfg = params, cfg
-        self.on = {b: [fp for fp in pts if on_rank_branch(fp, b)] for b, pts in sweeps.items()}
+        self.on = {b: [fp for fp in pts if on_labelled_branch(fp, b)] for b, pts in sweeps.items()}
 
     def nearest(self, branch: str, alpha: float) -> FixedPoint | None:
         pts = self.on[branch]
@@ -187,11 +128,11 @@ class _Points:
         starts += [min(above, key=lambda fp: fp.alpha)] if above else []
         for near in sorted(starts, key=lambda fp: abs(fp.alpha - alpha)):
             fp = solve(self.params, alpha, branch, config=self.cfg, init=near.overlaps)
-            if on_rank_branch(fp, branch):
+            if on_labelled_branch(fp, branch):
                 break
         else:
             fp = solve(self.params, alpha, branch, config=self.cfg)
-        if not on_rank_branch(fp, branch):
+        if not on_labelled_branch(fp, branch):
             return None
         self.on[branch].append(fp)
         return fp
@@ -203,24 +144,24 @@ class _Points:
         return key(fp)
 
 
-def locate_end(pts: _Points, branch: str, good: FixedPoint, bad: FixedPoint, tol: float) -> RankEnd:
+def locate_end(pts: _Points, branch: str, good: FixedPoint, bad: FixedPoint, tol: float) -> LocatedEnd:
     """Bisection between ``good`` (on the branch) and ``bad`` (not) to a bracket of width <= ``tol``."""
     lo, hi, far = good.alpha, bad.alpha, bad
     while abs(hi - lo) > tol:
         mid = 0.5 * (lo + hi)
         fp = solve_on(pts.params, mid, branch, pts.cfg, good)
-        if on_rank_branch(fp, branch):
+        if on_labelled_branch(fp, branch):
             lo, good = mid, fp
             pts.on[branch].append(fp)
         else:
             hi, far = mid, fp
     kind = f"converges to the {far.branch} label" if far.status.converged else "no converged solve (solver failure)"
-    return RankEnd(branch, 0.5 * (lo + hi), abs(hi - lo), "above" if hi < lo else "below", kind)
+    return LocatedEnd(branch, 0.5 * (lo + hi), abs(hi - lo), "above" if hi < lo else "below", kind, END_METHOD)
 
 
-def branch_ends(pts: _Points, branch: str, points: list[FixedPoint], tol: float) -> tuple[list[RankEnd], list[str]]:
+def branch_ends(pts: _Points, branch: str, points: list[FixedPoint], tol: float) -> tuple[list[LocatedEnd], list[str]]:
     """Every grid interval where the branch starts or stops existing, located by :func:`locate_end`."""
-    on = [on_rank_branch(fp, branch) for fp in points]
+    on = [on_labelled_branch(fp, branch) for fp in points]
     ends, notes = [], []
     if not any(on):
         why = "no solve converged" if not any(fp.status.converged for fp in points) else \
@@ -243,20 +184,20 @@ def lowest_branch(sweeps: dict[str, list[FixedPoint]], i: int) -> str:
     or where a branch's solve did not converge (its e_t is unknown, so which branch is lowest is too)."""
     if not all(fps[i].status.converged for fps in sweeps.values()):
         return ""
-    cands = [(fps[i].observables.e_t, b) for b, fps in sweeps.items() if on_rank_branch(fps[i], b)]
+    cands = [(fps[i].observables.e_t, b) for b, fps in sweeps.items() if on_labelled_branch(fps[i], b)]
     return min(cands)[1] if cands else ""
 
 
 def _fp_at(fps: list[FixedPoint], branch: str, i: int) -> FixedPoint | None:
-    return fps[i] if on_rank_branch(fps[i], branch) else None
+    return fps[i] if on_labelled_branch(fps[i], branch) else None
 
 
-def rank_phase_boundaries(params: ModelParams, alphas: Sequence[float], config: SolverConfig | None = None, *,
-                          end_tol: float = END_TOL, root_tol: float = ROOT_TOL) -> RankBoundaries:
+def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], config: SolverConfig | None = None, *,
+                          end_tol: float = END_TOL, root_tol: float = ROOT_TOL) -> Boundaries:
     """The boundaries of the module doc at ``params.omega`` (ranks r = params.r, r* = params.r_star)."""
     cfg = config or SolverConfig()
     grid = sorted(float(a) for a in alphas)
-    sweeps = {b: follow_rank_branch(params, grid, b, cfg) for b in rank_branches(params.r)}
+    sweeps = {b: follow_branch(params, grid, b, cfg) for b in model_branches(params.r)}
     pts = _Points(params, cfg, sweeps)
     ends, notes = [], []
     for b, fps in sweeps.items():
@@ -270,11 +211,20 @@ def rank_phase_boundaries(params: ModelParams, alphas: Sequence[float], config: 
         notes.append("lowest-e_t branch unknown where a branch's solve did not converge: alpha = " + ", ".join(unknown)
                      + "; alpha_c and alpha_l are searched between the other grid points")
     c = _alpha_c(pts, sweeps, grid, lowest, ends, root_tol, notes)
-    lin = rank_eps_lin(params, cfg)
+    lin = teacher_eps_lin(params, cfg)
     alpha_l, alpha_l_err, l_branch = _alpha_l(pts, sweeps, grid, lowest, c, lin, root_tol, notes)
-    curves = {b: tuple((fp.alpha, on_rank_branch(fp, b), fp.observables.e_t, fp.observables.eps_g) for fp in fps) for b, fps in sweeps.items()}
-    return RankBoundaries(params.omega, params.r, teacher_rank(params), *c, alpha_l, alpha_l_err, l_branch, lin,
-                          tuple(ends), tuple(notes), curves)
+    curves = {b: tuple((fp.alpha, on_labelled_branch(fp, b), fp.observables.e_t, fp.observables.eps_g) for fp in fps)
+              for b, fps in sweeps.items()}
+    first = {b: next((e for e in ends if e.branch == b), None) for b in model_branches(params.r)}
+    columns = {}
+    for b, e in first.items():
+        columns |= {f"{b}_end": e.alpha if e else math.nan, f"{b}_end_err": e.err if e else math.nan,
+                    f"{b}_end_kind": e.kind if e else "", f"{b}_end_method": e.method if e else ""}
+    alpha_c, alpha_c_err, c_from, c_to, c_method = c
+    return Boundaries(omega=params.omega, alpha_c=alpha_c, alpha_l=alpha_l, notes=tuple(notes), alpha_c_err=alpha_c_err,
+                      alpha_l_err=alpha_l_err, r=params.r, r_star=teacher_rank(params), alpha_c_from=c_from,
+                      alpha_c_to=c_to, alpha_c_method=c_method, alpha_l_branch=l_branch, eps_lin=lin,
+                      ends=tuple(ends), curves=curves, **columns)
 
 
 def _alpha_c(pts: _Points, sweeps, grid, lowest, ends, tol, notes) -> tuple[float, float, str, str, str]:
@@ -366,8 +316,3 @@ def _eps_root(pts: _Points, branch: str, a: float, b: float, ga: float, gb: floa
     x, lo, hi = illinois_bracket(lambda t: pts.value(branch, t, lambda fp: fp.observables.eps_g) - lin, a, b, ga, gb, tol)
     return x, hi - lo
 
-
-def rank_boundaries_job(job: tuple[ModelParams, list[float], SolverConfig], progress=None) -> RankBoundaries:
-    """One omega of the rank-r phase diagram as a task of the execution layer (:mod:`attnphase.numerics.jobs.tasks`)."""
-    params, alphas, cfg = job
-    return rank_phase_boundaries(params, alphas, cfg)

@@ -1,4 +1,4 @@
-"""The rank-r phase boundaries (numerics/phase/rank_boundaries.py) and ``phase-diagram --rank``.
+"""The boundary search over every branch of the model (numerics/phase/lowest_branch.py) and ``phase-diagram --rank``.
 
 The boundary logic is checked on a model of the solver whose branches are known in closed form
 (a real rank-2 phase diagram takes minutes; its measured table is in docs/general.md): where each
@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import pytest
 
 from attnphase.cli import main
-from attnphase.numerics.phase import rank_boundaries as rb
+from attnphase.numerics.phase import lowest_branch as rb
+from attnphase.numerics.jobs.report import csv_columns
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.observables import Observables, eps_lin
 from attnphase.numerics.se.rank_se import with_ranks
@@ -75,13 +76,13 @@ def params():
 def _patch(monkeypatch, mixed_from, **kw):
     solve, e_t = toy_solver(mixed_from, **kw)
     monkeypatch.setattr(rb, "solve", solve)
-    monkeypatch.setattr(rb, "rank_eps_lin", lambda params, cfg: EPS_LIN)
+    monkeypatch.setattr(rb, "teacher_eps_lin", lambda params, cfg: EPS_LIN)
     return solve, e_t
 
 
 def test_alpha_c_brackets_the_sign_change_of_delta_e_t(monkeypatch, params) -> None:
     solve, _ = _patch(monkeypatch, None)
-    b = rb.rank_phase_boundaries(params, [0.5, 1.0, 1.5, 2.0, 2.5], SolverConfig())
+    b = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5, 2.0, 2.5], SolverConfig())
     assert (b.alpha_c_from, b.alpha_c_to) == ("positional", "semantic")
     assert 1.0 < b.alpha_c < 1.5 and 0 < b.alpha_c_err <= rb.ROOT_TOL
     lo, hi = b.alpha_c - b.alpha_c_err, b.alpha_c + b.alpha_c_err
@@ -97,7 +98,7 @@ def test_alpha_c_brackets_the_sign_change_of_delta_e_t(monkeypatch, params) -> N
 
 def test_branch_ends_by_bisection_with_their_bracket(monkeypatch, params) -> None:
     _patch(monkeypatch, None)
-    b = rb.rank_phase_boundaries(params, [0.5, 1.0, 1.5, 2.0, 2.5], SolverConfig())
+    b = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5, 2.0, 2.5], SolverConfig())
     sem, pos = b.end("semantic"), b.end("positional")
     assert abs(sem.alpha - 0.6) <= sem.err / 2 + 1e-12 and sem.err <= rb.END_TOL and sem.exists == "above"
     assert sem.kind.startswith("no converged solve")
@@ -108,21 +109,21 @@ def test_branch_ends_by_bisection_with_their_bracket(monkeypatch, params) -> Non
 
 def test_an_absent_branch_is_a_note_not_a_silent_nan(monkeypatch, params) -> None:
     _patch(monkeypatch, None)  # the mixed solves all land on the positional label
-    row = rb.rank_phase_boundaries(params, [0.5, 1.0, 1.5], SolverConfig()).row()
+    row = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5], SolverConfig()).row()
     assert math.isnan(row["mixed_end"])
     assert "mixed branch: no mixed fixed point on the grid (the solves converged to positional labels)" in row["notes"]
 
 
 def test_a_branch_born_below_the_lowest_gives_alpha_c_at_its_end(monkeypatch, params) -> None:
     _patch(monkeypatch, 0.8)  # mixed appears at 0.8 with e_t below positional's (a continuous transition)
-    b = rb.rank_phase_boundaries(params, [0.7, 1.0, 1.5], SolverConfig())
+    b = rb.lowest_branch_boundaries(params, [0.7, 1.0, 1.5], SolverConfig())
     assert (b.alpha_c_from, b.alpha_c_to) == ("positional", "mixed")
     assert abs(b.alpha_c - 0.8) <= b.alpha_c_err / 2 + 1e-12 and b.alpha_c_method.startswith("end of the mixed")
 
 
 def test_a_grid_point_where_a_solve_fails_is_passed_over(monkeypatch, params) -> None:
     _patch(monkeypatch, None, positional_fails=(0.9, 1.1))  # the positional solve fails at alpha = 1
-    b = rb.rank_phase_boundaries(params, [0.75, 1.0, 1.5], SolverConfig())
+    b = rb.lowest_branch_boundaries(params, [0.75, 1.0, 1.5], SolverConfig())
     notes = "; ".join(b.notes)
     assert "lowest-e_t branch unknown where a branch's solve did not converge: alpha = 1 (positional)" in notes
     # the lowest branch (positional at 0.75, semantic at 1.5) is compared across the gap, not at the failed
@@ -147,7 +148,7 @@ def test_phase_diagram_cli_takes_rank_two(monkeypatch, tmp_path, capsys) -> None
     assert {p.name for p in (tmp_path / "pd").iterdir()} >= {"phase_diagram.csv", "phase_diagram.json",
                                                              "phase_diagram.nc", "phase_diagram.png"}
     header = (tmp_path / "pd" / "phase_diagram.csv").read_text().splitlines()[0].split(",")
-    assert header == list(rb.rank_columns(2))
+    assert header == list(csv_columns(2, errors=True))
 
 
 def test_scan_cli_takes_rank_two(monkeypatch, tmp_path, capsys) -> None:
@@ -160,3 +161,30 @@ def test_scan_cli_takes_rank_two(monkeypatch, tmp_path, capsys) -> None:
     assert all(1.0 < r["alpha_c"] < 1.5 for r in summary["rows"])  # the toy solver does not depend on lambda
     files = {p.name for p in (tmp_path / "s").iterdir()}
     assert {"scan.csv", "scan.json", "scan.nc", "phase_diagram_lam0.01.png", "phase_diagram_lam0.02.png"} <= files
+
+
+def test_phase_boundaries_is_one_entry_for_every_rank(monkeypatch, params) -> None:
+    """At r >= 2 phase_boundaries runs the search over every branch (the mixed one included); at r = r* = 1 the
+    scalar form's fast path -- one result type with one set of columns either way."""
+    from attnphase.numerics.phase import boundaries
+    from attnphase.numerics.phase.boundary_results import Boundaries, boundary_columns
+
+    _patch(monkeypatch, 0.8)
+    grid = [0.7, 1.0, 1.5]
+    b = boundaries.phase_boundaries(params, grid, config=SolverConfig())
+    direct = rb.lowest_branch_boundaries(params, grid, SolverConfig())
+    assert isinstance(b, Boundaries) and (b.r, b.r_star) == (2, 1) and b.branches[-1] == "mixed"
+    assert (b.alpha_c, b.alpha_c_from, b.alpha_c_to) == (direct.alpha_c, direct.alpha_c_from, direct.alpha_c_to)
+    assert set(boundary_columns(2)) - set(boundary_columns(1)) == {"mixed_end", "mixed_end_kind", "mixed_end_method"}
+    assert set(b.row()) >= set(boundary_columns(2))
+    scalar_calls = []
+
+    def fake_scalar(p, alphas, **kw):
+        scalar_calls.append(p)
+        return Boundaries(omega=p.omega, alpha_c=1.0, alpha_l=1.5, semantic_end=0.6, positional_end=2.2)
+
+    monkeypatch.setattr(boundaries, "scalar_boundaries", fake_scalar)
+    one = boundaries.phase_boundaries(ModelParams(omega=0.3), grid, config=SolverConfig())
+    assert scalar_calls and one.alpha_c == 1.0 and set(one.row()) >= set(boundary_columns(1))
+    with pytest.raises(ValueError, match="alpha grid"):
+        boundaries.phase_boundaries(params, None)

@@ -1,0 +1,112 @@
+"""The boundaries' table at every rank, as the phase-diagram and scan jobs write and print it.
+
+One row per model (:meth:`~attnphase.numerics.phase.boundary_results.Boundaries.row`): the columns of
+:func:`~attnphase.numerics.phase.boundary_results.boundary_columns` (the mixed branch's at r >= 2 only), the
+notes, then each boundary's ``<boundary>_err`` and ``<boundary>_found`` where the job has errors: at r = r* = 1
+standard errors (the rules' scrambling blocks, or the spread over ``--error-estimate K`` rules), at r >= 2 or
+r* >= 2 the final bracket widths of the searches.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any, Sequence
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.errors.replicates import replicate_count
+from attnphase.numerics.phase.boundary_results import Boundaries, boundary_columns, boundary_keys, error_columns
+
+
+def csv_columns(r: int = 1, errors: bool = False) -> tuple[str, ...]:
+    """The table's columns at student rank r; ``errors``: with the error columns."""
+    return boundary_columns(r) + ("notes",) + (error_columns(r) if errors else ())
+
+
+#: The rank-1 table's columns, without and with its error columns.
+CSV_COLUMNS = csv_columns(1)
+ERROR_COLUMNS = error_columns(1)
+
+
+def boundary_table(rows: Sequence[Boundaries], errors: Sequence[dict] | None) -> list[dict]:
+    """Each row's columns (:meth:`Boundaries.row`) with ``errors[i]`` (None: without error columns)."""
+    if errors:
+        return [b.row() | errors[i] for i, b in enumerate(rows)]
+    return [{k: v for k, v in b.row().items() if k not in error_columns(b.r)} for b in rows]
+
+
+def write_boundary_csv(path, table: list[dict], errors: bool, first: Sequence[str] = (), r: int = 1) -> None:
+    """The table as CSV, columns ``first`` (a scanned parameter) then :func:`csv_columns`."""
+    with open(path, "w", newline="") as fh:
+        wr = csv.DictWriter(fh, fieldnames=tuple(first) + csv_columns(r, errors), extrasaction="ignore")
+        wr.writeheader()
+        wr.writerows(table)
+
+
+def csv_text(table: list[dict], columns: Sequence[str]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n", extrasaction="ignore")
+    w.writeheader()
+    w.writerows(table)
+    return buf.getvalue()
+
+
+def bracket_widths(rows: Sequence[Boundaries]) -> bool:
+    """Whether the rows' errors are bracket widths (the search of r >= 2 or r* >= 2)."""
+    return any((b.r, b.r_star) != (1, 1) for b in rows)
+
+
+def error_label(config: SolverConfig, n_rules: int, widths: bool = False) -> str:
+    """What the error bars of a table are ('' for none)."""
+    if widths:
+        return "final bracket width of each search"
+    if n_rules:
+        return f"spread over {n_rules} independent rules"
+    R = replicate_count(config)
+    return f"standard error over {R} scrambling blocks of each rule" if R else ""
+
+
+#: The printed table's heading of each branch's end.
+_END_HEAD = {"semantic": "sem_end", "positional": "pos_end", "mixed": "mix_end"}
+
+
+def _fmt(x: float) -> str:
+    return "nan" if not math.isfinite(x) else f"{x:.4f}"
+
+
+def print_boundary_table(table: list[dict], label: str, r: int = 1) -> None:
+    """The boundaries at each omega; with error bars (``label``) each as ``1.2345 +- 0.0012``, rounded to its bar;
+    at r >= 2 the branches alpha_c lies between after it."""
+    from attnphase.display import with_error
+
+    keys = boundary_keys(r)
+    width = 18 if label else 9
+    heads = [_END_HEAD.get(k[:-4], k) if k.endswith("_end") else k for k in keys]
+    pair = r >= 2
+    print(f"{'omega':>7} " + " ".join(f"{h:>{width}}" for h in heads) + ("  alpha_c between" if pair else "")
+          + "  notes" + (f"   (+- {label})" if label else ""))
+    for row in table:
+        cells = [(with_error(row[k], row[k + "_err"]) if math.isfinite(row[k]) and math.isfinite(row[k + "_err"])
+                  else _fmt(row[k]) + (" +- nan" if math.isfinite(row[k]) else "")) if label else _fmt(row[k])
+                 for k in keys]
+        pair_text = f"{row['alpha_c_from']}->{row['alpha_c_to']}" if row.get("alpha_c_from") else "-"
+        between = f"  {pair_text:>15}" if pair else ""
+        print(f"{row['omega']:7.3f} " + " ".join(f"{c:>{width}}" for c in cells) + between + f"  {row['notes']}")
+
+
+def alpha_max_of(rows: Sequence[Boundaries], alphas: Sequence[float]) -> float:
+    """The figure's alpha range: the grid, and boundaries found beyond it (brackets grow up to ALPHA_LIMIT)."""
+    found = [getattr(b, k) for b in rows for k in boundary_keys(b.r) if math.isfinite(getattr(b, k))]
+    return max([max(alphas)] + [1.05 * a for a in found])
+
+
+def plain_json(x: Any) -> Any:
+    """NaN -> None, recursively (strict JSON)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: plain_json(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [plain_json(v) for v in x]
+    return x

@@ -1,0 +1,136 @@
+"""What a boundary search returns at one omega, at every rank: :class:`Boundaries`, its ends and its columns.
+
+The branches of the model (:func:`model_branches`): semantic and positional, and mixed at student rank
+r >= 2 (one positional and one semantic direction, docs/model.md section 7).  A boundary is a change of
+the lowest-e_t branch (``alpha_c``, from branch ``alpha_c_from`` to ``alpha_c_to``), the first drop of
+the lowest branch's eps_g below eps_lin (``alpha_l``, on ``alpha_l_branch``), or the end of a branch
+(``<branch>_end``: its kind and the method that located it).  Every boundary carries an error
+(``<boundary>_err``): at r = r* = 1 its standard error from the rules' scrambling blocks
+(:mod:`attnphase.numerics.errors.replicates`), at r >= 2 or r* >= 2 the final bracket width of the search
+that located it (``alpha_c_method`` and ``<branch>_end_method`` say which).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from attnphase.numerics.phase.continuation import BranchSweep
+
+
+def model_branches(r: int) -> tuple[str, ...]:
+    """The branches of the phase diagram at student rank r: semantic, positional, and mixed at r >= 2."""
+    return ("semantic", "positional") + (("mixed",) if r >= 2 else ())
+
+
+@dataclass(frozen=True)
+class LocatedEnd:
+    """Where ``branch`` stops existing: at ``alpha`` (+- ``err``); it exists on the ``exists`` side
+    ("above" / "below"); ``kind`` what lies beyond (bifurcation, fold, another label, solver failure);
+    ``method`` how it was located."""
+
+    branch: str
+    alpha: float
+    err: float
+    exists: str
+    kind: str
+    method: str = ""
+
+
+#: A branch curve's point: (alpha, on the branch, e_t, eps_g).
+CurvePoint = tuple[float, bool, float, float]
+
+
+@dataclass(frozen=True, eq=False)
+class Boundaries:
+    """Phase boundaries at one omega (NaN where not found; ``notes`` say why).
+
+    ``semantic`` and ``positional``: the branch sweeps of the r = r* = 1 search (with their fixed points,
+    for the curves' figure); ``curves[branch]``: the branches on the alpha grid as :data:`CurvePoint` of the
+    search at r >= 2 or r* >= 2; ``ends``: every end located (the first of each branch is in its columns)."""
+
+    omega: float
+    alpha_c: float
+    alpha_l: float
+    semantic_end: float
+    positional_end: float
+    notes: tuple[str, ...] = ()
+    alpha_c_coarse: float = math.nan
+    semantic_end_kind: str = ""
+    positional_end_kind: str = ""
+    semantic_end_method: str = ""
+    positional_end_method: str = ""
+    semantic: BranchSweep | None = field(default=None, repr=False)
+    positional: BranchSweep | None = field(default=None, repr=False)
+    alpha_c_err: float = math.nan
+    alpha_l_err: float = math.nan
+    semantic_end_err: float = math.nan
+    positional_end_err: float = math.nan
+    r: int = 1
+    r_star: int = 1
+    alpha_c_from: str = ""
+    alpha_c_to: str = ""
+    alpha_c_method: str = ""
+    alpha_l_branch: str = ""
+    eps_lin: float = math.nan
+    mixed_end: float = math.nan
+    mixed_end_err: float = math.nan
+    mixed_end_kind: str = ""
+    mixed_end_method: str = ""
+    ends: tuple[LocatedEnd, ...] = ()
+    curves: dict[str, tuple[CurvePoint, ...]] = field(default_factory=dict, repr=False)
+
+    @property
+    def branches(self) -> tuple[str, ...]:
+        return model_branches(self.r)
+
+    def end(self, branch: str) -> LocatedEnd | None:
+        """The first located end of ``branch`` (None where it has none)."""
+        return next((e for e in self.ends if e.branch == branch), None)
+
+    def errors(self) -> dict[str, float]:
+        """``<boundary>_err`` of every boundary of :func:`boundary_keys` (NaN where it has none) and
+        ``<boundary>_found``: 1 where the boundary was found."""
+        out: dict[str, float] = {}
+        for key in boundary_keys(self.r):
+            out[f"{key}_err"] = getattr(self, f"{key}_err")
+            out[f"{key}_found"] = int(math.isfinite(getattr(self, key)))
+        return out
+
+    def row(self) -> dict[str, Any]:
+        """The CSV row: the columns of :func:`boundary_columns`, the notes and :meth:`errors`."""
+        return ({k: getattr(self, k) for k in boundary_columns(self.r)} | {"notes": "; ".join(self.notes)}
+                | self.errors())
+
+
+def boundary_keys(r: int = 1) -> tuple[str, ...]:
+    """The boundaries that carry errors: alpha_c, alpha_l and every branch's end."""
+    return ("alpha_c", "alpha_l") + tuple(f"{b}_end" for b in model_branches(r))
+
+
+def boundary_columns(r: int = 1) -> tuple[str, ...]:
+    """The columns of :meth:`Boundaries.row` before ``notes``: the boundaries, the correction's coarse alpha_c,
+    each branch end's kind and method, the branches alpha_c lies between and how it was located, the branch
+    alpha_l lies on, eps_lin."""
+    branches = model_branches(r)
+    return (("omega",) + boundary_keys(r) + ("alpha_c_coarse",) + tuple(f"{b}_end_kind" for b in branches)
+            + tuple(f"{b}_end_method" for b in branches)
+            + ("alpha_c_from", "alpha_c_to", "alpha_c_method", "alpha_l_branch", "eps_lin"))
+
+
+def error_columns(r: int = 1) -> tuple[str, ...]:
+    """The columns of :meth:`Boundaries.errors`."""
+    return tuple(f"{k}_{suffix}" for k in boundary_keys(r) for suffix in ("err", "found"))
+
+
+#: The boundaries of rank 1 (:func:`boundary_keys` at r = 1) and the columns of its rows.
+BOUNDARY_KEYS = boundary_keys(1)
+BOUNDARY_COLUMNS = boundary_columns(1)
+
+
+def failed_boundaries(omega: float, reason: str, r: int = 1, r_star: int = 1) -> Boundaries:
+    """NaN boundaries whose note is a failed task's error."""
+    nan = math.nan
+    return Boundaries(omega=omega, alpha_c=nan, alpha_l=nan, semantic_end=nan, positional_end=nan,
+                      notes=(f"task failed: {reason}",), r=r, r_star=r_star)

@@ -1,0 +1,349 @@
+"""The phase boundaries of docs/model.md section 6 at one omega, rank r = r* = 1: the fast path of
+:func:`~attnphase.numerics.phase.boundaries.phase_boundaries` with the scalar form's refinements.
+
+The two branches, semantic and positional, are followed by continuation (:func:`~attnphase.numerics.phase.continuation.sweep`):
+
+* ``alpha_c`` -- root of Delta e_t(alpha) = e_t(semantic) - e_t(positional) where both
+  branches exist (the global minimum switches from positional to semantic), then corrected by
+  Newton steps with E[M] from a finer rule (:mod:`attnphase.numerics.se.training_objective`:
+  e_t is stationary in the overlaps, so this removes most of the solve rule's error; one step
+  from a sobol12 root);
+* ``alpha_l`` -- the smallest alpha >= alpha_c at which the semantic test error drops
+  below eps_lin (equal to alpha_c when it is already below there), refined on a finer rule
+  (:mod:`attnphase.numerics.phase.boundary_refinement`);
+* branch ends -- where the semantic branch (followed downward) or the positional branch
+  (followed upward) ends inside the alpha range (:mod:`attnphase.numerics.phase.branch_end`: by default
+  where the agnostic branch turns unstable in theta -- semantic -- or stable again in m -- positional).
+
+Roots are bracketed on the branch sweeps and refined to ``xtol`` in alpha (alpha_c by
+safeguarded Newton steps, the slope of Delta e_t being Delta E[M]; alpha_l by Brent's
+method); every function evaluation is a fixed point warm-started from the nearest converged
+point of the same branch (a cold start last).  Brackets grow (:mod:`attnphase.numerics.phase.brackets`):
+a boundary not found on the grid is searched for beyond it before it is reported missing.  A
+boundary still not found is NaN and the reason is recorded.
+Every boundary carries its standard error from the rules' scrambling blocks (``<boundary>_err``,
+:meth:`~attnphase.numerics.phase.boundary_results.Boundaries.errors`; :mod:`attnphase.numerics.errors.replicates`).
+Every setting (rules of the solves, of the alpha_c correction, of alpha_l's refinement and of the
+bifurcations, the branch-end strategy) comes from one :class:`~attnphase.numerics.config.SolverConfig`.
+The branch curves' figure draws the whole positional branch (:func:`curves_branch`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Callable, Sequence
+
+import numpy as np
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.parallel import without_memory
+from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, refine_alpha_c, refined_alpha_l
+from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd
+from attnphase.numerics.phase.brackets import (
+    ALPHA_LIMIT, BranchLost, delta_bracket, extend_branch, first_solvable, grid_extension, grow_alpha_c_down,
+    grow_alpha_c_up, positional_grid,
+)
+from attnphase.numerics.phase.branch_end import on_branch
+from attnphase.numerics.phase.continuation import BranchSweep, sweep
+from attnphase.numerics.roots import RootNotFound, brent_root, safeguarded_newton
+from attnphase.numerics.se.se_map import model_rule
+from attnphase.numerics.se.state_evolution import FixedPoint, solve
+from attnphase.theory.params import ModelParams
+from attnphase.theory.whitening import se_params
+
+DEFAULT_ALPHA_RANGE = (0.1, 3.0)
+
+
+def scalar_boundaries(
+    params: ModelParams,
+    alphas: Sequence[float] | None = None,
+    *,
+    config: SolverConfig | None = None,
+    xtol: float = 1e-4,
+    bisection_tol: float = 1e-3,
+    progress: Callable[[FixedPoint], None] | None = None,
+) -> Boundaries:
+    """alpha_c, alpha_l and the branch ends at ``params.omega`` over the alpha grid ``alphas``.
+
+    ``config.branch_end`` and ``config.bifurcation_quadrature``: how both branch ends are located
+    (:func:`~attnphase.numerics.phase.branch_end.locate_branch_end`).  ``config.alpha_c_quadrature``:
+    rule for E[M] in the Newton correction of alpha_c (:func:`~attnphase.numerics.phase.boundary_refinement.refine_alpha_c`); None keeps the
+    root on the solve rule (then ``alpha_c_coarse`` equals ``alpha_c``).
+    """
+    if alphas is None:
+        alphas = np.linspace(*DEFAULT_ALPHA_RANGE, 12)
+    cfg = config or SolverConfig()
+    params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
+    rule = model_rule(params, cfg)
+    kw = dict(config=cfg, bisection_tol=bisection_tol, progress=progress, past_end=False)
+    sem = sweep(params, alphas, "semantic", **kw)
+    pos = sweep(params, positional_grid(alphas, sem), "positional", **kw)
+    notes: list[str] = []
+    beyond = grid_extension(max(alphas))
+    if beyond and math.isnan(pos.end.alpha):
+        # the positional end lies above the grid, if anywhere: follow the branch on up to ALPHA_LIMIT
+        pos, ext_note = extend_branch(params, pos, beyond, kw)
+        notes += [ext_note] if ext_note else []
+    for sw in (sem, pos):
+        if sw.end.kind == "solver failure":
+            notes.append(f"{sw.branch} end at {sw.end.alpha:.3f} found by solver failure (may be numerical)")
+        if sw.end.note:
+            notes.append(f"{sw.branch} end by {sw.end.method}: {sw.end.note}")
+        said = any(n.startswith(f"{sw.branch} branch followed up to") for n in notes)
+        if math.isnan(sw.end.alpha) and sw.on_branch() and not said:  # NaN end: say why (it spans the grid)
+            notes.append(f"{sw.branch} end: none in [{min(alphas):g}, {max(alphas):g}] (the branch exists on the whole grid)")
+    s_on, p_on = sem.on_branch(), pos.on_branch()  # fresh lists: on_branch_solve adds its points to them
+
+    def on_branch_solve(branch: str, pts: list[FixedPoint], alpha: float) -> FixedPoint:
+        # from the nearest converged point; once more from the next nearest (on the other side,
+        # where there is one) before giving up: a single stalled solve must not lose a boundary
+        ranked = sorted(pts, key=lambda p: abs(p.alpha - alpha))
+        tries = ranked[:1] + [p for p in ranked[1:] if (p.alpha - alpha) * (ranked[0].alpha - alpha) < 0][:1]
+        tries += [p for p in ranked[1:2] if len(tries) < 2]
+        for near in [*tries, None]:
+            # last, a cold start: a warm one can stall where the branch has two close pieces
+            # (omega = 0.05, sobol12: warm from alpha = 0.627 no step past 0.636 converges, a cold
+            # start at 0.65 does, 0.7 % away in V0)
+            fp = (solve(params, alpha, branch, config=cfg, rule=rule) if near is None else
+                  solve(params, alpha, branch, init=near.overlaps, memory=near.memory, config=cfg, rule=rule))
+            if fp.status.converged and fp.branch == branch:
+                break
+        else:
+            raise BranchLost(f"{branch} branch lost at alpha = {alpha:.5f} ({fp.status.message}, label {fp.branch})")
+        pts.append(fp)  # root-finding iterates close in: later evaluations start nearer
+        return fp
+
+    # alpha_c: sign change of Delta e_t on the common grid
+    alpha_c = math.nan
+    if not s_on:
+        notes.append("no converged semantic point in range")
+    if not p_on:
+        notes.append("no converged positional point in range")
+    grown: list[bool] = []
+
+    def grow_semantic() -> bool:
+        # once: the semantic branch followed up from the grid's top to ALPHA_LIMIT
+        nonlocal sem
+        if not grown:
+            before = len(sem.points)
+            sem, _ = extend_branch(params, sem, beyond, kw) if beyond else (sem, "")
+            s_on.extend(p for p in sem.points[before:] if on_branch(p, "semantic"))
+            grown.append(len(sem.points) > before)
+        return grown[0]
+
+    def d_et(alpha: float) -> tuple[float, float]:
+        # Delta e_t and its slope d Delta e_t / d alpha = Delta E[M]
+        s_obs = on_branch_solve("semantic", s_on, alpha).observables
+        p_obs = on_branch_solve("positional", p_on, alpha).observables
+        return s_obs.e_t - p_obs.e_t, s_obs.E_M - p_obs.E_M
+
+    if s_on and p_on and not ({p.alpha for p in s_on} & {p.alpha for p in p_on}):
+        fill_positional(s_on, p_on, pos.end.on_solve_rule, on_branch_solve)
+    delta, bracket = delta_bracket(s_on, p_on)
+    if bracket is None and delta and all(d > 0 for _, d in delta) and pos.end.on_solve_rule > delta[-1][0]:
+        # positional lower wherever both are on the grid, but the positional branch reaches above
+        # the highest common point (its warm continuation stalled below its end)
+        bracket = grow_alpha_c_up(d_et, *delta[-1], pos.end.on_solve_rule,
+                                   [p.alpha for p in s_on if delta[-1][0] < p.alpha < pos.end.on_solve_rule])
+    if bracket is None and delta and all(d > 0 for _, d in delta) and beyond:
+        grow_semantic()  # positional lower on the whole grid: alpha_c lies above it, if anywhere
+        delta, bracket = delta_bracket(s_on, p_on)
+    if bracket is None and delta and all(d <= 0 for _, d in delta) and sem.end.on_solve_rule < delta[0][0]:
+        # semantic lower wherever both are on the grid, but the semantic branch reaches below
+        # the lowest common point: alpha_c may lie between its end and that point
+        bracket = grow_alpha_c_down(d_et, sem.end.on_solve_rule, *delta[0])
+    if bracket is not None:
+        (a0, d0), (a1, d1) = bracket
+        try:
+            alpha_c = safeguarded_newton(d_et, a0, a1, d0, d1, xtol)
+        except (BranchLost, RootNotFound) as exc:
+            notes.append(f"alpha_c: {exc}")
+    elif delta:
+        sign = "semantic lower" if all(d <= 0 for _, d in delta) else "positional lower"
+        notes.append(f"alpha_c outside the range where both branches exist ({sign} throughout"
+                     + (f", searched up to alpha = {delta[-1][0]:.3g}, limit {ALPHA_LIMIT:g})" if any(grown) else ")"))
+        if all(d <= 0 for _, d in delta) and not math.isnan(sem.end.alpha):
+            notes.append("the semantic branch is the global minimum wherever it exists")
+    else:
+        notes.append("alpha_c: the branches never coexist on the grid")
+    alpha_c_coarse, alpha_c_err = alpha_c, math.nan
+    if not math.isnan(alpha_c) and cfg.alpha_c_quadrature is not None:
+        def pair_at(alpha: float) -> tuple[FixedPoint, FixedPoint]:
+            # the root-finding iterates already hold both branches at alpha_0
+            found = [next((p for p in pts if p.alpha == alpha), None) for pts in (s_on, p_on)]
+            if all(found):
+                return found[0], found[1]
+            return on_branch_solve("semantic", s_on, alpha), on_branch_solve("positional", p_on, alpha)
+
+        common = {p.alpha for p in s_on} & {p.alpha for p in p_on}
+        try:
+            alpha_c, note, alpha_c_err = refine_alpha_c(pair_at, min(common, key=lambda a: abs(a - alpha_c)),
+                                                         cfg.alpha_c_quadrature, cfg)
+        except BranchLost as exc:
+            note = f"alpha_c: {cfg.alpha_c_quadrature} correction not applied ({exc}); the value is the solve rule's root"
+        if note:
+            notes.append(note)
+
+    if math.isfinite(alpha_c) and cfg.alpha_c_quadrature is None:
+        alpha_c_err = coarse_alpha_c_error(s_on, p_on, alpha_c, cfg)
+    # alpha_l: semantic eps_g meets eps_lin, at or above alpha_c
+    alpha_l = math.nan
+    if s_on:
+        eps_lin = s_on[0].observables.eps_lin
+        lo = alpha_c if not math.isnan(alpha_c) else None
+        cand = sorted((p for p in s_on if lo is None or p.alpha >= lo), key=lambda p: p.alpha)
+        diff: list[tuple[float, float]] | None = [(p.alpha, p.observables.eps_g - eps_lin) for p in cand]
+
+        def gap(a: float) -> float:
+            return on_branch_solve("semantic", s_on, a).observables.eps_g - eps_lin
+        if lo is not None:
+            # the first sample at alpha_c; where the semantic solve stalls there (omega = 0.05,
+            # sobol12: residual 2.6e-4 at the corrected alpha_c, from every start), a little above
+            first = first_solvable(gap, lo, diff[0][0] if diff else lo + 0.1)
+            if first is None:
+                notes.append("alpha_l: the semantic branch is lost at alpha_c")
+                diff = None
+            elif first[1] <= 0 and first[0] != lo:
+                notes.append(f"alpha_l: the semantic branch is lost at alpha_c; eps_g is below eps_lin "
+                             f"from alpha = {first[0]:.4f}")
+                diff = None
+            else:
+                diff = [first] + diff
+        if diff is None:
+            pass
+        elif diff and diff[0][1] <= 0:
+            alpha_l = diff[0][0] if lo is not None else math.nan
+            if lo is None:
+                notes.append("alpha_l: semantic eps_g already below eps_lin at the lower end of the range")
+        else:
+            br = next(((a0, a1) for (a0, d0), (a1, d1) in zip(diff, diff[1:]) if d0 > 0 >= d1), None)
+            if br is None and diff and diff[-1][1] > 0 and grow_semantic():
+                # eps_g still above eps_lin at the top: the semantic branch followed on up
+                diff += [(p.alpha, p.observables.eps_g - eps_lin) for p in s_on if p.alpha > diff[-1][0]]
+                diff.sort()
+                br = next(((a0, a1) for (a0, d0), (a1, d1) in zip(diff, diff[1:]) if d0 > 0 >= d1), None)
+            if br is None:
+                top = max(a for a, _ in diff) if diff else math.nan
+                notes.append(f"alpha_l: semantic eps_g stays above eps_lin up to alpha = {top:.3g}"
+                             + (f" (search limit {ALPHA_LIMIT:g})" if any(grown) else ""))
+            else:
+                try:
+                    alpha_l = brent_root(gap, *br, xtol)
+                except BranchLost as exc:
+                    notes.append(f"alpha_l: {exc}")
+    alpha_l, alpha_l_err, note = refined_alpha_l(s_on, alpha_l, alpha_c, alpha_c_err, cfg)
+    notes += [note] if note else []
+    return with_scalar_labels(Boundaries(
+        omega=params.omega,
+        alpha_c=alpha_c,
+        alpha_l=alpha_l,
+        semantic_end=sem.end.alpha,
+        positional_end=pos.end.alpha,
+        notes=tuple(notes),
+        alpha_c_coarse=alpha_c_coarse,
+        semantic_end_kind=sem.end.kind,
+        positional_end_kind=pos.end.kind,
+        semantic_end_method=sem.end.method,
+        positional_end_method=pos.end.method,
+        semantic=sem,
+        positional=pos,
+        alpha_c_err=alpha_c_err,
+        alpha_l_err=alpha_l_err,
+        semantic_end_err=sem.end.err,
+        positional_end_err=pos.end.err,
+    ), cfg)
+
+
+def with_scalar_labels(b: Boundaries, config: SolverConfig) -> Boundaries:
+    """``b`` with the columns every rank shares filled in from its two sweeps: alpha_c between positional and
+    semantic and how it was located, alpha_l on the semantic branch, eps_lin, and both branch ends."""
+    found = math.isfinite(b.alpha_c)
+    rule = config.alpha_c_quadrature
+    method = ("safeguarded Newton on Delta e_t = e_t(semantic) - e_t(positional)"
+              + (f", corrected by Newton steps with E[M] on {rule}" if rule is not None else "")
+              + "; err = standard error over the rules' scrambling blocks") if found else ""
+    points = [p for sw in (b.semantic, b.positional) if sw is not None for p in sw.points if p.status.converged]
+    ends = []
+    for sw, default in ((b.semantic, "above"), (b.positional, "below")):
+        if sw is not None and math.isfinite(sw.end.alpha):
+            exists = {"below": "above", "above": "below"}.get(sw.end_side, default)
+            ends.append(LocatedEnd(sw.branch, sw.end.alpha, sw.end.err, exists, sw.end.kind, sw.end.method))
+    return replace(b, r=1, r_star=1, alpha_c_from="positional" if found else "", alpha_c_to="semantic" if found else "",
+                   alpha_c_method=method, alpha_l_branch="semantic" if math.isfinite(b.alpha_l) else "",
+                   eps_lin=points[0].observables.eps_lin if points else math.nan, ends=tuple(ends))
+
+
+def fill_positional(s_on: list[FixedPoint], p_on: list[FixedPoint], end: float,
+                    on_branch_solve: Callable[[str, list[FixedPoint], float], FixedPoint]) -> None:
+    """The positional branch at the semantic grid points below its end, where the sweep left none in common
+    (omega = 0.16, 0.19 on sobol10:4: the warm step from its first point, 0.627, failed, its end was found
+    ahead at 1.56 / 1.72 by the eigenvalue, and the grid points in between were dropped): each solved from
+    the nearest positional point, up from the lowest, until one is lost (``p_on`` grows)."""
+    for a in sorted(p.alpha for p in s_on if p.alpha > min(q.alpha for q in p_on) and p.alpha < end):
+        try:
+            on_branch_solve("positional", p_on, a)
+        except BranchLost:
+            break
+
+
+def whole_positional_branch(params: ModelParams, alphas: Sequence[float] | None, pos: BranchSweep,
+                            config: SolverConfig | None = None) -> BranchSweep:
+    """``pos`` (the positional branch as phase boundaries follow it) with the grid points below its
+    first point added: a sweep down from its lowest converged point, stopping where the branch ends
+    (a cold sweep up from the grid's start, where it has none).
+
+    Down, not up: from the branch's converged point the warm steps converge; up from a cold start at
+    the grid's start (omega = 0.3, alpha = 0.1 -> 0.364) the relative change of q0 is 3x and the
+    steps failed and were halved (5.5 s against 1.5 s; the same fixed points to 2e-9), and at
+    omega = 0.1 the sweep up left alpha = 0.1 and 0.364 unconverged where the sweep down converges."""
+    grid = sorted(float(a) for a in (np.linspace(*DEFAULT_ALPHA_RANGE, 12) if alphas is None else alphas))
+    first = min((p.alpha for p in pos.points), default=math.inf)
+    lower = [a for a in grid if a < first]
+    if not lower:
+        return pos
+    on = pos.on_branch()
+    start = on[0] if on and on[0].alpha == first else None
+    low = (sweep(params, lower, "positional", config=config, direction="down", start=start, past_end=False)
+           if start is not None else sweep(params, lower, "positional", config=config, past_end=False))
+    return BranchSweep(pos.branch, low.points + pos.points, pos.end, pos.end_side)
+
+
+def curves_branch(params: ModelParams, alphas: Sequence[float] | None, pos: BranchSweep,
+                  config: SolverConfig | None = None) -> BranchSweep:
+    """The positional branch the curves' figure draws: the whole branch on the grid
+    (:func:`whole_positional_branch`), refined between its points up to the grid's end (:func:`refined_branch`)."""
+    grid = sorted(float(a) for a in (np.linspace(*DEFAULT_ALPHA_RANGE, 12) if alphas is None else alphas))
+    return refined_branch(params, whole_positional_branch(params, alphas, pos, config), config, upto=grid[-1])
+
+
+#: Points the curves' figure adds between two neighbouring points of the positional branch on the grid.
+CURVE_REFINEMENT = 2
+
+
+def refined_branch(params: ModelParams, sw: BranchSweep, config: SolverConfig | None = None, *,
+                   upto: float = math.inf) -> BranchSweep:
+    """``sw`` with CURVE_REFINEMENT points added between each two neighbouring points on the branch up
+    to ``upto``, each solved warm from the lower one (one that leaves the branch is dropped), so that
+    a figure draws the branch as a curve; the points in increasing alpha, no per-point errors."""
+    on = [p for p in sw.on_branch() if p.alpha <= upto]
+    if len(on) < 2:
+        return sw
+    cfg = config or SolverConfig()
+    p = se_params(params)
+    rule = model_rule(p, cfg)
+    added = []
+    for lo, hi in zip(on, on[1:]):
+        for k in range(1, CURVE_REFINEMENT + 1):
+            fp = solve(p, lo.alpha + (hi.alpha - lo.alpha) * k / (CURVE_REFINEMENT + 1), sw.branch,
+                       init=lo.overlaps, config=cfg, rule=rule)
+            if on_branch(fp, sw.branch):
+                added.append(fp)
+    return replace(sw, points=sorted(sw.points + added, key=lambda q: q.alpha), errors=())
+
+
+def _portable(sw: BranchSweep | None) -> BranchSweep | None:
+    if sw is None:
+        return None
+    end = replace(sw.end, points=tuple(without_memory(p) for p in sw.end.points))
+    return replace(sw, points=[without_memory(p) for p in sw.points], end=end)
