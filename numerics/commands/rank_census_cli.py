@@ -36,9 +36,9 @@ def cmd_census_rank(args: argparse.Namespace, alpha: float, r: int, r_star: int)
     from attnphase import solver_options
     from attnphase import options as opt
     from attnphase.numerics.errors.quadrature_error import independent_rules
-    from attnphase.numerics.commands.rank_cli import rank_model_and_config
+    from attnphase.numerics.commands.common import model_and_config
 
-    params, cfg = rank_model_and_config(args, r, r_star, opt.single_omega(args, "census"))
+    params, cfg = model_and_config(args, opt.single_omega(args, "census"))
     n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
     out_dir = outputs.out_dir_from_args(args) if args.out is not None else None
     opt.announce_defaults(args, params)
@@ -96,13 +96,13 @@ def _finite(x: Any) -> bool:
 
 def census_object(res: Any, cfg: Any, n_rules: int, seconds: float) -> dict[str, Any]:
     """The ``--json`` object of the module doc."""
-    from attnphase.numerics.commands.rank_cli import rank_solve_record
+    from attnphase.numerics.commands.point_record import matrix_record
     from attnphase.numerics.se.starts import teacher_rank
 
     params = res.params
     points = []
     for e in res.entries:
-        rec = rank_solve_record(e.point, e.point.requested) | e.errors
+        rec = matrix_record(e.point, e.point.requested) | e.errors
         rec |= {"starts": len(e.starts), "start_names": list(e.starts),
                 "merged": [{"branch": b, "e_t": v, "starts": list(n)} for b, v, n in e.merged]} | res.above_minimum(e)
         points.append(rec)

@@ -15,7 +15,7 @@ from attnphase import options as opt
 from attnphase import solver_options
 from attnphase import execution_options
 from attnphase import outputs
-from attnphase.cli import COMMANDS, build_parser, main
+from attnphase.cli import build_parser, command_names, main
 
 MODEL_DESTS = ("L", "sigma", "A", "P", "omega", "lam", "rho0")
 SOLVER_COMMANDS = ("solve", "sweep", "phase-diagram", "census")
@@ -316,10 +316,10 @@ def test_output_options_are_uniform() -> None:
         assert acts["out"].metavar == "DIR", name
         assert outputs.OUT_RULE in acts["out"].help, name
     quiet_help = _actions("sweep")["quiet"].help
-    for name, _ in COMMANDS:
+    for name in command_names():
         assert "no_progress" not in _actions(name), name
         assert _actions(name)["quiet"].help == quiet_help, name  # every command, one meaning
-    assert [n for n, _ in COMMANDS] == ["derive", "solve", "sweep", "phase-diagram", "census", "simulate",
+    assert command_names() == ["derive", "solve", "sweep", "phase-diagram", "census", "simulate",
                                         "validate", "check", "histogram", "scan", "show"]
     assert "json" in _actions("check") and _actions("check")["out"].metavar == "DIR"
 
