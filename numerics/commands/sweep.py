@@ -49,11 +49,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The sweep of the module doc; its exit code."""
+    """The sweep of the module doc, every option checked first; its exit code."""
     r, r_star = ranks_from_args(args)
-    if is_scalar_form(r, r_star) and args.branch != "mixed":
-        return _scalar_sweeps(args)
-    return _matrix_sweep(args)
+    scalar = is_scalar_form(r, r_star)
+    alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
+    omegas = opt.parse_values(args.omega, "--omega") if scalar else [opt.single_omega(args, NAME)]
+    params, cfg = model_and_config(args, omegas[0], args.branch)
+    with opt.model_errors():
+        for w in omegas:
+            params.replace(omega=w)
+    opt.check_branch_possible(params, args.branch)
+    from attnphase.numerics.errors.quadrature_error import independent_rules
+
+    n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args)) if scalar else 0
+    executor = execution_options.executor_from_args(args)
+    workload.check_grid(len(alphas) * len(omegas), workload.MAX_SWEEP_POINTS, "alpha values (x omegas)", "--alpha",
+                        args.large)
+    out_dir = outputs.out_dir_from_args(args)
+    if alphas != sorted(alphas):
+        print("attnphase: note: --alpha values sorted ascending (the branch is followed by continuation in alpha)",
+              file=sys.stderr)
+    opt.announce_defaults(args, params)
+    if scalar:
+        return _scalar_sweeps(args, params, cfg, n_rules, omegas, alphas, executor, out_dir)
+    return _matrix_sweep(args, params, cfg, sorted(alphas), out_dir)
 
 
 def sweep_file_name(branch: str, omega: float) -> str:
@@ -117,25 +136,14 @@ def _csv_text(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
-def _scalar_sweeps(args: argparse.Namespace) -> int:
+def _scalar_sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omegas: list[float],
+                   alphas: list[float], executor: Any, out_dir: Any) -> int:
     """r = r* = 1: one branch over alpha into DIR/sweep_<branch>_omega<omega>.csv, at each omega of ``--omega``
     (one task each), and DIR/sweep_<branch>.nc."""
     from functools import partial
 
-    alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
-    params, omegas = opt.omegas_from_args(args)
-    opt.check_branch_possible(params, args.branch)
-    _, cfg = model_and_config(args, params.omega)
-    from attnphase.numerics.errors.quadrature_error import error_bars_note, independent_rules
+    from attnphase.numerics.errors.quadrature_error import error_bars_note
 
-    n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
-    executor = execution_options.executor_from_args(args)
-    workload.check_grid(len(alphas) * len(omegas), workload.MAX_SWEEP_POINTS, "alpha values (x omegas)", "--alpha", args.large)
-    out_dir = outputs.out_dir_from_args(args)
-    if alphas != sorted(alphas):
-        print("attnphase: note: --alpha values sorted ascending (the branch is followed by continuation in alpha)",
-              file=sys.stderr)
-    opt.announce_defaults(args, params)
     workload.announce_rules(params.L, cfg)
     per_omega = workload.estimate_seconds(len(alphas) * max(1, n_rules), params.L, cfg)
     workload.announce_tasks(f"sweep of {len(alphas)} alpha values" + (f" at {len(omegas)} omegas" if len(omegas) > 1 else ""),
@@ -235,25 +243,18 @@ def replace_fn(task, fn):
     return replace(task, fn=fn)
 
 
-def _matrix_sweep(args: argparse.Namespace) -> int:
-    """r or r* >= 2: the branch followed over the alpha grid
-    by warm starts (:func:`~attnphase.numerics.phase.rank_boundaries.follow_rank_branch`; the first point from the
-    rank-1 fixed points), one row per alpha into
-    DIR/sweep_<branch>_omega<omega>_rank<r>x<r*>.csv: alpha, branch, e_t, eps_g, the invariants (one column
-    per eigenvalue / singular value / token), gauge_angle, converged, iterations, residual, reason.  A
-    point that does not converge onto the branch is retried from the embedded start before it is reported.
-    Branch ends are located by ``phase-diagram --rank``, not here.  Exit code 1 if a point did not converge, 3 if no point is on the branch."""
+def _matrix_sweep(args: argparse.Namespace, params: Any, cfg: Any, alphas: list[float], out_dir: Any) -> int:
+    """r or r* >= 2: the branch followed over the alpha grid by warm starts
+    (:func:`~attnphase.numerics.phase.rank_boundaries.follow_rank_branch`; the first point from the rank-1 fixed
+    points), one row per alpha into DIR/sweep_<branch>_omega<omega>_rank<r>x<r*>.csv: alpha, branch, e_t, eps_g,
+    the invariants (one column per eigenvalue / singular value / token), gauge_angle, converged, iterations,
+    residual, reason.  A point that does not converge onto the branch is retried from the embedded start before
+    it is reported.  Branch ends are located by ``phase-diagram --rank``, not here."""
     import csv
 
-    r, r_star = ranks_from_args(args)
-    params, cfg = model_and_config(args, opt.single_omega(args, NAME), args.branch)
-    alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
     from attnphase.numerics.phase.rank_boundaries import follow_rank_branch
 
-    opt.check_branch_possible(params, args.branch)
-    workload.check_grid(len(alphas), workload.MAX_SWEEP_POINTS, "alpha values", "--alpha", args.large)
-    out_dir = outputs.out_dir_from_args(args)
-    opt.announce_defaults(args, params)
+    r, r_star = params.r, params.r_star
     work.begin("sweeping the rank-r branch")
     L = params.L
     cols = (["alpha", "omega", "branch", "e_t", "eps_g"] + [f"q0_eig_{i + 1}" for i in range(r)]
