@@ -1,6 +1,6 @@
 """The set-up every numerics command shares, written once: the model and SolverConfig of the command line at
 every rank, one point's set-up, the staged output of a job, the tasks folder, the command line of a
-dataset, and a sweep's exit code.
+dataset, the store of a job's tasks, and a sweep's exit code.
 
 The model is one :class:`~attnphase.theory.params.ModelParams` with the ranks r, r* of ``--rank`` /
 ``--teacher-rank`` (docs/model.md section 7); at r = r* = 1 it is the scalar form's model, otherwise the
@@ -26,6 +26,13 @@ from attnphase.numerics.commands.point_record import EXIT_NO_BRANCH
 
 #: Where a job keeps its finished tasks, under its --out folder (docs/distributed.md).
 TASKS_FOLDER = "tasks"
+
+
+def task_store(out_dir: Path) -> Any:
+    """The store of a job's finished tasks, ``out_dir/tasks`` (``--fresh`` recomputes them; docs/distributed.md)."""
+    from attnphase.execution import ResultStore
+
+    return ResultStore(out_dir / TASKS_FOLDER)
 
 
 def command_line() -> str:

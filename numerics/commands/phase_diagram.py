@@ -17,8 +17,8 @@ import sys
 
 from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
-from attnphase.numerics.commands.common import (TASKS_FOLDER, command_line, is_scalar_form, model_and_config,
-                                                ranks_from_args, staged_job)
+from attnphase.numerics.commands.common import (command_line, is_scalar_form, model_and_config, ranks_from_args,
+                                                staged_job, task_store)
 
 NAME = "phase-diagram"
 HELP = "alpha_c, alpha_l and the branch ends over omega (the main job)"
@@ -90,9 +90,7 @@ def run(args: argparse.Namespace) -> int:
         _announce_matrix(args, params, cfg, omegas, alphas, executor)
 
     work.begin("computing the phase diagram")
-    from attnphase.execution import ResultStore
-
-    store = ResultStore(out_dir / TASKS_FOLDER)
+    store = task_store(out_dir)
     job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas), "rank": [r, r_star]}
     # --json: the table the job prints goes to stderr; stdout gets phase_diagram.json alone
     with staged_job(out_dir, "phase_diagram", job_model, args.json) as stage:

@@ -22,8 +22,8 @@ from typing import Any, Sequence
 
 from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
-from attnphase.numerics.commands.common import (TASKS_FOLDER, command_line, config_of, is_scalar_form, ranks_from_args,
-                                                scan_models, staged_job)
+from attnphase.numerics.commands.common import (command_line, config_of, is_scalar_form, ranks_from_args, scan_models,
+                                                staged_job, task_store)
 
 NAME = "scan"
 HELP = "the phase diagram over a second model parameter and omega, as tasks, into one dataset"
@@ -150,9 +150,7 @@ def run(args: argparse.Namespace) -> int:
                                 cores=usable_cores() if executor.scheduler is None else 0)
     work.begin("scanning the boundaries")
 
-    from attnphase.execution import ResultStore
-
-    store = ResultStore(out_dir / TASKS_FOLDER)
+    store = task_store(out_dir)
     job_model = models[0].to_dict() | {field: [str(v) for v in values], "omega": list(omegas), "alpha": list(alphas)}
     with staged_job(out_dir, "scan", job_model, args.json) as stage:
         if scalar:

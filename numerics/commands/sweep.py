@@ -21,8 +21,8 @@ from typing import Any
 
 from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
-from attnphase.numerics.commands.common import (TASKS_FOLDER, command_line, is_scalar_form, model_and_config,
-                                                ranks_from_args, sweep_exit_code)
+from attnphase.numerics.commands.common import (command_line, is_scalar_form, model_and_config, ranks_from_args,
+                                                sweep_exit_code, task_store)
 from attnphase.numerics.commands.point_record import RECORD_KEYS, RESULT_KEYS, model_echo
 
 NAME = "sweep"
@@ -154,13 +154,13 @@ def _scalar_sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int
     work.begin("sweeping the branch")
     from tqdm import tqdm
 
-    from attnphase.execution import ResultStore, run_tasks
+    from attnphase.execution import run_tasks
     from attnphase.execution.dataset import job_attrs, write_netcdf
     from attnphase.execution.progress import TaskBar, failure_summary
     from attnphase.numerics.jobs.dataset import sweeps_dataset
     from attnphase.numerics.jobs.tasks import numerics_version, sweep_job, sweep_task
 
-    store = ResultStore(out_dir / TASKS_FOLDER)
+    store = task_store(out_dir)
     version = numerics_version()
     tasks = [sweep_task(params.replace(omega=float(w)), alphas, args.branch, cfg, version, n_rules) for w in omegas]
     if len(tasks) == 1 and executor.scheduler is None:

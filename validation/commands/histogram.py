@@ -80,9 +80,8 @@ def run(args: argparse.Namespace) -> int:
 
     import torch
 
-    from attnphase.execution import ResultStore
     from attnphase.execution.dataset import write_netcdf
-    from attnphase.numerics.commands.common import TASKS_FOLDER, command_line
+    from attnphase.numerics.commands.common import TASKS_FOLDER, command_line, task_store
     from attnphase.validation.histogram.dataset import histogram_attrs, histogram_dataset
     from attnphase.validation.histogram.experiment import HistogramConfig
     from attnphase.validation.histogram.jobs import run_histogram
@@ -95,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)  # the tasks run in this process with --workers 1 (Dask workers: one thread each)
     config = HistogramConfig.quick() if args.quick else HistogramConfig.paper()
     _announce(config, executor.workers, args.quiet)
-    done = run_histogram(config, args.seed, device, executor=executor, store=ResultStore(out / TASKS_FOLDER),
+    done = run_histogram(config, args.seed, device, executor=executor, store=task_store(out),
                          fresh=args.fresh, quiet=args.quiet)
     c = done.counts
     tasks = f"tasks: {c['computed']} computed, {c['stored']} from the store, {c['failed']} failed"

@@ -133,8 +133,7 @@ def run(args: argparse.Namespace) -> int:
 
     import torch
 
-    from attnphase.execution import ResultStore
-    from attnphase.numerics.commands.common import TASKS_FOLDER, command_line
+    from attnphase.numerics.commands.common import command_line, task_store
     from attnphase.validation.campaign import run_validation, validation_plan
 
     if args.threads is not None:  # the tasks run in this process with --workers 1 (Dask workers: one thread each)
@@ -151,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         with contextlib.redirect_stdout(outputs.Rewriting(sys.stdout, shown)), \
                 contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
             summary = run_validation(plan, stage, progress=not args.quiet, executor=executor,
-                                     store=ResultStore(out_dir / TASKS_FOLDER), fresh=args.fresh,
+                                     store=task_store(out_dir), fresh=args.fresh,
                                      command=command_line())
         summary = json.loads(json.dumps(outputs.json_value(summary)).replace(str(stage), str(out_dir)))
     if args.json:
@@ -186,8 +185,7 @@ def _run_general(args: argparse.Namespace) -> int:
 
     import torch
 
-    from attnphase.execution import ResultStore
-    from attnphase.numerics.commands.common import TASKS_FOLDER
+    from attnphase.numerics.commands.common import task_store
     plan = general_plan(quick=args.quick, d=args.d, seeds=args.seeds, device=args.device, dtype=args.dtype,
                         cases=cases, train=train_config(args))
     check_plan_samples(min((*plan.grid, *(a for c in plan.cases for a in c.alphas))), plan.d)
@@ -216,7 +214,7 @@ def _run_general(args: argparse.Namespace) -> int:
         with contextlib.redirect_stdout(outputs.Rewriting(sys.stdout, shown)), \
                 contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
             summary = run_general_validation(plan, stage, progress=not args.quiet,
-                                             store=ResultStore(out_dir / TASKS_FOLDER))
+                                             store=task_store(out_dir))
         summary = json.loads(json.dumps(outputs.json_value(summary)).replace(str(stage), str(out_dir)))
     if args.json:
         print(json.dumps(outputs.json_value(summary)))
