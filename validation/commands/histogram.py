@@ -75,13 +75,12 @@ def run(args: argparse.Namespace) -> int:
     out = outputs.out_dir_from_args(args)
     check_device(args.device)
 
-    import contextlib
     import time
 
     import torch
 
     from attnphase.execution.dataset import write_netcdf
-    from attnphase.numerics.commands.common import TASKS_FOLDER, command_line, task_store
+    from attnphase.numerics.commands.common import TASKS_FOLDER, command_line, staged_job, task_store
     from attnphase.validation.histogram.dataset import histogram_attrs, histogram_dataset
     from attnphase.validation.histogram.experiment import HistogramConfig
     from attnphase.validation.histogram.jobs import run_histogram
@@ -107,9 +106,8 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({"tasks": c | {"failures": done.failures}, "out": str(out)}))
         return 1
     status = {o.label: o.status for o in done.outcomes}
-    with outputs.staged_output(out, job="histogram", model={"quick": bool(args.quick), "seed": args.seed}) as stage:  # all files or none
-        with contextlib.redirect_stdout(outputs.Rewriting(sys.stdout, {str(stage): str(out)})):
-            written = write_report(result, stage)
+    with staged_job(out, "histogram", {"quick": bool(args.quick), "seed": args.seed}, args.json) as stage:  # all files or none
+        written = write_report(result, stage)
         attrs = histogram_attrs(result, done.version, command_line())
         write_netcdf(histogram_dataset(result, status, attrs), stage / "histogram.nc")
     if args.json:

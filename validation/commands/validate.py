@@ -12,7 +12,6 @@ if a run did not converge.  torch and the numerics are imported inside :func:`ru
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 
@@ -133,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
 
     import torch
 
-    from attnphase.numerics.commands.common import command_line, task_store
+    from attnphase.numerics.commands.common import command_line, staged_job, task_store
     from attnphase.validation.campaign import run_validation, validation_plan
 
     if args.threads is not None:  # the tasks run in this process with --workers 1 (Dask workers: one thread each)
@@ -144,14 +143,10 @@ def run(args: argparse.Namespace) -> int:
     announce_campaign(plan, executor, args)
     work.begin("running the validation")
     # every file goes to a staging folder first, moved into --out DIR at the end: all files or none
-    with outputs.staged_output(out_dir, job="validate", model=plan.to_dict() | {"suite": "default"}) as stage:
+    with staged_job(out_dir, "validate", plan.to_dict() | {"suite": "default"}, args.json) as stage:
         reuse_theory_cache(out_dir, stage)
-        shown = {str(stage): str(out_dir)}
-        with contextlib.redirect_stdout(outputs.Rewriting(sys.stdout, shown)), \
-                contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
-            summary = run_validation(plan, stage, progress=not args.quiet, executor=executor,
-                                     store=task_store(out_dir), fresh=args.fresh,
-                                     command=command_line())
+        summary = run_validation(plan, stage, progress=not args.quiet, executor=executor, store=task_store(out_dir),
+                                 fresh=args.fresh, command=command_line())
         summary = json.loads(json.dumps(outputs.json_value(summary)).replace(str(stage), str(out_dir)))
     if args.json:
         print(json.dumps(outputs.json_value(summary)))
@@ -185,7 +180,7 @@ def _run_general(args: argparse.Namespace) -> int:
 
     import torch
 
-    from attnphase.numerics.commands.common import task_store
+    from attnphase.numerics.commands.common import staged_job, task_store
     plan = general_plan(quick=args.quick, d=args.d, seeds=args.seeds, device=args.device, dtype=args.dtype,
                         cases=cases, train=train_config(args))
     check_plan_samples(min((*plan.grid, *(a for c in plan.cases for a in c.alphas))), plan.d)
@@ -207,14 +202,10 @@ def _run_general(args: argparse.Namespace) -> int:
               f"or slower machine takes longer", file=sys.stderr, flush=True)
     torch.set_num_threads(args.threads if args.threads is not None else max(1, torch.get_num_threads() - 1))
     work.begin("running the general validation suite")
-    with outputs.staged_output(out_dir, job="validate", model={"suite": "general", "cases": [c.key for c in plan.cases],
-                                                               "d": plan.d}) as stage:
+    with staged_job(out_dir, "validate", {"suite": "general", "cases": [c.key for c in plan.cases], "d": plan.d},
+                    args.json) as stage:
         reuse_theory_cache(out_dir, stage)
-        shown = {str(stage): str(out_dir)}
-        with contextlib.redirect_stdout(outputs.Rewriting(sys.stdout, shown)), \
-                contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
-            summary = run_general_validation(plan, stage, progress=not args.quiet,
-                                             store=task_store(out_dir))
+        summary = run_general_validation(plan, stage, progress=not args.quiet, store=task_store(out_dir))
         summary = json.loads(json.dumps(outputs.json_value(summary)).replace(str(stage), str(out_dir)))
     if args.json:
         print(json.dumps(outputs.json_value(summary)))
