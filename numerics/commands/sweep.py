@@ -22,7 +22,7 @@ from typing import Any
 from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
 from attnphase.numerics.commands.common import (command_line, is_scalar_form, model_and_config, ranks_from_args,
-                                                sweep_exit_code, task_store)
+                                                staged_job, sweep_exit_code, task_store)
 from attnphase.numerics.commands.point_record import RECORD_KEYS, RESULT_KEYS, model_echo
 
 NAME = "sweep"
@@ -176,7 +176,7 @@ def _scalar_sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int
     objs, n_on, n_failed, n_absent, cells, n_unbarred = [], 0, 0, 0, [], 0
     job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas)}
     wrote: list[str] = []  # said once the files are in place
-    with outputs.staged_output(out_dir, job=f"sweep_{args.branch}", model=job_model) as stage:
+    with staged_job(out_dir, f"sweep_{args.branch}", job_model, args.json) as stage:
         for w, o in zip(omegas, outs):
             path = out_dir / sweep_file_name(args.branch, params.replace(omega=w).omega)
             if not o.ok:
@@ -291,8 +291,8 @@ def _matrix_sweep(args: argparse.Namespace, params: Any, cfg: Any, alphas: list[
     w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
-    with outputs.staged_output(out_dir, job=f"sweep_{args.branch}_rank{r}x{r_star}_omega{params.omega:g}",
-                               model=params.to_dict() | {"alpha": list(alphas)}) as stage:
+    with staged_job(out_dir, f"sweep_{args.branch}_rank{r}x{r_star}_omega{params.omega:g}",
+                    params.to_dict() | {"alpha": list(alphas)}, args.json) as stage:
         outputs.write_text_atomic(stage / path.name, buf.getvalue())
     n_failed = sum(not r_["converged"] for r_ in rows)
     n_on = sum(not r_["reason"] for r_ in rows)
