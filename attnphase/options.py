@@ -279,7 +279,7 @@ def check_L(L: Any, command: str = "") -> None:
 
 #: Commands whose theory implements rank r = r* = 1 only (the derivation, the checks, the theory
 #: side of ``validate``); ``solve``, ``sweep``, ``phase-diagram``, ``scan`` and ``census`` take a rank-r path
-#: (numerics.commands.rank_cli, which builds the model at rank 1 and sets the ranks after), ``simulate`` trains any rank.
+#: (numerics.commands.common.model_and_config, which builds the model at rank 1 and sets the ranks after), ``simulate`` trains any rank.
 RANK_ONE_COMMANDS = ("derive", "check", "validate")
 #: Commands whose theory implements independent tokens only (a diagonal token covariance C).
 #: ``solve``, ``sweep``, ``phase-diagram``, ``scan``, ``census`` and ``validate`` solve correlated tokens in their

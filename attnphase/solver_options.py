@@ -5,6 +5,7 @@
   ``phase-diagram``, ``scan``, ``check``); :func:`config_from_args` builds the
   :class:`~attnphase.numerics.config.SolverConfig` -- the CLI builds it nowhere else;
   :func:`check_supported` refuses, before any work, what the numerics cannot do with it.
+* :func:`add_branch_option` -- ``--branch`` (``solve``, ``sweep``).
 * :func:`add_error_estimate_option` -- ``--error-estimate auto|0|K``.
 
 Imports argparse only: the defaults and choices are literal copies of
@@ -192,6 +193,16 @@ def check_supported(params: Any, config: Any) -> None:
         msg = str(exc)
         named = any(msg.startswith(field.replace("_", "-") + ":") for _, field in SOLVER_OPTIONS)
         raise ValueError(f"--{msg}" if named else msg) from None
+
+
+def add_branch_option(p: argparse.ArgumentParser, mixed: bool = False, bayes: bool = False) -> None:
+    """``--branch``: the fixed-point family of BRANCHES, with ``mixed`` (rank r >= 2) and the Bayes-optimal
+    estimator's ``informative`` / ``uninformative`` where the command offers them."""
+    p.add_argument("--branch", choices=BRANCHES + (("mixed",) if mixed else ())
+                   + (("informative", "uninformative") if bayes else ()), default=None if bayes else "semantic",
+                   help="fixed-point family to solve for / follow (default semantic)"
+                   + ("; mixed (a positional and a semantic direction) needs --rank >= 2" if mixed else "")
+                   + ("; with --estimator bayes-optimal: informative (default) or uninformative" if bayes else ""))
 
 
 def add_error_estimate_option(p: argparse.ArgumentParser, what: str) -> None:

@@ -119,7 +119,7 @@ def census_seconds(L: int, config: Any) -> float:
     return CENSUS_SECONDS * rule_factor(L, config)
 
 
-def rank_boundaries_task_seconds(n_alphas: int, L: int, config: Any) -> float:
+def matrix_boundaries_task_seconds(n_alphas: int, L: int, config: Any) -> float:
     """CPU seconds of one omega's rank-r boundaries (:data:`RANK_BOUNDARIES_TASK_SECONDS` at 6 alphas on sobol11,
     r = 2, r* = 1; half of it grows with the alpha grid, the rule as the square root of its nodes, 4x per token)."""
     from attnphase.numerics.quadrature.rules import rule_nodes

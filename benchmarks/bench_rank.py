@@ -9,7 +9,7 @@ start or, with --start embedded, from the rank-1 fixed points (wall time, SE eva
 ``--fixed-points`` instead times what ``attnphase solve --rank R --teacher-rank R*`` does at L = 2 (one
 fixed point with its default error bars): for each r,r*,branch
 triple the embedded-start solve on the default rule (sobol10:4) and its error bars (the warm block solves
-of ``rank_cli.rank_error_estimate``), each as user CPU seconds of this process and wall seconds, with the
+of :func:`~attnphase.numerics.errors.replicates.replicate_points`), each as user CPU seconds of this process and wall seconds, with the
 SE evaluations and the machine's load average (the cores are shared: CPU seconds are the comparable figure).
 
     .venv/bin/python benchmarks/bench_rank.py --fixed-points [--points 2,1,mixed 2,2,positional ...]
@@ -30,7 +30,7 @@ POINTS = ("2,1,semantic", "2,1,positional", "2,1,mixed", "2,2,semantic", "2,2,po
 def fixed_points(points: list[str], alpha: float) -> None:
     """The ``--fixed-points`` table (module doc)."""
     from attnphase.numerics.config import SolverConfig
-    from attnphase.numerics.commands.rank_cli import rank_error_estimate
+    from attnphase.numerics.errors.replicates import replicate_errors, replicate_points
     from attnphase.numerics.se.rank_se import with_ranks
     from attnphase.numerics.se.state_evolution import solve
     from attnphase.theory.params import ModelParams
@@ -59,7 +59,7 @@ def fixed_points(points: list[str], alpha: float) -> None:
 
             rank_se.RankSEMap.evaluate = counted
             try:
-                out = rank_error_estimate(fp, 0, cfg)
+                out = replicate_errors(fp, *replicate_points(fp, cfg, 0))
             finally:
                 rank_se.RankSEMap.evaluate = evaluate
             bars = f"{count[0]}, {out['err_replicates']} of {out['err_replicates_tried']}"

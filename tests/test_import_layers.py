@@ -9,7 +9,7 @@ is a module).  The layers (docs/architecture.md):
   validation; numerics does not import validation;
 * the command-line modules (``attnphase.options``, ``outputs``, ``solver_options``,
   ``execution_options``, ``workload``, ``cli``) are imported only by the command modules: the
-  package ``attnphase.numerics.commands`` and the ``cli`` / ``check_cli`` modules of the layers.
+  ``commands`` package of each layer (``attnphase.numerics.commands``, ``attnphase.validation.commands``, ...).
 """
 
 from __future__ import annotations
@@ -124,9 +124,10 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def is_command_module(name: str) -> bool:
-    """The modules that parse options and print: ``attnphase.numerics.commands.*``, each layer's ``cli`` /
-    ``check_cli``, and the console package ``attnphase`` itself (its own modules, not the layers')."""
-    return (name.startswith("attnphase.numerics.commands.") or name.rpartition(".")[2] in ("cli", "check_cli")
+    """The modules that parse options and print: the modules of each layer's ``commands`` package
+    (``attnphase.<layer>.commands.*``) and the console package ``attnphase`` itself (its own modules, not the
+    layers')."""
+    return (any(name.startswith(f"{layer}.commands.") for layer in LAYERS)
             or name == "attnphase" or (name.rpartition(".")[0] == "attnphase" and name not in LAYERS))
 
 
@@ -141,7 +142,7 @@ def graph() -> dict[str, set[str]]:
 
 def test_every_layer_is_parsed(graph: dict[str, set[str]]) -> None:
     for module in ("attnphase.cli", "attnphase.theory.kernels", "attnphase.numerics.config",
-                   "attnphase.numerics.se.state_evolution", "attnphase.numerics.commands.cli",
+                   "attnphase.numerics.se.state_evolution", "attnphase.numerics.commands.solve",
                    "attnphase.validation.reference", "attnphase.validation.histogram.jobs", "attnphase.execution.tasks"):
         assert module in graph
     assert "attnphase.numerics.config" in graph["attnphase.numerics.se.state_evolution"]

@@ -19,22 +19,30 @@ Numeric entry points (generated from the sympy derivations, or closed forms chec
 * :func:`attnphase.theory.baseline.eps_lin_from_moments` -- the linear baseline (section 5).
 """
 
-from attnphase.theory.baseline import eps_lin_from_moments
-from attnphase.theory.channel import channel_fields, token_overlaps, token_variances
-from attnphase.theory.hats import hat_overlaps
-from attnphase.theory.kernels import Kernels, get_kernels
-from attnphase.theory.params import ModelParams, parse_matrix
-from attnphase.theory.priors import RidgePrior
+from __future__ import annotations
 
-__all__ = [
-    "Kernels",
-    "ModelParams",
-    "RidgePrior",
-    "channel_fields",
-    "eps_lin_from_moments",
-    "get_kernels",
-    "hat_overlaps",
-    "parse_matrix",
-    "token_overlaps",
-    "token_variances",
-]
+import importlib
+from typing import Any
+
+#: Public name -> the module that defines it.  Loaded on first access (PEP 562), so importing a light
+#: submodule (the ``derive`` command, while ``attnphase --help`` builds its parser) imports no numpy.
+_EXPORTS = {
+    "eps_lin_from_moments": "baseline",
+    "channel_fields": "channel", "token_overlaps": "channel", "token_variances": "channel",
+    "hat_overlaps": "hats",
+    "Kernels": "kernels", "get_kernels": "kernels",
+    "ModelParams": "params", "parse_matrix": "params",
+    "RidgePrior": "priors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'attnphase.theory' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"attnphase.theory.{_EXPORTS[name]}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

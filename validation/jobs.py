@@ -30,7 +30,7 @@ RUN_OBSERVABLES = ("m", "theta", "q", "eps_g", "e_t", "eps_lin")
 
 
 #: Modules no simulation or theory task runs (tables, figures, the commands, the histogram task).
-PRESENTATION = ("cli.py", "check_cli.py", "report.py", "plots.py", "dataset.py", "latex.py", "notes.py",
+PRESENTATION = ("report.py", "plots.py", "dataset.py", "latex.py", "notes.py",
                 "histogram", "campaign.py", "campaign_plan.py", "derivation_checks", "agreement.py", "general_report.py",
                 "commands/", "jobs/report.py", "jobs/boundary_table.py", "jobs/scan_report.py", "jobs/plots.py", "jobs/dataset.py", "jobs/variables.py")
 

@@ -46,14 +46,14 @@ def _help(parser: argparse.ArgumentParser) -> str:
 
 def commands_md() -> str:
     """The help of ``attnphase`` and of every command, as markdown."""
-    from attnphase.cli import COMMANDS, build_parser
+    from attnphase.cli import build_parser, command_names
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     previous = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = WIDTH  # argparse wraps at the terminal width: fix it while formatting
     try:
-        return _commands_md(parser, sub, [name for name, _ in COMMANDS])
+        return _commands_md(parser, sub, command_names())
     finally:
         if previous is None:
             del os.environ["COLUMNS"]

@@ -1,1 +1,3 @@
-"""The numerics' commands (solve, sweep, phase-diagram, census, scan): parse, check, run the library, print and write."""
+"""The numerics' commands, one module each (solve, sweep, phase_diagram, census, scan; their shape:
+:mod:`attnphase.cli`), and what they share: the job set-up at every rank (:mod:`.common`) and the record of one
+fixed point (:mod:`.point_record`)."""

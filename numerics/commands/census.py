@@ -110,10 +110,10 @@ def _setup(args: argparse.Namespace, r: int, r_star: int) -> tuple[Any, Any, int
         from attnphase.numerics.commands.common import point_setup
 
         return point_setup(args, "census")
-    from attnphase.numerics.commands.rank_cli import rank_model_and_config
+    from attnphase.numerics.commands.common import model_and_config
     from attnphase.numerics.errors.quadrature_error import independent_rules
 
-    params, cfg = rank_model_and_config(args, r, r_star, opt.single_omega(args, "census"))
+    params, cfg = model_and_config(args, opt.single_omega(args, "census"))
     opt.announce_defaults(args, params)
     return params, cfg, independent_rules(cfg, solver_options.error_estimate_from_args(args))
 
@@ -159,9 +159,9 @@ def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
 
             rec = solve_record(e.point, e.point.branch)[0] | entry_errors(e)
         else:
-            from attnphase.numerics.commands.rank_cli import rank_solve_record
+            from attnphase.numerics.commands.point_record import matrix_record
 
-            rec = rank_solve_record(e.point, e.point.requested) | e.errors
+            rec = matrix_record(e.point, e.point.requested) | e.errors
         rec |= {"stable": e.stable, "leading_eigenvalue": e.leading_eigenvalue, "starts": len(e.starts)}
         if not scalar:
             rec |= {"start_names": list(e.starts),

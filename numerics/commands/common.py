@@ -1,26 +1,38 @@
-"""What the numerics' commands share: the ranks of the model options, the set-up of one point, the
-tasks folder and the command line of a job, and a sweep's exit code.
+"""The set-up every numerics command shares, written once: the model and SolverConfig of the command line at
+every rank, one point's set-up, the staged output of a job, the tasks folder, the command line of a
+dataset, the store of a job's tasks, and a sweep's exit code.
 
-The command modules import these from here; one imports another only to hand a case over, downwards:
-``cli`` and ``scan`` give their rank-r case to ``rank_cli`` and ``phase-diagram --census`` to ``census`` (which
-uses ``rank_cli``'s records at r >= 2).
+The model is one :class:`~attnphase.theory.params.ModelParams` with the ranks r, r* of ``--rank`` /
+``--teacher-rank`` (docs/model.md section 7); at r = r* = 1 it is the scalar form's model, otherwise the
+matrix form's, whose SolverConfig takes the global proximal map and Sobol rules only (the one capability
+table, :mod:`attnphase.numerics.capabilities`, refuses the rest in one line).  Imports nothing heavy at
+module level: the command modules import it while the parser is built.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import copy
+import numbers
 import sys
-
-import numpy as np
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 from attnphase import options as opt
-from attnphase import solver_options
-from attnphase import workload
+from attnphase import outputs, solver_options, workload
 from attnphase.numerics.commands.point_record import EXIT_NO_BRANCH
-
 
 #: Where a job keeps its finished tasks, under its --out folder (docs/distributed.md).
 TASKS_FOLDER = "tasks"
+
+
+def task_store(out_dir: Path) -> Any:
+    """The store of a job's finished tasks, ``out_dir/tasks`` (``--fresh`` recomputes them; docs/distributed.md)."""
+    from attnphase.execution import ResultStore
+
+    return ResultStore(out_dir / TASKS_FOLDER)
 
 
 def command_line() -> str:
@@ -30,30 +42,120 @@ def command_line() -> str:
     return "attnphase " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
-def point_setup(args: argparse.Namespace, command: str):
-    """The model, SolverConfig and independent-rule count of its error estimate (0: none, or from the
-    rules' blocks) of a command at one (alpha, omega)
-    (``solve``, ``census``): checked (one-line errors before any work) and the defaults announced."""
-    params = opt.params_from_args(args, omega=opt.single_omega(args, command))
-    cfg = solver_options.config_from_args(args)
-    solver_options.check_supported(params, cfg)
-    from attnphase.numerics.errors.quadrature_error import point_rules
-
-    n_rules = point_rules(cfg, solver_options.error_estimate_from_args(args))
-    opt.announce_defaults(args, params)
-    workload.announce_rules(params.L, cfg)
-    return params, cfg, n_rules
-
-
 def ranks_from_args(args: argparse.Namespace) -> tuple[int, int]:
     """(r, r*) from ``--rank`` / ``--teacher-rank`` (1 where a command has neither); ValueError naming the option."""
     out = []
     for option, dest in (("--rank", "rank"), ("--teacher-rank", "teacher_rank")):
         v = getattr(args, dest, 1)
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
             raise ValueError(f"{option} must be an integer >= 1, got {v!r}")
         out.append(int(v))
     return out[0], out[1]
+
+
+def is_scalar_form(r: int, r_star: int) -> bool:
+    """r = r* = 1: the overlaps are scalars (q, m, V, theta); otherwise matrices (docs/model.md section 7)."""
+    return (r, r_star) == (1, 1)
+
+
+def model_and_config(args: argparse.Namespace, omega: float, branch: str | None = None) -> tuple[Any, Any]:
+    """(ModelParams with the ranks of ``args`` at ``omega``, SolverConfig), every option checked before any work.
+
+    At r = r* = 1 the model group's and the solver group's checks; at r or r* >= 2 the model group's checks see
+    a rank-1 model (the ranks are set after), correlated tokens are refused, and the SolverConfig is the matrix
+    form's (:func:`matrix_config`).  ``branch`` ``mixed`` needs r >= 2 (the capability table)."""
+    r, r_star = ranks_from_args(args)
+    if branch == "mixed":
+        from attnphase.numerics.capabilities import check
+
+        check("mixed_branch", r, r_star)
+    if is_scalar_form(r, r_star):
+        params = opt.params_from_args(args, omega=omega)
+    else:
+        params = opt.params_from_args(_at_rank_one(args), omega=omega).replace(r=r, r_star=r_star)
+        if params.correlated_tokens:
+            raise ValueError("--token-cov: the rank-r state evolution (and --branch mixed) implements independent "
+                             "tokens only (a diagonal C; correlated tokens are solved at rank 1)")
+    return params, config_of(args, params)
+
+
+def scan_models(args: argparse.Namespace) -> tuple[str, list[Any], list[Any], list[float]]:
+    """(the scanned field, its values, one ModelParams per value with the ranks of ``args``, the omegas) of
+    ``scan``, every value checked (:func:`attnphase.options.scan_from_args`) and no two giving one model."""
+    r, r_star = ranks_from_args(args)
+    if is_scalar_form(r, r_star):
+        field, values, models, omegas = opt.scan_from_args(args)
+    else:
+        field, values, models, omegas = opt.scan_from_args(_at_rank_one(args))
+        models = [m.replace(r=r, r_star=r_star) for m in models]
+    check_distinct_models(field, values, models)
+    return field, values, models, omegas
+
+
+def _at_rank_one(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` at rank 1: the model group's checks see a rank-1 model (the ranks are set after)."""
+    plain = copy.copy(args)
+    plain.rank, plain.teacher_rank = 1, 1
+    return plain
+
+
+def config_of(args: argparse.Namespace, params: Any) -> Any:
+    """The SolverConfig of the solver group for ``params``, checked against it: the scalar form's, or the matrix
+    form's (:func:`matrix_config`) at r or r* >= 2."""
+    if not is_scalar_form(params.r, params.r_star):
+        return matrix_config(args, params)
+    cfg = solver_options.config_from_args(args)
+    solver_options.check_supported(params, cfg)
+    return cfg
+
+
+def matrix_config(args: argparse.Namespace, params: Any) -> Any:
+    """The SolverConfig of the matrix form (r or r* >= 2): ``--prox global`` and a Sobol rule, checked against
+    ``params``; the scalar form's capabilities (:mod:`attnphase.numerics.capabilities`: its extra rules, the
+    torch backend, the local proximal maps) are refused in one line."""
+    from attnphase.numerics.capabilities import SCALAR_RULES, check
+
+    r, r_star = params.r, params.r_star
+    for name in SCALAR_RULES:
+        if getattr(args, name, None) is not None:
+            check(name, r, r_star)
+    cfg = solver_options.config_from_args(args)
+    if getattr(args, "backend", None) == "torch":
+        check("torch_backend", r, r_star)
+    if cfg.prox != "global":
+        check("local_prox", r, r_star, cfg.prox)
+    if not str(cfg.quadrature).strip().lower().startswith("sobol"):
+        raise ValueError(f"--quadrature {cfg.quadrature}: the rank-r state evolution uses scrambled Sobol rules "
+                         f"(sobolK[:REPS:SEED]); its L (r + r*) = {params.L * (params.r + params.r_star)} dimensions "
+                         f"rule out tensor grids")
+    solver_options.check_supported(params, cfg)
+    return cfg
+
+
+def point_setup(args: argparse.Namespace, command: str, branch: str | None = None) -> tuple[Any, Any, int]:
+    """The model, SolverConfig and independent-rule count of its error estimate (0: none, or from the
+    rules' blocks) of a command at one (alpha, omega) (``solve``, ``census``), at every rank: checked
+    (one-line errors before any work) and the defaults announced."""
+    params, cfg = model_and_config(args, opt.single_omega(args, command), branch)
+    from attnphase.numerics.errors.quadrature_error import point_rules
+
+    n_rules = point_rules(cfg, solver_options.error_estimate_from_args(args))
+    opt.announce_defaults(args, params)
+    if is_scalar_form(params.r, params.r_star):
+        workload.announce_rules(params.L, cfg)
+    return params, cfg, n_rules
+
+
+@contextlib.contextmanager
+def staged_job(out_dir: Path, job: str, model: dict[str, Any], as_json: bool) -> Iterator[Path]:
+    """A job's staging folder (:func:`attnphase.outputs.staged_output`: moved into ``out_dir`` at the end, all
+    files or none); what the job prints names ``out_dir``, never the staging folder, and with ``--json`` its
+    stdout goes to stderr (stdout gets the one JSON object alone)."""
+    with outputs.staged_output(out_dir, job=job, model=model) as stage:
+        shown = {str(stage): str(out_dir)}
+        stdout = outputs.Rewriting(sys.stderr if as_json else sys.stdout, shown)
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
+            yield stage
 
 
 def sweep_exit_code(branch: str, n_failed: int, n_on: int) -> int:

@@ -1,8 +1,14 @@
-"""What ``solve`` prints for one fixed point: its record, and the warnings and notes its error bars call for.
+"""What ``solve`` prints for one fixed point, at every rank: its record, and the warnings and notes its error
+bars call for.
 
-The record (``attnphase solve --json``, one census entry) holds the keys of RECORD_KEYS, the model beside
-them (:func:`model_echo`) and, with error bars, ``err_<key>`` and ``max_relative_error``; the exit code
-says whether it is a result on the requested branch (README "Exit codes").
+The record (``attnphase solve --json``, one census entry) of the scalar form (r = r* = 1) holds the keys of
+RECORD_KEYS, the model beside them (:func:`model_echo`) and, with error bars, ``err_<key>`` and
+``max_relative_error``.  The matrix form's (r or r* >= 2, docs/model.md section 7) has the scalar keys that
+keep their meaning (alpha, omega, lam, branch, requested_branch, eps_g, e_t, converged, iterations, residual,
+reason) and, in place of the scalar overlaps, the gauge invariants of MATRIX_KEYS: q0_eigenvalues,
+V0_eigenvalues, th0_singular_values, m_norms, the per-direction labels, the overlaps in the canonical gauge,
+e_t_direct (lambda Tr q0 / 2 + alpha E[loss]) and gauge_angle (the rule's breaking of the rotation symmetry).
+The exit code says whether it is a result on the requested branch (README "Exit codes").
 """
 
 from __future__ import annotations
@@ -36,17 +42,31 @@ def model_echo(params) -> dict:
     return echo | ({"C": [list(r) for r in params.C]} if params.C is not None else {})
 
 
-def solve_record(fp, requested: str) -> tuple[dict, str]:
-    """(the printed record, the reason it is not a result on the requested branch -- "" when it is)."""
-    rec = {k: fp.record[k] for k in RECORD_KEYS}
-    reason = ""
+#: The matrix form's record entries that are results (null where the solve did not converge).
+MATRIX_KEYS = ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms", "directions", "eps_g", "e_t",
+               "e_t_direct", "gauge_angle")
+
+
+def _reason(fp, requested: str) -> str:
+    """Why ``fp`` is not a result on the requested branch ("" when it is)."""
     if not fp.status.converged:
         msg = fp.status.message if fp.status.message.startswith("not converged") else f"not converged: {fp.status.message}"
-        reason = f"{msg}; residual {fp.status.residual:.2e}: no fixed point, so no overlaps are reported"
+        return f"{msg}; residual {fp.status.residual:.2e}: no fixed point, so no overlaps are reported"
+    if fp.branch != requested:
+        return (f"no {requested} fixed point found at alpha = {fp.alpha:g}, omega = {fp.params.omega:g}: "
+                f"the solve from the {requested} start converged to the {fp.branch} one")
+    return ""
+
+
+def solve_record(fp, requested: str) -> tuple[dict, str]:
+    """(the printed record, the reason it is not a result on the requested branch -- "" when it is), at every
+    rank: the scalar form's keys at r = r* = 1, the matrix form's otherwise (module doc)."""
+    reason = _reason(fp, requested)
+    if (fp.params.r, fp.params.r_star) != (1, 1):
+        return matrix_record(fp, requested) | {"reason": reason}, reason
+    rec = {k: fp.record[k] for k in RECORD_KEYS}
+    if not fp.status.converged:
         rec.update({k: None for k in RESULT_KEYS}, branch=None)
-    elif fp.branch != requested:
-        reason = (f"no {requested} fixed point found at alpha = {fp.alpha:g}, omega = {fp.params.omega:g}: "
-                  f"the solve from the {requested} start converged to the {fp.branch} one")
     out: dict = {}
     for k, v in rec.items():
         out[k] = v
@@ -56,6 +76,20 @@ def solve_record(fp, requested: str) -> tuple[dict, str]:
             out.update({k2: v2 for k2, v2 in model_echo(fp.params).items() if k2 != "sigma_l"})
     out["reason"] = reason
     return out, reason
+
+
+def matrix_record(fp, requested: str) -> dict:
+    """The matrix form's keys of one solve (module doc); the overlaps, invariants and observables None where it
+    did not converge."""
+    params, rec, ok = fp.params, fp.record, fp.status.converged
+    out = {"alpha": fp.alpha, "omega": params.omega, "sigma": list(params.sigma), "lam": params.lam,
+           "L": params.L, "A": [list(x) for x in params.A], "P": [list(x) for x in params.P], "rho0": params.rho0,
+           "loss": params.loss, "rank": params.r, "teacher_rank": rec["r_star"], "branch": rec["branch"] if ok else None,
+           "requested_branch": requested}
+    out.update({key: rec[key] if ok else None for key in MATRIX_KEYS})
+    out.update({k: rec[k] for k in ("converged", "iterations", "residual", "prox_failures", "quadrature")})
+    out["overlaps"] = rec["canonical_overlaps"] if ok else None
+    return out
 
 
 #: A symmetry-breaking point's order parameter counts as resolved from 0 when it exceeds this many

@@ -1,67 +1,100 @@
-"""``attnphase scan``: the phase diagram over (a second model parameter) x omega, one task per cell
-(the job: :func:`~attnphase.numerics.jobs.scan_report.run_scan`, every rank).
+"""``attnphase scan``: the phase diagram over (a second model parameter) x omega, one task per cell, every rank.
+
+For every value v of the scanned parameter (lambda, rho0, L or sigma) and every omega, the
+boundaries of docs/model.md section 6 (:func:`~attnphase.numerics.phase.boundaries.phase_boundaries`) are
+one task of the execution layer; all of them land in one dataset ``scan.nc`` with dimensions
+``(<parameter>, omega, branch, alpha)`` (:func:`~attnphase.numerics.jobs.dataset.boundaries_dataset`),
+the table ``scan.csv`` (a ``<parameter>`` column before phase-diagram's), and one figure per value
+``phase_diagram_<parameter><v>.png``; ``--json`` prints scan.json (the rows, the task counts) with ``out``.
+At r or r* >= 2 the matrix form's boundaries (:mod:`attnphase.numerics.jobs.scan_report`), each with its bracket width.
+Resumable like every job (DIR/tasks, ``--fresh``).  Exit code 1 when a task failed.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 
 from attnphase import options as opt
-from attnphase import solver_options
-from attnphase import execution_options
-from attnphase import outputs, work, workload
-from attnphase.execution.progress import job_summary
-from attnphase.numerics.commands.common import TASKS_FOLDER, check_distinct_models, command_line, ranks_from_args
+from attnphase import execution_options, outputs, solver_options, work, workload
+from attnphase.numerics.commands.common import (command_line, config_of, is_scalar_form, ranks_from_args, scan_models,
+                                                staged_job, task_store)
+
+NAME = "scan"
+HELP = "the phase diagram over a second model parameter and omega, as tasks, into one dataset"
+DESCRIPTION = ("The phase diagram (as phase-diagram) at every value of one more model parameter: give a list "
+               "to exactly one of --lam, --rho0, --L (a,b,c or START:STOP:NUM) or --sigma (values separated by \";\", "
+               "each one number or L numbers). Writes scan.nc (dimensions <parameter>, omega, branch, alpha), scan.csv "
+               "and one figure per value, phase_diagram_<parameter><value>.png.")
 
 
-def cmd_scan(args: argparse.Namespace) -> int:
-    """``attnphase scan``: every option checked first; exit code 1 when a task failed.  ``--rank R
-    --teacher-rank R*`` with r or r* >= 2: the rank-r boundaries (numerics.commands.rank_cli.cmd_scan_rank)."""
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``--alpha`` (the grid), the model group with one scanned parameter, the solver group, ``--error-estimate``,
+    ``--out DIR``, ``--large``, the execution group, ``--quiet``, ``--json``."""
+    p.add_argument("--alpha", default="0.1:3:12", metavar="RANGE",
+                   help=f"alpha grid of the branch sweeps, values > 0: {opt.RANGE_SYNTAX} (default 0.1:3:12)")
+    opt.add_model_options(p, omega_range=True, omega_default="0:0.45:10", scan=True)
+    solver_options.add_solver_options(p)
+    solver_options.add_error_estimate_option(p, "every boundary (<boundary>_err variables)")
+    outputs.add_out_option(p, "results/scan", "scan.nc, scan.csv, scan.json and a phase diagram figure per value")
+    workload.add_large_option(p, workload.MAX_DIAGRAM_POINTS)
+    execution_options.add_workers_option(p)
+    outputs.add_quiet_option(p)
+    outputs.add_json_option(p)
 
+
+def run(args: argparse.Namespace) -> int:
+    """Every option checked first, then the scan of the module doc; exit code 1 when a task failed."""
     r, r_star = ranks_from_args(args)
-    if (r, r_star) != (1, 1):
-        from attnphase.numerics.commands.rank_cli import cmd_scan_rank
+    scalar = is_scalar_form(r, r_star)
+    error_estimate = solver_options.error_estimate_from_args(args)
+    if not scalar and error_estimate:
+        from attnphase.numerics.capabilities import check
 
-        return cmd_scan_rank(args, r, r_star)
+        check("diagram_error_estimate", r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
-    field, values, models, omegas = opt.scan_from_args(args)
-    check_distinct_models(field, values, models)
+    if not scalar:
+        alphas = sorted(alphas)
+    field, values, models, omegas = scan_models(args)
     from attnphase.numerics.jobs.report import check_semantic_signal
 
     check_semantic_signal(omegas)
-    cfg = solver_options.config_from_args(args)
+    cfg = None
     for m in models:
-        opt.check_branch_possible(m, "positional", "the scan's boundaries")
-        solver_options.check_supported(m, cfg)
-    from attnphase.numerics.errors.quadrature_error import independent_rules
+        cfg = config_of(args, m)
+        if scalar:
+            opt.check_branch_possible(m, "positional", "the scan's boundaries")
+    from attnphase.numerics.errors.quadrature_error import error_bars_note, independent_rules
 
-    n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
+    n_rules = independent_rules(cfg, error_estimate) if scalar else 0
     executor = execution_options.executor_from_args(args)
     workload.check_grid(len(models) * len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
                         f"(--{field.replace('_', '-')}, omega, alpha) points", "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)
-    costs = [workload.boundaries_task_seconds(len(alphas), m.L, cfg) for m in models for _ in omegas
-             for _ in range(max(1, n_rules))]
-    workload.announce_tasks(f"scan over {len(values)} {field} x {len(omegas)} omega x {len(alphas)} alpha values",
-                            costs, executor.workers, f"~{max(costs):.0f} CPU s per (value, omega)", quiet=args.quiet)
+    if scalar:
+        costs = [workload.boundaries_task_seconds(len(alphas), m.L, cfg) for m in models for _ in omegas
+                 for _ in range(max(1, n_rules))]
+        workload.announce_tasks(f"scan over {len(values)} {field} x {len(omegas)} omega x {len(alphas)} alpha values",
+                                costs, executor.workers, f"~{max(costs):.0f} CPU s per (value, omega)", quiet=args.quiet)
+    else:
+        from attnphase.execution.executor import usable_cores
+
+        costs = [workload.matrix_boundaries_task_seconds(len(alphas), m.L, cfg) for m in models for _ in omegas]
+        workload.announce_tasks(f"rank-{r} scan over {len(values)} {field} x {len(omegas)} omega", costs,
+                                executor.workers, f"~{max(costs):.0f} CPU s per (value, omega), measured at r = 2, "
+                                f"r* = 1; the compiled loops use every core", quiet=args.quiet, min_seconds=0,
+                                cores=usable_cores() if executor.scheduler is None else 0)
     work.begin("scanning the boundaries")
 
-    from attnphase.execution import ResultStore
     from attnphase.numerics.jobs.scan_report import run_scan
 
-    store = ResultStore(out_dir / TASKS_FOLDER)
+    store = task_store(out_dir)
     job_model = models[0].to_dict() | {field: [str(v) for v in values], "omega": list(omegas), "alpha": list(alphas)}
-    with outputs.staged_output(out_dir, job="scan", model=job_model) as stage:
-        shown = {str(stage): str(out_dir)}
-        with contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
-            summary = run_scan(field, values, models, omegas, alphas, out_dir=stage, config=cfg,
-                               error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
-                               quiet=args.quiet, command=command_line())
-    from attnphase.numerics.errors.quadrature_error import error_bars_note
-
+    with staged_job(out_dir, "scan", job_model, args.json) as stage:
+        summary = run_scan(field, values, models, omegas, alphas, out_dir=stage, config=cfg,
+                           error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
+                           quiet=args.quiet, command=command_line())
     bars_note = error_bars_note(cfg, n_rules)
     if bars_note:
         print(f"attnphase: note: {bars_note}", file=sys.stderr)
@@ -74,9 +107,11 @@ def cmd_scan(args: argparse.Namespace) -> int:
         from attnphase.display import with_error
 
         print(f"{field:>{width}}   omega {'alpha_c':>18} {'alpha_l':>18} {'sem_end':>18} {'pos_end':>18}")
-        for r in summary["rows"]:
-            cells = " ".join(f"{'nan' if r[k] is None else with_error(r[k], r.get(k + '_err')):>18}"
+        for row in summary["rows"]:
+            cells = " ".join(f"{'nan' if row[k] is None else with_error(row[k], row.get(k + '_err')):>18}"
                              for k in ("alpha_c", "alpha_l", "semantic_end", "positional_end"))
-            print(f"{str(r[field]):>{width}} {r['omega']:7.3f} {cells}")
+            print(f"{str(row[field]):>{width}} {row['omega']:7.3f} {cells}")
+    from attnphase.execution.progress import job_summary
+
     return job_summary(f"wrote {out_dir}/scan.nc, scan.csv, scan.json and {len(values)} figures", summary["seconds"], t,
                        t["failures"])

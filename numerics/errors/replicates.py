@@ -158,16 +158,24 @@ def replicate_points(fp: FixedPoint, config: SolverConfig, n_rules: int) -> tupl
     return out, blocks
 
 
+def error_keys(fp: FixedPoint) -> tuple[str, ...]:
+    """The keys of ``fp``'s record that carry error bars: the observables at r = r* = 1, the gauge invariants and
+    observables at r >= 2 or r* >= 2."""
+    from attnphase.numerics.se.results import MATRIX_ERROR_KEYS
+
+    return MATRIX_ERROR_KEYS if fp.overlaps.is_matrix else ERROR_KEYS
+
+
 def replicate_errors(fp: FixedPoint, reps: Sequence[FixedPoint | None], blocks: bool,
-                     keys: Sequence[str] = ERROR_KEYS) -> dict[str, Any]:
-    """``err_<key>`` for each of ``keys`` (numbers, or lists for a list-valued key of the record, entry by entry):
+                     keys: Sequence[str] | None = None) -> dict[str, Any]:
+    """``err_<key>`` for each of ``keys`` (default: :func:`error_keys` of ``fp``; numbers, or lists for a list-valued key of the record, entry by entry):
     :func:`standard_error` over the converged replicates for blocks, :func:`spread` for independent rules, at least
     the point's offset from their cloud (:func:`at_least_the_offset`), NaN below two; ``err_replicates`` (used) and
     ``err_replicates_tried``."""
     recs = [p.record for p in reps if p is not None]
     out: dict[str, Any] = {"err_replicates": len(recs), "err_replicates_tried": len(reps)}
     bar = standard_error if blocks else spread
-    for key in keys:
+    for key in (error_keys(fp) if keys is None else keys):
         ref = np.atleast_1d(np.asarray(fp.record[key], dtype=float))
         vals = [np.atleast_1d(np.asarray(r[key], dtype=float)) for r in recs]
         sd = [at_least_the_offset(bar([float(v[i]) for v in vals]), float(ref[i]), [float(v[i]) for v in vals])

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 from attnphase.execution import ExecutorSpec, ResultStore
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.jobs.boundary_table import (
-    alpha_max_of, boundary_table, bracket_widths, csv_columns, error_label, plain_json, print_boundary_table,
+    alpha_max_of, boundary_table, bracket_widths, csv_columns, plain_json,
     write_boundary_csv,
 )
 from attnphase.numerics.jobs.report import compute_boundaries
@@ -86,15 +86,3 @@ def run_scan(field: str, values: Sequence[Any], models: Sequence[ModelParams], o
                "code_version": version, "seconds": time.perf_counter() - t0}
     (out_dir / "scan.json").write_text(json.dumps(summary, indent=2, default=str))
     return summary
-
-
-def print_scan_table(summary: dict[str, Any], config: SolverConfig) -> None:
-    """The scan's rows, one table per scanned value (:func:`~attnphase.numerics.jobs.boundary_table.print_boundary_table`)."""
-    field, r = summary["scanned"], summary.get("rank", 1)
-    nan = float("nan")
-    for v in summary["values"]:
-        rows = [{k: (nan if x is None else x) for k, x in row.items()} for row in summary["rows"] if row[field] == v]
-        print(f"{field} = {v}:")
-        widths = (r, summary.get("teacher_rank", 1)) != (1, 1)
-        print_boundary_table(rows, error_label(config, summary.get("error_estimate", 0), widths)
-                             if any(k.endswith("_err") for k in rows[0]) else "", r)

@@ -46,13 +46,13 @@ from typing import Any, Callable
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.errors.replicates import ERROR_KEYS, replicate_errors, replicate_points
+from attnphase.numerics.errors.replicates import error_keys, replicate_errors, replicate_points
 from attnphase.numerics.parallel import map_in_order, without_memory
 from attnphase.numerics.phase.census_starts import (CensusStart, census_starts, perturbed_starts, search_config,
                                                     solve_start)
 from attnphase.numerics.phase.gauge_orbits import orbit_key, paired_difference, same_point, within_errors
 from attnphase.numerics.phase.stability import stability_eigenvalue
-from attnphase.numerics.se.results import MATRIX_ERROR_KEYS, FixedPoint
+from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
@@ -211,12 +211,6 @@ def search(params: ModelParams, alpha: float, config: SolverConfig, *, starts: l
                         search_cfg.quadrature)
 
 
-def error_keys(fp: FixedPoint) -> tuple[str, ...]:
-    """The keys of ``fp``'s record that carry error bars: the observables at r = r* = 1, the gauge invariants and
-    observables at r >= 2 or r* >= 2."""
-    return MATRIX_ERROR_KEYS if fp.overlaps.is_matrix else ERROR_KEYS
-
-
 def census(params: ModelParams, alpha: float, *, config: SolverConfig | None = None, n_rules: int = CENSUS_RULES,
            workers: int = 1, starts: list[CensusStart] | None = None, perturb: bool = True,
            progress: Callable[[CensusStart, FixedPoint], None] | None = None) -> Census:
@@ -232,7 +226,7 @@ def census(params: ModelParams, alpha: float, *, config: SolverConfig | None = N
     entries: list[CensusEntry] = []
     for fp, names in found.points:
         reps, blocks = replicate_points(fp, cfg, n_rules or CENSUS_RULES)
-        errors = replicate_errors(fp, reps, blocks, error_keys(fp)) if reps else {}
+        errors = replicate_errors(fp, reps, blocks) if reps else {}
         entry = CensusEntry(fp, tuple(reps), blocks, errors, names)
         same = next((i for i, other in enumerate(entries) if within_errors(entry, other)), None)
         if same is None:

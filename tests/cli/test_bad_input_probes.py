@@ -479,11 +479,11 @@ def test_warnings_become_one_line_notes(capsys):
 # --- --quiet on every command -----------------------------------------------------------------------
 
 def test_every_command_takes_quiet():
-    from attnphase.cli import COMMANDS, build_parser
+    from attnphase.cli import build_parser, command_names
 
     required = {"solve": ["--alpha", "2"], "census": ["--alpha", "2"], "sweep": ["--alpha", "2"], "show": ["results"]}
     parser = build_parser()
-    for name, _ in COMMANDS:
+    for name in command_names():
         args = parser.parse_args([name, *required.get(name, []), "--quiet"])
         assert args.quiet is True, name
 

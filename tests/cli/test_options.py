@@ -15,7 +15,7 @@ from attnphase import options as opt
 from attnphase import solver_options
 from attnphase import execution_options
 from attnphase import outputs
-from attnphase.cli import COMMANDS, build_parser, main
+from attnphase.cli import build_parser, command_names, main
 
 MODEL_DESTS = ("L", "sigma", "A", "P", "omega", "lam", "rho0")
 SOLVER_COMMANDS = ("solve", "sweep", "phase-diagram", "census")
@@ -316,12 +316,35 @@ def test_output_options_are_uniform() -> None:
         assert acts["out"].metavar == "DIR", name
         assert outputs.OUT_RULE in acts["out"].help, name
     quiet_help = _actions("sweep")["quiet"].help
-    for name, _ in COMMANDS:
+    for name in command_names():
         assert "no_progress" not in _actions(name), name
         assert _actions(name)["quiet"].help == quiet_help, name  # every command, one meaning
-    assert [n for n, _ in COMMANDS] == ["derive", "solve", "sweep", "phase-diagram", "census", "simulate",
+    assert command_names() == ["derive", "solve", "sweep", "phase-diagram", "census", "simulate",
                                         "validate", "check", "histogram", "scan", "show"]
     assert "json" in _actions("check") and _actions("check")["out"].metavar == "DIR"
+
+
+def test_every_command_is_one_module_of_one_shape() -> None:
+    """Each command is a module of its layer's ``commands`` package with NAME, a one-line HELP, DESCRIPTION,
+    add_arguments and run, and a docstring saying what it prints; no other module builds a subparser."""
+    import inspect
+    from pathlib import Path
+
+    from attnphase.cli import COMMANDS, command_modules
+
+    layers = ("attnphase.theory.", "attnphase.numerics.", "attnphase.validation.", "attnphase.execution.")
+    for name, module in zip(COMMANDS, command_modules()):
+        assert name.startswith(layers) and name.rsplit(".", 2)[1] == "commands", name
+        assert isinstance(module.NAME, str) and module.NAME.replace("-", "_") == name.rsplit(".", 1)[1], name
+        assert isinstance(module.HELP, str) and "\n" not in module.HELP and module.HELP, name
+        assert isinstance(module.DESCRIPTION, str) and module.DESCRIPTION, name
+        assert list(inspect.signature(module.add_arguments).parameters) == ["p"], name
+        assert list(inspect.signature(module.run).parameters) == ["args"], name
+        assert module.__doc__ and module.NAME in module.__doc__, name
+    root = Path(__file__).resolve().parents[2]
+    builders = sorted(str(f.relative_to(root)) for d in ("attnphase", "theory", "numerics", "validation", "execution")
+                      for f in (root / d).rglob("*.py") if "add_parser(" in f.read_text())
+    assert builders == ["attnphase/cli.py"]
 
 
 @pytest.mark.parametrize("value", ["1", "-1", "x", "2.5"])

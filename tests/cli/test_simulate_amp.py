@@ -1,4 +1,4 @@
-"""``attnphase simulate --algorithm amp``: AMP for the Bayes-optimal estimator (attnphase.validation.cli)."""
+"""``attnphase simulate --algorithm amp``: AMP for the Bayes-optimal estimator (attnphase.validation.commands.simulate)."""
 
 from __future__ import annotations
 

@@ -56,7 +56,7 @@ def _run(code: str, cache: Path) -> dict:
 def test_import_does_not_pull_torch_or_sympy(tmp_path: Path) -> None:
     code = (
         "import sys, json\n"
-        "import attnphase.theory, attnphase.theory.kernels, attnphase.theory.cli\n"
+        "import attnphase.theory, attnphase.theory.kernels, attnphase.theory.commands.derive\n"
         "print(json.dumps({'torch': 'torch' in sys.modules, 'sympy': 'sympy' in sys.modules}))"
     )
     assert _run(code, tmp_path) == {"torch": False, "sympy": False}

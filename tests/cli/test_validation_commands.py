@@ -1,4 +1,4 @@
-"""``attnphase simulate`` / ``validate`` command line (attnphase.validation.cli)."""
+"""``attnphase simulate`` / ``validate`` command line (attnphase.validation.commands)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from attnphase.validation.experiments import JSON_KEYS
 def test_validation_cli_does_not_import_torch():
     code = (
         "import sys\n"
-        "import attnphase.validation.cli, attnphase.cli\n"
+        "import attnphase.validation.commands.simulate, attnphase.cli\n"
         "attnphase.cli.build_parser().parse_args(['simulate', '--d', '10'])\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
     )
@@ -194,7 +194,7 @@ def test_validate_general_suite_wiring(tmp_path, capsys, monkeypatch):
 
 
 def test_a_rerun_into_the_same_out_reuses_the_theory_cache(tmp_path):
-    from attnphase.validation.cli import reuse_theory_cache
+    from attnphase.validation.commands.validate import reuse_theory_cache
 
     out, stage = tmp_path / "out", tmp_path / "stage"
     stage.mkdir()

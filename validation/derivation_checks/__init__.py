@@ -1,6 +1,6 @@
 """Derivation checks for one model: every identity that ties the derivation together, with numbers.
 
-``attnphase check`` (:mod:`attnphase.validation.check_cli`) runs them for the model given on the
+``attnphase check`` (:mod:`attnphase.validation.commands.check`) runs them for the model given on the
 command line; the tests (``tests/validation/test_derivation_checks.py``) run the same functions at smaller
 sizes. Each check returns a :class:`CheckResult`: what it compares, the measured error, the
 tolerance, where the tolerance comes from, pass / fail / skip, and its own numbers. Sections of

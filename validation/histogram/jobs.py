@@ -44,7 +44,7 @@ from attnphase.validation.histogram.model import HistogramTransformer
 #: The package a histogram task runs (its source is hashed into every key) ...
 HISTOGRAM_CODE = "attnphase.validation.histogram"
 #: ... but for the modules that only present results: an edit there keeps the stored tasks valid.
-PRESENTATION = ("cli.py", "report.py", "plots.py", "dataset.py")
+PRESENTATION = ("report.py", "plots.py", "dataset.py")
 
 
 def histogram_version() -> str:

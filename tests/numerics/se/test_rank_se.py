@@ -127,14 +127,14 @@ def test_a_rank2_semantic_fixed_point_converges_with_its_invariants() -> None:
 def test_rank2_error_bars_are_the_standard_error_of_the_blocks() -> None:
     """The rank-r solve's default error bars: std_j / sqrt(R) of the invariants over the solve rule's blocks
     (warm re-solves), a block that does not converge left out and counted."""
-    from attnphase.numerics.commands.rank_cli import rank_error_estimate
     from attnphase.numerics.errors.replicates import block_config
+    from attnphase.numerics.errors.replicates import replicate_errors, replicate_points
 
     params = with_ranks(ModelParams(omega=0.3), 2, 1)
     cfg = SolverConfig(quadrature="sobol8:3")
     fp = solve(params, 2.0, "semantic", config=cfg, start="cold")
     assert fp.status.converged, fp.status.message
-    out = rank_error_estimate(fp, 0, cfg)
+    out = replicate_errors(fp, *replicate_points(fp, cfg, 0))
     blocks = [solve(params, 2.0, "semantic", config=block_config(cfg, j), init=fp.overlaps) for j in range(3)]
     used = [b.record for b in blocks if b.status.converged and b.branch == fp.branch]
     assert out["err_replicates"] == len(used) and out["err_replicates_tried"] == 3

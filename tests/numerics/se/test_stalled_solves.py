@@ -97,7 +97,7 @@ def test_a_budget_failure_at_l2_stays_a_failure():
 def test_an_order_parameter_within_its_error_bar_is_flagged(capsys):
     from types import SimpleNamespace
 
-    from attnphase.numerics.commands.cli import unresolved_order_warning
+    from attnphase.numerics.commands.point_record import unresolved_order_warning
 
     def point(branch, m):
         return SimpleNamespace(branch=branch, record={"m": m, "theta": 0.0})

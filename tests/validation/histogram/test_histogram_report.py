@@ -104,7 +104,7 @@ def test_bad_arguments_are_one_line_errors(argv: list[str], capsys: pytest.Captu
 
 
 def test_cli_module_does_not_import_torch() -> None:
-    code = "import sys, attnphase.validation.histogram.cli; print('torch' in sys.modules)"
+    code = "import sys, attnphase.validation.commands.histogram; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

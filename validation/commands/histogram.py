@@ -1,9 +1,13 @@
-"""What ``attnphase histogram`` does: train the positional, semantic and unrestricted models and report.
+"""``attnphase histogram``: the paper's histogram task -- positional versus semantic attention (docs/model.md
+section 8).
 
-The options are defined in :mod:`attnphase.cli`. Imports nothing heavy at module level;
-torch is imported inside :func:`run`.  The variants are tasks of the execution layer
-(:mod:`attnphase.validation.histogram.jobs`; ``--workers``, ``--scheduler``, ``--fresh``), kept
-under ``--out DIR/tasks``: a rerun reads the finished ones back.
+Trains the single-layer transformer with its attention restricted to the positional half, the semantic
+half, or both, scores and plots the attention, embeds the restricted models in the unrestricted one and
+retrains.  Each training is a task of the execution layer (:mod:`attnphase.validation.histogram.jobs`;
+``--workers``, ``--scheduler``, ``--fresh``), kept under ``--out DIR/tasks``: a rerun reads the finished
+ones back.  Writes report.md, summary.json, histogram.nc, the curves and the attention maps into ``--out
+DIR`` (all or none); ``--json`` prints the summary with ``out`` and ``tasks``.  torch is imported inside
+:func:`run`.
 """
 
 from __future__ import annotations
@@ -14,6 +18,29 @@ import sys
 
 from attnphase import execution_options
 from attnphase import outputs, work
+from attnphase.validation.commands.finite_d_options import check_device
+
+NAME = "histogram"
+HELP = "the paper's histogram task: positional vs semantic attention (docs/model.md section 8)"
+DESCRIPTION = ("Train the single-layer transformer of the histogram task with its attention restricted to the "
+               "positional half, the semantic half, or both; score and plot the attention; embed the restricted models "
+               "in the unrestricted one and retrain. Each training is a task (--workers, --scheduler), kept in DIR/tasks: "
+               "a rerun reads the finished ones back. Exit code 1 if a task failed (then no report is written).")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``--quick``, ``--seed``, the torch group (``--device``, ``--threads``), the outputs and the workers."""
+    p.add_argument("--quick", action="store_true", help="10 000 samples and 20 epochs instead of the paper's 50 000 and 200")
+    p.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
+    g = p.add_argument_group("torch")
+    g.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda or cuda:N (default auto)")
+    g.add_argument("--threads", type=int, default=1,
+                   help="CPU threads for torch with --workers 1 (default 1; the model is too small to gain from "
+                   "more; Dask workers use one thread each)")
+    outputs.add_out_option(p, "results/histogram", "report.md, summary.json, histogram.nc, the curves and the attention maps")
+    execution_options.add_workers_option(p)
+    outputs.add_quiet_option(p)
+    outputs.add_json_option(p)
 
 
 def _announce(config, workers: int, quiet: bool) -> None:
@@ -46,18 +73,14 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--threads must be >= 1, got {args.threads}")
     executor = execution_options.executor_from_args(args)
     out = outputs.out_dir_from_args(args)
-    from attnphase.validation.cli import check_device
-
     check_device(args.device)
 
-    import contextlib
     import time
 
     import torch
 
-    from attnphase.execution import ResultStore
     from attnphase.execution.dataset import write_netcdf
-    from attnphase.numerics.commands.common import TASKS_FOLDER, command_line
+    from attnphase.numerics.commands.common import TASKS_FOLDER, command_line, staged_job, task_store
     from attnphase.validation.histogram.dataset import histogram_attrs, histogram_dataset
     from attnphase.validation.histogram.experiment import HistogramConfig
     from attnphase.validation.histogram.jobs import run_histogram
@@ -70,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)  # the tasks run in this process with --workers 1 (Dask workers: one thread each)
     config = HistogramConfig.quick() if args.quick else HistogramConfig.paper()
     _announce(config, executor.workers, args.quiet)
-    done = run_histogram(config, args.seed, device, executor=executor, store=ResultStore(out / TASKS_FOLDER),
+    done = run_histogram(config, args.seed, device, executor=executor, store=task_store(out),
                          fresh=args.fresh, quiet=args.quiet)
     c = done.counts
     tasks = f"tasks: {c['computed']} computed, {c['stored']} from the store, {c['failed']} failed"
@@ -83,9 +106,8 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({"tasks": c | {"failures": done.failures}, "out": str(out)}))
         return 1
     status = {o.label: o.status for o in done.outcomes}
-    with outputs.staged_output(out, job="histogram", model={"quick": bool(args.quick), "seed": args.seed}) as stage:  # all files or none
-        with contextlib.redirect_stdout(outputs.Rewriting(sys.stdout, {str(stage): str(out)})):
-            written = write_report(result, stage)
+    with staged_job(out, "histogram", {"quick": bool(args.quick), "seed": args.seed}, args.json) as stage:  # all files or none
+        written = write_report(result, stage)
         attrs = histogram_attrs(result, done.version, command_line())
         write_netcdf(histogram_dataset(result, status, attrs), stage / "histogram.nc")
     if args.json:

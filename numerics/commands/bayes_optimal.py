@@ -1,4 +1,5 @@
-"""``attnphase solve --estimator bayes-optimal``: the Bayes-optimal fixed point at one alpha (docs/bayes-optimal.md).
+"""The Bayes-optimal estimator in the commands: ``solve --estimator bayes-optimal`` (its fixed point at one alpha,
+docs/bayes-optimal.md) and the thresholds ``phase-diagram --json`` reports.
 
 The record has the ERM record's keys (numerics/commands/point_record.py) in the same units: ``q`` = ``theta`` =
 Q . Q* / d of the posterior mean (Nishimori), ``m`` = 0 (the posterior mean does not see the positions), ``V`` =
@@ -37,7 +38,7 @@ def check_estimator_branch(estimator: str, branch: str | None) -> str:
     return branch or "semantic"
 
 
-def cmd_solve_bayes(args: argparse.Namespace, alpha: float) -> int:
+def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
     """The Bayes-optimal fixed point of ``--branch`` (informative by default) at alpha; exit 3 where the
     branch is not a distinct fixed point there (the other branch's point is reported)."""
     branch = check_estimator_branch("bayes-optimal", args.branch)

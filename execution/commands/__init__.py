@@ -1,0 +1,1 @@
+"""The execution layer's command, ``attnphase show`` (its shape: :mod:`attnphase.cli`)."""

@@ -1,0 +1,53 @@
+"""``attnphase show PATH``: the summary of the dataset(s) a job wrote into its ``--out`` folder.
+
+Prints :func:`~attnphase.execution.dataset.describe` of every ``*.nc`` in PATH (or of the file PATH):
+dimensions, variables, task status and attributes; with ``--json`` one object keyed by file, each with
+``dims``, ``variables`` and ``attrs``.  xarray is imported inside :func:`run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from attnphase import outputs
+
+NAME = "show"
+HELP = "print the summary of a job's dataset (its --out folder or a .nc file)"
+DESCRIPTION = ("Print the dimensions, variables, task status and attributes (model, solver, rule, code "
+               "version, date) of the netCDF dataset(s) a job wrote into its --out folder.")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``PATH`` and ``--json``."""
+    p.add_argument("path", metavar="PATH", help="a job's --out folder, or one .nc file")
+    outputs.add_json_option(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the summary of every dataset at ``args.path``; ValueError (exit 2) where there is none to read."""
+    target = Path(args.path)
+    try:
+        if not target.exists():
+            raise ValueError(f"PATH: {outputs.shown_path(target)!r} does not exist (give a job's --out folder or its .nc file)")
+        files = [target] if target.is_file() else sorted(target.glob("*.nc"))
+    except OSError as exc:  # a name the system refuses (too long), a folder it will not list
+        raise ValueError(f"PATH: cannot read {outputs.shown_path(target)!r} ({exc.strerror or exc})") from None
+    if not files:
+        raise ValueError(f"PATH: no dataset (*.nc) in {str(target)!r}; jobs write one into their --out folder")
+    from attnphase.execution.dataset import describe, open_dataset
+
+    out = []
+    for f in files:
+        try:
+            ds = open_dataset(f)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"PATH: cannot read {str(f)!r} as netCDF ({' '.join(str(exc).split())})") from None
+        out.append((f, ds))
+    if args.json:
+        print(json.dumps({str(f): {"dims": dict(ds.sizes), "variables": list(ds.data_vars), "attrs": {
+            k: (v.item() if hasattr(v, "item") else v) for k, v in ds.attrs.items()}} for f, ds in out}))
+    else:
+        print("\n\n".join(describe(ds, f.name) for f, ds in out))
+    return 0

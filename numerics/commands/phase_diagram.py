@@ -1,0 +1,156 @@
+"""``attnphase phase-diagram``: alpha_c, alpha_l and the branch ends over omega (docs/model.md section 6), every rank.
+
+At every omega of ``--omega`` both branches over the alpha grid, alpha_c, alpha_l and where each branch ends,
+each with its error bar, as tasks of the execution layer (resumed from ``DIR/tasks``); written into ``--out
+DIR`` (all files or none): phase_diagram.csv, .json, .nc, .png and the branch curves at the run's omega nearest
+0.3, curves_omega<omega>.png (``--census``: census.csv).  At r or r* >= 2 the matrix form's branches (mixed at
+r >= 2), their ends by bisection and alpha_c, alpha_l by bracketing, each with its bracket width
+(numerics/jobs/report.py).  ``--json`` prints phase_diagram.json with ``out`` (and, at r = r* = 1, the
+Bayes-optimal thresholds beside the boundaries).  Exit code 1 if a task failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from attnphase import options as opt
+from attnphase import execution_options, outputs, solver_options, work, workload
+from attnphase.numerics.commands.common import (command_line, is_scalar_form, model_and_config, ranks_from_args,
+                                                staged_job, task_store)
+
+NAME = "phase-diagram"
+HELP = "alpha_c, alpha_l and the branch ends over omega (the main job)"
+DESCRIPTION = ("The phase diagram (docs/model.md section 6): at every omega, both branches over the alpha grid, "
+               "alpha_c, alpha_l and where each branch ends; writes phase_diagram.csv/.json/.png and the branch curves at the "
+               "run's omega nearest 0.3, curves_omega<omega>.png. "
+               "With --rank R --teacher-rank R* (r or r* >= 2): the rank-r state evolution's branches (and mixed at r >= 2), "
+               "their ends by bisection, alpha_c and alpha_l by bracketing, each with its bracket width (docs/method.md "
+               "section 11, rank r >= 2); phase_diagram.csv/.json/.nc/.png.")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``--alpha`` (the grid), the model group (``--omega`` a range), the solver group, ``--error-estimate``,
+    ``--census``, ``--continuation``, ``--out DIR``, ``--large``, the execution group, ``--quiet``, ``--json``."""
+    p.add_argument("--alpha", default="0.1:3:12", metavar="RANGE",
+                   help=f"alpha grid of the branch sweeps, values > 0: {opt.RANGE_SYNTAX} (default 0.1:3:12)")
+    opt.add_model_options(p, omega_range=True, omega_default="0:0.45:10")
+    solver_options.add_solver_options(p)
+    solver_options.add_error_estimate_option(p, "every boundary (<boundary>_err columns, error bars in the figure)")
+    p.add_argument("--census", action="store_true",
+                   help="at every omega, search every fixed point at alpha_c (as attnphase census; error bars from "
+                   "--error-estimate K, else 4 rules) and say whether any beats the semantic and positional ones: "
+                   "census.csv (opt-in; 30-60 s per omega)")
+    opt.add_continuation_option(p)
+    outputs.add_out_option(p, "results", "phase_diagram.csv, .json, .png and curves_omega<omega>.png (census.csv with "
+                           "--census)")
+    workload.add_large_option(p, workload.MAX_DIAGRAM_POINTS)
+    execution_options.add_workers_option(p)
+    outputs.add_quiet_option(p)
+    outputs.add_json_option(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The boundaries over omega into ``--out DIR`` (all files or none); exit code 1 if a task failed."""
+    from attnphase.numerics.capabilities import check
+
+    r, r_star = ranks_from_args(args)
+    scalar = is_scalar_form(r, r_star)
+    census = bool(getattr(args, "census", False))
+    if census:
+        check("diagram_census", r, r_star)
+    error_estimate = solver_options.error_estimate_from_args(args)
+    if not scalar and error_estimate:
+        check("diagram_error_estimate", r, r_star)
+    if getattr(args, "continuation", "auto") == "on":
+        check("omega_continuation", r, r_star)
+    alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
+    if not scalar:
+        alphas = sorted(alphas)
+    omegas = opt.parse_values(args.omega, "--omega")
+    from attnphase.numerics.jobs.report import check_semantic_signal
+
+    check_semantic_signal(omegas)
+    params, cfg = model_and_config(args, omegas[0])
+    with opt.model_errors():
+        for w in omegas:
+            params.replace(omega=w)
+    opt.check_branch_possible(params, "positional", "the phase diagram's boundaries")
+    from attnphase.numerics.errors.quadrature_error import error_bars_note, independent_rules
+
+    n_rules = independent_rules(cfg, error_estimate) if scalar else 0
+    executor = execution_options.executor_from_args(args)
+    chains = opt.chains_from_args(args, omegas, executor.workers) if scalar else 0
+    workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)",
+                        "--omega/--alpha", args.large)
+    out_dir = outputs.out_dir_from_args(args)
+    opt.announce_defaults(args, params)
+    if scalar:
+        _announce(args, params, cfg, omegas, alphas, n_rules, executor, chains, census)
+    else:
+        _announce_matrix(args, params, cfg, omegas, alphas, executor)
+
+    work.begin("computing the phase diagram")
+    store = task_store(out_dir)
+    job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas), "rank": [r, r_star]}
+    # --json: the table the job prints goes to stderr; stdout gets phase_diagram.json alone
+    with staged_job(out_dir, "phase_diagram", job_model, args.json) as stage:
+        from attnphase.numerics.jobs.report import run_phase_diagram
+
+        code, meta = run_phase_diagram(params, omegas, alphas, out_dir=stage, config=cfg, quiet=args.quiet,
+                                       error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
+                                       command=command_line(), existing=out_dir, chains=chains)
+        if census:
+            from attnphase.numerics.commands.census import phase_diagram_census
+
+            table, failed = phase_diagram_census(params, meta["rows"], cfg, n_rules, stage, executor=executor,
+                                                 store=store, fresh=args.fresh, quiet=args.quiet)
+            meta = meta | {"census": table}
+            code = max(int(code or 0), 1 if failed else 0)
+    if scalar:
+        bars_note = error_bars_note(cfg, n_rules)
+        if bars_note:
+            print(f"attnphase: note: {bars_note}", file=sys.stderr)
+            meta = meta | {"error_note": bars_note}
+    if args.json:
+        from attnphase.numerics.commands.bayes_optimal import threshold_keys
+
+        print(json.dumps(outputs.json_value(meta | {"out": str(out_dir)} | (threshold_keys(params) if scalar else {}))))
+    return int(code or 0)
+
+
+def _announce(args, params, cfg, omegas, alphas, n_rules: int, executor, chains: int, census: bool) -> None:
+    """The scalar form's tasks and their time (attnphase.workload), said before any work."""
+    workload.announce_rules(params.L, cfg)
+    per_omega = workload.boundaries_task_seconds(len(alphas), params.L, cfg)
+    workload.announce_tasks(f"phase diagram over {len(omegas)} omega x {len(alphas)} alpha values, both branches",
+                            [per_omega] * (len(omegas) * max(1, n_rules)),
+                            min(executor.workers, chains) if chains else executor.workers,
+                            f"~{per_omega:.0f} CPU s per omega" + (f" and rule ({n_rules} rules)" if n_rules else ""),
+                            quiet=args.quiet)
+    if chains and not args.quiet:
+        print(f"attnphase: --continuation: the boundaries continued in omega along {chains} chain(s) of contiguous omegas, "
+              f"one task each (docs/method.md section 13, continuation in omega)", file=sys.stderr, flush=True)
+    if census:
+        each = workload.census_seconds(params.L, cfg)
+        print(f"attnphase: --census: a census at alpha_c at each of the {len(omegas)} omegas, one task each, about "
+              f"{workload.format_duration(workload.wall_seconds([each] * len(omegas), executor.workers))} more "
+              f"(~{each:.0f} CPU s each; stored and resumed like the boundaries)", file=sys.stderr, flush=True)
+
+
+def _announce_matrix(args, params, cfg, omegas, alphas, executor) -> None:
+    """The matrix form's branches, tasks and their time, said before any work."""
+    from attnphase.execution.executor import usable_cores
+    from attnphase.numerics.phase.boundary_results import model_branches
+
+    r = params.r
+    if not args.quiet:
+        print(f"attnphase: rank r = {r}, r* = {params.r_star}: branches {', '.join(model_branches(r))} over {len(alphas)} "
+              f"alpha values at {len(omegas)} omega(s) on {cfg.quadrature}, then bisections and root searches",
+              file=sys.stderr)
+    per_omega = workload.matrix_boundaries_task_seconds(len(alphas), params.L, cfg)
+    workload.announce_tasks(f"rank-{r} phase diagram", [per_omega] * len(omegas), executor.workers,
+                            f"~{per_omega:.0f} CPU s per omega, measured at r = 2, r* = 1; the compiled loops use "
+                            f"every core", quiet=args.quiet, min_seconds=0,
+                            cores=usable_cores() if executor.scheduler is None else 0)

@@ -1,0 +1,148 @@
+"""``attnphase solve``: one fixed point of the state evolution at one (alpha, omega), every rank and estimator.
+
+Prints the record of :mod:`attnphase.numerics.commands.point_record` as ``key  value`` lines (a value with its
+error bar as ``0.45948 +- 0.00044``) or, with ``--json``, one object: at r = r* = 1 the model, q, m, V, theta,
+eps_g, e_t, eps_lin, converged, iterations, residual, reason, ``err_<key>`` and ``max_relative_error``; at r or
+r* >= 2 the gauge invariants in place of the scalar overlaps, each with ``err_<key>`` from the rule's blocks
+(``err_replicates`` of ``err_replicates_tried`` used); ``--estimator bayes-optimal``: the posterior mean's
+record with the thresholds (:mod:`attnphase.numerics.commands.bayes_optimal`).  ``error_note`` says why bars are
+missing where they are.  Exit code 1 if the fixed point did not converge, 3 if the solve reached another
+branch than ``--branch``.  The solvers are imported inside :func:`run`, after every option is checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Any
+
+from attnphase import options as opt
+from attnphase import outputs, solver_options, work
+from attnphase.numerics.commands.common import is_scalar_form, point_setup
+from attnphase.numerics.commands.point_record import (RESULT_KEYS, max_relative_error, precision_note, print_record,
+                                                      solve_record, unresolved_order_warning)
+
+NAME = "solve"
+HELP = "solve the state evolution at one (alpha, omega)"
+DESCRIPTION = ("Solve the state evolution (docs/model.md section 3) at one alpha and omega and print the "
+               "observables (section 4), each with its error bar. Exit code 1 if the fixed point did not converge, 3 if "
+               "the solve reached another branch than --branch (README: exit codes).")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``--alpha``, ``--branch``, ``--estimator``, the model group, the solver group, ``--error-estimate``, ``--json``."""
+    p.add_argument("--alpha", required=True, metavar="ALPHA", help="sample complexity alpha = n/d > 0 (one number)")
+    solver_options.add_branch_option(p, mixed=True, bayes=True)
+    p.add_argument("--estimator", choices=("erm", "bayes-optimal"), default="erm",
+                   help="erm (default): the global minimiser of the regularised square loss; bayes-optimal: the "
+                   "posterior mean (docs/bayes-optimal.md), with the thresholds alpha_weak_recovery, alpha_it, alpha_amp")
+    opt.add_model_options(p)
+    solver_options.add_solver_options(p)
+    solver_options.add_error_estimate_option(p, "every observable (err_<key>)")
+    outputs.add_json_option(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    """One fixed point; exit code 1 if it did not converge, 3 if the requested branch was not found (the solve
+    reached another one)."""
+    alpha = opt.parse_value(args.alpha, "--alpha", positive=True, hint="sweep follows a branch over a range of alpha")
+    from attnphase.numerics.commands.bayes_optimal import check_estimator_branch, solve_bayes_optimal
+
+    estimator = getattr(args, "estimator", "erm")
+    if estimator == "bayes-optimal":
+        return solve_bayes_optimal(args, alpha)
+    args.branch = check_estimator_branch(estimator, args.branch)
+    params, cfg, n_rules = point_setup(args, NAME, args.branch)
+    opt.check_branch_possible(params, args.branch)
+    scalar = is_scalar_form(params.r, params.r_star)
+    if scalar and params.L >= 3:
+        print(f"attnphase: note: at L = {params.L} one solve takes from seconds to a minute or more "
+              f"(measured at L = 3 on 2 cores: up to ~50 s)", file=sys.stderr, flush=True)
+
+    from attnphase.numerics.se.state_evolution import solve
+
+    work.begin("solving the state evolution")
+    fp = solve(params, alpha, args.branch, config=cfg)
+    rec, reason = solve_record(fp, args.branch)
+    if not scalar:
+        if fp.status.converged:
+            rec = _matrix_error_bars(rec, fp, cfg, n_rules)
+        rec["reason"] = rec.pop("reason")
+        return print_record(rec, reason, fp.status.converged, args.json, show=outputs.json_value)
+    if fp.status.converged:
+        rec, confirmed = _error_bars(rec, fp, cfg, n_rules, args)
+        if not confirmed.status.converged:
+            rec, reason = solve_record(confirmed, args.branch)
+            return print_record(rec, reason, False, args.json)
+    return print_record(rec, reason, fp.status.converged, args.json)
+
+
+def _error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, args: argparse.Namespace) -> tuple[dict, Any]:
+    """The scalar form's ``err_<key>``, ``max_relative_error`` and notes: the standard error over the rule's
+    blocks (or ``n_rules`` independent rules, :func:`~attnphase.numerics.errors.quadrature_error.fixed_point_error`),
+    and the fixed point as the blocks confirm it (a cold solve accepted at the rule's jump scale that they do
+    not reproduce is reported not converged, docs/method.md section 4)."""
+    from attnphase.numerics.errors.quadrature_error import error_bars_note, fixed_point_error
+
+    err = fixed_point_error(fp, cfg, n_rules)
+    if err is not None:
+        from attnphase.numerics.se.stalls import confirm_jump_acceptance
+
+        confirmed = confirm_jump_acceptance(fp, err.converged, len(err.rules))
+        if not confirmed.status.converged:
+            return rec, confirmed
+    if fp.status.message != "converged":
+        # accepted at the rule's jump scale, or finished on the symmetric subspace (docs/method.md section 4, the fixed-point solver)
+        print(f"attnphase: note: {fp.status.message}", file=sys.stderr)
+    if err is not None:
+        rec.update({f"err_{k}": v for k, v in err.std.items()})
+        rec["max_relative_error"] = max_relative_error(rec)
+        note = missing_bars_note(err)
+        if note:
+            rec["error_note"] = note
+            print(f"attnphase: note: {note}", file=sys.stderr)
+        else:
+            precision_note(rec["max_relative_error"], getattr(args, "precision", None) or "default")
+        unresolved_order_warning(fp, err)
+    else:
+        rec.update({f"err_{k}": None for k in RESULT_KEYS}, max_relative_error=None,
+                   error_note=error_bars_note(cfg, n_rules))
+        print(f"attnphase: note: {rec['error_note']}", file=sys.stderr)
+    return rec, fp
+
+
+def _matrix_error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int) -> dict:
+    """The matrix form's ``err_<key>`` of each of :data:`~attnphase.numerics.se.results.MATRIX_ERROR_KEYS`: the
+    standard error from the rule's R scrambling blocks, std_j / sqrt(R) over the block fixed points warm-started
+    from ``fp`` (:mod:`attnphase.numerics.errors.replicates`); for a rule of one block, the standard deviation over
+    ``n_rules`` independent rules.  A replicate that does not converge on ``fp``'s branch is left out:
+    ``err_replicates`` counts those used (no bars below two), ``err_replicates_tried`` all."""
+    from attnphase.numerics.errors.quadrature_error import error_bars_note
+    from attnphase.numerics.errors.replicates import replicate_count
+
+    if not (cfg.error_bars and (replicate_count(cfg) or n_rules)):
+        rec["error_note"] = error_bars_note(cfg, n_rules)
+        print(f"attnphase: note: {rec['error_note']}", file=sys.stderr)
+        return rec
+    from attnphase.numerics.errors.replicates import replicate_errors, replicate_points
+
+    reps, blocks = replicate_points(fp, cfg, n_rules)
+    rec.update(replicate_errors(fp, reps, blocks))
+    if rec["err_replicates"] < rec["err_replicates_tried"]:
+        print(f"attnphase: note: error bars from {rec['err_replicates']} of {rec['err_replicates_tried']} replicates "
+              "(the others did not converge on this branch)" + ("; none shown" if rec["err_replicates"] < 2 else ""),
+              file=sys.stderr)
+    if rec["err_replicates"] < 2:
+        rec["error_note"] = (f"no error bars: only {rec['err_replicates']} of {rec['err_replicates_tried']} replicates "
+                             "converged on this branch (a spread needs two)")
+    return rec
+
+
+def missing_bars_note(err: Any) -> str:
+    """Why some err_<key> of an error estimate are null ("" when none is): fewer than two of its rules (or
+    blocks) reproduced the fixed point's branch, so they have no spread."""
+    if err.converged >= 2 and all(math.isfinite(v) for v in err.std.values()):
+        return ""
+    return (f"no error bars: only {err.converged} of the {len(err.rules)} rules of the error estimate reproduced this "
+            f"fixed point's branch (a spread needs two); the point may be an artefact of the rule")

@@ -1,0 +1,1 @@
+"""The theory's command, ``attnphase derive`` (its shape: :mod:`attnphase.cli`)."""

@@ -1,0 +1,55 @@
+"""``attnphase derive``: print every equation of the theory for the given model.
+
+    attnphase derive --L 2              # pretty-printed (unicode) for a terminal
+    attnphase derive --L 2 --latex      # raw LaTeX
+    attnphase derive --L 2 --markdown   # the markdown document (docs/derivation.md)
+
+Prints the text on stdout, or writes it to ``-o FILE``.  The model is built by
+:func:`attnphase.options.params_from_args` and validated by :class:`~attnphase.theory.params.ModelParams`
+(a bad value raises ValueError naming the option).  sympy is imported inside :func:`run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from attnphase import options as opt
+from attnphase import outputs, work
+
+NAME = "derive"
+HELP = "print every equation of the model (sympy), for a terminal, as LaTeX or as markdown"
+DESCRIPTION = ("Print every equation of the theory, derived with sympy for the given model: pretty-printed "
+               "for a terminal (default), as raw LaTeX (--latex) or as the markdown document docs/derivation.md (--markdown).")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The model group, ``--latex`` / ``--markdown`` and ``-o FILE``."""
+    opt.add_model_options(p)
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--latex", action="store_true", help="print raw LaTeX")
+    fmt.add_argument("--markdown", action="store_true", help="print the markdown document")
+    p.add_argument("-o", "--output", default=None, metavar="FILE",
+                   help="write the text to this file instead of stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the ModelParams (ValueError on bad input), render, write; returns 0."""
+    params = opt.params_from_args(args, omega=opt.single_omega(args, NAME))
+    if args.output:
+        outputs.check_out_file(args.output, "-o/--output")
+    opt.announce_defaults(args, params)
+    work.begin("deriving the equations")
+    from attnphase.theory import latex
+
+    if args.markdown:
+        text = latex.render_markdown(params)
+    elif args.latex:
+        text = latex.render_latex(params)
+    else:
+        text = latex.render_terminal(params)
+    if args.output:
+        outputs.write_text_atomic(args.output, text, "-o/--output")
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,76 @@
+"""``attnphase check``: the derivation checks for the model given on the command line.
+
+    attnphase check                                   # the paper's model, alpha = 2
+    attnphase check --A "0.3,0.7;0.8,0.2" --omega 0.14 --json
+    attnphase check --L 3 --out results/checks         # also writes results/checks/check.md
+
+Prints the table of checks (check, what it compares, measured error, tolerance, pass/fail), or with
+``--json`` one object with the model, alpha and the list of checks; ``--out DIR`` also writes
+DIR/check.md.  Exit code 0 when no check fails (skipped checks say why), 1 when one fails, 2 for bad
+input.  Nothing heavy is imported at module level (the checks import torch for autograd, inside check 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from attnphase import options as opt
+from attnphase import outputs, work
+
+NAME = "check"
+HELP = "derivation checks for a model: generated kernels, limit loss, SE equations, Phi, eps_lin"
+DESCRIPTION = ("Run, for the given model, every identity that ties the derivation together (docs/model.md "
+               "sections 2-5) and print a table: check, what it compares, measured error, tolerance, pass/fail. "
+               "Exit code 0 when no check fails, 1 when one fails, 2 for bad input.")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The model group, ``--alpha``, the selection and size of the checks, ``--seed``, ``--json``, ``--out DIR``."""
+    opt.add_model_options(p)
+    p.add_argument("--alpha", type=float, default=2.0, help="alpha of the fixed-point checks (default 2)")
+    p.add_argument("--only", default=None, metavar="LIST",
+                   help="comma list of checks by number or name: 1 prox, 2 limit-loss, 3 hats, 4 prior, "
+                        "5 fixed-point, 6 eps-lin, 7 codegen (default: all)")
+    p.add_argument("--quick", action="store_true", help="small sizes (the test suite's): wider tolerances, seconds")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON object with a list of checks")
+    p.add_argument("--out", default=None, metavar="DIR", help="also write DIR/check.md (a markdown table)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """``attnphase check``: run the checks, print the table (or one JSON object), optionally write check.md."""
+    from attnphase.validation.derivation_checks import FULL, QUICK, markdown_table, run_checks, select_checks, text_table, to_json
+
+    params = opt.params_from_args(args, omega=opt.single_omega(args, NAME))
+    try:
+        select_checks(args.only)  # an unknown name fails before any work
+    except ValueError as exc:
+        raise ValueError(f"--only: {exc}") from None
+    if not (0 < args.alpha < float("inf")):
+        raise ValueError(f"--alpha must be a finite number > 0, got {args.alpha}")
+    out_dir = outputs.out_dir_from_args(args) if args.out else None
+    if args.seed < 0:
+        raise ValueError(f"--seed must be an integer >= 0, got {args.seed}")
+
+    def progress(res: Any) -> None:
+        if not (args.json or getattr(args, "quiet", False)):
+            print(f"  {res.line()}  ({res.seconds:.1f} s)", file=sys.stderr, flush=True)
+
+    work.begin("running the derivation checks")
+    results = run_checks(params, args.alpha, QUICK if args.quick else FULL, only=args.only, seed=args.seed, progress=progress)
+    if args.json:
+        print(json.dumps(to_json(params, args.alpha, results), allow_nan=False))
+    else:
+        print(text_table(results))
+    if out_dir is not None:
+        with outputs.staged_output(out_dir, job="check", model=params.to_dict() | {"alpha": args.alpha}) as stage:
+            outputs.write_text_atomic(stage / "check.md", markdown_table(params, args.alpha, results))
+        if not args.json:
+            print(f"wrote {out_dir / 'check.md'}", file=sys.stderr)
+    failed = [r for r in results if r.status == "fail"]
+    for r in failed:
+        print(f"attnphase: check failed: {r.line()}", file=sys.stderr)
+    return 1 if failed else 0

@@ -1,0 +1,189 @@
+"""``attnphase simulate``: one finite-d run -- gradient descent on the attention student, or AMP for the
+Bayes-optimal estimator -- and its observables.
+
+    attnphase simulate --d 1000 --alpha 2 --omega 0.3 --init semantic --json
+    attnphase simulate --d 500 --alpha 2 --algorithm amp --json
+
+Prints ``key  value`` lines, or with ``--json`` one object: the run's settings, m, theta, q, eps_g, e_t,
+eps_lin (each with its test-set standard error where it has one), steps, grad_norm, status and converged
+(:meth:`~attnphase.validation.experiments.SimResult.to_json`; AMP: :meth:`~attnphase.validation.amp_run.AmpRunResult.to_json`,
+beside the state evolution's prediction).  Exit code 1 when training (or AMP) did not converge.  torch and
+the numerics are imported inside :func:`run`, after every option is checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from attnphase import options as opt
+from attnphase import outputs, work
+from attnphase.validation.commands.finite_d_options import (add_torch_options, add_training_options, check_choice,
+                                                           check_device, check_dimension, check_dtype, check_memory,
+                                                           check_ranks_fit, check_samples, check_threads, check_training,
+                                                           train_config)
+
+NAME = "simulate"
+HELP = "train the attention student at finite d with PyTorch; measure m, theta, q, eps_g, e_t, eps_lin"
+DESCRIPTION = ("One finite-d simulation: teacher data, gradient descent (or Adam) from an initialisation, "
+               "observables on a fresh test set (docs/model.md section 1). Exit code 1 if training did not converge.")
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``--d --alpha``, the model group, the algorithm and its start, the stopping rule, AMP's settings, the torch group."""
+    p.add_argument("--d", type=int, default=200, help="embedding dimension d >= 2 (default 200)")
+    p.add_argument("--alpha", default="2", metavar="ALPHA", help="sample complexity alpha = n/d > 0, one number (default 2)")
+    opt.add_model_options(p)
+    p.add_argument("--algorithm", default="gd", metavar="{gd,amp}",
+                   help="gd (default): train the ERM student; amp: approximate message passing for the Bayes-optimal "
+                   "estimator (docs/bayes-optimal.md), beside the state evolution's prediction")
+    p.add_argument("--init", default=None, metavar="{semantic,positional,random}", help="initialisation (default semantic; gd only)")
+    p.add_argument("--optimizer", default=None, metavar="{gd,adam}", help="gd (Armijo gradient descent, default) or adam (gd only)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random stream (default 0)")
+    add_training_options(p)
+    p.add_argument("--n-test", type=int, default=None, help="fresh test samples (default 10000; gd only)")
+    g = p.add_argument_group("amp (with --algorithm amp)")
+    g.add_argument("--damping", type=float, default=0.0,
+                   help="in [0, 1): g_out and its Onsager sum are mixed as (1 - damping) new + damping old (default 0)")
+    g.add_argument("--amp-tol", type=float, default=1e-7,
+                   help="stop when |Qhat_t - Qhat_(t-1)| / sqrt(d rho0) <= this (default 1e-7)")
+    g.add_argument("--max-iter", type=int, default=500, help="AMP iteration budget (default 500)")
+    add_torch_options(p, threads="torch.set_num_threads (default: torch's choice)")
+    outputs.add_json_option(p)
+
+
+#: The starts of gradient descent (``--init``).
+_INITS = ("semantic", "positional", "random")
+
+
+#: The fewest test samples ``simulate --n-test`` takes (eps_g's standard error is then about eps_g / 7).
+MIN_N_TEST = 100
+
+
+def _check_amp(args: argparse.Namespace) -> None:
+    """``--algorithm amp``: no gradient-descent option, its own settings in range (one-line ValueErrors)."""
+    for option, value in (("--init", args.init), ("--optimizer", args.optimizer), ("--grad-tol", args.grad_tol),
+                          ("--n-test", args.n_test)):
+        if value is not None:
+            raise ValueError(f"{option}: a gradient-descent option; --algorithm amp runs approximate message passing "
+                             f"from a small random start (docs/bayes-optimal.md)")
+    if args.max_steps != 20000:
+        raise ValueError("--max-steps: a gradient-descent option; --algorithm amp's budget is --max-iter")
+    if not 0.0 <= args.damping < 1.0:
+        raise ValueError(f"--damping must lie in [0, 1), got {args.damping}")
+    if not (args.amp_tol > 0 and args.amp_tol < float("inf")):
+        raise ValueError(f"--amp-tol must be a finite number > 0, got {args.amp_tol}")
+    if args.max_iter < 1:
+        raise ValueError(f"--max-iter must be >= 1, got {args.max_iter}")
+
+
+def _run_amp(args: argparse.Namespace) -> int:
+    """``attnphase simulate --algorithm amp``: returns 0 when AMP reached its tolerance, 1 otherwise."""
+    _check_amp(args)
+    alpha = opt.parse_value(args.alpha, "--alpha", positive=True)
+    check_dimension(args.d)
+    if args.seed < 0:
+        raise ValueError(f"--seed must be an integer >= 0, got {args.seed}")
+    check_dtype(args.dtype)
+    check_threads(args.threads)
+    params = opt.params_from_args(args, omega=opt.single_omega(args, NAME))
+    if max(params.r, params.r_star) != 1:
+        raise ValueError("--rank and --teacher-rank: --algorithm amp runs at rank 1")
+    if not params.omega < 1.0:
+        raise ValueError(f"--omega {params.omega:g}: --algorithm amp needs omega < 1 (at omega = 1 a sample reveals "
+                         f"nothing of the teacher)")
+    if params.correlated_tokens:
+        raise ValueError("--token-cov: --algorithm amp runs with independent tokens")
+    check_ranks_fit(params, args.d)
+    check_samples(alpha, args.d)
+    check_memory(args.d, alpha, params.L, 0, args.dtype)
+    check_device(args.device)
+    import torch
+
+    from attnphase.validation.amp import AmpConfig
+    from attnphase.validation.amp_run import AmpSpec, run_amp
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    spec = AmpSpec(d=args.d, alpha=alpha, seed=args.seed, params=params, device=args.device, dtype=args.dtype,
+                   amp=AmpConfig(damping=args.damping, tol=args.amp_tol, max_iter=args.max_iter))
+    work.begin("running approximate message passing")
+    res = run_amp(spec)
+    out = res.to_json()
+    if args.json:
+        print(json.dumps(outputs.json_value(out)))
+    else:
+        width = max(len(k) for k in out)
+        for k, v in out.items():
+            if k not in ("m_path", "q_path"):
+                print(f"{k:>{width}}  {v}")
+    if not res.converged:
+        print(f"attnphase: warning: AMP stopped without converging ({res.status}: last change {res.change:.2e} after "
+              f"{res.iterations} iterations, tolerance {res.tol:.1e}; \"converged\": false)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """``attnphase simulate``: returns 0 when training (or AMP) converged, 1 otherwise."""
+    check_choice(args.algorithm, ("gd", "amp"), "--algorithm")
+    if args.algorithm == "amp":
+        return _run_amp(args)
+    if args.init is None:
+        args.init = "semantic"
+    if args.optimizer is None:
+        args.optimizer = "gd"
+    if args.n_test is None:
+        args.n_test = 10000
+    for option, value, default in (("--damping", args.damping, 0.0), ("--amp-tol", args.amp_tol, 1e-7),
+                                   ("--max-iter", args.max_iter, 500)):
+        if value != default:
+            raise ValueError(f"{option}: an AMP option; add --algorithm amp")
+    check_choice(args.init, _INITS, "--init")
+    check_choice(args.optimizer, ("gd", "adam"), "--optimizer")
+    alpha = opt.parse_value(args.alpha, "--alpha", positive=True)
+    check_dimension(args.d)
+    if args.seed < 0:
+        raise ValueError(f"--seed must be an integer >= 0, got {args.seed}")
+    check_training(args)
+    if args.n_test < MIN_N_TEST:
+        raise ValueError(f"--n-test must be >= {MIN_N_TEST}, got {args.n_test} (eps_g and eps_lin are means over "
+                         f"the test samples; the JSON gives their standard errors eps_g_se, eps_lin_se)")
+    check_dtype(args.dtype)
+    check_threads(args.threads)
+    params = opt.params_from_args(args, omega=opt.single_omega(args, NAME))
+    if args.init == "positional" and not params.P[0][0] > 0:
+        raise ValueError(f"--P: --init positional starts the student along p_1, and P[0,0] = |p_1|^2 = {params.P[0][0]:g} "
+                         f"leaves no such direction; give a --P with P[0,0] > 0 or another --init")
+    check_ranks_fit(params, args.d)
+    check_samples(alpha, args.d)
+    check_memory(args.d, alpha, params.L, args.n_test, args.dtype)
+    check_device(args.device)
+    import torch
+
+    from attnphase.validation.experiments import SimSpec, run_simulation
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+
+    spec = SimSpec(
+        d=args.d, alpha=alpha, init=args.init, seed=args.seed, params=params,
+        train=train_config(args, args.optimizer), n_test=args.n_test, device=args.device, dtype=args.dtype,
+    )
+    work.begin("training the student")
+    res = run_simulation(spec)
+    if args.json:
+        print(json.dumps(outputs.json_value(res.to_json())))
+    else:
+        out = res.to_dict()
+        width = max(len(k) for k in out)
+        for k, v in out.items():
+            print(f"{k:>{width}}  {v}")
+    if not res.converged:
+        why = "the step budget --max-steps ran out" if res.status == "budget" else "the line search found no decrease"
+        print(f"attnphase: warning: training stopped without converging ({res.status}: {why}; |grad R|/sqrt(d) = "
+              f"{res.grad_norm:.2e} after {res.steps} steps, tolerance {res.grad_tol:.1e}; \"converged\": false)",
+              file=sys.stderr)
+        return 1
+    return 0
+
