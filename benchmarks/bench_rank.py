@@ -31,7 +31,7 @@ def fixed_points(points: list[str], alpha: float) -> None:
     """The ``--fixed-points`` table (module doc)."""
     from attnphase.numerics.config import SolverConfig
     from attnphase.numerics.commands.rank_cli import rank_error_estimate
-    from attnphase.numerics.se.rank_se import with_ranks
+    from attnphase.numerics.se.starts import with_ranks
     from attnphase.numerics.se.state_evolution import solve
     from attnphase.theory.params import ModelParams
 

@@ -1,5 +1,5 @@
 """``attnphase solve --rank R --teacher-rank R*`` with r or r* >= 2: the rank-r state evolution
-(numerics/se/rank_se.py, numerics/se/matrix_solve.py, docs/model.md section 7).  Called by :func:`attnphase.numerics.commands.cli.cmd_solve`.
+(numerics/se/se_map.py, numerics/se/matrix_solve.py, docs/model.md section 7).  Called by :func:`attnphase.numerics.commands.cli.cmd_solve`.
 
 The record has the rank-1 record's scalar keys that keep their meaning (alpha, omega, lam, branch,
 requested_branch, eps_g, e_t, converged, iterations, residual, reason) and, in place of the scalar
@@ -176,7 +176,7 @@ def cmd_sweep_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
 def rank_model_and_config(args: argparse.Namespace, r: int, r_star: int, omega: float) -> tuple[Any, Any]:
     """(ModelParams with the ranks, SolverConfig) of a rank-r command, every option checked: the model group's
     checks see a rank-1 model (the ranks are set after); the rank-r solver takes ``--prox global`` and Sobol rules."""
-    from attnphase.numerics.se.rank_se import with_ranks
+    from attnphase.numerics.se.starts import with_ranks
 
     params = with_ranks(opt.params_from_args(_rank_one(args), omega=omega), r, r_star)
     if params.correlated_tokens:
@@ -274,7 +274,7 @@ def cmd_scan_rank(args: argparse.Namespace, r: int, r_star: int) -> int:
     and a figure per value (numerics/jobs/rank_report.py).  Exit code 1 if a task failed."""
     import contextlib
 
-    from attnphase.numerics.se.rank_se import with_ranks
+    from attnphase.numerics.se.starts import with_ranks
 
     if solver_options.error_estimate_from_args(args):
         raise ValueError("--error-estimate: the rank-r boundaries report bracket widths as their errors; "

@@ -39,7 +39,7 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.results import MATRIX_ERROR_KEYS
-from attnphase.numerics.se.rank_se import admissible
+from attnphase.numerics.se.se_map import admissible
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import embedded_start, solve
 from attnphase.theory.params import ModelParams

@@ -146,7 +146,7 @@ def se_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: SolverC
             for sign in (1.0, -1.0):
                 x = x0.copy()
                 x[i] += sign * h
-                sides.append(x if admissible(x, params.rho0) else x0)
+                sides.append(x if admissible(Overlaps.from_vector(x), params.rho0) else x0)
             if sides[0] is not x0 or sides[1] is not x0:
                 break
             h *= 0.5

@@ -14,14 +14,14 @@ from __future__ import annotations
 import numpy as np
 
 from attnphase.numerics.quadrature.symmetry import SymmetryElement, symmetrize
-from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps, RankHats
+from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
 from attnphase.theory.hats import hat_overlaps
 from attnphase.theory.params import ModelParams
 from attnphase.theory.priors import RidgePrior
 
 
 def update_hat(params: ModelParams, alpha: float, ov: Overlaps, mom, invariance: list[SymmetryElement] | str,
-               ) -> HatOverlaps | RankHats:
+               ) -> HatOverlaps:
     """Channel side of an SE step: the hat overlaps from the channel moments at ``ov``,
 
         qhat_l = alpha E[g_l g_l^T],   mhat_l = alpha E[g_l],
@@ -45,10 +45,10 @@ def update_hat(params: ModelParams, alpha: float, ov: Overlaps, mom, invariance:
         mhat = np.zeros_like(mhat)
     if invariance in ("positional", "agnostic"):
         thhat = np.zeros_like(thhat)
-    return RankHats(qhat, mhat, thhat, Vhat)
+    return HatOverlaps(qhat, mhat, thhat, Vhat)
 
 
-def update(params: ModelParams, hat: HatOverlaps | RankHats) -> Overlaps:
+def update(params: ModelParams, hat: HatOverlaps) -> Overlaps:
     """Prior side of an SE step: the ridge prior's closed form (:class:`~attnphase.theory.priors.RidgePrior`,
     Lam, N and Th as in theory/priors/ridge.py): V0 = Lam^-1, q0 = V0 N V0, m = P mhat V0, th0 = rho0 V0 Th; at
     r = r* = 1, from the hats' scalar views, the scalar form (Lam = lambda + sum_l sigma_l^2 Vhat_l, V0 = 1 / Lam,

@@ -18,7 +18,7 @@ from attnphase.cli import main
 from attnphase.numerics.phase import rank_boundaries as rb
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.observables import Observables, eps_lin
-from attnphase.numerics.se.rank_se import with_ranks
+from attnphase.numerics.se.starts import with_ranks
 from attnphase.numerics.se.results import SolverStatus
 from attnphase.theory.params import ModelParams
 

@@ -19,7 +19,7 @@ import pytest
 from attnphase.cli import main
 from attnphase.numerics.phase import rank_census as rc
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se.rank_se import admissible
+from attnphase.numerics.se.se_map import admissible
 from attnphase.numerics.se.starts import with_ranks
 from attnphase.theory.params import ModelParams
 
