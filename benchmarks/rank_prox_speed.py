@@ -45,7 +45,8 @@ def per_evaluation(cases: list[str], quadrature: str, repeat: int) -> None:
 
     from attnphase.numerics.config import SolverConfig
     from attnphase.numerics.prox.rank_prox import global_prox
-    from attnphase.numerics.se.rank_se import make_rank_rule, with_ranks
+    from attnphase.numerics.quadrature.rules import matrix_rule, split_nodes
+    from attnphase.numerics.se.starts import with_ranks
     from attnphase.numerics.se.state_evolution import embedded_start
     from attnphase.theory.params import ModelParams
     from attnphase.theory import rank as rk
@@ -61,9 +62,9 @@ def per_evaluation(cases: list[str], quadrature: str, repeat: int) -> None:
         L, r, rs = (int(x) for x in case.split(","))
         params = with_ranks(ModelParams(L=L, omega=0.3), r, rs)
         ov = embedded_start(params, 2.0, "semantic", SolverConfig(quadrature=quadrature))
-        rule = make_rank_rule(L, r, rs, quadrature)
+        rule = matrix_rule(L, r, rs, quadrature)
         s2 = params.sigma2
-        w, hstar = rk.channel_fields(rule.xi, rule.eta, ov.q0, ov.m, ov.th0, s2, params.rho0)  # as channel_moments
+        w, hstar = rk.channel_fields(*split_nodes(rule, L, r, rs), ov.q0, ov.m, ov.th0, s2, params.rho0)  # as channel_moments
         T = target(hstar, params.omega, params.A_array)
         k = get_rank_kernels(L, r)
         prev = global_prox(k, w, ov.V0, T, s2, hstar, backend="numba").h  # also loads / compiles the instance
