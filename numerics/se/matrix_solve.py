@@ -24,7 +24,7 @@ from attnphase.numerics.se.fixed_point import CarriedJacobian, FixedPointSolver
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.gauge import reflection_pattern
 from attnphase.numerics.se.se_map import FixedAlpha, SEMap, admissible, model_rule
-from attnphase.numerics.se.starts import RANK_BRANCHES, noise_axes, settle_noise_axes, teacher_rank
+from attnphase.numerics.se.starts import MATRIX_BRANCHES, noise_axes, settle_noise_axes, teacher_rank
 from attnphase.numerics.se.results import FixedPoint, fixed_point_from
 from attnphase.theory.params import ModelParams
 
@@ -45,8 +45,8 @@ def matrix_config(params: ModelParams, alpha: float, branch: str, config: Solver
     cfg = config
     if cfg.damping < MATRIX_MIN_DAMPING:
         cfg = cfg.replace(damping=MATRIX_MIN_DAMPING)
-    if branch not in RANK_BRANCHES:
-        raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
+    if branch not in MATRIX_BRANCHES:
+        raise ValueError(f"branch must be one of {MATRIX_BRANCHES}, got {branch!r}")
     if cfg.prox != "global":
         check("local_prox", params.r, teacher_rank(params), cfg.prox)
     if start not in MATRIX_STARTS:

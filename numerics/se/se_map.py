@@ -40,7 +40,7 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.fixed_point import CarriedJacobian, Evaluation, scaled_residual
 from attnphase.numerics.se.gauge import align_gauge, invariant_basis, transversal_basis
 from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
-from attnphase.numerics.se.starts import RANK_BRANCHES, teacher_rank
+from attnphase.numerics.se.starts import MATRIX_BRANCHES, teacher_rank
 from attnphase.numerics.se.updates import update, update_hat
 from attnphase.numerics.quadrature.rules import (
     QuadratureRule, make_rule, matrix_rule, reduce_rule, symmetrize_rule,
@@ -52,10 +52,11 @@ from attnphase.theory.correlated_kernels import model_kernels
 from attnphase.theory.params import ModelParams
 from attnphase.theory.rank_kernels import get_rank_kernels
 
-#: The matrix form makes a full multi-start proximal search every this many SE evaluations (the scalar form
-#: every ``SolverConfig.full_search_every`` + 1); in between, the minima of the last one are polished (an
-#: approximate map; a converged point is always verified by a full search).
-MATRIX_FULL_SEARCH_EVERY = 8
+#: The most evaluations the matrix form polishes between two full multi-start proximal searches
+#: (``SolverConfig.full_search_every``, capped at this: its polish misses more basins than the scalar form's);
+#: a polish refines the minima of the last full search (an approximate map; a converged point is always verified
+#: by a full search).
+MATRIX_FULL_SEARCH_EVERY = 7
 
 
 def hat_step(params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRule,
@@ -185,7 +186,7 @@ class SEMap:
     -- at r = r* = 1 a :class:`~attnphase.numerics.se.results.SolverMemory` (it seeds the proximal candidates
     and the quasi-Newton Jacobian), in the matrix form a
     :class:`~attnphase.numerics.se.fixed_point.CarriedJacobian` (used once); it changes the path to the fixed
-    point, never a verified result.  ``branch`` (matrix form, :data:`RANK_BRANCHES`): the subspace the hats are
+    point, never a verified result.  ``branch`` (matrix form, :data:`MATRIX_BRANCHES`): the subspace the hats are
     kept on; ``pattern`` (matrix form): iterate F projected on these coordinates
     (:func:`~attnphase.numerics.se.gauge.reflection_pattern`).  Holds no state beyond one solve.
     """
@@ -205,8 +206,8 @@ class SEMap:
         if self.is_matrix:
             if not isinstance(variant, FixedAlpha):
                 raise ValueError("an order parameter is held fixed at r = r* = 1 only")
-            if branch not in RANK_BRANCHES:
-                raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
+            if branch not in MATRIX_BRANCHES:
+                raise ValueError(f"branch must be one of {MATRIX_BRANCHES}, got {branch!r}")
             self.kernels = get_rank_kernels(self.L, self.r, channel=params.channel)
             self.seed: Any = memory  # a CarriedJacobian from another solve, used once
             self.kept: CarriedJacobian | None = None  # the last quasi-Newton Jacobian, with its basis
@@ -232,7 +233,9 @@ class SEMap:
         """Whether this evaluation makes a full proximal search (else it polishes the last one's minima)."""
         if self.frozen and self.candidates is not None:
             return exact
-        every = MATRIX_FULL_SEARCH_EVERY - 1 if self.is_matrix else self.cfg.full_search_every
+        every = self.cfg.full_search_every
+        if self.is_matrix:
+            every = min(every, MATRIX_FULL_SEARCH_EVERY)
         return exact or self.full_only or self.candidates is None or self.since_full >= every
 
     def _searched(self, full: bool, mom: ChannelMoments) -> None:

@@ -29,7 +29,7 @@ from attnphase.numerics.se.fixed_point import FixedPointSolver
 from attnphase.numerics.se.matrix_solve import matrix_config, solve_matrix
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.starts import (
-    RANK_BRANCHES, further_positional_directions, initial_overlaps, noise_axes, teacher_rank,
+    MATRIX_BRANCHES, further_positional_directions, initial_overlaps, noise_axes, teacher_rank,
 )
 from attnphase.numerics.se.results import FixedPoint, SolverMemory, fixed_point_from
 from attnphase.numerics.se.stalls import judge_stalled
@@ -295,8 +295,8 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
     continuation from small alpha), so the rank-r solve starts on the branch asked for.
     Falls back to :func:`initial_overlaps` for a rank-1 branch that does not converge.
     """
-    if branch not in RANK_BRANCHES:
-        raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
+    if branch not in MATRIX_BRANCHES:
+        raise ValueError(f"branch must be one of {MATRIX_BRANCHES}, got {branch!r}")
     L, r, rs = params.L, params.r, teacher_rank(params)
     p1 = params.replace(r=1, r_star=1)
     cfg1 = config.replace(e_t_quadrature=None)
