@@ -133,7 +133,8 @@ class InvariantRule:
 
 
 def chi_nodes(k: int, order: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and weights of ``order`` points for rho ~ chi_k: generalised Gauss-Laguerre in s = rho^2 / 2 ~ Gamma(k / 2)."""
+    """Nodes and weights of ``order`` points for rho ~ chi_k: generalised Gauss-Laguerre in
+    s = rho^2 / 2 ~ Gamma(k / 2)."""
     from scipy.special import gamma, roots_genlaguerre
 
     s, w = roots_genlaguerre(order, k / 2 - 1)

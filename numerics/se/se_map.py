@@ -52,10 +52,9 @@ from attnphase.theory.correlated_kernels import model_kernels
 from attnphase.theory.params import ModelParams
 from attnphase.theory.rank_kernels import get_rank_kernels
 
-#: The most evaluations the matrix form polishes between two full multi-start proximal searches
-#: (``SolverConfig.full_search_every``, capped at this: its polish misses more basins than the scalar form's);
-#: a polish refines the minima of the last full search (an approximate map; a converged point is always verified
-#: by a full search).
+#: The most evaluations the matrix form polishes between two full multi-start proximal searches: its
+#: ``SolverConfig.full_search_every`` is capped at this.  A polish refines the minima of the last full search
+#: (an approximate map; a converged point is always verified by a full search).
 MATRIX_FULL_SEARCH_EVERY = 7
 
 
