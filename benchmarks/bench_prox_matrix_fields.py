@@ -46,7 +46,8 @@ def per_evaluation(cases: list[str], quadrature: str, repeat: int) -> None:
     from attnphase.numerics.config import SolverConfig
     from attnphase.numerics.prox.global_prox import global_prox
     from attnphase.numerics.prox.selection import Candidates
-    from attnphase.numerics.se.rank_se import make_rank_rule, with_ranks
+    from attnphase.numerics.quadrature.rules import matrix_rule, split_nodes
+    from attnphase.numerics.se.starts import with_ranks
     from attnphase.numerics.se.state_evolution import embedded_start
     from attnphase.theory.params import ModelParams
     from attnphase.theory import matrix_channel as rk
@@ -63,9 +64,9 @@ def per_evaluation(cases: list[str], quadrature: str, repeat: int) -> None:
         L, r, rs = (int(x) for x in case.split(","))
         params = with_ranks(ModelParams(L=L, omega=0.3), r, rs)
         ov = embedded_start(params, 2.0, "semantic", SolverConfig(quadrature=quadrature))
-        rule = make_rank_rule(L, r, rs, quadrature)
+        rule = matrix_rule(L, r, rs, quadrature)
         s2 = params.sigma2
-        w, hstar = rk.channel_fields(rule.xi, rule.eta, ov.q0, ov.m, ov.th0, s2, params.rho0)  # as channel_moments
+        w, hstar = rk.channel_fields(*split_nodes(rule, L, r, rs), ov.q0, ov.m, ov.th0, s2, params.rho0)  # as channel_moments
         T = target(hstar, params.omega, params.A_array)
         k = get_kernels(L, r)
         prev = global_prox(k, w, ov.V0, T, s2, hstar, backend="numba")[1]  # also loads / compiles the instance

@@ -31,7 +31,7 @@ def fixed_points(points: list[str], alpha: float) -> None:
     """The ``--fixed-points`` table (module doc)."""
     from attnphase.numerics.config import SolverConfig
     from attnphase.numerics.errors.replicates import replicate_errors, replicate_points
-    from attnphase.numerics.se.rank_se import with_ranks
+    from attnphase.numerics.se.starts import with_ranks
     from attnphase.numerics.se.state_evolution import solve
     from attnphase.theory.params import ModelParams
 
@@ -48,20 +48,20 @@ def fixed_points(points: list[str], alpha: float) -> None:
         c1, t1 = time.process_time(), time.perf_counter()
         bars = "-"
         if fp.status.converged:
-            from attnphase.numerics.se import rank_se
+            from attnphase.numerics.se.se_map import SEMap
 
             count = [0]
-            evaluate = rank_se.RankSEMap.evaluate
+            evaluate = SEMap.evaluate
 
             def counted(self, x, exact=False):  # type: ignore[no-untyped-def]
                 count[0] += 1
                 return evaluate(self, x, exact)
 
-            rank_se.RankSEMap.evaluate = counted
+            SEMap.evaluate = counted
             try:
                 out = replicate_errors(fp, *replicate_points(fp, cfg, 0))
             finally:
-                rank_se.RankSEMap.evaluate = evaluate
+                SEMap.evaluate = evaluate
             bars = f"{count[0]}, {out['err_replicates']} of {out['err_replicates_tried']}"
         c2, t2 = time.process_time(), time.perf_counter()
         print(f"| {r} | {rs} | {branch} | {fp.status.converged} | {fp.status.residual:.1e} | {fp.status.iterations} | {c1 - c0:.1f} | "
@@ -84,7 +84,9 @@ def main() -> None:
         return
 
     from attnphase.numerics.config import SolverConfig
-    from attnphase.numerics.se.rank_se import channel_moments, initial_overlaps, make_rank_rule, with_ranks
+    from attnphase.numerics.quadrature.rules import matrix_rule
+    from attnphase.numerics.se.channel import channel_moments
+    from attnphase.numerics.se.starts import initial_overlaps, with_ranks
     from attnphase.numerics.se.state_evolution import solve
     from attnphase.theory.params import ModelParams
     from attnphase.theory.kernels import get_kernels
@@ -99,7 +101,7 @@ def main() -> None:
         t0 = time.perf_counter()
         get_kernels(L, r)
         t_gen = time.perf_counter() - t0
-        rule = make_rank_rule(L, r, rs, args.quadrature)
+        rule = matrix_rule(L, r, rs, args.quadrature)
         ov = initial_overlaps(params, "semantic")
         channel_moments(get_kernels(L, r), params, ov, rule)  # warm-up (numba cache load)
         t0 = time.perf_counter()

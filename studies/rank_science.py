@@ -32,7 +32,7 @@ def main() -> None:
     import numpy as np
 
     from attnphase.numerics.config import SolverConfig
-    from attnphase.numerics.se.rank_se import with_ranks
+    from attnphase.numerics.se.starts import with_ranks
     from attnphase.numerics.se.state_evolution import solve
     from attnphase.theory.params import ModelParams
 

@@ -181,7 +181,7 @@ smooth stand-in for $g$, and $\lambda = 0$ at $\omega = 1$ (the target ignores $
 
 Code: `attnphase.theory.matrix_channel` (formulas), `attnphase.theory.kernels` (the loss, its gradient and
 Hessian in the $L r$ entries of $h$, generated from the same sympy derivation with $h \in R^{L\times r}$),
-`attnphase.numerics.se.rank_se` (the solver). Overlaps: $q_0 = Q^\top Q/d$, $V_0$ ($r\times r$),
+`attnphase.numerics.se.se_map` (the solver). Overlaps: $q_0 = Q^\top Q/d$, $V_0$ ($r\times r$),
 $\theta_0 = Q^\top Q^*/d$ ($r\times r^*$), $m_l = Q^\top p_l/\sqrt d \in R^r$; per token
 $q_l = \sigma_l^2 q_0$, $\theta_l = \sigma_l^2\theta_0$, $V_l = \sigma_l^2 V_0$, $\rho_l = \sigma_l^2\rho_0 I_{r^*}$.
 

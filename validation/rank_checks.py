@@ -16,7 +16,7 @@ so that the tests (tests/theory/test_matrix_channel.py) and any report state the
 4. :func:`prior_stationarity` -- the gradient of Phi in the hats (torch autograd of an independent
    transcription of Phi) at the closed-form prior: zero to round-off.
 5. Fixed point: e_t = -Phi against lambda Tr(q0) / 2 + alpha E[loss(h_hat)] (the record's ``e_t`` and
-   ``e_t_direct``, see numerics/se/rank_se.py).
+   ``e_t_direct``, see numerics/se/results.py).
 """
 
 from __future__ import annotations
@@ -119,7 +119,9 @@ def hats_vs_envelope_differences(params: ModelParams, alpha: float, ov: Any, spe
     formula).  ``ov``: an Overlaps in the matrix form; ``specs``: independent Sobol rules (common random numbers
     within each)."""
     from attnphase.numerics.se.overlaps import Overlaps
-    from attnphase.numerics.se.rank_se import channel_moments, make_rank_rule, teacher_rank
+    from attnphase.numerics.quadrature.rules import matrix_rule
+    from attnphase.numerics.se.channel import channel_moments
+    from attnphase.numerics.se.starts import teacher_rank
     from attnphase.theory.kernels import get_kernels
 
     L, r, rs = params.L, params.r, teacher_rank(params)
@@ -128,10 +130,10 @@ def hats_vs_envelope_differences(params: ModelParams, alpha: float, ov: Any, spe
     diffs: dict[str, list[float]] = {}
     preds: dict[str, list[float]] = {}
     for spec in specs:
-        rule = make_rank_rule(L, r, rs, spec)
+        rule = matrix_rule(L, r, rs, spec)
 
         def envelope(q0: np.ndarray, V0: np.ndarray, m: np.ndarray, th0: np.ndarray) -> tuple[float, Any]:
-            mom, _ = channel_moments(k, params, Overlaps(q0, V0, m, th0), rule)
+            mom = channel_moments(k, params, Overlaps(q0, V0, m, th0), rule)
             return alpha * mom.E_M, mom
 
         _, mom = envelope(ov.q0, ov.V0, ov.m, ov.th0)

@@ -123,7 +123,7 @@ def mixture_starts(params: ModelParams, alpha: float, config: SolverConfig, *, n
     mixtures drawn from ``seed`` (numpy's default generator; an inadmissible draw is drawn again, up to 20 times),
     each of :func:`mixture` applied to the embedded mixed state (at r = 1: the semantic state with the positional m
     on its axis), requested branch ``mixed`` (no hat projected)."""
-    from attnphase.numerics.se.rank_se import admissible
+    from attnphase.numerics.se.se_map import admissible
 
     starts = [CensusStart(f"{b} embedded", b, "embedded") for b in branches(params) if b != "agnostic"]
     starts += [CensusStart(f"{b} cold", b, "cold") for b in branches(params)]
@@ -164,7 +164,7 @@ def perturbed_starts(params: ModelParams, points: list[FixedPoint]) -> list[Cens
     if scalar_model(params):
         return []
     from attnphase.numerics.se.gauge import canonical
-    from attnphase.numerics.se.rank_se import admissible
+    from attnphase.numerics.se.se_map import admissible
 
     col = params.P_array[:, 0]
     out = []

@@ -35,7 +35,8 @@ import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, model_branches
-from attnphase.numerics.se.rank_se import make_rank_rule, teacher_rank
+from attnphase.numerics.quadrature.rules import matrix_rule, split_nodes
+from attnphase.numerics.se.starts import teacher_rank
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.numerics.roots import RootNotFound, illinois_bracket
@@ -96,8 +97,8 @@ def sobol_eps_lin(params: ModelParams, spec: str) -> float:
     from attnphase.theory.baseline import eps_lin_from_moments
     from attnphase.theory.softmax import attention
 
-    rule = make_rank_rule(params.L, 1, teacher_rank(params), spec)
-    hstar = rule.eta * np.sqrt(params.sigma2 * params.rho0)[None, :, None]
+    rule = matrix_rule(params.L, 1, teacher_rank(params), spec)
+    hstar = split_nodes(rule, params.L, 1, teacher_rank(params))[1] * np.sqrt(params.sigma2 * params.rho0)[None, :, None]
     s = attention(hstar)
     mean = np.einsum("n,nij->ij", rule.weights, s)
     second = np.einsum("n,nij->ij", rule.weights, s * s)

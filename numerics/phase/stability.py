@@ -139,7 +139,7 @@ def se_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: SolverC
     x0 = ov.to_vector()
     scale = np.full(x0.size, 0.1)
     scale[1] = 1.0
-    return central_differences(F, x0, scale, lambda x: admissible(x, params.rho0), step)
+    return central_differences(F, x0, scale, lambda x: admissible(Overlaps.from_vector(x), params.rho0), step)
 
 
 def central_differences(F: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, scale: np.ndarray,
@@ -170,25 +170,34 @@ def matrix_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: Sol
     """dF/dx at the matrix overlaps ``ov`` (r >= 2 or r* >= 2, x = :meth:`Overlaps.to_vector`) by
     :func:`central_differences`, F the rank-r SE map with no hat projected (every direction) on
     ``config.quadrature``: the base state with a full proximal search, every difference polished from its minima --
-    the same basins on both sides of each quotient, as the quasi-Newton of numerics/se/rank_newton.py takes it: the
+    the same basins on both sides of each quotient, as the quasi-Newton's consistent differences take them (numerics/se/fixed_point.py): the
     Jacobian of the map away from the rule's basin switches, with no jump inside a quotient."""
-    from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule
-    from attnphase.numerics.se.rank_se import admissible as admissible_matrix
+    from attnphase.numerics.quadrature.rules import matrix_rule
+    from attnphase.numerics.se.channel import channel_moments
+    from attnphase.numerics.se.se_map import admissible as admissible_matrix
     from attnphase.numerics.se.starts import teacher_rank
+    from attnphase.numerics.se.updates import update, update_hat
+    from attnphase.theory.kernels import get_kernels
 
     cfg = config or SolverConfig()
-    smap = RankSEMap(params, alpha, "mixed", make_rank_rule(params.L, params.r, teacher_rank(params), cfg.quadrature),
-                     backend=cfg.backend)
-    smap.step(ov, full=True)  # the minima every difference polishes
+    L, r, rs = params.L, params.r, teacher_rank(params)
+    rule = matrix_rule(L, r, rs, cfg.quadrature)
+    kernels = get_kernels(L, r, channel=params.channel)
+    minima = channel_moments(kernels, params, ov, rule, config=cfg).candidates  # what every difference polishes
+
+    def unpack(x: np.ndarray) -> Overlaps:
+        return Overlaps.from_vector(x, L, r, rs)
 
     def F(x: np.ndarray) -> np.ndarray:
-        return smap.step(smap.unpack(x), full=False)[0].to_vector()
+        o = unpack(x)
+        mom = channel_moments(kernels, params, o, rule, config=cfg, candidates=minima, full_search=False)
+        return update(params, update_hat(params, alpha, o, mom, "mixed")).to_vector()
 
     x0 = ov.to_vector()
     k = params.r * (params.r + 1) // 2
     scale = np.full(x0.size, 0.1)
     scale[k:2 * k] = 1.0  # V0
-    return central_differences(F, x0, scale, lambda x: admissible_matrix(smap.unpack(x), params.rho0), step)
+    return central_differences(F, x0, scale, lambda x: admissible_matrix(unpack(x), params.rho0), step)
 
 
 def transverse_leading_eigenvalue(J: np.ndarray, ov: Overlaps) -> float:

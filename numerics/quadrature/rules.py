@@ -279,6 +279,37 @@ def make_rule(L: int, spec: str) -> QuadratureRule:
     return sobol_rule(L, args[0], seed=args[2], randomizations=args[1], block=split_block(spec)[1])
 
 
+def matrix_rule(L: int, r: int, r_star: int, spec: str) -> QuadratureRule:
+    """The rule of the matrix overlaps (docs/model.md section 7): a scrambled Sobol rule ``sobolK[:REPS:SEED]``
+    (2^K points x REPS scramblings, Gaussian by the inverse CDF) over the L (r + r*) dimensions, columns
+    (xi_1..xi_L, eta_1..eta_L) with xi_l in R^r, eta_l in R^{r*} (:func:`split_nodes`); with ``@j`` its block j
+    alone (:func:`rule_blocks`)."""
+    from scipy.stats import qmc
+
+    kind, args = parse_rule_spec(spec)
+    if kind != "sobol":
+        raise ValueError(f"the rank-r state evolution uses scrambled Sobol rules (sobolK[:REPS:SEED]), got {spec!r}")
+    check_rule_size(L, spec)
+    log2_n, reps, seed = args
+    dim = L * (r + r_star)
+    rng = np.random.default_rng(seed)
+    blocks = [ndtri(np.clip(qmc.Sobol(d=dim, scramble=True, seed=rng).random_base2(log2_n), 1e-300, 1 - 1e-16))
+              for _ in range(reps)]
+    block = split_block(spec)[1]
+    z = np.concatenate(blocks if block is None else blocks[block:block + 1], axis=0)
+    N = z.shape[0]
+    return QuadratureRule(z, np.full(N, 1.0 / N), f"sobol2^{log2_n}x{reps}(seed={seed}, dim={dim})"
+                          + ("" if block is None else f"@{block}"))
+
+
+def split_nodes(rule: QuadratureRule, L: int, r: int, r_star: int) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes as xi (N, L, r) and eta (N, L, r*) (contiguous), from the columns (xi_1..xi_L, eta_1..eta_L)."""
+    N = rule.size
+    xi = np.ascontiguousarray(rule.nodes[:, :L * r].reshape(N, L, r))
+    eta = np.ascontiguousarray(rule.nodes[:, L * r:].reshape(N, L, r_star))
+    return xi, eta
+
+
 def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) -> tuple[QuadratureRule, bool]:
     """Orbit representatives of the rule's nodes under a symmetry group, carrying the orbit weight.
 

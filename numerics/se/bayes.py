@@ -132,20 +132,26 @@ class InvariantRule:
     weights: np.ndarray
 
 
-def invariant_rule(L: int, order: int = DEFAULT_ORDER) -> InvariantRule:
-    """The :class:`InvariantRule` of L tokens with ``order`` nodes per variable (L = 1: no eta_perp)."""
+def chi_nodes(k: int, order: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights of ``order`` points for rho ~ chi_k: generalised Gauss-Laguerre in
+    s = rho^2 / 2 ~ Gamma(k / 2)."""
     from scipy.special import gamma, roots_genlaguerre
 
+    s, w = roots_genlaguerre(order, k / 2 - 1)
+    return np.sqrt(2 * s), w / gamma(k / 2)
+
+
+def _check_rule(name: str, L: int, order: int) -> None:
     if L < 1 or order < 2:
-        raise ValueError(f"invariant_rule needs L >= 1 and order >= 2, got L = {L}, order = {order}")
+        raise ValueError(f"{name} needs L >= 1 and order >= 2, got L = {L}, order = {order}")
 
-    def chi(k: int) -> tuple[np.ndarray, np.ndarray]:
-        s, w = roots_genlaguerre(order, k / 2 - 1)  # s ~ Gamma(k / 2): chi^2_k = 2 s
-        return np.sqrt(2 * s), w / gamma(k / 2)
 
-    r, wr = chi(L)
+def invariant_rule(L: int, order: int = DEFAULT_ORDER) -> InvariantRule:
+    """The :class:`InvariantRule` of L tokens with ``order`` nodes per variable (L = 1: no eta_perp)."""
+    _check_rule("invariant_rule", L, order)
+    r, wr = chi_nodes(L, order)
     par, wp = gauss_hermite_1d(order)
-    perp, wq = chi(L - 1) if L > 1 else (np.zeros(1), np.ones(1))
+    perp, wq = chi_nodes(L - 1, order) if L > 1 else (np.zeros(1), np.ones(1))
     R, Pa, Pe = (g.reshape(-1) for g in np.meshgrid(r, par, perp, indexing="ij"))
     W = np.einsum("i,j,k->ijk", wr, wp, wq).reshape(-1)
     return InvariantRule(L, order, R, Pa, Pe, W / W.sum())
@@ -211,14 +217,11 @@ class SignRule:
 
 def sign_rule(L: int, order: int = DEFAULT_ORDER) -> SignRule:
     """The :class:`SignRule` of L tokens with ``order`` nodes per variable."""
-    from scipy.special import gamma, roots_genlaguerre
-
-    if L < 1 or order < 2:
-        raise ValueError(f"sign_rule needs L >= 1 and order >= 2, got L = {L}, order = {order}")
-    t, wt = roots_genlaguerre(order, L / 2 - 1)
+    _check_rule("sign_rule", L, order)
+    rho, wr = chi_nodes(L, order)
     y, wy = gauss_hermite_1d(order)
-    R, Y = (g.reshape(-1) for g in np.meshgrid(np.sqrt(2 * t), y, indexing="ij"))
-    W = np.outer(wt / gamma(L / 2), wy).reshape(-1)
+    R, Y = (g.reshape(-1) for g in np.meshgrid(rho, y, indexing="ij"))
+    W = np.outer(wr, wy).reshape(-1)
     return SignRule(L, order, R, Y, W / W.sum())
 
 

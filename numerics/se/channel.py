@@ -8,6 +8,14 @@ For the current overlaps and a quadrature rule over (xi, eta) (docs/model.md sec
 and the moments E[g], E[g^2], E[g xi], E[g eta], the Moreau envelope E[M] and the
 test-error integrand E[loss(w, T(h*))] (section 4) are sums over the nodes.  The
 field and hat-overlap formulas come from :mod:`attnphase.theory.channel`.
+
+The matrix overlaps (docs/model.md section 7) take the same path with xi_l in R^r, eta_l in R^{r*}:
+
+    w_l = m_l + q_l^{1/2} xi_l,  h*_l = theta_l^T q_l^{-1/2} xi_l + rho_tilde_l^{1/2} eta_l,
+    g_l = V_l^{-1} (h_hat_l - w_l),  E[g g^T], E[g], E[g eta^T], E[g xi^T], E[M], E[loss(h_hat)],
+
+the fields of theory/matrix_channel.py and the one proximal map (numerics/prox/global_prox.py, matrix fields); the scalar form
+(r = r* = 1) is its fast path with the generated one-dimensional kernels.
 """
 
 from __future__ import annotations
@@ -21,24 +29,30 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.prox.local_prox import aligned_prox, local_prox
-from attnphase.numerics.prox.global_prox import Candidates, global_prox
+from attnphase.numerics.prox.global_prox import global_prox
+from attnphase.numerics.prox.selection import Candidates
 from attnphase.numerics.prox.newton_steps import ProxResult
-from attnphase.numerics.quadrature.rules import QuadratureRule
+from attnphase.numerics.quadrature.rules import QuadratureRule, split_nodes
+from attnphase.theory import matrix_channel as rk
 from attnphase.theory.channel import channel_fields, student_mean_field, token_variances
 from attnphase.theory.params import ModelParams
+from attnphase.theory.softmax import target as matrix_target
 
 
 @dataclass(frozen=True, eq=False)
 class ChannelMoments:
-    """Quadrature estimates at one state; every array has shape (L,).
+    """Quadrature estimates at one state; in the scalar form every array has shape (L,), in the matrix
+    form E_g (L, r), E_ggT (L, r, r), E_gxi (L, r, r), E_geta (L, r, r*).
 
     Attributes:
-        E_g, E_ggT, E_gxi, E_geta: E[g_l], E[g_l^2] (E[g_l g_l^T] at r = 1), E[g_l xi_l], E[g_l eta_l].
+        E_g, E_ggT, E_gxi, E_geta: E[g_l], E[g_l g_l^T] (E[g_l^2] at r = 1), E[g_l xi_l^T], E[g_l eta_l^T].
         E_M: E[M], the Moreau envelope (minimum value of the proximal objective).
-        eps_g: test error E[loss(w, T(h*))] of docs/model.md section 4 (NaN from a global-mode polish,
-            which is never reported).
+        eps_g: test error E[loss(w, T(h*))] of docs/model.md section 4 (NaN from a global-mode polish of the
+            scalar form, which is never reported).
         prox_failures: number of nodes whose proximal solve did not converge.
-        candidates: distinct local minima per node (global mode), to warm-start the next solve.
+        candidates: the proximal minima to warm-start the next solve from: the distinct local minima per
+            node (scalar form, global mode), the global minimisers h_hat (N, L, r) (matrix form).
+        E_loss: E[loss(h_hat, T(h*))], the training loss at the minimiser (matrix form; NaN in the scalar form).
     """
 
     E_g: np.ndarray
@@ -48,7 +62,8 @@ class ChannelMoments:
     E_M: float
     eps_g: float
     prox_failures: int
-    candidates: Candidates | None
+    candidates: Candidates | np.ndarray | None
+    E_loss: float = math.nan
 
 
 def channel_moments(
@@ -67,8 +82,12 @@ def channel_moments(
     ``candidates``/``full_search`` are passed to :func:`attnphase.numerics.prox.global_prox.global_prox`.
     ``target``: T(h*) at the rule's nodes if the caller already has it -- at th0 = 0,
     h*_l = sqrt(rho_l) eta_l does not depend on the state (see :func:`teacher_target`).
+    The matrix form (``ov.is_matrix``): :func:`_matrix_moments` (``candidates``: the minimisers of an earlier
+    search, an extra start of a full search or, without ``full_search``, the only start besides w).
     """
     cfg = config or SolverConfig()
+    if ov.is_matrix:
+        return _matrix_moments(kernels, params, ov, rule, cfg, candidates, full_search)
     L, prox = params.L, cfg.prox
     xi, eta = rule.nodes[:, :L], rule.nodes[:, L:]
     w, V, T, hstar = _fields(kernels, params, ov, rule, target)
@@ -91,6 +110,34 @@ def channel_moments(
         eps_g=float(wt @ kernels.loss(w, T, sigma2)) if (full_search or candidates is None or prox != "global") else math.nan,
         prox_failures=int((~res.converged).sum()),
         candidates=candidates,
+    )
+
+
+def _matrix_moments(kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, cfg: SolverConfig,
+                    previous: np.ndarray | None, full_search: bool) -> ChannelMoments:
+    """:func:`channel_moments` of the matrix form: one global proximal solve over the rule's nodes (the backend
+    ``config.backend``; ``"torch"`` runs on ``"auto"``: there is no torch rank-r descent)."""
+    s2 = params.sigma2
+    xi, eta = split_nodes(rule, ov.L, ov.r, ov.r_star)
+    w, hstar = rk.channel_fields(xi, eta, ov.q0, ov.m, ov.th0, s2, params.rho0)
+    T = matrix_target(hstar, params.omega, params.A_array)
+    backend = "auto" if cfg.backend == "torch" else cfg.backend
+    candidates = None if previous is None else Candidates(np.arange(previous.shape[0]), previous)
+    res, _ = global_prox(kernels, w, ov.V0, T, s2, hstar, candidates=candidates, full_search=full_search or previous is None,
+                         backend=backend)
+    Vinv = np.linalg.inv(ov.V0)
+    g = np.einsum("ab,nlb->nla", Vinv, res.h - w) / s2[None, :, None]
+    wt = rule.weights
+    return ChannelMoments(
+        E_g=np.einsum("n,nla->la", wt, g),
+        E_ggT=np.einsum("n,nla,nlb->lab", wt, g, g),
+        E_gxi=np.einsum("n,nla,nlb->lab", wt, g, xi),
+        E_geta=np.einsum("n,nla,nlb->lab", wt, g, eta),
+        E_M=float(wt @ res.value),
+        eps_g=float(wt @ kernels.loss(w, T, s2)),
+        prox_failures=int((~res.converged).sum()),
+        candidates=res.h,
+        E_loss=float(wt @ kernels.loss(res.h, T, s2)),
     )
 
 

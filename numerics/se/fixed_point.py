@@ -16,11 +16,32 @@ Strategy (:meth:`FixedPointSolver.solve`): cold starts iterate with Anderson acc
 (type II, memory ``anderson``), then switch to quasi-Newton on the map's invariant subspace
 from the best point when Anderson stalls; warm starts (x near a fixed point) take quasi-Newton
 first, which also converges to fixed points that are unstable under iteration.
+
+Finite differences (``consistent_differences``): the forward-difference Jacobian
+
+    J[:, j] = (G(x + h_j b_j) - G(x)) / h_j,   G(y) = B^T D (F(y) - y),  h_j = FD_STEP max(1, |b_j . x|),
+
+taken with whatever evaluation the map gives could mix an exact G(x) with an approximate G(x + h b_j):
+on the matrix SE map their difference, ~1e-3 at L = 2, r = 2 (a few nodes whose global minimum the
+polish misses), over h ~ 1e-4 gave columns wrong by O(10).  With ``consistent_differences`` the base
+point is an exact evaluation and every column is polished from *its* minima (the map's
+:meth:`FixedPointMap.polishing`): the same basins on both sides of each difference, i.e. the Jacobian of
+the exact map away from the rule's basin switches.
+
+A Jacobian is carried from one solve to the next (:class:`CarriedJacobian`): stored with its basis B0 and
+scaling D0 at x0, it is moved to the basis B1, D1 of the new solve's x1 as
+
+    J1 = B1^T diag(D1 / D0) B0 J0 B0^T B1,
+
+the same linear map F' - I in the full coordinates, restricted to the new subspace; on directions of B1
+outside the span of B0 (a Jacobian carried from a projected stage) F' = 0 is assumed: the term
+-B1^T D1 (I - B0 B0^T) B1 is added.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from contextlib import AbstractContextManager
 from typing import Any, Callable, Protocol
 
 import numpy as np
@@ -98,6 +119,24 @@ class FixedPointResult:
         return self.evaluation.residual if self.evaluation is not None else float("nan")
 
 
+@dataclass(frozen=True, eq=False)
+class CarriedJacobian:
+    """J0 (k x k) of G on the orthonormal basis B0 (n x k) at x0 (n,) (D0 = 1 / max(1, |x0|))."""
+
+    J: np.ndarray
+    B: np.ndarray
+    x: np.ndarray
+
+    def moved_to(self, B1: np.ndarray, x1: np.ndarray) -> np.ndarray | None:
+        """J1 on basis B1 at x1 (module doc), or None where the dimensions differ."""
+        if B1.shape[0] != self.B.shape[0]:
+            return None
+        ratio = np.maximum(1.0, np.abs(self.x)) / np.maximum(1.0, np.abs(x1))  # D1 / D0
+        off = B1 - self.B @ (self.B.T @ B1)  # the part of the new basis the old one lacks: F' = 0 assumed there
+        carried = B1.T @ (ratio[:, None] * (self.B @ self.J @ (self.B.T @ B1)))
+        return carried - B1.T @ (off / np.maximum(1.0, np.abs(x1))[:, None])
+
+
 class FixedPointMap(Protocol):
     """What the solver needs from a map x -> F(x)."""
 
@@ -120,13 +159,18 @@ class FixedPointMap(Protocol):
         """Told that an approximate evaluation converged where the exact map does not: from now
         on every evaluation should be exact."""
 
+    def polishing(self) -> AbstractContextManager[None]:
+        """Within it, every inexact evaluation refines the last exact one's (``consistent_differences`` only)."""
+
 
 class FixedPointSolver:
     """Solves x = F(x) for one map with the settings of ``config`` (tol, max_iter, damping,
-    anderson, anderson_budget, warm_fallback).  Local to one solve."""
+    anderson, anderson_budget, warm_fallback).  ``consistent_differences``: the finite-difference
+    Jacobian from an exact base point and columns polished from it (module doc).  Local to one solve."""
 
-    def __init__(self, fmap: FixedPointMap, config: SolverConfig):
+    def __init__(self, fmap: FixedPointMap, config: SolverConfig, consistent_differences: bool = False):
         self.fmap, self.cfg = fmap, config
+        self.consistent_differences = consistent_differences
         self.evaluations = 0
         self.best: Evaluation | None = None
 
@@ -316,8 +360,20 @@ class FixedPointSolver:
         The step is FD_STEP * max(1, |x_j|), halved (at most MAX_FD_HALVINGS times) while both the
         forward and the backward point leave the map's domain: near its edge (th0^2 close to q0 rho0,
         e.g. rho0 = 1e-12 or q0 -> 0) a fixed step would leave it on both sides.  None when no step
-        stays inside or the map fails at the point reached.
+        stays inside or the map fails at the point reached.  With ``consistent_differences`` the base point
+        is evaluated exactly and the columns within the map's :meth:`FixedPointMap.polishing`.
         """
+        if self.consistent_differences:
+            base = self._eval(x, exact=True)  # a full search: its minima are what the columns polish
+            if base is not None:
+                with self.fmap.polishing():
+                    return self._differences(x, resid(x, base.fx), B, resid)
+        return self._differences(x, G, B, resid)
+
+    def _differences(
+        self, x: np.ndarray, G: np.ndarray, B: np.ndarray, resid: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    ) -> np.ndarray | None:
+        """The columns (resid(x + h_j b_j) - G) / h_j of :meth:`_fd_jacobian`."""
         n = B.shape[1]
         J = np.empty((n, n))
         for j in range(n):

@@ -13,7 +13,10 @@ axis is oriented by a fixed generic functional of its positional overlaps sum_l 
 of its column of th0.  In that gauge q0 is diagonal and th0^T th0 is diagonal.
 :func:`invariants` are the gauge-invariant summaries reported for every fixed point;
 :func:`gauge_tangents` and :func:`align_gauge` are the orbit's tangent space and the rotation that
-brings one state closest to another (the solver's handling of the gauge, numerics/se/rank_se.py).
+brings one state closest to another (the solver's handling of the gauge, numerics/se/se_map.py);
+:func:`transversal_basis` the directions quasi-Newton moves a matrix state in (a branch's free
+coordinates orthogonal to the orbit), :func:`invariant_basis` those of the scalar form (fixed by its
+symmetry group).
 
 At r = r* = 1 the overlaps are scalars (:class:`~attnphase.numerics.se.overlaps.Overlaps`' scalar form):
 :func:`canonical` and :func:`rotate` by the identity leave them as they are, and :func:`invariants` reads them
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnphase.numerics.quadrature.symmetry import SymmetryElement
 from attnphase.numerics.se.overlaps import LABEL_TOL, Overlaps
 
 
@@ -203,3 +207,57 @@ def reflection_pattern(ov: Overlaps) -> np.ndarray:
         if np.all(sign[x != 0] > 0):  # g fixes ov
             keep &= sign > 0
     return keep
+
+
+def invariant_basis(group: list[SymmetryElement], L: int) -> np.ndarray:
+    """Orthonormal basis (columns) of the scalar-form overlap vectors (q0, V0, m, th0) fixed by ``group``.
+
+    The element (pi, s, t) acts as m -> s m[pi], th0 -> s t th0 (q0, V0 invariant); the
+    basis spans the range of the group average of these actions.
+    """
+    n = L + 3
+    avg = np.zeros((n, n))
+    for e in group:
+        M = np.zeros((n, n))
+        M[0, 0] = M[1, 1] = 1.0
+        for l in range(L):
+            M[2 + l, 2 + e.perm[l]] = e.s
+        M[-1, -1] = e.s * e.t
+        avg += M
+    avg /= max(len(group), 1)
+    U, sv, _ = np.linalg.svd(avg)
+    return U[:, sv > 0.5]
+
+
+def branch_coordinates(ov: Overlaps, branch: str) -> list[int]:
+    """The indices of the packed matrix overlaps (:meth:`Overlaps.to_vector`) that ``branch`` leaves free:
+    q0 and V0 always, m on ``positional`` and ``mixed``, th0 on ``semantic`` and ``mixed``."""
+    r, L = ov.r, ov.L
+    k = r * (r + 1) // 2
+    free = list(range(2 * k))
+    if branch in ("positional", "mixed"):
+        free += list(range(2 * k, 2 * k + L * r))
+    if branch in ("semantic", "mixed"):
+        free += list(range(2 * k + L * r, 2 * k + L * r + r * ov.r_star))
+    return free
+
+
+def transversal_basis(ov: Overlaps, branch: str, pattern: np.ndarray | None = None) -> np.ndarray:
+    """Orthonormal basis of the branch's free coordinates (:func:`branch_coordinates`, within ``pattern``
+    where given) orthogonal to the gauge orbit's tangents at ``ov`` (:func:`gauge_tangents`; none on a
+    pattern, which has no continuous gauge)."""
+    x = ov.to_vector()
+    free = branch_coordinates(ov, branch)
+    if pattern is not None:
+        free = [i for i in free if pattern[i]]
+    C = np.zeros((x.size, len(free)))
+    C[free, np.arange(len(free))] = 1.0
+    tang = gauge_tangents(ov) if pattern is None else np.zeros((x.size, 0))
+    if tang.shape[1]:
+        tang = C @ (C.T @ tang)
+        U, sv, _ = np.linalg.svd(tang, full_matrices=False)
+        U = U[:, sv > 1e-8 * max(1.0, float(np.abs(x).max()))]
+        C = C - U @ (U.T @ C)
+        Uc, svc, _ = np.linalg.svd(C, full_matrices=False)
+        C = Uc[:, svc > 0.5]
+    return C

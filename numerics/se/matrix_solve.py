@@ -1,50 +1,52 @@
 """The matrix state evolution's path of :func:`~attnphase.numerics.se.state_evolution.solve` (r >= 2 or r* >= 2,
 docs/model.md section 7): the staged solve from a start, and its fixed point.
 
-:func:`solve_matrix` iterates the SE map of :mod:`attnphase.numerics.se.rank_se` (:class:`~attnphase.numerics.se.rank_se.
-RankSEMap`) with the quasi-Newton of :mod:`attnphase.numerics.se.rank_newton`: from a start that is not a warm
-start it is staged -- projected on the start's reflection pattern over block 0 of the rule, then over the whole
-rule, then unprojected (docs/method.md section 11, rank r >= 2) -- and a solve that does not converge is retried
-from its best point with more damping.  Its result is the one :class:`~attnphase.numerics.se.results.FixedPoint`
-of every rank: overlaps in the canonical gauge, hats, observables, the solver's status, and as ``memory`` the
-last quasi-Newton Jacobian (a :class:`~attnphase.numerics.se.rank_newton.CarriedJacobian`, to seed a nearby solve).
+:func:`solve_matrix` iterates the SE map (:class:`~attnphase.numerics.se.se_map.SEMap`, matrix form) with the
+fixed-point solver's consistent finite differences (:mod:`attnphase.numerics.se.fixed_point`): from a start that
+is not a warm start it is staged -- projected on the start's reflection pattern over block 0 of the rule, then
+over the whole rule, then unprojected (docs/method.md section 11, rank r >= 2) -- and a solve that does not
+converge is retried from its best point with more damping.  Its result is the one
+:class:`~attnphase.numerics.se.results.FixedPoint` of every rank: overlaps in the canonical gauge, hats,
+observables, the solver's status, and as ``memory`` the last quasi-Newton Jacobian (a
+:class:`~attnphase.numerics.se.fixed_point.CarriedJacobian`, to seed a nearby solve).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-from typing import Any
 
 import numpy as np
 
 from attnphase.numerics.capabilities import check
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.quadrature.rules import rule_blocks, split_block
-from attnphase.numerics.se.observables import Observables
-from attnphase.numerics.se.rank_newton import CarriedJacobian, RankFixedPointSolver
-from attnphase.numerics.se.overlaps import Overlaps, branch_label
+from attnphase.numerics.quadrature.rules import QuadratureRule, matrix_rule, rule_blocks, split_block
+from attnphase.numerics.se.fixed_point import CarriedJacobian, FixedPointSolver
+from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.gauge import reflection_pattern
-from attnphase.numerics.se.rank_se import (
-    RANK_MIN_DAMPING, RETRY_DAMPING, RankRule, RankSEMap, admissible, make_rank_rule,
-)
-from attnphase.numerics.se.starts import RANK_BRANCHES, noise_axes, settle_noise_axes, teacher_rank
-from attnphase.numerics.se.results import FixedPoint, SolverStatus
-from attnphase.theory import matrix_channel as rk
+from attnphase.numerics.se.se_map import FixedAlpha, SEMap, admissible, model_rule
+from attnphase.numerics.se.starts import MATRIX_BRANCHES, noise_axes, settle_noise_axes, teacher_rank
+from attnphase.numerics.se.results import FixedPoint, fixed_point_from
 from attnphase.theory.params import ModelParams
+
+#: The least damping the matrix map is iterated with (measured at L = 2, r = 2, alpha = 2: undamped
+#: Anderson left the admissible region from the semantic start; damping 0.5 converged in 23 steps).
+MATRIX_MIN_DAMPING = 0.5
+
+#: The damping of the second attempt of a solve that did not converge.
+RETRY_DAMPING = 0.8
 
 #: How a matrix solve starts without ``init``: from the rank-1 fixed points (embedded) or the branch's cold start.
 MATRIX_STARTS = ("embedded", "cold")
 
 
 def matrix_config(params: ModelParams, alpha: float, branch: str, config: SolverConfig, start: str) -> SolverConfig:
-    """``config`` checked for a matrix solve, its damping raised to :data:`RANK_MIN_DAMPING` when smaller
+    """``config`` checked for a matrix solve, its damping raised to :data:`MATRIX_MIN_DAMPING` when smaller
     (ValueError on a branch, prox or start the matrix state evolution does not have)."""
     cfg = config
-    if cfg.damping < RANK_MIN_DAMPING:
-        cfg = cfg.replace(damping=RANK_MIN_DAMPING)
-    if branch not in RANK_BRANCHES:
-        raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
+    if cfg.damping < MATRIX_MIN_DAMPING:
+        cfg = cfg.replace(damping=MATRIX_MIN_DAMPING)
+    if branch not in MATRIX_BRANCHES:
+        raise ValueError(f"branch must be one of {MATRIX_BRANCHES}, got {branch!r}")
     if cfg.prox != "global":
         check("local_prox", params.r, teacher_rank(params), cfg.prox)
     if start not in MATRIX_STARTS:
@@ -65,17 +67,17 @@ def solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverConf
     its Jacobian; where a stage does not converge, the plain solve from the start follows (every evaluation
     counted)."""
     rs = teacher_rank(params)
-    rule = make_rank_rule(params.L, params.r, rs, cfg.quadrature)
+    rule = model_rule(params, cfg)
     if not admissible(ov0, params.rho0):
         raise ValueError(f"initial overlaps are not admissible: {ov0.as_dict()}")
     if not staged:
         return _solve(params, alpha, branch, cfg, rule, ov0, warm=True, jacobian=jacobian)
     stages = rule_blocks(cfg.quadrature)[:1] if split_block(cfg.quadrature)[1] is None else []
-    first = make_rank_rule(params.L, params.r, rs, stages[0]) if stages else rule
+    first = matrix_rule(params.L, params.r, rs, stages[0]) if stages else rule
     settled = 0
     if warm:
         ov0, settled = settle_noise_axes(ov0, noise_axes(params, branch),
-                                         RankSEMap(params, alpha, branch, first, backend=cfg.backend).image)
+                                         SEMap(params, FixedAlpha(alpha), first, cfg, branch=branch).image)
     fp, spent, projected = _staged(params, alpha, branch, cfg, [first, rule] if stages else [rule], ov0, warm)
     if fp.status.converged:
         return _counted(fp, settled + spent)
@@ -91,7 +93,7 @@ def _counted(fp: FixedPoint, evaluations: int) -> FixedPoint:
     return dataclasses.replace(fp, status=dataclasses.replace(fp.status, iterations=evaluations))
 
 
-def _staged(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, rules: list[RankRule],
+def _staged(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, rules: list[QuadratureRule],
             ov0: Overlaps, warm: bool) -> tuple[FixedPoint, int, bool]:
     """(fixed point, evaluations, whether it is a projected stage's) of the staged solve: on the start's
     reflection pattern
@@ -121,47 +123,19 @@ def _staged(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, r
     return fp, spent, False
 
 
-def _solve(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, rule: RankRule, ov0: Overlaps,
+def _solve(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, rule: QuadratureRule, ov0: Overlaps,
            warm: bool, jacobian: CarriedJacobian | None = None, pattern: np.ndarray | None = None) -> FixedPoint:
     """One solve of the (projected) map on ``rule`` from ``ov0``, retried once from its best point."""
-    smap = RankSEMap(params, alpha, branch, rule, pattern, backend=cfg.backend)
-    smap.seed = jacobian
-    result = RankFixedPointSolver(smap, cfg).solve(ov0.to_vector(), warm=warm)
+    smap = SEMap(params, FixedAlpha(alpha), rule, cfg, jacobian, branch=branch, pattern=pattern)
+    result = FixedPointSolver(smap, cfg, consistent_differences=True).solve(ov0.to_vector(), warm=warm)
     if not result.converged and result.evaluation is not None and cfg.damping < RETRY_DAMPING:
         # measured (L = 2, r = 2, alpha = 2, positional): Anderson at damping 0.5 stalls at residual
         # 0.2; at damping 0.7 it converges -- a second attempt from the best point, more damped and
         # with a full proximal search at every evaluation
         more = cfg.replace(damping=RETRY_DAMPING)
         smap.full_only = True  # and every evaluation exact: the polished map's noise can stall quasi-Newton
-        again = RankFixedPointSolver(smap, more).solve(result.evaluation.x, warm=False)
+        again = FixedPointSolver(smap, more, consistent_differences=True).solve(result.evaluation.x, warm=False)
         if again.converged or again.residual < result.residual:
             result = type(again)(again.evaluation, again.converged, result.evaluations + again.evaluations,
                                  again.message + " (second attempt, damping %g)" % RETRY_DAMPING)
-    return _finish(smap, result, ov0)
-
-
-def _finish(smap: RankSEMap, result: Any, ov0: Overlaps) -> FixedPoint:
-    """The solver's result (or its failure) as a FixedPoint: e_t = -Phi (theory/matrix_channel.py's free entropy), eps_g,
-    and in ``extra`` e_t_direct = lambda/2 tr q0 + alpha E[loss] (equal to e_t at a fixed point) and the gauge
-    angle of the last step.  eps_lin is not computed by a solve at r* >= 2 (NaN; the boundaries compute it)."""
-    p, alpha = smap.params, smap.alpha
-    ev = result.evaluation
-    nan = math.nan
-    if ev is None:
-        return FixedPoint(
-            params=p, alpha=alpha, overlaps=ov0, hat=None, observables=Observables(nan, nan, nan),
-            status=SolverStatus(False, result.evaluations, nan, result.message, 0), branch=branch_label(ov0),
-            requested=smap.branch, prox="global", quadrature=smap.rule.name, extra={"e_t_direct": nan},
-        )
-    ov = smap.unpack(ev.x)
-    hat, mom, angle = ev.data
-    phi = rk.free_entropy(ov.q0, ov.V0, ov.m, ov.th0, hat.qhat, hat.mhat, hat.thhat, hat.Vhat, p.sigma2,
-                          p.P_array, p.lam, p.rho0, alpha, mom.E_M)
-    e_direct = 0.5 * p.lam * float(np.trace(ov.q0)) + alpha * mom.E_loss
-    return FixedPoint(
-        params=p, alpha=alpha, overlaps=ov, hat=hat, observables=Observables(mom.eps_g, -phi, nan, mom.E_M),
-        status=SolverStatus(bool(result.converged), result.evaluations, float(ev.residual), result.message,
-                            mom.prox_failures),
-        branch=branch_label(ov), requested=smap.branch, prox="global", quadrature=smap.rule.name,
-        memory=smap.kept, extra={"e_t_direct": e_direct, "gauge_angle": angle},
-    )
+    return fixed_point_from(smap, result, ov0, branch)

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,7 @@ from attnphase.numerics.quadrature.rules import gauss_hermite_1d
 from attnphase.theory.baseline import eps_lin_cov, eps_lin_from_moments
 from attnphase.theory.free_entropy import free_entropy
 from attnphase.theory.kernels import get_kernels
+from attnphase.theory import matrix_channel as rk
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
 
@@ -84,7 +86,12 @@ def eps_lin(params: ModelParams, order: int | None = None) -> float:
 
 
 def observables(params: ModelParams, alpha: float, ov: Overlaps, hat: HatOverlaps, mom) -> Observables:
-    """eps_g, e_t = -Phi and eps_lin at a state with its hat overlaps and channel moments."""
+    """eps_g, e_t = -Phi and eps_lin at a state with its hat overlaps and channel moments; in the matrix form Phi
+    of theory/matrix_channel.py and no eps_lin (NaN: a solve at r* >= 2 does not compute it; the boundaries do)."""
+    if ov.is_matrix:
+        phi = rk.free_entropy(ov.q0, ov.V0, ov.m, ov.th0, hat.qhat, hat.mhat, hat.thhat, hat.Vhat, params.sigma2,
+                              params.P_array, params.lam, params.rho0, alpha, mom.E_M)
+        return Observables(eps_g=float(mom.eps_g), e_t=float(-phi), eps_lin=math.nan, E_M=float(mom.E_M))
     phi = free_entropy(
         ov.q0, ov.V0, ov.m, ov.th0, hat.qhat, hat.mhat, hat.thhat, hat.Vhat,
         params.sigma2, params.P_array, params.lam, params.rho0, alpha, mom.E_M,

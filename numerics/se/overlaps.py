@@ -1,9 +1,9 @@
-"""Overlaps of the state evolution at every rank, and the conjugate (hat) overlaps of r = 1 (docs/model.md
+"""Overlaps of the state evolution and their conjugate (hat) overlaps, at every rank (docs/model.md
 sections 2-3, 7).
 
 Units: ``q0 = Q^T Q / d``, ``V0`` the global variance, ``m_l = Q^T p_l / sqrt(d)``, ``th0 = Q^T Q* / d``.
 Per-token overlaps are ``q_l = sigma_l^2 q0``, ``theta_l = sigma_l^2 th0``, ``V_l = sigma_l^2 V0`` (the paper's
-per-token theta is ``sigma^2 * th0``). Hat overlaps of r = 1 are per token, arrays of shape (L,).
+per-token theta is ``sigma^2 * th0``). Hat overlaps are per token (:class:`HatOverlaps`, in the same two forms).
 
 One type, :class:`Overlaps`, in two forms: at r = r* = 1 the scalar form (q0, V0, th0 floats, m of shape (L,)),
 which the rank-1 solver iterates; otherwise the matrix form (q0, V0 of shape (r, r), m (L, r), th0 (r, r*)).
@@ -150,11 +150,17 @@ def on_branch_subspace(ov: Overlaps, branch: str) -> Overlaps:
 
 @dataclass(frozen=True, eq=False)
 class HatOverlaps:
-    """Conjugate overlaps (channel side), one entry per token, each of shape (L,).
+    """Conjugate overlaps (channel side), one entry per token, in the two forms of :class:`Overlaps`:
 
-    qhat_l = alpha E[g_l^2], mhat_l = alpha E[g_l],
-    thhat_l = alpha E[g_l eta_l] / sqrt(rho_l - theta_l^2 / q_l),
-    Vhat_l = -alpha E[g_l xi_l] / sqrt(q_l) + thhat_l theta_l / q_l.
+    qhat_l = alpha E[g_l g_l^T],  mhat_l = alpha E[g_l],
+    thhat_l = alpha E[g_l eta_l^T] (rho0 I - theta_l^T q_l^-1 theta_l)^-1/2,
+    Vhat_l = -alpha E[g_l xi_l^T] q_l^-1/2 + (the thhat term)
+
+    (:func:`attnphase.theory.hats.hat_overlaps`).  The scalar form (r = r* = 1) holds arrays of shape (L,):
+    qhat_l = alpha E[g_l^2], thhat_l = alpha E[g_l eta_l] / sqrt(rho_l - theta_l^2 / q_l),
+    Vhat_l = -alpha E[g_l xi_l] / sqrt(q_l) + thhat_l theta_l / q_l; the matrix form qhat (L, r, r),
+    mhat (L, r), thhat (L, r, r*), Vhat (L, r, r).  The form is the one given: mhat of shape (L,) makes the
+    scalar form, (L, r) the matrix form (read-only).
     """
 
     qhat: np.ndarray
@@ -163,19 +169,30 @@ class HatOverlaps:
     Vhat: np.ndarray
 
     def __post_init__(self) -> None:
+        form = _vec if np.ndim(self.mhat) == 1 else _matrix
         for name in ("qhat", "mhat", "thhat", "Vhat"):
-            object.__setattr__(self, name, _vec(getattr(self, name)))
+            object.__setattr__(self, name, form(getattr(self, name)))
+
+    @property
+    def is_matrix(self) -> bool:
+        """Whether this is the matrix form."""
+        return self.mhat.ndim == 2
+
+    def matrix(self) -> "HatOverlaps":
+        """The matrix form (1 x 1 blocks per token from the scalar form)."""
+        if self.is_matrix:
+            return self
+        L = self.mhat.shape[0]
+        return HatOverlaps(self.qhat.reshape(L, 1, 1), self.mhat.reshape(L, 1), self.thhat.reshape(L, 1, 1),
+                           self.Vhat.reshape(L, 1, 1))
+
+    def scalar(self) -> "HatOverlaps":
+        """The scalar form of r = r* = 1 hats (ValueError at r >= 2 or r* >= 2)."""
+        if not self.is_matrix:
+            return self
+        if self.qhat.shape[1:] != (1, 1) or self.thhat.shape[1:] != (1, 1):
+            raise ValueError(f"hat overlaps of shapes {self.qhat.shape}, {self.thhat.shape} have no scalar form")
+        return HatOverlaps(self.qhat[:, 0, 0], self.mhat[:, 0], self.thhat[:, 0, 0], self.Vhat[:, 0, 0])
 
     def as_dict(self) -> dict:
         return {k: getattr(self, k).tolist() for k in ("qhat", "mhat", "thhat", "Vhat")}
-
-
-@dataclass(frozen=True, eq=False)
-class RankHats:
-    """Conjugate overlaps of the matrix form: qhat (L, r, r), mhat (L, r), thhat (L, r, r*), Vhat (L, r, r)
-    (the formulas of :class:`HatOverlaps` with matrices, :func:`attnphase.theory.hats.hat_overlaps`)."""
-
-    qhat: np.ndarray
-    mhat: np.ndarray
-    thhat: np.ndarray
-    Vhat: np.ndarray

@@ -9,16 +9,17 @@ and a :class:`SolverStatus`; its ``memory`` is what a nearby solve may start fro
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from attnphase.numerics.prox.global_prox import Candidates
-from attnphase.numerics.quadrature.rules import QuadratureRule
-from attnphase.numerics.se.observables import Observables
+from attnphase.numerics.quadrature.rules import QuadratureRule, make_rule
+from attnphase.numerics.se.observables import Observables, eps_lin, observables
 from attnphase.numerics.se.gauge import canonical, direction_labels, invariants
-from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps, branch_label
+from attnphase.numerics.se.training_objective import refined_training_objective
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import original, positional_overlaps
 
@@ -77,14 +78,14 @@ class FixedPoint:
     of :class:`Overlaps` and ``memory`` a :class:`SolverMemory`; at r >= 2 or r* >= 2 ``overlaps`` is the matrix
     form (q0, V0 r x r, m L x r, th0 r x r*) in the canonical gauge, ``hat`` the matrix hats
     (None where the first step failed), ``memory`` the last quasi-Newton Jacobian
-    (:class:`~attnphase.numerics.se.rank_newton.CarriedJacobian`), and ``extra`` holds e_t_direct
+    (:class:`~attnphase.numerics.se.fixed_point.CarriedJacobian`), and ``extra`` holds e_t_direct
     (lambda/2 tr q0 + alpha E[loss]) and the gauge angle of the last step.
     """
 
     params: ModelParams
     alpha: float
     overlaps: Overlaps
-    hat: Any  # HatOverlaps at r = r* = 1, the matrix hats (RankHats) otherwise, None where the first step failed
+    hat: HatOverlaps | None  # in the form of the overlaps; None where the first matrix step failed
     observables: Observables
     status: SolverStatus
     branch: str
@@ -150,3 +151,53 @@ class FixedPoint:
             "canonical_overlaps": canonical(self.overlaps).as_dict(),
         })
         return out
+
+
+def fixed_point_from(smap: Any, result: Any, ov0: Overlaps, requested: str) -> FixedPoint:
+    """The fixed-point solver's ``result`` (a :class:`~attnphase.numerics.se.fixed_point.FixedPointResult`) on the
+    SE map ``smap`` (:class:`~attnphase.numerics.se.se_map.SEMap`) as a :class:`FixedPoint`, or its failure
+    (no evaluation: the overlaps ``ov0`` it started from, NaN observables).
+
+    Observables of :func:`~attnphase.numerics.se.observables.observables`; at r = r* = 1 e_t on
+    ``config.e_t_quadrature`` where set (:mod:`attnphase.numerics.se.training_objective`) and as ``memory`` a
+    :class:`SolverMemory`; in the matrix form ``extra`` holds e_t_direct = lambda/2 tr q0 + alpha E[loss(h_hat)]
+    (equal to e_t at a fixed point) and the gauge angle of the last step, and ``memory`` is the carried Jacobian.
+    """
+    params, cfg, matrix = smap.params, smap.cfg, smap.is_matrix
+    prox = "global" if matrix else cfg.prox
+    ev = result.evaluation
+    nan = math.nan
+    if ev is None:
+        return FixedPoint(
+            params=params, alpha=smap.variant.alpha, overlaps=ov0,
+            hat=None if matrix else HatOverlaps(*(np.full(params.L, nan) for _ in range(4))),
+            observables=Observables(nan, nan, nan if matrix else eps_lin(params)),
+            status=SolverStatus(False, result.evaluations, nan,
+                                result.message if matrix else "the first SE step left the admissible region"),
+            branch=branch_label(ov0), requested=requested, prox=prox, quadrature=smap.rule.name,
+            extra={"e_t_direct": nan} if matrix else {},
+        )
+    step = ev.data
+    ov = smap.unpack(ev.x)
+    obs = observables(params, step.alpha, ov, step.hat, step.moments)
+    failures = step.moments.prox_failures
+    extra: dict[str, Any] = {}
+    if matrix:
+        extra = {"e_t_direct": 0.5 * params.lam * float(np.trace(ov.q0)) + step.alpha * step.moments.E_loss,
+                 "gauge_angle": step.angle}
+        memory = smap.jacobian_now()
+    else:
+        if cfg.e_t_quadrature is not None and result.converged:
+            fine = refined_training_objective(params, step.alpha, ov, step.hat,
+                                              make_rule(params.L, cfg.e_t_quadrature), cfg)
+            obs, failures = replace(obs, e_t=fine.e_t, E_M=fine.E_M), failures + fine.prox_failures
+        memory = None
+        if smap.key is not None:
+            memory = SolverMemory(smap.key, smap.rule, smap.jacobian_now(), smap.candidates, smap.reduced,
+                                  smap.variant.name)
+    status = SolverStatus(result.converged, result.evaluations, ev.residual, result.message, failures)
+    return FixedPoint(
+        params=params, alpha=step.alpha, overlaps=ov, hat=step.hat, observables=obs, status=status,
+        branch=branch_label(ov), requested=requested, prox=prox, quadrature=smap.rule.name, memory=memory,
+        extra=extra,
+    )

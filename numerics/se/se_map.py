@@ -1,40 +1,61 @@
-"""The state-evolution map x -> F(x) (docs/model.md section 3): hat overlaps from the channel,
-overlaps from the prior.
+"""The state-evolution map x -> F(x) (docs/model.md sections 3 and 7), at every rank: hat overlaps from the
+channel, overlaps from the prior.
 
-One SE step at overlaps x = (q0, V0, m_1..m_L, th0):
+One SE step at overlaps x = (q0, V0, m, th0) (:class:`Overlaps`: the scalar form at r = r* = 1, the matrix
+form otherwise):
 
-    moments = channel_moments(x)                       E[g], E[g^2], E[g xi], E[g eta], E[M] (quadrature)
-    hat     = update_hat(params, alpha, x, moments)    the hat-overlap formulas, symmetrised
+    moments = channel_moments(x)                       E[g g^T], E[g], E[g xi^T], E[g eta^T], E[M] (quadrature)
+    hat     = update_hat(params, alpha, x, moments)    the hat-overlap formulas, on the state's invariant subspace
     F(x)    = update(params, hat)                      the closed-form ridge prior
 
-(``update_hat`` and ``update`` are the ones of every rank, :mod:`attnphase.numerics.se.updates`; this map is
-their scalar-form fast path: symmetrised rules, orbit reduction, candidate tracking.)
+(``update_hat`` and ``update`` are the ones of every rank, :mod:`attnphase.numerics.se.updates`;
+``channel_moments`` that of :mod:`attnphase.numerics.se.channel`.)
 
 :class:`SEMap` is that map as the fixed-point solver (:mod:`attnphase.numerics.se.fixed_point`)
-iterates it, with the caches of one solve (orbit-reduced rules, the proximal minima of the last
-full search, T(h*) where it does not depend on the state).  Which alpha the map uses is a small
-object: :class:`FixedAlpha` (the plain map) or :class:`FixedOrder` (th0 or |m| held fixed, alpha
-solved from the prior equation at every step -- natural-parameter continuation near branch ends).
+iterates it, with the caches of one solve: the proximal minima of the last full search (a full
+multi-start search every few evaluations, polishes of its minima in between).  The scalar form is the
+rank-1 fast path: its rule symmetrised over the model's group (:func:`model_rule`) and reduced to the
+orbits of the state's symmetry group, its hats averaged over that group, T(h*) kept where it does not
+depend on the state, quasi-Newton on the group's invariant subspace.  The matrix form keeps its branch's
+subspace (mhat = 0 on ``semantic``, thhat = 0 on ``positional``, both on ``agnostic``: those subspaces are
+exactly invariant under the map) and its gauge: F is equivariant under the rotations of
+:mod:`attnphase.numerics.se.gauge`, so each image is aligned to the state's gauge and quasi-Newton moves
+transversally to the orbits; convergence is judged on the full residual, so a point whose image is only a
+rotation of itself is never accepted (a gauge-fixed map was rejected: its fixed points include "relative"
+ones, F(x) = O x with O != I).  Which alpha the map uses is a small object: :class:`FixedAlpha` (the plain
+map) or :class:`FixedOrder` (th0 or |m| held fixed, alpha solved from the prior equation at every step --
+natural-parameter continuation near branch ends; r = r* = 1).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import numpy as np
 
 from attnphase.numerics.se.channel import ChannelMoments, channel_moments, teacher_target
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se.fixed_point import Evaluation, scaled_residual
+from attnphase.numerics.se.fixed_point import CarriedJacobian, Evaluation, scaled_residual
+from attnphase.numerics.se.gauge import align_gauge, invariant_basis, transversal_basis
 from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
+from attnphase.numerics.se.starts import MATRIX_BRANCHES, teacher_rank
 from attnphase.numerics.se.updates import update, update_hat
-from attnphase.numerics.prox.global_prox import Candidates
-from attnphase.numerics.quadrature.rules import QuadratureRule, make_rule, reduce_rule, symmetrize_rule
+from attnphase.numerics.quadrature.rules import (
+    QuadratureRule, make_rule, matrix_rule, reduce_rule, symmetrize_rule,
+)
 from attnphase.numerics.roots import bracketed_log_root
 from attnphase.numerics.quadrature.symmetry import SymmetryElement, model_symmetry_group, symmetry_group
+from attnphase.theory import matrix_channel as rk
+from attnphase.theory.kernels import get_kernels
 from attnphase.theory.correlated_kernels import model_kernels
 from attnphase.theory.params import ModelParams
+
+#: The most evaluations the matrix form polishes between two full multi-start proximal searches: its
+#: ``SolverConfig.full_search_every`` is capped at this.  A polish refines the minima of the last full search
+#: (an approximate map; a converged point is always verified by a full search).
+MATRIX_FULL_SEARCH_EVERY = 7
 
 
 def hat_step(params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRule,
@@ -52,35 +73,33 @@ def hat_step(params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRu
     return update_hat(params, alpha, ov, mom, group), mom
 
 
-def admissible(x: np.ndarray, rho0: float) -> bool:
-    """Whether x = (q0, V0, m, th0) is a possible state: finite, q0 > 0, V0 > 0, th0^2 < q0 rho0."""
-    ov = Overlaps.from_vector(x)
-    return bool(np.all(np.isfinite(x)) and ov.q0 > 0 and ov.V0 > 0 and ov.th0 ** 2 < ov.q0 * rho0)
+def admissible(ov: Overlaps, rho0: float) -> bool:
+    """Whether ``ov`` is a possible state: finite, q0 and V0 positive definite, rho0 I - th0^T q0^-1 th0 positive
+    definite (in the scalar form q0 > 0, V0 > 0, th0^2 < q0 rho0)."""
+    if not ov.is_matrix:
+        return bool(np.isfinite(ov.q0) and np.isfinite(ov.V0) and np.isfinite(ov.th0) and np.all(np.isfinite(ov.m))
+                    and ov.q0 > 0 and ov.V0 > 0 and ov.th0 ** 2 < ov.q0 * rho0)
+    if not np.all(np.isfinite(ov.to_vector())):
+        return False
+    try:
+        if np.linalg.eigvalsh(ov.V0).min() <= 0:
+            return False
+        rk.check_state(ov.q0, ov.th0, rho0)
+    except (ValueError, np.linalg.LinAlgError):
+        return False
+    return True
 
 
 def model_rule(params: ModelParams, config: SolverConfig, rule: QuadratureRule | None = None) -> QuadratureRule:
-    """The rule of a solve (``rule``, else ``config.quadrature``), symmetrised over the model's group."""
+    """The rule of a solve: at r = r* = 1 ``rule`` (else ``config.quadrature``) symmetrised over the model's group;
+    otherwise ``config.quadrature``'s Sobol rule over the L (r + r*) Gaussians
+    (:func:`~attnphase.numerics.quadrature.rules.matrix_rule`; ``rule`` must be None there)."""
+    rs = teacher_rank(params)
+    if (params.r, rs) != (1, 1):
+        if rule is not None:
+            raise ValueError("a rank-r solve takes its rule from config.quadrature (rule= is for r = r* = 1)")
+        return matrix_rule(params.L, params.r, rs, config.quadrature)
     return symmetrize_rule(rule or make_rule(params.L, config.quadrature), params.L, model_symmetry_group(params))
-
-
-def invariant_basis(group: list[SymmetryElement], L: int) -> np.ndarray:
-    """Orthonormal basis (columns) of the overlap vectors (q0, V0, m, th0) fixed by ``group``.
-
-    The element (pi, s, t) acts as m -> s m[pi], th0 -> s t th0 (q0, V0 invariant); the
-    basis spans the range of the group average of these actions.
-    """
-    n = L + 3
-    avg = np.zeros((n, n))
-    for e in group:
-        M = np.zeros((n, n))
-        M[0, 0] = M[1, 1] = 1.0
-        for l in range(L):
-            M[2 + l, 2 + e.perm[l]] = e.s
-        M[-1, -1] = e.s * e.t
-        avg += M
-    avg /= max(len(group), 1)
-    U, sv, _ = np.linalg.svd(avg)
-    return U[:, sv > 0.5]
 
 
 class FixedAlpha:
@@ -159,43 +178,87 @@ def _same_rule(a: QuadratureRule, b: QuadratureRule) -> bool:
 
 
 class SEMap:
-    """The SE map of one solve, as :class:`~attnphase.numerics.se.fixed_point.FixedPointSolver` iterates it.
+    """The SE map of one solve, as :class:`~attnphase.numerics.se.fixed_point.FixedPointSolver` iterates it, at
+    every rank (module doc).
 
-    ``memory`` (a :class:`~attnphase.numerics.se.state_evolution.SolverMemory` of a nearby solve on
-    the same rule) seeds the proximal candidates and the quasi-Newton Jacobian; it changes the
-    path to the fixed point, never a verified result.  Holds no state beyond one solve.
+    ``rule``: :func:`model_rule`'s (or one block of it).  ``memory``: what a nearby solve on the same rule left
+    -- at r = r* = 1 a :class:`~attnphase.numerics.se.results.SolverMemory` (it seeds the proximal candidates
+    and the quasi-Newton Jacobian), in the matrix form a
+    :class:`~attnphase.numerics.se.fixed_point.CarriedJacobian` (used once); it changes the path to the fixed
+    point, never a verified result.  ``branch`` (matrix form, :data:`MATRIX_BRANCHES`): the subspace the hats are
+    kept on; ``pattern`` (matrix form): iterate F projected on these coordinates
+    (:func:`~attnphase.numerics.se.gauge.reflection_pattern`).  Holds no state beyond one solve.
     """
 
     def __init__(self, params: ModelParams, variant: FixedAlpha | FixedOrder, rule: QuadratureRule,
-                 config: SolverConfig, memory: Any = None):
+                 config: SolverConfig, memory: Any = None, *, branch: str | None = None,
+                 pattern: np.ndarray | None = None):
         self.params, self.variant, self.rule, self.cfg = params, variant, rule, config
+        self.L, self.r, self.rs = params.L, params.r, teacher_rank(params)
+        self.is_matrix = (self.r, self.rs) != (1, 1)
+        self.branch, self.pattern = branch, pattern
+        self.candidates: Any = None  # the proximal minima of the last full search
+        self.since_full = 0
+        self.full_only = False  # set once a polished fixed point was rejected by a full search
+        self.frozen = False  # within :meth:`polishing`
+        self.key: tuple | None = None  # the state's symmetry group (scalar form)
+        if self.is_matrix:
+            if not isinstance(variant, FixedAlpha):
+                raise ValueError("an order parameter is held fixed at r = r* = 1 only")
+            if branch not in MATRIX_BRANCHES:
+                raise ValueError(f"branch must be one of {MATRIX_BRANCHES}, got {branch!r}")
+            self.kernels = get_kernels(self.L, self.r, channel=params.channel)
+            self.seed: Any = memory  # a CarriedJacobian from another solve, used once
+            self.kept: CarriedJacobian | None = None  # the last quasi-Newton Jacobian, with its basis
+            self._basis: tuple[np.ndarray, np.ndarray] | None = None  # (x, B) of the last :meth:`subspace`
+            return
         self.kernels = model_kernels(params)
         # a warm start's memory is used only with the same rule (candidates are per node)
         self.seed = memory if memory is not None and _same_rule(memory.rule, rule) else None
         self.reduced: dict[tuple, QuadratureRule] = dict(self.seed.reduced_rules) if self.seed is not None else {}
         self.jacobian: tuple[tuple, np.ndarray] | None = None  # (group key, J) of the last quasi-Newton step
-        self.key: tuple | None = None
-        self.candidates: Candidates | None = None
         self.targets: dict[tuple, np.ndarray] = {}  # T(h*) per reduced rule, at th0 = 0
-        self.since_full = 0
-        self.full_only = False  # set once a polished fixed point was rejected by a full search
 
-    def _group(self, ov: Overlaps) -> list[SymmetryElement]:
-        return symmetry_group(self.params, ov)
+    def unpack(self, x: np.ndarray) -> Overlaps:
+        """The overlaps packed in x (:meth:`Overlaps.to_vector`)."""
+        if self.is_matrix:
+            return Overlaps.from_vector(x, self.L, self.r, self.rs)
+        return Overlaps.from_vector(x)
+
+    def admissible(self, x: np.ndarray) -> bool:
+        return admissible(self.unpack(x), self.params.rho0)
+
+    def _full(self, exact: bool) -> bool:
+        """Whether this evaluation makes a full proximal search (else it polishes the last one's minima)."""
+        if self.frozen and self.candidates is not None:
+            return exact
+        every = self.cfg.full_search_every
+        if self.is_matrix:
+            every = min(every, MATRIX_FULL_SEARCH_EVERY)
+        return exact or self.full_only or self.candidates is None or self.since_full >= every
+
+    def _searched(self, full: bool, mom: ChannelMoments) -> None:
+        """After the moments: the minima of a FULL search are what later evaluations polish (a polish can merge
+        two basins into one, and feeding its own output back would lose the other basin for good: the map would
+        then depend on the path, not on the state); evaluations within :meth:`polishing` do not count."""
+        if full or self.candidates is None:
+            self.candidates = mom.candidates
+        if full:
+            self.since_full = 0
+        elif not self.frozen:
+            self.since_full += 1
 
     def evaluate(self, x: np.ndarray, exact: bool = False) -> Evaluation | None:
         """One SE step from x; None where x is not a state (:func:`admissible`) or the step leaves the
-        admissible region (Lam <= 0, no alpha).
-
-        ``exact`` forces a full proximal search (global prox); otherwise one is made every
-        ``config.full_search_every`` steps and the steps in between polish the last one's minima.
-        """
-        p, cfg = self.params, self.cfg
-        if not admissible(x, p.rho0):
-            # th0^2 >= q0 rho0 (no Gaussian teacher field), q0 <= 0 or V0 <= 0: not a state of the model
+        admissible region (Lam <= 0, no alpha).  ``exact`` forces a full proximal search."""
+        ov = self.unpack(x)
+        if not admissible(ov, self.params.rho0):
+            # q0 or V0 not positive, no Gaussian teacher field: not a state of the model
             return None
-        ov = Overlaps.from_vector(x)
-        group = self._group(ov)
+        if self.is_matrix:
+            return self._matrix_step(x, ov, exact)
+        p, cfg = self.params, self.cfg
+        group = symmetry_group(p, ov)
         key = tuple(group)
         if key not in self.reduced:
             # axis-aligned grids carry nodes whose proximal problem has exact mirror ties
@@ -206,7 +269,7 @@ class SEMap:
             self.key, self.candidates = key, None
             if self.seed is not None and self.seed.key == key and cfg.prox == "global":
                 self.candidates = self.seed.candidates
-        full = exact or self.full_only or self.candidates is None or self.since_full >= cfg.full_search_every
+        full = self._full(exact)
         if ov.th0 == 0.0 and key not in self.targets:
             # positional and agnostic states: the teacher fields, hence T(h*), do not depend on
             # the state, so T is computed once per solve and rule
@@ -219,12 +282,7 @@ class SEMap:
         if alpha is None:
             return None
         hat = update_hat(p, alpha, ov, mom, group)
-        if full or self.candidates is None:
-            # polishing starts from the minima of the last FULL search: a polish can merge two
-            # basins into one, and feeding its own output back would lose the other basin for
-            # good (the map would then depend on the path, not on the state)
-            self.candidates = mom.candidates
-        self.since_full = 0 if full else self.since_full + 1
+        self._searched(full, mom)
         try:
             fx = update(p, hat).to_vector()
         except ValueError:
@@ -233,22 +291,69 @@ class SEMap:
             return None
         return Evaluation(x.copy(), fx, scaled_residual(x, fx), full or cfg.prox != "global", SEStep(alpha, hat, mom))
 
-    def admissible(self, x: np.ndarray) -> bool:
-        return admissible(x, self.params.rho0)
+    def _matrix_step(self, x: np.ndarray, ov: Overlaps, exact: bool) -> Evaluation | None:
+        """:meth:`evaluate` in the matrix form: the hats on the branch's subspace, the image projected on the
+        pattern (no continuous gauge there) or aligned to x's gauge."""
+        full = self._full(exact)
+        alpha = self.variant.alpha
+        try:
+            mom = channel_moments(self.kernels, self.params, ov, self.rule, config=self.cfg,
+                                  candidates=self.candidates, full_search=full)
+            self._searched(full, mom)
+            hat = update_hat(self.params, alpha, ov, mom, self.branch)
+            new = update(self.params, hat)
+        except (ValueError, np.linalg.LinAlgError):
+            return None
+        if not np.all(np.isfinite(new.to_vector())):
+            return None
+        if self.pattern is not None:
+            fx, angle = np.where(self.pattern, new.to_vector(), 0.0), 0.0
+        else:
+            aligned, angle = align_gauge(new, ov)
+            fx = aligned.to_vector()
+        return Evaluation(x.copy(), fx, scaled_residual(x, fx), full, SEStep(alpha, hat, mom, angle))
+
+    def image(self, ov: Overlaps) -> tuple[Overlaps, float] | None:
+        """(F(ov) aligned to ov's gauge, the scaled residual) from a full search, or None where F is not defined."""
+        ev = self.evaluate(ov.to_vector(), exact=True) if admissible(ov, self.params.rho0) else None
+        return None if ev is None else (self.unpack(ev.fx), ev.residual)
 
     def subspace(self, x: np.ndarray) -> np.ndarray:
-        """The overlaps left free by the symmetry group of the state x (quasi-Newton stays on the branch)."""
-        return invariant_basis(self._group(Overlaps.from_vector(x)), self.params.L)
+        """The directions quasi-Newton moves x in: the overlaps left free by the scalar state's symmetry group
+        (it stays on the branch), or the matrix branch's free coordinates orthogonal to the gauge orbit at x."""
+        ov = self.unpack(x)
+        if not self.is_matrix:
+            return invariant_basis(symmetry_group(self.params, ov), self.params.L)
+        C = transversal_basis(ov, self.branch, self.pattern)
+        self._basis = (np.array(x, copy=True), C)
+        return C
 
     def jacobian_seed(self, n: int) -> np.ndarray | None:
-        """The memory's Jacobian, for the same map (same fixed order parameter) and symmetry group."""
+        """The memory's Jacobian: at r = r* = 1 for the same map (same fixed order parameter) and symmetry
+        group; in the matrix form the carried one (once), moved to the basis of the last :meth:`subspace`."""
         seed = self.seed
+        if self.is_matrix:
+            self.seed = None
+            if seed is None or self._basis is None:
+                return None
+            J = seed.moved_to(self._basis[1], self._basis[0])
+            return J if J is not None and J.shape == (n, n) and np.all(np.isfinite(J)) else None
         if seed is None or seed.fixed != self.variant.name or seed.jacobian is None or seed.key != self.key:
             return None
         return seed.jacobian.copy() if seed.jacobian.shape == (n, n) else None
 
     def keep_jacobian(self, J: np.ndarray) -> None:
-        self.jacobian = (self.key, J)
+        if not self.is_matrix:
+            self.jacobian = (self.key, J)
+        elif self._basis is not None and J.shape[0] == self._basis[1].shape[1]:
+            self.kept = CarriedJacobian(np.array(J, copy=True), self._basis[1], self._basis[0])
+
+    def jacobian_now(self) -> Any:
+        """The last quasi-Newton Jacobian, for a nearby solve: at r = r* = 1 the matrix if it belongs to the
+        current symmetry group, in the matrix form the :class:`CarriedJacobian` with its basis."""
+        if self.is_matrix:
+            return self.kept
+        return self.jacobian[1] if self.jacobian is not None and self.jacobian[0] == self.key else None
 
     def distrust_approximation(self) -> None:
         """A polished iteration converged to a point of its own (its candidates, from a full search
@@ -256,18 +361,25 @@ class SEMap:
         the positional branch converges only so: 15 SE steps, against a stall at residual 1.7e-2)."""
         self.full_only = True
 
-    def jacobian_now(self) -> np.ndarray | None:
-        """The last quasi-Newton Jacobian if it belongs to the current symmetry group."""
-        return self.jacobian[1] if self.jacobian is not None and self.jacobian[0] == self.key else None
+    @contextmanager
+    def polishing(self) -> Iterator[None]:
+        """Every inexact evaluation within polishes the last full search's minima (none is a full search and
+        none counts towards the next one): the consistent finite differences of the fixed-point solver."""
+        before, self.frozen = self.frozen, True
+        try:
+            yield
+        finally:
+            self.frozen = before
 
 
 class SEStep:
-    """What one SE evaluation attaches: the alpha it used, the hat overlaps and the channel moments."""
+    """What one SE evaluation attaches: the alpha it used, the hat overlaps, the channel moments and the
+    gauge angle its image was rotated by (matrix form; 0 otherwise)."""
 
-    __slots__ = ("alpha", "hat", "moments")
+    __slots__ = ("alpha", "hat", "moments", "angle")
 
-    def __init__(self, alpha: float, hat: HatOverlaps, moments: ChannelMoments):
-        self.alpha, self.hat, self.moments = alpha, hat, moments
+    def __init__(self, alpha: float, hat: HatOverlaps, moments: ChannelMoments, angle: float = 0.0):
+        self.alpha, self.hat, self.moments, self.angle = alpha, hat, moments, angle
 
 
 def se_step(params: ModelParams, alpha: float, ov: Overlaps, config: SolverConfig | None = None,

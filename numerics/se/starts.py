@@ -29,7 +29,7 @@ def positional_direction(params: ModelParams) -> np.ndarray | None:
 def initial_overlaps(params: ModelParams, branch: str) -> Overlaps:
     """Deterministic starting state of each branch (m only along the range of P: its first non-zero column;
     P = 0 has no positional direction, and no positional branch: ValueError); the matrix form's
-    (:func:`_matrix_start`, branches :data:`RANK_BRANCHES`) at r >= 2 or r* >= 2."""
+    (:func:`_matrix_start`, branches :data:`MATRIX_BRANCHES`) at r >= 2 or r* >= 2."""
     if params.r != 1 or teacher_rank(params) != 1:
         return _matrix_start(params, branch)
     if branch not in BRANCHES:
@@ -47,7 +47,8 @@ def initial_overlaps(params: ModelParams, branch: str) -> Overlaps:
     return Overlaps(q0=0.1, V0=1.0, m=m, th0=0.0)
 
 
-RANK_BRANCHES = ("semantic", "positional", "agnostic", "mixed")
+#: The branches of the matrix form (docs/model.md section 7): those of the scalar form (config.BRANCHES) and mixed.
+MATRIX_BRANCHES = ("semantic", "positional", "agnostic", "mixed")
 
 
 def teacher_rank(params: ModelParams) -> int:
@@ -80,8 +81,8 @@ def _matrix_start(params: ModelParams, branch: str) -> Overlaps:
     """The matrix form's start of each branch: semantic directions first (th0 = 0.8 rho0 on the first
     min(r, r*) axes), a positional direction on the next free axis (m = 0.2 P[:, 0] / max|P[:, 0]|),
     the remaining axes small (q0 = 0.1)."""
-    if branch not in RANK_BRANCHES:
-        raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
+    if branch not in MATRIX_BRANCHES:
+        raise ValueError(f"branch must be one of {MATRIX_BRANCHES}, got {branch!r}")
     L, r, rs, rho0 = params.L, params.r, teacher_rank(params), params.rho0
     q = np.full(r, 0.1)
     V = np.ones(r)

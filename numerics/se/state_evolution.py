@@ -25,18 +25,16 @@ from typing import Any
 import numpy as np
 
 from attnphase.numerics.config import BRANCHES, PRECISION_TIERS, SolverConfig
-from attnphase.numerics.se.fixed_point import FixedPointResult, FixedPointSolver
+from attnphase.numerics.se.fixed_point import FixedPointSolver
 from attnphase.numerics.se.matrix_solve import matrix_config, solve_matrix
-from attnphase.numerics.se.observables import Observables, eps_lin, observables
-from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps, branch_label
+from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.starts import (
-    RANK_BRANCHES, further_positional_directions, initial_overlaps, noise_axes, teacher_rank,
+    MATRIX_BRANCHES, further_positional_directions, initial_overlaps, noise_axes, teacher_rank,
 )
-from attnphase.numerics.se.results import FixedPoint, SolverMemory, SolverStatus
+from attnphase.numerics.se.results import FixedPoint, SolverMemory, fixed_point_from
 from attnphase.numerics.se.stalls import judge_stalled
-from attnphase.numerics.quadrature.rules import QuadratureRule, make_rule, rule_nodes
+from attnphase.numerics.quadrature.rules import QuadratureRule, rule_nodes
 from attnphase.numerics.se.se_map import FixedAlpha, FixedOrder, SEMap, admissible, model_rule
-from attnphase.numerics.se.training_objective import refined_training_objective
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
 
@@ -143,7 +141,7 @@ def _solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
                   rule: QuadratureRule | None, memory: Any, start: str) -> FixedPoint:
     """:func:`solve` at r >= 2 or r* >= 2 (its docstring)."""
     if rule is not None:
-        raise ValueError("a rank-r solve takes its rule from config.quadrature (rule= is for r = r* = 1)")
+        model_rule(params, cfg, rule)  # ValueError: the matrix form takes its rule from config.quadrature
     cfg = matrix_config(params, alpha, branch, cfg, start)
     if init is not None:
         ov0 = init
@@ -188,7 +186,7 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
             init = _agnostic_path_start(params, [a for a in path if a > fp.alpha], init, cfg, rule)
     ov0 = init if init is not None else initial_overlaps(params, branch)
     x = ov0.to_vector()
-    if not admissible(x, params.rho0):
+    if not admissible(ov0, params.rho0):
         raise ValueError(f"initial overlaps are not admissible (need q0 > 0, V0 > 0, th0^2 < q0 rho0): {ov0}")
     smap = SEMap(params, FixedAlpha(alpha), rule, cfg, memory=memory if init is not None else None)
     result = FixedPointSolver(smap, cfg).solve(x, warm=init is not None)
@@ -204,7 +202,7 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
         spent += result.evaluations
     if result.evaluations != spent:
         result = replace(result, evaluations=spent)
-    fp = _finish(smap, result, ov0, branch)
+    fp = fixed_point_from(smap, result, ov0, branch)
     if not cold:
         return fp
     fp = finish_stalled(fp, cfg, rule)
@@ -297,8 +295,8 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
     continuation from small alpha), so the rank-r solve starts on the branch asked for.
     Falls back to :func:`initial_overlaps` for a rank-1 branch that does not converge.
     """
-    if branch not in RANK_BRANCHES:
-        raise ValueError(f"branch must be one of {RANK_BRANCHES}, got {branch!r}")
+    if branch not in MATRIX_BRANCHES:
+        raise ValueError(f"branch must be one of {MATRIX_BRANCHES}, got {branch!r}")
     L, r, rs = params.L, params.r, teacher_rank(params)
     p1 = params.replace(r=1, r_star=1)
     cfg1 = config.replace(e_t_quadrature=None)
@@ -343,36 +341,6 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
     return Overlaps(np.diag(q), np.diag(V), m, th)
 
 
-def _finish(smap: SEMap, result: FixedPointResult, ov0: Overlaps, requested: str) -> FixedPoint:
-    """Wrap the solver's result (or its failure) as a FixedPoint with observables and status."""
-    params, cfg = smap.params, smap.cfg
-    ev = result.evaluation
-    if ev is None:
-        nan = math.nan
-        return FixedPoint(
-            params=params, alpha=smap.variant.alpha, overlaps=ov0,
-            hat=HatOverlaps(*(np.full(params.L, nan) for _ in range(4))),
-            observables=Observables(nan, nan, eps_lin(params)),
-            status=SolverStatus(False, result.evaluations, nan, "the first SE step left the admissible region"),
-            branch=branch_label(ov0), requested=requested, prox=cfg.prox, quadrature=smap.rule.name,
-        )
-    step = ev.data
-    ov = Overlaps.from_vector(ev.x)
-    obs = observables(params, step.alpha, ov, step.hat, step.moments)
-    failures = step.moments.prox_failures
-    if cfg.e_t_quadrature is not None and result.converged:
-        fine = refined_training_objective(params, step.alpha, ov, step.hat, make_rule(params.L, cfg.e_t_quadrature), cfg)
-        obs, failures = replace(obs, e_t=fine.e_t, E_M=fine.E_M), failures + fine.prox_failures
-    status = SolverStatus(result.converged, result.evaluations, ev.residual, result.message, failures)
-    memory = None
-    if smap.key is not None:
-        memory = SolverMemory(smap.key, smap.rule, smap.jacobian_now(), smap.candidates, smap.reduced, smap.variant.name)
-    return FixedPoint(
-        params=params, alpha=step.alpha, overlaps=ov, hat=step.hat, observables=obs, status=status,
-        branch=branch_label(ov), requested=requested, prox=cfg.prox, quadrature=smap.rule.name, memory=memory,
-    )
-
-
 def solve_at_order(
     params: ModelParams, order: str, value: float, init: Overlaps, *,
     config: SolverConfig | None = None,
@@ -398,7 +366,7 @@ def solve_at_order(
         if np.any(init.m != 0):
             raise ValueError("a solve at fixed th0 follows the semantic branch: init must have m = 0")
         x, requested = Overlaps(q0=init.q0, V0=init.V0, m=init.m, th0=value).to_vector(), "semantic"
-        if not admissible(x, params.rho0):
+        if not admissible(Overlaps.from_vector(x), params.rho0):
             raise ValueError(f"th0 = {value} is not admissible with q0 = {init.q0} (need th0^2 < q0 rho0)")
     elif order == "m":
         norm = float(np.linalg.norm(init.m))
@@ -408,4 +376,4 @@ def solve_at_order(
     else:
         raise ValueError(f"order must be 'th0' or 'm', got {order!r}")
     smap = SEMap(params, FixedOrder(order, value), model_rule(params, cfg, rule), cfg, memory=memory)
-    return _finish(smap, FixedPointSolver(smap, cfg).solve(x, warm=True), Overlaps.from_vector(x), requested)
+    return fixed_point_from(smap, FixedPointSolver(smap, cfg).solve(x, warm=True), Overlaps.from_vector(x), requested)

@@ -14,14 +14,14 @@ from __future__ import annotations
 import numpy as np
 
 from attnphase.numerics.quadrature.symmetry import SymmetryElement, symmetrize
-from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps, RankHats
+from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
 from attnphase.theory.hats import hat_overlaps
 from attnphase.theory.params import ModelParams
 from attnphase.theory.priors import RidgePrior
 
 
 def update_hat(params: ModelParams, alpha: float, ov: Overlaps, mom, invariance: list[SymmetryElement] | str,
-               ) -> HatOverlaps | RankHats:
+               ) -> HatOverlaps:
     """Channel side of an SE step: the hat overlaps from the channel moments at ``ov``,
 
         qhat_l = alpha E[g_l g_l^T],   mhat_l = alpha E[g_l],
@@ -33,8 +33,7 @@ def update_hat(params: ModelParams, alpha: float, ov: Overlaps, mom, invariance:
     thhat_l theta_l / q_l), kept on the state's invariant subspace: ``invariance`` is, for the scalar form, the
     state's symmetry group (the hats averaged over it), for the matrix form its branch (``semantic`` sets mhat = 0,
     ``positional`` thhat = 0, ``agnostic`` both, ``mixed`` nothing: the subspaces m = 0 and th0 = 0 are exactly
-    invariant under the map).  ``mom`` holds E_ggT, E_g, E_geta, E_gxi (:mod:`attnphase.numerics.se.channel`,
-    :mod:`attnphase.numerics.se.rank_se`).
+    invariant under the map).  ``mom`` holds E_ggT, E_g, E_geta, E_gxi (:mod:`attnphase.numerics.se.channel`).
     """
     qhat, mhat, thhat, Vhat = hat_overlaps(
         alpha, mom.E_ggT, mom.E_g, mom.E_geta, mom.E_gxi, ov.q0, ov.th0, params.sigma2, params.rho0
@@ -45,10 +44,10 @@ def update_hat(params: ModelParams, alpha: float, ov: Overlaps, mom, invariance:
         mhat = np.zeros_like(mhat)
     if invariance in ("positional", "agnostic"):
         thhat = np.zeros_like(thhat)
-    return RankHats(qhat, mhat, thhat, Vhat)
+    return HatOverlaps(qhat, mhat, thhat, Vhat)
 
 
-def update(params: ModelParams, hat: HatOverlaps | RankHats) -> Overlaps:
+def update(params: ModelParams, hat: HatOverlaps) -> Overlaps:
     """Prior side of an SE step: the ridge prior's closed form (:class:`~attnphase.theory.priors.RidgePrior`,
     Lam, N and Th as in theory/priors/ridge.py): V0 = Lam^-1, q0 = V0 N V0, m = P mhat V0, th0 = rho0 V0 Th; at
     r = r* = 1, from the hats' scalar views, the scalar form (Lam = lambda + sum_l sigma_l^2 Vhat_l, V0 = 1 / Lam,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from attnphase.numerics.se.overlaps import Overlaps
-from attnphase.numerics.se.rank_se import with_ranks
+from attnphase.numerics.se.starts import with_ranks
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
 from attnphase.theory.priors import RidgePrior

@@ -234,7 +234,7 @@ def _rank_runs(case, alpha, d=12, seeds=2):
             for i in ("semantic", "positional") for s in range(seeds)]
 
 
-def test_a_rank_case_row_takes_the_rank_se_fixed_point(tmp_path, monkeypatch, capsys):
+def test_a_rank_case_row_takes_the_matrix_solves_fixed_point(tmp_path, monkeypatch, capsys):
     """Case (d) through the suite (its theory as a task in the store): the positional row's theory is the
     rank-2 fixed point that ``attnphase solve --rank 2 --branch positional`` computes at the same settings."""
     import json

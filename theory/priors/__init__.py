@@ -2,7 +2,7 @@
 
 A prior is a small frozen object whose ``update(hats)`` returns the overlaps (q0, V0, m, th0) from the
 hat overlaps, for any student rank r and teacher rank r*, and whose ``free_entropy_term(hats)`` is its
-term of Phi.  The state-evolution maps (numerics/se/se_map.py, numerics/se/rank_se.py) call it.
+term of Phi.  The state-evolution map (numerics/se/se_map.py) calls it.
 
 * :class:`~attnphase.theory.priors.ridge.RidgePrior` -- the ridge penalty (lambda / 2) |Q|_F^2.
 * :class:`~attnphase.theory.priors.gaussian.GaussianPrior` -- the teacher's Gaussian prior, for the

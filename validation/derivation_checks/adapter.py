@@ -55,9 +55,10 @@ def _state(q0: float, V0: float, m: Sequence[float], th0: float) -> Any:
 
 def _admissible(x: np.ndarray, rho0: float) -> bool:
     """Whether x = (q0, V0, m, th0) is a state of the model (:func:`attnphase.numerics.se.se_map.admissible`)."""
+    from attnphase.numerics.se.overlaps import Overlaps
     from attnphase.numerics.se.se_map import admissible
 
-    return admissible(x, rho0)
+    return admissible(Overlaps.from_vector(x), rho0)
 
 
 def _state_vector(ov: Any) -> np.ndarray:

@@ -27,7 +27,7 @@ from attnphase.numerics.phase import census as census_mod
 from attnphase.numerics.phase.census_starts import CensusStart, perturbed_starts, PERTURBATIONS
 from attnphase.numerics.phase.gauge_orbits import canonical, paired_difference, same_point
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se.rank_se import admissible
+from attnphase.numerics.se.se_map import admissible
 from attnphase.numerics.se.starts import with_ranks
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.state_evolution import solve

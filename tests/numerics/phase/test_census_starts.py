@@ -10,7 +10,7 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase import census_starts as cs
 from attnphase.numerics.phase.census_starts import search_rule
-from attnphase.numerics.se.rank_se import admissible
+from attnphase.numerics.se.se_map import admissible
 from attnphase.numerics.se.starts import with_ranks
 from attnphase.theory.params import ModelParams
 

@@ -19,7 +19,7 @@ from attnphase.numerics.phase import lowest_branch as rb
 from attnphase.numerics.jobs.report import csv_columns
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.observables import Observables, eps_lin
-from attnphase.numerics.se.rank_se import with_ranks
+from attnphase.numerics.se.starts import with_ranks
 from attnphase.numerics.se.results import SolverStatus
 from attnphase.theory.params import ModelParams
 

@@ -17,7 +17,9 @@ from attnphase.numerics.prox.backends import resolve_backend
 from attnphase.numerics.prox.global_prox import global_prox, newton_minimize
 from attnphase.numerics.prox.objective import prox_value
 from attnphase.numerics.prox.selection import Candidates
-from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule, with_ranks
+from attnphase.numerics.quadrature.rules import matrix_rule
+from attnphase.numerics.se.channel import channel_moments
+from attnphase.numerics.se.starts import initial_overlaps, with_ranks
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams
 from attnphase.theory.kernels import get_kernels
@@ -92,7 +94,9 @@ def test_matrix_field_backends_resolve_as_on_vector_fields(monkeypatch) -> None:
     monkeypatch.setenv(BACKEND_ENV, "torch")
     assert resolve_backend("auto", k) == "numba"  # as for correlated tokens: the override cannot run here
     params = with_ranks(ModelParams(omega=0.3), 2, 1)
-    assert RankSEMap(params, 2.0, "semantic", make_rank_rule(2, 2, 1, "sobol6"), backend="torch").backend == "auto"
+    rule, ov = matrix_rule(2, 2, 1, "sobol6"), initial_overlaps(params, "semantic")
+    on_torch, on_auto = (channel_moments(k, params, ov, rule, SolverConfig(backend=b)) for b in ("torch", "auto"))
+    assert on_torch.E_M == on_auto.E_M and np.array_equal(on_torch.candidates, on_auto.candidates)
 
 
 def test_cli_refuses_backend_torch_for_a_rank_solve(capsys) -> None:

@@ -1,4 +1,4 @@
-"""Starts of the rank-r solve: the noise axes of the embedded start settled by the map."""
+"""Starts of the matrix solve: the noise axes of the embedded start settled by the map."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.overlaps import Overlaps
-from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule, with_ranks
+from attnphase.numerics.quadrature.rules import matrix_rule
+from attnphase.numerics.se.se_map import FixedAlpha, SEMap
+from attnphase.numerics.se.starts import with_ranks
 from attnphase.numerics.se.starts import (
     LIFT_STEPS, SETTLE_STEPS, SETTLE_WEIGHT, further_positional_directions, noise_axes, settle_noise_axes,
 )
@@ -57,7 +59,7 @@ def test_settle_first_step_takes_the_geometric_mean_of_the_start_and_the_maps_im
     cfg = SolverConfig(quadrature="sobol8")
     ov = embedded_start(params, 2.0, "positional", cfg)
     assert ov.V0[0, 0] == ov.V0[1, 1] and ov.q0[0, 0] == ov.q0[1, 1]  # the positional axis' values
-    smap = RankSEMap(params, 2.0, "positional", make_rank_rule(2, 2, 2, "sobol8"))
+    smap = SEMap(params, FixedAlpha(2.0), matrix_rule(2, 2, 2, "sobol8"), SolverConfig(), branch="positional")
     img, res0 = smap.image(ov)
     seen = []
 
@@ -110,7 +112,7 @@ def test_rank2_at_L3_semantic_converges_to_a_fixed_point_of_the_map() -> None:
     fp = solve(params, 2.0, "semantic", config=cfg)
     assert fp.status.converged and fp.status.residual <= cfg.tol, fp.status.message
     assert fp.branch == "semantic"
-    img = RankSEMap(params, 2.0, "semantic", make_rank_rule(3, 2, 1, "sobol8:2")).image(fp.overlaps)
+    img = SEMap(params, FixedAlpha(2.0), matrix_rule(3, 2, 1, "sobol8:2"), SolverConfig(), branch="semantic").image(fp.overlaps)
     assert img is not None and img[1] <= cfg.tol
     inv = fp.invariants
     assert min(inv["q0_eigenvalues"]) > 0.1 and inv["m_norms"] == [0.0, 0.0, 0.0]

@@ -1,4 +1,4 @@
-"""The rank-r numerics: global proximal map, rule, gauge, labels, the SE map at r = 1, one solve."""
+"""The matrix state evolution: global proximal map, rule, gauge, labels, the matrix form at r = 1, one solve."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from attnphase.numerics.se.overlaps import Overlaps, branch_label
 from attnphase.numerics.se.gauge import canonical, direction_labels, invariants, rotate
 from attnphase.numerics.prox.global_prox import global_prox, newton_minimize
 from attnphase.numerics.prox.objective import prox_value
-from attnphase.numerics.se.rank_se import align_gauge, channel_moments, make_rank_rule, with_ranks
+from attnphase.numerics.quadrature.rules import matrix_rule, split_nodes
+from attnphase.numerics.se.channel import channel_moments
+from attnphase.numerics.se.gauge import align_gauge
+from attnphase.numerics.se.starts import with_ranks
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.numerics.se.updates import update, update_hat
 from attnphase.theory.params import ModelParams
@@ -42,14 +45,15 @@ def test_global_prox_never_loses_to_newton_from_random_probes_L3_r2(backend: str
     assert np.all(best.value <= raw.reshape(probes, N).min(axis=0))
 
 
-def test_rank_rule_layout_and_moments() -> None:
-    rule = make_rank_rule(3, 2, 1, "sobol12:2:4")
-    assert rule.xi.shape == (8192, 3, 2) and rule.eta.shape == (8192, 3, 1)
+def test_matrix_rule_layout_and_moments() -> None:
+    rule = matrix_rule(3, 2, 1, "sobol12:2:4")
+    xi, eta = split_nodes(rule, 3, 2, 1)
+    assert xi.shape == (8192, 3, 2) and eta.shape == (8192, 3, 1)
     assert rule.weights.sum() == pytest.approx(1.0)
-    z = np.concatenate([rule.xi.reshape(8192, -1), rule.eta.reshape(8192, -1)], axis=1)
+    z = np.concatenate([xi.reshape(8192, -1), eta.reshape(8192, -1)], axis=1)
     assert np.abs(z.mean(axis=0)).max() < 0.01 and np.abs(np.cov(z.T) - np.eye(9)).max() < 0.05
     with pytest.raises(ValueError, match="Sobol"):
-        make_rank_rule(2, 2, 1, "gh8")
+        matrix_rule(2, 2, 1, "gh8")
 
 
 def _state(rng, L=2, r=2, rs=1):
@@ -89,21 +93,19 @@ def test_branch_labels_include_mixed() -> None:
     assert branch_label(Overlaps(q, V, z, 0 * th)) == "agnostic"
 
 
-def test_rank_se_map_at_r1_is_the_rank1_map_on_the_same_nodes() -> None:
+def test_matrix_form_at_r1_is_the_scalar_form_on_the_same_nodes() -> None:
     # the matrix form's moments and projection against the scalar form's, through the one update
     from attnphase.numerics.quadrature.rules import make_rule
     from attnphase.numerics.se.se_map import hat_step
     from attnphase.numerics.quadrature.symmetry import SymmetryElement
-    from attnphase.numerics.se.rank_se import RankRule
 
     params = ModelParams(omega=0.3)
     rule = make_rule(2, "sobol10")
     ov1 = Overlaps(q0=0.45, V0=40.0, m=np.array([0.1, -0.1]), th0=0.5)
     hat1, mom1 = hat_step(params, 2.0, ov1, rule, SolverConfig(backend="numpy"), group=[SymmetryElement((0, 1), 1, 1)])
     new1 = update(params, hat1)
-    rrule = RankRule(rule.nodes[:, :2, None], rule.nodes[:, 2:, None], rule.weights, rule.name)
     ovr = Overlaps([[0.45]], [[40.0]], [[0.1], [-0.1]], [[0.5]])
-    mom, _ = channel_moments(get_kernels(2, 1), params, ovr, rrule)
+    mom = channel_moments(get_kernels(2, 1), params, ovr, rule)
     newr = update(params, update_hat(params, 2.0, ovr, mom, "mixed"))
     assert mom.E_M == pytest.approx(mom1.E_M, rel=1e-10)
     assert float(newr.q0[0, 0]) == pytest.approx(new1.q0, rel=1e-8)

@@ -1,14 +1,18 @@
-"""Quasi-Newton of the rank-r solve: reflection pattern, consistent differences, carried Jacobian, staging."""
+"""Quasi-Newton of the matrix solve: reflection pattern, consistent differences, carried Jacobian, staging."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se.rank_newton import CarriedJacobian, RankFixedPointSolver
+from attnphase.numerics.quadrature.rules import matrix_rule
+from attnphase.numerics.se.channel import channel_moments
+from attnphase.numerics.se.fixed_point import CarriedJacobian, FixedPointSolver
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.gauge import reflection_pattern
-from attnphase.numerics.se.rank_se import RankSEMap, make_rank_rule, with_ranks
+from attnphase.numerics.se.se_map import FixedAlpha, SEMap
+from attnphase.numerics.se.starts import with_ranks
+from attnphase.numerics.se.updates import update, update_hat
 from attnphase.numerics.se.state_evolution import embedded_start, solve
 from attnphase.theory.params import ModelParams
 
@@ -34,8 +38,9 @@ def test_the_pattern_is_invariant_under_the_map_up_to_the_rules_symmetry_breakin
     exactly reflection symmetric), so the projected map is the map of the symmetric rule's subspace."""
     params = with_ranks(ModelParams(omega=0.3), 2, 1)
     ov = _mixed_start()
-    smap = RankSEMap(params, 2.0, "mixed", make_rank_rule(2, 2, 1, "sobol12"))
-    img = smap.step(ov)[0]  # the map itself, not aligned to ov's gauge
+    smap = SEMap(params, FixedAlpha(2.0), matrix_rule(2, 2, 1, "sobol12"), SolverConfig(), branch="mixed")
+    mom = channel_moments(smap.kernels, params, ov, smap.rule)
+    img = update(params, update_hat(params, 2.0, ov, mom, "mixed"))  # the map itself, not aligned to ov's gauge
     fx, mask = img.to_vector(), reflection_pattern(ov)
     assert np.abs(fx[~mask]).max() < 0.05 * np.abs(fx[mask]).max()
     assert np.abs(img.m[:, 0]).max() < 0.1 * np.abs(img.m[:, 1]).max()
@@ -63,11 +68,11 @@ def test_carried_jacobian_is_the_same_linear_map_on_a_new_basis() -> None:
 
 
 def test_finite_differences_are_those_of_the_exact_map() -> None:
-    """The rank solver's Jacobian (full search at x, columns polished from its minima) against forward
-    differences of the exact map (a full search at every point)."""
+    """The consistent finite-difference Jacobian (full search at x, columns polished from its minima) against
+    forward differences of the exact map (a full search at every point)."""
     params = with_ranks(ModelParams(omega=0.3), 2, 1)
     cfg = SolverConfig(quadrature="sobol9")
-    smap = RankSEMap(params, 2.0, "semantic", make_rank_rule(2, 2, 1, "sobol9"))
+    smap = SEMap(params, FixedAlpha(2.0), matrix_rule(2, 2, 1, "sobol9"), SolverConfig(), branch="semantic")
     x = embedded_start(params, 2.0, "semantic", cfg).to_vector()
     B = smap.subspace(x)
     D = 1.0 / np.maximum(1.0, np.abs(x))
@@ -75,7 +80,7 @@ def test_finite_differences_are_those_of_the_exact_map() -> None:
     def resid(xv, fv):
         return B.T @ (D * (fv - xv))
 
-    solver = RankFixedPointSolver(smap, cfg)
+    solver = FixedPointSolver(smap, cfg, consistent_differences=True)
     G = resid(x, smap.evaluate(x, exact=True).fx)
     before = smap.since_full
     J = solver._fd_jacobian(x, G, B, resid)
@@ -97,7 +102,7 @@ def test_staged_solve_converges_on_the_unprojected_map_and_carries_its_jacobian(
     fp = solve(params, 2.0, "semantic", config=cfg)
     assert fp.status.converged and fp.status.residual <= 1e-10, fp.status.message
     assert fp.branch == "semantic" and "reflection pattern" in fp.status.message and fp.memory is not None
-    smap = RankSEMap(params, 2.0, "semantic", make_rank_rule(2, 2, 1, "sobol8:2"))
+    smap = SEMap(params, FixedAlpha(2.0), matrix_rule(2, 2, 1, "sobol8:2"), SolverConfig(), branch="semantic")
     assert smap.evaluate(fp.overlaps.to_vector(), exact=True).residual <= 1e-10
     again = solve(params, 2.0, "semantic", config=cfg, init=fp.overlaps, memory=fp.memory)
     assert again.status.converged and again.status.iterations <= 2
