@@ -113,9 +113,7 @@ def _add_solve(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--alpha", required=True, metavar="ALPHA", help="sample complexity alpha = n/d > 0 (one number)")
     _branch_option(p, mixed=True, bayes=True)
-    p.add_argument("--estimator", choices=("erm", "bayes-optimal"), default="erm",
-                   help="erm (default): the global minimiser of the regularised square loss; bayes-optimal: the "
-                   "posterior mean (docs/bayes-optimal.md), with the thresholds alpha_weak_recovery, alpha_it, alpha_amp")
+    opt.add_estimator_option(p, "its fixed point, with the thresholds alpha_weak_recovery, alpha_it, alpha_amp")
     opt.add_model_options(p)
     _rank_options(p)
     solver_options.add_solver_options(p)
@@ -131,7 +129,9 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
         "omega, each a task (--workers, --scheduler), all in DIR/sweep_<branch>.nc.",
     )
     p.add_argument("--alpha", required=True, metavar="RANGE", help=f"alpha values > 0: {opt.RANGE_SYNTAX}")
-    _branch_option(p, mixed=True)
+    _branch_option(p, mixed=True, bayes=True)
+    opt.add_estimator_option(p, "both of its branches (or --branch's) into DIR/sweep_bayes-optimal_omega<omega>.csv "
+                             "and DIR/sweep_bayes-optimal.nc, with its thresholds")
     opt.add_model_options(p, omega_range=True, omega_default="0.3")
     _rank_options(p)
     solver_options.add_solver_options(p)

@@ -166,7 +166,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     """
     from functools import partial
 
+    from attnphase.numerics.commands.bayes_cli import sweep_by_estimator
 
+    if (code := sweep_by_estimator(args)) is not None:
+        return code
     r, r_star = ranks_from_args(args)
     if (r, r_star) != (1, 1) or args.branch == "mixed":
         from attnphase.numerics.commands.rank_cli import cmd_sweep_rank
