@@ -36,6 +36,19 @@ def cmd_check(args: argparse.Namespace) -> int:
     from attnphase.validation.derivation_checks import FULL, QUICK, markdown_table, run_checks, select_checks, text_table, to_json
 
     params = _model_from_args(args)
+    bayes = getattr(args, "estimator", "erm") == "bayes-optimal"
+    if bayes:
+        from attnphase.validation.derivation_checks.nishimori_check import bayes_check_alpha
+
+        args.alpha = bayes_check_alpha(params.L) if args.alpha is None else args.alpha
+        if args.only is not None:
+            raise ValueError("--only selects among the ERM checks; --estimator bayes-optimal runs the two Nishimori checks")
+        if not params.omega < 1.0:
+            raise ValueError(f"--omega {params.omega:g}: --estimator bayes-optimal needs omega < 1 (at omega = 1 the "
+                             "target T = A does not depend on Q*: nothing to estimate)")
+        if params.C is not None:
+            raise ValueError("--token-cov: --estimator bayes-optimal is solved for independent tokens")
+    args.alpha = 2.0 if args.alpha is None else args.alpha
     try:
         select_checks(args.only)  # an unknown name fails before any work
     except ValueError as exc:
@@ -51,7 +64,13 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"  {res.line()}  ({res.seconds:.1f} s)", file=sys.stderr, flush=True)
 
     work.begin("running the derivation checks")
-    results = run_checks(params, args.alpha, QUICK if args.quick else FULL, only=args.only, seed=args.seed, progress=progress)
+    sizes = QUICK if args.quick else FULL
+    if bayes:
+        from attnphase.validation.derivation_checks.nishimori_check import run_bayes_checks
+
+        results = run_bayes_checks(params, args.alpha, sizes, seed=args.seed, progress=progress)
+    else:
+        results = run_checks(params, args.alpha, sizes, only=args.only, seed=args.seed, progress=progress)
     if args.json:
         print(json.dumps(to_json(params, args.alpha, results), allow_nan=False))
     else:
@@ -77,7 +96,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Exit code 0 when no check fails, 1 when one fails, 2 for bad input.",
     )
     _add_model_options(p)
-    p.add_argument("--alpha", type=float, default=2.0, help="alpha of the fixed-point checks (default 2)")
+    p.add_argument("--alpha", type=float, default=None,
+                   help="alpha of the fixed-point checks (default 2; with --estimator bayes-optimal halfway between "
+                   "alpha_WR and 1/L)")
+    from attnphase import options as opt
+
+    opt.add_estimator_option(p, "the Nishimori identities qhat = mhat = Vhat and q = m, V = rho0 - q at its fixed point, "
+                             "each to its Monte Carlo error bar")
     p.add_argument("--only", default=None, metavar="LIST",
                    help="comma list of checks by number or name: 1 prox, 2 limit-loss, 3 hats, 4 prior, "
                         "5 fixed-point, 6 eps-lin, 7 codegen (default: all)")
