@@ -15,6 +15,7 @@ import json
 import sys
 from typing import Any
 
+from attnphase import options as opt
 from attnphase import outputs, work
 
 
@@ -48,6 +49,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                              "target T = A does not depend on Q*: nothing to estimate)")
         if params.C is not None:
             raise ValueError("--token-cov: --estimator bayes-optimal is solved for independent tokens")
+        if params.r != 1 or params.r_star != 1:
+            raise ValueError("--rank and --teacher-rank: --estimator bayes-optimal is solved at rank 1")
     args.alpha = 2.0 if args.alpha is None else args.alpha
     try:
         select_checks(args.only)  # an unknown name fails before any work
@@ -99,8 +102,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha", type=float, default=None,
                    help="alpha of the fixed-point checks (default 2; with --estimator bayes-optimal halfway between "
                    "alpha_WR and 1/L)")
-    from attnphase import options as opt
-
     opt.add_estimator_option(p, "the Nishimori identities qhat = mhat = Vhat and q = m, V = rho0 - q at its fixed point, "
                              "each to its Monte Carlo error bar")
     p.add_argument("--only", default=None, metavar="LIST",

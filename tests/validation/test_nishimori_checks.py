@@ -45,7 +45,8 @@ def test_check_command_runs_the_nishimori_checks(capsys):
     assert all(c["status"] == "pass" for c in obj["checks"])
 
 
-@pytest.mark.parametrize("argv, message", [(["--only", "1"], "--only"), (["--omega", "1"], "--omega 1")])
+@pytest.mark.parametrize("argv, message", [(["--only", "1"], "--only"), (["--omega", "1"], "--omega 1"),
+                                           (["--rank", "2"], "--rank")])
 def test_bad_bayes_check_input_is_one_line_exit_2(capsys, argv, message):
     assert main(["check", "--estimator", "bayes-optimal", "--quick", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
