@@ -96,6 +96,20 @@ def parse_value(text: str, option: str, *, positive: bool = False, hint: str = "
     return values[0]
 
 
+# --- the estimator ------------------------------------------------------------------------------
+
+#: The estimators of ``--estimator`` (the same choices and meaning on solve, sweep and check).
+ESTIMATORS = ("erm", "bayes-optimal")
+
+
+def add_estimator_option(p: argparse.ArgumentParser, bayes_does: str) -> None:
+    """``--estimator erm|bayes-optimal`` (ERM the default); ``bayes_does``: what the command does for the
+    Bayes-optimal estimator (docs/bayes-optimal.md)."""
+    p.add_argument("--estimator", choices=ESTIMATORS, default="erm",
+                   help="erm (default): the global minimiser of the regularised square loss; bayes-optimal: the "
+                   f"posterior mean (docs/bayes-optimal.md): {bayes_does}")
+
+
 # --- the model group ----------------------------------------------------------------------------
 
 def add_model_options(

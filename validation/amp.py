@@ -111,15 +111,16 @@ def revealed_fields(hstar: torch.Tensor, generator: torch.Generator) -> torch.Te
 
 
 def gamp(X: torch.Tensor, Y: torch.Tensor, rho0: float, Qstar: torch.Tensor, generator: torch.Generator,
-         config: AmpConfig = AmpConfig()) -> AmpResult:
+         config: AmpConfig = AmpConfig(), start: torch.Tensor | None = None) -> AmpResult:
     """GAMP of the module doc on tokens X (n, L, d) and revealed fields Y (n, L); Qstar (d,) or (d, 1) only
-    measures the overlaps.  The start is drawn from ``generator`` (float64 on its device, then moved)."""
+    measures the overlaps.  The start is drawn from ``generator`` (float64 on its device, then moved), or is
+    ``start`` (d,) where given (an informed start: which fixed points a data set has, whatever their basins)."""
     n, L, d = X.shape
     Qs = Qstar.reshape(-1).to(X)
     F = X.reshape(n * L, d) / math.sqrt(d)
     c = (X * X).sum(dim=-1) / d
     z = torch.randn((d,), generator=generator, device=generator.device, dtype=torch.float64).to(X)
-    Q = math.sqrt(config.init_scale * rho0) * z
+    Q = math.sqrt(config.init_scale * rho0) * z if start is None else start.reshape(-1).to(X)
     v = torch.tensor(float(rho0), dtype=X.dtype, device=X.device)
     g = torch.zeros((n, L), dtype=X.dtype, device=X.device)
     m_path, q_path = [float(Q @ Qs) / d], [float(Q @ Q) / d]

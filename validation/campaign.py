@@ -271,6 +271,7 @@ def run_validation(plan: ValidationPlan, out_dir: str | Path, progress: bool = T
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = run_campaign(plan, out, progress=progress, executor=executor, store=store, fresh=fresh)
+    summary["bayes_optimal"] = bayes_optimal_section(plan, summary["theory"], progress)
     write_report(summary, out)
     results = [SimResult(**r) for r in summary["runs"]]
     theories = [TheoryAtOmega.from_dict(t) for t in [summary["theory"]] + [
@@ -282,7 +283,20 @@ def run_validation(plan: ValidationPlan, out_dir: str | Path, progress: bool = T
     return summary
 
 
+def bayes_optimal_section(plan: ValidationPlan, theory: dict[str, Any], progress: bool = True) -> dict[str, Any]:
+    """AMP at finite d against the Bayes-optimal state evolution and ERM against the BO error (the report's
+    section, :mod:`attnphase.validation.amp_validation`); AMP on the plan's device, its seeds' count."""
+    import sys
+
+    from .amp_validation import amp_plan, erm_against_bayes, run_amp_plan
+
+    say = (lambda line: print(f"  {line}", file=sys.stderr, flush=True)) if progress else None
+    device = "cpu" if plan.device == "auto" else plan.device
+    amp = run_amp_plan(amp_plan(plan.params, quick=plan.quick, device=device), extrapolate, say)
+    return {"amp": amp, "erm": erm_against_bayes(theory, plan.params)}
+
+
 __all__ = [
-    "ValidationPlan", "validation_plan", "run_campaign", "run_validation", "group_rows",
+    "ValidationPlan", "validation_plan", "run_campaign", "run_validation", "group_rows", "bayes_optimal_section",
     "delta_et_rows", "extrapolate", "landed_branch",
 ]

@@ -154,6 +154,10 @@ def render_markdown(summary: dict[str, Any]) -> str:
         lines += ["", "Left out of the fits (a run there did not reach the gradient tolerance): "
                   + "; ".join(f"alpha = {a}, {init} start, d = {', '.join(map(str, ds))}" for a, init, ds in dropped)
                   + "."]
+    if summary.get("bayes_optimal"):
+        from .amp_validation import markdown_lines
+
+        lines += markdown_lines(summary["bayes_optimal"])
     lines += ["", "## Figures", "",
               "* `fig2_alpha_sweep.png`: theory (lines) and GD means ± std (markers) against alpha; alpha_c dotted, "
               "alpha_l dash-dot.",

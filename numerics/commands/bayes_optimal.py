@@ -1,5 +1,6 @@
-"""The Bayes-optimal estimator in the commands: ``solve --estimator bayes-optimal`` (its fixed point at one alpha,
-docs/bayes-optimal.md) and the thresholds ``phase-diagram --json`` reports.
+"""The Bayes-optimal estimator in the commands: ``solve --estimator bayes-optimal`` (its fixed point at one alpha),
+``sweep --estimator bayes-optimal`` (both Bayes-optimal branches over an alpha grid) and the thresholds
+``phase-diagram --json`` reports (docs/bayes-optimal.md).
 
 The record has the ERM record's keys (numerics/commands/point_record.py) in the same units: ``q`` = ``theta`` =
 Q . Q* / d of the posterior mean (Nishimori), ``m`` = 0 (the posterior mean does not see the positions), ``V`` =
@@ -16,11 +17,7 @@ import sys
 from attnphase import options as opt
 from attnphase import work
 from attnphase.numerics.commands.point_record import max_relative_error, model_echo, print_record
-
-#: The estimators of ``--estimator``.
-ESTIMATORS = ("erm", "bayes-optimal")
-#: The branches of the Bayes-optimal state evolution.
-BAYES_BRANCHES = ("informative", "uninformative")
+from attnphase.numerics.se.bayes_curve import BAYES_BRANCHES
 
 
 def check_estimator_branch(estimator: str, branch: str | None) -> str:
@@ -38,55 +35,131 @@ def check_estimator_branch(estimator: str, branch: str | None) -> str:
     return branch or "semantic"
 
 
-def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
-    """The Bayes-optimal fixed point of ``--branch`` (informative by default) at alpha; exit 3 where the
-    branch is not a distinct fixed point there (the other branch's point is reported)."""
-    branch = check_estimator_branch("bayes-optimal", args.branch)
+def check_bayes_model(args: argparse.Namespace, params) -> None:
+    """What the Bayes-optimal state evolution solves: rank 1, independent tokens, omega < 1 (one-line ValueErrors)."""
     if (getattr(args, "rank", None) or 1) != 1 or (getattr(args, "teacher_rank", None) or 1) != 1:
         raise ValueError("--rank and --teacher-rank: --estimator bayes-optimal is solved at rank 1")
-    params = opt.params_from_args(args, omega=opt.single_omega(args, "solve"))
     if not params.omega < 1.0:
         raise ValueError(f"--omega {params.omega:g}: --estimator bayes-optimal needs omega < 1 (at omega = 1 the "
                          "target T = A does not depend on Q*: nothing to estimate)")
     if params.C is not None:
         raise ValueError("--token-cov: --estimator bayes-optimal is solved for independent tokens")
+
+
+def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
+    """The Bayes-optimal fixed point of ``--branch`` (informative by default) at alpha
+    (:func:`attnphase.numerics.se.bayes_curve.bayes_point`)."""
+    branch = check_estimator_branch("bayes-optimal", args.branch)
+    params = opt.params_from_args(args, omega=opt.single_omega(args, "solve"))
+    check_bayes_model(args, params)
     opt.announce_defaults(args, params)
 
     from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
-    from attnphase.numerics.se.bayes import (DEFAULT_ORDER, EPS_G_ORDER, ORDER_STEP, BayesModel, bayes_eps_g,
-                                             free_entropy, se_step, sign_rule, solve_bayes)
+    from attnphase.numerics.se.bayes import BayesModel
+    from attnphase.numerics.se.bayes_curve import bayes_point, bayes_rules
+    from attnphase.numerics.se.observables import eps_lin
 
     work.begin("solving the Bayes-optimal state evolution")
     model = BayesModel.of(params)
-    rules = {n: sign_rule(params.L, n) for n in (DEFAULT_ORDER, DEFAULT_ORDER - ORDER_STEP)}
-    fps = {n: solve_bayes(model, alpha, branch, rule) for n, rule in rules.items()}
-    fp = fps[DEFAULT_ORDER]
-    other = solve_bayes(model, alpha, "uninformative" if branch == "informative" else "informative", rules[DEFAULT_ORDER])
-    n_eps = EPS_G_ORDER.get(params.L, 6)
-    eps = bayes_eps_g(model, params.omega, fp.q0)
-    err_eps = abs(eps - bayes_eps_g(model, params.omega, fps[DEFAULT_ORDER - ORDER_STEP].q0, order=n_eps - 4))
-    err_q = abs(fp.q0 - fps[DEFAULT_ORDER - ORDER_STEP].q0)
-    residual = 0.0 if fp.perfect else abs(se_step(model, rules[DEFAULT_ORDER], alpha, fp.q0) - fp.q0)
-    phi = None if fp.perfect else free_entropy(model, rules[DEFAULT_ORDER], alpha, fp.q0)
-    from attnphase.numerics.se.observables import eps_lin
-
+    p = bayes_point(model, params.omega, alpha, branch, bayes_rules(model))
     rec: dict = {"alpha": alpha, "omega": params.omega, "sigma": params.sigma_value, "lam": params.lam}
     rec.update({k: v for k, v in model_echo(params).items() if k != "sigma_l"})
     rec.update({
         "estimator": "bayes-optimal", "branch": branch, "requested_branch": branch,
-        "q": fp.q0, "m": 0.0, "V": model.rho0 - fp.q0, "theta": fp.q0, "eps_g": eps, "e_t": None,
-        "eps_lin": eps_lin(params), "free_entropy": phi, "perfect_recovery": fp.perfect,
-        "converged": True, "iterations": 0, "residual": residual,
+        "q": p.q0, "m": 0.0, "V": model.rho0 - p.q0, "theta": p.q0, "eps_g": p.eps_g, "e_t": None,
+        "eps_lin": eps_lin(params), "free_entropy": p.free_entropy, "perfect_recovery": p.perfect,
+        "converged": True, "iterations": 0, "residual": p.residual,
     })
     rec["reason"] = ""
-    if other.q0 == fp.q0:
-        note = f"the informative and uninformative branches coincide at alpha = {alpha:g} (q = {fp.q0:.6g})"
+    if p.coincides:
+        note = f"the informative and uninformative branches coincide at alpha = {alpha:g} (q = {p.q0:.6g})"
         rec["note"] = note
         print(f"attnphase: note: {note}", file=sys.stderr)
-    rec.update({"err_q": err_q, "err_m": 0.0, "err_V": err_q, "err_theta": err_q, "err_eps_g": err_eps, "err_e_t": None})
+    rec.update({"err_q": p.err_q0, "err_m": 0.0, "err_V": p.err_q0, "err_theta": p.err_q0, "err_eps_g": p.err_eps_g,
+                "err_e_t": None})
     rec["max_relative_error"] = max_relative_error(rec)
     rec.update(bayes_thresholds(model).as_dict())
     return print_record(rec, "", True, args.json)
+
+
+def bayes_sweep_file_name(omega: float) -> str:
+    """The table ``sweep --estimator bayes-optimal`` writes into ``--out DIR`` per omega."""
+    return f"sweep_bayes-optimal_omega{omega:g}.csv"
+
+
+def sweep_by_estimator(args: argparse.Namespace) -> int | None:
+    """``sweep``'s estimator: with ``--estimator bayes-optimal`` the Bayes-optimal sweep's exit code
+    (:func:`sweep_bayes_optimal`); otherwise None, ``args.branch`` set to the ERM branch (semantic by default)."""
+    estimator = getattr(args, "estimator", "erm")
+    if estimator == "bayes-optimal":
+        return sweep_bayes_optimal(args)
+    args.branch = check_estimator_branch(estimator, args.branch)
+    return None
+
+
+def sweep_bayes_optimal(args: argparse.Namespace) -> int:
+    """``attnphase sweep --estimator bayes-optimal``: both Bayes-optimal branches (or ``--branch``'s) over the alpha
+    grid at each omega, each point with its error bars, into DIR/sweep_bayes-optimal_omega<omega>.csv and
+    DIR/sweep_bayes-optimal.nc, with the thresholds (``--json``: one object).  Exit 0: every Bayes-optimal
+    branch exists at every alpha (where the two coincide, ``coincides`` is 1)."""
+    import json
+    import math
+
+    from attnphase import outputs, workload
+
+    branches = BAYES_BRANCHES if args.branch is None else (check_estimator_branch("bayes-optimal", args.branch),)
+    alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
+    params, omegas = opt.omegas_from_args(args)
+    for w in omegas:
+        check_bayes_model(args, params.replace(omega=w))
+    workload.check_grid(len(alphas) * len(omegas), workload.MAX_SWEEP_POINTS, "alpha values (x omegas)", "--alpha",
+                        args.large)
+    out_dir = outputs.out_dir_from_args(args)
+    opt.announce_defaults(args, params)
+
+    from attnphase.execution.dataset import job_attrs, write_netcdf
+    from attnphase.numerics.commands.common import command_line
+    from attnphase.numerics.jobs.bayes_dataset import bayes_sweep_csv, bayes_sweep_dataset
+    from attnphase.numerics.jobs.tasks import numerics_version
+    from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
+    from attnphase.numerics.se.bayes import BayesModel
+    from attnphase.numerics.se.bayes_curve import bayes_rules, bayes_point, sweep_row
+    from attnphase.numerics.se.observables import eps_lin
+
+    work.begin("sweeping the Bayes-optimal state evolution")
+    model = BayesModel.of(params)  # the same at every omega (< 1): omega enters eps_g alone
+    rules = bayes_rules(model)
+    rows_by_omega: dict[float, list[dict]] = {}
+    for w in omegas:
+        pw = params.replace(omega=w)
+        lin = eps_lin(pw)
+        rows_by_omega[float(w)] = [sweep_row(bayes_point(model, pw.omega, a, br, rules), model.rho0, lin)
+                                   for br in branches for a in alphas]
+    thresholds = bayes_thresholds(model).as_dict()
+    attrs = job_attrs("sweep", version=numerics_version(), model=params.to_dict() | {"omega": "scanned"}, rule=f"sign{rules.fine.order}",
+                      command=command_line(), estimator="bayes-optimal",
+                      title="The Bayes-optimal state evolution of dot-product attention over alpha",
+                      **{k: v for k, v in thresholds.items() if v is not None and not k.endswith("_note")})
+    paths = {w: out_dir / bayes_sweep_file_name(params.replace(omega=w).omega) for w in rows_by_omega}
+    job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas)}
+    with outputs.staged_output(out_dir, job="sweep_bayes-optimal", model=job_model) as stage:
+        for w, rows in rows_by_omega.items():
+            outputs.write_text_atomic(stage / paths[w].name, bayes_sweep_csv(rows))
+        write_netcdf(bayes_sweep_dataset(rows_by_omega, alphas, branches, attrs), stage / "sweep_bayes-optimal.nc")
+    for w, rows in rows_by_omega.items():
+        print(f"wrote {len(rows)} rows to {paths[w]} ({', '.join(branches)})", file=sys.stderr)
+    if args.json:
+        from attnphase.numerics.se.bayes_curve import BAYES_SWEEP_COLUMNS
+        from attnphase.numerics.jobs.variables import described
+
+        objs = [{"estimator": "bayes-optimal", "branches": list(branches), "params": params.replace(omega=w).to_dict(),
+                 "model": model_echo(params), "file": str(paths[w]), "rows": rows} for w, rows in rows_by_omega.items()]
+        obj = objs[0] if len(objs) == 1 else {"estimator": "bayes-optimal", "branches": list(branches),
+                                              "omegas": list(omegas), "sweeps": objs}
+        print(json.dumps(outputs.json_value(obj | thresholds | {"dataset": str(out_dir / "sweep_bayes-optimal.nc"),
+                                                                "variables": described(BAYES_SWEEP_COLUMNS)})))
+    bad = [r for rows in rows_by_omega.values() for r in rows if not math.isfinite(r["q"])]
+    return 1 if bad else 0
 
 
 def threshold_keys(params) -> dict:

@@ -34,9 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """``--alpha``, ``--branch``, ``--estimator``, the model group, the solver group, ``--error-estimate``, ``--json``."""
     p.add_argument("--alpha", required=True, metavar="ALPHA", help="sample complexity alpha = n/d > 0 (one number)")
     solver_options.add_branch_option(p, mixed=True, bayes=True)
-    p.add_argument("--estimator", choices=("erm", "bayes-optimal"), default="erm",
-                   help="erm (default): the global minimiser of the regularised square loss; bayes-optimal: the "
-                   "posterior mean (docs/bayes-optimal.md), with the thresholds alpha_weak_recovery, alpha_it, alpha_amp")
+    opt.add_estimator_option(p, "its fixed point, with the thresholds alpha_weak_recovery, alpha_it, alpha_amp")
     opt.add_model_options(p)
     solver_options.add_solver_options(p)
     solver_options.add_error_estimate_option(p, "every observable (err_<key>)")

@@ -33,10 +33,12 @@ DESCRIPTION = ("Follow one branch of fixed points over alpha by continuation and
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """``--alpha`` (a range), ``--branch``, the model group (``--omega`` a range), the solver group,
+    """``--alpha`` (a range), ``--branch``, ``--estimator``, the model group (``--omega`` a range), the solver group,
     ``--error-estimate``, ``--out DIR``, ``--large``, the execution group, ``--quiet``, ``--json``."""
     p.add_argument("--alpha", required=True, metavar="RANGE", help=f"alpha values > 0: {opt.RANGE_SYNTAX}")
-    solver_options.add_branch_option(p, mixed=True)
+    solver_options.add_branch_option(p, mixed=True, bayes=True)
+    opt.add_estimator_option(p, "both of its branches (or --branch's) into DIR/sweep_bayes-optimal_omega<omega>.csv "
+                             "and DIR/sweep_bayes-optimal.nc, with its thresholds")
     opt.add_model_options(p, omega_range=True, omega_default="0.3")
     solver_options.add_solver_options(p)
     solver_options.add_error_estimate_option(p, "every point's observables (err_<key> columns)")
@@ -50,6 +52,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """The sweep of the module doc, every option checked first; its exit code."""
+    from attnphase.numerics.commands.bayes_optimal import sweep_by_estimator
+
+    if (code := sweep_by_estimator(args)) is not None:
+        return code
     r, r_star = ranks_from_args(args)
     scalar = is_scalar_form(r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)

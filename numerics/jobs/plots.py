@@ -29,10 +29,56 @@ SERIES = (
 )
 
 
+#: The Bayes-optimal thresholds on the phase diagram: (key, label, line style); they do not depend on omega (< 1).
+BAYES_SERIES = (
+    ("alpha_weak_recovery", r"BO $\alpha_{WR}$ (weak recovery)", ":"),
+    ("alpha_it", r"BO $\alpha_{IT}$ (perfect recovery)", "-."),
+    ("alpha_amp", r"BO $\alpha_{AMP}$ (AMP reaches BO)", (0, (1, 3))),
+)
+BAYES_COLOR = "tab:purple"
+
+
+def bayes_thresholds_of(rows: Sequence[Boundaries]) -> dict | None:
+    """The Bayes-optimal thresholds (``alpha_weak_recovery``, ``alpha_it``, ``alpha_amp`` with ``err_<key>``) of the
+    model the rows were solved for (numerics/phase/bayes_thresholds.py); None where the Bayes-optimal state
+    evolution is not solved (rank above 1, correlated tokens) or no row carries a fixed point."""
+    from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
+    from attnphase.numerics.se.bayes import BayesModel
+
+    for b in rows:
+        for sw in (b.semantic, b.positional):
+            if sw is not None and sw.points:
+                p = sw.points[0].params
+                if p.r != 1 or p.r_star != 1 or p.C is not None:
+                    return None
+                return bayes_thresholds(BayesModel.of(p)).as_dict()
+    return None
+
+
+def _bayes_lines(ax, bayes: dict, alpha_max: float) -> None:
+    """The Bayes-optimal thresholds as vertical lines (the region below alpha_WR shaded: nothing is learnable
+    there by any estimator); alpha_AMP drawn only where it differs from alpha_IT."""
+    wr = bayes.get("alpha_weak_recovery")
+    if wr is not None and wr < alpha_max:
+        ax.axvspan(0, wr, color=BAYES_COLOR, alpha=0.08, lw=0, label=r"BO: no estimator beats $\epsilon_{lin}$")
+    it = bayes.get("alpha_it")
+    for key, label, ls in BAYES_SERIES:
+        a = bayes.get(key)
+        if a is None or not a < alpha_max:
+            continue
+        if key == "alpha_amp" and it is not None and abs(a - it) <= max(bayes.get("err_alpha_amp") or 0.0, 1e-12):
+            continue
+        if key == "alpha_it" and bayes.get("alpha_amp") is not None and abs(bayes["alpha_amp"] - a) <= 1e-12:
+            label += r" = $\alpha_{AMP}$"
+        ax.axvline(a, color=BAYES_COLOR, ls=ls, lw=1.4, label=f"{label} {a:.4g}", gid=f"bayes_{key}")
+
+
 def plot_phase_diagram(
-    rows: Sequence[Boundaries], path: str | Path, alpha_max: float, errors: Sequence[dict] | None = None
+    rows: Sequence[Boundaries], path: str | Path, alpha_max: float, errors: Sequence[dict] | None = None,
+    bayes: dict | None | bool = None,
 ):
-    """The (alpha, omega) plane: alpha_c, alpha_l and the branch ends, regions labelled; returns the Figure.
+    """The (alpha, omega) plane: alpha_c, alpha_l and the branch ends, regions labelled, with the Bayes-optimal
+    thresholds (``bayes``: their dict; None: :func:`bayes_thresholds_of` the rows; False: none); returns the Figure.
 
     ``errors``: per row, ``<boundary>_err`` standard errors
     (:func:`attnphase.numerics.errors.quadrature_error.boundary_errors`).  At the plane's scale they are thinner
@@ -76,6 +122,10 @@ def plot_phase_diagram(
                 ax.errorbar(x[ok], om[ok], xerr=err[ok], fmt="none", ecolor=color, capsize=4, lw=1.2)
             ex.plot(err[ok][np.argsort(om[ok])], np.sort(om[ok]), mark(marker) + "-", color=color, ms=5,
                     gid=f"err_{key}")
+    if bayes is None:
+        bayes = bayes_thresholds_of(rows)
+    if bayes:
+        _bayes_lines(ax, bayes, alpha_max)
     xs = np.array([b.alpha_c for b in rows], dtype=float)
     xs = xs[np.isfinite(xs)]
     mid = float(np.nanmedian(xs)) if xs.size else alpha_max / 2
@@ -244,5 +294,40 @@ def plot_branch_diagram(rows: Sequence[Boundaries], path: str | Path):
     bx.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    return fig
+
+
+def plot_estimators_eps_g(erm: dict[str, tuple[Sequence[float], Sequence[float], Sequence[float]]], eps_lin: float,
+                          bo: tuple[Sequence[float], Sequence[float], Sequence[float]], bayes: dict, path: str | Path,
+                          title: str, amp: tuple[Sequence[float], Sequence[float], Sequence[float]] | None = None,
+                          alpha_c: float | None = None, amp_label: str = r"AMP at finite $d$ (mean $\pm$ s.e. over seeds)"):
+    """eps_g against alpha: ERM's branches (``erm``: branch -> (alpha, eps_g, err)), the linear baseline
+    eps_lin, the Bayes-optimal curve ``bo`` (alpha, eps_g, err) with its thresholds ``bayes`` and, where given,
+    AMP at finite d (``amp``: alpha, mean eps_g over seeds, its standard error); returns the Figure.  The test
+    errors are in the same units (docs/model.md section 4), so they share the axis."""
+    fig, ax = plt.subplots(figsize=(10.0, 5.0))
+    colors = {"semantic": "tab:blue", "positional": "tab:red"}
+    for branch, (a, y, e) in erm.items():
+        ax.errorbar(a, y, yerr=e, fmt="o-", ms=3, lw=1.5, color=colors.get(branch, "k"), label=f"ERM {branch} branch",
+                    gid=f"erm_{branch}")
+    ax.axhline(eps_lin, color="tab:green", ls="--", label=r"linear baseline $\epsilon_{lin}$", gid="eps_lin")
+    a, y, e = (np.asarray(v, dtype=float) for v in bo)
+    ax.errorbar(a, y, yerr=e, fmt="-", lw=2.2, color=BAYES_COLOR, label="Bayes-optimal", gid="bayes_optimal")
+    if amp is not None and len(amp[0]):
+        ax.errorbar(amp[0], amp[1], yerr=amp[2], fmt="D", ms=5, mfc="none", color="k", capsize=3,
+                    label=amp_label, gid="amp")
+    top = max(ax.get_ylim()[1], 1.15 * eps_lin)
+    _bayes_lines(ax, {k: v for k, v in bayes.items()}, float(np.max(a)) if a.size else 1.0)
+    if alpha_c is not None and math.isfinite(alpha_c):
+        ax.axvline(alpha_c, color="k", ls=":", lw=1, label=rf"ERM $\alpha_c$ = {alpha_c:.3g}")
+    ax.set_ylim(0, top)
+    ax.set_xlim(0, float(np.max(a)) if a.size else None)
+    ax.set_xlabel(r"sample complexity $\alpha = n/d$")
+    ax.set_ylabel(r"test error $\epsilon_g$")
+    ax.set_title(title, fontsize=11)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
     plt.close(fig)
     return fig

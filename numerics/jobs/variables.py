@@ -70,6 +70,11 @@ _TABLE: list[tuple[str, Variable]] = [
     _v("error", "the task's error (empty: none)", None),
     _v("end", "alpha where the branch ends (NaN: it spans the grid)", comment=_BRANCH_END),
     _v("end_kind", "how the branch ends", None),
+    # the Bayes-optimal estimator (docs/bayes-optimal.md)
+    _v("estimator", "estimator: erm (global minimiser of the training loss) or bayes-optimal (posterior mean)", None),
+    _v("free_entropy", "free entropy Phi of the Bayes-optimal fixed point (null at perfect recovery)"),
+    _v("perfect_recovery", "1 where the Bayes-optimal fixed point is q0 = rho0 (perfect recovery), else 0"),
+    _v("coincides", "1 where the informative and uninformative Bayes-optimal branches are the same point, else 0"),
     # the census (numerics.md section 12)
     _v("stable", "1 where the fixed point is stable under the state-evolution map"),
     _v("leading_eigenvalue", "leading eigenvalue of the state-evolution Jacobian at the fixed point"),

@@ -195,3 +195,37 @@ def test_rank_diagram_shows_its_bracket_widths_on_a_log_panel(tmp_path) -> None:
     assert list(widths["width_semantic_end"].get_xdata()) == [0.03, 0.03] and wx.get_xscale() == "log"
     assert "width_alpha_c" not in widths  # alpha_c found nowhere: no width, and the panel says so
     assert any("alpha_c: not found" in t.get_text() for t in ax.texts)
+
+
+def test_phase_diagram_draws_the_bayes_optimal_thresholds_of_its_model(tmp_path, branches) -> None:
+    """The rows' model gives the thresholds (L = 2: alpha_WR = 1/6, alpha_IT = alpha_AMP = 1/2, one line for both)."""
+    sem, pos = branches[:2]
+    rows = [Boundaries(omega=0.3, alpha_c=1.25, alpha_l=1.4, semantic_end=1.0, positional_end=math.nan, semantic=sem,
+                       positional=pos)]
+    fig = plot_phase_diagram(rows, tmp_path / "pd.png", alpha_max=3.0)
+    lines = {li.get_gid(): li for li in fig.axes[0].get_lines() if (li.get_gid() or "").startswith("bayes_")}
+    assert set(lines) == {"bayes_alpha_weak_recovery", "bayes_alpha_it"}
+    assert lines["bayes_alpha_weak_recovery"].get_xdata()[0] == pytest.approx(1 / 6, rel=1e-7)
+    assert lines["bayes_alpha_it"].get_xdata()[0] == 0.5
+    assert "AMP" in lines["bayes_alpha_it"].get_label()
+    bare = plot_phase_diagram(rows, tmp_path / "pd2.png", alpha_max=3.0, bayes=False)
+    assert not any((li.get_gid() or "").startswith("bayes_") for li in bare.axes[0].get_lines())
+    gap = plot_phase_diagram(rows, tmp_path / "pd3.png", alpha_max=3.0, bayes={"alpha_weak_recovery": 0.5,
+                                                                              "alpha_it": 1.0, "alpha_amp": 1.13})
+    assert {li.get_gid() for li in gap.axes[0].get_lines()} >= {"bayes_alpha_it", "bayes_alpha_amp"}
+
+
+def test_estimators_figure_draws_erm_bo_amp_and_the_thresholds_on_one_axis(tmp_path) -> None:
+    from attnphase.numerics.jobs.plots import plot_estimators_eps_g
+
+    erm = {"semantic": ([1.0, 2.0], [2.8e-3, 1.4e-3], [1e-6, 1e-6]), "positional": ([0.2, 1.0], [3.6e-3, 3.3e-3], [1e-6, 1e-6])}
+    bo = ([0.1, 0.3, 0.5, 2.0], [1.97e-3, 1.83e-3, 0.0, 0.0], [0.0, 1e-8, 0.0, 0.0])
+    bayes = {"alpha_weak_recovery": 1 / 6, "alpha_it": 0.5, "alpha_amp": 0.5}
+    fig = plot_estimators_eps_g(erm, 1.97e-3, bo, bayes, tmp_path / "e.png", "t", amp=([0.3], [1.8e-3], [5e-5]))
+    assert (tmp_path / "e.png").read_bytes()[:4] == b"\x89PNG"
+    ax = fig.axes[0]
+    gids = {li.get_gid() for li in ax.get_lines()}
+    assert {"erm_semantic", "erm_positional", "bayes_optimal", "amp", "eps_lin", "bayes_alpha_it",
+            "bayes_alpha_weak_recovery"} <= gids
+    bo_line = next(li for li in ax.get_lines() if li.get_gid() == "bayes_optimal")
+    assert list(bo_line.get_ydata()) == pytest.approx(bo[1])

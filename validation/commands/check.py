@@ -28,9 +28,13 @@ DESCRIPTION = ("Run, for the given model, every identity that ties the derivatio
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The model group, ``--alpha``, the selection and size of the checks, ``--seed``, ``--json``, ``--out DIR``."""
+    """The model group, ``--alpha``, ``--estimator``, the selection and size of the checks, ``--seed``, ``--json``, ``--out DIR``."""
     opt.add_model_options(p)
-    p.add_argument("--alpha", type=float, default=2.0, help="alpha of the fixed-point checks (default 2)")
+    p.add_argument("--alpha", type=float, default=None,
+                   help="alpha of the fixed-point checks (default 2; with --estimator bayes-optimal halfway between "
+                   "alpha_WR and 1/L)")
+    opt.add_estimator_option(p, "the Nishimori identities qhat = mhat = Vhat and q = m, V = rho0 - q at its fixed point, "
+                             "each to its Monte Carlo error bar")
     p.add_argument("--only", default=None, metavar="LIST",
                    help="comma list of checks by number or name: 1 prox, 2 limit-loss, 3 hats, 4 prior, "
                         "5 fixed-point, 6 eps-lin, 7 codegen (default: all)")
@@ -45,6 +49,16 @@ def run(args: argparse.Namespace) -> int:
     from attnphase.validation.derivation_checks import FULL, QUICK, markdown_table, run_checks, select_checks, text_table, to_json
 
     params = opt.params_from_args(args, omega=opt.single_omega(args, NAME))
+    bayes = getattr(args, "estimator", "erm") == "bayes-optimal"
+    if bayes:
+        from attnphase.numerics.commands.bayes_optimal import check_bayes_model
+        from attnphase.validation.derivation_checks.nishimori_check import bayes_check_alpha
+
+        if args.only is not None:
+            raise ValueError("--only selects among the ERM checks; --estimator bayes-optimal runs the two Nishimori checks")
+        check_bayes_model(args, params)
+        args.alpha = bayes_check_alpha(params.L) if args.alpha is None else args.alpha
+    args.alpha = 2.0 if args.alpha is None else args.alpha
     try:
         select_checks(args.only)  # an unknown name fails before any work
     except ValueError as exc:
@@ -60,7 +74,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {res.line()}  ({res.seconds:.1f} s)", file=sys.stderr, flush=True)
 
     work.begin("running the derivation checks")
-    results = run_checks(params, args.alpha, QUICK if args.quick else FULL, only=args.only, seed=args.seed, progress=progress)
+    sizes = QUICK if args.quick else FULL
+    if bayes:
+        from attnphase.validation.derivation_checks.nishimori_check import run_bayes_checks
+
+        results = run_bayes_checks(params, args.alpha, sizes, seed=args.seed, progress=progress)
+    else:
+        results = run_checks(params, args.alpha, sizes, only=args.only, seed=args.seed, progress=progress)
     if args.json:
         print(json.dumps(to_json(params, args.alpha, results), allow_nan=False))
     else:

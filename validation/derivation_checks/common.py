@@ -110,6 +110,7 @@ class CheckSizes:
         slope_step: step of the central difference in alpha, relative to alpha.
         mp_dps: digits of the mpmath reference (check 6).
         loop_points: points evaluated one by one (check 7).
+        bayes_samples: Monte Carlo samples of the Nishimori checks (``--estimator bayes-optimal``).
     """
 
     prox_points: int = 400
@@ -123,12 +124,14 @@ class CheckSizes:
     slope_step: float = 0.02
     mp_dps: int = 30
     loop_points: int = 40
+    bayes_samples: int = 2**20
 
 
 FULL = CheckSizes()
 QUICK = CheckSizes(
     prox_points=60, mc_dims=(250, 500, 1000), mc_samples=1000, hat_rule=10, hat_replicates=5, ridge_d=20_000,
     se_rule="sobol10", slope_replicates=3, slope_step=0.03, mp_dps=20, loop_points=8,
+    bayes_samples=2**16,
 )
 
 

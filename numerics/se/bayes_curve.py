@@ -1,0 +1,118 @@
+"""The Bayes-optimal fixed points over a grid of alpha, both branches, each with its error bars
+(docs/bayes-optimal.md; ``attnphase solve`` and ``sweep --estimator bayes-optimal``).
+
+A point is the fixed point q0 of one branch of :mod:`attnphase.numerics.se.bayes` at one alpha on the rule of
+order n (:data:`~attnphase.numerics.se.bayes.DEFAULT_ORDER`) and its error bars, the change from the rule of
+order n - ORDER_STEP:
+
+    err_q   = |q0_n - q0_(n - ORDER_STEP)|
+    err_eps = |eps_g(q0_n) - eps_g(q0_(n - ORDER_STEP))|   (the second on eps_g's Gauss-Hermite grid of 4 nodes
+                                                          fewer per dimension)
+
+with the residual of one map step |q0' - q0| and the free entropy Phi(q0) (null at perfect recovery, where it
+diverges).  The curve alpha*(q0) of each rule is computed once for the whole grid.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from attnphase.numerics.se.bayes import (DEFAULT_ORDER, EPS_G_ORDER, ORDER_STEP, AlphaCurve, BayesModel, SignRule,
+                                         alpha_curve, bayes_eps_g, free_entropy, se_step, sign_rule, solve_bayes)
+
+#: The branches of the Bayes-optimal state evolution, in the order a curve reports them.
+BAYES_BRANCHES = ("informative", "uninformative")
+
+
+@dataclass(frozen=True)
+class BayesRules:
+    """The two rules of a point's error bar (orders n and n - ORDER_STEP) and their curves alpha*(q0)."""
+
+    fine: SignRule
+    coarse: SignRule
+    fine_curve: AlphaCurve
+    coarse_curve: AlphaCurve
+
+
+def bayes_rules(model: BayesModel, order: int = DEFAULT_ORDER) -> BayesRules:
+    """The rules of orders ``order`` and ``order - ORDER_STEP`` with their curves alpha*(q0)."""
+    fine, coarse = sign_rule(model.L, order), sign_rule(model.L, order - ORDER_STEP)
+    return BayesRules(fine, coarse, alpha_curve(model, fine), alpha_curve(model, coarse))
+
+
+@dataclass(frozen=True)
+class BayesPoint:
+    """One Bayes-optimal fixed point with its error bars (module doc).
+
+    Attributes:
+        alpha, omega: where; branch: ``informative`` or ``uninformative``.
+        q0: Q . Q* / d = |Q|^2 / d of the posterior mean (= m0 on the Nishimori line); err_q0 its bar.
+        eps_g: the Bayes-optimal test error (ERM's units, docs/model.md section 4); err_eps_g its bar.
+        free_entropy: Phi(q0) (None at perfect recovery); residual: |q0' - q0| of one more map step.
+        stable: the map's slope is < 1 there; perfect: q0 = rho0 (noiseless, alpha L > 1).
+        coincides: the other branch's point is the same (one stable fixed point at this alpha).
+    """
+
+    alpha: float
+    omega: float
+    branch: str
+    q0: float
+    err_q0: float
+    eps_g: float
+    err_eps_g: float
+    free_entropy: float | None
+    residual: float
+    stable: bool
+    perfect: bool
+    coincides: bool
+
+
+def bayes_point(model: BayesModel, omega: float, alpha: float, branch: str, rules: BayesRules) -> BayesPoint:
+    """The fixed point of ``branch`` at alpha with its error bars (module doc)."""
+    if branch not in BAYES_BRANCHES:
+        raise ValueError(f"branch must be one of {BAYES_BRANCHES}, got {branch!r}")
+    fp = solve_bayes(model, alpha, branch, rules.fine, rules.fine_curve)
+    coarse = solve_bayes(model, alpha, branch, rules.coarse, rules.coarse_curve)
+    other = "uninformative" if branch == "informative" else "informative"
+    twin = solve_bayes(model, alpha, other, rules.fine, rules.fine_curve)
+    n_eps = EPS_G_ORDER.get(model.L, 6)
+    eps = bayes_eps_g(model, omega, fp.q0)
+    err_eps = abs(eps - bayes_eps_g(model, omega, coarse.q0, order=n_eps - 4))
+    residual = 0.0 if fp.perfect else abs(se_step(model, rules.fine, alpha, fp.q0) - fp.q0)
+    phi = None if fp.perfect else free_entropy(model, rules.fine, alpha, fp.q0)
+    return BayesPoint(float(alpha), float(omega), branch, fp.q0, abs(fp.q0 - coarse.q0), eps, err_eps, phi,
+                      residual, fp.stable, fp.perfect, twin.q0 == fp.q0)
+
+
+def bayes_curve(model: BayesModel, omega: float, alphas: Sequence[float],
+                branches: Sequence[str] = BAYES_BRANCHES, order: int = DEFAULT_ORDER) -> list[BayesPoint]:
+    """:func:`bayes_point` at every alpha of ``alphas`` (ascending) for every branch of ``branches``: the
+    rows ordered by branch, then alpha."""
+    if not 0.0 <= omega < 1.0:
+        raise ValueError(f"omega must lie in [0, 1) for the Bayes-optimal estimator, got {omega}")
+    if any(not (math.isfinite(a) and a > 0) for a in alphas):
+        raise ValueError(f"every alpha must be a finite number > 0, got {list(alphas)}")
+    rules = bayes_rules(model, order)
+    return [bayes_point(model, omega, float(a), br, rules) for br in branches for a in sorted(alphas)]
+
+
+#: The columns of a Bayes-optimal sweep's table, in the ERM record's units (q = theta = q0, m = 0, V = rho0 - q0).
+BAYES_SWEEP_COLUMNS = ("alpha", "omega", "estimator", "branch", "q", "m", "V", "theta", "eps_g", "eps_lin",
+                       "free_entropy", "stable", "perfect_recovery", "coincides", "residual", "err_q", "err_m", "err_V",
+                       "err_theta", "err_eps_g", "reason")
+
+
+def sweep_row(p: BayesPoint, rho0: float, eps_lin: float) -> dict:
+    """The row of :data:`BAYES_SWEEP_COLUMNS` of one point (``reason`` empty: every Bayes-optimal branch exists at
+    every alpha; ``coincides`` 1 where both branches are the same point)."""
+    return {"alpha": p.alpha, "omega": p.omega, "estimator": "bayes-optimal", "branch": p.branch, "q": p.q0, "m": 0.0,
+            "V": rho0 - p.q0, "theta": p.q0, "eps_g": p.eps_g, "eps_lin": eps_lin,
+            "free_entropy": math.nan if p.free_entropy is None else p.free_entropy, "stable": int(p.stable),
+            "perfect_recovery": int(p.perfect), "coincides": int(p.coincides), "residual": p.residual, "err_q": p.err_q0, "err_m": 0.0,
+            "err_V": p.err_q0, "err_theta": p.err_q0, "err_eps_g": p.err_eps_g, "reason": ""}
+
+
+__all__ = ["BAYES_BRANCHES", "BAYES_SWEEP_COLUMNS", "BayesPoint", "BayesRules", "bayes_curve", "bayes_point",
+           "bayes_rules", "sweep_row"]

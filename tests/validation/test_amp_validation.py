@@ -1,0 +1,74 @@
+"""The validation report's Bayes-optimal section: AMP's overlaps against the state evolution (per (alpha, d), the
+finite-size trend, the verdict) and ERM's global minimum against the Bayes-optimal test error."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from attnphase.numerics.se.bayes import BayesModel, bayes_eps_g, solve_bayes
+from attnphase.theory.params import ModelParams
+from attnphase.validation.amp_validation import (AmpPlan, amp_rows, amp_trends, erm_against_bayes, markdown_lines,
+                                                 run_amp_plan)
+from attnphase.validation.campaign import extrapolate
+
+
+def _runs(alpha, q0, means_by_d, spread=0.02, n=8):
+    runs = []
+    for d, mean in means_by_d.items():
+        for s in range(n):
+            m = mean + spread * (s - (n - 1) / 2) / ((n - 1) / 2)
+            runs.append({"alpha": alpha, "d": d, "seed": s, "m": (-1) ** s * m, "q": m, "converged": True,
+                         "se_q0": q0})
+    return runs
+
+
+def test_the_verdict_uses_the_largest_d_then_the_finite_size_trend():
+    q0 = 0.5
+    at_d = _runs(0.3, q0, {1000: 0.49, 2000: 0.499})
+    trend = _runs(0.4, q0, {500: 0.5 - 1.0 / math.sqrt(500), 1000: 0.5 - 1.0 / math.sqrt(1000),
+                            2000: 0.5 - 1.0 / math.sqrt(2000)})  # 2.2e-2 low at d = 2000, exactly 1/sqrt(d)
+    off = _runs(0.45, q0, {500: 0.40, 1000: 0.40, 2000: 0.40})
+    rows = amp_rows(at_d + trend + off)
+    assert {(r["alpha"], r["d"]) for r in rows} == {(0.3, 1000), (0.3, 2000), (0.4, 500), (0.4, 1000), (0.4, 2000),
+                                                    (0.45, 500), (0.45, 1000), (0.45, 2000)}
+    r = next(r for r in rows if (r["alpha"], r["d"]) == (0.3, 2000))
+    assert r["mean_abs_m"] == pytest.approx(0.499) and r["n"] == 8 and r["se"] > 0  # |m|: either sign of Q*
+    verdicts = {t["alpha"]: t for t in amp_trends(rows, extrapolate)}
+    assert verdicts[0.3]["verdict"] == "agrees at d = 2000"
+    assert verdicts[0.4]["verdict"] == "agrees after the finite-size trend"
+    assert verdicts[0.4]["fit_a"] == pytest.approx(q0, abs=1e-9)
+    assert verdicts[0.45]["verdict"] == "disagrees"
+
+
+def _theory(records_by_branch, omega=0.3):
+    curves = {f"{br}/global": {"records": [dict(r, branch=br, converged=True) for r in recs]}
+              for br, recs in records_by_branch.items()}
+    return {"omega": omega, "eps_lin": 2e-3, "curves": curves}
+
+
+def test_erm_against_bayes_takes_the_global_minimum_and_finds_the_closest_alpha():
+    params = ModelParams(omega=0.3)
+    model = BayesModel.of(params)
+    bo = {a: bayes_eps_g(model, 0.3, solve_bayes(model, a, "informative").q0) for a in (0.3, 2.0)}
+    theory = _theory({"positional": [{"alpha": 0.3, "eps_g": 3.4e-3, "e_t": 1.0}, {"alpha": 2.0, "eps_g": 3.5e-3, "e_t": 2.0}],
+                      "semantic": [{"alpha": 2.0, "eps_g": 1.4e-3, "e_t": 1.5}]})
+    out = erm_against_bayes(theory, params)
+    rows = {r["alpha"]: r for r in out["rows"]}
+    assert rows[2.0]["erm_branch"] == "semantic" and rows[2.0]["bo_eps_g"] == 0.0 and rows[2.0]["relative_excess"] is None
+    assert rows[0.3]["bo_eps_g"] == pytest.approx(bo[0.3]) and 0 < rows[0.3]["bo_eps_g"] < 2e-3
+    assert out["closest"]["alpha"] == 2.0 and out["closest"]["excess_over_eps_lin"] == pytest.approx(0.7)
+    assert out["below_bo"] == []
+    bad = erm_against_bayes(_theory({"positional": [{"alpha": 0.3, "eps_g": 1e-4, "e_t": 1.0}]}), params)
+    assert bad["below_bo"] == [0.3]
+
+
+def test_a_small_plan_runs_and_renders():
+    plan = AmpPlan(ModelParams(omega=0.3), alphas=(0.4,), ds=(200, 300), seeds=(0, 1, 2))
+    amp = run_amp_plan(plan, extrapolate)
+    assert len(amp["runs"]) == 6 and [r["d"] for r in amp["rows"]] == [200, 300]
+    assert all(0 < r["se_q0"] < 1 for r in amp["rows"])
+    erm = erm_against_bayes(_theory({"positional": [{"alpha": 0.4, "eps_g": 3.3e-3, "e_t": 1.0}]}), plan.params)
+    text = "\n".join(markdown_lines({"amp": amp, "erm": erm}))
+    assert "## The Bayes-optimal estimator" in text and "| 0.4 | 300 |" in text and "comes closest" in text

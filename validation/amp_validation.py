@@ -1,0 +1,195 @@
+"""AMP at finite d against the Bayes-optimal state evolution, and ERM against the Bayes-optimal test error: the
+``validate`` report's Bayes-optimal section (docs/bayes-optimal.md, docs/validation.md).
+
+AMP (validation/amp.py, one run = ``simulate --algorithm amp``) at every (alpha, d, seed) of an :class:`AmpPlan`;
+per (alpha, d) the mean of |m| = |Qhat . Q*| / d over the seeds with its standard error se = std / sqrt(n), and
+its distance to the state evolution's q0 = m0 at alpha (the uninformative branch, the one AMP's state evolution
+follows) in standard errors, z = (mean - q0) / se.  Per alpha the finite-size trend is the weighted fit
+mean(d) = a + b / sqrt(d) (:func:`attnphase.validation.campaign.extrapolate`); a point agrees when |z| <= 2 at the
+largest d, or when the fit's d -> infinity value a is within 2 of its standard errors of q0 (the finite-size
+trend explains the gap).
+
+ERM against BO: at every alpha of the validation's theory curves (ERM's global minimum: the lower-e_t of the
+semantic and positional global-prox records), the excess eps_g(ERM) - eps_g(BO) in units of eps_lin and relative
+to eps_g(BO), and the smallest excess over the grid (docs/model.md section 4: both in the same units).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from attnphase.numerics.se.bayes import BayesModel, bayes_eps_g, solve_bayes
+from attnphase.theory.params import ModelParams
+
+from .amp import AmpConfig
+from .amp_run import AmpSpec, run_amp
+
+#: Standard errors within which AMP agrees with the state evolution.
+AGREE_Z = 2.0
+
+
+@dataclass(frozen=True)
+class AmpPlan:
+    """The AMP runs of ``validate``: every (alpha, d, seed) with one AMP configuration, on one model."""
+
+    params: ModelParams
+    alphas: tuple[float, ...]
+    ds: tuple[int, ...]
+    seeds: tuple[int, ...]
+    amp: AmpConfig = field(default_factory=lambda: AmpConfig(max_iter=1000))
+    device: str = "cpu"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"alphas": list(self.alphas), "ds": list(self.ds), "seeds": list(self.seeds), "max_iter": self.amp.max_iter,
+                "tol": self.amp.tol, "damping": self.amp.damping, "init_scale": self.amp.init_scale}
+
+
+def amp_plan(params: ModelParams, quick: bool = False, seeds: int | None = None, device: str = "cpu") -> AmpPlan:
+    """The default plan: between alpha_WR and 1/L (where AMP's overlap is neither 0 nor 1) and one alpha above
+    1/L, at d = 500, 1000, 2000, 8 seeds (quick: d = 200, 400, 4 seeds, two alphas).  Omega is set to 0.3 where
+    the model's is 1 (the fields are revealed for omega < 1; AMP does not depend on omega otherwise)."""
+    p = params if params.omega < 1.0 else params.replace(omega=0.3)
+    L = p.L
+    wr = 1.0 / (L * (L + 1))
+    inside = (0.35, 0.65) if quick else (0.25, 0.4, 0.55, 0.7, 0.85)
+    alphas = tuple(round(wr + f * (1.0 / L - wr), 4) for f in inside) + (() if quick else (round(1.2 / L, 4),))
+    ds = (200, 400) if quick else (500, 1000, 2000)
+    n = seeds if seeds is not None else (4 if quick else 8)
+    return AmpPlan(p, alphas, ds, tuple(range(n)), device=device)
+
+
+def _stats(x: Sequence[float]) -> tuple[float, float]:
+    a = np.asarray(x, dtype=float)
+    return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else math.nan
+
+
+def amp_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (alpha, d): n, mean |m|, std, se, the state evolution's q0, z, runs converged (module doc)."""
+    rows = []
+    for key in sorted({(r["alpha"], r["d"]) for r in runs}):
+        group = [r for r in runs if (r["alpha"], r["d"]) == key]
+        mean, std = _stats([abs(r["m"]) for r in group])
+        se = std / math.sqrt(len(group))
+        q0 = group[0]["se_q0"]
+        z = (mean - q0) / se if se > 0 else (0.0 if mean == q0 else math.inf)
+        rows.append({"alpha": key[0], "d": key[1], "n": len(group), "mean_abs_m": mean, "std": std, "se": se,
+                     "se_q0": q0, "z": z, "converged": sum(bool(r["converged"]) for r in group),
+                     "near_zero": sum(abs(r["m"]) < 0.25 * q0 for r in group)})
+    return rows
+
+
+#: A finite-size fit: (ds, means, stds, ns) -> {"a", "b", "a_se"} (``validate``'s
+#: :func:`attnphase.validation.campaign.extrapolate`, a + b / sqrt(d)).
+Fit = Callable[[Sequence[int], Sequence[float], Sequence[float], Sequence[int]], dict[str, float]]
+
+
+def amp_trends(rows: Sequence[dict[str, Any]], fit: Fit) -> list[dict[str, Any]]:
+    """Per alpha: the finite-size fit a + b / sqrt(d) (``fit``) and the verdict (module doc)."""
+    extrapolate = fit
+    out = []
+    for alpha in sorted({r["alpha"] for r in rows}):
+        rs = sorted((r for r in rows if r["alpha"] == alpha), key=lambda r: r["d"])
+        last = rs[-1]
+        fit = None
+        if len(rs) >= 2 and all(math.isfinite(r["std"]) for r in rs):
+            fit = extrapolate([r["d"] for r in rs], [r["mean_abs_m"] for r in rs], [r["std"] for r in rs],
+                              [r["n"] for r in rs])
+        q0 = last["se_q0"]
+        at_d = abs(last["z"]) <= AGREE_Z
+        trend = fit is not None and fit["a_se"] > 0 and abs(fit["a"] - q0) <= AGREE_Z * fit["a_se"]
+        verdict = (f"agrees at d = {last['d']}" if at_d else
+                   "agrees after the finite-size trend" if trend else "disagrees")
+        out.append({"alpha": alpha, "se_q0": q0, "d_max": last["d"], "z_at_d_max": last["z"],
+                    "fit_a": None if fit is None else fit["a"], "fit_b": None if fit is None else fit["b"],
+                    "fit_a_se": None if fit is None else fit["a_se"], "verdict": verdict})
+    return out
+
+
+def run_amp_plan(plan: AmpPlan, fit: Fit, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Every run of ``plan`` (in this process) and its rows and trends (``fit``: the finite-size fit);
+    ``seconds`` wall, ``cpu_seconds``."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    runs = []
+    for alpha in plan.alphas:
+        for d in plan.ds:
+            for s in plan.seeds:
+                r = run_amp(AmpSpec(d=d, alpha=alpha, seed=s, params=plan.params, amp=plan.amp, device=plan.device))
+                runs.append({"alpha": alpha, "d": d, "seed": s, "m": r.m, "q": r.q, "iterations": r.iterations,
+                             "converged": r.converged, "status": r.status, "se_q0": r.se_q0, "seconds": r.seconds})
+            if progress is not None:
+                progress(f"AMP: alpha = {alpha:g}, d = {d}: {len(plan.seeds)} runs")
+    rows = amp_rows(runs)
+    return {"plan": plan.to_dict(), "runs": runs, "rows": rows, "trends": amp_trends(rows, fit),
+            "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0}
+
+
+def erm_against_bayes(theory: dict[str, Any], params: ModelParams) -> dict[str, Any]:
+    """ERM's global minimum (the validation theory's global-prox curves, lower e_t) against the BO eps_g at every
+    alpha of the curves (module doc); ``closest``: the row of the smallest excess in units of eps_lin."""
+    model = BayesModel.of(params)
+    omega, lin = float(theory["omega"]), float(theory["eps_lin"])
+    recs: dict[float, list[dict]] = {}
+    for key, curve in theory["curves"].items():
+        branch, prox = key.split("/")
+        if prox != "global":
+            continue
+        for r in curve["records"]:
+            if r.get("converged") and r.get("branch") == branch:
+                recs.setdefault(float(r["alpha"]), []).append(r)
+    rows = []
+    for alpha in sorted(recs):
+        best = min(recs[alpha], key=lambda r: r["e_t"])
+        bo = bayes_eps_g(model, omega, solve_bayes(model, alpha, "informative").q0)
+        excess = best["eps_g"] - bo
+        rows.append({"alpha": alpha, "erm_branch": best["branch"], "erm_eps_g": best["eps_g"], "bo_eps_g": bo,
+                     "excess_over_eps_lin": excess / lin, "relative_excess": excess / bo if bo > 0 else None})
+    closest = min(rows, key=lambda r: r["excess_over_eps_lin"]) if rows else None
+    return {"omega": omega, "eps_lin": lin, "rows": rows, "closest": closest,
+            "below_bo": [r["alpha"] for r in rows if r["excess_over_eps_lin"] < 0]}
+
+
+def markdown_lines(section: dict[str, Any]) -> list[str]:
+    """The report's section: AMP against the BO state evolution, then ERM against BO."""
+    amp, erm = section["amp"], section["erm"]
+    plan = amp["plan"]
+    lines = ["", "## The Bayes-optimal estimator: AMP and ERM against it", "",
+             f"AMP (`simulate --algorithm amp`: GAMP on the same data generator, damping {plan['damping']}, at most "
+             f"{plan['max_iter']} iterations, tolerance {plan['tol']:g}) at d = {', '.join(map(str, plan['ds']))}, "
+             f"{len(plan['seeds'])} seeds per point ({len(amp['runs'])} runs, {amp['seconds']:.0f} s wall, "
+             f"{amp['cpu_seconds']:.0f} s CPU), against the Bayes-optimal state evolution's q0 at the same alpha. "
+             f"mean |m| +- its standard error; z = (mean - q0) / se; a point agrees when |z| <= {AGREE_Z:g} at the "
+             "largest d or when the fit a + b/sqrt(d) puts its d -> infinity value within 2 of its standard errors "
+             "of q0. 'near 0': runs that ended at |m| < q0 / 4.", "",
+             "| alpha | d | mean abs(m) | SE q0 | z | converged | near 0 |", "|---|---|---|---|---|---|---|"]
+    for r in amp["rows"]:
+        lines.append(f"| {r['alpha']:.4g} | {r['d']} | {r['mean_abs_m']:.4f} +- {r['se']:.4f} | {r['se_q0']:.4f} | "
+                     f"{r['z']:+.2f} | {r['converged']} of {r['n']} | {r['near_zero']} |")
+    lines += ["", "| alpha | SE q0 | fit d -> inf | verdict |", "|---|---|---|---|"]
+    for t in amp["trends"]:
+        fit = "-" if t["fit_a"] is None else f"{t['fit_a']:.4f} +- {t['fit_a_se']:.4f}"
+        lines.append(f"| {t['alpha']:.4g} | {t['se_q0']:.4f} | {fit} | {t['verdict']} |")
+    c = erm["closest"]
+    lines += ["", f"ERM's global minimum against the Bayes-optimal test error at omega = {erm['omega']:g} (the "
+              f"validation's theory curves; excess eps_g(ERM) - eps_g(BO) in units of eps_lin = {erm['eps_lin']:.5g}):", "",
+              "| alpha | ERM branch | eps_g ERM | eps_g BO | excess / eps_lin | excess / eps_g BO |", "|---|---|---|---|---|---|"]
+    for r in erm["rows"]:
+        rel = "-" if r["relative_excess"] is None else f"{100 * r['relative_excess']:.0f} %"
+        lines.append(f"| {r['alpha']:.4g} | {r['erm_branch']} | {r['erm_eps_g']:.5g} | {r['bo_eps_g']:.5g} | "
+                     f"{100 * r['excess_over_eps_lin']:.1f} % | {rel} |")
+    if c is not None:
+        lines += ["", f"ERM's global minimum comes closest to the Bayes-optimal error at alpha = {c['alpha']:.4g}: "
+                  f"{100 * c['excess_over_eps_lin']:.1f} % of eps_lin above it"
+                  + (f" ({100 * c['relative_excess']:.0f} % of the BO error)." if c["relative_excess"] is not None else
+                     " (the BO error is 0 there: perfect recovery).")
+                  + ("" if not erm["below_bo"] else f" Below the BO error at alpha = {erm['below_bo']}: impossible for a correct bound, the numerics need checking.")]
+    return lines
+
+
+__all__ = ["AGREE_Z", "AmpPlan", "Fit", "amp_plan", "amp_rows", "amp_trends", "erm_against_bayes", "markdown_lines",
+           "run_amp_plan"]
