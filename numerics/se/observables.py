@@ -17,7 +17,7 @@ import numpy as np
 
 from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
 from attnphase.numerics.quadrature.rules import gauss_hermite_1d
-from attnphase.theory.baseline import eps_lin_cov, eps_lin_from_moments
+from attnphase.theory.baseline import eps_lin_cov, eps_lin_from_moments, softmax_centred
 from attnphase.theory.free_entropy import free_entropy
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
@@ -45,9 +45,9 @@ class Observables:
     E_M: float = float("nan")
 
 
-def _teacher_softmax(params: ModelParams, order: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(weights, s) of s = softmax_row(h* h*^T) on a tensor Gauss-Hermite grid of the teacher fields:
-    h*_l ~ N(0, sigma_l^2 rho0) iid, or, for a whitened correlated-token model, h* = B v*, v* ~ N(0, rho0 I)."""
+def _teacher_fields(params: ModelParams, order: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(weights, h*) of a tensor Gauss-Hermite grid of the teacher fields: h*_l ~ N(0, sigma_l^2 rho0) iid, or,
+    for a whitened correlated-token model, h* = B v*, v* ~ N(0, rho0 I)."""
     L = params.L
     n = order or _EPS_LIN_ORDER.get(L, 12)
     x, w = _EPS_LIN_NODES[L] if n == _EPS_LIN_ORDER.get(L) else gauss_hermite_1d(n)
@@ -58,7 +58,13 @@ def _teacher_softmax(params: ModelParams, order: int | None = None) -> tuple[np.
     hstar = z * np.sqrt(params.sigma2 * params.rho0)
     if params.mixing is not None:
         hstar = hstar @ params.mixing_array.T
-    return wt, get_kernels(L).attention(hstar)  # softmax_row(h* h*^T)
+    return wt, hstar
+
+
+def _teacher_softmax(params: ModelParams, order: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(weights, s) of s = softmax_row(h* h*^T) on the grid of :func:`_teacher_fields`."""
+    wt, hstar = _teacher_fields(params, order)
+    return wt, get_kernels(params.L).attention(hstar)
 
 
 def softmax_teacher_moments(params: ModelParams, order: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -73,13 +79,14 @@ def eps_lin(params: ModelParams, order: int | None = None) -> float:
     """Test error of the linear positional baseline, docs/model.md section 5 (alpha-independent);
     for correlated tokens (whitened or not) eps_lin_C (:func:`attnphase.theory.baseline.eps_lin_cov`)."""
     params = se_params(params)
+    wt, hstar = _teacher_fields(params, order)
+    c = softmax_centred(wt, hstar)  # the moments of s - E[s]: its covariance without cancellation (theory.baseline)
+    mean = np.einsum("n,nij->ij", wt, c)
     if params.mixing is not None:
-        wt, s = _teacher_softmax(params, order)
         B = params.mixing_array
-        mean = np.einsum("n,nij->ij", wt, s)
-        cross = np.einsum("n,nlk,nlj->lkj", wt, s, s)
+        cross = np.einsum("n,nlk,nlj->lkj", wt, c, c)
         return eps_lin_cov(mean, cross, B @ B.T, params.omega)
-    mean, second = softmax_teacher_moments(params, order)
+    second = np.einsum("n,nij->ij", wt, c * c)
     return float(eps_lin_from_moments(mean, second, params.sigma2, params.omega))
 
 
