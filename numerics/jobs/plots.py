@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,10 +30,44 @@ SERIES = (
 )
 
 
+def why_empty(rows: Sequence, keys: Sequence[str]) -> str | None:
+    """Why a figure of ``rows`` has nothing to draw -- no row has a finite value of any of ``keys`` -- in the
+    rows' own words (a failed task's error, a search's note), at most three of them; None when it has."""
+    if any(math.isfinite(float(getattr(b, k, math.nan))) for b in rows for k in keys):
+        return None
+    said: list[str] = []
+    for b in rows:
+        for note in getattr(b, "notes", ()) or ():
+            line = f"omega = {b.omega:g}: {note}"
+            if note not in {n.split(": ", 1)[-1] for n in said}:
+                said.append(line)
+    more = len(said) - 3
+    lines = [textwrap.shorten(n, 110, placeholder=" ...") for n in said[:3]] + ([f"({more} more)"] if more > 0 else [])
+    head = f"nothing to draw: no boundary at any of the {len(rows)} omega{'s' if len(rows) != 1 else ''} of the run"
+    return "\n".join([head, *("\n".join(textwrap.wrap(n, 70)) for n in lines)])
+
+
+def empty_figure(path: str | Path, title: str, reason: str, xlabel: str, ylabel: str):
+    """A figure that says why it is empty (``reason``) instead of an empty plane; returns the Figure."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    ax.text(0.5, 0.5, reason, transform=ax.transAxes, ha="center", va="center", fontsize=10, wrap=True,
+            gid="why_empty")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return fig
+
+
 def plot_phase_diagram(
     rows: Sequence[Boundaries], path: str | Path, alpha_max: float, errors: Sequence[dict] | None = None
 ):
     """The (alpha, omega) plane: alpha_c, alpha_l and the branch ends, regions labelled; returns the Figure.
+    Where no row has a boundary (every task failed, or none was found) the figure says why (:func:`why_empty`).
 
     ``errors``: per row, ``<boundary>_err`` standard errors
     (:func:`attnphase.numerics.errors.quadrature_error.boundary_errors`).  At the plane's scale they are thinner
@@ -40,6 +75,10 @@ def plot_phase_diagram(
     (horizontal error bars with caps while there are fewer than DENSE_ROWS omegas), and in a second
     panel on the same omega axis, each boundary's standard error on a log scale.
     """
+    reason = why_empty(rows, [key for key, *_ in SERIES])
+    if reason is not None:
+        return empty_figure(path, "Phase diagram (global minimiser of the training loss)", reason,
+                            r"sample complexity $\alpha = n/d$", r"$\omega$ (weight of the positional teacher $A$)")
     om = np.array([b.omega for b in rows])
     dense = len(rows) >= DENSE_ROWS
     mark = (lambda m: "") if dense else (lambda m: m)

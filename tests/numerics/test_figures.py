@@ -192,3 +192,15 @@ def test_rank_diagram_shows_its_bracket_widths_on_a_log_panel(tmp_path) -> None:
     assert list(widths["width_semantic_end"].get_xdata()) == [0.03, 0.03] and wx.get_xscale() == "log"
     assert "width_alpha_c" not in widths  # alpha_c found nowhere: no width, and the panel says so
     assert any("alpha_c: not found" in t.get_text() for t in ax.texts)
+
+
+def test_phase_diagram_of_a_job_whose_every_task_failed_says_why(tmp_path) -> None:
+    rows = [Boundaries(omega=w, alpha_c=math.nan, alpha_l=math.nan, semantic_end=math.nan, positional_end=math.nan,
+                       notes=("task failed: ValueError: the proximal map diverged",)) for w in (0.2, 0.3)]
+    fig = plot_phase_diagram(rows, tmp_path / "pd.png", alpha_max=3.0, errors=_errors(rows))
+    assert (tmp_path / "pd.png").read_bytes()[:4] == b"\x89PNG"
+    (ax,) = fig.axes
+    assert len(ax.get_lines()) == 0 and len(ax.collections) == 0  # no empty plane with an axis around 0
+    (why,) = [t for t in ax.texts if t.get_gid() == "why_empty"]
+    assert "nothing to draw" in why.get_text() and "the proximal map diverged" in why.get_text()
+    assert why.get_text().count("proximal map diverged") == 1  # the same reason once, not once per omega
