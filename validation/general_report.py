@@ -76,7 +76,7 @@ def _theory_lines(ax: Any, theory: dict[str, Any], obs_by_branch: dict[str, str]
             mark_end(ax, at, color, label=f"{branch} branch ends")
 
 
-def _rank_theory_points(top: Any, bottom: Any, theory: dict[str, Any]) -> None:
+def _invariant_points(top: Any, bottom: Any, theory: dict[str, Any]) -> None:
     """The rank-r fixed points of a case: converged ones as points (semantic |theta|, positional |m|, mixed
     both; every branch's eps_g below), a solve that did not converge as 'nc' at its alpha (no number)."""
     for branch, (marker, color) in _RANK_STYLE.items():
@@ -121,7 +121,7 @@ def plot_general(summary: dict[str, Any], path: Path) -> None:
         top, bottom = axes[0, j], axes[1, j]
         th = case["theory"]
         if _is_rank(th):
-            _rank_theory_points(top, bottom, th)
+            _invariant_points(top, bottom, th)
         elif th is not None:
             _theory_lines(top, th, {"semantic": "theta", "positional": "m_norm"})
             _theory_lines(bottom, th, {"semantic": "eps_g", "positional": "eps_g"})
