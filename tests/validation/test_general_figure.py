@@ -1,0 +1,72 @@
+"""The general suite's figure (general_suite.png) shows what it draws: one legend for the figure that names every
+marker of every panel (the aligned-prox diamonds and a rank-r case's points included, wherever they first appear),
+and fonts a reader can read."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from attnphase.validation.general_report import plot_general  # noqa: E402
+
+
+def _records(branch, values):
+    return [{"alpha": a, "converged": True, "branch": branch, "theta": v, "m_norm": v, "eps_g": 1e-3 * (2 - v)}
+            for a, v in values]
+
+
+def _rows(alphas, aligned):
+    out = []
+    for init in ("semantic", "positional"):
+        for a in alphas:
+            row = {"init": init, "alpha": a, "abs_theta_mean": 0.3 * a, "abs_theta_std": 0.01, "m_norm_mean": 0.2,
+                   "m_norm_std": 0.005, "eps_g_mean": 2e-3 / a, "eps_g_std": 1e-5}
+            if aligned:
+                row["aligned"] = {"exists": True, "alpha": a, "abs_theta": 0.31 * a, "m_norm": 0.21, "eps_g": 2e-3 / a}
+            out.append(row)
+    return out
+
+
+def _summary():
+    theory = {"curves": {"semantic/global": {"records": _records("semantic", [(1.0, 0.3), (1.5, 0.45), (2.0, 0.6)]),
+                                             "end": 0.9},
+                         "positional/global": {"records": _records("positional", [(1.0, 0.2), (1.5, 0.21)]), "end": 1.7}},
+              "eps_lin": 2e-3}
+    rank = {"kind": "rank", "eps_lin": 2e-3, "points": [
+        {"requested": b, "alpha": 1.5, "converged": True, "abs_theta": 0.4, "m_norm": 0.2, "eps_g": 1e-3}
+        for b in ("semantic", "positional", "mixed")]}
+    cases = [
+        {"key": "a", "title": "L = 3", "theory": theory, "landmark": 1.2, "rows": _rows((1.0, 1.5, 2.0), aligned=False)},
+        {"key": "b", "title": "correlated tokens", "theory": theory, "landmark": 1.2,
+         "rows": _rows((1.0, 1.5, 2.0), aligned=True)},
+        {"key": "d", "title": "rank 2", "theory": rank, "landmark": float("nan"), "rows": _rows((1.5,), aligned=False)},
+    ]
+    return {"cases": cases, "plan": {"d": 200}}
+
+
+def test_one_legend_names_every_marker_of_every_panel(tmp_path):
+    import matplotlib.pyplot as plt
+
+    captured = {}
+    real = plt.Figure.savefig
+
+    def keep(fig, *args, **kwargs):
+        captured["fig"] = fig
+        return real(fig, *args, **kwargs)
+
+    plt.Figure.savefig = keep
+    try:
+        plot_general(_summary(), tmp_path / "general_suite.png")
+    finally:
+        plt.Figure.savefig = real
+    fig = captured["fig"]
+    assert (tmp_path / "general_suite.png").read_bytes()[:4] == b"\x89PNG"
+    (legend,) = fig.legends
+    named = {t.get_text() for t in legend.get_texts()}
+    drawn = {lab for ax in fig.axes for lab in ax.get_legend_handles_labels()[1]}
+    assert drawn <= named, drawn - named
+    assert {"SE aligned prox, semantic", "SE mixed"} <= named  # drawn only in the second and third cases' panels
+    assert all(ax.get_legend() is None for ax in fig.axes)  # no per-panel legend hiding the others' markers
+    assert min(t.get_fontsize() for t in legend.get_texts()) >= 8
+    assert min(ax.title.get_fontsize() for ax in fig.axes) >= 8
