@@ -25,7 +25,7 @@ from typing import Any
 from .branch_segments import drawn_end, existing_segments
 from .agreement import REL_TOL
 from .basin_theory import aligned_verdict
-from .plots import mark_end
+from .plots import mark_end, tiny_bars
 from .report import _convergence_lines, _jsonable
 
 _STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1")}
@@ -154,7 +154,9 @@ def plot_general(summary: dict[str, Any], path: Path) -> None:
                             yerr=[r["eps_g_std"] for r in rows], fmt=marker, color=color, mfc="none", capsize=2,
                             label=f"GD, {init} start")
         _aligned_points(top, bottom, case["rows"])
-        top.set_title(f"({case['key']}) {case['title']}", fontsize=9)
+        top_note = tiny_bars(top, [r.get(f"{o}_std") for r in case["rows"] for o in ("abs_theta", "m_norm")])
+        top.set_title(f"({case['key']}) {case['title']}" + (f"\n{top_note}" if top_note else ""), fontsize=9)
+        bottom.set_title(tiny_bars(bottom, [r.get("eps_g_std") for r in case["rows"]]), fontsize=8)
         top.set_ylabel("|theta| (o), |m| (s)" if _is_rank(th) else "|theta| (semantic), |m| (positional)", fontsize=9)
         bottom.set_ylabel("eps_g", fontsize=9)
         for ax in (top, bottom):

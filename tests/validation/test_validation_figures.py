@@ -1,6 +1,7 @@
-"""The general suite's figure (general_suite.png) shows what it draws: one legend for the figure that names every
-marker of every panel (the aligned-prox diamonds and a rank-r case's points included, wherever they first appear),
-and fonts a reader can read."""
+"""The validation figures show what they draw: general_suite.png has one legend for the figure that names every
+marker of every panel (the aligned-prox diamonds and a rank-r case's points included, wherever they first appear);
+fig2_alpha_sweep.png and general_suite.png say, in the panel, where the GD error bars are hidden by their markers
+(with the largest bar's size); fonts a reader can read."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 from attnphase.validation.general_report import plot_general  # noqa: E402
+from attnphase.validation.plots import plot_alpha_sweep  # noqa: E402
 
 
 def _records(branch, values):
@@ -45,7 +47,8 @@ def _summary():
     return {"cases": cases, "plan": {"d": 200}}
 
 
-def test_one_legend_names_every_marker_of_every_panel(tmp_path):
+def _drawn(plot, summary, path):
+    """The Figure ``plot`` saves (the validation's plotting functions return none)."""
     import matplotlib.pyplot as plt
 
     captured = {}
@@ -57,10 +60,14 @@ def test_one_legend_names_every_marker_of_every_panel(tmp_path):
 
     plt.Figure.savefig = keep
     try:
-        plot_general(_summary(), tmp_path / "general_suite.png")
+        plot(summary, path)
     finally:
         plt.Figure.savefig = real
-    fig = captured["fig"]
+    return captured["fig"]
+
+
+def test_one_legend_names_every_marker_of_every_panel(tmp_path):
+    fig = _drawn(plot_general, _summary(), tmp_path / "general_suite.png")
     assert (tmp_path / "general_suite.png").read_bytes()[:4] == b"\x89PNG"
     (legend,) = fig.legends
     named = {t.get_text() for t in legend.get_texts()}
@@ -70,3 +77,25 @@ def test_one_legend_names_every_marker_of_every_panel(tmp_path):
     assert all(ax.get_legend() is None for ax in fig.axes)  # no per-panel legend hiding the others' markers
     assert min(t.get_fontsize() for t in legend.get_texts()) >= 8
     assert min(ax.title.get_fontsize() for ax in fig.axes) >= 8
+    assert "bars within the markers (largest 1e-05)" in fig.axes[3].get_title()  # eps_g: std 1e-5 on a 1e-3 scale
+
+
+def _sweep_summary():
+    alphas = (0.5, 1.0, 1.5, 2.0)
+    curves = {"semantic/global": {"records": _records("semantic", [(a, 0.1 + 0.25 * a) for a in alphas]), "end": 0.4}}
+    theory = {"omega": 0.3, "eps_lin": 2e-3, "alpha_c": {"global": 1.26}, "alpha_l": {"global": 1.49}, "curves": curves}
+    sweep = [{"init": i, "alpha": a, "abs_m_mean": 0.2, "abs_m_std": 0.02, "abs_theta_mean": 0.1 + 0.25 * a,
+              "abs_theta_std": 0.05, "eps_g_mean": 4e-3 / a, "eps_g_std": 2e-6}
+             for i in ("semantic", "positional", "random") for a in alphas]
+    delta = [{"alpha": a, "theory": {"global": 1e-4 * (1.26 - a), "local": None}, "delta_e_t_mean": 1e-4 * (1.26 - a),
+              "delta_e_t_std": 1e-5} for a in alphas]
+    return {"theory": theory, "sweep": sweep, "delta_e_t": delta, "plan": {"d": 200}}
+
+
+def test_alpha_sweep_says_where_its_error_bars_hide_behind_the_markers(tmp_path):
+    fig = _drawn(plot_alpha_sweep, _sweep_summary(), tmp_path / "fig2.png")
+    m, theta, eps_g, delta = fig.axes
+    assert eps_g.get_title(loc="left") == "GD +- std: bars within the markers (largest 2e-06)"
+    assert theta.get_title(loc="left") == "" and delta.get_title(loc="left") == ""  # bars a reader sees: no note
+    assert min(t.get_fontsize() for ax in (m, delta) for t in ax.get_legend().get_texts()) >= 8
+    assert "GD (paired seeds)" in [t.get_text() for t in delta.get_legend().get_texts()]
