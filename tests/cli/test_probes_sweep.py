@@ -15,3 +15,23 @@ def test_an_overflowing_teacher_norm_is_a_failure_that_says_overflow(capsys):
     assert code == 1
     assert err[-1].startswith("attnphase: failed: while solving the state evolution: floating-point overflow")
     assert "(34," not in err[-1] and "Traceback" not in "\n".join(err)
+
+
+@pytest.mark.parametrize("argv", [
+    ["sweep", "--omega", "0.3", "--alpha", "1:1:3"],
+    ["sweep", "--omega", "0.3", "--alpha", "1,2,1"],
+    ["phase-diagram", "--omega", "0.3,0.3"],
+    ["scan", "--lam", "0.01,0.01,0.02", "--omega", "0.3"],
+])
+def test_a_grid_point_given_twice_is_refused(argv, capsys, tmp_path):
+    """A repeated grid value was computed twice and made the dataset's coordinate non-monotonic (not CF)."""
+    code = main([*argv, "--out", str(tmp_path / "o"), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "values must be distinct" in err[0], err
+    assert err[0].startswith(f"attnphase: error: {argv[3] if argv[0] == 'sweep' else argv[1]}")
+    assert not (tmp_path / "o").exists()
+
+
+def test_per_token_values_may_repeat(capsys):
+    code = main(["solve", "--alpha", "2", "--sigma", "0.5,0.5", "--quadrature", "gh6", "--error-estimate", "0", "--json"])
+    assert code == 0, capsys.readouterr().err
