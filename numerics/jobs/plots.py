@@ -167,11 +167,15 @@ def plot_branch_curves(
             pts = sorted(pts, key=lambda p: p.alpha)
         return np.array([p.alpha for p in pts]), np.array([p.record[key] for p in pts])
 
+    def empty(ax, why: str) -> None:
+        ax.text(0.5, 0.5, why, transform=ax.transAxes, ha="center", va="center", fontsize=9, color="0.3",
+                gid="why_empty")
+
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
     ax = axes[0, 0]
     for sw, c in ((sem, "tab:blue"), (pos, "tab:red")):
         a, y = arr(sw, "eps_g")
-        ax.plot(a, y, "o-", color=c, ms=3, label=sw.branch)
+        ax.plot(a, y, "o-", color=c, ms=3, label=sw.branch if a.size else None)
     ax.axhline(eps_lin, color="tab:green", ls="--", label=r"$\epsilon_{lin}$")
     ax.set_ylabel(r"test error $\epsilon_g$")
     def to_bifurcation(ax, sw: BranchSweep, a: np.ndarray, y: np.ndarray, color: str) -> None:
@@ -184,13 +188,17 @@ def plot_branch_curves(
 
     ax = axes[0, 1]
     a, y = arr(pos, "m")
-    ax.plot(a, y, "o-", color="tab:red", ms=3, label="positional m")
+    ax.plot(a, y, "o-", color="tab:red", ms=3, label="positional m" if a.size else None)
     to_bifurcation(ax, pos, a, y, "tab:red")
+    if not a.size:
+        empty(ax, "no positional point in the alpha range")
     ax.set_ylabel(r"positional overlap $m$")
     ax = axes[1, 0]
     a, y = arr(sem, "theta")
-    ax.plot(a, y, "o-", color="tab:blue", ms=3, label=r"semantic $\theta$")
+    ax.plot(a, y, "o-", color="tab:blue", ms=3, label=r"semantic $\theta$" if a.size else None)
     to_bifurcation(ax, sem, a, np.abs(y), "tab:blue")
+    if not a.size:
+        empty(ax, "no semantic point in the alpha range")
     ax.set_ylabel(r"semantic overlap $\theta = Q\cdot Q^*/d$")
     ax = axes[1, 1]
     sa = np.array([p.alpha for p in sem.on_branch()])
@@ -201,6 +209,8 @@ def plot_branch_curves(
     if common:
         d = [se[sa.tolist().index(x)] - pe[pa.tolist().index(x)] for x in common]
         ax.plot(common, d, "o-", color="k", ms=3)
+    else:
+        empty(ax, "no alpha of the grid where both branches exist")
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_ylabel(r"$\Delta e_t = e_t^{sem} - e_t^{pos}$")
     for ax in axes.flat:
@@ -214,7 +224,8 @@ def plot_branch_curves(
             ax.axvline(alpha_l, color="tab:green", ls=":", lw=1, label=rf"$\alpha_l$={alpha_l:.3f}")
         ax.set_xlabel(r"$\alpha$")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[1]:
+            ax.legend(fontsize=8)
         if alpha_max is not None:
             ax.set_xlim(0, alpha_max)
     fig.suptitle(title)

@@ -204,3 +204,26 @@ def test_phase_diagram_of_a_job_whose_every_task_failed_says_why(tmp_path) -> No
     (why,) = [t for t in ax.texts if t.get_gid() == "why_empty"]
     assert "nothing to draw" in why.get_text() and "the proximal map diverged" in why.get_text()
     assert why.get_text().count("proximal map diverged") == 1  # the same reason once, not once per omega
+
+
+def test_curves_figure_says_which_panels_have_nothing_to_draw(tmp_path, branches) -> None:
+    """At a grid where the semantic branch does not exist, its panels and Delta e_t say so (no empty legend box,
+    no matplotlib warning); the positional branch is still drawn."""
+    import warnings
+
+    from attnphase.numerics import sweep
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.theory.params import ModelParams
+
+    sem = sweep(ModelParams(omega=0.3), [0.1], "semantic", config=SolverConfig(quadrature="gh6"))
+    assert not sem.on_branch()
+    _, pos, _ = branches
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = plot_branch_curves(sem, pos, 2e-3, math.nan, math.nan, tmp_path / "curves.png", title="t", alpha_max=2.6)
+    eps, m_panel, theta, delta = fig.axes
+    why = {i: [t.get_text() for t in ax.texts if t.get_gid() == "why_empty"] for i, ax in enumerate(fig.axes)}
+    assert why[2] == ["no semantic point in the alpha range"] and why[3] == ["no alpha of the grid where both branches exist"]
+    assert why[0] == why[1] == []
+    assert theta.get_legend() is None and delta.get_legend() is None
+    assert [t.get_text() for t in eps.get_legend().get_texts()][:1] == ["positional"]  # no entry for the empty semantic
