@@ -9,12 +9,20 @@ import pytest
 from attnphase.cli import main
 
 
-def test_an_overflowing_teacher_norm_is_a_failure_that_says_overflow(capsys):
-    code = main(["solve", "--alpha", "2", "--rho0", "1e300", "--quadrature", "gh6", "--error-estimate", "0"])
+def test_an_overflow_in_a_computation_says_overflow_not_an_errno_pair():
+    from attnphase import work
+
+    line = work.failure_message("solving the state evolution", OverflowError(34, "Numerical result out of range"))
+    assert line.startswith("attnphase: failed: while solving the state evolution: floating-point overflow "
+                           "(Numerical result out of range)") and "(34," not in line
+
+
+@pytest.mark.parametrize("rho0", ["1e-300", "1e300"])
+def test_a_teacher_norm_double_precision_cannot_square_is_refused(rho0, capsys):
+    """rho0 = 1e-300 failed inside the solve (th0^2 underflowed against q0 rho0), rho0 = 1e300 overflowed."""
+    code = main(["solve", "--alpha", "2", "--rho0", rho0, "--quadrature", "gh6", "--error-estimate", "0"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 1
-    assert err[-1].startswith("attnphase: failed: while solving the state evolution: floating-point overflow")
-    assert "(34," not in err[-1] and "Traceback" not in "\n".join(err)
+    assert code == 2 and len(err) == 1 and err[0].startswith("attnphase: error: --rho0: rho0 (teacher norm) must lie in")
 
 
 @pytest.mark.parametrize("argv", [
