@@ -99,3 +99,18 @@ def test_alpha_sweep_says_where_its_error_bars_hide_behind_the_markers(tmp_path)
     assert theta.get_title(loc="left") == "" and delta.get_title(loc="left") == ""  # bars a reader sees: no note
     assert min(t.get_fontsize() for ax in (m, delta) for t in ax.get_legend().get_texts()) >= 8
     assert "GD (paired seeds)" in [t.get_text() for t in delta.get_legend().get_texts()]
+
+
+def test_alpha_sweep_with_no_data_says_why_in_each_panel(tmp_path):
+    import warnings
+
+    summary = {"theory": {"omega": 0.3, "eps_lin": 2e-3, "alpha_c": {}, "alpha_l": {}, "curves": {}}, "sweep": [],
+               "delta_e_t": [], "plan": {"d": 200}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib's "No artists with labels found to put in legend"
+        fig = _drawn(plot_alpha_sweep, summary, tmp_path / "fig2.png")
+    for ax in fig.axes:
+        (why,) = [t.get_text() for t in ax.texts if t.get_gid() == "why_empty"]
+        assert why.startswith(("nothing to draw", "no paired GD runs"))
+    assert fig.axes[0].get_legend() is None and fig.axes[3].get_legend() is None
+    assert "alpha_c = not found" in fig._suptitle.get_text()
