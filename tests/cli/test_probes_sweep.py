@@ -43,3 +43,13 @@ def test_a_grid_point_given_twice_is_refused(argv, capsys, tmp_path):
 def test_per_token_values_may_repeat(capsys):
     code = main(["solve", "--alpha", "2", "--sigma", "0.5,0.5", "--quadrature", "gh6", "--error-estimate", "0", "--json"])
     assert code == 0, capsys.readouterr().err
+
+
+def test_a_rerun_of_another_model_over_the_same_file_names_says_it_replaced_them(tmp_path, capsys):
+    out = str(tmp_path / "s")
+    common = ["sweep", "--omega", "0.3", "--alpha", "1.5,2", "--quadrature", "gh6", "--quiet", "--out", out]
+    assert main(common) == 0
+    capsys.readouterr()
+    assert main([*common, "--lam", "0.02"]) == 0
+    err = capsys.readouterr().err
+    assert "held an earlier sweep_semantic job (lam=0.01 -> 0.02); this run's files replace its files" in err, err
