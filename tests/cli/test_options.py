@@ -234,8 +234,8 @@ def test_error_estimate_sets_the_blocks_or_switches_error_bars_off(command: str)
 @pytest.mark.parametrize("option, value, needle", [
     ("--quadrature", "simpson", "--quadrature: unknown quadrature"),
     ("--bifurcation-quadrature", "gh", "--bifurcation-quadrature: unknown quadrature"),
-    ("--tol", "2", "--tol must lie in (0, 1e-06]"),
-    ("--tol", "0.01", "--tol must lie in (0, 1e-06]"),
+    ("--tol", "2", "--tol must lie in [1e-14, 1e-06]"),
+    ("--tol", "0.01", "--tol must lie in [1e-14, 1e-06]"),
 ])
 def test_a_bad_solver_option_is_one_line_naming_it(option, value, needle, capsys) -> None:
     assert main(["solve", "--alpha", "1", option, value]) == 2

@@ -53,3 +53,20 @@ def test_a_rerun_of_another_model_over_the_same_file_names_says_it_replaced_them
     assert main([*common, "--lam", "0.02"]) == 0
     err = capsys.readouterr().err
     assert "held an earlier sweep_semantic job (lam=0.01 -> 0.02); this run's files replace its files" in err, err
+
+
+@pytest.mark.parametrize("tol", ["1e-300", "1e-15"])
+def test_a_tol_below_the_residuals_round_off_is_refused(tol, capsys):
+    """At --tol 1e-300 every re-solve of the error estimate missed the tolerance: "no fixed point", exit 1, though
+    the point exists (its residual stops at a few 1e-16)."""
+    code = main(["solve", "--alpha", "2", "--tol", tol])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"attnphase: error: --tol {tol}") and "[1e-14, 1e-06]" in err[0]
+
+
+def test_the_tightest_tol_taken_converges_with_error_bars(capsys):
+    import json
+
+    assert main(["solve", "--alpha", "2", "--tol", "1e-14", "--quadrature", "sobol8:4", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["converged"] and rec["residual"] <= 1e-14 and rec["err_q"] > 0
