@@ -434,7 +434,7 @@ def test_scheduler_must_be_an_address(value: str, capsys) -> None:
     (["--omega", "0.3"], "exactly one of --lam, --rho0, --L, --sigma"),
     (["--lam", "0.01,0.1", "--L", "2,3"], "got 2 (--lam, --L)"),
     (["--L", "2,2.5"], "--L values must be integers"),
-    (["--lam", "0.01,0.01"], "--lam: the scanned values must differ"),
+    (["--lam", "0.01,0.01"], "--lam values must be distinct"),
     (["--lam", "0.01,-1"], "--lam: lam (ridge penalty lambda) must be >= 0"),
     (["--L", "2,3", "--A", "0.6,0.4;0.4,0.6"], "--A"),
 ])
