@@ -102,6 +102,12 @@ def plot_rank_diagram(rows: Sequence[RankBoundaries], path: Path):
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullFormatter
 
+    from attnphase.numerics.jobs.plots import empty_figure, why_empty
+
+    keys = ["alpha_c", "alpha_l"] + [f"{br}_end" for br in rank_branches(rows[0].r)]
+    if not any(math.isfinite(float(b.row()[k])) for b in rows for k in keys):  # every task failed, or nothing found
+        return empty_figure(path, f"rank r = {rows[0].r}, r* = {rows[0].r_star}", why_empty(rows, ["alpha_c"]),
+                            r"$\alpha$", r"$\omega$")
     fig, (ax, wx, bx) = plt.subplots(1, 3, figsize=(14, 5.4), gridspec_kw={"width_ratios": [2.2, 1, 2.2]})
     wx.sharey(ax)
     om = np.array([b.omega for b in rows])

@@ -227,3 +227,19 @@ def test_curves_figure_says_which_panels_have_nothing_to_draw(tmp_path, branches
     assert why[0] == why[1] == []
     assert theta.get_legend() is None and delta.get_legend() is None
     assert [t.get_text() for t in eps.get_legend().get_texts()][:1] == ["positional"]  # no entry for the empty semantic
+
+
+def test_rank_diagram_of_a_job_whose_every_task_failed_says_why(tmp_path) -> None:
+    import warnings
+
+    from attnphase.numerics.jobs.rank_report import failed_row, plot_rank_diagram
+    from attnphase.theory.params import ModelParams
+
+    rows = [failed_row(ModelParams(omega=w, r=2), "ValueError: the proximal map diverged") for w in (0.2, 0.3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "No artists with labels found to put in legend"
+        fig = plot_rank_diagram(rows, tmp_path / "rank.png")
+    (ax,) = fig.axes
+    (why,) = [t.get_text() for t in ax.texts if t.get_gid() == "why_empty"]
+    assert "nothing to draw" in why and "task failed: ValueError: the proximal map diverged" in why
+    assert "not found in the alpha range" not in why  # they failed: not "not found"
