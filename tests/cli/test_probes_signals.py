@@ -19,6 +19,8 @@ import attnphase
 from attnphase import interrupts
 
 ROOT = Path(attnphase.__file__).resolve().parent.parent
+#: A command that runs for a minute (a census), stopped within its first 1.5 s.
+LONG = ["census", "--alpha", "1.25", "--omega", "0.3", "--quadrature", "gh6", "--error-estimate", "0", "--json"]
 STOP = {signal.SIGINT: (130, "attnphase: interrupted"), signal.SIGTERM: (143, "attnphase: terminated (SIGTERM)")}
 
 
@@ -31,10 +33,10 @@ def _project_frames(err: str) -> list[str]:
 @pytest.fixture
 def entry(monkeypatch):
     """``attnphase.__main__`` imported as the console script does (it makes the process a command: its signal
-    handlers and ``sys.excepthook``), with this process's own restored afterwards."""
+    handlers, ``sys.excepthook`` and ``sys.unraisablehook``), with this process's own restored afterwards."""
     monkeypatch.setattr(interrupts, "_ARRIVED", [])
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, *interrupts.TERMINATING)}
-    hook = sys.excepthook
+    hook, unraisable = sys.excepthook, sys.unraisablehook
     import attnphase.__main__ as module
 
     module.interrupts.handle_from_start()  # as on the first import
@@ -43,7 +45,7 @@ def entry(monkeypatch):
     yield module
     for s, old in saved.items():
         signal.signal(s, old)
-    sys.excepthook = hook
+    sys.excepthook, sys.unraisablehook = hook, unraisable
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -53,7 +55,7 @@ def test_signal_in_the_first_instants_is_the_stop_or_the_default_action(sig, tmp
     # the first ~100 ms finely (the interpreter's start, then the entry module), then later instants (a loaded
     # machine starts slower)
     for delay in [i / 1000 for i in range(0, 100, 8)] + [0.15, 0.25, 0.4, 0.6, 1.0, 1.5]:
-        proc = subprocess.Popen([sys.executable, "-m", "attnphase", "solve", "--alpha", "2", "--json"], cwd=tmp_path,
+        proc = subprocess.Popen([sys.executable, "-m", "attnphase", *LONG], cwd=tmp_path,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         time.sleep(delay)
