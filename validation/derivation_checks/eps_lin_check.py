@@ -37,8 +37,9 @@ def check_eps_lin(ctx: Context) -> CheckResult:
     expm1_everywhere = 2 * x_max**2 * float(np.max(p.sigma2)) * p.rho0 <= 1
     roundoff = (n * n + 16 * p.L) * U + (0.0 if expm1_everywhere else 8 * n * n * U * scale / val)
     trunc = abs(finer / val - 1)
-    r.tolerance_from = (f"summation round-off bound over {n}^2 nodes of the centred moments + order {n} vs "
-                        f"{n + n // 2} difference; reference at {ctx.sizes.mp_dps} + {lost} digits (its cancellation)")
+    r.tolerance_from = (f"summation round-off bound over {n}^2 nodes of the centred moments + the difference to "
+                        f"order {n + n // 2} (eps_lin refines its order from {n} until two agree to 1e-8); "
+                        f"reference at {ctx.sizes.mp_dps} + {lost} digits (its cancellation)")
     r.details = {"double": val, "double (finer order)": finer, "mpmath": mpmath.nstr(ref, ctx.sizes.mp_dps),
                  "order": n, "round-off bound (relative)": roundoff, "truncation estimate (relative)": trunc}
     return _worst(r, {"relative error": (err, roundoff + trunc)}, "relative")
