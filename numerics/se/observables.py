@@ -89,7 +89,7 @@ def eps_lin(params: ModelParams, order: int | None = None) -> float:
 
     ``order``: the Gauss--Hermite order per dimension; None: the default order, refined until the next order
     agrees to EPS_LIN_RTOL (a strong teacher, rho0 sigma^2 >~ 1, sharpens the softmax: at rho0 = 30 the default
-    order was 0.7 % off), the converged order's value returned; once per model (cached).  Where even the
+    order alone is 0.7 % off), the converged order's value returned; once per model (cached).  Where even the
     largest order does not converge, a warning says how far apart the last two are."""
     if order is not None:
         return _eps_lin_at(params, order)

@@ -101,7 +101,7 @@ def test_an_import_error_without_a_signal_is_not_hidden(entry, monkeypatch):
 @pytest.mark.parametrize(("sig", "stop"), [(signal.SIGTERM, interrupts.Terminated), (signal.SIGINT, KeyboardInterrupt)])
 def test_a_stop_that_lands_in_a_c_callback_is_sent_again_not_dropped(entry, sig, stop, capsys):
     """numba's compiler (llvmlite) calls back into Python; a stop raised there is printed and dropped by Python
-    ("Exception ignored on calling ctypes callback function") and the command ran on as if never asked to stop."""
+    ("Exception ignored on calling ctypes callback function") and the command would run on as if never asked to stop."""
     import ctypes
 
     def callback() -> None:

@@ -1,5 +1,4 @@
-"""Probes of the same kinds as the earlier break-it lists, on every command: extreme model values, odd numbers
-for numeric options, reruns and output modes.  Each asserts the answer a user must get: a one-line error naming
+"""Probes of every command: extreme model values, odd numbers for numeric options, reruns and output modes.  Each asserts the answer a user must get: a one-line error naming
 the option (exit 2), a one-line failure that says what happened (exit 1), never a traceback or a raw errno."""
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ def test_an_overflow_in_a_computation_says_overflow_not_an_errno_pair():
 
 @pytest.mark.parametrize("rho0", ["1e-300", "1e300"])
 def test_a_teacher_norm_double_precision_cannot_square_is_refused(rho0, capsys):
-    """rho0 = 1e-300 failed inside the solve (th0^2 underflowed against q0 rho0), rho0 = 1e300 overflowed."""
+    """At rho0 = 1e-300 th0^2 underflows against q0 rho0 inside the solve; at rho0 = 1e300 the solve overflows."""
     code = main(["solve", "--alpha", "2", "--rho0", rho0, "--quadrature", "gh6", "--error-estimate", "0"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("attnphase: error: --rho0: rho0 (teacher norm) must lie in")
@@ -32,7 +31,7 @@ def test_a_teacher_norm_double_precision_cannot_square_is_refused(rho0, capsys):
     ["scan", "--lam", "0.01,0.01,0.02", "--omega", "0.3"],
 ])
 def test_a_grid_point_given_twice_is_refused(argv, capsys, tmp_path):
-    """A repeated grid value was computed twice and made the dataset's coordinate non-monotonic (not CF)."""
+    """A repeated grid value would be computed twice and make the dataset's coordinate non-monotonic (not CF)."""
     code = main([*argv, "--out", str(tmp_path / "o"), "--quiet"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "values must be distinct" in err[0], err

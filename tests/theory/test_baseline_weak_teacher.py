@@ -46,7 +46,7 @@ def test_eps_lin_at_the_default_teacher_is_unchanged():
 
 
 def test_eps_lin_of_a_strong_teacher_refines_its_quadrature():
-    """rho0 sigma^2 >~ 1 sharpens the softmax: at rho0 = 5 the default order was 8e-7 off, at 10 7e-5, at 30 0.7 %."""
+    """rho0 sigma^2 >~ 1 sharpens the softmax: the default order alone is 8e-7 off at rho0 = 5, 7e-5 at 10, 0.7 % at 30."""
     p = ModelParams(omega=0.3, rho0=5.0)
     ref = float(eps_lin_mp(p, dps=20))
     assert math.isclose(eps_lin(p), ref, rel_tol=1e-8)
