@@ -1,28 +1,42 @@
 """``python -m attnphase`` and the ``attnphase`` console script: the command, interruptible from its first instant.
 
-The command's modules are imported, and its options parsed, inside :func:`run`, so a Ctrl-C or SIGTERM that
-arrives while they load is the same one-line stop as one that arrives later (exit code 130, or 128 + the
-signal's number), not a traceback through the import machinery.
+The first thing this module does is make the process a command (:func:`attnphase.interrupts.handle_from_start`,
+the standard library only): from then on a Ctrl-C, SIGTERM or SIGHUP is the one-line stop (exit code 130, or
+128 + the signal's number) wherever it lands -- while this module loads, while the command's modules and numpy
+load (an ``ImportError`` that numpy makes of a Ctrl-C is the stop it was), while options are parsed or the
+command runs.  Before it, the interpreter's own start-up runs (Python's default actions).
 """
 
 import sys
 
 
+def _stop_at_top_level(kind: type, value: BaseException, tb: object) -> None:
+    """``sys.excepthook`` from this module's first line: a signal that lands while the module loads is the stop."""
+    from attnphase import interrupts
+
+    interrupts.stop_at_top_level(kind, value, tb)
+
+
+sys.excepthook = _stop_at_top_level
+
+from attnphase import interrupts  # noqa: E402 - after the hook: a Ctrl-C while it loads is the stop
+
+interrupts.handle_from_start()
+
+
 def run() -> int:
     """Import the command and run it (:func:`attnphase.cli.main`); returns its exit code."""
     try:
-        from attnphase.interrupts import Terminated, handling_termination, stopped
-    except KeyboardInterrupt:
-        print("attnphase: interrupted", file=sys.stderr)
-        return 130
-    try:
-        with handling_termination():
+        with interrupts.handling_termination():
             from attnphase.cli import main
 
             return main()
-    except (KeyboardInterrupt, Terminated) as exc:
-        return stopped(exc)
+    except BaseException as exc:
+        stop = interrupts.as_stop(exc)
+        if stop is None:
+            raise
+        return interrupts.stopped(stop)
 
 
 if __name__ == "__main__":
-    raise SystemExit(run())
+    sys.exit(run())

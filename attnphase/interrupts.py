@@ -5,6 +5,10 @@
   (:func:`handling_termination`), so every ``finally`` and context manager of the command runs: the local
   cluster is closed, the staging folder removed, a temporary file unlinked.  The command's exit code is
   ``128 + signal number`` (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP).
+* Every signal that arrives while :func:`handling_termination` (or :func:`handle_from_start`) holds is
+  recorded (:func:`arrived`): a C extension that turns the ``KeyboardInterrupt`` raised inside it into another
+  exception (numpy's import makes an ``ImportError`` of a Ctrl-C that lands while it loads) still ends the
+  command as the stop it was, never a traceback.
 * :func:`deferred` holds both back over a stretch that cannot be cut cleanly (starting or closing a local
   Dask cluster, moving the finished outputs into ``--out DIR``): a signal that arrives there is raised
   when the stretch ends.
@@ -50,8 +54,35 @@ def stopped(exc: BaseException) -> int:
     return 130
 
 
+#: The signals that arrived while this module's handlers held, first first.
+_ARRIVED: list[int] = []
+
+
 def _raise_terminated(signum: int, frame: object) -> None:
+    _ARRIVED.append(signum)
     raise Terminated(signum)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    """Python's own SIGINT action (``KeyboardInterrupt``), the signal recorded."""
+    _ARRIVED.append(signum)
+    raise KeyboardInterrupt
+
+
+def arrived() -> int | None:
+    """The first signal recorded by this module's handlers (SIGINT, SIGTERM, SIGHUP), or None."""
+    return _ARRIVED[0] if _ARRIVED else None
+
+
+def as_stop(exc: BaseException) -> BaseException | None:
+    """The stop ``exc`` stands for: itself if it is one (``KeyboardInterrupt``, :class:`Terminated`); the
+    recorded signal's stop if one arrived (the exception is then what a C extension made of it); None otherwise."""
+    if isinstance(exc, (KeyboardInterrupt, Terminated)):
+        return exc
+    signum = arrived()
+    if signum is None or isinstance(exc, SystemExit):
+        return None
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
 
 
 def _install(signals: tuple, handler: object) -> dict:
@@ -77,11 +108,67 @@ def handling_termination() -> Iterator[None]:
         yield
         return
     previous = _install(TERMINATING, _raise_terminated)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # Ctrl-C recorded, as it arrives
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_interrupt)
     try:
         yield
     finally:
         for s, old in previous.items():
             signal.signal(s, old)
+
+
+def stop_at_top_level(kind: type, value: BaseException, tb: object) -> None:
+    """``sys.excepthook`` of the console command: a stop that reaches the top level (a signal in the instant
+    before :func:`attnphase.__main__.run` takes over) is its one line and exit code; anything else the default."""
+    stop = as_stop(value)
+    if stop is None:
+        sys.__excepthook__(kind, value, tb)
+        return
+    code = stopped(stop)
+    sys.stderr.flush()
+    sys.stdout.flush()
+    import os
+
+    os._exit(code)
+
+
+def _redeliver(unraisable: object) -> None:
+    """``sys.unraisablehook`` of the console command: a stop raised where Python can only print and drop it (inside
+    a C library's callback into Python -- numba's compiler calls back while it compiles) is sent again as the
+    signal it came from, and so raised at the next point that can take it, with no traceback; anything else goes to
+    the previous hook."""
+    exc = getattr(unraisable, "exc_value", None)
+    if isinstance(exc, (KeyboardInterrupt, Terminated)):
+        import os
+        import time
+
+        signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+
+        def send() -> None:  # from a thread, once this hook has returned (a handler run inside it is dropped too)
+            time.sleep(0.01)
+            os.kill(os.getpid(), signum)
+
+        threading.Thread(target=send, daemon=True, name="attnphase-redeliver").start()
+        return
+    _PREVIOUS_UNRAISABLE_HOOK(unraisable)
+
+
+_PREVIOUS_UNRAISABLE_HOOK = sys.unraisablehook
+
+
+def handle_from_start() -> None:
+    """Make the running process a command from this instant: SIGTERM and SIGHUP raise :class:`Terminated`,
+    SIGINT raises ``KeyboardInterrupt``, both recorded, and one that escapes to the top level is the one-line
+    stop (``sys.excepthook``).  Called once, first thing, by the console command (:mod:`attnphase.__main__`);
+    never by a library import.  A stop that lands in a C library's callback, where Python drops exceptions, is
+    sent again (``sys.unraisablehook``) until it reaches the command's code."""
+    if not _in_main_thread():
+        return
+    sys.unraisablehook = _redeliver
+    _install(TERMINATING, _raise_terminated)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _raise_interrupt)
+    sys.excepthook = stop_at_top_level
 
 
 @contextlib.contextmanager

@@ -51,11 +51,13 @@ _RANGE_EXAMPLE = "e.g. 2, 0.5,1,2 or 0.5:2:16"
 
 # --- numbers and ranges -----------------------------------------------------------------------
 
-def parse_values(text: str, option: str, *, positive: bool = False) -> list[float]:
+def parse_values(text: str, option: str, *, positive: bool = False, distinct: bool = True) -> list[float]:
     """Values of a numeric list option: ``NUMBER``, ``a,b,c`` or ``START:STOP:NUM`` (or a comma list of those).
 
     ``START:STOP:NUM`` is NUM evenly spaced values with both ends included (numpy's linspace).
-    ``positive``: every value must be > 0.  ValueError (one line, naming ``option``) otherwise.
+    ``positive``: every value must be > 0; ``distinct``: no value twice (a grid's coordinate: a point given twice
+    would be computed twice and make the dataset's coordinate non-monotonic).  ValueError (one line, naming
+    ``option``) otherwise.
     """
     values: list[float] = []
     bad = ValueError(f"{option} must be {RANGE_SYNTAX}; {_RANGE_EXAMPLE}; got {text!r}")
@@ -85,6 +87,9 @@ def parse_values(text: str, option: str, *, positive: bool = False) -> list[floa
         raise ValueError(f"{option} values must be finite numbers, got {text!r}")
     if positive and min(values) <= 0:
         raise ValueError(f"{option} values must be > 0, got {text!r}")
+    if distinct and len(set(values)) < len(values):
+        twice = next(v for i, v in enumerate(values) if v in values[:i])
+        raise ValueError(f"{option} values must be distinct (a grid point given twice: {twice:g}), got {text!r}")
     return values
 
 
@@ -223,7 +228,7 @@ def _matrix(text: str | None, option: str) -> Any:
 
 
 def _sigma(text: str) -> float | tuple[float, ...]:
-    vals = parse_values(text, "--sigma")
+    vals = parse_values(text, "--sigma", distinct=False)  # per-token values may repeat
     return vals[0] if len(vals) == 1 else tuple(vals)
 
 

@@ -123,7 +123,7 @@ def add_solver_options(p: argparse.ArgumentParser) -> None:
         f"(default {d['branch_end']})",
     )
     g.add_argument("--tol", type=float, default=None, metavar="TOL",
-                   help=f"fixed-point residual tolerance, in (0, 1e-6]: far below the quadrature error "
+                   help=f"fixed-point residual tolerance, in [1e-14, 1e-6]: far below the quadrature error, above round-off "
                    f"(default {d['tol']:g})")
 
 
@@ -146,14 +146,15 @@ def config_from_args(args: argparse.Namespace):
     ``--e-t-quadrature none`` and ``--alpha-c-quadrature none`` give None.  A bad value is a
     ValueError naming its option.
     """
-    from attnphase.numerics.config import MAX_TOL, SolverConfig
+    from attnphase.numerics.config import MAX_TOL, MIN_TOL, SolverConfig
 
     changes = _solver_changes(args)
-    if "tol" in changes and not (0 < changes["tol"][1] <= MAX_TOL):
+    if "tol" in changes and not (MIN_TOL <= changes["tol"][1] <= MAX_TOL):
         # a looser residual moves the fixed point by more than its error bar (tol 0.9: q 0.729 for 0.459),
         # and the bars themselves come out 0 (numerics.config.MAX_TOL)
         raise ValueError(f"--tol {changes['tol'][1]:g}: the fixed-point residual must lie far below the quadrature "
-                         f"error: --tol must lie in (0, {MAX_TOL:g}] (default {SOLVER_DEFAULTS['tol']:g})")
+                         f"error and above its round-off: --tol must lie in [{MIN_TOL:g}, {MAX_TOL:g}] "
+                         f"(default {SOLVER_DEFAULTS['tol']:g})")
     for field, (option, value) in changes.items():  # each option alone first: the error names it
         try:
             SolverConfig(**{field: value})

@@ -41,6 +41,9 @@ def reset() -> None:
 def failure_message(what: str, exc: BaseException) -> str:
     """The one line printed for an error raised while computing ``what`` (exit code 1)."""
     msg = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, OverflowError):  # math's (errno, strerror) pair or numpy's text: say what it means
+        said = exc.args[1] if len(exc.args) == 2 and isinstance(exc.args[0], int) else msg
+        msg = f"floating-point overflow ({said}): a number beyond double precision (an extreme model value?)"
     return f"attnphase: failed: while {what}: {msg} (a failure of the computation, not of the input)"
 
 

@@ -50,6 +50,10 @@ BRANCH_END_STRATEGIES = ("bifurcation", "trace")
 #: tiers), is below tol: at tol = 0.01 every bar was 0.0.  1e-6 keeps the solver's error a hundred times
 #: below the precise tier's bars (at alpha = 2, omega = 0.3 the overlaps at tol 1e-6 and 1e-10 agree to 6 digits).
 MAX_TOL = 1e-6
+#: The tightest tol the command takes: the residual is a relative step of the state-evolution map, whose round-off
+#: floor is a few 1e-16 (2.4e-15 at alpha = 2, omega = 0.3 on the default rule); a tol below it is never met: at
+#: tol = 1e-300 every re-solve of the error estimate misses it and the solve reports "no fixed point" though one exists.
+MIN_TOL = 1e-14
 
 #: Environment variable that, when set, overrides ``backend="auto"`` (``numpy``, ``numba`` or ``torch``).
 BACKEND_ENV = "ATTNPHASE_PROX_BACKEND"

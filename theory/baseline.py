@@ -13,6 +13,12 @@ definite) by the same B = E[T], so
     eps_lin_C = 1/2 (1 - omega)^2 sum_l sum_{k,k'} C[k,k'] Cov(s[l,k], s[l,k']),   h* ~ N(0, rho0 C)
 
 (:func:`eps_lin_cov`; C = diag(sigma^2) gives eps_lin).
+
+Both depend on the moments of s only through its covariance, which a shift of s leaves unchanged: they are
+evaluated with the moments of the centred s - E[s] (:func:`softmax_centred`), never as E[s^2] - E[s]^2 of s
+itself, which cancels catastrophically for a weak teacher (rho0 -> 0: s -> 1/L, Var(s) = O(rho0^2) against
+E[s^2] ~ 1/L^2 -- at rho0 = 1e-12 the difference is pure round-off).  The deviation s - 1/L is taken from
+expm1 of the logit differences where they are small, so it keeps its relative precision however weak the teacher.
 """
 
 from __future__ import annotations
@@ -90,6 +96,31 @@ def eps_lin_from_moments(mean_soft: ArrayLike, mean_soft_sq: ArrayLike, sigma2: 
     shape = np.broadcast_shapes(Es.shape[:-2], Es2.shape[:-2], sigma2.shape[:-1], omega.shape)
     out = np.broadcast_to(np.asarray(val, dtype=float), shape).copy()
     return out[()] if shape == () else out
+
+
+def softmax_minus_uniform(z: ArrayLike) -> np.ndarray:
+    """s - 1/L for s = softmax over the last axis of the logits z (..., L), to relative round-off.
+
+    With D_k = sum_j expm1(z_j - z_k): s_k = 1 / (L + D_k), so s_k - 1/L = -D_k / (L (L + D_k)); where a
+    difference exceeds 1 in size (no cancellation left to avoid, and expm1 could overflow) the max-shifted
+    softmax minus 1/L is used instead.
+    """
+    z = np.asarray(z, float)
+    L = z.shape[-1]
+    diff = z[..., None, :] - z[..., :, None]  # [..., k, j] = z_j - z_k
+    small = np.all(np.abs(diff) <= 1.0, axis=(-2, -1))
+    D = np.sum(np.expm1(np.where(small[..., None, None], diff, 0.0)), axis=-1)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    direct = e / e.sum(axis=-1, keepdims=True) - 1.0 / L
+    return np.where(small[..., None], -D / (L * (L + D)), direct)
+
+
+def softmax_centred(weights: ArrayLike, hstar: ArrayLike) -> np.ndarray:
+    """s - E[s] at each node of a quadrature (``weights`` (n,), summing to 1) of the teacher fields ``hstar``
+    (n, L): s = softmax_row(h* h*^T), (n, L, L); computed as (s - 1/L) - E[s - 1/L] (:func:`softmax_minus_uniform`)."""
+    w, h = np.asarray(weights, float), np.asarray(hstar, float)
+    dev = softmax_minus_uniform(h[:, :, None] * h[:, None, :])
+    return dev - np.einsum("n,nij->ij", w, dev)
 
 
 def eps_lin_cov(mean_soft: ArrayLike, cross_soft: ArrayLike, C: ArrayLike, omega: float) -> float:

@@ -78,6 +78,9 @@ def parse_matrix(text: str) -> Matrix:
     return tuple(tuple(r) for r in rows)
 
 
+#: The teacher norms whose square (the scale of th0^2 and q0 rho0) is a normal double with room to spare.
+RHO0_RANGE = (1e-150, 1e150)
+
 @dataclass(frozen=True)
 class ModelParams:
     """Parameters of the attention model and its teacher.
@@ -90,7 +93,7 @@ class ModelParams:
         A: row-stochastic positional part of the teacher's attention.
         omega: mixing weight of A in T(h*) = (1 - omega) softmax(h* h*^T) + omega A, in [0, 1].
         lam: ridge penalty lambda >= 0 in R(Q) = ... + (lambda / 2) |Q|_F^2.
-        rho0: teacher norm: Q*^T Q* / d = rho0 I_{r*}, rho0 > 0.
+        rho0: teacher norm: Q*^T Q* / d = rho0 I_{r*}, rho0 in RHO0_RANGE (its square a normal double).
         r: student rank, Q in R^{d x r} (r = 1: the scalar-overlap state evolution; r >= 2: the matrix-overlap
             one of docs/model.md section 7, numerics/rank_*.py).
         r_star: teacher rank r*, Q* in R^{d x r*} (likewise).
@@ -199,6 +202,10 @@ class ModelParams:
             raise ValueError(f"lam (ridge penalty lambda) must be >= 0, got {self.lam}")
         if self.rho0 <= 0:
             raise ValueError(f"rho0 (teacher norm) must be > 0, got {self.rho0}")
+        if not RHO0_RANGE[0] <= self.rho0 <= RHO0_RANGE[1]:
+            raise ValueError(f"rho0 (teacher norm) must lie in [{RHO0_RANGE[0]:g}, {RHO0_RANGE[1]:g}], got {self.rho0:g}: "
+                             "the state evolution compares th0^2 with q0 rho0 ~ rho0^2, which double precision "
+                             "cannot hold beyond")
 
     # --- array views -------------------------------------------------------
     @property

@@ -25,7 +25,7 @@ from typing import Any
 from .branch_segments import drawn_end, existing_segments
 from .agreement import REL_TOL
 from .basin_theory import aligned_verdict
-from .plots import mark_end
+from .plots import mark_end, tiny_bars
 from .report import _convergence_lines, _jsonable
 
 _STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1")}
@@ -76,7 +76,7 @@ def _theory_lines(ax: Any, theory: dict[str, Any], obs_by_branch: dict[str, str]
             mark_end(ax, at, color, label=f"{branch} branch ends")
 
 
-def _rank_theory_points(top: Any, bottom: Any, theory: dict[str, Any]) -> None:
+def _invariant_points(top: Any, bottom: Any, theory: dict[str, Any]) -> None:
     """The rank-r fixed points of a case: converged ones as points (semantic |theta|, positional |m|, mixed
     both; every branch's eps_g below), a solve that did not converge as 'nc' at its alpha (no number)."""
     for branch, (marker, color) in _RANK_STYLE.items():
@@ -108,6 +108,18 @@ def _aligned_points(top: Any, bottom: Any, rows: list[dict[str, Any]]) -> None:
                         mew=1.5, ls="none", label=f"SE aligned prox, {init}")
 
 
+def figure_legend_entries(axes: Any) -> tuple[list[Any], list[str]]:
+    """Every labelled artist of ``axes``, each label once (the first panel that draws it): one legend for the
+    figure, so a marker drawn only in a later panel (the aligned-prox diamonds, a rank-r case's points) is in it."""
+    handles, labels = [], []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    return handles, labels
+
+
 def _is_rank(theory: dict[str, Any] | None) -> bool:
     return theory is not None and theory.get("kind") == "rank"
 
@@ -121,7 +133,7 @@ def plot_general(summary: dict[str, Any], path: Path) -> None:
         top, bottom = axes[0, j], axes[1, j]
         th = case["theory"]
         if _is_rank(th):
-            _rank_theory_points(top, bottom, th)
+            _invariant_points(top, bottom, th)
         elif th is not None:
             _theory_lines(top, th, {"semantic": "theta", "positional": "m_norm"})
             _theory_lines(bottom, th, {"semantic": "eps_g", "positional": "eps_g"})
@@ -142,18 +154,20 @@ def plot_general(summary: dict[str, Any], path: Path) -> None:
                             yerr=[r["eps_g_std"] for r in rows], fmt=marker, color=color, mfc="none", capsize=2,
                             label=f"GD, {init} start")
         _aligned_points(top, bottom, case["rows"])
-        top.set_title(f"({case['key']}) {case['title']}", fontsize=8)
-        top.set_ylabel("|theta| (o), |m| (s)" if _is_rank(th) else "|theta| (semantic), |m| (positional)", fontsize=8)
-        bottom.set_ylabel("eps_g", fontsize=8)
+        top_note = tiny_bars(top, [r.get(f"{o}_std") for r in case["rows"] for o in ("abs_theta", "m_norm")])
+        top.set_title(f"({case['key']}) {case['title']}" + (f"\n{top_note}" if top_note else ""), fontsize=9)
+        bottom.set_title(tiny_bars(bottom, [r.get("eps_g_std") for r in case["rows"]]), fontsize=8)
+        top.set_ylabel("|theta| (o), |m| (s)" if _is_rank(th) else "|theta| (semantic), |m| (positional)", fontsize=9)
+        bottom.set_ylabel("eps_g", fontsize=9)
         for ax in (top, bottom):
-            ax.set_xlabel("alpha")
-            ax.tick_params(labelsize=7)
-        if j == 0 or (_is_rank(th) and not _is_rank(cases[j - 1]["theory"])):
-            top.legend(fontsize=6)
-            bottom.legend(fontsize=6)
+            ax.set_xlabel("alpha", fontsize=9)
+            ax.tick_params(labelsize=8)
+    handles, labels = figure_legend_entries(axes.flat)
+    ncol = max(1, min(len(labels), 2 * len(cases), 6))
     fig.suptitle(f"general model: GD at d = {summary['plan']['d']} vs theory (global prox); dotted: alpha_c, or "
-                 "the semantic end where there is none", fontsize=9)
-    fig.tight_layout()
+                 "the semantic end where there is none", fontsize=10)
+    fig.tight_layout(rect=(0, 0.035 * (1 + math.ceil(len(labels) / ncol)), 1, 1))
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False, markerscale=0.9)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 

@@ -14,7 +14,7 @@ map) over a grid for every case whose theory exists, then takes the largest grid
 the report says so.
 
 A case with r >= 2 or r* >= 2 (:func:`is_rank_case`) is compared with the rank-r state evolution
-(:mod:`attnphase.validation.rank_theory`): at each of its stated ``alphas`` (``alphas_note`` says why
+(:mod:`attnphase.validation.invariant_points`): at each of its stated ``alphas`` (``alphas_note`` says why
 those), the fixed point ``solve`` reaches from the start's branch (semantic start -> semantic
 branch, positional -> positional), by the same rotation invariants and rule, and beside it the mixed
 fixed point (one positional, one semantic direction), which the row's runs are also checked against
@@ -46,7 +46,7 @@ from .agreement import all_runs_converged, within_rule
 from .basin_theory import AlignedJob, aligned_config, aligned_task, has_aligned_theory
 from .branch_segments import exists_at
 from .experiments import SimResult, SimSpec, run_simulation
-from .rank_theory import RANK_THEORY_BRANCHES, RankTheory, RankTheoryJob, rank_config, rank_eps_lin, rank_theory_task
+from .invariant_points import POINT_BRANCHES, InvariantPoints, PointJob, point_config, teacher_eps_lin, point_task
 from .reference import TheoryAtOmega, TheorySettings
 from .suite_alphas import alphas_around, landmark
 from .training import TrainConfig
@@ -97,7 +97,7 @@ GENERAL_CASES: tuple[SuiteCase, ...] = (
 
 
 def is_rank_case(params: ModelParams) -> bool:
-    """A student or teacher rank above 1: the theory is the rank-r state evolution (rank_theory.py)."""
+    """A student or teacher rank above 1: the theory is the rank-r state evolution (invariant_points.py)."""
     return params.r > 1 or params.r_star > 1
 
 
@@ -189,14 +189,14 @@ def _value(r: SimResult, obs: str) -> float:
     return float(getattr(r, obs))
 
 
-def theory_point(theory: TheoryAtOmega | RankTheory | None, init: str, alpha: float) -> dict[str, Any] | None:
+def theory_point(theory: TheoryAtOmega | InvariantPoints | None, init: str, alpha: float) -> dict[str, Any] | None:
     """The theory's fixed point reached from ``init``'s start at ``alpha`` (global prox), or None.
 
     ``exists``: it is the start's branch (converged, its family, on the branch's side of its end); a point
     past the end (e.g. a noise-level theta below the semantic end) is still the fixed point the state
     evolution reaches from that start, and is compared as such (the report says which it is).  For a
-    rank-r theory: the ``solve`` point on the start's branch (:func:`attnphase.validation.rank_theory.rank_point`)."""
-    if isinstance(theory, RankTheory):
+    rank-r theory: the ``solve`` point on the start's branch (:func:`attnphase.validation.invariant_points.invariant_point`)."""
+    if isinstance(theory, InvariantPoints):
         return theory.point(alpha, init)
     if theory is None or (init, "global") not in theory.curves:
         return None
@@ -225,7 +225,7 @@ def _compare(row: dict[str, Any], th: dict[str, Any] | None, observables: tuple[
     return out
 
 
-def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega | RankTheory | None,
+def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega | InvariantPoints | None,
               mark: tuple[float, str], aligned: dict[tuple[float, str], dict[str, Any]] | None = None,
               ) -> list[dict[str, Any]]:
     """Mean and std over seeds per (alpha, init), the theory beside them and the verdict per compared observable;
@@ -247,7 +247,7 @@ def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega |
             v = np.array([_value(r, obs) for r in rs], dtype=float)
             row[f"{obs}_mean"], row[f"{obs}_std"] = float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
         row["agrees"] = _compare(row, row["theory"], COMPARED[init])
-        if isinstance(theory, RankTheory):
+        if isinstance(theory, InvariantPoints):
             mixed = theory.point(alpha, "mixed")
             row["mixed"] = mixed
             row["mixed_agrees"] = _compare(row, mixed if mixed is not None and mixed["exists"] else None,
@@ -285,9 +285,9 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
     with_theory = [c for c in plan.cases if not is_rank_case(c.params)]
     ranked = [c for c in plan.cases if is_rank_case(c.params)]
     jobs = [(c.params, plan.grid, ("global",), (), plan.theory) for c in with_theory]
-    rcfg = rank_config(plan.rank_quadrature)
-    rank_jobs = [(c.key, RankTheoryJob(c.params, float(a), b, rcfg)) for c in ranked for a in c.alphas
-                 for b in RANK_THEORY_BRANCHES]
+    rcfg = point_config(plan.rank_quadrature)
+    rank_jobs = [(c.key, PointJob(c.params, float(a), b, rcfg)) for c in ranked for a in c.alphas
+                 for b in POINT_BRANCHES]
     n_sims = len(plan.cases) * 2 * len(INITS) * len(plan.seeds)
     results: dict[str, list[SimResult]] = {}
     # the theory on the execution layer (kept in OUT/tasks: a rerun reuses it): one task per rank-1 case,
@@ -299,7 +299,7 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
 
     version = validation_version()
     store = store if store is not None else ResultStore(out_dir / "tasks")
-    tasks = [theory_task(j, version) for j in jobs] + [rank_theory_task(j, version) for _, j in rank_jobs]
+    tasks = [theory_task(j, version) for j in jobs] + [point_task(j, version) for _, j in rank_jobs]
     cached = sum(store.load(t.key) is not None for t in tasks)
     with TaskBar("general-suite theory", unit="task", quiet=not progress) as tbar:
         outs = run_tasks(tasks, executor=ExecutorSpec(workers=plan.theory_workers), store=store, version=version,
@@ -311,7 +311,7 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
     rank_outs = outs[len(jobs):]
     for c in ranked:
         points = {(j.alpha, j.branch): o.value for (key, j), o in zip(rank_jobs, rank_outs) if key == c.key}
-        theories[c.key] = RankTheory(points, rank_eps_lin(c.params, rcfg), rcfg.quadrature,
+        theories[c.key] = InvariantPoints(points, teacher_eps_lin(c.params, rcfg), rcfg.quadrature,
                                      sum(p["seconds"] for p in points.values()))
     marks: dict[str, tuple[float, str]] = {}
     alphas: dict[str, tuple[float, ...]] = {}

@@ -45,6 +45,28 @@ def mark_end(ax: Any, alpha: float, color: str, label: str | None = None) -> Non
     ax.axvline(alpha, ymin=0.0, ymax=0.08, color=color, lw=3, solid_capstyle="butt", label=label)
 
 
+#: A bar shorter than this fraction of the panel's height is hidden by its marker.
+TINY_BAR = 0.01
+
+
+def tiny_bars(ax: Any, stds: Any, what: str = "GD +- std") -> str:
+    """The note a panel needs when its largest error bar is hidden by its marker (under TINY_BAR of its y range),
+    with the bar's size, or "": a reader must not take an invisible bar for a missing one."""
+    vals = [float(v) for v in stds if v is not None and math.isfinite(float(v))]
+    if not vals:
+        return ""
+    lo, hi = ax.get_ylim()
+    return f"{what}: bars within the markers (largest {max(vals):.1g})" if max(vals) < TINY_BAR * abs(hi - lo) else ""
+
+
+def say_empty(ax: Any, why: str) -> None:
+    """Say in an empty panel why it is empty (never a blank frame a reader takes for a plotting error)."""
+    import textwrap
+
+    ax.text(0.5, 0.5, "\n".join(textwrap.wrap(why, 44)), transform=ax.transAxes, ha="center", va="center", fontsize=9,
+            color="0.3", gid="why_empty")
+
+
 def plot_theory_branch(ax: Any, theory: dict[str, Any], key: str, obs: str, color: str, ls: str, label: str,
                        absolute: bool = False) -> None:
     """One theory branch (``key`` = ``"branch/prox"``) drawn only where it exists, its end marked (a tick up
@@ -75,9 +97,11 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
                                   ("positional/global", ("C1", "-"), "positional, global prox"),
                                   ("positional/local", ("C1", ":"), "positional, local prox")):
             plot_theory_branch(ax, th, ckey, key, style[0], style[1], name, absolute=obs.startswith("abs_"))
+        if not ax.lines and not summary["sweep"]:
+            say_empty(ax, "nothing to draw: no theory branch exists on the grid and no GD run is summarised")
         if obs == "eps_g":
             line = ax.axhline(th["eps_lin"], color="C4", lw=1.2, ls="-", label="theory eps_lin")
-            ax.legend(handles=[line], fontsize=7, loc="upper right")
+            ax.legend(handles=[line], fontsize=8, loc="upper right")
         for init, (marker, color) in _INIT_STYLE.items():
             rows = sorted((r for r in summary["sweep"] if r["init"] == init), key=lambda r: r["alpha"])
             if rows:
@@ -86,6 +110,7 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
                             capsize=2, label=f"GD, {init} init")
         ax.set_xlabel("alpha")
         ax.set_ylabel(label)
+        ax.set_title(tiny_bars(ax, [r[f"{obs}_std"] for r in summary["sweep"]]), fontsize=8, loc="left")
     ax = axes.flat[3]
     for prox, ls in (("global", "-"), ("local", "--")):
         rows = [r for r in summary["delta_e_t"] if r["theory"][prox] is not None]
@@ -93,12 +118,16 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
             ax.plot([r["alpha"] for r in rows], [r["theory"][prox] for r in rows], color="k", ls=ls,
                     label=f"theory, {prox} prox")
     rows = summary["delta_e_t"]
-    ax.errorbar([r["alpha"] for r in rows], [r["delta_e_t_mean"] for r in rows],
-                yerr=[r["delta_e_t_std"] for r in rows], fmt="D", color="C3", mfc="none", capsize=2,
-                label="GD (paired seeds)")
+    if not rows:
+        say_empty(ax, "no paired GD runs (semantic and positional init at one seed) to compare")
+    else:
+        ax.errorbar([r["alpha"] for r in rows], [r["delta_e_t_mean"] for r in rows],
+                    yerr=[r["delta_e_t_std"] for r in rows], fmt="D", color="C3", mfc="none", capsize=2,
+                    label="GD (paired seeds)")
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xlabel("alpha")
     ax.set_ylabel("Delta e_t = e_t(sem) - e_t(pos)")
+    ax.set_title(tiny_bars(ax, [r["delta_e_t_std"] for r in rows]), fontsize=8, loc="left")
     for a in axes.flat:
         for prox, ls in (("global", ":"),):
             ac, al = _nan(th["alpha_c"].get(prox)), _nan(th["alpha_l"].get(prox))
@@ -106,11 +135,13 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
                 a.axvline(ac, color="grey", ls=ls, lw=1)
             if not math.isnan(al):
                 a.axvline(al, color="grey", ls="-.", lw=1)
-    axes.flat[0].legend(fontsize=7, loc="best")
-    axes.flat[3].legend(fontsize=7, loc="best")
+    for a in (axes.flat[0], axes.flat[3]):
+        if a.get_legend_handles_labels()[1]:
+            a.legend(fontsize=8, loc="best")
     ac, al = _nan(th["alpha_c"].get("global")), _nan(th["alpha_l"].get("global"))
     d = summary["plan"]["d"]
-    fig.suptitle(f"GD at d = {d} vs theory, omega = {th['omega']}: alpha_c = {ac:.3f} (dotted), alpha_l = {al:.3f} "
+    at = {k: "not found" if math.isnan(v) else f"{v:.3f}" for k, v in (("c", ac), ("l", al))}
+    fig.suptitle(f"GD at d = {d} vs theory, omega = {th['omega']}: alpha_c = {at['c']} (dotted), alpha_l = {at['l']} "
                  f"(dash-dot)\neach theory branch is drawn where it exists; a tick on the alpha axis marks where it ends", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

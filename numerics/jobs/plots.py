@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -73,12 +74,46 @@ def _bayes_lines(ax, bayes: dict, alpha_max: float) -> None:
         ax.axvline(a, color=BAYES_COLOR, ls=ls, lw=1.4, label=f"{label} {a:.4g}", gid=f"bayes_{key}")
 
 
+def why_empty(rows: Sequence, keys: Sequence[str]) -> str | None:
+    """Why a figure of ``rows`` has nothing to draw -- no row has a finite value of any of ``keys`` -- in the
+    rows' own words (a failed task's error, a search's note), at most three of them; None when it has."""
+    if any(math.isfinite(float(getattr(b, k, math.nan))) for b in rows for k in keys):
+        return None
+    said: list[str] = []
+    for b in rows:
+        for note in getattr(b, "notes", ()) or ():
+            line = f"omega = {b.omega:g}: {note}"
+            if note not in {n.split(": ", 1)[-1] for n in said}:
+                said.append(line)
+    more = len(said) - 3
+    lines = [textwrap.shorten(n, 110, placeholder=" ...") for n in said[:3]] + ([f"({more} more)"] if more > 0 else [])
+    head = f"nothing to draw: no boundary at any of the {len(rows)} omega{'s' if len(rows) != 1 else ''} of the run"
+    return "\n".join([head, *("\n".join(textwrap.wrap(n, 70)) for n in lines)])
+
+
+def empty_figure(path: str | Path, title: str, reason: str, xlabel: str, ylabel: str):
+    """A figure that says why it is empty (``reason``) instead of an empty plane; returns the Figure."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    ax.text(0.5, 0.5, reason, transform=ax.transAxes, ha="center", va="center", fontsize=10, wrap=True,
+            gid="why_empty")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return fig
+
+
 def plot_phase_diagram(
     rows: Sequence[Boundaries], path: str | Path, alpha_max: float, errors: Sequence[dict] | None = None,
     bayes: dict | None | bool = None,
 ):
     """The (alpha, omega) plane: alpha_c, alpha_l and the branch ends, regions labelled, with the Bayes-optimal
     thresholds (``bayes``: their dict; None: :func:`bayes_thresholds_of` the rows; False: none); returns the Figure.
+    Where no row has a boundary (every task failed, or none was found) the figure says why (:func:`why_empty`).
 
     ``errors``: per row, ``<boundary>_err`` standard errors
     (:func:`attnphase.numerics.errors.quadrature_error.boundary_errors`).  At the plane's scale they are thinner
@@ -86,6 +121,10 @@ def plot_phase_diagram(
     (horizontal error bars with caps while there are fewer than DENSE_ROWS omegas), and in a second
     panel on the same omega axis, each boundary's standard error on a log scale.
     """
+    reason = why_empty(rows, [key for key, *_ in SERIES])
+    if reason is not None:
+        return empty_figure(path, "Phase diagram (global minimiser of the training loss)", reason,
+                            r"sample complexity $\alpha = n/d$", r"$\omega$ (weight of the positional teacher $A$)")
     om = np.array([b.omega for b in rows])
     dense = len(rows) >= DENSE_ROWS
     mark = (lambda m: "") if dense else (lambda m: m)
@@ -178,11 +217,15 @@ def plot_branch_curves(
             pts = sorted(pts, key=lambda p: p.alpha)
         return np.array([p.alpha for p in pts]), np.array([p.record[key] for p in pts])
 
+    def empty(ax, why: str) -> None:
+        ax.text(0.5, 0.5, why, transform=ax.transAxes, ha="center", va="center", fontsize=9, color="0.3",
+                gid="why_empty")
+
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
     ax = axes[0, 0]
     for sw, c in ((sem, "tab:blue"), (pos, "tab:red")):
         a, y = arr(sw, "eps_g")
-        ax.plot(a, y, "o-", color=c, ms=3, label=sw.branch)
+        ax.plot(a, y, "o-", color=c, ms=3, label=sw.branch if a.size else None)
     ax.axhline(eps_lin, color="tab:green", ls="--", label=r"$\epsilon_{lin}$")
     ax.set_ylabel(r"test error $\epsilon_g$")
     def to_bifurcation(ax, sw: BranchSweep, a: np.ndarray, y: np.ndarray, color: str) -> None:
@@ -195,13 +238,17 @@ def plot_branch_curves(
 
     ax = axes[0, 1]
     a, y = arr(pos, "m")
-    ax.plot(a, y, "o-", color="tab:red", ms=3, label="positional m")
+    ax.plot(a, y, "o-", color="tab:red", ms=3, label="positional m" if a.size else None)
     to_bifurcation(ax, pos, a, y, "tab:red")
+    if not a.size:
+        empty(ax, "no positional point in the alpha range")
     ax.set_ylabel(r"positional overlap $m$")
     ax = axes[1, 0]
     a, y = arr(sem, "theta")
-    ax.plot(a, y, "o-", color="tab:blue", ms=3, label=r"semantic $\theta$")
+    ax.plot(a, y, "o-", color="tab:blue", ms=3, label=r"semantic $\theta$" if a.size else None)
     to_bifurcation(ax, sem, a, np.abs(y), "tab:blue")
+    if not a.size:
+        empty(ax, "no semantic point in the alpha range")
     ax.set_ylabel(r"semantic overlap $\theta = Q\cdot Q^*/d$")
     ax = axes[1, 1]
     sa = np.array([p.alpha for p in sem.on_branch()])
@@ -212,6 +259,8 @@ def plot_branch_curves(
     if common:
         d = [se[sa.tolist().index(x)] - pe[pa.tolist().index(x)] for x in common]
         ax.plot(common, d, "o-", color="k", ms=3)
+    else:
+        empty(ax, "no alpha of the grid where both branches exist")
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_ylabel(r"$\Delta e_t = e_t^{sem} - e_t^{pos}$")
     for ax in axes.flat:
@@ -225,7 +274,8 @@ def plot_branch_curves(
             ax.axvline(alpha_l, color="tab:green", ls=":", lw=1, label=rf"$\alpha_l$={alpha_l:.3f}")
         ax.set_xlabel(r"$\alpha$")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[1]:
+            ax.legend(fontsize=8)
         if alpha_max is not None:
             ax.set_xlim(0, alpha_max)
     fig.suptitle(title)
@@ -240,6 +290,10 @@ def plot_branch_diagram(rows: Sequence[Boundaries], path: str | Path):
     branch ends in the (alpha, omega) plane, error bars = bracket widths;
     middle: those bracket widths on a log scale (at the plane's scale a bar may be thinner than its marker);
     right: e_t of each branch minus the lowest one, over alpha, at the first omega.  Returns the Figure."""
+    keys = ["alpha_c", "alpha_l"] + [f"{br}_end" for br in model_branches(rows[0].r)]
+    if not any(math.isfinite(float(b.row()[k])) for b in rows for k in keys):  # every task failed, or nothing found
+        return empty_figure(path, f"rank r = {rows[0].r}, r* = {rows[0].r_star}", why_empty(rows, ["alpha_c"]),
+                            r"$\alpha$", r"$\omega$")
     fig, (ax, wx, bx) = plt.subplots(1, 3, figsize=(14, 5.4), gridspec_kw={"width_ratios": [2.2, 1, 2.2]})
     wx.sharey(ax)
     om = np.array([b.omega for b in rows])

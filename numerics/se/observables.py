@@ -12,13 +12,15 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
 from attnphase.numerics.quadrature.rules import gauss_hermite_1d
-from attnphase.theory.baseline import eps_lin_cov, eps_lin_from_moments
+from attnphase.theory.baseline import eps_lin_cov, eps_lin_from_moments, softmax_centred
 from attnphase.theory.free_entropy import free_entropy
 from attnphase.theory.kernels import get_kernels
 from attnphase.theory import matrix_channel as rk
@@ -47,9 +49,9 @@ class Observables:
     E_M: float = float("nan")
 
 
-def _teacher_softmax(params: ModelParams, order: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(weights, s) of s = softmax_row(h* h*^T) on a tensor Gauss-Hermite grid of the teacher fields:
-    h*_l ~ N(0, sigma_l^2 rho0) iid, or, for a whitened correlated-token model, h* = B v*, v* ~ N(0, rho0 I)."""
+def _teacher_fields(params: ModelParams, order: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(weights, h*) of a tensor Gauss-Hermite grid of the teacher fields: h*_l ~ N(0, sigma_l^2 rho0) iid, or,
+    for a whitened correlated-token model, h* = B v*, v* ~ N(0, rho0 I)."""
     L = params.L
     n = order or _EPS_LIN_ORDER.get(L, 12)
     x, w = _EPS_LIN_NODES[L] if n == _EPS_LIN_ORDER.get(L) else gauss_hermite_1d(n)
@@ -60,7 +62,13 @@ def _teacher_softmax(params: ModelParams, order: int | None = None) -> tuple[np.
     hstar = z * np.sqrt(params.sigma2 * params.rho0)
     if params.mixing is not None:
         hstar = hstar @ params.mixing_array.T
-    return wt, get_kernels(L).attention(hstar)  # softmax_row(h* h*^T)
+    return wt, hstar
+
+
+def _teacher_softmax(params: ModelParams, order: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(weights, s) of s = softmax_row(h* h*^T) on the grid of :func:`_teacher_fields`."""
+    wt, hstar = _teacher_fields(params, order)
+    return wt, get_kernels(params.L).attention(hstar)
 
 
 def softmax_teacher_moments(params: ModelParams, order: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -71,17 +79,58 @@ def softmax_teacher_moments(params: ModelParams, order: int | None = None) -> tu
     return mean, second
 
 
+#: eps_lin's quadrature is refined (orders x 1.5) until two orders agree to this relative difference ...
+EPS_LIN_RTOL = 1e-8
+#: ... up to these orders per dimension (Gauss--Hermite nodes of numpy hold to ~300; the tensor grid's memory).
+_EPS_LIN_MAX_ORDER = {2: 270, 3: 90, 4: 30}
+
+
 def eps_lin(params: ModelParams, order: int | None = None) -> float:
     """Test error of the linear positional baseline, docs/model.md section 5 (alpha-independent);
-    for correlated tokens (whitened or not) eps_lin_C (:func:`attnphase.theory.baseline.eps_lin_cov`)."""
+    for correlated tokens (whitened or not) eps_lin_C (:func:`attnphase.theory.baseline.eps_lin_cov`).
+
+    ``order``: the Gauss--Hermite order per dimension; None: the default order, refined until the next order
+    agrees to EPS_LIN_RTOL (a strong teacher, rho0 sigma^2 >~ 1, sharpens the softmax: at rho0 = 30 the default
+    order alone is 0.7 % off), the converged order's value returned; once per model (cached).  Where even the
+    largest order does not converge, a warning says how far apart the last two are."""
+    if order is not None:
+        return _eps_lin_at(params, order)
+    return _eps_lin_converged(params)
+
+
+@lru_cache(maxsize=256)
+def _eps_lin_converged(params: ModelParams) -> float:
+    n = _EPS_LIN_ORDER.get(params.L, 12)
+    top = _EPS_LIN_MAX_ORDER.get(params.L, n)
+    val = _eps_lin_at(params, n)
+    prev = change = None
+    while True:
+        m = min(top, (3 * n) // 2)
+        if m <= n:
+            if prev is None:  # no larger order taken at this L (beyond the supported ones)
+                return val
+            warnings.warn(f"eps_lin: its quadrature did not converge (relative change {change:.1e} from order "
+                          f"{prev} to {n} per dimension, the largest taken): eps_lin = {val:.6g} is that uncertain",
+                          RuntimeWarning, stacklevel=3)
+            return val
+        finer = _eps_lin_at(params, m)
+        change = abs(finer - val) / max(abs(finer), 1e-300)
+        if change <= EPS_LIN_RTOL:
+            return val
+        prev, n, val = n, m, finer
+
+
+def _eps_lin_at(params: ModelParams, order: int) -> float:
+    """eps_lin on the tensor Gauss--Hermite grid of ``order`` nodes per dimension."""
     params = se_params(params)
+    wt, hstar = _teacher_fields(params, order)
+    c = softmax_centred(wt, hstar)  # the moments of s - E[s]: its covariance without cancellation (theory.baseline)
+    mean = np.einsum("n,nij->ij", wt, c)
     if params.mixing is not None:
-        wt, s = _teacher_softmax(params, order)
         B = params.mixing_array
-        mean = np.einsum("n,nij->ij", wt, s)
-        cross = np.einsum("n,nlk,nlj->lkj", wt, s, s)
+        cross = np.einsum("n,nlk,nlj->lkj", wt, c, c)
         return eps_lin_cov(mean, cross, B @ B.T, params.omega)
-    mean, second = softmax_teacher_moments(params, order)
+    second = np.einsum("n,nij->ij", wt, c * c)
     return float(eps_lin_from_moments(mean, second, params.sigma2, params.omega))
 
 

@@ -234,8 +234,8 @@ def test_error_estimate_sets_the_blocks_or_switches_error_bars_off(command: str)
 @pytest.mark.parametrize("option, value, needle", [
     ("--quadrature", "simpson", "--quadrature: unknown quadrature"),
     ("--bifurcation-quadrature", "gh", "--bifurcation-quadrature: unknown quadrature"),
-    ("--tol", "2", "--tol must lie in (0, 1e-06]"),
-    ("--tol", "0.01", "--tol must lie in (0, 1e-06]"),
+    ("--tol", "2", "--tol must lie in [1e-14, 1e-06]"),
+    ("--tol", "0.01", "--tol must lie in [1e-14, 1e-06]"),
 ])
 def test_a_bad_solver_option_is_one_line_naming_it(option, value, needle, capsys) -> None:
     assert main(["solve", "--alpha", "1", option, value]) == 2
@@ -457,7 +457,7 @@ def test_scheduler_must_be_an_address(value: str, capsys) -> None:
     (["--omega", "0.3"], "exactly one of --lam, --rho0, --L, --sigma"),
     (["--lam", "0.01,0.1", "--L", "2,3"], "got 2 (--lam, --L)"),
     (["--L", "2,2.5"], "--L values must be integers"),
-    (["--lam", "0.01,0.01"], "--lam: the scanned values must differ"),
+    (["--lam", "0.01,0.01"], "--lam values must be distinct"),
     (["--lam", "0.01,-1"], "--lam: lam (ridge penalty lambda) must be >= 0"),
     (["--L", "2,3", "--A", "0.6,0.4;0.4,0.6"], "--A"),
 ])

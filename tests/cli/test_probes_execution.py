@@ -144,7 +144,7 @@ def test_sigterm_during_tasks_exits_143_and_keeps_the_finished_ones(tmp_path):
                                                    (signal.SIGTERM, 143, "attnphase: terminated (SIGTERM)")])
 def test_signal_while_the_command_loads_is_one_line(sig, code, last, tmp_path):
     reached = 0
-    for delay in (0.05, 0.1, 0.15, 0.2, 0.3, 0.5):  # importing the modules, parsing the options, checking them
+    for delay in (0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.8, 1.2):  # importing the modules, parsing the options, checking them
         proc = _start(["phase-diagram", "--omega", "0.3", *SMALL, "--workers", "1", "--out", "pd"], tmp_path)
         time.sleep(delay)
         os.kill(proc.pid, sig)

@@ -4,8 +4,9 @@ Each dataset is written by its job's own writer (the sweep through the command, 
 writers' functions on small inputs), read back with plain xarray, and checked: by
 :func:`attnphase.execution.dataset.cf_problems` (the attributes CF requires: global attributes, long_name,
 units on numbers, no units on text, numeric monotonic coordinate variables, the ancillary links of every
-error) and by cf-xarray, which must find each error through its value's ``ancillary_variables``.  (The
-CF checker itself needs the UDUNITS-2 C library, which pip does not install.)
+error), by cf-xarray, which must find each error through its value's ``ancillary_variables``, and by the IOOS
+compliance checker's CF-1.10 suite (units parsed by UDUNITS-2 through cf-units, standard names against the CF
+table, coordinates, attribute types): every one of its checks must score full marks.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 
 import cf_xarray  # the test extra: a missing checker must fail the suite, not skip it
 import xarray as xr
+from compliance_checker.runner import CheckSuite
 
 from attnphase.cli import main  # noqa: E402
 from attnphase.execution.dataset import (  # noqa: E402
@@ -26,8 +28,22 @@ from attnphase.execution.dataset import (  # noqa: E402
 )
 
 
+def cf_checker_failures(path) -> list[str]:
+    """What the compliance checker's CF-1.10 suite finds wrong with the file at ``path`` (empty: full marks)."""
+    suite = CheckSuite()
+    suite.load_all_available_checkers()
+    ds = suite.load_dataset(str(path))
+    try:
+        ((groups, errors),) = suite.run_all(ds, ["cf:1.10"], skip_checks=[]).values()
+    finally:
+        ds.close()
+    return [f"{g.name}: {'; '.join(g.msgs)}" for g in groups if g.value[0] < g.value[1]] + [str(e) for e in errors.values()]
+
+
 def assert_cf(path) -> xr.Dataset:
-    """The file at ``path``, as plain xarray reads it, has no CF problem and cf-xarray finds every error."""
+    """The file at ``path``, as plain xarray reads it, has no CF problem, cf-xarray finds every error, and the
+    CF checker gives it full marks."""
+    assert cf_checker_failures(path) == []
     with xr.open_dataset(path) as raw:
         ds = raw.load()
     assert cf_problems(ds) == []

@@ -229,3 +229,55 @@ def test_estimators_figure_draws_erm_bo_amp_and_the_thresholds_on_one_axis(tmp_p
             "bayes_alpha_weak_recovery"} <= gids
     bo_line = next(li for li in ax.get_lines() if li.get_gid() == "bayes_optimal")
     assert list(bo_line.get_ydata()) == pytest.approx(bo[1])
+
+
+def test_phase_diagram_of_a_job_whose_every_task_failed_says_why(tmp_path) -> None:
+    rows = [Boundaries(omega=w, alpha_c=math.nan, alpha_l=math.nan, semantic_end=math.nan, positional_end=math.nan,
+                       notes=("task failed: ValueError: the proximal map diverged",)) for w in (0.2, 0.3)]
+    fig = plot_phase_diagram(rows, tmp_path / "pd.png", alpha_max=3.0, errors=_errors(rows))
+    assert (tmp_path / "pd.png").read_bytes()[:4] == b"\x89PNG"
+    (ax,) = fig.axes
+    assert len(ax.get_lines()) == 0 and len(ax.collections) == 0  # no empty plane with an axis around 0
+    (why,) = [t for t in ax.texts if t.get_gid() == "why_empty"]
+    assert "nothing to draw" in why.get_text() and "the proximal map diverged" in why.get_text()
+    assert why.get_text().count("proximal map diverged") == 1  # the same reason once, not once per omega
+
+
+def test_curves_figure_says_which_panels_have_nothing_to_draw(tmp_path, branches) -> None:
+    """At a grid where the semantic branch does not exist, its panels and Delta e_t say so (no empty legend box,
+    no matplotlib warning); the positional branch is still drawn."""
+    import warnings
+
+    from attnphase.numerics import sweep
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.theory.params import ModelParams
+
+    sem = sweep(ModelParams(omega=0.3), [0.1], "semantic", config=SolverConfig(quadrature="gh6"))
+    assert not sem.on_branch()
+    _, pos, _ = branches
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = plot_branch_curves(sem, pos, 2e-3, math.nan, math.nan, tmp_path / "curves.png", title="t", alpha_max=2.6)
+    eps, m_panel, theta, delta = fig.axes
+    why = {i: [t.get_text() for t in ax.texts if t.get_gid() == "why_empty"] for i, ax in enumerate(fig.axes)}
+    assert why[2] == ["no semantic point in the alpha range"] and why[3] == ["no alpha of the grid where both branches exist"]
+    assert why[0] == why[1] == []
+    assert theta.get_legend() is None and delta.get_legend() is None
+    assert [t.get_text() for t in eps.get_legend().get_texts()][:1] == ["positional"]  # no entry for the empty semantic
+
+
+def test_branch_diagram_of_a_job_whose_every_task_failed_says_why(tmp_path) -> None:
+    import warnings
+
+    from attnphase.numerics.jobs.plots import plot_branch_diagram
+    from attnphase.numerics.phase.boundary_results import failed_boundaries
+    from attnphase.theory.params import ModelParams
+
+    rows = [failed_boundaries(w, "ValueError: the proximal map diverged", r=2) for w in (0.2, 0.3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "No artists with labels found to put in legend"
+        fig = plot_branch_diagram(rows, tmp_path / "rank.png")
+    (ax,) = fig.axes
+    (why,) = [t.get_text() for t in ax.texts if t.get_gid() == "why_empty"]
+    assert "nothing to draw" in why and "task failed: ValueError: the proximal map diverged" in why
+    assert "not found in the alpha range" not in why  # they failed: not "not found"

@@ -224,9 +224,9 @@ def test_finite_size_trend_reruns_a_disagreeing_point_at_smaller_d():
 # --- the rank-r theory of cases (d) and (e) ----------------------------------------------------
 
 def _cheap_rank_config(**kw):
-    from attnphase.validation.rank_theory import rank_config
+    from attnphase.validation.invariant_points import point_config
 
-    return rank_config("sobol8").replace(**kw)
+    return point_config("sobol8").replace(**kw)
 
 
 def _rank_runs(case, alpha, d=12, seeds=2):
@@ -242,7 +242,7 @@ def test_a_rank_case_row_takes_the_matrix_solves_fixed_point(tmp_path, monkeypat
     import attnphase.validation.general_suite as suite
     from attnphase.cli import main
 
-    monkeypatch.setattr(suite, "RANK_THEORY_BRANCHES", ("positional",))  # one cheap solve (~2 s)
+    monkeypatch.setattr(suite, "POINT_BRANCHES", ("positional",))  # one cheap solve (~2 s)
     case = replace(GENERAL_CASES[3], alphas=(0.5,))
     plan = replace(general_plan(quick=True, d=12, seeds=2, cases=(case,)), n_test=50, device="cpu",
                    rank_quadrature="sobol8", trend_ds=(), theory_workers=1)
@@ -272,14 +272,14 @@ def within(row, obs, theory):
 def test_a_rank_point_that_did_not_converge_is_reported_as_not_converged():
     from attnphase.numerics.se.state_evolution import solve
     from attnphase.validation.general_report import mixed_table_lines, table_lines
-    from attnphase.validation.rank_theory import RankTheory, rank_point
+    from attnphase.validation.invariant_points import InvariantPoints, invariant_point
 
     case = GENERAL_CASES[4]  # r = r* = 2
     cfg = _cheap_rank_config(max_iter=2)
-    points = {(2.0, b): rank_point(solve(case.params, 2.0, b, config=cfg), b)
+    points = {(2.0, b): invariant_point(solve(case.params, 2.0, b, config=cfg), b)
               for b in ("semantic", "positional", "mixed")}
     assert not any(p["converged"] for p in points.values())
-    theory = RankTheory(points, eps_lin=2e-3, quadrature="sobol8", seconds=0.0)
+    theory = InvariantPoints(points, eps_lin=2e-3, quadrature="sobol8", seconds=0.0)
     rows = case_rows(case, _rank_runs(case, 2.0), theory, (math.nan, "none"))
     for row in rows:
         assert row["status"] == "no theory point" and set(row["agrees"].values()) == {None}
@@ -300,7 +300,7 @@ def test_a_rank_point_that_did_not_converge_is_reported_as_not_converged():
 def test_gd_rows_of_a_rank_case_are_checked_against_the_mixed_point():
     """A row agrees with the mixed point when its |theta|, |m| and eps_g all do; the verdict says so."""
     from attnphase.validation.general_report import table_lines
-    from attnphase.validation.rank_theory import RankTheory
+    from attnphase.validation.invariant_points import InvariantPoints
 
     case = GENERAL_CASES[3]
     runs = _rank_runs(case, 2.0)
@@ -314,23 +314,23 @@ def test_gd_rows_of_a_rank_case_are_checked_against_the_mixed_point():
     mixed = pt("mixed", "mixed", **mean)
     sem = pt("semantic", "semantic", abs_theta=10 * mean["abs_theta"] + 1, m_norm=0.0, eps_g=mean["eps_g"])
     pos = pt("positional", "positional", abs_theta=0.0, m_norm=mean["m_norm"], eps_g=mean["eps_g"])
-    theory = RankTheory({(2.0, "semantic"): sem, (2.0, "positional"): pos, (2.0, "mixed"): mixed}, 2e-3, "sobol8", 0.0)
+    theory = InvariantPoints({(2.0, "semantic"): sem, (2.0, "positional"): pos, (2.0, "mixed"): mixed}, 2e-3, "sobol8", 0.0)
     rows = {r["init"]: r for r in case_rows(case, runs, theory, (math.nan, "none"))}
     s = rows["semantic"]
     assert s["theory"] is sem and s["agrees"]["abs_theta"] is False and s["status"] == "disagrees"
     assert s["mixed_agrees"] == {"abs_theta": True, "m_norm": True, "eps_g": True}
     line = next(x for x in table_lines({"cases": [{"key": "d", "theory": theory.to_dict(), "rows": [s]}]})[2:])
     assert "disagrees (abs_theta); GD at the mixed point (agrees with it)" in line and "| semantic |" in line
-    off = RankTheory({**theory.points, (2.0, "mixed"): dict(mixed, branch_reached="positional", exists=False)},
+    off = InvariantPoints({**theory.points, (2.0, "mixed"): dict(mixed, branch_reached="positional", exists=False)},
                      2e-3, "sobol8", 0.0)
     assert set(case_rows(case, runs, off, (math.nan, ""))[0]["mixed_agrees"].values()) == {None}
     # which rows get a finite-size trend: a disagreement with either point
     from attnphase.validation.general_suite import disagrees
 
-    both = RankTheory({**theory.points, (2.0, "semantic"): dict(sem, abs_theta=mean["abs_theta"])}, 2e-3, "sobol8", 0.0)
+    both = InvariantPoints({**theory.points, (2.0, "semantic"): dict(sem, abs_theta=mean["abs_theta"])}, 2e-3, "sobol8", 0.0)
     ok = {r["init"]: r for r in case_rows(case, runs, both, (math.nan, ""))}["semantic"]
     assert ok["status"] == "agrees" and all(ok["mixed_agrees"].values()) and not disagrees(ok)
-    far = RankTheory({**both.points, (2.0, "mixed"): dict(mixed, abs_theta=10 * mean["abs_theta"] + 1)},
+    far = InvariantPoints({**both.points, (2.0, "mixed"): dict(mixed, abs_theta=10 * mean["abs_theta"] + 1)},
                      2e-3, "sobol8", 0.0)
     bad = {r["init"]: r for r in case_rows(case, runs, far, (math.nan, ""))}["semantic"]
     assert bad["status"] == "agrees" and bad["mixed_agrees"]["abs_theta"] is False and disagrees(bad)
@@ -382,12 +382,12 @@ def test_a_rank_one_row_is_also_compared_with_the_aligned_prox_fixed_point(capsy
 
 
 def test_a_rank_point_below_the_floor_is_not_its_branch_and_a_failed_solve_is_tried_on_the_next_rule(monkeypatch):
-    """rank_point: a semantic point with noise-level theta does not count as the semantic branch (the rank-1
-    sweeps' floor); rank_theory_job: a solve that misses the branch is tried on the next scrambling, and says so."""
+    """invariant_point: a semantic point with noise-level theta does not count as the semantic branch (the rank-1
+    sweeps' floor); point_job: a solve that misses the branch is tried on the next scrambling, and says so."""
     import attnphase.numerics.se.state_evolution as se
     from attnphase.numerics.se.observables import Observables
     from attnphase.numerics.se.results import SolverStatus
-    from attnphase.validation.rank_theory import RankTheoryJob, rank_config, rank_point, rank_theory_job
+    from attnphase.validation.invariant_points import PointJob, point_config, invariant_point, point_job
 
     class FP:
         alpha, observables = 0.5, Observables(3e-3, 1e-3, 2e-3)
@@ -402,7 +402,7 @@ def test_a_rank_point_below_the_floor_is_not_its_branch_and_a_failed_solve_is_tr
             return {"branch": "semantic", "th0_singular_values": [self.sv], "m_norms": [0.0, 0.0],
                     "q0_eigenvalues": [0.1, 0.05], "directions": ["semantic", "noise"]}
 
-    assert not rank_point(FP(0.004), "semantic")["exists"] and rank_point(FP(0.3), "semantic")["exists"]
+    assert not invariant_point(FP(0.004), "semantic")["exists"] and invariant_point(FP(0.3), "semantic")["exists"]
     calls = []
 
     def fake(params, alpha, branch, config):
@@ -410,6 +410,6 @@ def test_a_rank_point_below_the_floor_is_not_its_branch_and_a_failed_solve_is_tr
         return FP(0.3, converged=len(calls) > 1, quadrature=config.quadrature)
 
     monkeypatch.setattr(se, "solve", fake)
-    out = rank_theory_job(RankTheoryJob(GENERAL_CASES[3].params, 0.5, "semantic", rank_config("sobol9")))
+    out = point_job(PointJob(GENERAL_CASES[3].params, 0.5, "semantic", point_config("sobol9")))
     assert len(calls) == 2 and calls[0] != calls[1] and out["exists"] and out["quadrature"] == calls[1]
     assert out["tries"] == [f"{calls[0]}: not converged (residual 1.0e-12)"]

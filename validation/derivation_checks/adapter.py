@@ -112,11 +112,13 @@ def _eps_lin_default_order(L: int) -> int:
     return int(getattr(observables, "_EPS_LIN_ORDER", {}).get(L, 80))
 
 
-def _eps_lin_mp(params: ModelParams, dps: int) -> Any:
-    """eps_lin at ``dps`` digits (mpmath, L = 2)."""
-    from attnphase.numerics.errors.precision import eps_lin_mp
+def _eps_lin_mp(params: ModelParams, dps: int, order_dps: int | None = None) -> Any:
+    """eps_lin at ``dps`` digits (mpmath, L = 2), by the Gauss--Hermite order that resolves ``order_dps`` digits
+    (default ``dps``): the digits the reference's own E[s^2] - E[s]^2 cancels need working precision, not nodes."""
+    from attnphase.numerics.errors.precision import default_order, eps_lin_mp
 
-    return eps_lin_mp(params, dps=dps)
+    return eps_lin_mp(params, dps=dps, order=default_order(order_dps or dps))
+
 
 
 def _bayes_model(params: ModelParams) -> Any:

@@ -21,14 +21,25 @@ def check_eps_lin(ctx: Context) -> CheckResult:
     n = _eps_lin_default_order(p.L)
     val = _eps_lin_double(p)
     finer = _eps_lin_double(p, n + n // 2)
-    with mpmath.workdps(ctx.sizes.mp_dps + 10):
-        ref = _eps_lin_mp(p, ctx.sizes.mp_dps)
+    if not (np.isfinite(val) and val > 0):
+        r.reason = f"eps_lin in double is {val!r}, not a positive number"
+        return r
+    # scale of the moments eps_lin is a difference of: 1/2 (1-omega)^2 sum_k sigma_k^2 sum_l (E[s^2] + E[s]^2) <= this
+    scale = (1 - p.omega) ** 2 * float(np.sum(p.sigma2)) * p.L
+    lost = max(0, int(np.ceil(np.log10(scale / val))))  # digits the reference's E[s^2] - E[s]^2 cancels
+    with mpmath.workdps(ctx.sizes.mp_dps + lost + 10):
+        ref = _eps_lin_mp(p, ctx.sizes.mp_dps + lost, ctx.sizes.mp_dps)
         err = float(abs(mpmath.mpf(val) / ref - 1))
-    # round-off: the moments are sums over n^2 nodes (|s| <= 1), error <= n^2 u E[s]; eps_lin
-    # subtracts E[s]^2 from E[s^2]: bound sum_k sigma_k^2 (1-omega)^2 / 2 sum_l n^2 u (E[s^2] + 2 E[s]^2) / eps_lin
-    roundoff = n * n * U * (1 - p.omega) ** 2 * float(np.sum(p.sigma2)) * p.L * 3 / 2 / abs(val)
+    # round-off of the double: eps_lin sums weighted squares of the centred s - E[s] over n^2 nodes (relative
+    # n^2 u); each deviation s - 1/L is exact to 8 L u relative where it is taken from expm1 (every logit
+    # difference |h_l (h_j - h_k)| <= 2 max|h|^2 <= 1), to 4 u absolute elsewhere (then scale-sized terms enter)
+    x_max = float(np.polynomial.hermite_e.hermegauss(n)[0].max())
+    expm1_everywhere = 2 * x_max**2 * float(np.max(p.sigma2)) * p.rho0 <= 1
+    roundoff = (n * n + 16 * p.L) * U + (0.0 if expm1_everywhere else 8 * n * n * U * scale / val)
     trunc = abs(finer / val - 1)
-    r.tolerance_from = f"summation round-off bound over {n}^2 nodes + order {n} vs {n + n // 2} difference"
+    r.tolerance_from = (f"summation round-off bound over {n}^2 nodes of the centred moments + the difference to "
+                        f"order {n + n // 2} (eps_lin refines its order from {n} until two agree to 1e-8); "
+                        f"reference at {ctx.sizes.mp_dps} + {lost} digits (its cancellation)")
     r.details = {"double": val, "double (finer order)": finer, "mpmath": mpmath.nstr(ref, ctx.sizes.mp_dps),
                  "order": n, "round-off bound (relative)": roundoff, "truncation estimate (relative)": trunc}
     return _worst(r, {"relative error": (err, roundoff + trunc)}, "relative")

@@ -1,4 +1,4 @@
-"""The rank-r theory of ``validate --suite general``: rank-r state-evolution fixed points as tasks.
+"""Fixed points summarised by their rotation invariants: the theory of ``validate --suite general``'s rank-r cases.
 
 For a case with r >= 2 or r* >= 2 (docs/model.md section 7) the theory a gradient-descent run is
 compared with is the rank-r fixed point :func:`~attnphase.numerics.se.state_evolution.solve` reaches from the
@@ -37,13 +37,13 @@ from attnphase.theory.params import ModelParams
 from .rule_retry import solve_on_branch
 
 #: The rank-r branches the suite solves at each alpha: the two starts' own, and the mixed one.
-RANK_THEORY_BRANCHES = ("semantic", "positional", "mixed")
+POINT_BRANCHES = ("semantic", "positional", "mixed")
 #: The invariants a rank-r theory point carries (None where the solve did not converge).
-RANK_OBSERVABLES = ("abs_theta", "m_norm", "q", "eps_g", "e_t")
+INVARIANTS = ("abs_theta", "m_norm", "q", "eps_g", "e_t")
 
 
 @dataclass(frozen=True)
-class RankTheoryJob:
+class PointJob:
     """One rank-r solve: ``solve(params, alpha, branch, config=config)`` (embedded start)."""
 
     params: ModelParams
@@ -65,7 +65,7 @@ def _above_floor(out: dict[str, Any], branch: str) -> bool:
     return ok
 
 
-def rank_point(fp: Any, requested: str, seconds: float = math.nan) -> dict[str, Any]:
+def invariant_point(fp: Any, requested: str, seconds: float = math.nan) -> dict[str, Any]:
     """The plain record of a :class:`~attnphase.numerics.se.results.FixedPoint` (module docstring)."""
     rec = fp.record
     out: dict[str, Any] = {"alpha": float(fp.alpha), "requested": requested, "converged": bool(fp.status.converged),
@@ -79,35 +79,35 @@ def rank_point(fp: Any, requested: str, seconds: float = math.nan) -> dict[str, 
                    m_norms=list(rec["m_norms"]), directions=list(rec["directions"]))
         out["exists"] = out["exists"] and _above_floor(out, requested)
     else:
-        out.update({k: None for k in RANK_OBSERVABLES})
+        out.update({k: None for k in INVARIANTS})
     return out
 
 
-def rank_theory_job(job: RankTheoryJob) -> dict[str, Any]:
-    """The rank-r fixed point of ``job`` as :func:`rank_point` (the task's function): on ``job.config``'s rule,
+def point_job(job: PointJob) -> dict[str, Any]:
+    """The rank-r fixed point of ``job`` as :func:`invariant_point` (the task's function): on ``job.config``'s rule,
     and where that does not converge on the branch, on its next independent scrambling (module docstring)."""
     from attnphase.numerics.se.state_evolution import solve
 
     t0 = time.perf_counter()
     fp, _, tries = solve_on_branch(lambda c: solve(job.params, job.alpha, job.branch, config=c), job.config,
                                    job.branch)
-    out = rank_point(fp, job.branch, time.perf_counter() - t0)
+    out = invariant_point(fp, job.branch, time.perf_counter() - t0)
     out["tries"] = tries
     return out
 
 
-def rank_theory_task(job: RankTheoryJob, version: str) -> Task:
+def point_task(job: PointJob, version: str) -> Task:
     """The task of one rank-r solve, keyed by the model (ranks included), alpha, branch and the whole config."""
     from attnphase.numerics.se.starts import teacher_rank
 
     p = job.params
     identity = {"params": p.to_dict(), "r": p.r, "r_star": teacher_rank(p), "alpha": job.alpha,
                 "branch": job.branch, "config": job.config.as_dict()}
-    return Task(task_key(rank_theory_job, identity, version),
-                f"rank {p.r}x{teacher_rank(p)} alpha={job.alpha:g} {job.branch}", rank_theory_job, job)
+    return Task(task_key(point_job, identity, version),
+                f"rank {p.r}x{teacher_rank(p)} alpha={job.alpha:g} {job.branch}", point_job, job)
 
 
-def rank_config(quadrature: str, tol: float | None = None) -> SolverConfig:
+def point_config(quadrature: str, tol: float | None = None) -> SolverConfig:
     """The SolverConfig of the suite's rank-r solves: global prox, the Sobol rule ``quadrature``, ``tol``
     (the solver's default where None); every other setting the solver's default."""
     cfg = SolverConfig(prox="global", quadrature=quadrature)
@@ -115,8 +115,8 @@ def rank_config(quadrature: str, tol: float | None = None) -> SolverConfig:
 
 
 @dataclass(frozen=True)
-class RankTheory:
-    """The rank-r theory of one case: ``points[(alpha, branch)]`` (:func:`rank_point`), eps_lin, seconds."""
+class InvariantPoints:
+    """The rank-r theory of one case: ``points[(alpha, branch)]`` (:func:`invariant_point`), eps_lin, seconds."""
 
     points: dict[tuple[float, str], dict[str, Any]]
     eps_lin: float
@@ -134,7 +134,7 @@ class RankTheory:
                 "points": [dict(rec, requested=b) for (_, b), rec in sorted(self.points.items())]}
 
 
-def rank_eps_lin(params: ModelParams, config: SolverConfig) -> float:
+def teacher_eps_lin(params: ModelParams, config: SolverConfig) -> float:
     """eps_lin of the rank-r* teacher (:func:`attnphase.numerics.phase.lowest_branch.teacher_eps_lin`)."""
     from attnphase.numerics.phase.lowest_branch import teacher_eps_lin as eps
 

@@ -1,4 +1,5 @@
-"""Derivation checks of the rank-r state evolution (docs/model.md section 7), as numbers.
+"""Derivation checks of the state evolution in matrix overlaps (a rank-r student, a rank-r* teacher: docs/model.md
+section 7), as numbers.
 
 Each function returns plain numbers (what is compared, the error, the tolerance it is judged by)
 so that the tests (tests/theory/test_matrix_channel.py) and any report state the same checks:
@@ -30,11 +31,7 @@ from attnphase.theory.hats import hat_overlaps
 from attnphase.theory.params import ModelParams
 from attnphase.theory.priors import RidgePrior
 
-
-def _t_quantile(dof: int) -> float:
-    from attnphase.validation.derivation_checks import _t_quantile as tq
-
-    return tq(dof)
+from .common import _t_quantile
 
 
 def reduction_to_rank1(params: ModelParams, seed: int = 0, n: int = 64) -> dict[str, float]:

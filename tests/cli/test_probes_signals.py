@@ -1,0 +1,117 @@
+"""Probes of a signal at the very start of a command: Ctrl-C or SIGTERM within the first ~100 ms, while the
+interpreter, the command's modules and numpy load, is the one-line stop or the interpreter's own default
+action -- never a traceback through the command's code -- and a Ctrl-C that a C extension turns into another
+exception while it loads (numpy's import makes an ``ImportError`` of it) is still the stop it was."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import attnphase
+from attnphase import interrupts
+
+ROOT = Path(attnphase.__file__).resolve().parent.parent
+#: A command that runs for a minute (a census), stopped within its first 1.5 s.
+LONG = ["census", "--alpha", "1.25", "--omega", "0.3", "--quadrature", "gh6", "--error-estimate", "0", "--json"]
+STOP = {signal.SIGINT: (130, "attnphase: interrupted"), signal.SIGTERM: (143, "attnphase: terminated (SIGTERM)")}
+
+
+def _project_frames(err: str) -> list[str]:
+    """Traceback lines in a file of the project (not its virtual environment)."""
+    return [line for line in re.findall(r'File "([^"]+)"', err)
+            if line.startswith(str(ROOT)) and not line.startswith(str(ROOT / ".venv"))]
+
+
+@pytest.fixture
+def entry(monkeypatch):
+    """``attnphase.__main__`` imported as the console script does (it makes the process a command: its signal
+    handlers, ``sys.excepthook`` and ``sys.unraisablehook``), with this process's own restored afterwards."""
+    monkeypatch.setattr(interrupts, "_ARRIVED", [])
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, *interrupts.TERMINATING)}
+    hook, unraisable = sys.excepthook, sys.unraisablehook
+    import attnphase.__main__ as module
+
+    module.interrupts.handle_from_start()  # as on the first import
+    assert sys.excepthook is interrupts.stop_at_top_level
+    assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    yield module
+    for s, old in saved.items():
+        signal.signal(s, old)
+    sys.excepthook, sys.unraisablehook = hook, unraisable
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_in_the_first_instants_is_the_stop_or_the_default_action(sig, tmp_path):
+    code, last = STOP[sig]
+    stopped = 0
+    # the first ~100 ms finely (the interpreter's start, then the entry module), then later instants (a loaded
+    # machine starts slower)
+    for delay in [i / 1000 for i in range(0, 100, 8)] + [0.15, 0.25, 0.4, 0.6, 1.0, 1.5]:
+        proc = subprocess.Popen([sys.executable, "-m", "attnphase", *LONG], cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        time.sleep(delay)
+        os.kill(proc.pid, sig)
+        out, err = proc.communicate(timeout=120)
+        assert _project_frames(err) == [], (delay, proc.returncode, err)
+        if last in err:  # the command's handlers held: its one line, last, and its exit code
+            assert err.strip().splitlines()[-1] == last and "Traceback" not in err, (delay, err)
+            assert proc.returncode in (code, -signal.SIGINT), (delay, proc.returncode, err)
+            assert out == ""
+            stopped += 1
+        else:  # the interpreter's own start-up, before the first line of the project: its default action
+            assert proc.returncode in (-sig, 1), (delay, proc.returncode, err)
+    assert stopped >= 3
+
+
+def test_a_ctrl_c_turned_into_an_import_error_is_the_stop(entry, monkeypatch, capsys):
+    """numpy's C import catches the KeyboardInterrupt raised while it loads ``datetime`` and raises ImportError."""
+
+    def loads_numpy() -> int:
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        except KeyboardInterrupt:
+            raise ImportError('PyCapsule_Import could not import module "datetime"') from None
+        return 0
+
+    monkeypatch.setattr("attnphase.cli.main", loads_numpy)
+    assert entry.run() == 130
+    assert capsys.readouterr().err == "attnphase: interrupted\n"
+
+
+def test_an_import_error_without_a_signal_is_not_hidden(entry, monkeypatch):
+
+    def broken() -> int:
+        raise ImportError("a missing module")
+
+    monkeypatch.setattr("attnphase.cli.main", broken)
+    with pytest.raises(ImportError, match="a missing module"):
+        entry.run()
+
+
+@pytest.mark.parametrize(("sig", "stop"), [(signal.SIGTERM, interrupts.Terminated), (signal.SIGINT, KeyboardInterrupt)])
+def test_a_stop_that_lands_in_a_c_callback_is_sent_again_not_dropped(entry, sig, stop, capsys):
+    """numba's compiler (llvmlite) calls back into Python; a stop raised there is printed and dropped by Python
+    ("Exception ignored on calling ctypes callback function") and the command would run on as if never asked to stop."""
+    import ctypes
+
+    def callback() -> None:
+        os.kill(os.getpid(), sig)
+        time.sleep(1)  # the handler runs here, inside the callback
+
+    with pytest.raises(stop):
+        with interrupts.handling_termination():
+            ctypes.CFUNCTYPE(None)(callback)()
+            for _ in range(100):  # the command's own code goes on: the stop, sent again, is raised here
+                time.sleep(0.01)
+    err = capsys.readouterr().err
+    assert "Exception ignored" not in err and "Traceback" not in err, err

@@ -1,0 +1,71 @@
+"""Probes of every command: extreme model values, odd numbers for numeric options, reruns and output modes.  Each asserts the answer a user must get: a one-line error naming
+the option (exit 2), a one-line failure that says what happened (exit 1), never a traceback or a raw errno."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnphase.cli import main
+
+
+def test_an_overflow_in_a_computation_says_overflow_not_an_errno_pair():
+    from attnphase import work
+
+    line = work.failure_message("solving the state evolution", OverflowError(34, "Numerical result out of range"))
+    assert line.startswith("attnphase: failed: while solving the state evolution: floating-point overflow "
+                           "(Numerical result out of range)") and "(34," not in line
+
+
+@pytest.mark.parametrize("rho0", ["1e-300", "1e300"])
+def test_a_teacher_norm_double_precision_cannot_square_is_refused(rho0, capsys):
+    """At rho0 = 1e-300 th0^2 underflows against q0 rho0 inside the solve; at rho0 = 1e300 the solve overflows."""
+    code = main(["solve", "--alpha", "2", "--rho0", rho0, "--quadrature", "gh6", "--error-estimate", "0"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("attnphase: error: --rho0: rho0 (teacher norm) must lie in")
+
+
+@pytest.mark.parametrize("argv", [
+    ["sweep", "--omega", "0.3", "--alpha", "1:1:3"],
+    ["sweep", "--omega", "0.3", "--alpha", "1,2,1"],
+    ["phase-diagram", "--omega", "0.3,0.3"],
+    ["scan", "--lam", "0.01,0.01,0.02", "--omega", "0.3"],
+])
+def test_a_grid_point_given_twice_is_refused(argv, capsys, tmp_path):
+    """A repeated grid value would be computed twice and make the dataset's coordinate non-monotonic (not CF)."""
+    code = main([*argv, "--out", str(tmp_path / "o"), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "values must be distinct" in err[0], err
+    assert err[0].startswith(f"attnphase: error: {argv[3] if argv[0] == 'sweep' else argv[1]}")
+    assert not (tmp_path / "o").exists()
+
+
+def test_per_token_values_may_repeat(capsys):
+    code = main(["solve", "--alpha", "2", "--sigma", "0.5,0.5", "--quadrature", "gh6", "--error-estimate", "0", "--json"])
+    assert code == 0, capsys.readouterr().err
+
+
+def test_a_rerun_of_another_model_over_the_same_file_names_says_it_replaced_them(tmp_path, capsys):
+    out = str(tmp_path / "s")
+    common = ["sweep", "--omega", "0.3", "--alpha", "1.5,2", "--quadrature", "gh6", "--quiet", "--out", out]
+    assert main(common) == 0
+    capsys.readouterr()
+    assert main([*common, "--lam", "0.02"]) == 0
+    err = capsys.readouterr().err
+    assert "held an earlier sweep_semantic job (lam=0.01 -> 0.02); this run's files replace its files" in err, err
+
+
+@pytest.mark.parametrize("tol", ["1e-300", "1e-15"])
+def test_a_tol_below_the_residuals_round_off_is_refused(tol, capsys):
+    """At --tol 1e-300 every re-solve of the error estimate missed the tolerance: "no fixed point", exit 1, though
+    the point exists (its residual stops at a few 1e-16)."""
+    code = main(["solve", "--alpha", "2", "--tol", tol])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"attnphase: error: --tol {tol}") and "[1e-14, 1e-06]" in err[0]
+
+
+def test_the_tightest_tol_taken_converges_with_error_bars(capsys):
+    import json
+
+    assert main(["solve", "--alpha", "2", "--tol", "1e-14", "--quadrature", "sobol8:4", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["converged"] and rec["residual"] <= 1e-14 and rec["err_q"] > 0

@@ -1,0 +1,58 @@
+"""The linear baseline eps_lin (docs/model.md section 5) for a weak teacher: Var(s) = O(rho0^2) is a difference
+of moments of size 1/L^2, so it must be computed from the centred softmax, not as E[s^2] - E[s]^2."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+from attnphase.numerics.errors.precision import default_order, eps_lin_mp
+from attnphase.numerics.se.observables import eps_lin
+from attnphase.theory import ModelParams
+from attnphase.theory.baseline import softmax_minus_uniform
+
+
+@pytest.mark.parametrize("scale", [1e-14, 1e-6, 0.3, 5.0, 800.0])
+def test_softmax_minus_uniform_keeps_its_relative_precision(scale):
+    rng = np.random.default_rng(1)
+    z = scale * rng.standard_normal((50, 3))
+    got = softmax_minus_uniform(z)
+    assert np.all(np.isfinite(got))
+    with mpmath.workdps(60):
+        for row, dev in zip(z, got):
+            e = [mpmath.exp(mpmath.mpf(float(v))) for v in row]
+            ref = [x / mpmath.fsum(e) - mpmath.mpf(1) / 3 for x in e]
+            for g, r in zip(dev, ref):
+                assert abs(g - float(r)) <= 64 * 2.0**-53 * max(abs(float(r)), 0.125 if scale > 1 else 0.0), (g, r)
+
+
+def test_eps_lin_of_a_weak_teacher_is_not_round_off():
+    p = ModelParams(omega=0.3, rho0=1e-12)
+    val = eps_lin(p)
+    with mpmath.workdps(70):  # the reference's own E[s^2] - E[s]^2 cancels 27 digits: 30 more kept
+        ref = float(eps_lin_mp(p, dps=60, order=default_order(30)))
+    assert math.isclose(val, ref, rel_tol=1e-12), (val, ref)
+    # Var(s) = O(rho0^2): a thousand times weaker, a million times smaller
+    assert math.isclose(eps_lin(ModelParams(omega=0.3, rho0=1e-15)), 1e-6 * val, rel_tol=1e-9)
+
+
+def test_eps_lin_at_the_default_teacher_is_unchanged():
+    """The centred moments reproduce the documented value (README: eps_lin 0.0019714 at omega = 0.3)."""
+    p = ModelParams(omega=0.3)
+    assert math.isclose(eps_lin(p), float(eps_lin_mp(p, dps=30)), rel_tol=1e-13)
+
+
+def test_eps_lin_of_a_strong_teacher_refines_its_quadrature():
+    """rho0 sigma^2 >~ 1 sharpens the softmax: the default order alone is 8e-7 off at rho0 = 5, 7e-5 at 10, 0.7 % at 30."""
+    p = ModelParams(omega=0.3, rho0=5.0)
+    ref = float(eps_lin_mp(p, dps=20))
+    assert math.isclose(eps_lin(p), ref, rel_tol=1e-8)
+    assert not math.isclose(eps_lin(p, 80), ref, rel_tol=1e-7)  # the default order alone
+
+
+def test_eps_lin_that_does_not_converge_says_so():
+    with pytest.warns(RuntimeWarning, match="eps_lin: its quadrature did not converge"):
+        eps_lin(ModelParams(omega=0.3, rho0=30.0))

@@ -1,0 +1,116 @@
+"""The validation figures show what they draw: general_suite.png has one legend for the figure that names every
+marker of every panel (the aligned-prox diamonds and a rank-r case's points included, wherever they first appear);
+fig2_alpha_sweep.png and general_suite.png say, in the panel, where the GD error bars are hidden by their markers
+(with the largest bar's size); fonts a reader can read."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from attnphase.validation.general_report import plot_general  # noqa: E402
+from attnphase.validation.plots import plot_alpha_sweep  # noqa: E402
+
+
+def _records(branch, values):
+    return [{"alpha": a, "converged": True, "branch": branch, "theta": v, "m_norm": v, "eps_g": 1e-3 * (2 - v)}
+            for a, v in values]
+
+
+def _rows(alphas, aligned):
+    out = []
+    for init in ("semantic", "positional"):
+        for a in alphas:
+            row = {"init": init, "alpha": a, "abs_theta_mean": 0.3 * a, "abs_theta_std": 0.01, "m_norm_mean": 0.2,
+                   "m_norm_std": 0.005, "eps_g_mean": 2e-3 / a, "eps_g_std": 1e-5}
+            if aligned:
+                row["aligned"] = {"exists": True, "alpha": a, "abs_theta": 0.31 * a, "m_norm": 0.21, "eps_g": 2e-3 / a}
+            out.append(row)
+    return out
+
+
+def _summary():
+    theory = {"curves": {"semantic/global": {"records": _records("semantic", [(1.0, 0.3), (1.5, 0.45), (2.0, 0.6)]),
+                                             "end": 0.9},
+                         "positional/global": {"records": _records("positional", [(1.0, 0.2), (1.5, 0.21)]), "end": 1.7}},
+              "eps_lin": 2e-3}
+    rank = {"kind": "rank", "eps_lin": 2e-3, "points": [
+        {"requested": b, "alpha": 1.5, "converged": True, "abs_theta": 0.4, "m_norm": 0.2, "eps_g": 1e-3}
+        for b in ("semantic", "positional", "mixed")]}
+    cases = [
+        {"key": "a", "title": "L = 3", "theory": theory, "landmark": 1.2, "rows": _rows((1.0, 1.5, 2.0), aligned=False)},
+        {"key": "b", "title": "correlated tokens", "theory": theory, "landmark": 1.2,
+         "rows": _rows((1.0, 1.5, 2.0), aligned=True)},
+        {"key": "d", "title": "rank 2", "theory": rank, "landmark": float("nan"), "rows": _rows((1.5,), aligned=False)},
+    ]
+    return {"cases": cases, "plan": {"d": 200}}
+
+
+def _drawn(plot, summary, path):
+    """The Figure ``plot`` saves (the validation's plotting functions return none)."""
+    import matplotlib.pyplot as plt
+
+    captured = {}
+    real = plt.Figure.savefig
+
+    def keep(fig, *args, **kwargs):
+        captured["fig"] = fig
+        return real(fig, *args, **kwargs)
+
+    plt.Figure.savefig = keep
+    try:
+        plot(summary, path)
+    finally:
+        plt.Figure.savefig = real
+    return captured["fig"]
+
+
+def test_one_legend_names_every_marker_of_every_panel(tmp_path):
+    fig = _drawn(plot_general, _summary(), tmp_path / "general_suite.png")
+    assert (tmp_path / "general_suite.png").read_bytes()[:4] == b"\x89PNG"
+    (legend,) = fig.legends
+    named = {t.get_text() for t in legend.get_texts()}
+    drawn = {lab for ax in fig.axes for lab in ax.get_legend_handles_labels()[1]}
+    assert drawn <= named, drawn - named
+    assert {"SE aligned prox, semantic", "SE mixed"} <= named  # drawn only in the second and third cases' panels
+    assert all(ax.get_legend() is None for ax in fig.axes)  # no per-panel legend hiding the others' markers
+    assert min(t.get_fontsize() for t in legend.get_texts()) >= 8
+    assert min(ax.title.get_fontsize() for ax in fig.axes) >= 8
+    assert "bars within the markers (largest 1e-05)" in fig.axes[3].get_title()  # eps_g: std 1e-5 on a 1e-3 scale
+
+
+def _sweep_summary():
+    alphas = (0.5, 1.0, 1.5, 2.0)
+    curves = {"semantic/global": {"records": _records("semantic", [(a, 0.1 + 0.25 * a) for a in alphas]), "end": 0.4}}
+    theory = {"omega": 0.3, "eps_lin": 2e-3, "alpha_c": {"global": 1.26}, "alpha_l": {"global": 1.49}, "curves": curves}
+    sweep = [{"init": i, "alpha": a, "abs_m_mean": 0.2, "abs_m_std": 0.02, "abs_theta_mean": 0.1 + 0.25 * a,
+              "abs_theta_std": 0.05, "eps_g_mean": 4e-3 / a, "eps_g_std": 2e-6}
+             for i in ("semantic", "positional", "random") for a in alphas]
+    delta = [{"alpha": a, "theory": {"global": 1e-4 * (1.26 - a), "local": None}, "delta_e_t_mean": 1e-4 * (1.26 - a),
+              "delta_e_t_std": 1e-5} for a in alphas]
+    return {"theory": theory, "sweep": sweep, "delta_e_t": delta, "plan": {"d": 200}}
+
+
+def test_alpha_sweep_says_where_its_error_bars_hide_behind_the_markers(tmp_path):
+    fig = _drawn(plot_alpha_sweep, _sweep_summary(), tmp_path / "fig2.png")
+    m, theta, eps_g, delta = fig.axes
+    assert eps_g.get_title(loc="left") == "GD +- std: bars within the markers (largest 2e-06)"
+    assert theta.get_title(loc="left") == "" and delta.get_title(loc="left") == ""  # bars a reader sees: no note
+    assert min(t.get_fontsize() for ax in (m, delta) for t in ax.get_legend().get_texts()) >= 8
+    assert "GD (paired seeds)" in [t.get_text() for t in delta.get_legend().get_texts()]
+
+
+def test_alpha_sweep_with_no_data_says_why_in_each_panel(tmp_path):
+    import warnings
+
+    summary = {"theory": {"omega": 0.3, "eps_lin": 2e-3, "alpha_c": {}, "alpha_l": {}, "curves": {}}, "sweep": [],
+               "delta_e_t": [], "plan": {"d": 200}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib's "No artists with labels found to put in legend"
+        fig = _drawn(plot_alpha_sweep, summary, tmp_path / "fig2.png")
+    for ax in fig.axes:
+        (why,) = [t.get_text() for t in ax.texts if t.get_gid() == "why_empty"]
+        assert why.startswith(("nothing to draw", "no paired GD runs"))
+    assert fig.axes[0].get_legend() is None and fig.axes[3].get_legend() is None
+    assert "alpha_c = not found" in fig._suptitle.get_text()
