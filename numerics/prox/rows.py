@@ -3,7 +3,9 @@
     h_hat(w, T) = argmin_h  P(h) = sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T),   h in R^{L x r}
                                                        (docs/model.md sections 3 and 7; at r = 1, V_l^{-1} = 1 / V_l)
 
-This file is a template module: it is not imported by its own name, but instantiated once per
+This file is a template module, one file on purpose (about 500 lines, above the project's ~400): numba
+caches machine code per file, so each instance is a copy of this one text; splitting it would multiply
+the copies and their caches.  It is not imported by its own name, but instantiated once per
 (L, r, kernels, parallel) by :func:`attnphase.numerics.prox.compiled.instance`, which imports a
 byte-identical copy of it (a file named after a hash of this text, of the generated kernels, of the
 step rules :mod:`attnphase.numerics.prox.newton_steps` and of the Cholesky of

@@ -14,8 +14,6 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from functools import lru_cache
-
 import numpy as np
 
 from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
@@ -91,18 +89,25 @@ def eps_lin(params: ModelParams, order: int | None = None) -> float:
 
     ``order``: the Gauss--Hermite order per dimension; None: the default order, refined until the next order
     agrees to EPS_LIN_RTOL (a strong teacher, rho0 sigma^2 >~ 1, sharpens the softmax: at rho0 = 30 the default
-    order alone is 0.7 % off), the converged order's value returned; once per model (cached).  Where even the
-    largest order does not converge, a warning says how far apart the last two are."""
+    order alone is 0.7 % off), the converged order's value returned.  The default order is taken as converged
+    when the order 2/3 of it agrees to EPS_LIN_RTOL (a third of the default grid's nodes at L = 3, no state kept
+    between calls).  Where even the largest order does not converge, a warning says how far apart the last two are."""
     if order is not None:
         return _eps_lin_at(params, order)
     return _eps_lin_converged(params)
 
 
-@lru_cache(maxsize=256)
+def _relative_change(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(a), 1e-300)
+
+
 def _eps_lin_converged(params: ModelParams) -> float:
     n = _EPS_LIN_ORDER.get(params.L, 12)
     top = _EPS_LIN_MAX_ORDER.get(params.L, n)
     val = _eps_lin_at(params, n)
+    coarse = (2 * n) // 3
+    if coarse >= 2 and _relative_change(val, _eps_lin_at(params, coarse)) <= EPS_LIN_RTOL:
+        return val  # converged at the default order (the paper's models): its value, bit for bit
     prev = change = None
     while True:
         m = min(top, (3 * n) // 2)
@@ -114,7 +119,7 @@ def _eps_lin_converged(params: ModelParams) -> float:
                           RuntimeWarning, stacklevel=3)
             return val
         finer = _eps_lin_at(params, m)
-        change = abs(finer - val) / max(abs(finer), 1e-300)
+        change = _relative_change(finer, val)
         if change <= EPS_LIN_RTOL:
             return val
         prev, n, val = n, m, finer

@@ -6,7 +6,7 @@ rank-1 fixed points), each on K independent Sobol rules (warm starts from the fi
 for every branch), printing one JSON line per (r, r*, alpha, branch): the mean and standard deviation
 over the rules of e_t, eps_g and the invariants.
 
-    .venv/bin/python studies/rank_science.py --ranks 2,1 2,2 --alphas 1.0 2.0 --quadrature sobol12 --rules 3
+    .venv/bin/python studies/mixed_point_science.py --ranks 2,1 2,2 --alphas 1.0 2.0 --quadrature sobol12 --rules 3
 """
 
 from __future__ import annotations
