@@ -107,6 +107,13 @@ def parse_value(text: str, option: str, *, positive: bool = False, hint: str = "
 ESTIMATORS = ("erm", "bayes-optimal")
 
 
+def check_alpha_grid(alphas: list[float]) -> None:
+    """ValueError unless ``alphas`` is a grid a phase diagram can follow branches over: two values at least."""
+    if len(alphas) < 2:
+        raise ValueError(f"--alpha: the boundaries are located between the points of an alpha grid, got the one value "
+                         f"{alphas[0]:g}; give two or more (e.g. --alpha 0.1:3:12)")
+
+
 def add_estimator_option(p: argparse.ArgumentParser, bayes_does: str) -> None:
     """``--estimator erm|bayes-optimal`` (ERM the default); ``bayes_does``: what the command does for the
     Bayes-optimal estimator (docs/bayes-optimal.md)."""

@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "continuation", "auto") == "on":
         check("omega_continuation", r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
+    opt.check_alpha_grid(alphas)
     if not scalar:
         alphas = sorted(alphas)
     omegas = opt.parse_values(args.omega, "--omega")

@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
 
         check("diagram_error_estimate", r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
+    opt.check_alpha_grid(alphas)
     if not scalar:
         alphas = sorted(alphas)
     field, values, models, omegas = scan_models(args)

@@ -25,6 +25,8 @@ REFUSED = [
     (["solve", "--alpha", "1", "--quadrature", "sobol40"], ["--quadrature", "sobol40"]),
     (["solve", "--alpha", "1", "--e-t-quadrature", "sobol40"], ["--e-t-quadrature"]),
     (["phase-diagram", "--alpha-c-quadrature", "sobol40"], ["--alpha-c-quadrature"]),
+    (["phase-diagram", "--alpha", "0.1"], ["--alpha", "one value 0.1", "two or more"]),
+    (["scan", "--lam", "0.01,0.1", "--alpha", "2"], ["--alpha", "one value 2", "two or more"]),
     (["solve", "--alpha", "1", "--quadrature", "gh200"], ["--quadrature", "nodes"]),
     (["solve", "--alpha", "1", "--quadrature", "gh1"], ["--quadrature", "gh1"]),
     (["solve", "--alpha", "1", "--quadrature", "sobol12:0"], ["--quadrature"]),
