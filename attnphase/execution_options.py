@@ -73,3 +73,14 @@ def worker_timeout_from_env() -> float:
     if not (value > 0 and math.isfinite(value)):
         raise ValueError(f"{WORKER_TIMEOUT_ENV} must be a number of seconds > 0, got {text!r}")
     return value
+
+
+def add_job_options(p: argparse.ArgumentParser, max_points: int, what: str = "solves") -> None:
+    """What every job command takes after its own options: ``--large`` (a grid of more than ``max_points``
+    ``what``), the execution group (:func:`add_workers_option`), ``--quiet`` and ``--json``."""
+    from attnphase import outputs, workload
+
+    workload.add_large_option(p, max_points, what)
+    add_workers_option(p)
+    outputs.add_quiet_option(p)
+    outputs.add_json_option(p)

@@ -45,10 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     opt.add_continuation_option(p)
     outputs.add_out_option(p, "results", "phase_diagram.csv, .json, .png and curves_omega<omega>.png (census.csv with "
                            "--census)")
-    workload.add_large_option(p, workload.MAX_DIAGRAM_POINTS)
-    execution_options.add_workers_option(p)
-    outputs.add_quiet_option(p)
-    outputs.add_json_option(p)
+    execution_options.add_job_options(p, workload.MAX_DIAGRAM_POINTS)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -38,10 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     solver_options.add_solver_options(p)
     solver_options.add_error_estimate_option(p, "every boundary (<boundary>_err variables)")
     outputs.add_out_option(p, "results/scan", "scan.nc, scan.csv, scan.json and a phase diagram figure per value")
-    workload.add_large_option(p, workload.MAX_DIAGRAM_POINTS)
-    execution_options.add_workers_option(p)
-    outputs.add_quiet_option(p)
-    outputs.add_json_option(p)
+    execution_options.add_job_options(p, workload.MAX_DIAGRAM_POINTS)
 
 
 def run(args: argparse.Namespace) -> int:

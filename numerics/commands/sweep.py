@@ -44,10 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     solver_options.add_error_estimate_option(p, "every point's observables (err_<key> columns)")
     outputs.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv per omega (rank r >= 2: ..._rank<r>x<r*>.csv) "
                            "and sweep_<branch>.nc")
-    workload.add_large_option(p, workload.MAX_SWEEP_POINTS)
-    execution_options.add_workers_option(p)
-    outputs.add_quiet_option(p)
-    outputs.add_json_option(p)
+    execution_options.add_job_options(p, workload.MAX_SWEEP_POINTS)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -141,7 +141,7 @@ def test_cuda_missing_is_one_line(capsys, tmp_path, monkeypatch):
 # --- output paths: refused before the computation, nothing created ------------------------------
 
 @pytest.mark.parametrize("command", [
-    ["phase-diagram", "--omega", "0.3", "--alpha", "1"],
+    ["phase-diagram", "--omega", "0.3", "--alpha", "1,2"],
     ["sweep", "--alpha", "1"],
     ["validate", "--quick"],
     ["histogram", "--quick"],

@@ -55,9 +55,9 @@ def _refused_paths(tmp: Path) -> list[tuple[str, list[str]]]:
 
 
 @pytest.mark.parametrize("command", [
-    ["phase-diagram", "--omega", "0.3", "--alpha", "1"],
+    ["phase-diagram", "--omega", "0.3", "--alpha", "1,2"],
     ["sweep", "--alpha", "1"],
-    ["scan", "--lam", "0.01,0.02", "--omega", "0.3", "--alpha", "1"],
+    ["scan", "--lam", "0.01,0.02", "--omega", "0.3", "--alpha", "1,2"],
     ["census", "--alpha", "1.25"],
     ["validate", "--quick"],
     ["histogram", "--quick"],

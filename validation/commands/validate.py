@@ -44,10 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_torch_options(p, threads="torch threads of the simulations with --workers 1 (default: torch's choice; "
                       "Dask workers use one thread each)")
     outputs.add_out_option(p, "results/validation", "report.md, summary.json, validation.nc and the figures")
-    workload.add_large_option(p, workload.MAX_SIMULATIONS, "simulations")
-    execution_options.add_workers_option(p)
-    outputs.add_quiet_option(p)
-    outputs.add_json_option(p)
+    execution_options.add_job_options(p, workload.MAX_SIMULATIONS, "simulations")
 
 
 def warn_unconverged(runs: list[dict]) -> int:
