@@ -16,18 +16,10 @@ import numpy as np  # noqa: E402
 
 from attnphase.numerics.phase.continuation import BranchSweep  # noqa: E402
 from attnphase.numerics.phase.boundary_results import Boundaries, model_branches  # noqa: E402
+from attnphase.numerics.jobs.boundary_table import bracket_widths  # noqa: E402
 
 #: From this many omegas on, the phase diagram's curves have no markers and its error bars are bands.
 DENSE_ROWS = 15
-
-
-#: The phase diagram's boundaries: (key, label, colour, marker, line style).
-SERIES = (
-    ("alpha_c", r"$\alpha_c$ (global minimum switches)", "k", "o", "-"),
-    ("alpha_l", r"$\alpha_l$ (semantic beats linear)", "tab:green", "s", "--"),
-    ("semantic_end", "semantic branch end", "tab:blue", "v", ":"),
-    ("positional_end", "positional branch end", "tab:red", "^", ":"),
-)
 
 
 #: The Bayes-optimal thresholds on the phase diagram: (key, label, line style); they do not depend on omega (< 1).
@@ -107,56 +99,80 @@ def empty_figure(path: str | Path, title: str, reason: str, xlabel: str, ylabel:
     return fig
 
 
+#: The colour, marker and curve of each branch's end on the phase diagram.
+BRANCH_STYLE = {"semantic": ("tab:blue", "v"), "positional": ("tab:red", "^"), "mixed": ("tab:orange", "d")}
+
+
+def phase_series(r: int = 1) -> tuple[tuple[str, str, str, str, str], ...]:
+    """The phase diagram's boundaries at student rank r: (key, label, colour, marker, line style) of alpha_c,
+    alpha_l and each branch's end (:func:`model_branches`)."""
+    return (("alpha_c", r"$\alpha_c$ (global minimum switches)", "k", "o", "-"),
+            ("alpha_l", r"$\alpha_l$ (semantic beats linear)", "tab:green", "s", "--")) + tuple(
+        (f"{br}_end", f"{br} branch end", *BRANCH_STYLE[br], ":") for br in model_branches(r))
+
+
 def plot_phase_diagram(
     rows: Sequence[Boundaries], path: str | Path, alpha_max: float, errors: Sequence[dict] | None = None,
     bayes: dict | None | bool = None,
 ):
-    """The (alpha, omega) plane: alpha_c, alpha_l and the branch ends, regions labelled, with the Bayes-optimal
-    thresholds (``bayes``: their dict; None: :func:`bayes_thresholds_of` the rows; False: none); returns the Figure.
-    Where no row has a boundary (every task failed, or none was found) the figure says why (:func:`why_empty`).
+    """The (alpha, omega) plane at every rank: alpha_c, alpha_l and each branch's end (:func:`phase_series`),
+    the regions either side of alpha_c labelled, with the Bayes-optimal thresholds (``bayes``: their dict;
+    None: :func:`bayes_thresholds_of` the rows; False: none); returns the Figure.  An end past which the
+    solver failed is an open marker.  Where no row has a boundary (every task failed, or none was found)
+    the figure says why (:func:`why_empty`).
 
-    ``errors``: per row, ``<boundary>_err`` standard errors
-    (:func:`attnphase.numerics.errors.quadrature_error.boundary_errors`).  At the plane's scale they are thinner
-    than a line, so they are shown twice: as bands of +- one standard error around each boundary
-    (horizontal error bars with caps while there are fewer than DENSE_ROWS omegas), and in a second
-    panel on the same omega axis, each boundary's standard error on a log scale.
+    ``errors``: per row, ``<boundary>_err``: standard errors at r = r* = 1
+    (:func:`attnphase.numerics.errors.quadrature_error.boundary_errors`), the searches' final bracket widths
+    at r >= 2 or r* >= 2 (:meth:`Boundaries.errors`).  At the plane's scale they are thinner than a line, so
+    they are shown twice: as bands of +- one error around each boundary (horizontal error bars with caps
+    while there are fewer than DENSE_ROWS omegas), and in a second panel on the same omega axis, on a log
+    scale.  Where the rows carry the branches' curves (the search over every branch), a last panel shows
+    e_t of each branch minus the lowest one over alpha, at the first omega.
     """
-    reason = why_empty(rows, [key for key, *_ in SERIES])
+    r, r_star = rows[0].r, rows[0].r_star
+    title = "Phase diagram (global minimiser of the training loss)" + (
+        f", rank r = {r}, r* = {r_star}" if (r, r_star) != (1, 1) else "")
+    series = phase_series(r)
+    reason = why_empty(rows, [key for key, *_ in series])
     if reason is not None:
-        return empty_figure(path, "Phase diagram (global minimiser of the training loss)", reason,
+        return empty_figure(path, title, reason,
                             r"sample complexity $\alpha = n/d$", r"$\omega$ (weight of the positional teacher $A$)")
+    widths = bracket_widths(rows)
     om = np.array([b.omega for b in rows])
     dense = len(rows) >= DENSE_ROWS
     mark = (lambda m: "") if dense else (lambda m: m)
-    if errors is not None:
-        fig, (ax, ex) = plt.subplots(1, 2, figsize=(9.6, 5.8), sharey=True, gridspec_kw={"width_ratios": [2.4, 1]})
-    else:
-        fig, ax = plt.subplots(figsize=(6.4, 5.8))
-        ex = None
+    ratios = [2.4] + [1.0] * (errors is not None) + [2.2] * bool(rows[0].curves)
+    fig, axes = plt.subplots(1, len(ratios), figsize=((6.4, 9.6, 14.0)[len(ratios) - 1], 5.8), squeeze=False,
+                             gridspec_kw={"width_ratios": ratios})
+    axes = list(axes[0])
+    ax = axes.pop(0)
+    ex = axes.pop(0) if errors is not None else None
+    if ex is not None:
+        ex.sharey(ax)
+    bx = axes.pop(0) if rows[0].curves else None
     order = np.argsort(om)
-    for key, label, color, marker, ls in SERIES:
+    for key, label, color, marker, ls in series:
         x = np.array([getattr(b, key) for b in rows], dtype=float)
         if not np.isfinite(x).any() and key not in ("alpha_c", "alpha_l"):
             continue
-        failed = np.zeros(len(rows), dtype=bool)
-        if key == "positional_end":
-            failed = np.array([b.positional_end_kind == "solver failure" for b in rows])
+        failed = np.array(["solver failure" in getattr(b, f"{key}_kind", "") for b in rows])
         shown = np.where(~failed, x, np.nan)
         if np.isfinite(shown).any() or key in ("alpha_c", "alpha_l"):
             ax.plot(shown[order], om[order], mark(marker) + ls, color=color, lw=2 if key == "alpha_c" else 1.5,
                     label=label)
         if failed.any():
             ax.plot(np.where(failed, x, np.nan), om, marker, mfc="none", color=color,
-                    label="positional: solver failed beyond")
+                    label=f"{key.removesuffix('_end')}: solver failed beyond")
         if errors is None:
             continue
         err = np.array([e.get(f"{key}_err", math.nan) for e in errors], dtype=float)
         ok = np.isfinite(x) & np.isfinite(err)
         if ok.any():
             lo, hi = np.where(ok, x - err, np.nan), np.where(ok, x + err, np.nan)
+            band = (r"bands: $\pm$ the final bracket width (right: its size)" if widths else
+                    r"bands: $\pm$ 1 standard error (right: their size)")
             ax.fill_betweenx(om[order], lo[order], hi[order], where=ok[order], color=color, alpha=0.3, lw=0,
-                             label=r"bands: $\pm$ 1 standard error (right: their size)" if key == "alpha_c" else None,
-                             gid=f"band_{key}")
+                             label=band if key == "alpha_c" else None, gid=f"band_{key}")
             if not dense:
                 ax.errorbar(x[ok], om[ok], xerr=err[ok], fmt="none", ecolor=color, capsize=4, lw=1.2)
             ex.plot(err[ok][np.argsort(om[ok])], np.sort(om[ok]), mark(marker) + "-", color=color, ms=5,
@@ -165,40 +181,78 @@ def plot_phase_diagram(
         bayes = bayes_thresholds_of(rows)
     if bayes:
         _bayes_lines(ax, bayes, alpha_max)
-    xs = np.array([b.alpha_c for b in rows], dtype=float)
-    xs = xs[np.isfinite(xs)]
-    mid = float(np.nanmedian(xs)) if xs.size else alpha_max / 2
-    # the regions' names: between the rows (above the only one), the semantic one kept inside the axes
-    ymid = float(np.mean(om)) + (0.025 if len(rows) == 1 else 0.0)
-    ax.text(0.5 * mid, ymid, "positional", ha="center", va="center", color="tab:red", fontsize=12, alpha=0.8)
-    right = alpha_max - mid < 0.3 * alpha_max
-    ax.text(0.98 * alpha_max if right else 0.5 * (mid + alpha_max), ymid, "semantic", ha="right" if right else "center",
-            va="center", color="tab:blue", fontsize=12, alpha=0.8)
+    _region_names(ax, rows, alpha_max)
+    missing = [k for k in ("alpha_c", "alpha_l") if not any(math.isfinite(getattr(b, k)) for b in rows)]
+    if missing:
+        ax.text(0.01, 0.01, " and ".join(missing) + ": not found in the alpha range (see the notes)",
+                transform=ax.transAxes, fontsize=8)
     ax.set_xlim(0, alpha_max)
     ax.set_xlabel(r"sample complexity $\alpha = n/d$")
     ax.set_ylabel(r"$\omega$ (weight of the positional teacher $A$)")
-    ax.set_title("Phase diagram (global minimiser of the training loss)", fontsize=11)
+    ax.set_title(title, fontsize=11)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)
     ax.grid(alpha=0.3)
     if len(rows) == 1:
         ax.set_ylim(om[0] - 0.05, om[0] + 0.05)
     if ex is not None:
-        drawn = np.concatenate([np.asarray(line.get_xdata(), dtype=float) for line in ex.get_lines()] + [np.array([])])
-        drawn = drawn[np.isfinite(drawn) & (drawn > 0)]
-        if drawn.size:
-            ex.set_xscale("log")
-            lo, hi = drawn.min(), drawn.max()
-            ex.set_xlim(10 ** math.floor(math.log10(lo) - 0.15), 10 ** math.ceil(math.log10(hi) + 0.15))
-            ex.xaxis.set_minor_formatter(NullFormatter())
-        else:
-            ex.text(0.5, 0.5, "no error bars estimated", transform=ex.transAxes, ha="center", fontsize=9)
-        ex.set_xlabel(r"standard error of the boundary (in $\alpha$)")
-        ex.set_title("standard errors (log scale)", fontsize=11)
-        ex.grid(alpha=0.3, which="both")
+        _error_panel(ex, widths)
+    if bx is not None:
+        _branch_gaps(bx, rows[0])
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
     return fig
+
+
+def _region_names(ax, rows: Sequence[Boundaries], alpha_max: float) -> None:
+    """The names of the branches either side of alpha_c (``alpha_c_from``, ``alpha_c_to``; positional and semantic
+    where the rows do not name them), between the rows (above the only one), the right one kept inside the axes;
+    none where no row has an alpha_c."""
+    xs = np.array([b.alpha_c for b in rows], dtype=float)
+    xs = xs[np.isfinite(xs)]
+    if not xs.size:
+        return
+    mid = float(np.nanmedian(xs))
+    named = next((b for b in rows if b.alpha_c_from and math.isfinite(b.alpha_c)), None)
+    left, right_name = (named.alpha_c_from, named.alpha_c_to) if named else ("positional", "semantic")
+    ymid = float(np.mean([b.omega for b in rows])) + (0.025 if len(rows) == 1 else 0.0)
+    ax.text(0.5 * mid, ymid, left, ha="center", va="center", color=BRANCH_STYLE[left][0], fontsize=12, alpha=0.8)
+    right = alpha_max - mid < 0.3 * alpha_max
+    ax.text(0.98 * alpha_max if right else 0.5 * (mid + alpha_max), ymid, right_name, ha="right" if right else "center",
+            va="center", color=BRANCH_STYLE[right_name][0], fontsize=12, alpha=0.8)
+
+
+def _error_panel(ex, widths: bool) -> None:
+    """The panel of the boundaries' errors (standard errors, or bracket widths when ``widths``) on a log scale."""
+    drawn = np.concatenate([np.asarray(line.get_xdata(), dtype=float) for line in ex.get_lines()] + [np.array([])])
+    drawn = drawn[np.isfinite(drawn) & (drawn > 0)]
+    if drawn.size:
+        ex.set_xscale("log")
+        lo, hi = drawn.min(), drawn.max()
+        ex.set_xlim(10 ** math.floor(math.log10(lo) - 0.15), 10 ** math.ceil(math.log10(hi) + 0.15))
+        ex.xaxis.set_minor_formatter(NullFormatter())
+    else:
+        ex.text(0.5, 0.5, "no error bars estimated", transform=ex.transAxes, ha="center", fontsize=9)
+    ex.set_xlabel(r"final bracket width (in $\alpha$)" if widths else r"standard error of the boundary (in $\alpha$)")
+    ex.set_title(("bracket widths" if widths else "standard errors") + " (log scale)", fontsize=11)
+    ex.grid(alpha=0.3, which="both")
+    ex.tick_params(labelleft=False)
+
+
+def _branch_gaps(bx, first: Boundaries) -> None:
+    """e_t of each branch minus the lowest one over alpha (``first.curves``), at ``first.omega``."""
+    curves = {br: [(a, e) for a, on, e, _ in c if on] for br, c in first.curves.items()}
+    alphas = sorted({a for c in curves.values() for a, _ in c})
+    low = {a: min(e for c in curves.values() for b, e in c if b == a) for a in alphas}
+    for br, c in curves.items():
+        if c:
+            bx.plot([a for a, _ in c], [e - low[a] for a, e in c], "o-", label=br)
+    bx.set_xlabel(r"$\alpha$")
+    bx.set_ylabel(r"$e_t - \min_{\rm branches} e_t$")
+    bx.set_title(f"omega = {first.omega:g}")
+    if bx.get_legend_handles_labels()[1]:
+        bx.legend(fontsize=8)
+    bx.grid(alpha=0.3)
 
 
 def plot_branch_curves(
@@ -282,72 +336,6 @@ def plot_branch_curves(
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-    return fig
-
-
-def plot_branch_diagram(rows: Sequence[Boundaries], path: str | Path):
-    """The phase diagram of the search over every branch (r >= 2 or r* >= 2).  Left: alpha_c, alpha_l and the
-    branch ends in the (alpha, omega) plane, error bars = bracket widths;
-    middle: those bracket widths on a log scale (at the plane's scale a bar may be thinner than its marker);
-    right: e_t of each branch minus the lowest one, over alpha, at the first omega.  Returns the Figure."""
-    keys = ["alpha_c", "alpha_l"] + [f"{br}_end" for br in model_branches(rows[0].r)]
-    if not any(math.isfinite(float(b.row()[k])) for b in rows for k in keys):  # every task failed, or nothing found
-        return empty_figure(path, f"rank r = {rows[0].r}, r* = {rows[0].r_star}", why_empty(rows, ["alpha_c"]),
-                            r"$\alpha$", r"$\omega$")
-    fig, (ax, wx, bx) = plt.subplots(1, 3, figsize=(14, 5.4), gridspec_kw={"width_ratios": [2.2, 1, 2.2]})
-    wx.sharey(ax)
-    om = np.array([b.omega for b in rows])
-    series = [("alpha_c", "o-", "k"), ("alpha_l", "s--", "tab:green")] + [
-        (f"{br}_end", m, c) for br, m, c in zip(model_branches(rows[0].r), ("v:", "^:", "d:"),
-                                                ("tab:blue", "tab:red", "tab:purple"))]
-    table = [b.row() for b in rows]
-    for key, fmt, color in series:
-        x = np.array([t[key] for t in table], dtype=float)
-        err = np.array([t[f"{key}_err"] for t in table], dtype=float)
-        failed = np.array([str(t.get(key + "_kind", "")).startswith("no converged") for t in table])
-        for part, label, face in ((~failed, key, color), (failed, f"{key} (solver failure beyond)", "none")):
-            xs = np.where(part, x, np.nan)
-            if np.isfinite(xs).any():
-                ax.errorbar(xs, om, xerr=np.where(np.isfinite(err), err, 0.0), fmt=fmt, color=color, mfc=face,
-                            capsize=3, label=label)
-        shown = np.isfinite(x) & np.isfinite(err) & (err > 0)
-        if shown.any():
-            wx.plot(err[shown], om[shown], fmt[0] + "-", color=color, gid=f"width_{key}")
-    ax.set_xlabel(r"$\alpha$")
-    ax.set_ylabel(r"$\omega$")
-    ax.set_xlim(left=0)
-    ax.set_title(f"rank r = {rows[0].r}, r* = {rows[0].r_star}")
-    missing = [k for k in ("alpha_c", "alpha_l") if not np.isfinite([t[k] for t in table]).any()]
-    if missing:
-        ax.text(0.01, 0.01, " and ".join(missing) + ": not found in the alpha range (see the notes)",
-                transform=ax.transAxes, fontsize=8)
-    widths = np.concatenate([np.asarray(li.get_xdata(), dtype=float) for li in wx.get_lines()] + [np.array([])])
-    if widths.size:
-        wx.set_xscale("log")
-        wx.set_xlim(10 ** math.floor(math.log10(widths.min()) - 0.15), 10 ** math.ceil(math.log10(widths.max()) + 0.15))
-        wx.xaxis.set_minor_formatter(NullFormatter())
-    else:
-        wx.text(0.5, 0.5, "no bracket", transform=wx.transAxes, ha="center")
-    wx.set_xlabel(r"bracket width (in $\alpha$)")
-    wx.set_title("error bars (log scale)")
-    wx.grid(alpha=0.3, which="both")
-    wx.tick_params(labelleft=False)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
-    ax.grid(alpha=0.3)
-    first = rows[0]
-    curves = {br: [(a, e) for a, on, e, _ in c if on] for br, c in first.curves.items()}
-    alphas = sorted({a for c in curves.values() for a, _ in c})
-    low = {a: min(e for c in curves.values() for b, e in c if b == a) for a in alphas}
-    for br, c in curves.items():
-        if c:
-            bx.plot([a for a, _ in c], [e - low[a] for a, e in c], "o-", label=br)
-    bx.set_xlabel(r"$\alpha$")
-    bx.set_ylabel(r"$e_t - \min_{\rm branches} e_t$")
-    bx.set_title(f"omega = {first.omega:g}")
-    bx.legend(fontsize=8)
-    bx.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
     return fig
 
 

@@ -235,15 +235,12 @@ def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float]
     """phase_diagram.csv/.png/.nc/.json and the curves' figure (when ``curves`` has them); returns the JSON's record."""
     from attnphase.execution.dataset import job_attrs, write_netcdf
     from attnphase.numerics.jobs.dataset import boundaries_dataset
-    from attnphase.numerics.jobs.plots import plot_branch_curves, plot_branch_diagram, plot_phase_diagram
+    from attnphase.numerics.jobs.plots import plot_branch_curves, plot_phase_diagram
     from attnphase.numerics.jobs.variables import described
 
     r, r_star = params.r, teacher_rank(params)
     write_boundary_csv(out / "phase_diagram.csv", table, bool(errors), r=r)
-    if bracket_widths(rows):
-        plot_branch_diagram(rows, out / "phase_diagram.png")
-    else:
-        plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=alpha_max_of(rows, alphas), errors=errors)
+    plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=alpha_max_of(rows, alphas), errors=errors)
     cells = [{"at": {"omega": b.omega}, "b": b, "err": errors[i] if errors else None, "status": o.status
               if o.ok else "failed", "error": o.error} for i, (b, o) in enumerate(zip(rows, runs.outcomes))]
     attrs = job_attrs("phase-diagram", version=version, model=params.to_dict() | {"omega": "scanned"},

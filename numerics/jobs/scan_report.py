@@ -19,7 +19,7 @@ from typing import Any, Sequence
 from attnphase.execution import ExecutorSpec, ResultStore
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.jobs.boundary_table import (
-    alpha_max_of, boundary_table, bracket_widths, csv_columns, plain_json,
+    alpha_max_of, boundary_table, csv_columns, plain_json,
     write_boundary_csv,
 )
 from attnphase.numerics.jobs.report import compute_boundaries
@@ -44,7 +44,7 @@ def run_scan(field: str, values: Sequence[Any], models: Sequence[ModelParams], o
     """Compute and write the scan (scan.csv/.json/.nc and a figure per value); returns the summary (scan.json)."""
     from attnphase.execution.dataset import job_attrs, write_netcdf
     from attnphase.numerics.jobs.dataset import boundaries_dataset
-    from attnphase.numerics.jobs.plots import plot_branch_diagram, plot_phase_diagram
+    from attnphase.numerics.jobs.plots import plot_phase_diagram
     from attnphase.numerics.jobs.tasks import numerics_version
     from attnphase.numerics.jobs.variables import described
 
@@ -60,11 +60,8 @@ def run_scan(field: str, values: Sequence[Any], models: Sequence[ModelParams], o
     for i, v in enumerate(coord):
         rows = runs.rows[i * n:(i + 1) * n]
         errs = runs.errors[i * n:(i + 1) * n] if runs.errors else None
-        if bracket_widths(rows):
-            plot_branch_diagram(rows, out_dir / f"phase_diagram_{field}{v}.png")
-        else:
-            plot_phase_diagram(rows, out_dir / f"phase_diagram_{field}{v}.png", alpha_max=alpha_max_of(rows, alphas),
-                               errors=errs)
+        plot_phase_diagram(rows, out_dir / f"phase_diagram_{field}{v}.png", alpha_max=alpha_max_of(rows, alphas),
+                           errors=errs)
         table += [{field: v} | row for row in boundary_table(rows, errs)]
         for j, b in enumerate(rows):
             o = runs.outcomes[i * n + j]

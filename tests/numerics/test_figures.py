@@ -177,24 +177,34 @@ def test_histogram_learning_curves_are_drawn(tmp_path) -> None:
 
 
 def test_rank_diagram_shows_its_bracket_widths_on_a_log_panel(tmp_path) -> None:
+    """At r = 2 the one phase-diagram figure draws the mixed branch's end too, the searches' bracket widths as its
+    error panel, and the branches' e_t above the lowest one at the first omega."""
     from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd
-    from attnphase.numerics.jobs.plots import plot_branch_diagram
 
     nan = math.nan
     rows = [Boundaries(omega=w, alpha_c=nan, alpha_l=0.95 + w, semantic_end=0.35 + w, positional_end=nan,
                        alpha_l_err=0.002 * (1 + w), alpha_l_branch="semantic", eps_lin=0.002, r=2, r_star=1,
-                       semantic_end_err=0.03, semantic_end_kind="agnostic",
+                       semantic_end_err=0.03, semantic_end_kind="agnostic", mixed_end=1.6 + w, mixed_end_err=0.01,
+                       mixed_end_kind="no converged solve (solver failure)" if w > 0.2 else "fold",
                        ends=(LocatedEnd("semantic", 0.35 + w, 0.03, "above", "agnostic"),),
                        curves={"semantic": ((1.0, True, 0.003, 0.002),), "mixed": ((1.0, True, 0.0029, 0.002),)})
             for w in (0.1, 0.3)]
-    fig = plot_branch_diagram(rows, tmp_path / "rank.png")
+    fig = plot_phase_diagram(rows, tmp_path / "rank.png", alpha_max=3.0, errors=[b.errors() for b in rows])
     assert (tmp_path / "rank.png").stat().st_size > 0
-    ax, wx, _ = fig.axes
+    ax, wx, bx = fig.axes
     widths = {li.get_gid(): li for li in wx.get_lines()}
-    assert list(widths["width_alpha_l"].get_xdata()) == pytest.approx([0.0022, 0.0026])
-    assert list(widths["width_semantic_end"].get_xdata()) == [0.03, 0.03] and wx.get_xscale() == "log"
-    assert "width_alpha_c" not in widths  # alpha_c found nowhere: no width, and the panel says so
+    assert list(widths["err_alpha_l"].get_xdata()) == pytest.approx([0.0022, 0.0026])
+    assert list(widths["err_semantic_end"].get_xdata()) == [0.03, 0.03] and wx.get_xscale() == "log"
+    assert list(widths["err_mixed_end"].get_xdata()) == [0.01, 0.01]
+    assert "bracket width" in wx.get_xlabel()
+    assert "err_alpha_c" not in widths  # alpha_c found nowhere: no width, and the panel says so
     assert any("alpha_c: not found" in t.get_text() for t in ax.texts)
+    drawn = {li.get_label(): li for li in ax.get_lines()}
+    assert list(drawn["mixed branch end"].get_xdata()) == pytest.approx([1.7, nan], nan_ok=True)
+    failed = drawn["mixed: solver failed beyond"]  # the end past which the solver failed: an open marker
+    assert list(failed.get_xdata()) == pytest.approx([nan, 1.9], nan_ok=True) and failed.get_markerfacecolor() == "none"
+    gaps = {li.get_label(): list(li.get_ydata()) for li in bx.get_lines()}
+    assert gaps["semantic"] == pytest.approx([1e-4]) and gaps["mixed"] == [0.0]
 
 
 def test_phase_diagram_draws_the_bayes_optimal_thresholds_of_its_model(tmp_path, branches) -> None:
@@ -266,17 +276,16 @@ def test_curves_figure_says_which_panels_have_nothing_to_draw(tmp_path, branches
     assert [t.get_text() for t in eps.get_legend().get_texts()][:1] == ["positional"]  # no entry for the empty semantic
 
 
-def test_branch_diagram_of_a_job_whose_every_task_failed_says_why(tmp_path) -> None:
+def test_rank_2_phase_diagram_of_a_job_whose_every_task_failed_says_why(tmp_path) -> None:
     import warnings
 
-    from attnphase.numerics.jobs.plots import plot_branch_diagram
     from attnphase.numerics.phase.boundary_results import failed_boundaries
     from attnphase.theory.params import ModelParams
 
     rows = [failed_boundaries(w, "ValueError: the proximal map diverged", r=2) for w in (0.2, 0.3)]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "No artists with labels found to put in legend"
-        fig = plot_branch_diagram(rows, tmp_path / "rank.png")
+        fig = plot_phase_diagram(rows, tmp_path / "rank.png", alpha_max=3.0, errors=[b.errors() for b in rows])
     (ax,) = fig.axes
     (why,) = [t.get_text() for t in ax.texts if t.get_gid() == "why_empty"]
     assert "nothing to draw" in why and "task failed: ValueError: the proximal map diverged" in why
