@@ -7,8 +7,8 @@ is not a warm start it is staged -- projected on the start's reflection pattern 
 over the whole rule, then unprojected (docs/method.md section 11, rank r >= 2) -- and a solve that does not
 converge is retried from its best point with more damping.  Its result is the one
 :class:`~attnphase.numerics.se.results.FixedPoint` of every rank: overlaps in the canonical gauge, hats,
-observables, the solver's status, and as ``memory`` the last quasi-Newton Jacobian (a
-:class:`~attnphase.numerics.se.fixed_point.CarriedJacobian`, to seed a nearby solve).
+observables, the solver's status, and as ``memory`` the last quasi-Newton Jacobian with its basis (a
+:class:`~attnphase.numerics.se.results.SolverMemory`, to seed a nearby solve).
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ import numpy as np
 from attnphase.numerics.capabilities import check
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import QuadratureRule, matrix_rule, rule_blocks, split_block
-from attnphase.numerics.se.fixed_point import CarriedJacobian, FixedPointSolver
+from attnphase.numerics.se.fixed_point import FixedPointSolver
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.gauge import reflection_pattern
 from attnphase.numerics.se.se_map import FixedAlpha, SEMap, admissible, model_rule
 from attnphase.numerics.se.starts import MATRIX_BRANCHES, noise_axes, settle_noise_axes, teacher_rank
-from attnphase.numerics.se.results import FixedPoint, fixed_point_from
+from attnphase.numerics.se.results import FixedPoint, SolverMemory, fixed_point_from
 from attnphase.theory.params import ModelParams
 
 #: The least damping the matrix map is iterated with (measured at L = 2, r = 2, alpha = 2: undamped
@@ -55,7 +55,7 @@ def matrix_config(params: ModelParams, alpha: float, branch: str, config: Solver
 
 
 def solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, ov0: Overlaps, *,
-                 warm: bool, staged: bool, jacobian: CarriedJacobian | None = None) -> FixedPoint:
+                 warm: bool, staged: bool, jacobian: SolverMemory | None = None) -> FixedPoint:
     """The rank-r fixed point on ``branch`` at alpha from ``ov0``, with e_t, eps_g and a status.
 
     ``cfg`` is :func:`matrix_config`'s; its ``quadrature`` is a Sobol spec.  ``warm``: ``ov0`` is close to the
@@ -124,7 +124,7 @@ def _staged(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, r
 
 
 def _solve(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, rule: QuadratureRule, ov0: Overlaps,
-           warm: bool, jacobian: CarriedJacobian | None = None, pattern: np.ndarray | None = None) -> FixedPoint:
+           warm: bool, jacobian: SolverMemory | None = None, pattern: np.ndarray | None = None) -> FixedPoint:
     """One solve of the (projected) map on ``rule`` from ``ov0``, retried once from its best point."""
     smap = SEMap(params, FixedAlpha(alpha), rule, cfg, jacobian, branch=branch, pattern=pattern)
     result = FixedPointSolver(smap, cfg, consistent_differences=True).solve(ov0.to_vector(), warm=warm)

@@ -16,6 +16,7 @@ import numpy as np
 
 from attnphase.numerics.prox.global_prox import Candidates
 from attnphase.numerics.quadrature.rules import QuadratureRule, make_rule
+from attnphase.numerics.se.fixed_point import CarriedJacobian
 from attnphase.numerics.se.observables import Observables, eps_lin, observables
 from attnphase.numerics.se.gauge import canonical, direction_labels, invariants
 from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps, branch_label
@@ -47,26 +48,38 @@ class SolverStatus:
 
 @dataclass(frozen=True, eq=False)
 class SolverMemory:
-    """What a solve learned that helps a nearby solve (continuation warm starts).
+    """What a solve learned that helps a nearby solve (warm starts, continuation, the error bars' re-solves), at
+    every rank.
 
     Attributes:
-        key: the state's symmetry group (a tuple of SymmetryElement) the memory belongs to.
-        rule: the (symmetrised) quadrature rule the candidates and reduced rules refer to.
-        jacobian: the quasi-Newton Jacobian of the scaled residual on the symmetric subspace
-            (None if the solve ended without one).
-        candidates: the distinct proximal minima per node of the last evaluation (global prox).
+        rule: the (symmetrised) quadrature rule the solve ran on; the candidates and reduced rules refer to it.
+        jacobian: the last quasi-Newton Jacobian of the scaled residual (None if the solve ended without
+            one): at r = r* = 1 on the invariant subspace of the symmetry group ``key``, in the matrix form on
+            the orthonormal ``basis`` at the point ``at`` (:meth:`moved_to` carries it to another solve).
+        key: the state's symmetry group (a tuple of SymmetryElement; r = r* = 1).
+        candidates: the distinct proximal minima per node of the last evaluation (global prox; r = r* = 1).
         reduced_rules: the rule reduced to orbit representatives, by symmetry group (reducing
-            costs more than a polished SE step, so continuation passes them on).
+            costs more than a polished SE step, so continuation passes them on; r = r* = 1).
         fixed: the order parameter held fixed by the solve (``"th0"`` for ``solve_at_theta``,
             ``"m"`` for ``solve_at_m``; None at fixed alpha): the maps, and their Jacobians, differ.
+        basis, at: the matrix form's basis B0 (n x k) and point x0 (n,) of ``jacobian``.
     """
 
-    key: tuple
     rule: QuadratureRule
     jacobian: np.ndarray | None
-    candidates: Candidates | None
+    key: tuple = ()
+    candidates: Candidates | None = None
     reduced_rules: dict = field(default_factory=dict, repr=False)
     fixed: str | None = None
+    basis: np.ndarray | None = None
+    at: np.ndarray | None = None
+
+    def moved_to(self, B1: np.ndarray, x1: np.ndarray) -> np.ndarray | None:
+        """The Jacobian on the basis B1 at x1 (:meth:`CarriedJacobian.moved_to
+        <attnphase.numerics.se.fixed_point.CarriedJacobian.moved_to>`), or None without a basis."""
+        if self.jacobian is None or self.basis is None:
+            return None
+        return CarriedJacobian(self.jacobian, self.basis, self.at).moved_to(B1, x1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,11 +87,10 @@ class FixedPoint:
     """A state-evolution fixed point with its conjugates, observables and status, at every rank.
 
     ``branch`` is the label of the point actually reached (never the requested one
-    relabelled); ``requested`` is what the caller asked for.  At r = r* = 1 ``overlaps`` is the scalar form
-    of :class:`Overlaps` and ``memory`` a :class:`SolverMemory`; at r >= 2 or r* >= 2 ``overlaps`` is the matrix
-    form (q0, V0 r x r, m L x r, th0 r x r*) in the canonical gauge, ``hat`` the matrix hats
-    (None where the first step failed), ``memory`` the last quasi-Newton Jacobian
-    (:class:`~attnphase.numerics.se.fixed_point.CarriedJacobian`), and ``extra`` holds e_t_direct
+    relabelled); ``requested`` is what the caller asked for; ``memory`` (a :class:`SolverMemory`, or None) is
+    what a nearby solve may start from.  At r = r* = 1 ``overlaps`` is the scalar form of :class:`Overlaps`; at
+    r >= 2 or r* >= 2 ``overlaps`` is the matrix form (q0, V0 r x r, m L x r, th0 r x r*) in the canonical gauge,
+    ``hat`` the matrix hats (None where the first step failed), and ``extra`` holds e_t_direct
     (lambda/2 tr q0 + alpha E[loss]) and the gauge angle of the last step.
     """
 
@@ -92,7 +104,7 @@ class FixedPoint:
     requested: str
     prox: str
     quadrature: str
-    memory: Any = field(default=None, repr=False)
+    memory: SolverMemory | None = field(default=None, repr=False)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -159,9 +171,9 @@ def fixed_point_from(smap: Any, result: Any, ov0: Overlaps, requested: str) -> F
     (no evaluation: the overlaps ``ov0`` it started from, NaN observables).
 
     Observables of :func:`~attnphase.numerics.se.observables.observables`; at r = r* = 1 e_t on
-    ``config.e_t_quadrature`` where set (:mod:`attnphase.numerics.se.training_objective`) and as ``memory`` a
-    :class:`SolverMemory`; in the matrix form ``extra`` holds e_t_direct = lambda/2 tr q0 + alpha E[loss(h_hat)]
-    (equal to e_t at a fixed point) and the gauge angle of the last step, and ``memory`` is the carried Jacobian.
+    ``config.e_t_quadrature`` where set (:mod:`attnphase.numerics.se.training_objective`); in the matrix form
+    ``extra`` holds e_t_direct = lambda/2 tr q0 + alpha E[loss(h_hat)] (equal to e_t at a fixed point) and the
+    gauge angle of the last step.  ``memory``: the map's :class:`SolverMemory` (None where it has none).
     """
     params, cfg, matrix = smap.params, smap.cfg, smap.is_matrix
     prox = "global" if matrix else cfg.prox
@@ -185,7 +197,8 @@ def fixed_point_from(smap: Any, result: Any, ov0: Overlaps, requested: str) -> F
     if matrix:
         extra = {"e_t_direct": 0.5 * params.lam * float(np.trace(ov.q0)) + step.alpha * step.moments.E_loss,
                  "gauge_angle": step.angle}
-        memory = smap.jacobian_now()
+        kept = smap.jacobian_now()
+        memory = None if kept is None else SolverMemory(smap.rule, kept.J, basis=kept.B, at=kept.x)
     else:
         if cfg.e_t_quadrature is not None and result.converged:
             fine = refined_training_objective(params, step.alpha, ov, step.hat,
@@ -193,8 +206,8 @@ def fixed_point_from(smap: Any, result: Any, ov0: Overlaps, requested: str) -> F
             obs, failures = replace(obs, e_t=fine.e_t, E_M=fine.E_M), failures + fine.prox_failures
         memory = None
         if smap.key is not None:
-            memory = SolverMemory(smap.key, smap.rule, smap.jacobian_now(), smap.candidates, smap.reduced,
-                                  smap.variant.name)
+            memory = SolverMemory(smap.rule, smap.jacobian_now(), key=smap.key, candidates=smap.candidates,
+                                  reduced_rules=smap.reduced, fixed=smap.variant.name)
     status = SolverStatus(result.converged, result.evaluations, ev.residual, result.message, failures)
     return FixedPoint(
         params=params, alpha=step.alpha, overlaps=ov, hat=step.hat, observables=obs, status=status,

@@ -92,7 +92,7 @@ def solve(
     config: SolverConfig | None = None,
     init: Overlaps | None = None,
     rule: QuadratureRule | None = None,
-    memory: Any = None,
+    memory: SolverMemory | None = None,
     start: str | None = None,
 ) -> FixedPoint:
     """Solve the state evolution at (params, alpha) starting on ``branch`` (or from ``init``), at every rank.
@@ -138,7 +138,7 @@ def solve(
 
 
 def _solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, init: Overlaps | None,
-                  rule: QuadratureRule | None, memory: Any, start: str) -> FixedPoint:
+                  rule: QuadratureRule | None, memory: SolverMemory | None, start: str) -> FixedPoint:
     """:func:`solve` at r >= 2 or r* >= 2 (its docstring)."""
     if rule is not None:
         model_rule(params, cfg, rule)  # ValueError: the matrix form takes its rule from config.quadrature

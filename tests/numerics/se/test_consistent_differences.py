@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import matrix_rule
 from attnphase.numerics.se.channel import channel_moments
 from attnphase.numerics.se.fixed_point import CarriedJacobian, FixedPointSolver
 from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.se.results import SolverMemory
 from attnphase.numerics.se.gauge import reflection_pattern
 from attnphase.numerics.se.se_map import FixedAlpha, SEMap
 from attnphase.numerics.se.starts import with_ranks
@@ -101,7 +103,10 @@ def test_staged_solve_converges_on_the_unprojected_map_and_carries_its_jacobian(
     cfg = SolverConfig(quadrature="sobol8:2")
     fp = solve(params, 2.0, "semantic", config=cfg)
     assert fp.status.converged and fp.status.residual <= 1e-10, fp.status.message
-    assert fp.branch == "semantic" and "reflection pattern" in fp.status.message and fp.memory is not None
+    assert fp.branch == "semantic" and "reflection pattern" in fp.status.message
+    memory = fp.memory  # the one memory type of every rank: here the Jacobian with its basis and point
+    assert isinstance(memory, SolverMemory) and memory.jacobian.shape == (memory.basis.shape[1],) * 2
+    assert memory.moved_to(memory.basis, memory.at) == pytest.approx(memory.jacobian, rel=1e-12, abs=1e-12)
     smap = SEMap(params, FixedAlpha(2.0), matrix_rule(2, 2, 1, "sobol8:2"), SolverConfig(), branch="semantic")
     assert smap.evaluate(fp.overlaps.to_vector(), exact=True).residual <= 1e-10
     again = solve(params, 2.0, "semantic", config=cfg, init=fp.overlaps, memory=fp.memory)

@@ -25,6 +25,7 @@ import pytest
 
 from attnphase.numerics import solve
 from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.se.results import SolverMemory
 from attnphase.numerics.prox.global_prox import global_prox
 from attnphase.numerics.quadrature.rules import make_rule, reduce_rule
 from attnphase.numerics.config import SolverConfig
@@ -188,7 +189,7 @@ def test_warm_start_memory_changes_the_path_not_the_fixed_point(semantic2) -> No
     """A warm start seeded with the previous solve's memory (Jacobian, prox candidates, reduced
     rules) converges to the same verified fixed point as one without it, in fewer SE steps."""
     near = solve(PAPER, 1.95, "semantic", init=semantic2.overlaps, config=SolverConfig(quadrature=RULE))  # a warm solve: has a Jacobian
-    assert near.memory is not None and near.memory.jacobian is not None
+    assert isinstance(near.memory, SolverMemory) and near.memory.jacobian is not None and near.memory.basis is None
     plain = solve(PAPER, 1.9, "semantic", init=near.overlaps, config=SolverConfig(quadrature=RULE))
     seeded = solve(PAPER, 1.9, "semantic", init=near.overlaps, memory=near.memory, config=SolverConfig(quadrature=RULE))
     assert plain.status.converged and seeded.status.converged
