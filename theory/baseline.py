@@ -4,7 +4,7 @@ f_lin(X)_l = sum_k B[l,k] x_k with B learned exactly in the limit,
 B = omega A + (1 - omega) E[softmax(h* h*^T)], and the alpha-independent test error
 
     eps_lin = 1/2 sum_{l,k} sigma_k^2 (1 - omega)^2 Var( softmax(h* h*^T)[l, k] ),
-    Var(s) = E[s^2] - E[s]^2,   h*_l ~ N(0, rho_l) independent (rho_l = sigma_l^2 rho0).
+    Var(s) = E[s^2] - E[s]^2,   h*_l ~ N(0, rho_l I_{r*}) independent in R^{r*} (rho_l = sigma_l^2 rho0).
 
 Tokens correlated across positions (x_k . x_k' / d -> C[k,k'], docs/model.md section 7): the
 sample loss of f_lin is 1/2 sum_l (T - B)[l,:] C (T - B)[l,:]^T, minimised in B (C positive
@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from attnphase.theory.codegen import Argument, FunctionSpec, cached_namespace
+from attnphase.theory.softmax import scores
 
 ArrayLike = Any
 
@@ -117,9 +118,9 @@ def softmax_minus_uniform(z: ArrayLike) -> np.ndarray:
 
 def softmax_centred(weights: ArrayLike, hstar: ArrayLike) -> np.ndarray:
     """s - E[s] at each node of a quadrature (``weights`` (n,), summing to 1) of the teacher fields ``hstar``
-    (n, L): s = softmax_row(h* h*^T), (n, L, L); computed as (s - 1/L) - E[s - 1/L] (:func:`softmax_minus_uniform`)."""
+    (n, L, r*): s = softmax_row(h* h*^T), (n, L, L); computed as (s - 1/L) - E[s - 1/L] (:func:`softmax_minus_uniform`)."""
     w, h = np.asarray(weights, float), np.asarray(hstar, float)
-    dev = softmax_minus_uniform(h[:, :, None] * h[:, None, :])
+    dev = softmax_minus_uniform(scores(h))
     return dev - np.einsum("n,nij->ij", w, dev)
 
 

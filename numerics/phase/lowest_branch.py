@@ -31,11 +31,8 @@ from __future__ import annotations
 import math
 from typing import Callable, Sequence
 
-import numpy as np
-
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, model_branches
-from attnphase.numerics.quadrature.rules import matrix_rule, split_nodes
 from attnphase.numerics.se.starts import teacher_rank
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import solve
@@ -81,28 +78,11 @@ def follow_branch(params: ModelParams, alphas: Sequence[float], branch: str, cfg
 
 
 def teacher_eps_lin(params: ModelParams, cfg: SolverConfig) -> float:
-    """eps_lin = 1/2 sum_{l,k} sigma_k^2 (1 - omega)^2 Var(softmax(h* h*^T)[l,k]), h*_l = sigma_l rho0^{1/2} eta_l
-    in R^{r*} (docs/model.md section 5 with the rank-r* teacher): Gauss--Hermite at r* = 1
-    (:func:`~attnphase.numerics.se.observables.eps_lin`), :func:`sobol_eps_lin` on the solve's rule at r* >= 2."""
+    """eps_lin of the rank-r* teacher (:func:`~attnphase.numerics.se.observables.eps_lin`): converged
+    Gauss--Hermite at r* = 1, on the solve's rule at r* >= 2."""
     from attnphase.numerics.se.observables import eps_lin
 
-    if teacher_rank(params) == 1:
-        return eps_lin(params.replace(r=1))
-    return sobol_eps_lin(params, cfg.quadrature)
-
-
-def sobol_eps_lin(params: ModelParams, spec: str) -> float:
-    """eps_lin of :func:`teacher_eps_lin` with the moments of softmax(h* h*^T) on the Sobol rule ``spec``
-    over eta (L r* dimensions)."""
-    from attnphase.theory.baseline import eps_lin_from_moments
-    from attnphase.theory.softmax import attention
-
-    rule = matrix_rule(params.L, 1, teacher_rank(params), spec)
-    hstar = split_nodes(rule, params.L, 1, teacher_rank(params))[1] * np.sqrt(params.sigma2 * params.rho0)[None, :, None]
-    s = attention(hstar)
-    mean = np.einsum("n,nij->ij", rule.weights, s)
-    second = np.einsum("n,nij->ij", rule.weights, s * s)
-    return float(eps_lin_from_moments(mean, second, params.sigma2, params.omega))
+    return eps_lin(params, quadrature=cfg.quadrature if params.r_star >= 2 else None)
 
 
 class _Lost(RuntimeError):

@@ -5,8 +5,8 @@
 * ``e_t = -Phi`` -- the training objective per dimension, Phi from
   :func:`attnphase.theory.free_entropy.free_entropy` with E[M] from the channel (E[M] is kept:
   it is also d e_t / d alpha);
-* ``eps_lin`` -- the linear positional baseline of section 5, an L-dimensional
-  Gaussian integral of softmax(h* h*^T) moments, by tensor Gauss--Hermite.
+* ``eps_lin`` -- the linear positional baseline of section 5, an L r*-dimensional
+  Gaussian integral of softmax(h* h*^T) moments, by tensor Gauss--Hermite (r* = 1) or on a Sobol rule.
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
-from attnphase.numerics.quadrature.rules import gauss_hermite_1d
+from attnphase.numerics.quadrature.rules import gauss_hermite_1d, matrix_rule, split_nodes
 from attnphase.theory.baseline import eps_lin_cov, eps_lin_from_moments, softmax_centred
 from attnphase.theory.free_entropy import free_entropy
-from attnphase.theory.kernels import get_kernels
 from attnphase.theory import matrix_channel as rk
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
@@ -48,34 +47,31 @@ class Observables:
     E_M: float = float("nan")
 
 
-def _teacher_fields(params: ModelParams, order: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(weights, h*) of a tensor Gauss-Hermite grid of the teacher fields: h*_l ~ N(0, sigma_l^2 rho0) iid, or,
-    for a whitened correlated-token model, h* = B v*, v* ~ N(0, rho0 I)."""
-    L = params.L
-    n = order or _EPS_LIN_ORDER.get(L, 12)
-    x, w = _EPS_LIN_NODES[n] if n in _EPS_LIN_NODES else gauss_hermite_1d(n)
-    grids = np.meshgrid(*([x] * L), indexing="ij")
-    wts = np.meshgrid(*([w] * L), indexing="ij")
-    z = np.stack([g.reshape(-1) for g in grids], axis=1)
-    wt = np.prod(np.stack([g.reshape(-1) for g in wts], axis=1), axis=1)
-    hstar = z * np.sqrt(params.sigma2 * params.rho0)
-    if params.mixing is not None:
-        hstar = hstar @ params.mixing_array.T
+def _teacher_fields(params: ModelParams, order: int | None = None,
+                    quadrature: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(weights, h*) of a quadrature of the teacher fields h*_l = sigma_l rho0^{1/2} eta_l in R^{r*}, eta_l ~ N(0, I)
+    iid (a whitened correlated-token model: h* = B v*), h* as (n, L, r*): the tensor Gauss--Hermite grid of
+    ``order`` nodes per dimension (r* = 1), or the eta columns of the Sobol rule ``quadrature``
+    (:func:`~attnphase.numerics.quadrature.rules.matrix_rule` at r = 1, any r*)."""
+    L, rs = params.L, params.r_star
+    if quadrature is not None:
+        rule = matrix_rule(L, 1, rs, quadrature)
+        wt, z = rule.weights, split_nodes(rule, L, 1, rs)[1]
+    elif rs != 1:
+        raise ValueError(f"eps_lin at teacher rank r* = {rs} is taken on a Sobol rule over the L r* teacher "
+                         f"dimensions: give its quadrature")
+    else:
+        n = order or _EPS_LIN_ORDER.get(L, 12)
+        x, w = _EPS_LIN_NODES[n] if n in _EPS_LIN_NODES else gauss_hermite_1d(n)
+        grids = np.meshgrid(*([x] * L), indexing="ij")
+        wts = np.meshgrid(*([w] * L), indexing="ij")
+        z = np.stack([g.reshape(-1) for g in grids], axis=1)[:, :, None]
+        wt = np.prod(np.stack([g.reshape(-1) for g in wts], axis=1), axis=1)
+    hstar = z * np.sqrt(params.sigma2 * params.rho0)[:, None]
+    if params.mixing is not None:  # h*_l = sum_k B[l, k] v*_k, per teacher direction
+        v = np.swapaxes(hstar, 1, 2).reshape(-1, L)
+        hstar = np.swapaxes((v @ params.mixing_array.T).reshape(len(wt), rs, L), 1, 2)
     return wt, hstar
-
-
-def _teacher_softmax(params: ModelParams, order: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(weights, s) of s = softmax_row(h* h*^T) on the grid of :func:`_teacher_fields`."""
-    wt, hstar = _teacher_fields(params, order)
-    return wt, get_kernels(params.L).attention(hstar)
-
-
-def softmax_teacher_moments(params: ModelParams, order: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """E[s] and E[s^2] (entrywise, (L, L)) of s = softmax_row(h* h*^T), h*_l ~ N(0, sigma_l^2 rho0) iid."""
-    wt, s = _teacher_softmax(params, order)
-    mean = np.einsum("n,nij->ij", wt, s)
-    second = np.einsum("n,nij->ij", wt, s * s)
-    return mean, second
 
 
 #: eps_lin's quadrature is refined (orders x 1.5) until two orders agree to this relative difference ...
@@ -84,17 +80,22 @@ EPS_LIN_RTOL = 1e-8
 _EPS_LIN_MAX_ORDER = {2: 270, 3: 90, 4: 30}
 
 
-def eps_lin(params: ModelParams, order: int | None = None) -> float:
-    """Test error of the linear positional baseline, docs/model.md section 5 (alpha-independent);
-    for correlated tokens (whitened or not) eps_lin_C (:func:`attnphase.theory.baseline.eps_lin_cov`).
+def eps_lin(params: ModelParams, order: int | None = None, quadrature: str | None = None) -> float:
+    """Test error of the linear positional baseline, docs/model.md section 5 (alpha-independent), at every
+    teacher rank r*: eps_lin = 1/2 sum_{l,k} sigma_k^2 (1 - omega)^2 Var(softmax(h* h*^T)[l,k]), h*_l in R^{r*};
+    for correlated tokens (whitened or not) eps_lin_C (:func:`attnphase.theory.baseline.eps_lin_cov`).  The
+    variance is taken from the centred softmax (:func:`attnphase.theory.baseline.softmax_centred`): no
+    cancellation however weak the teacher.
 
-    ``order``: the Gauss--Hermite order per dimension; None: the default order, refined until the next order
-    agrees to EPS_LIN_RTOL (a strong teacher, rho0 sigma^2 >~ 1, sharpens the softmax: at rho0 = 30 the default
-    order alone is 0.7 % off), the converged order's value returned.  The default order is taken as converged
-    when the order 2/3 of it agrees to EPS_LIN_RTOL (a third of the default grid's nodes at L = 3, no state kept
+    ``quadrature``: a Sobol spec, the rule of the teacher fields (:func:`_teacher_fields`; needed at r* >= 2,
+    where the tensor grid of L r* dimensions is too large).  Otherwise (r* = 1) tensor Gauss--Hermite:
+    ``order`` nodes per dimension; None: the default order, refined until the next order agrees to
+    EPS_LIN_RTOL (a strong teacher, rho0 sigma^2 >~ 1, sharpens the softmax: at rho0 = 30 the default order
+    alone is 0.7 % off), the converged order's value returned.  The default order is taken as converged when
+    the order 2/3 of it agrees to EPS_LIN_RTOL (a third of the default grid's nodes at L = 3, no state kept
     between calls).  Where even the largest order does not converge, a warning says how far apart the last two are."""
-    if order is not None:
-        return _eps_lin_at(params, order)
+    if quadrature is not None or order is not None:
+        return _eps_lin_at(params, order, quadrature)
     return _eps_lin_converged(params)
 
 
@@ -126,11 +127,12 @@ def _eps_lin_converged(params: ModelParams) -> float:
         prev, n, val = n, m, finer
 
 
-def _eps_lin_at(params: ModelParams, order: int) -> float:
-    """eps_lin on the tensor Gauss--Hermite grid of ``order`` nodes per dimension."""
+def _eps_lin_at(params: ModelParams, order: int | None, quadrature: str | None = None) -> float:
+    """eps_lin on the rule of :func:`_teacher_fields` (``order`` Gauss--Hermite nodes per dimension, or the Sobol
+    rule ``quadrature``), from the moments of s - E[s]: its covariance without cancellation (theory.baseline)."""
     params = se_params(params)
-    wt, hstar = _teacher_fields(params, order)
-    c = softmax_centred(wt, hstar)  # the moments of s - E[s]: its covariance without cancellation (theory.baseline)
+    wt, hstar = _teacher_fields(params, order, quadrature)
+    c = softmax_centred(wt, hstar)
     mean = np.einsum("n,nij->ij", wt, c)
     if params.mixing is not None:
         B = params.mixing_array

@@ -1,5 +1,6 @@
 """The linear baseline eps_lin (docs/model.md section 5) for a weak teacher: Var(s) = O(rho0^2) is a difference
-of moments of size 1/L^2, so it must be computed from the centred softmax, not as E[s^2] - E[s]^2."""
+of moments of size 1/L^2, so it must be computed from the centred softmax, not as E[s^2] - E[s]^2 -- at every
+teacher rank r*, on Gauss--Hermite (r* = 1) and on a Sobol rule (any r*)."""
 
 from __future__ import annotations
 
@@ -56,3 +57,35 @@ def test_eps_lin_of_a_strong_teacher_refines_its_quadrature():
 def test_eps_lin_that_does_not_converge_says_so():
     with pytest.warns(RuntimeWarning, match="eps_lin: its quadrature did not converge"):
         eps_lin(ModelParams(omega=0.3, rho0=30.0))
+
+
+def _weak_teacher_eps_lin(p: ModelParams) -> float:
+    """eps_lin to leading order in rho0 (relative error O(rho0)), in closed form: s_lk - 1/L = y_lk / L + O(rho0^2)
+    with y_lk = z_lk - (1/L) sum_j z_lj, z_lj = h*_l . h*_j; the z_lj of one row are uncorrelated, Var(z_lj) =
+    r* v_l v_j (j != l), 2 r* v_l^2 (j = l), v_l = sigma_l^2 rho0."""
+    L, v = p.L, np.asarray(p.sigma2) * p.rho0
+    var_z = p.r_star * np.outer(v, v) * (1 + np.eye(L))
+    var_y = [[(1 - 1 / L) ** 2 * var_z[l, k] + sum(var_z[l, j] for j in range(L) if j != k) / L**2
+              for k in range(L)] for l in range(L)]
+    return 0.5 * (1 - p.omega) ** 2 * float(np.sum(np.asarray(p.sigma2)[None, :] * np.asarray(var_y))) / L**2
+
+
+@pytest.mark.parametrize("model", [{}, {"L": 3, "sigma": (0.5, 0.4, 0.6)}])
+def test_eps_lin_of_a_weak_teacher_at_every_teacher_rank_is_its_closed_form(model):
+    """rho0 = 1e-12: Gauss--Hermite (exact on the leading term) to round-off; a Sobol rule at r* = 1, 2, 3 to its
+    sampling error of the variance, and a thousand times weaker teacher exactly a million times smaller there
+    (the same nodes: E[s^2] - E[s]^2 would be pure round-off at both)."""
+    p = ModelParams(omega=0.3, rho0=1e-12, **model)
+    assert eps_lin(p) == pytest.approx(_weak_teacher_eps_lin(p), rel=1e-11)
+    for r_star in (1, 2, 3):
+        q = p.replace(r_star=r_star)
+        val = eps_lin(q, quadrature="sobol14")
+        assert val == pytest.approx(_weak_teacher_eps_lin(q), rel=1e-2)
+        assert eps_lin(q.replace(rho0=1e-15), quadrature="sobol14") == pytest.approx(1e-6 * val, rel=1e-9)
+
+
+def test_eps_lin_on_a_sobol_rule_agrees_with_gauss_hermite_at_teacher_rank_one():
+    p = ModelParams(omega=0.3)
+    assert eps_lin(p, quadrature="sobol14") == pytest.approx(eps_lin(p), rel=3e-3)
+    with pytest.raises(ValueError, match="give its quadrature"):
+        eps_lin(p.replace(r_star=2))  # no tensor grid over L r* dimensions

@@ -18,7 +18,7 @@ from attnphase.cli import main
 from attnphase.numerics.phase import lowest_branch as rb
 from attnphase.numerics.jobs.report import csv_columns
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se.observables import Observables, eps_lin
+from attnphase.numerics.se.observables import Observables
 from attnphase.numerics.se.starts import with_ranks
 from attnphase.numerics.se.results import SolverStatus
 from attnphase.theory.params import ModelParams
@@ -131,10 +131,6 @@ def test_a_grid_point_where_a_solve_fails_is_passed_over(monkeypatch, params) ->
     assert math.isnan(b.alpha_c) and "alpha_c: positional -> semantic in [0.75, 1.5], root not found: the " \
         "positional branch was lost at alpha = 0.9" in notes
     assert b.end("positional").kind.startswith("no converged solve")
-
-
-def test_sobol_eps_lin_at_teacher_rank_one_matches_gauss_hermite(params) -> None:
-    assert rb.sobol_eps_lin(params, "sobol14") == pytest.approx(eps_lin(params.replace(r=1)), rel=1e-3)
 
 
 def test_phase_diagram_cli_takes_rank_two(monkeypatch, tmp_path, capsys) -> None:
