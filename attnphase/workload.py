@@ -7,7 +7,7 @@
 * :func:`announce_tasks` -- before a long job starts, its task count and its wall time on its workers
   (:func:`wall_seconds`) from measured per-task CPU costs: the boundaries at one omega
   (:func:`boundaries_task_seconds`), a rank-2 omega, a census, a validation theory task, a simulation
-  (:func:`simulation_seconds`), a histogram training; :func:`estimate_seconds` / :func:`announce_work` -- the
+  (:func:`simulation_seconds`), a histogram training; :func:`estimate_seconds` -- the
   solves of a sweep from :data:`SECONDS_PER_SOLVE` (L = 2, sobol12) scaled by the rule's node count and by L.
 * :func:`announce_rules` -- every quadrature rule of the configuration with at least
   :data:`LARGE_RULE_NODES` nodes is named on stderr with an estimate of its memory.
@@ -47,16 +47,6 @@ def estimate_seconds(n_solves: int, L: int, config: Any) -> float:
     from attnphase.numerics.quadrature.rules import rule_nodes
 
     return n_solves * SECONDS_PER_SOLVE * rule_nodes(L, config.quadrature) / 2 ** 12 * (4 ** (L - 2))
-
-
-def announce_work(what: str, n_solves: int, L: int, config: Any, *, quiet: bool = False, min_seconds: float = 30,
-                  workers: int = 1) -> None:
-    """Say on stderr what a long computation does and roughly how long it may take (its solves shared by ``workers``)."""
-    t = estimate_seconds(n_solves, L, config) / max(1, workers)
-    if quiet or t < min_seconds:
-        return
-    print(f"attnphase: {what}: roughly {format_duration(t)} or more (a rough estimate; the progress bar tells)",
-          file=sys.stderr, flush=True)
 
 
 # --- per-task costs (CPU seconds of one task on one core of the 2-core reference machine) -----------------

@@ -61,7 +61,7 @@ def _task_seconds(folder: Path) -> list[float]:
 
 def _store_cost(folder: Path, repeat: int = 5) -> tuple[float, int]:
     """Seconds to write (pickle, checksum, fsync, rename) and read back one real task record; its bytes."""
-    from attnphase.execution.store import ResultStore, StoredRecord
+    from attnphase.execution.store import Outcome, ResultStore
 
     src = ResultStore(folder)
     key = src.keys()[0]
@@ -70,7 +70,7 @@ def _store_cost(folder: Path, repeat: int = 5) -> tuple[float, int]:
         dst = ResultStore(tmp)
         t0 = time.perf_counter()
         for i in range(repeat):
-            dst.save(StoredRecord(f"{key}{i}", rec.label, rec.status, rec.value, rec.error, rec.seconds))
+            dst.save(Outcome(f"{key}{i}", rec.label, rec.status, rec.value, rec.error, rec.seconds))
             dst.load(f"{key}{i}")
         return (time.perf_counter() - t0) / repeat, src.path(key).stat().st_size
 

@@ -5,12 +5,12 @@ Generic (it knows nothing of the model): a job is a list of :class:`~attnphase.e
 :func:`~attnphase.execution.executor.run_tasks` computes the ones the
 :class:`~attnphase.execution.store.ResultStore` does not hold yet, on the executor an
 :class:`~attnphase.execution.executor.ExecutorSpec` names, and returns one
-:class:`~attnphase.execution.executor.Outcome` per task, in order.  ``numerics`` and ``validation``
+:class:`~attnphase.execution.store.Outcome` per task, in order.  ``numerics`` and ``validation``
 build their jobs on it; it imports neither (docs/distributed.md).
 """
 
-from attnphase.execution.executor import ExecutorSpec, Outcome, TaskFailed, map_tasks, run_tasks
-from attnphase.execution.store import ResultStore
+from attnphase.execution.executor import ExecutorSpec, TaskFailed, map_tasks, run_tasks
+from attnphase.execution.store import Outcome, ResultStore
 from attnphase.execution.tasks import Task, code_version, task_key
 
 __all__ = ["ExecutorSpec", "Outcome", "ResultStore", "Task", "TaskFailed", "code_version", "map_tasks",

@@ -25,7 +25,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 ENGINE = "netcdf4"
 #: The CF version the datasets follow.
@@ -225,6 +225,19 @@ def cf_problems(ds: Any) -> list[str]:
             if name not in str(ds[of].attrs.get("ancillary_variables", "")).split():
                 out.append(f"{of}: ancillary_variables does not list {name}")
     return out
+
+
+def csv_text(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    """The CSV table a job writes beside its dataset: header ``columns``, a line per row (its other keys left
+    out), lines ended by "\\n"."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n", extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
 
 
 def variables_map(names: Any, lookup: Callable[[str], Variable | None]) -> dict[str, dict[str, str]]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 from attnphase import interrupts
-from attnphase.execution.store import ResultStore, StoredRecord
+from attnphase.execution.store import Outcome, ResultStore
 from attnphase.execution.tasks import Task
 
 #: The environment of every local worker process (set before it imports numba or numpy): one
@@ -93,27 +93,6 @@ class ExecutorSpec:
     @property
     def in_process(self) -> bool:
         return self.scheduler is None and self.workers == 1
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """One task's result: ``status`` is "done" (computed now), "stored" (read back) or "failed" (``error``)."""
-
-    key: str
-    label: str
-    status: str
-    value: Any = None
-    error: str = ""
-    seconds: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.status != "failed"
-
-    @property
-    def reason(self) -> str:
-        """The error's first line (``Type: message``)."""
-        return self.error.splitlines()[0] if self.error else ""
 
 
 class SchedulerUnavailable(ValueError):
@@ -181,9 +160,9 @@ def run_tasks(
 
     def record(i: int, status: str, value: Any, error: str, seconds: float) -> None:
         t = tasks[i]
-        if store is not None:
-            store.save(StoredRecord(t.key, t.label, status, value, error, seconds), version)
         out[i] = Outcome(t.key, t.label, status, value, error, seconds)
+        if store is not None:
+            store.save(out[i], version)
         progress.finished(out[i])
 
     if todo and (executor.in_process or (executor.scheduler is None and len(todo) == 1)):  # no cluster for one task

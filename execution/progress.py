@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from attnphase.execution.executor import Outcome, Progress
+from attnphase.execution.executor import Progress
+from attnphase.execution.store import Outcome
 
 
 class TaskBar(Progress):

@@ -33,8 +33,9 @@ class StoreUnusable(ValueError):
 
 
 @dataclass(frozen=True)
-class StoredRecord:
-    """A task's stored record: ``status`` is "done" (``value``) or "failed" (``error``)."""
+class Outcome:
+    """One task's result: ``status`` is "done" (computed now, or as stored), "stored" (read back by the executor)
+    or "failed" (``error``)."""
 
     key: str
     label: str
@@ -42,6 +43,15 @@ class StoredRecord:
     value: Any = None
     error: str = ""
     seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "failed"
+
+    @property
+    def reason(self) -> str:
+        """The error's first line (``Type: message``)."""
+        return self.error.splitlines()[0] if self.error else ""
 
 
 class ResultStore:
@@ -64,7 +74,7 @@ class ResultStore:
     def path(self, key: str) -> Path:
         return self.folder / f"{key}{SUFFIX}"
 
-    def load(self, key: str) -> StoredRecord | None:
+    def load(self, key: str) -> Outcome | None:
         """The record of ``key``; None when absent or corrupted (a corrupted file's key is appended
         to ``self.corrupted`` and the file removed)."""
         path = self.path(key)
@@ -77,11 +87,10 @@ class ResultStore:
             self.corrupted.append(key)
             path.unlink(missing_ok=True)
             return None
-        return StoredRecord(key=key, label=record.get("label", ""), status=record["status"],
-                            value=record.get("value"), error=record.get("error", ""),
-                            seconds=float(record.get("seconds", 0.0)))
+        return Outcome(key=key, label=record.get("label", ""), status=record["status"], value=record.get("value"),
+                       error=record.get("error", ""), seconds=float(record.get("seconds", 0.0)))
 
-    def save(self, record: StoredRecord, version: str = "") -> None:
+    def save(self, record: Outcome, version: str = "") -> None:
         """Write ``record`` atomically (temporary file, fsync, rename)."""
         payload = pickle.dumps({"key": record.key, "label": record.label, "status": record.status,
                                 "value": record.value, "error": record.error, "seconds": record.seconds,

@@ -22,7 +22,7 @@ from typing import Any
 #: light submodule (``attnphase.numerics.config``, for the command line's options) does not import
 #: the solvers, scipy or the generated kernels.
 _EXPORTS = {
-    "Boundaries": "phase.boundaries", "phase_boundaries": "phase.boundaries", "phase_diagram": "phase.boundaries",
+    "Boundaries": "phase.boundary_results", "phase_boundaries": "phase.boundaries", "phase_diagram": "phase.boundaries",
     "BranchEnd": "phase.branch_end", "locate_branch_end": "phase.branch_end", "trace_branch_end": "phase.branch_end",
     "SolverConfig": "config",
     "BranchSweep": "phase.continuation", "sweep": "phase.continuation",

@@ -16,7 +16,6 @@ smaller ``alpha`` is a prefix of the one at a larger ``alpha``.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -198,10 +197,3 @@ def run_simulation(spec: SimSpec) -> SimResult:
         m_norms=ov.m_norms, q0_eigenvalues=ov.q0_eigenvalues, theta_singular_values=ov.theta_singular_values,
         grad_tol=res.grad_tol,
     )
-
-
-def run_grid(specs: Sequence[SimSpec], *, progress: bool = True, desc: str = "simulations") -> list[SimResult]:
-    """Run ``specs`` in order (a tqdm bar when ``progress``); errors propagate."""
-    from tqdm.auto import tqdm
-
-    return [run_simulation(s) for s in tqdm(specs, desc=desc, disable=not progress, leave=False)]

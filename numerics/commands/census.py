@@ -23,7 +23,6 @@ r >= 2 :data:`MATRIX_HEAD`, the invariants, :data:`MATRIX_TAIL`) and one row per
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import math
 import sys
@@ -233,18 +232,9 @@ def _finite(x: Any) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(x)
 
 
-def _csv(rows: list[dict], columns: list[str] | tuple[str, ...]) -> str:
-    import csv
-
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n", extrasaction="ignore")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
-
-
 def _write(out_dir: Any, obj: dict, res: Any) -> None:
     """census.json, census.csv (a row per fixed point) and census_starts.csv (a row per start), all or none."""
+    from attnphase.execution.dataset import csv_text
     from attnphase.numerics.phase.census_starts import scalar_model
 
     params, points = res.params, obj["fixed_points"]
@@ -267,8 +257,8 @@ def _write(out_dir: Any, obj: dict, res: Any) -> None:
                "message": failed[s.name][1] if s.name in failed else ""} for s in res.search.starts]
     with outputs.staged_output(out_dir, job="census", model=params.to_dict() | {"alpha": res.alpha}) as stage:
         outputs.write_text_atomic(stage / "census.json", json.dumps(outputs.json_value(obj), indent=1))
-        outputs.write_text_atomic(stage / "census.csv", _csv(rows, cols))
-        outputs.write_text_atomic(stage / "census_starts.csv", _csv(starts, START_COLUMNS))
+        outputs.write_text_atomic(stage / "census.csv", csv_text(rows, cols))
+        outputs.write_text_atomic(stage / "census_starts.csv", csv_text(starts, START_COLUMNS))
 
 
 def phase_diagram_census(params: Any, rows: list[dict], cfg: Any, n_rules: int, out: Any, *, executor: Any = None,
@@ -279,6 +269,7 @@ def phase_diagram_census(params: Any, rows: list[dict], cfg: Any, n_rules: int, 
     stored in ``store``, read back on a rerun), into ``out``/census.csv, a line per omega printed;
     returns (the rows, how many census tasks failed)."""
     from attnphase.execution import ExecutorSpec, run_tasks
+    from attnphase.execution.dataset import csv_text
     from attnphase.execution.progress import TaskBar
     from attnphase.numerics.jobs.tasks import census_task, numerics_version
     from attnphase.numerics.phase.census import CENSUS_COLUMNS, CENSUS_RULES, census_check
@@ -308,5 +299,5 @@ def phase_diagram_census(params: Any, rows: list[dict], cfg: Any, n_rules: int, 
             print(f"census at omega = {r['omega']:.3f}, alpha_c = {alpha_cs[i]:.4f}: {row['census_fixed_points']} fixed "
                   f"points, lowest e_t {row['census_global_min'] or 'none'}; {verdict}")
         table.append(row)
-    outputs.write_text_atomic(out / "census.csv", _csv(table, CENSUS_COLUMNS))
+    outputs.write_text_atomic(out / "census.csv", csv_text(table, CENSUS_COLUMNS))
     return table, failed

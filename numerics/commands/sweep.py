@@ -13,7 +13,6 @@ point or a task failed, 3 if the branch exists at no alpha of the grid.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import math
 import sys
@@ -127,18 +126,6 @@ def _sweep_rows(res, branch: str) -> tuple[list[dict], list[str]]:
     return rows, reasons
 
 
-def _csv_text(rows: list[dict]) -> str:
-    import csv
-
-    buf = io.StringIO()
-    from attnphase.numerics.jobs.variables import SWEEP_COLUMNS
-
-    w = csv.DictWriter(buf, fieldnames=SWEEP_COLUMNS, lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
-
-
 def _scalar_sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omegas: list[float],
                    alphas: list[float], executor: Any, out_dir: Any) -> int:
     """r = r* = 1: one branch over alpha into DIR/sweep_<branch>_omega<omega>.csv, at each omega of ``--omega``
@@ -158,10 +145,11 @@ def _scalar_sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int
     from tqdm import tqdm
 
     from attnphase.execution import run_tasks
-    from attnphase.execution.dataset import job_attrs, write_netcdf
+    from attnphase.execution.dataset import csv_text, job_attrs, write_netcdf
     from attnphase.execution.progress import TaskBar, failure_summary
     from attnphase.numerics.jobs.dataset import sweeps_dataset
     from attnphase.numerics.jobs.tasks import numerics_version, sweep_job, sweep_task
+    from attnphase.numerics.jobs.variables import SWEEP_COLUMNS, described
 
     store = task_store(out_dir)
     version = numerics_version()
@@ -188,7 +176,7 @@ def _scalar_sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int
             res = o.value
             rows, reasons = _sweep_rows(res, args.branch)
             cells.append((float(w), res, "done", o.error, rows))
-            outputs.write_text_atomic(stage / path.name, _csv_text(rows))
+            outputs.write_text_atomic(stage / path.name, csv_text(rows, SWEEP_COLUMNS))
             on = sum(not r for r in reasons)
             n_unbarred += sum(not r and not all(math.isfinite(row[f"err_{k}"]) for k in RESULT_KEYS)
                               for row, r in zip(rows, reasons))
@@ -229,8 +217,6 @@ def _scalar_sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int
               "failures": failures}
     if args.json:
         obj = objs[0] if len(omegas) == 1 and objs else {"branch": args.branch, "omegas": list(omegas), "sweeps": objs}
-        from attnphase.numerics.jobs.variables import SWEEP_COLUMNS, described
-
         print(json.dumps(outputs.json_value(obj | {"tasks": counts, "dataset": str(out_dir / f"sweep_{args.branch}.nc"),
                                                    "variables": described(SWEEP_COLUMNS)}
                                             | ({"error_note": bars_note} if bars_note else {}))))
@@ -253,8 +239,7 @@ def _matrix_sweep(args: argparse.Namespace, params: Any, cfg: Any, alphas: list[
     the invariants (one column per eigenvalue / singular value / token), gauge_angle, converged, iterations,
     residual, reason.  A point that does not converge onto the branch is retried from the embedded start before
     it is reported.  Branch ends are located by ``phase-diagram --rank``, not here."""
-    import csv
-
+    from attnphase.execution.dataset import csv_text
     from attnphase.numerics.phase.lowest_branch import follow_branch
 
     r, r_star = params.r, params.r_star
@@ -290,13 +275,9 @@ def _matrix_sweep(args: argparse.Namespace, params: Any, cfg: Any, alphas: list[
             row["reason"] = ""
         rows.append(row)
     path = out_dir / matrix_sweep_file_name(args.branch, params.omega, r, r_star)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
     with staged_job(out_dir, f"sweep_{args.branch}_rank{r}x{r_star}_omega{params.omega:g}",
                     params.to_dict() | {"alpha": list(alphas)}, args.json) as stage:
-        outputs.write_text_atomic(stage / path.name, buf.getvalue())
+        outputs.write_text_atomic(stage / path.name, csv_text(rows, cols))
     n_failed = sum(not r_["converged"] for r_ in rows)
     n_on = sum(not r_["reason"] for r_ in rows)
     if args.json:

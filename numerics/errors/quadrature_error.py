@@ -7,7 +7,8 @@ its standard error at the cost of about one warm solve (:mod:`attnphase.numerics
 K``): the fixed point is re-solved on K independent rules (:func:`quadrature_error`); their spread
 is the error of one solve.  For Gauss--Hermite the rules are the same rule at higher orders, so the
 spread is an upper estimate dominated by the lowest order.  The phase boundaries get the same
-treatment in :func:`boundary_errors` (the whole computation repeated on the other rules).
+treatment (the whole computation repeated on the other rules, one task each: ``--error-estimate K`` of
+``phase-diagram``), their spread from :func:`replicate_spread`.
 
 What an error bar covers: the quadrature rules' error.  What it does not: the solver's tolerance
 (residual <= tol, 1e-10 by default, far below), which fixed point a solve lands on where the map has
@@ -17,18 +18,14 @@ several close ones (docs/method.md section 9, known limitations), and the branch
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-import numpy as np
-
-from attnphase.numerics.phase.boundaries import BOUNDARY_KEYS, Boundaries, BoundariesSpec, boundaries_job
-from attnphase.numerics.parallel import map_in_order
+from attnphase.numerics.phase.boundary_results import BOUNDARY_KEYS, Boundaries
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import rule_blocks
 from attnphase.numerics.errors.replicates import (ERROR_KEYS, QuadratureError, at_least_the_offset, replicate_error,
                                                  resolved_values, spread)
 from attnphase.numerics.se.state_evolution import FixedPoint
-from attnphase.theory.params import ModelParams
 
 #: Fewest rules an error estimate is made from (a spread needs two).
 MIN_RULES = 2
@@ -111,32 +108,6 @@ def point_errors(points: Sequence[FixedPoint], config: SolverConfig, n_rules: in
 def _spread(values: Sequence[float]) -> float:
     finite = [v for v in values if math.isfinite(v)]
     return spread(finite)
-
-
-def boundary_errors(
-    params: ModelParams,
-    rows: Sequence[Boundaries],
-    alphas: Sequence[float],
-    n_rules: int,
-    *,
-    config: SolverConfig | None = None,
-    progress: Callable[[Boundaries], None] | None = None,
-    workers: int = 1,
-) -> list[dict[str, float]]:
-    """Spread of each boundary of ``rows`` over ``n_rules`` independent rules (``rows`` is the first).
-
-    The boundaries at every omega of ``rows`` are recomputed on the other ``n_rules - 1`` variants
-    of every quadrature role of ``config`` (:meth:`SolverConfig.variant`), on ``workers`` processes;
-    for each key of BOUNDARY_KEYS the result holds ``<key>_err``, the sample standard deviation over
-    the rules where the boundary was found (NaN with fewer than two), and ``<key>_found``, on how
-    many rules it was.
-    """
-    n_rules = check_rules(n_rules)
-    cfg = config or SolverConfig()
-    jobs = [BoundariesSpec(params.replace(omega=b.omega), tuple(float(a) for a in alphas), cfg.variant(k))
-            for b in rows for k in range(1, n_rules)]
-    others = map_in_order(boundaries_job, jobs, workers, progress)
-    return [replicate_spread([b] + others[i * (n_rules - 1):(i + 1) * (n_rules - 1)]) for i, b in enumerate(rows)]
 
 
 def replicate_spread(runs: Sequence[Boundaries]) -> dict[str, float]:

@@ -4,25 +4,19 @@ alpha; every column of :data:`~attnphase.numerics.se.bayes_curve.BAYES_SWEEP_COL
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from attnphase.execution.dataset import annotate
+from attnphase.execution.dataset import annotate, csv_text
 from attnphase.numerics.jobs.variables import lookup
 from attnphase.numerics.se.bayes_curve import BAYES_SWEEP_COLUMNS
 
 
 def bayes_sweep_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     """The CSV text of one omega's rows (header :data:`BAYES_SWEEP_COLUMNS`)."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=BAYES_SWEEP_COLUMNS, lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
+    return csv_text(rows, BAYES_SWEEP_COLUMNS)
 
 
 def bayes_sweep_dataset(rows_by_omega: Mapping[float, Sequence[Mapping[str, Any]]], alphas: Sequence[float],

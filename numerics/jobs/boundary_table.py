@@ -9,11 +9,11 @@ r* >= 2 the final bracket widths of the searches.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
+from pathlib import Path
 from typing import Any, Sequence
 
+from attnphase.execution.dataset import csv_text
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.errors.replicates import replicate_count
 from attnphase.numerics.phase.boundary_results import Boundaries, boundary_columns, boundary_keys, error_columns
@@ -38,18 +38,7 @@ def boundary_table(rows: Sequence[Boundaries], errors: Sequence[dict] | None) ->
 
 def write_boundary_csv(path, table: list[dict], errors: bool, first: Sequence[str] = (), r: int = 1) -> None:
     """The table as CSV, columns ``first`` (a scanned parameter) then :func:`csv_columns`."""
-    with open(path, "w", newline="") as fh:
-        wr = csv.DictWriter(fh, fieldnames=tuple(first) + csv_columns(r, errors), extrasaction="ignore")
-        wr.writeheader()
-        wr.writerows(table)
-
-
-def csv_text(table: list[dict], columns: Sequence[str]) -> str:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n", extrasaction="ignore")
-    w.writeheader()
-    w.writerows(table)
-    return buf.getvalue()
+    Path(path).write_text(csv_text(table, tuple(first) + csv_columns(r, errors)))
 
 
 def bracket_widths(rows: Sequence[Boundaries]) -> bool:

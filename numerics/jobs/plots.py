@@ -31,6 +31,14 @@ BAYES_SERIES = (
 BAYES_COLOR = "tab:purple"
 
 
+def saved(fig, path: str | Path, dpi: int = 130):
+    """``fig`` laid out, written to ``path`` and closed; returns it (for tests to inspect its artists)."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return fig
+
+
 def bayes_thresholds_of(rows: Sequence[Boundaries]) -> dict | None:
     """The Bayes-optimal thresholds (``alpha_weak_recovery``, ``alpha_it``, ``alpha_amp`` with ``err_<key>``) of the
     model the rows were solved for (numerics/phase/bayes_thresholds.py); None where the Bayes-optimal state
@@ -93,10 +101,7 @@ def empty_figure(path: str | Path, title: str, reason: str, xlabel: str, ylabel:
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=11)
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return fig
+    return saved(fig, path)
 
 
 #: The colour, marker and curve of each branch's end on the phase diagram.
@@ -122,7 +127,7 @@ def plot_phase_diagram(
     the figure says why (:func:`why_empty`).
 
     ``errors``: per row, ``<boundary>_err``: standard errors at r = r* = 1
-    (:func:`attnphase.numerics.errors.quadrature_error.boundary_errors`), the searches' final bracket widths
+    (:func:`attnphase.numerics.errors.quadrature_error.replicate_spread`), the searches' final bracket widths
     at r >= 2 or r* >= 2 (:meth:`Boundaries.errors`).  At the plane's scale they are thinner than a line, so
     they are shown twice: as bands of +- one error around each boundary (horizontal error bars with caps
     while there are fewer than DENSE_ROWS omegas), and in a second panel on the same omega axis, on a log
@@ -198,10 +203,7 @@ def plot_phase_diagram(
         _error_panel(ex, widths)
     if bx is not None:
         _branch_gaps(bx, rows[0])
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return fig
+    return saved(fig, path)
 
 
 def _region_names(ax, rows: Sequence[Boundaries], alpha_max: float) -> None:
@@ -333,10 +335,7 @@ def plot_branch_curves(
         if alpha_max is not None:
             ax.set_xlim(0, alpha_max)
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return fig
+    return saved(fig, path, dpi=120)
 
 
 def plot_estimators_eps_g(erm: dict[str, tuple[Sequence[float], Sequence[float], Sequence[float]]], eps_lin: float,
@@ -369,7 +368,4 @@ def plot_estimators_eps_g(erm: dict[str, tuple[Sequence[float], Sequence[float],
     ax.set_title(title, fontsize=11)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return fig
+    return saved(fig, path)

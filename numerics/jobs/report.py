@@ -22,9 +22,9 @@ from attnphase.execution import ExecutorSpec, Outcome, ResultStore, code_version
 from attnphase.execution.outputs import outputs_current, record_outputs
 from attnphase.execution.progress import TaskBar, failure_summary, job_summary
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.jobs.boundary_table import (  # noqa: F401  (the table's names, for the job's callers)
-    CSV_COLUMNS, ERROR_COLUMNS, alpha_max_of, boundary_table, bracket_widths, csv_columns, error_label, plain_json,
-    print_boundary_table, write_boundary_csv,
+from attnphase.numerics.jobs.boundary_table import (
+    alpha_max_of, boundary_table, bracket_widths, csv_columns, error_label, plain_json, print_boundary_table,
+    write_boundary_csv,
 )
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.jobs.tasks import (

@@ -25,7 +25,8 @@ from typing import Sequence
 import numpy as np
 
 from attnphase.execution import Outcome, Task, code_version, task_key
-from attnphase.numerics.phase.boundaries import Boundaries, BoundariesSpec, boundaries_job
+from attnphase.numerics.phase.boundaries import BoundariesSpec, boundaries_job
+from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.boundary_results import failed_boundaries
 from attnphase.numerics.phase.scalar_boundaries import _portable
 from attnphase.numerics.se.starts import teacher_rank

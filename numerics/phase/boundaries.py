@@ -17,10 +17,7 @@ from typing import Callable, Sequence
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.parallel import map_in_order
-from attnphase.numerics.phase.boundary_results import (  # noqa: F401  (the boundaries' public names)
-    BOUNDARY_COLUMNS, BOUNDARY_KEYS, Boundaries, LocatedEnd, boundary_columns, boundary_keys, error_columns,
-    model_branches,
-)
+from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.lowest_branch import lowest_branch_boundaries
 from attnphase.numerics.phase.scalar_boundaries import _portable, curves_branch, scalar_boundaries
 from attnphase.numerics.se.starts import teacher_rank

@@ -33,9 +33,6 @@ from attnphase.numerics.phase.bifurcation import branch_bifurcation
 from attnphase.numerics.se.state_evolution import FixedPoint, solve_at_order
 from attnphase.theory.params import ModelParams
 
-#: Kinds of branch end (see the module doc).
-END_KINDS = ("bifurcation", "fold", "solver failure")
-
 #: Below this |th0| the semantic branch is not followed: near its continuous end alpha(theta)
 #: is so flat (alpha - alpha_end ~ theta^2) and the theta direction of the SE map so soft that
 #: quadrature noise (theta error bars ~1e-4 with sobol12) moves alpha by more than the remaining
@@ -80,7 +77,7 @@ class BranchEnd:
 
     Attributes:
         alpha: where the branch ends (NaN when it was not located).
-        kind: ``"bifurcation"``, ``"fold"`` or ``"solver failure"`` (:data:`END_KINDS`).
+        kind: ``"bifurcation"``, ``"fold"`` or ``"solver failure"`` (the module doc).
         method: ``"eigenvalue"``, ``"trace"`` or ``"bisection"``.
         order_at_end: |th0| or |m| at the end (0 for a bifurcation located by its eigenvalue,
             NaN after a bisection).

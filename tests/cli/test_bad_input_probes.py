@@ -283,8 +283,6 @@ def test_large_rules_and_long_runs_are_announced(capsys):
     assert "--quadrature sobol18" in capsys.readouterr().err
     workload.announce_rules(2, SolverConfig())  # the defaults are not large
     assert capsys.readouterr().err == ""
-    workload.announce_work("sweep of 400 alpha values", 400, 2, SolverConfig())
-    assert "roughly" in capsys.readouterr().err
 
 
 def test_interrupt_leaves_nothing(tmp_path):

@@ -130,7 +130,7 @@ def test_sweep_dataset_holds_every_column_of_its_csv(tmp_path, capsys) -> None:
 
 def _boundaries(sweep):
     """Boundaries at two omegas around a real (small) semantic sweep, with error bars at one of them."""
-    from attnphase.numerics.phase.boundaries import Boundaries
+    from attnphase.numerics.phase.boundary_results import Boundaries
 
     return [Boundaries(omega=w, alpha_c=1.25 + w, alpha_l=1.5, semantic_end=0.7, positional_end=math.nan,
                        notes=("a note",), alpha_c_coarse=1.2, semantic_end_kind="bifurcation",
@@ -149,7 +149,7 @@ def small_sweep():
 
 def test_phase_diagram_and_scan_datasets_are_cf(tmp_path, small_sweep) -> None:
     from attnphase.numerics.jobs.dataset import boundaries_dataset
-    from attnphase.numerics.jobs.report import CSV_COLUMNS, ERROR_COLUMNS
+    from attnphase.numerics.jobs.boundary_table import CSV_COLUMNS, ERROR_COLUMNS
     from attnphase.numerics.jobs.variables import described
 
     rows = _boundaries(small_sweep)
@@ -226,7 +226,7 @@ def test_every_column_the_numerics_write_is_in_the_table() -> None:
     from attnphase.numerics.commands.census import CSV_COLUMNS as CENSUS_CSV
     from attnphase.numerics.commands.census import MATRIX_HEAD as HEAD
     from attnphase.numerics.commands.census import MATRIX_TAIL as TAIL
-    from attnphase.numerics.jobs.report import CSV_COLUMNS, ERROR_COLUMNS
+    from attnphase.numerics.jobs.boundary_table import CSV_COLUMNS, ERROR_COLUMNS
     from attnphase.numerics.jobs.variables import SWEEP_COLUMNS, lookup
 
     for name in SWEEP_COLUMNS + CSV_COLUMNS + ERROR_COLUMNS + CENSUS_COLUMNS + CENSUS_CSV + HEAD + TAIL + (

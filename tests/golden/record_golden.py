@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from attnphase.numerics import SolverConfig, phase_boundaries, solve, sweep
-from attnphase.numerics.phase.boundaries import BOUNDARY_COLUMNS, BOUNDARY_KEYS
+from attnphase.numerics.phase.boundary_results import BOUNDARY_COLUMNS, BOUNDARY_KEYS
 from attnphase.numerics.errors.quadrature_error import fixed_point_error, point_errors
 from attnphase.numerics.se.starts import with_ranks
 from attnphase.numerics.errors.replicates import ERROR_KEYS

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from matplotlib.collections import LineCollection, PolyCollection
 
-from attnphase.numerics.phase.boundaries import Boundaries
+from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.jobs.plots import DENSE_ROWS, plot_branch_curves, plot_phase_diagram
 
 
@@ -280,7 +280,6 @@ def test_rank_2_phase_diagram_of_a_job_whose_every_task_failed_says_why(tmp_path
     import warnings
 
     from attnphase.numerics.phase.boundary_results import failed_boundaries
-    from attnphase.theory.params import ModelParams
 
     rows = [failed_boundaries(w, "ValueError: the proximal map diverged", r=2) for w in (0.2, 0.3)]
     with warnings.catch_warnings():

@@ -14,7 +14,7 @@ import pytest
 
 from attnphase.cli import main
 from attnphase.numerics import SolverConfig, phase_boundaries
-from attnphase.numerics.phase.boundaries import Boundaries
+from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.jobs.tasks import omega_chains
 from attnphase.numerics.phase.omega_continuation import (
     ContinuationFailed, boundaries_chain, continued_boundaries, next_boundaries, predict,
