@@ -53,10 +53,14 @@ SCALAR_RULES = ("e_t_quadrature", "alpha_c_quadrature", "alpha_l_quadrature", "b
                 "end_quadrature", "branch_end")
 
 
+def is_scalar_form(r: int, r_star: int) -> bool:
+    """r = r* = 1: the overlaps are scalars (q, m, V, theta); otherwise matrices (docs/model.md section 7)."""
+    return (r, r_star) == (1, 1)
+
+
 def available(name: str, r: int, r_star: int) -> bool:
     """Whether capability ``name`` exists at student rank r and teacher rank r*."""
-    scalar = r == 1 and r_star == 1
-    return scalar if CAPABILITIES[name].scalar_only else r >= 2
+    return is_scalar_form(r, r_star) if CAPABILITIES[name].scalar_only else r >= 2
 
 
 def check(name: str, r: int, r_star: int, value: object = None) -> None:

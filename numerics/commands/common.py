@@ -22,6 +22,7 @@ from typing import Any
 
 from attnphase import options as opt
 from attnphase import outputs, solver_options, workload
+from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.commands.point_record import EXIT_NO_BRANCH
 
 #: Where a job keeps its finished tasks, under its --out folder (docs/distributed.md).
@@ -51,11 +52,6 @@ def ranks_from_args(args: argparse.Namespace) -> tuple[int, int]:
             raise ValueError(f"{option} must be an integer >= 1, got {v!r}")
         out.append(int(v))
     return out[0], out[1]
-
-
-def is_scalar_form(r: int, r_star: int) -> bool:
-    """r = r* = 1: the overlaps are scalars (q, m, V, theta); otherwise matrices (docs/model.md section 7)."""
-    return (r, r_star) == (1, 1)
 
 
 def model_and_config(args: argparse.Namespace, omega: float, branch: str | None = None) -> tuple[Any, Any]:

@@ -17,7 +17,8 @@ import sys
 
 from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
-from attnphase.numerics.commands.common import (command_line, is_scalar_form, model_and_config, ranks_from_args,
+from attnphase.numerics.capabilities import is_scalar_form
+from attnphase.numerics.commands.common import (command_line, model_and_config, ranks_from_args,
                                                 staged_job, task_store)
 
 NAME = "phase-diagram"

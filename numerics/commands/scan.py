@@ -18,7 +18,8 @@ import sys
 
 from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
-from attnphase.numerics.commands.common import (command_line, config_of, is_scalar_form, ranks_from_args, scan_models,
+from attnphase.numerics.capabilities import is_scalar_form
+from attnphase.numerics.commands.common import (command_line, config_of, ranks_from_args, scan_models,
                                                 staged_job, task_store)
 
 NAME = "scan"

@@ -19,7 +19,8 @@ from typing import Any
 
 from attnphase import options as opt
 from attnphase import outputs, solver_options, work
-from attnphase.numerics.commands.common import is_scalar_form, point_setup
+from attnphase.numerics.capabilities import is_scalar_form
+from attnphase.numerics.commands.common import point_setup
 from attnphase.numerics.commands.point_record import (RESULT_KEYS, max_relative_error, precision_note, print_record,
                                                       solve_record, unresolved_order_warning)
 

@@ -20,7 +20,8 @@ from typing import Any
 
 from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
-from attnphase.numerics.commands.common import (command_line, is_scalar_form, model_and_config, ranks_from_args,
+from attnphase.numerics.capabilities import is_scalar_form
+from attnphase.numerics.commands.common import (command_line, model_and_config, ranks_from_args,
                                                 staged_job, sweep_exit_code, task_store)
 from attnphase.numerics.commands.point_record import RECORD_KEYS, RESULT_KEYS, model_echo
 

@@ -15,19 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
+from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.parallel import map_in_order
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.lowest_branch import lowest_branch_boundaries
 from attnphase.numerics.phase.scalar_boundaries import _portable, curves_branch, scalar_boundaries
-from attnphase.numerics.se.starts import teacher_rank
 from attnphase.numerics.se.state_evolution import FixedPoint
 from attnphase.theory.params import ModelParams
-
-
-def scalar_form(params: ModelParams) -> bool:
-    """Whether the model is at r = r* = 1, where the scalar form's fast path locates the boundaries."""
-    return params.r == 1 and teacher_rank(params) == 1
 
 
 def phase_boundaries(
@@ -46,7 +41,7 @@ def phase_boundaries(
     [0.1, 3]); otherwise :func:`~attnphase.numerics.phase.lowest_branch.lowest_branch_boundaries` on ``alphas``
     (its own tolerances, the brackets' widths)."""
     cfg = config or SolverConfig()
-    if scalar_form(params):
+    if is_scalar_form(params.r, params.r_star):
         return scalar_boundaries(params, alphas, config=cfg, xtol=xtol, bisection_tol=bisection_tol,
                                  progress=progress)
     if alphas is None:
@@ -71,7 +66,7 @@ def boundaries_job(spec: BoundariesSpec) -> Boundaries:
     """:func:`phase_boundaries` for one :class:`BoundariesSpec`, its fixed points without solver memory."""
     alphas = None if spec.alphas is None else list(spec.alphas)
     b = phase_boundaries(spec.params, alphas, config=spec.config)
-    if spec.whole and scalar_form(spec.params):
+    if spec.whole and is_scalar_form(spec.params.r, spec.params.r_star):
         b = replace(b, positional=curves_branch(spec.params, alphas, b.positional, spec.config))
     return replace(b, semantic=_portable(b.semantic), positional=_portable(b.positional))
 

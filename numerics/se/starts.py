@@ -52,29 +52,13 @@ MATRIX_BRANCHES = ("semantic", "positional", "agnostic", "mixed")
 
 
 def teacher_rank(params: ModelParams) -> int:
-    """r* of the model (1 where ModelParams has no teacher-rank field)."""
-    return int(getattr(params, "r_star", 1))
+    """r* of the model."""
+    return params.r_star
 
 
 def with_ranks(params: ModelParams, r: int, r_star: int) -> ModelParams:
-    """``params`` with student rank r and teacher rank r* (r* >= 1 integer).
-
-    Uses ModelParams' ``r_star`` field where it has one; otherwise the value is attached to the
-    (frozen) instance, where :func:`teacher_rank` reads it."""
-    if int(r_star) != r_star or r_star < 1:
-        raise ValueError(f"r_star (teacher rank) must be an integer >= 1, got {r_star!r}")
-    if _has_field(params, "r_star"):
-        return params.replace(r=r, r_star=int(r_star))
-    out = params.replace(r=r)
-    if r_star != 1:
-        object.__setattr__(out, "r_star", int(r_star))
-    return out
-
-
-def _has_field(params: ModelParams, name: str) -> bool:
-    import dataclasses
-
-    return any(f.name == name for f in dataclasses.fields(params))
+    """``params`` with student rank r and teacher rank r* (r* >= 1 integer, checked by ModelParams)."""
+    return params.replace(r=r, r_star=r_star)
 
 
 def _matrix_start(params: ModelParams, branch: str) -> Overlaps:
