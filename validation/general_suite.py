@@ -46,7 +46,7 @@ from .agreement import all_runs_converged, within_rule
 from .basin_theory import AlignedJob, aligned_config, aligned_task, has_aligned_theory
 from .branch_segments import exists_at
 from .experiments import SimResult, SimSpec, run_simulation
-from .invariant_points import POINT_BRANCHES, InvariantPoints, PointJob, point_config, teacher_eps_lin, point_task
+from .invariant_points import POINT_BRANCHES, InvariantPoints, PointJob, point_config, point_task
 from .reference import TheoryAtOmega, TheorySettings
 from .suite_alphas import alphas_around, landmark
 from .training import TrainConfig
@@ -294,6 +294,7 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
     # one per (alpha, branch) of a rank-r case
     from attnphase.execution import ExecutorSpec, ResultStore, run_tasks
     from attnphase.execution.progress import TaskBar
+    from attnphase.numerics.phase.lowest_branch import teacher_eps_lin
 
     from .jobs import theory_task, validation_version
 

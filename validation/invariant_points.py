@@ -132,10 +132,3 @@ class InvariantPoints:
     def to_dict(self) -> dict[str, Any]:
         return {"kind": "rank", "quadrature": self.quadrature, "eps_lin": self.eps_lin, "seconds": self.seconds,
                 "points": [dict(rec, requested=b) for (_, b), rec in sorted(self.points.items())]}
-
-
-def teacher_eps_lin(params: ModelParams, config: SolverConfig) -> float:
-    """eps_lin of the rank-r* teacher (:func:`attnphase.numerics.phase.lowest_branch.teacher_eps_lin`)."""
-    from attnphase.numerics.phase.lowest_branch import teacher_eps_lin as eps
-
-    return eps(params, config)

@@ -26,6 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from attnphase.execution.dataset import Variable, annotate, error_name
+from attnphase.numerics.jobs.boundary_table import bracket_widths
 from attnphase.numerics.phase.boundary_results import Boundaries, boundary_columns, boundary_keys, model_branches
 from attnphase.numerics.phase.continuation import BranchSweep
 from attnphase.numerics.jobs.variables import SWEEP_COLUMNS, lookup
@@ -135,7 +136,7 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
         dv[k] = (cdims, curves[k], {"comment": _ON_BRANCH})
     dv["converged"] = (cdims, converged, {"comment": "on each branch over the alpha grid"})
     all_coords = {d: list(coords[d]) for d in dims} | {"branch": list(branches), "alpha": alist}
-    widths = any((c["b"].r, c["b"].r_star) != (1, 1) for c in cells)
+    widths = bracket_widths([c["b"] for c in cells])
     return annotate(xr.Dataset(dv, coords=all_coords, attrs=attrs), _bracket_lookup if widths else _curve_lookup)
 
 

@@ -21,6 +21,7 @@ from typing import Sequence
 from attnphase.execution import ExecutorSpec, Outcome, ResultStore, code_version, run_tasks
 from attnphase.execution.outputs import outputs_current, record_outputs
 from attnphase.execution.progress import TaskBar, failure_summary, job_summary
+from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.jobs.boundary_table import (
     alpha_max_of, boundary_table, bracket_widths, csv_columns, error_label, plain_json, print_boundary_table,
@@ -190,7 +191,7 @@ def run_phase_diagram(
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     models = [params.replace(omega=float(w)) for w in omegas]
-    scalar = (params.r, teacher_rank(params)) == (1, 1)
+    scalar = is_scalar_form(params.r, params.r_star)
     at = curves_omega(omegas) if scalar else None
     if chains:
         runs = compute_boundaries_continued(params, omegas, alphas, cfg, error_estimate, n_chains=chains,
