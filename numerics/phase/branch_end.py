@@ -79,8 +79,6 @@ class BranchEnd:
         alpha: where the branch ends (NaN when it was not located).
         kind: ``"bifurcation"``, ``"fold"`` or ``"solver failure"`` (the module doc).
         method: ``"eigenvalue"``, ``"trace"`` or ``"bisection"``.
-        order_at_end: |th0| or |m| at the end (0 for a bifurcation located by its eigenvalue,
-            NaN after a bisection).
         points: the fixed points traced towards the end (method ``"trace"``), in trace order.
         note: why the preferred strategy was not used, when it was not.
         err: standard error of ``alpha`` from the rules' blocks (a bifurcation located by its
@@ -92,7 +90,6 @@ class BranchEnd:
     alpha: float
     kind: str
     method: str
-    order_at_end: float = math.nan
     points: tuple[FixedPoint, ...] = ()
     note: str = ""
     err: float = math.nan
@@ -170,7 +167,7 @@ def bifurcation_end(
     # mu rising through 1 at 0.107, where the positional branch is born)
     right_way = not (bif.slope < 0 if direction == "down" else bif.slope > 0)
     if bif.converged and beyond and right_way:
-        return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", 0.0, err=bif.err, solve_rule_alpha=on_rule), ""
+        return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", err=bif.err, solve_rule_alpha=on_rule), ""
     return None, (bif.message if not bif.converged else (
         f"bifurcation at {bif.alpha:.4f} is not beyond the branch's last grid point ({anchor:.4f})" if not beyond
         else f"the eigenvalue crosses 1 the wrong way at {bif.alpha:.4f} (slope {bif.slope:+.2f}): the branch's birth"))
@@ -230,7 +227,7 @@ def trace_branch_end(
     size_start = order_parameter(start, branch)
     low = max(min_ratio * size_start, floor)
     if low >= 0.9 * size_start:
-        return BranchEnd(float(start.alpha), "bifurcation", "trace", size_start)
+        return BranchEnd(float(start.alpha), "bifurcation", "trace")
     sizes = np.geomspace(0.9 * size_start, low, n_steps)
     cur, pts = start, [start]
     stop = False
@@ -267,4 +264,4 @@ def trace_branch_end(
     pick = min if semantic else max
     best = pick(pts, key=lambda p: p.alpha)
     kind = "bifurcation" if best is pts[-1] and len(pts) > 1 else "fold"
-    return BranchEnd(float(best.alpha), kind, "trace", order_parameter(best, branch), tuple(pts[1:]))
+    return BranchEnd(float(best.alpha), kind, "trace", tuple(pts[1:]))

@@ -274,7 +274,7 @@ def _bifurcation_end(params: ModelParams, last: FixedPoint, direction: str, gues
                                  f"last grid point {last.alpha:.4f}")
     if (bif.slope < 0) if down else (bif.slope > 0):
         raise ContinuationFailed(f"{direction} eigenvalue crosses 1 the wrong way at {bif.alpha:.4f}")
-    return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", 0.0, err=bif.err, solve_rule_alpha=on_rule)
+    return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", err=bif.err, solve_rule_alpha=on_rule)
 
 
 def _bracket_decreasing(what: str, f, x0: float, reach: float, lo: float, *rest: float,

@@ -120,7 +120,7 @@ def _point(alpha: float, branch: str, *, th0: float = 0.0, m: float = 0.0, e_t: 
 def test_positional_grid_starts_above_the_semantic_end() -> None:
     grid = [0.1, 0.364, 0.627, 0.891, 1.155]
     sem = BranchSweep("semantic", [_point(a, "semantic", th0=0.3) for a in grid[2:]],
-                      BranchEnd(0.5295, "bifurcation", "eigenvalue", 0.0), "below")
+                      BranchEnd(0.5295, "bifurcation", "eigenvalue"), "below")
     assert positional_grid(grid, sem) == grid[2:]
     # no semantic end in the range, or no semantic point: the whole grid
     assert positional_grid(grid, BranchSweep("semantic", sem.points)) == grid
@@ -149,7 +149,7 @@ def test_whole_positional_branch_adds_the_grid_below_the_boundaries_range() -> N
     (omega = 0.3: the branch exists at alpha = 0.1), before them, the end kept.  They are followed
     down from the lowest point and are the fixed points a cold solve finds there."""
     params = ModelParams(omega=0.3)
-    end = BranchEnd(2.0, "bifurcation", "eigenvalue", 0.0)
+    end = BranchEnd(2.0, "bifurcation", "eigenvalue")
     upper = solve(params, 0.627, "positional", config=SolverConfig())
     pos = BranchSweep("positional", [upper], end, "above")
     whole = whole_positional_branch(params, [0.1, 0.627], pos, SolverConfig())
