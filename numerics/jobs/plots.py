@@ -16,6 +16,7 @@ import numpy as np  # noqa: E402
 
 from attnphase.numerics.phase.continuation import BranchSweep  # noqa: E402
 from attnphase.numerics.phase.boundary_results import Boundaries, model_branches  # noqa: E402
+from attnphase.numerics.capabilities import is_scalar_form  # noqa: E402
 from attnphase.numerics.jobs.boundary_table import bracket_widths  # noqa: E402
 
 #: From this many omegas on, the phase diagram's curves have no markers and its error bars are bands.
@@ -136,7 +137,7 @@ def plot_phase_diagram(
     """
     r, r_star = rows[0].r, rows[0].r_star
     title = "Phase diagram (global minimiser of the training loss)" + (
-        f", rank r = {r}, r* = {r_star}" if (r, r_star) != (1, 1) else "")
+        "" if is_scalar_form(r, r_star) else f", rank r = {r}, r* = {r_star}")
     series = phase_series(r)
     reason = why_empty(rows, [key for key, *_ in series])
     if reason is not None:
@@ -218,10 +219,11 @@ def _region_names(ax, rows: Sequence[Boundaries], alpha_max: float) -> None:
     named = next((b for b in rows if b.alpha_c_from and math.isfinite(b.alpha_c)), None)
     left, right_name = (named.alpha_c_from, named.alpha_c_to) if named else ("positional", "semantic")
     ymid = float(np.mean([b.omega for b in rows])) + (0.025 if len(rows) == 1 else 0.0)
-    ax.text(0.5 * mid, ymid, left, ha="center", va="center", color=BRANCH_STYLE[left][0], fontsize=12, alpha=0.8)
+    colour = {br: style[0] for br, style in BRANCH_STYLE.items()}
+    ax.text(0.5 * mid, ymid, left, ha="center", va="center", color=colour.get(left, "k"), fontsize=12, alpha=0.8)
     right = alpha_max - mid < 0.3 * alpha_max
     ax.text(0.98 * alpha_max if right else 0.5 * (mid + alpha_max), ymid, right_name, ha="right" if right else "center",
-            va="center", color=BRANCH_STYLE[right_name][0], fontsize=12, alpha=0.8)
+            va="center", color=colour.get(right_name, "k"), fontsize=12, alpha=0.8)
 
 
 def _error_panel(ex, widths: bool) -> None:
