@@ -30,6 +30,7 @@ from typing import Any
 
 from attnphase import options as opt
 from attnphase import outputs, solver_options, work, workload
+from attnphase.numerics.capabilities import is_scalar_form
 
 NAME = "census"
 HELP = "every fixed point at one (alpha, omega), ranked by e_t: is the global minimum among the branches?"
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _setup(args: argparse.Namespace, r: int, r_star: int) -> tuple[Any, Any, int]:
     """(model, SolverConfig, independent rules of the error bars), every option checked, the defaults announced."""
-    if (r, r_star) == (1, 1):
+    if is_scalar_form(r, r_star):
         from attnphase.numerics.commands.common import point_setup
 
         return point_setup(args, "census")

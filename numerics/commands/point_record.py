@@ -18,6 +18,7 @@ import math
 import sys
 
 from attnphase import outputs
+from attnphase.numerics.capabilities import is_scalar_form
 
 RECORD_KEYS = (
     "alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta",
@@ -62,7 +63,7 @@ def solve_record(fp, requested: str) -> tuple[dict, str]:
     """(the printed record, the reason it is not a result on the requested branch -- "" when it is), at every
     rank: the scalar form's keys at r = r* = 1, the matrix form's otherwise (module doc)."""
     reason = _reason(fp, requested)
-    if (fp.params.r, fp.params.r_star) != (1, 1):
+    if not is_scalar_form(fp.params.r, fp.params.r_star):
         return matrix_record(fp, requested) | {"reason": reason}, reason
     rec = {k: fp.record[k] for k in RECORD_KEYS}
     if not fp.status.converged:

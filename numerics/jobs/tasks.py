@@ -25,9 +25,9 @@ from typing import Sequence
 import numpy as np
 
 from attnphase.execution import Outcome, Task, code_version, task_key
+from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.phase.boundaries import BoundariesSpec, boundaries_job
-from attnphase.numerics.phase.boundary_results import Boundaries
-from attnphase.numerics.phase.boundary_results import failed_boundaries
+from attnphase.numerics.phase.boundary_results import Boundaries, failed_boundaries
 from attnphase.numerics.phase.scalar_boundaries import _portable
 from attnphase.numerics.se.starts import teacher_rank
 from attnphase.numerics.errors.quadrature_error import point_errors
@@ -55,11 +55,11 @@ def boundaries_task(params: ModelParams, alphas: Sequence[float], config: Solver
     (:func:`~attnphase.numerics.phase.scalar_boundaries.curves_branch`)."""
     cfg = config.variant(replicate) if replicate else config
     r, r_star = params.r, teacher_rank(params)
-    whole = whole and (r, r_star) == (1, 1)  # the curves' figure is the scalar form's
+    scalar = is_scalar_form(r, r_star)
+    whole = whole and scalar  # the curves' figure is the scalar form's
     identity = {"params": params.to_dict(), "alphas": list(alphas), "config": cfg.as_dict()} | (
-        {"whole_positional_branch": True} if whole else {}) | (
-        {"r": r, "r_star": r_star} if (r, r_star) != (1, 1) else {})
-    label = tag + f"omega={params.omega:g}" + (f" rank {r}x{r_star}" if (r, r_star) != (1, 1) else "") + (
+        {"whole_positional_branch": True} if whole else {}) | ({} if scalar else {"r": r, "r_star": r_star})
+    label = tag + f"omega={params.omega:g}" + ("" if scalar else f" rank {r}x{r_star}") + (
         f" rule {replicate}" if replicate else "")
     spec = BoundariesSpec(params, tuple(float(a) for a in alphas), cfg, whole)
     return Task(task_key(boundaries_job, identity, version or numerics_version()), label, boundaries_job, spec)
