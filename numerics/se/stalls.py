@@ -26,7 +26,7 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.stability import m_stability_at, theta_stability_at
 from attnphase.numerics.se.fixed_point import FD_STEP, Evaluation
-from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.se.overlaps import Overlaps, on_branch_subspace
 from attnphase.numerics.se.starts import initial_overlaps
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.se.se_map import FixedAlpha, SEMap
@@ -203,7 +203,7 @@ def judge_agnostic_image(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule
     if not (agnostic.status.converged and agnostic.branch == "agnostic"):
         return fp
     at = m_stability_at if fp.requested == "positional" else theta_stability_at
-    eig, _ = at(params, fp.alpha, agnostic.overlaps, rule, cfg)
+    eig, _ = at(params, fp.alpha, on_branch_subspace(agnostic.overlaps, "agnostic"), rule, cfg)
     if not (math.isfinite(eig) and eig < 1.0 and size <= IMAGE_FRACTION * (1.0 - eig) * start):
         return fp
     name, symbol = ("m", "mu") if fp.requested == "positional" else ("theta", "lambda")
