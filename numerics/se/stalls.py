@@ -175,7 +175,7 @@ def judge_agnostic_image(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule
     against the agnostic point x_a (m = 0, th0 = 0) it sits next to.
 
     The eigenvalue e of the SE map at x_a in the order parameter's direction (mu in m for positional, lambda in
-    theta for semantic: :mod:`attnphase.numerics.phase.stability`, docs/model.md section 5) decides whether a
+    theta for semantic: :mod:`attnphase.numerics.phase.stability`, docs/model.md section 6) decides whether a
     branch can leave x_a: a branch bifurcates from it where e = 1, and a point of a branch born at e = 1 has
     (1 - e) ~ (|o| / o_0)^2 near its birth, o_0 the scale of the branch's order parameter (the cold start's,
     :func:`initial_overlaps`).  So where x_a converges (warm from the point's projection on the symmetric
@@ -185,9 +185,9 @@ def judge_agnostic_image(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule
 
     no branch of the model's map passes through the point: it is x_a displaced by the rule's jumps (a node's
     proximal minimiser switching basin within |o| of x_a; measured at L = 3, P = I, omega = 0.3, alpha = 1,
-    sobol10:4: |m| = 2.3e-4 with residual 3e-11, while F_m(x_a + eps d) = -0.2 eps d for eps <= 1e-6 and
-    mu = 0.59; three of the rule's four blocks converge to m = 0).  The result is then x_a, labelled
-    agnostic (``requested`` unchanged), its message giving the evidence: the branch is absent here.
+    sobol10:4: |m| = 2.3e-4 with residual 3e-11, while F_m(x_a + eps d) = -0.24 eps d for eps <= 1e-6, +2.6 eps d
+    at eps = 1e-4, and mu = 0.59; three of the rule's four blocks converge to m = 0).  The result is then x_a,
+    labelled agnostic (``requested`` unchanged), its message giving the evidence: the branch is absent here.
     Otherwise ``fp`` unchanged.
     """
     if not fp.status.converged or fp.requested not in ORDER_COMPONENTS or fp.branch != fp.requested:
@@ -199,7 +199,8 @@ def judge_agnostic_image(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule
     if size > IMAGE_FRACTION * start:
         return fp  # far from the symmetric subspace: a point of the branch (the common case, nothing computed)
     ov = fp.overlaps
-    agnostic = solve(params, fp.alpha, "agnostic", config=cfg, rule=rule, init=Overlaps(q0=ov.q0, V0=ov.V0, m=np.zeros(params.L), th0=0.0))
+    agnostic = solve(params, fp.alpha, "agnostic", config=cfg, rule=rule,
+                     init=Overlaps(q0=ov.q0, V0=ov.V0, m=np.zeros(params.L), th0=0.0))
     if not (agnostic.status.converged and agnostic.branch == "agnostic"):
         return fp
     at = m_stability_at if fp.requested == "positional" else theta_stability_at
