@@ -2,15 +2,20 @@
 a semantic fixed point exist at alpha = 0.5, and why does `solve --rank 2 --alpha 0.5 --branch semantic` not
 find it?
 
-Follows the semantic branch down in alpha, warm from step to step, from each of two entries: ``--from-embedded``
-(the solve's default start at the top alpha, the rank-1 semantic point embedded: that branch's sv th0 falls as
-sqrt(alpha - alpha_end)) and ``--from-cold`` (the matrix cold start, q0 = rho0, th0 = 0.8 rho0, at the top
-alpha).  One line per alpha: converged, residual, the singular value of th0, the eigenvalues of q0, e_t; and
+Follows the semantic branch down in alpha, warm from step to step, from `solve`'s start at the top alpha
+(``--start embedded``, the default: the rank-1 semantic point embedded where it exists, alpha >= 0.72; below, the
+matrix cold start q0 = rho0, th0 = 0.8 rho0 taken as a warm start; or ``--start cold``).  At omega = 0.3 the
+embedded start at 0.78125 reaches one semantic branch (sv th0 falling as sqrt(alpha - alpha_end)), the one at
+0.7 another, which goes on below 0.5.  One line per alpha: converged, residual, the singular value of th0, the eigenvalues of q0, e_t; and
 where the branch is lost, the agnostic point there (warm from the projection) for comparison.  Last, the fit of
-sv th0^2 linear in alpha over the converged points below ``--fit-below``: its root is the branch's end.
+sv th0^2 linear in alpha over the converged points below ``--fit-below``: its root is the end of a branch born
+from the theta = 0 subspace (sv th0 ~ sqrt(alpha - alpha_end)).  ``--blocks``: the last converged point re-solved
+on each scrambling block of the rule (:func:`~attnphase.numerics.errors.replicates.replicate_points`), to tell a
+fixed point of the model (reproduced by the blocks) from one of the rule's jumps.
 
     .venv/bin/python studies/rank2_semantic_branches.py --top 0.78125 --bottom 0.5 --ratio 1.04
-    .venv/bin/python studies/rank2_semantic_branches.py --start cold --alphas 0.7 0.65 0.6 0.56 0.53 0.51 0.5 0.48 0.46
+    .venv/bin/python studies/rank2_semantic_branches.py --alphas 0.7 0.65 0.6 0.56 0.53 0.51 0.5 0.48 0.46
+    .venv/bin/python studies/rank2_semantic_branches.py --alphas 0.7 0.65 0.6 0.56 0.53 0.51 0.5 --blocks
 
 (each about 1 to 2 minutes on 2 busy cores at the default rule sobol10:4.)
 """
@@ -35,6 +40,7 @@ def main() -> None:
     ap.add_argument("--omega", type=float, default=0.3)
     ap.add_argument("--quadrature", default="sobol10:4")
     ap.add_argument("--fit-below", type=float, default=0.6)
+    ap.add_argument("--blocks", action="store_true", help="re-solve the last converged point on each block of the rule")
     args = ap.parse_args()
 
     import numpy as np
@@ -72,6 +78,12 @@ def main() -> None:
             ag = solve(params, a, "agnostic", config=cfg, init=on_branch_subspace(prev.overlaps, "agnostic"))
             print(f"  agnostic at {a:.5f}: converged {ag.status.converged}  q0 "
                   f"{np.round(ag.invariants['q0_eigenvalues'], 4).tolist()}  e_t {ag.observables.e_t:.7f}", flush=True)
+    if args.blocks and prev is not None:
+        from attnphase.numerics.errors.replicates import replicate_points
+
+        reps, _ = replicate_points(prev, cfg, 0)
+        print(f"alpha {prev.alpha:.5f} on the rule's {len(reps)} blocks: " + "; ".join(
+            "not on the branch" if r is None else f"sv_th0 {r.invariants['th0_singular_values'][0]:.4f}" for r in reps))
     if len(fit) >= 2:
         x, y = np.array(fit).T
         slope, icpt = np.polyfit(x, y, 1)
