@@ -6,8 +6,9 @@ Follows the semantic branch down in alpha, warm from step to step, from `solve`'
 (``--start embedded``, the default: the rank-1 semantic point embedded where it exists, alpha >= 0.72; below, the
 matrix cold start q0 = rho0, th0 = 0.8 rho0 taken as a warm start; or ``--start cold``).  At omega = 0.3 the
 embedded start at 0.78125 reaches one semantic branch (sv th0 falling as sqrt(alpha - alpha_end)), the one at
-0.7 another, which goes on below 0.5.  One line per alpha: converged, residual, the singular value of th0, the eigenvalues of q0, e_t; and
-where the branch is lost, the agnostic point there (warm from the projection) for comparison.  Last, the fit of
+0.7 another, which goes on below 0.5.  One line per alpha: converged, residual, the singular value of th0, the
+eigenvalues of q0, e_t; and where the branch is lost, the agnostic point there (warm from the projection) for
+comparison.  Last, the fit of
 sv th0^2 linear in alpha over the converged points below ``--fit-below``: its root is the end of a branch born
 from the theta = 0 subspace (sv th0 ~ sqrt(alpha - alpha_end)).  ``--blocks``: the last converged point re-solved
 on each scrambling block of the rule (:func:`~attnphase.numerics.errors.replicates.replicate_points`), to tell a
@@ -81,7 +82,7 @@ def main() -> None:
     if args.blocks and prev is not None:
         from attnphase.numerics.errors.replicates import replicate_points
 
-        reps, _ = replicate_points(prev, cfg, 0)
+        reps, _ = replicate_points(prev, SolverConfig(quadrature=args.quadrature), 0)  # error bars on: the blocks
         print(f"alpha {prev.alpha:.5f} on the rule's {len(reps)} blocks: " + "; ".join(
             "not on the branch" if r is None else f"sv_th0 {r.invariants['th0_singular_values'][0]:.4f}" for r in reps))
     if len(fit) >= 2:
