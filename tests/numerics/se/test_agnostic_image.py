@@ -57,3 +57,14 @@ def test_a_point_far_from_the_symmetric_subspace_is_not_judged(monkeypatch):
         raise AssertionError("no solve for a point far from the agnostic one")
 
     assert judge_agnostic_image(fp, CFG, model_rule(params, CFG), never) is fp
+
+
+def test_the_reason_a_solve_prints_carries_the_evidence():
+    from attnphase.numerics.commands.point_record import solve_record
+
+    params = ModelParams(L=3, omega=0.3)
+    judged = judge_agnostic_image(displaced(params, 2.0, 2e-4), CFG, model_rule(params, CFG), se.solve)
+    _, reason = solve_record(judged, "positional")
+    assert reason.startswith("no positional fixed point found at alpha = 2, omega = 0.3: the solve from the positional "
+                             "start converged to the agnostic one (absent: ")
+    assert "(mu = " in reason
