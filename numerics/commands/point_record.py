@@ -54,8 +54,10 @@ def _reason(fp, requested: str) -> str:
         msg = fp.status.message if fp.status.message.startswith("not converged") else f"not converged: {fp.status.message}"
         return f"{msg}; residual {fp.status.residual:.2e}: no fixed point, so no overlaps are reported"
     if fp.branch != requested:
+        # the evidence of an absent branch (numerics.se.stalls.judge_agnostic_image)
+        evidence = f" ({fp.status.message})" if fp.status.message.startswith("absent:") else ""
         return (f"no {requested} fixed point found at alpha = {fp.alpha:g}, omega = {fp.params.omega:g}: "
-                f"the solve from the {requested} start converged to the {fp.branch} one")
+                f"the solve from the {requested} start converged to the {fp.branch} one{evidence}")
     return ""
 
 

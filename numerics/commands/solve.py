@@ -91,7 +91,7 @@ def _error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, args: argparse.Names
         confirmed = confirm_jump_acceptance(fp, err.converged, len(err.rules))
         if not confirmed.status.converged:
             return rec, confirmed
-    if fp.status.message != "converged":
+    if fp.status.message != "converged" and not fp.status.message.startswith("absent:"):  # that one is in `reason`
         # accepted at the rule's jump scale, or finished on the symmetric subspace (docs/method.md section 4, the fixed-point solver)
         print(f"attnphase: note: {fp.status.message}", file=sys.stderr)
     if err is not None:

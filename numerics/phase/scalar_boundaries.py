@@ -38,6 +38,7 @@ import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.parallel import without_memory
+from attnphase.numerics.phase.absence import absence_note
 from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, refine_alpha_c, refined_alpha_l
 from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd
 from attnphase.numerics.phase.brackets import (
@@ -117,9 +118,9 @@ def scalar_boundaries(
     # alpha_c: sign change of Delta e_t on the common grid
     alpha_c = math.nan
     if not s_on:
-        notes.append("no converged semantic point in range")
+        notes.append(absence_note(sem.points, "semantic", rule, cfg))
     if not p_on:
-        notes.append("no converged positional point in range")
+        notes.append(absence_note(pos.points, "positional", rule, cfg))  # absent (with its evidence) or solver failure
     grown: list[bool] = []
 
     def grow_semantic() -> bool:

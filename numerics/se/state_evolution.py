@@ -32,7 +32,7 @@ from attnphase.numerics.se.starts import (
     MATRIX_BRANCHES, further_positional_directions, initial_overlaps, noise_axes, teacher_rank,
 )
 from attnphase.numerics.se.results import FixedPoint, SolverMemory, fixed_point_from
-from attnphase.numerics.se.stalls import judge_stalled
+from attnphase.numerics.se.stalls import judge_agnostic_image, judge_stalled
 from attnphase.numerics.quadrature.rules import QuadratureRule, rule_nodes
 from attnphase.numerics.se.se_map import FixedAlpha, FixedOrder, SEMap, admissible, model_rule
 from attnphase.theory.params import ModelParams
@@ -79,9 +79,10 @@ MULTILEVEL_START = PRECISION_TIERS["default"]["quadrature"]
 
 
 def finish_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule) -> FixedPoint:
-    """A cold solve's result judged once more where it did not converge (:mod:`attnphase.numerics.se.stalls`,
-    which re-solves with the :func:`solve` it is given)."""
-    return judge_stalled(fp, cfg, rule, solve)
+    """A cold solve's result judged once more (:mod:`attnphase.numerics.se.stalls`, which re-solves with the
+    :func:`solve` it is given): where it did not converge, and where it converged next to an agnostic point
+    that is stable in its order parameter's direction (then the branch is absent there)."""
+    return judge_agnostic_image(judge_stalled(fp, cfg, rule, solve), cfg, rule, solve)
 
 
 def solve(

@@ -1,0 +1,69 @@
+"""A branch's absence told apart from solver failure, from the points of a sweep that found none of it.
+
+A symmetry-breaking branch (positional: m != 0; semantic: theta != 0) can only leave the agnostic point
+(m = 0, th0 = 0) where the SE map's eigenvalue there in its direction reaches 1 (mu in m, lambda in theta:
+:mod:`attnphase.numerics.phase.stability`, docs/model.md section 6).  So at an alpha where the branch's start
+converged to the agnostic point and that point is stable in the branch's direction (eigenvalue < 1), the branch
+is *absent* -- with that evidence; at an alpha where the start did not converge, or fell to an agnostic point
+that is unstable in that direction, nothing is shown: *solver failure*.  :func:`absence_note` says which, alpha
+by alpha, for a table's notes (measured, L = 3, P = I, omega = 0.3: every positional start falls to the
+agnostic point, with mu = 0.59 at alpha = 1, so the L = 3 diagram has no positional branch and no alpha_c).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.phase.stability import m_stability_at, theta_stability_at
+from attnphase.numerics.quadrature.rules import QuadratureRule
+from attnphase.numerics.se.overlaps import on_branch_subspace
+from attnphase.numerics.se.results import FixedPoint
+
+#: The eigenvalue of each branch's direction at the agnostic point, and its symbol.
+EIGENVALUE = {"positional": (m_stability_at, "mu", "m"), "semantic": (theta_stability_at, "lambda", "theta")}
+
+
+def agnostic_eigenvalue(fp: FixedPoint, branch: str, rule: QuadratureRule, config: SolverConfig) -> float:
+    """The eigenvalue of the SE map in ``branch``'s direction at ``fp``, a converged agnostic point (NaN otherwise)."""
+    if not (fp.status.converged and fp.branch == "agnostic") or branch not in EIGENVALUE:
+        return math.nan
+    at = EIGENVALUE[branch][0]
+    # a point labelled agnostic has |m|, |th0| <= LABEL_TOL; the eigenvalue is the one at m = 0, th0 = 0
+    return float(at(fp.params, fp.alpha, on_branch_subspace(fp.overlaps, "agnostic"), rule, config)[0])
+
+
+def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule, config: SolverConfig) -> str:
+    """The note of a sweep of ``branch`` none of whose ``points`` (one per alpha, started on the branch) is on it:
+
+    * ``"<branch> branch absent at every alpha of the grid ..."`` -- each start converged to the agnostic point and
+      that point is stable in the branch's direction (the largest eigenvalue met is given);
+    * otherwise the alphas where it is absent (that evidence) and those of solver failure (not converged, or an
+      agnostic point unstable in the branch's direction, or another branch reached).
+    """
+    if not points:
+        return f"no {branch} start was solved"
+    symbol, name = EIGENVALUE[branch][1], EIGENVALUE[branch][2]
+    absent: list[tuple[float, float]] = []
+    failed: list[str] = []
+    for fp in points:
+        eig = agnostic_eigenvalue(fp, branch, rule, config)
+        if eig < 1.0:
+            absent.append((fp.alpha, eig))
+        elif not fp.status.converged:
+            failed.append(f"{fp.alpha:.4g} (not converged, residual {fp.status.residual:.1e})")
+        elif fp.branch == "agnostic":
+            failed.append(f"{fp.alpha:.4g} (fell to the agnostic point, unstable in {name}: {symbol} = {eig:.3g})")
+        else:
+            failed.append(f"{fp.alpha:.4g} (converged to the {fp.branch} point)")
+    top = max((e for _, e in absent), default=math.nan)
+    where = ", ".join(f"{a:.4g}" for a, _ in absent)
+    if not failed:
+        return (f"{branch} branch absent at every alpha of the grid ({where}): each {branch} start converged to the "
+                f"agnostic point, stable in {name} there ({symbol} <= {top:.3g} < 1)")
+    parts = [f"no converged {branch} point in range"]
+    if absent:
+        parts.append(f"absent at alpha = {where} (the start fell to the agnostic point, {symbol} <= {top:.3g} < 1)")
+    parts.append("solver failure at alpha = " + ", ".join(failed))
+    return "; ".join(parts)

@@ -1,0 +1,45 @@
+"""A sweep that finds no point of a branch says whether the branch is absent (its starts fell to an agnostic point
+that is stable in its direction) or the solver failed; the phase diagram's notes carry that (L = 3, P = I: no
+positional branch, docs/general.md)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.phase.absence import absence_note
+from attnphase.numerics.se import state_evolution as se
+from attnphase.numerics.se.se_map import model_rule
+from attnphase.theory.params import ModelParams
+
+CFG = SolverConfig(quadrature="sobol8:4", error_bars=False, alpha_c_quadrature=None, alpha_l_quadrature=None)
+L3 = ModelParams(L=3, omega=0.3)
+
+
+def agnostic(params: ModelParams, alpha: float):
+    fp = replace(se.solve(params, alpha, "agnostic", config=CFG), requested="positional")
+    assert fp.status.converged and fp.branch == "agnostic"
+    return fp
+
+
+def test_starts_that_fall_to_a_stable_agnostic_point_are_the_branch_absent():
+    points = [agnostic(L3, a) for a in (1.0, 2.0)]
+    note = absence_note(points, "positional", model_rule(L3, CFG), CFG)
+    assert note.startswith("positional branch absent at every alpha of the grid (1, 2)")
+    mu = float(note.split("mu <= ")[1].split(" ")[0])
+    assert 0 < mu < 1
+
+
+def test_a_start_that_did_not_converge_is_solver_failure_not_absence():
+    good = agnostic(L3, 2.0)
+    failed = replace(good, alpha=1.5, status=replace(good.status, converged=False, residual=3e-3))
+    note = absence_note([failed, good], "positional", model_rule(L3, CFG), CFG)
+    assert note.startswith("no converged positional point in range; absent at alpha = 2 ")
+    assert note.endswith("solver failure at alpha = 1.5 (not converged, residual 3.0e-03)")
+
+
+def test_an_agnostic_point_unstable_in_m_is_no_evidence_of_absence():
+    # L = 2, omega = 0.3, alpha = 1: the positional branch exists there (mu > 1 at the agnostic point)
+    params = ModelParams(omega=0.3)
+    note = absence_note([agnostic(params, 1.0)], "positional", model_rule(params, CFG), CFG)
+    assert "absent" not in note and "fell to the agnostic point, unstable in m: mu = " in note

@@ -1,0 +1,70 @@
+"""A converged point next to an agnostic point that is stable in its order parameter's direction is that agnostic point.
+
+At L = 3, P = I, omega = 0.3, alpha = 1 the default rule's map has a fixed point with |m| = 2.3e-4 (residual
+3e-11), which `solve --L 3 --branch positional` reported as the positional point; the agnostic point there is
+stable in m (mu = 0.59), so no positional branch leaves it (docs/general.md, the L = 3 phase diagram).  The same
+situation on a cheap rule: the agnostic point with m displaced by 1e-4 along the sum-zero direction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.se import state_evolution as se
+from attnphase.numerics.se.se_map import model_rule
+from attnphase.numerics.se.stalls import judge_agnostic_image
+from attnphase.theory.params import ModelParams
+
+CFG = SolverConfig(quadrature="sobol8:4", error_bars=False, alpha_c_quadrature=None, alpha_l_quadrature=None)
+
+
+def displaced(params: ModelParams, alpha: float, size: float):
+    """The agnostic fixed point with m moved by ``size`` along P's first column minus its mean, labelled positional
+    and converged, as a solve on a rule with a jump there returns it."""
+    ag = se.solve(params, alpha, "agnostic", config=CFG)
+    assert ag.status.converged and ag.branch == "agnostic"
+    d = np.eye(params.L)[0] - 1.0 / params.L
+    ov = replace(ag.overlaps, m=size * d / np.linalg.norm(d))
+    return replace(ag, overlaps=ov, branch="positional", requested="positional")
+
+
+def test_a_positional_point_within_the_rules_jumps_of_a_stable_agnostic_point_is_reported_absent():
+    params = ModelParams(L=3, omega=0.3)
+    fp = displaced(params, 2.0, 2e-4)
+    judged = judge_agnostic_image(fp, CFG, model_rule(params, CFG), se.solve)
+    assert judged.branch == "agnostic" and judged.requested == "positional" and judged.status.converged
+    assert np.all(judged.overlaps.m == 0)
+    assert judged.status.message.startswith("absent: the positional start converged to |m| = 0.0002")
+    assert "stable in m here (mu = " in judged.status.message
+
+
+def test_where_the_agnostic_point_is_unstable_in_m_a_small_positional_point_stands():
+    # L = 2, omega = 0.3, alpha = 1: the positional branch exists (mu > 1 at the agnostic point)
+    params = ModelParams(omega=0.3)
+    fp = displaced(params, 1.0, 2e-4)
+    judged = judge_agnostic_image(fp, CFG, model_rule(params, CFG), se.solve)
+    assert judged is fp
+
+
+def test_a_point_far_from_the_symmetric_subspace_is_not_judged(monkeypatch):
+    params = ModelParams(L=3, omega=0.3)
+    fp = displaced(params, 2.0, 0.05)  # above IMAGE_FRACTION of the cold start's |m| = 0.2
+
+    def never(*args, **kwargs):
+        raise AssertionError("no solve for a point far from the agnostic one")
+
+    assert judge_agnostic_image(fp, CFG, model_rule(params, CFG), never) is fp
+
+
+def test_the_reason_a_solve_prints_carries_the_evidence():
+    from attnphase.numerics.commands.point_record import solve_record
+
+    params = ModelParams(L=3, omega=0.3)
+    judged = judge_agnostic_image(displaced(params, 2.0, 2e-4), CFG, model_rule(params, CFG), se.solve)
+    _, reason = solve_record(judged, "positional")
+    assert reason.startswith("no positional fixed point found at alpha = 2, omega = 0.3: the solve from the positional "
+                             "start converged to the agnostic one (absent: ")
+    assert "(mu = " in reason
