@@ -2,8 +2,8 @@
 
 One line per call: mean |m| over the seeds with its standard error, the state evolution's q0, every run's status
 (c converged, b budget) and |m|, the converged runs' mean and how often the adaptive damping halved its step;
-``--init-scale``/``--damping``/``--fixed`` (no adaptive damping) change the AMP configuration (validation/amp.py;
-max_iter 1000, one torch thread).
+``--init-scale``/``--damping``/``--adaptive`` (the step halved on oscillation) change the AMP
+configuration (validation/amp.py; max_iter 1000, one torch thread).
 
     python studies/amp_seeds.py --d 2000 --alpha 0.4 --seeds 16          # ~100 s on a free core
 """
@@ -29,17 +29,18 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=8)
     ap.add_argument("--damping", type=float, default=0.0)
     ap.add_argument("--init-scale", type=float, default=1e-4)
-    ap.add_argument("--fixed", action="store_true", help="a fixed step 1 - damping (no adaptive damping)")
+    ap.add_argument("--adaptive", action="store_true",
+                    help="the step halved on oscillation (validation/amp.py)")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    cfg = AmpConfig(max_iter=1000, damping=args.damping, init_scale=args.init_scale, adaptive=not args.fixed)
+    cfg = AmpConfig(max_iter=1000, damping=args.damping, init_scale=args.init_scale, adaptive=args.adaptive)
     t0 = time.perf_counter()
     runs = [run_amp(AmpSpec(d=args.d, alpha=args.alpha, seed=s, params=ModelParams(), amp=cfg, device="cpu"))
             for s in range(args.seeds)]
     m = np.array([abs(r.m) for r in runs])
     conv = np.array([r.converged for r in runs])
     se = lambda x: float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else math.nan  # noqa: E731
-    print(f"d = {args.d}, alpha = {args.alpha}, {args.seeds} seeds, {'fixed' if args.fixed else 'adaptive'} step: mean |m| = {m.mean():.4f} +- {se(m):.4f}, "
+    print(f"d = {args.d}, alpha = {args.alpha}, {args.seeds} seeds, {'adaptive' if args.adaptive else 'fixed'} step: mean |m| = {m.mean():.4f} +- {se(m):.4f}, "
           f"SE q0 = {runs[0].se_q0:.4f}, z = {(m.mean() - runs[0].se_q0) / se(m):+.2f}; "
           f"status {''.join(r.status[0] for r in runs)}; |m| {np.round(m, 3).tolist()}; "
           f"step halvings {[r.halvings for r in runs]}; "

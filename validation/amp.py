@@ -21,11 +21,12 @@ one iteration from ``(Qhat, v, g)`` (estimate, its per-coordinate variance, last
 damped with one step size ``theta`` on both sides (Rangan, Schniter, Fletcher & Sarkar's damped GAMP; a fixed
 point does not move): ``g <- theta g_new + (1 - theta) g`` and the same for ``Ahat`` (from the second iteration:
 the first has no memory), then ``Qhat' = Qhat + theta (B / (1 / rho0 + Ahat) - Qhat)`` and ``v' = theta / (1 / rho0
-+ Ahat) + (1 - theta) v``; the Onsager term uses the damped ``g``.  The step adapts to oscillation (``adaptive``,
-the default): with ``D_t`` the proposed step ``B / (1 / rho0 + Ahat) - Qhat`` of iteration t, ``theta`` halves
-(down to THETA_MIN) when ``cos(D_t, D_(t-1)) < -OSCILLATION_COS`` (consecutive steps point against each other:
-the sign-alternating mode of docs/bayes-optimal.md) and grows by GROWTH otherwise, up to ``1 - damping``; the
-iteration starts at ``theta = 1 - damping``.  The variances are
++ Ahat) + (1 - theta) v``; the Onsager term uses the damped ``g``.  With ``adaptive`` the step adapts to
+oscillation: with ``D_t`` the proposed step ``B / (1 / rho0 + Ahat) - Qhat`` of iteration t, ``theta`` halves
+(down to THETA_MIN) when ``cos(D_t, D_(t-1)) < -OSCILLATION_COS`` (consecutive steps against each other: the
+sign-alternating mode of docs/bayes-optimal.md) and grows by GROWTH otherwise, up to ``1 - damping``; the iteration starts at ``theta = 1 - damping``.  It is off by default: it lets
+some oscillating runs converge without moving their overlap, and it breaks the approach to perfect recovery of some
+runs above ``1 / L`` (docs/bayes-optimal.md).  The variances are
 scalars (their average over coordinates; the off-diagonal ``l != k`` terms of the Onsager sums average out at
 rate ``1 / sqrt(d)``).  Start: ``Qhat_0 = sqrt(init_scale rho0) z``, ``z ~ N(0, I_d)`` from the generator, so
 ``q_0 = |Qhat_0|^2 / d ~ init_scale rho0`` and ``m_0 = Qhat_0 . Q* / d ~ sqrt(init_scale / d) rho0``,
@@ -60,14 +61,15 @@ class AmpConfig:
     Attributes:
         damping: in [0, 1): the largest step is theta = 1 - damping (g_out, Ahat, Qhat and v each mixed as
             theta new + (1 - theta) old; module doc).
-        adaptive: theta halves on oscillation and grows back to 1 - damping otherwise (module doc); False: fixed.
+        adaptive: theta halves on oscillation and grows back to 1 - damping otherwise (module doc);
+            False (the default): the fixed step 1 - damping.
         tol: > 0, stop when |Qhat_t - Qhat_{t-1}| / sqrt(d rho0) <= tol.
         max_iter: >= 1, the iteration budget.
         init_scale: > 0, q_0 = init_scale rho0 (a random start of small norm).
     """
 
     damping: float = 0.0
-    adaptive: bool = True
+    adaptive: bool = False
     tol: float = 1e-7
     max_iter: int = 500
     init_scale: float = 1e-4

@@ -225,8 +225,8 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
     params = opt.omegas_from_args_ns(args, omegas)
     for w in omegas:
         check_bayes_model(args, params.replace(omega=w))
-    workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)",
-                        "--omega/--alpha", args.large)
+    workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
+                        "(omega, alpha) points (omegas x alphas)", "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
 

@@ -49,8 +49,8 @@ def test_bayes_phase_diagram_writes_the_thresholds_per_omega(tmp_path, capsys):
 def test_a_threshold_that_does_not_exist_is_null_with_its_reason(tmp_path, capsys):
     """L = 3: the same three keys; alpha_amp is 1/3 with the note that says why there is no jump."""
     out = tmp_path / "res"
-    assert main(["phase-diagram", "--estimator", "bayes-optimal", "--L", "3", "--omega", "0.3,0.4", "--alpha", "0.1,0.2",
-                 "--out", str(out), "--json", "--quiet"]) == 0
+    assert main(["phase-diagram", "--estimator", "bayes-optimal", "--L", "3", "--omega", "0.3,0.4",
+                 "--alpha", "0.1,0.2", "--out", str(out), "--json", "--quiet"]) == 0
     obj = json.loads(capsys.readouterr().out)
     r = obj["rows"][0]
     assert abs(r["alpha_weak_recovery"] - 1 / 12) <= 4 * r["err_alpha_weak_recovery"] + 1e-12
