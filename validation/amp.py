@@ -160,7 +160,8 @@ def gamp(X: torch.Tensor, Y: torch.Tensor, rho0: float, Qstar: torch.Tensor, gen
         if not bool(torch.isfinite(prec)) or float(prec) <= 0.0:
             status = "diverged"
             break
-        step = (F.T @ g.reshape(-1) + Ahat * Q) / prec - Q
+        proposed = (F.T @ g.reshape(-1) + Ahat * Q) / prec
+        step = proposed - Q
         if not bool(torch.isfinite(step).all()):
             status = "diverged"
             break
@@ -174,8 +175,10 @@ def gamp(X: torch.Tensor, Y: torch.Tensor, rho0: float, Qstar: torch.Tensor, gen
                 theta = min(theta_max, theta * GROWTH)
         step_prev = step
         change = norm / math.sqrt(d * rho0)
-        Q = Q + theta * step
-        v = theta / prec + (1.0 - theta) * v
+        if theta == 1.0:  # the undamped iteration, as written in the module doc
+            Q, v = proposed, 1.0 / prec
+        else:
+            Q, v = Q + theta * step, theta / prec + (1.0 - theta) * v
         m_path.append(float(Q @ Qs) / d)
         q_path.append(float(Q @ Q) / d)
         if change <= config.tol:

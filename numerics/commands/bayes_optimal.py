@@ -215,13 +215,11 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
     import math
 
     from attnphase import outputs, workload
-    from attnphase.numerics.jobs.report import check_semantic_signal
 
     check_bayes_diagram_options(args)
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
     opt.check_alpha_grid(alphas)
     omegas = opt.parse_values(args.omega, "--omega")
-    check_semantic_signal(omegas)
     params = opt.omegas_from_args_ns(args, omegas)
     for w in omegas:
         check_bayes_model(args, params.replace(omega=w))
