@@ -5,9 +5,14 @@ AMP from the default start, from a 100 times larger one and from informed starts
 (validation/amp.py ``gamp(..., start=...)``); then a variant iteration written out here for the diagnosis only --
 the Onsager term with each sample's full L x L block V = (x_l . x_k / d) v instead of its diagonal, and damping of
 the estimate Q (x <- (1 - b) F(x) + b x) and/or of g and Ahat -- printing m, q, the step |Q_t - Q_(t-1)| / sqrt(d)
-and the cosine between consecutive steps (-1: a mode alternating in sign).
+and the cosine between consecutive steps (-1: a mode alternating in sign).  Then the two diagnoses of
+docs/bayes-optimal.md: AMP with a small fixed step (theta = 0.1, ``AmpConfig(damping=0.9, adaptive=False)``) from
+m_0 = 0.99 for 3000 iterations -- where, if anywhere, the data set's own AMP fixed point lies -- and the spectrum of
+AMP linearised at Qhat = 0 (v = rho0; the state (Qhat, g) of d + n L numbers, the Onsager memory included): its
+largest eigenvalues, the most positive and most negative real parts, against alpha / alpha_WR (the state
+evolution's growth of m) and its square root (the growth of the noise's norm).
 
-    python studies/amp_failures.py                       # ~2 min on a free core
+    python studies/amp_failures.py                       # ~3 min on a free core
     python studies/amp_failures.py --seed 1              # a seed where AMP converges, for contrast
 """
 
@@ -68,6 +73,21 @@ def variant(X, Y, Qs, start, iters=400, damp_g=0.0, damp_Q=0.0, block=False) -> 
     return out
 
 
+def linearised_spectrum(X: torch.Tensor, Y: torch.Tensor, rho0: float) -> np.ndarray:
+    """Eigenvalues of AMP linearised at Qhat = 0, v = rho0 (module doc): with D^mu = u u^T - diag(1 / V^mu),
+    u = Y^mu / V^mu, V^mu_l = c_l^mu rho0, g_t = D (F Qhat_t - V g_(t-1)) and Qhat_(t+1) = rho0 F^T g_t."""
+    n, L, d = X.shape
+    F = (X.reshape(n * L, d) / math.sqrt(d)).numpy()
+    V = ((X * X).sum(-1) / d).numpy() * rho0
+    u = Y.numpy() / V
+    D = np.zeros((n * L, n * L))
+    for mu in range(n):
+        D[mu * L:(mu + 1) * L, mu * L:(mu + 1) * L] = np.outer(u[mu], u[mu]) - np.diag(1.0 / V[mu])
+    DV = D * V.reshape(1, -1)
+    M = np.block([[rho0 * F.T @ D @ F, -rho0 * F.T @ DV], [D @ F, -DV]])
+    return np.linalg.eigvals(M)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--d", type=int, default=1000)
@@ -96,6 +116,16 @@ def main() -> None:
         print(f"  {label}:")
         for line in variant(data.X, Y, Qs, informed_start(Qs, m0, d), **kw):
             print(f"    {line}")
+    r = gamp(data.X, Y, p.rho0, teacher.Qstar, generator(args.seed, "amp"),
+             AmpConfig(max_iter=3000, damping=0.9, adaptive=False), start=informed_start(Qs, 0.99, d))
+    path = ", ".join(f"t = {t}: {r.m_path[t]:+.3f}" for t in (10, 100, 200, 400, 800, 1500, 3000) if t < len(r.m_path))
+    print(f"  fixed step theta = 0.1 from m0 = 0.99 ({r.status} after {r.iterations}): m at {path}")
+    ev = linearised_spectrum(data.X, Y, p.rho0)
+    top = ev[np.argsort(-np.abs(ev))[:4]]
+    ratio = args.alpha * (p.L * (p.L + 1))  # alpha / alpha_WR
+    print(f"  AMP linearised at Qhat = 0: largest |eigenvalue| {np.abs(top[0]):.3f} ({np.round(top, 3).tolist()}); "
+          f"real parts from {ev.real.min():.3f} to {ev.real.max():.3f}; alpha / alpha_WR = {ratio:.3f}, "
+          f"its square root {math.sqrt(ratio):.3f}")
 
 
 if __name__ == "__main__":

@@ -18,15 +18,21 @@ one iteration from ``(Qhat, v, g)`` (estimate, its per-coordinate variance, last
     B_i      = sum_{mu, l} F[mu l, i] g_l^mu + Ahat Qhat_i
     Qhat'    = B / (1 / rho0 + Ahat),   v' = 1 / (1 / rho0 + Ahat)            (the Gaussian prior's posterior)
 
-with the channel side damped (from the second iteration): ``g <- (1 - damping) g_new + damping g`` and the
-same for ``Ahat``, before ``B`` and ``Qhat'`` are formed (a fixed point does not move; damping the estimate
-``Qhat`` instead stalled the runs tried at ``m ~ 0``, docs/bayes-optimal.md).  The variances are
+damped with one step size ``theta`` on both sides (Rangan, Schniter, Fletcher & Sarkar's damped GAMP; a fixed
+point does not move): ``g <- theta g_new + (1 - theta) g`` and the same for ``Ahat`` (from the second iteration:
+the first has no memory), then ``Qhat' = Qhat + theta (B / (1 / rho0 + Ahat) - Qhat)`` and ``v' = theta / (1 / rho0
++ Ahat) + (1 - theta) v``; the Onsager term uses the damped ``g``.  With ``adaptive`` the step adapts to
+oscillation: with ``D_t`` the proposed step ``B / (1 / rho0 + Ahat) - Qhat`` of iteration t, ``theta`` halves
+(down to THETA_MIN) when ``cos(D_t, D_(t-1)) < -OSCILLATION_COS`` (consecutive steps against each other: the
+sign-alternating mode of docs/bayes-optimal.md) and grows by GROWTH otherwise, up to ``1 - damping``; the iteration starts at ``theta = 1 - damping``.  It is off by default: it lets
+some oscillating runs converge without moving their overlap, and it breaks the approach to perfect recovery of some
+runs above ``1 / L`` (docs/bayes-optimal.md).  The variances are
 scalars (their average over coordinates; the off-diagonal ``l != k`` terms of the Onsager sums average out at
 rate ``1 / sqrt(d)``).  Start: ``Qhat_0 = sqrt(init_scale rho0) z``, ``z ~ N(0, I_d)`` from the generator, so
 ``q_0 = |Qhat_0|^2 / d ~ init_scale rho0`` and ``m_0 = Qhat_0 . Q* / d ~ sqrt(init_scale / d) rho0``,
-``v_0 = rho0``, ``g = 0``.  Stop when ``|Qhat_t - Qhat_{t-1}| / sqrt(d rho0) <= tol`` (``"converged"``) or
-after ``max_iter`` iterations (``"budget"``); a non-finite iterate or ``1 / rho0 + Ahat <= 0`` stops it
-(``"diverged"``).
+``v_0 = rho0``, ``g = 0``.  Stop when the proposed step ``|D_t| / sqrt(d rho0) <= tol`` (the fixed-point residual,
+whatever theta; ``"converged"``) or after ``max_iter`` iterations (``"budget"``); a non-finite iterate or
+``1 / rho0 + Ahat <= 0`` stops it (``"diverged"``).
 
 Per iteration the overlaps ``q = |Qhat|^2 / d`` and ``m = Qhat . Q* / d`` are recorded.  Since ``Q*`` and
 ``-Q*`` give the same data, AMP lands near either: ``m`` keeps its sign, ``|m|`` is what the state
@@ -41,19 +47,29 @@ from dataclasses import dataclass
 
 import torch
 
+#: Adaptive damping (module doc): the cosine below -OSCILLATION_COS that halves theta, the factor theta grows by
+#: otherwise, and its floor.
+OSCILLATION_COS = 0.3
+GROWTH = 1.25
+THETA_MIN = 1.0 / 32
+
 
 @dataclass(frozen=True)
 class AmpConfig:
     """The stopping rule, damping and start of :func:`gamp` (module doc).
 
     Attributes:
-        damping: in [0, 1): g_out <- (1 - damping) new + damping old (the same for Ahat; module doc).
+        damping: in [0, 1): the largest step is theta = 1 - damping (g_out, Ahat, Qhat and v each mixed as
+            theta new + (1 - theta) old; module doc).
+        adaptive: theta halves on oscillation and grows back to 1 - damping otherwise (module doc);
+            False (the default): the fixed step 1 - damping.
         tol: > 0, stop when |Qhat_t - Qhat_{t-1}| / sqrt(d rho0) <= tol.
         max_iter: >= 1, the iteration budget.
         init_scale: > 0, q_0 = init_scale rho0 (a random start of small norm).
     """
 
     damping: float = 0.0
+    adaptive: bool = False
     tol: float = 1e-7
     max_iter: int = 500
     init_scale: float = 1e-4
@@ -80,7 +96,8 @@ class AmpResult:
         iterations: iterations run.
         converged: the tolerance was reached.
         status: ``"converged"``, ``"budget"`` or ``"diverged"``.
-        change: the last |Qhat_t - Qhat_{t-1}| / sqrt(d rho0).
+        change: the last proposed step |D_t| / sqrt(d rho0) (the fixed-point residual).
+        theta: the step size at the end; halvings: how often it was halved (oscillation; module doc).
     """
 
     Q: torch.Tensor
@@ -92,6 +109,8 @@ class AmpResult:
     converged: bool
     status: str
     change: float
+    theta: float = 1.0
+    halvings: int = 0
 
 
 def g_out(Y: torch.Tensor, w: torch.Tensor, V: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -125,34 +144,49 @@ def gamp(X: torch.Tensor, Y: torch.Tensor, rho0: float, Qstar: torch.Tensor, gen
     g = torch.zeros((n, L), dtype=X.dtype, device=X.device)
     m_path, q_path = [float(Q @ Qs) / d], [float(Q @ Q) / d]
     status, change, it = "budget", math.inf, 0
+    theta_max = 1.0 - config.damping
+    theta, halvings, step_prev, Ahat = theta_max, 0, None, None
     for it in range(1, int(config.max_iter) + 1):
         V = c * v
         w = (F @ Q).reshape(n, L) - V * g
         g_new, dg = g_out(Y, w, V)
         Ahat_new = -(c * dg).sum() / d
-        if config.damping and it > 1:
-            g = (1.0 - config.damping) * g_new + config.damping * g
-            Ahat = (1.0 - config.damping) * Ahat_new + config.damping * Ahat
-        else:
+        if Ahat is None:  # the first iteration has no memory to damp
             g, Ahat = g_new, Ahat_new
+        else:
+            g = theta * g_new + (1.0 - theta) * g
+            Ahat = theta * Ahat_new + (1.0 - theta) * Ahat
         prec = 1.0 / rho0 + Ahat
         if not bool(torch.isfinite(prec)) or float(prec) <= 0.0:
             status = "diverged"
             break
-        Q_new = (F.T @ g.reshape(-1) + Ahat * Q) / prec
-        v_new = 1.0 / prec
-        if not bool(torch.isfinite(Q_new).all()):
+        proposed = (F.T @ g.reshape(-1) + Ahat * Q) / prec
+        step = proposed - Q
+        if not bool(torch.isfinite(step).all()):
             status = "diverged"
             break
-        change = float(torch.linalg.vector_norm(Q_new - Q)) / math.sqrt(d * rho0)
-        Q, v = Q_new, v_new
+        norm = float(torch.linalg.vector_norm(step))
+        if config.adaptive and step_prev is not None:
+            cos = float(step @ step_prev) / (norm * float(torch.linalg.vector_norm(step_prev)) + 1e-300)
+            if cos < -OSCILLATION_COS:
+                halvings += theta > THETA_MIN
+                theta = max(theta / 2.0, THETA_MIN)
+            else:
+                theta = min(theta_max, theta * GROWTH)
+        step_prev = step
+        change = norm / math.sqrt(d * rho0)
+        if theta == 1.0:  # the undamped iteration, as written in the module doc
+            Q, v = proposed, 1.0 / prec
+        else:
+            Q, v = Q + theta * step, theta / prec + (1.0 - theta) * v
         m_path.append(float(Q @ Qs) / d)
         q_path.append(float(Q @ Q) / d)
         if change <= config.tol:
             status = "converged"
             break
     return AmpResult(Q=Q, m=m_path[-1], q=q_path[-1], m_path=tuple(m_path), q_path=tuple(q_path), iterations=it,
-                     converged=status == "converged", status=status, change=change)
+                     converged=status == "converged", status=status, change=change, theta=float(theta),
+                     halvings=halvings)
 
 
-__all__ = ["AmpConfig", "AmpResult", "g_out", "revealed_fields", "gamp"]
+__all__ = ["GROWTH", "OSCILLATION_COS", "THETA_MIN", "AmpConfig", "AmpResult", "g_out", "revealed_fields", "gamp"]

@@ -24,7 +24,8 @@ from .experiments import generator, resolve_device, resolve_dtype
 #: Keys of the ``attnphase simulate --algorithm amp --json`` object, in order.
 AMP_JSON_KEYS = (
     "algorithm", "d", "n", "alpha", "seed", "m", "q", "iterations", "converged", "status", "change", "tol",
-    "max_iter", "damping", "init_scale", "se_q0", "se_branch", "m_path", "q_path", "seconds",
+    "max_iter", "damping", "adaptive", "theta", "halvings", "init_scale", "se_q0", "se_branch", "m_path", "q_path",
+    "seconds",
 )
 
 
@@ -57,7 +58,9 @@ class AmpSpec:
 class AmpRunResult:
     """What :func:`run_amp` measured (:data:`AMP_JSON_KEYS`): the final overlaps m = Qhat . Q* / d (its sign is
     the side of +-Q* AMP landed on) and q = |Qhat|^2 / d, their paths, how AMP stopped, and se_q0, the state
-    evolution's q0 = m0 at alpha = n / d on the branch AMP follows (se_branch); seconds: wall time."""
+    evolution's q0 = m0 at alpha = n / d on the branch AMP follows (se_branch); seconds: wall time; adaptive, theta,
+    halvings: whether the step adapted to oscillation, its final size and how often it was halved
+    (validation/amp.py)."""
 
     algorithm: str
     d: int
@@ -73,6 +76,9 @@ class AmpRunResult:
     tol: float
     max_iter: int
     damping: float
+    adaptive: bool
+    theta: float
+    halvings: int
     init_scale: float
     se_q0: float
     se_branch: str
@@ -104,8 +110,9 @@ def run_amp(spec: AmpSpec) -> AmpRunResult:
     return AmpRunResult(
         algorithm="amp", d=spec.d, n=n, alpha=float(spec.alpha), seed=int(spec.seed), m=res.m, q=res.q,
         iterations=res.iterations, converged=res.converged, status=res.status, change=res.change,
-        tol=spec.amp.tol, max_iter=int(spec.amp.max_iter), damping=spec.amp.damping, init_scale=spec.amp.init_scale,
-        se_q0=se.q0, se_branch=branch, m_path=res.m_path, q_path=res.q_path, seconds=seconds,
+        tol=spec.amp.tol, max_iter=int(spec.amp.max_iter), damping=spec.amp.damping, adaptive=spec.amp.adaptive,
+        theta=res.theta, halvings=res.halvings, init_scale=spec.amp.init_scale, se_q0=se.q0, se_branch=branch,
+        m_path=res.m_path, q_path=res.q_path, seconds=seconds,
     )
 
 

@@ -47,7 +47,8 @@ class AmpPlan:
 
     def to_dict(self) -> dict[str, Any]:
         return {"alphas": list(self.alphas), "ds": list(self.ds), "seeds": list(self.seeds), "max_iter": self.amp.max_iter,
-                "tol": self.amp.tol, "damping": self.amp.damping, "init_scale": self.amp.init_scale}
+                "tol": self.amp.tol, "damping": self.amp.damping, "adaptive": self.amp.adaptive,
+                "init_scale": self.amp.init_scale}
 
 
 def amp_plan(params: ModelParams, quick: bool = False, seeds: int | None = None, device: str = "cpu") -> AmpPlan:

@@ -184,3 +184,113 @@ def threshold_keys(params) -> dict:
 
     out = bayes_thresholds(BayesModel.of(params)).as_dict()
     return out | {f"{k}_note": f"{out[f'{k}_note']}; the same at every omega < 1" for k in THRESHOLD_KEYS}
+
+
+def phase_diagram_file_stem() -> str:
+    """The stem of the files ``phase-diagram --estimator bayes-optimal`` writes into ``--out DIR`` (.csv, .json,
+    .nc, .png): beside an ERM phase diagram's ``phase_diagram.*``, never over them."""
+    return "phase_diagram_bayes-optimal"
+
+
+def check_bayes_diagram_options(args: argparse.Namespace) -> None:
+    """The ERM-only options of ``phase-diagram`` refused with ``--estimator bayes-optimal`` (one-line ValueErrors):
+    ``--census``, ``--continuation on`` and ``--error-estimate`` other than auto (the Bayes-optimal bars are the
+    change from the rule of fewer nodes, docs/bayes-optimal.md)."""
+    if getattr(args, "census", False):
+        raise ValueError("--census searches the ERM fixed points; --estimator bayes-optimal has no census")
+    if getattr(args, "continuation", "auto") == "on":
+        raise ValueError("--continuation on continues the ERM boundaries in omega; --estimator bayes-optimal computes "
+                         "its thresholds at each omega directly")
+    if str(getattr(args, "error_estimate", "auto")).strip().lower() != "auto":
+        raise ValueError("--error-estimate: with --estimator bayes-optimal every error bar is the change from the "
+                         "Gauss rule of 16 nodes fewer (docs/bayes-optimal.md); leave it at auto")
+
+
+def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
+    """``attnphase phase-diagram --estimator bayes-optimal``: at every omega the thresholds alpha_weak_recovery,
+    alpha_it, alpha_amp with their error bars (null with the reason where one does not exist) and the
+    Bayes-optimal estimator's q0 and eps_g over the alpha grid, into DIR/phase_diagram_bayes-optimal.csv (one row
+    per omega), .json, .nc and .png; ``--json`` prints the JSON object.  Exit 1 if a value is not finite."""
+    import json
+    import math
+
+    from attnphase import outputs, workload
+
+    check_bayes_diagram_options(args)
+    alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
+    opt.check_alpha_grid(alphas)
+    omegas = opt.parse_values(args.omega, "--omega")
+    params = opt.omegas_from_args_ns(args, omegas)
+    for w in omegas:
+        check_bayes_model(args, params.replace(omega=w))
+    workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
+                        "(omega, alpha) points (omegas x alphas)", "--omega/--alpha", args.large)
+    out_dir = outputs.out_dir_from_args(args)
+    opt.announce_defaults(args, params)
+
+    from attnphase.execution.dataset import job_attrs, write_netcdf
+    from attnphase.numerics.commands.common import command_line, staged_job
+    from attnphase.numerics.jobs.bayes_dataset import (BAYES_DIAGRAM_COLUMNS, BAYES_DIAGRAM_CURVES, bayes_diagram_csv,
+                                                       bayes_diagram_dataset)
+    from attnphase.numerics.jobs.bayes_plots import plot_bayes_diagram
+    from attnphase.numerics.jobs.tasks import numerics_version
+    from attnphase.numerics.jobs.variables import described
+    from attnphase.numerics.phase.bayes_thresholds import THRESHOLD_KEYS, bayes_thresholds
+    from attnphase.numerics.se.bayes import BayesModel
+    from attnphase.numerics.se.bayes_curve import bayes_rules, estimator_point
+    from attnphase.numerics.se.observables import eps_lin
+
+    work.begin("computing the Bayes-optimal phase diagram")
+    rows: list[dict] = []
+    curves: dict[float, list[dict]] = {}
+    rules_of: dict = {}
+    for w in sorted(omegas):
+        pw = params.replace(omega=w)
+        model = BayesModel.of(pw)
+        if model not in rules_of:
+            rules_of[model] = bayes_rules(model)
+        rules = rules_of[model]
+        th = bayes_thresholds(model).as_dict()
+        rows.append({"omega": float(pw.omega), "estimator": "bayes-optimal", "eps_lin": eps_lin(pw)}
+                    | {k: th[k] for k in BAYES_DIAGRAM_COLUMNS if k in th})
+        pts = [estimator_point(model, pw.omega, a, rules) for a in alphas]
+        curves[float(pw.omega)] = [{"alpha": p.alpha, "branch": p.branch, "q": p.q0, "err_q": p.err_q0,
+                                    "eps_g": p.eps_g, "err_eps_g": p.err_eps_g, "perfect_recovery": int(p.perfect)}
+                                   for p in pts]
+    stem = phase_diagram_file_stem()
+    attrs = job_attrs("phase-diagram", version=numerics_version(), model=params.to_dict() | {"omega": "scanned"},
+                      rule=f"sign{rules.fine.order}", command=command_line(), estimator="bayes-optimal",
+                      title="The Bayes-optimal thresholds of dot-product attention over omega")
+    obj = {"estimator": "bayes-optimal", "params": params.to_dict() | {"omega": [r["omega"] for r in rows]},
+           "model": model_echo(params), "alpha": list(alphas), "rule": f"sign{rules.fine.order}", "rows": rows,
+           "curves": {f"{w:g}": c for w, c in curves.items()},
+           "variables": described(BAYES_DIAGRAM_COLUMNS + BAYES_DIAGRAM_CURVES)}
+    same = all(all(r[k] == rows[0][k] for k in THRESHOLD_KEYS) for r in rows)
+    if same:  # one model for every omega (< 1): the thresholds once more at the top, as the ERM diagram has them
+        obj |= {c: rows[0][c] for k in THRESHOLD_KEYS for c in (k, f"err_{k}", f"{k}_note")}
+    job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas), "estimator": "bayes-optimal"}
+    with staged_job(out_dir, stem, job_model, args.json) as stage:
+        outputs.write_text_atomic(stage / f"{stem}.csv", bayes_diagram_csv(rows))
+        write_netcdf(bayes_diagram_dataset(rows, alphas, curves, attrs), stage / f"{stem}.nc")
+        outputs.write_text_atomic(stage / f"{stem}.json", json.dumps(outputs.json_value(obj), indent=1) + "\n")
+        plot_bayes_diagram(rows, alphas, curves, stage / f"{stem}.png",
+                           title=f"Bayes-optimal estimator, L = {params.L}, over omega (rule sign{rules.fine.order})")
+        _print_bayes_diagram(rows, THRESHOLD_KEYS)
+        print(f"wrote {stem}.csv, .json, .nc, .png into {stage}")
+    if args.json:
+        print(json.dumps(outputs.json_value(obj | {"out": str(out_dir)})))
+    bad = [p for c in curves.values() for p in c if not (math.isfinite(p["q"]) and math.isfinite(p["eps_g"]))]
+    return 1 if bad else 0
+
+
+def _print_bayes_diagram(rows: list[dict], keys) -> None:
+    """One line per omega: each threshold with its error bar (or ``none``), then each null threshold's reason once."""
+    from attnphase.display import with_error
+
+    print("omega  " + "  ".join(f"{k:>26}" for k in keys))
+    for r in rows:
+        cells = ["none" if r[k] is None else with_error(r[k], r[f"err_{k}"]) for k in keys]
+        print(f"{r['omega']:<6g} " + "  ".join(f"{c:>26}" for c in cells))
+    for k in keys:
+        notes = sorted({r[f"{k}_note"] for r in rows})
+        print(f"{k}: {'; '.join(notes)}")

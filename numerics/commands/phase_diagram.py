@@ -6,7 +6,9 @@ DIR`` (all files or none): phase_diagram.csv, .json, .nc, .png and the branch cu
 0.3, curves_omega<omega>.png (``--census``: census.csv).  At r or r* >= 2 the matrix form's branches (mixed at
 r >= 2), their ends by bisection and alpha_c, alpha_l by bracketing, each with its bracket width
 (numerics/jobs/report.py).  ``--json`` prints phase_diagram.json with ``out`` (and, at r = r* = 1, the
-Bayes-optimal thresholds beside the boundaries).  Exit code 1 if a task failed.
+Bayes-optimal thresholds beside the boundaries).  Exit code 1 if a task failed.  ``--estimator bayes-optimal``:
+the Bayes-optimal thresholds at every omega and its eps_g over the alpha grid, phase_diagram_bayes-optimal.csv,
+.json, .nc, .png (numerics/commands/bayes_optimal.py).
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--alpha", default="0.1:3:12", metavar="RANGE",
                    help=f"alpha grid of the branch sweeps, values > 0: {opt.RANGE_SYNTAX} (default 0.1:3:12)")
     opt.add_model_options(p, omega_range=True, omega_default="0:0.45:10")
+    opt.add_estimator_option(p, "at every omega its thresholds alpha_weak_recovery, alpha_it, alpha_amp with error "
+                             "bars and its eps_g over the alpha grid, into DIR/phase_diagram_bayes-optimal.csv, .json, "
+                             ".nc, .png (the solver options and --workers do not apply)")
     solver_options.add_solver_options(p)
     solver_options.add_error_estimate_option(p, "every boundary (<boundary>_err columns, error bars in the figure)")
     p.add_argument("--census", action="store_true",
@@ -50,8 +55,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The boundaries over omega into ``--out DIR`` (all files or none); exit code 1 if a task failed."""
+    """The boundaries over omega into ``--out DIR`` (all files or none); exit code 1 if a task failed.
+    ``--estimator bayes-optimal``: the Bayes-optimal thresholds instead (numerics/commands/bayes_optimal.py)."""
     from attnphase.numerics.capabilities import check
+
+    if getattr(args, "estimator", "erm") == "bayes-optimal":
+        from attnphase.numerics.commands.bayes_optimal import phase_diagram_bayes_optimal
+
+        return phase_diagram_bayes_optimal(args)
 
     r, r_star = ranks_from_args(args)
     scalar = is_scalar_form(r, r_star)

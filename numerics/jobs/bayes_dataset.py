@@ -1,6 +1,10 @@
-"""The files of ``sweep --estimator bayes-optimal``: its CSV table and its dataset (dimensions branch, omega,
-alpha; every column of :data:`~attnphase.numerics.se.bayes_curve.BAYES_SWEEP_COLUMNS` with the units of
-:mod:`attnphase.numerics.jobs.variables`)."""
+"""The files of ``sweep --estimator bayes-optimal`` and ``phase-diagram --estimator bayes-optimal``.
+
+The sweep: its CSV table and its dataset (dimensions branch, omega, alpha; every column of
+:data:`~attnphase.numerics.se.bayes_curve.BAYES_SWEEP_COLUMNS`).  The phase diagram: one row per omega with the
+thresholds alpha_weak_recovery, alpha_it, alpha_amp, each with ``err_<key>`` and ``<key>_note``
+(:data:`BAYES_DIAGRAM_COLUMNS`), and its dataset: the rows over omega and the Bayes-optimal estimator's q0 and
+eps_g over (omega, alpha).  Units: :mod:`attnphase.numerics.jobs.variables`."""
 
 from __future__ import annotations
 
@@ -11,7 +15,15 @@ import numpy as np
 
 from attnphase.execution.dataset import annotate, csv_text
 from attnphase.numerics.jobs.variables import lookup
+from attnphase.numerics.phase.bayes_thresholds import THRESHOLD_KEYS
 from attnphase.numerics.se.bayes_curve import BAYES_SWEEP_COLUMNS
+
+#: The columns of ``phase-diagram --estimator bayes-optimal``'s table (one row per omega), in its CSV's order.
+BAYES_DIAGRAM_COLUMNS = (("omega", "estimator") + tuple(c for k in THRESHOLD_KEYS for c in (k, f"err_{k}"))
+                         + ("eps_lin",) + tuple(f"{k}_note" for k in THRESHOLD_KEYS))
+
+#: The Bayes-optimal estimator's values over (omega, alpha) in the phase diagram's dataset.
+BAYES_DIAGRAM_CURVES = ("q", "err_q", "eps_g", "err_eps_g", "perfect_recovery")
 
 
 def bayes_sweep_csv(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -39,3 +51,33 @@ def bayes_sweep_dataset(rows_by_omega: Mapping[float, Sequence[Mapping[str, Any]
                 data[c][at] = row[c] if c in text else float(row[c])
     dv = {c: (("branch", "omega", "alpha"), v) for c, v in data.items()}
     return annotate(xr.Dataset(dv, coords={"branch": list(branches), "omega": om, "alpha": al}, attrs=attrs), lookup)
+
+
+def bayes_diagram_csv(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The CSV text of the phase diagram's rows (header :data:`BAYES_DIAGRAM_COLUMNS`; a threshold that does not
+    exist is an empty cell, its note says why)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=BAYES_DIAGRAM_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    w.writerows([{k: ("" if r.get(k) is None else r[k]) for k in BAYES_DIAGRAM_COLUMNS} for r in rows])
+    return buf.getvalue()
+
+
+def bayes_diagram_dataset(rows: Sequence[Mapping[str, Any]], alphas: Sequence[float],
+                          curves: Mapping[float, Sequence[Mapping[str, Any]]], attrs: dict[str, Any]):
+    """The phase diagram's rows over omega (numbers as floats, NaN where a threshold does not exist; notes and
+    ``estimator`` as text) and ``curves[omega]`` (one mapping of :data:`BAYES_DIAGRAM_CURVES` per alpha of
+    ``alphas``, ascending) over (omega, alpha)."""
+    import xarray as xr
+
+    om = [float(r["omega"]) for r in rows]
+    dv: dict[str, Any] = {}
+    for c in BAYES_DIAGRAM_COLUMNS[1:]:
+        if c == "estimator" or c.endswith("_note"):
+            dv[c] = (("omega",), np.array([str(r[c]) for r in rows], dtype=object))
+        else:
+            dv[c] = (("omega",), np.array([np.nan if r[c] is None else float(r[c]) for r in rows]))
+    for c in BAYES_DIAGRAM_CURVES:
+        dv[c] = (("omega", "alpha"), np.array([[float(p[c]) for p in curves[w]] for w in om]))
+    coords = {"omega": om, "alpha": [float(a) for a in alphas]}
+    return annotate(xr.Dataset(dv, coords=coords, attrs=attrs), lookup)

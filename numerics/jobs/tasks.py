@@ -40,7 +40,7 @@ NUMERICS_CODE = ("attnphase.theory", "attnphase.numerics")
 #: ... but for the modules that only present results (tables, figures, datasets, the commands):
 #: an edit there keeps a job's stored tasks valid.
 PRESENTATION = ("commands/", "jobs/report.py", "jobs/boundary_table.py", "jobs/scan_report.py", "jobs/plots.py", "jobs/dataset.py", "jobs/bayes_dataset.py",
-                "jobs/variables.py", "latex.py", "notes.py")
+                "jobs/bayes_plots.py", "jobs/variables.py", "latex.py", "notes.py")
 
 
 def numerics_version() -> str:

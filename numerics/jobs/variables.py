@@ -75,6 +75,12 @@ _TABLE: list[tuple[str, Variable]] = [
     _v("free_entropy", "free entropy Phi of the Bayes-optimal fixed point (null at perfect recovery)"),
     _v("perfect_recovery", "1 where the Bayes-optimal fixed point is q0 = rho0 (perfect recovery), else 0"),
     _v("coincides", "1 where the informative and uninformative Bayes-optimal branches are the same point, else 0"),
+    _v("alpha_weak_recovery", "Bayes-optimal weak-recovery threshold alpha_WR (q0 = 0 loses stability)"),
+    _v("alpha_it", "Bayes-optimal information-theoretic threshold alpha_IT (free-entropy crossing)"),
+    _v("alpha_amp", "Bayes-optimal algorithmic threshold alpha_AMP (end of the uninformative branch)"),
+    _v("alpha_weak_recovery_note", "how alpha_weak_recovery was found, or why it does not exist", None),
+    _v("alpha_it_note", "how alpha_it was found, or why it does not exist", None),
+    _v("alpha_amp_note", "how alpha_amp was found, or why it does not exist", None),
     # the census (numerics.md section 12)
     _v("stable", "1 where the fixed point is stable under the state-evolution map"),
     _v("leading_eigenvalue", "leading eigenvalue of the state-evolution Jacobian at the fixed point"),

@@ -98,6 +98,18 @@ def bayes_curve(model: BayesModel, omega: float, alphas: Sequence[float],
     return [bayes_point(model, omega, float(a), br, rules) for br in branches for a in sorted(alphas)]
 
 
+def estimator_point(model: BayesModel, omega: float, alpha: float, rules: BayesRules) -> BayesPoint:
+    """The fixed point the Bayes-optimal estimator attains at alpha: the branch of the larger free entropy Phi
+    (the informative one where the two coincide or where it has perfect recovery, Phi = +inf)."""
+    inf = bayes_point(model, omega, alpha, "informative", rules)
+    if inf.coincides or inf.perfect:
+        return inf
+    uni = bayes_point(model, omega, alpha, "uninformative", rules)
+    if uni.free_entropy is not None and inf.free_entropy is not None and uni.free_entropy > inf.free_entropy:
+        return uni
+    return inf
+
+
 #: The columns of a Bayes-optimal sweep's table, in the ERM record's units (q = theta = q0, m = 0, V = rho0 - q0).
 BAYES_SWEEP_COLUMNS = ("alpha", "omega", "estimator", "branch", "q", "m", "V", "theta", "eps_g", "eps_lin",
                        "free_entropy", "stable", "perfect_recovery", "coincides", "residual", "err_q", "err_m", "err_V",
@@ -115,4 +127,4 @@ def sweep_row(p: BayesPoint, rho0: float, eps_lin: float) -> dict:
 
 
 __all__ = ["BAYES_BRANCHES", "BAYES_SWEEP_COLUMNS", "BayesPoint", "BayesRules", "bayes_curve", "bayes_point",
-           "bayes_rules", "sweep_row"]
+           "bayes_rules", "estimator_point", "sweep_row"]

@@ -240,3 +240,12 @@ def test_every_column_the_numerics_write_is_in_the_table() -> None:
 
     for name in csv_columns(2, errors=True):
         assert lookup(name) is not None and lookup(name).long_name, name
+
+
+def test_bayes_phase_diagram_dataset_is_cf(tmp_path, capsys) -> None:
+    """``phase-diagram --estimator bayes-optimal``: thresholds over omega, eps_g over (omega, alpha), notes as text."""
+    out = tmp_path / "bo"
+    assert main(["phase-diagram", "--estimator", "bayes-optimal", "--omega", "0.2,0.3", "--alpha", "0.1,0.3",
+                 "--out", str(out), "--quiet"]) == 0
+    ds = assert_cf(out / "phase_diagram_bayes-optimal.nc")
+    assert ds["alpha_it"].attrs["ancillary_variables"] == "err_alpha_it" and "units" not in ds["alpha_it_note"].attrs

@@ -84,6 +84,26 @@ def test_tracks_the_state_evolution_at_an_intermediate_alpha():
     assert ms.min() > 0.3  # every run left the uninformative start
 
 
+def test_the_adaptive_step_does_not_move_a_fixed_point():
+    """Where the undamped iteration converges (d = 1000, alpha = 0.35, seed 1), the adaptive step converges to the
+    same estimate up to the sign the data cannot tell: damping changes the path, never the fixed point."""
+    fixed, _ = _run(1000, 0.35, 1)
+    adaptive, _ = _run(1000, 0.35, 1, AmpConfig(max_iter=1000, adaptive=True))
+    assert fixed.converged and adaptive.converged and adaptive.halvings > 0
+    # the same fixed point, or its mirror image: the data do not tell Q* from -Q*
+    gap = min(float(torch.linalg.vector_norm(fixed.Q - s * adaptive.Q)) for s in (1.0, -1.0))
+    assert gap / math.sqrt(1000) < 1e-5
+
+
+def test_halving_the_step_on_oscillation_lets_a_run_converge():
+    """d = 2000, alpha = 0.4, seed 8: the undamped iteration is caught in the alternating mode (consecutive steps
+    against each other) and runs out of budget; halving the step on it converges
+    (docs/bayes-optimal.md)."""
+    fixed, _ = _run(2000, 0.4, 8)
+    adaptive, _ = _run(2000, 0.4, 8, AmpConfig(max_iter=1000, adaptive=True))
+    assert fixed.status == "budget" and adaptive.converged and adaptive.halvings > 0 and adaptive.change <= 1e-7
+
+
 def test_bad_config_is_refused():
     for kw in ({"damping": 1.0}, {"tol": 0.0}, {"max_iter": 0}, {"init_scale": -1.0}):
         with pytest.raises(ValueError):

@@ -44,9 +44,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-test", type=int, default=None, help="fresh test samples (default 10000; gd only)")
     g = p.add_argument_group("amp (with --algorithm amp)")
     g.add_argument("--damping", type=float, default=0.0,
-                   help="in [0, 1): g_out and its Onsager sum are mixed as (1 - damping) new + damping old (default 0)")
+                   help="in [0, 1): the largest step 1 - damping, halved while the iteration oscillates "
+                   "(docs/bayes-optimal.md) (default 0)")
     g.add_argument("--amp-tol", type=float, default=1e-7,
-                   help="stop when |Qhat_t - Qhat_(t-1)| / sqrt(d rho0) <= this (default 1e-7)")
+                   help="stop when AMP's proposed step |D_t| / sqrt(d rho0) <= this (default 1e-7)")
     g.add_argument("--max-iter", type=int, default=500, help="AMP iteration budget (default 500)")
     add_torch_options(p, threads="torch.set_num_threads (default: torch's choice)")
     outputs.add_json_option(p)

@@ -1,0 +1,85 @@
+"""The figure of ``phase-diagram --estimator bayes-optimal`` (matplotlib, Agg backend; files only, never shown).
+
+Left: the (alpha, omega) plane with the thresholds alpha_weak_recovery, alpha_it, alpha_amp at every omega, each
+with its error bar (docs/bayes-optimal.md); the region below alpha_WR (nothing is learnable) and above alpha_IT
+(perfect recovery) shaded.  Right: the Bayes-optimal test error eps_g against alpha at every omega with its error
+bar, eps_lin dotted (numerics/se/bayes_curve.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+#: The thresholds: (key, label, colour, marker).
+THRESHOLD_SERIES = (
+    ("alpha_weak_recovery", r"$\alpha_{WR}$ (weak recovery)", "tab:purple", "o"),
+    ("alpha_it", r"$\alpha_{IT}$ (information-theoretic)", "k", "s"),
+    ("alpha_amp", r"$\alpha_{AMP}$ (algorithmic)", "tab:orange", "x"),
+)
+
+
+def _values(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[np.ndarray, np.ndarray]:
+    v = np.array([np.nan if r[key] is None else float(r[key]) for r in rows])
+    e = np.array([np.nan if r.get(f"err_{key}") is None else float(r[f"err_{key}"]) for r in rows])
+    return v, np.nan_to_num(e)
+
+
+def plot_bayes_diagram(rows: Sequence[Mapping[str, Any]], alphas: Sequence[float],
+                       curves: Mapping[float, Sequence[Mapping[str, Any]]], path: str | Path, title: str = ""):
+    """The two panels of the module doc into ``path``; ``rows`` one per omega (the thresholds, ``eps_lin``),
+    ``curves[omega]`` one mapping with ``eps_g`` and ``err_eps_g`` per alpha of ``alphas``; returns the Figure."""
+    om = np.array([float(r["omega"]) for r in rows])
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.4))
+    hi = max(max(alphas), *(np.nanmax(_values(rows, k)[0]) for k, *_ in THRESHOLD_SERIES if
+                            np.isfinite(_values(rows, k)[0]).any()))
+    lo = 0.0
+    wr, _ = _values(rows, "alpha_weak_recovery")
+    it, _ = _values(rows, "alpha_it")
+    if np.isfinite(wr).all():
+        ax.fill_betweenx(om, lo, wr, color="0.85", step=None, label="no recovery (q0 = 0)")
+    if np.isfinite(it).all():
+        ax.fill_betweenx(om, it, 1.05 * hi, color="tab:green", alpha=0.15, label="perfect recovery")
+    for key, label, colour, marker in THRESHOLD_SERIES:
+        v, e = _values(rows, key)
+        if not np.isfinite(v).any():
+            ax.plot([], [], color=colour, label=f"{label}: none")
+            continue
+        lw = 2.5 if key == "alpha_amp" else 1.5
+        ax.errorbar(v, om, xerr=e, color=colour, marker=marker, ms=5, lw=lw, ls=":" if key == "alpha_amp" else "-",
+                    capsize=2, label=label)
+    ax.set_xlim(lo, 1.05 * hi)
+    ax.set_xlabel(r"$\alpha$")
+    ax.set_ylabel(r"$\omega$")
+    ax.set_title("Bayes-optimal thresholds")
+    ax.legend(fontsize=7, loc="upper right")
+    cmap = plt.get_cmap("viridis")
+    for i, r in enumerate(rows):
+        w = float(r["omega"])
+        colour = cmap(i / max(1, len(rows) - 1))
+        eps = np.array([float(p["eps_g"]) for p in curves[w]])
+        err = np.array([float(p["err_eps_g"]) for p in curves[w]])
+        bx.errorbar(alphas, eps, yerr=err, color=colour, marker=".", ms=4, lw=1, capsize=1.5,
+                    label=rf"$\omega$ = {w:g}")
+        bx.axhline(float(r["eps_lin"]), color=colour, ls=":", lw=0.8)
+    bx.set_xlabel(r"$\alpha$")
+    bx.set_ylabel(r"Bayes-optimal $\epsilon_g$ (dotted: $\epsilon_{lin}$)")
+    bx.set_title(r"Bayes-optimal test error")
+    if len(rows) <= 10:
+        bx.legend(fontsize=7, loc="upper right")
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return fig
+
+
+__all__ = ["THRESHOLD_SERIES", "plot_bayes_diagram"]

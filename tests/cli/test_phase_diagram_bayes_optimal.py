@@ -1,0 +1,74 @@
+"""`attnphase phase-diagram --estimator bayes-optimal`: the thresholds at every omega with their error bars, the
+Bayes-optimal eps_g over the alpha grid, in CSV, JSON, netCDF and a figure; the ERM-only options refused in one line."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from attnphase.cli import main
+from attnphase.numerics.jobs.bayes_dataset import BAYES_DIAGRAM_COLUMNS
+
+
+def test_bayes_phase_diagram_writes_the_thresholds_per_omega(tmp_path, capsys):
+    out = tmp_path / "res"
+    code = main(["phase-diagram", "--estimator", "bayes-optimal", "--omega", "0.1,0.3", "--alpha", "0.1,0.3,0.7",
+                 "--out", str(out), "--json", "--quiet"])
+    assert code == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert sorted(p.name for p in out.iterdir() if p.is_file() and not p.name.startswith(".")) == [
+        f"phase_diagram_bayes-optimal.{e}" for e in ("csv", "json", "nc", "png")]
+    assert [r["omega"] for r in obj["rows"]] == [0.1, 0.3]
+    for r in obj["rows"]:  # L = 2: alpha_WR = 1/6 (closed form), alpha_IT = alpha_AMP = 1/2 (docs/bayes-optimal.md)
+        assert abs(r["alpha_weak_recovery"] - 1 / 6) <= 4 * r["err_alpha_weak_recovery"] + 1e-12
+        assert 0 < r["err_alpha_weak_recovery"] < 1e-6
+        assert r["alpha_it"] == 0.5 and r["alpha_amp"] == 0.5 and r["alpha_amp_note"].startswith("continuous")
+    assert obj["alpha_weak_recovery"] == obj["rows"][0]["alpha_weak_recovery"]
+    with open(out / "phase_diagram_bayes-optimal.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert tuple(rows[0]) == BAYES_DIAGRAM_COLUMNS and len(rows) == 2
+    assert float(rows[1]["alpha_weak_recovery"]) == obj["rows"][1]["alpha_weak_recovery"]
+    # the eps_g curve is the sweep's Bayes-optimal number (one implementation), smaller where omega is larger
+    c3 = obj["curves"]["0.3"]
+    assert [p["alpha"] for p in c3] == [0.1, 0.3, 0.7]
+    assert main(["solve", "--estimator", "bayes-optimal", "--alpha", "0.3", "--omega", "0.3", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert c3[1]["eps_g"] == rec["eps_g"] and c3[1]["q"] == rec["q"]
+    assert c3[2]["perfect_recovery"] == 1 and c3[2]["eps_g"] == 0.0
+    assert obj["curves"]["0.1"][1]["eps_g"] > c3[1]["eps_g"] > 0
+    import xarray as xr
+
+    with xr.open_dataset(out / "phase_diagram_bayes-optimal.nc") as ds:
+        assert ds["alpha_it"].dims == ("omega",) and ds["eps_g"].dims == ("omega", "alpha")
+        assert float(ds["eps_g"].sel(omega=0.3, alpha=0.3)) == rec["eps_g"]
+        assert "err_alpha_weak_recovery" in ds["alpha_weak_recovery"].attrs["ancillary_variables"]
+
+
+def test_a_threshold_that_does_not_exist_is_null_with_its_reason(tmp_path, capsys):
+    """L = 3: the same three keys; alpha_amp is 1/3 with the note that says why there is no jump."""
+    out = tmp_path / "res"
+    assert main(["phase-diagram", "--estimator", "bayes-optimal", "--L", "3", "--omega", "0.3,0.4",
+                 "--alpha", "0.1,0.2", "--out", str(out), "--json", "--quiet"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    r = obj["rows"][0]
+    assert abs(r["alpha_weak_recovery"] - 1 / 12) <= 4 * r["err_alpha_weak_recovery"] + 1e-12
+    assert r["alpha_it"] == pytest.approx(1 / 3, abs=1e-15) and "no algorithmic gap" in r["alpha_amp_note"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--omega", "0.3,1"], "--omega 1"),
+    (["--rank", "2"], "--rank"),
+    (["--census"], "--census"),
+    (["--continuation", "on"], "--continuation"),
+    (["--error-estimate", "0"], "--error-estimate"),
+    (["--alpha", "0.3"], "--alpha"),
+])
+def test_bad_bayes_diagram_input_is_one_line_exit_2(tmp_path, capsys, argv, message):
+    out = tmp_path / "res"
+    base = ["phase-diagram", "--estimator", "bayes-optimal", "--omega", "0.3", "--alpha", "0.2,0.4", "--out", str(out)]
+    assert main(base + argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("attnphase: error:") and message in err[0]
+    assert not out.exists()
