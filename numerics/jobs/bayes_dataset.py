@@ -56,11 +56,8 @@ def bayes_sweep_dataset(rows_by_omega: Mapping[float, Sequence[Mapping[str, Any]
 def bayes_diagram_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     """The CSV text of the phase diagram's rows (header :data:`BAYES_DIAGRAM_COLUMNS`; a threshold that does not
     exist is an empty cell, its note says why)."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=BAYES_DIAGRAM_COLUMNS, lineterminator="\n")
-    w.writeheader()
-    w.writerows([{k: ("" if r.get(k) is None else r[k]) for k in BAYES_DIAGRAM_COLUMNS} for r in rows])
-    return buf.getvalue()
+    return csv_text(({k: ("" if r.get(k) is None else r[k]) for k in BAYES_DIAGRAM_COLUMNS} for r in rows),
+                    BAYES_DIAGRAM_COLUMNS)
 
 
 def bayes_diagram_dataset(rows: Sequence[Mapping[str, Any]], alphas: Sequence[float],
