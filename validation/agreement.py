@@ -163,6 +163,9 @@ def global_vs_local_at(summary: dict[str, Any], alpha: float) -> dict[str, Any]:
             "theory": th, "consistent": consistent, "trend": trend, "verdict": verdict}
 
 
+#: Two maps' points closer than this (relative) are the same point (they coincide above alpha ~ 1.25 at omega = 0.3).
+COINCIDE = 1e-3
+
 #: The state evolutions a row is compared with, in the order :func:`map_followed` tries them.
 FOLLOWED_MAPS = ("global", "aligned")
 
@@ -175,16 +178,28 @@ def _rule_outcome(row: dict[str, Any], prox: str) -> bool | None:
 
 
 def _no_point(row: dict[str, Any], prox: str, end: float | None) -> str:
-    """Why the ``prox`` state evolution has no point on the row's branch at the row's alpha."""
+    """Why the ``prox`` state evolution has no point on the row's branch at the row's alpha: past the branch's
+    end (the side where it does not exist, :data:`~attnphase.validation.branch_segments.EXISTS_ABOVE_END`),
+    another fixed point reached, a noise-level overlap, or a solve that did not converge."""
+    from .branch_segments import EXISTS_ABOVE_END
+
     th = row["theory"].get(prox)
     if not th:
         return f"no {prox}-prox solve here"
+    above = EXISTS_ABOVE_END.get(row["branch"])
+    past = (end is not None and math.isfinite(end) and above is not None
+            and (row["alpha"] < end if above else row["alpha"] > end))
+    if past:
+        how = ("its solve there did not converge" if not th["converged"] else
+               f"it reaches the {th['branch_reached']} point" if th["branch_reached"] != row["branch"] else
+               "a noise-level overlap there")
+        return (f"the {prox}-prox SE has no {row['branch']} point {'below' if above else 'above'} the branch's end at "
+                f"alpha = {end:.3g} ({how})")
     if not th["converged"]:
         return f"the {prox}-prox solve did not converge"
-    past = f" (past the branch's end at alpha = {end:.3g})" if end is not None and math.isfinite(end) else ""
     if th["branch_reached"] != row["branch"]:
-        return f"the {prox}-prox SE has no {row['branch']} point{past}: it reaches the {th['branch_reached']} point"
-    return f"the {prox}-prox {row['branch']} point is at noise level{past}"
+        return f"the {prox}-prox SE has no {row['branch']} point: it reaches the {th['branch_reached']} point"
+    return f"the {prox}-prox {row['branch']} point is at noise level"
 
 
 def branch_ends(theory: dict[str, Any], branch: str) -> dict[str, float | None]:
@@ -197,8 +212,9 @@ def map_followed(row: dict[str, Any], ends: dict[str, float | None] | None = Non
     """Which state evolution gradient descent follows on one aggregated row, and why: ``{"map", "reason"}``.
 
     ``map``: ``"global"`` where the rule (:func:`agrees`, every compared observable) holds against the
-    global-prox point of the row's branch (the global minimiser of the risk, docs/model.md section 3);
-    else ``"aligned"`` where it holds against the aligned-prox point (per sample the lowest minimiser on the
+    global-prox point of the row's branch (the global minimiser of the risk, docs/model.md section 3) and
+    not against a different aligned-prox point (``"global or aligned"`` where it holds against both and they
+    differ by more than :data:`COINCIDE`: not separated at this d); else ``"aligned"`` where it holds against the aligned-prox point (per sample the lowest minimiser on the
     side of the student's mean field: the basin GD keeps from its start); else ``"neither"``; ``"not
     converged"`` where a run of the row stopped before the gradient tolerance (it sits at no minimum).
     ``reason``: the evidence -- where the global-prox SE has no point on the branch (past its end, another
@@ -213,10 +229,13 @@ def map_followed(row: dict[str, Any], ends: dict[str, float | None] | None = Non
     outcome = {p: _rule_outcome(row, p) for p in FOLLOWED_MAPS}
     g_th, a_th = row["theory"].get("global"), row["theory"].get("aligned")
     if outcome["global"]:
-        also = (" (the aligned map's point agrees too: the two coincide here)" if outcome["aligned"]
-                else "")
-        return {"map": "global", "reason": f"the global-prox {row['branch']} point agrees ({obs} "
-                f"{gd:.3g} vs {g_th[obs]:.3g}){also}"}
+        agree = f"the global-prox {row['branch']} point agrees ({obs} {gd:.3g} vs {g_th[obs]:.3g})"
+        if not outcome["aligned"]:
+            return {"map": "global", "reason": agree}
+        if abs(a_th[obs] - g_th[obs]) <= COINCIDE * max(abs(g_th[obs]), 1e-3):
+            return {"map": "global", "reason": f"{agree}; the aligned map's point is the same here"}
+        return {"map": "global or aligned", "reason": f"{agree}, and so does the aligned-prox point ({a_th[obs]:.3g}): "
+                "the rule does not separate the two at this d and seed count"}
     why_not_global = (_no_point(row, "global", ends.get("global")) if outcome["global"] is None
                       else f"the global-prox {row['branch']} point differs ({obs} {gd:.3g} vs {g_th[obs]:.3g})")
     if outcome["aligned"]:
