@@ -268,7 +268,8 @@ def plot_finite_size(summary: dict[str, Any], path: Path):
                 if prox != "global" and not any(_differs(r, obs, prox) for r in sel):
                     continue  # the modes coincide here: one line is enough
                 pts = [(r["d"], abs(r[f"{obs}_mean"] - r["theory"][prox][obs]), r[f"{obs}_std"] / math.sqrt(r["n_runs"]),
-                        abs(r["theory"][prox][obs])) for r in sel if r["theory"].get(prox)]
+                        abs(r["theory"][prox][obs])) for r in sel
+                       if (r["theory"].get(prox) or {}).get("converged")]  # no gap to a solve that did not converge
                 if not pts:
                     continue
                 d, dev, se, th = np.array(pts).T
@@ -319,7 +320,7 @@ def plot_finite_size(summary: dict[str, Any], path: Path):
         xx = np.linspace(0, x.max() * 1.05, 50)
         bx.plot(xx, gl["extrapolated"] + gl["slope_b"] * xx, "-", color=color, lw=1)
         bx.errorbar([0], [gl["extrapolated"]], yerr=[2 * gl["extrapolated_se"]], fmt="none", color=color, capsize=4)
-        for (prox, (_, marker)), x0 in zip(_GAP_STYLE.items(), (-0.004, 0.004, 0.0)):
+        for (prox, (_, marker)), x0 in zip(_GAP_STYLE.items(), (-0.005, 0.005, 0.010)):  # beside the fit's bar at 0
             v = _nan(gl["theory"].get(prox))
             if not math.isnan(v):
                 bx.plot([x0], [v], marker, ms=12 if marker != "D" else 8, color=color, mfc="none",
