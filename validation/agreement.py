@@ -139,26 +139,22 @@ def global_vs_local_at(summary: dict[str, Any], alpha: float) -> dict[str, Any]:
     rows = sorted((r for r in summary["finite_size"] if r["alpha"] == alpha and r["init"] == "semantic"),
                   key=lambda r: r["d"])
     trend = [(r["d"], r["abs_theta_mean"], r["abs_theta_std"]) for r in rows]
-    gap = abs(th["global"] - th["local"]) if not math.isnan(th["global"] - th["local"]) else math.nan
-    dist = ", ".join(f"{p} {v:.4f} ({abs(fit['a'] - v) / fit['a_se']:.1f} se away)" for p, v in th.items()
-                     if not math.isnan(v))
-    if not (consistent["global"] or consistent["local"]) and consistent.get("aligned"):
-        verdict = (f"gradient descent follows the aligned proximal theory (the basin of its start; within 2 se + "
-                   f"0.02), not the global or local one: |theta| extrapolates to {fit['a']:.4f} +- {fit['a_se']:.4f}; "
-                   f"theory: {dist}")
-    elif consistent["global"] and consistent["local"]:
-        verdict = (f"the two theories give |theta| = {th['global']:.4f} (global) and {th['local']:.4f} (local); "
-                   f"the simulations extrapolate to {fit['a']:.4f} +- {fit['a_se']:.4f}, consistent with both: "
-                   + (f"the data cannot separate modes {gap:.3f} apart at a resolution of +-{margin:.3f}"
-                      if gap > 1e-3 else "the modes coincide here"))
-    elif consistent["global"] or consistent["local"]:
-        which = "global" if consistent["global"] else "local"
-        verdict = (f"gradient descent follows the {which} proximal theory (within 2 se + 0.02): |theta| "
-                   f"extrapolates to {fit['a']:.4f} +- {fit['a_se']:.4f}; theory: {dist}")
+    dist = ", ".join(f"{p} {v:.4f} ({abs(fit['a'] - v) / fit['a_se']:.1f} se away)" if not math.isnan(v)
+                     else f"{p}: no converged point" for p, v in th.items())
+    at = f"|theta| extrapolates to {fit['a']:.4f} +- {fit['a_se']:.4f}"
+    which = [p for p in th if consistent[p]]
+    if not which:
+        verdict = (f"gradient descent follows none of the theories (none within 2 se + 0.02): {at} (fit a + b/sqrt(d) "
+                   f"over d = {', '.join(str(d) for d, _, _ in trend)}); theory: {dist}")
+    elif len(which) == 1:
+        basin = " (the basin of its start)" if which[0] == "aligned" else ""
+        verdict = f"gradient descent follows the {which[0]} proximal theory{basin} (within 2 se + 0.02): {at}; theory: {dist}"
     else:
-        verdict = ("gradient descent follows none of the theories (none within 2 se + 0.02): "
-                   f"|theta| extrapolates to {fit['a']:.4f} +- {fit['a_se']:.4f} (fit a + b/sqrt(d) over d = "
-                   f"{', '.join(str(d) for d, _, _ in trend)}); theory: {dist}")
+        vals = [th[p] for p in which]
+        gap = max(vals) - min(vals)
+        verdict = (f"{at}, consistent with the {' and the '.join(which)} theories: "
+                   + (f"the data cannot separate modes {gap:.3f} apart at a resolution of +-{margin:.3f}"
+                      if gap > 1e-3 else "the modes coincide here") + f"; theory: {dist}")
     return {"alpha": alpha, "extrapolated": fit["a"], "extrapolated_se": fit["a_se"], "slope_b": fit["b"],
             "theory": th, "consistent": consistent, "trend": trend, "verdict": verdict}
 

@@ -224,3 +224,23 @@ def test_each_row_says_which_map_gd_follows_and_why():
     # no aligned solve at all (correlated tokens): said, not taken for agreement
     lone = map_followed(_follow_row(0.5, 0.20, (0.0, "agnostic"), None), ends)
     assert lone["map"] == "neither" and "no aligned-prox solve here" in lone["reason"]
+
+
+def test_the_small_alpha_verdict_weighs_the_aligned_theory_and_names_every_consistent_one():
+    from attnphase.validation.agreement import global_vs_local_at
+
+    def summary(theory):
+        fit = {"alpha": 0.8, "init": "semantic", "observable": "abs_theta", "a": 0.308, "a_se": 0.032, "b": 0.06,
+               "theory": theory}
+        rows = [{"alpha": 0.8, "init": "semantic", "d": d, "abs_theta_mean": 0.3, "abs_theta_std": 0.02} for d in (50, 200)]
+        return {"finite_size_fits": [fit], "finite_size": rows}
+
+    # the quick run at alpha = 0.8: the extrapolation is 1.9 se from the global point and 0.5 se from the aligned one
+    both = global_vs_local_at(summary({"global": 0.2481, "local": 0.1736, "aligned": 0.3232}), 0.8)["verdict"]
+    assert "consistent with the global and the aligned theories: the data cannot separate modes 0.075 apart" in both
+    # alpha = 0.5: no converged global-prox semantic point, the aligned one alone consistent
+    alone = global_vs_local_at(summary({"global": None, "local": 0.0018, "aligned": 0.3}), 0.8)["verdict"]
+    assert alone.startswith("gradient descent follows the aligned proximal theory (the basin of its start)")
+    assert "global: no converged point" in alone
+    none = global_vs_local_at(summary({"global": 0.1, "local": 0.0, "aligned": 0.5}), 0.8)["verdict"]
+    assert none.startswith("gradient descent follows none of the theories")
