@@ -153,10 +153,11 @@ def render_markdown(summary: dict[str, Any]) -> str:
 
         lines += markdown_lines(summary["bayes_optimal"])
     lines += ["", "## Figures", "",
-              "* `fig2_alpha_sweep.png`: theory (lines) and GD means ± std (markers) against alpha; alpha_c dotted, "
-              "alpha_l dash-dot.",
+              "* `fig2_alpha_sweep.png`: theory (lines; the aligned-prox branches thin with diamonds where they differ "
+              "from the global-prox ones) and GD means ± std (markers) against alpha; alpha_c dotted, alpha_l dash-dot.",
               "* `fig3_heatmap.png`: simulated Delta e_t over (alpha, omega) with the theory's alpha_c(omega).",
-              "* `finite_size.png`: |simulation - theory| against d; small-alpha |theta| against 1/sqrt(d).",
+              "* `finite_size.png`: |simulation - theory| against d (solid: global prox, dashed: local, dash-dot: "
+              "aligned); small-alpha |theta| against 1/sqrt(d) with each theory's value at d -> inf.",
               ""]
     return "\n".join(lines)
 
