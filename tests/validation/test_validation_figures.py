@@ -116,23 +116,6 @@ def test_alpha_sweep_with_no_data_says_why_in_each_panel(tmp_path):
     assert "alpha_c = not found" in fig._suptitle.get_text()
 
 
-def test_heat_map_names_each_proximal_map_of_its_alpha_c_curve(tmp_path):
-    from attnphase.validation.plots import plot_heatmap
-
-    heat = [{"alpha": a, "omega": w, "delta_e_t_mean": 1e-4 * (1.0 - a)} for a in (0.5, 1.0, 1.5) for w in (0.2, 0.3, 0.4)]
-    # the quick plan: global prox at the sweep's omega, local at the others
-    curve = [{"omega": 0.15, "alpha_c": 0.8, "prox": "local"}, {"omega": 0.2, "alpha_c": 0.95, "prox": "local"},
-             {"omega": 0.3, "alpha_c": 1.25, "prox": "global"}, {"omega": 0.4, "alpha_c": 1.77, "prox": "local"}]
-    fig = plot_heatmap({"heat": heat, "alpha_c_curve": curve, "plan": {"d": 200}}, tmp_path / "fig3.png")
-    (ax,) = [a for a in fig.axes if a.get_xlabel() == "alpha"]
-    texts = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert texts == ["theory alpha_c(omega), global prox", "theory alpha_c(omega), local prox"]
-    lines = {ln.get_gid(): ln for ln in ax.lines}
-    glob, loc = lines["alpha_c_global"], lines["alpha_c_local"]
-    assert list(glob.get_xdata()) == [1.25] and list(loc.get_xdata()) == [0.8, 0.95, 1.77]  # never one joined curve
-    assert (glob.get_marker(), glob.get_linestyle()) != (loc.get_marker(), loc.get_linestyle())
-
-
 def _aligned_sweep_summary():
     s = _sweep_summary()
     alphas = (0.5, 1.0, 1.5, 2.0)
