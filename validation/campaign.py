@@ -268,7 +268,8 @@ def _fss_fits(plan: ValidationPlan, rows: list[dict[str, Any]]) -> list[dict[str
 
 def run_validation(plan: ValidationPlan, out_dir: str | Path, progress: bool = True, *,
                    executor: Any = None, store: Any = None, fresh: bool = False, command: str = "") -> dict[str, Any]:
-    """Run the campaign and write ``report.md``, ``summary.json``, ``validation.nc`` and the figures into ``out_dir``."""
+    """Run the campaign and write ``report.md``, ``summary.json``, ``validation.nc`` and the figures into ``out_dir``;
+    returns the summary with its ``headline``, as ``summary.json`` holds it."""
     from attnphase.execution.dataset import job_attrs, write_netcdf
 
     from .experiments import SimResult
@@ -279,7 +280,7 @@ def run_validation(plan: ValidationPlan, out_dir: str | Path, progress: bool = T
     out.mkdir(parents=True, exist_ok=True)
     summary = run_campaign(plan, out, progress=progress, executor=executor, store=store, fresh=fresh)
     summary["bayes_optimal"] = bayes_optimal_section(plan, summary["theory"], progress)
-    write_report(summary, out)
+    summary = write_report(summary, out)  # with its headline (the verdicts, the map GD follows), as in summary.json
     results = [SimResult(**r) for r in summary["runs"]]
     theories = [TheoryAtOmega.from_dict(t) for t in [summary["theory"]] + [
         h for h in summary["heat_theory"] if h["omega"] != summary["theory"]["omega"]]]
