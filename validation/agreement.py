@@ -10,7 +10,9 @@ sits at no minimum of R: its row is never counted as agreement) -- :func:`agrees
 :func:`headline` applies it along the alpha sweep (simulation vs theory at the largest alpha,
 the smallest alpha down to which every point agrees) and gives the verdict at d -> inf of the
 finite-size cases (:func:`extrapolated_verdicts`); :func:`global_vs_local_at` says which
-proximal theory the small-alpha semantic simulations follow, from their extrapolation in d.
+proximal theory the small-alpha semantic simulations follow, from their extrapolation in d;
+:func:`map_followed` says, for one row, which state evolution GD follows (the global-prox one, of the
+global minimiser of the risk, or the aligned-prox one, of the basin GD keeps from its start) and why.
 """
 
 from __future__ import annotations
@@ -75,6 +77,9 @@ def headline(summary: dict[str, Any]) -> dict[str, Any]:
                 **{f"{o}_sim": row[f"{o}_mean"] for o in observables},
                 **{f"{o}_theory": row["theory"]["global"][o] for o in observables},
             }
+    out["map_followed"] = [{"alpha": r["alpha"], "init": r["init"], "d": summary["plan"]["d"],
+                            **map_followed(r, branch_ends(summary["theory"], r["branch"]))}
+                           for r in sorted(rows, key=lambda r: (r["init"], r["alpha"]))]
     out["global_vs_local"] = global_vs_local(summary)
     out["extrapolated"] = extrapolated_verdicts(summary)
     return out
@@ -120,34 +125,120 @@ def global_vs_local_at(summary: dict[str, Any], alpha: float) -> dict[str, Any]:
     """Which proximal mode the semantic-init simulations follow at a small ``alpha`` (finite-size evidence).
 
     The d -> inf extrapolation ``a +- a_se`` of |theta| (fit ``a + b / sqrt(d)``)
-    is compared with both theories; a theory is "consistent" when within
-    ``2 a_se + 0.02``.
+    is compared with the global and local theories, and with the aligned one (the basin GD keeps from its
+    start) where the campaign solved it; a theory is "consistent" when within ``2 a_se + 0.02``.
     """
     fit = next((f for f in summary["finite_size_fits"]
                 if f["alpha"] == alpha and f["init"] == "semantic" and f["observable"] == "abs_theta"), None)
     if fit is None:
         return {"alpha": alpha, "verdict": "no finite-size data at this alpha"}
     th = {p: _nan(v) for p, v in fit["theory"].items()}
+    th.setdefault("local", math.nan)
     margin = 2 * fit["a_se"] + 0.02
     consistent = {p: (not math.isnan(v)) and abs(fit["a"] - v) <= margin for p, v in th.items()}
     rows = sorted((r for r in summary["finite_size"] if r["alpha"] == alpha and r["init"] == "semantic"),
                   key=lambda r: r["d"])
     trend = [(r["d"], r["abs_theta_mean"], r["abs_theta_std"]) for r in rows]
-    gap = abs(th["global"] - th["local"]) if all(not math.isnan(v) for v in th.values()) else math.nan
-    dist = ", ".join(f"{p} {v:.4f} ({abs(fit['a'] - v) / fit['a_se']:.1f} se away)" for p, v in th.items()
-                     if not math.isnan(v))
-    if consistent["global"] and consistent["local"]:
-        verdict = (f"the two theories give |theta| = {th['global']:.4f} (global) and {th['local']:.4f} (local); "
-                   f"the simulations extrapolate to {fit['a']:.4f} +- {fit['a_se']:.4f}, consistent with both: "
-                   + (f"the data cannot separate modes {gap:.3f} apart at a resolution of +-{margin:.3f}"
-                      if gap > 1e-3 else "the modes coincide here"))
-    elif consistent["global"] or consistent["local"]:
-        which = "global" if consistent["global"] else "local"
-        verdict = (f"gradient descent follows the {which} proximal theory (within 2 se + 0.02): |theta| "
-                   f"extrapolates to {fit['a']:.4f} +- {fit['a_se']:.4f}; theory: {dist}")
+    dist = ", ".join(f"{p} {v:.4f} ({abs(fit['a'] - v) / fit['a_se']:.1f} se away)" if not math.isnan(v)
+                     else f"{p}: no converged point" for p, v in th.items())
+    at = f"|theta| extrapolates to {fit['a']:.4f} +- {fit['a_se']:.4f}"
+    which = [p for p in th if consistent[p]]
+    if not which:
+        verdict = (f"gradient descent follows none of the theories (none within 2 se + 0.02): {at} (fit a + b/sqrt(d) "
+                   f"over d = {', '.join(str(d) for d, _, _ in trend)}); theory: {dist}")
+    elif len(which) == 1:
+        basin = " (the basin of its start)" if which[0] == "aligned" else ""
+        verdict = f"gradient descent follows the {which[0]} proximal theory{basin} (within 2 se + 0.02): {at}; theory: {dist}"
     else:
-        verdict = ("gradient descent follows neither theory (none within 2 se + 0.02): "
-                   f"|theta| extrapolates to {fit['a']:.4f} +- {fit['a_se']:.4f} (fit a + b/sqrt(d) over d = "
-                   f"{', '.join(str(d) for d, _, _ in trend)}); theory: {dist}")
+        vals = [th[p] for p in which]
+        gap = max(vals) - min(vals)
+        verdict = (f"{at}, consistent with the {' and the '.join(which)} theories: "
+                   + (f"the data cannot separate modes {gap:.3f} apart at a resolution of +-{margin:.3f}"
+                      if gap > 1e-3 else "the modes coincide here") + f"; theory: {dist}")
     return {"alpha": alpha, "extrapolated": fit["a"], "extrapolated_se": fit["a_se"], "slope_b": fit["b"],
             "theory": th, "consistent": consistent, "trend": trend, "verdict": verdict}
+
+
+#: Two maps' points closer than this (relative) are the same point (they coincide above alpha ~ 1.25 at omega = 0.3).
+COINCIDE = 1e-3
+
+#: The state evolutions a row is compared with, in the order :func:`map_followed` tries them.
+FOLLOWED_MAPS = ("global", "aligned")
+
+
+def _rule_outcome(row: dict[str, Any], prox: str) -> bool | None:
+    """The rule on every compared observable of the row's start against ``prox``'s point on the row's branch:
+    True (all agree), False (one does not), None (no point of that map on the branch)."""
+    outs = [agrees(row, o, prox) for o in _COMPARED.get(row["branch"], _COMPARED["semantic"])]
+    return None if any(v is None for v in outs) else all(outs)
+
+
+def _no_point(row: dict[str, Any], prox: str, end: float | None) -> str:
+    """Why the ``prox`` state evolution has no point on the row's branch at the row's alpha: past the branch's
+    end (the side where it does not exist, :data:`~attnphase.validation.branch_segments.EXISTS_ABOVE_END`),
+    another fixed point reached, a noise-level overlap, or a solve that did not converge."""
+    from .branch_segments import EXISTS_ABOVE_END
+
+    th = row["theory"].get(prox)
+    if not th:
+        return f"no {prox}-prox solve here"
+    above = EXISTS_ABOVE_END.get(row["branch"])
+    past = (end is not None and math.isfinite(end) and above is not None
+            and (row["alpha"] < end if above else row["alpha"] > end))
+    if past:
+        how = ("its solve there did not converge" if not th["converged"] else
+               f"it reaches the {th['branch_reached']} point" if th["branch_reached"] != row["branch"] else
+               "a noise-level overlap there")
+        return (f"the {prox}-prox SE has no {row['branch']} point {'below' if above else 'above'} the branch's end at "
+                f"alpha = {end:.3g} ({how})")
+    if not th["converged"]:
+        return f"the {prox}-prox solve did not converge"
+    if th["branch_reached"] != row["branch"]:
+        return f"the {prox}-prox SE has no {row['branch']} point: it reaches the {th['branch_reached']} point"
+    return f"the {prox}-prox {row['branch']} point is at noise level"
+
+
+def branch_ends(theory: dict[str, Any], branch: str) -> dict[str, float | None]:
+    """``{prox: alpha where the branch ends}`` of a theory dict (``TheoryAtOmega.to_dict``), for the reasons of
+    :func:`map_followed`."""
+    return {key.split("/")[1]: c.get("end") for key, c in theory["curves"].items() if key.split("/")[0] == branch}
+
+
+def map_followed(row: dict[str, Any], ends: dict[str, float | None] | None = None) -> dict[str, str]:
+    """Which state evolution gradient descent follows on one aggregated row, and why: ``{"map", "reason"}``.
+
+    ``map``: ``"global"`` where the rule (:func:`agrees`, every compared observable) holds against the
+    global-prox point of the row's branch (the global minimiser of the risk, docs/model.md section 3) and
+    not against a different aligned-prox point (``"global or aligned"`` where it holds against both and they
+    differ by more than :data:`COINCIDE`: not separated at this d); else ``"aligned"`` where it holds against the aligned-prox point (per sample the lowest minimiser on the
+    side of the student's mean field: the basin GD keeps from its start); else ``"neither"``; ``"not
+    converged"`` where a run of the row stopped before the gradient tolerance (it sits at no minimum).
+    ``reason``: the evidence -- where the global-prox SE has no point on the branch (past its end, another
+    fixed point reached), or its point differs from GD's mean, and what the aligned one gives.
+    ``ends``: ``{prox: alpha where the row's branch ends}`` for the reasons."""
+    ends = ends or {}
+    obs = _COMPARED.get(row["branch"], _COMPARED["semantic"])[0]
+    gd = row[f"{obs}_mean"]
+    if not all_runs_converged(row):
+        return {"map": "not converged", "reason": f"{row['n_runs'] - row['n_converged']} of {row['n_runs']} runs "
+                "stopped before the gradient tolerance: at no minimum of the risk, compared with no map"}
+    outcome = {p: _rule_outcome(row, p) for p in FOLLOWED_MAPS}
+    g_th, a_th = row["theory"].get("global"), row["theory"].get("aligned")
+    if outcome["global"]:
+        agree = f"the global-prox {row['branch']} point agrees ({obs} {gd:.3g} vs {g_th[obs]:.3g})"
+        if not outcome["aligned"]:
+            return {"map": "global", "reason": agree}
+        if abs(a_th[obs] - g_th[obs]) <= COINCIDE * max(abs(g_th[obs]), 1e-3):
+            return {"map": "global", "reason": f"{agree}; the aligned map's point is the same here"}
+        return {"map": "global or aligned", "reason": f"{agree}, and so does the aligned-prox point ({a_th[obs]:.3g}): "
+                "the rule does not separate the two at this d and seed count"}
+    why_not_global = (_no_point(row, "global", ends.get("global")) if outcome["global"] is None
+                      else f"the global-prox {row['branch']} point differs ({obs} {gd:.3g} vs {g_th[obs]:.3g})")
+    if outcome["aligned"]:
+        return {"map": "aligned", "reason": f"{why_not_global}; GD stays in the basin its {row['init']} start set, "
+                f"which the aligned-prox SE follows ({obs} {a_th[obs]:.3g}, agrees)"}
+    if outcome["aligned"] is None:
+        why_not_aligned = _no_point(row, "aligned", ends.get("aligned"))
+    else:
+        why_not_aligned = f"the aligned-prox point differs too ({obs} {a_th[obs]:.3g})"
+    return {"map": "neither", "reason": f"{why_not_global}; {why_not_aligned}"}

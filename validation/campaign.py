@@ -90,8 +90,8 @@ def group_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega])
     Each row: ``d, alpha, omega, init, n_runs, n_converged, branch`` (the theory
     branch compared with), ``grad_norm_max`` and ``steps_max`` (the largest final
     ``|grad R|/sqrt(d)`` and step count over the seeds), ``<obs>_mean``, ``<obs>_std`` and ``theory`` =
-    ``{prox: {obs: value, branch_reached, converged}}`` for every proximal mode
-    the theory has at that omega (``None`` where no theory point exists).
+    ``{prox: {obs: value, branch_reached, converged}}`` for the global, local and aligned proximal
+    modes (``None`` where the theory at that omega has no such curve).
     """
     groups: dict[tuple, list[SimResult]] = {}
     for r in results:
@@ -109,7 +109,7 @@ def group_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega])
         for name in OBSERVABLES:
             row[f"{name}_mean"], row[f"{name}_std"] = _stats([_observable(r, name) for r in rs])
         th = theory.get(round(omega, 12))
-        row["theory"] = {prox: _theory_values(th, branch, prox, alpha) for prox in ("global", "local")}
+        row["theory"] = {prox: _theory_values(th, branch, prox, alpha) for prox in ("global", "local", "aligned")}
         rows.append(row)
     return rows
 
@@ -192,7 +192,8 @@ def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = Tru
     theories = [o.value for o in theory_outs]
     results: list[SimResult] = [o.value for o in sim_outs if o.ok]
     sim_seconds = sum(o.seconds for o in sim_outs if o.ok)
-    sim_cpu = sim_seconds  # one thread per task: a task's wall time is its CPU time
+    # measured in each task (its process's CPU time): a task's wall time is longer on a busy machine
+    sim_cpu = sum(r.cpu_seconds for r in results)
     task_counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
                    "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs),
                    "failures": failure_summary(outs)}
@@ -240,6 +241,12 @@ def alpha_c_point(theory: TheoryAtOmega) -> dict[str, Any]:
             "notes": list(theory.notes.get(prox, ()))}
 
 
+def converged_value(point: dict[str, Any] | None, obs: str) -> float | None:
+    """``point[obs]`` of a theory point of :func:`group_rows` where its solve converged, else None (a solve that
+    did not converge has no value to compare with, whatever number it stopped at)."""
+    return point.get(obs) if point and point.get("converged") else None
+
+
 def _fss_fits(plan: ValidationPlan, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Extrapolation to d -> inf of each (alpha, init, observable) of the finite-size runs, over the
     dimensions whose every run reached the gradient tolerance (the others: ``dropped_d``)."""
@@ -253,7 +260,7 @@ def _fss_fits(plan: ValidationPlan, rows: list[dict[str, Any]]) -> list[dict[str
         for obs in ("abs_m", "abs_theta", "eps_g", "e_t"):
             fit = extrapolate([r["d"] for r in sel], [r[f"{obs}_mean"] for r in sel],
                               [r[f"{obs}_std"] for r in sel], [r["n_runs"] for r in sel])
-            theo = {prox: (sel[-1]["theory"][prox] or {}).get(obs) for prox in ("global", "local")}
+            theo = {prox: converged_value(sel[-1]["theory"].get(prox), obs) for prox in ("global", "local", "aligned")}
             fits.append({"alpha": alpha, "init": init, "observable": obs, **fit, "theory": theo,
                          "dropped_d": dropped})
     return fits
@@ -261,7 +268,8 @@ def _fss_fits(plan: ValidationPlan, rows: list[dict[str, Any]]) -> list[dict[str
 
 def run_validation(plan: ValidationPlan, out_dir: str | Path, progress: bool = True, *,
                    executor: Any = None, store: Any = None, fresh: bool = False, command: str = "") -> dict[str, Any]:
-    """Run the campaign and write ``report.md``, ``summary.json``, ``validation.nc`` and the figures into ``out_dir``."""
+    """Run the campaign and write ``report.md``, ``summary.json``, ``validation.nc`` and the figures into ``out_dir``;
+    returns the summary with its ``headline``, as ``summary.json`` holds it."""
     from attnphase.execution.dataset import job_attrs, write_netcdf
 
     from .experiments import SimResult
@@ -272,7 +280,7 @@ def run_validation(plan: ValidationPlan, out_dir: str | Path, progress: bool = T
     out.mkdir(parents=True, exist_ok=True)
     summary = run_campaign(plan, out, progress=progress, executor=executor, store=store, fresh=fresh)
     summary["bayes_optimal"] = bayes_optimal_section(plan, summary["theory"], progress)
-    write_report(summary, out)
+    summary = write_report(summary, out)  # with its headline (the verdicts, the map GD follows), as in summary.json
     results = [SimResult(**r) for r in summary["runs"]]
     theories = [TheoryAtOmega.from_dict(t) for t in [summary["theory"]] + [
         h for h in summary["heat_theory"] if h["omega"] != summary["theory"]["omega"]]]

@@ -105,6 +105,7 @@ def validation_plan(
     """
     params = params or ModelParams(omega=0.3)
     train = train or TrainConfig()
+    aligned = aligned_curves(params)
     if quick:
         n_seeds = seeds or 2
         return ValidationPlan(
@@ -114,7 +115,7 @@ def validation_plan(
             heat_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0),
             heat_omegas=(0.2, 0.3, 0.4),
             heat_seeds=(0,),
-            fss_ds=(50, 100, 200, 400, 1000),
+            fss_ds=_with(d or 200, (50, 100, 200, 400, 1000)),
             fss_seeds=tuple(range(max(4, n_seeds))),
             alphas_small=(0.5, 0.8),
             fss_cases=((2.0, "semantic"), (2.0, "positional"), (0.8, "semantic"), (0.5, "semantic")),
@@ -123,7 +124,7 @@ def validation_plan(
             heat_theory_alphas=(0.3, 0.6, 0.9, 1.2, 1.6, 2.0, 2.4, 3.0),
             curve_omegas=(0.15, 0.25, 0.35, 0.45),
             main_boundaries=("global",),
-            main_extra_curves=(("semantic", "local"),),
+            main_extra_curves=(("semantic", "local"), *aligned),
             heat_prox="local",
         )
     n_seeds = seeds or 4
@@ -134,7 +135,7 @@ def validation_plan(
         heat_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5),
         heat_omegas=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5),
         heat_seeds=(0, 1),
-        fss_ds=(50, 100, 200, 500, 1000),
+        fss_ds=_with(d or 1000, (50, 100, 200, 500, 1000)),
         fss_seeds=tuple(range(max(6, n_seeds))),
         alphas_small=(0.5, 0.8),
         fss_cases=((2.0, "semantic"), (2.0, "positional"), (0.8, "semantic"), (0.5, "semantic")),
@@ -142,7 +143,20 @@ def validation_plan(
         theory=TheorySettings(xtol=1e-3),
         heat_theory_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0),
         curve_omegas=(0.05, 0.15, 0.25, 0.35, 0.45, 0.55),
+        main_extra_curves=aligned,
     )
+
+
+def aligned_curves(params: ModelParams) -> tuple[tuple[str, str], ...]:
+    """The aligned-prox curves of the sweep's theory (both branches): the basin gradient descent keeps from its
+    start, the state evolution the report names where GD leaves the global minimum's (``map GD follows``).
+    None for correlated tokens (the aligned map is defined for independent tokens)."""
+    return (("semantic", "aligned"), ("positional", "aligned")) if params.C is None else ()
+
+
+def _with(d: int, ds: tuple[int, ...]) -> tuple[int, ...]:
+    """The finite-size dimensions ``ds`` and the main dimension ``d`` (``--d 2000``: the series reaches it)."""
+    return tuple(sorted(set(ds) | {d}))
 
 
 # --- theory (worker processes) -----------------------------------------------------------

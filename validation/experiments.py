@@ -113,7 +113,8 @@ class SimResult:
 
     :data:`JSON_KEYS` are the ``simulate --json`` keys (``n = round(alpha d)`` training and ``n_test`` test
     samples, the standard errors of eps_g and eps_lin over the test samples among them); ``seconds`` is
-    the wall time of the whole simulation (data, training, measurement); ``status``,
+    the wall time of the whole simulation (data, training, measurement), ``cpu_seconds`` its CPU time (this
+    process's, every torch thread; on a busy machine the wall time is longer); ``status``,
     ``grad_norm`` and ``grad_tol`` say how training stopped
     (:class:`attnphase.validation.training.TrainResult`: ``grad_norm`` =
     ``|grad_Q R|_F / sqrt(d)`` at the end, ``converged`` when it reached
@@ -152,6 +153,7 @@ class SimResult:
     q0_eigenvalues: tuple[float, ...] = ()
     theta_singular_values: tuple[float, ...] = ()
     grad_tol: float = float("nan")
+    cpu_seconds: float = float("nan")
 
     @property
     def m_norm(self) -> float:
@@ -171,7 +173,7 @@ class SimResult:
 
 def run_simulation(spec: SimSpec) -> SimResult:
     """Draw data, train from ``spec.init``, fit the linear baseline, measure (module docstring)."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     device, dtype = resolve_device(spec.device), resolve_dtype(spec.dtype)
     p = spec.params
     teacher = make_teacher(
@@ -195,5 +197,5 @@ def run_simulation(spec: SimSpec) -> SimResult:
         status=res.status, grad_norm=res.grad_norm, train_seconds=res.seconds, n=n,
         n_test=errs.n_test, device=str(device), dtype=spec.dtype, rank=p.r, teacher_rank=p.r_star,
         m_norms=ov.m_norms, q0_eigenvalues=ov.q0_eigenvalues, theta_singular_values=ov.theta_singular_values,
-        grad_tol=res.grad_tol,
+        grad_tol=res.grad_tol, cpu_seconds=time.process_time() - c0,
     )

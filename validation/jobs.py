@@ -92,10 +92,10 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
     dv["n_runs"] = (dims[:-1], n.astype(np.int32))
     th_om = sorted({t.omega for t in theories})
     th_alpha = sorted({rec["alpha"] for t in theories for c in t.curves.values() for rec in c.records})
-    branches, proxes = ["semantic", "positional"], ["global", "local"]
-    th = {k: np.full((len(th_om), len(th_alpha), 2, 2), np.nan) for k in ("m", "theta", "q", "eps_g", "e_t")}
+    branches, proxes = ["semantic", "positional"], ["global", "local", "aligned"]
+    th = {k: np.full((len(th_om), len(th_alpha), len(branches), len(proxes)), np.nan) for k in ("m", "theta", "q", "eps_g", "e_t")}
     ai = {a: i for i, a in enumerate(th_alpha)}
-    alpha_c = np.full((len(th_om), 2), np.nan)
+    alpha_c = np.full((len(th_om), len(proxes)), np.nan)
     for t in theories:
         i = th_om.index(t.omega)
         for j, prox in enumerate(proxes):
@@ -130,7 +130,7 @@ def validation_variable(name: str) -> Variable | None:
         "theory_omega": Variable("theory_omega", "omega of the theory curves"),
         "theory_alpha": Variable("theory_alpha", "alpha of the theory curves"),
         "branch": Variable("branch", "branch of the state evolution", None),
-        "prox": Variable("prox", "proximal map of the state evolution (global minimiser, or local from the start)", None),
+        "prox": Variable("prox", "proximal map of the state evolution (global minimiser; local from h = 0; aligned: lowest minimiser on the side of the mean field)", None),
         "run_eps_g_se": Variable("run_eps_g_se", "standard error of the run's test error from its finite test set"),
         "run_steps": Variable("run_steps", "gradient-descent steps of the run"),
         "run_converged": Variable("run_converged", "1 where the run's gradient descent converged, else 0"),

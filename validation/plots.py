@@ -5,14 +5,15 @@ Input: the summary dict of :func:`attnphase.validation.campaign.run_campaign` (w
 
 * ``fig2_alpha_sweep.png`` (:func:`plot_alpha_sweep`) -- |m|, |theta|, eps_g and Delta e_t against alpha:
   theory (semantic global solid, semantic local dashed, positional global
-  solid), each branch drawn only where it exists and its end marked by a tick up from the x axis
+  solid, aligned prox thin with diamonds: the basin GD keeps from its start, drawn where it differs from the
+  global-prox branch), each branch drawn only where it exists and its end marked by a tick up from the x axis
   (:mod:`attnphase.validation.branch_segments`), and simulation means +- std per
   init, alpha_c and alpha_l marked;
 * ``fig3_heatmap.png`` (:func:`plot_heatmap`) -- simulated Delta e_t over (alpha, omega) with the
   theory's alpha_c(omega) curve on top, computed at every heat-map omega and at the
   plan's ``curve_omegas`` in between and beyond, so that it spans the whole map;
 * ``finite_size.png`` (:func:`plot_finite_size`) -- |simulation - theory| against d, and the small-alpha
-  semantic overlap against 1/sqrt(d) with its extrapolation and both theories.
+  semantic overlap against 1/sqrt(d) with its extrapolation and the global, local and aligned theories.
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from typing import Any
 import numpy as np
 
 from .agreement import _COMPARED, _nan, global_vs_local
-from .branch_segments import drawn_end, existing_segments
+from .branch_segments import drawn_end, exists_at, existing_segments
 
 _INIT_STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1"), "random": ("^", "C2")}
 #: The line style and marker of a proximal map's theory curve (global: the global minimiser; local: from the start).
 _PROX_STYLE = {"global": ("-", "o"), "local": ("--", "P")}
+#: The line style of the theory a finite-size deviation is measured from, and its marker at d -> inf.
+_GAP_STYLE = {"global": ("-", "*"), "local": ("--", "P"), "aligned": ("-.", "D")}
 
 
 def _plt():
@@ -68,17 +71,17 @@ def say_empty(ax: Any, why: str) -> None:
 
 
 def plot_theory_branch(ax: Any, theory: dict[str, Any], key: str, obs: str, color: str, ls: str, label: str,
-                       absolute: bool = False) -> None:
+                       absolute: bool = False, marker: str | None = None, lw: float = 1.5) -> None:
     """One theory branch (``key`` = ``"branch/prox"``) drawn only where it exists, its end marked (a tick up
-    from the x axis in the branch's colour)."""
+    from the x axis in the branch's colour); ``marker`` at every grid point where given."""
     c = theory["curves"].get(key)
     if c is None:
         return
     branch = key.split("/")[0]
     end = _nan(c.get("end"))
     for i, (a, v) in enumerate(existing_segments(c["records"], branch, end, obs, absolute)):
-        ax.plot(a, v, color=color, ls=ls, lw=1.5, marker="." if len(a) == 1 else None,
-                label=f"theory {label}" if i == 0 else None)
+        ax.plot(a, v, color=color, ls=ls, lw=lw, marker=marker or ("." if len(a) == 1 else None), ms=4,
+                label=f"theory {label}" if i == 0 else None, gid=f"theory_{key}")
     at = drawn_end(c["records"], branch, end)
     if at is not None:
         mark_end(ax, at, color)
@@ -97,6 +100,10 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
                                   ("positional/global", ("C1", "-"), "positional, global prox"),
                                   ("positional/local", ("C1", ":"), "positional, local prox")):
             plot_theory_branch(ax, th, ckey, key, style[0], style[1], name, absolute=obs.startswith("abs_"))
+        for branch, color in (("semantic", "C0"), ("positional", "C1")):
+            if aligned_differs(th, branch):  # the basin GD keeps from its start, where it is not the global point
+                plot_theory_branch(ax, th, f"{branch}/aligned", key, color, "-", f"{branch}, aligned prox",
+                                   absolute=obs.startswith("abs_"), marker="d", lw=0.8)
         if not ax.lines and not summary["sweep"]:
             say_empty(ax, "nothing to draw: no theory branch exists on the grid and no GD run is summarised")
         if obs == "eps_g":
@@ -146,6 +153,24 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def aligned_differs(theory: dict[str, Any], branch: str, tol: float = 1e-3) -> bool:
+    """Whether the aligned-prox curve of ``branch`` exists somewhere the global-prox one does not, or differs
+    from it by more than ``tol`` (relative) in theta, m or eps_g: only then is it a curve of its own."""
+    al, gl = theory["curves"].get(f"{branch}/aligned"), theory["curves"].get(f"{branch}/global")
+    if al is None:
+        return False
+    if gl is None:
+        return True
+    g_at = {r["alpha"]: r for r in gl["records"] if exists_at(r, branch, _nan(gl.get("end")))}
+    for r in al["records"]:
+        if not exists_at(r, branch, _nan(al.get("end"))):
+            continue
+        g = g_at.get(r["alpha"])
+        if g is None or any(abs(abs(r[k]) - abs(g[k])) > tol * max(abs(g[k]), 1e-3) for k in ("theta", "m", "eps_g")):
+            return True
+    return False
 
 
 def alpha_c_curve(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -239,11 +264,12 @@ def plot_finite_size(summary: dict[str, Any], path: Path):
         sel = sorted((r for r in rows if r["alpha"] == alpha and r["init"] == init), key=lambda r: r["d"])
         for obs in _COMPARED[init]:
             target = cx if obs == "eps_g" else ax
-            for prox, ls in (("global", "-"), ("local", "--")):
-                if prox == "local" and not any(_differs(r, obs) for r in sel):
+            for prox, (ls, _) in _GAP_STYLE.items():
+                if prox != "global" and not any(_differs(r, obs, prox) for r in sel):
                     continue  # the modes coincide here: one line is enough
                 pts = [(r["d"], abs(r[f"{obs}_mean"] - r["theory"][prox][obs]), r[f"{obs}_std"] / math.sqrt(r["n_runs"]),
-                        abs(r["theory"][prox][obs])) for r in sel if r["theory"].get(prox)]
+                        abs(r["theory"][prox][obs])) for r in sel
+                       if (r["theory"].get(prox) or {}).get("converged")]  # no gap to a solve that did not converge
                 if not pts:
                     continue
                 d, dev, se, th = np.array(pts).T
@@ -275,9 +301,10 @@ def plot_finite_size(summary: dict[str, Any], path: Path):
     cx.set_title("finite-size gap: test error", fontsize=10)
     handles = [Line2D([], [], color=f"C{i}", marker="o", lw=2, label=f"{init} init, alpha = {alpha}")
                for i, (alpha, init) in enumerate(cases)]
-    handles += [Line2D([], [], color="grey", ls="-", lw=2, label="vs theory, global prox"),
-                Line2D([], [], color="grey", ls="--", lw=2, label="vs theory, local prox"),
-                Line2D([], [], color="k", ls=":", lw=1.5, label="~ d^-1/2")]
+    drawn = {ls for data in series.values() for *_, ls in data}
+    handles += [Line2D([], [], color="grey", ls=ls, lw=2, label=f"vs theory, {prox} prox")
+                for prox, (ls, _) in _GAP_STYLE.items() if ls in drawn]
+    handles += [Line2D([], [], color="k", ls=":", lw=1.5, label="~ d^-1/2")]
     lx = fig.add_subplot(grid[1, 0:2])
     lx.axis("off")
     lx.legend(handles=handles, loc="center", ncol=min(4, len(handles)), fontsize=10, frameon=False)
@@ -293,10 +320,10 @@ def plot_finite_size(summary: dict[str, Any], path: Path):
         xx = np.linspace(0, x.max() * 1.05, 50)
         bx.plot(xx, gl["extrapolated"] + gl["slope_b"] * xx, "-", color=color, lw=1)
         bx.errorbar([0], [gl["extrapolated"]], yerr=[2 * gl["extrapolated_se"]], fmt="none", color=color, capsize=4)
-        for prox, marker in (("global", "*"), ("local", "P")):
-            v = gl["theory"][prox]
+        for (prox, (_, marker)), x0 in zip(_GAP_STYLE.items(), (-0.005, 0.005, 0.010)):  # beside the fit's bar at 0
+            v = _nan(gl["theory"].get(prox))
             if not math.isnan(v):
-                bx.plot([-0.004 if prox == "global" else 0.004], [v], marker, ms=12, color=color, mfc="none",
+                bx.plot([x0], [v], marker, ms=12 if marker != "D" else 8, color=color, mfc="none",
                         label=f"theory, {prox} prox, alpha = {gl['alpha']}")
     bx.set_xlabel("1 / sqrt(d)", fontsize=10)
     bx.set_ylabel("|theta|", fontsize=10)
@@ -310,8 +337,9 @@ def plot_finite_size(summary: dict[str, Any], path: Path):
     return fig
 
 
-def _differs(row: dict[str, Any], obs: str) -> bool:
-    g, loc = row["theory"].get("global"), row["theory"].get("local")
-    if not g or not loc:
+def _differs(row: dict[str, Any], obs: str, prox: str = "local") -> bool:
+    """Whether ``prox``'s point differs from the global-prox one at this row (value or branch reached)."""
+    g, other = row["theory"].get("global"), row["theory"].get(prox)
+    if not g or not other:
         return False
-    return abs(g[obs] - loc[obs]) > 1e-3 * max(abs(g[obs]), 1e-3) or g["branch_reached"] != loc["branch_reached"]
+    return abs(g[obs] - other[obs]) > 1e-3 * max(abs(g[obs]), 1e-3) or g["branch_reached"] != other["branch_reached"]

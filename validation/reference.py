@@ -5,7 +5,8 @@ For one omega and a grid of alpha, :func:`theory_at_omega` asks the numerics
 (``alpha_c``, ``alpha_l``) and the semantic and positional branches followed
 by continuation over the grid, with the chosen proximal modes
 (``"global"``: the global minimiser of docs/model.md section 3; ``"local"``: the
-paper's local minimiser started at h = 0). The result is plain data
+paper's local minimiser started at h = 0; ``"aligned"``: the lowest minimiser on the side of the
+student's mean field, the basin gradient descent keeps from its start). The result is plain data
 (:class:`BranchCurve`, :class:`TheoryAtOmega`) holding the numerics' records
 (``q = |Q|^2/d``, ``theta = Q.Q*/d``, ``m = p_1.Q/sqrt(d)``, ``m_norm = |(m_l)_l|``, ``eps_g``,
 ``e_t``, ``eps_lin``, ``branch`` reached, ``converged``) so that reports and
@@ -33,7 +34,7 @@ from typing import Any
 
 from attnphase.theory.params import ModelParams
 
-PROX_MODES = ("global", "local")
+PROX_MODES = ("global", "local", "aligned")
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class BranchCurve:
 
     Attributes:
         branch: requested branch (``"semantic"`` or ``"positional"``).
-        prox: ``"global"`` or ``"local"``.
+        prox: ``"global"``, ``"local"`` or ``"aligned"``.
         records: one numerics record per alpha (ascending), each with the label actually reached.
         end: alpha where the numerics found the branch ending (NaN if none in range).
     """

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .agreement import _COMPARED, EXTRAPOLATED_SE, REL_TOL, headline
+from .agreement import _COMPARED, EXTRAPOLATED_SE, REL_TOL, branch_ends, headline, map_followed
 from .plots import plot_alpha_sweep, plot_finite_size, plot_heatmap
 
 
@@ -113,7 +113,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
             lines += [f"| {int(d)} | {_pmv(m, s)} |" for d, m, s in gl["trend"]]
             lines += ["", f"Extrapolation (weighted fit a + b/sqrt(d)): a = {_pmv(gl['extrapolated'], gl['extrapolated_se'])}"
                           f", b = {_f(gl['slope_b'])}; theory: global "
-                          f"{_f(gl['theory']['global'])}, local {_f(gl['theory']['local'])}.", ""]
+                          f"{_f(gl['theory']['global'])}, local {_f(gl['theory']['local'])}, aligned "
+                          f"{_f(gl['theory'].get('aligned'))}.", ""]
     lines += ["Semantic branch near its end, both modes (theory |theta|, eps_g):", "",
               "| alpha | global abs(theta) | local abs(theta) | global eps_g | local eps_g | GD abs(theta) (semantic init) |",
               "|---|---|---|---|---|---|"]
@@ -131,23 +132,16 @@ def render_markdown(summary: dict[str, Any]) -> str:
         lines.append(f"| {a} | {lab(g, 'abs_theta')} | {lab(loc, 'abs_theta')} | {lab(g, 'eps_g')} | "
                      f"{lab(loc, 'eps_g')} | {_pm(r, 'abs_theta')} |")
     lines += _convergence_lines(summary)
-    lines += ["", "## Alpha sweep (every mean ± std next to the global-prox theory of the compared branch)", "",
-              "| alpha | init | branch | runs (conv.) | max abs(grad) | abs(m) | theory | abs(theta) | theory | eps_g | theory "
-              "| e_t | theory |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in sorted(summary["sweep"], key=lambda r: (r["init"], r["alpha"])):
-        t = r["theory"]["global"] or {}
-        lines.append(f"| {r['alpha']} | {r['init']} | {r['branch']} | {r['n_runs']} ({r['n_converged']}) | "
-                     f"{_f(r.get('grad_norm_max'), '.1e')} | "
-                     f"{_pm(r, 'abs_m')} | {_f(t.get('abs_m'))} | {_pm(r, 'abs_theta')} | {_f(t.get('abs_theta'))} | "
-                     f"{_pm(r, 'eps_g')} | {_f(t.get('eps_g'))} | {_pm(r, 'e_t')} | {_f(t.get('e_t'))} |")
+    lines += _sweep_lines(summary)
     lines += ["", "Theory entries are the record of the compared branch at that alpha; where the numerics "
               "landed on another fixed point (e.g. agnostic below the semantic branch's end) that is the value shown.",
               "", "## Finite-size scaling (fits a + b/sqrt(d), d -> inf value a)", "",
-              "| alpha | init | observable | a ± se | b | theory global | theory local |", "|---|---|---|---|---|---|---|"]
+              "| alpha | init | observable | a ± se | b | theory global | theory local | theory aligned |",
+              "|---|---|---|---|---|---|---|---|"]
     for f in summary["finite_size_fits"]:
         lines.append(f"| {f['alpha']} | {f['init']} | {f['observable']} | {_pmv(f['a'], f['a_se'])} | "
-                     f"{_f(f['b'])} | {_f(f['theory']['global'])} | {_f(f['theory']['local'])} |")
+                     f"{_f(f['b'])} | {_f(f['theory']['global'])} | {_f(f['theory']['local'])} | "
+                     f"{_f(f['theory'].get('aligned'))} |")
     dropped = sorted({(f["alpha"], f["init"], tuple(f.get("dropped_d") or ())) for f in summary["finite_size_fits"]
                       if f.get("dropped_d")})
     if dropped:
@@ -159,12 +153,39 @@ def render_markdown(summary: dict[str, Any]) -> str:
 
         lines += markdown_lines(summary["bayes_optimal"])
     lines += ["", "## Figures", "",
-              "* `fig2_alpha_sweep.png`: theory (lines) and GD means ± std (markers) against alpha; alpha_c dotted, "
-              "alpha_l dash-dot.",
+              "* `fig2_alpha_sweep.png`: theory (lines; the aligned-prox branches thin with diamonds where they differ "
+              "from the global-prox ones) and GD means ± std (markers) against alpha; alpha_c dotted, alpha_l dash-dot.",
               "* `fig3_heatmap.png`: simulated Delta e_t over (alpha, omega) with the theory's alpha_c(omega).",
-              "* `finite_size.png`: |simulation - theory| against d; small-alpha |theta| against 1/sqrt(d).",
+              "* `finite_size.png`: |simulation - theory| against d (solid: global prox, dashed: local, dash-dot: "
+              "aligned); small-alpha |theta| against 1/sqrt(d) with each theory's value at d -> inf.",
               ""]
     return "\n".join(lines)
+
+
+def _sweep_lines(summary: dict[str, Any]) -> list[str]:
+    """The alpha sweep's table: every mean ± std beside the global-prox theory, the aligned-prox point, and the
+    map GD follows with its reason (:func:`attnphase.validation.agreement.map_followed`)."""
+    th = summary["theory"]
+    lines = ["", "## Alpha sweep (every mean ± std next to the global-prox theory of the compared branch)", "",
+             f"d = {summary['plan']['d']}. 'map GD follows': the state evolution whose point on the start's branch the "
+             "agreement rule accepts on the start's overlap and eps_g -- global (the global minimiser of the risk), "
+             "else aligned (`--prox aligned`: per sample the lowest minimiser on the side of the student's mean "
+             "field, the basin GD keeps from its start), else neither -- and why.", "",
+             "| alpha | init | branch | runs (conv.) | max abs(grad) | abs(m) | theory | abs(theta) | theory | eps_g | theory "
+             "| e_t | theory | aligned-prox abs(m), abs(theta), eps_g | map GD follows | why |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(summary["sweep"], key=lambda r: (r["init"], r["alpha"])):
+        t = r["theory"]["global"] or {}
+        a = r["theory"].get("aligned") or {}
+        al = (f"{_f(a.get('abs_m'))}, {_f(a.get('abs_theta'))}, {_f(a.get('eps_g'))}"
+              + ("" if a.get("branch_reached") in (None, r["branch"]) else f" ({a['branch_reached']})")) if a else "--"
+        follows = map_followed(r, branch_ends(th, r["branch"]))
+        lines.append(f"| {r['alpha']} | {r['init']} | {r['branch']} | {r['n_runs']} ({r['n_converged']}) | "
+                     f"{_f(r.get('grad_norm_max'), '.1e')} | "
+                     f"{_pm(r, 'abs_m')} | {_f(t.get('abs_m'))} | {_pm(r, 'abs_theta')} | {_f(t.get('abs_theta'))} | "
+                     f"{_pm(r, 'eps_g')} | {_f(t.get('eps_g'))} | {_pm(r, 'e_t')} | {_f(t.get('e_t'))} | {al} | "
+                     f"{follows['map']} | {follows['reason']} |")
+    return lines
 
 
 def _extrapolated_lines(hl: dict[str, Any]) -> list[str]:

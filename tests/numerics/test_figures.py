@@ -121,7 +121,7 @@ def test_heatmap_tells_the_proximal_maps_apart(tmp_path) -> None:
 
 def _fss_row(d, init, dev, se, alpha=2.0):
     obs = "abs_theta" if init == "semantic" else "abs_m"
-    theory = {obs: 0.5, "eps_g": 2e-3, "branch_reached": init}
+    theory = {obs: 0.5, "eps_g": 2e-3, "branch_reached": init, "converged": True}
     return {"alpha": alpha, "init": init, "d": d, "n_runs": 4, f"{obs}_mean": 0.5 + dev, f"{obs}_std": 2 * se,
             "eps_g_mean": 2e-3 * (1 + dev), "eps_g_std": 2e-3 * 2 * se, "theory": {"global": theory, "local": None}}
 

@@ -114,3 +114,52 @@ def test_alpha_sweep_with_no_data_says_why_in_each_panel(tmp_path):
         assert why.startswith(("nothing to draw", "no paired GD runs"))
     assert fig.axes[0].get_legend() is None and fig.axes[3].get_legend() is None
     assert "alpha_c = not found" in fig._suptitle.get_text()
+
+
+def _aligned_sweep_summary():
+    s = _sweep_summary()
+    alphas = (0.5, 1.0, 1.5, 2.0)
+    # the aligned map's semantic branch exists below the global one's end (0.4 here: from 0.5 up both exist) and
+    # differs from it below alpha = 1.5; the positional aligned branch is the global one
+    s["theory"]["curves"]["semantic/aligned"] = {
+        "records": _records("semantic", [(a, 0.1 + 0.25 * a + (0.05 if a < 1.5 else 0.0)) for a in alphas]), "end": None}
+    s["theory"]["curves"]["positional/global"] = {"records": _records("positional", [(a, 0.2) for a in alphas]), "end": None}
+    s["theory"]["curves"]["positional/aligned"] = {"records": _records("positional", [(a, 0.2) for a in alphas]), "end": None}
+    for rec in s["theory"]["curves"]["positional/global"]["records"] + s["theory"]["curves"]["positional/aligned"]["records"]:
+        rec["m"] = rec.pop("m_norm")
+    for c in s["theory"]["curves"].values():
+        for rec in c["records"]:
+            rec.setdefault("m", 0.0)
+    return s
+
+
+def test_alpha_sweep_draws_the_aligned_branch_only_where_it_is_a_curve_of_its_own(tmp_path):
+    fig = _drawn(plot_alpha_sweep, _aligned_sweep_summary(), tmp_path / "fig2.png")
+    m, theta = fig.axes[:2]
+    gids = {ln.get_gid() for ln in theta.lines}
+    assert "theory_semantic/aligned" in gids and "theory_positional/aligned" not in gids  # coincides: not drawn
+    assert "theory semantic, aligned prox" in [t.get_text() for t in m.get_legend().get_texts()]
+
+
+def test_finite_size_legend_names_the_aligned_gap_where_drawn(tmp_path):
+    from attnphase.validation.plots import plot_finite_size
+
+    def point(theta, branch="semantic"):
+        return {"abs_theta": theta, "abs_m": 0.0, "eps_g": 3e-3, "branch_reached": branch, "converged": True}
+
+    rows = [{"d": d, "alpha": 0.5, "init": "semantic", "n_runs": 4, "abs_theta_mean": 0.2 + 0.3 / d ** 0.5,
+             "abs_theta_std": 0.02, "eps_g_mean": 3.1e-3, "eps_g_std": 1e-5,
+             "theory": {"global": point(0.0, "agnostic"), "local": {**point(0.03), "converged": False},
+                        "aligned": point(0.21)}}
+            for d in (50, 100, 200, 400)]
+    gl = {"alpha": 0.5, "trend": [(r["d"], r["abs_theta_mean"], r["abs_theta_std"]) for r in rows], "extrapolated": 0.2,
+          "extrapolated_se": 0.01, "slope_b": 0.3, "theory": {"global": 0.0, "local": float("nan"), "aligned": 0.21}}
+    fig = plot_finite_size({"finite_size": rows, "headline": {"global_vs_local": [gl]}}, tmp_path / "fs.png")
+    (legend,) = [lg for ax in fig.axes if (lg := ax.get_legend()) is not None and
+                 "vs theory, global prox" in [t.get_text() for t in lg.get_texts()]]
+    texts = [t.get_text() for t in legend.get_texts()]
+    # a local-prox solve that did not converge is no point to measure a gap from: no line, whatever it stopped at
+    assert "vs theory, aligned prox" in texts and "vs theory, local prox" not in texts
+    assert min(t.get_fontsize() for t in legend.get_texts()) >= 9
+    (bx,) = [ax for ax in fig.axes if ax.get_xlabel() == "1 / sqrt(d)"]
+    assert "theory, aligned prox, alpha = 0.5" in bx.get_legend_handles_labels()[1]

@@ -120,6 +120,12 @@ def test_report_files_and_bookkeeping(tmp_path):
     assert "verdict" in full["headline"]["global_vs_local"][0]
     text = (tmp_path / "report.md").read_text()
     assert "Global or local proximal theory" in text and "| 2.0 | semantic |" in text
+    # every row of the sweep's table says which map GD follows (the fake theory has no aligned curve: never
+    # "aligned") and why
+    table = [ln for ln in text.split("## Alpha sweep")[1].split("## Finite-size")[0].splitlines() if ln.startswith("| 0.5 |") or ln.startswith("| 2.0 |")]
+    assert len(table) == len(sweep) and "| map GD follows | why |" in text
+    assert all(ln.split(" | ")[-2] in ("global", "global or aligned", "neither", "not converged") for ln in table)
+    assert [f["map"] for f in full["headline"]["map_followed"]] == [ln.split(" | ")[-2] for ln in table]
     curve = alpha_c_curve(full)  # every omega of the curve, in order, the one without alpha_c kept as a gap
     assert [c["omega"] for c in curve] == [0.2, 0.3, 0.35, 0.4] and curve[2]["alpha_c"] is None
 
@@ -176,3 +182,65 @@ def test_the_headline_verdict_at_infinite_d_uses_the_extrapolation_over_converge
     [theta] = [v for v in extrapolated_verdicts({"finite_size": moved, "finite_size_fits": _fss_fits(plan, moved)})
                if v["observable"] == "abs_theta"]
     assert theta["agrees"] is False
+
+
+def _follow_row(alpha, gd_theta, global_point, aligned_point, n_converged=3):
+    """A semantic-start row: GD's |theta| and eps_g beside the global- and aligned-prox points (None: none)."""
+    def point(p):
+        if p is None:
+            return None
+        theta, branch = p
+        return {"branch_reached": branch, "converged": True, "exists": branch == "semantic", "abs_theta": theta,
+                "eps_g": 3e-3}
+    return {"alpha": alpha, "init": "semantic", "branch": "semantic", "n_runs": 3, "n_converged": n_converged,
+            "abs_theta_mean": gd_theta, "abs_theta_std": 0.005, "eps_g_mean": 3e-3, "eps_g_std": 1e-5,
+            "theory": {"global": point(global_point), "local": None, "aligned": point(aligned_point)}}
+
+
+def test_each_row_says_which_map_gd_follows_and_why():
+    from attnphase.validation.agreement import map_followed
+
+    ends = {"global": 0.716, "aligned": None}
+    # above alpha ~ 1.25 both maps coincide with GD: the global minimum's point, the coincidence said
+    both = map_followed(_follow_row(2.0, 0.63, (0.6327, "semantic"), (0.6327, "semantic")), ends)
+    assert both["map"] == "global" and "the aligned map's point is the same here" in both["reason"]
+    # both agree within the rule but are different points: not separated, and said so
+    loose = map_followed(_follow_row(0.8, 0.315, (0.30, "semantic"), (0.33, "semantic")), ends)
+    assert loose["map"] == "global or aligned" and "does not separate" in loose["reason"]
+    # below the semantic end: no global-prox semantic point, the aligned one agrees
+    below = map_followed(_follow_row(0.5, 0.20, (0.0, "agnostic"), (0.2117, "semantic")), ends)
+    assert below["map"] == "aligned"
+    assert "no semantic point below the branch's end at alpha = 0.716 (it reaches the agnostic point)" in below["reason"]
+    assert "basin" in below["reason"]
+    # a global-prox semantic point that exists but is 36 % below GD (alpha = 0.8), the aligned one agrees
+    differs = map_followed(_follow_row(0.8, 0.315, (0.2325, "semantic"), (0.3227, "semantic")), ends)
+    assert differs["map"] == "aligned" and "global-prox semantic point differs (abs_theta 0.315 vs 0.233)" in differs["reason"]
+    # neither agrees: both named
+    neither = map_followed(_follow_row(0.8, 0.5, (0.2325, "semantic"), (0.3227, "semantic")), ends)
+    assert neither["map"] == "neither" and "aligned-prox point differs too" in neither["reason"]
+    # a row with a run stopped by its budget is compared with no map, whatever its numbers
+    assert map_followed(_follow_row(2.0, 0.63, (0.6327, "semantic"), (0.6327, "semantic"), n_converged=2),
+                        ends)["map"] == "not converged"
+    # no aligned solve at all (correlated tokens): said, not taken for agreement
+    lone = map_followed(_follow_row(0.5, 0.20, (0.0, "agnostic"), None), ends)
+    assert lone["map"] == "neither" and "no aligned-prox solve here" in lone["reason"]
+
+
+def test_the_small_alpha_verdict_weighs_the_aligned_theory_and_names_every_consistent_one():
+    from attnphase.validation.agreement import global_vs_local_at
+
+    def summary(theory):
+        fit = {"alpha": 0.8, "init": "semantic", "observable": "abs_theta", "a": 0.308, "a_se": 0.032, "b": 0.06,
+               "theory": theory}
+        rows = [{"alpha": 0.8, "init": "semantic", "d": d, "abs_theta_mean": 0.3, "abs_theta_std": 0.02} for d in (50, 200)]
+        return {"finite_size_fits": [fit], "finite_size": rows}
+
+    # the quick run at alpha = 0.8: the extrapolation is 1.9 se from the global point and 0.5 se from the aligned one
+    both = global_vs_local_at(summary({"global": 0.2481, "local": 0.1736, "aligned": 0.3232}), 0.8)["verdict"]
+    assert "consistent with the global and the aligned theories: the data cannot separate modes 0.075 apart" in both
+    # alpha = 0.5: no converged global-prox semantic point, the aligned one alone consistent
+    alone = global_vs_local_at(summary({"global": None, "local": 0.0018, "aligned": 0.3}), 0.8)["verdict"]
+    assert alone.startswith("gradient descent follows the aligned proximal theory (the basin of its start)")
+    assert "global: no converged point" in alone
+    none = global_vs_local_at(summary({"global": 0.1, "local": 0.0, "aligned": 0.5}), 0.8)["verdict"]
+    assert none.startswith("gradient descent follows none of the theories")

@@ -4,7 +4,7 @@
     attnphase validate --suite general --cases d,e --out results/general
 
 Writes into ``--out DIR`` (all files or none): report.md, summary.json, validation.nc and the figures
-(Fig. 2 curves, Fig. 3 heat map, finite-size scaling, global versus local proximal theory); ``--suite
+(Fig. 2 curves, Fig. 3 heat map, finite-size scaling; the report says on every sweep row which map GD follows); ``--suite
 general``: report.md, summary.json and general_suite.png.  ``--json`` prints summary.json.  Exit code 1
 if a run did not converge.  torch and the numerics are imported inside :func:`run`.
 """
@@ -25,7 +25,8 @@ from attnphase.validation.commands.finite_d_options import (add_torch_options, a
 NAME = "validate"
 HELP = "grid of finite-d simulations against the state evolution: report, summary and figures"
 DESCRIPTION = ("Gradient descent at finite d against the theory (numerics): Fig. 2 curves, Fig. 3 heat map, "
-               "finite-size scaling, global versus local proximal theory. Exit code 1 if a run did not converge.")
+               "finite-size scaling, and on every row of the alpha sweep the map GD follows (the global- or the "
+               "aligned-prox state evolution) and why. Exit code 1 if a run did not converge.")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,8 +37,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "own models, docs/validation.md) (default: default)")
     p.add_argument("--cases", default=None, metavar="KEYS",
                    help="--suite general only: run these of its cases, comma-separated (e.g. d,e; default all)")
-    p.add_argument("--quick", action="store_true", help="d = 200 and a smaller grid (a few minutes on 2 cores)")
-    p.add_argument("--d", type=int, default=None, help="override the main dimension (default 1000, quick 200)")
+    p.add_argument("--quick", action="store_true",
+                   help="d = 200 and a smaller grid (about 1000 CPU seconds; docs/validation.md, Cost)")
+    p.add_argument("--d", type=int, default=None,
+                   help="override the main dimension (default 1000, quick 200); a larger one joins the finite-size "
+                   "series (e.g. --d 2000: docs/validation.md, 'At d >= 2000')")
     p.add_argument("--seeds", type=int, default=None, help="seeds per point (default 4, quick 2; general suite 4, quick 3)")
     add_training_options(p)
     opt.add_model_options(p, omega_help="the omega of the alpha sweeps (the heat map scans its own omegas)")
