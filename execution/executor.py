@@ -139,11 +139,15 @@ def run_tasks(
     fresh: bool = False,
     version: str = "",
     progress: Progress | None = None,
+    prepare: Callable[[], None] | None = None,
 ) -> list[Outcome]:
     """One :class:`Outcome` per task, in order: read from ``store`` where it holds the task as done
     (unless ``fresh``), computed on ``executor`` otherwise and written to ``store`` as each finishes
     (failed tasks too, with their error; a rerun computes them again).  ``version``: written beside
-    each record (the code version of the keys)."""
+    each record (the code version of the keys).  ``prepare``: called once in this process before the
+    tasks to compute start on a local cluster (a first run's work the workers then read from a disk cache,
+    code generation and JIT compilation, instead of each doing it); not called where every task is stored,
+    where they run in this process, or on a remote scheduler (its workers have their own disks)."""
     keys = [t.key for t in tasks]
     if len(set(keys)) != len(keys):
         raise ValueError("run_tasks: two tasks share a key")
@@ -176,6 +180,8 @@ def run_tasks(
                 record(i, *call_task(tasks[i].fn, tasks[i].arg))
         progress.running(0)
     elif todo:
+        if prepare is not None and executor.scheduler is None:
+            prepare()
         _run_on_dask(tasks, todo, executor, record, progress)
     return [o for o in out if o is not None]
 

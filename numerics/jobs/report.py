@@ -15,6 +15,7 @@ import math
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Sequence
 
@@ -29,7 +30,7 @@ from attnphase.numerics.jobs.boundary_table import (
 )
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.jobs.tasks import (
-    boundaries_or_failure, boundaries_task, chain_task, numerics_version, omega_chains, strip_sweeps,
+    boundaries_or_failure, boundaries_task, chain_task, numerics_version, omega_chains, prepare_kernels, strip_sweeps,
 )
 from attnphase.numerics.errors.quadrature_error import replicate_spread
 from attnphase.numerics.errors.replicates import replicate_count
@@ -99,7 +100,7 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
     order = sorted(range(len(tasks)), key=lambda i: tasks[i].arg.params.omega)
     with TaskBar(desc, unit="task", quiet=quiet) as bar:
         done = run_tasks([tasks[i] for i in order], executor=executor, store=store, fresh=fresh, version=version,
-                         progress=bar)
+                         progress=bar, prepare=partial(prepare_kernels, models[0], config) if models else None)
     outs = [done[0]] * len(tasks)
     for k, i in enumerate(order):
         outs[i] = done[k]
@@ -131,7 +132,8 @@ def compute_boundaries_continued(params: ModelParams, omegas: Sequence[float], a
     tasks = [chain_task(params, alphas, config, ch, k, whole=k == 0 and at is not None and abs(ch[0] - at) < 1e-12,
                         version=version) for k in range(reps) for ch in chains]
     with TaskBar(desc, unit="chain", quiet=quiet) as bar:
-        outs = run_tasks(tasks, executor=executor, store=store, fresh=fresh, version=version, progress=bar)
+        outs = run_tasks(tasks, executor=executor, store=store, fresh=fresh, version=version, progress=bar,
+                         prepare=partial(prepare_kernels, params, config))
     per_rule: list[dict[float, tuple[Boundaries, Outcome]]] = [{} for _ in range(reps)]
     for i, (t, o) in enumerate(zip(tasks, outs)):
         k, (anchor, up, down) = i // len(chains), chains[i % len(chains)]

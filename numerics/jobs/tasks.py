@@ -33,7 +33,10 @@ from attnphase.numerics.se.starts import teacher_rank
 from attnphase.numerics.errors.quadrature_error import point_errors
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.continuation import BranchSweep, sweep
+from attnphase.numerics.prox.global_prox import compile_global_prox
+from attnphase.theory.correlated_kernels import model_kernels
 from attnphase.theory.params import ModelParams
+from attnphase.theory.whitening import se_params
 
 #: The layers a numerics task runs (their source is hashed into every key) ...
 NUMERICS_CODE = ("attnphase.theory", "attnphase.numerics")
@@ -45,6 +48,17 @@ PRESENTATION = ("commands/", "jobs/report.py", "jobs/boundary_table.py", "jobs/s
 
 def numerics_version() -> str:
     return code_version(*NUMERICS_CODE, exclude=PRESENTATION)
+
+
+def prepare_kernels(params: ModelParams, config: SolverConfig) -> None:
+    """What every task of ``params``' model loads first, loaded in this process, or on a first run generated
+    (sympy) and compiled (numba) here into the disk cache: the channel's kernels and, at r = r* = 1 with the
+    global proximal map, its compiled loops.  A job on a local cluster calls it before its workers start
+    (:func:`attnphase.execution.run_tasks`'s ``prepare``): they then load both instead of each making them."""
+    p = se_params(params)
+    kernels = model_kernels(p)
+    if p.r == 1 and teacher_rank(p) == 1 and config.prox == "global":
+        compile_global_prox(kernels, p.sigma2, config.backend)
 
 
 def boundaries_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig, replicate: int = 0,

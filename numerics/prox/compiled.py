@@ -123,15 +123,37 @@ def instance(kernels: Kernels | CorrelatedKernels, parallel: bool | None = None,
 
     ``parallel`` None: ``$ATTNPHASE_NUMBA_PARALLEL`` (default on). See the module doc.
     """
+    name, key, scalar, parallel, kind = _instance_name(kernels, parallel, matrix)
+    what = f"the rank-{scalar.r} proximal solver for L = {scalar.L}" if kind == "prox_rows_rank" else \
+        f"the proximal solver for L = {scalar.L}"
+    return import_template(TEMPLATE, name, key, Binding(scalar.L, scalar.r, parallel, scalar), what)
+
+
+def _instance_name(kernels: Kernels | CorrelatedKernels, parallel: bool | None, matrix: bool
+                   ) -> tuple[str, str, ScalarKernels, bool, str]:
+    """(name, key, one-point kernels, parallel, kind) of the instance of :func:`instance` (its arguments)."""
     parallel = _parallel_default() if parallel is None else bool(parallel)
     matrix = matrix or (isinstance(kernels, Kernels) and kernels.r != 1)
     scalar = kernels.matrix_scalar if matrix else kernels.scalar
     kind = "prox_rows_cov" if isinstance(kernels, CorrelatedKernels) else "prox_rows_rank" if matrix else "prox_rows"
     name = f"{kind}_L{scalar.L}_r{scalar.r}_{'cse' if scalar.cse else 'nocse'}_{'par' if parallel else 'ser'}"
     key = f"{scalar.module}\n{parallel}\n{STEPS.read_text()}\n{LINALG.read_text()}"
-    what = f"the rank-{scalar.r} proximal solver for L = {scalar.L}" if kind == "prox_rows_rank" else \
-        f"the proximal solver for L = {scalar.L}"
-    return import_template(TEMPLATE, name, key, Binding(scalar.L, scalar.r, parallel, scalar), what)
+    return name, key, scalar, parallel, kind
+
+
+def machine_code_cached(kernels: Kernels | CorrelatedKernels, parallel: bool | None = None) -> bool:
+    """Whether the cache directory holds numba's machine code of :func:`instance` (``kernels``, ``parallel``): a
+    process that loads it compiles nothing.  Neither numba nor the instance is imported."""
+    name, key, *_ = _instance_name(kernels, parallel, False)
+    return _has_machine_code(cache_dir(), f"{name}_{_digest(key, TEMPLATE.read_text())}")
+
+
+def _digest(key: str, text: str) -> str:
+    return hashlib.sha256(f"{key}\n{text}".encode()).hexdigest()[:16]
+
+
+def _has_machine_code(folder: Path, name: str) -> bool:
+    return any(folder.glob(f"{name}.*.nbi")) or any(folder.glob(f"__pycache__/{name}.*.nbi"))
 
 
 def import_template(template: Path, name: str, key: str, binding: Any, what: str) -> ModuleType:
@@ -142,8 +164,7 @@ def import_template(template: Path, name: str, key: str, binding: Any, what: str
     first-run notice names ``what`` is compiled when numba has no machine code for it yet.
     """
     text = template.read_text()
-    digest = hashlib.sha256(f"{key}\n{text}".encode()).hexdigest()[:16]
-    name = f"{name}_{digest}"
+    name = f"{name}_{_digest(key, text)}"
     modname = f"attnphase._generated.{name}"
     module = sys.modules.get(modname)
     if module is not None:
@@ -156,7 +177,7 @@ def import_template(template: Path, name: str, key: str, binding: Any, what: str
     if current != text and not write_atomic(path, text):
         path = Path(tempfile.mkdtemp(prefix="attnphase-")) / f"{name}.py"
         path.write_text(text)
-    if not any(path.parent.glob(f"{name}.*.nbi")) and not any(path.parent.glob(f"__pycache__/{name}.*.nbi")):
+    if not _has_machine_code(path.parent, name):
         first_run_notice(f"compiling {what} with numba, once (~5-10 s); later runs load it from {path.parent}")
     # numba's cache reloads the instance by its module name, so it stays in sys.modules
     return import_path(modname, path, text, binding)

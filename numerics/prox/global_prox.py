@@ -274,3 +274,20 @@ def _global_prox_blocks(
     best = best_per_node(np.tile(np.arange(N), S), res, N, lowest_unconverged=True)
     out = ProxResult(res.h[best], res.value[best], res.converged[best], res.iterations)
     return out, candidates if polish else Candidates(np.arange(N), out.h)
+
+
+def compile_global_prox(kernels: Any, sigma2: np.ndarray, backend: str = "auto") -> None:
+    """The proximal map's compiled loops at r = 1 (the full search, the polish from candidates, the selection
+    per node) run once on two nodes, so that numba compiles them in this process into its disk cache; nothing
+    where the cache holds them already (:func:`~attnphase.numerics.prox.compiled.machine_code_cached`) or where
+    ``backend`` resolves to another backend than numba.
+
+    The first-run work of a job on a local cluster: done once here, before its workers start, they load the
+    machine code instead of each compiling it (the main job: two workers, ~5-10 s of JIT each)."""
+    if prox_compiled.machine_code_cached(kernels) or resolve_backend(backend, kernels) != "numba":
+        return
+    L = int(np.asarray(sigma2).size)
+    w = np.linspace(-1.0, 1.0, 2 * L).reshape(2, L)
+    T = np.full((2, L, L), 1.0 / L)
+    res, candidates = global_prox(kernels, w, np.ones(L), T, sigma2, backend="numba")
+    global_prox(kernels, w, np.ones(L), T, sigma2, candidates=candidates, full_search=False, backend="numba")

@@ -32,3 +32,11 @@ def sleepy(seconds: float) -> float:
 
     time.sleep(seconds)
     return seconds
+
+
+def square_if_prepared(arg: tuple[str, float]) -> float:
+    """x squared where the marker file a job's ``prepare`` writes exists, else an error."""
+    marker, x = Path(arg[0]), arg[1]
+    if not marker.exists():
+        raise RuntimeError("the job's prepare did not run before its tasks")
+    return x * x

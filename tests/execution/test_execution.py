@@ -202,3 +202,23 @@ def test_worker_env_gives_each_worker_up_to_twice_its_share_of_the_cores() -> No
         assert env["OMP_WAIT_POLICY"] == "PASSIVE"
         assert {k: env[k] for k in WORKER_ENV if k != "NUMBA_NUM_THREADS"} == {
             k: v for k, v in WORKER_ENV.items() if k != "NUMBA_NUM_THREADS"}
+
+
+def test_prepare_runs_once_before_a_local_clusters_tasks_and_not_when_nothing_is_computed(tmp_path) -> None:
+    marker = tmp_path / "prepared"
+    calls: list[int] = []
+
+    def prepare() -> None:
+        calls.append(1)
+        marker.write_text("ready")
+
+    tasks = [Task(key=task_key(exec_tasks.square_if_prepared, {"x": x}, "test"), label=f"x={x}",
+                  fn=exec_tasks.square_if_prepared, arg=(str(marker), x)) for x in (1.0, 2.0, 3.0)]
+    store = ResultStore(tmp_path / "tasks")
+    outs = run_tasks(tasks, executor=ExecutorSpec(workers=2), store=store, prepare=prepare)
+    assert [o.value for o in outs] == [1.0, 4.0, 9.0] and len(calls) == 1
+    assert [o.status for o in run_tasks(tasks, executor=ExecutorSpec(workers=2), store=store, prepare=prepare)] == \
+        ["stored"] * 3 and len(calls) == 1  # every task stored: nothing to prepare
+    marker.unlink()
+    in_process = run_tasks(tasks[:1], executor=ExecutorSpec(workers=1), prepare=prepare)
+    assert in_process[0].status == "failed" and len(calls) == 1  # in this process: no prepare (the task loads it)

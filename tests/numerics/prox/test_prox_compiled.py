@@ -300,3 +300,15 @@ def test_merged_starts_copy_an_earlier_minimum(L: int) -> None:
     rn, _ = global_prox(k, w, V, T, s2, backend="numpy")
     nodes = np.arange(len(best))
     np.testing.assert_allclose(value[nodes, best], rn.value, rtol=0, atol=1e-10)
+
+
+def test_machine_code_cached_says_whether_a_process_would_compile(tmp_path, monkeypatch) -> None:
+    from attnphase.numerics.prox.compiled import machine_code_cached
+    from attnphase.numerics.prox.global_prox import compile_global_prox
+    from attnphase.theory.kernels import get_kernels
+
+    kernels = get_kernels(2)
+    compile_global_prox(kernels, np.array([1.0, 0.25]))  # the tests' cache: compiled into it, or there already
+    assert machine_code_cached(kernels)
+    monkeypatch.setenv("ATTNPHASE_CACHE_DIR", str(tmp_path))  # an empty cache holds no machine code
+    assert not machine_code_cached(kernels)
