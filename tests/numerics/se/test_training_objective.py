@@ -118,3 +118,19 @@ def test_newton_root_uses_the_slope_and_falls_back_to_bisection() -> None:
     calls.clear()
     x = _newton_root(lambda t: f(t, good=False), a, b, f(a)[0], f(b)[0], 1e-6)
     assert abs(x - root) < 1e-6
+
+
+def test_refined_e_t_uses_the_requested_proximal_map() -> None:
+    """The paper's numerics emulated (``--prox local --quadrature gh6``, docs/method.md section 8, the
+    paper's alpha_c at small omega): E[M] of alpha_c's correction is taken with the solve's own map.  On the
+    solve's rule the local map's refined e_t is the local fixed point's e_t; the global map's E[M] at the same
+    state moves it by 4.3e-6 (omega = 0.1, alpha = 0.74, positional; the test asks for more than 2e-6), a
+    third of the Delta e_t = 1.4e-5 that alpha_c's Newton step reads there."""
+    params = ModelParams(omega=0.1)
+    fp = solve(params, 0.74, "positional", config=SolverConfig(prox="local", quadrature="gh6", error_bars=False))
+    assert fp.status.converged and fp.branch == "positional" and fp.prox == "local"
+    rule = symmetrize_rule(make_rule(2, "gh6"), 2, model_symmetry_group(params))
+    local, global_ = (refined_training_objective(fp.params, fp.alpha, fp.overlaps, fp.hat, rule, SolverConfig(prox=p))
+                      for p in ("local", "global"))
+    assert local.e_t == pytest.approx(fp.observables.e_t, rel=1e-10)
+    assert abs(global_.e_t - fp.observables.e_t) > 2e-6
