@@ -74,6 +74,8 @@ SIMULATION_FIXED_SECONDS = 0.15
 #: ``histogram``: CPU seconds per training sample and epoch (``histogram --quick``: 3 trainings of 10 000 samples x
 #: 20 epochs and 2 re-parameterisations of 3 epochs, 43-49 CPU s in all, docs/histogram.md).
 HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH = 7e-5
+#: ``histogram``: what a training costs whatever its length (its model, data, scores and attention maps).
+HISTOGRAM_FIXED_SECONDS = 0.0
 #: ``validate --suite general --quick``: all 5 cases at d = 200, 3 seeds: 492 s user CPU, 292 s wall on 2 idle cores
 #: (docs/validation.md); the full suite's cases (d) and (e) at d = 1000: 374 s wall.
 GENERAL_QUICK_SUITE_SECONDS = 292.0
@@ -87,6 +89,12 @@ def format_duration(t: float) -> str:
     if t >= 7200:
         return f"{t / 3600:.1f} h"
     return f"{t / 60:.0f} min" if t >= 120 else f"{t:.0f} s"
+
+
+def cpu_phrase(t: float) -> str:
+    """CPU seconds as a message says them: "45 CPU s", "12 CPU min", "2.5 CPU h"."""
+    value, unit = format_duration(t).split(" ")
+    return f"{value} CPU {unit}"
 
 
 def rule_factor(L: int, config: Any) -> float:
@@ -124,6 +132,12 @@ def simulation_seconds(d: int, alpha: float) -> float:
     return SIMULATION_FIXED_SECONDS + SIMULATION_SECONDS_D1000_ALPHA2 * (alpha / 2) * (d / 1000) ** 2
 
 
+def histogram_training_seconds(n_samples: int, epochs: int) -> float:
+    """CPU seconds of one histogram training (or re-parameterisation) of ``epochs`` passes over ``n_samples``:
+    :data:`HISTOGRAM_FIXED_SECONDS` + :data:`HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH` x samples x epochs."""
+    return HISTOGRAM_FIXED_SECONDS + HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH * n_samples * epochs
+
+
 def wall_seconds(task_seconds: Sequence[float], workers: int) -> float:
     """The wall time of tasks shared by ``workers``: the larger of their sum over the workers and the longest one,
     plus a local cluster's start when there are several workers."""
@@ -145,8 +159,9 @@ def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis
     else:
         t, on = wall_seconds(task_seconds, workers), f"{workers} worker{'s' if workers != 1 else ''}"
     if not quiet and t >= min_seconds:
-        print(f"attnphase: {what}: {n} task{'s' if n != 1 else ''}, about {format_duration(t)} on {on} ({basis}; "
-              f"from measured CPU times: a busy or slower machine takes longer)", file=sys.stderr, flush=True)
+        print(f"attnphase: {what}: {n} task{'s' if n != 1 else ''}, about {format_duration(t)} on {on} "
+              f"({cpu_phrase(sum(task_seconds))} in all; {basis}; from CPU times measured by "
+              f"benchmarks/workload_calibration.py: a busy or slower machine takes longer)", file=sys.stderr, flush=True)
     return t
 
 
