@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from attnphase import workload
-from attnphase.solver_options import SolverConfig
+from attnphase.numerics.config import SolverConfig
 
 
 def test_simulation_cost_grows_as_alpha_d_squared_above_its_fixed_part():
