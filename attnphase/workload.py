@@ -64,13 +64,14 @@ CENSUS_SECONDS = 42.0
 #: ``validate``: one theory task (an omega's branches and boundaries at the quick plan's settings): the quick
 #: campaign's 7 theory tasks took 169 CPU s (docs/validation.md, "Measured").
 VALIDATE_THEORY_TASK_SECONDS = 24.0
-#: ``validate``: one gradient-descent simulation at d = 1000, alpha = 2 (benchmarks/bench_gd.py: semantic,
-#: positional and random starts 1.5, 3.3 and 6.3 s with data and test set; their mean).  A simulation's cost
-#: grows as n d = alpha d^2 (one gradient is n x L x d numbers; the step count hardly depends on d).
-SIMULATION_SECONDS_D1000_ALPHA2 = 3.7
-#: What a small simulation costs whatever its size (teacher, test set, measurement): ``simulate --d 200 --alpha 1``
-#: took 0.29-0.34 s on busy cores for each start, against 0.07 s of the scaled part.
-SIMULATION_FIXED_SECONDS = 0.15
+#: ``validate``: one gradient-descent simulation at d = 1000, alpha = 2, one torch thread: the least-squares fit of
+#: ``SIMULATION_FIXED_SECONDS + this * (alpha / 2) (d / 1000)^2`` to 18 runs (d = 100, 200, 300; alpha = 0.5, 2; the
+#: three starts) of ``benchmarks/workload_calibration.py --only sim``: 3.22 and 0.124 CPU s.  A simulation's cost grows
+#: as n d = alpha d^2 (one gradient is n x L x d numbers; the step count hardly depends on d).  Two torch threads on a
+#: busy machine multiplied a run's CPU time 20-40x (their spinning): ``validate`` runs one thread per task.
+SIMULATION_SECONDS_D1000_ALPHA2 = 3.2
+#: What a small simulation costs whatever its size (teacher, the 10^4-sample test set, measurement): the same fit.
+SIMULATION_FIXED_SECONDS = 0.12
 #: ``histogram``: CPU seconds per training sample and epoch (``histogram --quick``: 3 trainings of 10 000 samples x
 #: 20 epochs and 2 re-parameterisations of 3 epochs, 43-49 CPU s in all, docs/histogram.md).
 HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH = 7e-5
