@@ -59,8 +59,9 @@ BOUNDARIES_TASK_SECONDS = 15.0
 #: loops use every core of the process.
 RANK_BOUNDARIES_TASK_SECONDS = 34.0
 #: ``census`` at the defaults (21 starts, error bars from the rule's 4 blocks), L = 2: 41.4 s user + 0.6 s system
-#: CPU (``census --alpha 1.25 --omega 0.3``, one process, on busy cores: its wall time there was 136 s).
-CENSUS_SECONDS = 42.0
+#: CPU (``census --alpha 1.25 --omega 0.3``, one process, on busy cores: its wall time there was 136 s); measured
+#: again (``/usr/bin/time``, load ~10 on 2 cores): 53.6 s user + 0.7 s system, 102 s wall.  Their mean.
+CENSUS_SECONDS = 48.0
 #: ``validate``: one theory task (an omega's branches and boundaries at the quick plan's settings): the quick
 #: campaign's 7 theory tasks took 169 CPU s (docs/validation.md, "Measured").
 VALIDATE_THEORY_TASK_SECONDS = 24.0
@@ -161,8 +162,8 @@ def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis
         t, on = wall_seconds(task_seconds, workers), f"{workers} worker{'s' if workers != 1 else ''}"
     if not quiet and t >= min_seconds:
         print(f"attnphase: {what}: {n} task{'s' if n != 1 else ''}, about {format_duration(t)} on {on} "
-              f"({cpu_phrase(sum(task_seconds))} in all; {basis}; from CPU times measured by "
-              f"benchmarks/workload_calibration.py: a busy or slower machine takes longer)", file=sys.stderr, flush=True)
+              f"({cpu_phrase(sum(task_seconds))} in all; {basis}; from measured CPU times, attnphase/workload.py: "
+              f"a busy or slower machine takes longer)", file=sys.stderr, flush=True)
     return t
 
 
