@@ -60,7 +60,7 @@ BOUNDARIES_TASK_SECONDS = 15.0
 RANK_BOUNDARIES_TASK_SECONDS = 34.0
 #: ``census`` at the defaults (21 starts, error bars from the rule's 4 blocks), L = 2: 41.4 s user + 0.6 s system
 #: CPU (``census --alpha 1.25 --omega 0.3``, one process, on busy cores: its wall time there was 136 s); measured
-#: again (``/usr/bin/time``, load ~10 on 2 cores): 53.6 s user + 0.7 s system, 102 s wall.  Their mean.
+#: again (``/usr/bin/time``, on busier cores): 53.6 s user + 0.7 s system, 102 s wall.  Their mean.
 CENSUS_SECONDS = 48.0
 #: ``validate``: one theory task (an omega's branches and boundaries at the quick plan's settings): the quick
 #: campaign's 7 theory tasks took 169 CPU s (docs/validation.md, "Measured").
