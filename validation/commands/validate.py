@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cases", default=None, metavar="KEYS",
                    help="--suite general only: run these of its cases, comma-separated (e.g. d,e; default all)")
     p.add_argument("--quick", action="store_true",
-                   help="d = 200 and a smaller grid (about 1000 CPU seconds; docs/validation.md, Cost)")
+                   help="d = 200 and a smaller grid (its estimate is announced; docs/validation.md, Cost)")
     p.add_argument("--d", type=int, default=None,
                    help="override the main dimension (default 1000, quick 200); a larger one joins the finite-size "
                    "series (e.g. --d 2000: docs/validation.md, 'At d >= 2000')")
