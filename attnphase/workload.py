@@ -59,21 +59,28 @@ BOUNDARIES_TASK_SECONDS = 15.0
 #: loops use every core of the process.
 RANK_BOUNDARIES_TASK_SECONDS = 34.0
 #: ``census`` at the defaults (21 starts, error bars from the rule's 4 blocks), L = 2: 41.4 s user + 0.6 s system
-#: CPU (``census --alpha 1.25 --omega 0.3``, one process, on busy cores: its wall time there was 136 s).
-CENSUS_SECONDS = 42.0
+#: CPU (``census --alpha 1.25 --omega 0.3``, one process, on busy cores: its wall time there was 136 s); measured
+#: again (``/usr/bin/time``, on busier cores): 53.6 s user + 0.7 s system, 102 s wall.  Their mean.
+CENSUS_SECONDS = 48.0
 #: ``validate``: one theory task (an omega's branches and boundaries at the quick plan's settings): the quick
 #: campaign's 7 theory tasks took 169 CPU s (docs/validation.md, "Measured").
 VALIDATE_THEORY_TASK_SECONDS = 24.0
-#: ``validate``: one gradient-descent simulation at d = 1000, alpha = 2 (benchmarks/bench_gd.py: semantic,
-#: positional and random starts 1.5, 3.3 and 6.3 s with data and test set; their mean).  A simulation's cost
-#: grows as n d = alpha d^2 (one gradient is n x L x d numbers; the step count hardly depends on d).
-SIMULATION_SECONDS_D1000_ALPHA2 = 3.7
-#: What a small simulation costs whatever its size (teacher, test set, measurement): ``simulate --d 200 --alpha 1``
-#: took 0.29-0.34 s on busy cores for each start, against 0.07 s of the scaled part.
-SIMULATION_FIXED_SECONDS = 0.15
+#: ``validate``: one gradient-descent simulation at d = 1000, alpha = 2, one torch thread: the least-squares fit of
+#: ``SIMULATION_FIXED_SECONDS + this * (alpha / 2) (d / 1000)^2`` to 18 runs (d = 100, 200, 300; alpha = 0.5, 2; the
+#: three starts) of ``benchmarks/workload_calibration.py --only sim``: 3.22 and 0.124 CPU s.  A simulation's cost grows
+#: as n d = alpha d^2 (one gradient is n x L x d numbers; the step count hardly depends on d).  Two torch threads on a
+#: busy machine multiplied a run's CPU time 20-40x (their spinning): ``validate`` runs one thread per task.
+SIMULATION_SECONDS_D1000_ALPHA2 = 3.2
+#: What a small simulation costs whatever its size (teacher, the 10^4-sample test set, measurement): the same fit.
+SIMULATION_FIXED_SECONDS = 0.12
 #: ``histogram``: CPU seconds per training sample and epoch (``histogram --quick``: 3 trainings of 10 000 samples x
 #: 20 epochs and 2 re-parameterisations of 3 epochs, 43-49 CPU s in all, docs/histogram.md).
 HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH = 7e-5
+#: ``histogram``: what a training costs whatever its length (its model, data, scores and attention maps):
+#: ``benchmarks/workload_calibration.py --only histogram`` (2000 samples, 2 and 6 epochs, 3 trainings and 2
+#: re-parameterisations) put the experiment's fixed part at 2.5 CPU s, 0.5 per training, and the slope at 3.9e-5 CPU s
+#: per sample and epoch, below the constant above (kept: ``histogram --quick`` as a command took 135 CPU s user).
+HISTOGRAM_FIXED_SECONDS = 0.5
 #: ``validate --suite general --quick``: all 5 cases at d = 200, 3 seeds: 492 s user CPU, 292 s wall on 2 idle cores
 #: (docs/validation.md); the full suite's cases (d) and (e) at d = 1000: 374 s wall.
 GENERAL_QUICK_SUITE_SECONDS = 292.0
@@ -87,6 +94,12 @@ def format_duration(t: float) -> str:
     if t >= 7200:
         return f"{t / 3600:.1f} h"
     return f"{t / 60:.0f} min" if t >= 120 else f"{t:.0f} s"
+
+
+def cpu_phrase(t: float) -> str:
+    """CPU seconds as a message says them: "45 CPU s", "12 CPU min", "2.5 CPU h"."""
+    value, unit = format_duration(t).split(" ")
+    return f"{value} CPU {unit}"
 
 
 def rule_factor(L: int, config: Any) -> float:
@@ -124,6 +137,12 @@ def simulation_seconds(d: int, alpha: float) -> float:
     return SIMULATION_FIXED_SECONDS + SIMULATION_SECONDS_D1000_ALPHA2 * (alpha / 2) * (d / 1000) ** 2
 
 
+def histogram_training_seconds(n_samples: int, epochs: int) -> float:
+    """CPU seconds of one histogram training (or re-parameterisation) of ``epochs`` passes over ``n_samples``:
+    :data:`HISTOGRAM_FIXED_SECONDS` + :data:`HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH` x samples x epochs."""
+    return HISTOGRAM_FIXED_SECONDS + HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH * n_samples * epochs
+
+
 def wall_seconds(task_seconds: Sequence[float], workers: int) -> float:
     """The wall time of tasks shared by ``workers``: the larger of their sum over the workers and the longest one,
     plus a local cluster's start when there are several workers."""
@@ -145,8 +164,9 @@ def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis
     else:
         t, on = wall_seconds(task_seconds, workers), f"{workers} worker{'s' if workers != 1 else ''}"
     if not quiet and t >= min_seconds:
-        print(f"attnphase: {what}: {n} task{'s' if n != 1 else ''}, about {format_duration(t)} on {on} ({basis}; "
-              f"from measured CPU times: a busy or slower machine takes longer)", file=sys.stderr, flush=True)
+        print(f"attnphase: {what}: {n} task{'s' if n != 1 else ''}, about {format_duration(t)} on {on} "
+              f"({cpu_phrase(sum(task_seconds))} in all; {basis}; from measured CPU times, attnphase/workload.py: "
+              f"a busy or slower machine takes longer)", file=sys.stderr, flush=True)
     return t
 
 

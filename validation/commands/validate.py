@@ -38,15 +38,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cases", default=None, metavar="KEYS",
                    help="--suite general only: run these of its cases, comma-separated (e.g. d,e; default all)")
     p.add_argument("--quick", action="store_true",
-                   help="d = 200 and a smaller grid (about 1000 CPU seconds; docs/validation.md, Cost)")
+                   help="d = 200 and a smaller grid (its estimate is announced; docs/validation.md, Cost)")
     p.add_argument("--d", type=int, default=None,
                    help="override the main dimension (default 1000, quick 200); a larger one joins the finite-size "
                    "series (e.g. --d 2000: docs/validation.md, 'At d >= 2000')")
     p.add_argument("--seeds", type=int, default=None, help="seeds per point (default 4, quick 2; general suite 4, quick 3)")
     add_training_options(p)
     opt.add_model_options(p, omega_help="the omega of the alpha sweeps (the heat map scans its own omegas)")
-    add_torch_options(p, threads="torch threads of the simulations with --workers 1 (default: torch's choice; "
-                      "Dask workers use one thread each)")
+    add_torch_options(p, threads="torch threads of the simulations with --workers 1 (default 1, as Dask workers use: "
+                      "the runs are small, and a second thread multiplied their CPU time 20-40x on a busy machine)")
     outputs.add_out_option(p, "results/validation", "report.md, summary.json, validation.nc and the figures")
     execution_options.add_job_options(p, workload.MAX_SIMULATIONS, "simulations")
 
@@ -136,8 +136,10 @@ def run(args: argparse.Namespace) -> int:
     from attnphase.numerics.commands.common import command_line, staged_job, task_store
     from attnphase.validation.campaign import run_validation, validation_plan
 
-    if args.threads is not None:  # the tasks run in this process with --workers 1 (Dask workers: one thread each)
-        torch.set_num_threads(args.threads)
+    # The tasks run in this process with --workers 1 (Dask workers: one thread each).  One thread by default: a
+    # d = 200 run took 0.3-0.5 CPU s on one thread and 11-13 on two on a busy 2-core machine (threads spinning;
+    # benchmarks/workload_calibration.py --threads 2), and the cost model is measured on one.
+    torch.set_num_threads(args.threads if args.threads is not None else 1)
     plan = validation_plan(quick=args.quick, d=args.d, seeds=args.seeds, params=params, device=args.device,
                            dtype=args.dtype, train=train_config(args))
     check_plan_samples(min((*plan.alphas, *plan.heat_alphas)), plan.d)

@@ -1,0 +1,73 @@
+"""The cost model of ``attnphase/workload.py``: its scaling laws and how the announcement adds up.
+
+Its constants are measured (``benchmarks/workload_calibration.py``); a test against a measured run's CPU time
+would be slow and noisy on a shared machine, so these tests check the properties every estimate relies on:
+costs grow with the work (d, alpha, samples, epochs, alphas, rule nodes, L), scale by the stated laws, and the
+wall time on W workers is the tasks' CPU time shared by the workers, never less than the longest task.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from attnphase import workload
+from attnphase.numerics.config import SolverConfig
+
+
+def test_simulation_cost_grows_as_alpha_d_squared_above_its_fixed_part():
+    f = workload.SIMULATION_FIXED_SECONDS
+    base = workload.simulation_seconds(200, 1.0)
+    assert workload.simulation_seconds(400, 1.0) - f == pytest.approx(4 * (base - f))
+    assert workload.simulation_seconds(200, 2.0) - f == pytest.approx(2 * (base - f))
+    assert workload.simulation_seconds(1000, 2.0) == pytest.approx(f + workload.SIMULATION_SECONDS_D1000_ALPHA2)
+    assert workload.simulation_seconds(20, 0.1) >= f > 0
+
+
+def test_histogram_cost_grows_with_samples_and_epochs():
+    one = workload.histogram_training_seconds(10_000, 20)
+    assert workload.histogram_training_seconds(20_000, 20) > one
+    assert workload.histogram_training_seconds(10_000, 40) > one
+    per = workload.HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH
+    assert (workload.histogram_training_seconds(10_000, 40) - one) == pytest.approx(per * 10_000 * 20)
+
+
+@pytest.mark.parametrize("fn", [workload.boundaries_task_seconds, workload.matrix_boundaries_task_seconds])
+def test_boundaries_cost_grows_with_the_alpha_grid_the_rule_and_L(fn):
+    cfg = SolverConfig()
+    base = fn(12, 2, cfg)
+    assert fn(24, 2, cfg) > base > fn(6, 2, cfg) > 0
+    assert fn(12, 3, cfg) == pytest.approx(4 * base)
+    assert fn(12, 2, SolverConfig(quadrature="sobol14")) > base > fn(12, 2, SolverConfig(quadrature="sobol10"))
+
+
+def test_census_and_solve_costs_scale_with_the_rule():
+    assert workload.census_seconds(2, SolverConfig()) == pytest.approx(workload.CENSUS_SECONDS)
+    assert workload.census_seconds(2, SolverConfig(quadrature="sobol14")) > workload.CENSUS_SECONDS
+    cfg = SolverConfig()
+    assert workload.estimate_seconds(20, 2, cfg) == pytest.approx(2 * workload.estimate_seconds(10, 2, cfg))
+
+
+def test_wall_time_shares_the_cpu_time_among_the_workers():
+    tasks = [10.0] * 8
+    assert workload.wall_seconds(tasks, 1) == pytest.approx(80.0)
+    two, four = workload.wall_seconds(tasks, 2), workload.wall_seconds(tasks, 4)
+    assert two == pytest.approx(40.0 + workload.CLUSTER_START_SECONDS)
+    assert four < two < workload.wall_seconds(tasks, 1)
+    # never less than the longest task, and more workers than tasks do not help
+    assert workload.wall_seconds([100.0, 1.0], 8) >= 100.0
+    assert workload.wall_seconds(tasks, 8) == workload.wall_seconds(tasks, 80)
+    assert workload.wall_seconds([], 4) == 0.0
+
+
+def test_announcement_states_the_wall_time_on_the_workers_and_the_cpu_time(capsys):
+    t = workload.announce_tasks("job", [60.0] * 10, 2, "basis")
+    err = capsys.readouterr().err
+    assert t == pytest.approx(workload.wall_seconds([60.0] * 10, 2))
+    assert "10 tasks, about 5 min on 2 workers" in err and "10 CPU min in all" in err
+    workload.announce_tasks("job", [60.0] * 10, 2, "basis", quiet=True)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("t,said", [(45, "45 s"), (600, "10 min"), (9000, "2.5 h")])
+def test_format_duration(t, said):
+    assert workload.format_duration(t) == said
