@@ -17,8 +17,8 @@ invariants (:func:`~attnphase.numerics.phase.gauge_orbits.orbit_key`), which :fu
    label is not taken for this one.  A branch followed onto another's orbit at a grid point is that branch (the two
    are joined);
 3. **re-census** -- between neighbouring grid points where the set of branches on, or their order in e_t,
-   differs, a census at the grid points not yet censused (the intervals where the lowest branch changes first;
-   at most ``max_census`` censuses in all), then step 2 for the points it finds;
+   differs, a census at the grid points not yet censused (the intervals where the lowest branch changes first,
+   then those where the set changes; at most ``max_census`` censuses in all), then step 2 for the points it finds;
 4. **ends** -- between a grid point where a branch is on and the next where it is not, bisection on its
    existence (solves warm from its nearest point) to a bracket of width ``end_tol`` (:func:`locate_end`): a birth
    where it exists above, an end where it exists below; the kind says what the solve gave beyond it (the orbit of
@@ -49,7 +49,7 @@ from attnphase.theory.whitening import se_params
 #: Bisection tolerance of a branch's end or birth in alpha (the reported error is the final bracket's width).
 END_TOL = 0.05
 #: Censuses a search may run over the grid (the first and the last grid point included).
-MAX_CENSUS = 6
+MAX_CENSUS = 4
 #: Grid points where a branch is not found that its following passes over before it stops.
 FOLLOW_PAST = 1
 END_METHOD = "bisection on the existence of a converged fixed point on the branch (warm starts); err = final bracket width"
@@ -251,14 +251,15 @@ class Continuation:
         return order, order[0] if order else ""
 
     def to_census(self) -> list[int]:
-        """Grid points of step 3 not yet censused, those beside a change of the lowest branch first."""
-        lowest, other = [], []
+        """Grid points of step 3 not yet censused: beside a change of the lowest branch, then of the set of branches
+        on, then of their order."""
+        todo: tuple[list[int], list[int], list[int]] = ([], [], [])
         for i in range(len(self.grid) - 1):
             (o1, l1), (o2, l2) = self.signature(i), self.signature(i + 1)
             if o1 != o2:
-                todo = lowest if l1 != l2 else other
-                todo += [k for k in (i, i + 1) if self.grid[k] not in self.censused and k not in todo]
-        return lowest + [k for k in other if k not in lowest]
+                rank = 0 if l1 != l2 else 1 if set(o1) != set(o2) else 2
+                todo[rank].extend(k for k in (i, i + 1) if self.grid[k] not in self.censused)
+        return list(dict.fromkeys(todo[0] + todo[1] + todo[2]))
 
     def run(self, max_census: int, end_tol: float,
             progress: Callable[[str], None] | None = None) -> BranchCensus:
