@@ -19,9 +19,10 @@ Newton correction of alpha_c); this search is the one for r >= 2 or r* >= 2 (it 
   branches (error = its final bracket's width); where B is born in between, its birth (when it is born from A, or
   lies below A where it is first found; else the root of Delta e_t above the birth); where A ends in between, its
   end (or the root of Delta e_t below it, where B lies below A at A's last point);
-* ``alpha_c`` -- the first change of the global minimum away from a positional or agnostic point, with the two
-  branches (``alpha_c_from``, ``alpha_c_to``) and how it was located (``alpha_c_method``); every other change is
-  in the notes;
+* ``alpha_c`` -- the first change of the global minimum from a positional or agnostic point to a semantic or
+  mixed one (a change between two positional points, or from the agnostic to the positional one, is none), with
+  the two branches (``alpha_c_from``, ``alpha_c_to``) and how it was located (``alpha_c_method``); every other
+  change is in the notes;
 * ``alpha_l`` -- where the global minimum's eps_g first drops below eps_lin (the linear baseline of section 5
   with the rank-r* teacher's h*), by the same root finder (or alpha_c, when eps_g jumps below eps_lin there).
 
@@ -214,7 +215,8 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
     bc = cont.run(max_census, end_tol)
     grid, notes = bc.grid, list(bc.notes)
     lowest, changes = global_minimum_changes(cont, bc, root_tol, notes)
-    c = next((ch for ch in changes if bc.branch(ch.frm).label in UNORDERED), None)
+    c = next((ch for ch in changes if bc.branch(ch.frm).label in UNORDERED and bc.branch(ch.to).label not in UNORDERED),
+             None)
     if c is not None and not math.isfinite(c.alpha):
         notes.append(f"alpha_c: the first change away from a positional or agnostic point, {c.frm} -> {c.to} in "
                      f"[{c.interval[0]:g}, {c.interval[1]:g}], was not located")
