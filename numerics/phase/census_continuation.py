@@ -10,7 +10,8 @@ invariants (:func:`~attnphase.numerics.phase.gauge_orbits.orbit_key`), which :fu
    gauge orbit; no error bars, no stability test) at the first and the last grid point;
 2. **follow** -- every distinct point found starts a branch (unless it lies on the orbit of a known branch's point
    there), followed over the grid both ways by warm starts: the solve of its label's hat projection from the
-   branch's nearest point (:func:`~attnphase.numerics.se.state_evolution.solve` with ``init``).  A solve is on the
+   branch's nearest point (:func:`~attnphase.numerics.se.state_evolution.solve` with ``init``; where that does not
+   reach it, from the embedded start).  A solve is on the
    branch when it converged, has the branch's label, and its orbit key is nearer (the distance of
    :func:`~attnphase.numerics.phase.gauge_orbits.orbit_distance`) to the branch's key extrapolated linearly to that
    alpha from its two nearest points than to any other branch's of that label: a warm start that falls onto a neighbouring branch of the same
@@ -144,20 +145,27 @@ class Continuation:
         return orbit_key(self.model, fp)
 
     def solve_on(self, br: Branch, alpha: float) -> tuple[FixedPoint | None, FixedPoint | None, Branch | None]:
-        """(the point of ``br`` at alpha or None, the last solve, the branch ``br`` is found to be): warm from its
-        nearest point, then from its nearest point on the other side of alpha where it has one; a point found is
-        added to the branch.  The third entry is a branch of the same label whose point at alpha the solve
-        reached and which coincides with ``br`` wherever both are on (the same branch, found twice)."""
+        """(the point of ``br`` at alpha or None, the solve warm from its nearest point, the branch ``br`` is found to
+        be): warm from its
+        nearest point, then from its nearest point on the other side of alpha where it has one, then from the
+        embedded start of its label; a point found is added to the branch.  The third entry is a branch of the
+        same label whose point at alpha the solve reached and which coincides with ``br`` wherever both are on (the
+        same branch, found twice)."""
         alpha = float(alpha)
         if br.on(alpha):
             return br.points[alpha], br.points[alpha], None
         below = [a for a in br.points if a < alpha]
         above = [a for a in br.points if a > alpha]
         starts = sorted(([max(below)] if below else []) + ([min(above)] if above else []), key=lambda a: abs(a - alpha))
-        fp = None
-        for a0 in starts:
-            near = br.points[a0]
-            fp = solve(self.model, alpha, br.label, config=self.cfg, init=near.overlaps, memory=near.memory)
+        fp = warm = None
+        for a0 in starts + [None]:
+            if a0 is None:  # the embedded start of the branch's label, compared with its nearest point
+                a0 = starts[0]
+                fp = solve(self.model, alpha, br.label, config=self.cfg)
+            else:
+                near = br.points[a0]
+                fp = solve(self.model, alpha, br.label, config=self.cfg, init=near.overlaps, memory=near.memory)
+            warm = fp if a0 == starts[0] and warm is None else warm
             if not fp.status.converged or fp.branch != br.label or not math.isfinite(fp.observables.e_t):
                 continue
             key = self.key(fp)
@@ -170,7 +178,7 @@ class Continuation:
                 continue
             br.add(fp, key)
             return fp, fp, None
-        return None, fp, None
+        return None, warm, None
 
     def on_orbit(self, fp: FixedPoint, key: np.ndarray, exclude: Branch | None = None,
                  label: str | None = None) -> Branch | None:
