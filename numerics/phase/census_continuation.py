@@ -164,7 +164,7 @@ class Continuation:
                 fp = solve(self.model, alpha, br.label, config=self.cfg)
             else:
                 near = br.points[a0]
-                fp = solve(self.model, alpha, br.label, config=self.cfg, init=near.overlaps, memory=near.memory)
+                fp = solve(self.model, alpha, br.label, config=self.cfg, init=near.overlaps)
             warm = fp if a0 == starts[0] and warm is None else warm
             if not fp.status.converged or fp.branch != br.label or not math.isfinite(fp.observables.e_t):
                 continue
