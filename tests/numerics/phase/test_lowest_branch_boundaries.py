@@ -316,3 +316,26 @@ def test_no_change_and_solver_failure_are_told_apart(monkeypatch, params) -> Non
     notes = "; ".join(b.notes)
     assert math.isnan(b.alpha_c) and "census at alpha = 0.5: none of its 0 starts converged (solver failure" in notes
     assert "global minimum unknown (solver failure, not absence) at alpha = 0.5 (no census start converged)" in notes
+
+
+def test_a_branch_inside_the_grid_is_found_by_a_census_where_the_set_of_branches_changes(monkeypatch, params) -> None:
+    """A mixed branch on (0.9, 1.6) only, below the positional point, is at neither end of the grid: the censuses
+    there miss it, the one where the semantic branch appears between neighbouring grid points finds it."""
+    model = ToyModel({
+        "positional": ToyBranch("positional", lambda a: True, _pos_e_t, lambda a: 3e-3, lambda a: (0.0, 0.2)),
+        "semantic": ToyBranch("semantic", lambda a: a > 0.6, lambda a: _pos_e_t(a) + 3e-4, lambda a: 2e-3,
+                              lambda a: (0.3, 0.0)),
+        "mixed": ToyBranch("mixed", lambda a: 0.9 < a < 1.6, lambda a: _pos_e_t(a) - 1e-4, lambda a: 2.5e-3,
+                           lambda a: (0.2, 0.1)),
+    }, {"positional": "positional", "semantic": "semantic", "mixed": "positional"})
+    _use(monkeypatch, model)
+    censused = []
+    search = model.search
+    monkeypatch.setattr(cc, "search", lambda p, a, c, **kw: censused.append(a) or search(p, a, c, **kw))
+    b = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5, 2.0], SolverConfig())
+    assert censused[:2] == [0.5, 2.0] and 1.0 in censused
+    assert (b.alpha_c_from, b.alpha_c_to) == ("positional", "mixed")
+    assert abs(b.alpha_c - 0.9) <= b.alpha_c_err / 2 + 1e-12
+    assert b.alpha_c_method.startswith("birth of mixed (no converged solve")
+    notes = "; ".join(b.notes)
+    assert "global minimum: mixed -> positional at alpha = 1.6" in notes
