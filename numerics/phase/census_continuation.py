@@ -51,6 +51,13 @@ from attnphase.theory.whitening import se_params
 END_TOL = 0.05
 #: Censuses a search may run over the grid (the first and the last grid point included).
 MAX_CENSUS = 4
+#: Two points of one label at one alpha are one branch when their orbit keys lie within this (the distance of
+#: :func:`~attnphase.numerics.phase.gauge_orbits.orbit_distance`): without error bars the census's search keeps points
+#: that its merge within 4 combined error bars would join -- the default rule's bars are 0.1-0.4 % of the overlaps
+#: (README's ``solve`` example), and one rule's jumps split one fixed point into several (docs/method.md section 12).
+#: The two mixed points the census tells apart at r = 2, omega = 0.1, alpha = 0.8 lie 1.8e-2 apart
+#: (docs/data/rank2_census_omega0.1/alpha0.8/census.csv: their V0 eigenvalues 97.08 and 95.35).
+SAME_BRANCH_RTOL = 1e-2
 #: Grid points where a branch is not found that its following passes over before it stops.
 FOLLOW_PAST = 1
 END_METHOD = "bisection on the existence of a converged fixed point on the branch (warm starts); err = final bracket width"
@@ -171,7 +178,7 @@ class Continuation:
             key = self.key(fp)
             twin = self.on_orbit(fp, key, exclude=br, label=br.label)
             if twin is not None:
-                if all(same_point(br.keys[a], twin.keys[a]) for a in br.points if twin.on(a)):
+                if all(same_point(br.keys[a], twin.keys[a], SAME_BRANCH_RTOL) for a in br.points if twin.on(a)):
                     return None, fp, twin
                 continue  # fell onto another branch of its label
             if self.nearer_other(br, key, alpha, a0):
@@ -185,7 +192,7 @@ class Continuation:
         """A branch (not ``exclude``; of label ``label`` if given) on at fp's alpha on whose orbit ``fp`` lies."""
         a = float(fp.alpha)
         return next((o for o in self.branches if o is not exclude and (label is None or o.label == label)
-                     and o.on(a) and same_point(o.keys[a], key)), None)
+                     and o.on(a) and same_point(o.keys[a], key, SAME_BRANCH_RTOL)), None)
 
     def nearer_other(self, br: Branch, key: np.ndarray, alpha: float, a0: float) -> bool:
         """Whether another branch of ``br``'s label, with a point at least as near alpha as ``a0``, is predicted at
@@ -206,7 +213,7 @@ class Continuation:
         key = self.key(fp)
         for other in (o for o in self.branches if o is not br and o.label == fp.branch):
             p, _, _ = self.solve_on(other, fp.alpha)
-            if p is not None and same_point(other.keys[float(fp.alpha)], key):
+            if p is not None and same_point(other.keys[float(fp.alpha)], key, SAME_BRANCH_RTOL):
                 return f"meets {other.name}"
         return f"converges to the {fp.branch} label"
 
@@ -221,7 +228,7 @@ class Continuation:
                               "(solver failure: nothing is known there)")
         for fp, _ in found.points:
             key = self.key(fp)
-            if any(b.on(alpha) and same_point(b.keys[alpha], key) for b in self.branches):
+            if any(b.on(alpha) and same_point(b.keys[alpha], key, SAME_BRANCH_RTOL) for b in self.branches):
                 continue
             br = Branch(f"{fp.branch} (found at alpha = {alpha:g})", fp.branch, fp, key)
             self.branches.append(br)
