@@ -214,6 +214,10 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
     cont = Continuation(params, alphas, cfg)
     bc = cont.run(max_census, end_tol)
     grid, notes = bc.grid, list(bc.notes)
+    if bc.ends:
+        notes.append("births and ends: " + "; ".join(
+            f"{e.branch} {'born' if e.exists == 'above' else 'ends'} at {e.alpha:.4g} +- {e.err:.2g} ({e.kind})"
+            for e in bc.ends))
     lowest, changes = global_minimum_changes(cont, bc, root_tol, notes)
     c = next((ch for ch in changes if bc.branch(ch.frm).label in UNORDERED and bc.branch(ch.to).label not in UNORDERED),
              None)
