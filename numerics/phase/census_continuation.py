@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -276,13 +276,10 @@ class Continuation:
                 todo[rank].extend(k for k in (i, i + 1) if self.grid[k] not in self.censused)
         return list(dict.fromkeys(todo[0] + todo[1] + todo[2]))
 
-    def run(self, max_census: int, end_tol: float,
-            progress: Callable[[str], None] | None = None) -> BranchCensus:
+    def run(self, max_census: int = MAX_CENSUS, end_tol: float = END_TOL) -> BranchCensus:
         """Steps 1-4."""
         for a in dict.fromkeys((self.grid[0], self.grid[-1])):
             self.census_at(a)
-            if progress is not None:
-                progress(f"census at alpha = {a:g}")
         while True:
             todo = self.to_census()
             if not todo:
@@ -292,8 +289,6 @@ class Continuation:
                                   + ", ".join(f"{self.grid[k]:g}" for k in todo) + " not censused")
                 break
             self.census_at(self.grid[todo[0]])
-            if progress is not None:
-                progress(f"census at alpha = {self.grid[todo[0]]:g}")
         self.name_branches()
         ends = [e for br in self.branches for e in self.ends(br, end_tol)]
         self.notes += ["branches: " + "; ".join(describe(b) for b in self.branches)] if self.branches else []
@@ -333,10 +328,3 @@ def locate_end(cont: Continuation, br: Branch, good: float, bad: float, tol: flo
         _, far, _ = cont.solve_on(br, bad)
     return LocatedEnd(br.name, 0.5 * (lo + hi), abs(hi - lo), "above" if hi < lo else "below", cont.beyond(br, far),
                       END_METHOD)
-
-
-def branch_census(params: ModelParams, alphas: Sequence[float], config: SolverConfig | None = None, *,
-                  max_census: int = MAX_CENSUS, end_tol: float = END_TOL,
-                  progress: Callable[[str], None] | None = None) -> BranchCensus:
-    """The branches of the module doc over the grid ``alphas`` at ``params``."""
-    return Continuation(params, alphas, config or SolverConfig()).run(max_census, end_tol, progress)
