@@ -54,10 +54,11 @@ def estimate_seconds(n_solves: int, L: int, config: Any) -> float:
 #: ``phase-diagram`` / ``scan``: the boundaries at one omega, 12 alphas, the default rules (sobol10:4 ...), L = 2:
 #: 13.9-14.9 CPU s per omega (docs/numerics.md section 8: the 7-omega diagram, 104-105 CPU s).
 BOUNDARIES_TASK_SECONDS = 15.0
-#: ``phase-diagram --rank 2``: one omega, the rank-2 branches over 6 alphas on sobol11 (README's example): 33.8 CPU s
-#: and 18.8 s wall on 2 idle cores; on busy cores it took up to 54 CPU s (53.6 user + 0.6 system).  Its compiled
+#: ``phase-diagram --rank 2``: one omega, every fixed point the census finds followed along alpha (4 censuses, 117
+#: solves): measured ``phase-diagram --rank 2 --omega 0.1`` (12 alphas on sobol10:4) 698 CPU s on cores shared with
+#: five other jobs, scaled here to 6 alphas on sobol11 by :func:`matrix_boundaries_task_seconds`.  Its compiled
 #: loops use every core of the process.
-RANK_BOUNDARIES_TASK_SECONDS = 34.0
+RANK_BOUNDARIES_TASK_SECONDS = 330.0
 #: ``census`` at the defaults (21 starts, error bars from the rule's 4 blocks), L = 2: 41.4 s user + 0.6 s system
 #: CPU (``census --alpha 1.25 --omega 0.3``, one process, on busy cores: its wall time there was 136 s); measured
 #: again (``/usr/bin/time``, on busier cores): 53.6 s user + 0.7 s system, 102 s wall.  Their mean.

@@ -156,9 +156,9 @@ def _announce_matrix(args, params, cfg, omegas, alphas, executor) -> None:
 
     r = params.r
     if not args.quiet:
-        print(f"attnphase: rank r = {r}, r* = {params.r_star}: branches {', '.join(model_branches(r))} over {len(alphas)} "
-              f"alpha values at {len(omegas)} omega(s) on {cfg.quadrature}, then bisections and root searches",
-              file=sys.stderr)
+        print(f"attnphase: rank r = {r}, r* = {params.r_star}: every fixed point the census finds ({', '.join(model_branches(r))}, "
+              f"agnostic) followed over {len(alphas)} alpha values at {len(omegas)} omega(s) on {cfg.quadrature}, "
+              "re-censused where their order changes, then bisections and root searches", file=sys.stderr)
     per_omega = workload.matrix_boundaries_task_seconds(len(alphas), params.L, cfg)
     workload.announce_tasks(f"rank-{r} phase diagram", [per_omega] * len(omegas), executor.workers,
                             f"~{per_omega:.0f} CPU s per omega, measured at r = 2, r* = 1; the compiled loops use "

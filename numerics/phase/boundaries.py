@@ -6,8 +6,9 @@ the lowest-e_t branch (alpha_c), the first drop of the lowest branch's eps_g bel
 branch end (docs/model.md section 6).  At r = r* = 1 the scalar form's fast path locates them
 (:mod:`attnphase.numerics.phase.scalar_boundaries`: ends as bifurcations of the agnostic branch, alpha_c by
 Newton steps corrected on a finer rule, standard errors from the rules' blocks); at r >= 2 or r* >= 2 the search
-over every branch (:mod:`attnphase.numerics.phase.lowest_branch`: ends by bisection on existence, roots by
-bracketing on solves, bracket widths as errors).  Both return one :class:`Boundaries`.
+from the global minimum (:mod:`attnphase.numerics.phase.lowest_branch`: every fixed point the census finds,
+continued along alpha; births and ends by bisection on existence, roots by bracketing on solves, bracket widths as
+errors).  Both return one :class:`Boundaries`.
 """
 
 from __future__ import annotations

@@ -81,9 +81,14 @@ def orbit_key(params: ModelParams, fp: FixedPoint) -> np.ndarray:
     return invariant_vector(fp) if fp.overlaps.is_matrix else canonical(params, fp.overlaps)
 
 
+def orbit_distance(a: np.ndarray, b: np.ndarray) -> float:
+    """max_i |a_i - b_i| / max(1, |a_i|) between two orbit keys."""
+    return float(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(a))))
+
+
 def same_point(a: np.ndarray, b: np.ndarray, rtol: float = SAME_POINT_RTOL) -> bool:
-    """max_i |a_i - b_i| / max(1, |a_i|) <= rtol."""
-    return bool(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(a))) <= rtol)
+    """:func:`orbit_distance` (a, b) <= rtol."""
+    return orbit_distance(a, b) <= rtol
 
 
 def paired_difference(a: Replicated, b: Replicated) -> tuple[float, float, int]:

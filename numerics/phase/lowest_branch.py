@@ -1,51 +1,56 @@
-"""The boundary search over the model's branches at one omega, for every rank (docs/model.md sections 6-7):
-every boundary located from converged fixed points of the state evolution
+"""The phase boundaries at one omega from the global minimum, for every rank (docs/model.md sections 6-7): every
+boundary located from converged fixed points of the state evolution
 (:func:`~attnphase.numerics.se.state_evolution.solve`) alone.  At r = r* = 1
 :func:`~attnphase.numerics.phase.boundaries.phase_boundaries` takes the scalar form's fast path instead
 (:mod:`attnphase.numerics.phase.scalar_boundaries`: bifurcation eigenvalues of the agnostic branch, the fine-rule
 Newton correction of alpha_c); this search is the one for r >= 2 or r* >= 2 (it runs at r = r* = 1 too:
 :func:`lowest_branch_boundaries` takes any model).
 
-* branches -- semantic, positional, and mixed when r >= 2, each followed over the alpha grid by
-  warm starts (:func:`follow_branch`, what ``sweep --rank`` does); a point is *on* a branch
-  when its solve converged and its label (:func:`~attnphase.numerics.se.overlaps.branch_label`)
-  is the branch's;
-* branch ends -- where a branch is on at one grid point and not at the next: bisection on the
-  existence of a converged fixed point with the branch's label (warm-started from the nearest
-  point on it, then from the embedded start), to ``end_tol``; the error is the final bracket's width,
-  the kind says what the solve gave on the far side (another label, or no convergence -- which may be
-  the solver's limit rather than the branch's);
-* ``alpha_c`` -- where the lowest-e_t branch changes (the first change on the grid): the root of
-  Delta e_t = e_t(A) - e_t(B) between the branch A lowest below and B lowest above, by
-  :func:`~attnphase.numerics.roots.illinois_bracket` on solves, error = its final bracket's width;
-  where B does not exist at the lower grid point, alpha_c is B's end (B is born below A);
-* ``alpha_l`` -- where the lowest branch's eps_g first drops below eps_lin (the linear baseline of
-  section 5 with the rank-r* teacher's h*), by the same root finder (or alpha_c, when eps_g jumps
-  below eps_lin there).
+* branches -- every fixed point the census finds, continued along the alpha grid
+  (:mod:`attnphase.numerics.phase.census_continuation`: censuses at the grid's ends and where the set of branches
+  or their e_t order changes between neighbouring grid points, branches followed by warm starts, several branches
+  of one label numbered, ``mixed#1``, ``mixed#2``, and described by their gauge invariants in the notes), with
+  every birth and end located by bisection on existence;
+* the global minimum at a grid point -- the branch of lowest e_t among those on there
+  (e_t = min over the fixed points found); unknown where no census start and no followed branch converged;
+* its changes -- between neighbouring grid points where the lowest branch differs, A below and B above
+  (:func:`global_minimum_changes`): where both are on at both points, the root of
+  Delta e_t = e_t(A) - e_t(B) by :func:`~attnphase.numerics.roots.illinois_bracket` on solves along the two
+  branches (error = its final bracket's width); where B is born in between, its birth (when it is born from A, or
+  lies below A where it is first found; else the root of Delta e_t above the birth); where A ends in between, its
+  end (or the root of Delta e_t below it, where B lies below A at A's last point);
+* ``alpha_c`` -- the first change of the global minimum from a positional or agnostic point to a semantic or
+  mixed one (a change between two positional points, or from the agnostic to the positional one, is none), with
+  the two branches (``alpha_c_from``, ``alpha_c_to``) and how it was located (``alpha_c_method``); every other
+  change is in the notes;
+* ``alpha_l`` -- where the global minimum's eps_g first drops below eps_lin (the linear baseline of section 5
+  with the rank-r* teacher's h*), by the same root finder (or alpha_c, when eps_g jumps below eps_lin there).
 
-A boundary not found is NaN with the reason in ``notes``.
+A boundary not found is NaN with the reason in ``notes``: no change on the grid (absence) is told apart from
+grid points where nothing converged (solver failure).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, model_branches
+from attnphase.numerics.phase.boundary_results import Boundaries, CurvePoint, LocatedEnd, model_branches
+from attnphase.numerics.phase.census_continuation import (END_TOL, MAX_CENSUS, Branch, BranchCensus, Continuation)
 from attnphase.numerics.se.starts import teacher_rank
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.numerics.roots import RootNotFound, illinois_bracket
 from attnphase.theory.params import ModelParams
 
-#: Bisection tolerance of a branch end in alpha (the reported error is the final bracket's width).
-END_TOL = 0.05
 #: Bracket width in alpha at which alpha_c and alpha_l stop.
 ROOT_TOL = 5e-3
-#: How the ends and alpha_c are located (their ``method`` columns).
-END_METHOD = "bisection on the existence of a converged fixed point with the branch's label; err = final bracket width"
+#: How alpha_c is located where the two branches cross (its ``method`` column).
 ROOT_METHOD = "root of Delta e_t (Illinois regula falsi on solves); err = final bracket width"
+#: The labels of the points the global minimum leaves at alpha_c.
+UNORDERED = ("positional", "agnostic")
 
 
 def on_labelled_branch(fp: FixedPoint | None, branch: str) -> bool:
@@ -89,211 +94,197 @@ class _Lost(RuntimeError):
     """A solve inside a root search did not converge onto its branch."""
 
 
-class _Points:
-    """The converged points of each branch (warm starts for later solves)."""
+@dataclass(frozen=True)
+class Change:
+    """A change of the global minimum from branch ``frm`` to ``to`` at ``alpha`` +- ``err``, located by ``method``,
+    in the grid interval ``interval``."""
 
-    def __init__(self, params: ModelParams, cfg: SolverConfig, sweeps: dict[str, list[FixedPoint]]):
-        self.params, self.cfg = params, cfg
-        self.on = {b: [fp for fp in pts if on_labelled_branch(fp, b)] for b, pts in sweeps.items()}
-
-    def nearest(self, branch: str, alpha: float) -> FixedPoint | None:
-        pts = self.on[branch]
-        return min(pts, key=lambda fp: abs(fp.alpha - alpha)) if pts else None
-
-    def solve(self, branch: str, alpha: float) -> FixedPoint | None:
-        """The point on ``branch`` at alpha (kept), or None: warm-started from the nearest point on the
-        branch below alpha and from the nearest above (nearer first), then from the embedded start."""
-        below = [fp for fp in self.on[branch] if fp.alpha <= alpha]
-        above = [fp for fp in self.on[branch] if fp.alpha > alpha]
-        starts = [max(below, key=lambda fp: fp.alpha)] if below else []
-        starts += [min(above, key=lambda fp: fp.alpha)] if above else []
-        for near in sorted(starts, key=lambda fp: abs(fp.alpha - alpha)):
-            fp = solve(self.params, alpha, branch, config=self.cfg, init=near.overlaps)
-            if on_labelled_branch(fp, branch):
-                break
-        else:
-            fp = solve(self.params, alpha, branch, config=self.cfg)
-        if not on_labelled_branch(fp, branch):
-            return None
-        self.on[branch].append(fp)
-        return fp
-
-    def value(self, branch: str, alpha: float, key: Callable[[FixedPoint], float]) -> float:
-        fp = self.solve(branch, alpha)
-        if fp is None:
-            raise _Lost(f"the {branch} branch was lost at alpha = {alpha:.4g}")
-        return key(fp)
+    alpha: float
+    err: float
+    frm: str
+    to: str
+    method: str
+    interval: tuple[float, float]
 
 
-def locate_end(pts: _Points, branch: str, good: FixedPoint, bad: FixedPoint, tol: float) -> LocatedEnd:
-    """Bisection between ``good`` (on the branch) and ``bad`` (not) to a bracket of width <= ``tol``."""
-    lo, hi, far = good.alpha, bad.alpha, bad
-    while abs(hi - lo) > tol:
-        mid = 0.5 * (lo + hi)
-        fp = solve_on(pts.params, mid, branch, pts.cfg, good)
-        if on_labelled_branch(fp, branch):
-            lo, good = mid, fp
-            pts.on[branch].append(fp)
-        else:
-            hi, far = mid, fp
-    kind = f"converges to the {far.branch} label" if far.status.converged else "no converged solve (solver failure)"
-    return LocatedEnd(branch, 0.5 * (lo + hi), abs(hi - lo), "above" if hi < lo else "below", kind, END_METHOD)
+def _value(cont: Continuation, br: Branch, alpha: float, key: Callable[[FixedPoint], float]) -> float:
+    fp, _, _ = cont.solve_on(br, alpha)
+    if fp is None:
+        raise _Lost(f"the {br.name} branch was lost at alpha = {alpha:.4g}")
+    return key(fp)
 
 
-def branch_ends(pts: _Points, branch: str, points: list[FixedPoint], tol: float) -> tuple[list[LocatedEnd], list[str]]:
-    """Every grid interval where the branch starts or stops existing, located by :func:`locate_end`."""
-    on = [on_labelled_branch(fp, branch) for fp in points]
-    ends, notes = [], []
-    if not any(on):
-        why = "no solve converged" if not any(fp.status.converged for fp in points) else \
-            "the solves converged to " + "/".join(sorted({fp.branch for fp in points if fp.status.converged})) + " labels"
-        return [], [f"{branch} branch: no {branch} fixed point on the grid ({why}); no end located"]
-    for i in range(len(points) - 1):
-        if on[i] != on[i + 1]:
-            good, bad = (points[i], points[i + 1]) if on[i] else (points[i + 1], points[i])
-            ends.append(locate_end(pts, branch, good, bad, tol))
-    if len(ends) > 1:
-        notes.append(f"{branch} branch: {len(ends)} ends on the grid (at alpha = "
-                     + ", ".join(f"{e.alpha:.3f}" for e in ends) + "); the first is in its column")
-    if all(on):
-        notes.append(f"{branch} branch: exists at every grid point, no end in range")
-    return ends, notes
+def _e_t(fp: FixedPoint) -> float:
+    return fp.observables.e_t
 
 
-def lowest_branch(sweeps: dict[str, list[FixedPoint]], i: int) -> str:
-    """The branch with the lowest e_t at grid point i among those on their branch there; "" where none is,
-    or where a branch's solve did not converge (its e_t is unknown, so which branch is lowest is too)."""
-    if not all(fps[i].status.converged for fps in sweeps.values()):
-        return ""
-    cands = [(fps[i].observables.e_t, b) for b, fps in sweeps.items() if on_labelled_branch(fps[i], b)]
-    return min(cands)[1] if cands else ""
+def _delta_root(cont: Continuation, A: Branch, B: Branch, a: float, b: float, tol: float) -> tuple[float, float]:
+    """The root of Delta e_t = e_t(A) - e_t(B) on [a, b] (both branches on at a and b) and its bracket's width."""
+    def delta(x: float) -> float:
+        return _value(cont, A, x, _e_t) - _value(cont, B, x, _e_t)
+
+    x, lo, hi = illinois_bracket(delta, a, b, delta(a), delta(b), tol)
+    return x, hi - lo
 
 
-def _fp_at(fps: list[FixedPoint], branch: str, i: int) -> FixedPoint | None:
-    return fps[i] if on_labelled_branch(fps[i], branch) else None
+def _end_in(bc: BranchCensus, br: Branch, a: float, b: float, exists: str) -> LocatedEnd | None:
+    return next((e for e in bc.ends if e.branch == br.name and e.exists == exists and a <= e.alpha <= b), None)
+
+
+def locate_change(cont: Continuation, bc: BranchCensus, A: Branch, B: Branch, a: float, b: float,
+                  tol: float) -> Change:
+    """Where the global minimum changes from A (lowest at a) to B (lowest at b): module doc."""
+    born = None if B.on(a) else _end_in(bc, B, a, b, "above")
+    ends = None if A.on(b) else _end_in(bc, A, a, b, "below")
+    if born is None and not B.on(a) or ends is None and not A.on(b):
+        raise _Lost(f"{A.name if not A.on(b) else B.name} is not on at both grid points and its end was not located")
+    if born is not None:
+        first = min(x for x in B.points if x >= born.alpha)  # B's point nearest its birth
+        if born.kind == f"meets {A.name}" or not A.on(first) and cont.solve_on(A, first)[0] is None \
+                or B.e_t(first) <= A.e_t(first):
+            return Change(born.alpha, born.err, A.name, B.name, f"birth of {B.name} ({born.kind}; {born.method})", (a, b))
+        a = first
+    if ends is not None:
+        last = max(x for x in A.points if x <= ends.alpha)  # A's point nearest its end
+        if ends.kind == f"meets {B.name}" or not B.on(last) and cont.solve_on(B, last)[0] is None \
+                or A.e_t(last) <= B.e_t(last):
+            return Change(ends.alpha, ends.err, A.name, B.name, f"end of {A.name} ({ends.kind}; {ends.method})", (a, b))
+        b = last
+    x, err = _delta_root(cont, A, B, a, b, tol)
+    return Change(x, err, A.name, B.name, ROOT_METHOD, (a, b))
+
+
+def global_minimum_changes(cont: Continuation, bc: BranchCensus, tol: float,
+                           notes: list[str]) -> tuple[list[str], list[Change]]:
+    """(the lowest branch's name at each grid point, "" where none is on; every change of it located)."""
+    grid = bc.grid
+    lowest, unknown = [], []
+    for i, a in enumerate(grid):
+        on, gaps = bc.on_at(i), bc.gaps(i)
+        lowest.append(on[0].name if on and not gaps else "")
+        if not on:
+            unknown.append(f"{a:g} (" + ("no census start converged" if a in bc.failed else "no branch converged") + ")")
+        elif gaps:
+            unknown.append(f"{a:g} ({'/'.join(b.name for b in gaps)} not converged, on at both sides)")
+    if unknown:
+        notes.append("global minimum unknown (solver failure, not absence) at alpha = " + ", ".join(unknown)
+                     + "; its changes are searched between the other grid points")
+    known = [i for i in range(len(grid)) if lowest[i]]
+    changes = []
+    for i, j in zip(known, known[1:]):
+        if lowest[i] == lowest[j]:
+            continue
+        A, B, a, b = bc.branch(lowest[i]), bc.branch(lowest[j]), grid[i], grid[j]
+        try:
+            changes.append(locate_change(cont, bc, A, B, a, b, tol))
+        except (_Lost, RootNotFound, ValueError) as exc:
+            notes.append(f"global minimum: {A.name} -> {B.name} in [{a:g}, {b:g}], not located: {exc}")
+            changes.append(Change(math.nan, math.nan, A.name, B.name, f"not located: {exc}", (a, b)))
+    for c in changes:
+        if math.isfinite(c.alpha):
+            notes.append(f"global minimum: {c.frm} -> {c.to} at alpha = {c.alpha:.4g} +- {c.err:.2g} ({c.method})")
+    return lowest, changes
 
 
 def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], config: SolverConfig | None = None, *,
-                          end_tol: float = END_TOL, root_tol: float = ROOT_TOL) -> Boundaries:
+                             end_tol: float = END_TOL, root_tol: float = ROOT_TOL,
+                             max_census: int = MAX_CENSUS) -> Boundaries:
     """The boundaries of the module doc at ``params.omega`` (ranks r = params.r, r* = params.r_star)."""
     cfg = config or SolverConfig()
-    grid = sorted(float(a) for a in alphas)
-    sweeps = {b: follow_branch(params, grid, b, cfg) for b in model_branches(params.r)}
-    pts = _Points(params, cfg, sweeps)
-    ends, notes = [], []
-    for b, fps in sweeps.items():
-        e, n = branch_ends(pts, b, fps, end_tol)
-        ends += e
-        notes += n
-    lowest = [lowest_branch(sweeps, i) for i in range(len(grid))]
-    unknown = [f"{grid[i]:g} ({'/'.join(b for b, fps in sweeps.items() if not fps[i].status.converged)})"
-               for i in range(len(grid)) if not lowest[i]]
-    if unknown:
-        notes.append("lowest-e_t branch unknown where a branch's solve did not converge: alpha = " + ", ".join(unknown)
-                     + "; alpha_c and alpha_l are searched between the other grid points")
-    c = _alpha_c(pts, sweeps, grid, lowest, ends, root_tol, notes)
-    lin = teacher_eps_lin(params, cfg)
-    alpha_l, alpha_l_err, l_branch = _alpha_l(pts, sweeps, grid, lowest, c, lin, root_tol, notes)
-    curves = {b: tuple((fp.alpha, on_labelled_branch(fp, b), fp.observables.e_t, fp.observables.eps_g) for fp in fps)
-              for b, fps in sweeps.items()}
-    first = {b: next((e for e in ends if e.branch == b), None) for b in model_branches(params.r)}
-    columns = {}
-    for b, e in first.items():
-        columns |= {f"{b}_end": e.alpha if e else math.nan, f"{b}_end_err": e.err if e else math.nan,
-                    f"{b}_end_kind": e.kind if e else "", f"{b}_end_method": e.method if e else ""}
-    alpha_c, alpha_c_err, c_from, c_to, c_method = c
-    return Boundaries(omega=params.omega, alpha_c=alpha_c, alpha_l=alpha_l, notes=tuple(notes), alpha_c_err=alpha_c_err,
-                      alpha_l_err=alpha_l_err, r=params.r, r_star=teacher_rank(params), alpha_c_from=c_from,
-                      alpha_c_to=c_to, alpha_c_method=c_method, alpha_l_branch=l_branch, eps_lin=lin,
-                      ends=tuple(ends), curves=curves, **columns)
-
-
-def _alpha_c(pts: _Points, sweeps, grid, lowest, ends, tol, notes) -> tuple[float, float, str, str, str]:
-    """(alpha_c, err, from, to, method) at the first change of the lowest branch on the grid that is a
-    boundary: both branches on at both grid points (a root of Delta e_t), or one of them starting or
-    ending there by a change of label; a change where a branch's solves stop converging is noted and
-    passed over (the solver's limit, not a crossing)."""
-    known = [i for i in range(len(grid)) if lowest[i]]
-    changes = [(i, j) for i, j in zip(known, known[1:]) if lowest[i] != lowest[j]]
-    if not changes:
+    cont = Continuation(params, alphas, cfg)
+    bc = cont.run(max_census, end_tol)
+    grid, notes = bc.grid, list(bc.notes)
+    if bc.ends:
+        notes.append("births and ends: " + "; ".join(
+            f"{e.branch} {'born' if e.exists == 'above' else 'ends'} at {e.alpha:.4g} +- {e.err:.2g} ({e.kind})"
+            for e in bc.ends))
+    lowest, changes = global_minimum_changes(cont, bc, root_tol, notes)
+    c = next((ch for ch in changes if bc.branch(ch.frm).label in UNORDERED and bc.branch(ch.to).label not in UNORDERED),
+             None)
+    if c is not None and not math.isfinite(c.alpha):
+        notes.append(f"alpha_c: the first change away from a positional or agnostic point, {c.frm} -> {c.to} in "
+                     f"[{c.interval[0]:g}, {c.interval[1]:g}], was not located")
+        c = None
+    elif c is None:
         present = sorted(set(lowest) - {""})
-        notes.append(f"alpha_c: the lowest-e_t branch is {'/'.join(present) or 'unknown'} at every grid point of "
-                     f"[{grid[0]:g}, {grid[-1]:g}] where it is known: no change in range")
-    found = None
-    for i, j in changes:
-        A, B = lowest[i], lowest[j]
-        a, b = grid[i], grid[j]
-        if found is not None:
-            notes.append(f"alpha_c: the lowest-e_t branch changes again, {A} -> {B} in [{a:g}, {b:g}]")
-            continue
-        missing = B if _fp_at(sweeps[B], B, i) is None else A if _fp_at(sweeps[A], A, j) is None else ""
-        if missing:
-            end = next((e for e in ends if e.branch == missing and a <= e.alpha <= b), None)
-            if end is None or not end.kind.startswith("converges"):
-                why = "its end was not located" if end is None else f"its solves stop converging at {end.alpha:.4g}"
-                notes.append(f"alpha_c: {A} -> {B} in [{a:g}, {b:g}] is not a boundary: the {missing} branch is "
-                             f"not on at alpha = {a if missing == B else b:g} and {why}")
-                continue
-            notes.append(f"alpha_c: the {missing} branch {'starts' if missing == B else 'ends'} at its end "
-                         f"({end.kind}) while {'below ' + A if missing == B else 'the lowest'}")
-            found = (end.alpha, end.err, A, B, f"end of the {missing} branch ({END_METHOD})")
-            continue
-
-        def delta(x: float) -> float:
-            return pts.value(A, x, lambda fp: fp.observables.e_t) - pts.value(B, x, lambda fp: fp.observables.e_t)
-
-        fa = sweeps[A][i].observables.e_t - sweeps[B][i].observables.e_t
-        fb = sweeps[A][j].observables.e_t - sweeps[B][j].observables.e_t
-        try:
-            x, lo, hi = illinois_bracket(delta, a, b, fa, fb, tol)
-        except (_Lost, RootNotFound) as exc:
-            notes.append(f"alpha_c: {A} -> {B} in [{a:g}, {b:g}], root not found: {exc}")
-            continue
-        notes.append(f"alpha_c: Delta e_t = e_t({A}) - e_t({B}) = {fa:.2e} at alpha = {a:g}, {fb:.2e} at {b:g}")
-        found = (x, hi - lo, A, B, ROOT_METHOD)
-    return found or (math.nan, math.nan, "", "", "")
+        notes.append("alpha_c: " + (f"the global minimum never leaves a positional or agnostic point on [{grid[0]:g}, "
+                                    f"{grid[-1]:g}]" if changes else f"the global minimum is {'/'.join(present) or 'unknown'} "
+                                    f"at every grid point of [{grid[0]:g}, {grid[-1]:g}] where it is known: no change in range"))
+    lin = teacher_eps_lin(params, cfg)
+    alpha_l, alpha_l_err, l_branch = _alpha_l(cont, bc, lowest, changes, lin, root_tol, notes)
+    columns = {}
+    for label in model_branches(params.r):
+        e = next((e for e in bc.ends if bc.branch(e.branch).label == label), None)
+        kind = "" if e is None else e.kind if e.branch == label else f"{e.branch}: {e.kind}"
+        columns |= {f"{label}_end": e.alpha if e else math.nan, f"{label}_end_err": e.err if e else math.nan,
+                    f"{label}_end_kind": kind, f"{label}_end_method": e.method if e else ""}
+        if not any(b.label == label for b in bc.branches):
+            notes.append(f"{label} branch: no {label} fixed point found by the censuses at alpha = "
+                         + ", ".join(f"{a:g}" for a in bc.censused) + " nor along the branches they found")
+    return Boundaries(omega=params.omega, alpha_c=c.alpha if c else math.nan, alpha_l=alpha_l, notes=tuple(notes),
+                      alpha_c_err=c.err if c else math.nan, alpha_l_err=alpha_l_err, r=params.r,
+                      r_star=teacher_rank(params), alpha_c_from=c.frm if c else "", alpha_c_to=c.to if c else "",
+                      alpha_c_method=c.method if c else "", alpha_l_branch=l_branch, eps_lin=lin, ends=bc.ends,
+                      curves=_curves(bc, model_branches(params.r)), **columns)
 
 
-def _alpha_l(pts: _Points, sweeps, grid, lowest, c, lin, tol, notes) -> tuple[float, float, str]:
-    """(alpha_l, err, branch): the first drop of the lowest branch's eps_g below eps_lin."""
-    gap = [sweeps[b][i].observables.eps_g - lin if b else math.nan for i, b in enumerate(lowest)]
+def _curves(bc: BranchCensus, labels: Sequence[str]) -> dict[str, tuple[CurvePoint, ...]]:
+    """Per label, the lowest branch of that label at each grid point (the figure's and the dataset's curves)."""
+    out = {}
+    for label in labels:
+        pts = []
+        for a in bc.grid:
+            on = sorted((b for b in bc.branches if b.label == label and b.on(a)), key=lambda b: b.e_t(a))
+            fp = on[0].points[a] if on else None
+            pts.append((a, fp is not None, fp.observables.e_t if fp else math.nan, fp.observables.eps_g if fp else math.nan))
+        out[label] = tuple(pts)
+    return out
+
+
+def _alpha_l(cont: Continuation, bc: BranchCensus, lowest: list[str], changes: list[Change], lin: float, tol: float,
+             notes: list[str]) -> tuple[float, float, str]:
+    """(alpha_l, err, branch): the first drop of the global minimum's eps_g below eps_lin."""
+    grid = bc.grid
+    gap = [bc.branch(n).points[a].observables.eps_g - lin if n else math.nan for a, n in zip(grid, lowest)]
     idx = [i for i in range(len(grid)) if lowest[i]]
     if not idx:
-        notes.append("alpha_l: the lowest branch is known at no grid point")
+        notes.append("alpha_l: the global minimum is known at no grid point")
         return math.nan, math.nan, ""
     if gap[idx[0]] <= 0:
-        notes.append(f"alpha_l: eps_g of the lowest branch ({lowest[idx[0]]}) is below eps_lin already at alpha = "
-                     f"{grid[idx[0]]:g}, the first grid point where the lowest branch is known")
+        notes.append(f"alpha_l: eps_g of the global minimum ({lowest[idx[0]]}) is below eps_lin already at alpha = "
+                     f"{grid[idx[0]]:g}, the first grid point where it is known")
         return math.nan, math.nan, ""
     drop = next((k for k in range(len(idx) - 1) if gap[idx[k]] > 0 >= gap[idx[k + 1]]), None)
     if drop is None:
-        notes.append(f"alpha_l: eps_g of the lowest branch stays above eps_lin = {lin:.6g} up to alpha = {grid[idx[-1]]:g}")
+        notes.append(f"alpha_l: eps_g of the global minimum stays above eps_lin = {lin:.6g} up to alpha = {grid[idx[-1]]:g}")
         return math.nan, math.nan, ""
     i, j = idx[drop], idx[drop + 1]
-    A, B = lowest[i], lowest[j]
+    A, B = bc.branch(lowest[i]), bc.branch(lowest[j])
+
+    def eps_gap(br: Branch, x: float) -> float:
+        return _value(cont, br, x, lambda fp: fp.observables.eps_g) - lin
+
+    def root(br: Branch, a: float, b: float, ga: float, gb: float) -> tuple[float, float, str]:
+        x, lo, hi = illinois_bracket(lambda t: eps_gap(br, t), a, b, ga, gb, tol)
+        return x, hi - lo, br.name
+
     try:
-        if A == B:
-            return _eps_root(pts, A, grid[i], grid[j], gap[i], gap[j], lin, tol) + (A,)
-        xc, errc = c[0], c[1]
-        if not (math.isfinite(xc) and grid[i] <= xc <= grid[j]):
-            notes.append(f"alpha_l: the lowest branch changes {A} -> {B} in [{grid[i]:g}, {grid[j]:g}] "
-                         "without a located alpha_c there")
+        if A is B:
+            return root(A, grid[i], grid[j], gap[i], gap[j])
+        ch = next((c for c in changes if c.interval[0] >= grid[i] and c.interval[1] <= grid[j]), None)
+        if ch is None or not math.isfinite(ch.alpha):
+            notes.append(f"alpha_l: the global minimum changes {A.name} -> {B.name} in [{grid[i]:g}, {grid[j]:g}] "
+                         "without a located change there")
             return math.nan, math.nan, ""
-        gA = pts.value(A, xc, lambda fp: fp.observables.eps_g) - lin if pts.nearest(A, xc) else math.inf
+        xc = ch.alpha
+        gA = eps_gap(A, xc) if cont.solve_on(A, xc)[0] is not None else math.inf
         if gA <= 0:
-            return _eps_root(pts, A, grid[i], xc, gap[i], gA, lin, tol) + (A,)
-        gB = pts.value(B, xc, lambda fp: fp.observables.eps_g) - lin
+            return root(A, grid[i], xc, gap[i], gA)
+        gB = eps_gap(B, xc)
         if gB <= 0:
-            notes.append(f"alpha_l = alpha_c: eps_g jumps below eps_lin where {B} becomes the lowest branch")
-            return xc, errc, B
-        return _eps_root(pts, B, xc, grid[j], gB, gap[j], lin, tol) + (B,)
-    except (_Lost, RootNotFound) as exc:
+            notes.append(f"alpha_l = the change at {xc:.4g}: eps_g jumps below eps_lin where {B.name} becomes the lowest")
+            return xc, ch.err, B.name
+        return root(B, xc, grid[j], gB, gap[j])
+    except (_Lost, RootNotFound, ValueError) as exc:
         notes.append(f"alpha_l: root not found: {exc}")
         return math.nan, math.nan, ""
-
-
-def _eps_root(pts: _Points, branch: str, a: float, b: float, ga: float, gb: float, lin: float,
-              tol: float) -> tuple[float, float]:
-    x, lo, hi = illinois_bracket(lambda t: pts.value(branch, t, lambda fp: fp.observables.eps_g) - lin, a, b, ga, gb, tol)
-    return x, hi - lo
-

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 import pytest
 
 from attnphase.cli import main
+from attnphase.numerics.phase import census_continuation as cc
 from attnphase.numerics.phase import lowest_branch as rb
+from attnphase.numerics.phase.census import SearchResult
 from attnphase.numerics.jobs.report import csv_columns
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.observables import Observables
@@ -27,6 +29,14 @@ EPS_LIN = 1.5e-3
 
 
 @dataclass(frozen=True)
+class FakeOverlaps:
+    """A toy point's overlaps: the branch it lies on (a warm start from it stays there while that branch exists)."""
+
+    tag: str
+    is_matrix: bool = True
+
+
+@dataclass(frozen=True)
 class FakePoint:
     alpha: float
     branch: str
@@ -34,6 +44,8 @@ class FakePoint:
     e_t: float
     eps_g: float
     overlaps: object = None
+    inv: tuple = (0.0, 0.0)
+    memory: object = None
 
     @property
     def status(self) -> SolverStatus:
@@ -43,29 +55,75 @@ class FakePoint:
     def observables(self) -> Observables:
         return Observables(self.eps_g, self.e_t, EPS_LIN)
 
+    @property
+    def invariants(self) -> dict:
+        """th0 singular value and |m| (one token) of the toy branch; q0 and V0 fixed."""
+        return {"q0_eigenvalues": [0.3, 0.1], "V0_eigenvalues": [1.0, 1.0], "th0_singular_values": [self.inv[0]],
+                "m_norms": [self.inv[1]]}
 
-def toy_solver(mixed_from: float | None, positional_fails: tuple[float, float] = (0.0, 0.0)):
+
+@dataclass(frozen=True)
+class ToyBranch:
+    label: str
+    exists: object
+    e_t: object
+    eps_g: object
+    inv: object
+    falls_to: str = ""  # where a warm start from it goes where it does not exist ("": no convergence)
+
+
+class ToyModel:
+    """Branches in closed form: where each exists, its e_t, eps_g and gauge invariants; ``default`` is the branch an
+    embedded/cold start of each label reaches.  ``solve`` and ``search`` stand in for the state evolution's."""
+
+    def __init__(self, branches: dict[str, ToyBranch], default: dict[str, str], fails=(0.0, 0.0)):
+        self.branches, self.default, self.fails = branches, default, fails
+
+    def point(self, tag: str, alpha: float) -> FakePoint:
+        br = self.branches[tag]
+        return FakePoint(alpha, br.label, True, br.e_t(alpha), br.eps_g(alpha), FakeOverlaps(tag), br.inv(alpha))
+
+    def reach(self, tag: str, alpha: float) -> FakePoint:
+        seen = set()
+        while tag and tag not in seen:
+            seen.add(tag)
+            br = self.branches[tag]
+            if br.exists(alpha) and not (br.label == "positional" and self.fails[0] < alpha < self.fails[1]):
+                return self.point(tag, alpha)
+            tag = br.falls_to
+        return FakePoint(alpha, "", False, math.nan, math.nan, FakeOverlaps(""))
+
+    def solve(self, params, alpha, branch="semantic", *, config=None, init=None, memory=None, start=None, rule=None):
+        return self.reach(init.tag if init is not None else self.default[branch], alpha)
+
+    def search(self, params, alpha, config, **kw):
+        pts = [self.reach(t, alpha) for t in self.branches]
+        pts = [p for p in pts if p.converged]
+        uniq = {p.overlaps.tag: p for p in pts}
+        return SearchResult(tuple((p, ("toy start",)) for p in uniq.values()), (), (), 0, "toy")
+
+
+def _pos_e_t(a):
+    return 1e-3 * a + 1e-4 * a * a
+
+
+def toy_model(mixed_from: float | None, positional_fails: tuple[float, float] = (0.0, 0.0)) -> ToyModel:
     """Positional exists for alpha < 2.2, semantic for alpha > 0.6 (below: no convergence); their e_t cross
-    near alpha = 1.2.  Mixed (r >= 2) exists above ``mixed_from`` with e_t below positional's, else the
-    solve lands on the positional label.  eps_g(semantic) = 3e-3 - 1e-3 alpha crosses EPS_LIN at 1.5.
-    The positional solves do not converge inside the interval ``positional_fails``."""
-    e_t = {"positional": lambda a: 1e-3 * a + 1e-4 * a * a,
-           "semantic": lambda a: 0.5e-3 * a + 0.6e-3 + 1e-4 * a * a + 5e-5 * (a - 1) ** 3,
-           "mixed": lambda a: 1e-3 * a + 1e-4 * a * a - 2e-4 * (a - mixed_from)}
-    eps_g = {"positional": lambda a: 3e-3, "semantic": lambda a: 3e-3 - 1e-3 * a, "mixed": lambda a: 2.5e-3}
-    exists = {"positional": lambda a: a < 2.2, "semantic": lambda a: a > 0.6,
-              "mixed": lambda a: mixed_from is not None and a > mixed_from}
-
-    def solve(params, alpha, branch, *, config=None, init=None, start=None):
-        if branch == "positional" and positional_fails[0] < alpha < positional_fails[1]:
-            return FakePoint(alpha, "", False, math.nan, math.nan)
-        if exists[branch](alpha):
-            return FakePoint(alpha, branch, True, e_t[branch](alpha), eps_g[branch](alpha))
-        if branch == "mixed" and exists["positional"](alpha):
-            return FakePoint(alpha, "positional", True, e_t["positional"](alpha), 3e-3)
-        return FakePoint(alpha, "", False, math.nan, math.nan)
-
-    return solve, e_t
+    near alpha = 1.2.  Mixed (r >= 2) exists above ``mixed_from`` with e_t below positional's, born from it (a warm
+    start from it lands on the positional point below ``mixed_from``), else the mixed solve lands on the positional
+    label.  eps_g(semantic) = 3e-3 - 1e-3 alpha crosses EPS_LIN at 1.5.  The positional solves do not converge inside
+    the interval ``positional_fails``."""
+    branches = {
+        "positional": ToyBranch("positional", lambda a: a < 2.2, _pos_e_t, lambda a: 3e-3, lambda a: (0.0, 0.2)),
+        "semantic": ToyBranch("semantic", lambda a: a > 0.6,
+                              lambda a: 0.5e-3 * a + 0.6e-3 + 1e-4 * a * a + 5e-5 * (a - 1) ** 3,
+                              lambda a: 3e-3 - 1e-3 * a, lambda a: (0.3, 0.0)),
+    }
+    if mixed_from is not None:
+        branches["mixed"] = ToyBranch("mixed", lambda a: a > mixed_from, lambda a: _pos_e_t(a) - 2e-4 * (a - mixed_from),
+                                      lambda a: 2.5e-3, lambda a: (0.5 * (a - mixed_from), 0.2), "positional")
+    return ToyModel(branches, {"positional": "positional", "semantic": "semantic",
+                               "mixed": "mixed" if mixed_from is not None else "positional"}, positional_fails)
 
 
 @pytest.fixture
@@ -73,11 +131,17 @@ def params():
     return with_ranks(ModelParams(omega=0.3), 2, 1)
 
 
-def _patch(monkeypatch, mixed_from, **kw):
-    solve, e_t = toy_solver(mixed_from, **kw)
-    monkeypatch.setattr(rb, "solve", solve)
+def _use(monkeypatch, model: ToyModel) -> ToyModel:
+    monkeypatch.setattr(cc, "solve", model.solve)
+    monkeypatch.setattr(cc, "search", model.search)
+    monkeypatch.setattr(rb, "solve", model.solve)
     monkeypatch.setattr(rb, "teacher_eps_lin", lambda params, cfg: EPS_LIN)
-    return solve, e_t
+    return model
+
+
+def _patch(monkeypatch, mixed_from, **kw):
+    model = _use(monkeypatch, toy_model(mixed_from, **kw))
+    return model.solve, None
 
 
 def test_alpha_c_brackets_the_sign_change_of_delta_e_t(monkeypatch, params) -> None:
@@ -111,25 +175,28 @@ def test_an_absent_branch_is_a_note_not_a_silent_nan(monkeypatch, params) -> Non
     _patch(monkeypatch, None)  # the mixed solves all land on the positional label
     row = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5], SolverConfig()).row()
     assert math.isnan(row["mixed_end"])
-    assert "mixed branch: no mixed fixed point on the grid (the solves converged to positional labels)" in row["notes"]
+    assert "mixed branch: no mixed fixed point found by the censuses at alpha = 0.5, 1, 1.5 nor along" in row["notes"]
 
 
 def test_a_branch_born_below_the_lowest_gives_alpha_c_at_its_end(monkeypatch, params) -> None:
     _patch(monkeypatch, 0.8)  # mixed appears at 0.8 with e_t below positional's (a continuous transition)
     b = rb.lowest_branch_boundaries(params, [0.7, 1.0, 1.5], SolverConfig())
     assert (b.alpha_c_from, b.alpha_c_to) == ("positional", "mixed")
-    assert abs(b.alpha_c - 0.8) <= b.alpha_c_err / 2 + 1e-12 and b.alpha_c_method.startswith("end of the mixed")
+    assert abs(b.alpha_c - 0.8) <= b.alpha_c_err / 2 + 1e-12 and b.alpha_c_method.startswith("birth of mixed (meets positional")
 
 
 def test_a_grid_point_where_a_solve_fails_is_passed_over(monkeypatch, params) -> None:
     _patch(monkeypatch, None, positional_fails=(0.9, 1.1))  # the positional solve fails at alpha = 1
     b = rb.lowest_branch_boundaries(params, [0.75, 1.0, 1.5], SolverConfig())
     notes = "; ".join(b.notes)
-    assert "lowest-e_t branch unknown where a branch's solve did not converge: alpha = 1 (positional)" in notes
+    assert "global minimum unknown (solver failure, not absence) at alpha = 1 (positional not converged, on at both " \
+        "sides)" in notes
     # the lowest branch (positional at 0.75, semantic at 1.5) is compared across the gap, not at the failed
     # point; the root search's solves inside the gap fail too, and the row says so
-    assert math.isnan(b.alpha_c) and "alpha_c: positional -> semantic in [0.75, 1.5], root not found: the " \
+    assert math.isnan(b.alpha_c) and "global minimum: positional -> semantic in [0.75, 1.5], not located: the " \
         "positional branch was lost at alpha = 0.9" in notes
+    assert "alpha_c: the first change away from a positional or agnostic point, positional -> semantic in " \
+        "[0.75, 1.5], was not located" in notes
     assert b.end("positional").kind.startswith("no converged solve")
 
 
@@ -184,3 +251,87 @@ def test_phase_boundaries_is_one_entry_for_every_rank(monkeypatch, params) -> No
     assert scalar_calls and one.alpha_c == 1.0 and set(one.row()) >= set(boundary_columns(1))
     with pytest.raises(ValueError, match="alpha grid"):
         boundaries.phase_boundaries(params, None)
+
+
+def two_mixed_model() -> ToyModel:
+    """Two mixed branches beside the positional one (what the census finds at r = 2, omega = 0.1): mixed#1 is born
+    from the positional point at alpha = 0.5 below it (the global minimum above 0.5); mixed#2, the one an embedded
+    start reaches, is born from it at 0.3 above it and crosses it at alpha = 0.9 -- the crossing a search that
+    follows one mixed branch reports.  Semantic lies above all of them."""
+    return ToyModel({
+        "positional": ToyBranch("positional", lambda a: True, _pos_e_t, lambda a: 3e-3, lambda a: (0.0, 0.2)),
+        "semantic": ToyBranch("semantic", lambda a: a > 0.6, lambda a: _pos_e_t(a) + 3e-4, lambda a: 2e-3,
+                              lambda a: (0.3, 0.0)),
+        "mixed1": ToyBranch("mixed", lambda a: a > 0.5, lambda a: _pos_e_t(a) - 2e-4 * (a - 0.5) ** 2,
+                            lambda a: 3e-3 - 1e-3 * a, lambda a: (0.5 * (a - 0.5), 0.2 + 0.05 * (a - 0.5)), "positional"),
+        "mixed2": ToyBranch("mixed", lambda a: a > 0.3, lambda a: _pos_e_t(a) + 1e-4 * (a - 0.3) * (0.9 - a),
+                            lambda a: 2.8e-3, lambda a: (0.4 * (a - 0.3), 0.2 - 0.1 * (a - 0.3)), "positional"),
+    }, {"positional": "positional", "semantic": "semantic", "mixed": "mixed2"})
+
+
+def test_alpha_c_is_where_the_global_minimum_changes_not_where_the_followed_mixed_branch_crosses(monkeypatch,
+                                                                                                 params) -> None:
+    model = _use(monkeypatch, two_mixed_model())
+    grid = [0.25, 0.75, 1.25, 1.75, 2.25]
+    # what a search following one mixed branch from the embedded start sees (the search before the census-driven
+    # one): that branch lies above the positional point at 0.75 and below it at 1.25, its crossing at 0.9
+    followed = rb.follow_branch(params, grid, "mixed", SolverConfig())
+    assert [fp.overlaps.tag for fp in followed[1:]] == ["mixed2"] * 4
+    assert followed[1].e_t > model.point("positional", 0.75).e_t and followed[2].e_t < model.point("positional", 1.25).e_t
+    b = rb.lowest_branch_boundaries(params, grid, SolverConfig())
+    # the global minimum leaves the positional point where mixed#1 is born from it, at 0.5
+    assert (b.alpha_c_from, b.alpha_c_to) == ("positional", "mixed#1")
+    assert abs(b.alpha_c - 0.5) <= b.alpha_c_err / 2 + 1e-12 and b.alpha_c_err <= rb.END_TOL
+    assert b.alpha_c_method.startswith("birth of mixed#1 (meets positional")
+    assert not 0.75 < b.alpha_c < 1.25
+    notes = "; ".join(b.notes)
+    # both mixed branches are found, told apart by their invariants, and their births located
+    assert "mixed#1: |th0| " in notes and "mixed#2: |th0| " in notes
+    births = {e.branch: e for e in b.ends if e.exists == "above"}
+    assert abs(births["mixed#1"].alpha - 0.5) <= births["mixed#1"].err / 2 + 1e-12
+    assert abs(births["mixed#2"].alpha - 0.3) <= births["mixed#2"].err / 2 + 1e-12
+    assert births["mixed#2"].kind == "meets positional"
+    # the mixed#2 crossing of the positional point is no change of the global minimum
+    assert "positional -> mixed#2" not in notes
+
+
+def test_no_change_and_solver_failure_are_told_apart(monkeypatch, params) -> None:
+    only = ToyModel({"positional": ToyBranch("positional", lambda a: True, _pos_e_t, lambda a: 3e-3,
+                                             lambda a: (0.0, 0.2))},
+                    {"positional": "positional", "semantic": "positional", "mixed": "positional"})
+    _use(monkeypatch, only)
+    b = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5], SolverConfig())
+    notes = "; ".join(b.notes)
+    assert math.isnan(b.alpha_c) and "the global minimum is positional at every grid point of [0.5, 1.5]" in notes
+    assert "solver failure" not in notes
+    none = ToyModel({"positional": ToyBranch("positional", lambda a: False, _pos_e_t, lambda a: 3e-3,
+                                             lambda a: (0.0, 0.2))},
+                    {"positional": "positional", "semantic": "positional", "mixed": "positional"})
+    _use(monkeypatch, none)
+    b = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5], SolverConfig())
+    notes = "; ".join(b.notes)
+    assert math.isnan(b.alpha_c) and "census at alpha = 0.5: none of its 0 starts converged (solver failure" in notes
+    assert "global minimum unknown (solver failure, not absence) at alpha = 0.5 (no census start converged)" in notes
+
+
+def test_a_branch_inside_the_grid_is_found_by_a_census_where_the_set_of_branches_changes(monkeypatch, params) -> None:
+    """A mixed branch on (0.9, 1.6) only, below the positional point, is at neither end of the grid: the censuses
+    there miss it, the one where the semantic branch appears between neighbouring grid points finds it."""
+    model = ToyModel({
+        "positional": ToyBranch("positional", lambda a: True, _pos_e_t, lambda a: 3e-3, lambda a: (0.0, 0.2)),
+        "semantic": ToyBranch("semantic", lambda a: a > 0.6, lambda a: _pos_e_t(a) + 3e-4, lambda a: 2e-3,
+                              lambda a: (0.3, 0.0)),
+        "mixed": ToyBranch("mixed", lambda a: 0.9 < a < 1.6, lambda a: _pos_e_t(a) - 1e-4, lambda a: 2.5e-3,
+                           lambda a: (0.2, 0.1)),
+    }, {"positional": "positional", "semantic": "semantic", "mixed": "positional"})
+    _use(monkeypatch, model)
+    censused = []
+    search = model.search
+    monkeypatch.setattr(cc, "search", lambda p, a, c, **kw: censused.append(a) or search(p, a, c, **kw))
+    b = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5, 2.0], SolverConfig())
+    assert censused[:2] == [0.5, 2.0] and 1.0 in censused
+    assert (b.alpha_c_from, b.alpha_c_to) == ("positional", "mixed")
+    assert abs(b.alpha_c - 0.9) <= b.alpha_c_err / 2 + 1e-12
+    assert b.alpha_c_method.startswith("birth of mixed (no converged solve")
+    notes = "; ".join(b.notes)
+    assert "global minimum: mixed -> positional at alpha = 1.6" in notes

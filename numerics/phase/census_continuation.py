@@ -1,0 +1,330 @@
+"""The census's fixed points continued along alpha: which branches of fixed points exist at each point of an alpha
+grid, for every L, r, r* (docs/method.md section 12).
+
+A *branch* is a curve of converged fixed points of the state evolution over alpha with one label
+(:func:`~attnphase.numerics.se.overlaps.branch_label`: semantic, positional, agnostic, mixed); several branches of
+one label are numbered in the order they were found (``mixed#1``, ``mixed#2``) and told apart by their gauge
+invariants (:func:`~attnphase.numerics.phase.gauge_orbits.orbit_key`), which :func:`describe` prints.
+
+1. **census** -- :func:`~attnphase.numerics.phase.census.search` (the census's starts and deduplication on the
+   gauge orbit; no error bars, no stability test) at the first and the last grid point;
+2. **follow** -- every distinct point found starts a branch (unless it lies on the orbit of a known branch's point
+   there), followed over the grid both ways by warm starts: the solve of its label's hat projection from the
+   branch's nearest point (:func:`~attnphase.numerics.se.state_evolution.solve` with ``init``; where that does not
+   reach it, from the embedded start).  A solve is on the
+   branch when it converged, has the branch's label, and its orbit key is nearer (the distance of
+   :func:`~attnphase.numerics.phase.gauge_orbits.orbit_distance`) to the branch's key extrapolated linearly to that
+   alpha from its two nearest points than to any other branch's of that label: a warm start that falls onto a neighbouring branch of the same
+   label is not taken for this one.  A branch followed onto another's orbit at a grid point is that branch (the two
+   are joined);
+3. **re-census** -- between neighbouring grid points where the set of branches on, or their order in e_t,
+   differs, a census at the grid points not yet censused (the intervals where the lowest branch changes first,
+   then those where the set changes; at most ``max_census`` censuses in all), then step 2 for the points it finds;
+4. **ends** -- between a grid point where a branch is on and the next where it is not, bisection on its
+   existence (solves warm from its nearest point) to a bracket of width ``end_tol`` (:func:`locate_end`): a birth
+   where it exists above, an end where it exists below; the kind says what the solve gave beyond it (the orbit of
+   another branch -- it meets that branch there, e.g. a mixed branch born from the positional point --, another
+   label, or no convergence, which may be the solver's limit rather than the branch's).
+
+A census where no start converged is recorded (``failed``): there nothing is known, which is solver failure,
+not absence.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.phase.boundary_results import LocatedEnd
+from attnphase.numerics.phase.census import search
+from attnphase.numerics.phase.gauge_orbits import orbit_distance, orbit_key, same_point
+from attnphase.numerics.se.results import FixedPoint
+from attnphase.numerics.se.state_evolution import solve
+from attnphase.theory.params import ModelParams
+from attnphase.theory.whitening import se_params
+
+#: Bisection tolerance of a branch's end or birth in alpha (the reported error is the final bracket's width).
+END_TOL = 0.05
+#: Censuses a search may run over the grid (the first and the last grid point included).
+MAX_CENSUS = 4
+#: Two points of one label at one alpha are one branch when their orbit keys lie within this (the distance of
+#: :func:`~attnphase.numerics.phase.gauge_orbits.orbit_distance`): without error bars the census's search keeps points
+#: that its merge within 4 combined error bars would join -- the default rule's bars are 0.1-0.4 % of the overlaps
+#: (README's ``solve`` example), and one rule's jumps split one fixed point into several (docs/method.md section 12).
+#: The two mixed points the census tells apart at r = 2, omega = 0.1, alpha = 0.8 lie 1.8e-2 apart
+#: (docs/data/rank2_census_omega0.1/alpha0.8/census.csv: their V0 eigenvalues 97.08 and 95.35).
+SAME_BRANCH_RTOL = 1e-2
+#: Grid points where a branch is not found that its following passes over before it stops.
+FOLLOW_PAST = 1
+END_METHOD = "bisection on the existence of a converged fixed point on the branch (warm starts); err = final bracket width"
+
+
+class Branch:
+    """One branch while it is searched: its name, its label and its converged points by alpha."""
+
+    def __init__(self, name: str, label: str, point: FixedPoint, key: np.ndarray):
+        self.name, self.label = name, label
+        self.points: dict[float, FixedPoint] = {float(point.alpha): point}
+        self.keys: dict[float, np.ndarray] = {float(point.alpha): key}
+
+    def on(self, alpha: float) -> bool:
+        return float(alpha) in self.points
+
+    def nearest(self, alpha: float) -> float:
+        """The alpha of the branch's point nearest to ``alpha``."""
+        return min(self.points, key=lambda a: (abs(a - alpha), a))
+
+    def predict(self, alpha: float) -> np.ndarray:
+        """The orbit key at alpha, extrapolated linearly from the branch's two points nearest alpha (its one point's
+        key where it has one)."""
+        near = sorted(self.points, key=lambda a: (abs(a - alpha), a))[:2]
+        if len(near) < 2:
+            return self.keys[near[0]]
+        (a1, a2), (k1, k2) = near, (self.keys[near[0]], self.keys[near[1]])
+        return k1 + (alpha - a1) * (k2 - k1) / (a2 - a1)
+
+    def add(self, fp: FixedPoint, key: np.ndarray) -> None:
+        self.points[float(fp.alpha)] = fp
+        self.keys[float(fp.alpha)] = key
+
+    def e_t(self, alpha: float) -> float:
+        return self.points[float(alpha)].observables.e_t
+
+
+def describe(branch: Branch, alpha: float | None = None) -> str:
+    """``name``: its gauge invariants at ``alpha`` (default: its point nearest the middle of its range), e.g.
+    ``mixed#2: |th0| 0.255, |m_l| 0.176/0.176, q0 eig 0.147/0.0892 at alpha = 0.8``."""
+    a = branch.nearest(alpha if alpha is not None else float(np.median(sorted(branch.points))))
+    inv = branch.points[a].invariants
+
+    def fmt(key: str) -> str:
+        return "/".join(f"{abs(float(v)):.3g}" for v in np.atleast_1d(inv.get(key, [])))
+
+    th, m, q = (fmt(k) for k in (("th0_singular_values", "m_norms", "q0_eigenvalues") if "m_norms" in inv
+                                 else ("theta", "m", "q")))
+    return f"{branch.name}: |th0| {th}, |m_l| {m}, q0 eig {q} at alpha = {a:g}"
+
+
+@dataclass(frozen=True, eq=False)
+class BranchCensus:
+    """The branches over ``grid`` (:class:`Branch`, in the order found), the grid points censused, those where no
+    census start converged, every end or birth located, and notes."""
+
+    grid: tuple[float, ...]
+    branches: tuple[Branch, ...]
+    censused: tuple[float, ...]
+    failed: tuple[float, ...]
+    ends: tuple[LocatedEnd, ...]
+    notes: tuple[str, ...]
+
+    def gaps(self, i: int) -> list[Branch]:
+        """The branches not on at grid point i but on at grid points on both sides of it (their solves failed there)."""
+        a = self.grid[i]
+        return [b for b in self.branches if not b.on(a) and any(b.on(x) for x in self.grid[:i])
+                and any(b.on(x) for x in self.grid[i + 1:])]
+
+    def on_at(self, i: int) -> list[Branch]:
+        """The branches on at grid point i, lowest e_t first."""
+        a = self.grid[i]
+        return sorted((b for b in self.branches if b.on(a)), key=lambda b: b.e_t(a))
+
+    def branch(self, name: str) -> Branch:
+        return next(b for b in self.branches if b.name == name)
+
+
+class Continuation:
+    """Steps 1-4 of the module doc on one model and config: the branches, and solves along them."""
+
+    def __init__(self, params: ModelParams, grid: Sequence[float], config: SolverConfig):
+        self.model, self.cfg = se_params(params), config
+        self.grid = tuple(sorted(float(a) for a in grid))
+        self.branches: list[Branch] = []
+        self.censused: list[float] = []
+        self.failed: list[float] = []
+        self.notes: list[str] = []
+
+    # -- solves on a branch ------------------------------------------------------------------------------------
+    def key(self, fp: FixedPoint) -> np.ndarray:
+        return orbit_key(self.model, fp)
+
+    def solve_on(self, br: Branch, alpha: float) -> tuple[FixedPoint | None, FixedPoint | None, Branch | None]:
+        """(the point of ``br`` at alpha or None, the solve warm from its nearest point, the branch ``br`` is found to
+        be): warm from its
+        nearest point, then from its nearest point on the other side of alpha where it has one, then from the
+        embedded start of its label; a point found is added to the branch.  The third entry is a branch of the
+        same label whose point at alpha the solve reached and which coincides with ``br`` wherever both are on (the
+        same branch, found twice)."""
+        alpha = float(alpha)
+        if br.on(alpha):
+            return br.points[alpha], br.points[alpha], None
+        below = [a for a in br.points if a < alpha]
+        above = [a for a in br.points if a > alpha]
+        starts = sorted(([max(below)] if below else []) + ([min(above)] if above else []), key=lambda a: abs(a - alpha))
+        fp = warm = None
+        for a0 in starts + [None]:
+            if a0 is None:  # the embedded start of the branch's label, compared with its nearest point
+                a0 = starts[0]
+                fp = solve(self.model, alpha, br.label, config=self.cfg)
+            else:
+                near = br.points[a0]
+                fp = solve(self.model, alpha, br.label, config=self.cfg, init=near.overlaps)
+            warm = fp if a0 == starts[0] and warm is None else warm
+            if not fp.status.converged or fp.branch != br.label or not math.isfinite(fp.observables.e_t):
+                continue
+            key = self.key(fp)
+            twin = self.on_orbit(fp, key, exclude=br, label=br.label)
+            if twin is not None:
+                if all(same_point(br.keys[a], twin.keys[a], SAME_BRANCH_RTOL) for a in br.points if twin.on(a)):
+                    return None, fp, twin
+                continue  # fell onto another branch of its label
+            if self.nearer_other(br, key, alpha, a0):
+                continue
+            br.add(fp, key)
+            return fp, fp, None
+        return None, warm, None
+
+    def on_orbit(self, fp: FixedPoint, key: np.ndarray, exclude: Branch | None = None,
+                 label: str | None = None) -> Branch | None:
+        """A branch (not ``exclude``; of label ``label`` if given) on at fp's alpha on whose orbit ``fp`` lies."""
+        a = float(fp.alpha)
+        return next((o for o in self.branches if o is not exclude and (label is None or o.label == label)
+                     and o.on(a) and same_point(o.keys[a], key, SAME_BRANCH_RTOL)), None)
+
+    def nearer_other(self, br: Branch, key: np.ndarray, alpha: float, a0: float) -> bool:
+        """Whether another branch of ``br``'s label, with a point at least as near alpha as ``a0``, is predicted at
+        alpha (:meth:`Branch.predict`) nearer to ``key`` than ``br`` is: the warm start fell towards that branch."""
+        own = orbit_distance(br.predict(alpha), key)
+        for other in self.branches:
+            if other is br or other.label != br.label:
+                continue
+            if abs(other.nearest(alpha) - alpha) <= abs(a0 - alpha) and orbit_distance(other.predict(alpha), key) < own:
+                return True
+        return False
+
+    def beyond(self, br: Branch, fp: FixedPoint | None) -> str:
+        """What the solve ``fp`` beyond ``br``'s end reached: ``meets <branch>`` (the orbit of another branch's point
+        there, solved warm from that branch), ``converges to the <label> label``, or solver failure."""
+        if fp is None or not fp.status.converged or not math.isfinite(fp.observables.e_t):
+            return "no converged solve (solver failure)"
+        key = self.key(fp)
+        for other in (o for o in self.branches if o is not br and o.label == fp.branch):
+            p, _, _ = self.solve_on(other, fp.alpha)
+            if p is not None and same_point(other.keys[float(fp.alpha)], key, SAME_BRANCH_RTOL):
+                return f"meets {other.name}"
+        return f"converges to the {fp.branch} label"
+
+    # -- steps 1-3 ---------------------------------------------------------------------------------------------
+    def census_at(self, alpha: float) -> None:
+        """Step 1 at alpha, then step 2 for every point it finds."""
+        self.censused.append(alpha)
+        found = search(self.model, alpha, self.cfg)
+        if not found.points:
+            self.failed.append(alpha)
+            self.notes.append(f"census at alpha = {alpha:g}: none of its {len(found.starts)} starts converged "
+                              "(solver failure: nothing is known there)")
+        for fp, _ in found.points:
+            key = self.key(fp)
+            if any(b.on(alpha) and same_point(b.keys[alpha], key, SAME_BRANCH_RTOL) for b in self.branches):
+                continue
+            br = Branch(f"{fp.branch} (found at alpha = {alpha:g})", fp.branch, fp, key)
+            self.branches.append(br)
+            self.follow(br, self.grid.index(alpha))
+
+    def follow(self, br: Branch, i: int) -> None:
+        """Step 2: ``br`` from grid point i up, then down, while it stays on (past one grid point where it is not:
+        a solve that fails there may be the solver's, the next point tells); joined to the branch it turns out to
+        be."""
+        for steps in (range(i + 1, len(self.grid)), range(i - 1, -1, -1)):
+            missed = 0
+            for k in steps:
+                if br.on(self.grid[k]):
+                    missed = 0
+                    continue
+                fp, _, twin = self.solve_on(br, self.grid[k])
+                if twin is not None:
+                    self.join(br, twin)
+                    return
+                missed = 0 if fp is not None else missed + 1
+                if missed > FOLLOW_PAST:
+                    break
+
+    def join(self, br: Branch, into: Branch) -> None:
+        """``br`` is ``into``: its points go to ``into`` where that has none."""
+        for a, fp in br.points.items():
+            if not into.on(a):
+                into.add(fp, br.keys[a])
+        self.branches.remove(br)
+
+    def signature(self, i: int) -> tuple[tuple[str, ...], str]:
+        """(the branches on at grid point i in e_t order, the lowest)."""
+        order = tuple(b.name for b in sorted((b for b in self.branches if b.on(self.grid[i])),
+                                              key=lambda b: b.e_t(self.grid[i])))
+        return order, order[0] if order else ""
+
+    def to_census(self) -> list[int]:
+        """Grid points of step 3 not yet censused: beside a change of the lowest branch, then of the set of branches
+        on, then of their order."""
+        todo: tuple[list[int], list[int], list[int]] = ([], [], [])
+        for i in range(len(self.grid) - 1):
+            (o1, l1), (o2, l2) = self.signature(i), self.signature(i + 1)
+            if o1 != o2:
+                rank = 0 if l1 != l2 else 1 if set(o1) != set(o2) else 2
+                todo[rank].extend(k for k in (i, i + 1) if self.grid[k] not in self.censused)
+        return list(dict.fromkeys(todo[0] + todo[1] + todo[2]))
+
+    def run(self, max_census: int = MAX_CENSUS, end_tol: float = END_TOL) -> BranchCensus:
+        """Steps 1-4."""
+        for a in dict.fromkeys((self.grid[0], self.grid[-1])):
+            self.census_at(a)
+        while True:
+            todo = self.to_census()
+            if not todo:
+                break
+            if len(self.censused) >= max_census:
+                self.notes.append(f"census budget ({max_census}) spent: alpha = "
+                                  + ", ".join(f"{self.grid[k]:g}" for k in todo) + " not censused")
+                break
+            self.census_at(self.grid[todo[0]])
+        self.name_branches()
+        ends = [e for br in self.branches for e in self.ends(br, end_tol)]
+        self.notes += ["branches: " + "; ".join(describe(b) for b in self.branches)] if self.branches else []
+        return BranchCensus(self.grid, tuple(self.branches), tuple(sorted(self.censused)), tuple(self.failed),
+                            tuple(sorted(ends, key=lambda e: e.alpha)), tuple(self.notes))
+
+    def name_branches(self) -> None:
+        """Each branch named by its label, numbered (``mixed#1``, ``mixed#2``) where several share one: in the order of
+        the lowest alpha where they are on, then of e_t there."""
+        for label in dict.fromkeys(b.label for b in self.branches):
+            same = sorted((b for b in self.branches if b.label == label),
+                          key=lambda b: (min(b.points), b.e_t(min(b.points))))
+            for k, b in enumerate(same):
+                b.name = label if len(same) == 1 else f"{label}#{k + 1}"
+
+    # -- step 4 ------------------------------------------------------------------------------------------------
+    def ends(self, br: Branch, tol: float) -> list[LocatedEnd]:
+        """Every grid interval where ``br`` is on at one end and not at the other, located by :func:`locate_end`."""
+        on = [br.on(a) for a in self.grid]
+        return [locate_end(self, br, self.grid[i] if on[i] else self.grid[i + 1],
+                           self.grid[i + 1] if on[i] else self.grid[i], tol)
+                for i in range(len(self.grid) - 1) if on[i] != on[i + 1]]
+
+
+def locate_end(cont: Continuation, br: Branch, good: float, bad: float, tol: float) -> LocatedEnd:
+    """Bisection between ``good`` (``br`` on) and ``bad`` (not) to a bracket of width <= ``tol``; the kind says what
+    the last solve beyond the end gave (:meth:`Continuation.beyond`)."""
+    lo, hi, far = good, bad, None
+    while abs(hi - lo) > tol:
+        mid = 0.5 * (lo + hi)
+        fp, last, _ = cont.solve_on(br, mid)
+        if fp is not None:
+            lo = mid
+        else:
+            hi, far = mid, last
+    if far is None:
+        _, far, _ = cont.solve_on(br, bad)
+    return LocatedEnd(br.name, 0.5 * (lo + hi), abs(hi - lo), "above" if hi < lo else "below", cont.beyond(br, far),
+                      END_METHOD)
