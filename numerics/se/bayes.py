@@ -49,7 +49,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 
 from attnphase.numerics.quadrature.rules import gauss_hermite_1d
 from attnphase.theory.channels.bayes_optimal import BayesOptimalChannel
@@ -338,6 +337,8 @@ def alpha_curve(model: BayesModel, rule: SignRule, t: np.ndarray = GRID_T) -> Al
 
 
 def _root(model: BayesModel, rule: SignRule, alpha: float, x0: float, x1: float) -> float:
+    from scipy.optimize import brentq  # here, not at the top: an ERM command does not pay for scipy.optimize
+
     f = lambda x: alpha_of_overlap(model, rule, model.rho0 * x) - alpha  # noqa: E731
     return brentq(f, x0, x1, xtol=1e-14, rtol=1e-13)
 
