@@ -6,8 +6,8 @@ per (alpha, d) the mean of |m| = |Qhat . Q*| / d over the seeds with its standar
 its distance to the state evolution's q0 = m0 at alpha (the uninformative branch, the one AMP's state evolution
 follows) in standard errors, z = (mean - q0) / se.  Per alpha the finite-size trend is the weighted fit
 mean(d) = a + b / sqrt(d) (:func:`attnphase.validation.campaign.extrapolate`); a point agrees when |z| <= 2 at the
-largest d, or when the fit's d -> infinity value a is within 2 of its standard errors of q0 (the finite-size
-trend explains the gap).
+largest d, or when the fit moves the mean towards q0 as d grows and its d -> infinity value a is within 2 of its
+standard errors of q0 (the finite-size trend explains the gap).
 
 ERM against BO: at every alpha of the validation's theory curves (ERM's global minimum: the lower-e_t of the
 semantic and positional global-prox records), the excess eps_g(ERM) - eps_g(BO) in units of eps_lin and relative
@@ -103,7 +103,9 @@ def amp_trends(rows: Sequence[dict[str, Any]], fit: Fit) -> list[dict[str, Any]]
                               [r["n"] for r in rs])
         q0 = last["se_q0"]
         at_d = abs(last["z"]) <= AGREE_Z
-        trend = fit is not None and fit["a_se"] > 0 and abs(fit["a"] - q0) <= AGREE_Z * fit["a_se"]
+        # the trend explains the gap only where it moves the mean towards q0 as d grows (mean(d) -> a)
+        toward = fit is not None and (fit["a"] - last["mean_abs_m"]) * (q0 - last["mean_abs_m"]) > 0
+        trend = toward and fit["a_se"] > 0 and abs(fit["a"] - q0) <= AGREE_Z * fit["a_se"]
         verdict = (f"agrees at d = {last['d']}" if at_d else
                    "agrees after the finite-size trend" if trend else "disagrees")
         out.append({"alpha": alpha, "se_q0": q0, "d_max": last["d"], "z_at_d_max": last["z"],

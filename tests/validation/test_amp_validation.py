@@ -42,6 +42,16 @@ def test_the_verdict_uses_the_largest_d_then_the_finite_size_trend():
     assert verdicts[0.45]["verdict"] == "disagrees"
 
 
+def test_a_trend_away_from_the_state_evolution_is_no_agreement():
+    """Means that fall as d grows (b > 0 in a + b / sqrt(d)) while below q0: a wide fit bar may reach q0, but the
+    trend moves away from it, so the gap is not finite-size."""
+    q0 = 0.5
+    away = _runs(0.35, q0, {500: 0.47, 1000: 0.42, 2000: 0.34}, spread=0.3)
+    t = amp_trends(amp_rows(away), extrapolate)[0]
+    assert t["z_at_d_max"] < -2 and t["fit_b"] > 0 and abs(t["fit_a"] - q0) <= 2 * t["fit_a_se"]
+    assert t["verdict"] == "disagrees"
+
+
 def _theory(records_by_branch, omega=0.3):
     curves = {f"{br}/global": {"records": [dict(r, branch=br, converged=True) for r in recs]}
               for br, recs in records_by_branch.items()}
