@@ -3,7 +3,8 @@
 One line per call: mean |m| over the seeds with its standard error, the state evolution's q0, every run's status
 (c converged, b budget) and |m|, the converged runs' mean and how often the adaptive damping halved its step;
 ``--init-scale``/``--damping``/``--adaptive`` (the step halved on oscillation) change the AMP
-configuration (validation/amp.py; max_iter 1000, one torch thread).
+configuration (validation/amp.py; ``--damp-after N``: N undamped iterations, then ``--damping``; ``--max-iter``,
+default 1000; seeds ``--first-seed`` onwards; one torch thread).
 
     python studies/amp_seeds.py --d 2000 --alpha 0.4 --seeds 16          # ~100 s on a free core
 """
@@ -29,21 +30,26 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=8)
     ap.add_argument("--damping", type=float, default=0.0)
     ap.add_argument("--init-scale", type=float, default=1e-4)
+    ap.add_argument("--damp-after", type=int, default=0,
+                    help="iterations run undamped before --damping applies (validation/amp.py, settling)")
+    ap.add_argument("--max-iter", type=int, default=1000)
+    ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--adaptive", action="store_true",
                     help="the step halved on oscillation (validation/amp.py)")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    cfg = AmpConfig(max_iter=1000, damping=args.damping, init_scale=args.init_scale, adaptive=args.adaptive)
+    cfg = AmpConfig(max_iter=args.max_iter, damping=args.damping, init_scale=args.init_scale, adaptive=args.adaptive,
+                    damp_after=args.damp_after)
     t0 = time.perf_counter()
     runs = [run_amp(AmpSpec(d=args.d, alpha=args.alpha, seed=s, params=ModelParams(), amp=cfg, device="cpu"))
-            for s in range(args.seeds)]
+            for s in range(args.first_seed, args.first_seed + args.seeds)]
     m = np.array([abs(r.m) for r in runs])
     conv = np.array([r.converged for r in runs])
     se = lambda x: float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else math.nan  # noqa: E731
     print(f"d = {args.d}, alpha = {args.alpha}, {args.seeds} seeds, {'adaptive' if args.adaptive else 'fixed'} step: mean |m| = {m.mean():.4f} +- {se(m):.4f}, "
           f"SE q0 = {runs[0].se_q0:.4f}, z = {(m.mean() - runs[0].se_q0) / se(m):+.2f}; "
           f"status {''.join(r.status[0] for r in runs)}; |m| {np.round(m, 3).tolist()}; "
-          f"step halvings {[r.halvings for r in runs]}; "
+          f"step halvings {[r.halvings for r in runs]}; iterations {[r.iterations for r in runs]}; "
           f"converged runs' mean {m[conv].mean() if conv.any() else math.nan:.4f} +- {se(m[conv]):.4f} "
           f"({int(conv.sum())} runs); {time.perf_counter() - t0:.0f} s")
 

@@ -24,7 +24,10 @@ the first has no memory), then ``Qhat' = Qhat + theta (B / (1 / rho0 + Ahat) - Q
 + Ahat) + (1 - theta) v``; the Onsager term uses the damped ``g``.  With ``adaptive`` the step adapts to
 oscillation: with ``D_t`` the proposed step ``B / (1 / rho0 + Ahat) - Qhat`` of iteration t, ``theta`` halves
 (down to THETA_MIN) when ``cos(D_t, D_(t-1)) < -OSCILLATION_COS`` (consecutive steps against each other: the
-sign-alternating mode of docs/bayes-optimal.md) and grows by GROWTH otherwise, up to ``1 - damping``; the iteration starts at ``theta = 1 - damping``.  It is off by default: it lets
+sign-alternating mode of docs/bayes-optimal.md) and grows by GROWTH otherwise, up to ``1 - damping``; the iteration starts at ``theta = 1 - damping``.
+Settling (``damp_after = k > 0``): the first ``k`` iterations run undamped (``theta = 1``: the fast escape from
+the uninformative start) and the damping applies from iteration ``k + 1`` on (``theta = 1 - damping``), so a run
+that oscillates about its fixed point after the escape can converge to it.  The adaptive step is off by default: it lets
 some oscillating runs converge without moving their overlap, and it breaks the approach to perfect recovery of some
 runs above ``1 / L`` (docs/bayes-optimal.md).  The variances are
 scalars (their average over coordinates; the off-diagonal ``l != k`` terms of the Onsager sums average out at
@@ -63,6 +66,8 @@ class AmpConfig:
             theta new + (1 - theta) old; module doc).
         adaptive: theta halves on oscillation and grows back to 1 - damping otherwise (module doc);
             False (the default): the fixed step 1 - damping.
+        damp_after: >= 0, the iterations run undamped (theta = 1) before the damping applies (module doc,
+            "Settling"); 0 (the default): damped from the first iteration.
         tol: > 0, stop when |Qhat_t - Qhat_{t-1}| / sqrt(d rho0) <= tol.
         max_iter: >= 1, the iteration budget.
         init_scale: > 0, q_0 = init_scale rho0 (a random start of small norm).
@@ -70,6 +75,7 @@ class AmpConfig:
 
     damping: float = 0.0
     adaptive: bool = False
+    damp_after: int = 0
     tol: float = 1e-7
     max_iter: int = 500
     init_scale: float = 1e-4
@@ -81,6 +87,8 @@ class AmpConfig:
             raise ValueError(f"tol must be a finite number > 0, got {self.tol}")
         if isinstance(self.max_iter, bool) or int(self.max_iter) != self.max_iter or self.max_iter < 1:
             raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter}")
+        if isinstance(self.damp_after, bool) or int(self.damp_after) != self.damp_after or self.damp_after < 0:
+            raise ValueError(f"damp_after must be an integer >= 0, got {self.damp_after}")
         if not (self.init_scale > 0 and math.isfinite(self.init_scale)):
             raise ValueError(f"init_scale must be a finite number > 0, got {self.init_scale}")
 
@@ -144,9 +152,11 @@ def gamp(X: torch.Tensor, Y: torch.Tensor, rho0: float, Qstar: torch.Tensor, gen
     g = torch.zeros((n, L), dtype=X.dtype, device=X.device)
     m_path, q_path = [float(Q @ Qs) / d], [float(Q @ Q) / d]
     status, change, it = "budget", math.inf, 0
-    theta_max = 1.0 - config.damping
+    theta_max = 1.0 if config.damp_after > 0 else 1.0 - config.damping
     theta, halvings, step_prev, Ahat = theta_max, 0, None, None
     for it in range(1, int(config.max_iter) + 1):
+        if it == config.damp_after + 1 and config.damp_after > 0:  # settling: the damping starts here
+            theta_max = theta = 1.0 - config.damping
         V = c * v
         w = (F @ Q).reshape(n, L) - V * g
         g_new, dg = g_out(Y, w, V)

@@ -104,7 +104,21 @@ def test_halving_the_step_on_oscillation_lets_a_run_converge():
     assert fixed.status == "budget" and adaptive.converged and adaptive.halvings > 0 and adaptive.change <= 1e-7
 
 
+def test_settling_runs_undamped_first_then_damps():
+    """damp_after = k: the first k iterates are the undamped run's bit for bit; from iteration k + 1 the damped
+    step moves Q by theta = 1 - damping times the undamped proposal (d = 300, alpha = 0.35, seed 2)."""
+    k = 7
+    free, _ = _run(300, 0.35, 2, AmpConfig(max_iter=k + 3))
+    settled, _ = _run(300, 0.35, 2, AmpConfig(max_iter=k + 3, damping=0.8, damp_after=k))
+    assert settled.m_path[:k + 1] == free.m_path[:k + 1]
+    assert settled.m_path[k + 1] != free.m_path[k + 1]
+    assert settled.theta == pytest.approx(0.2)
+    never, _ = _run(300, 0.35, 2, AmpConfig(max_iter=k + 3, damping=0.8, damp_after=k + 3))
+    assert never.m_path == free.m_path and never.theta == 1.0
+
+
 def test_bad_config_is_refused():
-    for kw in ({"damping": 1.0}, {"tol": 0.0}, {"max_iter": 0}, {"init_scale": -1.0}):
+    for kw in ({"damping": 1.0}, {"tol": 0.0}, {"max_iter": 0}, {"init_scale": -1.0}, {"damp_after": -1},
+               {"damp_after": 1.5}):
         with pytest.raises(ValueError):
             AmpConfig(**kw)
