@@ -33,6 +33,15 @@ from .amp_run import AmpSpec, run_amp
 #: Standard errors within which AMP agrees with the state evolution.
 AGREE_Z = 2.0
 
+#: The cost model of one AMP run (:func:`amp_run_seconds`): CPU seconds per iteration and per entry n L d of the
+#: token matrix (two matrix-vector products an iteration, one torch thread), the iterations a run's data and
+#: state evolution cost in the same unit, and the mean iterations of a run between alpha_WR and 1/L and above 1/L.
+#: Measured on the full plan (docs/bayes-optimal.md, "In validate").
+AMP_SECONDS_PER_ENTRY_ITERATION = 1.1e-9
+AMP_SETUP_ITERATIONS = 20
+AMP_MEAN_ITERATIONS_INSIDE = 560
+AMP_MEAN_ITERATIONS_ABOVE = 100
+
 
 @dataclass(frozen=True)
 class AmpPlan:
@@ -65,6 +74,21 @@ def amp_plan(params: ModelParams, quick: bool = False, seeds: int | None = None,
     ds = (200, 400) if quick else (500, 1000, 2000, 4000)
     n = seeds if seeds is not None else (4 if quick else 8)
     return AmpPlan(p, alphas, ds, tuple(range(n)), device=device)
+
+
+def amp_run_seconds(plan: AmpPlan) -> list[float]:
+    """Estimated CPU seconds of every run of ``plan`` (alpha-major, as :func:`run_amp_plan` runs them):
+    AMP_SECONDS_PER_ENTRY_ITERATION x n L d x (iterations + AMP_SETUP_ITERATIONS), n = round(alpha d), with the
+    measured mean iterations inside (alpha_WR, 1/L) or above 1/L, at most the plan's budget."""
+    L = plan.params.L
+    out = []
+    for alpha in plan.alphas:
+        its = AMP_MEAN_ITERATIONS_ABOVE if alpha > 1.0 / L else AMP_MEAN_ITERATIONS_INSIDE
+        its = min(its, plan.amp.max_iter)
+        for d in plan.ds:
+            entries = round(alpha * d) * L * d
+            out += [AMP_SECONDS_PER_ENTRY_ITERATION * entries * (its + AMP_SETUP_ITERATIONS)] * len(plan.seeds)
+    return out
 
 
 def _stats(x: Sequence[float]) -> tuple[float, float]:
@@ -179,6 +203,17 @@ def markdown_lines(section: dict[str, Any]) -> list[str]:
     for t in amp["trends"]:
         fit = "-" if t["fit_a"] is None else f"{t['fit_a']:.4f} +- {t['fit_a_se']:.4f}"
         lines.append(f"| {t['alpha']:.4g} | {t['se_q0']:.4f} | {fit} | {t['verdict']} |")
+    bad = [t for t in amp["trends"] if t["verdict"] == "disagrees"]
+    if bad:
+        last = {(r["alpha"], r["d"]): r for r in amp["rows"]}
+        at = "; ".join(f"alpha = {t['alpha']:.4g}: {last[(t['alpha'], t['d_max'])]['near_zero']} of "
+                       f"{last[(t['alpha'], t['d_max'])]['n']} runs near 0, "
+                       f"{last[(t['alpha'], t['d_max'])]['converged']} converged" for t in bad)
+        lines += ["", f"AMP does not track the state evolution within these d at {len(bad)} alpha(s) ({at}, at "
+                  f"d = {bad[0]['d_max']}). The causes measured (docs/bayes-optimal.md, 'AMP at finite d'): from its "
+                  "random start AMP's state evolution passes a noise fixed point (m = 0, q > 0) that runs at these d "
+                  "do not leave, and the data sets' own fixed points scatter widely where the state evolution's slope "
+                  "is near 1; both fade as d grows."]
     c = erm["closest"]
     lines += ["", f"ERM's global minimum against the Bayes-optimal test error at omega = {erm['omega']:g} (the "
               f"validation's theory curves; excess eps_g(ERM) - eps_g(BO) in units of eps_lin = {erm['eps_lin']:.5g}):", "",
@@ -196,5 +231,6 @@ def markdown_lines(section: dict[str, Any]) -> list[str]:
     return lines
 
 
-__all__ = ["AGREE_Z", "AmpPlan", "Fit", "amp_plan", "amp_rows", "amp_trends", "erm_against_bayes", "markdown_lines",
+__all__ = ["AGREE_Z", "AMP_MEAN_ITERATIONS_ABOVE", "AMP_MEAN_ITERATIONS_INSIDE", "AMP_SECONDS_PER_ENTRY_ITERATION",
+           "AMP_SETUP_ITERATIONS", "AmpPlan", "Fit", "amp_plan", "amp_run_seconds", "amp_rows", "amp_trends", "erm_against_bayes", "markdown_lines",
            "run_amp_plan"]

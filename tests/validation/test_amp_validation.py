@@ -9,8 +9,8 @@ import pytest
 
 from attnphase.numerics.se.bayes import BayesModel, bayes_eps_g, solve_bayes
 from attnphase.theory.params import ModelParams
-from attnphase.validation.amp_validation import (AmpPlan, amp_rows, amp_trends, erm_against_bayes, markdown_lines,
-                                                 run_amp_plan)
+from attnphase.validation.amp_validation import (AmpPlan, amp_plan, amp_rows, amp_run_seconds, amp_trends,
+                                                 erm_against_bayes, markdown_lines, run_amp_plan)
 from attnphase.validation.campaign import extrapolate
 
 
@@ -82,3 +82,25 @@ def test_a_small_plan_runs_and_renders():
     erm = erm_against_bayes(_theory({"positional": [{"alpha": 0.4, "eps_g": 3.3e-3, "e_t": 1.0}]}), plan.params)
     text = "\n".join(markdown_lines({"amp": amp, "erm": erm}))
     assert "## The Bayes-optimal estimator" in text and "| 0.4 | 300 |" in text and "comes closest" in text
+
+
+def test_the_amp_cost_model_counts_every_run_and_grows_with_n_L_d():
+    plan = amp_plan(ModelParams())
+    est = amp_run_seconds(plan)
+    assert len(est) == len(plan.alphas) * len(plan.ds) * len(plan.seeds) and all(t > 0 for t in est)
+    small = amp_run_seconds(AmpPlan(plan.params, alphas=(0.3,), ds=(1000,), seeds=(0,)))[0]
+    large = amp_run_seconds(AmpPlan(plan.params, alphas=(0.3,), ds=(2000,), seeds=(0,)))[0]
+    assert large == pytest.approx(4 * small)  # n L d entries: n = alpha d
+    quick = sum(amp_run_seconds(amp_plan(ModelParams(), quick=True)))
+    assert quick < sum(est) / 20
+
+
+def test_the_report_says_where_amp_disagrees():
+    runs = _runs(0.25, 0.14, {1000: 0.03, 2000: 0.02}, spread=0.01)
+    rows = amp_rows(runs)
+    amp = {"plan": {"damping": 0.0, "max_iter": 1000, "tol": 1e-7, "ds": [1000, 2000], "seeds": list(range(8))},
+           "runs": runs, "rows": rows, "trends": amp_trends(rows, extrapolate), "seconds": 1.0, "cpu_seconds": 1.0}
+    erm = erm_against_bayes(_theory({"positional": [{"alpha": 0.4, "eps_g": 3.3e-3, "e_t": 1.0}]}), ModelParams())
+    text = "\n".join(markdown_lines({"amp": amp, "erm": erm}))
+    assert amp["trends"][0]["verdict"] == "disagrees"
+    assert "does not track the state evolution" in text and "alpha = 0.25: 8 of 8 runs near 0, 8 converged" in text

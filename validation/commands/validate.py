@@ -86,6 +86,11 @@ def announce_campaign(plan, executor, args: argparse.Namespace) -> None:
                             f"~{workload.VALIDATE_THEORY_TASK_SECONDS:.0f} CPU s per theory task, "
                             f"{workload.simulation_seconds(plan.d, 1.0):.2g} s per simulation at alpha = 1",
                             quiet=args.quiet)
+    from attnphase.validation.amp_validation import amp_plan, amp_run_seconds  # the report's AMP section, after it
+
+    workload.announce_tasks("then the Bayes-optimal section's AMP runs (in this process)",
+                            amp_run_seconds(amp_plan(plan.params, quick=plan.quick)), 1,
+                            "validation/amp_validation.py's cost model of one AMP run", quiet=args.quiet)
 
 
 def reuse_theory_cache(out_dir, stage) -> int:
