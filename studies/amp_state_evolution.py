@@ -16,7 +16,8 @@ The state evolution of GAMP (validation/amp.py's iteration) from any ``(m, q, v)
 Nishimori line it is numerics/se/bayes.py's one-dimensional map.  The expectations are plain Monte Carlo over
 ``(a, b)`` with antithetic pairs ``b -> -b`` at the noise part (so ``mhat = 0`` exactly at ``m = 0``).
 
-What it prints: (1) the state evolution from AMP's random start with ``m_0 = 1e-9``: its plateau at the noise
+What it prints: (0) one step on the Nishimori line against numerics/se/bayes.py's map (they agree to the Monte
+Carlo error, ~1e-3); (1) the state evolution from AMP's random start with ``m_0 = 1e-9``: its plateau at the noise
 fixed point ``(m = 0, q = q_noise)`` -- stable in q, a saddle -- and the growth factor of m there, against
 ``alpha / alpha_WR`` (m's growth at the start); (2) for a few seeds at one d, AMP's ``|m_t|`` and ``q_t`` beside the
 state evolution started from that run's own ``(|m_0|, q_0, rho0)``, at t = 0, 5, 10, 20, 40, 80, 160, 320.
@@ -32,7 +33,8 @@ import math
 import numpy as np
 import torch
 
-from attnphase.numerics.se.bayes import BayesModel, solve_bayes
+from attnphase.numerics.se.bayes import BayesModel, sign_rule, solve_bayes
+from attnphase.numerics.se.bayes import se_step as nishimori_step
 from attnphase.theory.params import ModelParams
 from attnphase.validation.amp import AmpConfig, gamp, revealed_fields
 from attnphase.validation.data import make_teacher, n_samples, sample
@@ -95,6 +97,12 @@ def main() -> None:
     # the plateau: m still below 1e-4 while q has stopped moving (relative change < 1e-3 per iteration)
     flat = [t for t in range(5, m.size - 1) if m[t] < 1e-4 and abs(q[t + 1] - q[t]) < 1e-3 * q[t]]
     print(f"alpha = {alpha:g} (alpha / alpha_WR = {alpha / wr:.3f}); the Nishimori state evolution's q0 = {q0:.4f}")
+    model, rule = BayesModel.of(p), sign_rule(p.L)
+    sigma = np.asarray(p.sigma, dtype=float)
+    check = ", ".join(f"q = {x}: (m', q', v') = ({a:.4f}, {b:.4f}, {c:.4f}) against q0' = "
+                      f"{nishimori_step(model, rule, alpha, x):.4f}"
+                      for x in (0.05, 0.3, 0.5) for a, b, c in [se_step(alpha, x, x, p.rho0 - x, sigma, p.rho0, *nodes)])
+    print(f"  on the Nishimori line (m = q, v = rho0 - q) one step against numerics/se/bayes.py's map: {check}")
     if flat:
         t = flat[len(flat) // 2]
         print(f"  state evolution from m_0 = 1e-9, q_0 = {cfg.init_scale:g} rho0: plateau at the noise fixed point "
