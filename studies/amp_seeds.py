@@ -1,7 +1,7 @@
 """AMP at finite d over seeds against the Bayes-optimal state evolution (docs/bayes-optimal.md, "AMP at finite d").
 
 One line per call: mean |m| over the seeds with its standard error, the state evolution's q0, every run's status
-(c converged, b budget) and |m|, the iterations, how far |m| still moves in the budget runs (its standard
+(c converged, b budget) and |m|, the iterations, the escape iteration (the first with |m_t| > q0 / 2), how far |m| still moves in the budget runs (its standard
 deviation over their last 200 iterations), the converged runs' mean and how often the adaptive damping halved its step;
 ``--init-scale``/``--damping``/``--adaptive`` (the step halved on oscillation) change the AMP
 configuration (validation/amp.py; ``--damp-after N``: N undamped iterations, then ``--damping``; ``--max-iter``,
@@ -22,6 +22,11 @@ import torch
 from attnphase.theory.params import ModelParams
 from attnphase.validation.amp import AmpConfig
 from attnphase.validation.amp_run import AmpSpec, run_amp
+
+
+def escape(r) -> int | str:
+    """The first iteration at which |m_t| exceeds half the state evolution's q0 ("-" if none)."""
+    return next((t for t, m in enumerate(r.m_path) if abs(m) > 0.5 * r.se_q0), "-")
 
 
 def main() -> None:
@@ -51,6 +56,7 @@ def main() -> None:
           f"SE q0 = {runs[0].se_q0:.4f}, z = {(m.mean() - runs[0].se_q0) / se(m):+.2f}; "
           f"status {''.join(r.status[0] for r in runs)}; |m| {np.round(m, 3).tolist()}; "
           f"step halvings {[r.halvings for r in runs]}; iterations {[r.iterations for r in runs]}; "
+          f"escape iteration (first t with |m_t| > q0 / 2; - never) {[escape(r) for r in runs]}; "
           f"std of |m| over the last 200 iterations of the budget runs "
           f"{[round(float(np.abs(r.m_path[-200:]).std()), 4) for r in runs if r.status == 'budget']}; "
           f"converged runs' mean {m[conv].mean() if conv.any() else math.nan:.4f} +- {se(m[conv]):.4f} "
