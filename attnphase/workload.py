@@ -74,14 +74,18 @@ VALIDATE_THEORY_TASK_SECONDS = 24.0
 SIMULATION_SECONDS_D1000_ALPHA2 = 3.2
 #: What a small simulation costs whatever its size (teacher, the 10^4-sample test set, measurement): the same fit.
 SIMULATION_FIXED_SECONDS = 0.12
-#: ``histogram``: CPU seconds per training sample and epoch (``histogram --quick``: 3 trainings of 10 000 samples x
-#: 20 epochs and 2 re-parameterisations of 3 epochs, 43-49 CPU s in all, docs/histogram.md).
-HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH = 7e-5
-#: ``histogram``: what a training costs whatever its length (its model, data, scores and attention maps):
-#: ``benchmarks/workload_calibration.py --only histogram`` (2000 samples, 2 and 6 epochs, 3 trainings and 2
-#: re-parameterisations) put the experiment's fixed part at 2.5 CPU s, 0.5 per training, and the slope at 3.9e-5 CPU s
-#: per sample and epoch, below the constant above (kept: ``histogram --quick`` as a command took 135 CPU s user).
-HISTOGRAM_FIXED_SECONDS = 0.5
+#: ``histogram``: CPU seconds per sample and epoch of a training (``n_samples`` counts the validation fifth too):
+#: ``benchmarks/workload_calibration.py --only histogram`` (2000 samples at 2, 4 and 6 epochs, 3 trainings and 2
+#: re-parameterisations each, after a warm-up run): 8.7e-5.  The constant before, 7e-5, came from a fit whose first
+#: run paid torch's first calls (about 1 CPU s) and put the slope at 2.4-3.9e-5; ``histogram --quick --workers 1``
+#: (660 000 sample-epochs) took 71.3 CPU s (68.2 user + 3.2 system) against the 49 announced.
+HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH = 8.7e-5
+#: ``histogram``: what a training costs whatever its length (its model, scores and attention maps): the same fit's
+#: intercept over its 5 trainings.
+HISTOGRAM_FIXED_SECONDS = 0.06
+#: ``histogram``: the command's own part (imports, the tasks read back, report, figures, dataset): ``histogram
+#: --quick --workers 1`` run again into its ``--out`` (every task from the store): 6.35 user + 0.53 system CPU s.
+HISTOGRAM_COMMAND_SECONDS = 7.0
 #: ``validate --suite general --quick``: all 5 cases at d = 200, 3 seeds: 492 s user CPU, 292 s wall on 2 idle cores
 #: (docs/validation.md); the full suite's cases (d) and (e) at d = 1000: 374 s wall.
 GENERAL_QUICK_SUITE_SECONDS = 292.0
@@ -142,6 +146,15 @@ def histogram_training_seconds(n_samples: int, epochs: int) -> float:
     """CPU seconds of one histogram training (or re-parameterisation) of ``epochs`` passes over ``n_samples``:
     :data:`HISTOGRAM_FIXED_SECONDS` + :data:`HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH` x samples x epochs."""
     return HISTOGRAM_FIXED_SECONDS + HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH * n_samples * epochs
+
+
+def histogram_seconds(n_samples: int, epochs: int, reparam_epochs: int, n_variants: int,
+                      n_restricted: int) -> tuple[list[float], list[float]]:
+    """CPU seconds of the histogram experiment's two stages: ``n_variants`` trainings of ``epochs`` and
+    ``n_restricted`` re-parameterisations of ``reparam_epochs`` (:func:`histogram_training_seconds` each); the
+    command adds :data:`HISTOGRAM_COMMAND_SECONDS`."""
+    return ([histogram_training_seconds(n_samples, epochs)] * n_variants,
+            [histogram_training_seconds(n_samples, reparam_epochs)] * n_restricted)
 
 
 def wall_seconds(task_seconds: Sequence[float], workers: int) -> float:

@@ -31,6 +31,24 @@ def test_histogram_cost_grows_with_samples_and_epochs():
     assert (workload.histogram_training_seconds(10_000, 40) - one) == pytest.approx(per * 10_000 * 20)
 
 
+def test_histogram_announcement_adds_the_trainings_and_the_commands_own_part(capsys):
+    """The command's estimate is its 3 trainings and 2 re-parameterisations (each per sample-epoch) plus its own
+    part (imports, report, figures): the part that a warm-up-free calibration and a per-training model left out."""
+    from attnphase.validation.commands.histogram import _announce
+    from attnphase.validation.histogram.experiment import HistogramConfig
+
+    cfg = HistogramConfig.quick()
+    train, reparam = workload.histogram_seconds(cfg.n_samples, cfg.epochs, cfg.reparam_epochs, 3, 2)
+    assert len(train) == 3 and len(reparam) == 2
+    per = workload.HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH
+    assert sum(train) + sum(reparam) == pytest.approx(5 * workload.HISTOGRAM_FIXED_SECONDS
+                                                      + per * cfg.n_samples * (3 * cfg.epochs + 2 * cfg.reparam_epochs))
+    total = sum(train) + sum(reparam) + workload.HISTOGRAM_COMMAND_SECONDS
+    _announce(cfg, 1, False)
+    err = capsys.readouterr().err
+    assert f"about {workload.format_duration(total)} on 1 worker ({workload.cpu_phrase(total)} in all" in err
+
+
 @pytest.mark.parametrize("fn", [workload.boundaries_task_seconds, workload.matrix_boundaries_task_seconds])
 def test_boundaries_cost_grows_with_the_alpha_grid_the_rule_and_L(fn):
     cfg = SolverConfig()
