@@ -4,8 +4,9 @@
   :data:`MAX_DIAGRAM_POINTS` (``phase-diagram``, ``scan``) solves is a one-line error unless
   ``--large`` (:func:`add_large_option`) was given; checked before any work.
 * :func:`check_simulations` -- ``validate`` past :data:`MAX_SIMULATIONS` simulations needs ``--large`` too.
-* :func:`announce_tasks` -- before a long job starts, its task count and its wall time on its workers
-  (:func:`wall_seconds`) from measured per-task CPU costs: the boundaries at one omega
+* :func:`announce_tasks` -- before a long job starts, its task count, its wall time on its workers
+  (:func:`wall_seconds`) and its CPU time (the tasks' and a local cluster's own, :func:`cluster_seconds`) from
+  measured per-task CPU costs: the boundaries at one omega
   (:func:`boundaries_task_seconds`), a rank-2 omega, a census, a validation theory task, a simulation
   (:func:`simulation_seconds`), a histogram training; :func:`estimate_seconds` -- the
   solves of a sweep from :data:`SECONDS_PER_SOLVE` (L = 2, sobol12) scaled by the rule's node count and by L.
@@ -54,11 +55,22 @@ def estimate_seconds(n_solves: int, L: int, config: Any) -> float:
 #: ``phase-diagram`` / ``scan``: the boundaries at one omega, 12 alphas, the default rules (sobol10:4 ...), L = 2:
 #: 13.9-14.9 CPU s per omega (docs/numerics.md section 8: the 7-omega diagram, 104-105 CPU s).
 BOUNDARIES_TASK_SECONDS = 15.0
-#: ``phase-diagram --rank 2``: one omega, every fixed point the census finds followed along alpha (4 censuses, 117
-#: solves): measured ``phase-diagram --rank 2 --omega 0.1`` (12 alphas on sobol10:4) 698 CPU s on cores shared with
-#: five other jobs, scaled here to 6 alphas on sobol11 by :func:`matrix_boundaries_task_seconds`.  Its compiled
-#: loops use every core of the process.
-RANK_BOUNDARIES_TASK_SECONDS = 330.0
+#: ``phase-diagram --rank 2``: one omega is a census-driven search (numerics/phase/census_continuation.py): censuses
+#: at the grid's ends and where the branches change (at most MAX_CENSUS), every branch found followed along the alpha
+#: grid by warm-started solves, then bisections on the branches' ends and root searches of the boundaries.  Its cost
+#: is ``RANK2_CENSUSES`` censuses + (``RANK2_SOLVES_PER_ALPHA`` x alphas + ``RANK2_SOLVES_OFF_GRID``) solves
+#: (:func:`matrix_boundaries_task_seconds`), each term measured by ``benchmarks/workload_calibration.py --only rank2``
+#: (r = 2, r* = 1, omega 0.3, the default grid 0.1:3:12 on :data:`RANK2_RULE`); re-measure after a change of the
+#: search with that one command.  The compiled loops use every core of the process.
+RANK2_RULE = "sobol10:4"
+#: CPU s of one census of the search (its starts' solves on the census rule, no error bars).
+RANK2_CENSUS_SECONDS = 60.0
+#: CPU s of one solve along a branch (warm-started; a failed one included).
+RANK2_SOLVE_SECONDS = 4.0
+#: Solves at the grid's points per grid point: the branches followed (their number is the search's, not the grid's).
+RANK2_SOLVES_PER_ALPHA = 7.0
+#: Solves between the grid's points per omega: the ends' bisections and the boundaries' root searches.
+RANK2_SOLVES_OFF_GRID = 30.0
 #: ``census`` at the defaults (21 starts, error bars from the rule's 4 blocks), L = 2: 41.4 s user + 0.6 s system
 #: CPU (``census --alpha 1.25 --omega 0.3``, one process, on busy cores: its wall time there was 136 s); measured
 #: again (``/usr/bin/time``, on busier cores): 53.6 s user + 0.7 s system, 102 s wall.  Their mean.
@@ -90,8 +102,17 @@ HISTOGRAM_COMMAND_SECONDS = 7.0
 #: (docs/validation.md); the full suite's cases (d) and (e) at d = 1000: 374 s wall.
 GENERAL_QUICK_SUITE_SECONDS = 292.0
 GENERAL_FULL_DE_SECONDS = 374.0
-#: Starting a local Dask cluster and importing the numerics in its workers.
+#: Starting a local Dask cluster and importing the numerics in its workers (wall seconds).
 CLUSTER_START_SECONDS = 5.0
+#: A local Dask cluster's own CPU (``benchmarks/workload_calibration.py --only workers``): each worker's spawn and
+#: imports, the scheduler's share included (2 workers importing torch and the histogram: 5.9 CPU s; the numerics:
+#: 4.6) ...
+WORKER_START_SECONDS = 3.0
+#: ... and, per worker and wall second while it runs, the event loops and heartbeats of the scheduler, the nannies
+#: and the workers (2 workers sleeping 30 s against 1 s: 2.8 CPU s more in 24 s more wall).  It grows with the wall
+#: time, not the work: on a busy machine, where the wall time is several times the CPU time, it is most of the gap
+#: (``histogram --quick`` on 2 workers: 179 CPU s in 13.4 min wall against 71 CPU s in one process).
+CLUSTER_SECONDS_PER_WALL_SECOND = 0.06
 
 
 def format_duration(t: float) -> str:
@@ -128,12 +149,16 @@ def census_seconds(L: int, config: Any) -> float:
 
 
 def matrix_boundaries_task_seconds(n_alphas: int, L: int, config: Any) -> float:
-    """CPU seconds of one omega's rank-r boundaries (:data:`RANK_BOUNDARIES_TASK_SECONDS` at 6 alphas on sobol11,
-    r = 2, r* = 1; half of it grows with the alpha grid, the rule as the square root of its nodes, 4x per token)."""
+    """CPU seconds of one omega's rank-r boundaries: min(alphas, MAX_CENSUS) censuses of :data:`RANK2_CENSUS_SECONDS`
+    and :data:`RANK2_SOLVES_PER_ALPHA` x alphas + :data:`RANK2_SOLVES_OFF_GRID` solves of :data:`RANK2_SOLVE_SECONDS`
+    (measured at r = 2, r* = 1 on :data:`RANK2_RULE`); the rule as the square root of its nodes, 4x per token."""
+    from attnphase.numerics.phase.census_continuation import MAX_CENSUS
     from attnphase.numerics.quadrature.rules import rule_nodes
 
-    return (RANK_BOUNDARIES_TASK_SECONDS * (0.5 + 0.5 * n_alphas / 6)
-            * (rule_nodes(L, config.quadrature) / rule_nodes(2, "sobol11")) ** 0.5 * 4 ** (L - 2))
+    censuses = min(n_alphas, MAX_CENSUS)
+    solves = RANK2_SOLVES_PER_ALPHA * n_alphas + RANK2_SOLVES_OFF_GRID
+    return ((censuses * RANK2_CENSUS_SECONDS + solves * RANK2_SOLVE_SECONDS)
+            * (rule_nodes(L, config.quadrature) / rule_nodes(2, RANK2_RULE)) ** 0.5 * 4 ** (L - 2))
 
 
 def simulation_seconds(d: int, alpha: float) -> float:
@@ -166,6 +191,14 @@ def wall_seconds(task_seconds: Sequence[float], workers: int) -> float:
     return max(sum(task_seconds) / w, max(task_seconds)) + (CLUSTER_START_SECONDS if w > 1 else 0.0)
 
 
+def cluster_seconds(workers: int, wall: float) -> float:
+    """CPU seconds of a local Dask cluster of ``workers`` (none for one worker: the tasks run in this process) that
+    runs ``wall`` seconds: :data:`WORKER_START_SECONDS` and :data:`CLUSTER_SECONDS_PER_WALL_SECOND` per worker."""
+    if workers <= 1:
+        return 0.0
+    return workers * (WORKER_START_SECONDS + CLUSTER_SECONDS_PER_WALL_SECOND * wall)
+
+
 def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis: str, *, quiet: bool = False,
                    min_seconds: float = 10, cores: int = 0) -> float:
     """Say on stderr, before a job starts, how many tasks it has and about how long it takes on ``workers``
@@ -175,11 +208,13 @@ def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis
     n = len(task_seconds)
     if cores:
         t, on = sum(task_seconds) / cores, f"{cores} core{'s' if cores != 1 else ''}"
+        cpu = sum(task_seconds)
     else:
         t, on = wall_seconds(task_seconds, workers), f"{workers} worker{'s' if workers != 1 else ''}"
+        cpu = sum(task_seconds) + cluster_seconds(min(workers, n), t)
     if not quiet and t >= min_seconds:
         print(f"attnphase: {what}: {n} task{'s' if n != 1 else ''}, about {format_duration(t)} on {on} "
-              f"({cpu_phrase(sum(task_seconds))} in all; {basis}; from measured CPU times, attnphase/workload.py: "
+              f"({cpu_phrase(cpu)} in all; {basis}; from measured CPU times, attnphase/workload.py: "
               f"a busy or slower machine takes longer)", file=sys.stderr, flush=True)
     return t
 

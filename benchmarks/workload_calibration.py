@@ -15,6 +15,8 @@ measurement and the fitted constants:
   halved the slope): least squares, the slope is ``HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH`` (per sample and epoch), the
   intercept over the trainings ``HISTOGRAM_FIXED_SECONDS`` (data, scores, attention maps);
 * one state-evolution solve at L = 2 on the default rules (``SECONDS_PER_SOLVE``);
+* ``--only workers``: a local Dask cluster of 2 workers importing a task's modules and running nothing else
+  (``WORKER_START_SECONDS``, per worker), then idle 1 s and 25 s (``CLUSTER_SECONDS_PER_WALL_SECOND``, per worker);
 * ``--only rank2``: the rank-2 boundaries at one omega (``phase-diagram --rank 2``'s task,
   :func:`~attnphase.numerics.phase.lowest_branch.lowest_branch_boundaries`), its censuses and its solves counted and
   timed: ``RANK2_CENSUS_SECONDS`` (one census of the continuation), ``RANK2_SOLVE_SECONDS`` (one solve along a
@@ -146,9 +148,43 @@ def rank2(omega: float = 0.3, alphas: str = "0.1:3:12", quadrature: str | None =
     return out
 
 
+def workers(n: int = 2) -> dict:
+    """CPU seconds of a local Dask cluster of ``n`` workers that each import what a job's task imports (the numerics
+    of a phase-diagram task; torch and the histogram for a histogram or validate task) and run nothing else: this
+    process and its reaped children (``resource.getrusage``), per worker."""
+    import functools
+    import resource
+
+    from attnphase.execution import map_tasks
+
+    def cpu_all() -> float:
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+    out = {}
+    for what, code in (("numerics", "import attnphase.numerics.phase.boundaries, attnphase.numerics.jobs.tasks"),
+                       ("torch", "import torch, attnphase.validation.histogram.jobs, attnphase.validation.experiments")):
+        c0 = cpu_all()
+        map_tasks(functools.partial(exec, code), [{}] * n, n)
+        cpu = cpu_all() - c0
+        out[what] = cpu / n
+        print(f"a local cluster of {n} workers importing {what}: {cpu:.1f} CPU s, {cpu / n:.2g} per worker", flush=True)
+    walls = {}
+    for sleep in (1, 25):  # the cluster's own CPU while it runs: the same cluster idle for longer
+        c0, w0 = cpu_all(), time.perf_counter()
+        map_tasks(functools.partial(exec, f"import time; time.sleep({sleep})"), [{}] * n, n)
+        walls[sleep] = (cpu_all() - c0, time.perf_counter() - w0)
+        print(f"a local cluster of {n} workers sleeping {sleep} s: {walls[sleep][0]:.2f} CPU s in "
+              f"{walls[sleep][1]:.1f} s wall", flush=True)
+    rate = (walls[25][0] - walls[1][0]) / (walls[25][1] - walls[1][1]) / n
+    print(f"fit: WORKER_START_SECONDS = {max(out.values()):.2g} (the larger), CLUSTER_SECONDS_PER_WALL_SECOND = "
+          f"{rate:.2g}", flush=True)
+    return {"per_worker": out, "WORKER_START_SECONDS": max(out.values()), "CLUSTER_SECONDS_PER_WALL_SECOND": rate}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=("sim", "histogram", "solve", "rank2"), action="append")
+    ap.add_argument("--only", choices=("sim", "histogram", "solve", "rank2", "workers"), action="append")
     ap.add_argument("--omega", type=float, default=0.3, help="rank2: the omega (default 0.3)")
     ap.add_argument("--alpha", default="0.1:3:12", help="rank2: the alpha grid START:STOP:NUM (default 0.1:3:12)")
     ap.add_argument("--quadrature", default=None, help="rank2: the solve rule (default: the default rule)")
@@ -160,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     parts = {"sim": simulations, "histogram": histogram, "solve": solve_once,
-             "rank2": lambda: rank2(args.omega, args.alpha, args.quadrature)}
+             "rank2": lambda: rank2(args.omega, args.alpha, args.quadrature), "workers": workers}
     # rank2 (minutes of CPU) only when asked for
     out = {k: f() for k, f in parts.items() if (k in args.only if args.only else k != "rank2")}
     if args.json:

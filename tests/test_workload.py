@@ -58,6 +58,21 @@ def test_boundaries_cost_grows_with_the_alpha_grid_the_rule_and_L(fn):
     assert fn(12, 2, SolverConfig(quadrature="sobol14")) > base > fn(12, 2, SolverConfig(quadrature="sobol10"))
 
 
+def test_rank2_cost_is_its_censuses_and_its_solves():
+    """One omega of the rank-2 search: censuses at the grid's ends and where the branches change (at most MAX_CENSUS),
+    then solves along every branch at every grid point and between them: past MAX_CENSUS alphas each further alpha
+    adds the branches' solves only, and the terms add up on the rule they were measured on."""
+    from attnphase.numerics.phase.census_continuation import MAX_CENSUS
+
+    cfg = SolverConfig(quadrature=workload.RANK2_RULE)
+    fn = workload.matrix_boundaries_task_seconds
+    per_alpha = workload.RANK2_SOLVES_PER_ALPHA * workload.RANK2_SOLVE_SECONDS
+    assert fn(13, 2, cfg) - fn(12, 2, cfg) == pytest.approx(per_alpha)
+    assert fn(2, 2, cfg) - fn(1, 2, cfg) == pytest.approx(per_alpha + workload.RANK2_CENSUS_SECONDS)
+    assert fn(12, 2, cfg) == pytest.approx(MAX_CENSUS * workload.RANK2_CENSUS_SECONDS + workload.RANK2_SOLVE_SECONDS
+                                           * (12 * workload.RANK2_SOLVES_PER_ALPHA + workload.RANK2_SOLVES_OFF_GRID))
+
+
 def test_census_and_solve_costs_scale_with_the_rule():
     assert workload.census_seconds(2, SolverConfig()) == pytest.approx(workload.CENSUS_SECONDS)
     assert workload.census_seconds(2, SolverConfig(quadrature="sobol14")) > workload.CENSUS_SECONDS
@@ -81,9 +96,23 @@ def test_announcement_states_the_wall_time_on_the_workers_and_the_cpu_time(capsy
     t = workload.announce_tasks("job", [60.0] * 10, 2, "basis")
     err = capsys.readouterr().err
     assert t == pytest.approx(workload.wall_seconds([60.0] * 10, 2))
-    assert "10 tasks, about 5 min on 2 workers" in err and "10 CPU min in all" in err
+    cpu = 600.0 + workload.cluster_seconds(2, t)
+    assert "10 tasks, about 5 min on 2 workers" in err and f"{workload.cpu_phrase(cpu)} in all" in err
+    workload.announce_tasks("job", [60.0] * 10, 1, "basis")  # in this process: no cluster
+    assert "10 CPU min in all" in capsys.readouterr().err
     workload.announce_tasks("job", [60.0] * 10, 2, "basis", quiet=True)
     assert capsys.readouterr().err == ""
+
+
+def test_a_local_clusters_own_cpu_grows_with_its_workers_and_its_wall_time():
+    """On several workers the job pays each worker's start and, per wall second, the cluster's event loops: on a
+    busy machine (wall several times CPU) that is what made ``histogram --quick`` on 2 workers 2.5x its one-process
+    CPU.  One worker runs in this process: nothing."""
+    assert workload.cluster_seconds(1, 1000.0) == 0.0
+    two = workload.cluster_seconds(2, 100.0)
+    assert two == pytest.approx(2 * (workload.WORKER_START_SECONDS + 100 * workload.CLUSTER_SECONDS_PER_WALL_SECOND))
+    assert workload.cluster_seconds(4, 100.0) == pytest.approx(2 * two)
+    assert workload.cluster_seconds(2, 200.0) - two == pytest.approx(two - workload.cluster_seconds(2, 0.0))
 
 
 @pytest.mark.parametrize("t,said", [(45, "45 s"), (600, "10 min"), (9000, "2.5 h")])
