@@ -55,6 +55,14 @@ def estimate_seconds(n_solves: int, L: int, config: Any) -> float:
 #: ``phase-diagram`` / ``scan``: the boundaries at one omega, 12 alphas, the default rules (sobol10:4 ...), L = 2:
 #: 13.9-14.9 CPU s per omega (docs/numerics.md section 8: the 7-omega diagram, 104-105 CPU s).
 BOUNDARIES_TASK_SECONDS = 15.0
+#: ``phase-diagram``: the task at the curves' omega (nearest 0.3) also follows the whole positional branch, refined
+#: between its grid points, for the curves' figure: CPU s more than the same task without it
+#: (``benchmarks/workload_calibration.py --only boundaries``).
+CURVES_BRANCH_SECONDS = 10.0
+#: A job command's own part besides its tasks (``phase-diagram``, ``scan``; imports, the kernels loaded, the tables,
+#: dataset and figures written): ``phase-diagram --omega 0.3 --workers 1 --fresh`` under ``/usr/bin/time`` less its one
+#: task timed alone (``--only boundaries``).
+JOB_COMMAND_SECONDS = 8.0
 #: ``phase-diagram --rank 2``: one omega is a census-driven search (numerics/phase/census_continuation.py): censuses
 #: at the grid's ends and where the branches change (at most MAX_CENSUS), every branch found followed along the alpha
 #: grid by warm-started solves, then bisections on the branches' ends and root searches of the boundaries.  Its cost
@@ -143,6 +151,18 @@ def boundaries_task_seconds(n_alphas: int, L: int, config: Any) -> float:
     return BOUNDARIES_TASK_SECONDS * (0.5 + 0.5 * n_alphas / 12) * rule_factor(L, config)
 
 
+def diagram_task_seconds(n_omegas: int, n_alphas: int, L: int, config: Any, n_rules: int = 0,
+                         curves: bool = True) -> list[float]:
+    """CPU seconds of each task of a scalar-form diagram: one per omega and rule (:func:`boundaries_task_seconds`),
+    the first one also following the whole positional branch of the curves' figure (``curves``:
+    :data:`CURVES_BRANCH_SECONDS`, scaled like the rest)."""
+    per = boundaries_task_seconds(n_alphas, L, config)
+    tasks = [per] * (n_omegas * max(1, n_rules))
+    if curves and tasks:
+        tasks[0] += CURVES_BRANCH_SECONDS * rule_factor(L, config)
+    return tasks
+
+
 def census_seconds(L: int, config: Any) -> float:
     """CPU seconds of one census (:data:`CENSUS_SECONDS` at the defaults, scaled by :func:`rule_factor`)."""
     return CENSUS_SECONDS * rule_factor(L, config)
@@ -200,18 +220,20 @@ def cluster_seconds(workers: int, wall: float) -> float:
 
 
 def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis: str, *, quiet: bool = False,
-                   min_seconds: float = 10, cores: int = 0) -> float:
+                   min_seconds: float = 10, cores: int = 0, own: float = 0.0) -> float:
     """Say on stderr, before a job starts, how many tasks it has and about how long it takes on ``workers``
     (:func:`wall_seconds`; ``basis``: what the per-task cost is measured from).  ``cores`` > 0: the tasks' own
     loops use every one of ``cores`` (the rank-r solver's): the wall time is their CPU time over the cores.
+    ``own``: the command's own CPU seconds besides its tasks (imports, outputs: :data:`JOB_COMMAND_SECONDS`).
     Returns the estimate (seconds)."""
     n = len(task_seconds)
     if cores:
-        t, on = sum(task_seconds) / cores, f"{cores} core{'s' if cores != 1 else ''}"
-        cpu = sum(task_seconds)
+        t, on = sum(task_seconds) / cores + own, f"{cores} core{'s' if cores != 1 else ''}"
+        cpu = sum(task_seconds) + own
     else:
         t, on = wall_seconds(task_seconds, workers), f"{workers} worker{'s' if workers != 1 else ''}"
-        cpu = sum(task_seconds) + cluster_seconds(min(workers, n), t)
+        cpu = sum(task_seconds) + own + cluster_seconds(min(workers, n), t)
+        t += own
     if not quiet and t >= min_seconds:
         print(f"attnphase: {what}: {n} task{'s' if n != 1 else ''}, about {format_duration(t)} on {on} "
               f"({cpu_phrase(cpu)} in all; {basis}; from measured CPU times, attnphase/workload.py: "

@@ -15,6 +15,9 @@ measurement and the fitted constants:
   halved the slope): least squares, the slope is ``HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH`` (per sample and epoch), the
   intercept over the trainings ``HISTOGRAM_FIXED_SECONDS`` (data, scores, attention maps);
 * one state-evolution solve at L = 2 on the default rules (``SECONDS_PER_SOLVE``);
+* ``--only boundaries``: the scalar form's boundaries task (``phase-diagram``'s and ``scan``'s, one omega, the default
+  grid and rules) at omega 0, 0.15, 0.3, 0.45 (``BOUNDARIES_TASK_SECONDS``, their mean) and at 0.3 with the whole
+  positional branch the curves' figure takes (``CURVES_BRANCH_SECONDS``, the difference);
 * ``--only workers``: a local Dask cluster of 2 workers importing a task's modules and running nothing else
   (``WORKER_START_SECONDS``, per worker), then idle 1 s and 25 s (``CLUSTER_SECONDS_PER_WALL_SECOND``, per worker);
 * ``--only rank2``: the rank-2 boundaries at one omega (``phase-diagram --rank 2``'s task,
@@ -148,6 +151,28 @@ def rank2(omega: float = 0.3, alphas: str = "0.1:3:12", quadrature: str | None =
     return out
 
 
+def boundaries(omegas: str = "0,0.15,0.3,0.45") -> dict:
+    """The scalar form's boundaries task at a few omegas on the default grid and rules (``phase-diagram``'s and
+    ``scan``'s task), and at omega 0.3 again with the whole positional branch that the curves' omega follows."""
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.jobs.tasks import prepare_kernels
+    from attnphase.numerics.phase.boundaries import BoundariesSpec, boundaries_job
+    from attnphase.theory import ModelParams
+
+    grid, cfg = tuple(float(a) for a in np.linspace(0.1, 3, 12)), SolverConfig()
+    prepare_kernels(ModelParams(omega=0.3), cfg)  # the kernels, as a job makes them before its tasks
+    cpus = {}
+    for w in (float(x) for x in omegas.split(",")):
+        cpus[w], _ = _cpu(lambda: boundaries_job(BoundariesSpec(ModelParams(omega=w), grid, cfg, False)))
+        print(f"boundaries omega={w:g}: {cpus[w]:.1f} CPU s", flush=True)
+    whole, _ = _cpu(lambda: boundaries_job(BoundariesSpec(ModelParams(omega=0.3), grid, cfg, True)))
+    print(f"boundaries omega=0.3 with the whole positional branch: {whole:.1f} CPU s", flush=True)
+    mean = float(np.mean(list(cpus.values())))
+    extra = whole - cpus.get(0.3, mean)
+    print(f"fit: BOUNDARIES_TASK_SECONDS = {mean:.3g} (the mean), CURVES_BRANCH_SECONDS = {extra:.3g}", flush=True)
+    return {"cpu": cpus, "whole": whole, "BOUNDARIES_TASK_SECONDS": mean, "CURVES_BRANCH_SECONDS": extra}
+
+
 def workers(n: int = 2) -> dict:
     """CPU seconds of a local Dask cluster of ``n`` workers that each import what a job's task imports (the numerics
     of a phase-diagram task; torch and the histogram for a histogram or validate task) and run nothing else: this
@@ -184,7 +209,7 @@ def workers(n: int = 2) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=("sim", "histogram", "solve", "rank2", "workers"), action="append")
+    ap.add_argument("--only", choices=("sim", "histogram", "solve", "rank2", "workers", "boundaries"), action="append")
     ap.add_argument("--omega", type=float, default=0.3, help="rank2: the omega (default 0.3)")
     ap.add_argument("--alpha", default="0.1:3:12", help="rank2: the alpha grid START:STOP:NUM (default 0.1:3:12)")
     ap.add_argument("--quadrature", default=None, help="rank2: the solve rule (default: the default rule)")
@@ -196,9 +221,10 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     parts = {"sim": simulations, "histogram": histogram, "solve": solve_once,
-             "rank2": lambda: rank2(args.omega, args.alpha, args.quadrature), "workers": workers}
-    # rank2 (minutes of CPU) only when asked for
-    out = {k: f() for k, f in parts.items() if (k in args.only if args.only else k != "rank2")}
+             "rank2": lambda: rank2(args.omega, args.alpha, args.quadrature), "workers": workers,
+             "boundaries": boundaries}
+    # rank2 and boundaries (minutes of CPU) only when asked for
+    out = {k: f() for k, f in parts.items() if (k in args.only if args.only else k not in ("rank2", "boundaries"))}
     if args.json:
         print(json.dumps(out, default=float))
     return 0
