@@ -58,6 +58,26 @@ def test_boundaries_cost_grows_with_the_alpha_grid_the_rule_and_L(fn):
     assert fn(12, 2, SolverConfig(quadrature="sobol14")) > base > fn(12, 2, SolverConfig(quadrature="sobol10"))
 
 
+def test_diagram_tasks_one_per_omega_and_rule_and_the_curves_branch_once():
+    cfg = SolverConfig()
+    per = workload.boundaries_task_seconds(12, 2, cfg)
+    tasks = workload.diagram_task_seconds(10, 12, 2, cfg)
+    assert len(tasks) == 10 and tasks[1:] == [per] * 9
+    assert tasks[0] - per == pytest.approx(workload.CURVES_BRANCH_SECONDS)
+    assert len(workload.diagram_task_seconds(10, 12, 2, cfg, n_rules=3)) == 30
+    assert workload.diagram_task_seconds(3, 12, 2, cfg, curves=False) == [per] * 3
+    assert workload.diagram_task_seconds(1, 12, 3, cfg)[0] == pytest.approx(4 * tasks[0])
+
+
+def test_the_commands_own_part_adds_to_the_wall_and_the_cpu_time(capsys):
+    bare = workload.announce_tasks("job", [20.0] * 4, 1, "basis")
+    own = workload.announce_tasks("job", [20.0] * 4, 1, "basis", own=30.0)
+    assert own == pytest.approx(bare + 30.0)
+    err = capsys.readouterr().err.splitlines()
+    assert "about 80 s on 1 worker (80 CPU s in all" in err[0]
+    assert "about 110 s on 1 worker (110 CPU s in all" in err[1]
+
+
 def test_rank2_cost_is_its_censuses_and_its_solves():
     """One omega of the rank-2 search: censuses at the grid's ends and where the branches change (at most MAX_CENSUS),
     then solves along every branch at every grid point and between them: past MAX_CENSUS alphas each further alpha
