@@ -74,14 +74,17 @@ JOB_COMMAND_SECONDS = 5.5
 #: (r = 2, r* = 1, omega 0.3, the default grid 0.1:3:12 on :data:`RANK2_RULE`); re-measure after a change of the
 #: search with that one command.  The compiled loops use every core of the process.
 RANK2_RULE = "sobol10:4"
-#: CPU s of one census of the search (its starts' solves on the census rule, no error bars).
-RANK2_CENSUS_SECONDS = 60.0
-#: CPU s of one solve along a branch (warm-started; a failed one included).
-RANK2_SOLVE_SECONDS = 4.0
-#: Solves at the grid's points per grid point: the branches followed (their number is the search's, not the grid's).
-RANK2_SOLVES_PER_ALPHA = 7.0
-#: Solves between the grid's points per omega: the ends' bisections and the boundaries' root searches.
-RANK2_SOLVES_OFF_GRID = 30.0
+#: CPU s of one census of the search (its starts' solves on the census rule, no error bars): ``--only rank2 --omega
+#: 0.3 --alpha 0.9:1.1:2`` (2 censuses, 142.5 CPU s).
+RANK2_CENSUS_SECONDS = 71.0
+#: CPU s of one solve along a branch (warm-started; a failed one included): the same run, 20 solves in 37.8 CPU s.
+RANK2_SOLVE_SECONDS = 1.9
+#: Solves at the grid's points per grid point, the branches followed: the same run, 11 at its 2 points.  Their number
+#: is the search's (the branches it finds), not the grid's: re-measure it on the default grid after a change.
+RANK2_SOLVES_PER_ALPHA = 5.5
+#: Solves between the grid's points per omega, the ends' bisections and the boundaries' root searches: the default grid
+#: at omega 0.1 took 117 solves (docs/general.md), less 12 x 5.5 at its points.
+RANK2_SOLVES_OFF_GRID = 51.0
 #: ``census`` at the defaults (21 starts, error bars from the rule's 4 blocks), L = 2, ``census --alpha 1.25 --omega
 #: 0.3`` under ``/usr/bin/time``, one process, on busy cores: 41.4 + 0.6, 53.6 + 0.7 and 50.2 + 1.2 CPU s (user +
 #: system; 270 s wall the last time).  About their mean.
