@@ -100,6 +100,12 @@ VALIDATE_THEORY_TASK_SECONDS = 24.0
 SIMULATION_SECONDS_D1000_ALPHA2 = 3.2
 #: What a small simulation costs whatever its size (teacher, the 10^4-sample test set, measurement): the same fit.
 SIMULATION_FIXED_SECONDS = 0.12
+#: The start drives the step count (``benchmarks/bench_gd.py`` at d = 1000, alpha = 2: semantic 82 steps, positional
+#: 321, random 656), which the fit above averages over the three: per start, a simulation's measured CPU over the
+#: law without it in ``validate --quick --d 2000 --workers 1`` (176 simulations on busy cores, their CPU from the
+#: process's CPU at each task's end: 100 semantic 276 CPU s against 321, 58 positional 468 against 294, 18 random
+#: 275 against 127).  Any other start: 1.
+SIMULATION_START_FACTORS = {"semantic": 0.86, "positional": 1.6, "random": 2.2}
 #: ``histogram``: CPU seconds per sample and epoch of a training (``n_samples`` counts the validation fifth too):
 #: ``benchmarks/workload_calibration.py --only histogram`` (2000 samples at 2, 4 and 6 epochs, 3 trainings and 2
 #: re-parameterisations each, after a warm-up run): 8.7e-5.  The constant before, 7e-5, came from a fit whose first
@@ -187,10 +193,11 @@ def matrix_boundaries_task_seconds(n_alphas: int, L: int, config: Any) -> float:
             * (rule_nodes(L, config.quadrature) / rule_nodes(2, RANK2_RULE)) ** 0.5 * 4 ** (L - 2))
 
 
-def simulation_seconds(d: int, alpha: float) -> float:
-    """CPU seconds of one finite-d simulation (:data:`SIMULATION_SECONDS_D1000_ALPHA2`, scaled as alpha d^2, and
-    :data:`SIMULATION_FIXED_SECONDS`)."""
-    return SIMULATION_FIXED_SECONDS + SIMULATION_SECONDS_D1000_ALPHA2 * (alpha / 2) * (d / 1000) ** 2
+def simulation_seconds(d: int, alpha: float, init: str = "") -> float:
+    """CPU seconds of one finite-d simulation from the start ``init`` (:data:`SIMULATION_SECONDS_D1000_ALPHA2`,
+    scaled as alpha d^2 and by :data:`SIMULATION_START_FACTORS`, and :data:`SIMULATION_FIXED_SECONDS`)."""
+    factor = SIMULATION_START_FACTORS.get(init, 1.0)
+    return SIMULATION_FIXED_SECONDS + factor * SIMULATION_SECONDS_D1000_ALPHA2 * (alpha / 2) * (d / 1000) ** 2
 
 
 def histogram_training_seconds(n_samples: int, epochs: int) -> float:

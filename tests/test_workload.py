@@ -23,6 +23,17 @@ def test_simulation_cost_grows_as_alpha_d_squared_above_its_fixed_part():
     assert workload.simulation_seconds(20, 0.1) >= f > 0
 
 
+def test_simulation_cost_depends_on_the_start_as_its_step_count_does():
+    """Semantic starts take the fewest gradient steps, random ones the most (benchmarks/bench_gd.py): the cost
+    model orders them alike, and an unknown start costs the law without a factor."""
+    f = workload.SIMULATION_FIXED_SECONDS
+    sem, pos, rnd = (workload.simulation_seconds(2000, 1.0, init) for init in ("semantic", "positional", "random"))
+    assert f < sem < pos < rnd
+    assert workload.simulation_seconds(2000, 1.0, "other") == workload.simulation_seconds(2000, 1.0)
+    assert (rnd - f) / (sem - f) == pytest.approx(workload.SIMULATION_START_FACTORS["random"]
+                                                  / workload.SIMULATION_START_FACTORS["semantic"])
+
+
 def test_histogram_cost_grows_with_samples_and_epochs():
     one = workload.histogram_training_seconds(10_000, 20)
     assert workload.histogram_training_seconds(20_000, 20) > one
