@@ -69,10 +69,10 @@ JOB_COMMAND_SECONDS = 5.5
 #: ``phase-diagram --rank 2``: one omega is a census-driven search (numerics/phase/census_continuation.py): censuses
 #: at the grid's ends and where the branches change (at most MAX_CENSUS), every branch found followed along the alpha
 #: grid by warm-started solves, then bisections on the branches' ends and root searches of the boundaries.  Its cost
-#: is ``RANK2_CENSUSES`` censuses + (``RANK2_SOLVES_PER_ALPHA`` x alphas + ``RANK2_SOLVES_OFF_GRID``) solves
-#: (:func:`matrix_boundaries_task_seconds`), each term measured by ``benchmarks/workload_calibration.py --only rank2``
-#: (r = 2, r* = 1, omega 0.3, the default grid 0.1:3:12 on :data:`RANK2_RULE`); re-measure after a change of the
-#: search with that one command.  The compiled loops use every core of the process.
+#: is min(alphas, MAX_CENSUS) censuses + (``RANK2_SOLVES_PER_ALPHA`` x alphas + ``RANK2_SOLVES_OFF_GRID``) solves
+#: (:func:`matrix_boundaries_task_seconds`), each term printed by ``benchmarks/workload_calibration.py --only rank2``
+#: (r = 2, r* = 1, omega 0.3, by default the default grid 0.1:3:12 on :data:`RANK2_RULE`, ~10 CPU min); re-measure
+#: after a change of the search with that one command.  The compiled loops use every core of the process.
 RANK2_RULE = "sobol10:4"
 #: CPU s of one census of the search (its starts' solves on the census rule, no error bars): ``--only rank2 --omega
 #: 0.3 --alpha 0.9:1.1:2`` (2 censuses, 142.5 CPU s).
