@@ -4,8 +4,9 @@
   :data:`MAX_DIAGRAM_POINTS` (``phase-diagram``, ``scan``) solves is a one-line error unless
   ``--large`` (:func:`add_large_option`) was given; checked before any work.
 * :func:`check_simulations` -- ``validate`` past :data:`MAX_SIMULATIONS` simulations needs ``--large`` too.
-* :func:`announce_tasks` -- before a long job starts, its task count and its wall time on its workers
-  (:func:`wall_seconds`) from measured per-task CPU costs: the boundaries at one omega
+* :func:`announce_tasks` -- before a long job starts, its task count, its wall time on its workers
+  (:func:`wall_seconds`) and its CPU time (the tasks' and a local cluster's own, :func:`cluster_seconds`) from
+  measured per-task CPU costs: the boundaries at one omega
   (:func:`boundaries_task_seconds`), a rank-2 omega, a census, a validation theory task, a simulation
   (:func:`simulation_seconds`), a histogram training; :func:`estimate_seconds` -- the
   solves of a sweep from :data:`SECONDS_PER_SOLVE` (L = 2, sobol12) scaled by the rule's node count and by L.
@@ -52,17 +53,42 @@ def estimate_seconds(n_solves: int, L: int, config: Any) -> float:
 # --- per-task costs (CPU seconds of one task on one core of the 2-core reference machine) -----------------
 
 #: ``phase-diagram`` / ``scan``: the boundaries at one omega, 12 alphas, the default rules (sobol10:4 ...), L = 2:
-#: 13.9-14.9 CPU s per omega (docs/numerics.md section 8: the 7-omega diagram, 104-105 CPU s).
-BOUNDARIES_TASK_SECONDS = 15.0
-#: ``phase-diagram --rank 2``: one omega, every fixed point the census finds followed along alpha (4 censuses, 117
-#: solves): measured ``phase-diagram --rank 2 --omega 0.1`` (12 alphas on sobol10:4) 698 CPU s on cores shared with
-#: five other jobs, scaled here to 6 alphas on sobol11 by :func:`matrix_boundaries_task_seconds`.  Its compiled
-#: loops use every core of the process.
-RANK_BOUNDARIES_TASK_SECONDS = 330.0
-#: ``census`` at the defaults (21 starts, error bars from the rule's 4 blocks), L = 2: 41.4 s user + 0.6 s system
-#: CPU (``census --alpha 1.25 --omega 0.3``, one process, on busy cores: its wall time there was 136 s); measured
-#: again (``/usr/bin/time``, on busier cores): 53.6 s user + 0.7 s system, 102 s wall.  Their mean.
-CENSUS_SECONDS = 48.0
+#: ``benchmarks/workload_calibration.py --only boundaries`` at omega 0, 0.15, 0.3, 0.45: 28.6, 30.2, 23.0, 35.7 CPU s
+#: (cores shared with a dozen other processes), their mean.  The 15 before (the 7-omega diagram of docs/method.md
+#: section 8) no longer held: ``scan --rho0 0.5,2 --omega 0.3 --workers 1`` took 77.6 CPU s against 30 announced.
+#: The main job on 2 idle cores (README: 269 CPU s) puts it nearer 23: idle cores run below the estimate.
+BOUNDARIES_TASK_SECONDS = 29.0
+#: ``phase-diagram``: the task at the curves' omega (nearest 0.3) also follows the whole positional branch, refined
+#: between its grid points, for the curves' figure: ``--only boundaries`` at omega 0.3, 36.1 CPU s with it against
+#: 23.0 without.
+CURVES_BRANCH_SECONDS = 13.0
+#: A job command's own part besides its tasks (``phase-diagram``, ``scan``, ``sweep``; imports, the kernels loaded,
+#: the tables, dataset and figures written): ``/usr/bin/time attnphase phase-diagram --omega 0.3 --workers 1 --fresh``
+#: took 41.5 CPU s (40.0 user + 1.5 system), its one task alone 36.1 (``--only boundaries``).
+JOB_COMMAND_SECONDS = 5.5
+#: ``phase-diagram --rank 2``: one omega is a census-driven search (numerics/phase/census_continuation.py): censuses
+#: at the grid's ends and where the branches change (at most MAX_CENSUS), every branch found followed along the alpha
+#: grid by warm-started solves, then bisections on the branches' ends and root searches of the boundaries.  Its cost
+#: is min(alphas, MAX_CENSUS) censuses + (``RANK2_SOLVES_PER_ALPHA`` x alphas + ``RANK2_SOLVES_OFF_GRID``) solves
+#: (:func:`matrix_boundaries_task_seconds`), each term printed by ``benchmarks/workload_calibration.py --only rank2``
+#: (r = 2, r* = 1, omega 0.3, by default the default grid 0.1:3:12 on :data:`RANK2_RULE`, ~10 CPU min); re-measure
+#: after a change of the search with that one command.  The compiled loops use every core of the process.
+RANK2_RULE = "sobol10:4"
+#: CPU s of one census of the search (its starts' solves on the census rule, no error bars): ``--only rank2 --omega
+#: 0.3 --alpha 0.9:1.1:2`` (2 censuses, 142.5 CPU s).
+RANK2_CENSUS_SECONDS = 71.0
+#: CPU s of one solve along a branch (warm-started; a failed one included): the same run, 20 solves in 37.8 CPU s.
+RANK2_SOLVE_SECONDS = 1.9
+#: Solves at the grid's points per grid point, the branches followed: the same run, 11 at its 2 points.  Their number
+#: is the search's (the branches it finds), not the grid's: re-measure it on the default grid after a change.
+RANK2_SOLVES_PER_ALPHA = 5.5
+#: Solves between the grid's points per omega, the ends' bisections and the boundaries' root searches: the default grid
+#: at omega 0.1 took 117 solves (docs/general.md), less 12 x 5.5 at its points.
+RANK2_SOLVES_OFF_GRID = 51.0
+#: ``census`` at the defaults (21 starts, error bars from the rule's 4 blocks), L = 2, ``census --alpha 1.25 --omega
+#: 0.3`` under ``/usr/bin/time``, one process, on busy cores: 41.4 + 0.6, 53.6 + 0.7 and 50.2 + 1.2 CPU s (user +
+#: system; 270 s wall the last time).  About their mean.
+CENSUS_SECONDS = 50.0
 #: ``validate``: one theory task (an omega's branches and boundaries at the quick plan's settings): the quick
 #: campaign's 7 theory tasks took 169 CPU s (docs/validation.md, "Measured").
 VALIDATE_THEORY_TASK_SECONDS = 24.0
@@ -74,20 +100,39 @@ VALIDATE_THEORY_TASK_SECONDS = 24.0
 SIMULATION_SECONDS_D1000_ALPHA2 = 3.2
 #: What a small simulation costs whatever its size (teacher, the 10^4-sample test set, measurement): the same fit.
 SIMULATION_FIXED_SECONDS = 0.12
-#: ``histogram``: CPU seconds per training sample and epoch (``histogram --quick``: 3 trainings of 10 000 samples x
-#: 20 epochs and 2 re-parameterisations of 3 epochs, 43-49 CPU s in all, docs/histogram.md).
-HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH = 7e-5
-#: ``histogram``: what a training costs whatever its length (its model, data, scores and attention maps):
-#: ``benchmarks/workload_calibration.py --only histogram`` (2000 samples, 2 and 6 epochs, 3 trainings and 2
-#: re-parameterisations) put the experiment's fixed part at 2.5 CPU s, 0.5 per training, and the slope at 3.9e-5 CPU s
-#: per sample and epoch, below the constant above (kept: ``histogram --quick`` as a command took 135 CPU s user).
-HISTOGRAM_FIXED_SECONDS = 0.5
+#: The start drives the step count (``benchmarks/bench_gd.py`` at d = 1000, alpha = 2: semantic 82 steps, positional
+#: 321, random 656), which the fit above averages over the three: per start, a simulation's measured CPU over the
+#: law without it in ``validate --quick --d 2000 --workers 1`` (176 simulations on busy cores, their CPU from the
+#: process's CPU at each task's end: 100 semantic 276 CPU s against 321, 58 positional 468 against 294, 18 random
+#: 275 against 127).  Any other start: 1.
+SIMULATION_START_FACTORS = {"semantic": 0.86, "positional": 1.6, "random": 2.2}
+#: ``histogram``: CPU seconds per sample and epoch of a training (``n_samples`` counts the validation fifth too):
+#: ``benchmarks/workload_calibration.py --only histogram`` (2000 samples at 2, 4 and 6 epochs, 3 trainings and 2
+#: re-parameterisations each, after a warm-up run): 8.7e-5.  The constant before, 7e-5, came from a fit whose first
+#: run paid torch's first calls (about 1 CPU s) and put the slope at 2.4-3.9e-5; ``histogram --quick --workers 1``
+#: (660 000 sample-epochs) took 71.3 CPU s (68.2 user + 3.2 system) against the 49 announced.
+HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH = 8.7e-5
+#: ``histogram``: what a training costs whatever its length (its model, scores and attention maps): the same fit's
+#: intercept over its 5 trainings.
+HISTOGRAM_FIXED_SECONDS = 0.06
+#: ``histogram``: the command's own part (imports, the tasks read back, report, figures, dataset): ``histogram
+#: --quick --workers 1`` run again into its ``--out`` (every task from the store): 6.35 user + 0.53 system CPU s.
+HISTOGRAM_COMMAND_SECONDS = 7.0
 #: ``validate --suite general --quick``: all 5 cases at d = 200, 3 seeds: 492 s user CPU, 292 s wall on 2 idle cores
 #: (docs/validation.md); the full suite's cases (d) and (e) at d = 1000: 374 s wall.
 GENERAL_QUICK_SUITE_SECONDS = 292.0
 GENERAL_FULL_DE_SECONDS = 374.0
-#: Starting a local Dask cluster and importing the numerics in its workers.
+#: Starting a local Dask cluster and importing the numerics in its workers (wall seconds).
 CLUSTER_START_SECONDS = 5.0
+#: A local Dask cluster's own CPU (``benchmarks/workload_calibration.py --only workers``): each worker's spawn and
+#: imports, the scheduler's share included (2 workers importing torch and the histogram: 5.9 CPU s; the numerics:
+#: 4.6) ...
+WORKER_START_SECONDS = 3.0
+#: ... and, per worker and wall second while it runs, the event loops and heartbeats of the scheduler, the nannies
+#: and the workers (2 workers sleeping 30 s against 1 s: 2.8 CPU s more in 24 s more wall).  It grows with the wall
+#: time, not the work: on a busy machine, where the wall time is several times the CPU time, it is most of the gap
+#: (``histogram --quick`` on 2 workers: 179 CPU s in 13.4 min wall against 71 CPU s in one process).
+CLUSTER_SECONDS_PER_WALL_SECOND = 0.06
 
 
 def format_duration(t: float) -> str:
@@ -118,30 +163,56 @@ def boundaries_task_seconds(n_alphas: int, L: int, config: Any) -> float:
     return BOUNDARIES_TASK_SECONDS * (0.5 + 0.5 * n_alphas / 12) * rule_factor(L, config)
 
 
+def diagram_task_seconds(n_omegas: int, n_alphas: int, L: int, config: Any, n_rules: int = 0,
+                         curves: bool = True) -> list[float]:
+    """CPU seconds of each task of a scalar-form diagram: one per omega and rule (:func:`boundaries_task_seconds`),
+    the first one also following the whole positional branch of the curves' figure (``curves``:
+    :data:`CURVES_BRANCH_SECONDS`, scaled like the rest)."""
+    per = boundaries_task_seconds(n_alphas, L, config)
+    tasks = [per] * (n_omegas * max(1, n_rules))
+    if curves and tasks:
+        tasks[0] += CURVES_BRANCH_SECONDS * rule_factor(L, config)
+    return tasks
+
+
 def census_seconds(L: int, config: Any) -> float:
     """CPU seconds of one census (:data:`CENSUS_SECONDS` at the defaults, scaled by :func:`rule_factor`)."""
     return CENSUS_SECONDS * rule_factor(L, config)
 
 
 def matrix_boundaries_task_seconds(n_alphas: int, L: int, config: Any) -> float:
-    """CPU seconds of one omega's rank-r boundaries (:data:`RANK_BOUNDARIES_TASK_SECONDS` at 6 alphas on sobol11,
-    r = 2, r* = 1; half of it grows with the alpha grid, the rule as the square root of its nodes, 4x per token)."""
+    """CPU seconds of one omega's rank-r boundaries: min(alphas, MAX_CENSUS) censuses of :data:`RANK2_CENSUS_SECONDS`
+    and :data:`RANK2_SOLVES_PER_ALPHA` x alphas + :data:`RANK2_SOLVES_OFF_GRID` solves of :data:`RANK2_SOLVE_SECONDS`
+    (measured at r = 2, r* = 1 on :data:`RANK2_RULE`); the rule as the square root of its nodes, 4x per token."""
+    from attnphase.numerics.phase.census_continuation import MAX_CENSUS
     from attnphase.numerics.quadrature.rules import rule_nodes
 
-    return (RANK_BOUNDARIES_TASK_SECONDS * (0.5 + 0.5 * n_alphas / 6)
-            * (rule_nodes(L, config.quadrature) / rule_nodes(2, "sobol11")) ** 0.5 * 4 ** (L - 2))
+    censuses = min(n_alphas, MAX_CENSUS)
+    solves = RANK2_SOLVES_PER_ALPHA * n_alphas + RANK2_SOLVES_OFF_GRID
+    return ((censuses * RANK2_CENSUS_SECONDS + solves * RANK2_SOLVE_SECONDS)
+            * (rule_nodes(L, config.quadrature) / rule_nodes(2, RANK2_RULE)) ** 0.5 * 4 ** (L - 2))
 
 
-def simulation_seconds(d: int, alpha: float) -> float:
-    """CPU seconds of one finite-d simulation (:data:`SIMULATION_SECONDS_D1000_ALPHA2`, scaled as alpha d^2, and
-    :data:`SIMULATION_FIXED_SECONDS`)."""
-    return SIMULATION_FIXED_SECONDS + SIMULATION_SECONDS_D1000_ALPHA2 * (alpha / 2) * (d / 1000) ** 2
+def simulation_seconds(d: int, alpha: float, init: str = "") -> float:
+    """CPU seconds of one finite-d simulation from the start ``init`` (:data:`SIMULATION_SECONDS_D1000_ALPHA2`,
+    scaled as alpha d^2 and by :data:`SIMULATION_START_FACTORS`, and :data:`SIMULATION_FIXED_SECONDS`)."""
+    factor = SIMULATION_START_FACTORS.get(init, 1.0)
+    return SIMULATION_FIXED_SECONDS + factor * SIMULATION_SECONDS_D1000_ALPHA2 * (alpha / 2) * (d / 1000) ** 2
 
 
 def histogram_training_seconds(n_samples: int, epochs: int) -> float:
     """CPU seconds of one histogram training (or re-parameterisation) of ``epochs`` passes over ``n_samples``:
     :data:`HISTOGRAM_FIXED_SECONDS` + :data:`HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH` x samples x epochs."""
     return HISTOGRAM_FIXED_SECONDS + HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH * n_samples * epochs
+
+
+def histogram_seconds(n_samples: int, epochs: int, reparam_epochs: int, n_variants: int,
+                      n_restricted: int) -> tuple[list[float], list[float]]:
+    """CPU seconds of the histogram experiment's two stages: ``n_variants`` trainings of ``epochs`` and
+    ``n_restricted`` re-parameterisations of ``reparam_epochs`` (:func:`histogram_training_seconds` each); the
+    command adds :data:`HISTOGRAM_COMMAND_SECONDS`."""
+    return ([histogram_training_seconds(n_samples, epochs)] * n_variants,
+            [histogram_training_seconds(n_samples, reparam_epochs)] * n_restricted)
 
 
 def wall_seconds(task_seconds: Sequence[float], workers: int) -> float:
@@ -153,20 +224,32 @@ def wall_seconds(task_seconds: Sequence[float], workers: int) -> float:
     return max(sum(task_seconds) / w, max(task_seconds)) + (CLUSTER_START_SECONDS if w > 1 else 0.0)
 
 
+def cluster_seconds(workers: int, wall: float) -> float:
+    """CPU seconds of a local Dask cluster of ``workers`` (none for one worker: the tasks run in this process) that
+    runs ``wall`` seconds: :data:`WORKER_START_SECONDS` and :data:`CLUSTER_SECONDS_PER_WALL_SECOND` per worker."""
+    if workers <= 1:
+        return 0.0
+    return workers * (WORKER_START_SECONDS + CLUSTER_SECONDS_PER_WALL_SECOND * wall)
+
+
 def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis: str, *, quiet: bool = False,
-                   min_seconds: float = 10, cores: int = 0) -> float:
+                   min_seconds: float = 10, cores: int = 0, own: float = 0.0) -> float:
     """Say on stderr, before a job starts, how many tasks it has and about how long it takes on ``workers``
     (:func:`wall_seconds`; ``basis``: what the per-task cost is measured from).  ``cores`` > 0: the tasks' own
     loops use every one of ``cores`` (the rank-r solver's): the wall time is their CPU time over the cores.
+    ``own``: the command's own CPU seconds besides its tasks (imports, outputs: :data:`JOB_COMMAND_SECONDS`).
     Returns the estimate (seconds)."""
     n = len(task_seconds)
     if cores:
-        t, on = sum(task_seconds) / cores, f"{cores} core{'s' if cores != 1 else ''}"
+        t, on = sum(task_seconds) / cores + own, f"{cores} core{'s' if cores != 1 else ''}"
+        cpu = sum(task_seconds) + own
     else:
         t, on = wall_seconds(task_seconds, workers), f"{workers} worker{'s' if workers != 1 else ''}"
+        cpu = sum(task_seconds) + own + cluster_seconds(min(workers, n), t)
+        t += own
     if not quiet and t >= min_seconds:
         print(f"attnphase: {what}: {n} task{'s' if n != 1 else ''}, about {format_duration(t)} on {on} "
-              f"({cpu_phrase(sum(task_seconds))} in all; {basis}; from measured CPU times, attnphase/workload.py: "
+              f"({cpu_phrase(cpu)} in all; {basis}; from measured CPU times, attnphase/workload.py: "
               f"a busy or slower machine takes longer)", file=sys.stderr, flush=True)
     return t
 

@@ -11,9 +11,22 @@ measurement and the fitted constants:
   starts each: least squares of ``cpu = SIMULATION_FIXED_SECONDS + SIMULATION_SECONDS_D1000_ALPHA2 * (alpha / 2)
   * (d / 1000)^2`` (the same law as :func:`attnphase.workload.simulation_seconds`);
 * a histogram experiment (``run_experiment``) at the quick configuration's model with fewer samples and epochs, at
-  two epoch counts: the slope is ``HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH`` (per training sample and epoch), the
-  intercept the experiment's fixed part (data, scores, attention maps);
-* one state-evolution solve at L = 2 on the default rules (``SECONDS_PER_SOLVE``).
+  three epoch counts after a warm-up run (torch's first calls cost about a second: timed in the first run they
+  halved the slope): least squares, the slope is ``HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH`` (per sample and epoch), the
+  intercept over the trainings ``HISTOGRAM_FIXED_SECONDS`` (data, scores, attention maps);
+* one state-evolution solve at L = 2 on the default rules (``SECONDS_PER_SOLVE``);
+* ``--only boundaries``: the scalar form's boundaries task (``phase-diagram``'s and ``scan``'s, one omega, the default
+  grid and rules) at omega 0, 0.15, 0.3, 0.45 (``BOUNDARIES_TASK_SECONDS``, their mean) and at 0.3 with the whole
+  positional branch the curves' figure takes (``CURVES_BRANCH_SECONDS``, the difference);
+* ``--only workers``: a local Dask cluster of 2 workers importing a task's modules and running nothing else
+  (``WORKER_START_SECONDS``, per worker), then idle 1 s and 25 s (``CLUSTER_SECONDS_PER_WALL_SECOND``, per worker);
+* ``--only rank2``: the rank-2 boundaries at one omega (``phase-diagram --rank 2``'s task,
+  :func:`~attnphase.numerics.phase.lowest_branch.lowest_branch_boundaries`), its censuses and its solves counted and
+  timed: ``RANK2_CENSUS_SECONDS`` (one census of the continuation), ``RANK2_SOLVE_SECONDS`` (one solve along a
+  branch), ``RANK2_SOLVES_PER_ALPHA`` (solves at the grid's points per grid point: the branches followed) and
+  ``RANK2_SOLVES_OFF_GRID`` (the ends' bisections and the boundaries' root searches), the terms of
+  :func:`attnphase.workload.matrix_boundaries_task_seconds`.  Default: omega 0.3, the default alpha grid and rule
+  (~15 CPU min); ``--quadrature sobol8:4`` for a cheap look (its counts, not its seconds, carry over).
 """
 
 from __future__ import annotations
@@ -49,26 +62,30 @@ def simulations(ds=(100, 200, 300), alphas=(0.5, 2.0), inits=("semantic", "posit
     return {"rows": rows, "SIMULATION_FIXED_SECONDS": fixed, "SIMULATION_SECONDS_D1000_ALPHA2": per}
 
 
-def histogram(n_samples=2000, epochs=(2, 6)) -> dict:
+def histogram(n_samples=2000, epochs=(2, 4, 6)) -> dict:
     import dataclasses
 
     import torch
 
     from attnphase.validation.histogram.experiment import HistogramConfig, run_experiment
 
+    base = dataclasses.replace(HistogramConfig.quick(), n_samples=n_samples, reparam_epochs=1)
+    run_experiment(dataclasses.replace(base, epochs=1), 0, torch.device("cpu"))  # warm-up: torch's first calls
     rows = []
     for e in epochs:
-        cfg = dataclasses.replace(HistogramConfig.quick(), n_samples=n_samples, epochs=e, reparam_epochs=1)
+        cfg = dataclasses.replace(base, epochs=e)
         cpu, _ = _cpu(lambda: run_experiment(cfg, 0, torch.device("cpu")))
         n_restricted = sum(v != "both" for v in cfg.variants)
         sample_epochs = n_samples * (e * len(cfg.variants) + cfg.reparam_epochs * n_restricted)
         rows.append({"n_samples": n_samples, "epochs": e, "sample_epochs": sample_epochs, "cpu": cpu})
         print(f"histogram {n_samples} samples x {e} epochs: {cpu:6.2f} CPU s ({sample_epochs} sample-epochs)", flush=True)
-    (a, b) = rows[0], rows[-1]
-    per = (b["cpu"] - a["cpu"]) / (b["sample_epochs"] - a["sample_epochs"])
-    fixed = a["cpu"] - per * a["sample_epochs"]
-    print(f"fit: HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH = {per:.3g}, fixed part {fixed:.3g} CPU s", flush=True)
-    return {"rows": rows, "HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH": per, "HISTOGRAM_FIXED_SECONDS": fixed}
+    x = np.array([r["sample_epochs"] for r in rows], float)
+    y = np.array([r["cpu"] for r in rows])
+    (fixed, per), *_ = np.linalg.lstsq(np.stack([np.ones_like(x), x], 1), y, rcond=None)
+    trainings = len(base.variants) + sum(v != "both" for v in base.variants)
+    print(f"fit: HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH = {per:.3g}, HISTOGRAM_FIXED_SECONDS = {fixed / trainings:.3g} "
+          f"(the experiment's fixed part {fixed:.3g} CPU s over its {trainings} trainings)", flush=True)
+    return {"rows": rows, "HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH": per, "HISTOGRAM_FIXED_SECONDS": fixed / trainings}
 
 
 def solve_once(alphas=(1.0, 1.5, 2.0)) -> dict:
@@ -86,9 +103,116 @@ def solve_once(alphas=(1.0, 1.5, 2.0)) -> dict:
     return {"cpu": cpus, "SECONDS_PER_SOLVE": float(np.mean(cpus))}
 
 
+def rank2(omega: float = 0.3, alphas: str = "0.1:3:12", quadrature: str | None = None) -> dict:
+    """The rank-2 boundaries at one omega with every census and solve of the search counted and timed (CPU)."""
+    import attnphase.numerics.phase.census_continuation as cc
+    import attnphase.numerics.phase.lowest_branch as lb
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.phase.lowest_branch import lowest_branch_boundaries
+    from attnphase.theory import ModelParams
+
+    start, stop, num = (float(x) for x in alphas.split(":"))
+    grid = [float(a) for a in np.linspace(start, stop, int(num))]
+    on_grid = set(grid)
+    params = ModelParams(omega=omega, r=2, r_star=1)
+    cfg = SolverConfig() if quadrature is None else SolverConfig(quadrature=quadrature)
+    tally = {"census": [0, 0.0], "solve_grid": [0, 0.0], "solve_off": [0, 0.0]}
+
+    def counted(fn, kind):
+        def wrapped(*a, **k):
+            c0 = time.process_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                alpha = float(a[1]) if len(a) > 1 else float(k.get("alpha", np.nan))
+                which = kind if kind == "census" else ("solve_grid" if alpha in on_grid else "solve_off")
+                tally[which][0] += 1
+                tally[which][1] += time.process_time() - c0
+        return wrapped
+
+    saved = (cc.search, cc.solve, lb.solve)
+    cc.search, cc.solve, lb.solve = counted(cc.search, "census"), counted(cc.solve, "solve"), counted(lb.solve, "solve")
+    try:
+        cpu, b = _cpu(lambda: lowest_branch_boundaries(params, grid, cfg))
+    finally:
+        cc.search, cc.solve, lb.solve = saved
+    (nc, tc), (ng, tg), (no, to) = tally["census"], tally["solve_grid"], tally["solve_off"]
+    ns = ng + no
+    out = {"omega": omega, "alphas": alphas, "quadrature": cfg.quadrature, "cpu": cpu, "censuses": nc,
+           "census_cpu": tc, "solves_on_grid": ng, "solves_off_grid": no, "solve_cpu": tg + to,
+           "other_cpu": cpu - tc - tg - to, "alpha_c": b.alpha_c, "alpha_l": b.alpha_l,
+           "RANK2_CENSUS_SECONDS": tc / max(nc, 1), "RANK2_SOLVE_SECONDS": (tg + to) / max(ns, 1),
+           "RANK2_SOLVES_PER_ALPHA": ng / len(grid), "RANK2_SOLVES_OFF_GRID": no}
+    print(f"rank-2 boundaries omega={omega} alphas={alphas} {cfg.quadrature}: {cpu:.1f} CPU s; {nc} censuses "
+          f"{tc:.1f} s, {ng} solves at grid points and {no} off the grid {tg + to:.1f} s, the rest {out['other_cpu']:.1f} s "
+          f"(alpha_c {b.alpha_c:.4g}, alpha_l {b.alpha_l:.4g})", flush=True)
+    print("fit: " + ", ".join(f"{k} = {out[k]:.3g}" for k in ("RANK2_CENSUS_SECONDS", "RANK2_SOLVE_SECONDS",
+                                                             "RANK2_SOLVES_PER_ALPHA", "RANK2_SOLVES_OFF_GRID")), flush=True)
+    return out
+
+
+def boundaries(omegas: str = "0,0.15,0.3,0.45") -> dict:
+    """The scalar form's boundaries task at a few omegas on the default grid and rules (``phase-diagram``'s and
+    ``scan``'s task), and at omega 0.3 again with the whole positional branch that the curves' omega follows."""
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.jobs.tasks import prepare_kernels
+    from attnphase.numerics.phase.boundaries import BoundariesSpec, boundaries_job
+    from attnphase.theory import ModelParams
+
+    grid, cfg = tuple(float(a) for a in np.linspace(0.1, 3, 12)), SolverConfig()
+    prepare_kernels(ModelParams(omega=0.3), cfg)  # the kernels, as a job makes them before its tasks
+    cpus = {}
+    for w in (float(x) for x in omegas.split(",")):
+        cpus[w], _ = _cpu(lambda: boundaries_job(BoundariesSpec(ModelParams(omega=w), grid, cfg, False)))
+        print(f"boundaries omega={w:g}: {cpus[w]:.1f} CPU s", flush=True)
+    whole, _ = _cpu(lambda: boundaries_job(BoundariesSpec(ModelParams(omega=0.3), grid, cfg, True)))
+    print(f"boundaries omega=0.3 with the whole positional branch: {whole:.1f} CPU s", flush=True)
+    mean = float(np.mean(list(cpus.values())))
+    extra = whole - cpus.get(0.3, mean)
+    print(f"fit: BOUNDARIES_TASK_SECONDS = {mean:.3g} (the mean), CURVES_BRANCH_SECONDS = {extra:.3g}", flush=True)
+    return {"cpu": cpus, "whole": whole, "BOUNDARIES_TASK_SECONDS": mean, "CURVES_BRANCH_SECONDS": extra}
+
+
+def workers(n: int = 2) -> dict:
+    """CPU seconds of a local Dask cluster of ``n`` workers that each import what a job's task imports (the numerics
+    of a phase-diagram task; torch and the histogram for a histogram or validate task) and run nothing else: this
+    process and its reaped children (``resource.getrusage``), per worker."""
+    import functools
+    import resource
+
+    from attnphase.execution import map_tasks
+
+    def cpu_all() -> float:
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+    out = {}
+    for what, code in (("numerics", "import attnphase.numerics.phase.boundaries, attnphase.numerics.jobs.tasks"),
+                       ("torch", "import torch, attnphase.validation.histogram.jobs, attnphase.validation.experiments")):
+        c0 = cpu_all()
+        map_tasks(functools.partial(exec, code), [{}] * n, n)
+        cpu = cpu_all() - c0
+        out[what] = cpu / n
+        print(f"a local cluster of {n} workers importing {what}: {cpu:.1f} CPU s, {cpu / n:.2g} per worker", flush=True)
+    walls = {}
+    for sleep in (1, 25):  # the cluster's own CPU while it runs: the same cluster idle for longer
+        c0, w0 = cpu_all(), time.perf_counter()
+        map_tasks(functools.partial(exec, f"import time; time.sleep({sleep})"), [{}] * n, n)
+        walls[sleep] = (cpu_all() - c0, time.perf_counter() - w0)
+        print(f"a local cluster of {n} workers sleeping {sleep} s: {walls[sleep][0]:.2f} CPU s in "
+              f"{walls[sleep][1]:.1f} s wall", flush=True)
+    rate = (walls[25][0] - walls[1][0]) / (walls[25][1] - walls[1][1]) / n
+    print(f"fit: WORKER_START_SECONDS = {max(out.values()):.2g} (the larger), CLUSTER_SECONDS_PER_WALL_SECOND = "
+          f"{rate:.2g}", flush=True)
+    return {"per_worker": out, "WORKER_START_SECONDS": max(out.values()), "CLUSTER_SECONDS_PER_WALL_SECOND": rate}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=("sim", "histogram", "solve"), action="append")
+    ap.add_argument("--only", choices=("sim", "histogram", "solve", "rank2", "workers", "boundaries"), action="append")
+    ap.add_argument("--omega", type=float, default=0.3, help="rank2: the omega (default 0.3)")
+    ap.add_argument("--alpha", default="0.1:3:12", help="rank2: the alpha grid START:STOP:NUM (default 0.1:3:12)")
+    ap.add_argument("--quadrature", default=None, help="rank2: the solve rule (default: the default rule)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1, as validate's and histogram's tasks)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -96,8 +220,11 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    parts = {"sim": simulations, "histogram": histogram, "solve": solve_once}
-    out = {k: f() for k, f in parts.items() if not args.only or k in args.only}
+    parts = {"sim": simulations, "histogram": histogram, "solve": solve_once,
+             "rank2": lambda: rank2(args.omega, args.alpha, args.quadrature), "workers": workers,
+             "boundaries": boundaries}
+    # rank2 and boundaries (minutes of CPU) only when asked for
+    out = {k: f() for k, f in parts.items() if (k in args.only if args.only else k not in ("rank2", "boundaries"))}
     if args.json:
         print(json.dumps(out, default=float))
     return 0

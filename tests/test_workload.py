@@ -23,12 +23,41 @@ def test_simulation_cost_grows_as_alpha_d_squared_above_its_fixed_part():
     assert workload.simulation_seconds(20, 0.1) >= f > 0
 
 
+def test_simulation_cost_depends_on_the_start_as_its_step_count_does():
+    """Semantic starts take the fewest gradient steps, random ones the most (benchmarks/bench_gd.py): the cost
+    model orders them alike, and an unknown start costs the law without a factor."""
+    f = workload.SIMULATION_FIXED_SECONDS
+    sem, pos, rnd = (workload.simulation_seconds(2000, 1.0, init) for init in ("semantic", "positional", "random"))
+    assert f < sem < pos < rnd
+    assert workload.simulation_seconds(2000, 1.0, "other") == workload.simulation_seconds(2000, 1.0)
+    assert (rnd - f) / (sem - f) == pytest.approx(workload.SIMULATION_START_FACTORS["random"]
+                                                  / workload.SIMULATION_START_FACTORS["semantic"])
+
+
 def test_histogram_cost_grows_with_samples_and_epochs():
     one = workload.histogram_training_seconds(10_000, 20)
     assert workload.histogram_training_seconds(20_000, 20) > one
     assert workload.histogram_training_seconds(10_000, 40) > one
     per = workload.HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH
     assert (workload.histogram_training_seconds(10_000, 40) - one) == pytest.approx(per * 10_000 * 20)
+
+
+def test_histogram_announcement_adds_the_trainings_and_the_commands_own_part(capsys):
+    """The command's estimate is its 3 trainings and 2 re-parameterisations (each per sample-epoch) plus its own
+    part (imports, report, figures): the part that a warm-up-free calibration and a per-training model left out."""
+    from attnphase.validation.commands.histogram import _announce
+    from attnphase.validation.histogram.experiment import HistogramConfig
+
+    cfg = HistogramConfig.quick()
+    train, reparam = workload.histogram_seconds(cfg.n_samples, cfg.epochs, cfg.reparam_epochs, 3, 2)
+    assert len(train) == 3 and len(reparam) == 2
+    per = workload.HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH
+    assert sum(train) + sum(reparam) == pytest.approx(5 * workload.HISTOGRAM_FIXED_SECONDS
+                                                      + per * cfg.n_samples * (3 * cfg.epochs + 2 * cfg.reparam_epochs))
+    total = sum(train) + sum(reparam) + workload.HISTOGRAM_COMMAND_SECONDS
+    _announce(cfg, 1, False)
+    err = capsys.readouterr().err
+    assert f"about {workload.format_duration(total)} on 1 worker ({workload.cpu_phrase(total)} in all" in err
 
 
 @pytest.mark.parametrize("fn", [workload.boundaries_task_seconds, workload.matrix_boundaries_task_seconds])
@@ -38,6 +67,41 @@ def test_boundaries_cost_grows_with_the_alpha_grid_the_rule_and_L(fn):
     assert fn(24, 2, cfg) > base > fn(6, 2, cfg) > 0
     assert fn(12, 3, cfg) == pytest.approx(4 * base)
     assert fn(12, 2, SolverConfig(quadrature="sobol14")) > base > fn(12, 2, SolverConfig(quadrature="sobol10"))
+
+
+def test_diagram_tasks_one_per_omega_and_rule_and_the_curves_branch_once():
+    cfg = SolverConfig()
+    per = workload.boundaries_task_seconds(12, 2, cfg)
+    tasks = workload.diagram_task_seconds(10, 12, 2, cfg)
+    assert len(tasks) == 10 and tasks[1:] == [per] * 9
+    assert tasks[0] - per == pytest.approx(workload.CURVES_BRANCH_SECONDS)
+    assert len(workload.diagram_task_seconds(10, 12, 2, cfg, n_rules=3)) == 30
+    assert workload.diagram_task_seconds(3, 12, 2, cfg, curves=False) == [per] * 3
+    assert workload.diagram_task_seconds(1, 12, 3, cfg)[0] == pytest.approx(4 * tasks[0])
+
+
+def test_the_commands_own_part_adds_to_the_wall_and_the_cpu_time(capsys):
+    bare = workload.announce_tasks("job", [20.0] * 4, 1, "basis")
+    own = workload.announce_tasks("job", [20.0] * 4, 1, "basis", own=30.0)
+    assert own == pytest.approx(bare + 30.0)
+    err = capsys.readouterr().err.splitlines()
+    assert "about 80 s on 1 worker (80 CPU s in all" in err[0]
+    assert "about 110 s on 1 worker (110 CPU s in all" in err[1]
+
+
+def test_rank2_cost_is_its_censuses_and_its_solves():
+    """One omega of the rank-2 search: censuses at the grid's ends and where the branches change (at most MAX_CENSUS),
+    then solves along every branch at every grid point and between them: past MAX_CENSUS alphas each further alpha
+    adds the branches' solves only, and the terms add up on the rule they were measured on."""
+    from attnphase.numerics.phase.census_continuation import MAX_CENSUS
+
+    cfg = SolverConfig(quadrature=workload.RANK2_RULE)
+    fn = workload.matrix_boundaries_task_seconds
+    per_alpha = workload.RANK2_SOLVES_PER_ALPHA * workload.RANK2_SOLVE_SECONDS
+    assert fn(13, 2, cfg) - fn(12, 2, cfg) == pytest.approx(per_alpha)
+    assert fn(2, 2, cfg) - fn(1, 2, cfg) == pytest.approx(per_alpha + workload.RANK2_CENSUS_SECONDS)
+    assert fn(12, 2, cfg) == pytest.approx(MAX_CENSUS * workload.RANK2_CENSUS_SECONDS + workload.RANK2_SOLVE_SECONDS
+                                           * (12 * workload.RANK2_SOLVES_PER_ALPHA + workload.RANK2_SOLVES_OFF_GRID))
 
 
 def test_census_and_solve_costs_scale_with_the_rule():
@@ -63,9 +127,23 @@ def test_announcement_states_the_wall_time_on_the_workers_and_the_cpu_time(capsy
     t = workload.announce_tasks("job", [60.0] * 10, 2, "basis")
     err = capsys.readouterr().err
     assert t == pytest.approx(workload.wall_seconds([60.0] * 10, 2))
-    assert "10 tasks, about 5 min on 2 workers" in err and "10 CPU min in all" in err
+    cpu = 600.0 + workload.cluster_seconds(2, t)
+    assert "10 tasks, about 5 min on 2 workers" in err and f"{workload.cpu_phrase(cpu)} in all" in err
+    workload.announce_tasks("job", [60.0] * 10, 1, "basis")  # in this process: no cluster
+    assert "10 CPU min in all" in capsys.readouterr().err
     workload.announce_tasks("job", [60.0] * 10, 2, "basis", quiet=True)
     assert capsys.readouterr().err == ""
+
+
+def test_a_local_clusters_own_cpu_grows_with_its_workers_and_its_wall_time():
+    """On several workers the job pays each worker's start and, per wall second, the cluster's event loops: on a
+    busy machine (wall several times CPU) that is what made ``histogram --quick`` on 2 workers 2.5x its one-process
+    CPU.  One worker runs in this process: nothing."""
+    assert workload.cluster_seconds(1, 1000.0) == 0.0
+    two = workload.cluster_seconds(2, 100.0)
+    assert two == pytest.approx(2 * (workload.WORKER_START_SECONDS + 100 * workload.CLUSTER_SECONDS_PER_WALL_SECOND))
+    assert workload.cluster_seconds(4, 100.0) == pytest.approx(2 * two)
+    assert workload.cluster_seconds(2, 200.0) - two == pytest.approx(two - workload.cluster_seconds(2, 0.0))
 
 
 @pytest.mark.parametrize("t,said", [(45, "45 s"), (600, "10 min"), (9000, "2.5 h")])

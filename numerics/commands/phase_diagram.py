@@ -47,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--census", action="store_true",
                    help="at every omega, search every fixed point at alpha_c (as attnphase census; error bars from "
                    "--error-estimate K, else 4 rules) and say whether any beats the semantic and positional ones: "
-                   "census.csv (opt-in; 30-60 s per omega)")
+                   "census.csv (opt-in; a census per omega, about 50 CPU s each at the defaults, announced before it starts)")
     opt.add_continuation_option(p)
     outputs.add_out_option(p, "results", "phase_diagram.csv, .json, .png and curves_omega<omega>.png (census.csv with "
                            "--census)")
@@ -133,12 +133,16 @@ def run(args: argparse.Namespace) -> int:
 def _announce(args, params, cfg, omegas, alphas, n_rules: int, executor, chains: int, census: bool) -> None:
     """The scalar form's tasks and their time (attnphase.workload), said before any work."""
     workload.announce_rules(params.L, cfg)
+    from attnphase.numerics.jobs.report import curves_omega
+
     per_omega = workload.boundaries_task_seconds(len(alphas), params.L, cfg)
+    tasks = workload.diagram_task_seconds(len(omegas), len(alphas), params.L, cfg, n_rules,
+                                          curves=curves_omega(omegas) is not None)
     workload.announce_tasks(f"phase diagram over {len(omegas)} omega x {len(alphas)} alpha values, both branches",
-                            [per_omega] * (len(omegas) * max(1, n_rules)),
-                            min(executor.workers, chains) if chains else executor.workers,
-                            f"~{per_omega:.0f} CPU s per omega" + (f" and rule ({n_rules} rules)" if n_rules else ""),
-                            quiet=args.quiet)
+                            tasks, min(executor.workers, chains) if chains else executor.workers,
+                            f"~{per_omega:.0f} CPU s per omega" + (f" and rule ({n_rules} rules)" if n_rules else "")
+                            + f", the curves' whole positional branch ~{tasks[0] - per_omega:.0f} more",
+                            quiet=args.quiet, own=workload.JOB_COMMAND_SECONDS)
     if chains and not args.quiet:
         print(f"attnphase: --continuation: the boundaries continued in omega along {chains} chain(s) of contiguous omegas, "
               f"one task each (docs/method.md section 13, continuation in omega)", file=sys.stderr, flush=True)
@@ -163,4 +167,4 @@ def _announce_matrix(args, params, cfg, omegas, alphas, executor) -> None:
     workload.announce_tasks(f"rank-{r} phase diagram", [per_omega] * len(omegas), executor.workers,
                             f"~{per_omega:.0f} CPU s per omega, measured at r = 2, r* = 1; the compiled loops use "
                             f"every core", quiet=args.quiet, min_seconds=0,
-                            cores=usable_cores() if executor.scheduler is None else 0)
+                            cores=usable_cores() if executor.scheduler is None else 0, own=workload.JOB_COMMAND_SECONDS)

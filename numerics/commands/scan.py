@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
         costs = [workload.boundaries_task_seconds(len(alphas), m.L, cfg) for m in models for _ in omegas
                  for _ in range(max(1, n_rules))]
         workload.announce_tasks(f"scan over {len(values)} {field} x {len(omegas)} omega x {len(alphas)} alpha values",
-                                costs, executor.workers, f"~{max(costs):.0f} CPU s per (value, omega)", quiet=args.quiet)
+                                costs, executor.workers, f"~{max(costs):.0f} CPU s per (value, omega)", quiet=args.quiet,
+                                own=workload.JOB_COMMAND_SECONDS)
     else:
         from attnphase.execution.executor import usable_cores
 
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         workload.announce_tasks(f"rank-{r} scan over {len(values)} {field} x {len(omegas)} omega", costs,
                                 executor.workers, f"~{max(costs):.0f} CPU s per (value, omega), measured at r = 2, "
                                 f"r* = 1; the compiled loops use every core", quiet=args.quiet, min_seconds=0,
-                                cores=usable_cores() if executor.scheduler is None else 0)
+                                cores=usable_cores() if executor.scheduler is None else 0, own=workload.JOB_COMMAND_SECONDS)
     work.begin("scanning the boundaries")
 
     from attnphase.numerics.jobs.scan_report import run_scan

@@ -140,7 +140,7 @@ def _scalar_sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int
     workload.announce_tasks(f"sweep of {len(alphas)} alpha values" + (f" at {len(omegas)} omegas" if len(omegas) > 1 else ""),
                             [per_omega] * len(omegas), executor.workers if len(omegas) > 1 else 1,
                             f"~{workload.SECONDS_PER_SOLVE * workload.rule_factor(params.L, cfg) ** 2:.2g} CPU s per "
-                            f"point", quiet=args.quiet)
+                            f"point", quiet=args.quiet, own=workload.JOB_COMMAND_SECONDS)
 
     work.begin("sweeping the branch")
     from tqdm import tqdm

@@ -47,14 +47,18 @@ def _announce(config, workers: int, quiet: bool) -> None:
     """The two stages' tasks and their time (attnphase.workload: CPU seconds per training sample and epoch)."""
     from attnphase import workload
 
-    train = [workload.histogram_training_seconds(config.n_samples, config.epochs)] * len(config.variants)
-    reparam = ([workload.histogram_training_seconds(config.n_samples, config.reparam_epochs)]
-               * sum(v != "both" for v in config.variants))
-    t = workload.wall_seconds(train, workers) + workload.wall_seconds(reparam, workers)
+    train, reparam = workload.histogram_seconds(config.n_samples, config.epochs, config.reparam_epochs,
+                                                len(config.variants), sum(v != "both" for v in config.variants))
+    own = workload.HISTOGRAM_COMMAND_SECONDS
+    stages = [workload.wall_seconds(train, workers), workload.wall_seconds(reparam, workers)]
+    t = sum(stages) + own
+    # each stage is a run of tasks: on several workers, a local cluster of its own
+    cpu = (sum(train) + sum(reparam) + own + workload.cluster_seconds(min(workers, len(train)), stages[0])
+           + workload.cluster_seconds(min(workers, len(reparam)), stages[1]))
     if not quiet:
         print(f"attnphase: histogram: {len(train)} trainings ({config.n_samples} samples x {config.epochs} epochs) "
               f"then {len(reparam)} re-parameterisations, about {workload.format_duration(t)} on {workers} worker"
-              f"{'s' if workers != 1 else ''} ({workload.cpu_phrase(sum(train) + sum(reparam))} in all, "
+              f"{'s' if workers != 1 else ''} ({workload.cpu_phrase(cpu)} in all, "
               f"~{train[0]:.0f} CPU s per training; from CPU times measured by benchmarks/workload_calibration.py: "
               f"a busy or slower machine takes longer)", file=sys.stderr, flush=True)
 
