@@ -37,6 +37,7 @@ import attnphase.numerics.phase.continuation as continuation
 import attnphase.numerics.phase.scalar_boundaries as scalar
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.fixed_point import FixedPointSolver
+from attnphase.numerics.se.state_evolution import solve
 from attnphase.numerics.se.se_map import SEMap
 from attnphase.theory.params import ModelParams
 
@@ -142,7 +143,7 @@ def main() -> None:
     cfg = SolverConfig() if args.quadrature is None else SolverConfig(quadrature=args.quadrature)
     instrument()
     # compile / load the kernels outside the measurement
-    boundaries.solve(ModelParams(omega=0.3), 1.0, "semantic", config=cfg)
+    solve(ModelParams(omega=0.3), 1.0, "semantic", config=cfg)
     PROFILE.reset()
     load0 = os.getloadavg()[0]
     rows, total = [], defaultdict(lambda: defaultdict(float))

@@ -222,3 +222,23 @@ def test_prepare_runs_once_before_a_local_clusters_tasks_and_not_when_nothing_is
     marker.unlink()
     in_process = run_tasks(tasks[:1], executor=ExecutorSpec(workers=1), prepare=prepare)
     assert in_process[0].status == "failed" and len(calls) == 1  # in this process: no prepare (the task loads it)
+
+
+def _worker_settings(dask_worker) -> tuple[bool, str | None, str | None]:
+    import os
+
+    return "profile" in dask_worker.periodic_callbacks, os.environ.get("MALLOC_TRIM_THRESHOLD_"), os.environ.get(
+        "NUMBA_NUM_THREADS")
+
+
+def test_a_local_clusters_workers_run_without_the_profiler_and_the_malloc_trim_threshold(monkeypatch) -> None:
+    """dask_client's workers: no statistical profiler and glibc's own malloc thresholds (Dask's defaults, a
+    profile every 10 ms and MALLOC_TRIM_THRESHOLD_=65536, cost CPU and page faults: CLUSTER_CONFIG), with the
+    threads of worker_env."""
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)  # a cluster started earlier in this process sets it
+    with dask_client(ExecutorSpec(workers=2), 2) as client:
+        settings = client.run(_worker_settings)
+    assert len(settings) == 2
+    from attnphase.execution.executor import usable_cores, worker_env
+
+    assert set(settings.values()) == {(False, None, worker_env(2, usable_cores())["NUMBA_NUM_THREADS"])}
