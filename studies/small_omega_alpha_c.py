@@ -103,24 +103,30 @@ def run_gd(out: Path, jobs: list[tuple[str, int, float, int, str]], fixed_step: 
 
 
 def run_theory(out: Path, alphas: list[float]) -> None:
-    """``attnphase solve --omega 0`` for both branches and both maps at every alpha; rows into ``theory.csv``."""
+    """``attnphase solve --omega 0`` for both branches and both maps at every alpha; rows appended to
+    ``theory.csv`` (the (alpha, map, branch) rows present are kept)."""
     exe = [sys.executable, "-m", "attnphase"]
-    rows = []
-    for alpha in alphas:
-        for prox in ("global", "aligned"):
-            for branch in INITS:
-                cmd = exe + ["solve", "--omega", "0", "--alpha", repr(alpha), "--branch", branch, "--prox", prox,
-                             "--json", "--quiet"]
-                proc = subprocess.run(cmd, capture_output=True, text=True)
-                rec = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
-                row = {k: rec.get(k) for k in THEORY_FIELDS}
-                row.update(alpha=alpha, prox=prox, requested_branch=branch, exit_code=proc.returncode)
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-    with open(out / "theory.csv", "w", newline="") as fh:
+    path = out / "theory.csv"
+    done = {(float(r["alpha"]), r["prox"], r["requested_branch"]) for r in _read(path)} if path.exists() else set()
+    new = not path.exists()
+    with open(path, "a", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=THEORY_FIELDS)
-        writer.writeheader()
-        writer.writerows(rows)
+        if new:
+            writer.writeheader()
+        for alpha in alphas:
+            for prox in ("global", "aligned"):
+                for branch in INITS:
+                    if (alpha, prox, branch) in done:
+                        continue
+                    cmd = exe + ["solve", "--omega", "0", "--alpha", repr(alpha), "--branch", branch, "--prox",
+                                 prox, "--json", "--quiet"]
+                    proc = subprocess.run(cmd, capture_output=True, text=True)
+                    rec = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
+                    row = {k: rec.get(k) for k in THEORY_FIELDS}
+                    row.update(alpha=alpha, prox=prox, requested_branch=branch, exit_code=proc.returncode)
+                    writer.writerow(row)
+                    fh.flush()
+                    print(json.dumps(row), flush=True)
 
 
 def _read(path: Path) -> list[dict]:
@@ -205,15 +211,18 @@ def summarise(out: Path) -> dict:
             g["delta_e_t_shift_vs_tol"], g["delta_e_t_shift_vs_tol_se"] = _mean_se(shifts)
     tol = [c for c in summary["crossings"] if c["mode"] == "tol" and math.isfinite(c["alpha_c_se"])]
     if len(tol) >= 2:
-        x = np.array([1.0 / c["d"] for c in tol])
-        y = np.array([c["alpha_c"] for c in tol])
-        w = np.array([1.0 / c["alpha_c_se"] ** 2 for c in tol])
-        X = np.vstack([np.ones_like(x), x]).T
-        cov = np.linalg.inv(X.T @ (w[:, None] * X))
-        coef = cov @ (X.T @ (w * y))
-        summary["extrapolation"] = {"model": "alpha_c(d) = a + b / d (weighted least squares)", "a": float(coef[0]),
-                                    "a_se": float(math.sqrt(cov[0, 0])), "b": float(coef[1]),
-                                    "b_se": float(math.sqrt(cov[1, 1])), "ds": [c["d"] for c in tol]}
+        fit = fit_in_inverse_d([c["d"] for c in tol], [c["alpha_c"] for c in tol], [c["alpha_c_se"] for c in tol])
+        summary["extrapolation"] = {"model": "alpha_c(d) = a + b / d (weighted least squares)", **fit}
+    summary["extrapolation_per_alpha"] = []
+    for alpha in sorted({g["alpha"] for g in summary["groups"] if g["mode"] == "tol"}):
+        gs = [g for g in summary["groups"] if g["mode"] == "tol" and g["alpha"] == alpha and g["n_seeds"] > 1]
+        if len(gs) < 2:
+            continue
+        entry = {"alpha": alpha, "model": "x(d) = a + b / d over the d of this alpha (weighted least squares)"}
+        for key in ("delta_e_t", "positional_e_t", "semantic_e_t", "positional_abs_m", "semantic_abs_theta",
+                    "positional_eps_g", "semantic_eps_g"):
+            entry[key] = fit_in_inverse_d([g["d"] for g in gs], [g[key] for g in gs], [g[f"{key}_se"] for g in gs])
+        summary["extrapolation_per_alpha"].append(entry)
     if (out / "theory.csv").exists():
         theory = _read(out / "theory.csv")
         for prox in ("global", "aligned"):
@@ -226,6 +235,17 @@ def summarise(out: Path) -> dict:
             summary["theory"].append({"prox": prox, "delta_e_t": deltas, "alpha_c": _interp_root(deltas)})
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
     return summary
+
+
+def fit_in_inverse_d(ds: list[int], ys: list[float], ses: list[float]) -> dict:
+    """Weighted least-squares ``y(d) = a + b / d`` (weights ``1 / se^2``): ``a``, ``b`` and their standard errors."""
+    x = 1.0 / np.asarray(ds, dtype=float)
+    X = np.vstack([np.ones_like(x), x]).T
+    w = 1.0 / np.square(np.asarray(ses, dtype=float))
+    cov = np.linalg.inv(X.T @ (w[:, None] * X))
+    coef = cov @ (X.T @ (w * np.asarray(ys, dtype=float)))
+    return {"a": float(coef[0]), "a_se": float(math.sqrt(cov[0, 0])), "b": float(coef[1]),
+            "b_se": float(math.sqrt(cov[1, 1])), "ds": [int(d) for d in ds]}
 
 
 def _num(text: str) -> float:
@@ -290,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--plan", default="1000:8,2000:8,4000:4", help="d:seeds,... for GD to 3e-7")
     ap.add_argument("--alphas", default="0.5,0.54,0.58,0.62,0.66")
+    ap.add_argument("--theory-alphas", default="0.52,0.56",
+                    help="alphas solved besides --alphas (where the aligned map's branches cross)")
     ap.add_argument("--fixed-plan", default="1000:4", help="d:seeds,... for the 5000-fixed-step GD")
     ap.add_argument("--fixed-alphas", default="0.54,0.58,0.62")
     ap.add_argument("--fixed-step", type=float, default=0.2, help="the constant GD step of the fixed-step runs")
@@ -308,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         jobs.sort(key=lambda job: job[1])  # by d (stable: at one d the runs to 3e-7 first), cheapest first
         run_gd(out, jobs, args.fixed_step, args.max_seconds)
         if not args.no_theory:
-            run_theory(out, sorted(set(alphas)))
+            run_theory(out, sorted(set(alphas) | set(_floats(args.theory_alphas))))
     summary = summarise(out)
     figure(out, summary)
     print(json.dumps({"crossings": summary["crossings"], "extrapolation": summary.get("extrapolation"),
