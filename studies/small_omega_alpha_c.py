@@ -45,6 +45,8 @@ THEORY_FIELDS = ("alpha", "prox", "requested_branch", "branch", "converged", "q"
 INITS = ("positional", "semantic")
 PAPER_ALPHA_C, SE_ALPHA_C, SE_SEMANTIC_END = 0.548, 0.61471, 0.5098
 BOOTSTRAP = 2000
+#: The crossing pooled over the runs to 3e-7 at every d from this one up (summary key ``crossing_pooled``).
+POOL_MIN_D = 1000
 
 
 def _plan(text: str) -> list[tuple[int, int]]:
@@ -152,16 +154,16 @@ def line_root(points: list[tuple[float, float]]) -> float:
     return float(-icpt / slope) if slope != 0 else math.nan
 
 
-def crossing(table: dict[int, dict[float, dict[str, dict]]], rng: np.random.Generator) -> tuple[float, float]:
-    """GD's alpha_c at one d and its bootstrap standard error over seeds (module docstring)."""
+def crossing(table: dict, rng: np.random.Generator) -> tuple[float, float]:
+    """GD's alpha_c (seed -> alpha -> init -> row) and its bootstrap standard error over seeds (module docstring)."""
     seeds = sorted(table)
 
     def pts(chosen):
-        return [(a, float(v["semantic"]["e_t"]) - float(v["positional"]["e_t"])) for s in chosen
-                for a, v in table[s].items()]
+        return [(a, float(v["semantic"]["e_t"]) - float(v["positional"]["e_t"])) for i in chosen
+                for a, v in table[seeds[i]].items()]
 
-    root = line_root(pts(seeds))
-    boots = [line_root(pts(rng.choice(seeds, len(seeds)))) for _ in range(BOOTSTRAP)] if len(seeds) > 1 else []
+    root = line_root(pts(range(len(seeds))))
+    boots = [line_root(pts(rng.integers(0, len(seeds), len(seeds)))) for _ in range(BOOTSTRAP)] if len(seeds) > 1 else []
     boots = [b for b in boots if math.isfinite(b)]
     return root, (float(np.std(boots, ddof=1)) if len(boots) > 1 else math.nan)
 
@@ -196,6 +198,12 @@ def summarise(out: Path) -> dict:
             summary["groups"].append(g)
         root, se = crossing(table, rng)
         summary["crossings"].append({"mode": mode, "d": d, "n_seeds": len(table), "alpha_c": root, "alpha_c_se": se})
+    pool = [d for mode, d in {(r["mode"], int(r["d"])) for r in rows} if mode == "tol" and d >= POOL_MIN_D]
+    if len(pool) > 1:
+        table = {(d, s): by_a for d in pool for s, by_a in paired(rows, "tol", d).items()}
+        root, se = crossing(table, rng)
+        summary["crossing_pooled"] = {"ds": sorted(pool), "n_seeds": len(table), "alpha_c": root, "alpha_c_se": se,
+                                      "note": "one line through every seed's Delta e_t(alpha) at these d"}
     tol_rows = {(int(r["d"]), float(r["alpha"]), int(r["seed"]), r["init"]): r for r in rows if r["mode"] == "tol"}
     for g in summary["groups"]:
         if g["mode"] == "tol":
@@ -232,7 +240,10 @@ def summarise(out: Path) -> dict:
                     pts.setdefault(float(r["alpha"]), {})[r["branch"]] = (float(r["e_t"]), _num(r["err_e_t"]))
             deltas = [(a, v["semantic"][0] - v["positional"][0], math.hypot(v["semantic"][1], v["positional"][1]))
                       for a, v in sorted(pts.items()) if len(v) == 2]
-            summary["theory"].append({"prox": prox, "delta_e_t": deltas, "alpha_c": _interp_root(deltas)})
+            root, root_se = _interp_root(deltas)
+            summary["theory"].append({"prox": prox, "delta_e_t": deltas, "alpha_c": root, "alpha_c_se": root_se,
+                                      "note": "Delta e_t on the solve rule, linear between the grid points around "
+                                              "its sign change; se from the two points' err_e_t"})
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
     return summary
 
@@ -252,12 +263,14 @@ def _num(text: str) -> float:
     return float(text) if text not in ("", "None", None) else math.nan
 
 
-def _interp_root(deltas: list[tuple[float, float, float]]) -> float:
-    """Where the theory's Delta e_t changes sign, linearly interpolated between grid points (nan if never)."""
-    for (a0, y0, _), (a1, y1, _) in zip(deltas, deltas[1:]):
+def _interp_root(deltas: list[tuple[float, float, float]]) -> tuple[float, float]:
+    """Where the theory's Delta e_t changes sign, linearly interpolated between the two grid points around it,
+    and its error from theirs, ``(a1 - a0) hypot((1 - t) e0, t e1) / |y0 - y1|`` (nan, nan if it never does)."""
+    for (a0, y0, e0), (a1, y1, e1) in zip(deltas, deltas[1:]):
         if y0 > 0 >= y1 or y0 < 0 <= y1:
-            return a0 + (a1 - a0) * y0 / (y0 - y1)
-    return math.nan
+            t = y0 / (y0 - y1)
+            return a0 + (a1 - a0) * t, (a1 - a0) * math.hypot((1 - t) * e0, t * e1) / abs(y0 - y1)
+    return math.nan, math.nan
 
 
 def figure(out: Path, summary: dict) -> None:
@@ -334,7 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarise(out)
     figure(out, summary)
     print(json.dumps({"crossings": summary["crossings"], "extrapolation": summary.get("extrapolation"),
-                      "theory": [{k: t[k] for k in ("prox", "alpha_c")} for t in summary["theory"]]}, indent=1))
+                      "crossing_pooled": summary.get("crossing_pooled"),
+                      "theory": [{k: t[k] for k in ("prox", "alpha_c", "alpha_c_se")} for t in summary["theory"]]}, indent=1))
     return 0
 
 
