@@ -1,6 +1,7 @@
 """alpha_c at omega = 0 from gradient descent: where do GD's positional and semantic minima cross in e_t?
 
-    nice -n 10 python studies/small_omega_alpha_c.py --out docs/data/small_omega_alpha_c     # defaults below
+    nice -n 10 python studies/small_omega_alpha_c.py --refine --out docs/data/small_omega_alpha_c   # defaults below
+    nice -n 10 python studies/small_omega_alpha_c.py --plan 500:4,1000:8,2000:8 --refine --out ...  # the docs' data
     python studies/small_omega_alpha_c.py --plan 500:2 --alphas 0.55,0.61 --fixed-plan "" --no-theory --out /tmp/x
 
 The state evolution puts alpha_c(omega = 0) -- where the lowest training objective e_t changes from the
@@ -20,8 +21,9 @@ set at a smaller alpha is a prefix of the one at a larger alpha). The roots are 
 step size ``--fixed-step`` (no line-search growth, ``grow = 1``), whatever the gradient then is.
 
 The theory beside it: ``attnphase solve --omega 0 --alpha A --branch positional|semantic --prox
-global|aligned --json`` at every alpha of the grid (e_t +- err_e_t on the solve rule). Writes into ``--out``:
-``runs.csv`` (one row per run, appended as runs finish; a rerun skips the rows present), ``theory.csv``,
+global|aligned --json`` at every alpha of the grid (e_t +- err_e_t on the solve rule); with ``--refine`` each
+map's alpha_c with the diagram's Newton correction on sobol16:4. Writes into ``--out``: ``runs.csv`` (one row per
+run, appended as runs finish; a rerun skips the rows present), ``theory.csv`` (likewise), ``refined.json``,
 ``summary.json`` and ``small_omega_alpha_c.png``.
 """
 
@@ -129,6 +131,38 @@ def run_theory(out: Path, alphas: list[float]) -> None:
                     writer.writerow(row)
                     fh.flush()
                     print(json.dumps(row), flush=True)
+
+
+def refined_crossings(out: Path, starts: dict[str, float]) -> None:
+    """alpha_c of each map with e_t's E[M] on the diagram's finer rule (``alpha_c_quadrature``, sobol16:4, block by
+    block for its error): Newton steps on Delta e_t from ``starts[prox]``, both branches solved cold at every step
+    (``attnphase.numerics.phase.boundary_refinement.refine_alpha_c``; docs/method.md section 6). Into
+    ``refined.json``."""
+    from attnphase.numerics import SolverConfig, solve
+    from attnphase.numerics.phase.boundary_refinement import refine_alpha_c
+    from attnphase.numerics.phase.brackets import BranchLost
+    from attnphase.theory.params import ModelParams
+
+    params, result = ModelParams(omega=0.0), {}
+    for prox, alpha_0 in starts.items():
+        cfg = SolverConfig(prox=prox)
+
+        def pair_at(alpha: float, cfg=cfg):
+            pair = tuple(solve(params, alpha, b, config=cfg) for b in ("semantic", "positional"))
+            for fp, b in zip(pair, ("semantic", "positional")):
+                if fp.branch != b or not fp.status.converged:
+                    raise BranchLost(f"{prox} {b} solve at alpha = {alpha:.4f} reached {fp.branch}")
+            return pair
+
+        t0 = time.process_time()
+        try:
+            alpha_c, note, err = refine_alpha_c(pair_at, alpha_0, cfg.alpha_c_quadrature, cfg)
+        except BranchLost as exc:
+            alpha_c, note, err = math.nan, str(exc), math.nan
+        result[prox] = {"alpha_c": alpha_c, "alpha_c_se": err, "note": note, "start": alpha_0,
+                        "rule": cfg.alpha_c_quadrature, "cpu_seconds": round(time.process_time() - t0, 1)}
+        print(json.dumps({prox: result[prox]}), flush=True)
+    (out / "refined.json").write_text(json.dumps(result, indent=1) + "\n")
 
 
 def _read(path: Path) -> list[dict]:
@@ -244,6 +278,8 @@ def summarise(out: Path) -> dict:
             summary["theory"].append({"prox": prox, "delta_e_t": deltas, "alpha_c": root, "alpha_c_se": root_se,
                                       "note": "Delta e_t on the solve rule, linear between the grid points around "
                                               "its sign change; se from the two points' err_e_t"})
+    if (out / "refined.json").exists():
+        summary["refined"] = json.loads((out / "refined.json").read_text())
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
     return summary
 
@@ -303,16 +339,20 @@ def figure(out: Path, summary: dict) -> None:
     for mode, style in (("tol", "o"), ("fixed5000", "s")):
         sel = [c for c in cs if c["mode"] == mode]
         if sel:
-            bx.errorbar([1.0 / c["d"] for c in sel], [c["alpha_c"] for c in sel],
+            bx.errorbar([1000.0 / c["d"] for c in sel], [c["alpha_c"] for c in sel],
                         [np.nan_to_num(c["alpha_c_se"]) for c in sel], fmt=style, capsize=3,
                         label="GD to 3e-7" if mode == "tol" else "GD, 5000 fixed steps")
     ext = summary.get("extrapolation")
     if ext:
         xs = np.linspace(0, max(1.0 / c["d"] for c in cs), 20)
-        bx.plot(xs, ext["a"] + ext["b"] * xs, "k:", label=f"a + b/d: a = {ext['a']:.3f} +- {ext['a_se']:.3f}")
+        bx.plot(1000 * xs, ext["a"] + ext["b"] * xs, "k:", label=f"a + b/d: a = {ext['a']:.3f} +- {ext['a_se']:.3f}")
     bx.axhline(PAPER_ALPHA_C, color="r", lw=0.8, ls="--", label="paper")
     bx.axhline(SE_ALPHA_C, color="b", lw=0.8, ls="--", label="SE (global prox)")
-    bx.set_xlabel("1 / d")
+    for th in summary["theory"]:
+        if th["prox"] == "aligned" and math.isfinite(th["alpha_c"]):
+            bx.axhspan(th["alpha_c"] - th["alpha_c_se"], th["alpha_c"] + th["alpha_c_se"], color="grey", alpha=0.3,
+                       label="SE, aligned prox (solve rule)")
+    bx.set_xlabel("1000 / d")
     bx.set_ylabel("GD alpha_c (root of Delta e_t)")
     bx.legend(fontsize=7)
     fig.tight_layout()
@@ -321,15 +361,17 @@ def figure(out: Path, summary: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--plan", default="1000:8,2000:8,4000:4", help="d:seeds,... for GD to 3e-7")
+    ap.add_argument("--plan", default="500:4,1000:8,2000:8,4000:4", help="d:seeds,... for GD to 3e-7")
     ap.add_argument("--alphas", default="0.5,0.54,0.58,0.62,0.66")
     ap.add_argument("--theory-alphas", default="0.52,0.56",
                     help="alphas solved besides --alphas (where the aligned map's branches cross)")
-    ap.add_argument("--fixed-plan", default="1000:4", help="d:seeds,... for the 5000-fixed-step GD")
+    ap.add_argument("--fixed-plan", default="500:4", help="d:seeds,... for the 5000-fixed-step GD")
     ap.add_argument("--fixed-alphas", default="0.54,0.58,0.62")
     ap.add_argument("--fixed-step", type=float, default=0.2, help="the constant GD step of the fixed-step runs")
     ap.add_argument("--max-seconds", type=float, default=math.inf, help="start no new GD run after this")
     ap.add_argument("--no-theory", action="store_true", help="skip the attnphase solve runs")
+    ap.add_argument("--refine", action="store_true",
+                    help="also alpha_c of both maps with e_t on the finer rule (refined.json; a few CPU minutes)")
     ap.add_argument("--summarise-only", action="store_true", help="only re-read runs.csv/theory.csv")
     ap.add_argument("--out", default="docs/data/small_omega_alpha_c")
     args = ap.parse_args(argv)
@@ -344,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
         run_gd(out, jobs, args.fixed_step, args.max_seconds)
         if not args.no_theory:
             run_theory(out, sorted(set(alphas) | set(_floats(args.theory_alphas))))
+    if args.refine:
+        refined_crossings(out, {"global": 0.60, "aligned": 0.54})
     summary = summarise(out)
     figure(out, summary)
     print(json.dumps({"crossings": summary["crossings"], "extrapolation": summary.get("extrapolation"),
