@@ -348,10 +348,14 @@ def figure(out: Path, summary: dict) -> None:
         bx.plot(1000 * xs, ext["a"] + ext["b"] * xs, "k:", label=f"a + b/d: a = {ext['a']:.3f} +- {ext['a_se']:.3f}")
     bx.axhline(PAPER_ALPHA_C, color="r", lw=0.8, ls="--", label="paper")
     bx.axhline(SE_ALPHA_C, color="b", lw=0.8, ls="--", label="SE (global prox)")
+    refined = summary.get("refined", {}).get("aligned")
     for th in summary["theory"]:
-        if th["prox"] == "aligned" and math.isfinite(th["alpha_c"]):
+        if th["prox"] == "aligned" and math.isfinite(th["alpha_c"]) and not refined:
             bx.axhspan(th["alpha_c"] - th["alpha_c_se"], th["alpha_c"] + th["alpha_c_se"], color="grey", alpha=0.3,
                        label="SE, aligned prox (solve rule)")
+    if refined and math.isfinite(refined["alpha_c"]):
+        bx.axhline(refined["alpha_c"], color="grey", lw=1.5, label=f"SE, aligned prox ({refined['alpha_c']:.4f})")
+
     bx.set_xlabel("1000 / d")
     bx.set_ylabel("GD alpha_c (root of Delta e_t)")
     bx.legend(fontsize=7)
