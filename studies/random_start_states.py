@@ -2,6 +2,8 @@
 
     python studies/random_start_states.py                                # defaults below (~10 CPU-minutes)
     python studies/random_start_states.py --ds 250 --seeds 1 --no-se     # a quick look
+    python studies/random_start_states.py --ds 2000 --no-se              # d = 2000 (~5 CPU-minutes)
+    python studies/random_start_states.py --aggregate                    # pool the runs: aggregate.json
 
 ``validate --quick --d 2000`` found, from the random start at omega = 0.3 and alpha = 0.35-0.8, GD
 end points (|grad R|_F / sqrt(d) <= 3e-7) with |m| ~ 0.11-0.16, |theta| ~ 0.02-0.04 and e_t above
@@ -18,7 +20,8 @@ both branches' theory ("neither" rows of its alpha sweep). For each (d, seed) th
 4. solves the state evolution (r = 1) from the GD overlaps (``init``) with the global, aligned and
    local proximal maps, and records the point each lands on.
 
-Writes ``runs.csv`` (one row per run and restart) and ``summary.json`` (the SE landings) to ``--out``.
+Writes ``runs_d<ds>.csv`` (one row per run and restart; the positional start's end on the same data
+and teacher as the paired reference) and ``summary_d<ds>.json`` (the SE landings) to ``--out``.
 Seeds are those of ``attnphase simulate --seed`` (same teacher, data and random start).
 """
 
@@ -36,7 +39,10 @@ import numpy as np
 import torch
 
 FIELDS = ("d", "alpha", "seed", "start", "m", "theta", "q", "e_t", "steps", "status", "grad_norm",
-          "lam_min", "lam_2", "lam_3", "hvps", "hessian_seconds", "train_seconds")
+          "lam_min", "lam_2", "lam_3", "hvps", "hessian_seconds", "train_seconds", "lam_min_full")
+
+#: Below this d the lowest eigenvalue is also taken from the full Hessian (d products), a check on Lanczos.
+FULL_HESSIAN_MAX_D = 300
 
 
 def _floats(text: str) -> list[float]:
@@ -69,6 +75,50 @@ def lowest_hessian_eigs(Q: torch.Tensor, g, lam: float, k: int = 3) -> tuple[np.
     return vals[order], vecs[:, order], count[0], time.perf_counter() - t0
 
 
+def full_hessian_min(Q: torch.Tensor, g, lam: float) -> float:
+    """The lowest eigenvalue of the full ``d x d`` Hessian of ``R`` (``Q`` is ``(d, 1)``), d products."""
+    from attnphase.validation.students import risk
+
+    Qv = Q.detach().clone().requires_grad_(True)
+    (G,) = torch.autograd.grad(risk(Qv, g, lam), Qv, create_graph=True)
+    eye = torch.eye(Q.numel(), dtype=Q.dtype)
+    H = torch.stack([torch.autograd.grad(G, Qv, grad_outputs=e.reshape(Q.shape), retain_graph=True)[0].reshape(-1)
+                     for e in eye])
+    return float(torch.linalg.eigvalsh(0.5 * (H + H.T))[0])
+
+
+def aggregate(rows: list[dict]) -> list[dict]:
+    """Per (d, start): means and standard errors of |m|, |theta|, q, e_t and the lowest Hessian eigenvalue,
+    how many ends are minima (lowest eigenvalue > 0), and the paired e_t(random) - e_t(positional)."""
+    def mean_se(v: list[float]) -> tuple[float, float]:
+        a = np.asarray(v, dtype=float)
+        return float(a.mean()), float(a.std(ddof=1) / math.sqrt(a.size)) if a.size > 1 else math.nan
+
+    groups = []
+    for d in sorted({int(r["d"]) for r in rows}):
+        at_d = [r for r in rows if int(r["d"]) == d]
+        for start in ("positional", "random", "escape+", "escape-"):
+            g = [r for r in at_d if r["start"] == start]
+            if not g:
+                continue
+            e: dict = {"d": d, "start": start, "runs": len(g),
+                       "converged": sum(r["status"] == "converged" for r in g),
+                       "minima": sum(float(r["lam_min"]) > 0 for r in g)}
+            for key, f in (("m", lambda r: abs(float(r["m"]))), ("theta", lambda r: abs(float(r["theta"]))),
+                           ("q", lambda r: float(r["q"])), ("e_t", lambda r: float(r["e_t"])),
+                           ("lam_min", lambda r: float(r["lam_min"])), ("steps", lambda r: float(r["steps"])),
+                           ("hvps", lambda r: float(r["hvps"]))):
+                e[key], e[key + "_se"] = mean_se([f(r) for r in g])
+            if start == "random":
+                pos = {int(r["seed"]): float(r["e_t"]) for r in at_d if r["start"] == "positional"}
+                diff = [float(r["e_t"]) - pos[int(r["seed"])] for r in g if int(r["seed"]) in pos]
+                if diff:
+                    e["e_t_minus_positional"], e["e_t_minus_positional_se"] = mean_se(diff)
+                    e["e_t_above_positional"] = sum(x > 0 for x in diff)
+            groups.append(e)
+    return groups
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--alpha", type=float, default=0.5)
@@ -79,7 +129,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-se", action="store_true", help="skip the state-evolution solves")
     ap.add_argument("--quadrature", default=None, help="SE rule (default: the solver's default)")
     ap.add_argument("--out", default="docs/data/random_start_states")
+    ap.add_argument("--aggregate", action="store_true",
+                    help="only pool every runs_*.csv in --out into aggregate.json (per d and start) and print it")
     args = ap.parse_args(argv)
+    if args.aggregate:
+        rows = []
+        for path in sorted(Path(args.out).glob("runs_*.csv")):
+            with open(path) as fh:
+                rows += list(csv.DictReader(fh))
+        groups = aggregate(rows)
+        (Path(args.out) / "aggregate.json").write_text(json.dumps(groups, indent=1))
+        for e in groups:
+            extra = (f"  e_t - positional {e['e_t_minus_positional']:+.6f} +- {e['e_t_minus_positional_se']:.6f}"
+                     f" ({e['e_t_above_positional']}/{e['runs']} above)") if "e_t_minus_positional" in e else ""
+            print(f"d={e['d']:5d} {e['start']:10s} minima {e['minima']}/{e['runs']}  |m| {e['m']:.3f}+-{e['m_se']:.3f}"
+                  f"  |theta| {e['theta']:.3f}+-{e['theta_se']:.3f}  q {e['q']:.3f}  e_t {e['e_t']:.6f}+-{e['e_t_se']:.6f}"
+                  f"  lam_min {e['lam_min']:.5f}+-{e['lam_min_se']:.5f}  hvps {e['hvps']:.0f}  steps {e['steps']:.0f}"
+                  + extra)
+        return 0
     torch.set_num_threads(1)
 
     from attnphase.theory.params import ModelParams
@@ -95,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
     t_start = time.perf_counter()
-    with open(out / "runs.csv", "w", newline="") as fh:
+    tag = "d" + "_".join(str(int(x)) for x in _floats(args.ds))
+    with open(out / f"runs_{tag}.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=FIELDS)
         writer.writeheader()
 
@@ -105,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
             row = {"d": d, "alpha": args.alpha, "seed": seed, "start": start, "m": ov.m, "theta": ov.theta,
                    "q": ov.q, "e_t": training_objective(Q, g, params.lam), "steps": res.steps, "status": res.status,
                    "grad_norm": res.grad_norm, "lam_min": vals[0], "lam_2": vals[1], "lam_3": vals[2],
-                   "hvps": hvps, "hessian_seconds": round(hsec, 3), "train_seconds": round(res.seconds, 3)}
+                   "hvps": hvps, "hessian_seconds": round(hsec, 3), "train_seconds": round(res.seconds, 3),
+                   "lam_min_full": full_hessian_min(Q, g, params.lam) if d <= FULL_HESSIAN_MAX_D else math.nan}
             writer.writerow(row)
             fh.flush()
             rows.append(row)
@@ -116,10 +185,11 @@ def main(argv: list[str] | None = None) -> int:
                 teacher = make_teacher(params, d, generator(seed, "teacher"), device=torch.device("cpu"),
                                        dtype=torch.float64, exact_norm=True)
                 g = prepare(teacher, sample(teacher, n_samples(args.alpha, d), generator(seed, "train")))
-                Q0 = initial_Q("random", teacher, params.r, generator(seed, "init"), cfg.random_scale)
-                res = train(Q0, g, params.lam, cfg)
-                eig = lowest_hessian_eigs(res.Q, g, params.lam)
-                record(d, seed, "random", res.Q, res, teacher, g, eig)
+                for init in ("positional", "random"):  # the positional start's end: the paired e_t reference
+                    Q0 = initial_Q(init, teacher, params.r, generator(seed, "init"), cfg.random_scale)
+                    res = train(Q0, g, params.lam, cfg)
+                    eig = lowest_hessian_eigs(res.Q, g, params.lam)
+                    record(d, seed, init, res.Q, res, teacher, g, eig)
                 if eig[0][0] < 0:
                     v = torch.as_tensor(eig[1][:, 0].reshape(res.Q.shape), dtype=res.Q.dtype)
                     scale = args.eps * float(torch.linalg.vector_norm(res.Q))
@@ -137,9 +207,16 @@ def main(argv: list[str] | None = None) -> int:
         ref = solve(params, args.alpha, "positional", config=SolverConfig(**base))
         V0 = ref.overlaps.V0
         ends = [r for r in rows if r["start"] == "random"]
-        starts = {"gd_random_end_mean": (np.mean([abs(r["m"]) for r in ends]), np.mean([abs(r["theta"]) for r in ends]),
-                                         np.mean([r["q"] for r in ends]))}
-        for name, (m, th, q) in starts.items():
+        low = min(ends, key=lambda r: abs(r["m"]))  # the end farthest from the positional point
+        # the gauge Q -> -Q: m > 0, theta keeps its sign relative to m
+        mean = (float(np.mean([abs(r["m"]) for r in ends])),
+                float(np.mean([math.copysign(r["theta"], r["theta"] * r["m"]) for r in ends])),
+                float(np.mean([r["q"] for r in ends])))
+        starts = {"gd_random_end_mean": mean + (V0,),
+                  "gd_random_end_lowest_m": (abs(low["m"]), math.copysign(abs(low["theta"]), low["theta"] * low["m"]),
+                                             low["q"], V0),
+                  "gd_random_end_mean_V0/10": mean + (V0 / 10,)}
+        for name, (m, th, q, V0) in starts.items():
             init = Overlaps(q0=q, V0=V0, m=np.array([m, -m]), th0=th)
             for prox in ("global", "aligned", "local"):
                 fp = solve(params, args.alpha, "positional", config=SolverConfig(prox=prox, **base), init=init)
@@ -151,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
                                       "message": str(fp.status.message)})
                 print(json.dumps(summary["se"][-1]), flush=True)
     summary["seconds"] = round(time.perf_counter() - t_start, 1)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float))
+    (out / f"summary_{tag}.json").write_text(json.dumps(summary, indent=1, default=float))
     return 0
 
 
