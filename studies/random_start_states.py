@@ -123,6 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--alpha", type=float, default=0.5)
     ap.add_argument("--omega", type=float, default=0.3)
+    ap.add_argument("--A", default=None, help='the teacher\'s A, rows separated by ";" (default: the paper\'s first)')
+    ap.add_argument("--probe-init", default="random", choices=("random", "positional", "semantic"),
+                    help="the start whose ends are probed (escaped from, SE-solved from); the positional start's "
+                         "end is always run too as the paired reference")
     ap.add_argument("--ds", default="250,500,1000")
     ap.add_argument("--seeds", type=int, default=4)
     ap.add_argument("--eps", type=float, default=0.05, help="perturbation along the negative eigenvector, x |Q|")
@@ -130,11 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quadrature", default=None, help="SE rule (default: the solver's default)")
     ap.add_argument("--out", default="docs/data/random_start_states")
     ap.add_argument("--aggregate", action="store_true",
-                    help="only pool every runs_*.csv in --out into aggregate.json (per d and start) and print it")
+                    help="only pool the default model's runs_d*.csv in --out into aggregate.json (per d and start)")
     args = ap.parse_args(argv)
     if args.aggregate:
         rows = []
-        for path in sorted(Path(args.out).glob("runs_*.csv")):
+        for path in sorted(Path(args.out).glob("runs_d*.csv")):
             with open(path) as fh:
                 rows += list(csv.DictReader(fh))
         groups = aggregate(rows)
@@ -143,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
             extra = (f"  e_t - positional {e['e_t_minus_positional']:+.6f} +- {e['e_t_minus_positional_se']:.6f}"
                      f" ({e['e_t_above_positional']}/{e['runs']} above)") if "e_t_minus_positional" in e else ""
             print(f"d={e['d']:5d} {e['start']:10s} minima {e['minima']}/{e['runs']}  |m| {e['m']:.3f}+-{e['m_se']:.3f}"
-                  f"  |theta| {e['theta']:.3f}+-{e['theta_se']:.3f}  q {e['q']:.3f}  e_t {e['e_t']:.6f}+-{e['e_t_se']:.6f}"
+                  f"  |theta| {e['theta']:.3f}+-{e['theta_se']:.3f}  q {e['q']:.3f}"
+                  f"  e_t {e['e_t']:.6f}+-{e['e_t_se']:.6f}"
                   f"  lam_min {e['lam_min']:.5f}+-{e['lam_min_se']:.5f}  hvps {e['hvps']:.0f}  steps {e['steps']:.0f}"
                   + extra)
         return 0
@@ -156,13 +161,17 @@ def main(argv: list[str] | None = None) -> int:
     from attnphase.validation.students import prepare
     from attnphase.validation.training import TrainConfig, initial_Q, train
 
-    params = ModelParams(omega=args.omega)
+    from attnphase.theory.params import parse_matrix
+
+    params = ModelParams(omega=args.omega, A=None if args.A is None else parse_matrix(args.A))
     cfg = TrainConfig()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
     t_start = time.perf_counter()
     tag = "d" + "_".join(str(int(x)) for x in _floats(args.ds))
+    if args.A is not None or args.omega != 0.3 or args.alpha != 0.5 or args.probe_init != "random":
+        tag = f"omega{args.omega:g}_alpha{args.alpha:g}_{args.probe_init}" + ("_A2" if args.A else "") + "_" + tag
     with open(out / f"runs_{tag}.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=FIELDS)
         writer.writeheader()
@@ -185,20 +194,22 @@ def main(argv: list[str] | None = None) -> int:
                 teacher = make_teacher(params, d, generator(seed, "teacher"), device=torch.device("cpu"),
                                        dtype=torch.float64, exact_norm=True)
                 g = prepare(teacher, sample(teacher, n_samples(args.alpha, d), generator(seed, "train")))
-                for init in ("positional", "random"):  # the positional start's end: the paired e_t reference
+                inits = ("positional",) + ((args.probe_init,) if args.probe_init != "positional" else ())
+                for init in inits:  # the positional start's end: the paired e_t reference
                     Q0 = initial_Q(init, teacher, params.r, generator(seed, "init"), cfg.random_scale)
                     res = train(Q0, g, params.lam, cfg)
                     eig = lowest_hessian_eigs(res.Q, g, params.lam)
                     record(d, seed, init, res.Q, res, teacher, g, eig)
-                if eig[0][0] < 0:
+                if eig[0][0] < 0:  # the probed start's end (the last of inits)
                     v = torch.as_tensor(eig[1][:, 0].reshape(res.Q.shape), dtype=res.Q.dtype)
                     scale = args.eps * float(torch.linalg.vector_norm(res.Q))
                     for sign, name in ((1.0, "escape+"), (-1.0, "escape-")):
                         res2 = train(res.Q + sign * scale * v, g, params.lam, cfg)
                         record(d, seed, name, res2.Q, res2, teacher, g, lowest_hessian_eigs(res2.Q, g, params.lam))
 
-    summary: dict = {"alpha": args.alpha, "omega": args.omega, "eps": args.eps, "train": "Armijo GD, float64, "
-                     "|grad R|/sqrt(d) <= 3e-7", "runs_seconds": round(time.perf_counter() - t_start, 1), "se": []}
+    summary: dict = {"alpha": args.alpha, "omega": args.omega, "A": args.A, "probe_init": args.probe_init,
+                     "eps": args.eps, "train": "Armijo GD, float64, |grad R|/sqrt(d) <= 3e-7",
+                     "runs_seconds": round(time.perf_counter() - t_start, 1), "se": []}
     if not args.no_se:
         from attnphase.numerics import SolverConfig, solve
         from attnphase.numerics.se.overlaps import Overlaps
@@ -206,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         base = {} if args.quadrature is None else {"quadrature": args.quadrature}
         ref = solve(params, args.alpha, "positional", config=SolverConfig(**base))
         V0 = ref.overlaps.V0
-        ends = [r for r in rows if r["start"] == "random"]
+        ends = [r for r in rows if r["start"] == args.probe_init]
         low = min(ends, key=lambda r: abs(r["m"]))  # the end farthest from the positional point
         # the gauge Q -> -Q: m > 0, theta keeps its sign relative to m
         mean = (float(np.mean([abs(r["m"]) for r in ends])),
