@@ -39,7 +39,8 @@ import numpy as np
 import torch
 
 FIELDS = ("d", "alpha", "seed", "start", "m", "theta", "q", "e_t", "steps", "status", "grad_norm",
-          "lam_min", "lam_2", "lam_3", "hvps", "hessian_seconds", "train_seconds", "lam_min_full")
+          "lam_min", "lam_2", "lam_3", "hvps", "hessian_seconds", "train_seconds", "lam_min_full",
+          "cos_to_positional_end", "barrier_to_positional_end")
 
 #: Below this d the lowest eigenvalue is also taken from the full Hessian (d products), a check on Lanczos.
 FULL_HESSIAN_MAX_D = 300
@@ -87,6 +88,21 @@ def full_hessian_min(Q: torch.Tensor, g, lam: float) -> float:
     return float(torch.linalg.eigvalsh(0.5 * (H + H.T))[0])
 
 
+def straight_path_barrier(Q: torch.Tensor, Q_pos: torch.Tensor, g, lam: float, points: int = 41) -> tuple[float, float]:
+    """``|cos|`` between ``Q`` and ``Q_pos`` (the positional start's end on the same data), and the barrier of
+    ``e_t = R / d`` on the straight path from ``s Q`` (``s`` the sign that aligns them: ``Q -> -Q`` symmetry) to
+    ``Q_pos``: ``max_t e_t((1 - t) s Q + t Q_pos) - max(e_t(s Q), e_t(Q_pos))`` (> 0: the two ends are
+    separated on that path)."""
+    from attnphase.validation.students import risk
+
+    dot = float((Q * Q_pos).sum())
+    cos = abs(dot) / float(torch.linalg.vector_norm(Q) * torch.linalg.vector_norm(Q_pos))
+    sQ = Q if dot >= 0 else -Q
+    with torch.no_grad():
+        path = [float(risk((1 - t) * sQ + t * Q_pos, g, lam)) / g.d for t in np.linspace(0.0, 1.0, points)]
+    return cos, max(path) - max(path[0], path[-1])
+
+
 def aggregate(rows: list[dict]) -> list[dict]:
     """Per (d, start): means and standard errors of |m|, |theta|, q, e_t and the lowest Hessian eigenvalue,
     how many ends are minima (lowest eigenvalue > 0), and the paired e_t(random) - e_t(positional)."""
@@ -115,6 +131,11 @@ def aggregate(rows: list[dict]) -> list[dict]:
                 if diff:
                     e["e_t_minus_positional"], e["e_t_minus_positional_se"] = mean_se(diff)
                     e["e_t_above_positional"] = sum(x > 0 for x in diff)
+                bar = [float(r.get("barrier_to_positional_end", "nan") or "nan") for r in g]
+                if bar and not any(math.isnan(b) for b in bar):
+                    e["barrier"], e["barrier_se"] = mean_se(bar)
+                    e["barrier_min"] = min(bar)
+                    e["cos"], e["cos_se"] = mean_se([float(r["cos_to_positional_end"]) for r in g])
             groups.append(e)
     return groups
 
@@ -150,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"  |theta| {e['theta']:.3f}+-{e['theta_se']:.3f}  q {e['q']:.3f}"
                   f"  e_t {e['e_t']:.6f}+-{e['e_t_se']:.6f}"
                   f"  lam_min {e['lam_min']:.5f}+-{e['lam_min_se']:.5f}  hvps {e['hvps']:.0f}  steps {e['steps']:.0f}"
-                  + extra)
+                  + extra + (f"  cos {e['cos']:.3f}  barrier {e['barrier']:.2e} (min {e['barrier_min']:.2e})"
+                             if "barrier" in e else ""))
         return 0
     torch.set_num_threads(1)
 
@@ -176,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         writer = csv.DictWriter(fh, fieldnames=FIELDS)
         writer.writeheader()
 
-        def record(d, seed, start, Q, res, teacher, g, eig):
+        def record(d, seed, start, Q, res, teacher, g, eig, Q_pos=None):
             ov = overlaps(Q, teacher)
             vals, _, hvps, hsec = eig
             row = {"d": d, "alpha": args.alpha, "seed": seed, "start": start, "m": ov.m, "theta": ov.theta,
@@ -184,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
                    "grad_norm": res.grad_norm, "lam_min": vals[0], "lam_2": vals[1], "lam_3": vals[2],
                    "hvps": hvps, "hessian_seconds": round(hsec, 3), "train_seconds": round(res.seconds, 3),
                    "lam_min_full": full_hessian_min(Q, g, params.lam) if d <= FULL_HESSIAN_MAX_D else math.nan}
+            row["cos_to_positional_end"], row["barrier_to_positional_end"] = (
+                (math.nan, math.nan) if Q_pos is None else straight_path_barrier(Q, Q_pos, g, params.lam))
             writer.writerow(row)
             fh.flush()
             rows.append(row)
@@ -195,17 +219,20 @@ def main(argv: list[str] | None = None) -> int:
                                        dtype=torch.float64, exact_norm=True)
                 g = prepare(teacher, sample(teacher, n_samples(args.alpha, d), generator(seed, "train")))
                 inits = ("positional",) + ((args.probe_init,) if args.probe_init != "positional" else ())
+                Q_pos = None
                 for init in inits:  # the positional start's end: the paired e_t reference
                     Q0 = initial_Q(init, teacher, params.r, generator(seed, "init"), cfg.random_scale)
                     res = train(Q0, g, params.lam, cfg)
                     eig = lowest_hessian_eigs(res.Q, g, params.lam)
-                    record(d, seed, init, res.Q, res, teacher, g, eig)
+                    record(d, seed, init, res.Q, res, teacher, g, eig, Q_pos)
+                    Q_pos = res.Q if init == "positional" else Q_pos
                 if eig[0][0] < 0:  # the probed start's end (the last of inits)
                     v = torch.as_tensor(eig[1][:, 0].reshape(res.Q.shape), dtype=res.Q.dtype)
                     scale = args.eps * float(torch.linalg.vector_norm(res.Q))
                     for sign, name in ((1.0, "escape+"), (-1.0, "escape-")):
                         res2 = train(res.Q + sign * scale * v, g, params.lam, cfg)
-                        record(d, seed, name, res2.Q, res2, teacher, g, lowest_hessian_eigs(res2.Q, g, params.lam))
+                        record(d, seed, name, res2.Q, res2, teacher, g, lowest_hessian_eigs(res2.Q, g, params.lam),
+                               Q_pos)
 
     summary: dict = {"alpha": args.alpha, "omega": args.omega, "A": args.A, "probe_init": args.probe_init,
                      "eps": args.eps, "train": "Armijo GD, float64, |grad R|/sqrt(d) <= 3e-7",
