@@ -1,8 +1,10 @@
-"""What gradient descent's random-start end points at omega = 0.3, alpha < 1 are (issue 31, item 4).
+"""What gradient descent's random-start end points at omega = 0.3, alpha < 1 are.
 
-    python studies/random_start_states.py                                # defaults below (~10 CPU-minutes)
+    python studies/random_start_states.py                                # d = 250, 500, 1000, 4 seeds (~3 min)
     python studies/random_start_states.py --ds 250 --seeds 1 --no-se     # a quick look
-    python studies/random_start_states.py --ds 2000 --no-se              # d = 2000 (~5 CPU-minutes)
+    python studies/random_start_states.py --ds 2000 --no-se              # d = 2000 (~4 min)
+    python studies/random_start_states.py --ds 500,1000 --omega 0.14 --alpha 1 --A "0.3,0.7;0.8,0.2" \
+        --probe-init positional                                          # the second A, positional start
     python studies/random_start_states.py --aggregate                    # pool the runs: aggregate.json
 
 ``validate --quick --d 2000`` found, from the random start at omega = 0.3 and alpha = 0.35-0.8, GD
@@ -18,10 +20,13 @@ both branches' theory ("neither" rows of its alpha sweep). For each (d, seed) th
 3. where the lowest eigenvalue is negative (a saddle), restarts GD from ``Q + eps |Q| v``
    (``v`` its unit eigenvector, both signs) and records where it ends;
 4. solves the state evolution (r = 1) from the GD overlaps (``init``) with the global, aligned and
-   local proximal maps, and records the point each lands on.
+   local proximal maps, and records the point each lands on;
+5. runs the positional start on the same teacher and data (the paired reference) and gives the probed
+   end's ``|cos|`` to that end and the e_t barrier on the straight path between them.
 
-Writes ``runs_d<ds>.csv`` (one row per run and restart; the positional start's end on the same data
-and teacher as the paired reference) and ``summary_d<ds>.json`` (the SE landings) to ``--out``.
+Times: one core shared with other jobs, float64, one torch thread. Writes ``runs_d<ds>.csv`` (one row
+per run and restart) and ``summary_d<ds>.json`` (the SE landings) to ``--out``; ``--aggregate`` pools
+the default model's runs per (d, start) into ``aggregate.json``.
 Seeds are those of ``attnphase simulate --seed`` (same teacher, data and random start).
 """
 
