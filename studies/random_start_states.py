@@ -22,7 +22,9 @@ both branches' theory ("neither" rows of its alpha sweep). For each (d, seed) th
 4. solves the state evolution (r = 1) from the GD overlaps (``init``) with the global, aligned and
    local proximal maps, and records the point each lands on;
 5. runs the positional start on the same teacher and data (the paired reference) and gives the probed
-   end's ``|cos|`` to that end and the e_t barrier on the straight path between them.
+   end's ``|cos|`` to that end and the e_t barrier on the straight path between them;
+6. as a control that the Hessian check can find a saddle, takes it at ``Q = 0`` (seed 0 of each d), a
+   critical point of R (every field vanishes) with negative curvature (``summary``'s ``saddle_controls``).
 
 Times: one core shared with other jobs, float64, one torch thread. Writes ``runs_d<ds>.csv`` (one row
 per run and restart) and ``summary_d<ds>.json`` (the SE landings) to ``--out``; ``--aggregate`` pools
@@ -195,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
+    controls: list[dict] = []
     t_start = time.perf_counter()
     tag = "d" + "_".join(str(int(x)) for x in _floats(args.ds))
     if args.A is not None or args.omega != 0.3 or args.alpha != 0.5 or args.probe_init != "random":
@@ -223,6 +226,11 @@ def main(argv: list[str] | None = None) -> int:
                 teacher = make_teacher(params, d, generator(seed, "teacher"), device=torch.device("cpu"),
                                        dtype=torch.float64, exact_norm=True)
                 g = prepare(teacher, sample(teacher, n_samples(args.alpha, d), generator(seed, "train")))
+                if seed == 0:  # control: Q = 0 is a critical point (the fields vanish) and a saddle of R
+                    Z = torch.zeros(d, params.r, dtype=torch.float64)
+                    vals, _, hvps, _ = lowest_hessian_eigs(Z, g, params.lam)
+                    controls.append({"d": d, "seed": seed, "point": "Q = 0", "lam_min": float(vals[0]), "hvps": hvps})
+                    print(json.dumps(controls[-1]), flush=True)
                 inits = ("positional",) + ((args.probe_init,) if args.probe_init != "positional" else ())
                 Q_pos = None
                 for init in inits:  # the positional start's end: the paired e_t reference
@@ -241,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
 
     summary: dict = {"alpha": args.alpha, "omega": args.omega, "A": args.A, "probe_init": args.probe_init,
                      "eps": args.eps, "train": "Armijo GD, float64, |grad R|/sqrt(d) <= 3e-7",
-                     "runs_seconds": round(time.perf_counter() - t_start, 1), "se": []}
+                     "runs_seconds": round(time.perf_counter() - t_start, 1), "saddle_controls": controls, "se": []}
     if not args.no_se:
         from attnphase.numerics import SolverConfig, solve
         from attnphase.numerics.se.overlaps import Overlaps
