@@ -286,7 +286,7 @@ def model_errors():
 #: ``simulate`` trains at finite d (L = 10 ~15 s at d = 50).
 MAX_L_OTHER = {"derive": 7, "simulate": 10}
 #: Commands that solve the state evolution (the limit of numerics.quadrature.rules.check_L_supported).
-SE_COMMANDS = ("solve", "sweep", "phase-diagram", "census", "check", "validate")
+SE_COMMANDS = ("solve", "sweep", "phase-diagram", "census", "scan", "check", "validate")
 
 
 def check_L(L: Any, command: str = "") -> None:
@@ -324,7 +324,7 @@ def check_rank(params: Any, command: str) -> None:
         raise ValueError(f"--token-cov: {command} implements independent tokens only (a diagonal C; solve, sweep, "
                          f"phase-diagram, scan, census and validate solve correlated tokens at rank 1; simulate trains with "
                          f"any C)")
-    if params.correlated_tokens and (command in SE_COMMANDS or command == "scan"):
+    if params.correlated_tokens and command in SE_COMMANDS:
         if params.r != 1 or params.r_star != 1:
             raise ValueError("--token-cov: correlated tokens are solved at rank r = r* = 1 only (simulate trains any rank)")
         from attnphase.theory.whitening import token_mixing

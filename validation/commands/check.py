@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     out_dir = outputs.out_dir_from_args(args) if args.out else None
     if args.seed < 0:
         raise ValueError(f"--seed must be an integer >= 0, got {args.seed}")
+    opt.announce_defaults(args, params)
 
     def progress(res: Any) -> None:
         if not (args.json or getattr(args, "quiet", False)):

@@ -1,5 +1,6 @@
-"""Probes of a fifth break-it round (issue 30): option parsing that must answer the same way on every command.
-Each asserts the answer a user must get: a one-line error naming the option (exit 2) before any work."""
+"""Probes of every command: option parsing that must answer the same way on every command (a value option given
+twice, an option of another command, a rule made too large), and what a user reads.  Each asserts the answer a user
+must get: a one-line error naming the option (exit 2) before any work, or a value printed with its bar."""
 
 from __future__ import annotations
 
@@ -60,3 +61,45 @@ def test_error_estimate_that_makes_a_rule_too_large_names_error_estimate(command
 def test_a_rule_given_too_large_still_names_its_own_option(capsys):
     assert main(["solve", "--alpha", "2", "--quadrature", "sobol23", "--error-estimate", "8"]) == 2
     assert capsys.readouterr().err.startswith("attnphase: error: --quadrature: ")
+
+
+def test_scan_over_an_L_beyond_the_limit_names_L(capsys, tmp_path):
+    """scan was missing from the commands that solve the state evolution: ``--L 2,5`` was refused as
+    ``--quadrature: L = 5``."""
+    assert main(["scan", "--L", "2,5", "--omega", "0.3", "--out", str(tmp_path / "s"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("attnphase: error: --L 5: the state evolution supports L <= 4"), err
+
+
+def test_bars_of_a_finite_d_mean_print_beside_it():
+    from attnphase.display import record_lines
+
+    lines = record_lines({"eps_g": 0.031974173671602574, "eps_g_se": 6.734251516118165e-05, "q": 0.4581204796467577})
+    assert lines == ["eps_g  0.031974 +- 0.000067", "    q  0.45812"], lines
+
+
+def test_simulate_text_has_the_json_keys_each_mean_with_its_bar(capsys, monkeypatch):
+    """``simulate`` printed every field with 16 digits and eps_g apart from its standard error, and text and JSON
+    had different keys; at L = 3 the defaults of --A and --P went unannounced."""
+    import json
+
+    from attnphase.validation import experiments
+
+    fake = experiments.SimResult(
+        d=8, alpha=2.0, omega=0.3, init="semantic", optimizer="gd", seed=0, m=0.0379235123456789,
+        theta=0.5663171234567891, q=0.5037011234567891, eps_g=0.07108012345678901, e_t=0.1360341234567891,
+        eps_lin=0.004051234567891234, steps=225, converged=True, seconds=1.2345678912345678,
+        eps_g_se=0.0007812345678912345, eps_lin_se=0.00046123456789123456, status="converged",
+        grad_norm=2.2404123456789e-07, train_seconds=1.0123456789123456, n=16, n_test=200, device="cpu",
+        dtype="float64")
+    monkeypatch.setattr(experiments, "run_simulation", lambda spec: fake)
+    argv = ["simulate", "--d", "8", "--L", "3", "--alpha", "2", "--n-test", "200"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "eps_g  0.07108 +- 0.00078" in out and "eps_lin  0.00405 +- 0.00046" in out, out
+    assert "_se" not in out and "0.0710801234" not in out and "device" not in out, out
+    assert "attnphase: note: --L 3: defaults" in err
+    assert main([*argv, "--json"]) == 0
+    keys = list(json.loads(capsys.readouterr().out))
+    shown = [line.split()[0] for line in out.strip().splitlines()]
+    assert shown == [k for k in keys if not k.endswith("_se")]
