@@ -103,3 +103,31 @@ def test_simulate_text_has_the_json_keys_each_mean_with_its_bar(capsys, monkeypa
     keys = list(json.loads(capsys.readouterr().out))
     shown = [line.split()[0] for line in out.strip().splitlines()]
     assert shown == [k for k in keys if not k.endswith("_se")]
+
+
+def test_out_whose_files_would_pass_the_systems_path_limit_is_refused_first(tmp_path):
+    """A 4032-character --out (each name under 255 bytes) passed the check, the sweep ran, and writing its
+    first file failed (exit 1), leaving the 20 nested folders behind."""
+    import os
+
+    from attnphase import outputs
+
+    limit = os.pathconf(tmp_path, "PC_PATH_MAX")
+    out = tmp_path
+    while len(os.fsencode(str(out))) < limit - 70:  # the folder fits, a file name of 64+ bytes in it does not
+        out = out / ("e" * min(200, max(1, limit - 70 - len(os.fsencode(str(out))) - 1)))
+    with pytest.raises(ValueError, match="the path of a file there would be too long"):
+        outputs.check_out_dir(out)
+    assert list(tmp_path.iterdir()) == []
+    ok = tmp_path / "short"
+    assert outputs.check_out_dir(ok) == ok and list(tmp_path.iterdir()) == []
+
+
+def test_empty_out_is_refused_not_the_current_folder(capsys, tmp_path, monkeypatch):
+    """``--out "$DIR"`` with DIR unset wrote the job into the current folder."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "--alpha", "1,2", "--out", "", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["attnphase: error: --out: an empty folder name (--out is always a folder, created if missing); "
+                   "give --out . for the current folder"]
+    assert list(tmp_path.iterdir()) == []
