@@ -131,3 +131,19 @@ def test_empty_out_is_refused_not_the_current_folder(capsys, tmp_path, monkeypat
     assert err == ["attnphase: error: --out: an empty folder name (--out is always a folder, created if missing); "
                    "give --out . for the current folder"]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("alpha, exact", [("0.1", "q0 = 0 is exact"), ("0.3", None), ("2", "q0 = 1 is exact")])
+def test_bayes_optimal_point_says_why_numbers_lack_a_bar(alpha, exact, capsys):
+    """``solve --estimator bayes-optimal`` exited 0 with e_t null, free_entropy without a bar and q = 1 +- 0, and no
+    word on any of them."""
+    import json
+
+    assert main(["solve", "--alpha", alpha, "--estimator", "bayes-optimal", "--json"]) == 0
+    out, err = capsys.readouterr()
+    rec = json.loads(out)
+    assert rec["e_t"] is None and "e_t null" in rec["error_note"] and rec["error_note"] in err
+    assert ("free_entropy null" in rec["error_note"]) == (rec["free_entropy"] is None)
+    assert (exact is not None) == (rec["err_q"] == 0.0)
+    if exact:
+        assert exact in rec["error_note"]
