@@ -147,3 +147,20 @@ def test_bayes_optimal_point_says_why_numbers_lack_a_bar(alpha, exact, capsys):
     assert (exact is not None) == (rec["err_q"] == 0.0)
     if exact:
         assert exact in rec["error_note"]
+
+
+def test_rank_r_census_table_prints_eps_g_and_the_invariants_with_their_bars(capsys):
+    """The rank-r census table printed eps_g as ``0.002339`` and the invariants to 4 digits, their bars left out."""
+    from attnphase.numerics.commands.census import _print_table
+
+    point = {"branch": "mixed", "e_t": 0.0027233861297594306, "err_e_t": 9.1e-06, "delta_e_t": 0.0, "err_delta_e_t": 0.0,
+             "separation_paired": 0.0, "eps_g": 0.0023385392277070543, "err_eps_g": 1.5228428130069478e-05,
+             "stable": True, "leading_eigenvalue": 0.42, "starts": 3,
+             "q0_eigenvalues": [0.70425123, 0.20209123], "err_q0_eigenvalues": [0.0012, 0.00031],
+             "V0_eigenvalues": [69.8603, 50.9647], "err_V0_eigenvalues": [0.25, 0.19],
+             "th0_singular_values": [0.468454], "err_th0_singular_values": [0.0021],
+             "m_norms": [0.25, 0.0], "err_m_norms": None}
+    _print_table([point], scalar=False)
+    row = capsys.readouterr().out.splitlines()[1]
+    assert "0.002339 +- 0.000015" in row and "0.7043 +- 0.0012 0.20209 +- 0.00031" in row, row
+    assert "69.86 +- 0.25" in row and "0.4685 +- 0.0021" in row and "0.25 0" in row, row
