@@ -164,3 +164,11 @@ def test_rank_r_census_table_prints_eps_g_and_the_invariants_with_their_bars(cap
     row = capsys.readouterr().out.splitlines()[1]
     assert "0.002339 +- 0.000015" in row and "0.7043 +- 0.0012 0.20209 +- 0.00031" in row, row
     assert "69.86 +- 0.25" in row and "0.4685 +- 0.0021" in row and "0.25 0" in row, row
+
+
+@pytest.mark.parametrize("alpha, needle", [("0", "--alpha values must be > 0, got '0'"),
+                                           ("1,2", "--alpha takes one number here, got '1,2'")])
+def test_check_reads_alpha_as_every_command_does(alpha, needle, capsys):
+    """``check --alpha 1,2`` was argparse's "invalid float value"; ``--alpha 0`` another wording than solve's."""
+    assert main(["check", "--alpha", alpha, "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == f"attnphase: error: {needle}"
