@@ -46,12 +46,31 @@ def check_bayes_model(args: argparse.Namespace, params) -> None:
         raise ValueError("--token-cov: --estimator bayes-optimal is solved for independent tokens")
 
 
+def check_bayes_solver_options(args: argparse.Namespace) -> None:
+    """The ERM solver's options given with ``--estimator bayes-optimal`` (one-line ValueError naming the first): its
+    state evolution is solved on its own Gauss rule, the error bars the change from the rule of 16 nodes fewer
+    (docs/bayes-optimal.md), so ``--quadrature``, ``--tol``, ``--prox``, ``--precision``, ``--error-estimate`` ...
+    were ignored without a word (``--error-estimate 0`` still gave bars)."""
+    from attnphase.solver_options import SOLVER_OPTIONS
+
+    given = [option for option, field in SOLVER_OPTIONS if getattr(args, field, None) is not None]
+    if getattr(args, "precision", None) is not None:
+        given.append("--precision")
+    if str(getattr(args, "error_estimate", "auto")).strip().lower() != "auto":
+        given.append("--error-estimate")
+    if given:
+        raise ValueError(f"{given[0]}: an option of the ERM solver; --estimator bayes-optimal solves its state "
+                         "evolution on its own Gauss rule, each error bar the change from the rule of 16 nodes fewer "
+                         "(docs/bayes-optimal.md)")
+
+
 def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
     """The Bayes-optimal fixed point of ``--branch`` (informative by default) at alpha
     (:func:`attnphase.numerics.se.bayes_curve.bayes_point`)."""
     branch = check_estimator_branch("bayes-optimal", args.branch)
     params = opt.params_from_args(args, omega=opt.single_omega(args, "solve"))
     check_bayes_model(args, params)
+    check_bayes_solver_options(args)
     opt.announce_defaults(args, params)
 
     from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
@@ -130,6 +149,7 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
     params, omegas = opt.omegas_from_args(args)
     for w in omegas:
         check_bayes_model(args, params.replace(omega=w))
+    check_bayes_solver_options(args)
     workload.check_grid(len(alphas) * len(omegas), workload.MAX_SWEEP_POINTS, "alpha values (x omegas)", "--alpha",
                         args.large)
     out_dir = outputs.out_dir_from_args(args)
@@ -241,6 +261,7 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
     params = opt.omegas_from_args_ns(args, omegas)
     for w in omegas:
         check_bayes_model(args, params.replace(omega=w))
+    check_bayes_solver_options(args)
     workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
                         "(omega, alpha) points (omegas x alphas)", "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)

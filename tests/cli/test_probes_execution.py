@@ -440,7 +440,7 @@ def test_scan_over_per_token_sigma_is_written_end_to_end(tmp_path, capsys):
     from attnphase.execution.dataset import open_dataset
 
     out = tmp_path / "scan"
-    assert main(["scan", "--sigma", "0.5;0.4,0.6", "--omega", "0.3", *SMALL, "--alpha", "1.2,1.6", "--workers", "1",
+    assert main(["scan", "--sigma", "0.5;0.4,0.6", "--omega", "0.3", *SMALL[2:], "--alpha", "1.2,1.6", "--workers", "1",
                  "--out", str(out), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert [r["sigma"] for r in summary["rows"]] == ["0.5", "0.4,0.6"]

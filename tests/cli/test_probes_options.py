@@ -172,3 +172,17 @@ def test_check_reads_alpha_as_every_command_does(alpha, needle, capsys):
     """``check --alpha 1,2`` was argparse's "invalid float value"; ``--alpha 0`` another wording than solve's."""
     assert main(["check", "--alpha", alpha, "--quiet"]) == 2
     assert capsys.readouterr().err.strip() == f"attnphase: error: {needle}"
+
+
+@pytest.mark.parametrize("command", [["solve", "--alpha", "0.3"], ["sweep", "--alpha", "0.1,0.3"],
+                                     ["phase-diagram", "--alpha", "0.1,0.3"]])
+@pytest.mark.parametrize("option", [["--quadrature", "sobol8"], ["--tol", "1e-8"], ["--precision", "precise"],
+                                    ["--prox", "local"], ["--error-estimate", "0"]])
+def test_erm_solver_options_are_refused_with_the_bayes_optimal_estimator(command, option, capsys, tmp_path,
+                                                                         monkeypatch):
+    """They were ignored without a word: ``solve --estimator bayes-optimal --error-estimate 0`` still gave bars."""
+    monkeypatch.chdir(tmp_path)
+    assert main([*command, "--estimator", "bayes-optimal", *option, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"attnphase: error: {option[0]}"), err
+    assert list(tmp_path.iterdir()) == []
