@@ -10,6 +10,15 @@ command runs.  Before it, the interpreter's own start-up runs (Python's default 
 import sys
 
 
+def _is_a_spawned_child() -> bool:
+    """True in a process that multiprocessing started by running this script again to import its main module (the
+    workers of a local Dask cluster: spawn, or a forkserver): that process is not the command and keeps Python's
+    default signal actions.  With the command's handlers a worker sent SIGTERM by ``timeout`` (which signals the
+    whole process group) raised the stop inside its event loop's callbacks, which print it as a traceback."""
+    argv = getattr(sys, "orig_argv", sys.argv)
+    return "--multiprocessing-fork" in argv or any("multiprocessing.forkserver" in a for a in argv)
+
+
 def _stop_at_top_level(kind: type, value: BaseException, tb: object) -> None:
     """``sys.excepthook`` from this module's first line: a signal that lands while the module loads is the stop."""
     from attnphase import interrupts
@@ -17,11 +26,14 @@ def _stop_at_top_level(kind: type, value: BaseException, tb: object) -> None:
     interrupts.stop_at_top_level(kind, value, tb)
 
 
-sys.excepthook = _stop_at_top_level
+_COMMAND = not _is_a_spawned_child()
+if _COMMAND:
+    sys.excepthook = _stop_at_top_level
 
 from attnphase import interrupts  # noqa: E402 - after the hook: a Ctrl-C while it loads is the stop
 
-interrupts.handle_from_start()
+if _COMMAND:
+    interrupts.handle_from_start()
 
 
 def run() -> int:

@@ -69,6 +69,31 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = _NEGATIVE_VALUE
 
+    def parse_known_args(self, args=None, namespace=None):  # noqa: D401 - argparse API
+        """argparse's, after :meth:`_refuse_repeated` (a value option given twice is an error, not "the last wins")."""
+        if args is not None:
+            self._refuse_repeated(list(args))
+        return super().parse_known_args(args, namespace)
+
+    def _refuse_repeated(self, tokens: list[str]) -> None:
+        """One-line error where an option that takes a value is given twice (``--alpha 2 --alpha 3``): argparse
+        would keep the last one silently, so a command line holding two values would compute one of them without
+        a word.  A flag (``--json``) given twice means the same as once."""
+        seen: dict[str, str] = {}
+        for i, tok in enumerate(tokens):
+            if tok == "--":
+                break
+            if not tok.startswith("-") or self._negative_number_matcher.match(tok):
+                continue
+            name, eq, inline = tok.partition("=")
+            action = self._option_string_actions.get(name)
+            if action is None or action.nargs == 0:
+                continue
+            value = inline if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
+            if action.dest in seen:
+                self.error(f"{name} is given twice ({seen[action.dest]!r} and {value!r}): give each option once")
+            seen[action.dest] = value
+
     def error(self, message: str) -> None:  # noqa: D401 - argparse API
         """One line, the same prefix as every other error: ``attnphase: error: ... (see PROG --help)``."""
         self.exit(2, f"attnphase: error: {' '.join(message.split())} (see {self.prog} --help)\n")
@@ -99,19 +124,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"attnphase {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
+    parser.command_parsers = {}  # NAME -> its parser: an unknown option is reported by the command's parser
     for command in command_modules():
         p = sub.add_parser(command.NAME, help=command.HELP, description=command.DESCRIPTION)
         command.add_arguments(p)
         if not any("--quiet" in a.option_strings for a in p._actions):  # every command takes --quiet
             outputs.add_quiet_option(p)
         p.set_defaults(func=command.run)
+        parser.command_parsers[command.NAME] = p
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse ``argv`` and run the chosen subcommand; returns the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named by the command's parser: `see attnphase solve --help`, where the command's options are
+        parser.command_parsers[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     work.reset()
     from attnphase.interrupts import Terminated, handling_termination, stopped
 

@@ -62,17 +62,28 @@ def with_error(value: Any, err: Any) -> str:
     return f"{value:.{mantissa}e} +- {err:.{BAR_DIGITS - 1}e}"
 
 
+def bar_key(rec: dict, key: str) -> str | None:
+    """The key of ``key``'s error bar in ``rec``: ``err_<key>`` (the numerics' records) or ``<key>_se`` (the
+    standard errors of a finite-d run's test means, ``simulate``); None where it has none."""
+    return next((b for b in (f"err_{key}", f"{key}_se") if b in rec), None)
+
+
+def _is_bar(rec: dict, key: str) -> bool:
+    return (key.startswith("err_") and key[4:] in rec) or (key.endswith("_se") and key[:-3] in rec)
+
+
 def record_lines(rec: dict, show: Any = None) -> list[str]:
-    """``key  value`` lines of a record: a key with an ``err_<key>`` beside it printed as
-    :func:`with_error` on one line (its ``err_<key>`` line left out), other numbers by :func:`plain`,
+    """``key  value`` lines of a record: a key with an error bar beside it (:func:`bar_key`) printed as
+    :func:`with_error` on one line (the bar's own line left out), other numbers by :func:`plain`,
     anything else by ``show`` (default ``str``)."""
-    keys = [k for k in rec if not (k.startswith("err_") and k[4:] in rec)]
+    keys = [k for k in rec if not _is_bar(rec, k)]
     width = max((len(k) for k in keys), default=0)
     lines = []
     for k in keys:
         v = rec[k]
-        if f"err_{k}" in rec and _finite(v):
-            text = with_error(v, rec[f"err_{k}"])
+        bar = bar_key(rec, k)
+        if bar is not None and _finite(v):
+            text = with_error(v, rec[bar])
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
             text = plain(v, 2 if k in ("residual", "max_relative_error") else PLAIN_DIGITS)
         elif isinstance(v, (list, tuple)) and v and all(isinstance(x, float) for x in v):

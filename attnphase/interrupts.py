@@ -174,24 +174,38 @@ def handle_from_start() -> None:
 @contextlib.contextmanager
 def deferred() -> Iterator[None]:
     """Hold SIGINT, SIGTERM and SIGHUP back while the block runs; the first one that arrived is raised
-    (``KeyboardInterrupt`` or :class:`Terminated`) once the block is done.  An exception of the block wins, and
-    so does one already unwinding when the block runs (a clean-up in a ``finally``: a second Ctrl-C during the
-    clean-up of a SIGTERM leaves the exit code 143)."""
+    (``KeyboardInterrupt`` or :class:`Terminated`) once the block is done.  A stop already unwinding when the
+    block runs wins (a clean-up in a ``finally``: a second Ctrl-C during the clean-up of a SIGTERM leaves the exit
+    code 143).  An error the block raises after a signal arrived is taken for its consequence and the stop is
+    raised in its place: ``timeout`` signals the whole process group, so the local cluster's workers, starting,
+    die of the same SIGTERM and the cluster's start fails ("Nanny failed to start worker process")."""
     if not _in_main_thread():
         yield
         return
     arrived: list[int] = []
+    unwinding = sys.exc_info()[1]
 
     def hold(signum: int, frame: object) -> None:
         arrived.append(signum)
+        _ARRIVED.append(signum)
+
+    def stop() -> BaseException | None:
+        if isinstance(unwinding, (KeyboardInterrupt, Terminated)):
+            return unwinding
+        if arrived:
+            return KeyboardInterrupt() if arrived[0] == signal.SIGINT else Terminated(arrived[0])
+        return None
 
     previous = _install((signal.SIGINT, *TERMINATING), hold)
     try:
         yield
+    except Exception:
+        held = stop()
+        if held is None:
+            raise
+        raise held from None
     finally:
         for s, old in previous.items():
             signal.signal(s, old)
-    if arrived and sys.exc_info()[1] is None:  # a stretch run while an exception unwinds: that one wins
-        if arrived[0] == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise Terminated(arrived[0])
+    if arrived and unwinding is None:  # a stretch run while an exception unwinds: that one wins
+        raise stop()

@@ -285,8 +285,11 @@ def model_errors():
 #: renders every equation with sympy (L = 5 ~10 s, L = 6 ~20 s, L = 7 ~45 s, L = 10 over 150 s);
 #: ``simulate`` trains at finite d (L = 10 ~15 s at d = 50).
 MAX_L_OTHER = {"derive": 7, "simulate": 10}
+#: What each limit of MAX_L_OTHER rests on, as the refusal says it.
+MAX_L_MEASURED = {"derive": "measured on 2 cores: derive --L 7 ~45 s, --L 10 over 150 s",
+                  "simulate": "measured on 2 cores: simulate --L 10 ~15 s at d = 50; beyond it is untested"}
 #: Commands that solve the state evolution (the limit of numerics.quadrature.rules.check_L_supported).
-SE_COMMANDS = ("solve", "sweep", "phase-diagram", "census", "check", "validate")
+SE_COMMANDS = ("solve", "sweep", "phase-diagram", "census", "scan", "check", "validate")
 
 
 def check_L(L: Any, command: str = "") -> None:
@@ -299,8 +302,8 @@ def check_L(L: Any, command: str = "") -> None:
         check_L_supported(L, "--L")
     elif L > MAX_L_OTHER.get(command, 10) and not os.environ.get("ATTNPHASE_MAX_L", "").strip().isdigit():
         limit = MAX_L_OTHER.get(command, 10)
-        raise ValueError(f"--L {L}: {command} supports L <= {limit} (measured: derive --L 10 took over 150 s, "
-                         f"--L 7 ~45 s on 2 cores); set ATTNPHASE_MAX_L to try anyway")
+        raise ValueError(f"--L {L}: {command} supports L <= {limit} ({MAX_L_MEASURED.get(command, 'untested beyond')}); "
+                         f"set ATTNPHASE_MAX_L to try anyway")
 
 
 #: Commands whose theory implements rank r = r* = 1 only (the derivation, the checks, the theory
@@ -324,7 +327,7 @@ def check_rank(params: Any, command: str) -> None:
         raise ValueError(f"--token-cov: {command} implements independent tokens only (a diagonal C; solve, sweep, "
                          f"phase-diagram, scan, census and validate solve correlated tokens at rank 1; simulate trains with "
                          f"any C)")
-    if params.correlated_tokens and (command in SE_COMMANDS or command == "scan"):
+    if params.correlated_tokens and command in SE_COMMANDS:
         if params.r != 1 or params.r_star != 1:
             raise ValueError("--token-cov: correlated tokens are solved at rank r = r* = 1 only (simulate trains any rank)")
         from attnphase.theory.whitening import token_mixing

@@ -47,6 +47,8 @@ _FILE_SUFFIXES = (".csv", ".json", ".png", ".md", ".txt", ".pdf", ".svg")
 
 def out_dir_from_args(args: argparse.Namespace) -> Path:
     """``--out`` as a folder path; a path that is a file, or names one (``.csv`` ...), is a ValueError."""
+    if not str(args.out).strip():  # `--out "$DIR"` with DIR unset: never this folder without a word
+        raise ValueError(f"--out: an empty folder name ({OUT_RULE}); give --out . for the current folder")
     out = Path(args.out)
     try:
         if out.exists() and not out.is_dir():
@@ -80,6 +82,11 @@ def _dangling_link(path: Path) -> Path | None:
     return None
 
 
+#: The longest file name (bytes) a job writes in ``--out DIR`` or its ``tasks/`` folder, with a margin: a temporary
+#: ``.<64-hex task key>.task.<random>.tmp`` (execution/store.py) or ``.<file name, 64 at most>.<random>.tmp``.
+PROBE_NAME_BYTES = 128
+
+
 def _check_writable_folder(folder: Path, option: str, shown: Path) -> None:
     """The folder that will receive the output (or its nearest existing ancestor) is a writable folder, and
     the folders still missing can be made there: tried for real in a hidden folder removed at once, so a path
@@ -103,10 +110,18 @@ def _check_writable_folder(folder: Path, option: str, shown: Path) -> None:
         raise ValueError(f"{option}: cannot write in {shown_path(base)!r}: the system refuses it "
                          f"({exc.strerror or exc})") from None
     try:
-        if missing:
-            probe.joinpath(*missing).mkdir(parents=True)
-    except OSError as exc:
-        raise ValueError(f"{option}: cannot create {shown_path(shown)!r} ({exc.strerror or exc})") from None
+        try:
+            if missing:
+                probe.joinpath(*missing).mkdir(parents=True)
+        except OSError as exc:
+            raise ValueError(f"{option}: cannot create {shown_path(shown)!r} ({exc.strerror or exc})") from None
+        try:  # and the deepest files a job writes there: DIR/tasks/.<task key>.<random>.tmp (the system takes the path)
+            inner = probe.joinpath(*missing, "tasks")
+            inner.mkdir()
+            (inner / ("." + "k" * PROBE_NAME_BYTES)).touch()
+        except OSError as exc:
+            raise ValueError(f"{option}: cannot write files in {shown_path(shown)!r}: the path of a file there would be "
+                             f"too long for the system ({exc.strerror or exc}); take a shorter --out") from None
     finally:
         shutil.rmtree(probe, ignore_errors=True)
 

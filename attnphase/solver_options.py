@@ -167,8 +167,10 @@ def config_from_args(args: argparse.Namespace):
     return cfg
 
 
-def check_supported(params: Any, config: Any) -> None:
-    """Model options the numerics cannot honour with this configuration: a one-line ValueError, before any work."""
+def check_supported(params: Any, config: Any, args: argparse.Namespace | None = None) -> None:
+    """Model options the numerics cannot honour with this configuration: a one-line ValueError, before any work.
+    With the command line ``args``, a rule made too large by ``--error-estimate K`` (K blocks in a role the user did
+    not set) names ``--error-estimate``, the option to change."""
     if params.correlated_tokens:
         if config.prox == "aligned":
             raise ValueError("--prox aligned is implemented for independent tokens only (use global or local with --token-cov)")
@@ -192,8 +194,11 @@ def check_supported(params: Any, config: Any) -> None:
         config.check_rules(params.L)  # a rule too large at this L fails here, not after an allocation
     except ValueError as exc:
         msg = str(exc)
-        named = any(msg.startswith(field.replace("_", "-") + ":") for _, field in SOLVER_OPTIONS)
-        raise ValueError(f"--{msg}" if named else msg) from None
+        role = next((field for _, field in SOLVER_OPTIONS if msg.startswith(field.replace("_", "-") + ":")), None)
+        k = error_estimate_from_args(args) if args is not None else None
+        if role is not None and k and getattr(args, role, None) is None:  # the K blocks of --error-estimate did it
+            raise ValueError(f"--error-estimate {k} ({k} scrambling blocks in every rule): --{msg} or a smaller K") from None
+        raise ValueError(f"--{msg}" if role else msg) from None
 
 
 def add_branch_option(p: argparse.ArgumentParser, mixed: bool = False, bayes: bool = False) -> None:

@@ -46,12 +46,31 @@ def check_bayes_model(args: argparse.Namespace, params) -> None:
         raise ValueError("--token-cov: --estimator bayes-optimal is solved for independent tokens")
 
 
+def check_bayes_solver_options(args: argparse.Namespace) -> None:
+    """The ERM solver's options given with ``--estimator bayes-optimal`` (one-line ValueError naming the first): its
+    state evolution is solved on its own Gauss rule, the error bars the change from the rule of 16 nodes fewer
+    (docs/bayes-optimal.md), so ``--quadrature``, ``--tol``, ``--prox``, ``--precision``, ``--error-estimate`` ...
+    were ignored without a word (``--error-estimate 0`` still gave bars)."""
+    from attnphase.solver_options import SOLVER_OPTIONS
+
+    given = [option for option, field in SOLVER_OPTIONS if getattr(args, field, None) is not None]
+    if getattr(args, "precision", None) is not None:
+        given.append("--precision")
+    if str(getattr(args, "error_estimate", "auto")).strip().lower() != "auto":
+        given.append("--error-estimate")
+    if given:
+        raise ValueError(f"{given[0]}: an option of the ERM solver; --estimator bayes-optimal solves its state "
+                         "evolution on its own Gauss rule, each error bar the change from the rule of 16 nodes fewer "
+                         "(docs/bayes-optimal.md)")
+
+
 def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
     """The Bayes-optimal fixed point of ``--branch`` (informative by default) at alpha
     (:func:`attnphase.numerics.se.bayes_curve.bayes_point`)."""
     branch = check_estimator_branch("bayes-optimal", args.branch)
     params = opt.params_from_args(args, omega=opt.single_omega(args, "solve"))
     check_bayes_model(args, params)
+    check_bayes_solver_options(args)
     opt.announce_defaults(args, params)
 
     from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
@@ -78,8 +97,26 @@ def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
     rec.update({"err_q": p.err_q0, "err_m": 0.0, "err_V": p.err_q0, "err_theta": p.err_q0, "err_eps_g": p.err_eps_g,
                 "err_e_t": None})
     rec["max_relative_error"] = max_relative_error(rec)
+    rec["error_note"] = bayes_error_note(p, model.rho0)
+    print(f"attnphase: note: {rec['error_note']}", file=sys.stderr)
     rec.update(bayes_thresholds(model).as_dict())
     return print_record(rec, "", True, args.json)
+
+
+def bayes_error_note(p, rho0: float) -> str:
+    """Why some numbers of a Bayes-optimal point carry no bar or a bar of 0 (README: every number carries its bar or
+    ``error_note`` says why): e_t is null (no training loss), free_entropy has no bar (or is null at perfect
+    recovery, where Phi diverges), and q, V, theta are exact at q0 = 0 (no recovery) and at q0 = rho0 (perfect
+    recovery), where both rules give the same point."""
+    said = ["e_t null: the Bayes-optimal estimator minimises no training loss (free_entropy = Phi instead)"]
+    if p.free_entropy is None:
+        said.append("free_entropy null: Phi diverges at perfect recovery (q0 = rho0)")
+    else:
+        said.append("free_entropy has no error bar")
+    if p.err_q0 == 0.0 and (p.q0 == 0.0 or p.q0 == rho0):
+        said.append(f"err_q = err_V = err_theta = 0: q0 = {p.q0:g} is exact here "
+                    f"({'no recovery' if p.q0 == 0.0 else 'perfect recovery'}: every rule gives it)")
+    return "; ".join(said)
 
 
 def bayes_sweep_file_name(omega: float) -> str:
@@ -112,6 +149,7 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
     params, omegas = opt.omegas_from_args(args)
     for w in omegas:
         check_bayes_model(args, params.replace(omega=w))
+    check_bayes_solver_options(args)
     workload.check_grid(len(alphas) * len(omegas), workload.MAX_SWEEP_POINTS, "alpha values (x omegas)", "--alpha",
                         args.large)
     out_dir = outputs.out_dir_from_args(args)
@@ -223,6 +261,7 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
     params = opt.omegas_from_args_ns(args, omegas)
     for w in omegas:
         check_bayes_model(args, params.replace(omega=w))
+    check_bayes_solver_options(args)
     workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
                         "(omega, alpha) points (omegas x alphas)", "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)

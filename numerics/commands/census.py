@@ -196,15 +196,24 @@ def _print_table(points: list[dict], scalar: bool) -> None:
             cells = " ".join(f"{with_error(p[k], p.get('err_' + k)):>22}" for k in cols)
             print(f"{p['branch']:>10} {cells} {str(p['stable']):>6} {p['leading_eigenvalue']:6.3f} {p['starts']}")
         return
-    print(f"{'branch':>10} {'e_t':>24} {'above min (paired err)':>30} {'eps_g':>9} {'stable':>6} {'lead':>6}  "
+    print(f"{'branch':>10} {'e_t':>24} {'above min (paired err)':>30} {'eps_g':>22} {'stable':>6} {'lead':>6}  "
           "invariants (q0 eig; V0 eig; th0 sv; |m_l|), starts")
     for p in points:
         up = ("minimum" if p is points[0] else f"{with_error(p['delta_e_t'], p['err_delta_e_t'])} "
               f"({p['separation_paired']:.1f})" if _finite(p["err_delta_e_t"]) else f"{p['delta_e_t']:.2e}")
-        inv = "; ".join(" ".join(f"{x:.4g}" for x in p[k]) for k in ("q0_eigenvalues", "V0_eigenvalues",
-                                                                      "th0_singular_values", "m_norms"))
-        print(f"{p['branch']:>10} {with_error(p['e_t'], p['err_e_t']):>24} {up:>30} {p['eps_g']:9.6f} "
-              f"{str(p['stable']):>6} {p['leading_eigenvalue']:6.3f}  {inv}, {p['starts']}")
+        inv = "; ".join(_values_with_errors(p[k], p.get(f"err_{k}")) for k in ("q0_eigenvalues", "V0_eigenvalues",
+                                                                                "th0_singular_values", "m_norms"))
+        print(f"{p['branch']:>10} {with_error(p['e_t'], p['err_e_t']):>24} {up:>30} "
+              f"{with_error(p['eps_g'], p.get('err_eps_g')):>22} {str(p['stable']):>6} {p['leading_eigenvalue']:6.3f}  "
+              f"{inv}, {p['starts']}")
+
+
+def _values_with_errors(values: Any, errors: Any) -> str:
+    """A list of invariants, each with its bar (``0.7043 +- 0.0012``; the value alone where it has none)."""
+    from attnphase.display import with_error
+
+    errs = list(errors) if isinstance(errors, (list, tuple)) and len(errors) == len(values) else [None] * len(values)
+    return " ".join(with_error(x, e) for x, e in zip(values, errs))
 
 
 def _summary(obj: dict, cfg: Any) -> int:

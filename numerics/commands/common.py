@@ -101,7 +101,7 @@ def config_of(args: argparse.Namespace, params: Any) -> Any:
     if not is_scalar_form(params.r, params.r_star):
         return matrix_config(args, params)
     cfg = solver_options.config_from_args(args)
-    solver_options.check_supported(params, cfg)
+    solver_options.check_supported(params, cfg, args)
     return cfg
 
 
@@ -124,7 +124,7 @@ def matrix_config(args: argparse.Namespace, params: Any) -> Any:
         raise ValueError(f"--quadrature {cfg.quadrature}: the rank-r state evolution uses scrambled Sobol rules "
                          f"(sobolK[:REPS:SEED]); its L (r + r*) = {params.L * (params.r + params.r_star)} dimensions "
                          f"rule out tensor grids")
-    solver_options.check_supported(params, cfg)
+    solver_options.check_supported(params, cfg, args)
     return cfg
 
 

@@ -71,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
     workload.check_grid(len(models) * len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
                         f"(--{field.replace('_', '-')}, omega, alpha) points", "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)
+    for m in {m.L: m for m in models}.values():  # once per L (a scan over --L: each L's defaults)
+        opt.announce_defaults(args, m)
     if scalar:
         costs = [workload.boundaries_task_seconds(len(alphas), m.L, cfg) for m in models for _ in omegas
                  for _ in range(max(1, n_rules))]

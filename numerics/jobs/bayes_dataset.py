@@ -50,7 +50,9 @@ def bayes_sweep_dataset(rows_by_omega: Mapping[float, Sequence[Mapping[str, Any]
             for c in columns:
                 data[c][at] = row[c] if c in text else float(row[c])
     dv = {c: (("branch", "omega", "alpha"), v) for c, v in data.items()}
-    return annotate(xr.Dataset(dv, coords={"branch": list(branches), "omega": om, "alpha": al}, attrs=attrs), lookup)
+    ds = annotate(xr.Dataset(dv, coords={"branch": list(branches), "omega": om, "alpha": al}, attrs=attrs), lookup)
+    ds["branch"].attrs["long_name"] = "branch of the Bayes-optimal fixed point (informative, uninformative)"
+    return ds  # (the ERM sweep's label names semantic, positional, agnostic)
 
 
 def bayes_diagram_csv(rows: Sequence[Mapping[str, Any]]) -> str:

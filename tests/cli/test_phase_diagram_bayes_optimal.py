@@ -67,7 +67,9 @@ def test_a_threshold_that_does_not_exist_is_null_with_its_reason(tmp_path, capsy
 ])
 def test_bad_bayes_diagram_input_is_one_line_exit_2(tmp_path, capsys, argv, message):
     out = tmp_path / "res"
-    base = ["phase-diagram", "--estimator", "bayes-optimal", "--omega", "0.3", "--alpha", "0.2,0.4", "--out", str(out)]
+    defaults = {"--omega": "0.3", "--alpha": "0.2,0.4"}  # each option once (a value option given twice is refused)
+    base = ["phase-diagram", "--estimator", "bayes-optimal", "--out", str(out)]
+    base += [x for o, v in defaults.items() if o not in argv for x in (o, v)]
     assert main(base + argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("attnphase: error:") and message in err[0]

@@ -159,6 +159,47 @@ def test_signal_while_the_command_loads_is_one_line(sig, code, last, tmp_path):
     assert reached >= 3
 
 
+def _start_console_script(argv: list[str], cwd: Path) -> subprocess.Popen:
+    """The installed ``attnphase`` script (not ``python -m``: multiprocessing's spawned workers import the script's
+    main module again, which ``-m`` spares them), in a process group of its own, as a shell or ``timeout`` runs it."""
+    script = Path(sys.executable).parent / "attnphase"
+    return subprocess.Popen([str(script), *argv], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=os.environ | {"ATTNPHASE_QUIET": "1"}, start_new_session=True)
+
+
+def test_sigterm_to_the_process_group_of_a_starting_local_cluster_is_one_line(tmp_path):
+    """``timeout 12 attnphase scan ...`` signals the whole group: the workers printed the stop raised inside their
+    event loop as a traceback ("Exception in callback ... Terminated: 15"), and a worker killed while the cluster
+    started made the command end with a RuntimeError traceback and exit code 1."""
+    proc = _start_console_script(["phase-diagram", "--omega", "0.25,0.3,0.35", *SMALL, "--workers", "2", "--out", "pd"],
+                                 tmp_path)
+    _wait_for(lambda: any(p.name.startswith(".attnphase-stage-") for p in tmp_path.iterdir()), proc)
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGTERM)
+    _clean_exit(proc, 143, "attnphase: terminated (SIGTERM)")
+    assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["pd"])  # no staging folder left beside --out
+
+
+def test_workers_spawned_from_the_console_script_keep_the_default_signal_actions():
+    """The handlers belong to the command's process alone (:mod:`attnphase.__main__`)."""
+    show = "import signal, attnphase.__main__; print(signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)"
+    worker = subprocess.run([sys.executable, "-c", show, "--multiprocessing-fork"], capture_output=True, text=True)
+    command = subprocess.run([sys.executable, "-c", show], capture_output=True, text=True)
+    assert (worker.stdout.strip(), command.stdout.strip()) == ("True", "False"), (worker.stderr, command.stderr)
+
+
+def test_an_error_a_held_signal_caused_gives_way_to_the_stop():
+    """A worker dying of the group's SIGTERM fails the cluster's start inside :func:`interrupts.deferred`."""
+    with pytest.raises(interrupts.Terminated):
+        with interrupts.deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+            raise RuntimeError("Nanny failed to start worker process")
+    with pytest.raises(RuntimeError):  # no signal: the error is the error
+        with interrupts.deferred():
+            raise RuntimeError("a real failure")
+
+
 def test_deferred_holds_a_signal_until_the_stretch_ends():
     reached = []
     with interrupts.handling_termination():
@@ -399,7 +440,7 @@ def test_scan_over_per_token_sigma_is_written_end_to_end(tmp_path, capsys):
     from attnphase.execution.dataset import open_dataset
 
     out = tmp_path / "scan"
-    assert main(["scan", "--sigma", "0.5;0.4,0.6", "--omega", "0.3", *SMALL, "--alpha", "1.2,1.6", "--workers", "1",
+    assert main(["scan", "--sigma", "0.5;0.4,0.6", "--omega", "0.3", *SMALL[2:], "--alpha", "1.2,1.6", "--workers", "1",
                  "--out", str(out), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert [r["sigma"] for r in summary["rows"]] == ["0.5", "0.4,0.6"]

@@ -30,7 +30,7 @@ DESCRIPTION = ("Run, for the given model, every identity that ties the derivatio
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The model group, ``--alpha``, ``--estimator``, the selection and size of the checks, ``--seed``, ``--json``, ``--out DIR``."""
     opt.add_model_options(p)
-    p.add_argument("--alpha", type=float, default=None,
+    p.add_argument("--alpha", default=None, metavar="ALPHA",
                    help="alpha of the fixed-point checks (default 2; with --estimator bayes-optimal halfway between "
                    "alpha_WR and 1/L)")
     opt.add_estimator_option(p, "the Nishimori identities qhat = mhat = Vhat and q = m, V = rho0 - q at its fixed point, "
@@ -63,11 +63,11 @@ def run(args: argparse.Namespace) -> int:
         select_checks(args.only)  # an unknown name fails before any work
     except ValueError as exc:
         raise ValueError(f"--only: {exc}") from None
-    if not (0 < args.alpha < float("inf")):
-        raise ValueError(f"--alpha must be a finite number > 0, got {args.alpha}")
+    args.alpha = opt.parse_value(str(args.alpha), "--alpha", positive=True)  # as every command reads one alpha
     out_dir = outputs.out_dir_from_args(args) if args.out else None
     if args.seed < 0:
         raise ValueError(f"--seed must be an integer >= 0, got {args.seed}")
+    opt.announce_defaults(args, params)
 
     def progress(res: Any) -> None:
         if not (args.json or getattr(args, "quiet", False)):

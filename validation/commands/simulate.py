@@ -19,6 +19,7 @@ import sys
 
 from attnphase import options as opt
 from attnphase import outputs, work
+from attnphase.display import record_lines
 from attnphase.validation.commands.finite_d_options import (add_torch_options, add_training_options, check_choice,
                                                            check_device, check_dimension, check_dtype, check_memory,
                                                            check_ranks_fit, check_samples, check_threads, check_training,
@@ -99,6 +100,7 @@ def _run_amp(args: argparse.Namespace) -> int:
     check_samples(alpha, args.d)
     check_memory(args.d, alpha, params.L, 0, args.dtype)
     check_device(args.device)
+    opt.announce_defaults(args, params)
     import torch
 
     from attnphase.validation.amp import AmpConfig
@@ -113,11 +115,9 @@ def _run_amp(args: argparse.Namespace) -> int:
     out = res.to_json()
     if args.json:
         print(json.dumps(outputs.json_value(out)))
-    else:
-        width = max(len(k) for k in out)
-        for k, v in out.items():
-            if k not in ("m_path", "q_path"):
-                print(f"{k:>{width}}  {v}")
+    else:  # the JSON's keys, a mean with its standard error on one line (attnphase.display)
+        for line in record_lines({k: v for k, v in out.items() if k not in ("m_path", "q_path")}):
+            print(line)
     if not res.converged:
         print(f"attnphase: warning: AMP stopped without converging ({res.status}: last change {res.change:.2e} after "
               f"{res.iterations} iterations, tolerance {res.tol:.1e}; \"converged\": false)", file=sys.stderr)
@@ -160,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
     check_samples(alpha, args.d)
     check_memory(args.d, alpha, params.L, args.n_test, args.dtype)
     check_device(args.device)
+    opt.announce_defaults(args, params)
     import torch
 
     from attnphase.validation.experiments import SimSpec, run_simulation
@@ -175,11 +176,9 @@ def run(args: argparse.Namespace) -> int:
     res = run_simulation(spec)
     if args.json:
         print(json.dumps(outputs.json_value(res.to_json())))
-    else:
-        out = res.to_dict()
-        width = max(len(k) for k in out)
-        for k, v in out.items():
-            print(f"{k:>{width}}  {v}")
+    else:  # the JSON's keys (it printed every field, 16 digits, eps_g apart from its standard error)
+        for line in record_lines(res.to_json()):
+            print(line)
     if not res.converged:
         why = "the step budget --max-steps ran out" if res.status == "budget" else "the line search found no decrease"
         print(f"attnphase: warning: training stopped without converging ({res.status}: {why}; |grad R|/sqrt(d) = "

@@ -135,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
     check_memory(d, 2.5, params.L, 10000, args.dtype)  # 2.5: the largest alpha of the plans' grids
     check_device(args.device)
     executor = execution_options.executor_from_args(args)
+    opt.announce_defaults(args, params)
 
     import torch
 
