@@ -23,16 +23,22 @@ from attnphase.numerics.phase.stability import m_stability_at, theta_stability_a
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.se.overlaps import on_branch_subspace
 from attnphase.numerics.se.results import FixedPoint
+from attnphase.numerics.se.stalls import AGNOSTIC_EIGENVALUE
 
 #: The eigenvalue of each branch's direction at the agnostic point, and its symbol.
 EIGENVALUE = {"positional": (m_stability_at, "mu", "m"), "semantic": (theta_stability_at, "lambda", "theta")}
 
 
 def agnostic_eigenvalue(fp: FixedPoint, branch: str, rule: QuadratureRule, config: SolverConfig) -> float:
-    """The eigenvalue of the SE map in ``branch``'s direction at ``fp``, a converged agnostic point (NaN otherwise)."""
+    """The eigenvalue of the SE map in ``branch``'s direction at ``fp``, a converged agnostic point (NaN otherwise):
+    the one the solve's judgement kept (:data:`~attnphase.numerics.se.stalls.AGNOSTIC_EIGENVALUE`) where it was
+    computed on ``rule``, else computed here."""
     if not (fp.status.converged and fp.branch == "agnostic") or branch not in EIGENVALUE:
         return math.nan
-    at = EIGENVALUE[branch][0]
+    at, symbol = EIGENVALUE[branch][0], EIGENVALUE[branch][1]
+    kept = fp.extra.get(AGNOSTIC_EIGENVALUE, {}).get(symbol)
+    if kept is not None and kept[0] == rule.name:
+        return kept[1]  # computed by the solve's judgement on this rule, at the same point
     # a point labelled agnostic has |m|, |th0| <= LABEL_TOL; the eigenvalue is the one at m = 0, th0 = 0
     return float(at(fp.params, fp.alpha, on_branch_subspace(fp.overlaps, "agnostic"), rule, config)[0])
 
