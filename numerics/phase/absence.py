@@ -7,44 +7,62 @@ converged to the agnostic point and that point is stable in the branch's directi
 is *absent* -- with that evidence; at an alpha where the start did not converge, or fell to an agnostic point
 that is unstable in that direction, nothing is shown: *solver failure*.  :func:`absence_note` says which, alpha
 by alpha, for a table's notes (measured, L = 3, P = I, omega = 0.3: every positional start falls to the
-agnostic point, with mu = 0.59 at alpha = 1, so the L = 3 diagram has no positional branch and no alpha_c).
+agnostic point, with mu = 0.59 at alpha = 1, so the L = 3 diagram has no positional branch; its alpha_c is where
+the global minimum leaves the agnostic point, :mod:`attnphase.numerics.phase.agnostic_boundary`).
+:func:`absence_evidence` gives the same alpha by alpha as data (:class:`Absence`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.stability import m_stability_at, theta_stability_at
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.se.overlaps import on_branch_subspace
 from attnphase.numerics.se.results import FixedPoint
+from attnphase.numerics.se.stalls import AGNOSTIC_EIGENVALUE
 
 #: The eigenvalue of each branch's direction at the agnostic point, and its symbol.
 EIGENVALUE = {"positional": (m_stability_at, "mu", "m"), "semantic": (theta_stability_at, "lambda", "theta")}
 
 
 def agnostic_eigenvalue(fp: FixedPoint, branch: str, rule: QuadratureRule, config: SolverConfig) -> float:
-    """The eigenvalue of the SE map in ``branch``'s direction at ``fp``, a converged agnostic point (NaN otherwise)."""
+    """The eigenvalue of the SE map in ``branch``'s direction at ``fp``, a converged agnostic point (NaN otherwise):
+    the one the solve's judgement kept (:data:`~attnphase.numerics.se.stalls.AGNOSTIC_EIGENVALUE`) where it was
+    computed on ``rule``, else computed here."""
     if not (fp.status.converged and fp.branch == "agnostic") or branch not in EIGENVALUE:
         return math.nan
-    at = EIGENVALUE[branch][0]
+    at, symbol = EIGENVALUE[branch][0], EIGENVALUE[branch][1]
+    kept = fp.extra.get(AGNOSTIC_EIGENVALUE, {}).get(symbol)
+    if kept is not None and kept[0] == rule.name:
+        return kept[1]  # computed by the solve's judgement on this rule, at the same point
     # a point labelled agnostic has |m|, |th0| <= LABEL_TOL; the eigenvalue is the one at m = 0, th0 = 0
     return float(at(fp.params, fp.alpha, on_branch_subspace(fp.overlaps, "agnostic"), rule, config)[0])
 
 
-def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule, config: SolverConfig) -> str:
-    """The note of a sweep of ``branch`` none of whose ``points`` (one per alpha, started on the branch) is on it:
+@dataclass(frozen=True)
+class Absence:
+    """What a sweep of ``branch`` none of whose points is on it shows, alpha by alpha: ``absent`` -- (alpha, the
+    agnostic point's eigenvalue in the branch's direction, < 1) where the start fell to that stable agnostic point;
+    ``failed`` -- why nothing is shown at the other alphas (solver failure)."""
 
-    * ``"<branch> branch absent at every alpha of the grid ..."`` -- each start converged to the agnostic point and
-      that point is stable in the branch's direction (the largest eigenvalue met is given);
-    * otherwise the alphas where it is absent (that evidence) and those of solver failure (not converged, or an
-      agnostic point unstable in the branch's direction, or another branch reached).
-    """
-    if not points:
-        return f"no {branch} start was solved"
-    symbol, name = EIGENVALUE[branch][1], EIGENVALUE[branch][2]
+    branch: str
+    absent: tuple[tuple[float, float], ...]
+    failed: tuple[str, ...]
+
+    @property
+    def everywhere(self) -> bool:
+        """Absent at every alpha of the sweep (and at least one): no solver failure among them."""
+        return bool(self.absent) and not self.failed
+
+
+def absence_evidence(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule,
+                     config: SolverConfig) -> Absence:
+    """The :class:`Absence` of ``branch`` shown by ``points`` (one per alpha, each started on the branch, none on it)."""
+    name, symbol = EIGENVALUE[branch][2], EIGENVALUE[branch][1]
     absent: list[tuple[float, float]] = []
     failed: list[str] = []
     for fp in points:
@@ -57,13 +75,30 @@ def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule
             failed.append(f"{fp.alpha:.4g} (fell to the agnostic point, unstable in {name}: {symbol} = {eig:.3g})")
         else:
             failed.append(f"{fp.alpha:.4g} (converged to the {fp.branch} point)")
-    top = max((e for _, e in absent), default=math.nan)
-    where = ", ".join(f"{a:.4g}" for a, _ in absent)
-    if not failed:
+    return Absence(branch, tuple(absent), tuple(failed))
+
+
+def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule, config: SolverConfig,
+                 evidence: Absence | None = None) -> str:
+    """The note of a sweep of ``branch`` none of whose ``points`` (one per alpha, started on the branch) is on it
+    (``evidence``: their :func:`absence_evidence`, computed here when not given):
+
+    * ``"<branch> branch absent at every alpha of the grid ..."`` -- each start converged to the agnostic point and
+      that point is stable in the branch's direction (the largest eigenvalue met is given);
+    * otherwise the alphas where it is absent (that evidence) and those of solver failure (not converged, or an
+      agnostic point unstable in the branch's direction, or another branch reached).
+    """
+    if not points:
+        return f"no {branch} start was solved"
+    symbol, name = EIGENVALUE[branch][1], EIGENVALUE[branch][2]
+    ev = evidence or absence_evidence(points, branch, rule, config)
+    top = max((e for _, e in ev.absent), default=math.nan)
+    where = ", ".join(f"{a:.4g}" for a, _ in ev.absent)
+    if ev.everywhere:
         return (f"{branch} branch absent at every alpha of the grid ({where}): each {branch} start converged to the "
                 f"agnostic point, stable in {name} there ({symbol} <= {top:.3g} < 1)")
     parts = [f"no converged {branch} point in range"]
-    if absent:
+    if ev.absent:
         parts.append(f"absent at alpha = {where} (the start fell to the agnostic point, {symbol} <= {top:.3g} < 1)")
-    parts.append("solver failure at alpha = " + ", ".join(failed))
+    parts.append("solver failure at alpha = " + ", ".join(ev.failed))
     return "; ".join(parts)

@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 from attnphase.numerics.phase.branch_end import BranchEnd, bifurcation_end, locate_branch_end, on_branch
 from attnphase.numerics.config import BRANCHES, SolverConfig
 from attnphase.numerics.se.se_map import model_rule
-from attnphase.numerics.se.state_evolution import FixedPoint, solve
+from attnphase.numerics.se.state_evolution import POSITIONAL_COLD_ALPHA, FixedPoint, positional_past_agnostic, solve
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
 
@@ -139,8 +139,13 @@ def sweep(
                     fp = retry
         elif good is None:
             # the branch's cold start: the full budget (omega = 0.05, sobol12: the positional
-            # start at alpha = 0.627 needs Newton after Anderson's 60 evaluations)
-            fp = solve(params, alpha, branch, config=full_cfg, rule=rule)
+            # start at alpha = 0.627 needs Newton after Anderson's 60 evaluations); where the last
+            # grid point's positional start fell to the agnostic point, from that point (its path)
+            fp = None
+            if branch == "positional" and last is not None and fell_to_agnostic(last, alpha):
+                fp = positional_past_agnostic(params, alpha, last, full_cfg, rule)
+            if fp is None:
+                fp = solve(params, alpha, branch, config=full_cfg, rule=rule)
             if on_branch(fp, branch):
                 good = fp
         else:
@@ -187,6 +192,13 @@ def sweep(
         if progress is not None:
             progress(fp)
     return BranchSweep(branch, [results[a] for a in grid if a in results], end, side)
+
+
+def fell_to_agnostic(fp: FixedPoint, alpha: float) -> bool:
+    """Whether ``fp``, a positional start's solve at an alpha' in [POSITIONAL_COLD_ALPHA, alpha), converged to the
+    agnostic point: then the cold positional solve at alpha is :func:`positional_past_agnostic`'s."""
+    return (fp.requested == "positional" and fp.status.converged and fp.branch == "agnostic"
+            and POSITIONAL_COLD_ALPHA <= fp.alpha < alpha)
 
 
 def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float,

@@ -165,6 +165,11 @@ def confirm_jump_acceptance(fp: FixedPoint, reproduced: int, tried: int) -> Fixe
     return replace(fp, status=replace(fp.status, converged=False, message=message))
 
 
+#: The key of a FixedPoint's ``extra`` under which :func:`judge_agnostic_image` keeps the evidence it computed:
+#: {symbol ("mu" or "lambda"): (the rule's name, the agnostic point's eigenvalue on that rule)}, which
+#: :func:`attnphase.numerics.phase.absence.agnostic_eigenvalue` reads instead of computing it again.
+AGNOSTIC_EIGENVALUE = "agnostic_eigenvalue"
+
 #: :func:`judge_agnostic_image` looks at a converged point whose order parameter is at most this fraction of the
 #: cold start's, times (1 - the agnostic point's eigenvalue in that direction).
 IMAGE_FRACTION = 0.1
@@ -187,8 +192,8 @@ def judge_agnostic_image(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule
     proximal minimiser switching basin within |o| of x_a; measured at L = 3, P = I, omega = 0.3, alpha = 1,
     sobol10:4: |m| = 2.3e-4 with residual 3e-11, while F_m(x_a + eps d) = -0.24 eps d for eps <= 1e-6, +2.6 eps d
     at eps = 1e-4, and mu = 0.59; three of the rule's four blocks converge to m = 0).  The result is then x_a,
-    labelled agnostic (``requested`` unchanged), its message giving the evidence: the branch is absent here.
-    Otherwise ``fp`` unchanged.
+    labelled agnostic (``requested`` unchanged), its message giving the evidence: the branch is absent here
+    (the eigenvalue also in ``extra[AGNOSTIC_EIGENVALUE]``).  Otherwise ``fp`` unchanged.
     """
     if not fp.status.converged or fp.requested not in ORDER_COMPONENTS or fp.branch != fp.requested:
         return fp
@@ -213,4 +218,5 @@ def judge_agnostic_image(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule
                f"{fp.requested} branch leaves it")
     status = replace(agnostic.status, iterations=fp.status.iterations + agnostic.status.iterations, message=message,
                      prox_failures=fp.status.prox_failures + agnostic.status.prox_failures)
-    return replace(agnostic, status=status, requested=fp.requested)
+    extra = agnostic.extra | {AGNOSTIC_EIGENVALUE: {symbol: (rule.name, float(eig))}}
+    return replace(agnostic, status=status, requested=fp.requested, extra=extra)

@@ -27,7 +27,7 @@ import numpy as np
 from attnphase.numerics.config import BRANCHES, PRECISION_TIERS, SolverConfig
 from attnphase.numerics.se.fixed_point import FixedPointSolver
 from attnphase.numerics.se.matrix_solve import matrix_config, solve_matrix
-from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.se.overlaps import Overlaps, on_branch_subspace
 from attnphase.numerics.se.starts import (
     MATRIX_BRANCHES, further_positional_directions, initial_overlaps, noise_axes, teacher_rank,
 )
@@ -281,6 +281,28 @@ def _agnostic_path_start(params: ModelParams, path: list[float], agnostic: Overl
             break
         ov = fp.overlaps
     return replace(ov, m=initial_overlaps(params, "positional").m)
+
+
+def positional_past_agnostic(params: ModelParams, alpha: float, agnostic: FixedPoint, cfg: SolverConfig,
+                             rule: QuadratureRule) -> FixedPoint | None:
+    """The cold positional solve at alpha from ``agnostic``, the converged agnostic point a cold positional solve
+    fell to at a smaller alpha' = ``agnostic.alpha`` >= POSITIONAL_COLD_ALPHA (``params`` in their SE form, ``rule``
+    the solve's rule); None where the agnostic point is not followed to alpha.
+
+    The cold solve at alpha takes the same path as the one at alpha' (geometric steps from POSITIONAL_COLD_ALPHA),
+    so it falls off the positional branch where that one did, at or below alpha', and its start is then the agnostic
+    point followed to alpha with the positional start's m put on it (:func:`_agnostic_path_start`).  Here the
+    agnostic point is followed from alpha' in one warm step instead of along the whole path again, and the start
+    is solved and judged as that cold solve's (:func:`finish_stalled`): the same fixed point, for two solves instead
+    of the path's (a sweep of the positional branch at L = 3, P = I, where every start falls to the agnostic point,
+    solves each grid point this way)."""
+    ag = solve(params, alpha, "agnostic", init=on_branch_subspace(agnostic.overlaps, "agnostic"),
+               config=replace(cfg, e_t_quadrature=None), rule=rule)
+    if not (ag.status.converged and ag.branch == "agnostic"):
+        return None
+    start = replace(ag.overlaps, m=initial_overlaps(params, "positional").m)
+    fp = finish_stalled(solve(params, alpha, "positional", init=start, config=cfg, rule=rule), cfg, rule)
+    return replace(fp, status=replace(fp.status, iterations=fp.status.iterations + ag.status.iterations))
 
 
 def embedded_start(params: ModelParams, alpha: float, branch: str, config: SolverConfig) -> Overlaps:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se import state_evolution as se
@@ -68,3 +69,54 @@ def test_the_reason_a_solve_prints_carries_the_evidence():
     assert reason.startswith("no positional fixed point found at alpha = 2, omega = 0.3: the solve from the positional "
                              "start converged to the agnostic one (absent: ")
     assert "(mu = " in reason
+
+
+def test_the_judged_eigenvalue_is_kept_and_the_absence_evidence_reads_it(monkeypatch):
+    from attnphase.numerics.phase import absence
+    from attnphase.numerics.phase.stability import m_stability_at
+    from attnphase.numerics.se.overlaps import on_branch_subspace
+    from attnphase.numerics.se.stalls import AGNOSTIC_EIGENVALUE
+
+    params = ModelParams(L=3, omega=0.3)
+    rule = model_rule(params, CFG)
+    judged = judge_agnostic_image(displaced(params, 2.0, 2e-4), CFG, rule, se.solve)
+    name, mu = judged.extra[AGNOSTIC_EIGENVALUE]["mu"]
+    assert name == rule.name
+    assert mu == m_stability_at(params, 2.0, on_branch_subspace(judged.overlaps, "agnostic"), rule, CFG)[0]
+    assert f"mu = {mu:.3g}" in judged.status.message
+
+    def never(*args, **kwargs):
+        raise AssertionError("the kept eigenvalue is not computed again")
+
+    monkeypatch.setitem(absence.EIGENVALUE, "positional", (never, "mu", "m"))
+    assert absence.agnostic_eigenvalue(judged, "positional", rule, CFG) == mu
+    other = model_rule(params, replace(CFG, quadrature="sobol7:4"))  # another rule: computed there
+    with pytest.raises(AssertionError, match="not computed again"):
+        absence.agnostic_eigenvalue(judged, "positional", other, CFG)
+
+
+def test_a_positional_start_past_the_agnostic_point_is_the_cold_solve(monkeypatch):
+    # L = 3, P = I: the positional start falls to the agnostic point (absent); the next grid point's cold solve,
+    # taken from that point, reaches the same fixed point as the whole cold path from alpha = 0.3, for fewer
+    # SE evaluations
+    from attnphase.numerics.se.se_map import SEMap
+
+    params = ModelParams(L=3, omega=0.2)
+    rule = model_rule(params, CFG)
+    at1 = se.solve(params, 1.0, "positional", config=CFG, rule=rule)
+    assert at1.status.converged and at1.branch == "agnostic" and at1.requested == "positional"
+    calls, evaluate = [], SEMap.evaluate
+
+    def counted(self, x, exact=False):
+        calls.append(1)
+        return evaluate(self, x, exact)
+
+    monkeypatch.setattr(SEMap, "evaluate", counted)
+    cold = se.solve(params, 1.5, "positional", config=CFG, rule=rule)
+    n_cold = len(calls)
+    past = se.positional_past_agnostic(params, 1.5, at1, CFG, rule)
+    n_past = len(calls) - n_cold
+    assert (past.branch, past.requested, past.status.converged) == (cold.branch, cold.requested, cold.status.converged)
+    assert past.status.message.split("(")[0] == cold.status.message.split("(")[0]
+    np.testing.assert_allclose(past.overlaps.to_vector(), cold.overlaps.to_vector(), rtol=1e-8, atol=1e-12)
+    assert n_past < n_cold / 2
