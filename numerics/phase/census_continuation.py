@@ -146,6 +146,24 @@ class Continuation:
         self.censused: list[float] = []
         self.failed: list[float] = []
         self.notes: list[str] = []
+        self.solves: dict[tuple, tuple[FixedPoint | None, FixedPoint]] = {}
+        self.count = {"solves": 0, "reused": 0, "censuses": 0}
+
+    def solve(self, alpha: float, label: str, near: FixedPoint | None) -> FixedPoint:
+        """The solve of ``label`` at alpha warm from ``near`` (from the label's embedded start where None), done once:
+        a solve is a pure function of (model, alpha, label, start, config), so a repeated one -- the embedded start
+        that every branch of a label falls back on, a point a root search or a bisection asks for again -- is
+        the stored result (``count``: solves run and reused)."""
+        key = (float(alpha), label, id(near))
+        hit = self.solves.get(key)
+        if hit is not None and hit[0] is near:
+            self.count["reused"] += 1
+            return hit[1]
+        self.count["solves"] += 1
+        fp = (solve(self.model, alpha, label, config=self.cfg) if near is None
+              else solve(self.model, alpha, label, config=self.cfg, init=near.overlaps))
+        self.solves[key] = (near, fp)
+        return fp
 
     # -- solves on a branch ------------------------------------------------------------------------------------
     def key(self, fp: FixedPoint) -> np.ndarray:
@@ -168,10 +186,9 @@ class Continuation:
         for a0 in starts + [None]:
             if a0 is None:  # the embedded start of the branch's label, compared with its nearest point
                 a0 = starts[0]
-                fp = solve(self.model, alpha, br.label, config=self.cfg)
+                fp = self.solve(alpha, br.label, None)
             else:
-                near = br.points[a0]
-                fp = solve(self.model, alpha, br.label, config=self.cfg, init=near.overlaps)
+                fp = self.solve(alpha, br.label, br.points[a0])
             warm = fp if a0 == starts[0] and warm is None else warm
             if not fp.status.converged or fp.branch != br.label or not math.isfinite(fp.observables.e_t):
                 continue
@@ -221,6 +238,7 @@ class Continuation:
     def census_at(self, alpha: float) -> None:
         """Step 1 at alpha, then step 2 for every point it finds."""
         self.censused.append(alpha)
+        self.count["censuses"] += 1
         found = search(self.model, alpha, self.cfg)
         if not found.points:
             self.failed.append(alpha)

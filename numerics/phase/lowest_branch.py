@@ -33,12 +33,13 @@ grid points where nothing converged (solver failure).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.boundary_results import Boundaries, CurvePoint, LocatedEnd, model_branches
 from attnphase.numerics.phase.census_continuation import (END_TOL, MAX_CENSUS, Branch, BranchCensus, Continuation)
+from attnphase.numerics.phase.census_separation import Separation, replicas, root_error, separation
 from attnphase.numerics.se.starts import teacher_rank
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import solve
@@ -49,6 +50,9 @@ from attnphase.theory.params import ModelParams
 ROOT_TOL = 5e-3
 #: How alpha_c is located where the two branches cross (its ``method`` column).
 ROOT_METHOD = "root of Delta e_t (Illinois regula falsi on solves); err = final bracket width"
+#: ... and where the rule's blocks give its standard error.
+ROOT_ERR_METHOD = ("root of Delta e_t (Illinois regula falsi on solves); err = hypot(the rule's standard error from "
+                   "{n} blocks linearised at the root, {se:.2g}; the final bracket width, {width:.2g})")
 #: The labels of the points the global minimum leaves at alpha_c.
 UNORDERED = ("positional", "agnostic")
 
@@ -105,6 +109,26 @@ class Change:
     to: str
     method: str
     interval: tuple[float, float]
+    separations: tuple[Separation, ...] = ()
+
+    @property
+    def established(self) -> bool | None:
+        """Whether the rule tells the two branches apart at a grid point beside the change (the lower one on each
+        side known to be lower): True where it does on every side measured, False where it does on none and fails on
+        one, None otherwise (no paired error)."""
+        seen = [s.distinguishable for s in self.separations]
+        return True if seen and all(seen) else False if False in seen and True not in seen else None
+
+
+def flank_separations(cont: Continuation, A: Branch, B: Branch, a: float, b: float) -> tuple[Separation, ...]:
+    """Delta e_t between A and B with its paired error at the grid points a (A lowest) and b (B lowest), where
+    both are on (:mod:`~attnphase.numerics.phase.census_separation`)."""
+    out = []
+    for x, low, up in ((a, A, B), (b, B, A)):
+        if low.on(x) and up.on(x):
+            out.append(separation(replicas(low.points[x], cont.cfg), replicas(up.points[x], cont.cfg),
+                                  (low.name, up.name)))
+    return tuple(out)
 
 
 def _value(cont: Continuation, br: Branch, alpha: float, key: Callable[[FixedPoint], float]) -> float:
@@ -118,13 +142,23 @@ def _e_t(fp: FixedPoint) -> float:
     return fp.observables.e_t
 
 
-def _delta_root(cont: Continuation, A: Branch, B: Branch, a: float, b: float, tol: float) -> tuple[float, float]:
-    """The root of Delta e_t = e_t(A) - e_t(B) on [a, b] (both branches on at a and b) and its bracket's width."""
+def _delta_root(cont: Continuation, A: Branch, B: Branch, a: float, b: float, tol: float) -> tuple[float, float, str]:
+    """The root of Delta e_t = e_t(A) - e_t(B) on [a, b] (both branches on at a and b), its error and how it was found:
+    the error is hypot(the rule's standard error linearised at the root, the final bracket's width)
+    (:func:`~attnphase.numerics.phase.census_separation.root_error`, at the bracket's end nearest the root, with the
+    bracket's secant slope)."""
     def delta(x: float) -> float:
         return _value(cont, A, x, _e_t) - _value(cont, B, x, _e_t)
 
     x, lo, hi = illinois_bracket(delta, a, b, delta(a), delta(b), tol)
-    return x, hi - lo
+    if hi <= lo:
+        return x, 0.0, ROOT_METHOD
+    near = min((lo, hi), key=lambda t: abs(t - x))
+    slope = (delta(hi) - delta(lo)) / (hi - lo)
+    err, n = root_error(A.points[near], B.points[near], slope, cont.cfg)
+    if not math.isfinite(err):
+        return x, hi - lo, ROOT_METHOD + f"; the rule's error not known ({n} blocks stayed on both branches)"
+    return x, math.hypot(err, hi - lo), ROOT_ERR_METHOD.format(n=n, se=err, width=hi - lo)
 
 
 def _end_in(bc: BranchCensus, br: Branch, a: float, b: float, exists: str) -> LocatedEnd | None:
@@ -150,8 +184,8 @@ def locate_change(cont: Continuation, bc: BranchCensus, A: Branch, B: Branch, a:
                 or A.e_t(last) <= B.e_t(last):
             return Change(ends.alpha, ends.err, A.name, B.name, f"end of {A.name} ({ends.kind}; {ends.method})", (a, b))
         b = last
-    x, err = _delta_root(cont, A, B, a, b, tol)
-    return Change(x, err, A.name, B.name, ROOT_METHOD, (a, b))
+    x, err, method = _delta_root(cont, A, B, a, b, tol)
+    return Change(x, err, A.name, B.name, method, (a, b))
 
 
 def global_minimum_changes(cont: Continuation, bc: BranchCensus, tol: float,
@@ -180,9 +214,15 @@ def global_minimum_changes(cont: Continuation, bc: BranchCensus, tol: float,
         except (_Lost, RootNotFound, ValueError) as exc:
             notes.append(f"global minimum: {A.name} -> {B.name} in [{a:g}, {b:g}], not located: {exc}")
             changes.append(Change(math.nan, math.nan, A.name, B.name, f"not located: {exc}", (a, b)))
+    changes = [replace(c, separations=flank_separations(cont, bc.branch(c.frm), bc.branch(c.to), *c.interval))
+               for c in changes]
     for c in changes:
         if math.isfinite(c.alpha):
             notes.append(f"global minimum: {c.frm} -> {c.to} at alpha = {c.alpha:.4g} +- {c.err:.2g} ({c.method})")
+        if c.separations:
+            notes.append(f"global minimum {c.frm} -> {c.to}, Delta e_t beside it: "
+                         + "; ".join(sep.describe() for sep in c.separations)
+                         + ("; the change is not established at the rule" if c.established is False else ""))
     return lowest, changes
 
 
@@ -224,7 +264,8 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
     return Boundaries(omega=params.omega, alpha_c=c.alpha if c else math.nan, alpha_l=alpha_l, notes=tuple(notes),
                       alpha_c_err=c.err if c else math.nan, alpha_l_err=alpha_l_err, r=params.r,
                       r_star=teacher_rank(params), alpha_c_from=c.frm if c else "", alpha_c_to=c.to if c else "",
-                      alpha_c_method=c.method if c else "", alpha_l_branch=l_branch, eps_lin=lin, ends=bc.ends,
+                      alpha_c_method=(c.method + ("; not distinguishable at the rule beside it (notes)"
+                                                  if c.established is False else "")) if c else "", alpha_l_branch=l_branch, eps_lin=lin, ends=bc.ends,
                       curves=_curves(bc, model_branches(params.r)), **columns)
 
 

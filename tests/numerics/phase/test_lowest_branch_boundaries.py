@@ -16,6 +16,7 @@ import pytest
 
 from attnphase.cli import main
 from attnphase.numerics.phase import census_continuation as cc
+from attnphase.numerics.phase import census_separation as cs
 from attnphase.numerics.phase import lowest_branch as rb
 from attnphase.numerics.phase.census import SearchResult
 from attnphase.numerics.jobs.report import csv_columns
@@ -76,8 +77,10 @@ class ToyModel:
     """Branches in closed form: where each exists, its e_t, eps_g and gauge invariants; ``default`` is the branch an
     embedded/cold start of each label reaches.  ``solve`` and ``search`` stand in for the state evolution's."""
 
-    def __init__(self, branches: dict[str, ToyBranch], default: dict[str, str], fails=(0.0, 0.0)):
+    def __init__(self, branches: dict[str, ToyBranch], default: dict[str, str], fails=(0.0, 0.0),
+                 block_noise: dict[str, tuple[float, ...]] | None = None):
         self.branches, self.default, self.fails = branches, default, fails
+        self.block_noise = block_noise or {}
 
     def point(self, tag: str, alpha: float) -> FakePoint:
         br = self.branches[tag]
@@ -95,6 +98,11 @@ class ToyModel:
 
     def solve(self, params, alpha, branch="semantic", *, config=None, init=None, memory=None, start=None, rule=None):
         return self.reach(init.tag if init is not None else self.default[branch], alpha)
+
+    def replicate_points(self, fp, config, n_rules):
+        """The point on each of 4 blocks: its e_t shifted by the block's offset of its branch (none by default)."""
+        noise = self.block_noise.get(fp.overlaps.tag, (0.0,) * 4)
+        return [FakePoint(fp.alpha, fp.branch, True, fp.e_t + d, fp.eps_g, fp.overlaps, fp.inv) for d in noise], True
 
     def search(self, params, alpha, config, **kw):
         pts = [self.reach(t, alpha) for t in self.branches]
@@ -135,6 +143,7 @@ def _use(monkeypatch, model: ToyModel) -> ToyModel:
     monkeypatch.setattr(cc, "solve", model.solve)
     monkeypatch.setattr(cc, "search", model.search)
     monkeypatch.setattr(rb, "solve", model.solve)
+    monkeypatch.setattr(cs, "replicate_points", model.replicate_points)
     monkeypatch.setattr(rb, "teacher_eps_lin", lambda params, cfg: EPS_LIN)
     return model
 
@@ -154,10 +163,37 @@ def test_alpha_c_brackets_the_sign_change_of_delta_e_t(monkeypatch, params) -> N
     def delta(a):
         return solve(params, a, "positional").e_t - solve(params, a, "semantic").e_t
     assert delta(lo) < 0 < delta(hi)  # positional lowest below, semantic above
-    assert b.alpha_c_method == rb.ROOT_METHOD
+    assert b.alpha_c_method.startswith("root of Delta e_t") and "not distinguishable" not in b.alpha_c_method
     # alpha_l: the semantic eps_g (lowest above alpha_c) meets EPS_LIN at 1.5, which the root search
     # brackets although it is a grid point
     assert b.alpha_l_branch == "semantic" and abs(b.alpha_l - 1.5) <= b.alpha_l_err <= rb.ROOT_TOL
+
+
+def _slope_at_root() -> float:
+    """d Delta e_t / d alpha of the toy (positional - semantic) at its root, near 1.2."""
+    return 0.5e-3 - 1.5e-4 * (1.2 - 1) ** 2
+
+
+@pytest.mark.parametrize("d", [1e-5, 2e-4])
+def test_alpha_c_carries_the_rules_block_error_and_says_when_the_rule_cannot_tell_the_branches_apart(
+        monkeypatch, params, d) -> None:
+    """The positional point's e_t differs on the rule's 4 blocks by +-d: alpha_c's error is the blocks' linearised
+    root error, std_j(Delta_j) / sqrt(4) / |slope| (within the bracket width), and where the paired error of Delta e_t
+    beside the crossing (d sqrt(4/3) / 2) exceeds |Delta| / 2 on both sides the change is said not established."""
+    model = toy_model(None)
+    model.block_noise = {"positional": (d, -d, d, -d)}
+    _use(monkeypatch, model)
+    b = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5, 2.0, 2.5], SolverConfig())
+    se = d * math.sqrt(4 / 3) / 2 / _slope_at_root()
+    assert abs(b.alpha_c_err - se) <= rb.ROOT_TOL + 0.05 * se
+    flanks = [n for n in b.notes if "Delta e_t beside it" in n]
+    assert len(flanks) == 1 and "at alpha = 1: positional below semantic by 0.0001" in flanks[0]
+    paired = d * math.sqrt(4 / 3) / 2
+    if 1e-4 / paired >= 2:  # |Delta| at 1.0 is 1e-4, at 1.5 1.44e-4
+        assert "not distinguishable" not in b.alpha_c_method + flanks[0]
+    else:
+        assert flanks[0].count("not distinguishable at the rule") == 2
+        assert b.alpha_c_method.endswith("not distinguishable at the rule beside it (notes)")
 
 
 def test_branch_ends_by_bisection_with_their_bracket(monkeypatch, params) -> None:
