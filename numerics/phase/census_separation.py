@@ -18,16 +18,22 @@ path's :func:`~attnphase.numerics.phase.boundary_refinement.block_root_error`):
 
 a the bracket's end nearest the root, Delta_j(a) the blocks' differences there and d Delta / d alpha the
 bracket's secant slope (:func:`root_error`).
+
+A point the census continuation finds at one grid point only, beside a point of another branch, may be that point
+split in two by the rule's jumps (docs/method.md section 12): :func:`one_point_at_the_rule` applies the census's
+merge within error bars to the two.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.errors.replicates import linearised_root_error, replicate_count, replicate_points
-from attnphase.numerics.phase.gauge_orbits import paired_difference
+from attnphase.numerics.errors.replicates import (linearised_root_error, replicate_count, replicate_errors,
+                                                  replicate_points)
+from attnphase.numerics.phase.gauge_orbits import paired_difference, within_errors
 from attnphase.numerics.se.results import FixedPoint
 
 #: Two branches are told apart at the rule where |Delta e_t| is at least this many paired errors.
@@ -42,15 +48,26 @@ class Replicas:
     point: FixedPoint
     replicates: tuple[FixedPoint | None, ...]
     blocks: bool = True
+    errors: dict = field(default_factory=dict)
 
-    def err(self, key: str) -> float:
-        return math.nan
+    def err(self, key: str) -> Any:
+        """The error bar of ``key`` from the blocks (NaN where not computed)."""
+        return self.errors.get(f"err_{key}", math.nan)
 
 
-def replicas(fp: FixedPoint, cfg: SolverConfig) -> Replicas:
-    """``fp`` re-solved warm on each block of ``cfg``'s solve rule (none where the rule has one block)."""
+def replicas(fp: FixedPoint, cfg: SolverConfig, bars: bool = False) -> Replicas:
+    """``fp`` re-solved warm on each block of ``cfg``'s solve rule (none where the rule has one block); with ``bars``
+    its error bars from them (:func:`~attnphase.numerics.errors.replicates.replicate_errors`)."""
     reps, blocks = replicate_points(fp, cfg, 0) if replicate_count(cfg) else ([], True)
-    return Replicas(fp, tuple(reps), blocks)
+    errors = replicate_errors(fp, reps, blocks) if bars and reps else {}
+    return Replicas(fp, tuple(reps), blocks, errors)
+
+
+def one_point_at_the_rule(a: FixedPoint, b: FixedPoint, cfg: SolverConfig) -> bool:
+    """Whether two converged points at one alpha are one fixed point that the rule's jumps split in two: every gauge
+    invariant, and e_t to its paired error, within the census's SAME_WITHIN_ERRORS combined error bars
+    (:func:`~attnphase.numerics.phase.gauge_orbits.within_errors`, the labels may differ), on ``cfg``'s blocks."""
+    return within_errors(replicas(a, cfg, True), replicas(b, cfg, True))
 
 
 @dataclass(frozen=True)
@@ -67,6 +84,8 @@ class Separation:
     @property
     def ratio(self) -> float:
         """|Delta| / err(Delta) (NaN without an error)."""
+        if self.err == 0 and self.delta != 0:  # every block gives the same difference
+            return math.inf
         return abs(self.delta) / self.err if self.err > 0 else math.nan
 
     @property

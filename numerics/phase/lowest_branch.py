@@ -238,6 +238,7 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
         notes.append("births and ends: " + "; ".join(
             f"{e.branch} {'born' if e.exists == 'above' else 'ends'} at {e.alpha:.4g} +- {e.err:.2g} ({e.kind})"
             for e in bc.ends))
+    cont.phase = "changes"
     lowest, changes = global_minimum_changes(cont, bc, root_tol, notes)
     c = next((ch for ch in changes if bc.branch(ch.frm).label in UNORDERED and bc.branch(ch.to).label not in UNORDERED),
              None)
@@ -251,7 +252,11 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
                                     f"{grid[-1]:g}]" if changes else f"the global minimum is {'/'.join(present) or 'unknown'} "
                                     f"at every grid point of [{grid[0]:g}, {grid[-1]:g}] where it is known: no change in range"))
     lin = teacher_eps_lin(params, cfg)
+    cont.phase = "alpha_l"
     alpha_l, alpha_l_err, l_branch = _alpha_l(cont, bc, lowest, changes, lin, root_tol, notes)
+    notes.append("work: " + ", ".join(f"{v} {k}" for k, v in cont.count.items() if k in ("censuses", "reused"))
+                 + "; solves " + ", ".join(f"{k} {v}" for k, v in cont.count.items() if k not in ("censuses", "reused"))
+                 + " (besides the censuses' and the error bars' block re-solves)")
     columns = {}
     for label in model_branches(params.r):
         e = next((e for e in bc.ends if bc.branch(e.branch).label == label), None)
