@@ -57,6 +57,10 @@ class FakePoint:
         return Observables(self.eps_g, self.e_t, EPS_LIN)
 
     @property
+    def record(self) -> dict:
+        return {"eps_g": self.eps_g, "e_t": self.e_t} | self.invariants
+
+    @property
     def invariants(self) -> dict:
         """th0 singular value and |m| (one token) of the toy branch; q0 and V0 fixed."""
         return {"q0_eigenvalues": [0.3, 0.1], "V0_eigenvalues": [1.0, 1.0], "th0_singular_values": [self.inv[0]],
@@ -100,9 +104,11 @@ class ToyModel:
         return self.reach(init.tag if init is not None else self.default[branch], alpha)
 
     def replicate_points(self, fp, config, n_rules):
-        """The point on each of 4 blocks: its e_t shifted by the block's offset of its branch (none by default)."""
-        noise = self.block_noise.get(fp.overlaps.tag, (0.0,) * 4)
-        return [FakePoint(fp.alpha, fp.branch, True, fp.e_t + d, fp.eps_g, fp.overlaps, fp.inv) for d in noise], True
+        """The point on each of 4 blocks: its e_t (and th0, where the offset is a pair) shifted by the block's offset
+        of its branch (none by default)."""
+        noise = [d if isinstance(d, tuple) else (d, 0.0) for d in self.block_noise.get(fp.overlaps.tag, (0.0,) * 4)]
+        return [FakePoint(fp.alpha, fp.branch, True, fp.e_t + de, fp.eps_g, fp.overlaps, (fp.inv[0] + dth, fp.inv[1]))
+                for de, dth in noise], True
 
     def search(self, params, alpha, config, **kw):
         pts = [self.reach(t, alpha) for t in self.branches]
@@ -371,3 +377,29 @@ def test_a_branch_inside_the_grid_is_found_by_a_census_where_the_set_of_branches
     assert b.alpha_c_method.startswith("birth of mixed (no converged solve")
     notes = "; ".join(b.notes)
     assert "global minimum: mixed -> positional at alpha = 1.6" in notes
+
+
+@pytest.mark.parametrize("scatter", [True, False])
+def test_a_point_found_at_one_grid_point_within_the_rules_error_bars_of_another_is_dropped(monkeypatch, params,
+                                                                                           scatter) -> None:
+    """A mixed point at alpha = 2.5 only, |th0| 0.02 and e_t 1e-7 below the positional point's: where its th0 and
+    the paired difference of e_t scatter over the rule's blocks by more than that (the rule's split of the positional
+    point) it is dropped and the global minimum stays positional; where the blocks agree it is a fixed point of its
+    own, and the lowest there."""
+    d = 1e-6
+    model = ToyModel({
+        "positional": ToyBranch("positional", lambda a: True, _pos_e_t, lambda a: 3e-3, lambda a: (0.0, 0.2)),
+        "mixed": ToyBranch("mixed", lambda a: a > 2.4, lambda a: _pos_e_t(a) - 1e-7, lambda a: 3e-3,
+                           lambda a: (0.02, 0.2), "positional"),
+    }, {"positional": "positional", "semantic": "positional", "mixed": "positional"},
+        block_noise={"positional": (d, -d, d, -d), "mixed": ((-d, 0.02), (d, -0.02), (-d, 0.02), (d, -0.02))}
+        if scatter else {})
+    _use(monkeypatch, model)
+    b = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5, 2.0, 2.5], SolverConfig())
+    notes = "; ".join(b.notes)
+    if scatter:
+        assert "mixed point at alpha = 2.5" in notes and "the rule's split, dropped" in notes
+        assert "global minimum: positional -> mixed" not in notes and math.isnan(b.alpha_c)
+    else:
+        assert "the rule's split" not in notes
+        assert (b.alpha_c_from, b.alpha_c_to) == ("positional", "mixed")
