@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.errors.replicates import linearised_root_error
 from attnphase.numerics.phase.boundary_results import Boundaries, CurvePoint, LocatedEnd, model_branches
 from attnphase.numerics.phase.census_continuation import (END_TOL, MAX_CENSUS, Branch, BranchCensus, Continuation)
 from attnphase.numerics.phase.census_separation import Separation, replicas, root_error, separation
@@ -151,10 +152,8 @@ def _delta_root(cont: Continuation, A: Branch, B: Branch, a: float, b: float, to
         return _value(cont, A, x, _e_t) - _value(cont, B, x, _e_t)
 
     x, lo, hi = illinois_bracket(delta, a, b, delta(a), delta(b), tol)
-    if hi <= lo:
-        return x, 0.0, ROOT_METHOD
-    near = min((lo, hi), key=lambda t: abs(t - x))
-    slope = (delta(hi) - delta(lo)) / (hi - lo)
+    near = min((lo, hi), key=lambda t: abs(t - x))  # a root on a point tried: a zero-width bracket, the grid's slope
+    slope = (delta(hi) - delta(lo)) / (hi - lo) if hi > lo else (delta(b) - delta(a)) / (b - a)
     err, n = root_error(A.points[near], B.points[near], slope, cont.cfg)
     if not math.isfinite(err):
         return x, hi - lo, ROOT_METHOD + f"; the rule's error not known ({n} blocks stayed on both branches)"
@@ -311,7 +310,17 @@ def _alpha_l(cont: Continuation, bc: BranchCensus, lowest: list[str], changes: l
         return _value(cont, br, x, lambda fp: fp.observables.eps_g) - lin
 
     def root(br: Branch, a: float, b: float, ga: float, gb: float) -> tuple[float, float, str]:
+        """The root of eps_g - eps_lin on ``br`` and its error: hypot(the rule's standard error from the blocks at
+        the bracket's end nearest the root, linearised with the bracket's secant slope; the bracket width)."""
         x, lo, hi = illinois_bracket(lambda t: eps_gap(br, t), a, b, ga, gb, tol)
+        near = min((lo, hi), key=lambda t: abs(t - x))
+        slope = (eps_gap(br, hi) - eps_gap(br, lo)) / (hi - lo) if hi > lo else (gb - ga) / (b - a)
+        reps = [p for p in replicas(br.points[near], cont.cfg).replicates if p is not None]
+        se = linearised_root_error(near, [p.observables.eps_g - lin for p in reps], slope) if len(reps) >= 2 else math.nan
+        if math.isfinite(se):
+            notes.append(f"alpha_l: the rule's standard error {se:.2g} ({len(reps)} blocks, linearised at the root), "
+                         f"the bracket width {hi - lo:.2g}")
+            return x, math.hypot(se, hi - lo), br.name
         return x, hi - lo, br.name
 
     try:

@@ -105,10 +105,11 @@ class ToyModel:
 
     def replicate_points(self, fp, config, n_rules):
         """The point on each of 4 blocks: its e_t (and th0, where the offset is a pair) shifted by the block's offset
-        of its branch (none by default)."""
-        noise = [d if isinstance(d, tuple) else (d, 0.0) for d in self.block_noise.get(fp.overlaps.tag, (0.0,) * 4)]
-        return [FakePoint(fp.alpha, fp.branch, True, fp.e_t + de, fp.eps_g, fp.overlaps, (fp.inv[0] + dth, fp.inv[1]))
-                for de, dth in noise], True
+        of its branch (none by default; a triple also shifts eps_g)."""
+        noise = [(tuple(d) + (0.0, 0.0))[:3] if isinstance(d, tuple) else (d, 0.0, 0.0)
+                 for d in self.block_noise.get(fp.overlaps.tag, (0.0,) * 4)]
+        return [FakePoint(fp.alpha, fp.branch, True, fp.e_t + de, fp.eps_g + dg, fp.overlaps,
+                          (fp.inv[0] + dth, fp.inv[1])) for de, dth, dg in noise], True
 
     def search(self, params, alpha, config, **kw):
         pts = [self.reach(t, alpha) for t in self.branches]
@@ -200,6 +201,19 @@ def test_alpha_c_carries_the_rules_block_error_and_says_when_the_rule_cannot_tel
     else:
         assert flanks[0].count("not distinguishable at the rule") == 2
         assert b.alpha_c_method.endswith("not distinguishable at the rule beside it (notes)")
+
+
+def test_alpha_l_carries_the_rules_block_error(monkeypatch, params) -> None:
+    """The semantic eps_g (slope -1e-3, crossing EPS_LIN at 1.5) differs on the 4 blocks by +-e: alpha_l's error is
+    e sqrt(4/3) / 2 / 1e-3 within the bracket width."""
+    e = 1e-5
+    model = toy_model(None)
+    model.block_noise = {"semantic": ((0, 0, e), (0, 0, -e), (0, 0, e), (0, 0, -e))}
+    _use(monkeypatch, model)
+    b = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5, 2.0, 2.5], SolverConfig())
+    se = e * math.sqrt(4 / 3) / 2 / 1e-3
+    assert b.alpha_l_branch == "semantic" and abs(b.alpha_l - 1.5) <= rb.ROOT_TOL
+    assert abs(b.alpha_l_err - se) <= rb.ROOT_TOL + 0.05 * se and se > rb.ROOT_TOL
 
 
 def test_branch_ends_by_bisection_with_their_bracket(monkeypatch, params) -> None:
