@@ -17,17 +17,21 @@ invariants (:func:`~attnphase.numerics.phase.gauge_orbits.orbit_key`), which :fu
    alpha from its two nearest points than to any other branch's of that label: a warm start that falls onto a neighbouring branch of the same
    label is not taken for this one.  A branch followed onto another's orbit at a grid point is that branch (the two
    are joined);
-3. **re-census** -- between neighbouring grid points where the set of branches on, or their order in e_t,
+3. **re-census** -- between neighbouring grid points where the lowest branch, or the set of branches on,
    differs, a census at the grid points not yet censused (the intervals where the lowest branch changes first,
-   then those where the set changes; at most ``max_census`` censuses in all), then step 2 for the points it finds;
+   then those where the set changes; once a re-census finds no new branch, only the former; at most
+   ``max_census`` censuses in all), then step 2 for the points it finds.  A new branch on at its census's grid
+   point alone that is one point with the nearest other branch's there within the rule's error bars
+   (:func:`~attnphase.numerics.phase.census_separation.one_point_at_the_rule`) is the rule's split: dropped, noted;
 4. **ends** -- between a grid point where a branch is on and the next where it is not, bisection on its
-   existence (solves warm from its nearest point) to a bracket of width ``end_tol`` (:func:`locate_end`): a birth
+   existence (solves warm from its nearest points, no embedded start) to a bracket of width ``end_tol`` (:func:`locate_end`): a birth
    where it exists above, an end where it exists below; the kind says what the solve gave beyond it (the orbit of
    another branch -- it meets that branch there, e.g. a mixed branch born from the positional point --, another
    label, or no convergence, which may be the solver's limit rather than the branch's).
 
 A census where no start converged is recorded (``failed``): there nothing is known, which is solver failure,
-not absence.
+not absence.  A solve is a pure function of its (alpha, label, start): :meth:`Continuation.solve` runs each once and
+counts them per phase (``count``).
 """
 
 from __future__ import annotations

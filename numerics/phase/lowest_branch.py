@@ -7,8 +7,8 @@ Newton correction of alpha_c); this search is the one for r >= 2 or r* >= 2 (it 
 :func:`lowest_branch_boundaries` takes any model).
 
 * branches -- every fixed point the census finds, continued along the alpha grid
-  (:mod:`attnphase.numerics.phase.census_continuation`: censuses at the grid's ends and where the set of branches
-  or their e_t order changes between neighbouring grid points, branches followed by warm starts, several branches
+  (:mod:`attnphase.numerics.phase.census_continuation`: censuses at the grid's ends and where the lowest branch
+  or the set of branches changes between neighbouring grid points, branches followed by warm starts, several branches
   of one label numbered, ``mixed#1``, ``mixed#2``, and described by their gauge invariants in the notes), with
   every birth and end located by bisection on existence;
 * the global minimum at a grid point -- the branch of lowest e_t among those on there
