@@ -17,17 +17,21 @@ invariants (:func:`~attnphase.numerics.phase.gauge_orbits.orbit_key`), which :fu
    alpha from its two nearest points than to any other branch's of that label: a warm start that falls onto a neighbouring branch of the same
    label is not taken for this one.  A branch followed onto another's orbit at a grid point is that branch (the two
    are joined);
-3. **re-census** -- between neighbouring grid points where the set of branches on, or their order in e_t,
+3. **re-census** -- between neighbouring grid points where the lowest branch, or the set of branches on,
    differs, a census at the grid points not yet censused (the intervals where the lowest branch changes first,
-   then those where the set changes; at most ``max_census`` censuses in all), then step 2 for the points it finds;
+   then those where the set changes; once a re-census finds no new branch, only the former; at most
+   ``max_census`` censuses in all), then step 2 for the points it finds.  A new branch on at its census's grid
+   point alone that is one point with the nearest other branch's there within the rule's error bars
+   (:func:`~attnphase.numerics.phase.census_separation.one_point_at_the_rule`) is the rule's split: dropped, noted;
 4. **ends** -- between a grid point where a branch is on and the next where it is not, bisection on its
-   existence (solves warm from its nearest point) to a bracket of width ``end_tol`` (:func:`locate_end`): a birth
+   existence (solves warm from its nearest points, no embedded start) to a bracket of width ``end_tol`` (:func:`locate_end`): a birth
    where it exists above, an end where it exists below; the kind says what the solve gave beyond it (the orbit of
    another branch -- it meets that branch there, e.g. a mixed branch born from the positional point --, another
    label, or no convergence, which may be the solver's limit rather than the branch's).
 
 A census where no start converged is recorded (``failed``): there nothing is known, which is solver failure,
-not absence.
+not absence.  A solve is a pure function of its (alpha, label, start): :meth:`Continuation.solve` runs each once and
+counts them per phase (``count``).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.boundary_results import LocatedEnd
 from attnphase.numerics.phase.census import search
+from attnphase.numerics.phase.census_separation import one_point_at_the_rule
 from attnphase.numerics.phase.gauge_orbits import orbit_distance, orbit_key, same_point
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import solve
@@ -146,16 +151,36 @@ class Continuation:
         self.censused: list[float] = []
         self.failed: list[float] = []
         self.notes: list[str] = []
+        self.solves: dict[tuple, tuple[FixedPoint | None, FixedPoint]] = {}
+        self.count: dict[str, int] = {"censuses": 0}
+        self.phase = "follow"
+
+    def solve(self, alpha: float, label: str, near: FixedPoint | None) -> FixedPoint:
+        """The solve of ``label`` at alpha warm from ``near`` (from the label's embedded start where None), done once:
+        a solve is a pure function of (model, alpha, label, start, config), so a repeated one -- the embedded start
+        that every branch of a label falls back on, a point a root search or a bisection asks for again -- is
+        the stored result (``count``: solves run and reused)."""
+        key = (float(alpha), label, id(near))
+        hit = self.solves.get(key)
+        if hit is not None and hit[0] is near:
+            self.count["reused"] = self.count.get("reused", 0) + 1
+            return hit[1]
+        self.count[self.phase] = self.count.get(self.phase, 0) + 1
+        fp = (solve(self.model, alpha, label, config=self.cfg) if near is None
+              else solve(self.model, alpha, label, config=self.cfg, init=near.overlaps))
+        self.solves[key] = (near, fp)
+        return fp
 
     # -- solves on a branch ------------------------------------------------------------------------------------
     def key(self, fp: FixedPoint) -> np.ndarray:
         return orbit_key(self.model, fp)
 
-    def solve_on(self, br: Branch, alpha: float) -> tuple[FixedPoint | None, FixedPoint | None, Branch | None]:
+    def solve_on(self, br: Branch, alpha: float, embedded: bool = True
+                 ) -> tuple[FixedPoint | None, FixedPoint | None, Branch | None]:
         """(the point of ``br`` at alpha or None, the solve warm from its nearest point, the branch ``br`` is found to
         be): warm from its
-        nearest point, then from its nearest point on the other side of alpha where it has one, then from the
-        embedded start of its label; a point found is added to the branch.  The third entry is a branch of the
+        nearest point, then from its nearest point on the other side of alpha where it has one, then (with
+        ``embedded``) from the embedded start of its label; a point found is added to the branch.  The third entry is a branch of the
         same label whose point at alpha the solve reached and which coincides with ``br`` wherever both are on (the
         same branch, found twice)."""
         alpha = float(alpha)
@@ -165,13 +190,12 @@ class Continuation:
         above = [a for a in br.points if a > alpha]
         starts = sorted(([max(below)] if below else []) + ([min(above)] if above else []), key=lambda a: abs(a - alpha))
         fp = warm = None
-        for a0 in starts + [None]:
+        for a0 in starts + ([None] if embedded else []):
             if a0 is None:  # the embedded start of the branch's label, compared with its nearest point
                 a0 = starts[0]
-                fp = solve(self.model, alpha, br.label, config=self.cfg)
+                fp = self.solve(alpha, br.label, None)
             else:
-                near = br.points[a0]
-                fp = solve(self.model, alpha, br.label, config=self.cfg, init=near.overlaps)
+                fp = self.solve(alpha, br.label, br.points[a0])
             warm = fp if a0 == starts[0] and warm is None else warm
             if not fp.status.converged or fp.branch != br.label or not math.isfinite(fp.observables.e_t):
                 continue
@@ -207,25 +231,32 @@ class Continuation:
 
     def beyond(self, br: Branch, fp: FixedPoint | None) -> str:
         """What the solve ``fp`` beyond ``br``'s end reached: ``meets <branch>`` (the orbit of another branch's point
-        there, solved warm from that branch), ``converges to the <label> label``, or solver failure."""
+        there, solved warm from that branch: the branch of its label predicted nearest to it, :meth:`Branch.predict`),
+        ``converges to the <label> label``, or solver failure."""
         if fp is None or not fp.status.converged or not math.isfinite(fp.observables.e_t):
             return "no converged solve (solver failure)"
         key = self.key(fp)
-        for other in (o for o in self.branches if o is not br and o.label == fp.branch):
-            p, _, _ = self.solve_on(other, fp.alpha)
+        others = sorted((o for o in self.branches if o is not br and o.label == fp.branch),
+                        key=lambda o: orbit_distance(o.predict(float(fp.alpha)), key))
+        for other in others[:1]:
+            p, _, _ = self.solve_on(other, fp.alpha, embedded=False)
             if p is not None and same_point(other.keys[float(fp.alpha)], key, SAME_BRANCH_RTOL):
                 return f"meets {other.name}"
         return f"converges to the {fp.branch} label"
 
     # -- steps 1-3 ---------------------------------------------------------------------------------------------
-    def census_at(self, alpha: float) -> None:
-        """Step 1 at alpha, then step 2 for every point it finds."""
+    def census_at(self, alpha: float) -> bool:
+        """Step 1 at alpha, then step 2 for every point it finds; a new branch found on this grid point alone that is
+        one point with another branch's there at the rule (:meth:`split`) is dropped.  Whether a new branch was
+        kept."""
         self.censused.append(alpha)
+        self.count["censuses"] += 1
         found = search(self.model, alpha, self.cfg)
         if not found.points:
             self.failed.append(alpha)
             self.notes.append(f"census at alpha = {alpha:g}: none of its {len(found.starts)} starts converged "
                               "(solver failure: nothing is known there)")
+        new = []
         for fp, _ in found.points:
             key = self.key(fp)
             if any(b.on(alpha) and same_point(b.keys[alpha], key, SAME_BRANCH_RTOL) for b in self.branches):
@@ -233,6 +264,30 @@ class Continuation:
             br = Branch(f"{fp.branch} (found at alpha = {alpha:g})", fp.branch, fp, key)
             self.branches.append(br)
             self.follow(br, self.grid.index(alpha))
+            new.append(br)
+        kept = False
+        for br in new:
+            if br in self.branches and not self.split(br):
+                kept = True
+        return kept
+
+    def split(self, br: Branch) -> bool:
+        """Whether ``br``, on at one grid point only, is there one fixed point with the nearest point of another
+        branch (:func:`~attnphase.numerics.phase.census_separation.one_point_at_the_rule`: the census's merge within
+        error bars) -- the rule's jumps split one point in two (docs/method.md section 12); it is then dropped, with
+        a note."""
+        on = [a for a in self.grid if br.on(a)]
+        if len(on) != 1:
+            return False
+        a = on[0]
+        near = min((o for o in self.branches if o is not br and o.on(a)),
+                   key=lambda o: orbit_distance(o.keys[a], br.keys[a]), default=None)
+        if near is None or not one_point_at_the_rule(near.points[a], br.points[a], self.cfg):
+            return False
+        self.branches.remove(br)
+        self.notes.append(f"{br.label} point at alpha = {a:g} (found there only: {describe(br, a).split(': ', 1)[1]}) "
+                          f"is one point with {near.name}'s within the rule's error bars: the rule's split, dropped")
+        return True
 
     def follow(self, br: Branch, i: int) -> None:
         """Step 2: ``br`` from grid point i up, then down, while it stays on (past one grid point where it is not:
@@ -265,31 +320,34 @@ class Continuation:
                                               key=lambda b: b.e_t(self.grid[i])))
         return order, order[0] if order else ""
 
-    def to_census(self) -> list[int]:
-        """Grid points of step 3 not yet censused: beside a change of the lowest branch, then of the set of branches
-        on, then of their order."""
-        todo: tuple[list[int], list[int], list[int]] = ([], [], [])
+    def to_census(self, lowest_only: bool = False) -> list[int]:
+        """Grid points of step 3 not yet censused: beside a change of the lowest branch, then (unless
+        ``lowest_only``) of the set of branches on.  (A change of the order of the branches above the lowest one
+        alone changes no boundary.)"""
+        todo: tuple[list[int], list[int]] = ([], [])
         for i in range(len(self.grid) - 1):
             (o1, l1), (o2, l2) = self.signature(i), self.signature(i + 1)
-            if o1 != o2:
-                rank = 0 if l1 != l2 else 1 if set(o1) != set(o2) else 2
-                todo[rank].extend(k for k in (i, i + 1) if self.grid[k] not in self.censused)
-        return list(dict.fromkeys(todo[0] + todo[1] + todo[2]))
+            if l1 != l2 or set(o1) != set(o2) and not lowest_only:
+                todo[0 if l1 != l2 else 1].extend(k for k in (i, i + 1) if self.grid[k] not in self.censused)
+        return list(dict.fromkeys(todo[0] + todo[1]))
 
     def run(self, max_census: int = MAX_CENSUS, end_tol: float = END_TOL) -> BranchCensus:
-        """Steps 1-4."""
+        """Steps 1-4; once a re-census finds no new branch, only changes of the lowest branch are censused again."""
         for a in dict.fromkeys((self.grid[0], self.grid[-1])):
             self.census_at(a)
+        lowest_only = False
         while True:
-            todo = self.to_census()
+            todo = self.to_census(lowest_only)
             if not todo:
                 break
             if len(self.censused) >= max_census:
                 self.notes.append(f"census budget ({max_census}) spent: alpha = "
                                   + ", ".join(f"{self.grid[k]:g}" for k in todo) + " not censused")
                 break
-            self.census_at(self.grid[todo[0]])
+            if not self.census_at(self.grid[todo[0]]):
+                lowest_only = True
         self.name_branches()
+        self.phase = "ends"
         ends = [e for br in self.branches for e in self.ends(br, end_tol)]
         self.notes += ["branches: " + "; ".join(describe(b) for b in self.branches)] if self.branches else []
         return BranchCensus(self.grid, tuple(self.branches), tuple(sorted(self.censused)), tuple(self.failed),
@@ -319,7 +377,7 @@ def locate_end(cont: Continuation, br: Branch, good: float, bad: float, tol: flo
     lo, hi, far = good, bad, None
     while abs(hi - lo) > tol:
         mid = 0.5 * (lo + hi)
-        fp, last, _ = cont.solve_on(br, mid)
+        fp, last, _ = cont.solve_on(br, mid, embedded=False)
         if fp is not None:
             lo = mid
         else:

@@ -7,8 +7,8 @@ Newton correction of alpha_c); this search is the one for r >= 2 or r* >= 2 (it 
 :func:`lowest_branch_boundaries` takes any model).
 
 * branches -- every fixed point the census finds, continued along the alpha grid
-  (:mod:`attnphase.numerics.phase.census_continuation`: censuses at the grid's ends and where the set of branches
-  or their e_t order changes between neighbouring grid points, branches followed by warm starts, several branches
+  (:mod:`attnphase.numerics.phase.census_continuation`: censuses at the grid's ends and where the lowest branch
+  or the set of branches changes between neighbouring grid points, branches followed by warm starts, several branches
   of one label numbered, ``mixed#1``, ``mixed#2``, and described by their gauge invariants in the notes), with
   every birth and end located by bisection on existence;
 * the global minimum at a grid point -- the branch of lowest e_t among those on there
@@ -33,12 +33,14 @@ grid points where nothing converged (solver failure).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.errors.replicates import linearised_root_error
 from attnphase.numerics.phase.boundary_results import Boundaries, CurvePoint, LocatedEnd, model_branches
 from attnphase.numerics.phase.census_continuation import (END_TOL, MAX_CENSUS, Branch, BranchCensus, Continuation)
+from attnphase.numerics.phase.census_separation import Separation, replicas, root_error, separation
 from attnphase.numerics.se.starts import teacher_rank
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import solve
@@ -49,6 +51,9 @@ from attnphase.theory.params import ModelParams
 ROOT_TOL = 5e-3
 #: How alpha_c is located where the two branches cross (its ``method`` column).
 ROOT_METHOD = "root of Delta e_t (Illinois regula falsi on solves); err = final bracket width"
+#: ... and where the rule's blocks give its standard error.
+ROOT_ERR_METHOD = ("root of Delta e_t (Illinois regula falsi on solves); err = hypot(the rule's standard error from "
+                   "{n} blocks linearised at the root, {se:.2g}; the final bracket width, {width:.2g})")
 #: The labels of the points the global minimum leaves at alpha_c.
 UNORDERED = ("positional", "agnostic")
 
@@ -105,6 +110,26 @@ class Change:
     to: str
     method: str
     interval: tuple[float, float]
+    separations: tuple[Separation, ...] = ()
+
+    @property
+    def established(self) -> bool | None:
+        """Whether the rule tells the two branches apart at a grid point beside the change (the lower one on each
+        side known to be lower): True where it does on every side measured, False where it does on none and fails on
+        one, None otherwise (no paired error)."""
+        seen = [s.distinguishable for s in self.separations]
+        return True if seen and all(seen) else False if False in seen and True not in seen else None
+
+
+def flank_separations(cont: Continuation, A: Branch, B: Branch, a: float, b: float) -> tuple[Separation, ...]:
+    """Delta e_t between A and B with its paired error at the grid points a (A lowest) and b (B lowest), where
+    both are on (:mod:`~attnphase.numerics.phase.census_separation`)."""
+    out = []
+    for x, low, up in ((a, A, B), (b, B, A)):
+        if low.on(x) and up.on(x):
+            out.append(separation(replicas(low.points[x], cont.cfg), replicas(up.points[x], cont.cfg),
+                                  (low.name, up.name)))
+    return tuple(out)
 
 
 def _value(cont: Continuation, br: Branch, alpha: float, key: Callable[[FixedPoint], float]) -> float:
@@ -118,13 +143,21 @@ def _e_t(fp: FixedPoint) -> float:
     return fp.observables.e_t
 
 
-def _delta_root(cont: Continuation, A: Branch, B: Branch, a: float, b: float, tol: float) -> tuple[float, float]:
-    """The root of Delta e_t = e_t(A) - e_t(B) on [a, b] (both branches on at a and b) and its bracket's width."""
+def _delta_root(cont: Continuation, A: Branch, B: Branch, a: float, b: float, tol: float) -> tuple[float, float, str]:
+    """The root of Delta e_t = e_t(A) - e_t(B) on [a, b] (both branches on at a and b), its error and how it was found:
+    the error is hypot(the rule's standard error linearised at the root, the final bracket's width)
+    (:func:`~attnphase.numerics.phase.census_separation.root_error`, at the bracket's end nearest the root, with the
+    bracket's secant slope)."""
     def delta(x: float) -> float:
         return _value(cont, A, x, _e_t) - _value(cont, B, x, _e_t)
 
     x, lo, hi = illinois_bracket(delta, a, b, delta(a), delta(b), tol)
-    return x, hi - lo
+    near = min((lo, hi), key=lambda t: abs(t - x))  # a root on a point tried: a zero-width bracket, the grid's slope
+    slope = (delta(hi) - delta(lo)) / (hi - lo) if hi > lo else (delta(b) - delta(a)) / (b - a)
+    err, n = root_error(A.points[near], B.points[near], slope, cont.cfg)
+    if not math.isfinite(err):
+        return x, hi - lo, ROOT_METHOD + f"; the rule's error not known ({n} blocks stayed on both branches)"
+    return x, math.hypot(err, hi - lo), ROOT_ERR_METHOD.format(n=n, se=err, width=hi - lo)
 
 
 def _end_in(bc: BranchCensus, br: Branch, a: float, b: float, exists: str) -> LocatedEnd | None:
@@ -150,8 +183,8 @@ def locate_change(cont: Continuation, bc: BranchCensus, A: Branch, B: Branch, a:
                 or A.e_t(last) <= B.e_t(last):
             return Change(ends.alpha, ends.err, A.name, B.name, f"end of {A.name} ({ends.kind}; {ends.method})", (a, b))
         b = last
-    x, err = _delta_root(cont, A, B, a, b, tol)
-    return Change(x, err, A.name, B.name, ROOT_METHOD, (a, b))
+    x, err, method = _delta_root(cont, A, B, a, b, tol)
+    return Change(x, err, A.name, B.name, method, (a, b))
 
 
 def global_minimum_changes(cont: Continuation, bc: BranchCensus, tol: float,
@@ -180,9 +213,15 @@ def global_minimum_changes(cont: Continuation, bc: BranchCensus, tol: float,
         except (_Lost, RootNotFound, ValueError) as exc:
             notes.append(f"global minimum: {A.name} -> {B.name} in [{a:g}, {b:g}], not located: {exc}")
             changes.append(Change(math.nan, math.nan, A.name, B.name, f"not located: {exc}", (a, b)))
+    changes = [replace(c, separations=flank_separations(cont, bc.branch(c.frm), bc.branch(c.to), *c.interval))
+               for c in changes]
     for c in changes:
         if math.isfinite(c.alpha):
             notes.append(f"global minimum: {c.frm} -> {c.to} at alpha = {c.alpha:.4g} +- {c.err:.2g} ({c.method})")
+        if c.separations:
+            notes.append(f"global minimum {c.frm} -> {c.to}, Delta e_t beside it: "
+                         + "; ".join(sep.describe() for sep in c.separations)
+                         + ("; the change is not established at the rule" if c.established is False else ""))
     return lowest, changes
 
 
@@ -198,6 +237,7 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
         notes.append("births and ends: " + "; ".join(
             f"{e.branch} {'born' if e.exists == 'above' else 'ends'} at {e.alpha:.4g} +- {e.err:.2g} ({e.kind})"
             for e in bc.ends))
+    cont.phase = "changes"
     lowest, changes = global_minimum_changes(cont, bc, root_tol, notes)
     c = next((ch for ch in changes if bc.branch(ch.frm).label in UNORDERED and bc.branch(ch.to).label not in UNORDERED),
              None)
@@ -211,7 +251,11 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
                                     f"{grid[-1]:g}]" if changes else f"the global minimum is {'/'.join(present) or 'unknown'} "
                                     f"at every grid point of [{grid[0]:g}, {grid[-1]:g}] where it is known: no change in range"))
     lin = teacher_eps_lin(params, cfg)
+    cont.phase = "alpha_l"
     alpha_l, alpha_l_err, l_branch = _alpha_l(cont, bc, lowest, changes, lin, root_tol, notes)
+    notes.append("work: " + ", ".join(f"{v} {k}" for k, v in cont.count.items() if k in ("censuses", "reused"))
+                 + "; solves " + ", ".join(f"{k} {v}" for k, v in cont.count.items() if k not in ("censuses", "reused"))
+                 + " (besides the censuses' and the error bars' block re-solves)")
     columns = {}
     for label in model_branches(params.r):
         e = next((e for e in bc.ends if bc.branch(e.branch).label == label), None)
@@ -224,7 +268,8 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
     return Boundaries(omega=params.omega, alpha_c=c.alpha if c else math.nan, alpha_l=alpha_l, notes=tuple(notes),
                       alpha_c_err=c.err if c else math.nan, alpha_l_err=alpha_l_err, r=params.r,
                       r_star=teacher_rank(params), alpha_c_from=c.frm if c else "", alpha_c_to=c.to if c else "",
-                      alpha_c_method=c.method if c else "", alpha_l_branch=l_branch, eps_lin=lin, ends=bc.ends,
+                      alpha_c_method=(c.method + ("; not distinguishable at the rule beside it (notes)"
+                                                  if c.established is False else "")) if c else "", alpha_l_branch=l_branch, eps_lin=lin, ends=bc.ends,
                       curves=_curves(bc, model_branches(params.r)), **columns)
 
 
@@ -265,7 +310,17 @@ def _alpha_l(cont: Continuation, bc: BranchCensus, lowest: list[str], changes: l
         return _value(cont, br, x, lambda fp: fp.observables.eps_g) - lin
 
     def root(br: Branch, a: float, b: float, ga: float, gb: float) -> tuple[float, float, str]:
+        """The root of eps_g - eps_lin on ``br`` and its error: hypot(the rule's standard error from the blocks at
+        the bracket's end nearest the root, linearised with the bracket's secant slope; the bracket width)."""
         x, lo, hi = illinois_bracket(lambda t: eps_gap(br, t), a, b, ga, gb, tol)
+        near = min((lo, hi), key=lambda t: abs(t - x))
+        slope = (eps_gap(br, hi) - eps_gap(br, lo)) / (hi - lo) if hi > lo else (gb - ga) / (b - a)
+        reps = [p for p in replicas(br.points[near], cont.cfg).replicates if p is not None]
+        se = linearised_root_error(near, [p.observables.eps_g - lin for p in reps], slope) if len(reps) >= 2 else math.nan
+        if math.isfinite(se):
+            notes.append(f"alpha_l: the rule's standard error {se:.2g} ({len(reps)} blocks, linearised at the root), "
+                         f"the bracket width {hi - lo:.2g}")
+            return x, math.hypot(se, hi - lo), br.name
         return x, hi - lo, br.name
 
     try:

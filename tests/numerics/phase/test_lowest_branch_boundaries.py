@@ -16,6 +16,7 @@ import pytest
 
 from attnphase.cli import main
 from attnphase.numerics.phase import census_continuation as cc
+from attnphase.numerics.phase import census_separation as cs
 from attnphase.numerics.phase import lowest_branch as rb
 from attnphase.numerics.phase.census import SearchResult
 from attnphase.numerics.jobs.report import csv_columns
@@ -56,6 +57,10 @@ class FakePoint:
         return Observables(self.eps_g, self.e_t, EPS_LIN)
 
     @property
+    def record(self) -> dict:
+        return {"eps_g": self.eps_g, "e_t": self.e_t} | self.invariants
+
+    @property
     def invariants(self) -> dict:
         """th0 singular value and |m| (one token) of the toy branch; q0 and V0 fixed."""
         return {"q0_eigenvalues": [0.3, 0.1], "V0_eigenvalues": [1.0, 1.0], "th0_singular_values": [self.inv[0]],
@@ -76,8 +81,10 @@ class ToyModel:
     """Branches in closed form: where each exists, its e_t, eps_g and gauge invariants; ``default`` is the branch an
     embedded/cold start of each label reaches.  ``solve`` and ``search`` stand in for the state evolution's."""
 
-    def __init__(self, branches: dict[str, ToyBranch], default: dict[str, str], fails=(0.0, 0.0)):
+    def __init__(self, branches: dict[str, ToyBranch], default: dict[str, str], fails=(0.0, 0.0),
+                 block_noise: dict[str, tuple[float, ...]] | None = None):
         self.branches, self.default, self.fails = branches, default, fails
+        self.block_noise = block_noise or {}
 
     def point(self, tag: str, alpha: float) -> FakePoint:
         br = self.branches[tag]
@@ -95,6 +102,14 @@ class ToyModel:
 
     def solve(self, params, alpha, branch="semantic", *, config=None, init=None, memory=None, start=None, rule=None):
         return self.reach(init.tag if init is not None else self.default[branch], alpha)
+
+    def replicate_points(self, fp, config, n_rules):
+        """The point on each of 4 blocks: its e_t (and th0, where the offset is a pair) shifted by the block's offset
+        of its branch (none by default; a triple also shifts eps_g)."""
+        noise = [(tuple(d) + (0.0, 0.0))[:3] if isinstance(d, tuple) else (d, 0.0, 0.0)
+                 for d in self.block_noise.get(fp.overlaps.tag, (0.0,) * 4)]
+        return [FakePoint(fp.alpha, fp.branch, True, fp.e_t + de, fp.eps_g + dg, fp.overlaps,
+                          (fp.inv[0] + dth, fp.inv[1])) for de, dth, dg in noise], True
 
     def search(self, params, alpha, config, **kw):
         pts = [self.reach(t, alpha) for t in self.branches]
@@ -135,6 +150,7 @@ def _use(monkeypatch, model: ToyModel) -> ToyModel:
     monkeypatch.setattr(cc, "solve", model.solve)
     monkeypatch.setattr(cc, "search", model.search)
     monkeypatch.setattr(rb, "solve", model.solve)
+    monkeypatch.setattr(cs, "replicate_points", model.replicate_points)
     monkeypatch.setattr(rb, "teacher_eps_lin", lambda params, cfg: EPS_LIN)
     return model
 
@@ -154,10 +170,50 @@ def test_alpha_c_brackets_the_sign_change_of_delta_e_t(monkeypatch, params) -> N
     def delta(a):
         return solve(params, a, "positional").e_t - solve(params, a, "semantic").e_t
     assert delta(lo) < 0 < delta(hi)  # positional lowest below, semantic above
-    assert b.alpha_c_method == rb.ROOT_METHOD
+    assert b.alpha_c_method.startswith("root of Delta e_t") and "not distinguishable" not in b.alpha_c_method
     # alpha_l: the semantic eps_g (lowest above alpha_c) meets EPS_LIN at 1.5, which the root search
     # brackets although it is a grid point
     assert b.alpha_l_branch == "semantic" and abs(b.alpha_l - 1.5) <= b.alpha_l_err <= rb.ROOT_TOL
+
+
+def _slope_at_root() -> float:
+    """d Delta e_t / d alpha of the toy (positional - semantic) at its root, near 1.2."""
+    return 0.5e-3 - 1.5e-4 * (1.2 - 1) ** 2
+
+
+@pytest.mark.parametrize("d", [1e-5, 2e-4])
+def test_alpha_c_carries_the_rules_block_error_and_says_when_the_rule_cannot_tell_the_branches_apart(
+        monkeypatch, params, d) -> None:
+    """The positional point's e_t differs on the rule's 4 blocks by +-d: alpha_c's error is the blocks' linearised
+    root error, std_j(Delta_j) / sqrt(4) / |slope| (within the bracket width), and where the paired error of Delta e_t
+    beside the crossing (d sqrt(4/3) / 2) exceeds |Delta| / 2 on both sides the change is said not established."""
+    model = toy_model(None)
+    model.block_noise = {"positional": (d, -d, d, -d)}
+    _use(monkeypatch, model)
+    b = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5, 2.0, 2.5], SolverConfig())
+    se = d * math.sqrt(4 / 3) / 2 / _slope_at_root()
+    assert abs(b.alpha_c_err - se) <= rb.ROOT_TOL + 0.05 * se
+    flanks = [n for n in b.notes if "Delta e_t beside it" in n]
+    assert len(flanks) == 1 and "at alpha = 1: positional below semantic by 0.0001" in flanks[0]
+    paired = d * math.sqrt(4 / 3) / 2
+    if 1e-4 / paired >= 2:  # |Delta| at 1.0 is 1e-4, at 1.5 1.44e-4
+        assert "not distinguishable" not in b.alpha_c_method + flanks[0]
+    else:
+        assert flanks[0].count("not distinguishable at the rule") == 2
+        assert b.alpha_c_method.endswith("not distinguishable at the rule beside it (notes)")
+
+
+def test_alpha_l_carries_the_rules_block_error(monkeypatch, params) -> None:
+    """The semantic eps_g (slope -1e-3, crossing EPS_LIN at 1.5) differs on the 4 blocks by +-e: alpha_l's error is
+    e sqrt(4/3) / 2 / 1e-3 within the bracket width."""
+    e = 1e-5
+    model = toy_model(None)
+    model.block_noise = {"semantic": ((0, 0, e), (0, 0, -e), (0, 0, e), (0, 0, -e))}
+    _use(monkeypatch, model)
+    b = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5, 2.0, 2.5], SolverConfig())
+    se = e * math.sqrt(4 / 3) / 2 / 1e-3
+    assert b.alpha_l_branch == "semantic" and abs(b.alpha_l - 1.5) <= rb.ROOT_TOL
+    assert abs(b.alpha_l_err - se) <= rb.ROOT_TOL + 0.05 * se and se > rb.ROOT_TOL
 
 
 def test_branch_ends_by_bisection_with_their_bracket(monkeypatch, params) -> None:
@@ -335,3 +391,29 @@ def test_a_branch_inside_the_grid_is_found_by_a_census_where_the_set_of_branches
     assert b.alpha_c_method.startswith("birth of mixed (no converged solve")
     notes = "; ".join(b.notes)
     assert "global minimum: mixed -> positional at alpha = 1.6" in notes
+
+
+@pytest.mark.parametrize("scatter", [True, False])
+def test_a_point_found_at_one_grid_point_within_the_rules_error_bars_of_another_is_dropped(monkeypatch, params,
+                                                                                           scatter) -> None:
+    """A mixed point at alpha = 2.5 only, |th0| 0.02 and e_t 1e-7 below the positional point's: where its th0 and
+    the paired difference of e_t scatter over the rule's blocks by more than that (the rule's split of the positional
+    point) it is dropped and the global minimum stays positional; where the blocks agree it is a fixed point of its
+    own, and the lowest there."""
+    d = 1e-6
+    model = ToyModel({
+        "positional": ToyBranch("positional", lambda a: True, _pos_e_t, lambda a: 3e-3, lambda a: (0.0, 0.2)),
+        "mixed": ToyBranch("mixed", lambda a: a > 2.4, lambda a: _pos_e_t(a) - 1e-7, lambda a: 3e-3,
+                           lambda a: (0.02, 0.2), "positional"),
+    }, {"positional": "positional", "semantic": "positional", "mixed": "positional"},
+        block_noise={"positional": (d, -d, d, -d), "mixed": ((-d, 0.02), (d, -0.02), (-d, 0.02), (d, -0.02))}
+        if scatter else {})
+    _use(monkeypatch, model)
+    b = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5, 2.0, 2.5], SolverConfig())
+    notes = "; ".join(b.notes)
+    if scatter:
+        assert "mixed point at alpha = 2.5" in notes and "the rule's split, dropped" in notes
+        assert "global minimum: positional -> mixed" not in notes and math.isnan(b.alpha_c)
+    else:
+        assert "the rule's split" not in notes
+        assert (b.alpha_c_from, b.alpha_c_to) == ("positional", "mixed")
