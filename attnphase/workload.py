@@ -53,15 +53,14 @@ def estimate_seconds(n_solves: int, L: int, config: Any) -> float:
 # --- per-task costs (CPU seconds of one task on one core of the 2-core reference machine) -----------------
 
 #: ``phase-diagram`` / ``scan``: the boundaries at one omega, 12 alphas, the default rules (sobol10:4 ...), L = 2:
-#: ``benchmarks/workload_calibration.py --only boundaries`` at omega 0, 0.15, 0.3, 0.45: 28.6, 30.2, 23.0, 35.7 CPU s
-#: (cores shared with a dozen other processes), their mean.  The 15 before (the 7-omega diagram of docs/method.md
-#: section 8) no longer held: ``scan --rho0 0.5,2 --omega 0.3 --workers 1`` took 77.6 CPU s against 30 announced.
-#: The main job on 2 idle cores (README: 269 CPU s) puts it nearer 23: idle cores run below the estimate.
-BOUNDARIES_TASK_SECONDS = 29.0
+#: ``benchmarks/workload_calibration.py --only boundaries`` on 2 idle cores at omega 0, 0.15, 0.3, 0.45: 22.5, 20.2,
+#: 15.4, 24.3 CPU s, their mean.  On shared cores the same tasks took 28.6, 30.2, 23.0, 35.7: a busy machine runs
+#: over the estimate, as every announcement says.
+BOUNDARIES_TASK_SECONDS = 20.6
 #: ``phase-diagram``: the task at the curves' omega (nearest 0.3) also follows the whole positional branch, refined
-#: between its grid points, for the curves' figure: ``--only boundaries`` at omega 0.3, 36.1 CPU s with it against
-#: 23.0 without.
-CURVES_BRANCH_SECONDS = 13.0
+#: between its grid points, for the curves' figure: ``--only boundaries`` at omega 0.3, 25.1 CPU s with it against
+#: 15.4 without (2 idle cores).
+CURVES_BRANCH_SECONDS = 9.7
 #: A job command's own part besides its tasks (``phase-diagram``, ``scan``, ``sweep``; imports, the kernels loaded,
 #: the tables, dataset and figures written): ``/usr/bin/time attnphase phase-diagram --omega 0.3 --workers 1 --fresh``
 #: took 41.5 CPU s (40.0 user + 1.5 system), its one task alone 36.1 (``--only boundaries``).
