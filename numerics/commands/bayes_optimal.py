@@ -6,7 +6,7 @@ The record has the ERM record's keys (numerics/commands/point_record.py) in the 
 Q . Q* / d of the posterior mean (Nishimori), ``m`` = 0 (the posterior mean does not see the positions), ``V`` =
 rho0 - q0 (the posterior variance per coordinate), ``eps_g`` the Bayes-optimal test error, ``e_t`` null (no
 training loss: ``free_entropy`` instead), each with ``err_<key>`` (the change from the rule of order n -
-ORDER_STEP), plus the thresholds ``alpha_weak_recovery``, ``alpha_it``, ``alpha_amp`` with their bars and notes.
+ORDER_STEP; ``err_free_entropy`` too), plus the thresholds ``alpha_weak_recovery``, ``alpha_it``, ``alpha_amp`` with their bars and notes.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
         rec["note"] = note
         print(f"attnphase: note: {note}", file=sys.stderr)
     rec.update({"err_q": p.err_q0, "err_m": 0.0, "err_V": p.err_q0, "err_theta": p.err_q0, "err_eps_g": p.err_eps_g,
-                "err_e_t": None})
+                "err_e_t": None, "err_free_entropy": p.err_free_entropy})
     rec["max_relative_error"] = max_relative_error(rec)
     rec["error_note"] = bayes_error_note(p, model.rho0)
     print(f"attnphase: note: {rec['error_note']}", file=sys.stderr)
@@ -105,16 +105,14 @@ def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
 
 def bayes_error_note(p, rho0: float) -> str:
     """Why some numbers of a Bayes-optimal point carry no bar or a bar of 0 (README: every number carries its bar or
-    ``error_note`` says why): e_t is null (no training loss), free_entropy has no bar (or is null at perfect
-    recovery, where Phi diverges), and q, V, theta are exact at q0 = 0 (no recovery) and at q0 = rho0 (perfect
+    ``error_note`` says why): e_t is null (no training loss), free_entropy is null at perfect recovery (where Phi
+    diverges; its bar with it), and q, V, theta are exact at q0 = 0 (no recovery) and at q0 = rho0 (perfect
     recovery), where both rules give the same point."""
     said = ["e_t null: the Bayes-optimal estimator minimises no training loss (free_entropy = Phi instead)"]
     if p.free_entropy is None:
         said.append("free_entropy null: Phi diverges at perfect recovery (q0 = rho0)")
-    else:
-        said.append("free_entropy has no error bar")
     if p.err_q0 == 0.0 and (p.q0 == 0.0 or p.q0 == rho0):
-        said.append(f"err_q = err_V = err_theta = 0: q0 = {p.q0:g} is exact here "
+        said.append(f"err_q = err_V = err_theta{' = err_free_entropy' if p.q0 == 0.0 else ''} = 0: q0 = {p.q0:g} is exact here "
                     f"({'no recovery' if p.q0 == 0.0 else 'perfect recovery'}: every rule gives it)")
     return "; ".join(said)
 

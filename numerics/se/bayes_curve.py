@@ -8,9 +8,15 @@ order n - ORDER_STEP:
     err_q   = |q0_n - q0_(n - ORDER_STEP)|
     err_eps = |eps_g(q0_n) - eps_g(q0_(n - ORDER_STEP))|   (the second on eps_g's Gauss-Hermite grid of 4 nodes
                                                           fewer per dimension)
+    err_Phi = |Phi_n(q0_n) - Phi_(n - ORDER_STEP)(q0_(n - ORDER_STEP))|
 
-with the residual of one map step |q0' - q0| and the free entropy Phi(q0) (null at perfect recovery, where it
-diverges).  The curve alpha*(q0) of each rule is computed once for the whole grid.
+with Phi_n(q0) = psi(Qhat) - q0 Qhat / 2 + alpha Psi_out(q0), Qhat = alpha K(q0), K and Psi_out on the rule of order
+n (numerics/se/bayes.py), the residual of one map step |q0' - q0| and the free entropy Phi(q0) (null at perfect
+recovery, where it diverges; err_Phi null with it).  The rules are deterministic Gauss rules (no scrambled blocks):
+like err_q, err_Phi is the change from the coarser rule, which bounds the finer rule's own error where the rules
+converge (exponentially here; tests/numerics/se/test_bayes_free_entropy_error.py checks it against the rule of twice
+the order).  At q0 = 0 (below alpha_WR, on both rules) Phi = alpha (log 2 - L / 2 - 1/2 sum_l log(2 pi rho_l)) on every rule
+(the sign's term is log 2 there): err_Phi = 0, as err_q.  The curve alpha*(q0) of each rule is computed once for the whole grid.
 """
 
 from __future__ import annotations
@@ -50,7 +56,8 @@ class BayesPoint:
         alpha, omega: where; branch: ``informative`` or ``uninformative``.
         q0: Q . Q* / d = |Q|^2 / d of the posterior mean (= m0 on the Nishimori line); err_q0 its bar.
         eps_g: the Bayes-optimal test error (ERM's units, docs/model.md section 4); err_eps_g its bar.
-        free_entropy: Phi(q0) (None at perfect recovery); residual: |q0' - q0| of one more map step.
+        free_entropy: Phi(q0) (None at perfect recovery); err_free_entropy its bar (None with it).
+        residual: |q0' - q0| of one more map step.
         stable: the map's slope is < 1 there; perfect: q0 = rho0 (noiseless, alpha L > 1).
         coincides: the other branch's point is the same (one stable fixed point at this alpha).
     """
@@ -67,6 +74,7 @@ class BayesPoint:
     stable: bool
     perfect: bool
     coincides: bool
+    err_free_entropy: float | None = None
 
 
 def bayes_point(model: BayesModel, omega: float, alpha: float, branch: str, rules: BayesRules) -> BayesPoint:
@@ -82,8 +90,10 @@ def bayes_point(model: BayesModel, omega: float, alpha: float, branch: str, rule
     err_eps = abs(eps - bayes_eps_g(model, omega, coarse.q0, order=n_eps - 4))
     residual = 0.0 if fp.perfect else abs(se_step(model, rules.fine, alpha, fp.q0) - fp.q0)
     phi = None if fp.perfect else free_entropy(model, rules.fine, alpha, fp.q0)
+    err_phi = (None if phi is None or coarse.perfect else 0.0 if fp.q0 == 0.0 == coarse.q0  # Phi(0): closed form
+               else abs(phi - free_entropy(model, rules.coarse, alpha, coarse.q0)))
     return BayesPoint(float(alpha), float(omega), branch, fp.q0, abs(fp.q0 - coarse.q0), eps, err_eps, phi,
-                      residual, fp.stable, fp.perfect, twin.q0 == fp.q0)
+                      residual, fp.stable, fp.perfect, twin.q0 == fp.q0, err_phi)
 
 
 def bayes_curve(model: BayesModel, omega: float, alphas: Sequence[float],
@@ -113,7 +123,7 @@ def estimator_point(model: BayesModel, omega: float, alpha: float, rules: BayesR
 #: The columns of a Bayes-optimal sweep's table, in the ERM record's units (q = theta = q0, m = 0, V = rho0 - q0).
 BAYES_SWEEP_COLUMNS = ("alpha", "omega", "estimator", "branch", "q", "m", "V", "theta", "eps_g", "eps_lin",
                        "free_entropy", "stable", "perfect_recovery", "coincides", "residual", "err_q", "err_m", "err_V",
-                       "err_theta", "err_eps_g", "reason")
+                       "err_theta", "err_eps_g", "err_free_entropy", "reason")
 
 
 def sweep_row(p: BayesPoint, rho0: float, eps_lin: float) -> dict:
@@ -123,7 +133,8 @@ def sweep_row(p: BayesPoint, rho0: float, eps_lin: float) -> dict:
             "V": rho0 - p.q0, "theta": p.q0, "eps_g": p.eps_g, "eps_lin": eps_lin,
             "free_entropy": math.nan if p.free_entropy is None else p.free_entropy, "stable": int(p.stable),
             "perfect_recovery": int(p.perfect), "coincides": int(p.coincides), "residual": p.residual, "err_q": p.err_q0, "err_m": 0.0,
-            "err_V": p.err_q0, "err_theta": p.err_q0, "err_eps_g": p.err_eps_g, "reason": ""}
+            "err_V": p.err_q0, "err_theta": p.err_q0, "err_eps_g": p.err_eps_g,
+            "err_free_entropy": math.nan if p.err_free_entropy is None else p.err_free_entropy, "reason": ""}
 
 
 __all__ = ["BAYES_BRANCHES", "BAYES_SWEEP_COLUMNS", "BayesPoint", "BayesRules", "bayes_curve", "bayes_point",
