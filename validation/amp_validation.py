@@ -5,9 +5,11 @@ AMP (validation/amp.py, one run = ``simulate --algorithm amp``) at every (alpha,
 per (alpha, d) the mean of |m| = |Qhat . Q*| / d over the seeds with its standard error se = std / sqrt(n), and
 its distance to the state evolution's q0 = m0 at alpha (the uninformative branch, the one AMP's state evolution
 follows) in standard errors, z = (mean - q0) / se.  Per alpha the finite-size trend is the weighted fit
-mean(d) = a + b / sqrt(d) (:func:`attnphase.validation.campaign.extrapolate`); a point agrees when |z| <= 2 at the
-largest d, or when the fit moves the mean towards q0 as d grows and its d -> infinity value a is within 2 of its
-standard errors of q0 (the finite-size trend explains the gap).
+mean(d) = a + b / d^p (:func:`attnphase.validation.campaign.extrapolate`) of the form the data choose: of p = 1 and
+p = 1/2 (:data:`FIT_POWERS`) the one of the smaller weighted residual chi^2 = sum_d (mean_d - a - b d^-p)^2 / se_d^2
+(both have two parameters; the report names the form).  A point agrees when |z| <= 2 at the largest d, or when the
+fit moves the mean towards q0 as d grows and its d -> infinity value a is within 2 of its standard errors of q0 (the
+finite-size trend explains the gap).
 
 ERM against BO: at every alpha of the validation's theory curves (ERM's global minimum: the lower-e_t of the
 semantic and positional global-prox records), the excess eps_g(ERM) - eps_g(BO) in units of eps_lin and relative
@@ -32,6 +34,9 @@ from .amp_run import AmpSpec, run_amp
 
 #: Standard errors within which AMP agrees with the state evolution.
 AGREE_Z = 2.0
+
+#: The finite-size forms a + b / d^p tried per alpha, with their names; the data choose (module doc).
+FIT_POWERS = {1.0: "a + b/d", 0.5: "a + b/sqrt(d)"}
 
 #: The cost model of one AMP run (:func:`amp_run_seconds`): CPU seconds per iteration and per entry n L d of the
 #: token matrix (two matrix-vector products an iteration, one torch thread), the iterations a run's data and
@@ -112,22 +117,32 @@ def amp_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-#: A finite-size fit: (ds, means, stds, ns) -> {"a", "b", "a_se"} (``validate``'s
-#: :func:`attnphase.validation.campaign.extrapolate`, a + b / sqrt(d)).
-Fit = Callable[[Sequence[int], Sequence[float], Sequence[float], Sequence[int]], dict[str, float]]
+#: A finite-size fit: (ds, means, stds, ns, power) -> {"a", "b", "a_se", "chi2"} (``validate``'s
+#: :func:`attnphase.validation.campaign.extrapolate`, a + b / d^power).
+Fit = Callable[..., dict[str, float]]
+
+
+def chosen_fit(fit: Fit, ds: Sequence[int], means: Sequence[float], stds: Sequence[float],
+               ns: Sequence[int]) -> dict[str, Any]:
+    """The fit of :data:`FIT_POWERS` with the smallest chi^2 (module doc; the first on a tie), with ``form`` its name
+    and ``chi2_other`` the other form's chi^2."""
+    fits = {p: fit(ds, means, stds, ns, power=p) for p in FIT_POWERS}
+    best = min(fits, key=lambda p: fits[p]["chi2"])
+    other = [fits[p]["chi2"] for p in fits if p != best]
+    return dict(fits[best], form=FIT_POWERS[best], chi2_other=min(other) if other else None)
 
 
 def amp_trends(rows: Sequence[dict[str, Any]], fit: Fit) -> list[dict[str, Any]]:
-    """Per alpha: the finite-size fit a + b / sqrt(d) (``fit``) and the verdict (module doc)."""
-    extrapolate = fit
-    out = []
+    """Per alpha: the finite-size fit of the form the data choose (:func:`chosen_fit` on ``fit``) and the verdict
+    (module doc)."""
+    fitter, out = fit, []
     for alpha in sorted({r["alpha"] for r in rows}):
         rs = sorted((r for r in rows if r["alpha"] == alpha), key=lambda r: r["d"])
         last = rs[-1]
         fit = None
         if len(rs) >= 2 and all(math.isfinite(r["std"]) for r in rs):
-            fit = extrapolate([r["d"] for r in rs], [r["mean_abs_m"] for r in rs], [r["std"] for r in rs],
-                              [r["n"] for r in rs])
+            fit = chosen_fit(fitter, [r["d"] for r in rs], [r["mean_abs_m"] for r in rs],
+                             [r["std"] for r in rs], [r["n"] for r in rs])
         q0 = last["se_q0"]
         at_d = abs(last["z"]) <= AGREE_Z
         # the trend explains the gap only where it moves the mean towards q0 as d grows (mean(d) -> a)
@@ -137,7 +152,9 @@ def amp_trends(rows: Sequence[dict[str, Any]], fit: Fit) -> list[dict[str, Any]]
                    "agrees after the finite-size trend" if trend else "disagrees")
         out.append({"alpha": alpha, "se_q0": q0, "d_max": last["d"], "z_at_d_max": last["z"],
                     "fit_a": None if fit is None else fit["a"], "fit_b": None if fit is None else fit["b"],
-                    "fit_a_se": None if fit is None else fit["a_se"], "verdict": verdict})
+                    "fit_a_se": None if fit is None else fit["a_se"], "fit_form": None if fit is None else fit["form"],
+                    "fit_chi2": None if fit is None else fit["chi2"],
+                    "fit_chi2_other": None if fit is None else fit["chi2_other"], "verdict": verdict})
     return out
 
 
@@ -194,16 +211,18 @@ def markdown_lines(section: dict[str, Any]) -> list[str]:
              f"{len(plan['seeds'])} seeds per point ({len(amp['runs'])} runs, {amp['seconds']:.0f} s wall, "
              f"{amp['cpu_seconds']:.0f} s CPU), against the Bayes-optimal state evolution's q0 at the same alpha. "
              f"mean |m| +- its standard error; z = (mean - q0) / se; a point agrees when |z| <= {AGREE_Z:g} at the "
-             "largest d or when the fit a + b/sqrt(d) puts its d -> infinity value within 2 of its standard errors "
-             "of q0. 'near 0': runs that ended at |m| < q0 / 4.", "",
+             "largest d or when the finite-size fit -- a + b/d or a + b/sqrt(d), whichever has the smaller weighted "
+             "chi^2 -- puts its d -> infinity value within 2 of its standard errors of q0. 'near 0': runs that ended "
+             "at |m| < q0 / 4.", "",
              "| alpha | d | mean abs(m) | SE q0 | z | converged | near 0 |", "|---|---|---|---|---|---|---|"]
     for r in amp["rows"]:
         lines.append(f"| {r['alpha']:.4g} | {r['d']} | {r['mean_abs_m']:.4f} +- {r['se']:.4f} | {r['se_q0']:.4f} | "
                      f"{r['z']:+.2f} | {r['converged']} of {r['n']} | {r['near_zero']} |")
-    lines += ["", "| alpha | SE q0 | fit d -> inf | verdict |", "|---|---|---|---|"]
+    lines += ["", "| alpha | SE q0 | fit d -> inf | form (chi^2; the other's) | verdict |", "|---|---|---|---|---|"]
     for t in amp["trends"]:
         fit = "-" if t["fit_a"] is None else f"{t['fit_a']:.4f} +- {t['fit_a_se']:.4f}"
-        lines.append(f"| {t['alpha']:.4g} | {t['se_q0']:.4f} | {fit} | {t['verdict']} |")
+        form = "-" if t.get("fit_form") is None else f"{t['fit_form']} ({t['fit_chi2']:.2g}; {t['fit_chi2_other']:.2g})"
+        lines.append(f"| {t['alpha']:.4g} | {t['se_q0']:.4f} | {fit} | {form} | {t['verdict']} |")
     bad = [t for t in amp["trends"] if t["verdict"] == "disagrees"]
     if bad:
         last = {(r["alpha"], r["d"]): r for r in amp["rows"]}
@@ -232,6 +251,6 @@ def markdown_lines(section: dict[str, Any]) -> list[str]:
     return lines
 
 
-__all__ = ["AGREE_Z", "AMP_MEAN_ITERATIONS_ABOVE", "AMP_MEAN_ITERATIONS_INSIDE", "AMP_SECONDS_PER_ENTRY_ITERATION",
+__all__ = ["AGREE_Z", "FIT_POWERS", "chosen_fit", "AMP_MEAN_ITERATIONS_ABOVE", "AMP_MEAN_ITERATIONS_INSIDE", "AMP_SECONDS_PER_ENTRY_ITERATION",
            "AMP_SETUP_ITERATIONS", "AmpPlan", "Fit", "amp_plan", "amp_run_seconds", "amp_rows", "amp_trends", "erm_against_bayes", "markdown_lines",
            "run_amp_plan"]

@@ -139,13 +139,15 @@ def delta_et_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmeg
     return rows
 
 
-def extrapolate(ds: Sequence[int], means: Sequence[float], stds: Sequence[float], ns: Sequence[int]) -> dict[str, float]:
-    """Weighted least-squares fit ``y(d) = a + b / sqrt(d)``; returns ``a`` (the d -> inf value), ``b`` and ``a``'s standard error.
+def extrapolate(ds: Sequence[int], means: Sequence[float], stds: Sequence[float], ns: Sequence[int],
+                power: float = 0.5) -> dict[str, float]:
+    """Weighted least-squares fit ``y(d) = a + b / d^power`` (default ``a + b / sqrt(d)``); returns ``a`` (the
+    d -> inf value), ``b``, ``a``'s standard error and ``chi2``, the weighted sum of squared residuals.
 
     Weights are ``n / std^2`` (standard error of each mean), with a floor on
     ``std`` of 1e-6 so that a zero spread cannot dominate.
     """
-    x = 1.0 / np.sqrt(np.asarray(ds, dtype=float))
+    x = np.asarray(ds, dtype=float) ** -power
     y = np.asarray(means, dtype=float)
     se = np.maximum(np.asarray(stds, dtype=float), 1e-6) / np.sqrt(np.asarray(ns, dtype=float))
     W = 1.0 / se**2
@@ -155,7 +157,7 @@ def extrapolate(ds: Sequence[int], means: Sequence[float], stds: Sequence[float]
     resid = y - (a + b * x)
     dof = max(len(y) - 2, 1)
     scale = max(1.0, float((W * resid**2).sum() / dof))  # inflate when the fit is worse than the error bars
-    return {"a": float(a), "b": float(b), "a_se": float(math.sqrt(cov[0, 0] * scale))}
+    return {"a": float(a), "b": float(b), "a_se": float(math.sqrt(cov[0, 0] * scale)), "chi2": float((W * resid**2).sum())}
 
 
 # --- the campaign ------------------------------------------------------------------------

@@ -104,3 +104,14 @@ def test_the_report_says_where_amp_disagrees():
     text = "\n".join(markdown_lines({"amp": amp, "erm": erm}))
     assert amp["trends"][0]["verdict"] == "disagrees"
     assert "does not track the state evolution" in text and "alpha = 0.25: 8 of 8 runs near 0, 8 converged" in text
+
+
+@pytest.mark.parametrize("power, form", [(1.0, "a + b/d"), (0.5, "a + b/sqrt(d)")])
+def test_the_data_choose_the_finite_size_form(power, form):
+    """Means exactly a + b / d^power over d = 500 ... 4000: the fit of that form has chi^2 ~ 0 and is chosen, with
+    a recovered; the other form's chi^2 is larger."""
+    q0 = 0.6
+    means = {d: q0 - 3.0 / d ** power for d in (500, 1000, 2000, 4000)}
+    t = amp_trends(amp_rows(_runs(0.4, q0, means, spread=0.01)), extrapolate)[0]
+    assert t["fit_form"] == form and t["fit_a"] == pytest.approx(q0, abs=1e-9)
+    assert t["fit_chi2"] < 1e-12 < t["fit_chi2_other"]
