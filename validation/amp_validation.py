@@ -35,6 +35,9 @@ from .amp_run import AmpSpec, run_amp
 #: Standard errors within which AMP agrees with the state evolution.
 AGREE_Z = 2.0
 
+#: (f, d): the full plan also runs dimension d at the alpha a fraction f of the way from alpha_WR to 1/L (:func:`amp_plan`).
+LARGE_D_AT = ((0.7, 8000),)
+
 #: The finite-size forms a + b / d^p tried per alpha, with their names; the data choose (module doc).
 FIT_POWERS = {1.0: "a + b/d", 0.5: "a + b/sqrt(d)"}
 
@@ -51,7 +54,8 @@ AMP_MEAN_ITERATIONS_ABOVE = 290
 
 @dataclass(frozen=True)
 class AmpPlan:
-    """The AMP runs of ``validate``: every (alpha, d, seed) with one AMP configuration, on one model."""
+    """The AMP runs of ``validate``: every (alpha, d, seed) with one AMP configuration, on one model; ``extra``:
+    (alpha, d) pairs run beyond ``ds`` at that alpha only (a larger d where the finite-size trend is slow)."""
 
     params: ModelParams
     alphas: tuple[float, ...]
@@ -59,18 +63,25 @@ class AmpPlan:
     seeds: tuple[int, ...]
     amp: AmpConfig = field(default_factory=lambda: AmpConfig(max_iter=1000))
     device: str = "cpu"
+    extra: tuple[tuple[float, int], ...] = ()
+
+    def ds_at(self, alpha: float) -> tuple[int, ...]:
+        """The dimensions run at ``alpha``: ``ds`` and the ``extra`` ones of that alpha, ascending."""
+        return tuple(sorted(set(self.ds) | {d for a, d in self.extra if a == alpha}))
 
     def to_dict(self) -> dict[str, Any]:
         return {"alphas": list(self.alphas), "ds": list(self.ds), "seeds": list(self.seeds), "max_iter": self.amp.max_iter,
                 "tol": self.amp.tol, "damping": self.amp.damping, "adaptive": self.amp.adaptive,
-                "init_scale": self.amp.init_scale}
+                "init_scale": self.amp.init_scale, "extra": [list(e) for e in self.extra]}
 
 
 def amp_plan(params: ModelParams, quick: bool = False, seeds: int | None = None, device: str = "cpu") -> AmpPlan:
     """The default plan: between alpha_WR and 1/L (where AMP's overlap is neither 0 nor 1) and one alpha above
     1/L, at d = 500, 1000, 2000, 4000, 8 seeds (quick: d = 200, 400, 4 seeds, two alphas).  d reaches 4000
     because the finite-size trend is slow near alpha_WR (docs/bayes-optimal.md, "AMP at finite d": runs held at
-    the state evolution's noise saddle at d = 2000 converge near q0 at d = 8000).  Omega is set to 0.3 where the
+    the state evolution's noise saddle at d = 2000 converge near q0 at d = 8000), and d = 8000 is added where
+    (:data:`LARGE_D_AT`) the mean at d = 4000 is still more than 2 standard errors below q0 and no fit form
+    extrapolates to it (alpha = 0.4 at L = 2: docs/bayes-optimal.md, "In validate").  Omega is set to 0.3 where the
     model's is 1 (the fields are revealed for omega < 1; AMP does not depend on omega otherwise)."""
     p = params if params.omega < 1.0 else params.replace(omega=0.3)
     L = p.L
@@ -79,7 +90,8 @@ def amp_plan(params: ModelParams, quick: bool = False, seeds: int | None = None,
     alphas = tuple(round(wr + f * (1.0 / L - wr), 4) for f in inside) + (() if quick else (round(1.2 / L, 4),))
     ds = (200, 400) if quick else (500, 1000, 2000, 4000)
     n = seeds if seeds is not None else (4 if quick else 8)
-    return AmpPlan(p, alphas, ds, tuple(range(n)), device=device)
+    extra = () if quick else tuple((round(wr + f * (1.0 / L - wr), 4), d) for f, d in LARGE_D_AT)
+    return AmpPlan(p, alphas, ds, tuple(range(n)), device=device, extra=extra)
 
 
 def amp_run_seconds(plan: AmpPlan) -> list[float]:
@@ -91,7 +103,7 @@ def amp_run_seconds(plan: AmpPlan) -> list[float]:
     for alpha in plan.alphas:
         its = AMP_MEAN_ITERATIONS_ABOVE if alpha > 1.0 / L else AMP_MEAN_ITERATIONS_INSIDE
         its = min(its, plan.amp.max_iter)
-        for d in plan.ds:
+        for d in plan.ds_at(alpha):
             entries = round(alpha * d) * L * d
             out += [AMP_SECONDS_PER_ENTRY_ITERATION * entries * (its + AMP_SETUP_ITERATIONS)] * len(plan.seeds)
     return out
@@ -164,7 +176,7 @@ def run_amp_plan(plan: AmpPlan, fit: Fit, progress: Callable[[str], None] | None
     t0, c0 = time.perf_counter(), time.process_time()
     runs = []
     for alpha in plan.alphas:
-        for d in plan.ds:
+        for d in plan.ds_at(alpha):
             for s in plan.seeds:
                 r = run_amp(AmpSpec(d=d, alpha=alpha, seed=s, params=plan.params, amp=plan.amp, device=plan.device))
                 runs.append({"alpha": alpha, "d": d, "seed": s, "m": r.m, "q": r.q, "iterations": r.iterations,
@@ -207,7 +219,8 @@ def markdown_lines(section: dict[str, Any]) -> list[str]:
     plan = amp["plan"]
     lines = ["", "## The Bayes-optimal estimator: AMP and ERM against it", "",
              f"AMP (`simulate --algorithm amp`: GAMP on the same data generator, damping {plan['damping']}, at most "
-             f"{plan['max_iter']} iterations, tolerance {plan['tol']:g}) at d = {', '.join(map(str, plan['ds']))}, "
+             f"{plan['max_iter']} iterations, tolerance {plan['tol']:g}) at d = {', '.join(map(str, plan['ds']))}"
+             + "".join(f" (and {d} at alpha = {a:.4g})" for a, d in plan.get("extra", [])) + ", "
              f"{len(plan['seeds'])} seeds per point ({len(amp['runs'])} runs, {amp['seconds']:.0f} s wall, "
              f"{amp['cpu_seconds']:.0f} s CPU), against the Bayes-optimal state evolution's q0 at the same alpha. "
              f"mean |m| +- its standard error; z = (mean - q0) / se; a point agrees when |z| <= {AGREE_Z:g} at the "
@@ -251,6 +264,6 @@ def markdown_lines(section: dict[str, Any]) -> list[str]:
     return lines
 
 
-__all__ = ["AGREE_Z", "FIT_POWERS", "chosen_fit", "AMP_MEAN_ITERATIONS_ABOVE", "AMP_MEAN_ITERATIONS_INSIDE", "AMP_SECONDS_PER_ENTRY_ITERATION",
+__all__ = ["AGREE_Z", "FIT_POWERS", "LARGE_D_AT", "chosen_fit", "AMP_MEAN_ITERATIONS_ABOVE", "AMP_MEAN_ITERATIONS_INSIDE", "AMP_SECONDS_PER_ENTRY_ITERATION",
            "AMP_SETUP_ITERATIONS", "AmpPlan", "Fit", "amp_plan", "amp_run_seconds", "amp_rows", "amp_trends", "erm_against_bayes", "markdown_lines",
            "run_amp_plan"]

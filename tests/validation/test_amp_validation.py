@@ -75,19 +75,25 @@ def test_erm_against_bayes_takes_the_global_minimum_and_finds_the_closest_alpha(
 
 
 def test_a_small_plan_runs_and_renders():
-    plan = AmpPlan(ModelParams(omega=0.3), alphas=(0.4,), ds=(200, 300), seeds=(0, 1, 2))
+    plan = AmpPlan(ModelParams(omega=0.3), alphas=(0.4,), ds=(200,), seeds=(0, 1, 2), extra=((0.4, 300), (0.5, 400)))
     amp = run_amp_plan(plan, extrapolate)
-    assert len(amp["runs"]) == 6 and [r["d"] for r in amp["rows"]] == [200, 300]
+    assert len(amp["runs"]) == 6 and [r["d"] for r in amp["rows"]] == [200, 300]  # 400 belongs to another alpha
     assert all(0 < r["se_q0"] < 1 for r in amp["rows"])
     erm = erm_against_bayes(_theory({"positional": [{"alpha": 0.4, "eps_g": 3.3e-3, "e_t": 1.0}]}), plan.params)
     text = "\n".join(markdown_lines({"amp": amp, "erm": erm}))
     assert "## The Bayes-optimal estimator" in text and "| 0.4 | 300 |" in text and "comes closest" in text
+    assert "at d = 200 (and 300 at alpha = 0.4) (and 400 at alpha = 0.5)," in text
 
 
 def test_the_amp_cost_model_counts_every_run_and_grows_with_n_L_d():
     plan = amp_plan(ModelParams())
     est = amp_run_seconds(plan)
-    assert len(est) == len(plan.alphas) * len(plan.ds) * len(plan.seeds) and all(t > 0 for t in est)
+    assert len(est) == sum(len(plan.ds_at(a)) for a in plan.alphas) * len(plan.seeds) and all(t > 0 for t in est)
+    assert plan.extra == ((0.4, 8000),) and plan.ds_at(0.4) == (500, 1000, 2000, 4000, 8000)
+    assert plan.ds_at(0.35) == plan.ds == (500, 1000, 2000, 4000)
+    without = AmpPlan(plan.params, plan.alphas, plan.ds, plan.seeds)
+    big = AmpPlan(plan.params, alphas=(0.4,), ds=(8000,), seeds=plan.seeds)
+    assert sum(est) == pytest.approx(sum(amp_run_seconds(without)) + sum(amp_run_seconds(big)))
     small = amp_run_seconds(AmpPlan(plan.params, alphas=(0.3,), ds=(1000,), seeds=(0,)))[0]
     large = amp_run_seconds(AmpPlan(plan.params, alphas=(0.3,), ds=(2000,), seeds=(0,)))[0]
     assert large == pytest.approx(4 * small)  # n L d entries: n = alpha d
