@@ -3,7 +3,7 @@
 One line per call: mean |m| over the seeds with its standard error, the state evolution's q0, every run's status
 (c converged, b budget) and |m|, the iterations, the escape iteration (the first with |m_t| > q0 / 2), how far |m| still moves in the budget runs (its standard
 deviation over their last 200 iterations), the converged runs' mean and how often the adaptive damping halved its step;
-``--init-scale``/``--damping``/``--adaptive`` (the step halved on oscillation) change the AMP
+``--init-scale``/``--damping``/``--adaptive`` (the step halved on oscillation)/``--start spectral`` change the AMP
 configuration (validation/amp.py; ``--damp-after N``: N undamped iterations, then ``--damping``; ``--max-iter``,
 default 1000; seeds ``--first-seed`` onwards; one torch thread).
 
@@ -40,19 +40,21 @@ def main() -> None:
                     help="iterations run undamped before --damping applies (validation/amp.py, settling)")
     ap.add_argument("--max-iter", type=int, default=1000)
     ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--start", default="random", choices=("random", "spectral"),
+                    help="AMP's start: random (default) or the spectral estimator's direction (validation/amp_spectral.py)")
     ap.add_argument("--adaptive", action="store_true",
                     help="the step halved on oscillation (validation/amp.py)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     cfg = AmpConfig(max_iter=args.max_iter, damping=args.damping, init_scale=args.init_scale, adaptive=args.adaptive,
-                    damp_after=args.damp_after)
+                    damp_after=args.damp_after, start=args.start)
     t0 = time.perf_counter()
     runs = [run_amp(AmpSpec(d=args.d, alpha=args.alpha, seed=s, params=ModelParams(), amp=cfg, device="cpu"))
             for s in range(args.first_seed, args.first_seed + args.seeds)]
     m = np.array([abs(r.m) for r in runs])
     conv = np.array([r.converged for r in runs])
     se = lambda x: float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else math.nan  # noqa: E731
-    print(f"d = {args.d}, alpha = {args.alpha}, {args.seeds} seeds, {'adaptive' if args.adaptive else 'fixed'} step: mean |m| = {m.mean():.4f} +- {se(m):.4f}, "
+    print(f"d = {args.d}, alpha = {args.alpha}, {args.seeds} seeds, {args.start} start, {'adaptive' if args.adaptive else 'fixed'} step: mean |m| = {m.mean():.4f} +- {se(m):.4f}, "
           f"SE q0 = {runs[0].se_q0:.4f}, z = {(m.mean() - runs[0].se_q0) / se(m):+.2f}; "
           f"status {''.join(r.status[0] for r in runs)}; |m| {np.round(m, 3).tolist()}; "
           f"step halvings {[r.halvings for r in runs]}; iterations {[r.iterations for r in runs]}; "

@@ -33,7 +33,8 @@ runs above ``1 / L`` (docs/bayes-optimal.md).  The variances are
 scalars (their average over coordinates; the off-diagonal ``l != k`` terms of the Onsager sums average out at
 rate ``1 / sqrt(d)``).  Start: ``Qhat_0 = sqrt(init_scale rho0) z``, ``z ~ N(0, I_d)`` from the generator, so
 ``q_0 = |Qhat_0|^2 / d ~ init_scale rho0`` and ``m_0 = Qhat_0 . Q* / d ~ sqrt(init_scale / d) rho0``,
-``v_0 = rho0``, ``g = 0``.  Stop when the proposed step ``|D_t| / sqrt(d rho0) <= tol`` (the fixed-point residual,
+``v_0 = rho0``, ``g = 0``; or (``start="spectral"``) the spectral estimator's direction at the same norm
+(validation/amp_spectral.py), passed as ``start``.  Stop when the proposed step ``|D_t| / sqrt(d rho0) <= tol`` (the fixed-point residual,
 whatever theta; ``"converged"``) or after ``max_iter`` iterations (``"budget"``); a non-finite iterate or
 ``1 / rho0 + Ahat <= 0`` stops it (``"diverged"``).
 
@@ -56,6 +57,9 @@ OSCILLATION_COS = 0.3
 GROWTH = 1.25
 THETA_MIN = 1.0 / 32
 
+#: AMP's starts (:class:`AmpConfig`): a random vector of small norm, or the spectral estimator's direction.
+STARTS = ("random", "spectral")
+
 
 @dataclass(frozen=True)
 class AmpConfig:
@@ -70,7 +74,10 @@ class AmpConfig:
             "Settling"); 0 (the default): damped from the first iteration.
         tol: > 0, stop when |Qhat_t - Qhat_{t-1}| / sqrt(d rho0) <= tol.
         max_iter: >= 1, the iteration budget.
-        init_scale: > 0, q_0 = init_scale rho0 (a random start of small norm).
+        init_scale: > 0, q_0 = init_scale rho0 (the start's norm).
+        start: ``"random"`` (the default: Qhat_0 = sqrt(init_scale rho0) z) or ``"spectral"`` (the leading eigenvector
+            of the preprocessed sample covariance, validation/amp_spectral.py, at the same norm; chosen in
+            :func:`attnphase.validation.amp_run.run_amp`).
     """
 
     damping: float = 0.0
@@ -79,6 +86,7 @@ class AmpConfig:
     tol: float = 1e-7
     max_iter: int = 500
     init_scale: float = 1e-4
+    start: str = "random"
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.damping < 1.0:
@@ -91,6 +99,8 @@ class AmpConfig:
             raise ValueError(f"damp_after must be an integer >= 0, got {self.damp_after}")
         if not (self.init_scale > 0 and math.isfinite(self.init_scale)):
             raise ValueError(f"init_scale must be a finite number > 0, got {self.init_scale}")
+        if self.start not in STARTS:
+            raise ValueError(f"start must be one of {', '.join(STARTS)}, got {self.start!r}")
 
 
 @dataclass(frozen=True)
@@ -199,4 +209,4 @@ def gamp(X: torch.Tensor, Y: torch.Tensor, rho0: float, Qstar: torch.Tensor, gen
                      halvings=halvings)
 
 
-__all__ = ["GROWTH", "OSCILLATION_COS", "THETA_MIN", "AmpConfig", "AmpResult", "g_out", "revealed_fields", "gamp"]
+__all__ = ["GROWTH", "OSCILLATION_COS", "STARTS", "THETA_MIN", "AmpConfig", "AmpResult", "g_out", "revealed_fields", "gamp"]

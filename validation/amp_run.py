@@ -3,7 +3,8 @@
 
 Seeds: the streams of :func:`attnphase.validation.experiments.generator`: ``teacher`` (Q*), ``train`` (the
 tokens: the training set of a gradient-descent run of the same seed) and ``amp`` (the per-sample signs of the
-revealed fields, then AMP's start).
+revealed fields, then AMP's random start; a spectral start, ``AmpConfig(start="spectral")``, draws nothing:
+validation/amp_spectral.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from attnphase.numerics.se.bayes import BayesModel, solve_bayes
 from attnphase.theory.params import ModelParams
 
 from .amp import AmpConfig, gamp, revealed_fields
+from .amp_spectral import spectral_start
 from .data import check_dimension, make_teacher, n_samples, sample
 from .experiments import generator, resolve_device, resolve_dtype
 
@@ -101,7 +103,8 @@ def run_amp(spec: AmpSpec) -> AmpRunResult:
     data = sample(teacher, n, generator(spec.seed, "train"))
     g = generator(spec.seed, "amp")
     Y = revealed_fields(data.hstar, g)
-    res = gamp(data.X, Y, p.rho0, teacher.Qstar, g, spec.amp)
+    start = spectral_start(data.X, Y, p.rho0, spec.amp.init_scale) if spec.amp.start == "spectral" else None
+    res = gamp(data.X, Y, p.rho0, teacher.Qstar, g, spec.amp, start=start)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     seconds = time.perf_counter() - t0

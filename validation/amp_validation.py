@@ -72,7 +72,7 @@ class AmpPlan:
     def to_dict(self) -> dict[str, Any]:
         return {"alphas": list(self.alphas), "ds": list(self.ds), "seeds": list(self.seeds), "max_iter": self.amp.max_iter,
                 "tol": self.amp.tol, "damping": self.amp.damping, "adaptive": self.amp.adaptive,
-                "init_scale": self.amp.init_scale, "extra": [list(e) for e in self.extra]}
+                "init_scale": self.amp.init_scale, "start": self.amp.start, "extra": [list(e) for e in self.extra]}
 
 
 def amp_plan(params: ModelParams, quick: bool = False, seeds: int | None = None, device: str = "cpu") -> AmpPlan:
