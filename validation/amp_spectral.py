@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 #: The default shift c of T = G (G + c I)^-1 (module doc): > 1 keeps T bounded.
-SPECTRAL_SHIFT = 2.0
+SPECTRAL_SHIFT = 1.5
 
 
 def spectral_weights(Y: torch.Tensor, c: torch.Tensor, rho0: float, shift: float = SPECTRAL_SHIFT) -> torch.Tensor:
