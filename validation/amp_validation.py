@@ -45,7 +45,8 @@ FIT_POWERS = {1.0: "a + b/d", 0.5: "a + b/sqrt(d)"}
 #: token matrix (two matrix-vector products an iteration, one torch thread), the iterations a run's data and
 #: state evolution cost in the same unit, and the mean iterations of a run between alpha_WR and 1/L and above 1/L.
 #: Measured on the full plan (192 runs, 444 CPU-s; mean iterations 624 inside, 295 above; docs/bayes-optimal.md,
-#: "In validate"); one run at d = 2000, alpha = 0.35 that used its 1000 iterations: 3.1 CPU-s, the model's 2.9.
+#: "In validate"); one run at d = 2000, alpha = 0.35 that used its 1000 iterations: 3.1 CPU-s, the model's 2.9; the 8
+#: runs at d = 8000, alpha = 0.4: 146 CPU-s (451 iterations on average), the model's 262 (it errs high there).
 AMP_SECONDS_PER_ENTRY_ITERATION = 1.0e-9
 AMP_SETUP_ITERATIONS = 20
 AMP_MEAN_ITERATIONS_INSIDE = 620
