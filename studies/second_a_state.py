@@ -14,7 +14,9 @@ each (d, seed), on the teacher and data of ``attnphase simulate --seed`` (float6
 2. the three lowest eigenvalues of the Hessian of ``R(Q)`` there (:mod:`attnphase.validation.hessian`, Lanczos);
 3. the same run continued to ``--long-tol`` (1e-9): if the end were a slowly converging transient, its overlaps
    would move (``shift = |Q_long - Q| / |Q|``);
-4. gradient descent from the semantic start on the same data (the paired e_t of the other minimum).
+4. gradient descent from the semantic start on the same data (the paired e_t of the other minimum);
+5. with ``--semantic-hessian`` (a separate pass), the Hessian check at those semantic ends: the control, a minimum
+   that every map lists as the global one.
 
 ``--analyse`` classifies every end by its overlaps (|m|, |theta|) against the fixed points that the census finds
 with each proximal map (``census_<prox>.json`` in ``--out``, from ``attnphase census --alpha 1 --omega 0.14 --A
@@ -22,7 +24,7 @@ with each proximal map (``census_<prox>.json`` in ``--out``, from ``attnphase ce
 with both |m| and |theta| above ``--mixed-floor`` (0.05) is also flagged *mixed-looking*.  It fits against 1/d
 (weighted least squares ``a + b / d`` over the per-d means, weights 1 / se^2): the mixed-looking fraction, mean |m|,
 mean theta^2 (a finite-d fluctuation of a theta = 0 point has theta^2 ~ c / d, intercept 0), mean e_t and the mean
-lowest Hessian eigenvalue; writes ``summary.json`` and ``second_a_state.png``.
+lowest Hessian eigenvalue (also against d^(-2/3), the scaling of a spectrum's edge); writes ``summary.json`` and ``second_a_state.png``.
 
 ``--random-start DIR`` applies the same fit to the lowest Hessian eigenvalue of the random- and positional-start ends
 of ``studies/random_start_states.py`` (its ``runs_d*.csv`` in DIR: omega = 0.3, alpha = 0.5) and writes
@@ -51,10 +53,10 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
 
-def fit_inverse_d(d: list[float], y: list[float], se: list[float]) -> dict:
-    """Weighted least squares ``y = a + b / d`` (weights ``1 / se^2``): ``a``, ``b``, their standard errors and the
-    chi^2 per degree of freedom; with fewer than three points ``a``'s se is that of the exact line."""
-    x = 1.0 / np.asarray(d, dtype=float)
+def fit_inverse_d(d: list[float], y: list[float], se: list[float], power: float = 1.0) -> dict:
+    """Weighted least squares ``y = a + b / d^power`` (weights ``1 / se^2``): ``a``, ``b``, their standard errors and
+    the chi^2 per degree of freedom; with fewer than three points ``a``'s se is that of the exact line."""
+    x = np.asarray(d, dtype=float) ** -power
     Y = np.asarray(y, dtype=float)
     s = np.asarray(se, dtype=float)
     s = np.where(np.isfinite(s) & (s > 0), s, np.nanmax(np.where(np.isfinite(s), s, 0.0)) or 1.0)
@@ -65,7 +67,7 @@ def fit_inverse_d(d: list[float], y: list[float], se: list[float]) -> dict:
     dof = len(x) - 2
     chi2 = float(np.sum(W * (Y - a - b * x) ** 2))
     return {"a": float(a), "a_se": float(math.sqrt(cov[0, 0])), "b": float(b), "b_se": float(math.sqrt(cov[1, 1])),
-            "chi2_per_dof": chi2 / dof if dof > 0 else math.nan, "points": len(x)}
+            "chi2_per_dof": chi2 / dof if dof > 0 else math.nan, "points": len(x), "power": power}
 
 
 def _mean_se(v: list[float]) -> tuple[float, float]:
@@ -144,6 +146,56 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+SEMANTIC_FIELDS = ("d", "seed", "theta", "e_t", "steps", "status", "grad_norm", "lam_min", "lam_2", "lam_3", "hvps")
+
+
+def semantic_hessian(args: argparse.Namespace) -> int:
+    """The control: the lowest Hessian eigenvalues at the semantic start's ends (the global minimum's point, stable in
+    every map) of the runs in ``--out``, on the same data, written to ``semantic_hessian_d<d>.csv``."""
+    import torch
+
+    from attnphase.theory.params import ModelParams, parse_matrix
+    from attnphase.validation.data import make_teacher, n_samples, sample
+    from attnphase.validation.experiments import generator
+    from attnphase.validation.hessian import lowest_hessian_eigs
+    from attnphase.validation.measure import overlaps, training_objective
+    from attnphase.validation.students import prepare
+    from attnphase.validation.training import TrainConfig, initial_Q, train
+
+    torch.set_num_threads(1)
+    params = ModelParams(omega=args.omega, A=parse_matrix(args.A))
+    cfg = TrainConfig(grad_tol=args.grad_tol, max_steps=args.max_steps)
+    out = Path(args.out)
+    for d in _ints(args.ds):
+        path = out / f"semantic_hessian_d{d}.csv"
+        done = set()
+        if path.exists():
+            with open(path) as fh:
+                done = {int(r["seed"]) for r in csv.DictReader(fh)}
+        new = not path.exists()
+        with open(path, "a", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=SEMANTIC_FIELDS)
+            if new:
+                writer.writeheader()
+            for seed in range(args.seeds):
+                if seed in done:
+                    continue
+                teacher = make_teacher(params, d, generator(seed, "teacher"), device=torch.device("cpu"),
+                                       dtype=torch.float64, exact_norm=True)
+                g = prepare(teacher, sample(teacher, n_samples(args.alpha, d), generator(seed, "train")))
+                res = train(initial_Q("semantic", teacher, 1, generator(seed, "init"), cfg.random_scale), g,
+                            params.lam, cfg)
+                e = lowest_hessian_eigs(res.Q, g, params.lam, k=3)
+                row = {"d": d, "seed": seed, "theta": overlaps(res.Q, teacher).theta,
+                       "e_t": training_objective(res.Q, g, params.lam), "steps": res.steps, "status": res.status,
+                       "grad_norm": res.grad_norm, "lam_min": float(e.values[0]), "lam_2": float(e.values[1]),
+                       "lam_3": float(e.values[2]), "hvps": e.products}
+                writer.writerow(row)
+                fh.flush()
+                print(json.dumps(row), flush=True)
+    return 0
+
+
 # ------------------------------------------------------------------------------------------- analysis
 def census_points(out: Path) -> list[dict]:
     """Every fixed point of ``census_<prox>.json`` in ``out``: prox, label, |m|, |theta|, e_t (+- err), stable."""
@@ -217,10 +269,22 @@ def analyse(args: argparse.Namespace) -> int:
                        ("semantic_end_theta", lambda x: x["semantic_end_theta"])):
             entry[key], entry[key + "_se"] = _mean_se([f(x) for x in e])
         entry["theta_rms_sqrt_d"] = math.sqrt(entry["theta2"] * d)
+        control = read_runs(out, f"semantic_hessian_d{d}.csv")
+        if control:
+            entry["semantic_lam_min"], entry["semantic_lam_min_se"] = _mean_se([float(r["lam_min"]) for r in control])
+            entry["semantic_ends"] = len(control)
         per_d.append(entry)
     ds = [e["d"] for e in per_d]
     fits = {key: fit_inverse_d(ds, [e[key] for e in per_d], [e[key + "_se"] for e in per_d])
             for key in ("mixed_fraction", "m", "theta2", "e_t", "lam_min", "e_t_minus_semantic_end")}
+    sem_d = [e for e in per_d if "semantic_lam_min" in e]
+    if len(sem_d) >= 2:
+        for power, name in ((1.0, "semantic_lam_min"), (2 / 3, "semantic_lam_min_vs_d^-2/3")):
+            fits[name] = fit_inverse_d([e["d"] for e in sem_d], [e["semantic_lam_min"] for e in sem_d],
+                                       [e["semantic_lam_min_se"] for e in sem_d], power=power)
+    # a spectrum's lowest eigenvalue nears its bulk edge as d^(-2/3): the same fit in that variable
+    fits["lam_min_vs_d^-2/3"] = fit_inverse_d(ds, [e["lam_min"] for e in per_d], [e["lam_min_se"] for e in per_d],
+                                              power=2 / 3)
     summary = {"model": {"omega": args.omega, "alpha": args.alpha, "A": args.A, "start": "positional"},
                "train": f"Armijo GD, float64, |grad R|/sqrt(d) <= {args.grad_tol:g}, continued to {args.long_tol:g}",
                "mixed_floor": args.mixed_floor, "census_points": points, "per_d": per_d, "fits_vs_1_over_d": fits,
@@ -235,7 +299,9 @@ def analyse(args: argparse.Namespace) -> int:
               f"{e['mixed_looking_after_long_run']}, max shift {e['max_shift_long']:.1e}) |m| {e['m']:.4f}+-{e['m_se']:.4f}"
               f" |theta| {e['theta']:.4f} rms*sqrt(d) {e['theta_rms_sqrt_d']:.2f} e_t {e['e_t']:.6f}+-{e['e_t_se']:.6f}"
               f" lam_min {e['lam_min']:.5f}+-{e['lam_min_se']:.5f} e_t - semantic end "
-              f"{e['e_t_minus_semantic_end']:+.6f}+-{e['e_t_minus_semantic_end_se']:.6f}")
+              f"{e['e_t_minus_semantic_end']:+.6f}+-{e['e_t_minus_semantic_end_se']:.6f}"
+              + (f" semantic ends' lam_min {e['semantic_lam_min']:.5f}+-{e['semantic_lam_min_se']:.5f}"
+                 f" ({e['semantic_ends']})" if "semantic_lam_min" in e else ""))
     for key, f in fits.items():
         print(f"fit {key:24s} a = {f['a']:+.6g} +- {f['a_se']:.2g}  b = {f['b']:+.4g} +- {f['b_se']:.2g}"
               f"  chi2/dof {f['chi2_per_dof']:.2f}")
@@ -310,12 +376,14 @@ def random_start(args: argparse.Namespace) -> int:
             mean, se = _mean_se(lam)
             per.append({"d": d, "runs": len(lam), "lam_min": mean, "lam_min_se": se, "min": min(lam)})
         fit = fit_inverse_d(ds, [p["lam_min"] for p in per], [p["lam_min_se"] for p in per])
-        result["starts"][start] = {"per_d": per, "fit_lam_min_vs_1_over_d": fit}
+        fit23 = fit_inverse_d(ds, [p["lam_min"] for p in per], [p["lam_min_se"] for p in per], power=2 / 3)
+        result["starts"][start] = {"per_d": per, "fit_lam_min_vs_1_over_d": fit, "fit_lam_min_vs_d^-2/3": fit23}
         for p in per:
             print(f"{start:10s} d = {p['d']:5d} ({p['runs']} ends) lam_min {p['lam_min']:.5f} +- {p['lam_min_se']:.5f}"
                   f" (lowest {p['min']:.5f})")
-        print(f"{start:10s} fit a + b/d: a = {fit['a']:+.5f} +- {fit['a_se']:.5f}, b = {fit['b']:+.3f} +- "
-              f"{fit['b_se']:.3f}, chi2/dof {fit['chi2_per_dof']:.2f}")
+        for name, f in (("a + b/d", fit), ("a + b/d^(2/3)", fit23)):
+            print(f"{start:10s} fit {name}: a = {f['a']:+.5f} +- {f['a_se']:.5f}, b = {f['b']:+.3f} +- "
+                  f"{f['b_se']:.3f}, chi2/dof {f['chi2_per_dof']:.2f}")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / "random_start_fit.json").write_text(json.dumps(result, indent=1))
     return 0
@@ -335,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mixed-floor", type=float, default=0.05, help="|m| and |theta| above it: mixed-looking")
     ap.add_argument("--out", default="docs/data/second_a_state")
     ap.add_argument("--analyse", action="store_true", help="classify and fit the runs in --out (no training)")
+    ap.add_argument("--semantic-hessian", action="store_true",
+                    help="the control: the Hessian's lowest eigenvalues at the semantic start's ends (global minimum)")
     ap.add_argument("--random-start", metavar="DIR", default=None,
                     help="fit the lowest Hessian eigenvalue of random_start_states.py's ends in DIR against 1/d")
     args = ap.parse_args(argv)
@@ -342,6 +412,8 @@ def main(argv: list[str] | None = None) -> int:
         return random_start(args)
     if args.analyse:
         return analyse(args)
+    if args.semantic_hessian:
+        return semantic_hessian(args)
     return run(args)
 
 
