@@ -15,8 +15,9 @@ each (d, seed), on the teacher and data of ``attnphase simulate --seed`` (float6
 3. the same run continued to ``--long-tol`` (1e-9): if the end were a slowly converging transient, its overlaps
    would move (``shift = |Q_long - Q| / |Q|``);
 4. gradient descent from the semantic start on the same data (the paired e_t of the other minimum);
-5. with ``--semantic-hessian`` (a separate pass), the Hessian check at those semantic ends: the control, a minimum
-   that every map lists as the global one.
+5. with ``--hessian-pass semantic`` (a separate pass), the Hessian check at those semantic ends: the control, a
+   minimum that every map lists as the global one; ``--hessian-pass positional`` repeats it at the positional ends
+   with the direction of the softest mode (towards the teacher, the position, the norm).
 
 ``--analyse`` classifies every end by its overlaps (|m|, |theta|) against the fixed points that the census finds
 with each proximal map (``census_<prox>.json`` in ``--out``, from ``attnphase census --alpha 1 --omega 0.14 --A
@@ -146,12 +147,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-SEMANTIC_FIELDS = ("d", "seed", "theta", "e_t", "steps", "status", "grad_norm", "lam_min", "lam_2", "lam_3", "hvps")
+HESSIAN_FIELDS = ("d", "seed", "start", "m", "theta", "e_t", "steps", "status", "grad_norm", "lam_min", "lam_2",
+                  "lam_3", "hvps", "v_teacher", "v_position", "v_radial")
 
 
-def semantic_hessian(args: argparse.Namespace) -> int:
-    """The control: the lowest Hessian eigenvalues at the semantic start's ends (the global minimum's point, stable in
-    every map) of the runs in ``--out``, on the same data, written to ``semantic_hessian_d<d>.csv``."""
+def hessian_pass(args: argparse.Namespace) -> int:
+    """The Hessian check again at the ends of ``--hessian-pass START`` (same data and start as the runs), with the
+    direction of the softest mode ``v`` (unit eigenvector of the lowest eigenvalue): ``|v . Q*| / |Q*|`` (towards
+    the teacher: theta), ``|v . p_1| / |p_1|`` (m) and ``|v . Q| / |Q|`` (the norm), written to
+    ``hessian_<start>_d<d>.csv``.  At the semantic ends it is the control: a minimum every map lists as the global
+    one."""
     import torch
 
     from attnphase.theory.params import ModelParams, parse_matrix
@@ -166,15 +171,20 @@ def semantic_hessian(args: argparse.Namespace) -> int:
     params = ModelParams(omega=args.omega, A=parse_matrix(args.A))
     cfg = TrainConfig(grad_tol=args.grad_tol, max_steps=args.max_steps)
     out = Path(args.out)
+    start = args.hessian_pass
+
+    def cos(v: torch.Tensor, u: torch.Tensor) -> float:
+        return abs(float((v * u).sum())) / float(torch.linalg.vector_norm(u))
+
     for d in _ints(args.ds):
-        path = out / f"semantic_hessian_d{d}.csv"
+        path = out / f"hessian_{start}_d{d}.csv"
         done = set()
         if path.exists():
             with open(path) as fh:
                 done = {int(r["seed"]) for r in csv.DictReader(fh)}
         new = not path.exists()
         with open(path, "a", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=SEMANTIC_FIELDS)
+            writer = csv.DictWriter(fh, fieldnames=HESSIAN_FIELDS)
             if new:
                 writer.writeheader()
             for seed in range(args.seeds):
@@ -183,13 +193,16 @@ def semantic_hessian(args: argparse.Namespace) -> int:
                 teacher = make_teacher(params, d, generator(seed, "teacher"), device=torch.device("cpu"),
                                        dtype=torch.float64, exact_norm=True)
                 g = prepare(teacher, sample(teacher, n_samples(args.alpha, d), generator(seed, "train")))
-                res = train(initial_Q("semantic", teacher, 1, generator(seed, "init"), cfg.random_scale), g,
+                res = train(initial_Q(start, teacher, 1, generator(seed, "init"), cfg.random_scale), g,
                             params.lam, cfg)
                 e = lowest_hessian_eigs(res.Q, g, params.lam, k=3)
-                row = {"d": d, "seed": seed, "theta": overlaps(res.Q, teacher).theta,
+                v = torch.as_tensor(e.vectors[:, 0]).reshape(res.Q.shape)
+                ov = overlaps(res.Q, teacher)
+                row = {"d": d, "seed": seed, "start": start, "m": ov.m, "theta": ov.theta,
                        "e_t": training_objective(res.Q, g, params.lam), "steps": res.steps, "status": res.status,
                        "grad_norm": res.grad_norm, "lam_min": float(e.values[0]), "lam_2": float(e.values[1]),
-                       "lam_3": float(e.values[2]), "hvps": e.products}
+                       "lam_3": float(e.values[2]), "hvps": e.products, "v_teacher": cos(v, teacher.Qstar),
+                       "v_position": cos(v, teacher.positions[0].reshape(-1, 1)), "v_radial": cos(v, res.Q)}
                 writer.writerow(row)
                 fh.flush()
                 print(json.dumps(row), flush=True)
@@ -269,10 +282,19 @@ def analyse(args: argparse.Namespace) -> int:
                        ("semantic_end_theta", lambda x: x["semantic_end_theta"])):
             entry[key], entry[key + "_se"] = _mean_se([f(x) for x in e])
         entry["theta_rms_sqrt_d"] = math.sqrt(entry["theta2"] * d)
-        control = read_runs(out, f"semantic_hessian_d{d}.csv")
+        mix_ends = [x for x in e if x["mixed_looking"]]
+        for key in ("m", "theta", "e_t"):  # the mixed-looking ends alone
+            entry["mixed_" + key] = float(np.mean([x[key] for x in mix_ends])) if mix_ends else math.nan
+        control = read_runs(out, f"hessian_semantic_d{d}.csv")
         if control:
             entry["semantic_lam_min"], entry["semantic_lam_min_se"] = _mean_se([float(r["lam_min"]) for r in control])
             entry["semantic_ends"] = len(control)
+            entry["semantic_v_teacher"] = float(np.mean([float(r["v_teacher"]) for r in control]))
+        soft = read_runs(out, f"hessian_positional_d{d}.csv")
+        if soft:  # the softest mode's direction at the positional ends
+            for key in ("v_teacher", "v_position", "v_radial"):
+                entry[key] = float(np.mean([float(r[key]) for r in soft]))
+            entry["soft_mode_ends"] = len(soft)
         per_d.append(entry)
     ds = [e["d"] for e in per_d]
     fits = {key: fit_inverse_d(ds, [e[key] for e in per_d], [e[key + "_se"] for e in per_d])
@@ -300,6 +322,8 @@ def analyse(args: argparse.Namespace) -> int:
               f" |theta| {e['theta']:.4f} rms*sqrt(d) {e['theta_rms_sqrt_d']:.2f} e_t {e['e_t']:.6f}+-{e['e_t_se']:.6f}"
               f" lam_min {e['lam_min']:.5f}+-{e['lam_min_se']:.5f} e_t - semantic end "
               f"{e['e_t_minus_semantic_end']:+.6f}+-{e['e_t_minus_semantic_end_se']:.6f}"
+              + (f" soft mode . Q* {e['v_teacher']:.2f} . p_1 {e['v_position']:.2f} . Q {e['v_radial']:.2f}"
+                 if "v_teacher" in e else "")
               + (f" semantic ends' lam_min {e['semantic_lam_min']:.5f}+-{e['semantic_lam_min_se']:.5f}"
                  f" ({e['semantic_ends']})" if "semantic_lam_min" in e else ""))
     for key, f in fits.items():
@@ -323,10 +347,12 @@ def figure(path: Path, summary: dict) -> None:
         sel = [x for x in ends if x["d"] == e["d"]]
         a.scatter([x["m"] for x in sel], [x["theta"] for x in sel], color=c, s=18, label=f"GD ends, d = {e['d']}")
     markers = {"global": "s", "local": "^", "aligned": "D"}
+    named: dict = {}
     for p in points:
         a.scatter([p["m"]], [p["theta"]], marker=markers[p["prox"]], facecolors="none", edgecolors="k", s=70)
-        a.annotate(f"{p['label']} ({p['prox']})", (p["m"], p["theta"]), fontsize=7, xytext=(4, 4),
-                   textcoords="offset points")
+        named.setdefault((p["label"], round(p["m"], 3), round(p["theta"], 3)), []).append(p["prox"])
+    for (label, m, th), proxes in named.items():
+        a.annotate(f"{label} ({', '.join(proxes)})", (m, th), fontsize=7, xytext=(4, 4), textcoords="offset points")
     floor = summary["mixed_floor"]
     a.axhline(floor, color="0.6", lw=0.8, ls=":")
     a.axvline(floor, color="0.6", lw=0.8, ls=":")
@@ -336,13 +362,15 @@ def figure(path: Path, summary: dict) -> None:
                 fontsize=9)
     a.legend(fontsize=7)
 
-    def panel(a, key, label, scale=1.0, refs=()):
-        x = np.array([1.0 / e["d"] for e in per_d])
-        a.errorbar(x, [e[key] * scale for e in per_d], yerr=[e[key + "_se"] * scale for e in per_d], fmt="o", ms=4)
-        f = fits[key]
+    def panel(a, key, label, scale=1.0, refs=(), fit_key=None, name=""):
+        sel = [e for e in per_d if key in e]
+        x = np.array([1.0 / e["d"] for e in sel])
+        line = a.errorbar(x, [e[key] * scale for e in sel], yerr=[e[key + "_se"] * scale for e in sel], fmt="o",
+                          ms=4, label=name or None)
+        f = fits[fit_key or key]
         xx = np.linspace(0, x.max() * 1.05, 50)
-        a.plot(xx, (f["a"] + f["b"] * xx) * scale, "-", lw=1,
-               label=f"a + b/d: a = {f['a'] * scale:.4g} +- {f['a_se'] * scale:.2g}")
+        a.plot(xx, (f["a"] + f["b"] * xx) * scale, "-", lw=1, color=line[0].get_color(),
+               label=f"{name + ': ' if name else ''}a + b/d, a = {f['a'] * scale:.4g} +- {f['a_se'] * scale:.2g}")
         for value, name in refs:
             a.axhline(value * scale, ls="--", lw=0.8, color="0.4")
             a.annotate(name, (0, value * scale), fontsize=7, xytext=(2, 2), textcoords="offset points")
@@ -350,14 +378,20 @@ def figure(path: Path, summary: dict) -> None:
         a.set_ylabel(label)
         a.legend(fontsize=7)
 
-    def ref(label, prox):
-        return [(p["e_t"], f"{label} ({prox})") for p in points if p["label"] == label and p["prox"] == prox][:1]
+    def e_t(label, prox):
+        return [p["e_t"] for p in points if p["label"] == label and p["prox"] == prox][:1]
 
     panel(ax[0, 1], "theta2", "mean theta^2 (x 1e3)", 1e3)
     ax[0, 1].set_title("theta^2 ~ c/d: a fluctuation of a theta = 0 point", fontsize=9)
-    panel(ax[1, 0], "e_t", "e_t (x 1e3)", 1e3,
-          refs=ref("positional", "aligned") + ref("semantic", "global") + ref("agnostic", "global"))
-    panel(ax[1, 1], "lam_min", "lowest Hessian eigenvalue (x 1e3)", 1e3)
+    sem = e_t("semantic", "global")
+    refs = [(e_t(lab, prox)[0] - sem[0], f"SE: {lab} ({prox}) - semantic") for lab, prox in
+            (("positional", "aligned"), ("agnostic", "global")) if e_t(lab, prox) and sem]
+    panel(ax[1, 0], "e_t_minus_semantic_end", "e_t(positional end) - e_t(semantic end) (x 1e3)", 1e3,
+          refs=refs)
+    panel(ax[1, 1], "lam_min", "lowest Hessian eigenvalue (x 1e3)", 1e3, name="positional ends")
+    if "semantic_lam_min" in fits:
+        panel(ax[1, 1], "semantic_lam_min", "lowest Hessian eigenvalue (x 1e3)", 1e3,
+              name="semantic ends (control)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -403,8 +437,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mixed-floor", type=float, default=0.05, help="|m| and |theta| above it: mixed-looking")
     ap.add_argument("--out", default="docs/data/second_a_state")
     ap.add_argument("--analyse", action="store_true", help="classify and fit the runs in --out (no training)")
-    ap.add_argument("--semantic-hessian", action="store_true",
-                    help="the control: the Hessian's lowest eigenvalues at the semantic start's ends (global minimum)")
+    ap.add_argument("--hessian-pass", choices=("positional", "semantic"), default=None,
+                    help="the Hessian check again at that start's ends, with the softest mode's direction (semantic: "
+                         "the control, the global minimum)")
     ap.add_argument("--random-start", metavar="DIR", default=None,
                     help="fit the lowest Hessian eigenvalue of random_start_states.py's ends in DIR against 1/d")
     args = ap.parse_args(argv)
@@ -412,8 +447,8 @@ def main(argv: list[str] | None = None) -> int:
         return random_start(args)
     if args.analyse:
         return analyse(args)
-    if args.semantic_hessian:
-        return semantic_hessian(args)
+    if args.hessian_pass:
+        return hessian_pass(args)
     return run(args)
 
 
