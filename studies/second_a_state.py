@@ -148,13 +148,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 HESSIAN_FIELDS = ("d", "seed", "start", "m", "theta", "e_t", "steps", "status", "grad_norm", "lam_min", "lam_2",
-                  "lam_3", "hvps", "v_teacher", "v_position", "v_radial")
+                  "lam_3", "hvps", "v_teacher", "v_position", "v_radial", "curv_teacher", "curv_position")
 
 
 def hessian_pass(args: argparse.Namespace) -> int:
     """The Hessian check again at the ends of ``--hessian-pass START`` (same data and start as the runs), with the
     direction of the softest mode ``v`` (unit eigenvector of the lowest eigenvalue): ``|v . Q*| / |Q*|`` (towards
-    the teacher: theta), ``|v . p_1| / |p_1|`` (m) and ``|v . Q| / |Q|`` (the norm), written to
+    the teacher: theta), ``|v . p_1| / |p_1|`` (m) and ``|v . Q| / |Q|`` (the norm), and the curvature ``w^T H w``
+    of R along the teacher's and the position's directions orthogonal to Q (``w`` unit: the stiffness that holds
+    theta, resp. m, at the end), written to
     ``hessian_<start>_d<d>.csv``.  At the semantic ends it is the control: a minimum every map lists as the global
     one."""
     import torch
@@ -164,7 +166,7 @@ def hessian_pass(args: argparse.Namespace) -> int:
     from attnphase.validation.experiments import generator
     from attnphase.validation.hessian import lowest_hessian_eigs
     from attnphase.validation.measure import overlaps, training_objective
-    from attnphase.validation.students import prepare
+    from attnphase.validation.students import prepare, risk
     from attnphase.validation.training import TrainConfig, initial_Q, train
 
     torch.set_num_threads(1)
@@ -175,6 +177,15 @@ def hessian_pass(args: argparse.Namespace) -> int:
 
     def cos(v: torch.Tensor, u: torch.Tensor) -> float:
         return abs(float((v * u).sum())) / float(torch.linalg.vector_norm(u))
+
+    def curvature(Q: torch.Tensor, g, u: torch.Tensor) -> float:
+        """``w^T H w`` for the unit ``w`` along ``u``'s part orthogonal to ``Q`` (the stiffness of R there)."""
+        w = u - (u * Q).sum() / (Q * Q).sum() * Q
+        w = (w / torch.linalg.vector_norm(w)).detach()
+        Qv = Q.detach().clone().requires_grad_(True)
+        (G,) = torch.autograd.grad(risk(Qv, g, params.lam), Qv, create_graph=True)
+        (Hw,) = torch.autograd.grad(G, Qv, grad_outputs=w)
+        return float((Hw * w).sum())
 
     for d in _ints(args.ds):
         path = out / f"hessian_{start}_d{d}.csv"
@@ -202,7 +213,9 @@ def hessian_pass(args: argparse.Namespace) -> int:
                        "e_t": training_objective(res.Q, g, params.lam), "steps": res.steps, "status": res.status,
                        "grad_norm": res.grad_norm, "lam_min": float(e.values[0]), "lam_2": float(e.values[1]),
                        "lam_3": float(e.values[2]), "hvps": e.products, "v_teacher": cos(v, teacher.Qstar),
-                       "v_position": cos(v, teacher.positions[0].reshape(-1, 1)), "v_radial": cos(v, res.Q)}
+                       "v_position": cos(v, teacher.positions[0].reshape(-1, 1)), "v_radial": cos(v, res.Q),
+                       "curv_teacher": curvature(res.Q, g, teacher.Qstar),
+                       "curv_position": curvature(res.Q, g, teacher.positions[0].reshape(-1, 1))}
                 writer.writerow(row)
                 fh.flush()
                 print(json.dumps(row), flush=True)
@@ -280,7 +293,8 @@ def analyse(args: argparse.Namespace) -> int:
                        ("e_t", lambda x: x["e_t"]), ("lam_min", lambda x: x["lam_min"]),
                        ("e_t_minus_semantic_end", lambda x: x["e_t_minus_semantic_end"]),
                        ("semantic_end_theta", lambda x: x["semantic_end_theta"])):
-            entry[key], entry[key + "_se"] = _mean_se([f(x) for x in e])
+            vals = [f(x) for x in e if not math.isnan(f(x))]
+            entry[key], entry[key + "_se"] = _mean_se(vals) if vals else (math.nan, math.nan)
         entry["theta_rms_sqrt_d"] = math.sqrt(entry["theta2"] * d)
         mix_ends = [x for x in e if x["mixed_looking"]]
         for key in ("m", "theta", "e_t"):  # the mixed-looking ends alone
@@ -292,8 +306,10 @@ def analyse(args: argparse.Namespace) -> int:
             entry["semantic_v_teacher"] = float(np.mean([float(r["v_teacher"]) for r in control]))
         soft = read_runs(out, f"hessian_positional_d{d}.csv")
         if soft:  # the softest mode's direction at the positional ends
-            for key in ("v_teacher", "v_position", "v_radial"):
-                entry[key] = float(np.mean([float(r[key]) for r in soft]))
+            for key in ("v_teacher", "v_position", "v_radial", "curv_teacher", "curv_position"):
+                vals = [float(r[key]) for r in soft if r.get(key) not in (None, "")]
+                if vals:
+                    entry[key], entry[key + "_se"] = _mean_se(vals)
             entry["soft_mode_ends"] = len(soft)
         per_d.append(entry)
     ds = [e["d"] for e in per_d]
@@ -324,6 +340,8 @@ def analyse(args: argparse.Namespace) -> int:
               f"{e['e_t_minus_semantic_end']:+.6f}+-{e['e_t_minus_semantic_end_se']:.6f}"
               + (f" soft mode . Q* {e['v_teacher']:.2f} . p_1 {e['v_position']:.2f} . Q {e['v_radial']:.2f}"
                  if "v_teacher" in e else "")
+              + (f" curvature along Q* {e['curv_teacher']:.5f}+-{e['curv_teacher_se']:.5f} along p_1 "
+                 f"{e['curv_position']:.5f}+-{e['curv_position_se']:.5f}" if "curv_teacher" in e else "")
               + (f" semantic ends' lam_min {e['semantic_lam_min']:.5f}+-{e['semantic_lam_min_se']:.5f}"
                  f" ({e['semantic_ends']})" if "semantic_lam_min" in e else ""))
     for key, f in fits.items():
