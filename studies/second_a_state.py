@@ -17,7 +17,8 @@ each (d, seed), on the teacher and data of ``attnphase simulate --seed`` (float6
 4. gradient descent from the semantic start on the same data (the paired e_t of the other minimum);
 5. with ``--hessian-pass semantic`` (a separate pass), the Hessian check at those semantic ends: the control, a
    minimum that every map lists as the global one; ``--hessian-pass positional`` repeats it at the positional ends
-   with the direction of the softest mode (towards the teacher, the position, the norm).
+   with the direction of the softest mode (towards the teacher, the position, the norm) and R's curvature along
+   Q* and p_1 (orthogonal to Q): the stiffness that holds theta and m at the end.
 
 ``--analyse`` classifies every end by its overlaps (|m|, |theta|) against the fixed points that the census finds
 with each proximal map (``census_<prox>.json`` in ``--out``, from ``attnphase census --alpha 1 --omega 0.14 --A
@@ -25,7 +26,8 @@ with each proximal map (``census_<prox>.json`` in ``--out``, from ``attnphase ce
 with both |m| and |theta| above ``--mixed-floor`` (0.05) is also flagged *mixed-looking*.  It fits against 1/d
 (weighted least squares ``a + b / d`` over the per-d means, weights 1 / se^2): the mixed-looking fraction, mean |m|,
 mean theta^2 (a finite-d fluctuation of a theta = 0 point has theta^2 ~ c / d, intercept 0), mean e_t and the mean
-lowest Hessian eigenvalue (also against d^(-2/3), the scaling of a spectrum's edge); writes ``summary.json`` and ``second_a_state.png``.
+lowest Hessian eigenvalue (also against d^(-2/3), the scaling of a spectrum's edge); writes ``summary.json`` and
+``second_a_state.png``.
 
 ``--random-start DIR`` applies the same fit to the lowest Hessian eigenvalue of the random- and positional-start ends
 of ``studies/random_start_states.py`` (its ``runs_d*.csv`` in DIR: omega = 0.3, alpha = 0.5) and writes
