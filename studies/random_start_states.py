@@ -58,41 +58,12 @@ def _floats(text: str) -> list[float]:
 
 
 def lowest_hessian_eigs(Q: torch.Tensor, g, lam: float, k: int = 3) -> tuple[np.ndarray, np.ndarray, int, float]:
-    """The ``k`` lowest eigenvalues of ``d^2 R / dQ^2`` (``Q`` is ``(d, 1)``), their eigenvectors, the
-    number of Hessian-vector products Lanczos used and its wall time."""
-    from scipy.sparse.linalg import LinearOperator, eigsh
+    """The ``k`` lowest eigenvalues of ``d^2 R / dQ^2``, their eigenvectors, the number of Hessian-vector
+    products Lanczos used and its wall time (:func:`attnphase.validation.hessian.lowest_hessian_eigs`)."""
+    from attnphase.validation.hessian import lowest_hessian_eigs as lanczos
 
-    from attnphase.validation.students import risk
-
-    t0 = time.perf_counter()
-    Qv = Q.detach().clone().requires_grad_(True)
-    (G,) = torch.autograd.grad(risk(Qv, g, lam), Qv, create_graph=True)
-    count = [0]
-
-    def hvp(v: np.ndarray) -> np.ndarray:
-        count[0] += 1
-        vt = torch.as_tensor(np.ascontiguousarray(v).reshape(Q.shape), dtype=Q.dtype)
-        (Hv,) = torch.autograd.grad(G, Qv, grad_outputs=vt, retain_graph=True)
-        return Hv.detach().reshape(-1).numpy()
-
-    n = Q.numel()
-    op = LinearOperator((n, n), matvec=hvp, dtype=np.float64)
-    v0 = np.random.default_rng(0).standard_normal(n)
-    vals, vecs = eigsh(op, k=k, which="SA", tol=1e-10, v0=v0)
-    order = np.argsort(vals)
-    return vals[order], vecs[:, order], count[0], time.perf_counter() - t0
-
-
-def full_hessian_min(Q: torch.Tensor, g, lam: float) -> float:
-    """The lowest eigenvalue of the full ``d x d`` Hessian of ``R`` (``Q`` is ``(d, 1)``), d products."""
-    from attnphase.validation.students import risk
-
-    Qv = Q.detach().clone().requires_grad_(True)
-    (G,) = torch.autograd.grad(risk(Qv, g, lam), Qv, create_graph=True)
-    eye = torch.eye(Q.numel(), dtype=Q.dtype)
-    H = torch.stack([torch.autograd.grad(G, Qv, grad_outputs=e.reshape(Q.shape), retain_graph=True)[0].reshape(-1)
-                     for e in eye])
-    return float(torch.linalg.eigvalsh(0.5 * (H + H.T))[0])
+    e = lanczos(Q, g, lam, k=k)
+    return e.values, e.vectors, e.products, e.seconds
 
 
 def straight_path_barrier(Q: torch.Tensor, Q_pos: torch.Tensor, g, lam: float, points: int = 41) -> tuple[float, float]:
@@ -186,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     from attnphase.theory.params import ModelParams
     from attnphase.validation.data import make_teacher, n_samples, sample
     from attnphase.validation.experiments import generator
+    from attnphase.validation.hessian import full_hessian_min
     from attnphase.validation.measure import overlaps, training_objective
     from attnphase.validation.students import prepare
     from attnphase.validation.training import TrainConfig, initial_Q, train
