@@ -22,9 +22,9 @@ nodes of every proximal search and polish (thousands: the work of the searches, 
 load average is printed with the table: on a shared machine compare evaluations and nodes, not seconds.
 
 ``--compare`` runs each omega twice, interleaved (so that both sides see the same load): first with the
-savings of the boundary search switched off -- the positional sweep's eigenvalue search ahead where |m|
-still grows (:func:`attnphase.numerics.phase.continuation.order_growing`) and the root finders' interpolated
-starts (:func:`attnphase.numerics.phase.scalar_boundaries.bracketing`) -- then as it is, and prints the ratios.
+saving of the boundary search switched off -- the positional sweep's eigenvalue search ahead where |m|
+still grows (:func:`attnphase.numerics.phase.continuation.order_growing`) -- then as it is, and prints the
+ratios.
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def main() -> None:
     ap.add_argument("--alpha", default="0.1:3:12", help="alpha grid start:stop:num (default 0.1:3:12)")
     ap.add_argument("--quadrature", default=None, help="the solve rule (default: SolverConfig's, with error bars)")
     ap.add_argument("--compare", action="store_true",
-                    help="each omega also without the savings (module doc), interleaved, and the ratios")
+                    help="each omega also without the saving (module doc), interleaved, and the ratios")
     args = ap.parse_args()
 
     def parse(spec: str) -> list[float]:
@@ -194,17 +194,16 @@ def main() -> None:
 
 @contextlib.contextmanager
 def savings(on: bool):
-    """The boundary search as it is (``on``), or with the savings of the module doc switched off."""
+    """The boundary search as it is (``on``), or with the saving of the module doc switched off."""
     if on:
         yield
         return
-    saved = continuation.order_growing, scalar.bracketing
+    saved = continuation.order_growing
     continuation.order_growing = lambda path: False
-    scalar.bracketing = lambda pts, alpha: False
     try:
         yield
     finally:
-        continuation.order_growing, scalar.bracketing = saved
+        continuation.order_growing = saved
 
 
 def report(label: str, rows: list, total: dict, wall: float, load0: float) -> None:

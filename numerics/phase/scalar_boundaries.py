@@ -102,17 +102,12 @@ def scalar_boundaries(
         ranked = sorted(pts, key=lambda p: abs(p.alpha - alpha))
         tries = ranked[:1] + [p for p in ranked[1:] if (p.alpha - alpha) * (ranked[0].alpha - alpha) < 0][:1]
         tries += [p for p in ranked[1:2] if len(tries) < 2]
-        # first from the overlaps interpolated between the nearest points on either side (with the nearest's
-        # memory), as the curves' refinement starts (:func:`refined_branch`): the root finders' iterates lie
-        # inside their brackets
-        starts = [(interpolated_start(tries[0], tries[1], alpha), tries[0].memory)] if bracketing(tries, alpha) else []
-        starts += [(near.overlaps, near.memory) for near in tries] + [(None, None)]
-        for init, memory in starts:
+        for near in [*tries, None]:
             # last, a cold start: a warm one can stall where the branch has two close pieces
             # (omega = 0.05, sobol12: warm from alpha = 0.627 no step past 0.636 converges, a cold
             # start at 0.65 does, 0.7 % away in V0)
-            fp = (solve(params, alpha, branch, config=cfg, rule=rule) if init is None else
-                  solve(params, alpha, branch, init=init, memory=memory, config=cfg, rule=rule))
+            fp = (solve(params, alpha, branch, config=cfg, rule=rule) if near is None else
+                  solve(params, alpha, branch, init=near.overlaps, memory=near.memory, config=cfg, rule=rule))
             if fp.status.converged and fp.branch == branch:
                 break
         else:
@@ -280,20 +275,6 @@ def with_scalar_labels(b: Boundaries, config: SolverConfig) -> Boundaries:
                    eps_lin=points[0].observables.eps_lin if points else math.nan, ends=tuple(ends))
 
 
-def bracketing(pts: Sequence[FixedPoint], alpha: float) -> bool:
-    """Whether the first two of ``pts`` lie on either side of ``alpha``."""
-    return len(pts) >= 2 and (pts[0].alpha - alpha) * (pts[1].alpha - alpha) < 0
-
-
-def interpolated_start(a: FixedPoint, b: FixedPoint, alpha: float):
-    """The overlaps interpolated linearly in alpha between the fixed points ``a`` and ``b``,
-    x = x_a + (alpha - alpha_a) / (alpha_b - alpha_a) (x_b - x_a): admissible between them (the set q0 > 0,
-    V0 > 0, th0^2 < q0 rho0 is convex)."""
-    t = (alpha - a.alpha) / (b.alpha - a.alpha)
-    x_a, x_b = a.overlaps.to_vector(), b.overlaps.to_vector()
-    return type(a.overlaps).from_vector(x_a + (x_b - x_a) * t)
-
-
 def fill_positional(s_on: list[FixedPoint], p_on: list[FixedPoint], end: float,
                     on_branch_solve: Callable[[str, list[FixedPoint], float], FixedPoint]) -> None:
     """The positional branch at the semantic grid points below its end, where the sweep left none in common
@@ -360,9 +341,11 @@ def refined_branch(params: ModelParams, sw: BranchSweep, config: SolverConfig | 
     rule = model_rule(p, cfg)
     added = []
     for lo, hi in zip(on, on[1:]):
+        x_lo, x_hi = lo.overlaps.to_vector(), hi.overlaps.to_vector()
         for k in range(1, CURVE_REFINEMENT + 1):
-            alpha = lo.alpha + (hi.alpha - lo.alpha) * k / (CURVE_REFINEMENT + 1)
-            fp = solve(p, alpha, sw.branch, init=interpolated_start(lo, hi, alpha), memory=lo.memory, config=cfg,
+            t = k / (CURVE_REFINEMENT + 1)
+            fp = solve(p, lo.alpha + (hi.alpha - lo.alpha) * t, sw.branch,
+                       init=type(lo.overlaps).from_vector(x_lo + (x_hi - x_lo) * t), memory=lo.memory, config=cfg,
                        rule=rule)
             if on_branch(fp, sw.branch):
                 added.append(fp)

@@ -21,7 +21,6 @@ from attnphase.numerics.phase.brackets import (
 )
 from attnphase.numerics.phase.branch_end import BranchEnd
 from attnphase.numerics.phase.continuation import BranchSweep, order_growing
-from attnphase.numerics.phase.scalar_boundaries import bracketing, interpolated_start
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.fixed_point import DISTRUST_RESIDUAL, FixedPointSolver
 from attnphase.theory.params import ModelParams
@@ -87,15 +86,6 @@ def test_order_growing_compares_the_last_two_distinct_points() -> None:
     # the last grid point repeated as the point reached (no progress): the two before it decide
     assert not order_growing([_m_point(0.89, 0.1781), _m_point(1.02, 0.1663), _m_point(1.02, 0.1663)])
     assert order_growing([None, _m_point(1.15, 0.2765), _m_point(1.29, 0.2793), _m_point(1.29, 0.2793)])
-
-
-def test_interpolated_start_lies_between_its_points() -> None:
-    a, b = _m_point(1.0, 0.20, q0=0.2, V0=60.0), _m_point(1.5, 0.30, q0=0.3, V0=40.0)
-    x = interpolated_start(a, b, 1.1)
-    assert (x.q0, x.V0, x.m[0]) == pytest.approx((0.22, 56.0, 0.22))
-    assert interpolated_start(a, b, 1.0).V0 == pytest.approx(60.0) and interpolated_start(b, a, 1.5).V0 == pytest.approx(40.0)
-    assert bracketing([a, b], 1.2) and bracketing([b, a], 1.2)
-    assert not bracketing([a, b], 1.6) and not bracketing([a], 1.2) and not bracketing([a, b], 1.0)
 
 
 def test_alpha_c_bracket_grows_down_to_the_semantic_end() -> None:
