@@ -14,7 +14,8 @@ spread against the mean bar (the bar's calibration without the reference).
 
 The references are the careful values already measured (not recomputed here):
 
-* positional, alpha = 2: sobol18, 3 scramblings (issue 29): q 0.2042669, m 0.2582371, V 45.4736;
+* positional, alpha = 2: sobol18, 3 scramblings of 2^18 points (the careful reference measured once):
+  q 0.2042669, m 0.2582371, V 45.4736;
 * semantic, alpha = 2: the precise tier (`attnphase solve --alpha 2 --omega 0.3 --branch semantic
   --precision precise`, docs/method.md section 8): q 0.45927 +- 3.8e-5, V 50.681 +- 0.011,
   theta 0.63262 +- 4.4e-5 (bars about a tenth of the default's);
@@ -59,7 +60,8 @@ def summary(name: str, values: list[float], bars: list[float], ref: tuple[float,
     z = (v - ref[0]) / total
     return {
         "name": name, "n": int(v.size), "within1": int((np.abs(z) <= 1).sum()), "within2": int((np.abs(z) <= 2).sum()),
-        "mean_z": float(z.mean()) if z.size else math.nan, "rms_z": float(np.sqrt((z ** 2).mean())) if z.size else math.nan,
+        "mean_z": float(z.mean()) if z.size else math.nan,
+        "rms_z": float(np.sqrt((z ** 2).mean())) if z.size else math.nan,
         "spread": float(v.std(ddof=1)) if v.size > 1 else math.nan, "mean_bar": float(b.mean()) if b.size else math.nan,
         "bias": float(v.mean() - ref[0]) if v.size else math.nan,
     }
@@ -116,8 +118,10 @@ def main() -> None:
                                  args.with_reference_error))
     if args.boundary_seeds:
         values, bars = alpha_c_runs(args.boundary_seeds, rows)
-        table.append(summary(f"alpha_c, omega = {OMEGA:g}", values, bars, ALPHA_C_REFERENCE, args.with_reference_error))
-    print("\n| number | seeds | within 1 bar | within 2 bars | mean z | rms z | bias (mean - ref) | seeds' spread | mean bar |")
+        table.append(summary(f"alpha_c, omega = {OMEGA:g}", values, bars, ALPHA_C_REFERENCE,
+                             args.with_reference_error))
+    print("\n| number | seeds | within 1 bar | within 2 bars | mean z | rms z | bias (mean - ref) | seeds' spread "
+          "| mean bar |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for s in table:
         print(f"| {s['name']} | {s['n']} | {s['within1']} | {s['within2']} ({s['within2'] / max(s['n'], 1):.0%}) | "

@@ -224,9 +224,10 @@ def report(label: str, rows: list, total: dict, wall: float, load0: float) -> No
     evals = sum(v["evals"] for v in total.values())
     full = sum(v["full"] for v in total.values())
     nodes = {k: sum(v.get(k, 0.0) for v in total.values()) / 1e3 for k in ("search_nodes", "polish_nodes")}
-    print(f"SE evaluations {int(evals)} ({int(full)} full searches); solves {int(sum(v['solves'] for v in total.values()))} "
-          f"({int(sum(v['failed'] for v in total.values()))} failed); proximal nodes searched {nodes['search_nodes']:.0f}k, "
-          f"polished {nodes['polish_nodes']:.0f}k")
+    solves = int(sum(v["solves"] for v in total.values()))
+    failed = int(sum(v["failed"] for v in total.values()))
+    print(f"SE evaluations {int(evals)} ({int(full)} full searches); solves {solves} ({failed} failed); "
+          f"proximal nodes searched {nodes['search_nodes']:.0f}k, polished {nodes['polish_nodes']:.0f}k")
     for w, _, _, b in rows:
         if b.notes:
             print(f"omega {w:.3f}: " + "; ".join(b.notes))

@@ -157,7 +157,8 @@ def sweep(
             ahead = None
             if bifurcating and not on_branch(fp, branch):
                 if not order_growing([p for p in results.values() if on_branch(p, branch)] + [good]):
-                    ahead, _ = bifurcation_end(params, branch, direction, good, (grid_good or good).alpha, cfg, full_cfg)
+                    ahead, _ = bifurcation_end(params, branch, direction, good, (grid_good or good).alpha, cfg,
+                                               full_cfg)
                 if ahead is None:
                     # no end ahead (omega = 0.25: mu crosses 1 at 2.08, below the last grid point on
                     # the branch, which goes on to the search limit), or |m| still growing towards the
