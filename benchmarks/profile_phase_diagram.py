@@ -17,13 +17,20 @@ branch end located inside a sweep is charged to the end, not to the sweep):
 * ``alpha_l fine`` -- its refinement on ``config.alpha_l_quadrature`` with the blocks' error bar;
 * ``other`` -- the rest of ``phase_boundaries``.
 
-Per stage: seconds, SE evaluations (full proximal searches / all), solves (failed).  The load
-average is printed with the table: on a shared machine compare evaluations, not seconds.
+Per stage: seconds, SE evaluations (full proximal searches / all), solves (failed); per omega the
+nodes of every proximal search and polish (thousands: the work of the searches, whatever the load).  The
+load average is printed with the table: on a shared machine compare evaluations and nodes, not seconds.
+
+``--compare`` runs each omega twice, interleaved (so that both sides see the same load): first with the
+saving of the boundary search switched off -- the positional sweep's eigenvalue search ahead where |m|
+still grows (:func:`attnphase.numerics.phase.continuation.order_growing`) -- then as it is, and prints the
+ratios.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
 import time
@@ -35,6 +42,7 @@ import attnphase.numerics.phase.boundaries as boundaries
 import attnphase.numerics.phase.brackets as brackets
 import attnphase.numerics.phase.continuation as continuation
 import attnphase.numerics.phase.scalar_boundaries as scalar
+import attnphase.numerics.se.channel as channel
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.fixed_point import FixedPointSolver
 from attnphase.numerics.se.state_evolution import solve
@@ -114,6 +122,14 @@ def instrument() -> None:
         return ev
 
     SEMap.evaluate = counted_evaluate
+    global_prox = channel.global_prox
+
+    def counted_global_prox(kernels, w, *args, candidates=None, full_search=True, **kw):
+        searched = full_search or candidates is None
+        PROFILE.count("search_nodes" if searched else "polish_nodes", w.shape[0])
+        return global_prox(kernels, w, *args, candidates=candidates, full_search=full_search, **kw)
+
+    channel.global_prox = counted_global_prox
     solve = FixedPointSolver.solve
 
     def counted_solve(self, x, warm=False):
@@ -131,6 +147,8 @@ def main() -> None:
     ap.add_argument("--omega", default="0:0.45:10", help="start:stop:num or a comma list (default 0:0.45:10)")
     ap.add_argument("--alpha", default="0.1:3:12", help="alpha grid start:stop:num (default 0.1:3:12)")
     ap.add_argument("--quadrature", default=None, help="the solve rule (default: SolverConfig's, with error bars)")
+    ap.add_argument("--compare", action="store_true",
+                    help="each omega also without the saving (module doc), interleaved, and the ratios")
     args = ap.parse_args()
 
     def parse(spec: str) -> list[float]:
@@ -146,18 +164,49 @@ def main() -> None:
     solve(ModelParams(omega=0.3), 1.0, "semantic", config=cfg)
     PROFILE.reset()
     load0 = os.getloadavg()[0]
-    rows, total = [], defaultdict(lambda: defaultdict(float))
-    t_all = time.process_time()
+    sides = ("before", "now") if args.compare else ("now",)
+    rows, total = {s: [] for s in sides}, {s: defaultdict(lambda: defaultdict(float)) for s in sides}
+    cpu = dict.fromkeys(sides, 0.0)
     for w in omegas:
-        t0 = time.process_time()
-        b = boundaries.phase_boundaries(ModelParams(omega=w), alphas, config=cfg)
-        secs = time.process_time() - t0
-        st = PROFILE.reset()
-        rows.append((w, secs, st, b))
-        for k, v in st.items():
-            for kk, vv in v.items():
-                total[k][kk] += vv
-    wall = time.process_time() - t_all
+        for side in sides:
+            with savings(side == "now"):
+                t0 = time.process_time()
+                b = boundaries.phase_boundaries(ModelParams(omega=w), alphas, config=cfg)
+                secs = time.process_time() - t0
+            st = PROFILE.reset()
+            rows[side].append((w, secs, st, b))
+            cpu[side] += secs
+            for k, v in st.items():
+                for kk, vv in v.items():
+                    total[side][k][kk] += vv
+    for side in sides:
+        report(side if args.compare else "", rows[side], total[side], cpu[side], load0)
+    if args.compare:
+        keys = ("evals", "full", "solves", "search_nodes", "polish_nodes")
+        sums = {side: {k: sum(v.get(k, 0.0) for v in total[side].values()) for k in keys} for side in sides}
+        print("now / before: CPU " + f"{cpu['now'] / cpu['before']:.3f}; "
+              + "; ".join(f"{k} {sums['now'][k] / sums['before'][k]:.3f}" for k in keys if sums["before"][k]))
+        for (w, _, _, b0), (_, _, _, b1) in zip(rows["before"], rows["now"]):
+            moved = ", ".join(f"{k} {getattr(b1, k) - getattr(b0, k):+.1e} (err {getattr(b0, k + '_err'):.1e})"
+                              for k in ("alpha_c", "alpha_l", "semantic_end", "positional_end"))
+            print(f"omega {w:.3f} now - before: {moved}")
+
+
+@contextlib.contextmanager
+def savings(on: bool):
+    """The boundary search as it is (``on``), or with the saving of the module doc switched off."""
+    if on:
+        yield
+        return
+    saved = continuation.order_growing
+    continuation.order_growing = lambda path: False
+    try:
+        yield
+    finally:
+        continuation.order_growing = saved
+
+
+def report(label: str, rows: list, total: dict, wall: float, load0: float) -> None:
 
     def cell(st: dict[str, float]) -> str:
         if not st:
@@ -165,7 +214,7 @@ def main() -> None:
         fail = f"/{int(st['failed'])}f" if st.get("failed") else ""
         return f"{st['s']:5.1f}s {int(st['evals']):4d}e {int(st['solves'])}s{fail}"
 
-    print(f"load average at start {load0:.2f}, at end {os.getloadavg()[0]:.2f}; "
+    print(f"{label + ': ' if label else ''}load average at start {load0:.2f}, at end {os.getloadavg()[0]:.2f}; "
           "cell: seconds, SE evaluations, solves / failed")
     print(f"{'omega':>6} {'total':>6} " + " ".join(f"{s:>21}" for s in STAGES) + "  alpha_c alpha_l sem_end pos_end")
     for w, secs, st, b in rows:
@@ -174,8 +223,11 @@ def main() -> None:
     print(f"{'all':>6} {wall:6.1f} " + " ".join(f"{cell(total.get(s, {})):>21}" for s in STAGES))
     evals = sum(v["evals"] for v in total.values())
     full = sum(v["full"] for v in total.values())
-    print(f"SE evaluations {int(evals)} ({int(full)} full searches); solves {int(sum(v['solves'] for v in total.values()))} "
-          f"({int(sum(v['failed'] for v in total.values()))} failed)")
+    nodes = {k: sum(v.get(k, 0.0) for v in total.values()) / 1e3 for k in ("search_nodes", "polish_nodes")}
+    solves = int(sum(v["solves"] for v in total.values()))
+    failed = int(sum(v["failed"] for v in total.values()))
+    print(f"SE evaluations {int(evals)} ({int(full)} full searches); solves {solves} ({failed} failed); "
+          f"proximal nodes searched {nodes['search_nodes']:.0f}k, polished {nodes['polish_nodes']:.0f}k")
     for w, _, _, b in rows:
         if b.notes:
             print(f"omega {w:.3f}: " + "; ".join(b.notes))

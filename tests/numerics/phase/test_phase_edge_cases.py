@@ -20,7 +20,8 @@ from attnphase.numerics.phase.brackets import (
     ALPHA_LIMIT, BranchLost, grid_extension, grow_alpha_c_down, grow_alpha_c_up, positional_grid,
 )
 from attnphase.numerics.phase.branch_end import BranchEnd
-from attnphase.numerics.phase.continuation import BranchSweep
+from attnphase.numerics.phase.continuation import BranchSweep, order_growing
+from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.fixed_point import DISTRUST_RESIDUAL, FixedPointSolver
 from attnphase.theory.params import ModelParams
 from toy_maps import AffineMap
@@ -70,6 +71,21 @@ def test_grid_extension_ends_at_the_limit() -> None:
     assert grid_extension(ALPHA_LIMIT) == []
     ext = grid_extension(1.0)
     assert ext[-1] == ALPHA_LIMIT and all(b > a for a, b in zip([1.0] + ext, ext))
+
+
+def _m_point(alpha: float, m: float, q0: float = 0.2, V0: float = 50.0) -> SimpleNamespace:
+    return SimpleNamespace(alpha=alpha, overlaps=Overlaps(q0=q0, V0=V0, m=np.array([m, -m]), th0=0.0))
+
+
+def test_order_growing_compares_the_last_two_distinct_points() -> None:
+    """|m| growing towards a failed step (omega = 0.45: 0.2765 -> 0.2793) skips the eigenvalue's search ahead;
+    falling (omega = 0.1: 0.1781 -> 0.1663, the branch ending at 1.285) keeps it; one point says nothing."""
+    assert order_growing([_m_point(1.15, 0.2765), _m_point(1.29, 0.2793)])
+    assert not order_growing([_m_point(0.89, 0.1781), _m_point(1.02, 0.1663)])
+    assert not order_growing([_m_point(0.63, 0.19)])
+    # the last grid point repeated as the point reached (no progress): the two before it decide
+    assert not order_growing([_m_point(0.89, 0.1781), _m_point(1.02, 0.1663), _m_point(1.02, 0.1663)])
+    assert order_growing([None, _m_point(1.15, 0.2765), _m_point(1.29, 0.2793), _m_point(1.29, 0.2793)])
 
 
 def test_alpha_c_bracket_grows_down_to_the_semantic_end() -> None:
