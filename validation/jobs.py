@@ -6,7 +6,7 @@ Tasks (:mod:`attnphase.execution`): one per simulation -- a (d, alpha, omega, in
 plan's alpha grid).  Keys hash the spec (or the theory job) and the code of the theory, numerics and
 validation layers.  The dataset ``validation.nc`` has the runs on dimensions
 ``(d, omega, alpha, init, seed)`` -- m, theta, q, eps_g (with its test-set standard error), e_t,
-eps_lin, converged, steps -- their means over seeds with the standard error ``<obs>_err``, and the
+eps_lin, converged, steps -- their means over seeds with the standard error ``err_<obs>``, and the
 theory on ``(omega, alpha, branch, prox)``.
 """
 
@@ -88,7 +88,7 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
             err = np.where(n > 1, std / np.sqrt(np.maximum(n, 1)), np.nan)
         name = f"abs_{k}" if k in ("m", "theta") else k
         dv[name] = (dims[:-1], mean)
-        dv[f"{name}_err"] = (dims[:-1], err)
+        dv[f"err_{name}"] = (dims[:-1], err)
     dv["n_runs"] = (dims[:-1], n.astype(np.int32))
     th_om = sorted({t.omega for t in theories})
     th_alpha = sorted({rec["alpha"] for t in theories for c in t.curves.values() for rec in c.records})
@@ -119,7 +119,7 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
 
 def validation_variable(name: str) -> Variable | None:
     """The variables of ``validation.nc``: each run's measurement (``run_X``), the seed means (``X``,
-    ``abs_m``, ``abs_theta``) with their standard errors (``X_err``), the theory (``theory_X``); long
+    ``abs_m``, ``abs_theta``) with their standard errors (``err_X``), the theory (``theory_X``); long
     names and units from :mod:`attnphase.numerics.jobs.variables`."""
     from attnphase.numerics.jobs.variables import lookup
 
@@ -139,8 +139,8 @@ def validation_variable(name: str) -> Variable | None:
     }
     if name in fixed:
         return fixed[name]
-    if name.endswith("_err"):
-        of = validation_variable(name[:-4])
+    if name.startswith("err_"):
+        of = validation_variable(name[4:])
         return Variable(name, f"standard error of {of.long_name}", of.units, "over the seeds") if of else None
     for prefix, what in (("run_", "{} of the run"), ("theory_", "state-evolution {}"), ("abs_", "|{}|, mean over seeds")):
         if name.startswith(prefix):

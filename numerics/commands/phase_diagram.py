@@ -43,7 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                              "bars and its eps_g over the alpha grid, into DIR/phase_diagram_bayes-optimal.csv, .json, "
                              ".nc, .png (the solver options and --workers do not apply)")
     solver_options.add_solver_options(p)
-    solver_options.add_error_estimate_option(p, "every boundary (<boundary>_err columns, error bars in the figure)")
+    solver_options.add_error_estimate_option(p, "every boundary (err_<boundary> columns, error bars in the figure)")
     p.add_argument("--census", action="store_true",
                    help="at every omega, search every fixed point at alpha_c (as attnphase census; error bars from "
                    "--error-estimate K, else 4 rules) and say whether any beats the semantic and positional ones: "

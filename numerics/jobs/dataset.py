@@ -3,7 +3,7 @@
 Phase diagram / scan, dimensions ``(<scanned parameter>,) omega``, plus ``branch, alpha`` for the curves:
 
 * the boundaries alpha_c, alpha_l, every branch's end (semantic, positional, and mixed at r >= 2),
-  alpha_c_coarse (docs/model.md section 6), each with ``<name>_err`` -- at r = r* = 1 its standard error
+  alpha_c_coarse (docs/model.md section 6), each with ``err_<name>`` -- at r = r* = 1 its standard error
   from the rules' scrambling blocks, or the spread over ``--error-estimate K`` independent rules; at r >= 2
   or r* >= 2 its search's final bracket width (NaN where none) -- the branch ends' kind and method, the
   branches alpha_c lies between, the branch of alpha_l, eps_lin, the notes
@@ -45,7 +45,7 @@ def _lookup(name: str) -> Variable | None:
     return var
 
 
-_ERROR_NAMES = {f"{k}_err" for k in boundary_keys(2)} | {f"err_{k}" for k in CURVE_KEYS + ("V",)}
+_ERROR_NAMES = {f"err_{k}" for k in boundary_keys(2)} | {f"err_{k}" for k in CURVE_KEYS + ("V",)}
 _TEXT = ("alpha_c_from", "alpha_c_to", "alpha_c_method", "alpha_l_branch")
 
 
@@ -102,7 +102,7 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
         eps_lin[at] = b.eps_lin
         for k in keys:
             if cell.get("err"):
-                errs[k][at] = cell["err"][f"{k}_err"]
+                errs[k][at] = cell["err"][f"err_{k}"]
                 found[k][at] = cell["err"][f"{k}_found"]
             else:
                 found[k][at] = int(math.isfinite(getattr(b, k)))
@@ -126,7 +126,7 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
     for k in keys + other:
         dv[k] = (dims, floats[k])
         if k in keys:
-            dv[f"{k}_err"] = (dims, errs[k])
+            dv[f"err_{k}"] = (dims, errs[k])
             dv[f"{k}_found"] = (dims, found[k])
     for k, v in text.items():
         dv[k] = (dims, v.astype(str).astype(object))
@@ -141,9 +141,9 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
 
 
 def _bracket_lookup(name: str) -> Variable | None:
-    """As :func:`_curve_lookup`, a boundary's ``<name>_err`` being its search's final bracket width (r >= 2 or
+    """As :func:`_curve_lookup`, a boundary's ``err_<name>`` being its search's final bracket width (r >= 2 or
     r* >= 2), not a standard error."""
-    of = _curve_lookup(name[:-4]) if name.endswith("_err") and name[:-4] in boundary_keys(2) else None
+    of = _curve_lookup(name[4:]) if name.startswith("err_") and name[4:] in boundary_keys(2) else None
     if of is not None:
         return Variable(name, f"bracket width of {of.long_name}", of.units,
                         "the final bracket of the search that located it; the boundary lies within it")

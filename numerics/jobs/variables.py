@@ -4,7 +4,7 @@ Every column the numerics' jobs write -- ``solve --json`` keys, the sweep, phase
 census tables, the variables of their datasets (:mod:`attnphase.numerics.jobs.dataset`) -- is an entry of
 :data:`VARIABLES` (:class:`~attnphase.execution.dataset.Variable`: name, long_name, units), in the
 symbols of docs/model.md.  Overlaps and errors are dimensionless (units "1").  A standard error
-``err_X`` (sweep, solve, census) or ``X_err`` (the boundaries' tables) is looked up as the standard
+``err_X`` (every output's one form) is looked up as the standard
 error of X (:func:`lookup`).  The table's order is no file's order: each writer keeps its columns
 (:data:`SWEEP_COLUMNS` for the sweep's CSV and dataset).
 """
@@ -116,7 +116,7 @@ _lookup = table_lookup(VARIABLES)
 
 
 def lookup(name: str) -> Variable | None:
-    """The variable named ``name`` (its standard error for ``err_X`` / ``X_err``; an invariant
+    """The variable named ``name`` (its standard error for ``err_X``; an invariant
     ``<prefix>_<i>`` of :data:`INVARIANTS`), or None."""
     prefix, _, index = name.rpartition("_")
     if prefix in INVARIANTS and index.isdigit():

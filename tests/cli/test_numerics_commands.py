@@ -189,7 +189,7 @@ def test_phase_diagram_writes_the_documented_files(tmp_path, capsys) -> None:
 
 def test_phase_diagram_error_estimate_is_the_spread_over_rules(tmp_path) -> None:
     """`--error-estimate 2` with gh6 repeats the boundaries on gh8 (and the alpha_c correction on
-    sobol16 seed 1): each <boundary>_err is the sample std of the two values, which are recomputed here."""
+    sobol16 seed 1): each err_<boundary> is the sample std of the two values, which are recomputed here."""
     import csv
 
     import numpy as np
@@ -213,9 +213,9 @@ def test_phase_diagram_error_estimate_is_the_spread_over_rules(tmp_path) -> None
     for key in ("alpha_c", "alpha_l"):
         pair = [float(row[key]), getattr(other, key)]
         assert int(row[f"{key}_found"]) == 2
-        assert float(row[f"{key}_err"]) == pytest.approx(np.std(pair, ddof=1), rel=1e-9, abs=1e-12)
-    assert float(row["alpha_c_err"]) < 2e-3  # both corrected on sobol16 (seeds 0 and 1)
-    assert row["positional_end_found"] == "0" and row["positional_end_err"] == "nan"
+        assert float(row[f"err_{key}"]) == pytest.approx(np.std(pair, ddof=1), rel=1e-9, abs=1e-12)
+    assert float(row["err_alpha_c"]) < 2e-3  # both corrected on sobol16 (seeds 0 and 1)
+    assert row["positional_end_found"] == "0" and row["err_positional_end"] == "nan"
 
 
 def test_phase_diagram_json_is_one_object(tmp_path, capsys) -> None:
