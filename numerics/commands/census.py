@@ -16,7 +16,8 @@ found within its error bars: label, e_t, starts) and its height above the minimu
 ``err_delta_e_t``, ``separation_paired``, ``separation_combined``).
 
 ``--out DIR`` writes that object to census.json, one row per fixed point to census.csv (:data:`CSV_COLUMNS`; at
-r >= 2 :data:`MATRIX_HEAD`, the invariants, :data:`MATRIX_TAIL`) and one row per start to census_starts.csv.
+r >= 2 :data:`MATRIX_HEAD`, the invariants, :data:`MATRIX_TAIL`), one row per start to census_starts.csv, and both
+tables, under the same names, to census.nc (:func:`~attnphase.numerics.jobs.dataset.census_dataset`, CF).
 ``phase-diagram --census`` runs :func:`phase_diagram_census`.  Exit code 0, or 1 when no start converged.
 """
 
@@ -63,7 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     solver_options.add_solver_options(p)
     solver_options.add_error_estimate_option(p, "every fixed point's observables (err_<key>)")
     p.add_argument("--out", default=None, metavar="DIR",
-                   help=f"output folder: writes census.json, census.csv and census_starts.csv there "
+                   help=f"output folder: writes census.json, census.csv, census_starts.csv and census.nc there "
                    f"({outputs.OUT_RULE}; default: none written)")
     outputs.add_json_option(p)
 
@@ -243,8 +244,12 @@ def _finite(x: Any) -> bool:
 
 
 def _write(out_dir: Any, obj: dict, res: Any) -> None:
-    """census.json, census.csv (a row per fixed point) and census_starts.csv (a row per start), all or none."""
-    from attnphase.execution.dataset import csv_text
+    """census.json, census.csv (a row per fixed point), census_starts.csv (a row per start) and census.nc (both
+    tables), all or none."""
+    from attnphase.execution.dataset import csv_text, job_attrs, write_netcdf
+    from attnphase.numerics.commands.common import command_line
+    from attnphase.numerics.jobs.dataset import census_dataset
+    from attnphase.numerics.jobs.tasks import numerics_version
     from attnphase.numerics.phase.census_starts import scalar_model
 
     params, points = res.params, obj["fixed_points"]
@@ -269,6 +274,11 @@ def _write(out_dir: Any, obj: dict, res: Any) -> None:
         outputs.write_text_atomic(stage / "census.json", json.dumps(outputs.json_value(obj), indent=1))
         outputs.write_text_atomic(stage / "census.csv", csv_text(rows, cols))
         outputs.write_text_atomic(stage / "census_starts.csv", csv_text(starts, START_COLUMNS))
+        attrs = job_attrs("census", version=numerics_version(), model=params.to_dict(), solver=obj["solver"],
+                          rule=obj["solver"].get("quadrature", ""), command=command_line(), alpha=res.alpha,
+                          error_estimate=obj["error_estimate"], search_quadrature=obj["search_quadrature"],
+                          title=f"Fixed points of the state evolution at alpha = {res.alpha:g}, omega = {params.omega:g}")
+        write_netcdf(census_dataset(rows, cols, starts, START_COLUMNS, attrs), stage / "census.nc")
 
 
 def phase_diagram_census(params: Any, rows: list[dict], cfg: Any, n_rules: int, out: Any, *, executor: Any = None,

@@ -198,3 +198,31 @@ def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str, S
     dv["status"] = (("omega",), np.array([s for _, _, s, _, _ in sweeps], dtype=object))
     dv["error"] = (("omega",), np.array([e or "" for _, _, _, e, _ in sweeps], dtype=object))
     return annotate(xr.Dataset(dv, coords={"omega": om, "alpha": alist}, attrs=attrs), _lookup)
+
+
+def _column(values: Sequence[Any]) -> np.ndarray:
+    """A table column as a netCDF variable's values: numbers as float (NaN where a row has none: ``None`` or
+    ``""``), whole numbers and booleans as int8/int64 where every row has one, anything else as text."""
+    given = [v for v in values if v is not None and v != ""]
+    if not all(isinstance(v, (bool, int, float, np.integer, np.floating)) for v in given):
+        return np.array(["" if v is None else str(v) for v in values], dtype=object)
+    if given and len(given) == len(values) and all(isinstance(v, (bool, np.bool_)) for v in given):
+        return np.array([int(v) for v in values], dtype=np.int8)
+    if given and len(given) == len(values) and all(isinstance(v, (int, np.integer)) for v in given):
+        return np.array(values, dtype=np.int64)
+    return np.array([math.nan if v is None or v == "" else float(v) for v in values], dtype=float)
+
+
+def census_dataset(points: Sequence[dict[str, Any]], columns: Sequence[str], starts: Sequence[dict[str, Any]],
+                   start_columns: Sequence[str], attrs: dict[str, Any]):
+    """The census (docs/method.md section 12) as a Dataset: every column of census.csv over the dimension
+    ``rank_in_e_t`` (1: the lowest e_t), every column of census_starts.csv over the dimension ``start`` (the
+    starts' names); the same names as the CSVs, each error ``err_X`` linked to its X."""
+    import xarray as xr
+
+    dv: dict[str, Any] = {c: (("rank_in_e_t",), _column([p.get(c) for p in points]))
+                          for c in columns if c != "rank_in_e_t"}
+    dv |= {c: (("start",), _column([s.get(c) for s in starts])) for c in start_columns if c != "start"}
+    coords = {"rank_in_e_t": np.arange(1, len(points) + 1, dtype=np.int64),
+              "start": np.array([str(s["start"]) for s in starts], dtype=object)}
+    return annotate(xr.Dataset(dv, coords=coords, attrs=attrs), lookup)

@@ -91,6 +91,12 @@ _TABLE: list[tuple[str, Variable]] = [
     _v("separation_combined", "distance to the next fixed point in combined standard errors"),
     _v("gauge_angle", "angle of the gauge alignment", "rad"),
     _v("err_replicates", "number of replicates the error bars come from"),
+    # census_starts.csv / census.nc: one row per start of the census's search
+    _v("start", "name of the census's start", None),
+    _v("requested_branch", "branch requested (by the command, or the census start made for it)", None),
+    _v("kind", "kind of the census start", None),
+    _v("fixed_point", "rank_in_e_t of the fixed point the start reached", comment="NaN / empty: it reached none"),
+    _v("message", "the solver's message where the start did not converge (empty: it did)", None),
     # phase-diagram --census: one row per omega
     _v("census_alpha", "alpha of the census (alpha_c)"),
     _v("census_global_min", "branch of the census's lowest fixed point", None),

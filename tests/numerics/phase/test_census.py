@@ -74,6 +74,27 @@ def test_census_out_writes_the_json_object_and_a_row_per_fixed_point(near_alpha_
     assert [float(r["e_t"]) for r in rows] == [p["e_t"] for p in near_alpha_c["fixed_points"]]
 
 
+def test_census_out_writes_a_cf_dataset_under_the_csvs_names(near_alpha_c: dict, out_folder) -> None:
+    """census.nc holds census.csv's columns over rank_in_e_t and census_starts.csv's over start, the same names,
+    values and order, CF-conformant, each error linked to its value."""
+    import csv
+
+    from attnphase.execution.dataset import cf_problems, open_dataset
+
+    ds = open_dataset(out_folder / "census.nc")
+    assert cf_problems(ds) == []
+    rows = list(csv.DictReader(open(out_folder / "census.csv")))
+    starts = list(csv.DictReader(open(out_folder / "census_starts.csv")))
+    assert set(rows[0]) | set(starts[0]) == set(ds.data_vars) | {"start"}
+    assert list(ds["rank_in_e_t"].values) == list(range(1, len(rows) + 1)) and list(ds["start"].values) == [
+        s["start"] for s in starts]
+    assert [float(r["e_t"]) for r in rows] == list(ds["e_t"].values) and list(ds["branch"].values) == [
+        r["branch"] for r in rows]
+    assert ds["e_t"].attrs["ancillary_variables"] == "err_e_t" and ds["err_e_t"].attrs["units"] == "1"
+    assert list(ds["converged"].values) == [int(s["converged"] == "True") for s in starts]
+    assert ds.attrs["job"] == "census" and ds.attrs["alpha"] == near_alpha_c["alpha"]
+
+
 def test_census_finds_the_positional_and_semantic_points_and_ranks_by_e_t(near_alpha_c: dict) -> None:
     pts = near_alpha_c["fixed_points"]
     labels = [p["branch"] for p in pts]
