@@ -76,7 +76,8 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
             runs[k][at] = getattr(r, k)
         conv[at] = int(r.converged)
     dims = tuple(axes)
-    dv: dict[str, Any] = {f"run_{k}": (dims, v) for k, v in runs.items()}
+    dv: dict[str, Any] = {f"run_{k}": (dims, v) for k, v in runs.items() if k != "eps_g_se"}
+    dv["err_run_eps_g"] = (dims, runs["eps_g_se"])  # the one form of an error bar: err_<name>
     dv["run_converged"] = (dims, conv)
     n = np.isfinite(runs["eps_g"]).sum(axis=-1)
     for k in RUN_OBSERVABLES:
@@ -113,7 +114,6 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
     dv["theory_alpha_c"] = (("theory_omega", "prox"), alpha_c)
     coords["init"] = np.array(coords["init"], dtype=object)
     ds = annotate(xr.Dataset(dv, coords=coords, attrs=attrs), validation_variable)
-    ds["run_eps_g"].attrs["ancillary_variables"] = "run_eps_g_se"
     return ds
 
 
@@ -131,7 +131,8 @@ def validation_variable(name: str) -> Variable | None:
         "theory_alpha": Variable("theory_alpha", "alpha of the theory curves"),
         "branch": Variable("branch", "branch of the state evolution", None),
         "prox": Variable("prox", "proximal map of the state evolution (global minimiser; local from h = 0; aligned: lowest minimiser on the side of the mean field)", None),
-        "run_eps_g_se": Variable("run_eps_g_se", "standard error of the run's test error from its finite test set"),
+        "err_run_eps_g": Variable("err_run_eps_g", "standard error of the run's test error from its finite test set",
+                                  comment="from the run's finite test set"),
         "run_steps": Variable("run_steps", "gradient-descent steps of the run"),
         "run_converged": Variable("run_converged", "1 where the run's gradient descent converged, else 0"),
         "n_runs": Variable("n_runs", "number of runs (seeds) with a finite test error"),

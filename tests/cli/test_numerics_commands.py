@@ -216,6 +216,16 @@ def test_phase_diagram_error_estimate_is_the_spread_over_rules(tmp_path) -> None
         assert float(row[f"err_{key}"]) == pytest.approx(np.std(pair, ddof=1), rel=1e-9, abs=1e-12)
     assert float(row["err_alpha_c"]) < 2e-3  # both corrected on sobol16 (seeds 0 and 1)
     assert row["positional_end_found"] == "0" and row["err_positional_end"] == "nan"
+    # one name per column: the CSV header == the JSON rows' keys == its variables, each in the dataset
+    from attnphase.execution.dataset import open_dataset
+
+    header = next(csv.reader(open(tmp_path / "phase_diagram.csv")))
+    meta = json.loads((tmp_path / "phase_diagram.json").read_text())
+    assert [list(r) for r in meta["rows"]] == [header] and list(meta["variables"]) == header
+    ds = open_dataset(tmp_path / "phase_diagram.nc")
+    assert set(header) <= set(ds.data_vars) | set(ds.coords) and not [c for c in header if c.endswith("_err")]
+    assert set(ds.data_vars) - set(header) <= {"eps_g", "e_t", "m", "theta", "q", "converged", "status", "error"}
+    assert ds["alpha_c"].attrs["ancillary_variables"] == "alpha_c_found err_alpha_c"
 
 
 def test_phase_diagram_json_is_one_object(tmp_path, capsys) -> None:

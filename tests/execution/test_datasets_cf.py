@@ -216,6 +216,7 @@ def test_validation_dataset_is_cf(tmp_path) -> None:
     ds = assert_cf(tmp_path / "validation.nc")
     assert ds["eps_g"].attrs["ancillary_variables"] == "err_eps_g"
     assert ds["err_abs_theta"].attrs["long_name"] == "standard error of " + ds["abs_theta"].attrs["long_name"]
+    assert ds["run_eps_g"].attrs["ancillary_variables"] == "err_run_eps_g" and "run_eps_g_se" not in ds
     assert {"init_label", "branch_label", "prox_label"} <= set(ds.coords)
 
 

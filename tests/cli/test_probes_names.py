@@ -1,0 +1,136 @@
+"""Probes of names: one name per quantity and per error bar (``err_<name>``) in CSV, JSON and netCDF on every
+command; the Bayes-optimal records without what the estimator does not use; the Bayes-optimal sweep on the job
+machinery (``--workers``, ``DIR/tasks``)."""
+
+from __future__ import annotations
+
+import ast
+import csv
+import dataclasses
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from attnphase.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+#: An error bar named after its value with a suffix (``alpha_c_err``): the form every output gave up for ``err_X``.
+SUFFIX_ERROR = re.compile(r"[A-Za-z0-9]_err$")
+
+
+def _writer_columns() -> dict[str, tuple[str, ...]]:
+    """Every output writer's list of columns / keys / variables, by writer."""
+    from attnphase.numerics.commands import census
+    from attnphase.numerics.jobs.bayes_dataset import BAYES_DIAGRAM_COLUMNS, BAYES_DIAGRAM_CURVES
+    from attnphase.numerics.jobs.boundary_table import csv_columns
+    from attnphase.numerics.jobs.variables import SWEEP_COLUMNS, VARIABLES
+    from attnphase.numerics.phase.boundary_results import Boundaries, error_columns
+    from attnphase.numerics.phase.census import CENSUS_COLUMNS
+    from attnphase.numerics.commands.point_record import RECORD_KEYS
+    from attnphase.numerics.errors.quadrature_error import replicate_spread
+    from attnphase.numerics.se.bayes_curve import BAYES_SWEEP_COLUMNS
+
+    nan = float("nan")
+    rows = {f"Boundaries.row r={r}": tuple(Boundaries(omega=0.3, alpha_c=nan, alpha_l=nan, semantic_end=nan,
+                                                      positional_end=nan, r=r).row()) for r in (1, 2)}
+    return rows | {
+        "phase-diagram/scan table r=1": csv_columns(1, True), "phase-diagram/scan table r=2": csv_columns(2, True),
+        "error columns r=2": error_columns(2), "--error-estimate K spread": tuple(replicate_spread([])),
+        "sweep": SWEEP_COLUMNS, "solve record": RECORD_KEYS, "variables table": tuple(VARIABLES),
+        "census": census.CSV_COLUMNS + census.MATRIX_HEAD + census.MATRIX_TAIL + census.START_COLUMNS,
+        "phase-diagram --census": CENSUS_COLUMNS, "bayes-optimal sweep": BAYES_SWEEP_COLUMNS,
+        "bayes-optimal phase-diagram": BAYES_DIAGRAM_COLUMNS + BAYES_DIAGRAM_CURVES,
+    }
+
+
+def _string_names(path: Path, allowed: set[str]) -> list[str]:
+    """Every string literal (or f-string's last literal part) of ``path`` ending like ``X_err``, but a dataclass
+    field's name given to getattr/setattr or a field of ``allowed`` (a key that only reaches a constructor)."""
+    tree = ast.parse(path.read_text())
+    attr_names = {id(n) for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                  and c.func.id in ("getattr", "setattr", "hasattr") for a in c.args[1:2] for n in ast.walk(a)}
+    out = []
+    for node in ast.walk(tree):
+        if id(node) in attr_names:
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[-1], ast.Constant):
+            text = str(node.values[-1].value)
+        else:
+            continue
+        if SUFFIX_ERROR.search(text) and not any(f.endswith(text) for f in allowed):
+            out.append(f"{path.relative_to(ROOT)}:{node.lineno}: {text!r}")
+    return out
+
+
+def test_no_output_names_an_error_bar_X_err():
+    """Every writer's columns, and every string the packages write, name an error bar ``err_<name>`` (the form of
+    solve, sweep, census and the thresholds), never ``<name>_err`` (the phase diagram's and scan's until now)."""
+    from attnphase.numerics.phase.boundary_results import Boundaries
+
+    bad = [f"{writer}: {c}" for writer, cols in _writer_columns().items() for c in cols if SUFFIX_ERROR.search(c)]
+    assert not bad, bad
+    # the dataclass keeps its field names (the Python API); they reach no file under that name
+    fields = {f.name for f in dataclasses.fields(Boundaries)}
+    dirs = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values())
+    found = [hit for d in sorted(dirs) for p in sorted((ROOT / d).glob("*.py")) for hit in _string_names(p, fields)]
+    assert not found, found
+
+
+def _header(path: Path) -> list[str]:
+    with open(path) as f:
+        return next(csv.reader(f))
+
+
+def test_sweep_names_agree_in_csv_netcdf_and_json(tmp_path, capsys):
+    """One sweep: the CSV header == the --json rows' keys == its ``variables``; the dataset holds each of them
+    under the same name (the grid's two as coordinates), each error linked to its value."""
+    from attnphase.execution.dataset import open_dataset
+
+    out = tmp_path / "s"
+    assert main(["sweep", "--alpha", "1.8,2", "--omega", "0.3", "--quadrature", "sobol8:4", "--workers", "1",
+                 "--quiet", "--json", "--out", str(out)]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    header = _header(out / "sweep_semantic_omega0.3.csv")
+    assert [list(r) for r in obj["rows"]] == [header] * 2 and list(obj["variables"]) == header
+    ds = open_dataset(out / "sweep_semantic.nc")
+    assert set(header) <= set(ds.data_vars) | set(ds.coords)
+    assert set(ds.data_vars) - set(header) <= {"end", "end_kind", "status", "error"}
+    for c in header:
+        if c.startswith("err_"):
+            assert c in ds[c[4:]].attrs["ancillary_variables"].split(), c
+
+
+def test_bayes_optimal_records_leave_out_lam_and_loss(capsys):
+    """The posterior mean has no ridge penalty and minimises no loss: neither is echoed, and --lam is refused."""
+    assert main(["solve", "--estimator", "bayes-optimal", "--alpha", "0.3", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert not {"lam", "loss"} & set(rec) and rec["rho0"] == 1.0 and rec["L"] == 2
+    for argv in (["solve", "--alpha", "0.3"], ["sweep", "--alpha", "0.3,0.4"], ["phase-diagram", "--alpha", "0.3,0.4"]):
+        assert main([*argv, "--estimator", "bayes-optimal", "--lam", "0.1"]) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("attnphase: error: --lam 0.1") and "no ridge penalty" in err[0]
+
+
+def test_bayes_optimal_sweep_runs_on_workers_and_resumes(tmp_path, capsys):
+    """``sweep --estimator bayes-optimal --workers 2``: one task per (omega, branch) on a local cluster of two
+    workers, stored in DIR/tasks (a rerun reads them back: the same table); the JSON's params and model leave out
+    lam and loss."""
+    out = tmp_path / "bo"
+    argv = ["sweep", "--estimator", "bayes-optimal", "--alpha", "0.3,0.6", "--omega", "0.3", "--workers", "2",
+            "--json", "--out", str(out)]
+    assert main(argv) == 0
+    got = capsys.readouterr()
+    obj = json.loads(got.out)
+    assert obj["tasks"]["total"] == obj["tasks"]["computed"] == 2 and "local Dask cluster: 2 worker" in got.err
+    assert not {"lam", "loss"} & (set(obj["params"]) | set(obj["model"]))
+    table = (out / "sweep_bayes-optimal_omega0.3.csv").read_text()
+    assert len(list((out / "tasks").glob("*.task"))) == 2
+    assert main(argv) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["tasks"]["stored"] == 2 and (out / "sweep_bayes-optimal_omega0.3.csv").read_text() == table
+    assert [r["q"] for r in again["rows"]] == [r["q"] for r in obj["rows"]]
