@@ -120,6 +120,16 @@ def unresolved_order_warning(fp, err) -> None:
 OVERLAP_KEYS = ("q", "m", "V", "theta")
 
 
+def exact_zero_note(rec: dict) -> str:
+    """Why a bar is 0 ("" when none is): an order parameter the fixed point's symmetry holds at 0 (m on the semantic
+    branch, theta on the positional one, both on the agnostic one) is 0 on every rule, so exactly."""
+    zeros = [k for k in RESULT_KEYS if rec.get(k) == 0.0 and rec.get(f"err_{k}") == 0.0]
+    if not zeros:
+        return ""
+    return (" = ".join(f"err_{k}" for k in zeros) + " = 0: " + " = ".join(zeros) + f" = 0 exactly on the "
+            f"{rec.get('branch') or 'reached'} branch (its symmetry holds it there on every rule)")
+
+
 def max_relative_error(rec: dict) -> float:
     """max err_k / |k| over the non-zero overlaps of a record with error bars (NaN when one is NaN)."""
     rel = [rec[f"err_{k}"] / abs(rec[k]) for k in OVERLAP_KEYS if rec.get(k)]

@@ -21,8 +21,8 @@ from attnphase import options as opt
 from attnphase import outputs, solver_options, work
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.commands.common import point_setup
-from attnphase.numerics.commands.point_record import (RESULT_KEYS, max_relative_error, precision_note, print_record,
-                                                      solve_record, unresolved_order_warning)
+from attnphase.numerics.commands.point_record import (RESULT_KEYS, exact_zero_note, max_relative_error, precision_note,
+                                                      print_record, solve_record, unresolved_order_warning)
 
 NAME = "solve"
 HELP = "solve the state evolution at one (alpha, omega)"
@@ -103,6 +103,9 @@ def _error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, args: argparse.Names
             print(f"attnphase: note: {note}", file=sys.stderr)
         else:
             precision_note(rec["max_relative_error"], getattr(args, "precision", None) or "default")
+        exact = exact_zero_note(rec)
+        if exact:  # a bar of 0 is never silent: the record says why (JSON and text; not a warning)
+            rec["error_note"] = "; ".join(n for n in (rec.get("error_note"), exact) if n)
         unresolved_order_warning(fp, err)
     else:
         rec.update({f"err_{k}": None for k in RESULT_KEYS}, max_relative_error=None,

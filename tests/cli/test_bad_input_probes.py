@@ -410,7 +410,7 @@ def test_solve_on_one_rule_carries_error_bars(rule, capsys):
     rec = json.loads(capsys.readouterr().out)
     for k in ("q", "V", "theta", "eps_g", "e_t"):
         assert rec[f"err_{k}"] is not None and rec[f"err_{k}"] > 0, (k, rec)
-    assert "error_note" not in rec
+    assert rec["error_note"].startswith("err_m = 0: m = 0 exactly")  # the one note: no bar is missing
 
 
 def test_missing_error_bars_are_explained(capsys, tmp_path):

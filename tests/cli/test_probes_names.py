@@ -134,3 +134,13 @@ def test_bayes_optimal_sweep_runs_on_workers_and_resumes(tmp_path, capsys):
     again = json.loads(capsys.readouterr().out)
     assert again["tasks"]["stored"] == 2 and (out / "sweep_bayes-optimal_omega0.3.csv").read_text() == table
     assert [r["q"] for r in again["rows"]] == [r["q"] for r in obj["rows"]]
+
+
+def test_a_null_prints_as_null_and_a_bar_is_only_err_name():
+    """Text output: a null value (the Bayes-optimal e_t, a non-converged solve's overlaps) reads ``null`` as in the
+    JSON, not a blank; a value's bar is its ``err_<name>`` alone (``eps_g_se`` is no bar: simulate's JSON says
+    ``err_eps_g`` now)."""
+    from attnphase.display import record_lines
+
+    lines = record_lines({"e_t": None, "eps_g": 0.0314159, "err_eps_g": 2.1e-05, "q": 0.5, "q_se": 0.1, "reason": ""})
+    assert lines == ["   e_t  null", " eps_g  0.031416 +- 0.000021", "     q  0.5", "  q_se  0.1", "reason  "], lines
