@@ -144,3 +144,18 @@ def test_a_null_prints_as_null_and_a_bar_is_only_err_name():
 
     lines = record_lines({"e_t": None, "eps_g": 0.0314159, "err_eps_g": 2.1e-05, "q": 0.5, "q_se": 0.1, "reason": ""})
     assert lines == ["   e_t  null", " eps_g  0.031416 +- 0.000021", "     q  0.5", "  q_se  0.1", "reason  "], lines
+
+
+def test_a_rerun_with_another_model_names_tasks_only_where_the_job_has_them(tmp_path, capsys):
+    """`check --out K` then `check --L 3 --out K` said "its finished tasks stay in tasks/": a check has no tasks."""
+    from attnphase import outputs
+
+    for model, name in (({"L": 2}, "a.md"), ({"L": 3}, "b.md")):
+        with outputs.staged_output(tmp_path, job="check", model=model) as stage:
+            (stage / name).write_text(name)
+    err = capsys.readouterr().err
+    assert "held an earlier check job (L=2 -> 3)" in err and "removed: a.md" in err and "tasks" not in err, err
+    (tmp_path / "tasks").mkdir()
+    with outputs.staged_output(tmp_path, job="check", model={"L": 4}) as stage:
+        (stage / "c.md").write_text("c")
+    assert "its finished tasks stay in tasks/" in capsys.readouterr().err
