@@ -73,7 +73,8 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
                        alphas: Sequence[float], attrs: dict[str, Any], r: int = 1):
     """One Dataset from ``cells``: each ``{"at": {dim: value}, "b": Boundaries, "err": dict | None,
     "status": str, "error": str}``; ``coords`` the values of every dim in ``dims`` (omega last); ``r`` the
-    student rank (the branches: :func:`~attnphase.numerics.phase.boundary_results.model_branches`)."""
+    student rank (the branches: :func:`~attnphase.numerics.phase.boundary_results.model_branches`).  The error
+    variables ``err_<boundary>`` and ``<boundary>_found`` are there where a cell has errors, as the CSV's columns."""
     import xarray as xr
 
     keys, other, text_keys = _columns(r)
@@ -123,9 +124,10 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
                     curves["e_t"][at + (j, i)], curves["eps_g"][at + (j, i)] = e_t, eps_g
                     converged[at + (j, i)] = 1
     dv: dict[str, Any] = {}
+    with_errors = any(cell.get("err") for cell in cells)  # as the CSV: the error columns where the job has errors
     for k in keys + other:
         dv[k] = (dims, floats[k])
-        if k in keys:
+        if k in keys and with_errors:
             dv[f"err_{k}"] = (dims, errs[k])
             dv[f"{k}_found"] = (dims, found[k])
     for k, v in text.items():

@@ -159,3 +159,19 @@ def test_a_rerun_with_another_model_names_tasks_only_where_the_job_has_them(tmp_
     with outputs.staged_output(tmp_path, job="check", model={"L": 4}) as stage:
         (stage / "c.md").write_text("c")
     assert "its finished tasks stay in tasks/" in capsys.readouterr().err
+
+
+def test_a_diagram_without_error_bars_has_the_csvs_names_in_its_dataset():
+    """A phase diagram or scan on one rule (gh6: no error bars) wrote no err_/_found columns to its CSV but NaN
+    err_<boundary> and <boundary>_found variables to its dataset: one job, two sets of names."""
+    from attnphase.numerics.jobs.boundary_table import csv_columns
+    from attnphase.numerics.jobs.dataset import boundaries_dataset
+    from attnphase.numerics.phase.boundary_results import Boundaries
+
+    b = Boundaries(omega=0.3, alpha_c=1.25, alpha_l=1.5, semantic_end=0.8, positional_end=float("nan"))
+    for err in (None, b.errors()):
+        ds = boundaries_dataset([{"at": {"omega": 0.3}, "b": b, "err": err, "status": "done", "error": ""}],
+                                ("omega",), {"omega": [0.3]}, [1.0, 2.0], {"title": "t"})
+        columns = set(csv_columns(1, errors=err is not None))
+        assert columns <= set(ds.data_vars) | set(ds.coords)
+        assert set(ds.data_vars) - columns <= {"eps_g", "e_t", "m", "theta", "q", "converged", "status", "error"}
