@@ -51,7 +51,7 @@ CSV_COLUMNS = ("branch", "e_t", "err_e_t", "eps_g", "err_eps_g", "q", "err_q", "
 #: census.csv's columns at r >= 2 or r* >= 2, before and after the invariants' (q0_eig_1 .., m_norm_1 ..).
 MATRIX_HEAD = ("rank_in_e_t", "branch", "e_t", "err_e_t", "delta_e_t", "err_delta_e_t", "separation_paired",
                "separation_combined", "eps_g", "err_eps_g")
-MATRIX_TAIL = ("stable", "leading_eigenvalue", "gauge_angle", "residual", "iterations", "starts", "err_replicates")
+MATRIX_TAIL = ("stable", "leading_eigenvalue", "gauge_angle", "residual", "iterations", "starts", "replicates")
 
 #: census_starts.csv's columns (one row per start).
 START_COLUMNS = ("start", "requested_branch", "kind", "converged", "fixed_point", "residual", "message")

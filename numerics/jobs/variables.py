@@ -90,7 +90,8 @@ _TABLE: list[tuple[str, Variable]] = [
     _v("separation_paired", "distance to the next fixed point in paired standard errors"),
     _v("separation_combined", "distance to the next fixed point in combined standard errors"),
     _v("gauge_angle", "angle of the gauge alignment", "rad"),
-    _v("err_replicates", "number of replicates the error bars come from"),
+    _v("replicates", "number of replicates the error bars come from"),
+    _v("replicates_tried", "number of replicates solved for the error bars (those on another branch left out)"),
     # census_starts.csv / census.nc: one row per start of the census's search
     _v("start", "name of the census's start", None),
     _v("requested_branch", "branch requested (by the command, or the census start made for it)", None),

@@ -74,6 +74,10 @@ def test_no_output_names_an_error_bar_X_err():
 
     bad = [f"{writer}: {c}" for writer, cols in _writer_columns().items() for c in cols if SUFFIX_ERROR.search(c)]
     assert not bad, bad
+    # and err_X is always the bar of an X beside it (a count of replicates was err_replicates)
+    orphans = [f"{writer}: {c}" for writer, cols in _writer_columns().items() if writer not in ("variables table", "error columns r=2", "--error-estimate K spread")
+               for c in cols if c.startswith("err_") and c[4:] not in cols]
+    assert not orphans, orphans
     # the dataclass keeps its field names (the Python API); they reach no file under that name
     fields = {f.name for f in dataclasses.fields(Boundaries)}
     dirs = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values())

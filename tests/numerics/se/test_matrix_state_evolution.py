@@ -139,7 +139,7 @@ def test_rank2_error_bars_are_the_standard_error_of_the_blocks() -> None:
     out = replicate_errors(fp, *replicate_points(fp, cfg, 0))
     blocks = [solve(params, 2.0, "semantic", config=block_config(cfg, j), init=fp.overlaps) for j in range(3)]
     used = [b.record for b in blocks if b.status.converged and b.branch == fp.branch]
-    assert out["err_replicates"] == len(used) and out["err_replicates_tried"] == 3
+    assert out["replicates"] == len(used) and out["replicates_tried"] == 3
     if len(used) >= 2:
         assert out["err_eps_g"] == pytest.approx(np.std([r["eps_g"] for r in used], ddof=1) / np.sqrt(len(used)))
         assert out["err_eps_g"] > 0 and len(out["err_q0_eigenvalues"]) == 2
