@@ -85,7 +85,7 @@ def matrix_record(fp, requested: str) -> dict:
     """The matrix form's keys of one solve (module doc); the overlaps, invariants and observables None where it
     did not converge."""
     params, rec, ok = fp.params, fp.record, fp.status.converged
-    out = {"alpha": fp.alpha, "omega": params.omega, "sigma": list(params.sigma), "lam": params.lam,
+    out = {"alpha": fp.alpha, "omega": params.omega, "sigma": params.sigma_value, "lam": params.lam,
            "L": params.L, "A": [list(x) for x in params.A], "P": [list(x) for x in params.P], "rho0": params.rho0,
            "loss": params.loss, "rank": params.r, "teacher_rank": rec["r_star"], "branch": rec["branch"] if ok else None,
            "requested_branch": requested}

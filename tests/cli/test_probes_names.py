@@ -179,3 +179,18 @@ def test_a_diagram_without_error_bars_has_the_csvs_names_in_its_dataset():
         columns = set(csv_columns(1, errors=err is not None))
         assert columns <= set(ds.data_vars) | set(ds.coords)
         assert set(ds.data_vars) - columns <= {"eps_g", "e_t", "m", "theta", "q", "converged", "status", "error"}
+
+
+def test_sigma_reads_the_same_at_every_rank():
+    """``solve --rank 2`` echoed sigma as the list [0.5, 0.5], rank 1 as 0.5: one quantity, one form."""
+    from types import SimpleNamespace
+
+    from attnphase.numerics.commands.point_record import MATRIX_KEYS, matrix_record
+    from attnphase.theory.params import ModelParams
+
+    for sigma, want in ((0.5, 0.5), ((0.4, 0.6), [0.4, 0.6])):
+        params = ModelParams(sigma=sigma, r=2)
+        rec = {k: None for k in MATRIX_KEYS} | {"r_star": 1, "branch": "mixed", "converged": False, "iterations": 1,
+                                                "residual": 1.0, "prox_failures": 0, "quadrature": "q"}
+        fp = SimpleNamespace(params=params, record=rec, alpha=2.0, status=SimpleNamespace(converged=False))
+        assert matrix_record(fp, "mixed")["sigma"] == want == params.sigma_value
