@@ -350,7 +350,7 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
                       rule=f"sign{rules.fine.order}", command=command_line(), estimator="bayes-optimal",
                       title="The Bayes-optimal thresholds of dot-product attention over omega")
     obj = {"estimator": "bayes-optimal", "params": bayes_params(params) | {"omega": [r["omega"] for r in rows]},
-           "model": bayes_model_echo(params), "alpha": list(alphas), "rule": f"sign{rules.fine.order}", "rows": rows,
+           "model": bayes_model_echo(params), "alphas": list(alphas), "omegas": [r["omega"] for r in rows], "rule": f"sign{rules.fine.order}", "rows": rows,
            "curves": {f"{w:g}": c for w, c in curves.items()},
            "variables": described(BAYES_DIAGRAM_COLUMNS + BAYES_DIAGRAM_CURVES)}
     same = all(all(r[k] == rows[0][k] for k in THRESHOLD_KEYS) for r in rows)
