@@ -227,14 +227,15 @@ def cf_problems(ds: Any) -> list[str]:
 
 def csv_text(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
     """The CSV table a job writes beside its dataset: header ``columns``, a line per row (its other keys left
-    out), lines ended by "\\n"."""
+    out), lines ended by "\\n"; a yes/no value (``converged``, ``stable``) as 1 / 0, as in the dataset and as the
+    variables' long names say ("1 where ..., else 0"), never ``True`` in one table and ``1`` in another."""
     import csv
     import io
 
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n", extrasaction="ignore")
     w.writeheader()
-    w.writerows(rows)
+    w.writerows({k: int(v) if isinstance(v, bool) else v for k, v in row.items()} for row in rows)
     return buf.getvalue()
 
 

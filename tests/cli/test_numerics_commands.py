@@ -107,7 +107,7 @@ def test_sweep_writes_one_row_per_alpha(tmp_path, capsys: pytest.CaptureFixture[
     # gh6 is one deterministic rule: no error bar unless --error-estimate K asks for K rules
     assert all(r["err_q"] == "nan" for r in rows)
     assert [float(r["alpha"]) for r in rows] == pytest.approx([1.8, 2.0, 2.2])
-    assert all(r["branch"] == "semantic" and r["converged"] == "True" for r in rows)
+    assert all(r["branch"] == "semantic" and r["converged"] == "1" for r in rows)
     theta = [float(r["theta"]) for r in rows]
     eps_g = [float(r["eps_g"]) for r in rows]
     assert theta[0] < theta[1] < theta[2]  # more data: closer to the teacher

@@ -194,3 +194,12 @@ def test_sigma_reads_the_same_at_every_rank():
                                                 "residual": 1.0, "prox_failures": 0, "quadrature": "q"}
         fp = SimpleNamespace(params=params, record=rec, alpha=2.0, status=SimpleNamespace(converged=False))
         assert matrix_record(fp, "mixed")["sigma"] == want == params.sigma_value
+
+
+def test_a_yes_no_column_is_1_or_0_in_every_csv():
+    """census.csv said stable = True where sweep_bayes-optimal_omega*.csv said stable = 1 and the datasets 1: one
+    field, one form (the variables' long names: "1 where ..., else 0")."""
+    from attnphase.execution.dataset import csv_text
+
+    assert csv_text([{"stable": True, "converged": False, "starts": 3, "q": 0.5}], ("stable", "converged", "starts", "q")) \
+        == "stable,converged,starts,q\n1,0,3,0.5\n"

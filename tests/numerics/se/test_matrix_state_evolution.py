@@ -177,7 +177,7 @@ def test_cli_sweep_rank2_writes_one_row_per_alpha_with_the_invariants(tmp_path, 
     rec = json.loads(capsys.readouterr().out)
     assert code == 0 and rec["rank"] == 2 and rec["on_branch"] == 1
     rows = list(csv.DictReader((out / "sweep_semantic_omega0.3_rank2x1.csv").open()))
-    assert len(rows) == 1 and rows[0]["branch"] == "semantic" and rows[0]["converged"] == "True"
+    assert len(rows) == 1 and rows[0]["branch"] == "semantic" and rows[0]["converged"] == "1"
     for col in ("e_t", "eps_g", "q0_eig_1", "q0_eig_2", "V0_eig_2", "th0_sv_1", "m_norm_2", "gauge_angle"):
         assert col in rows[0] and rows[0][col] != ""
     assert main(["sweep", "--alpha", "2", "--branch", "mixed", "--out", str(out)]) == 2
