@@ -313,44 +313,43 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
     check_bayes_solver_options(args)
     workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
                         "(omega, alpha) points (omegas x alphas)", "--omega/--alpha", args.large)
+    from attnphase import execution_options
+
+    executor = execution_options.executor_from_args(args)
     out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
 
+    from attnphase.execution import run_tasks
     from attnphase.execution.dataset import job_attrs, write_netcdf
-    from attnphase.numerics.commands.common import command_line, staged_job
+    from attnphase.execution.progress import TaskBar, failure_summary
+    from attnphase.numerics.commands.common import command_line, staged_job, task_store
     from attnphase.numerics.jobs.bayes_dataset import (BAYES_DIAGRAM_COLUMNS, BAYES_DIAGRAM_CURVES, bayes_diagram_csv,
                                                        bayes_diagram_dataset)
     from attnphase.numerics.jobs.bayes_plots import plot_bayes_diagram
-    from attnphase.numerics.jobs.tasks import numerics_version
+    from attnphase.numerics.jobs.tasks import bayes_diagram_task, numerics_version
     from attnphase.numerics.jobs.variables import described
-    from attnphase.numerics.phase.bayes_thresholds import THRESHOLD_KEYS, bayes_thresholds
-    from attnphase.numerics.se.bayes import BayesModel
-    from attnphase.numerics.se.bayes_curve import bayes_rules, estimator_point
-    from attnphase.numerics.se.observables import eps_lin
+    from attnphase.numerics.phase.bayes_thresholds import THRESHOLD_KEYS
 
     work.begin("computing the Bayes-optimal phase diagram")
-    rows: list[dict] = []
-    curves: dict[float, list[dict]] = {}
-    rules_of: dict = {}
-    for w in sorted(omegas):
-        pw = params.replace(omega=w)
-        model = BayesModel.of(pw)
-        if model not in rules_of:
-            rules_of[model] = bayes_rules(model)
-        rules = rules_of[model]
-        th = bayes_thresholds(model).as_dict()
-        rows.append({"omega": float(pw.omega), "estimator": "bayes-optimal", "eps_lin": eps_lin(pw)}
-                    | {k: th[k] for k in BAYES_DIAGRAM_COLUMNS if k in th})
-        pts = [estimator_point(model, pw.omega, a, rules) for a in alphas]
-        curves[float(pw.omega)] = [{"alpha": p.alpha, "branch": p.branch, "q": p.q0, "err_q": p.err_q0,
-                                    "eps_g": p.eps_g, "err_eps_g": p.err_eps_g, "perfect_recovery": int(p.perfect)}
-                                   for p in pts]
+    version = numerics_version()
+    # one task per omega, run like the ERM diagram's: --workers, --scheduler, stored in DIR/tasks, --fresh
+    ordered = sorted(omegas)
+    with TaskBar("Bayes-optimal omegas", quiet=args.quiet) as bar:
+        outs = run_tasks([bayes_diagram_task(params.replace(omega=w), alphas, version) for w in ordered],
+                         executor=executor, store=task_store(out_dir), fresh=args.fresh, version=version, progress=bar)
+    failures = failure_summary(outs)
+    if failures:
+        raise RuntimeError(f"while computing the Bayes-optimal phase diagram: {failures}")
+    rows = [{k: o.value[0][k] for k in BAYES_DIAGRAM_COLUMNS if k in o.value[0]} for o in outs]
+    curves = {float(params.replace(omega=w).omega): o.value[1]["points"] for w, o in zip(ordered, outs)}
+    rule = outs[0].value[2]
     stem = phase_diagram_file_stem()
-    attrs = job_attrs("phase-diagram", version=numerics_version(), model=bayes_params(params) | {"omega": "scanned"},
-                      rule=f"sign{rules.fine.order}", command=command_line(), estimator="bayes-optimal",
+    attrs = job_attrs("phase-diagram", version=version, model=bayes_params(params) | {"omega": "scanned"},
+                      rule=rule, command=command_line(), estimator="bayes-optimal",
                       title="The Bayes-optimal thresholds of dot-product attention over omega")
     obj = {"estimator": "bayes-optimal", "params": bayes_params(params) | {"omega": [r["omega"] for r in rows]},
-           "model": bayes_model_echo(params), "alphas": list(alphas), "omegas": [r["omega"] for r in rows], "rule": f"sign{rules.fine.order}", "rows": rows,
+           "model": bayes_model_echo(params), "alphas": list(alphas), "omegas": [r["omega"] for r in rows],
+           "rule": rule, "rows": rows,
            "curves": {f"{w:g}": c for w, c in curves.items()},
            "variables": described(BAYES_DIAGRAM_COLUMNS + BAYES_DIAGRAM_CURVES)}
     same = all(all(r[k] == rows[0][k] for k in THRESHOLD_KEYS) for r in rows)
@@ -362,7 +361,7 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
         write_netcdf(bayes_diagram_dataset(rows, alphas, curves, attrs), stage / f"{stem}.nc")
         outputs.write_text_atomic(stage / f"{stem}.json", json.dumps(outputs.json_value(obj), indent=1) + "\n")
         plot_bayes_diagram(rows, alphas, curves, stage / f"{stem}.png",
-                           title=f"Bayes-optimal estimator, L = {params.L}, over omega (rule sign{rules.fine.order})")
+                           title=f"Bayes-optimal estimator, L = {params.L}, over omega (rule {rule})")
         _print_bayes_diagram(rows, THRESHOLD_KEYS)
         print(f"wrote {stem}.csv, .json, .nc, .png into {stage}")
     if args.json:

@@ -176,6 +176,33 @@ def bayes_sweep_task(params: ModelParams, alphas: Sequence[float], branch: str, 
                 f"{branch} omega={params.omega:g}", bayes_sweep_job, (params, [float(a) for a in alphas], branch))
 
 
+def bayes_diagram_job(job: tuple[ModelParams, list[float]]) -> tuple[dict, dict, str]:
+    """One omega of ``phase-diagram --estimator bayes-optimal``: the thresholds (with their bars and notes), the
+    Bayes-optimal estimator's points over the alpha grid (:func:`~attnphase.numerics.se.bayes_curve.estimator_point`)
+    and the rule's name."""
+    from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
+    from attnphase.numerics.se.bayes import BayesModel
+    from attnphase.numerics.se.bayes_curve import bayes_rules, estimator_point
+    from attnphase.numerics.se.observables import eps_lin
+
+    params, alphas = job
+    model = BayesModel.of(params)
+    rules = bayes_rules(model)
+    row = {"omega": float(params.omega), "estimator": "bayes-optimal", "eps_lin": eps_lin(params)}
+    curve = [estimator_point(model, params.omega, a, rules) for a in alphas]
+    points = [{"alpha": p.alpha, "branch": p.branch, "q": p.q0, "err_q": p.err_q0, "eps_g": p.eps_g,
+               "err_eps_g": p.err_eps_g, "perfect_recovery": int(p.perfect)} for p in curve]
+    return row | bayes_thresholds(model).as_dict(), {"points": points}, f"sign{rules.fine.order}"
+
+
+def bayes_diagram_task(params: ModelParams, alphas: Sequence[float], version: str | None = None) -> Task:
+    """One omega of the Bayes-optimal phase diagram as a stored task (:func:`bayes_diagram_job`)."""
+    identity = {"params": params.to_dict(), "alphas": [float(a) for a in alphas], "estimator": "bayes-optimal",
+                "job": "phase-diagram"}
+    return Task(task_key(bayes_diagram_job, identity, version or numerics_version()), f"omega={params.omega:g}",
+                bayes_diagram_job, (params, [float(a) for a in alphas]))
+
+
 def census_check_job(job: tuple[ModelParams, float, SolverConfig, int]) -> dict:
     """:func:`~attnphase.numerics.phase.census.census_check` at (params, alpha) with ``n_rules`` rules: one row."""
     from attnphase.numerics.phase.census import census_check

@@ -203,3 +203,19 @@ def test_a_yes_no_column_is_1_or_0_in_every_csv():
 
     assert csv_text([{"stable": True, "converged": False, "starts": 3, "q": 0.5}], ("stable", "converged", "starts", "q")) \
         == "stable,converged,starts,q\n1,0,3,0.5\n"
+
+
+def test_bayes_optimal_phase_diagram_runs_as_tasks_and_resumes(tmp_path, capsys):
+    """``phase-diagram --estimator bayes-optimal`` ignored --workers, --scheduler and --fresh (a dead scheduler:
+    exit 0): one task per omega now, stored in DIR/tasks and read back on a rerun (the same files)."""
+    out = tmp_path / "bo"
+    argv = ["phase-diagram", "--estimator", "bayes-optimal", "--omega", "0.2,0.3", "--alpha", "0.3,0.6", "--workers",
+            "1", "--quiet", "--out", str(out)]
+    assert main(argv) == 0
+    table = (out / "phase_diagram_bayes-optimal.csv").read_text()
+    assert len(list((out / "tasks").glob("*.task"))) == 2
+    stored = {p.name: p.stat().st_mtime_ns for p in (out / "tasks").glob("*.task")}
+    assert main(argv) == 0 and (out / "phase_diagram_bayes-optimal.csv").read_text() == table
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "tasks").glob("*.task")} == stored  # read, not recomputed
+    assert main([*argv, "--fresh"]) == 0  # --fresh computes them again
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "tasks").glob("*.task")} != stored
