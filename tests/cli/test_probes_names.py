@@ -5,14 +5,11 @@ machinery (``--workers``, ``DIR/tasks``)."""
 from __future__ import annotations
 
 import ast
-import csv
 import dataclasses
 import json
 import re
 import tomllib
 from pathlib import Path
-
-import pytest
 
 from attnphase.cli import main
 
@@ -83,30 +80,6 @@ def test_no_output_names_an_error_bar_X_err():
     dirs = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values())
     found = [hit for d in sorted(dirs) for p in sorted((ROOT / d).glob("*.py")) for hit in _string_names(p, fields)]
     assert not found, found
-
-
-def _header(path: Path) -> list[str]:
-    with open(path) as f:
-        return next(csv.reader(f))
-
-
-def test_sweep_names_agree_in_csv_netcdf_and_json(tmp_path, capsys):
-    """One sweep: the CSV header == the --json rows' keys == its ``variables``; the dataset holds each of them
-    under the same name (the grid's two as coordinates), each error linked to its value."""
-    from attnphase.execution.dataset import open_dataset
-
-    out = tmp_path / "s"
-    assert main(["sweep", "--alpha", "1.8,2", "--omega", "0.3", "--quadrature", "sobol8:4", "--workers", "1",
-                 "--quiet", "--json", "--out", str(out)]) == 0
-    obj = json.loads(capsys.readouterr().out)
-    header = _header(out / "sweep_semantic_omega0.3.csv")
-    assert [list(r) for r in obj["rows"]] == [header] * 2 and list(obj["variables"]) == header
-    ds = open_dataset(out / "sweep_semantic.nc")
-    assert set(header) <= set(ds.data_vars) | set(ds.coords)
-    assert set(ds.data_vars) - set(header) <= {"end", "end_kind", "status", "error"}
-    for c in header:
-        if c.startswith("err_"):
-            assert c in ds[c[4:]].attrs["ancillary_variables"].split(), c
 
 
 def test_bayes_optimal_records_leave_out_lam_and_loss(capsys):
