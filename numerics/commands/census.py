@@ -286,7 +286,8 @@ def phase_diagram_census(params: Any, rows: list[dict], cfg: Any, n_rules: int, 
     """``phase-diagram --census``: the census at each row's alpha_c
     (:func:`attnphase.numerics.phase.census.census_check`; error bars from ``n_rules`` rules, the census's
     default 4 when 0), one task per omega with an alpha_c (:func:`attnphase.numerics.jobs.tasks.census_task`:
-    stored in ``store``, read back on a rerun), into ``out``/census.csv, a line per omega printed;
+    stored in ``store``, read back on a rerun), into ``out``/phase_diagram_census.csv (not census.csv: that is the
+    ``census`` command's table, of other columns, beside its census.nc), a line per omega printed;
     returns (the rows, how many census tasks failed)."""
     from attnphase.execution import ExecutorSpec, run_tasks
     from attnphase.execution.dataset import csv_text
@@ -319,5 +320,5 @@ def phase_diagram_census(params: Any, rows: list[dict], cfg: Any, n_rules: int, 
             print(f"census at omega = {r['omega']:.3f}, alpha_c = {alpha_cs[i]:.4f}: {row['census_fixed_points']} fixed "
                   f"points, lowest e_t {row['census_global_min'] or 'none'}; {verdict}")
         table.append(row)
-    outputs.write_text_atomic(out / "census.csv", csv_text(table, CENSUS_COLUMNS))
+    outputs.write_text_atomic(out / "phase_diagram_census.csv", csv_text(table, CENSUS_COLUMNS))
     return table, failed

@@ -214,7 +214,8 @@ def test_phase_diagram_census_writes_census_csv(monkeypatch, tmp_path, capsys) -
             "--alpha-c-quadrature", "none", "--census", "--out", str(tmp_path), "--quiet", "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    rows = list(csv.DictReader(open(tmp_path / "census.csv")))
+    rows = list(csv.DictReader(open(tmp_path / "phase_diagram_census.csv")))
+    assert not (tmp_path / "census.csv").exists()  # the census command's table (other columns, beside census.nc)
     assert len(rows) == 1 and rows[0]["census_global_min"] == "positional" and rows[0]["census_beaten_by"] == ""
     alpha_c = out["rows"][0]["alpha_c"]
     assert seen == [(0.3, alpha_c)] and float(rows[0]["census_alpha"]) == pytest.approx(alpha_c, rel=1e-12)
@@ -223,7 +224,7 @@ def test_phase_diagram_census_writes_census_csv(monkeypatch, tmp_path, capsys) -
     assert main(argv) == 0
     again = json.loads(capsys.readouterr().out)
     assert seen == [(0.3, alpha_c)] and again["census"] == out["census"]
-    assert list(csv.DictReader(open(tmp_path / "census.csv"))) == rows
+    assert list(csv.DictReader(open(tmp_path / "phase_diagram_census.csv"))) == rows
     assert (tmp_path / "phase_diagram.csv").exists()
     assert main(["phase-diagram", "--rank", "2", "--census", "--out", str(tmp_path / "r2")]) == 2
     assert "--census" in capsys.readouterr().err
