@@ -192,3 +192,18 @@ def test_bayes_optimal_phase_diagram_runs_as_tasks_and_resumes(tmp_path, capsys)
     assert {p.name: p.stat().st_mtime_ns for p in (out / "tasks").glob("*.task")} == stored  # read, not recomputed
     assert main([*argv, "--fresh"]) == 0  # --fresh computes them again
     assert {p.name: p.stat().st_mtime_ns for p in (out / "tasks").glob("*.task")} != stored
+
+
+def test_every_command_takes_json_derive_too(capsys):
+    """``--json`` on every command: derive had none. Its object: the model and every equation, both sides as
+    sympy text and LaTeX."""
+    import argparse
+
+    from attnphase.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert [n for n, p in sub.choices.items() if "--json" not in p._option_string_actions] == []
+    assert main(["derive", "--L", "2", "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["model"]["L"] == obj["L"] == 2 and len(obj["equations"]) > 10
+    assert {"section", "lhs", "rhs", "lhs_latex", "rhs_latex", "note"} == set(obj["equations"][0])
