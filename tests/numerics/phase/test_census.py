@@ -375,7 +375,11 @@ def test_census_rank_command_json_and_out(found, monkeypatch, tmp_path, capsys) 
     rows = (tmp_path / "c" / "census.csv").read_text().splitlines()
     assert len(rows) == 1 + len(res.entries) and rows[0].startswith("rank_in_e_t,branch,e_t,err_e_t")
     starts = (tmp_path / "c" / "census_starts.csv").read_text().splitlines()
-    assert len(starts) == 1 + len(failed.starts) and starts[-1].startswith("mixed cold,mixed,cold,False,,0.2")
+    assert len(starts) == 1 + len(failed.starts) and starts[-1].startswith("mixed cold,mixed,cold,0,,0.2")
+    from attnphase.execution.dataset import cf_problems, open_dataset
+
+    ds = open_dataset(tmp_path / "c" / "census.nc")  # the rank-r table too, under census.csv's names
+    assert cf_problems(ds) == [] and set(rows[0].split(",")) - {"rank_in_e_t"} <= set(ds.data_vars)
     # the table: a row per fixed point, lowest e_t first, with its stability verdict
     assert main(argv[:-3]) == 0
     table = capsys.readouterr().out.strip().splitlines()
