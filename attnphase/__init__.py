@@ -4,6 +4,46 @@ The three layers live in the subpackages :mod:`attnphase.theory` (sympy
 derivations and lambdified kernels), :mod:`attnphase.numerics` (state-evolution
 solvers, phase diagram) and :mod:`attnphase.validation` (PyTorch at finite d).
 Importing this package imports none of them.
+
+Imported as the first step of the command itself -- ``python -m attnphase`` (while the interpreter locates
+``attnphase.__main__``, ``sys.argv[0]`` is ``"-m"``) or the ``attnphase`` console script -- it makes the process a
+command at once (:func:`attnphase.interrupts.handle_from_start`: a Ctrl-C from here on is the one-line stop, exit
+code 130), before the interpreter compiles and runs ``attnphase.__main__``; a library import changes nothing.
 """
 
+import sys as _sys
+
 __version__ = "0.1.0"
+
+
+def _is_the_command() -> bool:
+    """Whether this process is the ``attnphase`` command starting: ``python -m attnphase`` being located, or the
+    console script as ``__main__``; never a worker that multiprocessing spawned from it (it keeps Python's defaults)."""
+    orig = list(getattr(_sys, "orig_argv", ()))
+    if "--multiprocessing-fork" in orig or any("multiprocessing.forkserver" in a for a in orig):
+        return False
+    argv0 = _sys.argv[0] if _sys.argv else ""
+    if argv0 == "-m":
+        return any(a == "-m" and b == "attnphase" or a == "-mattnphase" for a, b in zip(orig, orig[1:] + [""]))
+    main = _sys.modules.get("__main__")
+    return (argv0.rsplit("/", 1)[-1] == "attnphase" and main is not None
+            and getattr(main, "__file__", None) == argv0 and getattr(main, "__spec__", None) is None)
+
+
+def _stop_at_top_level(kind: type, value: BaseException, tb: object) -> None:
+    """``sys.excepthook`` while the command's handlers load: a Ctrl-C that lands here is the one-line stop."""
+    if isinstance(value, KeyboardInterrupt):
+        import os
+
+        print("attnphase: interrupted", file=_sys.stderr, flush=True)
+        os._exit(130)
+    from attnphase import interrupts
+
+    interrupts.stop_at_top_level(kind, value, tb)
+
+
+if _is_the_command():
+    _sys.excepthook = _stop_at_top_level  # first: a Ctrl-C while the next line loads is the stop
+    from attnphase import interrupts as _interrupts
+
+    _interrupts.handle_from_start()

@@ -4,7 +4,9 @@ The first thing this module does is make the process a command (:func:`attnphase
 the standard library only): from then on a Ctrl-C, SIGTERM or SIGHUP is the one-line stop (exit code 130, or
 128 + the signal's number) wherever it lands -- while this module loads, while the command's modules and numpy
 load (an ``ImportError`` that numpy makes of a Ctrl-C is the stop it was), while options are parsed or the
-command runs.  Before it, the interpreter's own start-up runs (Python's default actions).
+command runs.  ``python -m attnphase`` and the console script import the package first, and the package already
+does this for them (:mod:`attnphase`), before this module is compiled.  Before that, the interpreter's own start-up
+runs (``site`` and the environment's .pth files: Python's default actions).
 """
 
 import sys

@@ -63,13 +63,13 @@ def with_error(value: Any, err: Any) -> str:
 
 
 def bar_key(rec: dict, key: str) -> str | None:
-    """The key of ``key``'s error bar in ``rec``: ``err_<key>`` (the numerics' records) or ``<key>_se`` (the
-    standard errors of a finite-d run's test means, ``simulate``); None where it has none."""
-    return next((b for b in (f"err_{key}", f"{key}_se") if b in rec), None)
+    """The key of ``key``'s error bar in ``rec``: ``err_<key>``, the one form of every output; None where it has
+    none."""
+    return f"err_{key}" if f"err_{key}" in rec else None
 
 
 def _is_bar(rec: dict, key: str) -> bool:
-    return (key.startswith("err_") and key[4:] in rec) or (key.endswith("_se") and key[:-3] in rec)
+    return key.startswith("err_") and key[4:] in rec
 
 
 def record_lines(rec: dict, show: Any = None) -> list[str]:
@@ -89,6 +89,6 @@ def record_lines(rec: dict, show: Any = None) -> list[str]:
         elif isinstance(v, (list, tuple)) and v and all(isinstance(x, float) for x in v):
             text = "[" + ", ".join(plain(x) for x in v) + "]"
         else:
-            text = (show or str)(v) if v is not None else ""
+            text = (show or str)(v) if v is not None else "null"  # as in the JSON
         lines.append(f"{k:>{width}}  {text}")
     return lines

@@ -290,13 +290,15 @@ def _replace_job(out: Path, job: str, model: dict[str, Any] | None, written: lis
         diff = _differences(old.get("model") or {}, model or {})
         shown = "; ".join(diff[:4]) + (f"; {len(diff) - 4} more differences" if len(diff) > 4 else "")
         held = f"attnphase: note: {shown_path(out)} held an earlier {job} job" + (f" ({shown})" if diff else "")
+        tasks = (out / "tasks").is_dir()  # a job of tasks (a check, a census have none)
         if stale:
             print(held + f"; its files this run does not write were removed: {', '.join(stale[:6])}"
                   + (f" and {len(stale) - 6} more" if len(stale) > 6 else "")
-                  + " (its finished tasks stay in tasks/: rerunning its command writes them again)",
+                  + (" (its finished tasks stay in tasks/: rerunning its command writes them again)" if tasks else ""),
                   file=sys.stderr)
         else:  # the same file names: every one of them now holds this run's model
-            print(held + "; this run's files replace its files (its finished tasks stay in tasks/)", file=sys.stderr)
+            print(held + "; this run's files replace its files" + (" (its finished tasks stay in tasks/)" if tasks else ""),
+                  file=sys.stderr)
     fd, tmp = tempfile.mkstemp(prefix=f".attnphase-job-{job}.", suffix=".tmp", dir=out)
     try:
         with os.fdopen(fd, "w") as fh:

@@ -104,7 +104,7 @@ def commands(points: list[str], repeat: int) -> None:
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
             rec = json.loads(out.stdout) if out.returncode in (0, 1) and out.stdout.strip() else {}
-            used = f"{rec.get('err_replicates', '-')} of {rec.get('err_replicates_tried', '-')}"
+            used = f"{rec.get('replicates', '-')} of {rec.get('replicates_tried', '-')}"
             print(f"| r* = {rs} {branch} | {wall:.1f} | {cpu:.1f} | {rec.get('converged')} | {used} | "
                   f"{load0:.1f} / {os.getloadavg()[0]:.1f} |", flush=True)
 

@@ -62,7 +62,7 @@ def fixed_points(points: list[str], alpha: float) -> None:
                 out = replicate_errors(fp, *replicate_points(fp, cfg, 0))
             finally:
                 SEMap.evaluate = evaluate
-            bars = f"{count[0]}, {out['err_replicates']} of {out['err_replicates_tried']}"
+            bars = f"{count[0]}, {out['replicates']} of {out['replicates_tried']}"
         c2, t2 = time.process_time(), time.perf_counter()
         print(f"| {r} | {rs} | {branch} | {fp.status.converged} | {fp.status.residual:.1e} | {fp.status.iterations} | {c1 - c0:.1f} | "
               f"{t1 - t0:.1f} | {bars} | {c2 - c1:.1f} | {t2 - t1:.1f} | {c2 - c0:.1f} | {os.getloadavg()[0]:.1f} |",

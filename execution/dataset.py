@@ -1,8 +1,8 @@
 """A job's self-describing result: one xarray Dataset written as netCDF, and its printed summary.
 
 Every job writes ``<job>.nc`` beside its CSV: named dimensions (omega, alpha, branch, replicate,
-the scanned parameter, ...), each observable with its standard error (``err_<name>`` or
-``<name>_err``; NaN where none was estimated), the task status of every cell, and attributes holding
+the scanned parameter, ...), each observable with its standard error (``err_<name>``, the one
+form of every output; NaN where none was estimated), the task status of every cell, and attributes holding
 the model, the solver settings, the quadrature rule, the code version, the command and the date (JSON
 text where structured).  ``attnphase show DIR`` prints :func:`describe` of each dataset in DIR.
 
@@ -62,11 +62,9 @@ class Variable:
 
 
 def error_name(name: str) -> str | None:
-    """The variable ``name`` is the standard error of (``err_X`` or ``X_err`` -> ``X``), or None."""
+    """The variable ``name`` is the standard error of (``err_X`` -> ``X``: the one form of every output), or None."""
     if name.startswith("err_"):
         return name[4:]
-    if name.endswith("_err"):
-        return name[:-4]
     return None
 
 
@@ -89,7 +87,7 @@ def annotate(ds: Any, lookup: Callable[[str], Variable | None]) -> Any:
 
 
 def link_errors(ds: Any) -> Any:
-    """Every ``err_X`` / ``X_err`` (and ``X_found``) in ``ds`` listed in ``X``'s ``ancillary_variables``."""
+    """Every ``err_X`` (and ``X_found``) in ``ds`` listed in ``X``'s ``ancillary_variables``."""
     links: dict[str, list[str]] = {}
     for name in ds.data_vars:
         of = error_name(str(name))
@@ -229,14 +227,15 @@ def cf_problems(ds: Any) -> list[str]:
 
 def csv_text(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
     """The CSV table a job writes beside its dataset: header ``columns``, a line per row (its other keys left
-    out), lines ended by "\\n"."""
+    out), lines ended by "\\n"; a yes/no value (``converged``, ``stable``) as 1 / 0, as in the dataset and as the
+    variables' long names say ("1 where ..., else 0"), never ``True`` in one table and ``1`` in another."""
     import csv
     import io
 
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n", extrasaction="ignore")
     w.writeheader()
-    w.writerows(rows)
+    w.writerows({k: int(v) if isinstance(v, bool) else v for k, v in row.items()} for row in rows)
     return buf.getvalue()
 
 
@@ -252,7 +251,7 @@ def variables_map(names: Any, lookup: Callable[[str], Variable | None]) -> dict[
 
 def table_lookup(*tables: Mapping[str, Variable]) -> Callable[[str], Variable | None]:
     """A lookup over ``tables`` (the first that knows a name wins) that also answers the standard error
-    of every name it knows (``err_X``, ``X_err``: :func:`standard_error`)."""
+    of every name it knows (``err_X``: :func:`standard_error`)."""
     def lookup(name: str) -> Variable | None:
         for t in tables:
             if name in t:

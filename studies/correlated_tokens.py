@@ -65,8 +65,8 @@ def boundaries() -> dict:
     for name, C in (("independent", None), ("correlated", ((0.25, 0.075), (0.075, 0.25)))):
         t0 = time.perf_counter()
         b = phase_boundaries(ModelParams(C=C), config=SolverConfig())
-        out[name] = {"alpha_c": b.alpha_c, "alpha_c_err": b.alpha_c_err, "alpha_l": b.alpha_l, "alpha_l_err": b.alpha_l_err,
-                     "semantic_end": b.semantic_end, "semantic_end_err": b.semantic_end_err,
+        out[name] = {"alpha_c": b.alpha_c, "err_alpha_c": b.alpha_c_err, "alpha_l": b.alpha_l, "err_alpha_l": b.alpha_l_err,
+                     "semantic_end": b.semantic_end, "err_semantic_end": b.semantic_end_err,
                      "positional_end": b.positional_end, "notes": list(b.notes), "seconds": time.perf_counter() - t0}
     return out
 

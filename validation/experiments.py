@@ -35,8 +35,10 @@ _STREAMS = {"teacher": 0, "train": 1, "test": 2, "init": 3, "amp": 4}
 JSON_KEYS = (
     "d", "alpha", "omega", "init", "optimizer", "seed", "m", "theta", "q",
     "eps_g", "e_t", "eps_lin", "steps", "converged", "status", "grad_norm", "grad_tol", "seconds", "n", "n_test",
-    "eps_g_se", "eps_lin_se",
+    "err_eps_g", "err_eps_lin",
 )
+#: The JSON's name of a field where the two differ: an error bar is ``err_<name>`` in every output.
+_JSON_FIELD = {"err_eps_g": "eps_g_se", "err_eps_lin": "eps_lin_se"}
 #: Keys ``simulate --json`` adds when a rank is above 1 (the rotation invariants, docs/model.md section 7).
 RANK_JSON_KEYS = ("rank", "teacher_rank", "q0_eigenvalues", "theta_singular_values", "m_norms")
 
@@ -164,7 +166,7 @@ class SimResult:
         """The ``simulate --json`` object: :data:`JSON_KEYS`, and :data:`RANK_JSON_KEYS` at a rank above 1."""
         full = asdict(self)
         keys = JSON_KEYS + (RANK_JSON_KEYS if max(self.rank, self.teacher_rank) > 1 else ())
-        return {k: full[k] for k in keys}
+        return {k: full[_JSON_FIELD.get(k, k)] for k in keys}
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, JSON-ready."""

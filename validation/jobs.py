@@ -6,7 +6,7 @@ Tasks (:mod:`attnphase.execution`): one per simulation -- a (d, alpha, omega, in
 plan's alpha grid).  Keys hash the spec (or the theory job) and the code of the theory, numerics and
 validation layers.  The dataset ``validation.nc`` has the runs on dimensions
 ``(d, omega, alpha, init, seed)`` -- m, theta, q, eps_g (with its test-set standard error), e_t,
-eps_lin, converged, steps -- their means over seeds with the standard error ``<obs>_err``, and the
+eps_lin, converged, steps -- their means over seeds with the standard error ``err_<obs>``, and the
 theory on ``(omega, alpha, branch, prox)``.
 """
 
@@ -76,7 +76,8 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
             runs[k][at] = getattr(r, k)
         conv[at] = int(r.converged)
     dims = tuple(axes)
-    dv: dict[str, Any] = {f"run_{k}": (dims, v) for k, v in runs.items()}
+    dv: dict[str, Any] = {f"run_{k}": (dims, v) for k, v in runs.items() if k != "eps_g_se"}
+    dv["err_run_eps_g"] = (dims, runs["eps_g_se"])  # the one form of an error bar: err_<name>
     dv["run_converged"] = (dims, conv)
     n = np.isfinite(runs["eps_g"]).sum(axis=-1)
     for k in RUN_OBSERVABLES:
@@ -88,7 +89,7 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
             err = np.where(n > 1, std / np.sqrt(np.maximum(n, 1)), np.nan)
         name = f"abs_{k}" if k in ("m", "theta") else k
         dv[name] = (dims[:-1], mean)
-        dv[f"{name}_err"] = (dims[:-1], err)
+        dv[f"err_{name}"] = (dims[:-1], err)
     dv["n_runs"] = (dims[:-1], n.astype(np.int32))
     th_om = sorted({t.omega for t in theories})
     th_alpha = sorted({rec["alpha"] for t in theories for c in t.curves.values() for rec in c.records})
@@ -113,13 +114,12 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
     dv["theory_alpha_c"] = (("theory_omega", "prox"), alpha_c)
     coords["init"] = np.array(coords["init"], dtype=object)
     ds = annotate(xr.Dataset(dv, coords=coords, attrs=attrs), validation_variable)
-    ds["run_eps_g"].attrs["ancillary_variables"] = "run_eps_g_se"
     return ds
 
 
 def validation_variable(name: str) -> Variable | None:
     """The variables of ``validation.nc``: each run's measurement (``run_X``), the seed means (``X``,
-    ``abs_m``, ``abs_theta``) with their standard errors (``X_err``), the theory (``theory_X``); long
+    ``abs_m``, ``abs_theta``) with their standard errors (``err_X``), the theory (``theory_X``); long
     names and units from :mod:`attnphase.numerics.jobs.variables`."""
     from attnphase.numerics.jobs.variables import lookup
 
@@ -131,7 +131,8 @@ def validation_variable(name: str) -> Variable | None:
         "theory_alpha": Variable("theory_alpha", "alpha of the theory curves"),
         "branch": Variable("branch", "branch of the state evolution", None),
         "prox": Variable("prox", "proximal map of the state evolution (global minimiser; local from h = 0; aligned: lowest minimiser on the side of the mean field)", None),
-        "run_eps_g_se": Variable("run_eps_g_se", "standard error of the run's test error from its finite test set"),
+        "err_run_eps_g": Variable("err_run_eps_g", "standard error of the run's test error from its finite test set",
+                                  comment="from the run's finite test set"),
         "run_steps": Variable("run_steps", "gradient-descent steps of the run"),
         "run_converged": Variable("run_converged", "1 where the run's gradient descent converged, else 0"),
         "n_runs": Variable("n_runs", "number of runs (seeds) with a finite test error"),
@@ -139,8 +140,8 @@ def validation_variable(name: str) -> Variable | None:
     }
     if name in fixed:
         return fixed[name]
-    if name.endswith("_err"):
-        of = validation_variable(name[:-4])
+    if name.startswith("err_"):
+        of = validation_variable(name[4:])
         return Variable(name, f"standard error of {of.long_name}", of.units, "over the seeds") if of else None
     for prefix, what in (("run_", "{} of the run"), ("theory_", "state-evolution {}"), ("abs_", "|{}|, mean over seeds")):
         if name.startswith(prefix):

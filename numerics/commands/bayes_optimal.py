@@ -7,6 +7,8 @@ Q . Q* / d of the posterior mean (Nishimori), ``m`` = 0 (the posterior mean does
 rho0 - q0 (the posterior variance per coordinate), ``eps_g`` the Bayes-optimal test error, ``e_t`` null (no
 training loss: ``free_entropy`` instead), each with ``err_<key>`` (the change from the rule of order n -
 ORDER_STEP; ``err_free_entropy`` too), plus the thresholds ``alpha_weak_recovery``, ``alpha_it``, ``alpha_amp`` with their bars and notes.
+The record, and the model the JSON objects echo (:func:`bayes_model_echo`, :func:`bayes_params`), leave out what the
+estimator does not use: the ridge penalty ``lam`` and the training ``loss`` (``--lam`` is refused with it).
 """
 
 from __future__ import annotations
@@ -35,8 +37,26 @@ def check_estimator_branch(estimator: str, branch: str | None) -> str:
     return branch or "semantic"
 
 
+def bayes_model_echo(params) -> dict:
+    """:func:`~attnphase.numerics.commands.point_record.model_echo` without ``loss``: the posterior mean minimises no
+    training loss."""
+    return {k: v for k, v in model_echo(params).items() if k != "loss"}
+
+
+def bayes_params(params) -> dict:
+    """The model's parameters (``ModelParams.to_dict``) without ``lam`` and ``loss``, which the Bayes-optimal
+    estimator does not use."""
+    return {k: v for k, v in params.to_dict().items() if k not in ("lam", "loss")}
+
+
 def check_bayes_model(args: argparse.Namespace, params) -> None:
-    """What the Bayes-optimal state evolution solves: rank 1, independent tokens, omega < 1 (one-line ValueErrors)."""
+    """What the Bayes-optimal state evolution solves: rank 1, independent tokens, omega < 1; no ``--lam`` (the
+    posterior mean has no ridge penalty) (one-line ValueErrors)."""
+    from attnphase.options import model_options_given
+
+    if "--lam" in model_options_given(args):
+        raise ValueError(f"--lam {args.lam}: the Bayes-optimal estimator (the posterior mean) has no ridge penalty; "
+                         "leave --lam out with --estimator bayes-optimal")
     if (getattr(args, "rank", None) or 1) != 1 or (getattr(args, "teacher_rank", None) or 1) != 1:
         raise ValueError("--rank and --teacher-rank: --estimator bayes-optimal is solved at rank 1")
     if not params.omega < 1.0:
@@ -81,8 +101,8 @@ def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
     work.begin("solving the Bayes-optimal state evolution")
     model = BayesModel.of(params)
     p = bayes_point(model, params.omega, alpha, branch, bayes_rules(model))
-    rec: dict = {"alpha": alpha, "omega": params.omega, "sigma": params.sigma_value, "lam": params.lam}
-    rec.update({k: v for k, v in model_echo(params).items() if k != "sigma_l"})
+    rec: dict = {"alpha": alpha, "omega": params.omega, "sigma": params.sigma_value}
+    rec.update({k: v for k, v in bayes_model_echo(params).items() if k != "sigma_l"})
     rec.update({
         "estimator": "bayes-optimal", "branch": branch, "requested_branch": branch,
         "q": p.q0, "m": 0.0, "V": model.rho0 - p.q0, "theta": p.q0, "eps_g": p.eps_g, "e_t": None,
@@ -108,7 +128,8 @@ def bayes_error_note(p, rho0: float) -> str:
     ``error_note`` says why): e_t is null (no training loss), free_entropy is null at perfect recovery (where Phi
     diverges; its bar with it), and q, V, theta are exact at q0 = 0 (no recovery) and at q0 = rho0 (perfect
     recovery), where both rules give the same point."""
-    said = ["e_t null: the Bayes-optimal estimator minimises no training loss (free_entropy = Phi instead)"]
+    said = ["e_t null: the Bayes-optimal estimator minimises no training loss (free_entropy = Phi instead)",
+            "err_m = 0: m = 0 exactly (the posterior mean does not see the positions)"]
     if p.free_entropy is None:
         said.append("free_entropy null: Phi diverges at perfect recovery (q0 = rho0)")
     if p.err_q0 == 0.0 and (p.q0 == 0.0 or p.q0 == rho0):
@@ -150,29 +171,38 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
     check_bayes_solver_options(args)
     workload.check_grid(len(alphas) * len(omegas), workload.MAX_SWEEP_POINTS, "alpha values (x omegas)", "--alpha",
                         args.large)
+    from attnphase import execution_options
+
+    executor = execution_options.executor_from_args(args)
     out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
 
+    from attnphase.execution import run_tasks
     from attnphase.execution.dataset import job_attrs, write_netcdf
-    from attnphase.numerics.commands.common import command_line
+    from attnphase.execution.progress import TaskBar, failure_summary
+    from attnphase.numerics.commands.common import command_line, task_store
     from attnphase.numerics.jobs.bayes_dataset import bayes_sweep_csv, bayes_sweep_dataset
-    from attnphase.numerics.jobs.tasks import numerics_version
+    from attnphase.numerics.jobs.tasks import bayes_sweep_task, numerics_version
     from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
     from attnphase.numerics.se.bayes import BayesModel
-    from attnphase.numerics.se.bayes_curve import bayes_rules, bayes_point, sweep_row
-    from attnphase.numerics.se.observables import eps_lin
+    from attnphase.numerics.se.bayes_curve import bayes_rules
 
     work.begin("sweeping the Bayes-optimal state evolution")
     model = BayesModel.of(params)  # the same at every omega (< 1): omega enters eps_g alone
     rules = bayes_rules(model)
-    rows_by_omega: dict[float, list[dict]] = {}
-    for w in omegas:
-        pw = params.replace(omega=w)
-        lin = eps_lin(pw)
-        rows_by_omega[float(w)] = [sweep_row(bayes_point(model, pw.omega, a, br, rules), model.rho0, lin)
-                                   for br in branches for a in alphas]
+    version = numerics_version()
+    # one task per (omega, branch), run like the ERM sweep's: --workers, --scheduler, stored in DIR/tasks, --fresh
+    cells = [(float(w), br) for w in omegas for br in branches]
+    tasks = [bayes_sweep_task(params.replace(omega=w), alphas, br, version) for w, br in cells]
+    with TaskBar("Bayes-optimal sweeps", quiet=args.quiet) as bar:
+        outs = run_tasks(tasks, executor=executor, store=task_store(out_dir), fresh=args.fresh, version=version,
+                         progress=bar)
+    rows_by_omega: dict[float, list[dict]] = {float(w): [] for w in omegas}
+    for (w, br), o in zip(cells, outs):
+        rows_by_omega[w] += o.value if o.ok else [_failed_row(params.replace(omega=w), a, br, o.error) for a in alphas]
     thresholds = bayes_thresholds(model).as_dict()
-    attrs = job_attrs("sweep", version=numerics_version(), model=params.to_dict() | {"omega": "scanned"}, rule=f"sign{rules.fine.order}",
+    attrs = job_attrs("sweep", version=numerics_version(), model=bayes_params(params) | {"omega": "scanned"},
+                      rule=f"sign{rules.fine.order}",
                       command=command_line(), estimator="bayes-optimal",
                       title="The Bayes-optimal state evolution of dot-product attention over alpha",
                       **{k: v for k, v in thresholds.items() if v is not None and not k.endswith("_note")})
@@ -188,14 +218,34 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
         from attnphase.numerics.se.bayes_curve import BAYES_SWEEP_COLUMNS
         from attnphase.numerics.jobs.variables import described
 
-        objs = [{"estimator": "bayes-optimal", "branches": list(branches), "params": params.replace(omega=w).to_dict(),
-                 "model": model_echo(params), "file": str(paths[w]), "rows": rows} for w, rows in rows_by_omega.items()]
+        objs = [{"estimator": "bayes-optimal", "branches": list(branches), "params": bayes_params(params.replace(omega=w)),
+                 "model": bayes_model_echo(params), "file": str(paths[w]), "rows": rows}
+                for w, rows in rows_by_omega.items()]
         obj = objs[0] if len(objs) == 1 else {"estimator": "bayes-optimal", "branches": list(branches),
                                               "omegas": list(omegas), "sweeps": objs}
-        print(json.dumps(outputs.json_value(obj | thresholds | {"dataset": str(out_dir / "sweep_bayes-optimal.nc"),
+        counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
+                  "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs),
+                  "failures": failure_summary(outs)}
+        print(json.dumps(outputs.json_value(obj | thresholds | {"tasks": counts,
+                                                                "dataset": str(out_dir / "sweep_bayes-optimal.nc"),
                                                                 "variables": described(BAYES_SWEEP_COLUMNS)})))
+    failures = failure_summary(outs)
+    if failures:
+        print(f"attnphase: {failures}", file=sys.stderr)
     bad = [r for rows in rows_by_omega.values() for r in rows if not math.isfinite(r["q"])]
-    return 1 if bad else 0
+    return 1 if bad or failures else 0
+
+
+def _failed_row(params, alpha: float, branch: str, error: str) -> dict:
+    """The row of a point whose task failed: NaN numbers, the task's error as its reason."""
+    import math
+
+    from attnphase.numerics.se.bayes_curve import BAYES_SWEEP_COLUMNS
+
+    row = {k: math.nan for k in BAYES_SWEEP_COLUMNS}
+    return row | {"alpha": alpha, "omega": params.omega, "estimator": "bayes-optimal", "branch": branch,
+                  "stable": 0, "perfect_recovery": 0, "coincides": 0,
+                  "reason": f"task failed: {(error or 'unknown error').splitlines()[0]}"}
 
 
 def threshold_keys(params) -> dict:
@@ -262,44 +312,43 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
     check_bayes_solver_options(args)
     workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
                         "(omega, alpha) points (omegas x alphas)", "--omega/--alpha", args.large)
+    from attnphase import execution_options
+
+    executor = execution_options.executor_from_args(args)
     out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
 
+    from attnphase.execution import run_tasks
     from attnphase.execution.dataset import job_attrs, write_netcdf
-    from attnphase.numerics.commands.common import command_line, staged_job
+    from attnphase.execution.progress import TaskBar, failure_summary
+    from attnphase.numerics.commands.common import command_line, staged_job, task_store
     from attnphase.numerics.jobs.bayes_dataset import (BAYES_DIAGRAM_COLUMNS, BAYES_DIAGRAM_CURVES, bayes_diagram_csv,
                                                        bayes_diagram_dataset)
     from attnphase.numerics.jobs.bayes_plots import plot_bayes_diagram
-    from attnphase.numerics.jobs.tasks import numerics_version
+    from attnphase.numerics.jobs.tasks import bayes_diagram_task, numerics_version
     from attnphase.numerics.jobs.variables import described
-    from attnphase.numerics.phase.bayes_thresholds import THRESHOLD_KEYS, bayes_thresholds
-    from attnphase.numerics.se.bayes import BayesModel
-    from attnphase.numerics.se.bayes_curve import bayes_rules, estimator_point
-    from attnphase.numerics.se.observables import eps_lin
+    from attnphase.numerics.phase.bayes_thresholds import THRESHOLD_KEYS
 
     work.begin("computing the Bayes-optimal phase diagram")
-    rows: list[dict] = []
-    curves: dict[float, list[dict]] = {}
-    rules_of: dict = {}
-    for w in sorted(omegas):
-        pw = params.replace(omega=w)
-        model = BayesModel.of(pw)
-        if model not in rules_of:
-            rules_of[model] = bayes_rules(model)
-        rules = rules_of[model]
-        th = bayes_thresholds(model).as_dict()
-        rows.append({"omega": float(pw.omega), "estimator": "bayes-optimal", "eps_lin": eps_lin(pw)}
-                    | {k: th[k] for k in BAYES_DIAGRAM_COLUMNS if k in th})
-        pts = [estimator_point(model, pw.omega, a, rules) for a in alphas]
-        curves[float(pw.omega)] = [{"alpha": p.alpha, "branch": p.branch, "q": p.q0, "err_q": p.err_q0,
-                                    "eps_g": p.eps_g, "err_eps_g": p.err_eps_g, "perfect_recovery": int(p.perfect)}
-                                   for p in pts]
+    version = numerics_version()
+    # one task per omega, run like the ERM diagram's: --workers, --scheduler, stored in DIR/tasks, --fresh
+    ordered = sorted(omegas)
+    with TaskBar("Bayes-optimal omegas", quiet=args.quiet) as bar:
+        outs = run_tasks([bayes_diagram_task(params.replace(omega=w), alphas, version) for w in ordered],
+                         executor=executor, store=task_store(out_dir), fresh=args.fresh, version=version, progress=bar)
+    failures = failure_summary(outs)
+    if failures:
+        raise RuntimeError(f"while computing the Bayes-optimal phase diagram: {failures}")
+    rows = [{k: o.value[0][k] for k in BAYES_DIAGRAM_COLUMNS if k in o.value[0]} for o in outs]
+    curves = {float(params.replace(omega=w).omega): o.value[1]["points"] for w, o in zip(ordered, outs)}
+    rule = outs[0].value[2]
     stem = phase_diagram_file_stem()
-    attrs = job_attrs("phase-diagram", version=numerics_version(), model=params.to_dict() | {"omega": "scanned"},
-                      rule=f"sign{rules.fine.order}", command=command_line(), estimator="bayes-optimal",
+    attrs = job_attrs("phase-diagram", version=version, model=bayes_params(params) | {"omega": "scanned"},
+                      rule=rule, command=command_line(), estimator="bayes-optimal",
                       title="The Bayes-optimal thresholds of dot-product attention over omega")
-    obj = {"estimator": "bayes-optimal", "params": params.to_dict() | {"omega": [r["omega"] for r in rows]},
-           "model": model_echo(params), "alpha": list(alphas), "rule": f"sign{rules.fine.order}", "rows": rows,
+    obj = {"estimator": "bayes-optimal", "params": bayes_params(params) | {"omega": [r["omega"] for r in rows]},
+           "model": bayes_model_echo(params), "alphas": list(alphas), "omegas": [r["omega"] for r in rows],
+           "rule": rule, "rows": rows,
            "curves": {f"{w:g}": c for w, c in curves.items()},
            "variables": described(BAYES_DIAGRAM_COLUMNS + BAYES_DIAGRAM_CURVES)}
     same = all(all(r[k] == rows[0][k] for k in THRESHOLD_KEYS) for r in rows)
@@ -311,7 +360,7 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
         write_netcdf(bayes_diagram_dataset(rows, alphas, curves, attrs), stage / f"{stem}.nc")
         outputs.write_text_atomic(stage / f"{stem}.json", json.dumps(outputs.json_value(obj), indent=1) + "\n")
         plot_bayes_diagram(rows, alphas, curves, stage / f"{stem}.png",
-                           title=f"Bayes-optimal estimator, L = {params.L}, over omega (rule sign{rules.fine.order})")
+                           title=f"Bayes-optimal estimator, L = {params.L}, over omega (rule {rule})")
         _print_bayes_diagram(rows, THRESHOLD_KEYS)
         print(f"wrote {stem}.csv, .json, .nc, .png into {stage}")
     if args.json:

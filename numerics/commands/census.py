@@ -16,7 +16,8 @@ found within its error bars: label, e_t, starts) and its height above the minimu
 ``err_delta_e_t``, ``separation_paired``, ``separation_combined``).
 
 ``--out DIR`` writes that object to census.json, one row per fixed point to census.csv (:data:`CSV_COLUMNS`; at
-r >= 2 :data:`MATRIX_HEAD`, the invariants, :data:`MATRIX_TAIL`) and one row per start to census_starts.csv.
+r >= 2 :data:`MATRIX_HEAD`, the invariants, :data:`MATRIX_TAIL`), one row per start to census_starts.csv, and both
+tables, under the same names, to census.nc (:func:`~attnphase.numerics.jobs.dataset.census_dataset`, CF).
 ``phase-diagram --census`` runs :func:`phase_diagram_census`.  Exit code 0, or 1 when no start converged.
 """
 
@@ -50,7 +51,7 @@ CSV_COLUMNS = ("branch", "e_t", "err_e_t", "eps_g", "err_eps_g", "q", "err_q", "
 #: census.csv's columns at r >= 2 or r* >= 2, before and after the invariants' (q0_eig_1 .., m_norm_1 ..).
 MATRIX_HEAD = ("rank_in_e_t", "branch", "e_t", "err_e_t", "delta_e_t", "err_delta_e_t", "separation_paired",
                "separation_combined", "eps_g", "err_eps_g")
-MATRIX_TAIL = ("stable", "leading_eigenvalue", "gauge_angle", "residual", "iterations", "starts", "err_replicates")
+MATRIX_TAIL = ("stable", "leading_eigenvalue", "gauge_angle", "residual", "iterations", "starts", "replicates")
 
 #: census_starts.csv's columns (one row per start).
 START_COLUMNS = ("start", "requested_branch", "kind", "converged", "fixed_point", "residual", "message")
@@ -63,7 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     solver_options.add_solver_options(p)
     solver_options.add_error_estimate_option(p, "every fixed point's observables (err_<key>)")
     p.add_argument("--out", default=None, metavar="DIR",
-                   help=f"output folder: writes census.json, census.csv and census_starts.csv there "
+                   help=f"output folder: writes census.json, census.csv, census_starts.csv and census.nc there "
                    f"({outputs.OUT_RULE}; default: none written)")
     outputs.add_json_option(p)
 
@@ -243,8 +244,12 @@ def _finite(x: Any) -> bool:
 
 
 def _write(out_dir: Any, obj: dict, res: Any) -> None:
-    """census.json, census.csv (a row per fixed point) and census_starts.csv (a row per start), all or none."""
-    from attnphase.execution.dataset import csv_text
+    """census.json, census.csv (a row per fixed point), census_starts.csv (a row per start) and census.nc (both
+    tables), all or none."""
+    from attnphase.execution.dataset import csv_text, job_attrs, write_netcdf
+    from attnphase.numerics.commands.common import command_line
+    from attnphase.numerics.jobs.dataset import census_dataset
+    from attnphase.numerics.jobs.tasks import numerics_version
     from attnphase.numerics.phase.census_starts import scalar_model
 
     params, points = res.params, obj["fixed_points"]
@@ -269,6 +274,11 @@ def _write(out_dir: Any, obj: dict, res: Any) -> None:
         outputs.write_text_atomic(stage / "census.json", json.dumps(outputs.json_value(obj), indent=1))
         outputs.write_text_atomic(stage / "census.csv", csv_text(rows, cols))
         outputs.write_text_atomic(stage / "census_starts.csv", csv_text(starts, START_COLUMNS))
+        attrs = job_attrs("census", version=numerics_version(), model=params.to_dict(), solver=obj["solver"],
+                          rule=obj["solver"].get("quadrature", ""), command=command_line(), alpha=res.alpha,
+                          error_estimate=obj["error_estimate"], search_quadrature=obj["search_quadrature"],
+                          title=f"Fixed points of the state evolution at alpha = {res.alpha:g}, omega = {params.omega:g}")
+        write_netcdf(census_dataset(rows, cols, starts, START_COLUMNS, attrs), stage / "census.nc")
 
 
 def phase_diagram_census(params: Any, rows: list[dict], cfg: Any, n_rules: int, out: Any, *, executor: Any = None,
@@ -276,7 +286,8 @@ def phase_diagram_census(params: Any, rows: list[dict], cfg: Any, n_rules: int, 
     """``phase-diagram --census``: the census at each row's alpha_c
     (:func:`attnphase.numerics.phase.census.census_check`; error bars from ``n_rules`` rules, the census's
     default 4 when 0), one task per omega with an alpha_c (:func:`attnphase.numerics.jobs.tasks.census_task`:
-    stored in ``store``, read back on a rerun), into ``out``/census.csv, a line per omega printed;
+    stored in ``store``, read back on a rerun), into ``out``/phase_diagram_census.csv (not census.csv: that is the
+    ``census`` command's table, of other columns, beside its census.nc), a line per omega printed;
     returns (the rows, how many census tasks failed)."""
     from attnphase.execution import ExecutorSpec, run_tasks
     from attnphase.execution.dataset import csv_text
@@ -309,5 +320,5 @@ def phase_diagram_census(params: Any, rows: list[dict], cfg: Any, n_rules: int, 
             print(f"census at omega = {r['omega']:.3f}, alpha_c = {alpha_cs[i]:.4f}: {row['census_fixed_points']} fixed "
                   f"points, lowest e_t {row['census_global_min'] or 'none'}; {verdict}")
         table.append(row)
-    outputs.write_text_atomic(out / "census.csv", csv_text(table, CENSUS_COLUMNS))
+    outputs.write_text_atomic(out / "phase_diagram_census.csv", csv_text(table, CENSUS_COLUMNS))
     return table, failed

@@ -3,8 +3,8 @@
 At every omega of ``--omega`` both branches over the alpha grid, alpha_c, alpha_l and where each branch ends,
 each with its error bar, as tasks of the execution layer (resumed from ``DIR/tasks``); written into ``--out
 DIR`` (all files or none): phase_diagram.csv, .json, .nc, .png and the branch curves at the run's omega nearest
-0.3, curves_omega<omega>.png (``--census``: census.csv).  At r or r* >= 2 the matrix form's branches (mixed at
-r >= 2), their ends by bisection and alpha_c, alpha_l by bracketing, each with its bracket width
+0.3, curves_omega<omega>.png (``--census``: phase_diagram_census.csv).  At r or r* >= 2 the matrix form's branches
+(mixed at r >= 2), their ends by bisection and alpha_c, alpha_l by bracketing, each with its bracket width
 (numerics/jobs/report.py).  ``--json`` prints phase_diagram.json with ``out`` (and, at r = r* = 1, the
 Bayes-optimal thresholds beside the boundaries).  Exit code 1 if a task failed.  ``--estimator bayes-optimal``:
 the Bayes-optimal thresholds at every omega and its eps_g over the alpha grid, phase_diagram_bayes-optimal.csv,
@@ -43,14 +43,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                              "bars and its eps_g over the alpha grid, into DIR/phase_diagram_bayes-optimal.csv, .json, "
                              ".nc, .png (the solver options and --workers do not apply)")
     solver_options.add_solver_options(p)
-    solver_options.add_error_estimate_option(p, "every boundary (<boundary>_err columns, error bars in the figure)")
+    solver_options.add_error_estimate_option(p, "every boundary (err_<boundary> columns, error bars in the figure)")
     p.add_argument("--census", action="store_true",
                    help="at every omega, search every fixed point at alpha_c (as attnphase census; error bars from "
                    "--error-estimate K, else 4 rules) and say whether any beats the semantic and positional ones: "
-                   "census.csv (opt-in; a census per omega, about 50 CPU s each at the defaults, announced before it starts)")
+                   "phase_diagram_census.csv (opt-in; a census per omega, about 50 CPU s each at the defaults, announced "
+                   "before it starts)")
     opt.add_continuation_option(p)
-    outputs.add_out_option(p, "results", "phase_diagram.csv, .json, .png and curves_omega<omega>.png (census.csv with "
-                           "--census)")
+    outputs.add_out_option(p, "results", "phase_diagram.csv, .json, .png and curves_omega<omega>.png "
+                           "(phase_diagram_census.csv with --census)")
     execution_options.add_job_options(p, workload.MAX_DIAGRAM_POINTS)
 
 

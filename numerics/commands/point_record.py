@@ -85,7 +85,7 @@ def matrix_record(fp, requested: str) -> dict:
     """The matrix form's keys of one solve (module doc); the overlaps, invariants and observables None where it
     did not converge."""
     params, rec, ok = fp.params, fp.record, fp.status.converged
-    out = {"alpha": fp.alpha, "omega": params.omega, "sigma": list(params.sigma), "lam": params.lam,
+    out = {"alpha": fp.alpha, "omega": params.omega, "sigma": params.sigma_value, "lam": params.lam,
            "L": params.L, "A": [list(x) for x in params.A], "P": [list(x) for x in params.P], "rho0": params.rho0,
            "loss": params.loss, "rank": params.r, "teacher_rank": rec["r_star"], "branch": rec["branch"] if ok else None,
            "requested_branch": requested}
@@ -118,6 +118,16 @@ def unresolved_order_warning(fp, err) -> None:
 
 #: The overlaps a precision tier's target is about.
 OVERLAP_KEYS = ("q", "m", "V", "theta")
+
+
+def exact_zero_note(rec: dict) -> str:
+    """Why a bar is 0 ("" when none is): an order parameter the fixed point's symmetry holds at 0 (m on the semantic
+    branch, theta on the positional one, both on the agnostic one) is 0 on every rule, so exactly."""
+    zeros = [k for k in RESULT_KEYS if rec.get(k) == 0.0 and rec.get(f"err_{k}") == 0.0]
+    if not zeros:
+        return ""
+    return (" = ".join(f"err_{k}" for k in zeros) + " = 0: " + " = ".join(zeros) + f" = 0 exactly on the "
+            f"{rec.get('branch') or 'reached'} branch (its symmetry holds it there on every rule)")
 
 
 def max_relative_error(rec: dict) -> float:

@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"alpha grid of the branch sweeps, values > 0: {opt.RANGE_SYNTAX} (default 0.1:3:12)")
     opt.add_model_options(p, omega_range=True, omega_default="0:0.45:10", scan=True)
     solver_options.add_solver_options(p)
-    solver_options.add_error_estimate_option(p, "every boundary (<boundary>_err variables)")
+    solver_options.add_error_estimate_option(p, "every boundary (err_<boundary> variables)")
     outputs.add_out_option(p, "results/scan", "scan.nc, scan.csv, scan.json and a phase diagram figure per value")
     execution_options.add_job_options(p, workload.MAX_DIAGRAM_POINTS)
 
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"{field:>{width}}   omega {'alpha_c':>18} {'alpha_l':>18} {'sem_end':>18} {'pos_end':>18}")
         for row in summary["rows"]:
-            cells = " ".join(f"{'nan' if row[k] is None else with_error(row[k], row.get(k + '_err')):>18}"
+            cells = " ".join(f"{'nan' if row[k] is None else with_error(row[k], row.get('err_' + k)):>18}"
                              for k in ("alpha_c", "alpha_l", "semantic_end", "positional_end"))
             print(f"{str(row[field]):>{width}} {row['omega']:7.3f} {cells}")
     from attnphase.execution.progress import job_summary

@@ -4,7 +4,7 @@ Prints the record of :mod:`attnphase.numerics.commands.point_record` as ``key  v
 error bar as ``0.45948 +- 0.00044``) or, with ``--json``, one object: at r = r* = 1 the model, q, m, V, theta,
 eps_g, e_t, eps_lin, converged, iterations, residual, reason, ``err_<key>`` and ``max_relative_error``; at r or
 r* >= 2 the gauge invariants in place of the scalar overlaps, each with ``err_<key>`` from the rule's blocks
-(``err_replicates`` of ``err_replicates_tried`` used); ``--estimator bayes-optimal``: the posterior mean's
+(``replicates`` of ``replicates_tried`` used); ``--estimator bayes-optimal``: the posterior mean's
 record with the thresholds (:mod:`attnphase.numerics.commands.bayes_optimal`).  ``error_note`` says why bars are
 missing where they are.  Exit code 1 if the fixed point did not converge, 3 if the solve reached another
 branch than ``--branch``.  The solvers are imported inside :func:`run`, after every option is checked.
@@ -21,8 +21,8 @@ from attnphase import options as opt
 from attnphase import outputs, solver_options, work
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.commands.common import point_setup
-from attnphase.numerics.commands.point_record import (RESULT_KEYS, max_relative_error, precision_note, print_record,
-                                                      solve_record, unresolved_order_warning)
+from attnphase.numerics.commands.point_record import (RESULT_KEYS, exact_zero_note, max_relative_error, precision_note,
+                                                      print_record, solve_record, unresolved_order_warning)
 
 NAME = "solve"
 HELP = "solve the state evolution at one (alpha, omega)"
@@ -103,6 +103,9 @@ def _error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, args: argparse.Names
             print(f"attnphase: note: {note}", file=sys.stderr)
         else:
             precision_note(rec["max_relative_error"], getattr(args, "precision", None) or "default")
+        exact = exact_zero_note(rec)
+        if exact:  # a bar of 0 is never silent: the record says why (JSON and text; not a warning)
+            rec["error_note"] = "; ".join(n for n in (rec.get("error_note"), exact) if n)
         unresolved_order_warning(fp, err)
     else:
         rec.update({f"err_{k}": None for k in RESULT_KEYS}, max_relative_error=None,
@@ -116,7 +119,7 @@ def _matrix_error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int) -> dict:
     standard error from the rule's R scrambling blocks, std_j / sqrt(R) over the block fixed points warm-started
     from ``fp`` (:mod:`attnphase.numerics.errors.replicates`); for a rule of one block, the standard deviation over
     ``n_rules`` independent rules.  A replicate that does not converge on ``fp``'s branch is left out:
-    ``err_replicates`` counts those used (no bars below two), ``err_replicates_tried`` all."""
+    ``replicates`` counts those used (no bars below two), ``replicates_tried`` all."""
     from attnphase.numerics.errors.quadrature_error import error_bars_note
     from attnphase.numerics.errors.replicates import replicate_count
 
@@ -128,12 +131,12 @@ def _matrix_error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int) -> dict:
 
     reps, blocks = replicate_points(fp, cfg, n_rules)
     rec.update(replicate_errors(fp, reps, blocks))
-    if rec["err_replicates"] < rec["err_replicates_tried"]:
-        print(f"attnphase: note: error bars from {rec['err_replicates']} of {rec['err_replicates_tried']} replicates "
-              "(the others did not converge on this branch)" + ("; none shown" if rec["err_replicates"] < 2 else ""),
+    if rec["replicates"] < rec["replicates_tried"]:
+        print(f"attnphase: note: error bars from {rec['replicates']} of {rec['replicates_tried']} replicates "
+              "(the others did not converge on this branch)" + ("; none shown" if rec["replicates"] < 2 else ""),
               file=sys.stderr)
-    if rec["err_replicates"] < 2:
-        rec["error_note"] = (f"no error bars: only {rec['err_replicates']} of {rec['err_replicates_tried']} replicates "
+    if rec["replicates"] < 2:
+        rec["error_note"] = (f"no error bars: only {rec['replicates']} of {rec['replicates_tried']} replicates "
                              "converged on this branch (a spread needs two)")
     return rec
 

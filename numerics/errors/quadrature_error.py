@@ -111,12 +111,12 @@ def _spread(values: Sequence[float]) -> float:
 
 
 def replicate_spread(runs: Sequence[Boundaries]) -> dict[str, float]:
-    """For each key of BOUNDARY_KEYS, ``<key>_err``: the sample standard deviation of the boundary over
+    """For each key of BOUNDARY_KEYS, ``err_<key>``: the sample standard deviation of the boundary over
     ``runs`` (the same omega on independent rules) where it was found (NaN with fewer than two), and
     ``<key>_found``: on how many runs it was."""
     row: dict[str, float] = {}
     for key in BOUNDARY_KEYS:
         values = [float(getattr(r, key)) for r in runs]
-        row[f"{key}_err"] = _spread(values)
+        row[f"err_{key}"] = _spread(values)
         row[f"{key}_found"] = sum(math.isfinite(v) for v in values)
     return row

@@ -170,10 +170,10 @@ def replicate_errors(fp: FixedPoint, reps: Sequence[FixedPoint | None], blocks: 
                      keys: Sequence[str] | None = None) -> dict[str, Any]:
     """``err_<key>`` for each of ``keys`` (default: :func:`error_keys` of ``fp``; numbers, or lists for a list-valued key of the record, entry by entry):
     :func:`standard_error` over the converged replicates for blocks, :func:`spread` for independent rules, at least
-    the point's offset from their cloud (:func:`at_least_the_offset`), NaN below two; ``err_replicates`` (used) and
-    ``err_replicates_tried``."""
+    the point's offset from their cloud (:func:`at_least_the_offset`), NaN below two; ``replicates`` (used) and
+    ``replicates_tried``."""
     recs = [p.record for p in reps if p is not None]
-    out: dict[str, Any] = {"err_replicates": len(recs), "err_replicates_tried": len(reps)}
+    out: dict[str, Any] = {"replicates": len(recs), "replicates_tried": len(reps)}
     bar = standard_error if blocks else spread
     for key in (error_keys(fp) if keys is None else keys):
         ref = np.atleast_1d(np.asarray(fp.record[key], dtype=float))

@@ -2,7 +2,7 @@
 
 One row per model (:meth:`~attnphase.numerics.phase.boundary_results.Boundaries.row`): the columns of
 :func:`~attnphase.numerics.phase.boundary_results.boundary_columns` (the mixed branch's at r >= 2 only), the
-notes, then each boundary's ``<boundary>_err`` and ``<boundary>_found`` where the job has errors: at r = r* = 1
+notes, then each boundary's ``err_<boundary>`` and ``<boundary>_found`` where the job has errors: at r = r* = 1
 standard errors (the rules' scrambling blocks, or the spread over ``--error-estimate K`` rules), at r >= 2 or
 r* >= 2 the final bracket widths of the searches.
 """
@@ -76,7 +76,7 @@ def print_boundary_table(table: list[dict], label: str, r: int = 1) -> None:
     print(f"{'omega':>7} " + " ".join(f"{h:>{width}}" for h in heads) + ("  alpha_c between" if pair else "")
           + "  notes" + (f"   (+- {label})" if label else ""))
     for row in table:
-        cells = [(with_error(row[k], row[k + "_err"]) if math.isfinite(row[k]) and math.isfinite(row[k + "_err"])
+        cells = [(with_error(row[k], row["err_" + k]) if math.isfinite(row[k]) and math.isfinite(row["err_" + k])
                   else _fmt(row[k]) + (" +- nan" if math.isfinite(row[k]) else "")) if label else _fmt(row[k])
                  for k in keys]
         pair_text = f"{row['alpha_c_from']}->{row['alpha_c_to']}" if row.get("alpha_c_from") else "-"

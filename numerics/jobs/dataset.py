@@ -3,7 +3,7 @@
 Phase diagram / scan, dimensions ``(<scanned parameter>,) omega``, plus ``branch, alpha`` for the curves:
 
 * the boundaries alpha_c, alpha_l, every branch's end (semantic, positional, and mixed at r >= 2),
-  alpha_c_coarse (docs/model.md section 6), each with ``<name>_err`` -- at r = r* = 1 its standard error
+  alpha_c_coarse (docs/model.md section 6), each with ``err_<name>`` -- at r = r* = 1 its standard error
   from the rules' scrambling blocks, or the spread over ``--error-estimate K`` independent rules; at r >= 2
   or r* >= 2 its search's final bracket width (NaN where none) -- the branch ends' kind and method, the
   branches alpha_c lies between, the branch of alpha_l, eps_lin, the notes
@@ -45,7 +45,7 @@ def _lookup(name: str) -> Variable | None:
     return var
 
 
-_ERROR_NAMES = {f"{k}_err" for k in boundary_keys(2)} | {f"err_{k}" for k in CURVE_KEYS + ("V",)}
+_ERROR_NAMES = {f"err_{k}" for k in boundary_keys(2)} | {f"err_{k}" for k in CURVE_KEYS + ("V",)}
 _TEXT = ("alpha_c_from", "alpha_c_to", "alpha_c_method", "alpha_l_branch")
 
 
@@ -73,7 +73,8 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
                        alphas: Sequence[float], attrs: dict[str, Any], r: int = 1):
     """One Dataset from ``cells``: each ``{"at": {dim: value}, "b": Boundaries, "err": dict | None,
     "status": str, "error": str}``; ``coords`` the values of every dim in ``dims`` (omega last); ``r`` the
-    student rank (the branches: :func:`~attnphase.numerics.phase.boundary_results.model_branches`)."""
+    student rank (the branches: :func:`~attnphase.numerics.phase.boundary_results.model_branches`).  The error
+    variables ``err_<boundary>`` and ``<boundary>_found`` are there where a cell has errors, as the CSV's columns."""
     import xarray as xr
 
     keys, other, text_keys = _columns(r)
@@ -102,7 +103,7 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
         eps_lin[at] = b.eps_lin
         for k in keys:
             if cell.get("err"):
-                errs[k][at] = cell["err"][f"{k}_err"]
+                errs[k][at] = cell["err"][f"err_{k}"]
                 found[k][at] = cell["err"][f"{k}_found"]
             else:
                 found[k][at] = int(math.isfinite(getattr(b, k)))
@@ -123,10 +124,11 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
                     curves["e_t"][at + (j, i)], curves["eps_g"][at + (j, i)] = e_t, eps_g
                     converged[at + (j, i)] = 1
     dv: dict[str, Any] = {}
+    with_errors = any(cell.get("err") for cell in cells)  # as the CSV: the error columns where the job has errors
     for k in keys + other:
         dv[k] = (dims, floats[k])
-        if k in keys:
-            dv[f"{k}_err"] = (dims, errs[k])
+        if k in keys and with_errors:
+            dv[f"err_{k}"] = (dims, errs[k])
             dv[f"{k}_found"] = (dims, found[k])
     for k, v in text.items():
         dv[k] = (dims, v.astype(str).astype(object))
@@ -141,9 +143,9 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
 
 
 def _bracket_lookup(name: str) -> Variable | None:
-    """As :func:`_curve_lookup`, a boundary's ``<name>_err`` being its search's final bracket width (r >= 2 or
+    """As :func:`_curve_lookup`, a boundary's ``err_<name>`` being its search's final bracket width (r >= 2 or
     r* >= 2), not a standard error."""
-    of = _curve_lookup(name[:-4]) if name.endswith("_err") and name[:-4] in boundary_keys(2) else None
+    of = _curve_lookup(name[4:]) if name.startswith("err_") and name[4:] in boundary_keys(2) else None
     if of is not None:
         return Variable(name, f"bracket width of {of.long_name}", of.units,
                         "the final bracket of the search that located it; the boundary lies within it")
@@ -198,3 +200,31 @@ def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str, S
     dv["status"] = (("omega",), np.array([s for _, _, s, _, _ in sweeps], dtype=object))
     dv["error"] = (("omega",), np.array([e or "" for _, _, _, e, _ in sweeps], dtype=object))
     return annotate(xr.Dataset(dv, coords={"omega": om, "alpha": alist}, attrs=attrs), _lookup)
+
+
+def _column(values: Sequence[Any]) -> np.ndarray:
+    """A table column as a netCDF variable's values: numbers as float (NaN where a row has none: ``None`` or
+    ``""``), whole numbers and booleans as int8/int64 where every row has one, anything else as text."""
+    given = [v for v in values if v is not None and v != ""]
+    if not all(isinstance(v, (bool, int, float, np.integer, np.floating)) for v in given):
+        return np.array(["" if v is None else str(v) for v in values], dtype=object)
+    if given and len(given) == len(values) and all(isinstance(v, (bool, np.bool_)) for v in given):
+        return np.array([int(v) for v in values], dtype=np.int8)
+    if given and len(given) == len(values) and all(isinstance(v, (int, np.integer)) for v in given):
+        return np.array(values, dtype=np.int64)
+    return np.array([math.nan if v is None or v == "" else float(v) for v in values], dtype=float)
+
+
+def census_dataset(points: Sequence[dict[str, Any]], columns: Sequence[str], starts: Sequence[dict[str, Any]],
+                   start_columns: Sequence[str], attrs: dict[str, Any]):
+    """The census (docs/method.md section 12) as a Dataset: every column of census.csv over the dimension
+    ``rank_in_e_t`` (1: the lowest e_t), every column of census_starts.csv over the dimension ``start`` (the
+    starts' names); the same names as the CSVs, each error ``err_X`` linked to its X."""
+    import xarray as xr
+
+    dv: dict[str, Any] = {c: (("rank_in_e_t",), _column([p.get(c) for p in points]))
+                          for c in columns if c != "rank_in_e_t"}
+    dv |= {c: (("start",), _column([s.get(c) for s in starts])) for c in start_columns if c != "start"}
+    coords = {"rank_in_e_t": np.arange(1, len(points) + 1, dtype=np.int64),
+              "start": np.array([str(s["start"]) for s in starts], dtype=object)}
+    return annotate(xr.Dataset(dv, coords=coords, attrs=attrs), lookup)

@@ -127,7 +127,7 @@ def plot_phase_diagram(
     solver failed is an open marker.  Where no row has a boundary (every task failed, or none was found)
     the figure says why (:func:`why_empty`).
 
-    ``errors``: per row, ``<boundary>_err``: standard errors at r = r* = 1
+    ``errors``: per row, ``err_<boundary>``: standard errors at r = r* = 1
     (:func:`attnphase.numerics.errors.quadrature_error.replicate_spread`), the searches' final bracket widths
     at r >= 2 or r* >= 2 (:meth:`Boundaries.errors`).  At the plane's scale they are thinner than a line, so
     they are shown twice: as bands of +- one error around each boundary (horizontal error bars with caps
@@ -171,7 +171,7 @@ def plot_phase_diagram(
                     label=f"{key.removesuffix('_end')}: solver failed beyond")
         if errors is None:
             continue
-        err = np.array([e.get(f"{key}_err", math.nan) for e in errors], dtype=float)
+        err = np.array([e.get(f"err_{key}", math.nan) for e in errors], dtype=float)
         ok = np.isfinite(x) & np.isfinite(err)
         if ok.any():
             lo, hi = np.where(ok, x - err, np.nan), np.where(ok, x + err, np.nan)

@@ -176,7 +176,7 @@ def run_phase_diagram(
     the run's omega nearest 0.3 (:func:`curves_omega`), curves_omega<omega>.png.
 
     Every setting is in ``config`` (solve rule, alpha_c correction rule, branch-end strategy and rule).
-    Error bars (``<boundary>_err``, ``<boundary>_found`` columns, error bars in the figure): from the
+    Error bars (``err_<boundary>``, ``<boundary>_found`` columns, error bars in the figure): from the
     rules' scrambling blocks when ``config`` makes them; ``error_estimate`` K >= 2 (for a solve rule of
     one block) repeats the computation on K - 1 more independent rules instead, about K times the time.  ``executor``, ``store``, ``fresh``: where
     the tasks run and where finished ones are kept (:func:`compute_boundaries`).  Returns the exit

@@ -10,7 +10,9 @@ One task is one independent continuation computation, warm starts staying inside
   the warm starts pass from one omega to the next, so the chain is one task);
 * :func:`sweep_task` -- one branch over the alpha grid at one model (``sweep`` over several omegas);
 * :func:`census_task` -- the census at one omega's alpha_c
-  (:func:`~attnphase.numerics.phase.census.census_check`, ``phase-diagram --census``).
+  (:func:`~attnphase.numerics.phase.census.census_check`, ``phase-diagram --census``);
+* :func:`bayes_sweep_task` -- one Bayes-optimal branch over the alpha grid at one omega
+  (``sweep --estimator bayes-optimal``).
 
 A task's key hashes the model, the alpha grid, the whole SolverConfig and the code version of the
 theory and numerics layers (:func:`attnphase.execution.code_version`), so a stored result answers
@@ -151,6 +153,54 @@ def sweep_task(params: ModelParams, alphas: Sequence[float], branch: str, config
                 "n_rules": int(n_rules)}
     return Task(task_key(sweep_job, identity, version or numerics_version()), f"omega={params.omega:g}", sweep_job,
                 (params, sorted(alphas), branch, config, int(n_rules)))
+
+
+def bayes_sweep_job(job: tuple[ModelParams, list[float], str]) -> list[dict]:
+    """One Bayes-optimal branch over the alpha grid at one model (``sweep --estimator bayes-optimal``): the rows of
+    :data:`~attnphase.numerics.se.bayes_curve.BAYES_SWEEP_COLUMNS`, each point with its error bars."""
+    from attnphase.numerics.se.bayes import BayesModel
+    from attnphase.numerics.se.bayes_curve import bayes_point, bayes_rules, sweep_row
+    from attnphase.numerics.se.observables import eps_lin
+
+    params, alphas, branch = job
+    model = BayesModel.of(params)
+    rules, lin = bayes_rules(model), eps_lin(params)
+    return [sweep_row(bayes_point(model, params.omega, a, branch, rules), model.rho0, lin) for a in alphas]
+
+
+def bayes_sweep_task(params: ModelParams, alphas: Sequence[float], branch: str, version: str | None = None) -> Task:
+    """One Bayes-optimal branch over ``alphas`` at ``params``' omega as a stored task (:func:`bayes_sweep_job`)."""
+    identity = {"params": params.to_dict(), "alphas": [float(a) for a in alphas], "branch": branch,
+                "estimator": "bayes-optimal"}
+    return Task(task_key(bayes_sweep_job, identity, version or numerics_version()),
+                f"{branch} omega={params.omega:g}", bayes_sweep_job, (params, [float(a) for a in alphas], branch))
+
+
+def bayes_diagram_job(job: tuple[ModelParams, list[float]]) -> tuple[dict, dict, str]:
+    """One omega of ``phase-diagram --estimator bayes-optimal``: the thresholds (with their bars and notes), the
+    Bayes-optimal estimator's points over the alpha grid (:func:`~attnphase.numerics.se.bayes_curve.estimator_point`)
+    and the rule's name."""
+    from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
+    from attnphase.numerics.se.bayes import BayesModel
+    from attnphase.numerics.se.bayes_curve import bayes_rules, estimator_point
+    from attnphase.numerics.se.observables import eps_lin
+
+    params, alphas = job
+    model = BayesModel.of(params)
+    rules = bayes_rules(model)
+    row = {"omega": float(params.omega), "estimator": "bayes-optimal", "eps_lin": eps_lin(params)}
+    curve = [estimator_point(model, params.omega, a, rules) for a in alphas]
+    points = [{"alpha": p.alpha, "branch": p.branch, "q": p.q0, "err_q": p.err_q0, "eps_g": p.eps_g,
+               "err_eps_g": p.err_eps_g, "perfect_recovery": int(p.perfect)} for p in curve]
+    return row | bayes_thresholds(model).as_dict(), {"points": points}, f"sign{rules.fine.order}"
+
+
+def bayes_diagram_task(params: ModelParams, alphas: Sequence[float], version: str | None = None) -> Task:
+    """One omega of the Bayes-optimal phase diagram as a stored task (:func:`bayes_diagram_job`)."""
+    identity = {"params": params.to_dict(), "alphas": [float(a) for a in alphas], "estimator": "bayes-optimal",
+                "job": "phase-diagram"}
+    return Task(task_key(bayes_diagram_job, identity, version or numerics_version()), f"omega={params.omega:g}",
+                bayes_diagram_job, (params, [float(a) for a in alphas]))
 
 
 def census_check_job(job: tuple[ModelParams, float, SolverConfig, int]) -> dict:

@@ -4,7 +4,7 @@ Every column the numerics' jobs write -- ``solve --json`` keys, the sweep, phase
 census tables, the variables of their datasets (:mod:`attnphase.numerics.jobs.dataset`) -- is an entry of
 :data:`VARIABLES` (:class:`~attnphase.execution.dataset.Variable`: name, long_name, units), in the
 symbols of docs/model.md.  Overlaps and errors are dimensionless (units "1").  A standard error
-``err_X`` (sweep, solve, census) or ``X_err`` (the boundaries' tables) is looked up as the standard
+``err_X`` (every output's one form) is looked up as the standard
 error of X (:func:`lookup`).  The table's order is no file's order: each writer keeps its columns
 (:data:`SWEEP_COLUMNS` for the sweep's CSV and dataset).
 """
@@ -90,7 +90,14 @@ _TABLE: list[tuple[str, Variable]] = [
     _v("separation_paired", "distance to the next fixed point in paired standard errors"),
     _v("separation_combined", "distance to the next fixed point in combined standard errors"),
     _v("gauge_angle", "angle of the gauge alignment", "rad"),
-    _v("err_replicates", "number of replicates the error bars come from"),
+    _v("replicates", "number of replicates the error bars come from"),
+    _v("replicates_tried", "number of replicates solved for the error bars (those on another branch left out)"),
+    # census_starts.csv / census.nc: one row per start of the census's search
+    _v("start", "name of the census's start", None),
+    _v("requested_branch", "branch requested (by the command, or the census start made for it)", None),
+    _v("kind", "kind of the census start", None),
+    _v("fixed_point", "rank_in_e_t of the fixed point the start reached", comment="NaN / empty: it reached none"),
+    _v("message", "the solver's message where the start did not converge (empty: it did)", None),
     # phase-diagram --census: one row per omega
     _v("census_alpha", "alpha of the census (alpha_c)"),
     _v("census_global_min", "branch of the census's lowest fixed point", None),
@@ -116,7 +123,7 @@ _lookup = table_lookup(VARIABLES)
 
 
 def lookup(name: str) -> Variable | None:
-    """The variable named ``name`` (its standard error for ``err_X`` / ``X_err``; an invariant
+    """The variable named ``name`` (its standard error for ``err_X``; an invariant
     ``<prefix>_<i>`` of :data:`INVARIANTS`), or None."""
     prefix, _, index = name.rpartition("_")
     if prefix in INVARIANTS and index.isdigit():

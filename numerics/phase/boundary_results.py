@@ -5,7 +5,7 @@ r >= 2 (one positional and one semantic direction, docs/model.md section 7).  A 
 the lowest-e_t branch (``alpha_c``, from branch ``alpha_c_from`` to ``alpha_c_to``), the first drop of
 the lowest branch's eps_g below eps_lin (``alpha_l``, on ``alpha_l_branch``), or the end of a branch
 (``<branch>_end``: its kind and the method that located it).  Every boundary carries an error
-(``<boundary>_err``): at r = r* = 1 its standard error from the rules' scrambling blocks
+(``err_<boundary>``; the dataclass's field is ``<boundary>_err``): at r = r* = 1 its standard error from the rules' scrambling blocks
 (:mod:`attnphase.numerics.errors.replicates`), at r >= 2 or r* >= 2 the final bracket width of the search
 that located it (``alpha_c_method`` and ``<branch>_end_method`` say which).
 """
@@ -90,11 +90,11 @@ class Boundaries:
         return next((e for e in self.ends if e.branch == branch), None)
 
     def errors(self) -> dict[str, float]:
-        """``<boundary>_err`` of every boundary of :func:`boundary_keys` (NaN where it has none) and
+        """``err_<boundary>`` (the field ``<boundary>_err``) of every boundary of :func:`boundary_keys` (NaN where it has none) and
         ``<boundary>_found``: 1 where the boundary was found."""
         out: dict[str, float] = {}
         for key in boundary_keys(self.r):
-            out[f"{key}_err"] = getattr(self, f"{key}_err")
+            out[f"err_{key}"] = getattr(self, f"{key}_err")
             out[f"{key}_found"] = int(math.isfinite(getattr(self, key)))
         return out
 
@@ -121,7 +121,7 @@ def boundary_columns(r: int = 1) -> tuple[str, ...]:
 
 def error_columns(r: int = 1) -> tuple[str, ...]:
     """The columns of :meth:`Boundaries.errors`."""
-    return tuple(f"{k}_{suffix}" for k in boundary_keys(r) for suffix in ("err", "found"))
+    return tuple(c for k in boundary_keys(r) for c in (f"err_{k}", f"{k}_found"))
 
 
 #: The boundaries of rank 1 (:func:`boundary_keys` at r = 1) and the columns of its rows.

@@ -249,7 +249,7 @@ def entry_errors(entry: CensusEntry) -> dict[str, Any]:
     return {f"err_{k}": entry.err(k) for k in error_keys(entry.point)}
 
 
-#: The columns of :func:`census_check` (``phase-diagram --census``: census.csv, one row per omega).
+#: The columns of :func:`census_check` (``phase-diagram --census``: phase_diagram_census.csv, one row per omega).
 CENSUS_COLUMNS = ("omega", "census_alpha", "census_global_min", "census_fixed_points", "census_separation",
                   "census_beaten_by")
 

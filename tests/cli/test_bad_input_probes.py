@@ -410,7 +410,7 @@ def test_solve_on_one_rule_carries_error_bars(rule, capsys):
     rec = json.loads(capsys.readouterr().out)
     for k in ("q", "V", "theta", "eps_g", "e_t"):
         assert rec[f"err_{k}"] is not None and rec[f"err_{k}"] > 0, (k, rec)
-    assert "error_note" not in rec
+    assert rec["error_note"].startswith("err_m = 0: m = 0 exactly")  # the one note: no bar is missing
 
 
 def test_missing_error_bars_are_explained(capsys, tmp_path):
@@ -584,8 +584,8 @@ def test_boundary_table_prints_bars_beside_values(capsys):
     from attnphase.numerics.jobs.report import print_boundary_table
 
     nan = float("nan")
-    print_boundary_table([dict(omega=0.3, alpha_c=1.2345678, alpha_c_err=0.00123, alpha_l=1.9, alpha_l_err=nan,
-                               semantic_end=nan, semantic_end_err=nan, positional_end=2.5, positional_end_err=0.02,
+    print_boundary_table([dict(omega=0.3, alpha_c=1.2345678, err_alpha_c=0.00123, alpha_l=1.9, err_alpha_l=nan,
+                               semantic_end=nan, err_semantic_end=nan, positional_end=2.5, err_positional_end=0.02,
                                notes="")], "standard error")
     row = capsys.readouterr().out.splitlines()[1]
     assert "1.2346 +- 0.0012" in row and "2.500 +- 0.020" in row and "1.9000 +- nan" in row

@@ -29,8 +29,10 @@ def test_solve_json_is_exactly_one_object_with_the_record_keys(capsys: pytest.Ca
     rec = json.loads(lines[0])
     # gh6 is one rule: its error bars come from 4 independent rules (gh6, gh8, gh10, gh12)
     errs = {f"err_{k}" for k in ("q", "m", "V", "theta", "eps_g", "e_t")} | {"max_relative_error"}
-    assert isinstance(rec, dict) and set(rec) == KEYS | errs
+    assert isinstance(rec, dict) and set(rec) == KEYS | errs | {"error_note"}
     assert rec["err_q"] > 0 and rec["err_theta"] > 0
+    # m = 0 +- 0 on the semantic branch: exact, and the record says so (a bar of 0 is never silent)
+    assert rec["m"] == rec["err_m"] == 0.0 and rec["error_note"].startswith("err_m = 0: m = 0 exactly on the semantic")
     assert (rec["alpha"], rec["omega"], rec["sigma"], rec["lam"]) == (2.0, 0.3, 0.5, 0.01)
     assert rec["branch"] == "semantic" and rec["converged"] is True
     assert isinstance(rec["iterations"], int) and 0 < rec["residual"] <= 1e-10
@@ -105,7 +107,7 @@ def test_sweep_writes_one_row_per_alpha(tmp_path, capsys: pytest.CaptureFixture[
     # gh6 is one deterministic rule: no error bar unless --error-estimate K asks for K rules
     assert all(r["err_q"] == "nan" for r in rows)
     assert [float(r["alpha"]) for r in rows] == pytest.approx([1.8, 2.0, 2.2])
-    assert all(r["branch"] == "semantic" and r["converged"] == "True" for r in rows)
+    assert all(r["branch"] == "semantic" and r["converged"] == "1" for r in rows)
     theta = [float(r["theta"]) for r in rows]
     eps_g = [float(r["eps_g"]) for r in rows]
     assert theta[0] < theta[1] < theta[2]  # more data: closer to the teacher
@@ -189,7 +191,7 @@ def test_phase_diagram_writes_the_documented_files(tmp_path, capsys) -> None:
 
 def test_phase_diagram_error_estimate_is_the_spread_over_rules(tmp_path) -> None:
     """`--error-estimate 2` with gh6 repeats the boundaries on gh8 (and the alpha_c correction on
-    sobol16 seed 1): each <boundary>_err is the sample std of the two values, which are recomputed here."""
+    sobol16 seed 1): each err_<boundary> is the sample std of the two values, which are recomputed here."""
     import csv
 
     import numpy as np
@@ -213,9 +215,19 @@ def test_phase_diagram_error_estimate_is_the_spread_over_rules(tmp_path) -> None
     for key in ("alpha_c", "alpha_l"):
         pair = [float(row[key]), getattr(other, key)]
         assert int(row[f"{key}_found"]) == 2
-        assert float(row[f"{key}_err"]) == pytest.approx(np.std(pair, ddof=1), rel=1e-9, abs=1e-12)
-    assert float(row["alpha_c_err"]) < 2e-3  # both corrected on sobol16 (seeds 0 and 1)
-    assert row["positional_end_found"] == "0" and row["positional_end_err"] == "nan"
+        assert float(row[f"err_{key}"]) == pytest.approx(np.std(pair, ddof=1), rel=1e-9, abs=1e-12)
+    assert float(row["err_alpha_c"]) < 2e-3  # both corrected on sobol16 (seeds 0 and 1)
+    assert row["positional_end_found"] == "0" and row["err_positional_end"] == "nan"
+    # one name per column: the CSV header == the JSON rows' keys == its variables, each in the dataset
+    from attnphase.execution.dataset import open_dataset
+
+    header = next(csv.reader(open(tmp_path / "phase_diagram.csv")))
+    meta = json.loads((tmp_path / "phase_diagram.json").read_text())
+    assert [list(r) for r in meta["rows"]] == [header] and list(meta["variables"]) == header
+    ds = open_dataset(tmp_path / "phase_diagram.nc")
+    assert set(header) <= set(ds.data_vars) | set(ds.coords) and not [c for c in header if c.endswith("_err")]
+    assert set(ds.data_vars) - set(header) <= {"eps_g", "e_t", "m", "theta", "q", "converged", "status", "error"}
+    assert ds["alpha_c"].attrs["ancillary_variables"] == "alpha_c_found err_alpha_c"
 
 
 def test_phase_diagram_json_is_one_object(tmp_path, capsys) -> None:

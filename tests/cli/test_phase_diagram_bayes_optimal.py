@@ -20,7 +20,8 @@ def test_bayes_phase_diagram_writes_the_thresholds_per_omega(tmp_path, capsys):
     obj = json.loads(capsys.readouterr().out)
     assert sorted(p.name for p in out.iterdir() if p.is_file() and not p.name.startswith(".")) == [
         f"phase_diagram_bayes-optimal.{e}" for e in ("csv", "json", "nc", "png")]
-    assert [r["omega"] for r in obj["rows"]] == [0.1, 0.3]
+    assert [r["omega"] for r in obj["rows"]] == obj["omegas"] == [0.1, 0.3]
+    assert obj["alphas"] == [0.1, 0.3, 0.7] and "alpha" not in obj  # the grid named as the ERM diagram names it
     for r in obj["rows"]:  # L = 2: alpha_WR = 1/6 (closed form), alpha_IT = alpha_AMP = 1/2 (docs/bayes-optimal.md)
         assert abs(r["alpha_weak_recovery"] - 1 / 6) <= 4 * r["err_alpha_weak_recovery"] + 1e-12
         assert 0 < r["err_alpha_weak_recovery"] < 1e-6

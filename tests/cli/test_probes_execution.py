@@ -422,7 +422,7 @@ def test_simulate_reports_n_and_the_effective_alpha(capsys):
                  "--threads", "1"]) in (0, 1)
     cap = capsys.readouterr()
     rec = json.loads(cap.out)
-    assert rec["n"] == 8 and rec["n_test"] == 200 and rec["alpha"] == 0.75 and rec["eps_g_se"] > 0
+    assert rec["n"] == 8 and rec["n_test"] == 200 and rec["alpha"] == 0.75 and rec["err_eps_g"] > 0
     assert "effective alpha = n/d = 0.8" in cap.err
 
 

@@ -74,7 +74,7 @@ def test_scan_over_an_L_beyond_the_limit_names_L(capsys, tmp_path):
 def test_bars_of_a_finite_d_mean_print_beside_it():
     from attnphase.display import record_lines
 
-    lines = record_lines({"eps_g": 0.031974173671602574, "eps_g_se": 6.734251516118165e-05, "q": 0.4581204796467577})
+    lines = record_lines({"eps_g": 0.031974173671602574, "err_eps_g": 6.734251516118165e-05, "q": 0.4581204796467577})
     assert lines == ["eps_g  0.031974 +- 0.000067", "    q  0.45812"], lines
 
 
@@ -97,12 +97,13 @@ def test_simulate_text_has_the_json_keys_each_mean_with_its_bar(capsys, monkeypa
     assert main(argv) == 0
     out, err = capsys.readouterr()
     assert "eps_g  0.07108 +- 0.00078" in out and "eps_lin  0.00405 +- 0.00046" in out, out
-    assert "_se" not in out and "0.0710801234" not in out and "device" not in out, out
+    assert "err_" not in out and "0.0710801234" not in out and "device" not in out, out
     assert "attnphase: note: --L 3: defaults" in err
     assert main([*argv, "--json"]) == 0
     keys = list(json.loads(capsys.readouterr().out))
     shown = [line.split()[0] for line in out.strip().splitlines()]
-    assert shown == [k for k in keys if not k.endswith("_se")]
+    assert shown == [k for k in keys if not k.startswith("err_")]
+    assert {"err_eps_g", "err_eps_lin"} <= set(keys) and not [k for k in keys if k.endswith("_se")], keys
 
 
 def test_out_whose_files_would_pass_the_systems_path_limit_is_refused_first(tmp_path):

@@ -115,3 +115,53 @@ def test_a_stop_that_lands_in_a_c_callback_is_sent_again_not_dropped(entry, sig,
                 time.sleep(0.01)
     err = capsys.readouterr().err
     assert "Exception ignored" not in err and "Traceback" not in err, err
+
+
+def _interpreter_start_up() -> float:
+    """Seconds from starting this interpreter to the first line of its ``-c`` code (``site`` and the .pth files of
+    the environment included: no project code runs before), the median of five starts on this machine now."""
+    import statistics
+
+    times = []
+    for _ in range(5):
+        t0 = time.monotonic()
+        out = subprocess.run([sys.executable, "-c", "import time; print(time.monotonic())"], capture_output=True,
+                             text=True, check=True).stdout
+        times.append(float(out) - t0)
+    return statistics.median(times)
+
+
+def test_the_package_import_of_the_command_installs_its_handlers_and_a_library_import_does_not():
+    """``python -m attnphase`` imports the package before it compiles and runs ``attnphase.__main__``: the package
+    makes the process the command there (a Ctrl-C is the stop from then on); ``import attnphase`` in a program, or in
+    a worker that multiprocessing spawned, leaves Python's defaults."""
+    probe = ("import signal, sys; {} import attnphase; "
+             "print(getattr(signal.getsignal(signal.SIGINT), '__name__', ''), sys.excepthook.__module__)")
+    as_command = "sys.argv[0] = '-m'; sys.orig_argv[:] = [sys.executable, '-m', 'attnphase', 'solve'];"
+    worker = "sys.argv[0] = '-m'; sys.orig_argv[:] = [sys.executable, '-m', 'attnphase', '--multiprocessing-fork'];"
+    got = {name: subprocess.run([sys.executable, "-c", probe.format(pre)], capture_output=True, text=True,
+                                check=True, cwd=ROOT).stdout.split()
+           for name, pre in (("command", as_command), ("library", ""), ("worker", worker))}
+    assert got["command"] == ["_raise_interrupt", "attnphase.interrupts"], got
+    assert got["library"] == got["worker"] == ["default_int_handler", "sys"], got
+
+
+def test_ctrl_c_once_the_interpreter_has_started_is_the_stop(tmp_path):
+    """SIGINT at 0.05 ... 0.5 s after ``python -m attnphase solve`` starts: exit 130, the one line, no traceback,
+    wherever it lands once the interpreter's own start-up is over (measured here: before it no project code can run;
+    a signal there is Python's default action, with no frame of the project)."""
+    start_up = _interpreter_start_up()
+    checked = 0
+    for delay in (0.05, 0.1, 0.2, 0.3, 0.5):
+        proc = subprocess.Popen([sys.executable, "-m", "attnphase", "solve", "--alpha", "2", "--quadrature", "sobol8:4"],
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        assert _project_frames(err) == [], (delay, err)
+        if delay >= start_up + 0.03:
+            assert proc.returncode == 130 and "Traceback" not in err, (delay, start_up, proc.returncode, err)
+            assert err.strip().splitlines()[-1] == "attnphase: interrupted" and out == "", (delay, err)
+            checked += 1
+    assert checked >= 2 or start_up > 0.2, start_up  # a machine so loaded that its start-up takes 0.2 s checks less

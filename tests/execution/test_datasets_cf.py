@@ -121,11 +121,14 @@ def test_sweep_dataset_holds_every_column_of_its_csv(tmp_path, capsys) -> None:
             got = ds[c].values[0, i]
             if ds[c].dtype.kind in "OUS":
                 assert str(got) == row[c], c
-            else:  # a boolean column (converged) is 0 / 1 in the dataset
-                want = {"True": 1.0, "False": 0.0}.get(row[c], None)
-                assert float(got) == pytest.approx(float(row[c]) if want is None else want, rel=1e-12), c
+            else:  # a boolean column (converged) is 0 / 1 in the dataset and in the CSV
+                assert row[c] not in ("True", "False"), c
+                assert float(got) == pytest.approx(float(row[c]), rel=1e-12), c
     assert ds["V"].attrs["ancillary_variables"] == "err_V" and ds["err_V"].attrs["long_name"].startswith("standard error")
     assert set(rec["variables"]) == set(rows[0]) and rec["variables"]["V"]["long_name"] == ds["V"].attrs["long_name"]
+    # one name per column: the JSON's rows have the CSV's header, the dataset nothing else but the end and the status
+    assert [list(r) for r in rec["rows"]] == [list(rows[0])] * len(rows) == [list(rec["variables"])] * len(rows)
+    assert set(ds.data_vars) - columns <= {"end", "end_kind", "status", "error"}
 
 
 def _boundaries(sweep):
@@ -153,8 +156,8 @@ def test_phase_diagram_and_scan_datasets_are_cf(tmp_path, small_sweep) -> None:
     from attnphase.numerics.jobs.variables import described
 
     rows = _boundaries(small_sweep)
-    err = {f"{k}_{s}": (0.01 if s == "err" else 1) for k in ("alpha_c", "alpha_l", "semantic_end", "positional_end")
-           for s in ("err", "found")}
+    err = {c: (0.01 if c.startswith("err_") else 1) for k in ("alpha_c", "alpha_l", "semantic_end", "positional_end")
+           for c in (f"err_{k}", f"{k}_found")}
     cells = [{"at": {"omega": b.omega}, "b": b, "err": err if i == 0 else None, "status": "done", "error": ""}
              for i, b in enumerate(rows)]
     attrs = job_attrs("phase-diagram", version="v", model={"L": 2}, solver={}, rule="gh6", command="attnphase x")
@@ -163,12 +166,12 @@ def test_phase_diagram_and_scan_datasets_are_cf(tmp_path, small_sweep) -> None:
     ds = assert_cf(tmp_path / "phase_diagram.nc")
     assert set(CSV_COLUMNS + ERROR_COLUMNS) - {"omega"} <= set(ds.data_vars)
     assert list(ds.omega.values) == [0.25, 0.3]  # written in increasing order
-    assert ds["alpha_c"].attrs["ancillary_variables"] == "alpha_c_err alpha_c_found"
-    assert ds["alpha_c_err"].attrs["long_name"] == "standard error of " + ds["alpha_c"].attrs["long_name"]
+    assert ds["alpha_c"].attrs["ancillary_variables"] == "alpha_c_found err_alpha_c"
+    assert ds["err_alpha_c"].attrs["long_name"] == "standard error of " + ds["alpha_c"].attrs["long_name"]
     assert "branch_label" in ds.coords and ds["branch_label"].attrs["long_name"]
     assert set(described(CSV_COLUMNS + ERROR_COLUMNS)) == set(CSV_COLUMNS + ERROR_COLUMNS)
     back = open_dataset(tmp_path / "phase_diagram.nc")
-    assert float(back.alpha_c_err.sel(omega=0.3)) == 0.01 and math.isnan(float(back.alpha_c_err.sel(omega=0.25)))
+    assert float(back.err_alpha_c.sel(omega=0.3)) == 0.01 and math.isnan(float(back.err_alpha_c.sel(omega=0.25)))
     assert list(back.theta.sel(omega=0.3, branch="semantic").values) == [p.record["theta"] for p in small_sweep.points]
 
     scan_cells = [dict(c, at={"lam": lam, "omega": c["b"].omega}) for lam in (0.01, 0.02) for c in cells]
@@ -195,8 +198,8 @@ def test_rank_phase_diagram_dataset_is_cf(tmp_path) -> None:
                                     job_attrs("phase-diagram", version="v"), r=2), tmp_path / "pd.nc")
     ds = assert_cf(tmp_path / "pd.nc")
     assert set(csv_columns(2, errors=True)) - {"omega"} <= set(ds.data_vars)
-    assert ds["alpha_c_err"].attrs["long_name"].startswith("bracket width of")  # not a standard error
-    assert ds["semantic_end"].attrs["ancillary_variables"] == "semantic_end_err semantic_end_found"
+    assert ds["err_alpha_c"].attrs["long_name"].startswith("bracket width of")  # not a standard error
+    assert ds["semantic_end"].attrs["ancillary_variables"] == "err_semantic_end semantic_end_found"
 
 
 def test_validation_dataset_is_cf(tmp_path) -> None:
@@ -214,8 +217,9 @@ def test_validation_dataset_is_cf(tmp_path) -> None:
                            {("semantic", "global"): BranchCurve("semantic", "global", (rec,), 0.7)}, 1.0, 1.0)
     write_netcdf(validation_dataset(runs, [theory], job_attrs("validate", version="v")), tmp_path / "validation.nc")
     ds = assert_cf(tmp_path / "validation.nc")
-    assert ds["eps_g"].attrs["ancillary_variables"] == "eps_g_err"
-    assert ds["abs_theta_err"].attrs["long_name"] == "standard error of " + ds["abs_theta"].attrs["long_name"]
+    assert ds["eps_g"].attrs["ancillary_variables"] == "err_eps_g"
+    assert ds["err_abs_theta"].attrs["long_name"] == "standard error of " + ds["abs_theta"].attrs["long_name"]
+    assert ds["run_eps_g"].attrs["ancillary_variables"] == "err_run_eps_g" and "run_eps_g_se" not in ds
     assert {"init_label", "branch_label", "prox_label"} <= set(ds.coords)
 
 
@@ -234,7 +238,7 @@ def test_every_column_the_numerics_write_is_in_the_table() -> None:
         var = lookup(name)
         assert var is not None and var.long_name, name
     assert lookup("err_q").long_name == "standard error of " + lookup("q").long_name
-    assert lookup("alpha_c_err").units == lookup("alpha_c").units == "1"
+    assert lookup("err_alpha_c").units == lookup("alpha_c").units == "1"
     assert lookup("no_such_column") is None and lookup("err_no_such") is None
     from attnphase.numerics.jobs.boundary_table import csv_columns
 

@@ -6,7 +6,7 @@
     python tests/golden/record_golden.py --rank2    # tests/golden/rank2/ only: rank-2 solves (under a minute)
 
 The default rules are 4 independent scramblings per role (docs/method.md section 7, error bars and precision tiers); each number is
-recorded with its standard error (``err_<key>``, ``<boundary>_err``).  tests/golden/*.csv|json are the
+recorded with its standard error (``err_<key>``, ``err_<boundary>``).  tests/golden/*.csv|json are the
 records of the single-scrambling rules before that change (sobol12 solves, sobol16 alpha_c, sobol15
 bifurcations); tests/numerics/test_golden.py checks that those rules still reproduce them exactly, that today's
 defaults reproduce these files, and that the two agree within their combined error bars.  Rerun only
@@ -66,7 +66,7 @@ SMALL_OMEGAS = (0.0, 0.05)
 ALPHAS = np.linspace(0.1, 3.0, 12)
 
 ERROR_COLUMNS = tuple(f"err_{k}" for k in ERROR_KEYS)
-BOUNDARY_ERROR_COLUMNS = tuple(c for k in BOUNDARY_KEYS for c in (f"{k}_err", f"{k}_found"))
+BOUNDARY_ERROR_COLUMNS = tuple(c for k in BOUNDARY_KEYS for c in (f"err_{k}", f"{k}_found"))
 
 
 def solve_record(alpha: float, omega: float, branch: str, config: SolverConfig | None = None) -> dict:

@@ -22,7 +22,7 @@ def _rows(omegas):
 
 
 def _errors(rows):
-    return [{"alpha_c_err": 2e-3, "alpha_l_err": 5e-3 * (1 + i), "semantic_end_err": 7e-3, "positional_end_err": math.nan}
+    return [{"err_alpha_c": 2e-3, "err_alpha_l": 5e-3 * (1 + i), "err_semantic_end": 7e-3, "err_positional_end": math.nan}
             for i, _ in enumerate(rows)]
 
 
@@ -41,7 +41,7 @@ def test_phase_diagram_shows_its_error_bars_as_bands_and_in_a_panel(tmp_path, n)
         band = _band(ax, f"band_{key}")
         xs = np.concatenate([p.vertices[:, 0] for p in band.get_paths()])
         centre = np.array([getattr(b, key) for b in rows])
-        err = np.array([e[f"{key}_err"] for e in errors])
+        err = np.array([e[f"err_{key}"] for e in errors])
         assert xs.min() == pytest.approx((centre - err).min()) and xs.max() == pytest.approx((centre + err).max())
         line = next(li for li in ex.get_lines() if li.get_gid() == f"err_{key}")  # the bars, magnified
         assert sorted(line.get_xdata()) == pytest.approx(sorted(err))

@@ -197,10 +197,10 @@ def test_phase_diagram_matches_golden() -> None:
         _assert_boundaries(row, g)
         w = round(b.omega, 6)
         for key in ("alpha_c", "alpha_l", "semantic_end", "positional_end"):
-            assert _close(row[f"{key}_err"], float(g[f"{key}_err"]), 1e-3, atol=1e-9), (w, key)
+            assert _close(row[f"err_{key}"], float(g[f"err_{key}"]), 1e-3, atol=1e-9), (w, key)
             then = float(legacy[w][{"semantic_end": "spinodal_semantic", "positional_end": "spinodal_positional"}
                                   .get(key, key)])
-            _within_errors(row[key], row[f"{key}_err"], then, float(legacy_err[w][f"{key}_err"]), (w, key))
+            _within_errors(row[key], row[f"err_{key}"], then, float(legacy_err[w][f"err_{key}"]), (w, key))
 
 
 #: The rank-2 records: file name -> (alpha, r, r*, branch), at omega = 0.3 on :data:`RANK2_RULE`.

@@ -3,6 +3,7 @@
     attnphase derive --L 2              # pretty-printed (unicode) for a terminal
     attnphase derive --L 2 --latex      # raw LaTeX
     attnphase derive --L 2 --markdown   # the markdown document (docs/derivation.md)
+    attnphase derive --L 2 --json       # one JSON object: the model and every equation (sympy text and LaTeX)
 
 Prints the text on stdout, or writes it to ``-o FILE``.  The model is built by
 :func:`attnphase.options.params_from_args` and validated by :class:`~attnphase.theory.params.ModelParams`
@@ -24,11 +25,14 @@ DESCRIPTION = ("Print every equation of the theory, derived with sympy for the g
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The model group, ``--latex`` / ``--markdown`` and ``-o FILE``."""
+    """The model group, ``--latex`` / ``--markdown`` / ``--json`` and ``-o FILE``."""
     opt.add_model_options(p)
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--latex", action="store_true", help="print raw LaTeX")
     fmt.add_argument("--markdown", action="store_true", help="print the markdown document")
+    fmt.add_argument("--json", action="store_true",
+                     help="print one JSON object: the model and every equation (section, lhs, rhs as sympy text and as "
+                          "LaTeX, note)")
     p.add_argument("-o", "--output", default=None, metavar="FILE",
                    help="write the text to this file instead of stdout")
 
@@ -42,7 +46,11 @@ def run(args: argparse.Namespace) -> int:
     work.begin("deriving the equations")
     from attnphase.theory import latex
 
-    if args.markdown:
+    if args.json:
+        import json
+
+        text = json.dumps(latex.render_json(params)) + "\n"
+    elif args.markdown:
         text = latex.render_markdown(params)
     elif args.latex:
         text = latex.render_latex(params)

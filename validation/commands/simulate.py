@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     check_training(args)
     if args.n_test < MIN_N_TEST:
         raise ValueError(f"--n-test must be >= {MIN_N_TEST}, got {args.n_test} (eps_g and eps_lin are means over "
-                         f"the test samples; the JSON gives their standard errors eps_g_se, eps_lin_se)")
+                         f"the test samples; the JSON gives their standard errors err_eps_g, err_eps_lin)")
     check_dtype(args.dtype)
     check_threads(args.threads)
     params = opt.params_from_args(args, omega=opt.single_omega(args, NAME))

@@ -74,6 +74,27 @@ def test_census_out_writes_the_json_object_and_a_row_per_fixed_point(near_alpha_
     assert [float(r["e_t"]) for r in rows] == [p["e_t"] for p in near_alpha_c["fixed_points"]]
 
 
+def test_census_out_writes_a_cf_dataset_under_the_csvs_names(near_alpha_c: dict, out_folder) -> None:
+    """census.nc holds census.csv's columns over rank_in_e_t and census_starts.csv's over start, the same names,
+    values and order, CF-conformant, each error linked to its value."""
+    import csv
+
+    from attnphase.execution.dataset import cf_problems, open_dataset
+
+    ds = open_dataset(out_folder / "census.nc")
+    assert cf_problems(ds) == []
+    rows = list(csv.DictReader(open(out_folder / "census.csv")))
+    starts = list(csv.DictReader(open(out_folder / "census_starts.csv")))
+    assert set(rows[0]) | set(starts[0]) == set(ds.data_vars) | {"start"}
+    assert list(ds["rank_in_e_t"].values) == list(range(1, len(rows) + 1)) and list(ds["start"].values) == [
+        s["start"] for s in starts]
+    assert [float(r["e_t"]) for r in rows] == list(ds["e_t"].values) and list(ds["branch"].values) == [
+        r["branch"] for r in rows]
+    assert ds["e_t"].attrs["ancillary_variables"] == "err_e_t" and ds["err_e_t"].attrs["units"] == "1"
+    assert list(ds["converged"].values) == [int(s["converged"]) for s in starts]
+    assert ds.attrs["job"] == "census" and ds.attrs["alpha"] == near_alpha_c["alpha"]
+
+
 def test_census_finds_the_positional_and_semantic_points_and_ranks_by_e_t(near_alpha_c: dict) -> None:
     pts = near_alpha_c["fixed_points"]
     labels = [p["branch"] for p in pts]
@@ -193,7 +214,8 @@ def test_phase_diagram_census_writes_census_csv(monkeypatch, tmp_path, capsys) -
             "--alpha-c-quadrature", "none", "--census", "--out", str(tmp_path), "--quiet", "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    rows = list(csv.DictReader(open(tmp_path / "census.csv")))
+    rows = list(csv.DictReader(open(tmp_path / "phase_diagram_census.csv")))
+    assert not (tmp_path / "census.csv").exists()  # the census command's table (other columns, beside census.nc)
     assert len(rows) == 1 and rows[0]["census_global_min"] == "positional" and rows[0]["census_beaten_by"] == ""
     alpha_c = out["rows"][0]["alpha_c"]
     assert seen == [(0.3, alpha_c)] and float(rows[0]["census_alpha"]) == pytest.approx(alpha_c, rel=1e-12)
@@ -202,7 +224,7 @@ def test_phase_diagram_census_writes_census_csv(monkeypatch, tmp_path, capsys) -
     assert main(argv) == 0
     again = json.loads(capsys.readouterr().out)
     assert seen == [(0.3, alpha_c)] and again["census"] == out["census"]
-    assert list(csv.DictReader(open(tmp_path / "census.csv"))) == rows
+    assert list(csv.DictReader(open(tmp_path / "phase_diagram_census.csv"))) == rows
     assert (tmp_path / "phase_diagram.csv").exists()
     assert main(["phase-diagram", "--rank", "2", "--census", "--out", str(tmp_path / "r2")]) == 2
     assert "--census" in capsys.readouterr().err
@@ -353,7 +375,11 @@ def test_census_rank_command_json_and_out(found, monkeypatch, tmp_path, capsys) 
     rows = (tmp_path / "c" / "census.csv").read_text().splitlines()
     assert len(rows) == 1 + len(res.entries) and rows[0].startswith("rank_in_e_t,branch,e_t,err_e_t")
     starts = (tmp_path / "c" / "census_starts.csv").read_text().splitlines()
-    assert len(starts) == 1 + len(failed.starts) and starts[-1].startswith("mixed cold,mixed,cold,False,,0.2")
+    assert len(starts) == 1 + len(failed.starts) and starts[-1].startswith("mixed cold,mixed,cold,0,,0.2")
+    from attnphase.execution.dataset import cf_problems, open_dataset
+
+    ds = open_dataset(tmp_path / "c" / "census.nc")  # the rank-r table too, under census.csv's names
+    assert cf_problems(ds) == [] and set(rows[0].split(",")) - {"rank_in_e_t"} <= set(ds.data_vars)
     # the table: a row per fixed point, lowest e_t first, with its stability verdict
     assert main(argv[:-3]) == 0
     table = capsys.readouterr().out.strip().splitlines()

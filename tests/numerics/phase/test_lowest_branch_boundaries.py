@@ -224,7 +224,7 @@ def test_branch_ends_by_bisection_with_their_bracket(monkeypatch, params) -> Non
     assert sem.kind.startswith("no converged solve")
     assert abs(pos.alpha - 2.2) <= pos.err / 2 + 1e-12 and pos.exists == "below"
     row = b.row()
-    assert row["semantic_end"] == sem.alpha and row["positional_end_err"] == pos.err
+    assert row["semantic_end"] == sem.alpha and row["err_positional_end"] == pos.err
 
 
 def test_an_absent_branch_is_a_note_not_a_silent_nan(monkeypatch, params) -> None:

@@ -151,4 +151,4 @@ def test_continued_rows_carry_error_bars_from_the_blocks() -> None:
     cont = next(b for b in rows if abs(b.omega - 0.31) < 1e-12)
     assert cont.notes[0] == "continued from omega = 0.3", cont.notes  # the continued path, not a fallback
     for key in ("alpha_c", "alpha_l", "semantic_end"):
-        assert 0 < cont.errors()[f"{key}_err"] < 0.05, (key, cont.notes)
+        assert 0 < cont.errors()[f"err_{key}"] < 0.05, (key, cont.notes)

@@ -157,7 +157,7 @@ def test_small_omega_rows_match_golden(omega: float) -> None:
         assert math.isfinite(now), (key, row["notes"])
         assert abs(now - then) <= atol, (key, now, then)
     for key in ("alpha_c", "alpha_l", "semantic_end", "positional_end"):
-        assert 0 < b.errors()[f"{key}_err"] < 0.02, key
+        assert 0 < b.errors()[f"err_{key}"] < 0.02, key
 
 
 def test_whole_positional_branch_adds_the_grid_below_the_boundaries_range() -> None:

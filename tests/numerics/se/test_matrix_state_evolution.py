@@ -139,7 +139,7 @@ def test_rank2_error_bars_are_the_standard_error_of_the_blocks() -> None:
     out = replicate_errors(fp, *replicate_points(fp, cfg, 0))
     blocks = [solve(params, 2.0, "semantic", config=block_config(cfg, j), init=fp.overlaps) for j in range(3)]
     used = [b.record for b in blocks if b.status.converged and b.branch == fp.branch]
-    assert out["err_replicates"] == len(used) and out["err_replicates_tried"] == 3
+    assert out["replicates"] == len(used) and out["replicates_tried"] == 3
     if len(used) >= 2:
         assert out["err_eps_g"] == pytest.approx(np.std([r["eps_g"] for r in used], ddof=1) / np.sqrt(len(used)))
         assert out["err_eps_g"] > 0 and len(out["err_q0_eigenvalues"]) == 2
@@ -177,7 +177,7 @@ def test_cli_sweep_rank2_writes_one_row_per_alpha_with_the_invariants(tmp_path, 
     rec = json.loads(capsys.readouterr().out)
     assert code == 0 and rec["rank"] == 2 and rec["on_branch"] == 1
     rows = list(csv.DictReader((out / "sweep_semantic_omega0.3_rank2x1.csv").open()))
-    assert len(rows) == 1 and rows[0]["branch"] == "semantic" and rows[0]["converged"] == "True"
+    assert len(rows) == 1 and rows[0]["branch"] == "semantic" and rows[0]["converged"] == "1"
     for col in ("e_t", "eps_g", "q0_eig_1", "q0_eig_2", "V0_eig_2", "th0_sv_1", "m_norm_2", "gauge_angle"):
         assert col in rows[0] and rows[0][col] != ""
     assert main(["sweep", "--alpha", "2", "--branch", "mixed", "--out", str(out)]) == 2
