@@ -184,23 +184,32 @@ def _slope_at_root() -> float:
 @pytest.mark.parametrize("d", [1e-5, 2e-4])
 def test_alpha_c_carries_the_rules_block_error_and_says_when_the_rule_cannot_tell_the_branches_apart(
         monkeypatch, params, d) -> None:
-    """The positional point's e_t differs on the rule's 4 blocks by +-d: alpha_c's error is the blocks' linearised
-    root error, std_j(Delta_j) / sqrt(4) / |slope| (within the bracket width), and where the paired error of Delta e_t
-    beside the crossing (d sqrt(4/3) / 2) exceeds |Delta| / 2 on both sides the change is said not established."""
+    """The positional point's e_t differs on the rule's 4 blocks by +-d.  Where the rule tells the branches apart
+    beside the crossing (|Delta| >= 2 paired errors, d sqrt(4/3) / 2, at both grid points), alpha_c's error is the
+    blocks' linearised root error, std_j(Delta_j) / sqrt(4) / |slope| (within the bracket width).  Where it does not,
+    alpha_c is the interval where the sign of Delta e_t is not established: its bar covers every alpha where
+    |Delta| < 2 paired errors (and exceeds it by at most the edges' bisection tolerance)."""
     model = toy_model(None)
     model.block_noise = {"positional": (d, -d, d, -d)}
     _use(monkeypatch, model)
     b = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5, 2.0, 2.5], SolverConfig())
-    se = d * math.sqrt(4 / 3) / 2 / _slope_at_root()
-    assert abs(b.alpha_c_err - se) <= rb.ROOT_TOL + 0.05 * se
     flanks = [n for n in b.notes if "Delta e_t beside it" in n]
     assert len(flanks) == 1 and "at alpha = 1: positional below semantic by 0.0001" in flanks[0]
     paired = d * math.sqrt(4 / 3) / 2
     if 1e-4 / paired >= 2:  # |Delta| at 1.0 is 1e-4, at 1.5 1.44e-4
+        se = paired / _slope_at_root()
+        assert abs(b.alpha_c_err - se) <= rb.ROOT_TOL + 0.05 * se
         assert "not distinguishable" not in b.alpha_c_method + flanks[0]
+        assert b.alpha_c_method.startswith("root of Delta e_t")
     else:
         assert flanks[0].count("not distinguishable at the rule") == 2
-        assert b.alpha_c_method.endswith("not distinguishable at the rule beside it (notes)")
+        assert b.alpha_c_method.startswith("interval where Delta e_t is indistinguishable from 0")
+        grid = [0.5 + k * 1e-3 for k in range(1501)]
+        delta = [model.point("positional", a).e_t - model.point("semantic", a).e_t for a in grid]
+        hug = [a for a, v in zip(grid, delta) if abs(v) < 2 * paired]
+        lo, hi = b.alpha_c - b.alpha_c_err, b.alpha_c + b.alpha_c_err
+        assert lo <= min(hug) and max(hug) <= hi
+        assert min(hug) - lo <= cc.END_TOL + 1e-3 and hi - max(hug) <= cc.END_TOL + 1e-3
 
 
 def test_alpha_l_carries_the_rules_block_error(monkeypatch, params) -> None:
