@@ -7,7 +7,8 @@ one label are numbered in the order they were found (``mixed#1``, ``mixed#2``) a
 invariants (:func:`~attnphase.numerics.phase.gauge_orbits.orbit_key`), which :func:`describe` prints.
 
 1. **census** -- :func:`~attnphase.numerics.phase.census.search` (the census's starts and deduplication on the
-   gauge orbit; no error bars, no stability test) at the first and the last grid point;
+   gauge orbit; no error bars, no stability test) at the first and the last grid point, on block 0 of the solve rule
+   (:data:`SEARCH_ON_BLOCK`), each point found solved again on the whole rule warm from it;
 2. **follow** -- every distinct point found starts a branch (unless it lies on the orbit of a known branch's point
    there), followed over the grid both ways by warm starts: the solve of its label's hat projection from the
    branch's nearest point (:func:`~attnphase.numerics.se.state_evolution.solve` with ``init``; where that does not
@@ -37,6 +38,7 @@ counts them per phase (``count``).
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -45,7 +47,7 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.boundary_results import LocatedEnd
 from attnphase.numerics.phase.census import search
-from attnphase.numerics.errors.replicates import replicate_count
+from attnphase.numerics.errors.replicates import block_config, replicate_count
 from attnphase.numerics.phase.census_separation import Replicas, replicas
 from attnphase.numerics.phase.gauge_orbits import orbit_distance, orbit_key, same_point, within_errors
 from attnphase.numerics.se.results import FixedPoint
@@ -64,6 +66,10 @@ MAX_CENSUS = 4
 #: The two mixed points the census tells apart at r = 2, omega = 0.1, alpha = 0.8 lie 1.8e-2 apart
 #: (docs/data/rank2_census_omega0.1/alpha0.8/census.csv: their V0 eigenvalues 97.08 and 95.35).
 SAME_BRANCH_RTOL = 1e-2
+#: The censuses search on block 0 of the solve rule (a quarter of the default rule's points: the starts that do not
+#: converge, most of a census's cost, spend a quarter of the CPU), each point found then solved on the whole rule warm
+#: from it (counted as the phase ``census``).
+SEARCH_ON_BLOCK = True
 #: Grid points where a branch is not found that its following passes over before it stops.
 FOLLOW_PAST = 1
 END_METHOD = "bisection on the existence of a converged fixed point on the branch (warm starts); err = final bracket width"
@@ -147,6 +153,8 @@ class Continuation:
 
     def __init__(self, params: ModelParams, grid: Sequence[float], config: SolverConfig):
         self.model, self.cfg = se_params(params), config
+        #: The censuses' search rule: block 0 of the solve rule where it has several (:data:`SEARCH_ON_BLOCK`).
+        self.search_cfg = block_config(config, 0) if SEARCH_ON_BLOCK and replicate_count(config) >= 2 else config
         self.grid = tuple(sorted(float(a) for a in grid))
         self.branches: list[Branch] = []
         self.censused: list[float] = []
@@ -155,6 +163,7 @@ class Continuation:
         self.solves: dict[tuple, tuple[FixedPoint | None, FixedPoint]] = {}
         self.blocks: dict[int, tuple[FixedPoint, Replicas]] = {}
         self.count: dict[str, int] = {"censuses": 0}
+        self.seconds: dict[str, float] = {}
         self.phase = "follow"
 
     def solve(self, alpha: float, label: str, near: FixedPoint | None) -> FixedPoint:
@@ -168,10 +177,17 @@ class Continuation:
             self.count["reused"] = self.count.get("reused", 0) + 1
             return hit[1]
         self.count[self.phase] = self.count.get(self.phase, 0) + 1
+        t0 = time.process_time()
         fp = (solve(self.model, alpha, label, config=self.cfg) if near is None
               else solve(self.model, alpha, label, config=self.cfg, init=near.overlaps))
+        self._spent(self.phase, t0)
         self.solves[key] = (near, fp)
         return fp
+
+    def _spent(self, phase: str, t0: float) -> None:
+        """CPU seconds since ``t0`` added to ``phase``'s (``seconds``: the census searches, each phase's solves, the
+        block re-solves)."""
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + time.process_time() - t0
 
     def replicas(self, fp: FixedPoint) -> Replicas:
         """``fp`` re-solved warm on each block of the rule, with its error bars
@@ -181,7 +197,9 @@ class Continuation:
         if hit is not None and hit[0] is fp:
             return hit[1]
         self.count["blocks"] = self.count.get("blocks", 0) + replicate_count(self.cfg)
+        t0 = time.process_time()
         out = replicas(fp, self.cfg, True)
+        self._spent("blocks", t0)
         self.blocks[id(fp)] = (fp, out)
         return out
 
@@ -265,13 +283,21 @@ class Continuation:
         kept."""
         self.censused.append(alpha)
         self.count["censuses"] += 1
-        found = search(self.model, alpha, self.cfg)
-        if not found.points:
+        t0 = time.process_time()
+        found = search(self.model, alpha, self.search_cfg)
+        self._spent("censuses", t0)
+        points = [fp for fp, _ in found.points]
+        if self.search_cfg is not self.cfg:  # each point found solved again on the whole rule, warm from it
+            phase, self.phase = self.phase, "census"
+            points = [self.solve(alpha, fp.requested, fp) for fp in points]
+            points = [fp for fp in points if fp.status.converged and math.isfinite(fp.observables.e_t)]
+            self.phase = phase
+        if not points:
             self.failed.append(alpha)
             self.notes.append(f"census at alpha = {alpha:g}: none of its {len(found.starts)} starts converged "
                               "(solver failure: nothing is known there)")
         new = []
-        for fp, _ in found.points:
+        for fp in points:
             key = self.key(fp)
             if any(b.on(alpha) and same_point(b.keys[alpha], key, SAME_BRANCH_RTOL) for b in self.branches):
                 continue

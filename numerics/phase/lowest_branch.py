@@ -324,9 +324,7 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
     lin = teacher_eps_lin(params, cfg)
     cont.phase = "alpha_l"
     alpha_l, alpha_l_err, l_branch = _alpha_l(cont, bc, lowest, changes, lin, root_tol, notes)
-    notes.append("work: " + ", ".join(f"{v} {k}" for k, v in cont.count.items() if k in ("censuses", "reused"))
-                 + "; solves " + ", ".join(f"{k} {v}" for k, v in cont.count.items() if k not in ("censuses", "reused"))
-                 + " (besides the censuses' and the error bars' block re-solves)")
+    notes.append(work_note(cont.count, cont.seconds))
     columns = {}
     for label in model_branches(params.r):
         e = next((e for e in bc.ends if bc.branch(e.branch).label == label), None)
@@ -342,6 +340,17 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
                       alpha_c_method=(c.method + ("; not distinguishable at the rule beside it (notes)"
                                                   if c.established is False else "")) if c else "", alpha_l_branch=l_branch, eps_lin=lin, ends=bc.ends,
                       curves=_curves(bc, model_branches(params.r)), **columns)
+
+
+def work_note(count: dict[str, int], seconds: dict[str, float]) -> str:
+    """The notes' ``work:`` line: censuses, solves by phase (those reused), block re-solves, each with its CPU seconds,
+    e.g. ``work: 4 censuses (61 CPU s), 2 reused; solves follow 68 (80 CPU s), ...; 40 block re-solves (20 CPU s)``."""
+    def cpu(k: str) -> str:
+        return f" ({seconds[k]:.0f} CPU s)" if k in seconds else ""
+    solves = [k for k in count if k not in ("censuses", "reused", "blocks")]
+    return (f"work: {count.get('censuses', 0)} censuses{cpu('censuses')}, {count.get('reused', 0)} solves reused; solves "
+            + ", ".join(f"{k} {count[k]}{cpu(k)}" for k in solves)
+            + f"; {count.get('blocks', 0)} block re-solves{cpu('blocks')} (the error bars' and the separations')")
 
 
 def _curves(bc: BranchCensus, labels: Sequence[str]) -> dict[str, tuple[CurvePoint, ...]]:

@@ -49,6 +49,10 @@ class FakePoint:
     memory: object = None
 
     @property
+    def requested(self) -> str:
+        return self.branch
+
+    @property
     def status(self) -> SolverStatus:
         return SolverStatus(self.converged, 1, 0.0 if self.converged else math.nan, "toy solve")
 
