@@ -19,9 +19,12 @@ path's :func:`~attnphase.numerics.phase.boundary_refinement.block_root_error`):
 a the bracket's end nearest the root, Delta_j(a) the blocks' differences there and d Delta / d alpha the
 bracket's secant slope (:func:`root_error`).
 
-A point the census continuation finds at one grid point only, beside a point of another branch, may be that point
-split in two by the rule's jumps (docs/method.md section 12): :func:`one_point_at_the_rule` applies the census's
-merge within error bars to the two.
+That linearisation holds for a clean crossing, Delta ~ slope (alpha - x).  Where Delta e_t *hugs 0* -- stays within
+DISTINGUISHABLE paired errors of 0 over part of the bracket, e.g. where a mixed branch leaves the positional point
+and their e_t differ by less than the rule resolves -- any root there is one the rule allows: the honest answer is
+the interval where the sign of Delta e_t is not established (:class:`SignSample`, its side; :func:`unsettled_interval`
+from samples; :func:`settle_interval`, its edges bisected), reported as centre +- half-width.  :func:`hugs_zero`
+says which evaluations of a root search call for samples.
 """
 
 from __future__ import annotations
