@@ -22,8 +22,7 @@ measurement and the fitted constants:
   (``WORKER_START_SECONDS``, per worker), then idle 1 s and 25 s (``CLUSTER_SECONDS_PER_WALL_SECOND``, per worker);
 * ``--only rank2``: the rank-2 boundaries at one omega (``phase-diagram --rank 2``'s task,
   :func:`~attnphase.numerics.phase.lowest_branch.lowest_branch_boundaries`), its censuses and its solves counted and
-  timed: ``RANK2_CENSUS_SECONDS`` (one census of the continuation: its search on block 0 of the rule and its points'
-  re-solves on the whole rule), ``RANK2_SOLVE_SECONDS`` (one solve along a branch, with its share of the block
+  timed: ``RANK2_CENSUS_SECONDS`` (one census of the continuation), ``RANK2_SOLVE_SECONDS`` (one solve along a branch, with its share of the block
   re-solves of the error bars and separations), ``RANK2_SOLVES_PER_ALPHA`` (solves at the grid's points per grid point: the branches followed) and
   ``RANK2_SOLVES_OFF_GRID`` (the ends' bisections and the boundaries' root searches), the terms of
   :func:`attnphase.workload.matrix_boundaries_task_seconds`.  Default: omega 0.3, the default alpha grid and rule

@@ -7,8 +7,7 @@ one label are numbered in the order they were found (``mixed#1``, ``mixed#2``) a
 invariants (:func:`~attnphase.numerics.phase.gauge_orbits.orbit_key`), which :func:`describe` prints.
 
 1. **census** -- :func:`~attnphase.numerics.phase.census.search` (the census's starts and deduplication on the
-   gauge orbit; no error bars, no stability test) at the first and the last grid point, on block 0 of the solve rule
-   (:data:`SEARCH_ON_BLOCK`), each point found solved again on the whole rule warm from it;
+   gauge orbit; no error bars, no stability test) at the first and the last grid point;
 2. **follow** -- every distinct point found starts a branch (unless it lies on the orbit of a known branch's point
    there), followed over the grid both ways by warm starts: the solve of its label's hat projection from the
    branch's nearest point (:func:`~attnphase.numerics.se.state_evolution.solve` with ``init``; where that does not
@@ -47,7 +46,7 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.boundary_results import LocatedEnd
 from attnphase.numerics.phase.census import search
-from attnphase.numerics.errors.replicates import block_config, replicate_count
+from attnphase.numerics.errors.replicates import replicate_count
 from attnphase.numerics.phase.census_separation import Replicas, replicas
 from attnphase.numerics.phase.gauge_orbits import orbit_distance, orbit_key, same_point, within_errors
 from attnphase.numerics.se.results import FixedPoint
@@ -66,10 +65,6 @@ MAX_CENSUS = 4
 #: The two mixed points the census tells apart at r = 2, omega = 0.1, alpha = 0.8 lie 1.8e-2 apart
 #: (docs/data/rank2_census_omega0.1/alpha0.8/census.csv: their V0 eigenvalues 97.08 and 95.35).
 SAME_BRANCH_RTOL = 1e-2
-#: The censuses search on block 0 of the solve rule (a quarter of the default rule's points: the starts that do not
-#: converge, most of a census's cost, spend a quarter of the CPU), each point found then solved on the whole rule warm
-#: from it (counted as the phase ``census``).
-SEARCH_ON_BLOCK = True
 #: Grid points where a branch is not found that its following passes over before it stops.
 FOLLOW_PAST = 1
 END_METHOD = "bisection on the existence of a converged fixed point on the branch (warm starts); err = final bracket width"
@@ -153,8 +148,6 @@ class Continuation:
 
     def __init__(self, params: ModelParams, grid: Sequence[float], config: SolverConfig):
         self.model, self.cfg = se_params(params), config
-        #: The censuses' search rule: block 0 of the solve rule where it has several (:data:`SEARCH_ON_BLOCK`).
-        self.search_cfg = block_config(config, 0) if SEARCH_ON_BLOCK and replicate_count(config) >= 2 else config
         self.grid = tuple(sorted(float(a) for a in grid))
         self.branches: list[Branch] = []
         self.censused: list[float] = []
@@ -284,14 +277,9 @@ class Continuation:
         self.censused.append(alpha)
         self.count["censuses"] += 1
         t0 = time.process_time()
-        found = search(self.model, alpha, self.search_cfg)
+        found = search(self.model, alpha, self.cfg)
         self._spent("censuses", t0)
         points = [fp for fp, _ in found.points]
-        if self.search_cfg is not self.cfg:  # each point found solved again on the whole rule, warm from it
-            phase, self.phase = self.phase, "census"
-            points = [self.solve(alpha, fp.requested, fp) for fp in points]
-            points = [fp for fp in points if fp.status.converged and math.isfinite(fp.observables.e_t)]
-            self.phase = phase
         if not points:
             self.failed.append(alpha)
             self.notes.append(f"census at alpha = {alpha:g}: none of its {len(found.starts)} starts converged "

@@ -208,9 +208,9 @@ def _delta_change(cont: Continuation, A: Branch, B: Branch, a: float, b: float, 
 
 def _delta_root(cont: Continuation, A: Branch, B: Branch, a: float, b: float, tol: float,
                 flank_err: float) -> tuple[float, float, str, list[float]]:
-    """(the root of Delta e_t on [a, b] by Illinois regula falsi, its error, how it was found, the evaluations farthest
-    from it on each side that lie within the flanks' paired errors of 0 -- :func:`~attnphase.numerics.phase.
-    census_separation.hugs_zero`)."""
+    """(the root of Delta e_t on [a, b] by Illinois regula falsi, its error, how it was found, on each side of it the
+    evaluation nearest to it of those farther than HUG_BARS errors that lie within the flanks' paired errors of 0 --
+    :func:`~attnphase.numerics.phase.census_separation.hugs_zero`)."""
     evaluations: list[tuple[float, float]] = []
 
     def delta(x: float) -> float:
@@ -227,8 +227,8 @@ def _delta_root(cont: Continuation, A: Branch, B: Branch, a: float, b: float, to
     else:
         bar, method = math.hypot(err, hi - lo), ROOT_ERR_METHOD.format(n=n, se=err, width=hi - lo)
     far = hugs_zero(evaluations, x, bar, flank_err)
-    ends = [min((t for t in far if t < x), default=None), max((t for t in far if t > x), default=None)]
-    return x, bar, method, [t for t in ends if t is not None]
+    nearest = [max((t for t in far if t < x), default=None), min((t for t in far if t > x), default=None)]
+    return x, bar, method, [t for t in nearest if t is not None]
 
 
 def _end_in(bc: BranchCensus, br: Branch, a: float, b: float, exists: str) -> LocatedEnd | None:

@@ -21,7 +21,6 @@ from attnphase.numerics.phase import lowest_branch as rb
 from attnphase.numerics.phase.census import SearchResult
 from attnphase.numerics.jobs.report import csv_columns
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.errors.replicates import block_config
 from attnphase.numerics.se.observables import Observables
 from attnphase.numerics.se.starts import with_ranks
 from attnphase.numerics.se.results import SolverStatus
@@ -48,10 +47,6 @@ class FakePoint:
     overlaps: object = None
     inv: tuple = (0.0, 0.0)
     memory: object = None
-
-    @property
-    def requested(self) -> str:
-        return self.branch
 
     @property
     def status(self) -> SolverStatus:
@@ -509,31 +504,6 @@ def test_settle_interval_bisects_both_edges_to_the_tolerance() -> None:
     iv = cs.settle_interval(measure, [measure(0.0), measure(0.45), measure(1.0)], 0.05)
     assert iv.lo <= 0.3 and iv.hi >= 0.6 and 0.3 - iv.lo <= 0.05 and iv.hi - 0.6 <= 0.05
     assert len(calls) <= 3 + 2 * math.ceil(math.log2(0.55 / 0.05))
-
-
-def test_the_censuses_search_on_block_0_and_solve_their_points_again_on_the_whole_rule(monkeypatch, params) -> None:
-    """The continuation's census searches on block 0 of the solve rule (a quarter of its points) and solves each point
-    it finds again on the whole rule, warm from it: the branches carry whole-rule points (counted as the phase
-    ``census`` in the work note)."""
-    model = _use(monkeypatch, toy_model(0.9))
-    rules, solved = [], []
-
-    def search(p, alpha, config, **kw):
-        rules.append(config.quadrature)
-        return model.search(p, alpha, config, **kw)
-
-    def solve(p, alpha, branch="semantic", *, config=None, init=None, **kw):
-        solved.append((config.quadrature, init is not None))
-        return model.solve(p, alpha, branch, config=config, init=init, **kw)
-
-    monkeypatch.setattr(cc, "search", search)
-    monkeypatch.setattr(cc, "solve", solve)
-    cfg = SolverConfig()
-    b = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5, 2.0, 2.5], cfg)
-    assert rules and set(rules) == {block_config(cfg, 0).quadrature} != {cfg.quadrature}
-    assert solved and {q for q, _ in solved} == {cfg.quadrature}
-    work = next(n for n in b.notes if n.startswith("work: "))
-    assert f"{len(rules)} censuses" in work and "census " in work and "block re-solves" in work
 
 
 def test_hugs_zero_flags_evaluations_far_from_the_root_within_the_flanks_paired_errors() -> None:
