@@ -49,7 +49,8 @@ def bracket_widths(rows: Sequence[Boundaries]) -> bool:
 def error_label(config: SolverConfig, n_rules: int, widths: bool = False) -> str:
     """What the error bars of a table are ('' for none)."""
     if widths:
-        return "final bracket width of each search"
+        return ("as each boundary's method says: a root's the rule's standard error with the bracket width, an interval's "
+                "half-width where Delta e_t's sign is not established, a bracket width")
     if n_rules:
         return f"spread over {n_rules} independent rules"
     R = replicate_count(config)

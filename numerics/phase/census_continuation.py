@@ -21,8 +21,8 @@ invariants (:func:`~attnphase.numerics.phase.gauge_orbits.orbit_key`), which :fu
    differs, a census at the grid points not yet censused (the intervals where the lowest branch changes first,
    then those where the set changes; once a re-census finds no new branch, only the former; at most
    ``max_census`` censuses in all), then step 2 for the points it finds.  A new branch on at its census's grid
-   point alone that is one point with the nearest other branch's there within the rule's error bars
-   (:func:`~attnphase.numerics.phase.census_separation.one_point_at_the_rule`) is the rule's split: dropped, noted;
+   point alone that is one point with the nearest other branch's there within the rule's error bars (the census's
+   merge, :func:`~attnphase.numerics.phase.gauge_orbits.within_errors`) is the rule's split: dropped, noted;
 4. **ends** -- between a grid point where a branch is on and the next where it is not, bisection on its
    existence (solves warm from its nearest points, no embedded start) to a bracket of width ``end_tol`` (:func:`locate_end`): a birth
    where it exists above, an end where it exists below; the kind says what the solve gave beyond it (the orbit of
@@ -37,6 +37,7 @@ counts them per phase (``count``).
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -45,8 +46,9 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.boundary_results import LocatedEnd
 from attnphase.numerics.phase.census import search
-from attnphase.numerics.phase.census_separation import one_point_at_the_rule
-from attnphase.numerics.phase.gauge_orbits import orbit_distance, orbit_key, same_point
+from attnphase.numerics.errors.replicates import replicate_count
+from attnphase.numerics.phase.census_separation import Replicas, replicas
+from attnphase.numerics.phase.gauge_orbits import orbit_distance, orbit_key, same_point, within_errors
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams
@@ -152,7 +154,9 @@ class Continuation:
         self.failed: list[float] = []
         self.notes: list[str] = []
         self.solves: dict[tuple, tuple[FixedPoint | None, FixedPoint]] = {}
+        self.blocks: dict[int, tuple[FixedPoint, Replicas]] = {}
         self.count: dict[str, int] = {"censuses": 0}
+        self.seconds: dict[str, float] = {}
         self.phase = "follow"
 
     def solve(self, alpha: float, label: str, near: FixedPoint | None) -> FixedPoint:
@@ -166,10 +170,31 @@ class Continuation:
             self.count["reused"] = self.count.get("reused", 0) + 1
             return hit[1]
         self.count[self.phase] = self.count.get(self.phase, 0) + 1
+        t0 = time.process_time()
         fp = (solve(self.model, alpha, label, config=self.cfg) if near is None
               else solve(self.model, alpha, label, config=self.cfg, init=near.overlaps))
+        self._spent(self.phase, t0)
         self.solves[key] = (near, fp)
         return fp
+
+    def _spent(self, phase: str, t0: float) -> None:
+        """CPU seconds since ``t0`` added to ``phase``'s (``seconds``: the census searches, each phase's solves, the
+        block re-solves)."""
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + time.process_time() - t0
+
+    def replicas(self, fp: FixedPoint) -> Replicas:
+        """``fp`` re-solved warm on each block of the rule, with its error bars
+        (:func:`~attnphase.numerics.phase.census_separation.replicas`), done once per point: the rule's split test, the
+        separations beside a change and the root's error share them (``count['blocks']``: block solves run)."""
+        hit = self.blocks.get(id(fp))
+        if hit is not None and hit[0] is fp:
+            return hit[1]
+        self.count["blocks"] = self.count.get("blocks", 0) + replicate_count(self.cfg)
+        t0 = time.process_time()
+        out = replicas(fp, self.cfg, True)
+        self._spent("blocks", t0)
+        self.blocks[id(fp)] = (fp, out)
+        return out
 
     # -- solves on a branch ------------------------------------------------------------------------------------
     def key(self, fp: FixedPoint) -> np.ndarray:
@@ -251,13 +276,16 @@ class Continuation:
         kept."""
         self.censused.append(alpha)
         self.count["censuses"] += 1
+        t0 = time.process_time()
         found = search(self.model, alpha, self.cfg)
-        if not found.points:
+        self._spent("censuses", t0)
+        points = [fp for fp, _ in found.points]
+        if not points:
             self.failed.append(alpha)
             self.notes.append(f"census at alpha = {alpha:g}: none of its {len(found.starts)} starts converged "
                               "(solver failure: nothing is known there)")
         new = []
-        for fp, _ in found.points:
+        for fp in points:
             key = self.key(fp)
             if any(b.on(alpha) and same_point(b.keys[alpha], key, SAME_BRANCH_RTOL) for b in self.branches):
                 continue
@@ -282,7 +310,7 @@ class Continuation:
         a = on[0]
         near = min((o for o in self.branches if o is not br and o.on(a)),
                    key=lambda o: orbit_distance(o.keys[a], br.keys[a]), default=None)
-        if near is None or not one_point_at_the_rule(near.points[a], br.points[a], self.cfg):
+        if near is None or not within_errors(self.replicas(near.points[a]), self.replicas(br.points[a])):
             return False
         self.branches.remove(br)
         self.notes.append(f"{br.label} point at alpha = {a:g} (found there only: {describe(br, a).split(': ', 1)[1]}) "

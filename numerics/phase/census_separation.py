@@ -19,9 +19,12 @@ path's :func:`~attnphase.numerics.phase.boundary_refinement.block_root_error`):
 a the bracket's end nearest the root, Delta_j(a) the blocks' differences there and d Delta / d alpha the
 bracket's secant slope (:func:`root_error`).
 
-A point the census continuation finds at one grid point only, beside a point of another branch, may be that point
-split in two by the rule's jumps (docs/method.md section 12): :func:`one_point_at_the_rule` applies the census's
-merge within error bars to the two.
+That linearisation holds for a clean crossing, Delta ~ slope (alpha - x).  Where Delta e_t *hugs 0* -- stays within
+DISTINGUISHABLE paired errors of 0 over part of the bracket, e.g. where a mixed branch leaves the positional point
+and their e_t differ by less than the rule resolves -- any root there is one the rule allows: the honest answer is
+the interval where the sign of Delta e_t is not established (:class:`SignSample`, its side; :func:`unsettled_interval`
+from samples; :func:`settle_interval`, its edges bisected), reported as centre +- half-width.  :func:`hugs_zero`
+says which evaluations of a root search call for samples.
 """
 
 from __future__ import annotations
@@ -63,13 +66,6 @@ def replicas(fp: FixedPoint, cfg: SolverConfig, bars: bool = False) -> Replicas:
     return Replicas(fp, tuple(reps), blocks, errors)
 
 
-def one_point_at_the_rule(a: FixedPoint, b: FixedPoint, cfg: SolverConfig) -> bool:
-    """Whether two converged points at one alpha are one fixed point that the rule's jumps split in two: every gauge
-    invariant, and e_t to its paired error, within the census's SAME_WITHIN_ERRORS combined error bars
-    (:func:`~attnphase.numerics.phase.gauge_orbits.within_errors`, the labels may differ), on ``cfg``'s blocks."""
-    return within_errors(replicas(a, cfg, True), replicas(b, cfg, True))
-
-
 @dataclass(frozen=True)
 class Separation:
     """Delta e_t = e_t(upper) - e_t(lower) at ``alpha``, its paired error over ``pairs`` blocks (NaN below two)."""
@@ -109,12 +105,130 @@ def separation(lower: Replicas, upper: Replicas, names: tuple[str, str]) -> Sepa
     return Separation(float(lower.point.alpha), names[0], names[1], delta, err, n)
 
 
-def root_error(a_point: FixedPoint, b_point: FixedPoint, slope: float, cfg: SolverConfig) -> tuple[float, int]:
+def root_error(a: Replicas, b: Replicas, slope: float) -> tuple[float, int]:
     """(the standard error of the root of Delta e_t = e_t(A) - e_t(B) linearised at the points' alpha -- the module
-    doc --, the blocks used): ``a_point`` on A and ``b_point`` on B at one alpha, ``slope`` = d Delta / d alpha.
-    NaN with fewer than two blocks where both re-solves stayed on their branches."""
-    ra, rb = replicas(a_point, cfg), replicas(b_point, cfg)
-    values = [pa.observables.e_t - pb.observables.e_t for pa, pb in zip(ra.replicates, rb.replicates)
+    doc --, the blocks used): ``a`` on A and ``b`` on B at one alpha with their block re-solves, ``slope`` =
+    d Delta / d alpha.  NaN with fewer than two blocks where both re-solves stayed on their branches."""
+    values = [pa.observables.e_t - pb.observables.e_t for pa, pb in zip(a.replicates, b.replicates)
               if pa is not None and pb is not None]
-    err = linearised_root_error(float(a_point.alpha), values, slope) if len(values) >= 2 else math.nan
+    err = linearised_root_error(float(a.point.alpha), values, slope) if len(values) >= 2 else math.nan
     return err, len(values)
+
+
+# -- where the sign of Delta e_t is established ---------------------------------------------------------------------
+#: A root search's evaluation farther than this many of the root's error bars from the root whose |Delta e_t| stays
+#: below DISTINGUISHABLE paired errors (the flanks') is a sign that Delta e_t hugs 0 there (:func:`hugs_zero`): a clean
+#: crossing, Delta ~ slope (alpha - x), is told apart from 0 at 2 paired errors within ~2 root errors of x.
+HUG_BARS = 4.0
+#: The sides of a sample (:attr:`SignSample.side`): A lowest (or A and B one point at the rule, or B absent), B lowest
+#: (or A absent), not settled.
+A_SIDE, B_SIDE, UNSETTLED = "A", "B", "?"
+
+
+@dataclass(frozen=True)
+class SignSample:
+    """Delta e_t = e_t(A) - e_t(B) at ``alpha`` (< 0 where A lies lower) with its paired error over the rule's blocks
+    (NaN: not known); ``same`` where A's and B's points are one fixed point at the rule
+    (:func:`one_point_at_the_rule`), ``absent`` the branch not on there ("A" or "B"; "" both on)."""
+
+    alpha: float
+    delta: float
+    err: float
+    same: bool = False
+    absent: str = ""
+
+    @property
+    def side(self) -> str:
+        """A_SIDE where A is established lowest -- Delta <= -DISTINGUISHABLE err(Delta) --, where A and B are one point
+        at the rule (the lowest point does not change between them) or B is absent; B_SIDE where B is established
+        lowest or A is absent; UNSETTLED otherwise (the sign of Delta e_t not established at the rule)."""
+        if self.absent:
+            return B_SIDE if self.absent == "A" else A_SIDE
+        if self.same:
+            return A_SIDE
+        if not math.isfinite(self.err) or not math.isfinite(self.delta):
+            return UNSETTLED
+        if abs(self.delta) >= DISTINGUISHABLE * self.err and self.delta != 0:
+            return A_SIDE if self.delta < 0 else B_SIDE
+        return UNSETTLED
+
+    def describe(self) -> str:
+        """``0.3636: Delta -3e-07 +- 3.6e-07 (?)``."""
+        what = (f"{self.absent} absent" if self.absent else
+                f"Delta {self.delta:.2g} +- {self.err:.2g}" + (", one point at the rule" if self.same else ""))
+        return f"{self.alpha:.4g}: {what} ({self.side})"
+
+
+@dataclass(frozen=True)
+class SignInterval:
+    """[lo, hi]: the interval where the sign of Delta e_t = e_t(A) - e_t(B) is not established at the rule, from the
+    last sample on A's side below the first that is not (``lo``) to the first on B's side above the last that is not
+    (``hi``); ``open_below`` / ``open_above`` where no sample on that side was found (the interval runs at least to
+    the samples' end); the samples it rests on."""
+
+    lo: float
+    hi: float
+    samples: tuple[SignSample, ...]
+    open_below: bool = False
+    open_above: bool = False
+
+    @property
+    def centre(self) -> float:
+        return 0.5 * (self.lo + self.hi)
+
+    @property
+    def half_width(self) -> float:
+        return 0.5 * (self.hi - self.lo)
+
+    def describe(self) -> str:
+        """The method column's text: the interval, its evidence."""
+        ends = ("" if not (self.open_below or self.open_above) else
+                "; not settled " + " and ".join(w for w, o in (("at its lower end", self.open_below),
+                                                               ("at its upper end", self.open_above)) if o))
+        return (f"interval where Delta e_t is indistinguishable from 0 at the rule (|Delta| < {DISTINGUISHABLE:g} "
+                f"paired errors, the sign not established): [{self.lo:.4g}, {self.hi:.4g}]{ends}; alpha_c its centre "
+                f"+- its half-width; samples " + ", ".join(s.describe() for s in self.samples))
+
+
+def unsettled_interval(samples: list[SignSample]) -> SignInterval | None:
+    """The :class:`SignInterval` the samples show, None where every sample is on A's or B's side (a clean crossing:
+    the root of Delta e_t and its error stand).  ``lo`` is the last A-side sample below the first sample not on A's
+    side, ``hi`` the first B-side sample above the last one not on B's side (a non-monotone order is covered whole)."""
+    s = sorted(samples, key=lambda t: t.alpha)
+    if not any(t.side == UNSETTLED for t in s):
+        return None
+    first_not_a = min(t.alpha for t in s if t.side != A_SIDE)
+    last_not_b = max(t.alpha for t in s if t.side != B_SIDE)
+    below = [t.alpha for t in s if t.side == A_SIDE and t.alpha < first_not_a]
+    above = [t.alpha for t in s if t.side == B_SIDE and t.alpha > last_not_b]
+    return SignInterval(max(below) if below else s[0].alpha, min(above) if above else s[-1].alpha, tuple(s),
+                        not below, not above)
+
+
+def settle_interval(measure, samples: list[SignSample], tol: float) -> SignInterval | None:
+    """:func:`unsettled_interval`, each of its edges bisected on the side of ``measure(alpha)``'s sample
+    (:class:`SignSample`) until it is bracketed within ``tol`` (the gap between ``lo`` and the first sample not on A's
+    side, and between the last not on B's side and ``hi``); the interval reported runs to the settled samples, so it
+    covers every alpha where the sign was not established."""
+    samples = list(samples)
+    while True:
+        iv = unsettled_interval(samples)
+        if iv is None:
+            return None
+        first_not_a = min(t.alpha for t in samples if t.side != A_SIDE)
+        last_not_b = max(t.alpha for t in samples if t.side != B_SIDE)
+        if not iv.open_below and first_not_a - iv.lo > tol:
+            samples.append(measure(0.5 * (iv.lo + first_not_a)))
+        elif not iv.open_above and iv.hi - last_not_b > tol:
+            samples.append(measure(0.5 * (last_not_b + iv.hi)))
+        else:
+            return iv
+
+
+def hugs_zero(evaluations: list[tuple[float, float]], root: float, root_err: float, flank_err: float) -> list[float]:
+    """The alphas of a root search's evaluations (alpha, Delta e_t on the pooled rule) farther than :data:`HUG_BARS`
+    root errors from the root whose |Delta| is below DISTINGUISHABLE ``flank_err`` (the paired error beside the
+    change): where a clean crossing would be told apart from 0 and this one may not be."""
+    if not math.isfinite(flank_err):
+        return []
+    return [x for x, d in evaluations if abs(x - root) > HUG_BARS * root_err and abs(d) < DISTINGUISHABLE * flank_err]

@@ -40,7 +40,9 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.errors.replicates import linearised_root_error
 from attnphase.numerics.phase.boundary_results import Boundaries, CurvePoint, LocatedEnd, model_branches
 from attnphase.numerics.phase.census_continuation import (END_TOL, MAX_CENSUS, Branch, BranchCensus, Continuation)
-from attnphase.numerics.phase.census_separation import Separation, replicas, root_error, separation
+from attnphase.numerics.phase.census_separation import (A_SIDE, B_SIDE, UNSETTLED, Separation, SignSample, hugs_zero,
+                                                         root_error, separation, settle_interval)
+from attnphase.numerics.phase.gauge_orbits import paired_difference, within_errors
 from attnphase.numerics.se.starts import teacher_rank
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import solve
@@ -127,8 +129,7 @@ def flank_separations(cont: Continuation, A: Branch, B: Branch, a: float, b: flo
     out = []
     for x, low, up in ((a, A, B), (b, B, A)):
         if low.on(x) and up.on(x):
-            out.append(separation(replicas(low.points[x], cont.cfg), replicas(up.points[x], cont.cfg),
-                                  (low.name, up.name)))
+            out.append(separation(cont.replicas(low.points[x]), cont.replicas(up.points[x]), (low.name, up.name)))
     return tuple(out)
 
 
@@ -143,21 +144,91 @@ def _e_t(fp: FixedPoint) -> float:
     return fp.observables.e_t
 
 
-def _delta_root(cont: Continuation, A: Branch, B: Branch, a: float, b: float, tol: float) -> tuple[float, float, str]:
-    """The root of Delta e_t = e_t(A) - e_t(B) on [a, b] (both branches on at a and b), its error and how it was found:
-    the error is hypot(the rule's standard error linearised at the root, the final bracket's width)
-    (:func:`~attnphase.numerics.phase.census_separation.root_error`, at the bracket's end nearest the root, with the
-    bracket's secant slope)."""
+def _sample(cont: Continuation, A: Branch, B: Branch, x: float) -> SignSample:
+    """Delta e_t = e_t(A) - e_t(B) at x with its paired error over the rule's blocks (:class:`SignSample`), and whether
+    the two points are one at the rule (where the error does not tell them apart).  At a grid point a branch not on is
+    absent (the continuation followed it there); off the grid both are solved warm, and a failed solve leaves the
+    sample not settled (solver failure is never taken for absence)."""
+    x = float(x)
+    if x in cont.grid:
+        pa, pb = A.points.get(x), B.points.get(x)
+        if (pa is None) != (pb is None):
+            return SignSample(x, math.nan, math.nan, absent="A" if pa is None else "B")
+    else:
+        pa, pb = cont.solve_on(A, x)[0], cont.solve_on(B, x)[0]
+    if pa is None or pb is None:
+        return SignSample(x, math.nan, math.nan)
+    ra, rb = cont.replicas(pa), cont.replicas(pb)
+    delta, err, _ = paired_difference(rb, ra)  # e_t(A) - e_t(B)
+    sample = SignSample(x, delta, err)
+    if sample.side == UNSETTLED:
+        sample = replace(sample, same=within_errors(ra, rb))
+    return sample
+
+
+def _flank_samples(cont: Continuation, A: Branch, B: Branch, a: float, b: float) -> list[SignSample]:
+    """Samples at a and b and, where one of them is not on its side (A's at a, B's at b), at the grid points beyond it
+    until one is (or the grid ends)."""
+    out = [_sample(cont, A, B, a), _sample(cont, A, B, b)]
+    for side, beyond in ((A_SIDE, [g for g in reversed(cont.grid) if g < a]), (B_SIDE, [g for g in cont.grid if g > b])):
+        last = out[0] if side == A_SIDE else out[1]
+        for g in beyond:
+            if last.side == side:
+                break
+            last = _sample(cont, A, B, g)
+            out.append(last)
+    return out
+
+
+def _delta_change(cont: Continuation, A: Branch, B: Branch, a: float, b: float, tol: float,
+                  edge_tol: float) -> tuple[float, float, str]:
+    """Where Delta e_t = e_t(A) - e_t(B) changes sign on [a, b] (both branches on at a and b), its error and how it was
+    found.  Where the rule establishes A lowest at a and B lowest at b (:func:`_flank_samples`) and no evaluation of
+    the root search far from the root lies within the flanks' paired errors of 0
+    (:func:`~attnphase.numerics.phase.census_separation.hugs_zero`), the root by Illinois regula falsi, its error
+    hypot(the rule's standard error linearised at the root -- at the bracket's end nearest it, the bracket's secant
+    slope --, the final bracket's width).  Otherwise Delta e_t hugs 0: alpha_c is the centre of the interval where its
+    sign is not established at the rule (:func:`~attnphase.numerics.phase.census_separation.settle_interval`, its edges
+    bisected to ``edge_tol``) and the error its half-width, which covers every root the rule allows there."""
+    samples = _flank_samples(cont, A, B, a, b)
+    measure = lambda x: _sample(cont, A, B, x)  # noqa: E731
+    clean = samples[0].side == A_SIDE and samples[1].side == B_SIDE
+    if clean:
+        x, bar, method, far = _delta_root(cont, A, B, a, b, tol, max(samples[0].err, samples[1].err))
+        if not far:
+            return x, bar, method
+        samples += [measure(t) for t in far]
+    iv = settle_interval(measure, samples, edge_tol)
+    if iv is not None:
+        return iv.centre, iv.half_width, iv.describe()
+    if not clean:  # every sample settled on a side after all
+        x, bar, method, _ = _delta_root(cont, A, B, a, b, tol, math.nan)
+    return x, bar, method
+
+
+def _delta_root(cont: Continuation, A: Branch, B: Branch, a: float, b: float, tol: float,
+                flank_err: float) -> tuple[float, float, str, list[float]]:
+    """(the root of Delta e_t on [a, b] by Illinois regula falsi, its error, how it was found, on each side of it the
+    evaluation nearest to it of those farther than HUG_BARS errors that lie within the flanks' paired errors of 0 --
+    :func:`~attnphase.numerics.phase.census_separation.hugs_zero`)."""
+    evaluations: list[tuple[float, float]] = []
+
     def delta(x: float) -> float:
-        return _value(cont, A, x, _e_t) - _value(cont, B, x, _e_t)
+        v = _value(cont, A, x, _e_t) - _value(cont, B, x, _e_t)
+        evaluations.append((x, v))
+        return v
 
     x, lo, hi = illinois_bracket(delta, a, b, delta(a), delta(b), tol)
     near = min((lo, hi), key=lambda t: abs(t - x))  # a root on a point tried: a zero-width bracket, the grid's slope
     slope = (delta(hi) - delta(lo)) / (hi - lo) if hi > lo else (delta(b) - delta(a)) / (b - a)
-    err, n = root_error(A.points[near], B.points[near], slope, cont.cfg)
+    err, n = root_error(cont.replicas(A.points[near]), cont.replicas(B.points[near]), slope)
     if not math.isfinite(err):
-        return x, hi - lo, ROOT_METHOD + f"; the rule's error not known ({n} blocks stayed on both branches)"
-    return x, math.hypot(err, hi - lo), ROOT_ERR_METHOD.format(n=n, se=err, width=hi - lo)
+        bar, method = hi - lo, ROOT_METHOD + f"; the rule's error not known ({n} blocks stayed on both branches)"
+    else:
+        bar, method = math.hypot(err, hi - lo), ROOT_ERR_METHOD.format(n=n, se=err, width=hi - lo)
+    far = hugs_zero(evaluations, x, bar, flank_err)
+    nearest = [max((t for t in far if t < x), default=None), min((t for t in far if t > x), default=None)]
+    return x, bar, method, [t for t in nearest if t is not None]
 
 
 def _end_in(bc: BranchCensus, br: Branch, a: float, b: float, exists: str) -> LocatedEnd | None:
@@ -165,7 +236,7 @@ def _end_in(bc: BranchCensus, br: Branch, a: float, b: float, exists: str) -> Lo
 
 
 def locate_change(cont: Continuation, bc: BranchCensus, A: Branch, B: Branch, a: float, b: float,
-                  tol: float) -> Change:
+                  tol: float, edge_tol: float = END_TOL) -> Change:
     """Where the global minimum changes from A (lowest at a) to B (lowest at b): module doc."""
     born = None if B.on(a) else _end_in(bc, B, a, b, "above")
     ends = None if A.on(b) else _end_in(bc, A, a, b, "below")
@@ -183,12 +254,12 @@ def locate_change(cont: Continuation, bc: BranchCensus, A: Branch, B: Branch, a:
                 or A.e_t(last) <= B.e_t(last):
             return Change(ends.alpha, ends.err, A.name, B.name, f"end of {A.name} ({ends.kind}; {ends.method})", (a, b))
         b = last
-    x, err, method = _delta_root(cont, A, B, a, b, tol)
+    x, err, method = _delta_change(cont, A, B, a, b, tol, edge_tol)
     return Change(x, err, A.name, B.name, method, (a, b))
 
 
-def global_minimum_changes(cont: Continuation, bc: BranchCensus, tol: float,
-                           notes: list[str]) -> tuple[list[str], list[Change]]:
+def global_minimum_changes(cont: Continuation, bc: BranchCensus, tol: float, notes: list[str],
+                           edge_tol: float = END_TOL) -> tuple[list[str], list[Change]]:
     """(the lowest branch's name at each grid point, "" where none is on; every change of it located)."""
     grid = bc.grid
     lowest, unknown = [], []
@@ -209,7 +280,7 @@ def global_minimum_changes(cont: Continuation, bc: BranchCensus, tol: float,
             continue
         A, B, a, b = bc.branch(lowest[i]), bc.branch(lowest[j]), grid[i], grid[j]
         try:
-            changes.append(locate_change(cont, bc, A, B, a, b, tol))
+            changes.append(locate_change(cont, bc, A, B, a, b, tol, edge_tol))
         except (_Lost, RootNotFound, ValueError) as exc:
             notes.append(f"global minimum: {A.name} -> {B.name} in [{a:g}, {b:g}], not located: {exc}")
             changes.append(Change(math.nan, math.nan, A.name, B.name, f"not located: {exc}", (a, b)))
@@ -238,7 +309,7 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
             f"{e.branch} {'born' if e.exists == 'above' else 'ends'} at {e.alpha:.4g} +- {e.err:.2g} ({e.kind})"
             for e in bc.ends))
     cont.phase = "changes"
-    lowest, changes = global_minimum_changes(cont, bc, root_tol, notes)
+    lowest, changes = global_minimum_changes(cont, bc, root_tol, notes, end_tol)
     c = next((ch for ch in changes if bc.branch(ch.frm).label in UNORDERED and bc.branch(ch.to).label not in UNORDERED),
              None)
     if c is not None and not math.isfinite(c.alpha):
@@ -253,9 +324,7 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
     lin = teacher_eps_lin(params, cfg)
     cont.phase = "alpha_l"
     alpha_l, alpha_l_err, l_branch = _alpha_l(cont, bc, lowest, changes, lin, root_tol, notes)
-    notes.append("work: " + ", ".join(f"{v} {k}" for k, v in cont.count.items() if k in ("censuses", "reused"))
-                 + "; solves " + ", ".join(f"{k} {v}" for k, v in cont.count.items() if k not in ("censuses", "reused"))
-                 + " (besides the censuses' and the error bars' block re-solves)")
+    notes.append(work_note(cont.count, cont.seconds))
     columns = {}
     for label in model_branches(params.r):
         e = next((e for e in bc.ends if bc.branch(e.branch).label == label), None)
@@ -271,6 +340,17 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
                       alpha_c_method=(c.method + ("; not distinguishable at the rule beside it (notes)"
                                                   if c.established is False else "")) if c else "", alpha_l_branch=l_branch, eps_lin=lin, ends=bc.ends,
                       curves=_curves(bc, model_branches(params.r)), **columns)
+
+
+def work_note(count: dict[str, int], seconds: dict[str, float]) -> str:
+    """The notes' ``work:`` line: censuses, solves by phase (those reused), block re-solves, each with its CPU seconds,
+    e.g. ``work: 4 censuses (61 CPU s), 2 reused; solves follow 68 (80 CPU s), ...; 40 block re-solves (20 CPU s)``."""
+    def cpu(k: str) -> str:
+        return f" ({seconds[k]:.0f} CPU s)" if k in seconds else ""
+    solves = [k for k in count if k not in ("censuses", "reused", "blocks")]
+    return (f"work: {count.get('censuses', 0)} censuses{cpu('censuses')}, {count.get('reused', 0)} solves reused; solves "
+            + ", ".join(f"{k} {count[k]}{cpu(k)}" for k in solves)
+            + f"; {count.get('blocks', 0)} block re-solves{cpu('blocks')} (the error bars' and the separations')")
 
 
 def _curves(bc: BranchCensus, labels: Sequence[str]) -> dict[str, tuple[CurvePoint, ...]]:
@@ -315,7 +395,7 @@ def _alpha_l(cont: Continuation, bc: BranchCensus, lowest: list[str], changes: l
         x, lo, hi = illinois_bracket(lambda t: eps_gap(br, t), a, b, ga, gb, tol)
         near = min((lo, hi), key=lambda t: abs(t - x))
         slope = (eps_gap(br, hi) - eps_gap(br, lo)) / (hi - lo) if hi > lo else (gb - ga) / (b - a)
-        reps = [p for p in replicas(br.points[near], cont.cfg).replicates if p is not None]
+        reps = [p for p in cont.replicas(br.points[near]).replicates if p is not None]
         se = linearised_root_error(near, [p.observables.eps_g - lin for p in reps], slope) if len(reps) >= 2 else math.nan
         if math.isfinite(se):
             notes.append(f"alpha_l: the rule's standard error {se:.2g} ({len(reps)} blocks, linearised at the root), "

@@ -184,23 +184,32 @@ def _slope_at_root() -> float:
 @pytest.mark.parametrize("d", [1e-5, 2e-4])
 def test_alpha_c_carries_the_rules_block_error_and_says_when_the_rule_cannot_tell_the_branches_apart(
         monkeypatch, params, d) -> None:
-    """The positional point's e_t differs on the rule's 4 blocks by +-d: alpha_c's error is the blocks' linearised
-    root error, std_j(Delta_j) / sqrt(4) / |slope| (within the bracket width), and where the paired error of Delta e_t
-    beside the crossing (d sqrt(4/3) / 2) exceeds |Delta| / 2 on both sides the change is said not established."""
+    """The positional point's e_t differs on the rule's 4 blocks by +-d.  Where the rule tells the branches apart
+    beside the crossing (|Delta| >= 2 paired errors, d sqrt(4/3) / 2, at both grid points), alpha_c's error is the
+    blocks' linearised root error, std_j(Delta_j) / sqrt(4) / |slope| (within the bracket width).  Where it does not,
+    alpha_c is the interval where the sign of Delta e_t is not established: its bar covers every alpha where
+    |Delta| < 2 paired errors (and exceeds it by at most the edges' bisection tolerance)."""
     model = toy_model(None)
     model.block_noise = {"positional": (d, -d, d, -d)}
     _use(monkeypatch, model)
     b = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5, 2.0, 2.5], SolverConfig())
-    se = d * math.sqrt(4 / 3) / 2 / _slope_at_root()
-    assert abs(b.alpha_c_err - se) <= rb.ROOT_TOL + 0.05 * se
     flanks = [n for n in b.notes if "Delta e_t beside it" in n]
     assert len(flanks) == 1 and "at alpha = 1: positional below semantic by 0.0001" in flanks[0]
     paired = d * math.sqrt(4 / 3) / 2
     if 1e-4 / paired >= 2:  # |Delta| at 1.0 is 1e-4, at 1.5 1.44e-4
+        se = paired / _slope_at_root()
+        assert abs(b.alpha_c_err - se) <= rb.ROOT_TOL + 0.05 * se
         assert "not distinguishable" not in b.alpha_c_method + flanks[0]
+        assert b.alpha_c_method.startswith("root of Delta e_t")
     else:
         assert flanks[0].count("not distinguishable at the rule") == 2
-        assert b.alpha_c_method.endswith("not distinguishable at the rule beside it (notes)")
+        assert b.alpha_c_method.startswith("interval where Delta e_t is indistinguishable from 0")
+        grid = [0.5 + k * 1e-3 for k in range(1501)]
+        delta = [model.point("positional", a).e_t - model.point("semantic", a).e_t for a in grid]
+        hug = [a for a, v in zip(grid, delta) if abs(v) < 2 * paired]
+        lo, hi = b.alpha_c - b.alpha_c_err, b.alpha_c + b.alpha_c_err
+        assert lo <= min(hug) and max(hug) <= hi
+        assert min(hug) - lo <= cc.END_TOL + 1e-3 and hi - max(hug) <= cc.END_TOL + 1e-3
 
 
 def test_alpha_l_carries_the_rules_block_error(monkeypatch, params) -> None:
@@ -417,3 +426,89 @@ def test_a_point_found_at_one_grid_point_within_the_rules_error_bars_of_another_
     else:
         assert "the rule's split" not in notes
         assert (b.alpha_c_from, b.alpha_c_to) == ("positional", "mixed")
+
+
+def _hugging_model(noise: float) -> ToyModel:
+    """Two branches on at every alpha, positional and mixed (distinct points: th0 0 and 0.3), whose e_t differ by
+    Delta = e_t(positional) - e_t(mixed) = -1e-8 below alpha = 1.2 (the mixed point a hair above: the rule cannot tell
+    them apart) and -1e-8 + 5e-4 (alpha - 1.2) above, the positional e_t shifted by +-``noise`` on the rule's 4 blocks:
+    the kink at 1.2 is a clean root of the pooled Delta, but its sign is not established below ~1.2 at all."""
+    def gap(a):
+        return -1e-8 + 5e-4 * max(a - 1.2, 0.0)
+    branches = {
+        "positional": ToyBranch("positional", lambda a: True, _pos_e_t, lambda a: 3e-3, lambda a: (0.0, 0.2)),
+        "mixed": ToyBranch("mixed", lambda a: True, lambda a: _pos_e_t(a) - gap(a), lambda a: 2.5e-3,
+                           lambda a: (0.3, 0.2)),
+    }
+    return ToyModel(branches, {"positional": "positional", "mixed": "mixed", "semantic": "positional"},
+                    block_noise={"positional": (noise, -noise, noise, -noise)})
+
+
+def test_a_delta_e_t_that_hugs_zero_gives_a_bar_covering_where_its_sign_is_not_established(monkeypatch,
+                                                                                           params) -> None:
+    """Delta e_t stays within its paired error of 0 on [0.5, 1.2]: the rule establishes no sign there, so alpha_c's
+    bar covers that whole interval (open at the grid's first point, where it is not settled either), labelled so.  The
+    root of the pooled Delta at its kink, 1.2, with the error linearised on the bracket's secant (+- ~5e-3) -- the rule
+    before -- would not cover it."""
+    noise = 1e-6
+    model = _use(monkeypatch, _hugging_model(noise))
+    b = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5, 2.0, 2.5], SolverConfig())
+    assert (b.alpha_c_from, b.alpha_c_to) == ("positional", "mixed")
+    paired = noise * math.sqrt(4 / 3) / 2
+    top = 1.2 + (2 * paired - 1e-8) / 5e-4  # |Delta| < 2 paired errors below this
+    lo, hi = b.alpha_c - b.alpha_c_err, b.alpha_c + b.alpha_c_err
+    assert lo <= 0.5 and top <= hi <= top + cc.END_TOL
+    assert b.alpha_c_err > 0.3  # the secant rule's +- 5e-3 at 1.2 does not cover [0.5, 1.2]
+    assert b.alpha_c_method.startswith("interval where Delta e_t is indistinguishable from 0")
+    assert "not settled at its lower end" in b.alpha_c_method
+    del model
+
+
+def test_a_clean_crossing_keeps_the_roots_tight_bar(monkeypatch, params) -> None:
+    """The same kink with block noise 1e-9: Delta = -1e-8 is established (about 17 paired errors) below 1.2, so the
+    change is a clean crossing -- the root of Delta e_t, within ROOT_TOL of the kink, with its tight bar."""
+    _use(monkeypatch, _hugging_model(1e-10))
+    b = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5, 2.0, 2.5], SolverConfig())
+    assert b.alpha_c_method.startswith("root of Delta e_t")
+    assert abs(b.alpha_c - 1.2) <= b.alpha_c_err <= rb.ROOT_TOL * 1.5
+
+
+def test_the_unsettled_interval_from_samples() -> None:
+    """The interval runs from the last sample on A's side below the first that is not to the first on B's side above
+    the last that is not; a clean crossing (every sample settled) gives none; a point one at the rule or a branch absent
+    is on A's side (the lowest point does not change there), A absent on B's."""
+    S = cs.SignSample
+    clean = [S(0.1, -1e-5, 1e-6), S(0.5, 1e-5, 1e-6)]
+    assert cs.unsettled_interval(clean) is None
+    iv = cs.unsettled_interval([S(0.1, -1e-5, 1e-6), S(0.2, 1e-7, 1e-6), S(0.3, -1e-7, 1e-6), S(0.5, 1e-5, 1e-6),
+                                S(0.7, 1e-5, 1e-6)])
+    assert (iv.lo, iv.hi, iv.open_below, iv.open_above) == (0.1, 0.5, False, False)
+    assert iv.centre == pytest.approx(0.3) and iv.half_width == pytest.approx(0.2)
+    # B established below an unsettled sample: the whole stretch is covered
+    iv = cs.unsettled_interval([S(0.1, -1e-5, 1e-6), S(0.2, 1e-5, 1e-6), S(0.3, 0.0, 1e-6), S(0.5, 1e-5, 1e-6)])
+    assert (iv.lo, iv.hi) == (0.1, 0.5)
+    iv = cs.unsettled_interval([S(0.1, 1e-7, 1e-6, absent="B"), S(0.2, 1e-7, 1e-6), S(0.3, math.nan, math.nan)])
+    assert (iv.lo, iv.hi, iv.open_above) == (0.1, 0.3, True)
+    assert S(0.2, 1e-7, 1e-6, same=True).side == cs.A_SIDE and S(0.2, 0, 0, absent="A").side == cs.B_SIDE
+
+
+def test_settle_interval_bisects_both_edges_to_the_tolerance() -> None:
+    """Delta = 0 on [0.3, 0.6] (unsettled), -1e-5 below, +1e-5 above: the edges are bisected from the samples
+    (0, 0.45, 1) until each is bracketed within tol, and the interval reported covers [0.3, 0.6]."""
+    calls = []
+
+    def measure(x):
+        calls.append(x)
+        return cs.SignSample(x, -1e-5 if x < 0.3 else 1e-5 if x > 0.6 else 0.0, 1e-6)
+
+    iv = cs.settle_interval(measure, [measure(0.0), measure(0.45), measure(1.0)], 0.05)
+    assert iv.lo <= 0.3 and iv.hi >= 0.6 and 0.3 - iv.lo <= 0.05 and iv.hi - 0.6 <= 0.05
+    assert len(calls) <= 3 + 2 * math.ceil(math.log2(0.55 / 0.05))
+
+
+def test_hugs_zero_flags_evaluations_far_from_the_root_within_the_flanks_paired_errors() -> None:
+    """A clean crossing's evaluations near the root may lie within 2 paired errors of 0; only those farther than
+    HUG_BARS root errors from the root call for samples."""
+    ev = [(0.0, -1e-5), (1.0, 1e-5), (0.5, 1e-9), (0.501, 2e-9), (0.2, -1e-7)]
+    assert cs.hugs_zero(ev, 0.5, 0.001, 1e-6) == [0.2]
+    assert cs.hugs_zero(ev, 0.5, 0.001, math.nan) == []
