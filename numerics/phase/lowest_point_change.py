@@ -117,10 +117,12 @@ class _Search:
         self.known.failed[branch][a] = ev.failed[0].split(" ", 1)[1].strip("()")
         return False
 
-    def _retry(self, branch: str, alpha: float) -> None:
-        """``branch`` at alpha from its default start, then from the fixed point of the coarser rule."""
+    def _retry(self, branch: str, alpha: float, default_tried: bool) -> None:
+        """``branch`` at alpha from its default start (unless ``default_tried``), then from the fixed point of the
+        coarser rule."""
         why = self.known.failed[branch].get(alpha, "")
-        if self._classify(branch, solve(self.params, alpha, branch, config=self.cfg, rule=self.rule)):
+        if not default_tried and self._classify(branch, solve(self.params, alpha, branch, config=self.cfg,
+                                                              rule=self.rule)):
             self.retried.append(f"{branch} at alpha = {alpha:.4g} ({why}) decided by its default start")
             return
         spec = coarser_spec(self.cfg.quadrature)
@@ -141,10 +143,11 @@ class _Search:
         if _past_end(self.sweeps[branch], alpha):
             k.absent[branch][alpha] = "past its end"
             return "absent"
-        if alpha not in k.failed[branch]:
+        fresh = alpha not in k.failed[branch]  # not reached by the sweep: solved here from the default start
+        if fresh:
             self._classify(branch, solve(self.params, alpha, branch, config=self.cfg, rule=self.rule))
         if alpha in k.failed[branch]:
-            self._retry(branch, alpha)
+            self._retry(branch, alpha, default_tried=fresh)
         return "on" if alpha in k.on[branch] else "absent" if alpha in k.absent[branch] else "failed"
 
     def point(self, branch: str, alpha: float) -> FixedPoint:

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import lru_cache
+
+import numpy as np
 
 from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.phase.boundaries import phase_boundaries
 from attnphase.numerics.phase import lowest_point_change as lpc
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.branch_end import BranchEnd
@@ -23,8 +27,13 @@ BIRTH = BranchEnd(0.3, "bifurcation", "eigenvalue", err=1e-3)
 GRID = (0.2, 1.0, 2.0)
 
 
+@lru_cache(maxsize=None)
+def solved(params: ModelParams, alpha: float, branch: str):
+    return se.solve(params, alpha, branch, config=CFG)
+
+
 def agnostic(params: ModelParams, alpha: float):
-    fp = replace(se.solve(params, alpha, "agnostic", config=CFG), requested="positional")
+    fp = replace(solved(params, alpha, "agnostic"), requested="positional")
     assert fp.status.converged and fp.branch == "agnostic"
     return fp
 
@@ -36,7 +45,7 @@ def lifted(fp, shift: float):
 def boundaries(params: ModelParams, sem_alphas, end: BranchEnd, shifts=None, pos_points=None) -> Boundaries:
     """The scalar form's boundaries as its sweeps leave them at L = 3, P = I: the semantic branch on ``sem_alphas``
     (its e_t raised by ``shifts[i]``) with ``end``, every positional start fallen to the agnostic point."""
-    sem = [se.solve(params, a, "semantic", config=CFG) for a in sem_alphas]
+    sem = [solved(params, a, "semantic") for a in sem_alphas]
     sem = [lifted(p, (shifts or {}).get(p.alpha, 0.0)) for p in sem]
     pos = pos_points if pos_points is not None else [agnostic(params, a) for a in sem_alphas]
     return Boundaries(omega=params.omega, alpha_c=math.nan, alpha_l=math.nan, semantic_end=end.alpha,
@@ -67,13 +76,15 @@ def test_no_change_of_the_lowest_point_says_which_point_and_why():
     assert b.notes[-1].endswith("lies above it wherever both are on")
 
 
-def test_a_positional_point_that_lies_above_the_semantic_one_changes_nothing():
-    # the simplex P's situation: a positional point exists at some alphas, the semantic one lies below it there;
-    # here a genuine L = 2 positional point (a different model) stands in at alpha = 2, lifted far above
-    pos2 = lifted(se.solve(ModelParams(omega=0.2), 2.0, "positional", config=CFG), 1.0)
-    b0 = boundaries(L3, (1.0, 2.0), BIRTH, pos_points=[agnostic(L3, 1.0), pos2])
-    b = lpc.lowest_point_alpha_c(L3, b0, CFG, GRID)
-    assert (b.alpha_c, b.alpha_c_from, b.alpha_c_to) == (0.3, "agnostic", "semantic")
+def test_the_simplex_p_gets_alpha_c_with_its_labels():
+    # L = 3, simplex P (p_l . p_k = -1/2), small rule: the scalar form finds no crossing of the two branches (the
+    # positional one is not found on the grid), the first change of the lowest point is the semantic birth
+    simplex = ModelParams(L=3, omega=0.3, P=np.array([[1, -0.5, -0.5], [-0.5, 1, -0.5], [-0.5, -0.5, 1]]))
+    cfg = CFG.replace(bifurcation_quadrature="sobol10:4", end_quadrature=None)
+    b = phase_boundaries(simplex, [0.2, 0.4, 0.6], config=cfg)
+    assert (b.alpha_c_from, b.alpha_c_to) == ("agnostic", "semantic")
+    assert 0.2 < b.alpha_c < 0.4 and b.alpha_c == b.semantic_end
+    assert b.alpha_c_method.startswith("birth of the semantic branch from the agnostic point")
 
 
 def _failing_at(alpha: float, branch: str, monkeypatch):

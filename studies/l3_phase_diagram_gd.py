@@ -1,0 +1,148 @@
+"""Gradient descent on the L = 3 phase diagram: which fixed point GD reaches around alpha_c, beside the theory.
+
+    attnphase phase-diagram --L 3 --omega 0.1:0.4:4 --out docs/data/l3_phase_diagram
+    python studies/l3_phase_diagram_gd.py --diagram docs/data/l3_phase_diagram --omega 0.2 \\
+        --alphas 0.15,0.2,0.3,0.4,0.6,1 --out docs/data/l3_phase_diagram
+    # the simplex P (p_l . p_k = -1/2):
+    python studies/l3_phase_diagram_gd.py --P simplex --diagram docs/data/l3_simplex_phase_diagram ...
+
+For each alpha of ``--alphas``, each start (semantic, positional) and each seed, one ``attnphase simulate --L 3``
+run at d = ``--d`` to its gradient tolerance (the default, 3e-7); its overlaps theta = Q.Q*/d and |m| (the norm of
+m_l = p_l.Q/sqrt(d)) name the point it reached: semantic where |theta| > ``--threshold`` and |m| <= it, positional
+where |m| > it and |theta| <= it, mixed where both exceed it, agnostic where neither does (at d = 500 the overlaps
+of an agnostic student are O(d^-1/2) ~ 0.04).  Beside each alpha the theory's fixed points (``solve`` on the default
+rule: the semantic, positional and agnostic points where the solve lands on them) with e_t, |theta|, |m|.
+
+Writes ``gd_runs.csv`` (one row per run), ``gd_theory.csv`` (one row per alpha and branch reached) and
+``phase_diagram_gd.png``: (a) the tool's alpha_c(omega) with its error bars (and the branch ends) from
+``DIAGRAM/phase_diagram.csv``, the GD points at (alpha, ``--omega``) coloured by the point reached; (b) e_t against
+alpha at ``--omega``: the theory's points and every GD run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+from pathlib import Path
+
+SIMPLEX = "1,-0.5,-0.5;-0.5,1,-0.5;-0.5,-0.5,1"
+RUN_FIELDS = ("alpha", "init", "seed", "d", "theta", "m", "e_t", "eps_g", "steps", "status", "grad_norm", "reached")
+THEORY_FIELDS = ("alpha", "requested", "branch", "converged", "theta", "m", "e_t", "eps_g", "residual")
+COLOURS = {"semantic": "tab:blue", "positional": "tab:red", "agnostic": "tab:gray", "mixed": "tab:purple"}
+
+
+def reached(theta: float, m: float, threshold: float) -> str:
+    """The fixed point a run's overlaps name (module doc)."""
+    big_t, big_m = abs(theta) > threshold, abs(m) > threshold
+    return "mixed" if big_t and big_m else "semantic" if big_t else "positional" if big_m else "agnostic"
+
+
+def simulate(params, args, alpha: float, init: str, seed: int) -> dict:
+    """One run of ``attnphase simulate`` (its code, :func:`~attnphase.validation.experiments.run_simulation`) at the
+    default stopping rule; |m| = (sum_l |m_l|^2)^{1/2}, |theta| = |Q.Q*|/d."""
+    from attnphase.validation.experiments import SimSpec, run_simulation
+    r = run_simulation(SimSpec(d=args.d, alpha=alpha, init=init, seed=seed, params=params, device="cpu"))
+    return dict(alpha=alpha, init=init, seed=seed, d=args.d, theta=abs(r.theta), m=r.m_norm, e_t=r.e_t,
+                eps_g=r.eps_g, steps=r.steps, status=r.status, grad_norm=r.grad_norm)
+
+
+def theory(params, alpha: float) -> list[dict]:
+    from attnphase.numerics import solve
+    import numpy as np
+    rows = []
+    for branch in ("semantic", "positional", "agnostic"):
+        fp = solve(params, alpha, branch)
+        ov, ok = fp.overlaps, fp.status.converged
+        rows.append(dict(alpha=alpha, requested=branch, branch=fp.branch, converged=ok,
+                         theta=float(ov.th0) if ok else math.nan, m=float(np.linalg.norm(ov.m)) if ok else math.nan,
+                         e_t=fp.observables.e_t if ok else math.nan, eps_g=fp.observables.eps_g if ok else math.nan,
+                         residual=fp.status.residual))
+    return rows
+
+
+def figure(args, runs: list[dict], theo: list[dict], path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    diagram = list(csv.DictReader(open(Path(args.diagram) / "phase_diagram.csv")))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2))
+    w = [float(r["omega"]) for r in diagram]
+    for key, style, label in (("alpha_c", "ko-", "alpha_c"), ("semantic_end", "b--", "semantic end"),
+                              ("positional_end", "r:", "positional end")):
+        a = [float(r[key]) if r.get(key) not in (None, "") else math.nan for r in diagram]
+        e = [float(r.get(f"{key}_err") or "nan") for r in diagram]
+        if any(math.isfinite(x) for x in a):
+            ax.errorbar(a, w, xerr=[x if math.isfinite(x) else 0 for x in e], fmt=style, capsize=3, label=label, ms=4)
+    for r in runs:
+        mk = "o" if r["init"] == "semantic" else "s"
+        ax.scatter(float(r["alpha"]) * (1 + 0.015 * (r["seed"] - 0.5)), args.omega + (0.006 if mk == "o" else -0.006),
+                   marker=mk, c=COLOURS[r["reached"]], s=22, edgecolors="k", linewidths=0.3)
+    for lab, c in COLOURS.items():
+        ax.scatter([], [], c=c, marker="o", label=f"GD reached {lab}")
+    ax.set_xlabel("alpha")
+    ax.set_ylabel("omega")
+    ax.set_title(f"L = 3, {args.P} P: alpha_c and GD (d = {args.d}; o semantic, s positional start)", fontsize=9)
+    ax.legend(fontsize=7, loc="best")
+    for branch, c in (("semantic", "tab:blue"), ("positional", "tab:red"), ("agnostic", "tab:gray")):
+        pts = sorted((t["alpha"], t["e_t"]) for t in theo if t["branch"] == branch and t["converged"]
+                     and t["requested"] == branch)
+        if pts:
+            bx.plot(*zip(*pts), "-", color=c, lw=1.5, label=f"theory {branch}")
+    for r in runs:
+        bx.scatter(float(r["alpha"]), float(r["e_t"]), marker="o" if r["init"] == "semantic" else "s",
+                   c=COLOURS[r["reached"]], s=18, edgecolors="k", linewidths=0.3)
+    bx.set_xlabel("alpha")
+    bx.set_ylabel("e_t")
+    bx.set_title(f"omega = {args.omega}: training loss, theory (lines) and GD (markers)", fontsize=9)
+    bx.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--diagram", required=True, help="a phase-diagram output folder (its phase_diagram.csv)")
+    ap.add_argument("--omega", type=float, default=0.2)
+    ap.add_argument("--alphas", default="0.15,0.2,0.3,0.4,0.6,1")
+    ap.add_argument("--P", default="identity", choices=("identity", "simplex"))
+    ap.add_argument("--d", type=int, default=500)
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--threshold", type=float, default=0.1)
+    ap.add_argument("--no-theory", action="store_true")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    import numpy as np
+    from attnphase.theory.params import ModelParams
+    simplex = np.array([[float(x) for x in row.split(",")] for row in SIMPLEX.split(";")])
+    params = ModelParams(L=3, omega=args.omega, **({"P": simplex} if args.P == "simplex" else {}))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    alphas = [float(x) for x in args.alphas.split(",")]
+    runs = []
+    for alpha in alphas:
+        for init in ("semantic", "positional"):
+            for seed in range(args.seeds):
+                row = simulate(params, args, alpha, init, seed)
+                row["reached"] = reached(row["theta"], row["m"], args.threshold)
+                runs.append(row)
+                print(f"alpha {alpha} {init} seed {seed}: |theta| {row['theta']:.3f} |m| {row['m']:.3f} e_t "
+                      f"{row['e_t']:.5g} {row['status']} -> {row['reached']}", flush=True)
+    with open(out / "gd_runs.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=RUN_FIELDS)
+        w.writeheader()
+        w.writerows(runs)
+    theo: list[dict] = []
+    if not args.no_theory:
+        for alpha in alphas:
+            theo += theory(params, alpha)
+        with open(out / "gd_theory.csv", "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=THEORY_FIELDS)
+            w.writeheader()
+            w.writerows(theo)
+    figure(args, runs, theo, out / "phase_diagram_gd.png")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
