@@ -77,14 +77,22 @@ def test_no_change_of_the_lowest_point_says_which_point_and_why():
 
 
 def test_the_simplex_p_gets_alpha_c_with_its_labels():
-    # L = 3, simplex P (p_l . p_k = -1/2), small rule: the scalar form finds no crossing of the two branches (the
-    # positional one is not found on the grid), the first change of the lowest point is the semantic birth
+    # L = 3, simplex P (p_l . p_k = -1/2), small rule: the sweeps find the semantic branch (born near 0.29) and a
+    # positional one above it at 0.4 and 0.6; with the crossing of the two left to this rule (the scalar form's
+    # alpha_c removed, as on the default rules where it finds none), alpha_c is the first change of the lowest point
+    # on [0.2, 0.4, 0.6], from the point lowest at 0.2 (solved here independently) to the semantic one
     simplex = ModelParams(L=3, omega=0.3, P=np.array([[1, -0.5, -0.5], [-0.5, 1, -0.5], [-0.5, -0.5, 1]]))
     cfg = CFG.replace(bifurcation_quadrature="sobol10:4", end_quadrature=None)
     b = phase_boundaries(simplex, [0.2, 0.4, 0.6], config=cfg)
-    assert (b.alpha_c_from, b.alpha_c_to) == ("agnostic", "semantic")
-    assert 0.2 < b.alpha_c < 0.4 and b.alpha_c == b.semantic_end
-    assert b.alpha_c_method.startswith("birth of the semantic branch from the agnostic point")
+    assert b.semantic.on_branch() and b.positional.on_branch()
+    b = lpc.lowest_point_alpha_c(simplex, replace(b, alpha_c=math.nan, alpha_c_from="", alpha_c_to=""), cfg,
+                                 [0.2, 0.4, 0.6])
+    pos, agn = (se.solve(simplex, 0.2, br, config=cfg) for br in ("positional", "agnostic"))
+    lowest = "positional" if pos.branch == "positional" and pos.observables.e_t < agn.observables.e_t else "agnostic"
+    assert (b.alpha_c_from, b.alpha_c_to) == (lowest, "semantic")
+    assert 0.2 < b.alpha_c < 0.4
+    if lowest == "agnostic":
+        assert b.alpha_c == b.semantic_end and b.alpha_c_method.startswith("birth of the semantic branch")
 
 
 def _failing_at(alpha: float, branch: str, monkeypatch):
