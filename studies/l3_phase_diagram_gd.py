@@ -152,18 +152,19 @@ def main(argv: list[str] | None = None) -> int:
         figure(args, runs, theo, out / "phase_diagram_gd.png")
         return 0
     runs = []
-    for alpha in alphas:
-        for init in ("semantic", "positional"):
-            for seed in range(args.seeds):
-                row = simulate(params, args, alpha, init, seed)
-                row["reached"] = reached(row["theta"], row["m"], alpha, args.d, args.threshold)
-                runs.append(row)
-                print(f"alpha {alpha} {init} seed {seed}: |theta| {row['theta']:.3f} |m| {row['m']:.3f} e_t "
-                      f"{row['e_t']:.5g} {row['status']} -> {row['reached']}", flush=True)
-    with open(out / "gd_runs.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=RUN_FIELDS)
-        w.writeheader()
-        w.writerows(runs)
+    with open(out / "gd_runs.csv", "w", newline="") as fh:  # a row per run as it finishes: a stopped job keeps them
+        writer = csv.DictWriter(fh, fieldnames=RUN_FIELDS)
+        writer.writeheader()
+        for alpha in alphas:
+            for init in ("semantic", "positional"):
+                for seed in range(args.seeds):
+                    row = simulate(params, args, alpha, init, seed)
+                    row["reached"] = reached(row["theta"], row["m"], alpha, args.d, args.threshold)
+                    runs.append(row)
+                    writer.writerow(row)
+                    fh.flush()
+                    print(f"alpha {alpha} {init} seed {seed}: |theta| {row['theta']:.3f} |m| {row['m']:.3f} e_t "
+                          f"{row['e_t']:.5g} {row['status']} -> {row['reached']}", flush=True)
     theo: list[dict] = []
     if not args.no_theory:
         for alpha in alphas:
