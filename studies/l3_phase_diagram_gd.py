@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
                                                                   int(r["d"]), args.threshold)}
                 for r in csv.DictReader(open(out / "gd_runs.csv"))]
         theo = [t | {"alpha": float(t["alpha"]), "e_t": float(t["e_t"]), "converged": t["converged"] == "True"}
-                for t in csv.DictReader(open(out / "gd_theory.csv"))]
+                for t in csv.DictReader(open(out / "gd_theory.csv"))] if (out / "gd_theory.csv").exists() else []
         figure(args, runs, theo, out / "phase_diagram_gd.png")
         return 0
     runs = []
