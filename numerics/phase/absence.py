@@ -8,7 +8,7 @@ is *absent* -- with that evidence; at an alpha where the start did not converge,
 that is unstable in that direction, nothing is shown: *solver failure*.  :func:`absence_note` says which, alpha
 by alpha, for a table's notes (measured, L = 3, P = I, omega = 0.3: every positional start falls to the
 agnostic point, with mu = 0.59 at alpha = 1, so the L = 3 diagram has no positional branch; its alpha_c is where
-the global minimum leaves the agnostic point, :mod:`attnphase.numerics.phase.agnostic_boundary`).
+the lowest-e_t point changes from the agnostic point to the semantic one, :mod:`attnphase.numerics.phase.lowest_point_change`).
 :func:`absence_evidence` gives the same alpha by alpha as data (:class:`Absence`).
 """
 

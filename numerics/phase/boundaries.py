@@ -19,9 +19,9 @@ from typing import Callable, Sequence
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.parallel import map_in_order
-from attnphase.numerics.phase.agnostic_boundary import agnostic_alpha_c
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.lowest_branch import lowest_branch_boundaries
+from attnphase.numerics.phase.lowest_point_change import lowest_point_alpha_c
 from attnphase.numerics.phase.scalar_boundaries import _portable, curves_branch, scalar_boundaries
 from attnphase.numerics.se.state_evolution import FixedPoint
 from attnphase.theory.params import ModelParams
@@ -40,13 +40,13 @@ def phase_boundaries(
 
     r = r* = 1: :func:`~attnphase.numerics.phase.scalar_boundaries.scalar_boundaries` (``xtol``: alpha_c and
     alpha_l in alpha; ``bisection_tol``: a branch end found by bisection; ``alphas`` None: 12 points on
-    [0.1, 3]), where the positional branch is absent with alpha_c from the agnostic point to the semantic one
-    (:func:`~attnphase.numerics.phase.agnostic_boundary.agnostic_alpha_c`); otherwise :func:`~attnphase.numerics.phase.lowest_branch.lowest_branch_boundaries` on ``alphas``
+    [0.1, 3]), and where it finds no crossing of the two branches, alpha_c from the first change of the lowest-e_t
+    point (:func:`~attnphase.numerics.phase.lowest_point_change.lowest_point_alpha_c`); otherwise :func:`~attnphase.numerics.phase.lowest_branch.lowest_branch_boundaries` on ``alphas``
     (its own tolerances, the brackets' widths)."""
     cfg = config or SolverConfig()
     if is_scalar_form(params.r, params.r_star):
         b = scalar_boundaries(params, alphas, config=cfg, xtol=xtol, bisection_tol=bisection_tol, progress=progress)
-        return agnostic_alpha_c(params, b, cfg)  # where the positional branch is absent: agnostic -> semantic
+        return lowest_point_alpha_c(params, b, cfg, alphas)  # no crossing: the first change of the lowest point
     if alphas is None:
         raise ValueError("the boundaries at rank r >= 2 or r* >= 2 need an alpha grid")
     return lowest_branch_boundaries(params, alphas, cfg)

@@ -1,0 +1,299 @@
+"""alpha_c at rank r = r* = 1 where the scalar form's crossing of the two branches finds none: the first change of
+the lowest-e_t fixed point along alpha, whatever branches exist on which part of the grid (docs/model.md section 6).
+
+The rank-1 case of the search from the global minimum (:mod:`attnphase.numerics.phase.lowest_branch`, at r >= 2
+from censuses): here the fixed points are the agnostic point A (m = 0, th0 = 0, always a fixed point), the
+positional point P and the semantic point S, each known from the scalar form's branch sweeps where they reached
+it.  alpha_c is defined as at every rank: the first change of the lowest-e_t point from a positional or agnostic
+point to a semantic one (``alpha_c_from`` / ``alpha_c_to``); a change from A to P before it is in the notes.
+
+* At each grid alpha, from below, each branch is *on* (a converged point on it), *absent* (its start fell to A and
+  A is stable in its direction, eigenvalue < 1, :mod:`attnphase.numerics.phase.absence`; or alpha lies past the
+  branch's located end, on the side where it does not exist) or *unknown* (solver failure: not converged, or fell
+  to an A unstable in its direction).  A branch the sweeps did not reach at that alpha is solved there (its
+  default start); an unknown one is retried from its default start and from the fixed point of the rule with
+  half the points per block (:func:`~attnphase.numerics.se.matrix_solve.coarser_spec`).  The lowest point is
+  argmin e_t over A and the branches on there; an alpha where a branch stays unknown has no lowest point (a note
+  names it: "solver failure at alpha = X").
+* The change X -> S between neighbouring complete grid points a < b (X lowest at a, S at b; no unknown alpha
+  between them) is located on Delta e_t(alpha) = e_t(S~) - e_t(X~), where Z~ is Z's point where Z is on and A
+  elsewhere (a branch born from or ending on A by a bifurcation continues A there, so Delta e_t is continuous):
+  where Delta e_t(a) = 0 (X = A and S is born in (a, b) from A), alpha_c is S's birth with its standard error from
+  the rules' blocks (:func:`~attnphase.numerics.phase.bifurcation.branch_bifurcation`); otherwise alpha_c is the
+  root of Delta e_t in (a, b) by Brent's method on solves warm from the nearest point of each branch, with the
+  standard error of Delta e_t's blocks at the nearest common point over its slope Delta E[M]
+  (:func:`~attnphase.numerics.phase.boundary_refinement.coarse_alpha_c_error`; a fold of X, where Delta e_t jumps,
+  is located the same way, to ``ROOT_XTOL``).
+* No change to S on the grid: the notes say which point is lowest where, and why (S absent, or above).
+
+Measured (L = 3, omega = 0.2, default rules, P = I): every positional start falls to A (mu < 1), S is born from A
+by a bifurcation and lies below it from its first grid point: alpha_c = S's birth.  With the simplex P (p_l . p_k
+= -1/2, omega = 0.3) P, where a solve finds it (alpha = 0.4, 0.6 on sobol8:4), lies above S: alpha_c is again S's
+birth from A (0.3139 +- 0.0012 on the default rules, a positional failure at alpha = 0.6273 named above it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.phase.absence import EIGENVALUE, absence_evidence
+from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error
+from attnphase.numerics.phase.boundary_results import Boundaries
+from attnphase.numerics.phase.branch_end import on_branch
+from attnphase.numerics.phase.continuation import BranchSweep
+from attnphase.numerics.quadrature.rules import QuadratureRule
+from attnphase.numerics.phase.scalar_boundaries import DEFAULT_ALPHA_RANGE
+from attnphase.numerics.roots import brent_root
+from attnphase.numerics.se.matrix_solve import coarser_spec
+from attnphase.numerics.se.results import FixedPoint
+from attnphase.numerics.se.se_map import model_rule
+from attnphase.numerics.se.state_evolution import solve
+from attnphase.theory.params import ModelParams
+from attnphase.theory.whitening import se_params
+
+#: Tolerance in alpha of the root of Delta e_t (as the scalar form's alpha_c, ``xtol``).
+ROOT_XTOL = 1e-4
+
+#: The scalar form's notes on alpha_c, replaced where this search runs.
+SCALAR_NOTES = ("alpha_c: the branches never coexist on the grid", "alpha_c outside the range where both branches",
+                "the semantic branch is the global minimum wherever it exists")
+
+#: The branches a sweep follows; the agnostic point is the third fixed point.
+SWEPT = ("semantic", "positional")
+
+
+class _Lost(RuntimeError):
+    """A solve of the root search converged neither onto its branch nor onto the agnostic point."""
+
+
+@dataclass
+class _Points:
+    """What is known at each alpha: ``on[branch][alpha]`` a point on the branch (agnostic included),
+    ``absent[branch][alpha]`` the evidence of its absence, ``failed[branch][alpha]`` why it is unknown."""
+
+    on: dict[str, dict[float, FixedPoint]] = field(default_factory=lambda: {b: {} for b in (*SWEPT, "agnostic")})
+    absent: dict[str, dict[float, str]] = field(default_factory=lambda: {b: {} for b in SWEPT})
+    failed: dict[str, dict[float, str]] = field(default_factory=lambda: {b: {} for b in SWEPT})
+
+
+def _past_end(sw: BranchSweep, alpha: float) -> bool:
+    """alpha lies past ``sw``'s located end (a bifurcation or fold, not a solver failure), where it does not exist."""
+    end = sw.end
+    if not math.isfinite(end.alpha) or end.kind == "solver failure" or sw.end_side not in ("below", "above"):
+        return False
+    return alpha < end.on_solve_rule if sw.end_side == "below" else alpha > end.on_solve_rule
+
+
+class _Search:
+    """The fixed points of one omega, completed alpha by alpha (module doc)."""
+
+    def __init__(self, params: ModelParams, b: Boundaries, cfg: SolverConfig, rule: QuadratureRule):
+        self.params, self.cfg, self.rule = params, cfg, rule
+        self.sweeps = {"semantic": b.semantic, "positional": b.positional}
+        self.known = _Points()
+        self.retried: list[str] = []
+        for sw in self.sweeps.values():
+            for fp in sw.points:
+                self._classify(sw.branch, fp)
+
+    def _classify(self, branch: str, fp: FixedPoint) -> bool:
+        """Record ``fp`` (a solve started on ``branch``) at its alpha; True when it decided the branch there."""
+        a = fp.alpha
+        if on_branch(fp, branch):
+            self.known.on[branch][a] = fp
+            return True
+        if fp.status.converged and fp.branch == "agnostic":
+            self.known.on["agnostic"].setdefault(a, fp)
+        ev = absence_evidence([fp], branch, self.rule, self.cfg)
+        if ev.absent:
+            symbol = EIGENVALUE[branch][1]
+            self.known.absent[branch][a] = f"fell to the agnostic point, {symbol} = {ev.absent[0][1]:.3g} < 1"
+            self.known.failed[branch].pop(a, None)
+            return True
+        self.known.failed[branch][a] = ev.failed[0].split(" ", 1)[1].strip("()")
+        return False
+
+    def _retry(self, branch: str, alpha: float, default_tried: bool) -> None:
+        """``branch`` at alpha from its default start (unless ``default_tried``), then from the fixed point of the
+        coarser rule."""
+        why = self.known.failed[branch].get(alpha, "")
+        if not default_tried and self._classify(branch, solve(self.params, alpha, branch, config=self.cfg,
+                                                              rule=self.rule)):
+            self.retried.append(f"{branch} at alpha = {alpha:.4g} ({why}) decided by its default start")
+            return
+        spec = coarser_spec(self.cfg.quadrature)
+        if spec is not None:
+            coarse = solve(self.params, alpha, branch, config=self.cfg.replace(quadrature=spec))
+            if coarse.status.converged:
+                fine = solve(self.params, alpha, branch, init=coarse.overlaps, config=self.cfg, rule=self.rule)
+                if self._classify(branch, fine):
+                    self.retried.append(f"{branch} at alpha = {alpha:.4g} ({why}) decided from the {spec} fixed point")
+
+    def status(self, branch: str, alpha: float) -> str:
+        """"on", "absent" or "failed" at a grid alpha, solving (and retrying) where not yet decided."""
+        k = self.known
+        if alpha in k.on[branch]:
+            return "on"
+        if alpha in k.absent[branch]:
+            return "absent"
+        if _past_end(self.sweeps[branch], alpha):
+            k.absent[branch][alpha] = "past its end"
+            return "absent"
+        fresh = alpha not in k.failed[branch]  # not reached by the sweep: solved here from the default start
+        if fresh:
+            self._classify(branch, solve(self.params, alpha, branch, config=self.cfg, rule=self.rule))
+        if alpha in k.failed[branch]:
+            self._retry(branch, alpha, default_tried=fresh)
+        return "on" if alpha in k.on[branch] else "absent" if alpha in k.absent[branch] else "failed"
+
+    def point(self, branch: str, alpha: float) -> FixedPoint:
+        """``branch``'s point at alpha, or the agnostic point where the branch's solve falls to it (Z~, module
+        doc); solved warm from the nearest known point of the branch (of the agnostic point) where not known."""
+        pts = self.known.on[branch]
+        if alpha in pts:
+            return pts[alpha]
+        agn = self.known.on["agnostic"]
+        if branch != "agnostic" and (alpha in self.known.absent[branch] or _past_end(self.sweeps[branch], alpha)):
+            return self.point("agnostic", alpha)
+        src = pts or agn
+        if src:
+            near = src[min(src, key=lambda x: abs(x - alpha))]
+            fp = solve(self.params, alpha, branch, init=near.overlaps, memory=near.memory, config=self.cfg,
+                       rule=self.rule)
+        else:
+            fp = solve(self.params, alpha, branch, config=self.cfg, rule=self.rule)
+        if on_branch(fp, branch) or (branch == "agnostic" and fp.status.converged and fp.branch == "agnostic"):
+            pts[alpha] = fp
+            return fp
+        if fp.status.converged and fp.branch == "agnostic":
+            agn.setdefault(alpha, fp)
+            return fp
+        raise _Lost(f"the {branch} point was lost at alpha = {alpha:.5g} ({fp.status.message}, label {fp.branch})")
+
+    def lowest(self, alpha: float) -> tuple[str, str]:
+        """(the lowest-e_t point's label, "") at a grid alpha, or ("", why unknown)."""
+        states = {br: self.status(br, alpha) for br in SWEPT}
+        bad = [f"{br} ({self.known.failed[br][alpha]})" for br, s in states.items() if s == "failed"]
+        if bad:
+            return "", "; ".join(bad)
+        cands = {"agnostic": self.point("agnostic", alpha)} | {br: self.known.on[br][alpha] for br, s in
+                                                               states.items() if s == "on"}
+        return min(cands, key=lambda br: cands[br].observables.e_t), ""
+
+
+def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfig,
+                         alphas: Sequence[float] | None = None) -> Boundaries:
+    """``b`` (the scalar form's boundaries on the grid ``alphas``, None: its default) with alpha_c, its error and its
+    labels from the first change of the lowest-e_t point to the semantic one (module doc) where ``b`` has none;
+    ``b`` unchanged where it has one or lacks the sweeps.  The grid: ``alphas`` and every alpha the sweeps reached
+    (they stop at a branch's end)."""
+    sem, pos = b.semantic, b.positional
+    if math.isfinite(b.alpha_c) or sem is None or pos is None or not (sem.points or pos.points):
+        return b
+    params = se_params(params)
+    s = _Search(params, b, config, model_rule(params, config))
+    notes = [n for n in b.notes if not n.startswith(SCALAR_NOTES)]
+    given = np.linspace(*DEFAULT_ALPHA_RANGE, 12) if alphas is None else alphas
+    grid = sorted({float(a) for a in given} | {p.alpha for p in sem.points} | {p.alpha for p in pos.points})
+    seq: list[tuple[float, str]] = []
+    failures: list[str] = []
+    failed_at: list[float] = []
+    change: tuple[float, str, float] | None = None
+    others: list[str] = []
+    try:
+        for a in grid:
+            label, why = s.lowest(a)
+            if not label:
+                failures.append(f"{a:.4g}: {why}")
+                failed_at.append(a)
+                continue
+            if seq and seq[-1][1] != label:
+                a0, l0 = seq[-1]
+                if label == "semantic":
+                    change = (a0, l0, a)
+                    break
+                others.append(f"{l0} -> {label} between alpha = {a0:.4g} and {a:.4g}")
+            seq.append((a, label))
+    except _Lost as exc:
+        return replace(b, notes=tuple(notes + [f"alpha_c: not located: {exc}"]))
+    top = change[2] if change else math.inf
+    unseen = [f"{a:.4g} ({br}: {why})" for br in SWEPT for a, why in sorted(s.known.failed[br].items()) if a > top]
+    notes += [f"retried: {r}" for r in s.retried]
+    if failures:
+        notes.append("solver failure at alpha = " + "; ".join(failures)
+                     + " (the lowest point unknown there; not absence)")
+    if others:
+        notes.append("the lowest point changes " + ", ".join(others) + " (no alpha_c: not to a semantic point)")
+    if unseen:
+        notes.append("solver failure at alpha = " + ", ".join(unseen) + f" (above alpha_c's bracket, which ends at "
+                     f"{top:.4g}: not retried, no bearing on the first change)")
+    if change is None:
+        return replace(b, notes=tuple(notes + [_no_change_note(s, seq)]))
+    a0, l0, a1 = change
+    if any(a0 < a < a1 for a in failed_at):
+        # a grid point between the two where the lowest point is unknown leaves the change unbracketed
+        return replace(b, notes=tuple(notes + [f"alpha_c ({l0} -> semantic): not located: solver failure inside "
+                                                f"its bracket [{a0:.4g}, {a1:.4g}]"]))
+    try:
+        alpha_c, err, method = _locate(s, l0, a0, a1)
+    except _Lost as exc:
+        return replace(b, notes=tuple(notes + [f"alpha_c ({l0} -> semantic): not located: {exc}"]))
+    note = (f"alpha_c = {alpha_c:.4g} +- {err:.2g}: the lowest-e_t point changes from the {l0} point to the semantic "
+            f"point between grid alphas {a0:.4g} and {a1:.4g} ({method})")
+    out = replace(b, alpha_c=alpha_c, alpha_c_err=err, alpha_c_coarse=alpha_c, alpha_c_from=l0,
+                  alpha_c_to="semantic", alpha_c_method=method, notes=tuple(notes + [note]))
+    if math.isfinite(b.alpha_l) and b.alpha_l < alpha_c:
+        out = replace(out, notes=out.notes + (f"alpha_l = {b.alpha_l:.4g} lies below alpha_c on the semantic branch, "
+                                              "which is not the global minimum there",))
+    return out
+
+
+def _locate(s: _Search, x: str, a0: float, a1: float) -> tuple[float, float, str]:
+    """(alpha_c, its error, how) of the change from ``x`` (lowest at a0) to the semantic point (lowest at a1)."""
+    def gap(a: float) -> float:
+        return s.point("semantic", a).observables.e_t - s.point(x, a).observables.e_t
+
+    sem = s.sweeps["semantic"]
+    d0 = gap(a0)
+    end = sem.end.on_solve_rule
+    if x == "agnostic" and d0 == 0.0 and sem.end_side == "below" and a0 <= end <= a1:
+        # S is born in (a0, a1]: from A by a bifurcation (Delta e_t = 0 there), or at a fold
+        if sem.end.kind == "bifurcation":
+            method = (f"birth of the semantic branch from the agnostic point (bifurcation, lambda = 1, by "
+                      f"{sem.end.method}); e_t(semantic) - e_t(agnostic) = {gap(a1):.3g} < 0 at the next grid point "
+                      f"{a1:.4g}; err = the birth's standard error over the rules' blocks")
+            return sem.end.alpha, sem.end.err, method
+        d_end = gap(end)
+        if d_end <= 0:
+            return sem.end.alpha, sem.end.err, (f"the semantic branch appears at its {sem.end.kind} (by "
+                                                f"{sem.end.method}) below the agnostic point ({d_end:.3g})")
+        a0, d0 = end, d_end
+    alpha_c = brent_root(gap, a0, a1, ROOT_XTOL)
+    xs, ss = s.known.on[x], s.known.on["semantic"]
+    common = set(xs) & set(ss)
+    err = coarse_alpha_c_error(list(ss.values()), list(xs.values()), alpha_c, s.cfg) if common else math.nan
+    method = (f"Brent's root of Delta e_t = e_t(semantic) - e_t({x}) on solves; err = standard error of Delta e_t's "
+              "blocks over its slope Delta E[M] at the nearest common point")
+    return alpha_c, err, method
+
+
+def _no_change_note(s: _Search, seq: list[tuple[float, str]]) -> str:
+    """Why there is no alpha_c: the lowest point at every grid alpha where it is known, and the semantic branch's
+    status."""
+    if not seq:
+        return "alpha_c: the lowest point is unknown at every grid alpha (solver failure)"
+    labels = sorted({lab for _, lab in seq})
+    lo, hi = seq[0][0], seq[-1][0]
+    if labels == ["semantic"]:
+        return (f"alpha_c: the semantic point is the lowest at every grid alpha where it is known ({lo:.4g} to "
+                f"{hi:.4g}): the change lies below the grid, if anywhere")
+    s_on = sorted(s.known.on["semantic"])
+    why = ("the semantic point is absent at every grid alpha" if not s_on else
+           f"the semantic point, on at alpha = {s_on[0]:.4g} to {s_on[-1]:.4g}, lies above it wherever both are on")
+    where = ", ".join(f"{lab} at {a:.4g}" for a, lab in seq)
+    return f"alpha_c: no change of the lowest point to the semantic one on the grid ({where}): {why}"

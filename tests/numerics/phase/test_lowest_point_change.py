@@ -1,0 +1,137 @@
+"""alpha_c at r = r* = 1 where the two branches never cross: the first change of the lowest-e_t point along alpha,
+whatever branches exist where (numerics/phase/lowest_point_change.py); a solver failure outside the change's bracket
+does not erase it, and stays a failure, not an absence, in the notes."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from functools import lru_cache
+
+import numpy as np
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.phase.boundaries import phase_boundaries
+from attnphase.numerics.phase import lowest_point_change as lpc
+from attnphase.numerics.phase.boundary_results import Boundaries
+from attnphase.numerics.phase.branch_end import BranchEnd
+from attnphase.numerics.phase.continuation import BranchSweep
+from attnphase.numerics.se import state_evolution as se
+from attnphase.theory.params import ModelParams
+
+CFG = SolverConfig(quadrature="sobol8:4", error_bars=False, alpha_c_quadrature=None, alpha_l_quadrature=None)
+L3 = ModelParams(L=3, omega=0.2)
+#: The semantic branch born from the agnostic point at 0.3 by a bifurcation (L = 3, omega = 0.2: at 0.25 on the
+#: default rules), located with a standard error of 1e-3.
+BIRTH = BranchEnd(0.3, "bifurcation", "eigenvalue", err=1e-3)
+GRID = (0.2, 1.0, 2.0)
+
+
+@lru_cache(maxsize=None)
+def solved(params: ModelParams, alpha: float, branch: str):
+    return se.solve(params, alpha, branch, config=CFG)
+
+
+def agnostic(params: ModelParams, alpha: float):
+    fp = replace(solved(params, alpha, "agnostic"), requested="positional")
+    assert fp.status.converged and fp.branch == "agnostic"
+    return fp
+
+
+def lifted(fp, shift: float):
+    return replace(fp, observables=replace(fp.observables, e_t=fp.observables.e_t + shift))
+
+
+def boundaries(params: ModelParams, sem_alphas, end: BranchEnd, shifts=None, pos_points=None) -> Boundaries:
+    """The scalar form's boundaries as its sweeps leave them at L = 3, P = I: the semantic branch on ``sem_alphas``
+    (its e_t raised by ``shifts[i]``) with ``end``, every positional start fallen to the agnostic point."""
+    sem = [solved(params, a, "semantic") for a in sem_alphas]
+    sem = [lifted(p, (shifts or {}).get(p.alpha, 0.0)) for p in sem]
+    pos = pos_points if pos_points is not None else [agnostic(params, a) for a in sem_alphas]
+    return Boundaries(omega=params.omega, alpha_c=math.nan, alpha_l=math.nan, semantic_end=end.alpha,
+                      positional_end=math.nan, semantic=BranchSweep("semantic", sem, end, "below"),
+                      positional=BranchSweep("positional", pos), notes=("alpha_c: the branches never coexist on the grid",))
+
+
+def test_alpha_c_is_the_semantic_birth_where_it_leaves_the_agnostic_point_below_it():
+    b = lpc.lowest_point_alpha_c(L3, boundaries(L3, (1.0, 2.0), BIRTH), CFG, GRID)
+    assert (b.alpha_c, b.alpha_c_err, b.alpha_c_from, b.alpha_c_to) == (0.3, 1e-3, "agnostic", "semantic")
+    assert b.alpha_c_method.startswith("birth of the semantic branch from the agnostic point")
+    assert not any(n.startswith("alpha_c: the branches never coexist") for n in b.notes)
+    assert not any("solver failure" in n for n in b.notes)
+
+
+def test_alpha_c_is_the_root_of_delta_e_t_where_the_semantic_point_starts_above():
+    # the semantic point at 1 lifted above the agnostic one: the lowest point is agnostic at 0.2 and 1, semantic
+    # at 2; the solves between (unshifted) give the semantic point below, so the root is pinned just above 1
+    b = lpc.lowest_point_alpha_c(L3, boundaries(L3, (1.0, 2.0), BIRTH, {1.0: 1e-2}), CFG, GRID)
+    assert 1.0 < b.alpha_c < 1.0 + 1e-3 and b.alpha_c_from == "agnostic" and b.alpha_c_method.startswith("Brent")
+
+
+def test_no_change_of_the_lowest_point_says_which_point_and_why():
+    b = lpc.lowest_point_alpha_c(L3, boundaries(L3, (1.0, 2.0), BIRTH, {1.0: 1e-2, 2.0: 1e-2}), CFG, GRID)
+    assert math.isnan(b.alpha_c) and b.alpha_c_from == ""
+    assert b.notes[-1].startswith("alpha_c: no change of the lowest point to the semantic one on the grid "
+                                  "(agnostic at 0.2, agnostic at 1, agnostic at 2)")
+    assert b.notes[-1].endswith("lies above it wherever both are on")
+
+
+def test_the_simplex_p_gets_alpha_c_with_its_labels():
+    # L = 3, simplex P (p_l . p_k = -1/2), small rule: the sweeps find the semantic branch (born near 0.29) and a
+    # positional one above it at 0.4 and 0.6; with the crossing of the two left to this rule (the scalar form's
+    # alpha_c removed, as on the default rules where it finds none), alpha_c is the first change of the lowest point
+    # on [0.2, 0.4, 0.6], from the point lowest at 0.2 (solved here independently) to the semantic one
+    simplex = ModelParams(L=3, omega=0.3, P=np.array([[1, -0.5, -0.5], [-0.5, 1, -0.5], [-0.5, -0.5, 1]]))
+    cfg = CFG.replace(bifurcation_quadrature="sobol10:4", end_quadrature=None)
+    b = phase_boundaries(simplex, [0.2, 0.4, 0.6], config=cfg)
+    assert b.semantic.on_branch() and b.positional.on_branch()
+    b = lpc.lowest_point_alpha_c(simplex, replace(b, alpha_c=math.nan, alpha_c_from="", alpha_c_to=""), cfg,
+                                 [0.2, 0.4, 0.6])
+    pos, agn = (se.solve(simplex, 0.2, br, config=cfg) for br in ("positional", "agnostic"))
+    lowest = "positional" if pos.branch == "positional" and pos.observables.e_t < agn.observables.e_t else "agnostic"
+    assert (b.alpha_c_from, b.alpha_c_to) == (lowest, "semantic")
+    assert 0.2 < b.alpha_c < 0.4
+    if lowest == "agnostic":
+        assert b.alpha_c == b.semantic_end and b.alpha_c_method.startswith("birth of the semantic branch")
+
+
+def _failing_at(alpha: float, branch: str, monkeypatch):
+    """Every solve of ``branch`` at ``alpha`` in the search fails (not converged), whatever its start or rule."""
+    real = lpc.solve
+
+    def solve(params, a, br, **kw):
+        fp = real(params, a, br, **kw)
+        if a == alpha and br == branch:
+            return replace(fp, status=replace(fp.status, converged=False, residual=3e-3))
+        return fp
+    monkeypatch.setattr(lpc, "solve", solve)
+
+
+def test_a_solver_failure_outside_the_bracket_leaves_alpha_c_and_is_named(monkeypatch):
+    _failing_at(0.15, "positional", monkeypatch)
+    b = lpc.lowest_point_alpha_c(L3, boundaries(L3, (1.0, 2.0), BIRTH), CFG, (0.15,) + GRID)
+    assert (b.alpha_c, b.alpha_c_err, b.alpha_c_from) == (0.3, 1e-3, "agnostic")
+    failure = [n for n in b.notes if n.startswith("solver failure at alpha = 0.15: positional (not converged")]
+    assert len(failure) == 1 and "not absence" in failure[0]
+
+
+def test_a_failure_in_the_sweep_above_the_bracket_is_named_not_called_absence():
+    # L = 3, omega = 0.3 before: the positional start at alpha = 3 did not converge, and no alpha_c was given
+    bad = agnostic(L3, 2.0)
+    bad = replace(bad, status=replace(bad.status, converged=False, residual=5.9e-4))
+    b = lpc.lowest_point_alpha_c(L3, boundaries(L3, (1.0, 2.0), BIRTH, pos_points=[agnostic(L3, 1.0), bad]), CFG, GRID)
+    assert (b.alpha_c, b.alpha_c_from, b.alpha_c_to) == (0.3, "agnostic", "semantic")
+    assert any(n.startswith("solver failure at alpha = 2 (positional: not converged, residual 5.9e-04)") for n in b.notes)
+    assert not any("absent" in n and "alpha = 2" in n for n in b.notes)
+
+
+def test_a_failure_inside_the_bracket_leaves_alpha_c_unlocated(monkeypatch):
+    _failing_at(0.25, "positional", monkeypatch)
+    b = lpc.lowest_point_alpha_c(L3, boundaries(L3, (1.0, 2.0), BIRTH), CFG, (0.2, 0.25, 1.0, 2.0))
+    assert math.isnan(b.alpha_c)
+    assert b.notes[-1] == "alpha_c (agnostic -> semantic): not located: solver failure inside its bracket [0.2, 1]"
+
+
+def test_boundaries_with_an_alpha_c_are_kept():
+    b = replace(boundaries(L3, (1.0,), BIRTH), alpha_c=0.7)
+    assert lpc.lowest_point_alpha_c(L3, b, CFG, GRID) is b
