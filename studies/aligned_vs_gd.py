@@ -18,14 +18,15 @@ from pathlib import Path
 
 from attnphase.theory.params import ModelParams
 from attnphase.validation.agreement import within_rule
-from attnphase.validation.basin_theory import AlignedJob, aligned_config, aligned_job
+from attnphase.validation.basin_theory import aligned_config, aligned_job
+from attnphase.validation.rule_retry import SolveJob
 
 OBS = {"semantic": "abs_theta", "positional": "m_norm"}
 
 
 def aligned_point(params: ModelParams, alpha: float, start: str) -> dict:
     """The suite's aligned-prox point (:func:`attnphase.validation.basin_theory.aligned_job`) with error bars."""
-    pt = aligned_job(AlignedJob(params, alpha, start, aligned_config()), errors=True)
+    pt = aligned_job(SolveJob(params, alpha, start, aligned_config()), errors=True)
     pt["branch"] = pt["branch_reached"]
     return pt
 

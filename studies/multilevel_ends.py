@@ -23,7 +23,7 @@ import time
 from attnphase.numerics.phase.bifurcation import bifurcation_error, branch_bifurcation
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import make_rule
-from attnphase.numerics.phase.stability import DIRECTIONS, node_solves
+from attnphase.numerics.se.stability import DIRECTIONS, node_solves
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams
 

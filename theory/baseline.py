@@ -12,7 +12,7 @@ definite) by the same B = E[T], so
 
     eps_lin_C = 1/2 (1 - omega)^2 sum_l sum_{k,k'} C[k,k'] Cov(s[l,k], s[l,k']),   h* ~ N(0, rho0 C)
 
-(:func:`eps_lin_cov`; C = diag(sigma^2) gives eps_lin).
+(:func:`eps_lin_cov`: the same formula on the rows of s rotated to C's eigenbasis; C = diag(sigma^2) gives eps_lin).
 
 Both depend on the moments of s only through its covariance, which a shift of s leaves unchanged: they are
 evaluated with the moments of the centred s - E[s] (:func:`softmax_centred`), never as E[s^2] - E[s]^2 of s
@@ -125,7 +125,10 @@ def softmax_centred(weights: ArrayLike, hstar: ArrayLike) -> np.ndarray:
 
 
 def eps_lin_cov(mean_soft: ArrayLike, cross_soft: ArrayLike, C: ArrayLike, omega: float) -> float:
-    """eps_lin_C = 1/2 (1 - omega)^2 sum_l sum_{k,k'} C[k,k'] (E[s_lk s_lk'] - E[s_lk] E[s_lk']) (module doc).
+    """eps_lin_C = 1/2 (1 - omega)^2 sum_l sum_{k,k'} C[k,k'] (E[s_lk s_lk'] - E[s_lk] E[s_lk']) (module doc),
+    as the case of :func:`eps_lin_from_moments` it is: with C = U diag(c) U^T, sum_{k,k'} C[k,k'] Cov(s_lk, s_lk')
+    = sum_j c_j Var(t_lj) for the rotated rows t_l = U^T s_l, so eps_lin_C is eps_lin of the moments of t with
+    sigma_j^2 = c_j.
 
     mean_soft: (L, L) E[s]; cross_soft: (L, L, L) E[s_lk s_lk'] indexed [l, k, k']; C: (L, L) token Gram;
     s = softmax_row(h* h*^T) with h* ~ N(0, rho0 C).
@@ -134,5 +137,5 @@ def eps_lin_cov(mean_soft: ArrayLike, cross_soft: ArrayLike, C: ArrayLike, omega
     L = C.shape[0]
     if Es.shape != (L, L) or Ess.shape != (L, L, L):
         raise ValueError(f"mean_soft must be (L, L) and cross_soft (L, L, L) with L = {L}, got {Es.shape}, {Ess.shape}")
-    cov = Ess - Es[:, :, None] * Es[:, None, :]
-    return float(0.5 * (1.0 - omega) ** 2 * np.einsum("kj,lkj->", C, cov))
+    c, U = np.linalg.eigh(C)
+    return float(eps_lin_from_moments(Es @ U, np.einsum("kj,lkm,mj->lj", U, Ess, U), c, omega))

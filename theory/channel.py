@@ -168,10 +168,10 @@ def teacher_residual_variance(q0: ArrayLike, th0: ArrayLike, rho0: ArrayLike, si
 
 
 def _rho_tilde(q0: ArrayLike, th0: ArrayLike, rho0: ArrayLike, sigma2: ArrayLike) -> tuple[np.ndarray, ...]:
-    q0 = np.asarray(q0, dtype=float)
-    _check_q0(q0)
-    q, theta, _, rho = token_overlaps(q0, th0, 1.0, rho0, sigma2)
-    rp = _full(q.shape, _functions()["residual_variance"](q, theta, rho)[0])
+    """(q_l, theta_l, rho_l, rho_tilde_l), rho_tilde of :func:`teacher_residual_variance` clipped at 0 (a round-off
+    below 0 only; a th0 with no Gaussian teacher field raises)."""
+    rp = teacher_residual_variance(q0, th0, rho0, sigma2)
+    q, theta, _, rho = token_overlaps(np.asarray(q0, dtype=float), th0, 1.0, rho0, sigma2)
     if np.any(rp < -RHO_TILDE_RTOL * rho):
         raise ValueError(
             f"th0^2 > q0 rho0 (theta_l^2 > q_l rho_l): no Gaussian teacher field exists; got q0 = {q0}, th0 = {th0}, rho0 = {rho0}"

@@ -20,24 +20,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from typing import Any
 
-from attnphase.execution import Task, task_key
+from attnphase.execution import Task
 from attnphase.numerics.config import SolverConfig
 from attnphase.theory.params import ModelParams
 
-from .rule_retry import solve_on_branch
-
-
-@dataclass(frozen=True)
-class AlignedJob:
-    """One state-evolution solve with the aligned proximal map: ``solve(params, alpha, branch, config=config)``."""
-
-    params: ModelParams
-    alpha: float
-    branch: str
-    config: SolverConfig
+from .rule_retry import SolveJob, job_task, solve_on_branch
 
 
 def has_aligned_theory(params: ModelParams) -> bool:
@@ -51,7 +40,7 @@ def aligned_config(tol: float | None = None) -> SolverConfig:
     return cfg if tol is None else cfg.replace(tol=tol)
 
 
-def aligned_job(job: AlignedJob, errors: bool = False) -> dict[str, Any]:
+def aligned_job(job: SolveJob, errors: bool = False) -> dict[str, Any]:
     """The fixed point of ``job`` as a plain record: branch reached, converged, residual and, where it
     converged, ``abs_theta = |th0|``, ``m_norm = |(m_l)_l|``, q, eps_g, e_t; ``exists``: converged on the
     requested branch; ``quadrature``: the rule of the outcome, ``tries``: what the rules before it gave.
@@ -91,12 +80,9 @@ def aligned_job(job: AlignedJob, errors: bool = False) -> dict[str, Any]:
     return out
 
 
-def aligned_task(job: AlignedJob, version: str) -> Task:
-    """The task of one aligned solve, keyed by the model, alpha, branch and the whole config."""
-    identity = {"params": job.params.to_dict(), "alpha": job.alpha, "branch": job.branch,
-                "config": job.config.as_dict()}
-    return Task(task_key(aligned_job, identity, version), f"aligned alpha={job.alpha:g} {job.branch}",
-                aligned_job, job)
+def aligned_task(job: SolveJob, version: str) -> Task:
+    """The task of one aligned solve (:func:`~attnphase.validation.rule_retry.job_task`)."""
+    return job_task(aligned_job, job, version, f"aligned alpha={job.alpha:g} {job.branch}")
 
 
 def aligned_verdict(agrees: dict[str, bool | None] | None) -> str:

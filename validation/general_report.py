@@ -25,21 +25,12 @@ from typing import Any
 from .branch_segments import drawn_end, existing_segments
 from .agreement import REL_TOL
 from .basin_theory import aligned_verdict
-from .plots import mark_end, tiny_bars
-from .report import _convergence_lines, _jsonable
+from .plots import _plt, mark_end, tiny_bars
+from .report import _convergence_lines, _jsonable, _pm, _pmv
 
 _STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1")}
 #: Rank-r theory points: (marker, colour) per branch.
 _RANK_STYLE = {"semantic": ("*", "C0"), "positional": ("*", "C1"), "mixed": ("P", "C2")}
-
-
-def _pmv(x: Any, err: Any) -> str:
-    """``value +- bar`` rounded to the bar (:func:`attnphase.display.with_error`); ``--`` for a missing value."""
-    from attnphase.display import with_error
-
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "--"
-    return with_error(x, err)
 
 
 def _f(x: Any, fmt: str = ".4g") -> str:
@@ -50,15 +41,6 @@ def _f(x: Any, fmt: str = ".4g") -> str:
 
 def _num(x: Any) -> float:
     return math.nan if x is None else float(x)
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _theory_lines(ax: Any, theory: dict[str, Any], obs_by_branch: dict[str, str]) -> None:
@@ -170,10 +152,6 @@ def plot_general(summary: dict[str, Any], path: Path) -> None:
     fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False, markerscale=0.9)
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
-
-def _pm(row: dict[str, Any], obs: str) -> str:
-    return _pmv(row[f'{obs}_mean'], row[f'{obs}_std'])
 
 
 def table_lines(summary: dict[str, Any]) -> list[str]:

@@ -43,11 +43,12 @@ import numpy as np
 from attnphase.theory.params import ModelParams
 
 from .agreement import all_runs_converged, within_rule
-from .basin_theory import AlignedJob, aligned_config, aligned_task, has_aligned_theory
+from .basin_theory import aligned_config, aligned_task, has_aligned_theory
 from .branch_segments import exists_at
 from .experiments import SimResult, SimSpec, run_simulation
-from .invariant_points import POINT_BRANCHES, InvariantPoints, PointJob, point_config, point_task
+from .invariant_points import POINT_BRANCHES, InvariantPoints, point_config, point_task
 from .reference import TheoryAtOmega, TheorySettings
+from .rule_retry import SolveJob
 from .suite_alphas import alphas_around, landmark
 from .training import TrainConfig
 
@@ -286,7 +287,7 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
     ranked = [c for c in plan.cases if is_rank_case(c.params)]
     jobs = [(c.params, plan.grid, ("global",), (), plan.theory) for c in with_theory]
     rcfg = point_config(plan.rank_quadrature)
-    rank_jobs = [(c.key, PointJob(c.params, float(a), b, rcfg)) for c in ranked for a in c.alphas
+    rank_jobs = [(c.key, SolveJob(c.params, float(a), b, rcfg)) for c in ranked for a in c.alphas
                  for b in POINT_BRANCHES]
     n_sims = len(plan.cases) * 2 * len(INITS) * len(plan.seeds)
     results: dict[str, list[SimResult]] = {}
@@ -323,7 +324,7 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
         alphas[c.key] = alphas_around(plan.grid, marks[c.key][0], c.alphas)
     # the aligned-prox state evolution at each (alpha, start) of a rank-1 case: the basin GD keeps
     acfg = aligned_config(plan.theory.tol)
-    basin_jobs = [(c.key, AlignedJob(c.params, float(a), i, acfg)) for c in with_theory
+    basin_jobs = [(c.key, SolveJob(c.params, float(a), i, acfg)) for c in with_theory
                   if has_aligned_theory(c.params) and c.params.L <= plan.aligned_max_L for a in alphas[c.key] for i in INITS]
     basin_tasks = [aligned_task(j, version) for _, j in basin_jobs]
     cached += sum(store.load(t.key) is not None for t in basin_tasks)

@@ -30,26 +30,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from attnphase.execution import Task, task_key
+from attnphase.execution import Task
 from attnphase.numerics.config import SolverConfig
-from attnphase.theory.params import ModelParams
 
-from .rule_retry import solve_on_branch
+from .rule_retry import SolveJob, job_task, solve_on_branch
 
 #: The rank-r branches the suite solves at each alpha: the two starts' own, and the mixed one.
 POINT_BRANCHES = ("semantic", "positional", "mixed")
 #: The invariants a rank-r theory point carries (None where the solve did not converge).
 INVARIANTS = ("abs_theta", "m_norm", "q", "eps_g", "e_t")
-
-
-@dataclass(frozen=True)
-class PointJob:
-    """One rank-r solve: ``solve(params, alpha, branch, config=config)`` (embedded start)."""
-
-    params: ModelParams
-    alpha: float
-    branch: str
-    config: SolverConfig
 
 
 def _above_floor(out: dict[str, Any], branch: str) -> bool:
@@ -83,7 +72,7 @@ def invariant_point(fp: Any, requested: str, seconds: float = math.nan) -> dict[
     return out
 
 
-def point_job(job: PointJob) -> dict[str, Any]:
+def point_job(job: SolveJob) -> dict[str, Any]:
     """The rank-r fixed point of ``job`` as :func:`invariant_point` (the task's function): on ``job.config``'s rule,
     and where that does not converge on the branch, on its next independent scrambling (module docstring)."""
     from attnphase.numerics.se.state_evolution import solve
@@ -96,15 +85,10 @@ def point_job(job: PointJob) -> dict[str, Any]:
     return out
 
 
-def point_task(job: PointJob, version: str) -> Task:
-    """The task of one rank-r solve, keyed by the model (ranks included), alpha, branch and the whole config."""
-    from attnphase.numerics.se.starts import teacher_rank
-
+def point_task(job: SolveJob, version: str) -> Task:
+    """The task of one rank-r solve (:func:`~attnphase.validation.rule_retry.job_task`)."""
     p = job.params
-    identity = {"params": p.to_dict(), "r": p.r, "r_star": teacher_rank(p), "alpha": job.alpha,
-                "branch": job.branch, "config": job.config.as_dict()}
-    return Task(task_key(point_job, identity, version),
-                f"rank {p.r}x{teacher_rank(p)} alpha={job.alpha:g} {job.branch}", point_job, job)
+    return job_task(point_job, job, version, f"rank {p.r}x{p.r_star} alpha={job.alpha:g} {job.branch}")
 
 
 def point_config(quadrature: str, tol: float | None = None) -> SolverConfig:

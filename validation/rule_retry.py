@@ -1,5 +1,8 @@
 """A theory point of the validation suites: on the rule, or where that misses the branch, on its next scrambling.
 
+:class:`SolveJob` is one such solve (the rank-r points of :mod:`attnphase.validation.invariant_points`, the
+aligned-prox points of :mod:`attnphase.validation.basin_theory`) and :func:`job_task` its task on the execution layer.
+
 The proximal maps jump where a node's minimiser changes basin, and one rule can stall on such a jump where an
 independent scrambling of it converges (measured: docs/validation.md).  :func:`solve_on_branch` solves on
 ``config``'s rule and, where that does not converge on the requested branch, on ``config.variant(1)``, ...,
@@ -9,9 +12,12 @@ rule says so, and the last outcome is kept.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
 
+from attnphase.execution import Task, task_key
 from attnphase.numerics.config import SolverConfig
+from attnphase.theory.params import ModelParams
 
 if TYPE_CHECKING:
     from attnphase.numerics.se.results import FixedPoint
@@ -34,3 +40,20 @@ def solve_on_branch(solve: Callable[[SolverConfig], FixedPoint], config: SolverC
             return fp, cfg, missed
         missed.append(f"{cfg.quadrature}: " + (f"{label}" if converged else f"not converged (residual {residual:.1e})"))
     raise ValueError(f"tries must be >= 1, got {tries}")
+
+
+@dataclass(frozen=True)
+class SolveJob:
+    """One state-evolution solve of a suite: ``solve(params, alpha, branch, config=config)``."""
+
+    params: ModelParams
+    alpha: float
+    branch: str
+    config: SolverConfig
+
+
+def job_task(fn: Callable[[SolveJob], Any], job: SolveJob, version: str, label: str) -> Task:
+    """The task of ``fn(job)``, keyed by the model (ranks included), alpha, branch and the whole config."""
+    identity = {"params": job.params.to_dict(), "alpha": job.alpha, "branch": job.branch,
+                "config": job.config.as_dict()}
+    return Task(task_key(fn, identity, version), label, fn, job)

@@ -121,11 +121,12 @@ def _setup(args: argparse.Namespace, r: int, r_star: int) -> tuple[Any, Any, int
 
 def _announcement(params: Any, alpha: float, cfg: Any, n_rules: int) -> str:
     """What the census is about to do, and about how long it takes."""
-    from attnphase.numerics.phase.census_starts import grid_starts, scalar_model
+    from attnphase.numerics.capabilities import is_scalar_form
+    from attnphase.numerics.phase.census_starts import grid_starts
     from attnphase.theory.whitening import se_params
 
     head = f"attnphase: census at alpha = {alpha:g}, omega = {params.omega:g}"
-    if scalar_model(params):
+    if is_scalar_form(params.r, params.r_star):
         return (f"{head}: {len(grid_starts(se_params(params)))} starts, error bars {_error_source(cfg, n_rules)}, about "
                 f"{workload.format_duration(workload.census_seconds(params.L, cfg))} (one process; "
                 f"{workload.CENSUS_SECONDS:.0f} CPU s measured at the defaults: a busy or slower machine takes longer)")
@@ -149,10 +150,10 @@ def _error_source(cfg: Any, n_rules: int) -> str:
 def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
     """The ``--json`` object of the module doc."""
     from attnphase.numerics.phase.census import entry_errors
-    from attnphase.numerics.phase.census_starts import scalar_model
+    from attnphase.numerics.capabilities import is_scalar_form
 
     params, search = res.params, res.search
-    scalar = scalar_model(params)
+    scalar = is_scalar_form(params.r, params.r_star)
     points = []
     for e in res.entries:
         if scalar:
@@ -247,13 +248,13 @@ def _write(out_dir: Any, obj: dict, res: Any) -> None:
     """census.json, census.csv (a row per fixed point), census_starts.csv (a row per start) and census.nc (both
     tables), all or none."""
     from attnphase.execution.dataset import csv_text, job_attrs, write_netcdf
+    from attnphase.numerics.capabilities import is_scalar_form
     from attnphase.numerics.commands.common import command_line
     from attnphase.numerics.jobs.dataset import census_dataset
     from attnphase.numerics.jobs.tasks import numerics_version
-    from attnphase.numerics.phase.census_starts import scalar_model
 
     params, points = res.params, obj["fixed_points"]
-    if scalar_model(params):
+    if is_scalar_form(params.r, params.r_star):
         cols, rows = list(CSV_COLUMNS), points
     else:
         inv = (("q0_eigenvalues", "q0_eig", params.r), ("V0_eigenvalues", "V0_eig", params.r),

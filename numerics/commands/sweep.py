@@ -131,6 +131,7 @@ def _scalar_sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int
                    alphas: list[float], executor: Any, out_dir: Any) -> int:
     """r = r* = 1: one branch over alpha into DIR/sweep_<branch>_omega<omega>.csv, at each omega of ``--omega``
     (one task each), and DIR/sweep_<branch>.nc."""
+    from dataclasses import replace
     from functools import partial
 
     from attnphase.numerics.errors.quadrature_error import error_bars_note
@@ -159,7 +160,8 @@ def _scalar_sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int
         # one sweep in this process: a bar over its points (the task and its key are the same)
         with tqdm(total=len(alphas), desc=f"{args.branch} sweep", unit="pt", file=sys.stderr,
                   disable=args.quiet) as bar:
-            tasks = [replace_fn(tasks[0], partial(sweep_job, progress=lambda _: bar.update()))]
+            # the same key: the same result, computed with a progress hook
+            tasks = [replace(tasks[0], fn=partial(sweep_job, progress=lambda _: bar.update()))]
             outs = run_tasks(tasks, store=store, fresh=args.fresh, version=version)
     else:
         with TaskBar(f"{args.branch} sweeps", quiet=args.quiet) as tbar:
@@ -224,13 +226,6 @@ def _scalar_sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int
     if failures:
         print(f"attnphase: {failures}", file=sys.stderr)
     return sweep_exit_code(args.branch, n_failed + bool(failures), n_on)
-
-
-def replace_fn(task, fn):
-    """``task`` run by ``fn`` (same key: ``fn`` computes the same result, e.g. with a progress hook)."""
-    from dataclasses import replace
-
-    return replace(task, fn=fn)
 
 
 def _matrix_sweep(args: argparse.Namespace, params: Any, cfg: Any, alphas: list[float], out_dir: Any) -> int:

@@ -111,7 +111,7 @@ def replicate_error(fp: FixedPoint, config: SolverConfig) -> QuadratureError | N
 def resolved(fp: FixedPoint, config: SolverConfig) -> FixedPoint:
     """``fp`` re-solved on ``config``, warm from its overlaps on its branch's subspace: the one re-solve of every
     error bar.  At r >= 2 or r* >= 2 the solve starts with ``fp``'s quasi-Newton Jacobian
-    (numerics/se/fixed_point.py's CarriedJacobian carries it to the new rule); at r = r* = 1 without memory (its candidates belong
+    (numerics/se/fixed_point.py's moved_jacobian carries it to the new rule); at r = r* = 1 without memory (its candidates belong
     to ``fp``'s rule, and the warm start on the branch's subspace converges in a few steps)."""
     memory = fp.memory if fp.overlaps.is_matrix else None
     return solve(fp.params, fp.alpha, fp.requested, init=on_branch_subspace(fp.overlaps, fp.branch), config=config,

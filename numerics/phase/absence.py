@@ -2,7 +2,7 @@
 
 A symmetry-breaking branch (positional: m != 0; semantic: theta != 0) can only leave the agnostic point
 (m = 0, th0 = 0) where the SE map's eigenvalue there in its direction reaches 1 (mu in m, lambda in theta:
-:mod:`attnphase.numerics.phase.stability`, docs/model.md section 6).  So at an alpha where the branch's start
+:mod:`attnphase.numerics.se.stability`, docs/model.md section 6).  So at an alpha where the branch's start
 converged to the agnostic point and that point is stable in the branch's direction (eigenvalue < 1), the branch
 is *absent* -- with that evidence; at an alpha where the start did not converge, or fell to an agnostic point
 that is unstable in that direction, nothing is shown: *solver failure*.  :func:`absence_note` says which, alpha
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.phase.stability import m_stability_at, theta_stability_at
+from attnphase.numerics.se.stability import m_stability_at, theta_stability_at
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.se.overlaps import on_branch_subspace
 from attnphase.numerics.se.results import FixedPoint

@@ -1,6 +1,6 @@
 """Branch ends as bifurcations: the alpha where the agnostic branch's eigenvalue in theta or m crosses 1.
 
-Secant steps on e(alpha) - 1, e the eigenvalue of :mod:`attnphase.numerics.phase.stability` (lambda in theta, mu
+Secant steps on e(alpha) - 1, e the eigenvalue of :mod:`attnphase.numerics.se.stability` (lambda in theta, mu
 in m) at the agnostic fixed point, every e on the same fine rule (``config.bifurcation_quadrature``), so
 that the rule's error varies smoothly along the secant.  Each e needs the global proximal minimiser at
 every node of that rule, the dominant cost of a phase-diagram row.  Between secant steps the state moves
@@ -32,7 +32,7 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.prox.global_prox import Candidates
 from attnphase.numerics.quadrature.rules import finer_rule, make_rule, rule_nodes
 from attnphase.numerics.errors.replicates import block_config, linearised_root_error, replicate_count
-from attnphase.numerics.phase.stability import DIRECTIONS, node_solves
+from attnphase.numerics.se.stability import DIRECTIONS, node_solves
 from attnphase.numerics.se.state_evolution import FixedPoint, solve
 from attnphase.theory.params import ModelParams
 

@@ -5,7 +5,7 @@ result says which (``BranchEnd.kind``):
 
 * ``"bifurcation"`` -- it meets the agnostic branch continuously (its order parameter th0 or |m|
   goes to 0): where an eigenvalue of the SE Jacobian at the agnostic fixed point crosses 1
-  (:mod:`attnphase.numerics.phase.stability`), or where a trace at fixed order parameter keeps moving
+  (:mod:`attnphase.numerics.se.stability`), or where a trace at fixed order parameter keeps moving
   towards smaller order parameter up to the trace's floor;
 * ``"fold"`` -- it turns back at a finite order parameter (a trace finds alpha(order) with an
   interior extremum), or continuation past it converges to another fixed point (label change);

@@ -22,7 +22,7 @@ objective e_t is among them is this module's question.  At one (params, alpha), 
    several fixed points a few error bars apart where the true map has one -- measured at omega = 0.3,
    alpha = 1.25 on sobol12: two positional points with m = 0.25325 and 0.25309 (+- 8e-5, 3e-5), and a
    "positional" point with m = 0.0021 +- 0.0019 next to the agnostic one (m = 0), with the same e_t to 8e-9;
-4. **stability** -- :func:`~attnphase.numerics.phase.stability.stability_eigenvalue`: the leading eigenvalue
+4. **stability** -- :func:`~attnphase.numerics.se.stability.stability_eigenvalue`: the leading eigenvalue
    max Re(lambda) of the SE map's Jacobian in every direction (symmetry-breaking ones included; at r >= 2
    transverse to the gauge orbit); stable when < 1;
 5. **rank** -- by e_t, lowest first.  Each other point's height above the minimum,
@@ -51,7 +51,7 @@ from attnphase.numerics.parallel import map_in_order, without_memory
 from attnphase.numerics.phase.census_starts import (CensusStart, census_starts, perturbed_starts, search_config,
                                                     solve_start)
 from attnphase.numerics.phase.gauge_orbits import orbit_key, paired_difference, same_point, within_errors
-from attnphase.numerics.phase.stability import stability_eigenvalue
+from attnphase.numerics.se.stability import stability_eigenvalue
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams

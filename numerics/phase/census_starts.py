@@ -31,11 +31,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import parse_rule_spec
+from attnphase.numerics.se.gauge import canonical
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.results import FixedPoint
-from attnphase.numerics.se.starts import positional_direction, teacher_rank
+from attnphase.numerics.se.se_map import admissible
+from attnphase.numerics.se.starts import positional_direction
 from attnphase.numerics.se.state_evolution import embedded_start, solve
 from attnphase.theory.params import ModelParams
 
@@ -73,11 +76,6 @@ class CensusStart:
     overlaps: Overlaps | None = None
 
 
-def scalar_model(params: ModelParams) -> bool:
-    """r = r* = 1: the scalar overlaps of docs/model.md section 3."""
-    return params.r == 1 and teacher_rank(params) == 1
-
-
 def branches(params: ModelParams) -> tuple[str, ...]:
     """The branches of the model: semantic, positional, agnostic, and mixed at r >= 2."""
     return ("semantic", "positional", "mixed", "agnostic") if params.r >= 2 else ("semantic", "positional", "agnostic")
@@ -86,7 +84,7 @@ def branches(params: ModelParams) -> tuple[str, ...]:
 def census_starts(params: ModelParams, alpha: float, config: SolverConfig, *, n_random: int = RANDOM_MIXTURES,
                   seed: int = 0) -> list[CensusStart]:
     """The model's starts (module doc): :func:`grid_starts` at r = r* = 1, else :func:`mixture_starts`."""
-    if scalar_model(params):
+    if is_scalar_form(params.r, params.r_star):
         return grid_starts(params)
     return mixture_starts(params, alpha, config, n_random=n_random, seed=seed)
 
@@ -123,8 +121,6 @@ def mixture_starts(params: ModelParams, alpha: float, config: SolverConfig, *, n
     mixtures drawn from ``seed`` (numpy's default generator; an inadmissible draw is drawn again, up to 20 times),
     each of :func:`mixture` applied to the embedded mixed state (at r = 1: the semantic state with the positional m
     on its axis), requested branch ``mixed`` (no hat projected)."""
-    from attnphase.numerics.se.se_map import admissible
-
     starts = [CensusStart(f"{b} embedded", b, "embedded") for b in branches(params) if b != "agnostic"]
     starts += [CensusStart(f"{b} cold", b, "cold") for b in branches(params)]
     base = _mixed_base(params, alpha, config)
@@ -161,11 +157,8 @@ def perturbed_starts(params: ModelParams, points: list[FixedPoint]) -> list[Cens
     (canonical gauge), each semantic point with m_{:, a} = eps P[:, 0] / max |P[:, 0]| on its axis a of smallest q0,
     eps in :data:`PERTURBATIONS`; requested branch ``mixed``; inadmissible ones left out.  Named after the point (the
     k-th of its label found), so that every start's name is its own.  None at r = r* = 1 (the grid holds them)."""
-    if scalar_model(params):
+    if is_scalar_form(params.r, params.r_star):
         return []
-    from attnphase.numerics.se.gauge import canonical
-    from attnphase.numerics.se.se_map import admissible
-
     col = params.P_array[:, 0]
     out = []
     seen: dict[str, int] = {}
@@ -198,7 +191,7 @@ def search_rule(spec: str) -> str:
 
 def search_config(params: ModelParams, config: SolverConfig) -> tuple[SolverConfig, bool]:
     """(the config of the searching solves, whether each point found is solved again on ``config``): module doc."""
-    if scalar_model(params):
+    if is_scalar_form(params.r, params.r_star):
         return config.replace(quadrature=search_rule(config.quadrature),
                               max_iter=min(config.max_iter, SCALAR_SEARCH_MAX_ITER), e_t_quadrature=None), True
     return config.replace(max_iter=min(config.max_iter, MATRIX_SEARCH_MAX_ITER)), False

@@ -12,7 +12,7 @@ Design: the compiled algorithm is the template module :mod:`attnphase.numerics.p
 real file of the package. It evaluates P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T), its
 gradient and Hessian only through the generated one-point kernels (:attr:`Kernels.scalar
 <attnphase.theory.kernels.Kernels.scalar>`, the same sympy derivation as the numpy kernels)
-on the template's one-point softmax (the twin of the kernels' batched one). :func:`instance` instantiates
+on the one-point softmax of :mod:`attnphase.numerics.prox.row_algebra` (the twin of the kernels' batched one). :func:`instance` instantiates
 the template for one (L, r, cse, parallel): it copies the template byte for byte into the
 kernel cache directory under a name that carries a hash of the template and of the generated
 kernels' module (so any change of either gives a new file), and imports the copy with its
@@ -81,6 +81,8 @@ TEMPLATE = Path(__file__).with_name("rows.py")
 STEPS = Path(__file__).with_name("newton_steps.py")
 #: The compiled Cholesky the template calls (its text enters an instance's name too).
 LINALG = Path(__file__).with_name("shifted_cholesky.py")
+#: The template of the one-point algebra (softmax, lambda_min, solve) the template calls, instantiated per (L, r).
+ALGEBRA = Path(__file__).with_name("row_algebra.py")
 
 
 def available() -> bool:
@@ -108,12 +110,14 @@ class Binding:
         r: student rank (a row has L r unknowns).
         parallel: loops over nodes as ``numba.prange`` (``parallel=True``) or plain ``range``.
         scalar: the generated one-point kernels the instance evaluates P(h) with.
+        algebra: the instance of the template :mod:`attnphase.numerics.prox.row_algebra` at (L, r).
     """
 
     L: int
     r: int
     parallel: bool
     scalar: ScalarKernels
+    algebra: ModuleType
 
 
 def instance(kernels: Kernels | CorrelatedKernels, parallel: bool | None = None, matrix: bool = False) -> ModuleType:
@@ -126,7 +130,28 @@ def instance(kernels: Kernels | CorrelatedKernels, parallel: bool | None = None,
     name, key, scalar, parallel, kind = _instance_name(kernels, parallel, matrix)
     what = f"the rank-{scalar.r} proximal solver for L = {scalar.L}" if kind == "prox_rows_rank" else \
         f"the proximal solver for L = {scalar.L}"
-    return import_template(TEMPLATE, name, key, Binding(scalar.L, scalar.r, parallel, scalar), what)
+    algebra = _algebra(scalar.L, scalar.r)
+    return import_template(TEMPLATE, name, key, Binding(scalar.L, scalar.r, parallel, scalar, algebra), what)
+
+
+@dataclass(frozen=True)
+class AlgebraBinding:
+    """The parameters of one instance of the template :mod:`attnphase.numerics.prox.row_algebra`: L and r."""
+
+    L: int
+    r: int
+
+
+def _algebra_name(L: int, r: int) -> tuple[str, str]:
+    """(name, key) of the instance of the one-point algebra at (L, r): the step rules' text is the key."""
+    return f"row_algebra_L{L}_r{r}", STEPS.read_text()
+
+
+def _algebra(L: int, r: int) -> ModuleType:
+    """The template :mod:`attnphase.numerics.prox.row_algebra` instantiated at (L, r), imported once per process
+    (it compiles with its caller: the first-run notice is the caller's)."""
+    name, key = _algebra_name(L, r)
+    return import_template(ALGEBRA, name, key, AlgebraBinding(L, r), None)
 
 
 def _instance_name(kernels: Kernels | CorrelatedKernels, parallel: bool | None, matrix: bool
@@ -137,15 +162,17 @@ def _instance_name(kernels: Kernels | CorrelatedKernels, parallel: bool | None, 
     scalar = kernels.matrix_scalar if matrix else kernels.scalar
     kind = "prox_rows_cov" if isinstance(kernels, CorrelatedKernels) else "prox_rows_rank" if matrix else "prox_rows"
     name = f"{kind}_L{scalar.L}_r{scalar.r}_{'cse' if scalar.cse else 'nocse'}_{'par' if parallel else 'ser'}"
-    key = f"{scalar.module}\n{parallel}\n{STEPS.read_text()}\n{LINALG.read_text()}"
+    key = f"{scalar.module}\n{parallel}\n{STEPS.read_text()}\n{LINALG.read_text()}\n{ALGEBRA.read_text()}"
     return name, key, scalar, parallel, kind
 
 
 def machine_code_cached(kernels: Kernels | CorrelatedKernels, parallel: bool | None = None) -> bool:
     """Whether the cache directory holds numba's machine code of :func:`instance` (``kernels``, ``parallel``): a
     process that loads it compiles nothing.  Neither numba nor the instance is imported."""
-    name, key, *_ = _instance_name(kernels, parallel, False)
-    return _has_machine_code(cache_dir(), f"{name}_{_digest(key, TEMPLATE.read_text())}")
+    name, key, scalar, *_ = _instance_name(kernels, parallel, False)
+    algebra, algebra_key = _algebra_name(scalar.L, scalar.r)
+    return (_has_machine_code(cache_dir(), f"{name}_{_digest(key, TEMPLATE.read_text())}")
+            and _has_machine_code(cache_dir(), f"{algebra}_{_digest(algebra_key, ALGEBRA.read_text())}"))
 
 
 def _digest(key: str, text: str) -> str:
@@ -156,12 +183,12 @@ def _has_machine_code(folder: Path, name: str) -> bool:
     return any(folder.glob(f"{name}.*.nbi")) or any(folder.glob(f"__pycache__/{name}.*.nbi"))
 
 
-def import_template(template: Path, name: str, key: str, binding: Any, what: str) -> ModuleType:
+def import_template(template: Path, name: str, key: str, binding: Any, what: str | None) -> ModuleType:
     """The template module ``template`` instantiated with ``binding``, imported once per process (module doc).
 
     Its copy in the cache directory is named ``name`` + a hash of ``key`` (what else the compiled code
     depends on: the generated kernels' module, the compile options) and of the template's text; a
-    first-run notice names ``what`` is compiled when numba has no machine code for it yet.
+    first-run notice names ``what`` is compiled when numba has no machine code for it yet (none with ``what`` None).
     """
     text = template.read_text()
     name = f"{name}_{_digest(key, text)}"
@@ -177,7 +204,7 @@ def import_template(template: Path, name: str, key: str, binding: Any, what: str
     if current != text and not write_atomic(path, text):
         path = Path(tempfile.mkdtemp(prefix="attnphase-")) / f"{name}.py"
         path.write_text(text)
-    if not _has_machine_code(path.parent, name):
+    if what is not None and not _has_machine_code(path.parent, name):
         first_run_notice(f"compiling {what} with numba, once (~5-10 s); later runs load it from {path.parent}")
     # numba's cache reloads the instance by its module name, so it stays in sys.modules
     return import_path(modname, path, text, binding)

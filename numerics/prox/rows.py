@@ -3,17 +3,17 @@
     h_hat(w, T) = argmin_h  P(h) = sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T),   h in R^{L x r}
                                                        (docs/model.md sections 3 and 7; at r = 1, V_l^{-1} = 1 / V_l)
 
-This file is a template module, one file on purpose (about 500 lines, above the project's ~400): numba
-caches machine code per file, so each instance is a copy of this one text; splitting it would multiply
-the copies and their caches.  It is not imported by its own name, but instantiated once per
+This file is a template module.  It is not imported by its own name, but instantiated once per
 (L, r, kernels, parallel) by :func:`attnphase.numerics.prox.compiled.instance`, which imports a
 byte-identical copy of it (a file named after a hash of this text, of the generated kernels, of the
-step rules :mod:`attnphase.numerics.prox.newton_steps` and of the Cholesky of
-:mod:`attnphase.numerics.prox.shifted_cholesky`, in the kernel cache directory) and hands it a
+step rules :mod:`attnphase.numerics.prox.newton_steps`, of the Cholesky of
+:mod:`attnphase.numerics.prox.shifted_cholesky` and of the one-point algebra
+:mod:`attnphase.numerics.prox.row_algebra`, in the kernel cache directory) and hands it a
 :class:`~attnphase.numerics.prox.compiled.Binding` as ``__spec__.loader_state``: L, r, the compile option
-``parallel`` and the one-point generated kernels. Every function here is compiled with
-``numba.njit(cache=True)``; numba stores the machine code beside the copy (numba keys its cache by
-file, so each instance needs a file of its own).
+``parallel``, the one-point generated kernels and the instance of ``row_algebra`` at (L, r) (the softmax of
+one point, lambda_min, a Cholesky test, a solve: loops to the instance's constant n). Every function here
+is compiled with ``numba.njit(cache=True)``; numba stores the machine code beside the copy (numba keys its
+cache by file, so each instance needs a file of its own).
 
 One descent (:func:`newton_row`) and one driver (:func:`rows`) for every (L, r); a row's unknowns are h
 flattened to n = L r entries (entry (l, a) at l r + a).  What depends on the kernels is chosen once per
@@ -22,8 +22,8 @@ instance, at import:
 * the rank-1 kernels (:class:`~attnphase.theory.kernels.Kernels` and the whitened correlated-token
   :class:`~attnphase.theory.correlated_kernels.CorrelatedKernels`: V_l scalars, the generated P itself,
   ``prox_value_grad_hess`` / ``prox_value``, on the softmax S(h)[l, k] = softmax_k(h_l h_k) of
-  :func:`softmax`) -- the fast path of r = 1: the eigenvalue-shift direction rule with lambda_min and the
-  solve in closed form at L = 2 (:func:`eigen_shift_direction`, the one-point twin of
+  ``row_algebra.softmax``) -- the fast path of r = 1: the eigenvalue-shift direction rule with lambda_min and the
+  solve in closed form at L = 2 (``row_algebra.eigen_shift_direction``, the one-point twin of
   :func:`attnphase.numerics.prox.newton_steps.eigen_shift_direction`);
 * the rank-r kernels (:class:`~attnphase.theory.kernels.Kernels`: V_l^{-1} r x r matrices, the
   generated ``loss_grad_hess`` / ``loss`` on the softmax of the Gram matrix, plus the quadratic term of
@@ -31,9 +31,7 @@ instance, at import:
   :func:`attnphase.numerics.prox.shifted_cholesky.direction_row` (the one-row twin of
   :func:`attnphase.numerics.prox.newton_steps.cholesky_shift_direction`).
 
-Nothing here spells the loss out; the step constants are those of ``newton_steps``.  (About 500 lines: the
-one compiled algorithm with the small linear algebra of its rank-1 rule -- lambda_min, a Cholesky test, a
-solve -- whose loops run to the instance's constant n, which only code in this file can see.)  For the whitened
+Nothing here spells the loss out; the step constants are those of ``newton_steps``.  For the whitened
 correlated-token model the variables are v, the attention that of the generated fields h = B v, with the
 kernels' (C, B) argument in place of sigma^2 (:func:`attention`).
 """
@@ -46,7 +44,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from attnphase.numerics.prox.newton_steps import ARMIJO, FLAT_REL, PD_REL, SHIFT_REL, STALL_REL
+from attnphase.numerics.prox.newton_steps import ARMIJO, FLAT_REL, STALL_REL
 from attnphase.numerics.prox.shifted_cholesky import direction_row
 
 Array = np.ndarray
@@ -76,177 +74,11 @@ whitened: bool = "fields" in _binding.scalar.functions
 _fields = _callee(_binding.scalar.functions["fields"]) if whitened else None
 
 
-@jit
-def row_softmax(S: Array) -> None:
-    """S[l, k] <- softmax_k(S[l, k]) in place, max-shifted: for each row l the max m_l over k = 1..L in
-    order, exp(S_lk - m_l), their sum over k in order, the division (the order of the batched softmax of
-    the kernels).  Its loops run to the instance's constant L (unrolled; a loop to ``S.shape[0]`` made
-    the solver 20 % slower)."""
-    for l in range(L):
-        m = S[l, 0]
-        for k in range(1, L):
-            if S[l, k] > m:
-                m = S[l, k]
-        for k in range(L):
-            x = S[l, k] - m
-            # exp(0) = 1 exactly: the row's maximum (one of L entries) needs no exponential
-            S[l, k] = 1.0 if x == 0.0 else np.exp(x)
-        tot = S[l, 0]
-        for k in range(1, L):
-            tot += S[l, k]
-        for k in range(L):
-            S[l, k] /= tot
-
-
-@jit
-def softmax(h: Array, S: Array) -> None:
-    """S(h)[l, k] = softmax_k(h_l h_k) of one point h (L,) (r = 1), into S: the one-point twin of the batched
-    softmax of the kernels (:meth:`attnphase.theory.kernels.Kernels.attention`)."""
-    for l in range(L):
-        for k in range(L):
-            S[l, k] = h[l] * h[k]
-    row_softmax(S)
-
-
-@jit
-def gram_softmax(h: Array, S: Array) -> None:
-    """S(h)[l, k] = softmax_k(h_l . h_k) of one point h (L, r), into S (L, L): the one-point twin of
-    :func:`attnphase.theory.softmax.attention` (h_l . h_k summed over b = 1..r in order, for k >= l
-    and mirrored)."""
-    for l in range(L):
-        for k in range(l, L):
-            acc = h[l, 0] * h[k, 0]
-            for b in range(1, r):
-                acc = acc + h[l, b] * h[k, b]
-            S[l, k] = acc
-            S[k, l] = acc
-    row_softmax(S)
-
-
-@jit
-def min_eig(H: Array, M: Array) -> float:
-    """lambda_min(H) of the symmetric n x n matrix H (closed form for n = 2; else Jacobi rotations in M)."""
-    if n == 2:
-        a, b, c = H[0, 0], H[0, 1], H[1, 1]
-        return 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
-    # cyclic Jacobi rotations (Golub & Van Loan 8.5) on a copy: accurate to rounding, no LAPACK
-    for i in range(n):
-        for j in range(n):
-            M[i, j] = H[i, j]
-    for _ in range(50):
-        off = 0.0
-        dia = 0.0
-        for p in range(n):
-            dia += M[p, p] * M[p, p]
-            for q in range(p + 1, n):
-                off += M[p, q] * M[p, q]
-        if off <= 1e-36 * dia:  # off-diagonal below 1e-18 of the diagonal: eigenvalues at rounding
-            break
-        for p in range(n):
-            for q in range(p + 1, n):
-                if M[p, q] == 0.0:
-                    continue
-                tau = (M[q, q] - M[p, p]) / (2.0 * M[p, q])
-                t = (1.0 if tau >= 0 else -1.0) / (abs(tau) + np.sqrt(1.0 + tau * tau))
-                c = 1.0 / np.sqrt(1.0 + t * t)
-                sn = t * c
-                for k in range(n):
-                    mkp, mkq = M[k, p], M[k, q]
-                    M[k, p] = c * mkp - sn * mkq
-                    M[k, q] = sn * mkp + c * mkq
-                for k in range(n):
-                    mpk, mqk = M[p, k], M[q, k]
-                    M[p, k] = c * mpk - sn * mqk
-                    M[q, k] = sn * mpk + c * mqk
-    lam = M[0, 0]
-    for k in range(1, n):
-        if M[k, k] < lam:
-            lam = M[k, k]
-    return lam
-
-
-@jit
-def shifted_cholesky_ok(H: Array, tau: float, M: Array) -> bool:
-    """Whether H - tau I is positive definite: its Cholesky factorisation (in M) has positive pivots."""
-    for i in range(n):
-        for j in range(i + 1):
-            acc = H[i, j] - tau if i == j else H[i, j]
-            for k in range(j):
-                acc -= M[i, k] * M[j, k]
-            if i == j:
-                if not acc > 0.0:
-                    return False
-                M[i, i] = np.sqrt(acc)
-            else:
-                M[i, j] = acc / M[j, j]
-    return True
-
-
-@jit
-def solve(M: Array, g: Array, x: Array) -> None:
-    """x = M^{-1} g (closed form for n = 2; else Gaussian elimination with partial pivoting, M overwritten)."""
-    if n == 2:
-        a, b, c = M[0, 0], M[0, 1], M[1, 1]
-        det = a * c - b * b
-        x[0] = (c * g[0] - b * g[1]) / det
-        x[1] = (a * g[1] - b * g[0]) / det
-        return
-    for k in range(n):
-        x[k] = g[k]
-    for k in range(n):
-        piv = k
-        for i in range(k + 1, n):
-            if abs(M[i, k]) > abs(M[piv, k]):
-                piv = i
-        if piv != k:
-            for j in range(n):
-                M[k, j], M[piv, j] = M[piv, j], M[k, j]
-            x[k], x[piv] = x[piv], x[k]
-        for i in range(k + 1, n):
-            f = M[i, k] / M[k, k]
-            for j in range(k, n):
-                M[i, j] -= f * M[k, j]
-            x[i] -= f * x[k]
-    for k in range(n - 1, -1, -1):
-        acc = x[k]
-        for j in range(k + 1, n):
-            acc -= M[k, j] * x[j]
-        x[k] = acc / M[k, k]
-
-
-@jit
-def unpack(out: Any, g: Array, H: Array) -> float:
-    """The generated (value, gradient, upper triangle of the Hessian row by row) into g (n,) and H (n, n); returns the value."""
-    for j in range(n):
-        g[j] = out[1 + j]
-    k = 1 + n
-    for i in range(n):
-        for j in range(i, n):
-            H[i, j] = out[k]
-            H[j, i] = out[k]
-            k += 1
-    return out[0]
-
-
-@jit
-def eigen_shift_direction(H: Array, g: Array, diag_scale: float, M: Array, y: Array, d: Array) -> bool:
-    """The rank-1 rule: d = -(H + mu I)^{-1} g, mu = 0 where lambda_min(H) > PD_REL diag_scale (returns
-    that), else -lambda_min(H) + SHIFT_REL diag_scale; diag_scale = 1 / V_min.  ``y`` unused."""
-    if n == 2:
-        lam_min = min_eig(H, M)
-        pd = lam_min > PD_REL * diag_scale
-    else:  # lambda_min(H) > tau  <=>  H - tau I has a Cholesky factor (to rounding); the
-        # eigenvalue itself (Jacobi, ~10x dearer) is needed only when it does not
-        pd = shifted_cholesky_ok(H, PD_REL * diag_scale, M)
-        lam_min = 0.0 if pd else min_eig(H, M)
-    mu = 0.0 if pd else -lam_min + SHIFT_REL * diag_scale
-    for i in range(n):
-        for j in range(n):
-            M[i, j] = H[i, j] + mu if i == j else H[i, j]
-    solve(M, g, d)
-    for k in range(n):
-        d[k] = -d[k]
-    return pd
+#: The one-point algebra of this (L, r) (the template :mod:`attnphase.numerics.prox.row_algebra`).
+softmax = _binding.algebra.softmax
+gram_softmax = _binding.algebra.gram_softmax
+unpack = _binding.algebra.unpack
+eigen_shift_direction = _binding.algebra.eigen_shift_direction
 
 
 if fields_form:

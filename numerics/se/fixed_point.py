@@ -28,7 +28,7 @@ point is an exact evaluation and every column is polished from *its* minima (the
 :meth:`FixedPointMap.polishing`): the same basins on both sides of each difference, i.e. the Jacobian of
 the exact map away from the rule's basin switches.
 
-A Jacobian is carried from one solve to the next (:class:`CarriedJacobian`): stored with its basis B0 and
+A Jacobian is carried from one solve to the next (:func:`moved_jacobian`): stored with its basis B0 and
 scaling D0 at x0, it is moved to the basis B1, D1 of the new solve's x1 as
 
     J1 = B1^T diag(D1 / D0) B0 J0 B0^T B1,
@@ -119,22 +119,16 @@ class FixedPointResult:
         return self.evaluation.residual if self.evaluation is not None else float("nan")
 
 
-@dataclass(frozen=True, eq=False)
-class CarriedJacobian:
-    """J0 (k x k) of G on the orthonormal basis B0 (n x k) at x0 (n,) (D0 = 1 / max(1, |x0|))."""
-
-    J: np.ndarray
-    B: np.ndarray
-    x: np.ndarray
-
-    def moved_to(self, B1: np.ndarray, x1: np.ndarray) -> np.ndarray | None:
-        """J1 on basis B1 at x1 (module doc), or None where the dimensions differ."""
-        if B1.shape[0] != self.B.shape[0]:
-            return None
-        ratio = np.maximum(1.0, np.abs(self.x)) / np.maximum(1.0, np.abs(x1))  # D1 / D0
-        off = B1 - self.B @ (self.B.T @ B1)  # the part of the new basis the old one lacks: F' = 0 assumed there
-        carried = B1.T @ (ratio[:, None] * (self.B @ self.J @ (self.B.T @ B1)))
-        return carried - B1.T @ (off / np.maximum(1.0, np.abs(x1))[:, None])
+def moved_jacobian(J0: np.ndarray, B0: np.ndarray, x0: np.ndarray, B1: np.ndarray, x1: np.ndarray) -> np.ndarray | None:
+    """J1 = B1^T diag(D1 / D0) B0 J0 B0^T B1 - B1^T D1 (I - B0 B0^T) B1 (module doc): the Jacobian J0 (k x k) of G on
+    the orthonormal basis B0 (n x k) at x0 (n,) moved to the basis B1 at x1 (D = 1 / max(1, |x|)); None where the
+    dimensions differ."""
+    if B1.shape[0] != B0.shape[0]:
+        return None
+    ratio = np.maximum(1.0, np.abs(x0)) / np.maximum(1.0, np.abs(x1))  # D1 / D0
+    off = B1 - B0 @ (B0.T @ B1)  # the part of the new basis the old one lacks: F' = 0 assumed there
+    carried = B1.T @ (ratio[:, None] * (B0 @ J0 @ (B0.T @ B1)))
+    return carried - B1.T @ (off / np.maximum(1.0, np.abs(x1))[:, None])
 
 
 class FixedPointMap(Protocol):

@@ -16,7 +16,7 @@ import numpy as np
 
 from attnphase.numerics.prox.global_prox import Candidates
 from attnphase.numerics.quadrature.rules import QuadratureRule, make_rule
-from attnphase.numerics.se.fixed_point import CarriedJacobian
+from attnphase.numerics.se.fixed_point import moved_jacobian
 from attnphase.numerics.se.observables import Observables, eps_lin, observables
 from attnphase.numerics.se.gauge import canonical, direction_labels, invariants
 from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps, branch_label
@@ -75,11 +75,11 @@ class SolverMemory:
     at: np.ndarray | None = None
 
     def moved_to(self, B1: np.ndarray, x1: np.ndarray) -> np.ndarray | None:
-        """The Jacobian on the basis B1 at x1 (:meth:`CarriedJacobian.moved_to
-        <attnphase.numerics.se.fixed_point.CarriedJacobian.moved_to>`), or None without a basis."""
+        """The Jacobian on the basis B1 at x1 (:func:`~attnphase.numerics.se.fixed_point.moved_jacobian`), or None
+        without a basis."""
         if self.jacobian is None or self.basis is None:
             return None
-        return CarriedJacobian(self.jacobian, self.basis, self.at).moved_to(B1, x1)
+        return moved_jacobian(self.jacobian, self.basis, self.at, B1, x1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -197,8 +197,7 @@ def fixed_point_from(smap: Any, result: Any, ov0: Overlaps, requested: str) -> F
     if matrix:
         extra = {"e_t_direct": 0.5 * params.lam * float(np.trace(ov.q0)) + step.alpha * step.moments.E_loss,
                  "gauge_angle": step.angle}
-        kept = smap.jacobian_now()
-        memory = None if kept is None else SolverMemory(smap.rule, kept.J, basis=kept.B, at=kept.x)
+        memory = smap.jacobian_now()
     else:
         if cfg.e_t_quadrature is not None and result.converged:
             fine = refined_training_objective(params, step.alpha, ov, step.hat,

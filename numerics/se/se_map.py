@@ -37,9 +37,10 @@ import numpy as np
 
 from attnphase.numerics.se.channel import ChannelMoments, channel_moments, teacher_target
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se.fixed_point import CarriedJacobian, Evaluation, scaled_residual
+from attnphase.numerics.se.fixed_point import Evaluation, scaled_residual
 from attnphase.numerics.se.gauge import align_gauge, invariant_basis, transversal_basis
 from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
+from attnphase.numerics.se.results import SolverMemory
 from attnphase.numerics.se.starts import MATRIX_BRANCHES, teacher_rank
 from attnphase.numerics.se.updates import update, update_hat
 from attnphase.numerics.quadrature.rules import (
@@ -182,10 +183,9 @@ class SEMap:
     every rank (module doc).
 
     ``rule``: :func:`model_rule`'s (or one block of it).  ``memory``: what a nearby solve on the same rule left
-    -- at r = r* = 1 a :class:`~attnphase.numerics.se.results.SolverMemory` (it seeds the proximal candidates
-    and the quasi-Newton Jacobian), in the matrix form a
-    :class:`~attnphase.numerics.se.fixed_point.CarriedJacobian` (used once); it changes the path to the fixed
-    point, never a verified result.  ``branch`` (matrix form, :data:`MATRIX_BRANCHES`): the subspace the hats are
+    -- a :class:`~attnphase.numerics.se.results.SolverMemory`: at r = r* = 1 it seeds the proximal candidates
+    and the quasi-Newton Jacobian, in the matrix form its Jacobian with its basis, moved to this solve's (used
+    once); it changes the path to the fixed point, never a verified result.  ``branch`` (matrix form, :data:`MATRIX_BRANCHES`): the subspace the hats are
     kept on; ``pattern`` (matrix form): iterate F projected on these coordinates
     (:func:`~attnphase.numerics.se.gauge.reflection_pattern`).  Holds no state beyond one solve.
     """
@@ -208,8 +208,8 @@ class SEMap:
             if branch not in MATRIX_BRANCHES:
                 raise ValueError(f"branch must be one of {MATRIX_BRANCHES}, got {branch!r}")
             self.kernels = get_kernels(self.L, self.r, channel=params.channel)
-            self.seed: Any = memory  # a CarriedJacobian from another solve, used once
-            self.kept: CarriedJacobian | None = None  # the last quasi-Newton Jacobian, with its basis
+            self.seed: SolverMemory | None = memory  # another solve's Jacobian with its basis, used once
+            self.kept: SolverMemory | None = None  # the last quasi-Newton Jacobian, with its basis
             self._basis: tuple[np.ndarray, np.ndarray] | None = None  # (x, B) of the last :meth:`subspace`
             return
         self.kernels = model_kernels(params)
@@ -346,11 +346,12 @@ class SEMap:
         if not self.is_matrix:
             self.jacobian = (self.key, J)
         elif self._basis is not None and J.shape[0] == self._basis[1].shape[1]:
-            self.kept = CarriedJacobian(np.array(J, copy=True), self._basis[1], self._basis[0])
+            self.kept = SolverMemory(self.rule, np.array(J, copy=True), basis=self._basis[1], at=self._basis[0])
 
     def jacobian_now(self) -> Any:
         """The last quasi-Newton Jacobian, for a nearby solve: at r = r* = 1 the matrix if it belongs to the
-        current symmetry group, in the matrix form the :class:`CarriedJacobian` with its basis."""
+        current symmetry group, in the matrix form the :class:`~attnphase.numerics.se.results.SolverMemory` of the
+        Jacobian with its basis."""
         if self.is_matrix:
             return self.kept
         return self.jacobian[1] if self.jacobian is not None and self.jacobian[0] == self.key else None

@@ -24,7 +24,7 @@ from dataclasses import replace
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.phase.stability import m_stability_at, theta_stability_at
+from attnphase.numerics.se.stability import m_stability_at, theta_stability_at
 from attnphase.numerics.se.fixed_point import FD_STEP, Evaluation
 from attnphase.numerics.se.overlaps import Overlaps, on_branch_subspace
 from attnphase.numerics.se.starts import initial_overlaps
@@ -180,7 +180,7 @@ def judge_agnostic_image(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule
     against the agnostic point x_a (m = 0, th0 = 0) it sits next to.
 
     The eigenvalue e of the SE map at x_a in the order parameter's direction (mu in m for positional, lambda in
-    theta for semantic: :mod:`attnphase.numerics.phase.stability`, docs/model.md section 6) decides whether a
+    theta for semantic: :mod:`attnphase.numerics.se.stability`, docs/model.md section 6) decides whether a
     branch can leave x_a: a branch bifurcates from it where e = 1, and a point of a branch born at e = 1 has
     (1 - e) ~ (|o| / o_0)^2 near its birth, o_0 the scale of the branch's order parameter (the cold start's,
     :func:`initial_overlaps`).  So where x_a converges (warm from the point's projection on the symmetric

@@ -218,7 +218,7 @@ def semantic_from_above(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule)
 
     Near the semantic branch's end theta(alpha) is small and the SE map's eigenvalue in theta at the
     agnostic point close to 1; on a finite rule the map's jumps hide that eigenvalue's excess over 1
-    (:mod:`attnphase.numerics.phase.stability`), and from the cold start (theta = 0.8 rho0) the iterates
+    (:mod:`attnphase.numerics.se.stability`), and from the cold start (theta = 0.8 rho0) the iterates
     overshoot the branch and fall to theta = 0 (omega = 0, sobol10:4: at alpha = 0.58 they stall at
     theta = 0.02 and are finished on the agnostic point, at 0.56 they stall, at 0.54 they converge to
     it, while the branch, reached from above, exists down to its bifurcation at 0.51).  So the branch

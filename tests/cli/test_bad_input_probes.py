@@ -632,7 +632,7 @@ def test_se_jacobian_is_finite_next_to_the_domain_edge():
 
     from attnphase.numerics.config import SolverConfig
     from attnphase.numerics.se.overlaps import Overlaps
-    from attnphase.numerics.phase.stability import se_jacobian, stability_eigenvalue
+    from attnphase.numerics.se.stability import se_jacobian, stability_eigenvalue
     from attnphase.theory import ModelParams
 
     params, cfg = ModelParams(omega=0.2, lam=0.1), SolverConfig(quadrature="sobol6")

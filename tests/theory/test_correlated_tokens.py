@@ -186,7 +186,7 @@ def test_branch_end_eigenvalues_of_the_whitened_model_are_the_independent_ones()
     """lambda (theta direction) and mu (m direction) at the agnostic point: the v-model's (sigma = 1, Ptilde,
     loss_C(B v)) equal today's for C = diag(sigma^2) -- their derivation uses only the fields' Gaussian law."""
     from attnphase.numerics.quadrature.rules import make_rule
-    from attnphase.numerics.phase.stability import m_stability_at, theta_stability_at
+    from attnphase.numerics.se.stability import m_stability_at, theta_stability_at
 
     p = ModelParams(sigma=0.5)
     cfg = SolverConfig(backend="numpy", quadrature="sobol10", e_t_quadrature=None)

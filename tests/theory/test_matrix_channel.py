@@ -1,6 +1,6 @@
 """The theory in matrix overlaps (docs/model.md section 7): reduction to r = 1, the matrix-form kernels, prior, hats.
 
-Checks of validation/derivation_checks/matrix_se_checks.py at small sizes; each tolerance is round-off or derived from the
+Checks of tests/theory/matrix_se_checks.py at small sizes; each tolerance is round-off or derived from the
 method's error (Student-t over independent rules, Gaussian sampling error of a finite-d solve).
 """
 
@@ -15,7 +15,7 @@ from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
 from attnphase.theory.priors import RidgePrior
 from attnphase.theory.softmax import target
-from attnphase.validation.derivation_checks import matrix_se_checks as rc
+import matrix_se_checks as rc
 
 U = 2.0**-53
 

@@ -355,13 +355,14 @@ def test_a_rank_one_row_is_also_compared_with_the_aligned_prox_fixed_point(capsy
     import json
 
     from attnphase.cli import main
-    from attnphase.validation.basin_theory import AlignedJob, aligned_config, aligned_job, has_aligned_theory
+    from attnphase.validation.basin_theory import aligned_config, aligned_job, has_aligned_theory
+    from attnphase.validation.rule_retry import SolveJob
     from attnphase.validation.general_report import aligned_table_lines, table_lines
 
     case = GENERAL_CASES[2]
     assert has_aligned_theory(case.params) and has_aligned_theory(GENERAL_CASES[0].params)
     assert not has_aligned_theory(GENERAL_CASES[3].params)
-    pt = aligned_job(AlignedJob(case.params, 0.75, "positional", aligned_config().replace(quadrature="sobol9")))
+    pt = aligned_job(SolveJob(case.params, 0.75, "positional", aligned_config().replace(quadrature="sobol9")))
     assert main(["solve", "--A", "0.3,0.7;0.8,0.2", "--omega", "0.14", "--alpha", "0.75", "--branch", "positional",
                  "--prox", "aligned", "--quadrature", "sobol9", "--error-estimate", "0", "--json"]) == 0
     direct = json.loads(capsys.readouterr().out)
@@ -387,7 +388,8 @@ def test_a_rank_point_below_the_floor_is_not_its_branch_and_a_failed_solve_is_tr
     import attnphase.numerics.se.state_evolution as se
     from attnphase.numerics.se.observables import Observables
     from attnphase.numerics.se.results import SolverStatus
-    from attnphase.validation.invariant_points import PointJob, point_config, invariant_point, point_job
+    from attnphase.validation.invariant_points import point_config, invariant_point, point_job
+    from attnphase.validation.rule_retry import SolveJob
 
     class FP:
         alpha, observables = 0.5, Observables(3e-3, 1e-3, 2e-3)
@@ -410,6 +412,6 @@ def test_a_rank_point_below_the_floor_is_not_its_branch_and_a_failed_solve_is_tr
         return FP(0.3, converged=len(calls) > 1, quadrature=config.quadrature)
 
     monkeypatch.setattr(se, "solve", fake)
-    out = point_job(PointJob(GENERAL_CASES[3].params, 0.5, "semantic", point_config("sobol9")))
+    out = point_job(SolveJob(GENERAL_CASES[3].params, 0.5, "semantic", point_config("sobol9")))
     assert len(calls) == 2 and calls[0] != calls[1] and out["exists"] and out["quadrature"] == calls[1]
     assert out["tries"] == [f"{calls[0]}: not converged (residual 1.0e-12)"]

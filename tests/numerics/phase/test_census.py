@@ -1,5 +1,5 @@
 """The census at every rank: every fixed point at one (alpha, omega), deduplicated on the gauge orbit, labelled,
-tested for stability and ranked by e_t with error bars (numerics/phase/census.py, numerics/phase/stability.py,
+tested for stability and ranked by e_t with error bars (numerics/phase/census.py, numerics/se/stability.py,
 ``attnphase census``), its JSON object and its files.
 
 At r = r* = 1 the census runs once, through the command, on a small rule (sobol10, error bars from 2 rules; ~7 s):
@@ -156,7 +156,7 @@ def test_agnostic_point_above_the_semantic_end_is_unstable_and_the_semantic_poin
     from it at ~0.71): its Jacobian's theta row and column decouple (th0 -> -th0 is a symmetry at th0 = 0),
     the theta entry exceeds 1, and the leading eigenvalue is at least the likelihood-ratio lambda."""
     from attnphase.numerics.se.se_map import model_rule
-    from attnphase.numerics.phase.stability import se_jacobian, stability_eigenvalue, theta_stability_at
+    from attnphase.numerics.se.stability import se_jacobian, stability_eigenvalue, theta_stability_at
 
     p, cfg = ModelParams(omega=0.3), SolverConfig(quadrature="sobol10")
     ag = solve(p, 2.0, "agnostic", config=cfg, init=Overlaps(q0=0.4, V0=90.0, m=np.zeros(2), th0=0.0))

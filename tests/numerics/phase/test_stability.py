@@ -1,4 +1,4 @@
-"""Stability of theta = 0 (theory/stability.py, numerics/phase/stability.py): where the semantic branch is born.
+"""Stability of theta = 0 (theory/stability.py, numerics/se/stability.py): where the semantic branch is born.
 
 lambda = d th0_new / d th0 at th0 = 0 comes from a likelihood-ratio derivative of the channel
 averages (no derivative of the jumping proximal map).  Checked here: the sympy score of a
@@ -15,7 +15,7 @@ import pytest
 from attnphase.numerics import SolverConfig, solve
 from attnphase.numerics.quadrature.rules import gauss_hermite_rule, make_rule
 from attnphase.numerics.phase.bifurcation import semantic_bifurcation
-from attnphase.numerics.phase.stability import theta_stability_at
+from attnphase.numerics.se.stability import theta_stability_at
 from attnphase.theory.channel import channel_fields
 from attnphase.theory.params import ModelParams
 from attnphase.theory.stability import covariance_score_expr, theta_stability, theta_stability_expr
@@ -248,7 +248,7 @@ def test_mu_is_the_leading_eigenvalue_on_the_range_of_P() -> None:
     """J = c P G maps into range(P): with the default Gram (null direction m_1 + m_2) J has an exact 0 eigenvalue
     that is no m direction; mu is the leading eigenvalue on range(P), negative where the positional one is
     (it was reported as 0, and the bifurcation secant saw a flat mu: fast tier, omega = 0.1)."""
-    from attnphase.numerics.phase.stability import leading_on_range
+    from attnphase.numerics.se.stability import leading_on_range
 
     P = np.array([[1.0, -1.0], [-1.0, 1.0]])
     G = np.array([[-0.7, 0.2], [0.1, -0.4]])
@@ -265,7 +265,7 @@ def test_mu_is_the_leading_eigenvalue_on_the_range_of_P() -> None:
 def test_the_matrix_forms_leading_eigenvalue_is_taken_transverse_to_the_gauge_orbit() -> None:
     """The SE map commutes with the gauge, so its Jacobian maps the orbit's tangents to themselves (eigenvalue 1);
     the stability eigenvalue is the leading one on the complement: here 0.5, beside the tangent's 1."""
-    from attnphase.numerics.phase.stability import transverse_leading_eigenvalue
+    from attnphase.numerics.se.stability import transverse_leading_eigenvalue
     from attnphase.numerics.se.gauge import gauge_tangents
     from attnphase.numerics.se.overlaps import Overlaps
 

@@ -73,7 +73,7 @@ def test_the_reason_a_solve_prints_carries_the_evidence():
 
 def test_the_judged_eigenvalue_is_kept_and_the_absence_evidence_reads_it(monkeypatch):
     from attnphase.numerics.phase import absence
-    from attnphase.numerics.phase.stability import m_stability_at
+    from attnphase.numerics.se.stability import m_stability_at
     from attnphase.numerics.se.overlaps import on_branch_subspace
     from attnphase.numerics.se.stalls import AGNOSTIC_EIGENVALUE
 

@@ -1,8 +1,8 @@
 """Derivation checks of the state evolution in matrix overlaps (a rank-r student, a rank-r* teacher: docs/model.md
 section 7), as numbers.
 
-Each function returns plain numbers (what is compared, the error, the tolerance it is judged by)
-so that the tests (tests/theory/test_matrix_channel.py) and any report state the same checks:
+The helpers of tests/theory/test_matrix_channel.py (not a test module): each function returns plain numbers (what is
+compared, the error, the tolerance it is judged by), which the tests assert on:
 
 1. :func:`reduction_to_rank1` -- at r = r* = 1 the matrix formulas (theory/matrix_channel.py, the hats of
    theory/hats.py and the ridge prior of theory/priors/ridge.py on 1 x 1 matrices) against the rank-1 ones derived in sympy (theory/channel.py,
@@ -31,7 +31,7 @@ from attnphase.theory.hats import hat_overlaps
 from attnphase.theory.params import ModelParams
 from attnphase.theory.priors import RidgePrior
 
-from .common import _t_quantile
+from attnphase.validation.derivation_checks.common import _t_quantile
 
 
 def reduction_to_rank1(params: ModelParams, seed: int = 0, n: int = 64) -> dict[str, float]:

@@ -25,14 +25,18 @@ from typing import Callable
 
 import numpy as np
 
-from attnphase.numerics.se.channel import prox_with_minima
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se.fixed_point import MAX_FD_HALVINGS
-from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.prox.global_prox import Candidates
-from attnphase.numerics.quadrature.rules import QuadratureRule
+from attnphase.numerics.quadrature.rules import QuadratureRule, matrix_rule
+from attnphase.numerics.se.channel import channel_moments, prox_with_minima
+from attnphase.numerics.se.fixed_point import MAX_FD_HALVINGS
+from attnphase.numerics.se.gauge import gauge_tangents
+from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.se_map import admissible, model_rule, se_step
+from attnphase.numerics.se.starts import teacher_rank
+from attnphase.numerics.se.updates import update, update_hat
 from attnphase.theory.correlated_kernels import model_kernels
+from attnphase.theory.kernels import get_kernels
 from attnphase.theory.params import ModelParams
 from attnphase.theory.stability import m_stability, theta_stability
 
@@ -172,13 +176,6 @@ def matrix_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: Sol
     ``config.quadrature``: the base state with a full proximal search, every difference polished from its minima --
     the same basins on both sides of each quotient, as the quasi-Newton's consistent differences take them (numerics/se/fixed_point.py): the
     Jacobian of the map away from the rule's basin switches, with no jump inside a quotient."""
-    from attnphase.numerics.quadrature.rules import matrix_rule
-    from attnphase.numerics.se.channel import channel_moments
-    from attnphase.numerics.se.se_map import admissible as admissible_matrix
-    from attnphase.numerics.se.starts import teacher_rank
-    from attnphase.numerics.se.updates import update, update_hat
-    from attnphase.theory.kernels import get_kernels
-
     cfg = config or SolverConfig()
     L, r, rs = params.L, params.r, teacher_rank(params)
     rule = matrix_rule(L, r, rs, cfg.quadrature)
@@ -197,7 +194,7 @@ def matrix_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: Sol
     k = params.r * (params.r + 1) // 2
     scale = np.full(x0.size, 0.1)
     scale[k:2 * k] = 1.0  # V0
-    return central_differences(F, x0, scale, lambda x: admissible_matrix(unpack(x), params.rho0), step)
+    return central_differences(F, x0, scale, lambda x: admissible(unpack(x), params.rho0), step)
 
 
 def transverse_leading_eigenvalue(J: np.ndarray, ov: Overlaps) -> float:
@@ -205,8 +202,6 @@ def transverse_leading_eigenvalue(J: np.ndarray, ov: Overlaps) -> float:
     gauge (numerics/se/gauge.py), so J T = T on the orbit's tangents T: an eigenvalue 1 that only says the fixed
     points form an orbit.  With U an orthonormal basis of span(T) and C of its complement, J is block triangular in
     (U, C) and its other eigenvalues are those of C^T J C."""
-    from attnphase.numerics.se.gauge import gauge_tangents
-
     T = gauge_tangents(ov)
     C = np.eye(J.shape[0])
     if T.shape[1]:
