@@ -42,7 +42,10 @@ def _stop_at_top_level(kind: type, value: BaseException, tb: object) -> None:
     interrupts.stop_at_top_level(kind, value, tb)
 
 
-if _is_the_command():
+#: Whether this process is the ``attnphase`` command (decided once, as it starts), not a library import.
+THE_COMMAND = _is_the_command()
+
+if THE_COMMAND:
     _sys.excepthook = _stop_at_top_level  # first: a Ctrl-C while the next line loads is the stop
     from attnphase import interrupts as _interrupts
 

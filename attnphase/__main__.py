@@ -39,17 +39,19 @@ if _COMMAND:
 
 
 def run() -> int:
-    """Import the command and run it (:func:`attnphase.cli.main`); returns its exit code."""
+    """Import the command and run it (:func:`attnphase.cli.main`); returns its exit code, kept through the
+    interpreter's shut-down where the run was stopped (:func:`attnphase.interrupts.exit_code_kept`)."""
     try:
         with interrupts.handling_termination():
             from attnphase.cli import main
 
-            return main()
+            code = main()
     except BaseException as exc:
         stop = interrupts.as_stop(exc)
         if stop is None:
             raise
-        return interrupts.stopped(stop)
+        code = interrupts.stopped(stop)
+    return interrupts.exit_code_kept(code)
 
 
 if __name__ == "__main__":

@@ -49,9 +49,38 @@ def stopped(exc: BaseException) -> int:
     """The one line and the exit code of a run stopped by Ctrl-C (130) or a termination signal (128 + N)."""
     if isinstance(exc, Terminated):
         print(f"attnphase: terminated ({exc.name})", file=sys.stderr)
+        _STOPPED.append(exc.exit_code)
         return exc.exit_code
     print("attnphase: interrupted", file=sys.stderr)
+    _STOPPED.append(130)
     return 130
+
+
+#: The exit codes of the stops this process has reported (:func:`stopped`).
+_STOPPED: list[int] = []
+
+
+def exit_code_kept(code: int) -> int:
+    """``code``; where the command's run was stopped (in the command's own process only,
+    :data:`attnphase.THE_COMMAND`), the process ends here with it: SIGINT, SIGTERM and SIGHUP ignored from now on,
+    the ``atexit`` functions run, the streams flushed, then ``os._exit(code)``.  Left to the interpreter's own exit,
+    a stop could still end as death by SIGINT (-2): CPython kills itself with SIGINT at exit when a Ctrl-C went
+    unhandled in code a C library ran through ``PyRun_*`` while the command's modules loaded, even where that
+    library turned it into the error the command then stopped on; and a signal sent again (:func:`_redeliver`) or a
+    second Ctrl-C could land while the interpreter restores the default actions."""
+    import attnphase
+
+    if not (_STOPPED and attnphase.THE_COMMAND and _in_main_thread()):  # never in a process that imported the library
+        return code
+    import atexit
+    import os
+
+    for s in (signal.SIGINT, *TERMINATING):
+        signal.signal(s, signal.SIG_IGN)
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 #: The signals that arrived while this module's handlers held, first first.
@@ -146,7 +175,7 @@ def _redeliver(unraisable: object) -> None:
 
         def send() -> None:  # from a thread, once this hook has returned (a handler run inside it is dropped too)
             time.sleep(0.01)
-            os.kill(os.getpid(), signum)
+            os.kill(os.getpid(), signum)  # after a reported stop it is ignored (exit_code_kept)
 
         threading.Thread(target=send, daemon=True, name="attnphase-redeliver").start()
         return

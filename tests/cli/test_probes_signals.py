@@ -165,3 +165,24 @@ def test_ctrl_c_once_the_interpreter_has_started_is_the_stop(tmp_path):
             assert err.strip().splitlines()[-1] == "attnphase: interrupted" and out == "", (delay, err)
             checked += 1
     assert checked >= 2 or start_up > 0.2, start_up  # a machine so loaded that its start-up takes 0.2 s checks less
+
+
+def test_a_signal_during_shut_down_after_a_stop_keeps_the_exit_code():
+    """A stop reported (``stopped``), then a Ctrl-C and a SIGTERM while the process shuts down (its ``atexit``
+    functions), as ``_redeliver`` sends one again when a C library both dropped it and turned it into an error the
+    command stopped on: the exit code stays 130 with the one line, never death by SIGINT (-2) or a traceback.  The
+    other way to -2 (CPython's own exit after a Ctrl-C a C library ran code under) is the test above's delays."""
+    code = ("import os, signal, sys, time\n"
+            "import attnphase\n"
+            "from attnphase import interrupts\n"
+            "attnphase.THE_COMMAND = True  # as in the command's own process\n"
+            "interrupts.handle_from_start()\n"
+            "import atexit\n"
+            "def late():  # a Ctrl-C and a SIGTERM while the process shuts down\n"
+            "    os.kill(os.getpid(), signal.SIGINT); os.kill(os.getpid(), signal.SIGTERM); time.sleep(0.05)\n"
+            "atexit.register(late)\n"
+            "sys.exit(interrupts.exit_code_kept(interrupts.stopped(KeyboardInterrupt())))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.returncode == 130 and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr)
+    assert proc.stderr == "attnphase: interrupted\n"
