@@ -42,11 +42,9 @@ def _stop_at_top_level(kind: type, value: BaseException, tb: object) -> None:
     interrupts.stop_at_top_level(kind, value, tb)
 
 
-#: Whether this process is the ``attnphase`` command (decided once, as it starts), not a library import.
-THE_COMMAND = _is_the_command()
-
-if THE_COMMAND:
+if _is_the_command():
     _sys.excepthook = _stop_at_top_level  # first: a Ctrl-C while the next line loads is the stop
     from attnphase import interrupts as _interrupts
 
+    _interrupts.THE_COMMAND = True
     _interrupts.handle_from_start()

@@ -56,21 +56,23 @@ def stopped(exc: BaseException) -> int:
     return 130
 
 
+#: Whether this process is the ``attnphase`` command: set by the package as the command starts (:mod:`attnphase`),
+#: never by a library import.
+THE_COMMAND = False
+
 #: The exit codes of the stops this process has reported (:func:`stopped`).
 _STOPPED: list[int] = []
 
 
 def exit_code_kept(code: int) -> int:
     """``code``; where the command's run was stopped (in the command's own process only,
-    :data:`attnphase.THE_COMMAND`), the process ends here with it: SIGINT, SIGTERM and SIGHUP ignored from now on,
+    :data:`THE_COMMAND`), the process ends here with it: SIGINT, SIGTERM and SIGHUP ignored from now on,
     the ``atexit`` functions run, the streams flushed, then ``os._exit(code)``.  Left to the interpreter's own exit,
     a stop could still end as death by SIGINT (-2): CPython kills itself with SIGINT at exit when a Ctrl-C went
     unhandled in code a C library ran through ``PyRun_*`` while the command's modules loaded, even where that
     library turned it into the error the command then stopped on; and a signal sent again (:func:`_redeliver`) or a
     second Ctrl-C could land while the interpreter restores the default actions."""
-    import attnphase
-
-    if not (_STOPPED and attnphase.THE_COMMAND and _in_main_thread()):  # never in a process that imported the library
+    if not (_STOPPED and THE_COMMAND and _in_main_thread()):  # never in a process that imported the library
         return code
     import atexit
     import os

@@ -173,9 +173,8 @@ def test_a_signal_during_shut_down_after_a_stop_keeps_the_exit_code():
     command stopped on: the exit code stays 130 with the one line, never death by SIGINT (-2) or a traceback.  The
     other way to -2 (CPython's own exit after a Ctrl-C a C library ran code under) is the test above's delays."""
     code = ("import os, signal, sys, time\n"
-            "import attnphase\n"
             "from attnphase import interrupts\n"
-            "attnphase.THE_COMMAND = True  # as in the command's own process\n"
+            "interrupts.THE_COMMAND = True  # as in the command's own process\n"
             "interrupts.handle_from_start()\n"
             "import atexit\n"
             "def late():  # a Ctrl-C and a SIGTERM while the process shuts down\n"
