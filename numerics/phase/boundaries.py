@@ -22,20 +22,16 @@ from attnphase.numerics.parallel import map_in_order
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.lowest_branch import lowest_branch_boundaries
 from attnphase.numerics.phase.lowest_point_change import lowest_point_alpha_c
-from attnphase.numerics.phase.scalar_boundaries import _portable, curves_branch, scalar_boundaries
+from attnphase.numerics.phase.scalar_boundaries import (
+    BISECTION_TOL, XTOL, _portable, curves_branch, scalar_boundaries,
+)
 from attnphase.numerics.se.state_evolution import FixedPoint
 from attnphase.theory.params import ModelParams
 
 
-def phase_boundaries(
-    params: ModelParams,
-    alphas: Sequence[float] | None = None,
-    *,
-    config: SolverConfig | None = None,
-    xtol: float = 1e-4,
-    bisection_tol: float = 1e-3,
-    progress: Callable[[FixedPoint], None] | None = None,
-) -> Boundaries:
+def phase_boundaries(params: ModelParams, alphas: Sequence[float] | None = None, *, config: SolverConfig | None = None,
+                     xtol: float = XTOL, bisection_tol: float = BISECTION_TOL,
+                     progress: Callable[[FixedPoint], None] | None = None) -> Boundaries:
     """alpha_c, alpha_l and every branch's end at ``params.omega`` over the alpha grid ``alphas``.
 
     r = r* = 1: :func:`~attnphase.numerics.phase.scalar_boundaries.scalar_boundaries` (``xtol``: alpha_c and

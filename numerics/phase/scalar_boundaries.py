@@ -56,16 +56,16 @@ from attnphase.theory.whitening import se_params
 DEFAULT_ALPHA_RANGE = (0.1, 3.0)
 
 
-def scalar_boundaries(
-    params: ModelParams,
-    alphas: Sequence[float] | None = None,
-    *,
-    config: SolverConfig | None = None,
-    xtol: float = 1e-4,
-    bisection_tol: float = 1e-3,
-    progress: Callable[[FixedPoint], None] | None = None,
-) -> Boundaries:
-    """alpha_c, alpha_l and the branch ends at ``params.omega`` over the alpha grid ``alphas``.
+#: The tolerances of :func:`~attnphase.numerics.phase.boundaries.phase_boundaries` at r = r* = 1: alpha_c and alpha_l
+#: in alpha; a branch end found by bisection.
+XTOL, BISECTION_TOL = 1e-4, 1e-3
+
+
+def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None, *, config: SolverConfig | None = None,
+                      xtol: float = XTOL, bisection_tol: float = BISECTION_TOL,
+                      progress: Callable[[FixedPoint], None] | None = None) -> Boundaries:
+    """alpha_c, alpha_l and the branch ends at ``params.omega`` over the alpha grid ``alphas`` (the rank dispatch
+    :func:`~attnphase.numerics.phase.boundaries.phase_boundaries` states the arguments).
 
     ``config.branch_end`` and ``config.bifurcation_quadrature``: how both branch ends are located
     (:func:`~attnphase.numerics.phase.branch_end.locate_branch_end`).  ``config.alpha_c_quadrature``:
