@@ -30,7 +30,7 @@ _EXPORTS = {
     "se_step": "se.se_map", "update": "se.updates", "update_hat": "se.updates",
     "positional_bifurcation": "phase.bifurcation", "semantic_bifurcation": "phase.bifurcation",
     "FixedPoint": "se.results", "SolverStatus": "se.results", "solve": "se.state_evolution",
-    "solve_at_order": "se.state_evolution",
+    "solve_at_order": "se.fixed_order_solve",
     "refined_training_objective": "se.training_objective",
 }
 

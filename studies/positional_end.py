@@ -5,7 +5,7 @@
 
 The positional branch is followed by continuation in alpha up to ``--start`` (steps of 0.05
 from alpha = 0.1; as far as it converges), then at fixed |m|
-(`attnphase.numerics.se.state_evolution.solve_at_order`) for |m| from |m(start)| - ``--m-step`` down to
+(`attnphase.numerics.se.fixed_order_solve.solve_at_order`) for |m| from |m(start)| - ``--m-step`` down to
 ``--m-min``, each point warm-started from the last accepted one (converged, and not more than 0.1
 lower in alpha: below the maximum of |m| every size is reached twice, the other time near the
 branch's birth at small alpha). One line per |m|: the alpha that solves
@@ -22,7 +22,7 @@ import numpy as np
 
 from attnphase.numerics.phase.continuation import sweep
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.se.state_evolution import solve_at_order
+from attnphase.numerics.se.fixed_order_solve import solve_at_order
 from attnphase.theory.params import ModelParams
 
 

@@ -30,7 +30,8 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.roots import bisect_last_true
 from attnphase.numerics.phase.bifurcation import branch_bifurcation
-from attnphase.numerics.se.state_evolution import FixedPoint, solve_at_order
+from attnphase.numerics.se.fixed_order_solve import solve_at_order
+from attnphase.numerics.se.results import FixedPoint
 from attnphase.theory.params import ModelParams
 
 #: Below this |th0| the semantic branch is not followed: near its continuous end alpha(theta)
@@ -209,7 +210,7 @@ def trace_branch_end(
     symmetry, so its size is traced) runs geometrically from 0.9 of its value at ``start`` down to
     ``min_ratio`` of it, but not below ``floor`` (default :data:`SEMANTIC_THETA_FLOOR` /
     :data:`POSITIONAL_M_FLOOR`), each point warm-started from the last
-    (:func:`~attnphase.numerics.se.state_evolution.solve_at_order`).  A step that
+    (:func:`~attnphase.numerics.se.fixed_order_solve.solve_at_order`).  A step that
     fails or jumps in alpha by more than ``max_alpha_jump`` (positional: a jump DOWN in alpha,
     onto the branch's rising part) is retried in up to ``max_subdivisions`` geometric half-steps
     (default 4 semantic, 1 positional); the trace stops where alpha still jumps.

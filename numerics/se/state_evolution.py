@@ -5,12 +5,11 @@ A fixed point of the SE map x -> F(x), x = (q0, V0, m_1..m_L, th0), with F = ``u
 solver of :mod:`attnphase.numerics.se.fixed_point` (Anderson, then quasi-Newton on the symmetric
 subspace; convergence on every overlap, V0 included, to ``config.tol``):
 
-* :func:`solve` -- at given alpha, from a branch's cold start or a warm start, at every rank: the scalar
+:func:`solve` -- at given alpha, from a branch's cold start or a warm start, at every rank: the scalar
   overlaps' path below at r = r* = 1 (symmetrised rules, orbit reduction, closed-form starts), the matrix
   overlaps' staged solve of :mod:`attnphase.numerics.se.matrix_solve` at r >= 2 or r* >= 2, started from
-  :func:`embedded_start` (the rank-1 fixed points, one per student direction);
-* :func:`solve_at_order` -- at a fixed order parameter (th0, or |m|), alpha solved for
-  (natural-parameter continuation towards a branch's end; r = r* = 1).
+  :func:`embedded_start` (the rank-1 fixed points, one per student direction).  The solve at a fixed order
+  parameter, alpha solved for, is :mod:`attnphase.numerics.se.fixed_order_solve`.
 
 Every result is a :class:`FixedPoint` with a :class:`SolverStatus`; a solve that did not converge
 says so there and is never relabelled.
@@ -34,7 +33,7 @@ from attnphase.numerics.se.starts import (
 from attnphase.numerics.se.results import FixedPoint, SolverMemory, fixed_point_from
 from attnphase.numerics.se.stalls import judge_agnostic_image, judge_stalled
 from attnphase.numerics.quadrature.rules import QuadratureRule, rule_nodes
-from attnphase.numerics.se.se_map import FixedAlpha, FixedOrder, SEMap, admissible, model_rule
+from attnphase.numerics.se.se_map import FixedAlpha, SEMap, admissible, model_rule
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
 
@@ -362,41 +361,3 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
         for a, u in zip(noise, further_positional_directions(params.P_array, m[:, pos_axis], len(noise))):
             m[:, a] = u
     return Overlaps(np.diag(q), np.diag(V), m, th)
-
-
-def solve_at_order(
-    params: ModelParams, order: str, value: float, init: Overlaps, *,
-    config: SolverConfig | None = None,
-    rule: QuadratureRule | None = None,
-    memory: SolverMemory | None = None,
-) -> FixedPoint:
-    """The fixed point with an order parameter held at ``value``; alpha is solved for.
-
-    ``order = "th0"``: a semantic fixed point with overlap th0 = value (``init`` semantic, m = 0).
-    ``order = "m"``: a positional fixed point with |m| = value (``init`` positional: th0 = 0,
-    m != 0; the direction of m is iterated).  At each SE step the channel moments do not depend on
-    alpha, so alpha is the root of the prior's equation for the order parameter
-    (:class:`~attnphase.numerics.se.se_map.FixedOrder`), and the other overlaps are iterated as usual.
-    Parametrising a branch by its order parameter stays well conditioned where alpha(order) turns or
-    flattens -- at a branch's end, where the order parameter -> 0 continuously (alpha_end - alpha
-    ~ order^2) or at a fold -- and locates that end reliably.  ``FixedPoint.alpha`` is the solved alpha.
-    """
-    cfg = config or SolverConfig()
-    params = se_params(params)
-    if not (value > 0):
-        raise ValueError(f"the fixed {order} must be > 0, got {value}")
-    if order == "th0":
-        if np.any(init.m != 0):
-            raise ValueError("a solve at fixed th0 follows the semantic branch: init must have m = 0")
-        x, requested = Overlaps(q0=init.q0, V0=init.V0, m=init.m, th0=value).to_vector(), "semantic"
-        if not admissible(Overlaps.from_vector(x), params.rho0):
-            raise ValueError(f"th0 = {value} is not admissible with q0 = {init.q0} (need th0^2 < q0 rho0)")
-    elif order == "m":
-        norm = float(np.linalg.norm(init.m))
-        if init.th0 != 0 or norm == 0:
-            raise ValueError("a solve at fixed |m| follows the positional branch: init must have th0 = 0 and m != 0")
-        x, requested = Overlaps(q0=init.q0, V0=init.V0, m=init.m * (value / norm), th0=0.0).to_vector(), "positional"
-    else:
-        raise ValueError(f"order must be 'th0' or 'm', got {order!r}")
-    smap = SEMap(params, FixedOrder(order, value), model_rule(params, cfg, rule), cfg, memory=memory)
-    return fixed_point_from(smap, FixedPointSolver(smap, cfg).solve(x, warm=True), Overlaps.from_vector(x), requested)

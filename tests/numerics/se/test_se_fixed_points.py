@@ -236,7 +236,7 @@ def test_semantic_end_trace_goes_on_where_alpha_theta_is_steep() -> None:
 def test_solve_at_theta_returns_a_fixed_point_of_the_alpha_it_reports(semantic2) -> None:
     """At fixed theta the solver finds alpha from the prior's theta equation; the point it returns
     must be an ordinary fixed point at that alpha (one more SE step at alpha moves nothing)."""
-    from attnphase.numerics.se.state_evolution import solve_at_order
+    from attnphase.numerics.se.fixed_order_solve import solve_at_order
 
     th = 0.8 * semantic2.overlaps.th0
     fp = solve_at_order(PAPER, "th0", th, semantic2.overlaps, config=SolverConfig(quadrature=RULE))
@@ -334,7 +334,7 @@ def test_positional_sweep_ignores_noise_level_m(positional2) -> None:
 def test_solve_at_m_returns_a_fixed_point_of_the_alpha_it_reports(positional2) -> None:
     """At fixed |m| alpha solves the prior's m equation (|m|(alpha) = alpha |a| / (lambda + alpha b));
     the point returned must be an ordinary fixed point at that alpha, with the |m| asked for."""
-    from attnphase.numerics.se.state_evolution import solve_at_order
+    from attnphase.numerics.se.fixed_order_solve import solve_at_order
 
     target = 0.95 * float(np.linalg.norm(positional2.overlaps.m))
     fp = solve_at_order(PAPER, "m", target, positional2.overlaps, config=SolverConfig(quadrature=RULE))
