@@ -12,7 +12,8 @@
 
 The other shared groups have a module each: the solver group and ``--error-estimate``
 (:mod:`attnphase.solver_options`, the one place the CLI builds a SolverConfig), the execution group
-``--workers --scheduler --fresh`` (:mod:`attnphase.execution_options`), the output options
+``--workers --scheduler --fresh`` (:mod:`attnphase.execution_options`), ``phase-diagram --continuation``
+(:mod:`attnphase.continuation_options`), the output options
 ``--json --quiet --out`` and the writing of outputs (:mod:`attnphase.outputs`), grid limits and time
 estimates (:mod:`attnphase.workload`).
 
@@ -371,43 +372,4 @@ def single_omega(args: argparse.Namespace, command: str) -> float:
 def omegas_from_args(args: argparse.Namespace) -> tuple[Any, list[float]]:
     """(ModelParams at the first omega, every scanned omega), each omega validated before any work."""
     omegas = parse_values(args.omega, "--omega")
-    params = params_from_args(args, omega=omegas[0])
-    with model_errors():
-        for w in omegas:
-            params.replace(omega=w)
-    return params, omegas
-
-
-# --- continuation in omega (phase-diagram) -------------------------------------------------------
-
-#: ``--continuation auto`` continues in omega where consecutive omegas lie at most this far apart ...
-DENSE_OMEGA_STEP = 0.02
-#: ... and every chain gets at least this many omegas.
-MIN_CHAIN = 3
-#: The most omegas of one chain (one task: a stopped job recomputes the chains it had not finished).
-CHAIN_LENGTH = 8
-
-
-def add_continuation_option(p: argparse.ArgumentParser) -> None:
-    """``--continuation {auto,on,off}`` of ``phase-diagram`` (docs/method.md section 13, continuation in omega)."""
-    p.add_argument("--continuation", default="auto", choices=("auto", "on", "off"),
-                   help="continue the boundaries in omega: each omega's computed near its neighbour's (warm starts, "
-                   "predicted boundaries; an omega where that fails is computed independently), along chains of "
-                   "contiguous omegas, one task each; 'auto' (default): on where consecutive omegas are at most "
-                   f"{DENSE_OMEGA_STEP:g} apart and each of the --workers chains gets {MIN_CHAIN} or more")
-
-
-def chains_from_args(args: argparse.Namespace, omegas: list[float], workers: int) -> int:
-    """How many chains ``--continuation`` splits the omegas into (0: every omega independently): a
-    multiple of ``workers`` with at most CHAIN_LENGTH omegas each, at most one per two omegas."""
-    mode = getattr(args, "continuation", "off")
-    w = sorted(set(omegas))
-    workers = max(1, workers)
-    dense = len(w) >= MIN_CHAIN * workers and max(b - a for a, b in zip(w, w[1:])) <= DENSE_OMEGA_STEP + 1e-12
-    if len(w) < 2 or mode == "off" or (mode == "auto" and not dense):
-        return 0
-    return max(1, min(workers * math.ceil(len(w) / (workers * CHAIN_LENGTH)), len(w) // 2))
-
-
-# --- the solver group ---------------------------------------------------------------------------
-
+    return omegas_from_args_ns(args, omegas), omegas

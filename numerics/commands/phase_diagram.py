@@ -18,7 +18,7 @@ import json
 import sys
 
 from attnphase import options as opt
-from attnphase import execution_options, outputs, solver_options, work, workload
+from attnphase import continuation_options, execution_options, outputs, solver_options, work, workload
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.commands.common import (command_line, model_and_config, ranks_from_args,
                                                 staged_job, task_store)
@@ -49,7 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "--error-estimate K, else 4 rules) and say whether any beats the semantic and positional ones: "
                    "phase_diagram_census.csv (opt-in; a census per omega, about 50 CPU s each at the defaults, announced "
                    "before it starts)")
-    opt.add_continuation_option(p)
+    continuation_options.add_continuation_option(p)
     outputs.add_out_option(p, "results", "phase_diagram.csv, .json, .png and curves_omega<omega>.png "
                            "(phase_diagram_census.csv with --census)")
     execution_options.add_job_options(p, workload.MAX_DIAGRAM_POINTS)
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
 
     n_rules = independent_rules(cfg, error_estimate) if scalar else 0
     executor = execution_options.executor_from_args(args)
-    chains = opt.chains_from_args(args, omegas, executor.workers) if scalar else 0
+    chains = continuation_options.chains_from_args(args, omegas, executor.workers) if scalar else 0
     workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)",
                         "--omega/--alpha", args.large)
     out_dir = outputs.out_dir_from_args(args)

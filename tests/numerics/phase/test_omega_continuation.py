@@ -19,7 +19,7 @@ from attnphase.numerics.jobs.tasks import omega_chains
 from attnphase.numerics.phase.omega_continuation import (
     ContinuationFailed, boundaries_chain, continued_boundaries, next_boundaries, predict,
 )
-from attnphase.options import chains_from_args
+from attnphase.continuation_options import chains_from_args
 from attnphase.theory.params import ModelParams
 
 #: cheap rules on which both branch ends are bifurcations at omega = 0.3-0.32 (gh6 has no semantic end
