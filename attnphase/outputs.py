@@ -237,79 +237,6 @@ def remove_stale_staging(folder: Path) -> list[Path]:
     return removed
 
 
-def _job_record(out: Path, job: str) -> Path:
-    return out / f".attnphase-job-{job}.json"
-
-
-def _read_job_record(out: Path, job: str) -> dict[str, Any] | None:
-    import json
-
-    try:
-        rec = json.loads(_job_record(out, job).read_text())
-    except (OSError, ValueError):
-        return None
-    return rec if isinstance(rec, dict) and isinstance(rec.get("files"), list) else None
-
-
-def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """``key=old -> new`` for every key whose value differs (the JSON forms compared)."""
-    import json
-
-    def text(v: Any) -> str:
-        t = json.dumps(v, sort_keys=True, default=str)
-        return t if len(t) <= 60 else t[:57] + "..."
-
-    keys = sorted(set(old) | set(new))
-    return [f"{k}={text(old.get(k))} -> {text(new.get(k))}" for k in keys
-            if json.dumps(old.get(k), sort_keys=True, default=str) != json.dumps(new.get(k), sort_keys=True, default=str)]
-
-
-def _replace_job(out: Path, job: str, model: dict[str, Any] | None, written: list[str]) -> None:
-    """``out`` now holds ``written`` of ``job`` (of ``model``): where an earlier run of ``job`` there had another
-    model, the files it wrote and this run did not are removed (said on stderr with how the models differ), and
-    the job's record ``.attnphase-job-<job>.json`` names this run's files, so a folder never holds one model's
-    tables beside another's.  A run of the same model may write part of its files only (the others are up to
-    date): the record then names both."""
-    import json
-    import shutil
-    import sys
-
-    old = _read_job_record(out, job)
-    same = old is not None and not _differences(old.get("model") or {}, json.loads(json.dumps(model or {}, default=str)))
-    if same:
-        written = sorted(set(written) | {f for f in old["files"] if isinstance(f, str) and os.path.lexists(out / f)})
-    elif old is not None:
-        stale = [f for f in old["files"] if isinstance(f, str) and f not in written and f not in ("tasks", "")
-                 and "/" not in f and not f.startswith(".") and os.path.lexists(out / f)]
-        for f in stale:
-            target = out / f
-            if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target, ignore_errors=True)
-            else:
-                target.unlink(missing_ok=True)
-        diff = _differences(old.get("model") or {}, model or {})
-        shown = "; ".join(diff[:4]) + (f"; {len(diff) - 4} more differences" if len(diff) > 4 else "")
-        held = f"attnphase: note: {shown_path(out)} held an earlier {job} job" + (f" ({shown})" if diff else "")
-        tasks = (out / "tasks").is_dir()  # a job of tasks (a check, a census have none)
-        if stale:
-            print(held + f"; its files this run does not write were removed: {', '.join(stale[:6])}"
-                  + (f" and {len(stale) - 6} more" if len(stale) > 6 else "")
-                  + (" (its finished tasks stay in tasks/: rerunning its command writes them again)" if tasks else ""),
-                  file=sys.stderr)
-        else:  # the same file names: every one of them now holds this run's model
-            print(held + "; this run's files replace its files" + (" (its finished tasks stay in tasks/)" if tasks else ""),
-                  file=sys.stderr)
-    fd, tmp = tempfile.mkstemp(prefix=f".attnphase-job-{job}.", suffix=".tmp", dir=out)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump({"job": job, "model": model or {}, "files": sorted(written)}, fh, indent=1, default=str)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, _job_record(out, job))
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 @contextlib.contextmanager
 def staged_output(out: Path, option: str = "--out", job: str | None = None, model: dict[str, Any] | None = None):
     """Yield a hidden staging folder beside ``out``; on success its files move into ``out`` (created if
@@ -324,11 +251,13 @@ def staged_output(out: Path, option: str = "--out", job: str | None = None, mode
 
     ``job`` (a name such as ``phase_diagram``) and ``model`` (what the job was computed for): the files an
     earlier ``job`` wrote into ``out`` that this one does not write are removed once this one's are in place
-    (:func:`_replace_job`; a rerun into the same folder with another model or grid leaves no stale table).
+    (:func:`attnphase.job_record.replace_job`; a rerun into the same folder with another model or grid leaves no
+    stale table).
     """
     import shutil
 
     from attnphase.interrupts import deferred
+    from attnphase.job_record import replace_job
 
     base = _nearest_existing(out)
     remove_stale_staging(base)
@@ -370,7 +299,7 @@ def staged_output(out: Path, option: str = "--out", job: str | None = None, mode
                     shutil.rmtree(target)
                 os.replace(item, target)
             if job is not None and written:  # nothing written: the outputs were up to date, the record stands
-                _replace_job(out, job, model, written)
+                replace_job(out, job, model, written, shown_path(out))
         except OSError as exc:
             for folder in reversed(created):
                 shutil.rmtree(folder, ignore_errors=True)

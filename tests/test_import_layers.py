@@ -7,7 +7,7 @@ is a module).  The layers (docs/architecture.md):
 
 * theory imports neither numerics nor validation; execution imports none of theory, numerics,
   validation; numerics does not import validation;
-* the command-line modules (``attnphase.options``, ``continuation_options``, ``outputs``, ``solver_options``,
+* the command-line modules (``attnphase.options``, ``continuation_options``, ``outputs``, ``job_record``, ``solver_options``,
   ``execution_options``, ``workload``, ``cli``) are imported only by the command modules: the
   ``commands`` package of each layer (``attnphase.numerics.commands``, ``attnphase.validation.commands``, ...).
 """
@@ -23,8 +23,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 #: The console layer: the options every command shares, the output staging, the parsers.
-CLI_MODULES = {f"attnphase.{m}" for m in ("cli", "options", "continuation_options", "outputs", "solver_options",
-                                          "execution_options", "workload")}
+CLI_MODULES = {f"attnphase.{m}" for m in ("cli", "options", "continuation_options", "outputs", "job_record",
+                                          "solver_options", "execution_options", "workload")}
 
 #: The layers' packages (theory <- numerics <- validation; execution below numerics and validation).
 LAYERS = {"attnphase.theory", "attnphase.numerics", "attnphase.validation", "attnphase.execution"}

@@ -1,0 +1,81 @@
+"""The record a job leaves in its ``--out DIR`` (``.attnphase-job-<job>.json``: its model and the files it wrote), so
+that a rerun with another model or grid removes the earlier run's files it does not write again
+(:func:`replace_job`, called by :func:`attnphase.outputs.staged_output` once the new files are in place).
+
+Standard library only, like :mod:`attnphase.outputs`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def _job_record(out: Path, job: str) -> Path:
+    return out / f".attnphase-job-{job}.json"
+
+
+def _read_job_record(out: Path, job: str) -> dict[str, Any] | None:
+    try:
+        rec = json.loads(_job_record(out, job).read_text())
+    except (OSError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) and isinstance(rec.get("files"), list) else None
+
+
+def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """``key=old -> new`` for every key whose value differs (the JSON forms compared)."""
+    def text(v: Any) -> str:
+        t = json.dumps(v, sort_keys=True, default=str)
+        return t if len(t) <= 60 else t[:57] + "..."
+
+    keys = sorted(set(old) | set(new))
+    return [f"{k}={text(old.get(k))} -> {text(new.get(k))}" for k in keys
+            if json.dumps(old.get(k), sort_keys=True, default=str) != json.dumps(new.get(k), sort_keys=True, default=str)]
+
+
+def replace_job(out: Path, job: str, model: dict[str, Any] | None, written: list[str], shown: str) -> None:
+    """``out`` now holds ``written`` of ``job`` (of ``model``): where an earlier run of ``job`` there had another
+    model, the files it wrote and this run did not are removed (said on stderr with how the models differ), and
+    the job's record ``.attnphase-job-<job>.json`` names this run's files, so a folder never holds one model's
+    tables beside another's.  A run of the same model may write part of its files only (the others are up to
+    date): the record then names both.  ``shown``: ``out`` as the note names it."""
+    old = _read_job_record(out, job)
+    same = old is not None and not _differences(old.get("model") or {}, json.loads(json.dumps(model or {}, default=str)))
+    if same:
+        written = sorted(set(written) | {f for f in old["files"] if isinstance(f, str) and os.path.lexists(out / f)})
+    elif old is not None:
+        stale = [f for f in old["files"] if isinstance(f, str) and f not in written and f not in ("tasks", "")
+                 and "/" not in f and not f.startswith(".") and os.path.lexists(out / f)]
+        for f in stale:
+            target = out / f
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                target.unlink(missing_ok=True)
+        diff = _differences(old.get("model") or {}, model or {})
+        shown = "; ".join(diff[:4]) + (f"; {len(diff) - 4} more differences" if len(diff) > 4 else "")
+        held = f"attnphase: note: {shown} held an earlier {job} job" + (f" ({shown})" if diff else "")
+        tasks = (out / "tasks").is_dir()  # a job of tasks (a check, a census have none)
+        if stale:
+            print(held + f"; its files this run does not write were removed: {', '.join(stale[:6])}"
+                  + (f" and {len(stale) - 6} more" if len(stale) > 6 else "")
+                  + (" (its finished tasks stay in tasks/: rerunning its command writes them again)" if tasks else ""),
+                  file=sys.stderr)
+        else:  # the same file names: every one of them now holds this run's model
+            print(held + "; this run's files replace its files" + (" (its finished tasks stay in tasks/)" if tasks else ""),
+                  file=sys.stderr)
+    fd, tmp = tempfile.mkstemp(prefix=f".attnphase-job-{job}.", suffix=".tmp", dir=out)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"job": job, "model": model or {}, "files": sorted(written)}, fh, indent=1, default=str)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, _job_record(out, job))
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
