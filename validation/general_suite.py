@@ -25,8 +25,8 @@ A rank-1 case's rows are also compared, by the same rule, with the state evoluti
 map from the same start (:mod:`attnphase.validation.basin_theory`: the basin gradient descent keeps from its start,
 where the global-prox point is another), up to ``GeneralPlan.aligned_max_L``.
 
-Extending the suite: add a :class:`SuiteCase` to :data:`GENERAL_CASES` (a key, a title, the model,
-and ``alphas`` for a case without alpha_c: a rank-r case, or a fallback).
+The cases and the plan are :mod:`attnphase.validation.general_cases` (extending the suite: add a ``SuiteCase``
+there); this module runs them and puts the runs beside the theory.
 """
 
 from __future__ import annotations
@@ -34,150 +34,20 @@ from __future__ import annotations
 import math
 import sys
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from attnphase.theory.params import ModelParams
 
 from .agreement import all_runs_converged, within_rule
 from .basin_theory import aligned_config, aligned_task, has_aligned_theory
 from .branch_segments import exists_at
 from .experiments import SimResult, SimSpec, run_simulation
 from .invariant_points import POINT_BRANCHES, InvariantPoints, point_config, point_task
-from .reference import TheoryAtOmega, TheorySettings
+from .reference import TheoryAtOmega
+from .general_cases import COMPARED, INITS, OBSERVABLES, GeneralPlan, SuiteCase, is_rank_case
 from .rule_retry import SolveJob
 from .suite_alphas import alphas_around, landmark
-from .training import TrainConfig
-
-#: Simplex Gram of L = 3 positional encodings (unit norms, equal angles; the L = 3 analogue of the paper's P).
-SIMPLEX_P3 = ((1.0, -0.5, -0.5), (-0.5, 1.0, -0.5), (-0.5, -0.5, 1.0))
-#: A non-symmetric row-stochastic A at L = 3 (circulant: each token attends forward more than back).
-FORWARD_A3 = ((0.6, 0.3, 0.1), (0.1, 0.6, 0.3), (0.3, 0.1, 0.6))
-
-#: The initialisations compared, and the observables compared for each (the branch each start targets).
-INITS = ("semantic", "positional")
-COMPARED = {"semantic": ("abs_theta", "eps_g"), "positional": ("m_norm", "eps_g")}
-#: Aggregated observables per (case, alpha, init).
-OBSERVABLES = ("m_norm", "abs_theta", "q", "eps_g", "e_t")
-
-
-@dataclass(frozen=True)
-class SuiteCase:
-    """One model of the suite.
-
-    Attributes:
-        key: short name (``"a"``), used in file names and tables.
-        title: what the case varies, for the report.
-        params: the model (omega included).
-        alphas: the alphas of a rank-r case, and the fallback of a rank-1 case without alpha_c or semantic end.
-        alphas_note: why a rank-r case runs at ``alphas`` (the report prints it).
-    """
-
-    key: str
-    title: str
-    params: ModelParams
-    alphas: tuple[float, ...] = ()
-    alphas_note: str = ""
-
-
-GENERAL_CASES: tuple[SuiteCase, ...] = (
-    SuiteCase("a", "L = 3, non-symmetric A, simplex P", ModelParams(L=3, A=FORWARD_A3, P=SIMPLEX_P3, omega=0.3),
-              alphas=(0.5, 2.0)),
-    SuiteCase("b", "unequal sigma = (0.4, 0.6)", ModelParams(sigma=(0.4, 0.6), omega=0.3), alphas=(0.5, 2.0)),
-    SuiteCase("c", "A = [[0.3, 0.7], [0.8, 0.2]], omega = 0.14", ModelParams(A=((0.3, 0.7), (0.8, 0.2)), omega=0.14),
-              alphas=(0.5, 2.0)),
-    SuiteCase("d", "rank r = 2 student, rank-1 teacher", ModelParams(r=2, omega=0.3), alphas=(0.5, 2.0),
-              alphas_note="the suite's own: the rank-2 phase diagram has no alpha_c in [0.25, 3] at omega = 0.3 "
-              "(the mixed point is lowest wherever all branches converged, docs/general.md)"),
-    SuiteCase("e", "r = r* = 2", ModelParams(r=2, r_star=2, omega=0.3), alphas=(0.5, 2.0),
-              alphas_note="the suite's own: no rank-2 x 2 phase diagram is computed (docs/general.md)"),
-)
-
-
-def is_rank_case(params: ModelParams) -> bool:
-    """A student or teacher rank above 1: the theory is the rank-r state evolution (invariant_points.py)."""
-    return params.r > 1 or params.r_star > 1
-
-
-@dataclass(frozen=True)
-class GeneralPlan:
-    """Everything ``validate --suite general`` runs.
-
-    Attributes:
-        quick: the reduced plan.
-        d: embedding dimension of every run.
-        seeds: seeds per (case, alpha, init).
-        cases: the models.
-        grid: alpha grid of the theory (phase boundaries and both branches).
-        n_test, device, dtype: as in :class:`attnphase.validation.experiments.SimSpec`.
-        theory: accuracy of the numerics calls; theory_workers: processes computing it.
-        trend_ds: smaller dimensions at which a (case, alpha, start) that disagrees with the theory is run
-            again (same seeds): the finite-size trend of the gap.
-        rank_quadrature: the Sobol rule of the rank-r solves; their other settings are the solver's defaults,
-            those of ``attnphase solve --rank`` (tol 1e-10: at tol 1e-8 the mixed solve of case (d) at
-            alpha = 2 stalled at residual 0.04 on sobol11 and sobol12, measured; at 1e-10 it converges).
-        aligned_max_L: the largest L whose rank-1 cases get the aligned-prox points
-            (:mod:`attnphase.validation.basin_theory`); the quick plan stops at L = 2 (at L = 3 a positional aligned
-            solve takes minutes: every SE step is a full proximal search; about 4-5 min on 2 cores).
-        train: the optimiser and stopping rule of every run (``--grad-tol``, ``--max-steps``).
-    """
-
-    quick: bool
-    d: int
-    seeds: tuple[int, ...]
-    cases: tuple[SuiteCase, ...] = GENERAL_CASES
-    grid: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
-    n_test: int = 10000
-    device: str = "auto"
-    dtype: str = "float64"
-    theory: TheorySettings = field(default_factory=TheorySettings)
-    theory_workers: int = 2
-    trend_ds: tuple[int, ...] = ()
-    rank_quadrature: str = "sobol12"
-    aligned_max_L: int = 8
-    train: TrainConfig = field(default_factory=TrainConfig)
-
-    def spec(self, case: SuiteCase, alpha: float, init: str, seed: int, d: int | None = None) -> SimSpec:
-        return SimSpec(d=d or self.d, alpha=alpha, init=init, seed=seed, params=case.params, train=self.train,
-                       n_test=self.n_test, device=self.device, dtype=self.dtype)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["cases"] = [{"key": c.key, "title": c.title, "params": c.params.to_dict(), "alphas": list(c.alphas),
-                         "theory": "rank-r" if is_rank_case(c.params) else "rank-1"} for c in self.cases]
-        return out
-
-
-def select_cases(keys: str | None) -> tuple[SuiteCase, ...]:
-    """The cases named in ``keys`` (comma-separated, e.g. ``"d,e"``; all where None), in the suite's order;
-    ValueError naming ``--cases`` for an unknown key."""
-    if keys is None:
-        return GENERAL_CASES
-    wanted = [k.strip().strip("()") for k in keys.split(",") if k.strip()]
-    known = [c.key for c in GENERAL_CASES]
-    bad = [k for k in wanted if k not in known]
-    if bad or not wanted:
-        raise ValueError(f"--cases must be a comma-separated list of {', '.join(known)}, got {keys!r}")
-    return tuple(c for c in GENERAL_CASES if c.key in wanted)
-
-
-def general_plan(quick: bool = False, d: int | None = None, seeds: int | None = None, device: str = "auto",
-                 dtype: str = "float64", cases: tuple[SuiteCase, ...] = GENERAL_CASES,
-                 train: TrainConfig | None = None) -> GeneralPlan:
-    """The suite's plan: quick (d = 200, 3 seeds, coarse theory; minutes on 2 cores) or full (d = 1000, 4 seeds)."""
-    if quick:
-        d = d or 200
-        return GeneralPlan(quick=True, d=d, seeds=tuple(range(seeds or 3)), cases=cases, n_test=4000, device=device,
-                           dtype=dtype, train=train or TrainConfig(),
-                           theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2), aligned_max_L=2,
-                           trend_ds=tuple(x for x in (d // 4, d // 2) if x >= 10))
-    d = d or 1000
-    return GeneralPlan(quick=False, d=d, seeds=tuple(range(seeds or 4)), cases=cases, train=train or TrainConfig(),
-                       grid=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0), device=device, dtype=dtype,
-                       theory=TheorySettings(xtol=1e-3), trend_ds=tuple(x for x in (d // 4, d // 2) if x >= 10))
 
 
 # --- aggregation -------------------------------------------------------------------------------
@@ -188,6 +58,15 @@ def _value(r: SimResult, obs: str) -> float:
     if obs == "m_norm":
         return r.m_norm
     return float(getattr(r, obs))
+
+
+def _means(rs: list[SimResult], observables: Any) -> dict[str, float]:
+    """``<obs>_mean`` and ``<obs>_std`` (over the runs ``rs``, ddof 1; 0 for one run) of each of ``observables``."""
+    out = {}
+    for obs in observables:
+        v = np.array([_value(r, obs) for r in rs], dtype=float)
+        out[f"{obs}_mean"], out[f"{obs}_std"] = float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
+    return out
 
 
 def theory_point(theory: TheoryAtOmega | InvariantPoints | None, init: str, alpha: float) -> dict[str, Any] | None:
@@ -244,9 +123,7 @@ def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega |
                                "grad_norm_max": max(r.grad_norm for r in rs), "steps_max": max(r.steps for r in rs),
                                "side": ("below" if alpha < mark[0] else "above") if math.isfinite(mark[0]) else "",
                                "theory": theory_point(theory, init, alpha)}
-        for obs in OBSERVABLES:
-            v = np.array([_value(r, obs) for r in rs], dtype=float)
-            row[f"{obs}_mean"], row[f"{obs}_std"] = float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
+        row.update(_means(rs, OBSERVABLES))
         row["agrees"] = _compare(row, row["theory"], COMPARED[init])
         if isinstance(theory, InvariantPoints):
             mixed = theory.point(alpha, "mixed")
@@ -381,11 +258,8 @@ def finite_size_trend(plan: GeneralPlan, case: SuiteCase, row: dict[str, Any], r
     for d in (*plan.trend_ds, plan.d):
         rs = [r for r in runs if r.alpha == row["alpha"] and r.init == row["init"]] if d == plan.d else \
             _run_specs([plan.spec(case, row["alpha"], row["init"], s, d=d) for s in plan.seeds], bar)
-        point: dict[str, Any] = {"d": d, "n": len(rs)}
-        for obs in dict.fromkeys(COMPARED[row["init"]] + (MIXED_COMPARED if "mixed_agrees" in row else ())):
-            v = np.array([_value(r, obs) for r in rs], dtype=float)
-            point[f"{obs}_mean"], point[f"{obs}_std"] = float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
-        out.append(point)
+        compared = dict.fromkeys(COMPARED[row["init"]] + (MIXED_COMPARED if "mixed_agrees" in row else ()))
+        out.append({"d": d, "n": len(rs), **_means(rs, compared)})
     return out
 
 

@@ -16,16 +16,9 @@ from attnphase.theory.params import ModelParams  # noqa: E402
 from attnphase.validation.branch_segments import drawn_end, existing_segments  # noqa: E402
 from attnphase.validation.data import make_teacher, sample, target_attention  # noqa: E402
 from attnphase.validation.experiments import JSON_KEYS, RANK_JSON_KEYS, SimSpec, generator, run_simulation  # noqa: E402
-from attnphase.validation.general_suite import (  # noqa: E402
-    GENERAL_CASES,
-    SIMPLEX_P3,
-    alphas_around,
-    case_rows,
-    general_plan,
-    is_rank_case,
-    landmark,
-    select_cases,
-)
+from attnphase.validation.general_cases import GENERAL_CASES, SIMPLEX_P3, general_plan, is_rank_case, select_cases  # noqa: E402
+from attnphase.validation.general_suite import case_rows  # noqa: E402
+from attnphase.validation.suite_alphas import alphas_around, landmark  # noqa: E402
 from attnphase.validation.measure import overlaps  # noqa: E402
 from attnphase.validation.reference import BranchCurve, TheoryAtOmega  # noqa: E402
 from attnphase.validation.training import TrainConfig, initial_Q  # noqa: E402

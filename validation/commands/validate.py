@@ -174,7 +174,8 @@ def _run_general(args: argparse.Namespace) -> int:
     if given:
         raise ValueError(f"{given[0]}: --suite general runs its own models (docs/validation.md); drop the model "
                          f"options or use --suite default")
-    from attnphase.validation.general_suite import general_plan, run_general_validation, select_cases
+    from attnphase.validation.general_cases import general_plan, select_cases
+    from attnphase.validation.general_suite import run_general_validation
 
     cases = select_cases(getattr(args, "cases", None))
     out_dir = outputs.out_dir_from_args(args)
