@@ -13,20 +13,11 @@ commands' jobs use :func:`attnphase.execution.run_tasks` directly, with a store.
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from typing import Any, Callable, Sequence, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its affinity mask), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def map_in_order(fn: Callable[[T], R], items: Sequence[T], workers: int = 1,
