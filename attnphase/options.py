@@ -151,14 +151,10 @@ def add_model_options(
         help='Gram matrix p_l.p_k of the positional encodings, rows separated by ";" '
         '(default "1,-1;-1,1" for L = 2, else the identity)',
     )
-    what = "weight omega of A in the teacher, in [0, 1]"
-    if omega_range:
-        g.add_argument("--omega", default=omega_default, metavar="RANGE",
-                       help=f"{what}; the values scanned: {RANGE_SYNTAX} (default {omega_default})"
-                       + (f"; {omega_help}" if omega_help else ""))
-    else:
-        g.add_argument("--omega", default=omega_default, metavar="OMEGA",
-                       help=f"{what} (default {omega_default})" + (f"; {omega_help}" if omega_help else ""))
+    scanned = f"; the values scanned: {RANGE_SYNTAX}" if omega_range else ""
+    g.add_argument("--omega", default=omega_default, metavar="RANGE" if omega_range else "OMEGA",
+                   help=f"weight omega of A in the teacher, in [0, 1]{scanned} (default {omega_default})"
+                   + (f"; {omega_help}" if omega_help else ""))
     g.add_argument("--lam", type=str if scan else float, default="0.01" if scan else 0.01, metavar="LAM",
                    help=f"ridge penalty lambda >= 0 (default 0.01){many}")
     g.add_argument("--rho0", type=str if scan else float, default="1" if scan else 1.0, metavar="RHO0",

@@ -197,7 +197,6 @@ def _work_since(out: Path, stage: Path, since: float) -> bool:
 
 def _owner_tag() -> str:
     """``<host>-<pid>`` of this process, as the hidden folders it makes are named."""
-    import re
     import socket
 
     host = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
