@@ -257,7 +257,10 @@ def markdown_lines(section: dict[str, Any]) -> list[str]:
         lines.append(f"| {r['alpha']:.4g} | {r['erm_branch']} | {r['erm_eps_g']:.5g} | {r['bo_eps_g']:.5g} | "
                      f"{100 * r['excess_over_eps_lin']:.1f} % | {rel} |")
     if c is not None:
-        lines += ["", f"ERM's global minimum comes closest to the Bayes-optimal error at alpha = {c['alpha']:.4g}: "
+        span = f"{erm['rows'][0]['alpha']:.4g} <= alpha <= {erm['rows'][-1]['alpha']:.4g}"
+        lines += ["", f"Where ERM's global minimum is within X % of the Bayes-optimal error (X in units of eps_lin): "
+                  f"on this grid ({span}) nowhere for X below {100 * c['excess_over_eps_lin']:.1f}. "
+                  f"ERM's global minimum comes closest to the Bayes-optimal error at alpha = {c['alpha']:.4g}: "
                   f"{100 * c['excess_over_eps_lin']:.1f} % of eps_lin above it"
                   + (f" ({100 * c['relative_excess']:.0f} % of the BO error)." if c["relative_excess"] is not None else
                      " (the BO error is 0 there: perfect recovery).")

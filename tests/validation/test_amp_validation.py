@@ -82,6 +82,8 @@ def test_a_small_plan_runs_and_renders():
     erm = erm_against_bayes(_theory({"positional": [{"alpha": 0.4, "eps_g": 3.3e-3, "e_t": 1.0}]}), plan.params)
     text = "\n".join(markdown_lines({"amp": amp, "erm": erm}))
     assert "## The Bayes-optimal estimator" in text and "| 0.4 | 300 |" in text and "comes closest" in text
+    x = 100 * erm["closest"]["excess_over_eps_lin"]
+    assert f"within X % of the Bayes-optimal error (X in units of eps_lin): on this grid (0.4 <= alpha <= 0.4) nowhere for X below {x:.1f}." in text
     assert "at d = 200 (and 300 at alpha = 0.4) (and 400 at alpha = 0.5)," in text
 
 
