@@ -9,7 +9,7 @@ import pytest
 
 from attnphase.numerics.se.bayes import BayesModel, bayes_eps_g, solve_bayes
 from attnphase.theory.params import ModelParams
-from attnphase.validation.amp_validation import (AmpPlan, amp_plan, amp_rows, amp_run_seconds, amp_trends,
+from attnphase.validation.amp_validation import (M_RESOLUTION, AmpPlan, amp_plan, amp_rows, amp_run_seconds, amp_trends,
                                                  erm_against_bayes, markdown_lines, run_amp_plan)
 from attnphase.validation.campaign import extrapolate
 
@@ -123,3 +123,16 @@ def test_the_data_choose_the_finite_size_form(power, form):
     t = amp_trends(amp_rows(_runs(0.4, q0, means, spread=0.01)), extrapolate)[0]
     assert t["fit_form"] == form and t["fit_a"] == pytest.approx(q0, abs=1e-9)
     assert t["fit_chi2"] < 1e-12 < t["fit_chi2_other"]
+
+
+def test_perfect_recovery_is_judged_to_the_stopping_accuracy_not_to_its_residue():
+    """Every run at |m| = 1 - 2e-8 +- 1e-9 (converged at perfect recovery: the residue of the stopping rule) agrees
+    with q0 = 1, though the mean is 20 of its standard errors below; a real gap of 1e-3 with the same tiny spread
+    still disagrees, and a spread above the floor keeps the plain z."""
+    exact = amp_rows(_runs(0.6, 1.0, {2000: 1 - 2e-8, 4000: 1 - 2e-8}, spread=1e-9))
+    assert exact[-1]["se"] < 1e-9 and exact[-1]["z"] == pytest.approx(-2e-8 / M_RESOLUTION)
+    assert amp_trends(exact, extrapolate)[0]["verdict"] == "agrees at d = 4000"
+    gap = amp_rows(_runs(0.6, 1.0, {2000: 1 - 1e-3, 4000: 1 - 1e-3}, spread=1e-9))
+    assert amp_trends(gap, extrapolate)[0]["verdict"] == "disagrees"
+    wide = amp_rows(_runs(0.4, 0.5, {2000: 0.45}, spread=0.05))[0]
+    assert wide["z"] == pytest.approx((wide["mean_abs_m"] - 0.5) / wide["se"])
