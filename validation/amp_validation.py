@@ -233,7 +233,8 @@ def markdown_lines(section: dict[str, Any]) -> list[str]:
              + "".join(f" (and {d} at alpha = {a:.4g})" for a, d in plan.get("extra", [])) + ", "
              f"{len(plan['seeds'])} seeds per point ({len(amp['runs'])} runs, {amp['seconds']:.0f} s wall, "
              f"{amp['cpu_seconds']:.0f} s CPU), against the Bayes-optimal state evolution's q0 at the same alpha. "
-             f"mean |m| +- its standard error; z = (mean - q0) / se; a point agrees when |z| <= {AGREE_Z:g} at the "
+             f"mean |m| +- its standard error; z = (mean - q0) / se, se floored at {M_RESOLUTION:g} (the accuracy of a "
+             f"run's |m| at the stopping rule's tolerance); a point agrees when |z| <= {AGREE_Z:g} at the "
              "largest d or when the finite-size fit -- a + b/d or a + b/sqrt(d), whichever has the smaller weighted "
              "chi^2 -- puts its d -> infinity value within 2 of its standard errors of q0. 'near 0': runs that ended "
              "at |m| < q0 / 4.", "",

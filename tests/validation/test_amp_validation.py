@@ -85,6 +85,7 @@ def test_a_small_plan_runs_and_renders():
     x = 100 * erm["closest"]["excess_over_eps_lin"]
     assert f"within X % of the Bayes-optimal error (X in units of eps_lin): on this grid (0.4 <= alpha <= 0.4) nowhere for X below {x:.1f}." in text
     assert "at d = 200 (and 300 at alpha = 0.4) (and 400 at alpha = 0.5)," in text
+    assert "se floored at 1e-06" in text and "when |z| <= 2 at the largest d" in text
 
 
 def test_the_amp_cost_model_counts_every_run_and_grows_with_n_L_d():
