@@ -151,6 +151,7 @@ def _pm(cell: str) -> tuple[float, float]:
     return float(a), float(b)
 
 
+@pytest.mark.usefixtures("one_torch_thread")
 def test_validate_writes_the_bayes_optimal_section_into_report_and_summary(tmp_path, monkeypatch):
     """``run_validation`` end to end with the campaign's simulations and theory stood in (a hand-made theory, a few
     d = 12 GD runs; the figures and validation.nc left out: tested elsewhere) and a real AMP plan cut to two seeds: report.md and summary.json both hold the section, every
@@ -170,8 +171,6 @@ def test_validate_writes_the_bayes_optimal_section_into_report_and_summary(tmp_p
     from attnphase.validation.experiments import run_simulation
     from attnphase.validation.reference import BranchCurve, TheoryAtOmega, TheorySettings
 
-    torch = pytest.importorskip("torch")
-    torch.set_num_threads(1)
     params = ModelParams(omega=0.3)
     plan = ValidationPlan(quick=True, params=params, d=12, alphas=(0.5, 2.0), seeds=(0,), heat_alphas=(0.5,),
                           heat_omegas=(0.3,), heat_seeds=(0,), fss_ds=(12,), fss_seeds=(0,), alphas_small=(),
@@ -258,7 +257,7 @@ def test_validate_writes_the_bayes_optimal_section_into_report_and_summary(tmp_p
         (r["alpha"], r["erm_branch"], pytest.approx(r["erm_eps_g"], rel=1e-4), pytest.approx(r["bo_eps_g"], rel=1e-4))
         for r in erm["rows"]]
     c = erm["closest"]
-    assert c["alpha"] == 2.0 and c["excess_over_eps_lin"] == pytest.approx((1.4e-3 - r["bo_eps_g"]) / 2e-3)
+    assert c["alpha"] == 2.0 and c["excess_over_eps_lin"] == pytest.approx((1.4e-3 - erm["rows"][1]["bo_eps_g"]) / 2e-3)
     x = text.split("within X % of the Bayes-optimal error (X in units of eps_lin): on this grid (0.5 <= alpha <= 2) "
                    "nowhere for X below ", 1)[1].split(".")
     assert float(x[0] + "." + x[1]) == pytest.approx(100 * c["excess_over_eps_lin"], abs=0.051)
