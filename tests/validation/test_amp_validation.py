@@ -262,3 +262,32 @@ def test_validate_writes_the_bayes_optimal_section_into_report_and_summary(tmp_p
                    "nowhere for X below ", 1)[1].split(".")
     assert float(x[0] + "." + x[1]) == pytest.approx(100 * c["excess_over_eps_lin"], abs=0.051)
     assert f"comes closest to the Bayes-optimal error at alpha = {c['alpha']:.4g}:" in text
+
+
+def test_the_committed_amp_record_is_what_the_code_makes_of_its_runs():
+    """docs/data/amp_validation/ (studies/amp_validation_data.py): the default plan's every (alpha, d, seed) once, and
+    its per-(alpha, d) table and verdicts are amp_rows / amp_trends of its own runs under the current rule."""
+    import csv
+    import json
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "docs" / "data" / "amp_validation"
+    with open(folder / "amp_runs.csv") as fh:
+        runs = [{"alpha": float(r["alpha"]), "d": int(r["d"]), "seed": int(r["seed"]), "m": float(r["m"]),
+                 "converged": r["converged"] == "1", "se_q0": float(r["se_q0"])} for r in csv.DictReader(fh)]
+    plan = amp_plan(ModelParams())
+    assert sorted((r["alpha"], r["d"], r["seed"]) for r in runs) == sorted(
+        (a, d, s) for a in plan.alphas for d in plan.ds_at(a) for s in plan.seeds)
+    meta = json.loads((folder / "amp_validation.json").read_text())
+    assert meta["plan"] == json.loads(json.dumps(plan.to_dict())) and meta["model"] == plan.params.to_dict()
+    rows = amp_rows(runs)
+    with open(folder / "amp_validation.csv") as fh:
+        table = list(csv.DictReader(fh))
+    assert len(table) == len(rows)
+    for t, r in zip(table, rows):
+        assert (float(t["alpha"]), int(t["d"]), int(t["n_runs"]), int(t["converged"]), int(t["near_zero"])) == (
+            r["alpha"], r["d"], r["n"], r["converged"], r["near_zero"])
+        for col, key in (("mean_abs_m", "mean_abs_m"), ("err_mean_abs_m", "se"), ("se_q0", "se_q0"), ("z", "z")):
+            assert float(t[col]) == pytest.approx(r[key], rel=1e-12, abs=1e-15)
+    verdicts = {f"{t['alpha']:g}": t["verdict"] for t in amp_trends(rows, extrapolate)}
+    assert meta["verdicts"] == verdicts
