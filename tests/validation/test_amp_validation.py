@@ -9,7 +9,7 @@ import pytest
 
 from attnphase.numerics.se.bayes import BayesModel, bayes_eps_g, solve_bayes
 from attnphase.theory.params import ModelParams
-from attnphase.validation.amp_validation import (AmpPlan, amp_plan, amp_rows, amp_run_seconds, amp_trends,
+from attnphase.validation.amp_validation import (M_RESOLUTION, AmpPlan, amp_plan, amp_rows, amp_run_seconds, amp_trends,
                                                  erm_against_bayes, markdown_lines, run_amp_plan)
 from attnphase.validation.campaign import extrapolate
 
@@ -82,7 +82,10 @@ def test_a_small_plan_runs_and_renders():
     erm = erm_against_bayes(_theory({"positional": [{"alpha": 0.4, "eps_g": 3.3e-3, "e_t": 1.0}]}), plan.params)
     text = "\n".join(markdown_lines({"amp": amp, "erm": erm}))
     assert "## The Bayes-optimal estimator" in text and "| 0.4 | 300 |" in text and "comes closest" in text
+    x = 100 * erm["closest"]["excess_over_eps_lin"]
+    assert f"within X % of the Bayes-optimal error (X in units of eps_lin): on this grid (0.4 <= alpha <= 0.4) nowhere for X below {x:.1f}." in text
     assert "at d = 200 (and 300 at alpha = 0.4) (and 400 at alpha = 0.5)," in text
+    assert "se floored at 1e-06" in text and "when |z| <= 2 at the largest d" in text
 
 
 def test_the_amp_cost_model_counts_every_run_and_grows_with_n_L_d():
@@ -121,3 +124,170 @@ def test_the_data_choose_the_finite_size_form(power, form):
     t = amp_trends(amp_rows(_runs(0.4, q0, means, spread=0.01)), extrapolate)[0]
     assert t["fit_form"] == form and t["fit_a"] == pytest.approx(q0, abs=1e-9)
     assert t["fit_chi2"] < 1e-12 < t["fit_chi2_other"]
+
+
+def test_perfect_recovery_is_judged_to_the_stopping_accuracy_not_to_its_residue():
+    """Every run at |m| = 1 - 2e-8 +- 1e-9 (converged at perfect recovery: the residue of the stopping rule) agrees
+    with q0 = 1, though the mean is 20 of its standard errors below; a real gap of 1e-3 with the same tiny spread
+    still disagrees, and a spread above the floor keeps the plain z."""
+    exact = amp_rows(_runs(0.6, 1.0, {2000: 1 - 2e-8, 4000: 1 - 2e-8}, spread=1e-9))
+    assert exact[-1]["se"] < 1e-9 and exact[-1]["z"] == pytest.approx(-2e-8 / M_RESOLUTION)
+    assert amp_trends(exact, extrapolate)[0]["verdict"] == "agrees at d = 4000"
+    gap = amp_rows(_runs(0.6, 1.0, {2000: 1 - 1e-3, 4000: 1 - 1e-3}, spread=1e-9))
+    assert amp_trends(gap, extrapolate)[0]["verdict"] == "disagrees"
+    wide = amp_rows(_runs(0.4, 0.5, {2000: 0.45}, spread=0.05))[0]
+    assert wide["z"] == pytest.approx((wide["mean_abs_m"] - 0.5) / wide["se"])
+
+
+def _parse_table(text: str, header: str) -> list[list[str]]:
+    """The cells of the markdown table whose header line is ``header`` (up to its first blank line)."""
+    lines = text.split(header + "\n", 1)[1].splitlines()[1:]
+    return [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines[:next(
+        (i for i, ln in enumerate(lines) if not ln.startswith("|")), len(lines))]]
+
+
+def _pm(cell: str) -> tuple[float, float]:
+    a, b = cell.split("+-")
+    return float(a), float(b)
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_validate_writes_the_bayes_optimal_section_into_report_and_summary(tmp_path, monkeypatch):
+    """``run_validation`` end to end with the campaign's simulations and theory stood in (a hand-made theory, a few
+    d = 12 GD runs; the figures and validation.nc left out: tested elsewhere) and a real AMP plan cut to two seeds: report.md and summary.json both hold the section, every
+    per-(alpha, d) row (mean |m| +- se, q0, z, converged), every verdict and the ERM-within-X % sentence, with the
+    same numbers in both; the numbers are the runs' (mean |m| recomputed from summary.json's runs, q0 the state
+    evolution's at n / d, ERM's eps_g the theory's global minimum, BO's eps_g the informative branch's)."""
+    import json
+    from dataclasses import replace
+
+    import attnphase.validation.amp_validation as amp_validation
+    import attnphase.execution.dataset as dataset
+    import attnphase.validation.campaign as campaign
+    import attnphase.validation.jobs as jobs
+    import attnphase.validation.report as report
+    from attnphase.validation.campaign import ValidationPlan, alpha_c_point, delta_et_rows, group_rows
+    from attnphase.validation.data import n_samples
+    from attnphase.validation.experiments import run_simulation
+    from attnphase.validation.reference import BranchCurve, TheoryAtOmega, TheorySettings
+
+    params = ModelParams(omega=0.3)
+    plan = ValidationPlan(quick=True, params=params, d=12, alphas=(0.5, 2.0), seeds=(0,), heat_alphas=(0.5,),
+                          heat_omegas=(0.3,), heat_seeds=(0,), fss_ds=(12,), fss_seeds=(0,), alphas_small=(),
+                          fss_cases=(), n_test=100, theory=TheorySettings())
+
+    def rec(alpha, branch, eps_g, e_t, **kw):
+        return {"alpha": alpha, "branch": branch, "q": 0.4, "m": 0.0, "V": 1.0, "theta": 0.0, "eps_g": eps_g,
+                "e_t": e_t, "eps_lin": 2e-3, "converged": True, **kw}
+
+    # the global minimum: positional at 0.5 (lower e_t), semantic at 2.0
+    sem = tuple(rec(a, "semantic", g, e, theta=0.6) for a, g, e in ((0.5, 2.9e-3, 5e-3), (2.0, 1.4e-3, 3e-3)))
+    pos = tuple(rec(a, "positional", g, e, m=0.25) for a, g, e in ((0.5, 3.2e-3, 4e-3), (2.0, 3.5e-3, 4e-3)))
+    theory = TheoryAtOmega(0.3, 2e-3, {"global": 1.25}, {"global": 1.5}, {"global": ()},
+                           {("semantic", "global"): BranchCurve("semantic", "global", sem),
+                            ("positional", "global"): BranchCurve("positional", "global", pos)}, 1.0, 1.0)
+    runs = [run_simulation(s) for s in plan.sweep_specs() if s.init != "random"]
+
+    def fake_campaign(plan, out, progress=True, **kw):
+        rows = group_rows(runs, {0.3: theory})
+        return {"plan": plan.to_dict(), "wall_seconds": 1.0, "simulation_seconds": 1.0, "simulation_cpu_seconds": 1.0,
+                "theory_seconds": 1.0, "theory_cpu_seconds": 1.0, "theory_jobs_cached": 0, "tasks": {},
+                "code_version": "test", "all_converged": True, "n_simulations": len(runs), "theory": theory.to_dict(),
+                "heat_theory": [theory.to_dict()], "alpha_c_curve": [alpha_c_point(theory)], "sweep": rows,
+                "delta_e_t": delta_et_rows(runs, {0.3: theory}), "heat": delta_et_rows(runs, {}),
+                "finite_size": [], "finite_size_fits": [], "runs": [r.to_dict() for r in runs]}
+
+    asked = []
+    real_plan = amp_validation.amp_plan
+
+    def two_seeds(p, quick=False, seeds=None, device="cpu"):
+        asked.append((p, quick))
+        return replace(real_plan(p, quick=quick, device=device), seeds=(0, 1))
+
+    monkeypatch.setattr(campaign, "run_campaign", fake_campaign)
+    monkeypatch.setattr(amp_validation, "amp_plan", two_seeds)
+    for name in ("plot_alpha_sweep", "plot_heatmap", "plot_finite_size"):  # the figures: tests/validation/test_validation_report.py
+        monkeypatch.setattr(report, name, lambda summary, path: None)
+    monkeypatch.setattr(dataset, "write_netcdf", lambda ds, path: None)
+    monkeypatch.setattr(jobs, "validation_dataset", lambda results, theories, attrs: None)
+    campaign.run_validation(plan, tmp_path, progress=False)
+    assert asked == [(params, True)]  # the validation's model and plan size reach the AMP plan
+
+    text = (tmp_path / "report.md").read_text()
+    bo = json.loads((tmp_path / "summary.json").read_text())["bayes_optimal"]
+    assert "## The Bayes-optimal estimator: AMP and ERM against it" in text
+    amp, erm = bo["amp"], bo["erm"]
+    quick = real_plan(params, quick=True)
+    assert len(amp["runs"]) == 2 * len(quick.alphas) * len(quick.ds)
+    assert [(r["alpha"], r["d"]) for r in amp["rows"]] == [(a, d) for a in quick.alphas for d in quick.ds]
+
+    # summary.json's rows are the runs' statistics and the state evolution's q0
+    model = BayesModel.of(quick.params)
+    for r in amp["rows"]:
+        ms = [abs(x["m"]) for x in amp["runs"] if (x["alpha"], x["d"]) == (r["alpha"], r["d"])]
+        assert r["n"] == len(ms) == 2 and r["mean_abs_m"] == pytest.approx(sum(ms) / 2, abs=1e-15)
+        n = n_samples(r["alpha"], r["d"])
+        assert r["se_q0"] == pytest.approx(solve_bayes(model, n / r["d"], "uninformative").q0, abs=1e-12)
+        assert r["z"] == pytest.approx((r["mean_abs_m"] - r["se_q0"]) / max(r["se"], M_RESOLUTION))
+
+    # ... and the report's table says the same, row for row
+    table = _parse_table(text, "| alpha | d | mean abs(m) | SE q0 | z | converged | near 0 |")
+    assert len(table) == len(amp["rows"])
+    for cells, r in zip(table, amp["rows"]):
+        mean, se = _pm(cells[2])
+        assert float(cells[0]) == pytest.approx(r["alpha"], rel=1e-4) and int(cells[1]) == r["d"]
+        assert mean == pytest.approx(r["mean_abs_m"], abs=5.1e-5) and se == pytest.approx(r["se"], abs=5.1e-5)
+        assert float(cells[3]) == pytest.approx(r["se_q0"], abs=5.1e-5)
+        assert float(cells[4]) == pytest.approx(r["z"], abs=5.1e-3)
+        assert cells[5] == f"{r['converged']} of {r['n']}" and int(cells[6]) == r["near_zero"]
+    trends = _parse_table(text, "| alpha | SE q0 | fit d -> inf | form (chi^2; the other's) | verdict |")
+    assert [float(c[0]) for c in trends] == pytest.approx([t["alpha"] for t in amp["trends"]], rel=1e-4)
+    for cells, t in zip(trends, amp["trends"]):
+        assert cells[4] == t["verdict"] and cells[4].startswith(("agrees", "disagrees"))
+        assert _pm(cells[2])[0] == pytest.approx(t["fit_a"], abs=5.1e-5)
+
+    # ERM against BO: the theory's global minimum, the informative branch's eps_g, the closest alpha in the sentence
+    bmodel = BayesModel.of(params)
+    assert [(r["alpha"], r["erm_branch"], r["erm_eps_g"]) for r in erm["rows"]] == [(0.5, "positional", 3.2e-3),
+                                                                                   (2.0, "semantic", 1.4e-3)]
+    for r in erm["rows"]:
+        assert r["bo_eps_g"] == pytest.approx(bayes_eps_g(bmodel, 0.3, solve_bayes(bmodel, r["alpha"], "informative").q0))
+    rows = _parse_table(text, "| alpha | ERM branch | eps_g ERM | eps_g BO | excess / eps_lin | excess / eps_g BO |")
+    assert [(float(c[0]), c[1], float(c[2]), float(c[3])) for c in rows] == [
+        (r["alpha"], r["erm_branch"], pytest.approx(r["erm_eps_g"], rel=1e-4), pytest.approx(r["bo_eps_g"], rel=1e-4))
+        for r in erm["rows"]]
+    c = erm["closest"]
+    assert c["alpha"] == 2.0 and c["excess_over_eps_lin"] == pytest.approx((1.4e-3 - erm["rows"][1]["bo_eps_g"]) / 2e-3)
+    x = text.split("within X % of the Bayes-optimal error (X in units of eps_lin): on this grid (0.5 <= alpha <= 2) "
+                   "nowhere for X below ", 1)[1].split(".")
+    assert float(x[0] + "." + x[1]) == pytest.approx(100 * c["excess_over_eps_lin"], abs=0.051)
+    assert f"comes closest to the Bayes-optimal error at alpha = {c['alpha']:.4g}:" in text
+
+
+def test_the_committed_amp_record_is_what_the_code_makes_of_its_runs():
+    """docs/data/amp_validation/ (studies/amp_validation_data.py): the default plan's every (alpha, d, seed) once, and
+    its per-(alpha, d) table and verdicts are amp_rows / amp_trends of its own runs under the current rule."""
+    import csv
+    import json
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "docs" / "data" / "amp_validation"
+    with open(folder / "amp_runs.csv") as fh:
+        runs = [{"alpha": float(r["alpha"]), "d": int(r["d"]), "seed": int(r["seed"]), "m": float(r["m"]),
+                 "converged": r["converged"] == "1", "se_q0": float(r["se_q0"])} for r in csv.DictReader(fh)]
+    plan = amp_plan(ModelParams())
+    assert sorted((r["alpha"], r["d"], r["seed"]) for r in runs) == sorted(
+        (a, d, s) for a in plan.alphas for d in plan.ds_at(a) for s in plan.seeds)
+    meta = json.loads((folder / "amp_validation.json").read_text())
+    assert meta["plan"] == json.loads(json.dumps(plan.to_dict())) and meta["model"] == plan.params.to_dict()
+    rows = amp_rows(runs)
+    with open(folder / "amp_validation.csv") as fh:
+        table = list(csv.DictReader(fh))
+    assert len(table) == len(rows)
+    for t, r in zip(table, rows):
+        assert (float(t["alpha"]), int(t["d"]), int(t["n_runs"]), int(t["converged"]), int(t["near_zero"])) == (
+            r["alpha"], r["d"], r["n"], r["converged"], r["near_zero"])
+        for col, key in (("mean_abs_m", "mean_abs_m"), ("err_mean_abs_m", "se"), ("se_q0", "se_q0"), ("z", "z")):
+            assert float(t[col]) == pytest.approx(r[key], rel=1e-12, abs=1e-15)
+    verdicts = {f"{t['alpha']:g}": t["verdict"] for t in amp_trends(rows, extrapolate)}
+    assert meta["verdicts"] == verdicts

@@ -25,6 +25,7 @@ def erm_global_minimum_eps_g(params: ModelParams, alpha: float) -> float:
 @settings(max_examples=2, deadline=None, derandomize=True)
 @given(alpha=st.floats(0.2, 1.5), omega=st.floats(0.0, 0.45), second_a=st.booleans())
 @example(alpha=0.3, omega=0.3, second_a=False)  # between alpha_WR and 1/L: BO eps_g > 0
+@example(alpha=1.4, omega=0.1, second_a=True)  # ERM semantic, 0.52 eps_lin: a BO stuck at q0 = 0 (eps_lin) fails
 def test_bayes_optimal_eps_g_is_below_erm(alpha, omega, second_a):
     params = ModelParams(omega=omega, A=SECOND_A) if second_a else ModelParams(omega=omega)
     model = BayesModel.of(params)
