@@ -117,6 +117,39 @@ def test_a_stop_that_lands_in_a_c_callback_is_sent_again_not_dropped(entry, sig,
     assert "Exception ignored" not in err and "Traceback" not in err, err
 
 
+@pytest.mark.parametrize(("sig", "stop"), [(signal.SIGTERM, interrupts.Terminated), (signal.SIGINT, KeyboardInterrupt)])
+def test_a_signal_while_the_hook_sends_a_dropped_stop_again_is_not_dropped_too(entry, sig, stop, capsys):
+    """The stop lands in a C callback (dropped by Python, handed to ``sys.unraisablehook``), and a signal arrives while
+    the hook runs -- the copy it sends again, where the machine is too busy to let the hook return within 10 ms (a
+    fresh clone compiling), or a second Ctrl-C.  An exception the hook raises is printed and dropped by Python
+    ("Exception ignored in sys.unraisablehook"): the command ran to its end and exited 0.  Here the signal is sent at
+    the hook's first instant (a trace function's call event), so it is handled inside the hook every time."""
+    import ctypes
+
+    def callback() -> None:
+        os.kill(os.getpid(), sig)
+        time.sleep(1)  # the handler runs here, inside the callback
+
+    def in_the_hook(frame, event, arg):
+        if event == "call" and frame.f_code is interrupts._redeliver.__code__:
+            os.kill(os.getpid(), sig)  # handled before the hook's first line
+        return None
+
+    tracing = sys.gettrace()
+    with pytest.raises(stop):
+        with interrupts.handling_termination():
+            sys.settrace(in_the_hook)
+            try:
+                ctypes.CFUNCTYPE(None)(callback)()
+            finally:
+                sys.settrace(tracing)
+            for _ in range(100):  # the command's own code goes on: the stop, sent again, is raised here
+                time.sleep(0.01)
+    time.sleep(0.05)  # one copy sent, not two: none left to land after the stop
+    err = capsys.readouterr().err
+    assert "Exception ignored" not in err and "Traceback" not in err, err
+
+
 def _interpreter_start_up() -> float:
     """Seconds from starting this interpreter to the first line of its ``-c`` code (``site`` and the .pth files of
     the environment included: no project code runs before), the median of five starts on this machine now."""
