@@ -220,9 +220,6 @@ def test_the_package_import_of_the_command_installs_its_handlers_and_a_library_i
     assert got["library"] == got["worker"] == ["default_int_handler", "sys"], got
 
 
-@pytest.mark.xfail(strict=False, reason="open defect: on a fresh clone a Ctrl-C 0.2 s after start was once lost "
-                   "(the census ran to its end, exit 0) while the command's modules loaded; not reproduced on a warm "
-                   "kernel cache (9 of 9 stopped with 130); where it passes it checks exit 130 at every delay")
 def test_ctrl_c_once_the_interpreter_has_started_is_the_stop(tmp_path):
     """SIGINT at 0.05 ... 0.5 s after ``python -m attnphase census`` (``LONG``) starts: exit 130, the one line, no traceback,
     wherever it lands once the interpreter's own start-up is over (measured here: before it no project code can run;
