@@ -126,6 +126,20 @@ def arrived() -> int | None:
     return _ARRIVED[0] if _ARRIVED else None
 
 
+def recorded() -> int:
+    """How many signals this module's handlers have recorded so far: a mark for :func:`stop_since`."""
+    return len(_ARRIVED)
+
+
+def stop_since(mark: int) -> BaseException | None:
+    """The stop (``KeyboardInterrupt`` or :class:`Terminated`) of the first signal recorded after ``mark``
+    (:func:`recorded`), or None: an error a command raised after it is what a library made of the stop."""
+    if len(_ARRIVED) <= mark:
+        return None
+    signum = _ARRIVED[mark]
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+
+
 def as_stop(exc: BaseException) -> BaseException | None:
     """The stop ``exc`` stands for: itself if it is one (``KeyboardInterrupt``, :class:`Terminated`); the
     recorded signal's stop if one arrived (the exception is then what a C extension made of it); None otherwise."""

@@ -88,6 +88,43 @@ def test_a_ctrl_c_turned_into_an_import_error_is_the_stop(entry, monkeypatch, ca
     assert capsys.readouterr().err == "attnphase: interrupted\n"
 
 
+@pytest.mark.parametrize("checked", [False, True], ids=["while-checking-input", "while-computing"])
+def test_a_ctrl_c_turned_into_a_value_error_is_the_stop_not_bad_input_or_a_failure(entry, monkeypatch, capsys, checked):
+    """A library turns the Ctrl-C into another error (an ImportError that a command turns into ``ValueError('--backend:
+    ...')``): the stop it was (130, the one line), not bad input (2) nor a failed computation (1)."""
+    from attnphase import cli, work
+    from attnphase.numerics.commands import solve
+
+    def converts(args) -> int:
+        if checked:
+            work.begin("solving the state evolution")
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        except KeyboardInterrupt:
+            raise ValueError("--backend: numba could not be imported") from None
+        return 0
+
+    monkeypatch.setattr(solve, "run", converts)
+    assert cli.main(["solve", "--alpha", "1"]) == 130
+    assert capsys.readouterr().err == "attnphase: interrupted\n"
+
+
+def test_a_value_error_after_an_earlier_command_was_stopped_is_still_bad_input(entry, monkeypatch, capsys):
+    """Only a signal since the command started makes its error a stop (an in-process caller runs several)."""
+    from attnphase import cli
+    from attnphase.numerics.commands import solve
+
+    interrupts._ARRIVED.append(signal.SIGINT)  # an earlier command's stop
+
+    def bad(args) -> int:
+        raise ValueError("--alpha: must be positive")
+
+    monkeypatch.setattr(solve, "run", bad)
+    assert cli.main(["solve", "--alpha", "1"]) == 2
+    assert capsys.readouterr().err == "attnphase: error: --alpha: must be positive\n"
+
+
 def test_an_import_error_without_a_signal_is_not_hidden(entry, monkeypatch):
 
     def broken() -> int:
