@@ -9,6 +9,10 @@
   recorded (:func:`arrived`): a C extension that turns the ``KeyboardInterrupt`` raised inside it into another
   exception (numpy's import makes an ``ImportError`` of a Ctrl-C that lands while it loads) still ends the
   command as the stop it was, never a traceback.
+* A stop raised where Python prints and drops exceptions -- a C library's callback into Python, a ``__del__``, the
+  weakref callback that ends each import -- goes to the command's ``sys.unraisablehook`` (:func:`_redeliver`; while
+  the package loads, :func:`attnphase._send_again`) and is sent again as its signal; a signal handled while that hook
+  runs is sent again too, never raised inside it.
 * :func:`deferred` holds both back over a stretch that cannot be cut cleanly (starting or closing a local
   Dask cluster, moving the finished outputs into ``--out DIR``): a signal that arrives there is raised
   when the stretch ends.
