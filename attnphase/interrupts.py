@@ -96,7 +96,8 @@ _ARRIVED: list[int] = []
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
-    """:class:`Terminated`, the signal recorded; inside :func:`_redeliver`, sent again instead (:func:`_held_in_the_hook`)."""
+    """:class:`Terminated`, the signal recorded; inside :func:`_redeliver`, sent again instead
+    (:func:`_held_in_the_hook`)."""
     _ARRIVED.append(signum)
     if _held_in_the_hook(signum, frame):
         return

@@ -220,7 +220,8 @@ def test_ctrl_c_in_the_callback_that_ends_an_import_while_the_package_loads_is_t
     checked = 0
     for k in range(1, 40):
         proc = subprocess.run([sys.executable, "-c", _CTRL_C_IN_AN_IMPORTS_CALLBACK.format(k=k)], capture_output=True,
-                              text=True, timeout=60, cwd=ROOT, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                              text=True, timeout=60, cwd=ROOT,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         if proc.returncode == 99:
             break
         assert (proc.returncode, proc.stderr) == (130, "attnphase: interrupted\n"), (k, proc.returncode, proc.stderr)
