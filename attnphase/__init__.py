@@ -42,8 +42,31 @@ def _stop_at_top_level(kind: type, value: BaseException, tb: object) -> None:
     interrupts.stop_at_top_level(kind, value, tb)
 
 
+def _send_again(unraisable: object) -> None:
+    """``sys.unraisablehook`` while the command's handlers load (:func:`attnphase.interrupts.handle_from_start` puts
+    its own in place): a Ctrl-C that Python can only print and drop is sent again in 10 ms, from a thread, and so
+    raised at the next point that can take it; anything else as Python would.  Each import ends in a weakref
+    callback of importlib's (the module lock freed, ``_get_module_lock.<locals>.cb``): a Ctrl-C handled there while
+    ``signal``, ``threading`` and ``typing`` load was dropped ("Exception ignored in: ... cb") and the command ran to
+    its end with exit code 0.  The modules used here are loaded with the interpreter: no import runs in the hook."""
+    if not isinstance(getattr(unraisable, "exc_value", None), KeyboardInterrupt):
+        _sys.__unraisablehook__(unraisable)
+        return
+    import _signal
+    import _thread
+    import os
+    import time
+
+    def send() -> None:
+        time.sleep(0.01)
+        os.kill(os.getpid(), _signal.SIGINT)
+
+    _thread.start_new_thread(send, ())
+
+
 if _is_the_command():
     _sys.excepthook = _stop_at_top_level  # first: a Ctrl-C while the next line loads is the stop
+    _sys.unraisablehook = _send_again  # and one that lands where Python drops it is sent again
     from attnphase import interrupts as _interrupts
 
     _interrupts.THE_COMMAND = True

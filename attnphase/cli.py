@@ -142,15 +142,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:  # named by the command's parser: `see attnphase solve --help`, where the command's options are
         parser.command_parsers[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     work.reset()
-    from attnphase.interrupts import Terminated, handling_termination, stopped
+    from attnphase.interrupts import Terminated, handling_termination, recorded, stop_since, stopped
 
+    mark = recorded()  # a signal after this, then an error: the error is what a library made of the stop
     try:
         with handling_termination(), work.warnings_as_notes():  # SIGTERM / SIGHUP: every cleanup runs, as on Ctrl-C
             code = args.func(args)
     except outputs.JobFailed as exc:
+        if stop_since(mark) is not None:
+            return stopped(stop_since(mark))
         print(work.failure_message(work.current() or "writing the outputs", exc), file=sys.stderr)
         return 1
     except (ValueError, ArithmeticError) as exc:
+        if stop_since(mark) is not None:
+            return stopped(stop_since(mark))
         what = work.current()
         if what is not None and not getattr(exc, "input_error", False):
             # raised by the computation after every check passed: a failure, not bad input

@@ -9,6 +9,10 @@
   recorded (:func:`arrived`): a C extension that turns the ``KeyboardInterrupt`` raised inside it into another
   exception (numpy's import makes an ``ImportError`` of a Ctrl-C that lands while it loads) still ends the
   command as the stop it was, never a traceback.
+* A stop raised where Python prints and drops exceptions -- a C library's callback into Python, a ``__del__``, the
+  weakref callback that ends each import -- goes to the command's ``sys.unraisablehook`` (:func:`_redeliver`; while
+  the package loads, :func:`attnphase._send_again`) and is sent again as its signal; a signal handled while that hook
+  runs is sent again too, never raised inside it.
 * :func:`deferred` holds both back over a stretch that cannot be cut cleanly (starting or closing a local
   Dask cluster, moving the finished outputs into ``--out DIR``): a signal that arrives there is raised
   when the stretch ends.
@@ -18,10 +22,13 @@ This module imports the standard library only.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
+import os
 import signal
 import sys
 import threading
+import time
 from typing import Iterator
 
 
@@ -75,7 +82,6 @@ def exit_code_kept(code: int) -> int:
     if not (_STOPPED and THE_COMMAND and _in_main_thread()):  # never in a process that imported the library
         return code
     import atexit
-    import os
 
     for s in (signal.SIGINT, *TERMINATING):
         signal.signal(s, signal.SIG_IGN)
@@ -90,19 +96,53 @@ _ARRIVED: list[int] = []
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
+    """:class:`Terminated`, the signal recorded; inside :func:`_redeliver`, sent again instead
+    (:func:`_held_in_the_hook`)."""
     _ARRIVED.append(signum)
+    if _held_in_the_hook(signum, frame):
+        return
     raise Terminated(signum)
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:
-    """Python's own SIGINT action (``KeyboardInterrupt``), the signal recorded."""
+    """Python's own SIGINT action (``KeyboardInterrupt``), the signal recorded; inside :func:`_redeliver`, sent again
+    instead (:func:`_held_in_the_hook`)."""
     _ARRIVED.append(signum)
+    if _held_in_the_hook(signum, frame):
+        return
     raise KeyboardInterrupt
+
+
+def _held_in_the_hook(signum: int, frame: object) -> bool:
+    """Whether the handler runs inside :func:`_redeliver` (``frame`` or a caller of it is the hook's): then it raises
+    nothing and the signal is sent again (:func:`_send_again`).  An exception raised by ``sys.unraisablehook`` is
+    printed and dropped by Python ("Exception ignored in sys.unraisablehook"), and the command would run to its end:
+    the copy the hook sends lands there when the hook is slow to return (a busy machine), as does a second Ctrl-C."""
+    while frame is not None:
+        if getattr(frame, "f_code", None) is _redeliver.__code__:
+            _send_again(signum)
+            return True
+        frame = getattr(frame, "f_back", None)
+    return False
 
 
 def arrived() -> int | None:
     """The first signal recorded by this module's handlers (SIGINT, SIGTERM, SIGHUP), or None."""
     return _ARRIVED[0] if _ARRIVED else None
+
+
+def recorded() -> int:
+    """How many signals this module's handlers have recorded so far: a mark for :func:`stop_since`."""
+    return len(_ARRIVED)
+
+
+def stop_since(mark: int) -> BaseException | None:
+    """The stop (``KeyboardInterrupt`` or :class:`Terminated`) of the first signal recorded after ``mark``
+    (:func:`recorded`), or None: an error a command raised after it is what a library made of the stop."""
+    if len(_ARRIVED) <= mark:
+        return None
+    signum = _ARRIVED[mark]
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
 
 
 def as_stop(exc: BaseException) -> BaseException | None:
@@ -158,30 +198,40 @@ def stop_at_top_level(kind: type, value: BaseException, tb: object) -> None:
     code = stopped(stop)
     sys.stderr.flush()
     sys.stdout.flush()
-    import os
-
     os._exit(code)
 
 
 def _redeliver(unraisable: object) -> None:
     """``sys.unraisablehook`` of the console command: a stop raised where Python can only print and drop it (inside
-    a C library's callback into Python -- numba's compiler calls back while it compiles) is sent again as the
-    signal it came from, and so raised at the next point that can take it, with no traceback; anything else goes to
-    the previous hook."""
+    a C library's callback into Python -- numba's compiler calls back while it compiles; a ``__del__`` or a weakref
+    callback the garbage collector runs) is sent again as the signal it came from (:func:`_send_again`), and so raised
+    at the next point that can take it, with no traceback; anything else goes to the previous hook.  This hook waits
+    for nothing, and a signal handled while it runs is sent again too (:func:`_held_in_the_hook`), never raised here."""
     exc = getattr(unraisable, "exc_value", None)
     if isinstance(exc, (KeyboardInterrupt, Terminated)):
-        import os
-        import time
-
-        signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
-
-        def send() -> None:  # from a thread, once this hook has returned (a handler run inside it is dropped too)
-            time.sleep(0.01)
-            os.kill(os.getpid(), signum)  # after a reported stop it is ignored (exit_code_kept)
-
-        threading.Thread(target=send, daemon=True, name="attnphase-redeliver").start()
+        _send_again(exc.signum if isinstance(exc, Terminated) else signal.SIGINT)
         return
     _PREVIOUS_UNRAISABLE_HOOK(unraisable)
+
+
+#: The signals :func:`_send_again` has yet to send (at most one copy of each in flight).
+_TO_SEND: set[int] = set()
+
+
+def _send_again(signum: int) -> None:
+    """Send ``signum`` to this process again in 10 ms, from a thread started without waiting for it (a
+    ``threading.Thread`` waits for its start, and a signal handled in that wait is raised in the hook); nothing if a
+    copy is already on its way.  After a reported stop the copy is ignored (:func:`exit_code_kept`)."""
+    if signum in _TO_SEND:
+        return
+    _TO_SEND.add(signum)
+
+    def send() -> None:
+        time.sleep(0.01)
+        _TO_SEND.discard(signum)
+        os.kill(os.getpid(), signum)
+
+    _thread.start_new_thread(send, ())
 
 
 _PREVIOUS_UNRAISABLE_HOOK = sys.unraisablehook
