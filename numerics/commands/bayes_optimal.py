@@ -176,6 +176,12 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
     executor = execution_options.executor_from_args(args)
     out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
+    per_task = workload.bayes_task_seconds(len(alphas), params.L)
+    workload.announce_tasks(f"Bayes-optimal sweep of {len(alphas)} alpha values, {len(branches)} branch"
+                            f"{'es' if len(branches) > 1 else ''}" + (f" at {len(omegas)} omegas" if len(omegas) > 1 else ""),
+                            [per_task] * (len(omegas) * len(branches)), executor.workers,
+                            f"~{per_task:.2g} CPU s per branch and omega", quiet=args.quiet, min_seconds=0,
+                            own=workload.BAYES_COMMAND_SECONDS)
 
     from attnphase.execution import run_tasks
     from attnphase.execution.dataset import job_attrs, write_netcdf
@@ -317,6 +323,10 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
     executor = execution_options.executor_from_args(args)
     out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
+    per_task = workload.bayes_task_seconds(len(alphas), params.L)
+    workload.announce_tasks(f"Bayes-optimal phase diagram over {len(omegas)} omega x {len(alphas)} alpha values",
+                            [per_task] * len(omegas), executor.workers, f"~{per_task:.2g} CPU s per omega",
+                            quiet=args.quiet, min_seconds=0, own=workload.BAYES_DIAGRAM_COMMAND_SECONDS)
 
     from attnphase.execution import run_tasks
     from attnphase.execution.dataset import job_attrs, write_netcdf
