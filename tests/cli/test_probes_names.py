@@ -29,6 +29,7 @@ def _writer_columns() -> dict[str, tuple[str, ...]]:
     from attnphase.numerics.commands.point_record import RECORD_KEYS
     from attnphase.numerics.errors.quadrature_error import replicate_spread
     from attnphase.numerics.se.bayes_curve import BAYES_SWEEP_COLUMNS
+    from attnphase.validation.derivation_checks import CHECK_CSV_COLUMNS
 
     nan = float("nan")
     rows = {f"Boundaries.row r={r}": tuple(Boundaries(omega=0.3, alpha_c=nan, alpha_l=nan, semantic_end=nan,
@@ -40,6 +41,7 @@ def _writer_columns() -> dict[str, tuple[str, ...]]:
         "census": census.CSV_COLUMNS + census.MATRIX_HEAD + census.MATRIX_TAIL + census.START_COLUMNS,
         "phase-diagram --census": CENSUS_COLUMNS, "bayes-optimal sweep": BAYES_SWEEP_COLUMNS,
         "bayes-optimal phase-diagram": BAYES_DIAGRAM_COLUMNS + BAYES_DIAGRAM_CURVES,
+        "check.csv": CHECK_CSV_COLUMNS,
     }
 
 
@@ -207,3 +209,34 @@ def test_every_command_takes_json_derive_too(capsys):
     obj = json.loads(capsys.readouterr().out)
     assert obj["model"]["L"] == obj["L"] == 2 and len(obj["equations"]) > 10
     assert {"section", "lhs", "rhs", "lhs_latex", "rhs_latex", "note"} == set(obj["equations"][0])
+
+
+def test_check_out_writes_the_checks_as_data(tmp_path, capsys):
+    """``check --out DIR`` wrote check.md alone: the checks as data too, check.json (the ``--json`` object: the model,
+    alpha, each check's error, tolerance and status) and check.csv (one row per check, passed / skipped 1 / 0, a
+    skipped check's numbers NaN), read back equal to what the run printed."""
+    import csv
+    import math
+
+    from attnphase.validation.derivation_checks import CHECK_CSV_COLUMNS
+
+    out = tmp_path / "k"
+    assert main(["check", "--quick", "--only", "6,7", "--json", "--out", str(out)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["check.csv", "check.json", "check.md"]
+    written = json.loads((out / "check.json").read_text())
+    assert written == printed and written["model"]["L"] == 2 and written["alpha"] == 2.0 and written["passed"] is True
+    rows = list(csv.DictReader((out / "check.csv").open()))
+    assert [r["key"] for r in rows] == ["eps-lin", "codegen"] and list(rows[0]) == list(CHECK_CSV_COLUMNS)
+    for row, c in zip(rows, written["checks"]):
+        assert float(row["error"]) == c["error"] and float(row["tolerance"]) == c["tolerance"]
+        assert row["status"] == c["status"] == "pass" and row["passed"] == "1" and row["skipped"] == "0"
+        assert float(row["error"]) <= float(row["tolerance"]) and float(row["alpha"]) == 2.0
+    # a skipped check (eps_lin's mpmath reference is at L = 2 only): 0 / 1, its numbers NaN, its reason said; the
+    # rerun with another model replaces the files
+    assert main(["check", "--quick", "--only", "6", "--L", "3", "--out", str(out)]) == 0
+    assert "held an earlier check job" in capsys.readouterr().err
+    (row,) = list(csv.DictReader((out / "check.csv").open()))
+    assert (row["status"], row["passed"], row["skipped"]) == ("skip", "0", "1") and row["reason"]
+    assert math.isnan(float(row["error"])) and math.isnan(float(row["tolerance"]))
+    assert json.loads((out / "check.json").read_text())["model"]["L"] == 3
