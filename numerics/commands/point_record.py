@@ -130,6 +130,13 @@ def exact_zero_note(rec: dict) -> str:
             f"{rec.get('branch') or 'reached'} branch (its symmetry holds it there on every rule)")
 
 
+def exact_zero_rows_note(rows: list[dict]) -> str:
+    """:func:`exact_zero_note` over a sweep's rows on the branch, each distinct note once ("" when no bar is 0): a
+    column of err_m = 0 or err_theta = 0 is never silent either."""
+    notes = dict.fromkeys(n for n in (exact_zero_note(r) for r in rows if not r.get("reason")) if n)
+    return "; ".join(notes)
+
+
 def max_relative_error(rec: dict) -> float:
     """max err_k / |k| over the non-zero overlaps of a record with error bars (NaN when one is NaN)."""
     rel = [rec[f"err_{k}"] / abs(rec[k]) for k in OVERLAP_KEYS if rec.get(k)]

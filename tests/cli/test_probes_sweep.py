@@ -69,3 +69,18 @@ def test_the_tightest_tol_taken_converges_with_error_bars(capsys):
     assert main(["solve", "--alpha", "2", "--tol", "1e-14", "--quadrature", "sobol8:4", "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert rec["converged"] and rec["residual"] <= 1e-14 and rec["err_q"] > 0
+
+
+def test_a_sweep_says_why_a_bar_is_zero(tmp_path, capsys):
+    """``sweep --branch semantic`` wrote err_m = 0 on every row with no word (``solve`` says why in its error_note):
+    the JSON's error_note and a note on stderr name the symmetry that holds m at 0 exactly."""
+    import json
+
+    argv = ["sweep", "--omega", "0.3", "--alpha", "2,2.4", "--branch", "semantic", "--quadrature", "sobol8:4",
+            "--workers", "1", "--quiet", "--json", "--out", str(tmp_path / "o")]
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    obj = json.loads(cap.out)
+    assert all(r["err_m"] == 0.0 and r["m"] == 0.0 and r["err_theta"] > 0 for r in obj["rows"])
+    assert "err_m = 0: m = 0 exactly on the semantic branch" in obj["error_note"]
+    assert "attnphase: note: err_m = 0: m = 0 exactly" in cap.err
