@@ -84,3 +84,25 @@ def test_a_sweep_says_why_a_bar_is_zero(tmp_path, capsys):
     assert all(r["err_m"] == 0.0 and r["m"] == 0.0 and r["err_theta"] > 0 for r in obj["rows"])
     assert "err_m = 0: m = 0 exactly on the semantic branch" in obj["error_note"]
     assert "attnphase: note: err_m = 0: m = 0 exactly" in cap.err
+
+
+def test_the_census_says_why_its_fixed_points_bars_are_zero():
+    """``census --json`` listed err_theta = 0 on the positional point, err_m = 0 on the semantic one and both on the
+    agnostic one with no error_note: the note of each distinct case, once (the census itself runs for minutes: its
+    rows are given here)."""
+    from attnphase.numerics.commands.point_record import exact_zero_rows_note
+
+    row = {"q": 0.3, "V": 50.0, "eps_g": 3e-3, "e_t": 3e-3, "reason": "", "err_q": 1e-3, "err_V": 0.2,
+           "err_eps_g": 1e-5, "err_e_t": 1e-5}
+    rows = [row | {"branch": "positional", "m": 0.25, "err_m": 1e-3, "theta": 0.0, "err_theta": 0.0},
+            row | {"branch": "semantic", "m": 0.0, "err_m": 0.0, "theta": 0.5, "err_theta": 2e-3},
+            row | {"branch": "semantic", "m": 0.0, "err_m": 0.0, "theta": 0.6, "err_theta": 2e-3},
+            row | {"branch": "agnostic", "m": 0.0, "err_m": 0.0, "theta": 0.0, "err_theta": 0.0},
+            row | {"branch": "semantic", "m": 0.0, "err_m": 0.0, "theta": 0.0, "err_theta": 0.0,
+                   "reason": "not converged"}]
+    note = exact_zero_rows_note(rows)
+    assert note.split("; ") == [
+        "err_theta = 0: theta = 0 exactly on the positional branch (its symmetry holds it there on every rule)",
+        "err_m = 0: m = 0 exactly on the semantic branch (its symmetry holds it there on every rule)",
+        "err_m = err_theta = 0: m = theta = 0 exactly on the agnostic branch (its symmetry holds it there on every rule)"]
+    assert exact_zero_rows_note([rows[0] | {"err_theta": 1e-4, "theta": 1e-3}]) == ""
