@@ -309,8 +309,9 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
     from attnphase import outputs, workload
 
     check_bayes_diagram_options(args)
+    # the thresholds are computed directly, not located on the grid (the ERM diagram's two alphas at least): the
+    # grid is where the estimator's q0 and eps_g are drawn, one alpha is a grid
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
-    opt.check_alpha_grid(alphas)
     omegas = opt.parse_values(args.omega, "--omega")
     params = opt.omegas_from_args_ns(args, omegas)
     for w in omegas:

@@ -106,3 +106,20 @@ def test_the_census_says_why_its_fixed_points_bars_are_zero():
         "err_m = 0: m = 0 exactly on the semantic branch (its symmetry holds it there on every rule)",
         "err_m = err_theta = 0: m = theta = 0 exactly on the agnostic branch (its symmetry holds it there on every rule)"]
     assert exact_zero_rows_note([rows[0] | {"err_theta": 1e-4, "theta": 1e-3}]) == ""
+
+
+def test_a_bayes_optimal_phase_diagram_takes_one_alpha(tmp_path, capsys):
+    """``phase-diagram --estimator bayes-optimal --alpha 0.5`` was refused: "the boundaries are located between the
+    points of an alpha grid" -- true of the ERM diagram, not of the Bayes-optimal thresholds, computed directly (the
+    grid only carries the estimator's eps_g).  The thresholds do not depend on the grid."""
+    import json
+
+    base = ["phase-diagram", "--estimator", "bayes-optimal", "--omega", "0.3", "--workers", "1", "--quiet", "--json"]
+    assert main([*base, "--alpha", "0.5", "--out", str(tmp_path / "one")]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert one["alphas"] == [0.5] and len(one["curves"]["0.3"]) == 1
+    assert (tmp_path / "one" / "phase_diagram_bayes-optimal.png").stat().st_size > 0
+    assert main([*base, "--alpha", "0.2,0.5", "--out", str(tmp_path / "two")]) == 0
+    two = json.loads(capsys.readouterr().out)
+    keys = ("alpha_weak_recovery", "alpha_it", "alpha_amp")
+    assert [one["rows"][0][k] for k in keys] == [two["rows"][0][k] for k in keys]
