@@ -123,3 +123,19 @@ def test_a_bayes_optimal_phase_diagram_takes_one_alpha(tmp_path, capsys):
     two = json.loads(capsys.readouterr().out)
     keys = ("alpha_weak_recovery", "alpha_it", "alpha_amp")
     assert [one["rows"][0][k] for k in keys] == [two["rows"][0][k] for k in keys]
+
+
+def test_a_matrix_solve_says_why_a_bar_is_zero_or_absent(capsys):
+    """``solve --teacher-rank 2`` gave m_norms [0, 0] with err_m_norms [0, 0], and e_t_direct and gauge_angle with no
+    bar, without a word: its error_note (and a note on stderr) says why, as the scalar form's does."""
+    import json
+
+    assert main(["solve", "--alpha", "2", "--teacher-rank", "2", "--quadrature", "sobol8:4", "--json"]) == 0
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert rec["m_norms"] == [0.0, 0.0] and rec["err_m_norms"] == [0.0, 0.0] and rec["err_th0_singular_values"][0] > 0
+    assert rec["error_note"].startswith("err_m_norms = 0: m_norms = 0 exactly on this branch")
+    assert "e_t_direct and gauge_angle have no err_" in rec["error_note"] and "attnphase: note: err_m_norms" in cap.err
+    from attnphase.numerics.commands.point_record import matrix_bars_note
+
+    assert matrix_bars_note(rec | {"m_norms": [0.1, 0.0], "err_e_t_direct": 1e-5, "err_gauge_angle": 0.01}) == ""
