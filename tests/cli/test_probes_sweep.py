@@ -139,3 +139,32 @@ def test_a_matrix_solve_says_why_a_bar_is_zero_or_absent(capsys):
     from attnphase.numerics.commands.point_record import matrix_bars_note
 
     assert matrix_bars_note(rec | {"m_norms": [0.1, 0.0], "err_e_t_direct": 1e-5, "err_gauge_angle": 0.01}) == ""
+
+
+def test_a_phase_diagram_keeps_its_whole_legend_in_the_png(tmp_path, recwarn):
+    """``phase-diagram --omega 0,1 --quadrature sobol8:4 ...``: error bands, a positional end found by solver failure
+    and the Bayes-optimal lines made a legend below the axes taller than tight_layout could fit: the PNG lost the
+    legend's lower rows and the user got matplotlib's "Tight layout not applied" as a note.  The image now spans the
+    legend's whole box (measured in inches: the figure's top to the legend's bottom edge), without the warning."""
+    import math
+
+    import matplotlib.image as mpimg
+
+    from attnphase.numerics.jobs.plots import plot_phase_diagram
+    from attnphase.numerics.phase.boundary_results import Boundaries
+
+    rows = [Boundaries(omega=0.0, alpha_c=0.658, alpha_l=0.749, semantic_end=math.nan, positional_end=1.13,
+                       positional_end_kind="solver failure"),
+            Boundaries(omega=1.0, alpha_c=math.nan, alpha_l=math.nan, semantic_end=math.nan, positional_end=math.nan)]
+    errors = [{"err_alpha_c": 0.021, "err_alpha_l": 0.0012, "err_semantic_end": math.nan,
+               "err_positional_end": math.nan}, {}]
+    bayes = {"alpha_weak_recovery": 1 / 6, "alpha_it": 0.5, "alpha_amp": 0.5}
+    path = tmp_path / "pd.png"
+    fig = plot_phase_diagram(rows, path, alpha_max=2.2, errors=errors, bayes=bayes)
+    assert not [w for w in recwarn if "Tight layout" in str(w.message)]
+    legend = fig.axes[0].get_legend()
+    assert legend is not None and len(legend.get_texts()) >= 6
+    bottom_in = legend.get_window_extent().y0 / fig.dpi  # below 0: under the figure's edge
+    height_in = mpimg.imread(path).shape[0] / 130  # the PNG, saved at 130 dpi
+    assert bottom_in < 0.2  # the case: the legend reaches the figure's bottom edge, or past it
+    assert height_in >= fig.get_figheight() - bottom_in - 0.05, (height_in, fig.get_figheight(), bottom_in)
