@@ -168,3 +168,17 @@ def test_a_phase_diagram_keeps_its_whole_legend_in_the_png(tmp_path, recwarn):
     height_in = mpimg.imread(path).shape[0] / 130  # the PNG, saved at 130 dpi
     assert bottom_in < 0.2  # the case: the legend reaches the figure's bottom edge, or past it
     assert height_in >= fig.get_figheight() - bottom_in - 0.05, (height_in, fig.get_figheight(), bottom_in)
+
+
+def test_the_bayes_optimal_point_at_the_weak_recovery_threshold_itself(capsys):
+    """At alpha = alpha_WR exactly (1/6 at L = 2; 0.05, the first point of ``--alpha 0.05:1:5``, at L = 4) the fixed
+    point q0 = 0 was counted unstable and the rule's curve alpha*(q0) had no root below: no stable point, q0 = NaN,
+    and eps_g = 0 +- 0 printed with exit 0 (a perfect test error at the threshold of weak recovery).  q0 = 0 is
+    marginally stable there: the point is q0 = 0, its test error the uninformed one."""
+    import json
+
+    assert main(["solve", "--estimator", "bayes-optimal", "--alpha", repr(1 / 6), "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["q"] == 0.0 and rec["err_q"] == 0.0 and rec["theta"] == 0.0
+    assert rec["eps_g"] > 1e-3 and rec["err_eps_g"] < 1e-6  # the test error without recovery (L = 2: ~eps_lin)
+    assert abs(rec["eps_g"] - rec["eps_lin"]) < 1e-6
