@@ -100,16 +100,21 @@ def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
 
     work.begin("solving the Bayes-optimal state evolution")
     model = BayesModel.of(params)
-    p = bayes_point(model, params.omega, alpha, branch, bayes_rules(model))
+    rules = bayes_rules(model)
+    p = bayes_point(model, params.omega, alpha, branch, rules)
     rec: dict = {"alpha": alpha, "omega": params.omega, "sigma": params.sigma_value}
     rec.update({k: v for k, v in bayes_model_echo(params).items() if k != "sigma_l"})
+    import math
+
+    found = math.isfinite(p.q0)  # never a NaN point reported as converged (exit 0)
     rec.update({
         "estimator": "bayes-optimal", "branch": branch, "requested_branch": branch,
         "q": p.q0, "m": 0.0, "V": model.rho0 - p.q0, "theta": p.q0, "eps_g": p.eps_g, "e_t": None,
         "eps_lin": eps_lin(params), "free_entropy": p.free_entropy, "perfect_recovery": p.perfect,
-        "converged": True, "iterations": 0, "residual": p.residual,
+        "converged": found, "iterations": 0, "residual": p.residual,
     })
-    rec["reason"] = ""
+    rec["reason"] = "" if found else (f"no stable {branch} fixed point found at alpha = {alpha:g} on the rule "
+                                      f"sign{rules.fine.order}: q0 is not a number")
     if p.coincides:
         note = f"the informative and uninformative branches coincide at alpha = {alpha:g} (q = {p.q0:.6g})"
         rec["note"] = note
@@ -120,7 +125,7 @@ def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
     rec["error_note"] = bayes_error_note(p, model.rho0)
     print(f"attnphase: note: {rec['error_note']}", file=sys.stderr)
     rec.update(bayes_thresholds(model).as_dict())
-    return print_record(rec, "", True, args.json)
+    return print_record(rec, rec["reason"], found, args.json)
 
 
 def bayes_error_note(p, rho0: float) -> str:

@@ -182,3 +182,21 @@ def test_the_bayes_optimal_point_at_the_weak_recovery_threshold_itself(capsys):
     assert rec["q"] == 0.0 and rec["err_q"] == 0.0 and rec["theta"] == 0.0
     assert rec["eps_g"] > 1e-3 and rec["err_eps_g"] < 1e-6  # the test error without recovery (L = 2: ~eps_lin)
     assert abs(rec["eps_g"] - rec["eps_lin"]) < 1e-6
+
+
+def test_a_bayes_optimal_solve_without_a_point_is_not_converged(capsys, monkeypatch):
+    """Where the Bayes-optimal state evolution has no stable point on its rule (q0 NaN: the case above before its
+    fix), ``solve`` said converged, exit 0: now converged false, a reason, exit 1."""
+    import json
+    import math
+
+    import attnphase.numerics.se.bayes_curve as bc
+
+    real = bc.bayes_point
+    monkeypatch.setattr(bc, "bayes_point", lambda *a, **k: real(*a, **k).__class__(
+        **{**real(*a, **k).__dict__, "q0": math.nan, "err_q0": math.nan}))
+    assert main(["solve", "--estimator", "bayes-optimal", "--alpha", "0.3", "--json"]) == 1
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert rec["converged"] is False and rec["q"] is None and "no stable informative fixed point" in rec["reason"]
+    assert "attnphase: warning: no stable informative fixed point" in cap.err
