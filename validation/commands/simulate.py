@@ -127,9 +127,9 @@ def _run_amp(args: argparse.Namespace) -> int:
 
 #: Why a simulation's m, theta, q and e_t carry no error bar (README: every number carries its bar, or error_note
 #: says why): they are this run's own values, exact up to round-off; eps_g and eps_lin are test-set means.
-SIMULATION_ERROR_NOTE = ("m, theta, q, e_t have no err_: they are this run's exact values (one teacher, one seed; "
-                         "their spread over seeds is validate's sd_<obs>); err_eps_g, err_eps_lin: the standard error "
-                         "of the mean over the n_test test samples")
+SIMULATION_ERROR_NOTE = ("m, theta, q, e_t carry no error bar: they are this run's exact values (one teacher, one "
+                         "seed; their spread over seeds is validate's sd_<obs>); the bars of eps_g and eps_lin are the "
+                         "standard errors of their means over the n_test test samples")
 
 
 def run(args: argparse.Namespace) -> int:
