@@ -143,6 +143,21 @@ def bayes_error_note(p, rho0: float) -> str:
     return "; ".join(said)
 
 
+def bayes_rows_error_note(rows: list[dict], rho0: float) -> str:
+    """:func:`bayes_error_note` for a sweep's rows: why its bars are 0 or NaN, each case once (err_m = 0 always;
+    free_entropy NaN at perfect recovery; err_q = err_V = err_theta = 0 where q0 = 0 or q0 = rho0)."""
+    import math
+
+    said = ["err_m = 0: m = 0 exactly (the posterior mean does not see the positions)"]
+    if any(r["perfect_recovery"] and not math.isfinite(r["free_entropy"]) for r in rows):
+        said.append("free_entropy and err_free_entropy NaN where perfect_recovery = 1: Phi diverges at q0 = rho0")
+    ends = sorted({"no recovery, q0 = 0" if r["q"] == 0.0 else "perfect recovery, q0 = rho0" for r in rows
+                   if r["err_q"] == 0.0 and r["q"] in (0.0, rho0)})
+    if ends:
+        said.append(f"err_q = err_V = err_theta = 0 at the rows of {' and of '.join(ends)}: every rule gives it")
+    return "; ".join(said)
+
+
 def bayes_sweep_file_name(omega: float) -> str:
     """The table ``sweep --estimator bayes-optimal`` writes into ``--out DIR`` per omega."""
     return f"sweep_bayes-optimal_omega{omega:g}.csv"
@@ -225,6 +240,10 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
         write_netcdf(bayes_sweep_dataset(rows_by_omega, alphas, branches, attrs), stage / "sweep_bayes-optimal.nc")
     for w, rows in rows_by_omega.items():
         print(f"wrote {len(rows)} rows to {paths[w]} ({', '.join(branches)})", file=sys.stderr)
+    # a bar of 0 or NaN is never silent (solve --estimator bayes-optimal's error_note, for the rows)
+    bars_note = bayes_rows_error_note([r for rows in rows_by_omega.values() for r in rows if not r["reason"]],
+                                      model.rho0)
+    print(f"attnphase: note: {bars_note}", file=sys.stderr)
     if args.json:
         from attnphase.numerics.se.bayes_curve import BAYES_SWEEP_COLUMNS
         from attnphase.numerics.jobs.variables import described
@@ -237,7 +256,7 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
         counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
                   "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs),
                   "failures": failure_summary(outs)}
-        print(json.dumps(outputs.json_value(obj | thresholds | {"tasks": counts,
+        print(json.dumps(outputs.json_value(obj | thresholds | {"error_note": bars_note, "tasks": counts,
                                                                 "dataset": str(out_dir / "sweep_bayes-optimal.nc"),
                                                                 "variables": described(BAYES_SWEEP_COLUMNS)})))
     failures = failure_summary(outs)

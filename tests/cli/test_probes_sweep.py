@@ -200,3 +200,21 @@ def test_a_bayes_optimal_solve_without_a_point_is_not_converged(capsys, monkeypa
     rec = json.loads(cap.out)
     assert rec["converged"] is False and rec["q"] is None and "no stable informative fixed point" in rec["reason"]
     assert "attnphase: warning: no stable informative fixed point" in cap.err
+
+
+def test_a_bayes_optimal_sweep_says_why_its_bars_are_zero_or_nan(tmp_path, capsys):
+    """``sweep --estimator bayes-optimal`` wrote err_m = 0 on every row, err_q = 0 below alpha_WR and at perfect
+    recovery, free_entropy NaN there, with no word (``solve --estimator bayes-optimal`` says why): the JSON's
+    error_note and a note on stderr."""
+    import json
+
+    argv = ["sweep", "--estimator", "bayes-optimal", "--alpha", "0.1,0.3,0.6", "--branch", "informative",
+            "--workers", "1", "--quiet", "--json", "--out", str(tmp_path / "o")]
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    obj = json.loads(cap.out)
+    q = [r["q"] for r in obj["rows"]]
+    assert q[0] == 0.0 and 0 < q[1] < 1 and q[2] == 1.0 and obj["rows"][2]["free_entropy"] is None
+    note = obj["error_note"]
+    assert note.startswith("err_m = 0: m = 0 exactly") and "free_entropy and err_free_entropy NaN" in note
+    assert "no recovery, q0 = 0 and of perfect recovery, q0 = rho0" in note and f"attnphase: note: {note}" in cap.err
