@@ -8,7 +8,8 @@
   (:func:`wall_seconds`) and its CPU time (the tasks' and a local cluster's own, :func:`cluster_seconds`) from
   measured per-task CPU costs: the boundaries at one omega
   (:func:`boundaries_task_seconds`), a rank-2 omega, a census, a validation theory task, a simulation
-  (:func:`simulation_seconds`), a histogram training; :func:`estimate_seconds` -- the
+  (:func:`simulation_seconds`), a histogram training, a Bayes-optimal task (:func:`bayes_task_seconds`);
+  :func:`estimate_seconds` -- the
   solves of a sweep from :data:`SECONDS_PER_SOLVE` (L = 2, sobol12) scaled by the rule's node count and by L.
 * :func:`announce_rules` -- every quadrature rule of the configuration with at least
   :data:`LARGE_RULE_NODES` nodes is named on stderr with an estimate of its memory.
@@ -292,3 +293,29 @@ def check_simulations(n: int, seconds: float, workers: int, option: str, large: 
     if n > MAX_SIMULATIONS and not large:
         raise ValueError(f"{option}: {n} simulations is more than {MAX_SIMULATIONS} (about {format_duration(seconds)} on "
                          f"{workers} worker{'s' if workers != 1 else ''}); pass --large to run it anyway")
+
+
+# --- the Bayes-optimal jobs (``sweep`` / ``phase-diagram --estimator bayes-optimal``) ---------------------------------
+
+#: CPU s of one Bayes-optimal task whatever its grid, by L: the two Gauss rules' curves alpha*(q0) and eps_lin (at
+#: L = 4 eps_lin's quadrature is most of it).  ``benchmarks/workload_calibration.py --only bayes`` (one task at 1 and
+#: 21 alphas, after a warm-up; busy cores): L = 2 0.040-0.052, L = 3 0.17-0.28, L = 4 5.9-9.2 over two runs.
+BAYES_TASK_SECONDS = {2: 0.05, 3: 0.2, 4: 8.0}
+#: CPU s per alpha of a task (a point: both rules and the other branch, eps_g, Phi; the diagram's estimator point one
+#: or two of them): the same runs, L = 2 0.011-0.013, L = 3 0.024-0.026, L = 4 0.08-0.14.
+BAYES_POINT_SECONDS = {2: 0.012, 3: 0.025, 4: 0.12}
+#: The command's own CPU s besides its tasks (imports, the table and dataset written; the first task's first calls):
+#: the same script runs ``sweep --estimator bayes-optimal --alpha 0.5 --branch informative --workers 1`` in a child
+#: process, 2.2 and 2.5 CPU s less its task ...
+BAYES_COMMAND_SECONDS = 2.4
+#: ... and ``phase-diagram --estimator bayes-optimal --omega 0.3 --alpha 0.4,0.6 --workers 1``, its figure too: 3.2.
+BAYES_DIAGRAM_COMMAND_SECONDS = 3.2
+
+
+def bayes_task_seconds(n_alphas: int, L: int) -> float:
+    """CPU seconds of one Bayes-optimal task over ``n_alphas`` alphas at L tokens: :data:`BAYES_TASK_SECONDS` +
+    ``n_alphas`` x :data:`BAYES_POINT_SECONDS` (L past the measured ones: L = 4's, x 8 per further token)."""
+    top = max(BAYES_TASK_SECONDS)
+    scale = 8.0 ** max(0, L - top)
+    key = min(max(L, min(BAYES_TASK_SECONDS)), top)
+    return (BAYES_TASK_SECONDS[key] + n_alphas * BAYES_POINT_SECONDS[key]) * scale

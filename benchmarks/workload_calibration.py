@@ -26,7 +26,14 @@ measurement and the fitted constants:
   re-solves of the error bars and separations), ``RANK2_SOLVES_PER_ALPHA`` (solves at the grid's points per grid point: the branches followed) and
   ``RANK2_SOLVES_OFF_GRID`` (the ends' bisections and the boundaries' root searches), the terms of
   :func:`attnphase.workload.matrix_boundaries_task_seconds`.  Default: omega 0.3, the default alpha grid and rule
-  (~15 CPU min); ``--quadrature sobol8:4`` for a cheap look (its counts, not its seconds, carry over).
+  (~15 CPU min); ``--quadrature sobol8:4`` for a cheap look (its counts, not its seconds, carry over);
+* ``--only bayes``: the Bayes-optimal tasks (``sweep --estimator bayes-optimal``: one branch at one omega;
+  ``phase-diagram --estimator bayes-optimal``: one omega) at L = 2, 3, 4 on 1 and 21 alphas (after a warm-up task):
+  per task a fixed part (the two rules' curves alpha*(q0), eps_lin: ``BAYES_TASK_SECONDS``) and a part per alpha
+  (``BAYES_POINT_SECONDS``), both branches' mean; and the command's own CPU besides its tasks (``BAYES_COMMAND_SECONDS``:
+  ``attnphase sweep --estimator bayes-optimal --alpha 0.5 --branch informative --workers 1`` in a child process,
+  less its one task; ``BAYES_DIAGRAM_COMMAND_SECONDS``: ``phase-diagram ... --omega 0.3 --alpha 0.4,0.6`` the same,
+  its figure included), the terms of :func:`attnphase.workload.bayes_task_seconds`.  About 1 CPU min.
 """
 
 from __future__ import annotations
@@ -175,6 +182,53 @@ def boundaries(omegas: str = "0,0.15,0.3,0.45") -> dict:
     return {"cpu": cpus, "whole": whole, "BOUNDARIES_TASK_SECONDS": mean, "CURVES_BRANCH_SECONDS": extra}
 
 
+def bayes(Ls=(2, 3, 4), n_alphas: int = 21) -> dict:
+    """The Bayes-optimal tasks' CPU: fixed per task and per alpha, by L (sweep: both branches' mean; diagram: one
+    omega), and the command's own part (a child process's CPU less its one task's)."""
+    import resource
+    import subprocess
+    import sys
+    import tempfile
+    import warnings
+
+    from attnphase.numerics.jobs.tasks import bayes_diagram_job, bayes_sweep_job
+    from attnphase.theory import ModelParams
+
+    out: dict = {"BAYES_TASK_SECONDS": {}, "BAYES_POINT_SECONDS": {}}
+    for L in Ls:
+        p = ModelParams(omega=0.3, L=L)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # eps_lin's note at L = 4
+            bayes_sweep_job((p, [1.0], "informative"))  # warm-up: imports, the rules' nodes
+            cpus = {}
+            for n in (1, n_alphas):
+                alphas = [float(a) for a in np.linspace(0.05, 1.5, n)]
+                sweep = [_cpu(lambda: bayes_sweep_job((p, alphas, br)))[0] for br in ("informative", "uninformative")]
+                cpus[n] = (float(np.mean(sweep)), _cpu(lambda: bayes_diagram_job((p, alphas)))[0])
+        per = [(cpus[n_alphas][k] - cpus[1][k]) / (n_alphas - 1) for k in (0, 1)]
+        fixed = [cpus[1][k] - per[k] for k in (0, 1)]
+        print(f"bayes L={L}: sweep task {cpus[1][0]:.3f} / {cpus[n_alphas][0]:.3f} CPU s at 1 / {n_alphas} alphas, "
+              f"diagram task {cpus[1][1]:.3f} / {cpus[n_alphas][1]:.3f}: fixed {fixed[0]:.3g} / {fixed[1]:.3g}, per alpha "
+              f"{per[0]:.3g} / {per[1]:.3g}", flush=True)
+        out["BAYES_TASK_SECONDS"][L] = max(fixed)
+        out["BAYES_POINT_SECONDS"][L] = max(per)
+    for key, argv, n in (("BAYES_COMMAND_SECONDS", ["sweep", "--branch", "informative", "--alpha", "0.5"], 1),
+                         ("BAYES_DIAGRAM_COMMAND_SECONDS", ["phase-diagram", "--omega", "0.3", "--alpha", "0.4,0.6"], 2)):
+        with tempfile.TemporaryDirectory() as tmp:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run([sys.executable, "-m", "attnphase", *argv, "--estimator", "bayes-optimal",
+                            "--workers", "1", "--quiet", "--out", tmp], check=True, capture_output=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        child = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+        out[key] = child - out["BAYES_TASK_SECONDS"][2] - n * out["BAYES_POINT_SECONDS"][2]
+        print(f"bayes {argv[0]}: {child:.2f} CPU s for one task of {n} alpha(s) at L = 2 (user + system), its own part "
+              f"{out[key]:.2f}", flush=True)
+    print("fit: " + ", ".join(f"{k} = {out[k]}" for k in ("BAYES_TASK_SECONDS", "BAYES_POINT_SECONDS",
+                                                         "BAYES_COMMAND_SECONDS", "BAYES_DIAGRAM_COMMAND_SECONDS")),
+          flush=True)
+    return out
+
+
 def workers(n: int = 2) -> dict:
     """CPU seconds of a local Dask cluster of ``n`` workers that each import what a job's task imports (the numerics
     of a phase-diagram task; torch and the histogram for a histogram or validate task) and run nothing else: this
@@ -211,7 +265,7 @@ def workers(n: int = 2) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=("sim", "histogram", "solve", "rank2", "workers", "boundaries"), action="append")
+    ap.add_argument("--only", choices=("sim", "histogram", "solve", "rank2", "workers", "boundaries", "bayes"), action="append")
     ap.add_argument("--omega", type=float, default=0.3, help="rank2: the omega (default 0.3)")
     ap.add_argument("--alpha", default="0.1:3:12", help="rank2: the alpha grid START:STOP:NUM (default 0.1:3:12)")
     ap.add_argument("--quadrature", default=None, help="rank2: the solve rule (default: the default rule)")
@@ -224,9 +278,10 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     parts = {"sim": simulations, "histogram": histogram, "solve": solve_once,
              "rank2": lambda: rank2(args.omega, args.alpha, args.quadrature), "workers": workers,
-             "boundaries": boundaries}
-    # rank2 and boundaries (minutes of CPU) only when asked for
-    out = {k: f() for k, f in parts.items() if (k in args.only if args.only else k not in ("rank2", "boundaries"))}
+             "boundaries": boundaries, "bayes": bayes}
+    # rank2, boundaries (minutes of CPU) and bayes only when asked for
+    out = {k: f() for k, f in parts.items()
+           if (k in args.only if args.only else k not in ("rank2", "boundaries", "bayes"))}
     if args.json:
         print(json.dumps(out, default=float))
     return 0

@@ -26,6 +26,7 @@ from .branch_segments import drawn_end, existing_segments
 from .agreement import REL_TOL
 from .basin_theory import aligned_verdict
 from .plots import _plt, mark_end, tiny_bars
+from .output_names import summary_for_output
 from .report import _convergence_lines, _jsonable, _pm, _pmv
 
 _STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1")}
@@ -332,5 +333,5 @@ def write_general_report(summary: dict[str, Any], out_dir: str | Path) -> None:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plot_general(summary, out / "general_suite.png")
-    (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=1))
+    (out / "summary.json").write_text(json.dumps(_jsonable(summary_for_output(summary)), indent=1))
     (out / "report.md").write_text(render_general_markdown(summary))

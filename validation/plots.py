@@ -327,7 +327,7 @@ def plot_finite_size(summary: dict[str, Any], path: Path):
                         label=f"theory, {prox} prox, alpha = {gl['alpha']}")
     bx.set_xlabel("1 / sqrt(d)", fontsize=10)
     bx.set_ylabel("|theta|", fontsize=10)
-    bx.set_title("semantic start, small alpha: fit a + b/sqrt(d) (a +- 2 se at 0)", fontsize=10)
+    bx.set_title("semantic start, small alpha: fit a + b/sqrt(d) (a +- 2 err_a at 0)", fontsize=10)
     bx.grid(alpha=0.3)
     if bx.get_legend_handles_labels()[0]:
         bx.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.16), ncol=2, frameon=False)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .agreement import _COMPARED, EXTRAPOLATED_SE, REL_TOL, branch_ends, headline, map_followed
+from .output_names import summary_for_output
 from .plots import plot_alpha_sweep, plot_finite_size, plot_heatmap
 
 
@@ -83,7 +84,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
                      f"{_f(th['alpha_l'][prox], '.4f')}, semantic branch ends at alpha = {_f(sp, '.3f')}"
                      + (f" (notes: {'; '.join(th['notes'][prox])})" if th["notes"].get(prox) else ""))
     lines += ["", "## Headline", "",
-              f"Agreement rule: |mean - theory| <= 2 std/sqrt(n_runs) + {REL_TOL:.0%} |theory|, theory = global prox, "
+              f"Agreement rule: |mean - theory| <= 2 sd/sqrt(n_runs) + {REL_TOL:.0%} |theory| (sd: the standard "
+              "deviation over the seeds, summary.json's sd_<obs>), theory = global prox, "
               "and every run of the row reached the gradient tolerance (a row with a run stopped by its step "
               "budget or stalled never counts as agreement).",
               "", "| | alpha | simulation | theory |", "|---|---|---|---|"]
@@ -109,7 +111,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
     for gl in hl["global_vs_local"]:
         lines += [f"**alpha = {gl['alpha']}**: {gl['verdict']}.", ""]
         if "trend" in gl:
-            lines += ["| d | simulated abs(theta) (mean ± std) |", "|---|---|"]
+            lines += ["| d | simulated abs(theta) (mean ± sd over the seeds) |", "|---|---|"]
             lines += [f"| {int(d)} | {_pmv(m, s)} |" for d, m, s in gl["trend"]]
             lines += ["", f"Extrapolation (weighted fit a + b/sqrt(d)): a = {_pmv(gl['extrapolated'], gl['extrapolated_se'])}"
                           f", b = {_f(gl['slope_b'])}; theory: global "
@@ -136,7 +138,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
     lines += ["", "Theory entries are the record of the compared branch at that alpha; where the numerics "
               "landed on another fixed point (e.g. agnostic below the semantic branch's end) that is the value shown.",
               "", "## Finite-size scaling (fits a + b/sqrt(d), d -> inf value a)", "",
-              "| alpha | init | observable | a ± se | b | theory global | theory local | theory aligned |",
+              "| alpha | init | observable | a ± err_a | b | theory global | theory local | theory aligned |",
               "|---|---|---|---|---|---|---|---|"]
     for f in summary["finite_size_fits"]:
         lines.append(f"| {f['alpha']} | {f['init']} | {f['observable']} | {_pmv(f['a'], f['a_se'])} | "
@@ -154,7 +156,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
         lines += markdown_lines(summary["bayes_optimal"])
     lines += ["", "## Figures", "",
               "* `fig2_alpha_sweep.png`: theory (lines; the aligned-prox branches thin with diamonds where they differ "
-              "from the global-prox ones) and GD means ± std (markers) against alpha; alpha_c dotted, alpha_l dash-dot.",
+              "from the global-prox ones) and GD means ± sd over the seeds (markers) against alpha; alpha_c dotted, alpha_l dash-dot.",
               "* `fig3_heatmap.png`: simulated Delta e_t over (alpha, omega) with the theory's alpha_c(omega).",
               "* `finite_size.png`: |simulation - theory| against d (solid: global prox, dashed: local, dash-dot: "
               "aligned); small-alpha |theta| against 1/sqrt(d) with each theory's value at d -> inf.",
@@ -166,7 +168,7 @@ def _sweep_lines(summary: dict[str, Any]) -> list[str]:
     """The alpha sweep's table: every mean ± std beside the global-prox theory, the aligned-prox point, and the
     map GD follows with its reason (:func:`attnphase.validation.agreement.map_followed`)."""
     th = summary["theory"]
-    lines = ["", "## Alpha sweep (every mean ± std next to the global-prox theory of the compared branch)", "",
+    lines = ["", "## Alpha sweep (every mean ± sd over the seeds next to the global-prox theory of the compared branch)", "",
              f"d = {summary['plan']['d']}. 'map GD follows': the state evolution whose point on the start's branch the "
              "agreement rule accepts on the start's overlap and eps_g -- global (the global minimiser of the risk), "
              "else aligned (`--prox aligned`: per sample the lowest minimiser on the side of the student's mean "
@@ -194,8 +196,8 @@ def _extrapolated_lines(hl: dict[str, Any]) -> list[str]:
     if not rows:
         return []
     lines = ["", f"At d -> inf (weighted fit a + b/sqrt(d) over the finite-size dimensions whose every run converged; "
-             f"agreement: |a - theory| <= {EXTRAPOLATED_SE:g} se, no finite-size allowance):", "",
-             "| alpha | init | observable | d | a ± se | theory (global) | distance (se) | agrees |",
+             f"agreement: z = |a - theory| / err_a <= {EXTRAPOLATED_SE:g}, no finite-size allowance):", "",
+             "| alpha | init | observable | d | a ± err_a | theory (global) | z | agrees |",
              "|---|---|---|---|---|---|---|---|"]
     for v in rows:
         verdict = "no theory point" if v["agrees"] is None else ("yes" if v["agrees"] else "no")
@@ -253,7 +255,7 @@ def write_report(summary: dict[str, Any], out_dir: str | Path) -> dict[str, Any]
     plot_alpha_sweep(full, out / "fig2_alpha_sweep.png")
     plot_heatmap(full, out / "fig3_heatmap.png")
     plot_finite_size(full, out / "finite_size.png")
-    (out / "summary.json").write_text(json.dumps(_jsonable(full), indent=1))
+    (out / "summary.json").write_text(json.dumps(_jsonable(summary_for_output(full)), indent=1))
     (out / "report.md").write_text(render_markdown(full))
     return full
 

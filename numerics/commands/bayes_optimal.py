@@ -100,16 +100,21 @@ def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
 
     work.begin("solving the Bayes-optimal state evolution")
     model = BayesModel.of(params)
-    p = bayes_point(model, params.omega, alpha, branch, bayes_rules(model))
+    rules = bayes_rules(model)
+    p = bayes_point(model, params.omega, alpha, branch, rules)
     rec: dict = {"alpha": alpha, "omega": params.omega, "sigma": params.sigma_value}
     rec.update({k: v for k, v in bayes_model_echo(params).items() if k != "sigma_l"})
+    import math
+
+    found = math.isfinite(p.q0)  # never a NaN point reported as converged (exit 0)
     rec.update({
         "estimator": "bayes-optimal", "branch": branch, "requested_branch": branch,
         "q": p.q0, "m": 0.0, "V": model.rho0 - p.q0, "theta": p.q0, "eps_g": p.eps_g, "e_t": None,
         "eps_lin": eps_lin(params), "free_entropy": p.free_entropy, "perfect_recovery": p.perfect,
-        "converged": True, "iterations": 0, "residual": p.residual,
+        "converged": found, "iterations": 0, "residual": p.residual,
     })
-    rec["reason"] = ""
+    rec["reason"] = "" if found else (f"no stable {branch} fixed point found at alpha = {alpha:g} on the rule "
+                                      f"sign{rules.fine.order}: q0 is not a number")
     if p.coincides:
         note = f"the informative and uninformative branches coincide at alpha = {alpha:g} (q = {p.q0:.6g})"
         rec["note"] = note
@@ -120,7 +125,7 @@ def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
     rec["error_note"] = bayes_error_note(p, model.rho0)
     print(f"attnphase: note: {rec['error_note']}", file=sys.stderr)
     rec.update(bayes_thresholds(model).as_dict())
-    return print_record(rec, "", True, args.json)
+    return print_record(rec, rec["reason"], found, args.json)
 
 
 def bayes_error_note(p, rho0: float) -> str:
@@ -135,6 +140,21 @@ def bayes_error_note(p, rho0: float) -> str:
     if p.err_q0 == 0.0 and (p.q0 == 0.0 or p.q0 == rho0):
         said.append(f"err_q = err_V = err_theta{' = err_free_entropy' if p.q0 == 0.0 else ''} = 0: q0 = {p.q0:g} is exact here "
                     f"({'no recovery' if p.q0 == 0.0 else 'perfect recovery'}: every rule gives it)")
+    return "; ".join(said)
+
+
+def bayes_rows_error_note(rows: list[dict], rho0: float) -> str:
+    """:func:`bayes_error_note` for a sweep's rows: why its bars are 0 or NaN, each case once (err_m = 0 always;
+    free_entropy NaN at perfect recovery; err_q = err_V = err_theta = 0 where q0 = 0 or q0 = rho0)."""
+    import math
+
+    said = ["err_m = 0: m = 0 exactly (the posterior mean does not see the positions)"]
+    if any(r["perfect_recovery"] and not math.isfinite(r["free_entropy"]) for r in rows):
+        said.append("free_entropy and err_free_entropy NaN where perfect_recovery = 1: Phi diverges at q0 = rho0")
+    ends = sorted({"no recovery, q0 = 0" if r["q"] == 0.0 else "perfect recovery, q0 = rho0" for r in rows
+                   if r["err_q"] == 0.0 and r["q"] in (0.0, rho0)})
+    if ends:
+        said.append(f"err_q = err_V = err_theta = 0 at the rows of {' and of '.join(ends)}: every rule gives it")
     return "; ".join(said)
 
 
@@ -176,6 +196,12 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
     executor = execution_options.executor_from_args(args)
     out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
+    per_task = workload.bayes_task_seconds(len(alphas), params.L)
+    workload.announce_tasks(f"Bayes-optimal sweep of {len(alphas)} alpha values, {len(branches)} branch"
+                            f"{'es' if len(branches) > 1 else ''}" + (f" at {len(omegas)} omegas" if len(omegas) > 1 else ""),
+                            [per_task] * (len(omegas) * len(branches)), executor.workers,
+                            f"~{per_task:.2g} CPU s per branch and omega", quiet=args.quiet, min_seconds=0,
+                            own=workload.BAYES_COMMAND_SECONDS)
 
     from attnphase.execution import run_tasks
     from attnphase.execution.dataset import job_attrs, write_netcdf
@@ -214,6 +240,10 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
         write_netcdf(bayes_sweep_dataset(rows_by_omega, alphas, branches, attrs), stage / "sweep_bayes-optimal.nc")
     for w, rows in rows_by_omega.items():
         print(f"wrote {len(rows)} rows to {paths[w]} ({', '.join(branches)})", file=sys.stderr)
+    # a bar of 0 or NaN is never silent (solve --estimator bayes-optimal's error_note, for the rows)
+    bars_note = bayes_rows_error_note([r for rows in rows_by_omega.values() for r in rows if not r["reason"]],
+                                      model.rho0)
+    print(f"attnphase: note: {bars_note}", file=sys.stderr)
     if args.json:
         from attnphase.numerics.se.bayes_curve import BAYES_SWEEP_COLUMNS
         from attnphase.numerics.jobs.variables import described
@@ -226,7 +256,7 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
         counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
                   "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs),
                   "failures": failure_summary(outs)}
-        print(json.dumps(outputs.json_value(obj | thresholds | {"tasks": counts,
+        print(json.dumps(outputs.json_value(obj | thresholds | {"error_note": bars_note, "tasks": counts,
                                                                 "dataset": str(out_dir / "sweep_bayes-optimal.nc"),
                                                                 "variables": described(BAYES_SWEEP_COLUMNS)})))
     failures = failure_summary(outs)
@@ -303,8 +333,9 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
     from attnphase import outputs, workload
 
     check_bayes_diagram_options(args)
+    # the thresholds are computed directly, not located on the grid (the ERM diagram's two alphas at least): the
+    # grid is where the estimator's q0 and eps_g are drawn, one alpha is a grid
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
-    opt.check_alpha_grid(alphas)
     omegas = opt.parse_values(args.omega, "--omega")
     params = opt.omegas_from_args_ns(args, omegas)
     for w in omegas:
@@ -317,6 +348,10 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
     executor = execution_options.executor_from_args(args)
     out_dir = outputs.out_dir_from_args(args)
     opt.announce_defaults(args, params)
+    per_task = workload.bayes_task_seconds(len(alphas), params.L)
+    workload.announce_tasks(f"Bayes-optimal phase diagram over {len(omegas)} omega x {len(alphas)} alpha values",
+                            [per_task] * len(omegas), executor.workers, f"~{per_task:.2g} CPU s per omega",
+                            quiet=args.quiet, min_seconds=0, own=workload.BAYES_DIAGRAM_COMMAND_SECONDS)
 
     from attnphase.execution import run_tasks
     from attnphase.execution.dataset import job_attrs, write_netcdf

@@ -96,6 +96,13 @@ def run(args: argparse.Namespace) -> int:
 
         obj["error_note"] = error_bars_note(cfg, n_rules)
         print(f"attnphase: note: {obj['error_note']}", file=sys.stderr)
+    else:  # a bar of 0 is never silent (as solve's and sweep's error_note): the symmetry that holds the value at 0
+        from attnphase.numerics.commands.point_record import exact_zero_rows_note
+
+        exact = exact_zero_rows_note(obj["fixed_points"])
+        if exact:
+            obj["error_note"] = exact
+            print(f"attnphase: note: {exact}", file=sys.stderr)
     if out_dir is not None:
         _write(out_dir, obj, res)
     if args.json:

@@ -130,6 +130,31 @@ def exact_zero_note(rec: dict) -> str:
             f"{rec.get('branch') or 'reached'} branch (its symmetry holds it there on every rule)")
 
 
+def matrix_bars_note(rec: dict) -> str:
+    """The matrix form's bars that are 0 or absent, said (README: a bar of 0 or none is never silent): an invariant
+    whose every entry and bar are 0 (``m_norms`` of a semantic point: the symmetry holds it at 0 on every block), and
+    the two diagnostics without a bar (``e_t_direct``: e_t again, whose bar is ``err_e_t``; ``gauge_angle``: the
+    rule's own breaking of the rotation symmetry, 0 on an exact rule)."""
+    zeros = [k for k in MATRIX_KEYS if isinstance(rec.get(k), list) and rec[k] and isinstance(rec.get(f"err_{k}"), list)
+             and all(v == 0.0 for v in rec[k]) and all(e == 0.0 for e in rec[f"err_{k}"])]
+    said = [" = ".join(f"err_{k}" for k in zeros) + " = 0: " + " = ".join(zeros) + " = 0 exactly on this branch "
+            "(its symmetry holds it there on every block)"] if zeros else []
+    unbarred = [k for k in ("e_t_direct", "gauge_angle") if rec.get(k) is not None and f"err_{k}" not in rec]
+    if unbarred:
+        said.append(" and ".join(unbarred) + " have no err_: diagnostics (e_t_direct = lambda Tr q0 / 2 + alpha E[loss], "
+                    "e_t again, its bar err_e_t; gauge_angle = the rule's breaking of the rotation symmetry)")
+    return "; ".join(said)
+
+
+def exact_zero_rows_note(rows: list[dict]) -> str:
+    """:func:`exact_zero_note` (the matrix form: :func:`matrix_bars_note`) over a sweep's or a census's rows on the
+    branch, each distinct note once ("" when no bar is 0): a column of err_m = 0 or err_theta = 0 is never silent
+    either."""
+    notes = dict.fromkeys(n for n in (exact_zero_note(r) or matrix_bars_note(r) for r in rows if not r.get("reason"))
+                          if n)
+    return "; ".join(notes)
+
+
 def max_relative_error(rec: dict) -> float:
     """max err_k / |k| over the non-zero overlaps of a record with error bars (NaN when one is NaN)."""
     rel = [rec[f"err_{k}"] / abs(rec[k]) for k in OVERLAP_KEYS if rec.get(k)]

@@ -138,6 +138,13 @@ def _matrix_error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int) -> dict:
     if rec["replicates"] < 2:
         rec["error_note"] = (f"no error bars: only {rec['replicates']} of {rec['replicates_tried']} replicates "
                              "converged on this branch (a spread needs two)")
+    else:
+        from attnphase.numerics.commands.point_record import matrix_bars_note
+
+        note = matrix_bars_note(rec)
+        if note:  # a bar of 0, or none, is never silent (the scalar form's exact_zero_note)
+            rec["error_note"] = note
+            print(f"attnphase: note: {note}", file=sys.stderr)
     return rec
 
 

@@ -23,7 +23,7 @@ from attnphase import execution_options, outputs, solver_options, work, workload
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.commands.common import (command_line, model_and_config, ranks_from_args,
                                                 staged_job, sweep_exit_code, task_store)
-from attnphase.numerics.commands.point_record import RECORD_KEYS, RESULT_KEYS, model_echo
+from attnphase.numerics.commands.point_record import RECORD_KEYS, RESULT_KEYS, exact_zero_rows_note, model_echo
 
 NAME = "sweep"
 HELP = "follow a branch over a range of alpha (continuation), write a CSV table"
@@ -212,6 +212,9 @@ def _scalar_sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int
     if not bars_note and n_unbarred:
         bars_note = (f"{n_unbarred} point(s) on the branch have no error bar (NaN err_*): fewer than two of their "
                      f"rules reproduced the branch there (a spread needs two); such a point may be an artefact of the rule")
+    exact = exact_zero_rows_note([row for cell in cells for row in cell[4]])
+    if exact:  # a bar of 0 is never silent (as solve's error_note): the symmetry that holds the value at 0
+        bars_note = "; ".join(n for n in (bars_note, exact) if n)
     if bars_note:
         print(f"attnphase: note: {bars_note}", file=sys.stderr)
     failures = failure_summary(outs)

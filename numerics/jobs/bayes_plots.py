@@ -63,7 +63,7 @@ def plot_bayes_diagram(rows: Sequence[Mapping[str, Any]], alphas: Sequence[float
     cmap = plt.get_cmap("viridis")
     for i, r in enumerate(rows):
         w = float(r["omega"])
-        colour = cmap(i / max(1, len(rows) - 1))
+        colour = cmap(0.85 * i / max(1, len(rows) - 1))  # viridis past 0.85 is a yellow unreadable on white
         eps = np.array([float(p["eps_g"]) for p in curves[w]])
         err = np.array([float(p["err_eps_g"]) for p in curves[w]])
         bx.errorbar(alphas, eps, yerr=err, color=colour, marker=".", ms=4, lw=1, capsize=1.5,

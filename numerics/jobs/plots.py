@@ -33,9 +33,16 @@ BAYES_COLOR = "tab:purple"
 
 
 def saved(fig, path: str | Path, dpi: int = 130):
-    """``fig`` laid out, written to ``path`` and closed; returns it (for tests to inspect its artists)."""
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
+    """``fig`` laid out, written to ``path`` and closed; returns it (for tests to inspect its artists).  The saved
+    image is cut to what the figure draws (``bbox_inches="tight"``): a legend below the axes (the phase diagram's,
+    nine entries with bands, a failed end and the Bayes-optimal lines) was cut off the PNG where tight_layout could
+    not make room for it (its warning reached the user as a note); the legend is kept, the warning is not needed."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Tight layout not applied", category=UserWarning)
+        fig.tight_layout()
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
     plt.close(fig)
     return fig
 

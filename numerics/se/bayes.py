@@ -364,13 +364,15 @@ class BayesFixedPoint:
 
 def fixed_points(model: BayesModel, rule: SignRule, alpha: float, curve: AlphaCurve | None = None
                  ) -> list[tuple[float, bool]]:
-    """Every fixed point x = q0 / rho0 at alpha with its stability, ascending: 0 (stable iff alpha < alpha_WR),
+    """Every fixed point x = q0 / rho0 at alpha with its stability, ascending: 0 (stable iff alpha <= alpha_WR),
     the roots of alpha*(x) = alpha (stable where alpha* increases), and, noiseless, 1 (stable iff alpha
     exceeds alpha*(1-) = 1 / L: the last grid value decides)."""
     if not alpha > 0:
         raise ValueError(f"alpha must be > 0, got {alpha}")
     c = curve or alpha_curve(model, rule)
-    out = [(0.0, alpha < model.channel.weak_recovery_alpha(model.L))]
+    # 0 is stable below alpha_WR and marginally so at it (its slope is 1 there): at alpha = alpha_WR exactly a rule
+    # whose curve alpha*(x) stays above alpha_WR had no stable point at all (q0 = NaN, its bars NaN, exit 0)
+    out = [(0.0, alpha <= model.channel.weak_recovery_alpha(model.L))]
     d = c.alpha - alpha
     for i in np.nonzero(np.sign(d[:-1]) != np.sign(d[1:]))[0]:
         out.append((_root(model, rule, alpha, c.x[i], c.x[i + 1]), bool(d[i] < 0)))

@@ -64,7 +64,7 @@ def test_a_threshold_that_does_not_exist_is_null_with_its_reason(tmp_path, capsy
     (["--census"], "--census"),
     (["--continuation", "on"], "--continuation"),
     (["--error-estimate", "0"], "--error-estimate"),
-    (["--alpha", "0.3"], "--alpha"),
+    (["--alpha", "0"], "--alpha"),  # (one alpha is a grid here: tests/cli/test_probes_sweep.py)
 ])
 def test_bad_bayes_diagram_input_is_one_line_exit_2(tmp_path, capsys, argv, message):
     out = tmp_path / "res"

@@ -496,6 +496,10 @@ def _stop(*args, **kwargs):
     (["validate", "--suite", "general", "--quick"], "attnphase.validation.general_suite.run_general_validation",
      ["general suite: 5 cases", "quick suite"]),
     (["histogram", "--quick"], "attnphase.validation.histogram.jobs.run_histogram", ["trainings", "CPU s per training"]),
+    (["sweep", "--estimator", "bayes-optimal", "--alpha", "0.05:1:10"], "attnphase.execution.run_tasks",
+     ["Bayes-optimal sweep", "2 tasks", "CPU s per branch and omega"]),
+    (["phase-diagram", "--estimator", "bayes-optimal", "--omega", "0.1,0.3", "--alpha", "0.2:2:5"],
+     "attnphase.execution.run_tasks", ["Bayes-optimal phase diagram", "2 tasks", "CPU s per omega"]),
 ])
 def test_long_commands_announce_an_estimate_before_they_start(argv, target, words, capsys, tmp_path, monkeypatch):
     module, _, name = target.rpartition(".")

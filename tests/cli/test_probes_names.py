@@ -29,6 +29,7 @@ def _writer_columns() -> dict[str, tuple[str, ...]]:
     from attnphase.numerics.commands.point_record import RECORD_KEYS
     from attnphase.numerics.errors.quadrature_error import replicate_spread
     from attnphase.numerics.se.bayes_curve import BAYES_SWEEP_COLUMNS
+    from attnphase.validation.derivation_checks import CHECK_CSV_COLUMNS
 
     nan = float("nan")
     rows = {f"Boundaries.row r={r}": tuple(Boundaries(omega=0.3, alpha_c=nan, alpha_l=nan, semantic_end=nan,
@@ -40,6 +41,7 @@ def _writer_columns() -> dict[str, tuple[str, ...]]:
         "census": census.CSV_COLUMNS + census.MATRIX_HEAD + census.MATRIX_TAIL + census.START_COLUMNS,
         "phase-diagram --census": CENSUS_COLUMNS, "bayes-optimal sweep": BAYES_SWEEP_COLUMNS,
         "bayes-optimal phase-diagram": BAYES_DIAGRAM_COLUMNS + BAYES_DIAGRAM_CURVES,
+        "check.csv": CHECK_CSV_COLUMNS,
     }
 
 
@@ -207,3 +209,77 @@ def test_every_command_takes_json_derive_too(capsys):
     obj = json.loads(capsys.readouterr().out)
     assert obj["model"]["L"] == obj["L"] == 2 and len(obj["equations"]) > 10
     assert {"section", "lhs", "rhs", "lhs_latex", "rhs_latex", "note"} == set(obj["equations"][0])
+
+
+def test_check_out_writes_the_checks_as_data(tmp_path, capsys):
+    """``check --out DIR`` wrote check.md alone: the checks as data too, check.json (the ``--json`` object: the model,
+    alpha, each check's error, tolerance and status) and check.csv (one row per check, passed / skipped 1 / 0, a
+    skipped check's numbers NaN), read back equal to what the run printed."""
+    import csv
+    import math
+
+    from attnphase.validation.derivation_checks import CHECK_CSV_COLUMNS
+
+    out = tmp_path / "k"
+    assert main(["check", "--quick", "--only", "6,7", "--json", "--out", str(out)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["check.csv", "check.json", "check.md"]
+    written = json.loads((out / "check.json").read_text())
+    assert written == printed and written["model"]["L"] == 2 and written["alpha"] == 2.0 and written["passed"] is True
+    rows = list(csv.DictReader((out / "check.csv").open()))
+    assert [r["key"] for r in rows] == ["eps-lin", "codegen"] and list(rows[0]) == list(CHECK_CSV_COLUMNS)
+    for row, c in zip(rows, written["checks"]):
+        assert float(row["error"]) == c["error"] and float(row["tolerance"]) == c["tolerance"]
+        assert row["status"] == c["status"] == "pass" and row["passed"] == "1" and row["skipped"] == "0"
+        assert float(row["error"]) <= float(row["tolerance"]) and float(row["alpha"]) == 2.0
+    # a skipped check (eps_lin's mpmath reference is at L = 2 only): 0 / 1, its numbers NaN, its reason said; the
+    # rerun with another model replaces the files
+    assert main(["check", "--quick", "--only", "6", "--L", "3", "--out", str(out)]) == 0
+    assert "held an earlier check job" in capsys.readouterr().err
+    (row,) = list(csv.DictReader((out / "check.csv").open()))
+    assert (row["status"], row["passed"], row["skipped"]) == ("skip", "0", "1") and row["reason"]
+    assert math.isnan(float(row["error"])) and math.isnan(float(row["tolerance"]))
+    assert json.loads((out / "check.json").read_text())["model"]["L"] == 3
+
+
+#: A name of validate's outputs that is an error bar or a spread under another form than err_<name> / sd_<name>.
+VALIDATION_BAD = re.compile(r"(_se|_std|_err)$|^(se|std)$")
+
+
+def test_validation_outputs_name_error_bars_err_name_and_seed_spreads_sd_name():
+    """summary.json and ``validate --json`` wrote ``a_se``, ``extrapolated_se``, ``fit_a_se``, ``<obs>_std``, a run's
+    ``eps_g_se``, the AMP rows' bare ``se`` / ``std``: the one rule now (validation/output_names.py), the spread over
+    the seeds named ``sd_<obs>`` and stated in the file's ``variables``; a distance in error bars is ``z``.  The
+    scanner: every key-like string literal of the validation writers ending that way is renamed by the rule."""
+    from attnphase.validation.output_names import output_name, summary_for_output
+
+    hits = []
+    for path in sorted((ROOT / "validation").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):  # an f-string's parts too
+                text = "x" + node.value if node.value.startswith("_") else node.value  # f"{obs}_std": "x_std"
+            else:
+                continue
+            if re.fullmatch(r"[A-Za-z0-9_]+", text) and VALIDATION_BAD.search(text):
+                hits.append(text)
+    assert {"a_se", "extrapolated_se", "x_std", "eps_g_se"} <= set(hits), hits  # the scanner sees the writers' names
+    assert not [h for h in hits if VALIDATION_BAD.search(output_name(h, ("mean_abs_m",)))]
+    summary = {"finite_size_fits": [{"a": 0.6, "a_se": 0.01, "b": 0.2}],
+               "sweep": [{"abs_theta_mean": 0.6, "abs_theta_std": 0.02, "n_runs": 3}],
+               "headline": {"extrapolated": [{"extrapolated": 0.6, "extrapolated_se": 0.01, "distance_se": 1.5}]},
+               "runs": [{"eps_g": 3e-3, "eps_g_se": 1e-5, "eps_lin_se": 1e-5}],
+               "bayes_optimal": {"amp": {"rows": [{"mean_abs_m": 0.5, "std": 0.1, "se": 0.05, "z": 0.3}],
+                                         "trends": [{"fit_a": 0.5, "fit_a_se": 0.01}]}}}
+    out = summary_for_output(summary)
+    assert out["finite_size_fits"] == [{"a": 0.6, "err_a": 0.01, "b": 0.2}]
+    assert out["sweep"] == [{"abs_theta_mean": 0.6, "sd_abs_theta": 0.02, "n_runs": 3}]
+    assert out["headline"]["extrapolated"] == [{"extrapolated": 0.6, "err_extrapolated": 0.01, "z": 1.5}]
+    assert out["runs"] == [{"eps_g": 3e-3, "err_eps_g": 1e-5, "err_eps_lin": 1e-5}]
+    assert out["bayes_optimal"]["amp"]["rows"] == [{"mean_abs_m": 0.5, "sd_abs_m": 0.1, "err_mean_abs_m": 0.05, "z": 0.3}]
+    assert out["bayes_optimal"]["amp"]["trends"] == [{"fit_a": 0.5, "err_fit_a": 0.01}]
+    assert "not an error bar" in out["variables"]["sd_<obs>"] and "err_<name>" in out["variables"]
+    # the writers of both suites and validate --json go through it
+    # (tests/validation/test_validation_report.py reads a written summary.json back)
+    for path in ("validation/report.py", "validation/general_report.py"):
+        assert '"summary.json").write_text(json.dumps(_jsonable(summary_for_output(' in (ROOT / path).read_text(), path
+    assert (ROOT / "validation/commands/validate.py").read_text().count("summary_for_output(summary)") == 2

@@ -69,3 +69,152 @@ def test_the_tightest_tol_taken_converges_with_error_bars(capsys):
     assert main(["solve", "--alpha", "2", "--tol", "1e-14", "--quadrature", "sobol8:4", "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert rec["converged"] and rec["residual"] <= 1e-14 and rec["err_q"] > 0
+
+
+def test_a_sweep_says_why_a_bar_is_zero(tmp_path, capsys):
+    """``sweep --branch semantic`` wrote err_m = 0 on every row with no word (``solve`` says why in its error_note):
+    the JSON's error_note and a note on stderr name the symmetry that holds m at 0 exactly."""
+    import json
+
+    argv = ["sweep", "--omega", "0.3", "--alpha", "2,2.4", "--branch", "semantic", "--quadrature", "sobol8:4",
+            "--workers", "1", "--quiet", "--json", "--out", str(tmp_path / "o")]
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    obj = json.loads(cap.out)
+    assert all(r["err_m"] == 0.0 and r["m"] == 0.0 and r["err_theta"] > 0 for r in obj["rows"])
+    assert "err_m = 0: m = 0 exactly on the semantic branch" in obj["error_note"]
+    assert "attnphase: note: err_m = 0: m = 0 exactly" in cap.err
+
+
+def test_the_census_says_why_its_fixed_points_bars_are_zero():
+    """``census --json`` listed err_theta = 0 on the positional point, err_m = 0 on the semantic one and both on the
+    agnostic one with no error_note: the note of each distinct case, once (the census itself runs for minutes: its
+    rows are given here)."""
+    from attnphase.numerics.commands.point_record import exact_zero_rows_note
+
+    row = {"q": 0.3, "V": 50.0, "eps_g": 3e-3, "e_t": 3e-3, "reason": "", "err_q": 1e-3, "err_V": 0.2,
+           "err_eps_g": 1e-5, "err_e_t": 1e-5}
+    rows = [row | {"branch": "positional", "m": 0.25, "err_m": 1e-3, "theta": 0.0, "err_theta": 0.0},
+            row | {"branch": "semantic", "m": 0.0, "err_m": 0.0, "theta": 0.5, "err_theta": 2e-3},
+            row | {"branch": "semantic", "m": 0.0, "err_m": 0.0, "theta": 0.6, "err_theta": 2e-3},
+            row | {"branch": "agnostic", "m": 0.0, "err_m": 0.0, "theta": 0.0, "err_theta": 0.0},
+            row | {"branch": "semantic", "m": 0.0, "err_m": 0.0, "theta": 0.0, "err_theta": 0.0,
+                   "reason": "not converged"}]
+    note = exact_zero_rows_note(rows)
+    assert note.split("; ") == [
+        "err_theta = 0: theta = 0 exactly on the positional branch (its symmetry holds it there on every rule)",
+        "err_m = 0: m = 0 exactly on the semantic branch (its symmetry holds it there on every rule)",
+        "err_m = err_theta = 0: m = theta = 0 exactly on the agnostic branch (its symmetry holds it there on every rule)"]
+    assert exact_zero_rows_note([rows[0] | {"err_theta": 1e-4, "theta": 1e-3}]) == ""
+
+
+def test_a_bayes_optimal_phase_diagram_takes_one_alpha(tmp_path, capsys):
+    """``phase-diagram --estimator bayes-optimal --alpha 0.5`` was refused: "the boundaries are located between the
+    points of an alpha grid" -- true of the ERM diagram, not of the Bayes-optimal thresholds, computed directly (the
+    grid only carries the estimator's eps_g).  The thresholds do not depend on the grid."""
+    import json
+
+    base = ["phase-diagram", "--estimator", "bayes-optimal", "--omega", "0.3", "--workers", "1", "--quiet", "--json"]
+    assert main([*base, "--alpha", "0.5", "--out", str(tmp_path / "one")]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert one["alphas"] == [0.5] and len(one["curves"]["0.3"]) == 1
+    assert (tmp_path / "one" / "phase_diagram_bayes-optimal.png").stat().st_size > 0
+    assert main([*base, "--alpha", "0.2,0.5", "--out", str(tmp_path / "two")]) == 0
+    two = json.loads(capsys.readouterr().out)
+    keys = ("alpha_weak_recovery", "alpha_it", "alpha_amp")
+    assert [one["rows"][0][k] for k in keys] == [two["rows"][0][k] for k in keys]
+
+
+def test_a_matrix_solve_says_why_a_bar_is_zero_or_absent(capsys):
+    """``solve --teacher-rank 2`` gave m_norms [0, 0] with err_m_norms [0, 0], and e_t_direct and gauge_angle with no
+    bar, without a word: its error_note (and a note on stderr) says why, as the scalar form's does."""
+    import json
+
+    assert main(["solve", "--alpha", "2", "--teacher-rank", "2", "--quadrature", "sobol8:4", "--json"]) == 0
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert rec["m_norms"] == [0.0, 0.0] and rec["err_m_norms"] == [0.0, 0.0] and rec["err_th0_singular_values"][0] > 0
+    assert rec["error_note"].startswith("err_m_norms = 0: m_norms = 0 exactly on this branch")
+    assert "e_t_direct and gauge_angle have no err_" in rec["error_note"] and "attnphase: note: err_m_norms" in cap.err
+    from attnphase.numerics.commands.point_record import matrix_bars_note
+
+    assert matrix_bars_note(rec | {"m_norms": [0.1, 0.0], "err_e_t_direct": 1e-5, "err_gauge_angle": 0.01}) == ""
+
+
+def test_a_phase_diagram_keeps_its_whole_legend_in_the_png(tmp_path, recwarn):
+    """``phase-diagram --omega 0,1 --quadrature sobol8:4 ...``: error bands, a positional end found by solver failure
+    and the Bayes-optimal lines made a legend below the axes taller than tight_layout could fit: the PNG lost the
+    legend's lower rows and the user got matplotlib's "Tight layout not applied" as a note.  The image now spans the
+    legend's whole box (measured in inches: the figure's top to the legend's bottom edge), without the warning."""
+    import math
+
+    import matplotlib.image as mpimg
+
+    from attnphase.numerics.jobs.plots import plot_phase_diagram
+    from attnphase.numerics.phase.boundary_results import Boundaries
+
+    rows = [Boundaries(omega=0.0, alpha_c=0.658, alpha_l=0.749, semantic_end=math.nan, positional_end=1.13,
+                       positional_end_kind="solver failure"),
+            Boundaries(omega=1.0, alpha_c=math.nan, alpha_l=math.nan, semantic_end=math.nan, positional_end=math.nan)]
+    errors = [{"err_alpha_c": 0.021, "err_alpha_l": 0.0012, "err_semantic_end": math.nan,
+               "err_positional_end": math.nan}, {}]
+    bayes = {"alpha_weak_recovery": 1 / 6, "alpha_it": 0.5, "alpha_amp": 0.5}
+    path = tmp_path / "pd.png"
+    fig = plot_phase_diagram(rows, path, alpha_max=2.2, errors=errors, bayes=bayes)
+    assert not [w for w in recwarn if "Tight layout" in str(w.message)]
+    legend = fig.axes[0].get_legend()
+    assert legend is not None and len(legend.get_texts()) >= 6
+    bottom_in = legend.get_window_extent().y0 / fig.dpi  # below 0: under the figure's edge
+    height_in = mpimg.imread(path).shape[0] / 130  # the PNG, saved at 130 dpi
+    assert bottom_in < 0.2  # the case: the legend reaches the figure's bottom edge, or past it
+    assert height_in >= fig.get_figheight() - bottom_in - 0.05, (height_in, fig.get_figheight(), bottom_in)
+
+
+def test_the_bayes_optimal_point_at_the_weak_recovery_threshold_itself(capsys):
+    """At alpha = alpha_WR exactly (1/6 at L = 2; 0.05, the first point of ``--alpha 0.05:1:5``, at L = 4) the fixed
+    point q0 = 0 was counted unstable and the rule's curve alpha*(q0) had no root below: no stable point, q0 = NaN,
+    and eps_g = 0 +- 0 printed with exit 0 (a perfect test error at the threshold of weak recovery).  q0 = 0 is
+    marginally stable there: the point is q0 = 0, its test error the uninformed one."""
+    import json
+
+    assert main(["solve", "--estimator", "bayes-optimal", "--alpha", repr(1 / 6), "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["q"] == 0.0 and rec["err_q"] == 0.0 and rec["theta"] == 0.0
+    assert rec["eps_g"] > 1e-3 and rec["err_eps_g"] < 1e-6  # the test error without recovery (L = 2: ~eps_lin)
+    assert abs(rec["eps_g"] - rec["eps_lin"]) < 1e-6
+
+
+def test_a_bayes_optimal_solve_without_a_point_is_not_converged(capsys, monkeypatch):
+    """Where the Bayes-optimal state evolution has no stable point on its rule (q0 NaN: the case above before its
+    fix), ``solve`` said converged, exit 0: now converged false, a reason, exit 1."""
+    import json
+    import math
+
+    import attnphase.numerics.se.bayes_curve as bc
+
+    real = bc.bayes_point
+    monkeypatch.setattr(bc, "bayes_point", lambda *a, **k: real(*a, **k).__class__(
+        **{**real(*a, **k).__dict__, "q0": math.nan, "err_q0": math.nan}))
+    assert main(["solve", "--estimator", "bayes-optimal", "--alpha", "0.3", "--json"]) == 1
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert rec["converged"] is False and rec["q"] is None and "no stable informative fixed point" in rec["reason"]
+    assert "attnphase: warning: no stable informative fixed point" in cap.err
+
+
+def test_a_bayes_optimal_sweep_says_why_its_bars_are_zero_or_nan(tmp_path, capsys):
+    """``sweep --estimator bayes-optimal`` wrote err_m = 0 on every row, err_q = 0 below alpha_WR and at perfect
+    recovery, free_entropy NaN there, with no word (``solve --estimator bayes-optimal`` says why): the JSON's
+    error_note and a note on stderr."""
+    import json
+
+    argv = ["sweep", "--estimator", "bayes-optimal", "--alpha", "0.1,0.3,0.6", "--branch", "informative",
+            "--workers", "1", "--quiet", "--json", "--out", str(tmp_path / "o")]
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    obj = json.loads(cap.out)
+    q = [r["q"] for r in obj["rows"]]
+    assert q[0] == 0.0 and 0 < q[1] < 1 and q[2] == 1.0 and obj["rows"][2]["free_entropy"] is None
+    note = obj["error_note"]
+    assert note.startswith("err_m = 0: m = 0 exactly") and "free_entropy and err_free_entropy NaN" in note
+    assert "no recovery, q0 = 0 and of perfect recovery, q0 = rho0" in note and f"attnphase: note: {note}" in cap.err

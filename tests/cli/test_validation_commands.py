@@ -35,7 +35,7 @@ def test_simulate_json(capsys):
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 0 and len(out) == 1
     rec = json.loads(out[0])
-    assert tuple(rec) == JSON_KEYS
+    assert tuple(rec) == JSON_KEYS + ("error_note",) and "this run's exact values" in rec["error_note"]
     assert rec["d"] == 30 and rec["alpha"] == 1.5 and rec["init"] == "positional" and rec["optimizer"] == "gd"
     assert rec["converged"] is True and rec["seed"] == 2 and rec["m"] > 0.1
 
@@ -89,7 +89,7 @@ def test_simulate_honours_every_model_option(capsys):
             code = main(["simulate", "--d", "30", "--alpha", "1.5", "--n-test", "200", "--json", "--device", "cpu",
                          "--threads", "1", "--max-steps", "300", *extra])
             out = capsys.readouterr().out.strip().splitlines()
-            assert code in (0, 1) and len(out) == 1 and tuple(json.loads(out[0])) == JSON_KEYS
+            assert code in (0, 1) and len(out) == 1 and tuple(json.loads(out[0])) == JSON_KEYS + ("error_note",)
     finally:
         torch.set_num_threads(n)
 

@@ -117,6 +117,19 @@ def test_report_files_and_bookkeeping(tmp_path):
         assert (tmp_path / name).stat().st_size > 0
     loaded = json.loads((tmp_path / "summary.json").read_text())
     assert loaded["headline"]["global_vs_local"][0]["alpha"] == 0.5
+    # the outputs' names: err_<name> for an error bar, sd_<obs> for the seeds' spread (stated in "variables")
+    keys: set = set()
+    stack = [loaded]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, dict):
+            keys |= set(o) if o is not loaded["variables"] else set()
+            stack += list(o.values())
+        elif isinstance(o, list):
+            stack += o
+    assert not [k for k in keys if k.endswith(("_se", "_std", "_err")) or k in ("se", "std")], keys
+    assert {"sd_abs_theta", "err_a", "err_eps_g"} <= keys and "sd_<obs>" in loaded["variables"]
+    assert loaded["sweep"][0]["sd_abs_theta"] == sweep[0]["abs_theta_std"]
     assert "verdict" in full["headline"]["global_vs_local"][0]
     text = (tmp_path / "report.md").read_text()
     assert "Global or local proximal theory" in text and "| 2.0 | semantic |" in text

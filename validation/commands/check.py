@@ -2,11 +2,12 @@
 
     attnphase check                                   # the paper's model, alpha = 2
     attnphase check --A "0.3,0.7;0.8,0.2" --omega 0.14 --json
-    attnphase check --L 3 --out results/checks         # also writes results/checks/check.md
+    attnphase check --L 3 --out results/checks         # also writes check.md, check.json, check.csv there
 
 Prints the table of checks (check, what it compares, measured error, tolerance, pass/fail), or with
 ``--json`` one object with the model, alpha and the list of checks; ``--out DIR`` also writes
-DIR/check.md.  Exit code 0 when no check fails (skipped checks say why), 1 when one fails, 2 for bad
+DIR/check.md (the table in markdown), DIR/check.json (the object of ``--json``) and DIR/check.csv (one row per
+check: its value ``error``, ``tolerance``, ``status`` and ``passed`` / ``skipped`` as 1 / 0).  Exit code 0 when no check fails (skipped checks say why), 1 when one fails, 2 for bad
 input.  Nothing heavy is imported at module level (the checks import torch for autograd, inside check 1).
 """
 
@@ -41,12 +42,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="small sizes (the test suite's): wider tolerances, seconds")
     p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object with a list of checks")
-    p.add_argument("--out", default=None, metavar="DIR", help="also write DIR/check.md (a markdown table)")
+    p.add_argument("--out", default=None, metavar="DIR", help="also write DIR/check.md (a markdown table), DIR/check.json (the --json object) and "
+                   "DIR/check.csv (one row per check: error, tolerance, status, passed 1/0)")
 
 
 def run(args: argparse.Namespace) -> int:
     """``attnphase check``: run the checks, print the table (or one JSON object), optionally write check.md."""
-    from attnphase.validation.derivation_checks import FULL, QUICK, markdown_table, run_checks, select_checks, text_table, to_json
+    from attnphase.validation.derivation_checks import (FULL, QUICK, check_csv, markdown_table, run_checks,
+                                                        select_checks, text_table, to_json)
 
     params = opt.params_from_args(args, omega=opt.single_omega(args, NAME))
     bayes = getattr(args, "estimator", "erm") == "bayes-optimal"
@@ -81,15 +84,21 @@ def run(args: argparse.Namespace) -> int:
         results = run_bayes_checks(params, args.alpha, sizes, seed=args.seed, progress=progress)
     else:
         results = run_checks(params, args.alpha, sizes, only=args.only, seed=args.seed, progress=progress)
+    obj = to_json(params, args.alpha, results)
+    if bayes:
+        obj["estimator"] = "bayes-optimal"
     if args.json:
-        print(json.dumps(to_json(params, args.alpha, results), allow_nan=False))
+        print(json.dumps(obj, allow_nan=False))
     else:
         print(text_table(results))
     if out_dir is not None:
-        with outputs.staged_output(out_dir, job="check", model=params.to_dict() | {"alpha": args.alpha}) as stage:
+        model = params.to_dict() | {"alpha": args.alpha, "estimator": args.estimator if bayes else "erm"}
+        with outputs.staged_output(out_dir, job="check", model=model) as stage:
             outputs.write_text_atomic(stage / "check.md", markdown_table(params, args.alpha, results))
+            outputs.write_text_atomic(stage / "check.json", json.dumps(obj, allow_nan=False, indent=1) + "\n")
+            outputs.write_text_atomic(stage / "check.csv", check_csv(args.alpha, results))
         if not args.json:
-            print(f"wrote {out_dir / 'check.md'}", file=sys.stderr)
+            print(f"wrote check.md, check.json, check.csv into {out_dir}", file=sys.stderr)
     failed = [r for r in results if r.status == "fail"]
     for r in failed:
         print(f"attnphase: check failed: {r.line()}", file=sys.stderr)

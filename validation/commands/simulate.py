@@ -125,6 +125,13 @@ def _run_amp(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Why a simulation's m, theta, q and e_t carry no error bar (README: every number carries its bar, or error_note
+#: says why): they are this run's own values, exact up to round-off; eps_g and eps_lin are test-set means.
+SIMULATION_ERROR_NOTE = ("m, theta, q, e_t carry no error bar: they are this run's exact values (one teacher, one "
+                         "seed; their spread over seeds is validate's sd_<obs>); the bars of eps_g and eps_lin are the "
+                         "standard errors of their means over the n_test test samples")
+
+
 def run(args: argparse.Namespace) -> int:
     """``attnphase simulate``: returns 0 when training (or AMP) converged, 1 otherwise."""
     check_choice(args.algorithm, ("gd", "amp"), "--algorithm")
@@ -174,10 +181,12 @@ def run(args: argparse.Namespace) -> int:
     )
     work.begin("training the student")
     res = run_simulation(spec)
+    out = res.to_json() | {"error_note": SIMULATION_ERROR_NOTE}
+    print(f"attnphase: note: {SIMULATION_ERROR_NOTE}", file=sys.stderr)
     if args.json:
-        print(json.dumps(outputs.json_value(res.to_json())))
+        print(json.dumps(outputs.json_value(out)))
     else:  # the JSON's keys (it printed every field, 16 digits, eps_g apart from its standard error)
-        for line in record_lines(res.to_json()):
+        for line in record_lines(out):
             print(line)
     if not res.converged:
         why = "the step budget --max-steps ran out" if res.status == "budget" else "the line search found no decrease"

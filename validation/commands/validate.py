@@ -157,8 +157,10 @@ def run(args: argparse.Namespace) -> int:
         summary = run_validation(plan, stage, progress=not args.quiet, executor=executor, store=task_store(out_dir),
                                  fresh=args.fresh, command=command_line())
         summary = json.loads(json.dumps(outputs.json_value(summary)).replace(str(stage), str(out_dir)))
-    if args.json:
-        print(json.dumps(outputs.json_value(summary)))
+    if args.json:  # as summary.json holds it: the outputs' names (validation/output_names.py)
+        from attnphase.validation.output_names import summary_for_output
+
+        print(json.dumps(outputs.json_value(summary_for_output(summary))))
     t = summary["tasks"]
     print(f"wrote {out_dir}/report.md, summary.json, validation.nc and figures ({summary['wall_seconds']:.0f} s; tasks: "
           f"{t['computed']} computed, {t['stored']} from the store, {t['failed']} failed)", file=sys.stderr)
@@ -217,8 +219,10 @@ def _run_general(args: argparse.Namespace) -> int:
         reuse_theory_cache(out_dir, stage)
         summary = run_general_validation(plan, stage, progress=not args.quiet, store=task_store(out_dir))
         summary = json.loads(json.dumps(outputs.json_value(summary)).replace(str(stage), str(out_dir)))
-    if args.json:
-        print(json.dumps(outputs.json_value(summary)))
+    if args.json:  # as summary.json holds it: the outputs' names (validation/output_names.py)
+        from attnphase.validation.output_names import summary_for_output
+
+        print(json.dumps(outputs.json_value(summary_for_output(summary))))
     print(f"wrote {out_dir}/report.md, summary.json and general_suite.png ({summary['wall_seconds']:.0f} s)",
           file=sys.stderr)
     warn_unconverged(summary.get("runs", []))

@@ -55,7 +55,7 @@ from .limit_loss_check import check_limit_loss, limit_loss_differences
 from .prox_check import check_prox_derivatives
 from .roundoff import generated_op_count
 from .se_checks import check_fixed_point, check_hat_overlaps, check_prior
-from .tables import markdown_table, text_table, to_json
+from .tables import CHECK_CSV_COLUMNS, check_csv, markdown_table, text_table, to_json
 
 
 #: The checks in order: (number, key, function).
@@ -111,8 +111,8 @@ def run_checks(
 
 
 __all__ = [
-    "CHECKS", "FULL", "QUICK", "CheckResult", "CheckSizes", "Context", "check_codegen", "check_eps_lin",
-    "check_fixed_point", "check_hat_overlaps", "check_limit_loss", "check_prior", "check_prox_derivatives",
+    "CHECKS", "CHECK_CSV_COLUMNS", "FULL", "QUICK", "CheckResult", "CheckSizes", "Context", "check_codegen", "check_eps_lin",
+    "check_csv", "check_fixed_point", "check_hat_overlaps", "check_limit_loss", "check_prior", "check_prox_derivatives",
     "markdown_table", "run_checks", "select_checks", "text_table", "to_json",
     # re-exported from the submodules for the callers of the former single module
     "FAIL", "FALSE_ALARM", "PASS", "SKIP", "U", "Z", "_t_quantile", "generated_op_count", "limit_loss_differences",

@@ -1,4 +1,5 @@
-"""The derivation checks' reports: the console table, ``check.md`` (markdown) and the JSON object."""
+"""The derivation checks' reports: the console table, ``check.md`` (markdown), the JSON object (``--json`` and
+``check.json``) and ``check.csv`` (one row per check, :data:`CHECK_CSV_COLUMNS`)."""
 
 from __future__ import annotations
 
@@ -86,3 +87,22 @@ def to_json(params: ModelParams, alpha: float, results: Sequence[CheckResult]) -
         "passed": all(r.status != FAIL for r in results),
         "checks": [r.as_dict() for r in results],
     }
+
+
+#: The columns of ``check.csv``, one row per check: which check; ``status`` (pass / fail / skip) and as 1 / 0
+#: ``passed`` (1: the check passed) and ``skipped`` (1: it did not run, ``reason`` says why); the worst component
+#: (``quantity``), its measured ``error`` and its ``tolerance`` (both in ``units``; empty when skipped), where the
+#: tolerance comes from; the model's alpha; the check's wall seconds.
+CHECK_CSV_COLUMNS = ("number", "key", "title", "status", "passed", "skipped", "quantity", "error", "tolerance", "units",
+                     "tolerance_from", "reason", "alpha", "seconds")
+
+
+def check_csv(alpha: float, results: Sequence[CheckResult]) -> str:
+    """``check.csv``: one row of :data:`CHECK_CSV_COLUMNS` per check (yes/no columns as 1 / 0, a number that is not
+    there -- a skipped check's error and tolerance -- NaN, as in every CSV the tool writes)."""
+    from attnphase.execution.dataset import csv_text
+
+    rows = [r.as_dict() | {"passed": r.status == PASS, "skipped": r.status == SKIP, "alpha": alpha,
+                           "error": float(r.error), "tolerance": float(r.tolerance), "seconds": round(r.seconds, 3)}
+            for r in results]
+    return csv_text(rows, CHECK_CSV_COLUMNS)

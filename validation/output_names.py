@@ -1,0 +1,73 @@
+"""The names of ``validate``'s outputs (``summary.json``, ``--json``), under the one rule of every output of the tool.
+
+The campaign's code keeps its working names (``a_se``, ``<obs>_std``, a run's ``eps_g_se``); what is written is
+renamed here, once, by :func:`with_output_names`:
+
+* an error bar is ``err_<name>``: ``<name>_se`` and ``<name>_err`` become ``err_<name>`` (``a_se`` -> ``err_a``,
+  ``extrapolated_se`` -> ``err_extrapolated``, ``fit_a_se`` -> ``err_fit_a``, a run's ``eps_g_se`` ->
+  ``err_eps_g``); the AMP rows' bare ``se`` (the standard error of ``mean_abs_m``) -> ``err_mean_abs_m``;
+* a standard deviation over the seeds is no error bar: ``<obs>_std`` -> ``sd_<obs>`` (the AMP rows' bare ``std``
+  -> ``sd_abs_m``), sd = sqrt(sum_s (x_s - mean)^2 / (n - 1)) over the n_runs seeds; the mean's error bar is
+  sd / sqrt(n_runs);
+* a distance in error bars is ``z``: ``distance_se`` = |a - theory| / err_a -> ``z`` (the AMP rows' ``z`` is
+  (mean - q0) / err_mean_abs_m).
+
+:data:`VARIABLES` states these forms; ``summary.json`` carries it as its ``variables`` entry (the file's attributes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Names the suffix rule would get wrong: a distance in standard errors is not an error bar.
+EXPLICIT = {"distance_se": "z"}
+
+#: What each form of name means (``summary.json``'s ``variables``).
+VARIABLES = {
+    "<obs>_mean": "mean over the seeds (n_runs runs) of the observable <obs> at one (alpha, d, omega, start)",
+    "sd_<obs>": "standard deviation over the seeds (ddof = 1) of <obs>: the runs' spread, not an error bar; the "
+                "error bar of <obs>_mean is sd_<obs> / sqrt(n_runs)",
+    "err_<name>": "the error bar of <name> (same units): a fit's standard error (err_a, err_extrapolated, "
+                  "err_fit_a), a run's Monte Carlo standard error on its test set (err_eps_g, err_eps_lin), "
+                  "err_mean_abs_m = sd_abs_m / sqrt(n)",
+    "z": "a distance in error bars: |extrapolated - theory| / err_extrapolated (finite-size verdicts), "
+         "(mean_abs_m - q0) / err_mean_abs_m (AMP rows)",
+}
+
+
+def output_name(key: str, siblings: Any = ()) -> str:
+    """The written name of ``key`` (module doc); ``siblings``: the other keys of its object (a bare ``se`` / ``std``
+    is named after the mean beside it)."""
+    if key in EXPLICIT:
+        return EXPLICIT[key]
+    if key in ("se", "std") and "mean_abs_m" in siblings:
+        return "err_mean_abs_m" if key == "se" else "sd_abs_m"
+    for suffix, prefix in (("_se", "err_"), ("_err", "err_"), ("_std", "sd_")):
+        if key.endswith(suffix) and len(key) > len(suffix):
+            return prefix + key[: -len(suffix)]
+    return key
+
+
+def with_output_names(obj: Any) -> Any:
+    """``obj`` (a summary: dicts, lists, values) with every key renamed by :func:`output_name`; a ValueError where
+    two keys of one object would get one name."""
+    if isinstance(obj, dict):
+        out: dict = {}
+        for k, v in obj.items():
+            name = output_name(str(k), obj) if isinstance(k, str) else k
+            if name in out:
+                raise ValueError(f"output names: {k!r} and another key are both written as {name!r}")
+            out[name] = with_output_names(v)
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [with_output_names(v) for v in obj]
+    return obj
+
+
+def summary_for_output(summary: dict[str, Any]) -> dict[str, Any]:
+    """The summary as ``summary.json`` and ``validate --json`` write it: renamed (:func:`with_output_names`), with
+    :data:`VARIABLES` as its ``variables``."""
+    return with_output_names(summary) | {"variables": dict(VARIABLES)}
+
+
+__all__ = ["EXPLICIT", "VARIABLES", "output_name", "summary_for_output", "with_output_names"]
