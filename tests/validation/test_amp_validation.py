@@ -228,7 +228,7 @@ def test_validate_writes_the_bayes_optimal_section_into_report_and_summary(tmp_p
         assert r["n"] == len(ms) == 2 and r["mean_abs_m"] == pytest.approx(sum(ms) / 2, abs=1e-15)
         n = n_samples(r["alpha"], r["d"])
         assert r["se_q0"] == pytest.approx(solve_bayes(model, n / r["d"], "uninformative").q0, abs=1e-12)
-        assert r["z"] == pytest.approx((r["mean_abs_m"] - r["se_q0"]) / max(r["se"], M_RESOLUTION))
+        assert r["z"] == pytest.approx((r["mean_abs_m"] - r["se_q0"]) / max(r["err_mean_abs_m"], M_RESOLUTION))
 
     # ... and the report's table says the same, row for row
     table = _parse_table(text, "| alpha | d | mean abs(m) | SE q0 | z | converged | near 0 |")
@@ -236,7 +236,7 @@ def test_validate_writes_the_bayes_optimal_section_into_report_and_summary(tmp_p
     for cells, r in zip(table, amp["rows"]):
         mean, se = _pm(cells[2])
         assert float(cells[0]) == pytest.approx(r["alpha"], rel=1e-4) and int(cells[1]) == r["d"]
-        assert mean == pytest.approx(r["mean_abs_m"], abs=5.1e-5) and se == pytest.approx(r["se"], abs=5.1e-5)
+        assert mean == pytest.approx(r["mean_abs_m"], abs=5.1e-5) and se == pytest.approx(r["err_mean_abs_m"], abs=5.1e-5)
         assert float(cells[3]) == pytest.approx(r["se_q0"], abs=5.1e-5)
         assert float(cells[4]) == pytest.approx(r["z"], abs=5.1e-3)
         assert cells[5] == f"{r['converged']} of {r['n']}" and int(cells[6]) == r["near_zero"]
