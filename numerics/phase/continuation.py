@@ -152,28 +152,27 @@ def sweep(
                 good = fp
         else:
             step_floor = abs(alpha - good.alpha) / 3 if traced or bifurcating else min_step
-            eigen_first = bifurcating or (traced and full_cfg.branch_end == "bifurcation")
+            # the semantic branch followed down to its bifurcation: the eigenvalue before the halved step
+            eigen_first = traced and full_cfg.branch_end == "bifurcation"
             reached, fp, step = _advance(run, good, alpha, branch, step_floor, first_only=eigen_first)
             tried, ahead = None, None  # the eigenvalue's crossing from this ``good``, where computed
             if eigen_first and not on_branch(fp, branch):
                 # the whole step failed: the eigenvalue first.  Where its crossing lies within the failed step
                 # the step crossed the end, and the halved step is not tried: the end needs no point near it
-                # (omega = 0.3, semantic: the halved step to 0.759, above the end at 0.716, used 48 SE
-                # evaluations and failed, the map being soft near the bifurcation)
-                if not (branch == "positional" and order_growing(
-                        [p for p in results.values() if on_branch(p, branch)] + [good])):
-                    tried = bifurcation_end(params, branch, direction, good, (grid_good or good).alpha, cfg, full_cfg)
-                if tried is not None and tried[0] is not None and within_step(tried[0].on_solve_rule, good.alpha, alpha):
+                # (omega = 0.3: the halved step to 0.759, above the end at 0.716, used 48 SE evaluations and
+                # failed, the map being soft near the bifurcation; it failed at every omega of the main job).
+                # Not on the positional branch followed up: there (omega = 0.1) the crossing was then sought
+                # twice, once before and once after a halved step (the ends' SE evaluations 154 -> 339)
+                tried = bifurcation_end(params, branch, direction, good, (grid_good or good).alpha, cfg, full_cfg)
+                if tried[0] is not None and within_step(tried[0].on_solve_rule, good.alpha, alpha):
                     ahead = tried[0]
                 elif abs(step) >= step_floor:
                     reached, fp, step = _advance(run, good, alpha, branch, step_floor, step)
             if reached is not good:
                 tried = None  # the crossing was sought from another point
             good = reached
-            if bifurcating and not on_branch(fp, branch) and ahead is None:
-                if tried is not None:
-                    ahead = tried[0]
-                elif not order_growing([p for p in results.values() if on_branch(p, branch)] + [good]):
+            if bifurcating and not on_branch(fp, branch):
+                if not order_growing([p for p in results.values() if on_branch(p, branch)] + [good]):
                     ahead, _ = bifurcation_end(params, branch, direction, good, (grid_good or good).alpha, cfg,
                                                full_cfg)
                 if ahead is None:
