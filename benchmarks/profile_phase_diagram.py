@@ -10,7 +10,8 @@ branch end located inside a sweep is charged to the end, not to the sweep):
 * ``sem sweep`` / ``pos sweep`` -- continuation of each branch over the alpha grid
   (beyond the grid too, where a boundary lies outside it);
 * ``sem end`` / ``pos end`` -- :func:`attnphase.numerics.phase.branch_end.locate_branch_end`
-  (bifurcations on the agnostic branch, or the trace / bisection);
+  (bifurcations on the agnostic branch, or the trace / bisection) and the eigenvalue's crossing sought from
+  inside the sweep (:func:`attnphase.numerics.phase.branch_end.bifurcation_end`);
 * ``alpha_c`` -- the safeguarded Newton root of Delta e_t on the solve rule;
 * ``alpha_c fine`` -- the Newton correction with E[M] on ``config.alpha_c_quadrature``;
 * ``alpha_l`` -- Brent's root of eps_g - eps_lin;
@@ -105,6 +106,9 @@ def instrument() -> None:
     scalar.sweep = staged(lambda p, a, branch, **kw: f"{branch[:3]} sweep", scalar.sweep)
     brackets.sweep = staged(lambda p, a, branch, **kw: f"{branch[:3]} sweep", brackets.sweep)
     continuation.locate_branch_end = staged(lambda p, branch, *a, **kw: f"{branch[:3]} end", continuation.locate_branch_end)
+    # the eigenvalue's crossing sought from inside the sweep (the positional end ahead, the semantic end before a
+    # halved step) is the end's too
+    continuation.bifurcation_end = staged(lambda p, branch, *a, **kw: f"{branch[:3]} end", continuation.bifurcation_end)
     scalar.safeguarded_newton = staged(lambda *a, **kw: "alpha_c", scalar.safeguarded_newton)
     scalar.refine_alpha_c = staged(lambda *a, **kw: "alpha_c fine", scalar.refine_alpha_c)
     scalar.grow_alpha_c_down = staged(lambda *a, **kw: "alpha_c", scalar.grow_alpha_c_down)

@@ -113,7 +113,6 @@ def locate_branch_end(
     *,
     bisection_tol: float = 1e-3,
     full_config: SolverConfig | None = None,
-    tried: tuple[BranchEnd | None, str] | None = None,
 ) -> BranchEnd:
     """Locate the end of ``branch`` (followed in ``direction``) past its last converged point ``good``.
 
@@ -123,10 +122,8 @@ def locate_branch_end(
     (on ``config.bifurcation_quadrature``, agnostic solves with ``full_config``) when it lies beyond
     ``anchor``; otherwise, and with ``"trace"``, the semantic branch followed down is traced at fixed
     theta (:func:`trace_branch_end`) and any other end is bisected in alpha to ``bisection_tol``.
-    ``tried``: :func:`bifurcation_end`'s answer for these arguments where the caller has it (not computed again).
     """
-    end, note = tried if tried is not None else bifurcation_end(params, branch, direction, good, anchor, config,
-                                                                full_config)
+    end, note = bifurcation_end(params, branch, direction, good, anchor, config, full_config)
     if end is not None:
         return end
     if (branch, direction) == ("semantic", "down"):

@@ -152,25 +152,9 @@ def sweep(
                 good = fp
         else:
             step_floor = abs(alpha - good.alpha) / 3 if traced or bifurcating else min_step
-            # the semantic branch followed down to its bifurcation: the eigenvalue before the halved step
-            eigen_first = traced and full_cfg.branch_end == "bifurcation"
-            reached, fp, step = _advance(run, good, alpha, branch, step_floor, first_only=eigen_first)
-            tried, ahead = None, None  # the eigenvalue's crossing from this ``good``, where computed
-            if eigen_first and not on_branch(fp, branch):
-                # the whole step failed: the eigenvalue first.  Where its crossing lies within the failed step
-                # the step crossed the end, and the halved step is not tried: the end needs no point near it
-                # (omega = 0.3: the halved step to 0.759, above the end at 0.716, used 48 SE evaluations and
-                # failed, the map being soft near the bifurcation; it failed at every omega of the main job).
-                # Not on the positional branch followed up: there (omega = 0.1) the crossing was then sought
-                # twice, once before and once after a halved step (the ends' SE evaluations 154 -> 339)
-                tried = bifurcation_end(params, branch, direction, good, (grid_good or good).alpha, cfg, full_cfg)
-                if tried[0] is not None and within_step(tried[0].on_solve_rule, good.alpha, alpha):
-                    ahead = tried[0]
-                elif abs(step) >= step_floor:
-                    reached, fp, step = _advance(run, good, alpha, branch, step_floor, step)
-            if reached is not good:
-                tried = None  # the crossing was sought from another point
+            reached, fp, step = _advance(run, good, alpha, branch, step_floor)
             good = reached
+            ahead = None
             if bifurcating and not on_branch(fp, branch):
                 if not order_growing([p for p in results.values() if on_branch(p, branch)] + [good]):
                     ahead, _ = bifurcation_end(params, branch, direction, good, (grid_good or good).alpha, cfg,
@@ -185,7 +169,7 @@ def sweep(
                     good = reached
             if not on_branch(fp, branch):
                 end = ahead or locate_branch_end(params, branch, direction, good, (grid_good or good).alpha, fp, run,
-                                                 cfg, bisection_tol=bisection_tol, full_config=full_cfg, tried=tried)
+                                                 cfg, bisection_tol=bisection_tol, full_config=full_cfg)
                 side = "below" if direction == "down" else "above"
                 exists_here = alpha >= end.on_solve_rule if direction == "down" else alpha <= end.on_solve_rule
                 if end.method == "trace" and exists_here:
@@ -241,19 +225,13 @@ def fell_to_agnostic(fp: FixedPoint, alpha: float) -> bool:
             and POSITIONAL_COLD_ALPHA <= fp.alpha < alpha)
 
 
-def within_step(end: float, start: float, target: float) -> bool:
-    """Whether ``end`` lies between a step's ``start`` and its ``target`` (either order, both included)."""
-    return min(start, target) <= end <= max(start, target)
-
-
 def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float,
-             step: float | None = None, first_only: bool = False) -> tuple[FixedPoint, FixedPoint, float]:
+             step: float | None = None) -> tuple[FixedPoint, FixedPoint, float]:
     """Reach ``target`` from ``good`` by steps (the first ``step``, default the whole way) that
     halve on failure and double on success.
 
     Returns (last good point, last attempt, the next step); the points coincide when ``target``
-    was reached, else the next step is the first below ``min_step`` (``first_only``: the halved step
-    after the first failure, not tried; a call with it as ``step`` goes on as this one would have).
+    was reached, else the next step is the first below ``min_step``.
     """
     cur = good
     step = target - cur.alpha if step is None else step
@@ -269,6 +247,6 @@ def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float,
             cur = fp
             continue
         step /= 2
-        if abs(step) < min_step or first_only:
+        if abs(step) < min_step:
             return cur, fp, step
     return cur, cur, step

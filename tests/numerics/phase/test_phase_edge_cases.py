@@ -20,7 +20,7 @@ from attnphase.numerics.phase.brackets import (
     ALPHA_LIMIT, BranchLost, grid_extension, grow_alpha_c_down, grow_alpha_c_up, positional_grid,
 )
 from attnphase.numerics.phase.branch_end import BranchEnd
-from attnphase.numerics.phase.continuation import BranchSweep, _advance, order_growing, within_step
+from attnphase.numerics.phase.continuation import BranchSweep, order_growing
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.fixed_point import DISTRUST_RESIDUAL, FixedPointSolver
 from attnphase.theory.params import ModelParams
@@ -86,31 +86,6 @@ def test_order_growing_compares_the_last_two_distinct_points() -> None:
     # the last grid point repeated as the point reached (no progress): the two before it decide
     assert not order_growing([_m_point(0.89, 0.1781), _m_point(1.02, 0.1663), _m_point(1.02, 0.1663)])
     assert order_growing([None, _m_point(1.15, 0.2765), _m_point(1.29, 0.2793), _m_point(1.29, 0.2793)])
-
-
-def test_a_step_stopped_at_its_first_failure_goes_on_as_one_call() -> None:
-    """The sweep tries the eigenvalue after the whole step fails (``first_only``) and halves only where the crossing
-    is not within the step: continued with the step it returned, the steps are those of one call (the same alphas
-    tried, the same points returned), so where the halving would fail nothing changes."""
-    def point(alpha: float, ok: bool) -> SimpleNamespace:
-        return SimpleNamespace(alpha=alpha, branch="agnostic", status=SimpleNamespace(converged=ok))
-
-    for exists_above in (0.7, 0.8):  # the halved step (0.75) reaches the branch / does not
-        tried: list[float] = []
-
-        def run(alpha: float, start: SimpleNamespace) -> SimpleNamespace:
-            tried.append(alpha)
-            return point(alpha, alpha >= exists_above)
-
-        good = point(1.0, True)
-        one = _advance(run, good, 0.5, "agnostic", 0.5 / 3)
-        whole, tried = tried, []
-        first = _advance(run, good, 0.5, "agnostic", 0.5 / 3, first_only=True)
-        assert tried == [0.5] and first[0] is good and first[2] == -0.25
-        rest = _advance(run, good, 0.5, "agnostic", 0.5 / 3, first[2])
-        assert tried == whole and [p.alpha for p in rest[:2]] == [p.alpha for p in one[:2]] and rest[2] == one[2]
-    assert within_step(0.716, 0.891, 0.627) and within_step(1.28, 1.15, 1.42)
-    assert not within_step(0.6, 0.891, 0.627) and not within_step(1.5, 1.15, 1.42)
 
 
 def test_alpha_c_bracket_grows_down_to_the_semantic_end() -> None:
