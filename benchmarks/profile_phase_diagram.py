@@ -10,7 +10,8 @@ branch end located inside a sweep is charged to the end, not to the sweep):
 * ``sem sweep`` / ``pos sweep`` -- continuation of each branch over the alpha grid
   (beyond the grid too, where a boundary lies outside it);
 * ``sem end`` / ``pos end`` -- :func:`attnphase.numerics.phase.branch_end.locate_branch_end`
-  (bifurcations on the agnostic branch, or the trace / bisection);
+  (bifurcations on the agnostic branch, or the trace / bisection) and the eigenvalue's crossing sought from
+  inside the sweep (:func:`attnphase.numerics.phase.branch_end.bifurcation_end`);
 * ``alpha_c`` -- the safeguarded Newton root of Delta e_t on the solve rule;
 * ``alpha_c fine`` -- the Newton correction with E[M] on ``config.alpha_c_quadrature``;
 * ``alpha_l`` -- Brent's root of eps_g - eps_lin;
@@ -20,6 +21,11 @@ branch end located inside a sweep is charged to the end, not to the sweep):
 Per stage: seconds, SE evaluations (full proximal searches / all), solves (failed); per omega the
 nodes of every proximal search and polish (thousands: the work of the searches, whatever the load).  The
 load average is printed with the table: on a shared machine compare evaluations and nodes, not seconds.
+
+``--detail`` also splits the ends and alpha_l's refinement into what they spend (``end solves``: the agnostic
+fixed points of the eigenvalue's secant, its multilevel step and its error bar; ``eig prox``: the proximal
+searches and polishes of the eigenvalue rule; ``alpha_l blocks``: alpha_l's error bar) and prints, per omega, each
+stage's seconds, SE evaluations, solves and proximal nodes searched / polished.
 
 ``--compare`` runs each omega twice, interleaved (so that both sides see the same load): first with the
 saving of the boundary search switched off -- the positional sweep's eigenvalue search ahead where |m|
@@ -105,6 +111,9 @@ def instrument() -> None:
     scalar.sweep = staged(lambda p, a, branch, **kw: f"{branch[:3]} sweep", scalar.sweep)
     brackets.sweep = staged(lambda p, a, branch, **kw: f"{branch[:3]} sweep", brackets.sweep)
     continuation.locate_branch_end = staged(lambda p, branch, *a, **kw: f"{branch[:3]} end", continuation.locate_branch_end)
+    # the eigenvalue's crossing sought from inside the sweep (the positional end ahead, the semantic end before a
+    # halved step) is the end's too
+    continuation.bifurcation_end = staged(lambda p, branch, *a, **kw: f"{branch[:3]} end", continuation.bifurcation_end)
     scalar.safeguarded_newton = staged(lambda *a, **kw: "alpha_c", scalar.safeguarded_newton)
     scalar.refine_alpha_c = staged(lambda *a, **kw: "alpha_c fine", scalar.refine_alpha_c)
     scalar.grow_alpha_c_down = staged(lambda *a, **kw: "alpha_c", scalar.grow_alpha_c_down)
@@ -147,6 +156,7 @@ def main() -> None:
     ap.add_argument("--omega", default="0:0.45:10", help="start:stop:num or a comma list (default 0:0.45:10)")
     ap.add_argument("--alpha", default="0.1:3:12", help="alpha grid start:stop:num (default 0.1:3:12)")
     ap.add_argument("--quadrature", default=None, help="the solve rule (default: SolverConfig's, with error bars)")
+    ap.add_argument("--detail", action="store_true", help="the ends and alpha_l's bar split further, nodes per stage")
     ap.add_argument("--compare", action="store_true",
                     help="each omega also without the saving (module doc), interleaved, and the ratios")
     args = ap.parse_args()
@@ -160,6 +170,8 @@ def main() -> None:
     omegas, alphas = parse(args.omega), parse(args.alpha)
     cfg = SolverConfig() if args.quadrature is None else SolverConfig(quadrature=args.quadrature)
     instrument()
+    if args.detail:
+        instrument_detail()
     # compile / load the kernels outside the measurement
     solve(ModelParams(omega=0.3), 1.0, "semantic", config=cfg)
     PROFILE.reset()
@@ -181,6 +193,8 @@ def main() -> None:
                     total[side][k][kk] += vv
     for side in sides:
         report(side if args.compare else "", rows[side], total[side], cpu[side], load0)
+        if args.detail:
+            detail(rows[side])
     if args.compare:
         keys = ("evals", "full", "solves", "search_nodes", "polish_nodes")
         sums = {side: {k: sum(v.get(k, 0.0) for v in total[side].values()) for k in keys} for side in sides}
@@ -190,6 +204,26 @@ def main() -> None:
             moved = ", ".join(f"{k} {getattr(b1, k) - getattr(b0, k):+.1e} (err {getattr(b0, k + '_err'):.1e})"
                               for k in ("alpha_c", "alpha_l", "semantic_end", "positional_end"))
             print(f"omega {w:.3f} now - before: {moved}")
+
+
+def instrument_detail() -> None:
+    """The stages of ``--detail``, inside the ends and alpha_l's refinement (exclusive, as the others)."""
+    import attnphase.numerics.phase.bifurcation as bifurcation
+    import attnphase.numerics.phase.boundary_refinement as refinement
+
+    bifurcation.solve = staged(lambda *a, **kw: "end solves", bifurcation.solve)
+    bifurcation.node_solves = staged(lambda *a, **kw: "eig prox", bifurcation.node_solves)
+    refinement.block_root_error = staged(lambda *a, **kw: "alpha_l blocks", refinement.block_root_error)
+
+
+def detail(rows: list) -> None:
+    """Per omega, every stage: seconds, SE evaluations (full searches), solves, proximal nodes searched / polished."""
+    for w, secs, st, _ in rows:
+        print(f"omega {w:.3f}: {secs:.1f} CPU s")
+        for name, v in sorted(st.items(), key=lambda kv: -kv[1]["s"]):
+            print(f"  {name:>14} {v['s']:5.1f} s {int(v.get('evals', 0)):4d} evals ({int(v.get('full', 0))} full) "
+                  f"{int(v.get('solves', 0)):3d} solves  nodes searched {v.get('search_nodes', 0) / 1e3:6.0f}k "
+                  f"polished {v.get('polish_nodes', 0) / 1e3:6.0f}k")
 
 
 @contextlib.contextmanager

@@ -98,8 +98,13 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
 
     def on_branch_solve(branch: str, pts: list[FixedPoint], alpha: float) -> FixedPoint:
         # from the nearest converged point; once more from the next nearest (on the other side,
-        # where there is one) before giving up: a single stalled solve must not lose a boundary
+        # where there is one) before giving up: a single stalled solve must not lose a boundary.
+        # A point already solved at this alpha is that point (a solve from it returns it to the solver's
+        # tolerance): Brent's method evaluates its bracket's ends again, which the grid or an earlier
+        # iterate holds (alpha_l: two warm solves an omega)
         ranked = sorted(pts, key=lambda p: abs(p.alpha - alpha))
+        if ranked and ranked[0].alpha == alpha:
+            return ranked[0]
         tries = ranked[:1] + [p for p in ranked[1:] if (p.alpha - alpha) * (ranked[0].alpha - alpha) < 0][:1]
         tries += [p for p in ranked[1:2] if len(tries) < 2]
         for near in [*tries, None]:
