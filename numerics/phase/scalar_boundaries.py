@@ -268,7 +268,8 @@ def with_scalar_labels(b: Boundaries, config: SolverConfig) -> Boundaries:
     rule = config.alpha_c_quadrature
     method = ("safeguarded Newton on Delta e_t = e_t(semantic) - e_t(positional)"
               + (f", corrected by Newton steps with E[M] on {rule}" if rule is not None else "")
-              + "; err = standard error over the rules' scrambling blocks") if found else ""
+              + ("; err = standard error over the rules' scrambling blocks" if math.isfinite(b.alpha_c_err)
+                 else "; no error bar (one rule, no scrambling blocks)")) if found else ""
     points = [p for sw in (b.semantic, b.positional) if sw is not None for p in sw.points if p.status.converged]
     ends = []
     for sw, default in ((b.semantic, "above"), (b.positional, "below")):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -214,6 +215,10 @@ def test_the_scalar_boundaries_fill_the_columns_every_rank_shares() -> None:
     ends = with_scalar_labels(b, SolverConfig()).ends
     assert [(e.branch, e.alpha, e.exists, e.err) for e in ends] == [("semantic", 0.6, "above", 1e-3),
                                                                      ("positional", 1.7, "below", 2e-3)]
+    assert "no error bar" in row["alpha_c_method"]  # b has no alpha_c_err: the method claims no standard error
+    assert "err = standard error" not in row["alpha_c_method"]
+    barred = with_scalar_labels(replace(b, alpha_c_err=2e-4), SolverConfig()).alpha_c_method
+    assert "err = standard error over the rules' scrambling blocks" in barred and "no error bar" not in barred
     none = with_scalar_labels(Boundaries(omega=0.2, alpha_c=math.nan, alpha_l=math.nan, semantic_end=math.nan,
                                          positional_end=math.nan), SolverConfig())
     assert (none.alpha_c_from, none.alpha_c_method, none.alpha_l_branch, none.ends) == ("", "", "", ())
