@@ -171,16 +171,14 @@ def _add(found: list[list], key: np.ndarray, fp: FixedPoint, names: tuple[str, .
 
 
 def search(params: ModelParams, alpha: float, config: SolverConfig, *, starts: list[CensusStart] | None = None,
-           perturb: bool = True, workers: int = 1, coarse: bool = False,
+           perturb: bool = True, workers: int = 1,
            progress: Callable[[CensusStart, FixedPoint], None] | None = None) -> SearchResult:
     """Steps 1-2 of the module doc on the state evolution's model (the whitened one for correlated tokens), the
     starts' solves on ``workers`` processes; ``starts`` (default the model's
     :func:`~attnphase.numerics.phase.census_starts.census_starts`), then, with ``perturb``, the perturbed starts of
-    the points they reach; ``coarse``: at r >= 2 or r* >= 2 on a quarter of the rule's points, each point found
-    polished on the solve rule (:func:`~attnphase.numerics.phase.census_starts.search_config`).
-    ``progress(start, point)`` is called after each start's solve."""
+    the points they reach.  ``progress(start, point)`` is called after each start's solve."""
     model = se_params(params)
-    search_cfg, polish = search_config(model, config, coarse)
+    search_cfg, polish = search_config(model, config)
     starts = list(starts) if starts is not None else census_starts(model, alpha, config)
     found: list[list] = []
     failures: list[tuple[str, float, str]] = []

@@ -7,8 +7,7 @@ one label are numbered in the order they were found (``mixed#1``, ``mixed#2``) a
 invariants (:func:`~attnphase.numerics.phase.gauge_orbits.orbit_key`), which :func:`describe` prints.
 
 1. **census** -- :func:`~attnphase.numerics.phase.census.search` (the census's starts and deduplication on the
-   gauge orbit; no error bars, no stability test; its starts solved on a quarter of the rule's points, each point
-   found polished on the solve rule: ``coarse``) at the first and the last grid point;
+   gauge orbit; no error bars, no stability test) at the first and the last grid point;
 2. **follow** -- every distinct point found starts a branch (unless it lies on the orbit of a known branch's point
    there), followed over the grid both ways by warm starts: the solve of its label's hat projection from the
    branch's nearest point (:func:`~attnphase.numerics.se.state_evolution.solve` with ``init``; where that does not
@@ -161,9 +160,7 @@ class Continuation:
         self.phase = "follow"
 
     def solve(self, alpha: float, label: str, near: FixedPoint | None) -> FixedPoint:
-        """The solve of ``label`` at alpha warm from ``near`` (from the label's embedded start where None) -- its
-        overlaps and its quasi-Newton Jacobian (``near.memory``, on the same rule: no finite-difference Jacobian to
-        take first), and where that does not converge onto ``label``, its overlaps alone --, done once:
+        """The solve of ``label`` at alpha warm from ``near`` (from the label's embedded start where None), done once:
         a solve is a pure function of (model, alpha, label, start, config), so a repeated one -- the embedded start
         that every branch of a label falls back on, a point a root search or a bisection asks for again -- is
         the stored result (``count``: solves run and reused)."""
@@ -174,15 +171,8 @@ class Continuation:
             return hit[1]
         self.count[self.phase] = self.count.get(self.phase, 0) + 1
         t0 = time.process_time()
-        if near is None:
-            fp = solve(self.model, alpha, label, config=self.cfg)
-        else:
-            fp = solve(self.model, alpha, label, config=self.cfg, init=near.overlaps, memory=near.memory)
-            if near.memory is not None and not (fp.status.converged and fp.branch == label):
-                # the neighbour's Jacobian can lead a solve astray where the plain warm start converges (measured:
-                # the positional point at alpha = 0.627, omega = 0.1, r = 2, sobol10:4): that solve, counted too
-                self.count[self.phase] += 1
-                fp = solve(self.model, alpha, label, config=self.cfg, init=near.overlaps)
+        fp = (solve(self.model, alpha, label, config=self.cfg) if near is None
+              else solve(self.model, alpha, label, config=self.cfg, init=near.overlaps))
         self._spent(self.phase, t0)
         self.solves[key] = (near, fp)
         return fp
@@ -287,12 +277,9 @@ class Continuation:
         self.censused.append(alpha)
         self.count["censuses"] += 1
         t0 = time.process_time()
-        found = search(self.model, alpha, self.cfg, coarse=True)
+        found = search(self.model, alpha, self.cfg)
         self._spent("censuses", t0)
         points = [fp for fp, _ in found.points]
-        if found.polish_failures:
-            self.notes.append(f"census at alpha = {alpha:g}: {found.polish_failures} point(s) found on the search rule "
-                              f"{found.rule} did not converge on the solve rule (dropped)")
         if not points:
             self.failed.append(alpha)
             self.notes.append(f"census at alpha = {alpha:g}: none of its {len(found.starts)} starts converged "

@@ -512,28 +512,3 @@ def test_hugs_zero_flags_evaluations_far_from_the_root_within_the_flanks_paired_
     ev = [(0.0, -1e-5), (1.0, 1e-5), (0.5, 1e-9), (0.501, 2e-9), (0.2, -1e-7)]
     assert cs.hugs_zero(ev, 0.5, 0.001, 1e-6) == [0.2]
     assert cs.hugs_zero(ev, 0.5, 0.001, math.nan) == []
-
-
-def test_a_warm_start_carries_the_neighbours_jacobian_and_is_solved_without_it_where_that_fails(monkeypatch,
-                                                                                               params) -> None:
-    """Along a branch a solve starts from the neighbour's overlaps and quasi-Newton Jacobian (its ``memory``); where
-    that does not converge onto the label, the plain warm start follows, counted; a neighbour without memory is
-    solved once."""
-    calls = []
-
-    def solve(model, alpha, branch, *, config=None, init=None, memory=None, **kw):
-        calls.append(memory)
-        ok = memory != "bad"
-        return FakePoint(alpha, branch if ok else "", ok, 1e-3 if ok else math.nan, 1e-3, FakeOverlaps("p"))
-
-    monkeypatch.setattr(cc, "solve", solve)
-    cont = cc.Continuation(params, [1.0, 1.5], SolverConfig())
-    good = FakePoint(1.0, "positional", True, 1e-3, 1e-3, FakeOverlaps("p"), memory="J")
-    assert cont.solve(1.5, "positional", good).status.converged and calls == ["J"] and cont.count["follow"] == 1
-    bad = FakePoint(1.0, "positional", True, 1e-3, 1e-3, FakeOverlaps("p"), memory="bad")
-    fp = cont.solve(1.5, "positional", bad)
-    assert fp.status.converged and fp.branch == "positional" and calls[1:] == ["bad", None]
-    assert cont.count["follow"] == 3
-    bare = FakePoint(1.0, "positional", True, 1e-3, 1e-3, FakeOverlaps("p"))
-    cont.solve(1.5, "positional", bare)
-    assert calls[3:] == [None] and cont.count["follow"] == 4
