@@ -32,6 +32,17 @@ def test_search_runs_on_the_quarter_rule_at_rank_one_and_on_the_solve_rule_above
     assert (matrix.quadrature, matrix.max_iter, polish) == ("sobol12:4", cs.MATRIX_SEARCH_MAX_ITER, False)
 
 
+def test_the_phase_diagrams_matrix_search_runs_on_a_quarter_of_the_rule_and_polishes() -> None:
+    rank2 = with_ranks(ModelParams(omega=0.3), 2, 1)
+    coarse, polish = cs.search_config(rank2, SolverConfig(quadrature="sobol10:4"), coarse=True)
+    assert (coarse.quadrature, coarse.max_iter, polish) == ("sobol8:4:0", cs.MATRIX_SEARCH_MAX_ITER, True)
+    # never below 2^MATRIX_SEARCH_MIN_LOG2 points per block: a rule that small is searched as it is, not polished
+    assert cs.search_config(rank2, SolverConfig(quadrature="sobol9:4"), coarse=True)[0].quadrature == "sobol8:4:0"
+    small, polish = cs.search_config(rank2, SolverConfig(quadrature="sobol8:4"), coarse=True)
+    assert (small.quadrature, polish) == ("sobol8:4", False)
+    assert search_rule("sobol8:4@1", cs.MATRIX_SEARCH_MIN_LOG2) == "sobol8:4@1"
+
+
 def test_rank_one_starts_are_the_branches_and_a_grid_with_distinct_names() -> None:
     starts = cs.census_starts(ModelParams(omega=0.3), ALPHA, CFG)
     assert len(starts) == 21 and len({s.name for s in starts}) == 21
