@@ -171,17 +171,14 @@ def _add(found: list[list], key: np.ndarray, fp: FixedPoint, names: tuple[str, .
 
 
 def search(params: ModelParams, alpha: float, config: SolverConfig, *, starts: list[CensusStart] | None = None,
-           perturb: bool = True, workers: int = 1, coarse: bool = False,
+           perturb: bool = True, workers: int = 1,
            progress: Callable[[CensusStart, FixedPoint], None] | None = None) -> SearchResult:
     """Steps 1-2 of the module doc on the state evolution's model (the whitened one for correlated tokens), the
     starts' solves on ``workers`` processes; ``starts`` (default the model's
     :func:`~attnphase.numerics.phase.census_starts.census_starts`), then, with ``perturb``, the perturbed starts of
-    the points they reach; ``coarse``: at r >= 2 or r* >= 2 on a quarter of the rule's points, each point found
-    polished on the solve rule warm from it, or where that does not converge, the first start that reached it solved
-    on the solve rule (:func:`~attnphase.numerics.phase.census_starts.search_config`).
-    ``progress(start, point)`` is called after each start's solve."""
+    the points they reach.  ``progress(start, point)`` is called after each start's solve."""
     model = se_params(params)
-    search_cfg, polish = search_config(model, config, coarse)
+    search_cfg, polish = search_config(model, config)
     starts = list(starts) if starts is not None else census_starts(model, alpha, config)
     found: list[list] = []
     failures: list[tuple[str, float, str]] = []
@@ -203,15 +200,9 @@ def search(params: ModelParams, alpha: float, config: SolverConfig, *, starts: l
         starts += more
     lost = 0
     if polish:  # each point found solved again on the solve rule, and deduplicated again
-        coarse_points, found = found, []
-        retry_cfg = search_config(model, config)[0]
-        by_name = {s.name: s for s in starts}
-        for _, fp, names in coarse_points:
+        coarse, found = found, []
+        for _, fp, names in coarse:
             fine = solve(model, alpha, fp.requested, init=fp.overlaps, config=config)
-            if not fine.status.converged and coarse:
-                # the matrix form's coarse search: the first start that reached the point, solved on the solve rule
-                # (as the search without ``coarse`` would), so that a point the warm polish misses is not lost
-                fine = solve_start(model, alpha, by_name[names[0]], retry_cfg)
             if fine.status.converged:
                 _add(found, orbit_key(model, fine), fine, names)
             else:

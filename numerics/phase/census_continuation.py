@@ -7,8 +7,7 @@ one label are numbered in the order they were found (``mixed#1``, ``mixed#2``) a
 invariants (:func:`~attnphase.numerics.phase.gauge_orbits.orbit_key`), which :func:`describe` prints.
 
 1. **census** -- :func:`~attnphase.numerics.phase.census.search` (the census's starts and deduplication on the
-   gauge orbit; no error bars, no stability test; its starts solved on a quarter of the rule's points, each point
-   found polished on the solve rule: ``coarse``) at the first and the last grid point;
+   gauge orbit; no error bars, no stability test) at the first and the last grid point;
 2. **follow** -- every distinct point found starts a branch (unless it lies on the orbit of a known branch's point
    there), followed over the grid both ways by warm starts: the solve of its label's hat projection from the
    branch's nearest point (:func:`~attnphase.numerics.se.state_evolution.solve` with ``init``; where that does not
@@ -278,12 +277,9 @@ class Continuation:
         self.censused.append(alpha)
         self.count["censuses"] += 1
         t0 = time.process_time()
-        found = search(self.model, alpha, self.cfg, coarse=True)
+        found = search(self.model, alpha, self.cfg)
         self._spent("censuses", t0)
         points = [fp for fp, _ in found.points]
-        if found.polish_failures:
-            self.notes.append(f"census at alpha = {alpha:g}: {found.polish_failures} point(s) found on the search rule "
-                              f"{found.rule} reached on the solve rule by none of their starts (dropped)")
         if not points:
             self.failed.append(alpha)
             self.notes.append(f"census at alpha = {alpha:g}: none of its {len(found.starts)} starts converged "

@@ -18,11 +18,8 @@ small m, where a mixed branch is born from one of them (at r = r* = 1 the grid h
 
 The search (:func:`search_config`): at r = r* = 1 on :func:`search_rule` (a quarter of the solve rule's points: the
 mixed starts break every symmetry, so their SE steps see the whole rule) with at most :data:`SCALAR_SEARCH_MAX_ITER`
-evaluations, every point found there solved again on the solve rule; at r >= 2 or r* >= 2 with at most
-:data:`MATRIX_SEARCH_MAX_ITER` evaluations per quasi-Newton run, on the solve rule (``census``: a staged solve's stages
-need the whole rule) or, for the phase diagram's censuses (``coarse``), on a quarter of its points per block, at least
-2^:data:`MATRIX_SEARCH_MIN_LOG2` (``sobol10:4`` -> ``sobol8:4``), every point found there solved again on the solve
-rule warm from it: the search only has to reach each fixed point's basin, the solve rule's point is the polished one.
+evaluations, every point found there solved again on the solve rule; at r >= 2 or r* >= 2 on the solve rule with at
+most :data:`MATRIX_SEARCH_MAX_ITER` evaluations per quasi-Newton run (a staged solve's stages need the whole rule).
 Overlaps are the state evolution's (the whitened model's for correlated tokens, its P the Ptilde).
 """
 
@@ -55,11 +52,6 @@ MATRIX_SEARCH_MAX_ITER = 150
 
 #: The search's Sobol rules at r = r* = 1 have at least 2^SEARCH_MIN_LOG2 points (:func:`search_rule`).
 SEARCH_MIN_LOG2 = 10
-
-#: The coarse search's Sobol rules at r >= 2 or r* >= 2 have at least 2^MATRIX_SEARCH_MIN_LOG2 points per block: the
-#: rule ``sobol8:4`` the rank-2 diagram was run on whole found its branches (docs/general.md, the coarse rule's table),
-#: and a staged solve's first stage runs on one block.
-MATRIX_SEARCH_MIN_LOG2 = 8
 
 #: Fixed mixtures of the embedded mixed state: (weight of th0, weight of m, tilt angle of m onto the semantic axes).
 FIXED_MIXTURES = ((0.25, 1.0, 0.0), (0.5, 1.0, 0.0), (1.0, 0.5, 0.0), (1.0, 1.0, math.pi / 6), (1.0, 1.0, math.pi / 3))
@@ -188,29 +180,21 @@ def perturbed_starts(params: ModelParams, points: list[FixedPoint]) -> list[Cens
     return out
 
 
-def search_rule(spec: str, min_log2: int = SEARCH_MIN_LOG2) -> str:
-    """The search's rule: a scrambled Sobol rule of 2^K points per block, K > ``min_log2``, with a quarter of its
-    points (2^max(K - 2, min_log2), the same scramblings and seed); any other rule (one block of a rule included) as it
-    is."""
-    if "@" in spec:
-        return spec
+def search_rule(spec: str) -> str:
+    """The r = r* = 1 search's rule: a scrambled Sobol rule of 2^K points, K > :data:`SEARCH_MIN_LOG2`, with a
+    quarter of its points (2^max(K - 2, SEARCH_MIN_LOG2), the same scramblings and seed); any other rule as it is."""
     kind, args = parse_rule_spec(spec)
-    if kind != "sobol" or args[0] <= min_log2:
+    if kind != "sobol" or args[0] <= SEARCH_MIN_LOG2:
         return spec
-    return f"sobol{max(args[0] - 2, min_log2)}:{args[1]}:{args[2]}"
+    return f"sobol{max(args[0] - 2, SEARCH_MIN_LOG2)}:{args[1]}:{args[2]}"
 
 
-def search_config(params: ModelParams, config: SolverConfig, coarse: bool = False) -> tuple[SolverConfig, bool]:
-    """(the config of the searching solves, whether each point found is solved again on ``config``): module doc
-    (``coarse``: the phase diagram's search at r >= 2 or r* >= 2, on a quarter of the rule's points)."""
+def search_config(params: ModelParams, config: SolverConfig) -> tuple[SolverConfig, bool]:
+    """(the config of the searching solves, whether each point found is solved again on ``config``): module doc."""
     if is_scalar_form(params.r, params.r_star):
         return config.replace(quadrature=search_rule(config.quadrature),
                               max_iter=min(config.max_iter, SCALAR_SEARCH_MAX_ITER), e_t_quadrature=None), True
-    cfg = config.replace(max_iter=min(config.max_iter, MATRIX_SEARCH_MAX_ITER))
-    rule = search_rule(config.quadrature, MATRIX_SEARCH_MIN_LOG2) if coarse else config.quadrature
-    if rule == config.quadrature:
-        return cfg, False
-    return cfg.replace(quadrature=rule, e_t_quadrature=None), True
+    return config.replace(max_iter=min(config.max_iter, MATRIX_SEARCH_MAX_ITER)), False
 
 
 def solve_start(params: ModelParams, alpha: float, start: CensusStart, config: SolverConfig) -> FixedPoint:

@@ -32,17 +32,6 @@ def test_search_runs_on_the_quarter_rule_at_rank_one_and_on_the_solve_rule_above
     assert (matrix.quadrature, matrix.max_iter, polish) == ("sobol12:4", cs.MATRIX_SEARCH_MAX_ITER, False)
 
 
-def test_the_phase_diagrams_matrix_search_runs_on_a_quarter_of_the_rule_and_polishes() -> None:
-    rank2 = with_ranks(ModelParams(omega=0.3), 2, 1)
-    coarse, polish = cs.search_config(rank2, SolverConfig(quadrature="sobol10:4"), coarse=True)
-    assert (coarse.quadrature, coarse.max_iter, polish) == ("sobol8:4:0", cs.MATRIX_SEARCH_MAX_ITER, True)
-    # never below 2^MATRIX_SEARCH_MIN_LOG2 points per block: a rule that small is searched as it is, not polished
-    assert cs.search_config(rank2, SolverConfig(quadrature="sobol9:4"), coarse=True)[0].quadrature == "sobol8:4:0"
-    small, polish = cs.search_config(rank2, SolverConfig(quadrature="sobol8:4"), coarse=True)
-    assert (small.quadrature, polish) == ("sobol8:4", False)
-    assert search_rule("sobol8:4@1", cs.MATRIX_SEARCH_MIN_LOG2) == "sobol8:4@1"
-
-
 def test_rank_one_starts_are_the_branches_and_a_grid_with_distinct_names() -> None:
     starts = cs.census_starts(ModelParams(omega=0.3), ALPHA, CFG)
     assert len(starts) == 21 and len({s.name for s in starts}) == 21
@@ -67,40 +56,3 @@ def test_starts_are_admissible_and_reproducible() -> None:
     # a tilted mixture puts positional overlap on the semantic axis (a direction carrying both)
     tilted = cs.mixture(inits[0], 1.0, 1.0, math.pi / 3)
     assert np.abs(tilted.m[:, 0]).max() > 0 and np.abs(tilted.th0[0]).max() > 0
-
-
-def test_a_coarse_search_point_the_warm_polish_misses_is_solved_from_its_start_on_the_solve_rule(monkeypatch) -> None:
-    """The phase diagram's search (``coarse``): a start solved on the quarter rule, its point polished on the solve
-    rule warm from it; where the polish does not converge, the start that reached it is solved on the solve rule
-    (never the point silently lost)."""
-    from types import SimpleNamespace
-
-    from attnphase.numerics.phase import census as census_mod
-    from attnphase.numerics.phase.census_starts import CensusStart
-
-    rules = []
-
-    def point(converged: bool):
-        return SimpleNamespace(status=SimpleNamespace(converged=converged, residual=0.0 if converged else 1.0,
-                                                      message=""),
-                               observables=SimpleNamespace(e_t=1e-3), requested="mixed", branch="mixed",
-                               overlaps=None, memory=None)
-
-    def solve_start(params, alpha, start, cfg):
-        rules.append(cfg.quadrature)
-        return point(True)
-
-    monkeypatch.setattr(census_mod, "solve_start", solve_start)
-    monkeypatch.setattr(census_mod, "solve", lambda *a, **k: point(False))
-    monkeypatch.setattr(census_mod, "orbit_key", lambda model, fp: np.array([1.0]))
-    rank2 = with_ranks(ModelParams(omega=0.3), 2, 1)
-    res = census_mod.search(rank2, 1.0, CFG, starts=[CensusStart("mixed cold", "mixed", "cold")], perturb=False,
-                            coarse=True)
-    assert rules == ["sobol8:4:0", "sobol10:4"] and res.rule == "sobol8:4:0"
-    assert len(res.points) == 1 and res.polish_failures == 0
-    # and where the start misses it on the solve rule too, the point is dropped and counted
-    monkeypatch.setattr(census_mod, "solve_start",
-                        lambda params, alpha, start, cfg: point(cfg.quadrature == "sobol8:4:0"))
-    res = census_mod.search(rank2, 1.0, CFG, starts=[CensusStart("mixed cold", "mixed", "cold")], perturb=False,
-                            coarse=True)
-    assert len(res.points) == 0 and res.polish_failures == 1
