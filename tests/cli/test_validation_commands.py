@@ -117,7 +117,10 @@ def test_validate_json_is_one_object(tmp_path, capsys, monkeypatch):
         torch.set_num_threads(n)
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 0 and len(out) == 1
-    assert json.loads(out[0]) == {"wall_seconds": 1.0, "all_converged": True, "rows": [{"x": None}], "tasks": tasks}
+    from attnphase.validation.output_names import VARIABLES
+
+    assert json.loads(out[0]) == {"wall_seconds": 1.0, "all_converged": True, "rows": [{"x": None}], "tasks": tasks,
+                                  "variables": VARIABLES}  # the written names' meanings ride with the summary
     assert seen["kw"]["store"].folder == tmp_path / "tasks" and seen["kw"]["executor"].workers >= 1
     assert seen["plan"].params.omega == 0.2 and seen["plan"].params.lam == 0.02 and seen["plan"].quick
     # the files go to a staging folder in --out's nearest existing folder, moved into --out at the end
