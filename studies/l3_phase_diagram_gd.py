@@ -194,9 +194,9 @@ def figure(args, runs: list[dict], theo: list[dict], ds: list[int], path: Path) 
         lab = f"{prox} SE {branch}"
         if key:
             bx.errorbar(a, [p[1][key] for p in pts], yerr=[_f(p[1].get(f"err_{key}")) for p in pts], fmt=ls, color=c,
-                        lw=1.3, capsize=2, label=f"{lab} |{'theta' if key == 'abs_theta' else 'm'}|")
+                        marker="x", ms=4, lw=1.3, capsize=2, label=f"{lab} |{'theta' if key == 'abs_theta' else 'm'}|")
         for axx, k in ((cx, "eps_g"), (ex, "e_t")):
-            axx.plot(a, [p[1][k] for p in pts], ls, color=c, lw=1.3, label=lab)
+            axx.plot(a, [p[1][k] for p in pts], ls, color=c, marker="x", ms=4, lw=1.3, label=lab)
     for k, d in enumerate(ds):
         for start, o, c, mk in (("semantic", "theta", "tab:blue", "o"), ("positional", "m", "tab:red", "s")):
             for alpha in sorted({r["alpha"] for r in runs}):
@@ -214,7 +214,7 @@ def figure(args, runs: list[dict], theo: list[dict], ds: list[int], path: Path) 
     alist = sorted({r["alpha"] for r in runs})
     bx.plot(alist, [threshold(a, ds[-1], args.threshold) for a in alist], "k:", lw=1, label=f"threshold t (d = {ds[-1]})")
     ac = [float(r["alpha_c"]) for r in diagram if abs(float(r["omega"]) - args.omega) < 1e-9]
-    for axx, name, ylab in ((bx, "(b) overlaps: semantic start |theta| (o), positional start |m| (s)", "overlap"),
+    for axx, name, ylab in ((bx, "(b) |theta| from the semantic (o), |m| from the positional start (s)", "overlap"),
                             (cx, "(c) test error eps_g", "eps_g"), (ex, "(d) training loss e_t", "e_t")):
         for a in ac:
             axx.axvline(a, color="k", lw=0.8, ls="-.")
@@ -223,6 +223,43 @@ def figure(args, runs: list[dict], theo: list[dict], ds: list[int], path: Path) 
         axx.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
+
+
+def markdown(runs: list[dict], theo: list[dict], agree: list[dict], alphas: list[float], ds: list[int],
+             floor: float) -> str:
+    """The docs' table: per (alpha, start) GD's overlap of the start's direction and eps_g (mean +- se at each d),
+    the points the runs reached at the last d, the two maps' points and their verdicts."""
+    d1, d2 = ds[0], ds[-1]
+    head = (f"| alpha | start | GD overlap, d = {d1} / {d2} | GD eps_g, d = {d1} / {d2} | reached (d = {d2}) | "
+            "global SE: point, overlap, eps_g | aligned SE: overlap, eps_g | global | aligned |")
+    lines = [head, "|" + " --- |" * 9]
+    for alpha in alphas:
+        for start in STARTS:
+            o = "theta" if start == "semantic" else "m"
+            key = "abs_theta" if o == "theta" else "m_norm"
+            cell = []
+            for obs in (o, "eps_g"):
+                parts = []
+                for d in (d1, d2):
+                    x, s = _stats([r[obs] for r in runs if r["alpha"] == alpha and r["init"] == start and r["d"] == d])
+                    parts.append(f"{x:.4g} +- {s:.1g}" if obs != "eps_g" else f"{x:.3e}")
+                cell.append(" / ".join(parts))
+            labels = [reached(r["theta"], r["m"], alpha, d2, floor) for r in runs
+                      if r["alpha"] == alpha and r["init"] == start and r["d"] == d2]
+            lab = ", ".join(f"{labels.count(k)} {k}" for k in COLOURS if labels.count(k))
+            g, a = target(theo, alpha, "global", start), target(theo, alpha, "aligned", start)
+            gs = (f"{g['branch']}, {g[key] if g['branch'] != 'agnostic' else 0:.4g}, {g['eps_g']:.3e}"
+                  if g and g["converged"] else "none")
+            al = (f"{a['branch']} {a[key] if a['branch'] != 'agnostic' else 0:.4g}, {a['eps_g']:.3e}"
+                  if a and a["converged"] else "none")
+            verd = []
+            for prox in ("global", "aligned"):
+                vs = [v for v in agree if v["alpha"] == alpha and v["start"] == start and v["map"] == prox]
+                bad = [v["observable"] or v["verdict"] for v in vs if v["verdict"] != "agrees"]
+                verd.append("agrees" if vs and not bad else "no point" if not vs else "differs: " + ", ".join(bad))
+            lines.append(f"| {alpha:g} | {start} | {cell[0]} | {cell[1]} | {lab} | {gs} | {al} | {verd[0]} | "
+                         f"{verd[1]} |")
+    return "\n".join(lines)
 
 
 def _read_runs(path: Path) -> list[dict]:
@@ -261,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="solve the global-prox positional point (auto: with the simplex P only)")
     ap.add_argument("--no-theory", action="store_true")
     ap.add_argument("--figure-only", action="store_true", help="redraw the figure and the verdicts from OUT's csv")
+    ap.add_argument("--markdown", action="store_true", help="print the docs' table of the runs and the verdicts")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     import numpy as np
@@ -318,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{v['verdict']}" + (f" (GD {v['gd_d2']:.4g} +- {v['se_d2']:.2g} at d = {ds[-1]}, "
                                        f"{v['gd_d1']:.4g} at d = {ds[0]}; SE {v['se_value']:.4g})"
                                        if v.get("gd_d2") is not None else ""))
+        if args.markdown:
+            print(markdown(runs, theo, rows, alphas, ds, args.threshold))
     if Path(args.diagram, "phase_diagram.csv").exists():
         figure(args, runs, theo, ds, out / f"phase_diagram_gd_{tag}.png")
     return 0
