@@ -214,12 +214,12 @@ def figure(args, runs: list[dict], theo: list[dict], ds: list[int], path: Path) 
     alist = sorted({r["alpha"] for r in runs})
     bx.plot(alist, [threshold(a, ds[-1], args.threshold) for a in alist], "k:", lw=1, label=f"threshold t (d = {ds[-1]})")
     ac = [float(r["alpha_c"]) for r in diagram if abs(float(r["omega"]) - args.omega) < 1e-9]
-    for axx, name, ylab in ((bx, "(b) |theta| from the semantic (o), |m| from the positional start (s)", "overlap"),
+    for axx, name, ylab in ((bx, "(b) |theta| (o: semantic start), |m| (s: positional start)", "overlap"),
                             (cx, "(c) test error eps_g", "eps_g"), (ex, "(d) training loss e_t", "e_t")):
         for a in ac:
             axx.axvline(a, color="k", lw=0.8, ls="-.")
         axx.set(xlabel="alpha", ylabel=ylab)
-        axx.set_title(f"{name}, omega = {args.omega} (dash-dot: alpha_c)", fontsize=9)
+        axx.set_title(f"{name}; omega = {args.omega}, -.: alpha_c", fontsize=9)
         axx.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
