@@ -299,17 +299,19 @@ def check_simulations(n: int, seconds: float, workers: int, option: str, large: 
 
 #: CPU s of one Bayes-optimal task whatever its grid, by L: the two Gauss rules' curves alpha*(q0) and eps_lin (at
 #: L = 4 eps_lin's quadrature is most of it).  ``benchmarks/workload_calibration.py --only bayes`` (one task at 1 and
-#: 21 alphas, after a warm-up; busy cores): L = 2 0.040-0.052, L = 3 0.17-0.28, L = 4 5.9-9.2 over two runs.
-BAYES_TASK_SECONDS = {2: 0.05, 3: 0.2, 4: 8.0}
+#: 21 alphas, after a warm-up; two runs on 2 idle cores): L = 2 0.056-0.059, L = 3 0.21-0.25, L = 4 2.0-2.4 (on
+#: busy cores the same script gave 0.040-0.052, 0.17-0.28 and 5.9-9.2).
+BAYES_TASK_SECONDS = {2: 0.058, 3: 0.23, 4: 2.2}
 #: CPU s per alpha of a task (a point: both rules and the other branch, eps_g, Phi; the diagram's estimator point one
-#: or two of them): the same runs, L = 2 0.011-0.013, L = 3 0.024-0.026, L = 4 0.08-0.14.
-BAYES_POINT_SECONDS = {2: 0.012, 3: 0.025, 4: 0.12}
+#: or two of them): the same runs, L = 2 0.011-0.013, L = 3 0.020, L = 4 0.10-0.12.
+BAYES_POINT_SECONDS = {2: 0.012, 3: 0.020, 4: 0.11}
 #: The command's own CPU s besides its tasks (imports, the table and dataset written; the first task's first calls):
 #: the same script runs ``sweep --estimator bayes-optimal --alpha 0.5 --branch informative --workers 1`` in a child
-#: process, 2.2 and 2.5 CPU s less its task ...
-BAYES_COMMAND_SECONDS = 2.4
-#: ... and ``phase-diagram --estimator bayes-optimal --omega 0.3 --alpha 0.4,0.6 --workers 1``, its figure too: 3.2.
-BAYES_DIAGRAM_COMMAND_SECONDS = 3.2
+#: process, 1.90 and 2.04 CPU s less its task on idle cores (2.2 and 2.5 on busy ones) ...
+BAYES_COMMAND_SECONDS = 2.0
+#: ... and ``phase-diagram --estimator bayes-optimal --omega 0.3 --alpha 0.4,0.6 --workers 1``, its figure too: 2.44
+#: and 2.61 (3.2 on busy cores).
+BAYES_DIAGRAM_COMMAND_SECONDS = 2.5
 
 
 def bayes_task_seconds(n_alphas: int, L: int) -> float:
