@@ -72,18 +72,21 @@ def test_signal_in_the_first_instants_is_the_stop_or_the_default_action(sig, tmp
     assert stopped >= 3
 
 
+def _ctrl_c_turned_into(error: Exception) -> int:
+    """A Ctrl-C to this process that the code running when it lands turns into ``error`` (as a C library does)."""
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)
+    except KeyboardInterrupt:
+        raise error from None
+    return 0
+
+
 def test_a_ctrl_c_turned_into_an_import_error_is_the_stop(entry, monkeypatch, capsys):
     """numpy's C import catches the KeyboardInterrupt raised while it loads ``datetime`` and raises ImportError."""
 
-    def loads_numpy() -> int:
-        try:
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(1)
-        except KeyboardInterrupt:
-            raise ImportError('PyCapsule_Import could not import module "datetime"') from None
-        return 0
-
-    monkeypatch.setattr("attnphase.cli.main", loads_numpy)
+    monkeypatch.setattr("attnphase.cli.main",
+                        lambda: _ctrl_c_turned_into(ImportError('PyCapsule_Import could not import module "datetime"')))
     assert entry.run() == 130
     assert capsys.readouterr().err == "attnphase: interrupted\n"
 
@@ -98,12 +101,7 @@ def test_a_ctrl_c_turned_into_a_value_error_is_the_stop_not_bad_input_or_a_failu
     def converts(args) -> int:
         if checked:
             work.begin("solving the state evolution")
-        try:
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(1)
-        except KeyboardInterrupt:
-            raise ValueError("--backend: numba could not be imported") from None
-        return 0
+        return _ctrl_c_turned_into(ValueError("--backend: numba could not be imported"))
 
     monkeypatch.setattr(solve, "run", converts)
     assert cli.main(["solve", "--alpha", "1"]) == 130
