@@ -40,12 +40,16 @@ NEW_CAPABILITIES: dict[str, tuple[str, ...]] = {
     "AMP for the Bayes-optimal channel (simulate --algorithm amp, validate's Bayes-optimal section)": (
         "validation/amp.py", "validation/amp_run.py", "validation/amp_spectral.py", "validation/amp_validation.py",
     ),
+    # af68160's cli.main caught KeyboardInterrupt alone (one line, exit 130); SIGTERM/SIGHUP, a Ctrl-C at start-up or
+    # inside a library, and the workers' signals are the new capability.
     "signals: a stopped command's exit code and its one line": ("attnphase/interrupts.py",),
     "bad input told from a failed computation (exit 2 or 1), warnings as notes": ("attnphase/work.py",),
-    "boundaries from the global minimum over every branch a census finds (births, ends, changes)": (
-        "numerics/phase/branches.py", "numerics/phase/census_continuation.py",
-        "numerics/phase/global_minimum_changes.py", "numerics/phase/census_separation.py",
-    ),
+    # The rank-r boundaries of af68160 (numerics/rank_boundaries.py) followed branches by warm starts, bisected
+    # their ends and took alpha_c as the root of Delta e_t: phase/census_continuation.py, branches.py,
+    # global_minimum_changes.py and lowest_branch.py do that for every branch a census finds, so they mix an old
+    # capability with a new one and count as old.  What did not exist is the rule's error on Delta e_t and its root:
+    "the rule's separation of two branches' e_t and the standard error of alpha_c at rank r": (
+        "numerics/phase/census_separation.py",),
     "a branch's absence told from solver failure": ("numerics/phase/absence.py",),
     "alpha_c at r = 1 where the branches never cross (the lowest-e_t point's first change)": (
         "numerics/phase/lowest_point_change.py",),
