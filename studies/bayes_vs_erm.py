@@ -24,13 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
-from attnphase.numerics.jobs.plots import plot_estimators_eps_g
 from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
 from attnphase.numerics.se.bayes import BayesModel, bayes_eps_g
 from attnphase.numerics.se.bayes_curve import bayes_curve
 from attnphase.numerics.se.observables import eps_lin
 from attnphase.theory.params import ModelParams
 from attnphase.validation.amp_run import AmpSpec, run_amp
+from estimators_figure import plot_estimators_eps_g  # studies/estimators_figure.py
 
 OMEGA = 0.3
 ERM_ALPHAS = "0.2:2.4:12"

@@ -9,12 +9,12 @@ solve's positional and semantic fixed points at alpha = 2 and 1, omega = 0.3 -- 
 (q0, V0, m_1 or th0), E[M] and eps_g are computed by
 
 * ``sobol``: today's rule, sobolK:4 (4 scramblings of 2^K points, symmetrised), channel_moments;
-* ``preint``: pre-integration (attnphase.numerics.se.preintegrated_channel) along an oblique line
+* ``preint``: pre-integration (studies/preintegrated_channel.py) along an oblique line
   (an axis line misses the jump surfaces that contain the axis), 8 cells of equal Gaussian mass with
   4 Gauss-Legendre nodes each, the jumps located by a root-find; the outer integral over 2^K
   scrambled Sobol points;
 * ``cv`` / ``cv16``: the local proximal map (Newton from h = 0) as a control variate
-  (attnphase.numerics.se.control_variate_channel): mean over sobolK:4 of f_global - f_local plus
+  (studies/control_variate_channel.py): mean over sobolK:4 of f_global - f_local plus
   the mean of f_local over a rule 4x / 16x finer.
 
 Error of one estimate = max over those quantities of |value - reference| / |reference| (quantities
@@ -41,13 +41,13 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import QuadratureRule, make_rule, sobol_rule
 from attnphase.numerics.quadrature.symmetry import symmetry_group
 from attnphase.numerics.se.channel import ChannelMoments, channel_moments
-from attnphase.numerics.se.control_variate_channel import control_variate_moments
 from attnphase.numerics.se.overlaps import Overlaps
-from attnphase.numerics.se.preintegrated_channel import LineRule, outer_sobol_rule, preintegrated_moments
 from attnphase.numerics.se.se_map import model_rule, update, update_hat
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.correlated_kernels import model_kernels
 from attnphase.theory.params import ModelParams
+from control_variate_channel import control_variate_moments  # studies/control_variate_channel.py
+from preintegrated_channel import LineRule, outer_sobol_rule, preintegrated_moments  # studies/preintegrated_channel.py
 
 HERE = Path(__file__).resolve().parent
 REFERENCE = HERE.parent / "tests" / "data" / "quadrature_jumps_reference.json"

@@ -59,8 +59,8 @@ def _floats(text: str) -> list[float]:
 
 def lowest_hessian_eigs(Q: torch.Tensor, g, lam: float, k: int = 3) -> tuple[np.ndarray, np.ndarray, int, float]:
     """The ``k`` lowest eigenvalues of ``d^2 R / dQ^2``, their eigenvectors, the number of Hessian-vector
-    products Lanczos used and its wall time (:func:`attnphase.validation.hessian.lowest_hessian_eigs`)."""
-    from attnphase.validation.hessian import lowest_hessian_eigs as lanczos
+    products Lanczos used and its wall time (:func:`risk_hessian.lowest_hessian_eigs`, studies/risk_hessian.py)."""
+    from risk_hessian import lowest_hessian_eigs as lanczos
 
     e = lanczos(Q, g, lam, k=k)
     return e.values, e.vectors, e.products, e.seconds
@@ -157,10 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     from attnphase.theory.params import ModelParams
     from attnphase.validation.data import make_teacher, n_samples, sample
     from attnphase.validation.experiments import generator
-    from attnphase.validation.hessian import full_hessian_min
     from attnphase.validation.measure import overlaps, training_objective
     from attnphase.validation.students import prepare
     from attnphase.validation.training import TrainConfig, initial_Q, train
+    from risk_hessian import full_hessian_min  # studies/risk_hessian.py
 
     from attnphase.theory.params import parse_matrix
 

@@ -11,7 +11,7 @@ each (d, seed), on the teacher and data of ``attnphase simulate --seed`` (float6
 1. gradient descent (:func:`attnphase.validation.training.train`, Armijo) from the positional start to
    ``|grad R|_F / sqrt(d) <= --grad-tol`` (3e-7), steps and final gradient norm recorded, a warning on stderr when a
    run stops on its step budget;
-2. the three lowest eigenvalues of the Hessian of ``R(Q)`` there (:mod:`attnphase.validation.hessian`, Lanczos);
+2. the three lowest eigenvalues of the Hessian of ``R(Q)`` there (studies/risk_hessian.py, Lanczos);
 3. the same run continued to ``--long-tol`` (1e-9): if the end were a slowly converging transient, its overlaps
    would move (``shift = |Q_long - Q| / |Q|``);
 4. gradient descent from the semantic start on the same data (the paired e_t of the other minimum);
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     from attnphase.theory.params import ModelParams, parse_matrix
     from attnphase.validation.data import make_teacher, n_samples, sample
     from attnphase.validation.experiments import generator
-    from attnphase.validation.hessian import lowest_hessian_eigs
+    from risk_hessian import lowest_hessian_eigs
     from attnphase.validation.measure import overlaps, training_objective
     from attnphase.validation.students import prepare
     from attnphase.validation.training import TrainConfig, initial_Q, train
@@ -166,7 +166,7 @@ def hessian_pass(args: argparse.Namespace) -> int:
     from attnphase.theory.params import ModelParams, parse_matrix
     from attnphase.validation.data import make_teacher, n_samples, sample
     from attnphase.validation.experiments import generator
-    from attnphase.validation.hessian import lowest_hessian_eigs
+    from risk_hessian import lowest_hessian_eigs
     from attnphase.validation.measure import overlaps, training_objective
     from attnphase.validation.students import prepare, risk
     from attnphase.validation.training import TrainConfig, initial_Q, train

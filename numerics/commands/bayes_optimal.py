@@ -1,14 +1,17 @@
-"""The Bayes-optimal estimator in the commands: ``solve --estimator bayes-optimal`` (its fixed point at one alpha),
-``sweep --estimator bayes-optimal`` (both Bayes-optimal branches over an alpha grid) and the thresholds
-``phase-diagram --json`` reports (docs/bayes-optimal.md).
+"""The Bayes-optimal estimator in ``solve`` and ``sweep`` (docs/bayes-optimal.md): ``solve --estimator
+bayes-optimal`` (its fixed point at one alpha) and ``sweep --estimator bayes-optimal`` (both Bayes-optimal branches
+over an alpha grid); the models and options they take are checked in
+:mod:`attnphase.numerics.commands.bayes_options`, ``phase-diagram --estimator bayes-optimal`` is
+:mod:`attnphase.numerics.commands.bayes_phase_diagram`.
 
 The record has the ERM record's keys (numerics/commands/point_record.py) in the same units: ``q`` = ``theta`` =
 Q . Q* / d of the posterior mean (Nishimori), ``m`` = 0 (the posterior mean does not see the positions), ``V`` =
 rho0 - q0 (the posterior variance per coordinate), ``eps_g`` the Bayes-optimal test error, ``e_t`` null (no
 training loss: ``free_entropy`` instead), each with ``err_<key>`` (the change from the rule of order n -
 ORDER_STEP; ``err_free_entropy`` too), plus the thresholds ``alpha_weak_recovery``, ``alpha_it``, ``alpha_amp`` with their bars and notes.
-The record, and the model the JSON objects echo (:func:`bayes_model_echo`, :func:`bayes_params`), leave out what the
-estimator does not use: the ridge penalty ``lam`` and the training ``loss`` (``--lam`` is refused with it).
+The record, and the model the JSON objects echo (:func:`~attnphase.numerics.commands.bayes_options.bayes_model_echo`,
+:func:`~attnphase.numerics.commands.bayes_options.bayes_params`), leave out what the estimator does not use: the
+ridge penalty ``lam`` and the training ``loss`` (``--lam`` is refused with it).
 """
 
 from __future__ import annotations
@@ -18,70 +21,10 @@ import sys
 
 from attnphase import options as opt
 from attnphase import work
-from attnphase.numerics.commands.point_record import max_relative_error, model_echo, print_record
+from attnphase.numerics.commands.bayes_options import (bayes_model_echo, bayes_params, check_bayes_model,
+                                                       check_bayes_solver_options, check_estimator_branch)
+from attnphase.numerics.commands.point_record import max_relative_error, print_record
 from attnphase.numerics.se.bayes_curve import BAYES_BRANCHES
-
-
-def check_estimator_branch(estimator: str, branch: str | None) -> str:
-    """The branch to solve for (the estimator's default where ``branch`` is None); ValueError naming --branch
-    where the branch belongs to the other estimator."""
-    if estimator == "bayes-optimal":
-        if branch is None:
-            return "informative"
-        if branch not in BAYES_BRANCHES:
-            raise ValueError(f"--branch {branch} is an ERM branch; --estimator bayes-optimal has "
-                             f"{' and '.join(BAYES_BRANCHES)}")
-        return branch
-    if branch in BAYES_BRANCHES:
-        raise ValueError(f"--branch {branch} needs --estimator bayes-optimal")
-    return branch or "semantic"
-
-
-def bayes_model_echo(params) -> dict:
-    """:func:`~attnphase.numerics.commands.point_record.model_echo` without ``loss``: the posterior mean minimises no
-    training loss."""
-    return {k: v for k, v in model_echo(params).items() if k != "loss"}
-
-
-def bayes_params(params) -> dict:
-    """The model's parameters (``ModelParams.to_dict``) without ``lam`` and ``loss``, which the Bayes-optimal
-    estimator does not use."""
-    return {k: v for k, v in params.to_dict().items() if k not in ("lam", "loss")}
-
-
-def check_bayes_model(args: argparse.Namespace, params) -> None:
-    """What the Bayes-optimal state evolution solves: rank 1, independent tokens, omega < 1; no ``--lam`` (the
-    posterior mean has no ridge penalty) (one-line ValueErrors)."""
-    from attnphase.options import model_options_given
-
-    if "--lam" in model_options_given(args):
-        raise ValueError(f"--lam {args.lam}: the Bayes-optimal estimator (the posterior mean) has no ridge penalty; "
-                         "leave --lam out with --estimator bayes-optimal")
-    if (getattr(args, "rank", None) or 1) != 1 or (getattr(args, "teacher_rank", None) or 1) != 1:
-        raise ValueError("--rank and --teacher-rank: --estimator bayes-optimal is solved at rank 1")
-    if not params.omega < 1.0:
-        raise ValueError(f"--omega {params.omega:g}: --estimator bayes-optimal needs omega < 1 (at omega = 1 the "
-                         "target T = A does not depend on Q*: nothing to estimate)")
-    if params.C is not None:
-        raise ValueError("--token-cov: --estimator bayes-optimal is solved for independent tokens")
-
-
-def check_bayes_solver_options(args: argparse.Namespace) -> None:
-    """The ERM solver's options given with ``--estimator bayes-optimal`` (one-line ValueError naming the first): its
-    state evolution is solved on its own Gauss rule, the error bars the change from the rule of 16 nodes fewer
-    (docs/bayes-optimal.md), so ``--quadrature``, ``--tol``, ``--prox``, ``--precision``, ``--error-estimate`` ...
-    were ignored without a word (``--error-estimate 0`` still gave bars)."""
-    from attnphase.solver_options import SOLVER_OPTIONS
-
-    given = [option for option, field in SOLVER_OPTIONS if getattr(args, field, None) is not None]
-    if getattr(args, "precision", None) is not None:
-        given.append("--precision")
-    if str(getattr(args, "error_estimate", "auto")).strip().lower() != "auto":
-        given.append("--error-estimate")
-    if given:
-        raise ValueError(f"{given[0]}: an option of the ERM solver; --estimator bayes-optimal solves its state "
-                         "evolution on its own Gauss rule, each error bar the change from the rule of 16 nodes fewer "
-                         "(docs/bayes-optimal.md)")
 
 
 def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
@@ -276,142 +219,3 @@ def _failed_row(params, alpha: float, branch: str, error: str) -> dict:
     return row | {"alpha": alpha, "omega": params.omega, "estimator": "bayes-optimal", "branch": branch,
                   "stable": 0, "perfect_recovery": 0, "coincides": 0,
                   "reason": f"task failed: {(error or 'unknown error').splitlines()[0]}"}
-
-
-def threshold_keys(params) -> dict:
-    """The Bayes-optimal thresholds of a model as ``phase-diagram --json`` reports them beside the ERM boundaries:
-    ``alpha_weak_recovery``, ``alpha_it``, ``alpha_amp`` with ``err_<key>`` and ``<key>_note`` (null with the
-    reason where they are not computed: a rank above 1, correlated tokens).  They do not depend on omega (< 1),
-    A, P or lambda (docs/bayes-optimal.md), so one set serves every omega of the diagram."""
-    from attnphase.numerics.phase.bayes_thresholds import THRESHOLD_KEYS
-
-    why = ""
-    if getattr(params, "r", 1) != 1 or getattr(params, "r_star", 1) != 1:
-        why = "the Bayes-optimal state evolution is solved at rank 1"
-    elif params.C is not None:
-        why = "the Bayes-optimal state evolution is solved for independent tokens"
-    if why:
-        out: dict = {}
-        for k in THRESHOLD_KEYS:
-            out.update({k: None, f"err_{k}": None, f"{k}_note": why})
-        return out
-    from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
-    from attnphase.numerics.se.bayes import BayesModel
-
-    out = bayes_thresholds(BayesModel.of(params)).as_dict()
-    return out | {f"{k}_note": f"{out[f'{k}_note']}; the same at every omega < 1" for k in THRESHOLD_KEYS}
-
-
-def phase_diagram_file_stem() -> str:
-    """The stem of the files ``phase-diagram --estimator bayes-optimal`` writes into ``--out DIR`` (.csv, .json,
-    .nc, .png): beside an ERM phase diagram's ``phase_diagram.*``, never over them."""
-    return "phase_diagram_bayes-optimal"
-
-
-def check_bayes_diagram_options(args: argparse.Namespace) -> None:
-    """The ERM-only options of ``phase-diagram`` refused with ``--estimator bayes-optimal`` (one-line ValueErrors):
-    ``--census``, ``--continuation on`` and ``--error-estimate`` other than auto (the Bayes-optimal bars are the
-    change from the rule of fewer nodes, docs/bayes-optimal.md)."""
-    if getattr(args, "census", False):
-        raise ValueError("--census searches the ERM fixed points; --estimator bayes-optimal has no census")
-    if getattr(args, "continuation", "auto") == "on":
-        raise ValueError("--continuation on continues the ERM boundaries in omega; --estimator bayes-optimal computes "
-                         "its thresholds at each omega directly")
-    if str(getattr(args, "error_estimate", "auto")).strip().lower() != "auto":
-        raise ValueError("--error-estimate: with --estimator bayes-optimal every error bar is the change from the "
-                         "Gauss rule of 16 nodes fewer (docs/bayes-optimal.md); leave it at auto")
-
-
-def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
-    """``attnphase phase-diagram --estimator bayes-optimal``: at every omega the thresholds alpha_weak_recovery,
-    alpha_it, alpha_amp with their error bars (null with the reason where one does not exist) and the
-    Bayes-optimal estimator's q0 and eps_g over the alpha grid, into DIR/phase_diagram_bayes-optimal.csv (one row
-    per omega), .json, .nc and .png; ``--json`` prints the JSON object.  Exit 1 if a value is not finite."""
-    import json
-    import math
-
-    from attnphase import outputs, workload
-
-    check_bayes_diagram_options(args)
-    # the thresholds are computed directly, not located on the grid (the ERM diagram's two alphas at least): the
-    # grid is where the estimator's q0 and eps_g are drawn, one alpha is a grid
-    alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
-    omegas = opt.parse_values(args.omega, "--omega")
-    params = opt.omegas_from_args_ns(args, omegas)
-    for w in omegas:
-        check_bayes_model(args, params.replace(omega=w))
-    check_bayes_solver_options(args)
-    workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
-                        "(omega, alpha) points (omegas x alphas)", "--omega/--alpha", args.large)
-    from attnphase import execution_options
-
-    executor = execution_options.executor_from_args(args)
-    out_dir = outputs.out_dir_from_args(args)
-    opt.announce_defaults(args, params)
-    per_task = workload.bayes_task_seconds(len(alphas), params.L)
-    workload.announce_tasks(f"Bayes-optimal phase diagram over {len(omegas)} omega x {len(alphas)} alpha values",
-                            [per_task] * len(omegas), executor.workers, f"~{per_task:.2g} CPU s per omega",
-                            quiet=args.quiet, min_seconds=0, own=workload.BAYES_DIAGRAM_COMMAND_SECONDS)
-
-    from attnphase.execution import run_tasks
-    from attnphase.execution.dataset import job_attrs, write_netcdf
-    from attnphase.execution.progress import TaskBar, failure_summary
-    from attnphase.numerics.commands.common import command_line, staged_job, task_store
-    from attnphase.numerics.jobs.bayes_dataset import (BAYES_DIAGRAM_COLUMNS, BAYES_DIAGRAM_CURVES, bayes_diagram_csv,
-                                                       bayes_diagram_dataset)
-    from attnphase.numerics.jobs.bayes_plots import plot_bayes_diagram
-    from attnphase.numerics.jobs.tasks import bayes_diagram_task, numerics_version
-    from attnphase.numerics.jobs.variables import described
-    from attnphase.numerics.phase.bayes_thresholds import THRESHOLD_KEYS
-
-    work.begin("computing the Bayes-optimal phase diagram")
-    version = numerics_version()
-    # one task per omega, run like the ERM diagram's: --workers, --scheduler, stored in DIR/tasks, --fresh
-    ordered = sorted(omegas)
-    with TaskBar("Bayes-optimal omegas", quiet=args.quiet) as bar:
-        outs = run_tasks([bayes_diagram_task(params.replace(omega=w), alphas, version) for w in ordered],
-                         executor=executor, store=task_store(out_dir), fresh=args.fresh, version=version, progress=bar)
-    failures = failure_summary(outs)
-    if failures:
-        raise RuntimeError(f"while computing the Bayes-optimal phase diagram: {failures}")
-    rows = [{k: o.value[0][k] for k in BAYES_DIAGRAM_COLUMNS if k in o.value[0]} for o in outs]
-    curves = {float(params.replace(omega=w).omega): o.value[1]["points"] for w, o in zip(ordered, outs)}
-    rule = outs[0].value[2]
-    stem = phase_diagram_file_stem()
-    attrs = job_attrs("phase-diagram", version=version, model=bayes_params(params) | {"omega": "scanned"},
-                      rule=rule, command=command_line(), estimator="bayes-optimal",
-                      title="The Bayes-optimal thresholds of dot-product attention over omega")
-    obj = {"estimator": "bayes-optimal", "params": bayes_params(params) | {"omega": [r["omega"] for r in rows]},
-           "model": bayes_model_echo(params), "alphas": list(alphas), "omegas": [r["omega"] for r in rows],
-           "rule": rule, "rows": rows,
-           "curves": {f"{w:g}": c for w, c in curves.items()},
-           "variables": described(BAYES_DIAGRAM_COLUMNS + BAYES_DIAGRAM_CURVES)}
-    same = all(all(r[k] == rows[0][k] for k in THRESHOLD_KEYS) for r in rows)
-    if same:  # one model for every omega (< 1): the thresholds once more at the top, as the ERM diagram has them
-        obj |= {c: rows[0][c] for k in THRESHOLD_KEYS for c in (k, f"err_{k}", f"{k}_note")}
-    job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas), "estimator": "bayes-optimal"}
-    with staged_job(out_dir, stem, job_model, args.json) as stage:
-        outputs.write_text_atomic(stage / f"{stem}.csv", bayes_diagram_csv(rows))
-        write_netcdf(bayes_diagram_dataset(rows, alphas, curves, attrs), stage / f"{stem}.nc")
-        outputs.write_text_atomic(stage / f"{stem}.json", json.dumps(outputs.json_value(obj), indent=1) + "\n")
-        plot_bayes_diagram(rows, alphas, curves, stage / f"{stem}.png",
-                           title=f"Bayes-optimal estimator, L = {params.L}, over omega (rule {rule})")
-        _print_bayes_diagram(rows, THRESHOLD_KEYS)
-        print(f"wrote {stem}.csv, .json, .nc, .png into {stage}")
-    if args.json:
-        print(json.dumps(outputs.json_value(obj | {"out": str(out_dir)})))
-    bad = [p for c in curves.values() for p in c if not (math.isfinite(p["q"]) and math.isfinite(p["eps_g"]))]
-    return 1 if bad else 0
-
-
-def _print_bayes_diagram(rows: list[dict], keys) -> None:
-    """One line per omega: each threshold with its error bar (or ``none``), then each null threshold's reason once."""
-    from attnphase.display import with_error
-
-    print("omega  " + "  ".join(f"{k:>26}" for k in keys))
-    for r in rows:
-        cells = ["none" if r[k] is None else with_error(r[k], r[f"err_{k}"]) for k in keys]
-        print(f"{r['omega']:<6g} " + "  ".join(f"{c:>26}" for c in cells))
-    for k in keys:
-        notes = sorted({r[f"{k}_note"] for r in rows})
-        print(f"{k}: {'; '.join(notes)}")

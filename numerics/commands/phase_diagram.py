@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from attnphase.numerics.capabilities import check
 
     if getattr(args, "estimator", "erm") == "bayes-optimal":
-        from attnphase.numerics.commands.bayes_optimal import phase_diagram_bayes_optimal
+        from attnphase.numerics.commands.bayes_phase_diagram import phase_diagram_bayes_optimal
 
         return phase_diagram_bayes_optimal(args)
 
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"attnphase: note: {bars_note}", file=sys.stderr)
             meta = meta | {"error_note": bars_note}
     if args.json:
-        from attnphase.numerics.commands.bayes_optimal import threshold_keys
+        from attnphase.numerics.commands.bayes_phase_diagram import threshold_keys
 
         print(json.dumps(outputs.json_value(meta | {"out": str(out_dir)} | (threshold_keys(params) if scalar else {}))))
     return int(code or 0)

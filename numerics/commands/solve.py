@@ -46,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     """One fixed point; exit code 1 if it did not converge, 3 if the requested branch was not found (the solve
     reached another one)."""
     alpha = opt.parse_value(args.alpha, "--alpha", positive=True, hint="sweep follows a branch over a range of alpha")
-    from attnphase.numerics.commands.bayes_optimal import check_estimator_branch, solve_bayes_optimal
+    from attnphase.numerics.commands.bayes_optimal import solve_bayes_optimal
+    from attnphase.numerics.commands.bayes_options import check_estimator_branch
 
     estimator = getattr(args, "estimator", "erm")
     if estimator == "bayes-optimal":

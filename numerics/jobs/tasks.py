@@ -159,13 +159,12 @@ def bayes_sweep_job(job: tuple[ModelParams, list[float], str]) -> list[dict]:
     """One Bayes-optimal branch over the alpha grid at one model (``sweep --estimator bayes-optimal``): the rows of
     :data:`~attnphase.numerics.se.bayes_curve.BAYES_SWEEP_COLUMNS`, each point with its error bars."""
     from attnphase.numerics.se.bayes import BayesModel
-    from attnphase.numerics.se.bayes_curve import bayes_point, bayes_rules, sweep_row
+    from attnphase.numerics.se.bayes_curve import bayes_curve, sweep_row
     from attnphase.numerics.se.observables import eps_lin
 
     params, alphas, branch = job
-    model = BayesModel.of(params)
-    rules, lin = bayes_rules(model), eps_lin(params)
-    return [sweep_row(bayes_point(model, params.omega, a, branch, rules), model.rho0, lin) for a in alphas]
+    model, lin = BayesModel.of(params), eps_lin(params)
+    return [sweep_row(p, model.rho0, lin) for p in bayes_curve(model, params.omega, alphas, (branch,))]
 
 
 def bayes_sweep_task(params: ModelParams, alphas: Sequence[float], branch: str, version: str | None = None) -> Task:

@@ -4,7 +4,9 @@ grid, for every L, r, r* (docs/method.md section 12).
 A *branch* is a curve of converged fixed points of the state evolution over alpha with one label
 (:func:`~attnphase.numerics.se.overlaps.branch_label`: semantic, positional, agnostic, mixed); several branches of
 one label are numbered in the order they were found (``mixed#1``, ``mixed#2``) and told apart by their gauge
-invariants (:func:`~attnphase.numerics.phase.gauge_orbits.orbit_key`), which :func:`describe` prints.
+invariants (:func:`~attnphase.numerics.phase.gauge_orbits.orbit_key`), which
+:func:`~attnphase.numerics.phase.branches.describe` prints (:mod:`attnphase.numerics.phase.branches`: a branch, the
+branches over the grid).
 
 1. **census** -- :func:`~attnphase.numerics.phase.census.search` (the census's starts and deduplication on the
    gauge orbit; no error bars, no stability test) at the first and the last grid point;
@@ -38,13 +40,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.boundary_results import LocatedEnd
+from attnphase.numerics.phase.branches import Branch, BranchCensus, describe
 from attnphase.numerics.phase.census import search
 from attnphase.numerics.errors.replicates import replicate_count
 from attnphase.numerics.phase.census_separation import Replicas, replicas
@@ -68,79 +70,6 @@ SAME_BRANCH_RTOL = 1e-2
 #: Grid points where a branch is not found that its following passes over before it stops.
 FOLLOW_PAST = 1
 END_METHOD = "bisection on the existence of a converged fixed point on the branch (warm starts); err = final bracket width"
-
-
-class Branch:
-    """One branch while it is searched: its name, its label and its converged points by alpha."""
-
-    def __init__(self, name: str, label: str, point: FixedPoint, key: np.ndarray):
-        self.name, self.label = name, label
-        self.points: dict[float, FixedPoint] = {float(point.alpha): point}
-        self.keys: dict[float, np.ndarray] = {float(point.alpha): key}
-
-    def on(self, alpha: float) -> bool:
-        return float(alpha) in self.points
-
-    def nearest(self, alpha: float) -> float:
-        """The alpha of the branch's point nearest to ``alpha``."""
-        return min(self.points, key=lambda a: (abs(a - alpha), a))
-
-    def predict(self, alpha: float) -> np.ndarray:
-        """The orbit key at alpha, extrapolated linearly from the branch's two points nearest alpha (its one point's
-        key where it has one)."""
-        near = sorted(self.points, key=lambda a: (abs(a - alpha), a))[:2]
-        if len(near) < 2:
-            return self.keys[near[0]]
-        (a1, a2), (k1, k2) = near, (self.keys[near[0]], self.keys[near[1]])
-        return k1 + (alpha - a1) * (k2 - k1) / (a2 - a1)
-
-    def add(self, fp: FixedPoint, key: np.ndarray) -> None:
-        self.points[float(fp.alpha)] = fp
-        self.keys[float(fp.alpha)] = key
-
-    def e_t(self, alpha: float) -> float:
-        return self.points[float(alpha)].observables.e_t
-
-
-def describe(branch: Branch, alpha: float | None = None) -> str:
-    """``name``: its gauge invariants at ``alpha`` (default: its point nearest the middle of its range), e.g.
-    ``mixed#2: |th0| 0.255, |m_l| 0.176/0.176, q0 eig 0.147/0.0892 at alpha = 0.8``."""
-    a = branch.nearest(alpha if alpha is not None else float(np.median(sorted(branch.points))))
-    inv = branch.points[a].invariants
-
-    def fmt(key: str) -> str:
-        return "/".join(f"{abs(float(v)):.3g}" for v in np.atleast_1d(inv.get(key, [])))
-
-    th, m, q = (fmt(k) for k in (("th0_singular_values", "m_norms", "q0_eigenvalues") if "m_norms" in inv
-                                 else ("theta", "m", "q")))
-    return f"{branch.name}: |th0| {th}, |m_l| {m}, q0 eig {q} at alpha = {a:g}"
-
-
-@dataclass(frozen=True, eq=False)
-class BranchCensus:
-    """The branches over ``grid`` (:class:`Branch`, in the order found), the grid points censused, those where no
-    census start converged, every end or birth located, and notes."""
-
-    grid: tuple[float, ...]
-    branches: tuple[Branch, ...]
-    censused: tuple[float, ...]
-    failed: tuple[float, ...]
-    ends: tuple[LocatedEnd, ...]
-    notes: tuple[str, ...]
-
-    def gaps(self, i: int) -> list[Branch]:
-        """The branches not on at grid point i but on at grid points on both sides of it (their solves failed there)."""
-        a = self.grid[i]
-        return [b for b in self.branches if not b.on(a) and any(b.on(x) for x in self.grid[:i])
-                and any(b.on(x) for x in self.grid[i + 1:])]
-
-    def on_at(self, i: int) -> list[Branch]:
-        """The branches on at grid point i, lowest e_t first."""
-        a = self.grid[i]
-        return sorted((b for b in self.branches if b.on(a)), key=lambda b: b.e_t(a))
-
-    def branch(self, name: str) -> Branch:
-        return next(b for b in self.branches if b.name == name)
 
 
 class Continuation:

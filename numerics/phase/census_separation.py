@@ -36,7 +36,7 @@ from typing import Any
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.errors.replicates import (linearised_root_error, replicate_count, replicate_errors,
                                                   replicate_points)
-from attnphase.numerics.phase.gauge_orbits import paired_difference, within_errors
+from attnphase.numerics.phase.gauge_orbits import paired_difference
 from attnphase.numerics.se.results import FixedPoint
 
 #: Two branches are told apart at the rule where |Delta e_t| is at least this many paired errors.

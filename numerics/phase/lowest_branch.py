@@ -14,7 +14,7 @@ Newton correction of alpha_c); this search is the one for r >= 2 or r* >= 2 (it 
 * the global minimum at a grid point -- the branch of lowest e_t among those on there
   (e_t = min over the fixed points found); unknown where no census start and no followed branch converged;
 * its changes -- between neighbouring grid points where the lowest branch differs, A below and B above
-  (:func:`global_minimum_changes`): where both are on at both points, the root of
+  (:mod:`attnphase.numerics.phase.global_minimum_changes`): where both are on at both points, the root of
   Delta e_t = e_t(A) - e_t(B) by :func:`~attnphase.numerics.roots.illinois_bracket` on solves along the two
   branches (error = its final bracket's width); where B is born in between, its birth (when it is born from A, or
   lies below A where it is first found; else the root of Delta e_t above the birth); where A ends in between, its
@@ -33,16 +33,14 @@ grid points where nothing converged (solver failure).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.errors.replicates import linearised_root_error
-from attnphase.numerics.phase.boundary_results import Boundaries, CurvePoint, LocatedEnd, model_branches
-from attnphase.numerics.phase.census_continuation import (END_TOL, MAX_CENSUS, Branch, BranchCensus, Continuation)
-from attnphase.numerics.phase.census_separation import (A_SIDE, B_SIDE, UNSETTLED, Separation, SignSample, hugs_zero,
-                                                         root_error, separation, settle_interval)
-from attnphase.numerics.phase.gauge_orbits import paired_difference, within_errors
+from attnphase.numerics.phase.boundary_results import Boundaries, CurvePoint, model_branches
+from attnphase.numerics.phase.branches import Branch, BranchCensus
+from attnphase.numerics.phase.census_continuation import END_TOL, MAX_CENSUS, Continuation
+from attnphase.numerics.phase.global_minimum_changes import Change, _Lost, _value, global_minimum_changes
 from attnphase.numerics.se.starts import teacher_rank
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import solve
@@ -51,11 +49,6 @@ from attnphase.theory.params import ModelParams
 
 #: Bracket width in alpha at which alpha_c and alpha_l stop.
 ROOT_TOL = 5e-3
-#: How alpha_c is located where the two branches cross (its ``method`` column).
-ROOT_METHOD = "root of Delta e_t (Illinois regula falsi on solves); err = final bracket width"
-#: ... and where the rule's blocks give its standard error.
-ROOT_ERR_METHOD = ("root of Delta e_t (Illinois regula falsi on solves); err = hypot(the rule's standard error from "
-                   "{n} blocks linearised at the root, {se:.2g}; the final bracket width, {width:.2g})")
 #: The labels of the points the global minimum leaves at alpha_c.
 UNORDERED = ("positional", "agnostic")
 
@@ -95,205 +88,6 @@ def teacher_eps_lin(params: ModelParams, cfg: SolverConfig) -> float:
     from attnphase.numerics.se.observables import eps_lin
 
     return eps_lin(params, quadrature=cfg.quadrature if params.r_star >= 2 else None)
-
-
-class _Lost(RuntimeError):
-    """A solve inside a root search did not converge onto its branch."""
-
-
-@dataclass(frozen=True)
-class Change:
-    """A change of the global minimum from branch ``frm`` to ``to`` at ``alpha`` +- ``err``, located by ``method``,
-    in the grid interval ``interval``."""
-
-    alpha: float
-    err: float
-    frm: str
-    to: str
-    method: str
-    interval: tuple[float, float]
-    separations: tuple[Separation, ...] = ()
-
-    @property
-    def established(self) -> bool | None:
-        """Whether the rule tells the two branches apart at a grid point beside the change (the lower one on each
-        side known to be lower): True where it does on every side measured, False where it does on none and fails on
-        one, None otherwise (no paired error)."""
-        seen = [s.distinguishable for s in self.separations]
-        return True if seen and all(seen) else False if False in seen and True not in seen else None
-
-
-def flank_separations(cont: Continuation, A: Branch, B: Branch, a: float, b: float) -> tuple[Separation, ...]:
-    """Delta e_t between A and B with its paired error at the grid points a (A lowest) and b (B lowest), where
-    both are on (:mod:`~attnphase.numerics.phase.census_separation`)."""
-    out = []
-    for x, low, up in ((a, A, B), (b, B, A)):
-        if low.on(x) and up.on(x):
-            out.append(separation(cont.replicas(low.points[x]), cont.replicas(up.points[x]), (low.name, up.name)))
-    return tuple(out)
-
-
-def _value(cont: Continuation, br: Branch, alpha: float, key: Callable[[FixedPoint], float]) -> float:
-    fp, _, _ = cont.solve_on(br, alpha)
-    if fp is None:
-        raise _Lost(f"the {br.name} branch was lost at alpha = {alpha:.4g}")
-    return key(fp)
-
-
-def _e_t(fp: FixedPoint) -> float:
-    return fp.observables.e_t
-
-
-def _sample(cont: Continuation, A: Branch, B: Branch, x: float) -> SignSample:
-    """Delta e_t = e_t(A) - e_t(B) at x with its paired error over the rule's blocks (:class:`SignSample`), and whether
-    the two points are one at the rule (where the error does not tell them apart).  At a grid point a branch not on is
-    absent (the continuation followed it there); off the grid both are solved warm, and a failed solve leaves the
-    sample not settled (solver failure is never taken for absence)."""
-    x = float(x)
-    if x in cont.grid:
-        pa, pb = A.points.get(x), B.points.get(x)
-        if (pa is None) != (pb is None):
-            return SignSample(x, math.nan, math.nan, absent="A" if pa is None else "B")
-    else:
-        pa, pb = cont.solve_on(A, x)[0], cont.solve_on(B, x)[0]
-    if pa is None or pb is None:
-        return SignSample(x, math.nan, math.nan)
-    ra, rb = cont.replicas(pa), cont.replicas(pb)
-    delta, err, _ = paired_difference(rb, ra)  # e_t(A) - e_t(B)
-    sample = SignSample(x, delta, err)
-    if sample.side == UNSETTLED:
-        sample = replace(sample, same=within_errors(ra, rb))
-    return sample
-
-
-def _flank_samples(cont: Continuation, A: Branch, B: Branch, a: float, b: float) -> list[SignSample]:
-    """Samples at a and b and, where one of them is not on its side (A's at a, B's at b), at the grid points beyond it
-    until one is (or the grid ends)."""
-    out = [_sample(cont, A, B, a), _sample(cont, A, B, b)]
-    for side, beyond in ((A_SIDE, [g for g in reversed(cont.grid) if g < a]), (B_SIDE, [g for g in cont.grid if g > b])):
-        last = out[0] if side == A_SIDE else out[1]
-        for g in beyond:
-            if last.side == side:
-                break
-            last = _sample(cont, A, B, g)
-            out.append(last)
-    return out
-
-
-def _delta_change(cont: Continuation, A: Branch, B: Branch, a: float, b: float, tol: float,
-                  edge_tol: float) -> tuple[float, float, str]:
-    """Where Delta e_t = e_t(A) - e_t(B) changes sign on [a, b] (both branches on at a and b), its error and how it was
-    found.  Where the rule establishes A lowest at a and B lowest at b (:func:`_flank_samples`) and no evaluation of
-    the root search far from the root lies within the flanks' paired errors of 0
-    (:func:`~attnphase.numerics.phase.census_separation.hugs_zero`), the root by Illinois regula falsi, its error
-    hypot(the rule's standard error linearised at the root -- at the bracket's end nearest it, the bracket's secant
-    slope --, the final bracket's width).  Otherwise Delta e_t hugs 0: alpha_c is the centre of the interval where its
-    sign is not established at the rule (:func:`~attnphase.numerics.phase.census_separation.settle_interval`, its edges
-    bisected to ``edge_tol``) and the error its half-width, which covers every root the rule allows there."""
-    samples = _flank_samples(cont, A, B, a, b)
-    measure = lambda x: _sample(cont, A, B, x)  # noqa: E731
-    clean = samples[0].side == A_SIDE and samples[1].side == B_SIDE
-    if clean:
-        x, bar, method, far = _delta_root(cont, A, B, a, b, tol, max(samples[0].err, samples[1].err))
-        if not far:
-            return x, bar, method
-        samples += [measure(t) for t in far]
-    iv = settle_interval(measure, samples, edge_tol)
-    if iv is not None:
-        return iv.centre, iv.half_width, iv.describe()
-    if not clean:  # every sample settled on a side after all
-        x, bar, method, _ = _delta_root(cont, A, B, a, b, tol, math.nan)
-    return x, bar, method
-
-
-def _delta_root(cont: Continuation, A: Branch, B: Branch, a: float, b: float, tol: float,
-                flank_err: float) -> tuple[float, float, str, list[float]]:
-    """(the root of Delta e_t on [a, b] by Illinois regula falsi, its error, how it was found, on each side of it the
-    evaluation nearest to it of those farther than HUG_BARS errors that lie within the flanks' paired errors of 0 --
-    :func:`~attnphase.numerics.phase.census_separation.hugs_zero`)."""
-    evaluations: list[tuple[float, float]] = []
-
-    def delta(x: float) -> float:
-        v = _value(cont, A, x, _e_t) - _value(cont, B, x, _e_t)
-        evaluations.append((x, v))
-        return v
-
-    x, lo, hi = illinois_bracket(delta, a, b, delta(a), delta(b), tol)
-    near = min((lo, hi), key=lambda t: abs(t - x))  # a root on a point tried: a zero-width bracket, the grid's slope
-    slope = (delta(hi) - delta(lo)) / (hi - lo) if hi > lo else (delta(b) - delta(a)) / (b - a)
-    err, n = root_error(cont.replicas(A.points[near]), cont.replicas(B.points[near]), slope)
-    if not math.isfinite(err):
-        bar, method = hi - lo, ROOT_METHOD + f"; the rule's error not known ({n} blocks stayed on both branches)"
-    else:
-        bar, method = math.hypot(err, hi - lo), ROOT_ERR_METHOD.format(n=n, se=err, width=hi - lo)
-    far = hugs_zero(evaluations, x, bar, flank_err)
-    nearest = [max((t for t in far if t < x), default=None), min((t for t in far if t > x), default=None)]
-    return x, bar, method, [t for t in nearest if t is not None]
-
-
-def _end_in(bc: BranchCensus, br: Branch, a: float, b: float, exists: str) -> LocatedEnd | None:
-    return next((e for e in bc.ends if e.branch == br.name and e.exists == exists and a <= e.alpha <= b), None)
-
-
-def locate_change(cont: Continuation, bc: BranchCensus, A: Branch, B: Branch, a: float, b: float,
-                  tol: float, edge_tol: float = END_TOL) -> Change:
-    """Where the global minimum changes from A (lowest at a) to B (lowest at b): module doc."""
-    born = None if B.on(a) else _end_in(bc, B, a, b, "above")
-    ends = None if A.on(b) else _end_in(bc, A, a, b, "below")
-    if born is None and not B.on(a) or ends is None and not A.on(b):
-        raise _Lost(f"{A.name if not A.on(b) else B.name} is not on at both grid points and its end was not located")
-    if born is not None:
-        first = min(x for x in B.points if x >= born.alpha)  # B's point nearest its birth
-        if born.kind == f"meets {A.name}" or not A.on(first) and cont.solve_on(A, first)[0] is None \
-                or B.e_t(first) <= A.e_t(first):
-            return Change(born.alpha, born.err, A.name, B.name, f"birth of {B.name} ({born.kind}; {born.method})", (a, b))
-        a = first
-    if ends is not None:
-        last = max(x for x in A.points if x <= ends.alpha)  # A's point nearest its end
-        if ends.kind == f"meets {B.name}" or not B.on(last) and cont.solve_on(B, last)[0] is None \
-                or A.e_t(last) <= B.e_t(last):
-            return Change(ends.alpha, ends.err, A.name, B.name, f"end of {A.name} ({ends.kind}; {ends.method})", (a, b))
-        b = last
-    x, err, method = _delta_change(cont, A, B, a, b, tol, edge_tol)
-    return Change(x, err, A.name, B.name, method, (a, b))
-
-
-def global_minimum_changes(cont: Continuation, bc: BranchCensus, tol: float, notes: list[str],
-                           edge_tol: float = END_TOL) -> tuple[list[str], list[Change]]:
-    """(the lowest branch's name at each grid point, "" where none is on; every change of it located)."""
-    grid = bc.grid
-    lowest, unknown = [], []
-    for i, a in enumerate(grid):
-        on, gaps = bc.on_at(i), bc.gaps(i)
-        lowest.append(on[0].name if on and not gaps else "")
-        if not on:
-            unknown.append(f"{a:g} (" + ("no census start converged" if a in bc.failed else "no branch converged") + ")")
-        elif gaps:
-            unknown.append(f"{a:g} ({'/'.join(b.name for b in gaps)} not converged, on at both sides)")
-    if unknown:
-        notes.append("global minimum unknown (solver failure, not absence) at alpha = " + ", ".join(unknown)
-                     + "; its changes are searched between the other grid points")
-    known = [i for i in range(len(grid)) if lowest[i]]
-    changes = []
-    for i, j in zip(known, known[1:]):
-        if lowest[i] == lowest[j]:
-            continue
-        A, B, a, b = bc.branch(lowest[i]), bc.branch(lowest[j]), grid[i], grid[j]
-        try:
-            changes.append(locate_change(cont, bc, A, B, a, b, tol, edge_tol))
-        except (_Lost, RootNotFound, ValueError) as exc:
-            notes.append(f"global minimum: {A.name} -> {B.name} in [{a:g}, {b:g}], not located: {exc}")
-            changes.append(Change(math.nan, math.nan, A.name, B.name, f"not located: {exc}", (a, b)))
-    changes = [replace(c, separations=flank_separations(cont, bc.branch(c.frm), bc.branch(c.to), *c.interval))
-               for c in changes]
-    for c in changes:
-        if math.isfinite(c.alpha):
-            notes.append(f"global minimum: {c.frm} -> {c.to} at alpha = {c.alpha:.4g} +- {c.err:.2g} ({c.method})")
-        if c.separations:
-            notes.append(f"global minimum {c.frm} -> {c.to}, Delta e_t beside it: "
-                         + "; ".join(sep.describe() for sep in c.separations)
-                         + ("; the change is not established at the rule" if c.established is False else ""))
-    return lowest, changes
 
 
 def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], config: SolverConfig | None = None, *,

@@ -61,7 +61,7 @@ def test_unknown_estimator_is_refused_by_the_parser(capsys):
 
 def test_phase_diagram_json_threshold_keys():
     """What `phase-diagram --json` adds beside the ERM boundaries: the three thresholds, null with a reason at rank 2."""
-    from attnphase.numerics.commands.bayes_optimal import threshold_keys
+    from attnphase.numerics.commands.bayes_phase_diagram import threshold_keys
     from attnphase.theory.params import ModelParams
 
     keys = threshold_keys(ModelParams(omega=0.3))

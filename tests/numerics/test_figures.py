@@ -225,22 +225,6 @@ def test_phase_diagram_draws_the_bayes_optimal_thresholds_of_its_model(tmp_path,
     assert {li.get_gid() for li in gap.axes[0].get_lines()} >= {"bayes_alpha_it", "bayes_alpha_amp"}
 
 
-def test_estimators_figure_draws_erm_bo_amp_and_the_thresholds_on_one_axis(tmp_path) -> None:
-    from attnphase.numerics.jobs.plots import plot_estimators_eps_g
-
-    erm = {"semantic": ([1.0, 2.0], [2.8e-3, 1.4e-3], [1e-6, 1e-6]), "positional": ([0.2, 1.0], [3.6e-3, 3.3e-3], [1e-6, 1e-6])}
-    bo = ([0.1, 0.3, 0.5, 2.0], [1.97e-3, 1.83e-3, 0.0, 0.0], [0.0, 1e-8, 0.0, 0.0])
-    bayes = {"alpha_weak_recovery": 1 / 6, "alpha_it": 0.5, "alpha_amp": 0.5}
-    fig = plot_estimators_eps_g(erm, 1.97e-3, bo, bayes, tmp_path / "e.png", "t", amp=([0.3], [1.8e-3], [5e-5]))
-    assert (tmp_path / "e.png").read_bytes()[:4] == b"\x89PNG"
-    ax = fig.axes[0]
-    gids = {li.get_gid() for li in ax.get_lines()}
-    assert {"erm_semantic", "erm_positional", "bayes_optimal", "amp", "eps_lin", "bayes_alpha_it",
-            "bayes_alpha_weak_recovery"} <= gids
-    bo_line = next(li for li in ax.get_lines() if li.get_gid() == "bayes_optimal")
-    assert list(bo_line.get_ydata()) == pytest.approx(bo[1])
-
-
 def test_phase_diagram_of_a_job_whose_every_task_failed_says_why(tmp_path) -> None:
     rows = [Boundaries(omega=w, alpha_c=math.nan, alpha_l=math.nan, semantic_end=math.nan, positional_end=math.nan,
                        notes=("task failed: ValueError: the proximal map diverged",)) for w in (0.2, 0.3)]

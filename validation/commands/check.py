@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     params = opt.params_from_args(args, omega=opt.single_omega(args, NAME))
     bayes = getattr(args, "estimator", "erm") == "bayes-optimal"
     if bayes:
-        from attnphase.numerics.commands.bayes_optimal import check_bayes_model
+        from attnphase.numerics.commands.bayes_options import check_bayes_model
         from attnphase.validation.derivation_checks.nishimori_check import bayes_check_alpha
 
         if args.only is not None:

@@ -1,6 +1,10 @@
-"""The Hessian check (attnphase.validation.hessian): Lanczos against the full Hessian, a saddle found."""
+"""The Hessian check (studies/risk_hessian.py, the helper of the GD-end studies): Lanczos against the full Hessian,
+a saddle found."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -9,9 +13,11 @@ torch = pytest.importorskip("torch")
 from attnphase.theory.params import ModelParams  # noqa: E402
 from attnphase.validation.data import make_teacher, sample  # noqa: E402
 from attnphase.validation.experiments import generator  # noqa: E402
-from attnphase.validation.hessian import full_hessian_min, lowest_hessian_eigs  # noqa: E402
 from attnphase.validation.students import prepare, risk  # noqa: E402
 from attnphase.validation.training import TrainConfig, initial_Q, train  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "studies"))  # the studies' helper module
+from risk_hessian import full_hessian_min, lowest_hessian_eigs  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

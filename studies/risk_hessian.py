@@ -9,7 +9,8 @@ point where ``|grad R|`` vanishes is a strict local minimum when the lowest eige
 positive, a saddle when it is negative.  :func:`lowest_hessian_eigs` finds the lowest eigenvalues by
 Lanczos (``scipy.sparse.linalg.eigsh``, ``which = "SA"``) on autograd Hessian-vector products
 ``H v = d/dQ (grad R . v)``, never forming ``H`` (each product costs about two gradients);
-:func:`full_hessian_min` forms ``H`` column by column (``d r`` products), a check on Lanczos at small d.
+:func:`full_hessian_min` forms ``H`` column by column (``d r`` products), a check on Lanczos at small d.  The helper
+of ``studies/second_a_state.py`` and ``studies/random_start_states.py`` (docs/validation.md).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .students import GramData, risk
+from attnphase.validation.students import GramData, risk
 
 
 @dataclass(frozen=True)

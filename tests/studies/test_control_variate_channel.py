@@ -10,6 +10,7 @@ SE step's output at the default solve's fixed points (alpha = 2 and 1, omega = 0
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,13 +20,15 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import make_rule
 from attnphase.numerics.quadrature.symmetry import symmetry_group
 from attnphase.numerics.se.channel import ChannelMoments, channel_moments
-from attnphase.numerics.se.control_variate_channel import control_variate_moments
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.se_map import model_rule, update, update_hat
 from attnphase.theory.correlated_kernels import model_kernels
 from attnphase.theory.params import ModelParams
 
-REFERENCE = Path(__file__).resolve().parents[2] / "data" / "quadrature_jumps_reference.json"
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "studies"))  # the study's helper module
+from control_variate_channel import control_variate_moments  # noqa: E402
+
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "quadrature_jumps_reference.json"
 KEYS = ("q0", "V0", "m_1", "th0", "E_M", "eps_g")
 SEEDS = 6
 #: Student-t quantile, 5 degrees of freedom, two-sided 99.5 %: the mean of 6 scramblings is within it

@@ -5,6 +5,7 @@ midpoint rule of 2^15 nodes on the same line."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,11 +15,13 @@ from scipy.special import ndtri
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.se.channel import channel_moments, prox_at_nodes
 from attnphase.numerics.se.overlaps import Overlaps
-from attnphase.numerics.se.preintegrated_channel import TAIL_MASS, LineRule, OuterRule, preintegrated_moments
 from attnphase.theory.correlated_kernels import model_kernels
 from attnphase.theory.params import ModelParams
 
-REFERENCE = Path(__file__).resolve().parents[2] / "data" / "quadrature_jumps_reference.json"
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "studies"))  # the study's helper module
+from preintegrated_channel import TAIL_MASS, LineRule, OuterRule, preintegrated_moments  # noqa: E402
+
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "quadrature_jumps_reference.json"
 LINE = LineRule(cells=32, n_gl=8, root_steps=1, direction=(0.9, 0.5, 0.7, 0.3))
 
 

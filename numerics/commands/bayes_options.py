@@ -1,0 +1,75 @@
+"""Which models and options the Bayes-optimal estimator takes, shared by ``solve``, ``sweep`` and ``phase-diagram
+--estimator bayes-optimal`` (docs/bayes-optimal.md): the branch of an estimator (``--branch``), the model it solves
+(rank 1, independent tokens, omega < 1, no ``--lam``), the ERM solver's options it refuses, and the model its
+records and JSON objects echo (:func:`bayes_model_echo`, :func:`bayes_params`), which leave out what the estimator
+does not use: the ridge penalty ``lam`` and the training ``loss``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from attnphase.numerics.commands.point_record import model_echo
+from attnphase.numerics.se.bayes_curve import BAYES_BRANCHES
+
+
+def check_estimator_branch(estimator: str, branch: str | None) -> str:
+    """The branch to solve for (the estimator's default where ``branch`` is None); ValueError naming --branch
+    where the branch belongs to the other estimator."""
+    if estimator == "bayes-optimal":
+        if branch is None:
+            return "informative"
+        if branch not in BAYES_BRANCHES:
+            raise ValueError(f"--branch {branch} is an ERM branch; --estimator bayes-optimal has "
+                             f"{' and '.join(BAYES_BRANCHES)}")
+        return branch
+    if branch in BAYES_BRANCHES:
+        raise ValueError(f"--branch {branch} needs --estimator bayes-optimal")
+    return branch or "semantic"
+
+
+def bayes_model_echo(params) -> dict:
+    """:func:`~attnphase.numerics.commands.point_record.model_echo` without ``loss``: the posterior mean minimises no
+    training loss."""
+    return {k: v for k, v in model_echo(params).items() if k != "loss"}
+
+
+def bayes_params(params) -> dict:
+    """The model's parameters (``ModelParams.to_dict``) without ``lam`` and ``loss``, which the Bayes-optimal
+    estimator does not use."""
+    return {k: v for k, v in params.to_dict().items() if k not in ("lam", "loss")}
+
+
+def check_bayes_model(args: argparse.Namespace, params) -> None:
+    """What the Bayes-optimal state evolution solves: rank 1, independent tokens, omega < 1; no ``--lam`` (the
+    posterior mean has no ridge penalty) (one-line ValueErrors)."""
+    from attnphase.options import model_options_given
+
+    if "--lam" in model_options_given(args):
+        raise ValueError(f"--lam {args.lam}: the Bayes-optimal estimator (the posterior mean) has no ridge penalty; "
+                         "leave --lam out with --estimator bayes-optimal")
+    if (getattr(args, "rank", None) or 1) != 1 or (getattr(args, "teacher_rank", None) or 1) != 1:
+        raise ValueError("--rank and --teacher-rank: --estimator bayes-optimal is solved at rank 1")
+    if not params.omega < 1.0:
+        raise ValueError(f"--omega {params.omega:g}: --estimator bayes-optimal needs omega < 1 (at omega = 1 the "
+                         "target T = A does not depend on Q*: nothing to estimate)")
+    if params.C is not None:
+        raise ValueError("--token-cov: --estimator bayes-optimal is solved for independent tokens")
+
+
+def check_bayes_solver_options(args: argparse.Namespace) -> None:
+    """The ERM solver's options given with ``--estimator bayes-optimal`` (one-line ValueError naming the first): its
+    state evolution is solved on its own Gauss rule, the error bars the change from the rule of 16 nodes fewer
+    (docs/bayes-optimal.md), so ``--quadrature``, ``--tol``, ``--prox``, ``--precision``, ``--error-estimate`` ...
+    were ignored without a word (``--error-estimate 0`` still gave bars)."""
+    from attnphase.solver_options import SOLVER_OPTIONS
+
+    given = [option for option, field in SOLVER_OPTIONS if getattr(args, field, None) is not None]
+    if getattr(args, "precision", None) is not None:
+        given.append("--precision")
+    if str(getattr(args, "error_estimate", "auto")).strip().lower() != "auto":
+        given.append("--error-estimate")
+    if given:
+        raise ValueError(f"{given[0]}: an option of the ERM solver; --estimator bayes-optimal solves its state "
+                         "evolution on its own Gauss rule, each error bar the change from the rule of 16 nodes fewer "
+                         "(docs/bayes-optimal.md)")

@@ -1,0 +1,152 @@
+"""``attnphase phase-diagram --estimator bayes-optimal`` (docs/bayes-optimal.md): at every omega the thresholds
+alpha_weak_recovery, alpha_it, alpha_amp with their error bars and the estimator's q0 and eps_g over the alpha grid;
+and the thresholds the ERM ``phase-diagram --json`` reports beside its boundaries (:func:`threshold_keys`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from attnphase import options as opt
+from attnphase import work
+from attnphase.numerics.commands.bayes_options import (bayes_model_echo, bayes_params, check_bayes_model,
+                                                       check_bayes_solver_options)
+
+
+def threshold_keys(params) -> dict:
+    """The Bayes-optimal thresholds of a model as ``phase-diagram --json`` reports them beside the ERM boundaries:
+    ``alpha_weak_recovery``, ``alpha_it``, ``alpha_amp`` with ``err_<key>`` and ``<key>_note`` (null with the
+    reason where they are not computed: a rank above 1, correlated tokens).  They do not depend on omega (< 1),
+    A, P or lambda (docs/bayes-optimal.md), so one set serves every omega of the diagram."""
+    from attnphase.numerics.phase.bayes_thresholds import THRESHOLD_KEYS
+
+    why = ""
+    if getattr(params, "r", 1) != 1 or getattr(params, "r_star", 1) != 1:
+        why = "the Bayes-optimal state evolution is solved at rank 1"
+    elif params.C is not None:
+        why = "the Bayes-optimal state evolution is solved for independent tokens"
+    if why:
+        out: dict = {}
+        for k in THRESHOLD_KEYS:
+            out.update({k: None, f"err_{k}": None, f"{k}_note": why})
+        return out
+    from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
+    from attnphase.numerics.se.bayes import BayesModel
+
+    out = bayes_thresholds(BayesModel.of(params)).as_dict()
+    return out | {f"{k}_note": f"{out[f'{k}_note']}; the same at every omega < 1" for k in THRESHOLD_KEYS}
+
+
+def phase_diagram_file_stem() -> str:
+    """The stem of the files ``phase-diagram --estimator bayes-optimal`` writes into ``--out DIR`` (.csv, .json,
+    .nc, .png): beside an ERM phase diagram's ``phase_diagram.*``, never over them."""
+    return "phase_diagram_bayes-optimal"
+
+
+def check_bayes_diagram_options(args: argparse.Namespace) -> None:
+    """The ERM-only options of ``phase-diagram`` refused with ``--estimator bayes-optimal`` (one-line ValueErrors):
+    ``--census``, ``--continuation on`` and ``--error-estimate`` other than auto (the Bayes-optimal bars are the
+    change from the rule of fewer nodes, docs/bayes-optimal.md)."""
+    if getattr(args, "census", False):
+        raise ValueError("--census searches the ERM fixed points; --estimator bayes-optimal has no census")
+    if getattr(args, "continuation", "auto") == "on":
+        raise ValueError("--continuation on continues the ERM boundaries in omega; --estimator bayes-optimal computes "
+                         "its thresholds at each omega directly")
+    if str(getattr(args, "error_estimate", "auto")).strip().lower() != "auto":
+        raise ValueError("--error-estimate: with --estimator bayes-optimal every error bar is the change from the "
+                         "Gauss rule of 16 nodes fewer (docs/bayes-optimal.md); leave it at auto")
+
+
+def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
+    """``attnphase phase-diagram --estimator bayes-optimal``: at every omega the thresholds alpha_weak_recovery,
+    alpha_it, alpha_amp with their error bars (null with the reason where one does not exist) and the
+    Bayes-optimal estimator's q0 and eps_g over the alpha grid, into DIR/phase_diagram_bayes-optimal.csv (one row
+    per omega), .json, .nc and .png; ``--json`` prints the JSON object.  Exit 1 if a value is not finite."""
+    import json
+    import math
+
+    from attnphase import outputs, workload
+
+    check_bayes_diagram_options(args)
+    # the thresholds are computed directly, not located on the grid (the ERM diagram's two alphas at least): the
+    # grid is where the estimator's q0 and eps_g are drawn, one alpha is a grid
+    alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
+    omegas = opt.parse_values(args.omega, "--omega")
+    params = opt.omegas_from_args_ns(args, omegas)
+    for w in omegas:
+        check_bayes_model(args, params.replace(omega=w))
+    check_bayes_solver_options(args)
+    workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
+                        "(omega, alpha) points (omegas x alphas)", "--omega/--alpha", args.large)
+    from attnphase import execution_options
+
+    executor = execution_options.executor_from_args(args)
+    out_dir = outputs.out_dir_from_args(args)
+    opt.announce_defaults(args, params)
+    per_task = workload.bayes_task_seconds(len(alphas), params.L)
+    workload.announce_tasks(f"Bayes-optimal phase diagram over {len(omegas)} omega x {len(alphas)} alpha values",
+                            [per_task] * len(omegas), executor.workers, f"~{per_task:.2g} CPU s per omega",
+                            quiet=args.quiet, min_seconds=0, own=workload.BAYES_DIAGRAM_COMMAND_SECONDS)
+
+    from attnphase.execution import run_tasks
+    from attnphase.execution.dataset import job_attrs, write_netcdf
+    from attnphase.execution.progress import TaskBar, failure_summary
+    from attnphase.numerics.commands.common import command_line, staged_job, task_store
+    from attnphase.numerics.jobs.bayes_dataset import (BAYES_DIAGRAM_COLUMNS, BAYES_DIAGRAM_CURVES, bayes_diagram_csv,
+                                                       bayes_diagram_dataset)
+    from attnphase.numerics.jobs.bayes_plots import plot_bayes_diagram
+    from attnphase.numerics.jobs.tasks import bayes_diagram_task, numerics_version
+    from attnphase.numerics.jobs.variables import described
+    from attnphase.numerics.phase.bayes_thresholds import THRESHOLD_KEYS
+
+    work.begin("computing the Bayes-optimal phase diagram")
+    version = numerics_version()
+    # one task per omega, run like the ERM diagram's: --workers, --scheduler, stored in DIR/tasks, --fresh
+    ordered = sorted(omegas)
+    with TaskBar("Bayes-optimal omegas", quiet=args.quiet) as bar:
+        outs = run_tasks([bayes_diagram_task(params.replace(omega=w), alphas, version) for w in ordered],
+                         executor=executor, store=task_store(out_dir), fresh=args.fresh, version=version, progress=bar)
+    failures = failure_summary(outs)
+    if failures:
+        raise RuntimeError(f"while computing the Bayes-optimal phase diagram: {failures}")
+    rows = [{k: o.value[0][k] for k in BAYES_DIAGRAM_COLUMNS if k in o.value[0]} for o in outs]
+    curves = {float(params.replace(omega=w).omega): o.value[1]["points"] for w, o in zip(ordered, outs)}
+    rule = outs[0].value[2]
+    stem = phase_diagram_file_stem()
+    attrs = job_attrs("phase-diagram", version=version, model=bayes_params(params) | {"omega": "scanned"},
+                      rule=rule, command=command_line(), estimator="bayes-optimal",
+                      title="The Bayes-optimal thresholds of dot-product attention over omega")
+    obj = {"estimator": "bayes-optimal", "params": bayes_params(params) | {"omega": [r["omega"] for r in rows]},
+           "model": bayes_model_echo(params), "alphas": list(alphas), "omegas": [r["omega"] for r in rows],
+           "rule": rule, "rows": rows,
+           "curves": {f"{w:g}": c for w, c in curves.items()},
+           "variables": described(BAYES_DIAGRAM_COLUMNS + BAYES_DIAGRAM_CURVES)}
+    same = all(all(r[k] == rows[0][k] for k in THRESHOLD_KEYS) for r in rows)
+    if same:  # one model for every omega (< 1): the thresholds once more at the top, as the ERM diagram has them
+        obj |= {c: rows[0][c] for k in THRESHOLD_KEYS for c in (k, f"err_{k}", f"{k}_note")}
+    job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas), "estimator": "bayes-optimal"}
+    with staged_job(out_dir, stem, job_model, args.json) as stage:
+        outputs.write_text_atomic(stage / f"{stem}.csv", bayes_diagram_csv(rows))
+        write_netcdf(bayes_diagram_dataset(rows, alphas, curves, attrs), stage / f"{stem}.nc")
+        outputs.write_text_atomic(stage / f"{stem}.json", json.dumps(outputs.json_value(obj), indent=1) + "\n")
+        plot_bayes_diagram(rows, alphas, curves, stage / f"{stem}.png",
+                           title=f"Bayes-optimal estimator, L = {params.L}, over omega (rule {rule})")
+        _print_bayes_diagram(rows, THRESHOLD_KEYS)
+        print(f"wrote {stem}.csv, .json, .nc, .png into {stage}")
+    if args.json:
+        print(json.dumps(outputs.json_value(obj | {"out": str(out_dir)})))
+    bad = [p for c in curves.values() for p in c if not (math.isfinite(p["q"]) and math.isfinite(p["eps_g"]))]
+    return 1 if bad else 0
+
+
+def _print_bayes_diagram(rows: list[dict], keys) -> None:
+    """One line per omega: each threshold with its error bar (or ``none``), then each null threshold's reason once."""
+    from attnphase.display import with_error
+
+    print("omega  " + "  ".join(f"{k:>26}" for k in keys))
+    for r in rows:
+        cells = ["none" if r[k] is None else with_error(r[k], r[f"err_{k}"]) for k in keys]
+        print(f"{r['omega']:<6g} " + "  ".join(f"{c:>26}" for c in cells))
+    for k in keys:
+        notes = sorted({r[f"{k}_note"] for r in rows})
+        print(f"{k}: {'; '.join(notes)}")
