@@ -192,12 +192,18 @@ def matrix_boundaries_task_seconds(n_alphas: int, L: int, config: Any) -> float:
     and :data:`RANK2_SOLVES_PER_ALPHA` x alphas + :data:`RANK2_SOLVES_OFF_GRID` solves of :data:`RANK2_SOLVE_SECONDS`
     (measured at r = 2, r* = 1 on :data:`RANK2_RULE`); the rule as its nodes to :data:`RANK2_RULE_EXPONENT`, 4x per token."""
     from attnphase.numerics.phase.census_continuation import MAX_CENSUS
-    from attnphase.numerics.quadrature.rules import rule_nodes
 
     censuses = min(n_alphas, MAX_CENSUS)
     solves = RANK2_SOLVES_PER_ALPHA * n_alphas + RANK2_SOLVES_OFF_GRID
-    return ((censuses * RANK2_CENSUS_SECONDS + solves * RANK2_SOLVE_SECONDS)
-            * (rule_nodes(L, config.quadrature) / rule_nodes(2, RANK2_RULE)) ** RANK2_RULE_EXPONENT * 4 ** (L - 2))
+    return (censuses * RANK2_CENSUS_SECONDS + solves * RANK2_SOLVE_SECONDS) * matrix_rule_factor(L, config)
+
+
+def matrix_rule_factor(L: int, config: Any) -> float:
+    """How a rank-r task's time scales with the solve rule and L against :data:`RANK2_RULE` at L = 2: the node ratio
+    to :data:`RANK2_RULE_EXPONENT`, 4x per extra token."""
+    from attnphase.numerics.quadrature.rules import rule_nodes
+
+    return (rule_nodes(L, config.quadrature) / rule_nodes(2, RANK2_RULE)) ** RANK2_RULE_EXPONENT * 4 ** (L - 2)
 
 
 def simulation_seconds(d: int, alpha: float, init: str = "") -> float:

@@ -15,7 +15,8 @@ The commands (``--only`` picks some by name):
 * ``solve``: ``solve --alpha 2 --omega 0.3 --branch positional --json`` (rank 1, default rules);
 * ``solve-semantic``: the same on the semantic branch;
 * ``phase-diagram``: ``phase-diagram --omega 0.1:0.4:7 --workers 1 --fresh`` (rank 1, slow: ~1-2 min);
-* ``rank2``: ``solve --alpha 2 --rank 2 --branch mixed --json`` (rank-2 student, rank-1 teacher).
+* ``rank2``: ``solve --alpha 2 --rank 2 --branch mixed --json`` (rank-2 student, rank-1 teacher);
+* ``sweep``: ``sweep --alpha 0.5:2.5:9 --omega 0.3 --fresh`` (rank 1, default rules, one task in the process).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ COMMANDS = {
     "solve-semantic": ["solve", "--alpha", "2", "--omega", "0.3", "--branch", "semantic", "--json"],
     "phase-diagram": ["phase-diagram", "--omega", "0.1:0.4:7", "--workers", "1", "--fresh", "--quiet", "--out", "{tmp}"],
     "rank2": ["solve", "--alpha", "2", "--rank", "2", "--branch", "mixed", "--json"],
+    "sweep": ["sweep", "--alpha", "0.5:2.5:9", "--omega", "0.3", "--fresh", "--quiet", "--out", "{tmp}"],
 }
 
 

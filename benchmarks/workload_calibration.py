@@ -113,7 +113,6 @@ def solve_once(alphas=(1.0, 1.5, 2.0)) -> dict:
 def rank2(omega: float = 0.3, alphas: str = "0.1:3:12", quadrature: str | None = None) -> dict:
     """The rank-2 boundaries at one omega with every census and solve of the search counted and timed (CPU)."""
     import attnphase.numerics.phase.census_continuation as cc
-    import attnphase.numerics.phase.lowest_branch as lb
     from attnphase.numerics.config import SolverConfig
     from attnphase.numerics.phase.lowest_branch import lowest_branch_boundaries
     from attnphase.theory import ModelParams
@@ -137,12 +136,12 @@ def rank2(omega: float = 0.3, alphas: str = "0.1:3:12", quadrature: str | None =
                 tally[which][1] += time.process_time() - c0
         return wrapped
 
-    saved = (cc.search, cc.solve, lb.solve)
-    cc.search, cc.solve, lb.solve = counted(cc.search, "census"), counted(cc.solve, "solve"), counted(lb.solve, "solve")
+    saved = (cc.search, cc.solve)
+    cc.search, cc.solve = counted(cc.search, "census"), counted(cc.solve, "solve")
     try:
         cpu, b = _cpu(lambda: lowest_branch_boundaries(params, grid, cfg))
     finally:
-        cc.search, cc.solve, lb.solve = saved
+        cc.search, cc.solve = saved
     (nc, tc), (ng, tg), (no, to) = tally["census"], tally["solve_grid"], tally["solve_off"]
     ns = ng + no
     out = {"omega": omega, "alphas": alphas, "quadrature": cfg.quadrature, "cpu": cpu, "censuses": nc,

@@ -33,7 +33,8 @@ CAPABILITIES: dict[str, Capability] = {
     "alpha_l_quadrature": Capability("--alpha-l-quadrature", True, _RANK_ONE_RULE),
     "bifurcation_quadrature": Capability("--bifurcation-quadrature", True, _RANK_ONE_RULE),
     "end_quadrature": Capability("--end-quadrature", True, _RANK_ONE_RULE),
-    "branch_end": Capability("--branch-end", True, _RANK_ONE_RULE),
+    "branch_end": Capability("--branch-end", True, "at rank r >= 2 every branch end is bisected in alpha (the "
+                             "eigenvalue crossing and the trace at fixed order parameter are rank 1)"),
     "torch_backend": Capability("--backend torch", True, "the rank-r state evolution runs its proximal map on the "
                                 "numba or numpy backend (auto picks numba)"),
     "local_prox": Capability("--prox {value}", True, "the rank-r state evolution implements the global proximal map only"),

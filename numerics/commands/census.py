@@ -264,15 +264,11 @@ def _write(out_dir: Any, obj: dict, res: Any) -> None:
     if is_scalar_form(params.r, params.r_star):
         cols, rows = list(CSV_COLUMNS), points
     else:
-        inv = (("q0_eigenvalues", "q0_eig", params.r), ("V0_eigenvalues", "V0_eig", params.r),
-               ("th0_singular_values", "th0_sv", min(params.r, obj["teacher_rank"])), ("m_norms", "m_norm", params.L))
-        cols = list(MATRIX_HEAD) + [f"{short}_{i + 1}" for _, short, n in inv for i in range(n)] + list(MATRIX_TAIL)
-        rows = []
-        for k, p in enumerate(points):
-            row = {c: p.get(c) for c in MATRIX_HEAD + MATRIX_TAIL} | {"rank_in_e_t": k + 1}
-            for key, short, n in inv:
-                row |= {f"{short}_{i + 1}": p[key][i] for i in range(n)}
-            rows.append(row)
+        from attnphase.numerics.jobs.variables import flat_invariants, invariant_columns
+
+        cols = list(MATRIX_HEAD) + list(invariant_columns(params.r, obj["teacher_rank"], params.L)) + list(MATRIX_TAIL)
+        rows = [{c: p.get(c) for c in MATRIX_HEAD + MATRIX_TAIL} | {"rank_in_e_t": k + 1} | flat_invariants(p)
+                for k, p in enumerate(points)]
     reached = {name: k + 1 for k, e in enumerate(res.entries) for name in e.starts}
     failed = {name: (rsd, msg) for name, rsd, msg in res.search.failures}
     starts = [{"start": s.name, "requested_branch": s.branch, "kind": s.kind, "converged": s.name not in failed,

@@ -1,13 +1,12 @@
 """``attnphase sweep``: one branch followed over the alpha grid by continuation, one row per alpha, at every rank.
 
-At r = r* = 1 each omega of ``--omega`` is one task (:mod:`attnphase.numerics.jobs.tasks`), written to
-``DIR/sweep_<branch>_omega<omega>.csv`` (the columns of :data:`~attnphase.numerics.jobs.variables.SWEEP_COLUMNS`,
-``err_<key>`` and ``reason``) and all of them to ``DIR/sweep_<branch>.nc``; where the branch ends is said.
-At r or r* >= 2 the branch is followed by warm starts at one omega into
-``DIR/sweep_<branch>_omega<omega>_rank<r>x<r*>.csv`` (alpha, branch, e_t, eps_g, the invariants, gauge_angle,
-converged, iterations, residual, reason).  ``--json`` prints the sweep(s) with their rows.  Exit code 0 when
-every point on the branch converged (points where the branch does not exist say so in ``reason``), 1 if a
-point or a task failed, 3 if the branch exists at no alpha of the grid.
+Each omega of ``--omega`` is one task (:mod:`attnphase.numerics.jobs.tasks`), written to
+``DIR/sweep_<branch>_omega<omega>.csv`` (at r or r* >= 2 ``..._rank<r>x<r*>.csv``; the columns of
+:func:`~attnphase.numerics.jobs.variables.sweep_columns`: the scalar overlaps at r = r* = 1, the gauge invariants
+otherwise, ``err_<column>`` and ``reason``) and all of them to ``DIR/sweep_<branch>.nc``; where the branch ends is
+said.  ``--json`` prints the sweep(s) with their rows.  Exit code 0 when every point on the branch converged (points
+where the branch does not exist say so in ``reason``), 1 if a point or a task failed, 3 if the branch exists at no
+alpha of the grid.
 """
 
 from __future__ import annotations
@@ -18,12 +17,14 @@ import math
 import sys
 from typing import Any
 
+import numpy as np
+
 from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
 from attnphase.numerics.capabilities import is_scalar_form
-from attnphase.numerics.commands.common import (command_line, model_and_config, ranks_from_args,
+from attnphase.numerics.commands.common import (command_line, model_and_config,
                                                 staged_job, sweep_exit_code, task_store)
-from attnphase.numerics.commands.point_record import RECORD_KEYS, RESULT_KEYS, exact_zero_rows_note, model_echo
+from attnphase.numerics.commands.point_record import RECORD_KEYS, exact_zero_rows_note, model_echo
 
 NAME = "sweep"
 HELP = "follow a branch over a range of alpha (continuation), write a CSV table"
@@ -43,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     solver_options.add_solver_options(p)
     solver_options.add_error_estimate_option(p, "every point's observables (err_<key> columns)")
     outputs.add_out_option(p, "results", "sweep_<branch>_omega<omega>.csv per omega (rank r >= 2: ..._rank<r>x<r*>.csv) "
-                           "and sweep_<branch>.nc")
+                           "and sweep_<branch>.nc (rank r >= 2: sweep_<branch>_rank<r>x<r*>.nc)")
     execution_options.add_job_options(p, workload.MAX_SWEEP_POINTS)
 
 
@@ -53,10 +54,8 @@ def run(args: argparse.Namespace) -> int:
 
     if (code := sweep_by_estimator(args)) is not None:
         return code
-    r, r_star = ranks_from_args(args)
-    scalar = is_scalar_form(r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
-    omegas = opt.parse_values(args.omega, "--omega") if scalar else [opt.single_omega(args, NAME)]
+    omegas = opt.parse_values(args.omega, "--omega")
     params, cfg = model_and_config(args, omegas[0], args.branch)
     with opt.model_errors():
         for w in omegas:
@@ -64,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     opt.check_branch_possible(params, args.branch)
     from attnphase.numerics.errors.quadrature_error import independent_rules
 
-    n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args)) if scalar else 0
+    n_rules = independent_rules(cfg, solver_options.error_estimate_from_args(args))
     executor = execution_options.executor_from_args(args)
     workload.check_grid(len(alphas) * len(omegas), workload.MAX_SWEEP_POINTS, "alpha values (x omegas)", "--alpha",
                         args.large)
@@ -73,19 +72,17 @@ def run(args: argparse.Namespace) -> int:
         print("attnphase: note: --alpha values sorted ascending (the branch is followed by continuation in alpha)",
               file=sys.stderr)
     opt.announce_defaults(args, params)
-    if scalar:
-        return _scalar_sweeps(args, params, cfg, n_rules, omegas, alphas, executor, out_dir)
-    return _matrix_sweep(args, params, cfg, sorted(alphas), out_dir)
+    return _sweeps(args, params, cfg, n_rules, omegas, alphas, executor, out_dir)
 
 
-def sweep_file_name(branch: str, omega: float) -> str:
-    """The table ``sweep`` writes into ``--out DIR``."""
-    return f"sweep_{branch}_omega{omega:g}.csv"
+def rank_suffix(r: int = 1, r_star: int = 1) -> str:
+    """What the sweep's file names carry after their model: nothing at r = r* = 1, ``_rank<r>x<r*>`` otherwise."""
+    return "" if is_scalar_form(r, r_star) else f"_rank{r}x{r_star}"
 
 
-def matrix_sweep_file_name(branch: str, omega: float, r: int, r_star: int) -> str:
-    """The table ``sweep --rank`` writes into ``--out DIR``."""
-    return f"sweep_{branch}_omega{omega:g}_rank{r}x{r_star}.csv"
+def sweep_file_name(branch: str, omega: float, r: int = 1, r_star: int = 1) -> str:
+    """The table ``sweep`` writes into ``--out DIR`` for one omega."""
+    return f"sweep_{branch}_omega{omega:g}{rank_suffix(r, r_star)}.csv"
 
 
 def row_reasons(res, branch: str) -> list[str]:
@@ -114,34 +111,68 @@ def row_reasons(res, branch: str) -> list[str]:
     return reasons
 
 
-def _sweep_rows(res, branch: str) -> tuple[list[dict], list[str]]:
-    """The CSV rows of one sweep and each row's reason (:func:`row_reasons`)."""
+def sweep_record(fp: Any, eps_lin: float = math.nan) -> dict:
+    """The values of one fixed point in the sweep's columns (:func:`~attnphase.numerics.jobs.variables.sweep_columns`):
+    its record's RECORD_KEYS at r = r* = 1; at r >= 2 or r* >= 2 the same model, observables (``eps_lin`` the
+    rank-r* teacher's, given) and status with the gauge invariants (one column per entry) and the gauge angle in
+    place of q, m, V, theta."""
+    rec = fp.record
+    if not fp.is_matrix:
+        return {k: rec[k] for k in RECORD_KEYS}
+    from attnphase.numerics.jobs.variables import flat_invariants
+    from attnphase.theory.whitening import original
+
+    p = fp.params
+    return ({"alpha": fp.alpha, "omega": p.omega, "sigma": original(p).sigma_value, "lam": p.lam, "branch": fp.branch}
+            | flat_invariants(rec) | {"eps_g": rec["eps_g"], "e_t": rec["e_t"], "eps_lin": eps_lin,
+                                      "gauge_angle": rec["gauge_angle"], "converged": rec["converged"],
+                                      "iterations": rec["iterations"], "residual": rec["residual"]})
+
+
+def _sweep_rows(res, branch: str, columns: tuple[str, ...], eps_lin: float = math.nan
+                ) -> tuple[list[dict], list[dict], list[str]]:
+    """The CSV rows of one sweep (``columns``; ``eps_lin`` the teacher's at r >= 2 or r* >= 2), the same with the
+    invariants and their bars as lists (the rows :func:`~attnphase.numerics.commands.point_record.exact_zero_rows_note`
+    reads), and each row's reason (:func:`row_reasons`)."""
+    from attnphase.numerics.jobs.variables import flat_invariants
+
     reasons = row_reasons(res, branch)
-    rows = []
-    errors = res.errors or ({f"err_{k}": math.nan for k in RESULT_KEYS},) * len(res.points)
-    for fp, reason, err in zip(res.points, reasons, errors):
-        rec = {k: fp.record[k] for k in RECORD_KEYS}
+    no_bars = {c: math.nan for c in columns if c.startswith("err_")}
+    results = [c[4:] for c in no_bars] + (["gauge_angle"] if "gauge_angle" in columns else [])
+    rows, listed = [], []
+    for i, (fp, reason) in enumerate(zip(res.points, reasons)):
+        rec, err = sweep_record(fp, eps_lin), (res.errors[i] if res.errors else {})
+        flat = {k: v for k, v in err.items() if np.ndim(v) == 0} | (flat_invariants(err, "err_") if err else {}) \
+            if fp.is_matrix else err
         if not fp.status.converged:
-            rec.update({k: math.nan for k in RESULT_KEYS}, branch="")
-        rows.append(rec | err | {"reason": reason})
-    return rows, reasons
+            rec.update({k: math.nan for k in results}, branch="")
+        rows.append(rec | no_bars | flat | {"reason": reason})
+        listed.append({k: v for k, v in fp.record.items() if np.ndim(v) == 1} | err | {"reason": reason}
+                      if fp.is_matrix else rows[-1])
+    return rows, listed, reasons
 
 
-def _scalar_sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omegas: list[float],
-                   alphas: list[float], executor: Any, out_dir: Any) -> int:
-    """r = r* = 1: one branch over alpha into DIR/sweep_<branch>_omega<omega>.csv, at each omega of ``--omega``
-    (one task each), and DIR/sweep_<branch>.nc."""
+def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omegas: list[float],
+            alphas: list[float], executor: Any, out_dir: Any) -> int:
+    """One branch over alpha into DIR/sweep_<branch>_omega<omega>.csv (:func:`sweep_file_name`), at each omega of
+    ``--omega`` (one task each), and DIR/sweep_<branch>.nc, at every rank."""
     from dataclasses import replace
     from functools import partial
 
     from attnphase.numerics.errors.quadrature_error import error_bars_note
+    from attnphase.numerics.errors.replicates import replicate_count
 
-    workload.announce_rules(params.L, cfg)
-    per_omega = workload.estimate_seconds(len(alphas) * max(1, n_rules), params.L, cfg)
+    r, r_star, L = params.r, params.r_star, params.L
+    suffix = rank_suffix(r, r_star)
+    workload.announce_rules(L, cfg)
+    solves = len(alphas) * (1 + (replicate_count(cfg) or n_rules))
+    per_solve = workload.SECONDS_PER_SOLVE * workload.rule_factor(L, cfg) ** 2 if not suffix else \
+        workload.RANK2_SOLVE_SECONDS * workload.matrix_rule_factor(L, cfg)
+    per_omega = workload.estimate_seconds(len(alphas) * max(1, n_rules), L, cfg) if not suffix else solves * per_solve
     workload.announce_tasks(f"sweep of {len(alphas)} alpha values" + (f" at {len(omegas)} omegas" if len(omegas) > 1 else ""),
                             [per_omega] * len(omegas), executor.workers if len(omegas) > 1 else 1,
-                            f"~{workload.SECONDS_PER_SOLVE * workload.rule_factor(params.L, cfg) ** 2:.2g} CPU s per "
-                            f"point", quiet=args.quiet, own=workload.JOB_COMMAND_SECONDS)
+                            f"~{per_solve:.2g} CPU s per " + ("point" if not suffix else "solve"), quiet=args.quiet,
+                            own=workload.JOB_COMMAND_SECONDS)
 
     work.begin("sweeping the branch")
     from tqdm import tqdm
@@ -151,8 +182,9 @@ def _scalar_sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int
     from attnphase.execution.progress import TaskBar, failure_summary
     from attnphase.numerics.jobs.dataset import sweeps_dataset
     from attnphase.numerics.jobs.tasks import numerics_version, sweep_job, sweep_task
-    from attnphase.numerics.jobs.variables import SWEEP_COLUMNS, described
+    from attnphase.numerics.jobs.variables import described, sweep_columns
 
+    columns = sweep_columns(r, r_star, L)
     store = task_store(out_dir)
     version = numerics_version()
     tasks = [sweep_task(params.replace(omega=float(w)), alphas, args.branch, cfg, version, n_rules) for w in omegas]
@@ -167,23 +199,30 @@ def _scalar_sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int
         with TaskBar(f"{args.branch} sweeps", quiet=args.quiet) as tbar:
             outs = run_tasks(tasks, executor=executor, store=store, fresh=args.fresh, version=version,
                              progress=tbar)
-    objs, n_on, n_failed, n_absent, cells, n_unbarred = [], 0, 0, 0, [], 0
+    objs, n_on, n_failed, n_absent, cells, n_unbarred, listed = [], 0, 0, 0, [], 0, []
     job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas)}
     wrote: list[str] = []  # said once the files are in place
-    with staged_job(out_dir, f"sweep_{args.branch}", job_model, args.json) as stage:
+    dataset = f"sweep_{args.branch}{suffix}.nc"
+    with staged_job(out_dir, f"sweep_{args.branch}{suffix}", job_model, args.json) as stage:
         for w, o in zip(omegas, outs):
-            path = out_dir / sweep_file_name(args.branch, params.replace(omega=w).omega)
+            path = out_dir / sweep_file_name(args.branch, params.replace(omega=w).omega, r, r_star)
             if not o.ok:
                 cells.append((float(w), None, "failed", o.error, []))
                 continue
             res = o.value
-            rows, reasons = _sweep_rows(res, args.branch)
+            lin = math.nan
+            if suffix:  # the rank-r* teacher's (its import is the matrix form's only)
+                from attnphase.numerics.phase.lowest_branch import teacher_eps_lin
+
+                lin = teacher_eps_lin(params.replace(omega=w), cfg)
+            rows, as_lists, reasons = _sweep_rows(res, args.branch, columns, lin)
             cells.append((float(w), res, "done", o.error, rows))
-            outputs.write_text_atomic(stage / path.name, csv_text(rows, SWEEP_COLUMNS))
-            on = sum(not r for r in reasons)
-            n_unbarred += sum(not r and not all(math.isfinite(row[f"err_{k}"]) for k in RESULT_KEYS)
-                              for row, r in zip(rows, reasons))
-            failed = sum(bool(r) and r.startswith("not converged") for r in reasons)
+            listed += as_lists
+            outputs.write_text_atomic(stage / path.name, csv_text(rows, columns))
+            on = sum(not why for why in reasons)
+            n_unbarred += sum(not why and not all(math.isfinite(row[c]) for c in columns if c.startswith("err_"))
+                              for row, why in zip(rows, reasons))
+            failed = sum(bool(why) and why.startswith("not converged") for why in reasons)
             n_on, n_failed, n_absent = n_on + on, n_failed + failed, n_absent + len(rows) - on - failed
             ends = not math.isnan(res.end.alpha)
             if ends:
@@ -197,7 +236,7 @@ def _scalar_sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int
                 "end": {"alpha": res.end.alpha, "side": res.end_side, "kind": res.end.kind, "method": res.end.method}
                 if ends else None,
                 "on_branch": on, "not_converged": failed, "branch_absent": len(rows) - on - failed, "rows": rows,
-            })
+            } | ({"rank": r, "teacher_rank": r_star} if suffix else {}))
             notes = [f"{failed} not converged"] if failed else []
             if len(rows) - on - failed:
                 notes.append(f"{len(rows) - on - failed} where no {args.branch} fixed point exists (see the reason column)")
@@ -205,14 +244,14 @@ def _scalar_sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int
         attrs = job_attrs("sweep", version=version, model=params.to_dict() | {"omega": "scanned"},
                           solver=cfg.as_dict(), rule=cfg.quadrature, command=command_line(), branch=args.branch,
                           title=f"The {args.branch} branch of dot-product attention's state evolution over alpha")
-        write_netcdf(sweeps_dataset(cells, alphas, attrs), stage / f"sweep_{args.branch}.nc")
+        write_netcdf(sweeps_dataset(cells, alphas, attrs, columns), stage / dataset)
     for line in wrote:
         print(line, file=sys.stderr)
     bars_note = error_bars_note(cfg, n_rules)
     if not bars_note and n_unbarred:
         bars_note = (f"{n_unbarred} point(s) on the branch have no error bar (NaN err_*): fewer than two of their "
                      f"rules reproduced the branch there (a spread needs two); such a point may be an artefact of the rule")
-    exact = exact_zero_rows_note([row for cell in cells for row in cell[4]])
+    exact = exact_zero_rows_note(listed)
     if exact:  # a bar of 0 is never silent (as solve's error_note): the symmetry that holds the value at 0
         bars_note = "; ".join(n for n in (bars_note, exact) if n)
     if bars_note:
@@ -223,67 +262,9 @@ def _scalar_sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int
               "failures": failures}
     if args.json:
         obj = objs[0] if len(omegas) == 1 and objs else {"branch": args.branch, "omegas": list(omegas), "sweeps": objs}
-        print(json.dumps(outputs.json_value(obj | {"tasks": counts, "dataset": str(out_dir / f"sweep_{args.branch}.nc"),
-                                                   "variables": described(SWEEP_COLUMNS)}
+        print(json.dumps(outputs.json_value(obj | {"tasks": counts, "dataset": str(out_dir / dataset),
+                                                   "variables": described(columns)}
                                             | ({"error_note": bars_note} if bars_note else {}))))
     if failures:
         print(f"attnphase: {failures}", file=sys.stderr)
     return sweep_exit_code(args.branch, n_failed + bool(failures), n_on)
-
-
-def _matrix_sweep(args: argparse.Namespace, params: Any, cfg: Any, alphas: list[float], out_dir: Any) -> int:
-    """r or r* >= 2: the branch followed over the alpha grid by warm starts
-    (:func:`~attnphase.numerics.phase.lowest_branch.follow_branch`; the first point from the rank-1 fixed
-    points), one row per alpha into DIR/sweep_<branch>_omega<omega>_rank<r>x<r*>.csv: alpha, branch, e_t, eps_g,
-    the invariants (one column per eigenvalue / singular value / token), gauge_angle, converged, iterations,
-    residual, reason.  A point that does not converge onto the branch is retried from the embedded start before
-    it is reported.  Branch ends are located by ``phase-diagram --rank``, not here."""
-    from attnphase.execution.dataset import csv_text
-    from attnphase.numerics.phase.lowest_branch import follow_branch
-
-    r, r_star = params.r, params.r_star
-    work.begin("sweeping the rank-r branch")
-    L = params.L
-    cols = (["alpha", "omega", "branch", "e_t", "eps_g"] + [f"q0_eig_{i + 1}" for i in range(r)]
-            + [f"V0_eig_{i + 1}" for i in range(r)] + [f"th0_sv_{i + 1}" for i in range(min(r, r_star))]
-            + [f"m_norm_{l + 1}" for l in range(L)] + ["gauge_angle", "converged", "iterations", "residual", "reason"])
-    rows = []
-
-    def said(fp: Any) -> None:
-        if not args.quiet:
-            on = fp.branch if fp.status.converged else "not converged"
-            print(f"attnphase: alpha = {fp.alpha:g}: {on}, e_t = {fp.observables.e_t:.6g}", file=sys.stderr, flush=True)
-
-    for fp in follow_branch(params, alphas, args.branch, cfg, progress=said):
-        alpha = fp.alpha
-        rec = fp.record
-        row: dict[str, Any] = {"alpha": alpha, "omega": params.omega, "branch": rec["branch"] if fp.status.converged else "",
-                               "converged": fp.status.converged, "iterations": fp.status.iterations, "residual": fp.status.residual}
-        vals = {"e_t": [rec["e_t"]], "eps_g": [rec["eps_g"]], "q0_eig": rec["q0_eigenvalues"],
-                "V0_eig": rec["V0_eigenvalues"], "th0_sv": rec["th0_singular_values"], "m_norm": rec["m_norms"],
-                "gauge_angle": [rec["gauge_angle"]]}
-        for name, v in vals.items():
-            for i, x in enumerate(v):
-                key = name if len(v) == 1 and name in ("e_t", "eps_g", "gauge_angle") else f"{name}_{i + 1}"
-                row[key] = x if fp.status.converged else float("nan")
-        if not fp.status.converged:
-            row["reason"] = f"{fp.status.message}; residual {fp.status.residual:.2e}: no overlaps"
-        elif fp.branch != args.branch:
-            row["reason"] = f"no {args.branch} fixed point here: the solve converged to the {fp.branch} one"
-        else:
-            row["reason"] = ""
-        rows.append(row)
-    path = out_dir / matrix_sweep_file_name(args.branch, params.omega, r, r_star)
-    with staged_job(out_dir, f"sweep_{args.branch}_rank{r}x{r_star}_omega{params.omega:g}",
-                    params.to_dict() | {"alpha": list(alphas)}, args.json) as stage:
-        outputs.write_text_atomic(stage / path.name, csv_text(rows, cols))
-    n_failed = sum(not r_["converged"] for r_ in rows)
-    n_on = sum(not r_["reason"] for r_ in rows)
-    if args.json:
-        print(json.dumps(outputs.json_value({"branch": args.branch, "requested_branch": args.branch, "rank": r,
-                                             "teacher_rank": r_star, "params": params.to_dict(), "solver": cfg.as_dict(),
-                                             "file": str(path), "end": None, "on_branch": n_on,
-                                             "not_converged": n_failed, "rows": rows})))
-    print(f"wrote {len(rows)} rows to {path}" + (f" ({n_failed} not converged)" if n_failed else ""), file=sys.stderr)
-    return sweep_exit_code(args.branch, n_failed, n_on)
-

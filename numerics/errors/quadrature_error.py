@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
 
 from attnphase.numerics.phase.boundary_results import BOUNDARY_KEYS, Boundaries
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import rule_blocks
-from attnphase.numerics.errors.replicates import (ERROR_KEYS, QuadratureError, at_least_the_offset, replicate_error,
-                                                 resolved_values, spread)
+from attnphase.numerics.errors.replicates import (QuadratureError, at_least_the_offset, error_keys, replicate_error,
+                                                 replicate_errors, replicate_points, resolved_values, spread)
 from attnphase.numerics.se.state_evolution import FixedPoint
 
 #: Fewest rules an error estimate is made from (a spread needs two).
@@ -95,13 +98,23 @@ def fixed_point_error(fp: FixedPoint, config: SolverConfig, n_rules: int = 0) ->
     return quadrature_error(fp, n_rules=n_rules, config=config) if n_rules >= MIN_RULES else None
 
 
-def point_errors(points: Sequence[FixedPoint], config: SolverConfig, n_rules: int = 0) -> tuple[dict[str, float], ...]:
-    """``{"err_<key>": ...}`` of every point (:func:`fixed_point_error`; NaN for a point that did not
-    converge, and for every point when no error bar is made)."""
+def point_errors(points: Sequence[FixedPoint], config: SolverConfig, n_rules: int = 0) -> tuple[dict[str, Any], ...]:
+    """``{"err_<key>": ...}`` of every point, at every rank, for the keys of
+    :func:`~attnphase.numerics.errors.replicates.error_keys` (at r >= 2 or r* >= 2 a gauge invariant's bars are a
+    list, entry by entry): the standard error over the rule's blocks, else the spread over ``n_rules`` >= 2
+    independent rules (:func:`~attnphase.numerics.errors.replicates.replicate_errors` of the point's
+    :func:`~attnphase.numerics.errors.replicates.replicate_points`, the numbers of :func:`fixed_point_error`); NaN
+    for a point that did not converge, and for every point when no error bar is made."""
+    barred = config.error_bars and (rule_blocks(config.quadrature) or n_rules >= MIN_RULES)
     out = []
     for fp in points:
-        err = fixed_point_error(fp, config, n_rules) if fp.status.converged else None
-        out.append({f"err_{k}": (err.std[k] if err is not None else math.nan) for k in ERROR_KEYS})
+        keys = error_keys(fp)
+        if barred and fp.status.converged:
+            err = replicate_errors(fp, *replicate_points(fp, config, n_rules))
+            out.append({f"err_{k}": err[f"err_{k}"] for k in keys})
+        else:
+            out.append({f"err_{k}": math.nan if np.ndim(fp.record[k]) == 0 else [math.nan] * len(fp.record[k])
+                        for k in keys})
     return tuple(out)
 
 

@@ -12,7 +12,7 @@ Phase diagram / scan, dimensions ``(<scanned parameter>,) omega``, plus ``branch
 * the branches on the alpha grid: eps_g, e_t, m, theta, q, converged (section 4; at r >= 2 or r* >= 2
   eps_g, e_t and converged, the matrix overlaps having no scalar m, theta, q).
 
-Sweeps: every column of the sweep's CSV over ``(omega, alpha)`` (:func:`sweeps_dataset`).  Names,
+Sweeps: every column of the sweep's CSV over ``(omega, alpha)`` (:func:`sweeps_dataset`), at every rank.  Names,
 long names and units: :mod:`attnphase.numerics.jobs.variables` (CF conventions,
 :mod:`attnphase.execution.dataset`).
 """
@@ -160,9 +160,9 @@ def _curve_lookup(name: str) -> Variable | None:
 
 
 def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str, Sequence[dict[str, Any]]]],
-                   alphas: Sequence[float], attrs: dict[str, Any]):
+                   alphas: Sequence[float], attrs: dict[str, Any], columns: Sequence[str] = SWEEP_COLUMNS):
     """Sweeps of one branch at several omegas: ``(omega, sweep or None, status, error, rows)`` each,
-    ``rows`` the sweep's CSV rows (:data:`~attnphase.numerics.jobs.variables.SWEEP_COLUMNS`); dimensions
+    ``rows`` the sweep's CSV rows of ``columns`` (:func:`~attnphase.numerics.jobs.variables.sweep_columns`); dimensions
     ``omega, alpha``: every column of the CSV but the two coordinates (text where the column is text,
     NaN / "" where the omega's task failed), the branch's end per omega, each task's status and error."""
     import xarray as xr
@@ -171,7 +171,7 @@ def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str, S
     alist = sorted(float(a) for a in alphas)
     a_idx = _index(alist)
     shape = (len(om), len(alist))
-    columns = [c for c in SWEEP_COLUMNS if c not in ("alpha", "omega")]
+    columns = [c for c in columns if c not in ("alpha", "omega")]
     values: dict[str, list[list[Any]]] = {c: [[None] * len(alist) for _ in om] for c in columns}
     end = np.full(len(om), np.nan)
     end_kind = np.full(len(om), "", dtype=object)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from attnphase.execution.dataset import Variable, table_lookup, variables_map
+from attnphase.execution.dataset import Variable, error_name, standard_error, table_lookup, variables_map
 from attnphase.numerics.commands.point_record import RECORD_KEYS, RESULT_KEYS
 
 
@@ -117,18 +117,58 @@ _TABLE += [_v(f"{k}_found", f"number of rules on which {what} was found")
 VARIABLES: Mapping[str, Variable] = MappingProxyType(dict(_TABLE))
 
 #: The sweep's columns, in the order of its CSV; its dataset holds each of them over (omega, alpha).
-SWEEP_COLUMNS = RECORD_KEYS + tuple(f"err_{k}" for k in RESULT_KEYS) + ("reason",)
+#: A matrix fixed point's record entries that are gauge invariants (lists), each with its columns' prefix in
+#: :data:`INVARIANTS` (``q0_eigenvalues`` -> ``q0_eig_1``, ``q0_eig_2``, ...).
+INVARIANT_COLUMNS = (("q0_eigenvalues", "q0_eig"), ("V0_eigenvalues", "V0_eig"), ("th0_singular_values", "th0_sv"),
+                     ("m_norms", "m_norm"))
+
+
+def invariant_columns(r: int, r_star: int, L: int) -> tuple[str, ...]:
+    """The columns of a rank-r fixed point's gauge invariants (:data:`INVARIANT_COLUMNS`): r eigenvalues of q0 and
+    of V0, min(r, r*) singular values of th0, L norms |m_l|."""
+    sizes = {"q0_eigenvalues": r, "V0_eigenvalues": r, "th0_singular_values": min(r, r_star), "m_norms": L}
+    return tuple(f"{prefix}_{i + 1}" for key, prefix in INVARIANT_COLUMNS for i in range(sizes[key]))
+
+
+def flat_invariants(rec: dict, prefix: str = "") -> dict:
+    """The entries ``<prefix><key>`` of :data:`INVARIANT_COLUMNS` in ``rec`` (lists) as one column per entry,
+    ``<prefix><column prefix>_<i>`` (``prefix`` "err_": their error bars)."""
+    return {f"{prefix}{short}_{i + 1}": v for key, short in INVARIANT_COLUMNS for i, v in enumerate(rec[prefix + key])}
+
+
+def sweep_columns(r: int = 1, r_star: int = 1, L: int = 2) -> tuple[str, ...]:
+    """The sweep's columns, in the order of its CSV, at every rank: the model and the branch, a fixed point's
+    overlaps -- q, m, V, theta at r = r* = 1, the gauge invariants (:func:`invariant_columns`) and the gauge angle
+    otherwise --, eps_g, e_t, eps_lin, the solver's status, ``err_<column>`` of every overlap and observable, and
+    ``reason``."""
+    scalar = (r, r_star) == (1, 1)
+    overlaps = RESULT_KEYS[:4] if scalar else invariant_columns(r, r_star, L)
+    results = overlaps + RESULT_KEYS[4:]
+    head = RECORD_KEYS[:RECORD_KEYS.index("q")]
+    tail = RECORD_KEYS[RECORD_KEYS.index("e_t") + 1:]
+    gauge = () if scalar else ("gauge_angle",)
+    return head + results + tail[:1] + gauge + tail[1:] + tuple(f"err_{k}" for k in results) + ("reason",)
+
+
+#: The sweep's columns at r = r* = 1 (:func:`sweep_columns`).
+SWEEP_COLUMNS = sweep_columns()
 
 _lookup = table_lookup(VARIABLES)
 
 
+def _invariant(name: str) -> Variable | None:
+    """The invariant ``<prefix>_<i>`` of :data:`INVARIANTS`, or None."""
+    prefix, _, index = name.rpartition("_")
+    return Variable(name, INVARIANTS[prefix].format(index)) if prefix in INVARIANTS and index.isdigit() else None
+
+
 def lookup(name: str) -> Variable | None:
     """The variable named ``name`` (its standard error for ``err_X``; an invariant
-    ``<prefix>_<i>`` of :data:`INVARIANTS`), or None."""
-    prefix, _, index = name.rpartition("_")
-    if prefix in INVARIANTS and index.isdigit():
-        return Variable(name, INVARIANTS[prefix].format(index))
-    return _lookup(name)
+    ``<prefix>_<i>`` of :data:`INVARIANTS`, and its standard error), or None."""
+    of = error_name(name)
+    if of is not None and (base := _invariant(of)) is not None:
+        return standard_error(base, name)
+    return _invariant(name) or _lookup(name)
 
 
 def described(names) -> dict[str, dict[str, str]]:

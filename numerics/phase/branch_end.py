@@ -15,7 +15,7 @@ And how it was located (``BranchEnd.method``): ``"eigenvalue"`` (the bifurcation
 strategy ``"bifurcation"`` where the branch meets the agnostic one), ``"trace"`` (natural-parameter
 continuation at fixed th0 / |m|, :func:`trace_branch_end`; the semantic branch with the strategy
 ``"trace"``, or where the eigenvalue is not usable) or ``"bisection"`` (in alpha between the last
-converged point and the first failure).
+converged point and the first failure; at rank r >= 2 or r* >= 2 the only one, about ten solves an end).
 """
 
 from __future__ import annotations
@@ -52,24 +52,39 @@ POSITIONAL_M_FLOOR = 0.02
 #: :func:`trace_branch_end`); failed or jumping steps add subdivisions.
 N_TRACE = 6
 
+#: Why an end at r >= 2 or r* >= 2 is bisected in alpha: the eigenvalue and the trace are the scalar form's.
+MATRIX_END_NOTE = ("at rank r >= 2 or r* >= 2 the end is bisected in alpha: the eigenvalue crossing (the scalar SE "
+                   "Jacobian at the agnostic point) and the trace at fixed order parameter are rank r = r* = 1")
+
 #: Branch (and sweep direction) whose end meets the agnostic branch, and the eigenvalue direction.
 BIFURCATING = {("semantic", "down"): "theta", ("positional", "up"): "m"}
 
 
+#: The order parameters a branch has, each with the floor below which a point does not count as on it: the
+#: semantic branch th0, the positional branch m, the mixed one (r >= 2) both, the agnostic one none.
+BRANCH_FLOORS = {"semantic": (("th0", SEMANTIC_THETA_FLOOR),), "positional": (("m", POSITIONAL_M_FLOOR),),
+                 "mixed": (("th0", SEMANTIC_THETA_FLOOR), ("m", POSITIONAL_M_FLOOR)), "agnostic": ()}
+
+
+def overlap_size(fp: FixedPoint, name: str) -> float:
+    """The size of the overlap ``name`` ("th0" or "m") of ``fp``, a gauge invariant at every rank: its Frobenius
+    norm, |th0| = (sum of th0's squared singular values)^1/2 and |m| = (sum_l |m_l|^2)^1/2 (at r = r* = 1 the
+    absolute value of th0 and the Euclidean norm of (m_1 .. m_L))."""
+    x = getattr(fp.overlaps, name)
+    return abs(float(x)) if np.ndim(x) == 0 else float(np.linalg.norm(x))
+
+
 def order_parameter(fp: FixedPoint, branch: str) -> float:
-    """The size of a branch's order parameter: |th0| (semantic) or |m| (positional, agnostic)."""
-    ov = fp.overlaps
-    return abs(float(ov.th0)) if branch == "semantic" else float(np.linalg.norm(ov.m))
+    """The size of a branch's order parameter (:func:`overlap_size`): |th0| (semantic) or |m| (positional,
+    agnostic)."""
+    return overlap_size(fp, "th0" if branch == "semantic" else "m")
 
 
 def on_branch(fp: FixedPoint, branch: str) -> bool:
-    """Converged, labelled ``branch``, and its order parameter above the branch's floor."""
-    ok = fp.status.converged and fp.branch == branch
-    if branch == "semantic":
-        return ok and abs(fp.overlaps.th0) >= SEMANTIC_THETA_FLOOR
-    if branch == "positional":
-        return ok and float(np.linalg.norm(fp.overlaps.m)) >= POSITIONAL_M_FLOOR
-    return ok
+    """Converged, labelled ``branch``, and each of its order parameters (:data:`BRANCH_FLOORS`) at or above its
+    floor, at every rank."""
+    return (bool(fp.status.converged) and fp.branch == branch
+            and all(overlap_size(fp, name) >= floor for name, floor in BRANCH_FLOORS.get(branch, ())))
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,12 +137,13 @@ def locate_branch_end(
     ``config.branch_end``: ``"bifurcation"`` takes the eigenvalue crossing on the agnostic branch
     (on ``config.bifurcation_quadrature``, agnostic solves with ``full_config``) when it lies beyond
     ``anchor``; otherwise, and with ``"trace"``, the semantic branch followed down is traced at fixed
-    theta (:func:`trace_branch_end`) and any other end is bisected in alpha to ``bisection_tol``.
+    theta (:func:`trace_branch_end`) and any other end is bisected in alpha to ``bisection_tol``.  At r >= 2 or
+    r* >= 2 every end is bisected (:data:`MATRIX_END_NOTE`).
     """
     end, note = bifurcation_end(params, branch, direction, good, anchor, config, full_config)
     if end is not None:
         return end
-    if (branch, direction) == ("semantic", "down"):
+    if (branch, direction) == ("semantic", "down") and not good.is_matrix:
         return replace(trace_branch_end(params, good, branch, config=config), note=note)
 
     def holds(alpha: float, start: FixedPoint) -> FixedPoint | None:
@@ -155,6 +171,8 @@ def bifurcation_end(
     """
     if config.branch_end != "bifurcation" or (branch, direction) not in BIFURCATING:
         return None, ""
+    if good.is_matrix:
+        return None, MATRIX_END_NOTE
     bif = bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config)
     if not bif.converged and anchor != good.alpha:
         # the agnostic solve can fail at one alpha (omega = 0.2: no agnostic fixed point found

@@ -8,6 +8,10 @@ parameter fell below the branch's floor) the step is halved down to ``min_step``
 smallest step fails, the branch has ended: :func:`attnphase.numerics.phase.branch_end.locate_branch_end`
 locates the end (strategy ``config.branch_end``), and the sweep goes on from the last good point,
 so the rows past the end show the fixed point the iteration actually lands on, with its true label.
+
+At every rank: at r >= 2 or r* >= 2 (the matrix overlaps, docs/model.md section 7) the mixed branch is followed
+upward too, a warm step has the solver's full budget (:func:`warm_budget`), and an end is bisected in alpha
+(:data:`~attnphase.numerics.phase.branch_end.MATRIX_END_NOTE`).
 """
 
 from __future__ import annotations
@@ -18,15 +22,26 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.phase.branch_end import BranchEnd, bifurcation_end, locate_branch_end, on_branch
 from attnphase.numerics.config import BRANCHES, SolverConfig
 from attnphase.numerics.se.se_map import model_rule
+from attnphase.numerics.se.starts import MATRIX_BRANCHES, teacher_rank
 from attnphase.numerics.se.state_evolution import POSITIONAL_COLD_ALPHA, FixedPoint, positional_past_agnostic, solve
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
 
-#: SE-evaluation budget of one warm-started continuation step.
+#: SE-evaluation budget of one warm-started continuation step (r = r* = 1, :func:`warm_budget`).
 CONTINUATION_MAX_ITER = 60
+
+
+def warm_budget(params: ModelParams, config: SolverConfig) -> int:
+    """SE evaluations a warm-started step may spend before it counts as off the branch: CONTINUATION_MAX_ITER
+    at r = r* = 1; ``config.max_iter`` at r >= 2 or r* >= 2, where a warm step on the branch takes 49-119
+    evaluations (r = 2, r* = 1, omega = 0.3, mixed, alpha 1.5 -> 2 -> 2.5 on sobol9 and sobol10:4: each
+    finite-difference Jacobian costs one evaluation per unknown, 12 there against 5 at r = r* = 1)."""
+    return min(config.max_iter, CONTINUATION_MAX_ITER) if is_scalar_form(params.r, teacher_rank(params)) \
+        else config.max_iter
 
 #: No end located in the range.
 NO_END = BranchEnd(math.nan, "", "")
@@ -85,17 +100,18 @@ def sweep(
     failed, that point is solved once more with the full solver budget, from the last good point
     and then cold.
     """
-    if branch not in BRANCHES:
-        raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
+    scalar = is_scalar_form(params.r, teacher_rank(params))
+    if branch not in (BRANCHES if scalar else MATRIX_BRANCHES):
+        raise ValueError(f"branch must be one of {BRANCHES if scalar else MATRIX_BRANCHES}, got {branch!r}")
     grid = sorted(float(a) for a in alphas)
     if not grid or grid[0] <= 0 or not all(math.isfinite(a) for a in grid):
         raise ValueError(f"alphas must be finite and > 0, got {list(alphas)}")
     full_cfg = config or SolverConfig()
     # a warm-started point that needs more than this, or whose Newton iteration fails, is
     # treated as off the branch (the step is halved)
-    cfg = replace(full_cfg, max_iter=min(full_cfg.max_iter, CONTINUATION_MAX_ITER), warm_fallback=False)
+    cfg = replace(full_cfg, max_iter=warm_budget(params, full_cfg), warm_fallback=False)
     params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
-    rule = model_rule(params, cfg)
+    rule = model_rule(params, cfg) if scalar else None  # the matrix form takes its rule from the config
     direction = direction or default_direction(branch)
     if direction not in ("up", "down"):
         raise ValueError(f"direction must be 'up' or 'down', got {direction!r}")
@@ -103,8 +119,8 @@ def sweep(
     # where a branch's end is traced at fixed theta, one halving suffices; where it is a bifurcation
     # (the positional branch followed up), too, as long as the eigenvalue finds the end ahead: it
     # needs no point near the end
-    traced = (branch, direction) == ("semantic", "down")
-    bifurcating = (branch, direction) == ("positional", "up") and full_cfg.branch_end == "bifurcation"
+    traced = scalar and (branch, direction) == ("semantic", "down")
+    bifurcating = scalar and (branch, direction) == ("positional", "up") and full_cfg.branch_end == "bifurcation"
 
     def run(alpha: float, init: FixedPoint | None) -> FixedPoint:
         if init is None:
@@ -144,7 +160,7 @@ def sweep(
             # start at alpha = 0.627 needs Newton after Anderson's 60 evaluations); where the last
             # grid point's positional start fell to the agnostic point, from that point (its path)
             fp = None
-            if branch == "positional" and last is not None and fell_to_agnostic(last, alpha):
+            if scalar and branch == "positional" and last is not None and fell_to_agnostic(last, alpha):
                 fp = positional_past_agnostic(params, alpha, last, full_cfg, rule)
             if fp is None:
                 fp = solve(params, alpha, branch, config=full_cfg, rule=rule)

@@ -43,7 +43,6 @@ from attnphase.numerics.phase.census_continuation import END_TOL, MAX_CENSUS, Co
 from attnphase.numerics.phase.global_minimum_changes import Change, _Lost, _value, global_minimum_changes
 from attnphase.numerics.se.starts import teacher_rank
 from attnphase.numerics.se.results import FixedPoint
-from attnphase.numerics.se.state_evolution import solve
 from attnphase.numerics.roots import RootNotFound, illinois_bracket
 from attnphase.theory.params import ModelParams
 
@@ -51,35 +50,6 @@ from attnphase.theory.params import ModelParams
 ROOT_TOL = 5e-3
 #: The labels of the points the global minimum leaves at alpha_c.
 UNORDERED = ("positional", "agnostic")
-
-
-def on_labelled_branch(fp: FixedPoint | None, branch: str) -> bool:
-    """A converged fixed point with the label ``branch``."""
-    return fp is not None and fp.status.converged and fp.branch == branch
-
-
-def solve_on(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig,
-             near: FixedPoint | None) -> FixedPoint:
-    """The fixed point on ``branch`` at alpha: warm-started from ``near`` (if given), then, where that
-    did not converge onto the branch, from the embedded start; the last attempt is returned."""
-    fp = solve(params, alpha, branch, config=cfg, init=near.overlaps) if near is not None else None
-    if not on_labelled_branch(fp, branch):
-        fp = solve(params, alpha, branch, config=cfg)
-    return fp
-
-
-def follow_branch(params: ModelParams, alphas: Sequence[float], branch: str, cfg: SolverConfig,
-                  progress: Callable[[FixedPoint], None] | None = None) -> list[FixedPoint]:
-    """``branch`` over the ascending grid, each point warm-started from the last point on the branch."""
-    out, prev = [], None
-    for a in sorted(alphas):
-        fp = solve_on(params, float(a), branch, cfg, prev)
-        if on_labelled_branch(fp, branch):
-            prev = fp
-        out.append(fp)
-        if progress is not None:
-            progress(fp)
-    return out
 
 
 def teacher_eps_lin(params: ModelParams, cfg: SolverConfig) -> float:

@@ -3,7 +3,8 @@
     python tests/golden/record_golden.py            # solves and sweeps (seconds), the 7-omega phase diagram
                                                   # and the omega = 0, 0.05 rows (a few minutes on 2 cores)
     python tests/golden/record_golden.py --quick    # solves and sweeps only
-    python tests/golden/record_golden.py --rank2    # tests/golden/rank2/ only: rank-2 solves (under a minute)
+    python tests/golden/record_golden.py --rank2    # tests/golden/rank2/ only: rank-2 solves and the rank-2
+                                                  # sweep (under a minute)
 
 The default rules are 4 independent scramblings per role (docs/method.md section 7, error bars and precision tiers); each number is
 recorded with its standard error (``err_<key>``, ``err_<boundary>``).  tests/golden/*.csv|json are the
@@ -46,6 +47,13 @@ RANK2_SOLVES = {
     "solve_r2_t2_positional_a2.json": (2.0, 2, 2, "positional"),
 }
 
+#: The recorded rank-2 sweep of tests/golden/rank2/: file name -> the command's arguments (``attnphase sweep``, its
+#: CSV as written; a one-block rule, so no error bars and a few CPU seconds).
+RANK2_SWEEPS = {
+    "sweep_r2_t1_mixed_a1.5-2.csv": ["sweep", "--rank", "2", "--branch", "mixed", "--alpha", "1.5,2", "--omega", "0.3",
+                                     "--quadrature", "sobol9", "--quiet"],
+}
+
 #: The recorded solves: file name -> (alpha, omega, branch).
 SOLVES = {
     "solve_sem_a2.json": (2.0, 0.3, "semantic"),
@@ -83,6 +91,19 @@ def rank2_record(alpha: float, r: int, r_star: int, branch: str) -> dict:
     return solve(params, alpha, branch, config=SolverConfig(quadrature=RANK2_RULE)).record
 
 
+def rank2_sweep_csv(argv: list[str]) -> str:
+    """The CSV ``attnphase <argv>`` writes (its only file ending in .csv)."""
+    import tempfile
+
+    from attnphase.cli import main
+
+    with tempfile.TemporaryDirectory() as tmp:
+        if main([*argv, "--out", tmp]) != 0:
+            raise RuntimeError(f"attnphase {' '.join(argv)} failed")
+        (path,) = Path(tmp).glob("*.csv")
+        return path.read_text()
+
+
 def sweep_rows(branch: str, alphas, config: SolverConfig | None = None) -> list[dict]:
     """The sweep's records at omega = 0.3, each with its error bars."""
     cfg = config or SolverConfig()
@@ -113,6 +134,9 @@ def main() -> None:
         RANK2.mkdir(parents=True, exist_ok=True)
         for name, spec in RANK2_SOLVES.items():
             (RANK2 / name).write_text(json.dumps(rank2_record(*spec)) + "\n")
+            print("wrote", name)
+        for name, argv in RANK2_SWEEPS.items():
+            (RANK2 / name).write_text(rank2_sweep_csv(argv))
             print("wrote", name)
         return
     GOLDEN.mkdir(parents=True, exist_ok=True)

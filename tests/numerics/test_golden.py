@@ -239,3 +239,30 @@ def test_rank2_solve_matches_golden(name: str) -> None:
             assert _close(now, then, RTOL_FIXED_POINT, atol=1e-12), (name, k, rec[k], gold[k])
     for k in RANK2_SCALARS:
         assert _close(rec[k], gold[k], RTOL_FIXED_POINT, atol=1e-12), (name, k, rec[k], gold[k])
+
+
+#: The rank-2 sweep's record (tests/golden/record_golden.py --rank2): file name -> the command's arguments.
+RANK2_SWEEPS = {
+    "sweep_r2_t1_mixed_a1.5-2.csv": ["sweep", "--rank", "2", "--branch", "mixed", "--alpha", "1.5,2", "--omega", "0.3",
+                                     "--quadrature", "sobol9", "--quiet"],
+}
+#: The rank-2 sweep's columns that are a fixed point's (its gauge invariants and observables): the solver's
+#: path to it (iterations, residual, the gauge angle of the last step) may differ, the point may not.
+RANK2_SWEEP_VALUES = ("e_t", "eps_g", "q0_eig_1", "q0_eig_2", "V0_eig_1", "V0_eig_2", "th0_sv_1", "m_norm_1",
+                      "m_norm_2")
+
+
+@pytest.mark.parametrize("name", sorted(RANK2_SWEEPS))
+def test_rank2_sweep_matches_golden(name: str, tmp_path: Path) -> None:
+    """``attnphase sweep --rank 2`` reproduces tests/golden/rank2/'s table: one row per alpha, the same branch and
+    convergence, every gauge invariant and observable to the solver's tolerance."""
+    from attnphase.cli import main
+
+    assert main([*RANK2_SWEEPS[name], "--out", str(tmp_path)]) == 0
+    (path,) = tmp_path.glob("*.csv")
+    rows, gold = _read_csv(path), _read_csv(RANK2 / name)
+    assert [float(r["alpha"]) for r in rows] == [float(g["alpha"]) for g in gold]
+    for row, g in zip(rows, gold):
+        assert (row["branch"], row["converged"], row["reason"]) == (g["branch"], g["converged"], g["reason"]), name
+        for k in RANK2_SWEEP_VALUES:
+            assert _close(float(row[k]), float(g[k]), RTOL_FIXED_POINT, atol=1e-12), (name, row["alpha"], k)

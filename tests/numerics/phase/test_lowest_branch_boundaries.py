@@ -149,7 +149,6 @@ def params():
 def _use(monkeypatch, model: ToyModel) -> ToyModel:
     monkeypatch.setattr(cc, "solve", model.solve)
     monkeypatch.setattr(cc, "search", model.search)
-    monkeypatch.setattr(rb, "solve", model.solve)
     monkeypatch.setattr(cs, "replicate_points", model.replicate_points)
     monkeypatch.setattr(rb, "teacher_eps_lin", lambda params, cfg: EPS_LIN)
     return model
@@ -338,11 +337,11 @@ def test_alpha_c_is_where_the_global_minimum_changes_not_where_the_followed_mixe
                                                                                                  params) -> None:
     model = _use(monkeypatch, two_mixed_model())
     grid = [0.25, 0.75, 1.25, 1.75, 2.25]
-    # what a search following one mixed branch from the embedded start sees (the search before the census-driven
-    # one): that branch lies above the positional point at 0.75 and below it at 1.25, its crossing at 0.9
-    followed = rb.follow_branch(params, grid, "mixed", SolverConfig())
-    assert [fp.overlaps.tag for fp in followed[1:]] == ["mixed2"] * 4
-    assert followed[1].e_t > model.point("positional", 0.75).e_t and followed[2].e_t < model.point("positional", 1.25).e_t
+    # what a search following only the embedded start's mixed branch (mixed2) sees: that branch lies above the
+    # positional point at 0.75 and below it at 1.25, its crossing at 0.9
+    assert model.reach(model.default["mixed"], 0.75).overlaps.tag == "mixed2"
+    assert model.point("mixed2", 0.75).e_t > model.point("positional", 0.75).e_t
+    assert model.point("mixed2", 1.25).e_t < model.point("positional", 1.25).e_t
     b = rb.lowest_branch_boundaries(params, grid, SolverConfig())
     # the global minimum leaves the positional point where mixed#1 is born from it, at 0.5
     assert (b.alpha_c_from, b.alpha_c_to) == ("positional", "mixed#1")

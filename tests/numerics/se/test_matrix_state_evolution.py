@@ -166,19 +166,51 @@ def test_cli_solve_rank2_prints_the_invariants_and_refuses_bad_input(capsys) -> 
 
 
 def test_cli_sweep_rank2_writes_one_row_per_alpha_with_the_invariants(tmp_path, capsys) -> None:
+    """``sweep --rank 2`` runs the rank-1 sweep's path: one task per omega, each omega's table in the sweep's one
+    schema (the invariants in place of q, m, V, theta, eps_lin the teacher's) and all of them in one dataset."""
     import csv
     import json
 
     from attnphase.cli import main
+    from attnphase.execution.dataset import cf_problems, open_dataset
+    from attnphase.numerics.jobs.variables import sweep_columns
+    from attnphase.numerics.phase.lowest_branch import teacher_eps_lin
 
     out = tmp_path / "res"
-    code = main(["sweep", "--alpha", "2", "--rank", "2", "--quadrature", "sobol9", "--out", str(out), "--json",
-                 "--quiet"])
+    code = main(["sweep", "--alpha", "2", "--omega", "0.3,0.35", "--rank", "2", "--quadrature", "sobol9", "--out",
+                 str(out), "--json", "--quiet", "--workers", "1"])
     rec = json.loads(capsys.readouterr().out)
-    assert code == 0 and rec["rank"] == 2 and rec["on_branch"] == 1
-    rows = list(csv.DictReader((out / "sweep_semantic_omega0.3_rank2x1.csv").open()))
-    assert len(rows) == 1 and rows[0]["branch"] == "semantic" and rows[0]["converged"] == "1"
-    for col in ("e_t", "eps_g", "q0_eig_1", "q0_eig_2", "V0_eig_2", "th0_sv_1", "m_norm_2", "gauge_angle"):
-        assert col in rows[0] and rows[0][col] != ""
+    assert code == 0 and rec["omegas"] == [0.3, 0.35] and rec["tasks"]["computed"] == 2
+    assert [(s["rank"], s["teacher_rank"], s["on_branch"]) for s in rec["sweeps"]] == [(2, 1, 1)] * 2
+    for w in (0.3, 0.35):
+        with (out / f"sweep_semantic_omega{w:g}_rank2x1.csv").open() as fh:
+            rows = list(csv.DictReader(fh))
+        assert tuple(rows[0]) == sweep_columns(2, 1, 2)
+        assert len(rows) == 1 and rows[0]["branch"] == "semantic" and rows[0]["converged"] == "1"
+        for col in ("e_t", "eps_g", "q0_eig_1", "q0_eig_2", "V0_eig_2", "th0_sv_1", "m_norm_2", "gauge_angle"):
+            assert rows[0][col] not in ("", "nan")
+        lin = teacher_eps_lin(with_ranks(ModelParams(omega=w), 2, 1), SolverConfig(quadrature="sobol9"))
+        assert float(rows[0]["eps_lin"]) == pytest.approx(lin, rel=1e-12)
+    ds = open_dataset(out / "sweep_semantic_rank2x1.nc")  # every column a CF variable over (omega, alpha)
+    assert cf_problems(ds) == [] and set(sweep_columns(2, 1, 2)) - {"alpha", "omega"} <= set(ds.data_vars)
+    assert ds["q0_eig_2"].dims == ("omega", "alpha") and ds.sizes["omega"] == 2
+    assert list(ds["status"].values) == ["done", "done"]
     assert main(["sweep", "--alpha", "2", "--branch", "mixed", "--out", str(out)]) == 2
     assert "--branch mixed needs --rank >= 2" in capsys.readouterr().err
+
+
+def test_the_sweep_has_one_schema_at_every_rank() -> None:
+    """The sweep's columns at r >= 2: the rank-1 table's with the overlaps q, m, V, theta (and their bars) replaced by
+    the gauge invariants (and theirs), plus the gauge angle; every column a variable of the table."""
+    from attnphase.numerics.commands.point_record import RECORD_KEYS, RESULT_KEYS
+    from attnphase.numerics.jobs.variables import SWEEP_COLUMNS, invariant_columns, lookup, sweep_columns
+
+    assert SWEEP_COLUMNS == sweep_columns(1, 1, 3) == RECORD_KEYS + tuple(f"err_{k}" for k in RESULT_KEYS) + ("reason",)
+    overlaps = {"q", "m", "V", "theta"} | {f"err_{k}" for k in ("q", "m", "V", "theta")}
+    for r, r_star, L in ((2, 1, 2), (2, 2, 3), (1, 2, 2)):
+        cols = sweep_columns(r, r_star, L)
+        inv = invariant_columns(r, r_star, L)
+        assert len(inv) == 2 * r + min(r, r_star) + L and len(set(cols)) == len(cols)
+        assert [c for c in cols if c in SWEEP_COLUMNS] == [c for c in SWEEP_COLUMNS if c not in overlaps]
+        assert set(cols) - set(SWEEP_COLUMNS) == set(inv) | {f"err_{c}" for c in inv} | {"gauge_angle"}
+        assert all(lookup(c) is not None for c in cols), [c for c in cols if lookup(c) is None]
