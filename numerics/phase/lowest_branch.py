@@ -33,7 +33,7 @@ grid points where nothing converged (solver failure).
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Sequence
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.errors.replicates import linearised_root_error
@@ -42,7 +42,6 @@ from attnphase.numerics.phase.branches import Branch, BranchCensus
 from attnphase.numerics.phase.census_continuation import END_TOL, MAX_CENSUS, Continuation
 from attnphase.numerics.phase.global_minimum_changes import Change, _Lost, _value, global_minimum_changes
 from attnphase.numerics.se.starts import teacher_rank
-from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.roots import RootNotFound, illinois_bracket
 from attnphase.theory.params import ModelParams
 
