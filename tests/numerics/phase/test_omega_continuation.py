@@ -132,9 +132,10 @@ def test_how_many_chains(mode, omegas, workers, chains) -> None:
 
 
 def test_phase_diagram_continuation_is_a_stored_chain_a_rerun_reads_back(tmp_path, capsys, runs) -> None:
+    # the rules of CFG (the library chain it is compared with): alpha_l not refined
     argv = ["phase-diagram", "--omega", "0.3,0.31", "--alpha", "0.6:2.2:5", "--quadrature", "sobol10",
-            "--alpha-c-quadrature", "sobol11", "--bifurcation-quadrature", "sobol10", "--continuation", "on",
-            "--workers", "1", "--out", str(tmp_path), "--quiet", "--json"]
+            "--alpha-c-quadrature", "sobol11", "--alpha-l-quadrature", "none", "--bifurcation-quadrature", "sobol10",
+            "--continuation", "on", "--workers", "1", "--out", str(tmp_path), "--quiet", "--json"]
     assert main(argv) == 0
     first = json.loads(capsys.readouterr().out)
     assert first["continuation_chains"] == 1 and first["tasks"]["total"] == 1 and first["tasks"]["computed"] == 1
