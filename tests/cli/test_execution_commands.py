@@ -15,8 +15,10 @@ import pytest
 from attnphase.cli import main
 from attnphase.execution import ResultStore
 
-SMALL = ["--alpha", "0.6:2.2:5", "--quadrature", "gh6", "--alpha-c-quadrature", "none",
-         "--bifurcation-quadrature", "sobol10", "--quiet"]
+#: Small rules throughout (these tests are about tasks, interrupts and outputs, not the boundaries' accuracy):
+#: alpha_c gh6's own root, no refinement of alpha_l or the branch ends.
+SMALL = ["--alpha", "0.6:2.2:5", "--quadrature", "gh6", "--alpha-c-quadrature", "none", "--alpha-l-quadrature", "none",
+         "--bifurcation-quadrature", "sobol10", "--end-quadrature", "none", "--quiet"]
 
 
 def test_interrupted_phase_diagram_resumes_with_the_missing_task_only(tmp_path, capsys) -> None:

@@ -231,9 +231,12 @@ def test_phase_diagram_error_estimate_is_the_spread_over_rules(tmp_path) -> None
 
 
 def test_phase_diagram_json_is_one_object(tmp_path, capsys) -> None:
-    """`--json`: stdout is phase_diagram.json as one object (the table goes to stderr)."""
+    """`--json`: stdout is phase_diagram.json as one object (the table goes to stderr).  Small rules throughout
+    (alpha_c is gh6's own root; no refinement of alpha_l or the ends): the default ones are run by
+    test_phase_diagram_writes_the_documented_files."""
     argv = ["phase-diagram", "--omega", "0.3", "--alpha", "0.6:2.2:5", "--quadrature", "gh6",
-            "--alpha-c-quadrature", "none", "--out", str(tmp_path), "--quiet", "--json"]
+            "--alpha-c-quadrature", "none", "--alpha-l-quadrature", "none", "--bifurcation-quadrature", "sobol10",
+            "--end-quadrature", "none", "--out", str(tmp_path), "--quiet", "--json"]
     assert main(argv) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 1

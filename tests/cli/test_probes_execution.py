@@ -21,8 +21,10 @@ import pytest
 from attnphase import interrupts, outputs
 from attnphase.cli import main
 
-SMALL = ["--alpha", "0.6:2.2:5", "--quadrature", "gh6", "--alpha-c-quadrature", "none",
-         "--bifurcation-quadrature", "sobol10", "--quiet"]
+#: Small rules throughout (tasks, signals and outputs are checked here, not the boundaries' accuracy): alpha_c gh6's
+#: own root, no refinement of alpha_l or the branch ends.
+SMALL = ["--alpha", "0.6:2.2:5", "--quadrature", "gh6", "--alpha-c-quadrature", "none", "--alpha-l-quadrature", "none",
+         "--bifurcation-quadrature", "sobol10", "--end-quadrature", "none", "--quiet"]
 
 
 def _one_line_error(capsys, argv, needles, where: Path) -> str:

@@ -210,8 +210,11 @@ def test_phase_diagram_census_writes_census_csv(monkeypatch, tmp_path, capsys) -
         return _fake_census([("positional", 1.0, 0.1), ("semantic", 1.1, 0.1)])(params, alpha)
 
     monkeypatch.setattr(census_mod, "census", fake)
+    # small rules throughout (what is checked is where the census runs and what is written, not the boundaries'
+    # accuracy); alpha_c is found on them (a NaN alpha_c would run no census: `seen` below would stay empty)
     argv = ["phase-diagram", "--omega", "0.3", "--alpha", "0.6:2.2:5", "--quadrature", "sobol10",
-            "--alpha-c-quadrature", "none", "--census", "--out", str(tmp_path), "--quiet", "--json"]
+            "--alpha-c-quadrature", "none", "--alpha-l-quadrature", "none", "--bifurcation-quadrature", "sobol10",
+            "--end-quadrature", "none", "--census", "--out", str(tmp_path), "--quiet", "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     rows = list(csv.DictReader(open(tmp_path / "phase_diagram_census.csv")))
