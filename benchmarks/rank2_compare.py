@@ -44,6 +44,13 @@ def work_lines(run: dict) -> list[str]:
     return out
 
 
+def _span(points: list[float] | None) -> str:
+    """A branch's grid points in words: how many, from where to where (absent: no such branch in that run)."""
+    if points is None:
+        return "absent"
+    return f"{len(points)} points {points[0]:.4g}..{points[-1]:.4g}" if points else "none"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("before")
@@ -57,8 +64,7 @@ def main() -> None:
     print("== branches: grid points on (before | after)")
     for name in dict.fromkeys(list(on[0]) + list(on[1])):
         b, c = on[0].get(name), on[1].get(name)
-        fmt = lambda pts: "absent" if pts is None else f"{len(pts)} points {pts[0]:.4g}..{pts[-1]:.4g}" if pts else "none"  # noqa: E731
-        print(f"  {name:12s} {fmt(b):28s} | {fmt(c):28s}{'' if b == c else '  DIFFERS'}")
+        print(f"  {name:12s} {_span(b):28s} | {_span(c):28s}{'' if b == c else '  DIFFERS'}")
     same = on[0] == on[1] and boundary_lines(runs[0]) == boundary_lines(runs[1])
     print("same branches and boundaries" if same else "branches or boundaries differ (above)")
 
