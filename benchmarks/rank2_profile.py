@@ -5,7 +5,10 @@ polish, follow, ends, changes, alpha_l, block re-solves), by requested label and
 
 Counts do not depend on the machine's load; CPU seconds do (a shared machine: compare counts, or interleave).
 
-    nice -n 10 .venv/bin/python benchmarks/rank2_profile.py --omega 0.1 --quadrature sobol8:4 [--json FILE]
+    nice -n 10 .venv/bin/python benchmarks/rank2_profile.py --omega 0.1 --quadrature sobol8:4 [--json FILE [--trace]]
+
+Compare two runs with benchmarks/rank2_compare.py; try stall windows on a traced run with
+benchmarks/rank2_stall_windows.py.
 """
 
 from __future__ import annotations
@@ -16,13 +19,41 @@ import json
 import time
 
 
-def profile(omega: float, quadrature: str, alphas: str = "0.1:3:12", r_star: int = 1) -> dict:
+def traced_runs() -> tuple[list[dict], tuple]:
+    """Every :class:`~attnphase.numerics.se.fixed_point.FixedPointSolver` run from now on, appended to the list
+    returned: its unknowns, whether it converged, its evaluations and the best exact residual after each evaluation
+    (inf before the first exact one); and what restores the solver."""
+    import math
+
+    from attnphase.numerics.se import fixed_point
+
+    runs: list[dict] = []
+    saved = (fixed_point.FixedPointSolver._eval, fixed_point.FixedPointSolver.solve)
+
+    def _eval(self, x, exact=False):
+        ev = saved[0](self, x, exact)
+        best = self.__dict__.setdefault("best_trace", [])
+        best.append(self.best.residual if self.best is not None else math.inf)
+        return ev
+
+    def solve(self, x, warm=False):
+        res = saved[1](self, x, warm)
+        runs.append({"unknowns": len(x), "converged": bool(res.converged), "evaluations": res.evaluations,
+                     "best": getattr(self, "best_trace", [])})
+        return res
+
+    fixed_point.FixedPointSolver._eval, fixed_point.FixedPointSolver.solve = _eval, solve
+    return runs, saved
+
+
+def profile(omega: float, quadrature: str, alphas: str = "0.1:3:12", r_star: int = 1, trace: bool = False) -> dict:
     import numpy as np
 
     import attnphase.numerics.phase.census as census_mod
     import attnphase.numerics.phase.census_continuation as cc
     import attnphase.numerics.phase.census_starts as cs
     from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.se import fixed_point
     from attnphase.numerics.phase.lowest_branch import lowest_branch_boundaries
     from attnphase.numerics.quadrature.rules import rule_nodes
     from attnphase.theory import ModelParams
@@ -33,6 +64,7 @@ def profile(omega: float, quadrature: str, alphas: str = "0.1:3:12", r_star: int
     cfg = SolverConfig(quadrature=quadrature)
     rows: list[dict] = []
     state = {"cont": None}
+    runs, solver = traced_runs() if trace else (None, None)
 
     def wrap(fn, where):
         def wrapped(*a, **k):
@@ -43,6 +75,9 @@ def profile(omega: float, quadrature: str, alphas: str = "0.1:3:12", r_star: int
             rows.append({"phase": phase, "label": str(a[2] if len(a) > 2 else k.get("branch", "")),
                          "alpha": float(a[1]), "evaluations": int(fp.status.iterations),
                          "converged": bool(fp.status.converged), "cpu": time.process_time() - c0})
+            if runs is not None:  # the solver runs of this solve (and of the block re-solves before it)
+                rows[-1]["runs"] = runs[:]
+                runs.clear()
             return fp
         return wrapped
 
@@ -62,6 +97,8 @@ def profile(omega: float, quadrature: str, alphas: str = "0.1:3:12", r_star: int
         b = lowest_branch_boundaries(params, grid, cfg)
     finally:
         cc.solve, cs.solve, census_mod.solve, Continuation.__init__ = saved
+        if solver is not None:
+            fixed_point.FixedPointSolver._eval, fixed_point.FixedPointSolver.solve = solver
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     cont = state["cont"]
     by_phase: dict = collections.defaultdict(lambda: [0, 0, 0.0, 0])
@@ -85,6 +122,10 @@ def profile(omega: float, quadrature: str, alphas: str = "0.1:3:12", r_star: int
                         for k, v in by_phase.items()},
            "by_label": {f"{k[0]} / {k[1]}": {"solves": v[0], "evaluations": v[1], "cpu": v[2]}
                         for k, v in by_label.items()},
+           "alpha_c_method": b.alpha_c_method, "alpha_l_err": b.alpha_l_err, "alpha_l_branch": b.alpha_l_branch,
+           "ends": [{"branch": e.branch, "alpha": e.alpha, "err": e.err, "exists": e.exists, "kind": e.kind}
+                    for e in b.ends],
+           "notes": list(b.notes),
            "census_alphas": census_alphas,
            "branches": {br.name: sorted(br.points) for br in cont.branches},
            "solves": rows}
@@ -110,8 +151,10 @@ def main() -> None:
     ap.add_argument("--alphas", default="0.1:3:12")
     ap.add_argument("--teacher-rank", type=int, default=1)
     ap.add_argument("--json", default=None, help="write every solve's row and the tallies here")
+    ap.add_argument("--trace", action="store_true", help="with each row, its solver runs' best residual after each "
+                    "evaluation (benchmarks/rank2_stall_windows.py reads them)")
     a = ap.parse_args()
-    out = profile(a.omega, a.quadrature, a.alphas, a.teacher_rank)
+    out = profile(a.omega, a.quadrature, a.alphas, a.teacher_rank, a.trace)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1, default=float)
