@@ -26,6 +26,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from scipy.optimize import brentq, minimize_scalar
 
 from attnphase.numerics.se.bayes import (DEFAULT_ORDER, ORDER_STEP, AlphaCurve, BayesModel, SignRule, alpha_curve,
@@ -33,6 +35,11 @@ from attnphase.numerics.se.bayes import (DEFAULT_ORDER, ORDER_STEP, AlphaCurve, 
 
 #: The keys of the thresholds, in the order they are reported.
 THRESHOLD_KEYS = ("alpha_weak_recovery", "alpha_it", "alpha_amp")
+
+#: Relative size of alpha*(x)'s rounding noise: where x = q0 / rho0 ~ 1e-9, alpha*(x) ~ alpha_WR wiggles by ~1e-8
+#: relative (L = 1, Delta = 0, the rule sign32: 0.5000000207 between 0.5000000090 and 0.5000000160); a local maximum
+#: that alpha* falls from by less than this is that noise, not the end of a branch.
+CURVE_RESOLUTION = 1e-7
 
 #: The part of the coexistence range [informative end, alpha_amp] left out at each end in the crossing search.
 EDGE = 1e-3
@@ -83,12 +90,21 @@ def weak_recovery_extrapolation_error(model: BayesModel, rule: SignRule) -> floa
     return abs(weak_recovery_on(model, rule, WR_X) - weak_recovery_on(model, rule, 2 * WR_X))
 
 
+def _prominent(a: np.ndarray, i: int) -> bool:
+    """Whether alpha*(x) falls from a[i] by more than CURVE_RESOLUTION * a[i] before it next rises above a[i]."""
+    later = a[i + 1:]
+    above = np.flatnonzero(later > a[i])
+    dip = later[:above[0]] if above.size else later
+    return a[i] - dip.min() > CURVE_RESOLUTION * a[i]
+
+
 def amp_on(model: BayesModel, rule: SignRule, curve: AlphaCurve) -> tuple[float, float] | None:
-    """(alpha_amp, x there): the first interior local maximum of alpha*(x), refined by a bounded search
-    between the grid's neighbours; None if there is none."""
+    """(alpha_amp, x there): the first interior local maximum of alpha*(x) that alpha* falls from by more than
+    the curve's resolution (:data:`CURVE_RESOLUTION`), refined by a bounded search between the grid's
+    neighbours; None if there is none."""
     a = curve.alpha
     for i in range(1, a.size - 1):
-        if a[i] >= a[i - 1] and a[i] > a[i + 1]:
+        if a[i] >= a[i - 1] and a[i] > a[i + 1] and _prominent(a, i):
             lo, hi = curve.x[i - 1], curve.x[i + 1]
             res = minimize_scalar(lambda x: -_x_alpha(model, rule, x), bounds=(lo, hi), method="bounded",
                                   options={"xatol": 1e-12 * max(1.0, hi)})

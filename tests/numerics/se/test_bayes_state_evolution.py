@@ -142,3 +142,13 @@ def test_eps_g_matches_a_nested_monte_carlo():
     per_w = 0.5 * (1 - omega) ** 2 * np.einsum("nlk,k->n", S.var(axis=1, ddof=1), model.s2())
     se = per_w.std(ddof=1) / np.sqrt(nw)
     assert abs(bayes_eps_g(model, omega, q0) - per_w.mean()) < 4 * se
+
+
+def test_a_rounding_wiggle_of_the_alpha_curve_is_not_a_local_maximum():
+    """alpha*(x) near x = 0 wiggles at its rounding level (L = 1, noiseless, sign32: 0.5000000207 between
+    0.5000000090 and 0.5000000160); that is not alpha_amp, a fall of 0.13 is."""
+    from attnphase.numerics.phase.bayes_thresholds import _prominent
+
+    a = np.array([0.500000008986, 0.500000020699, 0.50000001599, 0.500000023691, 0.9, 1.128, 1.0, 1.05])
+    assert not _prominent(a, 1)
+    assert _prominent(a, 5)
