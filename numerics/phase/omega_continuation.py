@@ -89,6 +89,16 @@ class _Branches:
         _, fp, _ = _advance(run, start, target, branch, abs(target - start.alpha) / 3)
         return fp if on_branch(fp, branch) and fp.alpha == target else None
 
+    def extension_point(self, branch: str, alpha: float, neighbour: FixedPoint | None,
+                        below: FixedPoint) -> FixedPoint | None:
+        """``branch`` at ``alpha`` above the grid (where phase_boundaries follows a branch with no end on up to
+        ALPHA_LIMIT), given ``below``, this model's point at the previous alpha: from the neighbour's point there
+        (the step budget, as a grid point), else reached from ``below`` as phase_boundaries' sweep gets there;
+        None where neither is on the branch.  From the neighbour's points (omega = 0.28-0.31, default rules)
+        alpha = 6 and 10 cost 19-28 SE evaluations together, the steps in alpha from the grid's top 30-35."""
+        fp = self._run(alpha, branch, neighbour, self.steps) if neighbour is not None else None
+        return fp if fp is not None else self.reach(branch, below, alpha)
+
     def at(self, branch: str, alpha: float, seeds: Sequence[FixedPoint]) -> FixedPoint:
         """``branch`` at ``alpha`` (a root finder's iterate): from this model's nearest point, the next
         nearest on the other side, the nearest of ``seeds`` (the neighbour's), then cold; BranchLost."""
@@ -173,7 +183,8 @@ def continued_boundaries(
         start = next((p for p in above if p.alpha == max(alphas)), None)
         top = br.continue_point("positional", max(alphas), start) if start is not None else None
         for a in grid_extension(max(alphas)):
-            top = br.reach("positional", top, a) if top is not None else None
+            theirs = next((p for p in above if p.alpha == a), None)
+            top = br.extension_point("positional", a, theirs, top) if top is not None else None
             if top is None:
                 raise ContinuationFailed(f"positional branch not followed up to alpha = {a:g}")
             pos.append(top)
