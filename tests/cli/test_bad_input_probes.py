@@ -656,6 +656,7 @@ def test_check_hats_steps_stay_in_the_domain_at_tiny_rho0(capsys):
     assert "pass" in cap.out and "error:" not in cap.err and "failed:" not in cap.err
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_census_at_large_lambda_finds_one_agnostic_point_with_honest_bars(capsys):
     # lambda = 0.1, alpha = 1 (README's scan range): the census raised inside its stability step; the

@@ -90,6 +90,7 @@ def test_show_without_a_dataset_is_a_one_line_error(tmp_path, capsys) -> None:
     assert len(err) == 1 and "no dataset (*.nc)" in err[0]
 
 
+@pytest.mark.heavy
 def test_scan_accepts_correlated_tokens(tmp_path, capsys) -> None:
     """``scan --token-cov``: each cell is the phase diagram of that model (its whitened form), the same as
     ``phase-diagram --token-cov`` gives at that lambda."""

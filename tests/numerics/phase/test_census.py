@@ -233,6 +233,7 @@ def test_phase_diagram_census_writes_census_csv(monkeypatch, tmp_path, capsys) -
     assert "--census" in capsys.readouterr().err
 
 
+@pytest.mark.heavy
 def test_census_of_correlated_tokens_ranks_the_whitened_fixed_points(capsys) -> None:
     """``census --token-cov``: the fixed points of the whitened model (docs/model.md section 7), reported in the
     tokens' own variables; its semantic and positional points are those ``solve --token-cov`` finds on the same

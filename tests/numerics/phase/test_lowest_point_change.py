@@ -9,6 +9,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
+import pytest
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.boundaries import phase_boundaries
@@ -76,6 +77,7 @@ def test_no_change_of_the_lowest_point_says_which_point_and_why():
     assert b.notes[-1].endswith("lies above it wherever both are on")
 
 
+@pytest.mark.heavy
 def test_the_simplex_p_gets_alpha_c_with_its_labels():
     # L = 3, simplex P (p_l . p_k = -1/2), small rule: the sweeps find the semantic branch (born near 0.29) and a
     # positional one above it at 0.4 and 0.6; with the crossing of the two left to this rule (the scalar form's

@@ -144,6 +144,7 @@ def test_positional_grid_starts_above_the_semantic_end() -> None:
     assert positional_grid(grid, BranchSweep("semantic", [], sem.end)) == grid
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 @pytest.mark.parametrize("omega", [0.0, 0.05])
 def test_small_omega_rows_match_golden(omega: float) -> None:
@@ -185,6 +186,7 @@ def test_whole_positional_branch_adds_the_grid_below_the_boundaries_range() -> N
     assert whole_positional_branch(params, [0.627, 1.0], pos, SolverConfig()) is pos
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_alpha_c_found_where_the_positional_sweep_dropped_its_grid_points() -> None:
     """Regression (46-omega diagram on sobol10:4): at omega = 0.19 the positional sweep's warm step from 0.627

@@ -123,6 +123,7 @@ def test_m_derivative_of_a_channel_average_is_the_likelihood_ratio_form() -> Non
     np.testing.assert_allclose(lr, fd, rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.heavy
 def test_positional_sweep_ends_where_the_agnostic_branch_restabilises_in_m() -> None:
     """omega = 0.15: the positional branch, followed up, is lost near 1.16 by solver failure on
     sobol12 (alpha(|m|) is flat there); the agnostic branch's m eigenvalue falls through 1 at ~1.50

@@ -95,6 +95,7 @@ def test_the_judged_eigenvalue_is_kept_and_the_absence_evidence_reads_it(monkeyp
         absence.agnostic_eigenvalue(judged, "positional", other, CFG)
 
 
+@pytest.mark.heavy
 def test_a_positional_start_past_the_agnostic_point_is_the_cold_solve(monkeypatch):
     # L = 3, P = I: the positional start falls to the agnostic point (absent); the next grid point's cold solve,
     # taken from that point, reaches the same fixed point as the whole cold path from alpha = 0.3, for fewer

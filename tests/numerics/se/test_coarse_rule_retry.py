@@ -20,6 +20,7 @@ def test_the_coarser_rule_halves_the_points_per_block_and_keeps_seed_and_block()
     assert coarser_spec("gh6") is None
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_the_l3_mixed_point_converges_on_the_default_rule():
     params = ModelParams(L=3, r=2, r_star=1, omega=0.3)
