@@ -189,6 +189,7 @@ def test_phase_diagram_writes_the_documented_files(tmp_path, capsys) -> None:
     assert "alpha_c" in capsys.readouterr().out
 
 
+@pytest.mark.heavy
 def test_phase_diagram_error_estimate_is_the_spread_over_rules(tmp_path) -> None:
     """`--error-estimate 2` with gh6 repeats the boundaries on gh8 (and the alpha_c correction on
     sobol16 seed 1): each err_<boundary> is the sample std of the two values, which are recomputed here."""

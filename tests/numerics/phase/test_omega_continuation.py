@@ -155,6 +155,7 @@ def test_bad_continuation_value_exits_2(capsys) -> None:
     assert len(err) == 1 and err[0].startswith("attnphase: error: argument --continuation")
 
 
+@pytest.mark.heavy
 def test_continued_rows_carry_error_bars_from_the_blocks() -> None:
     """On rules of several scramblings a continued omega's boundaries carry their standard errors, as
     phase_boundaries' do (alpha_c from the fine rule's blocks, the semantic end from the bifurcation's)."""

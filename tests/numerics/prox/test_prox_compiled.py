@@ -253,6 +253,7 @@ def test_scalar_kernels_equal_the_batched_ones(L: int) -> None:
         np.testing.assert_allclose(loss, k.loss(h[n], T[n], s2), rtol=1e-14)
 
 
+@pytest.mark.heavy
 def test_compiled_solver_is_cached_across_processes(tmp_path) -> None:
     """The template instance lives in the kernel cache and numba stores its machine code beside
     it: a second fresh process loads every compiled function (no cache miss)."""
