@@ -2,11 +2,6 @@
 
     hats  = update_hat(params, alpha, x, moments, invariance)   channel side: theory/hats.py's formulas
     F(x)  = update(params, hats)                                prior side: the ridge prior's closed form
-
-Both forms of :class:`~attnphase.numerics.se.overlaps.Overlaps` go through the same two functions; they differ
-only in how the hats are kept on the state's invariant subspace: the scalar form (r = r* = 1) averages them
-over the state's exact symmetry group (:func:`attnphase.numerics.quadrature.symmetry.symmetrize`, the rank-1
-fast path's projection), the matrix form sets to zero the hats its branch has none of.
 """
 
 from __future__ import annotations
