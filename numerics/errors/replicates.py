@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.numerics.config import QUADRATURE_ROLES, SolverConfig
+from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import replicates, rule_blocks
 from attnphase.numerics.se.overlaps import on_branch_subspace
 from attnphase.numerics.se.state_evolution import FixedPoint, solve
@@ -90,8 +90,7 @@ def block_config(config: SolverConfig, j: int) -> SolverConfig:
     """``config`` with every quadrature role of as many blocks as the solve rule's reduced to its block j
     (the roles of another block count keep their whole rule)."""
     n = replicates(config.quadrature)
-    changes = {role: rule_blocks(getattr(config, role))[j] for role in QUADRATURE_ROLES
-               if getattr(config, role) is not None and replicates(getattr(config, role)) == n}
+    changes = {role: rule_blocks(spec)[j] for role, spec in config.rules().items() if replicates(spec) == n}
     return config.replace(**changes)
 
 
