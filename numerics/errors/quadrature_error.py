@@ -1,18 +1,6 @@
-"""Honest quadrature error bars for a fixed point, or for the phase boundaries.
-
-**Replicates (the default)**: the pooled rule's independent scrambling blocks give every fixed point
-its standard error at the cost of about one warm solve (:mod:`attnphase.numerics.errors.replicates`).
-
-**Independent rules** (a deterministic rule, or a Sobol rule of one block, with ``--error-estimate
-K``): the fixed point is re-solved on K independent rules (:func:`quadrature_error`); their spread
-is the error of one solve.  For Gauss--Hermite the rules are the same rule at higher orders, so the
-spread is an upper estimate dominated by the lowest order.  The phase boundaries get the same
-treatment (the whole computation repeated on the other rules, one task each: ``--error-estimate K`` of
-``phase-diagram``), their spread from :func:`replicate_spread`.
-
-What an error bar covers: the quadrature rules' error.  What it does not: the solver's tolerance
-(residual <= tol, 1e-10 by default, far below), which fixed point a solve lands on where the map has
-several close ones (docs/method.md section 9, known limitations), and the branch choice.
+"""The error bar of a fixed point or of the phase boundaries (docs/method.md section 7): from the pooled rule's
+blocks (:mod:`attnphase.numerics.errors.replicates`), else the spread over K independent rules
+(``--error-estimate K``; for Gauss--Hermite the same rule at higher orders: an upper estimate).
 """
 
 from __future__ import annotations
@@ -118,11 +106,6 @@ def point_errors(points: Sequence[FixedPoint], config: SolverConfig, n_rules: in
     return tuple(out)
 
 
-def _spread(values: Sequence[float]) -> float:
-    finite = [v for v in values if math.isfinite(v)]
-    return spread(finite)
-
-
 def replicate_spread(runs: Sequence[Boundaries]) -> dict[str, float]:
     """For each key of BOUNDARY_KEYS, ``err_<key>``: the sample standard deviation of the boundary over
     ``runs`` (the same omega on independent rules) where it was found (NaN with fewer than two), and
@@ -130,6 +113,6 @@ def replicate_spread(runs: Sequence[Boundaries]) -> dict[str, float]:
     row: dict[str, float] = {}
     for key in BOUNDARY_KEYS:
         values = [float(getattr(r, key)) for r in runs]
-        row[f"err_{key}"] = _spread(values)
+        row[f"err_{key}"] = spread(values)
         row[f"{key}_found"] = sum(math.isfinite(v) for v in values)
     return row
