@@ -1,23 +1,8 @@
-"""Quadrature rules for the channel expectations over the 2L standard Gaussians (xi, eta).
-
-A rule is a set of nodes ``z`` of shape (N, 2L), laid out as
-``(xi_1..xi_L, eta_1..eta_L)``, with weights summing to one, so that
-``E[F(xi, eta)] ~= sum_i w_i F(z_i)``.
-
-Two families are offered:
-
-* ``gauss_hermite_rule`` -- tensor-product Gauss--Hermite (probabilists'),
-  symmetric under every sign flip and token permutation, exponentially
-  convergent where the integrand is smooth.  Nodes whose weight is below
-  ``prune * max(weight)`` are dropped (symmetrically: weights are invariant under
-  the symmetries), and the dropped mass is reported.
-* ``sobol_rule`` -- randomised quasi-Monte Carlo (scrambled Sobol mapped through
-  the Gaussian inverse CDF) with a seed; independent randomisations give an
-  error bar.  Convergence does not rely on smoothness, so it is the honest
-  choice where the global proximal map jumps (small alpha).
-
-Accuracy is never assumed: :mod:`attnphase.numerics.se.state_evolution` estimates the
-quadrature error of a fixed point by re-solving it on a finer rule.
+"""Quadrature rules for the channel expectations over the 2L standard Gaussians (xi, eta) (docs/method.md
+section 1): nodes ``z`` of shape (N, 2L), columns ``(xi_1..xi_L, eta_1..eta_L)``, weights summing to one, so
+that ``E[F(xi, eta)] ~= sum_i w_i F(z_i)``.  Scrambled Sobol (the default; independent scramblings give the
+error bar) or tensor Gauss--Hermite (plain or rotated); rule specs (:func:`make_rule`), symmetrisation and
+orbit reduction.
 """
 
 from __future__ import annotations
@@ -76,14 +61,9 @@ def gauss_hermite_1d(order: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def gauss_hermite_rule(L: int, order: int, prune: float = 1e-14, rotation_seed: int | None = None) -> QuadratureRule:
-    """Tensor Gauss--Hermite rule on 2L dimensions with ``order`` nodes per dimension.
-
-    E[F] ~= sum_{i_1..i_2L} prod_j w_{i_j} F(x_{i_1}, ..., x_{i_2L}); nodes with
-    weight < prune * max weight are dropped and their mass reported.  With
-    ``rotation_seed`` the grid is rotated by a random orthogonal matrix (the
-    Gaussian measure is rotation invariant, so the rule stays exact for the same
-    polynomials) -- this moves the nodes off the diagonals xi_1 = +-xi_2,
-    eta_1 = +-eta_2 where the proximal map has mirror-image ties.
+    """Tensor Gauss--Hermite rule on 2L dimensions with ``order`` nodes per dimension; nodes of weight below
+    prune * max weight dropped (their mass reported).  With ``rotation_seed`` the grid is rotated by a random
+    orthogonal matrix, off the diagonals where the proximal map has mirror-image ties.
     """
     dim = 2 * L
     x, w = gauss_hermite_1d(order)
@@ -104,31 +84,31 @@ def gauss_hermite_rule(L: int, order: int, prune: float = 1e-14, rotation_seed: 
 
 
 def sobol_rule(L: int, log2_n: int, seed: int = 0, randomizations: int = 1, block: int | None = None) -> QuadratureRule:
-    """Scrambled Sobol rule: ``randomizations`` independent scramblings of 2^log2_n points each.
-
-    Points u in (0,1)^2L are mapped to z = Phi^{-1}(u); all points carry equal weight.
-    With several randomisations the node array is their concatenation, block by block; ``block`` = j
-    gives the j-th alone (its scrambling is drawn after the first j's, whose points are not generated).
-    """
+    """Scrambled Sobol rule: ``randomizations`` independent scramblings of 2^log2_n points each, mapped through
+    Phi^{-1}, equal weights (:func:`_sobol_nodes`)."""
     if log2_n < 1 or randomizations < 1:
         raise ValueError("sobol_rule needs log2_n >= 1 and randomizations >= 1")
-    from scipy.stats import qmc  # imported here: scipy.stats costs ~0.5 s, and a rerun read from the store needs no rule
-
-    rng = np.random.default_rng(seed)
-    blocks = []
-    for j in range(randomizations if block is None else block + 1):
-        engine = qmc.Sobol(d=2 * L, scramble=True, seed=rng)  # the scrambling draws from rng here
-        if block is None or j == block:
-            blocks.append(ndtri(np.clip(engine.random_base2(log2_n), 1e-300, 1 - 1e-16)))
-    nodes = np.concatenate(blocks, axis=0)
+    nodes = _sobol_nodes(2 * L, log2_n, seed, randomizations, block)
     weights = np.full(nodes.shape[0], 1.0 / nodes.shape[0])
     name = f"sobol2^{log2_n}x{randomizations}(seed={seed})" + ("" if block is None else f"@{block}")
     return QuadratureRule(nodes, weights, name)
 
 
-#: The most nodes a rule may have (before symmetrisation, which multiplies them by up to 8 for
-#: L = 2): each node costs about 2 kB in one proximal search (starts x fields x Hessians), so 2^22
-#: nodes need ~8 GB; the machines this runs on have 24 GB.
+def _sobol_nodes(dim: int, log2_n: int, seed: int, randomizations: int, block: int | None) -> np.ndarray:
+    """z = Phi^{-1}(u) for ``randomizations`` independent scramblings of 2^log2_n Sobol points u in (0, 1)^dim,
+    concatenated block by block; ``block`` = j: the j-th alone (its scrambling drawn after the first j's)."""
+    from scipy.stats import qmc  # imported here: scipy.stats costs ~0.5 s, and a rerun read from the store needs no rule
+
+    rng = np.random.default_rng(seed)
+    blocks = []
+    for j in range(randomizations if block is None else block + 1):
+        engine = qmc.Sobol(d=dim, scramble=True, seed=rng)  # the scrambling draws from rng here
+        if block is None or j == block:
+            blocks.append(ndtri(np.clip(engine.random_base2(log2_n), 1e-300, 1 - 1e-16)))
+    return np.concatenate(blocks, axis=0)
+
+
+#: The most nodes a rule may have (before symmetrisation): about 2 kB each in one proximal search, ~8 GB.
 MAX_RULE_NODES = 2 ** 22
 
 #: Gauss-Hermite orders per dimension accepted (gh1 is a single node at 0: no rule).
@@ -217,10 +197,7 @@ def finer_rule(L: int, spec: str | None, than: str) -> str | None:
     return spec if spec is not None and rule_nodes(L, spec) > rule_nodes(L, than) else None
 
 
-#: The largest L the state evolution supports (measured on a 2-core, 23 GB machine: the first solve
-#: takes ~10 s at L = 2, ~15 s at L = 3, ~75 s at L = 4 (mostly generating the kernels); at L = 5 the kernels
-#: took under 2 minutes but the solve with sobol12 then grew past 23 GB and was killed).
-#: ``$ATTNPHASE_MAX_L`` raises it (on a larger machine, at your own risk).
+#: The largest L the state evolution supports (at L = 5 a solve outgrew 23 GB); ``$ATTNPHASE_MAX_L`` raises it.
 MAX_SE_L = 4
 
 
@@ -284,19 +261,14 @@ def matrix_rule(L: int, r: int, r_star: int, spec: str) -> QuadratureRule:
     (2^K points x REPS scramblings, Gaussian by the inverse CDF) over the L (r + r*) dimensions, columns
     (xi_1..xi_L, eta_1..eta_L) with xi_l in R^r, eta_l in R^{r*} (:func:`split_nodes`); with ``@j`` its block j
     alone (:func:`rule_blocks`)."""
-    from scipy.stats import qmc
-
     kind, args = parse_rule_spec(spec)
     if kind != "sobol":
         raise ValueError(f"the rank-r state evolution uses scrambled Sobol rules (sobolK[:REPS:SEED]), got {spec!r}")
     check_rule_size(L, spec)
     log2_n, reps, seed = args
     dim = L * (r + r_star)
-    rng = np.random.default_rng(seed)
-    blocks = [ndtri(np.clip(qmc.Sobol(d=dim, scramble=True, seed=rng).random_base2(log2_n), 1e-300, 1 - 1e-16))
-              for _ in range(reps)]
     block = split_block(spec)[1]
-    z = np.concatenate(blocks if block is None else blocks[block:block + 1], axis=0)
+    z = _sobol_nodes(dim, log2_n, seed, reps, block)
     N = z.shape[0]
     return QuadratureRule(z, np.full(N, 1.0 / N), f"sobol2^{log2_n}x{reps}(seed={seed}, dim={dim})"
                           + ("" if block is None else f"@{block}"))
@@ -311,25 +283,17 @@ def split_nodes(rule: QuadratureRule, L: int, r: int, r_star: int) -> tuple[np.n
 
 
 def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) -> tuple[QuadratureRule, bool]:
-    """Orbit representatives of the rule's nodes under a symmetry group, carrying the orbit weight.
-
-    A group element (pi, s, t) maps (xi, eta) -> (s xi[pi], t eta[pi]).  Each node is
-    replaced by the lexicographically smallest image; equal images are merged with
-    their weights added.  For a group-invariant integrand (after the hat overlaps are
-    symmetrised) the reduced rule gives the same sums at a fraction of the cost.
-
-    Returns (reduced rule, exact): ``exact`` is True when the rule is invariant under
-    the group (every image of a node is a node of the same weight), as for
-    Gauss--Hermite; for other rules the reduction is not applied.
+    """Orbit representatives of the rule's nodes under a symmetry group ((pi, s, t): (xi, eta) -> (s xi[pi],
+    t eta[pi])): each node replaced by its lexicographically smallest image, equal images merged with their
+    weights added.  Returns (reduced rule, exact): where the rule is not invariant under the group (``exact``
+    False) it is returned unreduced.
     """
     if len(group) <= 1:
         return rule, True
     z = rule.nodes
     key = lambda a: np.round(a, 12)  # noqa: E731 - tolerance for exact symmetric nodes
     images = _images(z, L, group)
-    # exactness: every image of the weighted node set is the weighted node set itself -- known without
-    # the test (9 sorts of the nodes: 0.6 s for sobol12:4 symmetrised) when ``group`` is a subgroup of the
-    # one the rule is invariant under by construction (:func:`symmetrize_rule`)
+    # exact: every image of the weighted node set is the set itself (known for a subgroup of ``rule.group``)
     if not set(group) <= set(rule.group):
         base = _sorted_rows(np.column_stack([key(z), rule.weights]))
         exact = all(
@@ -352,9 +316,8 @@ def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) 
 
 
 def _unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(the distinct rows of ``a`` in lexicographic order, first column most significant; the index of each
-    row of ``a`` among them): ``np.unique(a, axis=0, return_inverse=True)``, by a stable lexsort of the
-    columns instead of a sort of the rows as structured records (about twice as fast for 10^4-10^5 rows)."""
+    """``np.unique(a, axis=0, return_inverse=True)`` (first column most significant), by a stable lexsort of the
+    columns (about twice as fast)."""
     order = np.lexsort(a.T[::-1])
     s = a[order]
     new = np.empty(s.shape[0], dtype=bool)
@@ -379,14 +342,9 @@ def _images(z: np.ndarray, L: int, group: Sequence[SymmetryElement]) -> list[np.
 
 
 def symmetrize_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) -> QuadratureRule:
-    """The union of the rule's images under ``group``, each with weight / |group|.
-
-    An invariant rule (Gauss--Hermite) keeps its nodes.  For the others (rotated grids, Sobol
-    points) this makes the quadrature respect the model's exact symmetries -- in particular
-    theta -> -theta, so the semantic branch keeps its exact pitchfork structure at theta = 0
-    instead of a noise-broken one.  The result records ``group``; a rule that already records it
-    is returned as it is (continuation symmetrises its rule once and passes it on: the invariance
-    test alone costs 3 ms for sobol12).
+    """The union of the rule's images under ``group``, each with weight / |group| (docs/method.md section 2); an
+    invariant rule keeps its nodes.  The result records ``group``; a rule that already records it is returned as
+    it is.
     """
     key = tuple(SymmetryElement(tuple(int(i) for i in p), int(s_), int(t_)) for p, s_, t_ in group)
     if rule.group == key:
