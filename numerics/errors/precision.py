@@ -1,9 +1,7 @@
 """High-precision (mpmath) reference values for the double-precision numerics, L = 2.
 
-An independent check, not a solver: the softmax, the target and the Gaussian
-averages are written out here in mpmath (nothing comes from the lambdified
-kernels), and the averages are tensor Gauss--Hermite sums whose nodes are
-refined to the working precision.
+An independent check, not a solver: everything is written out here in mpmath (nothing from the lambdified
+kernels), the averages tensor Gauss--Hermite sums on nodes refined to the working precision.
 
 * :func:`eps_lin_mp` -- the linear baseline of docs/model.md section 5,
 

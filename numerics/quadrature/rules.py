@@ -21,17 +21,9 @@ from attnphase.numerics.quadrature.symmetry import SymmetryElement
 
 @dataclass(frozen=True, eq=False)
 class QuadratureRule:
-    """Nodes (N, dim) and weights (N,) for E over dim iid standard normals.
-
-    Attributes:
-        nodes: standard-normal nodes, columns (xi_1..xi_L, eta_1..eta_L).
-        weights: non-negative weights summing to 1.
-        name: human-readable description, e.g. ``"gh12"`` or ``"sobol2^14(seed=0)"``.
-        dropped_mass: total weight removed by pruning (0 for unpruned rules).
-        axis_aligned: nodes on the coordinate diagonals (tensor Gauss--Hermite), where the
-            proximal map has exact mirror ties; such rules are not orbit-reduced.
-        group: the symmetry group the rule is invariant under by construction
-            (:func:`symmetrize_rule`; empty when not symmetrised).
+    """Nodes (N, dim) and weights (N,) summing to 1 for E over dim iid standard normals; a ``name`` such as
+    ``"gh12"``; the weight ``dropped_mass`` by pruning; ``axis_aligned`` for tensor Gauss--Hermite (exact mirror
+    ties: not orbit-reduced); the symmetry ``group`` the rule is invariant under by construction.
     """
 
     nodes: np.ndarray
@@ -201,17 +193,14 @@ def finer_rule(L: int, spec: str | None, than: str) -> str | None:
 MAX_SE_L = 4
 
 
-def max_se_L() -> int:
-    """:data:`MAX_SE_L`, or ``$ATTNPHASE_MAX_L`` when it is set to an integer."""
-    env = os.environ.get("ATTNPHASE_MAX_L", "").strip()
-    return int(env) if env.isdigit() else MAX_SE_L
-
-
 def check_L_supported(L: int, name: str = "L") -> None:
-    """ValueError (naming ``name``, L and the limit) when the state evolution cannot run at this L."""
-    if L > max_se_L():
+    """ValueError (naming ``name``, L and the limit) when the state evolution cannot run at this L (above
+    :data:`MAX_SE_L`, or ``$ATTNPHASE_MAX_L`` when it is set to an integer)."""
+    env = os.environ.get("ATTNPHASE_MAX_L", "").strip()
+    top = int(env) if env.isdigit() else MAX_SE_L
+    if L > top:
         raise ValueError(
-            f"{name}{' ' if name.startswith('--') else ' = '}{L}: the state evolution supports L <= {max_se_L()} (measured: at L = 5 a solve with the "
+            f"{name}{' ' if name.startswith('--') else ' = '}{L}: the state evolution supports L <= {top} (measured: at L = 5 a solve with the "
             f"default rule outgrew 23 GB of memory; the rules have 2L dimensions); set ATTNPHASE_MAX_L to try anyway")
 
 

@@ -31,18 +31,10 @@ from attnphase.theory.softmax import target as matrix_target
 
 @dataclass(frozen=True, eq=False)
 class ChannelMoments:
-    """Quadrature estimates at one state; in the scalar form every array has shape (L,), in the matrix
-    form E_g (L, r), E_ggT (L, r, r), E_gxi (L, r, r), E_geta (L, r, r*).
-
-    Attributes:
-        E_g, E_ggT, E_gxi, E_geta: E[g_l], E[g_l g_l^T] (E[g_l^2] at r = 1), E[g_l xi_l^T], E[g_l eta_l^T].
-        E_M: E[M], the Moreau envelope (minimum value of the proximal objective).
-        eps_g: test error E[loss(w, T(h*))] of docs/model.md section 4 (NaN from a global-mode polish of the
-            scalar form, which is never reported).
-        prox_failures: number of nodes whose proximal solve did not converge.
-        candidates: the proximal minima to warm-start the next solve from: the distinct local minima per
-            node (scalar form, global mode), the global minimisers h_hat (N, L, r) (matrix form).
-        E_loss: E[loss(h_hat, T(h*))], the training loss at the minimiser (matrix form; NaN in the scalar form).
+    """Quadrature estimates at one state: E[g_l], E[g_l g_l^T] (E[g_l^2] at r = 1), E[g_l xi_l^T], E[g_l eta_l^T]
+    (shape (L,) in the scalar form; (L, r), (L, r, r), (L, r, r), (L, r, r*) in the matrix form), E[M], the test
+    error eps_g (NaN from a polish), the failed proximal solves, the minima a next evaluation polishes, and
+    E[loss(h_hat, T(h*))] (matrix form; else NaN).
     """
 
     E_g: np.ndarray

@@ -13,7 +13,7 @@ and the moved Jacobian (:func:`moved_jacobian`): docs/method.md section 4 and se
 from __future__ import annotations
 
 from dataclasses import dataclass
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Callable, Protocol
 
 import numpy as np
@@ -293,33 +293,28 @@ class FixedPointSolver:
         FD_STEP * max(1, |x_j|) halved while both sides leave the map's domain; None when no step stays inside
         or the map fails.  With ``consistent_differences`` the base point is exact, the columns polished from it.
         """
+        polish: AbstractContextManager[Any] = nullcontext()
         if self.consistent_differences:
             base = self._eval(x, exact=True)  # a full search: its minima are what the columns polish
             if base is not None:
-                with self.fmap.polishing():
-                    return self._differences(x, resid(x, base.fx), B, resid)
-        return self._differences(x, G, B, resid)
-
-    def _differences(
-        self, x: np.ndarray, G: np.ndarray, B: np.ndarray, resid: Callable[[np.ndarray, np.ndarray], np.ndarray]
-    ) -> np.ndarray | None:
-        """The columns (resid(x + h_j b_j) - G) / h_j of :meth:`_fd_jacobian`."""
-        n = B.shape[1]
-        J = np.empty((n, n))
-        for j in range(n):
-            h = FD_STEP * max(1.0, abs(float(B[:, j] @ x)))
-            for _ in range(MAX_FD_HALVINGS + 1):
-                inside = [s * h for s in (1.0, -1.0) if self.fmap.admissible(x + s * h * B[:, j])]
-                if inside:
-                    break
-                h *= 0.5
-            ej = None
-            for hj in inside:
-                xj = x + hj * B[:, j]
-                ej = self._eval(xj)
-                if ej is not None:
-                    break
-            if ej is None:
-                return None
-            J[:, j] = (resid(xj, ej.fx) - G) / hj
-        return J
+                G, polish = resid(x, base.fx), self.fmap.polishing()
+        with polish:
+            n = B.shape[1]
+            J = np.empty((n, n))
+            for j in range(n):
+                h = FD_STEP * max(1.0, abs(float(B[:, j] @ x)))
+                for _ in range(MAX_FD_HALVINGS + 1):
+                    inside = [s * h for s in (1.0, -1.0) if self.fmap.admissible(x + s * h * B[:, j])]
+                    if inside:
+                        break
+                    h *= 0.5
+                ej = None
+                for hj in inside:
+                    xj = x + hj * B[:, j]
+                    ej = self._eval(xj)
+                    if ej is not None:
+                        break
+                if ej is None:
+                    return None
+                J[:, j] = (resid(xj, ej.fx) - G) / hj
+            return J

@@ -135,21 +135,22 @@ def gauge_tangents(ov: Overlaps) -> np.ndarray:
     """Columns: d/dt of the gauge action at t = 0 for each generator E_ab of so(r) and F_ab of so(r*)
     (q0 -> q0 E - E q0, V0 -> V0 E - E V0, m -> m E, th0 -> -E th0 + th0 F), as overlap vectors."""
     r, rs = ov.r, ov.r_star
-    cols = []
-    for a in range(r):
-        for b in range(a + 1, r):
-            E = np.zeros((r, r))
-            E[a, b], E[b, a] = 1.0, -1.0
-            t = Overlaps(ov.q0 @ E - E @ ov.q0, ov.V0 @ E - E @ ov.V0, ov.m @ E, -E @ ov.th0)
-            cols.append(t.to_vector())
-    for a in range(rs):
-        for b in range(a + 1, rs):
-            F = np.zeros((rs, rs))
-            F[a, b], F[b, a] = 1.0, -1.0
-            t = Overlaps(np.zeros((r, r)), np.zeros((r, r)), np.zeros_like(ov.m), ov.th0 @ F)
-            cols.append(t.to_vector())
+    cols = [Overlaps(ov.q0 @ E - E @ ov.q0, ov.V0 @ E - E @ ov.V0, ov.m @ E, -E @ ov.th0).to_vector()
+            for E in _generators(r)]
+    cols += [Overlaps(np.zeros((r, r)), np.zeros((r, r)), np.zeros_like(ov.m), ov.th0 @ F).to_vector()
+             for F in _generators(rs)]
     n = ov.to_vector().size
     return np.array(cols).T if cols else np.zeros((n, 0))
+
+
+def _generators(n: int) -> list[np.ndarray]:
+    """The generators E_ab = e_a e_b^T - e_b e_a^T (a < b, in the order of the upper triangle) of so(n)."""
+    out = []
+    for a, b in zip(*np.triu_indices(n, 1)):
+        E = np.zeros((n, n))
+        E[a, b], E[b, a] = 1.0, -1.0
+        out.append(E)
+    return out
 
 
 def reflection_pattern(ov: Overlaps) -> np.ndarray:
