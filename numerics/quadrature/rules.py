@@ -52,17 +52,20 @@ def gauss_hermite_1d(order: int) -> tuple[np.ndarray, np.ndarray]:
     return x, w / w.sum()
 
 
+def tensor_grid(x: np.ndarray, w: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """The tensor product of the one-dimensional rule (x, w) over ``dim`` dimensions: nodes (N, dim), weights (N,)."""
+    nodes = np.stack([g.reshape(-1) for g in np.meshgrid(*([x] * dim), indexing="ij")], axis=1)
+    weights = np.prod(np.stack([g.reshape(-1) for g in np.meshgrid(*([w] * dim), indexing="ij")], axis=1), axis=1)
+    return nodes, weights
+
+
 def gauss_hermite_rule(L: int, order: int, prune: float = 1e-14, rotation_seed: int | None = None) -> QuadratureRule:
     """Tensor Gauss--Hermite rule on 2L dimensions with ``order`` nodes per dimension; nodes of weight below
     prune * max weight dropped (their mass reported).  With ``rotation_seed`` the grid is rotated by a random
     orthogonal matrix, off the diagonals where the proximal map has mirror-image ties.
     """
     dim = 2 * L
-    x, w = gauss_hermite_1d(order)
-    grids = np.meshgrid(*([x] * dim), indexing="ij")
-    wgrids = np.meshgrid(*([w] * dim), indexing="ij")
-    nodes = np.stack([g.reshape(-1) for g in grids], axis=1)
-    weights = np.prod(np.stack([g.reshape(-1) for g in wgrids], axis=1), axis=1)
+    nodes, weights = tensor_grid(*gauss_hermite_1d(order), dim)
     keep = weights >= prune * weights.max()
     dropped = float(weights[~keep].sum())
     nodes, weights = nodes[keep], weights[keep]

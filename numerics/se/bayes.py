@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.numerics.quadrature.rules import gauss_hermite_1d
+from attnphase.numerics.quadrature.rules import gauss_hermite_1d, tensor_grid
 from attnphase.theory.channels.bayes_optimal import BayesOptimalChannel
 from attnphase.theory.softmax import row_softmax
 from attnphase.theory.priors.gaussian import GaussianPrior
@@ -251,13 +251,6 @@ def free_entropy(model: BayesModel, rule: SignRule, alpha: float, q0: float) -> 
     return model.prior.free_entropy_term(Qhat) - 0.5 * q0 * Qhat + alpha * psi_out(model, rule, q0)
 
 
-def _gh_tensor(L: int, order: int) -> tuple[np.ndarray, np.ndarray]:
-    x, w = gauss_hermite_1d(order)
-    nodes = np.stack([g.reshape(-1) for g in np.meshgrid(*([x] * L), indexing="ij")], axis=1)
-    weights = np.prod(np.stack([g.reshape(-1) for g in np.meshgrid(*([w] * L), indexing="ij")], axis=1), axis=1)
-    return nodes, weights
-
-
 def bayes_eps_g(model: BayesModel, omega: float, q0: float, order: int | None = None, chunk: int = 256) -> float:
     """The Bayes-optimal eps_g at q0 (module doc): w_l = sqrt(q_l) xi_l and h = w + sqrt(Ve) z on tensor
     Gauss-Hermite grids (xi and z, ``order`` nodes per dimension, default :data:`EPS_G_ORDER`); 0 at perfect
@@ -266,16 +259,15 @@ def bayes_eps_g(model: BayesModel, omega: float, q0: float, order: int | None = 
     q, _, Ve = model.variances(q0)
     if not np.all(Ve > 0):
         return 0.0
-    xi, wt = _gh_tensor(L, order or EPS_G_ORDER.get(L, 6))
-    grid, gw = _gh_tensor(L, order or EPS_G_ORDER.get(L, 6))
+    xi, wt = tensor_grid(*gauss_hermite_1d(order or EPS_G_ORDER.get(L, 6)), L)
     s2 = model.s2()
     total = 0.0
     for start in range(0, xi.shape[0], chunk):
         w = np.sqrt(q) * xi[start:start + chunk]
-        h = w[:, None, :] + np.sqrt(Ve) * grid[None, :, :]
+        h = w[:, None, :] + np.sqrt(Ve) * xi[None, :, :]
         S = row_softmax(h[..., :, None] * h[..., None, :])
-        mean = np.einsum("j,njlk->nlk", gw, S)
-        var = np.einsum("j,njlk->nlk", gw, S * S) - mean * mean
+        mean = np.einsum("j,njlk->nlk", wt, S)
+        var = np.einsum("j,njlk->nlk", wt, S * S) - mean * mean
         total += float(wt[start:start + chunk] @ np.einsum("nlk,k->n", var, s2))
     return 0.5 * (1.0 - omega) ** 2 * total
 

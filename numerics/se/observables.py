@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
-from attnphase.numerics.quadrature.rules import gauss_hermite_1d, matrix_rule, split_nodes
+from attnphase.numerics.quadrature.rules import gauss_hermite_1d, matrix_rule, split_nodes, tensor_grid
 from attnphase.theory.baseline import eps_lin_cov, eps_lin_from_moments, softmax_centred
 from attnphase.theory.free_entropy import free_entropy
 from attnphase.theory import matrix_channel as rk
@@ -53,10 +53,8 @@ def _teacher_fields(params: ModelParams, order: int | None = None,
     else:
         n = order or _EPS_LIN_ORDER.get(L, 12)
         x, w = _EPS_LIN_NODES[n] if n in _EPS_LIN_NODES else gauss_hermite_1d(n)
-        grids = np.meshgrid(*([x] * L), indexing="ij")
-        wts = np.meshgrid(*([w] * L), indexing="ij")
-        z = np.stack([g.reshape(-1) for g in grids], axis=1)[:, :, None]
-        wt = np.prod(np.stack([g.reshape(-1) for g in wts], axis=1), axis=1)
+        z, wt = tensor_grid(x, w, L)
+        z = z[:, :, None]
     hstar = z * np.sqrt(params.sigma2 * params.rho0)[:, None]
     if params.mixing is not None:  # h*_l = sum_k B[l, k] v*_k, per teacher direction
         v = np.swapaxes(hstar, 1, 2).reshape(-1, L)
@@ -101,11 +99,10 @@ def _eps_lin_converged(params: ModelParams) -> float:
     while True:
         m = min(top, (3 * n) // 2)
         if m <= n:
-            if prev is None:  # no larger order taken at this L (beyond the supported ones)
-                return val
-            warnings.warn(f"eps_lin: its quadrature did not converge (relative change {change:.1e} from order "
-                          f"{prev} to {n} per dimension, the largest taken): eps_lin = {val:.6g} is that uncertain",
-                          RuntimeWarning, stacklevel=3)
+            if prev is not None:  # else no larger order is taken at this L
+                warnings.warn(f"eps_lin: its quadrature did not converge (relative change {change:.1e} from order "
+                              f"{prev} to {n} per dimension, the largest taken): eps_lin = {val:.6g} is that "
+                              f"uncertain", RuntimeWarning, stacklevel=3)
             return val
         finer = _eps_lin_at(params, m)
         change = _relative_change(finer, val)

@@ -13,18 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 
 
-def _vec(x) -> np.ndarray:
-    a = np.array(x, dtype=float).reshape(-1)
-    a.setflags(write=False)
-    return a
-
-
 #: |m| or |th0| above this counts as non-zero (the branch label, the gauge's orientation).
 LABEL_TOL = 1e-6
 
 
-def _matrix(x) -> np.ndarray:
+def _frozen(x, flat: bool = False) -> np.ndarray:
+    """A read-only float copy of ``x`` (flattened with ``flat``)."""
     a = np.array(x, dtype=float)
+    a = a.reshape(-1) if flat else a
     a.setflags(write=False)
     return a
 
@@ -52,10 +48,10 @@ class Overlaps:
             object.__setattr__(self, "q0", float(self.q0))
             object.__setattr__(self, "V0", float(self.V0))
             object.__setattr__(self, "th0", float(self.th0))
-            object.__setattr__(self, "m", _vec(self.m))
+            object.__setattr__(self, "m", _frozen(self.m, flat=True))
         else:
             for name in ("q0", "V0", "m", "th0"):
-                object.__setattr__(self, name, _matrix(getattr(self, name)))
+                object.__setattr__(self, name, _frozen(getattr(self, name)))
 
     @property
     def is_matrix(self) -> bool:
@@ -151,9 +147,8 @@ class HatOverlaps:
     Vhat: np.ndarray
 
     def __post_init__(self) -> None:
-        form = _vec if np.ndim(self.mhat) == 1 else _matrix
         for name in ("qhat", "mhat", "thhat", "Vhat"):
-            object.__setattr__(self, name, form(getattr(self, name)))
+            object.__setattr__(self, name, _frozen(getattr(self, name), flat=np.ndim(self.mhat) == 1))
 
     @property
     def is_matrix(self) -> bool:
