@@ -95,12 +95,19 @@ def noise_axes(params: ModelParams, branch: str) -> list[int]:
     """The student axes of :func:`~attnphase.numerics.se.state_evolution.embedded_start` that carry neither a semantic nor a positional
     rank-1 state (no overlap with the teacher or the positions): the last r - min(r, r*) axes of
     ``semantic``, the first r - 1 of ``positional``, the axes between of ``mixed``; none of ``agnostic``."""
-    r, rs = params.r, teacher_rank(params)
     if branch == "agnostic":
         return []
+    n_sem, pos_axis = signal_axes(params, branch)
+    return [a for a in range(params.r) if a >= n_sem and a != pos_axis]
+
+
+def signal_axes(params: ModelParams, branch: str) -> tuple[int, int | None]:
+    """(n, a) of :func:`~attnphase.numerics.se.state_evolution.embedded_start`: the first n student axes carry the
+    semantic rank-1 state (min(r, r*), min(r - 1, r*) on ``mixed``), axis a = r - 1 the positional one
+    (``positional`` and ``mixed``; else None)."""
+    r, rs = params.r, teacher_rank(params)
     n_sem = min(r, rs) if branch == "semantic" else min(r - 1, rs) if branch == "mixed" else 0
-    pos_axis = r - 1 if branch in ("positional", "mixed") else None
-    return [a for a in range(r) if a >= n_sem and a != pos_axis]
+    return n_sem, (r - 1 if branch in ("positional", "mixed") else None)
 
 
 #: Steps of :func:`settle_noise_axes` and the weight of the map's image in each (a geometric mean).

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
@@ -16,7 +15,7 @@ from attnphase.numerics.se.fixed_point import FixedPointSolver
 from attnphase.numerics.se.matrix_solve import matrix_config, solve_matrix
 from attnphase.numerics.se.overlaps import Overlaps, on_branch_subspace
 from attnphase.numerics.se.starts import (
-    MATRIX_BRANCHES, further_positional_directions, initial_overlaps, noise_axes, teacher_rank,
+    MATRIX_BRANCHES, further_positional_directions, initial_overlaps, noise_axes, signal_axes, teacher_rank,
 )
 from attnphase.numerics.se.results import FixedPoint, SolverMemory, fixed_point_from
 from attnphase.numerics.se.stalls import judge_agnostic_image, judge_stalled
@@ -268,26 +267,16 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
     """
     if branch not in MATRIX_BRANCHES:
         raise ValueError(f"branch must be one of {MATRIX_BRANCHES}, got {branch!r}")
-    L, r, rs = params.L, params.r, teacher_rank(params)
-    p1 = params.replace(r=1, r_star=1)
-    cfg1 = config.replace(e_t_quadrature=None)
-
-    def r1(b: str) -> Any:
-        fp = solve(p1, alpha, b, config=cfg1)
-        return fp.overlaps if fp.status.converged and fp.branch == b else None
-
-    n_sem = min(r, rs) if branch == "semantic" else min(r - 1, rs) if branch == "mixed" else 0
-    pos_axis = r - 1 if branch in ("positional", "mixed") else None
-    need = set()
     if branch == "agnostic":
         return initial_overlaps(params, branch)
-    if n_sem:
-        need.add("semantic")
-    if pos_axis is not None:
-        need.add("positional")
-    got = {b: r1(b) for b in sorted(need)}
-    if any(v is None for v in got.values()):
-        return initial_overlaps(params, branch)
+    L, r, rs = params.L, params.r, teacher_rank(params)
+    n_sem, pos_axis = signal_axes(params, branch)
+    got = {}
+    for b in [b for b, used in (("positional", pos_axis is not None), ("semantic", n_sem > 0)) if used]:
+        fp = solve(params.replace(r=1, r_star=1), alpha, b, config=config.replace(e_t_quadrature=None))
+        if not (fp.status.converged and fp.branch == b):
+            return initial_overlaps(params, branch)
+        got[b] = fp.overlaps
     q, V = np.zeros(r), np.zeros(r)
     m, th = np.zeros((L, r)), np.zeros((r, rs))
     noise = noise_axes(params, branch)
