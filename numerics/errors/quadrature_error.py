@@ -14,8 +14,8 @@ import numpy as np
 from attnphase.numerics.phase.boundary_results import BOUNDARY_KEYS, Boundaries
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import rule_blocks
-from attnphase.numerics.errors.replicates import (QuadratureError, at_least_the_offset, error_keys, replicate_error,
-                                                 replicate_errors, replicate_points, resolved_values, spread)
+from attnphase.numerics.errors.replicates import (ERROR_KEYS, QuadratureError, error_keys, replicate_configs,
+                                                 replicate_errors, replicate_points, spread)
 from attnphase.numerics.se.state_evolution import FixedPoint
 
 #: Fewest rules an error estimate is made from (a spread needs two).
@@ -27,20 +27,6 @@ def check_rules(n_rules: int, option: str = "n_rules") -> int:
     if int(n_rules) != n_rules or n_rules < MIN_RULES:
         raise ValueError(f"{option} needs K >= {MIN_RULES} independent rules (or 0 for no error estimate), got {n_rules}")
     return int(n_rules)
-
-
-def quadrature_error(fp: FixedPoint, n_rules: int = 4, config: SolverConfig | None = None) -> QuadratureError:
-    """Re-solve ``fp`` on ``n_rules`` independent rules of the same kind (warm starts); the spread.
-
-    The rules are :meth:`SolverConfig.variant` 0, 1, ...: for Sobol rules the seeds base, base+1,
-    ...; for Gauss--Hermite the orders N, N+2, N+4, ... (then the spread is an upper estimate
-    dominated by the lowest order).  The e_t rule varies along (a fixed one would hide its error).
-    """
-    n_rules = check_rules(n_rules)
-    cfg = config or SolverConfig(prox=fp.prox)
-    values, ok, rules = resolved_values(fp, [cfg.variant(k) for k in range(n_rules)])
-    std = {k: at_least_the_offset(spread(v), float(fp.record[k]), v) for k, v in values.items()}
-    return QuadratureError(std=std, rules=tuple(rules), converged=ok)
 
 
 def independent_rules(config: SolverConfig, k: int | None) -> int:
@@ -76,14 +62,16 @@ def error_bars_note(config: SolverConfig, n_rules: int) -> str:
 
 
 def fixed_point_error(fp: FixedPoint, config: SolverConfig, n_rules: int = 0) -> QuadratureError | None:
-    """The error bar of ``fp``: from the pooled rule's blocks (:func:`replicate_error`) when it has
-    several, else from ``n_rules`` >= 2 independent rules (:func:`quadrature_error`), else None
+    """The error bar of ``fp`` over its replicates (:func:`~attnphase.numerics.errors.replicates.replicate_configs`):
+    the standard error over the pooled rule's blocks, else the spread over ``n_rules`` >= 2 independent rules
+    ``config.variant(k)`` (for Gauss--Hermite the orders N, N + 2, ...: an upper estimate); None without either
     (also when ``config.error_bars`` is off)."""
-    if not config.error_bars:
+    configs, blocks = replicate_configs(config, n_rules)
+    if not configs:
         return None
-    if rule_blocks(config.quadrature):
-        return replicate_error(fp, config)
-    return quadrature_error(fp, n_rules=n_rules, config=config) if n_rules >= MIN_RULES else None
+    err = replicate_errors(fp, replicate_points(fp, config, n_rules)[0], blocks, ERROR_KEYS)
+    return QuadratureError(std={k: err[f"err_{k}"] for k in ERROR_KEYS}, rules=tuple(c.quadrature for c in configs),
+                           converged=err["replicates"])
 
 
 def point_errors(points: Sequence[FixedPoint], config: SolverConfig, n_rules: int = 0) -> tuple[dict[str, Any], ...]:

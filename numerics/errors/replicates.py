@@ -4,7 +4,7 @@ A fixed point x* on a pooled rule of R blocks (``sobol10:4``) gets
 
     err = std_j(x*_j) / sqrt(R),
 
-x*_j the fixed point on block j alone, warm from x* (:func:`replicate_error`); a boundary b (a root of g) the
+x*_j the fixed point on block j alone, warm from x* (:func:`replicate_points`); a boundary b (a root of g) the
 blocks' linearised roots b_j = b - g_j(b) / g'(b) (:func:`linearised_root_error`).  An error bar covers the
 rules' error only, not the solver's tolerance nor which of several close fixed points a solve lands on.
 """
@@ -72,41 +72,12 @@ def block_config(config: SolverConfig, j: int) -> SolverConfig:
     return config.replace(**changes)
 
 
-def replicate_error(fp: FixedPoint, config: SolverConfig) -> QuadratureError | None:
-    """The standard error of the fixed point ``fp`` (solved on the pooled rule ``config.quadrature``)
-    from its R blocks: ``err = std_j(x*_j) / sqrt(R)`` for every key of ERROR_KEYS, x*_j the fixed point
-    on block j warm-started from ``fp`` (module doc).  None when the rule has one block.  A block whose
-    solve does not converge on ``fp``'s branch is left out (``converged`` counts the others; NaN below two)."""
-    blocks = rule_blocks(config.quadrature)
-    if not blocks:
-        return None
-    values, ok, _ = resolved_values(fp, [block_config(config, j) for j in range(len(blocks))])
-    std = {k: at_least_the_offset(standard_error(v), float(fp.record[k]), v) for k, v in values.items()}
-    return QuadratureError(std=std, rules=tuple(blocks), converged=ok)
-
-
 def resolved(fp: FixedPoint, config: SolverConfig) -> FixedPoint:
     """``fp`` re-solved on ``config``, warm from its overlaps on its branch's subspace: the one re-solve of every
     error bar (at r >= 2 or r* >= 2 with ``fp``'s quasi-Newton Jacobian; at r = r* = 1 without memory)."""
     memory = fp.memory if fp.overlaps.is_matrix else None
     return solve(fp.params, fp.alpha, fp.requested, init=on_branch_subspace(fp.overlaps, fp.branch), config=config,
                  memory=memory)
-
-
-def resolved_values(fp: FixedPoint, configs: Sequence[SolverConfig]
-                    ) -> tuple[dict[str, list[float]], int, list[str]]:
-    """``fp`` re-solved on each config (:func:`resolved`): the ERROR_KEYS values of the re-solves that converged
-    on ``fp``'s branch, their count, and every re-solve's rule name."""
-    values: dict[str, list[float]] = {k: [] for k in ERROR_KEYS}
-    ok, rules = 0, []
-    for cfg in configs:
-        other = resolved(fp, cfg)
-        rules.append(other.quadrature)
-        if other.status.converged and other.branch == fp.branch:
-            ok += 1
-            for k in ERROR_KEYS:
-                values[k].append(float(other.record[k]))
-    return values, ok, rules
 
 
 def replicate_configs(config: SolverConfig, n_rules: int) -> tuple[list[SolverConfig], bool]:

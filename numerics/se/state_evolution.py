@@ -65,9 +65,8 @@ MULTILEVEL_START = PRECISION_TIERS["default"]["quadrature"]
 
 
 def finish_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule) -> FixedPoint:
-    """A cold solve's result judged once more (:mod:`attnphase.numerics.se.stalls`, which re-solves with the
-    :func:`solve` it is given): where it did not converge, and where it converged next to an agnostic point
-    that is stable in its order parameter's direction (then the branch is absent there)."""
+    """A cold solve's result judged once more by :mod:`attnphase.numerics.se.stalls` (which re-solves with
+    :func:`solve`): where it did not converge, and where it converged next to a stable agnostic point."""
     return judge_agnostic_image(judge_stalled(fp, cfg, rule, solve), cfg, rule, solve)
 
 
@@ -130,15 +129,13 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
         raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
     params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
     if init is None and rule is None and rule_nodes(params.L, cfg.quadrature) > MULTILEVEL_NODES:
-        # multilevel: a cold start on a large rule begins from the fixed point of the default rule (a few
-        # evaluations on the large rule instead of the whole cold path; the result is verified on it)
+        # multilevel: a cold start on a large rule begins from the fixed point of the default rule
         coarse = solve(params, alpha, branch, config=replace(cfg, quadrature=MULTILEVEL_START, e_t_quadrature=None))
         if coarse.status.converged and coarse.branch == branch:
             init = coarse.overlaps
     rule = model_rule(params, cfg, rule)
     if init is None and branch == "positional" and alpha > POSITIONAL_COLD_ALPHA:
-        # the positional family has several fixed points at larger alpha; the branch is the
-        # one continued from small alpha, where the cold start is unambiguous
+        # the positional branch is the one continued from small alpha (docs/method.md section 4)
         fp = None
         path = _continuation_path(POSITIONAL_COLD_ALPHA, alpha)
         for a in path:
@@ -163,8 +160,7 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
     for factor in (COLD_V0_FACTOR ** k for k in range(1, COLD_V0_TRIES + 1)):
         if not cold or result.evaluation is not None:
             break
-        # the first step from the fixed cold start left the domain (Lam <= 0: V0 far below the branch's, e.g.
-        # the agnostic branch at alpha = 2, lambda = 0.01 has V0 = 94 against the start's 1): a larger V0
+        # the first step from the cold start left the domain (Lam <= 0: V0 far below the branch's): a larger V0
         ov0 = replace(initial_overlaps(params, branch), V0=initial_overlaps(params, branch).V0 * factor)
         smap = SEMap(params, FixedAlpha(alpha), rule, cfg)
         result = FixedPointSolver(smap, cfg).solve(ov0.to_vector())
