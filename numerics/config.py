@@ -63,23 +63,18 @@ class SolverConfig:
     """Settings of every numerical computation (fixed points, sweeps, branch ends, boundaries).
 
     Attributes:
-        tol: target residual of a fixed point, max_i |F(x)_i - x_i| / max(1, |x_i|) over every
-            overlap (V0 included).
-        max_iter: SE-map evaluations a solve may spend; running out is reported, never hidden.
+        tol: target residual of a fixed point, max_i |F(x)_i - x_i| / max(1, |x_i|) over every overlap.
+        max_iter: SE-map evaluations a solve may spend (running out is reported).
         damping: weight of the old iterate, ``x_new = (1 - damping) F(x) + damping x``.
         anderson: Anderson memory (0 disables acceleration).
-        anderson_budget: SE evaluations given to Anderson before switching to quasi-Newton on the
-            symmetric subspace (also when Anderson stalls earlier).
-        warm_fallback: when quasi-Newton fails from a warm start, go on with Anderson and a second
-            Newton (True), or report the failure at once (False; continuation uses this and
-            retries with a smaller step instead).
-        full_search_every: with the global prox, a full multi-start search every this many SE
-            steps (in between, the distinct minima of the last search are polished); a converged
-            point is always verified by a full search.
+        anderson_budget: SE evaluations given to Anderson before quasi-Newton (sooner when it stalls).
+        warm_fallback: when quasi-Newton fails from a warm start, go on with Anderson (True) or report the
+            failure at once (False: continuation retries with a smaller step instead).
+        full_search_every: with the global prox, a full multi-start search every this many SE steps (the
+            minima of the last one polished in between; a converged point is verified by a full search).
         prox: proximal map, one of :data:`PROX_MODES`.
-        backend: proximal solver backend, one of :data:`BACKENDS`; ``$ATTNPHASE_PROX_BACKEND``
-            overrides ``"auto"`` only; ``"torch"`` runs on ``$ATTNPHASE_TORCH_DEVICE`` (default: cuda when
-            present, else cpu).
+        backend: proximal solver backend, one of :data:`BACKENDS` (``$ATTNPHASE_PROX_BACKEND`` overrides
+            ``"auto"``; ``"torch"`` runs on ``$ATTNPHASE_TORCH_DEVICE``).
         quadrature: rule of every SE solve.
         e_t_quadrature: finer rule for E[M] in e_t at a converged point (None: the solve's rule).
         alpha_c_quadrature: rule for E[M] in the Newton correction of alpha_c (None: none).
@@ -87,9 +82,7 @@ class SolverConfig:
         bifurcation_quadrature: rule of the SE-Jacobian eigenvalues at the agnostic branch.
         end_quadrature: rule of the warm re-solve that moves a bifurcation end by one linearised step (None: none).
         branch_end: how branch ends are located, one of :data:`BRANCH_END_STRATEGIES`.
-        error_bars: attach to every fixed point and boundary its standard error from the rules'
-            independent scrambling blocks (:mod:`attnphase.numerics.errors.quadrature_error`), where the rules
-            have several; False skips that work.
+        error_bars: attach to every fixed point and boundary its standard error (docs/method.md section 7).
     """
 
     tol: float = 1e-10
@@ -134,9 +127,8 @@ class SolverConfig:
 
     @classmethod
     def for_precision(cls, tier: str, **changes: Any) -> "SolverConfig":
-        """The config of a precision tier (:data:`PRECISION_TIERS`), with ``changes`` on top.  The precise
-        tier runs its proximal solves on a GPU when torch sees one (backend ``"torch"``, unless ``changes``
-        names a backend or ``$ATTNPHASE_PROX_BACKEND`` is set): its rules have 16-256x the points."""
+        """The config of a precision tier (:data:`PRECISION_TIERS`), with ``changes`` on top; the precise tier on
+        backend ``"torch"`` when torch sees a GPU (unless ``changes`` or ``$ATTNPHASE_PROX_BACKEND`` name one)."""
         if tier not in PRECISION_TIERS:
             raise ValueError(f"precision must be one of {tuple(PRECISION_TIERS)}, got {tier!r}")
         if tier == "precise" and "backend" not in changes and backend_override() is None and gpu_visible():
@@ -164,9 +156,7 @@ class SolverConfig:
 
     def with_error_estimate(self, k: int | None) -> "SolverConfig":
         """The config of ``--error-estimate k``: None (auto) unchanged; 0 without error bars; k >= 2 with
-        k scrambling blocks in every role whose rule has several (a rule of one block is left as it is:
-        its error bar then comes from k independent rules, :func:`~attnphase.numerics.errors.quadrature_error.
-        independent_rules`)."""
+        k scrambling blocks in every role whose rule has several (a rule of one block is left as it is)."""
         if k is None:
             return self
         if k == 0:

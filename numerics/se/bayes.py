@@ -40,9 +40,8 @@ GRID_T = np.concatenate([np.linspace(-20.0, -11.5, 18), np.linspace(-11.0, 13.0,
 
 @dataclass(frozen=True)
 class BayesModel:
-    """What the Bayes-optimal state evolution depends on: L, sigma_l^2, rho0 and the noise Delta.
-
-    (omega enters eps_g alone, as (1 - omega)^2; A, P, lambda not at all: docs/bayes-optimal.md.)"""
+    """What the Bayes-optimal state evolution depends on: L, sigma_l^2, rho0 and the noise Delta (omega enters
+    eps_g alone; A, P, lambda not at all)."""
 
     sigma2: tuple[float, ...]
     rho0: float = 1.0
@@ -123,15 +122,9 @@ def invariant_rule(L: int, order: int = DEFAULT_ORDER) -> InvariantRule:
 
 @dataclass(frozen=True)
 class BayesHats:
-    """Per-sample channel averages at q0, summed over tokens with sigma_l^2 (multiply by alpha):
-
-    Attributes:
-        qhat: K = sum_l sigma_l^2 E[g_l^2].
-        mhat: sum_l sigma_l^2 E[g_l eta_l] / sqrt(Ve_l) = sum_l sigma_l^2 E[d g_l / d Y_l] (Stein).
-        Vhat: -sum_l sigma_l^2 E[d g_l / d w_l].
-        psi_out: E[log Z_out].
-    On the Nishimori line the three hats agree (a check of the channel and of the rule).
-    """
+    """Per-sample channel averages at q0, summed over tokens with sigma_l^2 (multiply by alpha): qhat = K =
+    sum_l sigma_l^2 E[g_l^2], mhat = sum_l sigma_l^2 E[g_l eta_l] / sqrt(Ve_l), Vhat = -sum_l sigma_l^2
+    E[d g_l / d w_l] (equal on the Nishimori line) and psi_out = E[log Z_out]."""
 
     qhat: float
     mhat: float
@@ -298,15 +291,9 @@ def _root(model: BayesModel, rule: SignRule, alpha: float, x0: float, x1: float)
 
 @dataclass(frozen=True)
 class BayesFixedPoint:
-    """One Bayes-optimal fixed point.
-
-    Attributes:
-        alpha: the sample ratio.
-        branch: ``"uninformative"`` (where the iteration from q0 = 0+ ends) or ``"informative"`` (from rho0-).
-        q0: overlap Q . Q* / d = |Q|^2 / d of the posterior mean (also m0 = q0: Nishimori).
-        stable: whether the map's slope is < 1 there.
-        perfect: q0 = rho0 exactly (noiseless, alpha L > 1).
-    """
+    """One Bayes-optimal fixed point at alpha: its ``branch`` (``"uninformative"``, where the iteration from
+    q0 = 0+ ends, or ``"informative"``, from rho0-), q0 = |Q|^2 / d of the posterior mean, whether the map's slope
+    is < 1 there (``stable``), and whether q0 = rho0 exactly (``perfect``: noiseless, alpha L > 1)."""
 
     alpha: float
     branch: str

@@ -41,17 +41,10 @@ def bayes_rules(model: BayesModel, order: int = DEFAULT_ORDER) -> BayesRules:
 
 @dataclass(frozen=True)
 class BayesPoint:
-    """One Bayes-optimal fixed point with its error bars (module doc).
-
-    Attributes:
-        alpha, omega: where; branch: ``informative`` or ``uninformative``.
-        q0: Q . Q* / d = |Q|^2 / d of the posterior mean (= m0 on the Nishimori line); err_q0 its bar.
-        eps_g: the Bayes-optimal test error (ERM's units, docs/model.md section 4); err_eps_g its bar.
-        free_entropy: Phi(q0) (None at perfect recovery); err_free_entropy its bar (None with it).
-        residual: |q0' - q0| of one more map step.
-        stable: the map's slope is < 1 there; perfect: q0 = rho0 (noiseless, alpha L > 1).
-        coincides: the other branch's point is the same (one stable fixed point at this alpha).
-    """
+    """One Bayes-optimal fixed point with its error bars (module doc): q0 = |Q|^2 / d of the posterior mean, the
+    test error eps_g (ERM's units), the free entropy Phi(q0) (None at perfect recovery), the ``residual`` of one
+    more map step, ``stable``, ``perfect`` as in :class:`~attnphase.numerics.se.bayes.BayesFixedPoint`, and
+    ``coincides``: the other branch's point is the same."""
 
     alpha: float
     omega: float

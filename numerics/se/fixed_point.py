@@ -101,8 +101,7 @@ class FixedPointMap(Protocol):
         """Told of every new quasi-Newton Jacobian (for the next solve)."""
 
     def distrust_approximation(self) -> None:
-        """Told that an approximate evaluation converged where the exact map does not: from now
-        on every evaluation should be exact."""
+        """Told that an approximate evaluation converged where the exact map does not: evaluate exactly from now."""
 
     def polishing(self) -> AbstractContextManager[None]:
         """Within it, every inexact evaluation refines the last exact one's (``consistent_differences`` only)."""

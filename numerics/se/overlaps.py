@@ -27,15 +27,9 @@ def _frozen(x, flat: bool = False) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Overlaps:
-    """Order parameters of the student (prior side of the state evolution), at every rank.
-
-    Attributes:
-        q0: self-overlap Q^T Q / d (a float in the scalar form, (r, r) in the matrix form).
-        V0: variance of the student's estimator, V0 = (lambda I + sum_l sigma_l^2 Vhat_l)^-1 (likewise).
-        m: positional overlaps m_l = Q^T p_l / sqrt(d), shape (L,) in the scalar form, (L, r) in the matrix form.
-        th0: semantic overlap Q^T Q* / d (a float, or (r, r*)).
-
-    The form is the one given: scalar q0 and th0 make the scalar form, arrays the matrix form (read-only).
+    """Order parameters of the student (prior side of the state evolution), at every rank: q0 = Q^T Q / d,
+    V0 = (lambda I + sum_l sigma_l^2 Vhat_l)^-1, m_l = Q^T p_l / sqrt(d), th0 = Q^T Q* / d.  Scalar q0 and th0
+    (m of shape (L,)) make the scalar form, arrays (r, r), (r, r), (L, r), (r, r*) the matrix form (read-only).
     """
 
     q0: float | np.ndarray

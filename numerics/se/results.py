@@ -29,9 +29,8 @@ MATRIX_ERROR_KEYS = ("eps_g", "e_t", "q0_eigenvalues", "V0_eigenvalues", "th0_si
 class SolverStatus:
     """How the fixed-point iteration ended.
 
-    ``jump``: for a point accepted at the rule's jump scale (residual > tol, docs/method.md section
-    4), the measured jump of the SE map next to it (:func:`attnphase.numerics.se.stalls.jump_at`), which
-    bounds the residual; NaN otherwise.
+    ``jump``: for a point accepted at the rule's jump scale (docs/method.md section 4), the jump of the SE map
+    next to it (:func:`attnphase.numerics.se.stalls.jump_at`); NaN otherwise.
     """
 
     converged: bool
@@ -78,12 +77,10 @@ class SolverMemory:
 class FixedPoint:
     """A state-evolution fixed point with its conjugates, observables and status, at every rank.
 
-    ``branch`` is the label of the point actually reached (never the requested one
-    relabelled); ``requested`` is what the caller asked for; ``memory`` (a :class:`SolverMemory`, or None) is
-    what a nearby solve may start from.  At r = r* = 1 ``overlaps`` is the scalar form of :class:`Overlaps`; at
-    r >= 2 or r* >= 2 ``overlaps`` is the matrix form (q0, V0 r x r, m L x r, th0 r x r*) in the canonical gauge,
-    ``hat`` the matrix hats (None where the first step failed), and ``extra`` holds e_t_direct
-    (lambda/2 tr q0 + alpha E[loss]) and the gauge angle of the last step.
+    ``branch`` is the label of the point reached (``requested`` what the caller asked for); ``memory`` what a
+    nearby solve may start from.  ``overlaps`` in the form of the rank (the matrix form in the canonical gauge),
+    ``hat`` likewise (None where the first matrix step failed); ``extra`` (matrix form): e_t_direct and the
+    gauge angle of the last step.
     """
 
     params: ModelParams
