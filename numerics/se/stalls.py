@@ -8,14 +8,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.stability import m_stability_at, theta_stability_at
 from attnphase.numerics.se.fixed_point import FD_STEP, Evaluation
-from attnphase.numerics.se.overlaps import on_branch_subspace
+from attnphase.numerics.se.overlaps import Overlaps, on_branch_subspace
 from attnphase.numerics.se.starts import initial_overlaps
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.se.se_map import FixedAlpha, SEMap
@@ -106,29 +105,20 @@ def finish_collapse(fp: FixedPoint, ev: Evaluation, cfg: SolverConfig, rule: Qua
     params = fp.params
     if fp.requested not in ORDER_COMPONENTS or not shrinking_order(ev.x, ev.fx, fp.requested, params.L):
         return fp
-    size, start = _order_sizes(fp, ev.x)
-    if size > COLLAPSED * start:
+    ov = fp.overlaps
+    o = ORDER_COMPONENTS[fp.requested](params.L)
+    size = float(np.linalg.norm(ev.x[o]))
+    if size > COLLAPSED * float(np.linalg.norm(initial_overlaps(params, fp.requested).to_vector()[o])):
         return fp  # the iterates have not lost most of the order parameter: no creep to speak of
     agnostic = solve(params, fp.alpha, "agnostic", config=cfg, rule=rule,
-                     init=on_branch_subspace(fp.overlaps, "agnostic"))
+                     init=Overlaps(q0=ov.q0, V0=ov.V0, m=np.zeros(params.L), th0=0.0))
     if not agnostic.status.converged:
         return fp
-    return _as_agnostic(fp, agnostic, spent, f"converged on the symmetric subspace: the {fp.requested} start stalled "
-                        f"at residual {fp.status.residual:.2e} (order parameter {size:.3g}) with the map shrinking "
-                        f"its order parameter")
-
-
-def _order_sizes(fp: FixedPoint, x: np.ndarray) -> tuple[float, float]:
-    """(|o| at x, |o_0| of the cold start): the norms of ``fp.requested``'s order parameter."""
-    o = ORDER_COMPONENTS[fp.requested](fp.params.L)
-    return float(np.linalg.norm(x[o])), float(np.linalg.norm(initial_overlaps(fp.params, fp.requested).to_vector()[o]))
-
-
-def _as_agnostic(fp: FixedPoint, agnostic: FixedPoint, spent: int, message: str, **changes: Any) -> FixedPoint:
-    """The agnostic point that stands for ``fp`` (its ``requested`` kept, ``spent`` evaluations before it)."""
+    message = (f"converged on the symmetric subspace: the {fp.requested} start stalled at residual "
+               f"{fp.status.residual:.2e} (order parameter {size:.3g}) with the map shrinking its order parameter")
     status = replace(agnostic.status, iterations=spent + agnostic.status.iterations, message=message,
                      prox_failures=fp.status.prox_failures + agnostic.status.prox_failures)
-    return replace(agnostic, status=status, requested=fp.requested, **changes)
+    return replace(agnostic, status=status, requested=fp.requested)
 
 
 def confirm_jump_acceptance(fp: FixedPoint, reproduced: int, tried: int) -> FixedPoint:
@@ -165,11 +155,14 @@ def judge_agnostic_image(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule
     if not fp.status.converged or fp.requested not in ORDER_COMPONENTS or fp.branch != fp.requested:
         return fp
     params = fp.params
-    size, start = _order_sizes(fp, fp.overlaps.to_vector())
+    o = ORDER_COMPONENTS[fp.requested](params.L)
+    size = float(np.linalg.norm(fp.overlaps.to_vector()[o]))
+    start = float(np.linalg.norm(initial_overlaps(params, fp.requested).to_vector()[o]))
     if size > IMAGE_FRACTION * start:
         return fp  # far from the symmetric subspace: a point of the branch (the common case, nothing computed)
+    ov = fp.overlaps
     agnostic = solve(params, fp.alpha, "agnostic", config=cfg, rule=rule,
-                     init=on_branch_subspace(fp.overlaps, "agnostic"))
+                     init=Overlaps(q0=ov.q0, V0=ov.V0, m=np.zeros(params.L), th0=0.0))
     if not (agnostic.status.converged and agnostic.branch == "agnostic"):
         return fp
     at = m_stability_at if fp.requested == "positional" else theta_stability_at
@@ -180,5 +173,7 @@ def judge_agnostic_image(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule
     message = (f"absent: the {fp.requested} start converged to |{name}| = {size:.2g}, the agnostic point displaced by "
                f"the rule's jumps; the agnostic point is stable in {name} here ({symbol} = {eig:.3g} < 1), so no "
                f"{fp.requested} branch leaves it")
-    return _as_agnostic(fp, agnostic, fp.status.iterations, message,
-                        extra=agnostic.extra | {AGNOSTIC_EIGENVALUE: {symbol: (rule.name, float(eig))}})
+    status = replace(agnostic.status, iterations=fp.status.iterations + agnostic.status.iterations, message=message,
+                     prox_failures=fp.status.prox_failures + agnostic.status.prox_failures)
+    extra = agnostic.extra | {AGNOSTIC_EIGENVALUE: {symbol: (rule.name, float(eig))}}
+    return replace(agnostic, status=status, requested=fp.requested, extra=extra)
