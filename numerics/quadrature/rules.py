@@ -60,10 +60,8 @@ def tensor_grid(x: np.ndarray, w: np.ndarray, dim: int) -> tuple[np.ndarray, np.
 
 
 def gauss_hermite_rule(L: int, order: int, prune: float = 1e-14, rotation_seed: int | None = None) -> QuadratureRule:
-    """Tensor Gauss--Hermite rule on 2L dimensions with ``order`` nodes per dimension; nodes of weight below
-    prune * max weight dropped (their mass reported).  With ``rotation_seed`` the grid is rotated by a random
-    orthogonal matrix, off the diagonals where the proximal map has mirror-image ties.
-    """
+    """Tensor Gauss--Hermite rule on 2L dimensions with ``order`` nodes per dimension, nodes of weight below
+    prune * max weight dropped; with ``rotation_seed`` rotated by a random orthogonal matrix."""
     dim = 2 * L
     nodes, weights = tensor_grid(*gauss_hermite_1d(order), dim)
     keep = weights >= prune * weights.max()
@@ -123,9 +121,8 @@ def split_block(spec: str) -> tuple[str, int | None]:
 
 
 def parse_rule_spec(spec: str) -> tuple[str, tuple[int, ...]]:
-    """Parse a rule spec without building the rule: ("gh", (order,)), ("ghr", (order, seed)) or
-    ("sobol", (log2_n, reps, seed)); ValueError for anything else (see :func:`make_rule`).  A block
-    selector ``@j`` (:func:`rule_blocks`) is checked and left out of the result."""
+    """Parse a rule spec (:func:`make_rule`) without building the rule: ("gh", (order,)), ("ghr", (order, seed))
+    or ("sobol", (log2_n, reps, seed)), a block ``@j`` checked and left out; ValueError for anything else."""
     s, block = split_block(spec)
     try:
         if s.startswith("ghr"):
@@ -161,10 +158,8 @@ def replicates(spec: str) -> int:
 
 
 def rule_blocks(spec: str) -> list[str]:
-    """The specs of the rule's independent randomisation blocks, ``spec@0 .. spec@(R-1)`` (R =
-    :func:`replicates`; an empty list when R = 1).  The rule is their union with equal weights, so every
-    expectation on it is the mean of the blocks' expectations, and their spread is its standard error
-    times sqrt(R)."""
+    """The specs of the rule's independent randomisation blocks, ``spec@0 .. spec@(R-1)`` (R = :func:`replicates`;
+    an empty list when R = 1): the rule is their union with equal weights."""
     base, _ = split_block(spec)
     n = replicates(spec)
     return [f"{base}@{j}" for j in range(n)] if n >= 2 else []
@@ -219,11 +214,8 @@ def check_rule_size(L: int, spec: str) -> int:
 
 
 def rule_variant(spec: str, k: int) -> str:
-    """The k-th independent replicate of the rule ``spec`` (k = 0 is ``spec`` itself).
-
-    Scrambled Sobol: the same size and randomisations with seed base + k; Gauss--Hermite (plain
-    or rotated): order N + 2k (a deterministic rule has no independent replicate of its own size).
-    """
+    """The k-th independent replicate of the rule ``spec`` (k = 0: ``spec``): scrambled Sobol with seed base + k,
+    Gauss--Hermite (plain or rotated) of order N + 2k."""
     kind, args = parse_rule_spec(spec)
     if k < 0:
         raise ValueError(f"a rule replicate index must be >= 0, got {k}")
@@ -235,10 +227,9 @@ def rule_variant(spec: str, k: int) -> str:
 
 
 def make_rule(L: int, spec: str) -> QuadratureRule:
-    """Build a rule from a short spec: ``"gh12"`` (Gauss--Hermite, order 12), ``"ghr12"`` or
-    ``"ghr12:3"`` (the same grid randomly rotated, seed 0 or 3), or ``"sobol14"``
-    (2^14 scrambled Sobol points, seed 0) or ``"sobol14:4:7"`` (4 randomisations, seed 7) or
-    ``"sobol14:4:7@2"`` (the third of those randomisations alone: :func:`rule_blocks`)."""
+    """Build a rule from a short spec: ``"gh12"`` (Gauss--Hermite, order 12), ``"ghr12:3"`` (the same grid randomly
+    rotated, seed 3; default 0), ``"sobol14:4:7"`` (4 randomisations of 2^14 scrambled Sobol points, seed 7;
+    default 1 and 0), ``"sobol14:4:7@2"`` (the third of those randomisations alone)."""
     check_rule_size(L, spec)
     kind, args = parse_rule_spec(spec)
     if kind == "ghr":
@@ -249,10 +240,8 @@ def make_rule(L: int, spec: str) -> QuadratureRule:
 
 
 def matrix_rule(L: int, r: int, r_star: int, spec: str) -> QuadratureRule:
-    """The rule of the matrix overlaps (docs/model.md section 7): a scrambled Sobol rule ``sobolK[:REPS:SEED]``
-    (2^K points x REPS scramblings, Gaussian by the inverse CDF) over the L (r + r*) dimensions, columns
-    (xi_1..xi_L, eta_1..eta_L) with xi_l in R^r, eta_l in R^{r*} (:func:`split_nodes`); with ``@j`` its block j
-    alone (:func:`rule_blocks`)."""
+    """The rule of the matrix overlaps (docs/model.md section 7): the Sobol rule ``sobolK[:REPS:SEED][@j]`` over
+    the L (r + r*) dimensions, columns (xi_1..xi_L, eta_1..eta_L), xi_l in R^r, eta_l in R^{r*} (split_nodes)."""
     kind, args = parse_rule_spec(spec)
     if kind != "sobol":
         raise ValueError(f"the rank-r state evolution uses scrambled Sobol rules (sobolK[:REPS:SEED]), got {spec!r}")
@@ -275,11 +264,9 @@ def split_nodes(rule: QuadratureRule, L: int, r: int, r_star: int) -> tuple[np.n
 
 
 def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) -> tuple[QuadratureRule, bool]:
-    """Orbit representatives of the rule's nodes under a symmetry group ((pi, s, t): (xi, eta) -> (s xi[pi],
-    t eta[pi])): each node replaced by its lexicographically smallest image, equal images merged with their
-    weights added.  Returns (reduced rule, exact): where the rule is not invariant under the group (``exact``
-    False) it is returned unreduced.
-    """
+    """(reduced rule, exact): each node replaced by its lexicographically smallest image under the group
+    ((pi, s, t): (xi, eta) -> (s xi[pi], t eta[pi])), equal images merged; a rule not invariant under the group
+    (``exact`` False) is returned unreduced."""
     if len(group) <= 1:
         return rule, True
     z = rule.nodes
@@ -335,9 +322,7 @@ def _images(z: np.ndarray, L: int, group: Sequence[SymmetryElement]) -> list[np.
 
 def symmetrize_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) -> QuadratureRule:
     """The union of the rule's images under ``group``, each with weight / |group| (docs/method.md section 2); an
-    invariant rule keeps its nodes.  The result records ``group``; a rule that already records it is returned as
-    it is.
-    """
+    invariant rule, or one that already records ``group``, keeps its nodes.  The result records ``group``."""
     key = tuple(SymmetryElement(tuple(int(i) for i in p), int(s_), int(t_)) for p, s_, t_ in group)
     if rule.group == key:
         return rule
