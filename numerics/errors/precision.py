@@ -106,12 +106,9 @@ def _moments_2d(
     dps: int,
     even: bool = False,
 ) -> tuple[list[list[mpmath.mpf]], list[list[mpmath.mpf]]]:
-    """E[F_lk] and E[F_lk^2] for F = fn(x), x_l = mean_l + std_l Z_l, Z ~ N(0, I_2); tensor Gauss--Hermite
-    on the one-dimensional ``rule`` = (nodes, weights) of :func:`gauss_hermite_mp`.
-
-    ``even``: fn(x) = fn(-x) and mean = 0 (the softmax of an outer product), so the node
-    pairs (a, b) and (-a, -b) are summed once with twice the weight (the rule is symmetric).
-    """
+    """E[F_lk] and E[F_lk^2] for F = fn(x), x_l = mean_l + std_l Z_l, Z ~ N(0, I_2); tensor Gauss--Hermite on
+    ``rule`` = (nodes, weights) of :func:`gauss_hermite_mp`.  ``even``: fn(x) = fn(-x) and mean = 0, so the node
+    pairs (a, b) and (-a, -b) are summed once with twice the weight."""
     X, W = rule
     L = 2
     m1 = [[mpmath.mpf(0)] * L for _ in range(L)]
@@ -170,11 +167,8 @@ def eps_lin_mp(params: ModelParams, dps: int = 30, order: int | None = None) -> 
 def eps_g_theta0_mp(
     params: ModelParams, q0: float, m: Sequence[float], dps: int = 30, order: int | None = None
 ) -> mpmath.mpf:
-    """Test error eps_g (docs/model.md section 4) at a theta = 0 state (q0, m), at ``dps`` digits, L = 2.
-
-    The state's V0 does not enter eps_g (no proximal step: h = w). Inputs are taken as
-    the exact binary values of the given floats.
-    """
+    """Test error eps_g (docs/model.md section 4) at a theta = 0 state (q0, m), at ``dps`` digits, L = 2 (V0 does
+    not enter; the inputs are taken as the exact binary values of the floats)."""
     _check_L2(params)
     if not q0 > 0:
         raise ValueError(f"q0 must be > 0, got {q0}")

@@ -32,10 +32,8 @@ from attnphase.theory.softmax import target as matrix_target
 @dataclass(frozen=True, eq=False)
 class ChannelMoments:
     """Quadrature estimates at one state: E[g_l], E[g_l g_l^T] (E[g_l^2] at r = 1), E[g_l xi_l^T], E[g_l eta_l^T]
-    (shape (L,) in the scalar form; (L, r), (L, r, r), (L, r, r), (L, r, r*) in the matrix form), E[M], the test
-    error eps_g (NaN from a polish), the failed proximal solves, the minima a next evaluation polishes, and
-    E[loss(h_hat, T(h*))] (matrix form; else NaN).
-    """
+    (shape (L,) in the scalar form), E[M], eps_g (NaN from a polish), the failed proximal solves, the minima a
+    next evaluation polishes, and E[loss(h_hat, T(h*))] (matrix form; else NaN)."""
 
     E_g: np.ndarray
     E_ggT: np.ndarray
@@ -151,9 +149,8 @@ def prox_with_minima(
     kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, config: SolverConfig | None = None,
     polish_from: Candidates | None = None,
 ) -> tuple[np.ndarray, np.ndarray, ProxResult, Candidates | None]:
-    """:func:`prox_at_nodes` that also returns the distinct local minima per node (global mode; None
-    otherwise); with ``polish_from`` (minima of an earlier full search at the same nodes) those are polished
-    instead of searching, and returned as the minima."""
+    """:func:`prox_at_nodes` with the distinct local minima per node (global mode; else None); with
+    ``polish_from`` (an earlier full search's minima at the same nodes) those polished and returned instead."""
     cfg = config or SolverConfig()
     w, V, T, hstar = _fields(kernels, params, ov, rule)
     if cfg.prox != "global":

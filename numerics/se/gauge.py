@@ -78,10 +78,8 @@ DIRECTION_SHARE = 0.05
 
 
 def direction_labels(ov: Overlaps, tol: float = LABEL_TOL) -> list[str]:
-    """Per student direction of the canonical gauge (the eigenvectors of q0): which overlaps it carries.
-
-    A direction is 'positional' (its m entries above tol and above DIRECTION_SHARE of the largest |m|
-    entry, its th0 row not), 'semantic' (the converse), 'both', or 'none'."""
+    """Per student direction of the canonical gauge: 'positional' (its m entries above tol and DIRECTION_SHARE of
+    the largest |m| entry, its th0 row not), 'semantic' (the converse), 'both', or 'none'."""
     ov = canonical(ov)
     m_max, t_max = float(np.abs(ov.m).max()), float(np.abs(ov.th0).max())
     out = []
@@ -218,9 +216,8 @@ def branch_coordinates(ov: Overlaps, branch: str) -> list[int]:
 
 
 def transversal_basis(ov: Overlaps, branch: str, pattern: np.ndarray | None = None) -> np.ndarray:
-    """Orthonormal basis of the branch's free coordinates (:func:`branch_coordinates`, within ``pattern``
-    where given) orthogonal to the gauge orbit's tangents at ``ov`` (:func:`gauge_tangents`; none on a
-    pattern, which has no continuous gauge)."""
+    """Orthonormal basis of the branch's free coordinates (:func:`branch_coordinates`, within ``pattern`` where
+    given) orthogonal to the gauge orbit's tangents at ``ov`` (none on a pattern: it has no continuous gauge)."""
     x = ov.to_vector()
     free = branch_coordinates(ov, branch)
     if pattern is not None:

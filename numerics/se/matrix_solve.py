@@ -99,10 +99,8 @@ COARSE_MIN_LOG2 = 9
 
 def _from_coarser_rule(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, rule: QuadratureRule,
                        ov0: Overlaps, warm: bool) -> FixedPoint | None:
-    """A staged solve from ``ov0`` that did not converge on ``rule``, retried once on the coarser rule of
-    :func:`coarser_spec` from the same start and, where that converges on ``branch``, on ``rule`` warm from its
-    fixed point: the fixed point of ``rule``'s map this reaches (verified there as every solve's), else None
-    (studies/l3_mixed_point.py)."""
+    """A staged solve from ``ov0`` that did not converge on ``rule``, retried on the rule of :func:`coarser_spec`
+    and, where that converges on ``branch``, on ``rule`` warm from its fixed point; None where either fails."""
     spec = coarser_spec(cfg.quadrature)
     if spec is None:
         return None
@@ -126,9 +124,8 @@ def _counted(fp: FixedPoint, evaluations: int) -> FixedPoint:
 def _staged(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, rules: list[QuadratureRule],
             ov0: Overlaps, warm: bool) -> tuple[FixedPoint, int, bool]:
     """(fixed point, evaluations, whether it is a projected stage's) of the staged solve: the map projected on
-    the start's :func:`~attnphase.numerics.se.gauge.reflection_pattern` over each rule of ``rules`` in turn
-    (block 0, then the whole rule), then unprojected on the last; each stage warm from the last, with its
-    Jacobian."""
+    the start's reflection pattern over each rule of ``rules`` (block 0, the whole rule), then unprojected on
+    the last; each stage warm from the last, with its Jacobian."""
     pattern = reflection_pattern(ov0)
     ov, J, spent, fp = ov0, None, 0, None
     for k, rule in enumerate(rules):

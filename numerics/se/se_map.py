@@ -102,12 +102,9 @@ ORDER_PARAMETERS = {
 
 
 class FixedOrder:
-    """The SE map with an order parameter (th0 or |m|) held at ``value``; alpha is solved for.
-
-    Every hat overlap is proportional to alpha, so 1 / th0 (1 / |m|) is affine in 1 / alpha: one secant step
-    in 1 / alpha through two prior updates lands on the root, accepted when a third confirms it; else the root
-    is bracketed in log alpha and refined by Brent's method.
-    """
+    """The SE map with an order parameter (th0 or |m|) held at ``value``, alpha solved for: 1 / th0 (1 / |m|) is
+    affine in 1 / alpha, so one secant step in 1 / alpha lands on the root (accepted when a third update confirms
+    it; else the root is bracketed in log alpha and refined by Brent's method)."""
 
     def __init__(self, name: str, value: float):
         if name not in ORDER_PARAMETERS:
@@ -319,8 +316,7 @@ class SEMap:
 
     def jacobian_now(self) -> Any:
         """The last quasi-Newton Jacobian, for a nearby solve: at r = r* = 1 the matrix if it belongs to the
-        current symmetry group, in the matrix form the :class:`~attnphase.numerics.se.results.SolverMemory` of the
-        Jacobian with its basis."""
+        current symmetry group, in the matrix form a SolverMemory with its basis."""
         if self.is_matrix:
             return self.kept
         return self.jacobian[1] if self.jacobian is not None and self.jacobian[0] == self.key else None
@@ -354,9 +350,8 @@ def se_step(params: ModelParams, alpha: float, ov: Overlaps, config: SolverConfi
             rule: QuadratureRule | None = None) -> tuple[Overlaps, SEStep]:
     """One exact SE step F(ov) at alpha -- the map the solver iterates -- and what it computed.
 
-    ``rule`` is used as given (no symmetrisation); default: ``config.quadrature`` symmetrised.
-    Raises ValueError where the step leaves the admissible region.
-    """
+    ``rule`` is used as given (default: ``config.quadrature`` symmetrised); ValueError where the step leaves the
+    admissible region."""
     cfg = config or SolverConfig()
     smap = SEMap(params, FixedAlpha(alpha), rule if rule is not None else model_rule(params, cfg), cfg)
     ev = smap.evaluate(ov.to_vector(), exact=True)

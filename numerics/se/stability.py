@@ -74,9 +74,8 @@ def m_stability_at(
     params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRule, config: SolverConfig | None = None,
     solves: NodeSolves | None = None,
 ) -> tuple[float, int]:
-    """(mu, failed proximal solves): the leading eigenvalue (largest real part) of the m-block of the
-    SE map's Jacobian at the agnostic state ``ov`` (m = 0, th0 = 0); ``solves`` as for
-    :func:`theta_stability_at`."""
+    """(mu, failed proximal solves): the leading eigenvalue of the m-block of the SE map's Jacobian at the
+    agnostic state ``ov``; ``solves`` as for :func:`theta_stability_at`."""
     if ov.th0 != 0.0 or np.any(ov.m != 0.0):
         raise ValueError(f"m stability is defined at an agnostic state (m = 0, th0 = 0), got m = {ov.m}, th0 = {ov.th0}")
     L = params.L
@@ -178,12 +177,9 @@ def transverse_leading_eigenvalue(J: np.ndarray, ov: Overlaps) -> float:
 
 
 def stability_eigenvalue(params: ModelParams, alpha: float, ov: Overlaps, config: SolverConfig | None = None) -> float:
-    """The leading eigenvalue max Re(lambda) of the SE map's Jacobian at the fixed point ``ov``: the point is
-    stable (the damped iteration converges to it for some damping) when it is < 1 (docs/method.md section 12).
-
-    At r = r* = 1 the median over the steps :data:`STABILITY_STEPS` of :func:`se_jacobian`'s, at an agnostic
-    state also the max with lambda and mu (the difference quotients miss the jump surface's term); at r >= 2 or
-    r* >= 2 :func:`matrix_jacobian`'s transverse to the gauge orbit.  NaN where no Jacobian is finite.
+    """The leading eigenvalue max Re(lambda) of the SE map's Jacobian at the fixed point ``ov`` (stable below 1;
+    docs/method.md section 12): at r = r* = 1 the median over :data:`STABILITY_STEPS` of :func:`se_jacobian`'s
+    (at an agnostic state at least lambda and mu), else :func:`matrix_jacobian`'s transverse to the gauge orbit.
     """
     cfg = config or SolverConfig()
     if ov.is_matrix:
