@@ -76,11 +76,8 @@ def fixed_point_error(fp: FixedPoint, config: SolverConfig, n_rules: int = 0) ->
 
 def point_errors(points: Sequence[FixedPoint], config: SolverConfig, n_rules: int = 0) -> tuple[dict[str, Any], ...]:
     """``{"err_<key>": ...}`` of every point, at every rank, for the keys of
-    :func:`~attnphase.numerics.errors.replicates.error_keys` (at r >= 2 or r* >= 2 a gauge invariant's bars are a
-    list, entry by entry): the standard error over the rule's blocks, else the spread over ``n_rules`` >= 2
-    independent rules (:func:`~attnphase.numerics.errors.replicates.replicate_errors` of the point's
-    :func:`~attnphase.numerics.errors.replicates.replicate_points`, the numbers of :func:`fixed_point_error`); NaN
-    for a point that did not converge, and for every point when no error bar is made."""
+    :func:`~attnphase.numerics.errors.replicates.error_keys`: the numbers of :func:`fixed_point_error`; NaN for a
+    point that did not converge, and for every point when no error bar is made."""
     barred = config.error_bars and (rule_blocks(config.quadrature) or n_rules >= MIN_RULES)
     out = []
     for fp in points:

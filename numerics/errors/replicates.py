@@ -52,8 +52,7 @@ def spread(values: Sequence[float]) -> float:
 
 
 def standard_error(values: Sequence[float]) -> float:
-    """:func:`spread` / sqrt(n) over the finite values (NaN with fewer than two): the standard error of the
-    mean of n independent replicates."""
+    """:func:`spread` / sqrt(n) over the n finite values (NaN with fewer than two)."""
     n = sum(math.isfinite(v) for v in values)
     return spread(values) / math.sqrt(n) if n >= 2 else math.nan
 
@@ -81,9 +80,8 @@ def resolved(fp: FixedPoint, config: SolverConfig) -> FixedPoint:
 
 
 def replicate_configs(config: SolverConfig, n_rules: int) -> tuple[list[SolverConfig], bool]:
-    """(the configs a point's replicates are solved on, whether they are blocks): the solve rule's R >= 2 blocks
-    (:func:`block_config`), else ``config.variant(k)``, k = 0 .. n_rules - 1 (none when ``config.error_bars`` is off
-    or n_rules < 2)."""
+    """(the configs a point's replicates are solved on, whether they are blocks): the solve rule's R >= 2 blocks,
+    else ``config.variant(k)``, k < n_rules (none when ``config.error_bars`` is off or n_rules < 2)."""
     R = replicate_count(config)
     if R:
         return [block_config(config, j) for j in range(R)], True
@@ -93,9 +91,8 @@ def replicate_configs(config: SolverConfig, n_rules: int) -> tuple[list[SolverCo
 
 
 def replicate_points(fp: FixedPoint, config: SolverConfig, n_rules: int) -> tuple[list[FixedPoint | None], bool]:
-    """(the replicates of ``fp``, whether they are blocks): ``fp`` re-solved (:func:`resolved`) on each config of
-    :func:`replicate_configs`; a replicate that does not converge on ``fp``'s branch is None (kept in place, so
-    that two points' replicates pair by index)."""
+    """(the replicates of ``fp``, whether they are blocks): ``fp`` re-solved on each config of
+    :func:`replicate_configs`, None in place where it does not converge on ``fp``'s branch."""
     configs, blocks = replicate_configs(config, n_rules)
     out: list[FixedPoint | None] = []
     for cfg in configs:
@@ -105,8 +102,7 @@ def replicate_points(fp: FixedPoint, config: SolverConfig, n_rules: int) -> tupl
 
 
 def error_keys(fp: FixedPoint) -> tuple[str, ...]:
-    """The keys of ``fp``'s record that carry error bars: the observables at r = r* = 1, the gauge invariants and
-    observables at r >= 2 or r* >= 2."""
+    """The keys of ``fp``'s record that carry error bars (the gauge invariants too at r >= 2 or r* >= 2)."""
     from attnphase.numerics.se.results import MATRIX_ERROR_KEYS
 
     return MATRIX_ERROR_KEYS if fp.overlaps.is_matrix else ERROR_KEYS
@@ -114,10 +110,9 @@ def error_keys(fp: FixedPoint) -> tuple[str, ...]:
 
 def replicate_errors(fp: FixedPoint, reps: Sequence[FixedPoint | None], blocks: bool,
                      keys: Sequence[str] | None = None) -> dict[str, Any]:
-    """``err_<key>`` for each of ``keys`` (default: :func:`error_keys` of ``fp``; numbers, or lists for a list-valued key of the record, entry by entry):
-    :func:`standard_error` over the converged replicates for blocks, :func:`spread` for independent rules, at least
-    the point's offset from their cloud (:func:`at_least_the_offset`), NaN below two; ``replicates`` (used) and
-    ``replicates_tried``."""
+    """``err_<key>`` for each of ``keys`` (default :func:`error_keys`; a list, entry by entry, for a list-valued
+    key): :func:`standard_error` over the converged replicates for blocks, :func:`spread` for independent rules,
+    at least the point's offset (:func:`at_least_the_offset`); ``replicates`` (used) and ``replicates_tried``."""
     recs = [p.record for p in reps if p is not None]
     out: dict[str, Any] = {"replicates": len(recs), "replicates_tried": len(reps)}
     bar = standard_error if blocks else spread

@@ -56,9 +56,8 @@ class Evaluation:
 
 @dataclass(frozen=True, eq=False)
 class FixedPointResult:
-    """How a solve ended: the accepted evaluation (converged), else the best exact one (None when none
-    succeeded); whether its residual is within tol; the evaluations spent (finite differences included); a message.
-    """
+    """How a solve ended: the accepted evaluation, else the best exact one (or None); whether its residual is
+    within tol; the evaluations spent (finite differences included); a message."""
 
     evaluation: Evaluation | None
     converged: bool
@@ -289,9 +288,8 @@ class FixedPointSolver:
         self, x: np.ndarray, G: np.ndarray, B: np.ndarray, resid: Callable[[np.ndarray, np.ndarray], np.ndarray]
     ) -> np.ndarray | None:
         """Forward-difference Jacobian of ``resid`` along the columns of B (backward where forward fails), step
-        FD_STEP * max(1, |x_j|) halved while both sides leave the map's domain; None when no step stays inside
-        or the map fails.  With ``consistent_differences`` the base point is exact, the columns polished from it.
-        """
+        FD_STEP * max(1, |x_j|) halved while both sides leave the map's domain (None where none stays inside or
+        the map fails); with ``consistent_differences`` an exact base point, the columns polished from it."""
         polish: AbstractContextManager[Any] = nullcontext()
         if self.consistent_differences:
             base = self._eval(x, exact=True)  # a full search: its minima are what the columns polish

@@ -39,10 +39,9 @@ class Observables:
 
 def _teacher_fields(params: ModelParams, order: int | None = None,
                     quadrature: str | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(weights, h*) of a quadrature of the teacher fields h*_l = sigma_l rho0^{1/2} eta_l in R^{r*}, eta_l ~ N(0, I)
-    iid (a whitened correlated-token model: h* = B v*), h* as (n, L, r*): the tensor Gauss--Hermite grid of
-    ``order`` nodes per dimension (r* = 1), or the eta columns of the Sobol rule ``quadrature``
-    (:func:`~attnphase.numerics.quadrature.rules.matrix_rule` at r = 1, any r*)."""
+    """(weights, h* (n, L, r*)) of a quadrature of the teacher fields h*_l = sigma_l rho0^{1/2} eta_l in R^{r*}
+    (whitened: h* = B v*): the tensor Gauss--Hermite grid of ``order`` nodes per dimension (r* = 1), or the eta
+    columns of the Sobol rule ``quadrature``."""
     L, rs = params.L, params.r_star
     if quadrature is not None:
         rule = matrix_rule(L, 1, rs, quadrature)

@@ -103,8 +103,7 @@ class FixedPoint:
 
     @property
     def invariants(self) -> dict[str, list[float]]:
-        """The gauge invariants: eigenvalues of q0 and V0 (decreasing), singular values of th0, |m_l|
-        (at r = r* = 1: q0, V0, |th0| and the |m_l|)."""
+        """The gauge invariants (:func:`~attnphase.numerics.se.gauge.invariants`)."""
         return invariants(self.overlaps)
 
     @property
@@ -156,9 +155,8 @@ class FixedPoint:
 
 def fixed_point_from(smap: Any, result: Any, ov0: Overlaps, requested: str) -> FixedPoint:
     """The fixed-point solver's ``result`` on the SE map ``smap`` as a :class:`FixedPoint` (without an evaluation:
-    the overlaps ``ov0`` it started from, NaN observables).  At r = r* = 1 e_t on ``config.e_t_quadrature`` where
-    set; in the matrix form ``extra`` holds e_t_direct = lambda/2 tr q0 + alpha E[loss(h_hat)] and the gauge angle.
-    """
+    ``ov0``, NaN observables); e_t on ``config.e_t_quadrature`` where set (r = r* = 1); in the matrix form
+    ``extra`` holds e_t_direct = lambda/2 tr q0 + alpha E[loss(h_hat)] and the gauge angle."""
     params, cfg, matrix = smap.params, smap.cfg, smap.is_matrix
     prox = "global" if matrix else cfg.prox
     ev = result.evaluation

@@ -124,10 +124,9 @@ def settle_noise_axes(ov: Overlaps, axes: list[int],
 
         x_a <- x_a^(1 - w) F(x)_a^w,   x_a in {q0_aa, V0_aa},  w = SETTLE_WEIGHT,
 
-    SETTLE_STEPS steps; the iterate of least residual wins.  ``image(ov)`` is (F(ov) aligned to ov's gauge,
-    the scaled residual), or None where the map is not defined; a step that lands there is halved (in log x)
-    once, else the iteration stops.  Where the map is not defined at ``ov``, the noise axes' q0 is first lifted,
-    q0_aa <- (q0_aa max_b q0_bb)^(1/2) over the signal axes b, at most LIFT_STEPS times (docs/method.md section 11).
+    SETTLE_STEPS steps (a step where ``image`` is None halved once); the iterate of least residual wins.
+    ``image(ov)``: (F(ov) aligned to ov's gauge, the scaled residual), or None.  Where the map is not defined at
+    ``ov``, the noise axes' q0 is first lifted, q0_aa <- (q0_aa max_b q0_bb)^(1/2), at most LIFT_STEPS times.
     """
     if not axes:
         return ov, 0

@@ -83,18 +83,13 @@ def solve(
 ) -> FixedPoint:
     """Solve the state evolution at (params, alpha) starting on ``branch`` (or from ``init``), at every rank.
 
-    ``config`` holds every setting; ``rule`` overrides ``config.quadrature`` with a rule object (r = r* = 1
-    only); ``memory`` (a nearby solve's ``FixedPoint.memory`` on the same rule) seeds a warm start, changing the
-    path, never the verified result.  At r >= 2 or r* >= 2 the matrix solve
-    (:func:`~attnphase.numerics.se.matrix_solve.solve_matrix`; branches of ``MATRIX_BRANCHES``, global prox,
-    damping >= 0.5) starts from ``start`` = ``"embedded"`` (default, :func:`embedded_start`) or ``"cold"``; at
-    r = r* = 1 ``start`` may only be None or ``"cold"``.  Cold positional starts above alpha = 0.3 follow a short
-    continuation from 0.3; a cold semantic start that misses the branch is retried from above
-    (:func:`semantic_from_above`); a cold solve that stalls is judged once more (:mod:`~attnphase.numerics.se.stalls`).
-    Correlated tokens are solved in their whitened form (``params`` of the result; ``init`` must be whitened).
-
-    Returns a :class:`FixedPoint`; its ``status`` says whether the residual reached ``config.tol`` and counts the
-    SE-map evaluations.  Raises ValueError for a bad alpha, branch, start or init.
+    ``config`` holds every setting; ``rule`` overrides ``config.quadrature`` (r = r* = 1 only); ``memory`` (a
+    nearby solve's ``FixedPoint.memory`` on the same rule) seeds a warm start.  At r >= 2 or r* >= 2 the matrix
+    solve (:func:`~attnphase.numerics.se.matrix_solve.solve_matrix`) starts from ``start`` = ``"embedded"``
+    (default, :func:`embedded_start`) or ``"cold"``; at r = r* = 1 ``start`` may only be None or ``"cold"``.
+    Cold starts: docs/method.md section 4.  Correlated tokens are solved in their whitened form (``init`` too).
+    Returns a :class:`FixedPoint` whose ``status`` says whether the residual reached ``config.tol``; ValueError
+    for a bad alpha, branch, start or init.
     """
     alpha = _check_alpha(alpha)
     cfg = config or SolverConfig()
@@ -177,13 +172,9 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
 
 
 def semantic_from_above(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule) -> FixedPoint:
-    """A cold semantic solve that missed the branch (``fp``: the agnostic point, or no convergence), retried by
-    a short continuation from larger alpha (docs/method.md section 4): from the cold start at
-    alpha' = alpha SEMANTIC_RETRY_FACTOR**k (k = 1 .. SEMANTIC_RETRY_TRIES), followed down to alpha in warm
-    steps of ratio SEMANTIC_RETRY_STEP.  Returns the converged semantic point at alpha (its message saying how,
-    its ``iterations`` counting every evaluation), a failure where the branch was followed to the step before
-    alpha and stalled at alpha, or ``fp`` unchanged when no start reaches the branch or the continuation
-    leaves it."""
+    """A cold semantic solve that missed the branch (``fp``), retried from the cold start at alpha' = alpha
+    SEMANTIC_RETRY_FACTOR**k and followed down to alpha (docs/method.md section 4): the converged semantic point,
+    a failure where it stalled at alpha itself, or ``fp`` unchanged where no start reaches or keeps the branch."""
     params, alpha = fp.params, fp.alpha
     step_cfg = replace(cfg, e_t_quadrature=None)
     spent = fp.status.iterations
@@ -236,13 +227,9 @@ def _agnostic_path_start(params: ModelParams, path: list[float], agnostic: Overl
 
 def positional_past_agnostic(params: ModelParams, alpha: float, agnostic: FixedPoint, cfg: SolverConfig,
                              rule: QuadratureRule) -> FixedPoint | None:
-    """The cold positional solve at alpha from ``agnostic``, the converged agnostic point a cold positional solve
-    fell to at a smaller alpha' = ``agnostic.alpha`` >= POSITIONAL_COLD_ALPHA (``params`` in their SE form, ``rule``
-    the solve's rule); None where the agnostic point is not followed to alpha.
-
-    The cold solve at alpha would fall off the branch where the one at alpha' did and start from the agnostic
-    point followed to alpha (:func:`_agnostic_path_start`); here that point is reached in one warm step from
-    alpha' and the start solved and judged as the cold solve's: the same fixed point, for two solves."""
+    """The cold positional solve at alpha, given ``agnostic``, the agnostic point a cold positional solve fell to
+    at a smaller alpha' >= POSITIONAL_COLD_ALPHA (``params`` in their SE form): the same start as the cold
+    solve's (:func:`_agnostic_path_start`), reached in one warm step from alpha'; None where that step fails."""
     ag = solve(params, alpha, "agnostic", init=on_branch_subspace(agnostic.overlaps, "agnostic"),
                config=replace(cfg, e_t_quadrature=None), rule=rule)
     if not (ag.status.converged and ag.branch == "agnostic"):
