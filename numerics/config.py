@@ -144,10 +144,7 @@ class SolverConfig:
         return replace(self, **changes)
 
     def variant(self, k: int) -> "SolverConfig":
-        """The k-th independent replicate of every quadrature role (k = 0 is this config).
-
-        Scrambled Sobol rules get the seed base + k; Gauss-Hermite rules the order N + 2k.
-        """
+        """The k-th independent replicate of every quadrature role (k = 0: this config; :func:`rule_variant`)."""
         if k == 0:
             return self
         from attnphase.numerics.quadrature.rules import rule_variant

@@ -80,8 +80,8 @@ def solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverConf
 
 
 def coarser_spec(spec: str) -> str | None:
-    """The Sobol rule of half the points per scrambling block (``sobol10:4`` -> ``sobol9:4``, seeds and blocks
-    kept), or None below COARSE_MIN_LOG2 points per block or for a Gauss--Hermite rule."""
+    """The Sobol rule of half the points per block (``sobol10:4`` -> ``sobol9:4``); None below COARSE_MIN_LOG2 or
+    for Gauss--Hermite."""
     base, block = split_block(spec)
     kind, args = parse_rule_spec(base)
     if kind != "sobol" or args[0] - 1 < COARSE_MIN_LOG2:

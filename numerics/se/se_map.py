@@ -219,8 +219,8 @@ class SEMap:
             self.since_full += 1
 
     def evaluate(self, x: np.ndarray, exact: bool = False) -> Evaluation | None:
-        """One SE step from x; None where x is not a state (:func:`admissible`) or the step leaves the
-        admissible region (Lam <= 0, no alpha).  ``exact`` forces a full proximal search."""
+        """One SE step from x (``exact``: with a full proximal search); None where x is not a state
+        (:func:`admissible`) or the step leaves the admissible region."""
         ov = self.unpack(x)
         if not admissible(ov, self.params.rho0):
             return None
@@ -285,8 +285,7 @@ class SEMap:
         return None if ev is None else (self.unpack(ev.fx), ev.residual)
 
     def subspace(self, x: np.ndarray) -> np.ndarray:
-        """The directions quasi-Newton moves x in: the overlaps left free by the scalar state's symmetry group
-        (it stays on the branch), or the matrix branch's free coordinates orthogonal to the gauge orbit at x."""
+        """The directions quasi-Newton moves x in (:func:`invariant_basis`, :func:`transversal_basis`)."""
         ov = self.unpack(x)
         if not self.is_matrix:
             return invariant_basis(symmetry_group(self.params, ov), self.params.L)
@@ -327,8 +326,7 @@ class SEMap:
 
     @contextmanager
     def polishing(self) -> Iterator[None]:
-        """Every inexact evaluation within polishes the last full search's minima (none is a full search and
-        none counts towards the next one): the consistent finite differences of the fixed-point solver."""
+        """Within it every inexact evaluation polishes the last full search's minima, none counting towards the next."""
         before, self.frozen = self.frozen, True
         try:
             yield
