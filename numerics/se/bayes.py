@@ -133,9 +133,8 @@ class BayesHats:
 
 
 def channel_hats(model: BayesModel, rule: InvariantRule, q0: float) -> BayesHats:
-    """The averages of :class:`BayesHats` at q0 in [0, rho0) (module doc), in the reduced coordinates of
-    :class:`InvariantRule`: w~ = sqrt(x) |xi| e_1, Y~ = w~ + s (eta_par e_1 + |eta_perp| e_2), x = q0 / rho0,
-    s^2 = 1 - x + Delta; sigma_l^2 g_l^2 summed is |g~|^2 / rho0 with g~ = g_out(Y~; w~, s^2)."""
+    """The averages of :class:`BayesHats` at q0 in [0, rho0) in the coordinates of :class:`InvariantRule`:
+    w~ = sqrt(x) |xi| e_1, Y~ = w~ + s (eta_par e_1 + |eta_perp| e_2), x = q0 / rho0, s^2 = 1 - x + Delta."""
     if rule.L != model.L:
         raise ValueError(f"the rule is for L = {rule.L}, the model has L = {model.L}")
     L, rho0 = model.L, model.rho0
@@ -203,8 +202,7 @@ def _even_log_partition(z: np.ndarray) -> np.ndarray:
 
 def sign_entropy(L: int, x: float, s2: float, rule: SignRule) -> float:
     """E[log(1 + e^{-2a})] = (s^2 / (x + s^2))^(L/2) E_{rho ~ chi_L, y ~ N(0,1)}[H(tau rho y) / 2],
-    tau = sqrt(x / (x + s^2)), H of :func:`_even_log_partition`: the unknown sign's term of Psi_out
-    (:func:`psi_out`; the same pairing of Y with -Y as :func:`sign_deficit`, docs/bayes-optimal.md)."""
+    tau = sqrt(x / (x + s^2)), H of :func:`_even_log_partition`: the unknown sign's term of Psi_out."""
     tau = math.sqrt(x / (x + s2))
     return (s2 / (x + s2)) ** (L / 2) * float(rule.weights @ (0.5 * _even_log_partition(tau * rule.rho * rule.y)))
 

@@ -108,11 +108,9 @@ class FixedPoint:
 
     @property
     def record(self) -> dict[str, Any]:
-        """The CLI's JSON/CSV record.
-
-        r = r* = 1: q = |Q|^2/d, theta = Q.Q*/d, m = p_1.Q/sqrt(d), V = V0 (a whitened model's m mapped back to
-        the tokens' variables, m_h = B m_v: docs/model.md section 7).  Matrix overlaps: the gauge invariants,
-        the directions' labels, the observables, the status and the overlaps (as iterated and canonical)."""
+        """The CLI's JSON/CSV record: at r = r* = 1 q = |Q|^2/d, theta = Q.Q*/d, m = p_1.Q/sqrt(d) (mapped back to
+        the tokens' variables for a whitened model), V = V0; otherwise the gauge invariants, the directions' labels,
+        the observables, the status and the overlaps (as iterated and canonical)."""
         if self.is_matrix:
             return self._matrix_record()
         p = self.params

@@ -35,8 +35,7 @@ def refined_training_objective(
 ) -> RefinedObjective:
     """e_t = -Phi(x*, x_hat*; alpha) at a converged state x* with its hat overlaps x_hat*, E[M] on ``rule``.
 
-    The proximal map is ``config.prox`` (it must be the fixed point's).  At a state that is not a
-    fixed point the result carries first-order errors.
+    ``config.prox`` must be the fixed point's; away from a fixed point the result has first-order errors.
     """
     E_M, failures = envelope_mean(model_kernels(params), params, ov, rule, config)
     phi = free_entropy(
