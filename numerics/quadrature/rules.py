@@ -198,7 +198,8 @@ def check_L_supported(L: int, name: str = "L") -> None:
     top = int(env) if env.isdigit() else MAX_SE_L
     if L > top:
         raise ValueError(
-            f"{name}{' ' if name.startswith('--') else ' = '}{L}: the state evolution supports L <= {top} (measured: at L = 5 a solve with the "
+            f"{name}{' ' if name.startswith('--') else ' = '}{L}: the state evolution supports L <= {top} "
+            f"(measured: at L = 5 a solve with the "
             f"default rule outgrew 23 GB of memory; the rules have 2L dimensions); set ATTNPHASE_MAX_L to try anyway")
 
 
