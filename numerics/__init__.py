@@ -6,11 +6,7 @@ Imports :mod:`attnphase.theory`, never :mod:`attnphase.validation` and never tor
     fp = solve(ModelParams(omega=0.3), alpha=2.0, branch="semantic", config=SolverConfig())
     fp.record        # alpha, omega, sigma, lam, branch, q, m, V, theta, eps_g, e_t, eps_lin, ...
 
-The layout by role and the data flow (docs/architecture.md): ``SolverConfig`` (config) -> ``SEMap``
-(se.se_map: channel moments -> ``update_hat`` -> ``update``; the proximal map of prox/ on the rules
-of quadrature/) -> ``FixedPointSolver`` (se.fixed_point) -> ``solve`` (se.state_evolution) ->
-``sweep`` (phase.continuation) with ``locate_branch_end`` (phase.branch_end) -> ``phase_boundaries``
-(phase.boundaries), with error bars from errors/; the tasks and files of jobs/; the commands/.
+The layout by role and the data flow: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -18,9 +14,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-#: Public name -> the module that defines it.  Loaded on first access (PEP 562), so importing a
-#: light submodule (``attnphase.numerics.config``, for the command line's options) does not import
-#: the solvers, scipy or the generated kernels.
+#: Public name -> the module that defines it, loaded on first access (PEP 562: a light submodule such as
+#: ``attnphase.numerics.config`` imports no solver).
 _EXPORTS = {
     "Boundaries": "phase.boundary_results", "phase_boundaries": "phase.boundaries", "phase_diagram": "phase.boundaries",
     "BranchEnd": "phase.branch_end", "locate_branch_end": "phase.branch_end", "trace_branch_end": "phase.branch_end",

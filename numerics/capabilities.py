@@ -1,9 +1,6 @@
-"""What the state evolution can do at which rank: one table, and the one-line refusal of a combination it lacks.
-
-The scalar form (r = r* = 1) and the matrix form (r >= 2 or r* >= 2) share one solve, one result type and one
-map (numerics/se/); the capabilities below exist at one of the two only.  Every command and library entry that
-meets one asks :func:`check`, which raises ``ValueError("<option>: <reason>")`` -- the command line prints it
-as ``attnphase: error: ...`` with exit code 2, before any work.
+"""What the state evolution can do at which rank: one table of the capabilities that exist at the scalar form
+(r = r* = 1) or the matrix form only, and :func:`check`, the one-line refusal (``ValueError("<option>: <reason>")``,
+exit code 2 on the command line) every command and library entry asks before any work.
 """
 
 from __future__ import annotations

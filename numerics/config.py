@@ -1,26 +1,6 @@
-"""The one configuration of the numerics: :class:`SolverConfig`, frozen, passed everywhere.
-
-Every numerics function that solves, sweeps, locates a branch end or a phase boundary takes
-a ``config: SolverConfig`` and nothing that duplicates one of its fields: the proximal mode,
-the backend of the proximal solver, every quadrature rule the computation uses (one field per
-role), the tolerances and the solver's budgets.  The CLI builds it in one place
-(:func:`attnphase.solver_options.config_from_args`).
-
-Quadrature roles (each a rule spec of :func:`attnphase.numerics.quadrature.rules.make_rule`):
-
-* ``quadrature`` -- the rule of every SE solve;
-* ``e_t_quadrature`` -- E[M] of a converged point's e_t re-evaluated on this finer rule (None: the
-  solve's rule);
-* ``alpha_c_quadrature`` -- E[M] of the Newton correction of alpha_c (None: no correction);
-* ``alpha_l_quadrature`` -- the semantic fixed point at alpha_l re-solved on this finer rule (warm), and
-  alpha_l moved by one secant step (None: the solve rule's root);
-* ``bifurcation_quadrature`` -- the eigenvalues of the SE Jacobian at the agnostic branch, where a
-  branch end is located as a bifurcation;
-* ``end_quadrature`` -- the agnostic fixed point at a bifurcation's last secant point re-solved on this
-  finer rule (warm), and the end moved by one linearised step (None: the solve rule's secant root).
-
-:meth:`SolverConfig.variant` gives the k-th independent replicate of every role at once (the
-error estimates re-run a computation on replicates 1, 2, ...).
+"""The one configuration of the numerics: :class:`SolverConfig`, frozen, passed everywhere (built by the CLI in
+:func:`attnphase.solver_options.config_from_args`): the proximal mode and backend, one quadrature rule per role
+(each a spec of :func:`attnphase.numerics.quadrature.rules.make_rule`), the tolerances and the solver's budgets.
 """
 
 from __future__ import annotations
@@ -44,15 +24,10 @@ BRANCHES = ("semantic", "positional", "agnostic")
 #: SE Jacobian equal to 1), or by tracing the branch at a fixed order parameter / bisecting in alpha.
 BRANCH_END_STRATEGIES = ("bifurcation", "trace")
 
-#: The largest ``tol`` a configuration with error bars takes.  An error bar is the spread of the fixed
-#: points re-solved on other rules (blocks or replicates) warm from the solve's; such a re-solve stops at
-#: its start when the residual there, of the size of the quadrature error (relative 1e-4 - 1e-2 over the
-#: tiers), is below tol: at tol = 0.01 every bar was 0.0.  1e-6 keeps the solver's error a hundred times
-#: below the precise tier's bars (at alpha = 2, omega = 0.3 the overlaps at tol 1e-6 and 1e-10 agree to 6 digits).
+#: The largest ``tol`` a configuration with error bars takes (a looser one stops an error bar's warm re-solve at
+#: its start: a bar of 0); a hundred times below the precise tier's bars.
 MAX_TOL = 1e-6
-#: The tightest tol the command takes: the residual is a relative step of the state-evolution map, whose round-off
-#: floor is a few 1e-16 (2.4e-15 at alpha = 2, omega = 0.3 on the default rule); a tol below it is never met: at
-#: tol = 1e-300 every re-solve of the error estimate misses it and the solve reports "no fixed point" though one exists.
+#: The tightest tol the command takes: above the round-off floor of the map's relative step (a few 1e-16).
 MIN_TOL = 1e-14
 
 #: Environment variable that, when set, overrides ``backend="auto"`` (``numpy``, ``numba`` or ``torch``).
@@ -62,14 +37,13 @@ BACKEND_ENV = "ATTNPHASE_PROX_BACKEND"
 #: unset: cuda when torch sees a GPU, else cpu.
 TORCH_DEVICE_ENV = "ATTNPHASE_TORCH_DEVICE"
 
-#: The quadrature fields of :class:`SolverConfig`, one per role (see the module doc).
+#: The quadrature fields of :class:`SolverConfig`, one per role.
 QUADRATURE_ROLES = ("quadrature", "e_t_quadrature", "alpha_c_quadrature", "alpha_l_quadrature", "bifurcation_quadrature",
                     "end_quadrature")
 
 
-#: Precision tiers (``--precision``): the rule of every quadrature role.  Every rule is 4 independent
-#: scramblings (their spread is the error bar, :mod:`attnphase.numerics.errors.replicates`); each tier has
-#: 4-16x the points of the one before.  Accuracy and cost measured per tier: docs/method.md section 8.
+#: Precision tiers (``--precision``): the rule of every quadrature role, each of 4 independent scramblings
+#: (docs/method.md sections 7 and 8).
 PRECISION_TIERS: dict[str, dict[str, str]] = {
     "fast": {"quadrature": "sobol8:4", "alpha_c_quadrature": "sobol14:4", "alpha_l_quadrature": "sobol10:4",
              "bifurcation_quadrature": "sobol13:4", "end_quadrature": "sobol10:4"},
@@ -80,8 +54,7 @@ PRECISION_TIERS: dict[str, dict[str, str]] = {
 }
 
 
-#: Each tier's target: the largest relative error bar err / |value| of the overlaps (q, m, V, theta) of a
-#: fixed point.  A solve says when its error bars miss it (met or not: docs/method.md section 8).
+#: Each tier's target: the largest relative error bar err / |value| of a fixed point's overlaps (q, m, V, theta).
 PRECISION_TARGETS: dict[str, float] = {"fast": 1e-2, "default": 1e-3, "precise": 1e-4}
 
 
@@ -90,33 +63,26 @@ class SolverConfig:
     """Settings of every numerical computation (fixed points, sweeps, branch ends, boundaries).
 
     Attributes:
-        tol: target residual of a fixed point, max_i |F(x)_i - x_i| / max(1, |x_i|) over every
-            overlap (V0 included).
-        max_iter: SE-map evaluations a solve may spend; running out is reported, never hidden.
+        tol: target residual of a fixed point, max_i |F(x)_i - x_i| / max(1, |x_i|) over every overlap.
+        max_iter: SE-map evaluations a solve may spend (running out is reported).
         damping: weight of the old iterate, ``x_new = (1 - damping) F(x) + damping x``.
         anderson: Anderson memory (0 disables acceleration).
-        anderson_budget: SE evaluations given to Anderson before switching to quasi-Newton on the
-            symmetric subspace (also when Anderson stalls earlier).
-        warm_fallback: when quasi-Newton fails from a warm start, go on with Anderson and a second
-            Newton (True), or report the failure at once (False; continuation uses this and
-            retries with a smaller step instead).
-        full_search_every: with the global prox, a full multi-start search every this many SE
-            steps (in between, the distinct minima of the last search are polished); a converged
-            point is always verified by a full search.
+        anderson_budget: SE evaluations given to Anderson before quasi-Newton (sooner when it stalls).
+        warm_fallback: when quasi-Newton fails from a warm start, go on with Anderson (True) or report the
+            failure at once (False: continuation retries with a smaller step instead).
+        full_search_every: with the global prox, a full multi-start search every this many SE steps (the
+            minima of the last one polished in between; a converged point is verified by a full search).
         prox: proximal map, one of :data:`PROX_MODES`.
-        backend: proximal solver backend, one of :data:`BACKENDS`; ``$ATTNPHASE_PROX_BACKEND``
-            overrides ``"auto"`` only; ``"torch"`` runs on ``$ATTNPHASE_TORCH_DEVICE`` (default: cuda when
-            present, else cpu).
+        backend: proximal solver backend, one of :data:`BACKENDS` (``$ATTNPHASE_PROX_BACKEND`` overrides
+            ``"auto"``; ``"torch"`` runs on ``$ATTNPHASE_TORCH_DEVICE``).
         quadrature: rule of every SE solve.
         e_t_quadrature: finer rule for E[M] in e_t at a converged point (None: the solve's rule).
         alpha_c_quadrature: rule for E[M] in the Newton correction of alpha_c (None: none).
-        alpha_l_quadrature: rule of the re-solve that refines alpha_l (None: none).
+        alpha_l_quadrature: rule of the warm re-solve that moves alpha_l by one secant step (None: none).
         bifurcation_quadrature: rule of the SE-Jacobian eigenvalues at the agnostic branch.
-        end_quadrature: rule of the re-solve that refines a branch end located as a bifurcation (None: none).
+        end_quadrature: rule of the warm re-solve that moves a bifurcation end by one linearised step (None: none).
         branch_end: how branch ends are located, one of :data:`BRANCH_END_STRATEGIES`.
-        error_bars: attach to every fixed point and boundary its standard error from the rules'
-            independent scrambling blocks (:mod:`attnphase.numerics.errors.quadrature_error`), where the rules
-            have several; False skips that work.
+        error_bars: attach to every fixed point and boundary its standard error (docs/method.md section 7).
     """
 
     tol: float = 1e-10
@@ -154,68 +120,59 @@ class SolverConfig:
         for name, allowed in (("prox", PROX_MODES), ("backend", BACKENDS), ("branch_end", BRANCH_END_STRATEGIES)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        for role in QUADRATURE_ROLES:
-            spec = getattr(self, role)
-            if spec is not None:
-                parse_rule_spec(spec)
+        for spec in self.rules().values():
+            parse_rule_spec(spec)
         if self.quadrature is None or self.bifurcation_quadrature is None:
             raise ValueError("quadrature and bifurcation_quadrature need a rule spec")
 
     @classmethod
     def for_precision(cls, tier: str, **changes: Any) -> "SolverConfig":
-        """The config of a precision tier (:data:`PRECISION_TIERS`), with ``changes`` on top.  The precise
-        tier runs its proximal solves on a GPU when torch sees one (backend ``"torch"``, unless ``changes``
-        names a backend or ``$ATTNPHASE_PROX_BACKEND`` is set): its rules have 16-256x the points."""
+        """The config of a precision tier (:data:`PRECISION_TIERS`), with ``changes`` on top; the precise tier on
+        backend ``"torch"`` when torch sees a GPU (unless ``changes`` or ``$ATTNPHASE_PROX_BACKEND`` name one)."""
         if tier not in PRECISION_TIERS:
             raise ValueError(f"precision must be one of {tuple(PRECISION_TIERS)}, got {tier!r}")
         if tier == "precise" and "backend" not in changes and backend_override() is None and gpu_visible():
             changes = changes | {"backend": "torch"}
         return cls(**(PRECISION_TIERS[tier] | changes))
 
+    def rules(self) -> dict[str, str]:
+        """The rule spec of every quadrature role that has one, by role."""
+        return {role: getattr(self, role) for role in QUADRATURE_ROLES if getattr(self, role) is not None}
+
     def replace(self, **changes: Any) -> "SolverConfig":
         """A copy with ``changes`` applied (validated like a new config)."""
         return replace(self, **changes)
 
     def variant(self, k: int) -> "SolverConfig":
-        """The k-th independent replicate of every quadrature role (k = 0 is this config).
-
-        Scrambled Sobol rules get the seed base + k; Gauss-Hermite rules the order N + 2k.
-        """
+        """The k-th independent replicate of every quadrature role (k = 0: this config; :func:`rule_variant`)."""
         if k == 0:
             return self
         from attnphase.numerics.quadrature.rules import rule_variant
 
-        return replace(self, **{
-            role: rule_variant(getattr(self, role), k)
-            for role in QUADRATURE_ROLES if getattr(self, role) is not None
-        })
+        return replace(self, **{role: rule_variant(spec, k) for role, spec in self.rules().items()})
 
     def with_error_estimate(self, k: int | None) -> "SolverConfig":
         """The config of ``--error-estimate k``: None (auto) unchanged; 0 without error bars; k >= 2 with
-        k scrambling blocks in every role whose rule has several (a rule of one block is left as it is:
-        its error bar then comes from k independent rules, :func:`~attnphase.numerics.errors.quadrature_error.
-        independent_rules`)."""
+        k scrambling blocks in every role whose rule has several (a rule of one block is left as it is)."""
         if k is None:
             return self
         if k == 0:
             return replace(self, error_bars=False)
         from attnphase.numerics.quadrature.rules import replicates, with_replicates
 
-        return replace(self, **{role: with_replicates(getattr(self, role), k) for role in QUADRATURE_ROLES
-                                if getattr(self, role) is not None and replicates(getattr(self, role)) >= 2})
+        return replace(self, **{role: with_replicates(spec, k) for role, spec in self.rules().items()
+                                if replicates(spec) >= 2})
 
     def check_rules(self, L: int) -> None:
         """ValueError (naming the role and the sizes) when a rule of any role is too large at L:
         the check a command runs before any work (:func:`attnphase.numerics.quadrature.rules.check_rule_size`)."""
         from attnphase.numerics.quadrature.rules import check_rule_size
 
-        for role in QUADRATURE_ROLES:
-            spec = getattr(self, role)
-            if spec is not None:
-                try:
-                    check_rule_size(L, spec)
-                except ValueError as exc:
-                    raise ValueError(f"{role.replace('_', '-')}: {exc}") from None
+        for role, spec in self.rules().items():
+            try:
+                check_rule_size(L, spec)
+            except ValueError as exc:
+                raise ValueError(f"{role.replace('_', '-')}: {exc}") from None
 
     def as_dict(self) -> dict[str, Any]:
         """Every field by name (for the JSON metadata of results)."""

@@ -1,14 +1,6 @@
-"""Independent computations (one per omega) in the order given, through the execution layer.
-
-:func:`map_in_order` is the library's entry to :mod:`attnphase.execution` (no result store):
-``workers`` > 1 runs the items on a local Dask cluster of that many one-thread worker processes
-(BLAS on one thread each, numba as :func:`attnphase.execution.executor.worker_env` sets it: two
-workers on two cores keep both busy through the numpy work between the compiled loops, which one
-process with two numba threads does not).  Results
-are identical to a serial run (every item is computed by the same deterministic code; the node
-loop's thread count does not change a node's result).  Results cross the process boundary without
-their solver memory (prox candidates, Jacobians: warm-start data, megabytes per point).  The
-commands' jobs use :func:`attnphase.execution.run_tasks` directly, with a store.
+"""Independent computations (one per omega) in the order given, through the execution layer
+(:func:`attnphase.execution.map_tasks`, no result store; docs/distributed.md).  Results are identical to a
+serial run and cross the process boundary without their solver memory.
 """
 
 from __future__ import annotations

@@ -1,15 +1,4 @@
-"""One-dimensional root finders of the numerics, in one place.
-
-* :func:`brent_root` -- Brent's method on a bracket (alpha_l);
-* :func:`safeguarded_newton` -- Newton steps with the function's own slope, kept inside a
-  shrinking bracket (alpha_c: the slope of Delta e_t is Delta E[M]);
-* :func:`bracketed_log_root` -- bracket a monotone function of log x by doubling steps from a
-  guess, then Brent (alpha at a fixed order parameter, :class:`attnphase.numerics.se.se_map.FixedOrder`);
-* :func:`bisect_last_true` -- bisection for where a predicate, true at one end, stops holding
-  (a branch's end by solver failure or label change);
-* :func:`illinois_bracket` -- regula falsi with the Illinois modification, returning the final
-  bracket (the rank-r boundaries: its width is the error they report).
-"""
+"""One-dimensional root finders of the numerics, in one place."""
 
 from __future__ import annotations
 
@@ -37,12 +26,9 @@ def safeguarded_newton(
     f: Callable[[float], tuple[float, float]], a: float, b: float, fa: float, fb: float, xtol: float,
     max_iter: int = 40,
 ) -> float:
-    """Root of a decreasing f on [a, b] (fa > 0 >= fb) by Newton steps with f's own slope, safeguarded.
-
-    ``f(x)`` returns (value, slope).  The first iterate interpolates the bracket linearly; a step
-    that leaves the current bracket, or a non-negative slope, is replaced by bisection.  Stops when
-    the step is below ``xtol`` (the last evaluated point is then within ``xtol`` of the root).
-    """
+    """Root of a decreasing f on [a, b] (fa > 0 >= fb) by Newton steps with f's own slope (``f(x)`` returns
+    (value, slope)) from the linear interpolant, bisection where a step leaves the bracket or the slope is
+    not negative, until a step is below ``xtol``; RootNotFound after ``max_iter`` steps."""
     x = b if fb == 0 else a + (b - a) * fa / (fa - fb)
     for _ in range(max_iter):
         fx, slope = f(x)
@@ -64,12 +50,9 @@ def safeguarded_newton(
 def bracketed_log_root(
     gap: Callable[[float], float], start: float, lo: float, hi: float, step: float = math.log(2.0)
 ) -> float | None:
-    """Root in u = log x of a monotone ``gap(u)`` that is NaN beyond some u (an update that stops existing).
-
-    From ``start`` (clipped to [lo, hi]): where gap is NaN, step down until it is finite; then
-    step by ``step`` towards the sign change, and refine the bracket by Brent's method to 1e-14.
-    None when no sign change lies in [lo, hi] before gap turns NaN.
-    """
+    """Root in u = log x of a monotone ``gap(u)`` that is NaN beyond some u: from ``start`` (clipped to
+    [lo, hi], stepped down while gap is NaN) by steps of ``step`` towards the sign change, then Brent to 1e-14;
+    None when no sign change lies in [lo, hi] before gap turns NaN."""
     a = min(max(start, lo), hi)
     ga = gap(a)
     if not np.isfinite(ga):  # past the domain: come down until the function exists
@@ -91,12 +74,9 @@ def bracketed_log_root(
 
 
 def bisect_last_true(holds: Callable[[float, T], T | None], good_x: float, good: T, bad_x: float, tol: float) -> float:
-    """Bisect between ``good_x`` (where the predicate holds, with witness ``good``) and ``bad_x`` for
-    where it stops holding; returns the midpoint of the final bracket (within ``tol``).
-
-    ``holds(x, witness)`` is tried from the witness of the nearest good point and returns the new
-    witness, or None where the predicate fails (continuation: a solve warm-started from there).
-    """
+    """Bisect between ``good_x`` (where the predicate holds, with witness ``good``) and ``bad_x`` for where it
+    stops holding: the midpoint of the final bracket (within ``tol``).  ``holds(x, witness)``, tried from the
+    nearest good point's witness, returns the new witness or None where the predicate fails."""
     lo_x, lo, hi = good_x, good, bad_x
     while abs(hi - lo_x) > tol:
         mid = 0.5 * (lo_x + hi)

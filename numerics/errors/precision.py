@@ -1,9 +1,7 @@
 """High-precision (mpmath) reference values for the double-precision numerics, L = 2.
 
-An independent check, not a solver: the softmax, the target and the Gaussian
-averages are written out here in mpmath (nothing comes from the lambdified
-kernels), and the averages are tensor Gauss--Hermite sums whose nodes are
-refined to the working precision.
+An independent check, not a solver: everything is written out here in mpmath (nothing from the lambdified
+kernels), the averages tensor Gauss--Hermite sums on nodes refined to the working precision.
 
 * :func:`eps_lin_mp` -- the linear baseline of docs/model.md section 5,
 
@@ -18,22 +16,10 @@ refined to the working precision.
       S = softmax_row(w w^T), w_l ~ N(m_l, sigma_l^2 q0);
       T = (1 - omega) softmax_row(h* h*^T) + omega A, h*_l ~ N(0, sigma_l^2 rho0).
 
-Both integrands are analytic; the poles of the softmax (where h_l (h_l - h_k) hits
-i pi (2j + 1)) approach the real axis only where the Gaussian weight is tiny, so
-Gauss--Hermite converges geometrically (in sqrt(order)). Measured for the paper's
-parameters (sigma = 0.5, omega = 0.3), relative change of eps_lin against order 280:
-order 80: 3.8e-19, 120: 7.2e-23, 160: 8.8e-26, 200: 3.2e-28, 240: 2.5e-30 (eps_g at
-a theta = 0 state: the same absolute errors -- they come from the teacher's softmax
-average). The default order (:func:`default_order`, 272 at dps = 30) is therefore
-accurate to about 1e-31 relative there; pass ``order`` to repeat the check for other
-parameters (larger sigma brings the poles closer and needs a higher order).
-
-Tensor nodes whose weight is below 10^-(dps + 8) are skipped (|F| <= 1, so the change
-is below their total weight), and for the zero-mean integrals the mirror pairs
-(a, b), (-a, -b) are summed once (softmax(h h^T) is even in h).
-
-Cost (L = 2, pure-Python mpmath backend, dps = 30): about 3 s for :func:`eps_lin_mp`
-and 3 s for :func:`eps_g_theta0_mp`.
+Both integrands are analytic, so Gauss--Hermite converges geometrically (in sqrt(order)); the default order
+(:func:`default_order`, 272 at dps = 30) was checked against order 280 for the paper's parameters (pass
+``order`` to repeat the check elsewhere: larger sigma needs a higher order).  Tensor nodes of weight below
+10^-(dps + 8) are skipped, and for the zero-mean integrals the mirror pairs are summed once.
 """
 
 from __future__ import annotations
@@ -58,12 +44,8 @@ def default_order(dps: int) -> int:
 
 
 def gauss_hermite_mp(order: int, dps: int) -> tuple[tuple[mpmath.mpf, ...], tuple[mpmath.mpf, ...]]:
-    """Probabilists' Gauss--Hermite nodes and weights (weights sum to 1) at ``dps`` digits.
-
-    E[f(Z)], Z ~ N(0, 1), ~= sum_i w_i f(x_i). The double-precision nodes of numpy are
-    refined by Newton's method on He_n (three-term recurrence evaluated in mpmath) until
-    the correction is below 10^-(dps + guard); the weights are w_i = n! / (n^2 He_{n-1}(x_i)^2)
-    (they sum to 1 to the working precision; checked).
+    """Probabilists' Gauss--Hermite nodes and weights (weights sum to 1) at ``dps`` digits: numpy's nodes refined
+    by Newton's method on He_n (three-term recurrence), w_i = n! / (n^2 He_{n-1}(x_i)^2) (their sum checked).
     """
     n = int(order)
     if n < 1:
@@ -124,12 +106,9 @@ def _moments_2d(
     dps: int,
     even: bool = False,
 ) -> tuple[list[list[mpmath.mpf]], list[list[mpmath.mpf]]]:
-    """E[F_lk] and E[F_lk^2] for F = fn(x), x_l = mean_l + std_l Z_l, Z ~ N(0, I_2); tensor Gauss--Hermite
-    on the one-dimensional ``rule`` = (nodes, weights) of :func:`gauss_hermite_mp`.
-
-    ``even``: fn(x) = fn(-x) and mean = 0 (the softmax of an outer product), so the node
-    pairs (a, b) and (-a, -b) are summed once with twice the weight (the rule is symmetric).
-    """
+    """E[F_lk] and E[F_lk^2] for F = fn(x), x_l = mean_l + std_l Z_l, Z ~ N(0, I_2); tensor Gauss--Hermite on
+    ``rule`` = (nodes, weights) of :func:`gauss_hermite_mp`.  ``even``: fn(x) = fn(-x) and mean = 0, so the node
+    pairs (a, b) and (-a, -b) are summed once with twice the weight."""
     X, W = rule
     L = 2
     m1 = [[mpmath.mpf(0)] * L for _ in range(L)]
@@ -188,11 +167,8 @@ def eps_lin_mp(params: ModelParams, dps: int = 30, order: int | None = None) -> 
 def eps_g_theta0_mp(
     params: ModelParams, q0: float, m: Sequence[float], dps: int = 30, order: int | None = None
 ) -> mpmath.mpf:
-    """Test error eps_g (docs/model.md section 4) at a theta = 0 state (q0, m), at ``dps`` digits, L = 2.
-
-    The state's V0 does not enter eps_g (no proximal step: h = w). Inputs are taken as
-    the exact binary values of the given floats.
-    """
+    """Test error eps_g (docs/model.md section 4) at a theta = 0 state (q0, m), at ``dps`` digits, L = 2 (V0 does
+    not enter; the inputs are taken as the exact binary values of the floats)."""
     _check_L2(params)
     if not q0 > 0:
         raise ValueError(f"q0 must be > 0, got {q0}")

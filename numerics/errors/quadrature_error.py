@@ -1,18 +1,6 @@
-"""Honest quadrature error bars for a fixed point, or for the phase boundaries.
-
-**Replicates (the default)**: the pooled rule's independent scrambling blocks give every fixed point
-its standard error at the cost of about one warm solve (:mod:`attnphase.numerics.errors.replicates`).
-
-**Independent rules** (a deterministic rule, or a Sobol rule of one block, with ``--error-estimate
-K``): the fixed point is re-solved on K independent rules (:func:`quadrature_error`); their spread
-is the error of one solve.  For Gauss--Hermite the rules are the same rule at higher orders, so the
-spread is an upper estimate dominated by the lowest order.  The phase boundaries get the same
-treatment (the whole computation repeated on the other rules, one task each: ``--error-estimate K`` of
-``phase-diagram``), their spread from :func:`replicate_spread`.
-
-What an error bar covers: the quadrature rules' error.  What it does not: the solver's tolerance
-(residual <= tol, 1e-10 by default, far below), which fixed point a solve lands on where the map has
-several close ones (docs/method.md section 9, known limitations), and the branch choice.
+"""The error bar of a fixed point or of the phase boundaries (docs/method.md section 7): from the pooled rule's
+blocks (:mod:`attnphase.numerics.errors.replicates`), else the spread over K independent rules
+(``--error-estimate K``; for Gauss--Hermite the same rule at higher orders: an upper estimate).
 """
 
 from __future__ import annotations
@@ -26,8 +14,8 @@ import numpy as np
 from attnphase.numerics.phase.boundary_results import BOUNDARY_KEYS, Boundaries
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import rule_blocks
-from attnphase.numerics.errors.replicates import (QuadratureError, at_least_the_offset, error_keys, replicate_error,
-                                                 replicate_errors, replicate_points, resolved_values, spread)
+from attnphase.numerics.errors.replicates import (ERROR_KEYS, QuadratureError, error_keys, replicate_configs,
+                                                 replicate_errors, replicate_points, spread)
 from attnphase.numerics.se.state_evolution import FixedPoint
 
 #: Fewest rules an error estimate is made from (a spread needs two).
@@ -39,20 +27,6 @@ def check_rules(n_rules: int, option: str = "n_rules") -> int:
     if int(n_rules) != n_rules or n_rules < MIN_RULES:
         raise ValueError(f"{option} needs K >= {MIN_RULES} independent rules (or 0 for no error estimate), got {n_rules}")
     return int(n_rules)
-
-
-def quadrature_error(fp: FixedPoint, n_rules: int = 4, config: SolverConfig | None = None) -> QuadratureError:
-    """Re-solve ``fp`` on ``n_rules`` independent rules of the same kind (warm starts); the spread.
-
-    The rules are :meth:`SolverConfig.variant` 0, 1, ...: for Sobol rules the seeds base, base+1,
-    ...; for Gauss--Hermite the orders N, N+2, N+4, ... (then the spread is an upper estimate
-    dominated by the lowest order).  The e_t rule varies along (a fixed one would hide its error).
-    """
-    n_rules = check_rules(n_rules)
-    cfg = config or SolverConfig(prox=fp.prox)
-    values, ok, rules = resolved_values(fp, [cfg.variant(k) for k in range(n_rules)])
-    std = {k: at_least_the_offset(spread(v), float(fp.record[k]), v) for k, v in values.items()}
-    return QuadratureError(std=std, rules=tuple(rules), converged=ok)
 
 
 def independent_rules(config: SolverConfig, k: int | None) -> int:
@@ -88,23 +62,22 @@ def error_bars_note(config: SolverConfig, n_rules: int) -> str:
 
 
 def fixed_point_error(fp: FixedPoint, config: SolverConfig, n_rules: int = 0) -> QuadratureError | None:
-    """The error bar of ``fp``: from the pooled rule's blocks (:func:`replicate_error`) when it has
-    several, else from ``n_rules`` >= 2 independent rules (:func:`quadrature_error`), else None
+    """The error bar of ``fp`` over its replicates (:func:`~attnphase.numerics.errors.replicates.replicate_configs`):
+    the standard error over the pooled rule's blocks, else the spread over ``n_rules`` >= 2 independent rules
+    ``config.variant(k)`` (for Gauss--Hermite the orders N, N + 2, ...: an upper estimate); None without either
     (also when ``config.error_bars`` is off)."""
-    if not config.error_bars:
+    configs, blocks = replicate_configs(config, n_rules)
+    if not configs:
         return None
-    if rule_blocks(config.quadrature):
-        return replicate_error(fp, config)
-    return quadrature_error(fp, n_rules=n_rules, config=config) if n_rules >= MIN_RULES else None
+    err = replicate_errors(fp, replicate_points(fp, config, n_rules)[0], blocks, ERROR_KEYS)
+    return QuadratureError(std={k: err[f"err_{k}"] for k in ERROR_KEYS}, rules=tuple(c.quadrature for c in configs),
+                           converged=err["replicates"])
 
 
 def point_errors(points: Sequence[FixedPoint], config: SolverConfig, n_rules: int = 0) -> tuple[dict[str, Any], ...]:
     """``{"err_<key>": ...}`` of every point, at every rank, for the keys of
-    :func:`~attnphase.numerics.errors.replicates.error_keys` (at r >= 2 or r* >= 2 a gauge invariant's bars are a
-    list, entry by entry): the standard error over the rule's blocks, else the spread over ``n_rules`` >= 2
-    independent rules (:func:`~attnphase.numerics.errors.replicates.replicate_errors` of the point's
-    :func:`~attnphase.numerics.errors.replicates.replicate_points`, the numbers of :func:`fixed_point_error`); NaN
-    for a point that did not converge, and for every point when no error bar is made."""
+    :func:`~attnphase.numerics.errors.replicates.error_keys`: the numbers of :func:`fixed_point_error`; NaN for a
+    point that did not converge, and for every point when no error bar is made."""
     barred = config.error_bars and (rule_blocks(config.quadrature) or n_rules >= MIN_RULES)
     out = []
     for fp in points:
@@ -118,11 +91,6 @@ def point_errors(points: Sequence[FixedPoint], config: SolverConfig, n_rules: in
     return tuple(out)
 
 
-def _spread(values: Sequence[float]) -> float:
-    finite = [v for v in values if math.isfinite(v)]
-    return spread(finite)
-
-
 def replicate_spread(runs: Sequence[Boundaries]) -> dict[str, float]:
     """For each key of BOUNDARY_KEYS, ``err_<key>``: the sample standard deviation of the boundary over
     ``runs`` (the same omega on independent rules) where it was found (NaN with fewer than two), and
@@ -130,6 +98,6 @@ def replicate_spread(runs: Sequence[Boundaries]) -> dict[str, float]:
     row: dict[str, float] = {}
     for key in BOUNDARY_KEYS:
         values = [float(getattr(r, key)) for r in runs]
-        row[f"err_{key}"] = _spread(values)
+        row[f"err_{key}"] = spread(values)
         row[f"{key}_found"] = sum(math.isfinite(v) for v in values)
     return row

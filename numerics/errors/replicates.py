@@ -1,26 +1,12 @@
-"""Standard errors from a pooled rule's independent randomisation blocks.
+"""Standard errors from a pooled rule's independent randomisation blocks (docs/method.md section 7).
 
-The default rules are R independent scramblings of one Sobol sequence, pooled with equal weights
-(``sobol10:4`` = 4 x 2^10 points; :func:`~attnphase.numerics.quadrature.rules.rule_blocks`).  Every
-expectation on the pooled rule is the mean of the R blocks' expectations, and the fixed point x* of
-the pooled map is the estimate.  Its standard error is
+A fixed point x* on a pooled rule of R blocks (``sobol10:4``) gets
 
     err = std_j(x*_j) / sqrt(R),
 
-x*_j the fixed point on block j alone, warm-started from x* (:func:`replicate_error`): the spread of
-R independent estimates of 1/R the size, divided by sqrt(R) for their pool.  The pooled fixed point
-is the estimate, not the mean of the x*_j: a fixed point is a nonlinear function of the rule, and the
-blocks' smaller rules carry a larger bias (measured on an earlier branch: the mean of block fixed
-points put alpha_l and the semantic end about one error bar above the pooled rule's).  The cost is R
-warm solves on rules 1/R the size, about one warm solve on the pooled rule.
-
-A phase boundary b (a root g(b) = 0 found on the pooled rules) gets its error bar the same way,
-linearised at the root: b_j = b - g_j(b) / g'(b), g_j the block's value at b, g' the pooled slope
-(:func:`linearised_root_error`).
-
-What an error bar covers: the quadrature rules' error.  What it does not: the solver's tolerance
-(residual <= tol), which fixed point a solve lands on where the map has several close ones
-(docs/method.md section 9, known limitations), and the branch choice.
+x*_j the fixed point on block j alone, warm from x* (:func:`replicate_points`); a boundary b (a root of g) the
+blocks' linearised roots b_j = b - g_j(b) / g'(b) (:func:`linearised_root_error`).  An error bar covers the
+rules' error only, not the solver's tolerance nor which of several close fixed points a solve lands on.
 """
 
 from __future__ import annotations
@@ -32,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.numerics.config import QUADRATURE_ROLES, SolverConfig
+from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import replicates, rule_blocks
 from attnphase.numerics.se.overlaps import on_branch_subspace
 from attnphase.numerics.se.state_evolution import FixedPoint, solve
@@ -43,16 +29,9 @@ ERROR_KEYS = ("q", "m", "V", "theta", "eps_g", "e_t")
 
 @dataclass(frozen=True)
 class QuadratureError:
-    """Error bars of a fixed point's record.
-
-    Attributes:
-        std: for each key of ERROR_KEYS, its error bar: the standard error from the pooled rule's
-            blocks (:func:`replicate_error`), or the standard deviation over independent rules
-            (:func:`~attnphase.numerics.errors.quadrature_error.quadrature_error`: the error of one solve);
-            NaN if fewer than two re-solves converged.
-        rules: the rule names used.
-        converged: how many re-solves converged on the same branch.
-    """
+    """Error bars of a fixed point's record: ``std`` by key of ERROR_KEYS (the blocks' standard error, or the
+    standard deviation over independent rules; NaN below two converged re-solves), the ``rules`` used, and how
+    many re-solves ``converged`` on the same branch."""
 
     std: dict[str, float]
     rules: tuple[str, ...]
@@ -64,9 +43,8 @@ ROUNDOFF = float(np.finfo(float).eps)
 
 
 def spread(values: Sequence[float]) -> float:
-    """std(values, ddof=1) over the finite values, at least their round-off ROUNDOFF * max |value| (replicates
-    that agree to the last bit -- sigma = 1e-4: V0 = 1/lambda on every block -- have a bar of round-off,
-    not 0; values that are all exactly 0, fixed by a symmetry, keep 0); NaN with fewer than two."""
+    """std(values, ddof=1) over the finite values, at least their round-off ROUNDOFF * max |value| (0 where all
+    are exactly 0); NaN with fewer than two."""
     finite = [float(v) for v in values if math.isfinite(v)]
     if len(finite) < 2:
         return math.nan
@@ -74,8 +52,7 @@ def spread(values: Sequence[float]) -> float:
 
 
 def standard_error(values: Sequence[float]) -> float:
-    """:func:`spread` / sqrt(n) over the finite values (NaN with fewer than two): the standard error of the
-    mean of n independent replicates."""
+    """:func:`spread` / sqrt(n) over the n finite values (NaN with fewer than two)."""
     n = sum(math.isfinite(v) for v in values)
     return spread(values) / math.sqrt(n) if n >= 2 else math.nan
 
@@ -90,54 +67,21 @@ def block_config(config: SolverConfig, j: int) -> SolverConfig:
     """``config`` with every quadrature role of as many blocks as the solve rule's reduced to its block j
     (the roles of another block count keep their whole rule)."""
     n = replicates(config.quadrature)
-    changes = {role: rule_blocks(getattr(config, role))[j] for role in QUADRATURE_ROLES
-               if getattr(config, role) is not None and replicates(getattr(config, role)) == n}
+    changes = {role: rule_blocks(spec)[j] for role, spec in config.rules().items() if replicates(spec) == n}
     return config.replace(**changes)
-
-
-def replicate_error(fp: FixedPoint, config: SolverConfig) -> QuadratureError | None:
-    """The standard error of the fixed point ``fp`` (solved on the pooled rule ``config.quadrature``)
-    from its R blocks: ``err = std_j(x*_j) / sqrt(R)`` for every key of ERROR_KEYS, x*_j the fixed point
-    on block j warm-started from ``fp`` (module doc).  None when the rule has one block.  A block whose
-    solve does not converge on ``fp``'s branch is left out (``converged`` counts the others; NaN below two)."""
-    blocks = rule_blocks(config.quadrature)
-    if not blocks:
-        return None
-    values, ok, _ = resolved_values(fp, [block_config(config, j) for j in range(len(blocks))])
-    std = {k: at_least_the_offset(standard_error(v), float(fp.record[k]), v) for k, v in values.items()}
-    return QuadratureError(std=std, rules=tuple(blocks), converged=ok)
 
 
 def resolved(fp: FixedPoint, config: SolverConfig) -> FixedPoint:
     """``fp`` re-solved on ``config``, warm from its overlaps on its branch's subspace: the one re-solve of every
-    error bar.  At r >= 2 or r* >= 2 the solve starts with ``fp``'s quasi-Newton Jacobian
-    (numerics/se/fixed_point.py's moved_jacobian carries it to the new rule); at r = r* = 1 without memory (its candidates belong
-    to ``fp``'s rule, and the warm start on the branch's subspace converges in a few steps)."""
+    error bar (at r >= 2 or r* >= 2 with ``fp``'s quasi-Newton Jacobian; at r = r* = 1 without memory)."""
     memory = fp.memory if fp.overlaps.is_matrix else None
     return solve(fp.params, fp.alpha, fp.requested, init=on_branch_subspace(fp.overlaps, fp.branch), config=config,
                  memory=memory)
 
 
-def resolved_values(fp: FixedPoint, configs: Sequence[SolverConfig]
-                    ) -> tuple[dict[str, list[float]], int, list[str]]:
-    """``fp`` re-solved on each config (:func:`resolved`): the ERROR_KEYS values of the re-solves that converged
-    on ``fp``'s branch, their count, and every re-solve's rule name."""
-    values: dict[str, list[float]] = {k: [] for k in ERROR_KEYS}
-    ok, rules = 0, []
-    for cfg in configs:
-        other = resolved(fp, cfg)
-        rules.append(other.quadrature)
-        if other.status.converged and other.branch == fp.branch:
-            ok += 1
-            for k in ERROR_KEYS:
-                values[k].append(float(other.record[k]))
-    return values, ok, rules
-
-
 def replicate_configs(config: SolverConfig, n_rules: int) -> tuple[list[SolverConfig], bool]:
-    """(the configs a point's replicates are solved on, whether they are blocks): the solve rule's R >= 2 blocks
-    (:func:`block_config`), else ``config.variant(k)``, k = 0 .. n_rules - 1 (none when ``config.error_bars`` is off
-    or n_rules < 2)."""
+    """(the configs a point's replicates are solved on, whether they are blocks): the solve rule's R >= 2 blocks,
+    else ``config.variant(k)``, k < n_rules (none when ``config.error_bars`` is off or n_rules < 2)."""
     R = replicate_count(config)
     if R:
         return [block_config(config, j) for j in range(R)], True
@@ -147,9 +91,8 @@ def replicate_configs(config: SolverConfig, n_rules: int) -> tuple[list[SolverCo
 
 
 def replicate_points(fp: FixedPoint, config: SolverConfig, n_rules: int) -> tuple[list[FixedPoint | None], bool]:
-    """(the replicates of ``fp``, whether they are blocks): ``fp`` re-solved (:func:`resolved`) on each config of
-    :func:`replicate_configs`; a replicate that does not converge on ``fp``'s branch is None (kept in place, so
-    that two points' replicates pair by index)."""
+    """(the replicates of ``fp``, whether they are blocks): ``fp`` re-solved on each config of
+    :func:`replicate_configs`, None in place where it does not converge on ``fp``'s branch."""
     configs, blocks = replicate_configs(config, n_rules)
     out: list[FixedPoint | None] = []
     for cfg in configs:
@@ -159,8 +102,7 @@ def replicate_points(fp: FixedPoint, config: SolverConfig, n_rules: int) -> tupl
 
 
 def error_keys(fp: FixedPoint) -> tuple[str, ...]:
-    """The keys of ``fp``'s record that carry error bars: the observables at r = r* = 1, the gauge invariants and
-    observables at r >= 2 or r* >= 2."""
+    """The keys of ``fp``'s record that carry error bars (the gauge invariants too at r >= 2 or r* >= 2)."""
     from attnphase.numerics.se.results import MATRIX_ERROR_KEYS
 
     return MATRIX_ERROR_KEYS if fp.overlaps.is_matrix else ERROR_KEYS
@@ -168,10 +110,9 @@ def error_keys(fp: FixedPoint) -> tuple[str, ...]:
 
 def replicate_errors(fp: FixedPoint, reps: Sequence[FixedPoint | None], blocks: bool,
                      keys: Sequence[str] | None = None) -> dict[str, Any]:
-    """``err_<key>`` for each of ``keys`` (default: :func:`error_keys` of ``fp``; numbers, or lists for a list-valued key of the record, entry by entry):
-    :func:`standard_error` over the converged replicates for blocks, :func:`spread` for independent rules, at least
-    the point's offset from their cloud (:func:`at_least_the_offset`), NaN below two; ``replicates`` (used) and
-    ``replicates_tried``."""
+    """``err_<key>`` for each of ``keys`` (default :func:`error_keys`; a list, entry by entry, for a list-valued
+    key): :func:`standard_error` over the converged replicates for blocks, :func:`spread` for independent rules,
+    at least the point's offset (:func:`at_least_the_offset`); ``replicates`` (used) and ``replicates_tried``."""
     recs = [p.record for p in reps if p is not None]
     out: dict[str, Any] = {"replicates": len(recs), "replicates_tried": len(reps)}
     bar = standard_error if blocks else spread
@@ -190,11 +131,7 @@ OFFSET_SPREADS = 3.0
 
 def at_least_the_offset(err: float, value: float, replicates: Sequence[float]) -> float:
     """``err``, or, where the point lies outside its replicates' cloud (farther than OFFSET_SPREADS times
-    their :func:`spread` from their mean), that distance.  To first order the pooled rule's fixed point is
-    the mean of its blocks'; one outside their cloud is not what they reproduce, and its error is at least
-    the offset.  The re-solves start on the branch's symmetric subspace, so at an agnostic point found off it
-    (m = 2.6e-12 from a semantic start, q0 = 2e-14 where the blocks give 1e-40) every block agrees on m = 0
-    and q0 ~ 0: the point's m is then known to |m|, not to 0."""
+    their :func:`spread` from their mean), that distance: the replicates do not reproduce such a point."""
     finite = [v for v in replicates if math.isfinite(v)]
     if not (math.isfinite(err) and len(finite) >= 2 and math.isfinite(value)):
         return err

@@ -1,23 +1,8 @@
-"""Quadrature rules for the channel expectations over the 2L standard Gaussians (xi, eta).
-
-A rule is a set of nodes ``z`` of shape (N, 2L), laid out as
-``(xi_1..xi_L, eta_1..eta_L)``, with weights summing to one, so that
-``E[F(xi, eta)] ~= sum_i w_i F(z_i)``.
-
-Two families are offered:
-
-* ``gauss_hermite_rule`` -- tensor-product Gauss--Hermite (probabilists'),
-  symmetric under every sign flip and token permutation, exponentially
-  convergent where the integrand is smooth.  Nodes whose weight is below
-  ``prune * max(weight)`` are dropped (symmetrically: weights are invariant under
-  the symmetries), and the dropped mass is reported.
-* ``sobol_rule`` -- randomised quasi-Monte Carlo (scrambled Sobol mapped through
-  the Gaussian inverse CDF) with a seed; independent randomisations give an
-  error bar.  Convergence does not rely on smoothness, so it is the honest
-  choice where the global proximal map jumps (small alpha).
-
-Accuracy is never assumed: :mod:`attnphase.numerics.se.state_evolution` estimates the
-quadrature error of a fixed point by re-solving it on a finer rule.
+"""Quadrature rules for the channel expectations over the 2L standard Gaussians (xi, eta) (docs/method.md
+section 1): nodes ``z`` of shape (N, 2L), columns ``(xi_1..xi_L, eta_1..eta_L)``, weights summing to one, so
+that ``E[F(xi, eta)] ~= sum_i w_i F(z_i)``.  Scrambled Sobol (the default; independent scramblings give the
+error bar) or tensor Gauss--Hermite (plain or rotated); rule specs (:func:`make_rule`), symmetrisation and
+orbit reduction.
 """
 
 from __future__ import annotations
@@ -36,17 +21,9 @@ from attnphase.numerics.quadrature.symmetry import SymmetryElement
 
 @dataclass(frozen=True, eq=False)
 class QuadratureRule:
-    """Nodes (N, dim) and weights (N,) for E over dim iid standard normals.
-
-    Attributes:
-        nodes: standard-normal nodes, columns (xi_1..xi_L, eta_1..eta_L).
-        weights: non-negative weights summing to 1.
-        name: human-readable description, e.g. ``"gh12"`` or ``"sobol2^14(seed=0)"``.
-        dropped_mass: total weight removed by pruning (0 for unpruned rules).
-        axis_aligned: nodes on the coordinate diagonals (tensor Gauss--Hermite), where the
-            proximal map has exact mirror ties; such rules are not orbit-reduced.
-        group: the symmetry group the rule is invariant under by construction
-            (:func:`symmetrize_rule`; empty when not symmetrised).
+    """Nodes (N, dim) and weights (N,) summing to 1 for E over dim iid standard normals; a ``name`` such as
+    ``"gh12"``; the weight ``dropped_mass`` by pruning; ``axis_aligned`` for tensor Gauss--Hermite (exact mirror
+    ties: not orbit-reduced); the symmetry ``group`` the rule is invariant under by construction.
     """
 
     nodes: np.ndarray
@@ -75,22 +52,18 @@ def gauss_hermite_1d(order: int) -> tuple[np.ndarray, np.ndarray]:
     return x, w / w.sum()
 
 
-def gauss_hermite_rule(L: int, order: int, prune: float = 1e-14, rotation_seed: int | None = None) -> QuadratureRule:
-    """Tensor Gauss--Hermite rule on 2L dimensions with ``order`` nodes per dimension.
+def tensor_grid(x: np.ndarray, w: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """The tensor product of the one-dimensional rule (x, w) over ``dim`` dimensions: nodes (N, dim), weights (N,)."""
+    nodes = np.stack([g.reshape(-1) for g in np.meshgrid(*([x] * dim), indexing="ij")], axis=1)
+    weights = np.prod(np.stack([g.reshape(-1) for g in np.meshgrid(*([w] * dim), indexing="ij")], axis=1), axis=1)
+    return nodes, weights
 
-    E[F] ~= sum_{i_1..i_2L} prod_j w_{i_j} F(x_{i_1}, ..., x_{i_2L}); nodes with
-    weight < prune * max weight are dropped and their mass reported.  With
-    ``rotation_seed`` the grid is rotated by a random orthogonal matrix (the
-    Gaussian measure is rotation invariant, so the rule stays exact for the same
-    polynomials) -- this moves the nodes off the diagonals xi_1 = +-xi_2,
-    eta_1 = +-eta_2 where the proximal map has mirror-image ties.
-    """
+
+def gauss_hermite_rule(L: int, order: int, prune: float = 1e-14, rotation_seed: int | None = None) -> QuadratureRule:
+    """Tensor Gauss--Hermite rule on 2L dimensions with ``order`` nodes per dimension, nodes of weight below
+    prune * max weight dropped; with ``rotation_seed`` rotated by a random orthogonal matrix."""
     dim = 2 * L
-    x, w = gauss_hermite_1d(order)
-    grids = np.meshgrid(*([x] * dim), indexing="ij")
-    wgrids = np.meshgrid(*([w] * dim), indexing="ij")
-    nodes = np.stack([g.reshape(-1) for g in grids], axis=1)
-    weights = np.prod(np.stack([g.reshape(-1) for g in wgrids], axis=1), axis=1)
+    nodes, weights = tensor_grid(*gauss_hermite_1d(order), dim)
     keep = weights >= prune * weights.max()
     dropped = float(weights[~keep].sum())
     nodes, weights = nodes[keep], weights[keep]
@@ -104,31 +77,31 @@ def gauss_hermite_rule(L: int, order: int, prune: float = 1e-14, rotation_seed: 
 
 
 def sobol_rule(L: int, log2_n: int, seed: int = 0, randomizations: int = 1, block: int | None = None) -> QuadratureRule:
-    """Scrambled Sobol rule: ``randomizations`` independent scramblings of 2^log2_n points each.
-
-    Points u in (0,1)^2L are mapped to z = Phi^{-1}(u); all points carry equal weight.
-    With several randomisations the node array is their concatenation, block by block; ``block`` = j
-    gives the j-th alone (its scrambling is drawn after the first j's, whose points are not generated).
-    """
+    """Scrambled Sobol rule: ``randomizations`` independent scramblings of 2^log2_n points each, mapped through
+    Phi^{-1}, equal weights (:func:`_sobol_nodes`)."""
     if log2_n < 1 or randomizations < 1:
         raise ValueError("sobol_rule needs log2_n >= 1 and randomizations >= 1")
-    from scipy.stats import qmc  # imported here: scipy.stats costs ~0.5 s, and a rerun read from the store needs no rule
-
-    rng = np.random.default_rng(seed)
-    blocks = []
-    for j in range(randomizations if block is None else block + 1):
-        engine = qmc.Sobol(d=2 * L, scramble=True, seed=rng)  # the scrambling draws from rng here
-        if block is None or j == block:
-            blocks.append(ndtri(np.clip(engine.random_base2(log2_n), 1e-300, 1 - 1e-16)))
-    nodes = np.concatenate(blocks, axis=0)
+    nodes = _sobol_nodes(2 * L, log2_n, seed, randomizations, block)
     weights = np.full(nodes.shape[0], 1.0 / nodes.shape[0])
     name = f"sobol2^{log2_n}x{randomizations}(seed={seed})" + ("" if block is None else f"@{block}")
     return QuadratureRule(nodes, weights, name)
 
 
-#: The most nodes a rule may have (before symmetrisation, which multiplies them by up to 8 for
-#: L = 2): each node costs about 2 kB in one proximal search (starts x fields x Hessians), so 2^22
-#: nodes need ~8 GB; the machines this runs on have 24 GB.
+def _sobol_nodes(dim: int, log2_n: int, seed: int, randomizations: int, block: int | None) -> np.ndarray:
+    """z = Phi^{-1}(u) for ``randomizations`` independent scramblings of 2^log2_n Sobol points u in (0, 1)^dim,
+    concatenated block by block; ``block`` = j: the j-th alone (its scrambling drawn after the first j's)."""
+    from scipy.stats import qmc  # imported here: scipy.stats costs ~0.5 s, and a rerun read from the store needs no rule
+
+    rng = np.random.default_rng(seed)
+    blocks = []
+    for j in range(randomizations if block is None else block + 1):
+        engine = qmc.Sobol(d=dim, scramble=True, seed=rng)  # the scrambling draws from rng here
+        if block is None or j == block:
+            blocks.append(ndtri(np.clip(engine.random_base2(log2_n), 1e-300, 1 - 1e-16)))
+    return np.concatenate(blocks, axis=0)
+
+
+#: The most nodes a rule may have (before symmetrisation): about 2 kB each in one proximal search, ~8 GB.
 MAX_RULE_NODES = 2 ** 22
 
 #: Gauss-Hermite orders per dimension accepted (gh1 is a single node at 0: no rule).
@@ -148,9 +121,8 @@ def split_block(spec: str) -> tuple[str, int | None]:
 
 
 def parse_rule_spec(spec: str) -> tuple[str, tuple[int, ...]]:
-    """Parse a rule spec without building the rule: ("gh", (order,)), ("ghr", (order, seed)) or
-    ("sobol", (log2_n, reps, seed)); ValueError for anything else (see :func:`make_rule`).  A block
-    selector ``@j`` (:func:`rule_blocks`) is checked and left out of the result."""
+    """Parse a rule spec (:func:`make_rule`) without building the rule: ("gh", (order,)), ("ghr", (order, seed))
+    or ("sobol", (log2_n, reps, seed)), a block ``@j`` checked and left out; ValueError for anything else."""
     s, block = split_block(spec)
     try:
         if s.startswith("ghr"):
@@ -186,10 +158,8 @@ def replicates(spec: str) -> int:
 
 
 def rule_blocks(spec: str) -> list[str]:
-    """The specs of the rule's independent randomisation blocks, ``spec@0 .. spec@(R-1)`` (R =
-    :func:`replicates`; an empty list when R = 1).  The rule is their union with equal weights, so every
-    expectation on it is the mean of the blocks' expectations, and their spread is its standard error
-    times sqrt(R)."""
+    """The specs of the rule's independent randomisation blocks, ``spec@0 .. spec@(R-1)`` (R = :func:`replicates`;
+    an empty list when R = 1): the rule is their union with equal weights."""
     base, _ = split_block(spec)
     n = replicates(spec)
     return [f"{base}@{j}" for j in range(n)] if n >= 2 else []
@@ -217,24 +187,19 @@ def finer_rule(L: int, spec: str | None, than: str) -> str | None:
     return spec if spec is not None and rule_nodes(L, spec) > rule_nodes(L, than) else None
 
 
-#: The largest L the state evolution supports (measured on a 2-core, 23 GB machine: the first solve
-#: takes ~10 s at L = 2, ~15 s at L = 3, ~75 s at L = 4 (mostly generating the kernels); at L = 5 the kernels
-#: took under 2 minutes but the solve with sobol12 then grew past 23 GB and was killed).
-#: ``$ATTNPHASE_MAX_L`` raises it (on a larger machine, at your own risk).
+#: The largest L the state evolution supports (at L = 5 a solve outgrew 23 GB); ``$ATTNPHASE_MAX_L`` raises it.
 MAX_SE_L = 4
 
 
-def max_se_L() -> int:
-    """:data:`MAX_SE_L`, or ``$ATTNPHASE_MAX_L`` when it is set to an integer."""
-    env = os.environ.get("ATTNPHASE_MAX_L", "").strip()
-    return int(env) if env.isdigit() else MAX_SE_L
-
-
 def check_L_supported(L: int, name: str = "L") -> None:
-    """ValueError (naming ``name``, L and the limit) when the state evolution cannot run at this L."""
-    if L > max_se_L():
+    """ValueError (naming ``name``, L and the limit) when the state evolution cannot run at this L (above
+    :data:`MAX_SE_L`, or ``$ATTNPHASE_MAX_L`` when it is set to an integer)."""
+    env = os.environ.get("ATTNPHASE_MAX_L", "").strip()
+    top = int(env) if env.isdigit() else MAX_SE_L
+    if L > top:
         raise ValueError(
-            f"{name}{' ' if name.startswith('--') else ' = '}{L}: the state evolution supports L <= {max_se_L()} (measured: at L = 5 a solve with the "
+            f"{name}{' ' if name.startswith('--') else ' = '}{L}: the state evolution supports L <= {top} "
+            f"(measured: at L = 5 a solve with the "
             f"default rule outgrew 23 GB of memory; the rules have 2L dimensions); set ATTNPHASE_MAX_L to try anyway")
 
 
@@ -250,11 +215,8 @@ def check_rule_size(L: int, spec: str) -> int:
 
 
 def rule_variant(spec: str, k: int) -> str:
-    """The k-th independent replicate of the rule ``spec`` (k = 0 is ``spec`` itself).
-
-    Scrambled Sobol: the same size and randomisations with seed base + k; Gauss--Hermite (plain
-    or rotated): order N + 2k (a deterministic rule has no independent replicate of its own size).
-    """
+    """The k-th independent replicate of the rule ``spec`` (k = 0: ``spec``): scrambled Sobol with seed base + k,
+    Gauss--Hermite (plain or rotated) of order N + 2k."""
     kind, args = parse_rule_spec(spec)
     if k < 0:
         raise ValueError(f"a rule replicate index must be >= 0, got {k}")
@@ -266,10 +228,9 @@ def rule_variant(spec: str, k: int) -> str:
 
 
 def make_rule(L: int, spec: str) -> QuadratureRule:
-    """Build a rule from a short spec: ``"gh12"`` (Gauss--Hermite, order 12), ``"ghr12"`` or
-    ``"ghr12:3"`` (the same grid randomly rotated, seed 0 or 3), or ``"sobol14"``
-    (2^14 scrambled Sobol points, seed 0) or ``"sobol14:4:7"`` (4 randomisations, seed 7) or
-    ``"sobol14:4:7@2"`` (the third of those randomisations alone: :func:`rule_blocks`)."""
+    """Build a rule from a short spec: ``"gh12"`` (Gauss--Hermite, order 12), ``"ghr12:3"`` (the same grid randomly
+    rotated, seed 3; default 0), ``"sobol14:4:7"`` (4 randomisations of 2^14 scrambled Sobol points, seed 7;
+    default 1 and 0), ``"sobol14:4:7@2"`` (the third of those randomisations alone)."""
     check_rule_size(L, spec)
     kind, args = parse_rule_spec(spec)
     if kind == "ghr":
@@ -280,23 +241,16 @@ def make_rule(L: int, spec: str) -> QuadratureRule:
 
 
 def matrix_rule(L: int, r: int, r_star: int, spec: str) -> QuadratureRule:
-    """The rule of the matrix overlaps (docs/model.md section 7): a scrambled Sobol rule ``sobolK[:REPS:SEED]``
-    (2^K points x REPS scramblings, Gaussian by the inverse CDF) over the L (r + r*) dimensions, columns
-    (xi_1..xi_L, eta_1..eta_L) with xi_l in R^r, eta_l in R^{r*} (:func:`split_nodes`); with ``@j`` its block j
-    alone (:func:`rule_blocks`)."""
-    from scipy.stats import qmc
-
+    """The rule of the matrix overlaps (docs/model.md section 7): the Sobol rule ``sobolK[:REPS:SEED][@j]`` over
+    the L (r + r*) dimensions, columns (xi_1..xi_L, eta_1..eta_L), xi_l in R^r, eta_l in R^{r*} (split_nodes)."""
     kind, args = parse_rule_spec(spec)
     if kind != "sobol":
         raise ValueError(f"the rank-r state evolution uses scrambled Sobol rules (sobolK[:REPS:SEED]), got {spec!r}")
     check_rule_size(L, spec)
     log2_n, reps, seed = args
     dim = L * (r + r_star)
-    rng = np.random.default_rng(seed)
-    blocks = [ndtri(np.clip(qmc.Sobol(d=dim, scramble=True, seed=rng).random_base2(log2_n), 1e-300, 1 - 1e-16))
-              for _ in range(reps)]
     block = split_block(spec)[1]
-    z = np.concatenate(blocks if block is None else blocks[block:block + 1], axis=0)
+    z = _sobol_nodes(dim, log2_n, seed, reps, block)
     N = z.shape[0]
     return QuadratureRule(z, np.full(N, 1.0 / N), f"sobol2^{log2_n}x{reps}(seed={seed}, dim={dim})"
                           + ("" if block is None else f"@{block}"))
@@ -311,25 +265,15 @@ def split_nodes(rule: QuadratureRule, L: int, r: int, r_star: int) -> tuple[np.n
 
 
 def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) -> tuple[QuadratureRule, bool]:
-    """Orbit representatives of the rule's nodes under a symmetry group, carrying the orbit weight.
-
-    A group element (pi, s, t) maps (xi, eta) -> (s xi[pi], t eta[pi]).  Each node is
-    replaced by the lexicographically smallest image; equal images are merged with
-    their weights added.  For a group-invariant integrand (after the hat overlaps are
-    symmetrised) the reduced rule gives the same sums at a fraction of the cost.
-
-    Returns (reduced rule, exact): ``exact`` is True when the rule is invariant under
-    the group (every image of a node is a node of the same weight), as for
-    Gauss--Hermite; for other rules the reduction is not applied.
-    """
+    """(reduced rule, exact): each node replaced by its lexicographically smallest image under the group
+    ((pi, s, t): (xi, eta) -> (s xi[pi], t eta[pi])), equal images merged; a rule not invariant under the group
+    (``exact`` False) is returned unreduced."""
     if len(group) <= 1:
         return rule, True
     z = rule.nodes
     key = lambda a: np.round(a, 12)  # noqa: E731 - tolerance for exact symmetric nodes
     images = _images(z, L, group)
-    # exactness: every image of the weighted node set is the weighted node set itself -- known without
-    # the test (9 sorts of the nodes: 0.6 s for sobol12:4 symmetrised) when ``group`` is a subgroup of the
-    # one the rule is invariant under by construction (:func:`symmetrize_rule`)
+    # exact: every image of the weighted node set is the set itself (known for a subgroup of ``rule.group``)
     if not set(group) <= set(rule.group):
         base = _sorted_rows(np.column_stack([key(z), rule.weights]))
         exact = all(
@@ -352,9 +296,8 @@ def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) 
 
 
 def _unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(the distinct rows of ``a`` in lexicographic order, first column most significant; the index of each
-    row of ``a`` among them): ``np.unique(a, axis=0, return_inverse=True)``, by a stable lexsort of the
-    columns instead of a sort of the rows as structured records (about twice as fast for 10^4-10^5 rows)."""
+    """``np.unique(a, axis=0, return_inverse=True)`` (first column most significant), by a stable lexsort of the
+    columns (about twice as fast)."""
     order = np.lexsort(a.T[::-1])
     s = a[order]
     new = np.empty(s.shape[0], dtype=bool)
@@ -379,15 +322,8 @@ def _images(z: np.ndarray, L: int, group: Sequence[SymmetryElement]) -> list[np.
 
 
 def symmetrize_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) -> QuadratureRule:
-    """The union of the rule's images under ``group``, each with weight / |group|.
-
-    An invariant rule (Gauss--Hermite) keeps its nodes.  For the others (rotated grids, Sobol
-    points) this makes the quadrature respect the model's exact symmetries -- in particular
-    theta -> -theta, so the semantic branch keeps its exact pitchfork structure at theta = 0
-    instead of a noise-broken one.  The result records ``group``; a rule that already records it
-    is returned as it is (continuation symmetrises its rule once and passes it on: the invariance
-    test alone costs 3 ms for sobol12).
-    """
+    """The union of the rule's images under ``group``, each with weight / |group| (docs/method.md section 2); an
+    invariant rule, or one that already records ``group``, keeps its nodes.  The result records ``group``."""
     key = tuple(SymmetryElement(tuple(int(i) for i in p), int(s_), int(t_)) for p, s_, t_ in group)
     if rule.group == key:
         return rule

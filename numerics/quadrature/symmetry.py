@@ -1,23 +1,11 @@
-"""Exact symmetries of the channel, used to symmetrise the hat overlaps.
+"""Exact symmetries of the channel, used to symmetrise the hat overlaps (docs/method.md section 2).
 
-A group element (pi, s, t) acts on the Gaussian nodes as
-``(xi, eta) -> (s * xi[pi], t * eta[pi])``.  It is a symmetry of the state
-evolution at the current state when
-
-* the model is invariant: sigma[pi] = sigma, A[pi][:, pi] = A, P[pi][:, pi] = P (and the token
-  Gram C, the whitened model's mixing B: docs/model.md section 7);
-* the state is invariant: m[pi] = s * m, and t = s unless theta = 0.
-
-Then (the loss is even in h and in h*, and permutation-equivariant)
-``h_hat -> s h_hat[pi]``, ``g -> s g[pi]``, hence
+A group element (pi, s, t) acts on the Gaussian nodes as ``(xi, eta) -> (s * xi[pi], t * eta[pi])``.  It is a
+symmetry of the state evolution at the current state when the model is invariant (sigma, A, P, and C or the
+whitened mixing B, permuted: docs/model.md section 7) and the state is (m[pi] = s m; t = s unless theta = 0).
+Then ``h_hat -> s h_hat[pi]``, ``g -> s g[pi]``, hence
 
     qhat = qhat[pi],  mhat = s mhat[pi],  thhat = s t thhat[pi],  Vhat = Vhat[pi].
-
-Averaging the estimated hat overlaps over this group (a projection) is exact for
-the true integrals and removes the arbitrary choice between mirror-image minima
-of equal value at symmetric nodes (docs/model.md section 3: such ties otherwise feed a
-spurious (mhat_1 - mhat_2)^2 into q0 and stall the iteration).  In particular
-m = 0 forces mhat = 0, and theta = 0 forces thhat = 0, exactly.
 """
 
 from __future__ import annotations
@@ -32,11 +20,8 @@ from attnphase.theory.params import ModelParams
 
 
 class SymmetryElement(NamedTuple):
-    """(pi, s, t): token permutation, sign on the student fields, sign on the teacher fields.
-
-    The one representation of a group element everywhere (hashable; a group's key is
-    ``tuple(group)``; :mod:`attnphase.numerics.quadrature.rules` unpacks it as ``perm, s, t``).
-    """
+    """(pi, s, t): token permutation, sign on the student fields, sign on the teacher fields (hashable; a
+    group's key is ``tuple(group)``)."""
 
     perm: tuple[int, ...]
     s: int
@@ -44,14 +29,8 @@ class SymmetryElement(NamedTuple):
 
 
 def symmetry_group(params: ModelParams, ov: Overlaps, rtol: float = 1e-12) -> list[SymmetryElement]:
-    """The elements (pi, s, t) that leave both the model and the state ``ov`` invariant.
-
-    The state test m[pi] = s m uses an absolute tolerance ``rtol * max(1, |m|)``; the
-    test theta = 0 is exact (the symmetrised iteration keeps theta exactly 0 on the
-    positional and agnostic branches). Every proximal map of the SE has these symmetries (the
-    ``aligned`` one too: its basin follows the student's mean field m + (th0 / rho0) h*, which does
-    not see the teacher's sign where th0 = 0).
-    """
+    """The elements (pi, s, t) that leave both the model and the state ``ov`` invariant (m[pi] = s m to the
+    absolute tolerance ``rtol * max(1, |m|)``; theta = 0 exactly)."""
     L = params.L
     atol = rtol * max(1.0, float(np.abs(ov.m).max()))
     group = []

@@ -1,45 +1,16 @@
-"""The Bayes-optimal state evolution (docs/model.md section 9; docs/bayes-optimal.md).
+"""The Bayes-optimal state evolution (docs/model.md section 9; derivations and measurements: docs/bayes-optimal.md).
 
-On the Nishimori line the state is one number, q0 = Q . Q* / d = |Q|^2 / d of the posterior mean Q (the
-ERM's units, docs/model.md section 1).  Per token, with rho_l = sigma_l^2 rho0,
+On the Nishimori line the state is q0 = Q . Q* / d = |Q|^2 / d of the posterior mean.  Per token, with
+rho_l = sigma_l^2 rho0,
 
     q_l = sigma_l^2 q0,   V_l = sigma_l^2 (rho0 - q0),   Ve_l = V_l + Delta rho_l
-    w_l = sqrt(q_l) xi_l,   Y_l = w_l + sqrt(Ve_l) eta_l                   (xi, eta ~ N(0, I_L))
-    Qhat = alpha K(q0),     K(q0) = sum_l sigma_l^2 E[g_out_l(Y; w, Ve)^2]
-    q0'  = rho0^2 Qhat / (1 + rho0 Qhat)                                   (theory/priors/gaussian.py)
+    Qhat = alpha K(q0),   K(q0) = sum_l sigma_l^2 E[g_out_l(Y; w, Ve)^2],   q0' = rho0^2 Qhat / (1 + rho0 Qhat)
 
-with g_out of theory/channels/bayes_optimal.py.  Alpha enters only through Qhat = alpha K, so every q0 in
-(0, rho0) is a fixed point at exactly one alpha,
-
-    alpha*(q0) = Qhat(q0) / K(q0) = q0 / (rho0 (rho0 - q0) K(q0)),
-
-and the branches are the monotone pieces of alpha*(q0): a fixed point is stable where alpha* increases.
-q0 = 0 is a fixed point at every alpha (g_out = 0 there), and, noiseless, so is q0 = rho0 (perfect recovery).
-Solving at an alpha is finding the roots of alpha*(q0) = alpha on a grid of q0 refined by Brent's method;
-the uninformative branch is where the iteration from q0 = 0+ ends (the first root), the informative one
-where the iteration from q0 = rho0- ends (the last root, or rho0).
-
-The free entropy (to be maximised over the stable fixed points; its crossing is alpha_IT):
-
-    Phi(q0) = psi(Qhat) - q0 Qhat / 2 + alpha Psi_out(q0),    Psi_out = E[log Z_out(Y; w, Ve)]
-
-and the Bayes-optimal test error, in the ERM's units (docs/model.md section 4),
-
-    eps_g = 1/2 sum_{l,k} sigma_k^2 E_w[ Var(T(h)[l, k] | w) ],   h ~ N(w, Ve)
-          = (1 - omega)^2 1/2 sum_{l,k} sigma_k^2 E_w[ Var(softmax_row(h h^T)[l, k] | w) ]
-
-(the predictor E[T | data] of a fresh sample; at q0 = 0 it is the linear baseline's eps_lin).
-
-Integrals.  In units of each field's prior scale the channel is invariant under rotations of R^L, and pairing
-Y with -Y turns K and Psi_out into smooth two-dimensional integrals whatever L (:func:`sign_deficit`,
-:func:`sign_entropy` on a :class:`SignRule`: generalised Gauss-Laguerre times Gauss-Hermite, exponentially
-convergent).  An error bar is the change of a value from the rule of order n - ORDER_STEP to order n
-(numerics/phase/bayes_thresholds.py).  :func:`channel_hats` computes the three hats and Psi_out directly from
-g_out and dg_out on an :class:`InvariantRule` (three variables, slowly convergent where s^2 is small): the
-Nishimori identities and the reduced forms are checked against it.  Scrambled Sobol rules over the 2L
-Gaussians converge slowly here (the integrands are sixth-order moments: 4 x 2^10 points put alpha_WR 7 %
-off at L = 2).  eps_g is not invariant (the softmax sees the fields) and is averaged on tensor
-Gauss-Hermite grids.
+so every q0 in (0, rho0) is a fixed point at exactly one alpha*(q0) = q0 / (rho0 (rho0 - q0) K(q0)); the branches
+are the monotone pieces of alpha*(q0) (stable where it increases).  K and Psi_out are reduced to smooth
+two-dimensional integrals (:func:`sign_deficit`, :func:`sign_entropy` on a :class:`SignRule`); an error bar is
+the change from the rule of order n - ORDER_STEP.  :func:`channel_hats` computes the three hats directly on an
+:class:`InvariantRule` (the check of the reduced forms); eps_g is averaged on tensor Gauss-Hermite grids.
 """
 
 from __future__ import annotations
@@ -50,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.numerics.quadrature.rules import gauss_hermite_1d
+from attnphase.numerics.quadrature.rules import gauss_hermite_1d, tensor_grid
 from attnphase.theory.channels.bayes_optimal import BayesOptimalChannel
 from attnphase.theory.softmax import row_softmax
 from attnphase.theory.priors.gaussian import GaussianPrior
@@ -69,9 +40,8 @@ GRID_T = np.concatenate([np.linspace(-20.0, -11.5, 18), np.linspace(-11.0, 13.0,
 
 @dataclass(frozen=True)
 class BayesModel:
-    """What the Bayes-optimal state evolution depends on: L, sigma_l^2, rho0 and the noise Delta.
-
-    (omega enters eps_g alone, as (1 - omega)^2; A, P, lambda not at all: docs/bayes-optimal.md.)"""
+    """What the Bayes-optimal state evolution depends on: L, sigma_l^2, rho0 and the noise Delta (omega enters
+    eps_g alone; A, P, lambda not at all)."""
 
     sigma2: tuple[float, ...]
     rho0: float = 1.0
@@ -112,15 +82,9 @@ class BayesModel:
 
 @dataclass(frozen=True)
 class InvariantRule:
-    """A product rule for the rotation-invariant averages of the map (module doc, "Integrals").
-
-    In units of each field's prior scale (w~_l = w_l / sqrt(rho_l), Y~_l = Y_l / sqrt(rho_l)) the
-    summed hats and Psi_out depend on (xi, eta) only through |xi|, eta_par = eta . xi / |xi| and
-    |eta_perp|, three independent variables: |xi|^2 ~ chi^2_L, eta_par ~ N(0, 1), |eta_perp|^2 ~ chi^2_{L-1}.
-    Generalised Gauss-Laguerre rules for the chi^2 ones and Gauss-Hermite for eta_par, ``order`` nodes each.
-
-    Attributes:
-        L: tokens; order: nodes per variable; r, par, perp: the nodes (N,); weights: (N,), summing to 1.
+    """A product rule for the rotation-invariant averages of the map: in each field's prior units they depend on
+    (xi, eta) only through |xi| ~ chi_L, eta_par = eta . xi / |xi| ~ N(0, 1) and |eta_perp| ~ chi_{L-1}
+    (generalised Gauss-Laguerre, Gauss-Hermite; ``order`` nodes each): the nodes r, par, perp (N,), weights (N,).
     """
 
     L: int
@@ -158,15 +122,9 @@ def invariant_rule(L: int, order: int = DEFAULT_ORDER) -> InvariantRule:
 
 @dataclass(frozen=True)
 class BayesHats:
-    """Per-sample channel averages at q0, summed over tokens with sigma_l^2 (multiply by alpha):
-
-    Attributes:
-        qhat: K = sum_l sigma_l^2 E[g_l^2].
-        mhat: sum_l sigma_l^2 E[g_l eta_l] / sqrt(Ve_l) = sum_l sigma_l^2 E[d g_l / d Y_l] (Stein).
-        Vhat: -sum_l sigma_l^2 E[d g_l / d w_l].
-        psi_out: E[log Z_out].
-    On the Nishimori line the three hats agree (a check of the channel and of the rule).
-    """
+    """Per-sample channel averages at q0, summed over tokens with sigma_l^2 (multiply by alpha): qhat = K =
+    sum_l sigma_l^2 E[g_l^2], mhat = sum_l sigma_l^2 E[g_l eta_l] / sqrt(Ve_l), Vhat = -sum_l sigma_l^2
+    E[d g_l / d w_l] (equal on the Nishimori line) and psi_out = E[log Z_out]."""
 
     qhat: float
     mhat: float
@@ -175,9 +133,8 @@ class BayesHats:
 
 
 def channel_hats(model: BayesModel, rule: InvariantRule, q0: float) -> BayesHats:
-    """The averages of :class:`BayesHats` at q0 in [0, rho0) (module doc), in the reduced coordinates of
-    :class:`InvariantRule`: w~ = sqrt(x) |xi| e_1, Y~ = w~ + s (eta_par e_1 + |eta_perp| e_2), x = q0 / rho0,
-    s^2 = 1 - x + Delta; sigma_l^2 g_l^2 summed is |g~|^2 / rho0 with g~ = g_out(Y~; w~, s^2)."""
+    """The averages of :class:`BayesHats` at q0 in [0, rho0) in the coordinates of :class:`InvariantRule`:
+    w~ = sqrt(x) |xi| e_1, Y~ = w~ + s (eta_par e_1 + |eta_perp| e_2), x = q0 / rho0, s^2 = 1 - x + Delta."""
     if rule.L != model.L:
         raise ValueError(f"the rule is for L = {rule.L}, the model has L = {model.L}")
     L, rho0 = model.L, model.rho0
@@ -245,8 +202,7 @@ def _even_log_partition(z: np.ndarray) -> np.ndarray:
 
 def sign_entropy(L: int, x: float, s2: float, rule: SignRule) -> float:
     """E[log(1 + e^{-2a})] = (s^2 / (x + s^2))^(L/2) E_{rho ~ chi_L, y ~ N(0,1)}[H(tau rho y) / 2],
-    tau = sqrt(x / (x + s^2)), H of :func:`_even_log_partition`: the unknown sign's term of Psi_out
-    (:func:`psi_out`; the same pairing of Y with -Y as :func:`sign_deficit`, docs/bayes-optimal.md)."""
+    tau = sqrt(x / (x + s^2)), H of :func:`_even_log_partition`: the unknown sign's term of Psi_out."""
     tau = math.sqrt(x / (x + s2))
     return (s2 / (x + s2)) ** (L / 2) * float(rule.weights @ (0.5 * _even_log_partition(tau * rule.rho * rule.y)))
 
@@ -262,11 +218,7 @@ def psi_out(model: BayesModel, rule: SignRule, q0: float) -> float:
 
 def hat_sum(model: BayesModel, rule: SignRule, q0: float) -> float:
     """K(q0) = sum_l sigma_l^2 E[g_out_l^2] = (L - 2 E) / (rho0 s^2), s^2 = 1 - x + Delta, x = q0 / rho0,
-    E = :func:`sign_deficit` (module doc): Qhat = alpha K.
-
-    Derivation (docs/bayes-optimal.md): in the fields' prior units with u = |w~|, v = Y~ . w~ / u,
-    E[tanh(a) v | u] = u exactly and E[tanh(a)^2 ...] = 1 - 2 (a sech integral), pairing Y with -Y; the
-    integral is smooth on the rule (an average over the 2L Gaussians has tanh(a) jump on a scale s^2)."""
+    E = :func:`sign_deficit` (derivation: docs/bayes-optimal.md): Qhat = alpha K."""
     if rule.L != model.L:
         raise ValueError(f"the rule is for L = {rule.L}, the model has L = {model.L}")
     x = q0 / model.rho0
@@ -290,13 +242,6 @@ def free_entropy(model: BayesModel, rule: SignRule, alpha: float, q0: float) -> 
     return model.prior.free_entropy_term(Qhat) - 0.5 * q0 * Qhat + alpha * psi_out(model, rule, q0)
 
 
-def _gh_tensor(L: int, order: int) -> tuple[np.ndarray, np.ndarray]:
-    x, w = gauss_hermite_1d(order)
-    nodes = np.stack([g.reshape(-1) for g in np.meshgrid(*([x] * L), indexing="ij")], axis=1)
-    weights = np.prod(np.stack([g.reshape(-1) for g in np.meshgrid(*([w] * L), indexing="ij")], axis=1), axis=1)
-    return nodes, weights
-
-
 def bayes_eps_g(model: BayesModel, omega: float, q0: float, order: int | None = None, chunk: int = 256) -> float:
     """The Bayes-optimal eps_g at q0 (module doc): w_l = sqrt(q_l) xi_l and h = w + sqrt(Ve) z on tensor
     Gauss-Hermite grids (xi and z, ``order`` nodes per dimension, default :data:`EPS_G_ORDER`); 0 at perfect
@@ -305,16 +250,15 @@ def bayes_eps_g(model: BayesModel, omega: float, q0: float, order: int | None = 
     q, _, Ve = model.variances(q0)
     if not np.all(Ve > 0):
         return 0.0
-    xi, wt = _gh_tensor(L, order or EPS_G_ORDER.get(L, 6))
-    grid, gw = _gh_tensor(L, order or EPS_G_ORDER.get(L, 6))
+    xi, wt = tensor_grid(*gauss_hermite_1d(order or EPS_G_ORDER.get(L, 6)), L)
     s2 = model.s2()
     total = 0.0
     for start in range(0, xi.shape[0], chunk):
         w = np.sqrt(q) * xi[start:start + chunk]
-        h = w[:, None, :] + np.sqrt(Ve) * grid[None, :, :]
+        h = w[:, None, :] + np.sqrt(Ve) * xi[None, :, :]
         S = row_softmax(h[..., :, None] * h[..., None, :])
-        mean = np.einsum("j,njlk->nlk", gw, S)
-        var = np.einsum("j,njlk->nlk", gw, S * S) - mean * mean
+        mean = np.einsum("j,njlk->nlk", wt, S)
+        var = np.einsum("j,njlk->nlk", wt, S * S) - mean * mean
         total += float(wt[start:start + chunk] @ np.einsum("nlk,k->n", var, s2))
     return 0.5 * (1.0 - omega) ** 2 * total
 
@@ -345,15 +289,9 @@ def _root(model: BayesModel, rule: SignRule, alpha: float, x0: float, x1: float)
 
 @dataclass(frozen=True)
 class BayesFixedPoint:
-    """One Bayes-optimal fixed point.
-
-    Attributes:
-        alpha: the sample ratio.
-        branch: ``"uninformative"`` (where the iteration from q0 = 0+ ends) or ``"informative"`` (from rho0-).
-        q0: overlap Q . Q* / d = |Q|^2 / d of the posterior mean (also m0 = q0: Nishimori).
-        stable: whether the map's slope is < 1 there.
-        perfect: q0 = rho0 exactly (noiseless, alpha L > 1).
-    """
+    """One Bayes-optimal fixed point at alpha: its ``branch`` (``"uninformative"``, where the iteration from
+    q0 = 0+ ends, or ``"informative"``, from rho0-), q0 = |Q|^2 / d of the posterior mean, whether the map's slope
+    is < 1 there (``stable``), and whether q0 = rho0 exactly (``perfect``: noiseless, alpha L > 1)."""
 
     alpha: float
     branch: str
@@ -370,8 +308,7 @@ def fixed_points(model: BayesModel, rule: SignRule, alpha: float, curve: AlphaCu
     if not alpha > 0:
         raise ValueError(f"alpha must be > 0, got {alpha}")
     c = curve or alpha_curve(model, rule)
-    # 0 is stable below alpha_WR and marginally so at it (its slope is 1 there): at alpha = alpha_WR exactly a rule
-    # whose curve alpha*(x) stays above alpha_WR had no stable point at all (q0 = NaN, its bars NaN, exit 0)
+    # 0 is stable up to alpha_WR included (marginally at it)
     out = [(0.0, alpha <= model.channel.weak_recovery_alpha(model.L))]
     d = c.alpha - alpha
     for i in np.nonzero(np.sign(d[:-1]) != np.sign(d[1:]))[0]:

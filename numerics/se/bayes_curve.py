@@ -2,21 +2,12 @@
 (docs/bayes-optimal.md; ``attnphase solve`` and ``sweep --estimator bayes-optimal``).
 
 A point is the fixed point q0 of one branch of :mod:`attnphase.numerics.se.bayes` at one alpha on the rule of
-order n (:data:`~attnphase.numerics.se.bayes.DEFAULT_ORDER`) and its error bars, the change from the rule of
-order n - ORDER_STEP:
+order n (:data:`~attnphase.numerics.se.bayes.DEFAULT_ORDER`), with the residual of one map step, the free
+entropy Phi_n(q0) (null at perfect recovery) and its error bars, the change from the rule of order n - ORDER_STEP:
 
     err_q   = |q0_n - q0_(n - ORDER_STEP)|
-    err_eps = |eps_g(q0_n) - eps_g(q0_(n - ORDER_STEP))|   (the second on eps_g's Gauss-Hermite grid of 4 nodes
-                                                          fewer per dimension)
+    err_eps = |eps_g(q0_n) - eps_g(q0_(n - ORDER_STEP))|   (the second on eps_g's grid of 4 nodes fewer per dimension)
     err_Phi = |Phi_n(q0_n) - Phi_(n - ORDER_STEP)(q0_(n - ORDER_STEP))|
-
-with Phi_n(q0) = psi(Qhat) - q0 Qhat / 2 + alpha Psi_out(q0), Qhat = alpha K(q0), K and Psi_out on the rule of order
-n (numerics/se/bayes.py), the residual of one map step |q0' - q0| and the free entropy Phi(q0) (null at perfect
-recovery, where it diverges; err_Phi null with it).  The rules are deterministic Gauss rules (no scrambled blocks):
-like err_q, err_Phi is the change from the coarser rule, which bounds the finer rule's own error where the rules
-converge (exponentially here; tests/numerics/se/test_bayes_free_entropy_error.py checks it against the rule of twice
-the order).  At q0 = 0 (below alpha_WR, on both rules) Phi = alpha (log 2 - L / 2 - 1/2 sum_l log(2 pi rho_l)) on every rule
-(the sign's term is log 2 there): err_Phi = 0, as err_q.  The curve alpha*(q0) of each rule is computed once for the whole grid.
 """
 
 from __future__ import annotations
@@ -50,17 +41,10 @@ def bayes_rules(model: BayesModel, order: int = DEFAULT_ORDER) -> BayesRules:
 
 @dataclass(frozen=True)
 class BayesPoint:
-    """One Bayes-optimal fixed point with its error bars (module doc).
-
-    Attributes:
-        alpha, omega: where; branch: ``informative`` or ``uninformative``.
-        q0: Q . Q* / d = |Q|^2 / d of the posterior mean (= m0 on the Nishimori line); err_q0 its bar.
-        eps_g: the Bayes-optimal test error (ERM's units, docs/model.md section 4); err_eps_g its bar.
-        free_entropy: Phi(q0) (None at perfect recovery); err_free_entropy its bar (None with it).
-        residual: |q0' - q0| of one more map step.
-        stable: the map's slope is < 1 there; perfect: q0 = rho0 (noiseless, alpha L > 1).
-        coincides: the other branch's point is the same (one stable fixed point at this alpha).
-    """
+    """One Bayes-optimal fixed point with its error bars (module doc): q0 = |Q|^2 / d of the posterior mean, the
+    test error eps_g (ERM's units), the free entropy Phi(q0) (None at perfect recovery), the ``residual`` of one
+    more map step, ``stable``, ``perfect`` as in :class:`~attnphase.numerics.se.bayes.BayesFixedPoint`, and
+    ``coincides``: the other branch's point is the same."""
 
     alpha: float
     omega: float

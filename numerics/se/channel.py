@@ -1,21 +1,11 @@
-"""Channel expectations of the state evolution: one vectorised proximal solve over all nodes.
-
-For the current overlaps and a quadrature rule over (xi, eta) (docs/model.md section 3):
-
-    w_l = m_l + sqrt(q_l) xi_l,   h*_l = theta_l / sqrt(q_l) xi_l + sqrt(rho_l - theta_l^2 / q_l) eta_l,
-    h_hat = prox(w, T(h*)),       g_l = (h_hat_l - w_l) / V_l,
-
-and the moments E[g], E[g^2], E[g xi], E[g eta], the Moreau envelope E[M] and the
-test-error integrand E[loss(w, T(h*))] (section 4) are sums over the nodes.  The
-field and hat-overlap formulas come from :mod:`attnphase.theory.channel`.
-
-The matrix overlaps (docs/model.md section 7) take the same path with xi_l in R^r, eta_l in R^{r*}:
+"""Channel expectations of the state evolution: one vectorised proximal solve over all nodes (docs/model.md
+sections 3, 4 and 7).  At every node of the rule over (xi, eta):
 
     w_l = m_l + q_l^{1/2} xi_l,  h*_l = theta_l^T q_l^{-1/2} xi_l + rho_tilde_l^{1/2} eta_l,
-    g_l = V_l^{-1} (h_hat_l - w_l),  E[g g^T], E[g], E[g eta^T], E[g xi^T], E[M], E[loss(h_hat)],
+    h_hat = prox(w, T(h*)),      g_l = V_l^{-1} (h_hat_l - w_l),
 
-the fields of theory/matrix_channel.py and the one proximal map (numerics/prox/global_prox.py, matrix fields); the scalar form
-(r = r* = 1) is its fast path with the generated one-dimensional kernels.
+and E[g g^T], E[g], E[g xi^T], E[g eta^T], E[M], eps_g are sums over the nodes (fields: theory/channel.py at
+r = r* = 1 with the generated one-dimensional kernels, theory/matrix_channel.py otherwise).
 """
 
 from __future__ import annotations
@@ -41,19 +31,9 @@ from attnphase.theory.softmax import target as matrix_target
 
 @dataclass(frozen=True, eq=False)
 class ChannelMoments:
-    """Quadrature estimates at one state; in the scalar form every array has shape (L,), in the matrix
-    form E_g (L, r), E_ggT (L, r, r), E_gxi (L, r, r), E_geta (L, r, r*).
-
-    Attributes:
-        E_g, E_ggT, E_gxi, E_geta: E[g_l], E[g_l g_l^T] (E[g_l^2] at r = 1), E[g_l xi_l^T], E[g_l eta_l^T].
-        E_M: E[M], the Moreau envelope (minimum value of the proximal objective).
-        eps_g: test error E[loss(w, T(h*))] of docs/model.md section 4 (NaN from a global-mode polish of the
-            scalar form, which is never reported).
-        prox_failures: number of nodes whose proximal solve did not converge.
-        candidates: the proximal minima to warm-start the next solve from: the distinct local minima per
-            node (scalar form, global mode), the global minimisers h_hat (N, L, r) (matrix form).
-        E_loss: E[loss(h_hat, T(h*))], the training loss at the minimiser (matrix form; NaN in the scalar form).
-    """
+    """Quadrature estimates at one state: E[g_l], E[g_l g_l^T] (E[g_l^2] at r = 1), E[g_l xi_l^T], E[g_l eta_l^T]
+    (shape (L,) in the scalar form), E[M], eps_g (NaN from a polish), the failed proximal solves, the minima a
+    next evaluation polishes, and E[loss(h_hat, T(h*))] (matrix form; else NaN)."""
 
     E_g: np.ndarray
     E_ggT: np.ndarray
@@ -76,14 +56,9 @@ def channel_moments(
     full_search: bool = True,
     target: np.ndarray | None = None,
 ) -> ChannelMoments:
-    """All channel expectations at overlaps ``ov`` with one batched proximal solve.
-
-    The proximal map and its backend are ``config.prox`` and ``config.backend``;
-    ``candidates``/``full_search`` are passed to :func:`attnphase.numerics.prox.global_prox.global_prox`.
-    ``target``: T(h*) at the rule's nodes if the caller already has it -- at th0 = 0,
-    h*_l = sqrt(rho_l) eta_l does not depend on the state (see :func:`teacher_target`).
-    The matrix form (``ov.is_matrix``): :func:`_matrix_moments` (``candidates``: the minimisers of an earlier
-    search, an extra start of a full search or, without ``full_search``, the only start besides w).
+    """All channel expectations at overlaps ``ov`` with one batched proximal solve (``config.prox`` on
+    ``config.backend``; ``candidates``/``full_search`` as for :func:`attnphase.numerics.prox.global_prox.global_prox`).
+    ``target``: T(h*) at the rule's nodes if the caller has it (at th0 = 0 it does not depend on the state).
     """
     cfg = config or SolverConfig()
     if ov.is_matrix:
@@ -105,8 +80,7 @@ def channel_moments(
         E_gxi=wt @ (g * xi),
         E_geta=wt @ (g * eta),
         E_M=float(wt @ res.value),
-        # eps_g is read only from evaluations that are a function of the state alone (full
-        # searches, local/aligned modes); a polish skips it (NaN) -- one loss kernel less per step
+        # a polish (not a function of the state alone) skips eps_g
         eps_g=float(wt @ kernels.loss(w, T, sigma2)) if (full_search or candidates is None or prox != "global") else math.nan,
         prox_failures=int((~res.converged).sum()),
         candidates=candidates,
@@ -175,11 +149,8 @@ def prox_with_minima(
     kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, config: SolverConfig | None = None,
     polish_from: Candidates | None = None,
 ) -> tuple[np.ndarray, np.ndarray, ProxResult, Candidates | None]:
-    """:func:`prox_at_nodes` that also returns the distinct local minima per node (global mode; None
-    otherwise), and with ``polish_from`` (minima of an earlier full search at the same nodes, a nearby
-    state) polishes those instead of searching: a few Newton steps per minimum, ~7x cheaper, exact
-    unless a basin appeared that the earlier search did not see (the caller verifies with a full search).
-    A polish returns ``polish_from`` as the minima."""
+    """:func:`prox_at_nodes` with the distinct local minima per node (global mode; else None); with
+    ``polish_from`` (an earlier full search's minima at the same nodes) those polished and returned instead."""
     cfg = config or SolverConfig()
     w, V, T, hstar = _fields(kernels, params, ov, rule)
     if cfg.prox != "global":
@@ -192,12 +163,8 @@ def prox_with_minima(
 def envelope_mean(
     kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, config: SolverConfig | None = None
 ) -> tuple[float, int]:
-    """E[M] alone, M = min_h sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T(h*)) (docs/model.md section 4).
-
-    The same proximal solve as :func:`channel_moments` (a full search in global mode) without the
-    g-moments and the test error: the term of Phi that :mod:`attnphase.numerics.se.training_objective`
-    re-evaluates on a finer rule.  Returns (E[M], number of nodes whose proximal solve did not converge).
-    """
+    """(E[M], nodes whose proximal solve failed), M = min_h sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T(h*))
+    (docs/model.md section 4), from one full search."""
     _, _, res = prox_at_nodes(kernels, params, ov, rule, config)
     return float(rule.weights @ res.value), int((~res.converged).sum())
 

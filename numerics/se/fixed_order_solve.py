@@ -27,12 +27,9 @@ def solve_at_order(
 
     ``order = "th0"``: a semantic fixed point with overlap th0 = value (``init`` semantic, m = 0).
     ``order = "m"``: a positional fixed point with |m| = value (``init`` positional: th0 = 0,
-    m != 0; the direction of m is iterated).  At each SE step the channel moments do not depend on
-    alpha, so alpha is the root of the prior's equation for the order parameter
-    (:class:`~attnphase.numerics.se.se_map.FixedOrder`), and the other overlaps are iterated as usual.
-    Parametrising a branch by its order parameter stays well conditioned where alpha(order) turns or
-    flattens -- at a branch's end, where the order parameter -> 0 continuously (alpha_end - alpha
-    ~ order^2) or at a fold -- and locates that end reliably.  ``FixedPoint.alpha`` is the solved alpha.
+    m != 0; the direction of m is iterated).  At each SE step alpha is the root of the prior's equation for
+    the order parameter (:class:`~attnphase.numerics.se.se_map.FixedOrder`); well conditioned where alpha(order)
+    turns or flattens, at a branch's end.  ``FixedPoint.alpha`` is the solved alpha.
     """
     cfg = config or SolverConfig()
     params = se_params(params)

@@ -1,72 +1,36 @@
 """A generic fixed-point solver for x = F(x): Anderson acceleration, quasi-Newton, a status always.
 
 Knows nothing of the model: the map is any object with the :class:`FixedPointMap` methods
-(:class:`attnphase.numerics.se.se_map.SEMap` is the state evolution's).  Convergence is judged on
-every component,
+(:class:`attnphase.numerics.se.se_map.SEMap` is the state evolution's).  Converged when
 
-    residual(x) = max_i |F(x)_i - x_i| / max(1, |x_i|)  <=  tol,
+    residual(x) = max_i |F(x)_i - x_i| / max(1, |x_i|)  <=  tol
 
-and only on *exact* evaluations: a map may offer cheaper approximate evaluations (the SE map
-polishes the proximal minima of its last full search), and a candidate fixed point found with
-them is re-evaluated exactly before it is accepted; where the exact evaluation rejects it by more
-than DISTRUST_RESIDUAL, the map is told to evaluate exactly from then on.  One damping convention:
-``x_new = (1 - damping) F(x) + damping x``.
-
-Strategy (:meth:`FixedPointSolver.solve`): cold starts iterate with Anderson acceleration
-(type II, memory ``anderson``), then switch to quasi-Newton on the map's invariant subspace
-from the best point when Anderson stalls; warm starts (x near a fixed point) take quasi-Newton
-first, which also converges to fixed points that are unstable under iteration.
-
-Finite differences (``consistent_differences``): the forward-difference Jacobian
-
-    J[:, j] = (G(x + h_j b_j) - G(x)) / h_j,   G(y) = B^T D (F(y) - y),  h_j = FD_STEP max(1, |b_j . x|),
-
-taken with whatever evaluation the map gives could mix an exact G(x) with an approximate G(x + h b_j):
-on the matrix SE map their difference, ~1e-3 at L = 2, r = 2 (a few nodes whose global minimum the
-polish misses), over h ~ 1e-4 gave columns wrong by O(10).  With ``consistent_differences`` the base
-point is an exact evaluation and every column is polished from *its* minima (the map's
-:meth:`FixedPointMap.polishing`): the same basins on both sides of each difference, i.e. the Jacobian of
-the exact map away from the rule's basin switches.
-
-A Jacobian is carried from one solve to the next (:func:`moved_jacobian`): stored with its basis B0 and
-scaling D0 at x0, it is moved to the basis B1, D1 of the new solve's x1 as
-
-    J1 = B1^T diag(D1 / D0) B0 J0 B0^T B1,
-
-the same linear map F' - I in the full coordinates, restricted to the new subspace; on directions of B1
-outside the span of B0 (a Jacobian carried from a projected stage) F' = 0 is assumed: the term
--B1^T D1 (I - B0 B0^T) B1 is added.
+at an *exact* evaluation (a candidate found with the map's cheaper approximate evaluations is re-evaluated
+exactly first); damping: ``x_new = (1 - damping) F(x) + damping x``.  Strategy, consistent finite differences
+and the moved Jacobian (:func:`moved_jacobian`): docs/method.md section 4 and section 11.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Callable, Protocol
 
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 
-#: Backtracking of a quasi-Newton step stops below this fraction of the step: on a noisy
-#: (quadrature) map a direction that fails at 1/16 of its length is a stale Jacobian, refreshed
-#: next; smaller trial steps only spend evaluations.
+#: Backtracking of a quasi-Newton step stops below this fraction of the step (then the Jacobian is refreshed).
 MIN_NEWTON_STEP = 0.05
 
-#: Relative step of the forward-difference Jacobian.  A quadrature map is piecewise smooth (a
-#: node's proximal minimiser switches basin at a tie), so a tiny step sees either no switch or a
-#: whole one; a larger step averages over them and gives the Jacobian of the smoothed map.
+#: Relative step of the forward-difference Jacobian (large enough to average over the rule's basin switches).
 FD_STEP = 1e-4
 
-#: A candidate fixed point of the approximate map that the exact map rejects with a residual above
-#: this is a point of the approximate map alone (at omega = 0 the polished proximal candidates miss
-#: basins: exact residual 1.7e-2 at alpha = 0.3, m 0.146 instead of 0.126): the map is then told to
-#: evaluate exactly (:meth:`FixedPointMap.distrust_approximation`).  Below it (1e-4 - 2e-3 at omega =
-#: 0.2, the size of the rule's own noise on m) the approximate map stays the easier one to converge.
+#: A candidate fixed point of the approximate map that the exact map rejects with a residual above this is a
+#: point of the approximate map alone: the map is told to evaluate exactly (docs/method.md section 4).
 DISTRUST_RESIDUAL = 1e-2
 
-#: The finite-difference step is halved at most this many times to stay in the map's domain
-#: (2^-40 FD_STEP ~ 1e-16: below it a difference of F carries no digits).
+#: The finite-difference step is halved at most this many times to stay in the map's domain (2^-40 FD_STEP ~ 1e-16).
 MAX_FD_HALVINGS = 40
 
 #: Anderson is stalled when its best residual has not halved over this many steps.
@@ -80,15 +44,8 @@ def scaled_residual(x: np.ndarray, fx: np.ndarray) -> float:
 
 @dataclass(frozen=True, eq=False)
 class Evaluation:
-    """One evaluation of the map.
-
-    Attributes:
-        x: the point (a copy).
-        fx: F(x).
-        residual: :func:`scaled_residual` (x, F(x)).
-        exact: whether F(x) is a function of x alone (not an approximate, path-dependent one).
-        data: whatever the map attaches (the SE map: alpha, hat overlaps, channel moments).
-    """
+    """One evaluation of the map: the point x (a copy), F(x), :func:`scaled_residual`, whether F(x) is a function
+    of x alone (``exact``), and whatever the map attaches (``data``; the SE map's :class:`SEStep`)."""
 
     x: np.ndarray
     fx: np.ndarray
@@ -99,15 +56,8 @@ class Evaluation:
 
 @dataclass(frozen=True, eq=False)
 class FixedPointResult:
-    """How a solve ended.
-
-    Attributes:
-        evaluation: the accepted evaluation (converged), the best exact one (not converged), or
-            None when no exact evaluation succeeded.
-        converged: the residual of ``evaluation`` is within tol.
-        evaluations: evaluations of the map spent (finite differences included).
-        message: how it ended, in words.
-    """
+    """How a solve ended: the accepted evaluation, else the best exact one (or None); whether its residual is
+    within tol; the evaluations spent (finite differences included); a message."""
 
     evaluation: Evaluation | None
     converged: bool
@@ -120,9 +70,9 @@ class FixedPointResult:
 
 
 def moved_jacobian(J0: np.ndarray, B0: np.ndarray, x0: np.ndarray, B1: np.ndarray, x1: np.ndarray) -> np.ndarray | None:
-    """J1 = B1^T diag(D1 / D0) B0 J0 B0^T B1 - B1^T D1 (I - B0 B0^T) B1 (module doc): the Jacobian J0 (k x k) of G on
-    the orthonormal basis B0 (n x k) at x0 (n,) moved to the basis B1 at x1 (D = 1 / max(1, |x|)); None where the
-    dimensions differ."""
+    """J1 = B1^T diag(D1 / D0) B0 J0 B0^T B1 - B1^T D1 (I - B0 B0^T) B1: the Jacobian J0 (k x k) of
+    G = B^T D (F - I) on the orthonormal basis B0 (n x k) at x0 (n,) moved to the basis B1 at x1
+    (D = 1 / max(1, |x|); F' = 0 assumed outside the span of B0); None where the dimensions differ."""
     if B1.shape[0] != B0.shape[0]:
         return None
     ratio = np.maximum(1.0, np.abs(x0)) / np.maximum(1.0, np.abs(x1))  # D1 / D0
@@ -150,17 +100,15 @@ class FixedPointMap(Protocol):
         """Told of every new quasi-Newton Jacobian (for the next solve)."""
 
     def distrust_approximation(self) -> None:
-        """Told that an approximate evaluation converged where the exact map does not: from now
-        on every evaluation should be exact."""
+        """Told that an approximate evaluation converged where the exact map does not: evaluate exactly from now."""
 
     def polishing(self) -> AbstractContextManager[None]:
         """Within it, every inexact evaluation refines the last exact one's (``consistent_differences`` only)."""
 
 
 class FixedPointSolver:
-    """Solves x = F(x) for one map with the settings of ``config`` (tol, max_iter, damping,
-    anderson, anderson_budget, warm_fallback).  ``consistent_differences``: the finite-difference
-    Jacobian from an exact base point and columns polished from it (module doc).  Local to one solve."""
+    """Solves x = F(x) for one map with the settings of ``config``.  ``consistent_differences``: the
+    finite-difference Jacobian from an exact base point, its columns polished from it.  Local to one solve."""
 
     def __init__(self, fmap: FixedPointMap, config: SolverConfig, consistent_differences: bool = False):
         self.fmap, self.cfg = fmap, config
@@ -179,7 +127,7 @@ class FixedPointSolver:
         return FixedPointResult(ev, converged, self.evaluations, message)
 
     def solve(self, x: np.ndarray, warm: bool = False) -> FixedPointResult:
-        """Find the fixed point from x (see the module doc for the strategy)."""
+        """Find the fixed point from x: Anderson, then quasi-Newton from the best point (warm: quasi-Newton first)."""
         cfg = self.cfg
         if warm:
             done = self._newton(x, min(cfg.max_iter, cfg.anderson_budget))
@@ -210,13 +158,8 @@ class FixedPointSolver:
         )
 
     def _verify(self, ev: Evaluation) -> FixedPointResult | Evaluation | None:
-        """Verify a candidate fixed point with an exact evaluation.
-
-        Returns the converged result, or the exact evaluation at x to go on from, or None when
-        that evaluation left the admissible region: an approximate map can converge to its own
-        fixed point while the exact one there does not; the iteration must then go on from the
-        exact residual (which no later approximate step could beat).
-        """
+        """The converged result of a candidate verified by an exact evaluation, else that exact evaluation to go
+        on from, or None where it left the admissible region."""
         if not ev.exact:
             exact = self._eval(ev.x, exact=True)
             if exact is None:
@@ -284,14 +227,9 @@ class FixedPointSolver:
         return None
 
     def _newton(self, x: np.ndarray, budget: int) -> FixedPointResult | None:
-        """Quasi-Newton on G(y) = B^T D (F(x + B y) - x - B y), with backtracking.
-
-        B spans :meth:`FixedPointMap.subspace` (for the SE map: the overlaps left free by the
-        state's symmetry group, so Newton stays on the branch).  D = diag(1 / max(1, |x0|)) puts
-        the components on the scale of the residual.  The Jacobian is taken by forward differences
-        (or seeded by the map) and then updated by Broyden's rule; it is re-taken when a step
-        fails, and the solve gives up when a fresh Jacobian's step fails too.
-        """
+        """Quasi-Newton on G(y) = B^T D (F(x + B y) - x - B y), B spanning :meth:`FixedPointMap.subspace`,
+        D = diag(1 / max(1, |x0|)), with backtracking: a forward-difference (or seeded) Jacobian, Broyden
+        updates, re-taken when a step fails; None when a fresh Jacobian's step fails too."""
         cfg, fmap = self.cfg, self.fmap
         start = self.evaluations
         ev = self._eval(x)
@@ -349,41 +287,31 @@ class FixedPointSolver:
     def _fd_jacobian(
         self, x: np.ndarray, G: np.ndarray, B: np.ndarray, resid: Callable[[np.ndarray, np.ndarray], np.ndarray]
     ) -> np.ndarray | None:
-        """Forward-difference Jacobian of ``resid`` along the columns of B (backward where forward fails).
-
-        The step is FD_STEP * max(1, |x_j|), halved (at most MAX_FD_HALVINGS times) while both the
-        forward and the backward point leave the map's domain: near its edge (th0^2 close to q0 rho0,
-        e.g. rho0 = 1e-12 or q0 -> 0) a fixed step would leave it on both sides.  None when no step
-        stays inside or the map fails at the point reached.  With ``consistent_differences`` the base point
-        is evaluated exactly and the columns within the map's :meth:`FixedPointMap.polishing`.
-        """
+        """Forward-difference Jacobian of ``resid`` along the columns of B (backward where forward fails), step
+        FD_STEP * max(1, |x_j|) halved while both sides leave the map's domain (None where none stays inside or
+        the map fails); with ``consistent_differences`` an exact base point, the columns polished from it."""
+        polish: AbstractContextManager[Any] = nullcontext()
         if self.consistent_differences:
             base = self._eval(x, exact=True)  # a full search: its minima are what the columns polish
             if base is not None:
-                with self.fmap.polishing():
-                    return self._differences(x, resid(x, base.fx), B, resid)
-        return self._differences(x, G, B, resid)
-
-    def _differences(
-        self, x: np.ndarray, G: np.ndarray, B: np.ndarray, resid: Callable[[np.ndarray, np.ndarray], np.ndarray]
-    ) -> np.ndarray | None:
-        """The columns (resid(x + h_j b_j) - G) / h_j of :meth:`_fd_jacobian`."""
-        n = B.shape[1]
-        J = np.empty((n, n))
-        for j in range(n):
-            h = FD_STEP * max(1.0, abs(float(B[:, j] @ x)))
-            for _ in range(MAX_FD_HALVINGS + 1):
-                inside = [s * h for s in (1.0, -1.0) if self.fmap.admissible(x + s * h * B[:, j])]
-                if inside:
-                    break
-                h *= 0.5
-            ej = None
-            for hj in inside:
-                xj = x + hj * B[:, j]
-                ej = self._eval(xj)
-                if ej is not None:
-                    break
-            if ej is None:
-                return None
-            J[:, j] = (resid(xj, ej.fx) - G) / hj
-        return J
+                G, polish = resid(x, base.fx), self.fmap.polishing()
+        with polish:
+            n = B.shape[1]
+            J = np.empty((n, n))
+            for j in range(n):
+                h = FD_STEP * max(1.0, abs(float(B[:, j] @ x)))
+                for _ in range(MAX_FD_HALVINGS + 1):
+                    inside = [s * h for s in (1.0, -1.0) if self.fmap.admissible(x + s * h * B[:, j])]
+                    if inside:
+                        break
+                    h *= 0.5
+                ej = None
+                for hj in inside:
+                    xj = x + hj * B[:, j]
+                    ej = self._eval(xj)
+                    if ej is not None:
+                        break
+                if ej is None:
+                    return None
+                J[:, j] = (resid(xj, ej.fx) - G) / hj
+            return J

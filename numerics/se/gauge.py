@@ -1,26 +1,15 @@
 """The gauge of the matrix overlaps (docs/model.md section 7) and their invariants.
 
 State: q0 (r x r), V0 (r x r), m (L x r, row l is m_l), th0 (r x r*).  The risk is invariant under
-Q -> Q O (O in O(r)) and, the teacher being Gaussian with rho0 I, under Q* -> Q* O* (O* in O(r*)):
+Q -> Q O (O in O(r)) and Q* -> Q* O* (O* in O(r*)):
 
     q0 -> O^T q0 O,  V0 -> O^T V0 O,  m_l -> O^T m_l,  th0 -> O^T th0 O*.
 
-Fixed points therefore come in orbits.  :func:`canonical` picks one point per orbit (the gauge the
-solver iterates in): the teacher frame of the right singular vectors of th0 (decreasing singular
-values), the student frame of the eigenvectors of q0 (decreasing eigenvalues), then signs: a student
-axis is oriented by a fixed generic functional of its positional overlaps sum_l c_l m_la (c_l =
-1 + l / 7), else (no positional overlap) by the row sum of th0; a teacher axis by the largest entry
-of its column of th0.  In that gauge q0 is diagonal and th0^T th0 is diagonal.
-:func:`invariants` are the gauge-invariant summaries reported for every fixed point;
-:func:`gauge_tangents` and :func:`align_gauge` are the orbit's tangent space and the rotation that
-brings one state closest to another (the solver's handling of the gauge, numerics/se/se_map.py);
-:func:`transversal_basis` the directions quasi-Newton moves a matrix state in (a branch's free
-coordinates orthogonal to the orbit), :func:`invariant_basis` those of the scalar form (fixed by its
-symmetry group).
-
-At r = r* = 1 the overlaps are scalars (:class:`~attnphase.numerics.se.overlaps.Overlaps`' scalar form):
-:func:`canonical` and :func:`rotate` by the identity leave them as they are, and :func:`invariants` reads them
-as 1 x 1 matrices (the sign part of the rank-1 symmetry group is the scalar solver's symmetrisation).
+:func:`canonical` picks one point per orbit: the teacher frame of the right singular vectors of th0
+(decreasing singular values), the student frame of the eigenvectors of q0 (decreasing eigenvalues), then signs:
+a student axis oriented by sum_l c_l m_la (c_l = 1 + l / 7), else (no positional overlap) by the row sum of th0;
+a teacher axis by the largest entry of its column of th0.  On the scalar form (r = r* = 1) the gauge functions
+leave the overlaps as they are (:func:`invariants` reads them as 1 x 1 matrices).
 """
 
 from __future__ import annotations
@@ -89,10 +78,8 @@ DIRECTION_SHARE = 0.05
 
 
 def direction_labels(ov: Overlaps, tol: float = LABEL_TOL) -> list[str]:
-    """Per student direction of the canonical gauge (the eigenvectors of q0): which overlaps it carries.
-
-    A direction is 'positional' (its m entries above tol and above DIRECTION_SHARE of the largest |m|
-    entry, its th0 row not), 'semantic' (the converse), 'both', or 'none'."""
+    """Per student direction of the canonical gauge: 'positional' (its m entries above tol and DIRECTION_SHARE of
+    the largest |m| entry, its th0 row not), 'semantic' (the converse), 'both', or 'none'."""
     ov = canonical(ov)
     m_max, t_max = float(np.abs(ov.m).max()), float(np.abs(ov.th0).max())
     out = []
@@ -104,11 +91,8 @@ def direction_labels(ov: Overlaps, tol: float = LABEL_TOL) -> list[str]:
 
 
 def _rotation(theta: np.ndarray, n: int) -> np.ndarray:
-    """exp(E) for the antisymmetric E with upper-triangle entries theta (the so(n) coordinates of gauge_tangents).
-
-    By scaling and squaring of the Taylor series (E / 2^s with |E / 2^s| <= 1/2, 20 terms: truncation
-    below 1e-24), matrix products only: scipy's expm calls LAPACK, whose small calls can take ~10 ms each
-    on busy cores (OpenBLAS threads waking), against 9 us in a quiet process."""
+    """exp(E) for the antisymmetric E with upper-triangle entries theta (the so(n) coordinates of gauge_tangents),
+    by scaling and squaring of the Taylor series (20 terms at |E / 2^s| <= 1/2): matrix products only, no LAPACK."""
     E = np.zeros((n, n))
     E[np.triu_indices(n, 1)] = theta
     A = E - E.T
@@ -125,13 +109,8 @@ def _rotation(theta: np.ndarray, n: int) -> np.ndarray:
 
 def align_gauge(new: Overlaps, ref: Overlaps, sweeps: int = 3) -> tuple[Overlaps, float]:
     """The rotation of ``new`` in SO(r) x SO(r*) closest to ``ref`` (Gauss-Newton on the rotation angles),
-    and the angle (Euclidean norm of the so(r) x so(r*) coordinates) it took.
-
-    The SE map is equivariant only up to the quadrature rule (a finite rule is not rotation
-    invariant), so its fixed points are pinned to an orientation by the rule's noise alone; the
-    solver iterates G(x) = align_gauge(F(x), x) instead, whose residual is orthogonal to the orbit.
-    A fixed point of G with angle 0 is one of F; the angle at convergence measures the rule's
-    breaking of the symmetry (reported as ``gauge_angle``; it must shrink as the rule grows).
+    and the angle (Euclidean norm of the so(r) x so(r*) coordinates) it took: the solver iterates
+    G(x) = align_gauge(F(x), x), whose residual is orthogonal to the orbit (docs/method.md section 11).
     """
     r, rs = new.r, new.r_star
     k1, k2 = r * (r - 1) // 2, rs * (rs - 1) // 2
@@ -154,36 +133,33 @@ def gauge_tangents(ov: Overlaps) -> np.ndarray:
     """Columns: d/dt of the gauge action at t = 0 for each generator E_ab of so(r) and F_ab of so(r*)
     (q0 -> q0 E - E q0, V0 -> V0 E - E V0, m -> m E, th0 -> -E th0 + th0 F), as overlap vectors."""
     r, rs = ov.r, ov.r_star
-    cols = []
-    for a in range(r):
-        for b in range(a + 1, r):
-            E = np.zeros((r, r))
-            E[a, b], E[b, a] = 1.0, -1.0
-            t = Overlaps(ov.q0 @ E - E @ ov.q0, ov.V0 @ E - E @ ov.V0, ov.m @ E, -E @ ov.th0)
-            cols.append(t.to_vector())
-    for a in range(rs):
-        for b in range(a + 1, rs):
-            F = np.zeros((rs, rs))
-            F[a, b], F[b, a] = 1.0, -1.0
-            t = Overlaps(np.zeros((r, r)), np.zeros((r, r)), np.zeros_like(ov.m), ov.th0 @ F)
-            cols.append(t.to_vector())
+    cols = [Overlaps(ov.q0 @ E - E @ ov.q0, ov.V0 @ E - E @ ov.V0, ov.m @ E, -E @ ov.th0).to_vector()
+            for E in _generators(r)]
+    cols += [Overlaps(np.zeros((r, r)), np.zeros((r, r)), np.zeros_like(ov.m), ov.th0 @ F).to_vector()
+             for F in _generators(rs)]
     n = ov.to_vector().size
     return np.array(cols).T if cols else np.zeros((n, 0))
+
+
+def _generators(n: int) -> list[np.ndarray]:
+    """The generators E_ab = e_a e_b^T - e_b e_a^T (a < b, in the order of the upper triangle) of so(n)."""
+    out = []
+    for a, b in zip(*np.triu_indices(n, 1)):
+        E = np.zeros((n, n))
+        E[a, b], E[b, a] = 1.0, -1.0
+        out.append(E)
+    return out
 
 
 def reflection_pattern(ov: Overlaps) -> np.ndarray:
     """Mask over :meth:`Overlaps.to_vector`: the coordinates left fixed by every axis reflection that fixes ``ov``.
 
-    A reflection is a sign per student axis and per teacher axis, (s, s*) in {+-1}^r x {+-1}^{r*}; it acts by
+    A reflection (s, s*) in {+-1}^r x {+-1}^{r*} acts by
 
-        q0_ab -> s_a s_b q0_ab,  V0_ab -> s_a s_b V0_ab,  m_la -> s_a m_la,  th0_ab -> s_a s*_b th0_ab,
+        q0_ab -> s_a s_b q0_ab,  V0_ab -> s_a s_b V0_ab,  m_la -> s_a m_la,  th0_ab -> s_a s*_b th0_ab;
 
-    an element of the gauge group O(r) x O(r*) (module doc).  The generators tried are one student axis a
-    with m_a = 0 flipped together with the teacher axes it overlaps, and one teacher axis without overlaps;
-    those that fix ``ov`` generate a group G.  The mask is the fixed subspace of G, which the SE map of an
-    exactly symmetric rule maps into itself (F(g x) = g F(x)); on a scrambled rule only up to the rule's
-    symmetry breaking.  For the embedded starts (diagonal q0, V0, each axis semantic, positional or noise)
-    it keeps the diagonals of q0 and V0 and the nonzero entries of m and th0.
+    the generators tried are one student axis a with m_a = 0 flipped with the teacher axes it overlaps, and one
+    teacher axis without overlaps.  The SE map of an exactly symmetric rule maps the mask's subspace into itself.
     """
     r, rs, L = ov.r, ov.r_star, ov.L
     m_on = np.abs(ov.m).max(axis=0) > 0 if L else np.zeros(r, dtype=bool)
@@ -210,11 +186,8 @@ def reflection_pattern(ov: Overlaps) -> np.ndarray:
 
 
 def invariant_basis(group: list[SymmetryElement], L: int) -> np.ndarray:
-    """Orthonormal basis (columns) of the scalar-form overlap vectors (q0, V0, m, th0) fixed by ``group``.
-
-    The element (pi, s, t) acts as m -> s m[pi], th0 -> s t th0 (q0, V0 invariant); the
-    basis spans the range of the group average of these actions.
-    """
+    """Orthonormal basis (columns) of the scalar-form overlap vectors (q0, V0, m, th0) fixed by ``group``: the
+    range of the group average of the actions m -> s m[pi], th0 -> s t th0 (q0, V0 invariant)."""
     n = L + 3
     avg = np.zeros((n, n))
     for e in group:
@@ -243,9 +216,8 @@ def branch_coordinates(ov: Overlaps, branch: str) -> list[int]:
 
 
 def transversal_basis(ov: Overlaps, branch: str, pattern: np.ndarray | None = None) -> np.ndarray:
-    """Orthonormal basis of the branch's free coordinates (:func:`branch_coordinates`, within ``pattern``
-    where given) orthogonal to the gauge orbit's tangents at ``ov`` (:func:`gauge_tangents`; none on a
-    pattern, which has no continuous gauge)."""
+    """Orthonormal basis of the branch's free coordinates (:func:`branch_coordinates`, within ``pattern`` where
+    given) orthogonal to the gauge orbit's tangents at ``ov`` (none on a pattern: it has no continuous gauge)."""
     x = ov.to_vector()
     free = branch_coordinates(ov, branch)
     if pattern is not None:

@@ -1,14 +1,5 @@
 """The matrix state evolution's path of :func:`~attnphase.numerics.se.state_evolution.solve` (r >= 2 or r* >= 2,
-docs/model.md section 7): the staged solve from a start, and its fixed point.
-
-:func:`solve_matrix` iterates the SE map (:class:`~attnphase.numerics.se.se_map.SEMap`, matrix form) with the
-fixed-point solver's consistent finite differences (:mod:`attnphase.numerics.se.fixed_point`): from a start that
-is not a warm start it is staged -- projected on the start's reflection pattern over block 0 of the rule, then
-over the whole rule, then unprojected (docs/method.md section 11, rank r >= 2) -- and a solve that does not
-converge is retried from its best point with more damping.  Its result is the one
-:class:`~attnphase.numerics.se.results.FixedPoint` of every rank: overlaps in the canonical gauge, hats,
-observables, the solver's status, and as ``memory`` the last quasi-Newton Jacobian with its basis (a
-:class:`~attnphase.numerics.se.results.SolverMemory`, to seed a nearby solve).
+docs/model.md section 7): the staged solve from a start (docs/method.md section 11) and its fixed point.
 """
 
 from __future__ import annotations
@@ -28,8 +19,7 @@ from attnphase.numerics.se.starts import MATRIX_BRANCHES, noise_axes, settle_noi
 from attnphase.numerics.se.results import FixedPoint, SolverMemory, fixed_point_from
 from attnphase.theory.params import ModelParams
 
-#: The least damping the matrix map is iterated with (measured at L = 2, r = 2, alpha = 2: undamped
-#: Anderson left the admissible region from the semantic start; damping 0.5 converged in 23 steps).
+#: The least damping the matrix map is iterated with.
 MATRIX_MIN_DAMPING = 0.5
 
 #: The damping of the second attempt of a solve that did not converge.
@@ -58,15 +48,11 @@ def solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverConf
                  warm: bool, staged: bool, jacobian: SolverMemory | None = None, coarse: bool = True) -> FixedPoint:
     """The rank-r fixed point on ``branch`` at alpha from ``ov0``, with e_t, eps_g and a status.
 
-    ``cfg`` is :func:`matrix_config`'s; its ``quadrature`` is a Sobol spec.  ``warm``: ``ov0`` is close to the
-    fixed point (a given init, or the embedded start); ``staged``: ``ov0`` is a start, not a given init.
-    ``jacobian``: a quasi-Newton Jacobian of a nearby solve (its ``FixedPoint.memory``), used from a given init.
-
-    A staged solve (:func:`_staged`) runs on the start's reflection pattern over block 0 of the rule (for a rule
-    of R >= 2 scrambling blocks), then over the whole rule, then unprojected, each stage warm from the last with
-    its Jacobian; where a stage does not converge, the plain solve from the start follows (every evaluation
-    counted), and where that does not converge either (``coarse``, a branch of COARSE_RETRY_BRANCHES), the solve
-    from the fixed point of a coarser rule (:func:`_from_coarser_rule`)."""
+    ``cfg`` is :func:`matrix_config`'s.  ``warm``: ``ov0`` is close to the fixed point; ``staged``: ``ov0`` is a
+    start, not a given init; ``jacobian``: a nearby solve's ``FixedPoint.memory``, used from a given init.
+    A staged solve (:func:`_staged`) that does not converge is followed by the plain solve from the start, then
+    (``coarse``, a branch of COARSE_RETRY_BRANCHES) by the solve from a coarser rule's fixed point
+    (:func:`_from_coarser_rule`), every evaluation counted."""
     rs = teacher_rank(params)
     rule = model_rule(params, cfg)
     if not admissible(ov0, params.rho0):
@@ -94,8 +80,8 @@ def solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverConf
 
 
 def coarser_spec(spec: str) -> str | None:
-    """The Sobol rule of half the points per scrambling block (``sobol10:4`` -> ``sobol9:4``, seeds and blocks
-    kept), or None below COARSE_MIN_LOG2 points per block or for a Gauss--Hermite rule."""
+    """The Sobol rule of half the points per block (``sobol10:4`` -> ``sobol9:4``); None below COARSE_MIN_LOG2 or
+    for Gauss--Hermite."""
     base, block = split_block(spec)
     kind, args = parse_rule_spec(base)
     if kind != "sobol" or args[0] - 1 < COARSE_MIN_LOG2:
@@ -103,10 +89,8 @@ def coarser_spec(spec: str) -> str | None:
     return f"sobol{args[0] - 1}:{args[1]}:{args[2]}" + ("" if block is None else f"@{block}")
 
 
-#: The branches whose failed solve is retried from a coarser rule's fixed point.  Mixed only: there the retry is
-#: measured to reach a point the rules agree on (sobol9:4 and sobol10:4: |m| 0.314 / 0.313, e_t 0.0081394 /
-#: 0.0081334); at r = 2, r* = 1, alpha = 0.5 it made the semantic solve converge (sobol10:4, e_t 0.0011910) to a
-#: point that 3 of the rule's 4 blocks do not reproduce (docs/general.md, "Holes"): a point of the rule's jumps.
+#: The branches whose failed solve is retried from a coarser rule's fixed point (on the semantic branch it
+#: reached points of the rule's jumps: docs/general.md, "Holes").
 COARSE_RETRY_BRANCHES = ("mixed",)
 
 #: The coarsest rule :func:`coarser_spec` gives: 2^9 points per block (the default rule is sobol10:4).
@@ -115,16 +99,8 @@ COARSE_MIN_LOG2 = 9
 
 def _from_coarser_rule(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, rule: QuadratureRule,
                        ov0: Overlaps, warm: bool) -> FixedPoint | None:
-    """A staged solve from ``ov0`` that did not converge on ``rule``, retried once on the coarser rule of
-    :func:`coarser_spec` from the same start and, where that converges on ``branch``, on ``rule`` warm from its
-    fixed point: the fixed point of ``rule``'s map this reaches (verified there as every solve's), else None.
-
-    Measured (L = 3, P = I, omega = 0.3, r = 2, r* = 1, alpha = 2, mixed; studies/l3_mixed_point.py): from the
-    matrix cold start (the rank-1 positional point is absent there, so no embedded start) the solve on sobol10:4
-    stalls at residual 0.19 with |m| ~ 0.02 -- the iterates lose m before the semantic direction forms -- while
-    on sobol9:4 it converges (290 evaluations) to the mixed point, |m| = 0.314 on the positional axis, and from
-    there on sobol10:4 in 30 evaluations (residual 6.6e-12, |m| = 0.313, e_t 0.0081334, below the rank-2 semantic
-    point's 0.0083296): a start problem of the fine rule, not a point that does not exist."""
+    """A staged solve from ``ov0`` that did not converge on ``rule``, retried on the rule of :func:`coarser_spec`
+    and, where that converges on ``branch``, on ``rule`` warm from its fixed point; None where either fails."""
     spec = coarser_spec(cfg.quadrature)
     if spec is None:
         return None
@@ -147,17 +123,9 @@ def _counted(fp: FixedPoint, evaluations: int) -> FixedPoint:
 
 def _staged(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, rules: list[QuadratureRule],
             ov0: Overlaps, warm: bool) -> tuple[FixedPoint, int, bool]:
-    """(fixed point, evaluations, whether it is a projected stage's) of the staged solve: on the start's
-    reflection pattern
-    (:func:`~attnphase.numerics.se.gauge.reflection_pattern`: the map projected on the coordinates
-    the start's symmetry leaves free) over each rule of ``rules`` in turn (block 0, then the whole rule),
-    then the unprojected map on the last rule; each stage warm from the last, with its Jacobian.
-
-    Measured (L = 2, r = 2, r* = 1, alpha = 2, mixed, sobol10:4): from the embedded start the plain solve took
-    116 - 149 evaluations, most of them far from the fixed point, with gauge rotations and sign flips of m
-    between the axes; on the pattern there is no continuous gauge and 7 unknowns instead of 11, one block
-    costs a quarter of the rule, and the fixed point there is the rule's up to the rule's own symmetry
-    breaking (off-pattern entries ~ 1e-3 of the diagonal)."""
+    """(fixed point, evaluations, whether it is a projected stage's) of the staged solve: the map projected on
+    the start's reflection pattern over each rule of ``rules`` (block 0, the whole rule), then unprojected on
+    the last; each stage warm from the last, with its Jacobian."""
     pattern = reflection_pattern(ov0)
     ov, J, spent, fp = ov0, None, 0, None
     for k, rule in enumerate(rules):
@@ -181,11 +149,9 @@ def _solve(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, ru
     smap = SEMap(params, FixedAlpha(alpha), rule, cfg, jacobian, branch=branch, pattern=pattern)
     result = FixedPointSolver(smap, cfg, consistent_differences=True).solve(ov0.to_vector(), warm=warm)
     if not result.converged and result.evaluation is not None and cfg.damping < RETRY_DAMPING:
-        # measured (L = 2, r = 2, alpha = 2, positional): Anderson at damping 0.5 stalls at residual
-        # 0.2; at damping 0.7 it converges -- a second attempt from the best point, more damped and
-        # with a full proximal search at every evaluation
+        # a second attempt from the best point, more damped and with every evaluation exact
         more = cfg.replace(damping=RETRY_DAMPING)
-        smap.full_only = True  # and every evaluation exact: the polished map's noise can stall quasi-Newton
+        smap.full_only = True
         again = FixedPointSolver(smap, more, consistent_differences=True).solve(result.evaluation.x, warm=False)
         if again.converged or again.residual < result.residual:
             result = type(again)(again.evaluation, again.converged, result.evaluations + again.evaluations,

@@ -1,12 +1,6 @@
-"""Observables of a fixed point (docs/model.md sections 4-5).
-
-* ``eps_g`` -- test error E[loss(w, T(h*))] with h = w (no proximal step), from the
-  channel moments;
-* ``e_t = -Phi`` -- the training objective per dimension, Phi from
-  :func:`attnphase.theory.free_entropy.free_entropy` with E[M] from the channel (E[M] is kept:
-  it is also d e_t / d alpha);
-* ``eps_lin`` -- the linear positional baseline of section 5, an L r*-dimensional
-  Gaussian integral of softmax(h* h*^T) moments, by tensor Gauss--Hermite (r* = 1) or on a Sobol rule.
+"""Observables of a fixed point (docs/model.md sections 4-5): eps_g, e_t = -Phi (with E[M], also d e_t / d alpha),
+and eps_lin, the linear positional baseline (an L r*-dimensional Gaussian integral: tensor Gauss--Hermite at
+r* = 1, else a Sobol rule).
 """
 
 from __future__ import annotations
@@ -17,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
-from attnphase.numerics.quadrature.rules import gauss_hermite_1d, matrix_rule, split_nodes
+from attnphase.numerics.quadrature.rules import gauss_hermite_1d, matrix_rule, split_nodes, tensor_grid
 from attnphase.theory.baseline import eps_lin_cov, eps_lin_from_moments, softmax_centred
 from attnphase.theory.free_entropy import free_entropy
 from attnphase.theory import matrix_channel as rk
@@ -27,19 +21,15 @@ from attnphase.theory.whitening import se_params
 #: Gauss--Hermite order per dimension for eps_lin, by L (smooth integrand; see tests).
 _EPS_LIN_ORDER = {2: 80, 3: 40, 4: 20}
 
-#: Their one-dimensional nodes and weights, computed once at import (a constant table, not a cache):
-#: ``hermegauss`` runs a LAPACK eigensolver whose OpenBLAS threads, woken once per fixed point,
-#: kept spinning against the compiled proximal solver's threads (the phase diagram ran 40 %
-#: slower when eps_lin recomputed them at every fixed point).
-#: Keyed by order: the default ones and the 2/3 of them that :func:`eps_lin`'s convergence test takes.
+#: Their one-dimensional nodes and weights by order (the defaults and 2/3 of them), computed once at import (a
+#: constant table: ``hermegauss``'s LAPACK threads, woken at every fixed point, slowed the compiled prox solver).
 _EPS_LIN_NODES = {k: gauss_hermite_1d(k) for n in _EPS_LIN_ORDER.values() for k in (n, (2 * n) // 3)}
 
 
 @dataclass(frozen=True)
 class Observables:
     """eps_g (test error), e_t = -Phi (training loss per dimension), eps_lin (linear baseline), and
-    E_M = E[M], the Moreau envelope's mean, which is also d e_t / d alpha along a branch
-    (:mod:`attnphase.numerics.se.training_objective`)."""
+    E_M = E[M] (also d e_t / d alpha along a branch)."""
 
     eps_g: float
     e_t: float
@@ -49,10 +39,9 @@ class Observables:
 
 def _teacher_fields(params: ModelParams, order: int | None = None,
                     quadrature: str | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(weights, h*) of a quadrature of the teacher fields h*_l = sigma_l rho0^{1/2} eta_l in R^{r*}, eta_l ~ N(0, I)
-    iid (a whitened correlated-token model: h* = B v*), h* as (n, L, r*): the tensor Gauss--Hermite grid of
-    ``order`` nodes per dimension (r* = 1), or the eta columns of the Sobol rule ``quadrature``
-    (:func:`~attnphase.numerics.quadrature.rules.matrix_rule` at r = 1, any r*)."""
+    """(weights, h* (n, L, r*)) of a quadrature of the teacher fields h*_l = sigma_l rho0^{1/2} eta_l in R^{r*}
+    (whitened: h* = B v*): the tensor Gauss--Hermite grid of ``order`` nodes per dimension (r* = 1), or the eta
+    columns of the Sobol rule ``quadrature``."""
     L, rs = params.L, params.r_star
     if quadrature is not None:
         rule = matrix_rule(L, 1, rs, quadrature)
@@ -63,10 +52,8 @@ def _teacher_fields(params: ModelParams, order: int | None = None,
     else:
         n = order or _EPS_LIN_ORDER.get(L, 12)
         x, w = _EPS_LIN_NODES[n] if n in _EPS_LIN_NODES else gauss_hermite_1d(n)
-        grids = np.meshgrid(*([x] * L), indexing="ij")
-        wts = np.meshgrid(*([w] * L), indexing="ij")
-        z = np.stack([g.reshape(-1) for g in grids], axis=1)[:, :, None]
-        wt = np.prod(np.stack([g.reshape(-1) for g in wts], axis=1), axis=1)
+        z, wt = tensor_grid(x, w, L)
+        z = z[:, :, None]
     hstar = z * np.sqrt(params.sigma2 * params.rho0)[:, None]
     if params.mixing is not None:  # h*_l = sum_k B[l, k] v*_k, per teacher direction
         v = np.swapaxes(hstar, 1, 2).reshape(-1, L)
@@ -87,13 +74,10 @@ def eps_lin(params: ModelParams, order: int | None = None, quadrature: str | Non
     variance is taken from the centred softmax (:func:`attnphase.theory.baseline.softmax_centred`): no
     cancellation however weak the teacher.
 
-    ``quadrature``: a Sobol spec, the rule of the teacher fields (:func:`_teacher_fields`; needed at r* >= 2,
-    where the tensor grid of L r* dimensions is too large).  Otherwise (r* = 1) tensor Gauss--Hermite:
-    ``order`` nodes per dimension; None: the default order, refined until the next order agrees to
-    EPS_LIN_RTOL (a strong teacher, rho0 sigma^2 >~ 1, sharpens the softmax: at rho0 = 30 the default order
-    alone is 0.7 % off), the converged order's value returned.  The default order is taken as converged when
-    the order 2/3 of it agrees to EPS_LIN_RTOL (a third of the default grid's nodes at L = 3, no state kept
-    between calls).  Where even the largest order does not converge, a warning says how far apart the last two are."""
+    ``quadrature``: a Sobol spec for the teacher fields (needed at r* >= 2).  Otherwise (r* = 1) tensor
+    Gauss--Hermite of ``order`` nodes per dimension; None: the default order, taken as converged when 2/3 of
+    it agrees to EPS_LIN_RTOL, else refined (x 1.5) until two orders agree; a RuntimeWarning where even the
+    largest order does not converge."""
     if quadrature is not None or order is not None:
         return _eps_lin_at(params, order, quadrature)
     return _eps_lin_converged(params)
@@ -114,11 +98,10 @@ def _eps_lin_converged(params: ModelParams) -> float:
     while True:
         m = min(top, (3 * n) // 2)
         if m <= n:
-            if prev is None:  # no larger order taken at this L (beyond the supported ones)
-                return val
-            warnings.warn(f"eps_lin: its quadrature did not converge (relative change {change:.1e} from order "
-                          f"{prev} to {n} per dimension, the largest taken): eps_lin = {val:.6g} is that uncertain",
-                          RuntimeWarning, stacklevel=3)
+            if prev is not None:  # else no larger order is taken at this L
+                warnings.warn(f"eps_lin: its quadrature did not converge (relative change {change:.1e} from order "
+                              f"{prev} to {n} per dimension, the largest taken): eps_lin = {val:.6g} is that "
+                              f"uncertain", RuntimeWarning, stacklevel=3)
             return val
         finer = _eps_lin_at(params, m)
         change = _relative_change(finer, val)

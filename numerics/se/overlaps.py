@@ -1,14 +1,9 @@
 """Overlaps of the state evolution and their conjugate (hat) overlaps, at every rank (docs/model.md
 sections 2-3, 7).
 
-Units: ``q0 = Q^T Q / d``, ``V0`` the global variance, ``m_l = Q^T p_l / sqrt(d)``, ``th0 = Q^T Q* / d``.
-Per-token overlaps are ``q_l = sigma_l^2 q0``, ``theta_l = sigma_l^2 th0``, ``V_l = sigma_l^2 V0`` (the paper's
-per-token theta is ``sigma^2 * th0``). Hat overlaps are per token (:class:`HatOverlaps`, in the same two forms).
-
-One type, :class:`Overlaps`, in two forms: at r = r* = 1 the scalar form (q0, V0, th0 floats, m of shape (L,)),
-which the rank-1 solver iterates; otherwise the matrix form (q0, V0 of shape (r, r), m (L, r), th0 (r, r*)).
-Both pack to the same vector layout (the upper triangles of q0 and V0, m row-major, th0 row-major), which at
-r = r* = 1 is (q0, V0, m_1..m_L, th0).  Their gauge: :mod:`attnphase.numerics.se.gauge`.
+Units: ``q0 = Q^T Q / d``, ``V0`` the global variance, ``m_l = Q^T p_l / sqrt(d)``, ``th0 = Q^T Q* / d``;
+per token ``q_l = sigma_l^2 q0``, ``theta_l = sigma_l^2 th0``, ``V_l = sigma_l^2 V0``.  Two forms of one type:
+the scalar form at r = r* = 1, the matrix form otherwise, packed to one vector layout (:meth:`Overlaps.to_vector`).
 """
 
 from __future__ import annotations
@@ -18,33 +13,23 @@ from dataclasses import dataclass
 import numpy as np
 
 
-def _vec(x) -> np.ndarray:
-    a = np.array(x, dtype=float).reshape(-1)
-    a.setflags(write=False)
-    return a
-
-
 #: |m| or |th0| above this counts as non-zero (the branch label, the gauge's orientation).
 LABEL_TOL = 1e-6
 
 
-def _matrix(x) -> np.ndarray:
+def _frozen(x, flat: bool = False) -> np.ndarray:
+    """A read-only float copy of ``x`` (flattened with ``flat``)."""
     a = np.array(x, dtype=float)
+    a = a.reshape(-1) if flat else a
     a.setflags(write=False)
     return a
 
 
 @dataclass(frozen=True, eq=False)
 class Overlaps:
-    """Order parameters of the student (prior side of the state evolution), at every rank.
-
-    Attributes:
-        q0: self-overlap Q^T Q / d (a float in the scalar form, (r, r) in the matrix form).
-        V0: variance of the student's estimator, V0 = (lambda I + sum_l sigma_l^2 Vhat_l)^-1 (likewise).
-        m: positional overlaps m_l = Q^T p_l / sqrt(d), shape (L,) in the scalar form, (L, r) in the matrix form.
-        th0: semantic overlap Q^T Q* / d (a float, or (r, r*)).
-
-    The form is the one given: scalar q0 and th0 make the scalar form, arrays the matrix form (read-only).
+    """Order parameters of the student (prior side of the state evolution), at every rank: q0 = Q^T Q / d,
+    V0 = (lambda I + sum_l sigma_l^2 Vhat_l)^-1, m_l = Q^T p_l / sqrt(d), th0 = Q^T Q* / d.  Scalar q0 and th0
+    (m of shape (L,)) make the scalar form, arrays (r, r), (r, r), (L, r), (r, r*) the matrix form (read-only).
     """
 
     q0: float | np.ndarray
@@ -57,10 +42,10 @@ class Overlaps:
             object.__setattr__(self, "q0", float(self.q0))
             object.__setattr__(self, "V0", float(self.V0))
             object.__setattr__(self, "th0", float(self.th0))
-            object.__setattr__(self, "m", _vec(self.m))
+            object.__setattr__(self, "m", _frozen(self.m, flat=True))
         else:
             for name in ("q0", "V0", "m", "th0"):
-                object.__setattr__(self, name, _matrix(getattr(self, name)))
+                object.__setattr__(self, name, _frozen(getattr(self, name)))
 
     @property
     def is_matrix(self) -> bool:
@@ -136,13 +121,8 @@ def branch_label(ov: Overlaps, tol: float = LABEL_TOL) -> str:
 
 def on_branch_subspace(ov: Overlaps, branch: str) -> Overlaps:
     """``ov`` with the order parameters its branch has none of set to exactly zero: th0 = 0 for
-    "positional", m = 0 for "semantic", both for "agnostic" ("mixed" unchanged).
-
-    A fixed point is labelled by its order parameters up to a tolerance (:data:`LABEL_TOL`);
-    a re-solve warm-started from it (its error bar on other rules) starts on the labelled branch's
-    symmetric subspace, where the symmetry keeps it, instead of near that subspace, where a creeping
-    order parameter (an agnostic point with th0 = 2e-14, q0 = 3e-27) stalls the solve.
-    """
+    "positional", m = 0 for "semantic", both for "agnostic" ("mixed" unchanged); a warm start from it stays on
+    the branch's symmetric subspace."""
     m = np.zeros_like(ov.m) if branch in ("semantic", "agnostic") else ov.m
     th0 = np.zeros_like(ov.th0) if branch in ("positional", "agnostic") else ov.th0
     return Overlaps(q0=ov.q0, V0=ov.V0, m=m, th0=th0)
@@ -150,17 +130,9 @@ def on_branch_subspace(ov: Overlaps, branch: str) -> Overlaps:
 
 @dataclass(frozen=True, eq=False)
 class HatOverlaps:
-    """Conjugate overlaps (channel side), one entry per token, in the two forms of :class:`Overlaps`:
-
-    qhat_l = alpha E[g_l g_l^T],  mhat_l = alpha E[g_l],
-    thhat_l = alpha E[g_l eta_l^T] (rho0 I - theta_l^T q_l^-1 theta_l)^-1/2,
-    Vhat_l = -alpha E[g_l xi_l^T] q_l^-1/2 + (the thhat term)
-
-    (:func:`attnphase.theory.hats.hat_overlaps`).  The scalar form (r = r* = 1) holds arrays of shape (L,):
-    qhat_l = alpha E[g_l^2], thhat_l = alpha E[g_l eta_l] / sqrt(rho_l - theta_l^2 / q_l),
-    Vhat_l = -alpha E[g_l xi_l] / sqrt(q_l) + thhat_l theta_l / q_l; the matrix form qhat (L, r, r),
-    mhat (L, r), thhat (L, r, r*), Vhat (L, r, r).  The form is the one given: mhat of shape (L,) makes the
-    scalar form, (L, r) the matrix form (read-only).
+    """Conjugate overlaps (channel side), one entry per token, in the two forms of :class:`Overlaps`: the formulas
+    of :func:`~attnphase.numerics.se.updates.update_hat`.  The scalar form (mhat of shape (L,)) holds arrays of
+    shape (L,); the matrix form qhat (L, r, r), mhat (L, r), thhat (L, r, r*), Vhat (L, r, r) (read-only).
     """
 
     qhat: np.ndarray
@@ -169,9 +141,8 @@ class HatOverlaps:
     Vhat: np.ndarray
 
     def __post_init__(self) -> None:
-        form = _vec if np.ndim(self.mhat) == 1 else _matrix
         for name in ("qhat", "mhat", "thhat", "Vhat"):
-            object.__setattr__(self, name, form(getattr(self, name)))
+            object.__setattr__(self, name, _frozen(getattr(self, name), flat=np.ndim(self.mhat) == 1))
 
     @property
     def is_matrix(self) -> bool:

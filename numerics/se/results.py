@@ -1,9 +1,5 @@
-"""What a state-evolution solve returns: the fixed point with its status and its memory.
-
-A :class:`FixedPoint` holds the overlaps x = (q0, V0, m_1..m_L, th0) with F(x) = x (docs/model.md
-section 3; at rank r >= 2 or r* >= 2 the matrix overlaps of section 7), their conjugates, the observables
-and a :class:`SolverStatus`; its ``memory`` is what a nearby solve may start from.  The solver is
-:func:`attnphase.numerics.se.state_evolution.solve`, for every rank.
+"""What a state-evolution solve returns at every rank: the :class:`FixedPoint` (overlaps with F(x) = x,
+conjugates, observables) with its :class:`SolverStatus` and its :class:`SolverMemory`.
 """
 
 from __future__ import annotations
@@ -33,9 +29,8 @@ MATRIX_ERROR_KEYS = ("eps_g", "e_t", "q0_eigenvalues", "V0_eigenvalues", "th0_si
 class SolverStatus:
     """How the fixed-point iteration ended.
 
-    ``jump``: for a point accepted at the rule's jump scale (residual > tol, docs/method.md section
-    4), the measured jump of the SE map next to it (:func:`attnphase.numerics.se.stalls.jump_at`), which
-    bounds the residual; NaN otherwise.
+    ``jump``: for a point accepted at the rule's jump scale (docs/method.md section 4), the jump of the SE map
+    next to it (:func:`attnphase.numerics.se.stalls.jump_at`); NaN otherwise.
     """
 
     converged: bool
@@ -48,20 +43,16 @@ class SolverStatus:
 
 @dataclass(frozen=True, eq=False)
 class SolverMemory:
-    """What a solve learned that helps a nearby solve (warm starts, continuation, the error bars' re-solves), at
-    every rank.
+    """What a solve learned that helps a nearby solve (warm starts, continuation, the error bars' re-solves).
 
     Attributes:
         rule: the (symmetrised) quadrature rule the solve ran on; the candidates and reduced rules refer to it.
-        jacobian: the last quasi-Newton Jacobian of the scaled residual (None if the solve ended without
-            one): at r = r* = 1 on the invariant subspace of the symmetry group ``key``, in the matrix form on
-            the orthonormal ``basis`` at the point ``at`` (:meth:`moved_to` carries it to another solve).
-        key: the state's symmetry group (a tuple of SymmetryElement; r = r* = 1).
+        jacobian: the last quasi-Newton Jacobian of the scaled residual (or None): at r = r* = 1 on the invariant
+            subspace of the symmetry group ``key``, in the matrix form on ``basis`` at the point ``at``.
+        key: the state's symmetry group (r = r* = 1).
         candidates: the distinct proximal minima per node of the last evaluation (global prox; r = r* = 1).
-        reduced_rules: the rule reduced to orbit representatives, by symmetry group (reducing
-            costs more than a polished SE step, so continuation passes them on; r = r* = 1).
-        fixed: the order parameter held fixed by the solve (``"th0"`` for ``solve_at_theta``,
-            ``"m"`` for ``solve_at_m``; None at fixed alpha): the maps, and their Jacobians, differ.
+        reduced_rules: the rule reduced to orbit representatives, by symmetry group (r = r* = 1).
+        fixed: the order parameter held fixed by the solve (``"th0"``, ``"m"``; None at fixed alpha).
         basis, at: the matrix form's basis B0 (n x k) and point x0 (n,) of ``jacobian``.
     """
 
@@ -86,12 +77,10 @@ class SolverMemory:
 class FixedPoint:
     """A state-evolution fixed point with its conjugates, observables and status, at every rank.
 
-    ``branch`` is the label of the point actually reached (never the requested one
-    relabelled); ``requested`` is what the caller asked for; ``memory`` (a :class:`SolverMemory`, or None) is
-    what a nearby solve may start from.  At r = r* = 1 ``overlaps`` is the scalar form of :class:`Overlaps`; at
-    r >= 2 or r* >= 2 ``overlaps`` is the matrix form (q0, V0 r x r, m L x r, th0 r x r*) in the canonical gauge,
-    ``hat`` the matrix hats (None where the first step failed), and ``extra`` holds e_t_direct
-    (lambda/2 tr q0 + alpha E[loss]) and the gauge angle of the last step.
+    ``branch`` is the label of the point reached (``requested`` what the caller asked for); ``memory`` what a
+    nearby solve may start from.  ``overlaps`` in the form of the rank (the matrix form in the canonical gauge),
+    ``hat`` likewise (None where the first matrix step failed); ``extra`` (matrix form): e_t_direct and the
+    gauge angle of the last step.
     """
 
     params: ModelParams
@@ -114,17 +103,14 @@ class FixedPoint:
 
     @property
     def invariants(self) -> dict[str, list[float]]:
-        """The gauge invariants: eigenvalues of q0 and V0 (decreasing), singular values of th0, |m_l|
-        (at r = r* = 1: q0, V0, |th0| and the |m_l|)."""
+        """The gauge invariants (:func:`~attnphase.numerics.se.gauge.invariants`)."""
         return invariants(self.overlaps)
 
     @property
     def record(self) -> dict[str, Any]:
-        """The CLI's JSON/CSV record.
-
-        r = r* = 1: q = |Q|^2/d, theta = Q.Q*/d, m = p_1.Q/sqrt(d), V = V0 (a whitened model's m mapped back to
-        the tokens' variables, m_h = B m_v: docs/model.md section 7).  Matrix overlaps: the gauge invariants,
-        the directions' labels, the observables, the status and the overlaps (as iterated and canonical)."""
+        """The CLI's JSON/CSV record: at r = r* = 1 q = |Q|^2/d, theta = Q.Q*/d, m = p_1.Q/sqrt(d) (mapped back to
+        the tokens' variables for a whitened model), V = V0; otherwise the gauge invariants, the directions' labels,
+        the observables, the status and the overlaps (as iterated and canonical)."""
         if self.is_matrix:
             return self._matrix_record()
         p = self.params
@@ -166,15 +152,9 @@ class FixedPoint:
 
 
 def fixed_point_from(smap: Any, result: Any, ov0: Overlaps, requested: str) -> FixedPoint:
-    """The fixed-point solver's ``result`` (a :class:`~attnphase.numerics.se.fixed_point.FixedPointResult`) on the
-    SE map ``smap`` (:class:`~attnphase.numerics.se.se_map.SEMap`) as a :class:`FixedPoint`, or its failure
-    (no evaluation: the overlaps ``ov0`` it started from, NaN observables).
-
-    Observables of :func:`~attnphase.numerics.se.observables.observables`; at r = r* = 1 e_t on
-    ``config.e_t_quadrature`` where set (:mod:`attnphase.numerics.se.training_objective`); in the matrix form
-    ``extra`` holds e_t_direct = lambda/2 tr q0 + alpha E[loss(h_hat)] (equal to e_t at a fixed point) and the
-    gauge angle of the last step.  ``memory``: the map's :class:`SolverMemory` (None where it has none).
-    """
+    """The fixed-point solver's ``result`` on the SE map ``smap`` as a :class:`FixedPoint` (without an evaluation:
+    ``ov0``, NaN observables); e_t on ``config.e_t_quadrature`` where set (r = r* = 1); in the matrix form
+    ``extra`` holds e_t_direct = lambda/2 tr q0 + alpha E[loss(h_hat)] and the gauge angle."""
     params, cfg, matrix = smap.params, smap.cfg, smap.is_matrix
     prox = "global" if matrix else cfg.prox
     ev = result.evaluation

@@ -1,30 +1,13 @@
-"""The state-evolution map x -> F(x) (docs/model.md sections 3 and 7), at every rank: hat overlaps from the
-channel, overlaps from the prior.
-
-One SE step at overlaps x = (q0, V0, m, th0) (:class:`Overlaps`: the scalar form at r = r* = 1, the matrix
-form otherwise):
+"""The state-evolution map x -> F(x) (docs/model.md sections 3 and 7), at every rank:
 
     moments = channel_moments(x)                       E[g g^T], E[g], E[g xi^T], E[g eta^T], E[M] (quadrature)
     hat     = update_hat(params, alpha, x, moments)    the hat-overlap formulas, on the state's invariant subspace
     F(x)    = update(params, hat)                      the closed-form ridge prior
 
-(``update_hat`` and ``update`` are the ones of every rank, :mod:`attnphase.numerics.se.updates`;
-``channel_moments`` that of :mod:`attnphase.numerics.se.channel`.)
-
-:class:`SEMap` is that map as the fixed-point solver (:mod:`attnphase.numerics.se.fixed_point`)
-iterates it, with the caches of one solve: the proximal minima of the last full search (a full
-multi-start search every few evaluations, polishes of its minima in between).  The scalar form is the
-rank-1 fast path: its rule symmetrised over the model's group (:func:`model_rule`) and reduced to the
-orbits of the state's symmetry group, its hats averaged over that group, T(h*) kept where it does not
-depend on the state, quasi-Newton on the group's invariant subspace.  The matrix form keeps its branch's
-subspace (mhat = 0 on ``semantic``, thhat = 0 on ``positional``, both on ``agnostic``: those subspaces are
-exactly invariant under the map) and its gauge: F is equivariant under the rotations of
-:mod:`attnphase.numerics.se.gauge`, so each image is aligned to the state's gauge and quasi-Newton moves
-transversally to the orbits; convergence is judged on the full residual, so a point whose image is only a
-rotation of itself is never accepted (a gauge-fixed map was rejected: its fixed points include "relative"
-ones, F(x) = O x with O != I).  Which alpha the map uses is a small object: :class:`FixedAlpha` (the plain
-map) or :class:`FixedOrder` (th0 or |m| held fixed, alpha solved from the prior equation at every step --
-natural-parameter continuation near branch ends; r = r* = 1).
+:class:`SEMap` is that map as the fixed-point solver iterates it, with the caches of one solve (the proximal
+minima of the last full search, polished in between; the scalar form's symmetrised, orbit-reduced rules; the
+matrix form's branch subspace and gauge alignment: docs/architecture.md, docs/method.md section 11).  Which
+alpha it uses: :class:`FixedAlpha`, or :class:`FixedOrder` (th0 or |m| held fixed, alpha solved for; r = r* = 1).
 """
 
 from __future__ import annotations
@@ -53,9 +36,7 @@ from attnphase.theory.kernels import get_kernels
 from attnphase.theory.correlated_kernels import model_kernels
 from attnphase.theory.params import ModelParams
 
-#: The most evaluations the matrix form polishes between two full multi-start proximal searches: its
-#: ``SolverConfig.full_search_every`` is capped at this.  A polish refines the minima of the last full search
-#: (an approximate map; a converged point is always verified by a full search).
+#: The most evaluations the matrix form polishes between two full proximal searches (caps ``full_search_every``).
 MATRIX_FULL_SEARCH_EVERY = 7
 
 
@@ -63,10 +44,7 @@ def hat_step(params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRu
              config: SolverConfig | None = None, group: list[SymmetryElement] | None = None,
              ) -> tuple[HatOverlaps, ChannelMoments]:
     """The channel side of one exact SE step on ``rule`` as given: the channel moments (one full
-    proximal search), then :func:`update_hat` over ``group`` (default: the state's symmetry group).
-
-    The map the solver iterates is ``update(params, hat_step(...)[0])`` (on the orbit-reduced rule
-    where the rule allows it; :class:`SEMap`)."""
+    proximal search), then :func:`update_hat` over ``group`` (default: the state's symmetry group)."""
     cfg = config or SolverConfig()
     if group is None:
         group = symmetry_group(params, ov)
@@ -124,15 +102,9 @@ ORDER_PARAMETERS = {
 
 
 class FixedOrder:
-    """The SE map with an order parameter (th0 or |m|) held at ``value``; alpha is solved for.
-
-    At each step the channel moments do not depend on alpha and every hat overlap is proportional
-    to it, so th0(alpha) = rho0 alpha a / (lambda + alpha b) and |m|(alpha) = alpha |P a'| /
-    (lambda + alpha b) are monotone in alpha while Lam > 0: alpha is the unique root of
-    order(update(hats(alpha))) = value.  1 / th0 (1 / |m|) is affine in 1 / alpha, so one secant
-    step in 1 / alpha through two prior updates lands on the root; it is accepted when a third
-    confirms it, else the root is bracketed in log alpha and refined by Brent's method.
-    """
+    """The SE map with an order parameter (th0 or |m|) held at ``value``, alpha solved for: 1 / th0 (1 / |m|) is
+    affine in 1 / alpha, so one secant step in 1 / alpha lands on the root (accepted when a third update confirms
+    it; else the root is bracketed in log alpha and refined by Brent's method)."""
 
     def __init__(self, name: str, value: float):
         if name not in ORDER_PARAMETERS:
@@ -180,14 +152,13 @@ def _same_rule(a: QuadratureRule, b: QuadratureRule) -> bool:
 
 class SEMap:
     """The SE map of one solve, as :class:`~attnphase.numerics.se.fixed_point.FixedPointSolver` iterates it, at
-    every rank (module doc).
+    every rank.
 
-    ``rule``: :func:`model_rule`'s (or one block of it).  ``memory``: what a nearby solve on the same rule left
-    -- a :class:`~attnphase.numerics.se.results.SolverMemory`: at r = r* = 1 it seeds the proximal candidates
-    and the quasi-Newton Jacobian, in the matrix form its Jacobian with its basis, moved to this solve's (used
-    once); it changes the path to the fixed point, never a verified result.  ``branch`` (matrix form, :data:`MATRIX_BRANCHES`): the subspace the hats are
-    kept on; ``pattern`` (matrix form): iterate F projected on these coordinates
-    (:func:`~attnphase.numerics.se.gauge.reflection_pattern`).  Holds no state beyond one solve.
+    ``rule``: :func:`model_rule`'s (or one block of it).  ``memory``: a nearby solve's
+    :class:`~attnphase.numerics.se.results.SolverMemory` on the same rule (proximal candidates and Jacobian; in
+    the matrix form its Jacobian moved to this solve's basis, used once).  Matrix form: ``branch`` (of
+    :data:`MATRIX_BRANCHES`) the subspace the hats are kept on, ``pattern`` the coordinates F is projected on
+    (:func:`~attnphase.numerics.se.gauge.reflection_pattern`).
     """
 
     def __init__(self, params: ModelParams, variant: FixedAlpha | FixedOrder, rule: QuadratureRule,
@@ -238,9 +209,8 @@ class SEMap:
         return exact or self.full_only or self.candidates is None or self.since_full >= every
 
     def _searched(self, full: bool, mom: ChannelMoments) -> None:
-        """After the moments: the minima of a FULL search are what later evaluations polish (a polish can merge
-        two basins into one, and feeding its own output back would lose the other basin for good: the map would
-        then depend on the path, not on the state); evaluations within :meth:`polishing` do not count."""
+        """After the moments: the minima of a full search are what later evaluations polish (never a polish's own,
+        which may have merged two basins); evaluations within :meth:`polishing` do not count."""
         if full or self.candidates is None:
             self.candidates = mom.candidates
         if full:
@@ -249,11 +219,10 @@ class SEMap:
             self.since_full += 1
 
     def evaluate(self, x: np.ndarray, exact: bool = False) -> Evaluation | None:
-        """One SE step from x; None where x is not a state (:func:`admissible`) or the step leaves the
-        admissible region (Lam <= 0, no alpha).  ``exact`` forces a full proximal search."""
+        """One SE step from x (``exact``: with a full proximal search); None where x is not a state
+        (:func:`admissible`) or the step leaves the admissible region."""
         ov = self.unpack(x)
         if not admissible(ov, self.params.rho0):
-            # q0 or V0 not positive, no Gaussian teacher field: not a state of the model
             return None
         if self.is_matrix:
             return self._matrix_step(x, ov, exact)
@@ -261,9 +230,7 @@ class SEMap:
         group = symmetry_group(p, ov)
         key = tuple(group)
         if key not in self.reduced:
-            # axis-aligned grids carry nodes whose proximal problem has exact mirror ties
-            # without the node being fixed by the symmetry: merging their orbits would assume
-            # an equivariant tie-break, so those rules are used whole (projection only)
+            # axis-aligned grids have exact mirror ties at nodes the symmetry does not fix: used whole
             self.reduced[key] = self.rule if self.rule.axis_aligned else reduce_rule(self.rule, p.L, key)[0]
         if key != self.key:
             self.key, self.candidates = key, None
@@ -271,8 +238,7 @@ class SEMap:
                 self.candidates = self.seed.candidates
         full = self._full(exact)
         if ov.th0 == 0.0 and key not in self.targets:
-            # positional and agnostic states: the teacher fields, hence T(h*), do not depend on
-            # the state, so T is computed once per solve and rule
+            # at th0 = 0 T(h*) does not depend on the state: once per solve and rule
             self.targets[key] = teacher_target(self.kernels, p, ov, self.reduced[key])
         mom = channel_moments(
             self.kernels, p, ov, self.reduced[key], config=cfg, candidates=self.candidates, full_search=full,
@@ -319,8 +285,7 @@ class SEMap:
         return None if ev is None else (self.unpack(ev.fx), ev.residual)
 
     def subspace(self, x: np.ndarray) -> np.ndarray:
-        """The directions quasi-Newton moves x in: the overlaps left free by the scalar state's symmetry group
-        (it stays on the branch), or the matrix branch's free coordinates orthogonal to the gauge orbit at x."""
+        """The directions quasi-Newton moves x in (:func:`invariant_basis`, :func:`transversal_basis`)."""
         ov = self.unpack(x)
         if not self.is_matrix:
             return invariant_basis(symmetry_group(self.params, ov), self.params.L)
@@ -350,22 +315,18 @@ class SEMap:
 
     def jacobian_now(self) -> Any:
         """The last quasi-Newton Jacobian, for a nearby solve: at r = r* = 1 the matrix if it belongs to the
-        current symmetry group, in the matrix form the :class:`~attnphase.numerics.se.results.SolverMemory` of the
-        Jacobian with its basis."""
+        current symmetry group, in the matrix form a SolverMemory with its basis."""
         if self.is_matrix:
             return self.kept
         return self.jacobian[1] if self.jacobian is not None and self.jacobian[0] == self.key else None
 
     def distrust_approximation(self) -> None:
-        """A polished iteration converged to a point of its own (its candidates, from a full search
-        far from here, miss basins): full proximal searches from now on in this solve (at omega = 0
-        the positional branch converges only so: 15 SE steps, against a stall at residual 1.7e-2)."""
+        """A polished iteration converged to a point of its own: full proximal searches from now on in this solve."""
         self.full_only = True
 
     @contextmanager
     def polishing(self) -> Iterator[None]:
-        """Every inexact evaluation within polishes the last full search's minima (none is a full search and
-        none counts towards the next one): the consistent finite differences of the fixed-point solver."""
+        """Within it every inexact evaluation polishes the last full search's minima, none counting towards the next."""
         before, self.frozen = self.frozen, True
         try:
             yield
@@ -387,9 +348,8 @@ def se_step(params: ModelParams, alpha: float, ov: Overlaps, config: SolverConfi
             rule: QuadratureRule | None = None) -> tuple[Overlaps, SEStep]:
     """One exact SE step F(ov) at alpha -- the map the solver iterates -- and what it computed.
 
-    ``rule`` is used as given (no symmetrisation); default: ``config.quadrature`` symmetrised.
-    Raises ValueError where the step leaves the admissible region.
-    """
+    ``rule`` is used as given (default: ``config.quadrature`` symmetrised); ValueError where the step leaves the
+    admissible region."""
     cfg = config or SolverConfig()
     smap = SEMap(params, FixedAlpha(alpha), rule if rule is not None else model_rule(params, cfg), cfg)
     ev = smap.evaluate(ov.to_vector(), exact=True)

@@ -1,18 +1,6 @@
-"""Cold state-evolution solves that stall, judged once more (docs/method.md section 4).
-
-The SE map on a finite rule is piecewise smooth: where a node's global proximal minimiser switches
-basin, F jumps by that node's weight times the change of its g.  A cold solve that did not converge
-(:func:`attnphase.numerics.se.state_evolution.solve`) ends in one of two stated ways, or stays a failure:
-
-* converged to the rule's jump scale (:func:`jump_at`): the residual r at the best point is at most
-  the jump J of the map measured within min(r, FD_STEP) of it; ``status.jump`` = J;
-* finished on the symmetric subspace (:func:`finish_collapse`): the map shrinks the order parameter
-  at the best point, which has lost more than half of the cold start's; the warm agnostic solve from
-  its projection is the result, labelled agnostic (``requested`` unchanged).
-
-A cold solve that converged on its branch with an order parameter at the rule's noise next to an agnostic
-point that is stable in that direction is that agnostic point (:func:`judge_agnostic_image`): the branch is
-absent there, and the result says so with its evidence.
+"""Cold state-evolution solves that stall, or converge within the rule's jumps of an agnostic point, judged once
+more (docs/method.md section 4): converged to the rule's jump scale (:func:`jump_at`), finished on the symmetric
+subspace (:func:`finish_collapse`), or the agnostic point with the branch absent (:func:`judge_agnostic_image`).
 """
 
 from __future__ import annotations
@@ -32,8 +20,7 @@ from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.se.se_map import FixedAlpha, SEMap
 from attnphase.numerics.se.results import FixedPoint
 
-#: The solver a stalled solve is finished with: :func:`attnphase.numerics.se.state_evolution.solve`, which
-#: calls this module and passes itself in.
+#: The solver a stalled solve is finished with (:func:`attnphase.numerics.se.state_evolution.solve` passes itself).
 Solver = Callable[..., FixedPoint]
 
 
@@ -57,9 +44,8 @@ def judge_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule, solve
     return finish_collapse(fp, ev, cfg, rule, spent, solve)
 
 
-#: The probes of :func:`jump_at` reach min(residual, JUMP_PROBE) from the point (scaled like the residual):
-#: the quasi-Newton step's own finite-difference scale (fixed_point.FD_STEP), below which the solver
-#: cannot see the map's slope, so the smooth part of a second difference stays O(|F''| 1e-8).
+#: The probes of :func:`jump_at` reach min(residual, JUMP_PROBE) from the point: the quasi-Newton step's own
+#: finite-difference scale.
 JUMP_PROBE = FD_STEP
 
 
@@ -68,13 +54,8 @@ def jump_at(smap: SEMap, ev: Evaluation) -> tuple[float, int]:
 
         J = max_{d, s = +-1} max_i |F(x)_i + F(x + s h d)_i - 2 F(x + s h d / 2)_i| / max(1, |x_i|),
 
-    h = min(r, JUMP_PROBE),
-
-    r the residual at x, d the columns of the symmetric subspace at x and the residual's direction on
-    it, each step scaled like the residual (component i times max(1, |x_i|)).  Where F is smooth the
-    second difference is O(|F''| h^2), far below r; J >= r means that F jumps by at least the whole
-    residual within min(r, JUMP_PROBE) of x: a node's global proximal minimiser switches basin there,
-    and no point of that neighbourhood is a fixed point of the rule's map to better than the jump.
+    h = min(r, JUMP_PROBE), r the residual at x, d the columns of the symmetric subspace at x and the residual's
+    direction on it, each step scaled like the residual.  J >= r: F jumps by the whole residual near x.
     """
     x, r = ev.x, ev.residual
     B = smap.subspace(x)
@@ -116,20 +97,10 @@ COLLAPSED = 0.5
 
 def finish_collapse(fp: FixedPoint, ev: Evaluation, cfg: SolverConfig, rule: QuadratureRule, spent: int,
                     solve: Solver) -> FixedPoint:
-    """A cold solve that stalled while the map shrinks its order parameter, finished where it creeps to.
-
-    Near a branch's end (or where the branch does not exist on the rule) the order parameter of the
-    iterates decays by a factor close to 1 per step (the SE Jacobian's eigenvalue in that direction
-    is ~1), and the stall is that slow creep, not the map's jumps: at L = 3, suite case (a), alpha =
-    0.5, sobol10:4, |m| fell from 0.094 to 3.7e-3 over 89 evaluations, o . (F - x)_o < 0 throughout,
-    and the solve stopped at residual 7.8e-5.  Such a solve (the map shrinking the order parameter at
-    its best point, which has lost more than half of the cold start's: COLLAPSED) is re-solved warm
-    from the projection of its best point on the symmetric subspace (m = 0, th0 = 0: the agnostic
-    state, a fixed point of the map's symmetry); when that converges the result is that fixed point, labelled by what it is
-    (``branch`` agnostic, ``requested`` unchanged), its message saying how it was reached.  Otherwise
-    the original failure stands, unchanged.  ``ev`` is the exact evaluation at ``fp``'s overlaps,
-    ``spent`` the SE evaluations so far (the solve's and the judging ones), ``solve`` the solver of the warm
-    agnostic re-solve.
+    """A cold solve that stalled while the map shrinks its order parameter (below COLLAPSED of the cold start's),
+    re-solved warm from its projection on the symmetric subspace (m = 0, th0 = 0): where that converges, the
+    agnostic point (``requested`` unchanged, the message saying how), else ``fp`` unchanged.  ``ev`` is the exact
+    evaluation at ``fp``'s overlaps, ``spent`` the SE evaluations so far.
     """
     params = fp.params
     if fp.requested not in ORDER_COMPONENTS or not shrinking_order(ev.x, ev.fx, fp.requested, params.L):
@@ -151,11 +122,9 @@ def finish_collapse(fp: FixedPoint, ev: Evaluation, cfg: SolverConfig, rule: Qua
 
 
 def confirm_jump_acceptance(fp: FixedPoint, reproduced: int, tried: int) -> FixedPoint:
-    """``fp`` unless it was accepted at the rule's jump scale (:func:`jump_at`: residual above tol) and the
-    rules of its error estimate do not back it: fewer than two of the ``tried`` re-solves on other rules
-    (``reproduced``) converged on its branch.  Such a point is no fixed point of the model, only a place
-    where one rule's map jumps (at sigma = 1e4, softmax saturated, every point is one: theta = 1.8e-6 was
-    accepted at residual 4e-7 with tol 1e-10, 0 of 4 blocks on the branch); it is returned not converged."""
+    """``fp``, or ``fp`` not converged where it was accepted at the rule's jump scale (:func:`jump_at`) and
+    fewer than two of the ``tried`` re-solves on other rules (``reproduced``) converged on its branch: a place
+    where one rule's map jumps, not a fixed point of the model."""
     jump = fp.status.jump
     if not (fp.status.converged and math.isfinite(jump)) or reproduced >= 2 or tried == 0:
         return fp
@@ -165,9 +134,8 @@ def confirm_jump_acceptance(fp: FixedPoint, reproduced: int, tried: int) -> Fixe
     return replace(fp, status=replace(fp.status, converged=False, message=message))
 
 
-#: The key of a FixedPoint's ``extra`` under which :func:`judge_agnostic_image` keeps the evidence it computed:
-#: {symbol ("mu" or "lambda"): (the rule's name, the agnostic point's eigenvalue on that rule)}, which
-#: :func:`attnphase.numerics.phase.absence.agnostic_eigenvalue` reads instead of computing it again.
+#: The key of a FixedPoint's ``extra`` where :func:`judge_agnostic_image` keeps its evidence:
+#: {"mu" or "lambda": (the rule's name, the agnostic point's eigenvalue on it)}.
 AGNOSTIC_EIGENVALUE = "agnostic_eigenvalue"
 
 #: :func:`judge_agnostic_image` looks at a converged point whose order parameter is at most this fraction of the
@@ -177,23 +145,12 @@ IMAGE_FRACTION = 0.1
 
 def judge_agnostic_image(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule, solve: Solver) -> FixedPoint:
     """A cold solve that converged on its symmetry-breaking branch with an order parameter o close to 0, judged
-    against the agnostic point x_a (m = 0, th0 = 0) it sits next to.
+    against the agnostic point x_a (m = 0, th0 = 0) it sits next to (docs/method.md section 4).
 
-    The eigenvalue e of the SE map at x_a in the order parameter's direction (mu in m for positional, lambda in
-    theta for semantic: :mod:`attnphase.numerics.se.stability`, docs/model.md section 6) decides whether a
-    branch can leave x_a: a branch bifurcates from it where e = 1, and a point of a branch born at e = 1 has
-    (1 - e) ~ (|o| / o_0)^2 near its birth, o_0 the scale of the branch's order parameter (the cold start's,
-    :func:`initial_overlaps`).  So where x_a converges (warm from the point's projection on the symmetric
-    subspace), e < 1 and
-
-        |o| <= IMAGE_FRACTION (1 - e) |o_0|,
-
-    no branch of the model's map passes through the point: it is x_a displaced by the rule's jumps (a node's
-    proximal minimiser switching basin within |o| of x_a; measured at L = 3, P = I, omega = 0.3, alpha = 1,
-    sobol10:4: |m| = 2.3e-4 with residual 3e-11, while F_m(x_a + eps d) = -0.24 eps d for eps <= 1e-6, +2.6 eps d
-    at eps = 1e-4, and mu = 0.59; three of the rule's four blocks converge to m = 0).  The result is then x_a,
-    labelled agnostic (``requested`` unchanged), its message giving the evidence: the branch is absent here
-    (the eigenvalue also in ``extra[AGNOSTIC_EIGENVALUE]``).  Otherwise ``fp`` unchanged.
+    Where x_a converges with eigenvalue e < 1 in the order parameter's direction (mu in m, lambda in theta:
+    :mod:`attnphase.numerics.se.stability`) and |o| <= IMAGE_FRACTION (1 - e) |o_0| (o_0 the cold start's),
+    the result is x_a, labelled agnostic (``requested`` unchanged), its message giving the evidence (also in
+    ``extra[AGNOSTIC_EIGENVALUE]``).  Otherwise ``fp`` unchanged.
     """
     if not fp.status.converged or fp.requested not in ORDER_COMPONENTS or fp.branch != fp.requested:
         return fp

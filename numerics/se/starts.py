@@ -1,11 +1,5 @@
-"""The ranks of a model and the cold start of each branch, at every rank (docs/model.md sections 3 and 7).
-
-:func:`with_ranks` / :func:`teacher_rank` read and set r and r* on ModelParams.  :func:`initial_overlaps` is
-each branch's fixed cold start: at r = r* = 1 (the scalar form) semantic: theta = 0.8 rho0, m = 0; positional:
-theta = 0, m along P's first column; agnostic: theta = 0, m = 0; in the matrix form one such direction per
-student axis.  A matrix solve starts by default from
-:func:`~attnphase.numerics.se.state_evolution.embedded_start` (the rank-1 fixed points, one per student
-direction); the axes that carry none of them (:func:`noise_axes`) are settled here (:func:`settle_noise_axes`).
+"""The ranks of a model and the cold start of each branch, at every rank (docs/model.md sections 3 and 7); the
+settling of a matrix start's noise axes (docs/method.md section 11).
 """
 
 from __future__ import annotations
@@ -85,13 +79,7 @@ def _matrix_start(params: ModelParams, branch: str) -> Overlaps:
 
 def further_positional_directions(P: np.ndarray, m: np.ndarray, k: int) -> list[np.ndarray]:
     """Up to k columns for the positional branch's other axes: an orthonormal basis of range(P) minus
-    span(m) (the directions m_l = p_l . Q_a / sqrt(d) can take besides the rank-1 point's m), each scaled to
-    |m|; none where P has rank 1 (the paper's L = 2 encodings p_1 = -p_2).
-
-    Why: with P of rank >= 2 the rank-2 positional point uses a second positional direction (L = 3,
-    simplex P, omega = 0.6, alpha = 2: both columns of m of norm ~0.56, q0 0.350 / 0.348), which a start
-    with m = 0 on the noise axis never reaches -- that axis' m = 0 is on the start's reflection pattern,
-    and the unprojected solve from it stalls at residual 0.55 (docs/method.md section 11, rank r >= 2: *Starts*)."""
+    span(m), each scaled to |m|; none where P has rank 1 (docs/method.md section 11, *Starts*)."""
     w, U = np.linalg.eigh(0.5 * (P + P.T))
     basis = U[:, w > 1e-10 * max(1.0, float(np.abs(w).max()))]
     norm = float(np.linalg.norm(m))
@@ -107,12 +95,19 @@ def noise_axes(params: ModelParams, branch: str) -> list[int]:
     """The student axes of :func:`~attnphase.numerics.se.state_evolution.embedded_start` that carry neither a semantic nor a positional
     rank-1 state (no overlap with the teacher or the positions): the last r - min(r, r*) axes of
     ``semantic``, the first r - 1 of ``positional``, the axes between of ``mixed``; none of ``agnostic``."""
-    r, rs = params.r, teacher_rank(params)
     if branch == "agnostic":
         return []
+    n_sem, pos_axis = signal_axes(params, branch)
+    return [a for a in range(params.r) if a >= n_sem and a != pos_axis]
+
+
+def signal_axes(params: ModelParams, branch: str) -> tuple[int, int | None]:
+    """(n, a) of :func:`~attnphase.numerics.se.state_evolution.embedded_start`: the first n student axes carry the
+    semantic rank-1 state (min(r, r*), min(r - 1, r*) on ``mixed``), axis a = r - 1 the positional one
+    (``positional`` and ``mixed``; else None)."""
+    r, rs = params.r, teacher_rank(params)
     n_sem = min(r, rs) if branch == "semantic" else min(r - 1, rs) if branch == "mixed" else 0
-    pos_axis = r - 1 if branch in ("positional", "mixed") else None
-    return [a for a in range(r) if a >= n_sem and a != pos_axis]
+    return n_sem, (r - 1 if branch in ("positional", "mixed") else None)
 
 
 #: Steps of :func:`settle_noise_axes` and the weight of the map's image in each (a geometric mean).
@@ -129,22 +124,9 @@ def settle_noise_axes(ov: Overlaps, axes: list[int],
 
         x_a <- x_a^(1 - w) F(x)_a^w,   x_a in {q0_aa, V0_aa},  w = SETTLE_WEIGHT,
 
-    (a damped step in log x: both stay positive), SETTLE_STEPS steps; the iterate of least residual wins.
-    ``image(ov)`` is (F(ov) aligned to ov's gauge, the scaled residual), or None where the map is not
-    defined; a step that lands there is halved (in log x) once, else the iteration stops.
-
-    Where the map is not defined at ``ov`` itself, the noise axes' q0 is first *lifted* towards the largest
-    q0_bb of the other (signal) axes, q0_aa <- (q0_aa q0_bb)^(1/2), at most LIFT_STEPS times, until it is.
-
-    Why: a noise axis has no rank-1 state to start from, and its V0 is bound only through the loss's
-    coupling to the signal axes: at L = 2, r = r* = 2, alpha = 2, positional, the map sends V0 = 1 there
-    to ~580 (start residual 616) and V0 = 46, q0 = 0.05 out of the admissible region (Vhat < 0), while
-    three such steps from the positional axis's (q0, V0) reach residual 0.23 and the solve converges.
-    The lift: at small q0_aa the axis' field w_a concentrates at 0, where the global minimiser's
-    component h_a jumps between the two signs the loss prefers, so that Vhat_aa = -alpha E[dg_a/dw_a]
-    takes a negative part ~ q0_aa^(-1/2) from the jump and Lam = lambda I + sum_l sigma_l^2 Vhat_l is
-    indefinite (L = 3, r = 2, r* = 1, alpha = 2, semantic: sum_l sigma_l^2 Vhat_l,aa = -0.016 at
-    q0_aa = 0.05, -0.006 at 0.2, +0.006 at 0.5, whatever V0_aa; lambda = 0.01).
+    SETTLE_STEPS steps (a step where ``image`` is None halved once); the iterate of least residual wins.
+    ``image(ov)``: (F(ov) aligned to ov's gauge, the scaled residual), or None.  Where the map is not defined at
+    ``ov``, the noise axes' q0 is first lifted, q0_aa <- (q0_aa max_b q0_bb)^(1/2), at most LIFT_STEPS times.
     """
     if not axes:
         return ov, 0

@@ -1,25 +1,12 @@
-"""State evolution (docs/model.md section 3): the public solvers and their results.
-
-A fixed point of the SE map x -> F(x), x = (q0, V0, m_1..m_L, th0), with F = ``update`` o
-``update_hat`` o the channel moments (:mod:`attnphase.numerics.se.se_map`), found by the generic
-solver of :mod:`attnphase.numerics.se.fixed_point` (Anderson, then quasi-Newton on the symmetric
-subspace; convergence on every overlap, V0 included, to ``config.tol``):
-
-:func:`solve` -- at given alpha, from a branch's cold start or a warm start, at every rank: the scalar
-  overlaps' path below at r = r* = 1 (symmetrised rules, orbit reduction, closed-form starts), the matrix
-  overlaps' staged solve of :mod:`attnphase.numerics.se.matrix_solve` at r >= 2 or r* >= 2, started from
-  :func:`embedded_start` (the rank-1 fixed points, one per student direction).  The solve at a fixed order
-  parameter, alpha solved for, is :mod:`attnphase.numerics.se.fixed_order_solve`.
-
-Every result is a :class:`FixedPoint` with a :class:`SolverStatus`; a solve that did not converge
-says so there and is never relabelled.
+"""State evolution (docs/model.md sections 3 and 7): :func:`solve` at every rank, the scalar path at
+r = r* = 1 and :mod:`attnphase.numerics.se.matrix_solve` with :func:`embedded_start` otherwise
+(docs/method.md sections 4 and 11).  A solve that did not converge says so in its status, never relabelled.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
@@ -28,7 +15,7 @@ from attnphase.numerics.se.fixed_point import FixedPointSolver
 from attnphase.numerics.se.matrix_solve import matrix_config, solve_matrix
 from attnphase.numerics.se.overlaps import Overlaps, on_branch_subspace
 from attnphase.numerics.se.starts import (
-    MATRIX_BRANCHES, further_positional_directions, initial_overlaps, noise_axes, teacher_rank,
+    MATRIX_BRANCHES, further_positional_directions, initial_overlaps, noise_axes, signal_axes, teacher_rank,
 )
 from attnphase.numerics.se.results import FixedPoint, SolverMemory, fixed_point_from
 from attnphase.numerics.se.stalls import judge_agnostic_image, judge_stalled
@@ -39,7 +26,7 @@ from attnphase.theory.whitening import se_params
 
 
 #: A cold start whose first SE step leaves the admissible region is tried again with V0 times this
-#: factor, up to COLD_V0_TRIES times (V0 = 1 ... 4^5 = 1024, past 1/lambda at lambda >= 1e-3).
+#: factor, up to COLD_V0_TRIES times (V0 up to 4^5 = 1024, past 1/lambda at lambda >= 1e-3).
 COLD_V0_FACTOR = 4.0
 COLD_V0_TRIES = 5
 
@@ -78,9 +65,8 @@ MULTILEVEL_START = PRECISION_TIERS["default"]["quadrature"]
 
 
 def finish_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule) -> FixedPoint:
-    """A cold solve's result judged once more (:mod:`attnphase.numerics.se.stalls`, which re-solves with the
-    :func:`solve` it is given): where it did not converge, and where it converged next to an agnostic point
-    that is stable in its order parameter's direction (then the branch is absent there)."""
+    """A cold solve's result judged once more by :mod:`attnphase.numerics.se.stalls` (which re-solves with
+    :func:`solve`): where it did not converge, and where it converged next to a stable agnostic point."""
     return judge_agnostic_image(judge_stalled(fp, cfg, rule, solve), cfg, rule, solve)
 
 
@@ -97,36 +83,13 @@ def solve(
 ) -> FixedPoint:
     """Solve the state evolution at (params, alpha) starting on ``branch`` (or from ``init``), at every rank.
 
-    ``config`` holds every setting (prox, quadrature, tolerances); ``rule`` overrides
-    ``config.quadrature`` with a rule object (continuation passes one, symmetrised once; r = r* = 1 only).
-    ``memory`` (the ``FixedPoint.memory`` of a solve at nearby parameters with the same
-    rule) seeds the quasi-Newton Jacobian (and at r = 1 the proximal candidates) of a warm start; it
-    changes the path to the fixed point, never the verified result (every accepted point is
-    checked with a full proximal search).
-
-    Rank r >= 2 or r* >= 2 (docs/model.md section 7): the matrix overlaps' solve of
-    :func:`~attnphase.numerics.se.matrix_solve.solve_matrix`, branches ``semantic``, ``positional``,
-    ``agnostic`` and ``mixed``, the global proximal map only, damping at least 0.5; without ``init`` from
-    ``start`` = ``"embedded"`` (the default: :func:`embedded_start`) or ``"cold"``
-    (:func:`~attnphase.numerics.se.starts.initial_overlaps`), staged on the start's reflection pattern.
-    At r = r* = 1 ``start`` may only be None or ``"cold"`` (the branch's start of
-    :func:`~attnphase.numerics.se.starts.initial_overlaps`).
-
-    Cold starts (``init=None``) of the positional branch at alpha > 0.3 follow a short
-    continuation in alpha from 0.3: that family has several fixed points at larger
-    alpha and the branch is the one connected to small alpha.  A cold start of the semantic
-    branch that misses it (near its end the iterates fall to the agnostic point) is retried by a
-    short continuation down from larger alpha (:func:`semantic_from_above`).
-
-    Correlated tokens (a non-diagonal C) are solved in their whitened form
-    (:func:`attnphase.theory.whitening.whiten`): the result's ``params`` is that model and its
-    overlaps m are the whitened ones (``record`` maps m back); a given ``init`` must be whitened too.
-
-    Returns a :class:`FixedPoint` whose ``status`` says whether the residual reached
-    ``config.tol``; non-convergence is reported there and in ``record['converged']``.  A cold solve
-    (``init=None``) that stalls is judged once more (:mod:`attnphase.numerics.se.stalls`): accepted at
-    the rule's jump scale, or finished on the agnostic point it creeps to, the message saying which.
-    ``status.iterations`` counts SE-map evaluations (Newton's finite differences included).
+    ``config`` holds every setting; ``rule`` overrides ``config.quadrature`` (r = r* = 1 only); ``memory`` (a
+    nearby solve's ``FixedPoint.memory`` on the same rule) seeds a warm start.  At r >= 2 or r* >= 2 the matrix
+    solve (:func:`~attnphase.numerics.se.matrix_solve.solve_matrix`) starts from ``start`` = ``"embedded"``
+    (default, :func:`embedded_start`) or ``"cold"``; at r = r* = 1 ``start`` may only be None or ``"cold"``.
+    Cold starts: docs/method.md section 4.  Correlated tokens are solved in their whitened form (``init`` too).
+    Returns a :class:`FixedPoint` whose ``status`` says whether the residual reached ``config.tol``; ValueError
+    for a bad alpha, branch, start or init.
     """
     alpha = _check_alpha(alpha)
     cfg = config or SolverConfig()
@@ -161,15 +124,13 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
         raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
     params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
     if init is None and rule is None and rule_nodes(params.L, cfg.quadrature) > MULTILEVEL_NODES:
-        # multilevel: a cold start on a large rule begins from the fixed point of the default rule (a few
-        # evaluations on the large rule instead of the whole cold path; the result is verified on it)
+        # multilevel: a cold start on a large rule begins from the fixed point of the default rule
         coarse = solve(params, alpha, branch, config=replace(cfg, quadrature=MULTILEVEL_START, e_t_quadrature=None))
         if coarse.status.converged and coarse.branch == branch:
             init = coarse.overlaps
     rule = model_rule(params, cfg, rule)
     if init is None and branch == "positional" and alpha > POSITIONAL_COLD_ALPHA:
-        # the positional family has several fixed points at larger alpha; the branch is the
-        # one continued from small alpha, where the cold start is unambiguous
+        # the positional branch is the one continued from small alpha (docs/method.md section 4)
         fp = None
         path = _continuation_path(POSITIONAL_COLD_ALPHA, alpha)
         for a in path:
@@ -194,8 +155,7 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
     for factor in (COLD_V0_FACTOR ** k for k in range(1, COLD_V0_TRIES + 1)):
         if not cold or result.evaluation is not None:
             break
-        # the first step from the fixed cold start left the domain (Lam <= 0: V0 far below the branch's, e.g.
-        # the agnostic branch at alpha = 2, lambda = 0.01 has V0 = 94 against the start's 1): a larger V0
+        # the first step from the cold start left the domain (Lam <= 0: V0 far below the branch's): a larger V0
         ov0 = replace(initial_overlaps(params, branch), V0=initial_overlaps(params, branch).V0 * factor)
         smap = SEMap(params, FixedAlpha(alpha), rule, cfg)
         result = FixedPointSolver(smap, cfg).solve(ov0.to_vector())
@@ -212,23 +172,9 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
 
 
 def semantic_from_above(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule) -> FixedPoint:
-    """A cold semantic solve that missed the branch (``fp``: the agnostic point, or no convergence),
-    retried by a short continuation from larger alpha.
-
-    Near the semantic branch's end theta(alpha) is small and the SE map's eigenvalue in theta at the
-    agnostic point close to 1; on a finite rule the map's jumps hide that eigenvalue's excess over 1
-    (:mod:`attnphase.numerics.se.stability`), and from the cold start (theta = 0.8 rho0) the iterates
-    overshoot the branch and fall to theta = 0 (omega = 0, sobol10:4: at alpha = 0.58 they stall at
-    theta = 0.02 and are finished on the agnostic point, at 0.56 they stall, at 0.54 they converge to
-    it, while the branch, reached from above, exists down to its bifurcation at 0.51).  So the branch
-    is entered where the cold start reaches it, at alpha' = alpha SEMANTIC_RETRY_FACTOR**k
-    (k = 1 .. SEMANTIC_RETRY_TRIES, each a plain solve from the cold start, never retried itself), and
-    followed down to alpha in warm steps of ratio SEMANTIC_RETRY_STEP, as the phase diagram's
-    continuation reaches these points.  Returns the converged semantic point at alpha, its message
-    saying how it was reached and its ``iterations`` counting every evaluation, or ``fp`` unchanged
-    when no start reaches the branch or the continuation leaves it before alpha (then the branch
-    does not exist here on this rule, or is lost: ``fp`` says which as before).
-    """
+    """A cold semantic solve that missed the branch (``fp``), retried from the cold start at alpha' = alpha
+    SEMANTIC_RETRY_FACTOR**k and followed down to alpha (docs/method.md section 4): the converged semantic point,
+    a failure where it stalled at alpha itself, or ``fp`` unchanged where no start reaches or keeps the branch."""
     params, alpha = fp.params, fp.alpha
     step_cfg = replace(cfg, e_t_quadrature=None)
     spent = fp.status.iterations
@@ -267,12 +213,9 @@ def semantic_from_above(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule)
 
 def _agnostic_path_start(params: ModelParams, path: list[float], agnostic: Overlaps, cfg: SolverConfig,
                          rule: QuadratureRule) -> Overlaps:
-    """The positional start at the end of ``path`` when the positional continuation fell onto the
-    agnostic branch (m = 0; at L = 3 the agnostic point is stable in m at alpha = 0.3, so the
-    positional branch, if any, is not connected to small alpha there).  A warm start from that
-    point would keep m = 0 for good, and its q0, V0 leave the admissible region at larger alpha
-    (L = 3, P = I, alpha = 2: Lam <= 0 at the first step): the agnostic branch is followed along
-    the rest of ``path`` instead, and the positional start's m put on its last converged point."""
+    """The positional start at the end of ``path`` when the positional continuation fell onto the agnostic
+    branch (m = 0, which a warm start would keep): the agnostic branch followed along ``path``, the positional
+    start's m put on its last converged point."""
     ov = agnostic
     for a in path:
         fp = solve(params, a, "agnostic", init=ov, config=replace(cfg, e_t_quadrature=None), rule=rule)
@@ -284,17 +227,9 @@ def _agnostic_path_start(params: ModelParams, path: list[float], agnostic: Overl
 
 def positional_past_agnostic(params: ModelParams, alpha: float, agnostic: FixedPoint, cfg: SolverConfig,
                              rule: QuadratureRule) -> FixedPoint | None:
-    """The cold positional solve at alpha from ``agnostic``, the converged agnostic point a cold positional solve
-    fell to at a smaller alpha' = ``agnostic.alpha`` >= POSITIONAL_COLD_ALPHA (``params`` in their SE form, ``rule``
-    the solve's rule); None where the agnostic point is not followed to alpha.
-
-    The cold solve at alpha takes the same path as the one at alpha' (geometric steps from POSITIONAL_COLD_ALPHA),
-    so it falls off the positional branch where that one did, at or below alpha', and its start is then the agnostic
-    point followed to alpha with the positional start's m put on it (:func:`_agnostic_path_start`).  Here the
-    agnostic point is followed from alpha' in one warm step instead of along the whole path again, and the start
-    is solved and judged as that cold solve's (:func:`finish_stalled`): the same fixed point, for two solves instead
-    of the path's (a sweep of the positional branch at L = 3, P = I, where every start falls to the agnostic point,
-    solves each grid point this way)."""
+    """The cold positional solve at alpha, given ``agnostic``, the agnostic point a cold positional solve fell to
+    at a smaller alpha' >= POSITIONAL_COLD_ALPHA (``params`` in their SE form): the same start as the cold
+    solve's (:func:`_agnostic_path_start`), reached in one warm step from alpha'; None where that step fails."""
     ag = solve(params, alpha, "agnostic", init=on_branch_subspace(agnostic.overlaps, "agnostic"),
                config=replace(cfg, e_t_quadrature=None), rule=rule)
     if not (ag.status.converged and ag.branch == "agnostic"):
@@ -307,38 +242,24 @@ def positional_past_agnostic(params: ModelParams, alpha: float, agnostic: FixedP
 def embedded_start(params: ModelParams, alpha: float, branch: str, config: SolverConfig) -> Overlaps:
     """A matrix solve's start built from the rank-1 fixed points (:func:`solve` at r = r* = 1) at the same alpha.
 
-    Each student axis gets the overlaps of one rank-1 branch: the first min(r, r*) axes (min(r - 1, r*)
-    for ``mixed``) the semantic one's (q0, V0, th0 on the matching teacher axis), the last axis of
-    ``positional`` / ``mixed`` the positional one's (q0, V0, m); every other axis (:func:`noise_axes`)
-    q0 = 0.05 and the V0 of axis 0, on ``positional`` the positional axis's q0 and V0 (the agnostic rank-1
-    point need not exist: at alpha = 2 it does not converge; :func:`settle_noise_axes` then moves these)
-    and, where P has rank >= 2, m along :func:`further_positional_directions`.
-    The rank-1 solver follows each branch from where it is unambiguous (its positional branch by
-    continuation from small alpha), so the rank-r solve starts on the branch asked for.
-    Falls back to :func:`initial_overlaps` for a rank-1 branch that does not converge.
+    The first min(r, r*) axes (min(r - 1, r*) for ``mixed``) get the semantic point's (q0, V0, th0 on the
+    matching teacher axis), the last axis of ``positional`` / ``mixed`` the positional point's (q0, V0, m); the
+    other axes (:func:`noise_axes`) q0 = 0.05 and the signal axis's V0 (on ``positional`` its q0 and V0, and
+    m along :func:`further_positional_directions`).  :func:`initial_overlaps` where a rank-1 branch does not
+    converge (docs/method.md section 11).
     """
     if branch not in MATRIX_BRANCHES:
         raise ValueError(f"branch must be one of {MATRIX_BRANCHES}, got {branch!r}")
-    L, r, rs = params.L, params.r, teacher_rank(params)
-    p1 = params.replace(r=1, r_star=1)
-    cfg1 = config.replace(e_t_quadrature=None)
-
-    def r1(b: str) -> Any:
-        fp = solve(p1, alpha, b, config=cfg1)
-        return fp.overlaps if fp.status.converged and fp.branch == b else None
-
-    n_sem = min(r, rs) if branch == "semantic" else min(r - 1, rs) if branch == "mixed" else 0
-    pos_axis = r - 1 if branch in ("positional", "mixed") else None
-    need = set()
     if branch == "agnostic":
         return initial_overlaps(params, branch)
-    if n_sem:
-        need.add("semantic")
-    if pos_axis is not None:
-        need.add("positional")
-    got = {b: r1(b) for b in sorted(need)}
-    if any(v is None for v in got.values()):
-        return initial_overlaps(params, branch)
+    L, r, rs = params.L, params.r, teacher_rank(params)
+    n_sem, pos_axis = signal_axes(params, branch)
+    got = {}
+    for b in [b for b, used in (("positional", pos_axis is not None), ("semantic", n_sem > 0)) if used]:
+        fp = solve(params.replace(r=1, r_star=1), alpha, b, config=config.replace(e_t_quadrature=None))
+        if not (fp.status.converged and fp.branch == b):
+            return initial_overlaps(params, branch)
+        got[b] = fp.overlaps
     q, V = np.zeros(r), np.zeros(r)
     m, th = np.zeros((L, r)), np.zeros((r, rs))
     noise = noise_axes(params, branch)
@@ -354,8 +275,6 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
         q[a], V[a] = ov.q0, ov.V0
     signal = min(set(range(r)) - set(noise))
     for a in noise:
-        # positional: the signal axis's q0 and V0 (q0 = 0.05 with that V0, or V0 = 1, left the admissible
-        # region or starts at residual 616, docs/method.md section 11, rank r >= 2); semantic and mixed: 0.05 and the signal V0
         q[a], V[a] = (q[signal] if branch == "positional" else 0.05), V[signal]
     if branch == "positional":
         for a, u in zip(noise, further_positional_directions(params.P_array, m[:, pos_axis], len(noise))):

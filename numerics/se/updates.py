@@ -2,11 +2,6 @@
 
     hats  = update_hat(params, alpha, x, moments, invariance)   channel side: theory/hats.py's formulas
     F(x)  = update(params, hats)                                prior side: the ridge prior's closed form
-
-Both forms of :class:`~attnphase.numerics.se.overlaps.Overlaps` go through the same two functions; they differ
-only in how the hats are kept on the state's invariant subspace: the scalar form (r = r* = 1) averages them
-over the state's exact symmetry group (:func:`attnphase.numerics.quadrature.symmetry.symmetrize`, the rank-1
-fast path's projection), the matrix form sets to zero the hats its branch has none of.
 """
 
 from __future__ import annotations
@@ -30,10 +25,9 @@ def update_hat(params: ModelParams, alpha: float, ov: Overlaps, mom, invariance:
 
     (:func:`attnphase.theory.hats.hat_overlaps`; at r = r* = 1 on the scalar views: qhat_l = alpha E[g_l^2],
     thhat_l = alpha E[g_l eta_l] / sqrt(rho_l - theta_l^2 / q_l), Vhat_l = -alpha E[g_l xi_l] / sqrt(q_l) +
-    thhat_l theta_l / q_l), kept on the state's invariant subspace: ``invariance`` is, for the scalar form, the
-    state's symmetry group (the hats averaged over it), for the matrix form its branch (``semantic`` sets mhat = 0,
-    ``positional`` thhat = 0, ``agnostic`` both, ``mixed`` nothing: the subspaces m = 0 and th0 = 0 are exactly
-    invariant under the map).  ``mom`` holds E_ggT, E_g, E_geta, E_gxi (:mod:`attnphase.numerics.se.channel`).
+    thhat_l theta_l / q_l), kept on the state's invariant subspace: ``invariance`` is the scalar state's symmetry
+    group (the hats averaged over it), or the matrix form's branch (``semantic`` sets mhat = 0, ``positional``
+    thhat = 0, ``agnostic`` both, ``mixed`` nothing).  ``mom``: the :class:`ChannelMoments`.
     """
     qhat, mhat, thhat, Vhat = hat_overlaps(
         alpha, mom.E_ggT, mom.E_g, mom.E_geta, mom.E_gxi, ov.q0, ov.th0, params.sigma2, params.rho0
