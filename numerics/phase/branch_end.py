@@ -26,6 +26,7 @@ from typing import Callable
 
 import numpy as np
 
+from attnphase.numerics.capabilities import MATRIX_END_NOTE
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.roots import bisect_last_true
@@ -51,10 +52,6 @@ POSITIONAL_M_FLOOR = 0.02
 #: Scheduled points of a branch-end trace (geometric in the order parameter, see
 #: :func:`trace_branch_end`); failed or jumping steps add subdivisions.
 N_TRACE = 6
-
-#: Why an end at r >= 2 or r* >= 2 is bisected in alpha: the eigenvalue and the trace are the scalar form's.
-MATRIX_END_NOTE = ("at rank r >= 2 or r* >= 2 the end is bisected in alpha: the eigenvalue crossing (the scalar SE "
-                   "Jacobian at the agnostic point) and the trace at fixed order parameter are rank r = r* = 1")
 
 #: Branch (and sweep direction) whose end meets the agnostic branch, and the eigenvalue direction.
 BIFURCATING = {("semantic", "down"): "theta", ("positional", "up"): "m"}
@@ -138,7 +135,7 @@ def locate_branch_end(
     (on ``config.bifurcation_quadrature``, agnostic solves with ``full_config``) when it lies beyond
     ``anchor``; otherwise, and with ``"trace"``, the semantic branch followed down is traced at fixed
     theta (:func:`trace_branch_end`) and any other end is bisected in alpha to ``bisection_tol``.  At r >= 2 or
-    r* >= 2 every end is bisected (:data:`MATRIX_END_NOTE`).
+    r* >= 2 every end is bisected (:data:`~attnphase.numerics.capabilities.MATRIX_END_NOTE`).
     """
     end, note = bifurcation_end(params, branch, direction, good, anchor, config, full_config)
     if end is not None:

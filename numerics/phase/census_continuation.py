@@ -40,12 +40,13 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.boundary_results import LocatedEnd
+from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.branches import Branch, BranchCensus, describe
 from attnphase.numerics.phase.census import search
 from attnphase.numerics.errors.replicates import replicate_count
@@ -164,6 +165,14 @@ class Continuation:
             br.add(fp, key)
             return fp, fp, None
         return None, warm, None
+
+    def value(self, br: Branch, alpha: float, key: Callable[[FixedPoint], float]) -> float:
+        """``key`` of ``br``'s point at alpha (:meth:`solve_on`); BranchLost where the branch is lost there (the solves
+        of every root search along a branch)."""
+        fp, _, _ = self.solve_on(br, alpha)
+        if fp is None:
+            raise BranchLost(f"the {br.name} branch was lost at alpha = {alpha:.4g}")
+        return key(fp)
 
     def on_orbit(self, fp: FixedPoint, key: np.ndarray, exclude: Branch | None = None,
                  label: str | None = None) -> Branch | None:

@@ -11,7 +11,7 @@ so the rows past the end show the fixed point the iteration actually lands on, w
 
 At every rank: at r >= 2 or r* >= 2 (the matrix overlaps, docs/model.md section 7) the mixed branch is followed
 upward too, a warm step has the solver's full budget (:func:`warm_budget`), and an end is bisected in alpha
-(:data:`~attnphase.numerics.phase.branch_end.MATRIX_END_NOTE`).
+(:data:`~attnphase.numerics.capabilities.MATRIX_END_NOTE`).
 """
 
 from __future__ import annotations

@@ -11,17 +11,15 @@ above, the alpha where the branch of lowest e_t changes from A to B, with its er
   root of Delta e_t above the birth);
 * where A ends in between, its end (or the root of Delta e_t below it, where B lies below A at A's last point).
 
-A change not located is NaN with the reason in the notes.  ``_value`` and ``_Lost`` are the solves along a branch
-that every root search of :mod:`attnphase.numerics.phase.lowest_branch` shares (alpha_l's too).
+A change not located is NaN with the reason in the notes.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Callable
-
 from attnphase.numerics.phase.boundary_results import LocatedEnd
+from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.branches import Branch, BranchCensus
 from attnphase.numerics.phase.census_continuation import END_TOL, Continuation
 from attnphase.numerics.phase.census_separation import (A_SIDE, B_SIDE, UNSETTLED, Separation, SignSample, hugs_zero,
@@ -35,10 +33,6 @@ ROOT_METHOD = "root of Delta e_t (Illinois regula falsi on solves); err = final 
 #: ... and where the rule's blocks give its standard error.
 ROOT_ERR_METHOD = ("root of Delta e_t (Illinois regula falsi on solves); err = hypot(the rule's standard error from "
                    "{n} blocks linearised at the root, {se:.2g}; the final bracket width, {width:.2g})")
-
-
-class _Lost(RuntimeError):
-    """A solve inside a root search did not converge onto its branch."""
 
 
 @dataclass(frozen=True)
@@ -71,13 +65,6 @@ def flank_separations(cont: Continuation, A: Branch, B: Branch, a: float, b: flo
         if low.on(x) and up.on(x):
             out.append(separation(cont.replicas(low.points[x]), cont.replicas(up.points[x]), (low.name, up.name)))
     return tuple(out)
-
-
-def _value(cont: Continuation, br: Branch, alpha: float, key: Callable[[FixedPoint], float]) -> float:
-    fp, _, _ = cont.solve_on(br, alpha)
-    if fp is None:
-        raise _Lost(f"the {br.name} branch was lost at alpha = {alpha:.4g}")
-    return key(fp)
 
 
 def _e_t(fp: FixedPoint) -> float:
@@ -154,7 +141,7 @@ def _delta_root(cont: Continuation, A: Branch, B: Branch, a: float, b: float, to
     evaluations: list[tuple[float, float]] = []
 
     def delta(x: float) -> float:
-        v = _value(cont, A, x, _e_t) - _value(cont, B, x, _e_t)
+        v = cont.value(A, x, _e_t) - cont.value(B, x, _e_t)
         evaluations.append((x, v))
         return v
 
@@ -181,7 +168,7 @@ def locate_change(cont: Continuation, bc: BranchCensus, A: Branch, B: Branch, a:
     born = None if B.on(a) else _end_in(bc, B, a, b, "above")
     ends = None if A.on(b) else _end_in(bc, A, a, b, "below")
     if born is None and not B.on(a) or ends is None and not A.on(b):
-        raise _Lost(f"{A.name if not A.on(b) else B.name} is not on at both grid points and its end was not located")
+        raise BranchLost(f"{A.name if not A.on(b) else B.name} is not on at both grid points and its end was not located")
     if born is not None:
         first = min(x for x in B.points if x >= born.alpha)  # B's point nearest its birth
         if born.kind == f"meets {A.name}" or not A.on(first) and cont.solve_on(A, first)[0] is None \
@@ -221,7 +208,7 @@ def global_minimum_changes(cont: Continuation, bc: BranchCensus, tol: float, not
         A, B, a, b = bc.branch(lowest[i]), bc.branch(lowest[j]), grid[i], grid[j]
         try:
             changes.append(locate_change(cont, bc, A, B, a, b, tol, edge_tol))
-        except (_Lost, RootNotFound, ValueError) as exc:
+        except (BranchLost, RootNotFound, ValueError) as exc:
             notes.append(f"global minimum: {A.name} -> {B.name} in [{a:g}, {b:g}], not located: {exc}")
             changes.append(Change(math.nan, math.nan, A.name, B.name, f"not located: {exc}", (a, b)))
     changes = [replace(c, separations=flank_separations(cont, bc.branch(c.frm), bc.branch(c.to), *c.interval))

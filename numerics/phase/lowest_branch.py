@@ -1,30 +1,22 @@
-"""The phase boundaries at one omega from the global minimum, for every rank (docs/model.md sections 6-7): every
-boundary located from converged fixed points of the state evolution
-(:func:`~attnphase.numerics.se.state_evolution.solve`) alone.  At r = r* = 1
-:func:`~attnphase.numerics.phase.boundaries.phase_boundaries` takes the scalar form's fast path instead
-(:mod:`attnphase.numerics.phase.scalar_boundaries`: bifurcation eigenvalues of the agnostic branch, the fine-rule
-Newton correction of alpha_c); this search is the one for r >= 2 or r* >= 2 (it runs at r = r* = 1 too:
-:func:`lowest_branch_boundaries` takes any model).
+"""The phase boundaries at one omega from the global minimum, for every rank (docs/model.md sections 6-7,
+docs/method.md section 5): every boundary located from converged fixed points of the state evolution alone.  At
+r = r* = 1 :func:`~attnphase.numerics.phase.boundaries.phase_boundaries` takes the scalar form's fast path
+(:mod:`attnphase.numerics.phase.scalar_boundaries`) instead; this search runs at every rank.
 
-* branches -- every fixed point the census finds, continued along the alpha grid
-  (:mod:`attnphase.numerics.phase.census_continuation`: censuses at the grid's ends and where the lowest branch
-  or the set of branches changes between neighbouring grid points, branches followed by warm starts, several branches
-  of one label numbered, ``mixed#1``, ``mixed#2``, and described by their gauge invariants in the notes), with
-  every birth and end located by bisection on existence;
-* the global minimum at a grid point -- the branch of lowest e_t among those on there
-  (e_t = min over the fixed points found); unknown where no census start and no followed branch converged;
-* its changes -- between neighbouring grid points where the lowest branch differs, A below and B above
-  (:mod:`attnphase.numerics.phase.global_minimum_changes`): where both are on at both points, the root of
-  Delta e_t = e_t(A) - e_t(B) by :func:`~attnphase.numerics.roots.illinois_bracket` on solves along the two
-  branches (error = its final bracket's width); where B is born in between, its birth (when it is born from A, or
-  lies below A where it is first found; else the root of Delta e_t above the birth); where A ends in between, its
-  end (or the root of Delta e_t below it, where B lies below A at A's last point);
+* branches -- every fixed point the censuses find, continued along the alpha grid with every birth and end
+  (:mod:`attnphase.numerics.phase.census_continuation`);
+* the global minimum at a grid point -- the branch of lowest e_t among those on there; unknown where no census start
+  and no followed branch converged;
+* its changes -- :mod:`attnphase.numerics.phase.global_minimum_changes`: the root of Delta e_t = e_t(A) - e_t(B),
+  err = hypot(the rule's standard error linearised at the root, the final bracket width), or, where the rule does
+  not tell the two branches apart, the centre +- half-width of the interval where the sign of Delta e_t is not
+  established (:mod:`attnphase.numerics.phase.census_separation`); or a branch's birth or end;
 * ``alpha_c`` -- the first change of the global minimum from a positional or agnostic point to a semantic or
-  mixed one (a change between two positional points, or from the agnostic to the positional one, is none), with
-  the two branches (``alpha_c_from``, ``alpha_c_to``) and how it was located (``alpha_c_method``); every other
-  change is in the notes;
-* ``alpha_l`` -- where the global minimum's eps_g first drops below eps_lin (the linear baseline of section 5
-  with the rank-r* teacher's h*), by the same root finder (or alpha_c, when eps_g jumps below eps_lin there).
+  mixed one, with the two branches (``alpha_c_from``, ``alpha_c_to``) and how it was located
+  (``alpha_c_method``); every other change is in the notes;
+* ``alpha_l`` -- where the global minimum's eps_g first drops below eps_lin (the rank-r* teacher's), the root of
+  eps_g - eps_lin by the same root finder, err = hypot(the rule's standard error linearised at the root, the final
+  bracket width) (or the change, when eps_g jumps below eps_lin there).
 
 A boundary not found is NaN with the reason in ``notes``: no change on the grid (absence) is told apart from
 grid points where nothing converged (solver failure).
@@ -40,7 +32,8 @@ from attnphase.numerics.errors.replicates import linearised_root_error
 from attnphase.numerics.phase.boundary_results import Boundaries, CurvePoint, model_branches
 from attnphase.numerics.phase.branches import Branch, BranchCensus
 from attnphase.numerics.phase.census_continuation import END_TOL, MAX_CENSUS, Continuation
-from attnphase.numerics.phase.global_minimum_changes import Change, _Lost, _value, global_minimum_changes
+from attnphase.numerics.phase.brackets import BranchLost
+from attnphase.numerics.phase.global_minimum_changes import Change, global_minimum_changes
 from attnphase.numerics.se.starts import teacher_rank
 from attnphase.numerics.roots import RootNotFound, illinois_bracket
 from attnphase.theory.params import ModelParams
@@ -150,7 +143,7 @@ def _alpha_l(cont: Continuation, bc: BranchCensus, lowest: list[str], changes: l
     A, B = bc.branch(lowest[i]), bc.branch(lowest[j])
 
     def eps_gap(br: Branch, x: float) -> float:
-        return _value(cont, br, x, lambda fp: fp.observables.eps_g) - lin
+        return cont.value(br, x, lambda fp: fp.observables.eps_g) - lin
 
     def root(br: Branch, a: float, b: float, ga: float, gb: float) -> tuple[float, float, str]:
         """The root of eps_g - eps_lin on ``br`` and its error: hypot(the rule's standard error from the blocks at
@@ -183,6 +176,6 @@ def _alpha_l(cont: Continuation, bc: BranchCensus, lowest: list[str], changes: l
             notes.append(f"alpha_l = the change at {xc:.4g}: eps_g jumps below eps_lin where {B.name} becomes the lowest")
             return xc, ch.err, B.name
         return root(B, xc, grid[j], gB, gap[j])
-    except (_Lost, RootNotFound, ValueError) as exc:
+    except (BranchLost, RootNotFound, ValueError) as exc:
         notes.append(f"alpha_l: root not found: {exc}")
         return math.nan, math.nan, ""

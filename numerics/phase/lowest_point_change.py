@@ -44,6 +44,7 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.absence import EIGENVALUE, absence_evidence
 from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error
 from attnphase.numerics.phase.boundary_results import Boundaries
+from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.branch_end import on_branch
 from attnphase.numerics.phase.continuation import BranchSweep
 from attnphase.numerics.quadrature.rules import QuadratureRule
@@ -65,10 +66,6 @@ SCALAR_NOTES = ("alpha_c: the branches never coexist on the grid", "alpha_c outs
 
 #: The branches a sweep follows; the agnostic point is the third fixed point.
 SWEPT = ("semantic", "positional")
-
-
-class _Lost(RuntimeError):
-    """A solve of the root search converged neither onto its branch nor onto the agnostic point."""
 
 
 @dataclass
@@ -173,7 +170,7 @@ class _Search:
         if fp.status.converged and fp.branch == "agnostic":
             agn.setdefault(alpha, fp)
             return fp
-        raise _Lost(f"the {branch} point was lost at alpha = {alpha:.5g} ({fp.status.message}, label {fp.branch})")
+        raise BranchLost(f"the {branch} point was lost at alpha = {alpha:.5g} ({fp.status.message}, label {fp.branch})")
 
     def lowest(self, alpha: float) -> tuple[str, str]:
         """(the lowest-e_t point's label, "") at a grid alpha, or ("", why unknown)."""
@@ -219,7 +216,7 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
                     break
                 others.append(f"{l0} -> {label} between alpha = {a0:.4g} and {a:.4g}")
             seq.append((a, label))
-    except _Lost as exc:
+    except BranchLost as exc:
         return replace(b, notes=tuple(notes + [f"alpha_c: not located: {exc}"]))
     top = change[2] if change else math.inf
     unseen = [f"{a:.4g} ({br}: {why})" for br in SWEPT for a, why in sorted(s.known.failed[br].items()) if a > top]
@@ -241,7 +238,7 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
                                                 f"its bracket [{a0:.4g}, {a1:.4g}]"]))
     try:
         alpha_c, err, method = _locate(s, l0, a0, a1)
-    except _Lost as exc:
+    except BranchLost as exc:
         return replace(b, notes=tuple(notes + [f"alpha_c ({l0} -> semantic): not located: {exc}"]))
     note = (f"alpha_c = {alpha_c:.4g} +- {err:.2g}: the lowest-e_t point changes from the {l0} point to the semantic "
             f"point between grid alphas {a0:.4g} and {a1:.4g} ({method})")
