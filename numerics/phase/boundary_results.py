@@ -104,6 +104,13 @@ class Boundaries:
                 | self.errors())
 
 
+def end_columns(branch: str, end: Any) -> dict[str, Any]:
+    """The fields ``<branch>_end``, ``_end_err``, ``_end_kind`` and ``_end_method`` of :class:`Boundaries` from ``end``
+    (a :class:`~attnphase.numerics.phase.branch_end.BranchEnd` or :class:`LocatedEnd`)."""
+    return {f"{branch}_end": end.alpha, f"{branch}_end_err": end.err, f"{branch}_end_kind": end.kind,
+            f"{branch}_end_method": end.method}
+
+
 def boundary_keys(r: int = 1) -> tuple[str, ...]:
     """The boundaries that carry errors: alpha_c, alpha_l and every branch's end."""
     return ("alpha_c", "alpha_l") + tuple(f"{b}_end" for b in model_branches(r))

@@ -1,39 +1,19 @@
 """The census's fixed points continued along alpha: which branches of fixed points exist at each point of an alpha
-grid, for every L, r, r* (docs/method.md section 12).
+grid, for every L, r, r* (docs/method.md section 11, "The rank-r phase diagram": branches, births and ends).
 
-A *branch* is a curve of converged fixed points of the state evolution over alpha with one label
-(:func:`~attnphase.numerics.se.overlaps.branch_label`: semantic, positional, agnostic, mixed); several branches of
-one label are numbered in the order they were found (``mixed#1``, ``mixed#2``) and told apart by their gauge
-invariants (:func:`~attnphase.numerics.phase.gauge_orbits.orbit_key`), which
-:func:`~attnphase.numerics.phase.branches.describe` prints (:mod:`attnphase.numerics.phase.branches`: a branch, the
-branches over the grid).
+1. **census** -- :func:`~attnphase.numerics.phase.census.search` at the first and the last grid point;
+2. **follow** -- every distinct point found starts a :class:`~attnphase.numerics.phase.branches.Branch` (unless it
+   lies on the orbit of a known branch's point there), followed over the grid both ways by warm starts
+   (:meth:`Continuation.solve_on`); a branch followed onto another's orbit is that branch (the two are joined);
+3. **re-census** -- between neighbouring grid points where the lowest branch, or the set of branches on, differs,
+   a census at the grid points not yet censused (at most ``max_census`` in all), then step 2 for the points it
+   finds; a new branch on at one grid point only that is one point with another branch's there within the rule's
+   error bars is the rule's split (:meth:`Continuation.split`): dropped, noted;
+4. **ends** -- bisection on a branch's existence between a grid point where it is on and the next where it is not
+   (:func:`locate_end`), the kind saying what the solve gave beyond it.
 
-1. **census** -- :func:`~attnphase.numerics.phase.census.search` (the census's starts and deduplication on the
-   gauge orbit; no error bars, no stability test) at the first and the last grid point;
-2. **follow** -- every distinct point found starts a branch (unless it lies on the orbit of a known branch's point
-   there), followed over the grid both ways by warm starts: the solve of its label's hat projection from the
-   branch's nearest point (:func:`~attnphase.numerics.se.state_evolution.solve` with ``init``; where that does not
-   reach it, from the embedded start).  A solve is on the
-   branch when it converged, has the branch's label, and its orbit key is nearer (the distance of
-   :func:`~attnphase.numerics.phase.gauge_orbits.orbit_distance`) to the branch's key extrapolated linearly to that
-   alpha from its two nearest points than to any other branch's of that label: a warm start that falls onto a neighbouring branch of the same
-   label is not taken for this one.  A branch followed onto another's orbit at a grid point is that branch (the two
-   are joined);
-3. **re-census** -- between neighbouring grid points where the lowest branch, or the set of branches on,
-   differs, a census at the grid points not yet censused (the intervals where the lowest branch changes first,
-   then those where the set changes; once a re-census finds no new branch, only the former; at most
-   ``max_census`` censuses in all), then step 2 for the points it finds.  A new branch on at its census's grid
-   point alone that is one point with the nearest other branch's there within the rule's error bars (the census's
-   merge, :func:`~attnphase.numerics.phase.gauge_orbits.within_errors`) is the rule's split: dropped, noted;
-4. **ends** -- between a grid point where a branch is on and the next where it is not, bisection on its
-   existence (solves warm from its nearest points, no embedded start) to a bracket of width ``end_tol`` (:func:`locate_end`): a birth
-   where it exists above, an end where it exists below; the kind says what the solve gave beyond it (the orbit of
-   another branch -- it meets that branch there, e.g. a mixed branch born from the positional point --, another
-   label, or no convergence, which may be the solver's limit rather than the branch's).
-
-A census where no start converged is recorded (``failed``): there nothing is known, which is solver failure,
-not absence.  A solve is a pure function of its (alpha, label, start): :meth:`Continuation.solve` runs each once and
-counts them per phase (``count``).
+A census where no start converged is recorded (``failed``): solver failure, not absence.  A solve is a pure
+function of its (alpha, label, start): :meth:`Continuation.solve` runs each once and counts them per phase.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
-"""Where the global minimum changes along alpha (docs/model.md sections 6-7): between neighbouring grid points of a
-:class:`~attnphase.numerics.phase.census_continuation.BranchCensus` where the lowest branch differs, A below and B
-above, the alpha where the branch of lowest e_t changes from A to B, with its error and how it was located.
-
-* where both are on at both points, the root of Delta e_t = e_t(A) - e_t(B) by
-  :func:`~attnphase.numerics.roots.illinois_bracket` on solves along the two branches (error = hypot(the rule's
-  standard error linearised at the root, the final bracket's width)); where the rule does not tell the two apart
-  near the root (Delta e_t hugs 0), the centre of the interval where its sign is not established, its half-width
-  the error;
-* where B is born in between, its birth (when it is born from A, or lies below A where it is first found; else the
-  root of Delta e_t above the birth);
-* where A ends in between, its end (or the root of Delta e_t below it, where B lies below A at A's last point).
-
-A change not located is NaN with the reason in the notes.
+"""Where the global minimum changes along alpha (docs/model.md sections 6-7; docs/method.md section 11, "the global
+minimum" and "error bars of the decision"): between neighbouring grid points of a
+:class:`~attnphase.numerics.phase.branches.BranchCensus` where the lowest branch differs, A below and B above, the
+alpha where the branch of lowest e_t changes from A to B, with its error and how it was located: the root of
+Delta e_t = e_t(A) - e_t(B) (:func:`_delta_root`), the interval where its sign is not established
+(:func:`_delta_change`), or B's birth or A's end (:func:`locate_change`).  A change not located is NaN with the reason
+in the notes.
 """
 
 from __future__ import annotations

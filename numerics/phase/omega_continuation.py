@@ -29,7 +29,7 @@ import math
 from dataclasses import replace
 from typing import Sequence
 
-from attnphase.numerics.phase.boundary_results import Boundaries
+from attnphase.numerics.phase.boundary_results import Boundaries, end_columns
 from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, refine_alpha_c, refined_alpha_l
 from attnphase.numerics.phase.brackets import ALPHA_LIMIT, BranchLost, first_solvable, grid_extension
 from attnphase.numerics.phase.branch_end import BranchEnd, bifurcation_from, on_branch
@@ -225,13 +225,11 @@ def continued_boundaries(
                                                  alpha_c_err, cfg)
     notes += [note] if note else []
     b = with_scalar_labels(Boundaries(
-        omega=params.omega, alpha_c=alpha_c, alpha_l=alpha_l, semantic_end=sem_end.alpha,
-        positional_end=pos_end.alpha, notes=tuple(notes), alpha_c_coarse=alpha_c_coarse,
-        semantic_end_kind=sem_end.kind, positional_end_kind=pos_end.kind, semantic_end_method=sem_end.method,
-        positional_end_method=pos_end.method, semantic=br.sweep("semantic", sem_end, "below"),
+        omega=params.omega, alpha_c=alpha_c, alpha_l=alpha_l, notes=tuple(notes), alpha_c_coarse=alpha_c_coarse,
+        semantic=br.sweep("semantic", sem_end, "below"),
         positional=br.sweep("positional", pos_end, "above" if math.isfinite(pos_end.alpha) else ""),
-        alpha_c_err=alpha_c_err, alpha_l_err=alpha_l_err, semantic_end_err=sem_end.err, positional_end_err=pos_end.err,
-    ), cfg)
+        alpha_c_err=alpha_c_err, alpha_l_err=alpha_l_err,
+        **end_columns("semantic", sem_end), **end_columns("positional", pos_end)), cfg)
     return b, tuple(br.iterates["semantic"] + br.iterates["positional"])
 
 
