@@ -1,24 +1,14 @@
-"""The thresholds of the Bayes-optimal state evolution with their error bars (docs/bayes-optimal.md).
+"""The thresholds of the Bayes-optimal state evolution with their error bars (docs/bayes-optimal.md), on the curve
+alpha*(q0) of numerics/se/bayes.py (the alpha at which q0 is a fixed point):
 
-On the curve alpha*(q0) of numerics/se/bayes.py (the alpha at which q0 is a fixed point):
+* ``alpha_weak_recovery``: where q0 = 0 loses stability, lim_{q0 -> 0} alpha*(q0) (:func:`weak_recovery_on`);
+* ``alpha_amp``: the end of the uninformative branch, the first interior local maximum of alpha*(q0)
+  (:func:`amp_on`); noiseless without one, 1 / L; with noise without one, null;
+* ``alpha_it``: where the informative branch's free entropy overtakes the uninformative one's (:func:`it_on`):
+  noiseless exactly 1 / L, with noise the crossing by Brent's method; null where the branches do not coexist.
 
-* ``alpha_weak_recovery``: where q0 = 0 loses stability, lim_{q0 -> 0} alpha*(q0) (computed on the rule at
-  q0 / rho0 ~ 1e-5, extrapolated linearly, the extrapolation's change from 2e-5 in the bar; the closed form is
-  (1 + Delta)^2 / (L (L + 1))).
-* ``alpha_amp``: the end of the uninformative branch, the first interior local maximum of alpha*(q0) (a
-  saddle-node of the map): above it the iteration from q0 = 0+ (AMP's state evolution) jumps to the
-  informative branch.  Where alpha* has no interior maximum the branch rises continuously: noiseless, it
-  reaches perfect recovery at alpha*(rho0-) = 1 / L, which is then alpha_amp (L >= 2: no algorithmic gap);
-  with noise there is no jump and alpha_amp is null.
-* ``alpha_it``: where the informative branch's free entropy overtakes the uninformative one's.  Noiseless,
-  Phi at q0 -> rho0 behaves as (alpha L - 1) / 2 * log(1 / (rho0 - q0)) (docs/bayes-optimal.md): +inf above
-  alpha = 1 / L, -inf below, so the crossing is exactly 1 / L.  With noise (Delta > 0) the two branches'
-  Phi are computed and their crossing located by Brent's method on [the informative branch's lower end,
-  alpha_amp]; null where the branches do not coexist.
-
-Error bars: the rules are exponentially convergent products of Gauss rules (numerics/se/bayes.py,
-the :class:`SignRule`), so each threshold's bar is the change of its value from the rule of order
-n - ORDER_STEP to the rule of order n (the value is order n's), at least the root finders' tolerance.
+Each bar is the change of the value from the rule of order n - ORDER_STEP to that of order n (the rules are
+exponentially convergent products of Gauss rules), at least the root finders' tolerance.
 """
 
 from __future__ import annotations
@@ -36,9 +26,8 @@ from attnphase.numerics.se.bayes import (DEFAULT_ORDER, ORDER_STEP, AlphaCurve, 
 #: The keys of the thresholds, in the order they are reported.
 THRESHOLD_KEYS = ("alpha_weak_recovery", "alpha_it", "alpha_amp")
 
-#: Relative size of alpha*(x)'s rounding noise: where x = q0 / rho0 ~ 1e-9, alpha*(x) ~ alpha_WR wiggles by ~1e-8
-#: relative (L = 1, Delta = 0, the rule sign32: 0.5000000207 between 0.5000000090 and 0.5000000160); a local maximum
-#: that alpha* falls from by less than this is that noise, not the end of a branch.
+#: Relative size of alpha*(x)'s rounding noise (~1e-8 at x = q0 / rho0 ~ 1e-9): a local maximum that alpha* falls
+#: from by less than this is that noise, not the end of a branch.
 CURVE_RESOLUTION = 1e-7
 
 #: The part of the coexistence range [informative end, alpha_amp] left out at each end in the crossing search.
@@ -112,13 +101,6 @@ def amp_on(model: BayesModel, rule: SignRule, curve: AlphaCurve) -> tuple[float,
     return None
 
 
-def informative_end_on(model: BayesModel, curve: AlphaCurve, x_amp: float) -> float:
-    """The lowest alpha of the informative branch: the minimum of alpha*(x) above x_amp (noiseless, with
-    the perfect-recovery point: at most alpha*(1-) = 1 / L)."""
-    above = curve.x > x_amp
-    return float(curve.alpha[above].min())
-
-
 def it_on(model: BayesModel, rule: SignRule, curve: AlphaCurve, amp: tuple[float, float] | None) -> float | None:
     """The free-entropy crossing (module doc): 1 / L noiseless; with noise, the root of
     Phi(informative) - Phi(uninformative) in alpha; None where the branches do not coexist."""
@@ -127,7 +109,7 @@ def it_on(model: BayesModel, rule: SignRule, curve: AlphaCurve, amp: tuple[float
     if amp is None:
         return None
     a_amp, x_amp = amp
-    a_low = informative_end_on(model, curve, x_amp)
+    a_low = float(curve.alpha[curve.x > x_amp].min())  # the informative branch's lowest alpha
     if not a_low < a_amp:
         return None
 

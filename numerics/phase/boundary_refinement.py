@@ -1,12 +1,6 @@
-"""alpha_c and alpha_l refined on finer rules than the solves', with their standard errors.
-
-* :func:`refine_alpha_c` -- Newton steps on Delta e_t = e_t(semantic) - e_t(positional) with E[M] on a
-  finer rule (e_t is stationary in the overlaps, docs/method.md section 6, e_t and alpha_c from a finer rule), block by block for its
-  error bar;
-* :func:`refine_alpha_l` -- the semantic point at the solve rule's root of eps_g = eps_lin re-solved on a
-  finer rule, and one secant step (multilevel);
-* :func:`block_root_error` -- the standard error of a root found on the pooled solve rule, from its blocks
-  (:mod:`attnphase.numerics.errors.replicates`).
+"""alpha_c and alpha_l refined on finer rules than the solves', with their standard errors (docs/method.md
+sections 6-7): :func:`refine_alpha_c` (Newton steps on Delta e_t with E[M] on a finer rule), :func:`refine_alpha_l`
+(a multilevel secant step), :func:`block_root_error` (a root's standard error from the solve rule's blocks).
 """
 
 from __future__ import annotations

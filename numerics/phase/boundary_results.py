@@ -1,13 +1,9 @@
 """What a boundary search returns at one omega, at every rank: :class:`Boundaries`, its ends and its columns.
 
-The branches of the model (:func:`model_branches`): semantic and positional, and mixed at student rank
-r >= 2 (one positional and one semantic direction, docs/model.md section 7).  A boundary is a change of
-the lowest-e_t branch (``alpha_c``, from branch ``alpha_c_from`` to ``alpha_c_to``), the first drop of
-the lowest branch's eps_g below eps_lin (``alpha_l``, on ``alpha_l_branch``), or the end of a branch
-(``<branch>_end``: its kind and the method that located it).  Every boundary carries an error
-(``err_<boundary>``; the dataclass's field is ``<boundary>_err``): at r = r* = 1 its standard error from the rules' scrambling blocks
-(:mod:`attnphase.numerics.errors.replicates`), at r >= 2 or r* >= 2 the final bracket width of the search
-that located it (``alpha_c_method`` and ``<branch>_end_method`` say which).
+A boundary is a change of the lowest-e_t branch (``alpha_c``, from branch ``alpha_c_from`` to ``alpha_c_to``), the
+first drop of the lowest branch's eps_g below eps_lin (``alpha_l``, on ``alpha_l_branch``), or the end of a branch
+(``<branch>_end``: its kind and the method that located it).  Every boundary carries an error (``err_<boundary>``,
+the field ``<boundary>_err``; ``alpha_c_method`` and ``<branch>_end_method`` say what it is).
 """
 
 from __future__ import annotations

@@ -1,25 +1,13 @@
-"""When two fixed points of the state evolution are one: the same orbit of the model's symmetry group.
+"""When two fixed points of the state evolution are one: the same orbit of the model's symmetry group
+(docs/model.md section 7; docs/method.md section 12, "Duplicates").
 
-The SE map commutes with the gauge group (docs/model.md section 7): at rank r, r* the rotations O(r) x O(r*) of
-the student's and the teacher's axes,
-
-    q0 -> O q0 O^T,   V0 -> O V0 O^T,   m -> m O^T,   th0 -> O th0 O*^T,
-
-and, for every rank, the model's own symmetries (a permutation of the positions with the signs it allows,
-:func:`~attnphase.numerics.quadrature.symmetry.model_symmetry_group`).  Its fixed points come in orbits, and
-two converged points are one fixed point when they lie on one orbit.  An orbit is named by a key
-(:func:`orbit_key`):
-
-* r = r* = 1: the gauge group is its sign part {+-1} x {+-1}, and the key is the canonical form -- the image
-  (q0, V0, m_1..m_L, th0) under the model's group with the lexicographically largest (th0, m) (:func:`canonical`);
-* r >= 2 or r* >= 2: the orbit's invariants -- eigenvalues of q0 and V0, singular values of th0, |m_l|
-  (:func:`invariant_vector`).
-
-Two keys within :data:`SAME_POINT_RTOL` are one point (:func:`same_point`).  After the error bars, two points
-are one when every invariant lies within :data:`SAME_WITHIN_ERRORS` combined error bars (:func:`within_errors`):
-at r = r* = 1 the invariants q, V, |m|, |theta|; at r >= 2 or r* >= 2 those of the key, and e_t within as many
-errors of the paired difference (:func:`paired_difference`), which separates two points of one rule
-(docs/method.md section 12).
+The SE map commutes with the gauge group -- at rank r, r* the rotations O(r) x O(r*) of the student's and the
+teacher's axes, q0 -> O q0 O^T, V0 -> O V0 O^T, m -> m O^T, th0 -> O th0 O*^T -- and with the model's own
+symmetries (:func:`~attnphase.numerics.quadrature.symmetry.model_symmetry_group`).  An orbit is named by a key
+(:func:`orbit_key`): at r = r* = 1 the canonical form (:func:`canonical`), at r >= 2 or r* >= 2 the orbit's
+invariants (:func:`invariant_vector`).  Two keys within :data:`SAME_POINT_RTOL` are one point (:func:`same_point`);
+after the error bars, two points whose invariants agree within :data:`SAME_WITHIN_ERRORS` combined error bars are
+one (:func:`within_errors`).
 """
 
 from __future__ import annotations

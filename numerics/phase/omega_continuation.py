@@ -1,26 +1,10 @@
-"""Phase boundaries continued in omega: each omega's boundaries computed locally from its neighbour's.
-
-At omega_k, given the boundaries b (with their fixed points) at omega_{k-1} and omega_{k-2}:
-
-* prediction -- each boundary by secant extrapolation,
-  b*(omega_k) = b_{k-1} + (b_{k-1} - b_{k-2}) (omega_k - omega_{k-1}) / (omega_{k-1} - omega_{k-2}),
-  with a tolerance (:func:`~attnphase.numerics.phase.omega_prediction.predict`);
-* both branches at the neighbour's grid alphas, each warm-started from the neighbour's fixed point
-  at the same alpha (continuation in omega at fixed alpha: 6-9 SE evaluations for 0.01 in omega);
-* branch ends -- the bifurcation secant (the agnostic eigenvalue crossing 1) from the predicted end,
-  accepted as phase_boundaries accepts it (beyond the branch's last grid point, crossing the right
-  way) and only where its sweep would not get past it to the next grid point;
-* alpha_c -- Delta e_t = e_t(semantic) - e_t(positional) bracketed outward from the prediction,
-  safeguarded Newton steps (slope Delta E[M]), phase_boundaries' fine-rule correction; the sign of
-  Delta e_t at every common grid point must agree with the root;
-* alpha_l -- the first sign change of eps_g - eps_lin at or above alpha_c on phase_boundaries'
-  samples (alpha_c, then the semantic grid points), Brent's method on that bracket narrowed at the
-  prediction.
-
-Adaptive step: where the local computation fails (a boundary not bracketed near its prediction or
-further from it than the tolerance, a branch lost, an end of another kind) that omega is computed
-independently by :func:`~attnphase.numerics.phase.boundaries.phase_boundaries` (always correct), the reason
-in its notes, and the chain goes on from that result.
+"""Phase boundaries continued in omega (docs/method.md section 13): each omega's boundaries computed locally from
+its neighbours', from their predictions (:func:`~attnphase.numerics.phase.omega_prediction.predict`), both branches
+warm-started from the neighbour's fixed points at the same alpha, the ends by the bifurcation secant from the
+predicted end, alpha_c and alpha_l bracketed around their predictions and refined as in
+:func:`~attnphase.numerics.phase.scalar_boundaries.scalar_boundaries`.  Where the local computation fails (a
+boundary not bracketed near its prediction or further from it than the tolerance, a branch lost, an end of another
+kind) that omega is computed independently, the reason in its notes, and the chain goes on from that result.
 """
 
 from __future__ import annotations
@@ -94,8 +78,7 @@ class _Branches:
         """``branch`` at ``alpha`` above the grid (where phase_boundaries follows a branch with no end on up to
         ALPHA_LIMIT), given ``below``, this model's point at the previous alpha: from the neighbour's point there
         (the step budget, as a grid point), else reached from ``below`` as phase_boundaries' sweep gets there;
-        None where neither is on the branch.  From the neighbour's points (omega = 0.28-0.31, default rules)
-        alpha = 6 and 10 cost 19-28 SE evaluations together, the steps in alpha from the grid's top 30-35."""
+        None where neither is on the branch."""
         fp = self._run(alpha, branch, neighbour, self.steps) if neighbour is not None else None
         return fp if fp is not None else self.reach(branch, below, alpha)
 

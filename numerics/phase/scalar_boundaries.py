@@ -1,7 +1,7 @@
 """The phase boundaries of docs/model.md section 6 at one omega, rank r = r* = 1: the fast path of
 :func:`~attnphase.numerics.phase.boundaries.phase_boundaries` (docs/method.md sections 5-7).
 
-The semantic and positional branches are followed by continuation (:func:`~attnphase.numerics.phase.continuation.sweep`):
+The two branches are followed by continuation (:func:`~attnphase.numerics.phase.continuation.sweep`):
 
 * ``alpha_c`` -- root of Delta e_t(alpha) = e_t(semantic) - e_t(positional) by safeguarded Newton steps (slope
   Delta E[M]), corrected by Newton steps with E[M] on a finer rule
