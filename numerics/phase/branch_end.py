@@ -194,18 +194,13 @@ def trace_branch_end(
 ) -> BranchEnd:
     """Follow ``branch`` from ``start`` towards a vanishing order parameter, alpha solved for.
 
-    The order parameter (th0 for the semantic branch, |m| for the positional one; a sign flip is a
-    symmetry, so its size is traced) runs geometrically from 0.9 of its value at ``start`` down to
-    ``min_ratio`` of it, but not below ``floor`` (default :data:`SEMANTIC_THETA_FLOOR` /
-    :data:`POSITIONAL_M_FLOOR`), each point warm-started from the last
-    (:func:`~attnphase.numerics.se.fixed_order_solve.solve_at_order`).  A step that
-    fails or jumps in alpha by more than ``max_alpha_jump`` (positional: a jump DOWN in alpha,
-    onto the branch's rising part) is retried in up to ``max_subdivisions`` geometric half-steps
-    (default 4 semantic, 1 positional); the trace stops where alpha still jumps.
-
-    The end is the extreme alpha reached (smallest for the semantic branch, largest for the
-    positional one): a ``"fold"`` where that is an interior extremum of alpha(order parameter), a
-    ``"bifurcation"`` where alpha keeps moving as the order parameter shrinks to the floor.
+    The order parameter's size (|th0| semantic, |m| positional) runs geometrically from 0.9 of its value at
+    ``start`` down to ``min_ratio`` of it, not below ``floor`` (default the branch's floor), each point warm-started
+    from the last (:func:`~attnphase.numerics.se.fixed_order_solve.solve_at_order`).  A step that fails or jumps in
+    alpha by more than ``max_alpha_jump`` (positional: down in alpha) is retried in up to ``max_subdivisions``
+    geometric half-steps (default 4 semantic, 1 positional); the trace stops where alpha still jumps.  The end is the
+    extreme alpha reached: a ``"fold"`` where that is an interior extremum of alpha(order parameter), else a
+    ``"bifurcation"``.
     """
     if branch not in ("semantic", "positional"):
         raise ValueError(f"a branch end is traced on the semantic or positional branch, got {branch!r}")
@@ -221,8 +216,6 @@ def trace_branch_end(
     cur, pts = start, [start]
     stop = False
     for size in sizes:
-        # a scheduled value whose solve fails or jumps in alpha is approached in up to
-        # ``left_max`` geometric half-steps from the last good point
         target, left = float(size), left_max
         while True:
             if semantic:
@@ -241,9 +234,7 @@ def trace_branch_end(
                     break
                 target = float(size)
                 continue
-            if left == 0:
-                # a persistent jump in alpha: the solve left the branch (or quadrature noise
-                # dominates): stop; a persistent failure: try the next value
+            if left == 0:  # a persistent jump in alpha: stop; a persistent failure: the next value
                 stop = jump
                 break
             left -= 1

@@ -36,7 +36,7 @@ from attnphase.numerics.errors.replicates import error_keys, replicate_errors, r
 from attnphase.numerics.parallel import map_in_order, without_memory
 from attnphase.numerics.phase.census_starts import (CensusStart, census_starts, perturbed_starts, search_config,
                                                     solve_start)
-from attnphase.numerics.phase.gauge_orbits import orbit_key, paired_difference, same_point, within_errors
+from attnphase.numerics.phase.gauge_orbits import Replicas, orbit_key, paired_difference, same_point, within_errors
 from attnphase.numerics.se.stability import stability_eigenvalue
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import solve
@@ -48,16 +48,12 @@ CENSUS_RULES = 4
 
 
 @dataclass(frozen=True, eq=False)
-class CensusEntry:
-    """One distinct fixed point: its solve, its replicates (None: not converged on its branch; empty without error
-    bars), whether they are blocks, its error bars (``err_<key>``), the starts that reached it, its leading
-    eigenvalue, and the points merged into it within the error bars (each one's label, e_t and starts)."""
+class CensusEntry(Replicas):
+    """One distinct fixed point with its replicates and error bars (empty without error bars), the starts that
+    reached it, its leading eigenvalue, and the points merged into it within the error bars (each one's label, e_t
+    and starts)."""
 
-    point: FixedPoint
-    replicates: tuple[FixedPoint | None, ...]
-    blocks: bool
-    errors: dict[str, Any]
-    starts: tuple[str, ...]
+    starts: tuple[str, ...] = ()
     leading_eigenvalue: float = math.nan
     merged: tuple[tuple[str, float, tuple[str, ...]], ...] = ()
 
@@ -71,10 +67,6 @@ class CensusEntry:
         """The point's e_t (inf where it is not finite: ranked last)."""
         e = self.point.observables.e_t
         return e if math.isfinite(e) else math.inf
-
-    def err(self, key: str) -> Any:
-        """The error bar of ``key`` (NaN without error bars)."""
-        return self.errors.get(f"err_{key}", math.nan)
 
 
 @dataclass(frozen=True, eq=False)

@@ -30,8 +30,8 @@ from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.branches import Branch, BranchCensus, describe
 from attnphase.numerics.phase.census import search
 from attnphase.numerics.errors.replicates import replicate_count
-from attnphase.numerics.phase.census_separation import Replicas, replicas
-from attnphase.numerics.phase.gauge_orbits import orbit_distance, orbit_key, same_point, within_errors
+from attnphase.numerics.phase.census_separation import replicas
+from attnphase.numerics.phase.gauge_orbits import Replicas, orbit_distance, orbit_key, same_point, within_errors
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams
@@ -41,12 +41,9 @@ from attnphase.theory.whitening import se_params
 END_TOL = 0.05
 #: Censuses a search may run over the grid (the first and the last grid point included).
 MAX_CENSUS = 4
-#: Two points of one label at one alpha are one branch when their orbit keys lie within this (the distance of
-#: :func:`~attnphase.numerics.phase.gauge_orbits.orbit_distance`): without error bars the census's search keeps points
-#: that its merge within 4 combined error bars would join -- the default rule's bars are 0.1-0.4 % of the overlaps
-#: (README's ``solve`` example), and one rule's jumps split one fixed point into several (docs/method.md section 12).
-#: The two mixed points the census tells apart at r = 2, omega = 0.1, alpha = 0.8 lie 1.8e-2 apart
-#: (docs/data/rank2_census_omega0.1/alpha0.8/census.csv: their V0 eigenvalues 97.08 and 95.35).
+#: Two points of one label at one alpha are one branch when their orbit keys lie within this
+#: (:func:`~attnphase.numerics.phase.gauge_orbits.orbit_distance`): without error bars one rule's jumps split one fixed
+#: point into several (docs/method.md section 12); distinct mixed points lie ~2e-2 apart.
 SAME_BRANCH_RTOL = 1e-2
 #: Grid points where a branch is not found that its following passes over before it stops.
 FOLLOW_PAST = 1
@@ -71,9 +68,7 @@ class Continuation:
 
     def solve(self, alpha: float, label: str, near: FixedPoint | None) -> FixedPoint:
         """The solve of ``label`` at alpha warm from ``near`` (from the label's embedded start where None), done once:
-        a solve is a pure function of (model, alpha, label, start, config), so a repeated one -- the embedded start
-        that every branch of a label falls back on, a point a root search or a bisection asks for again -- is
-        the stored result (``count``: solves run and reused)."""
+        a repeated one is the stored result (``count``: solves run and reused)."""
         key = (float(alpha), label, id(near))
         hit = self.solves.get(key)
         if hit is not None and hit[0] is near:
@@ -94,8 +89,7 @@ class Continuation:
 
     def replicas(self, fp: FixedPoint) -> Replicas:
         """``fp`` re-solved warm on each block of the rule, with its error bars
-        (:func:`~attnphase.numerics.phase.census_separation.replicas`), done once per point: the rule's split test, the
-        separations beside a change and the root's error share them (``count['blocks']``: block solves run)."""
+        (:func:`~attnphase.numerics.phase.census_separation.replicas`), done once per point (``count['blocks']``)."""
         hit = self.blocks.get(id(fp))
         if hit is not None and hit[0] is fp:
             return hit[1]
@@ -113,11 +107,10 @@ class Continuation:
     def solve_on(self, br: Branch, alpha: float, embedded: bool = True
                  ) -> tuple[FixedPoint | None, FixedPoint | None, Branch | None]:
         """(the point of ``br`` at alpha or None, the solve warm from its nearest point, the branch ``br`` is found to
-        be): warm from its
-        nearest point, then from its nearest point on the other side of alpha where it has one, then (with
-        ``embedded``) from the embedded start of its label; a point found is added to the branch.  The third entry is a branch of the
-        same label whose point at alpha the solve reached and which coincides with ``br`` wherever both are on (the
-        same branch, found twice)."""
+        be): warm from its nearest point, then from its nearest point on the other side of alpha, then (with
+        ``embedded``) from the embedded start of its label; a point found is added to the branch.  The third entry is
+        a branch of the same label whose point at alpha the solve reached and which coincides with ``br`` wherever
+        both are on (the same branch, found twice)."""
         alpha = float(alpha)
         if br.on(alpha):
             return br.points[alpha], br.points[alpha], None
@@ -165,12 +158,8 @@ class Continuation:
         """Whether another branch of ``br``'s label, with a point at least as near alpha as ``a0``, is predicted at
         alpha (:meth:`Branch.predict`) nearer to ``key`` than ``br`` is: the warm start fell towards that branch."""
         own = orbit_distance(br.predict(alpha), key)
-        for other in self.branches:
-            if other is br or other.label != br.label:
-                continue
-            if abs(other.nearest(alpha) - alpha) <= abs(a0 - alpha) and orbit_distance(other.predict(alpha), key) < own:
-                return True
-        return False
+        return any(other is not br and other.label == br.label and abs(other.nearest(alpha) - alpha) <= abs(a0 - alpha)
+                   and orbit_distance(other.predict(alpha), key) < own for other in self.branches)
 
     def beyond(self, br: Branch, fp: FixedPoint | None) -> str:
         """What the solve ``fp`` beyond ``br``'s end reached: ``meets <branch>`` (the orbit of another branch's point
@@ -211,17 +200,12 @@ class Continuation:
             self.branches.append(br)
             self.follow(br, self.grid.index(alpha))
             new.append(br)
-        kept = False
-        for br in new:
-            if br in self.branches and not self.split(br):
-                kept = True
-        return kept
+        return any([br in self.branches and not self.split(br) for br in new])  # every new branch tested
 
     def split(self, br: Branch) -> bool:
         """Whether ``br``, on at one grid point only, is there one fixed point with the nearest point of another
-        branch (:func:`~attnphase.numerics.phase.census_separation.one_point_at_the_rule`: the census's merge within
-        error bars) -- the rule's jumps split one point in two (docs/method.md section 12); it is then dropped, with
-        a note."""
+        branch within the rule's error bars (:func:`~attnphase.numerics.phase.gauge_orbits.within_errors`): the rule's
+        split (docs/method.md section 12), dropped with a note."""
         on = [a for a in self.grid if br.on(a)]
         if len(on) != 1:
             return False
@@ -236,9 +220,8 @@ class Continuation:
         return True
 
     def follow(self, br: Branch, i: int) -> None:
-        """Step 2: ``br`` from grid point i up, then down, while it stays on (past one grid point where it is not:
-        a solve that fails there may be the solver's, the next point tells); joined to the branch it turns out to
-        be."""
+        """Step 2: ``br`` from grid point i up, then down, while it stays on (past FOLLOW_PAST grid points where it is
+        not); joined to the branch it turns out to be."""
         for steps in (range(i + 1, len(self.grid)), range(i - 1, -1, -1)):
             missed = 0
             for k in steps:
@@ -282,16 +265,12 @@ class Continuation:
         for a in dict.fromkeys((self.grid[0], self.grid[-1])):
             self.census_at(a)
         lowest_only = False
-        while True:
-            todo = self.to_census(lowest_only)
-            if not todo:
-                break
+        while todo := self.to_census(lowest_only):
             if len(self.censused) >= max_census:
                 self.notes.append(f"census budget ({max_census}) spent: alpha = "
                                   + ", ".join(f"{self.grid[k]:g}" for k in todo) + " not censused")
                 break
-            if not self.census_at(self.grid[todo[0]]):
-                lowest_only = True
+            lowest_only = not self.census_at(self.grid[todo[0]]) or lowest_only
         self.name_branches()
         self.phase = "ends"
         ends = [e for br in self.branches for e in self.ends(br, end_tol)]

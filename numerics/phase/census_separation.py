@@ -12,32 +12,16 @@ established (:class:`SignSample`, :func:`unsettled_interval`, :func:`settle_inte
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.errors.replicates import (linearised_root_error, replicate_count, replicate_errors,
                                                   replicate_points)
-from attnphase.numerics.phase.gauge_orbits import paired_difference
+from attnphase.numerics.phase.gauge_orbits import Replicas, paired_difference
 from attnphase.numerics.se.results import FixedPoint
 
 #: Two branches are told apart at the rule where |Delta e_t| is at least this many paired errors.
 DISTINGUISHABLE = 2.0
-
-
-@dataclass(frozen=True, eq=False)
-class Replicas:
-    """A fixed point and its re-solves on the rule's blocks (None where one left its branch): what
-    :func:`~attnphase.numerics.phase.gauge_orbits.paired_difference` pairs."""
-
-    point: FixedPoint
-    replicates: tuple[FixedPoint | None, ...]
-    blocks: bool = True
-    errors: dict = field(default_factory=dict)
-
-    def err(self, key: str) -> Any:
-        """The error bar of ``key`` from the blocks (NaN where not computed)."""
-        return self.errors.get(f"err_{key}", math.nan)
 
 
 def replicas(fp: FixedPoint, cfg: SolverConfig, bars: bool = False) -> Replicas:

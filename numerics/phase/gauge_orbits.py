@@ -13,7 +13,8 @@ one (:func:`within_errors`).
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -33,15 +34,20 @@ SCALAR_INVARIANTS = ("q", "V", "m", "theta")
 MATRIX_INVARIANTS = ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms")
 
 
-class Replicated(Protocol):
-    """A census entry as the tests below read it: its point, its error bars, its replicates (None where one did
-    not converge), whether they are blocks."""
+@dataclass(frozen=True, eq=False)
+class Replicas:
+    """A fixed point, its re-solves on the rule's blocks or on independent rules (``blocks`` False; None where one
+    left its branch) and its error bars (``err_<key>``): what :func:`paired_difference` and :func:`within_errors`
+    compare."""
 
-    point: Any
-    replicates: tuple
-    blocks: bool
+    point: FixedPoint
+    replicates: tuple[FixedPoint | None, ...]
+    blocks: bool = True
+    errors: dict = field(default_factory=dict)
 
-    def err(self, key: str) -> Any: ...
+    def err(self, key: str) -> Any:
+        """The error bar of ``key`` (NaN without error bars)."""
+        return self.errors.get(f"err_{key}", math.nan)
 
 
 def canonical(params: ModelParams, ov: Overlaps) -> np.ndarray:
@@ -79,7 +85,7 @@ def same_point(a: np.ndarray, b: np.ndarray, rtol: float = SAME_POINT_RTOL) -> b
     return orbit_distance(a, b) <= rtol
 
 
-def paired_difference(a: Replicated, b: Replicated) -> tuple[float, float, int]:
+def paired_difference(a: Replicas, b: Replicas) -> tuple[float, float, int]:
     """(Delta, err(Delta), pairs): Delta = e_t(b) - e_t(a) on the solve rule, err(Delta) the spread of the per-replicate
     differences e_t(b)_j - e_t(a)_j over the replicates j where both converged (std / sqrt(n) for blocks, std for
     independent rules; NaN below two pairs).  Both points are solved on the same blocks, whose common quadrature
@@ -93,7 +99,7 @@ def paired_difference(a: Replicated, b: Replicated) -> tuple[float, float, int]:
     return delta, sd / math.sqrt(len(d)) if a.blocks else sd, len(d)
 
 
-def within_errors(a: Replicated, b: Replicated, k: float = SAME_WITHIN_ERRORS) -> bool:
+def within_errors(a: Replicas, b: Replicas, k: float = SAME_WITHIN_ERRORS) -> bool:
     """One fixed point: every invariant of the two records within ``k`` combined error bars (False without bars;
     the labels may differ: a point whose m, or theta, lies within its bars of 0 is one the rules cannot tell from
     the point with m = 0, theta = 0, there).  At r >= 2 or r* >= 2 (the records hold the matrix invariants) also

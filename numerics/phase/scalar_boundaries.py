@@ -151,10 +151,9 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
     if not math.isnan(alpha_c) and cfg.alpha_c_quadrature is not None:
         def pair_at(alpha: float) -> tuple[FixedPoint, FixedPoint]:
             # the root-finding iterates already hold both branches at alpha_0
-            found = [next((p for p in pts if p.alpha == alpha), None) for pts in (s_on, p_on)]
-            if all(found):
-                return found[0], found[1]
-            return on_branch_solve("semantic", s_on, alpha), on_branch_solve("positional", p_on, alpha)
+            found = tuple(next((p for p in pts if p.alpha == alpha), None) for pts in (s_on, p_on))
+            return found if all(found) else tuple(on_branch_solve(b, pts, alpha)
+                                                  for b, pts in (("semantic", s_on), ("positional", p_on)))
 
         common = {p.alpha for p in s_on} & {p.alpha for p in p_on}
         try:
@@ -162,9 +161,7 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
                                                          cfg.alpha_c_quadrature, cfg)
         except BranchLost as exc:
             note = f"alpha_c: {cfg.alpha_c_quadrature} correction not applied ({exc}); the value is the solve rule's root"
-        if note:
-            notes.append(note)
-
+        notes += [note] if note else []
     if math.isfinite(alpha_c) and cfg.alpha_c_quadrature is None:
         alpha_c_err = coarse_alpha_c_error(s_on, p_on, alpha_c, cfg)
     # alpha_l: semantic eps_g meets eps_lin, at or above alpha_c
@@ -188,13 +185,11 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
                 diff = None
             else:
                 diff = [first] + diff
-        if diff is None:
-            pass
-        elif diff and diff[0][1] <= 0:
+        if diff and diff[0][1] <= 0:
             alpha_l = diff[0][0] if lo is not None else math.nan
             if lo is None:
                 notes.append("alpha_l: semantic eps_g already below eps_lin at the lower end of the range")
-        else:
+        elif diff is not None:
             br = next(((a0, a1) for (a0, d0), (a1, d1) in zip(diff, diff[1:]) if d0 > 0 >= d1), None)
             if br is None and diff and diff[-1][1] > 0 and grow_semantic():
                 # eps_g still above eps_lin at the top: the semantic branch followed on up
