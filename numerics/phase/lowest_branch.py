@@ -25,11 +25,12 @@ grid points where nothing converged (solver failure).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Sequence
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.errors.replicates import linearised_root_error
-from attnphase.numerics.phase.boundary_results import Boundaries, CurvePoint, model_branches
+from attnphase.numerics.phase.boundary_results import Boundaries, CurvePoint, LocatedEnd, end_columns, model_branches
 from attnphase.numerics.phase.branches import Branch, BranchCensus
 from attnphase.numerics.phase.census_continuation import END_TOL, MAX_CENSUS, Continuation
 from attnphase.numerics.phase.brackets import BranchLost
@@ -81,20 +82,18 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
     cont.phase = "alpha_l"
     alpha_l, alpha_l_err, l_branch = _alpha_l(cont, bc, lowest, changes, lin, root_tol, notes)
     notes.append(work_note(cont.count, cont.seconds))
-    columns = {}
+    columns, nan = {}, math.nan
     for label in model_branches(params.r):
-        e = next((e for e in bc.ends if bc.branch(e.branch).label == label), None)
-        kind = "" if e is None else e.kind if e.branch == label else f"{e.branch}: {e.kind}"
-        columns |= {f"{label}_end": e.alpha if e else math.nan, f"{label}_end_err": e.err if e else math.nan,
-                    f"{label}_end_kind": kind, f"{label}_end_method": e.method if e else ""}
+        e = next((e for e in bc.ends if bc.branch(e.branch).label == label), LocatedEnd(label, nan, nan, "", ""))
+        columns |= end_columns(label, e if e.branch == label else replace(e, kind=f"{e.branch}: {e.kind}"))
         if not any(b.label == label for b in bc.branches):
             notes.append(f"{label} branch: no {label} fixed point found by the censuses at alpha = "
                          + ", ".join(f"{a:g}" for a in bc.censused) + " nor along the branches they found")
-    return Boundaries(omega=params.omega, alpha_c=c.alpha if c else math.nan, alpha_l=alpha_l, notes=tuple(notes),
-                      alpha_c_err=c.err if c else math.nan, alpha_l_err=alpha_l_err, r=params.r,
-                      r_star=teacher_rank(params), alpha_c_from=c.frm if c else "", alpha_c_to=c.to if c else "",
-                      alpha_c_method=(c.method + ("; not distinguishable at the rule beside it (notes)"
-                                                  if c.established is False else "")) if c else "", alpha_l_branch=l_branch, eps_lin=lin, ends=bc.ends,
+    c = c or Change(math.nan, math.nan, "", "", "", (math.nan, math.nan))
+    method = c.method + ("; not distinguishable at the rule beside it (notes)" if c.established is False else "")
+    return Boundaries(omega=params.omega, alpha_c=c.alpha, alpha_l=alpha_l, notes=tuple(notes), alpha_c_err=c.err,
+                      alpha_l_err=alpha_l_err, r=params.r, r_star=teacher_rank(params), alpha_c_from=c.frm,
+                      alpha_c_to=c.to, alpha_c_method=method, alpha_l_branch=l_branch, eps_lin=lin, ends=bc.ends,
                       curves=_curves(bc, model_branches(params.r)), **columns)
 
 
