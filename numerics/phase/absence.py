@@ -74,10 +74,9 @@ def absence_evidence(points: Sequence[FixedPoint], branch: str, rule: Quadrature
     return Absence(branch, tuple(absent), tuple(failed))
 
 
-def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule, config: SolverConfig,
-                 evidence: Absence | None = None) -> str:
+def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule, config: SolverConfig) -> str:
     """The note of a sweep of ``branch`` none of whose ``points`` (one per alpha, started on the branch) is on it
-    (``evidence``: their :func:`absence_evidence`, computed here when not given):
+    (their :func:`absence_evidence`):
 
     * ``"<branch> branch absent at every alpha of the grid ..."`` -- each start converged to the agnostic point and
       that point is stable in the branch's direction (the largest eigenvalue met is given);
@@ -87,7 +86,7 @@ def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule
     if not points:
         return f"no {branch} start was solved"
     symbol, name = EIGENVALUE[branch][1], EIGENVALUE[branch][2]
-    ev = evidence or absence_evidence(points, branch, rule, config)
+    ev = absence_evidence(points, branch, rule, config)
     top = max((e for _, e in ev.absent), default=math.nan)
     where = ", ".join(f"{a:.4g}" for a, _ in ev.absent)
     if ev.everywhere:

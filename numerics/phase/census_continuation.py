@@ -95,7 +95,7 @@ class Continuation:
             return hit[1]
         self.count["blocks"] = self.count.get("blocks", 0) + replicate_count(self.cfg)
         t0 = time.process_time()
-        out = replicas(fp, self.cfg, True)
+        out = replicas(fp, self.cfg)
         self._spent("blocks", t0)
         self.blocks[id(fp)] = (fp, out)
         return out

@@ -24,11 +24,11 @@ from attnphase.numerics.se.results import FixedPoint
 DISTINGUISHABLE = 2.0
 
 
-def replicas(fp: FixedPoint, cfg: SolverConfig, bars: bool = False) -> Replicas:
-    """``fp`` re-solved warm on each block of ``cfg``'s solve rule (none where the rule has one block); with ``bars``
-    its error bars from them (:func:`~attnphase.numerics.errors.replicates.replicate_errors`)."""
+def replicas(fp: FixedPoint, cfg: SolverConfig) -> Replicas:
+    """``fp`` re-solved warm on each block of ``cfg``'s solve rule (none where the rule has one block), with its error
+    bars from them (:func:`~attnphase.numerics.errors.replicates.replicate_errors`)."""
     reps, blocks = replicate_points(fp, cfg, 0) if replicate_count(cfg) else ([], True)
-    errors = replicate_errors(fp, reps, blocks) if bars and reps else {}
+    errors = replicate_errors(fp, reps, blocks) if reps else {}
     return Replicas(fp, tuple(reps), blocks, errors)
 
 
@@ -95,7 +95,7 @@ A_SIDE, B_SIDE, UNSETTLED = "A", "B", "?"
 class SignSample:
     """Delta e_t = e_t(A) - e_t(B) at ``alpha`` (< 0 where A lies lower) with its paired error over the rule's blocks
     (NaN: not known); ``same`` where A's and B's points are one fixed point at the rule
-    (:func:`one_point_at_the_rule`), ``absent`` the branch not on there ("A" or "B"; "" both on)."""
+    (:func:`~attnphase.numerics.phase.gauge_orbits.within_errors`), ``absent`` the branch not on there ("A" or "B")."""
 
     alpha: float
     delta: float

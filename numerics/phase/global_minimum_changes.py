@@ -156,7 +156,7 @@ def _end_in(bc: BranchCensus, br: Branch, a: float, b: float, exists: str) -> Lo
 
 
 def locate_change(cont: Continuation, bc: BranchCensus, A: Branch, B: Branch, a: float, b: float,
-                  tol: float, edge_tol: float = END_TOL) -> Change:
+                  tol: float) -> Change:
     """Where the global minimum changes from A (lowest at a) to B (lowest at b): module doc."""
     born = None if B.on(a) else _end_in(bc, B, a, b, "above")
     ends = None if A.on(b) else _end_in(bc, A, a, b, "below")
@@ -174,12 +174,12 @@ def locate_change(cont: Continuation, bc: BranchCensus, A: Branch, B: Branch, a:
                 or A.e_t(last) <= B.e_t(last):
             return Change(ends.alpha, ends.err, A.name, B.name, f"end of {A.name} ({ends.kind}; {ends.method})", (a, b))
         b = last
-    x, err, method = _delta_change(cont, A, B, a, b, tol, edge_tol)
+    x, err, method = _delta_change(cont, A, B, a, b, tol, END_TOL)
     return Change(x, err, A.name, B.name, method, (a, b))
 
 
-def global_minimum_changes(cont: Continuation, bc: BranchCensus, tol: float, notes: list[str],
-                           edge_tol: float = END_TOL) -> tuple[list[str], list[Change]]:
+def global_minimum_changes(cont: Continuation, bc: BranchCensus, tol: float,
+                           notes: list[str]) -> tuple[list[str], list[Change]]:
     """(the lowest branch's name at each grid point, "" where none is on; every change of it located)."""
     grid = bc.grid
     lowest, unknown = [], []
@@ -200,7 +200,7 @@ def global_minimum_changes(cont: Continuation, bc: BranchCensus, tol: float, not
             continue
         A, B, a, b = bc.branch(lowest[i]), bc.branch(lowest[j]), grid[i], grid[j]
         try:
-            changes.append(locate_change(cont, bc, A, B, a, b, tol, edge_tol))
+            changes.append(locate_change(cont, bc, A, B, a, b, tol))
         except (BranchLost, RootNotFound, ValueError) as exc:
             notes.append(f"global minimum: {A.name} -> {B.name} in [{a:g}, {b:g}], not located: {exc}")
             changes.append(Change(math.nan, math.nan, A.name, B.name, f"not located: {exc}", (a, b)))

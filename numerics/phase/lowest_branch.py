@@ -32,7 +32,7 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.errors.replicates import linearised_root_error
 from attnphase.numerics.phase.boundary_results import Boundaries, CurvePoint, LocatedEnd, end_columns, model_branches
 from attnphase.numerics.phase.branches import Branch, BranchCensus
-from attnphase.numerics.phase.census_continuation import END_TOL, MAX_CENSUS, Continuation
+from attnphase.numerics.phase.census_continuation import Continuation
 from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.global_minimum_changes import Change, global_minimum_changes
 from attnphase.numerics.se.starts import teacher_rank
@@ -53,20 +53,19 @@ def teacher_eps_lin(params: ModelParams, cfg: SolverConfig) -> float:
     return eps_lin(params, quadrature=cfg.quadrature if params.r_star >= 2 else None)
 
 
-def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], config: SolverConfig | None = None, *,
-                             end_tol: float = END_TOL, root_tol: float = ROOT_TOL,
-                             max_census: int = MAX_CENSUS) -> Boundaries:
+def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], config: SolverConfig | None = None
+                             ) -> Boundaries:
     """The boundaries of the module doc at ``params.omega`` (ranks r = params.r, r* = params.r_star)."""
     cfg = config or SolverConfig()
     cont = Continuation(params, alphas, cfg)
-    bc = cont.run(max_census, end_tol)
+    bc = cont.run()
     grid, notes = bc.grid, list(bc.notes)
     if bc.ends:
         notes.append("births and ends: " + "; ".join(
             f"{e.branch} {'born' if e.exists == 'above' else 'ends'} at {e.alpha:.4g} +- {e.err:.2g} ({e.kind})"
             for e in bc.ends))
     cont.phase = "changes"
-    lowest, changes = global_minimum_changes(cont, bc, root_tol, notes, end_tol)
+    lowest, changes = global_minimum_changes(cont, bc, ROOT_TOL, notes)
     c = next((ch for ch in changes if bc.branch(ch.frm).label in UNORDERED and bc.branch(ch.to).label not in UNORDERED),
              None)
     if c is not None and not math.isfinite(c.alpha):
@@ -80,7 +79,7 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
                                     f"at every grid point of [{grid[0]:g}, {grid[-1]:g}] where it is known: no change in range"))
     lin = teacher_eps_lin(params, cfg)
     cont.phase = "alpha_l"
-    alpha_l, alpha_l_err, l_branch = _alpha_l(cont, bc, lowest, changes, lin, root_tol, notes)
+    alpha_l, alpha_l_err, l_branch = _alpha_l(cont, bc, lowest, changes, lin, ROOT_TOL, notes)
     notes.append(work_note(cont.count, cont.seconds))
     columns, nan = {}, math.nan
     for label in model_branches(params.r):
