@@ -74,8 +74,10 @@ def census_starts(params: ModelParams, alpha: float, config: SolverConfig, *, n_
 
 
 def grid_starts(params: ModelParams) -> list[CensusStart]:
-    """The r = r* = 1 starts of the module doc (21 where P != 0); each named after its grid point, requested on the
-    branch its overlaps lie on."""
+    """The r = r* = 1 starts: each branch's cold start (no positional one where P = 0), then the grid q0 = 0.3,
+    V0 in (1, 50), |m| in (0, 0.2, 0.5) along P's first non-zero column scaled to max 1
+    (:func:`~attnphase.numerics.se.starts.positional_direction`), th0 in (0, 0.3, 0.8) sqrt(q0 rho0), mixed states
+    included; each named after its grid point, requested on the branch its overlaps lie on."""
     direction = positional_direction(params)
     own = ("semantic", "positional", "agnostic") if direction is not None else ("semantic", "agnostic")
     starts = [CensusStart(f"{b} cold", b, "cold") for b in own]
@@ -174,7 +176,9 @@ def search_rule(spec: str) -> str:
 
 
 def search_config(params: ModelParams, config: SolverConfig) -> tuple[SolverConfig, bool]:
-    """(the config of the searching solves, whether each point found is solved again on ``config``): module doc."""
+    """(the config of the searching solves, whether each point found is solved again on ``config``): at r = r* = 1
+    :func:`search_rule` and at most :data:`SCALAR_SEARCH_MAX_ITER` evaluations, every point found solved again; at
+    r >= 2 or r* >= 2 the solve rule (a staged solve's stages need it) and :data:`MATRIX_SEARCH_MAX_ITER`."""
     if is_scalar_form(params.r, params.r_star):
         return config.replace(quadrature=search_rule(config.quadrature),
                               max_iter=min(config.max_iter, SCALAR_SEARCH_MAX_ITER), e_t_quadrature=None), True

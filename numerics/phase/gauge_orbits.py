@@ -65,8 +65,7 @@ def canonical(params: ModelParams, ov: Overlaps) -> np.ndarray:
 
 def invariant_vector(fp: FixedPoint) -> np.ndarray:
     """(eigenvalues of q0, of V0, singular values of th0, |m_l|) of a matrix fixed point: its orbit's coordinates."""
-    inv = fp.invariants
-    return np.concatenate([inv[k] for k in MATRIX_INVARIANTS])
+    return np.concatenate([fp.invariants[k] for k in MATRIX_INVARIANTS])
 
 
 def orbit_key(params: ModelParams, fp: FixedPoint) -> np.ndarray:
@@ -100,13 +99,10 @@ def paired_difference(a: Replicas, b: Replicas) -> tuple[float, float, int]:
 
 
 def within_errors(a: Replicas, b: Replicas, k: float = SAME_WITHIN_ERRORS) -> bool:
-    """One fixed point: every invariant of the two records within ``k`` combined error bars (False without bars;
-    the labels may differ: a point whose m, or theta, lies within its bars of 0 is one the rules cannot tell from
-    the point with m = 0, theta = 0, there).  At r >= 2 or r* >= 2 (the records hold the matrix invariants) also
-    e_t(b) - e_t(a) within ``k`` paired errors (:func:`paired_difference`; the combined bar where fewer than two
-    replicates pair): a point that the rule's jumps split in two splits differently on each block, so its halves'
-    per-block differences scatter as much as the difference itself; two distinct points keep their difference on
-    every block."""
+    """One fixed point: every invariant of the two records within ``k`` combined error bars (False without bars; the
+    labels may differ).  At r >= 2 or r* >= 2 also e_t(b) - e_t(a) within ``k`` paired errors
+    (:func:`paired_difference`; the combined bar where fewer than two replicates pair): the halves of a point the
+    rule's jumps split differ differently on each block, two distinct points keep their difference on every block."""
     ra, rb = a.point.record, b.point.record
     matrix = MATRIX_INVARIANTS[0] in ra
     for key in MATRIX_INVARIANTS if matrix else SCALAR_INVARIANTS:

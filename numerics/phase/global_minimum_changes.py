@@ -157,7 +157,10 @@ def _end_in(bc: BranchCensus, br: Branch, a: float, b: float, exists: str) -> Lo
 
 def locate_change(cont: Continuation, bc: BranchCensus, A: Branch, B: Branch, a: float, b: float,
                   tol: float) -> Change:
-    """Where the global minimum changes from A (lowest at a) to B (lowest at b): module doc."""
+    """Where the global minimum changes from A (lowest at a) to B (lowest at b): where B is born in between, its
+    birth (when it is born from A, or lies below A where it is first found; else the change above the birth); where
+    A ends in between, its end (or the change below it, where B lies below A at A's last point); else
+    :func:`_delta_change`."""
     born = None if B.on(a) else _end_in(bc, B, a, b, "above")
     ends = None if A.on(b) else _end_in(bc, A, a, b, "below")
     if born is None and not B.on(a) or ends is None and not A.on(b):
