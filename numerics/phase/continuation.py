@@ -67,11 +67,6 @@ class BranchSweep:
         return [p for p in self.points if on_branch(p, self.branch)]
 
 
-def default_direction(branch: str) -> str:
-    """Sweep direction in which a branch is followed from its cold start."""
-    return "down" if branch == "semantic" else "up"
-
-
 def sweep(
     params: ModelParams,
     alphas: Sequence[float],
@@ -100,7 +95,7 @@ def sweep(
     cfg = replace(full_cfg, max_iter=warm_budget(params, full_cfg), warm_fallback=False)
     params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
     rule = model_rule(params, cfg) if scalar else None  # the matrix form takes its rule from the config
-    direction = direction or default_direction(branch)
+    direction = direction or ("down" if branch == "semantic" else "up")  # from its cold start
     if direction not in ("up", "down"):
         raise ValueError(f"direction must be 'up' or 'down', got {direction!r}")
     order = grid if direction == "up" else grid[::-1]
@@ -140,9 +135,11 @@ def sweep(
                     fp = retry
         elif good is None:
             # the branch's cold start, with the full budget (from the agnostic point where the last grid point's
-            # positional start fell to it)
+            # positional start, at or above POSITIONAL_COLD_ALPHA, fell to it)
             fp = None
-            if scalar and branch == "positional" and last is not None and fell_to_agnostic(last, alpha):
+            fell = (last is not None and last.requested == "positional" and last.status.converged
+                    and last.branch == "agnostic" and POSITIONAL_COLD_ALPHA <= last.alpha < alpha)
+            if scalar and branch == "positional" and fell:
                 fp = positional_past_agnostic(params, alpha, last, full_cfg, rule)
             if fp is None:
                 fp = solve(params, alpha, branch, config=full_cfg, rule=rule)
@@ -201,13 +198,6 @@ def order_growing(path: Sequence[FixedPoint]) -> bool:
     if len(pts) < 2:
         return False
     return float(np.linalg.norm(pts[-1].overlaps.m)) > float(np.linalg.norm(pts[-2].overlaps.m))
-
-
-def fell_to_agnostic(fp: FixedPoint, alpha: float) -> bool:
-    """Whether ``fp``, a positional start's solve at an alpha' in [POSITIONAL_COLD_ALPHA, alpha), converged to the
-    agnostic point: then the cold positional solve at alpha is :func:`positional_past_agnostic`'s."""
-    return (fp.requested == "positional" and fp.status.converged and fp.branch == "agnostic"
-            and POSITIONAL_COLD_ALPHA <= fp.alpha < alpha)
 
 
 def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float,

@@ -18,7 +18,6 @@ from attnphase.numerics.phase.census_continuation import END_TOL, Continuation
 from attnphase.numerics.phase.census_separation import (A_SIDE, B_SIDE, UNSETTLED, Separation, SignSample, hugs_zero,
                                                          root_error, separation, settle_interval)
 from attnphase.numerics.phase.gauge_orbits import paired_difference, within_errors
-from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.roots import RootNotFound, illinois_bracket
 
 #: How alpha_c is located where the two branches cross (its ``method`` column).
@@ -58,10 +57,6 @@ def flank_separations(cont: Continuation, A: Branch, B: Branch, a: float, b: flo
         if low.on(x) and up.on(x):
             out.append(separation(cont.replicas(low.points[x]), cont.replicas(up.points[x]), (low.name, up.name)))
     return tuple(out)
-
-
-def _e_t(fp: FixedPoint) -> float:
-    return fp.observables.e_t
 
 
 def _sample(cont: Continuation, A: Branch, B: Branch, x: float) -> SignSample:
@@ -134,7 +129,7 @@ def _delta_root(cont: Continuation, A: Branch, B: Branch, a: float, b: float, to
     evaluations: list[tuple[float, float]] = []
 
     def delta(x: float) -> float:
-        v = cont.value(A, x, _e_t) - cont.value(B, x, _e_t)
+        v = cont.value(A, x, lambda fp: fp.observables.e_t) - cont.value(B, x, lambda fp: fp.observables.e_t)
         evaluations.append((x, v))
         return v
 
