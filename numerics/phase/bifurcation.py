@@ -92,13 +92,12 @@ def branch_bifurcation(
     eigenvalue, sign = DIRECTIONS[direction]
     cfg = config or SolverConfig()
     rule = make_rule(params.L, cfg.bifurcation_quadrature)
-    polishing = cfg.prox == "global"
     prev: FixedPoint | None = None
     pts: list[tuple[float, float]] = []
     failures, searches = 0, 0
     minima: Candidates | None = None  # of the last full search on the rule
     last_searched = False  # whether the last point's eigenvalue came from a full search
-    trust_polish = polishing  # until a verifying search finds a basin a polish missed
+    trust_polish = cfg.prox == "global"  # until a verifying search finds a basin a polish missed
     fine_note = ""  # why the multilevel step on config.end_quadrature was not taken
     end_rule = finer_rule(params.L, cfg.end_quadrature, cfg.quadrature)
 

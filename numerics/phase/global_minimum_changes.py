@@ -159,7 +159,8 @@ def locate_change(cont: Continuation, bc: BranchCensus, A: Branch, B: Branch, a:
     born = None if B.on(a) else _end_in(bc, B, a, b, "above")
     ends = None if A.on(b) else _end_in(bc, A, a, b, "below")
     if born is None and not B.on(a) or ends is None and not A.on(b):
-        raise BranchLost(f"{A.name if not A.on(b) else B.name} is not on at both grid points and its end was not located")
+        raise BranchLost(f"{A.name if not A.on(b) else B.name} is not on at both grid points and its end was not "
+                         "located")
     if born is not None:
         first = min(x for x in B.points if x >= born.alpha)  # B's point nearest its birth
         if born.kind == f"meets {A.name}" or not A.on(first) and cont.solve_on(A, first)[0] is None \
