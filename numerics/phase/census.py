@@ -2,22 +2,17 @@
 (docs/method.md section 12).  At one (params, alpha), with the rules of ``config``:
 
 1. **search** -- :func:`~attnphase.numerics.se.state_evolution.solve` from every start of
-   :func:`~attnphase.numerics.phase.census_starts.census_starts`, on the search's rule and budget
-   (:func:`~attnphase.numerics.phase.census_starts.search_config`), then from the
-   :func:`~attnphase.numerics.phase.census_starts.perturbed_starts` of the points found.  A start that does not
-   converge is listed (start, residual, solver message), never a point.  At r = r* = 1 each point found is solved
-   again on the solve rule, warm from it (one that does not converge there is dropped and counted);
-2. **dedupe** -- two converged points are one fixed point when their orbit keys agree
-   (:mod:`~attnphase.numerics.phase.gauge_orbits`);
-3. **error bars** -- each distinct point re-solved warm on each block of the solve rule or on ``n_rules``
-   independent rules (:func:`~attnphase.numerics.errors.replicates.replicate_points`); points that are one within
-   the error bars (:func:`~attnphase.numerics.phase.gauge_orbits.within_errors`) are merged (the one more starts
-   reached is kept, the other listed as merged);
-4. **stability** -- :func:`~attnphase.numerics.se.stability.stability_eigenvalue` (max Re(lambda) of the SE map's
-   Jacobian); stable when < 1;
-5. **rank** -- by e_t, lowest first; each other point's height above the minimum,
-   Delta = e_t(B) - e_t(A), with its paired error over the replicates
-   (:func:`~attnphase.numerics.phase.gauge_orbits.paired_difference`) and the combined bar hypot(err_A, err_B).
+   :func:`~attnphase.numerics.phase.census_starts.census_starts` and then of
+   :func:`~attnphase.numerics.phase.census_starts.perturbed_starts`, on the search's rule and budget
+   (:func:`~attnphase.numerics.phase.census_starts.search_config`; a start that does not converge is listed, never a
+   point; at r = r* = 1 each point found is solved again on the solve rule, dropped and counted where it fails);
+2. **dedupe** -- points on one orbit are one (:mod:`~attnphase.numerics.phase.gauge_orbits`);
+3. **error bars** -- each point re-solved warm on each block of the solve rule or on ``n_rules`` independent rules
+   (:func:`~attnphase.numerics.errors.replicates.replicate_points`); points one within the error bars
+   (:func:`~attnphase.numerics.phase.gauge_orbits.within_errors`) merged, the one more starts reached kept;
+4. **stability** -- :func:`~attnphase.numerics.se.stability.stability_eigenvalue` (max Re(lambda)); stable when < 1;
+5. **rank** -- by e_t, lowest first, each point's height above the minimum, Delta = e_t(B) - e_t(A), with its paired
+   error (:func:`~attnphase.numerics.phase.gauge_orbits.paired_difference`) and the combined bar hypot(err_A, err_B).
 
 For tokens correlated across positions the census works on the whitened model
 (:func:`~attnphase.theory.whitening.se_params`).

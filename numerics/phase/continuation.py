@@ -136,11 +136,10 @@ def sweep(
         elif good is None:
             # the branch's cold start, with the full budget (from the agnostic point where the last grid point's
             # positional start, at or above POSITIONAL_COLD_ALPHA, fell to it)
-            fp = None
-            fell = (last is not None and last.requested == "positional" and last.status.converged
-                    and last.branch == "agnostic" and POSITIONAL_COLD_ALPHA <= last.alpha < alpha)
-            if scalar and branch == "positional" and fell:
-                fp = positional_past_agnostic(params, alpha, last, full_cfg, rule)
+            fell = (scalar and branch == "positional" and last is not None and last.requested == "positional"
+                    and last.status.converged and last.branch == "agnostic"
+                    and POSITIONAL_COLD_ALPHA <= last.alpha < alpha)
+            fp = positional_past_agnostic(params, alpha, last, full_cfg, rule) if fell else None
             if fp is None:
                 fp = solve(params, alpha, branch, config=full_cfg, rule=rule)
             if on_branch(fp, branch):

@@ -1,25 +1,19 @@
-"""The phase boundaries at one omega from the global minimum, for every rank (docs/model.md sections 6-7,
-docs/method.md section 5): every boundary located from converged fixed points of the state evolution alone.  At
-r = r* = 1 :func:`~attnphase.numerics.phase.boundaries.phase_boundaries` takes the scalar form's fast path
-(:mod:`attnphase.numerics.phase.scalar_boundaries`) instead; this search runs at every rank.
+"""The phase boundaries at one omega from the global minimum, for every rank (docs/model.md sections 6-7;
+docs/method.md section 11, "The rank-r phase diagram"): every fixed point the censuses find, continued along the
+alpha grid (:mod:`attnphase.numerics.phase.census_continuation`); the global minimum at a grid point is the branch of
+lowest e_t there, and its changes (:mod:`attnphase.numerics.phase.global_minimum_changes`) are a branch's birth or
+end, the root of Delta e_t = e_t(A) - e_t(B) with err = hypot(the rule's standard error linearised at the root, the
+final bracket width), or, where the rule does not tell A and B apart, the centre +- half-width of the interval where
+the sign of Delta e_t is not established.
 
-* branches -- every fixed point the censuses find, continued along the alpha grid with every birth and end
-  (:mod:`attnphase.numerics.phase.census_continuation`);
-* the global minimum at a grid point -- the branch of lowest e_t among those on there; unknown where no census start
-  and no followed branch converged;
-* its changes -- :mod:`attnphase.numerics.phase.global_minimum_changes`: the root of Delta e_t = e_t(A) - e_t(B),
-  err = hypot(the rule's standard error linearised at the root, the final bracket width), or, where the rule does
-  not tell the two branches apart, the centre +- half-width of the interval where the sign of Delta e_t is not
-  established (:mod:`attnphase.numerics.phase.census_separation`); or a branch's birth or end;
-* ``alpha_c`` -- the first change of the global minimum from a positional or agnostic point to a semantic or
-  mixed one, with the two branches (``alpha_c_from``, ``alpha_c_to``) and how it was located
-  (``alpha_c_method``); every other change is in the notes;
-* ``alpha_l`` -- where the global minimum's eps_g first drops below eps_lin (the rank-r* teacher's), the root of
-  eps_g - eps_lin by the same root finder, err = hypot(the rule's standard error linearised at the root, the final
-  bracket width) (or the change, when eps_g jumps below eps_lin there).
+* ``alpha_c`` -- the first change of the global minimum from a positional or agnostic point to a semantic or mixed
+  one (``alpha_c_from``, ``alpha_c_to``, ``alpha_c_method``); every other change is in the notes;
+* ``alpha_l`` -- where the global minimum's eps_g first drops below eps_lin (the rank-r* teacher's): the root of
+  eps_g - eps_lin, err = hypot(the rule's standard error linearised at the root, the final bracket width), or the
+  change where eps_g jumps below eps_lin there.
 
-A boundary not found is NaN with the reason in ``notes``: no change on the grid (absence) is told apart from
-grid points where nothing converged (solver failure).
+A boundary not found is NaN with the reason in ``notes`` (absence told apart from solver failure).  At r = r* = 1
+:func:`~attnphase.numerics.phase.boundaries.phase_boundaries` takes the scalar form's fast path instead.
 """
 
 from __future__ import annotations

@@ -246,14 +246,10 @@ def _end_point(br: _Branches, branch: str, theirs: list[FixedPoint], grid: set[f
 
 def _bifurcation_end(params: ModelParams, last: FixedPoint, direction: str, guess: float,
                      cfg: SolverConfig, step: float, points: list[FixedPoint]) -> BranchEnd:
-    """The branch's end where the agnostic eigenvalue in ``direction`` crosses 1, by the secant from
-    ``guess``, accepted as phase_boundaries accepts it: beyond the branch's last grid point (below it
-    for theta, the semantic branch followed down; above for m) and crossing the right way.
-
-    ``last``: the branch's last grid point (the agnostic start).  Semantic: the grid ``points`` below
-    the crossing are dropped first (a warm start in omega landed on a spurious point there, omega =
-    0.22, alpha = 0.627, where phase_boundaries' sweep down does not converge); the caller continues
-    the next grid point up where none is left."""
+    """The branch's end where the agnostic eigenvalue in ``direction`` crosses 1, by the secant from ``guess`` (the
+    agnostic start: ``last``, the branch's last grid point), accepted as phase_boundaries accepts it: beyond the
+    branch's last grid point and crossing the right way.  Semantic: the grid ``points`` below the crossing (spurious)
+    are dropped first; the caller continues the next grid point up where none is left."""
     bif = bifurcation_from(params, last, direction, cfg, guess, step)
     if not bif.converged:
         raise ContinuationFailed(f"{direction} bifurcation from {guess:.4f}: {bif.message}")
@@ -312,7 +308,7 @@ def _alpha_l(br: _Branches, alpha_c: float, pred: Prediction, seeds: Sequence[Fi
     if first[1] <= 0:
         return alpha_c
     guess = max(pred.values["alpha_l"], first[0] + MIN_BRACKET)
-    move = pred.moves["alpha_l"]  # the secant's error: ~10 % of its move (omega = 0.37: 0.0076 of 0.079)
+    move = pred.moves["alpha_l"]  # the secant's error: ~10 % of its move
     a, b, _, _ = _bracket_decreasing("alpha_l", lambda x: (gap(x), math.nan), guess, pred.tolerances["alpha_l"],
                                      *first, ALPHA_LIMIT, first=0.15 * move if math.isfinite(move) else MIN_BRACKET)
     return brent_root(gap, a, b, xtol)
