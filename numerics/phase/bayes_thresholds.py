@@ -70,13 +70,8 @@ def _x_alpha(model: BayesModel, rule: SignRule, x: float) -> float:
 
 def weak_recovery_on(model: BayesModel, rule: SignRule, x: float = WR_X) -> float:
     """lim alpha*(q0) at q0 -> 0: 2 alpha*(x) - alpha*(2 x) (alpha* is smooth in x there; the O(x^2) left is
-    in the bar: :func:`weak_recovery_extrapolation_error`)."""
+    in the bar: 4 times it is the change from x = 2 WR_X to x = WR_X)."""
     return 2.0 * _x_alpha(model, rule, x) - _x_alpha(model, rule, 2 * x)
-
-
-def weak_recovery_extrapolation_error(model: BayesModel, rule: SignRule) -> float:
-    """The change of :func:`weak_recovery_on` from x = 2 WR_X to x = WR_X: 4 times its O(x^2) remainder."""
-    return abs(weak_recovery_on(model, rule, WR_X) - weak_recovery_on(model, rule, 2 * WR_X))
 
 
 def _prominent(a: np.ndarray, i: int) -> bool:
@@ -155,19 +150,18 @@ def bayes_thresholds(model: BayesModel, order: int = DEFAULT_ORDER) -> BayesThre
         if v is None and k == "alpha_amp" and model.noise == 0.0:
             out[k] = Threshold(1.0 / model.L, 0.0, "continuous: alpha*(q0) rises monotonically to alpha*(rho0-) = 1 / L, "
                                "where the uninformative branch reaches perfect recovery: no algorithmic gap (exact)")
-            continue
-        if v is None:
-            why = ("alpha*(q0) has no interior maximum: the uninformative branch rises continuously, no jump"
-                   if k == "alpha_amp" else "the informative and uninformative branches do not coexist")
-            out[k] = Threshold(None, None, why)
-            continue
-        if k == "alpha_it" and model.noise == 0.0:
+        elif v is None:
+            out[k] = Threshold(None, None, "alpha*(q0) has no interior maximum: the uninformative branch rises "
+                               "continuously, no jump" if k == "alpha_amp" else
+                               "the informative and uninformative branches do not coexist")
+        elif k == "alpha_it" and model.noise == 0.0:
             out[k] = Threshold(v, 0.0, "exact: noiseless, Phi at q0 -> rho0 diverges as (alpha L - 1)/2 log 1/(rho0 - q0)")
-            continue
-        err = abs(v - coarse[k]) if coarse[k] is not None else math.nan
-        if k == "alpha_weak_recovery":
-            err = max(err, weak_recovery_extrapolation_error(model, sign_rule(model.L, order)))
-        out[k] = Threshold(float(v), None if math.isnan(err) else max(err, ROOT_TOL * abs(v)), _NOTES[k])
+        else:
+            err = abs(v - coarse[k]) if coarse[k] is not None else math.nan
+            if k == "alpha_weak_recovery":  # and the extrapolation's change from x = 2 WR_X to WR_X
+                rule = sign_rule(model.L, order)
+                err = max(err, abs(weak_recovery_on(model, rule, WR_X) - weak_recovery_on(model, rule, 2 * WR_X)))
+            out[k] = Threshold(float(v), None if math.isnan(err) else max(err, ROOT_TOL * abs(v)), _NOTES[k])
     return BayesThresholds(rule=f"sign{order}", **out)
 
 
