@@ -2,18 +2,15 @@
 grid, for every L, r, r* (docs/method.md section 11, "The rank-r phase diagram": branches, births and ends).
 
 1. **census** -- :func:`~attnphase.numerics.phase.census.search` at the first and the last grid point;
-2. **follow** -- every distinct point found starts a :class:`~attnphase.numerics.phase.branches.Branch` (unless it
-   lies on the orbit of a known branch's point there), followed over the grid both ways by warm starts
-   (:meth:`Continuation.solve_on`); a branch followed onto another's orbit is that branch (the two are joined);
-3. **re-census** -- between neighbouring grid points where the lowest branch, or the set of branches on, differs,
-   a census at the grid points not yet censused (at most ``max_census`` in all), then step 2 for the points it
-   finds; a new branch on at one grid point only that is one point with another branch's there within the rule's
-   error bars is the rule's split (:meth:`Continuation.split`): dropped, noted;
-4. **ends** -- bisection on a branch's existence between a grid point where it is on and the next where it is not
-   (:func:`locate_end`), the kind saying what the solve gave beyond it.
+2. **follow** -- every distinct point found starts a :class:`~attnphase.numerics.phase.branches.Branch`, followed
+   over the grid both ways by warm starts (:meth:`Continuation.solve_on`); one followed onto another's orbit is it;
+3. **re-census** -- where the lowest branch, or the set of branches on, differs between neighbouring grid points, a
+   census at those not yet censused (at most ``max_census``), then step 2; a new branch on at one grid point only
+   that is one point with another's there within the rule's error bars is dropped (:meth:`Continuation.split`);
+4. **ends** -- bisection on a branch's existence between neighbouring grid points (:func:`locate_end`).
 
-A census where no start converged is recorded (``failed``): solver failure, not absence.  A solve is a pure
-function of its (alpha, label, start): :meth:`Continuation.solve` runs each once and counts them per phase.
+A census where no start converged is recorded (``failed``): solver failure, not absence.  Each solve is run once
+(:meth:`Continuation.solve`), and counted per phase.
 """
 
 from __future__ import annotations
