@@ -11,6 +11,10 @@ from dataclasses import dataclass
 _RANK_ONE_RULE = ("the rank-r state evolution does not use it (its e_t is on the solve's rule, its boundaries come "
                   "from converged solves, docs/method.md section 11, rank r >= 2); it is for rank 1")
 
+#: Why a branch end at r >= 2 or r* >= 2 is bisected in alpha (the refusal of --branch-end there, and the end's note).
+MATRIX_END_NOTE = ("at rank r >= 2 or r* >= 2 every branch end is bisected in alpha (the eigenvalue crossing and the "
+                   "trace at fixed order parameter are rank r = r* = 1)")
+
 
 @dataclass(frozen=True)
 class Capability:
@@ -30,8 +34,7 @@ CAPABILITIES: dict[str, Capability] = {
     "alpha_l_quadrature": Capability("--alpha-l-quadrature", True, _RANK_ONE_RULE),
     "bifurcation_quadrature": Capability("--bifurcation-quadrature", True, _RANK_ONE_RULE),
     "end_quadrature": Capability("--end-quadrature", True, _RANK_ONE_RULE),
-    "branch_end": Capability("--branch-end", True, "at rank r >= 2 every branch end is bisected in alpha (the "
-                             "eigenvalue crossing and the trace at fixed order parameter are rank 1)"),
+    "branch_end": Capability("--branch-end", True, MATRIX_END_NOTE),
     "torch_backend": Capability("--backend torch", True, "the rank-r state evolution runs its proximal map on the "
                                 "numba or numpy backend (auto picks numba)"),
     "local_prox": Capability("--prox {value}", True, "the rank-r state evolution implements the global proximal map only"),

@@ -1,15 +1,11 @@
 """A branch's absence told apart from solver failure, from the points of a sweep that found none of it.
 
-A symmetry-breaking branch (positional: m != 0; semantic: theta != 0) can only leave the agnostic point
-(m = 0, th0 = 0) where the SE map's eigenvalue there in its direction reaches 1 (mu in m, lambda in theta:
-:mod:`attnphase.numerics.se.stability`, docs/model.md section 6).  So at an alpha where the branch's start
-converged to the agnostic point and that point is stable in the branch's direction (eigenvalue < 1), the branch
-is *absent* -- with that evidence; at an alpha where the start did not converge, or fell to an agnostic point
-that is unstable in that direction, nothing is shown: *solver failure*.  :func:`absence_note` says which, alpha
-by alpha, for a table's notes (measured, L = 3, P = I, omega = 0.3: every positional start falls to the
-agnostic point, with mu = 0.59 at alpha = 1, so the L = 3 diagram has no positional branch; its alpha_c is where
-the lowest-e_t point changes from the agnostic point to the semantic one, :mod:`attnphase.numerics.phase.lowest_point_change`).
-:func:`absence_evidence` gives the same alpha by alpha as data (:class:`Absence`).
+A symmetry-breaking branch (positional: m != 0; semantic: theta != 0) can only leave the agnostic point where the SE
+map's eigenvalue there in its direction reaches 1 (mu in m, lambda in theta: :mod:`attnphase.numerics.se.stability`,
+docs/model.md section 6).  So at an alpha where the branch's start converged to the agnostic point and that point is
+stable in the branch's direction (eigenvalue < 1), the branch is *absent*; where the start did not converge, or fell
+to an agnostic point unstable in that direction, nothing is shown: *solver failure*.  :func:`absence_evidence` says
+which, alpha by alpha (:class:`Absence`), :func:`absence_note` as a table's note.
 """
 
 from __future__ import annotations
@@ -78,10 +74,9 @@ def absence_evidence(points: Sequence[FixedPoint], branch: str, rule: Quadrature
     return Absence(branch, tuple(absent), tuple(failed))
 
 
-def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule, config: SolverConfig,
-                 evidence: Absence | None = None) -> str:
+def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule, config: SolverConfig) -> str:
     """The note of a sweep of ``branch`` none of whose ``points`` (one per alpha, started on the branch) is on it
-    (``evidence``: their :func:`absence_evidence`, computed here when not given):
+    (their :func:`absence_evidence`):
 
     * ``"<branch> branch absent at every alpha of the grid ..."`` -- each start converged to the agnostic point and
       that point is stable in the branch's direction (the largest eigenvalue met is given);
@@ -91,7 +86,7 @@ def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule
     if not points:
         return f"no {branch} start was solved"
     symbol, name = EIGENVALUE[branch][1], EIGENVALUE[branch][2]
-    ev = evidence or absence_evidence(points, branch, rule, config)
+    ev = absence_evidence(points, branch, rule, config)
     top = max((e for _, e in ev.absent), default=math.nan)
     where = ", ".join(f"{a:.4g}" for a, _ in ev.absent)
     if ev.everywhere:

@@ -1,24 +1,14 @@
-"""The thresholds of the Bayes-optimal state evolution with their error bars (docs/bayes-optimal.md).
+"""The thresholds of the Bayes-optimal state evolution with their error bars (docs/bayes-optimal.md), on the curve
+alpha*(q0) of numerics/se/bayes.py (the alpha at which q0 is a fixed point):
 
-On the curve alpha*(q0) of numerics/se/bayes.py (the alpha at which q0 is a fixed point):
+* ``alpha_weak_recovery``: where q0 = 0 loses stability, lim_{q0 -> 0} alpha*(q0) (:func:`weak_recovery_on`);
+* ``alpha_amp``: the end of the uninformative branch, the first interior local maximum of alpha*(q0)
+  (:func:`amp_on`); noiseless without one, 1 / L; with noise without one, null;
+* ``alpha_it``: where the informative branch's free entropy overtakes the uninformative one's (:func:`it_on`):
+  noiseless exactly 1 / L, with noise the crossing by Brent's method; null where the branches do not coexist.
 
-* ``alpha_weak_recovery``: where q0 = 0 loses stability, lim_{q0 -> 0} alpha*(q0) (computed on the rule at
-  q0 / rho0 ~ 1e-5, extrapolated linearly, the extrapolation's change from 2e-5 in the bar; the closed form is
-  (1 + Delta)^2 / (L (L + 1))).
-* ``alpha_amp``: the end of the uninformative branch, the first interior local maximum of alpha*(q0) (a
-  saddle-node of the map): above it the iteration from q0 = 0+ (AMP's state evolution) jumps to the
-  informative branch.  Where alpha* has no interior maximum the branch rises continuously: noiseless, it
-  reaches perfect recovery at alpha*(rho0-) = 1 / L, which is then alpha_amp (L >= 2: no algorithmic gap);
-  with noise there is no jump and alpha_amp is null.
-* ``alpha_it``: where the informative branch's free entropy overtakes the uninformative one's.  Noiseless,
-  Phi at q0 -> rho0 behaves as (alpha L - 1) / 2 * log(1 / (rho0 - q0)) (docs/bayes-optimal.md): +inf above
-  alpha = 1 / L, -inf below, so the crossing is exactly 1 / L.  With noise (Delta > 0) the two branches'
-  Phi are computed and their crossing located by Brent's method on [the informative branch's lower end,
-  alpha_amp]; null where the branches do not coexist.
-
-Error bars: the rules are exponentially convergent products of Gauss rules (numerics/se/bayes.py,
-the :class:`SignRule`), so each threshold's bar is the change of its value from the rule of order
-n - ORDER_STEP to the rule of order n (the value is order n's), at least the root finders' tolerance.
+Each bar is the change of the value from the rule of order n - ORDER_STEP to that of order n (the rules are
+exponentially convergent products of Gauss rules), at least the root finders' tolerance.
 """
 
 from __future__ import annotations
@@ -36,9 +26,8 @@ from attnphase.numerics.se.bayes import (DEFAULT_ORDER, ORDER_STEP, AlphaCurve, 
 #: The keys of the thresholds, in the order they are reported.
 THRESHOLD_KEYS = ("alpha_weak_recovery", "alpha_it", "alpha_amp")
 
-#: Relative size of alpha*(x)'s rounding noise: where x = q0 / rho0 ~ 1e-9, alpha*(x) ~ alpha_WR wiggles by ~1e-8
-#: relative (L = 1, Delta = 0, the rule sign32: 0.5000000207 between 0.5000000090 and 0.5000000160); a local maximum
-#: that alpha* falls from by less than this is that noise, not the end of a branch.
+#: Relative size of alpha*(x)'s rounding noise (~1e-8 at x = q0 / rho0 ~ 1e-9): a local maximum that alpha* falls
+#: from by less than this is that noise, not the end of a branch.
 CURVE_RESOLUTION = 1e-7
 
 #: The part of the coexistence range [informative end, alpha_amp] left out at each end in the crossing search.
@@ -81,13 +70,8 @@ def _x_alpha(model: BayesModel, rule: SignRule, x: float) -> float:
 
 def weak_recovery_on(model: BayesModel, rule: SignRule, x: float = WR_X) -> float:
     """lim alpha*(q0) at q0 -> 0: 2 alpha*(x) - alpha*(2 x) (alpha* is smooth in x there; the O(x^2) left is
-    in the bar: :func:`weak_recovery_extrapolation_error`)."""
+    in the bar: 4 times it is the change from x = 2 WR_X to x = WR_X)."""
     return 2.0 * _x_alpha(model, rule, x) - _x_alpha(model, rule, 2 * x)
-
-
-def weak_recovery_extrapolation_error(model: BayesModel, rule: SignRule) -> float:
-    """The change of :func:`weak_recovery_on` from x = 2 WR_X to x = WR_X: 4 times its O(x^2) remainder."""
-    return abs(weak_recovery_on(model, rule, WR_X) - weak_recovery_on(model, rule, 2 * WR_X))
 
 
 def _prominent(a: np.ndarray, i: int) -> bool:
@@ -112,13 +96,6 @@ def amp_on(model: BayesModel, rule: SignRule, curve: AlphaCurve) -> tuple[float,
     return None
 
 
-def informative_end_on(model: BayesModel, curve: AlphaCurve, x_amp: float) -> float:
-    """The lowest alpha of the informative branch: the minimum of alpha*(x) above x_amp (noiseless, with
-    the perfect-recovery point: at most alpha*(1-) = 1 / L)."""
-    above = curve.x > x_amp
-    return float(curve.alpha[above].min())
-
-
 def it_on(model: BayesModel, rule: SignRule, curve: AlphaCurve, amp: tuple[float, float] | None) -> float | None:
     """The free-entropy crossing (module doc): 1 / L noiseless; with noise, the root of
     Phi(informative) - Phi(uninformative) in alpha; None where the branches do not coexist."""
@@ -127,7 +104,7 @@ def it_on(model: BayesModel, rule: SignRule, curve: AlphaCurve, amp: tuple[float
     if amp is None:
         return None
     a_amp, x_amp = amp
-    a_low = informative_end_on(model, curve, x_amp)
+    a_low = float(curve.alpha[curve.x > x_amp].min())  # the informative branch's lowest alpha
     if not a_low < a_amp:
         return None
 
@@ -173,19 +150,18 @@ def bayes_thresholds(model: BayesModel, order: int = DEFAULT_ORDER) -> BayesThre
         if v is None and k == "alpha_amp" and model.noise == 0.0:
             out[k] = Threshold(1.0 / model.L, 0.0, "continuous: alpha*(q0) rises monotonically to alpha*(rho0-) = 1 / L, "
                                "where the uninformative branch reaches perfect recovery: no algorithmic gap (exact)")
-            continue
-        if v is None:
-            why = ("alpha*(q0) has no interior maximum: the uninformative branch rises continuously, no jump"
-                   if k == "alpha_amp" else "the informative and uninformative branches do not coexist")
-            out[k] = Threshold(None, None, why)
-            continue
-        if k == "alpha_it" and model.noise == 0.0:
+        elif v is None:
+            out[k] = Threshold(None, None, "alpha*(q0) has no interior maximum: the uninformative branch rises "
+                               "continuously, no jump" if k == "alpha_amp" else
+                               "the informative and uninformative branches do not coexist")
+        elif k == "alpha_it" and model.noise == 0.0:
             out[k] = Threshold(v, 0.0, "exact: noiseless, Phi at q0 -> rho0 diverges as (alpha L - 1)/2 log 1/(rho0 - q0)")
-            continue
-        err = abs(v - coarse[k]) if coarse[k] is not None else math.nan
-        if k == "alpha_weak_recovery":
-            err = max(err, weak_recovery_extrapolation_error(model, sign_rule(model.L, order)))
-        out[k] = Threshold(float(v), None if math.isnan(err) else max(err, ROOT_TOL * abs(v)), _NOTES[k])
+        else:
+            err = abs(v - coarse[k]) if coarse[k] is not None else math.nan
+            if k == "alpha_weak_recovery":  # and the extrapolation's change from x = 2 WR_X to WR_X
+                rule = sign_rule(model.L, order)
+                err = max(err, abs(weak_recovery_on(model, rule, WR_X) - weak_recovery_on(model, rule, 2 * WR_X)))
+            out[k] = Threshold(float(v), None if math.isnan(err) else max(err, ROOT_TOL * abs(v)), _NOTES[k])
     return BayesThresholds(rule=f"sign{order}", **out)
 
 

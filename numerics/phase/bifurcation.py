@@ -1,23 +1,13 @@
-"""Branch ends as bifurcations: the alpha where the agnostic branch's eigenvalue in theta or m crosses 1.
+"""Branch ends as bifurcations: the alpha where the agnostic branch's eigenvalue in theta or m crosses 1
+(docs/method.md sections 5 and 7).
 
-Secant steps on e(alpha) - 1, e the eigenvalue of :mod:`attnphase.numerics.se.stability` (lambda in theta, mu
-in m) at the agnostic fixed point, every e on the same fine rule (``config.bifurcation_quadrature``), so
-that the rule's error varies smoothly along the secant.  Each e needs the global proximal minimiser at
-every node of that rule, the dominant cost of a phase-diagram row.  Between secant steps the state moves
-little, so the first step searches (every start, :func:`attnphase.numerics.prox.global_prox.global_prox`) and the
-next ones polish the distinct minima that search found; the converged secant's last point is verified by
-a full search (a basin the polish could not see, appearing between steps, changes e there: the secant
-goes on with the searched value, and searches at every later step).  The standard error (:func:`bifurcation_error`) re-solves the agnostic
-point on each block of the rules and polishes, on the block's nodes, the minima of that verifying search.
-
-Multilevel step (``config.end_quadrature``, a rule finer than the solve rule): the end's error is mostly the
-agnostic fixed point's own quadrature error on the solve rule (docs/method.md section 7, error bars and precision tiers), so the converged
-secant's last point a is re-solved on the finer rule (warm) and the end moved by one linearised step,
-
-    alpha_end = a - (e_fine(a) - 1) / slope,
-
-e_fine from a full search on the bifurcation rule at that point (it replaces the verifying search), the slope
-the secant's; the error from the finer rule's blocks.
+Secant steps on e(alpha) - 1, e the eigenvalue of :mod:`attnphase.numerics.se.stability` (lambda in theta, mu in m)
+at the agnostic fixed point, every e on the same fine rule (``config.bifurcation_quadrature``).  The first step's
+global proximal minima are searched (every start), the next ones polished from them; the converged secant's last
+point is verified by a full search (where it differs the secant goes on with the searched value, searching at every
+later step).  Multilevel step (``config.end_quadrature``, finer than the solve rule): the last point a re-solved on
+the finer rule and the end moved by one linearised step, alpha_end = a - (e_fine(a) - 1) / slope.  The standard
+error (:func:`bifurcation_error`) from the rules' blocks.
 """
 
 from __future__ import annotations
@@ -36,14 +26,12 @@ from attnphase.numerics.se.stability import DIRECTIONS, node_solves
 from attnphase.numerics.se.state_evolution import FixedPoint, solve
 from attnphase.theory.params import ModelParams
 
-#: The multilevel step (``config.end_quadrature``) moves the end by (e_fine - 1) / slope, at the default
-#: rules up to ~0.01 (omega = 0.1, positional: 1.2928 -> 1.2845): a longer one is not trusted to be linear
-#: (the secant's own step scale is 0.05) and the secant's end on the solve rule is kept, with a note.
+#: A multilevel step longer than this is not trusted to be linear (at the default rules they are up to ~0.01; the
+#: secant's own scale is 0.05): the secant's end on the solve rule is kept, with a note.
 MAX_MULTILEVEL_STEP = 0.05
 
-#: A polished eigenvalue that differs from the full search's by more than this at the verified point means
-#: the polish missed a basin (a minimum moved by a polish differs from the searched one by ~1e-10,
-#: the eigenvalue by ~1e-12; one node of 2^17 switching basin moves it by ~1e-6).
+#: A polished eigenvalue that differs from the full search's by more than this at the verified point means the
+#: polish missed a basin (a polish moves the eigenvalue by ~1e-12, one node switching basin by ~1e-6).
 VERIFY_TOL = 1e-9
 
 
@@ -92,31 +80,24 @@ def branch_bifurcation(
     tol: float = 1e-3,
     max_iter: int = 12,
 ) -> Bifurcation:
-    """alpha where the agnostic branch's eigenvalue in ``direction`` ("theta" or "m") equals 1.
+    """alpha where the agnostic branch's eigenvalue in ``direction`` ("theta" or "m") equals 1 (module doc).
 
-    Secant steps from ``alpha_guess``; each solves the agnostic fixed point (warm-started from the
-    previous one; the first from each of ``starts`` in turn until one converges, None meaning a
-    cold start) with ``config`` and evaluates the eigenvalue on the rule
-    ``config.bifurcation_quadrature`` (module doc: a full search, then polishes, the last point verified).
-    Converged when a secant step is below ``tol``, or when the last two points bracket the
-    root within ``tol`` (then refined by the multilevel step of the module doc when ``config.end_quadrature``
-    is finer than the solve rule) (the rule's eigenvalue jumps by ~1e-3 where nodes switch basin, so steps
-    near the root can wander; the rule's own error, 0.004-0.006 in alpha with sobol15, is larger).
-    The second point assumes the eigenvalue proportional to alpha (|slope| ~ e / alpha,
-    rising for theta, falling for m), within 4 ``step`` of the first and at least 0.2 ``step`` away.
+    Secant steps from ``alpha_guess``; each solves the agnostic fixed point (warm from the previous one; the first
+    from each of ``starts`` in turn until one converges, None meaning a cold start).  Converged when a secant step is
+    below ``tol``, or when the last two points bracket the root within ``tol`` (then the multilevel step).  The second
+    point assumes the eigenvalue proportional to alpha, within 4 ``step`` of the first and at least 0.2 ``step`` away.
     """
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {tuple(DIRECTIONS)}, got {direction!r}")
     eigenvalue, sign = DIRECTIONS[direction]
     cfg = config or SolverConfig()
     rule = make_rule(params.L, cfg.bifurcation_quadrature)
-    polishing = cfg.prox == "global"
     prev: FixedPoint | None = None
     pts: list[tuple[float, float]] = []
     failures, searches = 0, 0
     minima: Candidates | None = None  # of the last full search on the rule
     last_searched = False  # whether the last point's eigenvalue came from a full search
-    trust_polish = polishing  # until a verifying search finds a basin a polish missed
+    trust_polish = cfg.prox == "global"  # until a verifying search finds a basin a polish missed
     fine_note = ""  # why the multilevel step on config.end_quadrature was not taken
     end_rule = finer_rule(params.L, cfg.end_quadrature, cfg.quadrature)
 

@@ -1,14 +1,8 @@
-"""The phase boundaries at one omega for every rank, and the (alpha, omega) phase diagram.
+"""The phase boundaries at one omega for every rank, and the (alpha, omega) phase diagram (docs/method.md section 5).
 
-One entry, :func:`phase_boundaries`: the branches of the model (semantic, positional, and mixed at r >= 2,
-:func:`~attnphase.numerics.phase.boundary_results.model_branches`) over an alpha grid; a boundary is a change of
-the lowest-e_t branch (alpha_c), the first drop of the lowest branch's eps_g below eps_lin (alpha_l), or a
-branch end (docs/model.md section 6).  At r = r* = 1 the scalar form's fast path locates them
-(:mod:`attnphase.numerics.phase.scalar_boundaries`: ends as bifurcations of the agnostic branch, alpha_c by
-Newton steps corrected on a finer rule, standard errors from the rules' blocks); at r >= 2 or r* >= 2 the search
-from the global minimum (:mod:`attnphase.numerics.phase.lowest_branch`: every fixed point the census finds,
-continued along alpha; births and ends by bisection on existence, roots by bracketing on solves, bracket widths as
-errors).  Both return one :class:`Boundaries`.
+One entry, :func:`phase_boundaries`: at r = r* = 1 the scalar form's fast path
+(:mod:`attnphase.numerics.phase.scalar_boundaries`), at r >= 2 or r* >= 2 the search from the global minimum
+(:mod:`attnphase.numerics.phase.lowest_branch`); both return one :class:`Boundaries`.
 """
 
 from __future__ import annotations
@@ -34,11 +28,10 @@ def phase_boundaries(params: ModelParams, alphas: Sequence[float] | None = None,
                      progress: Callable[[FixedPoint], None] | None = None) -> Boundaries:
     """alpha_c, alpha_l and every branch's end at ``params.omega`` over the alpha grid ``alphas``.
 
-    r = r* = 1: :func:`~attnphase.numerics.phase.scalar_boundaries.scalar_boundaries` (``xtol``: alpha_c and
-    alpha_l in alpha; ``bisection_tol``: a branch end found by bisection; ``alphas`` None: 12 points on
-    [0.1, 3]), and where it finds no crossing of the two branches, alpha_c from the first change of the lowest-e_t
-    point (:func:`~attnphase.numerics.phase.lowest_point_change.lowest_point_alpha_c`); otherwise :func:`~attnphase.numerics.phase.lowest_branch.lowest_branch_boundaries` on ``alphas``
-    (its own tolerances, the brackets' widths)."""
+    r = r* = 1: :func:`~attnphase.numerics.phase.scalar_boundaries.scalar_boundaries` (``xtol``: alpha_c and alpha_l
+    in alpha; ``bisection_tol``: a branch end found by bisection; ``alphas`` None: 12 points on [0.1, 3]), then
+    :func:`~attnphase.numerics.phase.lowest_point_change.lowest_point_alpha_c` where it finds no crossing; otherwise
+    :func:`~attnphase.numerics.phase.lowest_branch.lowest_branch_boundaries` on ``alphas`` (its own tolerances)."""
     cfg = config or SolverConfig()
     if is_scalar_form(params.r, params.r_star):
         b = scalar_boundaries(params, alphas, config=cfg, xtol=xtol, bisection_tol=bisection_tol, progress=progress)
@@ -81,8 +74,7 @@ def phase_diagram(
 ) -> list[Boundaries]:
     """Boundaries at every omega of ``omegas`` (other parameters from ``params``), in that order.
 
-    ``workers`` > 1 computes the omegas in that many processes (:mod:`attnphase.numerics.parallel`;
-    the same numbers, the fixed points without their solver memory).
+    ``workers`` > 1 computes them in that many processes (the same numbers, the fixed points without solver memory).
     """
     grid = None if alphas is None else tuple(float(a) for a in alphas)
     jobs = [BoundariesSpec(params.replace(omega=float(w)), grid, config) for w in omegas]

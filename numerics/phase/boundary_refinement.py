@@ -1,12 +1,6 @@
-"""alpha_c and alpha_l refined on finer rules than the solves', with their standard errors.
-
-* :func:`refine_alpha_c` -- Newton steps on Delta e_t = e_t(semantic) - e_t(positional) with E[M] on a
-  finer rule (e_t is stationary in the overlaps, docs/method.md section 6, e_t and alpha_c from a finer rule), block by block for its
-  error bar;
-* :func:`refine_alpha_l` -- the semantic point at the solve rule's root of eps_g = eps_lin re-solved on a
-  finer rule, and one secant step (multilevel);
-* :func:`block_root_error` -- the standard error of a root found on the pooled solve rule, from its blocks
-  (:mod:`attnphase.numerics.errors.replicates`).
+"""alpha_c and alpha_l refined on finer rules than the solves', with their standard errors (docs/method.md
+sections 6-7): :func:`refine_alpha_c` (Newton steps on Delta e_t with E[M] on a finer rule), :func:`refine_alpha_l`
+(a multilevel secant step), :func:`block_root_error` (a root's standard error from the solve rule's blocks).
 """
 
 from __future__ import annotations
@@ -22,17 +16,14 @@ from attnphase.numerics.errors.replicates import block_config, linearised_root_e
 from attnphase.numerics.se.state_evolution import FixedPoint, solve
 from attnphase.numerics.se.training_objective import refined_training_objective
 
-#: A fine-rule Newton step on alpha_c larger than this is not taken (noted instead): at the
-#: paper's defaults the corrections are a few 1e-3 with sobol12, 0.024 with sobol10.
+#: A fine-rule Newton step on alpha_c larger than this is not taken (noted instead).
 MAX_ALPHA_C_CORRECTION = 0.1
 
 #: A Newton step shorter than this ends the correction: the next one would be about
-#: |curvature| step^2 / (2 |slope|) < 1e-4 (omega = 0.3: slope -8.2e-4, curvature of Delta e_t
-#: d Delta E[M] / d alpha ~ -1.3e-3).
+#: |curvature| step^2 / (2 |slope|) < 1e-4.
 ONE_NEWTON_STEP = 0.01
 
-#: Newton steps on alpha_c with the fine rule, at most (each after the first costs a solve of
-#: both branches and two fine E[M] evaluations).
+#: Newton steps on alpha_c with the fine rule, at most.
 MAX_NEWTON_STEPS = 3
 
 
@@ -42,18 +33,12 @@ def refine_alpha_c(
     """Newton steps on Delta e_t with E[M] from the rule ``spec``; (alpha_c, note -- empty if all went
     well, its standard error).
 
-    From the (semantic, positional) fixed points ``pair_at(alpha)``, starting at ``alpha_0``:
-
-        alpha <- alpha - Delta e_t / (E_sem[M] - E_pos[M]),
-
-    with both e_t evaluated variationally on the rule and the slope d Delta e_t / d alpha =
-    Delta E[M] (:mod:`attnphase.numerics.se.training_objective`).  A step shorter than
-    ONE_NEWTON_STEP ends it (the next would move alpha by < 1e-4); at most MAX_NEWTON_STEPS.
-    A rule of R blocks is evaluated block by block (the same points): the pooled e_t and E[M] are the
-    blocks' means (e_t is affine in E[M]), and the blocks' own Newton roots alpha - Delta e_t_j /
-    Delta E_j[M] at the last step give the standard error (:mod:`attnphase.numerics.errors.replicates`; NaN
-    with one block or ``config.error_bars`` off).  The fixed points' own quadrature error enters e_t at
-    second order only (it is stationary), so this is alpha_c's error.
+    From the (semantic, positional) fixed points ``pair_at(alpha)``, starting at ``alpha_0``,
+    alpha <- alpha - Delta e_t / (E_sem[M] - E_pos[M]), both e_t variational on the rule
+    (:mod:`attnphase.numerics.se.training_objective`), until a step is shorter than ONE_NEWTON_STEP (at most
+    MAX_NEWTON_STEPS).  A rule of R blocks is evaluated block by block: the pooled e_t and E[M] are the blocks'
+    means, the blocks' own Newton roots at the last step give the standard error (NaN with one block or
+    ``config.error_bars`` off; docs/method.md section 6).
     """
     params = pair_at(alpha_0)[0].params
     blocks = rule_blocks(spec) if config.error_bars else []
@@ -82,8 +67,8 @@ def refine_alpha_c(
     return alpha, f"alpha_c: {name} correction still moving after {MAX_NEWTON_STEPS} Newton steps ({step:+.1e})", err
 
 
-#: The secant slope of eps_g(alpha) that refines alpha_l is taken between points at least this far apart
-#: (closer ones see the solve rule's jumps: eps_g moves by ~1e-4 over 0.1 in alpha, its error is ~1e-5).
+#: The secant slope of eps_g(alpha) that refines alpha_l is taken between points at least this far apart (closer
+#: ones see the solve rule's jumps).
 ALPHA_L_SLOPE_SPAN = 0.02
 
 

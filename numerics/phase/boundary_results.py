@@ -1,13 +1,9 @@
 """What a boundary search returns at one omega, at every rank: :class:`Boundaries`, its ends and its columns.
 
-The branches of the model (:func:`model_branches`): semantic and positional, and mixed at student rank
-r >= 2 (one positional and one semantic direction, docs/model.md section 7).  A boundary is a change of
-the lowest-e_t branch (``alpha_c``, from branch ``alpha_c_from`` to ``alpha_c_to``), the first drop of
-the lowest branch's eps_g below eps_lin (``alpha_l``, on ``alpha_l_branch``), or the end of a branch
-(``<branch>_end``: its kind and the method that located it).  Every boundary carries an error
-(``err_<boundary>``; the dataclass's field is ``<boundary>_err``): at r = r* = 1 its standard error from the rules' scrambling blocks
-(:mod:`attnphase.numerics.errors.replicates`), at r >= 2 or r* >= 2 the final bracket width of the search
-that located it (``alpha_c_method`` and ``<branch>_end_method`` say which).
+A boundary is a change of the lowest-e_t branch (``alpha_c``, from branch ``alpha_c_from`` to ``alpha_c_to``), the
+first drop of the lowest branch's eps_g below eps_lin (``alpha_l``, on ``alpha_l_branch``), or the end of a branch
+(``<branch>_end``: its kind and the method that located it).  Every boundary carries an error (``err_<boundary>``,
+the field ``<boundary>_err``; ``alpha_c_method`` and ``<branch>_end_method`` say what it is).
 """
 
 from __future__ import annotations
@@ -102,6 +98,13 @@ class Boundaries:
         """The CSV row: the columns of :func:`boundary_columns`, the notes and :meth:`errors`."""
         return ({k: getattr(self, k) for k in boundary_columns(self.r)} | {"notes": "; ".join(self.notes)}
                 | self.errors())
+
+
+def end_columns(branch: str, end: Any) -> dict[str, Any]:
+    """The fields ``<branch>_end``, ``_end_err``, ``_end_kind`` and ``_end_method`` of :class:`Boundaries` from ``end``
+    (a :class:`~attnphase.numerics.phase.branch_end.BranchEnd` or :class:`LocatedEnd`)."""
+    return {f"{branch}_end": end.alpha, f"{branch}_end_err": end.err, f"{branch}_end_kind": end.kind,
+            f"{branch}_end_method": end.method}
 
 
 def boundary_keys(r: int = 1) -> tuple[str, ...]:

@@ -1,18 +1,10 @@
-"""Where phase boundaries are searched for: brackets that grow beyond the alpha grid.
+"""Where phase boundaries are searched for: brackets that grow beyond the alpha grid (docs/method.md section 5).
 
-A boundary not bracketed on the grid is searched for beyond it before it is reported missing:
-
-* above the grid's top, by continuation up to :data:`ALPHA_LIMIT` (:func:`grid_extension`,
-  :func:`extend_branch`: alpha_c, alpha_l, the positional end);
-* alpha_c below the lowest alpha where both branches are on the grid, down to the semantic
-  branch's end (:func:`grow_alpha_c_down`), and above the highest, up to the positional branch's
-  end (:func:`grow_alpha_c_up`);
-* alpha_l's first sample a little above alpha_c where the semantic solve stalls at it
-  (:func:`first_solvable`).
-
-Delta e_t = e_t(semantic) - e_t(positional) (docs/model.md section 6) is sampled through a
-callable returning (Delta e_t, Delta E[M]) that raises :class:`BranchLost` when a solve leaves its
-branch.  :func:`positional_grid` says where the positional branch is followed at all.
+A boundary not bracketed on the grid is searched for beyond it before it is reported missing: above the grid's top
+up to :data:`ALPHA_LIMIT` (:func:`grid_extension`, :func:`extend_branch`), alpha_c below the lowest common grid point
+(:func:`grow_alpha_c_down`) and above the highest (:func:`grow_alpha_c_up`), alpha_l's first sample a little above
+alpha_c (:func:`first_solvable`).  Delta e_t = e_t(semantic) - e_t(positional) is sampled through a callable
+returning (Delta e_t, Delta E[M]) that raises :class:`BranchLost` when a solve leaves its branch.
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
-"""Where a branch ends: one function, :func:`locate_branch_end`, with a named strategy.
+"""Where a branch ends: one function, :func:`locate_branch_end`, with a named strategy (docs/method.md section 5).
 
-A branch followed in alpha (semantic downward, positional upward) can end in three ways, and the
-result says which (``BranchEnd.kind``):
-
-* ``"bifurcation"`` -- it meets the agnostic branch continuously (its order parameter th0 or |m|
-  goes to 0): where an eigenvalue of the SE Jacobian at the agnostic fixed point crosses 1
-  (:mod:`attnphase.numerics.se.stability`), or where a trace at fixed order parameter keeps moving
-  towards smaller order parameter up to the trace's floor;
-* ``"fold"`` -- it turns back at a finite order parameter (a trace finds alpha(order) with an
-  interior extremum), or continuation past it converges to another fixed point (label change);
-* ``"solver failure"`` -- past it the solver fails: the end may be a numerical one.
-
-And how it was located (``BranchEnd.method``): ``"eigenvalue"`` (the bifurcation, the default
-strategy ``"bifurcation"`` where the branch meets the agnostic one), ``"trace"`` (natural-parameter
-continuation at fixed th0 / |m|, :func:`trace_branch_end`; the semantic branch with the strategy
-``"trace"``, or where the eigenvalue is not usable) or ``"bisection"`` (in alpha between the last
-converged point and the first failure; at rank r >= 2 or r* >= 2 the only one, about ten solves an end).
+A branch followed in alpha (semantic downward, positional upward) ends (``BranchEnd.kind``) at a ``"bifurcation"``
+(it meets the agnostic branch continuously, its order parameter going to 0), a ``"fold"`` (it turns back at a
+finite order parameter, or continuation past it converges to another label) or a ``"solver failure"`` (past it the
+solver fails: the end may be a numerical one).  It is located (``BranchEnd.method``) by the ``"eigenvalue"`` of the
+SE Jacobian at the agnostic fixed point crossing 1 (:mod:`attnphase.numerics.phase.bifurcation`), a ``"trace"`` at
+fixed order parameter (:func:`trace_branch_end`) or ``"bisection"`` in alpha (the only one at r >= 2 or r* >= 2).
 """
 
 from __future__ import annotations
@@ -26,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 
+from attnphase.numerics.capabilities import MATRIX_END_NOTE
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.roots import bisect_last_true
@@ -34,31 +25,20 @@ from attnphase.numerics.se.fixed_order_solve import solve_at_order
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.theory.params import ModelParams
 
-#: Below this |th0| the semantic branch is not followed: near its continuous end alpha(theta)
-#: is so flat (alpha - alpha_end ~ theta^2) and the theta direction of the SE map so soft that
-#: quadrature noise (theta error bars ~1e-4 with sobol12) moves alpha by more than the remaining
-#: distance to the end, and creates spurious fixed points with tiny theta below it (omega = 0.25,
-#: sobol12: theta = 0.025 / 0.018 / 0.011 / 0.007 traced at alpha = 0.653 / 0.639 / 0.610 / 0.527;
-#: omega = 0.15: theta = 2e-4 converged at alpha = 0.364, far below the end at 0.60).  Sweeps
-#: count a semantic point as on the branch only above it, and the end trace stops there.
+#: A semantic point counts as on the branch only where |th0| is at least this, and the end trace stops there: near
+#: the continuous end the theta direction is so soft that quadrature noise creates spurious fixed points with tiny
+#: theta (docs/method.md section 5).
 SEMANTIC_THETA_FLOOR = 0.02
 
-#: The positional analogue of :data:`SEMANTIC_THETA_FLOOR` for |m|: sweeps count a positional
-#: point as on the branch only above it (at omega <= 0.2, sobol12, continuation past the branch's
-#: end converged to spurious points with |m| ~ 0.001-0.005), and its end trace stops there.
+#: The positional analogue of :data:`SEMANTIC_THETA_FLOOR` for |m|.
 POSITIONAL_M_FLOOR = 0.02
 
 #: Scheduled points of a branch-end trace (geometric in the order parameter, see
 #: :func:`trace_branch_end`); failed or jumping steps add subdivisions.
 N_TRACE = 6
 
-#: Why an end at r >= 2 or r* >= 2 is bisected in alpha: the eigenvalue and the trace are the scalar form's.
-MATRIX_END_NOTE = ("at rank r >= 2 or r* >= 2 the end is bisected in alpha: the eigenvalue crossing (the scalar SE "
-                   "Jacobian at the agnostic point) and the trace at fixed order parameter are rank r = r* = 1")
-
 #: Branch (and sweep direction) whose end meets the agnostic branch, and the eigenvalue direction.
 BIFURCATING = {("semantic", "down"): "theta", ("positional", "up"): "m"}
-
 
 #: The order parameters a branch has, each with the floor below which a point does not count as on it: the
 #: semantic branch th0, the positional branch m, the mixed one (r >= 2) both, the agnostic one none.
@@ -132,13 +112,11 @@ def locate_branch_end(
 ) -> BranchEnd:
     """Locate the end of ``branch`` (followed in ``direction``) past its last converged point ``good``.
 
-    ``failed`` is the first solve that left the branch, ``anchor`` the alpha of the branch's last
-    point on the sweep's grid, ``run(alpha, start)`` the sweep's warm-started solve.  Strategy
-    ``config.branch_end``: ``"bifurcation"`` takes the eigenvalue crossing on the agnostic branch
-    (on ``config.bifurcation_quadrature``, agnostic solves with ``full_config``) when it lies beyond
-    ``anchor``; otherwise, and with ``"trace"``, the semantic branch followed down is traced at fixed
-    theta (:func:`trace_branch_end`) and any other end is bisected in alpha to ``bisection_tol``.  At r >= 2 or
-    r* >= 2 every end is bisected (:data:`MATRIX_END_NOTE`).
+    ``failed`` is the first solve that left the branch, ``anchor`` the alpha of the branch's last point on the
+    sweep's grid, ``run(alpha, start)`` the sweep's warm-started solve.  Strategy ``config.branch_end``:
+    ``"bifurcation"`` takes :func:`bifurcation_end` where it applies; otherwise, and with ``"trace"``, the semantic
+    branch followed down is traced at fixed theta (:func:`trace_branch_end`) and any other end is bisected in alpha
+    to ``bisection_tol`` (every end at r >= 2 or r* >= 2, :data:`~attnphase.numerics.capabilities.MATRIX_END_NOTE`).
     """
     end, note = bifurcation_end(params, branch, direction, good, anchor, config, full_config)
     if end is not None:
@@ -174,16 +152,12 @@ def bifurcation_end(
     if good.is_matrix:
         return None, MATRIX_END_NOTE
     bif = bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config)
-    if not bif.converged and anchor != good.alpha:
-        # the agnostic solve can fail at one alpha (omega = 0.2: no agnostic fixed point found
-        # at 1.6386, where the secant from the grid point 1.627 finds mu = 1 at 1.763)
+    if not bif.converged and anchor != good.alpha:  # the agnostic solve can fail at one alpha: from the grid point
         bif = bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config, anchor)
     on_rule = bif.solve_rule_alpha  # the branch's points live on the solve rule
     beyond = on_rule <= anchor if direction == "down" else on_rule >= anchor
-    # the crossing must be the end's, not the branch's birth: lambda rises through 1 where the
-    # semantic branch is born (its end followed down), mu falls through 1 where the positional
-    # branch ends (omega = 0, sobol12 seed 3: from a first point at alpha = 0.1 the secant found
-    # mu rising through 1 at 0.107, where the positional branch is born)
+    # the crossing must be the end's, not the branch's birth: lambda rises through 1 where the semantic branch is
+    # born (its end followed down), mu falls through 1 where the positional branch ends
     right_way = not (bif.slope < 0 if direction == "down" else bif.slope > 0)
     if bif.converged and beyond and right_way:
         return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", err=bif.err, solve_rule_alpha=on_rule), ""
@@ -194,15 +168,11 @@ def bifurcation_end(
 
 def bifurcation_from(params: ModelParams, good: FixedPoint, direction: str, cfg: SolverConfig,
                      alpha_guess: float | None = None, step: float = 0.05):
-    """Eigenvalue 1 on the agnostic branch, from the branch's last point (secant steps from
+    """Eigenvalue 1 on the agnostic branch, from the branch's last point ``good`` (secant steps from
     ``alpha_guess``, default that point's alpha; ``step``: the secant's scale, see
-    :func:`~attnphase.numerics.phase.bifurcation.branch_bifurcation`).
-
-    theta: the agnostic start is that point with theta set to 0 (near the semantic end theta is
-    small and the agnostic state close), then a cold start; m: a cold agnostic start first (the
-    positional point's V0 is far from the agnostic one: warm starts from it failed at omega = 0.15,
-    0.2), then that point with m set to 0 (a cold start failed at omega = 0.2, sobol12 seed 2).
-    """
+    :func:`~attnphase.numerics.phase.bifurcation.branch_bifurcation`).  The agnostic starts: theta -- ``good`` with
+    theta set to 0 (the agnostic state is close), then cold; m -- cold first (the positional point's V0 is far from
+    the agnostic one), then ``good`` with m set to 0."""
     ov = good.overlaps
     zeroed = replace(good, overlaps=Overlaps(q0=ov.q0, V0=ov.V0, m=0.0 * ov.m, th0=0.0), memory=None)
     starts = (zeroed, None) if direction == "theta" else (None, zeroed)
@@ -224,18 +194,13 @@ def trace_branch_end(
 ) -> BranchEnd:
     """Follow ``branch`` from ``start`` towards a vanishing order parameter, alpha solved for.
 
-    The order parameter (th0 for the semantic branch, |m| for the positional one; a sign flip is a
-    symmetry, so its size is traced) runs geometrically from 0.9 of its value at ``start`` down to
-    ``min_ratio`` of it, but not below ``floor`` (default :data:`SEMANTIC_THETA_FLOOR` /
-    :data:`POSITIONAL_M_FLOOR`), each point warm-started from the last
-    (:func:`~attnphase.numerics.se.fixed_order_solve.solve_at_order`).  A step that
-    fails or jumps in alpha by more than ``max_alpha_jump`` (positional: a jump DOWN in alpha,
-    onto the branch's rising part) is retried in up to ``max_subdivisions`` geometric half-steps
-    (default 4 semantic, 1 positional); the trace stops where alpha still jumps.
-
-    The end is the extreme alpha reached (smallest for the semantic branch, largest for the
-    positional one): a ``"fold"`` where that is an interior extremum of alpha(order parameter), a
-    ``"bifurcation"`` where alpha keeps moving as the order parameter shrinks to the floor.
+    The order parameter's size (|th0| semantic, |m| positional) runs geometrically from 0.9 of its value at
+    ``start`` down to ``min_ratio`` of it, not below ``floor`` (default the branch's floor), each point warm-started
+    from the last (:func:`~attnphase.numerics.se.fixed_order_solve.solve_at_order`).  A step that fails or jumps in
+    alpha by more than ``max_alpha_jump`` (positional: down in alpha) is retried in up to ``max_subdivisions``
+    geometric half-steps (default 4 semantic, 1 positional); the trace stops where alpha still jumps.  The end is the
+    extreme alpha reached: a ``"fold"`` where that is an interior extremum of alpha(order parameter), else a
+    ``"bifurcation"``.
     """
     if branch not in ("semantic", "positional"):
         raise ValueError(f"a branch end is traced on the semantic or positional branch, got {branch!r}")
@@ -251,8 +216,6 @@ def trace_branch_end(
     cur, pts = start, [start]
     stop = False
     for size in sizes:
-        # a scheduled value whose solve fails or jumps in alpha is approached in up to
-        # ``left_max`` geometric half-steps from the last good point
         target, left = float(size), left_max
         while True:
             if semantic:
@@ -271,9 +234,7 @@ def trace_branch_end(
                     break
                 target = float(size)
                 continue
-            if left == 0:
-                # a persistent jump in alpha: the solve left the branch (or quadrature noise
-                # dominates): stop; a persistent failure: try the next value
+            if left == 0:  # a persistent jump in alpha: stop; a persistent failure: the next value
                 stop = jump
                 break
             left -= 1

@@ -1,13 +1,10 @@
-"""The branches of fixed points along alpha, as the census's continuation
-(:mod:`attnphase.numerics.phase.census_continuation`) finds them and the boundary search from the global minimum
-(:mod:`attnphase.numerics.phase.lowest_branch`) reads them.
+"""The branches of fixed points along alpha, as :mod:`attnphase.numerics.phase.census_continuation` finds them.
 
-A *branch* (:class:`Branch`) is a curve of converged fixed points of the state evolution over alpha with one label
-(:func:`~attnphase.numerics.se.overlaps.branch_label`: semantic, positional, agnostic, mixed), each point with its
-orbit key (:func:`~attnphase.numerics.phase.gauge_orbits.orbit_key`); several branches of one label are numbered
-(``mixed#1``, ``mixed#2``) and told apart by their gauge invariants, which :func:`describe` prints.  A
-:class:`BranchCensus` is every branch over a grid with the grid points censused, those where no census start
-converged, and every birth and end located.
+A *branch* (:class:`Branch`) is a curve of converged fixed points over alpha with one label
+(:func:`~attnphase.numerics.se.overlaps.branch_label`), each point with its orbit key
+(:func:`~attnphase.numerics.phase.gauge_orbits.orbit_key`); several of one label are numbered (``mixed#1``,
+``mixed#2``) and told apart by their gauge invariants (:func:`describe`).  A :class:`BranchCensus` is every branch
+over a grid, the grid points censused, those where no census start converged, and every birth and end located.
 """
 
 from __future__ import annotations

@@ -1,46 +1,27 @@
-"""Every fixed point at one (alpha, omega), for every L, r, r*: searched, deduplicated, labelled, tested, ranked by e_t.
-
-The phase diagram compares the fixed points of a few branches; whether the global minimum of the training
-objective e_t is among them is this module's question.  At one (params, alpha), with the rules of ``config``:
+"""Every fixed point at one (alpha, omega), for every L, r, r*: searched, deduplicated, labelled, tested, ranked by e_t
+(docs/method.md section 12).  At one (params, alpha), with the rules of ``config``:
 
 1. **search** -- :func:`~attnphase.numerics.se.state_evolution.solve` from every start of
-   :func:`~attnphase.numerics.phase.census_starts.census_starts` (at r = r* = 1 a grid of overlaps, mixed states
-   included; at r >= 2 or r* >= 2 the embedded, cold and mixture starts), on the search's rule and budget
-   (:func:`~attnphase.numerics.phase.census_starts.search_config`); then, from the points found, the
-   :func:`~attnphase.numerics.phase.census_starts.perturbed_starts` (r >= 2: where a mixed branch is born from a
-   positional or semantic point).  A start that does not converge is listed (start, residual, solver message),
-   never a point.  At r = r* = 1 each point found is solved again on the solve rule, warm from it (one that does
-   not converge there is dropped and counted);
-2. **dedupe** -- two converged points are one fixed point when their orbit keys agree
-   (:mod:`~attnphase.numerics.phase.gauge_orbits`: the canonical form under the model's sign group at r = r* = 1,
-   the gauge invariants at r >= 2 or r* >= 2);
-3. **error bars** -- each distinct point re-solved warm on each block of the solve rule (R >= 2 blocks: the
-   standard error std_j / sqrt(R)) or on ``n_rules`` independent rules (their spread)
-   (:func:`~attnphase.numerics.errors.replicates.replicate_points`).  Points whose invariants agree within
-   :data:`~attnphase.numerics.phase.gauge_orbits.SAME_WITHIN_ERRORS` combined error bars are then one fixed point
-   (the one more starts reached is kept, the other listed as merged): one rule's map jumps, so a rule can have
-   several fixed points a few error bars apart where the true map has one -- measured at omega = 0.3,
-   alpha = 1.25 on sobol12: two positional points with m = 0.25325 and 0.25309 (+- 8e-5, 3e-5), and a
-   "positional" point with m = 0.0021 +- 0.0019 next to the agnostic one (m = 0), with the same e_t to 8e-9;
-4. **stability** -- :func:`~attnphase.numerics.se.stability.stability_eigenvalue`: the leading eigenvalue
-   max Re(lambda) of the SE map's Jacobian in every direction (symmetry-breaking ones included; at r >= 2
-   transverse to the gauge orbit); stable when < 1;
-5. **rank** -- by e_t, lowest first.  Each other point's height above the minimum,
+   :func:`~attnphase.numerics.phase.census_starts.census_starts` and then of
+   :func:`~attnphase.numerics.phase.census_starts.perturbed_starts`, on the search's rule and budget
+   (:func:`~attnphase.numerics.phase.census_starts.search_config`; a start that does not converge is listed, never a
+   point; at r = r* = 1 each point found is solved again on the solve rule, dropped and counted where it fails);
+2. **dedupe** -- points on one orbit are one (:mod:`~attnphase.numerics.phase.gauge_orbits`);
+3. **error bars** -- each point re-solved warm on each block of the solve rule or on ``n_rules`` independent rules
+   (:func:`~attnphase.numerics.errors.replicates.replicate_points`); points one within the error bars
+   (:func:`~attnphase.numerics.phase.gauge_orbits.within_errors`) merged, the one more starts reached kept;
+4. **stability** -- :func:`~attnphase.numerics.se.stability.stability_eigenvalue` (max Re(lambda)); stable when < 1;
+5. **rank** -- by e_t, lowest first, each point's height above the minimum, Delta = e_t(B) - e_t(A), with its paired
+   error (:func:`~attnphase.numerics.phase.gauge_orbits.paired_difference`) and the combined bar hypot(err_A, err_B).
 
-       Delta = e_t(B) - e_t(A),   err(Delta) = std_j(e_t(B)_j - e_t(A)_j) [/ sqrt(R)],
-
-   is estimated per replicate (:func:`~attnphase.numerics.phase.gauge_orbits.paired_difference`): both points
-   are solved on the same blocks, whose common quadrature error cancels in the difference, so err(Delta) lies
-   far below the combined bar hypot(err_A, err_B) (both are reported).
-
-For tokens correlated across positions the census searches, tests and ranks the fixed points of the whitened
-model (docs/model.md section 7; :func:`~attnphase.theory.whitening.se_params`).
+For tokens correlated across positions the census works on the whitened model
+(:func:`~attnphase.theory.whitening.se_params`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -50,7 +31,7 @@ from attnphase.numerics.errors.replicates import error_keys, replicate_errors, r
 from attnphase.numerics.parallel import map_in_order, without_memory
 from attnphase.numerics.phase.census_starts import (CensusStart, census_starts, perturbed_starts, search_config,
                                                     solve_start)
-from attnphase.numerics.phase.gauge_orbits import orbit_key, paired_difference, same_point, within_errors
+from attnphase.numerics.phase.gauge_orbits import Replicas, orbit_key, paired_difference, same_point, within_errors
 from attnphase.numerics.se.stability import stability_eigenvalue
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import solve
@@ -62,16 +43,12 @@ CENSUS_RULES = 4
 
 
 @dataclass(frozen=True, eq=False)
-class CensusEntry:
-    """One distinct fixed point: its solve, its replicates (None: not converged on its branch; empty without error
-    bars), whether they are blocks, its error bars (``err_<key>``), the starts that reached it, its leading
-    eigenvalue, and the points merged into it within the error bars (each one's label, e_t and starts)."""
+class CensusEntry(Replicas):
+    """One distinct fixed point with its replicates and error bars (empty without error bars), the starts that
+    reached it, its leading eigenvalue, and the points merged into it within the error bars (each one's label, e_t
+    and starts)."""
 
-    point: FixedPoint
-    replicates: tuple[FixedPoint | None, ...]
-    blocks: bool
-    errors: dict[str, Any]
-    starts: tuple[str, ...]
+    starts: tuple[str, ...] = ()
     leading_eigenvalue: float = math.nan
     merged: tuple[tuple[str, float, tuple[str, ...]], ...] = ()
 
@@ -85,10 +62,6 @@ class CensusEntry:
         """The point's e_t (inf where it is not finite: ranked last)."""
         e = self.point.observables.e_t
         return e if math.isfinite(e) else math.inf
-
-    def err(self, key: str) -> Any:
-        """The error bar of ``key`` (NaN without error bars)."""
-        return self.errors.get(f"err_{key}", math.nan)
 
 
 @dataclass(frozen=True, eq=False)
@@ -235,11 +208,10 @@ def census(params: ModelParams, alpha: float, *, config: SolverConfig | None = N
             other = entries[same]
             keep, drop = (other, entry) if len(other.starts) >= len(names) else (entry, other)
             gone = ((drop.point.branch, drop.point.observables.e_t, drop.starts),) + drop.merged
-            entries[same] = CensusEntry(keep.point, keep.replicates, keep.blocks, keep.errors,
-                                        keep.starts + drop.starts, merged=keep.merged + gone)
+            entries[same] = replace(keep, starts=keep.starts + drop.starts, merged=keep.merged + gone)
     model = se_params(params)
-    entries = [CensusEntry(e.point, e.replicates, e.blocks, e.errors, e.starts,
-                           stability_eigenvalue(model, alpha, e.point.overlaps, cfg), e.merged) for e in entries]
+    entries = [replace(e, leading_eigenvalue=stability_eigenvalue(model, alpha, e.point.overlaps, cfg))
+               for e in entries]
     entries.sort(key=lambda e: e.e_t)
     return Census(params, float(alpha), tuple(entries), found, n_rules, time.perf_counter() - t0)
 

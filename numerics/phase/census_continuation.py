@@ -1,56 +1,34 @@
 """The census's fixed points continued along alpha: which branches of fixed points exist at each point of an alpha
-grid, for every L, r, r* (docs/method.md section 12).
+grid, for every L, r, r* (docs/method.md section 11, "The rank-r phase diagram": branches, births and ends).
 
-A *branch* is a curve of converged fixed points of the state evolution over alpha with one label
-(:func:`~attnphase.numerics.se.overlaps.branch_label`: semantic, positional, agnostic, mixed); several branches of
-one label are numbered in the order they were found (``mixed#1``, ``mixed#2``) and told apart by their gauge
-invariants (:func:`~attnphase.numerics.phase.gauge_orbits.orbit_key`), which
-:func:`~attnphase.numerics.phase.branches.describe` prints (:mod:`attnphase.numerics.phase.branches`: a branch, the
-branches over the grid).
+1. **census** -- :func:`~attnphase.numerics.phase.census.search` at the first and the last grid point;
+2. **follow** -- every distinct point found starts a :class:`~attnphase.numerics.phase.branches.Branch`, followed
+   over the grid both ways by warm starts (:meth:`Continuation.solve_on`); one followed onto another's orbit is it;
+3. **re-census** -- where the lowest branch, or the set of branches on, differs between neighbouring grid points, a
+   census at those not yet censused (at most ``max_census``), then step 2; a new branch on at one grid point only
+   that is one point with another's there within the rule's error bars is dropped (:meth:`Continuation.split`);
+4. **ends** -- bisection on a branch's existence between neighbouring grid points (:func:`locate_end`).
 
-1. **census** -- :func:`~attnphase.numerics.phase.census.search` (the census's starts and deduplication on the
-   gauge orbit; no error bars, no stability test) at the first and the last grid point;
-2. **follow** -- every distinct point found starts a branch (unless it lies on the orbit of a known branch's point
-   there), followed over the grid both ways by warm starts: the solve of its label's hat projection from the
-   branch's nearest point (:func:`~attnphase.numerics.se.state_evolution.solve` with ``init``; where that does not
-   reach it, from the embedded start).  A solve is on the
-   branch when it converged, has the branch's label, and its orbit key is nearer (the distance of
-   :func:`~attnphase.numerics.phase.gauge_orbits.orbit_distance`) to the branch's key extrapolated linearly to that
-   alpha from its two nearest points than to any other branch's of that label: a warm start that falls onto a neighbouring branch of the same
-   label is not taken for this one.  A branch followed onto another's orbit at a grid point is that branch (the two
-   are joined);
-3. **re-census** -- between neighbouring grid points where the lowest branch, or the set of branches on,
-   differs, a census at the grid points not yet censused (the intervals where the lowest branch changes first,
-   then those where the set changes; once a re-census finds no new branch, only the former; at most
-   ``max_census`` censuses in all), then step 2 for the points it finds.  A new branch on at its census's grid
-   point alone that is one point with the nearest other branch's there within the rule's error bars (the census's
-   merge, :func:`~attnphase.numerics.phase.gauge_orbits.within_errors`) is the rule's split: dropped, noted;
-4. **ends** -- between a grid point where a branch is on and the next where it is not, bisection on its
-   existence (solves warm from its nearest points, no embedded start) to a bracket of width ``end_tol`` (:func:`locate_end`): a birth
-   where it exists above, an end where it exists below; the kind says what the solve gave beyond it (the orbit of
-   another branch -- it meets that branch there, e.g. a mixed branch born from the positional point --, another
-   label, or no convergence, which may be the solver's limit rather than the branch's).
-
-A census where no start converged is recorded (``failed``): there nothing is known, which is solver failure,
-not absence.  A solve is a pure function of its (alpha, label, start): :meth:`Continuation.solve` runs each once and
-counts them per phase (``count``).
+A census where no start converged is recorded (``failed``): solver failure, not absence.  Each solve is run once
+(:meth:`Continuation.solve`), and counted per phase.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.boundary_results import LocatedEnd
+from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.branches import Branch, BranchCensus, describe
 from attnphase.numerics.phase.census import search
 from attnphase.numerics.errors.replicates import replicate_count
-from attnphase.numerics.phase.census_separation import Replicas, replicas
-from attnphase.numerics.phase.gauge_orbits import orbit_distance, orbit_key, same_point, within_errors
+from attnphase.numerics.phase.census_separation import replicas
+from attnphase.numerics.phase.gauge_orbits import Replicas, orbit_distance, orbit_key, same_point, within_errors
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams
@@ -60,12 +38,9 @@ from attnphase.theory.whitening import se_params
 END_TOL = 0.05
 #: Censuses a search may run over the grid (the first and the last grid point included).
 MAX_CENSUS = 4
-#: Two points of one label at one alpha are one branch when their orbit keys lie within this (the distance of
-#: :func:`~attnphase.numerics.phase.gauge_orbits.orbit_distance`): without error bars the census's search keeps points
-#: that its merge within 4 combined error bars would join -- the default rule's bars are 0.1-0.4 % of the overlaps
-#: (README's ``solve`` example), and one rule's jumps split one fixed point into several (docs/method.md section 12).
-#: The two mixed points the census tells apart at r = 2, omega = 0.1, alpha = 0.8 lie 1.8e-2 apart
-#: (docs/data/rank2_census_omega0.1/alpha0.8/census.csv: their V0 eigenvalues 97.08 and 95.35).
+#: Two points of one label at one alpha are one branch when their orbit keys lie within this
+#: (:func:`~attnphase.numerics.phase.gauge_orbits.orbit_distance`): without error bars one rule's jumps split one fixed
+#: point into several (docs/method.md section 12); distinct mixed points lie ~2e-2 apart.
 SAME_BRANCH_RTOL = 1e-2
 #: Grid points where a branch is not found that its following passes over before it stops.
 FOLLOW_PAST = 1
@@ -90,9 +65,7 @@ class Continuation:
 
     def solve(self, alpha: float, label: str, near: FixedPoint | None) -> FixedPoint:
         """The solve of ``label`` at alpha warm from ``near`` (from the label's embedded start where None), done once:
-        a solve is a pure function of (model, alpha, label, start, config), so a repeated one -- the embedded start
-        that every branch of a label falls back on, a point a root search or a bisection asks for again -- is
-        the stored result (``count``: solves run and reused)."""
+        a repeated one is the stored result (``count``: solves run and reused)."""
         key = (float(alpha), label, id(near))
         hit = self.solves.get(key)
         if hit is not None and hit[0] is near:
@@ -113,14 +86,13 @@ class Continuation:
 
     def replicas(self, fp: FixedPoint) -> Replicas:
         """``fp`` re-solved warm on each block of the rule, with its error bars
-        (:func:`~attnphase.numerics.phase.census_separation.replicas`), done once per point: the rule's split test, the
-        separations beside a change and the root's error share them (``count['blocks']``: block solves run)."""
+        (:func:`~attnphase.numerics.phase.census_separation.replicas`), done once per point (``count['blocks']``)."""
         hit = self.blocks.get(id(fp))
         if hit is not None and hit[0] is fp:
             return hit[1]
         self.count["blocks"] = self.count.get("blocks", 0) + replicate_count(self.cfg)
         t0 = time.process_time()
-        out = replicas(fp, self.cfg, True)
+        out = replicas(fp, self.cfg)
         self._spent("blocks", t0)
         self.blocks[id(fp)] = (fp, out)
         return out
@@ -132,11 +104,10 @@ class Continuation:
     def solve_on(self, br: Branch, alpha: float, embedded: bool = True
                  ) -> tuple[FixedPoint | None, FixedPoint | None, Branch | None]:
         """(the point of ``br`` at alpha or None, the solve warm from its nearest point, the branch ``br`` is found to
-        be): warm from its
-        nearest point, then from its nearest point on the other side of alpha where it has one, then (with
-        ``embedded``) from the embedded start of its label; a point found is added to the branch.  The third entry is a branch of the
-        same label whose point at alpha the solve reached and which coincides with ``br`` wherever both are on (the
-        same branch, found twice)."""
+        be): warm from its nearest point, then from its nearest point on the other side of alpha, then (with
+        ``embedded``) from the embedded start of its label; a point found is added to the branch.  The third entry is
+        a branch of the same label whose point at alpha the solve reached and which coincides with ``br`` wherever
+        both are on (the same branch, found twice)."""
         alpha = float(alpha)
         if br.on(alpha):
             return br.points[alpha], br.points[alpha], None
@@ -165,6 +136,14 @@ class Continuation:
             return fp, fp, None
         return None, warm, None
 
+    def value(self, br: Branch, alpha: float, key: Callable[[FixedPoint], float]) -> float:
+        """``key`` of ``br``'s point at alpha (:meth:`solve_on`); BranchLost where the branch is lost there (the solves
+        of every root search along a branch)."""
+        fp, _, _ = self.solve_on(br, alpha)
+        if fp is None:
+            raise BranchLost(f"the {br.name} branch was lost at alpha = {alpha:.4g}")
+        return key(fp)
+
     def on_orbit(self, fp: FixedPoint, key: np.ndarray, exclude: Branch | None = None,
                  label: str | None = None) -> Branch | None:
         """A branch (not ``exclude``; of label ``label`` if given) on at fp's alpha on whose orbit ``fp`` lies."""
@@ -176,12 +155,8 @@ class Continuation:
         """Whether another branch of ``br``'s label, with a point at least as near alpha as ``a0``, is predicted at
         alpha (:meth:`Branch.predict`) nearer to ``key`` than ``br`` is: the warm start fell towards that branch."""
         own = orbit_distance(br.predict(alpha), key)
-        for other in self.branches:
-            if other is br or other.label != br.label:
-                continue
-            if abs(other.nearest(alpha) - alpha) <= abs(a0 - alpha) and orbit_distance(other.predict(alpha), key) < own:
-                return True
-        return False
+        return any(other is not br and other.label == br.label and abs(other.nearest(alpha) - alpha) <= abs(a0 - alpha)
+                   and orbit_distance(other.predict(alpha), key) < own for other in self.branches)
 
     def beyond(self, br: Branch, fp: FixedPoint | None) -> str:
         """What the solve ``fp`` beyond ``br``'s end reached: ``meets <branch>`` (the orbit of another branch's point
@@ -222,17 +197,12 @@ class Continuation:
             self.branches.append(br)
             self.follow(br, self.grid.index(alpha))
             new.append(br)
-        kept = False
-        for br in new:
-            if br in self.branches and not self.split(br):
-                kept = True
-        return kept
+        return any([br in self.branches and not self.split(br) for br in new])  # every new branch tested
 
     def split(self, br: Branch) -> bool:
         """Whether ``br``, on at one grid point only, is there one fixed point with the nearest point of another
-        branch (:func:`~attnphase.numerics.phase.census_separation.one_point_at_the_rule`: the census's merge within
-        error bars) -- the rule's jumps split one point in two (docs/method.md section 12); it is then dropped, with
-        a note."""
+        branch within the rule's error bars (:func:`~attnphase.numerics.phase.gauge_orbits.within_errors`): the rule's
+        split (docs/method.md section 12), dropped with a note."""
         on = [a for a in self.grid if br.on(a)]
         if len(on) != 1:
             return False
@@ -247,9 +217,8 @@ class Continuation:
         return True
 
     def follow(self, br: Branch, i: int) -> None:
-        """Step 2: ``br`` from grid point i up, then down, while it stays on (past one grid point where it is not:
-        a solve that fails there may be the solver's, the next point tells); joined to the branch it turns out to
-        be."""
+        """Step 2: ``br`` from grid point i up, then down, while it stays on (past FOLLOW_PAST grid points where it is
+        not); joined to the branch it turns out to be."""
         for steps in (range(i + 1, len(self.grid)), range(i - 1, -1, -1)):
             missed = 0
             for k in steps:
@@ -293,16 +262,12 @@ class Continuation:
         for a in dict.fromkeys((self.grid[0], self.grid[-1])):
             self.census_at(a)
         lowest_only = False
-        while True:
-            todo = self.to_census(lowest_only)
-            if not todo:
-                break
+        while todo := self.to_census(lowest_only):
             if len(self.censused) >= max_census:
                 self.notes.append(f"census budget ({max_census}) spent: alpha = "
                                   + ", ".join(f"{self.grid[k]:g}" for k in todo) + " not censused")
                 break
-            if not self.census_at(self.grid[todo[0]]):
-                lowest_only = True
+            lowest_only = not self.census_at(self.grid[todo[0]]) or lowest_only
         self.name_branches()
         self.phase = "ends"
         ends = [e for br in self.branches for e in self.ends(br, end_tol)]

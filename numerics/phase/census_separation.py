@@ -1,68 +1,34 @@
-"""How far apart two branches' e_t lie at the rule, and the rule's error of the alpha where they cross.
+"""How far apart two branches' e_t lie at the rule, and the rule's error of the alpha where they cross
+(docs/method.md section 11, "error bars of the decision").
 
-The global minimum at one alpha is the branch of lowest e_t on the solve rule.  Whether the rule tells two
-branches A and B apart there is the paired difference over the rule's R blocks
-(:func:`~attnphase.numerics.phase.gauge_orbits.paired_difference`):
-
-    Delta = e_t(B) - e_t(A),   err(Delta) = std_j(e_t(B)_j - e_t(A)_j) / sqrt(R),
-
-each point re-solved warm on block j (:func:`~attnphase.numerics.errors.replicates.replicate_points`); the blocks'
-common quadrature error cancels in the difference.  Two branches are *distinguishable* at the rule where
-|Delta| >= :data:`DISTINGUISHABLE` err(Delta) (:func:`separation`).
-
-The alpha_c of a crossing (a root x of Delta e_t found on the pooled rule) has the rule's standard error
-linearised at the root (:func:`~attnphase.numerics.errors.replicates.linearised_root_error`, as the rank-1
-path's :func:`~attnphase.numerics.phase.boundary_refinement.block_root_error`):
-
-    x_j = a - Delta_j(a) / (d Delta / d alpha),   err(x) = std_j(x_j) / sqrt(R),
-
-a the bracket's end nearest the root, Delta_j(a) the blocks' differences there and d Delta / d alpha the
-bracket's secant slope (:func:`root_error`).
-
-That linearisation holds for a clean crossing, Delta ~ slope (alpha - x).  Where Delta e_t *hugs 0* -- stays within
-DISTINGUISHABLE paired errors of 0 over part of the bracket, e.g. where a mixed branch leaves the positional point
-and their e_t differ by less than the rule resolves -- any root there is one the rule allows: the honest answer is
-the interval where the sign of Delta e_t is not established (:class:`SignSample`, its side; :func:`unsettled_interval`
-from samples; :func:`settle_interval`, its edges bisected), reported as centre +- half-width.  :func:`hugs_zero`
-says which evaluations of a root search call for samples.
+Delta = e_t(B) - e_t(A) with its paired error err(Delta) = std_j(e_t(B)_j - e_t(A)_j) / sqrt(R) over the rule's R
+blocks (:func:`~attnphase.numerics.phase.gauge_orbits.paired_difference`); the two are *distinguishable* at the rule
+where |Delta| >= :data:`DISTINGUISHABLE` err(Delta) (:func:`separation`).  A root x of Delta e_t has the rule's
+standard error linearised at the root, x_j = a - Delta_j(a) / (d Delta / d alpha), err(x) = std_j(x_j) / sqrt(R)
+(:func:`root_error`).  Where Delta e_t *hugs 0* (:func:`hugs_zero`) alpha_c is the interval where its sign is not
+established (:class:`SignSample`, :func:`unsettled_interval`, :func:`settle_interval`), centre +- half-width.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.errors.replicates import (linearised_root_error, replicate_count, replicate_errors,
                                                   replicate_points)
-from attnphase.numerics.phase.gauge_orbits import paired_difference
+from attnphase.numerics.phase.gauge_orbits import Replicas, paired_difference
 from attnphase.numerics.se.results import FixedPoint
 
 #: Two branches are told apart at the rule where |Delta e_t| is at least this many paired errors.
 DISTINGUISHABLE = 2.0
 
 
-@dataclass(frozen=True, eq=False)
-class Replicas:
-    """A fixed point and its re-solves on the rule's blocks (None where one left its branch): what
-    :func:`~attnphase.numerics.phase.gauge_orbits.paired_difference` pairs."""
-
-    point: FixedPoint
-    replicates: tuple[FixedPoint | None, ...]
-    blocks: bool = True
-    errors: dict = field(default_factory=dict)
-
-    def err(self, key: str) -> Any:
-        """The error bar of ``key`` from the blocks (NaN where not computed)."""
-        return self.errors.get(f"err_{key}", math.nan)
-
-
-def replicas(fp: FixedPoint, cfg: SolverConfig, bars: bool = False) -> Replicas:
-    """``fp`` re-solved warm on each block of ``cfg``'s solve rule (none where the rule has one block); with ``bars``
-    its error bars from them (:func:`~attnphase.numerics.errors.replicates.replicate_errors`)."""
+def replicas(fp: FixedPoint, cfg: SolverConfig) -> Replicas:
+    """``fp`` re-solved warm on each block of ``cfg``'s solve rule (none where the rule has one block), with its error
+    bars from them (:func:`~attnphase.numerics.errors.replicates.replicate_errors`)."""
     reps, blocks = replicate_points(fp, cfg, 0) if replicate_count(cfg) else ([], True)
-    errors = replicate_errors(fp, reps, blocks) if bars and reps else {}
+    errors = replicate_errors(fp, reps, blocks) if reps else {}
     return Replicas(fp, tuple(reps), blocks, errors)
 
 
@@ -129,7 +95,7 @@ A_SIDE, B_SIDE, UNSETTLED = "A", "B", "?"
 class SignSample:
     """Delta e_t = e_t(A) - e_t(B) at ``alpha`` (< 0 where A lies lower) with its paired error over the rule's blocks
     (NaN: not known); ``same`` where A's and B's points are one fixed point at the rule
-    (:func:`one_point_at_the_rule`), ``absent`` the branch not on there ("A" or "B"; "" both on)."""
+    (:func:`~attnphase.numerics.phase.gauge_orbits.within_errors`), ``absent`` the branch not on there ("A" or "B")."""
 
     alpha: float
     delta: float

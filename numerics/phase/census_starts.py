@@ -1,26 +1,11 @@
-"""Where the census looks for fixed points: its starts, and the rule and budget its searching solves run on.
+"""Where the census looks for fixed points: its starts, and the rule and budget its searching solves run on
+(docs/method.md section 12, "Search").
 
 A start (:class:`CensusStart`) is a requested branch (its hat projection) with either a start kind of
 :func:`~attnphase.numerics.se.state_evolution.solve` (``cold``; ``embedded`` at r >= 2 or r* >= 2) or the overlaps
-to start from.  :func:`census_starts` gives the model's list:
-
-* r = r* = 1 (:func:`grid_starts`): each branch's cold start (no positional one where P = 0), then the grid
-  q0 = 0.3, V0 in (1, 50), |m| in (0, 0.2, 0.5) along P's first non-zero column (scaled to max 1,
-  :func:`~attnphase.numerics.se.starts.positional_direction`), th0 in (0, 0.3, 0.8) sqrt(q0 rho0) -- mixed states
-  included (18 grid starts);
-* r >= 2 or r* >= 2 (:func:`mixture_starts`): each branch's embedded start (the rank-1 fixed points, one per
-  student axis; staged solve) and cold start, and mixtures of the embedded mixed state (:func:`mixture`: its
-  semantic th0 and positional m scaled by weights, the positional m tilted onto the semantic axis) -- the
-  :data:`FIXED_MIXTURES` and ``n_random`` drawn from ``seed``.
-
-Then :func:`perturbed_starts`: at r >= 2 each positional point found with a small th0 and each semantic point with a
-small m, where a mixed branch is born from one of them (at r = r* = 1 the grid holds those states already).
-
-The search (:func:`search_config`): at r = r* = 1 on :func:`search_rule` (a quarter of the solve rule's points: the
-mixed starts break every symmetry, so their SE steps see the whole rule) with at most :data:`SCALAR_SEARCH_MAX_ITER`
-evaluations, every point found there solved again on the solve rule; at r >= 2 or r* >= 2 on the solve rule with at
-most :data:`MATRIX_SEARCH_MAX_ITER` evaluations per quasi-Newton run (a staged solve's stages need the whole rule).
-Overlaps are the state evolution's (the whitened model's for correlated tokens, its P the Ptilde).
+to start from: :func:`grid_starts` at r = r* = 1, :func:`mixture_starts` at r >= 2 or r* >= 2, then
+:func:`perturbed_starts` from the points found; the search's rule and budget: :func:`search_config`.  Overlaps are the
+state evolution's (the whitened model's for correlated tokens, its P the Ptilde).
 """
 
 from __future__ import annotations
@@ -46,8 +31,7 @@ from attnphase.theory.params import ModelParams
 SCALAR_SEARCH_MAX_ITER = 100
 
 #: SE evaluations each quasi-Newton run of a start's solve may spend at r >= 2 or r* >= 2 (the staged solve has up
-#: to three and a retry; measured at L = 2, r = 2, r* = 1, omega = 0.3, alpha = 2, sobol9:2: converging starts took
-#: 50 - 240 evaluations in all, failing ones 110 - 410, most of the search's time).
+#: to three and a retry).
 MATRIX_SEARCH_MAX_ITER = 150
 
 #: The search's Sobol rules at r = r* = 1 have at least 2^SEARCH_MIN_LOG2 points (:func:`search_rule`).
@@ -90,8 +74,10 @@ def census_starts(params: ModelParams, alpha: float, config: SolverConfig, *, n_
 
 
 def grid_starts(params: ModelParams) -> list[CensusStart]:
-    """The r = r* = 1 starts of the module doc (21 where P != 0); each named after its grid point, requested on the
-    branch its overlaps lie on."""
+    """The r = r* = 1 starts: each branch's cold start (no positional one where P = 0), then the grid q0 = 0.3,
+    V0 in (1, 50), |m| in (0, 0.2, 0.5) along P's first non-zero column scaled to max 1
+    (:func:`~attnphase.numerics.se.starts.positional_direction`), th0 in (0, 0.3, 0.8) sqrt(q0 rho0), mixed states
+    included; each named after its grid point, requested on the branch its overlaps lie on."""
     direction = positional_direction(params)
     own = ("semantic", "positional", "agnostic") if direction is not None else ("semantic", "agnostic")
     starts = [CensusStart(f"{b} cold", b, "cold") for b in own]
@@ -190,7 +176,9 @@ def search_rule(spec: str) -> str:
 
 
 def search_config(params: ModelParams, config: SolverConfig) -> tuple[SolverConfig, bool]:
-    """(the config of the searching solves, whether each point found is solved again on ``config``): module doc."""
+    """(the config of the searching solves, whether each point found is solved again on ``config``): at r = r* = 1
+    :func:`search_rule` and at most :data:`SCALAR_SEARCH_MAX_ITER` evaluations, every point found solved again; at
+    r >= 2 or r* >= 2 the solve rule (a staged solve's stages need it) and :data:`MATRIX_SEARCH_MAX_ITER`."""
     if is_scalar_form(params.r, params.r_star):
         return config.replace(quadrature=search_rule(config.quadrature),
                               max_iter=min(config.max_iter, SCALAR_SEARCH_MAX_ITER), e_t_quadrature=None), True

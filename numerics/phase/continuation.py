@@ -1,17 +1,10 @@
-"""Continuation of fixed points in alpha, warm-started from converged points only.
+"""Continuation of fixed points in alpha, warm-started from converged points only (docs/method.md section 5).
 
-A branch is followed from a cold start at one end of the alpha range: the semantic branch
-downward from the largest alpha (it exists at large alpha), the positional and agnostic
-branches upward from the smallest.  Each next point is warm-started from the last converged
-point of the requested branch; on failure (no convergence, the label changed, or the order
-parameter fell below the branch's floor) the step is halved down to ``min_step``.  When even the
-smallest step fails, the branch has ended: :func:`attnphase.numerics.phase.branch_end.locate_branch_end`
-locates the end (strategy ``config.branch_end``), and the sweep goes on from the last good point,
-so the rows past the end show the fixed point the iteration actually lands on, with its true label.
-
-At every rank: at r >= 2 or r* >= 2 (the matrix overlaps, docs/model.md section 7) the mixed branch is followed
-upward too, a warm step has the solver's full budget (:func:`warm_budget`), and an end is bisected in alpha
-(:data:`~attnphase.numerics.phase.branch_end.MATRIX_END_NOTE`).
+A branch is followed from a cold start at one end of the alpha range (semantic downward, positional, agnostic and
+mixed upward), each next point warm-started from the last converged point of the branch, the step halved on failure
+down to ``min_step``.  When even the smallest step fails the branch has ended:
+:func:`~attnphase.numerics.phase.branch_end.locate_branch_end` locates the end, and the sweep goes on from the last
+good point, so the rows past the end show the fixed point the iteration lands on, with its true label.
 """
 
 from __future__ import annotations
@@ -37,11 +30,11 @@ CONTINUATION_MAX_ITER = 60
 
 def warm_budget(params: ModelParams, config: SolverConfig) -> int:
     """SE evaluations a warm-started step may spend before it counts as off the branch: CONTINUATION_MAX_ITER
-    at r = r* = 1; ``config.max_iter`` at r >= 2 or r* >= 2, where a warm step on the branch takes 49-119
-    evaluations (r = 2, r* = 1, omega = 0.3, mixed, alpha 1.5 -> 2 -> 2.5 on sobol9 and sobol10:4: each
-    finite-difference Jacobian costs one evaluation per unknown, 12 there against 5 at r = r* = 1)."""
+    at r = r* = 1; ``config.max_iter`` at r >= 2 or r* >= 2 (a finite-difference Jacobian costs one evaluation per
+    unknown, docs/method.md section 5)."""
     return min(config.max_iter, CONTINUATION_MAX_ITER) if is_scalar_form(params.r, teacher_rank(params)) \
         else config.max_iter
+
 
 #: No end located in the range.
 NO_END = BranchEnd(math.nan, "", "")
@@ -74,11 +67,6 @@ class BranchSweep:
         return [p for p in self.points if on_branch(p, self.branch)]
 
 
-def default_direction(branch: str) -> str:
-    """Sweep direction in which a branch is followed from its cold start."""
-    return "down" if branch == "semantic" else "up"
-
-
 def sweep(
     params: ModelParams,
     alphas: Sequence[float],
@@ -94,11 +82,8 @@ def sweep(
 ) -> BranchSweep:
     """Follow ``branch`` over ``alphas`` by continuation; one FixedPoint per alpha (sorted ascending).
 
-    With ``past_end=False`` the sweep stops where the branch ends: the alphas beyond it (the
-    first one included) get no row (phase boundaries need only the branch itself).  Where the
-    branch exists at a grid point (on the near side of its located end) but the warm-started step
-    failed, that point is solved once more with the full solver budget, from the last good point
-    and then cold.
+    With ``past_end=False`` the alphas beyond the branch's end get no row.  Where the branch exists at a grid point
+    but the warm-started step failed, that point is solved once more with the full solver budget, warm then cold.
     """
     scalar = is_scalar_form(params.r, teacher_rank(params))
     if branch not in (BRANCHES if scalar else MATRIX_BRANCHES):
@@ -107,18 +92,14 @@ def sweep(
     if not grid or grid[0] <= 0 or not all(math.isfinite(a) for a in grid):
         raise ValueError(f"alphas must be finite and > 0, got {list(alphas)}")
     full_cfg = config or SolverConfig()
-    # a warm-started point that needs more than this, or whose Newton iteration fails, is
-    # treated as off the branch (the step is halved)
     cfg = replace(full_cfg, max_iter=warm_budget(params, full_cfg), warm_fallback=False)
     params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
     rule = model_rule(params, cfg) if scalar else None  # the matrix form takes its rule from the config
-    direction = direction or default_direction(branch)
+    direction = direction or ("down" if branch == "semantic" else "up")  # from its cold start
     if direction not in ("up", "down"):
         raise ValueError(f"direction must be 'up' or 'down', got {direction!r}")
     order = grid if direction == "up" else grid[::-1]
-    # where a branch's end is traced at fixed theta, one halving suffices; where it is a bifurcation
-    # (the positional branch followed up), too, as long as the eigenvalue finds the end ahead: it
-    # needs no point near the end
+    # where the end is traced at fixed theta or found ahead by the eigenvalue, no point near it is needed
     traced = scalar and (branch, direction) == ("semantic", "down")
     bifurcating = scalar and (branch, direction) == ("positional", "up") and full_cfg.branch_end == "bifurcation"
 
@@ -128,7 +109,6 @@ def sweep(
         return solve(params, alpha, branch, init=init.overlaps, memory=init.memory, config=cfg, rule=rule)
 
     def rescue(alpha: float, near: FixedPoint) -> FixedPoint:
-        # the branch exists here: the full budget (Anderson fallback), warm then cold
         fp = solve(params, alpha, branch, init=near.overlaps, config=full_cfg, rule=rule)
         if on_branch(fp, branch):
             return fp
@@ -136,9 +116,7 @@ def sweep(
         return cold if on_branch(cold, branch) or not fp.status.converged else fp
 
     good: FixedPoint | None = start if start is not None and on_branch(start, branch) else None
-    # the last grid point on the branch: between grid points a step can converge to a spurious
-    # point near a soft end (omega = 0.2, sobol12 seed 1: theta >= 0.02 at alpha = 0.4955, below
-    # the bifurcation at 0.625 that the grid point 0.627 sits just above)
+    # the last grid point on the branch (between grid points a step can reach a spurious point near a soft end)
     grid_good = good
     last: FixedPoint | None = None
     results: dict[float, FixedPoint] = {}
@@ -156,12 +134,12 @@ def sweep(
                 if on_branch(retry, branch) or not fp.status.converged:
                     fp = retry
         elif good is None:
-            # the branch's cold start: the full budget (omega = 0.05, sobol12: the positional
-            # start at alpha = 0.627 needs Newton after Anderson's 60 evaluations); where the last
-            # grid point's positional start fell to the agnostic point, from that point (its path)
-            fp = None
-            if scalar and branch == "positional" and last is not None and fell_to_agnostic(last, alpha):
-                fp = positional_past_agnostic(params, alpha, last, full_cfg, rule)
+            # the branch's cold start, with the full budget (from the agnostic point where the last grid point's
+            # positional start, at or above POSITIONAL_COLD_ALPHA, fell to it)
+            fell = (scalar and branch == "positional" and last is not None and last.requested == "positional"
+                    and last.status.converged and last.branch == "agnostic"
+                    and POSITIONAL_COLD_ALPHA <= last.alpha < alpha)
+            fp = positional_past_agnostic(params, alpha, last, full_cfg, rule) if fell else None
             if fp is None:
                 fp = solve(params, alpha, branch, config=full_cfg, rule=rule)
             if on_branch(fp, branch):
@@ -176,10 +154,7 @@ def sweep(
                     ahead, _ = bifurcation_end(params, branch, direction, good, (grid_good or good).alpha, cfg,
                                                full_cfg)
                 if ahead is None:
-                    # no end ahead (omega = 0.25: mu crosses 1 at 2.08, below the last grid point on
-                    # the branch, which goes on to the search limit), or |m| still growing towards the
-                    # failed step (no continuous end just ahead: the eigenvalue's secant is not tried):
-                    # follow it with the fine step, from now on (the crossing stays behind)
+                    # no end ahead, or |m| still growing (no continuous end just ahead): the fine step from now on
                     bifurcating = False
                     reached, fp, _ = _advance(run, good, alpha, branch, min_step, step)
                     good = reached
@@ -192,13 +167,9 @@ def sweep(
                     near = min(end.points or (good,), key=lambda p: abs(p.alpha - alpha))
                     fp = run(alpha, near)
                 if not on_branch(fp, branch) and exists_here and past_end:
-                    # a row is wanted here (phase boundaries, past_end=False, need only the branch's
-                    # points: the grid point is dropped there, at no extra cost)
                     fp = rescue(alpha, good)
                 if not on_branch(fp, branch) and end.kind == "solver failure":
-                    # an end found only because warm solves failed may be numerical: a cold solve
-                    # with the full budget (omega = 0, sobol12 seed 3: the branch's first point at
-                    # alpha = 0.1, m = 0.02, near its birth, and no warm step from it converged)
+                    # an end found only because warm solves failed may be numerical: a cold solve, full budget
                     cold = solve(params, alpha, branch, config=full_cfg, rule=rule)
                     if on_branch(cold, branch):
                         fp, good, end, side = cold, cold, NO_END, ""
@@ -217,14 +188,8 @@ def sweep(
 
 def order_growing(path: Sequence[FixedPoint]) -> bool:
     """Whether |m| grew between the last two points of ``path`` (a positional branch followed up, in
-    increasing alpha; False with fewer than two distinct alphas).
-
-    At a bifurcation the branch ends continuously, |m| falling to 0; where |m| still grows a failed warm
-    step is the solver's, not an end's, and the eigenvalue's secant on the bifurcation rule is not tried:
-    at omega = 0.45 (sobol10:4) the step 1.15 -> 1.42 stalled at |m| = 0.28 (growing), and two secants of 12
-    steps each (agnostic solves and eigenvalues on sobol15:4 up to alpha = 3.9) found no crossing, about
-    380 SE evaluations, before the fine steps reached 1.42 in 21.  Where the secant would not have found an
-    end ahead the result is unchanged; where the fine steps then fail the end is located from nearer."""
+    increasing alpha; False with fewer than two distinct alphas): at a bifurcation |m| falls to 0, so where it
+    still grows a failed warm step is the solver's, and the eigenvalue's secant is not tried."""
     pts: list[FixedPoint] = []
     for p in path:
         if p is not None and not (pts and pts[-1].alpha == p.alpha):
@@ -234,21 +199,11 @@ def order_growing(path: Sequence[FixedPoint]) -> bool:
     return float(np.linalg.norm(pts[-1].overlaps.m)) > float(np.linalg.norm(pts[-2].overlaps.m))
 
 
-def fell_to_agnostic(fp: FixedPoint, alpha: float) -> bool:
-    """Whether ``fp``, a positional start's solve at an alpha' in [POSITIONAL_COLD_ALPHA, alpha), converged to the
-    agnostic point: then the cold positional solve at alpha is :func:`positional_past_agnostic`'s."""
-    return (fp.requested == "positional" and fp.status.converged and fp.branch == "agnostic"
-            and POSITIONAL_COLD_ALPHA <= fp.alpha < alpha)
-
-
 def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float,
              step: float | None = None) -> tuple[FixedPoint, FixedPoint, float]:
-    """Reach ``target`` from ``good`` by steps (the first ``step``, default the whole way) that
-    halve on failure and double on success.
-
-    Returns (last good point, last attempt, the next step); the points coincide when ``target``
-    was reached, else the next step is the first below ``min_step``.
-    """
+    """Reach ``target`` from ``good`` by steps (the first ``step``, default the whole way) that halve on failure
+    and double on success; (last good point, last attempt, the next step): the points coincide when ``target``
+    was reached, else the next step is the first below ``min_step``."""
     cur = good
     step = target - cur.alpha if step is None else step
     while abs(target - cur.alpha) > 1e-12:
@@ -257,8 +212,6 @@ def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float,
             a, step = target, target - cur.alpha
         fp = run(a, cur)
         if on_branch(fp, branch):
-            # after a halving, grow the step again by doubling rather than jumping to the
-            # target: where the branch is hard to follow, a failed solve costs a whole budget
             step = 2 * (a - cur.alpha)
             cur = fp
             continue

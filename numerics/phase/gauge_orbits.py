@@ -1,31 +1,20 @@
-"""When two fixed points of the state evolution are one: the same orbit of the model's symmetry group.
+"""When two fixed points of the state evolution are one: the same orbit of the model's symmetry group
+(docs/model.md section 7; docs/method.md section 12, "Duplicates").
 
-The SE map commutes with the gauge group (docs/model.md section 7): at rank r, r* the rotations O(r) x O(r*) of
-the student's and the teacher's axes,
-
-    q0 -> O q0 O^T,   V0 -> O V0 O^T,   m -> m O^T,   th0 -> O th0 O*^T,
-
-and, for every rank, the model's own symmetries (a permutation of the positions with the signs it allows,
-:func:`~attnphase.numerics.quadrature.symmetry.model_symmetry_group`).  Its fixed points come in orbits, and
-two converged points are one fixed point when they lie on one orbit.  An orbit is named by a key
-(:func:`orbit_key`):
-
-* r = r* = 1: the gauge group is its sign part {+-1} x {+-1}, and the key is the canonical form -- the image
-  (q0, V0, m_1..m_L, th0) under the model's group with the lexicographically largest (th0, m) (:func:`canonical`);
-* r >= 2 or r* >= 2: the orbit's invariants -- eigenvalues of q0 and V0, singular values of th0, |m_l|
-  (:func:`invariant_vector`).
-
-Two keys within :data:`SAME_POINT_RTOL` are one point (:func:`same_point`).  After the error bars, two points
-are one when every invariant lies within :data:`SAME_WITHIN_ERRORS` combined error bars (:func:`within_errors`):
-at r = r* = 1 the invariants q, V, |m|, |theta|; at r >= 2 or r* >= 2 those of the key, and e_t within as many
-errors of the paired difference (:func:`paired_difference`), which separates two points of one rule
-(docs/method.md section 12).
+The SE map commutes with the gauge group -- at rank r, r* the rotations O(r) x O(r*) of the student's and the
+teacher's axes, q0 -> O q0 O^T, V0 -> O V0 O^T, m -> m O^T, th0 -> O th0 O*^T -- and with the model's own
+symmetries (:func:`~attnphase.numerics.quadrature.symmetry.model_symmetry_group`).  An orbit is named by a key
+(:func:`orbit_key`): at r = r* = 1 the canonical form (:func:`canonical`), at r >= 2 or r* >= 2 the orbit's
+invariants (:func:`invariant_vector`).  Two keys within :data:`SAME_POINT_RTOL` are one point (:func:`same_point`);
+after the error bars, two points whose invariants agree within :data:`SAME_WITHIN_ERRORS` combined error bars are
+one (:func:`within_errors`).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -45,15 +34,20 @@ SCALAR_INVARIANTS = ("q", "V", "m", "theta")
 MATRIX_INVARIANTS = ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms")
 
 
-class Replicated(Protocol):
-    """A census entry as the tests below read it: its point, its error bars, its replicates (None where one did
-    not converge), whether they are blocks."""
+@dataclass(frozen=True, eq=False)
+class Replicas:
+    """A fixed point, its re-solves on the rule's blocks or on independent rules (``blocks`` False; None where one
+    left its branch) and its error bars (``err_<key>``): what :func:`paired_difference` and :func:`within_errors`
+    compare."""
 
-    point: Any
-    replicates: tuple
-    blocks: bool
+    point: FixedPoint
+    replicates: tuple[FixedPoint | None, ...]
+    blocks: bool = True
+    errors: dict = field(default_factory=dict)
 
-    def err(self, key: str) -> Any: ...
+    def err(self, key: str) -> Any:
+        """The error bar of ``key`` (NaN without error bars)."""
+        return self.errors.get(f"err_{key}", math.nan)
 
 
 def canonical(params: ModelParams, ov: Overlaps) -> np.ndarray:
@@ -71,8 +65,7 @@ def canonical(params: ModelParams, ov: Overlaps) -> np.ndarray:
 
 def invariant_vector(fp: FixedPoint) -> np.ndarray:
     """(eigenvalues of q0, of V0, singular values of th0, |m_l|) of a matrix fixed point: its orbit's coordinates."""
-    inv = fp.invariants
-    return np.concatenate([inv[k] for k in MATRIX_INVARIANTS])
+    return np.concatenate([fp.invariants[k] for k in MATRIX_INVARIANTS])
 
 
 def orbit_key(params: ModelParams, fp: FixedPoint) -> np.ndarray:
@@ -91,7 +84,7 @@ def same_point(a: np.ndarray, b: np.ndarray, rtol: float = SAME_POINT_RTOL) -> b
     return orbit_distance(a, b) <= rtol
 
 
-def paired_difference(a: Replicated, b: Replicated) -> tuple[float, float, int]:
+def paired_difference(a: Replicas, b: Replicas) -> tuple[float, float, int]:
     """(Delta, err(Delta), pairs): Delta = e_t(b) - e_t(a) on the solve rule, err(Delta) the spread of the per-replicate
     differences e_t(b)_j - e_t(a)_j over the replicates j where both converged (std / sqrt(n) for blocks, std for
     independent rules; NaN below two pairs).  Both points are solved on the same blocks, whose common quadrature
@@ -105,14 +98,11 @@ def paired_difference(a: Replicated, b: Replicated) -> tuple[float, float, int]:
     return delta, sd / math.sqrt(len(d)) if a.blocks else sd, len(d)
 
 
-def within_errors(a: Replicated, b: Replicated, k: float = SAME_WITHIN_ERRORS) -> bool:
-    """One fixed point: every invariant of the two records within ``k`` combined error bars (False without bars;
-    the labels may differ: a point whose m, or theta, lies within its bars of 0 is one the rules cannot tell from
-    the point with m = 0, theta = 0, there).  At r >= 2 or r* >= 2 (the records hold the matrix invariants) also
-    e_t(b) - e_t(a) within ``k`` paired errors (:func:`paired_difference`; the combined bar where fewer than two
-    replicates pair): a point that the rule's jumps split in two splits differently on each block, so its halves'
-    per-block differences scatter as much as the difference itself; two distinct points keep their difference on
-    every block."""
+def within_errors(a: Replicas, b: Replicas, k: float = SAME_WITHIN_ERRORS) -> bool:
+    """One fixed point: every invariant of the two records within ``k`` combined error bars (False without bars; the
+    labels may differ).  At r >= 2 or r* >= 2 also e_t(b) - e_t(a) within ``k`` paired errors
+    (:func:`paired_difference`; the combined bar where fewer than two replicates pair): the halves of a point the
+    rule's jumps split differ differently on each block, two distinct points keep their difference on every block."""
     ra, rb = a.point.record, b.point.record
     matrix = MATRIX_INVARIANTS[0] in ra
     for key in MATRIX_INVARIANTS if matrix else SCALAR_INVARIANTS:

@@ -1,33 +1,23 @@
-"""Where the global minimum changes along alpha (docs/model.md sections 6-7): between neighbouring grid points of a
-:class:`~attnphase.numerics.phase.census_continuation.BranchCensus` where the lowest branch differs, A below and B
-above, the alpha where the branch of lowest e_t changes from A to B, with its error and how it was located.
-
-* where both are on at both points, the root of Delta e_t = e_t(A) - e_t(B) by
-  :func:`~attnphase.numerics.roots.illinois_bracket` on solves along the two branches (error = hypot(the rule's
-  standard error linearised at the root, the final bracket's width)); where the rule does not tell the two apart
-  near the root (Delta e_t hugs 0), the centre of the interval where its sign is not established, its half-width
-  the error;
-* where B is born in between, its birth (when it is born from A, or lies below A where it is first found; else the
-  root of Delta e_t above the birth);
-* where A ends in between, its end (or the root of Delta e_t below it, where B lies below A at A's last point).
-
-A change not located is NaN with the reason in the notes.  ``_value`` and ``_Lost`` are the solves along a branch
-that every root search of :mod:`attnphase.numerics.phase.lowest_branch` shares (alpha_l's too).
+"""Where the global minimum changes along alpha (docs/model.md sections 6-7; docs/method.md section 11, "the global
+minimum" and "error bars of the decision"): between neighbouring grid points of a
+:class:`~attnphase.numerics.phase.branches.BranchCensus` where the lowest branch differs, A below and B above, the
+alpha where the branch of lowest e_t changes from A to B, with its error and how it was located: the root of
+Delta e_t = e_t(A) - e_t(B) (:func:`_delta_root`), the interval where its sign is not established
+(:func:`_delta_change`), or B's birth or A's end (:func:`locate_change`).  A change not located is NaN with the reason
+in the notes.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Callable
-
 from attnphase.numerics.phase.boundary_results import LocatedEnd
+from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.branches import Branch, BranchCensus
 from attnphase.numerics.phase.census_continuation import END_TOL, Continuation
 from attnphase.numerics.phase.census_separation import (A_SIDE, B_SIDE, UNSETTLED, Separation, SignSample, hugs_zero,
                                                          root_error, separation, settle_interval)
 from attnphase.numerics.phase.gauge_orbits import paired_difference, within_errors
-from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.roots import RootNotFound, illinois_bracket
 
 #: How alpha_c is located where the two branches cross (its ``method`` column).
@@ -35,10 +25,6 @@ ROOT_METHOD = "root of Delta e_t (Illinois regula falsi on solves); err = final 
 #: ... and where the rule's blocks give its standard error.
 ROOT_ERR_METHOD = ("root of Delta e_t (Illinois regula falsi on solves); err = hypot(the rule's standard error from "
                    "{n} blocks linearised at the root, {se:.2g}; the final bracket width, {width:.2g})")
-
-
-class _Lost(RuntimeError):
-    """A solve inside a root search did not converge onto its branch."""
 
 
 @dataclass(frozen=True)
@@ -71,17 +57,6 @@ def flank_separations(cont: Continuation, A: Branch, B: Branch, a: float, b: flo
         if low.on(x) and up.on(x):
             out.append(separation(cont.replicas(low.points[x]), cont.replicas(up.points[x]), (low.name, up.name)))
     return tuple(out)
-
-
-def _value(cont: Continuation, br: Branch, alpha: float, key: Callable[[FixedPoint], float]) -> float:
-    fp, _, _ = cont.solve_on(br, alpha)
-    if fp is None:
-        raise _Lost(f"the {br.name} branch was lost at alpha = {alpha:.4g}")
-    return key(fp)
-
-
-def _e_t(fp: FixedPoint) -> float:
-    return fp.observables.e_t
 
 
 def _sample(cont: Continuation, A: Branch, B: Branch, x: float) -> SignSample:
@@ -154,7 +129,7 @@ def _delta_root(cont: Continuation, A: Branch, B: Branch, a: float, b: float, to
     evaluations: list[tuple[float, float]] = []
 
     def delta(x: float) -> float:
-        v = _value(cont, A, x, _e_t) - _value(cont, B, x, _e_t)
+        v = cont.value(A, x, lambda fp: fp.observables.e_t) - cont.value(B, x, lambda fp: fp.observables.e_t)
         evaluations.append((x, v))
         return v
 
@@ -176,12 +151,16 @@ def _end_in(bc: BranchCensus, br: Branch, a: float, b: float, exists: str) -> Lo
 
 
 def locate_change(cont: Continuation, bc: BranchCensus, A: Branch, B: Branch, a: float, b: float,
-                  tol: float, edge_tol: float = END_TOL) -> Change:
-    """Where the global minimum changes from A (lowest at a) to B (lowest at b): module doc."""
+                  tol: float) -> Change:
+    """Where the global minimum changes from A (lowest at a) to B (lowest at b): where B is born in between, its
+    birth (when it is born from A, or lies below A where it is first found; else the change above the birth); where
+    A ends in between, its end (or the change below it, where B lies below A at A's last point); else
+    :func:`_delta_change`."""
     born = None if B.on(a) else _end_in(bc, B, a, b, "above")
     ends = None if A.on(b) else _end_in(bc, A, a, b, "below")
     if born is None and not B.on(a) or ends is None and not A.on(b):
-        raise _Lost(f"{A.name if not A.on(b) else B.name} is not on at both grid points and its end was not located")
+        raise BranchLost(f"{A.name if not A.on(b) else B.name} is not on at both grid points and its end was not "
+                         "located")
     if born is not None:
         first = min(x for x in B.points if x >= born.alpha)  # B's point nearest its birth
         if born.kind == f"meets {A.name}" or not A.on(first) and cont.solve_on(A, first)[0] is None \
@@ -194,12 +173,12 @@ def locate_change(cont: Continuation, bc: BranchCensus, A: Branch, B: Branch, a:
                 or A.e_t(last) <= B.e_t(last):
             return Change(ends.alpha, ends.err, A.name, B.name, f"end of {A.name} ({ends.kind}; {ends.method})", (a, b))
         b = last
-    x, err, method = _delta_change(cont, A, B, a, b, tol, edge_tol)
+    x, err, method = _delta_change(cont, A, B, a, b, tol, END_TOL)
     return Change(x, err, A.name, B.name, method, (a, b))
 
 
-def global_minimum_changes(cont: Continuation, bc: BranchCensus, tol: float, notes: list[str],
-                           edge_tol: float = END_TOL) -> tuple[list[str], list[Change]]:
+def global_minimum_changes(cont: Continuation, bc: BranchCensus, tol: float,
+                           notes: list[str]) -> tuple[list[str], list[Change]]:
     """(the lowest branch's name at each grid point, "" where none is on; every change of it located)."""
     grid = bc.grid
     lowest, unknown = [], []
@@ -220,8 +199,8 @@ def global_minimum_changes(cont: Continuation, bc: BranchCensus, tol: float, not
             continue
         A, B, a, b = bc.branch(lowest[i]), bc.branch(lowest[j]), grid[i], grid[j]
         try:
-            changes.append(locate_change(cont, bc, A, B, a, b, tol, edge_tol))
-        except (_Lost, RootNotFound, ValueError) as exc:
+            changes.append(locate_change(cont, bc, A, B, a, b, tol))
+        except (BranchLost, RootNotFound, ValueError) as exc:
             notes.append(f"global minimum: {A.name} -> {B.name} in [{a:g}, {b:g}], not located: {exc}")
             changes.append(Change(math.nan, math.nan, A.name, B.name, f"not located: {exc}", (a, b)))
     changes = [replace(c, separations=flank_separations(cont, bc.branch(c.frm), bc.branch(c.to), *c.interval))

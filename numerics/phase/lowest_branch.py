@@ -1,46 +1,34 @@
-"""The phase boundaries at one omega from the global minimum, for every rank (docs/model.md sections 6-7): every
-boundary located from converged fixed points of the state evolution
-(:func:`~attnphase.numerics.se.state_evolution.solve`) alone.  At r = r* = 1
-:func:`~attnphase.numerics.phase.boundaries.phase_boundaries` takes the scalar form's fast path instead
-(:mod:`attnphase.numerics.phase.scalar_boundaries`: bifurcation eigenvalues of the agnostic branch, the fine-rule
-Newton correction of alpha_c); this search is the one for r >= 2 or r* >= 2 (it runs at r = r* = 1 too:
-:func:`lowest_branch_boundaries` takes any model).
+"""The phase boundaries at one omega from the global minimum, for every rank (docs/model.md sections 6-7;
+docs/method.md section 11, "The rank-r phase diagram"): every fixed point the censuses find, continued along the
+alpha grid (:mod:`attnphase.numerics.phase.census_continuation`); the global minimum at a grid point is the branch of
+lowest e_t there, and its changes (:mod:`attnphase.numerics.phase.global_minimum_changes`) are a branch's birth or
+end, the root of Delta e_t = e_t(A) - e_t(B) with err = hypot(the rule's standard error linearised at the root, the
+final bracket width), or, where the rule does not tell A and B apart, the centre +- half-width of the interval where
+the sign of Delta e_t is not established.
 
-* branches -- every fixed point the census finds, continued along the alpha grid
-  (:mod:`attnphase.numerics.phase.census_continuation`: censuses at the grid's ends and where the lowest branch
-  or the set of branches changes between neighbouring grid points, branches followed by warm starts, several branches
-  of one label numbered, ``mixed#1``, ``mixed#2``, and described by their gauge invariants in the notes), with
-  every birth and end located by bisection on existence;
-* the global minimum at a grid point -- the branch of lowest e_t among those on there
-  (e_t = min over the fixed points found); unknown where no census start and no followed branch converged;
-* its changes -- between neighbouring grid points where the lowest branch differs, A below and B above
-  (:mod:`attnphase.numerics.phase.global_minimum_changes`): where both are on at both points, the root of
-  Delta e_t = e_t(A) - e_t(B) by :func:`~attnphase.numerics.roots.illinois_bracket` on solves along the two
-  branches (error = its final bracket's width); where B is born in between, its birth (when it is born from A, or
-  lies below A where it is first found; else the root of Delta e_t above the birth); where A ends in between, its
-  end (or the root of Delta e_t below it, where B lies below A at A's last point);
-* ``alpha_c`` -- the first change of the global minimum from a positional or agnostic point to a semantic or
-  mixed one (a change between two positional points, or from the agnostic to the positional one, is none), with
-  the two branches (``alpha_c_from``, ``alpha_c_to``) and how it was located (``alpha_c_method``); every other
-  change is in the notes;
-* ``alpha_l`` -- where the global minimum's eps_g first drops below eps_lin (the linear baseline of section 5
-  with the rank-r* teacher's h*), by the same root finder (or alpha_c, when eps_g jumps below eps_lin there).
+* ``alpha_c`` -- the first change of the global minimum from a positional or agnostic point to a semantic or mixed
+  one (``alpha_c_from``, ``alpha_c_to``, ``alpha_c_method``); every other change is in the notes;
+* ``alpha_l`` -- where the global minimum's eps_g first drops below eps_lin (the rank-r* teacher's): the root of
+  eps_g - eps_lin, err = hypot(the rule's standard error linearised at the root, the final bracket width), or the
+  change where eps_g jumps below eps_lin there.
 
-A boundary not found is NaN with the reason in ``notes``: no change on the grid (absence) is told apart from
-grid points where nothing converged (solver failure).
+A boundary not found is NaN with the reason in ``notes`` (absence told apart from solver failure).  At r = r* = 1
+:func:`~attnphase.numerics.phase.boundaries.phase_boundaries` takes the scalar form's fast path instead.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Sequence
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.errors.replicates import linearised_root_error
-from attnphase.numerics.phase.boundary_results import Boundaries, CurvePoint, model_branches
+from attnphase.numerics.phase.boundary_results import Boundaries, CurvePoint, LocatedEnd, end_columns, model_branches
 from attnphase.numerics.phase.branches import Branch, BranchCensus
-from attnphase.numerics.phase.census_continuation import END_TOL, MAX_CENSUS, Continuation
-from attnphase.numerics.phase.global_minimum_changes import Change, _Lost, _value, global_minimum_changes
+from attnphase.numerics.phase.census_continuation import Continuation
+from attnphase.numerics.phase.brackets import BranchLost
+from attnphase.numerics.phase.global_minimum_changes import Change, global_minimum_changes
 from attnphase.numerics.se.starts import teacher_rank
 from attnphase.numerics.roots import RootNotFound, illinois_bracket
 from attnphase.theory.params import ModelParams
@@ -59,20 +47,19 @@ def teacher_eps_lin(params: ModelParams, cfg: SolverConfig) -> float:
     return eps_lin(params, quadrature=cfg.quadrature if params.r_star >= 2 else None)
 
 
-def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], config: SolverConfig | None = None, *,
-                             end_tol: float = END_TOL, root_tol: float = ROOT_TOL,
-                             max_census: int = MAX_CENSUS) -> Boundaries:
+def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], config: SolverConfig | None = None
+                             ) -> Boundaries:
     """The boundaries of the module doc at ``params.omega`` (ranks r = params.r, r* = params.r_star)."""
     cfg = config or SolverConfig()
     cont = Continuation(params, alphas, cfg)
-    bc = cont.run(max_census, end_tol)
+    bc = cont.run()
     grid, notes = bc.grid, list(bc.notes)
     if bc.ends:
         notes.append("births and ends: " + "; ".join(
             f"{e.branch} {'born' if e.exists == 'above' else 'ends'} at {e.alpha:.4g} +- {e.err:.2g} ({e.kind})"
             for e in bc.ends))
     cont.phase = "changes"
-    lowest, changes = global_minimum_changes(cont, bc, root_tol, notes, end_tol)
+    lowest, changes = global_minimum_changes(cont, bc, ROOT_TOL, notes)
     c = next((ch for ch in changes if bc.branch(ch.frm).label in UNORDERED and bc.branch(ch.to).label not in UNORDERED),
              None)
     if c is not None and not math.isfinite(c.alpha):
@@ -86,22 +73,20 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
                                     f"at every grid point of [{grid[0]:g}, {grid[-1]:g}] where it is known: no change in range"))
     lin = teacher_eps_lin(params, cfg)
     cont.phase = "alpha_l"
-    alpha_l, alpha_l_err, l_branch = _alpha_l(cont, bc, lowest, changes, lin, root_tol, notes)
+    alpha_l, alpha_l_err, l_branch = _alpha_l(cont, bc, lowest, changes, lin, ROOT_TOL, notes)
     notes.append(work_note(cont.count, cont.seconds))
-    columns = {}
+    columns, nan = {}, math.nan
     for label in model_branches(params.r):
-        e = next((e for e in bc.ends if bc.branch(e.branch).label == label), None)
-        kind = "" if e is None else e.kind if e.branch == label else f"{e.branch}: {e.kind}"
-        columns |= {f"{label}_end": e.alpha if e else math.nan, f"{label}_end_err": e.err if e else math.nan,
-                    f"{label}_end_kind": kind, f"{label}_end_method": e.method if e else ""}
+        e = next((e for e in bc.ends if bc.branch(e.branch).label == label), LocatedEnd(label, nan, nan, "", ""))
+        columns |= end_columns(label, e if e.branch == label else replace(e, kind=f"{e.branch}: {e.kind}"))
         if not any(b.label == label for b in bc.branches):
             notes.append(f"{label} branch: no {label} fixed point found by the censuses at alpha = "
                          + ", ".join(f"{a:g}" for a in bc.censused) + " nor along the branches they found")
-    return Boundaries(omega=params.omega, alpha_c=c.alpha if c else math.nan, alpha_l=alpha_l, notes=tuple(notes),
-                      alpha_c_err=c.err if c else math.nan, alpha_l_err=alpha_l_err, r=params.r,
-                      r_star=teacher_rank(params), alpha_c_from=c.frm if c else "", alpha_c_to=c.to if c else "",
-                      alpha_c_method=(c.method + ("; not distinguishable at the rule beside it (notes)"
-                                                  if c.established is False else "")) if c else "", alpha_l_branch=l_branch, eps_lin=lin, ends=bc.ends,
+    c = c or Change(math.nan, math.nan, "", "", "", (math.nan, math.nan))
+    method = c.method + ("; not distinguishable at the rule beside it (notes)" if c.established is False else "")
+    return Boundaries(omega=params.omega, alpha_c=c.alpha, alpha_l=alpha_l, notes=tuple(notes), alpha_c_err=c.err,
+                      alpha_l_err=alpha_l_err, r=params.r, r_star=teacher_rank(params), alpha_c_from=c.frm,
+                      alpha_c_to=c.to, alpha_c_method=method, alpha_l_branch=l_branch, eps_lin=lin, ends=bc.ends,
                       curves=_curves(bc, model_branches(params.r)), **columns)
 
 
@@ -150,7 +135,7 @@ def _alpha_l(cont: Continuation, bc: BranchCensus, lowest: list[str], changes: l
     A, B = bc.branch(lowest[i]), bc.branch(lowest[j])
 
     def eps_gap(br: Branch, x: float) -> float:
-        return _value(cont, br, x, lambda fp: fp.observables.eps_g) - lin
+        return cont.value(br, x, lambda fp: fp.observables.eps_g) - lin
 
     def root(br: Branch, a: float, b: float, ga: float, gb: float) -> tuple[float, float, str]:
         """The root of eps_g - eps_lin on ``br`` and its error: hypot(the rule's standard error from the blocks at
@@ -183,6 +168,6 @@ def _alpha_l(cont: Continuation, bc: BranchCensus, lowest: list[str], changes: l
             notes.append(f"alpha_l = the change at {xc:.4g}: eps_g jumps below eps_lin where {B.name} becomes the lowest")
             return xc, ch.err, B.name
         return root(B, xc, grid[j], gB, gap[j])
-    except (_Lost, RootNotFound, ValueError) as exc:
+    except (BranchLost, RootNotFound, ValueError) as exc:
         notes.append(f"alpha_l: root not found: {exc}")
         return math.nan, math.nan, ""

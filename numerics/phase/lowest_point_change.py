@@ -1,35 +1,14 @@
 """alpha_c at rank r = r* = 1 where the scalar form's crossing of the two branches finds none: the first change of
-the lowest-e_t fixed point along alpha, whatever branches exist on which part of the grid (docs/model.md section 6).
+the lowest-e_t fixed point along alpha from a positional or agnostic point to the semantic one (docs/model.md
+section 6; docs/general.md, "How alpha_c is found where the branches never cross").
 
-The rank-1 case of the search from the global minimum (:mod:`attnphase.numerics.phase.lowest_branch`, at r >= 2
-from censuses): here the fixed points are the agnostic point A (m = 0, th0 = 0, always a fixed point), the
-positional point P and the semantic point S, each known from the scalar form's branch sweeps where they reached
-it.  alpha_c is defined as at every rank: the first change of the lowest-e_t point from a positional or agnostic
-point to a semantic one (``alpha_c_from`` / ``alpha_c_to``); a change from A to P before it is in the notes.
-
-* At each grid alpha, from below, each branch is *on* (a converged point on it), *absent* (its start fell to A and
-  A is stable in its direction, eigenvalue < 1, :mod:`attnphase.numerics.phase.absence`; or alpha lies past the
-  branch's located end, on the side where it does not exist) or *unknown* (solver failure: not converged, or fell
-  to an A unstable in its direction).  A branch the sweeps did not reach at that alpha is solved there (its
-  default start); an unknown one is retried from its default start and from the fixed point of the rule with
-  half the points per block (:func:`~attnphase.numerics.se.matrix_solve.coarser_spec`).  The lowest point is
-  argmin e_t over A and the branches on there; an alpha where a branch stays unknown has no lowest point (a note
-  names it: "solver failure at alpha = X").
-* The change X -> S between neighbouring complete grid points a < b (X lowest at a, S at b; no unknown alpha
-  between them) is located on Delta e_t(alpha) = e_t(S~) - e_t(X~), where Z~ is Z's point where Z is on and A
-  elsewhere (a branch born from or ending on A by a bifurcation continues A there, so Delta e_t is continuous):
-  where Delta e_t(a) = 0 (X = A and S is born in (a, b) from A), alpha_c is S's birth with its standard error from
-  the rules' blocks (:func:`~attnphase.numerics.phase.bifurcation.branch_bifurcation`); otherwise alpha_c is the
-  root of Delta e_t in (a, b) by Brent's method on solves warm from the nearest point of each branch, with the
-  standard error of Delta e_t's blocks at the nearest common point over its slope Delta E[M]
-  (:func:`~attnphase.numerics.phase.boundary_refinement.coarse_alpha_c_error`; a fold of X, where Delta e_t jumps,
-  is located the same way, to ``ROOT_XTOL``).
-* No change to S on the grid: the notes say which point is lowest where, and why (S absent, or above).
-
-Measured (L = 3, omega = 0.2, default rules, P = I): every positional start falls to A (mu < 1), S is born from A
-by a bifurcation and lies below it from its first grid point: alpha_c = S's birth.  With the simplex P (p_l . p_k
-= -1/2, omega = 0.3) P, where a solve finds it (alpha = 0.4, 0.6 on sobol8:4), lies above S: alpha_c is again S's
-birth from A (0.3139 +- 0.0012 on the default rules, a positional failure at alpha = 0.6273 named above it).
+The fixed points are the agnostic point A (always one), the positional point P and the semantic point S.  At each
+grid alpha, from below, each branch is *on*, *absent* (:mod:`attnphase.numerics.phase.absence`, or past its located
+end) or *unknown* (solver failure, retried from its default start and from the coarser rule's fixed point); the
+lowest point is argmin e_t over A and the branches on there, none where a branch stays unknown.  The change X -> S
+between neighbouring known grid points is located on Delta e_t(alpha) = e_t(S~) - e_t(X~), Z~ being Z's point where
+Z is on and A elsewhere: S's birth from A where it is born in between, else the root of Delta e_t by Brent's
+method, with the standard error of Delta e_t's blocks over its slope Delta E[M] (:func:`_locate`).
 """
 
 from __future__ import annotations
@@ -44,6 +23,7 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.absence import EIGENVALUE, absence_evidence
 from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error
 from attnphase.numerics.phase.boundary_results import Boundaries
+from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.branch_end import on_branch
 from attnphase.numerics.phase.continuation import BranchSweep
 from attnphase.numerics.quadrature.rules import QuadratureRule
@@ -65,10 +45,6 @@ SCALAR_NOTES = ("alpha_c: the branches never coexist on the grid", "alpha_c outs
 
 #: The branches a sweep follows; the agnostic point is the third fixed point.
 SWEPT = ("semantic", "positional")
-
-
-class _Lost(RuntimeError):
-    """A solve of the root search converged neither onto its branch nor onto the agnostic point."""
 
 
 @dataclass
@@ -173,7 +149,7 @@ class _Search:
         if fp.status.converged and fp.branch == "agnostic":
             agn.setdefault(alpha, fp)
             return fp
-        raise _Lost(f"the {branch} point was lost at alpha = {alpha:.5g} ({fp.status.message}, label {fp.branch})")
+        raise BranchLost(f"the {branch} point was lost at alpha = {alpha:.5g} ({fp.status.message}, label {fp.branch})")
 
     def lowest(self, alpha: float) -> tuple[str, str]:
         """(the lowest-e_t point's label, "") at a grid alpha, or ("", why unknown)."""
@@ -219,7 +195,7 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
                     break
                 others.append(f"{l0} -> {label} between alpha = {a0:.4g} and {a:.4g}")
             seq.append((a, label))
-    except _Lost as exc:
+    except BranchLost as exc:
         return replace(b, notes=tuple(notes + [f"alpha_c: not located: {exc}"]))
     top = change[2] if change else math.inf
     unseen = [f"{a:.4g} ({br}: {why})" for br in SWEPT for a, why in sorted(s.known.failed[br].items()) if a > top]
@@ -241,7 +217,7 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
                                                 f"its bracket [{a0:.4g}, {a1:.4g}]"]))
     try:
         alpha_c, err, method = _locate(s, l0, a0, a1)
-    except _Lost as exc:
+    except BranchLost as exc:
         return replace(b, notes=tuple(notes + [f"alpha_c ({l0} -> semantic): not located: {exc}"]))
     note = (f"alpha_c = {alpha_c:.4g} +- {err:.2g}: the lowest-e_t point changes from the {l0} point to the semantic "
             f"point between grid alphas {a0:.4g} and {a1:.4g} ({method})")

@@ -1,26 +1,10 @@
-"""Phase boundaries continued in omega: each omega's boundaries computed locally from its neighbour's.
-
-At omega_k, given the boundaries b (with their fixed points) at omega_{k-1} and omega_{k-2}:
-
-* prediction -- each boundary by secant extrapolation,
-  b*(omega_k) = b_{k-1} + (b_{k-1} - b_{k-2}) (omega_k - omega_{k-1}) / (omega_{k-1} - omega_{k-2}),
-  with a tolerance (:func:`~attnphase.numerics.phase.omega_prediction.predict`);
-* both branches at the neighbour's grid alphas, each warm-started from the neighbour's fixed point
-  at the same alpha (continuation in omega at fixed alpha: 6-9 SE evaluations for 0.01 in omega);
-* branch ends -- the bifurcation secant (the agnostic eigenvalue crossing 1) from the predicted end,
-  accepted as phase_boundaries accepts it (beyond the branch's last grid point, crossing the right
-  way) and only where its sweep would not get past it to the next grid point;
-* alpha_c -- Delta e_t = e_t(semantic) - e_t(positional) bracketed outward from the prediction,
-  safeguarded Newton steps (slope Delta E[M]), phase_boundaries' fine-rule correction; the sign of
-  Delta e_t at every common grid point must agree with the root;
-* alpha_l -- the first sign change of eps_g - eps_lin at or above alpha_c on phase_boundaries'
-  samples (alpha_c, then the semantic grid points), Brent's method on that bracket narrowed at the
-  prediction.
-
-Adaptive step: where the local computation fails (a boundary not bracketed near its prediction or
-further from it than the tolerance, a branch lost, an end of another kind) that omega is computed
-independently by :func:`~attnphase.numerics.phase.boundaries.phase_boundaries` (always correct), the reason
-in its notes, and the chain goes on from that result.
+"""Phase boundaries continued in omega (docs/method.md section 13): each omega's boundaries computed locally from
+its neighbours', from their predictions (:func:`~attnphase.numerics.phase.omega_prediction.predict`), both branches
+warm-started from the neighbour's fixed points at the same alpha, the ends by the bifurcation secant from the
+predicted end, alpha_c and alpha_l bracketed around their predictions and refined as in
+:func:`~attnphase.numerics.phase.scalar_boundaries.scalar_boundaries`.  Where the local computation fails (a
+boundary not bracketed near its prediction or further from it than the tolerance, a branch lost, an end of another
+kind) that omega is computed independently, the reason in its notes, and the chain goes on from that result.
 """
 
 from __future__ import annotations
@@ -29,7 +13,7 @@ import math
 from dataclasses import replace
 from typing import Sequence
 
-from attnphase.numerics.phase.boundary_results import Boundaries
+from attnphase.numerics.phase.boundary_results import Boundaries, end_columns
 from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, refine_alpha_c, refined_alpha_l
 from attnphase.numerics.phase.brackets import ALPHA_LIMIT, BranchLost, first_solvable, grid_extension
 from attnphase.numerics.phase.branch_end import BranchEnd, bifurcation_from, on_branch
@@ -94,8 +78,7 @@ class _Branches:
         """``branch`` at ``alpha`` above the grid (where phase_boundaries follows a branch with no end on up to
         ALPHA_LIMIT), given ``below``, this model's point at the previous alpha: from the neighbour's point there
         (the step budget, as a grid point), else reached from ``below`` as phase_boundaries' sweep gets there;
-        None where neither is on the branch.  From the neighbour's points (omega = 0.28-0.31, default rules)
-        alpha = 6 and 10 cost 19-28 SE evaluations together, the steps in alpha from the grid's top 30-35."""
+        None where neither is on the branch."""
         fp = self._run(alpha, branch, neighbour, self.steps) if neighbour is not None else None
         return fp if fp is not None else self.reach(branch, below, alpha)
 
@@ -225,13 +208,11 @@ def continued_boundaries(
                                                  alpha_c_err, cfg)
     notes += [note] if note else []
     b = with_scalar_labels(Boundaries(
-        omega=params.omega, alpha_c=alpha_c, alpha_l=alpha_l, semantic_end=sem_end.alpha,
-        positional_end=pos_end.alpha, notes=tuple(notes), alpha_c_coarse=alpha_c_coarse,
-        semantic_end_kind=sem_end.kind, positional_end_kind=pos_end.kind, semantic_end_method=sem_end.method,
-        positional_end_method=pos_end.method, semantic=br.sweep("semantic", sem_end, "below"),
+        omega=params.omega, alpha_c=alpha_c, alpha_l=alpha_l, notes=tuple(notes), alpha_c_coarse=alpha_c_coarse,
+        semantic=br.sweep("semantic", sem_end, "below"),
         positional=br.sweep("positional", pos_end, "above" if math.isfinite(pos_end.alpha) else ""),
-        alpha_c_err=alpha_c_err, alpha_l_err=alpha_l_err, semantic_end_err=sem_end.err, positional_end_err=pos_end.err,
-    ), cfg)
+        alpha_c_err=alpha_c_err, alpha_l_err=alpha_l_err,
+        **end_columns("semantic", sem_end), **end_columns("positional", pos_end)), cfg)
     return b, tuple(br.iterates["semantic"] + br.iterates["positional"])
 
 
@@ -265,14 +246,10 @@ def _end_point(br: _Branches, branch: str, theirs: list[FixedPoint], grid: set[f
 
 def _bifurcation_end(params: ModelParams, last: FixedPoint, direction: str, guess: float,
                      cfg: SolverConfig, step: float, points: list[FixedPoint]) -> BranchEnd:
-    """The branch's end where the agnostic eigenvalue in ``direction`` crosses 1, by the secant from
-    ``guess``, accepted as phase_boundaries accepts it: beyond the branch's last grid point (below it
-    for theta, the semantic branch followed down; above for m) and crossing the right way.
-
-    ``last``: the branch's last grid point (the agnostic start).  Semantic: the grid ``points`` below
-    the crossing are dropped first (a warm start in omega landed on a spurious point there, omega =
-    0.22, alpha = 0.627, where phase_boundaries' sweep down does not converge); the caller continues
-    the next grid point up where none is left."""
+    """The branch's end where the agnostic eigenvalue in ``direction`` crosses 1, by the secant from ``guess`` (the
+    agnostic start: ``last``, the branch's last grid point), accepted as phase_boundaries accepts it: beyond the
+    branch's last grid point and crossing the right way.  Semantic: the grid ``points`` below the crossing (spurious)
+    are dropped first; the caller continues the next grid point up where none is left."""
     bif = bifurcation_from(params, last, direction, cfg, guess, step)
     if not bif.converged:
         raise ContinuationFailed(f"{direction} bifurcation from {guess:.4f}: {bif.message}")
@@ -331,7 +308,7 @@ def _alpha_l(br: _Branches, alpha_c: float, pred: Prediction, seeds: Sequence[Fi
     if first[1] <= 0:
         return alpha_c
     guess = max(pred.values["alpha_l"], first[0] + MIN_BRACKET)
-    move = pred.moves["alpha_l"]  # the secant's error: ~10 % of its move (omega = 0.37: 0.0076 of 0.079)
+    move = pred.moves["alpha_l"]  # the secant's error: ~10 % of its move
     a, b, _, _ = _bracket_decreasing("alpha_l", lambda x: (gap(x), math.nan), guess, pred.tolerances["alpha_l"],
                                      *first, ALPHA_LIMIT, first=0.15 * move if math.isfinite(move) else MIN_BRACKET)
     return brent_root(gap, a, b, xtol)

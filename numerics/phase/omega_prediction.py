@@ -18,13 +18,11 @@ from attnphase.numerics.phase.boundary_results import BOUNDARY_KEYS, Boundaries
 JUMP_MIN = 0.05
 #: ... or this many times the prediction's own move from the neighbour's value, whichever is larger.
 JUMP_FACTOR = 3.0
-#: With one neighbour (the prediction is its value): this many times the step in omega (alpha_c
-#: rose by up to 0.099 per 0.01 in omega on the 46-omega diagram, docs/method.md section 13, continuation in omega).
+#: With one neighbour (the prediction is its value): this many times the step in omega.
 FIRST_JUMP_RATE = 15.0
 
 #: The bifurcation secant's scale (``step`` of :func:`~attnphase.numerics.phase.bifurcation.branch_bifurcation`):
-#: half the predicted move of the end, between these; its first step is at least 0.2 of it, so from an
-#: end predicted within ~1e-3 the secant converges in two eigenvalues (three with the default 0.05).
+#: half the predicted move of the end, between these.
 BIFURCATION_STEP = (0.004, 0.05)
 
 

@@ -1,31 +1,19 @@
 """The phase boundaries of docs/model.md section 6 at one omega, rank r = r* = 1: the fast path of
-:func:`~attnphase.numerics.phase.boundaries.phase_boundaries` with the scalar form's refinements.
+:func:`~attnphase.numerics.phase.boundaries.phase_boundaries` (docs/method.md sections 5-7).
 
-The two branches, semantic and positional, are followed by continuation (:func:`~attnphase.numerics.phase.continuation.sweep`):
+The two branches are followed by continuation (:func:`~attnphase.numerics.phase.continuation.sweep`):
 
-* ``alpha_c`` -- root of Delta e_t(alpha) = e_t(semantic) - e_t(positional) where both
-  branches exist (the global minimum switches from positional to semantic), then corrected by
-  Newton steps with E[M] from a finer rule (:mod:`attnphase.numerics.se.training_objective`:
-  e_t is stationary in the overlaps, so this removes most of the solve rule's error; one step
-  from a sobol12 root);
-* ``alpha_l`` -- the smallest alpha >= alpha_c at which the semantic test error drops
-  below eps_lin (equal to alpha_c when it is already below there), refined on a finer rule
-  (:mod:`attnphase.numerics.phase.boundary_refinement`);
-* branch ends -- where the semantic branch (followed downward) or the positional branch
-  (followed upward) ends inside the alpha range (:mod:`attnphase.numerics.phase.branch_end`: by default
-  where the agnostic branch turns unstable in theta -- semantic -- or stable again in m -- positional).
+* ``alpha_c`` -- root of Delta e_t(alpha) = e_t(semantic) - e_t(positional) by safeguarded Newton steps (slope
+  Delta E[M]), corrected by Newton steps with E[M] on a finer rule
+  (:func:`~attnphase.numerics.phase.boundary_refinement.refine_alpha_c`);
+* ``alpha_l`` -- the smallest alpha >= alpha_c where the semantic eps_g drops below eps_lin, by Brent's method,
+  refined on a finer rule (:func:`~attnphase.numerics.phase.boundary_refinement.refine_alpha_l`);
+* branch ends -- :mod:`attnphase.numerics.phase.branch_end`.
 
-Roots are bracketed on the branch sweeps and refined to ``xtol`` in alpha (alpha_c by
-safeguarded Newton steps, the slope of Delta e_t being Delta E[M]; alpha_l by Brent's
-method); every function evaluation is a fixed point warm-started from the nearest converged
-point of the same branch (a cold start last).  Brackets grow (:mod:`attnphase.numerics.phase.brackets`):
-a boundary not found on the grid is searched for beyond it before it is reported missing.  A
-boundary still not found is NaN and the reason is recorded.
-Every boundary carries its standard error from the rules' scrambling blocks (``<boundary>_err``,
-:meth:`~attnphase.numerics.phase.boundary_results.Boundaries.errors`; :mod:`attnphase.numerics.errors.replicates`).
-Every setting (rules of the solves, of the alpha_c correction, of alpha_l's refinement and of the
-bifurcations, the branch-end strategy) comes from one :class:`~attnphase.numerics.config.SolverConfig`.
-The branch curves' figure draws the whole positional branch (:func:`curves_branch`).
+Every evaluation is a fixed point warm-started from the nearest converged point of the same branch (a cold start
+last); a boundary not bracketed on the grid is searched for beyond it (:mod:`attnphase.numerics.phase.brackets`), one
+still not found is NaN with the reason in the notes.  Every boundary carries its standard error from the rules'
+scrambling blocks (:mod:`attnphase.numerics.errors.replicates`).
 """
 
 from __future__ import annotations
@@ -40,7 +28,7 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.parallel import without_memory
 from attnphase.numerics.phase.absence import absence_note
 from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, refine_alpha_c, refined_alpha_l
-from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd
+from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, end_columns
 from attnphase.numerics.phase.brackets import (
     ALPHA_LIMIT, BranchLost, delta_bracket, extend_branch, first_solvable, grid_extension, grow_alpha_c_down,
     grow_alpha_c_up, positional_grid,
@@ -55,7 +43,6 @@ from attnphase.theory.whitening import se_params
 
 DEFAULT_ALPHA_RANGE = (0.1, 3.0)
 
-
 #: The tolerances of :func:`~attnphase.numerics.phase.boundaries.phase_boundaries` at r = r* = 1: alpha_c and alpha_l
 #: in alpha; a branch end found by bisection.
 XTOL, BISECTION_TOL = 1e-4, 1e-3
@@ -64,14 +51,9 @@ XTOL, BISECTION_TOL = 1e-4, 1e-3
 def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None, *, config: SolverConfig | None = None,
                       xtol: float = XTOL, bisection_tol: float = BISECTION_TOL,
                       progress: Callable[[FixedPoint], None] | None = None) -> Boundaries:
-    """alpha_c, alpha_l and the branch ends at ``params.omega`` over the alpha grid ``alphas`` (the rank dispatch
-    :func:`~attnphase.numerics.phase.boundaries.phase_boundaries` states the arguments).
-
-    ``config.branch_end`` and ``config.bifurcation_quadrature``: how both branch ends are located
-    (:func:`~attnphase.numerics.phase.branch_end.locate_branch_end`).  ``config.alpha_c_quadrature``:
-    rule for E[M] in the Newton correction of alpha_c (:func:`~attnphase.numerics.phase.boundary_refinement.refine_alpha_c`); None keeps the
-    root on the solve rule (then ``alpha_c_coarse`` equals ``alpha_c``).
-    """
+    """alpha_c, alpha_l and the branch ends at ``params.omega`` over the alpha grid ``alphas`` (module doc; the
+    arguments as :func:`~attnphase.numerics.phase.boundaries.phase_boundaries`'s).  ``config.alpha_c_quadrature``
+    None keeps alpha_c on the solve rule (``alpha_c_coarse`` equals it)."""
     if alphas is None:
         alphas = np.linspace(*DEFAULT_ALPHA_RANGE, 12)
     cfg = config or SolverConfig()
@@ -97,20 +79,14 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
     s_on, p_on = sem.on_branch(), pos.on_branch()  # fresh lists: on_branch_solve adds its points to them
 
     def on_branch_solve(branch: str, pts: list[FixedPoint], alpha: float) -> FixedPoint:
-        # from the nearest converged point; once more from the next nearest (on the other side,
-        # where there is one) before giving up: a single stalled solve must not lose a boundary.
-        # A point already solved at this alpha is that point (a solve from it returns it to the solver's
-        # tolerance): Brent's method evaluates its bracket's ends again, which the grid or an earlier
-        # iterate holds (alpha_l: two warm solves an omega)
+        # from the nearest converged point, the next nearest (on the other side where there is one), then cold (a
+        # warm start can stall where the branch has two close pieces); a point already solved at alpha is reused
         ranked = sorted(pts, key=lambda p: abs(p.alpha - alpha))
         if ranked and ranked[0].alpha == alpha:
             return ranked[0]
         tries = ranked[:1] + [p for p in ranked[1:] if (p.alpha - alpha) * (ranked[0].alpha - alpha) < 0][:1]
         tries += [p for p in ranked[1:2] if len(tries) < 2]
         for near in [*tries, None]:
-            # last, a cold start: a warm one can stall where the branch has two close pieces
-            # (omega = 0.05, sobol12: warm from alpha = 0.627 no step past 0.636 converges, a cold
-            # start at 0.65 does, 0.7 % away in V0)
             fp = (solve(params, alpha, branch, config=cfg, rule=rule) if near is None else
                   solve(params, alpha, branch, init=near.overlaps, memory=near.memory, config=cfg, rule=rule))
             if fp.status.converged and fp.branch == branch:
@@ -148,16 +124,14 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
         fill_positional(s_on, p_on, pos.end.on_solve_rule, on_branch_solve)
     delta, bracket = delta_bracket(s_on, p_on)
     if bracket is None and delta and all(d > 0 for _, d in delta) and pos.end.on_solve_rule > delta[-1][0]:
-        # positional lower wherever both are on the grid, but the positional branch reaches above
-        # the highest common point (its warm continuation stalled below its end)
+        # positional lower on the common grid, the positional branch reaching above its highest point
         bracket = grow_alpha_c_up(d_et, *delta[-1], pos.end.on_solve_rule,
                                    [p.alpha for p in s_on if delta[-1][0] < p.alpha < pos.end.on_solve_rule])
     if bracket is None and delta and all(d > 0 for _, d in delta) and beyond:
         grow_semantic()  # positional lower on the whole grid: alpha_c lies above it, if anywhere
         delta, bracket = delta_bracket(s_on, p_on)
     if bracket is None and delta and all(d <= 0 for _, d in delta) and sem.end.on_solve_rule < delta[0][0]:
-        # semantic lower wherever both are on the grid, but the semantic branch reaches below
-        # the lowest common point: alpha_c may lie between its end and that point
+        # semantic lower on the common grid, the semantic branch reaching below its lowest point
         bracket = grow_alpha_c_down(d_et, sem.end.on_solve_rule, *delta[0])
     if bracket is not None:
         (a0, d0), (a1, d1) = bracket
@@ -177,10 +151,9 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
     if not math.isnan(alpha_c) and cfg.alpha_c_quadrature is not None:
         def pair_at(alpha: float) -> tuple[FixedPoint, FixedPoint]:
             # the root-finding iterates already hold both branches at alpha_0
-            found = [next((p for p in pts if p.alpha == alpha), None) for pts in (s_on, p_on)]
-            if all(found):
-                return found[0], found[1]
-            return on_branch_solve("semantic", s_on, alpha), on_branch_solve("positional", p_on, alpha)
+            found = tuple(next((p for p in pts if p.alpha == alpha), None) for pts in (s_on, p_on))
+            return found if all(found) else tuple(on_branch_solve(b, pts, alpha)
+                                                  for b, pts in (("semantic", s_on), ("positional", p_on)))
 
         common = {p.alpha for p in s_on} & {p.alpha for p in p_on}
         try:
@@ -188,9 +161,7 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
                                                          cfg.alpha_c_quadrature, cfg)
         except BranchLost as exc:
             note = f"alpha_c: {cfg.alpha_c_quadrature} correction not applied ({exc}); the value is the solve rule's root"
-        if note:
-            notes.append(note)
-
+        notes += [note] if note else []
     if math.isfinite(alpha_c) and cfg.alpha_c_quadrature is None:
         alpha_c_err = coarse_alpha_c_error(s_on, p_on, alpha_c, cfg)
     # alpha_l: semantic eps_g meets eps_lin, at or above alpha_c
@@ -203,9 +174,7 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
 
         def gap(a: float) -> float:
             return on_branch_solve("semantic", s_on, a).observables.eps_g - eps_lin
-        if lo is not None:
-            # the first sample at alpha_c; where the semantic solve stalls there (omega = 0.05,
-            # sobol12: residual 2.6e-4 at the corrected alpha_c, from every start), a little above
+        if lo is not None:  # the first sample at alpha_c, or a little above where the solve stalls there
             first = first_solvable(gap, lo, diff[0][0] if diff else lo + 0.1)
             if first is None:
                 notes.append("alpha_l: the semantic branch is lost at alpha_c")
@@ -216,13 +185,11 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
                 diff = None
             else:
                 diff = [first] + diff
-        if diff is None:
-            pass
-        elif diff and diff[0][1] <= 0:
+        if diff and diff[0][1] <= 0:
             alpha_l = diff[0][0] if lo is not None else math.nan
             if lo is None:
                 notes.append("alpha_l: semantic eps_g already below eps_lin at the lower end of the range")
-        else:
+        elif diff is not None:
             br = next(((a0, a1) for (a0, d0), (a1, d1) in zip(diff, diff[1:]) if d0 > 0 >= d1), None)
             if br is None and diff and diff[-1][1] > 0 and grow_semantic():
                 # eps_g still above eps_lin at the top: the semantic branch followed on up
@@ -241,24 +208,9 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
     alpha_l, alpha_l_err, note = refined_alpha_l(s_on, alpha_l, alpha_c, alpha_c_err, cfg)
     notes += [note] if note else []
     return with_scalar_labels(Boundaries(
-        omega=params.omega,
-        alpha_c=alpha_c,
-        alpha_l=alpha_l,
-        semantic_end=sem.end.alpha,
-        positional_end=pos.end.alpha,
-        notes=tuple(notes),
-        alpha_c_coarse=alpha_c_coarse,
-        semantic_end_kind=sem.end.kind,
-        positional_end_kind=pos.end.kind,
-        semantic_end_method=sem.end.method,
-        positional_end_method=pos.end.method,
-        semantic=sem,
-        positional=pos,
-        alpha_c_err=alpha_c_err,
-        alpha_l_err=alpha_l_err,
-        semantic_end_err=sem.end.err,
-        positional_end_err=pos.end.err,
-    ), cfg)
+        omega=params.omega, alpha_c=alpha_c, alpha_l=alpha_l, notes=tuple(notes), alpha_c_coarse=alpha_c_coarse,
+        semantic=sem, positional=pos, alpha_c_err=alpha_c_err, alpha_l_err=alpha_l_err,
+        **end_columns("semantic", sem.end), **end_columns("positional", pos.end)), cfg)
 
 
 def with_scalar_labels(b: Boundaries, config: SolverConfig) -> Boundaries:
@@ -283,10 +235,9 @@ def with_scalar_labels(b: Boundaries, config: SolverConfig) -> Boundaries:
 
 def fill_positional(s_on: list[FixedPoint], p_on: list[FixedPoint], end: float,
                     on_branch_solve: Callable[[str, list[FixedPoint], float], FixedPoint]) -> None:
-    """The positional branch at the semantic grid points below its end, where the sweep left none in common
-    (omega = 0.16, 0.19 on sobol10:4: the warm step from its first point, 0.627, failed, its end was found
-    ahead at 1.56 / 1.72 by the eigenvalue, and the grid points in between were dropped): each solved from
-    the nearest positional point, up from the lowest, until one is lost (``p_on`` grows)."""
+    """The positional branch at the semantic grid points below its end, where the sweep left none in common (its end
+    found ahead by the eigenvalue, the grid points in between dropped): each solved from the nearest positional
+    point, up from the lowest, until one is lost (``p_on`` grows)."""
     for a in sorted(p.alpha for p in s_on if p.alpha > min(q.alpha for q in p_on) and p.alpha < end):
         try:
             on_branch_solve("positional", p_on, a)
@@ -294,17 +245,11 @@ def fill_positional(s_on: list[FixedPoint], p_on: list[FixedPoint], end: float,
             break
 
 
-def whole_positional_branch(params: ModelParams, alphas: Sequence[float] | None, pos: BranchSweep,
+def whole_positional_branch(params: ModelParams, grid: list[float], pos: BranchSweep,
                             config: SolverConfig | None = None) -> BranchSweep:
-    """``pos`` (the positional branch as phase boundaries follow it) with the grid points below its
-    first point added: a sweep down from its lowest converged point, stopping where the branch ends
-    (a cold sweep up from the grid's start, where it has none).
-
-    Down, not up: from the branch's converged point the warm steps converge; up from a cold start at
-    the grid's start (omega = 0.3, alpha = 0.1 -> 0.364) the relative change of q0 is 3x and the
-    steps failed and were halved (5.5 s against 1.5 s; the same fixed points to 2e-9), and at
-    omega = 0.1 the sweep up left alpha = 0.1 and 0.364 unconverged where the sweep down converges."""
-    grid = sorted(float(a) for a in (np.linspace(*DEFAULT_ALPHA_RANGE, 12) if alphas is None else alphas))
+    """``pos`` (the positional branch as phase boundaries follow it) with the points of ``grid`` below its first
+    point added: a sweep down from its lowest converged point (warm steps down converge where a cold sweep up from
+    the grid's start fails), stopping where the branch ends; a cold sweep up where it has none."""
     first = min((p.alpha for p in pos.points), default=math.inf)
     lower = [a for a in grid if a < first]
     if not lower:
@@ -321,7 +266,7 @@ def curves_branch(params: ModelParams, alphas: Sequence[float] | None, pos: Bran
     """The positional branch the curves' figure draws: the whole branch on the grid
     (:func:`whole_positional_branch`), refined between its points up to the grid's end (:func:`refined_branch`)."""
     grid = sorted(float(a) for a in (np.linspace(*DEFAULT_ALPHA_RANGE, 12) if alphas is None else alphas))
-    return refined_branch(params, whole_positional_branch(params, alphas, pos, config), config, upto=grid[-1])
+    return refined_branch(params, whole_positional_branch(params, grid, pos, config), config, upto=grid[-1])
 
 
 #: Points the curves' figure adds between two neighbouring points of the positional branch on the grid.
@@ -332,13 +277,9 @@ def refined_branch(params: ModelParams, sw: BranchSweep, config: SolverConfig | 
                    upto: float = math.inf) -> BranchSweep:
     """``sw`` with CURVE_REFINEMENT points added between each two neighbouring points on the branch up
     to ``upto`` (one that leaves the branch is dropped), so that a figure draws the branch as a curve; the
-    points in increasing alpha, no per-point errors.
-
-    The point at alpha = (1 - t) alpha_lo + t alpha_hi starts from the overlaps interpolated alike,
-    (1 - t) x_lo + t x_hi (admissible: the set q0 > 0, V0 > 0, th0^2 < q0 rho0 is convex), with the lower
-    point's solver memory (its Jacobian and proximal candidates): at omega = 0.3 on the default rule 8-12
-    SE evaluations a point instead of 10-49 from x_lo alone (406 -> 255 over the 22 points).  Where the rule's
-    jumps leave several fixed points within its error bar, the start picks among them."""
+    points in increasing alpha, no per-point errors.  The point at alpha = (1 - t) alpha_lo + t alpha_hi starts from
+    the overlaps interpolated alike, (1 - t) x_lo + t x_hi (admissible: the set q0 > 0, V0 > 0, th0^2 < q0 rho0 is
+    convex), with the lower point's solver memory."""
     on = [p for p in sw.on_branch() if p.alpha <= upto]
     if len(on) < 2:
         return sw

@@ -228,7 +228,7 @@ def test_branch_ends_by_bisection_with_their_bracket(monkeypatch, params) -> Non
     _patch(monkeypatch, None)
     b = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5, 2.0, 2.5], SolverConfig())
     sem, pos = b.end("semantic"), b.end("positional")
-    assert abs(sem.alpha - 0.6) <= sem.err / 2 + 1e-12 and sem.err <= rb.END_TOL and sem.exists == "above"
+    assert abs(sem.alpha - 0.6) <= sem.err / 2 + 1e-12 and sem.err <= cc.END_TOL and sem.exists == "above"
     assert sem.kind.startswith("no converged solve")
     assert abs(pos.alpha - 2.2) <= pos.err / 2 + 1e-12 and pos.exists == "below"
     row = b.row()
@@ -345,7 +345,7 @@ def test_alpha_c_is_where_the_global_minimum_changes_not_where_the_followed_mixe
     b = rb.lowest_branch_boundaries(params, grid, SolverConfig())
     # the global minimum leaves the positional point where mixed#1 is born from it, at 0.5
     assert (b.alpha_c_from, b.alpha_c_to) == ("positional", "mixed#1")
-    assert abs(b.alpha_c - 0.5) <= b.alpha_c_err / 2 + 1e-12 and b.alpha_c_err <= rb.END_TOL
+    assert abs(b.alpha_c - 0.5) <= b.alpha_c_err / 2 + 1e-12 and b.alpha_c_err <= cc.END_TOL
     assert b.alpha_c_method.startswith("birth of mixed#1 (meets positional")
     assert not 0.75 < b.alpha_c < 1.25
     notes = "; ".join(b.notes)
