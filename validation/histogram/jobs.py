@@ -1,21 +1,11 @@
-"""The histogram experiment as tasks of the execution layer (:mod:`attnphase.execution`).
+"""The histogram experiment as tasks of the execution layer (:mod:`attnphase.execution`), in two stages:
+:func:`train_job` trains one variant from scratch (Adam); :func:`reparam_job` embeds one restricted variant's
+trained parameters in the unrestricted architecture and retrains it (SGD): variant ``<name>_reparam``.
 
-Two stages, each a list of independent tasks:
-
-1. :func:`train_job` -- one variant of ``config.variants`` trained from scratch (Adam);
-2. :func:`reparam_job` -- one restricted variant's trained parameters (stage 1's result) embedded
-   in the unrestricted architecture and retrained (SGD): variant ``<name>_reparam``.
-
-Every task rebuilds the data and the plotted inputs from the master seed
-(:func:`~attnphase.validation.histogram.experiment.prepare`: streams 0 and 1) and draws its own
-streams (:func:`~attnphase.validation.histogram.experiment.variant_streams`), and runs the same
-functions as :func:`~attnphase.validation.histogram.experiment.run_experiment`: its numbers are
-those of the in-process run, wherever it runs.  A result is picklable (parameters and attention
-maps as numpy arrays on the CPU).
-
-A key hashes (config but its list of variants, seed, variant, the device type) and :func:`histogram_version`, the code
-version of the modules a task runs (the histogram package but its commands, report, figures and
-dataset; the histogram code imports nothing else of the validation layer).
+Every task rebuilds the data from the master seed and draws its own streams, and runs the same functions as
+:func:`~attnphase.validation.histogram.experiment.run_experiment`: its numbers are those of the in-process run.
+A key hashes the configuration but its list of variants, the seed, the variant, the device type and
+:func:`histogram_version`, the code of the histogram package but for its presentation modules.
 """
 
 from __future__ import annotations
@@ -29,16 +19,8 @@ import numpy as np
 import torch
 
 from attnphase.execution import ExecutorSpec, Outcome, ResultStore, Task, code_version, run_tasks, task_key
-from attnphase.validation.histogram.experiment import (
-    REPARAM_SUFFIX,
-    ExperimentResult,
-    HistogramConfig,
-    VariantResult,
-    assemble,
-    prepare,
-    reparameterise,
-    train_variant,
-)
+from attnphase.validation.histogram.experiment import (REPARAM_SUFFIX, ExperimentResult, HistogramConfig, VariantResult,
+                                                       assemble, prepare, reparameterise, train_variant)
 from attnphase.validation.histogram.model import HistogramTransformer
 
 #: The package a histogram task runs (its source is hashed into every key) ...

@@ -1,11 +1,6 @@
-"""Embedding a restricted model into the unrestricted architecture.
-
-A model whose queries and keys see only one half ``S`` of ``h`` computes
-``u W_Q`` with ``u = h[S]``. The unrestricted model computes ``h W_Q'``; with
-``W_Q'[S] = W_Q`` and ``W_Q'`` zero on the other half's rows (the same for
-``W_K``), ``h W_Q' = h[S] W_Q`` exactly, and every other parameter is copied,
-so both models compute the same function. Training the unrestricted copy can
-then move the zero rows: :func:`masked_qk_fraction` measures how far it did.
+"""Embedding a restricted model into the unrestricted architecture (docs/histogram.md, "Re-parameterisation"):
+``W_Q'[S] = W_Q``, zero on the other half's rows (the same for ``W_K``), every other parameter copied, so that
+``h W_Q' = h[S] W_Q`` and both models compute the same function.
 """
 
 from __future__ import annotations
@@ -51,13 +46,10 @@ def masked_qk_fraction(model: HistogramTransformer, restriction: str) -> float:
     """
     if model.config.restriction != "both":
         raise ValueError("masked_qk_fraction needs an unrestricted model")
-    half = model.config.half
-    if restriction == "positional":
-        masked = slice(0, half)
-    elif restriction == "semantic":
-        masked = slice(half, model.config.d_model)
-    else:
+    if restriction not in ("positional", "semantic"):
         raise ValueError(f"restriction must be 'positional' or 'semantic', got {restriction!r}")
+    half = model.config.half
+    masked = slice(0, half) if restriction == "positional" else slice(half, model.config.d_model)
     with torch.no_grad():
         total = model.w_q.square().sum() + model.w_k.square().sum()
         outside = model.w_q[masked].square().sum() + model.w_k[masked].square().sum()
@@ -65,9 +57,8 @@ def masked_qk_fraction(model: HistogramTransformer, restriction: str) -> float:
 
 
 @torch.no_grad()
-def max_output_difference(
-    a: HistogramTransformer, b: HistogramTransformer, x: torch.Tensor, batch_size: int = 4096
-) -> float:
+def max_output_difference(a: HistogramTransformer, b: HistogramTransformer, x: torch.Tensor,
+                          batch_size: int = 4096) -> float:
     """``max |logits_a(x) - logits_b(x)|`` over all inputs, positions and classes."""
     worst = 0.0
     for start in range(0, x.shape[0], batch_size):

@@ -1,18 +1,6 @@
-"""Writing an :class:`ExperimentResult` to disk.
-
-Files written to the output directory:
-
-* ``summary.json``: a mapping from variant name to its metrics (see
-  :func:`summary`); nothing else is at the top level.
-* ``params.json``: how the run was made (see :func:`params`).
-* ``curves_<variant>.csv``: the training curve of each variant, columns
-  ``epoch,train_loss,train_acc,val_loss,val_acc`` (epoch 0 = before training).
-* ``learning_curves.png``: those curves drawn: loss and accuracy, training and validation, per variant.
-* ``attention_maps.png``: positional-only vs semantic-only attention on a few
-  validation inputs, with the token-equality matrix for reference.
-* ``attention_unrestricted.png``: the unrestricted and re-parameterised variants on
-  the same inputs.
-* ``report.md``: the tables in words.
+"""Writing an :class:`ExperimentResult` to disk (:func:`write_report`): ``summary.json``, ``params.json``,
+``curves_<variant>.csv``, ``learning_curves.png``, ``attention_maps.png``, ``attention_unrestricted.png`` and
+``report.md`` (docs/histogram.md, "Outputs in DIR").
 """
 
 from __future__ import annotations
@@ -51,25 +39,15 @@ def _score_fields(score: AttentionScore) -> dict[str, float | None]:
 
 def variant_summary(result: VariantResult) -> dict[str, Any]:
     """The ``summary.json`` entry of one variant."""
-    entry: dict[str, Any] = {
-        "restriction": result.restriction,
-        "val_acc": _num(result.val_acc),
-        "val_loss": _num(result.val_loss),
-        **_score_fields(result.score),
-        "train_seconds": _num(result.train_seconds),
-    }
-    if result.reparam is not None:
-        info = result.reparam
-        entry.update(
-            source=info.source,
-            max_output_diff=_num(info.max_output_diff),
-            masked_qk_fraction=_num(info.masked_qk_fraction),
-            before={
-                "val_acc": _num(info.before_val_acc),
-                "val_loss": _num(info.before_val_loss),
-                **_score_fields(info.before_score),
-            },
-        )
+    entry: dict[str, Any] = {"restriction": result.restriction, "val_acc": _num(result.val_acc),
+                             "val_loss": _num(result.val_loss), **_score_fields(result.score),
+                             "train_seconds": _num(result.train_seconds)}
+    info = result.reparam
+    if info is not None:
+        entry.update(source=info.source, max_output_diff=_num(info.max_output_diff),
+                     masked_qk_fraction=_num(info.masked_qk_fraction),
+                     before={"val_acc": _num(info.before_val_acc), "val_loss": _num(info.before_val_loss),
+                             **_score_fields(info.before_score)})
     return entry
 
 
@@ -80,17 +58,10 @@ def summary(result: ExperimentResult) -> dict[str, dict[str, Any]]:
 
 def params(result: ExperimentResult) -> dict[str, Any]:
     """How the run was made: seed, device, configuration, data sizes, baseline, timing."""
-    return {
-        "seed": result.seed,
-        "device": result.device,
-        "config": dataclasses.asdict(result.config),
-        "n_train": result.n_train,
-        "n_val": result.n_val,
-        "majority_acc": _num(result.majority_acc),
-        "n_score_inputs": next(iter(result.variants.values())).score.n_inputs,
-        "wall_seconds": _num(result.wall_seconds),
-        "torch_version": torch.__version__,
-    }
+    return {"seed": result.seed, "device": result.device, "config": dataclasses.asdict(result.config),
+            "n_train": result.n_train, "n_val": result.n_val, "majority_acc": _num(result.majority_acc),
+            "n_score_inputs": next(iter(result.variants.values())).score.n_inputs,
+            "wall_seconds": _num(result.wall_seconds), "torch_version": torch.__version__}
 
 
 def write_curves(result: VariantResult, path: Path) -> Path:
@@ -128,11 +99,8 @@ def render_markdown(result: ExperimentResult) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for name, v in result.variants.items():
-        lines.append(
-            f"| {name} | {v.restriction} | {v.val_acc:.4f} | {v.val_loss:.4f} | "
-            f"{v.score.r_sem:.3f} | {v.score.r_pos:.3f} | {v.score.score:.3f} | "
-            f"{v.train_seconds:.1f} |"
-        )
+        lines.append(f"| {name} | {v.restriction} | {v.val_acc:.4f} | {v.val_loss:.4f} | {v.score.r_sem:.3f} | "
+                     f"{v.score.r_pos:.3f} | {v.score.score:.3f} | {v.train_seconds:.1f} |")
     reparams = [v for v in result.variants.values() if v.reparam is not None]
     if reparams:
         lines += [
@@ -150,12 +118,8 @@ def render_markdown(result: ExperimentResult) -> str:
         ]
         for v in reparams:
             info = v.reparam
-            assert info is not None
-            lines.append(
-                f"| {v.name} | {info.max_output_diff:.2e} | {info.before_val_acc:.4f} -> "
-                f"{v.val_acc:.4f} | {info.before_score.score:.3f} -> {v.score.score:.3f} | "
-                f"{info.masked_qk_fraction:.2e} |"
-            )
+            lines.append(f"| {v.name} | {info.max_output_diff:.2e} | {info.before_val_acc:.4f} -> {v.val_acc:.4f} | "
+                         f"{info.before_score.score:.3f} -> {v.score.score:.3f} | {info.masked_qk_fraction:.2e} |")
     lines += [
         "",
         "## Score",
@@ -191,24 +155,14 @@ def write_report(result: ExperimentResult, out_dir: Path) -> dict[str, Path]:
         path.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
         written[name] = path
     for name, variant in result.variants.items():
-        key = f"curves_{name}.csv"
-        written[key] = write_curves(variant, out_dir / key)
+        written[f"curves_{name}.csv"] = write_curves(variant, out_dir / f"curves_{name}.csv")
     plot_learning_curves(result.variants, out_dir / "learning_curves.png", majority_acc=result.majority_acc)
     written["learning_curves.png"] = out_dir / "learning_curves.png"
     restricted = [n for n in ("positional", "semantic") if n in result.attention]
-    if restricted:
-        written["attention_maps.png"] = plot_attention_grid(
-            result.examples, result.attention, restricted, out_dir / "attention_maps.png"
-        )
-    others = sorted(
-        (n for n in result.attention if n not in ("positional", "semantic")),
-        key=lambda n: (n != "both", n),
-    )
-    if others:
-        written["attention_unrestricted.png"] = plot_attention_grid(
-            result.examples, result.attention, others, out_dir / "attention_unrestricted.png"
-        )
-    path = out_dir / "report.md"
-    path.write_text(render_markdown(result))
-    written["report.md"] = path
+    others = sorted((n for n in result.attention if n not in restricted), key=lambda n: (n != "both", n))
+    for name, columns in (("attention_maps.png", restricted), ("attention_unrestricted.png", others)):
+        if columns:
+            written[name] = plot_attention_grid(result.examples, result.attention, columns, out_dir / name)
+    written["report.md"] = out_dir / "report.md"
+    written["report.md"].write_text(render_markdown(result))
     return written

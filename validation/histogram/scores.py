@@ -1,24 +1,11 @@
-"""How positional versus semantic a learned attention is.
+"""How positional versus semantic a learned attention is (docs/histogram.md, "Score")::
 
-For inputs ``x^(1..N)`` with attention matrices ``A(x)`` (``L x L``, rows sum to 1):
+    r_sem = mean_n corr_offdiag(A(x^n), E(x^n)),   E(x)_ij = 1[x_i = x_j],
+    r_pos = mean_n corr_offdiag(A(x^n), Abar_{-n}),   Abar_{-n} = mean_{m != n} A(x^(m)),
+    score = r_sem - r_pos  in [-2, 2],
 
-* semantic reference: the token-equality matrix ``E(x)_ij = 1[x_i = x_j]``;
-* positional reference: the input-independent mean pattern, taken
-  leave-one-out, ``Abar_{-n} = mean_{m != n} A(x^(m))``.
-
-Both are compared with ``A(x)`` by the Pearson correlation over the
-*off-diagonal* entries ``i != j`` (the diagonal is dropped because
-``E_ii = 1`` always, so any self-attention would otherwise look semantic):
-
-* ``r_sem = mean_n corr_offdiag(A(x^n), E(x^n))``, over the inputs whose
-  ``E`` is not constant off the diagonal (i.e. some token repeats);
-* ``r_pos = mean_n corr_offdiag(A(x^n), Abar_{-n})``, over the inputs whose
-  ``Abar_{-n}`` is not constant off the diagonal.
-
-An attention matrix that is constant off the diagonal counts as correlation 0.
-The score is ``score = r_sem - r_pos`` in ``[-2, 2]``: near ``+1`` for a
-semantic attention (tokens attend to equal tokens, the pattern moves with the
-input), near ``-1`` for a positional one (the same pattern for every input).
+Pearson correlations over the off-diagonal entries, each mean over the inputs whose reference is not constant
+off the diagonal; an attention constant off the diagonal counts as correlation 0.
 """
 
 from __future__ import annotations
@@ -86,9 +73,7 @@ def attention_score(attn: torch.Tensor, tokens: torch.Tensor) -> AttentionScore:
             correlations need at least three entries per row).
     """
     if attn.ndim != 3 or attn.shape[1] != attn.shape[2] or attn.shape[:2] != tokens.shape:
-        raise ValueError(
-            f"need attn (N, L, L) and tokens (N, L), got {tuple(attn.shape)} and {tuple(tokens.shape)}"
-        )
+        raise ValueError(f"need attn (N, L, L) and tokens (N, L), got {tuple(attn.shape)} and {tuple(tokens.shape)}")
     n, L = tokens.shape
     if n < 2 or L < 3:
         raise ValueError(f"need at least 2 inputs and L >= 3, got N={n}, L={L}")
@@ -99,14 +84,7 @@ def attention_score(attn: torch.Tensor, tokens: torch.Tensor) -> AttentionScore:
     c_pos, d_pos = rowwise_correlation(a, mean_loo)
     r_sem = float(c_sem[d_sem].mean()) if bool(d_sem.any()) else 0.0
     r_pos = float(c_pos[d_pos].mean()) if bool(d_pos.any()) else 0.0
-    return AttentionScore(
-        r_sem=r_sem,
-        r_pos=r_pos,
-        score=r_sem - r_pos,
-        n_inputs=n,
-        n_sem=int(d_sem.sum()),
-        n_pos=int(d_pos.sum()),
-    )
+    return AttentionScore(r_sem, r_pos, r_sem - r_pos, n, int(d_sem.sum()), int(d_pos.sum()))
 
 
 @torch.no_grad()
