@@ -1,18 +1,11 @@
-"""The agreement rule of a validation campaign, and the headline numbers it gives.
+"""The agreement rule of a validation campaign, and the headline numbers it gives, from the summary dict of
+:func:`attnphase.validation.campaign.run_campaign`.
 
-Input: the summary dict of :func:`attnphase.validation.campaign.run_campaign`.
-
-Agreement rule (stated in the report): a simulated mean agrees with the theory
-when ``|mean - theory| <= 2 std / sqrt(n_runs) + 0.1 |theory|`` (statistical
-error plus a 10 % allowance for finite-size corrections) and every run of it
-reached the gradient tolerance (a run stopped by its step budget, or stalled,
-sits at no minimum of R: its row is never counted as agreement) -- :func:`agrees`.
-:func:`headline` applies it along the alpha sweep (simulation vs theory at the largest alpha,
-the smallest alpha down to which every point agrees) and gives the verdict at d -> inf of the
-finite-size cases (:func:`extrapolated_verdicts`); :func:`global_vs_local_at` says which
-proximal theory the small-alpha semantic simulations follow, from their extrapolation in d;
-:func:`map_followed` says, for one row, which state evolution GD follows (the global-prox one, of the
-global minimiser of the risk, or the aligned-prox one, of the basin GD keeps from its start) and why.
+A simulated mean agrees with the theory when ``|mean - theory| <= 2 std / sqrt(n_runs) + 0.1 |theory|``
+(statistical error plus a 10 % allowance for finite-size corrections) and every run of it reached the gradient
+tolerance (:func:`agrees`).  :func:`headline` applies it along the alpha sweep, :func:`extrapolated_verdicts` at
+d -> inf, :func:`global_vs_local_at` to the small-alpha semantic runs, :func:`map_followed` row by row
+(docs/validation.md, "Which map GD follows, row by row").
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """The aligned-prox theory of ``validate --suite general``: the basin gradient descent keeps from its start.
 
-The global-prox state evolution describes the global minimiser of the empirical risk.  Gradient descent
-started on one branch can stay in a basin the global minimiser has left: below the semantic branch's end,
-or on a positional plateau where the global-prox positional family has collapsed to m = 0 (docs/validation.md).
-For independent tokens the ``aligned`` proximal map (docs/model.md section 3) models that basin: per
-sample the lowest local minimiser h of the proximal problem on the side of the student's mean field,
-h . r > 0 with
-
-    r_l = E[w_l | h*] = m_l + (th0 / rho0) h*_l,
-
-the teacher's mirror image from the semantic start (m = 0), the positional one from the positional start
-(th0 = 0).
-For each (alpha, start) of such a case the suite solves the state evolution with it from that start -- what
-``attnphase solve --prox aligned --branch B`` computes -- one task per point on the execution layer, and
-compares the runs with it beside the global-prox point (the same rule, the same observables).
+Gradient descent started on one branch can stay in a basin the global minimiser has left (docs/validation.md).
+For independent tokens the ``aligned`` proximal map (docs/model.md section 3) models that basin: per sample the
+lowest local minimiser h of the proximal problem with ``h . r > 0``, ``r_l = E[w_l | h*] = m_l + (th0 / rho0) h*_l``.
+For each (alpha, start) of such a case the suite solves the state evolution with it from that start
+(``attnphase solve --prox aligned --branch B``), one task per point, and compares the runs with it beside the
+global-prox point.
 """
 
 from __future__ import annotations
@@ -85,10 +77,11 @@ def aligned_task(job: SolveJob, version: str) -> Task:
     return job_task(aligned_job, job, version, f"aligned alpha={job.alpha:g} {job.branch}")
 
 
-def aligned_verdict(agrees: dict[str, bool | None] | None) -> str:
-    """'agrees', 'disagrees (obs, ...)' or 'no aligned point' for the rule's per-observable outcome."""
+def rule_verdict(agrees: dict[str, bool | None] | None, missing: str = "no aligned point") -> str:
+    """'agrees', 'disagrees (obs, ...)' or ``missing`` (no point to compare with) for the rule's per-observable
+    outcome."""
     if not agrees or any(v is None for v in agrees.values()):
-        return "no aligned point"
+        return missing
     if all(agrees.values()):
         return "agrees"
     return "disagrees (" + ", ".join(o for o, v in agrees.items() if v is False) + ")"

@@ -1,31 +1,11 @@
-"""The ``attnphase validate`` campaign: which simulations and theory points, run them, summarise.
+"""The ``attnphase validate`` campaign (docs/validation.md, "``validate``"): the simulations and theory of the
+plan (:mod:`attnphase.validation.campaign_plan`: alpha sweep, heat map, finite-size scaling), each one task of the
+execution layer (:mod:`attnphase.validation.jobs`), aggregated over seeds beside the theory
+(:mod:`attnphase.validation.reference`), and the summary.
 
-Three sets of simulations (gradient descent, float64 by default):
-
-* **alpha sweep** at ``omega`` (0.3): every init (semantic, positional,
-  random) and seed on the alpha grid, at the main dimension d -- the paper's
-  Fig. 2;
-* **heat map** over (alpha, omega): semantic and positional inits with the same
-  seeds, giving the paired ``Delta e_t = e_t(semantic) - e_t(positional)`` --
-  Fig. 3;
-* **finite-size scaling**: d from 50 to 1000, at alpha = 2 (semantic and
-  positional inits, where the proximal modes agree) and at small alphas
-  (semantic init, where the global and local theories can differ).
-
-The plan (these sets' grids, seeds and theory omegas): :mod:`attnphase.validation.campaign_plan`.
-
-Theory comes from :mod:`attnphase.validation.reference` (the numerics API).
-Every simulation and every theory omega is one task of the execution layer
-(:mod:`attnphase.validation.jobs`, docs/distributed.md): on a local Dask
-cluster (``--workers``) or an existing one (``--scheduler``), each finished
-task kept under ``DIR/tasks`` (a rerun computes only what is missing).
-
-Comparison conventions: the overlaps ``m`` and ``theta`` change sign with
-``Q -> -Q`` (and the random init picks a sign by chance), so sweeps compare
-``|m|`` and ``|theta|`` with the theory's absolute values. A semantic-init run
-is compared with the semantic branch, a positional-init run with the
-positional one, a random-init run with the branch most of its seeds landed on
-(``|m| > |theta|``: positional, else semantic).
+The overlaps change sign with ``Q -> -Q``, so rows compare ``|m|`` and ``|theta|`` with the theory's absolute
+values: a semantic-init run with the semantic branch, a positional-init run with the positional one, a random-init
+run with the branch most of its seeds landed on (:func:`landed_branch`).
 """
 
 from __future__ import annotations
@@ -56,12 +36,14 @@ def _stats(values: Sequence[float]) -> tuple[float, float]:
     return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
 
 
-def _observable(r: SimResult, name: str) -> float:
-    if name == "abs_m":
-        return abs(r.m)
-    if name == "abs_theta":
-        return abs(r.theta)
-    return float(getattr(r, name))
+def seed_means(rs: Sequence[SimResult], observables: Sequence[str]) -> dict[str, float]:
+    """``<obs>_mean`` and ``<obs>_std`` over the runs ``rs`` (ddof 1; 0 for one run) of each of ``observables``
+    (``abs_<x>``: ``|x|``)."""
+    out = {}
+    for obs in observables:
+        vals = [abs(getattr(r, obs[4:])) if obs.startswith("abs_") else float(getattr(r, obs)) for r in rs]
+        out[f"{obs}_mean"], out[f"{obs}_std"] = _stats(vals)
+    return out
 
 
 def landed_branch(r: SimResult) -> str:
@@ -106,8 +88,7 @@ def group_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega])
         row: dict[str, Any] = {"d": d, "alpha": alpha, "omega": omega, "init": init, "n_runs": len(rs),
                                "n_converged": sum(r.converged for r in rs), "branch": branch,
                                "grad_norm_max": max(r.grad_norm for r in rs), "steps_max": max(r.steps for r in rs)}
-        for name in OBSERVABLES:
-            row[f"{name}_mean"], row[f"{name}_std"] = _stats([_observable(r, name) for r in rs])
+        row.update(seed_means(rs, OBSERVABLES))
         th = theory.get(round(omega, 12))
         row["theory"] = {prox: _theory_values(th, branch, prox, alpha) for prox in ("global", "local", "aligned")}
         rows.append(row)
@@ -181,7 +162,7 @@ def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = Tru
     for s in plan.sweep_specs() + plan.heat_specs() + plan.fss_specs():
         if s not in specs:
             specs.append(s)
-    jobs, other_omegas = _theory_jobs(plan, "")
+    jobs, other_omegas = _theory_jobs(plan)
     version = validation_version()
     tasks = [theory_task(j, version) for j in jobs] + [simulation_task(s, version) for s in specs]
     with TaskBar("validate (theory + simulations)", quiet=not progress) as bar:

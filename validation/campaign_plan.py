@@ -161,7 +161,7 @@ def _with(d: int, ds: tuple[int, ...]) -> tuple[int, ...]:
 
 # --- theory (worker processes) -----------------------------------------------------------
 
-def _theory_jobs(plan: ValidationPlan, cache_dir: str) -> tuple[list[tuple[Any, ...]], list[float]]:
+def _theory_jobs(plan: ValidationPlan) -> tuple[list[tuple[Any, ...]], list[float]]:
     """Arguments of :func:`theory_at_omega` for the sweep's omega (first) and each other heat-map or curve omega.
 
     Plain arguments, so the worker processes import the numerics only (no
@@ -169,8 +169,8 @@ def _theory_jobs(plan: ValidationPlan, cache_dir: str) -> tuple[list[tuple[Any, 
     (the sweep's omega reuses the first job's alpha_c).
     """
     main_alphas = tuple(sorted(set(plan.alphas) | {a for a, _ in plan.fss_cases}))
-    jobs = [(plan.params, main_alphas, plan.main_boundaries, plan.main_extra_curves, plan.theory, cache_dir)]
+    jobs = [(plan.params, main_alphas, plan.main_boundaries, plan.main_extra_curves, plan.theory)]
     omegas = [w for w in sorted(set(plan.heat_omegas) | set(plan.curve_omegas)) if abs(w - plan.params.omega) > 1e-12]
     for w in omegas:
-        jobs.append((plan.params.replace(omega=w), plan.heat_theory_alphas, (plan.heat_prox,), (), plan.theory, cache_dir))
+        jobs.append((plan.params.replace(omega=w), plan.heat_theory_alphas, (plan.heat_prox,), (), plan.theory))
     return jobs, omegas

@@ -1,16 +1,11 @@
-"""One finite-d simulation end to end, and a grid runner.
+"""One finite-d simulation end to end: :func:`run_simulation` draws the teacher and data, trains the attention
+student from the chosen initialisation, fits the linear baseline on the same training set and measures everything
+on one fresh test set.
 
-:func:`run_simulation` draws the teacher and data, trains the attention
-student from the chosen initialisation, fits the linear baseline on the same
-training set and measures everything on one fresh test set.
-
-Seeds. Every random stream is a CPU ``torch.Generator`` seeded from
-``(seed, stream)`` through ``numpy.random.SeedSequence``, with the streams
-``teacher`` (positions if random, then ``Q*``), ``train``, ``test`` and
-``init``. Hence, for one seed: the same data on every device and in both
-dtypes; the semantic and positional runs see the same teacher, training and
-test sets (their ``e_t`` difference is paired); and the training set at a
-smaller ``alpha`` is a prefix of the one at a larger ``alpha``.
+Seeds: every random stream is a CPU ``torch.Generator`` seeded from ``(seed, stream)`` through
+``numpy.random.SeedSequence`` (streams ``teacher``, ``train``, ``test``, ``init``, ``amp``), so that a seed gives
+the same data on every device and in both dtypes, its semantic and positional runs share their data, and a smaller
+alpha's training set is a prefix of a larger one's.
 """
 
 from __future__ import annotations
@@ -27,7 +22,7 @@ from attnphase.theory.params import ModelParams
 from .data import check_dimension, make_teacher, n_samples, sample
 from .measure import overlaps, test_errors, training_objective
 from .students import fit_linear, prepare
-from .training import TrainConfig, check_init, initial_Q, train
+from .training import INITS, TrainConfig, check_choice, initial_Q, train
 
 _STREAMS = {"teacher": 0, "train": 1, "test": 2, "init": 3, "amp": 4}
 
@@ -103,7 +98,7 @@ class SimSpec:
     def __post_init__(self) -> None:
         check_dimension(self.d)
         n_samples(self.alpha, self.d)
-        check_init(self.init)
+        check_choice("init", self.init, INITS)
         resolve_dtype(self.dtype)
         if self.n_test < 2:
             raise ValueError(f"n_test must be >= 2, got {self.n_test}")
@@ -111,18 +106,11 @@ class SimSpec:
 
 @dataclass(frozen=True)
 class SimResult:
-    """Measurements of one simulation (units of :mod:`attnphase.validation.measure`).
+    """Measurements of one simulation (units of :mod:`attnphase.validation.measure`): :data:`JSON_KEYS`, and the
+    invariants (:class:`attnphase.validation.measure.Overlaps`) when ``rank`` or ``teacher_rank`` is above 1.
 
-    :data:`JSON_KEYS` are the ``simulate --json`` keys (``n = round(alpha d)`` training and ``n_test`` test
-    samples, the standard errors of eps_g and eps_lin over the test samples among them); ``seconds`` is
-    the wall time of the whole simulation (data, training, measurement), ``cpu_seconds`` its CPU time (this
-    process's, every torch thread; on a busy machine the wall time is longer); ``status``,
-    ``grad_norm`` and ``grad_tol`` say how training stopped
-    (:class:`attnphase.validation.training.TrainResult`: ``grad_norm`` =
-    ``|grad_Q R|_F / sqrt(d)`` at the end, ``converged`` when it reached
-    ``grad_tol``, ``status = "budget"`` when the step budget ran out first). The
-    invariants (:class:`attnphase.validation.measure.Overlaps`) join them when
-    ``rank`` or ``teacher_rank`` is above 1.
+    ``seconds``: wall time of the whole simulation, ``cpu_seconds`` its CPU time (every torch thread); ``status``,
+    ``grad_norm`` and ``grad_tol`` say how training stopped (:class:`attnphase.validation.training.TrainResult`).
     """
 
     d: int

@@ -1,18 +1,6 @@
-"""Figure, ``report.md`` and ``summary.json`` of ``attnphase validate --suite general``.
-
-Input: the summary dict of :func:`attnphase.validation.general_suite.run_general_suite`.
-Output in ``out_dir``:
-
-* ``general_suite.png`` -- one column per case: the theory's semantic |theta| and positional |m|
-  (top) and both branches' eps_g (bottom) against alpha, each branch drawn only where it exists with
-  its end marked by a tick up from the x axis, alpha_c (or the landmark used instead) dotted, and the gradient-descent means
-  +- std from each start, the aligned-prox fixed points (rank 1) as open diamonds; for a rank-r case the converged rank-r fixed points at its alphas (semantic,
-  positional, mixed: stars, the mixed point's |theta| and |m| both) and GD's |theta| and |m| from each start;
-* ``report.md`` -- per case the model, the landmark, and one table row per (alpha, start) with the
-  simulated mean +- std, the theory's fixed point reached from the same start and the verdict; for the
-  rank-r cases a second table against the mixed fixed point; for the rank-1 cases a table against the
-  aligned-prox fixed points (the basin of the start);
-* ``summary.json``.
+"""Figure (``general_suite.png``, :func:`plot_general`), ``report.md`` (:func:`render_general_markdown`) and
+``summary.json`` of ``attnphase validate --suite general``, from the summary dict of
+:func:`attnphase.validation.general_suite.run_general_suite`.
 """
 
 from __future__ import annotations
@@ -23,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from .branch_segments import drawn_end, existing_segments
-from .agreement import REL_TOL
-from .basin_theory import aligned_verdict
+from .agreement import REL_TOL, _nan
+from .basin_theory import rule_verdict
 from .plots import _plt, mark_end, tiny_bars
 from .output_names import summary_for_output
 from .report import _convergence_lines, _jsonable, _pm, _pmv
@@ -38,10 +26,6 @@ def _f(x: Any, fmt: str = ".4g") -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "--"
     return format(x, fmt)
-
-
-def _num(x: Any) -> float:
-    return math.nan if x is None else float(x)
 
 
 def _theory_lines(ax: Any, theory: dict[str, Any], obs_by_branch: dict[str, str]) -> None:
@@ -123,7 +107,7 @@ def plot_general(summary: dict[str, Any], path: Path) -> None:
             bottom.axhline(th["eps_lin"], color="C4", lw=1, label="eps_lin")
         else:
             top.text(0.5, 0.92, "theory pending", transform=top.transAxes, ha="center", fontsize=9)
-        if math.isfinite(_num(case["landmark"])):
+        if math.isfinite(_nan(case["landmark"])):
             for ax in (top, bottom):
                 ax.axvline(case["landmark"], color="grey", ls=":", lw=1)
         for init, (marker, color) in _STYLE.items():
@@ -169,7 +153,7 @@ def table_lines(summary: dict[str, Any]) -> list[str]:
                 verdict += " (" + ", ".join(o for o, ok in r["agrees"].items() if ok is False) + ")"
             if r.get("mixed_agrees") and all(r["mixed_agrees"].values()):
                 verdict += "; GD at the mixed point (agrees with it)"
-            if r["status"] != "agrees" and aligned_verdict(r.get("aligned_agrees")) == "agrees":
+            if r["status"] != "agrees" and rule_verdict(r.get("aligned_agrees")) == "agrees":
                 verdict += "; agrees with the aligned-prox SE (the basin GD keeps)"
             if th and not th["converged"]:
                 reached = "not converged" + (f" (residual {th['residual']:.2g})" if th.get("residual") is not None else "")
@@ -203,13 +187,7 @@ def mixed_table_lines(summary: dict[str, Any]) -> list[str]:
             continue
         for r in sorted(case["rows"], key=lambda r: (r["alpha"], r["init"])):
             mx = r.get("mixed") or {}
-            ok = r.get("mixed_agrees") or {}
-            if any(v is None for v in ok.values()) or not ok:
-                verdict = "no mixed point"
-            elif all(ok.values()):
-                verdict = "agrees"
-            else:
-                verdict = "disagrees (" + ", ".join(o for o, v in ok.items() if v is False) + ")"
+            verdict = rule_verdict(r.get("mixed_agrees"), "no mixed point")
             vals = mx if mx.get("converged") else {}
             lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {_pm(r, 'abs_theta')} | {_pm(r, 'm_norm')} | "
                          f"{_pm(r, 'eps_g')} | {_f(vals.get('abs_theta'))} | {_f(vals.get('m_norm'))} | "
@@ -233,7 +211,7 @@ def aligned_table_lines(summary: dict[str, Any]) -> list[str]:
             lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | "
                          f"{'abs(theta)' if obs == 'abs_theta' else 'abs(m)'} {_pm(r, obs)} | {_f(vals.get(obs))} | "
                          f"{_pm(r, 'eps_g')} | {_f(vals.get('eps_g'))} | {reached} | {r['status']} | "
-                         f"{aligned_verdict(r.get('aligned_agrees'))} |")
+                         f"{rule_verdict(r.get('aligned_agrees'))} |")
     return lines
 
 
@@ -283,7 +261,7 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
         lines.append(f"  Theory: alpha_c = {_f(th['alpha_c'].get('global'), '.4f')}, alpha_l = "
                      f"{_f(th['alpha_l'].get('global'), '.4f')}, semantic branch ends at {_f(sem_end, '.3f')}, "
                      f"positional at {_f(pos_end, '.3f')}, eps_lin = {_f(th['eps_lin'], '.5g')}; runs straddle the "
-                     f"{case['landmark_kind']} = {_f(_num(case['landmark']), '.4f')}"
+                     f"{case['landmark_kind']} = {_f(_nan(case['landmark']), '.4f')}"
                      + (f". Notes: {'; '.join(th['notes'].get('global', ()))}" if th["notes"].get("global") else "")
                      + ".")
     lines += ["", "## Gradient descent against the theory", ""] + table_lines(summary)

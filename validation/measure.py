@@ -1,21 +1,9 @@
-"""Finite-d observables of a trained student (docs/model.md section 1), in the numerics' units.
-
-* ``m = p_1 . Q / sqrt(d)`` (positional overlap),
-* ``theta = Q . Q* / d`` (semantic overlap, model units: the per-token
-  ``theta_l`` of docs/model.md section 2 is ``sigma_l^2 theta``),
-* ``q = |Q|^2 / d``,
-* the rotation invariants of docs/model.md section 7 (any rank): the eigenvalues of
-  ``q0 = Q^T Q / d`` (``r x r``), the singular values of ``th0 = Q^T Q* / d`` (``r x r*``)
-  and the norms ``|m_l|`` of ``m_l = Q^T p_l / sqrt(d)`` (``l = 1..L``), all unchanged by
-  ``Q -> Q O`` (``O`` orthogonal) and ``Q* -> Q* O*``,
-* ``eps_g = E (1 / 2d) |y - f(X)|^2`` estimated on fresh samples,
-* ``e_t = R(Q) / d`` on the training set,
-* ``eps_lin``: the same test error for the least-squares linear baseline
-  fitted on the training set, on the same fresh samples.
-
-For ranks ``r = r* = 1`` the overlaps ``m``, ``theta`` are signed scalars. Otherwise they are
-reported as norms: ``m = |Q^T p_1| / sqrt(d)``, ``theta = |Q^T Q*|_F / d`` and
-``q = |Q|_F^2 / d = Tr q0``.
+"""Finite-d observables of a trained student (docs/model.md section 1, in the numerics' units; docs/validation.md,
+"Choices worth knowing"): ``m = p_1 . Q / sqrt(d)``, ``theta = Q . Q* / d``, ``q = |Q|^2 / d`` (signed at
+``r = r* = 1``; otherwise ``m = |Q^T p_1| / sqrt(d)``, ``theta = |Q^T Q*|_F / d``, ``q = Tr q0``), the rotation
+invariants of docs/model.md section 7 (eigenvalues of ``q0 = Q^T Q / d``, singular values of ``th0 = Q^T Q* / d``,
+norms of ``m_l = Q^T p_l / sqrt(d)``), ``e_t = R(Q) / d`` on the training set, and ``eps_g`` and ``eps_lin`` (the
+least-squares linear baseline fitted on the training set) on the same fresh samples.
 """
 
 from __future__ import annotations

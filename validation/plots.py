@@ -1,19 +1,8 @@
-"""Figures of a validation campaign (the only module of the campaign that plots; Agg backend, files only).
-
-Input: the summary dict of :func:`attnphase.validation.campaign.run_campaign` (with ``headline``,
-:func:`attnphase.validation.agreement.headline`, where present).
-
-* ``fig2_alpha_sweep.png`` (:func:`plot_alpha_sweep`) -- |m|, |theta|, eps_g and Delta e_t against alpha:
-  theory (semantic global solid, semantic local dashed, positional global
-  solid, aligned prox thin with diamonds: the basin GD keeps from its start, drawn where it differs from the
-  global-prox branch), each branch drawn only where it exists and its end marked by a tick up from the x axis
-  (:mod:`attnphase.validation.branch_segments`), and simulation means +- std per
-  init, alpha_c and alpha_l marked;
-* ``fig3_heatmap.png`` (:func:`plot_heatmap`) -- simulated Delta e_t over (alpha, omega) with the
-  theory's alpha_c(omega) curve on top, computed at every heat-map omega and at the
-  plan's ``curve_omegas`` in between and beyond, so that it spans the whole map;
-* ``finite_size.png`` (:func:`plot_finite_size`) -- |simulation - theory| against d, and the small-alpha
-  semantic overlap against 1/sqrt(d) with its extrapolation and the global, local and aligned theories.
+"""Figures of a validation campaign from its summary dict (:func:`attnphase.validation.campaign.run_campaign`, with
+its ``headline`` where present); Agg backend, files only.  ``fig2_alpha_sweep.png`` (:func:`plot_alpha_sweep`),
+``fig3_heatmap.png`` (:func:`plot_heatmap`) and ``finite_size.png`` (:func:`plot_finite_size`): docs/validation.md,
+"``validate``"; each theory branch drawn only where it exists, its end marked by a tick up from the x axis
+(:mod:`attnphase.validation.branch_segments`).
 """
 
 from __future__ import annotations

@@ -1,35 +1,19 @@
 """Theory values for the validation, from :mod:`attnphase.numerics` (never hard-coded).
 
-For one omega and a grid of alpha, :func:`theory_at_omega` asks the numerics
-(``phase_boundaries``, ``sweep``, ``eps_lin``) for the phase boundaries
-(``alpha_c``, ``alpha_l``) and the semantic and positional branches followed
-by continuation over the grid, with the chosen proximal modes
-(``"global"``: the global minimiser of docs/model.md section 3; ``"local"``: the
-paper's local minimiser started at h = 0; ``"aligned"``: the lowest minimiser on the side of the
-student's mean field, the basin gradient descent keeps from its start). The result is plain data
-(:class:`BranchCurve`, :class:`TheoryAtOmega`) holding the numerics' records
-(``q = |Q|^2/d``, ``theta = Q.Q*/d``, ``m = p_1.Q/sqrt(d)``, ``m_norm = |(m_l)_l|``, ``eps_g``,
-``e_t``, ``eps_lin``, ``branch`` reached, ``converged``) so that reports and
-JSON need no numerics objects. A disk cache (one JSON file per call, keyed by
-the parameters, the grid, the modes and the accuracy settings) lets a report
-be re-rendered without solving again; ``validate`` runs each omega as a task of
-the execution layer instead (:mod:`attnphase.validation.jobs`, its result store).
-
-It calls ``sweep(params, alphas, branch, config=..., bisection_tol=...)`` and
-``phase_boundaries(params, alphas, config=..., xtol=..., bisection_tol=...)`` with one
-``SolverConfig`` per proximal mode, and reuses the sweeps ``phase_boundaries`` returns
-(``.semantic``, ``.positional``) to avoid solving twice.
+For one omega and a grid of alpha, :func:`theory_at_omega` asks the numerics (``phase_boundaries``,
+``sweep``, ``eps_lin``) for the phase boundaries (``alpha_c``, ``alpha_l``) and the semantic and positional
+branches with the chosen proximal modes (``"global"``, ``"local"``, ``"aligned"``: docs/model.md section 3),
+reusing the sweeps ``phase_boundaries`` returns.  The result is plain data (:class:`BranchCurve`,
+:class:`TheoryAtOmega`) holding the numerics' records, so that reports and JSON need no numerics objects;
+``validate`` runs each omega as a task of the execution layer (:mod:`attnphase.validation.jobs`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from attnphase.theory.params import ModelParams
@@ -85,17 +69,6 @@ class BranchCurve:
     prox: str
     records: tuple[dict[str, Any], ...]
     end: float = math.nan
-
-    def on_branch(self) -> list[dict[str, Any]]:
-        """Converged records carrying the requested label."""
-        return [r for r in self.records if r["converged"] and r["branch"] == self.branch]
-
-    def at(self, alpha: float, tol: float = 1e-9) -> dict[str, Any] | None:
-        """The record at ``alpha`` if it is converged and on the branch, else ``None``."""
-        for r in self.on_branch():
-            if abs(r["alpha"] - alpha) <= tol:
-                return r
-        return None
 
 
 @dataclass(frozen=True)
@@ -210,44 +183,23 @@ def _boundaries(params: ModelParams, alphas: Sequence[float], prox: str, setting
     return phase_boundaries(params, sorted(alphas), **settings.boundaries_kwargs(prox))
 
 
-def _cache_key(params: ModelParams, alphas: Sequence[float], spec: dict[str, Any], settings: TheorySettings) -> str:
-    blob = json.dumps({"params": params.to_dict(), "alphas": [round(float(a), 12) for a in sorted(alphas)],
-                       "spec": spec, "settings": asdict(settings)}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def _cache_path(
-    params: ModelParams, alphas: Sequence[float], boundaries: Sequence[str], extra_curves: Sequence[tuple[str, str]],
-    settings: TheorySettings, cache_dir: str | Path,
-) -> Path:
-    spec = {"boundaries": list(boundaries), "extra_curves": [list(c) for c in extra_curves]}
-    return Path(cache_dir) / f"theory-{_cache_key(params, alphas, spec, settings)}.json"
-
-
 def theory_at_omega(
     params: ModelParams,
     alphas: Sequence[float],
     boundaries: Sequence[str] = ("global",),
     extra_curves: Sequence[tuple[str, str]] = (("semantic", "local"),),
     settings: TheorySettings = TheorySettings(),
-    cache_dir: str | Path | None = None,
 ) -> TheoryAtOmega:
     """Theory at ``params.omega`` over the grid ``alphas``.
 
     For each proximal mode in ``boundaries``: ``phase_boundaries`` (alpha_c,
     alpha_l) and both branches (taken from the boundaries' own sweeps when the
     numerics return them, else swept). Then the ``(branch, prox)`` pairs of
-    ``extra_curves`` not yet computed. With ``cache_dir`` the result is read
-    from / written to ``cache_dir/theory-<key>.json``.
+    ``extra_curves`` not yet computed.
     """
     for p in (*boundaries, *(p for _, p in extra_curves)):
         if p not in PROX_MODES:
             raise ValueError(f"prox must be one of {PROX_MODES}, got {p!r}")
-    path = None
-    if cache_dir is not None:
-        path = _cache_path(params, alphas, boundaries, extra_curves, settings, cache_dir)
-        if path.exists():
-            return TheoryAtOmega.from_dict(json.loads(path.read_text()))
     from attnphase.numerics import eps_lin
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -265,11 +217,7 @@ def theory_at_omega(
     for branch, prox in extra_curves:
         if (branch, prox) not in curves:
             curves[(branch, prox)] = _curve(params, alphas, branch, prox, settings)
-    out = TheoryAtOmega(
+    return TheoryAtOmega(
         omega=params.omega, eps_lin=float(eps_lin(params)), alpha_c=alpha_c, alpha_l=alpha_l,
         notes=notes, curves=curves, seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0,
     )
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(out.to_dict(), indent=1))
-    return out

@@ -1,14 +1,6 @@
-"""``report.md`` and ``summary.json`` of a validation campaign, written with its figures.
-
-Input: the summary dict of :func:`attnphase.validation.campaign.run_campaign`.
-Output in ``out_dir`` (:func:`write_report`):
-
-* the three figures of :mod:`attnphase.validation.plots` (``fig2_alpha_sweep.png``,
-  ``fig3_heatmap.png``, ``finite_size.png``);
-* ``summary.json`` -- the summary plus ``headline`` (the numbers quoted in the report,
-  :func:`attnphase.validation.agreement.headline`);
-* ``report.md`` (:func:`render_markdown`), which states the agreement rule of
-  :mod:`attnphase.validation.agreement`.
+"""``report.md`` (:func:`render_markdown`, which states the agreement rule of :mod:`attnphase.validation.agreement`),
+``summary.json`` (the summary with its ``headline``) and the figures of :mod:`attnphase.validation.plots`, written
+by :func:`write_report` from the summary dict of :func:`attnphase.validation.campaign.run_campaign`.
 """
 
 from __future__ import annotations
@@ -18,9 +10,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .agreement import _COMPARED, EXTRAPOLATED_SE, REL_TOL, branch_ends, headline, map_followed
+from .derivation_checks.common import _jsonable
 from .output_names import summary_for_output
 from .plots import plot_alpha_sweep, plot_finite_size, plot_heatmap
 
@@ -233,18 +224,6 @@ def _convergence_lines(summary: dict[str, Any]) -> list[str]:
                   f"{r['grad_norm']:.2e} | {r['steps']} |"
                   for r in sorted(bad, key=lambda r: (r["d"], r["omega"], r["alpha"], r["init"], r["seed"]))]
     return lines
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, (np.floating, np.integer)):
-        return _jsonable(x.item())
-    return x
 
 
 def write_report(summary: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:

@@ -18,8 +18,7 @@ As d -> inf, ``Gxx -> diag(sigma^2)`` and the other two terms vanish, which
 is the limit loss ``1/2 sum_{l,k} sigma_k^2 (S - T)[l, k]^2`` of docs/model.md
 section 2. Writing the loss around ``D`` avoids the cancellation of the
 expanded form (three O(sigma^2) terms for an O(1e-3) result), so float32 is
-usable. :func:`attention_loss_direct` computes ``|y - f|^2`` from the vectors
-themselves and serves as the reference in tests.
+usable.
 """
 
 from __future__ import annotations
@@ -92,11 +91,6 @@ def attention_output(Q: torch.Tensor, X: torch.Tensor, positions: torch.Tensor) 
     return S @ (X + positions)
 
 
-def linear_output(B: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
-    """Linear baseline output ``f_lin_l = sum_k B[l, k] x_k``: ``(n, L, d)``."""
-    return B @ X
-
-
 def attention_losses(Q: torch.Tensor, g: GramData) -> torch.Tensor:
     """Per-sample losses ``(1 / 2d) |y^mu - f(X^mu)|^2``, ``(n,)``, exact (Gram form)."""
     S = attention(fields(Q, g.X, g.positions))
@@ -105,12 +99,6 @@ def attention_losses(Q: torch.Tensor, g: GramData) -> torch.Tensor:
     cross = ((D @ g.Gxp) * S).sum(dim=(-1, -2))
     pos = ((S @ g.Pd) * S).sum(dim=(-1, -2))
     return 0.5 * (quad - 2.0 * cross + pos)
-
-
-def attention_loss_direct(Q: torch.Tensor, teacher: Teacher, data: Dataset) -> torch.Tensor:
-    """Per-sample losses ``(1 / 2d) |y - f(X)|^2`` from the output vectors (reference form)."""
-    f = attention_output(Q, data.X, teacher.positions)
-    return ((data.Y - f) ** 2).sum(dim=(-1, -2)) / (2 * teacher.d)
 
 
 def risk(Q: torch.Tensor, g: GramData, lam: float) -> torch.Tensor:

@@ -1,41 +1,15 @@
-"""Training the attention student on the empirical risk ``R(Q)`` of docs/model.md section 1.
-
-Objective (penalty written out, never an optimiser's weight decay)::
+"""Training the attention student on the empirical risk of docs/model.md section 1 (docs/validation.md, "Choices
+worth knowing"), the penalty written out (never an optimiser's weight decay)::
 
     R(Q) = sum_mu (1 / 2d) |y^mu - f(X^mu)|^2 + (lambda / 2) |Q|_F^2 .
 
-Stopping rule: the normalised gradient norm ``|grad_Q R|_F / sqrt(d)``,
-which is the gradient of ``e_t = R / d`` with respect to the normalised
-weights ``u = Q / sqrt(d)`` (an O(1) quantity whatever d), falls to
-``grad_tol`` (default :data:`GRAD_TOL`: 3e-7 in float64, 1e-5 in float32);
-or the step budget ``max_steps`` runs out (``status = "budget"``: a safety
-net, not a stopping rule); or, for gradient descent, the line search cannot
-find a decrease any more (``status = "stalled"``, round-off). Only
-``status == "converged"`` sets ``converged``.
-
-Optimisers:
-
-* ``"gd"``: full-batch gradient descent ``Q <- Q - eta grad R`` with an
-  Armijo backtracking line search on the full-batch objective: a step is
-  accepted only if ``R(Q - eta g) <= R(Q) - c eta |g|^2`` (``c = 1e-4``),
-  else ``eta`` is halved; after each accepted step ``eta`` grows by
-  ``grow``. Every step therefore decreases R, so the method is stable by
-  construction whatever the scale of the problem; ``eta`` settles near the
-  inverse local curvature (``R``'s Hessian in Q is O(1), so ``eta0 = 1``).
-* ``"adam"``: ``torch.optim.Adam`` on ``R`` (learning rate ``adam_lr``), the
-  learning rate halved (down to ``adam_min_lr``) whenever ``R`` has not
-  improved for ``adam_patience`` steps, so that Adam settles instead of
-  hovering at the minimum. Adam is a cross-check: its momentum can carry it
-  into another basin than gradient descent's from the same start (seen at
-  small d from the positional start), so compare endpoints, not paths.
-
-Initialisations (:func:`initial_Q`), of ``Q`` (``(d, r)``):
-``"semantic"`` the first ``min(r, r*)`` columns of ``Q*`` (``Q = Q*`` at ``r = r* = 1``); ``"positional"``
-(first column) ``Q = sqrt(rho0 d) p_1 / |p_1|``
-(same norm ``q = |Q|^2 / d = rho0`` as the semantic start; for the default P,
-``Q = sqrt(rho0) 1_d``, so ``m = sqrt(rho0)``); ``"random"``
-``Q ~ N(0, s^2 I)`` with ``s = random_scale``. The other columns (rank ``r > 1``)
-are ``N(0, random_scale^2)`` in every case.
+Optimisers: ``"gd"``, full-batch gradient descent ``Q <- Q - eta grad R`` with Armijo backtracking (a step is
+accepted only if ``R(Q - eta g) <= R(Q) - c eta |g|^2``, else ``eta`` halves; ``eta`` grows by ``grow`` after each
+accepted step); ``"adam"``, ``torch.optim.Adam`` with its rate halved after ``adam_patience`` steps without
+improvement, a cross-check (its momentum can carry it into another basin: compare endpoints, not paths).
+Stopping: ``|grad_Q R|_F / sqrt(d)`` (the gradient of ``e_t = R / d`` in ``u = Q / sqrt(d)``) ``<= grad_tol``
+(``status = "converged"``, the only status that sets ``converged``), else the budget ``max_steps`` runs out
+(``"budget"``) or the line search finds no decrease (``"stalled"``).
 """
 
 from __future__ import annotations
@@ -59,18 +33,12 @@ OPTIMIZERS = ("gd", "adam")
 GRAD_TOL = {torch.float64: 3e-7, torch.float32: 1e-5}
 
 
-def check_init(init: str) -> str:
-    """Validate an initialisation name."""
-    if init not in INITS:
-        raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
-    return init
-
-
-def check_optimizer(optimizer: str) -> str:
-    """Validate an optimiser name."""
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {optimizer!r}")
-    return optimizer
+def check_choice(what: str, value: str, allowed: tuple[str, ...]) -> str:
+    """Validate a name among ``allowed`` (``what``: the option, for the message): ``"init"`` among :data:`INITS`,
+    ``"optimizer"`` among :data:`OPTIMIZERS`."""
+    if value not in allowed:
+        raise ValueError(f"{what} must be one of {', '.join(allowed)}; got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -109,7 +77,7 @@ class TrainConfig:
     random_scale: float = 0.1
 
     def __post_init__(self) -> None:
-        check_optimizer(self.optimizer)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
         if self.grad_tol is not None and not self.grad_tol > 0:
             raise ValueError(f"grad_tol must be > 0, got {self.grad_tol}")
         if isinstance(self.max_steps, bool) or int(self.max_steps) != self.max_steps or self.max_steps < 0:
@@ -157,8 +125,10 @@ class TrainResult:
 
 
 def initial_Q(init: str, teacher: Teacher, r: int, generator: torch.Generator, random_scale: float = 0.1) -> torch.Tensor:
-    """Initial weights ``Q`` (``(d, r)``, teacher's device and dtype); see the module docstring."""
-    check_init(init)
+    """Initial weights ``Q`` (``(d, r)``, teacher's device and dtype): ``"semantic"`` the first ``min(r, r*)`` columns
+    of ``Q*``; ``"positional"`` first column ``sqrt(rho0 d) p_1 / |p_1|`` (``q = rho0``, as the semantic start);
+    ``"random"`` ``N(0, random_scale^2)`` entries, as the other columns of every start."""
+    check_choice("init", init, INITS)
     d = teacher.d
     noise = random_scale * torch.randn((d, r), generator=generator, device=generator.device, dtype=torch.float64)
     Q = noise.to(device=teacher.device, dtype=teacher.dtype)
