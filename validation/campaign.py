@@ -285,9 +285,3 @@ def bayes_optimal_section(plan: ValidationPlan, theory: dict[str, Any], progress
     device = "cpu" if plan.device == "auto" else plan.device
     amp = run_amp_plan(amp_plan(plan.params, quick=plan.quick, device=device), extrapolate, say)
     return {"amp": amp, "erm": erm_against_bayes(theory, plan.params)}
-
-
-__all__ = [
-    "ValidationPlan", "validation_plan", "run_campaign", "run_validation", "group_rows", "bayes_optimal_section",
-    "delta_et_rows", "extrapolate", "landed_branch",
-]

@@ -59,6 +59,3 @@ def summary_for_output(summary: dict[str, Any]) -> dict[str, Any]:
     """The summary as ``summary.json`` and ``validate --json`` write it: renamed (:func:`with_output_names`), with
     :data:`VARIABLES` as its ``variables``."""
     return with_output_names(summary) | {"variables": dict(VARIABLES)}
-
-
-__all__ = ["EXPLICIT", "VARIABLES", "output_name", "summary_for_output", "with_output_names"]

@@ -7,7 +7,7 @@ tolerance, where the tolerance comes from, pass / fail / skip, and its own numbe
 
 The checks, what each compares and where its tolerance comes from (a round-off bound n_ops u, a Richardson
 estimate of a finite difference, ``Z`` standard errors or the Student-t quantile of the same level, a change
-of quadrature order): docs/howto/check-a-derivation.md.  Every call into :mod:`attnphase.numerics` goes through
+of quadrature order): docs/howto/check-a-derivation.md.  The checks' calls into the state evolution go through
 :mod:`.adapter`; one module per family of checks, ``common`` and ``roundoff`` what they share, ``tables`` the
 reports; here the ordered registry and :func:`run_checks`.
 """
@@ -15,13 +15,14 @@ reports; here the ordered registry and :func:`run_checks`.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
+from functools import partial
 
 from attnphase.theory.params import ModelParams
 
 from .codegen_check import check_codegen
-from .common import FAIL, FALSE_ALARM, FULL, PASS, QUICK, SKIP, U, Z, CheckResult, CheckSizes, Context, _t_quantile
+from .common import (FAIL, FALSE_ALARM, FULL, PASS, QUICK, SKIP, U, Z, CheckResult, CheckSizes, Context, _t_quantile,
+                     run_timed)
 from .eps_lin_check import check_eps_lin
 from .limit_loss_check import check_limit_loss, limit_loss_differences
 from .prox_check import check_prox_derivatives
@@ -71,15 +72,7 @@ def run_checks(
     if params.r != 1:
         raise ValueError(f"the derivation checks need rank r = 1 (the generated kernels are r = 1), got r = {params.r}")
     ctx = Context(params, float(alpha), sizes, seed)
-    results = []
-    for _, _, fn in select_checks(only):
-        t0 = time.perf_counter()
-        res = fn(ctx)
-        res.seconds = time.perf_counter() - t0
-        results.append(res)
-        if progress is not None:
-            progress(res)
-    return results
+    return run_timed([partial(fn, ctx) for _, _, fn in select_checks(only)], progress)
 
 
 __all__ = [

@@ -5,6 +5,8 @@ quantile, and the factor F F^T = P of the positions (checks 2 and 4)."""
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,3 +198,17 @@ def _positions_factor(P: np.ndarray) -> np.ndarray:
     """F with F F^T = P (symmetric eigen-factor, negative round-off eigenvalues clipped)."""
     lam, vec = np.linalg.eigh(P)
     return vec * np.sqrt(np.clip(lam, 0.0, None))
+
+
+def run_timed(calls: Sequence[Callable[[], CheckResult]], progress: Callable[[CheckResult], None] | None = None,
+              ) -> list[CheckResult]:
+    """Run each check in order, its wall time in ``seconds``, each result passed to ``progress`` as it comes."""
+    results = []
+    for call in calls:
+        t0 = time.perf_counter()
+        res = call()
+        res.seconds = time.perf_counter() - t0
+        results.append(res)
+        if progress is not None:
+            progress(res)
+    return results
