@@ -19,17 +19,12 @@ class ValidationPlan:
     """Everything ``attnphase validate`` runs.
 
     Attributes:
-        quick: the reduced plan (d = 200).
-        params: model at the alpha sweep's omega.
-        d: main dimension (alpha sweep and heat map).
-        alphas: alpha grid of the sweep (simulations and theory).
-        seeds: seeds of the alpha sweep.
-        heat_alphas, heat_omegas: heat-map grid; heat_seeds its seeds.
-        fss_ds: dimensions of the finite-size scaling; fss_seeds its seeds.
-        fss_cases: ``(alpha, init)`` pairs of the finite-size scaling.
-        alphas_small: the small alphas of the finite-size scaling (semantic init: global vs local).
-        n_test: fresh test samples per simulation.
-        device, dtype: torch device (``"auto"``) and dtype.
+        quick: the reduced plan (d = 200); params: the model at the alpha sweep's omega.
+        d, alphas, seeds: the alpha sweep's (and the heat map's) dimension, its alpha grid (simulations and
+            theory) and seeds; heat_alphas, heat_omegas, heat_seeds: the heat map's grid and seeds.
+        fss_ds, fss_seeds, fss_cases: the finite-size scaling's dimensions, seeds and ``(alpha, init)`` pairs;
+            alphas_small: its small alphas (semantic init: global vs local).
+        n_test, device, dtype: fresh test samples per simulation, torch device and dtype.
         theory: accuracy settings of the numerics calls.
         heat_theory_alphas: alpha grid of the per-omega alpha_c computations.
         main_boundaries: proximal modes whose alpha_c, alpha_l (and both branches) the sweep's theory has.
@@ -37,7 +32,7 @@ class ValidationPlan:
         heat_prox: proximal mode of the heat map's alpha_c(omega) at omegas other than the sweep's
             (the sweep's omega uses its global-prox alpha_c).
         curve_omegas: further omegas of the alpha_c(omega) curve drawn over the heat map (with the heat
-            omegas, they span the map: the curve is the phase diagram's, not a few points).
+            omegas, they span the map).
         train: the optimiser and stopping rule of every run (``--grad-tol``, ``--max-steps``).
     """
 

@@ -69,20 +69,11 @@ def generator(seed: int, stream: str) -> torch.Generator:
 
 @dataclass(frozen=True)
 class SimSpec:
-    """One simulation.
-
-    Attributes:
-        d: embedding dimension (>= 2).
-        alpha: sample complexity ``n / d`` (> 0); ``n = round(alpha d)``.
-        init: ``"semantic"``, ``"positional"`` or ``"random"``.
-        seed: seed of every random stream.
-        params: the model (L, sigma_l, P, A, omega, lambda, rho0, ranks r and r*).
-        train: optimiser and stopping rule.
-        n_test: fresh samples for ``eps_g`` and ``eps_lin``.
-        device: ``"auto"``, ``"cpu"``, ``"cuda"``, ...
-        dtype: ``"float64"`` or ``"float32"``.
-        exact_teacher_norm: fix ``|Q*|^2 = rho0 d`` (see :func:`attnphase.validation.data.make_teacher`).
-    """
+    """One simulation: dimension ``d`` (>= 2), sample complexity ``alpha = n / d`` (> 0; ``n = round(alpha d)``),
+    ``init`` (:data:`~attnphase.validation.training.INITS`), the ``seed`` of every random stream, the model, the
+    optimiser and stopping rule, ``n_test`` fresh samples for ``eps_g`` and ``eps_lin``, the torch ``device``
+    (``"auto"``, ``"cpu"``, ``"cuda"``, ...) and ``dtype``, and ``exact_teacher_norm``
+    (:func:`attnphase.validation.data.make_teacher`)."""
 
     d: int
     alpha: float

@@ -80,11 +80,10 @@ class GeneralPlan:
         trend_ds: smaller dimensions at which a (case, alpha, start) that disagrees with the theory is run
             again (same seeds): the finite-size trend of the gap.
         rank_quadrature: the Sobol rule of the rank-r solves; their other settings are the solver's defaults,
-            those of ``attnphase solve --rank`` (tol 1e-10: at tol 1e-8 the mixed solve of case (d) at
-            alpha = 2 stalled at residual 0.04 on sobol11 and sobol12, measured; at 1e-10 it converges).
+            those of ``attnphase solve --rank`` (tol 1e-10).
         aligned_max_L: the largest L whose rank-1 cases get the aligned-prox points
             (:mod:`attnphase.validation.basin_theory`); the quick plan stops at L = 2 (at L = 3 a positional aligned
-            solve takes minutes: every SE step is a full proximal search; about 4-5 min on 2 cores).
+            solve takes minutes).
         train: the optimiser and stopping rule of every run (``--grad-tol``, ``--max-steps``).
     """
 

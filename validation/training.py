@@ -99,19 +99,10 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class TrainResult:
-    """Outcome of one minimisation.
-
-    Attributes:
-        Q: ``(d, r)`` final weights (detached).
-        steps: accepted updates made.
-        evaluations: objective evaluations (GD line-search trials included).
-        converged: ``status == "converged"``.
-        status: ``"converged"``, ``"budget"`` (step budget ran out) or ``"stalled"``.
-        grad_norm: final ``|grad R|_F / sqrt(d)``.
-        grad_tol: the tolerance on it the run stopped on (or did not reach).
-        objective: final ``R(Q)``.
-        seconds: wall time of the loop.
-    """
+    """Outcome of one minimisation: the final weights ``Q`` ``(d, r)`` (detached), the accepted ``steps`` and the
+    objective ``evaluations`` (GD line-search trials included), ``status`` (module doc; ``converged``: it is
+    ``"converged"``), the final ``grad_norm`` ``|grad R|_F / sqrt(d)`` and its tolerance ``grad_tol``, the final
+    ``objective`` ``R(Q)`` and the loop's wall time."""
 
     Q: torch.Tensor
     steps: int

@@ -9,15 +9,9 @@ import torch
 
 @dataclass(frozen=True)
 class HistogramData:
-    """A train/validation split of the histogram task.
-
-    Attributes:
-        train_x: training sequences, int64 ``(n_train, seq_len)``, entries in ``[0, n_tokens)``.
-        train_y: their targets, int64 ``(n_train, seq_len)``, entries in ``[1, seq_len]``.
-        val_x: validation sequences, int64 ``(n_val, seq_len)``, disjoint from ``train_x``.
-        val_y: their targets.
-        n_tokens: alphabet size T.
-    """
+    """A train/validation split of the histogram task: sequences int64 ``(n, seq_len)`` with entries in
+    ``[0, n_tokens)``, their targets (counts in ``[1, seq_len]``); the validation sequences are disjoint from the
+    training ones."""
 
     train_x: torch.Tensor
     train_y: torch.Tensor
@@ -63,14 +57,8 @@ def _unique_rows_in_order(x: torch.Tensor) -> torch.Tensor:
 
 
 def sample_sequences(n: int, seq_len: int, n_tokens: int, generator: torch.Generator) -> torch.Tensor:
-    """``n`` distinct uniform random sequences, int64 ``(n, seq_len)``, on the CPU.
-
-    Draws in rounds until ``n`` distinct sequences are found, keeping them in
-    order of first draw, so the result depends only on the generator's state.
-
-    Raises:
-        ValueError: for non-positive sizes, or when fewer than ``n`` distinct
-            sequences exist (``n_tokens ** seq_len < n``).
+    """``n`` distinct uniform random sequences, int64 ``(n, seq_len)``, on the CPU, in order of first draw (so the
+    result depends only on the generator's state); ValueError for non-positive sizes or ``n_tokens ** seq_len < n``.
     """
     if n < 1 or seq_len < 1 or n_tokens < 1:
         raise ValueError(f"need n >= 1, seq_len >= 1 and n_tokens >= 1, got n={n}, seq_len={seq_len}, "
@@ -88,15 +76,8 @@ def sample_sequences(n: int, seq_len: int, n_tokens: int, generator: torch.Gener
 
 def make_dataset(n_samples: int, seq_len: int, n_tokens: int, val_fraction: float,
                  generator: torch.Generator) -> HistogramData:
-    """Draw ``n_samples`` distinct sequences and split them into train and validation.
-
-    The last ``round(val_fraction * n_samples)`` sequences (at least one) form
-    the validation set; the sequences come in random order, so this is a
-    random split.
-
-    Raises:
-        ValueError: if ``val_fraction`` is not in (0, 1) or a split would be empty.
-    """
+    """Draw ``n_samples`` distinct sequences; the last ``round(val_fraction * n_samples)`` (at least one) are the
+    validation set (a random split); ValueError if ``val_fraction`` is not in (0, 1) or a split would be empty."""
     if not 0.0 < val_fraction < 1.0:
         raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
     n_val = max(1, round(val_fraction * n_samples))

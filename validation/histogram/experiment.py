@@ -25,25 +25,12 @@ REPARAM_SUFFIX = "_reparam"
 
 @dataclass(frozen=True)
 class HistogramConfig:
-    """Sizes and schedule of one histogram experiment.
-
-    Attributes:
-        seq_len: sequence length L.
-        n_tokens: alphabet size T.
-        n_samples: distinct sequences drawn, train and validation together.
-        val_fraction: share of ``n_samples`` held out for validation.
-        d_model: embedding width (token and positional halves of ``d_model / 2`` each).
-        d_hidden: MLP hidden width.
-        epochs: Adam epochs for each variant.
-        batch_size: minibatch size for all training.
-        lr: Adam learning rate.
-        reparam_epochs: SGD epochs of local retraining after re-parameterisation.
-        reparam_lr: SGD learning rate of that retraining.
-        n_score: validation inputs used for the attention score (capped at the validation size).
-        n_plot: validation inputs whose attention maps are plotted.
-        variants: restrictions trained from scratch; every restricted one is also
-            re-parameterised (variant ``<name>_reparam``).
-    """
+    """Sizes and schedule of one histogram experiment (docs/histogram.md): sequence length L (``seq_len``),
+    alphabet size T (``n_tokens``), distinct sequences drawn (``n_samples``, a share ``val_fraction`` held out),
+    the model's widths, Adam's ``epochs`` and ``lr``, the SGD retraining's ``reparam_epochs`` and ``reparam_lr``
+    after re-parameterisation, the validation inputs of the attention score (``n_score``, capped at the validation
+    size) and of the plotted maps (``n_plot``), and the ``variants`` trained from scratch (every restricted one is
+    also re-parameterised: variant ``<name>_reparam``)."""
 
     seq_len: int = 10
     n_tokens: int = 15
@@ -107,18 +94,10 @@ class HistogramConfig:
 
 @dataclass(frozen=True)
 class ReparamInfo:
-    """What happened to a re-parameterised variant.
-
-    Attributes:
-        source: the restricted variant it was embedded from.
-        max_output_diff: ``max |logits|`` difference, restricted vs embedded, on the
-            validation set, before retraining.
-        before_val_acc: validation accuracy of the embedded model before retraining.
-        before_val_loss: its validation cross-entropy.
-        before_score: its attention score before retraining.
-        masked_qk_fraction: after retraining, share of ``|W_Q|^2 + |W_K|^2`` in the
-            rows of the half that the source could not see (0 before retraining).
-    """
+    """What happened to a re-parameterised variant: the restricted ``source`` it was embedded from, the largest
+    logit difference restricted vs embedded on the validation set (``max_output_diff``), the embedded model's
+    validation accuracy, cross-entropy and attention score before retraining, and after retraining the share of
+    ``|W_Q|^2 + |W_K|^2`` in the rows of the half the source could not see (``masked_qk_fraction``)."""
 
     source: str
     max_output_diff: float
@@ -130,18 +109,9 @@ class ReparamInfo:
 
 @dataclass(frozen=True)
 class VariantResult:
-    """One trained variant.
-
-    Attributes:
-        name: variant name (``"positional"``, ..., ``"positional_reparam"``).
-        restriction: the attention restriction of the final model.
-        curve: training curve (for re-parameterised variants: of the SGD retraining).
-        val_acc: final per-position validation accuracy.
-        val_loss: final validation cross-entropy.
-        score: attention score of the final model.
-        train_seconds: wall time of its training.
-        reparam: details for re-parameterised variants, else None.
-    """
+    """One trained variant (``"positional"``, ..., ``"positional_reparam"``): the final model's restriction, its
+    training curve (of the SGD retraining for a re-parameterised one), final validation accuracy and cross-entropy,
+    attention score, training wall time, and ``reparam`` for a re-parameterised variant (else None)."""
 
     name: str
     restriction: str
@@ -155,20 +125,10 @@ class VariantResult:
 
 @dataclass(frozen=True)
 class ExperimentResult:
-    """Everything the report needs.
-
-    Attributes:
-        config: the experiment's configuration.
-        seed: the master seed.
-        device: the device trained on, as a string.
-        n_train: training sequences.
-        n_val: validation sequences.
-        majority_acc: validation accuracy of always predicting the most frequent training count.
-        variants: results by variant name, in training order.
-        examples: plotted validation inputs, int64 ``(n_plot, L)``.
-        attention: attention maps on ``examples`` by variant name, ``(n_plot, L, L)``.
-        wall_seconds: wall time of the whole experiment.
-    """
+    """Everything the report needs: the configuration, master seed, device, the training and validation sizes, the
+    majority-class baseline's validation accuracy, the results by variant name (training order), the plotted
+    validation inputs ``examples`` ``(n_plot, L)`` with each variant's attention maps on them ``(n_plot, L, L)``,
+    and the wall time."""
 
     config: HistogramConfig
     seed: int
@@ -194,13 +154,8 @@ def variant_streams(seed: int, name: str) -> tuple[np.random.SeedSequence, ...]:
 
 @dataclass(frozen=True)
 class Setup:
-    """What every variant of one (config, seed) shares, rebuilt identically wherever it is needed.
-
-    Attributes:
-        data: the train/validation split (stream 0 of the master seed), on the device.
-        score_x: the validation inputs the attention score is computed on.
-        examples: the plotted validation inputs (drawn with stream 1).
-    """
+    """What every variant of one (config, seed) shares, rebuilt identically wherever it is needed: the split (stream
+    0 of the master seed, on the device), the inputs of the attention score, the plotted inputs (stream 1)."""
 
     data: HistogramData
     score_x: torch.Tensor

@@ -35,16 +35,8 @@ def histogram_version() -> str:
 
 @dataclass(frozen=True)
 class VariantJob:
-    """One task's argument.
-
-    Attributes:
-        config: the experiment's configuration.
-        seed: the master seed.
-        name: the variant trained from scratch (stage 1), or the restricted source (stage 2).
-        device: where to train (``"cpu"``, ``"cuda:0"``).
-        progress: per-epoch bars (in-process runs); not part of the key.
-        state: stage 2: the source's trained parameters (numpy); stage 1: None.
-    """
+    """One task's argument: ``name`` the variant trained from scratch (stage 1) or the restricted source (stage 2,
+    ``state`` its trained parameters as numpy arrays); ``progress``: per-epoch bars, not part of the key."""
 
     config: HistogramConfig
     seed: int
@@ -112,15 +104,9 @@ def reparam_task(config: HistogramConfig, seed: int, name: str, device: str, sta
 
 @dataclass(frozen=True)
 class HistogramRun:
-    """The tasks of one experiment and, when none failed, its result.
-
-    Attributes:
-        result: the experiment (None when a task failed).
-        outcomes: one per task run, stage 1 then stage 2.
-        counts: tasks {"total", "computed", "stored", "failed"}.
-        failures: one line saying which tasks failed and why ("" when none).
-        version: the code version of the keys.
-    """
+    """The tasks of one experiment: its ``result`` (None when a task failed), one outcome per task (stage 1 then
+    stage 2), their ``counts`` (total, computed, stored, failed), ``failures`` (one line, "" when none) and the
+    code ``version`` of the keys."""
 
     result: ExperimentResult | None
     outcomes: tuple[Outcome, ...]

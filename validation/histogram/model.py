@@ -19,15 +19,9 @@ RESTRICTIONS: tuple[Restriction, ...] = ("positional", "semantic", "both")
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Sizes of the histogram transformer.
-
-    Attributes:
-        seq_len: sequence length L (also the number of learned positions).
-        n_tokens: alphabet size T.
-        d_model: embedding width d, even; token and positional halves have d / 2 each.
-        d_hidden: hidden width of the two-layer ReLU MLP.
-        d_attn: width of queries and keys (defaults to ``d_model``).
-        restriction: what the attention's queries and keys see (see ``RESTRICTIONS``).
+    """Sizes of the histogram transformer: L (``seq_len``, also the learned positions), T (``n_tokens``), the even
+    embedding width ``d_model`` (token and positional halves of ``d_model / 2``), the MLP's ``d_hidden``, the width
+    of queries and keys ``d_attn`` (default ``d_model``), and what they see (``restriction``, :data:`RESTRICTIONS`).
     """
 
     seq_len: int = 10
@@ -124,12 +118,8 @@ class HistogramTransformer(nn.Module):
 
 
 def init_parameters(model: HistogramTransformer, generator: torch.Generator) -> None:
-    """Fill ``model``'s parameters in place from ``generator`` (a CPU generator).
-
-    Embeddings ~ N(0, 1); weight matrices ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in));
-    biases 0; LayerNorm gain 1 and shift 0. Parameters are visited in a fixed
-    order, so the result depends only on the generator's state.
-    """
+    """Fill ``model``'s parameters in place from ``generator`` (a CPU generator), in a fixed order: embeddings
+    N(0, 1), weight matrices U(-1/sqrt(fan_in), 1/sqrt(fan_in)), biases 0, LayerNorm gain 1 and shift 0."""
     with torch.no_grad():
         for name, param in model.named_parameters():
             if name in ("tok_emb", "pos_emb"):

@@ -58,13 +58,9 @@ def plot_attention_grid(examples: torch.Tensor, attention: Mapping[str, torch.Te
 
 def plot_learning_curves(variants: Mapping[str, "VariantResult"], path: Path, *, majority_acc: float | None = None
                          ) -> Figure:
-    """Save the training curves of every variant (``curves_<variant>.csv`` drawn) and return the Figure.
-
-    Top row: the variants trained from scratch (Adam); bottom row: the re-parameterised ones, whose
-    curve is their SGD retraining from the embedded restricted model (epoch 0: just embedded).  Left:
-    cross-entropy, right: per-position accuracy; training solid, validation dashed, one colour per
-    variant; the majority-class baseline on the accuracy panels.
-    """
+    """Save the training curves of every variant and return the Figure: a row for the variants trained from
+    scratch, one for the re-parameterised ones (their SGD retraining); cross-entropy and per-position accuracy,
+    training solid, validation dashed, the majority-class baseline on the accuracy panels."""
     groups = [("trained from scratch", [n for n, v in variants.items() if v.reparam is None]),
               ("re-parameterised, then retrained", [n for n, v in variants.items() if v.reparam is not None])]
     groups = [(title, names) for title, names in groups if names]

@@ -13,11 +13,8 @@ from attnphase.validation.histogram.model import HistogramTransformer
 
 
 def embed_unrestricted(model: HistogramTransformer) -> HistogramTransformer:
-    """An unrestricted (``restriction="both"``) model computing the same function as ``model``.
-
-    The copy lives on ``model``'s device and shares no storage with it. An
-    unrestricted ``model`` is copied as is.
-    """
+    """An unrestricted (``restriction="both"``) model computing the same function as ``model``, on its device,
+    sharing no storage with it (an unrestricted ``model`` is copied as is)."""
     config = model.config
     full = HistogramTransformer(dataclasses.replace(config, restriction="both"))
     full = full.to(device=model.w_q.device, dtype=model.w_q.dtype)
@@ -34,16 +31,9 @@ def embed_unrestricted(model: HistogramTransformer) -> HistogramTransformer:
 
 
 def masked_qk_fraction(model: HistogramTransformer, restriction: str) -> float:
-    """Share of ``|W_Q|^2 + |W_K|^2`` in the rows that ``restriction`` masks.
-
-    For an unrestricted ``model`` obtained by :func:`embed_unrestricted` from
-    a model restricted by ``restriction``, this is 0 right after embedding and
-    grows if training starts using the other half of the embedding.
-
-    Raises:
-        ValueError: if ``model`` is restricted or ``restriction`` is not
-            ``"positional"`` or ``"semantic"``.
-    """
+    """Share of ``|W_Q|^2 + |W_K|^2`` in the rows that ``restriction`` masks: 0 right after
+    :func:`embed_unrestricted`, growing if training uses the other half.  ValueError if ``model`` is restricted or
+    ``restriction`` is not ``"positional"`` or ``"semantic"``."""
     if model.config.restriction != "both":
         raise ValueError("masked_qk_fraction needs an unrestricted model")
     if restriction not in ("positional", "semantic"):

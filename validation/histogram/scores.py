@@ -22,16 +22,9 @@ _EPS = 1e-6
 
 @dataclass(frozen=True)
 class AttentionScore:
-    """Positional/semantic character of an attention, averaged over inputs.
-
-    Attributes:
-        r_sem: mean off-diagonal correlation of A(x) with the token-equality matrix.
-        r_pos: mean off-diagonal correlation of A(x) with the leave-one-out mean pattern.
-        score: ``r_sem - r_pos``; positive = semantic, negative = positional.
-        n_inputs: number of inputs the attention was evaluated on.
-        n_sem: inputs entering ``r_sem`` (some token repeats).
-        n_pos: inputs entering ``r_pos``.
-    """
+    """Positional/semantic character of an attention over ``n_inputs`` inputs (module doc): ``r_sem`` over the
+    ``n_sem`` inputs where some token repeats, ``r_pos`` over ``n_pos``, ``score = r_sem - r_pos`` (positive:
+    semantic)."""
 
     r_sem: float
     r_pos: float
@@ -49,13 +42,8 @@ def _offdiag(m: torch.Tensor) -> torch.Tensor:
 
 
 def rowwise_correlation(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pearson correlation of matching rows of ``a`` and ``b`` (both ``(N, K)``).
-
-    Returns:
-        ``(corr, defined)``: ``corr[n]`` is the correlation, set to 0 where
-        either row is constant; ``defined[n]`` is False where ``b``'s row is
-        constant (the reference carries no pattern).
-    """
+    """Pearson correlation of matching rows of ``a`` and ``b`` (both ``(N, K)``): ``(corr, defined)``, ``corr`` 0
+    where either row is constant, ``defined`` False where ``b``'s row is (the reference carries no pattern)."""
     a = a - a.mean(dim=1, keepdim=True)
     b = b - b.mean(dim=1, keepdim=True)
     na, nb = a.norm(dim=1), b.norm(dim=1)
@@ -66,12 +54,8 @@ def rowwise_correlation(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor,
 
 
 def attention_score(attn: torch.Tensor, tokens: torch.Tensor) -> AttentionScore:
-    """The score of attention matrices ``attn`` ``(N, L, L)`` for inputs ``tokens`` ``(N, L)``.
-
-    Raises:
-        ValueError: for mismatched shapes, ``N < 2`` or ``L < 3`` (off-diagonal
-            correlations need at least three entries per row).
-    """
+    """The score of attention matrices ``attn`` ``(N, L, L)`` for inputs ``tokens`` ``(N, L)``; ValueError for
+    mismatched shapes, ``N < 2`` or ``L < 3`` (an off-diagonal correlation needs three entries per row)."""
     if attn.ndim != 3 or attn.shape[1] != attn.shape[2] or attn.shape[:2] != tokens.shape:
         raise ValueError(f"need attn (N, L, L) and tokens (N, L), got {tuple(attn.shape)} and {tuple(tokens.shape)}")
     n, L = tokens.shape

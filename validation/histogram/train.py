@@ -21,11 +21,8 @@ Optimizer = Literal["adam", "sgd"]
 
 
 def resolve_device(spec: str) -> torch.device:
-    """``"auto"`` -> cuda when available, else cpu; otherwise ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
-
-    Raises:
-        ValueError: for an unknown spec, or cuda requested but not available.
-    """
+    """``"auto"`` -> cuda when available, else cpu; otherwise ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (ValueError for an
+    unknown spec, or cuda requested but not available)."""
     spec = spec.strip().lower()
     if spec == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -43,15 +40,9 @@ def resolve_device(spec: str) -> torch.device:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """How to train.
-
-    Attributes:
-        epochs: passes over the training set (0 = only evaluate).
-        batch_size: minibatch size (sequences per step).
-        lr: learning rate.
-        optimizer: ``"adam"`` (default betas) or ``"sgd"`` (plain, no momentum).
-        eval_batch_size: sequences per forward pass when evaluating.
-    """
+    """How to train: ``epochs`` passes over the training set (0: only evaluate) in minibatches of ``batch_size``
+    sequences, ``optimizer`` ``"adam"`` (default betas) or ``"sgd"`` (plain) at rate ``lr``; ``eval_batch_size``
+    sequences per forward pass when evaluating."""
 
     epochs: int = 200
     batch_size: int = 32
@@ -72,16 +63,8 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class EpochRecord:
-    """Metrics after one epoch (epoch 0: the model before training).
-
-    Attributes:
-        epoch: number of completed epochs.
-        train_loss: mean cross-entropy over the epoch's minibatches (epoch 0:
-            the initial model on the whole training set).
-        train_acc: per-position accuracy, averaged the same way.
-        val_loss: cross-entropy on the validation set after the epoch.
-        val_acc: per-position accuracy on the validation set after the epoch.
-    """
+    """Metrics after ``epoch`` completed epochs: the mean cross-entropy and per-position accuracy over the epoch's
+    minibatches (epoch 0: the initial model on the whole training set), then on the validation set."""
 
     epoch: int
     train_loss: float
@@ -115,13 +98,8 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int
 
 def train(model: nn.Module, data: HistogramData, config: TrainConfig, generator: torch.Generator, *,
           progress: bool = False, desc: str = "train") -> TrainResult:
-    """Train ``model`` in place on ``data`` (already on the model's device).
-
-    Each epoch visits the training set once in an order drawn from
-    ``generator`` (a CPU generator); the last, smaller batch is kept.
-
-    Returns:
-        The curve, with an epoch-0 row for the initial model.
+    """Train ``model`` in place on ``data`` (already on the model's device), each epoch in an order drawn from
+    ``generator`` (a CPU generator; the last, smaller batch kept); the curve has an epoch-0 row for the initial model.
     """
     device = next(model.parameters()).device
     optimizer = (torch.optim.Adam if config.optimizer == "adam" else torch.optim.SGD)(model.parameters(), lr=config.lr)
