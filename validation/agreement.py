@@ -83,13 +83,9 @@ EXTRAPOLATED_SE = 2.0
 
 
 def extrapolated_verdicts(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """The verdict at d -> inf for each finite-size case (alpha, init) on its compared observables.
-
-    The extrapolation ``a +- a_se`` is the campaign's fit ``a + b / sqrt(d)`` over the dimensions
-    whose every run reached the gradient tolerance (``finite_size_fits``); it agrees with the
-    global-prox theory of the start's branch when ``|a - theory| <= EXTRAPOLATED_SE a_se`` (no
-    finite-size allowance: the fit removed it).  ``agrees`` is None where the theory has no point on
-    the branch there (not converged, another branch reached, past the branch's end)."""
+    """The verdict at d -> inf for each finite-size case (alpha, init) on its compared observables: the fit ``a +-
+    a_se`` (``finite_size_fits``) agrees with the global-prox theory of the start's branch when ``|a - theory| <=
+    EXTRAPOLATED_SE a_se`` (no finite-size allowance); ``agrees`` None where the theory has no point on the branch."""
     out = []
     for fit in summary["finite_size_fits"]:
         init, obs = fit["init"], fit["observable"]
@@ -115,11 +111,8 @@ def global_vs_local(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def global_vs_local_at(summary: dict[str, Any], alpha: float) -> dict[str, Any]:
-    """Which proximal mode the semantic-init simulations follow at a small ``alpha`` (finite-size evidence).
-
-    The d -> inf extrapolation ``a +- a_se`` of |theta| (fit ``a + b / sqrt(d)``)
-    is compared with the global and local theories, and with the aligned one (the basin GD keeps from its
-    start) where the campaign solved it; a theory is "consistent" when within ``2 a_se + 0.02``.
+    """Which proximal mode the semantic-init simulations follow at a small ``alpha``: the d -> inf fit ``a +- a_se``
+    of |theta| against the global, local and (where solved) aligned theories, "consistent" within ``2 a_se + 0.02``.
     """
     fit = next((f for f in summary["finite_size_fits"]
                 if f["alpha"] == alpha and f["init"] == "semantic" and f["observable"] == "abs_theta"), None)
@@ -200,15 +193,9 @@ def branch_ends(theory: dict[str, Any], branch: str) -> dict[str, float | None]:
 def map_followed(row: dict[str, Any], ends: dict[str, float | None] | None = None) -> dict[str, str]:
     """Which state evolution gradient descent follows on one aggregated row, and why: ``{"map", "reason"}``.
 
-    ``map``: ``"global"`` where the rule (:func:`agrees`, every compared observable) holds against the
-    global-prox point of the row's branch (the global minimiser of the risk, docs/model.md section 3) and
-    not against a different aligned-prox point (``"global or aligned"`` where it holds against both and they
-    differ by more than :data:`COINCIDE`: not separated at this d); else ``"aligned"`` where it holds against the aligned-prox point (per sample the lowest minimiser on the
-    side of the student's mean field: the basin GD keeps from its start); else ``"neither"``; ``"not
-    converged"`` where a run of the row stopped before the gradient tolerance (it sits at no minimum).
-    ``reason``: the evidence -- where the global-prox SE has no point on the branch (past its end, another
-    fixed point reached), or its point differs from GD's mean, and what the aligned one gives.
-    ``ends``: ``{prox: alpha where the row's branch ends}`` for the reasons."""
+    ``map``: ``"global"``, ``"global or aligned"`` (the rule holds against both points and they differ by more
+    than :data:`COINCIDE`), ``"aligned"``, ``"neither"`` or ``"not converged"`` (docs/validation.md, "Which map GD
+    follows, row by row"); ``reason``: the evidence.  ``ends``: ``{prox: alpha where the row's branch ends}``."""
     ends = ends or {}
     obs = _COMPARED.get(row["branch"], _COMPARED["semantic"])[0]
     gd = row[f"{obs}_mean"]

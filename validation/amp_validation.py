@@ -138,8 +138,9 @@ def chosen_fit(fit: Fit, ds: Sequence[int], means: Sequence[float], stds: Sequen
 
 
 def amp_trends(rows: Sequence[dict[str, Any]], fit: Fit) -> list[dict[str, Any]]:
-    """Per alpha: the finite-size fit of the form the data choose (:func:`chosen_fit` on ``fit``) and the verdict
-    (module doc)."""
+    """Per alpha: the finite-size fit of the form the data choose (:func:`chosen_fit` on ``fit``) and the verdict:
+    agrees when |z| <= AGREE_Z at the largest d, or when the fit moves the mean towards q0 as d grows and its
+    d -> infinity value is within AGREE_Z of its standard errors of q0."""
     fitter, out = fit, []
     for alpha in sorted({r["alpha"] for r in rows}):
         rs = sorted((r for r in rows if r["alpha"] == alpha), key=lambda r: r["d"])
@@ -183,7 +184,8 @@ def run_amp_plan(plan: AmpPlan, fit: Fit, progress: Callable[[str], None] | None
 
 def erm_against_bayes(theory: dict[str, Any], params: ModelParams) -> dict[str, Any]:
     """ERM's global minimum (the validation theory's global-prox curves, lower e_t) against the BO eps_g at every
-    alpha of the curves (module doc); ``closest``: the row of the smallest excess in units of eps_lin."""
+    alpha of the curves: the excess eps_g(ERM) - eps_g(BO) in units of eps_lin and relative to eps_g(BO);
+    ``closest``: the row of the smallest excess in units of eps_lin."""
     model = BayesModel.of(params)
     omega, lin = float(theory["omega"]), float(theory["eps_lin"])
     recs: dict[float, list[dict]] = {}

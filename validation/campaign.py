@@ -29,8 +29,6 @@ OBSERVABLES = ("abs_m", "abs_theta", "q", "eps_g", "e_t", "eps_lin")
 """Aggregated per (d, alpha, omega, init): means and standard deviations over seeds."""
 
 
-# --- aggregation -------------------------------------------------------------------------
-
 def _stats(values: Sequence[float]) -> tuple[float, float]:
     v = np.asarray(values, dtype=float)
     return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
@@ -140,8 +138,6 @@ def extrapolate(ds: Sequence[int], means: Sequence[float], stds: Sequence[float]
     scale = max(1.0, float((W * resid**2).sum() / dof))  # inflate when the fit is worse than the error bars
     return {"a": float(a), "b": float(b), "a_se": float(math.sqrt(cov[0, 0] * scale)), "chi2": float((W * resid**2).sum())}
 
-
-# --- the campaign ------------------------------------------------------------------------
 
 def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = True, *,
                  executor: Any = None, store: Any = None, fresh: bool = False) -> dict[str, Any]:

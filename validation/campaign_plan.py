@@ -99,12 +99,13 @@ def validation_plan(
     omega = 0.2 and 0.3 the two modes' alpha_c agree to 1e-3).
     """
     params = params or ModelParams(omega=0.3)
-    train = train or TrainConfig()
     aligned = aligned_curves(params)
+    common = dict(params=params, alphas_small=(0.5, 0.8), device=device, dtype=dtype, train=train or TrainConfig(),
+                  fss_cases=((2.0, "semantic"), (2.0, "positional"), (0.8, "semantic"), (0.5, "semantic")))
     if quick:
         n_seeds = seeds or 2
         return ValidationPlan(
-            quick=True, params=params, d=d or 200,
+            quick=True, d=d or 200, **common,
             alphas=(0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 1.0, 1.25, 1.5, 1.75, 2.0),
             seeds=tuple(range(n_seeds)),
             heat_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0),
@@ -112,9 +113,6 @@ def validation_plan(
             heat_seeds=(0,),
             fss_ds=_with(d or 200, (50, 100, 200, 400, 1000)),
             fss_seeds=tuple(range(max(4, n_seeds))),
-            alphas_small=(0.5, 0.8),
-            fss_cases=((2.0, "semantic"), (2.0, "positional"), (0.8, "semantic"), (0.5, "semantic")),
-            device=device, dtype=dtype, train=train,
             theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2),
             heat_theory_alphas=(0.3, 0.6, 0.9, 1.2, 1.6, 2.0, 2.4, 3.0),
             curve_omegas=(0.15, 0.25, 0.35, 0.45),
@@ -124,7 +122,7 @@ def validation_plan(
         )
     n_seeds = seeds or 4
     return ValidationPlan(
-        quick=False, params=params, d=d or 1000,
+        quick=False, d=d or 1000, **common,
         alphas=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.4, 1.5, 1.75, 2.0),
         seeds=tuple(range(n_seeds)),
         heat_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5),
@@ -132,9 +130,6 @@ def validation_plan(
         heat_seeds=(0, 1),
         fss_ds=_with(d or 1000, (50, 100, 200, 500, 1000)),
         fss_seeds=tuple(range(max(6, n_seeds))),
-        alphas_small=(0.5, 0.8),
-        fss_cases=((2.0, "semantic"), (2.0, "positional"), (0.8, "semantic"), (0.5, "semantic")),
-        device=device, dtype=dtype, train=train,
         theory=TheorySettings(xtol=1e-3),
         heat_theory_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0),
         curve_omegas=(0.05, 0.15, 0.25, 0.35, 0.45, 0.55),
@@ -153,8 +148,6 @@ def _with(d: int, ds: tuple[int, ...]) -> tuple[int, ...]:
     """The finite-size dimensions ``ds`` and the main dimension ``d`` (``--d 2000``: the series reaches it)."""
     return tuple(sorted(set(ds) | {d}))
 
-
-# --- theory (worker processes) -----------------------------------------------------------
 
 def _theory_jobs(plan: ValidationPlan) -> tuple[list[tuple[Any, ...]], list[float]]:
     """Arguments of :func:`theory_at_omega` for the sweep's omega (first) and each other heat-map or curve omega.

@@ -130,13 +130,11 @@ def general_plan(quick: bool = False, d: int | None = None, seeds: int | None = 
                  dtype: str = "float64", cases: tuple[SuiteCase, ...] = GENERAL_CASES,
                  train: TrainConfig | None = None) -> GeneralPlan:
     """The suite's plan: quick (d = 200, 3 seeds, coarse theory; minutes on 2 cores) or full (d = 1000, 4 seeds)."""
+    d = d or (200 if quick else 1000)
+    common = dict(quick=quick, d=d, cases=cases, device=device, dtype=dtype, train=train or TrainConfig(),
+                  trend_ds=tuple(x for x in (d // 4, d // 2) if x >= 10))
     if quick:
-        d = d or 200
-        return GeneralPlan(quick=True, d=d, seeds=tuple(range(seeds or 3)), cases=cases, n_test=4000, device=device,
-                           dtype=dtype, train=train or TrainConfig(),
-                           theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2), aligned_max_L=2,
-                           trend_ds=tuple(x for x in (d // 4, d // 2) if x >= 10))
-    d = d or 1000
-    return GeneralPlan(quick=False, d=d, seeds=tuple(range(seeds or 4)), cases=cases, train=train or TrainConfig(),
-                       grid=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0), device=device, dtype=dtype,
-                       theory=TheorySettings(xtol=1e-3), trend_ds=tuple(x for x in (d // 4, d // 2) if x >= 10))
+        return GeneralPlan(**common, seeds=tuple(range(seeds or 3)), n_test=4000, aligned_max_L=2,
+                           theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2))
+    return GeneralPlan(**common, seeds=tuple(range(seeds or 4)), theory=TheorySettings(xtol=1e-3),
+                       grid=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0))

@@ -10,10 +10,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .branch_segments import drawn_end, existing_segments
 from .agreement import REL_TOL, _nan
 from .basin_theory import rule_verdict
-from .plots import _plt, mark_end, tiny_bars
+from .plots import _plt, plot_theory_branch, tiny_bars
 from .output_names import summary_for_output
 from .report import _convergence_lines, _jsonable, _pm, _pmv
 
@@ -30,17 +29,8 @@ def _f(x: Any, fmt: str = ".4g") -> str:
 
 def _theory_lines(ax: Any, theory: dict[str, Any], obs_by_branch: dict[str, str]) -> None:
     for branch, obs in obs_by_branch.items():
-        c = theory["curves"].get(f"{branch}/global")
-        if c is None:
-            continue
-        end = math.nan if c.get("end") is None else float(c["end"])
-        color = _STYLE[branch][1]
-        for i, (a, v) in enumerate(existing_segments(c["records"], branch, end, obs, absolute=True)):
-            ax.plot(a, v, color=color, lw=1.5, marker="." if len(a) == 1 else None,
-                    label=f"theory {branch}" if i == 0 else None)
-        at = drawn_end(c["records"], branch, end)
-        if at is not None:
-            mark_end(ax, at, color, label=f"{branch} branch ends")
+        plot_theory_branch(ax, theory, f"{branch}/global", obs, _STYLE[branch][1], "-", branch, absolute=True,
+                           ms=None, end_label=f"{branch} branch ends")
 
 
 def _invariant_points(top: Any, bottom: Any, theory: dict[str, Any]) -> None:
@@ -92,7 +82,10 @@ def _is_rank(theory: dict[str, Any] | None) -> bool:
 
 
 def plot_general(summary: dict[str, Any], path: Path) -> None:
-    """``general_suite.png`` (module docstring)."""
+    """``general_suite.png``, one column per case against alpha: the theory's semantic |theta| and positional |m|
+    (top) and eps_g (bottom), each branch only where it exists, its end ticked; the landmark dotted; GD's means
+    +- std from each start; the aligned-prox points (open diamonds); a rank-r case's converged points (stars,
+    the mixed point's |theta| and |m| both)."""
     plt = _plt()
     cases = summary["cases"]
     fig, axes = plt.subplots(2, len(cases), figsize=(3.6 * len(cases), 7), squeeze=False)
@@ -155,15 +148,12 @@ def table_lines(summary: dict[str, Any]) -> list[str]:
                 verdict += "; GD at the mixed point (agrees with it)"
             if r["status"] != "agrees" and rule_verdict(r.get("aligned_agrees")) == "agrees":
                 verdict += "; agrees with the aligned-prox SE (the basin GD keeps)"
+            reached = _reached(th)
             if th and not th["converged"]:
-                reached = "not converged" + (f" (residual {th['residual']:.2g})" if th.get("residual") is not None else "")
                 th = {}
             elif th:
-                reached = th["branch_reached"] + ("" if th.get("exists", True) else f" (past the {r['init']} branch end)")
-                if th.get("tries"):
-                    reached += f" (on {th['quadrature']}; {'; '.join(th['tries'])})"
-            else:
-                reached = "--"
+                reached += "" if th.get("exists", True) else f" (past the {r['init']} branch end)"
+                reached += f" (on {th['quadrature']}; {'; '.join(th['tries'])})" if th.get("tries") else ""
             lines.append(f"| ({case['key']}) | {r['alpha']} | {r['side'] or '--'} | {r['init']} | {r['n_runs']} "
                          f"({r['n_converged']}) | {name} {_pm(r, obs)} | {_f(th.get(obs))} | {_pm(r, 'eps_g')} | "
                          f"{_f(th.get('eps_g'))} | {reached} | {verdict} |")
@@ -174,7 +164,7 @@ def _reached(th: dict[str, Any] | None) -> str:
     if not th:
         return "--"
     if not th["converged"]:
-        return f"not converged (residual {th['residual']:.2g})"
+        return "not converged" + (f" (residual {th['residual']:.2g})" if th.get("residual") is not None else "")
     return th["branch_reached"]
 
 

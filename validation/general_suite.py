@@ -29,8 +29,6 @@ from .rule_retry import SolveJob
 from .suite_alphas import alphas_around, landmark
 
 
-# --- aggregation -------------------------------------------------------------------------------
-
 def theory_point(theory: TheoryAtOmega | InvariantPoints | None, init: str, alpha: float) -> dict[str, Any] | None:
     """The theory's fixed point reached from ``init``'s start at ``alpha`` (global prox), or None.
 
@@ -103,8 +101,6 @@ def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega |
         rows.append(row)
     return rows
 
-
-# --- the run -----------------------------------------------------------------------------------
 
 def _run_specs(specs: list[SimSpec], bar: Any) -> list[SimResult]:
     out = []

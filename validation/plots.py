@@ -60,20 +60,21 @@ def say_empty(ax: Any, why: str) -> None:
 
 
 def plot_theory_branch(ax: Any, theory: dict[str, Any], key: str, obs: str, color: str, ls: str, label: str,
-                       absolute: bool = False, marker: str | None = None, lw: float = 1.5) -> None:
+                       absolute: bool = False, marker: str | None = None, lw: float = 1.5, ms: float | None = 4,
+                       end_label: str | None = None) -> None:
     """One theory branch (``key`` = ``"branch/prox"``) drawn only where it exists, its end marked (a tick up
-    from the x axis in the branch's colour); ``marker`` at every grid point where given."""
+    from the x axis in the branch's colour, labelled ``end_label``); ``marker`` at every grid point where given."""
     c = theory["curves"].get(key)
     if c is None:
         return
     branch = key.split("/")[0]
     end = _nan(c.get("end"))
     for i, (a, v) in enumerate(existing_segments(c["records"], branch, end, obs, absolute)):
-        ax.plot(a, v, color=color, ls=ls, lw=lw, marker=marker or ("." if len(a) == 1 else None), ms=4,
+        ax.plot(a, v, color=color, ls=ls, lw=lw, marker=marker or ("." if len(a) == 1 else None), ms=ms,
                 label=f"theory {label}" if i == 0 else None, gid=f"theory_{key}")
     at = drawn_end(c["records"], branch, end)
     if at is not None:
-        mark_end(ax, at, color)
+        mark_end(ax, at, color, end_label)
 
 
 def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:

@@ -16,8 +16,6 @@ from .output_names import summary_for_output
 from .plots import plot_alpha_sweep, plot_finite_size, plot_heatmap
 
 
-# --- markdown ----------------------------------------------------------------------------
-
 def _pmv(x: Any, err: Any) -> str:
     """``value +- bar`` rounded to the bar (:func:`attnphase.display.with_error`); ``--`` for a missing value."""
     from attnphase.display import with_error
