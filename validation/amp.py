@@ -80,18 +80,10 @@ class AmpConfig:
 
 @dataclass(frozen=True)
 class AmpResult:
-    """One run of :func:`gamp`.
-
-    Attributes:
-        Q: (d,) the final estimate Qhat (the posterior mean's approximation).
-        m, q: final Qhat . Q* / d and |Qhat|^2 / d.
-        m_path, q_path: the overlaps at the start and after every iteration (iterations + 1 entries).
-        iterations: iterations run.
-        converged: the tolerance was reached.
-        status: ``"converged"``, ``"budget"`` or ``"diverged"``.
-        change: the last proposed step |D_t| / sqrt(d rho0) (the fixed-point residual).
-        theta: the step size at the end; halvings: how often it was halved (oscillation).
-    """
+    """One run of :func:`gamp`: the final estimate ``Q`` (d,), its overlaps ``m = Qhat . Q* / d`` and
+    ``q = |Qhat|^2 / d`` with their paths (start, then every iteration), the ``iterations`` run, ``status``
+    (``"converged"``, ``"budget"`` or ``"diverged"``), the last proposed step ``change`` = |D_t| / sqrt(d rho0),
+    the final step size ``theta`` and how often it was halved."""
 
     Q: torch.Tensor
     m: float

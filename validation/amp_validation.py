@@ -157,10 +157,8 @@ def amp_trends(rows: Sequence[dict[str, Any]], fit: Fit) -> list[dict[str, Any]]
         verdict = (f"agrees at d = {last['d']}" if at_d else
                    "agrees after the finite-size trend" if trend else "disagrees")
         out.append({"alpha": alpha, "se_q0": q0, "d_max": last["d"], "z_at_d_max": last["z"],
-                    "fit_a": None if fit is None else fit["a"], "fit_b": None if fit is None else fit["b"],
-                    "fit_a_se": None if fit is None else fit["a_se"], "fit_form": None if fit is None else fit["form"],
-                    "fit_chi2": None if fit is None else fit["chi2"],
-                    "fit_chi2_other": None if fit is None else fit["chi2_other"], "verdict": verdict})
+                    **{f"fit_{k}": None if fit is None else fit[k] for k in ("a", "b", "a_se", "form", "chi2",
+                                                                              "chi2_other")}, "verdict": verdict})
     return out
 
 

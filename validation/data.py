@@ -23,14 +23,8 @@ from attnphase.theory.params import PAPER_P, ModelParams
 
 @dataclass(frozen=True)
 class Teacher:
-    """The fixed part of the finite-d teacher.
-
-    Attributes:
-        params: the model (L, sigma_l, P, A, omega, lambda, rho0, r, r*).
-        d: embedding dimension.
-        positions: ``(L, d)`` tensor, row l is ``p_l``; ``positions @ positions.T = P``.
-        Qstar: ``(d, r*)`` teacher weights (a ``(d,)`` vector is taken as ``(d, 1)``).
-    """
+    """The fixed part of the finite-d teacher: the model, ``d``, the encodings ``positions`` ``(L, d)`` (row l is
+    ``p_l``, Gram ``P``) and the weights ``Qstar`` ``(d, r*)`` (a ``(d,)`` vector is taken as ``(d, 1)``)."""
 
     params: ModelParams
     d: int
@@ -59,13 +53,8 @@ class Teacher:
 
 @dataclass(frozen=True)
 class Dataset:
-    """``n`` samples of the teacher.
-
-    Attributes:
-        X: ``(n, L, d)`` tokens ``x_l^mu``.
-        hstar: ``(n, L, r*)`` teacher fields ``h*_l = Q*^T x_l / sqrt(d)``.
-        T: ``(n, L, L)`` target attention ``T(h*)``.
-    """
+    """``n`` samples of the teacher: tokens ``X`` ``(n, L, d)``, fields ``hstar`` ``(n, L, r*)``, target attention
+    ``T`` ``(n, L, L)``."""
 
     X: torch.Tensor
     hstar: torch.Tensor

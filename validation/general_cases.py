@@ -29,15 +29,8 @@ OBSERVABLES = ("m_norm", "abs_theta", "q", "eps_g", "e_t")
 
 @dataclass(frozen=True)
 class SuiteCase:
-    """One model of the suite.
-
-    Attributes:
-        key: short name (``"a"``), used in file names and tables.
-        title: what the case varies, for the report.
-        params: the model (omega included).
-        alphas: the alphas of a rank-r case, and the fallback of a rank-1 case without alpha_c or semantic end.
-        alphas_note: why a rank-r case runs at ``alphas`` (the report prints it).
-    """
+    """One model of the suite: its ``key`` (``"a"``) and ``title`` in the tables, the model, the ``alphas`` of a
+    rank-r case (the fallback of a rank-1 case without alpha_c or semantic end) and why (``alphas_note``)."""
 
     key: str
     title: str

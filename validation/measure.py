@@ -19,14 +19,8 @@ from .students import GramData, attention_losses, linear_losses, prepare, risk
 
 @dataclass(frozen=True)
 class Overlaps:
-    """Order parameters of ``Q`` at finite d (module docstring).
-
-    Attributes:
-        m, theta, q: the scalar overlaps (signed at ``r = r* = 1``, norms otherwise).
-        m_norms: ``|m_l|``, ``l = 1..L``.
-        q0_eigenvalues: eigenvalues of ``q0 = Q^T Q / d``, descending (``r`` values).
-        theta_singular_values: singular values of ``th0 = Q^T Q* / d``, descending (``min(r, r*)`` values).
-    """
+    """Order parameters of ``Q`` at finite d (module docstring): ``m``, ``theta``, ``q``, the norms ``|m_l|``, the
+    eigenvalues of ``q0`` and the singular values of ``th0`` (both descending)."""
 
     m: float
     theta: float

@@ -125,17 +125,14 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
     ax.set_xlabel("alpha")
     ax.set_ylabel("Delta e_t = e_t(sem) - e_t(pos)")
     ax.set_title(tiny_bars(ax, [r["delta_e_t_std"] for r in rows]), fontsize=8, loc="left")
+    ac, al = _nan(th["alpha_c"].get("global")), _nan(th["alpha_l"].get("global"))
     for a in axes.flat:
-        for prox, ls in (("global", ":"),):
-            ac, al = _nan(th["alpha_c"].get(prox)), _nan(th["alpha_l"].get(prox))
-            if not math.isnan(ac):
-                a.axvline(ac, color="grey", ls=ls, lw=1)
-            if not math.isnan(al):
-                a.axvline(al, color="grey", ls="-.", lw=1)
+        for value, ls in ((ac, ":"), (al, "-.")):
+            if not math.isnan(value):
+                a.axvline(value, color="grey", ls=ls, lw=1)
     for a in (axes.flat[0], axes.flat[3]):
         if a.get_legend_handles_labels()[1]:
             a.legend(fontsize=8, loc="best")
-    ac, al = _nan(th["alpha_c"].get("global")), _nan(th["alpha_l"].get("global"))
     d = summary["plan"]["d"]
     at = {k: "not found" if math.isnan(v) else f"{v:.3f}" for k, v in (("c", ac), ("l", al))}
     fig.suptitle(f"GD at d = {d} vs theory, omega = {th['omega']}: alpha_c = {at['c']} (dotted), alpha_l = {at['l']} "

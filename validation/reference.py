@@ -23,13 +23,8 @@ PROX_MODES = ("global", "local", "aligned")
 
 @dataclass(frozen=True)
 class TheorySettings:
-    """Accuracy of the numerics calls (the numerics' own defaults when a field is ``None``).
-
-    Attributes:
-        tol: fixed-point residual tolerance (``SolverConfig.tol``).
-        xtol: alpha tolerance of the alpha_c / alpha_l root finding.
-        end_tol: alpha tolerance of a branch's end point where it is bisected.
-    """
+    """Accuracy of the numerics calls (their own defaults where ``None``): the fixed-point residual ``tol``, the
+    alpha tolerance ``xtol`` of alpha_c / alpha_l and ``end_tol`` of a branch's end."""
 
     tol: float | None = None
     xtol: float | None = None
@@ -56,14 +51,8 @@ RECORD_FIELDS = ("alpha", "branch", "q", "m", "V", "theta", "eps_g", "e_t", "eps
 
 @dataclass(frozen=True)
 class BranchCurve:
-    """One branch followed over alpha with one proximal mode.
-
-    Attributes:
-        branch: requested branch (``"semantic"`` or ``"positional"``).
-        prox: ``"global"``, ``"local"`` or ``"aligned"``.
-        records: one numerics record per alpha (ascending), each with the label actually reached.
-        end: alpha where the numerics found the branch ending (NaN if none in range).
-    """
+    """One branch followed over alpha with one proximal mode: one numerics record per alpha (ascending, each with
+    the label reached) and the alpha where the branch ends (NaN if none in range)."""
 
     branch: str
     prox: str
@@ -73,18 +62,9 @@ class BranchCurve:
 
 @dataclass(frozen=True)
 class TheoryAtOmega:
-    """Theory at one omega: boundaries and branch curves for each proximal mode.
-
-    Attributes:
-        omega: the teacher's mixing weight.
-        eps_lin: linear-baseline error (docs/model.md section 5), alpha-independent.
-        alpha_c: ``{prox: alpha_c}`` (NaN when outside the grid).
-        alpha_l: ``{prox: alpha_l}``.
-        notes: ``{prox: notes of the numerics}``.
-        curves: ``{(branch, prox): BranchCurve}``.
-        seconds: wall time the numerics took to compute it (when first computed, if read from the cache).
-        cpu_seconds: CPU time of that computation (``time.process_time``).
-    """
+    """Theory at one omega: ``eps_lin`` (docs/model.md section 5), ``{prox: alpha_c}`` (NaN outside the grid),
+    ``{prox: alpha_l}``, ``{prox: notes}`` of the numerics, ``{(branch, prox): BranchCurve}``, and the wall and CPU
+    seconds of the computation."""
 
     omega: float
     eps_lin: float
@@ -107,7 +87,7 @@ class TheoryAtOmega:
             "alpha_l": {k: _num(v) for k, v in self.alpha_l.items()},
             "notes": {k: list(v) for k, v in self.notes.items()},
             "curves": {
-                f"{b}/{p}": {"end": _num(c.end), "records": [_clean(r) for r in c.records]}
+                f"{b}/{p}": {"end": _num(c.end), "records": [{k: _num(v) for k, v in r.items()} for r in c.records]}
                 for (b, p), c in self.curves.items()
             },
             "seconds": self.seconds,
@@ -139,10 +119,6 @@ def _num(x: Any) -> Any:
 
 def _unnum(x: Any) -> float:
     return math.nan if x is None else float(x)
-
-
-def _clean(rec: dict[str, Any]) -> dict[str, Any]:
-    return {k: _num(v) for k, v in rec.items()}
 
 
 def _record(fp: Any) -> dict[str, Any]:
@@ -177,12 +153,6 @@ def _curve(
     return BranchCurve(branch, prox, records, float(end.alpha) if end is not None else math.nan)
 
 
-def _boundaries(params: ModelParams, alphas: Sequence[float], prox: str, settings: TheorySettings) -> Any:
-    from attnphase.numerics import phase_boundaries
-
-    return phase_boundaries(params, sorted(alphas), **settings.boundaries_kwargs(prox))
-
-
 def theory_at_omega(
     params: ModelParams,
     alphas: Sequence[float],
@@ -200,7 +170,7 @@ def theory_at_omega(
     for p in (*boundaries, *(p for _, p in extra_curves)):
         if p not in PROX_MODES:
             raise ValueError(f"prox must be one of {PROX_MODES}, got {p!r}")
-    from attnphase.numerics import eps_lin
+    from attnphase.numerics import eps_lin, phase_boundaries
 
     t0, c0 = time.perf_counter(), time.process_time()
     alpha_c: dict[str, float] = {}
@@ -208,7 +178,7 @@ def theory_at_omega(
     notes: dict[str, tuple[str, ...]] = {}
     curves: dict[tuple[str, str], BranchCurve] = {}
     for prox in boundaries:
-        b = _boundaries(params, alphas, prox, settings)
+        b = phase_boundaries(params, sorted(alphas), **settings.boundaries_kwargs(prox))
         alpha_c[prox] = float(b.alpha_c)
         alpha_l[prox] = float(b.alpha_l)
         notes[prox] = tuple(getattr(b, "notes", ()))

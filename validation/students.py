@@ -33,16 +33,9 @@ from .data import Dataset, Teacher
 
 @dataclass(frozen=True)
 class GramData:
-    """A dataset prepared for fast loss evaluation (see module docstring).
-
-    Attributes:
-        X: ``(n, L, d)`` tokens.
-        positions: ``(L, d)`` positional encodings ``p_l``.
-        T: ``(n, L, L)`` target attention.
-        Gxx: ``(n, L, L)`` ``x_k . x_k' / d``.
-        Gxp: ``(n, L, L)`` ``x_k . p_k' / d``.
-        Pd: ``(L, L)`` ``P / d`` computed from the actual encodings.
-    """
+    """A dataset prepared for fast loss evaluation (module docstring): tokens ``X`` ``(n, L, d)``, encodings
+    ``positions`` ``(L, d)``, target attention ``T`` ``(n, L, L)``, the Grams ``Gxx`` and ``Gxp`` ``(n, L, L)`` and
+    ``Pd = P / d`` ``(L, L)`` from the actual encodings."""
 
     X: torch.Tensor
     positions: torch.Tensor

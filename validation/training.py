@@ -49,16 +49,14 @@ class TrainConfig:
         optimizer: ``"gd"`` (Armijo gradient descent) or ``"adam"``.
         grad_tol: stop when ``|grad R|_F / sqrt(d) <= grad_tol``; ``None`` picks
             :data:`GRAD_TOL` of the dtype (3e-7 in float64, 1e-5 in float32).
-        max_steps: step budget (accepted updates): a run that reaches it stops unconverged
-            (``status = "budget"``).
+        max_steps: step budget (accepted updates; ``status = "budget"`` when reached).
         step0: initial GD step size ``eta``.
         grow: factor by which ``eta`` grows after an accepted GD step.
         armijo_c: sufficient-decrease constant ``c``.
         min_step: GD stops as ``"stalled"`` when the line search needs ``eta`` below this.
         adam_lr: Adam's initial learning rate (units of Q's entries, which are O(1)).
         adam_patience: steps without improvement of R before Adam's rate is halved.
-        adam_betas: Adam's (beta1, beta2); beta2 = 0.99 (memory ~100 steps) rather than torch's
-            0.999, so the step size recovers quickly once the early large gradients are gone.
+        adam_betas: Adam's (beta1, beta2); beta2 = 0.99 (memory ~100 steps, not torch's 0.999).
         adam_min_lr: floor of the halved learning rate.
         random_scale: standard deviation of the random initialisation's entries.
     """

@@ -30,20 +30,10 @@ PASS, FAIL, SKIP = "pass", "fail", "skip"
 
 @dataclass
 class CheckResult:
-    """One check's outcome.
-
-    Attributes:
-        number, key, title: 1..7, short name (``--only``), title.
-        compares: what is compared with what.
-        status: ``pass``, ``fail`` or ``skip``.
-        error, tolerance: the measured error and its tolerance for the worst component (largest
-            error / tolerance); NaN when skipped.
-        quantity: the worst component; units: the units of error and tolerance.
-        tolerance_from: how the tolerance is derived.
-        reason: why a check failed or was skipped (one line), or "".
-        details: every component's numbers (name -> dict of floats / strings).
-        seconds: wall time.
-    """
+    """One check's outcome: its number (1..7), ``key`` (``--only``) and title, what it ``compares``, ``status``
+    (pass, fail or skip), the worst component (``quantity``, the largest error / tolerance) with its ``error`` and
+    ``tolerance`` in ``units`` (NaN when skipped), how the tolerance is derived, why it failed or was skipped
+    (``reason``, one line or ""), every component's numbers (``details``) and its wall time."""
 
     number: int
     key: str

@@ -56,16 +56,13 @@ class TrainedVariant:
     state: dict[str, np.ndarray] | None = None
 
 
-def _numpy_state(model: torch.nn.Module) -> dict[str, np.ndarray]:
-    return {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
-
-
 def train_job(job: VariantJob) -> TrainedVariant:
     """Variant ``job.name`` trained from scratch, as :func:`~.experiment.run_experiment` trains it."""
     device = torch.device(job.device)
     setup = prepare(job.config, job.seed, device)
     result, model, attention = train_variant(job.config, job.seed, job.name, setup, device, progress=job.progress)
-    return TrainedVariant(result, attention.numpy(), _numpy_state(model))
+    state = {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
+    return TrainedVariant(result, attention.numpy(), state)
 
 
 def reparam_job(job: VariantJob) -> TrainedVariant:
