@@ -51,12 +51,9 @@ def headline(summary: dict[str, Any]) -> dict[str, Any]:
         if not sel:
             continue
         top = sel[0]
-        out[f"{init}_at_alpha_max"] = {
-            "alpha": top["alpha"],
-            **{f"{o}_sim": top[f"{o}_mean"] for o in observables},
-            **{f"{o}_std": top[f"{o}_std"] for o in observables},
-            **{f"{o}_theory": (top["theory"]["global"] or {}).get(o) for o in observables},
-        }
+        out[f"{init}_at_alpha_max"] = {"alpha": top["alpha"], **{f"{o}_sim": top[f"{o}_mean"] for o in observables},
+                                       **{f"{o}_std": top[f"{o}_std"] for o in observables},
+                                       **{f"{o}_theory": (top["theory"]["global"] or {}).get(o) for o in observables}}
         smallest = None
         for r in sel:
             if all(agrees(r, o) for o in observables):

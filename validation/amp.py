@@ -38,21 +38,16 @@ STARTS = ("random", "spectral")
 
 @dataclass(frozen=True)
 class AmpConfig:
-    """The stopping rule, damping and start of :func:`gamp` (module doc).
+    """The stopping rule, damping and start of :func:`gamp` (module doc; docs/bayes-optimal.md).
 
     Attributes:
-        damping: in [0, 1): the largest step is theta = 1 - damping (g_out, Ahat, Qhat and v each mixed as
-            theta new + (1 - theta) old; module doc).
-        adaptive: theta halves on oscillation and grows back to 1 - damping otherwise (docs/bayes-optimal.md);
-            False (the default): the fixed step 1 - damping.
-        damp_after: >= 0, the iterations run undamped (theta = 1) before the damping applies ("settling");
-            0 (the default): damped from the first iteration.
-        tol: > 0, stop when |Qhat_t - Qhat_{t-1}| / sqrt(d rho0) <= tol.
-        max_iter: >= 1, the iteration budget.
+        damping: in [0, 1): the largest step is theta = 1 - damping.
+        adaptive: theta halves on oscillation and grows back to 1 - damping otherwise (default: the fixed step).
+        damp_after: >= 0, the iterations run undamped (theta = 1) before the damping applies (default 0).
+        tol: > 0, stop when the proposed step |D_t| / sqrt(d rho0) <= tol; max_iter: >= 1, the iteration budget.
         init_scale: > 0, q_0 = init_scale rho0 (the start's norm).
-        start: ``"random"`` (the default: Qhat_0 = sqrt(init_scale rho0) z) or ``"spectral"`` (the leading eigenvector
-            of the preprocessed sample covariance, validation/amp_spectral.py, at the same norm; chosen in
-            :func:`attnphase.validation.amp_run.run_amp`).
+        start: ``"random"`` (Qhat_0 = sqrt(init_scale rho0) z) or ``"spectral"`` (validation/amp_spectral.py, at the
+            same norm; chosen in :func:`attnphase.validation.amp_run.run_amp`).
     """
 
     damping: float = 0.0

@@ -82,15 +82,9 @@ class ValidationPlan:
         return out
 
 
-def validation_plan(
-    quick: bool = False,
-    d: int | None = None,
-    seeds: int | None = None,
-    params: ModelParams | None = None,
-    device: str = "auto",
-    dtype: str = "float64",
-    train: TrainConfig | None = None,
-) -> ValidationPlan:
+def validation_plan(quick: bool = False, d: int | None = None, seeds: int | None = None,
+                    params: ModelParams | None = None, device: str = "auto", dtype: str = "float64",
+                    train: TrainConfig | None = None) -> ValidationPlan:
     """The default plan: full (d = 1000) or quick (d = 200, smaller grids, coarser theory).
 
     The quick plan's theory is coarser (residual 1e-8, alpha_c/alpha_l and the

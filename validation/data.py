@@ -102,15 +102,8 @@ def make_positions(params: ModelParams, d: int, generator: torch.Generator) -> t
     return torch.as_tensor(F, dtype=torch.float64, device=dev) @ U.T
 
 
-def make_teacher(
-    params: ModelParams,
-    d: int,
-    generator: torch.Generator,
-    *,
-    device: torch.device | str | None = None,
-    dtype: torch.dtype = torch.float64,
-    exact_norm: bool = True,
-) -> Teacher:
+def make_teacher(params: ModelParams, d: int, generator: torch.Generator, *, device: torch.device | str | None = None,
+                 dtype: torch.dtype = torch.float64, exact_norm: bool = True) -> Teacher:
     """Draw the teacher: positions ``p_l`` (:func:`make_positions`) and ``Q*`` (``(d, r*)``).
 
     ``Q* = sqrt(rho0) G`` with ``G`` a ``d x r*`` standard Gaussian matrix; with ``exact_norm`` (default) ``G`` is

@@ -157,9 +157,8 @@ def run_simulation(spec: SimSpec) -> SimResult:
     t0, c0 = time.perf_counter(), time.process_time()
     device, dtype = resolve_device(spec.device), resolve_dtype(spec.dtype)
     p = spec.params
-    teacher = make_teacher(
-        p, spec.d, generator(spec.seed, "teacher"), device=device, dtype=dtype, exact_norm=spec.exact_teacher_norm
-    )
+    teacher = make_teacher(p, spec.d, generator(spec.seed, "teacher"), device=device, dtype=dtype,
+                           exact_norm=spec.exact_teacher_norm)
     n = n_samples(spec.alpha, spec.d)
     g = prepare(teacher, sample(teacher, n, generator(spec.seed, "train")))
     Q0 = initial_Q(spec.init, teacher, p.r, generator(spec.seed, "init"), spec.train.random_scale)

@@ -37,11 +37,8 @@ class Overlaps:
 
 @dataclass(frozen=True)
 class TestErrors:
-    """Monte-Carlo test errors on ``n_test`` fresh samples, with standard errors.
-
-    ``delta`` is ``eps_g - eps_lin`` per sample (paired), its standard error
-    ``delta_se`` is much smaller than either one's.
-    """
+    """Monte-Carlo test errors on ``n_test`` fresh samples, with standard errors; ``delta_se``: that of the paired
+    per-sample difference ``eps_g - eps_lin``, much smaller than either one's."""
 
     eps_g: float
     eps_g_se: float
@@ -62,11 +59,9 @@ def overlaps(Q: torch.Tensor, teacher: Teacher) -> Overlaps:
     M = teacher.positions @ Q / math.sqrt(d)  # (L, r): row l is m_l
     th0 = Q.T @ teacher.Qstar / d  # (r, r*)
     q0 = Q.T @ Q / d  # (r, r)
-    invariants = dict(
-        m_norms=_floats(torch.linalg.vector_norm(M, dim=1)),
-        q0_eigenvalues=_floats(torch.linalg.eigvalsh(q0.double()).flip(0)),
-        theta_singular_values=_floats(torch.linalg.svdvals(th0.double())),
-    )
+    invariants = dict(m_norms=_floats(torch.linalg.vector_norm(M, dim=1)),
+                      q0_eigenvalues=_floats(torch.linalg.eigvalsh(q0.double()).flip(0)),
+                      theta_singular_values=_floats(torch.linalg.svdvals(th0.double())))
     q = float(torch.trace(q0))
     if Q.shape[1] == 1 and teacher.r_star == 1:
         return Overlaps(float(M[0, 0]), float(th0[0, 0]), q, **invariants)
@@ -79,19 +74,10 @@ def training_objective(Q: torch.Tensor, g: GramData, lam: float) -> float:
         return float(risk(Q, g, lam)) / g.d
 
 
-def test_errors(
-    Q: torch.Tensor,
-    B: torch.Tensor,
-    teacher: Teacher,
-    generator: torch.Generator,
-    n_test: int = 10000,
-    chunk: int = 2000,
-) -> TestErrors:
-    """Test errors of the attention student ``Q`` and the linear baseline ``B`` on fresh samples.
-
-    Samples are drawn in chunks of ``chunk`` from ``generator`` so memory stays
-    at ``chunk * L * d`` numbers.
-    """
+def test_errors(Q: torch.Tensor, B: torch.Tensor, teacher: Teacher, generator: torch.Generator, n_test: int = 10000,
+                chunk: int = 2000) -> TestErrors:
+    """Test errors of the attention student ``Q`` and the linear baseline ``B`` on ``n_test`` fresh samples, drawn
+    from ``generator`` in chunks of ``chunk`` (memory: ``chunk * L * d`` numbers)."""
     if n_test < 2:
         raise ValueError(f"n_test must be >= 2, got {n_test}")
     att, lin = [], []

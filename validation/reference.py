@@ -80,19 +80,14 @@ class TheoryAtOmega:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (curves keyed ``"branch/prox"``)."""
-        return {
-            "omega": self.omega,
-            "eps_lin": self.eps_lin,
-            "alpha_c": {k: _num(v) for k, v in self.alpha_c.items()},
-            "alpha_l": {k: _num(v) for k, v in self.alpha_l.items()},
-            "notes": {k: list(v) for k, v in self.notes.items()},
-            "curves": {
-                f"{b}/{p}": {"end": _num(c.end), "records": [{k: _num(v) for k, v in r.items()} for r in c.records]}
-                for (b, p), c in self.curves.items()
-            },
-            "seconds": self.seconds,
-            "cpu_seconds": self.cpu_seconds,
-        }
+        return {"omega": self.omega, "eps_lin": self.eps_lin,
+                "alpha_c": {k: _num(v) for k, v in self.alpha_c.items()},
+                "alpha_l": {k: _num(v) for k, v in self.alpha_l.items()},
+                "notes": {k: list(v) for k, v in self.notes.items()},
+                "curves": {f"{b}/{p}": {"end": _num(c.end), "records": [{k: _num(v) for k, v in r.items()}
+                                                                         for r in c.records]}
+                           for (b, p), c in self.curves.items()},
+                "seconds": self.seconds, "cpu_seconds": self.cpu_seconds}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TheoryAtOmega":
@@ -101,16 +96,11 @@ class TheoryAtOmega:
             b, p = key.split("/")
             recs = tuple({k: (math.nan if v is None else v) for k, v in r.items()} for r in c["records"])
             curves[(b, p)] = BranchCurve(b, p, recs, _unnum(c["end"]))
-        return cls(
-            omega=data["omega"],
-            eps_lin=data["eps_lin"],
-            alpha_c={k: _unnum(v) for k, v in data["alpha_c"].items()},
-            alpha_l={k: _unnum(v) for k, v in data["alpha_l"].items()},
-            notes={k: tuple(v) for k, v in data["notes"].items()},
-            curves=curves,
-            seconds=float(data.get("seconds", 0.0)),
-            cpu_seconds=float(data.get("cpu_seconds", 0.0)),
-        )
+        return cls(omega=data["omega"], eps_lin=data["eps_lin"],
+                   alpha_c={k: _unnum(v) for k, v in data["alpha_c"].items()},
+                   alpha_l={k: _unnum(v) for k, v in data["alpha_l"].items()},
+                   notes={k: tuple(v) for k, v in data["notes"].items()}, curves=curves,
+                   seconds=float(data.get("seconds", 0.0)), cpu_seconds=float(data.get("cpu_seconds", 0.0)))
 
 
 def _num(x: Any) -> Any:
@@ -153,13 +143,9 @@ def _curve(
     return BranchCurve(branch, prox, records, float(end.alpha) if end is not None else math.nan)
 
 
-def theory_at_omega(
-    params: ModelParams,
-    alphas: Sequence[float],
-    boundaries: Sequence[str] = ("global",),
-    extra_curves: Sequence[tuple[str, str]] = (("semantic", "local"),),
-    settings: TheorySettings = TheorySettings(),
-) -> TheoryAtOmega:
+def theory_at_omega(params: ModelParams, alphas: Sequence[float], boundaries: Sequence[str] = ("global",),
+                    extra_curves: Sequence[tuple[str, str]] = (("semantic", "local"),),
+                    settings: TheorySettings = TheorySettings()) -> TheoryAtOmega:
     """Theory at ``params.omega`` over the grid ``alphas``.
 
     For each proximal mode in ``boundaries``: ``phase_boundaries`` (alpha_c,
@@ -187,7 +173,6 @@ def theory_at_omega(
     for branch, prox in extra_curves:
         if (branch, prox) not in curves:
             curves[(branch, prox)] = _curve(params, alphas, branch, prox, settings)
-    return TheoryAtOmega(
-        omega=params.omega, eps_lin=float(eps_lin(params)), alpha_c=alpha_c, alpha_l=alpha_l,
-        notes=notes, curves=curves, seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0,
-    )
+    return TheoryAtOmega(omega=params.omega, eps_lin=float(eps_lin(params)), alpha_c=alpha_c, alpha_l=alpha_l,
+                         notes=notes, curves=curves, seconds=time.perf_counter() - t0,
+                         cpu_seconds=time.process_time() - c0)

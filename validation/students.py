@@ -57,14 +57,7 @@ def prepare(teacher: Teacher, data: Dataset) -> GramData:
     """Precompute the Gram matrices of ``data`` (one pass over the tokens)."""
     d = teacher.d
     X, p = data.X, teacher.positions
-    return GramData(
-        X=X,
-        positions=p,
-        T=data.T,
-        Gxx=X @ X.transpose(-1, -2) / d,
-        Gxp=X @ p.T / d,
-        Pd=p @ p.T / d,
-    )
+    return GramData(X=X, positions=p, T=data.T, Gxx=X @ X.transpose(-1, -2) / d, Gxp=X @ p.T / d, Pd=p @ p.T / d)
 
 
 def fields(Q: torch.Tensor, X: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:

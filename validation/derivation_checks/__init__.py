@@ -58,14 +58,8 @@ def select_checks(only: str | None) -> list[tuple[int, str, Callable[[Context], 
     return sorted(out)
 
 
-def run_checks(
-    params: ModelParams,
-    alpha: float = 2.0,
-    sizes: CheckSizes = FULL,
-    only: str | None = None,
-    seed: int = 0,
-    progress: Callable[[CheckResult], None] | None = None,
-) -> list[CheckResult]:
+def run_checks(params: ModelParams, alpha: float = 2.0, sizes: CheckSizes = FULL, only: str | None = None,
+               seed: int = 0, progress: Callable[[CheckResult], None] | None = None) -> list[CheckResult]:
     """Run the selected checks for ``params`` (fixed-point checks at ``alpha``); one result per check."""
     if not (math.isfinite(alpha) and alpha > 0):
         raise ValueError(f"alpha must be a finite number > 0, got {alpha}")

@@ -93,13 +93,10 @@ class CheckSizes:
     Attributes:
         prox_points: random points of checks 1 and 7 (plus a quarter as many at extreme fields).
         mc_dims, mc_samples: dimensions d and samples per d of the limit-loss fit (check 2).
-        hat_rule, hat_replicates: scrambled Sobol size (2^k nodes) and independent scramblings
-            of check 3.
+        hat_rule, hat_replicates: scrambled Sobol size (2^k nodes) and independent scramblings of check 3.
         ridge_d: dimension of the finite-d ridge solve (check 4).
-        se_rule: rule of the fixed point (check 5), a spec of ``make_rule`` (Sobol: replicates
-            change its seed).
-        slope_replicates: independent rules on which d e_t / d alpha is measured (check 5).
-        slope_step: step of the central difference in alpha, relative to alpha.
+        se_rule: rule of the fixed point (check 5), a ``make_rule`` spec (Sobol: replicates change its seed);
+            slope_replicates, slope_step: the independent rules of d e_t / d alpha and its relative step.
         mp_dps: digits of the mpmath reference (check 6).
         loop_points: points evaluated one by one (check 7).
         bayes_samples: Monte Carlo samples of the Nishimori checks (``--estimator bayes-optimal``).
