@@ -37,12 +37,10 @@ def aligned_job(job: SolveJob, errors: bool = False) -> dict[str, Any]:
     converged, ``abs_theta = |th0|``, ``m_norm = |(m_l)_l|``, q, eps_g, e_t; ``exists``: converged on the
     requested branch; ``quadrature``: the rule of the outcome, ``tries``: what the rules before it gave.
 
-    A solve that does not converge on the requested branch is tried again on the next independent
-    scrambling of the rule (:func:`~attnphase.validation.rule_retry.solve_on_branch`; measured: case (c),
-    alpha = 0.75, semantic start, sobol12:4 stalls at residual 1.7e-4, its stall then read as a collapse to
-    the agnostic point; sobol12:4:1 and sobol13:4 converge in 12 and 11 steps, theta 0.2696 and 0.2706).
-    ``errors``: also ``err_abs_theta``, ``err_m_norm``, ``err_eps_g``, the standard errors over the rule's
-    scramblings (:func:`~attnphase.numerics.errors.quadrature_error.fixed_point_error`)."""
+    A solve that does not converge on the requested branch is tried again on the next independent scrambling of the
+    rule (:func:`~attnphase.validation.rule_retry.solve_on_branch`).  ``errors``: also ``err_abs_theta``,
+    ``err_m_norm``, ``err_eps_g``, the standard errors over the rule's scramblings
+    (:func:`~attnphase.numerics.errors.quadrature_error.fixed_point_error`)."""
     from attnphase.numerics import solve
 
     t0 = time.perf_counter()

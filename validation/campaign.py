@@ -62,14 +62,10 @@ def _theory_values(theory: TheoryAtOmega | None, branch: str, prox: str, alpha: 
 
 
 def group_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega]) -> list[dict[str, Any]]:
-    """Mean and std over seeds of :data:`OBSERVABLES` per (d, alpha, omega, init), with the theory beside them.
-
-    Each row: ``d, alpha, omega, init, n_runs, n_converged, branch`` (the theory
-    branch compared with), ``grad_norm_max`` and ``steps_max`` (the largest final
-    ``|grad R|/sqrt(d)`` and step count over the seeds), ``<obs>_mean``, ``<obs>_std`` and ``theory`` =
-    ``{prox: {obs: value, branch_reached, converged}}`` for the global, local and aligned proximal
-    modes (``None`` where the theory at that omega has no such curve).
-    """
+    """Mean and std over seeds of :data:`OBSERVABLES` per (d, alpha, omega, init): ``n_runs``, ``n_converged``, the
+    theory ``branch`` compared with, the largest final ``|grad R|/sqrt(d)`` and step count (``grad_norm_max``,
+    ``steps_max``), ``<obs>_mean``, ``<obs>_std`` and ``theory`` = ``{prox: {obs: value, branch_reached,
+    converged}}`` for the global, local and aligned maps (``None`` where the theory has no such curve)."""
     groups: dict[tuple, list[SimResult]] = {}
     for r in results:
         groups.setdefault((r.d, r.alpha, r.omega, r.init), []).append(r)
@@ -117,12 +113,9 @@ def delta_et_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmeg
 
 def extrapolate(ds: Sequence[int], means: Sequence[float], stds: Sequence[float], ns: Sequence[int],
                 power: float = 0.5) -> dict[str, float]:
-    """Weighted least-squares fit ``y(d) = a + b / d^power`` (default ``a + b / sqrt(d)``); returns ``a`` (the
-    d -> inf value), ``b``, ``a``'s standard error and ``chi2``, the weighted sum of squared residuals.
-
-    Weights are ``n / std^2`` (standard error of each mean), with a floor on
-    ``std`` of 1e-6 so that a zero spread cannot dominate.
-    """
+    """Weighted least-squares fit ``y(d) = a + b / d^power`` (default ``a + b / sqrt(d)``), weights ``n / std^2``
+    (``std`` floored at 1e-6); returns ``a`` (the d -> inf value), ``b``, ``a``'s standard error and ``chi2``, the
+    weighted sum of squared residuals."""
     x = np.asarray(ds, dtype=float) ** -power
     y = np.asarray(means, dtype=float)
     se = np.maximum(np.asarray(stds, dtype=float), 1e-6) / np.sqrt(np.asarray(ns, dtype=float))
@@ -138,13 +131,9 @@ def extrapolate(ds: Sequence[int], means: Sequence[float], stds: Sequence[float]
 
 def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = True, *,
                  executor: Any = None, store: Any = None, fresh: bool = False) -> dict[str, Any]:
-    """Run the plan's simulations and theory as tasks (:mod:`attnphase.validation.jobs`) on
-    ``executor`` (default: this process), kept in ``store``; return the summary dict.
-
-    The theory tasks are submitted first (the longest), then one task per simulation.  A failed
-    task is recorded in the summary (``tasks``) and its simulation left out of the tables; a failed
-    theory task raises (the report needs the theory).
-    """
+    """Run the plan's theory (first: the longest) and simulations as tasks (:mod:`attnphase.validation.jobs`) on
+    ``executor`` (default: this process), kept in ``store``; return the summary dict.  A failed simulation is
+    recorded (``tasks``) and left out of the tables; a failed theory task raises (the report needs the theory)."""
     from attnphase.execution import ExecutorSpec, run_tasks
     from attnphase.execution.progress import TaskBar, failure_summary
 

@@ -30,12 +30,9 @@ from .suite_alphas import alphas_around, landmark
 
 
 def theory_point(theory: TheoryAtOmega | InvariantPoints | None, init: str, alpha: float) -> dict[str, Any] | None:
-    """The theory's fixed point reached from ``init``'s start at ``alpha`` (global prox), or None.
-
-    ``exists``: it is the start's branch (converged, its family, on the branch's side of its end); a point
-    past the end (e.g. a noise-level theta below the semantic end) is still the fixed point the state
-    evolution reaches from that start, and is compared as such (the report says which it is).  For a
-    rank-r theory: the ``solve`` point on the start's branch (:func:`attnphase.validation.invariant_points.invariant_point`)."""
+    """The theory's fixed point reached from ``init``'s start at ``alpha`` (global prox; for a rank-r theory the
+    ``solve`` point on the start's branch), or None.  ``exists``: it is the start's branch (converged, its family,
+    on the branch's side of its end); a point past the end is still compared (the report says which it is)."""
     if isinstance(theory, InvariantPoints):
         return theory.point(alpha, init)
     if theory is None or (init, "global") not in theory.curves:

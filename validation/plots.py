@@ -161,15 +161,8 @@ def aligned_differs(theory: dict[str, Any], branch: str, tol: float = 1e-3) -> b
 
 
 def alpha_c_curve(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """The theory's alpha_c(omega) over the map, by omega: ``summary["alpha_c_curve"]`` (the heat-map and curve
-    omegas), or for an older summary the heat-map omegas' ``heat_theory``."""
-    if summary.get("alpha_c_curve"):
-        return sorted(summary["alpha_c_curve"], key=lambda c: c["omega"])
-    out = []
-    for t in summary["heat_theory"]:
-        prox = "global" if "global" in t["alpha_c"] else next(iter(t["alpha_c"]))
-        out.append({"omega": t["omega"], "alpha_c": t["alpha_c"][prox], "prox": prox})
-    return sorted(out, key=lambda c: c["omega"])
+    """The theory's alpha_c(omega) over the map (the heat-map and curve omegas), by omega."""
+    return sorted(summary["alpha_c_curve"], key=lambda c: c["omega"])
 
 
 def plot_heatmap(summary: dict[str, Any], path: Path):
@@ -229,13 +222,9 @@ def _edges(v: list[float]) -> np.ndarray:
 
 
 def plot_finite_size(summary: dict[str, Any], path: Path):
-    """|simulation - theory| against d (overlaps absolute, eps_g relative), and the small-alpha |theta| against
-    1/sqrt(d); returns the Figure.
-
-    On the log axes a deviation's bar (one standard error of the seed mean) whose lower end is at or below 0
-    is drawn down to the panel's bottom edge, so that no bar vanishes: such a deviation is consistent with 0.
-    Colour = case (init, alpha), line style = the theory compared with (solid: global prox, dashed: local);
-    one legend for both panels, below them."""
+    """|simulation - theory| against d (overlaps absolute, eps_g relative; colour: the case, line style: the theory
+    compared with), and the small-alpha |theta| against 1/sqrt(d); returns the Figure.  On the log axes a bar (one
+    standard error of the seed mean) reaching 0 is drawn down to the panel's bottom edge: consistent with 0."""
     from matplotlib.lines import Line2D
     from matplotlib.ticker import NullFormatter
 

@@ -146,13 +146,9 @@ def _curve(
 def theory_at_omega(params: ModelParams, alphas: Sequence[float], boundaries: Sequence[str] = ("global",),
                     extra_curves: Sequence[tuple[str, str]] = (("semantic", "local"),),
                     settings: TheorySettings = TheorySettings()) -> TheoryAtOmega:
-    """Theory at ``params.omega`` over the grid ``alphas``.
-
-    For each proximal mode in ``boundaries``: ``phase_boundaries`` (alpha_c,
-    alpha_l) and both branches (taken from the boundaries' own sweeps when the
-    numerics return them, else swept). Then the ``(branch, prox)`` pairs of
-    ``extra_curves`` not yet computed.
-    """
+    """Theory at ``params.omega`` over the grid ``alphas``: for each proximal mode in ``boundaries``,
+    ``phase_boundaries`` (alpha_c, alpha_l) and both branches (the boundaries' own sweeps where the numerics return
+    them); then the ``(branch, prox)`` pairs of ``extra_curves`` not yet computed."""
     for p in (*boundaries, *(p for _, p in extra_curves)):
         if p not in PROX_MODES:
             raise ValueError(f"prox must be one of {PROX_MODES}, got {p!r}")
