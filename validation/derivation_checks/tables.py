@@ -57,12 +57,10 @@ def markdown_table(params: ModelParams, alpha: float, results: Sequence[CheckRes
     """``check.md``: the model, then a markdown table of the checks (for a paper's appendix)."""
     p = params
     lines = [
-        "# Derivation checks",
-        "",
+        "# Derivation checks", "",
         f"Model: L = {p.L}, sigma = {list(p.sigma)}, A = {[list(r) for r in p.A]}, P = {[list(r) for r in p.P]}, "
         f"omega = {p.omega}, lambda = {p.lam}, rho0 = {p.rho0}, r = {p.r}; fixed-point checks at alpha = {alpha}.",
-        "Equations: docs/model.md sections 2 (limit loss), 3 (state evolution), 4 (Phi), 5 (linear baseline).",
-        "",
+        "Equations: docs/model.md sections 2 (limit loss), 3 (state evolution), 4 (Phi), 5 (linear baseline).", "",
         "| # | Check | What it compares | Worst component | Measured error | Tolerance | Tolerance from | Result |",
         "|---|---|---|---|---|---|---|---|",
     ]

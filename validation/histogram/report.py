@@ -74,27 +74,19 @@ def write_curves(result: VariantResult, path: Path) -> Path:
     return path
 
 
-def _fmt(x: float | None, digits: int = 4) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
 def render_markdown(result: ExperimentResult) -> str:
     """The text of ``report.md``."""
     cfg = result.config
     lines = [
-        "# Histogram task: positional vs semantic attention",
-        "",
+        "# Histogram task: positional vs semantic attention", "",
         f"Sequences of L = {cfg.seq_len} tokens over T = {cfg.n_tokens}; target = count of each "
         f"position's token. {result.n_train} training / {result.n_val} validation sequences "
         f"(distinct), d = {cfg.d_model}, MLP width {cfg.d_hidden}, Adam lr {cfg.lr:g}, "
         f"batch {cfg.batch_size}, {cfg.epochs} epochs. Seed {result.seed}, device "
-        f"`{result.device}`, wall time {result.wall_seconds:.1f} s.",
-        "",
+        f"`{result.device}`, wall time {result.wall_seconds:.1f} s.", "",
         f"Majority-class baseline (always predict the most frequent count): "
-        f"validation accuracy {result.majority_acc:.4f}.",
-        "",
-        "## Variants",
-        "",
+        f"validation accuracy {result.majority_acc:.4f}.", "",
+        "## Variants", "",
         "| variant | query/key input | val acc | val loss | r_sem | r_pos | score | train s |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -104,14 +96,11 @@ def render_markdown(result: ExperimentResult) -> str:
     reparams = [v for v in result.variants.values() if v.reparam is not None]
     if reparams:
         lines += [
-            "",
-            "## Re-parameterisation",
-            "",
+            "", "## Re-parameterisation", "",
             "Each restricted model is embedded in the unrestricted architecture (W_Q, W_K "
             "zero on the rows of the hidden half, everything else copied), checked to give "
             f"the same logits, then retrained with plain SGD (lr {cfg.reparam_lr:g}, batch "
-            f"{cfg.batch_size}, {cfg.reparam_epochs} epochs).",
-            "",
+            f"{cfg.batch_size}, {cfg.reparam_epochs} epochs).", "",
             "| variant | max abs logit diff | val acc before -> after | score before -> after "
             "| masked QK share after |",
             "|---|---|---|---|---|",
@@ -121,18 +110,14 @@ def render_markdown(result: ExperimentResult) -> str:
             lines.append(f"| {v.name} | {info.max_output_diff:.2e} | {info.before_val_acc:.4f} -> {v.val_acc:.4f} | "
                          f"{info.before_score.score:.3f} -> {v.score.score:.3f} | {info.masked_qk_fraction:.2e} |")
     lines += [
-        "",
-        "## Score",
-        "",
+        "", "## Score", "",
         f"Over {next(iter(result.variants.values())).score.n_inputs} validation inputs: "
         "r_sem = mean Pearson correlation, over off-diagonal entries, of the attention "
         "matrix A(x) with the token-equality matrix 1[x_i = x_j] (inputs with all tokens "
         "distinct skipped); r_pos = the same with the leave-one-out mean attention pattern "
         "(the input-independent part). score = r_sem - r_pos: about -1 for a positional "
-        "attention, positive for a semantic one.",
-        "",
-        "## Files",
-        "",
+        "attention, positive for a semantic one.", "",
+        "## Files", "",
         "* `summary.json`: variant name -> {" + ", ".join(SUMMARY_KEYS) + "}; re-parameterised "
         "variants add " + ", ".join(REPARAM_KEYS) + " (`before` = metrics before retraining).",
         "* `params.json`: seed, device, configuration, data sizes, majority baseline, timing.",
