@@ -63,10 +63,9 @@ def headline(summary: dict[str, Any]) -> dict[str, Any]:
         row = next((r for r in sel if r["alpha"] == smallest), None)
         out[f"{init}_smallest_agreeing_alpha"] = smallest
         if row is not None:
-            out[f"{init}_at_smallest_agreeing_alpha"] = {
-                **{f"{o}_sim": row[f"{o}_mean"] for o in observables},
-                **{f"{o}_theory": row["theory"]["global"][o] for o in observables},
-            }
+            out[f"{init}_at_smallest_agreeing_alpha"] = {**{f"{o}_sim": row[f"{o}_mean"] for o in observables},
+                                                          **{f"{o}_theory": row["theory"]["global"][o]
+                                                             for o in observables}}
     out["map_followed"] = [{"alpha": r["alpha"], "init": r["init"], "d": summary["plan"]["d"],
                             **map_followed(r, branch_ends(summary["theory"], r["branch"]))}
                            for r in sorted(rows, key=lambda r: (r["init"], r["alpha"]))]

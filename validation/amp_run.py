@@ -1,10 +1,7 @@
 """One finite-d AMP run end to end (``attnphase simulate --algorithm amp``): the data of ``simulate``, GAMP
-(validation/amp.py) and the Bayes-optimal state evolution's prediction at the same alpha.
-
-Seeds: the streams of :func:`attnphase.validation.experiments.generator`: ``teacher`` (Q*), ``train`` (the
-tokens: the training set of a gradient-descent run of the same seed) and ``amp`` (the per-sample signs of the
-revealed fields, then AMP's random start; a spectral start, ``AmpConfig(start="spectral")``, draws nothing:
-validation/amp_spectral.py).
+(validation/amp.py) and the Bayes-optimal state evolution's prediction at the same alpha.  Seeds: the streams
+``teacher``, ``train`` (the training set of a gradient-descent run of the same seed) and ``amp`` (the signs of the
+revealed fields, then AMP's random start) of :func:`attnphase.validation.experiments.generator`.
 """
 
 from __future__ import annotations

@@ -206,12 +206,6 @@ def alpha_c_point(theory: TheoryAtOmega) -> dict[str, Any]:
             "notes": list(theory.notes.get(prox, ()))}
 
 
-def converged_value(point: dict[str, Any] | None, obs: str) -> float | None:
-    """``point[obs]`` of a theory point of :func:`group_rows` where its solve converged, else None (a solve that
-    did not converge has no value to compare with, whatever number it stopped at)."""
-    return point.get(obs) if point and point.get("converged") else None
-
-
 def _fss_fits(plan: ValidationPlan, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Extrapolation to d -> inf of each (alpha, init, observable) of the finite-size runs, over the
     dimensions whose every run reached the gradient tolerance (the others: ``dropped_d``)."""
@@ -225,7 +219,8 @@ def _fss_fits(plan: ValidationPlan, rows: list[dict[str, Any]]) -> list[dict[str
         for obs in ("abs_m", "abs_theta", "eps_g", "e_t"):
             fit = extrapolate([r["d"] for r in sel], [r[f"{obs}_mean"] for r in sel],
                               [r[f"{obs}_std"] for r in sel], [r["n_runs"] for r in sel])
-            theo = {prox: converged_value(sel[-1]["theory"].get(prox), obs) for prox in ("global", "local", "aligned")}
+            points = {prox: sel[-1]["theory"].get(prox) or {} for prox in ("global", "local", "aligned")}
+            theo = {prox: pt.get(obs) if pt.get("converged") else None for prox, pt in points.items()}
             fits.append({"alpha": alpha, "init": init, "observable": obs, **fit, "theory": theo,
                          "dropped_d": dropped})
     return fits

@@ -24,7 +24,7 @@ class ValidationPlan:
             theory) and seeds; heat_alphas, heat_omegas, heat_seeds: the heat map's grid and seeds.
         fss_ds, fss_seeds, fss_cases: the finite-size scaling's dimensions, seeds and ``(alpha, init)`` pairs;
             alphas_small: its small alphas (semantic init: global vs local).
-        n_test, device, dtype: fresh test samples per simulation, torch device and dtype.
+        n_test, device, dtype, train: as in :class:`attnphase.validation.experiments.SimSpec`, for every run.
         theory: accuracy settings of the numerics calls.
         heat_theory_alphas: alpha grid of the per-omega alpha_c computations.
         main_boundaries: proximal modes whose alpha_c, alpha_l (and both branches) the sweep's theory has.
@@ -33,7 +33,6 @@ class ValidationPlan:
             (the sweep's omega uses its global-prox alpha_c).
         curve_omegas: further omegas of the alpha_c(omega) curve drawn over the heat map (with the heat
             omegas, they span the map).
-        train: the optimiser and stopping rule of every run (``--grad-tol``, ``--max-steps``).
     """
 
     quick: bool

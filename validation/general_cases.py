@@ -63,12 +63,9 @@ class GeneralPlan:
     """Everything ``validate --suite general`` runs.
 
     Attributes:
-        quick: the reduced plan.
-        d: embedding dimension of every run.
-        seeds: seeds per (case, alpha, init).
-        cases: the models.
-        grid: alpha grid of the theory (phase boundaries and both branches).
-        n_test, device, dtype: as in :class:`attnphase.validation.experiments.SimSpec`.
+        quick, d, seeds, cases: the reduced plan, the dimension of every run, the seeds per (case, alpha, init), the
+            models; grid: the alpha grid of the theory (phase boundaries and both branches).
+        n_test, device, dtype, train: as in :class:`attnphase.validation.experiments.SimSpec`.
         theory: accuracy of the numerics calls; theory_workers: processes computing it.
         trend_ds: smaller dimensions at which a (case, alpha, start) that disagrees with the theory is run
             again (same seeds): the finite-size trend of the gap.
@@ -77,7 +74,6 @@ class GeneralPlan:
         aligned_max_L: the largest L whose rank-1 cases get the aligned-prox points
             (:mod:`attnphase.validation.basin_theory`); the quick plan stops at L = 2 (at L = 3 a positional aligned
             solve takes minutes).
-        train: the optimiser and stopping rule of every run (``--grad-tol``, ``--max-steps``).
     """
 
     quick: bool

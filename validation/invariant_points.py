@@ -8,10 +8,9 @@ For a case with r >= 2 or r* >= 2 a run is compared with the rank-r fixed point
 section 7)::
 
     abs_theta = |Q^T Q*|_F / d = (sum_a s_a(th0)^2)^(1/2),   m_norm = (sum_l |m_l|^2)^(1/2),   q = Tr q0,
-    eps_g,   e_t,
 
-``converged`` with its ``residual`` and ``branch_reached``; one that did not converge carries no observables
-(``None``), and one below the rank-1 sweeps' floor of its branch's order parameter does not count as the branch
+eps_g, e_t, ``converged`` with its ``residual`` and ``branch_reached``; one that did not converge carries no
+observables (``None``), one below the rank-1 sweeps' floor of its branch's order parameter is not the branch
 (``exists`` False).
 """
 
@@ -38,12 +37,8 @@ def _above_floor(out: dict[str, Any], branch: str) -> bool:
     mixed: both)."""
     from attnphase.numerics.phase.branch_end import POSITIONAL_M_FLOOR, SEMANTIC_THETA_FLOOR
 
-    ok = True
-    if branch in ("semantic", "mixed"):
-        ok = ok and out["abs_theta"] >= SEMANTIC_THETA_FLOOR
-    if branch in ("positional", "mixed"):
-        ok = ok and out["m_norm"] >= POSITIONAL_M_FLOOR
-    return ok
+    return ((branch not in ("semantic", "mixed") or out["abs_theta"] >= SEMANTIC_THETA_FLOOR)
+            and (branch not in ("positional", "mixed") or out["m_norm"] >= POSITIONAL_M_FLOOR))
 
 
 def invariant_point(fp: Any, requested: str, seconds: float = math.nan) -> dict[str, Any]:

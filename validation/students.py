@@ -1,24 +1,15 @@
-"""The two students of docs/model.md section 1 and their losses at finite d.
+"""The two students of docs/model.md section 1 and their losses at finite d: the attention student
+``f_l = sum_k softmax_k(h_l . h_k) z_k``, ``z_l = x_l + p_l``, ``h_l = Q^T z_l / sqrt(d)``, and the linear positional
+baseline ``f_lin_l = sum_k B[l, k] x_k`` (docs/model.md section 5).
 
-Attention student (tied, rank r, value = identity), for one sample::
-
-    z_l = x_l + p_l,   h_l = Q^T z_l / sqrt(d)  in R^r,
-    S[l, k] = softmax_k(h_l . h_k),   f_l = sum_k S[l, k] z_k.
-
-Linear positional baseline (docs/model.md section 5): ``f_lin_l = sum_k B[l, k] x_k``.
-
-Losses. The per-sample loss ``(1 / 2d) |y - f(X)|^2`` is computed exactly
-from per-sample L x L Gram matrices, so a gradient step costs one product
-with the tokens (for ``h``) and one back. With ``D = T - S``::
+The per-sample loss ``(1 / 2d) |y - f(X)|^2`` is computed exactly from per-sample L x L Gram matrices, so a
+gradient step costs one product with the tokens and one back.  With ``D = T - S``::
 
     (1 / 2d) |y - f|^2 = 1/2 sum_l [ D_l Gxx D_l^T - 2 D_l Gxp S_l^T + S_l (P / d) S_l^T ],
-    Gxx[k, k'] = x_k . x_k' / d,   Gxp[k, k'] = x_k . p_k' / d.
+    Gxx[k, k'] = x_k . x_k' / d,   Gxp[k, k'] = x_k . p_k' / d,
 
-As d -> inf, ``Gxx -> diag(sigma^2)`` and the other two terms vanish, which
-is the limit loss ``1/2 sum_{l,k} sigma_k^2 (S - T)[l, k]^2`` of docs/model.md
-section 2. Writing the loss around ``D`` avoids the cancellation of the
-expanded form (three O(sigma^2) terms for an O(1e-3) result), so float32 is
-usable.
+whose d -> inf limit is the limit loss of docs/model.md section 2; written around ``D`` it avoids the
+cancellation of the expanded form, so float32 is usable.
 """
 
 from __future__ import annotations

@@ -47,17 +47,12 @@ class TrainConfig:
 
     Attributes:
         optimizer: ``"gd"`` (Armijo gradient descent) or ``"adam"``.
-        grad_tol: stop when ``|grad R|_F / sqrt(d) <= grad_tol``; ``None`` picks
-            :data:`GRAD_TOL` of the dtype (3e-7 in float64, 1e-5 in float32).
+        grad_tol: stop when ``|grad R|_F / sqrt(d) <= grad_tol``; ``None``: :data:`GRAD_TOL` of the dtype.
         max_steps: step budget (accepted updates; ``status = "budget"`` when reached).
-        step0: initial GD step size ``eta``.
-        grow: factor by which ``eta`` grows after an accepted GD step.
-        armijo_c: sufficient-decrease constant ``c``.
-        min_step: GD stops as ``"stalled"`` when the line search needs ``eta`` below this.
-        adam_lr: Adam's initial learning rate (units of Q's entries, which are O(1)).
-        adam_patience: steps without improvement of R before Adam's rate is halved.
-        adam_betas: Adam's (beta1, beta2); beta2 = 0.99 (memory ~100 steps, not torch's 0.999).
-        adam_min_lr: floor of the halved learning rate.
+        step0, grow, armijo_c, min_step: GD's initial step ``eta``, its growth after an accepted step, the
+            sufficient-decrease constant ``c``, the ``eta`` below which the line search stops as ``"stalled"``.
+        adam_lr, adam_patience, adam_min_lr: Adam's initial rate (Q's entries are O(1)), the steps without
+            improvement of R before it halves, its floor; adam_betas: (0.9, 0.99), memory ~100 steps.
         random_scale: standard deviation of the random initialisation's entries.
     """
 
@@ -140,11 +135,6 @@ def _value_and_grad(Q: torch.Tensor, g: GramData, lam: float) -> tuple[float, to
     return float(R.detach()), G
 
 
-def _value(Q: torch.Tensor, g: GramData, lam: float) -> float:
-    with torch.no_grad():
-        return float(risk(Q, g, lam))
-
-
 def _gd(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: float) -> TrainResult:
     d = g.d
     t0 = time.perf_counter()
@@ -160,7 +150,8 @@ def _gd(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: float)
             break
         while True:  # Armijo backtracking on the full-batch objective
             trial = Q - eta * G
-            R_trial = _value(trial, g, lam)
+            with torch.no_grad():
+                R_trial = float(risk(trial, g, lam))
             evals += 1
             if R_trial <= R - cfg.armijo_c * eta * gn2:
                 break

@@ -97,8 +97,7 @@ class CheckSizes:
         ridge_d: dimension of the finite-d ridge solve (check 4).
         se_rule: rule of the fixed point (check 5), a ``make_rule`` spec (Sobol: replicates change its seed);
             slope_replicates, slope_step: the independent rules of d e_t / d alpha and its relative step.
-        mp_dps: digits of the mpmath reference (check 6).
-        loop_points: points evaluated one by one (check 7).
+        mp_dps, loop_points: digits of the mpmath reference (check 6), points evaluated one by one (check 7).
         bayes_samples: Monte Carlo samples of the Nishimori checks (``--estimator bayes-optimal``).
     """
 
