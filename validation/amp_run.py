@@ -55,11 +55,9 @@ class AmpSpec:
 
 @dataclass(frozen=True)
 class AmpRunResult:
-    """What :func:`run_amp` measured (:data:`AMP_JSON_KEYS`): the final overlaps m = Qhat . Q* / d (its sign is
-    the side of +-Q* AMP landed on) and q = |Qhat|^2 / d, their paths, how AMP stopped, and se_q0, the state
-    evolution's q0 = m0 at alpha = n / d on the branch AMP follows (se_branch); seconds: wall time; adaptive, theta,
-    halvings: whether the step adapted to oscillation, its final size and how often it was halved
-    (validation/amp.py)."""
+    """What :func:`run_amp` measured (:data:`AMP_JSON_KEYS`): :class:`~attnphase.validation.amp.AmpResult`'s
+    overlaps (m's sign: the side of +-Q* AMP landed on), paths and stop, the settings, and se_q0, the state
+    evolution's q0 = m0 at alpha = n / d on the branch AMP follows (se_branch); seconds: wall time."""
 
     algorithm: str
     d: int

@@ -22,7 +22,7 @@ import numpy as np
 from .agreement import all_runs_converged
 from .branch_segments import exists_at
 from .campaign_plan import ValidationPlan, _theory_jobs, validation_plan
-from .experiments import SimResult, SimSpec
+from .experiments import SimResult
 from .reference import TheoryAtOmega
 
 OBSERVABLES = ("abs_m", "abs_theta", "q", "eps_g", "e_t", "eps_lin")
@@ -140,10 +140,7 @@ def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = Tru
     from .jobs import simulation_task, theory_task, validation_version
 
     t0 = time.perf_counter()
-    specs: list[SimSpec] = []
-    for s in plan.sweep_specs() + plan.heat_specs() + plan.fss_specs():
-        if s not in specs:
-            specs.append(s)
+    specs = list(dict.fromkeys(plan.sweep_specs() + plan.heat_specs() + plan.fss_specs()))  # each simulation once
     jobs, other_omegas = _theory_jobs(plan)
     version = validation_version()
     tasks = [theory_task(j, version) for j in jobs] + [simulation_task(s, version) for s in specs]

@@ -143,12 +143,8 @@ def _with(d: int, ds: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _theory_jobs(plan: ValidationPlan) -> tuple[list[tuple[Any, ...]], list[float]]:
-    """Arguments of :func:`theory_at_omega` for the sweep's omega (first) and each other heat-map or curve omega.
-
-    Plain arguments, so the worker processes import the numerics only (no
-    torch). Returns the jobs and the heat-map omegas they cover after the first
-    (the sweep's omega reuses the first job's alpha_c).
-    """
+    """Arguments of :func:`theory_at_omega` (plain, so the workers import no torch) for the sweep's omega (first)
+    and each other heat-map or curve omega; and the omegas the jobs after the first cover."""
     main_alphas = tuple(sorted(set(plan.alphas) | {a for a, _ in plan.fss_cases}))
     jobs = [(plan.params, main_alphas, plan.main_boundaries, plan.main_extra_curves, plan.theory)]
     omegas = [w for w in sorted(set(plan.heat_omegas) | set(plan.curve_omegas)) if abs(w - plan.params.omega) > 1e-12]

@@ -57,12 +57,10 @@ def _aligned_points(top: Any, bottom: Any, rows: list[dict[str, Any]]) -> None:
     """The aligned-prox fixed points on the start's branch (diamonds): the start's overlap above, eps_g below."""
     for init, (_, color) in _STYLE.items():
         pts = [r["aligned"] for r in rows if r["init"] == init and (r.get("aligned") or {}).get("exists")]
-        obs = "abs_theta" if init == "semantic" else "m_norm"
         if pts:
-            top.plot([p["alpha"] for p in pts], [p[obs] for p in pts], "D", color=color, ms=7, mfc="none", mew=1.5,
-                     ls="none", label=f"SE aligned prox, {init}")
-            bottom.plot([p["alpha"] for p in pts], [p["eps_g"] for p in pts], "D", color=color, ms=7, mfc="none",
-                        mew=1.5, ls="none", label=f"SE aligned prox, {init}")
+            for ax, obs in ((top, "abs_theta" if init == "semantic" else "m_norm"), (bottom, "eps_g")):
+                ax.plot([p["alpha"] for p in pts], [p[obs] for p in pts], "D", color=color, ms=7, mfc="none", mew=1.5,
+                        ls="none", label=f"SE aligned prox, {init}")
 
 
 def figure_legend_entries(axes: Any) -> tuple[list[Any], list[str]]:

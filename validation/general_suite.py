@@ -66,10 +66,9 @@ def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega |
               mark: tuple[float, str], aligned: dict[tuple[float, str], dict[str, Any]] | None = None,
               ) -> list[dict[str, Any]]:
     """Mean and std over seeds per (alpha, init), the theory beside them and the verdict per compared observable;
-    for a rank-r theory also the mixed fixed point (``mixed``) and the rule against it (``mixed_agrees`` on
-    :data:`MIXED_COMPARED`, None where the mixed solve did not converge onto a mixed point); where ``aligned``
-    has the (alpha, init) point of the aligned proximal map (:mod:`attnphase.validation.basin_theory`), that
-    point (``aligned``) and the rule against it (``aligned_agrees``, None where it is not on the start's branch)."""
+    also the mixed point of a rank-r theory and the aligned-prox point where ``aligned`` has it (``mixed``,
+    ``aligned``) with the rule against each (``mixed_agrees``, ``aligned_agrees``: None where it is no point on
+    the branch)."""
     groups: dict[tuple[float, str], list[SimResult]] = {}
     for r in results:
         groups.setdefault((r.alpha, r.init), []).append(r)
