@@ -27,9 +27,8 @@ from .amp_run import AmpSpec, run_amp
 #: Standard errors within which AMP agrees with the state evolution.
 AGREE_Z = 2.0
 
-#: The accuracy of a run's |m| (AMP stops at a step |D_t| / sqrt(d rho0) <= tol = 1e-7): z divides by the seeds'
-#: standard error floored at this, so that where every run recovers the teacher z does not measure the stopping
-#: residue.
+#: The accuracy of a run's |m| (AMP stops at a step <= 1e-7): z's standard error is floored at this, so that
+#: where every run recovers the teacher z does not measure the stopping residue.
 M_RESOLUTION = 1e-6
 
 #: (f, d): the full plan also runs dimension d at the alpha a fraction f of the way from alpha_WR to 1/L (:func:`amp_plan`).

@@ -88,7 +88,6 @@ def make_positions(params: ModelParams, d: int, generator: torch.Generator) -> t
     ``p_l = sum_j F[l, j] u_j``, ``P = F F^T`` (eigen-factor, round-off negative eigenvalues clipped), ``u_j``
     orthonormal directions drawn from ``generator`` (QR of a Gaussian matrix; only ``P`` matters in law).
     """
-    d = check_dimension(d)
     L = params.L
     dev = generator.device
     if L == 2 and np.allclose(params.P_array, np.array(PAPER_P), atol=1e-12):

@@ -113,10 +113,7 @@ def _unnum(x: Any) -> float:
 
 def _record(fp: Any) -> dict[str, Any]:
     rec = fp.record
-    out = {k: rec[k] for k in RECORD_FIELDS if k in rec}
-    for k in ("q", "m", "V", "theta", "eps_g", "e_t", "eps_lin", "alpha"):
-        if k in out:
-            out[k] = float(out[k])
+    out = {k: rec[k] if k in ("branch", "converged") else float(rec[k]) for k in RECORD_FIELDS if k in rec}
     out["converged"] = bool(out.get("converged", False))
     m = getattr(getattr(fp, "overlaps", None), "m", None)
     if m is not None:  # |m| = (sum_l m_l^2)^{1/2}, the size of the positional overlap whatever L and P

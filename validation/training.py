@@ -26,10 +26,8 @@ from .students import GramData, risk
 INITS = ("semantic", "positional", "random")
 OPTIMIZERS = ("gd", "adam")
 
-#: The default tolerance on ``|grad_Q R|_F / sqrt(d)`` per dtype.  In float64, 3e-7: at d = 200,
-#: alpha = 2, omega = 0.3 gradient descent reaches it in 91 (semantic start) and 281 (positional)
-#: steps, against 83 and 240 for 1e-6, and the overlaps move by about 1e-5.  In float32 the round-off
-#: floor of the gradient lies near 1e-6, so 1e-5.
+#: The default tolerance on ``|grad_Q R|_F / sqrt(d)`` per dtype (in float32 the round-off floor of the gradient
+#: lies near 1e-6).
 GRAD_TOL = {torch.float64: 3e-7, torch.float32: 1e-5}
 
 

@@ -87,10 +87,7 @@ def to_json(params: ModelParams, alpha: float, results: Sequence[CheckResult]) -
     }
 
 
-#: The columns of ``check.csv``, one row per check: which check; ``status`` (pass / fail / skip) and as 1 / 0
-#: ``passed`` (1: the check passed) and ``skipped`` (1: it did not run, ``reason`` says why); the worst component
-#: (``quantity``), its measured ``error`` and its ``tolerance`` (both in ``units``; empty when skipped), where the
-#: tolerance comes from; the model's alpha; the check's wall seconds.
+#: The columns of ``check.csv``, one row per check (docs/reference/outputs.md).
 CHECK_CSV_COLUMNS = ("number", "key", "title", "status", "passed", "skipped", "quantity", "error", "tolerance", "units",
                      "tolerance_from", "reason", "alpha", "seconds")
 
