@@ -1,18 +1,11 @@
-"""The agreement rule of a validation campaign, and the headline numbers it gives.
+"""The agreement rule of a validation campaign, and the headline numbers it gives, from the summary dict of
+:func:`attnphase.validation.campaign.run_campaign`.
 
-Input: the summary dict of :func:`attnphase.validation.campaign.run_campaign`.
-
-Agreement rule (stated in the report): a simulated mean agrees with the theory
-when ``|mean - theory| <= 2 std / sqrt(n_runs) + 0.1 |theory|`` (statistical
-error plus a 10 % allowance for finite-size corrections) and every run of it
-reached the gradient tolerance (a run stopped by its step budget, or stalled,
-sits at no minimum of R: its row is never counted as agreement) -- :func:`agrees`.
-:func:`headline` applies it along the alpha sweep (simulation vs theory at the largest alpha,
-the smallest alpha down to which every point agrees) and gives the verdict at d -> inf of the
-finite-size cases (:func:`extrapolated_verdicts`); :func:`global_vs_local_at` says which
-proximal theory the small-alpha semantic simulations follow, from their extrapolation in d;
-:func:`map_followed` says, for one row, which state evolution GD follows (the global-prox one, of the
-global minimiser of the risk, or the aligned-prox one, of the basin GD keeps from its start) and why.
+A simulated mean agrees with the theory when ``|mean - theory| <= 2 std / sqrt(n_runs) + 0.1 |theory|``
+(statistical error plus a 10 % allowance for finite-size corrections) and every run of it reached the gradient
+tolerance (:func:`agrees`).  :func:`headline` applies it along the alpha sweep, :func:`extrapolated_verdicts` at
+d -> inf, :func:`global_vs_local_at` to the small-alpha semantic runs, :func:`map_followed` row by row
+(docs/validation.md, "Which map GD follows, row by row").
 """
 
 from __future__ import annotations
@@ -58,12 +51,9 @@ def headline(summary: dict[str, Any]) -> dict[str, Any]:
         if not sel:
             continue
         top = sel[0]
-        out[f"{init}_at_alpha_max"] = {
-            "alpha": top["alpha"],
-            **{f"{o}_sim": top[f"{o}_mean"] for o in observables},
-            **{f"{o}_std": top[f"{o}_std"] for o in observables},
-            **{f"{o}_theory": (top["theory"]["global"] or {}).get(o) for o in observables},
-        }
+        out[f"{init}_at_alpha_max"] = {"alpha": top["alpha"], **{f"{o}_sim": top[f"{o}_mean"] for o in observables},
+                                       **{f"{o}_std": top[f"{o}_std"] for o in observables},
+                                       **{f"{o}_theory": (top["theory"]["global"] or {}).get(o) for o in observables}}
         smallest = None
         for r in sel:
             if all(agrees(r, o) for o in observables):
@@ -73,10 +63,9 @@ def headline(summary: dict[str, Any]) -> dict[str, Any]:
         row = next((r for r in sel if r["alpha"] == smallest), None)
         out[f"{init}_smallest_agreeing_alpha"] = smallest
         if row is not None:
-            out[f"{init}_at_smallest_agreeing_alpha"] = {
-                **{f"{o}_sim": row[f"{o}_mean"] for o in observables},
-                **{f"{o}_theory": row["theory"]["global"][o] for o in observables},
-            }
+            out[f"{init}_at_smallest_agreeing_alpha"] = {**{f"{o}_sim": row[f"{o}_mean"] for o in observables},
+                                                          **{f"{o}_theory": row["theory"]["global"][o]
+                                                             for o in observables}}
     out["map_followed"] = [{"alpha": r["alpha"], "init": r["init"], "d": summary["plan"]["d"],
                             **map_followed(r, branch_ends(summary["theory"], r["branch"]))}
                            for r in sorted(rows, key=lambda r: (r["init"], r["alpha"]))]
@@ -90,13 +79,9 @@ EXTRAPOLATED_SE = 2.0
 
 
 def extrapolated_verdicts(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """The verdict at d -> inf for each finite-size case (alpha, init) on its compared observables.
-
-    The extrapolation ``a +- a_se`` is the campaign's fit ``a + b / sqrt(d)`` over the dimensions
-    whose every run reached the gradient tolerance (``finite_size_fits``); it agrees with the
-    global-prox theory of the start's branch when ``|a - theory| <= EXTRAPOLATED_SE a_se`` (no
-    finite-size allowance: the fit removed it).  ``agrees`` is None where the theory has no point on
-    the branch there (not converged, another branch reached, past the branch's end)."""
+    """The verdict at d -> inf for each finite-size case (alpha, init) on its compared observables: the fit ``a +-
+    a_se`` (``finite_size_fits``) agrees with the global-prox theory of the start's branch when ``|a - theory| <=
+    EXTRAPOLATED_SE a_se`` (no finite-size allowance); ``agrees`` None where the theory has no point on the branch."""
     out = []
     for fit in summary["finite_size_fits"]:
         init, obs = fit["init"], fit["observable"]
@@ -122,11 +107,8 @@ def global_vs_local(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def global_vs_local_at(summary: dict[str, Any], alpha: float) -> dict[str, Any]:
-    """Which proximal mode the semantic-init simulations follow at a small ``alpha`` (finite-size evidence).
-
-    The d -> inf extrapolation ``a +- a_se`` of |theta| (fit ``a + b / sqrt(d)``)
-    is compared with the global and local theories, and with the aligned one (the basin GD keeps from its
-    start) where the campaign solved it; a theory is "consistent" when within ``2 a_se + 0.02``.
+    """Which proximal mode the semantic-init simulations follow at a small ``alpha``: the d -> inf fit ``a +- a_se``
+    of |theta| against the global, local and (where solved) aligned theories, "consistent" within ``2 a_se + 0.02``.
     """
     fit = next((f for f in summary["finite_size_fits"]
                 if f["alpha"] == alpha and f["init"] == "semantic" and f["observable"] == "abs_theta"), None)
@@ -207,15 +189,9 @@ def branch_ends(theory: dict[str, Any], branch: str) -> dict[str, float | None]:
 def map_followed(row: dict[str, Any], ends: dict[str, float | None] | None = None) -> dict[str, str]:
     """Which state evolution gradient descent follows on one aggregated row, and why: ``{"map", "reason"}``.
 
-    ``map``: ``"global"`` where the rule (:func:`agrees`, every compared observable) holds against the
-    global-prox point of the row's branch (the global minimiser of the risk, docs/model.md section 3) and
-    not against a different aligned-prox point (``"global or aligned"`` where it holds against both and they
-    differ by more than :data:`COINCIDE`: not separated at this d); else ``"aligned"`` where it holds against the aligned-prox point (per sample the lowest minimiser on the
-    side of the student's mean field: the basin GD keeps from its start); else ``"neither"``; ``"not
-    converged"`` where a run of the row stopped before the gradient tolerance (it sits at no minimum).
-    ``reason``: the evidence -- where the global-prox SE has no point on the branch (past its end, another
-    fixed point reached), or its point differs from GD's mean, and what the aligned one gives.
-    ``ends``: ``{prox: alpha where the row's branch ends}`` for the reasons."""
+    ``map``: ``"global"``, ``"global or aligned"`` (the rule holds against both points and they differ by more
+    than :data:`COINCIDE`), ``"aligned"``, ``"neither"`` or ``"not converged"`` (docs/validation.md, "Which map GD
+    follows, row by row"); ``reason``: the evidence.  ``ends``: ``{prox: alpha where the row's branch ends}``."""
     ends = ends or {}
     obs = _COMPARED.get(row["branch"], _COMPARED["semantic"])[0]
     gd = row[f"{obs}_mean"]

@@ -1,47 +1,22 @@
-"""Approximate message passing (GAMP) for the Bayes-optimal channel at finite d (docs/model.md section 9).
+"""Approximate message passing (GAMP) for the Bayes-optimal channel at finite d (docs/model.md section 9;
+docs/bayes-optimal.md, "AMP at finite d": the observation, damping, start, stopping rule and why).
 
-The data of ``attnphase simulate``: ``n`` samples of ``L`` tokens ``x_l^mu ~ N(0, sigma_l^2 I_d)``; each
-sample reveals its fields ``h*^mu = Q*^T x^mu / sqrt(d)`` up to one sign shared by its ``L`` tokens
-(theory/channels/bayes_optimal.py).  The observation used is ``Y^mu = s^mu h*^mu`` with ``s^mu = +-1`` an
-independent fair sign per sample (:func:`revealed_fields`).  Inverting the revealed ``T(h*)``
-(``fields_from_attention``) gives the same ``Y^mu`` up to its sign, and the sign does not matter to the
-algorithm: ``g_out`` and ``dg_out`` are even in ``Y`` (``a -> -a`` and ``tanh(-a) (-Y) = tanh(a) Y``), so every
-iterate below is the same for any choice of signs (tests/validation/test_amp.py checks both statements).
-
-With ``F[mu l, i] = x_{l,i}^mu / sqrt(d)``, ``c_l^mu = |x_l^mu|^2 / d`` and the prior ``Q*_i ~ N(0, rho0)``,
-one iteration from ``(Qhat, v, g)`` (estimate, its per-coordinate variance, last output) is
+The observation is ``Y^mu = s^mu h*^mu``, the fields with an independent fair sign per sample
+(:func:`revealed_fields`); ``g_out`` and ``dg_out`` are even in ``Y``, so every iterate is the same for any signs.
+With ``F[mu l, i] = x_{l,i}^mu / sqrt(d)``, ``c_l^mu = |x_l^mu|^2 / d`` and the prior ``Q*_i ~ N(0, rho0)``, one
+iteration from ``(Qhat, v, g)`` (estimate, its per-coordinate variance, last output) is
 
     V_l^mu   = c_l^mu v                                             (the L x L block is diagonal: independent tokens)
-    w^mu     = F^mu Qhat - V^mu g^mu                               (g of the last iteration: the L-row block's Onsager term)
+    w^mu     = F^mu Qhat - V^mu g^mu                               (g of the last iteration: the Onsager term)
     g^mu     = g_out(Y^mu; w^mu, V^mu) = (tanh(a) Y^mu - w^mu) / V^mu,   a = sum_l Y_l w_l / V_l
     Ahat     = -(1/d) sum_{mu, l} c_l^mu dg_out[l, l]^mu,   dg_out[l, l] = (1 - tanh(a)^2) Y_l^2 / V_l^2 - 1 / V_l
     B_i      = sum_{mu, l} F[mu l, i] g_l^mu + Ahat Qhat_i
     Qhat'    = B / (1 / rho0 + Ahat),   v' = 1 / (1 / rho0 + Ahat)            (the Gaussian prior's posterior)
 
-damped with one step size ``theta`` on both sides (Rangan, Schniter, Fletcher & Sarkar's damped GAMP; a fixed
-point does not move): ``g <- theta g_new + (1 - theta) g`` and the same for ``Ahat`` (from the second iteration:
-the first has no memory), then ``Qhat' = Qhat + theta (B / (1 / rho0 + Ahat) - Qhat)`` and ``v' = theta / (1 / rho0
-+ Ahat) + (1 - theta) v``; the Onsager term uses the damped ``g``.  With ``adaptive`` the step adapts to
-oscillation: with ``D_t`` the proposed step ``B / (1 / rho0 + Ahat) - Qhat`` of iteration t, ``theta`` halves
-(down to THETA_MIN) when ``cos(D_t, D_(t-1)) < -OSCILLATION_COS`` (consecutive steps against each other: the
-sign-alternating mode of docs/bayes-optimal.md) and grows by GROWTH otherwise, up to ``1 - damping``; the iteration starts at ``theta = 1 - damping``.
-Settling (``damp_after = k > 0``): the first ``k`` iterations run undamped (``theta = 1``: the fast escape from
-the uninformative start) and the damping applies from iteration ``k + 1`` on (``theta = 1 - damping``), so a run
-that oscillates about its fixed point after the escape can converge to it.  The adaptive step is off by default: it lets
-some oscillating runs converge without moving their overlap, and it breaks the approach to perfect recovery of some
-runs above ``1 / L`` (docs/bayes-optimal.md).  The variances are
-scalars (their average over coordinates; the off-diagonal ``l != k`` terms of the Onsager sums average out at
-rate ``1 / sqrt(d)``).  Start: ``Qhat_0 = sqrt(init_scale rho0) z``, ``z ~ N(0, I_d)`` from the generator, so
-``q_0 = |Qhat_0|^2 / d ~ init_scale rho0`` and ``m_0 = Qhat_0 . Q* / d ~ sqrt(init_scale / d) rho0``,
-``v_0 = rho0``, ``g = 0``; or (``start="spectral"``) the spectral estimator's direction at the same norm
-(validation/amp_spectral.py), passed as ``start``.  Stop when the proposed step ``|D_t| / sqrt(d rho0) <= tol`` (the fixed-point residual,
-whatever theta; ``"converged"``) or after ``max_iter`` iterations (``"budget"``); a non-finite iterate or
-``1 / rho0 + Ahat <= 0`` stops it (``"diverged"``).
-
-Per iteration the overlaps ``q = |Qhat|^2 / d`` and ``m = Qhat . Q* / d`` are recorded.  Since ``Q*`` and
-``-Q*`` give the same data, AMP lands near either: ``m`` keeps its sign, ``|m|`` is what the state
-evolution's ``q0 = m0`` predicts (numerics/se/bayes.py; for ``L >= 2`` the iteration from ``q0 = 0+`` is
-the one AMP's state evolution follows).
+damped with one step size ``theta`` (:class:`AmpConfig`): ``g`` and ``Ahat`` mixed as ``theta new + (1 - theta)
+old`` from the second iteration, ``Qhat' = Qhat + theta D`` with ``D = B / (1 / rho0 + Ahat) - Qhat`` and ``v' =
+theta / (1 / rho0 + Ahat) + (1 - theta) v``.  Stop when ``|D| / sqrt(d rho0) <= tol`` (``"converged"``), after
+``max_iter`` iterations (``"budget"``), or at a non-finite iterate or ``1 / rho0 + Ahat <= 0`` (``"diverged"``).
 """
 
 from __future__ import annotations
@@ -51,8 +26,8 @@ from dataclasses import dataclass
 
 import torch
 
-#: Adaptive damping (module doc): the cosine below -OSCILLATION_COS that halves theta, the factor theta grows by
-#: otherwise, and its floor.
+#: Adaptive damping (docs/bayes-optimal.md): the cosine below -OSCILLATION_COS that halves theta, the factor
+#: theta grows by otherwise, and its floor.
 OSCILLATION_COS = 0.3
 GROWTH = 1.25
 THETA_MIN = 1.0 / 32
@@ -63,21 +38,16 @@ STARTS = ("random", "spectral")
 
 @dataclass(frozen=True)
 class AmpConfig:
-    """The stopping rule, damping and start of :func:`gamp` (module doc).
+    """The stopping rule, damping and start of :func:`gamp` (module doc; docs/bayes-optimal.md).
 
     Attributes:
-        damping: in [0, 1): the largest step is theta = 1 - damping (g_out, Ahat, Qhat and v each mixed as
-            theta new + (1 - theta) old; module doc).
-        adaptive: theta halves on oscillation and grows back to 1 - damping otherwise (module doc);
-            False (the default): the fixed step 1 - damping.
-        damp_after: >= 0, the iterations run undamped (theta = 1) before the damping applies (module doc,
-            "Settling"); 0 (the default): damped from the first iteration.
-        tol: > 0, stop when |Qhat_t - Qhat_{t-1}| / sqrt(d rho0) <= tol.
-        max_iter: >= 1, the iteration budget.
+        damping: in [0, 1): the largest step is theta = 1 - damping.
+        adaptive: theta halves on oscillation and grows back to 1 - damping otherwise (default: the fixed step).
+        damp_after: >= 0, the iterations run undamped (theta = 1) before the damping applies (default 0).
+        tol: > 0, stop when the proposed step |D_t| / sqrt(d rho0) <= tol; max_iter: >= 1, the iteration budget.
         init_scale: > 0, q_0 = init_scale rho0 (the start's norm).
-        start: ``"random"`` (the default: Qhat_0 = sqrt(init_scale rho0) z) or ``"spectral"`` (the leading eigenvector
-            of the preprocessed sample covariance, validation/amp_spectral.py, at the same norm; chosen in
-            :func:`attnphase.validation.amp_run.run_amp`).
+        start: ``"random"`` (Qhat_0 = sqrt(init_scale rho0) z) or ``"spectral"`` (validation/amp_spectral.py, at the
+            same norm; chosen in :func:`attnphase.validation.amp_run.run_amp`).
     """
 
     damping: float = 0.0
@@ -105,18 +75,10 @@ class AmpConfig:
 
 @dataclass(frozen=True)
 class AmpResult:
-    """One run of :func:`gamp`.
-
-    Attributes:
-        Q: (d,) the final estimate Qhat (the posterior mean's approximation).
-        m, q: final Qhat . Q* / d and |Qhat|^2 / d.
-        m_path, q_path: the overlaps at the start and after every iteration (iterations + 1 entries).
-        iterations: iterations run.
-        converged: the tolerance was reached.
-        status: ``"converged"``, ``"budget"`` or ``"diverged"``.
-        change: the last proposed step |D_t| / sqrt(d rho0) (the fixed-point residual).
-        theta: the step size at the end; halvings: how often it was halved (oscillation; module doc).
-    """
+    """One run of :func:`gamp`: the final estimate ``Q`` (d,), its overlaps ``m = Qhat . Q* / d`` and
+    ``q = |Qhat|^2 / d`` with their paths (start, then every iteration), the ``iterations`` run, ``status``
+    (``"converged"``, ``"budget"`` or ``"diverged"``), the last proposed step ``change`` = |D_t| / sqrt(d rho0),
+    the final step size ``theta`` and how often it was halved."""
 
     Q: torch.Tensor
     m: float

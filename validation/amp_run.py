@@ -1,10 +1,7 @@
 """One finite-d AMP run end to end (``attnphase simulate --algorithm amp``): the data of ``simulate``, GAMP
-(validation/amp.py) and the Bayes-optimal state evolution's prediction at the same alpha.
-
-Seeds: the streams of :func:`attnphase.validation.experiments.generator`: ``teacher`` (Q*), ``train`` (the
-tokens: the training set of a gradient-descent run of the same seed) and ``amp`` (the per-sample signs of the
-revealed fields, then AMP's random start; a spectral start, ``AmpConfig(start="spectral")``, draws nothing:
-validation/amp_spectral.py).
+(validation/amp.py) and the Bayes-optimal state evolution's prediction at the same alpha.  Seeds: the streams
+``teacher``, ``train`` (the training set of a gradient-descent run of the same seed) and ``amp`` (the signs of the
+revealed fields, then AMP's random start) of :func:`attnphase.validation.experiments.generator`.
 """
 
 from __future__ import annotations
@@ -58,11 +55,9 @@ class AmpSpec:
 
 @dataclass(frozen=True)
 class AmpRunResult:
-    """What :func:`run_amp` measured (:data:`AMP_JSON_KEYS`): the final overlaps m = Qhat . Q* / d (its sign is
-    the side of +-Q* AMP landed on) and q = |Qhat|^2 / d, their paths, how AMP stopped, and se_q0, the state
-    evolution's q0 = m0 at alpha = n / d on the branch AMP follows (se_branch); seconds: wall time; adaptive, theta,
-    halvings: whether the step adapted to oscillation, its final size and how often it was halved
-    (validation/amp.py)."""
+    """What :func:`run_amp` measured (:data:`AMP_JSON_KEYS`): :class:`~attnphase.validation.amp.AmpResult`'s
+    overlaps (m's sign: the side of +-Q* AMP landed on), paths and stop, the settings, and se_q0, the state
+    evolution's q0 = m0 at alpha = n / d on the branch AMP follows (se_branch); seconds: wall time."""
 
     algorithm: str
     d: int

@@ -1,28 +1,13 @@
 """A spectral start for GAMP (validation/amp.py): the leading eigenvector of a preprocessed sample covariance
-(docs/bayes-optimal.md, "AMP at finite d").
+(docs/bayes-optimal.md, "Not the start: a spectral start lands on the same points", which derives it)::
 
-Each sample reveals its fields up to one shared sign, ``Y = +-h*`` (docs/model.md section 9).  In units of each
-field's prior scale, ``u_l = Y_l / sqrt(c_l rho0)`` with ``c_l = |x_l|^2 / d`` (-> sigma_l^2), the posterior of the
-normalised fields given ``Y`` is the pair ``{u, -u}``, so what a sample says about the second moment of the fields
-is
-
-    G(Y) = E[u u^T | Y] - I = u u^T - I          (the linearisation of g_out at w = 0: dg_out = D^-1/2 G D^-1/2).
-
-``G`` is unbounded (``|u|^2 ~ chi^2_L``), and an unbounded preprocessing lets single samples of large ``|u|`` carry
-the top of the spectrum; the bounded form, shaped as Mondelli & Montanari's ``T = G / (G + c)`` for phase retrieval
-(one index) and taken here as a matrix function (spectral methods of multi-index models from linearised AMP:
-Defilippis, Dandi, Mergny, Krzakala & Loureiro, 2025), is
-
+    M = (1/n) sum_mu sum_{l,k} (x_l^mu / sqrt(c_l^mu d)) T(Y^mu)_{lk} (x_k^mu / sqrt(c_k^mu d))^T,
     T(Y) = G (G + c I)^-1 = -1/(c - 1) I + c/(c - 1) u u^T / (c - 1 + |u|^2),     c > 1,
+    G(Y) = u u^T - I,     u_l = Y_l / sqrt(c_l rho0),     c_l = |x_l|^2 / d.
 
-with eigenvalue ``(|u|^2 - 1) / (c - 1 + |u|^2)`` in [-1/(c-1), 1) along ``u`` and ``-1 / (c - 1)`` across it.
-The spectral matrix is
-
-    M = (1/n) sum_mu sum_{l,k} (x_l^mu / sqrt(c_l^mu d)) T(Y^mu)_{lk} (x_k^mu / sqrt(c_k^mu d))^T
-
-and its leading eigenvector ``e`` (Lanczos on the products ``M v``, never forming M; sign arbitrary: +-Q* give the
-same data) the direction of the start.  The start is ``Qhat_0 = sqrt(scale rho0 d) e`` (``q_0 = scale rho0``;
-GAMP's ``v_0 = rho0`` and ``g = 0`` as from its random start).
+Its leading eigenvector ``e`` (Lanczos on the products ``M v``, never forming M; sign arbitrary) gives the start
+``Qhat_0 = sqrt(scale rho0 d) e`` (``q_0 = scale rho0``; GAMP's ``v_0 = rho0`` and ``g = 0`` as from its random
+start).
 """
 
 from __future__ import annotations
@@ -77,6 +62,3 @@ def spectral_start(X: torch.Tensor, Y: torch.Tensor, rho0: float, scale: float,
         raise ValueError(f"scale must be a finite number > 0, got {scale}")
     e, _ = spectral_direction(X, Y, rho0, shift)
     return math.sqrt(scale * rho0 * X.shape[-1]) * e
-
-
-__all__ = ["SPECTRAL_SHIFT", "spectral_direction", "spectral_start", "spectral_weights"]

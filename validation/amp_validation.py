@@ -1,19 +1,11 @@
 """AMP at finite d against the Bayes-optimal state evolution, and ERM against the Bayes-optimal test error: the
-``validate`` report's Bayes-optimal section (docs/bayes-optimal.md, docs/validation.md).
+``validate`` report's Bayes-optimal section (docs/bayes-optimal.md, "In ``validate``").
 
-AMP (validation/amp.py, one run = ``simulate --algorithm amp``) at every (alpha, d, seed) of an :class:`AmpPlan`;
-per (alpha, d) the mean of |m| = |Qhat . Q*| / d over the seeds with its standard error se = std / sqrt(n), and
-its distance to the state evolution's q0 = m0 at alpha (the uninformative branch, the one AMP's state evolution
-follows) in standard errors, z = (mean - q0) / se.  Per alpha the finite-size trend is the weighted fit
-mean(d) = a + b / d^p (:func:`attnphase.validation.campaign.extrapolate`) of the form the data choose: of p = 1 and
-p = 1/2 (:data:`FIT_POWERS`) the one of the smaller weighted residual chi^2 = sum_d (mean_d - a - b d^-p)^2 / se_d^2
-(both have two parameters; the report names the form).  A point agrees when |z| <= 2 at the largest d, or when the
-fit moves the mean towards q0 as d grows and its d -> infinity value a is within 2 of its standard errors of q0 (the
-finite-size trend explains the gap).
-
-ERM against BO: at every alpha of the validation's theory curves (ERM's global minimum: the lower-e_t of the
-semantic and positional global-prox records), the excess eps_g(ERM) - eps_g(BO) in units of eps_lin and relative
-to eps_g(BO), and the smallest excess over the grid (docs/model.md section 4: both in the same units).
+AMP (``simulate --algorithm amp``) at every (alpha, d, seed) of an :class:`AmpPlan`; per (alpha, d) the mean of
+|m| over the seeds, its standard error se and ``z = (mean - q0) / se`` against the state evolution's q0 (the
+uninformative branch); per alpha the finite-size fit ``a + b / d^p`` of the power the data choose
+(:data:`FIT_POWERS`, smaller weighted chi^2) and the verdict (:func:`amp_trends`).  ERM's global minimum (the lower
+e_t of the global-prox records) against the BO eps_g at every alpha of the validation's theory curves.
 """
 
 from __future__ import annotations
@@ -35,11 +27,8 @@ from .amp_run import AmpSpec, run_amp
 #: Standard errors within which AMP agrees with the state evolution.
 AGREE_Z = 2.0
 
-#: The accuracy of a run's |m|: AMP stops at a step |D_t| / sqrt(d rho0) <= tol (1e-7), so a converged run's |m| is
-#: known to ~1e-7 (at perfect recovery |m| - 1 = 1e-10 to 7e-8 over the plan's 28 converged runs at alpha = 1.2 / L).
-#: z divides by the seeds' standard error floored at this: where every run recovers the teacher the standard error is
-#: that stopping residue's (~1e-9), not a sampling spread, and z would measure the residue (z = -2.2 at d = 2000,
-#: alpha = 0.6, seeds 8 to 15, every |m| within 1e-7 of 1).  Rows with a standard error above it are unchanged.
+#: The accuracy of a run's |m| (AMP stops at a step <= 1e-7): z's standard error is floored at this, so that
+#: where every run recovers the teacher z does not measure the stopping residue.
 M_RESOLUTION = 1e-6
 
 #: (f, d): the full plan also runs dimension d at the alpha a fraction f of the way from alpha_WR to 1/L (:func:`amp_plan`).
@@ -49,12 +38,8 @@ LARGE_D_AT = ((0.7, 8000),)
 FIT_POWERS = {1.0: "a + b/d", 0.5: "a + b/sqrt(d)"}
 
 #: The cost model of one AMP run (:func:`amp_run_seconds`): CPU seconds per iteration and per entry n L d of the
-#: token matrix (two matrix-vector products an iteration, one torch thread), the iterations a run's data and
-#: state evolution cost in the same unit, and the mean iterations of a run between alpha_WR and 1/L and above 1/L.
-#: Measured on the full plan (192 runs, 444 CPU-s; mean iterations 624 inside, 295 above; docs/bayes-optimal.md,
-#: "In validate"); one run at d = 2000, alpha = 0.35 that used its 1000 iterations: 3.1 CPU-s, the model's 2.9; the 8
-#: runs at d = 8000, alpha = 0.4: 146 CPU-s (476 iterations on average), the model's 262 (it errs high there).  The
-#: whole plan (200 runs) in one process: 558 CPU-s, the model's 706.
+#: token matrix (one torch thread), the iterations a run's data and state evolution cost in the same unit, and the
+#: mean iterations of a run between alpha_WR and 1/L and above 1/L (measured: docs/bayes-optimal.md, "In validate").
 AMP_SECONDS_PER_ENTRY_ITERATION = 1.0e-9
 AMP_SETUP_ITERATIONS = 20
 AMP_MEAN_ITERATIONS_INSIDE = 620
@@ -85,12 +70,9 @@ class AmpPlan:
 
 
 def amp_plan(params: ModelParams, quick: bool = False, seeds: int | None = None, device: str = "cpu") -> AmpPlan:
-    """The default plan: between alpha_WR and 1/L (where AMP's overlap is neither 0 nor 1) and one alpha above
-    1/L, at d = 500, 1000, 2000, 4000, 8 seeds (quick: d = 200, 400, 4 seeds, two alphas).  d reaches 4000
-    because the finite-size trend is slow near alpha_WR (docs/bayes-optimal.md, "AMP at finite d": runs held at
-    the state evolution's noise saddle at d = 2000 converge near q0 at d = 8000), and d = 8000 is added where
-    (:data:`LARGE_D_AT`) the mean at d = 4000 is still more than 2 standard errors below q0 and no fit form
-    extrapolates to it (alpha = 0.4 at L = 2: docs/bayes-optimal.md, "In validate").  Omega is set to 0.3 where the
+    """The default plan: five alphas between alpha_WR and 1/L (where AMP's overlap is neither 0 nor 1) and one above
+    1/L, at d = 500, 1000, 2000, 4000 (and 8000 at :data:`LARGE_D_AT`: the finite-size trend is slow near alpha_WR,
+    docs/bayes-optimal.md), 8 seeds (quick: d = 200, 400, 4 seeds, two alphas).  Omega is set to 0.3 where the
     model's is 1 (the fields are revealed for omega < 1; AMP does not depend on omega otherwise)."""
     p = params if params.omega < 1.0 else params.replace(omega=0.3)
     L = p.L
@@ -155,8 +137,9 @@ def chosen_fit(fit: Fit, ds: Sequence[int], means: Sequence[float], stds: Sequen
 
 
 def amp_trends(rows: Sequence[dict[str, Any]], fit: Fit) -> list[dict[str, Any]]:
-    """Per alpha: the finite-size fit of the form the data choose (:func:`chosen_fit` on ``fit``) and the verdict
-    (module doc)."""
+    """Per alpha: the finite-size fit of the form the data choose (:func:`chosen_fit` on ``fit``) and the verdict:
+    agrees when |z| <= AGREE_Z at the largest d, or when the fit moves the mean towards q0 as d grows and its
+    d -> infinity value is within AGREE_Z of its standard errors of q0."""
     fitter, out = fit, []
     for alpha in sorted({r["alpha"] for r in rows}):
         rs = sorted((r for r in rows if r["alpha"] == alpha), key=lambda r: r["d"])
@@ -173,10 +156,8 @@ def amp_trends(rows: Sequence[dict[str, Any]], fit: Fit) -> list[dict[str, Any]]
         verdict = (f"agrees at d = {last['d']}" if at_d else
                    "agrees after the finite-size trend" if trend else "disagrees")
         out.append({"alpha": alpha, "se_q0": q0, "d_max": last["d"], "z_at_d_max": last["z"],
-                    "fit_a": None if fit is None else fit["a"], "fit_b": None if fit is None else fit["b"],
-                    "fit_a_se": None if fit is None else fit["a_se"], "fit_form": None if fit is None else fit["form"],
-                    "fit_chi2": None if fit is None else fit["chi2"],
-                    "fit_chi2_other": None if fit is None else fit["chi2_other"], "verdict": verdict})
+                    **{f"fit_{k}": None if fit is None else fit[k] for k in ("a", "b", "a_se", "form", "chi2",
+                                                                              "chi2_other")}, "verdict": verdict})
     return out
 
 
@@ -200,7 +181,8 @@ def run_amp_plan(plan: AmpPlan, fit: Fit, progress: Callable[[str], None] | None
 
 def erm_against_bayes(theory: dict[str, Any], params: ModelParams) -> dict[str, Any]:
     """ERM's global minimum (the validation theory's global-prox curves, lower e_t) against the BO eps_g at every
-    alpha of the curves (module doc); ``closest``: the row of the smallest excess in units of eps_lin."""
+    alpha of the curves: the excess eps_g(ERM) - eps_g(BO) in units of eps_lin and relative to eps_g(BO);
+    ``closest``: the row of the smallest excess in units of eps_lin."""
     model = BayesModel.of(params)
     omega, lin = float(theory["omega"]), float(theory["eps_lin"])
     recs: dict[float, list[dict]] = {}
@@ -277,7 +259,3 @@ def markdown_lines(section: dict[str, Any]) -> list[str]:
                   + ("" if not erm["below_bo"] else f" Below the BO error at alpha = {erm['below_bo']}: impossible for a correct bound, the numerics need checking.")]
     return lines
 
-
-__all__ = ["AGREE_Z", "FIT_POWERS", "LARGE_D_AT", "M_RESOLUTION", "chosen_fit", "AMP_MEAN_ITERATIONS_ABOVE", "AMP_MEAN_ITERATIONS_INSIDE", "AMP_SECONDS_PER_ENTRY_ITERATION",
-           "AMP_SETUP_ITERATIONS", "AmpPlan", "Fit", "amp_plan", "amp_run_seconds", "amp_rows", "amp_trends", "erm_against_bayes", "markdown_lines",
-           "run_amp_plan"]

@@ -1,19 +1,11 @@
 """The aligned-prox theory of ``validate --suite general``: the basin gradient descent keeps from its start.
 
-The global-prox state evolution describes the global minimiser of the empirical risk.  Gradient descent
-started on one branch can stay in a basin the global minimiser has left: below the semantic branch's end,
-or on a positional plateau where the global-prox positional family has collapsed to m = 0 (docs/validation.md).
-For independent tokens the ``aligned`` proximal map (docs/model.md section 3) models that basin: per
-sample the lowest local minimiser h of the proximal problem on the side of the student's mean field,
-h . r > 0 with
-
-    r_l = E[w_l | h*] = m_l + (th0 / rho0) h*_l,
-
-the teacher's mirror image from the semantic start (m = 0), the positional one from the positional start
-(th0 = 0).
-For each (alpha, start) of such a case the suite solves the state evolution with it from that start -- what
-``attnphase solve --prox aligned --branch B`` computes -- one task per point on the execution layer, and
-compares the runs with it beside the global-prox point (the same rule, the same observables).
+Gradient descent started on one branch can stay in a basin the global minimiser has left (docs/validation.md).
+For independent tokens the ``aligned`` proximal map (docs/model.md section 3) models that basin: per sample the
+lowest local minimiser h of the proximal problem with ``h . r > 0``, ``r_l = E[w_l | h*] = m_l + (th0 / rho0) h*_l``.
+For each (alpha, start) of such a case the suite solves the state evolution with it from that start
+(``attnphase solve --prox aligned --branch B``), one task per point, and compares the runs with it beside the
+global-prox point.
 """
 
 from __future__ import annotations
@@ -45,12 +37,10 @@ def aligned_job(job: SolveJob, errors: bool = False) -> dict[str, Any]:
     converged, ``abs_theta = |th0|``, ``m_norm = |(m_l)_l|``, q, eps_g, e_t; ``exists``: converged on the
     requested branch; ``quadrature``: the rule of the outcome, ``tries``: what the rules before it gave.
 
-    A solve that does not converge on the requested branch is tried again on the next independent
-    scrambling of the rule (:func:`~attnphase.validation.rule_retry.solve_on_branch`; measured: case (c),
-    alpha = 0.75, semantic start, sobol12:4 stalls at residual 1.7e-4, its stall then read as a collapse to
-    the agnostic point; sobol12:4:1 and sobol13:4 converge in 12 and 11 steps, theta 0.2696 and 0.2706).
-    ``errors``: also ``err_abs_theta``, ``err_m_norm``, ``err_eps_g``, the standard errors over the rule's
-    scramblings (:func:`~attnphase.numerics.errors.quadrature_error.fixed_point_error`)."""
+    A solve that does not converge on the requested branch is tried again on the next independent scrambling of the
+    rule (:func:`~attnphase.validation.rule_retry.solve_on_branch`).  ``errors``: also ``err_abs_theta``,
+    ``err_m_norm``, ``err_eps_g``, the standard errors over the rule's scramblings
+    (:func:`~attnphase.numerics.errors.quadrature_error.fixed_point_error`)."""
     from attnphase.numerics import solve
 
     t0 = time.perf_counter()
@@ -85,10 +75,11 @@ def aligned_task(job: SolveJob, version: str) -> Task:
     return job_task(aligned_job, job, version, f"aligned alpha={job.alpha:g} {job.branch}")
 
 
-def aligned_verdict(agrees: dict[str, bool | None] | None) -> str:
-    """'agrees', 'disagrees (obs, ...)' or 'no aligned point' for the rule's per-observable outcome."""
+def rule_verdict(agrees: dict[str, bool | None] | None, missing: str = "no aligned point") -> str:
+    """'agrees', 'disagrees (obs, ...)' or ``missing`` (no point to compare with) for the rule's per-observable
+    outcome."""
     if not agrees or any(v is None for v in agrees.values()):
-        return "no aligned point"
+        return missing
     if all(agrees.values()):
         return "agrees"
     return "disagrees (" + ", ".join(o for o, v in agrees.items() if v is False) + ")"

@@ -1,10 +1,6 @@
-"""Where a followed branch exists, for plotting it truthfully (docs/model.md section 6).
-
-A branch followed by continuation over an alpha grid (records of :mod:`attnphase.validation.reference`)
-exists at a grid point when the solve converged there *and* reached that branch's family. The
-semantic branch exists above its end, the positional one below it; a point on the wrong side of the
-end that still carries the label (a noise-level overlap) is not drawn. Between two grid points the
-branch is drawn only when it exists at both: a curve never bridges a gap where it does not exist.
+"""Where a followed branch exists, for plotting it truthfully (docs/model.md section 6): at a grid point where
+the solve converged on the branch's family and on the side of its end where it lives (the semantic branch above,
+the positional one below); a curve is drawn between two grid points only where it exists at both.
 """
 
 from __future__ import annotations

@@ -1,31 +1,11 @@
-"""The ``attnphase validate`` campaign: which simulations and theory points, run them, summarise.
+"""The ``attnphase validate`` campaign (docs/validation.md, "``validate``"): the simulations and theory of the
+plan (:mod:`attnphase.validation.campaign_plan`: alpha sweep, heat map, finite-size scaling), each one task of the
+execution layer (:mod:`attnphase.validation.jobs`), aggregated over seeds beside the theory
+(:mod:`attnphase.validation.reference`), and the summary.
 
-Three sets of simulations (gradient descent, float64 by default):
-
-* **alpha sweep** at ``omega`` (0.3): every init (semantic, positional,
-  random) and seed on the alpha grid, at the main dimension d -- the paper's
-  Fig. 2;
-* **heat map** over (alpha, omega): semantic and positional inits with the same
-  seeds, giving the paired ``Delta e_t = e_t(semantic) - e_t(positional)`` --
-  Fig. 3;
-* **finite-size scaling**: d from 50 to 1000, at alpha = 2 (semantic and
-  positional inits, where the proximal modes agree) and at small alphas
-  (semantic init, where the global and local theories can differ).
-
-The plan (these sets' grids, seeds and theory omegas): :mod:`attnphase.validation.campaign_plan`.
-
-Theory comes from :mod:`attnphase.validation.reference` (the numerics API).
-Every simulation and every theory omega is one task of the execution layer
-(:mod:`attnphase.validation.jobs`, docs/distributed.md): on a local Dask
-cluster (``--workers``) or an existing one (``--scheduler``), each finished
-task kept under ``DIR/tasks`` (a rerun computes only what is missing).
-
-Comparison conventions: the overlaps ``m`` and ``theta`` change sign with
-``Q -> -Q`` (and the random init picks a sign by chance), so sweeps compare
-``|m|`` and ``|theta|`` with the theory's absolute values. A semantic-init run
-is compared with the semantic branch, a positional-init run with the
-positional one, a random-init run with the branch most of its seeds landed on
-(``|m| > |theta|``: positional, else semantic).
+The overlaps change sign with ``Q -> -Q``, so rows compare ``|m|`` and ``|theta|`` with the theory's absolute
+values: a semantic-init run with the semantic branch, a positional-init run with the positional one, a random-init
+run with the branch most of its seeds landed on (:func:`landed_branch`).
 """
 
 from __future__ import annotations
@@ -42,26 +22,26 @@ import numpy as np
 from .agreement import all_runs_converged
 from .branch_segments import exists_at
 from .campaign_plan import ValidationPlan, _theory_jobs, validation_plan
-from .experiments import SimResult, SimSpec
+from .experiments import SimResult
 from .reference import TheoryAtOmega
 
 OBSERVABLES = ("abs_m", "abs_theta", "q", "eps_g", "e_t", "eps_lin")
 """Aggregated per (d, alpha, omega, init): means and standard deviations over seeds."""
 
 
-# --- aggregation -------------------------------------------------------------------------
-
 def _stats(values: Sequence[float]) -> tuple[float, float]:
     v = np.asarray(values, dtype=float)
     return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
 
 
-def _observable(r: SimResult, name: str) -> float:
-    if name == "abs_m":
-        return abs(r.m)
-    if name == "abs_theta":
-        return abs(r.theta)
-    return float(getattr(r, name))
+def seed_means(rs: Sequence[SimResult], observables: Sequence[str]) -> dict[str, float]:
+    """``<obs>_mean`` and ``<obs>_std`` over the runs ``rs`` (ddof 1; 0 for one run) of each of ``observables``
+    (``abs_<x>``: ``|x|``)."""
+    out = {}
+    for obs in observables:
+        vals = [abs(getattr(r, obs[4:])) if obs.startswith("abs_") else float(getattr(r, obs)) for r in rs]
+        out[f"{obs}_mean"], out[f"{obs}_std"] = _stats(vals)
+    return out
 
 
 def landed_branch(r: SimResult) -> str:
@@ -75,24 +55,17 @@ def _theory_values(theory: TheoryAtOmega | None, branch: str, prox: str, alpha: 
     curve = theory.curve(branch, prox)
     for rec in curve.records:
         if abs(rec["alpha"] - alpha) < 1e-9:
-            return {
-                "branch_reached": rec["branch"], "converged": rec["converged"],
-                "exists": exists_at(rec, branch, curve.end),
-                "abs_m": abs(rec["m"]), "abs_theta": abs(rec["theta"]), "q": rec["q"],
-                "eps_g": rec["eps_g"], "e_t": rec["e_t"], "eps_lin": rec["eps_lin"],
-            }
+            return {"branch_reached": rec["branch"], "converged": rec["converged"],
+                    "exists": exists_at(rec, branch, curve.end), "abs_m": abs(rec["m"]), "abs_theta": abs(rec["theta"]),
+                    "q": rec["q"], "eps_g": rec["eps_g"], "e_t": rec["e_t"], "eps_lin": rec["eps_lin"]}
     return None
 
 
 def group_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega]) -> list[dict[str, Any]]:
-    """Mean and std over seeds of :data:`OBSERVABLES` per (d, alpha, omega, init), with the theory beside them.
-
-    Each row: ``d, alpha, omega, init, n_runs, n_converged, branch`` (the theory
-    branch compared with), ``grad_norm_max`` and ``steps_max`` (the largest final
-    ``|grad R|/sqrt(d)`` and step count over the seeds), ``<obs>_mean``, ``<obs>_std`` and ``theory`` =
-    ``{prox: {obs: value, branch_reached, converged}}`` for the global, local and aligned proximal
-    modes (``None`` where the theory at that omega has no such curve).
-    """
+    """Mean and std over seeds of :data:`OBSERVABLES` per (d, alpha, omega, init): ``n_runs``, ``n_converged``, the
+    theory ``branch`` compared with, the largest final ``|grad R|/sqrt(d)`` and step count (``grad_norm_max``,
+    ``steps_max``), ``<obs>_mean``, ``<obs>_std`` and ``theory`` = ``{prox: {obs: value, branch_reached,
+    converged}}`` for the global, local and aligned maps (``None`` where the theory has no such curve)."""
     groups: dict[tuple, list[SimResult]] = {}
     for r in results:
         groups.setdefault((r.d, r.alpha, r.omega, r.init), []).append(r)
@@ -106,8 +79,7 @@ def group_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega])
         row: dict[str, Any] = {"d": d, "alpha": alpha, "omega": omega, "init": init, "n_runs": len(rs),
                                "n_converged": sum(r.converged for r in rs), "branch": branch,
                                "grad_norm_max": max(r.grad_norm for r in rs), "steps_max": max(r.steps for r in rs)}
-        for name in OBSERVABLES:
-            row[f"{name}_mean"], row[f"{name}_std"] = _stats([_observable(r, name) for r in rs])
+        row.update(seed_means(rs, OBSERVABLES))
         th = theory.get(round(omega, 12))
         row["theory"] = {prox: _theory_values(th, branch, prox, alpha) for prox in ("global", "local", "aligned")}
         rows.append(row)
@@ -141,12 +113,9 @@ def delta_et_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmeg
 
 def extrapolate(ds: Sequence[int], means: Sequence[float], stds: Sequence[float], ns: Sequence[int],
                 power: float = 0.5) -> dict[str, float]:
-    """Weighted least-squares fit ``y(d) = a + b / d^power`` (default ``a + b / sqrt(d)``); returns ``a`` (the
-    d -> inf value), ``b``, ``a``'s standard error and ``chi2``, the weighted sum of squared residuals.
-
-    Weights are ``n / std^2`` (standard error of each mean), with a floor on
-    ``std`` of 1e-6 so that a zero spread cannot dominate.
-    """
+    """Weighted least-squares fit ``y(d) = a + b / d^power`` (default ``a + b / sqrt(d)``), weights ``n / std^2``
+    (``std`` floored at 1e-6); returns ``a`` (the d -> inf value), ``b``, ``a``'s standard error and ``chi2``, the
+    weighted sum of squared residuals."""
     x = np.asarray(ds, dtype=float) ** -power
     y = np.asarray(means, dtype=float)
     se = np.maximum(np.asarray(stds, dtype=float), 1e-6) / np.sqrt(np.asarray(ns, dtype=float))
@@ -160,28 +129,19 @@ def extrapolate(ds: Sequence[int], means: Sequence[float], stds: Sequence[float]
     return {"a": float(a), "b": float(b), "a_se": float(math.sqrt(cov[0, 0] * scale)), "chi2": float((W * resid**2).sum())}
 
 
-# --- the campaign ------------------------------------------------------------------------
-
 def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = True, *,
                  executor: Any = None, store: Any = None, fresh: bool = False) -> dict[str, Any]:
-    """Run the plan's simulations and theory as tasks (:mod:`attnphase.validation.jobs`) on
-    ``executor`` (default: this process), kept in ``store``; return the summary dict.
-
-    The theory tasks are submitted first (the longest), then one task per simulation.  A failed
-    task is recorded in the summary (``tasks``) and its simulation left out of the tables; a failed
-    theory task raises (the report needs the theory).
-    """
+    """Run the plan's theory (first: the longest) and simulations as tasks (:mod:`attnphase.validation.jobs`) on
+    ``executor`` (default: this process), kept in ``store``; return the summary dict.  A failed simulation is
+    recorded (``tasks``) and left out of the tables; a failed theory task raises (the report needs the theory)."""
     from attnphase.execution import ExecutorSpec, run_tasks
     from attnphase.execution.progress import TaskBar, failure_summary
 
     from .jobs import simulation_task, theory_task, validation_version
 
     t0 = time.perf_counter()
-    specs: list[SimSpec] = []
-    for s in plan.sweep_specs() + plan.heat_specs() + plan.fss_specs():
-        if s not in specs:
-            specs.append(s)
-    jobs, other_omegas = _theory_jobs(plan, "")
+    specs = list(dict.fromkeys(plan.sweep_specs() + plan.heat_specs() + plan.fss_specs()))  # each simulation once
+    jobs, other_omegas = _theory_jobs(plan)
     version = validation_version()
     tasks = [theory_task(j, version) for j in jobs] + [simulation_task(s, version) for s in specs]
     with TaskBar("validate (theory + simulations)", quiet=not progress) as bar:
@@ -243,12 +203,6 @@ def alpha_c_point(theory: TheoryAtOmega) -> dict[str, Any]:
             "notes": list(theory.notes.get(prox, ()))}
 
 
-def converged_value(point: dict[str, Any] | None, obs: str) -> float | None:
-    """``point[obs]`` of a theory point of :func:`group_rows` where its solve converged, else None (a solve that
-    did not converge has no value to compare with, whatever number it stopped at)."""
-    return point.get(obs) if point and point.get("converged") else None
-
-
 def _fss_fits(plan: ValidationPlan, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Extrapolation to d -> inf of each (alpha, init, observable) of the finite-size runs, over the
     dimensions whose every run reached the gradient tolerance (the others: ``dropped_d``)."""
@@ -262,7 +216,8 @@ def _fss_fits(plan: ValidationPlan, rows: list[dict[str, Any]]) -> list[dict[str
         for obs in ("abs_m", "abs_theta", "eps_g", "e_t"):
             fit = extrapolate([r["d"] for r in sel], [r[f"{obs}_mean"] for r in sel],
                               [r[f"{obs}_std"] for r in sel], [r["n_runs"] for r in sel])
-            theo = {prox: converged_value(sel[-1]["theory"].get(prox), obs) for prox in ("global", "local", "aligned")}
+            points = {prox: sel[-1]["theory"].get(prox) or {} for prox in ("global", "local", "aligned")}
+            theo = {prox: pt.get(obs) if pt.get("converged") else None for prox, pt in points.items()}
             fits.append({"alpha": alpha, "init": init, "observable": obs, **fit, "theory": theo,
                          "dropped_d": dropped})
     return fits
@@ -304,9 +259,3 @@ def bayes_optimal_section(plan: ValidationPlan, theory: dict[str, Any], progress
     device = "cpu" if plan.device == "auto" else plan.device
     amp = run_amp_plan(amp_plan(plan.params, quick=plan.quick, device=device), extrapolate, say)
     return {"amp": amp, "erm": erm_against_bayes(theory, plan.params)}
-
-
-__all__ = [
-    "ValidationPlan", "validation_plan", "run_campaign", "run_validation", "group_rows", "bayes_optimal_section",
-    "delta_et_rows", "extrapolate", "landed_branch",
-]

@@ -19,17 +19,12 @@ class ValidationPlan:
     """Everything ``attnphase validate`` runs.
 
     Attributes:
-        quick: the reduced plan (d = 200).
-        params: model at the alpha sweep's omega.
-        d: main dimension (alpha sweep and heat map).
-        alphas: alpha grid of the sweep (simulations and theory).
-        seeds: seeds of the alpha sweep.
-        heat_alphas, heat_omegas: heat-map grid; heat_seeds its seeds.
-        fss_ds: dimensions of the finite-size scaling; fss_seeds its seeds.
-        fss_cases: ``(alpha, init)`` pairs of the finite-size scaling.
-        alphas_small: the small alphas of the finite-size scaling (semantic init: global vs local).
-        n_test: fresh test samples per simulation.
-        device, dtype: torch device (``"auto"``) and dtype.
+        quick: the reduced plan (d = 200); params: the model at the alpha sweep's omega.
+        d, alphas, seeds: the alpha sweep's (and the heat map's) dimension, its alpha grid (simulations and
+            theory) and seeds; heat_alphas, heat_omegas, heat_seeds: the heat map's grid and seeds.
+        fss_ds, fss_seeds, fss_cases: the finite-size scaling's dimensions, seeds and ``(alpha, init)`` pairs;
+            alphas_small: its small alphas (semantic init: global vs local).
+        n_test, device, dtype, train: as in :class:`attnphase.validation.experiments.SimSpec`, for every run.
         theory: accuracy settings of the numerics calls.
         heat_theory_alphas: alpha grid of the per-omega alpha_c computations.
         main_boundaries: proximal modes whose alpha_c, alpha_l (and both branches) the sweep's theory has.
@@ -37,8 +32,7 @@ class ValidationPlan:
         heat_prox: proximal mode of the heat map's alpha_c(omega) at omegas other than the sweep's
             (the sweep's omega uses its global-prox alpha_c).
         curve_omegas: further omegas of the alpha_c(omega) curve drawn over the heat map (with the heat
-            omegas, they span the map: the curve is the phase diagram's, not a few points).
-        train: the optimiser and stopping rule of every run (``--grad-tol``, ``--max-steps``).
+            omegas, they span the map).
     """
 
     quick: bool
@@ -87,15 +81,9 @@ class ValidationPlan:
         return out
 
 
-def validation_plan(
-    quick: bool = False,
-    d: int | None = None,
-    seeds: int | None = None,
-    params: ModelParams | None = None,
-    device: str = "auto",
-    dtype: str = "float64",
-    train: TrainConfig | None = None,
-) -> ValidationPlan:
+def validation_plan(quick: bool = False, d: int | None = None, seeds: int | None = None,
+                    params: ModelParams | None = None, device: str = "auto", dtype: str = "float64",
+                    train: TrainConfig | None = None) -> ValidationPlan:
     """The default plan: full (d = 1000) or quick (d = 200, smaller grids, coarser theory).
 
     The quick plan's theory is coarser (residual 1e-8, alpha_c/alpha_l and the
@@ -104,12 +92,13 @@ def validation_plan(
     omega = 0.2 and 0.3 the two modes' alpha_c agree to 1e-3).
     """
     params = params or ModelParams(omega=0.3)
-    train = train or TrainConfig()
     aligned = aligned_curves(params)
+    common = dict(params=params, alphas_small=(0.5, 0.8), device=device, dtype=dtype, train=train or TrainConfig(),
+                  fss_cases=((2.0, "semantic"), (2.0, "positional"), (0.8, "semantic"), (0.5, "semantic")))
     if quick:
         n_seeds = seeds or 2
         return ValidationPlan(
-            quick=True, params=params, d=d or 200,
+            quick=True, d=d or 200, **common,
             alphas=(0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 1.0, 1.25, 1.5, 1.75, 2.0),
             seeds=tuple(range(n_seeds)),
             heat_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0),
@@ -117,9 +106,6 @@ def validation_plan(
             heat_seeds=(0,),
             fss_ds=_with(d or 200, (50, 100, 200, 400, 1000)),
             fss_seeds=tuple(range(max(4, n_seeds))),
-            alphas_small=(0.5, 0.8),
-            fss_cases=((2.0, "semantic"), (2.0, "positional"), (0.8, "semantic"), (0.5, "semantic")),
-            device=device, dtype=dtype, train=train,
             theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2),
             heat_theory_alphas=(0.3, 0.6, 0.9, 1.2, 1.6, 2.0, 2.4, 3.0),
             curve_omegas=(0.15, 0.25, 0.35, 0.45),
@@ -129,7 +115,7 @@ def validation_plan(
         )
     n_seeds = seeds or 4
     return ValidationPlan(
-        quick=False, params=params, d=d or 1000,
+        quick=False, d=d or 1000, **common,
         alphas=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.4, 1.5, 1.75, 2.0),
         seeds=tuple(range(n_seeds)),
         heat_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5),
@@ -137,9 +123,6 @@ def validation_plan(
         heat_seeds=(0, 1),
         fss_ds=_with(d or 1000, (50, 100, 200, 500, 1000)),
         fss_seeds=tuple(range(max(6, n_seeds))),
-        alphas_small=(0.5, 0.8),
-        fss_cases=((2.0, "semantic"), (2.0, "positional"), (0.8, "semantic"), (0.5, "semantic")),
-        device=device, dtype=dtype, train=train,
         theory=TheorySettings(xtol=1e-3),
         heat_theory_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0),
         curve_omegas=(0.05, 0.15, 0.25, 0.35, 0.45, 0.55),
@@ -159,18 +142,12 @@ def _with(d: int, ds: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(sorted(set(ds) | {d}))
 
 
-# --- theory (worker processes) -----------------------------------------------------------
-
-def _theory_jobs(plan: ValidationPlan, cache_dir: str) -> tuple[list[tuple[Any, ...]], list[float]]:
-    """Arguments of :func:`theory_at_omega` for the sweep's omega (first) and each other heat-map or curve omega.
-
-    Plain arguments, so the worker processes import the numerics only (no
-    torch). Returns the jobs and the heat-map omegas they cover after the first
-    (the sweep's omega reuses the first job's alpha_c).
-    """
+def _theory_jobs(plan: ValidationPlan) -> tuple[list[tuple[Any, ...]], list[float]]:
+    """Arguments of :func:`theory_at_omega` (plain, so the workers import no torch) for the sweep's omega (first)
+    and each other heat-map or curve omega; and the omegas the jobs after the first cover."""
     main_alphas = tuple(sorted(set(plan.alphas) | {a for a, _ in plan.fss_cases}))
-    jobs = [(plan.params, main_alphas, plan.main_boundaries, plan.main_extra_curves, plan.theory, cache_dir)]
+    jobs = [(plan.params, main_alphas, plan.main_boundaries, plan.main_extra_curves, plan.theory)]
     omegas = [w for w in sorted(set(plan.heat_omegas) | set(plan.curve_omegas)) if abs(w - plan.params.omega) > 1e-12]
     for w in omegas:
-        jobs.append((plan.params.replace(omega=w), plan.heat_theory_alphas, (plan.heat_prox,), (), plan.theory, cache_dir))
+        jobs.append((plan.params.replace(omega=w), plan.heat_theory_alphas, (plan.heat_prox,), (), plan.theory))
     return jobs, omegas

@@ -1,29 +1,13 @@
-"""Teacher data at finite d (docs/model.md section 1).
+"""Teacher data at finite d (docs/model.md section 1; docs/validation.md, "Choices worth knowing").
 
-A :class:`Teacher` holds what is fixed across samples: the positional
-encodings ``p_l`` and the teacher weights ``Q* in R^{d x r*}`` (rank ``r*``,
-``params.r_star``; docs/model.md section 7). A :class:`Dataset` holds
-``n`` samples: tokens ``x_l^mu ~ N(0, sigma_l^2 I_d)`` (or, with a token covariance ``C``
-across positions, ``x_k . x_k' / d -> C[k, k']``: ``x = F z`` with ``F F^T = C``), the teacher fields
-``h*_l = Q*^T x_l / sqrt(d) in R^{r*}`` and the target attention
-``T(h*) = (1 - omega) softmax_row(h*_l . h*_k) + omega A``, so that the targets are
-``y_l = sum_k T[l, k] x_k`` (the teacher does not see positions).
+A :class:`Teacher` holds what is fixed across samples: the positional encodings ``p_l`` (Gram ``P``) and the
+teacher weights ``Q* in R^{d x r*}``.  A :class:`Dataset` holds ``n`` samples: tokens ``x_l^mu ~ N(0, sigma_l^2 I_d)``
+(or, with a token covariance ``C`` across positions, ``x = F z`` with ``F F^T = C``), the teacher fields
+``h*_l = Q*^T x_l / sqrt(d)`` and the target attention ``T(h*) = (1 - omega) softmax_row(h*_l . h*_k) + omega A``,
+so that the targets are ``y_l = sum_k T[l, k] x_k`` (the teacher does not see positions).
 
-Positional encodings. For the paper's Gram ``P = [[1, -1], [-1, 1]]`` (L = 2)
-the encodings are exactly ``p_1 = -p_2 = 1_d / sqrt(d)``. For any other PSD
-``P`` they are ``p_l = sum_j F[l, j] u_j`` with ``P = F F^T`` (symmetric
-eigen-factor, negative round-off eigenvalues clipped to 0) and ``u_1..u_L``
-orthonormal directions of R^d drawn uniformly at random (QR of a Gaussian
-matrix) from the teacher's generator. Since tokens and ``Q*`` are isotropic
-the choice of directions is immaterial in law; only ``P`` matters.
-
-The teacher's Gram is fixed to ``Q*^T Q* = rho0 d I_{r*}`` by default (see
-:func:`make_teacher`); ``exact_norm=False`` gives the plain Gaussian ``Q*``.
-
-Randomness: every draw takes an explicit ``torch.Generator``. Numbers are
-drawn in float64 on the generator's device and then moved/cast to the target
-device and dtype, so a given seed gives the same data (up to rounding) in
-float32 and float64 and, with a CPU generator, on every device.
+Every draw takes an explicit ``torch.Generator``; numbers are drawn in float64 on the generator's device and then
+cast, so a seed gives the same data (up to rounding) in both dtypes and, with a CPU generator, on every device.
 """
 
 from __future__ import annotations
@@ -39,14 +23,8 @@ from attnphase.theory.params import PAPER_P, ModelParams
 
 @dataclass(frozen=True)
 class Teacher:
-    """The fixed part of the finite-d teacher.
-
-    Attributes:
-        params: the model (L, sigma_l, P, A, omega, lambda, rho0, r, r*).
-        d: embedding dimension.
-        positions: ``(L, d)`` tensor, row l is ``p_l``; ``positions @ positions.T = P``.
-        Qstar: ``(d, r*)`` teacher weights (a ``(d,)`` vector is taken as ``(d, 1)``).
-    """
+    """The fixed part of the finite-d teacher: the model, ``d``, the encodings ``positions`` ``(L, d)`` (row l is
+    ``p_l``, Gram ``P``) and the weights ``Qstar`` ``(d, r*)`` (a ``(d,)`` vector is taken as ``(d, 1)``)."""
 
     params: ModelParams
     d: int
@@ -75,13 +53,8 @@ class Teacher:
 
 @dataclass(frozen=True)
 class Dataset:
-    """``n`` samples of the teacher.
-
-    Attributes:
-        X: ``(n, L, d)`` tokens ``x_l^mu``.
-        hstar: ``(n, L, r*)`` teacher fields ``h*_l = Q*^T x_l / sqrt(d)``.
-        T: ``(n, L, L)`` target attention ``T(h*)``.
-    """
+    """``n`` samples of the teacher: tokens ``X`` ``(n, L, d)``, fields ``hstar`` ``(n, L, r*)``, target attention
+    ``T`` ``(n, L, L)``."""
 
     X: torch.Tensor
     hstar: torch.Tensor
@@ -111,10 +84,10 @@ def _randn(shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
 def make_positions(params: ModelParams, d: int, generator: torch.Generator) -> torch.Tensor:
     """Positional encodings ``p_l`` (``(L, d)``, float64, generator's device) with Gram ``P``.
 
-    The paper's ``P`` gives ``p_1 = -p_2 = 1_d / sqrt(d)`` and draws nothing;
-    any other ``P`` uses random orthonormal directions (module docstring).
+    The paper's ``P`` gives ``p_1 = -p_2 = 1_d / sqrt(d)`` and draws nothing; any other PSD ``P`` gives
+    ``p_l = sum_j F[l, j] u_j``, ``P = F F^T`` (eigen-factor, round-off negative eigenvalues clipped), ``u_j``
+    orthonormal directions drawn from ``generator`` (QR of a Gaussian matrix; only ``P`` matters in law).
     """
-    d = check_dimension(d)
     L = params.L
     dev = generator.device
     if L == 2 and np.allclose(params.P_array, np.array(PAPER_P), atol=1e-12):
@@ -128,27 +101,14 @@ def make_positions(params: ModelParams, d: int, generator: torch.Generator) -> t
     return torch.as_tensor(F, dtype=torch.float64, device=dev) @ U.T
 
 
-def make_teacher(
-    params: ModelParams,
-    d: int,
-    generator: torch.Generator,
-    *,
-    device: torch.device | str | None = None,
-    dtype: torch.dtype = torch.float64,
-    exact_norm: bool = True,
-) -> Teacher:
-    """Draw the teacher: positions ``p_l`` (module docstring) and ``Q*`` (``(d, r*)``).
+def make_teacher(params: ModelParams, d: int, generator: torch.Generator, *, device: torch.device | str | None = None,
+                 dtype: torch.dtype = torch.float64, exact_norm: bool = True) -> Teacher:
+    """Draw the teacher: positions ``p_l`` (:func:`make_positions`) and ``Q*`` (``(d, r*)``).
 
-    ``Q* = sqrt(rho0) G`` with ``G`` a ``d x r*`` standard Gaussian matrix, so
-    ``Q*^T Q* / d -> rho0 I_{r*}``. With ``exact_norm`` (default) ``G`` is replaced
-    by ``G (G^T G / d)^{-1/2}`` (for ``r* = 1``: ``g`` rescaled to ``|g|^2 = d``), i.e.
-    ``Q*^T Q* = rho0 d I_{r*}`` exactly, uniform on that Stiefel manifold: the theory's
-    ``rho0`` then holds exactly instead of up to a ``sqrt(2 / d)`` fluctuation (4.5% at
-    d = 1000), which would otherwise move every observable, ``eps_lin`` included, by a
-    few per cent from seed to seed.
-
-    The finite-d experiments train the square loss: a model with another loss (``params.loss``) is refused
-    with a ValueError rather than simulated with the wrong one.
+    ``Q* = sqrt(rho0) G`` with ``G`` a ``d x r*`` standard Gaussian matrix; with ``exact_norm`` (default) ``G`` is
+    replaced by ``G (G^T G / d)^{-1/2}``, i.e. ``Q*^T Q* = rho0 d I_{r*}`` exactly (no ``sqrt(2 / d)``
+    fluctuation of the theory's ``rho0``).  ValueError for a model with another loss than the square loss (the
+    only one the finite-d experiments train).
     """
     if params.loss != "square":
         raise ValueError(f"the finite-d simulation trains the square loss only, got loss {params.loss!r}")

@@ -1,16 +1,11 @@
-"""One finite-d simulation end to end, and a grid runner.
+"""One finite-d simulation end to end: :func:`run_simulation` draws the teacher and data, trains the attention
+student from the chosen initialisation, fits the linear baseline on the same training set and measures everything
+on one fresh test set.
 
-:func:`run_simulation` draws the teacher and data, trains the attention
-student from the chosen initialisation, fits the linear baseline on the same
-training set and measures everything on one fresh test set.
-
-Seeds. Every random stream is a CPU ``torch.Generator`` seeded from
-``(seed, stream)`` through ``numpy.random.SeedSequence``, with the streams
-``teacher`` (positions if random, then ``Q*``), ``train``, ``test`` and
-``init``. Hence, for one seed: the same data on every device and in both
-dtypes; the semantic and positional runs see the same teacher, training and
-test sets (their ``e_t`` difference is paired); and the training set at a
-smaller ``alpha`` is a prefix of the one at a larger ``alpha``.
+Seeds: every random stream is a CPU ``torch.Generator`` seeded from ``(seed, stream)`` through
+``numpy.random.SeedSequence`` (streams ``teacher``, ``train``, ``test``, ``init``, ``amp``), so that a seed gives
+the same data on every device and in both dtypes, its semantic and positional runs share their data, and a smaller
+alpha's training set is a prefix of a larger one's.
 """
 
 from __future__ import annotations
@@ -27,7 +22,7 @@ from attnphase.theory.params import ModelParams
 from .data import check_dimension, make_teacher, n_samples, sample
 from .measure import overlaps, test_errors, training_objective
 from .students import fit_linear, prepare
-from .training import TrainConfig, check_init, initial_Q, train
+from .training import INITS, TrainConfig, check_choice, initial_Q, train
 
 _STREAMS = {"teacher": 0, "train": 1, "test": 2, "init": 3, "amp": 4}
 
@@ -74,20 +69,11 @@ def generator(seed: int, stream: str) -> torch.Generator:
 
 @dataclass(frozen=True)
 class SimSpec:
-    """One simulation.
-
-    Attributes:
-        d: embedding dimension (>= 2).
-        alpha: sample complexity ``n / d`` (> 0); ``n = round(alpha d)``.
-        init: ``"semantic"``, ``"positional"`` or ``"random"``.
-        seed: seed of every random stream.
-        params: the model (L, sigma_l, P, A, omega, lambda, rho0, ranks r and r*).
-        train: optimiser and stopping rule.
-        n_test: fresh samples for ``eps_g`` and ``eps_lin``.
-        device: ``"auto"``, ``"cpu"``, ``"cuda"``, ...
-        dtype: ``"float64"`` or ``"float32"``.
-        exact_teacher_norm: fix ``|Q*|^2 = rho0 d`` (see :func:`attnphase.validation.data.make_teacher`).
-    """
+    """One simulation: dimension ``d`` (>= 2), sample complexity ``alpha = n / d`` (> 0; ``n = round(alpha d)``),
+    ``init`` (:data:`~attnphase.validation.training.INITS`), the ``seed`` of every random stream, the model, the
+    optimiser and stopping rule, ``n_test`` fresh samples for ``eps_g`` and ``eps_lin``, the torch ``device``
+    (``"auto"``, ``"cpu"``, ``"cuda"``, ...) and ``dtype``, and ``exact_teacher_norm``
+    (:func:`attnphase.validation.data.make_teacher`)."""
 
     d: int
     alpha: float
@@ -103,7 +89,7 @@ class SimSpec:
     def __post_init__(self) -> None:
         check_dimension(self.d)
         n_samples(self.alpha, self.d)
-        check_init(self.init)
+        check_choice("init", self.init, INITS)
         resolve_dtype(self.dtype)
         if self.n_test < 2:
             raise ValueError(f"n_test must be >= 2, got {self.n_test}")
@@ -111,18 +97,11 @@ class SimSpec:
 
 @dataclass(frozen=True)
 class SimResult:
-    """Measurements of one simulation (units of :mod:`attnphase.validation.measure`).
+    """Measurements of one simulation (units of :mod:`attnphase.validation.measure`): :data:`JSON_KEYS`, and the
+    invariants (:class:`attnphase.validation.measure.Overlaps`) when ``rank`` or ``teacher_rank`` is above 1.
 
-    :data:`JSON_KEYS` are the ``simulate --json`` keys (``n = round(alpha d)`` training and ``n_test`` test
-    samples, the standard errors of eps_g and eps_lin over the test samples among them); ``seconds`` is
-    the wall time of the whole simulation (data, training, measurement), ``cpu_seconds`` its CPU time (this
-    process's, every torch thread; on a busy machine the wall time is longer); ``status``,
-    ``grad_norm`` and ``grad_tol`` say how training stopped
-    (:class:`attnphase.validation.training.TrainResult`: ``grad_norm`` =
-    ``|grad_Q R|_F / sqrt(d)`` at the end, ``converged`` when it reached
-    ``grad_tol``, ``status = "budget"`` when the step budget ran out first). The
-    invariants (:class:`attnphase.validation.measure.Overlaps`) join them when
-    ``rank`` or ``teacher_rank`` is above 1.
+    ``seconds``: wall time of the whole simulation, ``cpu_seconds`` its CPU time (every torch thread); ``status``,
+    ``grad_norm`` and ``grad_tol`` say how training stopped (:class:`attnphase.validation.training.TrainResult`).
     """
 
     d: int
@@ -178,9 +157,8 @@ def run_simulation(spec: SimSpec) -> SimResult:
     t0, c0 = time.perf_counter(), time.process_time()
     device, dtype = resolve_device(spec.device), resolve_dtype(spec.dtype)
     p = spec.params
-    teacher = make_teacher(
-        p, spec.d, generator(spec.seed, "teacher"), device=device, dtype=dtype, exact_norm=spec.exact_teacher_norm
-    )
+    teacher = make_teacher(p, spec.d, generator(spec.seed, "teacher"), device=device, dtype=dtype,
+                           exact_norm=spec.exact_teacher_norm)
     n = n_samples(spec.alpha, spec.d)
     g = prepare(teacher, sample(teacher, n, generator(spec.seed, "train")))
     Q0 = initial_Q(spec.init, teacher, p.r, generator(spec.seed, "init"), spec.train.random_scale)

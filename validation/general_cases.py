@@ -29,15 +29,8 @@ OBSERVABLES = ("m_norm", "abs_theta", "q", "eps_g", "e_t")
 
 @dataclass(frozen=True)
 class SuiteCase:
-    """One model of the suite.
-
-    Attributes:
-        key: short name (``"a"``), used in file names and tables.
-        title: what the case varies, for the report.
-        params: the model (omega included).
-        alphas: the alphas of a rank-r case, and the fallback of a rank-1 case without alpha_c or semantic end.
-        alphas_note: why a rank-r case runs at ``alphas`` (the report prints it).
-    """
+    """One model of the suite: its ``key`` (``"a"``) and ``title`` in the tables, the model, the ``alphas`` of a
+    rank-r case (the fallback of a rank-1 case without alpha_c or semantic end) and why (``alphas_note``)."""
 
     key: str
     title: str
@@ -70,22 +63,17 @@ class GeneralPlan:
     """Everything ``validate --suite general`` runs.
 
     Attributes:
-        quick: the reduced plan.
-        d: embedding dimension of every run.
-        seeds: seeds per (case, alpha, init).
-        cases: the models.
-        grid: alpha grid of the theory (phase boundaries and both branches).
-        n_test, device, dtype: as in :class:`attnphase.validation.experiments.SimSpec`.
+        quick, d, seeds, cases: the reduced plan, the dimension of every run, the seeds per (case, alpha, init), the
+            models; grid: the alpha grid of the theory (phase boundaries and both branches).
+        n_test, device, dtype, train: as in :class:`attnphase.validation.experiments.SimSpec`.
         theory: accuracy of the numerics calls; theory_workers: processes computing it.
         trend_ds: smaller dimensions at which a (case, alpha, start) that disagrees with the theory is run
             again (same seeds): the finite-size trend of the gap.
         rank_quadrature: the Sobol rule of the rank-r solves; their other settings are the solver's defaults,
-            those of ``attnphase solve --rank`` (tol 1e-10: at tol 1e-8 the mixed solve of case (d) at
-            alpha = 2 stalled at residual 0.04 on sobol11 and sobol12, measured; at 1e-10 it converges).
+            those of ``attnphase solve --rank`` (tol 1e-10).
         aligned_max_L: the largest L whose rank-1 cases get the aligned-prox points
             (:mod:`attnphase.validation.basin_theory`); the quick plan stops at L = 2 (at L = 3 a positional aligned
-            solve takes minutes: every SE step is a full proximal search; about 4-5 min on 2 cores).
-        train: the optimiser and stopping rule of every run (``--grad-tol``, ``--max-steps``).
+            solve takes minutes).
     """
 
     quick: bool
@@ -131,13 +119,11 @@ def general_plan(quick: bool = False, d: int | None = None, seeds: int | None = 
                  dtype: str = "float64", cases: tuple[SuiteCase, ...] = GENERAL_CASES,
                  train: TrainConfig | None = None) -> GeneralPlan:
     """The suite's plan: quick (d = 200, 3 seeds, coarse theory; minutes on 2 cores) or full (d = 1000, 4 seeds)."""
+    d = d or (200 if quick else 1000)
+    common = dict(quick=quick, d=d, cases=cases, device=device, dtype=dtype, train=train or TrainConfig(),
+                  trend_ds=tuple(x for x in (d // 4, d // 2) if x >= 10))
     if quick:
-        d = d or 200
-        return GeneralPlan(quick=True, d=d, seeds=tuple(range(seeds or 3)), cases=cases, n_test=4000, device=device,
-                           dtype=dtype, train=train or TrainConfig(),
-                           theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2), aligned_max_L=2,
-                           trend_ds=tuple(x for x in (d // 4, d // 2) if x >= 10))
-    d = d or 1000
-    return GeneralPlan(quick=False, d=d, seeds=tuple(range(seeds or 4)), cases=cases, train=train or TrainConfig(),
-                       grid=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0), device=device, dtype=dtype,
-                       theory=TheorySettings(xtol=1e-3), trend_ds=tuple(x for x in (d // 4, d // 2) if x >= 10))
+        return GeneralPlan(**common, seeds=tuple(range(seeds or 3)), n_test=4000, aligned_max_L=2,
+                           theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2))
+    return GeneralPlan(**common, seeds=tuple(range(seeds or 4)), theory=TheorySettings(xtol=1e-3),
+                       grid=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0))

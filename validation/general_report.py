@@ -1,18 +1,6 @@
-"""Figure, ``report.md`` and ``summary.json`` of ``attnphase validate --suite general``.
-
-Input: the summary dict of :func:`attnphase.validation.general_suite.run_general_suite`.
-Output in ``out_dir``:
-
-* ``general_suite.png`` -- one column per case: the theory's semantic |theta| and positional |m|
-  (top) and both branches' eps_g (bottom) against alpha, each branch drawn only where it exists with
-  its end marked by a tick up from the x axis, alpha_c (or the landmark used instead) dotted, and the gradient-descent means
-  +- std from each start, the aligned-prox fixed points (rank 1) as open diamonds; for a rank-r case the converged rank-r fixed points at its alphas (semantic,
-  positional, mixed: stars, the mixed point's |theta| and |m| both) and GD's |theta| and |m| from each start;
-* ``report.md`` -- per case the model, the landmark, and one table row per (alpha, start) with the
-  simulated mean +- std, the theory's fixed point reached from the same start and the verdict; for the
-  rank-r cases a second table against the mixed fixed point; for the rank-1 cases a table against the
-  aligned-prox fixed points (the basin of the start);
-* ``summary.json``.
+"""Figure (``general_suite.png``, :func:`plot_general`), ``report.md`` (:func:`render_general_markdown`) and
+``summary.json`` of ``attnphase validate --suite general``, from the summary dict of
+:func:`attnphase.validation.general_suite.run_general_suite`.
 """
 
 from __future__ import annotations
@@ -22,10 +10,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .branch_segments import drawn_end, existing_segments
-from .agreement import REL_TOL
-from .basin_theory import aligned_verdict
-from .plots import _plt, mark_end, tiny_bars
+from .agreement import REL_TOL, _nan
+from .basin_theory import rule_verdict
+from .plots import _plt, plot_theory_branch, tiny_bars
 from .output_names import summary_for_output
 from .report import _convergence_lines, _jsonable, _pm, _pmv
 
@@ -40,23 +27,10 @@ def _f(x: Any, fmt: str = ".4g") -> str:
     return format(x, fmt)
 
 
-def _num(x: Any) -> float:
-    return math.nan if x is None else float(x)
-
-
 def _theory_lines(ax: Any, theory: dict[str, Any], obs_by_branch: dict[str, str]) -> None:
     for branch, obs in obs_by_branch.items():
-        c = theory["curves"].get(f"{branch}/global")
-        if c is None:
-            continue
-        end = math.nan if c.get("end") is None else float(c["end"])
-        color = _STYLE[branch][1]
-        for i, (a, v) in enumerate(existing_segments(c["records"], branch, end, obs, absolute=True)):
-            ax.plot(a, v, color=color, lw=1.5, marker="." if len(a) == 1 else None,
-                    label=f"theory {branch}" if i == 0 else None)
-        at = drawn_end(c["records"], branch, end)
-        if at is not None:
-            mark_end(ax, at, color, label=f"{branch} branch ends")
+        plot_theory_branch(ax, theory, f"{branch}/global", obs, _STYLE[branch][1], "-", branch, absolute=True,
+                           ms=None, end_label=f"{branch} branch ends")
 
 
 def _invariant_points(top: Any, bottom: Any, theory: dict[str, Any]) -> None:
@@ -83,12 +57,10 @@ def _aligned_points(top: Any, bottom: Any, rows: list[dict[str, Any]]) -> None:
     """The aligned-prox fixed points on the start's branch (diamonds): the start's overlap above, eps_g below."""
     for init, (_, color) in _STYLE.items():
         pts = [r["aligned"] for r in rows if r["init"] == init and (r.get("aligned") or {}).get("exists")]
-        obs = "abs_theta" if init == "semantic" else "m_norm"
         if pts:
-            top.plot([p["alpha"] for p in pts], [p[obs] for p in pts], "D", color=color, ms=7, mfc="none", mew=1.5,
-                     ls="none", label=f"SE aligned prox, {init}")
-            bottom.plot([p["alpha"] for p in pts], [p["eps_g"] for p in pts], "D", color=color, ms=7, mfc="none",
-                        mew=1.5, ls="none", label=f"SE aligned prox, {init}")
+            for ax, obs in ((top, "abs_theta" if init == "semantic" else "m_norm"), (bottom, "eps_g")):
+                ax.plot([p["alpha"] for p in pts], [p[obs] for p in pts], "D", color=color, ms=7, mfc="none", mew=1.5,
+                        ls="none", label=f"SE aligned prox, {init}")
 
 
 def figure_legend_entries(axes: Any) -> tuple[list[Any], list[str]]:
@@ -108,7 +80,10 @@ def _is_rank(theory: dict[str, Any] | None) -> bool:
 
 
 def plot_general(summary: dict[str, Any], path: Path) -> None:
-    """``general_suite.png`` (module docstring)."""
+    """``general_suite.png``, one column per case against alpha: the theory's semantic |theta| and positional |m|
+    (top) and eps_g (bottom), each branch only where it exists, its end ticked; the landmark dotted; GD's means
+    +- std from each start; the aligned-prox points (open diamonds); a rank-r case's converged points (stars,
+    the mixed point's |theta| and |m| both)."""
     plt = _plt()
     cases = summary["cases"]
     fig, axes = plt.subplots(2, len(cases), figsize=(3.6 * len(cases), 7), squeeze=False)
@@ -123,7 +98,7 @@ def plot_general(summary: dict[str, Any], path: Path) -> None:
             bottom.axhline(th["eps_lin"], color="C4", lw=1, label="eps_lin")
         else:
             top.text(0.5, 0.92, "theory pending", transform=top.transAxes, ha="center", fontsize=9)
-        if math.isfinite(_num(case["landmark"])):
+        if math.isfinite(_nan(case["landmark"])):
             for ax in (top, bottom):
                 ax.axvline(case["landmark"], color="grey", ls=":", lw=1)
         for init, (marker, color) in _STYLE.items():
@@ -169,17 +144,14 @@ def table_lines(summary: dict[str, Any]) -> list[str]:
                 verdict += " (" + ", ".join(o for o, ok in r["agrees"].items() if ok is False) + ")"
             if r.get("mixed_agrees") and all(r["mixed_agrees"].values()):
                 verdict += "; GD at the mixed point (agrees with it)"
-            if r["status"] != "agrees" and aligned_verdict(r.get("aligned_agrees")) == "agrees":
+            if r["status"] != "agrees" and rule_verdict(r.get("aligned_agrees")) == "agrees":
                 verdict += "; agrees with the aligned-prox SE (the basin GD keeps)"
+            reached = _reached(th)
             if th and not th["converged"]:
-                reached = "not converged" + (f" (residual {th['residual']:.2g})" if th.get("residual") is not None else "")
                 th = {}
             elif th:
-                reached = th["branch_reached"] + ("" if th.get("exists", True) else f" (past the {r['init']} branch end)")
-                if th.get("tries"):
-                    reached += f" (on {th['quadrature']}; {'; '.join(th['tries'])})"
-            else:
-                reached = "--"
+                reached += "" if th.get("exists", True) else f" (past the {r['init']} branch end)"
+                reached += f" (on {th['quadrature']}; {'; '.join(th['tries'])})" if th.get("tries") else ""
             lines.append(f"| ({case['key']}) | {r['alpha']} | {r['side'] or '--'} | {r['init']} | {r['n_runs']} "
                          f"({r['n_converged']}) | {name} {_pm(r, obs)} | {_f(th.get(obs))} | {_pm(r, 'eps_g')} | "
                          f"{_f(th.get('eps_g'))} | {reached} | {verdict} |")
@@ -190,7 +162,7 @@ def _reached(th: dict[str, Any] | None) -> str:
     if not th:
         return "--"
     if not th["converged"]:
-        return f"not converged (residual {th['residual']:.2g})"
+        return "not converged" + (f" (residual {th['residual']:.2g})" if th.get("residual") is not None else "")
     return th["branch_reached"]
 
 
@@ -203,13 +175,7 @@ def mixed_table_lines(summary: dict[str, Any]) -> list[str]:
             continue
         for r in sorted(case["rows"], key=lambda r: (r["alpha"], r["init"])):
             mx = r.get("mixed") or {}
-            ok = r.get("mixed_agrees") or {}
-            if any(v is None for v in ok.values()) or not ok:
-                verdict = "no mixed point"
-            elif all(ok.values()):
-                verdict = "agrees"
-            else:
-                verdict = "disagrees (" + ", ".join(o for o, v in ok.items() if v is False) + ")"
+            verdict = rule_verdict(r.get("mixed_agrees"), "no mixed point")
             vals = mx if mx.get("converged") else {}
             lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {_pm(r, 'abs_theta')} | {_pm(r, 'm_norm')} | "
                          f"{_pm(r, 'eps_g')} | {_f(vals.get('abs_theta'))} | {_f(vals.get('m_norm'))} | "
@@ -233,7 +199,7 @@ def aligned_table_lines(summary: dict[str, Any]) -> list[str]:
             lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | "
                          f"{'abs(theta)' if obs == 'abs_theta' else 'abs(m)'} {_pm(r, obs)} | {_f(vals.get(obs))} | "
                          f"{_pm(r, 'eps_g')} | {_f(vals.get('eps_g'))} | {reached} | {r['status']} | "
-                         f"{aligned_verdict(r.get('aligned_agrees'))} |")
+                         f"{rule_verdict(r.get('aligned_agrees'))} |")
     return lines
 
 
@@ -241,15 +207,13 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
     """The text of ``report.md`` of the general suite."""
     plan = summary["plan"]
     lines = [
-        "# The general model: gradient descent against the theory",
-        "",
+        "# The general model: gradient descent against the theory", "",
         f"Generated by `attnphase validate --suite general{' --quick' if plan['quick'] else ''}`. d = {plan['d']}, "
         f"{len(plan['seeds'])} seeds per point, {plan['n_test']} fresh test samples per run, dtype {plan['dtype']}. "
         f"{summary['n_simulations']} simulations ({summary['simulation_seconds']:.0f} s), theory "
         f"{summary['theory_seconds']:.0f} s in {plan['theory_workers']} worker processes "
         f"({summary['theory_jobs_cached']} job(s) from the cache); wall time {summary['wall_seconds']:.0f} s. "
-        f"All runs converged: {summary['all_converged']}.",
-        "",
+        f"All runs converged: {summary['all_converged']}.", "",
         f"Each case is run from the semantic and the positional start at a grid alpha at or below "
         f"0.85 alpha_c and one at or above 1.2 alpha_c (alpha_c from the state evolution, global proximal map; "
         f"the rank-r cases at their own alphas, see below). "
@@ -260,9 +224,7 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
         f"theory point: 'not converged' with its residual where known, no number. A row with a gradient-descent "
         f"run that did not reach the gradient tolerance is never counted as agreement ('GD not converged').",
         *_convergence_lines(summary)[1:],
-        "",
-        "## Cases",
-        "",
+        "", "## Cases", "",
     ]
     for case in summary["cases"]:
         p = case["params"]
@@ -283,7 +245,7 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
         lines.append(f"  Theory: alpha_c = {_f(th['alpha_c'].get('global'), '.4f')}, alpha_l = "
                      f"{_f(th['alpha_l'].get('global'), '.4f')}, semantic branch ends at {_f(sem_end, '.3f')}, "
                      f"positional at {_f(pos_end, '.3f')}, eps_lin = {_f(th['eps_lin'], '.5g')}; runs straddle the "
-                     f"{case['landmark_kind']} = {_f(_num(case['landmark']), '.4f')}"
+                     f"{case['landmark_kind']} = {_f(_nan(case['landmark']), '.4f')}"
                      + (f". Notes: {'; '.join(th['notes'].get('global', ()))}" if th["notes"].get("global") else "")
                      + ".")
     lines += ["", "## Gradient descent against the theory", ""] + table_lines(summary)

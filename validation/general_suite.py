@@ -1,32 +1,12 @@
-"""``attnphase validate --suite general``: gradient descent against the theory for the general model.
+"""``attnphase validate --suite general``: gradient descent against the theory for the general model of
+docs/model.md section 7, case by case (docs/validation.md, "``validate --suite general``").
 
-The general model of docs/model.md section 7 (any L, per-token sigma_l, positional Gram P,
-row-stochastic A, student rank r, teacher rank r*) checked case by case. Each
-:class:`SuiteCase` is one model; for each, gradient descent starts from the semantic and from the
-positional initialisation at alphas on both sides of the model's ``alpha_c``, and the run means
-are compared with the state evolution's fixed point reached from the same start (the agreement
-rule of :mod:`attnphase.validation.agreement`: 2 standard errors + 10 %).
-
-The alphas come from the theory: the suite first computes ``phase_boundaries`` (global proximal
-map) over a grid for every case whose theory exists, then takes the largest grid alpha at or below
-``BELOW * alpha_c`` and the smallest at or above ``ABOVE * alpha_c`` (:mod:`.suite_alphas`). Where the model has no
-``alpha_c`` (the branches never coexist on the grid) the semantic branch's end takes its place and
-the report says so.
-
-A case with r >= 2 or r* >= 2 (:func:`is_rank_case`) is compared with the rank-r state evolution
-(:mod:`attnphase.validation.invariant_points`): at each of its stated ``alphas`` (``alphas_note`` says why
-those), the fixed point ``solve`` reaches from the start's branch (semantic start -> semantic
-branch, positional -> positional), by the same rotation invariants and rule, and beside it the mixed
-fixed point (one positional, one semantic direction), which the row's runs are also checked against
-(``mixed_agrees``): a rank-2 student's gradient descent may land there from either start.  A solve that
-did not converge is no theory point (its residual is reported).
-
-A rank-1 case's rows are also compared, by the same rule, with the state evolution of the ``aligned`` proximal
-map from the same start (:mod:`attnphase.validation.basin_theory`: the basin gradient descent keeps from its start,
-where the global-prox point is another), up to ``GeneralPlan.aligned_max_L``.
-
-The cases and the plan are :mod:`attnphase.validation.general_cases` (extending the suite: add a ``SuiteCase``
-there); this module runs them and puts the runs beside the theory.
+For each :class:`SuiteCase` gradient descent starts from the semantic and the positional initialisation at alphas
+on both sides of the model's ``alpha_c`` (:mod:`.suite_alphas`), and the run means are compared, by the agreement
+rule of :mod:`attnphase.validation.agreement`, with the state evolution's fixed point reached from the same start:
+the rank-1 global-prox curves, or for a rank-r case (:func:`is_rank_case`) the rank-r ``solve`` points with the
+mixed point beside them (:mod:`attnphase.validation.invariant_points`); a rank-1 case also with the aligned-prox
+point (:mod:`attnphase.validation.basin_theory`) up to ``GeneralPlan.aligned_max_L``.
 """
 
 from __future__ import annotations
@@ -37,11 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .agreement import all_runs_converged, within_rule
 from .basin_theory import aligned_config, aligned_task, has_aligned_theory
 from .branch_segments import exists_at
+from .campaign import seed_means
 from .experiments import SimResult, SimSpec, run_simulation
 from .invariant_points import POINT_BRANCHES, InvariantPoints, point_config, point_task
 from .reference import TheoryAtOmega
@@ -50,32 +29,10 @@ from .rule_retry import SolveJob
 from .suite_alphas import alphas_around, landmark
 
 
-# --- aggregation -------------------------------------------------------------------------------
-
-def _value(r: SimResult, obs: str) -> float:
-    if obs == "abs_theta":
-        return abs(r.theta)
-    if obs == "m_norm":
-        return r.m_norm
-    return float(getattr(r, obs))
-
-
-def _means(rs: list[SimResult], observables: Any) -> dict[str, float]:
-    """``<obs>_mean`` and ``<obs>_std`` (over the runs ``rs``, ddof 1; 0 for one run) of each of ``observables``."""
-    out = {}
-    for obs in observables:
-        v = np.array([_value(r, obs) for r in rs], dtype=float)
-        out[f"{obs}_mean"], out[f"{obs}_std"] = float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
-    return out
-
-
 def theory_point(theory: TheoryAtOmega | InvariantPoints | None, init: str, alpha: float) -> dict[str, Any] | None:
-    """The theory's fixed point reached from ``init``'s start at ``alpha`` (global prox), or None.
-
-    ``exists``: it is the start's branch (converged, its family, on the branch's side of its end); a point
-    past the end (e.g. a noise-level theta below the semantic end) is still the fixed point the state
-    evolution reaches from that start, and is compared as such (the report says which it is).  For a
-    rank-r theory: the ``solve`` point on the start's branch (:func:`attnphase.validation.invariant_points.invariant_point`)."""
+    """The theory's fixed point reached from ``init``'s start at ``alpha`` (global prox; for a rank-r theory the
+    ``solve`` point on the start's branch), or None.  ``exists``: it is the start's branch (converged, its family,
+    on the branch's side of its end); a point past the end is still compared (the report says which it is)."""
     if isinstance(theory, InvariantPoints):
         return theory.point(alpha, init)
     if theory is None or (init, "global") not in theory.curves:
@@ -109,10 +66,9 @@ def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega |
               mark: tuple[float, str], aligned: dict[tuple[float, str], dict[str, Any]] | None = None,
               ) -> list[dict[str, Any]]:
     """Mean and std over seeds per (alpha, init), the theory beside them and the verdict per compared observable;
-    for a rank-r theory also the mixed fixed point (``mixed``) and the rule against it (``mixed_agrees`` on
-    :data:`MIXED_COMPARED`, None where the mixed solve did not converge onto a mixed point); where ``aligned``
-    has the (alpha, init) point of the aligned proximal map (:mod:`attnphase.validation.basin_theory`), that
-    point (``aligned``) and the rule against it (``aligned_agrees``, None where it is not on the start's branch)."""
+    also the mixed point of a rank-r theory and the aligned-prox point where ``aligned`` has it (``mixed``,
+    ``aligned``) with the rule against each (``mixed_agrees``, ``aligned_agrees``: None where it is no point on
+    the branch)."""
     groups: dict[tuple[float, str], list[SimResult]] = {}
     for r in results:
         groups.setdefault((r.alpha, r.init), []).append(r)
@@ -123,7 +79,7 @@ def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega |
                                "grad_norm_max": max(r.grad_norm for r in rs), "steps_max": max(r.steps for r in rs),
                                "side": ("below" if alpha < mark[0] else "above") if math.isfinite(mark[0]) else "",
                                "theory": theory_point(theory, init, alpha)}
-        row.update(_means(rs, OBSERVABLES))
+        row.update(seed_means(rs, OBSERVABLES))
         row["agrees"] = _compare(row, row["theory"], COMPARED[init])
         if isinstance(theory, InvariantPoints):
             mixed = theory.point(alpha, "mixed")
@@ -141,8 +97,6 @@ def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega |
         rows.append(row)
     return rows
 
-
-# --- the run -----------------------------------------------------------------------------------
 
 def _run_specs(specs: list[SimSpec], bar: Any) -> list[SimResult]:
     out = []
@@ -259,7 +213,7 @@ def finite_size_trend(plan: GeneralPlan, case: SuiteCase, row: dict[str, Any], r
         rs = [r for r in runs if r.alpha == row["alpha"] and r.init == row["init"]] if d == plan.d else \
             _run_specs([plan.spec(case, row["alpha"], row["init"], s, d=d) for s in plan.seeds], bar)
         compared = dict.fromkeys(COMPARED[row["init"]] + (MIXED_COMPARED if "mixed_agrees" in row else ()))
-        out.append({"d": d, "n": len(rs), **_means(rs, compared)})
+        out.append({"d": d, "n": len(rs), **seed_means(rs, compared)})
     return out
 
 

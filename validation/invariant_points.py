@@ -1,26 +1,17 @@
 """Fixed points summarised by their rotation invariants: the theory of ``validate --suite general``'s rank-r cases.
 
-For a case with r >= 2 or r* >= 2 (docs/model.md section 7) the theory a gradient-descent run is
-compared with is the rank-r fixed point :func:`~attnphase.numerics.se.state_evolution.solve` reaches from the
-start's branch at the run's alpha -- what ``attnphase solve --rank R --teacher-rank R* --branch B``
-computes -- and, beside it, the *mixed* fixed point (one positional and one semantic direction), where a
-rank-2 student's gradient descent lands from either start (docs/validation.md).  One task per
-(model, alpha, branch) on the execution layer, kept in the suite's store.
+For a case with r >= 2 or r* >= 2 a run is compared with the rank-r fixed point
+:func:`~attnphase.numerics.se.state_evolution.solve` reaches from the start's branch at the run's alpha
+(``attnphase solve --rank R --teacher-rank R* --branch B``) and with the *mixed* fixed point; one task per
+(model, alpha, branch), tried once more on the next scrambling of the rule where it misses the branch
+(:func:`~attnphase.validation.rule_retry.solve_on_branch`).  A point carries the invariants (docs/model.md
+section 7)::
 
-A fixed point is summarised by the rotation invariants the suite measures on gradient descent at
-r >= 2 (docs/model.md section 7):
+    abs_theta = |Q^T Q*|_F / d = (sum_a s_a(th0)^2)^(1/2),   m_norm = (sum_l |m_l|^2)^(1/2),   q = Tr q0,
 
-    abs_theta = |Q^T Q*|_F / d = (sum_a s_a(th0)^2)^(1/2),   m_norm = (sum_l |m_l|^2)^(1/2),
-    q = Tr q0,   eps_g,   e_t,
-
-and by its status: ``converged`` with its ``residual``, and ``branch_reached`` (the label of the point:
-semantic / positional / mixed / agnostic, :func:`~attnphase.numerics.se.overlaps.branch_label`).  A
-point that did not converge carries no observables (``None``): it is no theory point.  A point on the
-requested branch whose order parameter is below the rank-1 sweeps' floor (|theta| < SEMANTIC_THETA_FLOOR,
-|m| < POSITIONAL_M_FLOOR: the rule's noise past the branch's end) does not count as the branch (``exists``
-False), as at r = 1.  A solve that does not converge on the requested branch is tried once more on the
-next independent scrambling of the rule (:func:`~attnphase.validation.rule_retry.solve_on_branch`), as the
-aligned-prox points are (:mod:`attnphase.validation.basin_theory`); ``quadrature`` and ``tries`` say which rule and what the first gave.
+eps_g, e_t, ``converged`` with its ``residual`` and ``branch_reached``; one that did not converge carries no
+observables (``None``), one below the rank-1 sweeps' floor of its branch's order parameter is not the branch
+(``exists`` False).
 """
 
 from __future__ import annotations
@@ -46,12 +37,8 @@ def _above_floor(out: dict[str, Any], branch: str) -> bool:
     mixed: both)."""
     from attnphase.numerics.phase.branch_end import POSITIONAL_M_FLOOR, SEMANTIC_THETA_FLOOR
 
-    ok = True
-    if branch in ("semantic", "mixed"):
-        ok = ok and out["abs_theta"] >= SEMANTIC_THETA_FLOOR
-    if branch in ("positional", "mixed"):
-        ok = ok and out["m_norm"] >= POSITIONAL_M_FLOOR
-    return ok
+    return ((branch not in ("semantic", "mixed") or out["abs_theta"] >= SEMANTIC_THETA_FLOOR)
+            and (branch not in ("positional", "mixed") or out["m_norm"] >= POSITIONAL_M_FLOOR))
 
 
 def invariant_point(fp: Any, requested: str, seconds: float = math.nan) -> dict[str, Any]:

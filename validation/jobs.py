@@ -1,13 +1,8 @@
-"""The ``validate`` campaign as tasks of the execution layer, and its dataset.
+"""The ``validate`` campaign as tasks of the execution layer, and its dataset ``validation.nc``.
 
-Tasks (:mod:`attnphase.execution`): one per simulation -- a (d, alpha, omega, init, seed)
-:class:`~attnphase.validation.experiments.SimSpec` -- and one per theory omega
-(:func:`~attnphase.validation.reference.theory_at_omega`: the boundaries and the branches over the
-plan's alpha grid).  Keys hash the spec (or the theory job) and the code of the theory, numerics and
-validation layers.  The dataset ``validation.nc`` has the runs on dimensions
-``(d, omega, alpha, init, seed)`` -- m, theta, q, eps_g (with its test-set standard error), e_t,
-eps_lin, converged, steps -- their means over seeds with the standard error ``err_<obs>``, and the
-theory on ``(omega, alpha, branch, prox)``.
+One task per simulation (a :class:`~attnphase.validation.experiments.SimSpec`) and one per theory omega
+(:func:`~attnphase.validation.reference.theory_at_omega`); keys hash the spec (or the theory job) and the code of
+the theory, numerics and validation layers.  The dataset: :func:`validation_dataset`.
 """
 
 from __future__ import annotations
@@ -46,21 +41,22 @@ def simulation_task(spec: SimSpec, version: str | None = None) -> Task:
 
 
 def theory_job(job: tuple[Any, ...]) -> TheoryAtOmega:
-    """theory_at_omega(params, alphas, boundaries, extra_curves, settings) (no cache: the store keeps it)."""
-    return theory_at_omega(*job[:5])
+    """theory_at_omega(params, alphas, boundaries, extra_curves, settings)."""
+    return theory_at_omega(*job)
 
 
 def theory_task(job: tuple[Any, ...], version: str | None = None) -> Task:
-    params, alphas, boundaries, extra, settings = job[:5]
+    params, alphas, boundaries, extra, settings = job
     identity = {"params": params.to_dict(), "alphas": list(alphas), "boundaries": list(boundaries),
                 "extra_curves": [list(c) for c in extra], "settings": asdict(settings)}
     return Task(task_key(theory_job, identity, version or validation_version()), f"theory omega={params.omega:g}",
-                theory_job,
-                tuple(job[:5]))
+                theory_job, tuple(job))
 
 
 def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAtOmega], attrs: dict[str, Any]):
-    """The runs, their seed means with standard errors, and the theory curves (module docstring)."""
+    """The runs on ``(d, omega, alpha, init, seed)`` (m, theta, q, eps_g with its test-set standard error, e_t,
+    eps_lin, converged, steps), their seed means with the standard errors ``err_<obs>``, and the theory on
+    ``(omega, alpha, branch, prox)``."""
     import xarray as xr
 
     axes = {"d": sorted({r.d for r in results}), "omega": sorted({r.omega for r in results}),

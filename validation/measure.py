@@ -1,21 +1,9 @@
-"""Finite-d observables of a trained student (docs/model.md section 1), in the numerics' units.
-
-* ``m = p_1 . Q / sqrt(d)`` (positional overlap),
-* ``theta = Q . Q* / d`` (semantic overlap, model units: the per-token
-  ``theta_l`` of docs/model.md section 2 is ``sigma_l^2 theta``),
-* ``q = |Q|^2 / d``,
-* the rotation invariants of docs/model.md section 7 (any rank): the eigenvalues of
-  ``q0 = Q^T Q / d`` (``r x r``), the singular values of ``th0 = Q^T Q* / d`` (``r x r*``)
-  and the norms ``|m_l|`` of ``m_l = Q^T p_l / sqrt(d)`` (``l = 1..L``), all unchanged by
-  ``Q -> Q O`` (``O`` orthogonal) and ``Q* -> Q* O*``,
-* ``eps_g = E (1 / 2d) |y - f(X)|^2`` estimated on fresh samples,
-* ``e_t = R(Q) / d`` on the training set,
-* ``eps_lin``: the same test error for the least-squares linear baseline
-  fitted on the training set, on the same fresh samples.
-
-For ranks ``r = r* = 1`` the overlaps ``m``, ``theta`` are signed scalars. Otherwise they are
-reported as norms: ``m = |Q^T p_1| / sqrt(d)``, ``theta = |Q^T Q*|_F / d`` and
-``q = |Q|_F^2 / d = Tr q0``.
+"""Finite-d observables of a trained student (docs/model.md section 1, in the numerics' units; docs/validation.md,
+"Choices worth knowing"): ``m = p_1 . Q / sqrt(d)``, ``theta = Q . Q* / d``, ``q = |Q|^2 / d`` (signed at
+``r = r* = 1``; otherwise ``m = |Q^T p_1| / sqrt(d)``, ``theta = |Q^T Q*|_F / d``, ``q = Tr q0``), the rotation
+invariants of docs/model.md section 7 (eigenvalues of ``q0 = Q^T Q / d``, singular values of ``th0 = Q^T Q* / d``,
+norms of ``m_l = Q^T p_l / sqrt(d)``), ``e_t = R(Q) / d`` on the training set, and ``eps_g`` and ``eps_lin`` (the
+least-squares linear baseline fitted on the training set) on the same fresh samples.
 """
 
 from __future__ import annotations
@@ -31,14 +19,8 @@ from .students import GramData, attention_losses, linear_losses, prepare, risk
 
 @dataclass(frozen=True)
 class Overlaps:
-    """Order parameters of ``Q`` at finite d (module docstring).
-
-    Attributes:
-        m, theta, q: the scalar overlaps (signed at ``r = r* = 1``, norms otherwise).
-        m_norms: ``|m_l|``, ``l = 1..L``.
-        q0_eigenvalues: eigenvalues of ``q0 = Q^T Q / d``, descending (``r`` values).
-        theta_singular_values: singular values of ``th0 = Q^T Q* / d``, descending (``min(r, r*)`` values).
-    """
+    """Order parameters of ``Q`` at finite d (module docstring): ``m``, ``theta``, ``q``, the norms ``|m_l|``, the
+    eigenvalues of ``q0`` and the singular values of ``th0`` (both descending)."""
 
     m: float
     theta: float
@@ -55,11 +37,8 @@ class Overlaps:
 
 @dataclass(frozen=True)
 class TestErrors:
-    """Monte-Carlo test errors on ``n_test`` fresh samples, with standard errors.
-
-    ``delta`` is ``eps_g - eps_lin`` per sample (paired), its standard error
-    ``delta_se`` is much smaller than either one's.
-    """
+    """Monte-Carlo test errors on ``n_test`` fresh samples, with standard errors; ``delta_se``: that of the paired
+    per-sample difference ``eps_g - eps_lin``, much smaller than either one's."""
 
     eps_g: float
     eps_g_se: float
@@ -80,11 +59,9 @@ def overlaps(Q: torch.Tensor, teacher: Teacher) -> Overlaps:
     M = teacher.positions @ Q / math.sqrt(d)  # (L, r): row l is m_l
     th0 = Q.T @ teacher.Qstar / d  # (r, r*)
     q0 = Q.T @ Q / d  # (r, r)
-    invariants = dict(
-        m_norms=_floats(torch.linalg.vector_norm(M, dim=1)),
-        q0_eigenvalues=_floats(torch.linalg.eigvalsh(q0.double()).flip(0)),
-        theta_singular_values=_floats(torch.linalg.svdvals(th0.double())),
-    )
+    invariants = dict(m_norms=_floats(torch.linalg.vector_norm(M, dim=1)),
+                      q0_eigenvalues=_floats(torch.linalg.eigvalsh(q0.double()).flip(0)),
+                      theta_singular_values=_floats(torch.linalg.svdvals(th0.double())))
     q = float(torch.trace(q0))
     if Q.shape[1] == 1 and teacher.r_star == 1:
         return Overlaps(float(M[0, 0]), float(th0[0, 0]), q, **invariants)
@@ -97,19 +74,10 @@ def training_objective(Q: torch.Tensor, g: GramData, lam: float) -> float:
         return float(risk(Q, g, lam)) / g.d
 
 
-def test_errors(
-    Q: torch.Tensor,
-    B: torch.Tensor,
-    teacher: Teacher,
-    generator: torch.Generator,
-    n_test: int = 10000,
-    chunk: int = 2000,
-) -> TestErrors:
-    """Test errors of the attention student ``Q`` and the linear baseline ``B`` on fresh samples.
-
-    Samples are drawn in chunks of ``chunk`` from ``generator`` so memory stays
-    at ``chunk * L * d`` numbers.
-    """
+def test_errors(Q: torch.Tensor, B: torch.Tensor, teacher: Teacher, generator: torch.Generator, n_test: int = 10000,
+                chunk: int = 2000) -> TestErrors:
+    """Test errors of the attention student ``Q`` and the linear baseline ``B`` on ``n_test`` fresh samples, drawn
+    from ``generator`` in chunks of ``chunk`` (memory: ``chunk * L * d`` numbers)."""
     if n_test < 2:
         raise ValueError(f"n_test must be >= 2, got {n_test}")
     att, lin = [], []

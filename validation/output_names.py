@@ -1,18 +1,9 @@
 """The names of ``validate``'s outputs (``summary.json``, ``--json``), under the one rule of every output of the tool.
 
 The campaign's code keeps its working names (``a_se``, ``<obs>_std``, a run's ``eps_g_se``); what is written is
-renamed here, once, by :func:`with_output_names`:
-
-* an error bar is ``err_<name>``: ``<name>_se`` and ``<name>_err`` become ``err_<name>`` (``a_se`` -> ``err_a``,
-  ``extrapolated_se`` -> ``err_extrapolated``, ``fit_a_se`` -> ``err_fit_a``, a run's ``eps_g_se`` ->
-  ``err_eps_g``); the AMP rows' bare ``se`` (the standard error of ``mean_abs_m``) -> ``err_mean_abs_m``;
-* a standard deviation over the seeds is no error bar: ``<obs>_std`` -> ``sd_<obs>`` (the AMP rows' bare ``std``
-  -> ``sd_abs_m``), sd = sqrt(sum_s (x_s - mean)^2 / (n - 1)) over the n_runs seeds; the mean's error bar is
-  sd / sqrt(n_runs);
-* a distance in error bars is ``z``: ``distance_se`` = |a - theory| / err_a -> ``z`` (the AMP rows' ``z`` is
-  (mean - q0) / err_mean_abs_m).
-
-:data:`VARIABLES` states these forms; ``summary.json`` carries it as its ``variables`` entry (the file's attributes).
+renamed here, once (:func:`with_output_names`): an error bar ``<name>_se`` or ``<name>_err`` is ``err_<name>``, a
+standard deviation over the seeds ``<obs>_std`` is ``sd_<obs>``, a distance in error bars ``distance_se`` is ``z``,
+the AMP rows' bare ``se`` and ``std`` are ``err_mean_abs_m`` and ``sd_abs_m``; :data:`VARIABLES` states these forms.
 """
 
 from __future__ import annotations
@@ -68,6 +59,3 @@ def summary_for_output(summary: dict[str, Any]) -> dict[str, Any]:
     """The summary as ``summary.json`` and ``validate --json`` write it: renamed (:func:`with_output_names`), with
     :data:`VARIABLES` as its ``variables``."""
     return with_output_names(summary) | {"variables": dict(VARIABLES)}
-
-
-__all__ = ["EXPLICIT", "VARIABLES", "output_name", "summary_for_output", "with_output_names"]

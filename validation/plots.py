@@ -1,19 +1,8 @@
-"""Figures of a validation campaign (the only module of the campaign that plots; Agg backend, files only).
-
-Input: the summary dict of :func:`attnphase.validation.campaign.run_campaign` (with ``headline``,
-:func:`attnphase.validation.agreement.headline`, where present).
-
-* ``fig2_alpha_sweep.png`` (:func:`plot_alpha_sweep`) -- |m|, |theta|, eps_g and Delta e_t against alpha:
-  theory (semantic global solid, semantic local dashed, positional global
-  solid, aligned prox thin with diamonds: the basin GD keeps from its start, drawn where it differs from the
-  global-prox branch), each branch drawn only where it exists and its end marked by a tick up from the x axis
-  (:mod:`attnphase.validation.branch_segments`), and simulation means +- std per
-  init, alpha_c and alpha_l marked;
-* ``fig3_heatmap.png`` (:func:`plot_heatmap`) -- simulated Delta e_t over (alpha, omega) with the
-  theory's alpha_c(omega) curve on top, computed at every heat-map omega and at the
-  plan's ``curve_omegas`` in between and beyond, so that it spans the whole map;
-* ``finite_size.png`` (:func:`plot_finite_size`) -- |simulation - theory| against d, and the small-alpha
-  semantic overlap against 1/sqrt(d) with its extrapolation and the global, local and aligned theories.
+"""Figures of a validation campaign from its summary dict (:func:`attnphase.validation.campaign.run_campaign`, with
+its ``headline`` where present); Agg backend, files only.  ``fig2_alpha_sweep.png`` (:func:`plot_alpha_sweep`),
+``fig3_heatmap.png`` (:func:`plot_heatmap`) and ``finite_size.png`` (:func:`plot_finite_size`): docs/validation.md,
+"``validate``"; each theory branch drawn only where it exists, its end marked by a tick up from the x axis
+(:mod:`attnphase.validation.branch_segments`).
 """
 
 from __future__ import annotations
@@ -71,20 +60,21 @@ def say_empty(ax: Any, why: str) -> None:
 
 
 def plot_theory_branch(ax: Any, theory: dict[str, Any], key: str, obs: str, color: str, ls: str, label: str,
-                       absolute: bool = False, marker: str | None = None, lw: float = 1.5) -> None:
+                       absolute: bool = False, marker: str | None = None, lw: float = 1.5, ms: float | None = 4,
+                       end_label: str | None = None) -> None:
     """One theory branch (``key`` = ``"branch/prox"``) drawn only where it exists, its end marked (a tick up
-    from the x axis in the branch's colour); ``marker`` at every grid point where given."""
+    from the x axis in the branch's colour, labelled ``end_label``); ``marker`` at every grid point where given."""
     c = theory["curves"].get(key)
     if c is None:
         return
     branch = key.split("/")[0]
     end = _nan(c.get("end"))
     for i, (a, v) in enumerate(existing_segments(c["records"], branch, end, obs, absolute)):
-        ax.plot(a, v, color=color, ls=ls, lw=lw, marker=marker or ("." if len(a) == 1 else None), ms=4,
+        ax.plot(a, v, color=color, ls=ls, lw=lw, marker=marker or ("." if len(a) == 1 else None), ms=ms,
                 label=f"theory {label}" if i == 0 else None, gid=f"theory_{key}")
     at = drawn_end(c["records"], branch, end)
     if at is not None:
-        mark_end(ax, at, color)
+        mark_end(ax, at, color, end_label)
 
 
 def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
@@ -135,17 +125,14 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
     ax.set_xlabel("alpha")
     ax.set_ylabel("Delta e_t = e_t(sem) - e_t(pos)")
     ax.set_title(tiny_bars(ax, [r["delta_e_t_std"] for r in rows]), fontsize=8, loc="left")
+    ac, al = _nan(th["alpha_c"].get("global")), _nan(th["alpha_l"].get("global"))
     for a in axes.flat:
-        for prox, ls in (("global", ":"),):
-            ac, al = _nan(th["alpha_c"].get(prox)), _nan(th["alpha_l"].get(prox))
-            if not math.isnan(ac):
-                a.axvline(ac, color="grey", ls=ls, lw=1)
-            if not math.isnan(al):
-                a.axvline(al, color="grey", ls="-.", lw=1)
+        for value, ls in ((ac, ":"), (al, "-.")):
+            if not math.isnan(value):
+                a.axvline(value, color="grey", ls=ls, lw=1)
     for a in (axes.flat[0], axes.flat[3]):
         if a.get_legend_handles_labels()[1]:
             a.legend(fontsize=8, loc="best")
-    ac, al = _nan(th["alpha_c"].get("global")), _nan(th["alpha_l"].get("global"))
     d = summary["plan"]["d"]
     at = {k: "not found" if math.isnan(v) else f"{v:.3f}" for k, v in (("c", ac), ("l", al))}
     fig.suptitle(f"GD at d = {d} vs theory, omega = {th['omega']}: alpha_c = {at['c']} (dotted), alpha_l = {at['l']} "
@@ -174,15 +161,8 @@ def aligned_differs(theory: dict[str, Any], branch: str, tol: float = 1e-3) -> b
 
 
 def alpha_c_curve(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """The theory's alpha_c(omega) over the map, by omega: ``summary["alpha_c_curve"]`` (the heat-map and curve
-    omegas), or for an older summary the heat-map omegas' ``heat_theory``."""
-    if summary.get("alpha_c_curve"):
-        return sorted(summary["alpha_c_curve"], key=lambda c: c["omega"])
-    out = []
-    for t in summary["heat_theory"]:
-        prox = "global" if "global" in t["alpha_c"] else next(iter(t["alpha_c"]))
-        out.append({"omega": t["omega"], "alpha_c": t["alpha_c"][prox], "prox": prox})
-    return sorted(out, key=lambda c: c["omega"])
+    """The theory's alpha_c(omega) over the map (the heat-map and curve omegas), by omega."""
+    return sorted(summary["alpha_c_curve"], key=lambda c: c["omega"])
 
 
 def plot_heatmap(summary: dict[str, Any], path: Path):
@@ -242,13 +222,9 @@ def _edges(v: list[float]) -> np.ndarray:
 
 
 def plot_finite_size(summary: dict[str, Any], path: Path):
-    """|simulation - theory| against d (overlaps absolute, eps_g relative), and the small-alpha |theta| against
-    1/sqrt(d); returns the Figure.
-
-    On the log axes a deviation's bar (one standard error of the seed mean) whose lower end is at or below 0
-    is drawn down to the panel's bottom edge, so that no bar vanishes: such a deviation is consistent with 0.
-    Colour = case (init, alpha), line style = the theory compared with (solid: global prox, dashed: local);
-    one legend for both panels, below them."""
+    """|simulation - theory| against d (overlaps absolute, eps_g relative; colour: the case, line style: the theory
+    compared with), and the small-alpha |theta| against 1/sqrt(d); returns the Figure.  On the log axes a bar (one
+    standard error of the seed mean) reaching 0 is drawn down to the panel's bottom edge: consistent with 0."""
     from matplotlib.lines import Line2D
     from matplotlib.ticker import NullFormatter
 

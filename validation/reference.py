@@ -1,35 +1,19 @@
 """Theory values for the validation, from :mod:`attnphase.numerics` (never hard-coded).
 
-For one omega and a grid of alpha, :func:`theory_at_omega` asks the numerics
-(``phase_boundaries``, ``sweep``, ``eps_lin``) for the phase boundaries
-(``alpha_c``, ``alpha_l``) and the semantic and positional branches followed
-by continuation over the grid, with the chosen proximal modes
-(``"global"``: the global minimiser of docs/model.md section 3; ``"local"``: the
-paper's local minimiser started at h = 0; ``"aligned"``: the lowest minimiser on the side of the
-student's mean field, the basin gradient descent keeps from its start). The result is plain data
-(:class:`BranchCurve`, :class:`TheoryAtOmega`) holding the numerics' records
-(``q = |Q|^2/d``, ``theta = Q.Q*/d``, ``m = p_1.Q/sqrt(d)``, ``m_norm = |(m_l)_l|``, ``eps_g``,
-``e_t``, ``eps_lin``, ``branch`` reached, ``converged``) so that reports and
-JSON need no numerics objects. A disk cache (one JSON file per call, keyed by
-the parameters, the grid, the modes and the accuracy settings) lets a report
-be re-rendered without solving again; ``validate`` runs each omega as a task of
-the execution layer instead (:mod:`attnphase.validation.jobs`, its result store).
-
-It calls ``sweep(params, alphas, branch, config=..., bisection_tol=...)`` and
-``phase_boundaries(params, alphas, config=..., xtol=..., bisection_tol=...)`` with one
-``SolverConfig`` per proximal mode, and reuses the sweeps ``phase_boundaries`` returns
-(``.semantic``, ``.positional``) to avoid solving twice.
+For one omega and a grid of alpha, :func:`theory_at_omega` asks the numerics (``phase_boundaries``,
+``sweep``, ``eps_lin``) for the phase boundaries (``alpha_c``, ``alpha_l``) and the semantic and positional
+branches with the chosen proximal modes (``"global"``, ``"local"``, ``"aligned"``: docs/model.md section 3),
+reusing the sweeps ``phase_boundaries`` returns.  The result is plain data (:class:`BranchCurve`,
+:class:`TheoryAtOmega`) holding the numerics' records, so that reports and JSON need no numerics objects;
+``validate`` runs each omega as a task of the execution layer (:mod:`attnphase.validation.jobs`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from attnphase.theory.params import ModelParams
@@ -39,13 +23,8 @@ PROX_MODES = ("global", "local", "aligned")
 
 @dataclass(frozen=True)
 class TheorySettings:
-    """Accuracy of the numerics calls (the numerics' own defaults when a field is ``None``).
-
-    Attributes:
-        tol: fixed-point residual tolerance (``SolverConfig.tol``).
-        xtol: alpha tolerance of the alpha_c / alpha_l root finding.
-        end_tol: alpha tolerance of a branch's end point where it is bisected.
-    """
+    """Accuracy of the numerics calls (their own defaults where ``None``): the fixed-point residual ``tol``, the
+    alpha tolerance ``xtol`` of alpha_c / alpha_l and ``end_tol`` of a branch's end."""
 
     tol: float | None = None
     xtol: float | None = None
@@ -72,46 +51,20 @@ RECORD_FIELDS = ("alpha", "branch", "q", "m", "V", "theta", "eps_g", "e_t", "eps
 
 @dataclass(frozen=True)
 class BranchCurve:
-    """One branch followed over alpha with one proximal mode.
-
-    Attributes:
-        branch: requested branch (``"semantic"`` or ``"positional"``).
-        prox: ``"global"``, ``"local"`` or ``"aligned"``.
-        records: one numerics record per alpha (ascending), each with the label actually reached.
-        end: alpha where the numerics found the branch ending (NaN if none in range).
-    """
+    """One branch followed over alpha with one proximal mode: one numerics record per alpha (ascending, each with
+    the label reached) and the alpha where the branch ends (NaN if none in range)."""
 
     branch: str
     prox: str
     records: tuple[dict[str, Any], ...]
     end: float = math.nan
 
-    def on_branch(self) -> list[dict[str, Any]]:
-        """Converged records carrying the requested label."""
-        return [r for r in self.records if r["converged"] and r["branch"] == self.branch]
-
-    def at(self, alpha: float, tol: float = 1e-9) -> dict[str, Any] | None:
-        """The record at ``alpha`` if it is converged and on the branch, else ``None``."""
-        for r in self.on_branch():
-            if abs(r["alpha"] - alpha) <= tol:
-                return r
-        return None
-
 
 @dataclass(frozen=True)
 class TheoryAtOmega:
-    """Theory at one omega: boundaries and branch curves for each proximal mode.
-
-    Attributes:
-        omega: the teacher's mixing weight.
-        eps_lin: linear-baseline error (docs/model.md section 5), alpha-independent.
-        alpha_c: ``{prox: alpha_c}`` (NaN when outside the grid).
-        alpha_l: ``{prox: alpha_l}``.
-        notes: ``{prox: notes of the numerics}``.
-        curves: ``{(branch, prox): BranchCurve}``.
-        seconds: wall time the numerics took to compute it (when first computed, if read from the cache).
-        cpu_seconds: CPU time of that computation (``time.process_time``).
-    """
+    """Theory at one omega: ``eps_lin`` (docs/model.md section 5), ``{prox: alpha_c}`` (NaN outside the grid),
+    ``{prox: alpha_l}``, ``{prox: notes}`` of the numerics, ``{(branch, prox): BranchCurve}``, and the wall and CPU
+    seconds of the computation."""
 
     omega: float
     eps_lin: float
@@ -127,19 +80,14 @@ class TheoryAtOmega:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (curves keyed ``"branch/prox"``)."""
-        return {
-            "omega": self.omega,
-            "eps_lin": self.eps_lin,
-            "alpha_c": {k: _num(v) for k, v in self.alpha_c.items()},
-            "alpha_l": {k: _num(v) for k, v in self.alpha_l.items()},
-            "notes": {k: list(v) for k, v in self.notes.items()},
-            "curves": {
-                f"{b}/{p}": {"end": _num(c.end), "records": [_clean(r) for r in c.records]}
-                for (b, p), c in self.curves.items()
-            },
-            "seconds": self.seconds,
-            "cpu_seconds": self.cpu_seconds,
-        }
+        return {"omega": self.omega, "eps_lin": self.eps_lin,
+                "alpha_c": {k: _num(v) for k, v in self.alpha_c.items()},
+                "alpha_l": {k: _num(v) for k, v in self.alpha_l.items()},
+                "notes": {k: list(v) for k, v in self.notes.items()},
+                "curves": {f"{b}/{p}": {"end": _num(c.end), "records": [{k: _num(v) for k, v in r.items()}
+                                                                         for r in c.records]}
+                           for (b, p), c in self.curves.items()},
+                "seconds": self.seconds, "cpu_seconds": self.cpu_seconds}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TheoryAtOmega":
@@ -148,16 +96,11 @@ class TheoryAtOmega:
             b, p = key.split("/")
             recs = tuple({k: (math.nan if v is None else v) for k, v in r.items()} for r in c["records"])
             curves[(b, p)] = BranchCurve(b, p, recs, _unnum(c["end"]))
-        return cls(
-            omega=data["omega"],
-            eps_lin=data["eps_lin"],
-            alpha_c={k: _unnum(v) for k, v in data["alpha_c"].items()},
-            alpha_l={k: _unnum(v) for k, v in data["alpha_l"].items()},
-            notes={k: tuple(v) for k, v in data["notes"].items()},
-            curves=curves,
-            seconds=float(data.get("seconds", 0.0)),
-            cpu_seconds=float(data.get("cpu_seconds", 0.0)),
-        )
+        return cls(omega=data["omega"], eps_lin=data["eps_lin"],
+                   alpha_c={k: _unnum(v) for k, v in data["alpha_c"].items()},
+                   alpha_l={k: _unnum(v) for k, v in data["alpha_l"].items()},
+                   notes={k: tuple(v) for k, v in data["notes"].items()}, curves=curves,
+                   seconds=float(data.get("seconds", 0.0)), cpu_seconds=float(data.get("cpu_seconds", 0.0)))
 
 
 def _num(x: Any) -> Any:
@@ -168,16 +111,9 @@ def _unnum(x: Any) -> float:
     return math.nan if x is None else float(x)
 
 
-def _clean(rec: dict[str, Any]) -> dict[str, Any]:
-    return {k: _num(v) for k, v in rec.items()}
-
-
 def _record(fp: Any) -> dict[str, Any]:
     rec = fp.record
-    out = {k: rec[k] for k in RECORD_FIELDS if k in rec}
-    for k in ("q", "m", "V", "theta", "eps_g", "e_t", "eps_lin", "alpha"):
-        if k in out:
-            out[k] = float(out[k])
+    out = {k: rec[k] if k in ("branch", "converged") else float(rec[k]) for k in RECORD_FIELDS if k in rec}
     out["converged"] = bool(out.get("converged", False))
     m = getattr(getattr(fp, "overlaps", None), "m", None)
     if m is not None:  # |m| = (sum_l m_l^2)^{1/2}, the size of the positional overlap whatever L and P
@@ -204,51 +140,16 @@ def _curve(
     return BranchCurve(branch, prox, records, float(end.alpha) if end is not None else math.nan)
 
 
-def _boundaries(params: ModelParams, alphas: Sequence[float], prox: str, settings: TheorySettings) -> Any:
-    from attnphase.numerics import phase_boundaries
-
-    return phase_boundaries(params, sorted(alphas), **settings.boundaries_kwargs(prox))
-
-
-def _cache_key(params: ModelParams, alphas: Sequence[float], spec: dict[str, Any], settings: TheorySettings) -> str:
-    blob = json.dumps({"params": params.to_dict(), "alphas": [round(float(a), 12) for a in sorted(alphas)],
-                       "spec": spec, "settings": asdict(settings)}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def _cache_path(
-    params: ModelParams, alphas: Sequence[float], boundaries: Sequence[str], extra_curves: Sequence[tuple[str, str]],
-    settings: TheorySettings, cache_dir: str | Path,
-) -> Path:
-    spec = {"boundaries": list(boundaries), "extra_curves": [list(c) for c in extra_curves]}
-    return Path(cache_dir) / f"theory-{_cache_key(params, alphas, spec, settings)}.json"
-
-
-def theory_at_omega(
-    params: ModelParams,
-    alphas: Sequence[float],
-    boundaries: Sequence[str] = ("global",),
-    extra_curves: Sequence[tuple[str, str]] = (("semantic", "local"),),
-    settings: TheorySettings = TheorySettings(),
-    cache_dir: str | Path | None = None,
-) -> TheoryAtOmega:
-    """Theory at ``params.omega`` over the grid ``alphas``.
-
-    For each proximal mode in ``boundaries``: ``phase_boundaries`` (alpha_c,
-    alpha_l) and both branches (taken from the boundaries' own sweeps when the
-    numerics return them, else swept). Then the ``(branch, prox)`` pairs of
-    ``extra_curves`` not yet computed. With ``cache_dir`` the result is read
-    from / written to ``cache_dir/theory-<key>.json``.
-    """
+def theory_at_omega(params: ModelParams, alphas: Sequence[float], boundaries: Sequence[str] = ("global",),
+                    extra_curves: Sequence[tuple[str, str]] = (("semantic", "local"),),
+                    settings: TheorySettings = TheorySettings()) -> TheoryAtOmega:
+    """Theory at ``params.omega`` over the grid ``alphas``: for each proximal mode in ``boundaries``,
+    ``phase_boundaries`` (alpha_c, alpha_l) and both branches (the boundaries' own sweeps where the numerics return
+    them); then the ``(branch, prox)`` pairs of ``extra_curves`` not yet computed."""
     for p in (*boundaries, *(p for _, p in extra_curves)):
         if p not in PROX_MODES:
             raise ValueError(f"prox must be one of {PROX_MODES}, got {p!r}")
-    path = None
-    if cache_dir is not None:
-        path = _cache_path(params, alphas, boundaries, extra_curves, settings, cache_dir)
-        if path.exists():
-            return TheoryAtOmega.from_dict(json.loads(path.read_text()))
-    from attnphase.numerics import eps_lin
+    from attnphase.numerics import eps_lin, phase_boundaries
 
     t0, c0 = time.perf_counter(), time.process_time()
     alpha_c: dict[str, float] = {}
@@ -256,7 +157,7 @@ def theory_at_omega(
     notes: dict[str, tuple[str, ...]] = {}
     curves: dict[tuple[str, str], BranchCurve] = {}
     for prox in boundaries:
-        b = _boundaries(params, alphas, prox, settings)
+        b = phase_boundaries(params, sorted(alphas), **settings.boundaries_kwargs(prox))
         alpha_c[prox] = float(b.alpha_c)
         alpha_l[prox] = float(b.alpha_l)
         notes[prox] = tuple(getattr(b, "notes", ()))
@@ -265,11 +166,6 @@ def theory_at_omega(
     for branch, prox in extra_curves:
         if (branch, prox) not in curves:
             curves[(branch, prox)] = _curve(params, alphas, branch, prox, settings)
-    out = TheoryAtOmega(
-        omega=params.omega, eps_lin=float(eps_lin(params)), alpha_c=alpha_c, alpha_l=alpha_l,
-        notes=notes, curves=curves, seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0,
-    )
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(out.to_dict(), indent=1))
-    return out
+    return TheoryAtOmega(omega=params.omega, eps_lin=float(eps_lin(params)), alpha_c=alpha_c, alpha_l=alpha_l,
+                         notes=notes, curves=curves, seconds=time.perf_counter() - t0,
+                         cpu_seconds=time.process_time() - c0)

@@ -1,13 +1,9 @@
 """A theory point of the validation suites: on the rule, or where that misses the branch, on its next scrambling.
 
-:class:`SolveJob` is one such solve (the rank-r points of :mod:`attnphase.validation.invariant_points`, the
-aligned-prox points of :mod:`attnphase.validation.basin_theory`) and :func:`job_task` its task on the execution layer.
-
 The proximal maps jump where a node's minimiser changes basin, and one rule can stall on such a jump where an
-independent scrambling of it converges (measured: docs/validation.md).  :func:`solve_on_branch` solves on
-``config``'s rule and, where that does not converge on the requested branch, on ``config.variant(1)``, ...,
-up to ``tries`` rules, and says what each rule before the one kept gave.  Where the branch does not exist every
-rule says so, and the last outcome is kept.
+independent scrambling of it converges (docs/validation.md).  :class:`SolveJob` is one such solve (the rank-r
+points of :mod:`attnphase.validation.invariant_points`, the aligned-prox points of
+:mod:`attnphase.validation.basin_theory`) and :func:`job_task` its task.
 """
 
 from __future__ import annotations
@@ -28,7 +24,8 @@ TRIES = 2
 
 def solve_on_branch(solve: Callable[[SolverConfig], FixedPoint], config: SolverConfig, branch: str,
                     tries: int = TRIES) -> tuple[FixedPoint, SolverConfig, list[str]]:
-    """(fixed point, the config it was solved with, ``"<rule>: <what it gave>"`` for each rule before it).
+    """Solve on ``config.variant(0)``, ``variant(1)``, ... until one converges on ``branch`` (up to ``tries`` rules;
+    else the last outcome): (fixed point, its config, ``"<rule>: <what it gave>"`` for each rule before it).
 
     ``solve(config)`` returns a fixed point of any rank (its status and label say what it gave)."""
     missed: list[str] = []

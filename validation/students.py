@@ -1,25 +1,15 @@
-"""The two students of docs/model.md section 1 and their losses at finite d.
+"""The two students of docs/model.md section 1 and their losses at finite d: the attention student
+``f_l = sum_k softmax_k(h_l . h_k) z_k``, ``z_l = x_l + p_l``, ``h_l = Q^T z_l / sqrt(d)``, and the linear positional
+baseline ``f_lin_l = sum_k B[l, k] x_k`` (docs/model.md section 5).
 
-Attention student (tied, rank r, value = identity), for one sample::
-
-    z_l = x_l + p_l,   h_l = Q^T z_l / sqrt(d)  in R^r,
-    S[l, k] = softmax_k(h_l . h_k),   f_l = sum_k S[l, k] z_k.
-
-Linear positional baseline (docs/model.md section 5): ``f_lin_l = sum_k B[l, k] x_k``.
-
-Losses. The per-sample loss ``(1 / 2d) |y - f(X)|^2`` is computed exactly
-from per-sample L x L Gram matrices, so a gradient step costs one product
-with the tokens (for ``h``) and one back. With ``D = T - S``::
+The per-sample loss ``(1 / 2d) |y - f(X)|^2`` is computed exactly from per-sample L x L Gram matrices, so a
+gradient step costs one product with the tokens and one back.  With ``D = T - S``::
 
     (1 / 2d) |y - f|^2 = 1/2 sum_l [ D_l Gxx D_l^T - 2 D_l Gxp S_l^T + S_l (P / d) S_l^T ],
-    Gxx[k, k'] = x_k . x_k' / d,   Gxp[k, k'] = x_k . p_k' / d.
+    Gxx[k, k'] = x_k . x_k' / d,   Gxp[k, k'] = x_k . p_k' / d,
 
-As d -> inf, ``Gxx -> diag(sigma^2)`` and the other two terms vanish, which
-is the limit loss ``1/2 sum_{l,k} sigma_k^2 (S - T)[l, k]^2`` of docs/model.md
-section 2. Writing the loss around ``D`` avoids the cancellation of the
-expanded form (three O(sigma^2) terms for an O(1e-3) result), so float32 is
-usable. :func:`attention_loss_direct` computes ``|y - f|^2`` from the vectors
-themselves and serves as the reference in tests.
+whose d -> inf limit is the limit loss of docs/model.md section 2; written around ``D`` it avoids the
+cancellation of the expanded form, so float32 is usable.
 """
 
 from __future__ import annotations
@@ -34,16 +24,9 @@ from .data import Dataset, Teacher
 
 @dataclass(frozen=True)
 class GramData:
-    """A dataset prepared for fast loss evaluation (see module docstring).
-
-    Attributes:
-        X: ``(n, L, d)`` tokens.
-        positions: ``(L, d)`` positional encodings ``p_l``.
-        T: ``(n, L, L)`` target attention.
-        Gxx: ``(n, L, L)`` ``x_k . x_k' / d``.
-        Gxp: ``(n, L, L)`` ``x_k . p_k' / d``.
-        Pd: ``(L, L)`` ``P / d`` computed from the actual encodings.
-    """
+    """A dataset prepared for fast loss evaluation (module docstring): tokens ``X`` ``(n, L, d)``, encodings
+    ``positions`` ``(L, d)``, target attention ``T`` ``(n, L, L)``, the Grams ``Gxx`` and ``Gxp`` ``(n, L, L)`` and
+    ``Pd = P / d`` ``(L, L)`` from the actual encodings."""
 
     X: torch.Tensor
     positions: torch.Tensor
@@ -65,14 +48,7 @@ def prepare(teacher: Teacher, data: Dataset) -> GramData:
     """Precompute the Gram matrices of ``data`` (one pass over the tokens)."""
     d = teacher.d
     X, p = data.X, teacher.positions
-    return GramData(
-        X=X,
-        positions=p,
-        T=data.T,
-        Gxx=X @ X.transpose(-1, -2) / d,
-        Gxp=X @ p.T / d,
-        Pd=p @ p.T / d,
-    )
+    return GramData(X=X, positions=p, T=data.T, Gxx=X @ X.transpose(-1, -2) / d, Gxp=X @ p.T / d, Pd=p @ p.T / d)
 
 
 def fields(Q: torch.Tensor, X: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -92,11 +68,6 @@ def attention_output(Q: torch.Tensor, X: torch.Tensor, positions: torch.Tensor) 
     return S @ (X + positions)
 
 
-def linear_output(B: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
-    """Linear baseline output ``f_lin_l = sum_k B[l, k] x_k``: ``(n, L, d)``."""
-    return B @ X
-
-
 def attention_losses(Q: torch.Tensor, g: GramData) -> torch.Tensor:
     """Per-sample losses ``(1 / 2d) |y^mu - f(X^mu)|^2``, ``(n,)``, exact (Gram form)."""
     S = attention(fields(Q, g.X, g.positions))
@@ -105,12 +76,6 @@ def attention_losses(Q: torch.Tensor, g: GramData) -> torch.Tensor:
     cross = ((D @ g.Gxp) * S).sum(dim=(-1, -2))
     pos = ((S @ g.Pd) * S).sum(dim=(-1, -2))
     return 0.5 * (quad - 2.0 * cross + pos)
-
-
-def attention_loss_direct(Q: torch.Tensor, teacher: Teacher, data: Dataset) -> torch.Tensor:
-    """Per-sample losses ``(1 / 2d) |y - f(X)|^2`` from the output vectors (reference form)."""
-    f = attention_output(Q, data.X, teacher.positions)
-    return ((data.Y - f) ** 2).sum(dim=(-1, -2)) / (2 * teacher.d)
 
 
 def risk(Q: torch.Tensor, g: GramData, lam: float) -> torch.Tensor:

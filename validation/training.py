@@ -1,41 +1,15 @@
-"""Training the attention student on the empirical risk ``R(Q)`` of docs/model.md section 1.
-
-Objective (penalty written out, never an optimiser's weight decay)::
+"""Training the attention student on the empirical risk of docs/model.md section 1 (docs/validation.md, "Choices
+worth knowing"), the penalty written out (never an optimiser's weight decay)::
 
     R(Q) = sum_mu (1 / 2d) |y^mu - f(X^mu)|^2 + (lambda / 2) |Q|_F^2 .
 
-Stopping rule: the normalised gradient norm ``|grad_Q R|_F / sqrt(d)``,
-which is the gradient of ``e_t = R / d`` with respect to the normalised
-weights ``u = Q / sqrt(d)`` (an O(1) quantity whatever d), falls to
-``grad_tol`` (default :data:`GRAD_TOL`: 3e-7 in float64, 1e-5 in float32);
-or the step budget ``max_steps`` runs out (``status = "budget"``: a safety
-net, not a stopping rule); or, for gradient descent, the line search cannot
-find a decrease any more (``status = "stalled"``, round-off). Only
-``status == "converged"`` sets ``converged``.
-
-Optimisers:
-
-* ``"gd"``: full-batch gradient descent ``Q <- Q - eta grad R`` with an
-  Armijo backtracking line search on the full-batch objective: a step is
-  accepted only if ``R(Q - eta g) <= R(Q) - c eta |g|^2`` (``c = 1e-4``),
-  else ``eta`` is halved; after each accepted step ``eta`` grows by
-  ``grow``. Every step therefore decreases R, so the method is stable by
-  construction whatever the scale of the problem; ``eta`` settles near the
-  inverse local curvature (``R``'s Hessian in Q is O(1), so ``eta0 = 1``).
-* ``"adam"``: ``torch.optim.Adam`` on ``R`` (learning rate ``adam_lr``), the
-  learning rate halved (down to ``adam_min_lr``) whenever ``R`` has not
-  improved for ``adam_patience`` steps, so that Adam settles instead of
-  hovering at the minimum. Adam is a cross-check: its momentum can carry it
-  into another basin than gradient descent's from the same start (seen at
-  small d from the positional start), so compare endpoints, not paths.
-
-Initialisations (:func:`initial_Q`), of ``Q`` (``(d, r)``):
-``"semantic"`` the first ``min(r, r*)`` columns of ``Q*`` (``Q = Q*`` at ``r = r* = 1``); ``"positional"``
-(first column) ``Q = sqrt(rho0 d) p_1 / |p_1|``
-(same norm ``q = |Q|^2 / d = rho0`` as the semantic start; for the default P,
-``Q = sqrt(rho0) 1_d``, so ``m = sqrt(rho0)``); ``"random"``
-``Q ~ N(0, s^2 I)`` with ``s = random_scale``. The other columns (rank ``r > 1``)
-are ``N(0, random_scale^2)`` in every case.
+Optimisers: ``"gd"``, full-batch gradient descent ``Q <- Q - eta grad R`` with Armijo backtracking (a step is
+accepted only if ``R(Q - eta g) <= R(Q) - c eta |g|^2``, else ``eta`` halves; ``eta`` grows by ``grow`` after each
+accepted step); ``"adam"``, ``torch.optim.Adam`` with its rate halved after ``adam_patience`` steps without
+improvement, a cross-check (its momentum can carry it into another basin: compare endpoints, not paths).
+Stopping: ``|grad_Q R|_F / sqrt(d)`` (the gradient of ``e_t = R / d`` in ``u = Q / sqrt(d)``) ``<= grad_tol``
+(``status = "converged"``, the only status that sets ``converged``), else the budget ``max_steps`` runs out
+(``"budget"``) or the line search finds no decrease (``"stalled"``).
 """
 
 from __future__ import annotations
@@ -52,25 +26,17 @@ from .students import GramData, risk
 INITS = ("semantic", "positional", "random")
 OPTIMIZERS = ("gd", "adam")
 
-#: The default tolerance on ``|grad_Q R|_F / sqrt(d)`` per dtype.  In float64, 3e-7: at d = 200,
-#: alpha = 2, omega = 0.3 gradient descent reaches it in 91 (semantic start) and 281 (positional)
-#: steps, against 83 and 240 for 1e-6, and the overlaps move by about 1e-5.  In float32 the round-off
-#: floor of the gradient lies near 1e-6, so 1e-5.
+#: The default tolerance on ``|grad_Q R|_F / sqrt(d)`` per dtype (in float32 the round-off floor of the gradient
+#: lies near 1e-6).
 GRAD_TOL = {torch.float64: 3e-7, torch.float32: 1e-5}
 
 
-def check_init(init: str) -> str:
-    """Validate an initialisation name."""
-    if init not in INITS:
-        raise ValueError(f"init must be one of {', '.join(INITS)}; got {init!r}")
-    return init
-
-
-def check_optimizer(optimizer: str) -> str:
-    """Validate an optimiser name."""
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {optimizer!r}")
-    return optimizer
+def check_choice(what: str, value: str, allowed: tuple[str, ...]) -> str:
+    """Validate a name among ``allowed`` (``what``: the option, for the message): ``"init"`` among :data:`INITS`,
+    ``"optimizer"`` among :data:`OPTIMIZERS`."""
+    if value not in allowed:
+        raise ValueError(f"{what} must be one of {', '.join(allowed)}; got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -79,19 +45,12 @@ class TrainConfig:
 
     Attributes:
         optimizer: ``"gd"`` (Armijo gradient descent) or ``"adam"``.
-        grad_tol: stop when ``|grad R|_F / sqrt(d) <= grad_tol``; ``None`` picks
-            :data:`GRAD_TOL` of the dtype (3e-7 in float64, 1e-5 in float32).
-        max_steps: step budget (accepted updates): a run that reaches it stops unconverged
-            (``status = "budget"``).
-        step0: initial GD step size ``eta``.
-        grow: factor by which ``eta`` grows after an accepted GD step.
-        armijo_c: sufficient-decrease constant ``c``.
-        min_step: GD stops as ``"stalled"`` when the line search needs ``eta`` below this.
-        adam_lr: Adam's initial learning rate (units of Q's entries, which are O(1)).
-        adam_patience: steps without improvement of R before Adam's rate is halved.
-        adam_betas: Adam's (beta1, beta2); beta2 = 0.99 (memory ~100 steps) rather than torch's
-            0.999, so the step size recovers quickly once the early large gradients are gone.
-        adam_min_lr: floor of the halved learning rate.
+        grad_tol: stop when ``|grad R|_F / sqrt(d) <= grad_tol``; ``None``: :data:`GRAD_TOL` of the dtype.
+        max_steps: step budget (accepted updates; ``status = "budget"`` when reached).
+        step0, grow, armijo_c, min_step: GD's initial step ``eta``, its growth after an accepted step, the
+            sufficient-decrease constant ``c``, the ``eta`` below which the line search stops as ``"stalled"``.
+        adam_lr, adam_patience, adam_min_lr: Adam's initial rate (Q's entries are O(1)), the steps without
+            improvement of R before it halves, its floor; adam_betas: (0.9, 0.99), memory ~100 steps.
         random_scale: standard deviation of the random initialisation's entries.
     """
 
@@ -109,7 +68,7 @@ class TrainConfig:
     random_scale: float = 0.1
 
     def __post_init__(self) -> None:
-        check_optimizer(self.optimizer)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
         if self.grad_tol is not None and not self.grad_tol > 0:
             raise ValueError(f"grad_tol must be > 0, got {self.grad_tol}")
         if isinstance(self.max_steps, bool) or int(self.max_steps) != self.max_steps or self.max_steps < 0:
@@ -131,19 +90,10 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class TrainResult:
-    """Outcome of one minimisation.
-
-    Attributes:
-        Q: ``(d, r)`` final weights (detached).
-        steps: accepted updates made.
-        evaluations: objective evaluations (GD line-search trials included).
-        converged: ``status == "converged"``.
-        status: ``"converged"``, ``"budget"`` (step budget ran out) or ``"stalled"``.
-        grad_norm: final ``|grad R|_F / sqrt(d)``.
-        grad_tol: the tolerance on it the run stopped on (or did not reach).
-        objective: final ``R(Q)``.
-        seconds: wall time of the loop.
-    """
+    """Outcome of one minimisation: the final weights ``Q`` ``(d, r)`` (detached), the accepted ``steps`` and the
+    objective ``evaluations`` (GD line-search trials included), ``status`` (module doc; ``converged``: it is
+    ``"converged"``), the final ``grad_norm`` ``|grad R|_F / sqrt(d)`` and its tolerance ``grad_tol``, the final
+    ``objective`` ``R(Q)`` and the loop's wall time."""
 
     Q: torch.Tensor
     steps: int
@@ -157,8 +107,10 @@ class TrainResult:
 
 
 def initial_Q(init: str, teacher: Teacher, r: int, generator: torch.Generator, random_scale: float = 0.1) -> torch.Tensor:
-    """Initial weights ``Q`` (``(d, r)``, teacher's device and dtype); see the module docstring."""
-    check_init(init)
+    """Initial weights ``Q`` (``(d, r)``, teacher's device and dtype): ``"semantic"`` the first ``min(r, r*)`` columns
+    of ``Q*``; ``"positional"`` first column ``sqrt(rho0 d) p_1 / |p_1|`` (``q = rho0``, as the semantic start);
+    ``"random"`` ``N(0, random_scale^2)`` entries, as the other columns of every start."""
+    check_choice("init", init, INITS)
     d = teacher.d
     noise = random_scale * torch.randn((d, r), generator=generator, device=generator.device, dtype=torch.float64)
     Q = noise.to(device=teacher.device, dtype=teacher.dtype)
@@ -181,11 +133,6 @@ def _value_and_grad(Q: torch.Tensor, g: GramData, lam: float) -> tuple[float, to
     return float(R.detach()), G
 
 
-def _value(Q: torch.Tensor, g: GramData, lam: float) -> float:
-    with torch.no_grad():
-        return float(risk(Q, g, lam))
-
-
 def _gd(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: float) -> TrainResult:
     d = g.d
     t0 = time.perf_counter()
@@ -201,7 +148,8 @@ def _gd(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: float)
             break
         while True:  # Armijo backtracking on the full-batch objective
             trial = Q - eta * G
-            R_trial = _value(trial, g, lam)
+            with torch.no_grad():
+                R_trial = float(risk(trial, g, lam))
             evals += 1
             if R_trial <= R - cfg.armijo_c * eta * gn2:
                 break

@@ -25,9 +25,9 @@ def test_a_wrong_fixed_point_fails_the_overlap_check(monkeypatch):
     """q0 off the fixed point by 30 %: the prior's update from the hats there does not give q0 back.  (The map's
     slope is ~0.9 at this fixed point, so a shift moves q0' - q0 by a tenth of itself: at the quick size's 2^16
     samples the check resolves q0 to ~0.1 here, at the full size's 2^20 to ~0.03.)"""
-    true = nc._bayes_fixed_point
-    monkeypatch.setattr(nc, "_bayes_fixed_point", lambda model, alpha: replace(true(model, alpha),
-                                                                                q0=1.3 * true(model, alpha).q0))
+    true = nc.solve_bayes
+    monkeypatch.setattr(nc, "solve_bayes", lambda model, alpha, branch: replace(true(model, alpha, branch),
+                                                                                q0=1.3 * true(model, alpha, branch).q0))
     res = nc.check_nishimori_overlaps(ModelParams(omega=0.3), 1 / 3, QUICK, 0)
     assert res.status == "fail" and res.quantity == "q0' - q0 (fixed point)"
 

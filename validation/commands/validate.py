@@ -77,7 +77,7 @@ def announce_campaign(plan, executor, args: argparse.Namespace) -> None:
         if key not in seen:
             seen.add(key)
             sims.append(workload.simulation_seconds(s.d, s.alpha, s.init))
-    theory = [workload.VALIDATE_THEORY_TASK_SECONDS] * len(_theory_jobs(plan, "")[0])
+    theory = [workload.VALIDATE_THEORY_TASK_SECONDS] * len(_theory_jobs(plan)[0])
     workers = executor.workers
     t = workload.wall_seconds(theory + sims, workers)
     workload.check_simulations(len(sims), t, workers, "--seeds/--d", getattr(args, "large", False))

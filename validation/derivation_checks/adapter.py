@@ -1,4 +1,4 @@
-"""The derivation checks' only calls into :mod:`attnphase.numerics` (adapt here when its API changes)."""
+"""The derivation checks' calls into the ERM state evolution (adapt here when the numerics API changes)."""
 
 from __future__ import annotations
 
@@ -118,32 +118,3 @@ def _eps_lin_mp(params: ModelParams, dps: int, order_dps: int | None = None) -> 
     from attnphase.numerics.errors.precision import default_order, eps_lin_mp
 
     return eps_lin_mp(params, dps=dps, order=default_order(order_dps or dps))
-
-
-
-def _bayes_model(params: ModelParams) -> Any:
-    """The Bayes-optimal model of ``params`` (its L, sigma_l^2, rho0: numerics/se/bayes.py)."""
-    from attnphase.numerics.se.bayes import BayesModel
-
-    return BayesModel.of(params)
-
-
-def _bayes_fixed_point(model: Any, alpha: float) -> Any:
-    """The informative Bayes-optimal fixed point at alpha (BayesFixedPoint: .q0 .stable .perfect)."""
-    from attnphase.numerics.se.bayes import solve_bayes
-
-    return solve_bayes(model, alpha, "informative")
-
-
-def _bayes_reduced_hats(model: Any, q0: float, order: int) -> Any:
-    """The three hats and Psi_out at q0 on the rotation-invariant rule of ``order`` nodes per variable (BayesHats)."""
-    from attnphase.numerics.se.bayes import channel_hats, invariant_rule
-
-    return channel_hats(model, invariant_rule(model.L, order), q0)
-
-
-def _bayes_hat_sum(model: Any, q0: float) -> float:
-    """K(q0) = sum_l sigma_l^2 E[g_out_l^2], the reduced (sign-paired) integral the state evolution iterates."""
-    from attnphase.numerics.se.bayes import hat_sum, sign_rule
-
-    return hat_sum(model, sign_rule(model.L), q0)

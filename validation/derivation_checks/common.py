@@ -5,6 +5,8 @@ quantile, and the factor F F^T = P of the positions (checks 2 and 4)."""
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,20 +30,10 @@ PASS, FAIL, SKIP = "pass", "fail", "skip"
 
 @dataclass
 class CheckResult:
-    """One check's outcome.
-
-    Attributes:
-        number, key, title: 1..7, short name (``--only``), title.
-        compares: what is compared with what.
-        status: ``pass``, ``fail`` or ``skip``.
-        error, tolerance: the measured error and its tolerance for the worst component (largest
-            error / tolerance); NaN when skipped.
-        quantity: the worst component; units: the units of error and tolerance.
-        tolerance_from: how the tolerance is derived.
-        reason: why a check failed or was skipped (one line), or "".
-        details: every component's numbers (name -> dict of floats / strings).
-        seconds: wall time.
-    """
+    """One check's outcome: its number (1..7), ``key`` (``--only``) and title, what it ``compares``, ``status``
+    (pass, fail or skip), the worst component (``quantity``, the largest error / tolerance) with its ``error`` and
+    ``tolerance`` in ``units`` (NaN when skipped), how the tolerance is derived, why it failed or was skipped
+    (``reason``, one line or ""), every component's numbers (``details``) and its wall time."""
 
     number: int
     key: str
@@ -101,15 +93,11 @@ class CheckSizes:
     Attributes:
         prox_points: random points of checks 1 and 7 (plus a quarter as many at extreme fields).
         mc_dims, mc_samples: dimensions d and samples per d of the limit-loss fit (check 2).
-        hat_rule, hat_replicates: scrambled Sobol size (2^k nodes) and independent scramblings
-            of check 3.
+        hat_rule, hat_replicates: scrambled Sobol size (2^k nodes) and independent scramblings of check 3.
         ridge_d: dimension of the finite-d ridge solve (check 4).
-        se_rule: rule of the fixed point (check 5), a spec of ``make_rule`` (Sobol: replicates
-            change its seed).
-        slope_replicates: independent rules on which d e_t / d alpha is measured (check 5).
-        slope_step: step of the central difference in alpha, relative to alpha.
-        mp_dps: digits of the mpmath reference (check 6).
-        loop_points: points evaluated one by one (check 7).
+        se_rule: rule of the fixed point (check 5), a ``make_rule`` spec (Sobol: replicates change its seed);
+            slope_replicates, slope_step: the independent rules of d e_t / d alpha and its relative step.
+        mp_dps, loop_points: digits of the mpmath reference (check 6), points evaluated one by one (check 7).
         bayes_samples: Monte Carlo samples of the Nishimori checks (``--estimator bayes-optimal``).
     """
 
@@ -196,3 +184,17 @@ def _positions_factor(P: np.ndarray) -> np.ndarray:
     """F with F F^T = P (symmetric eigen-factor, negative round-off eigenvalues clipped)."""
     lam, vec = np.linalg.eigh(P)
     return vec * np.sqrt(np.clip(lam, 0.0, None))
+
+
+def run_timed(calls: Sequence[Callable[[], CheckResult]], progress: Callable[[CheckResult], None] | None = None,
+              ) -> list[CheckResult]:
+    """Run each check in order, its wall time in ``seconds``, each result passed to ``progress`` as it comes."""
+    results = []
+    for call in calls:
+        t0 = time.perf_counter()
+        res = call()
+        res.seconds = time.perf_counter() - t0
+        results.append(res)
+        if progress is not None:
+            progress(res)
+    return results

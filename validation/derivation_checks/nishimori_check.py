@@ -1,37 +1,30 @@
 """The Bayes-optimal checks (``attnphase check --estimator bayes-optimal``): the Nishimori identities at the
-Bayes-optimal fixed point, each to its error bar (docs/bayes-optimal.md; docs/model.md section 9).
+Bayes-optimal fixed point, each to its error bar (docs/bayes-optimal.md, "The Nishimori identities").
 
-At the informative fixed point q0 of the state evolution (numerics/se/bayes.py), with per token
-q_l = sigma_l^2 q0, Ve_l = sigma_l^2 (rho0 - q0) + Delta sigma_l^2 rho0, w_l = sqrt(q_l) xi_l,
-Y_l = w_l + sqrt(Ve_l) eta_l (xi, eta ~ N(0, I_L)) and g = g_out(Y; w, Ve) of the channel, three estimators
-of the channel's hat, summed over the tokens with sigma_l^2,
+At the informative fixed point q0 (numerics/se/bayes.py), with per token q_l = sigma_l^2 q0,
+Ve_l = sigma_l^2 (rho0 - q0) + Delta sigma_l^2 rho0, w_l = sqrt(q_l) xi_l, Y_l = w_l + sqrt(Ve_l) eta_l
+(xi, eta ~ N(0, I_L)) and g = g_out(Y; w, Ve), the three estimators of the channel's hat
 
     qhat = E[sum_l sigma_l^2 g_l^2],  mhat = E[sum_l sigma_l^2 g_l eta_l / sqrt(Ve_l)],  Vhat = -E[sum_l sigma_l^2 dg_ll]
 
-agree (check 1, ``nishimori-hats``), and the Gaussian prior's update from them (theory/priors/gaussian.py),
-
-    V0' = 1 / (1 / rho0 + alpha Vhat),  q0' = (alpha qhat + rho0 (alpha mhat)^2) V0'^2,  m0' = rho0 alpha mhat V0',
-
-has q0' = m0', V0' = rho0 - q0' and q0' = q0 (check 2, ``nishimori-overlaps``).  The averages are plain Monte
-Carlo over (xi, eta) in the fields' own coordinates (unequal sigma_l included), independent of the reduced
-integrals the solver iterates; the tolerances are Z standard errors of the paired differences (check 2: by the
-delta method; the solver's q0 is converged to 1e-13, far inside them).  Check 1 also compares the
-reduced K(q0) with the Monte Carlo qhat, and the three hats on the rotation-invariant product rule with each
-other to that rule's bar (the change from order 32 to 48).
+agree (check 1, plain Monte Carlo; also the solver's reduced K(q0) and the rotation-invariant rule's hats), and the
+Gaussian prior's update from them, V0' = 1 / (1 / rho0 + alpha Vhat), q0' = (alpha qhat + rho0 (alpha mhat)^2) V0'^2,
+m0' = rho0 alpha mhat V0', has q0' = m0', V0' = rho0 - q0' and q0' = q0 (check 2, by the delta method).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
+from attnphase.numerics.se.bayes import BayesModel, channel_hats, hat_sum, invariant_rule, sign_rule, solve_bayes
 from attnphase.theory.channels.bayes_optimal import BayesOptimalChannel
 from attnphase.theory.params import ModelParams
 
-from .adapter import _bayes_fixed_point, _bayes_hat_sum, _bayes_model, _bayes_reduced_hats
-from .common import SKIP, U, Z, CheckResult, CheckSizes, _worst
+from .common import SKIP, U, Z, CheckResult, CheckSizes, _worst, run_timed
 
 #: Orders of the rotation-invariant rule whose difference is the reduced hats' error bar.
 REDUCED_ORDERS = (48, 32)
@@ -62,8 +55,8 @@ def _mean_se(x: np.ndarray) -> tuple[float, float]:
 
 def _at_fixed_point(params: ModelParams, alpha: float) -> tuple[object, object, str]:
     """(model, fixed point, "" or why the identities cannot be checked there)."""
-    model = _bayes_model(params)
-    fp = _bayes_fixed_point(model, alpha)
+    model = BayesModel.of(params)
+    fp = solve_bayes(model, alpha, "informative")
     if fp.perfect:
         return model, fp, (f"perfect recovery at alpha = {alpha:g} (q0 = rho0: the hats diverge); take --alpha between "
                            f"alpha_WR = {model.channel.weak_recovery_alpha(model.L):.4g} and 1/L = {1 / model.L:.4g}")
@@ -87,8 +80,8 @@ def check_nishimori_hats(params: ModelParams, alpha: float, sizes: CheckSizes, s
     (qh, qse), (mh, mse), (vh, vse) = (_mean_se(s[k]) for k in ("qhat", "mhat", "Vhat"))
     d_qm, se_qm = _mean_se(s["qhat"] - s["mhat"])
     d_qv, se_qv = _mean_se(s["qhat"] - s["Vhat"])
-    K = _bayes_hat_sum(model, fp.q0)
-    fine, coarse = (_bayes_reduced_hats(model, fp.q0, o) for o in REDUCED_ORDERS)
+    K = hat_sum(model, sign_rule(model.L), fp.q0)  # the reduced (sign-paired) integral the solver iterates
+    fine, coarse = (channel_hats(model, invariant_rule(model.L, o), fp.q0) for o in REDUCED_ORDERS)
     bar = max(abs(fine.qhat - coarse.qhat), abs(fine.mhat - coarse.mhat), abs(fine.Vhat - coarse.Vhat))
     floor = 1e3 * U * max(1.0, abs(fine.qhat))
     comps = {
@@ -153,22 +146,8 @@ BAYES_CHECKS: tuple[tuple[int, str, Callable[[ModelParams, float, CheckSizes, in
 def run_bayes_checks(params: ModelParams, alpha: float, sizes: CheckSizes, seed: int = 0,
                      progress: Callable[[CheckResult], None] | None = None) -> list[CheckResult]:
     """Every Bayes-optimal check at alpha (one result each; timed)."""
-    import time
-
     if not (math.isfinite(alpha) and alpha > 0):
         raise ValueError(f"alpha must be a finite number > 0, got {alpha}")
     if params.r != 1 or params.r_star != 1 or params.C is not None or not params.omega < 1.0:
         raise ValueError("the Bayes-optimal checks need rank 1, independent tokens and omega < 1")
-    out = []
-    for _, _, fn in BAYES_CHECKS:
-        t0 = time.perf_counter()
-        res = fn(params, alpha, sizes, seed)
-        res.seconds = time.perf_counter() - t0
-        out.append(res)
-        if progress is not None:
-            progress(res)
-    return out
-
-
-__all__ = ["BAYES_CHECKS", "bayes_check_alpha", "check_nishimori_hats", "check_nishimori_overlaps",
-           "run_bayes_checks"]
+    return run_timed([partial(fn, params, alpha, sizes, seed) for _, _, fn in BAYES_CHECKS], progress)

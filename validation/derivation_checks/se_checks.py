@@ -14,11 +14,6 @@ from .adapter import _admissible, _channel_side, _loss_at_prox, _prior_side, _ra
 from .common import FAIL, PASS, U, Z, CheckResult, Context, _positions_factor, _t_quantile, _worst
 
 
-# =====================================================================================
-# 3. hat overlaps against finite differences of alpha E[M] in the overlaps
-# =====================================================================================
-
-
 def _generic_state(params: ModelParams) -> tuple[float, float, np.ndarray, float]:
     """A state with no symmetry (distinct m_l, th0 != 0): q0 = 0.5 rho0, V0 = 10, th0 = 0.5 sqrt(q0 rho0)."""
     L = params.L
@@ -96,11 +91,6 @@ def _split(x: np.ndarray) -> tuple[float, float, np.ndarray, float]:
     return float(x[0]), float(x[1]), np.asarray(x[2:-1]), float(x[-1])
 
 
-# =====================================================================================
-# 4. prior update against a direct finite-d ridge solve
-# =====================================================================================
-
-
 def check_prior(ctx: Context) -> CheckResult:
     """Check 4: the closed-form ridge update against the finite-d ridge problem solved directly (CG).
 
@@ -168,11 +158,6 @@ def check_prior(ctx: Context) -> CheckResult:
         "shared-z q0 shift / tolerance": abs((np.sum(sig * np.sqrt(qhat)) ** 2 - a) / curv**2) / (Z * sd_q0),
     }
     return _worst(r, comps, "absolute")
-
-
-# =====================================================================================
-# 5. identities at a converged fixed point
-# =====================================================================================
 
 
 def check_fixed_point(ctx: Context) -> CheckResult:

@@ -57,12 +57,10 @@ def markdown_table(params: ModelParams, alpha: float, results: Sequence[CheckRes
     """``check.md``: the model, then a markdown table of the checks (for a paper's appendix)."""
     p = params
     lines = [
-        "# Derivation checks",
-        "",
+        "# Derivation checks", "",
         f"Model: L = {p.L}, sigma = {list(p.sigma)}, A = {[list(r) for r in p.A]}, P = {[list(r) for r in p.P]}, "
         f"omega = {p.omega}, lambda = {p.lam}, rho0 = {p.rho0}, r = {p.r}; fixed-point checks at alpha = {alpha}.",
-        "Equations: docs/model.md sections 2 (limit loss), 3 (state evolution), 4 (Phi), 5 (linear baseline).",
-        "",
+        "Equations: docs/model.md sections 2 (limit loss), 3 (state evolution), 4 (Phi), 5 (linear baseline).", "",
         "| # | Check | What it compares | Worst component | Measured error | Tolerance | Tolerance from | Result |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -89,10 +87,7 @@ def to_json(params: ModelParams, alpha: float, results: Sequence[CheckResult]) -
     }
 
 
-#: The columns of ``check.csv``, one row per check: which check; ``status`` (pass / fail / skip) and as 1 / 0
-#: ``passed`` (1: the check passed) and ``skipped`` (1: it did not run, ``reason`` says why); the worst component
-#: (``quantity``), its measured ``error`` and its ``tolerance`` (both in ``units``; empty when skipped), where the
-#: tolerance comes from; the model's alpha; the check's wall seconds.
+#: The columns of ``check.csv``, one row per check (docs/reference/outputs.md).
 CHECK_CSV_COLUMNS = ("number", "key", "title", "status", "passed", "skipped", "quantity", "error", "tolerance", "units",
                      "tolerance_from", "reason", "alpha", "seconds")
 

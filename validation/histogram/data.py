@@ -1,11 +1,4 @@
-"""Data of the histogram task: token sequences and their per-position counts.
-
-A sequence ``x`` has ``seq_len`` tokens drawn uniformly from ``{0, ..., n_tokens - 1}``.
-The target at position ``i`` is ``y_i = #{j : x_j = x_i}`` (the token counts
-itself, so ``1 <= y_i <= seq_len``); the classifier has the ``seq_len + 1``
-classes ``0..seq_len`` (class 0 never occurs). Sequences are deduplicated, so
-the training and validation sets are disjoint.
-"""
+"""Data of the histogram task: token sequences and their per-position counts (docs/histogram.md, "Task")."""
 
 from __future__ import annotations
 
@@ -16,15 +9,9 @@ import torch
 
 @dataclass(frozen=True)
 class HistogramData:
-    """A train/validation split of the histogram task.
-
-    Attributes:
-        train_x: training sequences, int64 ``(n_train, seq_len)``, entries in ``[0, n_tokens)``.
-        train_y: their targets, int64 ``(n_train, seq_len)``, entries in ``[1, seq_len]``.
-        val_x: validation sequences, int64 ``(n_val, seq_len)``, disjoint from ``train_x``.
-        val_y: their targets.
-        n_tokens: alphabet size T.
-    """
+    """A train/validation split of the histogram task: sequences int64 ``(n, seq_len)`` with entries in
+    ``[0, n_tokens)``, their targets (counts in ``[1, seq_len]``); the validation sequences are disjoint from the
+    training ones."""
 
     train_x: torch.Tensor
     train_y: torch.Tensor
@@ -44,13 +31,8 @@ class HistogramData:
 
     def to(self, device: torch.device | str) -> HistogramData:
         """The same split with every tensor moved to ``device``."""
-        return HistogramData(
-            train_x=self.train_x.to(device),
-            train_y=self.train_y.to(device),
-            val_x=self.val_x.to(device),
-            val_y=self.val_y.to(device),
-            n_tokens=self.n_tokens,
-        )
+        return HistogramData(self.train_x.to(device), self.train_y.to(device), self.val_x.to(device),
+                             self.val_y.to(device), self.n_tokens)
 
 
 def histogram_labels(x: torch.Tensor) -> torch.Tensor:
@@ -74,28 +56,16 @@ def _unique_rows_in_order(x: torch.Tensor) -> torch.Tensor:
     return x[torch.sort(first).values]
 
 
-def sample_sequences(
-    n: int, seq_len: int, n_tokens: int, generator: torch.Generator
-) -> torch.Tensor:
-    """``n`` distinct uniform random sequences, int64 ``(n, seq_len)``, on the CPU.
-
-    Draws in rounds until ``n`` distinct sequences are found, keeping them in
-    order of first draw, so the result depends only on the generator's state.
-
-    Raises:
-        ValueError: for non-positive sizes, or when fewer than ``n`` distinct
-            sequences exist (``n_tokens ** seq_len < n``).
+def sample_sequences(n: int, seq_len: int, n_tokens: int, generator: torch.Generator) -> torch.Tensor:
+    """``n`` distinct uniform random sequences, int64 ``(n, seq_len)``, on the CPU, in order of first draw (so the
+    result depends only on the generator's state); ValueError for non-positive sizes or ``n_tokens ** seq_len < n``.
     """
     if n < 1 or seq_len < 1 or n_tokens < 1:
-        raise ValueError(
-            f"need n >= 1, seq_len >= 1 and n_tokens >= 1, got n={n}, "
-            f"seq_len={seq_len}, n_tokens={n_tokens}"
-        )
+        raise ValueError(f"need n >= 1, seq_len >= 1 and n_tokens >= 1, got n={n}, seq_len={seq_len}, "
+                         f"n_tokens={n_tokens}")
     if n_tokens**seq_len < n:
-        raise ValueError(
-            f"only {n_tokens}**{seq_len} = {n_tokens**seq_len} distinct sequences exist, "
-            f"cannot draw {n} distinct ones"
-        )
+        raise ValueError(f"only {n_tokens}**{seq_len} = {n_tokens**seq_len} distinct sequences exist, "
+                         f"cannot draw {n} distinct ones")
     kept = torch.empty((0, seq_len), dtype=torch.long)
     while kept.shape[0] < n:
         extra = 2 * (n - kept.shape[0]) + 16
@@ -104,39 +74,19 @@ def sample_sequences(
     return kept[:n]
 
 
-def make_dataset(
-    n_samples: int,
-    seq_len: int,
-    n_tokens: int,
-    val_fraction: float,
-    generator: torch.Generator,
-) -> HistogramData:
-    """Draw ``n_samples`` distinct sequences and split them into train and validation.
-
-    The last ``round(val_fraction * n_samples)`` sequences (at least one) form
-    the validation set; the sequences come in random order, so this is a
-    random split.
-
-    Raises:
-        ValueError: if ``val_fraction`` is not in (0, 1) or a split would be empty.
-    """
+def make_dataset(n_samples: int, seq_len: int, n_tokens: int, val_fraction: float,
+                 generator: torch.Generator) -> HistogramData:
+    """Draw ``n_samples`` distinct sequences; the last ``round(val_fraction * n_samples)`` (at least one) are the
+    validation set (a random split); ValueError if ``val_fraction`` is not in (0, 1) or a split would be empty."""
     if not 0.0 < val_fraction < 1.0:
         raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
     n_val = max(1, round(val_fraction * n_samples))
     if n_val >= n_samples:
-        raise ValueError(
-            f"n_samples={n_samples} with val_fraction={val_fraction} leaves no training data"
-        )
+        raise ValueError(f"n_samples={n_samples} with val_fraction={val_fraction} leaves no training data")
     x = sample_sequences(n_samples, seq_len, n_tokens, generator)
     y = histogram_labels(x)
     n_train = n_samples - n_val
-    return HistogramData(
-        train_x=x[:n_train],
-        train_y=y[:n_train],
-        val_x=x[n_train:],
-        val_y=y[n_train:],
-        n_tokens=n_tokens,
-    )
+    return HistogramData(x[:n_train], y[:n_train], x[n_train:], y[n_train:], n_tokens)
 
 
 def majority_baseline(train_y: torch.Tensor, val_y: torch.Tensor) -> float:

@@ -1,18 +1,7 @@
-"""The histogram job's dataset ``histogram.nc`` (xarray, netCDF; :mod:`attnphase.execution.dataset`).
-
-Dimensions ``variant`` (``positional``, ``positional_reparam``, ``semantic``, ...), ``epoch``,
-``example`` (the plotted validation inputs) and ``query``, ``key``, ``position`` (0..L-1):
-
-* per variant: ``restriction``, ``val_acc``, ``val_loss``, ``score``, ``r_sem``, ``r_pos``,
-  ``train_seconds``, the task's ``status`` (done / stored); for the re-parameterised ones
-  ``source``, ``max_output_diff``, ``masked_qk_fraction`` and ``before_val_acc``,
-  ``before_val_loss``, ``before_score`` (NaN for the variants trained from scratch);
-* the training curves ``curve_train_loss``, ``curve_train_acc``, ``curve_val_loss``,
-  ``curve_val_acc`` on (variant, epoch), NaN past a variant's last epoch;
-* ``attention`` on (variant, example, query, key) and the plotted inputs ``tokens`` on
-  (example, position);
-* attributes: the configuration (``config``, JSON), ``seed``, ``device``, ``n_train``, ``n_val``,
-  ``majority_acc``, the code version, the command and the date.
+"""The histogram job's dataset ``histogram.nc`` (xarray, netCDF; :mod:`attnphase.execution.dataset`): per
+``variant`` its metrics, task status and re-parameterisation numbers (NaN for the variants trained from scratch),
+the training curves on (``variant``, ``epoch``), the attention maps on (``variant``, ``example``, ``query``,
+``key``), the plotted inputs ``tokens`` on (``example``, ``position``); docs/histogram.md, "Outputs in DIR".
 """
 
 from __future__ import annotations
@@ -43,7 +32,7 @@ def histogram_dataset(result: ExperimentResult, status: Mapping[str, str], attrs
     vs = [result.variants[n] for n in names]
     nan = float("nan")
 
-    def per_variant(values: list[Any], long_name: str, units: str | None = "1") -> tuple[tuple[str], np.ndarray, dict[str, str]]:
+    def per_variant(values: list[Any], long_name: str, units: str | None = "1") -> tuple[Any, ...]:
         arr = np.asarray(values)
         if arr.dtype.kind in "US":
             return ("variant",), arr.astype(object), Variable("", long_name, None).attrs()

@@ -15,11 +15,7 @@ import torch
 
 from attnphase.validation.histogram.data import HistogramData, majority_baseline, make_dataset
 from attnphase.validation.histogram.model import RESTRICTIONS, HistogramTransformer, ModelConfig, build_model
-from attnphase.validation.histogram.reparam import (
-    embed_unrestricted,
-    masked_qk_fraction,
-    max_output_difference,
-)
+from attnphase.validation.histogram.reparam import embed_unrestricted, masked_qk_fraction, max_output_difference
 from attnphase.validation.histogram.scores import AttentionScore, collect_attention, score_model
 from attnphase.validation.histogram.train import EpochRecord, TrainConfig, evaluate, train
 
@@ -29,25 +25,12 @@ REPARAM_SUFFIX = "_reparam"
 
 @dataclass(frozen=True)
 class HistogramConfig:
-    """Sizes and schedule of one histogram experiment.
-
-    Attributes:
-        seq_len: sequence length L.
-        n_tokens: alphabet size T.
-        n_samples: distinct sequences drawn, train and validation together.
-        val_fraction: share of ``n_samples`` held out for validation.
-        d_model: embedding width (token and positional halves of ``d_model / 2`` each).
-        d_hidden: MLP hidden width.
-        epochs: Adam epochs for each variant.
-        batch_size: minibatch size for all training.
-        lr: Adam learning rate.
-        reparam_epochs: SGD epochs of local retraining after re-parameterisation.
-        reparam_lr: SGD learning rate of that retraining.
-        n_score: validation inputs used for the attention score (capped at the validation size).
-        n_plot: validation inputs whose attention maps are plotted.
-        variants: restrictions trained from scratch; every restricted one is also
-            re-parameterised (variant ``<name>_reparam``).
-    """
+    """Sizes and schedule of one histogram experiment (docs/histogram.md): sequence length L (``seq_len``),
+    alphabet size T (``n_tokens``), distinct sequences drawn (``n_samples``, a share ``val_fraction`` held out),
+    the model's widths, Adam's ``epochs`` and ``lr``, the SGD retraining's ``reparam_epochs`` and ``reparam_lr``
+    after re-parameterisation, the validation inputs of the attention score (``n_score``, capped at the validation
+    size) and of the plotted maps (``n_plot``), and the ``variants`` trained from scratch (every restricted one is
+    also re-parameterised: variant ``<name>_reparam``)."""
 
     seq_len: int = 10
     n_tokens: int = 15
@@ -74,11 +57,8 @@ class HistogramConfig:
             raise ValueError(f"seq_len must be >= 3 for the attention score, got {self.seq_len}")
         unknown = [v for v in self.variants if v not in RESTRICTIONS]
         if unknown or not self.variants or len(set(self.variants)) != len(self.variants):
-            raise ValueError(
-                f"variants must be distinct names from {', '.join(RESTRICTIONS)}, got {self.variants}"
-            )
-        # Validate the rest by building the derived configs once.
-        self.model_config("both")
+            raise ValueError(f"variants must be distinct names from {', '.join(RESTRICTIONS)}, got {self.variants}")
+        self.model_config("both")  # the derived configs validate the rest
         self.train_config()
         self.reparam_train_config()
 
@@ -95,18 +75,13 @@ class HistogramConfig:
     @classmethod
     def tiny(cls) -> HistogramConfig:
         """L = 5, T = 4, 300 samples, d = 16, 2 + 1 epochs: a second or two (tests, smoke runs)."""
-        return cls(seq_len=5, n_tokens=4, n_samples=300, d_model=16, d_hidden=16,
-                   epochs=2, reparam_epochs=1, n_score=50, n_plot=2)
+        return cls(seq_len=5, n_tokens=4, n_samples=300, d_model=16, d_hidden=16, epochs=2, reparam_epochs=1,
+                   n_score=50, n_plot=2)
 
     def model_config(self, restriction: str) -> ModelConfig:
         """The model sizes with the given attention restriction."""
-        return ModelConfig(
-            seq_len=self.seq_len,
-            n_tokens=self.n_tokens,
-            d_model=self.d_model,
-            d_hidden=self.d_hidden,
-            restriction=restriction,  # type: ignore[arg-type]
-        )
+        return ModelConfig(seq_len=self.seq_len, n_tokens=self.n_tokens, d_model=self.d_model, d_hidden=self.d_hidden,
+                           restriction=restriction)  # type: ignore[arg-type]
 
     def train_config(self) -> TrainConfig:
         """Adam training from scratch."""
@@ -114,28 +89,15 @@ class HistogramConfig:
 
     def reparam_train_config(self) -> TrainConfig:
         """Plain SGD for the local retraining after re-parameterisation."""
-        return TrainConfig(
-            epochs=self.reparam_epochs,
-            batch_size=self.batch_size,
-            lr=self.reparam_lr,
-            optimizer="sgd",
-        )
+        return TrainConfig(epochs=self.reparam_epochs, batch_size=self.batch_size, lr=self.reparam_lr, optimizer="sgd")
 
 
 @dataclass(frozen=True)
 class ReparamInfo:
-    """What happened to a re-parameterised variant.
-
-    Attributes:
-        source: the restricted variant it was embedded from.
-        max_output_diff: ``max |logits|`` difference, restricted vs embedded, on the
-            validation set, before retraining.
-        before_val_acc: validation accuracy of the embedded model before retraining.
-        before_val_loss: its validation cross-entropy.
-        before_score: its attention score before retraining.
-        masked_qk_fraction: after retraining, share of ``|W_Q|^2 + |W_K|^2`` in the
-            rows of the half that the source could not see (0 before retraining).
-    """
+    """What happened to a re-parameterised variant: the restricted ``source`` it was embedded from, the largest
+    logit difference restricted vs embedded on the validation set (``max_output_diff``), the embedded model's
+    validation accuracy, cross-entropy and attention score before retraining, and after retraining the share of
+    ``|W_Q|^2 + |W_K|^2`` in the rows of the half the source could not see (``masked_qk_fraction``)."""
 
     source: str
     max_output_diff: float
@@ -147,18 +109,9 @@ class ReparamInfo:
 
 @dataclass(frozen=True)
 class VariantResult:
-    """One trained variant.
-
-    Attributes:
-        name: variant name (``"positional"``, ..., ``"positional_reparam"``).
-        restriction: the attention restriction of the final model.
-        curve: training curve (for re-parameterised variants: of the SGD retraining).
-        val_acc: final per-position validation accuracy.
-        val_loss: final validation cross-entropy.
-        score: attention score of the final model.
-        train_seconds: wall time of its training.
-        reparam: details for re-parameterised variants, else None.
-    """
+    """One trained variant (``"positional"``, ..., ``"positional_reparam"``): the final model's restriction, its
+    training curve (of the SGD retraining for a re-parameterised one), final validation accuracy and cross-entropy,
+    attention score, training wall time, and ``reparam`` for a re-parameterised variant (else None)."""
 
     name: str
     restriction: str
@@ -172,20 +125,10 @@ class VariantResult:
 
 @dataclass(frozen=True)
 class ExperimentResult:
-    """Everything the report needs.
-
-    Attributes:
-        config: the experiment's configuration.
-        seed: the master seed.
-        device: the device trained on, as a string.
-        n_train: training sequences.
-        n_val: validation sequences.
-        majority_acc: validation accuracy of always predicting the most frequent training count.
-        variants: results by variant name, in training order.
-        examples: plotted validation inputs, int64 ``(n_plot, L)``.
-        attention: attention maps on ``examples`` by variant name, ``(n_plot, L, L)``.
-        wall_seconds: wall time of the whole experiment.
-    """
+    """Everything the report needs: the configuration, master seed, device, the training and validation sizes, the
+    majority-class baseline's validation accuracy, the results by variant name (training order), the plotted
+    validation inputs ``examples`` ``(n_plot, L)`` with each variant's attention maps on them ``(n_plot, L, L)``,
+    and the wall time."""
 
     config: HistogramConfig
     seed: int
@@ -211,13 +154,8 @@ def variant_streams(seed: int, name: str) -> tuple[np.random.SeedSequence, ...]:
 
 @dataclass(frozen=True)
 class Setup:
-    """What every variant of one (config, seed) shares, rebuilt identically wherever it is needed.
-
-    Attributes:
-        data: the train/validation split (stream 0 of the master seed), on the device.
-        score_x: the validation inputs the attention score is computed on.
-        examples: the plotted validation inputs (drawn with stream 1).
-    """
+    """What every variant of one (config, seed) shares, rebuilt identically wherever it is needed: the split (stream
+    0 of the master seed, on the device), the inputs of the attention score, the plotted inputs (stream 1)."""
 
     data: HistogramData
     score_x: torch.Tensor
@@ -227,37 +165,21 @@ class Setup:
 def prepare(config: HistogramConfig, seed: int, device: torch.device) -> Setup:
     """The data, score inputs and plotted inputs of ``seed`` (streams 0 and 1 of the master seed)."""
     data_seq, plot_seq = (np.random.SeedSequence(seed, spawn_key=(k,)) for k in (0, 1))
-    data = make_dataset(
-        config.n_samples, config.seq_len, config.n_tokens, config.val_fraction, _generator(data_seq)
-    ).to(device)
+    data = make_dataset(config.n_samples, config.seq_len, config.n_tokens, config.val_fraction,
+                        _generator(data_seq)).to(device)
     n_val = data.val_x.shape[0]
     pick = torch.randperm(n_val, generator=_generator(plot_seq))[: config.n_plot]
     return Setup(data=data, score_x=data.val_x[: min(config.n_score, n_val)], examples=data.val_x[pick.to(device)])
 
 
-def _finish(
-    name: str,
-    model: torch.nn.Module,
-    curve: tuple[EpochRecord, ...],
-    score_x: torch.Tensor,
-    seconds: float,
-    reparam: ReparamInfo | None = None,
-) -> VariantResult:
-    return VariantResult(
-        name=name,
-        restriction=model.config.restriction,
-        curve=curve,
-        val_acc=curve[-1].val_acc,
-        val_loss=curve[-1].val_loss,
-        score=score_model(model, score_x),
-        train_seconds=seconds,
-        reparam=reparam,
-    )
+def _finish(name: str, model: torch.nn.Module, curve: tuple[EpochRecord, ...], score_x: torch.Tensor, seconds: float,
+            reparam: ReparamInfo | None = None) -> VariantResult:
+    return VariantResult(name, model.config.restriction, curve, curve[-1].val_acc, curve[-1].val_loss,
+                         score_model(model, score_x), seconds, reparam)
 
 
-def train_variant(
-    config: HistogramConfig, seed: int, name: str, setup: Setup, device: torch.device, *, progress: bool = False
-) -> tuple[VariantResult, HistogramTransformer, torch.Tensor]:
+def train_variant(config: HistogramConfig, seed: int, name: str, setup: Setup, device: torch.device, *,
+                  progress: bool = False) -> tuple[VariantResult, HistogramTransformer, torch.Tensor]:
     """Variant ``name`` trained from scratch (Adam): its result, the model, its attention on the examples."""
     init_seq, shuffle_seq, _ = variant_streams(seed, name)
     t0 = time.perf_counter()
@@ -267,9 +189,8 @@ def train_variant(
     return result, model, collect_attention(model, setup.examples)
 
 
-def reparameterise(
-    config: HistogramConfig, seed: int, model: HistogramTransformer, setup: Setup, *, progress: bool = False
-) -> tuple[VariantResult, torch.Tensor]:
+def reparameterise(config: HistogramConfig, seed: int, model: HistogramTransformer, setup: Setup, *,
+                   progress: bool = False) -> tuple[VariantResult, torch.Tensor]:
     """The restricted ``model`` embedded in the unrestricted architecture and retrained (SGD):
     variant ``<restriction>_reparam``'s result and its attention on the examples."""
     name = model.config.restriction
@@ -280,61 +201,29 @@ def reparameterise(
     diff = max_output_difference(model, full, data.val_x)
     before_loss, before_acc = evaluate(full, data.val_x, data.val_y)
     before_score = score_model(full, setup.score_x)
-    retrained = train(
-        full, data, config.reparam_train_config(), _generator(reparam_seq),
-        progress=progress, desc=name + REPARAM_SUFFIX,
-    )
-    info = ReparamInfo(
-        source=name,
-        max_output_diff=diff,
-        before_val_acc=before_acc,
-        before_val_loss=before_loss,
-        before_score=before_score,
-        masked_qk_fraction=masked_qk_fraction(full, name),
-    )
-    reparam_name = name + REPARAM_SUFFIX
-    result = _finish(reparam_name, full, retrained.curve, setup.score_x, time.perf_counter() - t0, info)
+    retrained = train(full, data, config.reparam_train_config(), _generator(reparam_seq), progress=progress,
+                      desc=name + REPARAM_SUFFIX)
+    info = ReparamInfo(name, diff, before_acc, before_loss, before_score, masked_qk_fraction(full, name))
+    result = _finish(name + REPARAM_SUFFIX, full, retrained.curve, setup.score_x, time.perf_counter() - t0, info)
     return result, collect_attention(full, setup.examples)
 
 
-def assemble(
-    config: HistogramConfig,
-    seed: int,
-    device: torch.device,
-    setup: Setup,
-    variants: dict[str, tuple[VariantResult, torch.Tensor]],
-    wall_seconds: float,
-) -> ExperimentResult:
+def assemble(config: HistogramConfig, seed: int, device: torch.device, setup: Setup,
+             variants: dict[str, tuple[VariantResult, torch.Tensor]], wall_seconds: float) -> ExperimentResult:
     """The experiment's result from its variants' (result, attention), in ``config.variants``'
     order, each restricted variant followed by its re-parameterisation."""
     order = [n for v in config.variants for n in ((v,) if v == "both" else (v, v + REPARAM_SUFFIX))]
     data = setup.data
-    return ExperimentResult(
-        config=config,
-        seed=seed,
-        device=str(device),
-        n_train=int(data.train_x.shape[0]),
-        n_val=int(data.val_x.shape[0]),
-        majority_acc=majority_baseline(data.train_y, data.val_y),
-        variants={n: variants[n][0] for n in order},
-        examples=setup.examples.cpu(),
-        attention={n: variants[n][1] for n in order},
-        wall_seconds=wall_seconds,
-    )
+    return ExperimentResult(config, seed, str(device), int(data.train_x.shape[0]), int(data.val_x.shape[0]),
+                            majority_baseline(data.train_y, data.val_y), {n: variants[n][0] for n in order},
+                            setup.examples.cpu(), {n: variants[n][1] for n in order}, wall_seconds)
 
 
-def run_experiment(
-    config: HistogramConfig,
-    seed: int,
-    device: torch.device,
-    *,
-    progress: bool = False,
-) -> ExperimentResult:
+def run_experiment(config: HistogramConfig, seed: int, device: torch.device, *,
+                   progress: bool = False) -> ExperimentResult:
     """Train every variant of ``config`` on ``device`` and re-parameterise the restricted ones, in
     this process (``attnphase histogram`` runs the same steps as tasks: :mod:`.jobs`)."""
     start = time.perf_counter()
-    # Stream k is SeedSequence(seed).spawn(...)[k]: 0 data, 1 plotted inputs,
-    # 2 + RESTRICTIONS.index(name) a variant, whatever subset of variants runs.
     setup = prepare(config, seed, device)
     variants: dict[str, tuple[VariantResult, torch.Tensor]] = {}
     for name in config.variants:

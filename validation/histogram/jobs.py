@@ -1,21 +1,11 @@
-"""The histogram experiment as tasks of the execution layer (:mod:`attnphase.execution`).
+"""The histogram experiment as tasks of the execution layer (:mod:`attnphase.execution`), in two stages:
+:func:`train_job` trains one variant from scratch (Adam); :func:`reparam_job` embeds one restricted variant's
+trained parameters in the unrestricted architecture and retrains it (SGD): variant ``<name>_reparam``.
 
-Two stages, each a list of independent tasks:
-
-1. :func:`train_job` -- one variant of ``config.variants`` trained from scratch (Adam);
-2. :func:`reparam_job` -- one restricted variant's trained parameters (stage 1's result) embedded
-   in the unrestricted architecture and retrained (SGD): variant ``<name>_reparam``.
-
-Every task rebuilds the data and the plotted inputs from the master seed
-(:func:`~attnphase.validation.histogram.experiment.prepare`: streams 0 and 1) and draws its own
-streams (:func:`~attnphase.validation.histogram.experiment.variant_streams`), and runs the same
-functions as :func:`~attnphase.validation.histogram.experiment.run_experiment`: its numbers are
-those of the in-process run, wherever it runs.  A result is picklable (parameters and attention
-maps as numpy arrays on the CPU).
-
-A key hashes (config but its list of variants, seed, variant, the device type) and :func:`histogram_version`, the code
-version of the modules a task runs (the histogram package but its commands, report, figures and
-dataset; the histogram code imports nothing else of the validation layer).
+Every task rebuilds the data from the master seed and draws its own streams, and runs the same functions as
+:func:`~attnphase.validation.histogram.experiment.run_experiment`: its numbers are those of the in-process run.
+A key hashes the configuration but its list of variants, the seed, the variant, the device type and
+:func:`histogram_version`, the code of the histogram package but for its presentation modules.
 """
 
 from __future__ import annotations
@@ -29,16 +19,8 @@ import numpy as np
 import torch
 
 from attnphase.execution import ExecutorSpec, Outcome, ResultStore, Task, code_version, run_tasks, task_key
-from attnphase.validation.histogram.experiment import (
-    REPARAM_SUFFIX,
-    ExperimentResult,
-    HistogramConfig,
-    VariantResult,
-    assemble,
-    prepare,
-    reparameterise,
-    train_variant,
-)
+from attnphase.validation.histogram.experiment import (REPARAM_SUFFIX, ExperimentResult, HistogramConfig, VariantResult,
+                                                       assemble, prepare, reparameterise, train_variant)
 from attnphase.validation.histogram.model import HistogramTransformer
 
 #: The package a histogram task runs (its source is hashed into every key) ...
@@ -53,16 +35,8 @@ def histogram_version() -> str:
 
 @dataclass(frozen=True)
 class VariantJob:
-    """One task's argument.
-
-    Attributes:
-        config: the experiment's configuration.
-        seed: the master seed.
-        name: the variant trained from scratch (stage 1), or the restricted source (stage 2).
-        device: where to train (``"cpu"``, ``"cuda:0"``).
-        progress: per-epoch bars (in-process runs); not part of the key.
-        state: stage 2: the source's trained parameters (numpy); stage 1: None.
-    """
+    """One task's argument: ``name`` the variant trained from scratch (stage 1) or the restricted source (stage 2,
+    ``state`` its trained parameters as numpy arrays); ``progress``: per-epoch bars, not part of the key."""
 
     config: HistogramConfig
     seed: int
@@ -82,16 +56,13 @@ class TrainedVariant:
     state: dict[str, np.ndarray] | None = None
 
 
-def _numpy_state(model: torch.nn.Module) -> dict[str, np.ndarray]:
-    return {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
-
-
 def train_job(job: VariantJob) -> TrainedVariant:
     """Variant ``job.name`` trained from scratch, as :func:`~.experiment.run_experiment` trains it."""
     device = torch.device(job.device)
     setup = prepare(job.config, job.seed, device)
     result, model, attention = train_variant(job.config, job.seed, job.name, setup, device, progress=job.progress)
-    return TrainedVariant(result, attention.numpy(), _numpy_state(model))
+    state = {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
+    return TrainedVariant(result, attention.numpy(), state)
 
 
 def reparam_job(job: VariantJob) -> TrainedVariant:
@@ -130,15 +101,9 @@ def reparam_task(config: HistogramConfig, seed: int, name: str, device: str, sta
 
 @dataclass(frozen=True)
 class HistogramRun:
-    """The tasks of one experiment and, when none failed, its result.
-
-    Attributes:
-        result: the experiment (None when a task failed).
-        outcomes: one per task run, stage 1 then stage 2.
-        counts: tasks {"total", "computed", "stored", "failed"}.
-        failures: one line saying which tasks failed and why ("" when none).
-        version: the code version of the keys.
-    """
+    """The tasks of one experiment: its ``result`` (None when a task failed), one outcome per task (stage 1 then
+    stage 2), their ``counts`` (total, computed, stored, failed), ``failures`` (one line, "" when none) and the
+    code ``version`` of the keys."""
 
     result: ExperimentResult | None
     outcomes: tuple[Outcome, ...]

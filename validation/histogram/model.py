@@ -1,20 +1,6 @@
-"""The single-layer transformer of the histogram task, with restrictable attention.
-
-Architecture (one head, no dropout; ``d = d_model``, halves of size ``d / 2``)::
-
-    h_l   = [E_tok[x_l] ; E_pos[l]]                  # (L, d): semantic half, then positional half
-    u_l   = h_l[S]                                   # S = positional half, semantic half, or all of h
-    A     = softmax((u W_Q)(u W_K)^T / sqrt(d_attn))  # (L, L), rows sum to 1
-    y     = LayerNorm(h + A (h W_V))                  # the value path sees all of h
-    z     = y + W_2 relu(W_1 y + b_1) + b_2           # MLP with hidden width d_hidden
-    logit = z W_out + b_out                           # L + 1 classes: counts 0..L
-
-``W_Q, W_K`` map ``|S| -> d_attn`` and have no bias; ``W_V`` maps ``d -> d``
-without bias. The embedding is the *concatenation* of a token embedding and a
-learned positional embedding (not their sum), so "positional half" and
-"semantic half" are well defined. Parameters are initialised from an explicit
-``torch.Generator`` (embeddings N(0, 1); weight matrices U(-1/sqrt(fan_in),
-1/sqrt(fan_in)); biases zero); no global random state is touched.
+"""The single-layer transformer of the histogram task, with restrictable attention (docs/histogram.md,
+"Architecture": ``h_l = [E_tok[x_l] ; E_pos[l]]``, queries and keys from the slice ``h_l[S]``, the value path
+from all of ``h``, LayerNorm, a residual ReLU MLP, ``L + 1`` classes).
 """
 
 from __future__ import annotations
@@ -33,15 +19,9 @@ RESTRICTIONS: tuple[Restriction, ...] = ("positional", "semantic", "both")
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Sizes of the histogram transformer.
-
-    Attributes:
-        seq_len: sequence length L (also the number of learned positions).
-        n_tokens: alphabet size T.
-        d_model: embedding width d, even; token and positional halves have d / 2 each.
-        d_hidden: hidden width of the two-layer ReLU MLP.
-        d_attn: width of queries and keys (defaults to ``d_model``).
-        restriction: what the attention's queries and keys see (see ``RESTRICTIONS``).
+    """Sizes of the histogram transformer: L (``seq_len``, also the learned positions), T (``n_tokens``), the even
+    embedding width ``d_model`` (token and positional halves of ``d_model / 2``), the MLP's ``d_hidden``, the width
+    of queries and keys ``d_attn`` (default ``d_model``), and what they see (``restriction``, :data:`RESTRICTIONS`).
     """
 
     seq_len: int = 10
@@ -53,9 +33,7 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         if self.seq_len < 1 or self.n_tokens < 1:
-            raise ValueError(
-                f"seq_len and n_tokens must be >= 1, got {self.seq_len}, {self.n_tokens}"
-            )
+            raise ValueError(f"seq_len and n_tokens must be >= 1, got {self.seq_len}, {self.n_tokens}")
         if self.d_model < 2 or self.d_model % 2:
             raise ValueError(f"d_model must be even and >= 2, got {self.d_model}")
         if self.d_hidden < 1:
@@ -63,9 +41,7 @@ class ModelConfig:
         if self.d_attn is not None and self.d_attn < 1:
             raise ValueError(f"d_attn must be >= 1, got {self.d_attn}")
         if self.restriction not in RESTRICTIONS:
-            raise ValueError(
-                f"restriction must be one of {', '.join(RESTRICTIONS)}, got {self.restriction!r}"
-            )
+            raise ValueError(f"restriction must be one of {', '.join(RESTRICTIONS)}, got {self.restriction!r}")
 
     @property
     def half(self) -> int:
@@ -142,12 +118,8 @@ class HistogramTransformer(nn.Module):
 
 
 def init_parameters(model: HistogramTransformer, generator: torch.Generator) -> None:
-    """Fill ``model``'s parameters in place from ``generator`` (a CPU generator).
-
-    Embeddings ~ N(0, 1); weight matrices ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in));
-    biases 0; LayerNorm gain 1 and shift 0. Parameters are visited in a fixed
-    order, so the result depends only on the generator's state.
-    """
+    """Fill ``model``'s parameters in place from ``generator`` (a CPU generator), in a fixed order: embeddings
+    N(0, 1), weight matrices U(-1/sqrt(fan_in), 1/sqrt(fan_in)), biases 0, LayerNorm gain 1 and shift 0."""
     with torch.no_grad():
         for name, param in model.named_parameters():
             if name in ("tok_emb", "pos_emb"):
@@ -162,9 +134,8 @@ def init_parameters(model: HistogramTransformer, generator: torch.Generator) -> 
             param.copy_(value.to(param.device, param.dtype))
 
 
-def build_model(
-    config: ModelConfig, generator: torch.Generator, device: torch.device | str = "cpu"
-) -> HistogramTransformer:
+def build_model(config: ModelConfig, generator: torch.Generator,
+                device: torch.device | str = "cpu") -> HistogramTransformer:
     """A freshly initialised model on ``device`` (see :func:`init_parameters`)."""
     model = HistogramTransformer(config)
     init_parameters(model, generator)

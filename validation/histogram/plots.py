@@ -22,33 +22,13 @@ EQUALITY = "token equality"
 """Column name of the reference panel showing ``1[x_i = x_j]``."""
 
 
-def plot_attention_grid(
-    examples: torch.Tensor,
-    attention: Mapping[str, torch.Tensor],
-    columns: Sequence[str],
-    path: Path,
-    *,
-    with_equality: bool = True,
-) -> Path:
-    """Save a grid of attention maps: one row per input, one column per variant.
-
-    Args:
-        examples: input sequences, ``(n, L)``.
-        attention: attention maps by variant name, each ``(n, L, L)``; entry
-            ``[i, j]`` is how much query position ``i`` attends to key position ``j``.
-        columns: the variants to show, in order (names missing from ``attention`` are skipped).
-        path: where to write the PNG.
-        with_equality: append a column with the token-equality matrix for reference.
-
-    Returns:
-        ``path``.
-    """
-    names = [c for c in columns if c in attention]
-    panels = [(name, attention[name].cpu().numpy()) for name in names]
-    if with_equality:
-        panels.append((EQUALITY, token_equality(examples.cpu()).numpy()))
-    if not panels:
-        raise ValueError("nothing to plot: none of the requested variants has attention maps")
+def plot_attention_grid(examples: torch.Tensor, attention: Mapping[str, torch.Tensor], columns: Sequence[str],
+                        path: Path) -> Path:
+    """Save a grid of attention maps to ``path`` and return it: one row per input of ``examples`` ``(n, L)``, one
+    column per variant of ``columns`` (in order; names missing from ``attention`` skipped) with its maps ``(n, L, L)``
+    (``[i, j]``: how much query position ``i`` attends to key position ``j``), then the token-equality matrix."""
+    panels = [(name, attention[name].cpu().numpy()) for name in columns if name in attention]
+    panels.append((EQUALITY, token_equality(examples.cpu()).numpy()))
     n_rows, n_cols = examples.shape[0], len(panels)
     seq_len = examples.shape[1]
     fig = Figure(figsize=(2.7 * n_cols + 0.6, 2.6 * n_rows + 0.6), constrained_layout=True)
@@ -71,21 +51,16 @@ def plot_attention_grid(
             if row == n_rows - 1:
                 ax.set_xlabel("key token", fontsize=8)
         label = "1[x_i = x_j]" if name == EQUALITY else "attention weight"
-        fig.colorbar(image, ax=axes[:, col].tolist(), location="bottom", shrink=0.8,
-                     aspect=25, label=label)
+        fig.colorbar(image, ax=axes[:, col].tolist(), location="bottom", shrink=0.8, aspect=25, label=label)
     fig.savefig(path, dpi=110)
     return path
 
 
 def plot_learning_curves(variants: Mapping[str, "VariantResult"], path: Path, *, majority_acc: float | None = None
                          ) -> Figure:
-    """Save the training curves of every variant (``curves_<variant>.csv`` drawn) and return the Figure.
-
-    Top row: the variants trained from scratch (Adam); bottom row: the re-parameterised ones, whose
-    curve is their SGD retraining from the embedded restricted model (epoch 0: just embedded).  Left:
-    cross-entropy, right: per-position accuracy; training solid, validation dashed, one colour per
-    variant; the majority-class baseline on the accuracy panels.
-    """
+    """Save the training curves of every variant and return the Figure: a row for the variants trained from
+    scratch, one for the re-parameterised ones (their SGD retraining); cross-entropy and per-position accuracy,
+    training solid, validation dashed, the majority-class baseline on the accuracy panels."""
     groups = [("trained from scratch", [n for n, v in variants.items() if v.reparam is None]),
               ("re-parameterised, then retrained", [n for n, v in variants.items() if v.reparam is not None])]
     groups = [(title, names) for title, names in groups if names]

@@ -1,11 +1,6 @@
-"""Embedding a restricted model into the unrestricted architecture.
-
-A model whose queries and keys see only one half ``S`` of ``h`` computes
-``u W_Q`` with ``u = h[S]``. The unrestricted model computes ``h W_Q'``; with
-``W_Q'[S] = W_Q`` and ``W_Q'`` zero on the other half's rows (the same for
-``W_K``), ``h W_Q' = h[S] W_Q`` exactly, and every other parameter is copied,
-so both models compute the same function. Training the unrestricted copy can
-then move the zero rows: :func:`masked_qk_fraction` measures how far it did.
+"""Embedding a restricted model into the unrestricted architecture (docs/histogram.md, "Re-parameterisation"):
+``W_Q'[S] = W_Q``, zero on the other half's rows (the same for ``W_K``), every other parameter copied, so that
+``h W_Q' = h[S] W_Q`` and both models compute the same function.
 """
 
 from __future__ import annotations
@@ -18,11 +13,8 @@ from attnphase.validation.histogram.model import HistogramTransformer
 
 
 def embed_unrestricted(model: HistogramTransformer) -> HistogramTransformer:
-    """An unrestricted (``restriction="both"``) model computing the same function as ``model``.
-
-    The copy lives on ``model``'s device and shares no storage with it. An
-    unrestricted ``model`` is copied as is.
-    """
+    """An unrestricted (``restriction="both"``) model computing the same function as ``model``, on its device,
+    sharing no storage with it (an unrestricted ``model`` is copied as is)."""
     config = model.config
     full = HistogramTransformer(dataclasses.replace(config, restriction="both"))
     full = full.to(device=model.w_q.device, dtype=model.w_q.dtype)
@@ -39,25 +31,15 @@ def embed_unrestricted(model: HistogramTransformer) -> HistogramTransformer:
 
 
 def masked_qk_fraction(model: HistogramTransformer, restriction: str) -> float:
-    """Share of ``|W_Q|^2 + |W_K|^2`` in the rows that ``restriction`` masks.
-
-    For an unrestricted ``model`` obtained by :func:`embed_unrestricted` from
-    a model restricted by ``restriction``, this is 0 right after embedding and
-    grows if training starts using the other half of the embedding.
-
-    Raises:
-        ValueError: if ``model`` is restricted or ``restriction`` is not
-            ``"positional"`` or ``"semantic"``.
-    """
+    """Share of ``|W_Q|^2 + |W_K|^2`` in the rows that ``restriction`` masks: 0 right after
+    :func:`embed_unrestricted`, growing if training uses the other half.  ValueError if ``model`` is restricted or
+    ``restriction`` is not ``"positional"`` or ``"semantic"``."""
     if model.config.restriction != "both":
         raise ValueError("masked_qk_fraction needs an unrestricted model")
-    half = model.config.half
-    if restriction == "positional":
-        masked = slice(0, half)
-    elif restriction == "semantic":
-        masked = slice(half, model.config.d_model)
-    else:
+    if restriction not in ("positional", "semantic"):
         raise ValueError(f"restriction must be 'positional' or 'semantic', got {restriction!r}")
+    half = model.config.half
+    masked = slice(0, half) if restriction == "positional" else slice(half, model.config.d_model)
     with torch.no_grad():
         total = model.w_q.square().sum() + model.w_k.square().sum()
         outside = model.w_q[masked].square().sum() + model.w_k[masked].square().sum()
@@ -65,9 +47,8 @@ def masked_qk_fraction(model: HistogramTransformer, restriction: str) -> float:
 
 
 @torch.no_grad()
-def max_output_difference(
-    a: HistogramTransformer, b: HistogramTransformer, x: torch.Tensor, batch_size: int = 4096
-) -> float:
+def max_output_difference(a: HistogramTransformer, b: HistogramTransformer, x: torch.Tensor,
+                          batch_size: int = 4096) -> float:
     """``max |logits_a(x) - logits_b(x)|`` over all inputs, positions and classes."""
     worst = 0.0
     for start in range(0, x.shape[0], batch_size):

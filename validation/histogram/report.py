@@ -1,18 +1,6 @@
-"""Writing an :class:`ExperimentResult` to disk.
-
-Files written to the output directory:
-
-* ``summary.json``: a mapping from variant name to its metrics (see
-  :func:`summary`); nothing else is at the top level.
-* ``params.json``: how the run was made (see :func:`params`).
-* ``curves_<variant>.csv``: the training curve of each variant, columns
-  ``epoch,train_loss,train_acc,val_loss,val_acc`` (epoch 0 = before training).
-* ``learning_curves.png``: those curves drawn: loss and accuracy, training and validation, per variant.
-* ``attention_maps.png``: positional-only vs semantic-only attention on a few
-  validation inputs, with the token-equality matrix for reference.
-* ``attention_unrestricted.png``: the unrestricted and re-parameterised variants on
-  the same inputs.
-* ``report.md``: the tables in words.
+"""Writing an :class:`ExperimentResult` to disk (:func:`write_report`): ``summary.json``, ``params.json``,
+``curves_<variant>.csv``, ``learning_curves.png``, ``attention_maps.png``, ``attention_unrestricted.png`` and
+``report.md`` (docs/histogram.md, "Outputs in DIR").
 """
 
 from __future__ import annotations
@@ -51,25 +39,15 @@ def _score_fields(score: AttentionScore) -> dict[str, float | None]:
 
 def variant_summary(result: VariantResult) -> dict[str, Any]:
     """The ``summary.json`` entry of one variant."""
-    entry: dict[str, Any] = {
-        "restriction": result.restriction,
-        "val_acc": _num(result.val_acc),
-        "val_loss": _num(result.val_loss),
-        **_score_fields(result.score),
-        "train_seconds": _num(result.train_seconds),
-    }
-    if result.reparam is not None:
-        info = result.reparam
-        entry.update(
-            source=info.source,
-            max_output_diff=_num(info.max_output_diff),
-            masked_qk_fraction=_num(info.masked_qk_fraction),
-            before={
-                "val_acc": _num(info.before_val_acc),
-                "val_loss": _num(info.before_val_loss),
-                **_score_fields(info.before_score),
-            },
-        )
+    entry: dict[str, Any] = {"restriction": result.restriction, "val_acc": _num(result.val_acc),
+                             "val_loss": _num(result.val_loss), **_score_fields(result.score),
+                             "train_seconds": _num(result.train_seconds)}
+    info = result.reparam
+    if info is not None:
+        entry.update(source=info.source, max_output_diff=_num(info.max_output_diff),
+                     masked_qk_fraction=_num(info.masked_qk_fraction),
+                     before={"val_acc": _num(info.before_val_acc), "val_loss": _num(info.before_val_loss),
+                             **_score_fields(info.before_score)})
     return entry
 
 
@@ -80,17 +58,10 @@ def summary(result: ExperimentResult) -> dict[str, dict[str, Any]]:
 
 def params(result: ExperimentResult) -> dict[str, Any]:
     """How the run was made: seed, device, configuration, data sizes, baseline, timing."""
-    return {
-        "seed": result.seed,
-        "device": result.device,
-        "config": dataclasses.asdict(result.config),
-        "n_train": result.n_train,
-        "n_val": result.n_val,
-        "majority_acc": _num(result.majority_acc),
-        "n_score_inputs": next(iter(result.variants.values())).score.n_inputs,
-        "wall_seconds": _num(result.wall_seconds),
-        "torch_version": torch.__version__,
-    }
+    return {"seed": result.seed, "device": result.device, "config": dataclasses.asdict(result.config),
+            "n_train": result.n_train, "n_val": result.n_val, "majority_acc": _num(result.majority_acc),
+            "n_score_inputs": next(iter(result.variants.values())).score.n_inputs,
+            "wall_seconds": _num(result.wall_seconds), "torch_version": torch.__version__}
 
 
 def write_curves(result: VariantResult, path: Path) -> Path:
@@ -103,72 +74,50 @@ def write_curves(result: VariantResult, path: Path) -> Path:
     return path
 
 
-def _fmt(x: float | None, digits: int = 4) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
 def render_markdown(result: ExperimentResult) -> str:
     """The text of ``report.md``."""
     cfg = result.config
     lines = [
-        "# Histogram task: positional vs semantic attention",
-        "",
+        "# Histogram task: positional vs semantic attention", "",
         f"Sequences of L = {cfg.seq_len} tokens over T = {cfg.n_tokens}; target = count of each "
         f"position's token. {result.n_train} training / {result.n_val} validation sequences "
         f"(distinct), d = {cfg.d_model}, MLP width {cfg.d_hidden}, Adam lr {cfg.lr:g}, "
         f"batch {cfg.batch_size}, {cfg.epochs} epochs. Seed {result.seed}, device "
-        f"`{result.device}`, wall time {result.wall_seconds:.1f} s.",
-        "",
+        f"`{result.device}`, wall time {result.wall_seconds:.1f} s.", "",
         f"Majority-class baseline (always predict the most frequent count): "
-        f"validation accuracy {result.majority_acc:.4f}.",
-        "",
-        "## Variants",
-        "",
+        f"validation accuracy {result.majority_acc:.4f}.", "",
+        "## Variants", "",
         "| variant | query/key input | val acc | val loss | r_sem | r_pos | score | train s |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for name, v in result.variants.items():
-        lines.append(
-            f"| {name} | {v.restriction} | {v.val_acc:.4f} | {v.val_loss:.4f} | "
-            f"{v.score.r_sem:.3f} | {v.score.r_pos:.3f} | {v.score.score:.3f} | "
-            f"{v.train_seconds:.1f} |"
-        )
+        lines.append(f"| {name} | {v.restriction} | {v.val_acc:.4f} | {v.val_loss:.4f} | {v.score.r_sem:.3f} | "
+                     f"{v.score.r_pos:.3f} | {v.score.score:.3f} | {v.train_seconds:.1f} |")
     reparams = [v for v in result.variants.values() if v.reparam is not None]
     if reparams:
         lines += [
-            "",
-            "## Re-parameterisation",
-            "",
+            "", "## Re-parameterisation", "",
             "Each restricted model is embedded in the unrestricted architecture (W_Q, W_K "
             "zero on the rows of the hidden half, everything else copied), checked to give "
             f"the same logits, then retrained with plain SGD (lr {cfg.reparam_lr:g}, batch "
-            f"{cfg.batch_size}, {cfg.reparam_epochs} epochs).",
-            "",
+            f"{cfg.batch_size}, {cfg.reparam_epochs} epochs).", "",
             "| variant | max abs logit diff | val acc before -> after | score before -> after "
             "| masked QK share after |",
             "|---|---|---|---|---|",
         ]
         for v in reparams:
             info = v.reparam
-            assert info is not None
-            lines.append(
-                f"| {v.name} | {info.max_output_diff:.2e} | {info.before_val_acc:.4f} -> "
-                f"{v.val_acc:.4f} | {info.before_score.score:.3f} -> {v.score.score:.3f} | "
-                f"{info.masked_qk_fraction:.2e} |"
-            )
+            lines.append(f"| {v.name} | {info.max_output_diff:.2e} | {info.before_val_acc:.4f} -> {v.val_acc:.4f} | "
+                         f"{info.before_score.score:.3f} -> {v.score.score:.3f} | {info.masked_qk_fraction:.2e} |")
     lines += [
-        "",
-        "## Score",
-        "",
+        "", "## Score", "",
         f"Over {next(iter(result.variants.values())).score.n_inputs} validation inputs: "
         "r_sem = mean Pearson correlation, over off-diagonal entries, of the attention "
         "matrix A(x) with the token-equality matrix 1[x_i = x_j] (inputs with all tokens "
         "distinct skipped); r_pos = the same with the leave-one-out mean attention pattern "
         "(the input-independent part). score = r_sem - r_pos: about -1 for a positional "
-        "attention, positive for a semantic one.",
-        "",
-        "## Files",
-        "",
+        "attention, positive for a semantic one.", "",
+        "## Files", "",
         "* `summary.json`: variant name -> {" + ", ".join(SUMMARY_KEYS) + "}; re-parameterised "
         "variants add " + ", ".join(REPARAM_KEYS) + " (`before` = metrics before retraining).",
         "* `params.json`: seed, device, configuration, data sizes, majority baseline, timing.",
@@ -191,24 +140,14 @@ def write_report(result: ExperimentResult, out_dir: Path) -> dict[str, Path]:
         path.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
         written[name] = path
     for name, variant in result.variants.items():
-        key = f"curves_{name}.csv"
-        written[key] = write_curves(variant, out_dir / key)
+        written[f"curves_{name}.csv"] = write_curves(variant, out_dir / f"curves_{name}.csv")
     plot_learning_curves(result.variants, out_dir / "learning_curves.png", majority_acc=result.majority_acc)
     written["learning_curves.png"] = out_dir / "learning_curves.png"
     restricted = [n for n in ("positional", "semantic") if n in result.attention]
-    if restricted:
-        written["attention_maps.png"] = plot_attention_grid(
-            result.examples, result.attention, restricted, out_dir / "attention_maps.png"
-        )
-    others = sorted(
-        (n for n in result.attention if n not in ("positional", "semantic")),
-        key=lambda n: (n != "both", n),
-    )
-    if others:
-        written["attention_unrestricted.png"] = plot_attention_grid(
-            result.examples, result.attention, others, out_dir / "attention_unrestricted.png"
-        )
-    path = out_dir / "report.md"
-    path.write_text(render_markdown(result))
-    written["report.md"] = path
+    others = sorted((n for n in result.attention if n not in restricted), key=lambda n: (n != "both", n))
+    for name, columns in (("attention_maps.png", restricted), ("attention_unrestricted.png", others)):
+        if columns:
+            written[name] = plot_attention_grid(result.examples, result.attention, columns, out_dir / name)
+    written["report.md"] = out_dir / "report.md"
+    written["report.md"].write_text(render_markdown(result))
     return written

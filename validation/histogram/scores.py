@@ -1,24 +1,11 @@
-"""How positional versus semantic a learned attention is.
+"""How positional versus semantic a learned attention is (docs/histogram.md, "Score")::
 
-For inputs ``x^(1..N)`` with attention matrices ``A(x)`` (``L x L``, rows sum to 1):
+    r_sem = mean_n corr_offdiag(A(x^n), E(x^n)),   E(x)_ij = 1[x_i = x_j],
+    r_pos = mean_n corr_offdiag(A(x^n), Abar_{-n}),   Abar_{-n} = mean_{m != n} A(x^(m)),
+    score = r_sem - r_pos  in [-2, 2],
 
-* semantic reference: the token-equality matrix ``E(x)_ij = 1[x_i = x_j]``;
-* positional reference: the input-independent mean pattern, taken
-  leave-one-out, ``Abar_{-n} = mean_{m != n} A(x^(m))``.
-
-Both are compared with ``A(x)`` by the Pearson correlation over the
-*off-diagonal* entries ``i != j`` (the diagonal is dropped because
-``E_ii = 1`` always, so any self-attention would otherwise look semantic):
-
-* ``r_sem = mean_n corr_offdiag(A(x^n), E(x^n))``, over the inputs whose
-  ``E`` is not constant off the diagonal (i.e. some token repeats);
-* ``r_pos = mean_n corr_offdiag(A(x^n), Abar_{-n})``, over the inputs whose
-  ``Abar_{-n}`` is not constant off the diagonal.
-
-An attention matrix that is constant off the diagonal counts as correlation 0.
-The score is ``score = r_sem - r_pos`` in ``[-2, 2]``: near ``+1`` for a
-semantic attention (tokens attend to equal tokens, the pattern moves with the
-input), near ``-1`` for a positional one (the same pattern for every input).
+Pearson correlations over the off-diagonal entries, each mean over the inputs whose reference is not constant
+off the diagonal; an attention constant off the diagonal counts as correlation 0.
 """
 
 from __future__ import annotations
@@ -35,16 +22,9 @@ _EPS = 1e-6
 
 @dataclass(frozen=True)
 class AttentionScore:
-    """Positional/semantic character of an attention, averaged over inputs.
-
-    Attributes:
-        r_sem: mean off-diagonal correlation of A(x) with the token-equality matrix.
-        r_pos: mean off-diagonal correlation of A(x) with the leave-one-out mean pattern.
-        score: ``r_sem - r_pos``; positive = semantic, negative = positional.
-        n_inputs: number of inputs the attention was evaluated on.
-        n_sem: inputs entering ``r_sem`` (some token repeats).
-        n_pos: inputs entering ``r_pos``.
-    """
+    """Positional/semantic character of an attention over ``n_inputs`` inputs (module doc): ``r_sem`` over the
+    ``n_sem`` inputs where some token repeats, ``r_pos`` over ``n_pos``, ``score = r_sem - r_pos`` (positive:
+    semantic)."""
 
     r_sem: float
     r_pos: float
@@ -62,13 +42,8 @@ def _offdiag(m: torch.Tensor) -> torch.Tensor:
 
 
 def rowwise_correlation(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pearson correlation of matching rows of ``a`` and ``b`` (both ``(N, K)``).
-
-    Returns:
-        ``(corr, defined)``: ``corr[n]`` is the correlation, set to 0 where
-        either row is constant; ``defined[n]`` is False where ``b``'s row is
-        constant (the reference carries no pattern).
-    """
+    """Pearson correlation of matching rows of ``a`` and ``b`` (both ``(N, K)``): ``(corr, defined)``, ``corr`` 0
+    where either row is constant, ``defined`` False where ``b``'s row is (the reference carries no pattern)."""
     a = a - a.mean(dim=1, keepdim=True)
     b = b - b.mean(dim=1, keepdim=True)
     na, nb = a.norm(dim=1), b.norm(dim=1)
@@ -79,16 +54,10 @@ def rowwise_correlation(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor,
 
 
 def attention_score(attn: torch.Tensor, tokens: torch.Tensor) -> AttentionScore:
-    """The score of attention matrices ``attn`` ``(N, L, L)`` for inputs ``tokens`` ``(N, L)``.
-
-    Raises:
-        ValueError: for mismatched shapes, ``N < 2`` or ``L < 3`` (off-diagonal
-            correlations need at least three entries per row).
-    """
+    """The score of attention matrices ``attn`` ``(N, L, L)`` for inputs ``tokens`` ``(N, L)``; ValueError for
+    mismatched shapes, ``N < 2`` or ``L < 3`` (an off-diagonal correlation needs three entries per row)."""
     if attn.ndim != 3 or attn.shape[1] != attn.shape[2] or attn.shape[:2] != tokens.shape:
-        raise ValueError(
-            f"need attn (N, L, L) and tokens (N, L), got {tuple(attn.shape)} and {tuple(tokens.shape)}"
-        )
+        raise ValueError(f"need attn (N, L, L) and tokens (N, L), got {tuple(attn.shape)} and {tuple(tokens.shape)}")
     n, L = tokens.shape
     if n < 2 or L < 3:
         raise ValueError(f"need at least 2 inputs and L >= 3, got N={n}, L={L}")
@@ -99,14 +68,7 @@ def attention_score(attn: torch.Tensor, tokens: torch.Tensor) -> AttentionScore:
     c_pos, d_pos = rowwise_correlation(a, mean_loo)
     r_sem = float(c_sem[d_sem].mean()) if bool(d_sem.any()) else 0.0
     r_pos = float(c_pos[d_pos].mean()) if bool(d_pos.any()) else 0.0
-    return AttentionScore(
-        r_sem=r_sem,
-        r_pos=r_pos,
-        score=r_sem - r_pos,
-        n_inputs=n,
-        n_sem=int(d_sem.sum()),
-        n_pos=int(d_pos.sum()),
-    )
+    return AttentionScore(r_sem, r_pos, r_sem - r_pos, n, int(d_sem.sum()), int(d_pos.sum()))
 
 
 @torch.no_grad()

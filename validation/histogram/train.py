@@ -21,11 +21,8 @@ Optimizer = Literal["adam", "sgd"]
 
 
 def resolve_device(spec: str) -> torch.device:
-    """``"auto"`` -> cuda when available, else cpu; otherwise ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
-
-    Raises:
-        ValueError: for an unknown spec, or cuda requested but not available.
-    """
+    """``"auto"`` -> cuda when available, else cpu; otherwise ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (ValueError for an
+    unknown spec, or cuda requested but not available)."""
     spec = spec.strip().lower()
     if spec == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -36,24 +33,16 @@ def resolve_device(spec: str) -> torch.device:
             raise ValueError(f"device {spec!r} requested but CUDA is not available")
         device = torch.device(spec)
         if device.index is not None and device.index >= torch.cuda.device_count():
-            raise ValueError(
-                f"device {spec!r} requested but only {torch.cuda.device_count()} CUDA device(s) exist"
-            )
+            raise ValueError(f"device {spec!r} requested but only {torch.cuda.device_count()} CUDA device(s) exist")
         return device
     raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {spec!r}")
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """How to train.
-
-    Attributes:
-        epochs: passes over the training set (0 = only evaluate).
-        batch_size: minibatch size (sequences per step).
-        lr: learning rate.
-        optimizer: ``"adam"`` (default betas) or ``"sgd"`` (plain, no momentum).
-        eval_batch_size: sequences per forward pass when evaluating.
-    """
+    """How to train: ``epochs`` passes over the training set (0: only evaluate) in minibatches of ``batch_size``
+    sequences, ``optimizer`` ``"adam"`` (default betas) or ``"sgd"`` (plain) at rate ``lr``; ``eval_batch_size``
+    sequences per forward pass when evaluating."""
 
     epochs: int = 200
     batch_size: int = 32
@@ -65,9 +54,7 @@ class TrainConfig:
         if self.epochs < 0:
             raise ValueError(f"epochs must be >= 0, got {self.epochs}")
         if self.batch_size < 1 or self.eval_batch_size < 1:
-            raise ValueError(
-                f"batch sizes must be >= 1, got {self.batch_size}, {self.eval_batch_size}"
-            )
+            raise ValueError(f"batch sizes must be >= 1, got {self.batch_size}, {self.eval_batch_size}")
         if not (self.lr > 0 and math.isfinite(self.lr)):
             raise ValueError(f"lr must be positive and finite, got {self.lr}")
         if self.optimizer not in ("adam", "sgd"):
@@ -76,16 +63,8 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class EpochRecord:
-    """Metrics after one epoch (epoch 0: the model before training).
-
-    Attributes:
-        epoch: number of completed epochs.
-        train_loss: mean cross-entropy over the epoch's minibatches (epoch 0:
-            the initial model on the whole training set).
-        train_acc: per-position accuracy, averaged the same way.
-        val_loss: cross-entropy on the validation set after the epoch.
-        val_acc: per-position accuracy on the validation set after the epoch.
-    """
+    """Metrics after ``epoch`` completed epochs: the mean cross-entropy and per-position accuracy over the epoch's
+    minibatches (epoch 0: the initial model on the whole training set), then on the validation set."""
 
     epoch: int
     train_loss: float
@@ -100,16 +79,9 @@ class TrainResult:
 
     curve: tuple[EpochRecord, ...]
 
-    @property
-    def final(self) -> EpochRecord:
-        """The metrics after the last epoch."""
-        return self.curve[-1]
-
 
 @torch.no_grad()
-def evaluate(
-    model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 4096
-) -> tuple[float, float]:
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 4096) -> tuple[float, float]:
     """Mean cross-entropy and per-position accuracy of ``model`` on ``(x, y)``."""
     was_training = model.training
     model.eval()
@@ -117,40 +89,20 @@ def evaluate(
     for start in range(0, x.shape[0], batch_size):
         logits = model(x[start : start + batch_size])
         target = y[start : start + batch_size]
-        loss_sum += float(
-            nn.functional.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="sum")
-        )
+        loss_sum += float(nn.functional.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="sum"))
         correct += int((logits.argmax(-1) == target).sum())
         count += target.numel()
     model.train(was_training)
     return loss_sum / count, correct / count
 
 
-def _make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
-    if config.optimizer == "adam":
-        return torch.optim.Adam(model.parameters(), lr=config.lr)
-    return torch.optim.SGD(model.parameters(), lr=config.lr)
-
-
-def train(
-    model: nn.Module,
-    data: HistogramData,
-    config: TrainConfig,
-    generator: torch.Generator,
-    *,
-    progress: bool = False,
-    desc: str = "train",
-) -> TrainResult:
-    """Train ``model`` in place on ``data`` (already on the model's device).
-
-    Each epoch visits the training set once in an order drawn from
-    ``generator`` (a CPU generator); the last, smaller batch is kept.
-
-    Returns:
-        The curve, with an epoch-0 row for the initial model.
+def train(model: nn.Module, data: HistogramData, config: TrainConfig, generator: torch.Generator, *,
+          progress: bool = False, desc: str = "train") -> TrainResult:
+    """Train ``model`` in place on ``data`` (already on the model's device), each epoch in an order drawn from
+    ``generator`` (a CPU generator; the last, smaller batch kept); the curve has an epoch-0 row for the initial model.
     """
     device = next(model.parameters()).device
-    optimizer = _make_optimizer(model, config)
+    optimizer = (torch.optim.Adam if config.optimizer == "adam" else torch.optim.SGD)(model.parameters(), lr=config.lr)
     n_train = data.train_x.shape[0]
     train_loss, train_acc = evaluate(model, data.train_x, data.train_y, config.eval_batch_size)
     val_loss, val_acc = evaluate(model, data.val_x, data.val_y, config.eval_batch_size)
@@ -174,9 +126,7 @@ def train(
                 correct += (logits.argmax(-1) == y).sum()
         n_pos = data.train_y.numel()
         val_loss, val_acc = evaluate(model, data.val_x, data.val_y, config.eval_batch_size)
-        record = EpochRecord(
-            epoch, float(loss_sum) / n_pos, int(correct) / n_pos, val_loss, val_acc
-        )
+        record = EpochRecord(epoch, float(loss_sum) / n_pos, int(correct) / n_pos, val_loss, val_acc)
         curve.append(record)
         bar.set_postfix(loss=f"{record.train_loss:.3f}", val_acc=f"{val_acc:.3f}")
     bar.close()
