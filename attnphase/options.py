@@ -1,25 +1,12 @@
 """The model options every ``attnphase`` command shares, and the one syntax of numeric lists.
 
-* :func:`add_model_options` -- the model group ``--L --sigma --A --P --omega --lam --rho0 --rank
-  --teacher-rank --token-cov`` (same
-  names, defaults and help on ``derive``, ``solve``, ``sweep``, ``phase-diagram``, ``census``,
-  ``simulate``, ``validate``, ``check``); :func:`params_from_args` builds the
-  :class:`~attnphase.theory.params.ModelParams` from it, :func:`omegas_from_args` the scanned
-  omegas of ``phase-diagram``; :func:`check_rank` refuses, on the commands whose theory is the
-  rank-1 independent-token one, a rank above 1 or a non-diagonal token covariance.
-* One syntax for every numeric list (:func:`parse_values`): ``NUMBER``, ``a,b,c`` or
-  ``START:STOP:NUM`` (NUM values from START to STOP, both included).
+* :func:`add_model_options` -- the model group (same names, defaults and help on every command that takes a
+  model); :func:`params_from_args` builds the :class:`~attnphase.theory.params.ModelParams` from it,
+  :func:`omegas_from_args` the scanned omegas; :func:`check_rank` refuses what a command's theory lacks.
+* One syntax for every numeric list (:func:`parse_values`): ``NUMBER``, ``a,b,c`` or ``START:STOP:NUM``.
 
-The other shared groups have a module each: the solver group and ``--error-estimate``
-(:mod:`attnphase.solver_options`, the one place the CLI builds a SolverConfig), the execution group
-``--workers --scheduler --fresh`` (:mod:`attnphase.execution_options`), ``phase-diagram --continuation``
-(:mod:`attnphase.continuation_options`), the output options
-``--json --quiet --out`` and the writing of outputs (:mod:`attnphase.outputs`), grid limits and time
-estimates (:mod:`attnphase.workload`).
-
-This module imports the standard library only, so building the parser imports neither numpy-heavy
-code, scipy, sympy nor torch.  Bad values raise ``ValueError`` naming the option (the top-level CLI
-prints it as one line, exit code 2).
+Imports the standard library only, so building the parser imports nothing heavy. Bad values raise
+``ValueError`` naming the option (one line, exit code 2).
 """
 
 from __future__ import annotations
@@ -53,12 +40,9 @@ _RANGE_EXAMPLE = "e.g. 2, 0.5,1,2 or 0.5:2:16"
 # --- numbers and ranges -----------------------------------------------------------------------
 
 def parse_values(text: str, option: str, *, positive: bool = False, distinct: bool = True) -> list[float]:
-    """Values of a numeric list option: ``NUMBER``, ``a,b,c`` or ``START:STOP:NUM`` (or a comma list of those).
-
-    ``START:STOP:NUM`` is NUM evenly spaced values with both ends included (numpy's linspace).
-    ``positive``: every value must be > 0; ``distinct``: no value twice (a grid's coordinate: a point given twice
-    would be computed twice and make the dataset's coordinate non-monotonic).  ValueError (one line, naming
-    ``option``) otherwise.
+    """Values of a numeric list option: ``NUMBER``, ``a,b,c`` or ``START:STOP:NUM`` (NUM evenly spaced values, both
+    ends included), or a comma list of those. ``positive``: every value > 0; ``distinct``: no value twice (a
+    grid's coordinate). ValueError (one line, naming ``option``) otherwise.
     """
     values: list[float] = []
     bad = ValueError(f"{option} must be {RANGE_SYNTAX}; {_RANGE_EXAMPLE}; got {text!r}")
@@ -219,16 +203,13 @@ def model_options_given(args: argparse.Namespace) -> list[str]:
 
 
 def _matrix(text: str | None, option: str) -> Any:
-    if text is None:
-        return None
+    from attnphase.theory.params import parse_matrix
+
     try:
-        rows = [[float(x) for x in row.split(",")] for row in text.strip().split(";")]
+        return None if text is None else parse_matrix(text)
     except ValueError:
-        rows = []
-    if not rows or len({len(r) for r in rows}) != 1:
         raise ValueError(f'{option} must be rows of comma-separated numbers separated by ";" '
-                         f'(e.g. "0.6,0.4;0.4,0.6"), got {text!r}')
-    return tuple(tuple(r) for r in rows)
+                         f'(e.g. "0.6,0.4;0.4,0.6"), got {text!r}') from None
 
 
 def _sigma(text: str) -> float | tuple[float, ...]:
@@ -260,8 +241,7 @@ def params_from_args(args: argparse.Namespace, omega: float | None = None):
 
 
 #: ModelParams field -> the option that sets it (an error of the library names the option).
-_OPTION_OF_FIELD = {"L": "--L", "sigma": "--sigma", "P": "--P", "A": "--A", "omega": "--omega", "lam": "--lam",
-                    "rho0": "--rho0", "r": "--rank", "r_star": "--teacher-rank", "C": "--token-cov"}
+_OPTION_OF_FIELD = {field: option for option, field in MODEL_OPTIONS}
 
 
 @contextlib.contextmanager
@@ -278,9 +258,7 @@ def model_errors():
         raise ValueError(f"{option}: {msg}") from None
 
 
-#: The largest L of the commands that need no state evolution, measured on 2 cores: ``derive``
-#: renders every equation with sympy (L = 5 ~10 s, L = 6 ~20 s, L = 7 ~45 s, L = 10 over 150 s);
-#: ``simulate`` trains at finite d (L = 10 ~15 s at d = 50).
+#: The largest L of the commands that need no state evolution (:data:`MAX_L_MEASURED`).
 MAX_L_OTHER = {"derive": 7, "simulate": 10}
 #: What each limit of MAX_L_OTHER rests on, as the refusal says it.
 MAX_L_MEASURED = {"derive": "measured on 2 cores: derive --L 7 ~45 s, --L 10 over 150 s",
@@ -303,13 +281,9 @@ def check_L(L: Any, command: str = "") -> None:
                          f"set ATTNPHASE_MAX_L to try anyway")
 
 
-#: Commands whose theory implements rank r = r* = 1 only (the derivation, the checks, the theory
-#: side of ``validate``); ``solve``, ``sweep``, ``phase-diagram``, ``scan`` and ``census`` take a rank-r path
-#: (numerics.commands.common.model_and_config, which builds the model at rank 1 and sets the ranks after), ``simulate`` trains any rank.
+#: Commands whose theory implements rank r = r* = 1 only (the other SE commands take a rank-r path).
 RANK_ONE_COMMANDS = ("derive", "check", "validate")
-#: Commands whose theory implements independent tokens only (a diagonal token covariance C).
-#: ``solve``, ``sweep``, ``phase-diagram``, ``scan``, ``census`` and ``validate`` solve correlated tokens in their
-#: whitened form (r = 1; ``simulate`` draws them).
+#: Commands whose theory implements independent tokens only (the other SE commands solve the whitened form).
 INDEPENDENT_TOKEN_COMMANDS = ("derive", "check")
 
 

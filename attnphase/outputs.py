@@ -1,16 +1,10 @@
 """The output options every ``attnphase`` command shares, and how a command writes its outputs.
 
-* One rule per output option: ``--json`` prints exactly one JSON object on stdout
-  (:func:`add_json_option`; :func:`json_value` makes a result plain JSON), ``--quiet`` hides the
-  progress bars (:func:`add_quiet_option`), ``--out DIR`` is always a folder, created if missing
-  (:func:`add_out_option`, :func:`out_dir_from_args`; :data:`OUT_RULE`).
-* Paths are checked before any work (:func:`check_out_dir`, :func:`check_out_file` for ``derive -o``).
-* Nothing is half-written: one file through a temporary file and a rename (:func:`write_text_atomic`),
-  several files through a staging folder moved into ``--out DIR`` at the end (:func:`staged_output`;
-  :class:`Rewriting` prints the final folder's name for the staging folder's).
-
-This module imports the standard library only (the top-level parser imports it).  Bad paths raise
-``ValueError`` naming the option (the top-level CLI prints it as one line, exit code 2).
+``--json`` prints exactly one JSON object on stdout (:func:`json_value` makes a result plain JSON), ``--quiet``
+hides the progress bars, ``--out DIR`` is always a folder, created if missing (:data:`OUT_RULE`). Paths are
+checked before any work (:func:`check_out_dir`, :func:`check_out_file`); nothing is half-written
+(:func:`write_text_atomic`, :func:`staged_output`). Imports the standard library only; bad paths raise
+``ValueError`` naming the option.
 """
 
 from __future__ import annotations
@@ -89,9 +83,7 @@ PROBE_NAME_BYTES = 128
 
 def _check_writable_folder(folder: Path, option: str, shown: Path) -> None:
     """The folder that will receive the output (or its nearest existing ancestor) is a writable folder, and
-    the folders still missing can be made there: tried for real in a hidden folder removed at once, so a path
-    the system refuses (a name too long, a pseudo file system such as /proc or /sys) is refused here, before
-    any work."""
+    the folders still missing can be made there: tried for real in a hidden folder removed at once."""
     link = _dangling_link(folder)
     if link is not None:
         raise ValueError(f"{option}: cannot create {shown_path(shown)!r}: {shown_path(link)!r} is a symbolic link "
@@ -187,7 +179,7 @@ class JobFailed(RuntimeError):
 
 def _work_since(out: Path, stage: Path, since: float) -> bool:
     """Whether a job made anything since ``since``: a file in its staging folder, or a file (a finished task) in a
-    folder of ``out``, modified since (a cache copied in with its times kept is not work of this run)."""
+    folder of ``out``, modified since."""
     try:
         files = [p for p in stage.rglob("*") if p.is_file()] + [p for p in out.glob("*/*") if p.is_file()]
         return any(p.stat().st_mtime >= since for p in files)
@@ -217,9 +209,8 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale_staging(folder: Path) -> list[Path]:
-    """Remove the hidden staging folders in ``folder`` left by a process of this machine that is gone
-    (killed with SIGKILL, a power cut); returns them.  Folders of live processes and of other machines
-    (a shared file system) are left alone."""
+    """Remove the hidden staging folders in ``folder`` left by a process of this machine that is gone; returns
+    them (folders of live processes and of other machines are left alone)."""
     import shutil
 
     host = _owner_tag().rsplit("-", 1)[0]
@@ -238,20 +229,12 @@ def remove_stale_staging(folder: Path) -> list[Path]:
 
 @contextlib.contextmanager
 def staged_output(out: Path, option: str = "--out", job: str | None = None, model: dict[str, Any] | None = None):
-    """Yield a hidden staging folder beside ``out``; on success its files move into ``out`` (created if
-    missing), on any failure or interrupt (Ctrl-C, SIGTERM: :mod:`attnphase.interrupts`) it is removed: a
-    multi-file output is complete or absent.
+    """Yield a hidden staging folder in ``out``'s nearest existing ancestor; on success its files move into ``out``
+    (created if missing; signals wait meanwhile), on any failure or interrupt it is removed: a multi-file output
+    is complete or absent. Staging folders of this machine's processes that are gone are removed here.
 
-    The staging folder is created in ``out``'s nearest existing ancestor (same file system: the moves
-    are renames), so creating it is also the real test that the output can be written.  It is named after
-    this machine and process (``.attnphase-stage-<host>-<pid>-XXXX``): the staging folders of processes
-    of this machine that are gone (killed with SIGKILL) are removed here.  Signals wait while the files
-    are moved (:func:`attnphase.interrupts.deferred`).
-
-    ``job`` (a name such as ``phase_diagram``) and ``model`` (what the job was computed for): the files an
-    earlier ``job`` wrote into ``out`` that this one does not write are removed once this one's are in place
-    (:func:`attnphase.job_record.replace_job`; a rerun into the same folder with another model or grid leaves no
-    stale table).
+    ``job`` and ``model`` (what the job was computed for): the files an earlier ``job`` wrote into ``out`` that
+    this one does not write are removed once this one's are in place (:func:`attnphase.job_record.replace_job`).
     """
     import shutil
 

@@ -39,4 +39,9 @@ def get_channel(name: str) -> "Channel":
     return getattr(import_module(module), cls)()
 
 
-__all__ = ["DEFAULT", "REGISTRY", "channel_names", "get_channel"]
+def default_channel(channel: "Channel | None" = None) -> "Channel":
+    """``channel``, or the default (square) loss's channel when None."""
+    return get_channel(DEFAULT) if channel is None else channel
+
+
+__all__ = ["DEFAULT", "REGISTRY", "channel_names", "default_channel", "get_channel"]

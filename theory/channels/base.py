@@ -1,20 +1,11 @@
 """The channel of the state evolution as an object: the attention map, the target and the loss (docs/model.md
 section 2).
 
-A channel says how a sample's fields are scored: the student's attention S(h) = softmax_row(h h^T), the
-teacher's target T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A, and the per-sample loss
-
-    loss(h, h*) = l(S(h), T(h*); sigma^2)
-
-with h in R^{L x r}, h* in R^{L x r*}.  A subclass states l once, in sympy (:meth:`Channel.loss_of`); from it
-come the loss in the fields (:meth:`Channel.loss`), its gradient and Hessian in h by the softmax chain rule
-(:func:`attnphase.theory.prox.derive_loss`), and the generated numpy and one-point kernels
-(``get_kernels(L, r, channel=...)`` of :mod:`attnphase.theory.kernels`, every r), cached on disk under a kind that carries the
-channel's name and a hash of the module that defines it (:attr:`Channel.cache_tag`).  The kernel modules ask
-this package for the default channel; a channel imports none of them.
-
-The proximal map, the channel moments, the hats and every observable only call these kernels: a new loss is
-a new module here (docs/howto/add-a-loss.md), registered by name in :mod:`attnphase.theory.channels`.
+A channel scores a sample's fields by loss(h, h*) = l(S(h), T(h*); sigma^2), with h in R^{L x r}, h* in R^{L x r*}.
+A subclass states l once, in sympy (:meth:`Channel.loss_of`); from it come its derivatives in h
+(:func:`attnphase.theory.prox.derive_loss`) and the generated kernels (``get_kernels(L, r, channel=...)``),
+cached under a kind carrying :attr:`Channel.cache_tag`. Everything downstream only calls these kernels: a new
+loss is a new module here (docs/howto/add-a-loss.md), registered in :mod:`attnphase.theory.channels`.
 """
 
 from __future__ import annotations
