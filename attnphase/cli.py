@@ -1,11 +1,8 @@
 """The ``attnphase`` console command: the parser of every command and the one ``main``.
 
 A command is one module of the shape docs/architecture.md describes ("How a command is defined"), listed in
-:data:`COMMANDS` in help order; the options several commands share are defined once (:mod:`attnphase.options`,
-:mod:`attnphase.solver_options`, :mod:`attnphase.execution_options`, :mod:`attnphase.outputs`,
-:mod:`attnphase.workload`). Building the parser imports none of numpy's heavy dependents, scipy, sympy, torch
-or numba. Bad input is one line ``attnphase: error: ...`` on stderr and exit code 2; a result that did not
-converge exits with 1.
+:data:`COMMANDS` in help order. Building the parser imports nothing heavy. Bad input is one line
+``attnphase: error: ...`` on stderr and exit code 2; a result that did not converge exits with 1.
 """
 
 from __future__ import annotations

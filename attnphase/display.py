@@ -34,14 +34,10 @@ def plain(value: Any, digits: int = PLAIN_DIGITS) -> str:
 
 
 def with_error(value: Any, err: Any) -> str:
-    """``value +- err``: err to BAR_DIGITS significant digits, value rounded to err's last digit
-    (0.4594786 +- 0.000444835 -> ``0.45948 +- 0.00044``); fixed notation for |value| in [1e-4, 1e6) or 0,
-    else scientific with the value's mantissa carrying the same last digit (``2.602950e-27 +- 3.9e-35``).
-    A bar of exactly 0 (a value fixed by symmetry) prints ``+- 0``; a missing or non-finite bar prints the
-    value alone (:func:`plain`)."""
-    if not _finite(value):
-        return plain(value)
-    if not _finite(err):
+    """``value +- err``: err to BAR_DIGITS significant digits, value rounded to err's last digit (``0.45948 +-
+    0.00044``), in fixed notation for |value| in [1e-4, 1e6) or 0, else scientific; a bar of 0 prints ``+- 0``, a
+    missing or non-finite one the value alone (:func:`plain`)."""
+    if not (_finite(value) and _finite(err)):
         return plain(value)
     err = abs(float(err))
     value = float(value)

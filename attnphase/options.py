@@ -1,11 +1,8 @@
-"""The model options every ``attnphase`` command shares, and the one syntax of numeric lists.
+"""The model options every ``attnphase`` command shares, and the one syntax of numeric lists
+(:func:`parse_values`: ``NUMBER``, ``a,b,c`` or ``START:STOP:NUM``).
 
-* :func:`add_model_options` -- the model group (same names, defaults and help on every command that takes a
-  model); :func:`params_from_args` builds the :class:`~attnphase.theory.params.ModelParams` from it,
-  :func:`omegas_from_args` the scanned omegas; :func:`check_rank` refuses what a command's theory lacks.
-* One syntax for every numeric list (:func:`parse_values`): ``NUMBER``, ``a,b,c`` or ``START:STOP:NUM``.
-
-Imports the standard library only, so building the parser imports nothing heavy. Bad values raise
+:func:`add_model_options` adds the model group, :func:`params_from_args` builds the
+:class:`~attnphase.theory.params.ModelParams` from it. Imports the standard library only; bad values raise
 ``ValueError`` naming the option (one line, exit code 2).
 """
 
@@ -218,10 +215,8 @@ def _sigma(text: str) -> float | tuple[float, ...]:
 
 
 def params_from_args(args: argparse.Namespace, omega: float | None = None):
-    """The validated ModelParams of the model group (``omega`` overrides ``--omega``).
-
-    A scanned ``--omega`` (a range) gives its first value here; see :func:`omegas_from_args`.
-    """
+    """The validated ModelParams of the model group (``omega`` overrides ``--omega``; a scanned ``--omega`` gives
+    its first value)."""
     from attnphase.theory.params import ModelParams
 
     if omega is None:
@@ -310,8 +305,7 @@ def check_rank(params: Any, command: str) -> None:
 
 
 def check_branch_possible(params: Any, branch: str, needed_by: str = "") -> None:
-    """ValueError naming ``--P`` when the model makes ``branch`` impossible: P = 0 (no positional
-    embeddings) leaves m = 0 for every student, so no positional (or mixed) fixed point exists.
+    """ValueError naming ``--P`` when P = 0 leaves no positional (or mixed) fixed point for ``branch``;
     ``needed_by``: the job that needs the branch (default: ``--branch BRANCH``)."""
     if branch in ("positional", "mixed") and not any(v != 0 for row in params.P for v in row):
         raise ValueError(f"--P: P = 0 (no positional embeddings) leaves no positional direction (m = 0 for every "

@@ -1,8 +1,5 @@
-"""The output options every ``attnphase`` command shares, and how a command writes its outputs.
-
-``--json`` prints exactly one JSON object on stdout (:func:`json_value` makes a result plain JSON), ``--quiet``
-hides the progress bars, ``--out DIR`` is always a folder, created if missing (:data:`OUT_RULE`). Paths are
-checked before any work (:func:`check_out_dir`, :func:`check_out_file`); nothing is half-written
+"""The output options every ``attnphase`` command shares (``--json``, ``--quiet``, ``--out DIR``: :data:`OUT_RULE`),
+and how a command writes its outputs: paths checked before any work, nothing half-written
 (:func:`write_text_atomic`, :func:`staged_output`). Imports the standard library only; bad paths raise
 ``ValueError`` naming the option.
 """
@@ -130,27 +127,24 @@ def check_out_dir(out: Path, option: str = "--out") -> Path:
 def check_out_file(path: str | Path, option: str) -> Path:
     """An output FILE (``derive -o``): not a folder, its folder exists and is writable, its name one the
     system takes; before any work."""
+    file = Path(path)
     try:
-        return _check_out_file(Path(path), option)
+        if file.is_dir():
+            raise ValueError(f"{option} must name a file, {str(file)!r} is a folder")
+        parent = file.parent if str(file.parent) else Path(".")
+        if not parent.exists():
+            raise ValueError(f"{option}: the folder {str(parent)!r} of {str(file)!r} does not exist")
+        if not parent.is_dir():
+            raise ValueError(f"{option}: {str(parent)!r} is a file, not a folder")
+        if not os.access(parent.absolute(), os.W_OK | os.X_OK):
+            raise ValueError(f"{option}: cannot write in {str(parent)!r} (permission denied)")
+        limit = os.pathconf(parent.absolute(), "PC_NAME_MAX")
+        if len(os.fsencode(file.name)) > limit:
+            raise ValueError(f"{option}: cannot use {shown_path(file)!r} (File name too long: "
+                             f"{len(os.fsencode(file.name))} bytes, at most {limit} here)")
     except OSError as exc:  # a name the system refuses to look up (too long, ...)
         raise ValueError(f"{option}: cannot use {shown_path(path)!r} ({exc.strerror or exc})") from None
-
-
-def _check_out_file(path: Path, option: str) -> Path:
-    if path.is_dir():
-        raise ValueError(f"{option} must name a file, {str(path)!r} is a folder")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.exists():
-        raise ValueError(f"{option}: the folder {str(parent)!r} of {str(path)!r} does not exist")
-    if not parent.is_dir():
-        raise ValueError(f"{option}: {str(parent)!r} is a file, not a folder")
-    if not os.access(parent.absolute(), os.W_OK | os.X_OK):
-        raise ValueError(f"{option}: cannot write in {str(parent)!r} (permission denied)")
-    limit = os.pathconf(parent.absolute(), "PC_NAME_MAX")
-    if len(os.fsencode(path.name)) > limit:
-        raise ValueError(f"{option}: cannot use {shown_path(path)!r} (File name too long: {len(os.fsencode(path.name))} "
-                         f"bytes, at most {limit} here)")
-    return path
+    return file
 
 
 def write_text_atomic(path: str | Path, text: str, option: str = "--out") -> None:

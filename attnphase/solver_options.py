@@ -1,9 +1,7 @@
-"""The solver group of the numerics commands, and the one place the CLI builds a SolverConfig.
-
-:func:`add_solver_options` and :func:`config_from_args` (the CLI builds a
-:class:`~attnphase.numerics.config.SolverConfig` nowhere else); :func:`check_supported` refuses, before any
-work, what the numerics cannot do; ``--branch`` and ``--error-estimate``. Imports argparse only: the defaults
-and choices are literal copies of :mod:`attnphase.numerics.config` (a test keeps them equal).
+"""The solver group of the numerics commands, and the one place the CLI builds a SolverConfig
+(:func:`config_from_args`); :func:`check_supported` refuses, before any work, what the numerics cannot do.
+Imports argparse only: the defaults and choices are literal copies of :mod:`attnphase.numerics.config` (a test
+keeps them equal).
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""How much work a command's grid is: the grid limits past which ``--large`` is needed, and rough time estimates.
-
-* :func:`check_grid`, :func:`check_simulations` -- past :data:`MAX_SWEEP_POINTS`, :data:`MAX_DIAGRAM_POINTS` solves
-  or :data:`MAX_SIMULATIONS` simulations a one-line error unless ``--large``, before any work;
-* :func:`announce_tasks` -- before a long job, its task count, wall time (:func:`wall_seconds`) and CPU time
-  (:func:`cluster_seconds` included) from the measured per-task CPU costs below;
-* :func:`announce_rules` -- every rule of at least :data:`LARGE_RULE_NODES` nodes, with its memory.
-
-Imports the standard library and :mod:`attnphase.solver_options` only (the top-level parser imports it).
+"""How much work a command's grid is: the grid limits past which ``--large`` is needed (:func:`check_grid`,
+:func:`check_simulations`), and the time estimates announced before a long job (:func:`announce_tasks`,
+:func:`announce_rules`) from the measured per-task CPU costs below. Imports the standard library and
+:mod:`attnphase.solver_options` only.
 """
 
 from __future__ import annotations

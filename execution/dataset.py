@@ -1,14 +1,9 @@
 """A job's self-describing result: one xarray Dataset written as netCDF, and its printed summary.
 
-Every job writes ``<job>.nc`` beside its CSV: named dimensions, each observable with its standard error
-(``err_<name>``; NaN where none was estimated), the task status of every cell, and attributes holding the
-model, the solver settings, the rule, the code version, the command and the date (JSON text where
-structured). ``attnphase show DIR`` prints :func:`describe` of each dataset in DIR.
-
-The files follow the CF conventions (:data:`CONVENTIONS`; attributes from a table of :class:`Variable`,
-:func:`annotate`); a dimension labelled by text has the auxiliary coordinate ``<dim>_label`` in the file
-(:func:`for_file`), which :func:`open_dataset` turns back into the dimension's index. :func:`cf_problems`
-lists where a dataset departs from these rules (empty: conformant).
+Named dimensions, each observable with its standard error ``err_<name>``, the task status of every cell, and
+the model, settings, code version, command and date as attributes; CF conventions (:data:`CONVENTIONS`),
+checked by :func:`cf_problems`. A text-labelled dimension is the auxiliary coordinate ``<dim>_label`` in the
+file (:func:`for_file`, :func:`open_dataset`).
 """
 
 from __future__ import annotations
@@ -32,10 +27,8 @@ LABEL = "_label"
 
 @dataclass(frozen=True)
 class Variable:
-    """One column or variable of a job's outputs: the same ``name`` and meaning in CSV, JSON and netCDF.
-
-    ``units``: a UDUNITS string, ``"1"`` for a dimensionless number, None for text (CF gives text no
-    units); ``comment``: what ``long_name`` cannot say in a few words."""
+    """One column or variable of a job's outputs, the same in CSV, JSON and netCDF; ``units``: UDUNITS, ``"1"``
+    dimensionless, None for text."""
 
     name: str
     long_name: str
@@ -67,8 +60,7 @@ def standard_error(of: Variable, name: str, comment: str = "") -> Variable:
 
 
 def annotate(ds: Any, lookup: Callable[[str], Variable | None]) -> Any:
-    """``ds`` with every data variable's and coordinate's attributes from ``lookup(name)`` (a name it
-    does not know keeps what it has: :func:`cf_problems` reports it), the errors linked
+    """``ds`` with every variable's attributes from ``lookup(name)`` (where it knows the name), the errors linked
     (:func:`link_errors`)."""
     for name in list(ds.variables):
         var = lookup(str(name))
@@ -130,9 +122,8 @@ def write_netcdf(ds: Any, path: str | Path) -> None:
 
 
 def for_file(ds: Any) -> Any:
-    """``ds`` as it is written: numeric coordinates in increasing order; a dimension labelled by text
-    without its coordinate variable, its labels in the auxiliary coordinate ``<dim>_label`` (with the
-    index's attributes); numeric coordinates without a _FillValue."""
+    """``ds`` as it is written: numeric coordinates in increasing order and without a _FillValue; a text-labelled
+    dimension's labels in the auxiliary coordinate ``<dim>_label``."""
     ds = ds.copy()
     for dim in list(ds.dims):
         if dim in ds.coords and ds[dim].dtype.kind not in "OUS" and ds.sizes[dim] > 1:

@@ -1,12 +1,8 @@
 """Run a job's tasks: the stored ones are read back, the rest computed, each result stored as it lands.
 
-Executors (:class:`ExecutorSpec`): in this process (``workers = 1``, no scheduler), a local Dask cluster of
-N one-thread worker processes started for the job, or an existing Dask cluster at ``scheduler``
-(docs/distributed.md). Results come back to this process and are written here. A task that raises is
-recorded as failed with its error and the job goes on; a worker that dies in a task is replaced by Dask's
-nanny and the task run again, up to ``allowed_failures`` deaths. Every task runs BLAS on one thread, so its
-numbers do not depend on where it runs. Ctrl-C (and SIGTERM, :mod:`attnphase.interrupts`) closes the cluster
-and re-raises: the store then holds only complete files of the tasks that finished.
+In this process, on a local Dask cluster started for the job, or on an existing one (:class:`ExecutorSpec`,
+docs/distributed.md). A task that raises is recorded as failed and the job goes on; every task runs BLAS on
+one thread, so its numbers do not depend on where it runs. Ctrl-C and SIGTERM close the cluster and re-raise.
 """
 
 from __future__ import annotations
@@ -105,9 +101,8 @@ class Progress:
 
 
 def call_task(fn: Callable[[Any], Any], arg: Any) -> tuple[str, Any, str, float]:
-    """``fn(arg)`` as (status, value, error, seconds); an Exception becomes status "failed" with its
-    traceback (KeyboardInterrupt and SystemExit pass through).  Warnings raised by ``fn`` are one-line
-    notes (:func:`attnphase.work.warnings_as_notes`), in a worker process as in this one."""
+    """``fn(arg)`` as (status, value, error, seconds); an Exception becomes status "failed" with its traceback;
+    warnings are one-line notes (:func:`attnphase.work.warnings_as_notes`)."""
     from attnphase.work import warnings_as_notes
 
     t0 = time.perf_counter()
@@ -280,8 +275,7 @@ def dask_client(executor: ExecutorSpec, n_tasks: int, say: Callable[[str], None]
 
 def _connect(address: str, timeout: float) -> Any:
     """A ``distributed.Client`` on the scheduler at ``address``, or a ValueError naming ``--scheduler`` when none
-    answers within ``timeout`` seconds (a refused or unreachable address; a server that is not a Dask scheduler
-    and never answers the handshake, which Dask itself would wait for forever)."""
+    answers within ``timeout`` seconds (Dask itself would wait for a silent server forever)."""
     import threading
 
     from distributed import Client

@@ -2,10 +2,8 @@
 
     DIR/.<job>.outputs.json = {"identity": sha256(canonical identity), "files": {name: sha256(file)}}
 
-The identity is everything the files were made from (the keys of the job's tasks and the code version of the
-modules that present them). A rerun with the same identity and every file present with its recorded
-checksum leaves the files as they are; any difference writes everything again. The manifest is written
-last, atomically.
+Any difference of the identity (the tasks' keys, the presenting code's version) or of a file writes everything
+again. The manifest is written last, atomically.
 """
 
 from __future__ import annotations

@@ -80,12 +80,9 @@ def eps_lin_from_moments(mean_soft: ArrayLike, mean_soft_sq: ArrayLike, sigma2: 
 
 
 def softmax_minus_uniform(z: ArrayLike) -> np.ndarray:
-    """s - 1/L for s = softmax over the last axis of the logits z (..., L), to relative round-off.
-
-    With D_k = sum_j expm1(z_j - z_k): s_k = 1 / (L + D_k), so s_k - 1/L = -D_k / (L (L + D_k)); where a
-    difference exceeds 1 in size (no cancellation left to avoid, and expm1 could overflow) the max-shifted
-    softmax minus 1/L is used instead.
-    """
+    """s - 1/L for s = softmax over the last axis of the logits z (..., L), to relative round-off: with
+    D_k = sum_j expm1(z_j - z_k), s_k - 1/L = -D_k / (L (L + D_k)) (the max-shifted softmax where a difference
+    exceeds 1 in size)."""
     z = np.asarray(z, float)
     L = z.shape[-1]
     diff = z[..., None, :] - z[..., :, None]  # [..., k, j] = z_j - z_k

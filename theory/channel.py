@@ -169,10 +169,6 @@ def channel_fields(
 
 
 def student_mean_field(hstar: ArrayLike, m: ArrayLike, th0: ArrayLike, rho0: ArrayLike) -> np.ndarray:
-    """E[w_l | h*] = m_l + (th0 / rho0) h*_l: the part of the student's field that is not noise.
-
-    From the fields of :func:`channel_fields` (Cov(w_l, h*_l) = theta_l = sigma_l^2 th0, Var(h*_l) =
-    rho_l = sigma_l^2 rho0).  Zero at the agnostic state; h*-aligned on the semantic branch (m = 0), the
-    positional fields m_l on the positional one (th0 = 0).  hstar: (..., L); m: (L,); th0, rho0 scalars.
-    """
+    """E[w_l | h*] = m_l + (th0 / rho0) h*_l: the part of the student's field that is not noise (from
+    Cov(w_l, h*_l) = sigma_l^2 th0, Var(h*_l) = sigma_l^2 rho0); hstar (..., L), m (L,), th0, rho0 scalars."""
     return np.asarray(m, dtype=float) + (float(th0) / float(rho0)) * np.asarray(hstar, dtype=float)

@@ -1,14 +1,9 @@
 """Code generation: sympy expressions -> numpy source with a fixed, documented argument order.
 
-Every generated function takes a few *array* arguments (``h``, ``S``, ``sigma2`` ...); each sympy symbol
-lives in a fixed slot of one of them (``h[..., 0]`` is ``h_1``) and the generated docstring states the map.
-Outputs are a flat tuple in a documented order (a constant output is a Python number).
-
-The source is cached on disk (:func:`cache_dir`), keyed by (kind, L, r, cse, package version, fingerprint
-of the theory sources); the first line of each file carries its key and the SHA-256 of the rest, both
-checked before use (a mismatching or uncompilable file is regenerated). Each module is imported once per
-process by :func:`load_module` (``sys.modules`` is the in-memory cache), so a warm start imports neither
-sympy nor lambdifies anything. Sympy is imported lazily (only :func:`render_module` needs it).
+Each sympy symbol lives in a fixed slot of an array argument (``h[..., 0]`` is ``h_1``), stated in the generated
+docstring; outputs are a flat tuple. The source is cached on disk (:func:`cache_dir`) under a key of (kind,
+L, r, cse, version, fingerprint of the theory sources), checked with a SHA-256 before use, and imported once per
+process (:func:`load_module`). Sympy is imported lazily (only :func:`render_module` needs it).
 """
 
 from __future__ import annotations
@@ -218,9 +213,8 @@ def _family(kind: str) -> str:
 
 
 def first_run_notice(what: str) -> None:
-    """One line on stderr before a one-off cost a later run will not pay (code generation, JIT).
-
-    ``$ATTNPHASE_QUIET=1`` silences it (the test suite and batch jobs that expect clean stderr)."""
+    """One line on stderr before a one-off cost a later run will not pay (code generation, JIT), unless
+    ``$ATTNPHASE_QUIET=1``."""
     if os.environ.get("ATTNPHASE_QUIET", "").strip() not in ("1", "true", "yes"):
         print(f"attnphase: {what}", file=sys.stderr, flush=True)
 

@@ -1,15 +1,12 @@
 """Kernels of the whitened correlated-token model (docs/model.md section 7), numpy and one-point (compiled).
 
-In the whitened variables v (:mod:`attnphase.theory.whitening`) the fields are h = B v and the proximal
-objective (sigma = 1, V_l = V0) is
+In the whitened variables v (:mod:`attnphase.theory.whitening`), h = B v and
 
     prox(v; w, V, T) = sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T),   C = B B^T,
 
-generated with its gradient and Hessian in v from :func:`attnphase.theory.prox.derive_prox_cov` (the module
-``kernels_cov``), batched and one point per call (:attr:`CorrelatedKernels.scalar`). The generated
-functions take the model's matrices as one flat argument ``CB`` = (C row-major, B row-major).
-:class:`CorrelatedKernels` has the methods of :class:`attnphase.theory.kernels.Kernels` that the state
-evolution calls (``sigma2`` must be the whitened model's ones); the torch backend does not run it.
+generated with its derivatives in v from :func:`attnphase.theory.prox.derive_prox_cov`; the model's matrices
+are one flat argument ``CB`` = (C, B row-major). :class:`CorrelatedKernels` has the methods of
+:class:`attnphase.theory.kernels.Kernels` the state evolution calls; the torch backend does not run it.
 """
 
 from __future__ import annotations
@@ -165,9 +162,8 @@ def get_correlated_kernels(B: ArrayLike, cse: bool = True) -> CorrelatedKernels:
 
 
 def model_kernels(params: ModelParams) -> Kernels | CorrelatedKernels:
-    """The channel's kernels of a model the state evolution runs on: the generated independent-token
-    :class:`Kernels`, or :class:`CorrelatedKernels` for a whitened model (``params.mixing`` set).
-    A model with correlated tokens not whitened is refused (its plain kernels would ignore C)."""
+    """The channel's kernels of a model the state evolution runs on: :class:`Kernels`, or
+    :class:`CorrelatedKernels` for a whitened model; a model with correlated tokens not whitened is refused."""
     if params.correlated_tokens:
         raise ValueError("correlated tokens run in their whitened form: pass attnphase.theory.whitening.se_params(params)")
     B = params.mixing_array

@@ -1,15 +1,8 @@
-"""The functions generated into the kernel modules of a channel (docs/model.md sections 2-3, 7).
-
-Two argument layouts of :func:`attnphase.theory.prox.derive_loss` / :func:`~attnphase.theory.prox.derive_prox`
-(the softmax kept symbolic, so every output is a polynomial in (h, S, T, sigma^2) and 1 / V):
-
-* the matrix form, every r (:data:`MATRIX_FUNCTIONS`): h in R^{L x r} read as ``h[..., l, a]``, the
-  gradient and Hessian in the L r entries of h (entry (l, a) is slot l r + a);
-* the fields form, r = 1 (:data:`FIELD_FUNCTIONS`): h in R^L read as ``h[..., l]``, with the proximal
-  objective P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T) generated whole, and the scores and target
-  of :mod:`attnphase.theory.attention` rendered as code.
-
-Sympy is imported here only, when a module is generated.
+"""The functions generated into the kernel modules of a channel (docs/model.md sections 2-3, 7), from
+:func:`attnphase.theory.prox.derive_loss` / :func:`~attnphase.theory.prox.derive_prox`: the matrix form, every r
+(:data:`MATRIX_FUNCTIONS`, h read as ``h[..., l, a]``), and the fields form, r = 1 (:data:`FIELD_FUNCTIONS`, h
+read as ``h[..., l]``, with the proximal objective generated whole). Sympy is imported only when a module is
+generated.
 """
 
 from __future__ import annotations

@@ -5,16 +5,11 @@
     loss, grad, hess = k.loss_grad_hess(h, T, sigma2) # (...), (..., L r), (..., L r, L r)
     value, grad, hess = k.prox_value_grad_hess(h, w, V, T, sigma2)  # r = 1 only
 
-Gradients and Hessians are in the L r entries of h, entry (l, a) at slot l r + a. At r = 1 every method
-also takes h of shape (..., L) (the fields form of :mod:`attnphase.theory.kernel_specs`, with the proximal
-objective P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T) generated whole). Inputs broadcast; outputs
-are float64 arrays of the batch shape, evaluated in blocks of :data:`CHUNK` points. The generated
-functions are polynomials in (h, S, T, sigma^2) and 1 / V with S the max-shifted softmax of
-:mod:`attnphase.theory.softmax`, so no overflow occurs at any finite h. :attr:`Kernels.scalar` renders
-the same derivations one point per call, for compiled callers (:mod:`attnphase.numerics.prox.compiled`).
-The generated modules are imported once per process by :func:`attnphase.theory.codegen.load_module`.
-
-Importing this module imports neither sympy nor torch.
+Gradients and Hessians are in the L r entries of h, entry (l, a) at slot l r + a; at r = 1 h may also be
+(..., L) (the fields form of :mod:`attnphase.theory.kernel_specs`). Inputs broadcast; batches are evaluated in
+blocks of :data:`CHUNK` points, with S the max-shifted softmax of :mod:`attnphase.theory.softmax` (no overflow
+at any finite h). :attr:`Kernels.scalar`: the same, one point per call, for compiled callers. Imports neither
+sympy nor torch.
 """
 
 from __future__ import annotations
@@ -60,14 +55,8 @@ def _mat(x: ArrayLike, L: int, name: str) -> np.ndarray:
 class ScalarKernels:
     """One-point variants of the generated functions, for compiled callers (see module doc).
 
-    Attributes:
-        L, r, cse: as for :class:`Kernels`.
-        functions: the generated module's namespace: the functions of
-            :data:`~attnphase.theory.kernel_specs.SCALAR_FUNCTIONS` (r = 1) or
-            :data:`~attnphase.theory.kernel_specs.MATRIX_FUNCTIONS` with the arguments of their batched
-            twins but one point per call, each returning a tuple of floats (value, grad_1..grad_n, Hessian
-            upper triangle row-major).
-        module: name of the generated module (``sys.modules`` key; its hash identifies the code).
+    ``functions``: the generated module's namespace, with the arguments of their batched twins but one point per
+    call, each returning a tuple of floats; ``module``: its name in ``sys.modules``.
     """
 
     L: int

@@ -3,10 +3,8 @@
     prox(h; w, V, h*) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, h*)
     g_l = (h_hat_l - w_l) / V_l,   h_hat = argmin_h prox
 
-Gradient and Hessian are derived by sympy with the softmax kept as
-:class:`~attnphase.theory.attention.SoftmaxEntry`, then every softmax entry is
-replaced by a plain symbol S_lk: the results are polynomials in (h, S, T, sigma^2)
-(plus 1 / V_l), safe at any field size once S is computed by a max-shifted softmax.
+Derived by sympy with the softmax kept as :class:`~attnphase.theory.attention.SoftmaxEntry`, each entry then
+replaced by a symbol S_lk: polynomials in (h, S, T, sigma^2) and 1 / V_l.
 """
 
 from __future__ import annotations
@@ -25,13 +23,8 @@ from attnphase.theory.symbols import pair_symbols, token_scalars, token_symbols
 
 @dataclass(frozen=True)
 class LossDerivation:
-    """The limit loss and its derivatives in the student fields, for given (L, r).
-
-    Attributes:
-        h: L x r student fields (row l is h_l); S, T: L x L symbols of S(h) and T(h*); sigma2: sigma_k^2.
-        value: loss(h, T) = 1/2 sum sigma_k^2 (S - T)[l,k]^2 (in terms of S).
-        grad, hess: its gradient (row-major over h's L r entries) and Hessian, in (h, S, T, sigma2).
-    """
+    """The limit loss ``value`` = loss(h, T) in terms of the symbols S = S(h), T = T(h*), sigma2, and its
+    ``grad`` (row-major over the L r entries of h) and ``hess`` in the student fields h, for given (L, r)."""
 
     L: int
     r: int

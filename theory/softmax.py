@@ -18,11 +18,8 @@ ArrayLike = Any
 
 
 def softmax_inplace(a: np.ndarray) -> np.ndarray:
-    """Row softmax of ``a`` over its last axis, in place: exp(a_k - max a) / sum_j exp(a_j - max a).
-
-    The max and the sum run over k = 1..L in order, as in its one-point twin ``row_softmax`` of
-    :mod:`attnphase.numerics.prox.rows`.
-    """
+    """Row softmax of ``a`` over its last axis, in place: exp(a_k - max a) / sum_j exp(a_j - max a), summed over
+    k in order as in its one-point twin ``row_softmax`` of :mod:`attnphase.numerics.prox.rows`."""
     L = a.shape[-1]
     m = a[..., 0].copy()
     for k in range(1, L):
@@ -68,11 +65,8 @@ def attention(h: ArrayLike) -> np.ndarray:
 
 
 def target(hstar: ArrayLike, omega: ArrayLike, A: ArrayLike) -> np.ndarray:
-    """T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A; hstar: (..., L, r*) -> (..., L, L).
-
-    ``omega`` is a number or an array broadcast against the batch shape ``hstar.shape[:-2]``; A is
-    (L, L) or batched (..., L, L).
-    """
+    """T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A; hstar: (..., L, r*) -> (..., L, L), omega and A
+    ((L, L) or (..., L, L)) broadcast against the batch shape."""
     Sstar = attention(hstar)
     L = Sstar.shape[-1]
     A = np.asarray(A, dtype=float)

@@ -105,17 +105,13 @@ def _specs(L: int) -> list[FunctionSpec]:
     from attnphase.theory.symbols import as_rows
 
     s = symbols(L)
-    args = (
-        Argument("alpha", s["alpha"], "alpha"), Argument("V0", s["V0"], "V0"), Argument("q0", s["q0"], "q0"),
-        Argument("rho0", s["rho0"], "rho0"), Argument("sigma2", s["sigma2"], "sigma_l^2"),
-        Argument("E_gS", s["E_gS"], "E[g_l (eta_l sum_k xi_k eta_k - xi_l)]"),
-    )
+    common = tuple(Argument(name, s[name], name) for name in ("alpha", "V0", "q0"))
+    args = (*common, Argument("rho0", s["rho0"], "rho0"), Argument("sigma2", s["sigma2"], "sigma_l^2"),
+            Argument("E_gS", s["E_gS"], "E[g_l (eta_l sum_k xi_k eta_k - xi_l)]"))
     J = m_stability_exprs(L)
-    m_args = (
-        Argument("alpha", s["alpha"], "alpha"), Argument("V0", s["V0"], "V0"), Argument("q0", s["q0"], "q0"),
-        Argument("sigma2", s["sigma2"], "sigma_l^2"), Argument("P", as_rows(s["P"]), "positional Gram P"),
-        Argument("E_gxi", as_rows(s["E_gxi"]), "E[g_l xi_j]"),
-    )
+    m_args = (*common, Argument("sigma2", s["sigma2"], "sigma_l^2"),
+              Argument("P", as_rows(s["P"]), "positional Gram P"),
+              Argument("E_gxi", as_rows(s["E_gxi"]), "E[g_l xi_j]"))
     return [
         FunctionSpec("theta_stability", args, (("lambda", theta_stability_expr(L)),),
                      "Eigenvalue of the SE map in the theta direction at th0 = 0."),

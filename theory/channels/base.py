@@ -37,16 +37,13 @@ class Channel:
         raise NotImplementedError
 
     def loss_values(self, S: np.ndarray, T: np.ndarray, sigma2: np.ndarray) -> np.ndarray | None:
-        """The loss at batches S, T (..., L, L) in numpy, or None (the default): the generated kernel is used.
-
-        A channel may give this closed form as a fast path; tests/theory/test_theory_channels.py checks it against the
-        generated kernel."""
+        """The loss at batches S, T (..., L, L) in numpy (a fast path, checked against the generated kernel), or None
+        (the default): the generated kernel is used."""
         return None
 
     def loss(self, L: int, r: int = 1, r_star: int = 1) -> Any:
         """loss(h, h*) in sympy: :meth:`loss_of` at S(h) and T(h*), the softmax written out with exp, for fields
-        h (L x r), h* (L x r*), with the symbols omega, A[l, k] and sigma_k^2 of :mod:`attnphase.theory.symbols`
-        (the derivatives for the kernels keep the softmax symbolic: :func:`attnphase.theory.prox.derive_loss`)."""
+        h (L x r), h* (L x r*), with the symbols of :mod:`attnphase.theory.symbols`."""
         import sympy as sp
 
         from attnphase.theory.attention import attention_explicit, teacher
