@@ -1,8 +1,5 @@
-"""Numbers as a reader sees them: a value with its error bar, rounded to what the bar leaves of it.
-
-Human-readable output (tables, ``key  value`` lines) prints a value that has a standard error as
-``0.45948 +- 0.00044``: the bar to two significant digits, the value rounded to the bar's last
-digit; JSON, CSV and netCDF keep the full numbers and their ``err_*`` beside them.
+"""Numbers as a reader sees them: a value with its error bar, rounded to what the bar leaves of it
+(``0.45948 +- 0.00044``); JSON, CSV and netCDF keep the full numbers and their ``err_*`` beside them.
 """
 
 from __future__ import annotations
@@ -59,8 +56,7 @@ def with_error(value: Any, err: Any) -> str:
 
 
 def bar_key(rec: dict, key: str) -> str | None:
-    """The key of ``key``'s error bar in ``rec``: ``err_<key>``, the one form of every output; None where it has
-    none."""
+    """The key of ``key``'s error bar in ``rec`` (``err_<key>``, the one form of every output), or None."""
     return f"err_{key}" if f"err_{key}" in rec else None
 
 

@@ -89,8 +89,7 @@ def _stop_of(signum: int) -> BaseException:
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:
-    """The signal recorded and its stop raised (:func:`_stop_of`); inside :func:`_redeliver`, sent again instead
-    (:func:`_held_in_the_hook`)."""
+    """The signal recorded and its stop raised; inside :func:`_redeliver`, sent again (:func:`_held_in_the_hook`)."""
     _ARRIVED.append(signum)
     if _held_in_the_hook(signum, frame):
         return

@@ -1,8 +1,6 @@
 """The record a job leaves in its ``--out DIR`` (``.attnphase-job-<job>.json``: its model and the files it wrote), so
-that a rerun with another model or grid removes the earlier run's files it does not write again
-(:func:`replace_job`, called by :func:`attnphase.outputs.staged_output` once the new files are in place).
-
-Standard library only, like :mod:`attnphase.outputs`.
+that a rerun with another model or grid removes the earlier run's files it does not write again. Standard library
+only, like :mod:`attnphase.outputs`.
 """
 
 from __future__ import annotations

@@ -215,8 +215,7 @@ def _sigma(text: str) -> float | tuple[float, ...]:
 
 
 def params_from_args(args: argparse.Namespace, omega: float | None = None):
-    """The validated ModelParams of the model group (``omega`` overrides ``--omega``; a scanned ``--omega`` gives
-    its first value)."""
+    """The validated ModelParams of the model group (``omega`` overrides ``--omega``, else its first value)."""
     from attnphase.theory.params import ModelParams
 
     if omega is None:

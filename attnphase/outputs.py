@@ -125,8 +125,7 @@ def check_out_dir(out: Path, option: str = "--out") -> Path:
 
 
 def check_out_file(path: str | Path, option: str) -> Path:
-    """An output FILE (``derive -o``): not a folder, its folder exists and is writable, its name one the
-    system takes; before any work."""
+    """An output FILE (``derive -o``): not a folder, in a writable folder, a name the system takes."""
     file = Path(path)
     try:
         if file.is_dir():
@@ -172,8 +171,7 @@ class JobFailed(RuntimeError):
 
 
 def _work_since(out: Path, stage: Path, since: float) -> bool:
-    """Whether a job made anything since ``since``: a file in its staging folder, or a file (a finished task) in a
-    folder of ``out``, modified since."""
+    """Whether a job made a file since ``since``, in its staging folder or in a folder of ``out`` (a task)."""
     try:
         files = [p for p in stage.rglob("*") if p.is_file()] + [p for p in out.glob("*/*") if p.is_file()]
         return any(p.stat().st_mtime >= since for p in files)

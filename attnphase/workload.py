@@ -227,8 +227,7 @@ LARGE_RULE_NODES = 2 ** 17
 
 
 def announce_rules(L: int, config: Any, *, quiet: bool = False) -> None:
-    """Name every rule of the configuration that is large, and larger than its role's default: its nodes and an
-    estimate of its memory."""
+    """Name every large rule of the configuration, larger than its role's default, with its nodes and memory."""
     if quiet:
         return
     from attnphase.numerics.quadrature.rules import rule_nodes

@@ -27,8 +27,7 @@ LABEL = "_label"
 
 @dataclass(frozen=True)
 class Variable:
-    """One column or variable of a job's outputs, the same in CSV, JSON and netCDF; ``units``: UDUNITS, ``"1"``
-    dimensionless, None for text."""
+    """One variable of a job's outputs (CSV, JSON, netCDF); ``units``: UDUNITS, ``"1"`` dimensionless, None: text."""
 
     name: str
     long_name: str
@@ -60,8 +59,7 @@ def standard_error(of: Variable, name: str, comment: str = "") -> Variable:
 
 
 def annotate(ds: Any, lookup: Callable[[str], Variable | None]) -> Any:
-    """``ds`` with every variable's attributes from ``lookup(name)`` (where it knows the name), the errors linked
-    (:func:`link_errors`)."""
+    """``ds`` with every variable's attributes from ``lookup(name)`` where it knows the name, errors linked."""
     for name in list(ds.variables):
         var = lookup(str(name))
         if var is not None:
@@ -159,8 +157,7 @@ _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
 def cf_problems(ds: Any) -> list[str]:
-    """Where ``ds``, as written (:func:`for_file`), departs from the CF rules these files follow, one line each
-    (empty: none)."""
+    """Where ``ds``, as written (:func:`for_file`), departs from the CF rules these files follow (empty: none)."""
     out = [f"{name}: coordinate with a _FillValue (CF: coordinates have no missing values)" for name in ds.coords
            if ds[name].dtype.kind not in "OUS" and ds[name].encoding.get("_FillValue") is not None]
     ds = for_file(ds)

@@ -71,8 +71,7 @@ class ResultStore:
         return self.folder / f"{key}{SUFFIX}"
 
     def load(self, key: str) -> Outcome | None:
-        """The record of ``key``; None when absent or corrupted (a corrupted file's key is appended
-        to ``self.corrupted`` and the file removed)."""
+        """The record of ``key``; None when absent or corrupted (then removed and listed in ``self.corrupted``)."""
         path = self.path(key)
         try:
             blob = path.read_bytes()

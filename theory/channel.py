@@ -1,14 +1,9 @@
 """The channel side of the state evolution (docs/model.md sections 2-3), symbolic and numeric.
 
-The per-token overlaps q_l = sigma_l^2 q0 (and theta_l, V_l, rho_l alike), the Gaussian fields w_l, h*_l with
-rho_tilde_l = rho_l - theta_l^2 / q_l, and the hat overlaps from the averages of g_l = (h_hat_l - w_l) / V_l
-are those of docs/model.md section 3 (:func:`hat_overlap_exprs` in sympy; computed, for every rank, by
-:func:`attnphase.theory.hats.hat_overlaps`). Every function requires q0 > 0; :func:`channel_fields` clips a
-rho_tilde negative by round-off only (|rho_tilde| <= 1e-12 rho) to 0 and raises ValueError for
-theta^2 > q rho (docs/derivation.md, "Degenerate limits of the channel").
-
-The numeric functions are generated from the sympy expressions (:mod:`attnphase.theory.codegen`) and act
-elementwise: sigma2 and the averages have shape (..., L); q0, th0, rho0, alpha broadcast against them.
+The per-token overlaps q_l = sigma_l^2 q0 (theta_l, V_l, rho_l alike), the fields w_l, h*_l and the hat overlaps
+of docs/model.md section 3 (:func:`hat_overlap_exprs`). Every function requires q0 > 0; :func:`channel_fields`
+clips a rho_tilde negative by round-off only to 0 (docs/derivation.md, "Degenerate limits of the channel"). The
+numeric functions are generated from the sympy expressions and broadcast elementwise.
 """
 
 from __future__ import annotations

@@ -213,8 +213,7 @@ def _family(kind: str) -> str:
 
 
 def first_run_notice(what: str) -> None:
-    """One line on stderr before a one-off cost a later run will not pay (code generation, JIT), unless
-    ``$ATTNPHASE_QUIET=1``."""
+    """One line on stderr before a one-off cost (code generation, JIT), unless ``$ATTNPHASE_QUIET=1``."""
     if os.environ.get("ATTNPHASE_QUIET", "").strip() not in ("1", "true", "yes"):
         print(f"attnphase: {what}", file=sys.stderr, flush=True)
 

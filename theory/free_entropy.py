@@ -1,12 +1,9 @@
 """The free entropy Phi and the training objective e_t = -Phi (docs/model.md section 4).
 
     Phi = sum_l [ (Vhat_l q_l - qhat_l V_l) / 2 - m_l mhat_l - theta_l thhat_l ]
-          + ( sum_l sigma_l^2 qhat_l + mhat^T P mhat + rho0 (sum_l sigma_l^2 thhat_l)^2 ) / (2 Lam)
-          - alpha E[M],
-    Lam = lambda + sum_l sigma_l^2 Vhat_l,   q_l = sigma_l^2 q0, V_l = sigma_l^2 V0, theta_l = sigma_l^2 th0,
-    M = min_h sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, h*)   (Moreau envelope; E[M] is the channel average).
+          + ( sum_l sigma_l^2 qhat_l + mhat^T P mhat + rho0 (sum_l sigma_l^2 thhat_l)^2 ) / (2 Lam) - alpha E[M],
 
-At a fixed point this reduces to e_t = (lambda / 2) q0 + alpha E[loss(h_hat, h*)] (docs/derivation.md).
+with Lam = lambda + sum_l sigma_l^2 Vhat_l and M the Moreau envelope min_h prox(h) (docs/model.md section 4).
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """The hat overlaps from the channel moments: the Stein forms of docs/model.md sections 3 and 7, for every rank.
 
-With g_l = V_l^{-1} (h_hat_l - w_l) and the averages over xi_l ~ N(0, I_r), eta_l ~ N(0, I_{r*}):
-
     qhat_l  = alpha E[g_l g_l^T]
     mhat_l  = alpha E[g_l]
     thhat_l = alpha E[g_l eta_l^T] rho_tilde_l^{-1/2}                          (= alpha E[d g_l / d h*_l])
     Vhat_l  = -alpha E[g_l xi_l^T] q_l^{-1/2} + thhat_l theta_l^T q_l^{-1}     (= -alpha E[d g_l / d w_l])
 
-with q_l = sigma_l^2 q0, theta_l = sigma_l^2 th0, rho_tilde_l = sigma_l^2 (rho0 I - th0^T q0^{-1} th0);
-qhat_l and Vhat_l are symmetrised. At r = r* = 1 the moments may be given as their scalar views (the
-formulas of section 3; sympy: :func:`attnphase.theory.channel.hat_overlap_exprs`). ValueError unless q0 and
-rho0 I - th0^T q0^{-1} th0 are positive definite (docs/derivation.md, "Degenerate limits of the channel").
+qhat_l and Vhat_l are symmetrised; at r = r* = 1 the moments may be given as their scalar views (sympy:
+:func:`attnphase.theory.channel.hat_overlap_exprs`).
 """
 
 from __future__ import annotations

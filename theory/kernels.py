@@ -134,8 +134,7 @@ class Kernels:
 
     @cached_property
     def matrix_functions(self) -> dict[str, Callable[..., tuple[Any, ...]]]:
-        """The generated matrix-form batched functions (:data:`~attnphase.theory.kernel_specs.MATRIX_FUNCTIONS`;
-        at r >= 2 :attr:`functions` itself)."""
+        """The generated matrix-form batched functions (at r >= 2 :attr:`functions` itself)."""
         if self.r != 1:
             return self.functions
         return vars(_module(self.L, self.r, self.cse, self.channel, matrix=True, scalar=False))

@@ -175,8 +175,7 @@ def render_terminal(params: ModelParams) -> str:
 
 
 def render_json(params: ModelParams) -> dict[str, Any]:
-    """Every equation as one JSON object (``derive --json``): the model, and per equation its section, both sides as
-    sympy text and as LaTeX, and its note."""
+    """Every equation as one JSON object (``derive --json``): the model, and each equation's section, sides, note."""
     eqs = [{"section": eq.section, "lhs": sp.sstr(eq.lhs), "rhs": sp.sstr(eq.rhs), "lhs_latex": sp.latex(eq.lhs),
             "rhs_latex": sp.latex(eq.rhs), "note": eq.note} for eq in equations(params.L)]
     return {"model": params.to_dict(), "L": params.L, "r": params.r, "equations": eqs}

@@ -22,6 +22,5 @@ def limit_loss_cov(S: sp.Matrix, T: sp.Matrix, C: sp.Matrix) -> sp.Expr:
 
 
 def limit_loss(S: sp.Matrix, T: sp.Matrix, sigma2: Sequence[sp.Basic]) -> sp.Expr:
-    """1/2 sum_{l,k} sigma_k^2 (S - T)[l, k]^2: :func:`limit_loss_cov` with C = diag(sigma_k^2) (sympy gives
-    the same expression, term for term)."""
+    """1/2 sum_{l,k} sigma_k^2 (S - T)[l, k]^2: :func:`limit_loss_cov` with C = diag(sigma_k^2)."""
     return limit_loss_cov(S, T, sp.diag(*sigma2))

@@ -1,20 +1,13 @@
 """The channel and the free entropy in matrix overlaps: a rank-r student, a rank-r* teacher (docs/model.md section 7).
 
-Overlaps are matrices (docs/derivation.md, "Rank r student, rank r* teacher"): q0 = Q^T Q / d (r x r), V0,
-th0 = Q^T Q* / d (r x r*), m_l = Q^T p_l / sqrt(d) (r), with q_l = sigma_l^2 q0 and so on, and the fields
+The overlaps q0 (r x r), V0, th0 (r x r*), m_l (r) and the fields (docs/derivation.md, "Rank r student, rank r*
+teacher"), with symmetric square roots:
 
     w_l  = m_l + q_l^{1/2} xi_l,   h*_l = theta_l^T q_l^{-1/2} xi_l + rho_tilde_l^{1/2} eta_l,
-    rho_tilde_l = rho_l - theta_l^T q_l^{-1} theta_l,
+    Phi  = sum_l [ 1/2 Tr(Vhat_l q_l) - 1/2 Tr(qhat_l V_l) - m_l . mhat_l - Tr(theta_l^T thhat_l) ]
+           + 1/2 Tr[ Lam^{-1} N ] - alpha E[M]   (:class:`~attnphase.theory.priors.RidgePrior`).
 
-with xi_l ~ N(0, I_r), eta_l ~ N(0, I_{r*}) and symmetric square roots. The hats are
-:func:`attnphase.theory.hats.hat_overlaps`, the prior :class:`~attnphase.theory.priors.RidgePrior`; the free
-entropy (e_t = -Phi) is
-
-    Phi = sum_l [ 1/2 Tr(Vhat_l q_l) - 1/2 Tr(qhat_l V_l) - m_l . mhat_l - Tr(theta_l^T thhat_l) ]
-          + 1/2 Tr[ Lam^{-1} N ] - alpha E[M].
-
-At r = r* = 1 every formula is the one of sections 3-4: given the scalar views (q0 a number), the functions
-evaluate the code generated from :mod:`attnphase.theory.channel` and :mod:`~attnphase.theory.free_entropy`.
+Given the scalar views (q0 a number), the functions evaluate the code generated for r = 1.
 """
 
 from __future__ import annotations

@@ -82,19 +82,9 @@ RHO0_RANGE = (1e-150, 1e150)
 class ModelParams:
     """Parameters of the attention model and its teacher.
 
-    Attributes (docs/model.md sections 1 and 7):
-        L: sequence length, L >= 2.
-        sigma: per-token standard deviations sigma_l (a scalar is broadcast to all tokens).
-        P: positional Gram matrix P[l, k] = p_l . p_k (symmetric positive semi-definite).
-        A: row-stochastic positional part of the teacher's attention T(h*) = (1 - omega) softmax(h* h*^T) + omega A.
-        omega: in [0, 1]; lam: ridge penalty lambda >= 0; rho0: teacher norm in RHO0_RANGE.
-        r, r_star: student rank (Q in R^{d x r}) and teacher rank r*.
-        C: token covariance across positions (symmetric PSD); None: C = diag(sigma_l^2). When given,
-            sigma_l = sqrt(C[l, l]) (a sigma given beside it must agree).
-        mixing: the whitened form of correlated tokens, B with C = B B^T and the loss loss_C(B v, B v*); set
-            only by :func:`attnphase.theory.whitening.whiten` (sigma = 1, P = B^-1 P B^-T, C None).
-        loss: the channel's registry name (:mod:`attnphase.theory.channels`), ``"square"`` by default
-            (correlated tokens take the square loss only).
+    The symbols of docs/model.md sections 1 and 7 (``lam`` is lambda, ``r_star`` r*); sigma may be one number
+    for every token; C None means C = diag(sigma_l^2), else it fixes sigma_l = sqrt(C[l, l]); ``mixing`` is B of
+    the whitened form (set only by :func:`attnphase.theory.whitening.whiten`); ``loss`` a channel's registry name.
     """
 
     L: int = 2

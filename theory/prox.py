@@ -81,8 +81,7 @@ def _chain_rule(value_fun: sp.Expr, h: sp.Matrix, S: sp.Matrix) -> tuple[tuple[s
 
 
 def derive_prox(L: int, r: int = 1, channel: Any = None) -> ProxDerivation:
-    """The proximal objective (docs/model.md section 3) of ``channel``'s loss (default: square) and its
-    derivatives; r = 1 (scalar V_l per token)."""
+    """The proximal objective (docs/model.md section 3) of ``channel``'s loss and its derivatives; r = 1."""
     if r != 1:
         raise NotImplementedError("the proximal objective is implemented for r = 1 (scalar V_l per token)")
     return _derive_prox(L, default_channel(channel))

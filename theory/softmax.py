@@ -1,11 +1,9 @@
-"""The attention maps in numpy (docs/model.md sections 1-2, 7): scores, the row softmax, the teacher's target.
+"""The attention maps in numpy (docs/model.md sections 1-2, 7), the one numeric evaluation for every rank:
 
-    a_lk = h_l . h_k                                    (h in R^{L x r}: row l is h_l in R^r)
-    S(h)[l, k] = softmax_k(a_l.) = exp(a_lk - max_j a_lj) / sum_j exp(a_lj - max_j a_lj)
-    T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A  (h* in R^{L x r*})
+    a_lk = h_l . h_k,   S(h)[l, k] = exp(a_lk - max_j a_lj) / sum_j exp(a_lj - max_j a_lj),
+    T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A.
 
-The one numeric evaluation of these maps for every rank (max-shifted: no overflow at any finite h); their
-symbolic statement is :mod:`attnphase.theory.attention`. Imports neither sympy nor torch.
+Max-shifted: no overflow at any finite h. Imports neither sympy nor torch.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
-"""Stability of a theta = 0 fixed point in the theta and m directions: where the branches are born.
+"""Stability of a theta = 0 fixed point in the theta and m directions: where the branches are born
+(docs/derivation.md, "Stability of theta = 0"):
 
-Derivation: docs/derivation.md, "Stability of theta = 0". At th0 = 0 the theta direction of the SE map
-carries the single eigenvalue (:func:`theta_stability_expr`, V0 = 1 / Lam)
+    lambda    = d th0_new / d th0 |_{th0 = 0} = alpha V0 / sqrt(q0) sum_l sigma_l E[g_l S_l],
+    S_l       = eta_l sum_k xi_k eta_k - xi_l,
+    J_m[k, j] = alpha V0 sum_l P[k, l] E[g_l xi_j] / sqrt(sigma_j^2 q0)   (at m = 0, th0 = 0).
 
-    lambda = d th0_new / d th0 |_{th0 = 0} = alpha V0 / sqrt(q0) sum_l sigma_l E[g_l S_l],
-    S_l = eta_l sum_k xi_k eta_k - xi_l,
-
-from the score of the fields' covariance (:func:`covariance_score_expr`), with no derivative of g (which
-jumps with the global proximal map). At an agnostic state (m = 0, th0 = 0) the m-block of the Jacobian is
-(:func:`m_stability_exprs`, from the score of a mean shift, :func:`mean_score_expr`)
-
-    J_m[k, j] = alpha V0 sum_l P[k, l] E[g_l xi_j] / sqrt(sigma_j^2 q0).
-
-A branch leaves the theta = 0 (or the agnostic) branch where lambda (the leading eigenvalue of J_m) crosses 1.
+A branch leaves where lambda (the leading eigenvalue of J_m) crosses 1.
 """
 
 from __future__ import annotations

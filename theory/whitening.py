@@ -1,10 +1,6 @@
-"""Correlated tokens in whitened form (docs/model.md section 7, docs/derivation.md).
-
-With x_k . x_k' / d -> C[k, k'] = (B B^T)[k, k'], the fields are h = B v, h* = B v*, and in the v variables
-the model is the independent-token one with sigma_l = 1, the positional Gram Ptilde = B^-1 P B^-T and the
-loss loss_C(B v, B v*). B is the symmetric square root C^(1/2), which keeps the token symmetries of the
-model; B and Ptilde are made exactly invariant under them (orbit means by ``math.fsum``), so the symmetry
-tests, which compare exactly, see it.
+"""Correlated tokens in whitened form (docs/model.md section 7): with C = B B^T, h = B v and h* = B v*, the model
+in v is the independent-token one with sigma_l = 1, Ptilde = B^-1 P B^-T and the loss loss_C(B v, B v*). B is the
+symmetric square root C^(1/2); B and Ptilde are made exactly invariant under the model's token symmetries.
 """
 
 from __future__ import annotations

@@ -31,8 +31,7 @@ def channel_names() -> tuple[str, ...]:
 
 @lru_cache(maxsize=None)
 def get_channel(name: str) -> "Channel":
-    """The channel registered as ``name`` (one immutable instance per name); ValueError naming the registered
-    ones otherwise."""
+    """The channel registered as ``name`` (one instance per name); ValueError naming the registered ones otherwise."""
     if name not in REGISTRY:
         raise ValueError(f"unknown loss {name!r}; one of {', '.join(REGISTRY)}")
     module, cls = REGISTRY[name]

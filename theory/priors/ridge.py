@@ -1,18 +1,11 @@
 """The ridge prior: the matrix ridge update of docs/model.md section 7, for every rank (section 3 at r = 1).
 
-With the hats qhat_l (r x r), mhat_l (r), thhat_l (r x r*), Vhat_l (r x r) and
-
     Lam = lambda I_r + sum_l sigma_l^2 Vhat_l,     Th = sum_l sigma_l^2 thhat_l  (r x r*),
     N   = sum_l sigma_l^2 qhat_l + sum_{k,l} P[k, l] mhat_k mhat_l^T + rho0 Th Th^T,
-
-the overlaps are the stationary point of Phi in the hats (the overlaps of the finite-d ridge problem,
-docs/derivation.md, "The prior side as a finite-d ridge problem"):
-
     V0 = Lam^{-1},   m_k = Lam^{-1} sum_l P[k, l] mhat_l,   th0 = rho0 Lam^{-1} Th,   q0 = Lam^{-1} N Lam^{-1},
 
-and the prior's term of Phi is 1/2 Tr[Lam^{-1} N]. Lam must be positive definite (ValueError otherwise).
-At r = r* = 1 the hats may be given as their scalar views (each (L,)) and the overlaps come back as scalars
-and m (L,). :func:`ridge_exprs` states the r = 1 update in sympy.
+and the prior's term of Phi is 1/2 Tr[Lam^{-1} N] (docs/derivation.md, "The prior side as a finite-d ridge
+problem"). Lam must be positive definite. :func:`ridge_exprs` states the r = 1 update in sympy.
 """
 
 from __future__ import annotations
