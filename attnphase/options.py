@@ -26,21 +26,16 @@ MODEL_OPTIONS = (
     ("--token-cov", "C"),
 )
 
-#: The most values a numeric list may hold (a grid is capped lower by each command; see
-#: attnphase.workload.check_grid).
+#: The most values a numeric list may hold (each command caps its grid lower: attnphase.workload.check_grid).
 MAX_VALUES = 1_000_000
 
 RANGE_SYNTAX = "NUMBER, a,b,c or START:STOP:NUM (NUM values from START to STOP, both included)"
 _RANGE_EXAMPLE = "e.g. 2, 0.5,1,2 or 0.5:2:16"
 
 
-# --- numbers and ranges -----------------------------------------------------------------------
-
 def parse_values(text: str, option: str, *, positive: bool = False, distinct: bool = True) -> list[float]:
     """Values of a numeric list option: ``NUMBER``, ``a,b,c`` or ``START:STOP:NUM`` (NUM evenly spaced values, both
-    ends included), or a comma list of those. ``positive``: every value > 0; ``distinct``: no value twice (a
-    grid's coordinate). ValueError (one line, naming ``option``) otherwise.
-    """
+    ends included), or a comma list of those; ``positive``: every value > 0; ``distinct``: no value twice."""
     values: list[float] = []
     bad = ValueError(f"{option} must be {RANGE_SYNTAX}; {_RANGE_EXAMPLE}; got {text!r}")
     items = str(text).strip().split(",")
@@ -83,8 +78,6 @@ def parse_value(text: str, option: str, *, positive: bool = False, hint: str = "
     return values[0]
 
 
-# --- the estimator ------------------------------------------------------------------------------
-
 #: The estimators of ``--estimator`` (the same choices and meaning on solve, sweep and check).
 ESTIMATORS = ("erm", "bayes-optimal")
 
@@ -103,8 +96,6 @@ def add_estimator_option(p: argparse.ArgumentParser, bayes_does: str) -> None:
                    help="erm (default): the global minimiser of the regularised square loss; bayes-optimal: the "
                    f"posterior mean (docs/bayes-optimal.md): {bayes_does}")
 
-
-# --- the model group ----------------------------------------------------------------------------
 
 def add_model_options(
     p: argparse.ArgumentParser, *, omega_range: bool = False, omega_default: str = "0.3", omega_help: str = "",

@@ -222,12 +222,8 @@ def remove_stale_staging(folder: Path) -> list[Path]:
 @contextlib.contextmanager
 def staged_output(out: Path, option: str = "--out", job: str | None = None, model: dict[str, Any] | None = None):
     """Yield a hidden staging folder in ``out``'s nearest existing ancestor; on success its files move into ``out``
-    (created if missing; signals wait meanwhile), on any failure or interrupt it is removed: a multi-file output
-    is complete or absent. Staging folders of this machine's processes that are gone are removed here.
-
-    ``job`` and ``model`` (what the job was computed for): the files an earlier ``job`` wrote into ``out`` that
-    this one does not write are removed once this one's are in place (:func:`attnphase.job_record.replace_job`).
-    """
+    (created if missing), on any failure or interrupt it is removed. ``job``, ``model``: the files an earlier
+    ``job`` of another model wrote into ``out`` are removed (:func:`attnphase.job_record.replace_job`)."""
     import shutil
 
     from attnphase.interrupts import deferred

@@ -45,10 +45,8 @@ def failure_message(what: str, exc: BaseException) -> str:
 
 @contextmanager
 def warnings_as_notes(stream: TextIO | None = None) -> Iterator[None]:
-    """Python warnings raised while a command runs, said as one-line notes instead of the raw two-line
-    form with a source path: each distinct warning once (``attnphase: note: UserWarning: ...``), and numpy's
-    floating-point warnings ("overflow encountered in multiply", ...) counted and summed up in one note
-    at the end: numbers beyond double precision met in intermediate values."""
+    """Python warnings raised while a command runs as one-line notes, each distinct one once; numpy's
+    floating-point warnings counted and summed up in one note at the end."""
     counts: Counter[str] = Counter()
     said: set[str] = set()
 

@@ -19,8 +19,7 @@ from attnphase import interrupts
 from attnphase.execution.store import Outcome, ResultStore
 from attnphase.execution.tasks import Task
 
-#: The environment of every local worker process (set before it imports numba or numpy): one
-#: compiled and one BLAS thread.
+#: The environment of every local worker process (set before it imports numba or numpy).
 WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 #: The Dask settings of a local cluster (set here: the nanny hands the worker its own configuration): no

@@ -102,11 +102,8 @@ def softmax_centred(weights: ArrayLike, hstar: ArrayLike) -> np.ndarray:
 
 
 def eps_lin_cov(mean_soft: ArrayLike, cross_soft: ArrayLike, C: ArrayLike, omega: float) -> float:
-    """eps_lin_C = 1/2 (1 - omega)^2 sum_l sum_{k,k'} C[k,k'] (E[s_lk s_lk'] - E[s_lk] E[s_lk']) (module doc):
-    with C = U diag(c) U^T, eps_lin of the rotated rows t_l = U^T s_l with sigma_j^2 = c_j.
-
-    mean_soft: (L, L) E[s]; cross_soft: (L, L, L) E[s_lk s_lk'] indexed [l, k, k']; C: (L, L) token Gram.
-    """
+    """eps_lin_C = 1/2 (1 - omega)^2 sum_l sum_{k,k'} C[k,k'] (E[s_lk s_lk'] - E[s_lk] E[s_lk']) from E[s] (L, L)
+    and E[s_lk s_lk'] (L, L, L): eps_lin of the rows rotated to C's eigenbasis (C = U diag(c) U^T, sigma_j^2 = c_j)."""
     Es, Ess, C = (np.asarray(x, float) for x in (mean_soft, cross_soft, C))
     L = C.shape[0]
     if Es.shape != (L, L) or Ess.shape != (L, L, L):

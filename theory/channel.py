@@ -153,8 +153,7 @@ def channel_fields(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(w, h*) of docs/model.md section 3: w_l = m_l + sqrt(q_l) xi_l, h*_l = theta_l/sqrt(q_l) xi_l + sqrt(rho_tilde_l) eta_l.
 
-    xi, eta: (..., L) standard normals; m, sigma2: (L,) or broadcastable; q0, th0, rho0: scalars.
-    Requires q0 > 0 and th0^2 <= q0 rho0 (see module doc). Returns two arrays of the broadcast shape.
+    xi, eta: (..., L) standard normals, m, sigma2 broadcastable, q0 > 0, th0^2 <= q0 rho0 (module doc).
     """
     xi, eta, m = (np.asarray(x, dtype=float) for x in (xi, eta, m))
     q, theta, _, rp = _rho_tilde(q0, th0, rho0, sigma2)

@@ -219,12 +219,8 @@ def first_run_notice(what: str) -> None:
 
 
 def import_path(name: str, path: Path, source: str | None = None, loader_state: Any = None) -> ModuleType:
-    """Import the file ``path`` as the module ``name`` and register it in ``sys.modules``.
-
-    ``source``: the text the module must have; where ``path`` does not hold it, the module is executed from
-    ``source`` under ``path``'s name. ``loader_state``: the module's ``__spec__.loader_state`` (a template
-    module's parameters).
-    """
+    """Import the file ``path`` as the module ``name`` (executed from ``source`` where ``path`` does not hold that
+    text), registered in ``sys.modules``, with ``loader_state`` as its ``__spec__.loader_state``."""
     try:
         on_disk = source is None or path.read_text() == source
     except OSError:

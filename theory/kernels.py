@@ -70,12 +70,8 @@ class ScalarKernels:
 class Kernels:
     """Numpy kernels of the channel for sequence length L and rank r (see module doc).
 
-    Attributes:
-        L, r: sequence length and student rank; cse: whether the generated code used cse.
-        functions: the generated module's namespace (shared by every Kernels of the same (L, r, cse)):
-            :data:`~attnphase.theory.kernel_specs.FIELD_FUNCTIONS` at r = 1,
-            :data:`~attnphase.theory.kernel_specs.MATRIX_FUNCTIONS` at r >= 2.
-        channel: the loss the kernels are generated from (:class:`~attnphase.theory.channels.base.Channel`).
+    ``functions``: the generated module's namespace (the fields form at r = 1, the matrix form at r >= 2), shared
+    by every Kernels of the same (L, r, cse); ``channel``: the loss they are generated from.
     """
 
     L: int
@@ -95,11 +91,8 @@ class Kernels:
         return target(_vec(hstar, self.L, "hstar")[..., None], omega, _mat(A, self.L, "A"))
 
     def loss(self, h: ArrayLike, T: ArrayLike, sigma2: ArrayLike) -> np.ndarray:
-        """The channel's loss(h, T) -> (...) (square loss: 1/2 sum_{l,k} sigma_k^2 (S(h) - T)[l, k]^2).
-
-        In the fields form the generated ``loss``; in the matrix form the channel's numpy form where it
-        has one (:meth:`~attnphase.theory.channels.base.Channel.loss_values`), else the generated ``loss``.
-        """
+        """The channel's loss(h, T) -> (...) (square loss: 1/2 sum_{l,k} sigma_k^2 (S(h) - T)[l, k]^2); in the
+        matrix form the channel's numpy form where it has one (``Channel.loss_values``)."""
         h, matrix = self._fields(h)
         T, sigma2 = _mat(T, self.L, "T"), _vec(sigma2, self.L, "sigma2")
         shape = np.broadcast_shapes(h.shape[: h.ndim - (2 if matrix else 1)], T.shape[:-2], sigma2.shape[:-1])

@@ -50,12 +50,8 @@ def check_state(q0: np.ndarray, th0: np.ndarray, rho0: float) -> None:
 
 def channel_fields(xi: np.ndarray, eta: np.ndarray, q0: np.ndarray, m: np.ndarray, th0: np.ndarray,
                    sigma2: np.ndarray, rho0: float) -> tuple[np.ndarray, np.ndarray]:
-    """(w, h*) at nodes: xi (N, L, r), eta (N, L, r*), m (L, r) -> w (N, L, r), h* (N, L, r*).
-
-    w_l = m_l + q_l^{1/2} xi_l,  h*_l = theta_l^T q_l^{-1/2} xi_l + rho_tilde_l^{1/2} eta_l, with
-    q_l^{1/2} = s_l q0^{1/2} and so on. Scalar views (q0, th0 numbers; xi, eta (..., L); m (L,)):
-    :func:`attnphase.theory.channel.channel_fields`.
-    """
+    """(w, h*) of the module doc at nodes: xi (N, L, r), eta (N, L, r*), m (L, r) -> w (N, L, r), h* (N, L, r*);
+    scalar views (q0, th0 numbers): :func:`attnphase.theory.channel.channel_fields`."""
     if np.ndim(q0) == 0:
         return scalar_channel_fields(xi, eta, q0, m, th0, sigma2, rho0)
     check_state(q0, th0, rho0)

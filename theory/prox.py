@@ -136,13 +136,9 @@ def derive_loss_cov(L: int) -> CovLossDerivation:
 
 @dataclass(frozen=True)
 class WhitenedProxDerivation:
-    """The proximal objective of the whitened correlated-token model (docs/model.md section 7), r = 1:
-
-        prox(v; w, V, T) = sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T),
-
-    with its derivatives in v by the chain rule of h = B v: grad_v = B^T grad_h, hess_v = B^T hess_h B.
-    B: the L x L mixing symbols (C = B B^T); fields: h_l = sum_j B_lj v_j; ``loss_*``: loss_C(B v, T) and its
-    derivatives in v; all polynomials in (v, S, T, C, B) and 1 / V, S standing for S(B v).
+    """The whitened proximal objective prox(v; w, V, T) = sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T)
+    (docs/model.md section 7, r = 1) and its derivatives in v: grad_v = B^T grad_h, hess_v = B^T hess_h B;
+    ``fields``: h = B v; ``loss_*``: loss_C(B v, T) and its derivatives in v.
     """
 
     loss: CovLossDerivation

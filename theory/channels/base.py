@@ -22,11 +22,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Channel:
-    """A loss of the attention model (module doc).  Subclasses set :attr:`name` and :meth:`loss_of`.
-
-    The loss must be a polynomial (or rational function) in the entries of S and T and the sigma_k^2, so that
-    its derivatives through the softmax stay polynomials in (h, S, T, sigma^2) (:mod:`attnphase.theory.prox`),
-    and vanish where S = T (the global proximal search starts from the loss zeros S(h) = T).
+    """A loss of the attention model (module doc).  Subclasses set :attr:`name` and :meth:`loss_of`: a polynomial
+    (or rational function) in S, T and the sigma_k^2 that vanishes where S = T (where the proximal search starts).
     """
 
     #: The registry name (``ModelParams.loss``, ``--loss``).

@@ -31,12 +31,7 @@ def _arrays(Y: ArrayLike, w: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True)
 class BayesOptimalChannel:
-    """The sign-blind observation of the fields (module doc).
-
-    Attributes:
-        noise: Delta >= 0, the variance of the noise on the revealed fields in units of each field's prior
-            variance rho_l = sigma_l^2 rho0 (0: the noiseless model, the default).
-    """
+    """The sign-blind observation of the fields (module doc), with ``noise`` Delta >= 0 in units of rho_l."""
 
     noise: float = 0.0
 
@@ -76,23 +71,17 @@ class BayesOptimalChannel:
         return (1.0 - t * t)[..., None, None] * u[..., :, None] * u[..., None, :] - np.eye(Y.shape[-1]) / Ve[..., :, None]
 
     def weak_recovery_alpha(self, L: int) -> float:
-        """alpha_WR = (1 + Delta)^2 / (L (L + 1)): where the uninformative fixed point q0 = 0 loses stability.
-
-        Linearising the state evolution at q0 = 0: q0' = alpha E_Y ||E[u u^T - I | Y]||_F^2 q0 with u the fields
-        in units of their prior standard deviation; here E[u u^T | Y] = v v^T / (1 + Delta) + Delta / (1 + Delta)
-        I, v = Y / sqrt(rho (1 + Delta)) ~ N(0, I_L), so the factor is E||v v^T - I||_F^2 / (1 + Delta)^2 =
-        (L^2 + L) / (1 + Delta)^2, the same for every sigma_l and rho0 (docs/bayes-optimal.md)."""
+        """alpha_WR = (1 + Delta)^2 / (L (L + 1)): where the uninformative fixed point q0 = 0 loses stability
+        (the state evolution linearised at q0 = 0; docs/bayes-optimal.md)."""
         if L < 1:
             raise ValueError(f"L must be >= 1, got {L}")
         return (1.0 + self.noise) ** 2 / (L * (L + 1))
 
 
 def fields_from_attention(T: ArrayLike, omega: float, A: ArrayLike) -> np.ndarray:
-    """The fields h* (L = 2) up to their shared sign from the teacher attention T (..., 2, 2), omega < 1:
-    with T' = (T - omega A) / (1 - omega), delta = sqrt(logit T'_11 + logit T'_22) and
-    s = (logit T'_11 - logit T'_22) / delta, h* = ((s + delta) / 2, (s - delta) / 2) (the representative
-    with h*_1 > h*_2).  The inverse map the channel rests on; tests/theory/test_bayes_optimal_channel.py
-    checks it against the forward map."""
+    """The fields h* (L = 2) up to their shared sign from the teacher attention T (..., 2, 2), omega < 1: with
+    T' = (T - omega A) / (1 - omega), delta = sqrt(logit T'_11 + logit T'_22), s = (logit T'_11 - logit T'_22) /
+    delta, h* = ((s + delta) / 2, (s - delta) / 2)."""
     if not omega < 1.0:
         raise ValueError(f"the fields are revealed only for omega < 1, got {omega}")
     Tp = (np.asarray(T, dtype=float) - omega * np.asarray(A, dtype=float)) / (1.0 - omega)

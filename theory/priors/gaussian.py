@@ -23,11 +23,7 @@ from attnphase.theory.priors.ridge import RidgePrior
 
 @dataclass(frozen=True)
 class GaussianPrior:
-    """Q* ~ N(0, rho0 I_d) as the prior of the Bayes-optimal state evolution (module doc).
-
-    Attributes:
-        rho0: the teacher's norm |Q*|^2 / d, > 0.
-    """
+    """Q* ~ N(0, rho0 I_d) as the prior of the Bayes-optimal state evolution (module doc), rho0 > 0."""
 
     rho0: float = 1.0
 
