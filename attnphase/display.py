@@ -65,9 +65,8 @@ def _is_bar(rec: dict, key: str) -> bool:
 
 
 def record_lines(rec: dict, show: Any = None) -> list[str]:
-    """``key  value`` lines of a record: a key with an error bar beside it (:func:`bar_key`) printed as
-    :func:`with_error` on one line (the bar's own line left out), other numbers by :func:`plain`,
-    anything else by ``show`` (default ``str``)."""
+    """``key  value`` lines of a record: a value with its bar (:func:`bar_key`) by :func:`with_error` on one line,
+    other numbers by :func:`plain`, anything else by ``show`` (default ``str``)."""
     keys = [k for k in rec if not _is_bar(rec, k)]
     width = max((len(k) for k in keys), default=0)
     lines = []

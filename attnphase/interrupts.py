@@ -178,9 +178,8 @@ def stop_at_top_level(kind: type, value: BaseException, tb: object) -> None:
 
 
 def _redeliver(unraisable: object) -> None:
-    """``sys.unraisablehook`` of the console command: a stop raised where Python can only print and drop it (a C
-    library's callback into Python, a ``__del__``, a weakref callback) is sent again as its signal
-    (:func:`_send_again`); anything else goes to the previous hook."""
+    """``sys.unraisablehook`` of the console command: a stop raised where Python would drop it is sent again as its
+    signal (:func:`_send_again`); anything else goes to the previous hook."""
     exc = getattr(unraisable, "exc_value", None)
     if isinstance(exc, (KeyboardInterrupt, Terminated)):
         _send_again(exc.signum if isinstance(exc, Terminated) else signal.SIGINT)
@@ -225,9 +224,8 @@ def handle_from_start() -> None:
 
 @contextlib.contextmanager
 def deferred() -> Iterator[None]:
-    """Hold SIGINT, SIGTERM and SIGHUP back while the block runs; the first one that arrived is raised once the
-    block is done. A stop already unwinding when the block runs wins; an error the block raises after a signal
-    arrived is taken for its consequence and the stop is raised in its place."""
+    """Hold SIGINT, SIGTERM and SIGHUP back while the block runs and raise the first that arrived after it (a stop
+    already unwinding wins; an error raised after a signal arrived is replaced by the stop)."""
     if not _in_main_thread():
         yield
         return

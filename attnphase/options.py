@@ -101,9 +101,8 @@ def add_model_options(
     p: argparse.ArgumentParser, *, omega_range: bool = False, omega_default: str = "0.3", omega_help: str = "",
     scan: bool = False,
 ) -> None:
-    """Add the model group; ``omega_range``: the command scans omega (``--omega`` takes a range);
-    ``scan``: ``--L``, ``--lam``, ``--rho0`` take lists and ``--sigma`` values separated by ";"
-    (``attnphase scan``; :func:`scan_from_args`)."""
+    """Add the model group; ``omega_range``: ``--omega`` takes a range; ``scan``: ``--L``, ``--lam``, ``--rho0``
+    take lists and ``--sigma`` values separated by ";" (:func:`scan_from_args`)."""
     g = p.add_argument_group("model (docs/model.md section 1; the paper's defaults)")
     many = f"; scan: a list, {RANGE_SYNTAX}" if scan else ""
     g.add_argument("--L", type=str if scan else int, default="2" if scan else 2, metavar="L",

@@ -178,8 +178,7 @@ def histogram_training_seconds(n_samples: int, epochs: int) -> float:
 def histogram_seconds(n_samples: int, epochs: int, reparam_epochs: int, n_variants: int,
                       n_restricted: int) -> tuple[list[float], list[float]]:
     """CPU seconds of the histogram experiment's two stages: ``n_variants`` trainings of ``epochs`` and
-    ``n_restricted`` re-parameterisations of ``reparam_epochs`` (:func:`histogram_training_seconds` each); the
-    command adds :data:`HISTOGRAM_COMMAND_SECONDS`."""
+    ``n_restricted`` re-parameterisations of ``reparam_epochs`` (:func:`histogram_training_seconds` each)."""
     return ([histogram_training_seconds(n_samples, epochs)] * n_variants,
             [histogram_training_seconds(n_samples, reparam_epochs)] * n_restricted)
 
@@ -203,10 +202,8 @@ def cluster_seconds(workers: int, wall: float) -> float:
 
 def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis: str, *, quiet: bool = False,
                    min_seconds: float = 10, cores: int = 0, own: float = 0.0) -> float:
-    """Say on stderr, before a job starts, how many tasks it has and about how long it takes on ``workers``
-    (:func:`wall_seconds`; ``basis``: what the per-task cost is measured from), and return that estimate.
-    ``cores`` > 0: the tasks' own loops use every one of ``cores`` (the rank-r solver's). ``own``: the command's
-    own CPU seconds besides its tasks (:data:`JOB_COMMAND_SECONDS`)."""
+    """Say on stderr, before a job starts, how many tasks it has and about how long it takes on ``workers`` (or,
+    ``cores`` > 0, on loops using every core), ``own`` the command's CPU seconds besides them; returns that estimate."""
     n = len(task_seconds)
     if cores:
         t, on = sum(task_seconds) / cores + own, f"{cores} core{'s' if cores != 1 else ''}"

@@ -44,9 +44,8 @@ def usable_cores() -> int:
 
 
 def worker_env(workers: int, cores: int) -> dict[str, str]:
-    """WORKER_ENV with min(cores, 2 * max(1, cores // workers)) compiled threads that wait passively
-    (``OMP_WAIT_POLICY``): the last tasks' compiled loops use the cores the finished workers left. A loop's
-    thread count does not change a node's result."""
+    """WORKER_ENV with min(cores, 2 * max(1, cores // workers)) compiled threads that wait passively: the last
+    tasks' loops use the cores the finished workers left (a node's result does not depend on it)."""
     threads = min(max(1, cores), 2 * max(1, cores // max(1, workers)))
     return WORKER_ENV | {"NUMBA_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "PASSIVE"}
 
@@ -55,9 +54,8 @@ def worker_env(workers: int, cores: int) -> dict[str, str]:
 class ExecutorSpec:
     """Where tasks run: ``workers`` local processes (1: this process) or the Dask ``scheduler`` at an address.
 
-    ``allowed_failures``: deaths of a worker inside one task before that task counts as failed;
-    ``connect_timeout``: seconds to reach ``scheduler``; ``worker_timeout``: seconds the job waits while
-    ``scheduler`` has no worker.
+    ``allowed_failures``: worker deaths in one task before it fails; ``connect_timeout``, ``worker_timeout``:
+    seconds to reach ``scheduler`` and to wait while it has no worker.
     """
 
     workers: int = 1
