@@ -1,14 +1,9 @@
 """attnphase: the solvable model of dot-product attention, theory <- numerics <- validation.
 
-The three layers live in the subpackages :mod:`attnphase.theory` (sympy
-derivations and lambdified kernels), :mod:`attnphase.numerics` (state-evolution
-solvers, phase diagram) and :mod:`attnphase.validation` (PyTorch at finite d).
-Importing this package imports none of them.
-
-Imported as the first step of the command itself -- ``python -m attnphase`` (while the interpreter locates
-``attnphase.__main__``, ``sys.argv[0]`` is ``"-m"``) or the ``attnphase`` console script -- it makes the process a
-command at once (:func:`attnphase.interrupts.handle_from_start`: a Ctrl-C from here on is the one-line stop, exit
-code 130), before the interpreter compiles and runs ``attnphase.__main__``; a library import changes nothing.
+The layers live in :mod:`attnphase.theory`, :mod:`attnphase.numerics` and :mod:`attnphase.validation`;
+importing this package imports none of them. Imported as the first step of the command itself (``python -m
+attnphase`` or the console script), it makes the process a command at once
+(:func:`attnphase.interrupts.handle_from_start`); a library import changes nothing.
 """
 
 import sys as _sys
@@ -43,12 +38,9 @@ def _stop_at_top_level(kind: type, value: BaseException, tb: object) -> None:
 
 
 def _send_again(unraisable: object) -> None:
-    """``sys.unraisablehook`` while the command's handlers load (:func:`attnphase.interrupts.handle_from_start` puts
-    its own in place): a Ctrl-C that Python can only print and drop is sent again in 10 ms, from a thread, and so
-    raised at the next point that can take it; anything else as Python would.  Each import ends in a weakref
-    callback of importlib's (the module lock freed, ``_get_module_lock.<locals>.cb``): a Ctrl-C handled there while
-    ``signal``, ``threading`` and ``typing`` load was dropped ("Exception ignored in: ... cb") and the command ran to
-    its end with exit code 0.  The modules used here are loaded with the interpreter: no import runs in the hook."""
+    """``sys.unraisablehook`` while the command's handlers load: a Ctrl-C that Python can only print and drop (each
+    import ends in a weakref callback of importlib's) is sent again in 10 ms, from a thread; anything else as Python
+    would. The modules used here are loaded with the interpreter: no import runs in the hook."""
     if not isinstance(getattr(unraisable, "exc_value", None), KeyboardInterrupt):
         _sys.__unraisablehook__(unraisable)
         return

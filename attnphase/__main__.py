@@ -1,22 +1,16 @@
 """``python -m attnphase`` and the ``attnphase`` console script: the command, interruptible from its first instant.
 
-The first thing this module does is make the process a command (:func:`attnphase.interrupts.handle_from_start`,
-the standard library only): from then on a Ctrl-C, SIGTERM or SIGHUP is the one-line stop (exit code 130, or
-128 + the signal's number) wherever it lands -- while this module loads, while the command's modules and numpy
-load (an ``ImportError`` that numpy makes of a Ctrl-C is the stop it was), while options are parsed or the
-command runs.  ``python -m attnphase`` and the console script import the package first, and the package already
-does this for them (:mod:`attnphase`), before this module is compiled.  Before that, the interpreter's own start-up
-runs (``site`` and the environment's .pth files: Python's default actions).
+The first thing this module does is make the process a command (:func:`attnphase.interrupts.handle_from_start`;
+the package already does it for ``python -m attnphase`` and the console script): from then on a Ctrl-C, SIGTERM
+or SIGHUP is the one-line stop (exit code 130, or 128 + the signal's number) wherever it lands.
 """
 
 import sys
 
 
 def _is_a_spawned_child() -> bool:
-    """True in a process that multiprocessing started by running this script again to import its main module (the
-    workers of a local Dask cluster: spawn, or a forkserver): that process is not the command and keeps Python's
-    default signal actions.  With the command's handlers a worker sent SIGTERM by ``timeout`` (which signals the
-    whole process group) raised the stop inside its event loop's callbacks, which print it as a traceback."""
+    """True in a process that multiprocessing started by running this script again (the workers of a local Dask
+    cluster): that process is not the command and keeps Python's default signal actions."""
     argv = getattr(sys, "orig_argv", sys.argv)
     return "--multiprocessing-fork" in argv or any("multiprocessing.forkserver" in a for a in argv)
 

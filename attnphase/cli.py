@@ -1,29 +1,8 @@
 """The ``attnphase`` console command: the parser of every command and the one ``main``.
 
-A command is one module with one shape (docs/architecture.md, "How a command is defined")::
-
-    NAME = "solve"; HELP = "one line"; DESCRIPTION = "its --help paragraph"
-    def add_arguments(p: argparse.ArgumentParser) -> None: ...   # light imports only at module top
-    def run(args: argparse.Namespace) -> int: ...                 # the work; heavy imports inside
-
-placed in the layer whose code it runs (``attnphase.theory.commands``, ``attnphase.numerics.commands``,
-``attnphase.validation.commands``, ``attnphase.execution.commands``); :data:`COMMANDS` lists them in help
-order.  The options several commands share are defined once: :mod:`attnphase.options` (the model group),
-:mod:`attnphase.solver_options` (the solver group, ``--branch``, ``--error-estimate K``),
-:mod:`attnphase.execution_options` (``--workers --scheduler --fresh``), :mod:`attnphase.outputs`
-(``--json``, ``--quiet``, ``--out DIR``) and :mod:`attnphase.workload` (``--large``).  Building the
-parser imports argparse, those modules and the command modules only (no numpy-heavy module, scipy,
-sympy, torch or numba), so ``attnphase --help`` starts at once.
-
-Conventions (every command):
-
-* a numeric list option takes ``NUMBER``, ``a,b,c`` or ``START:STOP:NUM`` (NUM values, both ends
-  included); negative values need no ``=`` (``--alpha -1:2:3``);
-* ``--json``: exactly one JSON object on stdout, messages on stderr;
-* ``--quiet``: no progress bars;
-* ``--out DIR`` is always a folder, created if missing;
-* bad input is one line ``attnphase: error: ...`` on stderr and exit code 2, with no traceback; a
-  result that did not converge exits with 1.
+A command is one module of the shape docs/architecture.md describes ("How a command is defined"), listed in
+:data:`COMMANDS` in help order. Building the parser imports nothing heavy. Bad input is one line
+``attnphase: error: ...`` on stderr and exit code 2; a result that did not converge exits with 1.
 """
 
 from __future__ import annotations
@@ -39,17 +18,11 @@ from attnphase import outputs, work
 
 #: The command modules, in help order.
 COMMANDS = (
-    "attnphase.theory.commands.derive",
-    "attnphase.numerics.commands.solve",
-    "attnphase.numerics.commands.sweep",
-    "attnphase.numerics.commands.phase_diagram",
-    "attnphase.numerics.commands.census",
-    "attnphase.validation.commands.simulate",
-    "attnphase.validation.commands.validate",
-    "attnphase.validation.commands.check",
-    "attnphase.validation.commands.histogram",
-    "attnphase.numerics.commands.scan",
-    "attnphase.execution.commands.show",
+    "attnphase.theory.commands.derive", "attnphase.numerics.commands.solve", "attnphase.numerics.commands.sweep",
+    "attnphase.numerics.commands.phase_diagram", "attnphase.numerics.commands.census",
+    "attnphase.validation.commands.simulate", "attnphase.validation.commands.validate",
+    "attnphase.validation.commands.check", "attnphase.validation.commands.histogram",
+    "attnphase.numerics.commands.scan", "attnphase.execution.commands.show",
 )
 
 #: An argument that starts with "-" and then a digit or ".digit" is a value, never an option
@@ -58,11 +31,8 @@ _NEGATIVE_VALUE = re.compile(r"^-\.?\d")
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line and exit code 2, and which takes negative values.
-
-    Long options are never abbreviated (``--out`` is not ``derive``'s ``--output``; a new option
-    cannot break a command line that worked).
-    """
+    """An ArgumentParser whose errors are one line and exit code 2, which takes negative values and never
+    abbreviates long options (a new option cannot break a command line that worked)."""
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("allow_abbrev", False)
@@ -76,9 +46,8 @@ class _Parser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
     def _refuse_repeated(self, tokens: list[str]) -> None:
-        """One-line error where an option that takes a value is given twice (``--alpha 2 --alpha 3``): argparse
-        would keep the last one silently, so a command line holding two values would compute one of them without
-        a word.  A flag (``--json``) given twice means the same as once."""
+        """One-line error where an option that takes a value is given twice (``--alpha 2 --alpha 3``; argparse
+        would keep the last one silently); a flag given twice means the same as once."""
         seen: dict[str, str] = {}
         for i, tok in enumerate(tokens):
             if tok == "--":

@@ -1,8 +1,5 @@
-"""Numbers as a reader sees them: a value with its error bar, rounded to what the bar leaves of it.
-
-Human-readable output (tables, ``key  value`` lines) prints a value that has a standard error as
-``0.45948 +- 0.00044``: the bar to two significant digits, the value rounded to the bar's last
-digit; JSON, CSV and netCDF keep the full numbers and their ``err_*`` beside them.
+"""Numbers as a reader sees them: a value with its error bar, rounded to what the bar leaves of it
+(``0.45948 +- 0.00044``); JSON, CSV and netCDF keep the full numbers and their ``err_*`` beside them.
 """
 
 from __future__ import annotations
@@ -34,14 +31,10 @@ def plain(value: Any, digits: int = PLAIN_DIGITS) -> str:
 
 
 def with_error(value: Any, err: Any) -> str:
-    """``value +- err``: err to BAR_DIGITS significant digits, value rounded to err's last digit
-    (0.4594786 +- 0.000444835 -> ``0.45948 +- 0.00044``); fixed notation for |value| in [1e-4, 1e6) or 0,
-    else scientific with the value's mantissa carrying the same last digit (``2.602950e-27 +- 3.9e-35``).
-    A bar of exactly 0 (a value fixed by symmetry) prints ``+- 0``; a missing or non-finite bar prints the
-    value alone (:func:`plain`)."""
-    if not _finite(value):
-        return plain(value)
-    if not _finite(err):
+    """``value +- err``: err to BAR_DIGITS significant digits, value rounded to err's last digit (``0.45948 +-
+    0.00044``), in fixed notation for |value| in [1e-4, 1e6) or 0, else scientific; a bar of 0 prints ``+- 0``, a
+    missing or non-finite one the value alone (:func:`plain`)."""
+    if not (_finite(value) and _finite(err)):
         return plain(value)
     err = abs(float(err))
     value = float(value)
@@ -63,8 +56,7 @@ def with_error(value: Any, err: Any) -> str:
 
 
 def bar_key(rec: dict, key: str) -> str | None:
-    """The key of ``key``'s error bar in ``rec``: ``err_<key>``, the one form of every output; None where it has
-    none."""
+    """The key of ``key``'s error bar in ``rec`` (``err_<key>``, the one form of every output), or None."""
     return f"err_{key}" if f"err_{key}" in rec else None
 
 
@@ -73,9 +65,8 @@ def _is_bar(rec: dict, key: str) -> bool:
 
 
 def record_lines(rec: dict, show: Any = None) -> list[str]:
-    """``key  value`` lines of a record: a key with an error bar beside it (:func:`bar_key`) printed as
-    :func:`with_error` on one line (the bar's own line left out), other numbers by :func:`plain`,
-    anything else by ``show`` (default ``str``)."""
+    """``key  value`` lines of a record: a value with its bar (:func:`bar_key`) by :func:`with_error` on one line,
+    other numbers by :func:`plain`, anything else by ``show`` (default ``str``)."""
     keys = [k for k in rec if not _is_bar(rec, k)]
     width = max((len(k) for k in keys), default=0)
     lines = []

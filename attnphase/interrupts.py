@@ -1,21 +1,13 @@
 """Signals as exceptions, and the short stretches that must not be cut by one.
 
-* ``SIGINT`` (Ctrl-C) is Python's ``KeyboardInterrupt``; ``SIGTERM`` and ``SIGHUP`` (``kill``, ``timeout``, a
-  closed terminal, a batch system's wall time) become :class:`Terminated` while a command runs
-  (:func:`handling_termination`), so every ``finally`` and context manager of the command runs: the local
-  cluster is closed, the staging folder removed, a temporary file unlinked.  The command's exit code is
-  ``128 + signal number`` (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP).
-* Every signal that arrives while :func:`handling_termination` (or :func:`handle_from_start`) holds is
-  recorded (:func:`arrived`): a C extension that turns the ``KeyboardInterrupt`` raised inside it into another
-  exception (numpy's import makes an ``ImportError`` of a Ctrl-C that lands while it loads) still ends the
-  command as the stop it was, never a traceback.
-* A stop raised where Python prints and drops exceptions -- a C library's callback into Python, a ``__del__``, the
-  weakref callback that ends each import -- goes to the command's ``sys.unraisablehook`` (:func:`_redeliver`; while
-  the package loads, :func:`attnphase._send_again`) and is sent again as its signal; a signal handled while that hook
-  runs is sent again too, never raised inside it.
-* :func:`deferred` holds both back over a stretch that cannot be cut cleanly (starting or closing a local
-  Dask cluster, moving the finished outputs into ``--out DIR``): a signal that arrives there is raised
-  when the stretch ends.
+* ``SIGINT`` (Ctrl-C) is Python's ``KeyboardInterrupt``; ``SIGTERM`` and ``SIGHUP`` become :class:`Terminated`
+  while a command runs (:func:`handling_termination`), so every ``finally`` of the command runs; the exit code
+  is ``128 + signal number``.
+* Every signal that arrives meanwhile is recorded (:func:`arrived`): an exception a C extension made of a
+  ``KeyboardInterrupt`` (numpy's import makes an ``ImportError`` of it) still ends the command as the stop.
+* A stop raised where Python prints and drops exceptions is sent again as its signal (:func:`_redeliver`).
+* :func:`deferred` holds signals back over a stretch that cannot be cut cleanly (starting or closing a local
+  Dask cluster, moving the finished outputs into ``--out DIR``).
 
 This module imports the standard library only.
 """
@@ -72,13 +64,9 @@ _STOPPED: list[int] = []
 
 
 def exit_code_kept(code: int) -> int:
-    """``code``; where the command's run was stopped (in the command's own process only,
-    :data:`THE_COMMAND`), the process ends here with it: SIGINT, SIGTERM and SIGHUP ignored from now on,
-    the ``atexit`` functions run, the streams flushed, then ``os._exit(code)``.  Left to the interpreter's own exit,
-    a stop could still end as death by SIGINT (-2): CPython kills itself with SIGINT at exit when a Ctrl-C went
-    unhandled in code a C library ran through ``PyRun_*`` while the command's modules loaded, even where that
-    library turned it into the error the command then stopped on; and a signal sent again (:func:`_redeliver`) or a
-    second Ctrl-C could land while the interpreter restores the default actions."""
+    """``code``; where the command's run was stopped (in the command's own process only, :data:`THE_COMMAND`), the
+    process ends here with it (signals ignored, ``atexit`` run, streams flushed, ``os._exit(code)``): left to the
+    interpreter's own exit, CPython may kill itself with SIGINT (-2) after a Ctrl-C a C library turned into an error."""
     if not (_STOPPED and THE_COMMAND and _in_main_thread()):  # never in a process that imported the library
         return code
     import atexit
@@ -95,29 +83,22 @@ def exit_code_kept(code: int) -> int:
 _ARRIVED: list[int] = []
 
 
-def _raise_terminated(signum: int, frame: object) -> None:
-    """:class:`Terminated`, the signal recorded; inside :func:`_redeliver`, sent again instead
-    (:func:`_held_in_the_hook`)."""
-    _ARRIVED.append(signum)
-    if _held_in_the_hook(signum, frame):
-        return
-    raise Terminated(signum)
+def _stop_of(signum: int) -> BaseException:
+    """The stop a signal stands for: ``KeyboardInterrupt`` for SIGINT, else :class:`Terminated`."""
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:
-    """Python's own SIGINT action (``KeyboardInterrupt``), the signal recorded; inside :func:`_redeliver`, sent again
-    instead (:func:`_held_in_the_hook`)."""
+    """The signal recorded and its stop raised; inside :func:`_redeliver`, sent again (:func:`_held_in_the_hook`)."""
     _ARRIVED.append(signum)
     if _held_in_the_hook(signum, frame):
         return
-    raise KeyboardInterrupt
+    raise _stop_of(signum)
 
 
 def _held_in_the_hook(signum: int, frame: object) -> bool:
-    """Whether the handler runs inside :func:`_redeliver` (``frame`` or a caller of it is the hook's): then it raises
-    nothing and the signal is sent again (:func:`_send_again`).  An exception raised by ``sys.unraisablehook`` is
-    printed and dropped by Python ("Exception ignored in sys.unraisablehook"), and the command would run to its end:
-    the copy the hook sends lands there when the hook is slow to return (a busy machine), as does a second Ctrl-C."""
+    """Whether the handler runs inside :func:`_redeliver` (``frame`` or a caller of it is the hook's): then the signal
+    is sent again (:func:`_send_again`) instead of raised there, where Python would print and drop it."""
     while frame is not None:
         if getattr(frame, "f_code", None) is _redeliver.__code__:
             _send_again(signum)
@@ -139,10 +120,7 @@ def recorded() -> int:
 def stop_since(mark: int) -> BaseException | None:
     """The stop (``KeyboardInterrupt`` or :class:`Terminated`) of the first signal recorded after ``mark``
     (:func:`recorded`), or None: an error a command raised after it is what a library made of the stop."""
-    if len(_ARRIVED) <= mark:
-        return None
-    signum = _ARRIVED[mark]
-    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+    return _stop_of(_ARRIVED[mark]) if len(_ARRIVED) > mark else None
 
 
 def as_stop(exc: BaseException) -> BaseException | None:
@@ -151,9 +129,7 @@ def as_stop(exc: BaseException) -> BaseException | None:
     if isinstance(exc, (KeyboardInterrupt, Terminated)):
         return exc
     signum = arrived()
-    if signum is None or isinstance(exc, SystemExit):
-        return None
-    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+    return None if signum is None or isinstance(exc, SystemExit) else _stop_of(signum)
 
 
 def _install(signals: tuple, handler: object) -> dict:
@@ -178,7 +154,7 @@ def handling_termination() -> Iterator[None]:
     if not _in_main_thread():
         yield
         return
-    previous = _install(TERMINATING, _raise_terminated)
+    previous = _install(TERMINATING, _raise_interrupt)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # Ctrl-C recorded, as it arrives
         previous[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_interrupt)
     try:
@@ -202,11 +178,8 @@ def stop_at_top_level(kind: type, value: BaseException, tb: object) -> None:
 
 
 def _redeliver(unraisable: object) -> None:
-    """``sys.unraisablehook`` of the console command: a stop raised where Python can only print and drop it (inside
-    a C library's callback into Python -- numba's compiler calls back while it compiles; a ``__del__`` or a weakref
-    callback the garbage collector runs) is sent again as the signal it came from (:func:`_send_again`), and so raised
-    at the next point that can take it, with no traceback; anything else goes to the previous hook.  This hook waits
-    for nothing, and a signal handled while it runs is sent again too (:func:`_held_in_the_hook`), never raised here."""
+    """``sys.unraisablehook`` of the console command: a stop raised where Python would drop it is sent again as its
+    signal (:func:`_send_again`); anything else goes to the previous hook."""
     exc = getattr(unraisable, "exc_value", None)
     if isinstance(exc, (KeyboardInterrupt, Terminated)):
         _send_again(exc.signum if isinstance(exc, Terminated) else signal.SIGINT)
@@ -219,9 +192,8 @@ _TO_SEND: set[int] = set()
 
 
 def _send_again(signum: int) -> None:
-    """Send ``signum`` to this process again in 10 ms, from a thread started without waiting for it (a
-    ``threading.Thread`` waits for its start, and a signal handled in that wait is raised in the hook); nothing if a
-    copy is already on its way.  After a reported stop the copy is ignored (:func:`exit_code_kept`)."""
+    """Send ``signum`` to this process again in 10 ms, from a thread started without waiting for it; nothing if a
+    copy is already on its way."""
     if signum in _TO_SEND:
         return
     _TO_SEND.add(signum)
@@ -238,15 +210,13 @@ _PREVIOUS_UNRAISABLE_HOOK = sys.unraisablehook
 
 
 def handle_from_start() -> None:
-    """Make the running process a command from this instant: SIGTERM and SIGHUP raise :class:`Terminated`,
-    SIGINT raises ``KeyboardInterrupt``, both recorded, and one that escapes to the top level is the one-line
-    stop (``sys.excepthook``).  Called once, first thing, by the console command (:mod:`attnphase.__main__`);
-    never by a library import.  A stop that lands in a C library's callback, where Python drops exceptions, is
-    sent again (``sys.unraisablehook``) until it reaches the command's code."""
+    """Make the running process a command from this instant: SIGTERM and SIGHUP raise :class:`Terminated`, SIGINT
+    ``KeyboardInterrupt``, both recorded; one that escapes to the top level is the one-line stop, one that Python
+    would drop is sent again (:func:`_redeliver`). Called by the console command only, never by a library import."""
     if not _in_main_thread():
         return
     sys.unraisablehook = _redeliver
-    _install(TERMINATING, _raise_terminated)
+    _install(TERMINATING, _raise_interrupt)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _raise_interrupt)
     sys.excepthook = stop_at_top_level
@@ -254,12 +224,8 @@ def handle_from_start() -> None:
 
 @contextlib.contextmanager
 def deferred() -> Iterator[None]:
-    """Hold SIGINT, SIGTERM and SIGHUP back while the block runs; the first one that arrived is raised
-    (``KeyboardInterrupt`` or :class:`Terminated`) once the block is done.  A stop already unwinding when the
-    block runs wins (a clean-up in a ``finally``: a second Ctrl-C during the clean-up of a SIGTERM leaves the exit
-    code 143).  An error the block raises after a signal arrived is taken for its consequence and the stop is
-    raised in its place: ``timeout`` signals the whole process group, so the local cluster's workers, starting,
-    die of the same SIGTERM and the cluster's start fails ("Nanny failed to start worker process")."""
+    """Hold SIGINT, SIGTERM and SIGHUP back while the block runs and raise the first that arrived after it (a stop
+    already unwinding wins; an error raised after a signal arrived is replaced by the stop)."""
     if not _in_main_thread():
         yield
         return
@@ -273,9 +239,7 @@ def deferred() -> Iterator[None]:
     def stop() -> BaseException | None:
         if isinstance(unwinding, (KeyboardInterrupt, Terminated)):
             return unwinding
-        if arrived:
-            return KeyboardInterrupt() if arrived[0] == signal.SIGINT else Terminated(arrived[0])
-        return None
+        return _stop_of(arrived[0]) if arrived else None
 
     previous = _install((signal.SIGINT, *TERMINATING), hold)
     try:

@@ -1,8 +1,6 @@
 """The record a job leaves in its ``--out DIR`` (``.attnphase-job-<job>.json``: its model and the files it wrote), so
-that a rerun with another model or grid removes the earlier run's files it does not write again
-(:func:`replace_job`, called by :func:`attnphase.outputs.staged_output` once the new files are in place).
-
-Standard library only, like :mod:`attnphase.outputs`.
+that a rerun with another model or grid removes the earlier run's files it does not write again. Standard library
+only, like :mod:`attnphase.outputs`.
 """
 
 from __future__ import annotations
@@ -41,10 +39,8 @@ def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 def replace_job(out: Path, job: str, model: dict[str, Any] | None, written: list[str], shown: str) -> None:
     """``out`` now holds ``written`` of ``job`` (of ``model``): where an earlier run of ``job`` there had another
-    model, the files it wrote and this run did not are removed (said on stderr with how the models differ), and
-    the job's record ``.attnphase-job-<job>.json`` names this run's files, so a folder never holds one model's
-    tables beside another's.  A run of the same model may write part of its files only (the others are up to
-    date): the record then names both.  ``shown``: ``out`` as the note names it."""
+    model, the files it wrote and this run did not are removed (said on stderr), and the job's record names this
+    run's files (a run of the same model: both runs' files). ``shown``: ``out`` as the note names it."""
     old = _read_job_record(out, job)
     same = old is not None and not _differences(old.get("model") or {}, json.loads(json.dumps(model or {}, default=str)))
     if same:

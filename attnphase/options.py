@@ -1,25 +1,9 @@
-"""The model options every ``attnphase`` command shares, and the one syntax of numeric lists.
+"""The model options every ``attnphase`` command shares, and the one syntax of numeric lists
+(:func:`parse_values`: ``NUMBER``, ``a,b,c`` or ``START:STOP:NUM``).
 
-* :func:`add_model_options` -- the model group ``--L --sigma --A --P --omega --lam --rho0 --rank
-  --teacher-rank --token-cov`` (same
-  names, defaults and help on ``derive``, ``solve``, ``sweep``, ``phase-diagram``, ``census``,
-  ``simulate``, ``validate``, ``check``); :func:`params_from_args` builds the
-  :class:`~attnphase.theory.params.ModelParams` from it, :func:`omegas_from_args` the scanned
-  omegas of ``phase-diagram``; :func:`check_rank` refuses, on the commands whose theory is the
-  rank-1 independent-token one, a rank above 1 or a non-diagonal token covariance.
-* One syntax for every numeric list (:func:`parse_values`): ``NUMBER``, ``a,b,c`` or
-  ``START:STOP:NUM`` (NUM values from START to STOP, both included).
-
-The other shared groups have a module each: the solver group and ``--error-estimate``
-(:mod:`attnphase.solver_options`, the one place the CLI builds a SolverConfig), the execution group
-``--workers --scheduler --fresh`` (:mod:`attnphase.execution_options`), ``phase-diagram --continuation``
-(:mod:`attnphase.continuation_options`), the output options
-``--json --quiet --out`` and the writing of outputs (:mod:`attnphase.outputs`), grid limits and time
-estimates (:mod:`attnphase.workload`).
-
-This module imports the standard library only, so building the parser imports neither numpy-heavy
-code, scipy, sympy nor torch.  Bad values raise ``ValueError`` naming the option (the top-level CLI
-prints it as one line, exit code 2).
+:func:`add_model_options` adds the model group, :func:`params_from_args` builds the
+:class:`~attnphase.theory.params.ModelParams` from it. Imports the standard library only; bad values raise
+``ValueError`` naming the option (one line, exit code 2).
 """
 
 from __future__ import annotations
@@ -42,24 +26,16 @@ MODEL_OPTIONS = (
     ("--token-cov", "C"),
 )
 
-#: The most values a numeric list may hold (a grid is capped lower by each command; see
-#: attnphase.workload.check_grid).
+#: The most values a numeric list may hold (each command caps its grid lower: attnphase.workload.check_grid).
 MAX_VALUES = 1_000_000
 
 RANGE_SYNTAX = "NUMBER, a,b,c or START:STOP:NUM (NUM values from START to STOP, both included)"
 _RANGE_EXAMPLE = "e.g. 2, 0.5,1,2 or 0.5:2:16"
 
 
-# --- numbers and ranges -----------------------------------------------------------------------
-
 def parse_values(text: str, option: str, *, positive: bool = False, distinct: bool = True) -> list[float]:
-    """Values of a numeric list option: ``NUMBER``, ``a,b,c`` or ``START:STOP:NUM`` (or a comma list of those).
-
-    ``START:STOP:NUM`` is NUM evenly spaced values with both ends included (numpy's linspace).
-    ``positive``: every value must be > 0; ``distinct``: no value twice (a grid's coordinate: a point given twice
-    would be computed twice and make the dataset's coordinate non-monotonic).  ValueError (one line, naming
-    ``option``) otherwise.
-    """
+    """Values of a numeric list option: ``NUMBER``, ``a,b,c`` or ``START:STOP:NUM`` (NUM evenly spaced values, both
+    ends included), or a comma list of those; ``positive``: every value > 0; ``distinct``: no value twice."""
     values: list[float] = []
     bad = ValueError(f"{option} must be {RANGE_SYNTAX}; {_RANGE_EXAMPLE}; got {text!r}")
     items = str(text).strip().split(",")
@@ -102,8 +78,6 @@ def parse_value(text: str, option: str, *, positive: bool = False, hint: str = "
     return values[0]
 
 
-# --- the estimator ------------------------------------------------------------------------------
-
 #: The estimators of ``--estimator`` (the same choices and meaning on solve, sweep and check).
 ESTIMATORS = ("erm", "bayes-optimal")
 
@@ -123,15 +97,12 @@ def add_estimator_option(p: argparse.ArgumentParser, bayes_does: str) -> None:
                    f"posterior mean (docs/bayes-optimal.md): {bayes_does}")
 
 
-# --- the model group ----------------------------------------------------------------------------
-
 def add_model_options(
     p: argparse.ArgumentParser, *, omega_range: bool = False, omega_default: str = "0.3", omega_help: str = "",
     scan: bool = False,
 ) -> None:
-    """Add the model group; ``omega_range``: the command scans omega (``--omega`` takes a range);
-    ``scan``: ``--L``, ``--lam``, ``--rho0`` take lists and ``--sigma`` values separated by ";"
-    (``attnphase scan``; :func:`scan_from_args`)."""
+    """Add the model group; ``omega_range``: ``--omega`` takes a range; ``scan``: ``--L``, ``--lam``, ``--rho0``
+    take lists and ``--sigma`` values separated by ";" (:func:`scan_from_args`)."""
     g = p.add_argument_group("model (docs/model.md section 1; the paper's defaults)")
     many = f"; scan: a list, {RANGE_SYNTAX}" if scan else ""
     g.add_argument("--L", type=str if scan else int, default="2" if scan else 2, metavar="L",
@@ -219,16 +190,13 @@ def model_options_given(args: argparse.Namespace) -> list[str]:
 
 
 def _matrix(text: str | None, option: str) -> Any:
-    if text is None:
-        return None
+    from attnphase.theory.params import parse_matrix
+
     try:
-        rows = [[float(x) for x in row.split(",")] for row in text.strip().split(";")]
+        return None if text is None else parse_matrix(text)
     except ValueError:
-        rows = []
-    if not rows or len({len(r) for r in rows}) != 1:
         raise ValueError(f'{option} must be rows of comma-separated numbers separated by ";" '
-                         f'(e.g. "0.6,0.4;0.4,0.6"), got {text!r}')
-    return tuple(tuple(r) for r in rows)
+                         f'(e.g. "0.6,0.4;0.4,0.6"), got {text!r}') from None
 
 
 def _sigma(text: str) -> float | tuple[float, ...]:
@@ -237,10 +205,7 @@ def _sigma(text: str) -> float | tuple[float, ...]:
 
 
 def params_from_args(args: argparse.Namespace, omega: float | None = None):
-    """The validated ModelParams of the model group (``omega`` overrides ``--omega``).
-
-    A scanned ``--omega`` (a range) gives its first value here; see :func:`omegas_from_args`.
-    """
+    """The validated ModelParams of the model group (``omega`` overrides ``--omega``, else its first value)."""
     from attnphase.theory.params import ModelParams
 
     if omega is None:
@@ -260,8 +225,7 @@ def params_from_args(args: argparse.Namespace, omega: float | None = None):
 
 
 #: ModelParams field -> the option that sets it (an error of the library names the option).
-_OPTION_OF_FIELD = {"L": "--L", "sigma": "--sigma", "P": "--P", "A": "--A", "omega": "--omega", "lam": "--lam",
-                    "rho0": "--rho0", "r": "--rank", "r_star": "--teacher-rank", "C": "--token-cov"}
+_OPTION_OF_FIELD = {field: option for option, field in MODEL_OPTIONS}
 
 
 @contextlib.contextmanager
@@ -278,9 +242,7 @@ def model_errors():
         raise ValueError(f"{option}: {msg}") from None
 
 
-#: The largest L of the commands that need no state evolution, measured on 2 cores: ``derive``
-#: renders every equation with sympy (L = 5 ~10 s, L = 6 ~20 s, L = 7 ~45 s, L = 10 over 150 s);
-#: ``simulate`` trains at finite d (L = 10 ~15 s at d = 50).
+#: The largest L of the commands that need no state evolution (:data:`MAX_L_MEASURED`).
 MAX_L_OTHER = {"derive": 7, "simulate": 10}
 #: What each limit of MAX_L_OTHER rests on, as the refusal says it.
 MAX_L_MEASURED = {"derive": "measured on 2 cores: derive --L 7 ~45 s, --L 10 over 150 s",
@@ -303,13 +265,9 @@ def check_L(L: Any, command: str = "") -> None:
                          f"set ATTNPHASE_MAX_L to try anyway")
 
 
-#: Commands whose theory implements rank r = r* = 1 only (the derivation, the checks, the theory
-#: side of ``validate``); ``solve``, ``sweep``, ``phase-diagram``, ``scan`` and ``census`` take a rank-r path
-#: (numerics.commands.common.model_and_config, which builds the model at rank 1 and sets the ranks after), ``simulate`` trains any rank.
+#: Commands whose theory implements rank r = r* = 1 only (the other SE commands take a rank-r path).
 RANK_ONE_COMMANDS = ("derive", "check", "validate")
-#: Commands whose theory implements independent tokens only (a diagonal token covariance C).
-#: ``solve``, ``sweep``, ``phase-diagram``, ``scan``, ``census`` and ``validate`` solve correlated tokens in their
-#: whitened form (r = 1; ``simulate`` draws them).
+#: Commands whose theory implements independent tokens only (the other SE commands solve the whitened form).
 INDEPENDENT_TOKEN_COMMANDS = ("derive", "check")
 
 
@@ -336,8 +294,7 @@ def check_rank(params: Any, command: str) -> None:
 
 
 def check_branch_possible(params: Any, branch: str, needed_by: str = "") -> None:
-    """ValueError naming ``--P`` when the model makes ``branch`` impossible: P = 0 (no positional
-    embeddings) leaves m = 0 for every student, so no positional (or mixed) fixed point exists.
+    """ValueError naming ``--P`` when P = 0 leaves no positional (or mixed) fixed point for ``branch``;
     ``needed_by``: the job that needs the branch (default: ``--branch BRANCH``)."""
     if branch in ("positional", "mixed") and not any(v != 0 for row in params.P for v in row):
         raise ValueError(f"--P: P = 0 (no positional embeddings) leaves no positional direction (m = 0 for every "

@@ -1,16 +1,7 @@
-"""The output options every ``attnphase`` command shares, and how a command writes its outputs.
-
-* One rule per output option: ``--json`` prints exactly one JSON object on stdout
-  (:func:`add_json_option`; :func:`json_value` makes a result plain JSON), ``--quiet`` hides the
-  progress bars (:func:`add_quiet_option`), ``--out DIR`` is always a folder, created if missing
-  (:func:`add_out_option`, :func:`out_dir_from_args`; :data:`OUT_RULE`).
-* Paths are checked before any work (:func:`check_out_dir`, :func:`check_out_file` for ``derive -o``).
-* Nothing is half-written: one file through a temporary file and a rename (:func:`write_text_atomic`),
-  several files through a staging folder moved into ``--out DIR`` at the end (:func:`staged_output`;
-  :class:`Rewriting` prints the final folder's name for the staging folder's).
-
-This module imports the standard library only (the top-level parser imports it).  Bad paths raise
-``ValueError`` naming the option (the top-level CLI prints it as one line, exit code 2).
+"""The output options every ``attnphase`` command shares (``--json``, ``--quiet``, ``--out DIR``: :data:`OUT_RULE`),
+and how a command writes its outputs: paths checked before any work, nothing half-written
+(:func:`write_text_atomic`, :func:`staged_output`). Imports the standard library only; bad paths raise
+``ValueError`` naming the option.
 """
 
 from __future__ import annotations
@@ -89,9 +80,7 @@ PROBE_NAME_BYTES = 128
 
 def _check_writable_folder(folder: Path, option: str, shown: Path) -> None:
     """The folder that will receive the output (or its nearest existing ancestor) is a writable folder, and
-    the folders still missing can be made there: tried for real in a hidden folder removed at once, so a path
-    the system refuses (a name too long, a pseudo file system such as /proc or /sys) is refused here, before
-    any work."""
+    the folders still missing can be made there: tried for real in a hidden folder removed at once."""
     link = _dangling_link(folder)
     if link is not None:
         raise ValueError(f"{option}: cannot create {shown_path(shown)!r}: {shown_path(link)!r} is a symbolic link "
@@ -136,29 +125,25 @@ def check_out_dir(out: Path, option: str = "--out") -> Path:
 
 
 def check_out_file(path: str | Path, option: str) -> Path:
-    """An output FILE (``derive -o``): not a folder, its folder exists and is writable, its name one the
-    system takes; before any work."""
+    """An output FILE (``derive -o``): not a folder, in a writable folder, a name the system takes."""
+    file = Path(path)
     try:
-        return _check_out_file(Path(path), option)
+        if file.is_dir():
+            raise ValueError(f"{option} must name a file, {str(file)!r} is a folder")
+        parent = file.parent if str(file.parent) else Path(".")
+        if not parent.exists():
+            raise ValueError(f"{option}: the folder {str(parent)!r} of {str(file)!r} does not exist")
+        if not parent.is_dir():
+            raise ValueError(f"{option}: {str(parent)!r} is a file, not a folder")
+        if not os.access(parent.absolute(), os.W_OK | os.X_OK):
+            raise ValueError(f"{option}: cannot write in {str(parent)!r} (permission denied)")
+        limit = os.pathconf(parent.absolute(), "PC_NAME_MAX")
+        if len(os.fsencode(file.name)) > limit:
+            raise ValueError(f"{option}: cannot use {shown_path(file)!r} (File name too long: "
+                             f"{len(os.fsencode(file.name))} bytes, at most {limit} here)")
     except OSError as exc:  # a name the system refuses to look up (too long, ...)
         raise ValueError(f"{option}: cannot use {shown_path(path)!r} ({exc.strerror or exc})") from None
-
-
-def _check_out_file(path: Path, option: str) -> Path:
-    if path.is_dir():
-        raise ValueError(f"{option} must name a file, {str(path)!r} is a folder")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.exists():
-        raise ValueError(f"{option}: the folder {str(parent)!r} of {str(path)!r} does not exist")
-    if not parent.is_dir():
-        raise ValueError(f"{option}: {str(parent)!r} is a file, not a folder")
-    if not os.access(parent.absolute(), os.W_OK | os.X_OK):
-        raise ValueError(f"{option}: cannot write in {str(parent)!r} (permission denied)")
-    limit = os.pathconf(parent.absolute(), "PC_NAME_MAX")
-    if len(os.fsencode(path.name)) > limit:
-        raise ValueError(f"{option}: cannot use {shown_path(path)!r} (File name too long: {len(os.fsencode(path.name))} "
-                         f"bytes, at most {limit} here)")
-    return path
+    return file
 
 
 def write_text_atomic(path: str | Path, text: str, option: str = "--out") -> None:
@@ -186,8 +171,7 @@ class JobFailed(RuntimeError):
 
 
 def _work_since(out: Path, stage: Path, since: float) -> bool:
-    """Whether a job made anything since ``since``: a file in its staging folder, or a file (a finished task) in a
-    folder of ``out``, modified since (a cache copied in with its times kept is not work of this run)."""
+    """Whether a job made a file since ``since``, in its staging folder or in a folder of ``out`` (a task)."""
     try:
         files = [p for p in stage.rglob("*") if p.is_file()] + [p for p in out.glob("*/*") if p.is_file()]
         return any(p.stat().st_mtime >= since for p in files)
@@ -217,9 +201,8 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale_staging(folder: Path) -> list[Path]:
-    """Remove the hidden staging folders in ``folder`` left by a process of this machine that is gone
-    (killed with SIGKILL, a power cut); returns them.  Folders of live processes and of other machines
-    (a shared file system) are left alone."""
+    """Remove the hidden staging folders in ``folder`` left by a process of this machine that is gone; returns
+    them (folders of live processes and of other machines are left alone)."""
     import shutil
 
     host = _owner_tag().rsplit("-", 1)[0]
@@ -238,21 +221,9 @@ def remove_stale_staging(folder: Path) -> list[Path]:
 
 @contextlib.contextmanager
 def staged_output(out: Path, option: str = "--out", job: str | None = None, model: dict[str, Any] | None = None):
-    """Yield a hidden staging folder beside ``out``; on success its files move into ``out`` (created if
-    missing), on any failure or interrupt (Ctrl-C, SIGTERM: :mod:`attnphase.interrupts`) it is removed: a
-    multi-file output is complete or absent.
-
-    The staging folder is created in ``out``'s nearest existing ancestor (same file system: the moves
-    are renames), so creating it is also the real test that the output can be written.  It is named after
-    this machine and process (``.attnphase-stage-<host>-<pid>-XXXX``): the staging folders of processes
-    of this machine that are gone (killed with SIGKILL) are removed here.  Signals wait while the files
-    are moved (:func:`attnphase.interrupts.deferred`).
-
-    ``job`` (a name such as ``phase_diagram``) and ``model`` (what the job was computed for): the files an
-    earlier ``job`` wrote into ``out`` that this one does not write are removed once this one's are in place
-    (:func:`attnphase.job_record.replace_job`; a rerun into the same folder with another model or grid leaves no
-    stale table).
-    """
+    """Yield a hidden staging folder in ``out``'s nearest existing ancestor; on success its files move into ``out``
+    (created if missing), on any failure or interrupt it is removed. ``job``, ``model``: the files an earlier
+    ``job`` of another model wrote into ``out`` are removed (:func:`attnphase.job_record.replace_job`)."""
     import shutil
 
     from attnphase.interrupts import deferred

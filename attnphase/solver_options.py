@@ -1,16 +1,7 @@
-"""The solver group of the numerics commands, and the one place the CLI builds a SolverConfig.
-
-* :func:`add_solver_options` -- ``--prox --backend --quadrature --e-t-quadrature
-  --alpha-c-quadrature --alpha-l-quadrature --bifurcation-quadrature --branch-end --tol`` (``solve``, ``sweep``,
-  ``phase-diagram``, ``scan``, ``check``); :func:`config_from_args` builds the
-  :class:`~attnphase.numerics.config.SolverConfig` -- the CLI builds it nowhere else;
-  :func:`check_supported` refuses, before any work, what the numerics cannot do with it.
-* :func:`add_branch_option` -- ``--branch`` (``solve``, ``sweep``).
-* :func:`add_error_estimate_option` -- ``--error-estimate auto|0|K``.
-
-Imports argparse only: the defaults and choices are literal copies of
-:mod:`attnphase.numerics.config` (a test keeps them equal), so building the parser imports no
-numerics.  Bad values raise ``ValueError`` naming the option (one line, exit code 2).
+"""The solver group of the numerics commands, and the one place the CLI builds a SolverConfig
+(:func:`config_from_args`); :func:`check_supported` refuses, before any work, what the numerics cannot do.
+Imports argparse only: the defaults and choices are literal copies of :mod:`attnphase.numerics.config` (a test
+keeps them equal).
 """
 
 from __future__ import annotations
@@ -32,31 +23,13 @@ PRECISION_TIERS = ("default", "fast", "precise")
 
 #: SolverConfig's defaults of the fields the solver group sets (numerics.config.SolverConfig).
 SOLVER_DEFAULTS: dict[str, Any] = {
-    "prox": "global",
-    "backend": "auto",
-    "quadrature": "sobol10:4",
-    "e_t_quadrature": None,
-    "alpha_c_quadrature": "sobol16:4",
-    "alpha_l_quadrature": "sobol12:4",
-    "bifurcation_quadrature": "sobol15:4",
-    "end_quadrature": "sobol12:4",
-    "branch_end": "bifurcation",
-    "tol": 1e-10,
+    "prox": "global", "backend": "auto", "quadrature": "sobol10:4", "e_t_quadrature": None,
+    "alpha_c_quadrature": "sobol16:4", "alpha_l_quadrature": "sobol12:4", "bifurcation_quadrature": "sobol15:4",
+    "end_quadrature": "sobol12:4", "branch_end": "bifurcation", "tol": 1e-10,
 }
 
 #: Solver options: (option, SolverConfig field).  The argparse dest is the field name.
-SOLVER_OPTIONS = (
-    ("--prox", "prox"),
-    ("--backend", "backend"),
-    ("--quadrature", "quadrature"),
-    ("--e-t-quadrature", "e_t_quadrature"),
-    ("--alpha-c-quadrature", "alpha_c_quadrature"),
-    ("--alpha-l-quadrature", "alpha_l_quadrature"),
-    ("--bifurcation-quadrature", "bifurcation_quadrature"),
-    ("--end-quadrature", "end_quadrature"),
-    ("--branch-end", "branch_end"),
-    ("--tol", "tol"),
-)
+SOLVER_OPTIONS = tuple(("--" + field.replace("_", "-"), field) for field in SOLVER_DEFAULTS)
 
 #: Quadrature roles that may be switched off with the value "none".
 _OPTIONAL_RULES = ("e_t_quadrature", "alpha_c_quadrature", "alpha_l_quadrature", "end_quadrature")
@@ -140,18 +113,12 @@ def _solver_changes(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
 
 
 def config_from_args(args: argparse.Namespace):
-    """The SolverConfig of the solver group: the rules of ``--precision`` (default: SolverConfig's
-    defaults), with every option given on top, and ``--error-estimate`` applied.
-
-    ``--e-t-quadrature none`` and ``--alpha-c-quadrature none`` give None.  A bad value is a
-    ValueError naming its option.
-    """
+    """The SolverConfig of the solver group: the rules of ``--precision``, every option given on top (``none``
+    of an optional rule gives None), ``--error-estimate`` applied; a bad value is a ValueError naming its option."""
     from attnphase.numerics.config import MAX_TOL, MIN_TOL, SolverConfig
 
     changes = _solver_changes(args)
     if "tol" in changes and not (MIN_TOL <= changes["tol"][1] <= MAX_TOL):
-        # a looser residual moves the fixed point by more than its error bar (tol 0.9: q 0.729 for 0.459),
-        # and the bars themselves come out 0 (numerics.config.MAX_TOL)
         raise ValueError(f"--tol {changes['tol'][1]:g}: the fixed-point residual must lie far below the quadrature "
                          f"error and above its round-off: --tol must lie in [{MIN_TOL:g}, {MAX_TOL:g}] "
                          f"(default {SOLVER_DEFAULTS['tol']:g})")
@@ -168,9 +135,8 @@ def config_from_args(args: argparse.Namespace):
 
 
 def check_supported(params: Any, config: Any, args: argparse.Namespace | None = None) -> None:
-    """Model options the numerics cannot honour with this configuration: a one-line ValueError, before any work.
-    With the command line ``args``, a rule made too large by ``--error-estimate K`` (K blocks in a role the user did
-    not set) names ``--error-estimate``, the option to change."""
+    """Model options the numerics cannot honour with this configuration: a one-line ValueError, before any work
+    (with ``args``, a rule made too large by ``--error-estimate K`` names that option)."""
     if params.correlated_tokens:
         if config.prox == "aligned":
             raise ValueError("--prox aligned is implemented for independent tokens only (use global or local with --token-cov)")

@@ -1,11 +1,8 @@
 """Bad input or a failed computation: which one an error raised by a command is.
 
-Every option is checked before any work (exit code 2, ``attnphase: error: --OPTION ...``).  Once
-its checks have passed, a command says so with :func:`begin`; a ``ValueError`` raised after that
-point comes from inside a computation (a solve, a training, writing a dataset), not from the
-user's input, and :func:`attnphase.cli.main` reports it as a failure (exit code 1,
-``attnphase: failed: while WHAT: ...``), never as bad input.  Warnings raised on the way are said as
-one-line notes (:func:`warnings_as_notes`), never as raw warnings with source paths.
+Once its checks have passed, a command says so with :func:`begin`; a ``ValueError`` raised after that point
+comes from a computation, and :func:`attnphase.cli.main` reports it as a failure (exit code 1, ``attnphase:
+failed: while WHAT: ...``), never as bad input (exit code 2). Warnings are one-line notes (:func:`warnings_as_notes`).
 """
 
 from __future__ import annotations
@@ -23,8 +20,7 @@ _WORK: ContextVar[str | None] = ContextVar("attnphase_work", default=None)
 
 
 def begin(what: str) -> None:
-    """The command's input is checked; from here on it computes ``what`` (words: "solving the
-    state evolution")."""
+    """The command's input is checked; from here on it computes ``what`` ("solving the state evolution")."""
     _WORK.set(what)
 
 
@@ -49,10 +45,8 @@ def failure_message(what: str, exc: BaseException) -> str:
 
 @contextmanager
 def warnings_as_notes(stream: TextIO | None = None) -> Iterator[None]:
-    """Python warnings raised while a command runs, said as one-line notes instead of the raw two-line
-    form with a source path: each distinct warning once (``attnphase: note: UserWarning: ...``), and numpy's
-    floating-point warnings ("overflow encountered in multiply", ...) counted and summed up in one note
-    at the end: numbers beyond double precision met in intermediate values."""
+    """Python warnings raised while a command runs as one-line notes, each distinct one once; numpy's
+    floating-point warnings counted and summed up in one note at the end."""
     counts: Counter[str] = Counter()
     said: set[str] = set()
 

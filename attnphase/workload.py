@@ -1,21 +1,7 @@
-"""How much work a command's grid is: the grid limits past which ``--large`` is needed, and rough time estimates.
-
-* :func:`check_grid` -- a grid of more than :data:`MAX_SWEEP_POINTS` (``sweep``) or
-  :data:`MAX_DIAGRAM_POINTS` (``phase-diagram``, ``scan``) solves is a one-line error unless
-  ``--large`` (:func:`add_large_option`) was given; checked before any work.
-* :func:`check_simulations` -- ``validate`` past :data:`MAX_SIMULATIONS` simulations needs ``--large`` too.
-* :func:`announce_tasks` -- before a long job starts, its task count, its wall time on its workers
-  (:func:`wall_seconds`) and its CPU time (the tasks' and a local cluster's own, :func:`cluster_seconds`) from
-  measured per-task CPU costs: the boundaries at one omega
-  (:func:`boundaries_task_seconds`), a rank-2 omega, a census, a validation theory task, a simulation
-  (:func:`simulation_seconds`), a histogram training, a Bayes-optimal task (:func:`bayes_task_seconds`);
-  :func:`estimate_seconds` -- the
-  solves of a sweep from :data:`SECONDS_PER_SOLVE` (L = 2, sobol12) scaled by the rule's node count and by L.
-* :func:`announce_rules` -- every quadrature rule of the configuration with at least
-  :data:`LARGE_RULE_NODES` nodes is named on stderr with an estimate of its memory.
-
-This module imports the standard library and :mod:`attnphase.solver_options` only (the top-level parser imports it);
-the quadrature's node count is imported where an estimate is made.
+"""How much work a command's grid is: the grid limits past which ``--large`` is needed (:func:`check_grid`,
+:func:`check_simulations`), and the time estimates announced before a long job (:func:`announce_tasks`,
+:func:`announce_rules`) from the measured per-task CPU costs below. Imports the standard library and
+:mod:`attnphase.solver_options` only.
 """
 
 from __future__ import annotations
@@ -51,94 +37,68 @@ def estimate_seconds(n_solves: int, L: int, config: Any) -> float:
     return n_solves * SECONDS_PER_SOLVE * rule_nodes(L, config.quadrature) / 2 ** 12 * (4 ** (L - 2))
 
 
-# --- per-task costs (CPU seconds of one task on one core of the 2-core reference machine) -----------------
+# --- per-task costs (CPU seconds of one task on one core of the 2-core reference machine; each measured by the
+# command named, ``benchmarks/workload_calibration.py --only X`` unless said; a busy machine runs over them) -----
 
-#: ``phase-diagram`` / ``scan``: the boundaries at one omega, 12 alphas, the default rules (sobol10:4 ...), L = 2:
-#: ``benchmarks/workload_calibration.py --only boundaries`` on 2 idle cores at omega 0, 0.15, 0.3, 0.45: 22.5, 20.2,
-#: 15.4, 24.3 CPU s, their mean.  On shared cores the same tasks took 28.6, 30.2, 23.0, 35.7: a busy machine runs
-#: over the estimate, as every announcement says.
+#: ``phase-diagram`` / ``scan``: the boundaries at one omega, 12 alphas, the default rules, L = 2 (``--only
+#: boundaries`` at omega 0, 0.15, 0.3, 0.45 on 2 idle cores: 22.5, 20.2, 15.4, 24.3 CPU s, their mean).
 BOUNDARIES_TASK_SECONDS = 20.6
-#: ``phase-diagram``: the task at the curves' omega (nearest 0.3) also follows the whole positional branch, refined
-#: between its grid points, for the curves' figure: ``--only boundaries`` at omega 0.3, 25.1 CPU s with it against
-#: 15.4 without (2 idle cores).
+#: ``phase-diagram``: the task at the curves' omega also follows the whole positional branch for the curves'
+#: figure (``--only boundaries`` at omega 0.3: 25.1 CPU s with it against 15.4 without).
 CURVES_BRANCH_SECONDS = 9.7
-#: A job command's own part besides its tasks (``phase-diagram``, ``scan``, ``sweep``; imports, the kernels loaded,
-#: the tables, dataset and figures written): ``/usr/bin/time attnphase phase-diagram --omega 0.3 --workers 1 --fresh``
-#: took 41.5 CPU s (40.0 user + 1.5 system), its one task alone 36.1 (``--only boundaries``).
+#: A job command's own part besides its tasks (imports, kernels, outputs): ``/usr/bin/time attnphase phase-diagram
+#: --omega 0.3 --workers 1 --fresh``: 41.5 CPU s, its one task alone 36.1.
 JOB_COMMAND_SECONDS = 5.5
-#: ``phase-diagram --rank 2``: one omega is a census-driven search (numerics/phase/census_continuation.py): censuses
-#: at the grid's ends and where the branches change (at most MAX_CENSUS), every branch found followed along the alpha
-#: grid by warm-started solves, then bisections on the branches' ends and root searches of the boundaries.  Its cost
-#: is min(alphas, MAX_CENSUS) censuses + (``RANK2_SOLVES_PER_ALPHA`` x alphas + ``RANK2_SOLVES_OFF_GRID``) solves
-#: (:func:`matrix_boundaries_task_seconds`), each term printed by ``benchmarks/workload_calibration.py --only rank2``
-#: (r = 2, r* = 1, omega 0.3, by default the default grid 0.1:3:12 on :data:`RANK2_RULE`, ~10 CPU min); re-measure
-#: after a change of the search with that one command.  The compiled loops use every core of the process.
+#: ``phase-diagram --rank 2``: one omega is a census-driven search (numerics/phase/census_continuation.py) costing
+#: min(alphas, MAX_CENSUS) censuses + (``RANK2_SOLVES_PER_ALPHA`` x alphas + ``RANK2_SOLVES_OFF_GRID``) solves
+#: (:func:`matrix_boundaries_task_seconds`), each term printed by ``--only rank2`` (r = 2, r* = 1, omega 0.3, the
+#: default grid on :data:`RANK2_RULE`); re-measure after a change of the search.
 RANK2_RULE = "sobol10:4"
-#: The rank-2 search's CPU grows as (the rule's nodes)^RANK2_RULE_EXPONENT: ``phase-diagram --rank 2 --omega 0.1,0.3
-#: --quadrature sobol8:4 --workers 2 --fresh`` took 403 CPU s (about 200 per omega, the notes' ``work:`` lines; 2 busy
-#: cores) against 628 for omega 0.1 on sobol10:4, 4x the nodes: 3.1x the CPU, 4^0.8.
+#: CPU grows as (the rule's nodes)^RANK2_RULE_EXPONENT: ``phase-diagram --rank 2 --omega 0.1,0.3 --quadrature
+#: sobol8:4 --workers 2 --fresh``: about 200 CPU s per omega, against 628 for omega 0.1 on sobol10:4 (4x the nodes).
 RANK2_RULE_EXPONENT = 0.8
-#: CPU s of one census of the search (its starts' solves on the census rule, no error bars): ``--only rank2 --omega
-#: 0.3 --alpha 0.9:1.1:2`` (2 censuses, 142.5 CPU s), and with RANK2_SOLVE_SECONDS scaled by 1.24 so that the default
-#: grid's omega 0.1 on sobol10:4 comes to the 628 CPU s measured there (``phase-diagram --rank 2 --omega 0.1 --fresh``,
-#: 2 idle cores; the block re-solves of the error bars and separations ride on these two terms).
+#: One census of the search: ``--only rank2 --omega 0.3 --alpha 0.9:1.1:2`` (2 censuses, 142.5 CPU s), scaled by
+#: 1.24 (with RANK2_SOLVE_SECONDS) to the 628 CPU s of ``phase-diagram --rank 2 --omega 0.1 --fresh``.
 RANK2_CENSUS_SECONDS = 88.0
-#: CPU s of one solve along a branch (warm-started; a failed one included): the same run, 20 solves in 37.8 CPU s,
-#: scaled by 1.24 (above).
+#: One solve along a branch: the same run, 20 solves in 37.8 CPU s, scaled by 1.24.
 RANK2_SOLVE_SECONDS = 2.35
-#: Solves at the grid's points per grid point, the branches followed: the same run, 11 at its 2 points.  Their number
-#: is the search's (the branches it finds), not the grid's: re-measure it on the default grid after a change.
+#: Solves at the grid's points per grid point (the branches the search finds): the same run, 11 at its 2 points.
 RANK2_SOLVES_PER_ALPHA = 5.5
-#: Solves between the grid's points per omega, the ends' bisections and the boundaries' root searches: the default grid
-#: at omega 0.1 took 117 solves (docs/general.md), less 12 x 5.5 at its points.
+#: Solves between the grid's points per omega: 117 at omega 0.1 on the default grid (docs/general.md), less 12 x 5.5.
 RANK2_SOLVES_OFF_GRID = 51.0
-#: ``census`` at the defaults (21 starts, error bars from the rule's 4 blocks), L = 2, ``census --alpha 1.25 --omega
-#: 0.3`` under ``/usr/bin/time``, one process, on busy cores: 41.4 + 0.6, 53.6 + 0.7 and 50.2 + 1.2 CPU s (user +
-#: system; 270 s wall the last time).  About their mean.
+#: ``census`` at the defaults, L = 2: ``census --alpha 1.25 --omega 0.3`` under ``/usr/bin/time``: 42.0, 54.3 and
+#: 51.4 CPU s, about their mean.
 CENSUS_SECONDS = 50.0
-#: ``validate``: one theory task (an omega's branches and boundaries at the quick plan's settings): the quick
-#: campaign's 7 theory tasks took 169 CPU s (docs/validation.md, "Measured").
+#: ``validate``: one theory task at the quick plan's settings: the quick campaign's 7 took 169 CPU s
+#: (docs/validation.md, "Measured").
 VALIDATE_THEORY_TASK_SECONDS = 24.0
-#: ``validate``: one gradient-descent simulation at d = 1000, alpha = 2, one torch thread: the least-squares fit of
-#: ``SIMULATION_FIXED_SECONDS + this * (alpha / 2) (d / 1000)^2`` to 18 runs (d = 100, 200, 300; alpha = 0.5, 2; the
-#: three starts) of ``benchmarks/workload_calibration.py --only sim``: 3.22 and 0.124 CPU s.  A simulation's cost grows
-#: as n d = alpha d^2 (one gradient is n x L x d numbers; the step count hardly depends on d).  Two torch threads on a
-#: busy machine multiplied a run's CPU time 20-40x (their spinning): ``validate`` runs one thread per task.
+#: ``validate``: one simulation at d = 1000, alpha = 2, one torch thread: the least-squares fit of
+#: ``SIMULATION_FIXED_SECONDS + this * (alpha / 2) (d / 1000)^2`` to 18 runs of ``--only sim`` (a simulation's cost
+#: grows as n d = alpha d^2).
 SIMULATION_SECONDS_D1000_ALPHA2 = 3.2
-#: What a small simulation costs whatever its size (teacher, the 10^4-sample test set, measurement): the same fit.
+#: What a small simulation costs whatever its size: the same fit.
 SIMULATION_FIXED_SECONDS = 0.12
-#: The start drives the step count (``benchmarks/bench_gd.py`` at d = 1000, alpha = 2: semantic 82 steps, positional
-#: 321, random 656), which the fit above averages over the three: per start, a simulation's measured CPU over the
-#: law without it in ``validate --quick --d 2000 --workers 1`` (176 simulations on busy cores, their CPU from the
-#: process's CPU at each task's end: 100 semantic 276 CPU s against 321, 58 positional 468 against 294, 18 random
-#: 275 against 127).  Any other start: 1.
+#: The start drives the step count: per start, the measured CPU over the law above in ``validate --quick --d 2000
+#: --workers 1`` (semantic 276 CPU s against 321, positional 468 against 294, random 275 against 127); others 1.
 SIMULATION_START_FACTORS = {"semantic": 0.86, "positional": 1.6, "random": 2.2}
-#: ``histogram``: CPU seconds per sample and epoch of a training (``n_samples`` counts the validation fifth too):
-#: ``benchmarks/workload_calibration.py --only histogram`` (2000 samples at 2, 4 and 6 epochs, 3 trainings and 2
-#: re-parameterisations each, after a warm-up run): 8.7e-5.  The constant before, 7e-5, came from a fit whose first
-#: run paid torch's first calls (about 1 CPU s) and put the slope at 2.4-3.9e-5; ``histogram --quick --workers 1``
-#: (660 000 sample-epochs) took 71.3 CPU s (68.2 user + 3.2 system) against the 49 announced.
+#: ``histogram``: CPU s per sample and epoch of a training (``n_samples`` counts the validation fifth too):
+#: ``--only histogram`` (2000 samples at 2, 4 and 6 epochs, after a warm-up run).
 HISTOGRAM_SECONDS_PER_SAMPLE_EPOCH = 8.7e-5
-#: ``histogram``: what a training costs whatever its length (its model, scores and attention maps): the same fit's
-#: intercept over its 5 trainings.
+#: ``histogram``: what a training costs whatever its length: the same fit's intercept.
 HISTOGRAM_FIXED_SECONDS = 0.06
-#: ``histogram``: the command's own part (imports, the tasks read back, report, figures, dataset): ``histogram
-#: --quick --workers 1`` run again into its ``--out`` (every task from the store): 6.35 user + 0.53 system CPU s.
+#: ``histogram``: the command's own part: ``histogram --quick --workers 1`` rerun into its ``--out`` (every task
+#: stored): 6.9 CPU s.
 HISTOGRAM_COMMAND_SECONDS = 7.0
-#: ``validate --suite general --quick``: all 5 cases at d = 200, 3 seeds: 492 s user CPU, 292 s wall on 2 idle cores
-#: (docs/validation.md); the full suite's cases (d) and (e) at d = 1000: 374 s wall.
+#: ``validate --suite general --quick``: 292 s wall on 2 idle cores (docs/validation.md); the full suite's cases
+#: (d) and (e) at d = 1000: 374 s wall.
 GENERAL_QUICK_SUITE_SECONDS = 292.0
 GENERAL_FULL_DE_SECONDS = 374.0
 #: Starting a local Dask cluster and importing the numerics in its workers (wall seconds).
 CLUSTER_START_SECONDS = 5.0
-#: A local Dask cluster's own CPU (``benchmarks/workload_calibration.py --only workers``): each worker's spawn and
-#: imports, the scheduler's share included (2 workers importing torch and the histogram: 5.9 CPU s; the numerics:
-#: 4.6) ...
+#: A local Dask cluster's own CPU (``--only workers``): each worker's spawn and imports ...
 WORKER_START_SECONDS = 3.0
-#: ... and, per worker and wall second while it runs, the event loops and heartbeats of the scheduler, the nannies
-#: and the workers (2 workers sleeping 30 s against 1 s: 2.8 CPU s more in 24 s more wall).  It grows with the wall
-#: time, not the work: on a busy machine, where the wall time is several times the CPU time, it is most of the gap
-#: (``histogram --quick`` on 2 workers: 179 CPU s in 13.4 min wall against 71 CPU s in one process).
+#: ... and, per worker and wall second, the event loops and heartbeats (2 workers sleeping 30 s against 1 s: 2.8
+#: CPU s more in 24 s more wall); on a busy machine most of the gap between CPU and wall time.
 CLUSTER_SECONDS_PER_WALL_SECOND = 0.06
 
 
@@ -157,8 +117,7 @@ def cpu_phrase(t: float) -> str:
 
 def rule_factor(L: int, config: Any) -> float:
     """How a task's time scales with the solve rule and L against the default rule at L = 2: the square root
-    of the node ratio (the fixed-size rules of the boundaries and ends scale with their tier too; ``--precision
-    fast``, 1/4 of every rule's nodes, took half the time: 44 s against 89 s), 4x per extra token."""
+    of the node ratio (``--precision fast``, 1/4 of the nodes, took half the time), 4x per extra token."""
     from attnphase.numerics.quadrature.rules import rule_nodes
 
     return (rule_nodes(L, config.quadrature) / 2 ** 12) ** 0.5 * 4 ** (L - 2)
@@ -173,8 +132,7 @@ def boundaries_task_seconds(n_alphas: int, L: int, config: Any) -> float:
 def diagram_task_seconds(n_omegas: int, n_alphas: int, L: int, config: Any, n_rules: int = 0,
                          curves: bool = True) -> list[float]:
     """CPU seconds of each task of a scalar-form diagram: one per omega and rule (:func:`boundaries_task_seconds`),
-    the first one also following the whole positional branch of the curves' figure (``curves``:
-    :data:`CURVES_BRANCH_SECONDS`, scaled like the rest)."""
+    the first one plus :data:`CURVES_BRANCH_SECONDS` with ``curves``."""
     per = boundaries_task_seconds(n_alphas, L, config)
     tasks = [per] * (n_omegas * max(1, n_rules))
     if curves and tasks:
@@ -188,9 +146,7 @@ def census_seconds(L: int, config: Any) -> float:
 
 
 def matrix_boundaries_task_seconds(n_alphas: int, L: int, config: Any) -> float:
-    """CPU seconds of one omega's rank-r boundaries: min(alphas, MAX_CENSUS) censuses of :data:`RANK2_CENSUS_SECONDS`
-    and :data:`RANK2_SOLVES_PER_ALPHA` x alphas + :data:`RANK2_SOLVES_OFF_GRID` solves of :data:`RANK2_SOLVE_SECONDS`
-    (measured at r = 2, r* = 1 on :data:`RANK2_RULE`); the rule as its nodes to :data:`RANK2_RULE_EXPONENT`, 4x per token."""
+    """CPU seconds of one omega's rank-r boundaries (see :data:`RANK2_RULE`), scaled by :func:`matrix_rule_factor`."""
     from attnphase.numerics.phase.census_continuation import MAX_CENSUS
 
     censuses = min(n_alphas, MAX_CENSUS)
@@ -222,8 +178,7 @@ def histogram_training_seconds(n_samples: int, epochs: int) -> float:
 def histogram_seconds(n_samples: int, epochs: int, reparam_epochs: int, n_variants: int,
                       n_restricted: int) -> tuple[list[float], list[float]]:
     """CPU seconds of the histogram experiment's two stages: ``n_variants`` trainings of ``epochs`` and
-    ``n_restricted`` re-parameterisations of ``reparam_epochs`` (:func:`histogram_training_seconds` each); the
-    command adds :data:`HISTOGRAM_COMMAND_SECONDS`."""
+    ``n_restricted`` re-parameterisations of ``reparam_epochs`` (:func:`histogram_training_seconds` each)."""
     return ([histogram_training_seconds(n_samples, epochs)] * n_variants,
             [histogram_training_seconds(n_samples, reparam_epochs)] * n_restricted)
 
@@ -247,11 +202,8 @@ def cluster_seconds(workers: int, wall: float) -> float:
 
 def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis: str, *, quiet: bool = False,
                    min_seconds: float = 10, cores: int = 0, own: float = 0.0) -> float:
-    """Say on stderr, before a job starts, how many tasks it has and about how long it takes on ``workers``
-    (:func:`wall_seconds`; ``basis``: what the per-task cost is measured from).  ``cores`` > 0: the tasks' own
-    loops use every one of ``cores`` (the rank-r solver's): the wall time is their CPU time over the cores.
-    ``own``: the command's own CPU seconds besides its tasks (imports, outputs: :data:`JOB_COMMAND_SECONDS`).
-    Returns the estimate (seconds)."""
+    """Say on stderr, before a job starts, how many tasks it has and about how long it takes on ``workers`` (or,
+    ``cores`` > 0, on loops using every core), ``own`` the command's CPU seconds besides them; returns that estimate."""
     n = len(task_seconds)
     if cores:
         t, on = sum(task_seconds) / cores + own, f"{cores} core{'s' if cores != 1 else ''}"
@@ -272,8 +224,7 @@ LARGE_RULE_NODES = 2 ** 17
 
 
 def announce_rules(L: int, config: Any, *, quiet: bool = False) -> None:
-    """Name every rule of the configuration that is large, and larger than its role's default: its nodes and an
-    estimate of its memory."""
+    """Name every large rule of the configuration, larger than its role's default, with its nodes and memory."""
     if quiet:
         return
     from attnphase.numerics.quadrature.rules import rule_nodes
@@ -303,20 +254,15 @@ def check_simulations(n: int, seconds: float, workers: int, option: str, large: 
 
 # --- the Bayes-optimal jobs (``sweep`` / ``phase-diagram --estimator bayes-optimal``) ---------------------------------
 
-#: CPU s of one Bayes-optimal task whatever its grid, by L: the two Gauss rules' curves alpha*(q0) and eps_lin (at
-#: L = 4 eps_lin's quadrature is most of it).  ``benchmarks/workload_calibration.py --only bayes`` (one task at 1 and
-#: 21 alphas, after a warm-up; two runs on 2 idle cores): L = 2 0.056-0.059, L = 3 0.21-0.25, L = 4 2.0-2.4 (on
-#: busy cores the same script gave 0.040-0.052, 0.17-0.28 and 5.9-9.2).
+#: CPU s of one Bayes-optimal task whatever its grid, by L (the two Gauss rules' curves alpha*(q0) and eps_lin):
+#: ``--only bayes`` (one task at 1 and 21 alphas, after a warm-up; two runs on 2 idle cores).
 BAYES_TASK_SECONDS = {2: 0.058, 3: 0.23, 4: 2.2}
-#: CPU s per alpha of a task (a point: both rules and the other branch, eps_g, Phi; the diagram's estimator point one
-#: or two of them): the same runs, L = 2 0.011-0.013, L = 3 0.020, L = 4 0.10-0.12.
+#: CPU s per alpha of a task: the same runs.
 BAYES_POINT_SECONDS = {2: 0.012, 3: 0.020, 4: 0.11}
-#: The command's own CPU s besides its tasks (imports, the table and dataset written; the first task's first calls):
-#: the same script runs ``sweep --estimator bayes-optimal --alpha 0.5 --branch informative --workers 1`` in a child
-#: process, 1.90 and 2.04 CPU s less its task on idle cores (2.2 and 2.5 on busy ones) ...
+#: The command's own CPU s besides its tasks: the same script runs ``sweep --estimator bayes-optimal --alpha 0.5
+#: --branch informative --workers 1`` (1.90 and 2.04 CPU s less its task) ...
 BAYES_COMMAND_SECONDS = 2.0
-#: ... and ``phase-diagram --estimator bayes-optimal --omega 0.3 --alpha 0.4,0.6 --workers 1``, its figure too: 2.44
-#: and 2.61 (3.2 on busy cores).
+#: ... and ``phase-diagram --estimator bayes-optimal --omega 0.3 --alpha 0.4,0.6 --workers 1`` (2.44 and 2.61).
 BAYES_DIAGRAM_COMMAND_SECONDS = 2.5
 
 

@@ -1,12 +1,8 @@
 """The execution layer: independent tasks on a local process, a local Dask cluster or a remote one.
 
-Generic (it knows nothing of the model): a job is a list of :class:`~attnphase.execution.tasks.Task`
-(a module-level function, its argument, a key hashing what the result depends on);
-:func:`~attnphase.execution.executor.run_tasks` computes the ones the
-:class:`~attnphase.execution.store.ResultStore` does not hold yet, on the executor an
-:class:`~attnphase.execution.executor.ExecutorSpec` names, and returns one
-:class:`~attnphase.execution.store.Outcome` per task, in order.  ``numerics`` and ``validation``
-build their jobs on it; it imports neither (docs/distributed.md).
+Generic (it knows nothing of the model): :func:`~attnphase.execution.executor.run_tasks` computes the tasks
+(:class:`~attnphase.execution.tasks.Task`) a :class:`~attnphase.execution.store.ResultStore` does not hold yet
+(docs/distributed.md). ``numerics`` and ``validation`` build their jobs on it; it imports neither.
 """
 
 from attnphase.execution.executor import ExecutorSpec, TaskFailed, map_tasks, run_tasks

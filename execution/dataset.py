@@ -1,20 +1,9 @@
 """A job's self-describing result: one xarray Dataset written as netCDF, and its printed summary.
 
-Every job writes ``<job>.nc`` beside its CSV: named dimensions (omega, alpha, branch, replicate,
-the scanned parameter, ...), each observable with its standard error (``err_<name>``, the one
-form of every output; NaN where none was estimated), the task status of every cell, and attributes holding
-the model, the solver settings, the quadrature rule, the code version, the command and the date (JSON
-text where structured).  ``attnphase show DIR`` prints :func:`describe` of each dataset in DIR.
-
-The files follow the CF conventions (CF-1.10): every variable and coordinate has a ``long_name`` and,
-when numeric, ``units`` (``"1"``: dimensionless) from a table of :class:`Variable` (:func:`annotate`);
-an error names its value in ``long_name`` ("standard error of ...", or "bracket width of ..." for a root
-search's final bracket) and the value lists it in ``ancillary_variables`` (:func:`link_errors`); a dimension labelled by text (``branch``, ``prox``, a
-vector ``--sigma``) has no coordinate variable in the file but the auxiliary coordinate ``<dim>_label``
-(CF: a coordinate variable is numeric and monotonic), which :func:`open_dataset` turns back into the
-dimension's index; numeric coordinates are written in increasing order; the global attributes
-``Conventions``, ``title``, ``history`` and ``source`` describe the file.  :func:`cf_problems` lists
-where a dataset departs from these rules (empty: conformant).
+Named dimensions, each observable with its standard error ``err_<name>``, the task status of every cell, and
+the model, settings, code version, command and date as attributes; CF conventions (:data:`CONVENTIONS`),
+checked by :func:`cf_problems`. A text-labelled dimension is the auxiliary coordinate ``<dim>_label`` in the
+file (:func:`for_file`, :func:`open_dataset`).
 """
 
 from __future__ import annotations
@@ -38,10 +27,7 @@ LABEL = "_label"
 
 @dataclass(frozen=True)
 class Variable:
-    """One column or variable of a job's outputs: the same ``name`` and meaning in CSV, JSON and netCDF.
-
-    ``units``: a UDUNITS string, ``"1"`` for a dimensionless number, None for text (CF gives text no
-    units); ``comment``: what ``long_name`` cannot say in a few words."""
+    """One variable of a job's outputs (CSV, JSON, netCDF); ``units``: UDUNITS, ``"1"`` dimensionless, None: text."""
 
     name: str
     long_name: str
@@ -63,9 +49,7 @@ class Variable:
 
 def error_name(name: str) -> str | None:
     """The variable ``name`` is the standard error of (``err_X`` -> ``X``: the one form of every output), or None."""
-    if name.startswith("err_"):
-        return name[4:]
-    return None
+    return name[4:] if name.startswith("err_") else None
 
 
 def standard_error(of: Variable, name: str, comment: str = "") -> Variable:
@@ -75,9 +59,7 @@ def standard_error(of: Variable, name: str, comment: str = "") -> Variable:
 
 
 def annotate(ds: Any, lookup: Callable[[str], Variable | None]) -> Any:
-    """``ds`` with every data variable's and coordinate's attributes from ``lookup(name)`` (a name it
-    does not know keeps what it has: :func:`cf_problems` reports it), the errors linked
-    (:func:`link_errors`)."""
+    """``ds`` with every variable's attributes from ``lookup(name)`` where it knows the name, errors linked."""
     for name in list(ds.variables):
         var = lookup(str(name))
         if var is not None:
@@ -133,16 +115,13 @@ def job_attrs(job: str, *, version: str, model: Any = None, solver: Any = None, 
 
 
 def write_netcdf(ds: Any, path: str | Path) -> None:
-    """``ds`` to ``path`` (netCDF4) as CF wants it (:func:`for_file`); strings as variable-length
-    strings.  The caller writes into a staging folder (:func:`attnphase.outputs.staged_output`): the
-    file is complete or absent."""
+    """``ds`` to ``path`` (netCDF4) as CF wants it (:func:`for_file`)."""
     for_file(ds).to_netcdf(path, engine=ENGINE)
 
 
 def for_file(ds: Any) -> Any:
-    """``ds`` as it is written: numeric coordinates in increasing order; a dimension labelled by text
-    without its coordinate variable, its labels in the auxiliary coordinate ``<dim>_label`` (with the
-    index's attributes); numeric coordinates without a _FillValue."""
+    """``ds`` as it is written: numeric coordinates in increasing order and without a _FillValue; a text-labelled
+    dimension's labels in the auxiliary coordinate ``<dim>_label``."""
     ds = ds.copy()
     for dim in list(ds.dims):
         if dim in ds.coords and ds[dim].dtype.kind not in "OUS" and ds.sizes[dim] > 1:
@@ -178,12 +157,7 @@ _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
 def cf_problems(ds: Any) -> list[str]:
-    """Where ``ds``, as written (:func:`for_file`), departs from the CF rules these files follow (empty:
-    none): the global attributes; names; every variable's ``long_name`` and, when numeric, ``units``;
-    no ``units`` on text; coordinate variables numeric and strictly monotonic, coordinates without a
-    ``_FillValue`` (read from a file: in their encoding); ``ancillary_variables``
-    naming variables of the file; each standard error's ``long_name``, units equal to its value's,
-    and its value listing it; no non-standard ``description``."""
+    """Where ``ds``, as written (:func:`for_file`), departs from the CF rules these files follow (empty: none)."""
     out = [f"{name}: coordinate with a _FillValue (CF: coordinates have no missing values)" for name in ds.coords
            if ds[name].dtype.kind not in "OUS" and ds[name].encoding.get("_FillValue") is not None]
     ds = for_file(ds)
@@ -227,8 +201,7 @@ def cf_problems(ds: Any) -> list[str]:
 
 def csv_text(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
     """The CSV table a job writes beside its dataset: header ``columns``, a line per row (its other keys left
-    out), lines ended by "\\n"; a yes/no value (``converged``, ``stable``) as 1 / 0, as in the dataset and as the
-    variables' long names say ("1 where ..., else 0"), never ``True`` in one table and ``1`` in another."""
+    out), lines ended by "\\n"; a yes/no value as 1 / 0, as in the dataset."""
     import csv
     import io
 
@@ -241,12 +214,7 @@ def csv_text(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
 
 def variables_map(names: Any, lookup: Callable[[str], Variable | None]) -> dict[str, dict[str, str]]:
     """``{name: {"long_name", "units"}}`` of the columns ``names`` (a JSON file's ``variables``)."""
-    out = {}
-    for n in names:
-        var = lookup(str(n))
-        if var is not None:
-            out[str(n)] = var.described()
-    return out
+    return {str(n): var.described() for n in names if (var := lookup(str(n))) is not None}
 
 
 def table_lookup(*tables: Mapping[str, Variable]) -> Callable[[str], Variable | None]:
@@ -269,6 +237,8 @@ def table_lookup(*tables: Mapping[str, Variable]) -> Callable[[str], Variable | 
 def describe(ds: Any, name: str = "") -> str:
     """A dataset's summary: job, dimensions, variables (with how many finite values), task status,
     failures, and the attributes (model, solver, rule, code version, date)."""
+    import numpy as np
+
     lines = [f"{name or ds.attrs.get('job', 'dataset')}: {ds.attrs.get('job', '')} job, created "
              f"{ds.attrs.get('created', '?')}, code {ds.attrs.get('code_version', '?')}"]
     lines.append("dimensions: " + ", ".join(f"{d} = {n}" for d, n in ds.sizes.items()))
@@ -292,7 +262,8 @@ def describe(ds: Any, name: str = "") -> str:
         if var.dtype.kind == "f":
             vals = var.values
             finite = int(sum(math.isfinite(float(x)) for x in vals.ravel()))
-            rng = f"[{_fmt(float(vals[~_isnan(vals)].min()))}, {_fmt(float(vals[~_isnan(vals)].max()))}]" if finite else ""
+            seen = vals[~np.isnan(vals)]
+            rng = f"[{_fmt(float(seen.min()))}, {_fmt(float(seen.max()))}]" if finite else ""
             lines.append(f"  {k}({', '.join(var.dims)}): {finite}/{vals.size} finite {rng}  {desc}".rstrip())
         else:
             lines.append(f"  {k}({', '.join(var.dims)})  {desc}".rstrip())
@@ -303,12 +274,6 @@ def describe(ds: Any, name: str = "") -> str:
             text = text[:157] + "..."
         lines.append(f"  {k}: {text}")
     return "\n".join(lines)
-
-
-def _isnan(a: Any) -> Any:
-    import numpy as np
-
-    return np.isnan(a)
 
 
 def _fmt(x: Any) -> str:

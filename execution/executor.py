@@ -1,24 +1,8 @@
 """Run a job's tasks: the stored ones are read back, the rest computed, each result stored as it lands.
 
-Executors (:class:`ExecutorSpec`):
-
-* ``workers = 1`` and no scheduler: in this process, one task after the other;
-* ``workers = N > 1``: a local Dask cluster (``distributed.LocalCluster``, N worker processes of one
-  thread each, on 127.0.0.1), started for the job and closed after it -- nothing to set up;
-* ``scheduler = "tcp://host:8786"``: an existing Dask cluster (``dask scheduler`` / ``dask worker``,
-  dask-jobqueue, ...); ``workers`` is then the cluster's business.
-
-Results come back to this process and are written here (the workers need no shared file system).
-A task that raises is recorded as failed with its error (type, message, traceback) and the job goes
-on; a worker process that dies in a task (killed, out of memory) is replaced by Dask's nanny and
-the task run again, up to ``allowed_failures`` deaths.  Workers run BLAS on one thread and their
-compiled loops on up to twice their share of the cores, waiting passively (:func:`worker_env`: the
-last tasks of a job use the cores the finished workers left), and a task run in this process runs with
-one BLAS thread too: a task's numbers do not depend on where it runs (the tests compare them bit for bit).  Ctrl-C
-(and SIGTERM, :mod:`attnphase.interrupts`) closes the cluster and re-raises: the store then holds only complete
-files of the tasks that finished; a signal during the cluster's start or close waits for it to end.  A remote
-scheduler that never answers, or has no worker for ``worker_timeout`` seconds, is a ValueError at the start;
-workers or a scheduler gone during the job fail the unfinished tasks with that reason.
+In this process, on a local Dask cluster started for the job, or on an existing one (:class:`ExecutorSpec`,
+docs/distributed.md). A task that raises is recorded as failed and the job goes on; every task runs BLAS on
+one thread, so its numbers do not depend on where it runs. Ctrl-C and SIGTERM close the cluster and re-raise.
 """
 
 from __future__ import annotations
@@ -35,23 +19,13 @@ from attnphase import interrupts
 from attnphase.execution.store import Outcome, ResultStore
 from attnphase.execution.tasks import Task
 
-#: The environment of every local worker process (set before it imports numba or numpy): one
-#: compiled and one BLAS thread.
+#: The environment of every local worker process (set before it imports numba or numpy).
 WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
-#: The Dask settings of a local cluster (its scheduler, nannies and workers: the nanny hands the worker its own
-#: configuration, so these are set here, not through the workers' environment):
-#:
-#: * no statistical profiler (by default Dask samples every worker's stack each 10 ms);
-#: * no ``MALLOC_TRIM_THRESHOLD_`` in the workers' environment (Dask sets it to 64 KiB by default; setting it
-#:   at all turns off glibc's dynamic mmap threshold, so every array above 128 KiB is a fresh mmap whose pages
-#:   the kernel faults in and zeroes, and every free trims the heap: on the 2-omega phase diagram
-#:   ``clear_page_erms`` was 10 % of a worker's samples and 16k page faults per CPU-second);
-#: * the event loops' health checks, the system monitor and the memory monitor at 0.5 s, 2 s and 1 s instead
-#:   of 20 ms, 0.5 s and 0.1 s.
-#:
-#: An idle 2-worker cluster (2 cores) cost 3.7 CPU-s per 40 s with Dask's defaults (scheduler and nannies 1.5,
-#: workers 2.2), 0.7 with these.  None of them changes what a task computes.
+#: The Dask settings of a local cluster (set here: the nanny hands the worker its own configuration): no
+#: statistical profiler; no ``MALLOC_TRIM_THRESHOLD_`` (setting it at all turns off glibc's dynamic mmap
+#: threshold, so every large array is a fresh mmap the kernel zeroes); slower health checks and monitors.
+#: None of them changes what a task computes.
 CLUSTER_CONFIG: dict[str, Any] = {
     "distributed.worker.profile.enabled": False,
     "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
@@ -70,17 +44,8 @@ def usable_cores() -> int:
 
 
 def worker_env(workers: int, cores: int) -> dict[str, str]:
-    """WORKER_ENV with min(cores, 2 * max(1, cores // workers)) compiled threads that wait passively.
-
-    While every worker is busy, the threads of all workers share the cores; once some workers have no
-    task left, the last tasks' compiled loops (the proximal solves, about 70 % of a phase-diagram task)
-    run on the cores those workers left idle.  Threads that wait passively (``OMP_WAIT_POLICY``; numba's
-    OpenMP layer) give their core back at once instead of spinning: with spinning threads two
-    2-thread workers on 2 cores were 19 % slower than two 1-thread ones (52.6 s against 44.1 s, the
-    7-omega phase diagram), with passive ones 4-8 % faster (35.8-36.2 s against 37.6-38.9 s, idle cores).
-    A loop's thread count does not change a node's result (each node is solved on its own): the rows
-    are identical.
-    """
+    """WORKER_ENV with min(cores, 2 * max(1, cores // workers)) compiled threads that wait passively: the last
+    tasks' loops use the cores the finished workers left (a node's result does not depend on it)."""
     threads = min(max(1, cores), 2 * max(1, cores // max(1, workers)))
     return WORKER_ENV | {"NUMBA_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "PASSIVE"}
 
@@ -89,10 +54,8 @@ def worker_env(workers: int, cores: int) -> dict[str, str]:
 class ExecutorSpec:
     """Where tasks run: ``workers`` local processes (1: this process) or the Dask ``scheduler`` at an address.
 
-    ``allowed_failures``: deaths of a worker inside one task before that task counts as failed.
-    ``connect_timeout``: seconds to reach ``scheduler``.
-    ``worker_timeout``: seconds the job waits while ``scheduler`` has no worker (at the start: a
-    ValueError; during the job: the tasks not finished fail with that reason).
+    ``allowed_failures``: worker deaths in one task before it fails; ``connect_timeout``, ``worker_timeout``:
+    seconds to reach ``scheduler`` and to wait while it has no worker.
     """
 
     workers: int = 1
@@ -135,9 +98,8 @@ class Progress:
 
 
 def call_task(fn: Callable[[Any], Any], arg: Any) -> tuple[str, Any, str, float]:
-    """``fn(arg)`` as (status, value, error, seconds); an Exception becomes status "failed" with its
-    traceback (KeyboardInterrupt and SystemExit pass through).  Warnings raised by ``fn`` are one-line
-    notes (:func:`attnphase.work.warnings_as_notes`), in a worker process as in this one."""
+    """``fn(arg)`` as (status, value, error, seconds); an Exception becomes status "failed" with its traceback;
+    warnings are one-line notes (:func:`attnphase.work.warnings_as_notes`)."""
     from attnphase.work import warnings_as_notes
 
     t0 = time.perf_counter()
@@ -191,8 +153,7 @@ def run_tasks(
     if todo and (executor.in_process or (executor.scheduler is None and len(todo) == 1)):  # no cluster for one task
         from threadpoolctl import threadpool_limits
 
-        # one BLAS thread, as on a worker: a multi-threaded BLAS sums in another order (alpha_c moved
-        # by 1e-15 at the default settings), and its threads spin against numba's
+        # one BLAS thread, as on a worker: a multi-threaded BLAS sums in another order
         with threadpool_limits(limits=1, user_api="blas"):
             for i in todo:
                 progress.running(1)
@@ -290,10 +251,8 @@ def dask_client(executor: ExecutorSpec, n_tasks: int, say: Callable[[str], None]
     n = max(1, min(executor.workers, n_tasks))
     cluster = client = None
     try:
-        # a Ctrl-C or SIGTERM while the cluster starts is raised once it has started, so that it is closed
-        # cleanly (a cluster cut in its start fails its own shutdown with a traceback at exit); the workers'
-        # own logs are silenced (a task's error comes back with its future; a worker's heartbeat to a
-        # scheduler closed before it printed a traceback at an interrupted job's end)
+        # a signal while the cluster starts is raised once it has started, so that it is closed cleanly; the
+        # workers' logs are silenced (a task's error comes back with its future)
         with interrupts.deferred():
             with dask.config.set(CLUSTER_CONFIG | {"distributed.scheduler.allowed-failures": executor.allowed_failures}):
                 cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
@@ -313,8 +272,7 @@ def dask_client(executor: ExecutorSpec, n_tasks: int, say: Callable[[str], None]
 
 def _connect(address: str, timeout: float) -> Any:
     """A ``distributed.Client`` on the scheduler at ``address``, or a ValueError naming ``--scheduler`` when none
-    answers within ``timeout`` seconds (a refused or unreachable address; a server that is not a Dask scheduler
-    and never answers the handshake, which Dask itself would wait for forever)."""
+    answers within ``timeout`` seconds (Dask itself would wait for a silent server forever)."""
     import threading
 
     from distributed import Client

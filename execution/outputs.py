@@ -2,14 +2,8 @@
 
     DIR/.<job>.outputs.json = {"identity": sha256(canonical identity), "files": {name: sha256(file)}}
 
-The identity is everything the files were made from: the keys of the job's tasks (model, settings,
-code version of the computation) and the code version of the modules that present them (tables,
-figures, datasets).  A rerun whose tasks all come from the store, with the same identity and every
-file present with its recorded checksum, has nothing to write: the command prints its summary and
-leaves the files as they are (resuming a finished job then costs the store's read and no figure or
-netCDF import).  Any difference -- a task recomputed, another option, an edited plotting module, a
-file deleted or changed by hand -- writes everything again.  The manifest is written last, after
-every file, atomically: a run interrupted while writing leaves no manifest that vouches for it.
+Any difference of the identity (the tasks' keys, the presenting code's version) or of a file writes everything
+again. The manifest is written last, atomically.
 """
 
 from __future__ import annotations

@@ -10,10 +10,8 @@ from attnphase.execution.store import Outcome
 
 
 class TaskBar(Progress):
-    """A tqdm bar over tasks (``desc``): the bar counts finished tasks (stored ones included, so the
-    ETA covers what is left); the postfix says how many run now, how many failed, how many were
-    read back from the store.  ``quiet``: no bar; the notes (cluster, dashboard, corrupted files)
-    are printed on stderr unless ``quiet``."""
+    """A tqdm bar over tasks (``desc``) counting finished tasks (stored ones included); the postfix says how many
+    run now, failed, and were read back from the store. ``quiet``: no bar and no notes."""
 
     def __init__(self, desc: str, unit: str = "task", quiet: bool = False) -> None:
         self.desc, self.unit, self.quiet = desc, unit, quiet
@@ -84,8 +82,6 @@ def failure_summary(outcomes: list[Outcome]) -> str:
 def job_summary(what: str, seconds: float, counts: dict[str, int], failures: str) -> int:
     """The job's last lines on stderr -- ``<what> (<seconds> s; tasks: N computed, N from the store,
     N failed)`` and, where tasks failed, ``attnphase: <failures>`` -- and its exit code (1 if any failed)."""
-    import sys
-
     print(f"{what} ({seconds:.1f} s; tasks: {counts['computed']} computed, {counts['stored']} from the store, "
           f"{counts['failed']} failed)", file=sys.stderr)
     if failures:

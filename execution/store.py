@@ -3,11 +3,8 @@
     DIR/tasks/<key>.task  =  b"attnphase-task 1\\n" + sha256(payload) hex + b"\\n" + payload
 
 ``payload`` is the pickled record ``{"key", "label", "status": "done" | "failed", "value" | "error",
-"seconds", "code_version", "finished"}``.  A file is written to a hidden temporary name in the same
-folder and renamed (:func:`os.replace`, atomic), so a reader never sees half a file; a file that is
-truncated or altered anyway (a full disk, a copy that stopped) fails the checksum and is reported
-as corrupted -- the task is computed again.  Temporary files left by a killed run are removed when
-the store is opened.
+"seconds", "code_version", "finished"}``, written through a temporary file and a rename; a file that fails
+the checksum is reported as corrupted and the task computed again.
 """
 
 from __future__ import annotations
@@ -58,9 +55,8 @@ class ResultStore:
     """Finished tasks of one job, one checksummed file each under ``folder``."""
 
     def __init__(self, folder: str | Path) -> None:
-        """The store in ``folder``, created with the first record (a job interrupted before any task
-        finished leaves nothing).  A ``folder`` that is a file (or a dangling link) or not writable is a
-        ValueError here, before any task runs."""
+        """The store in ``folder``, created with the first record; a ``folder`` that is a file (or a dangling
+        link) or not writable is a ValueError here, before any task runs."""
         self.folder = Path(folder)
         if os.path.lexists(self.folder) and not self.folder.is_dir():
             raise StoreUnusable(f"{self.folder}: the task store must be a folder; it is a file or a symbolic link that "
@@ -75,8 +71,7 @@ class ResultStore:
         return self.folder / f"{key}{SUFFIX}"
 
     def load(self, key: str) -> Outcome | None:
-        """The record of ``key``; None when absent or corrupted (a corrupted file's key is appended
-        to ``self.corrupted`` and the file removed)."""
+        """The record of ``key``; None when absent or corrupted (then removed and listed in ``self.corrupted``)."""
         path = self.path(key)
         try:
             blob = path.read_bytes()

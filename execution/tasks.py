@@ -1,13 +1,10 @@
 """A task: one independent computation of a job, and the key its result is stored under.
 
-The key is a hash of everything the result depends on:
-
     key = sha256(function name, canonical JSON of the task's identity, code version)[:20]
 
-where the identity is what the caller says determines the result (the model, the solver settings,
-the grid) and the code version hashes the source of the layers the function runs
-(:func:`code_version`): a changed input or a changed line of the numerics gives a new key, so a
-stored result is never reused for a computation it does not answer.
+The identity is what determines the result (the model, the solver settings, the grid) and the code version
+hashes the source the function runs (:func:`code_version`): a stored result is never reused for a
+computation it does not answer.
 """
 
 from __future__ import annotations
@@ -25,12 +22,7 @@ from typing import Any, Callable
 class Task:
     """One independent computation: ``fn(arg)`` (``fn`` module-level, ``arg`` picklable).
 
-    Attributes:
-        key: the store key (:func:`task_key`).
-        label: what the task is, for people (``omega=0.3``).
-        fn: the function, importable by name on a worker.
-        arg: its one argument.
-    """
+    Stored under ``key`` (:func:`task_key`); ``label``: what the task is, for people (``omega=0.3``)."""
 
     key: str
     label: str

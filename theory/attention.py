@@ -1,17 +1,8 @@
-"""Attention maps (docs/model.md sections 1-2): scores, the row softmax, the teacher's target.
+"""Attention maps in sympy (docs/model.md sections 1-2): scores a_lk = h_l . h_k, the row softmax S(h) and the
+target T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A.
 
-    a_lk = h_l . h_k                      (scores; h_l in R^r)
-    S(h)[l, k] = softmax_k(a_l.) = exp(a_lk) / sum_j exp(a_lj)
-    T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A
-
-For differentiation the softmax is kept as an unevaluated function
-:class:`SoftmaxEntry` whose derivative is written through itself,
-
-    d softmax_k(a) / d a_j = softmax_k(a) (delta_kj - softmax_j(a)),
-
-so every derivative of the loss is a polynomial in (h, S, T, sigma^2) and the
-generated kernels never evaluate an exponential of a field: S is computed
-numerically by a max-shifted softmax (:mod:`attnphase.theory.softmax`).
+The softmax is kept as an unevaluated :class:`SoftmaxEntry` whose derivative is written through itself, so every
+derivative of the loss is a polynomial in (h, S, T, sigma^2) (S computed by :mod:`attnphase.theory.softmax`).
 """
 
 from __future__ import annotations
@@ -21,11 +12,8 @@ from sympy.core.function import ArgumentIndexError
 
 
 class SoftmaxEntry(sp.Function):
-    """``SoftmaxEntry(k, a_1, ..., a_L)`` = exp(a_{k+1}) / sum_j exp(a_j) (k is 0-based).
-
-    Kept unevaluated; its partial derivative in a_j is
-    ``SoftmaxEntry(k, a) * (delta_kj - SoftmaxEntry(j, a))``.
-    """
+    """``SoftmaxEntry(k, a_1, ..., a_L)`` = exp(a_{k+1}) / sum_j exp(a_j) (k is 0-based), kept unevaluated; its
+    partial derivative in a_j is ``SoftmaxEntry(k, a) * (delta_kj - SoftmaxEntry(j, a))``."""
 
     def fdiff(self, argindex: int = 1) -> sp.Expr:
         if argindex == 1:  # the integer index k

@@ -1,24 +1,11 @@
-"""The linear positional baseline (docs/model.md section 5).
+"""The linear positional baseline (docs/model.md section 5; correlated tokens: section 7).
 
-f_lin(X)_l = sum_k B[l,k] x_k with B learned exactly in the limit,
-B = omega A + (1 - omega) E[softmax(h* h*^T)], and the alpha-independent test error
+    eps_lin = 1/2 sum_{l,k} sigma_k^2 (1 - omega)^2 Var( softmax(h* h*^T)[l, k] ),   h*_l ~ N(0, rho_l I_{r*})
+    eps_lin_C = 1/2 (1 - omega)^2 sum_l sum_{k,k'} C[k,k'] Cov(s[l,k], s[l,k']),     h* ~ N(0, rho0 C)
 
-    eps_lin = 1/2 sum_{l,k} sigma_k^2 (1 - omega)^2 Var( softmax(h* h*^T)[l, k] ),
-    Var(s) = E[s^2] - E[s]^2,   h*_l ~ N(0, rho_l I_{r*}) independent in R^{r*} (rho_l = sigma_l^2 rho0).
-
-Tokens correlated across positions (x_k . x_k' / d -> C[k,k'], docs/model.md section 7): the
-sample loss of f_lin is 1/2 sum_l (T - B)[l,:] C (T - B)[l,:]^T, minimised in B (C positive
-definite) by the same B = E[T], so
-
-    eps_lin_C = 1/2 (1 - omega)^2 sum_l sum_{k,k'} C[k,k'] Cov(s[l,k], s[l,k']),   h* ~ N(0, rho0 C)
-
-(:func:`eps_lin_cov`: the same formula on the rows of s rotated to C's eigenbasis; C = diag(sigma^2) gives eps_lin).
-
-Both depend on the moments of s only through its covariance, which a shift of s leaves unchanged: they are
-evaluated with the moments of the centred s - E[s] (:func:`softmax_centred`), never as E[s^2] - E[s]^2 of s
-itself, which cancels catastrophically for a weak teacher (rho0 -> 0: s -> 1/L, Var(s) = O(rho0^2) against
-E[s^2] ~ 1/L^2 -- at rho0 = 1e-12 the difference is pure round-off).  The deviation s - 1/L is taken from
-expm1 of the logit differences where they are small, so it keeps its relative precision however weak the teacher.
+Both depend on the moments of s only through its covariance: they are evaluated with the moments of the
+centred s - E[s] (:func:`softmax_centred`), never as E[s^2] - E[s]^2, which cancels catastrophically for a
+weak teacher (rho0 -> 0: s -> 1/L); s - 1/L is taken from expm1 of the logit differences where they are small.
 """
 
 from __future__ import annotations
@@ -42,13 +29,9 @@ def symbols(L: int) -> dict[str, Any]:
 
     E = sp.Function("E")  # average over the teacher fields h*
     s = pair_symbols("s", L, positive=True)
-    return {
-        "s": s,
-        "Es": s.applyfunc(E),
-        "Es2": s.applyfunc(lambda x: E(x**2)),
-        "sigma2": token_scalars("sigma", L, power="2", positive=True),
-        "omega": sp.Symbol("omega", nonnegative=True),
-    }
+    return {"s": s, "Es": s.applyfunc(E), "Es2": s.applyfunc(lambda x: E(x**2)),
+            "sigma2": token_scalars("sigma", L, power="2", positive=True),
+            "omega": sp.Symbol("omega", nonnegative=True)}
 
 
 def eps_lin_expr(L: int) -> Any:
@@ -56,11 +39,8 @@ def eps_lin_expr(L: int) -> Any:
     import sympy as sp
 
     s = symbols(L)
-    return sp.Rational(1, 2) * sum(
-        s["sigma2"][k] * (1 - s["omega"]) ** 2 * (s["Es2"][l, k] - s["Es"][l, k] ** 2)
-        for l in range(L)
-        for k in range(L)
-    )
+    return sp.Rational(1, 2) * sum(s["sigma2"][k] * (1 - s["omega"]) ** 2 * (s["Es2"][l, k] - s["Es"][l, k] ** 2)
+                                   for l in range(L) for k in range(L))
 
 
 def _specs(L: int) -> list[FunctionSpec]:
@@ -100,12 +80,9 @@ def eps_lin_from_moments(mean_soft: ArrayLike, mean_soft_sq: ArrayLike, sigma2: 
 
 
 def softmax_minus_uniform(z: ArrayLike) -> np.ndarray:
-    """s - 1/L for s = softmax over the last axis of the logits z (..., L), to relative round-off.
-
-    With D_k = sum_j expm1(z_j - z_k): s_k = 1 / (L + D_k), so s_k - 1/L = -D_k / (L (L + D_k)); where a
-    difference exceeds 1 in size (no cancellation left to avoid, and expm1 could overflow) the max-shifted
-    softmax minus 1/L is used instead.
-    """
+    """s - 1/L for s = softmax over the last axis of the logits z (..., L), to relative round-off: with
+    D_k = sum_j expm1(z_j - z_k), s_k - 1/L = -D_k / (L (L + D_k)) (the max-shifted softmax where a difference
+    exceeds 1 in size)."""
     z = np.asarray(z, float)
     L = z.shape[-1]
     diff = z[..., None, :] - z[..., :, None]  # [..., k, j] = z_j - z_k
@@ -125,14 +102,8 @@ def softmax_centred(weights: ArrayLike, hstar: ArrayLike) -> np.ndarray:
 
 
 def eps_lin_cov(mean_soft: ArrayLike, cross_soft: ArrayLike, C: ArrayLike, omega: float) -> float:
-    """eps_lin_C = 1/2 (1 - omega)^2 sum_l sum_{k,k'} C[k,k'] (E[s_lk s_lk'] - E[s_lk] E[s_lk']) (module doc),
-    as the case of :func:`eps_lin_from_moments` it is: with C = U diag(c) U^T, sum_{k,k'} C[k,k'] Cov(s_lk, s_lk')
-    = sum_j c_j Var(t_lj) for the rotated rows t_l = U^T s_l, so eps_lin_C is eps_lin of the moments of t with
-    sigma_j^2 = c_j.
-
-    mean_soft: (L, L) E[s]; cross_soft: (L, L, L) E[s_lk s_lk'] indexed [l, k, k']; C: (L, L) token Gram;
-    s = softmax_row(h* h*^T) with h* ~ N(0, rho0 C).
-    """
+    """eps_lin_C = 1/2 (1 - omega)^2 sum_l sum_{k,k'} C[k,k'] (E[s_lk s_lk'] - E[s_lk] E[s_lk']) from E[s] (L, L)
+    and E[s_lk s_lk'] (L, L, L): eps_lin of the rows rotated to C's eigenbasis (C = U diag(c) U^T, sigma_j^2 = c_j)."""
     Es, Ess, C = (np.asarray(x, float) for x in (mean_soft, cross_soft, C))
     L = C.shape[0]
     if Es.shape != (L, L) or Ess.shape != (L, L, L):

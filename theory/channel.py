@@ -1,36 +1,9 @@
 """The channel side of the state evolution (docs/model.md sections 2-3), symbolic and numeric.
 
-Per-token overlaps (r = 1, isotropic tokens):
-
-    q_l = sigma_l^2 q0,  theta_l = sigma_l^2 th0,  V_l = sigma_l^2 V0,  rho_l = sigma_l^2 rho0
-
-Gaussian fields, with xi_l, eta_l ~ N(0, 1) iid:
-
-    w_l  = m_l + sqrt(q_l) xi_l
-    h*_l = (theta_l / sqrt(q_l)) xi_l + sqrt(rho_tilde_l) eta_l,   rho_tilde_l = rho_l - theta_l^2 / q_l
-
-(``rho_tilde_l`` is the variance of h*_l not explained by xi_l; docs/model.md writes it
-out.) Conjugate ("hat") overlaps from the channel averages of g_l = (h_hat_l - w_l) / V_l
-(:func:`hat_overlap_exprs` in sympy; computed, for every rank, by :func:`attnphase.theory.hats.hat_overlaps`):
-
-    qhat_l  = alpha E[g_l^2]
-    mhat_l  = alpha E[g_l]
-    thhat_l = alpha E[g_l eta_l] / sqrt(rho_tilde_l)
-    Vhat_l  = -alpha E[g_l xi_l] / sqrt(q_l) + thhat_l theta_l / q_l
-
-Degenerate limits. ``q0 -> 0``: w no longer depends on xi and theta / sqrt(q) is
-0 / 0; every function here requires q0 > 0 and raises ValueError otherwise.
-``theta_l^2 -> q_l rho_l`` (student aligned with teacher): rho_tilde -> 0, h*
-becomes a function of xi alone and thhat is 0 / 0 (by Stein's lemma it tends to
-alpha E[d g_l / d h*_l], finite, but E[g eta] / sqrt(rho_tilde) cannot be
-evaluated there). :func:`channel_fields` clips a rho_tilde that is negative by
-round-off only (|rho_tilde| <= 1e-12 rho) to 0 and raises ValueError for
-theta^2 > q rho; :func:`attnphase.theory.hats.hat_overlaps` requires rho_tilde > 0.
-
-The numeric functions are generated from the sympy expressions below
-(:mod:`attnphase.theory.codegen`) and act elementwise, so every per-token input
-broadcasts: sigma2 and the averages have shape (..., L); q0, th0, rho0, alpha
-are scalars or broadcast against them.
+The per-token overlaps q_l = sigma_l^2 q0 (theta_l, V_l, rho_l alike), the fields w_l, h*_l and the hat overlaps
+of docs/model.md section 3 (:func:`hat_overlap_exprs`). Every function requires q0 > 0; :func:`channel_fields`
+clips a rho_tilde negative by round-off only to 0 (docs/derivation.md, "Degenerate limits of the channel"). The
+numeric functions are generated from the sympy expressions and broadcast elementwise.
 """
 
 from __future__ import annotations
@@ -140,11 +113,6 @@ def _full(shape: tuple[int, ...], value: Any) -> np.ndarray:
     return out
 
 
-def _check_q0(q0: np.ndarray) -> None:
-    if not np.all(q0 > 0):
-        raise ValueError(f"q0 (student norm |Q|^2 / d) must be > 0 in the channel, got {q0}")
-
-
 def token_overlaps(
     q0: ArrayLike, th0: ArrayLike, V0: ArrayLike, rho0: ArrayLike, sigma2: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -162,7 +130,8 @@ def token_variances(V0: ArrayLike, sigma2: ArrayLike) -> np.ndarray:
 def teacher_residual_variance(q0: ArrayLike, th0: ArrayLike, rho0: ArrayLike, sigma2: ArrayLike) -> np.ndarray:
     """rho_tilde_l = rho_l - theta_l^2 / q_l (no clipping; q0 > 0 required)."""
     q0 = np.asarray(q0, dtype=float)
-    _check_q0(q0)
+    if not np.all(q0 > 0):
+        raise ValueError(f"q0 (student norm |Q|^2 / d) must be > 0 in the channel, got {q0}")
     q, theta, _, rho = token_overlaps(q0, th0, 1.0, rho0, sigma2)
     return _full(q.shape, _functions()["residual_variance"](q, theta, rho)[0])
 
@@ -184,8 +153,7 @@ def channel_fields(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(w, h*) of docs/model.md section 3: w_l = m_l + sqrt(q_l) xi_l, h*_l = theta_l/sqrt(q_l) xi_l + sqrt(rho_tilde_l) eta_l.
 
-    xi, eta: (..., L) standard normals; m, sigma2: (L,) or broadcastable; q0, th0, rho0: scalars.
-    Requires q0 > 0 and th0^2 <= q0 rho0 (see module doc). Returns two arrays of the broadcast shape.
+    xi, eta: (..., L) standard normals, m, sigma2 broadcastable, q0 > 0, th0^2 <= q0 rho0 (module doc).
     """
     xi, eta, m = (np.asarray(x, dtype=float) for x in (xi, eta, m))
     q, theta, _, rp = _rho_tilde(q0, th0, rho0, sigma2)
@@ -195,10 +163,6 @@ def channel_fields(
 
 
 def student_mean_field(hstar: ArrayLike, m: ArrayLike, th0: ArrayLike, rho0: ArrayLike) -> np.ndarray:
-    """E[w_l | h*] = m_l + (th0 / rho0) h*_l: the part of the student's field that is not noise.
-
-    From the fields of :func:`channel_fields` (Cov(w_l, h*_l) = theta_l = sigma_l^2 th0, Var(h*_l) =
-    rho_l = sigma_l^2 rho0).  Zero at the agnostic state; h*-aligned on the semantic branch (m = 0), the
-    positional fields m_l on the positional one (th0 = 0).  hstar: (..., L); m: (L,); th0, rho0 scalars.
-    """
+    """E[w_l | h*] = m_l + (th0 / rho0) h*_l: the part of the student's field that is not noise (from
+    Cov(w_l, h*_l) = sigma_l^2 th0, Var(h*_l) = sigma_l^2 rho0); hstar (..., L), m (L,), th0, rho0 scalars."""
     return np.asarray(m, dtype=float) + (float(th0) / float(rho0)) * np.asarray(hstar, dtype=float)

@@ -1,30 +1,9 @@
 """Code generation: sympy expressions -> numpy source with a fixed, documented argument order.
 
-In the manner of pydy's ``codegen``: every generated function takes a few
-*array* arguments (``h``, ``S``, ``sigma2`` ...); each sympy symbol lives in a
-fixed slot of one of them (``h[..., 0]`` is ``h_1``, ``S[..., 0, 1]`` is
-``S_12``) and the auto-generated docstring states the map. Outputs are
-returned as a flat tuple in a documented order; a constant output is returned
-as a Python number and the caller broadcasts it.
-
-The generated source is cached on disk (``$ATTNPHASE_CACHE_DIR``, else
-``~/.cache/attnphase``), keyed by (kind, L, r, cse, package version,
-fingerprint of the theory sources), so a warm start neither imports sympy nor
-lambdifies anything: it only imports a small numpy module. The cache holds
-code that this package generated itself; the first line of each file carries its key
-and the SHA-256 of the rest of the file, both checked before the file is used: a file
-of another key, whose content was changed after it was written (a one-line note says
-so), or that fails to compile is regenerated.
-
-Each generated module is a real module, imported once per process by
-:func:`load_module` under the name ``attnphase._generated.<file stem>_<directory hash>`` (the
-stem carries a hash of the key, so a changed theory gives a new name); the import system
-(``sys.modules``) is the only in-memory cache, and Python's own bytecode cache
-(``__pycache__`` beside the file) spares later processes the compilation. Loading a
-kernel module a second time in a process costs the key (a hash of the theory sources,
-about 0.2 ms) and a dictionary lookup.
-
-This module imports sympy lazily (only :func:`render_module` needs it).
+Each sympy symbol lives in a fixed slot of an array argument (``h[..., 0]`` is ``h_1``), stated in the generated
+docstring; outputs are a flat tuple. The source is cached on disk (:func:`cache_dir`) under a key of (kind,
+L, r, cse, version, fingerprint of the theory sources), checked with a SHA-256 before use, and imported once per
+process (:func:`load_module`). Sympy is imported lazily (only :func:`render_module` needs it).
 """
 
 from __future__ import annotations
@@ -44,33 +23,15 @@ from typing import Any
 import numpy as np
 
 #: Theory sources whose content enters the cache key (change one -> regenerate).
-_FINGERPRINT_FILES = (
-    "codegen.py",
-    "symbols.py",
-    "attention.py",
-    "loss.py",
-    "prox.py",
-    "channel.py",
-    "priors/ridge.py",
-    "free_entropy.py",
-    "baseline.py",
-    "kernels.py",
-    "kernel_specs.py",
-    "correlated_kernels.py",
-)
+_FINGERPRINT_FILES = ("codegen.py", "symbols.py", "attention.py", "loss.py", "prox.py", "channel.py", "priors/ridge.py",
+                      "free_entropy.py", "baseline.py", "kernels.py", "kernel_specs.py", "correlated_kernels.py")
 
 
 @dataclass(frozen=True)
 class Argument:
-    """One array argument of a generated function.
-
-    Attributes:
-        name: the Python argument name.
-        symbols: nested sequence (or sympy Matrix) of sympy symbols; its shape is the
-            argument's trailing shape (``()`` for a scalar argument, which is then a
-            single symbol).
-        description: what the argument is, in the words of docs/model.md.
-    """
+    """One array argument of a generated function: its Python ``name``, its sympy ``symbols`` (nested
+    sequence or Matrix, whose shape is the argument's trailing shape; one symbol for a scalar) and a
+    ``description`` in the words of docs/model.md."""
 
     name: str
     symbols: Any
@@ -79,11 +40,8 @@ class Argument:
 
 @dataclass(frozen=True)
 class FunctionSpec:
-    """A function to generate: its arguments, its outputs (label, sympy expression), its doc.
-
-    ``cse_optimizations`` is passed to ``sympy.cse`` when cse is on: ``"basic"`` finds
-    about 20 % fewer operations but is slow on large expressions, ``None`` is fast.
-    """
+    """A function to generate: its arguments, its outputs (label, sympy expression), its doc, and the
+    ``optimizations`` of ``sympy.cse`` (``"basic"``: fewer operations, slow on large expressions)."""
 
     name: str
     arguments: tuple[Argument, ...]
@@ -106,13 +64,8 @@ def _slots(symbols: Any) -> tuple[tuple[int, ...], list[tuple[tuple[int, ...], A
 
 
 def render_function(spec: FunctionSpec, cse: bool, scalar: bool = False) -> str:
-    """Python source of one generated function: numpy (batched) or, with ``scalar``, one point.
-
-    The batched variant reads slots as ``h[..., 0]`` and returns arrays (or Python numbers for
-    constant outputs). The scalar variant reads the same slots of one point, ``h[0]``, and
-    returns a tuple of floats only (constants printed as float literals), so that numba can
-    compile it (``numba.njit``) and index the tuple; the expressions are the same.
-    """
+    """Python source of one generated function: numpy (batched, slots ``h[..., 0]``) or, with ``scalar``, one
+    point (slots ``h[0]``, a tuple of floats only, so that ``numba.njit`` compiles it)."""
     import sympy as sp
     from sympy.printing.numpy import NumPyPrinter
 
@@ -209,8 +162,7 @@ def _key(kind: str, L: int, r: int, cse: bool, scalar: bool) -> tuple[str, str]:
 
 def _read_cached(path: Path, key: str, say_edited: bool = False) -> str | None:
     """The text of the cache file ``path`` if its first line carries ``key`` and the checksum of the rest
-    (:data:`HEADER`), else None; ``say_edited``: a one-line note when the key matches but the content does
-    not (the file was changed after it was generated)."""
+    (:data:`HEADER`), else None; ``say_edited``: a one-line note when only the checksum differs."""
     try:
         source = path.read_text()
     except (OSError, ValueError):
@@ -227,13 +179,9 @@ def _read_cached(path: Path, key: str, say_edited: bool = False) -> str | None:
 def cached_source(
     kind: str, L: int, r: int, cse: bool, build: Callable[[], Sequence[FunctionSpec]], scalar: bool = False
 ) -> tuple[str, Path]:
-    """Source text of the generated module ``kind`` for (L, r, cse) and its cache path.
-
-    Read from the disk cache when its key line and checksum match and it compiles, else rendered (``build``
-    is called and sympy imported only then) and stored; if the cache directory cannot be written
-    the source is still returned, just not stored. With ``scalar`` the module holds the one-point
-    variant of the functions (see :func:`render_function`), under its own key and file name.
-    """
+    """Source text of the generated module ``kind`` for (L, r, cse[, scalar]) and its cache path: read from
+    the disk cache when its key line and checksum match and it compiles, else rendered from ``build()`` and
+    stored (where the cache directory can be written)."""
     key, stem = _key(kind, L, r, cse, scalar)
     path = cache_dir() / f"{stem}.py"
     source = _read_cached(path, key, say_edited=True)
@@ -265,21 +213,14 @@ def _family(kind: str) -> str:
 
 
 def first_run_notice(what: str) -> None:
-    """One line on stderr before a one-off cost a later run will not pay (code generation, JIT).
-
-    ``$ATTNPHASE_QUIET=1`` silences it (the test suite and batch jobs that expect clean stderr)."""
+    """One line on stderr before a one-off cost (code generation, JIT), unless ``$ATTNPHASE_QUIET=1``."""
     if os.environ.get("ATTNPHASE_QUIET", "").strip() not in ("1", "true", "yes"):
         print(f"attnphase: {what}", file=sys.stderr, flush=True)
 
 
 def import_path(name: str, path: Path, source: str | None = None, loader_state: Any = None) -> ModuleType:
-    """Import the file ``path`` as the module ``name`` and register it in ``sys.modules``.
-
-    ``source``, if given, is the text the module must have: where ``path`` does not hold it
-    (the cache directory could not be written) the module is executed from ``source`` instead,
-    still under ``path``'s name for tracebacks. ``loader_state`` is passed to the module as
-    ``__spec__.loader_state`` (how a template module receives its parameters).
-    """
+    """Import the file ``path`` as the module ``name`` (executed from ``source`` where ``path`` does not hold that
+    text), registered in ``sys.modules``, with ``loader_state`` as its ``__spec__.loader_state``."""
     try:
         on_disk = source is None or path.read_text() == source
     except OSError:
@@ -313,12 +254,8 @@ def import_path(name: str, path: Path, source: str | None = None, loader_state: 
 def load_module(
     kind: str, L: int, r: int, cse: bool, build: Callable[[], Sequence[FunctionSpec]], scalar: bool = False
 ) -> ModuleType:
-    """The generated module ``kind`` for (L, r, cse), imported once per process (see the module doc).
-
-    Its name is ``attnphase._generated.<stem>_<hash of the cache directory>``: one module per cache
-    file (the stem carries a hash of the key); a second call finds it in ``sys.modules``, a call
-    with another ``$ATTNPHASE_CACHE_DIR`` (an empty cache, in tests) loads or generates its own.
-    """
+    """The generated module ``kind`` for (L, r, cse), imported once per process as
+    ``attnphase._generated.<stem>_<hash of the cache directory>`` (the stem carries a hash of the key)."""
     key, stem = _key(kind, L, r, cse, scalar)
     directory = cache_dir()
     name = f"attnphase._generated.{stem}_{hashlib.sha256(str(directory).encode()).hexdigest()[:8]}"

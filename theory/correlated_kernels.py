@@ -1,22 +1,12 @@
 """Kernels of the whitened correlated-token model (docs/model.md section 7), numpy and one-point (compiled).
 
-In the whitened variables v (:mod:`attnphase.theory.whitening`) the fields are h = B v, h* = B v*
-and the proximal objective of the channel (sigma = 1, V_l = V0) is
+In the whitened variables v (:mod:`attnphase.theory.whitening`), h = B v and
 
-    prox(v; w, V, T) = sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T),
-    loss_C(h, T)     = 1/2 sum_l sum_{k,k'} C[k,k'] (S(h) - T)[l,k] (S(h) - T)[l,k'],   C = B B^T,
+    prox(v; w, V, T) = sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T),   C = B B^T,
 
-with T = T(B v*). The fields h = B v, loss_C and the objective with their gradients and Hessians in v
-(the chain rule of the linear map: grad_v = B^T grad_h, hess_v = B^T hess_h B) are generated from
-sympy (:func:`attnphase.theory.prox.derive_prox_cov`, cached on disk as the module ``kernels_cov``),
-batched for the numpy backend and one point per call (:attr:`CorrelatedKernels.scalar`) for the
-compiled one (:mod:`attnphase.numerics.prox.compiled`, which runs the same template as for
-independent tokens). The generated functions take the model's matrices as one flat argument
-``CB`` = (C row-major, B row-major) (:attr:`CorrelatedKernels.CB`).
-
-:class:`CorrelatedKernels` has the methods of :class:`attnphase.theory.kernels.Kernels` that the
-state evolution calls, with the same arguments: ``sigma2`` must be the whitened model's ones (the
-token scales live in B). The torch backend does not run it.
+generated with its derivatives in v from :func:`attnphase.theory.prox.derive_prox_cov`; the model's matrices
+are one flat argument ``CB`` = (C, B row-major). :class:`CorrelatedKernels` has the methods of
+:class:`attnphase.theory.kernels.Kernels` the state evolution calls; the torch backend does not run it.
 """
 
 from __future__ import annotations
@@ -54,8 +44,7 @@ def _build_specs(L: int) -> list[FunctionSpec]:
     arg_T = Argument("T", as_rows(ld.T), "target attention T(h*)[l, k]")
     arg_C = Argument("C", as_rows(ld.C), "token Gram C[k, k'] (symmetric)")
     arg_CB = Argument("CB", list(ld.C) + list(pd.B), "token Gram C (row-major), then the mixing B (row-major), C = B B^T")
-    # sympy's "basic" cse optimisations on the chain-ruled Hessian B^T hess_h B: at L = 3 they took 74 s against
-    # 4 s without (2 cores) for 13 % shorter code; kept for L = 2 only (a few seconds)
+    # "basic" cse on the chain-ruled Hessian: 74 s against 4 s at L = 3 for 13 % shorter code
     opt = "basic" if L <= 2 else None
 
     def outputs(value: Any, grad: Any, hess: Any, name: str) -> tuple[tuple[str, Any], ...]:
@@ -91,14 +80,8 @@ def _check_unit(sigma2: ArrayLike) -> None:
 class CorrelatedKernels:
     """The channel's kernels of a whitened model (see module doc): fields v, mixing B, token Gram C = B B^T.
 
-    Attributes:
-        L: sequence length.
-        B: the mixing, (L, L); h = B v.
-        C: B B^T, (L, L).
-        CB: the generated functions' argument (C row-major, B row-major), (2 L^2,).
-        generated: the generated ``kernels_cov`` functions, run through a :class:`Kernels` (its block-wise
-            evaluation with the max-shifted softmax of h).
-        plain: the independent-token kernels (attention and the target T(h*) of h* = B v*).
+    ``CB``: the generated functions' argument (C, B row-major); ``generated``: the ``kernels_cov`` functions run
+    through a :class:`Kernels`; ``plain``: the independent-token kernels (attention, target of h* = B v*).
     """
 
     L: int
@@ -179,9 +162,8 @@ def get_correlated_kernels(B: ArrayLike, cse: bool = True) -> CorrelatedKernels:
 
 
 def model_kernels(params: ModelParams) -> Kernels | CorrelatedKernels:
-    """The channel's kernels of a model the state evolution runs on: the generated independent-token
-    :class:`Kernels`, or :class:`CorrelatedKernels` for a whitened model (``params.mixing`` set).
-    A model with correlated tokens not whitened is refused (its plain kernels would ignore C)."""
+    """The channel's kernels of a model the state evolution runs on: :class:`Kernels`, or
+    :class:`CorrelatedKernels` for a whitened model; a model with correlated tokens not whitened is refused."""
     if params.correlated_tokens:
         raise ValueError("correlated tokens run in their whitened form: pass attnphase.theory.whitening.se_params(params)")
     B = params.mixing_array

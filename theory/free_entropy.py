@@ -1,14 +1,9 @@
 """The free entropy Phi and the training objective e_t = -Phi (docs/model.md section 4).
 
     Phi = sum_l [ (Vhat_l q_l - qhat_l V_l) / 2 - m_l mhat_l - theta_l thhat_l ]
-          + ( sum_l sigma_l^2 qhat_l + mhat^T P mhat + rho0 (sum_l sigma_l^2 thhat_l)^2 ) / (2 Lam)
-          - alpha E[M],
-    Lam = lambda + sum_l sigma_l^2 Vhat_l,   q_l = sigma_l^2 q0, V_l = sigma_l^2 V0, theta_l = sigma_l^2 th0,
-    M = min_h sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, h*)   (Moreau envelope; E[M] is the channel average).
+          + ( sum_l sigma_l^2 qhat_l + mhat^T P mhat + rho0 (sum_l sigma_l^2 thhat_l)^2 ) / (2 Lam) - alpha E[M],
 
-At a fixed point of the state evolution (prior side of :mod:`attnphase.theory.priors.ridge`
-and qhat_l = alpha E[g_l^2]) this reduces to
-e_t = -Phi = (lambda / 2) q0 + alpha E[loss(h_hat, h*)] (derivation in docs/derivation.md).
+with Lam = lambda + sum_l sigma_l^2 Vhat_l and M the Moreau envelope min_h prox(h) (docs/model.md section 4).
 """
 
 from __future__ import annotations
@@ -79,11 +74,8 @@ def free_entropy(
     qhat: ArrayLike, mhat: ArrayLike, thhat: ArrayLike, Vhat: ArrayLike,
     sigma2: ArrayLike, P: ArrayLike, lam: float, rho0: float, alpha: float, E_M: ArrayLike,
 ) -> np.ndarray:
-    """Phi of docs/model.md section 4; the training objective per dimension is e_t = -Phi.
-
-    m, qhat, mhat, thhat, Vhat, sigma2: (..., L); P: (L, L); other arguments scalar (or batch-shaped).
-    Returns a numpy float64 (or an array of the batch shape). Requires Lam > 0 (ValueError otherwise).
-    """
+    """Phi of docs/model.md section 4 (e_t = -Phi): m, qhat, mhat, thhat, Vhat, sigma2 (..., L); P (L, L); the
+    rest scalar or batch-shaped -> a float64 of the batch shape. ValueError unless Lam > 0."""
     vecs = [np.asarray(x, dtype=float) for x in (m, qhat, mhat, thhat, Vhat, sigma2)]
     L = vecs[-1].shape[-1]
     for name, v in zip(("m", "qhat", "mhat", "thhat", "Vhat", "sigma2"), vecs):

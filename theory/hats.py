@@ -1,27 +1,12 @@
 """The hat overlaps from the channel moments: the Stein forms of docs/model.md sections 3 and 7, for every rank.
 
-With g_l = V_l^{-1} (h_hat_l - w_l) and the channel averages E[g_l g_l^T] (r x r), E[g_l] (r),
-E[g_l eta_l^T] (r x r*), E[g_l xi_l^T] (r x r) over xi_l ~ N(0, I_r), eta_l ~ N(0, I_{r*}):
-
     qhat_l  = alpha E[g_l g_l^T]
     mhat_l  = alpha E[g_l]
     thhat_l = alpha E[g_l eta_l^T] rho_tilde_l^{-1/2}                          (= alpha E[d g_l / d h*_l])
     Vhat_l  = -alpha E[g_l xi_l^T] q_l^{-1/2} + thhat_l theta_l^T q_l^{-1}     (= -alpha E[d g_l / d w_l])
 
-with q_l = sigma_l^2 q0, theta_l = sigma_l^2 th0, rho_tilde_l = sigma_l^2 (rho0 I - th0^T q0^{-1} th0), so
-rho_tilde_l^{-1/2} = sigma_l^{-1} (rho0 I - th0^T q0^{-1} th0)^{-1/2}, q_l^{-1/2} = sigma_l^{-1} q0^{-1/2} and
-theta_l^T q_l^{-1} = th0^T q0^{-1}.  qhat_l and Vhat_l are symmetric in exact arithmetic; the quadrature
-estimates are symmetrised.
-
-At r = r* = 1 the moments and overlaps may be given as their scalar views (E[g_l^2], E[g_l], E[g_l eta_l],
-E[g_l xi_l] each (L,), q0 and th0 numbers) and the hats come back as four (L,) arrays: the formulas of
-section 3, the same function on 1 x 1 matrices.  Their sympy statement is
-:func:`attnphase.theory.channel.hat_overlap_exprs` (``attnphase derive``; the r = 1 reduction of
-tests/theory/test_matrix_channel.py checks this function against it).
-
-Degenerate states raise ValueError: q0 must be positive definite (q0 -> 0: w no longer depends on xi)
-and rho0 I - th0^T q0^{-1} th0 positive definite (at th0^2 = q0 rho0 the student is aligned with the
-teacher, rho_tilde -> 0 and E[g eta] rho_tilde^{-1/2} is 0 / 0: thhat is undefined there).
+qhat_l and Vhat_l are symmetrised; at r = r* = 1 the moments may be given as their scalar views (sympy:
+:func:`attnphase.theory.channel.hat_overlap_exprs`).
 """
 
 from __future__ import annotations
@@ -67,9 +52,7 @@ def hat_overlaps(alpha: float, E_ggT: ArrayLike, E_g: ArrayLike, E_geta: ArrayLi
     s = np.sqrt(np.asarray(sigma2, dtype=float))[:, None, None]
     qhat = alpha * E_ggT
     mhat = alpha * E_g
-    # the order of these floating-point operations is part of the rank-2 golden records (tests/numerics/test_golden.py):
-    # the mixed fixed point on sobol10:4 moves by ~1e-5 relative when it changes (a node's proximal minimum
-    # switches basin), far outside the solver's tolerance
+    # the order of these operations is part of the rank-2 golden records (tests/numerics/test_golden.py)
     thhat = alpha * np.einsum("lab,bc->lac", E_geta, sym_sqrt(rt, inverse=True)) / s
     Vhat = (-alpha * np.einsum("lab,bc->lac", E_gxi, sym_sqrt(q0, inverse=True)) / s
             + np.einsum("lab,cb,cd->lad", thhat, th0, np.linalg.inv(q0)))  # theta_l^T q_l^{-1} = th0^T q0^{-1}

@@ -1,22 +1,8 @@
-"""The functions generated into the kernel modules of a channel (docs/model.md sections 2-3, 7).
-
-Two argument layouts of the same derivation (:func:`attnphase.theory.prox.derive_loss` /
-:func:`~attnphase.theory.prox.derive_prox` of (L, r, channel), the softmax kept symbolic, so every
-output is a polynomial in (h, S, T, sigma^2) and 1 / V):
-
-* the matrix form, every r (:data:`MATRIX_FUNCTIONS`): h in R^{L x r} read as ``h[..., l, a]``;
-  ``loss(S, T, sigma2)`` and ``loss_grad_hess(h, S, T, sigma2)``, the gradient and Hessian in the L r
-  entries of h (entry (l, a) is slot l r + a);
-* the fields form, r = 1 (:data:`FIELD_FUNCTIONS`): h in R^L read as ``h[..., l]``, with the proximal
-  objective of diagonal variances V_l generated whole,
-
-      P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T),
-
-  (``prox_value``, ``prox_value_grad_hess``) -- the fast path of the rank-1 proximal map -- and the
-  scores and target of :mod:`attnphase.theory.attention` rendered as code (checked against the numpy
-  maps of :mod:`attnphase.theory.softmax`, which the kernels evaluate).
-
-Sympy is imported here only, when a module is generated.
+"""The functions generated into the kernel modules of a channel (docs/model.md sections 2-3, 7), from
+:func:`attnphase.theory.prox.derive_loss` / :func:`~attnphase.theory.prox.derive_prox`: the matrix form, every r
+(:data:`MATRIX_FUNCTIONS`, h read as ``h[..., l, a]``), and the fields form, r = 1 (:data:`FIELD_FUNCTIONS`, h
+read as ``h[..., l]``, with the proximal objective generated whole). Sympy is imported only when a module is
+generated.
 """
 
 from __future__ import annotations
@@ -24,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from attnphase.theory.channels import default_channel
 from attnphase.theory.codegen import Argument, FunctionSpec
 
 #: The generated functions of the batched fields-form module (r = 1).
@@ -32,15 +19,6 @@ FIELD_FUNCTIONS = ("scores", "target", "loss", "loss_grad_hess", "prox_value", "
 SCALAR_FUNCTIONS = ("loss", "prox_value", "prox_value_grad_hess")
 #: The generated functions of the matrix-form module (every r), batched and one point per call alike.
 MATRIX_FUNCTIONS = ("loss_grad_hess", "loss")
-
-
-def default_channel(channel: Any = None) -> Any:
-    """``channel``, or the default (square) loss's channel when None."""
-    if channel is not None:
-        return channel
-    from attnphase.theory.channels import DEFAULT, get_channel
-
-    return get_channel(DEFAULT)
 
 
 def _outputs(value: Any, grad: Sequence[Any], hess: Any, name: str, fields: Sequence[Any]) -> tuple[tuple[str, Any], ...]:
@@ -77,8 +55,7 @@ def field_specs(L: int, channel: Any = None) -> list[FunctionSpec]:
     arg_w = Argument("w", list(pd.w), "field means w_l")
     arg_V = Argument("V", list(pd.V), "variances V_l > 0")
 
-    # sympy's "basic" cse optimisations save ~20 % of the operations (L = 2: 299 -> 233) but take
-    # ~10 s on the L = 4 Hessian; beyond L = 3 plain cse keeps the one-off generation short.
+    # "basic" cse saves ~20 % of the operations but takes ~10 s on the L = 4 Hessian
     opt = "basic" if L <= 3 else None
     return [
         FunctionSpec(

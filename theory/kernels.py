@@ -1,40 +1,15 @@
 """Numpy kernels of the channel for every (L, r), generated from the sympy derivations (docs/model.md sections 2-3, 7).
 
-    from attnphase.theory.kernels import get_kernels
     k = get_kernels(L, r, cse=True)
     S = k.attention(h)                                # (..., L, r) -> (..., L, L)
-    loss = k.loss(h, T, sigma2)                       # (...)
     loss, grad, hess = k.loss_grad_hess(h, T, sigma2) # (...), (..., L r), (..., L r, L r)
-    # r = 1 only, h also as (..., L): the proximal objective with diagonal V, generated whole
-    value = k.prox_value(h, w, V, T, sigma2)          # (...)
-    value, grad, hess = k.prox_value_grad_hess(h, w, V, T, sigma2)
-    T = k.target(hstar, omega, A)                     # a rank-1 teacher: (..., L) -> (..., L, L)
+    value, grad, hess = k.prox_value_grad_hess(h, w, V, T, sigma2)  # r = 1 only
 
-Fields are matrices h in R^{L x r} (row l is h_l in R^r); gradients and Hessians are in the L r entries
-of h, entry (l, a) at slot l r + a. At r = 1 every method also takes h of shape (..., L) (fields form)
-and then runs the fields-form module of :mod:`attnphase.theory.kernel_specs`, which also generates the
-proximal objective P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T) whole: the fast path of the rank-1
-proximal map. Inputs broadcast against each other; outputs are float64 arrays of the broadcast batch
-shape. The attention maps are those of :mod:`attnphase.theory.softmax` (max-shifted, evaluated once per
-point): the generated functions are polynomials in (h, S, T, sigma^2) and 1 / V, so no exponential of a
-field is taken and no overflow can occur at any finite h. Batches are evaluated in blocks of
-:data:`CHUNK` points (a Python loop over blocks, never over points) so that the generated code's
-temporaries stay in cache.
-
-The same derivations are also rendered one point per call (:attr:`Kernels.scalar`, a
-:class:`ScalarKernels`): plain Python functions of arrays of one point (``h[0]``, ``S[0, 1]``)
-returning a tuple of floats, for compiled callers (``numba.njit``, see
-:mod:`attnphase.numerics.prox.compiled`).
-
-Caching (no module-level cache here): the generated modules are imported once per process by
-:func:`attnphase.theory.codegen.load_module` (``sys.modules`` is the cache), under the kinds
-``kernels_<channel tag>`` (fields form) and ``matrix_kernels_<channel tag>`` (matrix form). Building a
-:class:`Kernels` from a module already imported costs about 0.2 ms (the cache key hashes the theory
-sources), against 3 / 7 / 19 ms (L = 2 / 3 / 4, r = 1) to load and compile the cached file without an
-in-memory cache: so :func:`get_kernels` stays cheap on every call. A :class:`Kernels` owns its one-point
-twins, built on first use; callers that keep a :class:`Kernels` for a whole solve pay for them once.
-
-Importing this module imports neither sympy nor torch.
+Gradients and Hessians are in the L r entries of h, entry (l, a) at slot l r + a; at r = 1 h may also be
+(..., L) (the fields form of :mod:`attnphase.theory.kernel_specs`). Inputs broadcast; batches are evaluated in
+blocks of :data:`CHUNK` points, with S the max-shifted softmax of :mod:`attnphase.theory.softmax` (no overflow
+at any finite h). :attr:`Kernels.scalar`: the same, one point per call, for compiled callers. Imports neither
+sympy nor torch.
 """
 
 from __future__ import annotations
@@ -46,14 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.theory.kernel_specs import default_channel, field_specs, matrix_specs, scalar_field_specs
+from attnphase.theory.channels import default_channel
+from attnphase.theory.kernel_specs import field_specs, matrix_specs, scalar_field_specs
 from attnphase.theory.codegen import cached_source, load_module
 from attnphase.theory.softmax import attention, target
 
 ArrayLike = Any
 
-#: Points per block in the batched kernels: small enough that the temporaries of the
-#: generated code stay in cache (about twice as fast as one call on 1e5 points).
+#: Points per block in the batched kernels (the generated code's temporaries stay in cache).
 CHUNK = 4096
 
 
@@ -80,21 +55,8 @@ def _mat(x: ArrayLike, L: int, name: str) -> np.ndarray:
 class ScalarKernels:
     """One-point variants of the generated functions, for compiled callers (see module doc).
 
-    Attributes:
-        L: sequence length.
-        r: student rank.
-        cse: whether the generated code used common subexpression elimination.
-        functions: plain Python functions by name (the generated module's namespace, as for
-            :class:`Kernels`), with the argument order and slots of their batched twins but one point
-            per call, each returning a tuple of floats: in the fields form (r = 1,
-            :data:`~attnphase.theory.kernel_specs.SCALAR_FUNCTIONS`) ``loss(S, T, sigma2)``,
-            ``prox_value(h, w, V, S, T, sigma2)`` and ``prox_value_grad_hess(h, w, V, S, T, sigma2)`` with
-            h, w, V, sigma2 of shape (L,); in the matrix form
-            (:data:`~attnphase.theory.kernel_specs.MATRIX_FUNCTIONS`) ``loss_grad_hess(h, S, T, sigma2)``
-            and ``loss(S, T, sigma2)`` with h of shape (L, r); S, T (L, L) always, S the max-shifted softmax
-            of the same h. Outputs: (loss,), (value,) or (value, grad_1..grad_n, Hessian upper triangle
-            row-major).
-        module: name of the generated module (``sys.modules`` key; its hash identifies the code).
+    ``functions``: the generated module's namespace, with the arguments of their batched twins but one point per
+    call, each returning a tuple of floats; ``module``: its name in ``sys.modules``.
     """
 
     L: int
@@ -108,16 +70,8 @@ class ScalarKernels:
 class Kernels:
     """Numpy kernels of the channel for sequence length L and rank r (see module doc).
 
-    Attributes:
-        L: sequence length.
-        r: student rank.
-        cse: whether the generated code used common subexpression elimination.
-        functions: the generated batched functions by name: the fields form at r = 1
-            (:data:`~attnphase.theory.kernel_specs.FIELD_FUNCTIONS`), the matrix form at r >= 2
-            (:data:`~attnphase.theory.kernel_specs.MATRIX_FUNCTIONS`); the namespace of the generated
-            module itself, shared by every Kernels of the same (L, r, cse), so that replacing an entry
-            (a test's monkeypatch) is seen by all of them. Their docstrings state the argument slots.
-        channel: the loss the kernels are generated from (:class:`~attnphase.theory.channels.base.Channel`).
+    ``functions``: the generated module's namespace (the fields form at r = 1, the matrix form at r >= 2), shared
+    by every Kernels of the same (L, r, cse); ``channel``: the loss they are generated from.
     """
 
     L: int
@@ -126,7 +80,6 @@ class Kernels:
     functions: dict[str, Callable[..., tuple[Any, ...]]] = field(repr=False)
     channel: Any = None
 
-    # --- attention ----------------------------------------------------------
     def attention(self, h: ArrayLike) -> np.ndarray:
         """S(h)[..., l, k] = softmax_k(h_l . h_k) (max-shifted), h: (..., L, r) (or (..., L) at r = 1) -> (..., L, L)."""
         h, matrix = self._fields(h)
@@ -137,13 +90,9 @@ class Kernels:
         (any teacher rank: :func:`attnphase.theory.softmax.target`)."""
         return target(_vec(hstar, self.L, "hstar")[..., None], omega, _mat(A, self.L, "A"))
 
-    # --- loss ---------------------------------------------------------------
     def loss(self, h: ArrayLike, T: ArrayLike, sigma2: ArrayLike) -> np.ndarray:
-        """The channel's loss(h, T) -> (...) (square loss: 1/2 sum_{l,k} sigma_k^2 (S(h) - T)[l, k]^2).
-
-        In the fields form the generated ``loss``; in the matrix form the channel's numpy form where it
-        has one (:meth:`~attnphase.theory.channels.base.Channel.loss_values`), else the generated ``loss``.
-        """
+        """The channel's loss(h, T) -> (...) (square loss: 1/2 sum_{l,k} sigma_k^2 (S(h) - T)[l, k]^2); in the
+        matrix form the channel's numpy form where it has one (``Channel.loss_values``)."""
         h, matrix = self._fields(h)
         T, sigma2 = _mat(T, self.L, "T"), _vec(sigma2, self.L, "sigma2")
         shape = np.broadcast_shapes(h.shape[: h.ndim - (2 if matrix else 1)], T.shape[:-2], sigma2.shape[:-1])
@@ -163,7 +112,6 @@ class Kernels:
         shape = np.broadcast_shapes(h.shape[: h.ndim - (2 if matrix else 1)], T.shape[:-2], sigma2.shape[:-1])
         return self._run("loss_grad_hess", h, [], [(T, 2), (sigma2, 1)], shape, matrix=matrix)  # type: ignore[return-value]
 
-    # --- the proximal objective with diagonal V (r = 1) ---------------------
     def prox_value(self, h: ArrayLike, w: ArrayLike, V: ArrayLike, T: ArrayLike, sigma2: ArrayLike) -> np.ndarray:
         """Proximal objective alone, P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T) -> (...) (line searches; r = 1)."""
         h, w, V, T, sigma2, shape = self._prox_arguments(h, w, V, T, sigma2)
@@ -172,18 +120,14 @@ class Kernels:
     def prox_value_grad_hess(
         self, h: ArrayLike, w: ArrayLike, V: ArrayLike, T: ArrayLike, sigma2: ArrayLike
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Proximal objective sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T): (value, grad, hess) in h (r = 1).
-
-        Shapes: h, w, V, sigma2 (..., L); T (..., L, L); outputs (...), (..., L), (..., L, L).
-        """
+        """Proximal objective sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T): (value, grad, hess) in h (r = 1);
+        h, w, V, sigma2 (..., L), T (..., L, L) -> (...), (..., L), (..., L, L)."""
         h, w, V, T, sigma2, shape = self._prox_arguments(h, w, V, T, sigma2)
         return self._run("prox_value_grad_hess", h, [(w, 1), (V, 1)], [(T, 2), (sigma2, 1)], shape)  # type: ignore[return-value]
 
-    # --- the generated modules ------------------------------------------------
     @cached_property
     def matrix_functions(self) -> dict[str, Callable[..., tuple[Any, ...]]]:
-        """The generated matrix-form batched functions (:data:`~attnphase.theory.kernel_specs.MATRIX_FUNCTIONS`;
-        at r >= 2 :attr:`functions` itself)."""
+        """The generated matrix-form batched functions (at r >= 2 :attr:`functions` itself)."""
         if self.r != 1:
             return self.functions
         return vars(_module(self.L, self.r, self.cse, self.channel, matrix=True, scalar=False))
@@ -202,7 +146,6 @@ class Kernels:
         module = _module(self.L, self.r, self.cse, self.channel, matrix=True, scalar=True)
         return ScalarKernels(self.L, self.r, self.cse, vars(module), module.__name__)
 
-    # --- evaluation and assembly ----------------------------------------------
     def _fields(self, h: ArrayLike) -> tuple[np.ndarray, bool]:
         """(h, True) for h of trailing shape (L, r); (h, False) for the fields form (..., L) at r = 1."""
         h = np.asarray(h, dtype=float)
@@ -230,15 +173,8 @@ class Kernels:
         self, name: str, h: np.ndarray, pre: list[tuple[np.ndarray, int]], post: list[tuple[np.ndarray, int]],
         shape: tuple[int, ...], with_h: bool = True, matrix: bool = False,
     ) -> tuple[np.ndarray, ...]:
-        """Evaluate the generated ``name`` (of the matrix or the fields form) as f([h,] *pre, S(h), *post)
-        block-wise over the flattened batch.
-
-        Each argument is paired with its number of trailing (non-batch) axes. Arguments
-        without batch axes are passed whole; the others are broadcast to the batch shape,
-        flattened, and sliced into blocks of CHUNK points. Outputs: (value,) when the
-        function returns one value, else (value, grad, hess) with the Hessian mirrored
-        from its upper triangle.
-        """
+        """Evaluate the generated ``name`` as f([h,] *pre, S(h), *post) in blocks of CHUNK points of the
+        flattened batch (each argument paired with its number of trailing axes): (value,) or (value, grad, hess)."""
         n = self.L * self.r
         N = int(np.prod(shape, dtype=np.int64))
         h_axes = 2 if matrix else 1
@@ -276,13 +212,6 @@ def _flatten(x: np.ndarray, trailing: int, shape: tuple[int, ...], N: int) -> tu
     return np.broadcast_to(x, shape + tail).reshape((N,) + tail), True
 
 
-def _check_Lr(L: int, r: int) -> None:
-    if isinstance(L, bool) or int(L) != L or L < 2:
-        raise ValueError(f"L must be an integer >= 2, got {L!r}")
-    if isinstance(r, bool) or int(r) != r or r < 1:
-        raise ValueError(f"r (student rank) must be an integer >= 1, got {r!r}")
-
-
 def _build(L: int, r: int, channel: Any, matrix: bool, scalar: bool) -> Callable[[], list[Any]]:
     """The spec builder of one generated module (sympy is imported only when it is called)."""
     if matrix:
@@ -296,27 +225,23 @@ def _module(L: int, r: int, cse: bool, channel: Any, matrix: bool, scalar: bool)
 
 
 def _normalise(L: int, r: int, cse: bool, channel: Any) -> tuple[int, int, bool, Any]:
-    _check_Lr(L, r)
+    if isinstance(L, bool) or int(L) != L or L < 2:
+        raise ValueError(f"L must be an integer >= 2, got {L!r}")
+    if isinstance(r, bool) or int(r) != r or r < 1:
+        raise ValueError(f"r (student rank) must be an integer >= 1, got {r!r}")
     return int(L), int(r), bool(cse), default_channel(channel)
 
 
 def get_kernels(L: int, r: int = 1, cse: bool = True, channel: Any = None) -> Kernels:
     """The numpy kernels of ``channel``'s loss (default: the square loss) for sequence length L >= 2 and
-    rank r >= 1.
-
-    A new :class:`Kernels` on the generated module, which is imported once per process (cheap
-    to call again; see the module doc).
-    """
+    rank r >= 1."""
     L, r, cse, channel = _normalise(L, r, cse, channel)
     return Kernels(L, r, cse, vars(_module(L, r, cse, channel, matrix=r != 1, scalar=False)), channel)
 
 
 def get_scalar_kernels(L: int, r: int = 1, cse: bool = True, channel: Any = None) -> ScalarKernels:
     """The one-point kernels of ``channel``'s loss (default: square) for (L, r): the fields form at r = 1, the
-    matrix form at r >= 2; see :class:`ScalarKernels`.
-
-    The generated module is imported once per process (as for :func:`get_kernels`).
-    """
+    matrix form at r >= 2; see :class:`ScalarKernels`."""
     L, r, cse, channel = _normalise(L, r, cse, channel)
     module = _module(L, r, cse, channel, matrix=r != 1, scalar=True)
     return ScalarKernels(L, r, cse, vars(module), module.__name__)

@@ -1,10 +1,5 @@
-"""Every equation of the theory, for a given L, as sympy equations rendered for a terminal,
-as raw LaTeX, or as the markdown document ``docs/derivation.md``.
-
-The equations are the very expressions the kernels are generated from
-(:mod:`attnphase.theory.prox`, :mod:`~attnphase.theory.channel`,
-:mod:`~attnphase.theory.priors.ridge`, :mod:`~attnphase.theory.free_entropy`,
-:mod:`~attnphase.theory.baseline`), so the document cannot drift from the code.
+"""Every equation of the theory, for a given L, rendered for a terminal, as raw LaTeX, as JSON or as the markdown
+document ``docs/derivation.md``: the very sympy expressions the kernels are generated from.
 """
 
 from __future__ import annotations
@@ -47,9 +42,7 @@ def _attention_equations(L: int) -> list[Equation]:
             "softmax derivative used for every derivative below",
         )
     ]
-    eqs += [
-        Equation(sec, T[l, k], Tex[l, k], "target, s = softmax_row(h* h*^T)") for l in range(L) for k in range(L)
-    ]
+    eqs += [Equation(sec, T[l, k], Tex[l, k], "target, s = softmax_row(h* h*^T)") for l in range(L) for k in range(L)]
     return eqs
 
 
@@ -65,11 +58,7 @@ def _loss_and_prox_equations(L: int) -> list[Equation]:
     eqs = [Equation(sec_l, loss_f, pd.loss.value, "S = S(h), T = T(h*)")]
     eqs += [Equation(sec_p, prox_f, pd.value)]
     eqs += [Equation(sec_p, sp.Derivative(prox_f, h[j]), pd.grad[j]) for j in range(L)]
-    eqs += [
-        Equation(sec_p, sp.Derivative(prox_f, h[i], h[j]), pd.hess[i, j])
-        for i in range(L)
-        for j in range(i, L)
-    ]
+    eqs += [Equation(sec_p, sp.Derivative(prox_f, h[i], h[j]), pd.hess[i, j]) for i in range(L) for j in range(i, L)]
     return eqs
 
 
@@ -109,11 +98,9 @@ def _prior_equations(L: int) -> list[Equation]:
 
 def _free_entropy_equations(L: int) -> list[Equation]:
     from attnphase.theory.free_entropy import free_entropy_expr
-    from attnphase.theory.priors.ridge import ridge_exprs
+    from attnphase.theory.priors.ridge import ridge_exprs, symbols as prior_symbols
 
     sec = "Free entropy and training objective (docs/model.md section 4)"
-    from attnphase.theory.priors.ridge import symbols as prior_symbols
-
     lam, Lam_sym = prior_symbols(L)["lam"], sp.Symbol("Lambda")
     Phi = free_entropy_expr(L).subs(lam, Lam_sym - (ridge_exprs(L)["Lam"] - lam))
     h = [sp.Symbol(f"h_{l + 1}") for l in range(L)]
@@ -136,19 +123,12 @@ def _baseline_equations(L: int) -> list[Equation]:
 
 def equations(L: int) -> list[Equation]:
     """All equations of the theory for sequence length L (r = 1), in document order."""
-    return (
-        _attention_equations(L)
-        + _loss_and_prox_equations(L)
-        + _channel_equations()
-        + _prior_equations(L)
-        + _free_entropy_equations(L)
-        + _baseline_equations(L)
-    )
+    return (_attention_equations(L) + _loss_and_prox_equations(L) + _channel_equations() + _prior_equations(L)
+            + _free_entropy_equations(L) + _baseline_equations(L))
 
 
 def _params_lines(params: ModelParams) -> list[str]:
-    d = params.to_dict()
-    return [f"{k} = {v}" for k, v in d.items()]
+    return [f"{k} = {v}" for k, v in params.to_dict().items()]
 
 
 def _sections(eqs: list[Equation]) -> list[tuple[str, list[Equation]]]:
@@ -195,8 +175,7 @@ def render_terminal(params: ModelParams) -> str:
 
 
 def render_json(params: ModelParams) -> dict[str, Any]:
-    """Every equation as one JSON object (``derive --json``): the model, and per equation its section, both sides as
-    sympy text and as LaTeX, and its note."""
+    """Every equation as one JSON object (``derive --json``): the model, and each equation's section, sides, note."""
     eqs = [{"section": eq.section, "lhs": sp.sstr(eq.lhs), "rhs": sp.sstr(eq.rhs), "lhs_latex": sp.latex(eq.lhs),
             "rhs_latex": sp.latex(eq.rhs), "note": eq.note} for eq in equations(params.L)]
     return {"model": params.to_dict(), "L": params.L, "r": params.r, "equations": eqs}

@@ -1,18 +1,10 @@
-"""The per-sample limit loss (docs/model.md section 2).
+"""The per-sample limit loss (docs/model.md section 2; why the positional terms vanish: docs/derivation.md).
 
     loss(h, h*) = 1/2 sum_{l,k} sigma_k^2 (S(h) - T(h*))[l, k]^2
 
-It is the d -> inf limit of (1 / 2d) |y - f(X)|^2: with x_k . x_k' / d -> delta_kk' sigma_k^2,
-the positional part sum_k S[l,k] p_k of f contributes |p|^2 / d = O(1 / d) and its
-cross terms with the tokens are O(1 / sqrt(d)), so only the token part survives
-(see docs/derivation.md).
-
-With tokens correlated across positions, x_k . x_k' / d -> C[k, k'] (docs/model.md section 7),
-the same limit weighs each row of S - T by the token Gram C:
+With tokens correlated across positions, x_k . x_k' / d -> C[k, k'] (docs/model.md section 7):
 
     loss_C(h, h*) = 1/2 sum_l sum_{k,k'} C[k,k'] (S(h) - T(h*))[l,k] (S(h) - T(h*))[l,k']
-
-(C = diag(sigma_k^2) gives the loss above).
 """
 
 from __future__ import annotations
@@ -30,6 +22,5 @@ def limit_loss_cov(S: sp.Matrix, T: sp.Matrix, C: sp.Matrix) -> sp.Expr:
 
 
 def limit_loss(S: sp.Matrix, T: sp.Matrix, sigma2: Sequence[sp.Basic]) -> sp.Expr:
-    """1/2 sum_{l,k} sigma_k^2 (S - T)[l, k]^2: :func:`limit_loss_cov` with C = diag(sigma_k^2) (sympy gives
-    the same expression, term for term)."""
+    """1/2 sum_{l,k} sigma_k^2 (S - T)[l, k]^2: :func:`limit_loss_cov` with C = diag(sigma_k^2)."""
     return limit_loss_cov(S, T, sp.diag(*sigma2))

@@ -1,38 +1,13 @@
 """The channel and the free entropy in matrix overlaps: a rank-r student, a rank-r* teacher (docs/model.md section 7).
 
-Overlaps are matrices (docs/derivation.md, "Rank r student, rank r* teacher"):
+The overlaps q0 (r x r), V0, th0 (r x r*), m_l (r) and the fields (docs/derivation.md, "Rank r student, rank r*
+teacher"), with symmetric square roots:
 
-    q0 = Q^T Q / d (r x r),  V0 (r x r),  th0 = Q^T Q* / d (r x r*),  m_l = Q^T p_l / sqrt(d) (r),
-    q_l = sigma_l^2 q0,  theta_l = sigma_l^2 th0,  V_l = sigma_l^2 V0,  rho_l = sigma_l^2 rho0 I_{r*}.
+    w_l  = m_l + q_l^{1/2} xi_l,   h*_l = theta_l^T q_l^{-1/2} xi_l + rho_tilde_l^{1/2} eta_l,
+    Phi  = sum_l [ 1/2 Tr(Vhat_l q_l) - 1/2 Tr(qhat_l V_l) - m_l . mhat_l - Tr(theta_l^T thhat_l) ]
+           + 1/2 Tr[ Lam^{-1} N ] - alpha E[M]   (:class:`~attnphase.theory.priors.RidgePrior`).
 
-Channel, per token, with xi_l ~ N(0, I_r), eta_l ~ N(0, I_{r*}) and the symmetric square roots
-q_l^{1/2}, rho_tilde_l^{1/2}:
-
-    w_l  = m_l + q_l^{1/2} xi_l
-    h*_l = theta_l^T q_l^{-1/2} xi_l + rho_tilde_l^{1/2} eta_l,   rho_tilde_l = rho_l - theta_l^T q_l^{-1} theta_l
-    g_l  = V_l^{-1} (h_hat_l - w_l),   h_hat = argmin_h sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, h*)
-
-Hats (stationarity of Phi in the overlaps; Stein's lemma on xi and eta; computed for every rank by
-:func:`attnphase.theory.hats.hat_overlaps`):
-
-    qhat_l  = alpha E[g_l g_l^T]                                   (r x r)
-    mhat_l  = alpha E[g_l]                                          (r)
-    thhat_l = alpha E[g_l eta_l^T] rho_tilde_l^{-1/2}               (r x r*)   = alpha E[d g_l / d h*_l]
-    Vhat_l  = -alpha E[g_l xi_l^T] q_l^{-1/2} + thhat_l theta_l^T q_l^{-1}   = -alpha E[d g_l / d w_l]
-
-(Vhat_l is symmetric in exact arithmetic; the quadrature estimate is symmetrised.)
-
-The prior (ridge, closed form: the overlaps from the hats, and its term 1/2 Tr[Lam^{-1} N] of Phi) is
-:class:`~attnphase.theory.priors.RidgePrior`.  Free entropy (e_t = -Phi):
-
-    Phi = sum_l [ 1/2 Tr(Vhat_l q_l) - 1/2 Tr(qhat_l V_l) - m_l . mhat_l - Tr(theta_l^T thhat_l) ]
-          + 1/2 Tr[ Lam^{-1} N ] - alpha E[M].
-
-The functions here take every rank; at r = r* = 1 every formula is the one of sections 3-4, whose sympy statements (:mod:`attnphase.theory.channel`,
-:mod:`~attnphase.theory.free_entropy`) are the derivation; tests/theory/test_matrix_channel.py checks these
-functions against the code generated from them to round-off.  Given the scalar views (q0 a number), they evaluate
-that generated code (:func:`attnphase.theory.channel.channel_fields`, :func:`attnphase.theory.free_entropy.free_entropy`):
-the same formulas without the matrix square roots, the fast path of the scalar form's solves.  The teacher norm is rho0 I_{r*}.
+Given the scalar views (q0 a number), the functions evaluate the code generated for r = 1.
 """
 
 from __future__ import annotations
@@ -75,15 +50,8 @@ def check_state(q0: np.ndarray, th0: np.ndarray, rho0: float) -> None:
 
 def channel_fields(xi: np.ndarray, eta: np.ndarray, q0: np.ndarray, m: np.ndarray, th0: np.ndarray,
                    sigma2: np.ndarray, rho0: float) -> tuple[np.ndarray, np.ndarray]:
-    """(w, h*) at nodes: xi (N, L, r), eta (N, L, r*), m (L, r) -> w (N, L, r), h* (N, L, r*).
-
-    w_l = m_l + q_l^{1/2} xi_l,  h*_l = theta_l^T q_l^{-1/2} xi_l + rho_tilde_l^{1/2} eta_l.
-    With q_l = s_l^2 q0: q_l^{1/2} = s_l q0^{1/2}, theta_l^T q_l^{-1/2} = s_l th0^T q0^{-1/2},
-    rho_tilde_l^{1/2} = s_l (rho0 I - th0^T q0^{-1} th0)^{1/2}.
-
-    Scalar views at r = r* = 1 (q0 and th0 numbers, xi and eta (..., L), m (L,)): the code generated from the
-    scalar statement, :func:`attnphase.theory.channel.channel_fields`, w and h* of the shape of xi.
-    """
+    """(w, h*) of the module doc at nodes: xi (N, L, r), eta (N, L, r*), m (L, r) -> w (N, L, r), h* (N, L, r*);
+    scalar views (q0, th0 numbers): :func:`attnphase.theory.channel.channel_fields`."""
     if np.ndim(q0) == 0:
         return scalar_channel_fields(xi, eta, q0, m, th0, sigma2, rho0)
     check_state(q0, th0, rho0)
@@ -100,10 +68,7 @@ def free_entropy(q0: np.ndarray, V0: np.ndarray, m: np.ndarray, th0: np.ndarray,
                  qhat: np.ndarray, mhat: np.ndarray, thhat: np.ndarray, Vhat: np.ndarray,
                  sigma2: np.ndarray, P: np.ndarray, lam: float, rho0: float, alpha: float, E_M: float) -> float:
     """Phi of the module doc (e_t = -Phi); the prior's term from :class:`~attnphase.theory.priors.RidgePrior`.
-
-    Scalar views at r = r* = 1 (q0, V0, th0 numbers; m and the four hats (L,)): the code generated from the
-    scalar statement, :func:`attnphase.theory.free_entropy.free_entropy`.
-    """
+    Scalar views (q0, V0, th0 numbers; m and the hats (L,)): :func:`attnphase.theory.free_entropy.free_entropy`."""
     if np.ndim(q0) == 0:
         return float(scalar_free_entropy(q0, V0, m, th0, qhat, mhat, thhat, Vhat, sigma2, P, lam, rho0,
                                         alpha, E_M))

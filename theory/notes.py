@@ -1,10 +1,4 @@
-"""Hand-written derivations appended to the generated ``docs/derivation.md``.
-
-They cover what docs/model.md states without derivation or does not state: the
-softmax chain rule of the kernels, which terms of the finite-d loss vanish, the
-prior side as a finite-d ridge problem, the training objective at a fixed point,
-and the degenerate limits of the channel.
-"""
+"""Hand-written derivations appended to the generated ``docs/derivation.md``."""
 
 HANDWRITTEN = r"""
 ## Hand-written derivations

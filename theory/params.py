@@ -1,10 +1,7 @@
 """Model parameters (docs/model.md section 1), validated on construction.
 
-The defaults are the paper's: L = 2, sigma_l = 0.5, P = [[1, -1], [-1, 1]]
-(p_1 = -p_2 = 1/sqrt(d)), A = [[0.6, 0.4], [0.4, 0.6]], lambda = 0.01,
-rho0 = 1, student rank r = 1, teacher rank r* = 1. For L != 2 the defaults are P = I (orthonormal
-positional encodings) and A with 0.6 on the diagonal and the remaining 0.4
-spread evenly over each row.
+The defaults are the paper's (L = 2, sigma_l = 0.5, lambda = 0.01, rho0 = 1, r = r* = 1, :data:`PAPER_P`,
+:data:`PAPER_A`); for L != 2, P = I and A with 0.6 on the diagonal and 0.4 spread evenly over each row.
 """
 
 from __future__ import annotations
@@ -85,29 +82,9 @@ RHO0_RANGE = (1e-150, 1e150)
 class ModelParams:
     """Parameters of the attention model and its teacher.
 
-    Attributes:
-        L: sequence length (number of tokens), L >= 2.
-        sigma: per-token standard deviations sigma_l (tokens x_l ~ N(0, sigma_l^2 I_d)).
-            A scalar is broadcast to all tokens.
-        P: positional Gram matrix P[l, k] = p_l . p_k (symmetric positive semi-definite).
-        A: row-stochastic positional part of the teacher's attention.
-        omega: mixing weight of A in T(h*) = (1 - omega) softmax(h* h*^T) + omega A, in [0, 1].
-        lam: ridge penalty lambda >= 0 in R(Q) = ... + (lambda / 2) |Q|_F^2.
-        rho0: teacher norm: Q*^T Q* / d = rho0 I_{r*}, rho0 in RHO0_RANGE (its square a normal double).
-        r: student rank, Q in R^{d x r} (r = 1: the scalar-overlap state evolution; r >= 2: the matrix-overlap
-            one of docs/model.md section 7, numerics/rank_*.py).
-        r_star: teacher rank r*, Q* in R^{d x r*} (likewise).
-        C: token covariance across positions, x_k . x_k' / d -> C[k, k'] (symmetric PSD, L x L);
-            None: independent tokens, C = diag(sigma_l^2). When given, sigma_l = sqrt(C[l, l])
-            (a sigma given beside it must agree). The state evolution solves a non-diagonal C in its
-            whitened form (below; :mod:`attnphase.theory.whitening`).
-        mixing: the whitened form of correlated tokens (docs/model.md section 7): an invertible
-            L x L matrix B with C = B B^T, the fields entering the loss as h = B v, i.e. the loss is
-            loss_C(B v, B v*). Set only by :func:`attnphase.theory.whitening.whiten`, with sigma = 1,
-            P the whitened Gram B^-1 P B^-T and C None. None: the plain model.
-        loss: the channel's registry name (:mod:`attnphase.theory.channels`): the per-sample loss of
-            docs/model.md section 2, ``"square"`` (the paper's) by default.  Correlated tokens take the
-            square loss only.
+    The symbols of docs/model.md sections 1 and 7 (``lam`` is lambda, ``r_star`` r*); sigma may be one number
+    for every token; C None means C = diag(sigma_l^2), else it fixes sigma_l = sqrt(C[l, l]); ``mixing`` is B of
+    the whitened form (set only by :func:`attnphase.theory.whitening.whiten`); ``loss`` a channel's registry name.
     """
 
     L: int = 2
@@ -125,16 +102,13 @@ class ModelParams:
 
     def __post_init__(self) -> None:
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 - frozen dataclass
-        if not _is_number(self.L) or int(self.L) != self.L or self.L < 2:
-            raise ValueError(f"L must be an integer >= 2, got {self.L!r}")
-        L = int(self.L)
-        set_("L", L)
-        if not _is_number(self.r) or int(self.r) != self.r or self.r < 1:
-            raise ValueError(f"r (student rank) must be an integer >= 1, got {self.r!r}")
-        set_("r", int(self.r))
-        if not _is_number(self.r_star) or int(self.r_star) != self.r_star or self.r_star < 1:
-            raise ValueError(f"r_star (teacher rank r*) must be an integer >= 1, got {self.r_star!r}")
-        set_("r_star", int(self.r_star))
+        for name, least, what in (("L", 2, "L"), ("r", 1, "r (student rank)"),
+                                  ("r_star", 1, "r_star (teacher rank r*)")):
+            value = getattr(self, name)
+            if not _is_number(value) or int(value) != value or value < least:
+                raise ValueError(f"{what} must be an integer >= {least}, got {value!r}")
+            set_(name, int(value))
+        L = self.L
 
         if self.C is not None:
             C = _as_matrix(self.C, "C", L)
@@ -207,7 +181,6 @@ class ModelParams:
                              "the state evolution compares th0^2 with q0 rho0 ~ rho0^2, which double precision "
                              "cannot hold beyond")
 
-    # --- array views -------------------------------------------------------
     @property
     def channel(self) -> Any:
         """The channel of :attr:`loss` (:class:`~attnphase.theory.channels.base.Channel`): the loss and its kernels."""
@@ -267,15 +240,8 @@ class ModelParams:
         """Plain-JSON representation (lists, floats); ``loss`` only when it is not the default square loss (the
         default's task keys stay those of a model without the field)."""
         return {
-            "L": self.L,
-            "sigma": list(self.sigma),
-            "P": [list(r) for r in self.P],
-            "A": [list(r) for r in self.A],
-            "omega": self.omega,
-            "lam": self.lam,
-            "rho0": self.rho0,
-            "r": self.r,
-            "r_star": self.r_star,
+            "L": self.L, "sigma": list(self.sigma), "P": [list(r) for r in self.P], "A": [list(r) for r in self.A],
+            "omega": self.omega, "lam": self.lam, "rho0": self.rho0, "r": self.r, "r_star": self.r_star,
             **({"C": [list(r) for r in self.C]} if self.C is not None else {}),
             **({"mixing": [list(r) for r in self.mixing]} if self.mixing is not None else {}),
             **({"loss": self.loss} if self.loss != "square" else {}),

@@ -3,10 +3,8 @@
     prox(h; w, V, h*) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, h*)
     g_l = (h_hat_l - w_l) / V_l,   h_hat = argmin_h prox
 
-Gradient and Hessian are derived by sympy with the softmax kept as
-:class:`~attnphase.theory.attention.SoftmaxEntry`, then every softmax entry is
-replaced by a plain symbol S_lk: the results are polynomials in (h, S, T, sigma^2)
-(plus 1 / V_l), safe at any field size once S is computed by a max-shifted softmax.
+Derived by sympy with the softmax kept as :class:`~attnphase.theory.attention.SoftmaxEntry`, each entry then
+replaced by a symbol S_lk: polynomials in (h, S, T, sigma^2) and 1 / V_l.
 """
 
 from __future__ import annotations
@@ -18,24 +16,15 @@ from typing import Any
 import sympy as sp
 
 from attnphase.theory.attention import attention, softmax_symbol_map
+from attnphase.theory.channels import default_channel
 from attnphase.theory.loss import limit_loss_cov
 from attnphase.theory.symbols import pair_symbols, token_scalars, token_symbols
 
 
 @dataclass(frozen=True)
 class LossDerivation:
-    """The limit loss and its derivatives in the student fields, for given (L, r).
-
-    Attributes:
-        L, r: sequence length and student rank.
-        h: L x r student fields h_l (row l is the r-vector h_l).
-        S: L x L symbols standing for S(h)[l, k].
-        T: L x L symbols of the target T(h*)[l, k].
-        sigma2: per-token variances sigma_k^2.
-        value: loss(h, T) = 1/2 sum sigma_k^2 (S - T)[l,k]^2 (in terms of S).
-        grad: d loss / d h, flattened over h's entries (row-major, L r entries), in (h, S, T, sigma2).
-        hess: (L r) x (L r) Hessian d^2 loss / d h d h, in (h, S, T, sigma2).
-    """
+    """The limit loss ``value`` = loss(h, T) in terms of the symbols S = S(h), T = T(h*), sigma2, and its
+    ``grad`` (row-major over the L r entries of h) and ``hess`` in the student fields h, for given (L, r)."""
 
     L: int
     r: int
@@ -50,14 +39,8 @@ class LossDerivation:
 
 @dataclass(frozen=True)
 class ProxDerivation:
-    """The proximal objective sum_l (h_l - w_l)^2 / (2 V_l) + loss and its derivatives (r = 1).
-
-    Attributes:
-        loss: the :class:`LossDerivation` it is built on.
-        w: per-token field means w_l.
-        V: per-token variances V_l > 0.
-        value, grad, hess: the objective, its gradient and Hessian in h.
-    """
+    """The proximal objective sum_l (h_l - w_l)^2 / (2 V_l) + loss and its gradient and Hessian in h (r = 1),
+    built on the :class:`LossDerivation` ``loss``, with the field means w_l and variances V_l > 0."""
 
     loss: LossDerivation
     w: tuple[sp.Symbol, ...]
@@ -70,11 +53,7 @@ class ProxDerivation:
 def derive_loss(L: int, r: int = 1, channel: Any = None) -> LossDerivation:
     """Derive ``channel``'s loss (default: the square loss, docs/model.md section 2), its gradient and Hessian
     in h by the softmax chain rule (see module doc)."""
-    if channel is None:
-        from attnphase.theory.channels import DEFAULT, get_channel
-
-        channel = get_channel(DEFAULT)
-    return _derive_loss(L, r, channel)
+    return _derive_loss(L, r, default_channel(channel))
 
 
 @lru_cache(maxsize=None)
@@ -102,15 +81,10 @@ def _chain_rule(value_fun: sp.Expr, h: sp.Matrix, S: sp.Matrix) -> tuple[tuple[s
 
 
 def derive_prox(L: int, r: int = 1, channel: Any = None) -> ProxDerivation:
-    """The proximal objective (docs/model.md section 3) of ``channel``'s loss (default: square) and its
-    derivatives; r = 1 (scalar V_l per token)."""
+    """The proximal objective (docs/model.md section 3) of ``channel``'s loss and its derivatives; r = 1."""
     if r != 1:
         raise NotImplementedError("the proximal objective is implemented for r = 1 (scalar V_l per token)")
-    if channel is None:
-        from attnphase.theory.channels import DEFAULT, get_channel
-
-        channel = get_channel(DEFAULT)
-    return _derive_prox(L, channel)
+    return _derive_prox(L, default_channel(channel))
 
 
 @lru_cache(maxsize=None)
@@ -135,16 +109,9 @@ def _with_moreau_term(
 
 @dataclass(frozen=True)
 class CovLossDerivation:
-    """The correlated-token limit loss loss_C (docs/model.md section 7) and its derivatives in h (r = 1).
-
-    Attributes:
-        L: sequence length.
-        h: L x 1 student fields.
-        S, T: L x L symbols of S(h) and of the target T(h*).
-        C: L x L symbols of the token Gram C (the formulas hold for any C; callers pass a symmetric one).
-        value: 1/2 sum_l sum_{k,j} C_kj (S - T)[l,k] (S - T)[l,j] (in terms of S).
-        grad, hess: its gradient and Hessian in h, polynomials in (h, S, T, C).
-    """
+    """The correlated-token limit loss loss_C (docs/model.md section 7) and its derivatives in h (r = 1):
+    value = 1/2 sum_l sum_{k,j} C_kj (S - T)[l,k] (S - T)[l,j], with h, S, T as in :class:`LossDerivation`
+    and C the L x L symbols of the token Gram; grad and hess are polynomials in (h, S, T, C)."""
 
     L: int
     h: sp.Matrix
@@ -169,22 +136,9 @@ def derive_loss_cov(L: int) -> CovLossDerivation:
 
 @dataclass(frozen=True)
 class WhitenedProxDerivation:
-    """The proximal objective of the whitened correlated-token model (docs/model.md section 7), r = 1:
-
-        prox(v; w, V, T) = sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T),
-
-    with its derivatives in v by the chain rule of the linear map h = B v (no other term):
-    grad_v = B^T grad_h, hess_v = B^T hess_h B.
-
-    Attributes:
-        loss: the :class:`CovLossDerivation` in h it is built on.
-        v: the whitened fields v_l.
-        w, V: per-token field means and variances of v.
-        B: L x L symbols of the mixing (fields h = B v, C = B B^T).
-        fields: h_l = sum_j B_lj v_j.
-        loss_value, loss_grad, loss_hess: loss_C(B v, T) and its derivatives in v.
-        value, grad, hess: the proximal objective and its derivatives in v.
-        All are polynomials in (v, S, T, C, B) and 1 / V, S standing for S(B v).
+    """The whitened proximal objective prox(v; w, V, T) = sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T)
+    (docs/model.md section 7, r = 1) and its derivatives in v: grad_v = B^T grad_h, hess_v = B^T hess_h B;
+    ``fields``: h = B v; ``loss_*``: loss_C(B v, T) and its derivatives in v.
     """
 
     loss: CovLossDerivation

@@ -1,14 +1,9 @@
-"""The attention maps in numpy (docs/model.md sections 1-2, 7): scores, the row softmax, the teacher's target.
+"""The attention maps in numpy (docs/model.md sections 1-2, 7), the one numeric evaluation for every rank:
 
-    a_lk = h_l . h_k                                    (h in R^{L x r}: row l is h_l in R^r)
-    S(h)[l, k] = softmax_k(a_l.) = exp(a_lk - max_j a_lj) / sum_j exp(a_lj - max_j a_lj)
-    T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A  (h* in R^{L x r*})
+    a_lk = h_l . h_k,   S(h)[l, k] = exp(a_lk - max_j a_lj) / sum_j exp(a_lj - max_j a_lj),
+    T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A.
 
-The one numeric evaluation of these maps for every rank, used by the generated kernels
-(:mod:`attnphase.theory.kernels`: S(h) is an argument of every generated function) and by the solvers.
-The softmax is max-shifted, so no exponential overflows at any finite h. Their symbolic statement, from
-which the kernels are differentiated, is :mod:`attnphase.theory.attention` (sympy); this module imports
-neither sympy nor torch.
+Max-shifted: no overflow at any finite h. Imports neither sympy nor torch.
 """
 
 from __future__ import annotations
@@ -21,13 +16,8 @@ ArrayLike = Any
 
 
 def softmax_inplace(a: np.ndarray) -> np.ndarray:
-    """Row softmax of ``a`` over its last axis, in place: exp(a_k - max a) / sum_j exp(a_j - max a).
-
-    The max and the sum run over k = 1..L in order (explicit slices: numpy's reductions over
-    an axis of length L = 2..4 are several times slower than elementwise maximum/add). Its
-    one-point twin (same operations in the same order) is ``row_softmax`` of the compiled
-    solver's template, :mod:`attnphase.numerics.prox.rows`.
-    """
+    """Row softmax of ``a`` over its last axis, in place: exp(a_k - max a) / sum_j exp(a_j - max a), summed over
+    k in order as in its one-point twin ``row_softmax`` of :mod:`attnphase.numerics.prox.rows`."""
     L = a.shape[-1]
     m = a[..., 0].copy()
     for k in range(1, L):
@@ -47,11 +37,8 @@ def row_softmax(a: ArrayLike) -> np.ndarray:
 
 
 def scores(h: np.ndarray) -> np.ndarray:
-    """a_lk = h_l . h_k, h: (..., L, r) -> (..., L, L), symmetric.
-
-    At r = 1 one outer product; for r >= 2 the sum over b = 1..r in order for k >= l, mirrored (the
-    order of the compiled solver's one-point twin). Both give a_lk = a_kl bit for bit.
-    """
+    """a_lk = h_l . h_k, h: (..., L, r) -> (..., L, L), symmetric bit for bit (for r >= 2 the sum over b in
+    order for k >= l, mirrored, as in the compiled solver's one-point twin)."""
     L, r = h.shape[-2], h.shape[-1]
     if r == 1:
         v = h[..., 0]
@@ -76,11 +63,8 @@ def attention(h: ArrayLike) -> np.ndarray:
 
 
 def target(hstar: ArrayLike, omega: ArrayLike, A: ArrayLike) -> np.ndarray:
-    """T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A; hstar: (..., L, r*) -> (..., L, L).
-
-    ``omega`` is a number or an array broadcast against the batch shape ``hstar.shape[:-2]``; A is
-    (L, L) or batched (..., L, L).
-    """
+    """T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A; hstar: (..., L, r*) -> (..., L, L), omega and A
+    ((L, L) or (..., L, L)) broadcast against the batch shape."""
     Sstar = attention(hstar)
     L = Sstar.shape[-1]
     A = np.asarray(A, dtype=float)

@@ -1,38 +1,11 @@
-"""Stability of a theta = 0 fixed point in the theta and m directions: where the branches are born.
+"""Stability of a theta = 0 fixed point in the theta and m directions: where the branches are born
+(docs/derivation.md, "Stability of theta = 0"):
 
-At a state with th0 = 0 the th0-component of the SE map vanishes for every other overlap
-(theta -> -theta is a symmetry), and the other components are even in th0: the Jacobian is
-block diagonal and the theta direction carries the single eigenvalue
+    lambda    = d th0_new / d th0 |_{th0 = 0} = alpha V0 / sqrt(q0) sum_l sigma_l E[g_l S_l],
+    S_l       = eta_l sum_k xi_k eta_k - xi_l,
+    J_m[k, j] = alpha V0 sum_l P[k, l] E[g_l xi_j] / sqrt(sigma_j^2 q0)   (at m = 0, th0 = 0).
 
-    lambda = d th0_new / d th0 |_{th0 = 0},   th0_new = rho0 sum_l sigma_l^2 thhat_l / Lam   (docs/model.md section 3).
-
-A semantic branch leaves the theta = 0 branch where lambda crosses 1 (continuously, if that
-bifurcation is supercritical).  Only thhat_l depends on th0 at first order (Lam, rho_tilde_l are
-even), and thhat_l = alpha E[g_l eta_l] / sqrt(rho_tilde_l) with E[g_l eta_l] = 0 at th0 = 0.
-
-The th0-derivative of a channel average needs no derivative of g, which jumps with the global
-proximal map: per token, (w_l - m_l, h*_l) is bivariate normal with variances q_l, rho_l and
-covariance theta_l = sigma_l^2 th0; the score of the covariance at 0 is
-d/dc log N(x, y; [[a, c], [c, b]]) |_{c=0} = x y / (a b) (:func:`covariance_score_expr`), and
-eta_l = (h*_l - theta_l xi_l / sqrt(q_l)) / sqrt(rho_tilde_l) moves with th0 too, so
-
-    d E[g_l eta_l] / d th0 = ( E[g_l eta_l sum_k xi_k eta_k] - E[g_l xi_l] ) / sqrt(q0 rho0)
-                           = E[g_l S_l] / sqrt(q0 rho0),   S_l = eta_l sum_k xi_k eta_k - xi_l,
-
-and (:func:`theta_stability_expr`, V0 = 1 / Lam)
-
-    lambda = alpha V0 / sqrt(q0) sum_l sigma_l E[g_l S_l].
-
-The same at an agnostic state (m = 0, th0 = 0) in the m direction, where the positional branch
-meets the agnostic one: m_new_k = sum_l P[k, l] mhat_l / Lam, mhat_l = alpha E[g_l], Lam even in m,
-and a shift of the mean of w_j has score (w_j - m_j) / q_j = xi_j / sqrt(q_j)
-(:func:`mean_score_expr`), so the m-block of the Jacobian is (:func:`m_stability_exprs`)
-
-    J_m[k, j] = alpha V0 sum_l P[k, l] E[g_l xi_j] / sqrt(sigma_j^2 q0),
-
-and the positional branch leaves (or rejoins) the agnostic one where its leading eigenvalue crosses 1.
-
-Derivation: docs/derivation.md, "Stability of theta = 0".
+A branch leaves where lambda (the leading eigenvalue of J_m) crosses 1.
 """
 
 from __future__ import annotations
@@ -89,12 +62,8 @@ def symbols(L: int) -> dict[str, Any]:
 
 
 def m_stability_exprs(L: int) -> Any:
-    """J_m[k, j] = d m_new_k / d m_j at an agnostic state, as an L x L sympy Matrix.
-
-    m_new_k = sum_l P[k, l] mhat_l V0 with mhat_l = alpha E[g_l](m) and, to first order in m,
-    E[g_l](m) = sum_j m_j E[g_l xi_j] / sqrt(q_j) (score :func:`mean_score_expr` times
-    w_j - m_j = sqrt(q_j) xi_j), q_j = sigma_j^2 q0.
-    """
+    """J_m[k, j] = d m_new_k / d m_j at an agnostic state, as an L x L sympy Matrix: m_new_k = sum_l P[k, l]
+    mhat_l V0, mhat_l = alpha E[g_l](m), E[g_l](m) = sum_j m_j E[g_l xi_j] / sqrt(q_j) to first order in m."""
     import sympy as sp
 
     s = symbols(L)
@@ -111,11 +80,8 @@ def m_stability_exprs(L: int) -> Any:
 
 
 def theta_stability_expr(L: int) -> Any:
-    """lambda = d th0_new / d th0 at th0 = 0 from the prior's th0 update, as a sympy expression.
-
-    th0_new = rho0 sum_l sigma_l^2 thhat_l / Lam with, to first order in th0,
-    thhat_l = alpha th0 (E[g_l S_l] / sqrt(q0 rho0)) / sqrt(rho_l), rho_l = sigma_l^2 rho0, Lam = 1 / V0.
-    """
+    """lambda = d th0_new / d th0 at th0 = 0 as a sympy expression: th0_new = rho0 sum_l sigma_l^2 thhat_l / Lam,
+    thhat_l = alpha th0 (E[g_l S_l] / sqrt(q0 rho0)) / sqrt(rho_l) to first order, Lam = 1 / V0."""
     import sympy as sp
 
     s = symbols(L)
@@ -132,17 +98,13 @@ def _specs(L: int) -> list[FunctionSpec]:
     from attnphase.theory.symbols import as_rows
 
     s = symbols(L)
-    args = (
-        Argument("alpha", s["alpha"], "alpha"), Argument("V0", s["V0"], "V0"), Argument("q0", s["q0"], "q0"),
-        Argument("rho0", s["rho0"], "rho0"), Argument("sigma2", s["sigma2"], "sigma_l^2"),
-        Argument("E_gS", s["E_gS"], "E[g_l (eta_l sum_k xi_k eta_k - xi_l)]"),
-    )
+    common = tuple(Argument(name, s[name], name) for name in ("alpha", "V0", "q0"))
+    args = (*common, Argument("rho0", s["rho0"], "rho0"), Argument("sigma2", s["sigma2"], "sigma_l^2"),
+            Argument("E_gS", s["E_gS"], "E[g_l (eta_l sum_k xi_k eta_k - xi_l)]"))
     J = m_stability_exprs(L)
-    m_args = (
-        Argument("alpha", s["alpha"], "alpha"), Argument("V0", s["V0"], "V0"), Argument("q0", s["q0"], "q0"),
-        Argument("sigma2", s["sigma2"], "sigma_l^2"), Argument("P", as_rows(s["P"]), "positional Gram P"),
-        Argument("E_gxi", as_rows(s["E_gxi"]), "E[g_l xi_j]"),
-    )
+    m_args = (*common, Argument("sigma2", s["sigma2"], "sigma_l^2"),
+              Argument("P", as_rows(s["P"]), "positional Gram P"),
+              Argument("E_gxi", as_rows(s["E_gxi"]), "E[g_l xi_j]"))
     return [
         FunctionSpec("theta_stability", args, (("lambda", theta_stability_expr(L)),),
                      "Eigenvalue of the SE map in the theta direction at th0 = 0."),
@@ -159,10 +121,8 @@ def _functions(L: int) -> dict[str, Any]:
 def theta_stability(
     alpha: float, V0: float, q0: float, rho0: float, sigma2: ArrayLike, E_gS: ArrayLike
 ) -> float:
-    """lambda = alpha V0 / sqrt(q0) sum_l sigma_l E[g_l S_l] (module docstring); > 1: theta = 0 is unstable.
-
-    sigma2, E_gS: shape (L,); the averages are taken at a state with th0 = 0.
-    """
+    """lambda = alpha V0 / sqrt(q0) sum_l sigma_l E[g_l S_l] (module doc), sigma2 and E_gS of shape (L,) taken
+    at a state with th0 = 0; > 1: theta = 0 is unstable."""
     sigma2, E_gS = (np.asarray(x, dtype=float).reshape(-1) for x in (sigma2, E_gS))
     if sigma2.shape != E_gS.shape:
         raise ValueError(f"sigma2 and E_gS must both have shape (L,), got {sigma2.shape} and {E_gS.shape}")
@@ -177,11 +137,8 @@ def theta_stability(
 def m_stability(
     alpha: float, V0: float, q0: float, sigma2: ArrayLike, P: ArrayLike, E_gxi: ArrayLike
 ) -> np.ndarray:
-    """J_m (L x L) = alpha V0 P G, G[l, j] = E[g_l xi_j] / sqrt(sigma_j^2 q0), at an agnostic state.
-
-    Its leading eigenvalue above 1: the agnostic state is unstable towards m != 0 (the positional
-    branch exists there).
-    """
+    """J_m (L x L) = alpha V0 P G, G[l, j] = E[g_l xi_j] / sqrt(sigma_j^2 q0), at an agnostic state (leading
+    eigenvalue above 1: unstable towards m != 0)."""
     sigma2 = np.asarray(sigma2, dtype=float).reshape(-1)
     L = sigma2.size
     P, E_gxi = np.asarray(P, dtype=float), np.asarray(E_gxi, dtype=float)

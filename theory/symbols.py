@@ -1,8 +1,5 @@
-"""Sympy symbols of the model, named as in docs/model.md (``h_1``, ``S_12``, ``sigma_1^2`` ...).
-
-Token-indexed quantities are L x r (per-token r-vectors; r = 1 in the paper),
-pair-indexed ones L x L. Indices in names are 1-based like the maths; they are
-separated by commas once an index reaches 10.
+"""Sympy symbols of the model, named as in docs/model.md (``h_1``, ``S_12``, ``sigma_1^2`` ...): token-indexed
+quantities L x r, pair-indexed ones L x L, 1-based indices separated by commas once one reaches 10.
 """
 
 from __future__ import annotations

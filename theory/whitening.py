@@ -1,21 +1,6 @@
-"""Correlated tokens in whitened form (docs/model.md section 7, docs/derivation.md).
-
-Tokens correlated across positions, x_k . x_k' / d -> C[k, k'] with C positive definite: write
-C = B B^T and x_k = sum_j B[k, j] z_j with z_j iid N(0, I_d). The student's and the teacher's
-fields are then h = B v, h* = B v* with
-
-    v_j = Q . (z_j + ptilde_j) / sqrt(d),   v*_j = Q* . z_j / sqrt(d),   ptilde = B^-1 p,
-
-so in the v variables the model is exactly the independent-token one with sigma_l = 1, the
-positional Gram Ptilde = B^-1 P B^-T and the loss loss_C(B v, B v*): the prior, the channel's
-Gaussian law, the Moreau term (V_l = V0) and the structure of the state evolution are unchanged.
-Overlaps: q0, V0, th0 are the same; m_h = B m_v (m_l = p_l . Q / sqrt(d)).
-
-B is the symmetric square root C^(1/2): it commutes with every token permutation that leaves C
-invariant, so the whitened model keeps the symmetries of the original one (the state evolution
-averages its hat overlaps over them, :mod:`attnphase.numerics.quadrature.symmetry`). B and Ptilde are made
-exactly invariant under that group (orbit means by ``math.fsum``, order-independent), so the
-symmetry tests, which compare exactly, see it.
+"""Correlated tokens in whitened form (docs/model.md section 7): with C = B B^T, h = B v and h* = B v*, the model
+in v is the independent-token one with sigma_l = 1, Ptilde = B^-1 P B^-T and the loss loss_C(B v, B v*). B is the
+symmetric square root C^(1/2); B and Ptilde are made exactly invariant under the model's token symmetries.
 """
 
 from __future__ import annotations
@@ -32,11 +17,8 @@ SINGULAR_RTOL = 1e-10
 
 
 def token_mixing(C: np.ndarray) -> np.ndarray:
-    """B = C^(1/2), the symmetric positive-definite square root of the token Gram C (C = B B^T).
-
-    Raises ValueError when C is singular (smallest eigenvalue <= SINGULAR_RTOL times the largest):
-    the whitened form needs B^-1.
-    """
+    """B = C^(1/2), the symmetric positive-definite square root of the token Gram C (C = B B^T); ValueError when
+    C is singular (smallest eigenvalue <= SINGULAR_RTOL times the largest)."""
     C = np.asarray(C, dtype=float)
     e, U = np.linalg.eigh(0.5 * (C + C.T))
     if not e.min() > SINGULAR_RTOL * e.max():
@@ -63,10 +45,8 @@ def _orbit_mean(M: np.ndarray, perms: list[list[int]]) -> np.ndarray:
 
 
 def whiten(params: ModelParams) -> ModelParams:
-    """The whitened model: sigma = 1, P -> B^-1 P B^-T, loss loss_C(B v, B v*), B = C^(1/2) (module doc).
-
-    A model already whitened is returned as it is. Raises ValueError for a singular C.
-    """
+    """The whitened model: sigma = 1, P -> B^-1 P B^-T, loss loss_C(B v, B v*), B = C^(1/2) (module doc);
+    a model already whitened as it is. Raises ValueError for a singular C."""
     if params.mixing is not None:
         return params
     if params.r != 1 or params.r_star != 1:
@@ -85,11 +65,8 @@ def se_params(params: ModelParams) -> ModelParams:
 
 
 def original(params: ModelParams) -> ModelParams:
-    """The model in the tokens' own variables: C = B B^T, P = B Ptilde B^T (``params`` if not whitened).
-
-    C and P are recomputed from B and rounded to 12 significant digits (which removes the rounding of
-    the products: the user's C = [[0.25, 0.075], ...] comes back as given).
-    """
+    """The model in the tokens' own variables: C = B B^T, P = B Ptilde B^T (``params`` if not whitened),
+    rounded to 12 significant digits (the user's C comes back as given)."""
     B = params.mixing_array
     if B is None:
         return params

@@ -1,8 +1,5 @@
-"""``attnphase show PATH``: the summary of the dataset(s) a job wrote into its ``--out`` folder.
-
-Prints :func:`~attnphase.execution.dataset.describe` of every ``*.nc`` in PATH (or of the file PATH):
-dimensions, variables, task status and attributes; with ``--json`` one object keyed by file, each with
-``dims``, ``variables`` and ``attrs``.  xarray is imported inside :func:`run`.
+"""``attnphase show PATH``: the summary (:func:`~attnphase.execution.dataset.describe`) of the dataset(s) a job
+wrote into its ``--out`` folder; with ``--json`` one object keyed by file. xarray is imported inside :func:`run`.
 """
 
 from __future__ import annotations

@@ -31,12 +31,16 @@ def channel_names() -> tuple[str, ...]:
 
 @lru_cache(maxsize=None)
 def get_channel(name: str) -> "Channel":
-    """The channel registered as ``name`` (one immutable instance per name); ValueError naming the registered
-    ones otherwise."""
+    """The channel registered as ``name`` (one instance per name); ValueError naming the registered ones otherwise."""
     if name not in REGISTRY:
         raise ValueError(f"unknown loss {name!r}; one of {', '.join(REGISTRY)}")
     module, cls = REGISTRY[name]
     return getattr(import_module(module), cls)()
 
 
-__all__ = ["DEFAULT", "REGISTRY", "channel_names", "get_channel"]
+def default_channel(channel: "Channel | None" = None) -> "Channel":
+    """``channel``, or the default (square) loss's channel when None."""
+    return get_channel(DEFAULT) if channel is None else channel
+
+
+__all__ = ["DEFAULT", "REGISTRY", "channel_names", "default_channel", "get_channel"]

@@ -1,20 +1,11 @@
 """The channel of the state evolution as an object: the attention map, the target and the loss (docs/model.md
 section 2).
 
-A channel says how a sample's fields are scored: the student's attention S(h) = softmax_row(h h^T), the
-teacher's target T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A, and the per-sample loss
-
-    loss(h, h*) = l(S(h), T(h*); sigma^2)
-
-with h in R^{L x r}, h* in R^{L x r*}.  A subclass states l once, in sympy (:meth:`Channel.loss_of`); from it
-come the loss in the fields (:meth:`Channel.loss`), its gradient and Hessian in h by the softmax chain rule
-(:func:`attnphase.theory.prox.derive_loss`), and the generated numpy and one-point kernels
-(``get_kernels(L, r, channel=...)`` of :mod:`attnphase.theory.kernels`, every r), cached on disk under a kind that carries the
-channel's name and a hash of the module that defines it (:attr:`Channel.cache_tag`).  The kernel modules ask
-this package for the default channel; a channel imports none of them.
-
-The proximal map, the channel moments, the hats and every observable only call these kernels: a new loss is
-a new module here (docs/howto/add-a-loss.md), registered by name in :mod:`attnphase.theory.channels`.
+A channel scores a sample's fields by loss(h, h*) = l(S(h), T(h*); sigma^2), with h in R^{L x r}, h* in R^{L x r*}.
+A subclass states l once, in sympy (:meth:`Channel.loss_of`); from it come its derivatives in h
+(:func:`attnphase.theory.prox.derive_loss`) and the generated kernels (``get_kernels(L, r, channel=...)``),
+cached under a kind carrying :attr:`Channel.cache_tag`. Everything downstream only calls these kernels: a new
+loss is a new module here (docs/howto/add-a-loss.md), registered in :mod:`attnphase.theory.channels`.
 """
 
 from __future__ import annotations
@@ -31,11 +22,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Channel:
-    """A loss of the attention model (module doc).  Subclasses set :attr:`name` and :meth:`loss_of`.
-
-    The loss must be a polynomial (or rational function) in the entries of S and T and the sigma_k^2, so that
-    its derivatives through the softmax stay polynomials in (h, S, T, sigma^2) (:mod:`attnphase.theory.prox`),
-    and vanish where S = T (the global proximal search starts from the loss zeros S(h) = T).
+    """A loss of the attention model (module doc).  Subclasses set :attr:`name` and :meth:`loss_of`: a polynomial
+    (or rational function) in S, T and the sigma_k^2 that vanishes where S = T (where the proximal search starts).
     """
 
     #: The registry name (``ModelParams.loss``, ``--loss``).
@@ -46,16 +34,13 @@ class Channel:
         raise NotImplementedError
 
     def loss_values(self, S: np.ndarray, T: np.ndarray, sigma2: np.ndarray) -> np.ndarray | None:
-        """The loss at batches S, T (..., L, L) in numpy, or None (the default): the generated kernel is used.
-
-        A channel may give this closed form as a fast path; tests/theory/test_theory_channels.py checks it against the
-        generated kernel."""
+        """The loss at batches S, T (..., L, L) in numpy (a fast path, checked against the generated kernel), or None
+        (the default): the generated kernel is used."""
         return None
 
     def loss(self, L: int, r: int = 1, r_star: int = 1) -> Any:
         """loss(h, h*) in sympy: :meth:`loss_of` at S(h) and T(h*), the softmax written out with exp, for fields
-        h (L x r), h* (L x r*), with the symbols omega, A[l, k] and sigma_k^2 of :mod:`attnphase.theory.symbols`
-        (the derivatives for the kernels keep the softmax symbolic: :func:`attnphase.theory.prox.derive_loss`)."""
+        h (L x r), h* (L x r*), with the symbols of :mod:`attnphase.theory.symbols`."""
         import sympy as sp
 
         from attnphase.theory.attention import attention_explicit, teacher

@@ -1,24 +1,18 @@
 """The Bayes-optimal channel of the attention model (docs/model.md section 9; docs/bayes-optimal.md).
 
-A sample reveals its teacher attention T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A exactly (y = T x
-with the tokens x known and d >> L), hence T' = (T - omega A) / (1 - omega) = softmax_row(h* h*^T) for
-omega < 1, and through the logits log(T'_lk / T'_ll) = h*_l (h*_k - h*_l) the fields h* up to one sign
-shared by the L tokens (at L = 2: delta^2 = logit T'_11 + logit T'_22, s delta = logit T'_11 - logit T'_22,
-delta = h*_1 - h*_2, s = h*_1 + h*_2).  So the channel of the Bayes-optimal problem observes
+A sample reveals its teacher attention T(h*) exactly, hence for omega < 1 the fields h* up to one sign shared by
+the L tokens (:func:`fields_from_attention`). So the channel observes
 
     Y = +-(h* + zeta),   zeta_l ~ N(0, Delta rho_l),   rho_l = sigma_l^2 rho0,
 
-Delta = 0 being the model of section 1 (the default) and Delta > 0 the noisy teacher of docs/model.md
-section 9 (the attention computed from fields perturbed per sample).  Given a Gaussian estimate h* ~ N(w, V)
-(per token, independent), with Ve_l = V_l + Delta rho_l:
+(Delta = 0: the model of section 1; Delta > 0: the noisy teacher of section 9). Given a Gaussian estimate
+h* ~ N(w, V), with Ve_l = V_l + Delta rho_l:
 
-    Z_out(Y; w, V) = sum_{s = +-1} N(s Y; w, Ve)                      (a density in Y modulo the sign)
+    Z_out(Y; w, V) = sum_{s = +-1} N(s Y; w, Ve)
     g_out_l        = d_{w_l} log Z_out = (tanh(a) Y_l - w_l) / Ve_l,   a = sum_l Y_l w_l / Ve_l
     dg_out[l, k]   = d_{w_k} g_out_l = (1 - tanh(a)^2) Y_l Y_k / (Ve_l Ve_k) - delta_lk / Ve_l
 
-tanh(a) = E[s | Y, w] is the posterior mean of the shared sign.  None of it depends on omega (< 1), A, P or
-lambda: those set T, not what T reveals.  Not an ERM loss, so not in the loss registry
-(:mod:`attnphase.theory.channels`); the Bayes-optimal state evolution (numerics/se/bayes.py) calls it.
+Not an ERM loss, so not in the loss registry; the Bayes-optimal state evolution (numerics/se/bayes.py) calls it.
 """
 
 from __future__ import annotations
@@ -37,12 +31,7 @@ def _arrays(Y: ArrayLike, w: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True)
 class BayesOptimalChannel:
-    """The sign-blind observation of the fields (module doc).
-
-    Attributes:
-        noise: Delta >= 0, the variance of the noise on the revealed fields in units of each field's prior
-            variance rho_l = sigma_l^2 rho0 (0: the noiseless model, the default).
-    """
+    """The sign-blind observation of the fields (module doc), with ``noise`` Delta >= 0 in units of rho_l."""
 
     noise: float = 0.0
 
@@ -82,23 +71,17 @@ class BayesOptimalChannel:
         return (1.0 - t * t)[..., None, None] * u[..., :, None] * u[..., None, :] - np.eye(Y.shape[-1]) / Ve[..., :, None]
 
     def weak_recovery_alpha(self, L: int) -> float:
-        """alpha_WR = (1 + Delta)^2 / (L (L + 1)): where the uninformative fixed point q0 = 0 loses stability.
-
-        Linearising the state evolution at q0 = 0: q0' = alpha E_Y ||E[u u^T - I | Y]||_F^2 q0 with u the fields
-        in units of their prior standard deviation; here E[u u^T | Y] = v v^T / (1 + Delta) + Delta / (1 + Delta)
-        I, v = Y / sqrt(rho (1 + Delta)) ~ N(0, I_L), so the factor is E||v v^T - I||_F^2 / (1 + Delta)^2 =
-        (L^2 + L) / (1 + Delta)^2, the same for every sigma_l and rho0 (docs/bayes-optimal.md)."""
+        """alpha_WR = (1 + Delta)^2 / (L (L + 1)): where the uninformative fixed point q0 = 0 loses stability
+        (the state evolution linearised at q0 = 0; docs/bayes-optimal.md)."""
         if L < 1:
             raise ValueError(f"L must be >= 1, got {L}")
         return (1.0 + self.noise) ** 2 / (L * (L + 1))
 
 
 def fields_from_attention(T: ArrayLike, omega: float, A: ArrayLike) -> np.ndarray:
-    """The fields h* (L = 2) up to their shared sign from the teacher attention T (..., 2, 2), omega < 1:
-    with T' = (T - omega A) / (1 - omega), delta = sqrt(logit T'_11 + logit T'_22) and
-    s = (logit T'_11 - logit T'_22) / delta, h* = ((s + delta) / 2, (s - delta) / 2) (the representative
-    with h*_1 > h*_2).  The inverse map the channel rests on; tests/theory/test_bayes_optimal_channel.py
-    checks it against the forward map."""
+    """The fields h* (L = 2) up to their shared sign from the teacher attention T (..., 2, 2), omega < 1: with
+    T' = (T - omega A) / (1 - omega), delta = sqrt(logit T'_11 + logit T'_22), s = (logit T'_11 - logit T'_22) /
+    delta, h* = ((s + delta) / 2, (s - delta) / 2)."""
     if not omega < 1.0:
         raise ValueError(f"the fields are revealed only for omega < 1, got {omega}")
     Tp = (np.asarray(T, dtype=float) - omega * np.asarray(A, dtype=float)) / (1.0 - omega)

@@ -1,13 +1,6 @@
-"""``attnphase derive``: print every equation of the theory for the given model.
-
-    attnphase derive --L 2              # pretty-printed (unicode) for a terminal
-    attnphase derive --L 2 --latex      # raw LaTeX
-    attnphase derive --L 2 --markdown   # the markdown document (docs/derivation.md)
-    attnphase derive --L 2 --json       # one JSON object: the model and every equation (sympy text and LaTeX)
-
-Prints the text on stdout, or writes it to ``-o FILE``.  The model is built by
-:func:`attnphase.options.params_from_args` and validated by :class:`~attnphase.theory.params.ModelParams`
-(a bad value raises ValueError naming the option).  sympy is imported inside :func:`run`.
+"""``attnphase derive``: print every equation of the theory for the given model, for a terminal, as LaTeX
+(``--latex``), as the markdown document docs/derivation.md (``--markdown``) or as JSON, on stdout or to
+``-o FILE``. sympy is imported inside :func:`run`.
 """
 
 from __future__ import annotations

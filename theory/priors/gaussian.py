@@ -1,22 +1,13 @@
 """The Gaussian prior of the Bayes-optimal state evolution (docs/model.md section 9; docs/bayes-optimal.md).
 
-The teacher Q* has iid N(0, rho0) coordinates.  Each coordinate is seen through the effective scalar channel
-b = Mhat Q*_i + sqrt(Qhat) z (z ~ N(0, 1)) with the token-summed hats
-
-    Qhat = sum_l sigma_l^2 qhat_l,   Mhat = sum_l sigma_l^2 mhat_l,   Vhat_tot = sum_l sigma_l^2 Vhat_l,
-
-and estimated by Q = b / (1 / rho0 + Vhat_tot): the posterior mean of the Gaussian prior, i.e. the ridge
-minimiser at lambda = 1 / rho0.  Its overlaps are those of the ridge prior (:class:`RidgePrior`, the one
-place of that formula, at lambda = 1 / rho0 and P = 0):
-
-    V0 = 1 / (1 / rho0 + Vhat_tot),   q0 = (Qhat + rho0 Mhat^2) V0^2,   m0 = rho0 Mhat V0
-
-(m0 = Q . Q* / d, the ERM's th0).  On the Nishimori line (qhat = mhat = Vhat) they reduce to
+The teacher's iid N(0, rho0) coordinates are seen through the scalar channel b = Mhat Q*_i + sqrt(Qhat) z with the
+token-summed hats Qhat = sum_l sigma_l^2 qhat_l (Mhat, Vhat_tot alike) and estimated by their posterior mean,
+the ridge minimiser at lambda = 1 / rho0: the overlaps are those of :class:`RidgePrior` (the one place of that
+formula) at lambda = 1 / rho0 and P = 0. On the Nishimori line (qhat = mhat = Vhat) they reduce to
 
     q0 = m0 = rho0^2 Qhat / (1 + rho0 Qhat),   V0 = rho0 - q0,
 
-the form the Bayes-optimal map uses (:meth:`GaussianPrior.overlap`), and the prior's free entropy is
-psi(Qhat) = 1/2 [rho0 Qhat - log(1 + rho0 Qhat)] (E log of the scalar channel's partition function).
+(:meth:`GaussianPrior.overlap`), and the prior's free entropy is psi(Qhat) = 1/2 [rho0 Qhat - log(1 + rho0 Qhat)].
 """
 
 from __future__ import annotations
@@ -32,11 +23,7 @@ from attnphase.theory.priors.ridge import RidgePrior
 
 @dataclass(frozen=True)
 class GaussianPrior:
-    """Q* ~ N(0, rho0 I_d) as the prior of the Bayes-optimal state evolution (module doc).
-
-    Attributes:
-        rho0: the teacher's norm |Q*|^2 / d, > 0.
-    """
+    """Q* ~ N(0, rho0 I_d) as the prior of the Bayes-optimal state evolution (module doc), rho0 > 0."""
 
     rho0: float = 1.0
 

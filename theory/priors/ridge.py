@@ -1,29 +1,11 @@
 """The ridge prior: the matrix ridge update of docs/model.md section 7, for every rank (section 3 at r = 1).
 
-With the hats qhat_l (r x r), mhat_l (r), thhat_l (r x r*), Vhat_l (r x r) and
-
     Lam = lambda I_r + sum_l sigma_l^2 Vhat_l,     Th = sum_l sigma_l^2 thhat_l  (r x r*),
     N   = sum_l sigma_l^2 qhat_l + sum_{k,l} P[k, l] mhat_k mhat_l^T + rho0 Th Th^T,
-
-the overlaps are the stationary point of Phi in the hats:
-
     V0 = Lam^{-1},   m_k = Lam^{-1} sum_l P[k, l] mhat_l,   th0 = rho0 Lam^{-1} Th,   q0 = Lam^{-1} N Lam^{-1},
 
-and the prior's term of Phi is 1/2 Tr[Lam^{-1} N].  These are the overlaps of the minimiser of the
-finite-d ridge problem (docs/derivation.md, "The prior side as a finite-d ridge problem")
-
-    Q = argmin_Q 1/2 Tr(Q Lam Q^T) - Tr(Q^T B),
-    B = sum_l sigma_l z_l qhat_l^{1/2} + sqrt(d) sum_l p_l mhat_l^T + Q* Th^T,
-
-z_l ~ N(0, I_{d x r}) iid, so Q = B Lam^{-1} (tests/theory/test_theory_prior.py solves it at finite d).
-Lam must be positive definite (ValueError otherwise): at Lam -> 0 (lambda = 0 and no curvature from the
-channel) the ridge problem is unbounded.
-
-At r = r* = 1 the hats may be given as their scalar views (qhat, mhat, thhat, Vhat each of shape (L,))
-and the overlaps come back as scalars q0, V0, th0 and m of shape (L,): the same function, on 1 x 1
-matrices.  :func:`ridge_exprs` states the r = 1 update in sympy (for ``attnphase derive`` and the
-symbolic Phi of :mod:`attnphase.theory.free_entropy`); tests/theory/test_theory_prior.py checks that the
-numeric update is that expression.
+and the prior's term of Phi is 1/2 Tr[Lam^{-1} N] (docs/derivation.md, "The prior side as a finite-d ridge
+problem"). Lam must be positive definite. :func:`ridge_exprs` states the r = 1 update in sympy.
 """
 
 from __future__ import annotations
@@ -52,12 +34,7 @@ def _unpack(hats: Any) -> tuple[np.ndarray, ...]:
 class RidgePrior:
     """The ridge penalty (lambda / 2) |Q|_F^2 as the prior of the state evolution (module doc).
 
-    Attributes:
-        lam: ridge penalty lambda >= 0.
-        P: positional Gram matrix P[k, l] = p_k . p_l, (L, L).
-        sigma2: per-token variances sigma_l^2, (L,).
-        rho0: teacher norm, Q*^T Q* / d = rho0 I_{r*}.
-    """
+    With the positional Gram P (L, L), the per-token variances sigma2 (L,) and the teacher norm rho0."""
 
     lam: float
     P: np.ndarray
@@ -65,10 +42,8 @@ class RidgePrior:
     rho0: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "lam", float(self.lam))
-        object.__setattr__(self, "rho0", float(self.rho0))
-        object.__setattr__(self, "sigma2", _readonly(self.sigma2))
-        object.__setattr__(self, "P", _readonly(self.P))
+        for name, cast in (("lam", float), ("rho0", float), ("sigma2", _readonly), ("P", _readonly)):
+            object.__setattr__(self, name, cast(getattr(self, name)))
         L = self.sigma2.shape[0] if self.sigma2.ndim == 1 else -1
         if L < 1:
             raise ValueError(f"sigma2 must be a vector of per-token variances, got shape {self.sigma2.shape}")
@@ -156,14 +131,10 @@ def symbols(L: int) -> dict[str, Any]:
     from attnphase.theory.symbols import pair_symbols, token_scalars
 
     return {
-        "qhat": token_scalars("qhat", L, nonnegative=True),
-        "mhat": token_scalars("mhat", L, real=True),
-        "thhat": token_scalars("thetahat", L, real=True),
-        "Vhat": token_scalars("Vhat", L, real=True),
-        "sigma2": token_scalars("sigma", L, power="2", positive=True),
-        "P": pair_symbols("P", L, real=True),
-        "lam": sp.Symbol("lambda", nonnegative=True),
-        "rho0": sp.Symbol("rho_0", positive=True),
+        "qhat": token_scalars("qhat", L, nonnegative=True), "mhat": token_scalars("mhat", L, real=True),
+        "thhat": token_scalars("thetahat", L, real=True), "Vhat": token_scalars("Vhat", L, real=True),
+        "sigma2": token_scalars("sigma", L, power="2", positive=True), "P": pair_symbols("P", L, real=True),
+        "lam": sp.Symbol("lambda", nonnegative=True), "rho0": sp.Symbol("rho_0", positive=True),
     }
 
 
@@ -175,11 +146,5 @@ def ridge_exprs(L: int) -> dict[str, Any]:
     sum_th = sum(s2[l] * th[l] for l in range(L))
     mPm = sum(mh[k] * P[k, l] * mh[l] for k in range(L) for l in range(L))
     N = sum(s2[l] * qh[l] for l in range(L)) + mPm + s["rho0"] * sum_th**2
-    return {
-        "Lam": Lam,
-        "N": N,
-        "q0": N / Lam**2,
-        "V0": 1 / Lam,
-        "m": [sum(P[k, l] * mh[l] for l in range(L)) / Lam for k in range(L)],
-        "th0": s["rho0"] * sum_th / Lam,
-    }
+    return {"Lam": Lam, "N": N, "q0": N / Lam**2, "V0": 1 / Lam,
+            "m": [sum(P[k, l] * mh[l] for l in range(L)) / Lam for k in range(L)], "th0": s["rho0"] * sum_th / Lam}
