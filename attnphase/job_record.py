@@ -55,8 +55,8 @@ def replace_job(out: Path, job: str, model: dict[str, Any] | None, written: list
             else:
                 target.unlink(missing_ok=True)
         diff = _differences(old.get("model") or {}, model or {})
-        shown = "; ".join(diff[:4]) + (f"; {len(diff) - 4} more differences" if len(diff) > 4 else "")
-        held = f"attnphase: note: {shown} held an earlier {job} job" + (f" ({shown})" if diff else "")
+        differ = "; ".join(diff[:4]) + (f"; {len(diff) - 4} more differences" if len(diff) > 4 else "")
+        held = f"attnphase: note: {shown} held an earlier {job} job" + (f" ({differ})" if diff else "")
         tasks = (out / "tasks").is_dir()  # a job of tasks (a check, a census have none)
         if stale:
             print(held + f"; its files this run does not write were removed: {', '.join(stale[:6])}"

@@ -134,6 +134,7 @@ def test_a_rerun_with_another_model_names_tasks_only_where_the_job_has_them(tmp_
             (stage / name).write_text(name)
     err = capsys.readouterr().err
     assert "held an earlier check job (L=2 -> 3)" in err and "removed: a.md" in err and "tasks" not in err, err
+    assert f"note: {outputs.shown_path(tmp_path)} held" in err, err  # the folder named, not the differences twice
     (tmp_path / "tasks").mkdir()
     with outputs.staged_output(tmp_path, job="check", model={"L": 4}) as stage:
         (stage / "c.md").write_text("c")
