@@ -1,8 +1,5 @@
-"""Which models and options the Bayes-optimal estimator takes, shared by ``solve``, ``sweep`` and ``phase-diagram
---estimator bayes-optimal`` (docs/bayes-optimal.md): the branch of an estimator (``--branch``), the model it solves
-(rank 1, independent tokens, omega < 1, no ``--lam``), the ERM solver's options it refuses, and the model its
-records and JSON objects echo (:func:`bayes_model_echo`, :func:`bayes_params`), which leave out what the estimator
-does not use: the ridge penalty ``lam`` and the training ``loss``.
+"""Which models and options the Bayes-optimal estimator takes (docs/bayes-optimal.md), shared by ``solve``, ``sweep``
+and ``phase-diagram --estimator bayes-optimal``, and the model its records echo (without ``lam`` and ``loss``).
 """
 
 from __future__ import annotations
@@ -58,10 +55,8 @@ def check_bayes_model(args: argparse.Namespace, params) -> None:
 
 
 def check_bayes_solver_options(args: argparse.Namespace) -> None:
-    """The ERM solver's options given with ``--estimator bayes-optimal`` (one-line ValueError naming the first): its
-    state evolution is solved on its own Gauss rule, the error bars the change from the rule of 16 nodes fewer
-    (docs/bayes-optimal.md), so ``--quadrature``, ``--tol``, ``--prox``, ``--precision``, ``--error-estimate`` ...
-    were ignored without a word (``--error-estimate 0`` still gave bars)."""
+    """One-line ValueError naming the first ERM solver option given with ``--estimator bayes-optimal``: its state
+    evolution is solved on its own Gauss rule (docs/bayes-optimal.md), so they would be ignored."""
     from attnphase.solver_options import SOLVER_OPTIONS
 
     given = [option for option, field in SOLVER_OPTIONS if getattr(args, field, None) is not None]

@@ -14,10 +14,9 @@ from attnphase.numerics.commands.bayes_options import (bayes_model_echo, bayes_p
 
 
 def threshold_keys(params) -> dict:
-    """The Bayes-optimal thresholds of a model as ``phase-diagram --json`` reports them beside the ERM boundaries:
-    ``alpha_weak_recovery``, ``alpha_it``, ``alpha_amp`` with ``err_<key>`` and ``<key>_note`` (null with the
-    reason where they are not computed: a rank above 1, correlated tokens).  They do not depend on omega (< 1),
-    A, P or lambda (docs/bayes-optimal.md), so one set serves every omega of the diagram."""
+    """The Bayes-optimal thresholds as ``phase-diagram --json`` reports them beside the ERM boundaries, with
+    ``err_<key>`` and ``<key>_note`` (null with the reason at a rank above 1 or for correlated tokens); the same at
+    every omega < 1."""
     from attnphase.numerics.phase.bayes_thresholds import THRESHOLD_KEYS
 
     why = ""
@@ -37,16 +36,8 @@ def threshold_keys(params) -> dict:
     return out | {f"{k}_note": f"{out[f'{k}_note']}; the same at every omega < 1" for k in THRESHOLD_KEYS}
 
 
-def phase_diagram_file_stem() -> str:
-    """The stem of the files ``phase-diagram --estimator bayes-optimal`` writes into ``--out DIR`` (.csv, .json,
-    .nc, .png): beside an ERM phase diagram's ``phase_diagram.*``, never over them."""
-    return "phase_diagram_bayes-optimal"
-
-
 def check_bayes_diagram_options(args: argparse.Namespace) -> None:
-    """The ERM-only options of ``phase-diagram`` refused with ``--estimator bayes-optimal`` (one-line ValueErrors):
-    ``--census``, ``--continuation on`` and ``--error-estimate`` other than auto (the Bayes-optimal bars are the
-    change from the rule of fewer nodes, docs/bayes-optimal.md)."""
+    """One-line ValueErrors for the ERM-only options of ``phase-diagram`` given with ``--estimator bayes-optimal``."""
     if getattr(args, "census", False):
         raise ValueError("--census searches the ERM fixed points; --estimator bayes-optimal has no census")
     if getattr(args, "continuation", "auto") == "on":
@@ -58,18 +49,14 @@ def check_bayes_diagram_options(args: argparse.Namespace) -> None:
 
 
 def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
-    """``attnphase phase-diagram --estimator bayes-optimal``: at every omega the thresholds alpha_weak_recovery,
-    alpha_it, alpha_amp with their error bars (null with the reason where one does not exist) and the
-    Bayes-optimal estimator's q0 and eps_g over the alpha grid, into DIR/phase_diagram_bayes-optimal.csv (one row
-    per omega), .json, .nc and .png; ``--json`` prints the JSON object.  Exit 1 if a value is not finite."""
+    """``attnphase phase-diagram --estimator bayes-optimal``: the thresholds at every omega and the estimator's q0 and
+    eps_g over the alpha grid, into DIR/phase_diagram_bayes-optimal.*.  Exit 1 if a value is not finite."""
     import json
     import math
 
     from attnphase import outputs, workload
 
     check_bayes_diagram_options(args)
-    # the thresholds are computed directly, not located on the grid (the ERM diagram's two alphas at least): the
-    # grid is where the estimator's q0 and eps_g are drawn, one alpha is a grid
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
     omegas = opt.parse_values(args.omega, "--omega")
     params = opt.omegas_from_args_ns(args, omegas)
@@ -112,7 +99,7 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
     rows = [{k: o.value[0][k] for k in BAYES_DIAGRAM_COLUMNS if k in o.value[0]} for o in outs]
     curves = {float(params.replace(omega=w).omega): o.value[1]["points"] for w, o in zip(ordered, outs)}
     rule = outs[0].value[2]
-    stem = phase_diagram_file_stem()
+    stem = "phase_diagram_bayes-optimal"  # beside an ERM diagram's files, never over them
     attrs = job_attrs("phase-diagram", version=version, model=bayes_params(params) | {"omega": "scanned"},
                       rule=rule, command=command_line(), estimator="bayes-optimal",
                       title="The Bayes-optimal thresholds of dot-product attention over omega")

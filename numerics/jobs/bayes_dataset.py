@@ -1,10 +1,6 @@
-"""The files of ``sweep --estimator bayes-optimal`` and ``phase-diagram --estimator bayes-optimal``.
-
-The sweep: its CSV table and its dataset (dimensions branch, omega, alpha; every column of
-:data:`~attnphase.numerics.se.bayes_curve.BAYES_SWEEP_COLUMNS`).  The phase diagram: one row per omega with the
-thresholds alpha_weak_recovery, alpha_it, alpha_amp, each with ``err_<key>`` and ``<key>_note``
-(:data:`BAYES_DIAGRAM_COLUMNS`), and its dataset: the rows over omega and the Bayes-optimal estimator's q0 and
-eps_g over (omega, alpha).  Units: :mod:`attnphase.numerics.jobs.variables`."""
+"""The files of ``sweep`` and ``phase-diagram --estimator bayes-optimal``: their CSV tables and datasets
+(docs/reference/outputs.md; units: :mod:`attnphase.numerics.jobs.variables`).
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The figure of ``phase-diagram --estimator bayes-optimal`` (matplotlib, Agg backend; files only, never shown).
-
-Left: the (alpha, omega) plane with the thresholds alpha_weak_recovery, alpha_it, alpha_amp at every omega, each
-with its error bar (docs/bayes-optimal.md); the region below alpha_WR (nothing is learnable) and above alpha_IT
-(perfect recovery) shaded.  Right: the Bayes-optimal test error eps_g against alpha at every omega with its error
-bar, eps_lin dotted (numerics/se/bayes_curve.py).
+"""The figure of ``phase-diagram --estimator bayes-optimal``: left the (alpha, omega) plane with the thresholds and
+their error bars (the regions of no and of perfect recovery shaded), right the Bayes-optimal eps_g over alpha at
+every omega, eps_lin dotted (docs/bayes-optimal.md).
 """
 
 from __future__ import annotations

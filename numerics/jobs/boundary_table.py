@@ -1,10 +1,6 @@
-"""The boundaries' table at every rank, as the phase-diagram and scan jobs write and print it.
-
-One row per model (:meth:`~attnphase.numerics.phase.boundary_results.Boundaries.row`): the columns of
-:func:`~attnphase.numerics.phase.boundary_results.boundary_columns` (the mixed branch's at r >= 2 only), the
-notes, then each boundary's ``err_<boundary>`` and ``<boundary>_found`` where the job has errors: at r = r* = 1
-standard errors (the rules' scrambling blocks, or the spread over ``--error-estimate K`` rules), at r >= 2 or
-r* >= 2 the final bracket widths of the searches.
+"""The boundaries' table at every rank, as the phase-diagram and scan jobs write and print it: one row per model
+(:meth:`~attnphase.numerics.phase.boundary_results.Boundaries.row`), the notes, and where the job has errors each
+boundary's ``err_<boundary>`` and ``<boundary>_found``.
 """
 
 from __future__ import annotations
