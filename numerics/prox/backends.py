@@ -30,19 +30,15 @@ def resolve_backend(backend: str, kernels: Any = None) -> str:
         backend = override or ("numba" if compiled_ok and prox_compiled.available() else "numpy")
     if backend == "numba" and not prox_compiled.available():
         raise ImportError("backend='numba' needs numba, which cannot be imported; use backend='numpy' or 'auto'")
-    if backend == "torch" and not _torch_available():
-        raise ImportError("backend='torch' needs torch, which cannot be imported; use backend='numpy', 'numba' or 'auto'")
+    if backend == "torch":
+        from attnphase.numerics.prox import torch_backend
+
+        if not torch_backend.available():
+            raise ImportError("backend='torch' needs torch, which cannot be imported; use backend='numpy', 'numba' "
+                              "or 'auto'")
     if backend == "numba" and not compiled_ok:
         raise TypeError(f"backend='numba' needs a theory.kernels.Kernels or CorrelatedKernels (their generated "
                         f"functions), got {type(kernels).__name__}")
     if backend == "torch" and not torch_ok:
         raise TypeError(f"backend='torch' needs a theory.kernels.Kernels of r = 1 (its generated functions), got {type(kernels).__name__}")
     return backend
-
-
-def _torch_available() -> bool:
-    try:
-        from attnphase.numerics.prox import torch_backend as prox_torch
-    except ImportError:
-        return False
-    return prox_torch.available()

@@ -4,7 +4,7 @@ step rules, tie-breaking) one node at a time, equal to the numpy path to roundin
 The algorithm is the template module :mod:`attnphase.numerics.prox.rows` (with its one-point algebra
 :mod:`attnphase.numerics.prox.row_algebra`), evaluating P only through the generated one-point kernels
 (:attr:`Kernels.scalar <attnphase.theory.kernels.Kernels.scalar>`, or ``matrix_scalar`` for matrix fields; the
-whitened correlated-token kernels with their (C, B) argument, :func:`_loss_arguments`).  :func:`instance` copies
+whitened correlated-token kernels with their (C, B) argument, :func:`global_rows`).  :func:`instance` copies
 the template into the kernel cache directory under a name hashing the template, the step rules and the kernels'
 module, and imports the copy with its :class:`Binding` as ``__spec__.loader_state``: numba keys its disk cache by
 file, so each (L, r, kernels, parallel) needs a copy of its own (a temporary directory where the cache cannot be
@@ -157,21 +157,27 @@ def newton_rows(
     """Compiled :func:`~attnphase.numerics.prox.global_prox.newton_minimize` at r = 1: (h, value, converged,
     iterations), each row of ``h0`` descended to a local minimiser of P; V and sigma2 broadcast to the rows."""
     h0 = np.asarray(h0, dtype=float)
-    N, L = h0.shape
-    h, value, conv, iters, _ = _run_fields(kernels, h0[:, None, :], w, V, T, sigma2, False, xtol, max_iter, max_halvings,
-                                           parallel)
-    return h[:, 0], value[:, 0], conv[:, 0], int(iters.max()) if N else 0
+    h, value, conv, iters, _ = global_rows(kernels, h0[:, None, :], w, V, T, sigma2, refine=False, xtol=xtol,
+                                           max_iter=max_iter, max_halvings=max_halvings, parallel=parallel)
+    return h[:, 0], value[:, 0], conv[:, 0], int(iters.max()) if len(h0) else 0
 
 
 def global_rows(
     kernels: Kernels | CorrelatedKernels, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray,
-    sigma2: np.ndarray, *, xtol: float = 1e-10, max_iter: int = 60, max_halvings: int = 30, parallel: bool | None = None,
+    sigma2: np.ndarray, *, refine: bool = True, xtol: float = 1e-10, max_iter: int = 60, max_halvings: int = 30,
+    parallel: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The full search argmin_h P(h) of every node at r = 1: Newton from ``starts`` (N, n0, L), then from the
-    refinement starts of the best minimum; (h, value, converged, iterations) of every start, shapes (N, n, L)
-    and (N, n) with n = n0 + L!, and the winning start per node (N,)."""
-    return _run_fields(kernels, np.asarray(starts, dtype=float), w, V, T, sigma2, True, xtol, max_iter, max_halvings,
-                       parallel)
+    """The full search argmin_h P(h) of every node at r = 1: Newton from ``starts`` (N, n0, L), then (``refine``)
+    from the refinement starts of the best minimum; (h, value, converged, iterations) of every start, shapes
+    (N, n, L) and (N, n) with n = n0 + L!, and the winning start per node (N,)."""
+    starts = np.ascontiguousarray(starts, dtype=float)
+    N, n0, L = starts.shape
+    # the one-point kernels' last argument: sigma^2, or the whitened model's (C, B) (its sigma^2 are 1)
+    par = np.asarray(kernels.loss_arguments(sigma2) if isinstance(kernels, CorrelatedKernels) else sigma2, dtype=float)
+    Vr = _rows(V, N, (L,))
+    return _run(kernels, starts, _rows(w, N, (L,)), Vr, _rows(T, N, (L, L)), _rows(par, N, par.shape[-1:]),
+                1.0 / Vr.min(axis=1), np.arange(n0, dtype=np.int64), refine, steps.max_step(V), xtol, max_iter,
+                max_halvings, MERGE_RADIUS, parallel)
 
 
 def search_rows(kernels: Kernels, starts: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
@@ -197,24 +203,6 @@ def distinct_minima(kernels: Kernels | CorrelatedKernels, h: np.ndarray, conv: n
     keep = np.zeros(conv.shape, dtype=np.bool_)
     instance(kernels, parallel).distinct(h, conv, best, keep)
     return keep
-
-
-def _loss_arguments(kernels: Kernels | CorrelatedKernels, sigma2: np.ndarray) -> np.ndarray:
-    """The last argument of the one-point kernels: sigma^2, or the whitened model's (C, B) (its sigma^2 are 1)."""
-    return kernels.loss_arguments(sigma2) if isinstance(kernels, CorrelatedKernels) else sigma2
-
-
-def _run_fields(
-    kernels: Kernels | CorrelatedKernels, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray,
-    sigma2: np.ndarray, refine: bool, xtol: float, max_iter: int, max_halvings: int, parallel: bool | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_run` on the rank-1 kernels: V_l per node, the direction's scale 1 / V_min, starts in their order."""
-    N, n0, L = starts.shape
-    par = np.asarray(_loss_arguments(kernels, sigma2), dtype=float)
-    Vr = _rows(V, N, (L,))
-    return _run(kernels, np.ascontiguousarray(starts), _rows(w, N, (L,)), Vr, _rows(T, N, (L, L)),
-                _rows(par, N, par.shape[-1:]), 1.0 / Vr.min(axis=1), np.arange(n0, dtype=np.int64), refine,
-                steps.max_step(V), xtol, max_iter, max_halvings, MERGE_RADIUS, parallel)
 
 
 def _run(

@@ -45,34 +45,19 @@ def max_step(V: np.ndarray) -> float:
     return 4.0 * np.sqrt(float(np.max(V))) + 1.0
 
 
-def max_step_precision(lam_min_inv: float) -> float:
-    """The same cap from the precision matrices: 4 / sqrt(lambda_min(V^{-1})) + 1 (rank r, V_l = sigma_l^2 V0)."""
-    return 4.0 / np.sqrt(lam_min_inv) + 1.0
-
-
-def sym_min_eig(H: Any, xp: Any = np) -> Any:
-    """Smallest eigenvalue of a batch of symmetric matrices (closed form for 2 x 2; one-point twin ``rows.min_eig``)."""
-    if H.shape[-1] == 2:
-        a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
-        return 0.5 * (a + c) - xp.sqrt(0.25 * (a - c) ** 2 + b * b)
-    return xp.linalg.eigvalsh(H)[..., 0]
-
-
-def solve(H: Any, g: Any, xp: Any = np) -> Any:
-    """Solve H x = g for a batch (closed form for 2 x 2; one-point twin ``rows.solve``)."""
-    if H.shape[-1] == 2:
-        a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
-        det = a * c - b * b
-        return xp.stack([(c * g[..., 0] - b * g[..., 1]) / det, (a * g[..., 1] - b * g[..., 0]) / det], axis=-1)
-    return xp.linalg.solve(H, g[..., None])[..., 0]
-
-
 def eigen_shift_direction(H: Any, g: Any, v_min: Any, xp: Any = np) -> tuple[Any, Any]:
-    """The rank-1 rule: (d, pd), d = -(H + mu I)^{-1} g with (pd, mu) = :func:`shift` (lambda_min(H), V_min)."""
-    pd, mu = shift(sym_min_eig(H, xp), v_min, xp)
+    """The rank-1 rule: (d, pd), d = -(H + mu I)^{-1} g with (pd, mu) = :func:`shift` (lambda_min(H), V_min);
+    lambda_min and the solve in closed form for 2 x 2 (as the compiled twin ``row_algebra.eigen_shift_direction``)."""
     n = H.shape[-1]
-    eye = np.eye(n) if xp is np else xp.eye(n, dtype=H.dtype, device=H.device)
-    return -solve(H + mu[:, None, None] * eye, g, xp), pd
+    if n != 2:
+        pd, mu = shift(xp.linalg.eigvalsh(H)[..., 0], v_min, xp)
+        eye = np.eye(n) if xp is np else xp.eye(n, dtype=H.dtype, device=H.device)
+        return -xp.linalg.solve(H + mu[:, None, None] * eye, g[..., None])[..., 0], pd
+    a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
+    pd, mu = shift(0.5 * (a + c) - xp.sqrt(0.25 * (a - c) ** 2 + b * b), v_min, xp)
+    a, c = a + mu, c + mu
+    det = a * c - b * b
+    return -xp.stack([(c * g[..., 0] - b * g[..., 1]) / det, (a * g[..., 1] - b * g[..., 0]) / det], axis=-1), pd
 
 
 def cholesky_shift_direction(H: np.ndarray, g: np.ndarray, delta: float) -> tuple[np.ndarray, np.ndarray]:

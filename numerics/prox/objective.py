@@ -67,20 +67,6 @@ def prox_value(kernels: Any, h: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.
     return 0.5 * q + kernels.loss(h, T, sigma2)
 
 
-def _value_grad_hess(k: Any, h: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
-                     sigma2: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(P, grad P, Hessian of P) of the block form: the generated loss plus the quadratic term; h (N, L, r)."""
-    N, L, r = h.shape
-    f, g, H = k.loss_grad_hess(h, T, sigma2)
-    d = h - w
-    Vd = apply_blocks(Vinv, d)
-    f = f + 0.5 * (d * Vd).reshape(N, L * r).sum(axis=1)
-    g = g + Vd.reshape(N, L * r)
-    for l in range(L):
-        H[:, l * r:(l + 1) * r, l * r:(l + 1) * r] += Vinv[l]
-    return f, g, H
-
-
 class BlockObjective:
     """P on rows h (m, L r) flattened from (m, L, r): w (N, L, r), Vinv (L, r, r), T (N, L, L), sigma2 (L,);
     the shifted Cholesky direction rule (least pivot ``delta``); stall scale max |Vinv_l (h_l - w_l)|."""
@@ -95,8 +81,17 @@ class BlockObjective:
         return (hr, self.w, self.T) if rows is None else (hr, self.w[rows], self.T[rows])
 
     def value_grad_hess(self, h: np.ndarray, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(P, grad P, Hessian of P): the generated loss plus the quadratic term."""
         hr, w, T = self._rows(h, rows)
-        return _value_grad_hess(self.k, hr, w, self.Vinv, T, self.sigma2)
+        N, L, r = hr.shape
+        f, g, H = self.k.loss_grad_hess(hr, T, self.sigma2)
+        d = hr - w
+        Vd = apply_blocks(self.Vinv, d)
+        f = f + 0.5 * (d * Vd).reshape(N, L * r).sum(axis=1)
+        g = g + Vd.reshape(N, L * r)
+        for l in range(L):
+            H[:, l * r:(l + 1) * r, l * r:(l + 1) * r] += self.Vinv[l]
+        return f, g, H
 
     def value(self, h: np.ndarray, rows: np.ndarray) -> np.ndarray:
         hr, w, T = self._rows(h, rows)
@@ -114,4 +109,4 @@ def step_constants(Vinv: np.ndarray) -> tuple[float, float]:
     """(delta, max_step) of the block form: delta = SHIFT_REL lambda_min(V^{-1}) (the least pivot of the shifted
     Cholesky), max_step = 4 / sqrt(lambda_min(V^{-1})) + 1 = 4 sqrt(|V|) + 1; Vinv (L, r, r)."""
     Vmin_inv = min(float(np.linalg.eigvalsh(Vinv[l]).min()) for l in range(Vinv.shape[0]))
-    return steps.SHIFT_REL * Vmin_inv, steps.max_step_precision(Vmin_inv)
+    return steps.SHIFT_REL * Vmin_inv, 4.0 / np.sqrt(Vmin_inv) + 1.0
