@@ -29,8 +29,7 @@ def bayes_sweep_csv(rows: Sequence[Mapping[str, Any]]) -> str:
 
 def bayes_sweep_dataset(rows_by_omega: Mapping[float, Sequence[Mapping[str, Any]]], alphas: Sequence[float],
                         branches: Sequence[str], attrs: dict[str, Any]):
-    """The sweep's rows as an xarray Dataset over (branch, omega, alpha): numeric columns as floats (NaN where
-    absent), ``estimator`` and ``reason`` as text."""
+    """The sweep's rows over (branch, omega, alpha): numbers as floats (NaN where absent), the rest as text."""
     import xarray as xr
 
     om = sorted(rows_by_omega)
@@ -52,17 +51,15 @@ def bayes_sweep_dataset(rows_by_omega: Mapping[float, Sequence[Mapping[str, Any]
 
 
 def bayes_diagram_csv(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The CSV text of the phase diagram's rows (header :data:`BAYES_DIAGRAM_COLUMNS`; a threshold that does not
-    exist is an empty cell, its note says why)."""
+    """The CSV text of the diagram's rows (:data:`BAYES_DIAGRAM_COLUMNS`; a threshold that does not exist empty)."""
     return csv_text(({k: ("" if r.get(k) is None else r[k]) for k in BAYES_DIAGRAM_COLUMNS} for r in rows),
                     BAYES_DIAGRAM_COLUMNS)
 
 
 def bayes_diagram_dataset(rows: Sequence[Mapping[str, Any]], alphas: Sequence[float],
                           curves: Mapping[float, Sequence[Mapping[str, Any]]], attrs: dict[str, Any]):
-    """The phase diagram's rows over omega (numbers as floats, NaN where a threshold does not exist; notes and
-    ``estimator`` as text) and ``curves[omega]`` (one mapping of :data:`BAYES_DIAGRAM_CURVES` per alpha of
-    ``alphas``, ascending) over (omega, alpha)."""
+    """The phase diagram's rows over omega (NaN where a threshold does not exist) and ``curves[omega]`` (one mapping of
+    :data:`BAYES_DIAGRAM_CURVES` per alpha of ``alphas``) over (omega, alpha)."""
     import xarray as xr
 
     om = [float(r["omega"]) for r in rows]

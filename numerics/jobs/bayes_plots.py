@@ -31,8 +31,8 @@ def _values(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[np.ndarray, np
 
 def plot_bayes_diagram(rows: Sequence[Mapping[str, Any]], alphas: Sequence[float],
                        curves: Mapping[float, Sequence[Mapping[str, Any]]], path: str | Path, title: str = ""):
-    """The two panels of the module doc into ``path``; ``rows`` one per omega (the thresholds, ``eps_lin``),
-    ``curves[omega]`` one mapping with ``eps_g`` and ``err_eps_g`` per alpha of ``alphas``; returns the Figure."""
+    """The two panels of the module doc into ``path`` (``rows`` one per omega, ``curves[omega]`` one mapping per alpha);
+    returns the Figure."""
     om = np.array([float(r["omega"]) for r in rows])
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.4))
     hi = max(max(alphas), *(np.nanmax(_values(rows, k)[0]) for k, *_ in THRESHOLD_SERIES if

@@ -62,8 +62,8 @@ def _fmt(x: float) -> str:
 
 
 def print_boundary_table(table: list[dict], label: str, r: int = 1) -> None:
-    """The boundaries at each omega; with error bars (``label``) each as ``1.2345 +- 0.0012``, rounded to its bar;
-    at r >= 2 the branches alpha_c lies between after it."""
+    """The boundaries at each omega, each with its error bar where ``label`` names them; at r >= 2 the branches alpha_c
+    lies between."""
     from attnphase.display import with_error
 
     keys = boundary_keys(r)

@@ -122,8 +122,7 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
 
 
 def _bracket_lookup(name: str) -> Variable | None:
-    """As :func:`_curve_lookup`, a boundary's ``err_<name>`` being its search's final bracket width (r >= 2 or
-    r* >= 2), not a standard error."""
+    """As :func:`_curve_lookup`, a boundary's ``err_<name>`` its search's final bracket width (r >= 2 or r* >= 2)."""
     of = _curve_lookup(name[4:]) if name.startswith("err_") and name[4:] in boundary_keys(2) else None
     if of is not None:
         return Variable(name, f"bracket width of {of.long_name}", of.units,
@@ -195,9 +194,8 @@ def _column(values: Sequence[Any]) -> np.ndarray:
 
 def census_dataset(points: Sequence[dict[str, Any]], columns: Sequence[str], starts: Sequence[dict[str, Any]],
                    start_columns: Sequence[str], attrs: dict[str, Any]):
-    """The census (docs/method.md section 12) as a Dataset: every column of census.csv over the dimension
-    ``rank_in_e_t`` (1: the lowest e_t), every column of census_starts.csv over the dimension ``start`` (the
-    starts' names); the same names as the CSVs, each error ``err_X`` linked to its X."""
+    """The census as a Dataset: census.csv's columns over ``rank_in_e_t`` (1: the lowest e_t), census_starts.csv's over
+    ``start``; each ``err_X`` linked to its X."""
     import xarray as xr
 
     dv: dict[str, Any] = {c: (("rank_in_e_t",), _column([p.get(c) for p in points]))

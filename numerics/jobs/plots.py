@@ -62,8 +62,8 @@ def bayes_thresholds_of(rows: Sequence[Boundaries]) -> dict | None:
 
 
 def _bayes_lines(ax, bayes: dict, alpha_max: float) -> None:
-    """The Bayes-optimal thresholds as vertical lines (the region below alpha_WR shaded: nothing is learnable
-    there by any estimator); alpha_AMP drawn only where it differs from alpha_IT."""
+    """The Bayes-optimal thresholds as vertical lines, the region below alpha_WR shaded; alpha_AMP only where it differs
+    from alpha_IT."""
     wr = bayes.get("alpha_weak_recovery")
     if wr is not None and wr < alpha_max:
         ax.axvspan(0, wr, color=BAYES_COLOR, alpha=0.08, lw=0, label=r"BO: no estimator beats $\epsilon_{lin}$")
@@ -80,8 +80,8 @@ def _bayes_lines(ax, bayes: dict, alpha_max: float) -> None:
 
 
 def why_empty(rows: Sequence, keys: Sequence[str]) -> str | None:
-    """Why a figure of ``rows`` has nothing to draw -- no row has a finite value of any of ``keys`` -- in the
-    rows' own words (a failed task's error, a search's note), at most three of them; None when it has."""
+    """Why a figure of ``rows`` has nothing to draw (no finite value of any of ``keys``), in at most three of the rows'
+    notes; None when it has."""
     if any(math.isfinite(float(getattr(b, k, math.nan))) for b in rows for k in keys):
         return None
     said: list[str] = []
@@ -277,28 +277,20 @@ def plot_branch_curves(
         ax.plot(a, y, "o-", color=c, ms=3, label=sw.branch if a.size else None)
     ax.axhline(eps_lin, color="tab:green", ls="--", label=r"$\epsilon_{lin}$")
     ax.set_ylabel(r"test error $\epsilon_g$")
-    def to_bifurcation(ax, sw: BranchSweep, a: np.ndarray, y: np.ndarray, color: str) -> None:
-        # an end located as a bifurcation of the agnostic branch: the order parameter reaches 0 there
+    for ax, sw, key, color, label, fold, ylabel in (
+            (axes[0, 1], pos, "m", "tab:red", "positional m", np.asarray, r"positional overlap $m$"),
+            (axes[1, 0], sem, "theta", "tab:blue", r"semantic $\theta$", np.abs,
+             r"semantic overlap $\theta = Q\cdot Q^*/d$")):
+        a, y = arr(sw, key)
+        ax.plot(a, y, "o-", color=color, ms=3, label=label if a.size else None)
         end = sw.end.alpha
-        if sw.end.method == "eigenvalue" and math.isfinite(end) and a.size:
+        if sw.end.method == "eigenvalue" and math.isfinite(end) and a.size:  # the order parameter reaches 0 there
             i = int(np.argmin(np.abs(a - end)))
-            ax.plot([a[i], end], [y[i], 0.0], ":", color=color, lw=1)
+            ax.plot([a[i], end], [fold(y)[i], 0.0], ":", color=color, lw=1)
             ax.plot([end], [0.0], "o", mfc="none", color=color, label="bifurcation (order parameter 0)")
-
-    ax = axes[0, 1]
-    a, y = arr(pos, "m")
-    ax.plot(a, y, "o-", color="tab:red", ms=3, label="positional m" if a.size else None)
-    to_bifurcation(ax, pos, a, y, "tab:red")
-    if not a.size:
-        empty(ax, "no positional point in the alpha range")
-    ax.set_ylabel(r"positional overlap $m$")
-    ax = axes[1, 0]
-    a, y = arr(sem, "theta")
-    ax.plot(a, y, "o-", color="tab:blue", ms=3, label=r"semantic $\theta$" if a.size else None)
-    to_bifurcation(ax, sem, a, np.abs(y), "tab:blue")
-    if not a.size:
-        empty(ax, "no semantic point in the alpha range")
-    ax.set_ylabel(r"semantic overlap $\theta = Q\cdot Q^*/d$")
+        if not a.size:
+            empty(ax, f"no {label.split()[0]} point in the alpha range")
+        ax.set_ylabel(ylabel)
     ax = axes[1, 1]
     sa = np.array([p.alpha for p in sem.on_branch()])
     se = np.array([p.record["e_t"] for p in sem.on_branch()])

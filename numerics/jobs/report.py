@@ -50,8 +50,8 @@ def curves_file(omega: float) -> str:
 
 
 def check_semantic_signal(omegas: Sequence[float], option: str = "--omega") -> None:
-    """At least one omega below 1: at omega = 1 the target attention is A alone, the data carry no semantic
-    signal (docs/model.md section 1), so no semantic branch and no boundary exists; a ValueError otherwise."""
+    """ValueError unless an omega is below 1: at omega = 1 the data carry no semantic signal (docs/model.md section 1),
+    so there is no semantic branch and no boundary."""
     if omegas and all(float(w) >= 1 for w in omegas):
         raise ValueError(f"{option} 1: at omega = 1 the target attention is A alone (no semantic signal): there is "
                          f"no semantic branch and no alpha_c, alpha_l or branch end to locate; take omega < 1 "

@@ -63,9 +63,8 @@ def boundaries_task(params: ModelParams, alphas: Sequence[float], config: Solver
 
 def omega_chains(omegas: Sequence[float], n_chains: int,
                  anchor_at: float | None = None) -> list[tuple[float, list[float], list[float]]]:
-    """The sorted ``omegas`` in ``n_chains`` contiguous blocks (sizes differing by at most one), each
-    as (anchor, the omegas above it ascending, those below it descending): the anchor is the block's
-    first omega, or ``anchor_at`` where the block holds it."""
+    """The sorted ``omegas`` in ``n_chains`` contiguous blocks of near-equal size, each as (anchor, the omegas above it
+    ascending, those below descending), the anchor the block's first omega or ``anchor_at`` where it holds it."""
     w = sorted(float(x) for x in omegas)
     out = []
     for block in np.array_split(np.array(w), max(1, min(n_chains, len(w)))):
@@ -154,9 +153,8 @@ def bayes_sweep_task(params: ModelParams, alphas: Sequence[float], branch: str, 
 
 
 def bayes_diagram_job(job: tuple[ModelParams, list[float]]) -> tuple[dict, dict, str]:
-    """One omega of ``phase-diagram --estimator bayes-optimal``: the thresholds (with their bars and notes), the
-    Bayes-optimal estimator's points over the alpha grid (:func:`~attnphase.numerics.se.bayes_curve.estimator_point`)
-    and the rule's name."""
+    """One omega of ``phase-diagram --estimator bayes-optimal``: the thresholds, the estimator's points over the alpha
+    grid (:func:`~attnphase.numerics.se.bayes_curve.estimator_point`) and the rule's name."""
     from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
     from attnphase.numerics.se.bayes import BayesModel
     from attnphase.numerics.se.bayes_curve import bayes_rules, estimator_point

@@ -156,8 +156,8 @@ def _invariant(name: str) -> Variable | None:
 
 
 def lookup(name: str) -> Variable | None:
-    """The variable named ``name`` (its standard error for ``err_X``; an invariant
-    ``<prefix>_<i>`` of :data:`INVARIANTS`, and its standard error), or None."""
+    """The variable named ``name``, or None: for ``err_X`` X's standard error; also the invariants of
+    :data:`INVARIANTS`."""
     of = error_name(name)
     if of is not None and (base := _invariant(of)) is not None:
         return standard_error(base, name)

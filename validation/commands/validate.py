@@ -88,8 +88,8 @@ def announce_campaign(plan, executor, args: argparse.Namespace) -> None:
 
 
 def reuse_theory_cache(out_dir, stage) -> int:
-    """Copy the theory cache of an earlier run in ``out_dir`` into the staging folder, so a rerun into the same
-    ``--out`` reuses it (the staging folder then moves into ``out_dir`` with the cache). Returns the files copied."""
+    """Copy the theory cache of an earlier run in ``out_dir`` into the staging folder, for a rerun to reuse; returns
+    the number of files copied."""
     import shutil
     from pathlib import Path
 
