@@ -11,7 +11,7 @@ import sys
 
 from attnphase import options as opt
 from attnphase import work
-from attnphase.numerics.commands.bayes_options import (bayes_model_echo, bayes_params, check_bayes_model,
+from attnphase.numerics.commands.bayes_options import (bayes_job, bayes_model_echo, bayes_params, check_bayes_model,
                                                        check_bayes_solver_options, check_estimator_branch)
 from attnphase.numerics.commands.point_record import max_relative_error, print_record
 from attnphase.numerics.se.bayes_curve import BAYES_BRANCHES
@@ -109,18 +109,8 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
 
     branches = BAYES_BRANCHES if args.branch is None else (check_estimator_branch("bayes-optimal", args.branch),)
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
-    params, omegas = opt.omegas_from_args(args)
-    for w in omegas:
-        check_bayes_model(args, params.replace(omega=w))
-    check_bayes_solver_options(args)
-    workload.check_grid(len(alphas) * len(omegas), workload.MAX_SWEEP_POINTS, "alpha values (x omegas)", "--alpha",
-                        args.large)
-    from attnphase import execution_options
-
-    executor = execution_options.executor_from_args(args)
-    out_dir = outputs.out_dir_from_args(args)
-    opt.announce_defaults(args, params)
-    per_task = workload.bayes_task_seconds(len(alphas), params.L)
+    params, omegas, executor, out_dir, per_task = bayes_job(args, alphas, workload.MAX_SWEEP_POINTS,
+                                                            "alpha values (x omegas)", "--alpha")
     workload.announce_tasks(f"Bayes-optimal sweep of {len(alphas)} alpha values, {len(branches)} branch"
                             f"{'es' if len(branches) > 1 else ''}" + (f" at {len(omegas)} omegas" if len(omegas) > 1 else ""),
                             [per_task] * (len(omegas) * len(branches)), executor.workers,

@@ -5,7 +5,9 @@ and ``phase-diagram --estimator bayes-optimal``, and the model its records echo 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
+from attnphase import options as opt
 from attnphase.numerics.commands.point_record import model_echo
 from attnphase.numerics.se.bayes_curve import BAYES_BRANCHES
 
@@ -52,6 +54,23 @@ def check_bayes_model(args: argparse.Namespace, params) -> None:
                          "target T = A does not depend on Q*: nothing to estimate)")
     if params.C is not None:
         raise ValueError("--token-cov: --estimator bayes-optimal is solved for independent tokens")
+
+
+def bayes_job(args: argparse.Namespace, alphas: list[float], max_points: int, what: str,
+              option: str) -> tuple[Any, list[float], Any, Any, float]:
+    """(model, omegas, executor, ``--out`` folder, CPU seconds of one task) of a Bayes-optimal job over ``alphas``:
+    the model at every omega, the solver options and the grid's size checked, the defaults announced."""
+    from attnphase import execution_options, outputs, workload
+
+    params, omegas = opt.omegas_from_args(args)
+    for w in omegas:
+        check_bayes_model(args, params.replace(omega=w))
+    check_bayes_solver_options(args)
+    workload.check_grid(len(alphas) * len(omegas), max_points, what, option, args.large)
+    executor = execution_options.executor_from_args(args)
+    out_dir = outputs.out_dir_from_args(args)
+    opt.announce_defaults(args, params)
+    return params, omegas, executor, out_dir, workload.bayes_task_seconds(len(alphas), params.L)
 
 
 def check_bayes_solver_options(args: argparse.Namespace) -> None:

@@ -9,8 +9,7 @@ import argparse
 
 from attnphase import options as opt
 from attnphase import work
-from attnphase.numerics.commands.bayes_options import (bayes_model_echo, bayes_params, check_bayes_model,
-                                                       check_bayes_solver_options)
+from attnphase.numerics.commands.bayes_options import bayes_job, bayes_model_echo, bayes_params
 
 
 def threshold_keys(params) -> dict:
@@ -58,19 +57,8 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
 
     check_bayes_diagram_options(args)
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
-    omegas = opt.parse_values(args.omega, "--omega")
-    params = opt.omegas_from_args_ns(args, omegas)
-    for w in omegas:
-        check_bayes_model(args, params.replace(omega=w))
-    check_bayes_solver_options(args)
-    workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
-                        "(omega, alpha) points (omegas x alphas)", "--omega/--alpha", args.large)
-    from attnphase import execution_options
-
-    executor = execution_options.executor_from_args(args)
-    out_dir = outputs.out_dir_from_args(args)
-    opt.announce_defaults(args, params)
-    per_task = workload.bayes_task_seconds(len(alphas), params.L)
+    params, omegas, executor, out_dir, per_task = bayes_job(
+        args, alphas, workload.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)", "--omega/--alpha")
     workload.announce_tasks(f"Bayes-optimal phase diagram over {len(omegas)} omega x {len(alphas)} alpha values",
                             [per_task] * len(omegas), executor.workers, f"~{per_task:.2g} CPU s per omega",
                             quiet=args.quiet, min_seconds=0, own=workload.BAYES_DIAGRAM_COMMAND_SECONDS)

@@ -1,17 +1,12 @@
 """Compiled (numba) backend of :mod:`attnphase.numerics.prox.global_prox`: the same algorithm (starts, refinement,
 step rules, tie-breaking) one node at a time, equal to the numpy path to rounding (docs/method.md section 3).
 
-The algorithm is the template module :mod:`attnphase.numerics.prox.rows` (with its one-point algebra
-:mod:`attnphase.numerics.prox.row_algebra`), evaluating P only through the generated one-point kernels
-(:attr:`Kernels.scalar <attnphase.theory.kernels.Kernels.scalar>`, or ``matrix_scalar`` for matrix fields; the
-whitened correlated-token kernels with their (C, B) argument, :func:`global_rows`).  :func:`instance` copies
-the template into the kernel cache directory under a name hashing the template, the step rules and the kernels'
-module, and imports the copy with its :class:`Binding` as ``__spec__.loader_state``: numba keys its disk cache by
-file, so each (L, r, kernels, parallel) needs a copy of its own (a temporary directory where the cache cannot be
-written).  ``sys.modules`` is the only in-memory cache; importing this module does not import numba.
-
-The loop over nodes is a ``numba.prange`` on numba's default thread count (``NUMBA_NUM_THREADS`` lowers it;
-``ATTNPHASE_NUMBA_PARALLEL=0`` compiles a serial loop); ``error_model="numpy"`` everywhere.
+The algorithm is the template module :mod:`attnphase.numerics.prox.rows`, evaluating P only through the generated
+one-point kernels.  :func:`instance` copies the template into the kernel cache directory under a name hashing the
+template, the step rules and the kernels' module, and imports the copy with its :class:`Binding` as
+``__spec__.loader_state``: numba keys its disk cache by file, so each (L, r, kernels, parallel) needs a copy of its
+own.  The loop over nodes is a ``numba.prange`` on numba's default thread count (``NUMBA_NUM_THREADS`` lowers it;
+``ATTNPHASE_NUMBA_PARALLEL=0`` compiles a serial loop).  Importing this module does not import numba.
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
-"""The safeguarded Newton descent on the proximal objective, written once over an array namespace ``xp`` (numpy, or
-torch on its device).
-
-    P(h) = sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T),   h in R^{L x r}   (docs/model.md sections 3, 7)
+"""The safeguarded Newton descent on the proximal objective P (:mod:`attnphase.numerics.prox.objective`), written once
+over an array namespace ``xp`` (numpy, or torch on its device); the compiled template
+:mod:`attnphase.numerics.prox.rows` runs it one row at a time.
 
 One iteration on the rows not yet done: d = -(H + mu I)^{-1} grad P by the objective's rule (mu = 0 where H is
 positive definite), capped at length ``cap``; a row has converged when H is positive definite and d is
 :func:`~attnphase.numerics.prox.newton_steps.near` zero (the step then taken as it is); otherwise Armijo
 backtracking (at most ``max_halvings`` trials); a row where no trial decreases P has converged if it
-:func:`~attnphase.numerics.prox.newton_steps.stalled`, else it stops unconverged.  The compiled template
-:mod:`attnphase.numerics.prox.rows` runs the same descent one row at a time.
+:func:`~attnphase.numerics.prox.newton_steps.stalled`, else it stops unconverged.
 """
 
 from __future__ import annotations

@@ -3,12 +3,11 @@
     h_hat(w, T) = argmin_h  P(h) = sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T),   h in R^{L x r}
                                                    (docs/model.md sections 3, 7; V_l = sigma_l^2 V0)
 
-:func:`global_prox` finds the global minimiser per node (docs/method.md section 3): the safeguarded Newton
-descent (:func:`newton_minimize`) from the starts of :mod:`attnphase.numerics.prox.starts`, the lowest converged
-value winning (:mod:`attnphase.numerics.prox.selection`), or a polish of the minima found last time.  Fields are
-vectors h, w (N, L) at r = 1 with V the variances V_l (the fast path: the generated P, the refinement pass, every
-distinct minimum kept, the compiled and torch backends), or matrices (N, L, r) with V the r x r V0.  The
-backends (:func:`~attnphase.numerics.prox.backends.resolve_backend`) give the same results to rounding.
+:func:`global_prox` finds the global minimiser per node (docs/method.md section 3): the Newton descent
+(:func:`newton_minimize`) from the starts of :mod:`attnphase.numerics.prox.starts`, the lowest converged value
+winning (:mod:`attnphase.numerics.prox.selection`), or a polish of the minima found last time.  Fields are vectors
+(N, L) at r = 1 (the fast path: the refinement pass, every distinct minimum kept, the compiled and torch backends)
+or matrices (N, L, r).
 """
 
 from __future__ import annotations

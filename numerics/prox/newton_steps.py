@@ -1,8 +1,6 @@
-"""The step rules of the safeguarded Newton descent on the proximal objective, and their constants, written once.
+"""The step rules of the safeguarded Newton descent on the proximal objective P, and their constants, written once.
 
-    P(h) = sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T)      (docs/model.md sections 3, 7)
-
-A step: d = -(H + mu I)^{-1} grad, mu from the direction rule (:func:`eigen_shift_direction` at rank 1,
+A step: d = -(H + mu I)^{-1} grad P, mu from the direction rule (:func:`eigen_shift_direction` at rank 1,
 :func:`cholesky_shift_direction` at rank r), scaled to at most :func:`max_step`, accepted by :func:`armijo` while
 halving; a node has converged when H is positive definite and the step is :func:`near` zero, or when it has
 :func:`stalled`.  ``xp`` is ``numpy`` or ``torch``.  The compiled template :mod:`attnphase.numerics.prox.rows`

@@ -1,16 +1,11 @@
-"""Template of the compiled proximal solver: the Newton descent of :mod:`attnphase.numerics.prox.descent`, one row at
-a time.
+"""Template of the compiled proximal solver: the Newton descent of :mod:`attnphase.numerics.prox.descent` one row at a
+time, on P(h) = sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T) (docs/model.md sections 3, 7).
 
-    h_hat(w, T) = argmin_h  P(h) = sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T),   h in R^{L x r}
-                                                       (docs/model.md sections 3 and 7; at r = 1, V_l^{-1} = 1 / V_l)
-
-Not imported by its own name: :func:`attnphase.numerics.prox.compiled.instance` imports a copy per (L, r, kernels,
-parallel) with a :class:`~attnphase.numerics.prox.compiled.Binding` as ``__spec__.loader_state``.  A row's
-unknowns are h flattened to n = L r entries (entry (l, a) at l r + a).  Chosen once per instance: the rank-1
-kernels (V_l scalars, the generated P itself, the eigenvalue-shift direction with closed forms at L = 2; the
-whitened correlated-token kernels in the variables v, attention at h = B v, :func:`attention`) or the rank-r ones
-(V_l^{-1} blocks, the generated loss plus :func:`quadratic`, the shifted Cholesky direction).  The step constants
-are those of :mod:`attnphase.numerics.prox.newton_steps`.
+Imported only as a copy per (L, r, kernels, parallel) by :func:`attnphase.numerics.prox.compiled.instance`, with a
+:class:`~attnphase.numerics.prox.compiled.Binding` as ``__spec__.loader_state``.  A row's unknowns are h flattened
+to n = L r entries.  Chosen once per instance: the rank-1 kernels (V_l scalars, the generated P, the
+eigenvalue-shift direction; the whitened correlated-token ones in the variables v, :func:`attention`) or the
+rank-r ones (V_l^{-1} blocks, the generated loss plus :func:`quadratic`, the shifted Cholesky direction).
 """
 
 from __future__ import annotations
