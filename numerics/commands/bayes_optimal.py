@@ -1,17 +1,7 @@
-"""The Bayes-optimal estimator in ``solve`` and ``sweep`` (docs/bayes-optimal.md): ``solve --estimator
-bayes-optimal`` (its fixed point at one alpha) and ``sweep --estimator bayes-optimal`` (both Bayes-optimal branches
-over an alpha grid); the models and options they take are checked in
-:mod:`attnphase.numerics.commands.bayes_options`, ``phase-diagram --estimator bayes-optimal`` is
-:mod:`attnphase.numerics.commands.bayes_phase_diagram`.
-
-The record has the ERM record's keys (numerics/commands/point_record.py) in the same units: ``q`` = ``theta`` =
-Q . Q* / d of the posterior mean (Nishimori), ``m`` = 0 (the posterior mean does not see the positions), ``V`` =
-rho0 - q0 (the posterior variance per coordinate), ``eps_g`` the Bayes-optimal test error, ``e_t`` null (no
-training loss: ``free_entropy`` instead), each with ``err_<key>`` (the change from the rule of order n -
-ORDER_STEP; ``err_free_entropy`` too), plus the thresholds ``alpha_weak_recovery``, ``alpha_it``, ``alpha_amp`` with their bars and notes.
-The record, and the model the JSON objects echo (:func:`~attnphase.numerics.commands.bayes_options.bayes_model_echo`,
-:func:`~attnphase.numerics.commands.bayes_options.bayes_params`), leave out what the estimator does not use: the
-ridge penalty ``lam`` and the training ``loss`` (``--lam`` is refused with it).
+"""The Bayes-optimal estimator in ``solve`` and ``sweep`` (docs/bayes-optimal.md): its fixed point at one alpha, and
+both its branches over an alpha grid.  The record has the ERM record's keys in the same units, with
+``free_entropy`` in place of ``e_t`` and the thresholds beside them (docs/reference/outputs.md); it and the echoed
+model leave out what the estimator does not use (``lam``, ``loss``: :mod:`attnphase.numerics.commands.bayes_options`).
 """
 
 from __future__ import annotations
@@ -21,7 +11,7 @@ import sys
 
 from attnphase import options as opt
 from attnphase import work
-from attnphase.numerics.commands.bayes_options import (bayes_model_echo, bayes_params, check_bayes_model,
+from attnphase.numerics.commands.bayes_options import (bayes_job, bayes_model_echo, bayes_params, check_bayes_model,
                                                        check_bayes_solver_options, check_estimator_branch)
 from attnphase.numerics.commands.point_record import max_relative_error, print_record
 from attnphase.numerics.se.bayes_curve import BAYES_BRANCHES
@@ -72,10 +62,8 @@ def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
 
 
 def bayes_error_note(p, rho0: float) -> str:
-    """Why some numbers of a Bayes-optimal point carry no bar or a bar of 0 (README: every number carries its bar or
-    ``error_note`` says why): e_t is null (no training loss), free_entropy is null at perfect recovery (where Phi
-    diverges; its bar with it), and q, V, theta are exact at q0 = 0 (no recovery) and at q0 = rho0 (perfect
-    recovery), where both rules give the same point."""
+    """Why some numbers of a Bayes-optimal point carry no bar or a bar of 0 (e_t and, at perfect recovery,
+    free_entropy null; q, V, theta exact at q0 = 0 and q0 = rho0, where every rule gives the same point)."""
     said = ["e_t null: the Bayes-optimal estimator minimises no training loss (free_entropy = Phi instead)",
             "err_m = 0: m = 0 exactly (the posterior mean does not see the positions)"]
     if p.free_entropy is None:
@@ -101,11 +89,6 @@ def bayes_rows_error_note(rows: list[dict], rho0: float) -> str:
     return "; ".join(said)
 
 
-def bayes_sweep_file_name(omega: float) -> str:
-    """The table ``sweep --estimator bayes-optimal`` writes into ``--out DIR`` per omega."""
-    return f"sweep_bayes-optimal_omega{omega:g}.csv"
-
-
 def sweep_by_estimator(args: argparse.Namespace) -> int | None:
     """``sweep``'s estimator: with ``--estimator bayes-optimal`` the Bayes-optimal sweep's exit code
     (:func:`sweep_bayes_optimal`); otherwise None, ``args.branch`` set to the ERM branch (semantic by default)."""
@@ -118,9 +101,7 @@ def sweep_by_estimator(args: argparse.Namespace) -> int | None:
 
 def sweep_bayes_optimal(args: argparse.Namespace) -> int:
     """``attnphase sweep --estimator bayes-optimal``: both Bayes-optimal branches (or ``--branch``'s) over the alpha
-    grid at each omega, each point with its error bars, into DIR/sweep_bayes-optimal_omega<omega>.csv and
-    DIR/sweep_bayes-optimal.nc, with the thresholds (``--json``: one object).  Exit 0: every Bayes-optimal
-    branch exists at every alpha (where the two coincide, ``coincides`` is 1)."""
+    grid at each omega into DIR/sweep_bayes-optimal*; exit 0 where every point exists."""
     import json
     import math
 
@@ -128,18 +109,8 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
 
     branches = BAYES_BRANCHES if args.branch is None else (check_estimator_branch("bayes-optimal", args.branch),)
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
-    params, omegas = opt.omegas_from_args(args)
-    for w in omegas:
-        check_bayes_model(args, params.replace(omega=w))
-    check_bayes_solver_options(args)
-    workload.check_grid(len(alphas) * len(omegas), workload.MAX_SWEEP_POINTS, "alpha values (x omegas)", "--alpha",
-                        args.large)
-    from attnphase import execution_options
-
-    executor = execution_options.executor_from_args(args)
-    out_dir = outputs.out_dir_from_args(args)
-    opt.announce_defaults(args, params)
-    per_task = workload.bayes_task_seconds(len(alphas), params.L)
+    params, omegas, executor, out_dir, per_task = bayes_job(args, alphas, workload.MAX_SWEEP_POINTS,
+                                                            "alpha values (x omegas)", "--alpha")
     workload.announce_tasks(f"Bayes-optimal sweep of {len(alphas)} alpha values, {len(branches)} branch"
                             f"{'es' if len(branches) > 1 else ''}" + (f" at {len(omegas)} omegas" if len(omegas) > 1 else ""),
                             [per_task] * (len(omegas) * len(branches)), executor.workers,
@@ -175,7 +146,7 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
                       command=command_line(), estimator="bayes-optimal",
                       title="The Bayes-optimal state evolution of dot-product attention over alpha",
                       **{k: v for k, v in thresholds.items() if v is not None and not k.endswith("_note")})
-    paths = {w: out_dir / bayes_sweep_file_name(params.replace(omega=w).omega) for w in rows_by_omega}
+    paths = {w: out_dir / f"sweep_bayes-optimal_omega{params.replace(omega=w).omega:g}.csv" for w in rows_by_omega}
     job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas)}
     with outputs.staged_output(out_dir, job="sweep_bayes-optimal", model=job_model) as stage:
         for w, rows in rows_by_omega.items():

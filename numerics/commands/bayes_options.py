@@ -1,14 +1,13 @@
-"""Which models and options the Bayes-optimal estimator takes, shared by ``solve``, ``sweep`` and ``phase-diagram
---estimator bayes-optimal`` (docs/bayes-optimal.md): the branch of an estimator (``--branch``), the model it solves
-(rank 1, independent tokens, omega < 1, no ``--lam``), the ERM solver's options it refuses, and the model its
-records and JSON objects echo (:func:`bayes_model_echo`, :func:`bayes_params`), which leave out what the estimator
-does not use: the ridge penalty ``lam`` and the training ``loss``.
+"""Which models and options the Bayes-optimal estimator takes (docs/bayes-optimal.md), shared by ``solve``, ``sweep``
+and ``phase-diagram --estimator bayes-optimal``, and the model its records echo (without ``lam`` and ``loss``).
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
+from attnphase import options as opt
 from attnphase.numerics.commands.point_record import model_echo
 from attnphase.numerics.se.bayes_curve import BAYES_BRANCHES
 
@@ -57,11 +56,26 @@ def check_bayes_model(args: argparse.Namespace, params) -> None:
         raise ValueError("--token-cov: --estimator bayes-optimal is solved for independent tokens")
 
 
+def bayes_job(args: argparse.Namespace, alphas: list[float], max_points: int, what: str,
+              option: str) -> tuple[Any, list[float], Any, Any, float]:
+    """(model, omegas, executor, ``--out`` folder, CPU seconds of one task) of a Bayes-optimal job over ``alphas``:
+    the model at every omega, the solver options and the grid's size checked, the defaults announced."""
+    from attnphase import execution_options, outputs, workload
+
+    params, omegas = opt.omegas_from_args(args)
+    for w in omegas:
+        check_bayes_model(args, params.replace(omega=w))
+    check_bayes_solver_options(args)
+    workload.check_grid(len(alphas) * len(omegas), max_points, what, option, args.large)
+    executor = execution_options.executor_from_args(args)
+    out_dir = outputs.out_dir_from_args(args)
+    opt.announce_defaults(args, params)
+    return params, omegas, executor, out_dir, workload.bayes_task_seconds(len(alphas), params.L)
+
+
 def check_bayes_solver_options(args: argparse.Namespace) -> None:
-    """The ERM solver's options given with ``--estimator bayes-optimal`` (one-line ValueError naming the first): its
-    state evolution is solved on its own Gauss rule, the error bars the change from the rule of 16 nodes fewer
-    (docs/bayes-optimal.md), so ``--quadrature``, ``--tol``, ``--prox``, ``--precision``, ``--error-estimate`` ...
-    were ignored without a word (``--error-estimate 0`` still gave bars)."""
+    """One-line ValueError naming the first ERM solver option given with ``--estimator bayes-optimal``: its state
+    evolution is solved on its own Gauss rule (docs/bayes-optimal.md), so they would be ignored."""
     from attnphase.solver_options import SOLVER_OPTIONS
 
     given = [option for option, field in SOLVER_OPTIONS if getattr(args, field, None) is not None]

@@ -9,15 +9,13 @@ import argparse
 
 from attnphase import options as opt
 from attnphase import work
-from attnphase.numerics.commands.bayes_options import (bayes_model_echo, bayes_params, check_bayes_model,
-                                                       check_bayes_solver_options)
+from attnphase.numerics.commands.bayes_options import bayes_job, bayes_model_echo, bayes_params
 
 
 def threshold_keys(params) -> dict:
-    """The Bayes-optimal thresholds of a model as ``phase-diagram --json`` reports them beside the ERM boundaries:
-    ``alpha_weak_recovery``, ``alpha_it``, ``alpha_amp`` with ``err_<key>`` and ``<key>_note`` (null with the
-    reason where they are not computed: a rank above 1, correlated tokens).  They do not depend on omega (< 1),
-    A, P or lambda (docs/bayes-optimal.md), so one set serves every omega of the diagram."""
+    """The Bayes-optimal thresholds as ``phase-diagram --json`` reports them beside the ERM boundaries, with
+    ``err_<key>`` and ``<key>_note`` (null with the reason at a rank above 1 or for correlated tokens); the same at
+    every omega < 1."""
     from attnphase.numerics.phase.bayes_thresholds import THRESHOLD_KEYS
 
     why = ""
@@ -37,16 +35,8 @@ def threshold_keys(params) -> dict:
     return out | {f"{k}_note": f"{out[f'{k}_note']}; the same at every omega < 1" for k in THRESHOLD_KEYS}
 
 
-def phase_diagram_file_stem() -> str:
-    """The stem of the files ``phase-diagram --estimator bayes-optimal`` writes into ``--out DIR`` (.csv, .json,
-    .nc, .png): beside an ERM phase diagram's ``phase_diagram.*``, never over them."""
-    return "phase_diagram_bayes-optimal"
-
-
 def check_bayes_diagram_options(args: argparse.Namespace) -> None:
-    """The ERM-only options of ``phase-diagram`` refused with ``--estimator bayes-optimal`` (one-line ValueErrors):
-    ``--census``, ``--continuation on`` and ``--error-estimate`` other than auto (the Bayes-optimal bars are the
-    change from the rule of fewer nodes, docs/bayes-optimal.md)."""
+    """One-line ValueErrors for the ERM-only options of ``phase-diagram`` given with ``--estimator bayes-optimal``."""
     if getattr(args, "census", False):
         raise ValueError("--census searches the ERM fixed points; --estimator bayes-optimal has no census")
     if getattr(args, "continuation", "auto") == "on":
@@ -58,32 +48,17 @@ def check_bayes_diagram_options(args: argparse.Namespace) -> None:
 
 
 def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
-    """``attnphase phase-diagram --estimator bayes-optimal``: at every omega the thresholds alpha_weak_recovery,
-    alpha_it, alpha_amp with their error bars (null with the reason where one does not exist) and the
-    Bayes-optimal estimator's q0 and eps_g over the alpha grid, into DIR/phase_diagram_bayes-optimal.csv (one row
-    per omega), .json, .nc and .png; ``--json`` prints the JSON object.  Exit 1 if a value is not finite."""
+    """``attnphase phase-diagram --estimator bayes-optimal``: the thresholds at every omega and the estimator's q0 and
+    eps_g over the alpha grid, into DIR/phase_diagram_bayes-optimal.*.  Exit 1 if a value is not finite."""
     import json
     import math
 
     from attnphase import outputs, workload
 
     check_bayes_diagram_options(args)
-    # the thresholds are computed directly, not located on the grid (the ERM diagram's two alphas at least): the
-    # grid is where the estimator's q0 and eps_g are drawn, one alpha is a grid
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
-    omegas = opt.parse_values(args.omega, "--omega")
-    params = opt.omegas_from_args_ns(args, omegas)
-    for w in omegas:
-        check_bayes_model(args, params.replace(omega=w))
-    check_bayes_solver_options(args)
-    workload.check_grid(len(omegas) * len(alphas), workload.MAX_DIAGRAM_POINTS,
-                        "(omega, alpha) points (omegas x alphas)", "--omega/--alpha", args.large)
-    from attnphase import execution_options
-
-    executor = execution_options.executor_from_args(args)
-    out_dir = outputs.out_dir_from_args(args)
-    opt.announce_defaults(args, params)
-    per_task = workload.bayes_task_seconds(len(alphas), params.L)
+    params, omegas, executor, out_dir, per_task = bayes_job(
+        args, alphas, workload.MAX_DIAGRAM_POINTS, "(omega, alpha) points (omegas x alphas)", "--omega/--alpha")
     workload.announce_tasks(f"Bayes-optimal phase diagram over {len(omegas)} omega x {len(alphas)} alpha values",
                             [per_task] * len(omegas), executor.workers, f"~{per_task:.2g} CPU s per omega",
                             quiet=args.quiet, min_seconds=0, own=workload.BAYES_DIAGRAM_COMMAND_SECONDS)
@@ -112,7 +87,7 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
     rows = [{k: o.value[0][k] for k in BAYES_DIAGRAM_COLUMNS if k in o.value[0]} for o in outs]
     curves = {float(params.replace(omega=w).omega): o.value[1]["points"] for w, o in zip(ordered, outs)}
     rule = outs[0].value[2]
-    stem = phase_diagram_file_stem()
+    stem = "phase_diagram_bayes-optimal"  # beside an ERM diagram's files, never over them
     attrs = job_attrs("phase-diagram", version=version, model=bayes_params(params) | {"omega": "scanned"},
                       rule=rule, command=command_line(), estimator="bayes-optimal",
                       title="The Bayes-optimal thresholds of dot-product attention over omega")

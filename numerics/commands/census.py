@@ -1,23 +1,5 @@
-"""``attnphase census``: every fixed point at one (alpha, omega), for every L, r, r*, ranked by e_t with error bars.
-
-The census of :mod:`attnphase.numerics.phase.census` (docs/method.md section 12): a search from the model's starts,
-duplicates removed on the gauge orbit, error bars, the stability eigenvalue, lowest e_t first.  A line per start
-on stderr (``--quiet``: none), a table of the fixed points on stdout, the global minimum on stderr.
-
-``--json`` prints one object: ``alpha``, ``omega``, ``params``, ``solver``, ``error_estimate``, ``search_quadrature``
-(the rule of the search), ``starts`` / ``not_converged`` (counts), ``polish_failures`` (points found on the
-search rule that did not converge on the solve rule), ``global_minimum`` (the branch label of the lowest e_t),
-``separation`` (the next point's height in combined error bars), ``seconds`` and ``fixed_points``, lowest e_t first,
-each with the ``solve --json`` keys, ``err_<key>``, ``stable``, ``leading_eigenvalue`` and ``starts`` (how many
-starts reached it).  At r >= 2 or r* >= 2 also ``rank``, ``teacher_rank``, ``not_converged_starts`` (each failed
-start's name, requested branch, residual and solver message) and ``separation_paired`` (the height in the error of
-the per-block difference); each point has the ``solve --rank --json`` keys, ``start_names``, ``merged`` (the points
-found within its error bars: label, e_t, starts) and its height above the minimum (``delta_e_t``,
-``err_delta_e_t``, ``separation_paired``, ``separation_combined``).
-
-``--out DIR`` writes that object to census.json, one row per fixed point to census.csv (:data:`CSV_COLUMNS`; at
-r >= 2 :data:`MATRIX_HEAD`, the invariants, :data:`MATRIX_TAIL`), one row per start to census_starts.csv, and both
-tables, under the same names, to census.nc (:func:`~attnphase.numerics.jobs.dataset.census_dataset`, CF).
+"""``attnphase census``: every fixed point at one (alpha, omega), for every L, r, r*, ranked by e_t with error bars
+(:mod:`attnphase.numerics.phase.census`, docs/method.md section 12; the outputs: docs/reference/outputs.md).
 ``phase-diagram --census`` runs :func:`phase_diagram_census`.  Exit code 0, or 1 when no start converged.
 """
 
@@ -71,11 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``attnphase census``: exit code 0, or 1 when no start converged."""
-    from attnphase.numerics.commands.common import ranks_from_args
-
     alpha = opt.parse_value(args.alpha, "--alpha", positive=True)
-    r, r_star = ranks_from_args(args)
-    params, cfg, n_rules = _setup(args, r, r_star)
+    params, cfg, n_rules = _setup(args)
     out_dir = outputs.out_dir_from_args(args) if args.out is not None else None
     work.begin("taking the census of fixed points")
     print(_announcement(params, alpha, cfg, n_rules), file=sys.stderr, flush=True)
@@ -112,15 +91,13 @@ def run(args: argparse.Namespace) -> int:
     return _summary(obj, cfg)
 
 
-def _setup(args: argparse.Namespace, r: int, r_star: int) -> tuple[Any, Any, int]:
+def _setup(args: argparse.Namespace) -> tuple[Any, Any, int]:
     """(model, SolverConfig, independent rules of the error bars), every option checked, the defaults announced."""
-    if is_scalar_form(r, r_star):
-        from attnphase.numerics.commands.common import point_setup
-
-        return point_setup(args, "census")
-    from attnphase.numerics.commands.common import model_and_config
+    from attnphase.numerics.commands.common import model_and_config, point_setup, ranks_from_args
     from attnphase.numerics.errors.quadrature_error import independent_rules
 
+    if is_scalar_form(*ranks_from_args(args)):
+        return point_setup(args, "census")
     params, cfg = model_and_config(args, opt.single_omega(args, "census"))
     opt.announce_defaults(args, params)
     return params, cfg, independent_rules(cfg, solver_options.error_estimate_from_args(args))
@@ -128,7 +105,6 @@ def _setup(args: argparse.Namespace, r: int, r_star: int) -> tuple[Any, Any, int
 
 def _announcement(params: Any, alpha: float, cfg: Any, n_rules: int) -> str:
     """What the census is about to do, and about how long it takes."""
-    from attnphase.numerics.capabilities import is_scalar_form
     from attnphase.numerics.phase.census_starts import grid_starts
     from attnphase.theory.whitening import se_params
 
@@ -155,21 +131,17 @@ def _error_source(cfg: Any, n_rules: int) -> str:
 
 
 def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
-    """The ``--json`` object of the module doc."""
+    """The ``--json`` object (docs/reference/outputs.md, census)."""
+    from attnphase.numerics.commands.point_record import matrix_record, solve_record
     from attnphase.numerics.phase.census import entry_errors
-    from attnphase.numerics.capabilities import is_scalar_form
 
     params, search = res.params, res.search
     scalar = is_scalar_form(params.r, params.r_star)
     points = []
     for e in res.entries:
         if scalar:
-            from attnphase.numerics.commands.point_record import solve_record
-
             rec = solve_record(e.point, e.point.branch)[0] | entry_errors(e)
         else:
-            from attnphase.numerics.commands.point_record import matrix_record
-
             rec = matrix_record(e.point, e.point.requested) | e.errors
         rec |= {"stable": e.stable, "leading_eigenvalue": e.leading_eigenvalue, "starts": len(e.starts)}
         if not scalar:
@@ -252,10 +224,8 @@ def _finite(x: Any) -> bool:
 
 
 def _write(out_dir: Any, obj: dict, res: Any) -> None:
-    """census.json, census.csv (a row per fixed point), census_starts.csv (a row per start) and census.nc (both
-    tables), all or none."""
+    """census.json, census.csv, census_starts.csv and census.nc, all or none."""
     from attnphase.execution.dataset import csv_text, job_attrs, write_netcdf
-    from attnphase.numerics.capabilities import is_scalar_form
     from attnphase.numerics.commands.common import command_line
     from attnphase.numerics.jobs.dataset import census_dataset
     from attnphase.numerics.jobs.tasks import numerics_version
@@ -288,11 +258,9 @@ def _write(out_dir: Any, obj: dict, res: Any) -> None:
 def phase_diagram_census(params: Any, rows: list[dict], cfg: Any, n_rules: int, out: Any, *, executor: Any = None,
                          store: Any = None, fresh: bool = False, quiet: bool = True) -> tuple[list[dict], int]:
     """``phase-diagram --census``: the census at each row's alpha_c
-    (:func:`attnphase.numerics.phase.census.census_check`; error bars from ``n_rules`` rules, the census's
-    default 4 when 0), one task per omega with an alpha_c (:func:`attnphase.numerics.jobs.tasks.census_task`:
-    stored in ``store``, read back on a rerun), into ``out``/phase_diagram_census.csv (not census.csv: that is the
-    ``census`` command's table, of other columns, beside its census.nc), a line per omega printed;
-    returns (the rows, how many census tasks failed)."""
+    (:func:`attnphase.numerics.phase.census.census_check`; ``n_rules`` rules, else CENSUS_RULES), one stored task per
+    omega with an alpha_c, into ``out``/phase_diagram_census.csv, a line per omega printed; returns (the rows, how
+    many census tasks failed)."""
     from attnphase.execution import ExecutorSpec, run_tasks
     from attnphase.execution.dataset import csv_text
     from attnphase.execution.progress import TaskBar

@@ -1,12 +1,6 @@
-"""The set-up every numerics command shares, written once: the model and SolverConfig of the command line at
-every rank, one point's set-up, the staged output of a job, the tasks folder, the command line of a
-dataset, the store of a job's tasks, and a sweep's exit code.
-
-The model is one :class:`~attnphase.theory.params.ModelParams` with the ranks r, r* of ``--rank`` /
-``--teacher-rank`` (docs/model.md section 7); at r = r* = 1 it is the scalar form's model, otherwise the
-matrix form's, whose SolverConfig takes the global proximal map and Sobol rules only (the one capability
-table, :mod:`attnphase.numerics.capabilities`, refuses the rest in one line).  Imports nothing heavy at
-module level: the command modules import it while the parser is built.
+"""The set-up every numerics command shares: the model and SolverConfig of the command line at every rank (the
+scalar form at r = r* = 1, the matrix form otherwise: docs/model.md section 7), one point's set-up, the staged
+output of a job, its tasks folder and command line, and a sweep's exit code.  Imports nothing heavy at module level.
 """
 
 from __future__ import annotations
@@ -14,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import json
 import numbers
 import sys
 from collections.abc import Iterator
@@ -55,11 +50,8 @@ def ranks_from_args(args: argparse.Namespace) -> tuple[int, int]:
 
 
 def model_and_config(args: argparse.Namespace, omega: float, branch: str | None = None) -> tuple[Any, Any]:
-    """(ModelParams with the ranks of ``args`` at ``omega``, SolverConfig), every option checked before any work.
-
-    At r = r* = 1 the model group's and the solver group's checks; at r or r* >= 2 the model group's checks see
-    a rank-1 model (the ranks are set after), correlated tokens are refused, and the SolverConfig is the matrix
-    form's (:func:`matrix_config`).  ``branch`` ``mixed`` needs r >= 2 (the capability table)."""
+    """(ModelParams with the ranks of ``args`` at ``omega``, SolverConfig), every option checked before any work; at
+    r or r* >= 2 the model group checks a rank-1 model, correlated tokens are refused; ``branch`` mixed needs r >= 2."""
     r, r_star = ranks_from_args(args)
     if branch == "mixed":
         from attnphase.numerics.capabilities import check
@@ -76,15 +68,21 @@ def model_and_config(args: argparse.Namespace, omega: float, branch: str | None 
 
 
 def scan_models(args: argparse.Namespace) -> tuple[str, list[Any], list[Any], list[float]]:
-    """(the scanned field, its values, one ModelParams per value with the ranks of ``args``, the omegas) of
-    ``scan``, every value checked (:func:`attnphase.options.scan_from_args`) and no two giving one model."""
+    """(the scanned field, its values, one ModelParams per value with the ranks of ``args``, the omegas) of ``scan``,
+    every value checked and no two giving one model."""
     r, r_star = ranks_from_args(args)
     if is_scalar_form(r, r_star):
         field, values, models, omegas = opt.scan_from_args(args)
     else:
         field, values, models, omegas = opt.scan_from_args(_at_rank_one(args))
         models = [m.replace(r=r, r_star=r_star) for m in models]
-    check_distinct_models(field, values, models)
+    seen: dict[str, object] = {}
+    for v, m in zip(values, models):  # ``--sigma "0.5;0.5,0.5"``: a scalar and the same value per token
+        key = json.dumps(m.to_dict(), sort_keys=True, default=str)
+        if key in seen:
+            raise ValueError(f"--{field.replace('_', '-')}: the values {str(seen[key])!r} and {str(v)!r} give the same "
+                             f"model; give each once")
+        seen[key] = v
     return field, values, models, omegas
 
 
@@ -96,8 +94,7 @@ def _at_rank_one(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def config_of(args: argparse.Namespace, params: Any) -> Any:
-    """The SolverConfig of the solver group for ``params``, checked against it: the scalar form's, or the matrix
-    form's (:func:`matrix_config`) at r or r* >= 2."""
+    """The SolverConfig of the solver group for ``params``, checked against it (:func:`matrix_config` at r, r* >= 2)."""
     if not is_scalar_form(params.r, params.r_star):
         return matrix_config(args, params)
     cfg = solver_options.config_from_args(args)
@@ -106,9 +103,8 @@ def config_of(args: argparse.Namespace, params: Any) -> Any:
 
 
 def matrix_config(args: argparse.Namespace, params: Any) -> Any:
-    """The SolverConfig of the matrix form (r or r* >= 2): ``--prox global`` and a Sobol rule, checked against
-    ``params``; the scalar form's capabilities (:mod:`attnphase.numerics.capabilities`: its extra rules, the
-    torch backend, the local proximal maps) are refused in one line."""
+    """The SolverConfig of the matrix form (r or r* >= 2): ``--prox global`` and a Sobol rule; the scalar form's
+    capabilities (:mod:`attnphase.numerics.capabilities`) are refused in one line."""
     from attnphase.numerics.capabilities import SCALAR_RULES, check
 
     r, r_star = params.r, params.r_star
@@ -129,9 +125,8 @@ def matrix_config(args: argparse.Namespace, params: Any) -> Any:
 
 
 def point_setup(args: argparse.Namespace, command: str, branch: str | None = None) -> tuple[Any, Any, int]:
-    """The model, SolverConfig and independent-rule count of its error estimate (0: none, or from the
-    rules' blocks) of a command at one (alpha, omega) (``solve``, ``census``), at every rank: checked
-    (one-line errors before any work) and the defaults announced."""
+    """(model, SolverConfig, independent rules of the error estimate) of a command at one (alpha, omega), every rank:
+    checked before any work, the defaults announced."""
     params, cfg = model_and_config(args, opt.single_omega(args, command), branch)
     from attnphase.numerics.errors.quadrature_error import point_rules
 
@@ -144,9 +139,8 @@ def point_setup(args: argparse.Namespace, command: str, branch: str | None = Non
 
 @contextlib.contextmanager
 def staged_job(out_dir: Path, job: str, model: dict[str, Any], as_json: bool) -> Iterator[Path]:
-    """A job's staging folder (:func:`attnphase.outputs.staged_output`: moved into ``out_dir`` at the end, all
-    files or none); what the job prints names ``out_dir``, never the staging folder, and with ``--json`` its
-    stdout goes to stderr (stdout gets the one JSON object alone)."""
+    """A job's staging folder (:func:`attnphase.outputs.staged_output`), what the job prints naming ``out_dir``; with
+    ``--json`` its stdout goes to stderr."""
     with outputs.staged_output(out_dir, job=job, model=model) as stage:
         shown = {str(stage): str(out_dir)}
         stdout = outputs.Rewriting(sys.stderr if as_json else sys.stdout, shown)
@@ -163,17 +157,3 @@ def sweep_exit_code(branch: str, n_failed: int, n_on: int) -> int:
               file=sys.stderr)
         return EXIT_NO_BRANCH
     return 0
-
-
-def check_distinct_models(field: str, values: list, models: list) -> None:
-    """Two scanned values that give the same model (``--sigma "0.5;0.5,0.5"``: a scalar and the same value per
-    token) are a ValueError naming the option, before any work."""
-    import json
-
-    seen: dict[str, object] = {}
-    for v, m in zip(values, models):
-        key = json.dumps(m.to_dict(), sort_keys=True, default=str)
-        if key in seen:
-            raise ValueError(f"--{field.replace('_', '-')}: the values {str(seen[key])!r} and {str(v)!r} give the same "
-                             f"model; give each once")
-        seen[key] = v

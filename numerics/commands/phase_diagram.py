@@ -1,14 +1,7 @@
-"""``attnphase phase-diagram``: alpha_c, alpha_l and the branch ends over omega (docs/model.md section 6), every rank.
-
-At every omega of ``--omega`` both branches over the alpha grid, alpha_c, alpha_l and where each branch ends,
-each with its error bar, as tasks of the execution layer (resumed from ``DIR/tasks``); written into ``--out
-DIR`` (all files or none): phase_diagram.csv, .json, .nc, .png and the branch curves at the run's omega nearest
-0.3, curves_omega<omega>.png (``--census``: phase_diagram_census.csv).  At r or r* >= 2 the matrix form's branches
-(mixed at r >= 2), their ends by bisection and alpha_c, alpha_l by bracketing, each with its bracket width
-(numerics/jobs/report.py).  ``--json`` prints phase_diagram.json with ``out`` (and, at r = r* = 1, the
-Bayes-optimal thresholds beside the boundaries).  Exit code 1 if a task failed.  ``--estimator bayes-optimal``:
-the Bayes-optimal thresholds at every omega and its eps_g over the alpha grid, phase_diagram_bayes-optimal.csv,
-.json, .nc, .png (numerics/commands/bayes_optimal.py).
+"""``attnphase phase-diagram``: alpha_c, alpha_l and the branch ends over omega (docs/model.md section 6), every rank:
+the job :mod:`attnphase.numerics.jobs.report` (its files: docs/reference/outputs.md), ``--census``
+(:func:`~attnphase.numerics.commands.census.phase_diagram_census`) and ``--estimator bayes-optimal``
+(:mod:`attnphase.numerics.commands.bayes_phase_diagram`).  Exit code 1 if a task failed.
 """
 
 from __future__ import annotations
@@ -34,8 +27,7 @@ DESCRIPTION = ("The phase diagram (docs/model.md section 6): at every omega, bot
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """``--alpha`` (the grid), the model group (``--omega`` a range), the solver group, ``--error-estimate``,
-    ``--census``, ``--continuation``, ``--out DIR``, ``--large``, the execution group, ``--quiet``, ``--json``."""
+    """``phase-diagram``'s options (docs/reference/commands.md)."""
     p.add_argument("--alpha", default="0.1:3:12", metavar="RANGE",
                    help=f"alpha grid of the branch sweeps, values > 0: {opt.RANGE_SYNTAX} (default 0.1:3:12)")
     opt.add_model_options(p, omega_range=True, omega_default="0:0.45:10")

@@ -1,14 +1,6 @@
-"""What ``solve`` prints for one fixed point, at every rank: its record, and the warnings and notes its error
-bars call for.
-
-The record (``attnphase solve --json``, one census entry) of the scalar form (r = r* = 1) holds the keys of
-RECORD_KEYS, the model beside them (:func:`model_echo`) and, with error bars, ``err_<key>`` and
-``max_relative_error``.  The matrix form's (r or r* >= 2, docs/model.md section 7) has the scalar keys that
-keep their meaning (alpha, omega, lam, branch, requested_branch, eps_g, e_t, converged, iterations, residual,
-reason) and, in place of the scalar overlaps, the gauge invariants of MATRIX_KEYS: q0_eigenvalues,
-V0_eigenvalues, th0_singular_values, m_norms, the per-direction labels, the overlaps in the canonical gauge,
-e_t_direct (lambda Tr q0 / 2 + alpha E[loss]) and gauge_angle (the rule's breaking of the rotation symmetry).
-The exit code says whether it is a result on the requested branch (README "Exit codes").
+"""What ``solve`` prints for one fixed point, at every rank: its record (the scalar form's RECORD_KEYS at
+r = r* = 1, the matrix form's MATRIX_KEYS otherwise: docs/reference/outputs.md), the warnings and notes its error
+bars call for, and the exit code (README "Exit codes").
 """
 
 from __future__ import annotations
@@ -101,10 +93,8 @@ ORDER_RESOLVED = 2.0
 
 
 def unresolved_order_warning(fp, err) -> None:
-    """Warn when a positional / semantic point's order parameter (|m_1|, |theta|) is not resolved from 0 by
-    the rule's blocks: its error bar is NaN (fewer than two blocks reproduce the branch) or more than
-    1 / ORDER_RESOLVED of it.  Measured (L = 3, P = I, alpha = 1, sobol10:4): the pooled rule has a fixed
-    point with m = -1.9e-4 (residual 3e-11) where three of the four blocks converge to m = 0."""
+    """Warn when a positional / semantic point's order parameter (|m_1|, |theta|) is not resolved from 0 by the rule's
+    blocks: its error bar is NaN, or more than 1 / ORDER_RESOLVED of it."""
     key = {"positional": "m", "semantic": "theta"}.get(fp.branch)
     if key is None:
         return
@@ -131,10 +121,8 @@ def exact_zero_note(rec: dict) -> str:
 
 
 def matrix_bars_note(rec: dict) -> str:
-    """The matrix form's bars that are 0 or absent, said (README: a bar of 0 or none is never silent): an invariant
-    whose every entry and bar are 0 (``m_norms`` of a semantic point: the symmetry holds it at 0 on every block), and
-    the two diagnostics without a bar (``e_t_direct``: e_t again, whose bar is ``err_e_t``; ``gauge_angle``: the
-    rule's own breaking of the rotation symmetry, 0 on an exact rule)."""
+    """The matrix form's bars that are 0 or absent, said: an invariant whose every entry and bar are 0 (the symmetry
+    holds it there on every block), and the diagnostics ``e_t_direct`` and ``gauge_angle``, which have no bar."""
     zeros = [k for k in MATRIX_KEYS if isinstance(rec.get(k), list) and rec[k] and isinstance(rec.get(f"err_{k}"), list)
              and all(v == 0.0 for v in rec[k]) and all(e == 0.0 for e in rec[f"err_{k}"])]
     said = [" = ".join(f"err_{k}" for k in zeros) + " = 0: " + " = ".join(zeros) + " = 0 exactly on this branch "
@@ -147,9 +135,8 @@ def matrix_bars_note(rec: dict) -> str:
 
 
 def exact_zero_rows_note(rows: list[dict]) -> str:
-    """:func:`exact_zero_note` (the matrix form: :func:`matrix_bars_note`) over a sweep's or a census's rows on the
-    branch, each distinct note once ("" when no bar is 0): a column of err_m = 0 or err_theta = 0 is never silent
-    either."""
+    """:func:`exact_zero_note` (or :func:`matrix_bars_note`) over a sweep's or a census's rows on the branch, each
+    distinct note once ("" when no bar is 0)."""
     notes = dict.fromkeys(n for n in (exact_zero_note(r) or matrix_bars_note(r) for r in rows if not r.get("reason"))
                           if n)
     return "; ".join(notes)
@@ -172,10 +159,8 @@ def precision_note(rel: float, tier: str) -> None:
 
 
 def print_record(rec: dict, reason: str, converged: bool, as_json: bool, show=lambda v: v) -> int:
-    """Print a solve record (one JSON object with every number in full, or ``key  value`` lines: a value
-    with its error bar as ``0.45948 +- 0.00044``, :func:`attnphase.display.record_lines`, anything else by
-    ``show(value)``) and the warning or note its ``reason`` calls for; the exit code: 0, 1 (not converged)
-    or EXIT_NO_BRANCH."""
+    """Print a solve record (one JSON object, or :func:`attnphase.display.record_lines` with ``show``) and the warning
+    or note its ``reason`` calls for; the exit code: 0, 1 (not converged) or EXIT_NO_BRANCH."""
     if as_json:
         print(json.dumps(outputs.json_value(rec)))
     else:

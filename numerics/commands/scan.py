@@ -1,13 +1,6 @@
-"""``attnphase scan``: the phase diagram over (a second model parameter) x omega, one task per cell, every rank.
-
-For every value v of the scanned parameter (lambda, rho0, L or sigma) and every omega, the
-boundaries of docs/model.md section 6 (:func:`~attnphase.numerics.phase.boundaries.phase_boundaries`) are
-one task of the execution layer; all of them land in one dataset ``scan.nc`` with dimensions
-``(<parameter>, omega, branch, alpha)`` (:func:`~attnphase.numerics.jobs.dataset.boundaries_dataset`),
-the table ``scan.csv`` (a ``<parameter>`` column before phase-diagram's), and one figure per value
-``phase_diagram_<parameter><v>.png``; ``--json`` prints scan.json (the rows, the task counts) with ``out``.
-At r or r* >= 2 the matrix form's boundaries (:mod:`attnphase.numerics.jobs.scan_report`), each with its bracket width.
-Resumable like every job (DIR/tasks, ``--fresh``).  Exit code 1 when a task failed.
+"""``attnphase scan``: the phase diagram over (a second model parameter) x omega, one task per cell, every rank (the
+job :mod:`attnphase.numerics.jobs.scan_report`; its files: docs/reference/outputs.md).  Exit code 1 when a task
+failed.
 """
 
 from __future__ import annotations
@@ -31,8 +24,7 @@ DESCRIPTION = ("The phase diagram (as phase-diagram) at every value of one more 
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """``--alpha`` (the grid), the model group with one scanned parameter, the solver group, ``--error-estimate``,
-    ``--out DIR``, ``--large``, the execution group, ``--quiet``, ``--json``."""
+    """``scan``'s options (docs/reference/commands.md)."""
     p.add_argument("--alpha", default="0.1:3:12", metavar="RANGE",
                    help=f"alpha grid of the branch sweeps, values > 0: {opt.RANGE_SYNTAX} (default 0.1:3:12)")
     opt.add_model_options(p, omega_range=True, omega_default="0:0.45:10", scan=True)

@@ -1,13 +1,6 @@
-"""``attnphase solve``: one fixed point of the state evolution at one (alpha, omega), every rank and estimator.
-
-Prints the record of :mod:`attnphase.numerics.commands.point_record` as ``key  value`` lines (a value with its
-error bar as ``0.45948 +- 0.00044``) or, with ``--json``, one object: at r = r* = 1 the model, q, m, V, theta,
-eps_g, e_t, eps_lin, converged, iterations, residual, reason, ``err_<key>`` and ``max_relative_error``; at r or
-r* >= 2 the gauge invariants in place of the scalar overlaps, each with ``err_<key>`` from the rule's blocks
-(``replicates`` of ``replicates_tried`` used); ``--estimator bayes-optimal``: the posterior mean's
-record with the thresholds (:mod:`attnphase.numerics.commands.bayes_optimal`).  ``error_note`` says why bars are
-missing where they are.  Exit code 1 if the fixed point did not converge, 3 if the solve reached another
-branch than ``--branch``.  The solvers are imported inside :func:`run`, after every option is checked.
+"""``attnphase solve``: one fixed point of the state evolution at one (alpha, omega), every rank and estimator,
+printed as :mod:`attnphase.numerics.commands.point_record` says (docs/reference/outputs.md).  Exit code 1 if the
+fixed point did not converge, 3 if the solve reached another branch than ``--branch``.
 """
 
 from __future__ import annotations
@@ -43,8 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """One fixed point; exit code 1 if it did not converge, 3 if the requested branch was not found (the solve
-    reached another one)."""
+    """One fixed point; exit code 1 if it did not converge, 3 if the solve reached another branch."""
     alpha = opt.parse_value(args.alpha, "--alpha", positive=True, hint="sweep follows a branch over a range of alpha")
     from attnphase.numerics.commands.bayes_optimal import solve_bayes_optimal
     from attnphase.numerics.commands.bayes_options import check_estimator_branch
@@ -79,10 +71,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, args: argparse.Namespace) -> tuple[dict, Any]:
-    """The scalar form's ``err_<key>``, ``max_relative_error`` and notes: the standard error over the rule's
-    blocks (or ``n_rules`` independent rules, :func:`~attnphase.numerics.errors.quadrature_error.fixed_point_error`),
-    and the fixed point as the blocks confirm it (a cold solve accepted at the rule's jump scale that they do
-    not reproduce is reported not converged, docs/method.md section 4)."""
+    """The scalar form's ``err_<key>``, ``max_relative_error`` and notes
+    (:func:`~attnphase.numerics.errors.quadrature_error.fixed_point_error`), and the fixed point as the rule's
+    blocks confirm it (docs/method.md section 4)."""
     from attnphase.numerics.errors.quadrature_error import error_bars_note, fixed_point_error
 
     err = fixed_point_error(fp, cfg, n_rules)
@@ -98,10 +89,11 @@ def _error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, args: argparse.Names
     if err is not None:
         rec.update({f"err_{k}": v for k, v in err.std.items()})
         rec["max_relative_error"] = max_relative_error(rec)
-        note = missing_bars_note(err)
-        if note:
-            rec["error_note"] = note
-            print(f"attnphase: note: {note}", file=sys.stderr)
+        if err.converged < 2 or not all(math.isfinite(v) for v in err.std.values()):  # no spread: say why
+            rec["error_note"] = (f"no error bars: only {err.converged} of the {len(err.rules)} rules of the error "
+                                 f"estimate reproduced this fixed point's branch (a spread needs two); the point may "
+                                 f"be an artefact of the rule")
+            print(f"attnphase: note: {rec['error_note']}", file=sys.stderr)
         else:
             precision_note(rec["max_relative_error"], getattr(args, "precision", None) or "default")
         exact = exact_zero_note(rec)
@@ -116,11 +108,9 @@ def _error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, args: argparse.Names
 
 
 def _matrix_error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int) -> dict:
-    """The matrix form's ``err_<key>`` of each of :data:`~attnphase.numerics.se.results.MATRIX_ERROR_KEYS`: the
-    standard error from the rule's R scrambling blocks, std_j / sqrt(R) over the block fixed points warm-started
-    from ``fp`` (:mod:`attnphase.numerics.errors.replicates`); for a rule of one block, the standard deviation over
-    ``n_rules`` independent rules.  A replicate that does not converge on ``fp``'s branch is left out:
-    ``replicates`` counts those used (no bars below two), ``replicates_tried`` all."""
+    """The matrix form's ``err_<key>`` (:mod:`attnphase.numerics.errors.replicates`: the rule's blocks, or ``n_rules``
+    independent rules); ``replicates`` counts the replicates on ``fp``'s branch (no bars below two),
+    ``replicates_tried`` all."""
     from attnphase.numerics.errors.quadrature_error import error_bars_note
     from attnphase.numerics.errors.replicates import replicate_count
 
@@ -147,12 +137,3 @@ def _matrix_error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int) -> dict:
             rec["error_note"] = note
             print(f"attnphase: note: {note}", file=sys.stderr)
     return rec
-
-
-def missing_bars_note(err: Any) -> str:
-    """Why some err_<key> of an error estimate are null ("" when none is): fewer than two of its rules (or
-    blocks) reproduced the fixed point's branch, so they have no spread."""
-    if err.converged >= 2 and all(math.isfinite(v) for v in err.std.values()):
-        return ""
-    return (f"no error bars: only {err.converged} of the {len(err.rules)} rules of the error estimate reproduced this "
-            f"fixed point's branch (a spread needs two); the point may be an artefact of the rule")

@@ -1,12 +1,6 @@
-"""``attnphase sweep``: one branch followed over the alpha grid by continuation, one row per alpha, at every rank.
-
-Each omega of ``--omega`` is one task (:mod:`attnphase.numerics.jobs.tasks`), written to
-``DIR/sweep_<branch>_omega<omega>.csv`` (at r or r* >= 2 ``..._rank<r>x<r*>.csv``; the columns of
-:func:`~attnphase.numerics.jobs.variables.sweep_columns`: the scalar overlaps at r = r* = 1, the gauge invariants
-otherwise, ``err_<column>`` and ``reason``) and all of them to ``DIR/sweep_<branch>.nc``; where the branch ends is
-said.  ``--json`` prints the sweep(s) with their rows.  Exit code 0 when every point on the branch converged (points
-where the branch does not exist say so in ``reason``), 1 if a point or a task failed, 3 if the branch exists at no
-alpha of the grid.
+"""``attnphase sweep``: one branch over an alpha grid at each omega, every rank, into ``--out DIR``: a CSV per omega
+and one dataset (docs/reference/outputs.md); where the branch ends is reported.  Each omega is a task (resumed
+from DIR/tasks).  Exit code 1 if a point failed, 3 if the branch is at no alpha.
 """
 
 from __future__ import annotations
@@ -34,8 +28,7 @@ DESCRIPTION = ("Follow one branch of fixed points over alpha by continuation and
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """``--alpha`` (a range), ``--branch``, ``--estimator``, the model group (``--omega`` a range), the solver group,
-    ``--error-estimate``, ``--out DIR``, ``--large``, the execution group, ``--quiet``, ``--json``."""
+    """``sweep``'s options (docs/reference/commands.md)."""
     p.add_argument("--alpha", required=True, metavar="RANGE", help=f"alpha values > 0: {opt.RANGE_SYNTAX}")
     solver_options.add_branch_option(p, mixed=True, bayes=True)
     opt.add_estimator_option(p, "both of its branches (or --branch's) into DIR/sweep_bayes-optimal_omega<omega>.csv "
@@ -112,10 +105,8 @@ def row_reasons(res, branch: str) -> list[str]:
 
 
 def sweep_record(fp: Any, eps_lin: float = math.nan) -> dict:
-    """The values of one fixed point in the sweep's columns (:func:`~attnphase.numerics.jobs.variables.sweep_columns`):
-    its record's RECORD_KEYS at r = r* = 1; at r >= 2 or r* >= 2 the same model, observables (``eps_lin`` the
-    rank-r* teacher's, given) and status with the gauge invariants (one column per entry) and the gauge angle in
-    place of q, m, V, theta."""
+    """One fixed point's values in the sweep's columns (:func:`~attnphase.numerics.jobs.variables.sweep_columns`): its
+    RECORD_KEYS at r = r* = 1, else the gauge invariants and angle in place of q, m, V, theta (``eps_lin`` given)."""
     rec = fp.record
     if not fp.is_matrix:
         return {k: rec[k] for k in RECORD_KEYS}
@@ -131,9 +122,8 @@ def sweep_record(fp: Any, eps_lin: float = math.nan) -> dict:
 
 def _sweep_rows(res, branch: str, columns: tuple[str, ...], eps_lin: float = math.nan
                 ) -> tuple[list[dict], list[dict], list[str]]:
-    """The CSV rows of one sweep (``columns``; ``eps_lin`` the teacher's at r >= 2 or r* >= 2), the same with the
-    invariants and their bars as lists (the rows :func:`~attnphase.numerics.commands.point_record.exact_zero_rows_note`
-    reads), and each row's reason (:func:`row_reasons`)."""
+    """The CSV rows of one sweep (``columns``), the same with the invariants and their bars as lists (what
+    :func:`~attnphase.numerics.commands.point_record.exact_zero_rows_note` reads), and each row's reason."""
     from attnphase.numerics.jobs.variables import flat_invariants
 
     reasons = row_reasons(res, branch)
@@ -199,7 +189,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
         with TaskBar(f"{args.branch} sweeps", quiet=args.quiet) as tbar:
             outs = run_tasks(tasks, executor=executor, store=store, fresh=args.fresh, version=version,
                              progress=tbar)
-    objs, n_on, n_failed, n_absent, cells, n_unbarred, listed = [], 0, 0, 0, [], 0, []
+    objs, n_on, n_failed, cells, n_unbarred, listed = [], 0, 0, [], 0, []
     job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas)}
     wrote: list[str] = []  # said once the files are in place
     dataset = f"sweep_{args.branch}{suffix}.nc"
@@ -223,7 +213,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
             n_unbarred += sum(not why and not all(math.isfinite(row[c]) for c in columns if c.startswith("err_"))
                               for row, why in zip(rows, reasons))
             failed = sum(bool(why) and why.startswith("not converged") for why in reasons)
-            n_on, n_failed, n_absent = n_on + on, n_failed + failed, n_absent + len(rows) - on - failed
+            n_on, n_failed = n_on + on, n_failed + failed
             ends = not math.isnan(res.end.alpha)
             if ends:
                 where = "above" if res.end_side == "below" else "below"

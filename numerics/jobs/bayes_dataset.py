@@ -1,10 +1,6 @@
-"""The files of ``sweep --estimator bayes-optimal`` and ``phase-diagram --estimator bayes-optimal``.
-
-The sweep: its CSV table and its dataset (dimensions branch, omega, alpha; every column of
-:data:`~attnphase.numerics.se.bayes_curve.BAYES_SWEEP_COLUMNS`).  The phase diagram: one row per omega with the
-thresholds alpha_weak_recovery, alpha_it, alpha_amp, each with ``err_<key>`` and ``<key>_note``
-(:data:`BAYES_DIAGRAM_COLUMNS`), and its dataset: the rows over omega and the Bayes-optimal estimator's q0 and
-eps_g over (omega, alpha).  Units: :mod:`attnphase.numerics.jobs.variables`."""
+"""The files of ``sweep`` and ``phase-diagram --estimator bayes-optimal``: their CSV tables and datasets
+(docs/reference/outputs.md; units: :mod:`attnphase.numerics.jobs.variables`).
+"""
 
 from __future__ import annotations
 
@@ -33,8 +29,7 @@ def bayes_sweep_csv(rows: Sequence[Mapping[str, Any]]) -> str:
 
 def bayes_sweep_dataset(rows_by_omega: Mapping[float, Sequence[Mapping[str, Any]]], alphas: Sequence[float],
                         branches: Sequence[str], attrs: dict[str, Any]):
-    """The sweep's rows as an xarray Dataset over (branch, omega, alpha): numeric columns as floats (NaN where
-    absent), ``estimator`` and ``reason`` as text."""
+    """The sweep's rows over (branch, omega, alpha): numbers as floats (NaN where absent), the rest as text."""
     import xarray as xr
 
     om = sorted(rows_by_omega)
@@ -56,17 +51,15 @@ def bayes_sweep_dataset(rows_by_omega: Mapping[float, Sequence[Mapping[str, Any]
 
 
 def bayes_diagram_csv(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The CSV text of the phase diagram's rows (header :data:`BAYES_DIAGRAM_COLUMNS`; a threshold that does not
-    exist is an empty cell, its note says why)."""
+    """The CSV text of the diagram's rows (:data:`BAYES_DIAGRAM_COLUMNS`; a threshold that does not exist empty)."""
     return csv_text(({k: ("" if r.get(k) is None else r[k]) for k in BAYES_DIAGRAM_COLUMNS} for r in rows),
                     BAYES_DIAGRAM_COLUMNS)
 
 
 def bayes_diagram_dataset(rows: Sequence[Mapping[str, Any]], alphas: Sequence[float],
                           curves: Mapping[float, Sequence[Mapping[str, Any]]], attrs: dict[str, Any]):
-    """The phase diagram's rows over omega (numbers as floats, NaN where a threshold does not exist; notes and
-    ``estimator`` as text) and ``curves[omega]`` (one mapping of :data:`BAYES_DIAGRAM_CURVES` per alpha of
-    ``alphas``, ascending) over (omega, alpha)."""
+    """The phase diagram's rows over omega (NaN where a threshold does not exist) and ``curves[omega]`` (one mapping of
+    :data:`BAYES_DIAGRAM_CURVES` per alpha of ``alphas``) over (omega, alpha)."""
     import xarray as xr
 
     om = [float(r["omega"]) for r in rows]

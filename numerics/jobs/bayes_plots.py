@@ -1,9 +1,6 @@
-"""The figure of ``phase-diagram --estimator bayes-optimal`` (matplotlib, Agg backend; files only, never shown).
-
-Left: the (alpha, omega) plane with the thresholds alpha_weak_recovery, alpha_it, alpha_amp at every omega, each
-with its error bar (docs/bayes-optimal.md); the region below alpha_WR (nothing is learnable) and above alpha_IT
-(perfect recovery) shaded.  Right: the Bayes-optimal test error eps_g against alpha at every omega with its error
-bar, eps_lin dotted (numerics/se/bayes_curve.py).
+"""The figure of ``phase-diagram --estimator bayes-optimal``: left the (alpha, omega) plane with the thresholds and
+their error bars (the regions of no and of perfect recovery shaded), right the Bayes-optimal eps_g over alpha at
+every omega, eps_lin dotted (docs/bayes-optimal.md).
 """
 
 from __future__ import annotations
@@ -34,8 +31,8 @@ def _values(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[np.ndarray, np
 
 def plot_bayes_diagram(rows: Sequence[Mapping[str, Any]], alphas: Sequence[float],
                        curves: Mapping[float, Sequence[Mapping[str, Any]]], path: str | Path, title: str = ""):
-    """The two panels of the module doc into ``path``; ``rows`` one per omega (the thresholds, ``eps_lin``),
-    ``curves[omega]`` one mapping with ``eps_g`` and ``err_eps_g`` per alpha of ``alphas``; returns the Figure."""
+    """The two panels of the module doc into ``path`` (``rows`` one per omega, ``curves[omega]`` one mapping per alpha);
+    returns the Figure."""
     om = np.array([float(r["omega"]) for r in rows])
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.4))
     hi = max(max(alphas), *(np.nanmax(_values(rows, k)[0]) for k, *_ in THRESHOLD_SERIES if

@@ -1,10 +1,6 @@
-"""The boundaries' table at every rank, as the phase-diagram and scan jobs write and print it.
-
-One row per model (:meth:`~attnphase.numerics.phase.boundary_results.Boundaries.row`): the columns of
-:func:`~attnphase.numerics.phase.boundary_results.boundary_columns` (the mixed branch's at r >= 2 only), the
-notes, then each boundary's ``err_<boundary>`` and ``<boundary>_found`` where the job has errors: at r = r* = 1
-standard errors (the rules' scrambling blocks, or the spread over ``--error-estimate K`` rules), at r >= 2 or
-r* >= 2 the final bracket widths of the searches.
+"""The boundaries' table at every rank, as the phase-diagram and scan jobs write and print it: one row per model
+(:meth:`~attnphase.numerics.phase.boundary_results.Boundaries.row`), the notes, and where the job has errors each
+boundary's ``err_<boundary>`` and ``<boundary>_found``.
 """
 
 from __future__ import annotations
@@ -66,8 +62,8 @@ def _fmt(x: float) -> str:
 
 
 def print_boundary_table(table: list[dict], label: str, r: int = 1) -> None:
-    """The boundaries at each omega; with error bars (``label``) each as ``1.2345 +- 0.0012``, rounded to its bar;
-    at r >= 2 the branches alpha_c lies between after it."""
+    """The boundaries at each omega, each with its error bar where ``label`` names them; at r >= 2 the branches alpha_c
+    lies between."""
     from attnphase.display import with_error
 
     keys = boundary_keys(r)

@@ -1,20 +1,6 @@
-"""The phase diagram, the scan and the sweeps as xarray Datasets (:mod:`attnphase.execution.dataset`).
-
-Phase diagram / scan, dimensions ``(<scanned parameter>,) omega``, plus ``branch, alpha`` for the curves:
-
-* the boundaries alpha_c, alpha_l, every branch's end (semantic, positional, and mixed at r >= 2),
-  alpha_c_coarse (docs/model.md section 6), each with ``err_<name>`` -- at r = r* = 1 its standard error
-  from the rules' scrambling blocks, or the spread over ``--error-estimate K`` independent rules; at r >= 2
-  or r* >= 2 its search's final bracket width (NaN where none) -- the branch ends' kind and method, the
-  branches alpha_c lies between, the branch of alpha_l, eps_lin, the notes
-  (:func:`~attnphase.numerics.phase.boundary_results.boundary_columns`);
-* ``status`` ("done" / "failed") and ``error`` of each task;
-* the branches on the alpha grid: eps_g, e_t, m, theta, q, converged (section 4; at r >= 2 or r* >= 2
-  eps_g, e_t and converged, the matrix overlaps having no scalar m, theta, q).
-
-Sweeps: every column of the sweep's CSV over ``(omega, alpha)`` (:func:`sweeps_dataset`), at every rank.  Names,
-long names and units: :mod:`attnphase.numerics.jobs.variables` (CF conventions,
-:mod:`attnphase.execution.dataset`).
+"""The phase diagram, the scan, the sweeps and the census as xarray Datasets (:mod:`attnphase.execution.dataset`):
+their variables, dimensions and errors are listed in docs/reference/outputs.md (the datasets); names, long names
+and units come from :mod:`attnphase.numerics.jobs.variables`.
 """
 
 from __future__ import annotations
@@ -49,14 +35,6 @@ _ERROR_NAMES = {f"err_{k}" for k in boundary_keys(2)} | {f"err_{k}" for k in CUR
 _TEXT = ("alpha_c_from", "alpha_c_to", "alpha_c_method", "alpha_l_branch")
 
 
-def _columns(r: int) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """(boundaries with errors, other numbers, text) of the rows at rank r (:func:`boundary_columns`)."""
-    keys = boundary_keys(r)
-    text = tuple(c for c in boundary_columns(r) if c.endswith(("_kind", "_method")) or c in _TEXT)
-    floats = tuple(c for c in boundary_columns(r) if c not in keys + text + ("omega", "eps_lin"))
-    return keys, floats, text
-
-
 def _coord_key(v: Any) -> float | str:
     """A coordinate value as a lookup key: a number as a float, anything else (a per-token --sigma "0.4,0.6") as its text."""
     try:
@@ -71,13 +49,14 @@ def _index(values: Sequence[Any]) -> dict[float | str, int]:
 
 def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coords: dict[str, Sequence[Any]],
                        alphas: Sequence[float], attrs: dict[str, Any], r: int = 1):
-    """One Dataset from ``cells``: each ``{"at": {dim: value}, "b": Boundaries, "err": dict | None,
-    "status": str, "error": str}``; ``coords`` the values of every dim in ``dims`` (omega last); ``r`` the
-    student rank (the branches: :func:`~attnphase.numerics.phase.boundary_results.model_branches`).  The error
-    variables ``err_<boundary>`` and ``<boundary>_found`` are there where a cell has errors, as the CSV's columns."""
+    """One Dataset from ``cells`` (``{"at": {dim: value}, "b": Boundaries, "err": dict | None, "status", "error"}``),
+    ``coords`` the values of every dim of ``dims`` (omega last), ``r`` the student rank; the error variables where
+    a cell has errors, as the CSV's columns."""
     import xarray as xr
 
-    keys, other, text_keys = _columns(r)
+    keys = boundary_keys(r)  # the boundaries (with errors), the other numbers, the text columns
+    text_keys = tuple(c for c in boundary_columns(r) if c.endswith(("_kind", "_method")) or c in _TEXT)
+    other = tuple(c for c in boundary_columns(r) if c not in keys + text_keys + ("omega", "eps_lin"))
     branches = model_branches(r)
     shape = tuple(len(coords[d]) for d in dims)
     idx = {d: _index(coords[d]) for d in dims}
@@ -143,8 +122,7 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
 
 
 def _bracket_lookup(name: str) -> Variable | None:
-    """As :func:`_curve_lookup`, a boundary's ``err_<name>`` being its search's final bracket width (r >= 2 or
-    r* >= 2), not a standard error."""
+    """As :func:`_curve_lookup`, a boundary's ``err_<name>`` its search's final bracket width (r >= 2 or r* >= 2)."""
     of = _curve_lookup(name[4:]) if name.startswith("err_") and name[4:] in boundary_keys(2) else None
     if of is not None:
         return Variable(name, f"bracket width of {of.long_name}", of.units,
@@ -161,10 +139,9 @@ def _curve_lookup(name: str) -> Variable | None:
 
 def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str, Sequence[dict[str, Any]]]],
                    alphas: Sequence[float], attrs: dict[str, Any], columns: Sequence[str] = SWEEP_COLUMNS):
-    """Sweeps of one branch at several omegas: ``(omega, sweep or None, status, error, rows)`` each,
-    ``rows`` the sweep's CSV rows of ``columns`` (:func:`~attnphase.numerics.jobs.variables.sweep_columns`); dimensions
-    ``omega, alpha``: every column of the CSV but the two coordinates (text where the column is text,
-    NaN / "" where the omega's task failed), the branch's end per omega, each task's status and error."""
+    """Sweeps of one branch at several omegas, ``(omega, sweep or None, status, error, rows)`` each (``rows`` of
+    ``columns``), over ``omega, alpha``: every CSV column but the coordinates (NaN / "" where a task failed), the
+    branch's end, each task's status and error."""
     import xarray as xr
 
     om = [float(w) for w, *_ in sweeps]
@@ -217,9 +194,8 @@ def _column(values: Sequence[Any]) -> np.ndarray:
 
 def census_dataset(points: Sequence[dict[str, Any]], columns: Sequence[str], starts: Sequence[dict[str, Any]],
                    start_columns: Sequence[str], attrs: dict[str, Any]):
-    """The census (docs/method.md section 12) as a Dataset: every column of census.csv over the dimension
-    ``rank_in_e_t`` (1: the lowest e_t), every column of census_starts.csv over the dimension ``start`` (the
-    starts' names); the same names as the CSVs, each error ``err_X`` linked to its X."""
+    """The census as a Dataset: census.csv's columns over ``rank_in_e_t`` (1: the lowest e_t), census_starts.csv's over
+    ``start``; each ``err_X`` linked to its X."""
     import xarray as xr
 
     dv: dict[str, Any] = {c: (("rank_in_e_t",), _column([p.get(c) for p in points]))

@@ -33,10 +33,8 @@ BAYES_COLOR = "tab:purple"
 
 
 def saved(fig, path: str | Path, dpi: int = 130):
-    """``fig`` laid out, written to ``path`` and closed; returns it (for tests to inspect its artists).  The saved
-    image is cut to what the figure draws (``bbox_inches="tight"``): a legend below the axes (the phase diagram's,
-    nine entries with bands, a failed end and the Bayes-optimal lines) was cut off the PNG where tight_layout could
-    not make room for it (its warning reached the user as a note); the legend is kept, the warning is not needed."""
+    """``fig`` laid out, written to ``path`` cut to what it draws (a legend below the axes included) and closed;
+    returns it."""
     import warnings
 
     with warnings.catch_warnings():
@@ -48,8 +46,7 @@ def saved(fig, path: str | Path, dpi: int = 130):
 
 
 def bayes_thresholds_of(rows: Sequence[Boundaries]) -> dict | None:
-    """The Bayes-optimal thresholds (``alpha_weak_recovery``, ``alpha_it``, ``alpha_amp`` with ``err_<key>``) of the
-    model the rows were solved for (numerics/phase/bayes_thresholds.py); None where the Bayes-optimal state
+    """The Bayes-optimal thresholds (with ``err_<key>``) of the rows' model; None where its Bayes-optimal state
     evolution is not solved (rank above 1, correlated tokens) or no row carries a fixed point."""
     from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
     from attnphase.numerics.se.bayes import BayesModel
@@ -65,8 +62,8 @@ def bayes_thresholds_of(rows: Sequence[Boundaries]) -> dict | None:
 
 
 def _bayes_lines(ax, bayes: dict, alpha_max: float) -> None:
-    """The Bayes-optimal thresholds as vertical lines (the region below alpha_WR shaded: nothing is learnable
-    there by any estimator); alpha_AMP drawn only where it differs from alpha_IT."""
+    """The Bayes-optimal thresholds as vertical lines, the region below alpha_WR shaded; alpha_AMP only where it differs
+    from alpha_IT."""
     wr = bayes.get("alpha_weak_recovery")
     if wr is not None and wr < alpha_max:
         ax.axvspan(0, wr, color=BAYES_COLOR, alpha=0.08, lw=0, label=r"BO: no estimator beats $\epsilon_{lin}$")
@@ -83,8 +80,8 @@ def _bayes_lines(ax, bayes: dict, alpha_max: float) -> None:
 
 
 def why_empty(rows: Sequence, keys: Sequence[str]) -> str | None:
-    """Why a figure of ``rows`` has nothing to draw -- no row has a finite value of any of ``keys`` -- in the
-    rows' own words (a failed task's error, a search's note), at most three of them; None when it has."""
+    """Why a figure of ``rows`` has nothing to draw (no finite value of any of ``keys``), in at most three of the rows'
+    notes; None when it has."""
     if any(math.isfinite(float(getattr(b, k, math.nan))) for b in rows for k in keys):
         return None
     said: list[str] = []
@@ -128,20 +125,10 @@ def plot_phase_diagram(
     rows: Sequence[Boundaries], path: str | Path, alpha_max: float, errors: Sequence[dict] | None = None,
     bayes: dict | None | bool = None,
 ):
-    """The (alpha, omega) plane at every rank: alpha_c, alpha_l and each branch's end (:func:`phase_series`),
-    the regions either side of alpha_c labelled, with the Bayes-optimal thresholds (``bayes``: their dict;
-    None: :func:`bayes_thresholds_of` the rows; False: none); returns the Figure.  An end past which the
-    solver failed is an open marker.  Where no row has a boundary (every task failed, or none was found)
-    the figure says why (:func:`why_empty`).
-
-    ``errors``: per row, ``err_<boundary>``: standard errors at r = r* = 1
-    (:func:`attnphase.numerics.errors.quadrature_error.replicate_spread`), the searches' final bracket widths
-    at r >= 2 or r* >= 2 (:meth:`Boundaries.errors`).  At the plane's scale they are thinner than a line, so
-    they are shown twice: as bands of +- one error around each boundary (horizontal error bars with caps
-    while there are fewer than DENSE_ROWS omegas), and in a second panel on the same omega axis, on a log
-    scale.  Where the rows carry the branches' curves (the search over every branch), a last panel shows
-    e_t of each branch minus the lowest one over alpha, at the first omega.
-    """
+    """The (alpha, omega) plane at every rank: the boundaries of :func:`phase_series`, the regions either side of
+    alpha_c named, the Bayes-optimal thresholds (``bayes``: their dict; None: :func:`bayes_thresholds_of` the rows;
+    False: none), the ``errors`` as bands and a log-scale panel, the branch curves' e_t gaps where the rows carry
+    them; returns the Figure (one that says why it is empty where no row has a boundary)."""
     r, r_star = rows[0].r, rows[0].r_star
     title = "Phase diagram (global minimiser of the training loss)" + (
         "" if is_scalar_form(r, r_star) else f", rank r = {r}, r* = {r_star}")
@@ -215,9 +202,8 @@ def plot_phase_diagram(
 
 
 def _region_names(ax, rows: Sequence[Boundaries], alpha_max: float) -> None:
-    """The names of the branches either side of alpha_c (``alpha_c_from``, ``alpha_c_to``; positional and semantic
-    where the rows do not name them), between the rows (above the only one), the right one kept inside the axes;
-    none where no row has an alpha_c."""
+    """The names of the branches either side of alpha_c (positional and semantic where the rows do not name them), the
+    right one kept inside the axes; none where no row has an alpha_c."""
     xs = np.array([b.alpha_c for b in rows], dtype=float)
     xs = xs[np.isfinite(xs)]
     if not xs.size:
@@ -270,10 +256,8 @@ def plot_branch_curves(
     sem: BranchSweep, pos: BranchSweep, eps_lin: float, alpha_c: float, alpha_l: float, path: str | Path, title: str,
     alpha_max: float | None = None,
 ):
-    """eps_g, m, theta and Delta e_t against alpha for both branches, with eps_lin; returns the Figure.
-
-    ``alpha_max``: the alpha axis ends there (the branches may be followed further: the positional one
-    to the search limit); the points beyond are left out."""
+    """eps_g, m, theta and Delta e_t against alpha for both branches, with eps_lin, the axis ending at ``alpha_max``;
+    returns the Figure."""
     def arr(sw: BranchSweep, key: str) -> tuple[np.ndarray, np.ndarray]:
         # the grid points, then the points traced towards the branch's end (ordered along the branch)
         pts = sorted(sw.on_branch(), key=lambda p: -p.alpha) + list(sw.end.points)
@@ -293,28 +277,20 @@ def plot_branch_curves(
         ax.plot(a, y, "o-", color=c, ms=3, label=sw.branch if a.size else None)
     ax.axhline(eps_lin, color="tab:green", ls="--", label=r"$\epsilon_{lin}$")
     ax.set_ylabel(r"test error $\epsilon_g$")
-    def to_bifurcation(ax, sw: BranchSweep, a: np.ndarray, y: np.ndarray, color: str) -> None:
-        # an end located as a bifurcation of the agnostic branch: the order parameter reaches 0 there
+    for ax, sw, key, color, label, fold, ylabel in (
+            (axes[0, 1], pos, "m", "tab:red", "positional m", np.asarray, r"positional overlap $m$"),
+            (axes[1, 0], sem, "theta", "tab:blue", r"semantic $\theta$", np.abs,
+             r"semantic overlap $\theta = Q\cdot Q^*/d$")):
+        a, y = arr(sw, key)
+        ax.plot(a, y, "o-", color=color, ms=3, label=label if a.size else None)
         end = sw.end.alpha
-        if sw.end.method == "eigenvalue" and math.isfinite(end) and a.size:
+        if sw.end.method == "eigenvalue" and math.isfinite(end) and a.size:  # the order parameter reaches 0 there
             i = int(np.argmin(np.abs(a - end)))
-            ax.plot([a[i], end], [y[i], 0.0], ":", color=color, lw=1)
+            ax.plot([a[i], end], [fold(y)[i], 0.0], ":", color=color, lw=1)
             ax.plot([end], [0.0], "o", mfc="none", color=color, label="bifurcation (order parameter 0)")
-
-    ax = axes[0, 1]
-    a, y = arr(pos, "m")
-    ax.plot(a, y, "o-", color="tab:red", ms=3, label="positional m" if a.size else None)
-    to_bifurcation(ax, pos, a, y, "tab:red")
-    if not a.size:
-        empty(ax, "no positional point in the alpha range")
-    ax.set_ylabel(r"positional overlap $m$")
-    ax = axes[1, 0]
-    a, y = arr(sem, "theta")
-    ax.plot(a, y, "o-", color="tab:blue", ms=3, label=r"semantic $\theta$" if a.size else None)
-    to_bifurcation(ax, sem, a, np.abs(y), "tab:blue")
-    if not a.size:
-        empty(ax, "no semantic point in the alpha range")
-    ax.set_ylabel(r"semantic overlap $\theta = Q\cdot Q^*/d$")
+        if not a.size:
+            empty(ax, f"no {label.split()[0]} point in the alpha range")
+        ax.set_ylabel(ylabel)
     ax = axes[1, 1]
     sa = np.array([p.alpha for p in sem.on_branch()])
     se = np.array([p.record["e_t"] for p in sem.on_branch()])

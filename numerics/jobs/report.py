@@ -1,11 +1,6 @@
-"""The ``phase-diagram`` job at every rank: boundaries over omega as tasks, CSV + netCDF + figures + printed table.
-
-Every omega (and every ``--error-estimate`` replicate of it) is one task of the execution layer
-(:mod:`attnphase.numerics.jobs.tasks`), stored under ``DIR/tasks`` as it finishes: a rerun of the same
-command computes only what is missing, ``--fresh`` everything.  With continuation in omega
-(``--continuation``, :mod:`attnphase.numerics.phase.omega_continuation`) a task is a chain of contiguous
-omegas instead, continued from its first (:func:`compute_boundaries_continued`; r = r* = 1).  The table's
-columns: :mod:`attnphase.numerics.jobs.boundary_table`.
+"""The ``phase-diagram`` job at every rank: the boundaries over omega as tasks (:mod:`attnphase.numerics.jobs.tasks`,
+stored under ``DIR/tasks``; ``--continuation``: a task per chain of omegas), written as CSV, JSON, netCDF and
+figures and printed as a table (:mod:`attnphase.numerics.jobs.boundary_table`).
 """
 
 from __future__ import annotations
@@ -41,9 +36,8 @@ CURVES_OMEGA = 0.3
 
 
 def curves_omega(omegas: Sequence[float]) -> float | None:
-    """The omega of the branch-curves figure: CURVES_OMEGA where ``omegas`` hold it, else the one of ``omegas``
-    below 1 nearest to it (the smaller on a tie); None when every omega is 1 (no semantic signal).  The figure
-    is always drawn at an omega of the run: no task is computed for it alone."""
+    """The omega of the branch-curves figure: the one of ``omegas`` below 1 nearest CURVES_OMEGA (the smaller on a tie);
+    None when there is none."""
     below = sorted(float(w) for w in omegas if float(w) < 1)
     if not below:
         return None
@@ -56,8 +50,8 @@ def curves_file(omega: float) -> str:
 
 
 def check_semantic_signal(omegas: Sequence[float], option: str = "--omega") -> None:
-    """At least one omega below 1: at omega = 1 the target attention is A alone, the data carry no semantic
-    signal (docs/model.md section 1), so no semantic branch and no boundary exists; a ValueError otherwise."""
+    """ValueError unless an omega is below 1: at omega = 1 the data carry no semantic signal (docs/model.md section 1),
+    so there is no semantic branch and no boundary."""
     if omegas and all(float(w) >= 1 for w in omegas):
         raise ValueError(f"{option} 1: at omega = 1 the target attention is A alone (no semantic signal): there is "
                          f"no semantic branch and no alpha_c, alpha_l or branch end to locate; take omega < 1 "
@@ -66,9 +60,8 @@ def check_semantic_signal(omegas: Sequence[float], option: str = "--omega") -> N
 
 @dataclass(frozen=True)
 class BoundaryRuns:
-    """The boundaries of a list of models (each with its errors over the rules, or None), the
-    outcome of each model's first task, the task counts {"total", "computed", "stored", "failed"},
-    and the keys of all the tasks."""
+    """The boundaries of a list of models, their errors (or None), the outcome of each model's first task, the task
+    counts and failures, and the keys of all the tasks."""
 
     rows: list[Boundaries]
     errors: list[dict[str, float]] | None
@@ -82,12 +75,9 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
                        n_rules: int = 0, *, executor: ExecutorSpec = ExecutorSpec(), store: ResultStore | None = None,
                        fresh: bool = False, quiet: bool = False, desc: str = "phase diagram",
                        tags: Sequence[str] | None = None, curves_at: float | None = CURVES_OMEGA) -> BoundaryRuns:
-    """phase_boundaries at every model (one task each), and on ``n_rules - 1`` more rules when
-    ``n_rules`` >= 2 (the replicates keep only their numbers; their spread is each boundary's error).
-    Otherwise the errors are each task's own, from the rules' blocks (:meth:`Boundaries.errors`), when
-    ``config`` makes them; at r >= 2 or r* >= 2 the searches' bracket widths.  ``tags``: label prefixes per
-    model.  ``curves_at``: the omega whose first-rule task also follows the whole positional branch (the curves
-    figure's; None: none)."""
+    """phase_boundaries at every model (one task each, labelled after ``tags``), and on ``n_rules - 1`` more rules
+    when ``n_rules`` >= 2, their spread each boundary's error; otherwise the rules' blocks' errors (the bracket widths
+    at r >= 2 or r* >= 2).  ``curves_at``: the omega whose first task also follows the whole positional branch."""
     reps = max(1, n_rules)
     tags = tags or [""] * len(models)
     version = numerics_version()
@@ -95,8 +85,7 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
     tasks = [boundaries_task(m, alphas, config, k, tag, version,
                              whole=k == 0 and curves_at is not None and abs(m.omega - curves_at) < 1e-12)
              for m, tag in zip(models, tags) for k in range(reps)]
-    # the smallest omegas first: they take longest (alpha_c between the positional branch's two close
-    # pieces: 15-18 s at omega <= 0.05 against 8-11 s above, one thread), so they do not end the run alone
+    # the smallest omegas first: they take longest, so they do not end the run alone
     order = sorted(range(len(tasks)), key=lambda i: tasks[i].arg.params.omega)
     with TaskBar(desc, unit="task", quiet=quiet) as bar:
         done = run_tasks([tasks[i] for i in order], executor=executor, store=store, fresh=fresh, version=version,
@@ -105,26 +94,17 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
     for k, i in enumerate(order):
         outs[i] = done[k]
     rows = [boundaries_or_failure(outs[i * reps], m.omega, m.r, teacher_rank(m)) for i, m in enumerate(models)]
-    errors = None
-    if n_rules:
-        errors = [replicate_spread([strip_sweeps(boundaries_or_failure(o, m.omega)) for o in outs[i * reps:(i + 1) * reps]])
-                  for i, m in enumerate(models)]
-    elif replicate_count(config) or bracket_widths(rows):
-        errors = [b.errors() for b in rows]
-    counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
-              "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs)}
-    return BoundaryRuns(rows, errors, [outs[i * reps] for i in range(len(models))], counts, failure_summary(outs),
-                        tuple(t.key for t in tasks))
+    replicas = [[boundaries_or_failure(o, m.omega) for o in outs[i * reps:(i + 1) * reps]]
+                for i, m in enumerate(models)] if n_rules else None
+    return _boundary_runs(rows, replicas, config, [outs[i * reps] for i in range(len(models))], outs, tasks)
 
 
 def compute_boundaries_continued(params: ModelParams, omegas: Sequence[float], alphas: Sequence[float],
                                  config: SolverConfig, n_rules: int = 0, *, n_chains: int = 1,
                                  executor: ExecutorSpec = ExecutorSpec(), store: ResultStore | None = None,
                                  fresh: bool = False, quiet: bool = False, desc: str = "phase diagram") -> BoundaryRuns:
-    """As :func:`compute_boundaries` at ``params`` with omega = each of ``omegas`` (rows in that order),
-    the omegas split into ``n_chains`` contiguous chains continued in omega, one task each (per rule); the
-    chain holding the curves' omega (:func:`curves_omega`) is anchored there and follows its whole positional
-    branch.  A failed chain's omegas get NaN rows whose note is the task's error."""
+    """:func:`compute_boundaries` at each of ``omegas``, continued in omega along ``n_chains`` contiguous chains (one
+    task each per rule, the one holding :func:`curves_omega` anchored there); a failed chain's rows are NaN."""
     reps = max(1, n_rules)
     version = numerics_version()
     at = curves_omega(omegas)
@@ -144,50 +124,34 @@ def compute_boundaries_continued(params: ModelParams, omegas: Sequence[float], a
     def cell(k: int, w: float) -> tuple[Boundaries, Outcome]:
         return next(v for key, v in per_rule[k].items() if abs(key - float(w)) < 1e-12)
 
-    rows = [cell(0, w)[0] for w in omegas]
-    outcomes = [cell(0, w)[1] for w in omegas]
+    replicas = [[cell(k, w)[0] for k in range(reps)] for w in omegas] if n_rules else None
+    return _boundary_runs([cell(0, w)[0] for w in omegas], replicas, config, [cell(0, w)[1] for w in omegas], outs,
+                          tasks)
+
+
+def _boundary_runs(rows: list[Boundaries], replicas: list[list[Boundaries]] | None, config: SolverConfig,
+                   outcomes: list[Outcome], outs: list[Outcome], tasks: list) -> BoundaryRuns:
+    """The :class:`BoundaryRuns` of ``rows``: each row's errors the spread over its ``replicas`` (one per rule, with
+    ``--error-estimate K``), else its own (the rules' blocks, or the bracket widths at r >= 2 or r* >= 2)."""
     errors = None
-    if n_rules:
-        errors = [replicate_spread([strip_sweeps(cell(k, w)[0]) for k in range(reps)]) for w in omegas]
-    elif replicate_count(config):
+    if replicas is not None:
+        errors = [replicate_spread([strip_sweeps(b) for b in reps]) for reps in replicas]
+    elif replicate_count(config) or bracket_widths(rows):
         errors = [b.errors() for b in rows]
     counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
               "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs)}
     return BoundaryRuns(rows, errors, outcomes, counts, failure_summary(outs), tuple(t.key for t in tasks))
 
 
-def run_phase_diagram(
-    params: ModelParams,
-    omegas: Sequence[float],
-    alphas: Sequence[float],
-    *,
-    out_dir: str | Path = "results",
-    config: SolverConfig | None = None,
-    quiet: bool = False,
-    error_estimate: int = 0,
-    executor: ExecutorSpec = ExecutorSpec(),
-    store: ResultStore | None = None,
-    fresh: bool = False,
-    command: str = "",
-    existing: str | Path | None = None,
-    chains: int = 0,
-) -> tuple[int, dict]:
-    """Compute the boundaries at every omega; write phase_diagram.csv/.json/.nc/.png and the branch curves at
-    the run's omega nearest 0.3 (:func:`curves_omega`), curves_omega<omega>.png.
-
-    Every setting is in ``config`` (solve rule, alpha_c correction rule, branch-end strategy and rule).
-    Error bars (``err_<boundary>``, ``<boundary>_found`` columns, error bars in the figure): from the
-    rules' scrambling blocks when ``config`` makes them; ``error_estimate`` K >= 2 (for a solve rule of
-    one block) repeats the computation on K - 1 more independent rules instead, about K times the time.  ``executor``, ``store``, ``fresh``: where
-    the tasks run and where finished ones are kept (:func:`compute_boundaries`).  Returns the exit
-    code (1 when a task failed: its row is NaN, its note the error) and the job's record (the
-    content of phase_diagram.json, with this run's task counts).  ``existing``: the folder holding an earlier
-    run's outputs (default ``out_dir``; the command writes into a staging folder): where every task
-    came from the store and those outputs are this job's (:mod:`attnphase.execution.outputs`),
-    nothing is written.  ``chains``: 0 computes every omega independently (one task each); N >= 1
-    continues the boundaries in omega along N chains of contiguous omegas (one task each,
-    :func:`compute_boundaries_continued`).
-    """
+def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequence[float], *,
+                      out_dir: str | Path = "results", config: SolverConfig | None = None, quiet: bool = False,
+                      error_estimate: int = 0, executor: ExecutorSpec = ExecutorSpec(),
+                      store: ResultStore | None = None, fresh: bool = False, command: str = "",
+                      existing: str | Path | None = None, chains: int = 0) -> tuple[int, dict]:
+    """Compute the boundaries at every omega and write phase_diagram.csv/.json/.nc/.png and the branch curves at
+    :func:`curves_omega`; returns the exit code (1 when a task failed) and the content of phase_diagram.json.
+    ``error_estimate`` K >= 2: the errors over K independent rules; ``existing``: an earlier run's outputs, kept
+    where they are this job's (:mod:`attnphase.execution.outputs`); ``chains``: :func:`compute_boundaries_continued`."""
     cfg = config or SolverConfig()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -261,19 +225,11 @@ def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float]
             alpha_max=alpha_max_of([curves], alphas),
         )
     meta = {
-        "params": params.to_dict(),
-        "rank": r,
-        "teacher_rank": r_star,
-        "omegas": list(omegas),
-        "alphas": list(alphas),
-        "solver": cfg.as_dict(),
-        "error_estimate": error_estimate,
-        "continuation_chains": chains,
+        "params": params.to_dict(), "rank": r, "teacher_rank": r_star, "omegas": list(omegas), "alphas": list(alphas),
+        "solver": cfg.as_dict(), "error_estimate": error_estimate, "continuation_chains": chains,
         "rows": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()} for r in table],
-        "tasks": runs.counts | {"failures": runs.failures},
-        "dataset": "phase_diagram.nc",
-        "variables": described(csv_columns(r, bool(errors))),
-        "code_version": version,
+        "tasks": runs.counts | {"failures": runs.failures}, "dataset": "phase_diagram.nc",
+        "variables": described(csv_columns(r, bool(errors))), "code_version": version,
         "seconds": time.perf_counter() - t0,
     } | ({"curves": plain_json({f"{b.omega:g}": b.curves for b in rows})} if (r, r_star) != (1, 1) else {})
     (out / "phase_diagram.json").write_text(json.dumps(meta, indent=2, default=str))

@@ -1,12 +1,6 @@
-"""The ``scan`` job at every rank: the boundaries over (a second model parameter) x omega, one task per cell.
-
-For every value v of the scanned parameter (lambda, rho0, L or sigma) and every omega, the boundaries of
-docs/model.md section 6 (:func:`~attnphase.numerics.phase.boundaries.phase_boundaries`, any rank r, r*) are one
-task of the execution layer (:func:`~attnphase.numerics.jobs.report.compute_boundaries`); all of them land in one
-dataset ``scan.nc`` with dimensions ``(<parameter>, omega, branch, alpha)``
-(:func:`~attnphase.numerics.jobs.dataset.boundaries_dataset`), the table ``scan.csv`` (a ``<parameter>`` column
-before phase-diagram's, :mod:`attnphase.numerics.jobs.boundary_table`), and one figure per value
-``phase_diagram_<parameter><v>.png``.  Resumable like every job (DIR/tasks, ``--fresh``).
+"""The ``scan`` job at every rank: the boundaries at every (scanned value, omega) as tasks
+(:func:`~attnphase.numerics.jobs.report.compute_boundaries`), into scan.csv, scan.json, scan.nc and a figure per
+value (docs/reference/outputs.md).
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
-"""The numerics' long jobs as tasks of the execution layer (:mod:`attnphase.execution`).
-
-One task is one independent continuation computation, warm starts staying inside it:
-
-* :func:`boundaries_task` -- :func:`~attnphase.numerics.phase.boundaries.phase_boundaries` at one model
-  (one omega; one value of a scanned parameter; any rank r, r*), on the k-th replicate of every quadrature
-  role for ``--error-estimate``; its argument a :class:`~attnphase.numerics.phase.boundaries.BoundariesSpec`;
-* :func:`chain_task` -- the boundaries along a chain of omegas, continued in omega from an anchor
-  (:func:`~attnphase.numerics.phase.omega_continuation.boundaries_chain`, ``phase-diagram --continuation``:
-  the warm starts pass from one omega to the next, so the chain is one task);
-* :func:`sweep_task` -- one branch over the alpha grid at one model (``sweep`` over several omegas);
-* :func:`census_task` -- the census at one omega's alpha_c
-  (:func:`~attnphase.numerics.phase.census.census_check`, ``phase-diagram --census``);
-* :func:`bayes_sweep_task` -- one Bayes-optimal branch over the alpha grid at one omega
-  (``sweep --estimator bayes-optimal``).
-
-A task's key hashes the model, the alpha grid, the whole SolverConfig and the code version of the
-theory and numerics layers (:func:`attnphase.execution.code_version`), so a stored result answers
-exactly the computation asked for.
+"""The numerics' long jobs as tasks of the execution layer (:mod:`attnphase.execution`), one independent
+continuation each: a task's key hashes its whole input and the code version of the theory and numerics layers
+(:func:`numerics_version`), so a stored result answers exactly the computation asked for.
 """
 
 from __future__ import annotations
@@ -53,10 +37,8 @@ def numerics_version() -> str:
 
 
 def prepare_kernels(params: ModelParams, config: SolverConfig) -> None:
-    """What every task of ``params``' model loads first, loaded in this process, or on a first run generated
-    (sympy) and compiled (numba) here into the disk cache: the channel's kernels and, at r = r* = 1 with the
-    global proximal map, its compiled loops.  A job on a local cluster calls it before its workers start
-    (:func:`attnphase.execution.run_tasks`'s ``prepare``): they then load both instead of each making them."""
+    """The kernels of ``params``' model and, at r = r* = 1 with the global proximal map, its compiled loops, loaded or
+    made here: a job calls it before its workers start, so that they load both."""
     p = se_params(params)
     kernels = model_kernels(p)
     if p.r == 1 and teacher_rank(p) == 1 and config.prox == "global":
@@ -65,10 +47,8 @@ def prepare_kernels(params: ModelParams, config: SolverConfig) -> None:
 
 def boundaries_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig, replicate: int = 0,
                     tag: str = "", version: str | None = None, whole: bool = False) -> Task:
-    """phase_boundaries at ``params`` (its omega, r, r*) on the grid ``alphas`` with ``config.variant(replicate)``;
-    ``tag`` prefixes the label (the scanned parameter's value).  ``whole`` (r = r* = 1): the positional branch
-    also over the grid below the boundaries' range, refined between its points, for the curves' figure
-    (:func:`~attnphase.numerics.phase.scalar_boundaries.curves_branch`)."""
+    """phase_boundaries at ``params`` on the grid ``alphas`` with ``config.variant(replicate)``, labelled after ``tag``;
+    ``whole`` (r = r* = 1): the positional branch also over the whole grid, for the curves' figure."""
     cfg = config.variant(replicate) if replicate else config
     r, r_star = params.r, teacher_rank(params)
     scalar = is_scalar_form(r, r_star)
@@ -83,9 +63,8 @@ def boundaries_task(params: ModelParams, alphas: Sequence[float], config: Solver
 
 def omega_chains(omegas: Sequence[float], n_chains: int,
                  anchor_at: float | None = None) -> list[tuple[float, list[float], list[float]]]:
-    """The sorted ``omegas`` in ``n_chains`` contiguous blocks (sizes differing by at most one), each
-    as (anchor, the omegas above it ascending, those below it descending): the anchor is the block's
-    first omega, or ``anchor_at`` where the block holds it."""
+    """The sorted ``omegas`` in ``n_chains`` contiguous blocks of near-equal size, each as (anchor, the omegas above it
+    ascending, those below descending), the anchor the block's first omega or ``anchor_at`` where it holds it."""
     w = sorted(float(x) for x in omegas)
     out = []
     for block in np.array_split(np.array(w), max(1, min(n_chains, len(w)))):
@@ -97,9 +76,8 @@ def omega_chains(omegas: Sequence[float], n_chains: int,
 
 @dataclass(frozen=True)
 class ChainSpec:
-    """One chain of omegas continued from its anchor (``phase-diagram --continuation``, r = r* = 1): the model
-    ``params`` (its omega replaced along the chain), the alpha grid, the config, the ``anchor`` omega, the omegas
-    ``up`` (ascending) and ``down`` (descending) from it; ``whole``: the anchor's whole positional branch."""
+    """One chain of omegas continued from its ``anchor`` (``phase-diagram --continuation``, r = r* = 1), ``up``
+    ascending and ``down`` descending; ``whole``: the anchor's whole positional branch."""
 
     params: ModelParams
     alphas: tuple[float, ...]
@@ -120,9 +98,8 @@ def chain_job(spec: ChainSpec) -> list[Boundaries]:
 
 def chain_task(params: ModelParams, alphas: Sequence[float], config: SolverConfig, chain: tuple[float, list, list],
                replicate: int = 0, whole: bool = False, version: str | None = None) -> Task:
-    """The boundaries at the omegas of ``chain`` = (anchor, omegas above it, omegas below it)
-    (:func:`omega_chains`), phase_boundaries at the anchor and
-    continued from it, with ``config.variant(replicate)``; ``whole``: the anchor's whole positional branch."""
+    """The boundaries at the omegas of ``chain`` (:func:`omega_chains`), phase_boundaries at the anchor continued from
+    it, with ``config.variant(replicate)``; ``whole``: the anchor's whole positional branch."""
     cfg = config.variant(replicate) if replicate else config
     anchor, up, down = chain
     identity = {"params": params.to_dict(), "alphas": list(alphas), "config": cfg.as_dict(), "anchor": float(anchor),
@@ -176,9 +153,8 @@ def bayes_sweep_task(params: ModelParams, alphas: Sequence[float], branch: str, 
 
 
 def bayes_diagram_job(job: tuple[ModelParams, list[float]]) -> tuple[dict, dict, str]:
-    """One omega of ``phase-diagram --estimator bayes-optimal``: the thresholds (with their bars and notes), the
-    Bayes-optimal estimator's points over the alpha grid (:func:`~attnphase.numerics.se.bayes_curve.estimator_point`)
-    and the rule's name."""
+    """One omega of ``phase-diagram --estimator bayes-optimal``: the thresholds, the estimator's points over the alpha
+    grid (:func:`~attnphase.numerics.se.bayes_curve.estimator_point`) and the rule's name."""
     from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
     from attnphase.numerics.se.bayes import BayesModel
     from attnphase.numerics.se.bayes_curve import bayes_rules, estimator_point

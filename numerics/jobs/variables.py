@@ -1,12 +1,6 @@
-"""The variables of the numerics' outputs: one name, one meaning and one unit in CSV, JSON and netCDF.
-
-Every column the numerics' jobs write -- ``solve --json`` keys, the sweep, phase-diagram, scan and
-census tables, the variables of their datasets (:mod:`attnphase.numerics.jobs.dataset`) -- is an entry of
-:data:`VARIABLES` (:class:`~attnphase.execution.dataset.Variable`: name, long_name, units), in the
-symbols of docs/model.md.  Overlaps and errors are dimensionless (units "1").  A standard error
-``err_X`` (every output's one form) is looked up as the standard
-error of X (:func:`lookup`).  The table's order is no file's order: each writer keeps its columns
-(:data:`SWEEP_COLUMNS` for the sweep's CSV and dataset).
+"""The variables of the numerics' outputs: one name, one meaning and one unit in CSV, JSON and netCDF
+(:class:`~attnphase.execution.dataset.Variable`, in the symbols of docs/model.md); ``err_X`` is the standard error
+of X (:func:`lookup`).  Each writer keeps its own column order.
 """
 
 from __future__ import annotations
@@ -137,10 +131,9 @@ def flat_invariants(rec: dict, prefix: str = "") -> dict:
 
 
 def sweep_columns(r: int = 1, r_star: int = 1, L: int = 2) -> tuple[str, ...]:
-    """The sweep's columns, in the order of its CSV, at every rank: the model and the branch, a fixed point's
-    overlaps -- q, m, V, theta at r = r* = 1, the gauge invariants (:func:`invariant_columns`) and the gauge angle
-    otherwise --, eps_g, e_t, eps_lin, the solver's status, ``err_<column>`` of every overlap and observable, and
-    ``reason``."""
+    """The sweep's columns in the order of its CSV: the model and the branch, the overlaps (q, m, V, theta at
+    r = r* = 1, else :func:`invariant_columns` and the gauge angle), the observables, the status, ``err_<column>``
+    and ``reason``."""
     scalar = (r, r_star) == (1, 1)
     overlaps = RESULT_KEYS[:4] if scalar else invariant_columns(r, r_star, L)
     results = overlaps + RESULT_KEYS[4:]
@@ -163,8 +156,8 @@ def _invariant(name: str) -> Variable | None:
 
 
 def lookup(name: str) -> Variable | None:
-    """The variable named ``name`` (its standard error for ``err_X``; an invariant
-    ``<prefix>_<i>`` of :data:`INVARIANTS`, and its standard error), or None."""
+    """The variable named ``name``, or None: for ``err_X`` X's standard error; also the invariants of
+    :data:`INVARIANTS`."""
     of = error_name(name)
     if of is not None and (base := _invariant(of)) is not None:
         return standard_error(base, name)

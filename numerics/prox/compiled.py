@@ -1,49 +1,12 @@
-"""Compiled (numba) backend of the proximal solvers of :mod:`attnphase.numerics.prox.global_prox`.
+"""Compiled (numba) backend of :mod:`attnphase.numerics.prox.global_prox`: the same algorithm (starts, refinement,
+step rules, tie-breaking) one node at a time, equal to the numpy path to rounding (docs/method.md section 3).
 
-The algorithm is that of :func:`~attnphase.numerics.prox.global_prox.newton_minimize` and
-:func:`~attnphase.numerics.prox.global_prox.global_prox` -- same starts in the same order, same
-refinement pass, same regularisation, step cap, Armijo constants and convergence tests,
-same tie-breaking (lowest converged value, first start on ties) -- run one node at a
-time in a compiled loop instead of as whole-batch numpy operations (whose per-call
-overhead and temporaries dominate at N ~ 4096 nodes). Results agree with the numpy path
-to rounding (the exponential of numba and numpy may differ in the last bit), not bit for bit.
-
-Design: the compiled algorithm is the template module :mod:`attnphase.numerics.prox.rows`, a
-real file of the package. It evaluates P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T), its
-gradient and Hessian only through the generated one-point kernels (:attr:`Kernels.scalar
-<attnphase.theory.kernels.Kernels.scalar>`, the same sympy derivation as the numpy kernels)
-on the one-point softmax of :mod:`attnphase.numerics.prox.row_algebra` (the twin of the kernels' batched one). :func:`instance` instantiates
-the template for one (L, r, cse, parallel): it copies the template byte for byte into the
-kernel cache directory under a name that carries a hash of the template and of the generated
-kernels' module (so any change of either gives a new file), and imports the copy with its
-:class:`Binding` as ``__spec__.loader_state``. numba compiles with ``cache=True`` and keeps
-the machine code beside the copy: only the first process pays the JIT (about 3-7 s per L);
-later ones load it. A copy per instance is needed because numba keys its cache by source file
-and bytecode, not by the globals (L) a function reads. Where the cache directory cannot be
-written, a temporary directory is used (no reuse across processes).
-
-Matrix fields (the kernels' matrix form, h in R^{L x r}) run on the same
-template, instantiated on its one-point loss kernels (:func:`search_rows`): the template picks the block
-objective and the shifted Cholesky direction once, at import, and keeps the closed forms of r = 1 as the
-fast path of the vector-field kernels.
-
-The whitened correlated-token model (:class:`~attnphase.theory.correlated_kernels.CorrelatedKernels`,
-docs/model.md section 7) runs on the same template, instantiated on its one-point kernels (in the
-variables v, with the generated fields h = B v): each row gets the kernels' (C, B) entries where the
-independent model's get sigma^2 (:func:`_loss_arguments`).
-
-No in-memory cache here: an instance is a module, imported once per process (``sys.modules``
-is the cache); :func:`instance` costs a read and a hash of the template on later calls.
-Importing this module does not import numba; :func:`available` says whether it can be.
-
-The loop over nodes is a ``numba.prange`` (compiled with ``parallel=True``) on numba's
-default thread count, which is the number of cores this process may run on
-(``os.sched_getaffinity``), so it never oversubscribes them; ``NUMBA_NUM_THREADS`` lowers
-it. Measured on 2 cores (L = 2, 4096 nodes, benchmarks/bench_kernels.py): serial loop
-38 ms, the same loop compiled parallel on 1 thread 30 ms (numba compiles a parfor body
-differently; not investigated further), on 2 threads 15 ms. ``ATTNPHASE_NUMBA_PARALLEL=0``
-compiles a plain serial loop instead. All compiled code uses numba's ``error_model="numpy"``
-(x / 0 gives inf or nan as in numpy, never ZeroDivisionError).
+The algorithm is the template module :mod:`attnphase.numerics.prox.rows`, evaluating P only through the generated
+one-point kernels.  :func:`instance` copies the template into the kernel cache directory under a name hashing the
+template, the step rules and the kernels' module, and imports the copy with its :class:`Binding` as
+``__spec__.loader_state``: numba keys its disk cache by file, so each (L, r, kernels, parallel) needs a copy of its
+own.  The loop over nodes is a ``numba.prange`` on numba's default thread count (``NUMBA_NUM_THREADS`` lowers it;
+``ATTNPHASE_NUMBA_PARALLEL=0`` compiles a serial loop).  Importing this module does not import numba.
 """
 
 from __future__ import annotations
@@ -65,31 +28,20 @@ from attnphase.theory.codegen import cache_dir, first_run_notice, import_path, w
 from attnphase.theory.correlated_kernels import CorrelatedKernels
 from attnphase.theory.kernels import Kernels, ScalarKernels
 
-#: A start of the full search stops once it is within this distance (relative, per coordinate:
-#: |h_k - h'_k| <= MERGE_RADIUS (1 + |h'_k|)) of a minimum h' that an earlier start of the same node
-#: converged to, where the Hessian of P is positive definite: it would converge there too, and its
-#: row becomes a copy of that minimum (a duplicate, dropped from the candidates as before).  Most
-#: starts end on their node's one minimum: this cuts a full search by ~35 % (L = 2, 32768 nodes at
-#: omega = 0.3, alpha = 2: 240 -> 160 ms on one thread) and moves the minimisers by < 1e-12
-#: (benchmarks/bench_kernels.py; tests compare with the numpy path, which runs every start to the end).
+#: A start stops once within this distance (relative, per coordinate) of a minimum an earlier start of its node
+#: converged to, where the Hessian of P is positive definite, and takes that minimum (docs/method.md section 3).
 MERGE_RADIUS = 1e-2
 
-#: The template module of the compiled solver (instantiated per L by :func:`instance`).
+#: The templates (:func:`instance`) and the modules they compile in, whose text enters an instance's name (numba
+#: does not notice a change of a constant read from another module).
 TEMPLATE = Path(__file__).with_name("rows.py")
-#: The step rules' constants the templates compile in (their text enters an instance's name: numba does
-#: not notice a change of a constant read from another module).
 STEPS = Path(__file__).with_name("newton_steps.py")
-#: The compiled Cholesky the template calls (its text enters an instance's name too).
 LINALG = Path(__file__).with_name("shifted_cholesky.py")
-#: The template of the one-point algebra (softmax, lambda_min, solve) the template calls, instantiated per (L, r).
 ALGEBRA = Path(__file__).with_name("row_algebra.py")
 
 
 def available() -> bool:
-    """Whether numba can be imported (the compiled backend can be used).
-
-    Not cached here: after the first import numba is in ``sys.modules`` and this is a lookup.
-    """
+    """Whether numba can be imported (the compiled backend can be used)."""
     try:
         import numba  # noqa: F401
     except Exception:  # pragma: no cover - depends on the environment
@@ -97,21 +49,11 @@ def available() -> bool:
     return True
 
 
-def _parallel_default() -> bool:
-    return os.environ.get("ATTNPHASE_NUMBA_PARALLEL", "1").strip().lower() in ("1", "true", "yes")
-
-
 @dataclass(frozen=True, eq=False)
 class Binding:
-    """The parameters of one instance of the template :mod:`attnphase.numerics.prox.rows`.
-
-    Attributes:
-        L: sequence length.
-        r: student rank (a row has L r unknowns).
-        parallel: loops over nodes as ``numba.prange`` (``parallel=True``) or plain ``range``.
-        scalar: the generated one-point kernels the instance evaluates P(h) with.
-        algebra: the instance of the template :mod:`attnphase.numerics.prox.row_algebra` at (L, r).
-    """
+    """The parameters of one instance of the template :mod:`attnphase.numerics.prox.rows`: L, r, whether its loop
+    over nodes is a ``numba.prange``, the generated one-point kernels and the instance of
+    :mod:`attnphase.numerics.prox.row_algebra` at (L, r)."""
 
     L: int
     r: int
@@ -121,16 +63,12 @@ class Binding:
 
 
 def instance(kernels: Kernels | CorrelatedKernels, parallel: bool | None = None, matrix: bool = False) -> ModuleType:
-    """The compiled solver for ``kernels`` (L, r, cse; independent or whitened correlated tokens), on their
-    fields-form one-point kernels or, with ``matrix`` (always at r >= 2), their matrix-form ones
-    (:attr:`~attnphase.theory.kernels.Kernels.matrix_scalar`): the template instantiated, imported once per process.
-
-    ``parallel`` None: ``$ATTNPHASE_NUMBA_PARALLEL`` (default on). See the module doc.
-    """
+    """The template instantiated for ``kernels`` (their matrix-form one-point kernels with ``matrix``, always at
+    r >= 2), imported once per process; ``parallel`` None: ``$ATTNPHASE_NUMBA_PARALLEL`` (default on)."""
     name, key, scalar, parallel, kind = _instance_name(kernels, parallel, matrix)
     what = f"the rank-{scalar.r} proximal solver for L = {scalar.L}" if kind == "prox_rows_rank" else \
         f"the proximal solver for L = {scalar.L}"
-    algebra = _algebra(scalar.L, scalar.r)
+    algebra = import_template(ALGEBRA, *_algebra_name(scalar.L, scalar.r), AlgebraBinding(scalar.L, scalar.r), None)
     return import_template(TEMPLATE, name, key, Binding(scalar.L, scalar.r, parallel, scalar, algebra), what)
 
 
@@ -147,17 +85,12 @@ def _algebra_name(L: int, r: int) -> tuple[str, str]:
     return f"row_algebra_L{L}_r{r}", STEPS.read_text()
 
 
-def _algebra(L: int, r: int) -> ModuleType:
-    """The template :mod:`attnphase.numerics.prox.row_algebra` instantiated at (L, r), imported once per process
-    (it compiles with its caller: the first-run notice is the caller's)."""
-    name, key = _algebra_name(L, r)
-    return import_template(ALGEBRA, name, key, AlgebraBinding(L, r), None)
-
-
 def _instance_name(kernels: Kernels | CorrelatedKernels, parallel: bool | None, matrix: bool
                    ) -> tuple[str, str, ScalarKernels, bool, str]:
     """(name, key, one-point kernels, parallel, kind) of the instance of :func:`instance` (its arguments)."""
-    parallel = _parallel_default() if parallel is None else bool(parallel)
+    if parallel is None:
+        parallel = os.environ.get("ATTNPHASE_NUMBA_PARALLEL", "1").strip().lower() in ("1", "true", "yes")
+    parallel = bool(parallel)
     matrix = matrix or (isinstance(kernels, Kernels) and kernels.r != 1)
     scalar = kernels.matrix_scalar if matrix else kernels.scalar
     kind = "prox_rows_cov" if isinstance(kernels, CorrelatedKernels) else "prox_rows_rank" if matrix else "prox_rows"
@@ -184,12 +117,9 @@ def _has_machine_code(folder: Path, name: str) -> bool:
 
 
 def import_template(template: Path, name: str, key: str, binding: Any, what: str | None) -> ModuleType:
-    """The template module ``template`` instantiated with ``binding``, imported once per process (module doc).
-
-    Its copy in the cache directory is named ``name`` + a hash of ``key`` (what else the compiled code
-    depends on: the generated kernels' module, the compile options) and of the template's text; a
-    first-run notice names ``what`` is compiled when numba has no machine code for it yet (none with ``what`` None).
-    """
+    """``template`` instantiated with ``binding``, imported once per process: its copy in the cache directory is
+    named ``name`` + a hash of ``key`` (what else the compiled code depends on) and of its text; a first-run
+    notice names ``what`` when numba has no machine code for it yet (none with ``what`` None)."""
     text = template.read_text()
     name = f"{name}_{_digest(key, text)}"
     modname = f"attnphase._generated.{name}"
@@ -219,44 +149,40 @@ def newton_rows(
     kernels: Kernels | CorrelatedKernels, h0: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
     *, xtol: float, max_iter: int, max_halvings: int, parallel: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Compiled :func:`~attnphase.numerics.prox.global_prox.newton_minimize`: (h, value, converged, iterations).
-
-    Each row descends P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T) from its row of ``h0``
-    to a local minimiser h (value P(h)); V and sigma2 broadcast to the rows.
-    """
+    """Compiled :func:`~attnphase.numerics.prox.global_prox.newton_minimize` at r = 1: (h, value, converged,
+    iterations), each row of ``h0`` descended to a local minimiser of P; V and sigma2 broadcast to the rows."""
     h0 = np.asarray(h0, dtype=float)
-    N, L = h0.shape
-    h, value, conv, iters, _ = _run_fields(kernels, h0[:, None, :], w, V, T, sigma2, False, xtol, max_iter, max_halvings,
-                                           parallel)
-    return h[:, 0], value[:, 0], conv[:, 0], int(iters.max()) if N else 0
+    h, value, conv, iters, _ = global_rows(kernels, h0[:, None, :], w, V, T, sigma2, refine=False, xtol=xtol,
+                                           max_iter=max_iter, max_halvings=max_halvings, parallel=parallel)
+    return h[:, 0], value[:, 0], conv[:, 0], int(iters.max()) if len(h0) else 0
 
 
 def global_rows(
     kernels: Kernels | CorrelatedKernels, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray,
-    sigma2: np.ndarray, *, xtol: float = 1e-10, max_iter: int = 60, max_halvings: int = 30, parallel: bool | None = None,
+    sigma2: np.ndarray, *, refine: bool = True, xtol: float = 1e-10, max_iter: int = 60, max_halvings: int = 30,
+    parallel: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The full global search of every node, argmin_h P(h) (P as in :func:`newton_rows`): Newton from
-    ``starts`` (N, n0, L), then from the mirror image and the token permutations of the best
-    minimum (itertools order, identity left out).
-
-    Returns (h, value, converged, iterations) of every start, shapes (N, n, L) and (N, n) with
-    n = n0 + L!, and the index of the winning start per node, shape (N,).
-    """
-    return _run_fields(kernels, np.asarray(starts, dtype=float), w, V, T, sigma2, True, xtol, max_iter, max_halvings,
-                       parallel)
+    """The full search argmin_h P(h) of every node at r = 1: Newton from ``starts`` (N, n0, L), then (``refine``)
+    from the refinement starts of the best minimum; (h, value, converged, iterations) of every start, shapes
+    (N, n, L) and (N, n) with n = n0 + L!, and the winning start per node (N,)."""
+    starts = np.ascontiguousarray(starts, dtype=float)
+    N, n0, L = starts.shape
+    # the one-point kernels' last argument: sigma^2, or the whitened model's (C, B) (its sigma^2 are 1)
+    par = np.asarray(kernels.loss_arguments(sigma2) if isinstance(kernels, CorrelatedKernels) else sigma2, dtype=float)
+    Vr = _rows(V, N, (L,))
+    return _run(kernels, starts, _rows(w, N, (L,)), Vr, _rows(T, N, (L, L)), _rows(par, N, par.shape[-1:]),
+                1.0 / Vr.min(axis=1), np.arange(n0, dtype=np.int64), refine, steps.max_step(V), xtol, max_iter,
+                max_halvings, MERGE_RADIUS, parallel)
 
 
 def search_rows(kernels: Kernels, starts: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
                 sigma2: np.ndarray, delta: float, max_step: float, order: np.ndarray, merge: float, *, xtol: float,
                 max_iter: int, max_halvings: int, parallel: bool | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The descent on matrix fields from every start: (h (S, N, L, r), value (S, N), converged (S, N), iterations
-    (S, N)); ``starts``
-    (S, N, L, r) (start s of node i at [s, i]), w (N, L, r), T (N, L, L), Vinv (L, r, r), sigma2 (L,);
-    ``delta`` and ``max_step`` as in :func:`~attnphase.numerics.prox.objective.step_constants`.  A node's
-    starts run in the order ``order``; with ``merge`` > 0 a start that comes within ``merge`` of a minimum an
-    earlier start of its node converged to, where the Hessian is positive definite, stops and takes that
-    minimum (its row a copy of it)."""
+    """The descent on matrix fields from every start: (h (S, N, L, r), value, converged, iterations (S, N)); ``starts``
+    (S, N, L, r), w (N, L, r), T (N, L, L), Vinv (L, r, r), sigma2 (L,), ``delta`` and ``max_step`` of
+    :func:`~attnphase.numerics.prox.objective.step_constants`.  A node's starts run in the order ``order``; with
+    ``merge`` > 0 a start that comes within ``merge`` of a minimum an earlier one converged to takes that minimum."""
     starts = np.asarray(starts, dtype=float)
     S, N, L, r = starts.shape
     n = L * r
@@ -274,40 +200,13 @@ def distinct_minima(kernels: Kernels | CorrelatedKernels, h: np.ndarray, conv: n
     return keep
 
 
-def best_rows(kernels: Kernels | CorrelatedKernels, node: np.ndarray, value: np.ndarray, conv: np.ndarray, N: int) -> np.ndarray:
-    """Per node 0..N-1, the row of the lowest converged value (first on ties), as :func:`attnphase.numerics.prox.selection.best_per_node`."""
-    best = np.empty(N, dtype=np.int64)
-    instance(kernels).best_rows(np.ascontiguousarray(node, dtype=np.int64), value, conv, best)
-    if np.any(best < 0):
-        raise RuntimeError("global_prox lost a node: every node needs at least one start")
-    return best
-
-
-def _loss_arguments(kernels: Kernels | CorrelatedKernels, sigma2: np.ndarray) -> np.ndarray:
-    """The last argument of the one-point kernels: sigma^2, or the whitened model's (C, B) (its sigma^2 are 1)."""
-    return kernels.loss_arguments(sigma2) if isinstance(kernels, CorrelatedKernels) else sigma2
-
-
-def _run_fields(
-    kernels: Kernels | CorrelatedKernels, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray,
-    sigma2: np.ndarray, refine: bool, xtol: float, max_iter: int, max_halvings: int, parallel: bool | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_run` on the rank-1 kernels: V_l per node, the direction's scale 1 / V_min, starts in their order."""
-    N, n0, L = starts.shape
-    par = np.asarray(_loss_arguments(kernels, sigma2), dtype=float)
-    Vr = _rows(V, N, (L,))
-    return _run(kernels, np.ascontiguousarray(starts), _rows(w, N, (L,)), Vr, _rows(T, N, (L, L)),
-                _rows(par, N, par.shape[-1:]), 1.0 / Vr.min(axis=1), np.arange(n0, dtype=np.int64), refine,
-                steps.max_step(V), xtol, max_iter, max_halvings, MERGE_RADIUS, parallel)
-
-
 def _run(
     kernels: Any, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, s2: np.ndarray, shift: np.ndarray,
     order: np.ndarray, refine: bool, max_step: float, xtol: float, max_iter: int, max_halvings: int, merge: float,
     parallel: bool | None, matrix: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The template's ``rows`` (of the matrix-form instance with ``matrix``) on per-node arrays: starts (N, n0, n), w (N, n), V, T, s2 and shift with a row per
-    node.  Returns h (N, n_all, n), value, conv, iters (N, n_all) and best (N,)."""
+    """The template's ``rows`` (the matrix-form instance with ``matrix``) on per-node arrays: starts (N, n0, n),
+    w (N, n), V, T, s2 and shift a row per node.  Returns h (N, n_all, n), value, conv, iters (N, n_all), best (N,)."""
     N, n0, n = starts.shape
     L = T.shape[-1]
     perms = np.array([p for p in itertools.permutations(range(L)) if list(p) != list(range(L))], dtype=np.int64)

@@ -1,21 +1,12 @@
-"""The safeguarded Newton descent on the proximal objective, written once over an array namespace.
+"""The safeguarded Newton descent on the proximal objective P (:mod:`attnphase.numerics.prox.objective`), written once
+over an array namespace ``xp`` (numpy, or torch on its device); the compiled template
+:mod:`attnphase.numerics.prox.rows` runs it one row at a time.
 
-    P(h) = sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T),   h in R^{L x r}   (docs/model.md sections 3, 7)
-
-:func:`descend` minimises P from every row of a batch of starts, h flattened to n = L r entries per
-row, on ``numpy`` or ``torch`` arrays (the namespace ``xp``; a torch batch stays on its device).  The
-objective is an :class:`Objective`: P with its gradient and Hessian, P alone for the line search, the
-Newton direction rule, and the stall scale (its two forms, diagonal V at r = 1 and V_l^{-1} blocks at any r:
-:mod:`attnphase.numerics.prox.objective`).  The step rules and their constants are those of
-:mod:`attnphase.numerics.prox.newton_steps`; the compiled template :mod:`attnphase.numerics.prox.rows` runs
-the same descent one row at a time.
-
-One iteration on the rows not yet done (the active set): the direction d = -(H + mu I)^{-1} grad P from
-the objective's rule (mu = 0 where H is positive definite), capped at length ``cap``; a row has converged
-when H is positive definite and d is :func:`~attnphase.numerics.prox.newton_steps.near` zero (the step is
-then taken as it is); otherwise Armijo backtracking t = 1, 1/2, ... (at most ``max_halvings`` trials); a
-row where no trial decreases P has converged if it :func:`~attnphase.numerics.prox.newton_steps.stalled`
-at rounding level, else it stops unconverged.
+One iteration on the rows not yet done: d = -(H + mu I)^{-1} grad P by the objective's rule (mu = 0 where H is
+positive definite), capped at length ``cap``; a row has converged when H is positive definite and d is
+:func:`~attnphase.numerics.prox.newton_steps.near` zero (the step then taken as it is); otherwise Armijo
+backtracking (at most ``max_halvings`` trials); a row where no trial decreases P has converged if it
+:func:`~attnphase.numerics.prox.newton_steps.stalled`, else it stops unconverged.
 """
 
 from __future__ import annotations
@@ -59,29 +50,14 @@ def _rowsum(a: Any) -> Any:
     return out
 
 
-def _copy(a: Any, xp: Any) -> Any:
-    return np.array(a, copy=True) if xp is np else a.clone()
-
-
-def _flatnonzero(mask: Any, xp: Any) -> Any:
-    return np.flatnonzero(mask) if xp is np else xp.nonzero(mask).flatten()
-
-
-def _like(a: Any, xp: Any) -> dict[str, Any]:
-    """Keyword arguments that place a new array where ``a`` is (torch's device; numpy has one)."""
-    return {} if xp is np else {"device": a.device}
-
-
 def descend(
     xp: Any, objective: Objective, h0: Any, *, cap: float, xtol: float, max_iter: int, max_halvings: int,
 ) -> tuple[Any, Any, Any, int]:
-    """Safeguarded Newton descent on P from every row of ``h0`` (N, n) (module doc): (h, value, converged, iterations).
-
-    ``iterations`` is the largest number of iterations any row needed; only unconverged rows iterate.
-    """
-    h = _copy(h0, xp)
+    """Safeguarded Newton descent on P from every row of ``h0`` (N, n) (module doc): (h, value, converged, iterations),
+    ``iterations`` the most any row needed."""
+    h = np.array(h0, copy=True) if xp is np else h0.clone()
     N = h.shape[0]
-    on = _like(h, xp)
+    on = {} if xp is np else {"device": h.device}  # new arrays where h is
     converged = xp.zeros(N, dtype=xp.bool, **on)
     active = xp.arange(N, **on)
     f, g, H = objective.value_grad_hess(h, None)
@@ -98,14 +74,13 @@ def descend(
         dn = _rowmax(abs(d), xp)
         d = d * steps.step_scale(xp.sqrt(_rowsum(d * d)), cap, xp)[:, None]
         slope = _rowsum(g * d)
-        # converged: a pure Newton step in a convex region that is tiny, or whose predicted
-        # decrease is below the rounding of P (a line search cannot judge it; take it as is)
+        # converged: a tiny pure Newton step in a convex region, or one whose decrease is below P's rounding
         tiny = pd & steps.near(dn, _rowmax(abs(ha), xp), slope, fa, xtol)
         # Armijo backtracking (the tiny Newton steps of converged rows are taken as they are)
         t = xp.ones(active.shape[0], dtype=h.dtype, **on)
         new_h = ha + d
-        accepted = _copy(tiny, xp)
-        pending = _flatnonzero(~tiny, xp)
+        accepted = tiny.copy() if xp is np else tiny.clone()
+        pending = xp.where(~tiny)[0]
         for _ in range(max_halvings):
             if not pending.shape[0]:
                 break

@@ -1,42 +1,13 @@
-"""The proximal map of the channel, solved for all quadrature nodes in one vectorised call, for every rank.
+"""The proximal map of the channel at all quadrature nodes in one vectorised call, for every rank.
 
     h_hat(w, T) = argmin_h  P(h) = sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T),   h in R^{L x r}
                                                    (docs/model.md sections 3, 7; V_l = sigma_l^2 V0)
 
-The loss is bounded but not convex in h, so ``P`` can have several local minima.  :func:`global_prox`
-finds the GLOBAL minimiser per node: the one safeguarded Newton descent (:func:`newton_minimize`:
-:func:`attnphase.numerics.prox.descent.descend` on the objective of :mod:`attnphase.numerics.prox.objective`,
-or the compiled template :mod:`attnphase.numerics.prox.rows`) from the starts of
-:mod:`attnphase.numerics.prox.starts`, the lowest converged value winning
-(:mod:`attnphase.numerics.prox.selection`); or, between full searches, a polish of the minima found last
-time (:class:`~attnphase.numerics.prox.selection.Candidates`).  The other choices of a local minimiser
-(``local_prox``, ``aligned_prox``) are in :mod:`attnphase.numerics.prox.local_prox`.
-
-Fields come in two shapes.  At r = 1 they are vectors h, w (N, L) with V the variances V_l (L,): the fast
-path -- a diagonal V, the generated P itself, the closed-form zeros of the loss at L = 2 among the starts, a
-refinement pass from the mirror image and token permutations of the best minimum, every distinct minimum
-kept as a candidate, and the compiled and torch backends.  At any r they are matrices h, w (N, L, r) with V
-the r x r V0: the quadratic term in V_l^{-1} blocks, the teacher's fields rotated onto w among the starts,
-the winners kept as candidates (and searched from again).
-
-The value, gradient and Hessian of the loss come from the generated kernels
-(:mod:`attnphase.theory.kernels`, both forms); nothing here spells the loss out.
-
-Backends (argument ``backend`` of every solver, one of
-:data:`attnphase.numerics.config.BACKENDS`, normally ``SolverConfig.backend``): ``"numpy"`` runs
-the whole batch as numpy operations; ``"numba"`` runs the same algorithm one node at a time,
-compiled (:mod:`attnphase.numerics.prox.compiled`: the template
-:mod:`attnphase.numerics.prox.rows` on the one-point twins of the same generated kernels;
-equal to the numpy results to rounding); ``"auto"`` (the default) is numba when it can be
-imported, else numpy; ``"torch"`` (r = 1 only) runs the Newton descent batched on a torch device (a GPU when
-present; :mod:`attnphase.numerics.prox.torch_backend`) and the starts and selection here, on its results.
-:func:`~attnphase.numerics.prox.backends.resolve_backend` decides; ``$ATTNPHASE_PROX_BACKEND``
-(:func:`attnphase.numerics.config.backend_override`) replaces ``"auto"`` only, e.g. to spare a
-short run the one-off JIT compilation (about 3-7 s per L, once per machine: it is cached on
-disk).  In the compiled search of matrix fields a node's starts run in one loop, the minima handed in
-first, and a start stops once it is within :data:`~attnphase.numerics.prox.compiled.MERGE_RADIUS` of a
-minimum an earlier start of the node converged to, where the Hessian is positive definite, taking that
-minimum (the numpy path runs every start to the end; the two agree to rounding).
+:func:`global_prox` finds the global minimiser per node (docs/method.md section 3): the Newton descent
+(:func:`newton_minimize`) from the starts of :mod:`attnphase.numerics.prox.starts`, the lowest converged value
+winning (:mod:`attnphase.numerics.prox.selection`), or a polish of the minima found last time.  Fields are vectors
+(N, L) at r = 1 (the fast path: the refinement pass, every distinct minimum kept, the compiled and torch backends)
+or matrices (N, L, r).
 """
 
 from __future__ import annotations
@@ -72,36 +43,15 @@ def check_fields(kernels: Any, h: np.ndarray) -> None:
                      f"of rank r")
 
 
-def newton_minimize(
-    kernels: Any,
-    h0: np.ndarray,
-    w: np.ndarray,
-    V: np.ndarray,
-    T: np.ndarray,
-    sigma2: np.ndarray,
-    *,
-    xtol: float = XTOL,
-    max_iter: int | None = None,
-    max_halvings: int = MAX_HALVINGS,
-    backend: str = "auto",
-) -> ProxResult:
-    """Safeguarded (modified) Newton descent on P(h) for every row of ``h0`` (:func:`attnphase.numerics.prox.descent.descend`).
+def newton_minimize(kernels: Any, h0: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray, *,
+                    xtol: float = XTOL, max_iter: int | None = None, max_halvings: int = MAX_HALVINGS,
+                    backend: str = "auto") -> ProxResult:
+    """Safeguarded Newton descent on P(h) from every row of ``h0`` (:func:`attnphase.numerics.prox.descent.descend`;
+    the step rules: :mod:`attnphase.numerics.prox.newton_steps`): a :class:`ProxResult`.
 
-    Rows h0, w (N, L) at r = 1, with ``V`` the variances V_l (L,) (the diagonal fast path); or h0, w (N, L, r),
-    with ``V`` the precisions V_l^{-1} (L, r, r).  Direction d = -(H + mu I)^{-1} grad, with mu = 0 where the
-    Hessian H is positive definite and a shift making it so otherwise (eigenvalue shift -lambda_min(H) +
-    SHIFT_REL / V_min at r = 1, the shifted Cholesky with least pivot SHIFT_REL lambda_min(V^{-1}) on blocks);
-    the step is capped at 4 sqrt(max V) + 1 and chosen by Armijo backtracking, so P decreases monotonically (the
-    rules and their constants: :mod:`attnphase.numerics.prox.newton_steps`).  A node
-    has converged when H is positive definite and either the pure Newton step is below
-    ``xtol (1 + |h|)`` or its predicted decrease is below the rounding of P (the step
-    is then taken: quadratic convergence makes the result accurate to rounding), or when no step decreases P any more and the gradient is
-    at rounding level.  Only unconverged nodes are iterated (active set).  ``max_iter`` None:
-    :data:`MAX_ITER_FIELDS` or :data:`MAX_ITER_BLOCKS`.
-
-    ``backend``: see the module doc (the compiled backend iterates each row on its own; the torch
-    backend iterates the batch on its device, :func:`attnphase.numerics.prox.torch_backend.newton_minimize`).
-    """
+    Rows h0, w (N, L) at r = 1 with ``V`` the variances V_l (L,), or (N, L, r) with ``V`` the precisions V_l^{-1}
+    (L, r, r).  ``max_iter`` None: :data:`MAX_ITER_FIELDS` or :data:`MAX_ITER_BLOCKS`.  ``backend``: any of
+    :data:`attnphase.numerics.config.BACKENDS` (torch at r = 1 only)."""
     h0 = np.asarray(h0, dtype=float)
     check_fields(kernels, h0)
     resolved = resolve_backend(backend, kernels)
@@ -112,14 +62,11 @@ def newton_minimize(
     if resolved == "torch":
         from attnphase.numerics.prox import torch_backend as prox_torch
 
-        return prox_torch.newton_minimize(
-            kernels, h0, w, V, T, sigma2, xtol=xtol, max_iter=max_iter, max_halvings=max_halvings
-        )
+        return prox_torch.newton_minimize(kernels, h0, w, V, T, sigma2, xtol=xtol, max_iter=max_iter,
+                                          max_halvings=max_halvings)
     if resolved == "numba":
-        hc, vc, cc, itc = prox_compiled.newton_rows(
-            kernels, h0, w, V, T, sigma2, xtol=xtol, max_iter=max_iter, max_halvings=max_halvings
-        )
-        return ProxResult(hc, vc, cc, itc)
+        return ProxResult(*prox_compiled.newton_rows(kernels, h0, w, V, T, sigma2, xtol=xtol, max_iter=max_iter,
+                                                     max_halvings=max_halvings))
     N, L = np.shape(h0)
     Vb = np.ascontiguousarray(np.broadcast_to(V, (N, L)))
     objective = FieldObjective(np, kernels.prox_value_grad_hess, kernels.prox_value, w, Vb, T, sigma2)
@@ -143,44 +90,20 @@ def _newton_blocks(k: Any, h0: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: n
     return ProxResult(h.reshape(N, L, r), value, converged, it)
 
 
-def global_prox(
-    kernels: Any,
-    w: np.ndarray,
-    V: np.ndarray,
-    T: np.ndarray,
-    sigma2: np.ndarray,
-    hstar: np.ndarray | None = None,
-    *,
-    candidates: Candidates | None = None,
-    full_search: bool = True,
-    backend: str = "auto",
-) -> tuple[ProxResult, Candidates]:
-    """Global minimiser of P(h) at every node: Newton from every start, lowest converged value wins.
+def global_prox(kernels: Any, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
+                hstar: np.ndarray | None = None, *, candidates: Candidates | None = None, full_search: bool = True,
+                backend: str = "auto") -> tuple[ProxResult, Candidates]:
+    """Global minimiser of P(h) at every node: Newton from every start, lowest converged value wins, the first
+    start on ties.
 
-    Fields w (N, L) with variances V (L,) (r = 1), or w (N, L, r) with the r x r V0 (V_l = sigma_l^2 V0) and
-    the teacher's fields ``hstar`` (N, L, r*); T (N, L, L), sigma2 (L,).
+    Fields w (N, L) with variances V (L,) (r = 1), or w (N, L, r) with the r x r V0 and the teacher's fields
+    ``hstar`` (N, L, r*); T (N, L, L), sigma2 (L,).  With ``full_search`` the starts are
+    :func:`~attnphase.numerics.prox.starts.starting_points` (at r = 1 then the refinement pass; on matrix fields the
+    ``candidates`` too, run first); without it only the ``candidates`` are polished (on matrix fields from w too).
 
-    With ``full_search`` the starts are :func:`attnphase.numerics.prox.starts.starting_points`; at r = 1
-    followed by a refinement pass from the mirror image and the token permutations of the best minimum found
-    (the full search is then a function of the node alone, independent of any history); on matrix fields
-    the candidates, if given, are starts too, run first.  Without it only the candidates (the minima of a
-    previous, nearby solve) are polished -- a few Newton steps each; on matrix fields w is polished too.  The
-    state evolution uses the cheap mode between periodic full searches and always verifies a converged
-    fixed point with a full search.
-
-    Returns the result and the candidates of the next calls: after a full search at r = 1 every distinct
-    local minimum found per node, on matrix fields the winner of each node (one per node, in node order: what
-    this function accepts there); a polish returns the candidates it was given, unchanged (polishing can merge
-    basins, so its own minima would lose some).  A node none of whose starts converged gets its first start's
-    end point at r = 1 (unconverged), its least unconverged value on matrix fields.
-
-    Ties (mirror-image minima of equal value at symmetric nodes) are broken by the
-    start order; the state evolution removes their effect by symmetrising the hat
-    overlaps over the symmetry group of the current state.
-
-    ``backend``: see the module doc; all give the same result and candidates (to rounding). The
-    torch backend (r = 1) runs the two Newton passes on its device and everything else here.
-    """
+    Returns the result and the candidates of the next calls: after a full search every distinct minimum per node at
+    r = 1, the winner of each node on matrix fields; a polish returns the candidates it was given.  A node none of
+    whose starts converged gets its first start's end point at r = 1, its least unconverged value on matrix fields."""
     check_fields(kernels, w)
     resolved = resolve_backend(backend, kernels)
     if w.ndim == 3:
@@ -190,26 +113,21 @@ def global_prox(
             resolved = "numba" if prox_compiled.available() else "numpy"
         return _global_prox_blocks(kernels, w, V, T, sigma2, hstar, candidates, full_search, resolved)
     N, L = w.shape
-    if resolved == "numba":
-        return _global_prox_compiled(kernels, w, V, T, sigma2, candidates, full_search)
-    search = full_search or candidates is None
-    if search:
-        idx, res = _descend_from(kernels, starting_points(w, T, kernels=kernels), w, V, T, sigma2, resolved)
-        # refinement pass (starts.refinement_starts) from the best minimum found
-        idx2, res2 = _descend_from(kernels, refinement_starts(res.h[best_per_node(idx, res, N)]), w, V, T, sigma2,
-                                   resolved)
-        idx = np.concatenate([idx, idx2])
-        res = ProxResult(
-            np.concatenate([res.h, res2.h]), np.concatenate([res.value, res2.value]),
-            np.concatenate([res.converged, res2.converged]), max(res.iterations, res2.iterations),
-        )
-    else:
+    if not full_search and candidates is not None:
         idx = candidates.node
         res = newton_minimize(kernels, candidates.h, w[idx], V, T[idx], sigma2, backend=resolved)
-    best = best_per_node(idx, res, N)
-    if not search:
+        best = best_per_node(idx, res, N)
         return ProxResult(res.h[best], res.value[best], res.converged[best], res.iterations), candidates
-    return distinct_minima(idx, res, best)
+    if resolved == "numba":
+        return _global_prox_compiled(kernels, w, V, T, sigma2)
+    idx, res = _descend_from(kernels, starting_points(w, T, kernels=kernels), w, V, T, sigma2, resolved)
+    # refinement pass (starts.refinement_starts) from the best minimum found
+    idx2, res2 = _descend_from(kernels, refinement_starts(res.h[best_per_node(idx, res, N)]), w, V, T, sigma2,
+                               resolved)
+    idx = np.concatenate([idx, idx2])
+    res = ProxResult(np.concatenate([res.h, res2.h]), np.concatenate([res.value, res2.value]),
+                     np.concatenate([res.converged, res2.converged]), max(res.iterations, res2.iterations))
+    return distinct_minima(idx, res, best_per_node(idx, res, N))
 
 
 def _descend_from(kernels: Any, starts: list[np.ndarray], w: np.ndarray, V: np.ndarray, T: np.ndarray,
@@ -219,21 +137,13 @@ def _descend_from(kernels: Any, starts: list[np.ndarray], w: np.ndarray, V: np.n
     return idx, newton_minimize(kernels, np.concatenate(starts, axis=0), w[idx], V, T[idx], sigma2, backend=backend)
 
 
-def _global_prox_compiled(
-    kernels: Any, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
-    candidates: Candidates | None, full_search: bool,
-) -> tuple[ProxResult, Candidates]:
-    """:func:`global_prox` at r = 1 on the compiled backend (same starts, same order, same selection)."""
+def _global_prox_compiled(kernels: Any, w: np.ndarray, V: np.ndarray, T: np.ndarray,
+                          sigma2: np.ndarray) -> tuple[ProxResult, Candidates]:
+    """:func:`global_prox`'s full search at r = 1 on the compiled backend (same starts, order and selection)."""
     N, L = w.shape
-    if not full_search and candidates is not None:
-        idx = candidates.node
-        res = newton_minimize(kernels, candidates.h, w[idx], V, T[idx], sigma2, backend="numba")
-        best = prox_compiled.best_rows(kernels, idx, res.value, res.converged, N)
-        return ProxResult(res.h[best], res.value[best], res.converged[best], res.iterations), candidates
     starts = np.stack(starting_points(w, T, kernels=kernels), axis=1)
     h, value, conv, iters, best = prox_compiled.global_rows(kernels, starts, w, V, T, sigma2)
-    # the distinct minima per node, as selection.distinct_minima finds them (the same rows, in the same
-    # order: by node, then by the rounded minimiser)
+    # the distinct minima per node, in selection.distinct_minima's order: by node, then by the rounded minimiser
     keep = prox_compiled.distinct_minima(kernels, h, conv, best)
     node, start = np.nonzero(keep)
     hk = h[node, start]
@@ -277,13 +187,9 @@ def _global_prox_blocks(
 
 
 def compile_global_prox(kernels: Any, sigma2: np.ndarray, backend: str = "auto") -> None:
-    """The proximal map's compiled loops at r = 1 (the full search, the polish from candidates, the selection
-    per node) run once on two nodes, so that numba compiles them in this process into its disk cache; nothing
-    where the cache holds them already (:func:`~attnphase.numerics.prox.compiled.machine_code_cached`) or where
-    ``backend`` resolves to another backend than numba.
-
-    The first-run work of a job on a local cluster: done once here, before its workers start, they load the
-    machine code instead of each compiling it (the main job: two workers, ~5-10 s of JIT each)."""
+    """The proximal map's compiled loops at r = 1 (full search, polish, selection) run once on two nodes, so that numba
+    compiles them into its disk cache before a job's workers start; nothing where the cache holds them already or
+    ``backend`` does not resolve to numba."""
     if prox_compiled.machine_code_cached(kernels) or resolve_backend(backend, kernels) != "numba":
         return
     L = int(np.asarray(sigma2).size)

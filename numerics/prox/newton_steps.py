@@ -1,17 +1,10 @@
-"""The step rules of the safeguarded Newton descent on the proximal objective, written once.
+"""The step rules of the safeguarded Newton descent on the proximal objective P, and their constants, written once.
 
-    P(h) = sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T)      (docs/model.md sections 3, 7)
-
-The one batched descent, :func:`attnphase.numerics.prox.descent.descend` (numpy and torch), takes these
-rules from here: each function takes the array namespace ``xp`` (``numpy`` or ``torch``) where it needs
-more than arithmetic.  Two direction rules: :func:`eigen_shift_direction` for the rank-1 kernels (V_l
-scalars; closed forms at L = 2) and :func:`cholesky_shift_direction` for the rank-r ones (V_l^{-1}
-matrices).  The compiled template :mod:`attnphase.numerics.prox.rows` reads the constants from here too
-(numba compiles them into machine code, so this file's text is part of each instance's cache key).
-
-A step: d = -(H + mu I)^{-1} grad with mu from the direction rule (:func:`shift` at rank 1), scaled by
-:func:`step_scale` to at most :func:`max_step`, accepted by :func:`armijo` while halving; a node has converged when H is
-positive definite and the step is :func:`near` zero, or when it has :func:`stalled`.
+A step: d = -(H + mu I)^{-1} grad P, mu from the direction rule (:func:`eigen_shift_direction` at rank 1,
+:func:`cholesky_shift_direction` at rank r), scaled to at most :func:`max_step`, accepted by :func:`armijo` while
+halving; a node has converged when H is positive definite and the step is :func:`near` zero, or when it has
+:func:`stalled`.  ``xp`` is ``numpy`` or ``torch``.  The compiled template :mod:`attnphase.numerics.prox.rows`
+compiles the constants in (this file's text is part of its cache key).
 """
 
 from __future__ import annotations
@@ -24,14 +17,8 @@ import numpy as np
 
 @dataclass(frozen=True, eq=False)
 class ProxResult:
-    """Minimisers for a batch of nodes.
-
-    Attributes:
-        h: minimisers, shape (N, L) (vector fields, r = 1) or (N, L, r).
-        value: proximal objective at ``h`` (the Moreau envelope M), shape (N,).
-        converged: per-node flag, gradient norm below tolerance, shape (N,).
-        iterations: largest number of Newton iterations any node needed.
-    """
+    """Minimisers of a batch of nodes: h (N, L) or (N, L, r), the value P(h) (the Moreau envelope M) and the converged
+    flag (N,), and the most Newton iterations any node needed."""
 
     h: np.ndarray
     value: np.ndarray
@@ -56,48 +43,26 @@ def max_step(V: np.ndarray) -> float:
     return 4.0 * np.sqrt(float(np.max(V))) + 1.0
 
 
-def max_step_precision(lam_min_inv: float) -> float:
-    """The same cap from the precision matrices: 4 / sqrt(lambda_min(V^{-1})) + 1 (rank r, V_l = sigma_l^2 V0)."""
-    return 4.0 / np.sqrt(lam_min_inv) + 1.0
-
-
-def sym_min_eig(H: Any, xp: Any = np) -> Any:
-    """Smallest eigenvalue of a batch of symmetric matrices (closed form for 2 x 2; one-point twin ``rows.min_eig``)."""
-    if H.shape[-1] == 2:
-        a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
-        return 0.5 * (a + c) - xp.sqrt(0.25 * (a - c) ** 2 + b * b)
-    return xp.linalg.eigvalsh(H)[..., 0]
-
-
-def solve(H: Any, g: Any, xp: Any = np) -> Any:
-    """Solve H x = g for a batch (closed form for 2 x 2; one-point twin ``rows.solve``)."""
-    if H.shape[-1] == 2:
-        a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
-        det = a * c - b * b
-        return xp.stack([(c * g[..., 0] - b * g[..., 1]) / det, (a * g[..., 1] - b * g[..., 0]) / det], axis=-1)
-    return xp.linalg.solve(H, g[..., None])[..., 0]
-
-
 def eigen_shift_direction(H: Any, g: Any, v_min: Any, xp: Any = np) -> tuple[Any, Any]:
-    """The rank-1 rule: (d, pd), d = -(H + mu I)^{-1} g with (pd, mu) = :func:`shift` (lambda_min(H), V_min).
-
-    lambda_min and the solve in closed form for 2 x 2 (the one-point twins ``rows.min_eig``, ``rows.solve``).
-    """
-    pd, mu = shift(sym_min_eig(H, xp), v_min, xp)
+    """The rank-1 rule: (d, pd), d = -(H + mu I)^{-1} g with (pd, mu) = :func:`shift` (lambda_min(H), V_min);
+    lambda_min and the solve in closed form for 2 x 2 (as the compiled twin ``row_algebra.eigen_shift_direction``)."""
     n = H.shape[-1]
-    eye = np.eye(n) if xp is np else xp.eye(n, dtype=H.dtype, device=H.device)
-    return -solve(H + mu[:, None, None] * eye, g, xp), pd
+    if n != 2:
+        pd, mu = shift(xp.linalg.eigvalsh(H)[..., 0], v_min, xp)
+        eye = np.eye(n) if xp is np else xp.eye(n, dtype=H.dtype, device=H.device)
+        return -xp.linalg.solve(H + mu[:, None, None] * eye, g[..., None])[..., 0], pd
+    a, b, c = H[..., 0, 0], H[..., 0, 1], H[..., 1, 1]
+    pd, mu = shift(0.5 * (a + c) - xp.sqrt(0.25 * (a - c) ** 2 + b * b), v_min, xp)
+    a, c = a + mu, c + mu
+    det = a * c - b * b
+    return -xp.stack([(c * g[..., 0] - b * g[..., 1]) / det, (a * g[..., 1] - b * g[..., 0]) / det], axis=-1), pd
 
 
 def cholesky_shift_direction(H: np.ndarray, g: np.ndarray, delta: float) -> tuple[np.ndarray, np.ndarray]:
-    """The rank-r rule (numpy): (d, pd), d = -(H + mu I)^{-1} g with mu = 0 where the Cholesky factorisation of
-    H has pivots above ``delta`` (= SHIFT_REL lambda_min(V^{-1})), else the least mu in (Gershgorin shift +
-    delta) (1, 2, 4, ...) + ... that makes it so; pd where mu = 0.
-
-    Compiled per row (:func:`attnphase.numerics.prox.shifted_cholesky.direction_row`, also the compiled
-    template's) where numba imports; otherwise the eigen-decomposition, eigenvalues clipped at delta from
-    below (a descent direction too; ~10x slower on 4096 x 6 rows of 4 x 4 matrices).
-    """
+    """The rank-r rule (numpy): (d, pd), d = -(H + mu I)^{-1} g with mu = 0 where the Cholesky factorisation of H has
+    pivots above ``delta`` (= SHIFT_REL lambda_min(V^{-1})), else the least of (Gershgorin shift + delta)
+    (1, 2, 4, ...) + ... that makes it so (:func:`attnphase.numerics.prox.shifted_cholesky.direction_row`); pd where
+    mu = 0.  Without numba: the eigen-decomposition, eigenvalues clipped at delta from below."""
     try:
         from attnphase.numerics.prox.shifted_cholesky import directions
     except ImportError:

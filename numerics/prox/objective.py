@@ -1,18 +1,11 @@
-"""The proximal objective P, its gradient and Hessian, as the one Newton descent evaluates them.
+"""The proximal objective P, its gradient and Hessian, in the two forms the Newton descent
+(:func:`attnphase.numerics.prox.descent.descend`) evaluates.
 
     P(h) = sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T),   h in R^{L x r}   (docs/model.md sections 3, 7)
 
-Two forms of the one objective, both :class:`attnphase.numerics.prox.descent.Objective` s of
-:func:`attnphase.numerics.prox.descent.descend`:
-
-* :class:`FieldObjective` -- the r = 1 fast path: fields h in R^L, V_l scalars (a diagonal V), P itself the
-  generated ``prox_value_grad_hess`` / ``prox_value`` of the kernels (numpy or torch), the eigenvalue-shift
-  direction :func:`~attnphase.numerics.prox.newton_steps.eigen_shift_direction` (closed forms at L = 2);
-* :class:`BlockObjective` -- any r: fields h in R^{L x r}, V_l^{-1} = V0^{-1} / sigma_l^2 (r x r blocks), the
-  generated loss plus the quadratic term written here (:func:`prox_value`), the shifted Cholesky direction
-  :func:`~attnphase.numerics.prox.newton_steps.cholesky_shift_direction`.
-
-Each also gives the descent its stall scale max_l |V_l^{-1} (h_l - w_l)| (the gradient of the quadratic term).
+:class:`FieldObjective` (r = 1: V_l scalars, the generated P, the eigenvalue-shift direction; numpy or torch) and
+:class:`BlockObjective` (any r: V_l^{-1} blocks, the generated loss plus the quadratic term, the shifted Cholesky
+direction); each gives the descent its stall scale max_l |V_l^{-1} (h_l - w_l)|.
 """
 
 from __future__ import annotations
@@ -26,13 +19,8 @@ from attnphase.numerics.prox.descent import _rowmax
 
 
 class FieldObjective:
-    """P at r = 1 on numpy or torch rows: h, w (N, L), V (N, L), T (N, L, L), sigma2 (L,).
-
-    ``value_grad_hess`` / ``value`` are the generated kernels' ``prox_value_grad_hess`` / ``prox_value`` (their
-    numpy functions, or their torch rendering), called as f(h, w, V, T, sigma2).  The direction is the
-    eigenvalue-shift rule :func:`~attnphase.numerics.prox.newton_steps.eigen_shift_direction`; the stall scale
-    max_l |h_l - w_l| / V_l.
-    """
+    """P at r = 1 on numpy or torch rows: h, w (N, L), V (N, L), T (N, L, L), sigma2 (L,); ``value_grad_hess`` /
+    ``value`` the generated ``prox_value_grad_hess`` / ``prox_value`` (numpy, or their torch rendering)."""
 
     def __init__(self, xp: Any, value_grad_hess: Any, value: Any, w: Any, V: Any, T: Any, sigma2: Any) -> None:
         self.xp, self._vgh, self._value = xp, value_grad_hess, value
@@ -70,31 +58,13 @@ def apply_blocks(Vinv: np.ndarray, d: np.ndarray) -> np.ndarray:
 
 def prox_value(kernels: Any, h: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray,
                sigma2: np.ndarray) -> np.ndarray:
-    """P(h) at every row.
-
-    Fields h, w (N, L) (r = 1): the generated ``kernels.prox_value`` with V the variances V_l (L,);
-    fields h, w (N, L, r): sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T) with V the precisions
-    V_l^{-1} (L, r, r) and the kernels' generated loss.
-    """
+    """P(h) at every row: fields (N, L) with V the variances V_l (L,) (the generated ``kernels.prox_value``), or
+    (N, L, r) with V the precisions V_l^{-1} (L, r, r) (the quadratic term plus the generated loss)."""
     if np.ndim(h) == 2:
         return kernels.prox_value(h, w, V, T, sigma2)
     d = h - w
     q = (d * apply_blocks(V, d)).reshape(d.shape[0], -1).sum(axis=1)
     return 0.5 * q + kernels.loss(h, T, sigma2)
-
-
-def _value_grad_hess(k: Any, h: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
-                     sigma2: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(P, grad P, Hessian of P) of the block form: the generated loss plus the quadratic term; h (N, L, r)."""
-    N, L, r = h.shape
-    f, g, H = k.loss_grad_hess(h, T, sigma2)
-    d = h - w
-    Vd = apply_blocks(Vinv, d)
-    f = f + 0.5 * (d * Vd).reshape(N, L * r).sum(axis=1)
-    g = g + Vd.reshape(N, L * r)
-    for l in range(L):
-        H[:, l * r:(l + 1) * r, l * r:(l + 1) * r] += Vinv[l]
-    return f, g, H
 
 
 class BlockObjective:
@@ -111,8 +81,17 @@ class BlockObjective:
         return (hr, self.w, self.T) if rows is None else (hr, self.w[rows], self.T[rows])
 
     def value_grad_hess(self, h: np.ndarray, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(P, grad P, Hessian of P): the generated loss plus the quadratic term."""
         hr, w, T = self._rows(h, rows)
-        return _value_grad_hess(self.k, hr, w, self.Vinv, T, self.sigma2)
+        N, L, r = hr.shape
+        f, g, H = self.k.loss_grad_hess(hr, T, self.sigma2)
+        d = hr - w
+        Vd = apply_blocks(self.Vinv, d)
+        f = f + 0.5 * (d * Vd).reshape(N, L * r).sum(axis=1)
+        g = g + Vd.reshape(N, L * r)
+        for l in range(L):
+            H[:, l * r:(l + 1) * r, l * r:(l + 1) * r] += self.Vinv[l]
+        return f, g, H
 
     def value(self, h: np.ndarray, rows: np.ndarray) -> np.ndarray:
         hr, w, T = self._rows(h, rows)
@@ -130,4 +109,4 @@ def step_constants(Vinv: np.ndarray) -> tuple[float, float]:
     """(delta, max_step) of the block form: delta = SHIFT_REL lambda_min(V^{-1}) (the least pivot of the shifted
     Cholesky), max_step = 4 / sqrt(lambda_min(V^{-1})) + 1 = 4 sqrt(|V|) + 1; Vinv (L, r, r)."""
     Vmin_inv = min(float(np.linalg.eigvalsh(Vinv[l]).min()) for l in range(Vinv.shape[0]))
-    return steps.SHIFT_REL * Vmin_inv, steps.max_step_precision(Vmin_inv)
+    return steps.SHIFT_REL * Vmin_inv, 4.0 / np.sqrt(Vmin_inv) + 1.0

@@ -1,17 +1,11 @@
-"""Template of the compiled proximal solver's one-point algebra, to the instance's constant L, r and n = L r:
-the softmax of one point, the small symmetric linear algebra of the rank-1 direction rule and the unpacking
-of the generated derivatives.
+"""Template of the compiled proximal solver's one-point algebra, to the instance's constant L, r and n = L r.
 
     S(h)[l, k] = softmax_k(h_l . h_k)                       (docs/model.md sections 2 and 7)
     d = -(H + mu I)^{-1} g,  mu = 0 if lambda_min(H) > PD_REL / V_min, else -lambda_min(H) + SHIFT_REL / V_min
 
-A template module like :mod:`attnphase.numerics.prox.rows`, whose one role it serves: the descent
-(``rows.py``) calls these functions per row; their loops run to the constants L, r, n of the instance
-(unrolled: a loop to an array's shape made the solver 20 % slower), which only code compiled from a copy
-per (L, r) can see.  :func:`attnphase.numerics.prox.compiled.instance` instantiates it once per (L, r) --
-the kernels and the compile options do not enter, so every instance of ``rows.py`` at that (L, r) shares
-it -- and hands it to ``rows.py``'s instance in its binding.  Every function is compiled with
-``numba.njit(cache=True)``; numba keeps the machine code beside the copy.
+Instantiated once per (L, r) by :func:`attnphase.numerics.prox.compiled.instance` and bound into the instances of
+:mod:`attnphase.numerics.prox.rows`: its loops run to the constants L, r, n (unrolled; a loop to an array's shape
+made the solver 20 % slower).
 """
 
 from __future__ import annotations
@@ -40,10 +34,7 @@ jit = functools.partial(numba.njit, error_model="numpy", cache=True)
 
 @jit
 def row_softmax(S: Array) -> None:
-    """S[l, k] <- softmax_k(S[l, k]) in place, max-shifted: for each row l the max m_l over k = 1..L in
-    order, exp(S_lk - m_l), their sum over k in order, the division (the order of the batched softmax of
-    the kernels).  Its loops run to the instance's constant L (unrolled; a loop to ``S.shape[0]`` made
-    the solver 20 % slower)."""
+    """S[l, k] <- softmax_k(S[l, k]) in place, max-shifted, in the order of the kernels' batched softmax."""
     for l in range(L):
         m = S[l, 0]
         for k in range(1, L):

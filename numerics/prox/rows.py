@@ -1,39 +1,11 @@
-"""Template of the compiled proximal solver: the Newton descent of :mod:`attnphase.numerics.prox.descent`, one row at a time.
+"""Template of the compiled proximal solver: the Newton descent of :mod:`attnphase.numerics.prox.descent` one row at a
+time, on P(h) = sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T) (docs/model.md sections 3, 7).
 
-    h_hat(w, T) = argmin_h  P(h) = sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T),   h in R^{L x r}
-                                                       (docs/model.md sections 3 and 7; at r = 1, V_l^{-1} = 1 / V_l)
-
-This file is a template module.  It is not imported by its own name, but instantiated once per
-(L, r, kernels, parallel) by :func:`attnphase.numerics.prox.compiled.instance`, which imports a
-byte-identical copy of it (a file named after a hash of this text, of the generated kernels, of the
-step rules :mod:`attnphase.numerics.prox.newton_steps`, of the Cholesky of
-:mod:`attnphase.numerics.prox.shifted_cholesky` and of the one-point algebra
-:mod:`attnphase.numerics.prox.row_algebra`, in the kernel cache directory) and hands it a
-:class:`~attnphase.numerics.prox.compiled.Binding` as ``__spec__.loader_state``: L, r, the compile option
-``parallel``, the one-point generated kernels and the instance of ``row_algebra`` at (L, r) (the softmax of
-one point, lambda_min, a Cholesky test, a solve: loops to the instance's constant n). Every function here
-is compiled with ``numba.njit(cache=True)``; numba stores the machine code beside the copy (numba keys its
-cache by file, so each instance needs a file of its own).
-
-One descent (:func:`newton_row`) and one driver (:func:`rows`) for every (L, r); a row's unknowns are h
-flattened to n = L r entries (entry (l, a) at l r + a).  What depends on the kernels is chosen once per
-instance, at import:
-
-* the rank-1 kernels (:class:`~attnphase.theory.kernels.Kernels` and the whitened correlated-token
-  :class:`~attnphase.theory.correlated_kernels.CorrelatedKernels`: V_l scalars, the generated P itself,
-  ``prox_value_grad_hess`` / ``prox_value``, on the softmax S(h)[l, k] = softmax_k(h_l h_k) of
-  ``row_algebra.softmax``) -- the fast path of r = 1: the eigenvalue-shift direction rule with lambda_min and the
-  solve in closed form at L = 2 (``row_algebra.eigen_shift_direction``, the one-point twin of
-  :func:`attnphase.numerics.prox.newton_steps.eigen_shift_direction`);
-* the rank-r kernels (:class:`~attnphase.theory.kernels.Kernels`: V_l^{-1} r x r matrices, the
-  generated ``loss_grad_hess`` / ``loss`` on the softmax of the Gram matrix, plus the quadratic term of
-  :func:`quadratic`): the Cholesky-shift rule of
-  :func:`attnphase.numerics.prox.shifted_cholesky.direction_row` (the one-row twin of
-  :func:`attnphase.numerics.prox.newton_steps.cholesky_shift_direction`).
-
-Nothing here spells the loss out; the step constants are those of ``newton_steps``.  For the whitened
-correlated-token model the variables are v, the attention that of the generated fields h = B v, with the
-kernels' (C, B) argument in place of sigma^2 (:func:`attention`).
+Imported only as a copy per (L, r, kernels, parallel) by :func:`attnphase.numerics.prox.compiled.instance`, with a
+:class:`~attnphase.numerics.prox.compiled.Binding` as ``__spec__.loader_state``.  A row's unknowns are h flattened
+to n = L r entries.  Chosen once per instance: the rank-1 kernels (V_l scalars, the generated P, the
+eigenvalue-shift direction; the whitened correlated-token ones in the variables v, :func:`attention`) or the
+rank-r ones (V_l^{-1} blocks, the generated loss plus :func:`quadratic`, the shifted Cholesky direction).
 """
 
 from __future__ import annotations
@@ -184,15 +156,11 @@ def newton_row(
     max_halvings: int, S: Array, g: Array, H: Array, M: Array, d: Array, y: Array, trial: Array, g2: Array,
     H2: Array, known: Array, kok: Array, merge: float,
 ) -> tuple[float, bool, int, int]:
-    """Safeguarded Newton descent on P of one row, h (n,) updated in place: (value, converged, iterations, merged).
-
-    As :func:`attnphase.numerics.prox.descent.descend` (see there): d from :func:`direction` (``shift``: its
-    scale, 1 / V_min or delta), step capped at ``max_step``, Armijo backtracking (the full step is tried with
-    the derivatives at the trial point, which the next iteration then reuses).  ``merged`` is -1, or, with
-    ``merge > 0``, the j with ``kok[j]`` (a minimum ``known[j]`` an earlier start converged to) that h came
-    within ``merge`` of (relative, per entry) where H is positive definite: the descent stops there and the
-    caller takes that minimum.  S, g, H, M, d, y, trial, g2, H2 are work arrays.
-    """
+    """Safeguarded Newton descent on P of one row, h (n,) updated in place, as
+    :func:`attnphase.numerics.prox.descent.descend` (the full step tried with its derivatives, reused when accepted):
+    (value, converged, iterations, merged).  ``merged``: -1, or with ``merge > 0`` the j of a known minimum
+    ``known[j]`` (``kok[j]``) h came within ``merge`` of where H is positive definite (the caller takes it).
+    S, g, H, M, d, y, trial, g2, H2 are work arrays."""
     f = value_grad_hess(h, w, V, T, s2, S, g, H)
     it = 0
     while it < max_iter:
@@ -276,15 +244,11 @@ def rows(
     max_step: float, xtol: float, max_iter: int, max_halvings: int, h: Array, value: Array, conv: Array, iters: Array,
     best: Array, merge: float,
 ) -> None:
-    """Newton from every start of every node (``starts`` (N, S0, n), run in the order ``order``, a permutation
-    of 0..S0-1); with ``refine``, then from the mirror image -h_b of the best minimum h_b and its token
-    permutations ``perms`` (P, L).  Per node i: w[i] (n,), V[i] (the V_l, or the V_l^{-1}), T[i], s2[i] and
-    the direction's scale shift[i].
-
-    Writes h (N, S, n), value, conv, iters (N, S) and best (N,): the lowest converged value per node, the
-    first start run on ties.  With ``merge`` > 0 a start that comes near a minimum an earlier one converged to
-    takes that minimum (:func:`newton_row`), recorded with 0 iterations.
-    """
+    """Newton from every start of every node (``starts`` (N, S0, n) in the order ``order``); with ``refine`` then from
+    the refinement starts of the best minimum (``perms`` (P, L) the token permutations).  Per node i: w[i], V[i] (the
+    V_l, or the V_l^{-1}), T[i], s2[i] and the direction's scale shift[i].  Writes h (N, S, n), value, conv, iters
+    (N, S) and best (N,) (the lowest converged value, the first start on ties); a start merged into a known minimum
+    (:func:`newton_row`) is recorded with 0 iterations."""
     N, n0 = starts.shape[0], starts.shape[1]
     n_all = n0 + 1 + perms.shape[0] if refine else n0
     for blk in prange((N + BLOCK - 1) // BLOCK):
@@ -354,17 +318,3 @@ def distinct(h: Array, conv: Array, best: Array, keep: Array) -> None:
                         ok = False
                         break
             keep[i, j] = ok
-
-
-@jit
-def best_rows(node: Array, value: Array, conv: Array, best: Array) -> None:
-    """best[i]: the row of node i with the lowest converged value, the first on ties (the first
-    row of the node if none converged; -1 if the node has no row) -- selection.best_per_node."""
-    bv = np.full(best.shape[0], inf)
-    best[:] = -1
-    for q in range(node.shape[0]):
-        i = node[q]
-        v = value[q] if conv[q] else inf
-        if best[i] < 0 or v < bv[i]:
-            best[i] = q
-            bv[i] = v

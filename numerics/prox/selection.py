@@ -1,11 +1,5 @@
-"""The choice of the global minimiser among the Newton minima of a node's starts, and the minima kept.
-
-    h_hat(w, T) = argmin { P(h) : h a converged Newton minimum of one of the node's starts }
-
-:func:`best_per_node` picks, per node, the row of least converged value (the first start on ties: the
-mirror-image minima of symmetric nodes tie, and the state evolution symmetrises their effect away);
-:func:`distinct_minima` keeps a node's distinct converged minima (:class:`Candidates`), from which the
-next, nearby solve polishes instead of searching again.
+"""The choice of the global minimiser among a node's Newton minima (:func:`best_per_node`: least converged value,
+first start on ties), and the distinct minima kept for the next, nearby solve to polish (:func:`distinct_minima`).
 """
 
 from __future__ import annotations
@@ -19,26 +13,20 @@ from attnphase.numerics.prox.newton_steps import ProxResult
 
 @dataclass(frozen=True, eq=False)
 class Candidates:
-    """Distinct local minima found per node, kept to warm-start the next proximal solve.
-
-    Attributes:
-        node: index of the node each candidate belongs to, shape (K,).
-        h: the candidate minimisers, shape (K, L) (r = 1) or (K, L, r).
-    """
+    """Distinct local minima per node, kept to warm-start the next proximal solve: ``node`` (K,) and ``h`` (K, L) or
+    (K, L, r)."""
 
     node: np.ndarray
     h: np.ndarray
 
 
 def best_per_node(idx: np.ndarray, res: ProxResult, N: int, *, lowest_unconverged: bool = False) -> np.ndarray:
-    """Index of the lowest converged value for each node 0..N-1 among the rows ``res`` (node ``idx``), the first
-    row on ties.  A node none of whose rows converged gets its first row, or with ``lowest_unconverged`` (rows in
-    blocks of one start per node) its row of least value.
-    """
+    """Index of the lowest converged value for each node 0..N-1 among the rows ``res`` (node ``idx``), the first row on
+    ties; a node none of whose rows converged gets its first row, or with ``lowest_unconverged`` (rows in blocks of one
+    start per node) its row of least value."""
     vals = np.where(res.converged, res.value, np.inf)
     if idx.size and idx.size % N == 0 and np.array_equal(idx.reshape(-1, N), np.broadcast_to(np.arange(N), (idx.size // N, N))):
-        # rows in blocks of one start for every node (a full search): the first row, in block
-        # order, of each node's least value, NaN last -- the sort's first row, without the sort
+        # rows in blocks of one start per node (a full search): the sort's first row, without the sort
         v = vals.reshape(-1, N)
         nan = np.isnan(v)
         least = ~nan & (v == np.where(nan, np.inf, v).min(axis=0))

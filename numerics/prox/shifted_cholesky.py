@@ -1,12 +1,6 @@
-"""The shifted Cholesky direction, compiled (numba): the rule of :func:`attnphase.numerics.prox.newton_steps.cholesky_shift_direction`.
-
-    d = -(H + mu I)^{-1} g,   mu = 0 if H = L L^T with pivots > delta, else the least mu of the sequence
-    (Gershgorin shift + delta), 2 mu + delta, ... for which the shifted factorisation succeeds
-
-:func:`direction_row` is the algorithm for one row; :func:`directions` runs it over a batch (the numpy
-descent's, for matrix fields h in R^{L x r}), and the compiled template :mod:`attnphase.numerics.prox.rows`
-calls it per row on the matrix-field kernels.  Imported only where numba imports; numba caches the machine
-code beside this file (``cache=True``).
+"""The shifted Cholesky direction, compiled (numba): the rule of
+:func:`attnphase.numerics.prox.newton_steps.cholesky_shift_direction`, per row (:func:`direction_row`, the compiled
+template's) and over a batch (:func:`directions`, the numpy descent's).  Imported only where numba imports.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""The starting points of the global proximal search, per node (docs/model.md sections 3, 7).
+"""The starting points of the global proximal search, per node (docs/method.md section 3; docs/model.md sections 3, 7).
 
-    P(h) = sum_l 1/2 (h_l - w_l)^T V_l^{-1} (h_l - w_l) + loss(h, T),   h in R^{L x r}
-
-The loss is bounded and not convex, so P can have several local minima; the search runs the Newton
-descent from each start below and keeps the lowest minimum.  The starts seed the basins the quadratic
-term and the loss favour: the field w itself, the origin, points between, their mirror images (the loss
-is even in h), and where the loss vanishes:
-
-* r = 1 (fields h in R^L): w, 0, +-w / 2, -w and, for L = 2, the two exact zeros +-h_z of the loss,
-  S(h) = T, in closed form (:func:`loss_zeros_L2`; for whitened correlated tokens in the variables
-  v = B^{-1} h); then (:func:`refinement_starts`) the mirror image and the token permutations of the best
-  minimum of those;
-* any r (fields h in R^{L x r}): w, 0, -w, w / 2, the teacher's fields rotated onto w (orthogonal
-  Procrustes, :func:`procrustes_teacher`: the loss vanishes at omega = 0 on their Gram matrix) and the mean
-  of w and those.
+The loss is bounded and even in h, not convex: the starts seed the basins the quadratic term and the loss favour.
+At r = 1: w, 0, +-w / 2, -w and, for L = 2, the two exact zeros of the loss (:func:`loss_zeros_L2`), then the
+refinement pass (:func:`refinement_starts`); at any r: w, 0, -w, w / 2, the teacher's fields rotated onto w
+(:func:`procrustes_teacher`: the loss vanishes at omega = 0 on their Gram matrix) and the mean of w and those.
 """
 
 from __future__ import annotations
@@ -27,13 +17,9 @@ from attnphase.theory.correlated_kernels import CorrelatedKernels
 
 
 def loss_zeros_L2(T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For L = 2, the two exact zeros of the loss, S(h) = T (docs/model.md section 3).
-
-    With delta = h_1 - h_2: S_11 = sigmoid(h_1 delta), S_22 = sigmoid(-h_2 delta), so
-    delta^2 = logit T_11 + logit T_22 and h_1 = logit T_11 / delta, h_2 = -logit T_22 / delta.
-    Returns (h_plus, valid); the other zero is -h_plus.  ``valid`` is False where
-    delta^2 <= 0 (no exact zero), and h_plus is then 0.
-    """
+    """For L = 2, the two exact zeros of the loss, S(h) = T: with delta = h_1 - h_2, delta^2 = logit T_11 + logit T_22,
+    h_1 = logit T_11 / delta, h_2 = -logit T_22 / delta.  Returns (h_plus, valid), the other zero -h_plus; where
+    delta^2 <= 0 (no exact zero) ``valid`` is False and h_plus 0."""
     t11 = np.clip(T[:, 0, 0], 1e-300, 1 - 1e-16)
     t22 = np.clip(T[:, 1, 1], 1e-300, 1 - 1e-16)
     l11 = np.log(t11) - np.log1p(-t11)
@@ -51,11 +37,8 @@ def mixing(kernels: Any) -> np.ndarray | None:
 
 
 def procrustes_teacher(w: np.ndarray, hstar: np.ndarray) -> np.ndarray:
-    """The teacher's fields as a student field with the same Gram matrix, rotated onto w.
-
-    h0 = hstar padded (r* < r) or truncated to its top r singular directions (r* > r), then
-    h0 O with O = argmin_{O in O(r)} |h0 O - w|_F (the polar factor of h0^T w).
-    """
+    """The teacher's fields hstar padded (r* < r) or cut to their top r singular directions (r* > r), rotated onto w:
+    h0 O with O = argmin_{O in O(r)} |h0 O - w|_F (the polar factor of h0^T w)."""
     N, L, r = w.shape
     rs = hstar.shape[2]
     if rs <= r:
@@ -70,12 +53,9 @@ def procrustes_teacher(w: np.ndarray, hstar: np.ndarray) -> np.ndarray:
 
 def starting_points(w: np.ndarray, T: np.ndarray, *, kernels: Any = None,
                     hstar: np.ndarray | None = None) -> list[np.ndarray]:
-    """The deterministic starts of the global search, each of w's shape (module doc).
-
-    Fields w (N, L) (r = 1): w, 0, +-w/2, -w and, for L = 2, +-the zeros of the loss (in v = B^{-1} h for
-    the whitened correlated-token ``kernels``, docs/model.md section 7).  Fields w (N, L, r): w, 0, -w, w / 2,
-    the Procrustes teacher fields of ``hstar`` (N, L, r*) and (w + those) / 2.
-    """
+    """The deterministic starts of the global search, each of w's shape (module doc): fields w (N, L) (the loss zeros
+    in v = B^{-1} h for the whitened correlated-token ``kernels``), or w (N, L, r) with the teacher's ``hstar``
+    (N, L, r*)."""
     if w.ndim == 3:
         if hstar is None:
             raise ValueError("the starts of matrix fields h (N, L, r) need the teacher's fields hstar")

@@ -1,20 +1,9 @@
-"""Torch backend of the proximal solvers of :mod:`attnphase.numerics.prox.global_prox`: the Newton descent on a device.
+"""Torch backend of :mod:`attnphase.numerics.prox.global_prox` (r = 1): the Newton descent on a torch device.
 
-    h_hat(w, T) = argmin_h  P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T)      (docs/model.md section 3)
-
-:func:`newton_minimize` runs the one descent :func:`attnphase.numerics.prox.descent.descend` (the numpy
-backend's, with the step rules of :mod:`~attnphase.numerics.prox.newton_steps`) on float64 torch tensors on
-one device.  P, its gradient and Hessian are the same generated kernels
-(``Kernels.functions``: the sympy derivations rendered as arithmetic and indexing only, which run
-on tensors as written) on the softmax of :func:`outer_softmax`, the torch twin of the kernels'
-batched softmax.  The starts, the refinement pass and the selection of the global minimiser and
-of the candidates stay those of :func:`attnphase.numerics.prox.global_prox.global_prox`, on the results
-copied back to numpy: both backends pick the same winners by construction.
-
-Device: ``device`` argument, else ``$ATTNPHASE_TORCH_DEVICE`` (any torch device string: ``cpu``,
-``cuda``, ``cuda:1``), else ``cuda`` when torch sees a GPU, else ``cpu`` (:func:`torch_device`).
-
-Importing this module imports torch; :func:`available` says whether it can be imported.
+:func:`newton_minimize` runs :func:`attnphase.numerics.prox.descent.descend` on float64 tensors, P and its
+derivatives the generated kernels (``Kernels.functions``, arithmetic and indexing only) on :func:`outer_softmax`;
+the starts and the selection stay :func:`~attnphase.numerics.prox.global_prox.global_prox`'s, on the results
+copied back to numpy (docs/method.md section 3).  Importing this module imports torch.
 """
 
 from __future__ import annotations
@@ -43,10 +32,8 @@ def available() -> bool:
 
 
 def torch_device(device: str | None = None) -> "torch.device":
-    """The device the solver runs on: ``device``, else ``$ATTNPHASE_TORCH_DEVICE``, else cuda when available, else cpu.
-
-    ValueError (one line) for a name torch does not know, or a GPU torch cannot see.
-    """
+    """The device the solver runs on: ``device``, else ``$ATTNPHASE_TORCH_DEVICE``, else cuda when available, else cpu;
+    a one-line ValueError for a name torch does not know, or a GPU torch cannot see."""
     name = device or os.environ.get(TORCH_DEVICE_ENV, "").strip() or ("cuda" if torch.cuda.is_available() else "cpu")
     where = "device" if device else f"${TORCH_DEVICE_ENV}"
     try:
@@ -59,11 +46,8 @@ def torch_device(device: str | None = None) -> "torch.device":
 
 
 def outer_softmax(h: "torch.Tensor") -> "torch.Tensor":
-    """S(h)[..., l, k] = softmax_k(h_l h_k), max-shifted: the torch twin of the kernels' batched softmax.
-
-    The same operations in the same order as :func:`attnphase.theory.softmax.attention`:
-    the scores a_lk = h_l h_k, the row max and the sum over k = 1..L in order, then the division.
-    """
+    """S(h)[..., l, k] = softmax_k(h_l h_k), max-shifted, in the operations and order of
+    :func:`attnphase.theory.softmax.attention`."""
     a = h[..., :, None] * h[..., None, :]
     L = a.shape[-1]
     m = a[..., 0]
@@ -107,12 +91,8 @@ def newton_minimize(
     kernels: Any, h0: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
     *, xtol: float = 1e-10, max_iter: int = 60, max_halvings: int = 30, device: str | None = None,
 ) -> ProxResult:
-    """:func:`attnphase.numerics.prox.global_prox.newton_minimize` on ``device`` (:func:`torch_device`); numpy in and out.
-
-    The descent :func:`attnphase.numerics.prox.descent.descend` on a
-    :class:`~attnphase.numerics.prox.objective.FieldObjective` of tensors: P, its gradient and Hessian are the
-    generated kernels on :func:`outer_softmax`.
-    """
+    """:func:`attnphase.numerics.prox.global_prox.newton_minimize` on ``device`` (:func:`torch_device`), numpy in and
+    out: the descent on a :class:`~attnphase.numerics.prox.objective.FieldObjective` of tensors."""
     dev = torch_device(device)
 
     def tensor(x: np.ndarray) -> "torch.Tensor":

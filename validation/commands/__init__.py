@@ -1,2 +1,1 @@
-"""The validation layer's commands: ``simulate``, ``validate``, ``check`` and ``histogram`` (their shape:
-:mod:`attnphase.cli`), and the options of a finite-d run they share (:mod:`.finite_d_options`)."""
+"""The validation layer's commands, one module each (their shape: :mod:`attnphase.cli`), and their shared options."""

@@ -1,14 +1,6 @@
-"""``attnphase check``: the derivation checks for the model given on the command line.
-
-    attnphase check                                   # the paper's model, alpha = 2
-    attnphase check --A "0.3,0.7;0.8,0.2" --omega 0.14 --json
-    attnphase check --L 3 --out results/checks         # also writes check.md, check.json, check.csv there
-
-Prints the table of checks (check, what it compares, measured error, tolerance, pass/fail), or with
-``--json`` one object with the model, alpha and the list of checks; ``--out DIR`` also writes
-DIR/check.md (the table in markdown), DIR/check.json (the object of ``--json``) and DIR/check.csv (one row per
-check: its value ``error``, ``tolerance``, ``status`` and ``passed`` / ``skipped`` as 1 / 0).  Exit code 0 when no check fails (skipped checks say why), 1 when one fails, 2 for bad
-input.  Nothing heavy is imported at module level (the checks import torch for autograd, inside check 1).
+"""``attnphase check``: the derivation checks for the model given on the command line, as a table (``--json``: one
+object; ``--out DIR``: check.md, check.json, check.csv, docs/reference/outputs.md).  Exit code 0 when no check
+fails (skipped checks say why), 1 when one fails, 2 for bad input.  Nothing heavy is imported at module level.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The options of a finite-d run that ``simulate`` and ``validate`` share, and their checks.
-
-The stopping rule of gradient descent (``--grad-tol``, ``--max-steps``), the torch group (``--device``,
-``--dtype``, ``--threads``), and the checks every finite-d command makes before any work: a run's data
-fit in memory (2 (n + n_test) L d numbers), n = round(alpha d) >= 1 training samples, L, r, r* <= d, a
-device this machine has.  torch is imported inside :func:`check_device` only.
+"""The options of a finite-d run that ``simulate`` and ``validate`` share (the stopping rule, the torch group), and
+the checks every finite-d command makes before any work.  torch is imported inside :func:`check_device` only.
 """
 
 from __future__ import annotations

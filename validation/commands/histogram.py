@@ -1,13 +1,7 @@
 """``attnphase histogram``: the paper's histogram task -- positional versus semantic attention (docs/model.md
-section 8).
-
-Trains the single-layer transformer with its attention restricted to the positional half, the semantic
-half, or both, scores and plots the attention, embeds the restricted models in the unrestricted one and
-retrains.  Each training is a task of the execution layer (:mod:`attnphase.validation.histogram.jobs`;
-``--workers``, ``--scheduler``, ``--fresh``), kept under ``--out DIR/tasks``: a rerun reads the finished
-ones back.  Writes report.md, summary.json, histogram.nc, the curves and the attention maps into ``--out
-DIR`` (all or none); ``--json`` prints the summary with ``out`` and ``tasks``.  torch is imported inside
-:func:`run`.
+section 8; docs/histogram.md).  Each training is a task of the execution layer
+(:mod:`attnphase.validation.histogram.jobs`) kept under ``--out DIR/tasks``; the files (all or none):
+docs/reference/outputs.md.  torch is imported inside :func:`run`.
 """
 
 from __future__ import annotations
@@ -64,14 +58,8 @@ def _announce(config, workers: int, quiet: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the experiment described by ``args`` and write the report and ``histogram.nc`` into
-    ``--out DIR``; returns 0, or 1 when a task failed (then nothing is written but the finished
-    tasks' files under ``DIR/tasks``).
-
-    Raises:
-        ValueError: for a negative seed, a bad device, a thread count below 1, a bad
-            ``--workers`` or ``--scheduler``, or an output path that is an existing file.
-    """
+    """The experiment of ``args``, its report and ``histogram.nc`` into ``--out DIR``; returns 0, or 1 when a task
+    failed (then only the finished tasks' files are written).  ValueError for a bad option."""
     if args.seed < 0:
         raise ValueError(f"--seed must be >= 0, got {args.seed}")
     if args.threads < 1:

@@ -1,14 +1,7 @@
 """``attnphase simulate``: one finite-d run -- gradient descent on the attention student, or AMP for the
-Bayes-optimal estimator -- and its observables.
-
-    attnphase simulate --d 1000 --alpha 2 --omega 0.3 --init semantic --json
-    attnphase simulate --d 500 --alpha 2 --algorithm amp --json
-
-Prints ``key  value`` lines, or with ``--json`` one object: the run's settings, m, theta, q, eps_g, e_t,
-eps_lin (each with its test-set standard error where it has one), steps, grad_norm, status and converged
-(:meth:`~attnphase.validation.experiments.SimResult.to_json`; AMP: :meth:`~attnphase.validation.amp_run.AmpRunResult.to_json`,
-beside the state evolution's prediction).  Exit code 1 when training (or AMP) did not converge.  torch and
-the numerics are imported inside :func:`run`, after every option is checked.
+Bayes-optimal estimator -- and its observables, as ``key  value`` lines or one ``--json`` object
+(docs/reference/outputs.md).  Exit code 1 when training (or AMP) did not converge.  torch and the numerics are
+imported inside :func:`run`, after every option is checked.
 """
 
 from __future__ import annotations

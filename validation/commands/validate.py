@@ -1,12 +1,6 @@
-"""``attnphase validate``: a grid of finite-d gradient-descent runs against the state evolution.
-
-    attnphase validate --quick --out results/validation
-    attnphase validate --suite general --cases d,e --out results/general
-
-Writes into ``--out DIR`` (all files or none): report.md, summary.json, validation.nc and the figures
-(Fig. 2 curves, Fig. 3 heat map, finite-size scaling; the report says on every sweep row which map GD follows); ``--suite
-general``: report.md, summary.json and general_suite.png.  ``--json`` prints summary.json.  Exit code 1
-if a run did not converge.  torch and the numerics are imported inside :func:`run`.
+"""``attnphase validate``: a grid of finite-d gradient-descent runs against the state evolution, written into
+``--out DIR`` (all files or none; docs/reference/outputs.md).  Exit code 1 if a run did not converge.  torch and
+the numerics are imported inside :func:`run`.
 """
 
 from __future__ import annotations
@@ -94,8 +88,8 @@ def announce_campaign(plan, executor, args: argparse.Namespace) -> None:
 
 
 def reuse_theory_cache(out_dir, stage) -> int:
-    """Copy the theory cache of an earlier run in ``out_dir`` into the staging folder, so a rerun into the same
-    ``--out`` reuses it (the staging folder then moves into ``out_dir`` with the cache). Returns the files copied."""
+    """Copy the theory cache of an earlier run in ``out_dir`` into the staging folder, for a rerun to reuse; returns
+    the number of files copied."""
     import shutil
     from pathlib import Path
 
@@ -142,9 +136,7 @@ def run(args: argparse.Namespace) -> int:
     from attnphase.numerics.commands.common import command_line, staged_job, task_store
     from attnphase.validation.campaign import run_validation, validation_plan
 
-    # The tasks run in this process with --workers 1 (Dask workers: one thread each).  One thread by default: a
-    # d = 200 run took 0.3-0.5 CPU s on one thread and 11-13 on two on a busy 2-core machine (threads spinning;
-    # benchmarks/workload_calibration.py --threads 2), and the cost model is measured on one.
+    # one thread by default, as Dask workers use and the cost model is measured on (--threads' help)
     torch.set_num_threads(args.threads if args.threads is not None else 1)
     plan = validation_plan(quick=args.quick, d=args.d, seeds=args.seeds, params=params, device=args.device,
                            dtype=args.dtype, train=train_config(args))
