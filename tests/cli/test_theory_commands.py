@@ -62,7 +62,7 @@ def test_import_does_not_pull_torch_or_sympy(tmp_path: Path) -> None:
     assert _run(code, tmp_path) == {"torch": False, "sympy": False}
 
 
-def test_warm_disk_cache_loads_fast_without_sympy(tmp_path: Path) -> None:
+def test_warm_disk_cache_loads_without_sympy(tmp_path: Path) -> None:
     code = (
         "import sys, json, time\n"
         "t = time.perf_counter()\n"
@@ -72,10 +72,12 @@ def test_warm_disk_cache_loads_fast_without_sympy(tmp_path: Path) -> None:
         "print(json.dumps({'s': time.perf_counter() - t, 'sympy': 'sympy' in sys.modules}))"
     )
     cold = _run(code, tmp_path)
-    assert cold["sympy"] and list(tmp_path.glob("kernels_square_*_L2_r1_cse_*.py"))
+    cached = list(tmp_path.glob("kernels_square_*_L2_r1_cse_*.py"))
+    assert cold["sympy"] and cached
+    stamps = {f: f.stat().st_mtime_ns for f in cached}
     warm = _run(code, tmp_path)
-    assert not warm["sympy"]
-    assert warm["s"] < 0.8  # measured ~0.2 s, most of it importing numpy
+    # warm: read from the cache, not derived again (sympy, the slow part, never imported; the files not rewritten)
+    assert not warm["sympy"] and {f: f.stat().st_mtime_ns for f in cached} == stamps
     # a corrupted cache file is detected and regenerated
     for f in tmp_path.glob("kernels_square_*_L2_*.py"):
         f.write_text("garbage\n")
