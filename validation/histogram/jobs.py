@@ -85,17 +85,17 @@ def _identity(config: HistogramConfig, seed: int, variant: str, device: str) -> 
     return {"config": sizes, "seed": seed, "variant": variant, "device": torch.device(device).type}
 
 
-def train_task(config: HistogramConfig, seed: int, name: str, device: str, version: str | None = None,
+def train_task(config: HistogramConfig, seed: int, name: str, device: str, version: str,
                progress: bool = False) -> Task:
-    key = task_key(train_job, _identity(config, seed, name, device), version or histogram_version())
+    key = task_key(train_job, _identity(config, seed, name, device), version)
     return Task(key, name, train_job, VariantJob(config, seed, name, device, progress))
 
 
 def reparam_task(config: HistogramConfig, seed: int, name: str, device: str, state: dict[str, np.ndarray],
-                 version: str | None = None, progress: bool = False) -> Task:
+                 version: str, progress: bool = False) -> Task:
     """Stage 2 of source ``name``; its key needs no hash of ``state``: stage 1's key fixes it."""
     variant = name + REPARAM_SUFFIX
-    key = task_key(reparam_job, _identity(config, seed, variant, device), version or histogram_version())
+    key = task_key(reparam_job, _identity(config, seed, variant, device), version)
     return Task(key, variant, reparam_job, VariantJob(config, seed, name, device, progress, state))
 
 
