@@ -79,6 +79,12 @@ def failure_summary(outcomes: list[Outcome]) -> str:
     return f"{len(failed)} of {len(outcomes)} tasks failed: " + "; ".join(parts)
 
 
+def task_counts(outcomes: list[Outcome]) -> dict[str, int]:
+    """How many tasks there were (``total``), were ``computed``, read back from the store (``stored``), ``failed``."""
+    return {"total": len(outcomes), "computed": sum(o.status == "done" for o in outcomes),
+            "stored": sum(o.status == "stored" for o in outcomes), "failed": sum(not o.ok for o in outcomes)}
+
+
 def job_summary(what: str, seconds: float, counts: dict[str, int], failures: str) -> int:
     """The job's last lines on stderr -- ``<what> (<seconds> s; tasks: N computed, N from the store,
     N failed)`` and, where tasks failed, ``attnphase: <failures>`` -- and its exit code (1 if any failed)."""

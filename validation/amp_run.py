@@ -84,8 +84,7 @@ class AmpRunResult:
     seconds: float
 
     def to_json(self) -> dict[str, Any]:
-        full = asdict(self)
-        return {k: full[k] for k in AMP_JSON_KEYS}
+        return asdict(self)  # its fields are AMP_JSON_KEYS, in order
 
 
 def run_amp(spec: AmpSpec) -> AmpRunResult:

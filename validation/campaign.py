@@ -135,7 +135,7 @@ def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = Tru
     ``executor`` (default: this process), kept in ``store``; return the summary dict.  A failed simulation is
     recorded (``tasks``) and left out of the tables; a failed theory task raises (the report needs the theory)."""
     from attnphase.execution import ExecutorSpec, run_tasks
-    from attnphase.execution.progress import TaskBar, failure_summary
+    from attnphase.execution.progress import TaskBar, failure_summary, task_counts
 
     from .jobs import simulation_task, theory_task, validation_version
 
@@ -156,9 +156,7 @@ def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = Tru
     sim_seconds = sum(o.seconds for o in sim_outs if o.ok)
     # measured in each task (its process's CPU time): a task's wall time is longer on a busy machine
     sim_cpu = sum(r.cpu_seconds for r in results)
-    task_counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
-                   "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs),
-                   "failures": failure_summary(outs)}
+    counts = {**task_counts(outs), "failures": failure_summary(outs)}
     cached_before = [o.status == "stored" for o in theory_outs]
 
     theory_main = theories[0]
@@ -179,9 +177,9 @@ def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = Tru
         "theory_seconds": sum(t.seconds for t, cached in zip(theories, cached_before) if not cached),
         "theory_cpu_seconds": sum(t.cpu_seconds for t, cached in zip(theories, cached_before) if not cached),
         "theory_jobs_cached": sum(cached_before),
-        "tasks": task_counts,
+        "tasks": counts,
         "code_version": version,
-        "all_converged": all(r.converged for r in results) and not task_counts["failed"],
+        "all_converged": all(r.converged for r in results) and not counts["failed"],
         "n_simulations": len(results),
         "theory": theory_main.to_dict(),
         "heat_theory": [theory_heat[w].to_dict() for w in sorted(theory_heat) if w in plan.heat_omegas],

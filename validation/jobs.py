@@ -34,10 +34,10 @@ def validation_version() -> str:
     return code_version(*VALIDATION_CODE, exclude=PRESENTATION)
 
 
-def simulation_task(spec: SimSpec, version: str | None = None) -> Task:
+def simulation_task(spec: SimSpec, version: str) -> Task:
     identity = asdict(spec) | {"params": spec.params.to_dict()}
     label = f"d={spec.d} alpha={spec.alpha:g} omega={spec.params.omega:g} {spec.init} seed {spec.seed}"
-    return Task(task_key(run_simulation, identity, version or validation_version()), label, run_simulation, spec)
+    return Task(task_key(run_simulation, identity, version), label, run_simulation, spec)
 
 
 def theory_job(job: tuple[Any, ...]) -> TheoryAtOmega:
@@ -45,11 +45,11 @@ def theory_job(job: tuple[Any, ...]) -> TheoryAtOmega:
     return theory_at_omega(*job)
 
 
-def theory_task(job: tuple[Any, ...], version: str | None = None) -> Task:
+def theory_task(job: tuple[Any, ...], version: str) -> Task:
     params, alphas, boundaries, extra, settings = job
     identity = {"params": params.to_dict(), "alphas": list(alphas), "boundaries": list(boundaries),
                 "extra_curves": [list(c) for c in extra], "settings": asdict(settings)}
-    return Task(task_key(theory_job, identity, version or validation_version()), f"theory omega={params.omega:g}",
+    return Task(task_key(theory_job, identity, version), f"theory omega={params.omega:g}",
                 theory_job, tuple(job))
 
 
@@ -109,8 +109,7 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
         dv[f"theory_{k}"] = (("theory_omega", "theory_alpha", "branch", "prox"), v)
     dv["theory_alpha_c"] = (("theory_omega", "prox"), alpha_c)
     coords["init"] = np.array(coords["init"], dtype=object)
-    ds = annotate(xr.Dataset(dv, coords=coords, attrs=attrs), validation_variable)
-    return ds
+    return annotate(xr.Dataset(dv, coords=coords, attrs=attrs), validation_variable)
 
 
 def validation_variable(name: str) -> Variable | None:

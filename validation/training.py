@@ -90,14 +90,12 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class TrainResult:
-    """Outcome of one minimisation: the final weights ``Q`` ``(d, r)`` (detached), the accepted ``steps`` and the
-    objective ``evaluations`` (GD line-search trials included), ``status`` (module doc; ``converged``: it is
-    ``"converged"``), the final ``grad_norm`` ``|grad R|_F / sqrt(d)`` and its tolerance ``grad_tol``, the final
-    ``objective`` ``R(Q)`` and the loop's wall time."""
+    """Outcome of one minimisation: the final weights ``Q`` ``(d, r)`` (detached), the accepted ``steps``,
+    ``status`` (module doc; ``converged``: it is ``"converged"``), the final ``grad_norm`` ``|grad R|_F / sqrt(d)``
+    and its tolerance ``grad_tol``, the final ``objective`` ``R(Q)`` and the loop's wall time."""
 
     Q: torch.Tensor
     steps: int
-    evaluations: int
     converged: bool
     status: str
     grad_norm: float
@@ -138,7 +136,7 @@ def _gd(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: float)
     t0 = time.perf_counter()
     Q = Q0.detach().clone()
     R, G = _value_and_grad(Q, g, lam)
-    evals, eta, steps, status = 1, cfg.step0, 0, "budget"
+    eta, steps, status = cfg.step0, 0, "budget"
     while True:
         gn2 = float((G * G).sum())
         if math.sqrt(gn2 / d) <= tol:
@@ -150,7 +148,6 @@ def _gd(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: float)
             trial = Q - eta * G
             with torch.no_grad():
                 R_trial = float(risk(trial, g, lam))
-            evals += 1
             if R_trial <= R - cfg.armijo_c * eta * gn2:
                 break
             eta *= 0.5
@@ -161,11 +158,10 @@ def _gd(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: float)
             break
         Q = trial
         R, G = _value_and_grad(Q, g, lam)
-        evals += 1
         steps += 1
         eta *= cfg.grow
     gnorm = math.sqrt(float((G * G).sum()) / d)
-    return TrainResult(Q, steps, evals, status == "converged", status, gnorm, R, time.perf_counter() - t0, tol)
+    return TrainResult(Q, steps, status == "converged", status, gnorm, R, time.perf_counter() - t0, tol)
 
 
 def _adam(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: float) -> TrainResult:
@@ -195,16 +191,13 @@ def _adam(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: floa
                 since = 0
         opt.step()
         steps += 1
-    return TrainResult(Q.detach(), steps, steps + 1, status == "converged", status, gnorm, R, time.perf_counter() - t0,
-                       tol)
+    return TrainResult(Q.detach(), steps, status == "converged", status, gnorm, R, time.perf_counter() - t0, tol)
 
 
 def train(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig = TrainConfig()) -> TrainResult:
     """Minimise ``R(Q)`` on the prepared training set ``g`` from ``Q0`` (``(d, r)``)."""
     if Q0.ndim != 2 or Q0.shape[0] != g.d:
         raise ValueError(f"Q0 must have shape (d, r) = ({g.d}, r), got {tuple(Q0.shape)}")
-    if lam < 0:
-        raise ValueError(f"lam (ridge penalty lambda) must be >= 0, got {lam}")
     tol = cfg.tolerance(Q0.dtype)
     if cfg.optimizer == "gd":
         return _gd(Q0, g, lam, cfg, tol)

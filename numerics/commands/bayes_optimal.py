@@ -119,7 +119,7 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
 
     from attnphase.execution import run_tasks
     from attnphase.execution.dataset import job_attrs, write_netcdf
-    from attnphase.execution.progress import TaskBar, failure_summary
+    from attnphase.execution.progress import TaskBar, failure_summary, task_counts
     from attnphase.numerics.commands.common import command_line, task_store
     from attnphase.numerics.jobs.bayes_dataset import bayes_sweep_csv, bayes_sweep_dataset
     from attnphase.numerics.jobs.tasks import bayes_sweep_task, numerics_version
@@ -167,9 +167,7 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
                 for w, rows in rows_by_omega.items()]
         obj = objs[0] if len(objs) == 1 else {"estimator": "bayes-optimal", "branches": list(branches),
                                               "omegas": list(omegas), "sweeps": objs}
-        counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
-                  "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs),
-                  "failures": failure_summary(outs)}
+        counts = {**task_counts(outs), "failures": failure_summary(outs)}
         print(json.dumps(outputs.json_value(obj | thresholds | {"error_note": bars_note, "tasks": counts,
                                                                 "dataset": str(out_dir / "sweep_bayes-optimal.nc"),
                                                                 "variables": described(BAYES_SWEEP_COLUMNS)})))

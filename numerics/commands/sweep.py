@@ -169,7 +169,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
 
     from attnphase.execution import run_tasks
     from attnphase.execution.dataset import csv_text, job_attrs, write_netcdf
-    from attnphase.execution.progress import TaskBar, failure_summary
+    from attnphase.execution.progress import TaskBar, failure_summary, task_counts
     from attnphase.numerics.jobs.dataset import sweeps_dataset
     from attnphase.numerics.jobs.tasks import numerics_version, sweep_job, sweep_task
     from attnphase.numerics.jobs.variables import described, sweep_columns
@@ -247,9 +247,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
     if bars_note:
         print(f"attnphase: note: {bars_note}", file=sys.stderr)
     failures = failure_summary(outs)
-    counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
-              "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs),
-              "failures": failures}
+    counts = {**task_counts(outs), "failures": failures}
     if args.json:
         obj = objs[0] if len(omegas) == 1 and objs else {"branch": args.branch, "omegas": list(omegas), "sweeps": objs}
         print(json.dumps(outputs.json_value(obj | {"tasks": counts, "dataset": str(out_dir / dataset),

@@ -16,7 +16,7 @@ from typing import Sequence
 
 from attnphase.execution import ExecutorSpec, Outcome, ResultStore, code_version, run_tasks
 from attnphase.execution.outputs import outputs_current, record_outputs
-from attnphase.execution.progress import TaskBar, failure_summary, job_summary
+from attnphase.execution.progress import TaskBar, failure_summary, job_summary, task_counts
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.jobs.boundary_table import (
@@ -138,9 +138,7 @@ def _boundary_runs(rows: list[Boundaries], replicas: list[list[Boundaries]] | No
         errors = [replicate_spread([strip_sweeps(b) for b in reps]) for reps in replicas]
     elif replicate_count(config) or bracket_widths(rows):
         errors = [b.errors() for b in rows]
-    counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
-              "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs)}
-    return BoundaryRuns(rows, errors, outcomes, counts, failure_summary(outs), tuple(t.key for t in tasks))
+    return BoundaryRuns(rows, errors, outcomes, task_counts(outs), failure_summary(outs), tuple(t.key for t in tasks))
 
 
 def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequence[float], *,

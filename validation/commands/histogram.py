@@ -78,11 +78,11 @@ def run(args: argparse.Namespace) -> int:
     from attnphase.validation.histogram.experiment import HistogramConfig
     from attnphase.validation.histogram.jobs import run_histogram
     from attnphase.validation.histogram.report import summary, write_report
-    from attnphase.validation.histogram.train import resolve_device
+    from attnphase.validation.experiments import resolve_device
 
     work.begin("running the histogram experiment")
     t0 = time.perf_counter()
-    device = resolve_device(args.device)
+    device = resolve_device(args.device.strip().lower())  # a spec check_device accepted
     torch.set_num_threads(args.threads)  # the tasks run in this process with --workers 1 (Dask workers: one thread each)
     config = HistogramConfig.quick() if args.quick else HistogramConfig.paper()
     _announce(config, executor.workers, args.quiet)

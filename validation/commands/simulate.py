@@ -72,9 +72,10 @@ def _check_amp(args: argparse.Namespace) -> None:
         raise ValueError(f"--max-iter must be >= 1, got {args.max_iter}")
 
 
-def _run_amp(args: argparse.Namespace) -> int:
-    """``attnphase simulate --algorithm amp``: returns 0 when AMP reached its tolerance, 1 otherwise."""
-    _check_amp(args)
+def _checked_model(args: argparse.Namespace, n_test: int) -> tuple[float, object]:
+    """``--alpha``, ``--d``, ``--seed``, the torch group and the model checked (with ``--algorithm amp``: rank 1,
+    omega < 1, independent tokens; else a positional start needs P[0,0] > 0), the defaults announced, torch's
+    threads set: ``(alpha, params)``."""
     alpha = opt.parse_value(args.alpha, "--alpha", positive=True)
     check_dimension(args.d)
     if args.seed < 0:
@@ -82,25 +83,35 @@ def _run_amp(args: argparse.Namespace) -> int:
     check_dtype(args.dtype)
     check_threads(args.threads)
     params = opt.params_from_args(args, omega=opt.single_omega(args, NAME))
-    if max(params.r, params.r_star) != 1:
+    if args.algorithm == "amp" and max(params.r, params.r_star) != 1:
         raise ValueError("--rank and --teacher-rank: --algorithm amp runs at rank 1")
-    if not params.omega < 1.0:
+    if args.algorithm == "amp" and not params.omega < 1.0:
         raise ValueError(f"--omega {params.omega:g}: --algorithm amp needs omega < 1 (at omega = 1 a sample reveals "
                          f"nothing of the teacher)")
-    if params.correlated_tokens:
+    if args.algorithm == "amp" and params.correlated_tokens:
         raise ValueError("--token-cov: --algorithm amp runs with independent tokens")
+    if args.init == "positional" and not params.P[0][0] > 0:
+        raise ValueError(f"--P: --init positional starts the student along p_1, and P[0,0] = |p_1|^2 = "
+                         f"{params.P[0][0]:g} leaves no such direction; give a --P with P[0,0] > 0 or another --init")
     check_ranks_fit(params, args.d)
     check_samples(alpha, args.d)
-    check_memory(args.d, alpha, params.L, 0, args.dtype)
+    check_memory(args.d, alpha, params.L, n_test, args.dtype)
     check_device(args.device)
     opt.announce_defaults(args, params)
     import torch
 
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    return alpha, params
+
+
+def _run_amp(args: argparse.Namespace) -> int:
+    """``attnphase simulate --algorithm amp``: returns 0 when AMP reached its tolerance, 1 otherwise."""
+    _check_amp(args)
+    alpha, params = _checked_model(args, 0)
     from attnphase.validation.amp import AmpConfig
     from attnphase.validation.amp_run import AmpSpec, run_amp
 
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
     spec = AmpSpec(d=args.d, alpha=alpha, seed=args.seed, params=params, device=args.device, dtype=args.dtype,
                    amp=AmpConfig(damping=args.damping, tol=args.amp_tol, max_iter=args.max_iter))
     work.begin("running approximate message passing")
@@ -142,31 +153,12 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"{option}: an AMP option; add --algorithm amp")
     check_choice(args.init, _INITS, "--init")
     check_choice(args.optimizer, ("gd", "adam"), "--optimizer")
-    alpha = opt.parse_value(args.alpha, "--alpha", positive=True)
-    check_dimension(args.d)
-    if args.seed < 0:
-        raise ValueError(f"--seed must be an integer >= 0, got {args.seed}")
     check_training(args)
     if args.n_test < MIN_N_TEST:
         raise ValueError(f"--n-test must be >= {MIN_N_TEST}, got {args.n_test} (eps_g and eps_lin are means over "
                          f"the test samples; the JSON gives their standard errors err_eps_g, err_eps_lin)")
-    check_dtype(args.dtype)
-    check_threads(args.threads)
-    params = opt.params_from_args(args, omega=opt.single_omega(args, NAME))
-    if args.init == "positional" and not params.P[0][0] > 0:
-        raise ValueError(f"--P: --init positional starts the student along p_1, and P[0,0] = |p_1|^2 = {params.P[0][0]:g} "
-                         f"leaves no such direction; give a --P with P[0,0] > 0 or another --init")
-    check_ranks_fit(params, args.d)
-    check_samples(alpha, args.d)
-    check_memory(args.d, alpha, params.L, args.n_test, args.dtype)
-    check_device(args.device)
-    opt.announce_defaults(args, params)
-    import torch
-
+    alpha, params = _checked_model(args, args.n_test)
     from attnphase.validation.experiments import SimSpec, run_simulation
-
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
 
     spec = SimSpec(
         d=args.d, alpha=alpha, init=args.init, seed=args.seed, params=params,
@@ -174,8 +166,8 @@ def run(args: argparse.Namespace) -> int:
     )
     work.begin("training the student")
     res = run_simulation(spec)
-    out = res.to_json() | {"error_note": SIMULATION_ERROR_NOTE}
     print(f"attnphase: note: {SIMULATION_ERROR_NOTE}", file=sys.stderr)
+    out = res.to_json() | {"error_note": SIMULATION_ERROR_NOTE}
     if args.json:
         print(json.dumps(outputs.json_value(out)))
     else:  # the JSON's keys (it printed every field, 16 digits, eps_g apart from its standard error)

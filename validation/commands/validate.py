@@ -104,6 +104,19 @@ def reuse_theory_cache(out_dir, stage) -> int:
     return len(files)
 
 
+def _checked_out_dir(args: argparse.Namespace) -> str:
+    """``--out``, then ``--d``, ``--seeds``, the stopping rule, ``--threads`` and ``--dtype`` checked."""
+    out_dir = outputs.out_dir_from_args(args)
+    if args.d is not None:
+        check_dimension(args.d)
+    if args.seeds is not None and args.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    check_training(args)
+    check_threads(args.threads)
+    check_dtype(args.dtype)
+    return out_dir
+
+
 def run(args: argparse.Namespace) -> int:
     """``attnphase validate``: runs the grid, writes the report; returns 0 (1 if a run did not converge)."""
     if getattr(args, "suite", "default") == "general":
@@ -115,17 +128,10 @@ def run(args: argparse.Namespace) -> int:
     if not params.P[0][0] > 0:
         raise ValueError(f"--P: validate's positional runs start the student along p_1, and P[0,0] = |p_1|^2 = "
                          f"{params.P[0][0]:g} leaves no such direction; give a --P with P[0,0] > 0")
-    out_dir = outputs.out_dir_from_args(args)
-    if args.d is not None:
-        check_dimension(args.d)
+    out_dir = _checked_out_dir(args)
     d = args.d if args.d is not None else (200 if args.quick else 1000)
     if params.L > d:
         raise ValueError(f"--d (embedding dimension) must be >= L = {params.L}, got {d}")
-    if args.seeds is not None and args.seeds < 1:
-        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
-    check_training(args)
-    check_threads(args.threads)
-    check_dtype(args.dtype)
     check_memory(d, 2.5, params.L, 10000, args.dtype)  # 2.5: the largest alpha of the plans' grids
     check_device(args.device)
     executor = execution_options.executor_from_args(args)
@@ -172,14 +178,7 @@ def _run_general(args: argparse.Namespace) -> int:
     from attnphase.validation.general_suite import run_general_validation
 
     cases = select_cases(getattr(args, "cases", None))
-    out_dir = outputs.out_dir_from_args(args)
-    if args.d is not None:
-        check_dimension(args.d)
-    if args.seeds is not None and args.seeds < 1:
-        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
-    check_training(args)
-    check_threads(args.threads)
-    check_dtype(args.dtype)
+    out_dir = _checked_out_dir(args)
     check_device(args.device)
 
     import torch

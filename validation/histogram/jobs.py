@@ -85,17 +85,17 @@ def _identity(config: HistogramConfig, seed: int, variant: str, device: str) -> 
     return {"config": sizes, "seed": seed, "variant": variant, "device": torch.device(device).type}
 
 
-def train_task(config: HistogramConfig, seed: int, name: str, device: str, version: str | None = None,
+def train_task(config: HistogramConfig, seed: int, name: str, device: str, version: str,
                progress: bool = False) -> Task:
-    key = task_key(train_job, _identity(config, seed, name, device), version or histogram_version())
+    key = task_key(train_job, _identity(config, seed, name, device), version)
     return Task(key, name, train_job, VariantJob(config, seed, name, device, progress))
 
 
 def reparam_task(config: HistogramConfig, seed: int, name: str, device: str, state: dict[str, np.ndarray],
-                 version: str | None = None, progress: bool = False) -> Task:
+                 version: str, progress: bool = False) -> Task:
     """Stage 2 of source ``name``; its key needs no hash of ``state``: stage 1's key fixes it."""
     variant = name + REPARAM_SUFFIX
-    key = task_key(reparam_job, _identity(config, seed, variant, device), version or histogram_version())
+    key = task_key(reparam_job, _identity(config, seed, variant, device), version)
     return Task(key, variant, reparam_job, VariantJob(config, seed, name, device, progress, state))
 
 
@@ -118,7 +118,7 @@ def run_histogram(config: HistogramConfig, seed: int, device: torch.device, *,
     """Stage 1 then stage 2 as tasks on ``executor``, read back from ``store`` where done (unless
     ``fresh``); the :class:`~.experiment.ExperimentResult` equals :func:`~.experiment.run_experiment`'s
     (but for the wall times).  A failed variant leaves its re-parameterisation unrun."""
-    from attnphase.execution.progress import TaskBar, failure_summary
+    from attnphase.execution.progress import TaskBar, failure_summary, task_counts
 
     start = time.perf_counter()
     version = histogram_version()
@@ -134,8 +134,6 @@ def run_histogram(config: HistogramConfig, seed: int, device: torch.device, *,
         with TaskBar("histogram: re-parameterise", quiet=quiet) as bar:
             outs2 = run_tasks(second, executor=executor, store=store, fresh=fresh, version=version, progress=bar)
     outs = outs1 + outs2
-    counts = {"total": len(outs), "computed": sum(o.status == "done" for o in outs),
-              "stored": sum(o.status == "stored" for o in outs), "failed": sum(not o.ok for o in outs)}
     failures = failure_summary(outs)
     unrun = [n + REPARAM_SUFFIX for n, o in by_name.items() if n != "both" and not o.ok]
     if unrun:
@@ -145,4 +143,4 @@ def run_histogram(config: HistogramConfig, seed: int, device: torch.device, *,
         variants = {o.label: (o.value.result, torch.from_numpy(o.value.attention)) for o in outs}
         setup = prepare(config, seed, torch.device("cpu"))  # data sizes, baseline, plotted inputs
         result = assemble(config, seed, device, setup, variants, time.perf_counter() - start)
-    return HistogramRun(result, tuple(outs), counts, failures, version)
+    return HistogramRun(result, tuple(outs), task_counts(outs), failures, version)

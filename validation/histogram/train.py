@@ -2,7 +2,7 @@
 
 Accuracy everywhere is per position: the fraction of (sequence, position)
 pairs whose predicted count is right. Shuffling uses an explicit CPU
-``torch.Generator``; the device is chosen by :func:`resolve_device`.
+``torch.Generator``.
 """
 
 from __future__ import annotations
@@ -18,24 +18,6 @@ from tqdm.auto import tqdm
 from attnphase.validation.histogram.data import HistogramData
 
 Optimizer = Literal["adam", "sgd"]
-
-
-def resolve_device(spec: str) -> torch.device:
-    """``"auto"`` -> cuda when available, else cpu; otherwise ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (ValueError for an
-    unknown spec, or cuda requested but not available)."""
-    spec = spec.strip().lower()
-    if spec == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if spec == "cpu":
-        return torch.device("cpu")
-    if spec == "cuda" or (spec.startswith("cuda:") and spec[5:].isdigit()):
-        if not torch.cuda.is_available():
-            raise ValueError(f"device {spec!r} requested but CUDA is not available")
-        device = torch.device(spec)
-        if device.index is not None and device.index >= torch.cuda.device_count():
-            raise ValueError(f"device {spec!r} requested but only {torch.cuda.device_count()} CUDA device(s) exist")
-        return device
-    raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {spec!r}")
 
 
 @dataclass(frozen=True)

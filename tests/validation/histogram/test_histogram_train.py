@@ -7,7 +7,7 @@ import torch
 
 from attnphase.validation.histogram.data import majority_baseline, make_dataset
 from attnphase.validation.histogram.model import ModelConfig, build_model
-from attnphase.validation.histogram.train import TrainConfig, resolve_device, train
+from attnphase.validation.histogram.train import TrainConfig, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -35,16 +35,6 @@ def test_tiny_run_beats_majority_baseline(restriction: str) -> None:
 
 def test_training_is_reproducible() -> None:
     assert _train("both", epochs=2).curve == _train("both", epochs=2).curve
-
-
-def test_resolve_device() -> None:
-    assert resolve_device("cpu") == torch.device("cpu")
-    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
-    with pytest.raises(ValueError, match="device"):
-        resolve_device("tpu")
-    if not torch.cuda.is_available():
-        with pytest.raises(ValueError, match="CUDA"):
-            resolve_device("cuda")
 
 
 @pytest.mark.parametrize(
