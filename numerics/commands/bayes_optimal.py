@@ -7,10 +7,13 @@ model leave out what the estimator does not use (``lam``, ``loss``: :mod:`attnph
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
+from collections.abc import Callable
 
 from attnphase import options as opt
-from attnphase import work
+from attnphase import outputs, work, workload
 from attnphase.numerics.commands.bayes_options import (bayes_job, bayes_model_echo, bayes_params, check_bayes_model,
                                                        check_bayes_solver_options, check_estimator_branch)
 from attnphase.numerics.commands.point_record import max_relative_error, print_record
@@ -35,17 +38,14 @@ def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
     model = BayesModel.of(params)
     rules = bayes_rules(model)
     p = bayes_point(model, params.omega, alpha, branch, rules)
-    rec: dict = {"alpha": alpha, "omega": params.omega, "sigma": params.sigma_value}
-    rec.update({k: v for k, v in bayes_model_echo(params).items() if k != "sigma_l"})
-    import math
-
     found = math.isfinite(p.q0)  # never a NaN point reported as converged (exit 0)
-    rec.update({
+    echo = {k: v for k, v in bayes_model_echo(params).items() if k != "sigma_l"}
+    rec = {"alpha": alpha, "omega": params.omega, "sigma": params.sigma_value} | echo | {
         "estimator": "bayes-optimal", "branch": branch, "requested_branch": branch,
         "q": p.q0, "m": 0.0, "V": model.rho0 - p.q0, "theta": p.q0, "eps_g": p.eps_g, "e_t": None,
         "eps_lin": eps_lin(params), "free_entropy": p.free_entropy, "perfect_recovery": p.perfect,
         "converged": found, "iterations": 0, "residual": p.residual,
-    })
+    }
     rec["reason"] = "" if found else (f"no stable {branch} fixed point found at alpha = {alpha:g} on the rule "
                                       f"sign{rules.fine.order}: q0 is not a number")
     if p.coincides:
@@ -77,8 +77,6 @@ def bayes_error_note(p, rho0: float) -> str:
 def bayes_rows_error_note(rows: list[dict], rho0: float) -> str:
     """:func:`bayes_error_note` for a sweep's rows: why its bars are 0 or NaN, each case once (err_m = 0 always;
     free_entropy NaN at perfect recovery; err_q = err_V = err_theta = 0 where q0 = 0 or q0 = rho0)."""
-    import math
-
     said = ["err_m = 0: m = 0 exactly (the posterior mean does not see the positions)"]
     if any(r["perfect_recovery"] and not math.isfinite(r["free_entropy"]) for r in rows):
         said.append("free_entropy and err_free_entropy NaN where perfect_recovery = 1: Phi diverges at q0 = rho0")
@@ -89,12 +87,12 @@ def bayes_rows_error_note(rows: list[dict], rho0: float) -> str:
     return "; ".join(said)
 
 
-def sweep_by_estimator(args: argparse.Namespace) -> int | None:
-    """``sweep``'s estimator: with ``--estimator bayes-optimal`` the Bayes-optimal sweep's exit code
-    (:func:`sweep_bayes_optimal`); otherwise None, ``args.branch`` set to the ERM branch (semantic by default)."""
+def by_estimator(args: argparse.Namespace, bayes_optimal: Callable[[], int]) -> int | None:
+    """A command's estimator: with ``--estimator bayes-optimal`` the exit code of ``bayes_optimal()`` (its
+    Bayes-optimal run); otherwise None, ``args.branch`` set to the ERM branch (semantic by default)."""
     estimator = getattr(args, "estimator", "erm")
     if estimator == "bayes-optimal":
-        return sweep_bayes_optimal(args)
+        return bayes_optimal()
     args.branch = check_estimator_branch(estimator, args.branch)
     return None
 
@@ -102,11 +100,6 @@ def sweep_by_estimator(args: argparse.Namespace) -> int | None:
 def sweep_bayes_optimal(args: argparse.Namespace) -> int:
     """``attnphase sweep --estimator bayes-optimal``: both Bayes-optimal branches (or ``--branch``'s) over the alpha
     grid at each omega into DIR/sweep_bayes-optimal*; exit 0 where every point exists."""
-    import json
-    import math
-
-    from attnphase import outputs, workload
-
     branches = BAYES_BRANCHES if args.branch is None else (check_estimator_branch("bayes-optimal", args.branch),)
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
     params, omegas, executor, out_dir, per_task = bayes_job(args, alphas, workload.MAX_SWEEP_POINTS,
@@ -180,8 +173,6 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
 
 def _failed_row(params, alpha: float, branch: str, error: str) -> dict:
     """The row of a point whose task failed: NaN numbers, the task's error as its reason."""
-    import math
-
     from attnphase.numerics.se.bayes_curve import BAYES_SWEEP_COLUMNS
 
     row = {k: math.nan for k in BAYES_SWEEP_COLUMNS}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from attnphase import execution_options, outputs, workload
 from attnphase import options as opt
 from attnphase.numerics.commands.point_record import model_echo
 from attnphase.numerics.se.bayes_curve import BAYES_BRANCHES
@@ -60,8 +61,6 @@ def bayes_job(args: argparse.Namespace, alphas: list[float], max_points: int, wh
               option: str) -> tuple[Any, list[float], Any, Any, float]:
     """(model, omegas, executor, ``--out`` folder, CPU seconds of one task) of a Bayes-optimal job over ``alphas``:
     the model at every omega, the solver options and the grid's size checked, the defaults announced."""
-    from attnphase import execution_options, outputs, workload
-
     params, omegas = opt.omegas_from_args(args)
     for w in omegas:
         check_bayes_model(args, params.replace(omega=w))

@@ -6,9 +6,12 @@ and the thresholds the ERM ``phase-diagram --json`` reports beside its boundarie
 from __future__ import annotations
 
 import argparse
+import json
+import math
 
 from attnphase import options as opt
-from attnphase import work
+from attnphase import outputs, work, workload
+from attnphase.display import with_error
 from attnphase.numerics.commands.bayes_options import bayes_job, bayes_model_echo, bayes_params
 
 
@@ -24,10 +27,7 @@ def threshold_keys(params) -> dict:
     elif params.C is not None:
         why = "the Bayes-optimal state evolution is solved for independent tokens"
     if why:
-        out: dict = {}
-        for k in THRESHOLD_KEYS:
-            out.update({k: None, f"err_{k}": None, f"{k}_note": why})
-        return out
+        return {c: v for k in THRESHOLD_KEYS for c, v in ((k, None), (f"err_{k}", None), (f"{k}_note", why))}
     from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
     from attnphase.numerics.se.bayes import BayesModel
 
@@ -50,11 +50,6 @@ def check_bayes_diagram_options(args: argparse.Namespace) -> None:
 def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
     """``attnphase phase-diagram --estimator bayes-optimal``: the thresholds at every omega and the estimator's q0 and
     eps_g over the alpha grid, into DIR/phase_diagram_bayes-optimal.*.  Exit 1 if a value is not finite."""
-    import json
-    import math
-
-    from attnphase import outputs, workload
-
     check_bayes_diagram_options(args)
     alphas = sorted(opt.parse_values(args.alpha, "--alpha", positive=True))
     params, omegas, executor, out_dir, per_task = bayes_job(
@@ -116,8 +111,6 @@ def phase_diagram_bayes_optimal(args: argparse.Namespace) -> int:
 
 def _print_bayes_diagram(rows: list[dict], keys) -> None:
     """One line per omega: each threshold with its error bar (or ``none``), then each null threshold's reason once."""
-    from attnphase.display import with_error
-
     print("omega  " + "  ".join(f"{k:>26}" for k in keys))
     for r in rows:
         cells = ["none" if r[k] is None else with_error(r[k], r[f"err_{k}"]) for k in keys]

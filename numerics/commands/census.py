@@ -13,7 +13,10 @@ from typing import Any
 
 from attnphase import options as opt
 from attnphase import outputs, solver_options, work, workload
+from attnphase.display import with_error
 from attnphase.numerics.capabilities import is_scalar_form
+from attnphase.numerics.commands.common import command_line, model_and_config, point_setup, ranks_from_args
+from attnphase.numerics.commands.point_record import exact_zero_rows_note, matrix_record, solve_record
 
 NAME = "census"
 HELP = "every fixed point at one (alpha, omega), ranked by e_t: is the global minimum among the branches?"
@@ -59,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     work.begin("taking the census of fixed points")
     print(_announcement(params, alpha, cfg, n_rules), file=sys.stderr, flush=True)
 
+    from attnphase.numerics.errors.quadrature_error import error_bars_note
     from attnphase.numerics.phase import census as census_mod
 
     def said(start: Any, fp: Any) -> None:
@@ -70,18 +74,11 @@ def run(args: argparse.Namespace) -> int:
 
     res = census_mod.census(params, alpha, config=cfg, n_rules=n_rules, progress=said)
     obj = census_object(res, cfg, n_rules)
-    if not cfg.error_bars:
-        from attnphase.numerics.errors.quadrature_error import error_bars_note
-
-        obj["error_note"] = error_bars_note(cfg, n_rules)
-        print(f"attnphase: note: {obj['error_note']}", file=sys.stderr)
-    else:  # a bar of 0 is never silent (as solve's and sweep's error_note): the symmetry that holds the value at 0
-        from attnphase.numerics.commands.point_record import exact_zero_rows_note
-
-        exact = exact_zero_rows_note(obj["fixed_points"])
-        if exact:
-            obj["error_note"] = exact
-            print(f"attnphase: note: {exact}", file=sys.stderr)
+    # no bars asked for; or a bar of 0, never silent (as solve's and sweep's error_note): the symmetry holding it at 0
+    note = exact_zero_rows_note(obj["fixed_points"]) if cfg.error_bars else error_bars_note(cfg, n_rules)
+    if note:
+        obj["error_note"] = note
+        print(f"attnphase: note: {note}", file=sys.stderr)
     if out_dir is not None:
         _write(out_dir, obj, res)
     if args.json:
@@ -93,7 +90,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _setup(args: argparse.Namespace) -> tuple[Any, Any, int]:
     """(model, SolverConfig, independent rules of the error bars), every option checked, the defaults announced."""
-    from attnphase.numerics.commands.common import model_and_config, point_setup, ranks_from_args
     from attnphase.numerics.errors.quadrature_error import independent_rules
 
     if is_scalar_form(*ranks_from_args(args)):
@@ -132,7 +128,6 @@ def _error_source(cfg: Any, n_rules: int) -> str:
 
 def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
     """The ``--json`` object (docs/reference/outputs.md, census)."""
-    from attnphase.numerics.commands.point_record import matrix_record, solve_record
     from attnphase.numerics.phase.census import entry_errors
 
     params, search = res.params, res.search
@@ -168,8 +163,6 @@ def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
 
 def _print_table(points: list[dict], scalar: bool) -> None:
     """The fixed points, lowest e_t first, each value with its error bar (``scalar``: r = r* = 1)."""
-    from attnphase.display import with_error
-
     if scalar:
         cols = ("q", "m", "V", "theta", "e_t")
         print(f"{'branch':>10} " + " ".join(f"{k:>22}" for k in cols) + f" {'stable':>6} {'lead':>6} starts")
@@ -191,8 +184,6 @@ def _print_table(points: list[dict], scalar: bool) -> None:
 
 def _values_with_errors(values: Any, errors: Any) -> str:
     """A list of invariants, each with its bar (``0.7043 +- 0.0012``; the value alone where it has none)."""
-    from attnphase.display import with_error
-
     errs = list(errors) if isinstance(errors, (list, tuple)) and len(errors) == len(values) else [None] * len(values)
     return " ".join(with_error(x, e) for x, e in zip(values, errs))
 
@@ -226,7 +217,6 @@ def _finite(x: Any) -> bool:
 def _write(out_dir: Any, obj: dict, res: Any) -> None:
     """census.json, census.csv, census_starts.csv and census.nc, all or none."""
     from attnphase.execution.dataset import csv_text, job_attrs, write_netcdf
-    from attnphase.numerics.commands.common import command_line
     from attnphase.numerics.jobs.dataset import census_dataset
     from attnphase.numerics.jobs.tasks import numerics_version
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from attnphase import options as opt
 from attnphase import outputs, solver_options, workload
-from attnphase.numerics.capabilities import is_scalar_form
+from attnphase.numerics.capabilities import SCALAR_RULES, check, is_scalar_form
 from attnphase.numerics.commands.point_record import EXIT_NO_BRANCH
 
 #: Where a job keeps its finished tasks, under its --out folder (docs/distributed.md).
@@ -54,8 +54,6 @@ def model_and_config(args: argparse.Namespace, omega: float, branch: str | None 
     r or r* >= 2 the model group checks a rank-1 model, correlated tokens are refused; ``branch`` mixed needs r >= 2."""
     r, r_star = ranks_from_args(args)
     if branch == "mixed":
-        from attnphase.numerics.capabilities import check
-
         check("mixed_branch", r, r_star)
     if is_scalar_form(r, r_star):
         params = opt.params_from_args(args, omega=omega)
@@ -94,32 +92,24 @@ def _at_rank_one(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def config_of(args: argparse.Namespace, params: Any) -> Any:
-    """The SolverConfig of the solver group for ``params``, checked against it (:func:`matrix_config` at r, r* >= 2)."""
-    if not is_scalar_form(params.r, params.r_star):
-        return matrix_config(args, params)
-    cfg = solver_options.config_from_args(args)
-    solver_options.check_supported(params, cfg, args)
-    return cfg
-
-
-def matrix_config(args: argparse.Namespace, params: Any) -> Any:
-    """The SolverConfig of the matrix form (r or r* >= 2): ``--prox global`` and a Sobol rule; the scalar form's
-    capabilities (:mod:`attnphase.numerics.capabilities`) are refused in one line."""
-    from attnphase.numerics.capabilities import SCALAR_RULES, check
-
+    """The SolverConfig of the solver group for ``params``, checked against it; in the matrix form (r or r* >= 2)
+    ``--prox global`` and a Sobol rule, the scalar form's capabilities (:mod:`attnphase.numerics.capabilities`)
+    refused in one line."""
     r, r_star = params.r, params.r_star
-    for name in SCALAR_RULES:
+    matrix = not is_scalar_form(r, r_star)
+    for name in SCALAR_RULES if matrix else ():
         if getattr(args, name, None) is not None:
             check(name, r, r_star)
     cfg = solver_options.config_from_args(args)
-    if getattr(args, "backend", None) == "torch":
-        check("torch_backend", r, r_star)
-    if cfg.prox != "global":
-        check("local_prox", r, r_star, cfg.prox)
-    if not str(cfg.quadrature).strip().lower().startswith("sobol"):
-        raise ValueError(f"--quadrature {cfg.quadrature}: the rank-r state evolution uses scrambled Sobol rules "
-                         f"(sobolK[:REPS:SEED]); its L (r + r*) = {params.L * (params.r + params.r_star)} dimensions "
-                         f"rule out tensor grids")
+    if matrix:
+        if getattr(args, "backend", None) == "torch":
+            check("torch_backend", r, r_star)
+        if cfg.prox != "global":
+            check("local_prox", r, r_star, cfg.prox)
+        if not str(cfg.quadrature).strip().lower().startswith("sobol"):
+            raise ValueError(f"--quadrature {cfg.quadrature}: the rank-r state evolution uses scrambled Sobol rules "
+                             f"(sobolK[:REPS:SEED]); its L (r + r*) = {params.L * (params.r + params.r_star)} "
+                             f"dimensions rule out tensor grids")
     solver_options.check_supported(params, cfg, args)
     return cfg
 

@@ -12,7 +12,7 @@ import sys
 
 from attnphase import options as opt
 from attnphase import continuation_options, execution_options, outputs, solver_options, work, workload
-from attnphase.numerics.capabilities import is_scalar_form
+from attnphase.numerics.capabilities import check, is_scalar_form
 from attnphase.numerics.commands.common import (command_line, model_and_config, ranks_from_args,
                                                 staged_job, task_store)
 
@@ -50,8 +50,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """The boundaries over omega into ``--out DIR`` (all files or none); exit code 1 if a task failed.
     ``--estimator bayes-optimal``: the Bayes-optimal thresholds instead (numerics/commands/bayes_optimal.py)."""
-    from attnphase.numerics.capabilities import check
-
     if getattr(args, "estimator", "erm") == "bayes-optimal":
         from attnphase.numerics.commands.bayes_phase_diagram import phase_diagram_bayes_optimal
 

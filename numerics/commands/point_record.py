@@ -106,10 +106,6 @@ def unresolved_order_warning(fp, err) -> None:
           f"may be an artefact of the rule (docs/method.md section 4, the fixed-point solver)", file=sys.stderr)
 
 
-#: The overlaps a precision tier's target is about.
-OVERLAP_KEYS = ("q", "m", "V", "theta")
-
-
 def exact_zero_note(rec: dict) -> str:
     """Why a bar is 0 ("" when none is): an order parameter the fixed point's symmetry holds at 0 (m on the semantic
     branch, theta on the positional one, both on the agnostic one) is 0 on every rule, so exactly."""
@@ -144,7 +140,7 @@ def exact_zero_rows_note(rows: list[dict]) -> str:
 
 def max_relative_error(rec: dict) -> float:
     """max err_k / |k| over the non-zero overlaps of a record with error bars (NaN when one is NaN)."""
-    rel = [rec[f"err_{k}"] / abs(rec[k]) for k in OVERLAP_KEYS if rec.get(k)]
+    rel = [rec[f"err_{k}"] / abs(rec[k]) for k in RESULT_KEYS[:4] if rec.get(k)]  # q, m, V, theta
     return max(rel) if rel and all(math.isfinite(r) for r in rel) else math.nan
 
 

@@ -11,7 +11,8 @@ import sys
 
 from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
-from attnphase.numerics.capabilities import is_scalar_form
+from attnphase.display import with_error
+from attnphase.numerics.capabilities import check, is_scalar_form
 from attnphase.numerics.commands.common import (command_line, config_of, ranks_from_args, scan_models,
                                                 staged_job, task_store)
 
@@ -40,8 +41,6 @@ def run(args: argparse.Namespace) -> int:
     scalar = is_scalar_form(r, r_star)
     error_estimate = solver_options.error_estimate_from_args(args)
     if not scalar and error_estimate:
-        from attnphase.numerics.capabilities import check
-
         check("diagram_error_estimate", r, r_star)
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
     opt.check_alpha_grid(alphas)
@@ -98,8 +97,6 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(outputs.json_value(summary | {"out": str(out_dir)})))
     else:
         width = max(len(str(v)) for v in summary["values"]) + 1
-        from attnphase.display import with_error
-
         print(f"{field:>{width}}   omega {'alpha_c':>18} {'alpha_l':>18} {'sem_end':>18} {'pos_end':>18}")
         for row in summary["rows"]:
             cells = " ".join(f"{'nan' if row[k] is None else with_error(row[k], row.get('err_' + k)):>18}"

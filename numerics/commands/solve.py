@@ -14,8 +14,9 @@ from attnphase import options as opt
 from attnphase import outputs, solver_options, work
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.commands.common import point_setup
-from attnphase.numerics.commands.point_record import (RESULT_KEYS, exact_zero_note, max_relative_error, precision_note,
-                                                      print_record, solve_record, unresolved_order_warning)
+from attnphase.numerics.commands.point_record import (RESULT_KEYS, exact_zero_note, matrix_bars_note,
+                                                      max_relative_error, precision_note, print_record, solve_record,
+                                                      unresolved_order_warning)
 
 NAME = "solve"
 HELP = "solve the state evolution at one (alpha, omega)"
@@ -38,13 +39,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """One fixed point; exit code 1 if it did not converge, 3 if the solve reached another branch."""
     alpha = opt.parse_value(args.alpha, "--alpha", positive=True, hint="sweep follows a branch over a range of alpha")
-    from attnphase.numerics.commands.bayes_optimal import solve_bayes_optimal
-    from attnphase.numerics.commands.bayes_options import check_estimator_branch
+    from attnphase.numerics.commands.bayes_optimal import by_estimator, solve_bayes_optimal
 
-    estimator = getattr(args, "estimator", "erm")
-    if estimator == "bayes-optimal":
-        return solve_bayes_optimal(args, alpha)
-    args.branch = check_estimator_branch(estimator, args.branch)
+    if (code := by_estimator(args, lambda: solve_bayes_optimal(args, alpha))) is not None:
+        return code
     params, cfg, n_rules = point_setup(args, NAME, args.branch)
     opt.check_branch_possible(params, args.branch)
     scalar = is_scalar_form(params.r, params.r_star)
@@ -112,14 +110,12 @@ def _matrix_error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int) -> dict:
     independent rules); ``replicates`` counts the replicates on ``fp``'s branch (no bars below two),
     ``replicates_tried`` all."""
     from attnphase.numerics.errors.quadrature_error import error_bars_note
-    from attnphase.numerics.errors.replicates import replicate_count
+    from attnphase.numerics.errors.replicates import replicate_count, replicate_errors, replicate_points
 
     if not (cfg.error_bars and (replicate_count(cfg) or n_rules)):
         rec["error_note"] = error_bars_note(cfg, n_rules)
         print(f"attnphase: note: {rec['error_note']}", file=sys.stderr)
         return rec
-    from attnphase.numerics.errors.replicates import replicate_errors, replicate_points
-
     reps, blocks = replicate_points(fp, cfg, n_rules)
     rec.update(replicate_errors(fp, reps, blocks))
     if rec["replicates"] < rec["replicates_tried"]:
@@ -130,8 +126,6 @@ def _matrix_error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int) -> dict:
         rec["error_note"] = (f"no error bars: only {rec['replicates']} of {rec['replicates_tried']} replicates "
                              "converged on this branch (a spread needs two)")
     else:
-        from attnphase.numerics.commands.point_record import matrix_bars_note
-
         note = matrix_bars_note(rec)
         if note:  # a bar of 0, or none, is never silent (the scalar form's exact_zero_note)
             rec["error_note"] = note

@@ -43,9 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """The sweep of the module doc, every option checked first; its exit code."""
-    from attnphase.numerics.commands.bayes_optimal import sweep_by_estimator
+    from attnphase.numerics.commands.bayes_optimal import by_estimator, sweep_bayes_optimal
 
-    if (code := sweep_by_estimator(args)) is not None:
+    if (code := by_estimator(args, lambda: sweep_bayes_optimal(args))) is not None:
         return code
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
     omegas = opt.parse_values(args.omega, "--omega")

@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
+from attnphase.display import with_error
 from attnphase.execution.dataset import csv_text
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.errors.replicates import replicate_count
@@ -64,8 +65,6 @@ def _fmt(x: float) -> str:
 def print_boundary_table(table: list[dict], label: str, r: int = 1) -> None:
     """The boundaries at each omega, each with its error bar where ``label`` names them; at r >= 2 the branches alpha_c
     lies between."""
-    from attnphase.display import with_error
-
     keys = boundary_keys(r)
     width = 18 if label else 9
     heads = [_END_HEAD.get(k[:-4], k) if k.endswith("_end") else k for k in keys]

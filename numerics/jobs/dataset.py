@@ -168,10 +168,9 @@ def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str, S
             arr = np.array([[(np.nan if v is None else float(v)) for v in r] for r in values[c]], dtype=float)
             if integer and c == "converged":
                 arr = np.nan_to_num(arr, nan=0.0).astype(np.int8)  # no row: not converged
-            dv[c] = (("omega", "alpha"), arr.reshape(shape))
         else:
             arr = np.array([["" if v is None else str(v) for v in r] for r in values[c]], dtype=object)
-            dv[c] = (("omega", "alpha"), arr.reshape(shape))
+        dv[c] = (("omega", "alpha"), arr.reshape(shape))
     dv["end"] = (("omega",), end)
     dv["end_kind"] = (("omega",), end_kind.astype(str).astype(object))
     dv["status"] = (("omega",), np.array([s for _, _, s, _, _ in sweeps], dtype=object))

@@ -292,14 +292,11 @@ def plot_branch_curves(
             empty(ax, f"no {label.split()[0]} point in the alpha range")
         ax.set_ylabel(ylabel)
     ax = axes[1, 1]
-    sa = np.array([p.alpha for p in sem.on_branch()])
-    se = np.array([p.record["e_t"] for p in sem.on_branch()])
-    pa = np.array([p.alpha for p in pos.on_branch()])
-    pe = np.array([p.record["e_t"] for p in pos.on_branch()])
-    common = sorted(set(sa.tolist()) & set(pa.tolist()))
+    # each branch's e_t by alpha (the first point at an alpha)
+    e_sem, e_pos = ({float(p.alpha): p.record["e_t"] for p in sw.on_branch()[::-1]} for sw in (sem, pos))
+    common = sorted(e_sem.keys() & e_pos.keys())
     if common:
-        d = [se[sa.tolist().index(x)] - pe[pa.tolist().index(x)] for x in common]
-        ax.plot(common, d, "o-", color="k", ms=3)
+        ax.plot(common, [e_sem[x] - e_pos[x] for x in common], "o-", color="k", ms=3)
     else:
         empty(ax, "no alpha of the grid where both branches exist")
     ax.axhline(0, color="grey", lw=0.8)

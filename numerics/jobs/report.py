@@ -90,9 +90,7 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
     with TaskBar(desc, unit="task", quiet=quiet) as bar:
         done = run_tasks([tasks[i] for i in order], executor=executor, store=store, fresh=fresh, version=version,
                          progress=bar, prepare=partial(prepare_kernels, models[0], config) if models else None)
-    outs = [done[0]] * len(tasks)
-    for k, i in enumerate(order):
-        outs[i] = done[k]
+    outs = [o for _, o in sorted(zip(order, done), key=lambda pair: pair[0])]  # back in the tasks' order
     rows = [boundaries_or_failure(outs[i * reps], m.omega, m.r, teacher_rank(m)) for i, m in enumerate(models)]
     replicas = [[boundaries_or_failure(o, m.omega) for o in outs[i * reps:(i + 1) * reps]]
                 for i, m in enumerate(models)] if n_rules else None
@@ -115,18 +113,15 @@ def compute_boundaries_continued(params: ModelParams, omegas: Sequence[float], a
         outs = run_tasks(tasks, executor=executor, store=store, fresh=fresh, version=version, progress=bar,
                          prepare=partial(prepare_kernels, params, config))
     per_rule: list[dict[float, tuple[Boundaries, Outcome]]] = [{} for _ in range(reps)]
-    for i, (t, o) in enumerate(zip(tasks, outs)):
+    for i, o in enumerate(outs):
         k, (anchor, up, down) = i // len(chains), chains[i % len(chains)]
         for w in [anchor, *up, *down]:
             got = [b for b in (o.value if o.ok else []) if abs(b.omega - w) < 1e-12]
             per_rule[k][w] = (got[0] if got else boundaries_or_failure(o, w), o)
-
-    def cell(k: int, w: float) -> tuple[Boundaries, Outcome]:
-        return next(v for key, v in per_rule[k].items() if abs(key - float(w)) < 1e-12)
-
-    replicas = [[cell(k, w)[0] for k in range(reps)] for w in omegas] if n_rules else None
-    return _boundary_runs([cell(0, w)[0] for w in omegas], replicas, config, [cell(0, w)[1] for w in omegas], outs,
-                          tasks)
+    # the chains hold the omegas as float(omega): each one's cells are found by that key
+    replicas = [[per_rule[k][float(w)][0] for k in range(reps)] for w in omegas] if n_rules else None
+    first = [per_rule[0][float(w)] for w in omegas]
+    return _boundary_runs([b for b, _ in first], replicas, config, [o for _, o in first], outs, tasks)
 
 
 def _boundary_runs(rows: list[Boundaries], replicas: list[list[Boundaries]] | None, config: SolverConfig,

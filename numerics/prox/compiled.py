@@ -18,7 +18,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -68,16 +68,9 @@ def instance(kernels: Kernels | CorrelatedKernels, parallel: bool | None = None,
     name, key, scalar, parallel, kind = _instance_name(kernels, parallel, matrix)
     what = f"the rank-{scalar.r} proximal solver for L = {scalar.L}" if kind == "prox_rows_rank" else \
         f"the proximal solver for L = {scalar.L}"
-    algebra = import_template(ALGEBRA, *_algebra_name(scalar.L, scalar.r), AlgebraBinding(scalar.L, scalar.r), None)
+    algebra = import_template(ALGEBRA, *_algebra_name(scalar.L, scalar.r), SimpleNamespace(L=scalar.L, r=scalar.r),
+                              None)
     return import_template(TEMPLATE, name, key, Binding(scalar.L, scalar.r, parallel, scalar, algebra), what)
-
-
-@dataclass(frozen=True)
-class AlgebraBinding:
-    """The parameters of one instance of the template :mod:`attnphase.numerics.prox.row_algebra`: L and r."""
-
-    L: int
-    r: int
 
 
 def _algebra_name(L: int, r: int) -> tuple[str, str]:

@@ -43,13 +43,11 @@ def best_per_node(idx: np.ndarray, res: ProxResult, N: int, *, lowest_unconverge
         counts = np.diff(np.r_[starts, idx.size])
         rows = np.flatnonzero(vals == np.repeat(np.minimum.reduceat(vals, starts), counts))
         best = rows[np.r_[True, idx[rows][1:] != idx[rows][:-1]]]
-        if best.size != N:
-            raise RuntimeError("global_prox lost a node: every node needs at least one start")
-        return best
-    order = np.lexsort((vals, idx))
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = idx[order][1:] != idx[order][:-1]
-    best = order[first]
+    else:
+        order = np.lexsort((vals, idx))
+        first = np.ones(order.size, dtype=bool)
+        first[1:] = idx[order][1:] != idx[order][:-1]
+        best = order[first]
     if best.size != N:
         raise RuntimeError("global_prox lost a node: every node needs at least one start")
     return best
