@@ -23,7 +23,7 @@ _EXPORTS = {
     "BranchSweep": "phase.continuation", "sweep": "phase.continuation",
     "eps_lin": "se.observables",
     "se_step": "se.se_map", "update": "se.updates", "update_hat": "se.updates",
-    "positional_bifurcation": "phase.bifurcation", "semantic_bifurcation": "phase.bifurcation",
+    "branch_bifurcation": "phase.bifurcation",
     "FixedPoint": "se.results", "SolverStatus": "se.results", "solve": "se.state_evolution",
     "solve_at_order": "se.fixed_order_solve",
     "refined_training_objective": "se.training_objective",

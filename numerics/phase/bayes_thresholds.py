@@ -64,14 +64,10 @@ class BayesThresholds:
         return out
 
 
-def _x_alpha(model: BayesModel, rule: SignRule, x: float) -> float:
-    return alpha_of_overlap(model, rule, model.rho0 * x)
-
-
 def weak_recovery_on(model: BayesModel, rule: SignRule, x: float = WR_X) -> float:
     """lim alpha*(q0) at q0 -> 0: 2 alpha*(x) - alpha*(2 x) (alpha* is smooth in x there; the O(x^2) left is
     in the bar: 4 times it is the change from x = 2 WR_X to x = WR_X)."""
-    return 2.0 * _x_alpha(model, rule, x) - _x_alpha(model, rule, 2 * x)
+    return 2.0 * alpha_of_overlap(model, rule, model.rho0 * x) - alpha_of_overlap(model, rule, model.rho0 * (2 * x))
 
 
 def _prominent(a: np.ndarray, i: int) -> bool:
@@ -90,8 +86,8 @@ def amp_on(model: BayesModel, rule: SignRule, curve: AlphaCurve) -> tuple[float,
     for i in range(1, a.size - 1):
         if a[i] >= a[i - 1] and a[i] > a[i + 1] and _prominent(a, i):
             lo, hi = curve.x[i - 1], curve.x[i + 1]
-            res = minimize_scalar(lambda x: -_x_alpha(model, rule, x), bounds=(lo, hi), method="bounded",
-                                  options={"xatol": 1e-12 * max(1.0, hi)})
+            res = minimize_scalar(lambda x: -alpha_of_overlap(model, rule, model.rho0 * x), bounds=(lo, hi),
+                                  method="bounded", options={"xatol": 1e-12 * max(1.0, hi)})
             return float(-res.fun), float(res.x)
     return None
 

@@ -240,13 +240,3 @@ def _block_share(minima: Candidates | None, n_pooled: int, n_block: int, j: int,
         return None
     keep = (minima.node >= j * n_block) & (minima.node < (j + 1) * n_block)
     return Candidates(minima.node[keep] - j * n_block, minima.h[keep])
-
-
-def semantic_bifurcation(params: ModelParams, alpha_guess: float, **kwargs) -> Bifurcation:
-    """Where lambda (theta direction) = 1 on the agnostic branch: :func:`branch_bifurcation` with "theta"."""
-    return branch_bifurcation(params, alpha_guess, "theta", **kwargs)
-
-
-def positional_bifurcation(params: ModelParams, alpha_guess: float, **kwargs) -> Bifurcation:
-    """Where mu (m direction) = 1 on the agnostic branch: :func:`branch_bifurcation` with "m"."""
-    return branch_bifurcation(params, alpha_guess, "m", **kwargs)

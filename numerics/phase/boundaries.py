@@ -8,7 +8,7 @@ One entry, :func:`phase_boundaries`: at r = r* = 1 the scalar form's fast path
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from typing import Sequence
 
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.config import SolverConfig
@@ -19,13 +19,11 @@ from attnphase.numerics.phase.lowest_point_change import lowest_point_alpha_c
 from attnphase.numerics.phase.scalar_boundaries import (
     BISECTION_TOL, XTOL, _portable, curves_branch, scalar_boundaries,
 )
-from attnphase.numerics.se.state_evolution import FixedPoint
 from attnphase.theory.params import ModelParams
 
 
 def phase_boundaries(params: ModelParams, alphas: Sequence[float] | None = None, *, config: SolverConfig | None = None,
-                     xtol: float = XTOL, bisection_tol: float = BISECTION_TOL,
-                     progress: Callable[[FixedPoint], None] | None = None) -> Boundaries:
+                     xtol: float = XTOL, bisection_tol: float = BISECTION_TOL) -> Boundaries:
     """alpha_c, alpha_l and every branch's end at ``params.omega`` over the alpha grid ``alphas``.
 
     r = r* = 1: :func:`~attnphase.numerics.phase.scalar_boundaries.scalar_boundaries` (``xtol``: alpha_c and alpha_l
@@ -34,7 +32,7 @@ def phase_boundaries(params: ModelParams, alphas: Sequence[float] | None = None,
     :func:`~attnphase.numerics.phase.lowest_branch.lowest_branch_boundaries` on ``alphas`` (its own tolerances)."""
     cfg = config or SolverConfig()
     if is_scalar_form(params.r, params.r_star):
-        b = scalar_boundaries(params, alphas, config=cfg, xtol=xtol, bisection_tol=bisection_tol, progress=progress)
+        b = scalar_boundaries(params, alphas, config=cfg, xtol=xtol, bisection_tol=bisection_tol)
         return lowest_point_alpha_c(params, b, cfg, alphas)  # no crossing: the first change of the lowest point
     if alphas is None:
         raise ValueError("the boundaries at rank r >= 2 or r* >= 2 need an alpha grid")
@@ -69,7 +67,6 @@ def phase_diagram(
     alphas: Sequence[float] | None = None,
     *,
     config: SolverConfig | None = None,
-    progress: Callable[[Boundaries], None] | None = None,
     workers: int = 1,
 ) -> list[Boundaries]:
     """Boundaries at every omega of ``omegas`` (other parameters from ``params``), in that order.
@@ -78,4 +75,4 @@ def phase_diagram(
     """
     grid = None if alphas is None else tuple(float(a) for a in alphas)
     jobs = [BoundariesSpec(params.replace(omega=float(w)), grid, config) for w in omegas]
-    return map_in_order(boundaries_job, jobs, workers, progress)
+    return map_in_order(boundaries_job, jobs, workers)

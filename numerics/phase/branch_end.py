@@ -54,12 +54,6 @@ def overlap_size(fp: FixedPoint, name: str) -> float:
     return abs(float(x)) if np.ndim(x) == 0 else float(np.linalg.norm(x))
 
 
-def order_parameter(fp: FixedPoint, branch: str) -> float:
-    """The size of a branch's order parameter (:func:`overlap_size`): |th0| (semantic) or |m| (positional,
-    agnostic)."""
-    return overlap_size(fp, "th0" if branch == "semantic" else "m")
-
-
 def on_branch(fp: FixedPoint, branch: str) -> bool:
     """Converged, labelled ``branch``, and each of its order parameters (:data:`BRANCH_FLOORS`) at or above its
     floor, at every rank."""
@@ -188,17 +182,15 @@ def trace_branch_end(
     config: SolverConfig | None = None,
     n_steps: int = N_TRACE,
     min_ratio: float = 0.02,
-    floor: float | None = None,
     max_alpha_jump: float = 0.1,
-    max_subdivisions: int | None = None,
 ) -> BranchEnd:
     """Follow ``branch`` from ``start`` towards a vanishing order parameter, alpha solved for.
 
     The order parameter's size (|th0| semantic, |m| positional) runs geometrically from 0.9 of its value at
-    ``start`` down to ``min_ratio`` of it, not below ``floor`` (default the branch's floor), each point warm-started
+    ``start`` down to ``min_ratio`` of it, not below the branch's floor, each point warm-started
     from the last (:func:`~attnphase.numerics.se.fixed_order_solve.solve_at_order`).  A step that fails or jumps in
-    alpha by more than ``max_alpha_jump`` (positional: down in alpha) is retried in up to ``max_subdivisions``
-    geometric half-steps (default 4 semantic, 1 positional); the trace stops where alpha still jumps.  The end is the
+    alpha by more than ``max_alpha_jump`` (positional: down in alpha) is retried in up to 4 (semantic) or 1
+    (positional) geometric half-steps; the trace stops where alpha still jumps.  The end is the
     extreme alpha reached: a ``"fold"`` where that is an interior extremum of alpha(order parameter), else a
     ``"bifurcation"``.
     """
@@ -206,24 +198,20 @@ def trace_branch_end(
         raise ValueError(f"a branch end is traced on the semantic or positional branch, got {branch!r}")
     cfg = config or SolverConfig()
     semantic = branch == "semantic"
-    floor = (SEMANTIC_THETA_FLOOR if semantic else POSITIONAL_M_FLOOR) if floor is None else floor
-    left_max = (4 if semantic else 1) if max_subdivisions is None else max_subdivisions
-    size_start = order_parameter(start, branch)
-    low = max(min_ratio * size_start, floor)
+    order = "th0" if semantic else "m"  # the order parameter, its size by overlap_size
+    size_start = overlap_size(start, order)
+    low = max(min_ratio * size_start, SEMANTIC_THETA_FLOOR if semantic else POSITIONAL_M_FLOOR)
     if low >= 0.9 * size_start:
         return BranchEnd(float(start.alpha), "bifurcation", "trace")
     sizes = np.geomspace(0.9 * size_start, low, n_steps)
     cur, pts = start, [start]
     stop = False
     for size in sizes:
-        target, left = float(size), left_max
+        target, left = float(size), 4 if semantic else 1
         while True:
-            if semantic:
-                # a mirrored start's memory (Jacobian, candidates) belongs to the mirror state: not reused
-                memory = cur.memory if cur.overlaps.th0 > 0 else None
-                fp = solve_at_order(params, "th0", target, cur.overlaps, config=cfg, memory=memory)
-            else:
-                fp = solve_at_order(params, "m", target, cur.overlaps, config=cfg, memory=cur.memory)
+            # a mirrored semantic start's memory (Jacobian, candidates) belongs to the mirror state: not reused
+            memory = cur.memory if not semantic or cur.overlaps.th0 > 0 else None
+            fp = solve_at_order(params, order, target, cur.overlaps, config=cfg, memory=memory)
             ok = fp.status.converged and fp.branch == branch and math.isfinite(fp.alpha)
             da = fp.alpha - cur.alpha
             jump = ok and (abs(da) if semantic else -da) > max_alpha_jump
@@ -238,7 +226,7 @@ def trace_branch_end(
                 stop = jump
                 break
             left -= 1
-            target = math.sqrt(target * order_parameter(cur, branch))
+            target = math.sqrt(target * overlap_size(cur, order))
         if stop:
             break
     pick = min if semantic else max

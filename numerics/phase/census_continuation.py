@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -72,17 +72,18 @@ class Continuation:
             self.count["reused"] = self.count.get("reused", 0) + 1
             return hit[1]
         self.count[self.phase] = self.count.get(self.phase, 0) + 1
-        t0 = time.process_time()
-        fp = (solve(self.model, alpha, label, config=self.cfg) if near is None
-              else solve(self.model, alpha, label, config=self.cfg, init=near.overlaps))
-        self._spent(self.phase, t0)
+        init = None if near is None else near.overlaps
+        fp = self._timed(self.phase, lambda: solve(self.model, alpha, label, config=self.cfg, init=init))
         self.solves[key] = (near, fp)
         return fp
 
-    def _spent(self, phase: str, t0: float) -> None:
-        """CPU seconds since ``t0`` added to ``phase``'s (``seconds``: the census searches, each phase's solves, the
-        block re-solves)."""
+    def _timed(self, phase: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, its CPU seconds added to ``phase``'s (``seconds``: the census searches, each phase's solves,
+        the block re-solves)."""
+        t0 = time.process_time()
+        out = compute()
         self.seconds[phase] = self.seconds.get(phase, 0.0) + time.process_time() - t0
+        return out
 
     def replicas(self, fp: FixedPoint) -> Replicas:
         """``fp`` re-solved warm on each block of the rule, with its error bars
@@ -91,9 +92,7 @@ class Continuation:
         if hit is not None and hit[0] is fp:
             return hit[1]
         self.count["blocks"] = self.count.get("blocks", 0) + replicate_count(self.cfg)
-        t0 = time.process_time()
-        out = replicas(fp, self.cfg)
-        self._spent("blocks", t0)
+        out = self._timed("blocks", lambda: replicas(fp, self.cfg))
         self.blocks[id(fp)] = (fp, out)
         return out
 
@@ -180,9 +179,7 @@ class Continuation:
         kept."""
         self.censused.append(alpha)
         self.count["censuses"] += 1
-        t0 = time.process_time()
-        found = search(self.model, alpha, self.cfg)
-        self._spent("censuses", t0)
+        found = self._timed("censuses", lambda: search(self.model, alpha, self.cfg))
         points = [fp for fp, _ in found.points]
         if not points:
             self.failed.append(alpha)
@@ -257,20 +254,20 @@ class Continuation:
                 todo[0 if l1 != l2 else 1].extend(k for k in (i, i + 1) if self.grid[k] not in self.censused)
         return list(dict.fromkeys(todo[0] + todo[1]))
 
-    def run(self, max_census: int = MAX_CENSUS, end_tol: float = END_TOL) -> BranchCensus:
+    def run(self) -> BranchCensus:
         """Steps 1-4; once a re-census finds no new branch, only changes of the lowest branch are censused again."""
         for a in dict.fromkeys((self.grid[0], self.grid[-1])):
             self.census_at(a)
         lowest_only = False
         while todo := self.to_census(lowest_only):
-            if len(self.censused) >= max_census:
-                self.notes.append(f"census budget ({max_census}) spent: alpha = "
+            if len(self.censused) >= MAX_CENSUS:
+                self.notes.append(f"census budget ({MAX_CENSUS}) spent: alpha = "
                                   + ", ".join(f"{self.grid[k]:g}" for k in todo) + " not censused")
                 break
             lowest_only = not self.census_at(self.grid[todo[0]]) or lowest_only
         self.name_branches()
         self.phase = "ends"
-        ends = [e for br in self.branches for e in self.ends(br, end_tol)]
+        ends = [e for br in self.branches for e in self.ends(br)]
         self.notes += ["branches: " + "; ".join(describe(b) for b in self.branches)] if self.branches else []
         return BranchCensus(self.grid, tuple(self.branches), tuple(sorted(self.censused)), tuple(self.failed),
                             tuple(sorted(ends, key=lambda e: e.alpha)), tuple(self.notes))
@@ -285,19 +282,19 @@ class Continuation:
                 b.name = label if len(same) == 1 else f"{label}#{k + 1}"
 
     # -- step 4 ------------------------------------------------------------------------------------------------
-    def ends(self, br: Branch, tol: float) -> list[LocatedEnd]:
+    def ends(self, br: Branch) -> list[LocatedEnd]:
         """Every grid interval where ``br`` is on at one end and not at the other, located by :func:`locate_end`."""
         on = [br.on(a) for a in self.grid]
         return [locate_end(self, br, self.grid[i] if on[i] else self.grid[i + 1],
-                           self.grid[i + 1] if on[i] else self.grid[i], tol)
+                           self.grid[i + 1] if on[i] else self.grid[i])
                 for i in range(len(self.grid) - 1) if on[i] != on[i + 1]]
 
 
-def locate_end(cont: Continuation, br: Branch, good: float, bad: float, tol: float) -> LocatedEnd:
-    """Bisection between ``good`` (``br`` on) and ``bad`` (not) to a bracket of width <= ``tol``; the kind says what
+def locate_end(cont: Continuation, br: Branch, good: float, bad: float) -> LocatedEnd:
+    """Bisection between ``good`` (``br`` on) and ``bad`` (not) to a bracket of width <= END_TOL; the kind says what
     the last solve beyond the end gave (:meth:`Continuation.beyond`)."""
     lo, hi, far = good, bad, None
-    while abs(hi - lo) > tol:
+    while abs(hi - lo) > END_TOL:
         mid = 0.5 * (lo + hi)
         fp, last, _ = cont.solve_on(br, mid, embedded=False)
         if fp is not None:

@@ -65,12 +65,11 @@ def branches(params: ModelParams) -> tuple[str, ...]:
     return ("semantic", "positional", "mixed", "agnostic") if params.r >= 2 else ("semantic", "positional", "agnostic")
 
 
-def census_starts(params: ModelParams, alpha: float, config: SolverConfig, *, n_random: int = RANDOM_MIXTURES,
-                  seed: int = 0) -> list[CensusStart]:
+def census_starts(params: ModelParams, alpha: float, config: SolverConfig, *, seed: int = 0) -> list[CensusStart]:
     """The model's starts (module doc): :func:`grid_starts` at r = r* = 1, else :func:`mixture_starts`."""
     if is_scalar_form(params.r, params.r_star):
         return grid_starts(params)
-    return mixture_starts(params, alpha, config, n_random=n_random, seed=seed)
+    return mixture_starts(params, alpha, config, seed=seed)
 
 
 def grid_starts(params: ModelParams) -> list[CensusStart]:
@@ -101,12 +100,11 @@ def mixture(base: Overlaps, w_th: float, w_m: float, tilt: float) -> Overlaps:
     return Overlaps(base.q0, base.V0, m, w_th * np.array(base.th0))
 
 
-def mixture_starts(params: ModelParams, alpha: float, config: SolverConfig, *, n_random: int = RANDOM_MIXTURES,
-                   seed: int = 0) -> list[CensusStart]:
-    """The r >= 2 or r* >= 2 starts: embedded and cold per branch, then :data:`FIXED_MIXTURES` and ``n_random``
-    mixtures drawn from ``seed`` (numpy's default generator; an inadmissible draw is drawn again, up to 20 times),
-    each of :func:`mixture` applied to the embedded mixed state (at r = 1: the semantic state with the positional m
-    on its axis), requested branch ``mixed`` (no hat projected)."""
+def mixture_starts(params: ModelParams, alpha: float, config: SolverConfig, *, seed: int = 0) -> list[CensusStart]:
+    """The r >= 2 or r* >= 2 starts: embedded and cold per branch, then :data:`FIXED_MIXTURES` and
+    :data:`RANDOM_MIXTURES` mixtures drawn from ``seed`` (numpy's default generator; an inadmissible draw is drawn
+    again, up to 20 times), each of :func:`mixture` applied to the embedded mixed state (at r = 1: the semantic
+    state with the positional m on its axis), requested branch ``mixed`` (no hat projected)."""
     starts = [CensusStart(f"{b} embedded", b, "embedded") for b in branches(params) if b != "agnostic"]
     starts += [CensusStart(f"{b} cold", b, "cold") for b in branches(params)]
     base = _mixed_base(params, alpha, config)
@@ -116,7 +114,7 @@ def mixture_starts(params: ModelParams, alpha: float, config: SolverConfig, *, n
             starts.append(CensusStart(f"mixture th0 x{w_th:g}, m x{w_m:g}, tilt {math.degrees(tilt):.0f} deg", "mixed",
                                       "init", ov))
     rng = np.random.default_rng(seed)
-    for k in range(n_random):
+    for k in range(RANDOM_MIXTURES):
         for _ in range(20):
             w_th, w_m, tilt = rng.uniform(0.2, 1.0), rng.uniform(0.2, 1.0), rng.uniform(0.0, math.pi / 2)
             noise = np.exp(0.2 * rng.standard_normal((2, base.r)))

@@ -36,6 +36,14 @@ def warm_budget(params: ModelParams, config: SolverConfig) -> int:
         else config.max_iter
 
 
+def solve_from(params: ModelParams, alpha: float, branch: str, start: FixedPoint | None, config: SolverConfig,
+               rule=None) -> FixedPoint:
+    """:func:`~attnphase.numerics.se.state_evolution.solve` warm from ``start`` (its overlaps and solver memory), cold
+    where None."""
+    return solve(params, alpha, branch, init=None if start is None else start.overlaps,
+                 memory=None if start is None else start.memory, config=config, rule=rule)
+
+
 #: No end located in the range.
 NO_END = BranchEnd(math.nan, "", "")
 
@@ -104,9 +112,7 @@ def sweep(
     bifurcating = scalar and (branch, direction) == ("positional", "up") and full_cfg.branch_end == "bifurcation"
 
     def run(alpha: float, init: FixedPoint | None) -> FixedPoint:
-        if init is None:
-            return solve(params, alpha, branch, config=cfg, rule=rule)
-        return solve(params, alpha, branch, init=init.overlaps, memory=init.memory, config=cfg, rule=rule)
+        return solve_from(params, alpha, branch, init, cfg, rule)
 
     def rescue(alpha: float, near: FixedPoint) -> FixedPoint:
         fp = solve(params, alpha, branch, init=near.overlaps, config=full_cfg, rule=rule)

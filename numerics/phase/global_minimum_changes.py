@@ -161,18 +161,14 @@ def locate_change(cont: Continuation, bc: BranchCensus, A: Branch, B: Branch, a:
     if born is None and not B.on(a) or ends is None and not A.on(b):
         raise BranchLost(f"{A.name if not A.on(b) else B.name} is not on at both grid points and its end was not "
                          "located")
-    if born is not None:
-        first = min(x for x in B.points if x >= born.alpha)  # B's point nearest its birth
-        if born.kind == f"meets {A.name}" or not A.on(first) and cont.solve_on(A, first)[0] is None \
-                or B.e_t(first) <= A.e_t(first):
-            return Change(born.alpha, born.err, A.name, B.name, f"birth of {B.name} ({born.kind}; {born.method})", (a, b))
-        a = first
-    if ends is not None:
-        last = max(x for x in A.points if x <= ends.alpha)  # A's point nearest its end
-        if ends.kind == f"meets {B.name}" or not B.on(last) and cont.solve_on(B, last)[0] is None \
-                or A.e_t(last) <= B.e_t(last):
-            return Change(ends.alpha, ends.err, A.name, B.name, f"end of {A.name} ({ends.kind}; {ends.method})", (a, b))
-        b = last
+    for end, X, Y, what in ((born, B, A, "birth"), (ends, A, B, "end")):
+        if end is None:
+            continue
+        # X's point nearest its birth (end)
+        x = min(t for t in X.points if t >= end.alpha) if X is B else max(t for t in X.points if t <= end.alpha)
+        if end.kind == f"meets {Y.name}" or not Y.on(x) and cont.solve_on(Y, x)[0] is None or X.e_t(x) <= Y.e_t(x):
+            return Change(end.alpha, end.err, A.name, B.name, f"{what} of {X.name} ({end.kind}; {end.method})", (a, b))
+        a, b = (x, b) if X is B else (a, x)
     x, err, method = _delta_change(cont, A, B, a, b, tol, END_TOL)
     return Change(x, err, A.name, B.name, method, (a, b))
 

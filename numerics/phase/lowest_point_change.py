@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.branch_end import on_branch
-from attnphase.numerics.phase.continuation import BranchSweep
+from attnphase.numerics.phase.continuation import BranchSweep, solve_from
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.phase.scalar_boundaries import DEFAULT_ALPHA_RANGE
 from attnphase.numerics.roots import brent_root
@@ -47,16 +47,6 @@ SCALAR_NOTES = ("alpha_c: the branches never coexist on the grid", "alpha_c outs
 SWEPT = ("semantic", "positional")
 
 
-@dataclass
-class _Points:
-    """What is known at each alpha: ``on[branch][alpha]`` a point on the branch (agnostic included),
-    ``absent[branch][alpha]`` the evidence of its absence, ``failed[branch][alpha]`` why it is unknown."""
-
-    on: dict[str, dict[float, FixedPoint]] = field(default_factory=lambda: {b: {} for b in (*SWEPT, "agnostic")})
-    absent: dict[str, dict[float, str]] = field(default_factory=lambda: {b: {} for b in SWEPT})
-    failed: dict[str, dict[float, str]] = field(default_factory=lambda: {b: {} for b in SWEPT})
-
-
 def _past_end(sw: BranchSweep, alpha: float) -> bool:
     """alpha lies past ``sw``'s located end (a bifurcation or fold, not a solver failure), where it does not exist."""
     end = sw.end
@@ -71,7 +61,11 @@ class _Search:
     def __init__(self, params: ModelParams, b: Boundaries, cfg: SolverConfig, rule: QuadratureRule):
         self.params, self.cfg, self.rule = params, cfg, rule
         self.sweeps = {"semantic": b.semantic, "positional": b.positional}
-        self.known = _Points()
+        # what is known at each alpha: on[branch][alpha] a point on the branch (agnostic included),
+        # absent[branch][alpha] the evidence of its absence, failed[branch][alpha] why it is unknown
+        self.on: dict[str, dict[float, FixedPoint]] = {b: {} for b in (*SWEPT, "agnostic")}
+        self.absent: dict[str, dict[float, str]] = {b: {} for b in SWEPT}
+        self.failed: dict[str, dict[float, str]] = {b: {} for b in SWEPT}
         self.retried: list[str] = []
         for sw in self.sweeps.values():
             for fp in sw.points:
@@ -81,23 +75,23 @@ class _Search:
         """Record ``fp`` (a solve started on ``branch``) at its alpha; True when it decided the branch there."""
         a = fp.alpha
         if on_branch(fp, branch):
-            self.known.on[branch][a] = fp
+            self.on[branch][a] = fp
             return True
         if fp.status.converged and fp.branch == "agnostic":
-            self.known.on["agnostic"].setdefault(a, fp)
+            self.on["agnostic"].setdefault(a, fp)
         ev = absence_evidence([fp], branch, self.rule, self.cfg)
         if ev.absent:
             symbol = EIGENVALUE[branch][1]
-            self.known.absent[branch][a] = f"fell to the agnostic point, {symbol} = {ev.absent[0][1]:.3g} < 1"
-            self.known.failed[branch].pop(a, None)
+            self.absent[branch][a] = f"fell to the agnostic point, {symbol} = {ev.absent[0][1]:.3g} < 1"
+            self.failed[branch].pop(a, None)
             return True
-        self.known.failed[branch][a] = ev.failed[0].split(" ", 1)[1].strip("()")
+        self.failed[branch][a] = ev.failed[0].split(" ", 1)[1].strip("()")
         return False
 
     def _retry(self, branch: str, alpha: float, default_tried: bool) -> None:
         """``branch`` at alpha from its default start (unless ``default_tried``), then from the fixed point of the
         coarser rule."""
-        why = self.known.failed[branch].get(alpha, "")
+        why = self.failed[branch].get(alpha, "")
         if not default_tried and self._classify(branch, solve(self.params, alpha, branch, config=self.cfg,
                                                               rule=self.rule)):
             self.retried.append(f"{branch} at alpha = {alpha:.4g} ({why}) decided by its default start")
@@ -112,37 +106,32 @@ class _Search:
 
     def status(self, branch: str, alpha: float) -> str:
         """"on", "absent" or "failed" at a grid alpha, solving (and retrying) where not yet decided."""
-        k = self.known
-        if alpha in k.on[branch]:
+        if alpha in self.on[branch]:
             return "on"
-        if alpha in k.absent[branch]:
+        if alpha in self.absent[branch]:
             return "absent"
         if _past_end(self.sweeps[branch], alpha):
-            k.absent[branch][alpha] = "past its end"
+            self.absent[branch][alpha] = "past its end"
             return "absent"
-        fresh = alpha not in k.failed[branch]  # not reached by the sweep: solved here from the default start
+        fresh = alpha not in self.failed[branch]  # not reached by the sweep: solved here from the default start
         if fresh:
             self._classify(branch, solve(self.params, alpha, branch, config=self.cfg, rule=self.rule))
-        if alpha in k.failed[branch]:
+        if alpha in self.failed[branch]:
             self._retry(branch, alpha, default_tried=fresh)
-        return "on" if alpha in k.on[branch] else "absent" if alpha in k.absent[branch] else "failed"
+        return "on" if alpha in self.on[branch] else "absent" if alpha in self.absent[branch] else "failed"
 
     def point(self, branch: str, alpha: float) -> FixedPoint:
         """``branch``'s point at alpha, or the agnostic point where the branch's solve falls to it (Z~, module
         doc); solved warm from the nearest known point of the branch (of the agnostic point) where not known."""
-        pts = self.known.on[branch]
+        pts = self.on[branch]
         if alpha in pts:
             return pts[alpha]
-        agn = self.known.on["agnostic"]
-        if branch != "agnostic" and (alpha in self.known.absent[branch] or _past_end(self.sweeps[branch], alpha)):
+        agn = self.on["agnostic"]
+        if branch != "agnostic" and (alpha in self.absent[branch] or _past_end(self.sweeps[branch], alpha)):
             return self.point("agnostic", alpha)
         src = pts or agn
-        if src:
-            near = src[min(src, key=lambda x: abs(x - alpha))]
-            fp = solve(self.params, alpha, branch, init=near.overlaps, memory=near.memory, config=self.cfg,
-                       rule=self.rule)
-        else:
-            fp = solve(self.params, alpha, branch, config=self.cfg, rule=self.rule)
+        near = src[min(src, key=lambda x: abs(x - alpha))] if src else None
+        fp = solve_from(self.params, alpha, branch, near, self.cfg, self.rule)
         if on_branch(fp, branch) or (branch == "agnostic" and fp.status.converged and fp.branch == "agnostic"):
             pts[alpha] = fp
             return fp
@@ -154,10 +143,10 @@ class _Search:
     def lowest(self, alpha: float) -> tuple[str, str]:
         """(the lowest-e_t point's label, "") at a grid alpha, or ("", why unknown)."""
         states = {br: self.status(br, alpha) for br in SWEPT}
-        bad = [f"{br} ({self.known.failed[br][alpha]})" for br, s in states.items() if s == "failed"]
+        bad = [f"{br} ({self.failed[br][alpha]})" for br, s in states.items() if s == "failed"]
         if bad:
             return "", "; ".join(bad)
-        cands = {"agnostic": self.point("agnostic", alpha)} | {br: self.known.on[br][alpha] for br, s in
+        cands = {"agnostic": self.point("agnostic", alpha)} | {br: self.on[br][alpha] for br, s in
                                                                states.items() if s == "on"}
         return min(cands, key=lambda br: cands[br].observables.e_t), ""
 
@@ -198,7 +187,7 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
     except BranchLost as exc:
         return replace(b, notes=tuple(notes + [f"alpha_c: not located: {exc}"]))
     top = change[2] if change else math.inf
-    unseen = [f"{a:.4g} ({br}: {why})" for br in SWEPT for a, why in sorted(s.known.failed[br].items()) if a > top]
+    unseen = [f"{a:.4g} ({br}: {why})" for br in SWEPT for a, why in sorted(s.failed[br].items()) if a > top]
     notes += [f"retried: {r}" for r in s.retried]
     if failures:
         notes.append("solver failure at alpha = " + "; ".join(failures)
@@ -250,7 +239,7 @@ def _locate(s: _Search, x: str, a0: float, a1: float) -> tuple[float, float, str
                                                 f"{sem.end.method}) below the agnostic point ({d_end:.3g})")
         a0, d0 = end, d_end
     alpha_c = brent_root(gap, a0, a1, ROOT_XTOL)
-    xs, ss = s.known.on[x], s.known.on["semantic"]
+    xs, ss = s.on[x], s.on["semantic"]
     common = set(xs) & set(ss)
     err = coarse_alpha_c_error(list(ss.values()), list(xs.values()), alpha_c, s.cfg) if common else math.nan
     method = (f"Brent's root of Delta e_t = e_t(semantic) - e_t({x}) on solves; err = standard error of Delta e_t's "
@@ -268,7 +257,7 @@ def _no_change_note(s: _Search, seq: list[tuple[float, str]]) -> str:
     if labels == ["semantic"]:
         return (f"alpha_c: the semantic point is the lowest at every grid alpha where it is known ({lo:.4g} to "
                 f"{hi:.4g}): the change lies below the grid, if anywhere")
-    s_on = sorted(s.known.on["semantic"])
+    s_on = sorted(s.on["semantic"])
     why = ("the semantic point is absent at every grid alpha" if not s_on else
            f"the semantic point, on at alpha = {s_on[0]:.4g} to {s_on[-1]:.4g}, lies above it wherever both are on")
     where = ", ".join(f"{lab} at {a:.4g}" for a, lab in seq)

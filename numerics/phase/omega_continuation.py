@@ -18,12 +18,12 @@ from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, r
 from attnphase.numerics.phase.brackets import ALPHA_LIMIT, BranchLost, first_solvable, grid_extension
 from attnphase.numerics.phase.branch_end import BranchEnd, bifurcation_from, on_branch
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.phase.continuation import CONTINUATION_MAX_ITER, NO_END, BranchSweep, _advance
+from attnphase.numerics.phase.continuation import CONTINUATION_MAX_ITER, NO_END, BranchSweep, _advance, solve_from
 from attnphase.numerics.phase.scalar_boundaries import _portable, curves_branch, scalar_boundaries, with_scalar_labels
 from attnphase.numerics.phase.omega_prediction import ContinuationFailed, Prediction, predict
 from attnphase.numerics.roots import RootNotFound, brent_root, safeguarded_newton
 from attnphase.numerics.se.se_map import model_rule
-from attnphase.numerics.se.state_evolution import FixedPoint, solve
+from attnphase.numerics.se.state_evolution import FixedPoint
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
 
@@ -44,8 +44,7 @@ class _Branches:
         self.iterates: dict[str, list[FixedPoint]] = {"semantic": [], "positional": []}
 
     def _run(self, alpha: float, branch: str, start: FixedPoint | None, cfg: SolverConfig) -> FixedPoint | None:
-        fp = (solve(self.params, alpha, branch, config=cfg, rule=self.rule) if start is None else
-              solve(self.params, alpha, branch, init=start.overlaps, memory=start.memory, config=cfg, rule=self.rule))
+        fp = solve_from(self.params, alpha, branch, start, cfg, self.rule)
         return fp if on_branch(fp, branch) else None
 
     def continue_point(self, branch: str, alpha: float, neighbour: FixedPoint | None) -> FixedPoint | None:
@@ -67,8 +66,7 @@ class _Branches:
         """``branch`` at the grid point ``target`` as phase_boundaries' sweep gets there from its grid
         point ``start`` (warm steps halving down to a third of the way), None where it does not."""
         def run(alpha: float, init: FixedPoint) -> FixedPoint:
-            return solve(self.params, alpha, branch, init=init.overlaps, memory=init.memory, config=self.steps,
-                         rule=self.rule)
+            return solve_from(self.params, alpha, branch, init, self.steps, self.rule)
 
         _, fp, _ = _advance(run, start, target, branch, abs(target - start.alpha) / 3)
         return fp if on_branch(fp, branch) and fp.alpha == target else None

@@ -34,7 +34,7 @@ from attnphase.numerics.phase.brackets import (
     grow_alpha_c_up, positional_grid,
 )
 from attnphase.numerics.phase.branch_end import on_branch
-from attnphase.numerics.phase.continuation import BranchSweep, sweep
+from attnphase.numerics.phase.continuation import BranchSweep, solve_from, sweep
 from attnphase.numerics.roots import RootNotFound, brent_root, safeguarded_newton
 from attnphase.numerics.se.se_map import model_rule
 from attnphase.numerics.se.state_evolution import FixedPoint, solve
@@ -49,8 +49,7 @@ XTOL, BISECTION_TOL = 1e-4, 1e-3
 
 
 def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None, *, config: SolverConfig | None = None,
-                      xtol: float = XTOL, bisection_tol: float = BISECTION_TOL,
-                      progress: Callable[[FixedPoint], None] | None = None) -> Boundaries:
+                      xtol: float = XTOL, bisection_tol: float = BISECTION_TOL) -> Boundaries:
     """alpha_c, alpha_l and the branch ends at ``params.omega`` over the alpha grid ``alphas`` (module doc; the
     arguments as :func:`~attnphase.numerics.phase.boundaries.phase_boundaries`'s).  ``config.alpha_c_quadrature``
     None keeps alpha_c on the solve rule (``alpha_c_coarse`` equals it)."""
@@ -59,7 +58,7 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
     cfg = config or SolverConfig()
     params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
     rule = model_rule(params, cfg)
-    kw = dict(config=cfg, bisection_tol=bisection_tol, progress=progress, past_end=False)
+    kw = dict(config=cfg, bisection_tol=bisection_tol, past_end=False)
     sem = sweep(params, alphas, "semantic", **kw)
     pos = sweep(params, positional_grid(alphas, sem), "positional", **kw)
     notes: list[str] = []
@@ -87,8 +86,7 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
         tries = ranked[:1] + [p for p in ranked[1:] if (p.alpha - alpha) * (ranked[0].alpha - alpha) < 0][:1]
         tries += [p for p in ranked[1:2] if len(tries) < 2]
         for near in [*tries, None]:
-            fp = (solve(params, alpha, branch, config=cfg, rule=rule) if near is None else
-                  solve(params, alpha, branch, init=near.overlaps, memory=near.memory, config=cfg, rule=rule))
+            fp = solve_from(params, alpha, branch, near, cfg, rule)
             if fp.status.converged and fp.branch == branch:
                 break
         else:
@@ -98,10 +96,9 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
 
     # alpha_c: sign change of Delta e_t on the common grid
     alpha_c = math.nan
-    if not s_on:
-        notes.append(absence_note(sem.points, "semantic", rule, cfg))
-    if not p_on:
-        notes.append(absence_note(pos.points, "positional", rule, cfg))  # absent (with its evidence) or solver failure
+    for sw, on in ((sem, s_on), (pos, p_on)):
+        if not on:  # absent (with its evidence) or solver failure
+            notes.append(absence_note(sw.points, sw.branch, rule, cfg))
     grown: list[bool] = []
 
     def grow_semantic() -> bool:
@@ -256,8 +253,8 @@ def whole_positional_branch(params: ModelParams, grid: list[float], pos: BranchS
         return pos
     on = pos.on_branch()
     start = on[0] if on and on[0].alpha == first else None
-    low = (sweep(params, lower, "positional", config=config, direction="down", start=start, past_end=False)
-           if start is not None else sweep(params, lower, "positional", config=config, past_end=False))
+    low = sweep(params, lower, "positional", config=config, direction=None if start is None else "down", start=start,
+                past_end=False)
     return BranchSweep(pos.branch, low.points + pos.points, pos.end, pos.end_side)
 
 

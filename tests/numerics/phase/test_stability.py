@@ -14,7 +14,7 @@ import pytest
 
 from attnphase.numerics import SolverConfig, solve
 from attnphase.numerics.quadrature.rules import gauss_hermite_rule, make_rule
-from attnphase.numerics.phase.bifurcation import semantic_bifurcation
+from attnphase.numerics.phase.bifurcation import branch_bifurcation
 from attnphase.numerics.se.stability import theta_stability_at
 from attnphase.theory.channel import channel_fields
 from attnphase.theory.params import ModelParams
@@ -78,7 +78,7 @@ def test_lambda_vanishes_when_the_target_ignores_the_teacher() -> None:
 def test_semantic_bifurcation_at_the_papers_point() -> None:
     """omega = 0.3: lambda = 1 on the agnostic branch at ~0.714 (sobol15; seeds 0-5: 0.708-0.722);
     docs/model.md's careful solution: the semantic branch ends continuously near 0.71."""
-    b = semantic_bifurcation(ModelParams(omega=0.3), 0.8, config=SolverConfig(bifurcation_quadrature="sobol15"))
+    b = branch_bifurcation(ModelParams(omega=0.3), 0.8, "theta", config=SolverConfig(bifurcation_quadrature="sobol15"))
     assert b.converged, b.message
     assert 0.70 < b.alpha < 0.73
     assert b.slope > 0  # theta = 0 is stable below, unstable above
