@@ -128,12 +128,8 @@ def _eps_lin_at(params: ModelParams, order: int | None, quadrature: str | None =
 def observables(params: ModelParams, alpha: float, ov: Overlaps, hat: HatOverlaps, mom) -> Observables:
     """eps_g, e_t = -Phi and eps_lin at a state with its hat overlaps and channel moments; in the matrix form Phi
     of theory/matrix_channel.py and no eps_lin (NaN: a solve at r* >= 2 does not compute it; the boundaries do)."""
-    if ov.is_matrix:
-        phi = rk.free_entropy(ov.q0, ov.V0, ov.m, ov.th0, hat.qhat, hat.mhat, hat.thhat, hat.Vhat, params.sigma2,
-                              params.P_array, params.lam, params.rho0, alpha, mom.E_M)
-        return Observables(eps_g=float(mom.eps_g), e_t=float(-phi), eps_lin=math.nan, E_M=float(mom.E_M))
-    phi = free_entropy(
-        ov.q0, ov.V0, ov.m, ov.th0, hat.qhat, hat.mhat, hat.thhat, hat.Vhat,
-        params.sigma2, params.P_array, params.lam, params.rho0, alpha, mom.E_M,
-    )
-    return Observables(eps_g=float(mom.eps_g), e_t=float(-phi), eps_lin=eps_lin(params), E_M=float(mom.E_M))
+    fe = rk.free_entropy if ov.is_matrix else free_entropy
+    phi = fe(ov.q0, ov.V0, ov.m, ov.th0, hat.qhat, hat.mhat, hat.thhat, hat.Vhat, params.sigma2, params.P_array,
+             params.lam, params.rho0, alpha, mom.E_M)
+    return Observables(eps_g=float(mom.eps_g), e_t=float(-phi), eps_lin=math.nan if ov.is_matrix else eps_lin(params),
+                       E_M=float(mom.E_M))
