@@ -281,7 +281,7 @@ class SEMap:
 
     def image(self, ov: Overlaps) -> tuple[Overlaps, float] | None:
         """(F(ov) aligned to ov's gauge, the scaled residual) from a full search, or None where F is not defined."""
-        ev = self.evaluate(ov.to_vector(), exact=True) if admissible(ov, self.params.rho0) else None
+        ev = self.evaluate(ov.to_vector(), exact=True)
         return None if ev is None else (self.unpack(ev.fx), ev.residual)
 
     def subspace(self, x: np.ndarray) -> np.ndarray:

@@ -66,7 +66,7 @@ def _matrix_start(params: ModelParams, branch: str) -> Overlaps:
     V = np.ones(r)
     m = np.zeros((L, r))
     th = np.zeros((r, rs))
-    n_sem = min(r, rs) if branch == "semantic" else min(r - 1, rs) if branch == "mixed" else 0
+    n_sem = signal_axes(params, branch)[0]
     for a in range(n_sem):
         q[a], th[a, a] = rho0, 0.8 * rho0
     if branch in ("positional", "mixed"):
