@@ -139,10 +139,8 @@ class FixedPointSolver:
         done = self._anderson(x, budget=min(cfg.max_iter - self.evaluations, cfg.anderson_budget))
         if done is not None:
             return done
-        if self.best is None:
-            return self._failure()
         remaining = cfg.max_iter - self.evaluations
-        if remaining > 0:
+        if self.best is not None and remaining > 0:
             done = self._newton(self.best.x, remaining)
             if done is not None:
                 return done

@@ -107,8 +107,6 @@ class FixedOrder:
     it; else the root is bracketed in log alpha and refined by Brent's method)."""
 
     def __init__(self, name: str, value: float):
-        if name not in ORDER_PARAMETERS:
-            raise ValueError(f"order parameter must be one of {tuple(ORDER_PARAMETERS)}, got {name!r}")
         self.name, self.value = name, value
         self.alpha = math.nan
         self.last_alpha: float | None = None
@@ -192,9 +190,7 @@ class SEMap:
 
     def unpack(self, x: np.ndarray) -> Overlaps:
         """The overlaps packed in x (:meth:`Overlaps.to_vector`)."""
-        if self.is_matrix:
-            return Overlaps.from_vector(x, self.L, self.r, self.rs)
-        return Overlaps.from_vector(x)
+        return Overlaps.from_vector(x, self.L, self.r, self.rs) if self.is_matrix else Overlaps.from_vector(x)
 
     def admissible(self, x: np.ndarray) -> bool:
         return admissible(self.unpack(x), self.params.rho0)

@@ -130,9 +130,7 @@ def settle_noise_axes(ov: Overlaps, axes: list[int],
     """
     if not axes:
         return ov, 0
-    best, n = None, 0
-    cur = image(ov)
-    n += 1
+    cur, n = image(ov), 1
     signal = [b for b in range(ov.q0.shape[0]) if b not in axes]
     ceiling = max((ov.q0[b, b] for b in signal), default=0.0)
     for _ in range(LIFT_STEPS):
