@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 
@@ -330,14 +330,14 @@ class SEMap:
             self.frozen = before
 
 
-class SEStep:
+class SEStep(NamedTuple):
     """What one SE evaluation attaches: the alpha it used, the hat overlaps, the channel moments and the
     gauge angle its image was rotated by (matrix form; 0 otherwise)."""
 
-    __slots__ = ("alpha", "hat", "moments", "angle")
-
-    def __init__(self, alpha: float, hat: HatOverlaps, moments: ChannelMoments, angle: float = 0.0):
-        self.alpha, self.hat, self.moments, self.angle = alpha, hat, moments, angle
+    alpha: float
+    hat: HatOverlaps
+    moments: ChannelMoments
+    angle: float = 0.0
 
 
 def se_step(params: ModelParams, alpha: float, ov: Overlaps, config: SolverConfig | None = None,
