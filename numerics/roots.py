@@ -55,12 +55,11 @@ def bracketed_log_root(
     None when no sign change lies in [lo, hi] before gap turns NaN."""
     a = min(max(start, lo), hi)
     ga = gap(a)
-    if not np.isfinite(ga):  # past the domain: come down until the function exists
-        while not np.isfinite(ga) and a > lo:
-            a = max(a - step, lo)
-            ga = gap(a)
-        if not np.isfinite(ga):
-            return None
+    while not np.isfinite(ga) and a > lo:  # past the domain: come down until the function exists
+        a = max(a - step, lo)
+        ga = gap(a)
+    if not np.isfinite(ga):
+        return None
     direction = 1.0 if ga < 0 else -1.0
     while True:
         b = min(max(a + direction * step, lo), hi)

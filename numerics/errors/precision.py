@@ -72,13 +72,11 @@ def gauss_hermite_mp(order: int, dps: int) -> tuple[tuple[mpmath.mpf, ...], tupl
                 p_prev, p = p, x * p - k * p_prev
             nodes.append(x)
             weights.append(mp.factorial(n) / (n * n * p_prev**2))
-        if n % 2 == 1:  # the middle node is 0 exactly
+        odd = n % 2
+        if odd:  # the middle node is 0 exactly, its own mirror image
             nodes[0] = mp.mpf(0)
-            full_x = [-v for v in nodes[:0:-1]] + nodes
-            full_w = weights[:0:-1] + weights
-        else:
-            full_x = [-v for v in nodes[::-1]] + nodes
-            full_w = weights[::-1] + weights
+        full_x = [-v for v in nodes[odd:][::-1]] + nodes
+        full_w = weights[odd:][::-1] + weights
         total = mp.fsum(full_w)
         if abs(total - 1) > mp.mpf(10) ** (-dps):
             raise RuntimeError(f"Gauss-Hermite weights of order {n} sum to {total}, not 1")

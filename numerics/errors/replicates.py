@@ -94,11 +94,8 @@ def replicate_points(fp: FixedPoint, config: SolverConfig, n_rules: int) -> tupl
     """(the replicates of ``fp``, whether they are blocks): ``fp`` re-solved on each config of
     :func:`replicate_configs`, None in place where it does not converge on ``fp``'s branch."""
     configs, blocks = replicate_configs(config, n_rules)
-    out: list[FixedPoint | None] = []
-    for cfg in configs:
-        other = resolved(fp, cfg)
-        out.append(other if other.status.converged and other.branch == fp.branch else None)
-    return out, blocks
+    others = [resolved(fp, cfg) for cfg in configs]
+    return [p if p.status.converged and p.branch == fp.branch else None for p in others], blocks
 
 
 def error_keys(fp: FixedPoint) -> tuple[str, ...]:

@@ -76,15 +76,16 @@ def gauss_hermite_rule(L: int, order: int, prune: float = 1e-14, rotation_seed: 
     return QuadratureRule(np.ascontiguousarray(nodes), weights / weights.sum(), name, dropped, axis_aligned)
 
 
-def sobol_rule(L: int, log2_n: int, seed: int = 0, randomizations: int = 1, block: int | None = None) -> QuadratureRule:
-    """Scrambled Sobol rule: ``randomizations`` independent scramblings of 2^log2_n points each, mapped through
-    Phi^{-1}, equal weights (:func:`_sobol_nodes`)."""
+def sobol_rule(L: int, log2_n: int, seed: int = 0, randomizations: int = 1, block: int | None = None,
+               dim: int | None = None) -> QuadratureRule:
+    """Scrambled Sobol rule over ``dim`` (default 2L) dimensions: ``randomizations`` independent scramblings of
+    2^log2_n points each, mapped through Phi^{-1}, equal weights (:func:`_sobol_nodes`)."""
     if log2_n < 1 or randomizations < 1:
         raise ValueError("sobol_rule needs log2_n >= 1 and randomizations >= 1")
-    nodes = _sobol_nodes(2 * L, log2_n, seed, randomizations, block)
+    nodes = _sobol_nodes(dim or 2 * L, log2_n, seed, randomizations, block)
     weights = np.full(nodes.shape[0], 1.0 / nodes.shape[0])
-    name = f"sobol2^{log2_n}x{randomizations}(seed={seed})" + ("" if block is None else f"@{block}")
-    return QuadratureRule(nodes, weights, name)
+    name = f"sobol2^{log2_n}x{randomizations}(seed={seed}" + ("" if dim is None else f", dim={dim}") + ")"
+    return QuadratureRule(nodes, weights, name + ("" if block is None else f"@{block}"))
 
 
 def _sobol_nodes(dim: int, log2_n: int, seed: int, randomizations: int, block: int | None) -> np.ndarray:
@@ -124,6 +125,7 @@ def parse_rule_spec(spec: str) -> tuple[str, tuple[int, ...]]:
     """Parse a rule spec (:func:`make_rule`) without building the rule: ("gh", (order,)), ("ghr", (order, seed))
     or ("sobol", (log2_n, reps, seed)), a block ``@j`` checked and left out; ValueError for anything else."""
     s, block = split_block(spec)
+    kind, args = "", ()
     try:
         if s.startswith("ghr"):
             parts = s[3:].split(":")
@@ -133,10 +135,8 @@ def parse_rule_spec(spec: str) -> tuple[str, tuple[int, ...]]:
         elif s.startswith("sobol"):
             parts = s[5:].split(":")
             kind, args = "sobol", (int(parts[0]), int(parts[1]) if len(parts) > 1 else 1, int(parts[2]) if len(parts) > 2 else 0)
-        else:
-            kind, args = "", ()
     except ValueError:
-        kind, args = "", ()
+        pass
     if not kind:
         raise ValueError(f"unknown quadrature rule {spec!r}: use e.g. 'sobol12', 'sobol14:4:0' (2^14 points, 4 "
                          f"scramblings, seed 0), 'gh8' or 'ghr8:1'")
@@ -177,9 +177,7 @@ def with_replicates(spec: str, n: int) -> str:
 def rule_nodes(L: int, spec: str) -> int:
     """How many nodes ``make_rule(L, spec)`` builds (Gauss-Hermite: before pruning)."""
     kind, args = parse_rule_spec(spec)
-    if kind == "sobol":
-        return 2 ** args[0] * (1 if split_block(spec)[1] is not None else args[1])
-    return args[0] ** (2 * L)
+    return 2 ** args[0] * replicates(spec) if kind == "sobol" else args[0] ** (2 * L)
 
 
 def finer_rule(L: int, spec: str | None, than: str) -> str | None:
@@ -233,10 +231,8 @@ def make_rule(L: int, spec: str) -> QuadratureRule:
     default 1 and 0), ``"sobol14:4:7@2"`` (the third of those randomisations alone)."""
     check_rule_size(L, spec)
     kind, args = parse_rule_spec(spec)
-    if kind == "ghr":
-        return gauss_hermite_rule(L, args[0], rotation_seed=args[1])
-    if kind == "gh":
-        return gauss_hermite_rule(L, args[0])
+    if kind != "sobol":
+        return gauss_hermite_rule(L, args[0], rotation_seed=args[1] if kind == "ghr" else None)
     return sobol_rule(L, args[0], seed=args[2], randomizations=args[1], block=split_block(spec)[1])
 
 
@@ -247,13 +243,8 @@ def matrix_rule(L: int, r: int, r_star: int, spec: str) -> QuadratureRule:
     if kind != "sobol":
         raise ValueError(f"the rank-r state evolution uses scrambled Sobol rules (sobolK[:REPS:SEED]), got {spec!r}")
     check_rule_size(L, spec)
-    log2_n, reps, seed = args
-    dim = L * (r + r_star)
-    block = split_block(spec)[1]
-    z = _sobol_nodes(dim, log2_n, seed, reps, block)
-    N = z.shape[0]
-    return QuadratureRule(z, np.full(N, 1.0 / N), f"sobol2^{log2_n}x{reps}(seed={seed}, dim={dim})"
-                          + ("" if block is None else f"@{block}"))
+    return sobol_rule(L, args[0], seed=args[2], randomizations=args[1], block=split_block(spec)[1],
+                      dim=L * (r + r_star))
 
 
 def split_nodes(rule: QuadratureRule, L: int, r: int, r_star: int) -> tuple[np.ndarray, np.ndarray]:

@@ -136,21 +136,13 @@ def _local_modes(kernels: Any, params: ModelParams, ov: Overlaps, prox: str, w: 
     return local_prox(kernels, w, V, T, params.sigma2, backend=backend)
 
 
-def prox_at_nodes(
-    kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, config: SolverConfig | None = None
-) -> tuple[np.ndarray, np.ndarray, ProxResult]:
-    """(w, V, proximal result) at the rule's nodes for the state ``ov``: one full search (global
-    mode), or the local / aligned minimiser.  For evaluations outside the SE iteration (finer rules)."""
-    w, V, res, _ = prox_with_minima(kernels, params, ov, rule, config)
-    return w, V, res
-
-
 def prox_with_minima(
     kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, config: SolverConfig | None = None,
     polish_from: Candidates | None = None,
 ) -> tuple[np.ndarray, np.ndarray, ProxResult, Candidates | None]:
-    """:func:`prox_at_nodes` with the distinct local minima per node (global mode; else None); with
-    ``polish_from`` (an earlier full search's minima at the same nodes) those polished and returned instead."""
+    """(w, V, proximal result, its distinct local minima per node) at the rule's nodes for the state ``ov``: one
+    full search (global mode; minima None in the local / aligned modes); with ``polish_from`` (an earlier full
+    search's minima at the same nodes) those polished and returned instead."""
     cfg = config or SolverConfig()
     w, V, T, hstar = _fields(kernels, params, ov, rule)
     if cfg.prox != "global":
@@ -165,7 +157,7 @@ def envelope_mean(
 ) -> tuple[float, int]:
     """(E[M], nodes whose proximal solve failed), M = min_h sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T(h*))
     (docs/model.md section 4), from one full search."""
-    _, _, res = prox_at_nodes(kernels, params, ov, rule, config)
+    res = prox_with_minima(kernels, params, ov, rule, config)[2]
     return float(rule.weights @ res.value), int((~res.converged).sum())
 
 

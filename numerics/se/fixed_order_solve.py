@@ -38,15 +38,15 @@ def solve_at_order(
     if order == "th0":
         if np.any(init.m != 0):
             raise ValueError("a solve at fixed th0 follows the semantic branch: init must have m = 0")
-        x, requested = Overlaps(q0=init.q0, V0=init.V0, m=init.m, th0=value).to_vector(), "semantic"
-        if not admissible(Overlaps.from_vector(x), params.rho0):
+        ov0, requested = Overlaps(q0=init.q0, V0=init.V0, m=init.m, th0=value), "semantic"
+        if not admissible(ov0, params.rho0):
             raise ValueError(f"th0 = {value} is not admissible with q0 = {init.q0} (need th0^2 < q0 rho0)")
     elif order == "m":
         norm = float(np.linalg.norm(init.m))
         if init.th0 != 0 or norm == 0:
             raise ValueError("a solve at fixed |m| follows the positional branch: init must have th0 = 0 and m != 0")
-        x, requested = Overlaps(q0=init.q0, V0=init.V0, m=init.m * (value / norm), th0=0.0).to_vector(), "positional"
+        ov0, requested = Overlaps(q0=init.q0, V0=init.V0, m=init.m * (value / norm), th0=0.0), "positional"
     else:
         raise ValueError(f"order must be 'th0' or 'm', got {order!r}")
     smap = SEMap(params, FixedOrder(order, value), model_rule(params, cfg, rule), cfg, memory=memory)
-    return fixed_point_from(smap, FixedPointSolver(smap, cfg).solve(x, warm=True), Overlaps.from_vector(x), requested)
+    return fixed_point_from(smap, FixedPointSolver(smap, cfg).solve(ov0.to_vector(), warm=True), ov0, requested)

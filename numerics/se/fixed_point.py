@@ -139,10 +139,8 @@ class FixedPointSolver:
         done = self._anderson(x, budget=min(cfg.max_iter - self.evaluations, cfg.anderson_budget))
         if done is not None:
             return done
-        if self.best is None:
-            return self._failure()
         remaining = cfg.max_iter - self.evaluations
-        if remaining > 0:
+        if self.best is not None and remaining > 0:
             done = self._newton(self.best.x, remaining)
             if done is not None:
                 return done
@@ -174,8 +172,7 @@ class FixedPointSolver:
     def _anderson(self, x: np.ndarray, budget: int) -> FixedPointResult | None:
         """Anderson-accelerated (type II) damped iteration; None when stalled or out of budget."""
         cfg, admissible = self.cfg, self.fmap.admissible
-        X: list[np.ndarray] = []
-        R: list[np.ndarray] = []
+        pairs: list[tuple[np.ndarray, np.ndarray]] = []  # the last (x, F(x) - x), at most anderson + 1
         last_good: np.ndarray | None = None
         history: list[float] = []
         start = self.evaluations
@@ -184,8 +181,7 @@ class FixedPointSolver:
             if ev is None:
                 if last_good is None:
                     return None
-                X.clear()
-                R.clear()
+                pairs.clear()
                 x = 0.5 * (x + last_good)
                 continue
             fx = ev.fx
@@ -198,29 +194,22 @@ class FixedPointSolver:
                 # go on from the exact evaluation; the history belongs to the approximate map
                 fx = exact.fx
                 history[-1] = exact.residual
-                X.clear()
-                R.clear()
+                pairs.clear()
             if len(history) > STALL_WINDOW and min(history[-STALL_WINDOW:]) > 0.5 * min(history[:-STALL_WINDOW]):
                 return None
             f = fx - x
             x_new = (1.0 - cfg.damping) * fx + cfg.damping * x
             if cfg.anderson > 0:
-                X.append(x.copy())
-                R.append(f.copy())
-                if len(X) > cfg.anderson + 1:
-                    X.pop(0)
-                    R.pop(0)
-                if len(X) >= 2:
-                    dX = np.diff(np.array(X), axis=0).T
-                    dR = np.diff(np.array(R), axis=0).T
+                pairs = pairs[-cfg.anderson:] + [(x.copy(), f.copy())]
+                if len(pairs) >= 2:
+                    dX, dR = (np.diff(np.array(v), axis=0).T for v in zip(*pairs))
                     gamma, *_ = np.linalg.lstsq(dR, f, rcond=1e-12)
                     beta = 1.0 - cfg.damping
                     x_aa = x + beta * f - (dX + beta * dR) @ gamma
                     if admissible(x_aa):
                         x_new = x_aa
                     else:
-                        X.clear()
-                        R.clear()
+                        pairs.clear()
             if not admissible(x_new):
                 x_new = 0.5 * (x + fx)
             x = x_new

@@ -32,9 +32,7 @@ MATRIX_STARTS = ("embedded", "cold")
 def matrix_config(params: ModelParams, alpha: float, branch: str, config: SolverConfig, start: str) -> SolverConfig:
     """``config`` checked for a matrix solve, its damping raised to :data:`MATRIX_MIN_DAMPING` when smaller
     (ValueError on a branch, prox or start the matrix state evolution does not have)."""
-    cfg = config
-    if cfg.damping < MATRIX_MIN_DAMPING:
-        cfg = cfg.replace(damping=MATRIX_MIN_DAMPING)
+    cfg = config.replace(damping=max(config.damping, MATRIX_MIN_DAMPING))
     if branch not in MATRIX_BRANCHES:
         raise ValueError(f"branch must be one of {MATRIX_BRANCHES}, got {branch!r}")
     if cfg.prox != "global":

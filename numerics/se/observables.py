@@ -80,14 +80,6 @@ def eps_lin(params: ModelParams, order: int | None = None, quadrature: str | Non
     largest order does not converge."""
     if quadrature is not None or order is not None:
         return _eps_lin_at(params, order, quadrature)
-    return _eps_lin_converged(params)
-
-
-def _relative_change(a: float, b: float) -> float:
-    return abs(a - b) / max(abs(a), 1e-300)
-
-
-def _eps_lin_converged(params: ModelParams) -> float:
     n = _EPS_LIN_ORDER.get(params.L, 12)
     top = _EPS_LIN_MAX_ORDER.get(params.L, n)
     val = _eps_lin_at(params, n)
@@ -101,13 +93,17 @@ def _eps_lin_converged(params: ModelParams) -> float:
             if prev is not None:  # else no larger order is taken at this L
                 warnings.warn(f"eps_lin: its quadrature did not converge (relative change {change:.1e} from order "
                               f"{prev} to {n} per dimension, the largest taken): eps_lin = {val:.6g} is that "
-                              f"uncertain", RuntimeWarning, stacklevel=3)
+                              f"uncertain", RuntimeWarning, stacklevel=2)
             return val
         finer = _eps_lin_at(params, m)
         change = _relative_change(finer, val)
         if change <= EPS_LIN_RTOL:
             return val
         prev, n, val = n, m, finer
+
+
+def _relative_change(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(a), 1e-300)
 
 
 def _eps_lin_at(params: ModelParams, order: int | None, quadrature: str | None = None) -> float:
@@ -128,12 +124,8 @@ def _eps_lin_at(params: ModelParams, order: int | None, quadrature: str | None =
 def observables(params: ModelParams, alpha: float, ov: Overlaps, hat: HatOverlaps, mom) -> Observables:
     """eps_g, e_t = -Phi and eps_lin at a state with its hat overlaps and channel moments; in the matrix form Phi
     of theory/matrix_channel.py and no eps_lin (NaN: a solve at r* >= 2 does not compute it; the boundaries do)."""
-    if ov.is_matrix:
-        phi = rk.free_entropy(ov.q0, ov.V0, ov.m, ov.th0, hat.qhat, hat.mhat, hat.thhat, hat.Vhat, params.sigma2,
-                              params.P_array, params.lam, params.rho0, alpha, mom.E_M)
-        return Observables(eps_g=float(mom.eps_g), e_t=float(-phi), eps_lin=math.nan, E_M=float(mom.E_M))
-    phi = free_entropy(
-        ov.q0, ov.V0, ov.m, ov.th0, hat.qhat, hat.mhat, hat.thhat, hat.Vhat,
-        params.sigma2, params.P_array, params.lam, params.rho0, alpha, mom.E_M,
-    )
-    return Observables(eps_g=float(mom.eps_g), e_t=float(-phi), eps_lin=eps_lin(params), E_M=float(mom.E_M))
+    fe = rk.free_entropy if ov.is_matrix else free_entropy
+    phi = fe(ov.q0, ov.V0, ov.m, ov.th0, hat.qhat, hat.mhat, hat.thhat, hat.Vhat, params.sigma2, params.P_array,
+             params.lam, params.rho0, alpha, mom.E_M)
+    return Observables(eps_g=float(mom.eps_g), e_t=float(-phi), eps_lin=math.nan if ov.is_matrix else eps_lin(params),
+                       E_M=float(mom.E_M))

@@ -38,14 +38,10 @@ class Overlaps:
     th0: float | np.ndarray
 
     def __post_init__(self) -> None:
-        if np.ndim(self.q0) == 0 and np.ndim(self.th0) == 0:
-            object.__setattr__(self, "q0", float(self.q0))
-            object.__setattr__(self, "V0", float(self.V0))
-            object.__setattr__(self, "th0", float(self.th0))
-            object.__setattr__(self, "m", _frozen(self.m, flat=True))
-        else:
-            for name in ("q0", "V0", "m", "th0"):
-                object.__setattr__(self, name, _frozen(getattr(self, name)))
+        scalar = np.ndim(self.q0) == 0 and np.ndim(self.th0) == 0
+        for name in ("q0", "V0", "m", "th0"):
+            v = getattr(self, name)
+            object.__setattr__(self, name, float(v) if scalar and name != "m" else _frozen(v, flat=scalar))
 
     @property
     def is_matrix(self) -> bool:
@@ -107,9 +103,7 @@ class Overlaps:
         return cls(q0, V0, m, th0)
 
     def as_dict(self) -> dict:
-        if not self.is_matrix:
-            return {"q0": self.q0, "V0": self.V0, "m": self.m.tolist(), "th0": self.th0}
-        return {"q0": self.q0.tolist(), "V0": self.V0.tolist(), "m": self.m.tolist(), "th0": self.th0.tolist()}
+        return {k: np.asarray(v).tolist() for k, v in vars(self).items()}
 
 
 def branch_label(ov: Overlaps, tol: float = LABEL_TOL) -> str:
@@ -166,4 +160,4 @@ class HatOverlaps:
         return HatOverlaps(self.qhat[:, 0, 0], self.mhat[:, 0], self.thhat[:, 0, 0], self.Vhat[:, 0, 0])
 
     def as_dict(self) -> dict:
-        return {k: getattr(self, k).tolist() for k in ("qhat", "mhat", "thhat", "Vhat")}
+        return {k: v.tolist() for k, v in vars(self).items()}

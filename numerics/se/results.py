@@ -113,23 +113,13 @@ class FixedPoint:
         the observables, the status and the overlaps (as iterated and canonical)."""
         if self.is_matrix:
             return self._matrix_record()
-        p = self.params
+        p, ov, obs, status = self.params, self.overlaps, self.observables, self.status
         return {
-            "alpha": self.alpha,
-            "omega": p.omega,
-            "sigma": original(p).sigma_value,
-            "lam": p.lam,
-            "branch": self.branch,
-            "q": self.overlaps.q0,
-            "m": float(positional_overlaps(p, self.overlaps.m)[0]),
-            "V": self.overlaps.V0,
-            "theta": self.overlaps.th0,
-            "eps_g": self.observables.eps_g,
-            "e_t": self.observables.e_t,
-            "eps_lin": self.observables.eps_lin,
-            "converged": bool(self.status.converged),
-            "iterations": int(self.status.iterations),
-            "residual": float(self.status.residual),
+            "alpha": self.alpha, "omega": p.omega, "sigma": original(p).sigma_value, "lam": p.lam,
+            "branch": self.branch, "q": ov.q0, "m": float(positional_overlaps(p, ov.m)[0]), "V": ov.V0,
+            "theta": ov.th0, "eps_g": obs.eps_g, "e_t": obs.e_t, "eps_lin": obs.eps_lin,
+            "converged": bool(status.converged), "iterations": int(status.iterations),
+            "residual": float(status.residual),
         }
 
     def _matrix_record(self) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 
@@ -107,8 +107,6 @@ class FixedOrder:
     it; else the root is bracketed in log alpha and refined by Brent's method)."""
 
     def __init__(self, name: str, value: float):
-        if name not in ORDER_PARAMETERS:
-            raise ValueError(f"order parameter must be one of {tuple(ORDER_PARAMETERS)}, got {name!r}")
         self.name, self.value = name, value
         self.alpha = math.nan
         self.last_alpha: float | None = None
@@ -192,9 +190,7 @@ class SEMap:
 
     def unpack(self, x: np.ndarray) -> Overlaps:
         """The overlaps packed in x (:meth:`Overlaps.to_vector`)."""
-        if self.is_matrix:
-            return Overlaps.from_vector(x, self.L, self.r, self.rs)
-        return Overlaps.from_vector(x)
+        return Overlaps.from_vector(x, self.L, self.r, self.rs) if self.is_matrix else Overlaps.from_vector(x)
 
     def admissible(self, x: np.ndarray) -> bool:
         return admissible(self.unpack(x), self.params.rho0)
@@ -281,7 +277,7 @@ class SEMap:
 
     def image(self, ov: Overlaps) -> tuple[Overlaps, float] | None:
         """(F(ov) aligned to ov's gauge, the scaled residual) from a full search, or None where F is not defined."""
-        ev = self.evaluate(ov.to_vector(), exact=True) if admissible(ov, self.params.rho0) else None
+        ev = self.evaluate(ov.to_vector(), exact=True)
         return None if ev is None else (self.unpack(ev.fx), ev.residual)
 
     def subspace(self, x: np.ndarray) -> np.ndarray:
@@ -334,14 +330,14 @@ class SEMap:
             self.frozen = before
 
 
-class SEStep:
+class SEStep(NamedTuple):
     """What one SE evaluation attaches: the alpha it used, the hat overlaps, the channel moments and the
     gauge angle its image was rotated by (matrix form; 0 otherwise)."""
 
-    __slots__ = ("alpha", "hat", "moments", "angle")
-
-    def __init__(self, alpha: float, hat: HatOverlaps, moments: ChannelMoments, angle: float = 0.0):
-        self.alpha, self.hat, self.moments, self.angle = alpha, hat, moments, angle
+    alpha: float
+    hat: HatOverlaps
+    moments: ChannelMoments
+    angle: float = 0.0
 
 
 def se_step(params: ModelParams, alpha: float, ov: Overlaps, config: SolverConfig | None = None,

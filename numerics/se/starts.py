@@ -66,7 +66,7 @@ def _matrix_start(params: ModelParams, branch: str) -> Overlaps:
     V = np.ones(r)
     m = np.zeros((L, r))
     th = np.zeros((r, rs))
-    n_sem = min(r, rs) if branch == "semantic" else min(r - 1, rs) if branch == "mixed" else 0
+    n_sem = signal_axes(params, branch)[0]
     for a in range(n_sem):
         q[a], th[a, a] = rho0, 0.8 * rho0
     if branch in ("positional", "mixed"):
@@ -130,9 +130,7 @@ def settle_noise_axes(ov: Overlaps, axes: list[int],
     """
     if not axes:
         return ov, 0
-    best, n = None, 0
-    cur = image(ov)
-    n += 1
+    cur, n = image(ov), 1
     signal = [b for b in range(ov.q0.shape[0]) if b not in axes]
     ceiling = max((ov.q0[b, b] for b in signal), default=0.0)
     for _ in range(LIFT_STEPS):

@@ -41,14 +41,6 @@ SEMANTIC_RETRY_TRIES = 2
 SEMANTIC_RETRY_STEP = 1.04
 
 
-def _continuation_path(a0: float, a1: float, factor: float = 1.3) -> list[float]:
-    """Geometric steps from a0 up to a1 (both included)."""
-    path = [a0]
-    while path[-1] * factor < a1:
-        path.append(path[-1] * factor)
-    return path + [a1]
-
-
 def _check_alpha(alpha: float) -> float:
     ok = isinstance(alpha, (int, float, np.integer, np.floating)) and not isinstance(alpha, (bool, np.bool_))
     a = float(alpha) if ok else math.nan  # a string, None or a bool is no alpha
@@ -131,9 +123,10 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
     rule = model_rule(params, cfg, rule)
     if init is None and branch == "positional" and alpha > POSITIONAL_COLD_ALPHA:
         # the positional branch is the one continued from small alpha (docs/method.md section 4)
-        fp = None
-        path = _continuation_path(POSITIONAL_COLD_ALPHA, alpha)
-        for a in path:
+        fp, path = None, [POSITIONAL_COLD_ALPHA]
+        while path[-1] * 1.3 < alpha:  # geometric steps up to alpha
+            path.append(path[-1] * 1.3)
+        for a in path + [alpha]:
             # the finer e_t rule only for the point asked for, not for the path's steps
             step_cfg = cfg if a == alpha else replace(cfg, e_t_quadrature=None)
             fp = solve(params, a, branch, init=None if fp is None else fp.overlaps, config=step_cfg, rule=rule,
@@ -144,7 +137,7 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
             return finish_stalled(fp, cfg, rule) if cold else fp
         init = fp.overlaps
         if fp.status.converged and fp.branch == "agnostic":
-            init = _agnostic_path_start(params, [a for a in path if a > fp.alpha], init, cfg, rule)
+            init = _agnostic_path_start(params, [a for a in path + [alpha] if a > fp.alpha], init, cfg, rule)
     ov0 = init if init is not None else initial_overlaps(params, branch)
     x = ov0.to_vector()
     if not admissible(ov0, params.rho0):
@@ -160,9 +153,7 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
         smap = SEMap(params, FixedAlpha(alpha), rule, cfg)
         result = FixedPointSolver(smap, cfg).solve(ov0.to_vector())
         spent += result.evaluations
-    if result.evaluations != spent:
-        result = replace(result, evaluations=spent)
-    fp = fixed_point_from(smap, result, ov0, branch)
+    fp = fixed_point_from(smap, replace(result, evaluations=spent), ov0, branch)
     if not cold:
         return fp
     fp = finish_stalled(fp, cfg, rule)

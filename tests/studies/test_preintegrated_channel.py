@@ -13,7 +13,7 @@ import pytest
 from scipy.special import ndtri
 
 from attnphase.numerics.quadrature.rules import QuadratureRule
-from attnphase.numerics.se.channel import channel_moments, prox_at_nodes
+from attnphase.numerics.se.channel import channel_moments, prox_with_minima
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.theory.correlated_kernels import model_kernels
 from attnphase.theory.params import ModelParams
@@ -51,7 +51,7 @@ def test_line_integral_matches_a_brute_force_rule_on_the_line(state, which):
     steps = []
     for o in outer[:16]:
         z = _line_nodes(o, n)
-        _, _, res = prox_at_nodes(kernels, params, ov, QuadratureRule(z, np.full(n, 1.0 / n), "line"))
+        res = prox_with_minima(kernels, params, ov, QuadratureRule(z, np.full(n, 1.0 / n), "line"))[2]
         steps.append(np.max(np.abs(np.diff(res.h, axis=0))))
     i = int(np.argmax(steps)) if which == "crosses a jump" else int(np.argmin(steps))
     assert (steps[i] > 0.3) == (which == "crosses a jump")

@@ -89,11 +89,11 @@ def _prior_side(params: ModelParams, hats: dict[str, np.ndarray]) -> np.ndarray:
 
 def _loss_at_prox(params: ModelParams, ov: Any, rule: Any) -> tuple[float, int]:
     """E[loss(h_hat, h*)] on ``rule`` at the global proximal minimisers, and the proximal failures."""
-    from attnphase.numerics.se.channel import prox_at_nodes, teacher_target
+    from attnphase.numerics.se.channel import prox_with_minima, teacher_target
     from attnphase.theory.kernels import get_kernels
 
     k = get_kernels(params.L)
-    _, _, res = prox_at_nodes(k, params, ov, rule, _numerics_config())
+    res = prox_with_minima(k, params, ov, rule, _numerics_config())[2]
     T = teacher_target(k, params, ov, rule)
     return float(rule.weights @ k.loss(res.h, T, params.sigma2)), int((~res.converged).sum())
 
