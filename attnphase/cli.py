@@ -117,15 +117,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with handling_termination(), work.warnings_as_notes():  # SIGTERM / SIGHUP: every cleanup runs, as on Ctrl-C
             code = args.func(args)
-    except outputs.JobFailed as exc:
-        if stop_since(mark) is not None:
-            return stopped(stop_since(mark))
-        print(work.failure_message(work.current() or "writing the outputs", exc), file=sys.stderr)
-        return 1
-    except (ValueError, ArithmeticError) as exc:
+    except (outputs.JobFailed, ValueError, ArithmeticError) as exc:
         if stop_since(mark) is not None:
             return stopped(stop_since(mark))
         what = work.current()
+        if isinstance(exc, outputs.JobFailed):
+            print(work.failure_message(what or "writing the outputs", exc), file=sys.stderr)
+            return 1
         if what is not None and not getattr(exc, "input_error", False):
             # raised by the computation after every check passed: a failure, not bad input
             print(work.failure_message(what, exc), file=sys.stderr)

@@ -55,26 +55,16 @@ def with_error(value: Any, err: Any) -> str:
     return f"{value:.{mantissa}e} +- {err:.{BAR_DIGITS - 1}e}"
 
 
-def bar_key(rec: dict, key: str) -> str | None:
-    """The key of ``key``'s error bar in ``rec`` (``err_<key>``, the one form of every output), or None."""
-    return f"err_{key}" if f"err_{key}" in rec else None
-
-
-def _is_bar(rec: dict, key: str) -> bool:
-    return key.startswith("err_") and key[4:] in rec
-
-
 def record_lines(rec: dict, show: Any = None) -> list[str]:
-    """``key  value`` lines of a record: a value with its bar (:func:`bar_key`) by :func:`with_error` on one line,
+    """``key  value`` lines of a record: a value with its bar ``err_<key>`` by :func:`with_error` on one line,
     other numbers by :func:`plain`, anything else by ``show`` (default ``str``)."""
-    keys = [k for k in rec if not _is_bar(rec, k)]
+    keys = [k for k in rec if not (k.startswith("err_") and k[4:] in rec)]
     width = max((len(k) for k in keys), default=0)
     lines = []
     for k in keys:
         v = rec[k]
-        bar = bar_key(rec, k)
-        if bar is not None and _finite(v):
-            text = with_error(v, rec[bar])
+        if f"err_{k}" in rec and _finite(v):
+            text = with_error(v, rec[f"err_{k}"])
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
             text = plain(v, 2 if k in ("residual", "max_relative_error") else PLAIN_DIGITS)
         elif isinstance(v, (list, tuple)) and v and all(isinstance(x, float) for x in v):

@@ -78,9 +78,9 @@ def worker_timeout_from_env() -> float:
 def add_job_options(p: argparse.ArgumentParser, max_points: int, what: str = "solves") -> None:
     """What every job command takes after its own options: ``--large`` (a grid of more than ``max_points``
     ``what``), the execution group (:func:`add_workers_option`), ``--quiet`` and ``--json``."""
-    from attnphase import outputs, workload
+    from attnphase import outputs
 
-    workload.add_large_option(p, max_points, what)
+    p.add_argument("--large", action="store_true", help=f"allow a grid of more than {max_points} {what}")
     add_workers_option(p)
     outputs.add_quiet_option(p)
     outputs.add_json_option(p)

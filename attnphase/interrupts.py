@@ -35,10 +35,6 @@ class Terminated(BaseException):
     def exit_code(self) -> int:
         return 128 + self.signum
 
-    @property
-    def name(self) -> str:
-        return signal.Signals(self.signum).name
-
 
 #: The signals that stop a command (SIGINT is Python's KeyboardInterrupt).
 TERMINATING = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None)
@@ -47,7 +43,7 @@ TERMINATING = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal
 def stopped(exc: BaseException) -> int:
     """The one line and the exit code of a run stopped by Ctrl-C (130) or a termination signal (128 + N)."""
     if isinstance(exc, Terminated):
-        print(f"attnphase: terminated ({exc.name})", file=sys.stderr)
+        print(f"attnphase: terminated ({signal.Signals(exc.signum).name})", file=sys.stderr)
         _STOPPED.append(exc.exit_code)
         return exc.exit_code
     print("attnphase: interrupted", file=sys.stderr)

@@ -18,14 +18,6 @@ def _job_record(out: Path, job: str) -> Path:
     return out / f".attnphase-job-{job}.json"
 
 
-def _read_job_record(out: Path, job: str) -> dict[str, Any] | None:
-    try:
-        rec = json.loads(_job_record(out, job).read_text())
-    except (OSError, ValueError):
-        return None
-    return rec if isinstance(rec, dict) and isinstance(rec.get("files"), list) else None
-
-
 def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """``key=old -> new`` for every key whose value differs (the JSON forms compared)."""
     def text(v: Any) -> str:
@@ -41,7 +33,12 @@ def replace_job(out: Path, job: str, model: dict[str, Any] | None, written: list
     """``out`` now holds ``written`` of ``job`` (of ``model``): where an earlier run of ``job`` there had another
     model, the files it wrote and this run did not are removed (said on stderr), and the job's record names this
     run's files (a run of the same model: both runs' files). ``shown``: ``out`` as the note names it."""
-    old = _read_job_record(out, job)
+    try:
+        old = json.loads(_job_record(out, job).read_text())
+    except (OSError, ValueError):
+        old = None
+    if not (isinstance(old, dict) and isinstance(old.get("files"), list)):
+        old = None
     same = old is not None and not _differences(old.get("model") or {}, json.loads(json.dumps(model or {}, default=str)))
     if same:
         written = sorted(set(written) | {f for f in old["files"] if isinstance(f, str) and os.path.lexists(out / f)})

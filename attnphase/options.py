@@ -167,17 +167,8 @@ def scan_from_args(args: argparse.Namespace) -> tuple[str, list[Any], list[Any],
         for o, vals in lists.items():
             setattr(one, SCAN_OPTIONS[o], v if o == option else vals[0])
         one.L = int(one.L)
-        models.append(omegas_from_args_ns(one, omegas))
+        models.append(omegas_from_args(one, omegas)[0])
     return SCAN_OPTIONS[option], [int(v) if option == "--L" else v for v in values], models, omegas
-
-
-def omegas_from_args_ns(args: argparse.Namespace, omegas: list[float]) -> Any:
-    """The ModelParams of ``args`` at the first of ``omegas``, every omega validated."""
-    params = params_from_args(args, omega=omegas[0])
-    with model_errors():
-        for w in omegas:
-            params.replace(omega=w)
-    return params
 
 
 def model_options_given(args: argparse.Namespace) -> list[str]:
@@ -322,7 +313,12 @@ def single_omega(args: argparse.Namespace, command: str) -> float:
     return parse_value(args.omega, "--omega", hint=hint)
 
 
-def omegas_from_args(args: argparse.Namespace) -> tuple[Any, list[float]]:
-    """(ModelParams at the first omega, every scanned omega), each omega validated before any work."""
-    omegas = parse_values(args.omega, "--omega")
-    return omegas_from_args_ns(args, omegas), omegas
+def omegas_from_args(args: argparse.Namespace, omegas: list[float] | None = None) -> tuple[Any, list[float]]:
+    """(ModelParams at the first omega, every scanned omega: ``omegas``, else ``--omega``'s), each omega validated
+    before any work."""
+    omegas = omegas or parse_values(args.omega, "--omega")
+    params = params_from_args(args, omega=omegas[0])
+    with model_errors():
+        for w in omegas:
+            params.replace(omega=w)
+    return params, omegas

@@ -51,10 +51,10 @@ def out_dir_from_args(args: argparse.Namespace) -> Path:
     return check_out_dir(out)
 
 
-def shown_path(path: str | Path, limit: int = 80) -> str:
-    """``path`` as a message shows it: a name longer than ``limit`` characters is cut in its middle."""
+def shown_path(path: str | Path) -> str:
+    """``path`` as a message shows it: a name longer than 80 characters is cut in its middle."""
     text = str(path)
-    return text if len(text) <= limit else f"{text[:limit // 2]}...{text[-(limit // 2):]} ({len(text)} characters)"
+    return text if len(text) <= 80 else f"{text[:40]}...{text[-40:]} ({len(text)} characters)"
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -78,47 +78,44 @@ def _dangling_link(path: Path) -> Path | None:
 PROBE_NAME_BYTES = 128
 
 
-def _check_writable_folder(folder: Path, option: str, shown: Path) -> None:
-    """The folder that will receive the output (or its nearest existing ancestor) is a writable folder, and
+def check_out_dir(out: Path, option: str = "--out") -> Path:
+    """``--out DIR`` ready to receive files: not a file, under a writable folder (or its nearest existing ancestor),
     the folders still missing can be made there: tried for real in a hidden folder removed at once."""
-    link = _dangling_link(folder)
-    if link is not None:
-        raise ValueError(f"{option}: cannot create {shown_path(shown)!r}: {shown_path(link)!r} is a symbolic link "
-                         f"to {shown_path(os.readlink(link))!r}, which leads nowhere (a missing target or a loop of links)")
-    base = _nearest_existing(folder)
-    if not base.is_dir():
-        raise ValueError(f"{option}: cannot create {shown_path(shown)!r}: {shown_path(base)!r} is a file, not a folder")
-    if not os.access(base, os.W_OK | os.X_OK):
-        raise ValueError(f"{option}: cannot write in {shown_path(base)!r} (permission denied)")
-    missing = folder.absolute().relative_to(base).parts
     import shutil
 
     try:
-        probe = Path(tempfile.mkdtemp(prefix=f".attnphase-check-{_owner_tag()}-", dir=base))
-    except OSError as exc:
-        raise ValueError(f"{option}: cannot write in {shown_path(base)!r}: the system refuses it "
-                         f"({exc.strerror or exc})") from None
-    try:
+        link = _dangling_link(out)
+        if link is not None:
+            raise ValueError(f"{option}: cannot create {shown_path(out)!r}: {shown_path(link)!r} is a symbolic "
+                             f"link to {shown_path(os.readlink(link))!r}, which leads nowhere (a missing target or a "
+                             f"loop of links)")
+        base = _nearest_existing(out)
+        if not base.is_dir():
+            raise ValueError(f"{option}: cannot create {shown_path(out)!r}: {shown_path(base)!r} is a file, not a "
+                             f"folder")
+        if not os.access(base, os.W_OK | os.X_OK):
+            raise ValueError(f"{option}: cannot write in {shown_path(base)!r} (permission denied)")
+        missing = out.absolute().relative_to(base).parts
         try:
-            if missing:
-                probe.joinpath(*missing).mkdir(parents=True)
+            probe = Path(tempfile.mkdtemp(prefix=f".attnphase-check-{_owner_tag()}-", dir=base))
         except OSError as exc:
-            raise ValueError(f"{option}: cannot create {shown_path(shown)!r} ({exc.strerror or exc})") from None
-        try:  # and the deepest files a job writes there: DIR/tasks/.<task key>.<random>.tmp (the system takes the path)
-            inner = probe.joinpath(*missing, "tasks")
-            inner.mkdir()
-            (inner / ("." + "k" * PROBE_NAME_BYTES)).touch()
-        except OSError as exc:
-            raise ValueError(f"{option}: cannot write files in {shown_path(shown)!r}: the path of a file there would be "
-                             f"too long for the system ({exc.strerror or exc}); take a shorter --out") from None
-    finally:
-        shutil.rmtree(probe, ignore_errors=True)
-
-
-def check_out_dir(out: Path, option: str = "--out") -> Path:
-    """``--out DIR`` ready to receive files: not a file, under a writable folder; checked before any work."""
-    try:
-        _check_writable_folder(out, option, out)
+            raise ValueError(f"{option}: cannot write in {shown_path(base)!r}: the system refuses it "
+                             f"({exc.strerror or exc})") from None
+        try:
+            try:
+                if missing:
+                    probe.joinpath(*missing).mkdir(parents=True)
+            except OSError as exc:
+                raise ValueError(f"{option}: cannot create {shown_path(out)!r} ({exc.strerror or exc})") from None
+            try:  # and the deepest files a job writes there: DIR/tasks/.<task key>.<random>.tmp
+                inner = probe.joinpath(*missing, "tasks")
+                inner.mkdir()
+                (inner / ("." + "k" * PROBE_NAME_BYTES)).touch()
+            except OSError as exc:
+                raise ValueError(f"{option}: cannot write files in {shown_path(out)!r}: the path of a file there would "
+                                 f"be too long for the system ({exc.strerror or exc}); take a shorter --out") from None
+        finally:
+            shutil.rmtree(probe, ignore_errors=True)
     except OSError as exc:
         raise ValueError(f"{option}: cannot use {shown_path(out)!r} ({exc.strerror or exc})") from None
     return out

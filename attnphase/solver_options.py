@@ -63,32 +63,21 @@ def add_solver_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--quadrature", default=None, metavar="RULE",
                    help=f"rule of every state-evolution solve: {RULE_SYNTAX} (default {d['quadrature']})")
-    g.add_argument(
-        "--e-t-quadrature", dest="e_t_quadrature", default=None, metavar="RULE",
-        help="re-evaluate E[M] in e_t at each converged point on this finer rule, e.g. sobol16 (e_t is stationary "
-        "in the overlaps, so it gets that rule's accuracy); none: the solve's rule (default none)",
-    )
-    g.add_argument(
-        "--alpha-c-quadrature", dest="alpha_c_quadrature", default=None, metavar="RULE",
-        help=f"rule of E[M] in the Newton correction of alpha_c (phase-diagram); none: no correction "
+    rule_help = {
+        "e_t_quadrature": "re-evaluate E[M] in e_t at each converged point on this finer rule, e.g. sobol16 (e_t is "
+        "stationary in the overlaps, so it gets that rule's accuracy); none: the solve's rule (default none)",
+        "alpha_c_quadrature": "rule of E[M] in the Newton correction of alpha_c (phase-diagram); none: no correction "
         f"(default {d['alpha_c_quadrature']})",
-    )
-    g.add_argument(
-        "--alpha-l-quadrature", dest="alpha_l_quadrature", default=None, metavar="RULE",
-        help=f"rule of the re-solve (warm) of the semantic point at alpha_l, which moves alpha_l by one secant step "
-        f"(phase-diagram); none: the solve rule's root (default {d['alpha_l_quadrature']})",
-    )
-    g.add_argument(
-        "--bifurcation-quadrature", dest="bifurcation_quadrature", default=None, metavar="RULE",
-        help=f"rule of the SE-Jacobian eigenvalues where a branch end is located as a bifurcation "
+        "alpha_l_quadrature": "rule of the re-solve (warm) of the semantic point at alpha_l, which moves alpha_l by one "
+        f"secant step (phase-diagram); none: the solve rule's root (default {d['alpha_l_quadrature']})",
+        "bifurcation_quadrature": "rule of the SE-Jacobian eigenvalues where a branch end is located as a bifurcation "
         f"(sweep, phase-diagram) (default {d['bifurcation_quadrature']})",
-    )
-    g.add_argument(
-        "--end-quadrature", dest="end_quadrature", default=None, metavar="RULE",
-        help=f"rule of the re-solve (warm) of the agnostic point at a bifurcation's last secant point, which moves "
-        f"the branch end by one linearised step (sweep, phase-diagram); none: the solve rule's secant root "
+        "end_quadrature": "rule of the re-solve (warm) of the agnostic point at a bifurcation's last secant point, "
+        "which moves the branch end by one linearised step (sweep, phase-diagram); none: the solve rule's secant root "
         f"(default {d['end_quadrature']})",
-    )
+    }
+    for field, text in rule_help.items():
+        g.add_argument("--" + field.replace("_", "-"), default=None, metavar="RULE", help=text)
     g.add_argument(
         "--branch-end", dest="branch_end", choices=BRANCH_END_STRATEGIES, default=None,
         help="how a branch's end is located (sweep, phase-diagram): where the agnostic branch turns unstable "

@@ -13,7 +13,6 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TextIO
 
 #: What the running command is doing once its checks have passed (None: still checking its input).
 _WORK: ContextVar[str | None] = ContextVar("attnphase_work", default=None)
@@ -44,7 +43,7 @@ def failure_message(what: str, exc: BaseException) -> str:
 
 
 @contextmanager
-def warnings_as_notes(stream: TextIO | None = None) -> Iterator[None]:
+def warnings_as_notes() -> Iterator[None]:
     """Python warnings raised while a command runs as one-line notes, each distinct one once; numpy's
     floating-point warnings counted and summed up in one note at the end."""
     counts: Counter[str] = Counter()
@@ -58,7 +57,7 @@ def warnings_as_notes(stream: TextIO | None = None) -> Iterator[None]:
         key = f"{category.__name__}: {text}"
         if key not in said:
             said.add(key)
-            print(f"attnphase: note: {key}", file=stream or sys.stderr)
+            print(f"attnphase: note: {key}", file=sys.stderr)
 
     with warnings.catch_warnings():
         warnings.showwarning = show
@@ -69,4 +68,4 @@ def warnings_as_notes(stream: TextIO | None = None) -> Iterator[None]:
                 kinds = ", ".join(f"{k} (at {n} place{'s' if n > 1 else ''})" for k, n in counts.most_common())
                 print(f"attnphase: note: floating-point {kinds} in intermediate values: numbers beyond double "
                       f"precision (an extreme model value?); a result is reported only where its solve converged "
-                      f"to finite values", file=stream or sys.stderr)
+                      f"to finite values", file=sys.stderr)

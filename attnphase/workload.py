@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Any, Sequence
 
@@ -238,10 +237,6 @@ def announce_rules(L: int, config: Any, *, quiet: bool = False) -> None:
                 print(f"attnphase: note: {option} {spec}: {n:.3g} nodes at L = {L} (about {n * 2e3 / 1e9:.1f} GB "
                       f"during a proximal search; each step ~{n / 2 ** 12:.0f}x the default rule's time)",
                       file=sys.stderr, flush=True)
-
-
-def add_large_option(p: argparse.ArgumentParser, limit: int, what: str = "solves") -> None:
-    p.add_argument("--large", action="store_true", help=f"allow a grid of more than {limit} {what}")
 
 
 def check_simulations(n: int, seconds: float, workers: int, option: str, large: bool) -> None:

@@ -52,10 +52,9 @@ def error_name(name: str) -> str | None:
     return name[4:] if name.startswith("err_") else None
 
 
-def standard_error(of: Variable, name: str, comment: str = "") -> Variable:
+def standard_error(of: Variable, name: str) -> Variable:
     """The variable ``name`` holding the standard error of ``of``: same units, NaN where not estimated."""
-    return Variable(name, f"standard error of {of.long_name}", of.units,
-                    comment or "NaN: not estimated")
+    return Variable(name, f"standard error of {of.long_name}", of.units, "NaN: not estimated")
 
 
 def annotate(ds: Any, lookup: Callable[[str], Variable | None]) -> Any:
@@ -82,17 +81,16 @@ def link_errors(ds: Any) -> Any:
     return ds
 
 
-def cf_attrs(title: str, command: str = "", created: str = "", comment: str = "") -> dict[str, str]:
+def cf_attrs(title: str, command: str = "", created: str = "") -> dict[str, str]:
     """The CF global attributes: Conventions, title, history (date and command), source, references."""
     from attnphase import __version__
 
     created = created or time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    out = {"Conventions": CONVENTIONS, "title": title,
-           "history": f"{created}: {command or 'attnphase (library call)'}",
-           "source": f"attnphase {__version__}",
-           "references": "H. Cui, F. Behrens, F. Krzakala, L. Zdeborova, A phase transition between positional "
-                         "and semantic learning in a solvable model of dot-product attention, NeurIPS 2024"}
-    return out | ({"comment": comment} if comment else {})
+    return {"Conventions": CONVENTIONS, "title": title,
+            "history": f"{created}: {command or 'attnphase (library call)'}",
+            "source": f"attnphase {__version__}",
+            "references": "H. Cui, F. Behrens, F. Krzakala, L. Zdeborova, A phase transition between positional "
+                          "and semantic learning in a solvable model of dot-product attention, NeurIPS 2024"}
 
 
 def job_attrs(job: str, *, version: str, model: Any = None, solver: Any = None, rule: str = "",
@@ -105,10 +103,9 @@ def job_attrs(job: str, *, version: str, model: Any = None, solver: Any = None, 
     out: dict[str, Any] = cf_attrs(title or f"attnphase {job}", command, created)
     out |= {"job": job, "attnphase_version": __version__, "code_version": version,
             "created": created, "rule": rule or "", "command": command}
-    if model is not None:
-        out["model"] = json.dumps(model, sort_keys=True)
-    if solver is not None:
-        out["solver"] = json.dumps(solver, sort_keys=True)
+    for k, v in (("model", model), ("solver", solver)):
+        if v is not None:
+            out[k] = json.dumps(v, sort_keys=True)
     for k, v in extra.items():
         out[k] = v if isinstance(v, (str, int, float)) and not isinstance(v, bool) else json.dumps(v, sort_keys=True)
     return out

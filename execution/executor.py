@@ -55,7 +55,8 @@ class ExecutorSpec:
     """Where tasks run: ``workers`` local processes (1: this process) or the Dask ``scheduler`` at an address.
 
     ``allowed_failures``: worker deaths in one task before it fails; ``connect_timeout``, ``worker_timeout``:
-    seconds to reach ``scheduler`` and to wait while it has no worker.
+    seconds to reach ``scheduler`` and to wait while it has no worker (checked where the options are read:
+    :func:`attnphase.execution_options.executor_from_args`).
     """
 
     workers: int = 1
@@ -63,14 +64,6 @@ class ExecutorSpec:
     allowed_failures: int = 3
     connect_timeout: float = 10.0
     worker_timeout: float = 60.0
-
-    def __post_init__(self) -> None:
-        if self.workers < 1:
-            raise ValueError(f"workers must be >= 1, got {self.workers}")
-        if self.scheduler is not None and not str(self.scheduler).strip():
-            raise ValueError("scheduler must be an address such as tcp://host:8786")
-        if not self.worker_timeout > 0:
-            raise ValueError(f"worker_timeout must be > 0 seconds, got {self.worker_timeout}")
 
     @property
     def in_process(self) -> bool:

@@ -51,10 +51,6 @@ class TaskBar(Progress):
         else:
             print(f"attnphase: {text}", file=sys.stderr, flush=True)
 
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
     def _postfix(self) -> None:
         if self.bar is not None and not self.quiet:
             self.bar.set_postfix_str(f"running {self.n_running}, failed {self.n_failed}, stored {self.n_stored}",
@@ -64,7 +60,8 @@ class TaskBar(Progress):
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.close()
+        if self.bar is not None:
+            self.bar.close()
 
 
 def failure_summary(outcomes: list[Outcome]) -> str:

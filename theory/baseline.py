@@ -10,12 +10,11 @@ weak teacher (rho0 -> 0: s -> 1/L); s - 1/L is taken from expm1 of the logit dif
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from attnphase.theory.codegen import Argument, FunctionSpec, cached_namespace
+from attnphase.theory.codegen import Argument, FunctionSpec, generated_functions
 from attnphase.theory.softmax import scores
 
 ArrayLike = Any
@@ -56,10 +55,6 @@ def _specs(L: int) -> list[FunctionSpec]:
     return [FunctionSpec("eps_lin", args, (("eps_lin", eps_lin_expr(L)),), "Linear baseline test error (docs/model.md section 5).")]
 
 
-@lru_cache(maxsize=None)
-def _functions(L: int) -> dict[str, Any]:
-    return cached_namespace("baseline", L, 1, True, lambda: _specs(L))
-
 
 def eps_lin_from_moments(mean_soft: ArrayLike, mean_soft_sq: ArrayLike, sigma2: ArrayLike, omega: float) -> np.ndarray:
     """eps_lin = 1/2 sum_{l,k} sigma_k^2 (1 - omega)^2 (E[s^2] - E[s]^2)[l, k], s = softmax_row(h* h*^T).
@@ -73,7 +68,7 @@ def eps_lin_from_moments(mean_soft: ArrayLike, mean_soft_sq: ArrayLike, sigma2: 
         if x.shape[-2:] != (L, L):
             raise ValueError(f"{name} must have trailing shape (L, L) with L = {L}, got {x.shape}")
     omega = np.asarray(omega, float)
-    (val,) = _functions(L)["eps_lin"](Es, Es2, sigma2, omega)
+    (val,) = generated_functions("baseline", L, _specs)["eps_lin"](Es, Es2, sigma2, omega)
     shape = np.broadcast_shapes(Es.shape[:-2], Es2.shape[:-2], sigma2.shape[:-1], omega.shape)
     out = np.broadcast_to(np.asarray(val, dtype=float), shape).copy()
     return out[()] if shape == () else out

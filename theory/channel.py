@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.theory.codegen import Argument, FunctionSpec, cached_namespace
+from attnphase.theory.codegen import Argument, FunctionSpec, load_module
 
 ArrayLike = Any
 
@@ -104,7 +104,7 @@ def _specs() -> list[FunctionSpec]:
 
 @lru_cache(maxsize=1)
 def _functions() -> dict[str, Any]:
-    return cached_namespace("channel", 0, 1, True, _specs)
+    return vars(load_module("channel", 0, 1, True, _specs))
 
 
 def _full(shape: tuple[int, ...], value: Any) -> np.ndarray:
@@ -136,18 +136,6 @@ def teacher_residual_variance(q0: ArrayLike, th0: ArrayLike, rho0: ArrayLike, si
     return _full(q.shape, _functions()["residual_variance"](q, theta, rho)[0])
 
 
-def _rho_tilde(q0: ArrayLike, th0: ArrayLike, rho0: ArrayLike, sigma2: ArrayLike) -> tuple[np.ndarray, ...]:
-    """(q_l, theta_l, rho_l, rho_tilde_l), rho_tilde of :func:`teacher_residual_variance` clipped at 0 (a round-off
-    below 0 only; a th0 with no Gaussian teacher field raises)."""
-    rp = teacher_residual_variance(q0, th0, rho0, sigma2)
-    q, theta, _, rho = token_overlaps(np.asarray(q0, dtype=float), th0, 1.0, rho0, sigma2)
-    if np.any(rp < -RHO_TILDE_RTOL * rho):
-        raise ValueError(
-            f"th0^2 > q0 rho0 (theta_l^2 > q_l rho_l): no Gaussian teacher field exists; got q0 = {q0}, th0 = {th0}, rho0 = {rho0}"
-        )
-    return q, theta, rho, np.maximum(rp, 0.0)
-
-
 def channel_fields(
     xi: ArrayLike, eta: ArrayLike, q0: ArrayLike, m: ArrayLike, th0: ArrayLike, sigma2: ArrayLike, rho0: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -156,9 +144,13 @@ def channel_fields(
     xi, eta: (..., L) standard normals, m, sigma2 broadcastable, q0 > 0, th0^2 <= q0 rho0 (module doc).
     """
     xi, eta, m = (np.asarray(x, dtype=float) for x in (xi, eta, m))
-    q, theta, _, rp = _rho_tilde(q0, th0, rho0, sigma2)
+    rp = teacher_residual_variance(q0, th0, rho0, sigma2)
+    q, theta, _, rho = token_overlaps(np.asarray(q0, dtype=float), th0, 1.0, rho0, sigma2)
+    if np.any(rp < -RHO_TILDE_RTOL * rho):  # rho_tilde below 0 by more than round-off
+        raise ValueError(f"th0^2 > q0 rho0 (theta_l^2 > q_l rho_l): no Gaussian teacher field exists; got q0 = {q0}, "
+                         f"th0 = {th0}, rho0 = {rho0}")
     shape = np.broadcast_shapes(xi.shape, eta.shape, m.shape, q.shape)
-    w, hstar = _functions()["fields"](xi, eta, m, q, theta, rp)
+    w, hstar = _functions()["fields"](xi, eta, m, q, theta, np.maximum(rp, 0.0))
     return _full(shape, w), _full(shape, hstar)
 
 

@@ -16,6 +16,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -191,25 +192,20 @@ def cached_source(
             return source, path
         except (SyntaxError, ValueError):
             pass
-    family = _family(kind)
-    if family in _GENERATION_SECONDS and not scalar:  # the first and largest module of a model: one line for all
-        first_run_notice(f"generating the {_GENERATED_WHAT[family]} for L = {L} with sympy, once "
-                         f"({_GENERATION_SECONDS[family].get(L, 'minutes')}; later runs read them from {cache_dir()})")
+    family = kind if kind in _GENERATION else "kernels" if kind.startswith("kernels_") else kind
+    if family in _GENERATION and not scalar:  # the first and largest module of a model: one line for all
+        what, seconds = _GENERATION[family]
+        first_run_notice(f"generating the {what} for L = {L} with sympy, once "
+                         f"({seconds.get(L, 'minutes')}; later runs read them from {cache_dir()})")
     source = render_module(key, build(), cse, scalar)
     write_atomic(path, source)
     return source, path
 
 
-#: Rough one-off cost of generating every kernel module of a model, by kind and L (2 cores).
-_GENERATION_SECONDS = {"kernels": {2: "a few seconds", 3: "about 20 s", 4: "about 90 s"},
-                       "kernels_cov": {2: "a few seconds", 3: "about 10 s"}}
-#: What the notice calls each kind of kernel module.
-_GENERATED_WHAT = {"kernels": "kernels", "kernels_cov": "correlated-token kernels"}
-
-
-def _family(kind: str) -> str:
-    """The family of a cache kind: a channel's r = 1 kernels (``kernels_<channel tag>``) are "kernels"."""
-    return kind if kind in _GENERATED_WHAT else "kernels" if kind.startswith("kernels_") else kind
+#: What the notice calls each family of kernel modules (a channel's r = 1 ``kernels_<channel tag>`` are "kernels"),
+#: and the rough one-off cost of generating every kernel module of a model, by L (2 cores).
+_GENERATION = {"kernels": ("kernels", {2: "a few seconds", 3: "about 20 s", 4: "about 90 s"}),
+               "kernels_cov": ("correlated-token kernels", {2: "a few seconds", 3: "about 10 s"})}
 
 
 def first_run_notice(what: str) -> None:
@@ -229,22 +225,17 @@ def import_path(name: str, path: Path, source: str | None = None, loader_state: 
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:  # pragma: no cover - a .py path always has a loader
             raise ImportError(f"cannot import {path}")
-        spec.loader_state = loader_state
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            sys.modules.pop(name, None)
-            raise
-        return module
-    module = ModuleType(name)
+    else:
+        spec = importlib.machinery.ModuleSpec(name, None, origin=str(path))
+    spec.loader_state = loader_state
+    module = importlib.util.module_from_spec(spec)
     module.__file__ = str(path)
-    module.__spec__ = importlib.machinery.ModuleSpec(name, None, origin=str(path))
-    module.__spec__.loader_state = loader_state
     sys.modules[name] = module
     try:
-        exec(compile(source or "", str(path), "exec"), module.__dict__)  # noqa: S102 - our own generated code
+        if on_disk:
+            spec.loader.exec_module(module)
+        else:
+            exec(compile(source or "", str(path), "exec"), module.__dict__)  # noqa: S102 - our own generated code
     except BaseException:
         sys.modules.pop(name, None)
         raise
@@ -272,6 +263,13 @@ def load_module(
     return import_path(name, path, source)
 
 
+@lru_cache(maxsize=None)
+def generated_functions(kind: str, L: int, specs: Callable[[int], Sequence[FunctionSpec]]) -> dict[str, Any]:
+    """The namespace of the generated module ``kind`` for L (r = 1, cse) built from ``specs(L)``
+    (:func:`load_module`), looked up once per process."""
+    return vars(load_module(kind, L, 1, True, lambda: specs(L)))
+
+
 def write_atomic(path: Path, text: str) -> bool:
     """Write ``text`` to ``path`` through a temporary file and a rename; False if that fails."""
     try:
@@ -284,9 +282,3 @@ def write_atomic(path: Path, text: str) -> bool:
         return False
     return True
 
-
-def cached_namespace(
-    kind: str, L: int, r: int, cse: bool, build: Callable[[], Sequence[FunctionSpec]], scalar: bool = False
-) -> dict[str, Any]:
-    """Namespace of the generated module ``kind`` for (L, r, cse), from :func:`load_module`."""
-    return vars(load_module(kind, L, r, cse, build, scalar))

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from attnphase.theory.codegen import Argument, FunctionSpec, load_module
+from attnphase.theory.kernel_specs import _outputs
 from attnphase.theory.kernels import Kernels, ScalarKernels, _mat, _vec, get_kernels
 from attnphase.theory.params import ModelParams
 
@@ -36,7 +37,6 @@ def _build_specs(L: int) -> list[FunctionSpec]:
     pd = derive_prox_cov(L)
     ld = pd.loss
     v = list(pd.v)
-    iu = [(i, j) for i in range(L) for j in range(i, L)]
     arg_v = Argument("v", v, "whitened fields v_l (h = B v)")
     arg_w = Argument("w", list(pd.w), "field means w_l of v")
     arg_V = Argument("V", list(pd.V), "variances V_l > 0 of v")
@@ -46,34 +46,22 @@ def _build_specs(L: int) -> list[FunctionSpec]:
     arg_CB = Argument("CB", list(ld.C) + list(pd.B), "token Gram C (row-major), then the mixing B (row-major), C = B B^T")
     # "basic" cse on the chain-ruled Hessian: 74 s against 4 s at L = 3 for 13 % shorter code
     opt = "basic" if L <= 2 else None
-
-    def outputs(value: Any, grad: Any, hess: Any, name: str) -> tuple[tuple[str, Any], ...]:
-        out = [(name, value)] + [(f"d {name} / d {v[j]}", grad[j]) for j in range(L)]
-        return tuple(out + [(f"d2 {name} / d {v[i]} d {v[j]}", hess[i, j]) for i, j in iu])
-
     return [
         FunctionSpec("fields", (arg_v, arg_CB), tuple((f"h_{l + 1}", pd.fields[l]) for l in range(L)),
                      "Fields h = B v of the whitened model (docs/model.md section 7)."),
         FunctionSpec("loss", (arg_S, arg_T, arg_C), (("loss", ld.value),),
                      "Correlated-token limit loss 1/2 sum_l sum_{k,k'} C[k,k'] (S - T)[l,k] (S - T)[l,k'] "
                      "(docs/model.md section 7)."),
-        FunctionSpec("loss_grad_hess", (arg_v, arg_S, arg_T, arg_CB), outputs(pd.loss_value, pd.loss_grad, pd.loss_hess, "loss"),
+        FunctionSpec("loss_grad_hess", (arg_v, arg_S, arg_T, arg_CB),
+                     _outputs(pd.loss_value, pd.loss_grad, pd.loss_hess, "loss", v),
                      "loss_C(B v, T), its gradient and Hessian in v (B^T grad_h, B^T hess_h B).", opt),
         FunctionSpec("prox_value", (arg_v, arg_w, arg_V, arg_S, arg_T, arg_CB), (("prox", pd.value),),
                      "Whitened proximal objective sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T) alone (line searches)."),
-        FunctionSpec("prox_value_grad_hess", (arg_v, arg_w, arg_V, arg_S, arg_T, arg_CB), outputs(pd.value, pd.grad, pd.hess, "prox"),
+        FunctionSpec("prox_value_grad_hess", (arg_v, arg_w, arg_V, arg_S, arg_T, arg_CB),
+                     _outputs(pd.value, pd.grad, pd.hess, "prox", v),
                      "Whitened proximal objective sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T), its gradient and "
                      "Hessian in v (docs/model.md section 7).", opt),
     ]
-
-
-def _scalar_specs(L: int) -> list[FunctionSpec]:
-    return [s for s in _build_specs(L) if s.name in SCALAR_FUNCTIONS]
-
-
-def _check_unit(sigma2: ArrayLike) -> None:
-    if not np.all(np.asarray(sigma2) == 1.0):
-        raise ValueError("the correlated-token kernels belong to the whitened model, whose sigma_l^2 are 1")
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,12 +95,13 @@ class CorrelatedKernels:
 
     def loss_arguments(self, sigma2: ArrayLike) -> np.ndarray:
         """The last argument of the generated functions in v: :attr:`CB` (``sigma2`` must be the whitened model's ones)."""
-        _check_unit(sigma2)
+        if not np.all(np.asarray(sigma2) == 1.0):
+            raise ValueError("the correlated-token kernels belong to the whitened model, whose sigma_l^2 are 1")
         return self.CB
 
     def loss(self, v: ArrayLike, T: ArrayLike, sigma2: ArrayLike) -> np.ndarray:
         """loss_C(B v, T) -> (...)."""
-        _check_unit(sigma2)
+        self.loss_arguments(sigma2)
         h, T = self.fields(v), _mat(T, self.L, "T")
         shape = np.broadcast_shapes(h.shape[:-1], T.shape[:-2])
         return self.generated._run("loss", h, [], [(T, 2), (self.C, 2)], shape, with_h=False)[0]
@@ -146,7 +135,8 @@ class CorrelatedKernels:
         """The one-point variants of ``fields``, ``prox_value`` and ``prox_value_grad_hess`` (in v, last argument
         :attr:`CB`), for the compiled proximal solver; see :class:`~attnphase.theory.kernels.ScalarKernels`."""
         L, cse = self.L, self.generated.cse
-        module = load_module("kernels_cov", L, 1, cse, lambda: _scalar_specs(L), scalar=True)
+        specs = lambda: [s for s in _build_specs(L) if s.name in SCALAR_FUNCTIONS]  # noqa: E731
+        module = load_module("kernels_cov", L, 1, cse, specs, scalar=True)
         return ScalarKernels(L, 1, cse, vars(module), module.__name__)
 
 

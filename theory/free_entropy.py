@@ -8,12 +8,11 @@ with Lam = lambda + sum_l sigma_l^2 Vhat_l and M the Moreau envelope min_h prox(
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from attnphase.theory.codegen import Argument, FunctionSpec, cached_namespace
+from attnphase.theory.codegen import Argument, FunctionSpec, generated_functions
 
 ArrayLike = Any
 
@@ -64,10 +63,6 @@ def _specs(L: int) -> list[FunctionSpec]:
     return [FunctionSpec("free_entropy", args, (("Phi", free_entropy_expr(L)),), "Free entropy Phi (docs/model.md section 4).")]
 
 
-@lru_cache(maxsize=None)
-def _functions(L: int) -> dict[str, Any]:
-    return cached_namespace("free_entropy", L, 1, True, lambda: _specs(L))
-
 
 def free_entropy(
     q0: ArrayLike, V0: ArrayLike, m: ArrayLike, th0: ArrayLike,
@@ -89,7 +84,8 @@ def free_entropy(
     if P.shape[-2:] != (L, L):
         raise ValueError(f"P must be L x L with L = {L}, got shape {P.shape}")
     q0_, V0_, th0_, lam_, rho0_, alpha_, E_M_ = sc
-    (phi,) = _functions(L)["free_entropy"](q0_, V0_, vecs[0], th0_, *vecs[1:5], vecs[5], P, lam_, rho0_, alpha_, E_M_)
+    phi_of = generated_functions("free_entropy", L, _specs)["free_entropy"]
+    (phi,) = phi_of(q0_, V0_, vecs[0], th0_, *vecs[1:5], vecs[5], P, lam_, rho0_, alpha_, E_M_)
     shape = np.broadcast_shapes(*(v.shape[:-1] for v in vecs), *(x.shape for x in sc), P.shape[:-2])
     out = np.broadcast_to(np.asarray(phi, dtype=float), shape).copy()
     return out[()] if shape == () else out

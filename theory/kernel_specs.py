@@ -39,7 +39,7 @@ def field_specs(L: int, channel: Any = None) -> list[FunctionSpec]:
     from attnphase.theory.symbols import as_rows, pair_symbols
 
     channel = default_channel(channel)
-    pd = derive_prox(L, 1, channel)
+    pd = derive_prox(L, channel)
     ld = pd.loss
     h = list(ld.h)
     S, T, s2 = as_rows(ld.S), as_rows(ld.T), list(ld.sigma2)

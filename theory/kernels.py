@@ -114,16 +114,14 @@ class Kernels:
 
     def prox_value(self, h: ArrayLike, w: ArrayLike, V: ArrayLike, T: ArrayLike, sigma2: ArrayLike) -> np.ndarray:
         """Proximal objective alone, P(h) = sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T) -> (...) (line searches; r = 1)."""
-        h, w, V, T, sigma2, shape = self._prox_arguments(h, w, V, T, sigma2)
-        return self._run("prox_value", h, [(w, 1), (V, 1)], [(T, 2), (sigma2, 1)], shape)[0]
+        return self._prox("prox_value", h, w, V, T, sigma2)[0]
 
     def prox_value_grad_hess(
         self, h: ArrayLike, w: ArrayLike, V: ArrayLike, T: ArrayLike, sigma2: ArrayLike
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Proximal objective sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T): (value, grad, hess) in h (r = 1);
         h, w, V, sigma2 (..., L), T (..., L, L) -> (...), (..., L), (..., L, L)."""
-        h, w, V, T, sigma2, shape = self._prox_arguments(h, w, V, T, sigma2)
-        return self._run("prox_value_grad_hess", h, [(w, 1), (V, 1)], [(T, 2), (sigma2, 1)], shape)  # type: ignore[return-value]
+        return self._prox("prox_value_grad_hess", h, w, V, T, sigma2)  # type: ignore[return-value]
 
     @cached_property
     def matrix_functions(self) -> dict[str, Callable[..., tuple[Any, ...]]]:
@@ -159,7 +157,8 @@ class Kernels:
             raise ValueError(f"h must have trailing shape (L, r) = ({L}, {r}), got shape {h.shape}")
         return h, True
 
-    def _prox_arguments(self, h: ArrayLike, w: ArrayLike, V: ArrayLike, T: ArrayLike, sigma2: ArrayLike) -> tuple[Any, ...]:
+    def _prox(self, name: str, h: ArrayLike, w: ArrayLike, V: ArrayLike, T: ArrayLike, sigma2: ArrayLike
+              ) -> tuple[np.ndarray, ...]:
         if self.r != 1:
             raise ValueError(f"the generated proximal objective has diagonal V (r = 1); at r = {self.r} it is "
                              f"sum_l 1/2 (h_l - w_l)^T V_l^{{-1}} (h_l - w_l) + loss, from loss_grad_hess")
@@ -167,7 +166,7 @@ class Kernels:
         w, V = _vec(w, L, "w"), _vec(V, L, "V")
         T, sigma2 = _mat(T, L, "T"), _vec(sigma2, L, "sigma2")
         shape = np.broadcast_shapes(h.shape[:-1], w.shape[:-1], V.shape[:-1], T.shape[:-2], sigma2.shape[:-1])
-        return h, w, V, T, sigma2, shape
+        return self._run(name, h, [(w, 1), (V, 1)], [(T, 2), (sigma2, 1)], shape)
 
     def _run(
         self, name: str, h: np.ndarray, pre: list[tuple[np.ndarray, int]], post: list[tuple[np.ndarray, int]],

@@ -5,6 +5,7 @@ document ``docs/derivation.md``: the very sympy expressions the kernels are gene
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any
 
 import sympy as sp
@@ -49,7 +50,7 @@ def _attention_equations(L: int) -> list[Equation]:
 def _loss_and_prox_equations(L: int) -> list[Equation]:
     from attnphase.theory.prox import derive_prox
 
-    pd = derive_prox(L, 1)
+    pd = derive_prox(L)
     h = list(pd.loss.h)
     loss_f = sp.Function("loss")(*h)
     prox_f = sp.Function("prox")(*h)
@@ -132,12 +133,7 @@ def _params_lines(params: ModelParams) -> list[str]:
 
 
 def _sections(eqs: list[Equation]) -> list[tuple[str, list[Equation]]]:
-    out: list[tuple[str, list[Equation]]] = []
-    for eq in eqs:
-        if not out or out[-1][0] != eq.section:
-            out.append((eq.section, []))
-        out[-1][1].append(eq)
-    return out
+    return [(title, list(group)) for title, group in groupby(eqs, key=lambda eq: eq.section)]
 
 
 def _linear(expr: Any) -> str:

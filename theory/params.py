@@ -32,9 +32,7 @@ def default_A(L: int) -> Matrix:
 
 def default_P(L: int) -> Matrix:
     """The default positional Gram matrix: the paper's for L = 2, else the identity."""
-    if L == 2:
-        return PAPER_P
-    return tuple(tuple(1.0 if i == j else 0.0 for j in range(L)) for i in range(L))
+    return PAPER_P if L == 2 else tuple(tuple(1.0 if i == j else 0.0 for j in range(L)) for i in range(L))
 
 
 def _is_number(v: Any) -> bool:
@@ -118,7 +116,7 @@ class ModelParams:
             if np.any(np.diag(Ca) <= 0) or np.linalg.eigvalsh(Ca).min() < -1e-10 * max(1.0, np.abs(Ca).max()):
                 raise ValueError("C (token covariance) must be positive semi-definite with a positive diagonal")
             implied = tuple(float(np.sqrt(c)) for c in np.diag(Ca))
-            given = self.sigma if self.sigma is not None else None
+            given = self.sigma
             if given is not None and not np.allclose(np.broadcast_to(np.asarray(given, dtype=float), (L,)), implied,
                                                      rtol=1e-9, atol=1e-12):
                 raise ValueError(f"C (token covariance) fixes sigma_l = sqrt(C[l, l]) = {implied}; got sigma {given!r}")

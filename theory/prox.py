@@ -80,10 +80,9 @@ def _chain_rule(value_fun: sp.Expr, h: sp.Matrix, S: sp.Matrix) -> tuple[tuple[s
     return tuple(g.xreplace(to_symbols) for g in grad_fun), hess
 
 
-def derive_prox(L: int, r: int = 1, channel: Any = None) -> ProxDerivation:
-    """The proximal objective (docs/model.md section 3) of ``channel``'s loss and its derivatives; r = 1."""
-    if r != 1:
-        raise NotImplementedError("the proximal objective is implemented for r = 1 (scalar V_l per token)")
+def derive_prox(L: int, channel: Any = None) -> ProxDerivation:
+    """The proximal objective (docs/model.md section 3) of ``channel``'s loss and its derivatives; r = 1 (scalar
+    V_l per token)."""
     return _derive_prox(L, default_channel(channel))
 
 

@@ -10,12 +10,11 @@ A branch leaves where lambda (the leading eigenvalue of J_m) crosses 1.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from attnphase.theory.codegen import Argument, FunctionSpec, cached_namespace
+from attnphase.theory.codegen import Argument, FunctionSpec, generated_functions
 
 ArrayLike = Any
 
@@ -113,10 +112,6 @@ def _specs(L: int) -> list[FunctionSpec]:
     ]
 
 
-@lru_cache(maxsize=None)
-def _functions(L: int) -> dict[str, Any]:
-    return cached_namespace("stability", L, 1, True, lambda: _specs(L))
-
 
 def theta_stability(
     alpha: float, V0: float, q0: float, rho0: float, sigma2: ArrayLike, E_gS: ArrayLike
@@ -128,7 +123,7 @@ def theta_stability(
         raise ValueError(f"sigma2 and E_gS must both have shape (L,), got {sigma2.shape} and {E_gS.shape}")
     if not q0 > 0:
         raise ValueError(f"q0 must be > 0, got {q0}")
-    (lam,) = _functions(sigma2.size)["theta_stability"](
+    (lam,) = generated_functions("stability", sigma2.size, _specs)["theta_stability"](
         float(alpha), float(V0), float(q0), float(rho0), sigma2, E_gS
     )
     return float(lam)
@@ -146,5 +141,5 @@ def m_stability(
         raise ValueError(f"P and E_gxi must be {L} x {L}, got {P.shape} and {E_gxi.shape}")
     if not q0 > 0:
         raise ValueError(f"q0 must be > 0, got {q0}")
-    out = _functions(L)["m_stability"](float(alpha), float(V0), float(q0), sigma2, P, E_gxi)
+    out = generated_functions("stability", L, _specs)["m_stability"](float(alpha), float(V0), float(q0), sigma2, P, E_gxi)
     return np.array([float(x) for x in out]).reshape(L, L)

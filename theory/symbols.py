@@ -13,11 +13,8 @@ def _index(*idx: int) -> str:
 
 def token_symbols(name: str, L: int, r: int = 1, **assumptions: bool) -> sp.Matrix:
     """L x r matrix of per-token symbols ``name_l`` (r = 1) or ``name_{l a}`` (r > 1)."""
-    if r == 1:
-        return sp.Matrix(L, 1, [sp.Symbol(f"{name}_{_index(l + 1)}", **assumptions) for l in range(L)])
-    return sp.Matrix(
-        L, r, [sp.Symbol(f"{name}_{_index(l + 1, a + 1)}", **assumptions) for l in range(L) for a in range(r)]
-    )
+    index = [_index(l + 1) if r == 1 else _index(l + 1, a + 1) for l in range(L) for a in range(r)]
+    return sp.Matrix(L, r, [sp.Symbol(f"{name}_{i}", **assumptions) for i in index])
 
 
 def token_scalars(name: str, L: int, power: str = "", **assumptions: bool) -> list[sp.Symbol]:

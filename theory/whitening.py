@@ -28,11 +28,6 @@ def token_mixing(C: np.ndarray) -> np.ndarray:
     return 0.5 * (B + B.T)
 
 
-def _model_permutations(params: ModelParams) -> list[list[int]]:
-    """The token permutations pi that leave the model invariant (:meth:`ModelParams.invariant_under`: C, P, A)."""
-    return [list(perm) for perm in itertools.permutations(range(params.L)) if params.invariant_under(perm)]
-
-
 def _orbit_mean(M: np.ndarray, perms: list[list[int]]) -> np.ndarray:
     """M averaged over the permutations and the transpose, the same float on every entry of an orbit."""
     L = M.shape[0]
@@ -51,7 +46,7 @@ def whiten(params: ModelParams) -> ModelParams:
         return params
     if params.r != 1 or params.r_star != 1:
         raise ValueError("the whitened form of correlated tokens is implemented for r = r* = 1")
-    perms = _model_permutations(params)
+    perms = [list(perm) for perm in itertools.permutations(range(params.L)) if params.invariant_under(perm)]
     B = _orbit_mean(token_mixing(params.token_cov), perms)
     Binv = np.linalg.inv(B)
     Pt = _orbit_mean(Binv @ params.P_array @ Binv.T, perms)

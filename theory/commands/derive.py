@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from attnphase import options as opt
@@ -39,16 +40,8 @@ def run(args: argparse.Namespace) -> int:
     work.begin("deriving the equations")
     from attnphase.theory import latex
 
-    if args.json:
-        import json
-
-        text = json.dumps(latex.render_json(params)) + "\n"
-    elif args.markdown:
-        text = latex.render_markdown(params)
-    elif args.latex:
-        text = latex.render_latex(params)
-    else:
-        text = latex.render_terminal(params)
+    render = latex.render_markdown if args.markdown else latex.render_latex if args.latex else latex.render_terminal
+    text = json.dumps(latex.render_json(params)) + "\n" if args.json else render(params)
     if args.output:
         outputs.write_text_atomic(args.output, text, "-o/--output")
     else:

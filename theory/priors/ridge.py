@@ -24,12 +24,6 @@ def _readonly(a: ArrayLike) -> np.ndarray:
     return out
 
 
-def _unpack(hats: Any) -> tuple[np.ndarray, ...]:
-    """(qhat, mhat, thhat, Vhat) from an object with those attributes or a 4-tuple, as float arrays."""
-    parts = (hats.qhat, hats.mhat, hats.thhat, hats.Vhat) if hasattr(hats, "qhat") else tuple(hats)
-    return tuple(np.asarray(x, dtype=float) for x in parts)
-
-
 @dataclass(frozen=True, eq=False)
 class RidgePrior:
     """The ridge penalty (lambda / 2) |Q|_F^2 as the prior of the state evolution (module doc).
@@ -62,7 +56,8 @@ class RidgePrior:
     def _matrices(self, hats: Any) -> tuple[tuple[np.ndarray, ...], bool]:
         """The hats as matrices qhat (L, r, r), mhat (L, r), thhat (L, r, r*), Vhat (L, r, r), and whether
         they were given as their r = 1 scalar views (each (L,))."""
-        qh, mh, th, Vh = _unpack(hats)
+        parts = (hats.qhat, hats.mhat, hats.thhat, hats.Vhat) if hasattr(hats, "qhat") else tuple(hats)
+        qh, mh, th, Vh = (np.asarray(x, dtype=float) for x in parts)
         L = self.L
         scalar = mh.ndim == 1
         if scalar:
