@@ -50,8 +50,8 @@ RANK2_SOLVES = {
 #: The recorded rank-2 sweep of tests/golden/rank2/: file name -> the command's arguments (``attnphase sweep``, its
 #: CSV as written; a one-block rule, so no error bars and a few CPU seconds).
 RANK2_SWEEPS = {
-    "sweep_r2_t1_mixed_a1.5-1.6.csv": ["sweep", "--rank", "2", "--branch", "mixed", "--alpha", "1.5,1.6", "--omega", "0.3",
-                                     "--quadrature", "sobol9", "--quiet"],
+    "sweep_r2_t1_mixed_a1.5-1.6.csv": ["sweep", "--rank", "2", "--branch", "mixed", "--alpha", "1.5,1.6",
+                                       "--omega", "0.3", "--quadrature", "sobol9", "--quiet"],
 }
 
 #: The recorded solves: file name -> (alpha, omega, branch).

@@ -263,8 +263,8 @@ def test_rank2_solve_matches_golden(name: str) -> None:
 
 #: The rank-2 sweep's record (tests/golden/record_golden.py --rank2): file name -> the command's arguments.
 RANK2_SWEEPS = {
-    "sweep_r2_t1_mixed_a1.5-1.6.csv": ["sweep", "--rank", "2", "--branch", "mixed", "--alpha", "1.5,1.6", "--omega", "0.3",
-                                     "--quadrature", "sobol9", "--quiet"],
+    "sweep_r2_t1_mixed_a1.5-1.6.csv": ["sweep", "--rank", "2", "--branch", "mixed", "--alpha", "1.5,1.6",
+                                       "--omega", "0.3", "--quadrature", "sobol9", "--quiet"],
 }
 #: The rank-2 sweep's columns that are a fixed point's (its gauge invariants and observables): the solver's
 #: path to it (iterations, residual, the gauge angle of the last step) may differ, the point may not.
