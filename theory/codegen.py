@@ -270,12 +270,13 @@ def generated_functions(kind: str, L: int, specs: Callable[[int], Sequence[Funct
     return vars(load_module(kind, L, 1, True, lambda: specs(L)))
 
 
-def write_atomic(path: Path, text: str) -> bool:
-    """Write ``text`` to ``path`` through a temporary file and a rename; False if that fails."""
+def write_atomic(path: Path, data: str | bytes) -> bool:
+    """Write ``data`` (text or bytes) to ``path`` through a temporary file and a rename; False if that fails."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
-            fh.write(text)
+        mode = "wb" if isinstance(data, bytes) else "w"
+        with tempfile.NamedTemporaryFile(mode, dir=path.parent, delete=False, suffix=".tmp") as fh:
+            fh.write(data)
             tmp = fh.name
         os.replace(tmp, path)
     except OSError:

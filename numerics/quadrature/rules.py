@@ -7,6 +7,7 @@ orbit reduction.
 
 from __future__ import annotations
 
+import io
 import os
 
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from numpy.polynomial.hermite_e import hermegauss
 from scipy.special import ndtri
 
 from attnphase.numerics.quadrature.symmetry import SymmetryElement
+from attnphase.theory.codegen import cache_dir, write_atomic
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,17 +92,36 @@ def sobol_rule(L: int, log2_n: int, seed: int = 0, randomizations: int = 1, bloc
 
 def _sobol_nodes(dim: int, log2_n: int, seed: int, randomizations: int, block: int | None) -> np.ndarray:
     """z = Phi^{-1}(u) for ``randomizations`` independent scramblings of 2^log2_n Sobol points u in (0, 1)^dim,
-    concatenated block by block; ``block`` = j: the j-th alone (its scrambling drawn after the first j's)."""
-    from scipy.stats import qmc  # imported here: scipy.stats costs ~0.5 s, and a rerun read from the store needs no rule
+    concatenated block by block; ``block`` = j: the j-th alone (its scrambling drawn after the first j's).
+    Rules of up to :data:`CACHED_RULE_NODES` nodes are kept in the on-disk cache, keyed by the numpy and scipy
+    versions that drew them: a warm run loads them without importing scipy.stats."""
+    import scipy
+
+    blocks = randomizations if block is None else 1
+    key = f"sobol_d{dim}_m{log2_n}_s{seed}_r{randomizations}_b{block}_numpy{np.__version__}_scipy{scipy.__version__}"
+    path = cache_dir() / "rules" / f"{key}.npy"
+    try:
+        return np.load(path)
+    except (OSError, ValueError):
+        pass
+    from scipy.stats import qmc  # imported here: scipy.stats costs ~0.4 s, and a warm or stored run needs no draw
 
     rng = np.random.default_rng(seed)
-    blocks = []
+    drawn = []
     for j in range(randomizations if block is None else block + 1):
         engine = qmc.Sobol(d=dim, scramble=True, seed=rng)  # the scrambling draws from rng here
         if block is None or j == block:
-            blocks.append(ndtri(np.clip(engine.random_base2(log2_n), 1e-300, 1 - 1e-16)))
-    return np.concatenate(blocks, axis=0)
+            drawn.append(ndtri(np.clip(engine.random_base2(log2_n), 1e-300, 1 - 1e-16)))
+    nodes = np.concatenate(drawn, axis=0)
+    if blocks << log2_n <= CACHED_RULE_NODES:
+        buffer = io.BytesIO()
+        np.save(buffer, nodes)
+        write_atomic(path, buffer.getvalue())
+    return nodes
 
+
+#: The most nodes of a Sobol rule kept in the on-disk cache (2^18 nodes of 2L = 4 coordinates: 8 MB).
+CACHED_RULE_NODES = 2 ** 18
 
 #: The most nodes a rule may have (before symmetrisation): about 2 kB each in one proximal search, ~8 GB.
 MAX_RULE_NODES = 2 ** 22

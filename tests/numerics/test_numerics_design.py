@@ -88,6 +88,35 @@ def test_rule_blocks_partition_the_pooled_rule() -> None:
             make_rule(2, bad)
 
 
+def test_sobol_nodes_are_cached_on_disk_and_reloaded_bit_for_bit(tmp_path: Path) -> None:
+    """A Sobol rule drawn once is kept in the cache: a second process loads the same nodes bit for bit without
+    importing scipy.stats (the slow import of a warm start); an unreadable cache file is drawn again."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, json, hashlib\n"
+        "from attnphase.numerics.quadrature.rules import make_rule\n"
+        "nodes = make_rule(2, 'sobol7:2:3@1').nodes\n"
+        "print(json.dumps({'sha': hashlib.sha256(nodes.tobytes()).hexdigest(), 'stats': 'scipy.stats' in sys.modules}))"
+    )
+    env = dict(os.environ, ATTNPHASE_CACHE_DIR=str(tmp_path))
+
+    def run() -> dict:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    cold = run()
+    cached = list((tmp_path / "rules").glob("sobol_d4_m7_s3_r2_b1_*.npy"))
+    assert cold["stats"] and len(cached) == 1
+    warm = run()
+    assert warm == {"sha": cold["sha"], "stats": False}
+    cached[0].write_bytes(b"garbage")
+    assert run() == cold
+
+
 def test_phase_boundaries_give_both_branches_the_same_config(monkeypatch) -> None:
     """Regression: the branch-end strategy and the bifurcation rule reached only the semantic sweep
     (``phase-diagram --branch-end trace`` never reached the positional branch; ``--error-estimate``
