@@ -121,12 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if stop_since(mark) is not None:
             return stopped(stop_since(mark))
         what = work.current()
-        if isinstance(exc, outputs.JobFailed):
+        # a job that failed, or an error raised by the computation after every check passed: not bad input
+        if isinstance(exc, outputs.JobFailed) or (what is not None and not getattr(exc, "input_error", False)):
             print(work.failure_message(what or "writing the outputs", exc), file=sys.stderr)
-            return 1
-        if what is not None and not getattr(exc, "input_error", False):
-            # raised by the computation after every check passed: a failure, not bad input
-            print(work.failure_message(what, exc), file=sys.stderr)
             return 1
         if not isinstance(exc, ValueError):
             raise

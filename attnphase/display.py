@@ -23,11 +23,9 @@ def _finite(x: Any) -> bool:
 
 def plain(value: Any, digits: int = PLAIN_DIGITS) -> str:
     """A number without a bar to ``digits`` significant digits (``nan`` / ``None`` / text as they are)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return "" if value is None else str(value)
-    if isinstance(value, int):
-        return str(value)
-    return f"{value:.{digits}g}"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return "" if value is None else str(value)
 
 
 def with_error(value: Any, err: Any) -> str:

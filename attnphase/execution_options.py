@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import re
 
+from attnphase import outputs
+
 
 def add_workers_option(p: argparse.ArgumentParser) -> None:
     """The executor group: ``--workers N``, ``--scheduler ADDRESS``, ``--fresh`` (docs/distributed.md)."""
@@ -78,8 +80,6 @@ def worker_timeout_from_env() -> float:
 def add_job_options(p: argparse.ArgumentParser, max_points: int, what: str = "solves") -> None:
     """What every job command takes after its own options: ``--large`` (a grid of more than ``max_points``
     ``what``), the execution group (:func:`add_workers_option`), ``--quiet`` and ``--json``."""
-    from attnphase import outputs
-
     p.add_argument("--large", action="store_true", help=f"allow a grid of more than {max_points} {what}")
     add_workers_option(p)
     outputs.add_quiet_option(p)

@@ -1,6 +1,6 @@
 """The record a job leaves in its ``--out DIR`` (``.attnphase-job-<job>.json``: its model and the files it wrote), so
-that a rerun with another model or grid removes the earlier run's files it does not write again. Standard library
-only, like :mod:`attnphase.outputs`.
+that a rerun with another model or grid removes the earlier run's files it does not write again. Written
+as :mod:`attnphase.execution.outputs` writes its records (:func:`~attnphase.execution.outputs.write_json`).
 """
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from attnphase.execution.outputs import write_json
 
 
 def _job_record(out: Path, job: str) -> Path:
@@ -39,8 +40,8 @@ def replace_job(out: Path, job: str, model: dict[str, Any] | None, written: list
         old = None
     if not (isinstance(old, dict) and isinstance(old.get("files"), list)):
         old = None
-    same = old is not None and not _differences(old.get("model") or {}, json.loads(json.dumps(model or {}, default=str)))
-    if same:
+    diff = [] if old is None else _differences(old.get("model") or {}, json.loads(json.dumps(model or {}, default=str)))
+    if old is not None and not diff:
         written = sorted(set(written) | {f for f in old["files"] if isinstance(f, str) and os.path.lexists(out / f)})
     elif old is not None:
         stale = [f for f in old["files"] if isinstance(f, str) and f not in written and f not in ("tasks", "")
@@ -51,9 +52,8 @@ def replace_job(out: Path, job: str, model: dict[str, Any] | None, written: list
                 shutil.rmtree(target, ignore_errors=True)
             else:
                 target.unlink(missing_ok=True)
-        diff = _differences(old.get("model") or {}, model or {})
         differ = "; ".join(diff[:4]) + (f"; {len(diff) - 4} more differences" if len(diff) > 4 else "")
-        held = f"attnphase: note: {shown} held an earlier {job} job" + (f" ({differ})" if diff else "")
+        held = f"attnphase: note: {shown} held an earlier {job} job ({differ})"
         tasks = (out / "tasks").is_dir()  # a job of tasks (a check, a census have none)
         if stale:
             print(held + f"; its files this run does not write were removed: {', '.join(stale[:6])}"
@@ -63,12 +63,4 @@ def replace_job(out: Path, job: str, model: dict[str, Any] | None, written: list
         else:  # the same file names: every one of them now holds this run's model
             print(held + "; this run's files replace its files" + (" (its finished tasks stay in tasks/)" if tasks else ""),
                   file=sys.stderr)
-    fd, tmp = tempfile.mkstemp(prefix=f".attnphase-job-{job}.", suffix=".tmp", dir=out)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump({"job": job, "model": model or {}, "files": sorted(written)}, fh, indent=1, default=str)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, _job_record(out, job))
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_json(_job_record(out, job), {"job": job, "model": model or {}, "files": sorted(written)})

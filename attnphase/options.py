@@ -38,8 +38,7 @@ def parse_values(text: str, option: str, *, positive: bool = False, distinct: bo
     ends included), or a comma list of those; ``positive``: every value > 0; ``distinct``: no value twice."""
     values: list[float] = []
     bad = ValueError(f"{option} must be {RANGE_SYNTAX}; {_RANGE_EXAMPLE}; got {text!r}")
-    items = str(text).strip().split(",")
-    for item in items:
+    for item in str(text).strip().split(","):
         parts = [s.strip() for s in item.split(":")]
         try:
             if len(parts) == 1:

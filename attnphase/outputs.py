@@ -11,7 +11,9 @@ import contextlib
 import math
 import os
 import re
+import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +83,6 @@ PROBE_NAME_BYTES = 128
 def check_out_dir(out: Path, option: str = "--out") -> Path:
     """``--out DIR`` ready to receive files: not a file, under a writable folder (or its nearest existing ancestor),
     the folders still missing can be made there: tried for real in a hidden folder removed at once."""
-    import shutil
-
     try:
         link = _dangling_link(out)
         if link is not None:
@@ -200,8 +200,6 @@ def _alive(pid: int) -> bool:
 def remove_stale_staging(folder: Path) -> list[Path]:
     """Remove the hidden staging folders in ``folder`` left by a process of this machine that is gone; returns
     them (folders of live processes and of other machines are left alone)."""
-    import shutil
-
     host = _owner_tag().rsplit("-", 1)[0]
     removed = []
     try:
@@ -221,8 +219,6 @@ def staged_output(out: Path, option: str = "--out", job: str | None = None, mode
     """Yield a hidden staging folder in ``out``'s nearest existing ancestor; on success its files move into ``out``
     (created if missing), on any failure or interrupt it is removed. ``job``, ``model``: the files an earlier
     ``job`` of another model wrote into ``out`` are removed (:func:`attnphase.job_record.replace_job`)."""
-    import shutil
-
     from attnphase.interrupts import deferred
     from attnphase.job_record import replace_job
 
@@ -232,8 +228,6 @@ def staged_output(out: Path, option: str = "--out", job: str | None = None, mode
         stage = Path(tempfile.mkdtemp(prefix=f".attnphase-stage-{_owner_tag()}-", dir=base))
     except OSError as exc:
         raise ValueError(f"{option}: cannot write in {shown_path(base)!r} ({exc.strerror or exc})") from None
-    import time
-
     started = time.time() - 0.05  # a file time may lag the clock by a tick
     try:
         yield stage

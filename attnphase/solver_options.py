@@ -68,8 +68,8 @@ def add_solver_options(p: argparse.ArgumentParser) -> None:
         "stationary in the overlaps, so it gets that rule's accuracy); none: the solve's rule (default none)",
         "alpha_c_quadrature": "rule of E[M] in the Newton correction of alpha_c (phase-diagram); none: no correction "
         f"(default {d['alpha_c_quadrature']})",
-        "alpha_l_quadrature": "rule of the re-solve (warm) of the semantic point at alpha_l, which moves alpha_l by one "
-        f"secant step (phase-diagram); none: the solve rule's root (default {d['alpha_l_quadrature']})",
+        "alpha_l_quadrature": "rule of the re-solve (warm) of the semantic point at alpha_l, which moves alpha_l by "
+        f"one secant step (phase-diagram); none: the solve rule's root (default {d['alpha_l_quadrature']})",
         "bifurcation_quadrature": "rule of the SE-Jacobian eigenvalues where a branch end is located as a bifurcation "
         f"(sweep, phase-diagram) (default {d['bifurcation_quadrature']})",
         "end_quadrature": "rule of the re-solve (warm) of the agnostic point at a bifurcation's last secant point, "
@@ -89,24 +89,14 @@ def add_solver_options(p: argparse.ArgumentParser) -> None:
                    f"(default {d['tol']:g})")
 
 
-def _solver_changes(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
-    changes: dict[str, tuple[str, Any]] = {}
-    for option, field in SOLVER_OPTIONS:
-        value = getattr(args, field, None)
-        if value is None:
-            continue
-        if field in _OPTIONAL_RULES and isinstance(value, str) and value.strip().lower() == "none":
-            value = None
-        changes[field] = (option, value)
-    return changes
-
-
 def config_from_args(args: argparse.Namespace):
     """The SolverConfig of the solver group: the rules of ``--precision``, every option given on top (``none``
     of an optional rule gives None), ``--error-estimate`` applied; a bad value is a ValueError naming its option."""
     from attnphase.numerics.config import MAX_TOL, MIN_TOL, SolverConfig
 
-    changes = _solver_changes(args)
+    given = {field: (option, getattr(args, field, None)) for option, field in SOLVER_OPTIONS}
+    changes = {field: (option, None if field in _OPTIONAL_RULES and str(value).strip().lower() == "none" else value)
+               for field, (option, value) in given.items() if value is not None}
     if "tol" in changes and not (MIN_TOL <= changes["tol"][1] <= MAX_TOL):
         raise ValueError(f"--tol {changes['tol'][1]:g}: the fixed-point residual must lie far below the quadrature "
                          f"error and above its round-off: --tol must lie in [{MIN_TOL:g}, {MAX_TOL:g}] "

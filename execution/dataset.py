@@ -9,7 +9,6 @@ file (:func:`for_file`, :func:`open_dataset`).
 from __future__ import annotations
 
 import json
-import math
 import re
 import time
 from dataclasses import dataclass
@@ -58,17 +57,13 @@ def standard_error(of: Variable, name: str) -> Variable:
 
 
 def annotate(ds: Any, lookup: Callable[[str], Variable | None]) -> Any:
-    """``ds`` with every variable's attributes from ``lookup(name)`` where it knows the name, errors linked."""
+    """``ds`` with every variable's attributes from ``lookup(name)`` where it knows the name, and every ``err_X``
+    (and ``X_found``) listed in ``X``'s ``ancillary_variables``."""
     for name in list(ds.variables):
         var = lookup(str(name))
         if var is not None:
             attrs = {k: v for k, v in ds[name].attrs.items() if k not in ("description", "error")}
             ds[name].attrs = attrs | var.attrs()
-    return link_errors(ds)
-
-
-def link_errors(ds: Any) -> Any:
-    """Every ``err_X`` (and ``X_found``) in ``ds`` listed in ``X``'s ``ancillary_variables``."""
     links: dict[str, list[str]] = {}
     for name in ds.data_vars:
         of = error_name(str(name))
@@ -121,15 +116,14 @@ def for_file(ds: Any) -> Any:
     dimension's labels in the auxiliary coordinate ``<dim>_label``."""
     ds = ds.copy()
     for dim in list(ds.dims):
-        if dim in ds.coords and ds[dim].dtype.kind not in "OUS" and ds.sizes[dim] > 1:
-            vals = ds[dim].values
-            if (vals[1:] < vals[:-1]).any():
-                ds = ds.sortby(dim)
-    for dim in list(ds.dims):
-        if dim in ds.coords and ds[dim].dtype.kind in "OUS":
-            attrs = dict(ds[dim].attrs)
-            labels = ds[dim].values.astype(str).astype(object)
-            ds = ds.drop_vars(dim).assign_coords({f"{dim}{LABEL}": ((dim,), labels, attrs)})
+        if dim not in ds.coords:
+            continue
+        vals = ds[dim].values
+        if ds[dim].dtype.kind in "OUS":
+            labels = vals.astype(str).astype(object)
+            ds = ds.drop_vars(dim).assign_coords({f"{dim}{LABEL}": ((dim,), labels, dict(ds[dim].attrs))})
+        elif (vals[1:] < vals[:-1]).any():
+            ds = ds.sortby(dim)
     for name in ds.coords:  # CF: no missing values in a coordinate, so no _FillValue
         if ds[name].dtype.kind not in "OUS":
             ds[name].encoding["_FillValue"] = None
@@ -258,7 +252,7 @@ def describe(ds: Any, name: str = "") -> str:
         desc = var.attrs.get("long_name", "") + (f" [{var.attrs['units']}]" if var.attrs.get("units", "1") != "1" else "")
         if var.dtype.kind == "f":
             vals = var.values
-            finite = int(sum(math.isfinite(float(x)) for x in vals.ravel()))
+            finite = int(np.isfinite(vals).sum())
             seen = vals[~np.isnan(vals)]
             rng = f"[{_fmt(float(seen.min()))}, {_fmt(float(seen.max()))}]" if finite else ""
             lines.append(f"  {k}({', '.join(var.dims)}): {finite}/{vals.size} finite {rng}  {desc}".rstrip())
@@ -267,7 +261,7 @@ def describe(ds: Any, name: str = "") -> str:
     lines.append("attributes:")
     for k, v in ds.attrs.items():
         text = str(v)
-        if k in ("plan",) and len(text) > 160:  # the long ones that are not the settings themselves
+        if k == "plan" and len(text) > 160:  # the long ones that are not the settings themselves
             text = text[:157] + "..."
         lines.append(f"  {k}: {text}")
     return "\n".join(lines)

@@ -49,9 +49,19 @@ def outputs_current(out: str | Path, job: str, identity: Any, files: Sequence[st
 def record_outputs(out: str | Path, job: str, identity: Any, files: Sequence[str]) -> None:
     """Record ``files`` of ``out`` (all written) as the outputs of ``identity`` (atomic write)."""
     out = Path(out)
-    rec = {"identity": _identity_hash(identity), "files": {f: _file_hash(out / f) for f in files}}
-    fd, tmp = tempfile.mkstemp(prefix=f".{job}.", suffix=".tmp", dir=out)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(rec, fh, indent=1)
-    os.chmod(tmp, 0o644)  # as the files it describes (mkstemp makes it private)
-    os.replace(tmp, _manifest(out, job))
+    hashes = {f: _file_hash(out / f) for f in files}
+    write_json(_manifest(out, job), {"identity": _identity_hash(identity), "files": hashes})
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` complete or not at all: a temporary ``<stem>.<random>.tmp`` in its folder,
+    readable by all as the files a job writes (mkstemp makes it private), renamed over ``path``."""
+    fd, tmp = tempfile.mkstemp(prefix=f"{path.stem}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=1, default=str)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

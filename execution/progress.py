@@ -17,7 +17,6 @@ class TaskBar(Progress):
         self.desc, self.unit, self.quiet = desc, unit, quiet
         self.bar: Any = None
         self.n_running = self.n_failed = self.n_stored = 0
-        self.failures: list[Outcome] = []
 
     def start(self, total: int, stored: int, corrupted: int) -> None:
         from tqdm import tqdm
@@ -38,7 +37,6 @@ class TaskBar(Progress):
     def finished(self, outcome: Outcome) -> None:
         if not outcome.ok:
             self.n_failed += 1
-            self.failures.append(outcome)
         if self.bar is not None:
             self.bar.update(1)
         self._postfix()
