@@ -7,14 +7,16 @@ its ``headline`` where present); Agg backend, files only.  ``fig2_alpha_sweep.pn
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .agreement import _COMPARED, _nan, global_vs_local
+from .agreement import _COMPARED, global_vs_local
 from .branch_segments import drawn_end, exists_at, existing_segments
+from .reference import _nan
 
 _INIT_STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1"), "random": ("^", "C2")}
 #: The line style and marker of a proximal map's theory curve (global: the global minimiser; local: from the start).
@@ -183,15 +185,9 @@ def plot_heatmap(summary: dict[str, Any], path: Path):
     for prox in sorted({p for _, _, p in pts}, key=lambda p: (p != "global", p)):
         # one curve per proximal map (they are different theories): broken where alpha_c was not found
         style, marker = _PROX_STYLE.get(prox, ("-.", "D"))
-        runs: list[list[tuple[float, float]]] = [[]]
-        for w, a, p in pts:
-            if p != prox:
-                continue
-            if math.isnan(a):
-                runs.append([])
-            else:
-                runs[-1].append((w, a))
-        for k, run in enumerate(r for r in runs if r):
+        on_map = [(w, a) for w, a, p in pts if p == prox]
+        runs = [list(run) for gap, run in itertools.groupby(on_map, key=lambda wa: math.isnan(wa[1])) if not gap]
+        for k, run in enumerate(runs):
             ax.plot([a for _, a in run], [w for w, _ in run], color="k", ls=style, marker=marker, ms=6, lw=2,
                     mfc="white" if prox == "local" else "k",
                     label=f"theory alpha_c(omega), {prox} prox" if k == 0 else None, gid=f"alpha_c_{prox}")
