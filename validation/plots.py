@@ -34,23 +34,18 @@ def _plt():
     return plt
 
 
-def mark_end(ax: Any, alpha: float, color: str, label: str | None = None) -> None:
-    """Mark a branch's end: a thick tick in the branch's colour rising from the x axis at its alpha."""
-    ax.axvline(alpha, ymin=0.0, ymax=0.08, color=color, lw=3, solid_capstyle="butt", label=label)
-
-
 #: A bar shorter than this fraction of the panel's height is hidden by its marker.
 TINY_BAR = 0.01
 
 
-def tiny_bars(ax: Any, stds: Any, what: str = "GD +- std") -> str:
+def tiny_bars(ax: Any, stds: Any) -> str:
     """The note a panel needs when its largest error bar is hidden by its marker (under TINY_BAR of its y range),
     with the bar's size, or "": a reader must not take an invisible bar for a missing one."""
     vals = [float(v) for v in stds if v is not None and math.isfinite(float(v))]
     if not vals:
         return ""
     lo, hi = ax.get_ylim()
-    return f"{what}: bars within the markers (largest {max(vals):.1g})" if max(vals) < TINY_BAR * abs(hi - lo) else ""
+    return f"GD +- std: bars within the markers (largest {max(vals):.1g})" if max(vals) < TINY_BAR * abs(hi - lo) else ""
 
 
 def say_empty(ax: Any, why: str) -> None:
@@ -76,7 +71,7 @@ def plot_theory_branch(ax: Any, theory: dict[str, Any], key: str, obs: str, colo
                 label=f"theory {label}" if i == 0 else None, gid=f"theory_{key}")
     at = drawn_end(c["records"], branch, end)
     if at is not None:
-        mark_end(ax, at, color, end_label)
+        ax.axvline(at, ymin=0.0, ymax=0.08, color=color, lw=3, solid_capstyle="butt", label=end_label)
 
 
 def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
