@@ -118,10 +118,9 @@ def extrapolate(ds: Sequence[int], means: Sequence[float], stds: Sequence[float]
     X = np.stack([np.ones_like(x), x], axis=1)
     cov = np.linalg.inv(X.T @ (X * W[:, None]))
     a, b = cov @ (X.T @ (W * y))
-    resid = y - (a + b * x)
-    dof = max(len(y) - 2, 1)
-    scale = max(1.0, float((W * resid**2).sum() / dof))  # inflate when the fit is worse than the error bars
-    return {"a": float(a), "b": float(b), "a_se": float(math.sqrt(cov[0, 0] * scale)), "chi2": float((W * resid**2).sum())}
+    chi2 = float((W * (y - (a + b * x)) ** 2).sum())
+    scale = max(1.0, chi2 / max(len(y) - 2, 1))  # inflate when the fit is worse than the error bars
+    return {"a": float(a), "b": float(b), "a_se": float(math.sqrt(cov[0, 0] * scale)), "chi2": chi2}
 
 
 def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = True, *,
