@@ -45,7 +45,8 @@ def tiny_bars(ax: Any, stds: Any) -> str:
     if not vals:
         return ""
     lo, hi = ax.get_ylim()
-    return f"GD +- std: bars within the markers (largest {max(vals):.1g})" if max(vals) < TINY_BAR * abs(hi - lo) else ""
+    hidden = max(vals) < TINY_BAR * abs(hi - lo)
+    return f"GD +- std: bars within the markers (largest {max(vals):.1g})" if hidden else ""
 
 
 def say_empty(ax: Any, why: str) -> None:
