@@ -10,8 +10,14 @@ d -> inf, :func:`global_vs_local_at` to the small-alpha semantic runs, :func:`ma
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
+
+from .reference import _nan
 
 REL_TOL = 0.10
 """Relative allowance for finite-size corrections in the agreement rule."""
@@ -19,8 +25,11 @@ REL_TOL = 0.10
 _COMPARED = {"semantic": ("abs_theta", "eps_g"), "positional": ("abs_m", "eps_g")}
 
 
-def _nan(x: Any) -> float:
-    return math.nan if x is None else float(x)
+def mean_std(values: Sequence[float], single: float = 0.0) -> tuple[float, float]:
+    """Mean and standard deviation (ddof 1) of ``values``, the ``std`` of the rule; ``single`` where there is one
+    value."""
+    v = np.asarray(values, dtype=float)
+    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else single
 
 
 def within_rule(mean: float, std: float, n: int, theory: float) -> bool:
@@ -54,12 +63,8 @@ def headline(summary: dict[str, Any]) -> dict[str, Any]:
         out[f"{init}_at_alpha_max"] = {"alpha": top["alpha"], **{f"{o}_sim": top[f"{o}_mean"] for o in observables},
                                        **{f"{o}_std": top[f"{o}_std"] for o in observables},
                                        **{f"{o}_theory": (top["theory"]["global"] or {}).get(o) for o in observables}}
-        smallest = None
-        for r in sel:
-            if all(agrees(r, o) for o in observables):
-                smallest = r["alpha"]
-            else:
-                break
+        agreeing = list(itertools.takewhile(lambda r: all(agrees(r, o) for o in observables), sel))
+        smallest = agreeing[-1]["alpha"] if agreeing else None
         row = next((r for r in sel if r["alpha"] == smallest), None)
         out[f"{init}_smallest_agreeing_alpha"] = smallest
         if row is not None:

@@ -55,10 +55,9 @@ def spectral_direction(X: torch.Tensor, Y: torch.Tensor, rho0: float, shift: flo
     return torch.from_numpy(vecs[:, 0].copy()).to(X), float(vals[0])
 
 
-def spectral_start(X: torch.Tensor, Y: torch.Tensor, rho0: float, scale: float,
-                   shift: float = SPECTRAL_SHIFT) -> torch.Tensor:
-    """Qhat_0 = sqrt(scale rho0 d) e, e = :func:`spectral_direction` (module doc)."""
+def spectral_start(X: torch.Tensor, Y: torch.Tensor, rho0: float, scale: float) -> torch.Tensor:
+    """Qhat_0 = sqrt(scale rho0 d) e, e = :func:`spectral_direction` (module doc, shift :data:`SPECTRAL_SHIFT`)."""
     if not (scale > 0 and math.isfinite(scale)):
         raise ValueError(f"scale must be a finite number > 0, got {scale}")
-    e, _ = spectral_direction(X, Y, rho0, shift)
+    e, _ = spectral_direction(X, Y, rho0)
     return math.sqrt(scale * rho0 * X.shape[-1]) * e

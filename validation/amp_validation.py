@@ -16,11 +16,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from attnphase.numerics.se.bayes import BayesModel, bayes_eps_g, solve_bayes
 from attnphase.theory.params import ModelParams
 
+from .agreement import mean_std
 from .amp import AmpConfig
 from .amp_run import AmpSpec, run_amp
 
@@ -100,18 +99,13 @@ def amp_run_seconds(plan: AmpPlan) -> list[float]:
     return out
 
 
-def _stats(x: Sequence[float]) -> tuple[float, float]:
-    a = np.asarray(x, dtype=float)
-    return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else math.nan
-
-
 def amp_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (alpha, d): n, mean |m|, std, se, the state evolution's q0, z = (mean - q0) / max(se, M_RESOLUTION), runs
     converged (module doc)."""
     rows = []
     for key in sorted({(r["alpha"], r["d"]) for r in runs}):
         group = [r for r in runs if (r["alpha"], r["d"]) == key]
-        mean, std = _stats([abs(r["m"]) for r in group])
+        mean, std = mean_std([abs(r["m"]) for r in group], single=math.nan)
         se = std / math.sqrt(len(group))
         q0 = group[0]["se_q0"]
         z = (mean - q0) / max(se, M_RESOLUTION) if math.isfinite(se) else (0.0 if mean == q0 else math.inf)

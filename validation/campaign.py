@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .agreement import all_runs_converged
+from .agreement import all_runs_converged, mean_std
 from .branch_segments import exists_at
 from .campaign_plan import ValidationPlan, _theory_jobs, validation_plan
 from .experiments import SimResult
@@ -29,18 +29,13 @@ OBSERVABLES = ("abs_m", "abs_theta", "q", "eps_g", "e_t", "eps_lin")
 """Aggregated per (d, alpha, omega, init): means and standard deviations over seeds."""
 
 
-def _stats(values: Sequence[float]) -> tuple[float, float]:
-    v = np.asarray(values, dtype=float)
-    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
-
-
 def seed_means(rs: Sequence[SimResult], observables: Sequence[str]) -> dict[str, float]:
     """``<obs>_mean`` and ``<obs>_std`` over the runs ``rs`` (ddof 1; 0 for one run) of each of ``observables``
     (``abs_<x>``: ``|x|``)."""
     out = {}
     for obs in observables:
         vals = [abs(getattr(r, obs[4:])) if obs.startswith("abs_") else float(getattr(r, obs)) for r in rs]
-        out[f"{obs}_mean"], out[f"{obs}_std"] = _stats(vals)
+        out[f"{obs}_mean"], out[f"{obs}_std"] = mean_std(vals)
     return out
 
 
@@ -99,7 +94,7 @@ def delta_et_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmeg
             groups.setdefault((d, alpha, omega), []).append(v["semantic"] - v["positional"])
     rows = []
     for (d, alpha, omega), vals in sorted(groups.items()):
-        mean, std = _stats(vals)
+        mean, std = mean_std(vals)
         th = theory.get(round(omega, 12))
         theo = {}
         for prox in ("global", "local"):
@@ -123,10 +118,9 @@ def extrapolate(ds: Sequence[int], means: Sequence[float], stds: Sequence[float]
     X = np.stack([np.ones_like(x), x], axis=1)
     cov = np.linalg.inv(X.T @ (X * W[:, None]))
     a, b = cov @ (X.T @ (W * y))
-    resid = y - (a + b * x)
-    dof = max(len(y) - 2, 1)
-    scale = max(1.0, float((W * resid**2).sum() / dof))  # inflate when the fit is worse than the error bars
-    return {"a": float(a), "b": float(b), "a_se": float(math.sqrt(cov[0, 0] * scale)), "chi2": float((W * resid**2).sum())}
+    chi2 = float((W * (y - (a + b * x)) ** 2).sum())
+    scale = max(1.0, chi2 / max(len(y) - 2, 1))  # inflate when the fit is worse than the error bars
+    return {"a": float(a), "b": float(b), "a_se": float(math.sqrt(cov[0, 0] * scale)), "chi2": chi2}
 
 
 def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = True, *,
@@ -227,7 +221,6 @@ def run_validation(plan: ValidationPlan, out_dir: str | Path, progress: bool = T
     returns the summary with its ``headline``, as ``summary.json`` holds it."""
     from attnphase.execution.dataset import job_attrs, write_netcdf
 
-    from .experiments import SimResult
     from .jobs import validation_dataset
     from .report import write_report
 

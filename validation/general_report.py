@@ -10,10 +10,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .agreement import REL_TOL, _nan
+from .agreement import REL_TOL
 from .basin_theory import rule_verdict
 from .plots import _plt, plot_theory_branch, tiny_bars
 from .output_names import summary_for_output
+from .reference import _nan
 from .report import _convergence_lines, _jsonable, _pm, _pmv
 
 _STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1")}

@@ -121,7 +121,6 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
     rank_jobs = [(c.key, SolveJob(c.params, float(a), b, rcfg)) for c in ranked for a in c.alphas
                  for b in POINT_BRANCHES]
     n_sims = len(plan.cases) * 2 * len(INITS) * len(plan.seeds)
-    results: dict[str, list[SimResult]] = {}
     # the theory on the execution layer (kept in OUT/tasks: a rerun reuses it): one task per rank-1 case,
     # one per (alpha, branch) of a rank-r case
     from attnphase.execution import ExecutorSpec, ResultStore, run_tasks
@@ -146,13 +145,9 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
         points = {(j.alpha, j.branch): o.value for (key, j), o in zip(rank_jobs, rank_outs) if key == c.key}
         theories[c.key] = InvariantPoints(points, teacher_eps_lin(c.params, rcfg), rcfg.quadrature,
                                      sum(p["seconds"] for p in points.values()))
-    marks: dict[str, tuple[float, str]] = {}
-    alphas: dict[str, tuple[float, ...]] = {}
-    for c in ranked:
-        marks[c.key], alphas[c.key] = (math.nan, "none (rank-r: the case's own alphas)"), c.alphas
-    for c in with_theory:
-        marks[c.key] = landmark(theories[c.key])
-        alphas[c.key] = alphas_around(plan.grid, marks[c.key][0], c.alphas)
+    marks = {c.key: (math.nan, "none (rank-r: the case's own alphas)") for c in ranked}
+    marks |= {c.key: landmark(theories[c.key]) for c in with_theory}
+    alphas = {c.key: alphas_around(plan.grid, marks[c.key][0], c.alphas) for c in plan.cases}
     # the aligned-prox state evolution at each (alpha, start) of a rank-1 case: the basin GD keeps
     acfg = aligned_config(plan.theory.tol)
     basin_jobs = [(c.key, SolveJob(c.params, float(a), i, acfg)) for c in with_theory
@@ -169,9 +164,8 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
         aligned.setdefault(key, {})[(j.alpha, j.branch)] = o.value
     with tqdm(total=n_sims, desc="simulations", disable=not progress, file=sys.stderr) as bar:
         sim_t0 = time.perf_counter()
-        for c in plan.cases:
-            results[c.key] = _run_specs([plan.spec(c, a, i, s) for a in alphas[c.key] for i in INITS
-                                         for s in plan.seeds], bar)
+        results = {c.key: _run_specs([plan.spec(c, a, i, s) for a in alphas[c.key] for i in INITS for s in plan.seeds],
+                                     bar) for c in plan.cases}
         cases = []
         for c in plan.cases:
             th = theories.get(c.key)

@@ -78,11 +78,10 @@ def point_task(job: SolveJob, version: str) -> Task:
     return job_task(point_job, job, version, f"rank {p.r}x{p.r_star} alpha={job.alpha:g} {job.branch}")
 
 
-def point_config(quadrature: str, tol: float | None = None) -> SolverConfig:
-    """The SolverConfig of the suite's rank-r solves: global prox, the Sobol rule ``quadrature``, ``tol``
-    (the solver's default where None); every other setting the solver's default."""
-    cfg = SolverConfig(prox="global", quadrature=quadrature)
-    return cfg if tol is None else cfg.replace(tol=tol)
+def point_config(quadrature: str) -> SolverConfig:
+    """The SolverConfig of the suite's rank-r solves: global prox, the Sobol rule ``quadrature``; every other
+    setting the solver's default."""
+    return SolverConfig(prox="global", quadrature=quadrature)
 
 
 @dataclass(frozen=True)

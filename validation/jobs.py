@@ -95,8 +95,7 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
     alpha_c = np.full((len(th_om), len(proxes)), np.nan)
     for t in theories:
         i = th_om.index(t.omega)
-        for j, prox in enumerate(proxes):
-            alpha_c[i, j] = t.alpha_c.get(prox, np.nan)
+        alpha_c[i] = [t.alpha_c.get(prox, np.nan) for prox in proxes]
         for (branch, prox), c in t.curves.items():
             if branch not in branches or prox not in proxes:
                 continue

@@ -7,14 +7,16 @@ its ``headline`` where present); Agg backend, files only.  ``fig2_alpha_sweep.pn
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .agreement import _COMPARED, _nan, global_vs_local
+from .agreement import _COMPARED, global_vs_local
 from .branch_segments import drawn_end, exists_at, existing_segments
+from .reference import _nan
 
 _INIT_STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1"), "random": ("^", "C2")}
 #: The line style and marker of a proximal map's theory curve (global: the global minimiser; local: from the start).
@@ -32,23 +34,19 @@ def _plt():
     return plt
 
 
-def mark_end(ax: Any, alpha: float, color: str, label: str | None = None) -> None:
-    """Mark a branch's end: a thick tick in the branch's colour rising from the x axis at its alpha."""
-    ax.axvline(alpha, ymin=0.0, ymax=0.08, color=color, lw=3, solid_capstyle="butt", label=label)
-
-
 #: A bar shorter than this fraction of the panel's height is hidden by its marker.
 TINY_BAR = 0.01
 
 
-def tiny_bars(ax: Any, stds: Any, what: str = "GD +- std") -> str:
+def tiny_bars(ax: Any, stds: Any) -> str:
     """The note a panel needs when its largest error bar is hidden by its marker (under TINY_BAR of its y range),
     with the bar's size, or "": a reader must not take an invisible bar for a missing one."""
     vals = [float(v) for v in stds if v is not None and math.isfinite(float(v))]
     if not vals:
         return ""
     lo, hi = ax.get_ylim()
-    return f"{what}: bars within the markers (largest {max(vals):.1g})" if max(vals) < TINY_BAR * abs(hi - lo) else ""
+    hidden = max(vals) < TINY_BAR * abs(hi - lo)
+    return f"GD +- std: bars within the markers (largest {max(vals):.1g})" if hidden else ""
 
 
 def say_empty(ax: Any, why: str) -> None:
@@ -74,7 +72,7 @@ def plot_theory_branch(ax: Any, theory: dict[str, Any], key: str, obs: str, colo
                 label=f"theory {label}" if i == 0 else None, gid=f"theory_{key}")
     at = drawn_end(c["records"], branch, end)
     if at is not None:
-        mark_end(ax, at, color, end_label)
+        ax.axvline(at, ymin=0.0, ymax=0.08, color=color, lw=3, solid_capstyle="butt", label=end_label)
 
 
 def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
@@ -183,15 +181,9 @@ def plot_heatmap(summary: dict[str, Any], path: Path):
     for prox in sorted({p for _, _, p in pts}, key=lambda p: (p != "global", p)):
         # one curve per proximal map (they are different theories): broken where alpha_c was not found
         style, marker = _PROX_STYLE.get(prox, ("-.", "D"))
-        runs: list[list[tuple[float, float]]] = [[]]
-        for w, a, p in pts:
-            if p != prox:
-                continue
-            if math.isnan(a):
-                runs.append([])
-            else:
-                runs[-1].append((w, a))
-        for k, run in enumerate(r for r in runs if r):
+        on_map = [(w, a) for w, a, p in pts if p == prox]
+        runs = [list(run) for gap, run in itertools.groupby(on_map, key=lambda wa: math.isnan(wa[1])) if not gap]
+        for k, run in enumerate(runs):
             ax.plot([a for _, a in run], [w for w, _ in run], color="k", ls=style, marker=marker, ms=6, lw=2,
                     mfc="white" if prox == "local" else "k",
                     label=f"theory alpha_c(omega), {prox} prox" if k == 0 else None, gid=f"alpha_c_{prox}")

@@ -95,10 +95,10 @@ class TheoryAtOmega:
         for key, c in data["curves"].items():
             b, p = key.split("/")
             recs = tuple({k: (math.nan if v is None else v) for k, v in r.items()} for r in c["records"])
-            curves[(b, p)] = BranchCurve(b, p, recs, _unnum(c["end"]))
+            curves[(b, p)] = BranchCurve(b, p, recs, _nan(c["end"]))
         return cls(omega=data["omega"], eps_lin=data["eps_lin"],
-                   alpha_c={k: _unnum(v) for k, v in data["alpha_c"].items()},
-                   alpha_l={k: _unnum(v) for k, v in data["alpha_l"].items()},
+                   alpha_c={k: _nan(v) for k, v in data["alpha_c"].items()},
+                   alpha_l={k: _nan(v) for k, v in data["alpha_l"].items()},
                    notes={k: tuple(v) for k, v in data["notes"].items()}, curves=curves,
                    seconds=float(data.get("seconds", 0.0)), cpu_seconds=float(data.get("cpu_seconds", 0.0)))
 
@@ -107,7 +107,7 @@ def _num(x: Any) -> Any:
     return None if isinstance(x, float) and not math.isfinite(x) else x
 
 
-def _unnum(x: Any) -> float:
+def _nan(x: Any) -> float:
     return math.nan if x is None else float(x)
 
 

@@ -36,10 +36,6 @@ class GramData:
     Pd: torch.Tensor
 
     @property
-    def n(self) -> int:
-        return int(self.X.shape[0])
-
-    @property
     def d(self) -> int:
         return int(self.X.shape[-1])
 
@@ -92,17 +88,13 @@ def linear_losses(B: torch.Tensor, g: GramData) -> torch.Tensor:
     return 0.5 * ((D @ g.Gxx) * D).sum(dim=(-1, -2))
 
 
-def fit_linear(g: GramData, ridge: float = 0.0) -> torch.Tensor:
-    """Least-squares (optionally ridge) fit of the baseline's ``B`` on a training set.
+def fit_linear(g: GramData) -> torch.Tensor:
+    """Least-squares fit of the baseline's ``B`` on a training set.
 
-    Minimises ``sum_mu (1 / 2d) |y^mu - B X^mu|^2 + (ridge / 2) n |B|_F^2`` exactly; the
-    normal equations give ``B = (sum_mu T^mu Gxx^mu) (sum_mu Gxx^mu + ridge n I)^{-1}``.
+    Minimises ``sum_mu (1 / 2d) |y^mu - B X^mu|^2`` exactly; the normal equations give
+    ``B = (sum_mu T^mu Gxx^mu) (sum_mu Gxx^mu)^{-1}``.
     """
-    if ridge < 0:
-        raise ValueError(f"ridge must be >= 0, got {ridge}")
     G = g.Gxx.sum(0)
     rhs = (g.T @ g.Gxx).sum(0)
-    if ridge > 0:
-        G = G + ridge * g.n * torch.eye(G.shape[0], dtype=G.dtype, device=G.device)
     # B G = rhs  <=>  G^T B^T = rhs^T (G symmetric)
     return torch.linalg.solve(G, rhs.T).T

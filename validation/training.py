@@ -198,7 +198,4 @@ def train(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig = TrainCon
     """Minimise ``R(Q)`` on the prepared training set ``g`` from ``Q0`` (``(d, r)``)."""
     if Q0.ndim != 2 or Q0.shape[0] != g.d:
         raise ValueError(f"Q0 must have shape (d, r) = ({g.d}, r), got {tuple(Q0.shape)}")
-    tol = cfg.tolerance(Q0.dtype)
-    if cfg.optimizer == "gd":
-        return _gd(Q0, g, lam, cfg, tol)
-    return _adam(Q0, g, lam, cfg, tol)
+    return (_gd if cfg.optimizer == "gd" else _adam)(Q0, g, lam, cfg, cfg.tolerance(Q0.dtype))

@@ -86,14 +86,14 @@ def _bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def check_memory(d: int, alpha: float, L: int, n_test: int, dtype: str, option: str = "--d") -> None:
+def check_memory(d: int, alpha: float, L: int, n_test: int, dtype: str) -> None:
     """The data of one simulation fit in memory: (n + n_test) x L x d numbers, twice (data and one
     working copy of the same size in the loss and its gradient).  ValueError with both numbers."""
     n = max(1, round(alpha * d))
     need = 2 * (n + n_test) * L * d * (4 if dtype == "float32" else 8)
     have = available_memory()
     if need > have:
-        raise ValueError(f"{option} {d}: one simulation needs about {_bytes(need)} (n = alpha d = {n:.3g} training and "
+        raise ValueError(f"--d {d}: one simulation needs about {_bytes(need)} (n = alpha d = {n:.3g} training and "
                          f"{n_test} test samples x L = {L} tokens x d numbers, data plus one working copy), more than "
                          f"the {_bytes(have)} of memory available")
 
@@ -129,8 +129,8 @@ def check_ranks_fit(params, d: int) -> None:
             raise ValueError(f"--d {d} (embedding dimension) must be >= {what} = {value} ({option} {value})")
 
 
-def check_device(spec: str, option: str = "--device") -> None:
-    """``auto``, ``cpu``, ``cuda`` or ``cuda:N`` that this machine has; ValueError naming the option."""
+def check_device(spec: str) -> None:
+    """``--device`` ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` that this machine has; else a ValueError."""
     import torch
 
     s = str(spec).strip().lower()
@@ -138,9 +138,9 @@ def check_device(spec: str, option: str = "--device") -> None:
         return
     if s == "cuda" or (s.startswith("cuda:") and s[5:].isdigit()):
         if not torch.cuda.is_available():
-            raise ValueError(f"{option} {spec}: CUDA is not available on this machine (use --device cpu or auto)")
+            raise ValueError(f"--device {spec}: CUDA is not available on this machine (use --device cpu or auto)")
         if ":" in s and int(s[5:]) >= torch.cuda.device_count():
-            raise ValueError(f"{option} {spec}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+            raise ValueError(f"--device {spec}: this machine has {torch.cuda.device_count()} CUDA device(s)")
         return
-    raise ValueError(f"{option} must be auto, cpu, cuda or cuda:N, got {spec!r}")
+    raise ValueError(f"--device must be auto, cpu, cuda or cuda:N, got {spec!r}")
 

@@ -141,12 +141,9 @@ def run(args: argparse.Namespace) -> int:
     check_choice(args.algorithm, ("gd", "amp"), "--algorithm")
     if args.algorithm == "amp":
         return _run_amp(args)
-    if args.init is None:
-        args.init = "semantic"
-    if args.optimizer is None:
-        args.optimizer = "gd"
-    if args.n_test is None:
-        args.n_test = 10000
+    for dest, default in (("init", "semantic"), ("optimizer", "gd"), ("n_test", 10000)):  # gd's defaults
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
     for option, value, default in (("--damping", args.damping, 0.0), ("--amp-tol", args.amp_tol, 1e-7),
                                    ("--max-iter", args.max_iter, 500)):
         if value != default:

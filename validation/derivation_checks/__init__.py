@@ -48,13 +48,12 @@ def select_checks(only: str | None) -> list[tuple[int, str, Callable[[Context], 
     if only is None or not only.strip():
         return list(CHECKS)
     wanted = [s.strip().lower() for s in only.split(",") if s.strip()]
-    out = []
+    out = set()
     for wtd in wanted:
         match = [c for c in CHECKS if wtd in (str(c[0]), c[1])]
         if not match:
             raise ValueError(f"unknown check {wtd!r}: use numbers 1-7 or {', '.join(c[1] for c in CHECKS)}")
-        if match[0] not in out:
-            out.append(match[0])
+        out.add(match[0])
     return sorted(out)
 
 

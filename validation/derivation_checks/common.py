@@ -14,6 +14,7 @@ import numpy as np
 
 from attnphase.theory.params import ModelParams
 
+from ..reference import _num
 from .adapter import _se_solve
 
 #: Unit round-off of IEEE double precision.
@@ -60,14 +61,10 @@ class CheckResult:
     def as_dict(self) -> dict[str, Any]:
         return {
             "number": self.number, "key": self.key, "title": self.title, "compares": self.compares,
-            "status": self.status, "error": _finite(self.error), "tolerance": _finite(self.tolerance),
+            "status": self.status, "error": _num(self.error), "tolerance": _num(self.tolerance),
             "quantity": self.quantity, "units": self.units, "tolerance_from": self.tolerance_from, "reason": self.reason,
             "seconds": round(self.seconds, 3), "details": _jsonable(self.details),
         }
-
-
-def _finite(x: Any) -> Any:
-    return None if isinstance(x, float) and not math.isfinite(x) else x
 
 
 def _jsonable(x: Any) -> Any:
@@ -78,7 +75,7 @@ def _jsonable(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return _jsonable(x.tolist())
     if isinstance(x, (np.floating, float)):
-        return _finite(float(x))
+        return _num(float(x))
     if isinstance(x, np.integer):
         return int(x)
     if isinstance(x, np.bool_):

@@ -24,7 +24,7 @@ from attnphase.numerics.se.bayes import BayesModel, channel_hats, hat_sum, invar
 from attnphase.theory.channels.bayes_optimal import BayesOptimalChannel
 from attnphase.theory.params import ModelParams
 
-from .common import SKIP, U, Z, CheckResult, CheckSizes, _worst, run_timed
+from .common import U, Z, CheckResult, CheckSizes, _worst, run_timed
 
 #: Orders of the rotation-invariant rule whose difference is the reduced hats' error bar.
 REDUCED_ORDERS = (48, 32)
@@ -71,9 +71,8 @@ def check_nishimori_hats(params: ModelParams, alpha: float, sizes: CheckSizes, s
     r = CheckResult(1, "nishimori-hats", "Nishimori: qhat = mhat = Vhat",
                     "three estimators of the channel's hat at the BO fixed point (Monte Carlo; reduced rule); "
                     "the solver's K(q0)")
-    model, fp, why = _at_fixed_point(params, alpha)
-    if why:
-        r.status, r.reason = SKIP, why
+    model, fp, r.reason = _at_fixed_point(params, alpha)
+    if r.reason:  # a skip: the status a CheckResult starts with
         return r
     n = sizes.bayes_samples
     s = _samples(model, fp.q0, n, np.random.default_rng([seed, 101]))
@@ -110,9 +109,8 @@ def check_nishimori_overlaps(params: ModelParams, alpha: float, sizes: CheckSize
     """Check 2: q0' = m0', V0' = rho0 - q0' and q0' = q0 from the prior update with the three Monte Carlo hats."""
     r = CheckResult(2, "nishimori-overlaps", "Nishimori: q = m, V = rho0 - q",
                     "the Gaussian prior's update from the three hats: q0 = m0, V0 = rho0 - q0, and the fixed point")
-    model, fp, why = _at_fixed_point(params, alpha)
-    if why:
-        r.status, r.reason = SKIP, why
+    model, fp, r.reason = _at_fixed_point(params, alpha)
+    if r.reason:  # a skip: the status a CheckResult starts with
         return r
     n, rho0 = sizes.bayes_samples, model.rho0
     s = _samples(model, fp.q0, n, np.random.default_rng([seed, 102]))

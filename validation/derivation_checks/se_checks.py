@@ -40,8 +40,7 @@ def check_hat_overlaps(ctx: Context) -> CheckResult:
     names = ["q0", "V0"] + [f"m_{l + 1}" for l in range(L)] + ["th0"]
     step = 1e-3 * np.maximum(np.abs(x0), 0.1)
     for i in range(x0.size):  # both points of the 2h difference inside the domain (rho0 = 1e-12: q0 = 5e-13)
-        e = np.zeros(x0.size)
-        e[i] = 1.0
+        e = np.eye(x0.size)[i]
         while not all(_admissible(x0 + s * 2 * step[i] * e, p.rho0) for s in (1, -1)) and step[i] > 1e-12 * abs(x0[i]):
             step[i] *= 0.5
     D = []  # per replicate: FD(h) - formula, FD(2h) - FD(h)
@@ -57,8 +56,7 @@ def check_hat_overlaps(ctx: Context) -> CheckResult:
         for mult in ((1, 2) if rep == 0 else (1,)):
             grad = np.empty(x0.size)
             for i in range(x0.size):
-                e = np.zeros(x0.size)
-                e[i] = mult * step[i]
+                e = mult * step[i] * np.eye(x0.size)[i]
                 fp_, fm_ = (alpha * _channel_side(p, alpha, _state(*_split(x0 + s * e)), rule)[1] for s in (1, -1))
                 grad[i] = (fp_ - fm_) / (2 * mult * step[i])
             FD[mult] = grad

@@ -74,11 +74,8 @@ def attention_score(attn: torch.Tensor, tokens: torch.Tensor) -> AttentionScore:
 @torch.no_grad()
 def collect_attention(model: torch.nn.Module, x: torch.Tensor, batch_size: int = 4096) -> torch.Tensor:
     """Attention weights of ``model`` (a ``HistogramTransformer``) on tokens ``x``, on the CPU."""
-    parts = []
-    for start in range(0, x.shape[0], batch_size):
-        _, attn = model.forward_with_attention(x[start : start + batch_size])
-        parts.append(attn.cpu())
-    return torch.cat(parts)
+    return torch.cat([model.forward_with_attention(x[start : start + batch_size])[1].cpu()
+                      for start in range(0, x.shape[0], batch_size)])
 
 
 def score_model(model: torch.nn.Module, x: torch.Tensor) -> AttentionScore:
