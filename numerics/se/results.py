@@ -101,6 +101,10 @@ class FixedPoint:
         """Whether the overlaps are the matrix ones (r >= 2 or r* >= 2)."""
         return self.overlaps.is_matrix
 
+    def with_status(self, **changes: Any) -> "FixedPoint":
+        """This point with the fields ``changes`` of its :class:`SolverStatus` replaced."""
+        return replace(self, status=replace(self.status, **changes))
+
     @property
     def invariants(self) -> dict[str, list[float]]:
         """The gauge invariants (:func:`~attnphase.numerics.se.gauge.invariants`)."""
