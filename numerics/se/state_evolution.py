@@ -139,11 +139,10 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
         if fp.status.converged and fp.branch == "agnostic":
             init = _agnostic_path_start(params, [a for a in path + [alpha] if a > fp.alpha], init, cfg, rule)
     ov0 = init if init is not None else initial_overlaps(params, branch)
-    x = ov0.to_vector()
     if not admissible(ov0, params.rho0):
         raise ValueError(f"initial overlaps are not admissible (need q0 > 0, V0 > 0, th0^2 < q0 rho0): {ov0}")
     smap = SEMap(params, FixedAlpha(alpha), rule, cfg, memory=memory if init is not None else None)
-    result = FixedPointSolver(smap, cfg).solve(x, warm=init is not None)
+    result = FixedPointSolver(smap, cfg).solve(ov0.to_vector(), warm=init is not None)
     spent = result.evaluations
     for factor in (COLD_V0_FACTOR ** k for k in range(1, COLD_V0_TRIES + 1)):
         if not cold or result.evaluation is not None:
