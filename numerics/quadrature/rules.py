@@ -70,12 +70,11 @@ def gauss_hermite_rule(L: int, order: int, prune: float = 1e-14, rotation_seed: 
     dropped = float(weights[~keep].sum())
     nodes, weights = nodes[keep], weights[keep]
     name = f"gh{order}"
-    axis_aligned = rotation_seed is None
     if rotation_seed is not None:
         q, r = np.linalg.qr(np.random.default_rng(rotation_seed).standard_normal((dim, dim)))
         nodes = nodes @ (q * np.sign(np.diag(r))).T
         name = f"ghr{order}(seed={rotation_seed})"
-    return QuadratureRule(np.ascontiguousarray(nodes), weights / weights.sum(), name, dropped, axis_aligned)
+    return QuadratureRule(np.ascontiguousarray(nodes), weights / weights.sum(), name, dropped, rotation_seed is None)
 
 
 def sobol_rule(L: int, log2_n: int, seed: int = 0, randomizations: int = 1, block: int | None = None,
@@ -326,11 +325,8 @@ def _sorted_rows(a: np.ndarray) -> np.ndarray:
 
 
 def _images(z: np.ndarray, L: int, group: Sequence[SymmetryElement]) -> list[np.ndarray]:
-    out = []
-    for perm, s_, t_ in group:
-        p = list(perm)
-        out.append(np.concatenate([s_ * z[:, :L][:, p], t_ * z[:, L:][:, p]], axis=1))
-    return out
+    """The nodes z = (xi, eta) mapped by each element (pi, s, t) of ``group``: (s xi[pi], t eta[pi])."""
+    return [np.concatenate([s_ * z[:, :L][:, list(p)], t_ * z[:, L:][:, list(p)]], axis=1) for p, s_, t_ in group]
 
 
 def symmetrize_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) -> QuadratureRule:

@@ -143,10 +143,7 @@ def channel_hats(model: BayesModel, rule: InvariantRule, q0: float) -> BayesHats
     D = min(L, 2)
     w = np.zeros((rule.r.size, D))
     w[:, 0] = np.sqrt(x) * rule.r
-    eta = np.zeros_like(w)
-    eta[:, 0] = rule.par
-    if D == 2:
-        eta[:, 1] = rule.perp
+    eta = np.stack([rule.par, rule.perp], axis=1)[:, :D]
     Y = w + np.sqrt(s2) * eta
     Ve = np.full(D, s2)
     ch = model.channel

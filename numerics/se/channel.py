@@ -63,15 +63,9 @@ def channel_moments(
     cfg = config or SolverConfig()
     if ov.is_matrix:
         return _matrix_moments(kernels, params, ov, rule, cfg, candidates, full_search)
-    L, prox = params.L, cfg.prox
+    L = params.L
     xi, eta = rule.nodes[:, :L], rule.nodes[:, L:]
-    w, V, T, hstar = _fields(kernels, params, ov, rule, target)
-    sigma2 = params.sigma2
-    if prox == "global":
-        res, candidates = global_prox(kernels, w, V, T, sigma2, candidates=candidates, full_search=full_search,
-                                      backend=cfg.backend)
-    else:
-        res, candidates = _local_modes(kernels, params, ov, prox, w, V, T, hstar, cfg.backend), None
+    w, V, res, candidates, T = _node_prox(kernels, params, ov, rule, cfg, candidates, full_search, target)
     g = (res.h - w) / V
     wt = rule.weights
     return ChannelMoments(
@@ -81,7 +75,8 @@ def channel_moments(
         E_geta=wt @ (g * eta),
         E_M=float(wt @ res.value),
         # a polish (not a function of the state alone) skips eps_g
-        eps_g=float(wt @ kernels.loss(w, T, sigma2)) if (full_search or candidates is None or prox != "global") else math.nan,
+        eps_g=(float(wt @ kernels.loss(w, T, params.sigma2))
+               if full_search or candidates is None or cfg.prox != "global" else math.nan),
         prox_failures=int((~res.converged).sum()),
         candidates=candidates,
     )
@@ -126,14 +121,22 @@ def _fields(
     return w, V, T, hstar
 
 
-def _local_modes(kernels: Any, params: ModelParams, ov: Overlaps, prox: str, w: np.ndarray, V: np.ndarray,
-                 T: np.ndarray, hstar: np.ndarray, backend: str) -> ProxResult:
-    """The local proximal maps: from the loss zero aligned with the student's mean field
-    E[w | h*] = m + (th0 / rho0) h* (``aligned``) or from h = 0 (``local``)."""
-    if prox == "aligned":
+def _node_prox(kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, cfg: SolverConfig,
+               candidates: Candidates | None, full_search: bool, target: np.ndarray | None = None,
+               ) -> tuple[np.ndarray, np.ndarray, ProxResult, Candidates | None, np.ndarray]:
+    """(w, V, proximal result, its distinct local minima per node, T(h*)) at the rule's nodes for the state ``ov``
+    (``candidates``, ``full_search``, ``target`` as for :func:`channel_moments`): the global search, or a local
+    proximal map (minima None) from the loss zero aligned with the student's mean field E[w | h*] = m + (th0 / rho0)
+    h* (``aligned``) or from h = 0 (``local``)."""
+    w, V, T, hstar = _fields(kernels, params, ov, rule, target)
+    if cfg.prox == "global":
+        res, minima = global_prox(kernels, w, V, T, params.sigma2, candidates=candidates, full_search=full_search,
+                                  backend=cfg.backend)
+        return w, V, res, minima, T
+    if cfg.prox == "aligned":
         reference = student_mean_field(hstar, ov.m, ov.th0, params.rho0)
-        return aligned_prox(kernels, w, V, T, params.sigma2, reference, backend=backend)
-    return local_prox(kernels, w, V, T, params.sigma2, backend=backend)
+        return w, V, aligned_prox(kernels, w, V, T, params.sigma2, reference, backend=cfg.backend), None, T
+    return w, V, local_prox(kernels, w, V, T, params.sigma2, backend=cfg.backend), None, T
 
 
 def prox_with_minima(
@@ -143,13 +146,7 @@ def prox_with_minima(
     """(w, V, proximal result, its distinct local minima per node) at the rule's nodes for the state ``ov``: one
     full search (global mode; minima None in the local / aligned modes); with ``polish_from`` (an earlier full
     search's minima at the same nodes) those polished and returned instead."""
-    cfg = config or SolverConfig()
-    w, V, T, hstar = _fields(kernels, params, ov, rule)
-    if cfg.prox != "global":
-        return w, V, _local_modes(kernels, params, ov, cfg.prox, w, V, T, hstar, cfg.backend), None
-    res, minima = global_prox(kernels, w, V, T, params.sigma2, candidates=polish_from,
-                              full_search=polish_from is None, backend=cfg.backend)
-    return w, V, res, minima
+    return _node_prox(kernels, params, ov, rule, config or SolverConfig(), polish_from, polish_from is None)[:4]
 
 
 def envelope_mean(

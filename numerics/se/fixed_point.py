@@ -123,9 +123,6 @@ class FixedPointSolver:
             self.best = ev
         return ev
 
-    def _result(self, ev: Evaluation | None, converged: bool, message: str) -> FixedPointResult:
-        return FixedPointResult(ev, converged, self.evaluations, message)
-
     def solve(self, x: np.ndarray, warm: bool = False) -> FixedPointResult:
         """Find the fixed point from x: Anderson, then quasi-Newton from the best point (warm: quasi-Newton first)."""
         cfg = self.cfg
@@ -149,9 +146,9 @@ class FixedPointSolver:
     def _failure(self) -> FixedPointResult:
         """The best exact evaluation, reported as not converged."""
         if self.best is None:
-            return self._result(None, False, "the first step left the admissible region")
-        return self._result(
-            self.best, False,
+            return FixedPointResult(None, False, self.evaluations, "the first step left the admissible region")
+        return FixedPointResult(
+            self.best, False, self.evaluations,
             f"not converged after {self.evaluations} evaluations (best residual {self.best.residual:.2e})",
         )
 
@@ -166,7 +163,7 @@ class FixedPointSolver:
                 self.fmap.distrust_approximation()
             ev = exact
         if ev.residual <= self.cfg.tol:
-            return self._result(ev, True, "converged")
+            return FixedPointResult(ev, True, self.evaluations, "converged")
         return ev
 
     def _anderson(self, x: np.ndarray, budget: int) -> FixedPointResult | None:

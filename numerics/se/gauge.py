@@ -143,12 +143,8 @@ def gauge_tangents(ov: Overlaps) -> np.ndarray:
 
 def _generators(n: int) -> list[np.ndarray]:
     """The generators E_ab = e_a e_b^T - e_b e_a^T (a < b, in the order of the upper triangle) of so(n)."""
-    out = []
-    for a, b in zip(*np.triu_indices(n, 1)):
-        E = np.zeros((n, n))
-        E[a, b], E[b, a] = 1.0, -1.0
-        out.append(E)
-    return out
+    e = np.eye(n)
+    return [np.outer(e[a], e[b]) - np.outer(e[b], e[a]) for a, b in zip(*np.triu_indices(n, 1))]
 
 
 def reflection_pattern(ov: Overlaps) -> np.ndarray:

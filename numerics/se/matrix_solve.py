@@ -4,8 +4,6 @@ docs/model.md section 7): the staged solve from a start (docs/method.md section 
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from attnphase.numerics.capabilities import check
@@ -65,7 +63,7 @@ def solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverConf
                                          SEMap(params, FixedAlpha(alpha), first, cfg, branch=branch).image)
     fp, spent, projected = _staged(params, alpha, branch, cfg, [first, rule] if stages else [rule], ov0, warm)
     if fp.status.converged:
-        return _counted(fp, settled + spent)
+        return fp.with_status(iterations=settled + spent)
     plain = _solve(params, alpha, branch, cfg, rule, ov0, warm=warm)
     total = settled + spent + plain.status.iterations
     if not plain.status.converged and not projected and fp.status.residual < plain.status.residual:
@@ -73,8 +71,8 @@ def solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverConf
     if not plain.status.converged and coarse and branch in COARSE_RETRY_BRANCHES:
         found = _from_coarser_rule(params, alpha, branch, cfg, rule, ov0, warm)
         if found is not None:
-            return _counted(found, total + found.status.iterations)
-    return _counted(plain, total)
+            return found.with_status(iterations=total + found.status.iterations)
+    return plain.with_status(iterations=total)
 
 
 def coarser_spec(spec: str) -> str | None:
@@ -110,13 +108,7 @@ def _from_coarser_rule(params: ModelParams, alpha: float, branch: str, cfg: Solv
         return None
     message = fp.status.message + (f" (warm from the fixed point on {spec}, {c.status.iterations} evaluations there: "
                                    f"the staged solve from the start did not converge on {cfg.quadrature})")
-    return dataclasses.replace(fp, status=dataclasses.replace(fp.status, message=message,
-                                                              iterations=fp.status.iterations + c.status.iterations))
-
-
-def _counted(fp: FixedPoint, evaluations: int) -> FixedPoint:
-    """``fp`` with ``evaluations`` SE-map evaluations in its status."""
-    return dataclasses.replace(fp, status=dataclasses.replace(fp.status, iterations=evaluations))
+    return fp.with_status(message=message, iterations=fp.status.iterations + c.status.iterations)
 
 
 def _staged(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, rules: list[QuadratureRule],
@@ -137,7 +129,7 @@ def _staged(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, r
     if fp.status.converged:
         message = fp.status.message + (f" (from the fixed point on the start's reflection pattern, "
                                        f"{spent - fp.status.iterations} evaluations there)")
-        fp = dataclasses.replace(fp, status=dataclasses.replace(fp.status, message=message))
+        fp = fp.with_status(message=message)
     return fp, spent, False
 
 

@@ -101,6 +101,10 @@ class FixedPoint:
         """Whether the overlaps are the matrix ones (r >= 2 or r* >= 2)."""
         return self.overlaps.is_matrix
 
+    def with_status(self, **changes: Any) -> "FixedPoint":
+        """This point with the fields ``changes`` of its :class:`SolverStatus` replaced."""
+        return replace(self, status=replace(self.status, **changes))
+
     @property
     def invariants(self) -> dict[str, list[float]]:
         """The gauge invariants (:func:`~attnphase.numerics.se.gauge.invariants`)."""
@@ -125,20 +129,16 @@ class FixedPoint:
     def _matrix_record(self) -> dict[str, Any]:
         extra = dict(self.extra)
         e_t_direct = extra.pop("e_t_direct", math.nan)
-        out: dict[str, Any] = {
+        return {
             "alpha": self.alpha, "branch": self.branch, "requested": self.requested,
-            "r": self.params.r, "r_star": self.overlaps.r_star,
-        }
-        out.update(self.invariants)
-        out["directions"] = direction_labels(self.overlaps)
-        out.update({
+            "r": self.params.r, "r_star": self.overlaps.r_star, **self.invariants,
+            "directions": direction_labels(self.overlaps),
             "eps_g": self.observables.eps_g, "e_t": self.observables.e_t, "e_t_direct": e_t_direct,
             "converged": self.status.converged, "iterations": self.status.iterations,
             "residual": self.status.residual, "prox_failures": self.status.prox_failures,
             "quadrature": self.quadrature, **extra, "overlaps": self.overlaps.as_dict(),
             "canonical_overlaps": canonical(self.overlaps).as_dict(),
-        })
-        return out
+        }
 
 
 def fixed_point_from(smap: Any, result: Any, ov0: Overlaps, requested: str) -> FixedPoint:

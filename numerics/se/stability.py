@@ -10,6 +10,7 @@ they cross 1 (:mod:`attnphase.numerics.phase.bifurcation`).  At any fixed point:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -108,19 +109,21 @@ def se_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: SolverC
     cfg = config or SolverConfig()
     rule = model_rule(params, cfg)
 
-    def F(x: np.ndarray) -> np.ndarray:
-        return se_step(params, alpha, Overlaps.from_vector(x), cfg, rule=rule)[0].to_vector()
+    def F(o: Overlaps) -> np.ndarray:
+        return se_step(params, alpha, o, cfg, rule=rule)[0].to_vector()
 
+    return central_differences(F, ov, Overlaps.from_vector, params.rho0, step)
+
+
+def central_differences(F: Callable[[Overlaps], np.ndarray], ov: Overlaps, unpack: Callable[[np.ndarray], Overlaps],
+                        rho0: float, step: float) -> np.ndarray:
+    """J[:, i] = (F(x0 + h_i e_i) - F(x0 - h_i e_i)) / (2 h_i) at x0 = ``ov``'s vector (``unpack`` its inverse),
+    h_i = ``step`` max(|x0_i|, s_i), s_i = 1 on V0's coordinates and 0.1 on the others; one-sided where a side
+    leaves the admissible region (:func:`admissible`), h_i halved (at most MAX_FD_HALVINGS times) while both do."""
     x0 = ov.to_vector()
+    k = ov.r * (ov.r + 1) // 2  # V0 packed after q0's upper triangle
     scale = np.full(x0.size, 0.1)
-    scale[1] = 1.0
-    return central_differences(F, x0, scale, lambda x: admissible(Overlaps.from_vector(x), params.rho0), step)
-
-
-def central_differences(F: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, scale: np.ndarray,
-                        inside: Callable[[np.ndarray], bool], step: float) -> np.ndarray:
-    """J[:, i] = (F(x0 + h_i e_i) - F(x0 - h_i e_i)) / (2 h_i), h_i = ``step`` max(|x0_i|, scale_i), one-sided where
-    a side leaves the admissible region (``inside``), h_i halved (at most MAX_FD_HALVINGS times) while both do."""
+    scale[k:2 * k] = 1.0
     J = np.empty((x0.size, x0.size))
     for i in range(x0.size):
         h = step * max(abs(x0[i]), scale[i])
@@ -129,12 +132,12 @@ def central_differences(F: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, s
             for sign in (1.0, -1.0):
                 x = x0.copy()
                 x[i] += sign * h
-                sides.append(x if inside(x) else x0)
+                sides.append(x if admissible(unpack(x), rho0) else x0)
             if sides[0] is not x0 or sides[1] is not x0:
                 break
             h *= 0.5
         xp, xm = sides
-        J[:, i] = (F(xp) - F(xm)) / (xp[i] - xm[i])
+        J[:, i] = (F(unpack(xp)) - F(unpack(xm))) / (xp[i] - xm[i])
     return J
 
 
@@ -149,19 +152,11 @@ def matrix_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: Sol
     kernels = get_kernels(L, r, channel=params.channel)
     minima = channel_moments(kernels, params, ov, rule, config=cfg).candidates  # what every difference polishes
 
-    def unpack(x: np.ndarray) -> Overlaps:
-        return Overlaps.from_vector(x, L, r, rs)
-
-    def F(x: np.ndarray) -> np.ndarray:
-        o = unpack(x)
+    def F(o: Overlaps) -> np.ndarray:
         mom = channel_moments(kernels, params, o, rule, config=cfg, candidates=minima, full_search=False)
         return update(params, update_hat(params, alpha, o, mom, "mixed")).to_vector()
 
-    x0 = ov.to_vector()
-    k = params.r * (params.r + 1) // 2
-    scale = np.full(x0.size, 0.1)
-    scale[k:2 * k] = 1.0  # V0
-    return central_differences(F, x0, scale, lambda x: admissible(unpack(x), params.rho0), step)
+    return central_differences(F, ov, partial(Overlaps.from_vector, L=L, r=r, r_star=rs), params.rho0, step)
 
 
 def transverse_leading_eigenvalue(J: np.ndarray, ov: Overlaps) -> float:

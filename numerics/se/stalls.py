@@ -14,7 +14,7 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.stability import m_stability_at, theta_stability_at
 from attnphase.numerics.se.fixed_point import FD_STEP, Evaluation
-from attnphase.numerics.se.overlaps import Overlaps, on_branch_subspace
+from attnphase.numerics.se.overlaps import on_branch_subspace
 from attnphase.numerics.se.starts import initial_overlaps
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.se.se_map import FixedAlpha, SEMap
@@ -39,8 +39,7 @@ def judge_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule, solve
     if jump >= ev.residual:
         message = (f"converged to the rule's jump scale: residual {ev.residual:.2e} <= the jump {jump:.2e} of the "
                    f"SE map within {min(ev.residual, JUMP_PROBE):.1e} of the point")
-        return replace(fp, status=replace(fp.status, converged=True, iterations=spent, residual=ev.residual,
-                                          message=message, jump=jump))
+        return fp.with_status(converged=True, iterations=spent, residual=ev.residual, message=message, jump=jump)
     return finish_collapse(fp, ev, cfg, rule, spent, solve)
 
 
@@ -105,13 +104,12 @@ def finish_collapse(fp: FixedPoint, ev: Evaluation, cfg: SolverConfig, rule: Qua
     params = fp.params
     if fp.requested not in ORDER_COMPONENTS or not shrinking_order(ev.x, ev.fx, fp.requested, params.L):
         return fp
-    ov = fp.overlaps
     o = ORDER_COMPONENTS[fp.requested](params.L)
     size = float(np.linalg.norm(ev.x[o]))
     if size > COLLAPSED * float(np.linalg.norm(initial_overlaps(params, fp.requested).to_vector()[o])):
         return fp  # the iterates have not lost most of the order parameter: no creep to speak of
     agnostic = solve(params, fp.alpha, "agnostic", config=cfg, rule=rule,
-                     init=Overlaps(q0=ov.q0, V0=ov.V0, m=np.zeros(params.L), th0=0.0))
+                     init=on_branch_subspace(fp.overlaps, "agnostic"))
     if not agnostic.status.converged:
         return fp
     message = (f"converged on the symmetric subspace: the {fp.requested} start stalled at residual "
@@ -131,7 +129,7 @@ def confirm_jump_acceptance(fp: FixedPoint, reproduced: int, tried: int) -> Fixe
     message = (f"not converged: residual {fp.status.residual:.2e} above tol was accepted at the rule's jump scale "
                f"{jump:.2e}, but only {reproduced} of the {tried} rules of the error estimate reproduce the "
                f"{fp.branch} point: not a fixed point of the model")
-    return replace(fp, status=replace(fp.status, converged=False, message=message))
+    return fp.with_status(converged=False, message=message)
 
 
 #: The key of a FixedPoint's ``extra`` where :func:`judge_agnostic_image` keeps its evidence:
@@ -160,9 +158,8 @@ def judge_agnostic_image(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule
     start = float(np.linalg.norm(initial_overlaps(params, fp.requested).to_vector()[o]))
     if size > IMAGE_FRACTION * start:
         return fp  # far from the symmetric subspace: a point of the branch (the common case, nothing computed)
-    ov = fp.overlaps
     agnostic = solve(params, fp.alpha, "agnostic", config=cfg, rule=rule,
-                     init=Overlaps(q0=ov.q0, V0=ov.V0, m=np.zeros(params.L), th0=0.0))
+                     init=on_branch_subspace(fp.overlaps, "agnostic"))
     if not (agnostic.status.converged and agnostic.branch == "agnostic"):
         return fp
     at = m_stability_at if fp.requested == "positional" else theta_stability_at

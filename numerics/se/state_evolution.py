@@ -139,11 +139,10 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
         if fp.status.converged and fp.branch == "agnostic":
             init = _agnostic_path_start(params, [a for a in path + [alpha] if a > fp.alpha], init, cfg, rule)
     ov0 = init if init is not None else initial_overlaps(params, branch)
-    x = ov0.to_vector()
     if not admissible(ov0, params.rho0):
         raise ValueError(f"initial overlaps are not admissible (need q0 > 0, V0 > 0, th0^2 < q0 rho0): {ov0}")
     smap = SEMap(params, FixedAlpha(alpha), rule, cfg, memory=memory if init is not None else None)
-    result = FixedPointSolver(smap, cfg).solve(x, warm=init is not None)
+    result = FixedPointSolver(smap, cfg).solve(ov0.to_vector(), warm=init is not None)
     spent = result.evaluations
     for factor in (COLD_V0_FACTOR ** k for k in range(1, COLD_V0_TRIES + 1)):
         if not cold or result.evaluation is not None:
@@ -191,7 +190,7 @@ def semantic_from_above(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule)
     if near.status.converged and near.branch == "semantic":
         message = (f"converged by continuation from alpha = {top:.4g}, where the cold semantic start reaches the "
                    f"branch; from the cold start here: {fp.status.message}")
-        return replace(near, status=replace(near.status, message=message, iterations=spent))
+        return near.with_status(message=message, iterations=spent)
     if near.status.converged or near.branch != "semantic" or near.alpha != alpha:
         return fp  # the continuation fell off the branch, or stalled before alpha: nothing learnt at alpha
     # the branch was followed down to the step before alpha and stalled on it at alpha: a solver
@@ -199,7 +198,7 @@ def semantic_from_above(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule)
     message = (f"not converged: the semantic branch, followed down from alpha = {top:.4g}, converged down to "
                f"alpha = {reached.alpha:.4g} and stalled at alpha = {alpha:.4g} (best residual "
                f"{near.status.residual:.2e}); from the cold start here: {fp.status.message}")
-    return replace(near, status=replace(near.status, message=message, iterations=spent))
+    return near.with_status(message=message, iterations=spent)
 
 
 def _agnostic_path_start(params: ModelParams, path: list[float], agnostic: Overlaps, cfg: SolverConfig,
@@ -227,7 +226,7 @@ def positional_past_agnostic(params: ModelParams, alpha: float, agnostic: FixedP
         return None
     start = replace(ag.overlaps, m=initial_overlaps(params, "positional").m)
     fp = finish_stalled(solve(params, alpha, "positional", init=start, config=cfg, rule=rule), cfg, rule)
-    return replace(fp, status=replace(fp.status, iterations=fp.status.iterations + ag.status.iterations))
+    return fp.with_status(iterations=fp.status.iterations + ag.status.iterations)
 
 
 def embedded_start(params: ModelParams, alpha: float, branch: str, config: SolverConfig) -> Overlaps:
