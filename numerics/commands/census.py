@@ -94,7 +94,7 @@ def _setup(args: argparse.Namespace) -> tuple[Any, Any, int]:
 
     if is_scalar_form(*ranks_from_args(args)):
         return point_setup(args, "census")
-    params, cfg = model_and_config(args, opt.single_omega(args, "census"))
+    params, cfg = model_and_config(args, [opt.single_omega(args, "census")])
     opt.announce_defaults(args, params)
     return params, cfg, independent_rules(cfg, solver_options.error_estimate_from_args(args))
 

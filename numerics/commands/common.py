@@ -11,7 +11,7 @@ import copy
 import json
 import numbers
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,20 +49,25 @@ def ranks_from_args(args: argparse.Namespace) -> tuple[int, int]:
     return out[0], out[1]
 
 
-def model_and_config(args: argparse.Namespace, omega: float, branch: str | None = None) -> tuple[Any, Any]:
-    """(ModelParams with the ranks of ``args`` at ``omega``, SolverConfig), every option checked before any work; at
-    r or r* >= 2 the model group checks a rank-1 model, correlated tokens are refused; ``branch`` mixed needs r >= 2."""
+def model_and_config(args: argparse.Namespace, omegas: Sequence[float], branch: str | None = None) -> tuple[Any, Any]:
+    """(ModelParams with the ranks of ``args`` at ``omegas[0]``, SolverConfig), every option and omega checked before
+    any work; at r or r* >= 2 the model group checks a rank-1 model, correlated tokens are refused; ``branch`` mixed
+    needs r >= 2."""
     r, r_star = ranks_from_args(args)
     if branch == "mixed":
         check("mixed_branch", r, r_star)
     if is_scalar_form(r, r_star):
-        params = opt.params_from_args(args, omega=omega)
+        params = opt.params_from_args(args, omega=omegas[0])
     else:
-        params = opt.params_from_args(_at_rank_one(args), omega=omega).replace(r=r, r_star=r_star)
+        params = opt.params_from_args(_at_rank_one(args), omega=omegas[0]).replace(r=r, r_star=r_star)
         if params.correlated_tokens:
             raise ValueError("--token-cov: the rank-r state evolution (and --branch mixed) implements independent "
                              "tokens only (a diagonal C; correlated tokens are solved at rank 1)")
-    return params, config_of(args, params)
+    cfg = config_of(args, params)
+    with opt.model_errors():
+        for w in omegas[1:]:
+            params.replace(omega=w)
+    return params, cfg
 
 
 def scan_models(args: argparse.Namespace) -> tuple[str, list[Any], list[Any], list[float]]:
@@ -117,7 +122,7 @@ def config_of(args: argparse.Namespace, params: Any) -> Any:
 def point_setup(args: argparse.Namespace, command: str, branch: str | None = None) -> tuple[Any, Any, int]:
     """(model, SolverConfig, independent rules of the error estimate) of a command at one (alpha, omega), every rank:
     checked before any work, the defaults announced."""
-    params, cfg = model_and_config(args, opt.single_omega(args, command), branch)
+    params, cfg = model_and_config(args, [opt.single_omega(args, command)], branch)
     from attnphase.numerics.errors.quadrature_error import point_rules
 
     n_rules = point_rules(cfg, solver_options.error_estimate_from_args(args))
