@@ -17,7 +17,7 @@ from attnphase import outputs, work, workload
 from attnphase.numerics.commands.bayes_options import (bayes_job, bayes_model_echo, bayes_params, check_bayes_model,
                                                        check_bayes_solver_options, check_estimator_branch)
 from attnphase.numerics.commands.point_record import max_relative_error, print_record
-from attnphase.numerics.se.bayes_curve import BAYES_BRANCHES
+from attnphase.numerics.se.bayes_curve import BAYES_BRANCHES, BAYES_SWEEP_COLUMNS
 
 
 def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
@@ -111,10 +111,10 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
                             own=workload.BAYES_COMMAND_SECONDS)
 
     from attnphase.execution import run_tasks
-    from attnphase.execution.dataset import job_attrs, write_netcdf
+    from attnphase.execution.dataset import csv_text, job_attrs, write_netcdf
     from attnphase.execution.progress import TaskBar, failure_summary, task_counts
     from attnphase.numerics.commands.common import command_line, task_store
-    from attnphase.numerics.jobs.bayes_dataset import bayes_sweep_csv, bayes_sweep_dataset
+    from attnphase.numerics.jobs.bayes_dataset import bayes_sweep_dataset
     from attnphase.numerics.jobs.tasks import bayes_sweep_task, numerics_version
     from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
     from attnphase.numerics.se.bayes import BayesModel
@@ -143,7 +143,7 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
     job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas)}
     with outputs.staged_output(out_dir, job="sweep_bayes-optimal", model=job_model) as stage:
         for w, rows in rows_by_omega.items():
-            outputs.write_text_atomic(stage / paths[w].name, bayes_sweep_csv(rows))
+            outputs.write_text_atomic(stage / paths[w].name, csv_text(rows, BAYES_SWEEP_COLUMNS))
         write_netcdf(bayes_sweep_dataset(rows_by_omega, alphas, branches, attrs), stage / "sweep_bayes-optimal.nc")
     for w, rows in rows_by_omega.items():
         print(f"wrote {len(rows)} rows to {paths[w]} ({', '.join(branches)})", file=sys.stderr)
@@ -152,7 +152,6 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
                                       model.rho0)
     print(f"attnphase: note: {bars_note}", file=sys.stderr)
     if args.json:
-        from attnphase.numerics.se.bayes_curve import BAYES_SWEEP_COLUMNS
         from attnphase.numerics.jobs.variables import described
 
         objs = [{"estimator": "bayes-optimal", "branches": list(branches), "params": bayes_params(params.replace(omega=w)),
@@ -173,8 +172,6 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
 
 def _failed_row(params, alpha: float, branch: str, error: str) -> dict:
     """The row of a point whose task failed: NaN numbers, the task's error as its reason."""
-    from attnphase.numerics.se.bayes_curve import BAYES_SWEEP_COLUMNS
-
     row = {k: math.nan for k in BAYES_SWEEP_COLUMNS}
     return row | {"alpha": alpha, "omega": params.omega, "estimator": "bayes-optimal", "branch": branch,
                   "stable": 0, "perfect_recovery": 0, "coincides": 0,
