@@ -25,7 +25,7 @@ from attnphase.numerics.jobs.boundary_table import (
 )
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.jobs.tasks import (
-    boundaries_or_failure, boundaries_task, chain_task, numerics_version, omega_chains, prepare_kernels, strip_sweeps,
+    boundaries_or_failure, boundaries_task, chain_task, numerics_version, omega_chains, prepare_kernels,
 )
 from attnphase.numerics.errors.quadrature_error import replicate_spread
 from attnphase.numerics.errors.replicates import replicate_count
@@ -130,7 +130,7 @@ def _boundary_runs(rows: list[Boundaries], replicas: list[list[Boundaries]] | No
     ``--error-estimate K``), else its own (the rules' blocks, or the bracket widths at r >= 2 or r* >= 2)."""
     errors = None
     if replicas is not None:
-        errors = [replicate_spread([strip_sweeps(b) for b in reps]) for reps in replicas]
+        errors = [replicate_spread(reps) for reps in replicas]
     elif replicate_count(config) or bracket_widths(rows):
         errors = [b.errors() for b in rows]
     return BoundaryRuns(rows, errors, outcomes, task_counts(outs), failure_summary(outs), tuple(t.key for t in tasks))

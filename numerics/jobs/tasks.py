@@ -112,13 +112,13 @@ def chain_task(params: ModelParams, alphas: Sequence[float], config: SolverConfi
     return Task(task_key(chain_job, identity, version or numerics_version()), label, chain_job, spec)
 
 
-def sweep_job(job: tuple[ModelParams, list[float], str, SolverConfig], progress=None) -> BranchSweep:
+def sweep_job(job: tuple[ModelParams, list[float], str, SolverConfig, int], progress=None) -> BranchSweep:
     """One branch over the grid (``sweep``), its fixed points without solver memory; ``progress``
     is called after each point (in-process runs)."""
-    params, alphas, branch, cfg = job[:4]
+    params, alphas, branch, cfg, n_rules = job
     sw = sweep(params, alphas, branch, config=cfg, progress=progress)
     if cfg.error_bars:
-        sw = replace(sw, errors=point_errors(sw.points, cfg, job[4] if len(job) > 4 else 0))
+        sw = replace(sw, errors=point_errors(sw.points, cfg, n_rules))
     return _portable(sw)
 
 
@@ -199,8 +199,3 @@ def boundaries_or_failure(outcome: Outcome, omega: float, r: int = 1, r_star: in
     if outcome.ok:
         return outcome.value
     return failed_boundaries(omega, outcome.reason, r, r_star)
-
-
-def strip_sweeps(b: Boundaries) -> Boundaries:
-    """Boundaries without their branch sweeps (a replicate's table needs the numbers only)."""
-    return replace(b, semantic=None, positional=None)
