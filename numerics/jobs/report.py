@@ -6,7 +6,6 @@ figures and printed as a table (:mod:`attnphase.numerics.jobs.boundary_table`).
 from __future__ import annotations
 
 import json
-import math
 import sys
 import time
 from dataclasses import dataclass
@@ -220,7 +219,7 @@ def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float]
     meta = {
         "params": params.to_dict(), "rank": r, "teacher_rank": r_star, "omegas": list(omegas), "alphas": list(alphas),
         "solver": cfg.as_dict(), "error_estimate": error_estimate, "continuation_chains": chains,
-        "rows": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()} for r in table],
+        "rows": plain_json(table),
         "tasks": runs.counts | {"failures": runs.failures}, "dataset": "phase_diagram.nc",
         "variables": described(csv_columns(r, bool(errors))), "code_version": version,
         "seconds": time.perf_counter() - t0,

@@ -49,7 +49,7 @@ def boundaries_task(params: ModelParams, alphas: Sequence[float], config: Solver
                     tag: str = "", version: str | None = None, whole: bool = False) -> Task:
     """phase_boundaries at ``params`` on the grid ``alphas`` with ``config.variant(replicate)``, labelled after ``tag``;
     ``whole`` (r = r* = 1): the positional branch also over the whole grid, for the curves' figure."""
-    cfg = config.variant(replicate) if replicate else config
+    cfg = config.variant(replicate)
     r, r_star = params.r, teacher_rank(params)
     scalar = is_scalar_form(r, r_star)
     whole = whole and scalar  # the curves' figure is the scalar form's
@@ -100,7 +100,7 @@ def chain_task(params: ModelParams, alphas: Sequence[float], config: SolverConfi
                replicate: int = 0, whole: bool = False, version: str | None = None) -> Task:
     """The boundaries at the omegas of ``chain`` (:func:`omega_chains`), phase_boundaries at the anchor continued from
     it, with ``config.variant(replicate)``; ``whole``: the anchor's whole positional branch."""
-    cfg = config.variant(replicate) if replicate else config
+    cfg = config.variant(replicate)
     anchor, up, down = chain
     identity = {"params": params.to_dict(), "alphas": list(alphas), "config": cfg.as_dict(), "anchor": float(anchor),
                 "up": [float(w) for w in up], "down": [float(w) for w in down]} | (
