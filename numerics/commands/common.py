@@ -56,13 +56,10 @@ def model_and_config(args: argparse.Namespace, omegas: Sequence[float], branch: 
     r, r_star = ranks_from_args(args)
     if branch == "mixed":
         check("mixed_branch", r, r_star)
-    if is_scalar_form(r, r_star):
-        params = opt.params_from_args(args, omega=omegas[0])
-    else:
-        params = opt.params_from_args(_at_rank_one(args), omega=omegas[0]).replace(r=r, r_star=r_star)
-        if params.correlated_tokens:
-            raise ValueError("--token-cov: the rank-r state evolution (and --branch mixed) implements independent "
-                             "tokens only (a diagonal C; correlated tokens are solved at rank 1)")
+    params = opt.params_from_args(_at_rank_one(args), omega=omegas[0]).replace(r=r, r_star=r_star)
+    if params.correlated_tokens and not is_scalar_form(r, r_star):
+        raise ValueError("--token-cov: the rank-r state evolution (and --branch mixed) implements independent "
+                         "tokens only (a diagonal C; correlated tokens are solved at rank 1)")
     cfg = config_of(args, params)
     with opt.model_errors():
         for w in omegas[1:]:
@@ -74,11 +71,8 @@ def scan_models(args: argparse.Namespace) -> tuple[str, list[Any], list[Any], li
     """(the scanned field, its values, one ModelParams per value with the ranks of ``args``, the omegas) of ``scan``,
     every value checked and no two giving one model."""
     r, r_star = ranks_from_args(args)
-    if is_scalar_form(r, r_star):
-        field, values, models, omegas = opt.scan_from_args(args)
-    else:
-        field, values, models, omegas = opt.scan_from_args(_at_rank_one(args))
-        models = [m.replace(r=r, r_star=r_star) for m in models]
+    field, values, models, omegas = opt.scan_from_args(_at_rank_one(args))
+    models = [m.replace(r=r, r_star=r_star) for m in models]
     seen: dict[str, object] = {}
     for v, m in zip(values, models):  # ``--sigma "0.5;0.5,0.5"``: a scalar and the same value per token
         key = json.dumps(m.to_dict(), sort_keys=True, default=str)
