@@ -134,9 +134,8 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
     for (w, br), o in zip(cells, outs):
         rows_by_omega[w] += o.value if o.ok else [_failed_row(params.replace(omega=w), a, br, o.error) for a in alphas]
     thresholds = bayes_thresholds(model).as_dict()
-    attrs = job_attrs("sweep", version=numerics_version(), model=bayes_params(params) | {"omega": "scanned"},
-                      rule=f"sign{rules.fine.order}",
-                      command=command_line(), estimator="bayes-optimal",
+    attrs = job_attrs("sweep", version=version, model=bayes_params(params) | {"omega": "scanned"},
+                      rule=f"sign{rules.fine.order}", command=command_line(), estimator="bayes-optimal",
                       title="The Bayes-optimal state evolution of dot-product attention over alpha",
                       **{k: v for k, v in thresholds.items() if v is not None and not k.endswith("_note")})
     paths = {w: out_dir / f"sweep_bayes-optimal_omega{params.replace(omega=w).omega:g}.csv" for w in rows_by_omega}
@@ -151,6 +150,7 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
     bars_note = bayes_rows_error_note([r for rows in rows_by_omega.values() for r in rows if not r["reason"]],
                                       model.rho0)
     print(f"attnphase: note: {bars_note}", file=sys.stderr)
+    failures = failure_summary(outs)
     if args.json:
         from attnphase.numerics.jobs.variables import described
 
@@ -159,11 +159,10 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
                 for w, rows in rows_by_omega.items()]
         obj = objs[0] if len(objs) == 1 else {"estimator": "bayes-optimal", "branches": list(branches),
                                               "omegas": list(omegas), "sweeps": objs}
-        counts = {**task_counts(outs), "failures": failure_summary(outs)}
+        counts = {**task_counts(outs), "failures": failures}
         print(json.dumps(outputs.json_value(obj | thresholds | {"error_note": bars_note, "tasks": counts,
                                                                 "dataset": str(out_dir / "sweep_bayes-optimal.nc"),
                                                                 "variables": described(BAYES_SWEEP_COLUMNS)})))
-    failures = failure_summary(outs)
     if failures:
         print(f"attnphase: {failures}", file=sys.stderr)
     bad = [r for rows in rows_by_omega.values() for r in rows if not math.isfinite(r["q"])]
