@@ -99,7 +99,7 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
 def compute_boundaries_continued(params: ModelParams, omegas: Sequence[float], alphas: Sequence[float],
                                  config: SolverConfig, n_rules: int = 0, *, n_chains: int = 1,
                                  executor: ExecutorSpec = ExecutorSpec(), store: ResultStore | None = None,
-                                 fresh: bool = False, quiet: bool = False, desc: str = "phase diagram") -> BoundaryRuns:
+                                 fresh: bool = False, quiet: bool = False) -> BoundaryRuns:
     """:func:`compute_boundaries` at each of ``omegas``, continued in omega along ``n_chains`` contiguous chains (one
     task each per rule, the one holding :func:`curves_omega` anchored there); a failed chain's rows are NaN."""
     reps = max(1, n_rules)
@@ -108,7 +108,7 @@ def compute_boundaries_continued(params: ModelParams, omegas: Sequence[float], a
     chains = omega_chains(omegas, n_chains, anchor_at=at)
     tasks = [chain_task(params, alphas, config, ch, k, whole=k == 0 and at is not None and abs(ch[0] - at) < 1e-12,
                         version=version) for k in range(reps) for ch in chains]
-    with TaskBar(desc, unit="chain", quiet=quiet) as bar:
+    with TaskBar("phase diagram", unit="chain", quiet=quiet) as bar:
         outs = run_tasks(tasks, executor=executor, store=store, fresh=fresh, version=version, progress=bar,
                          prepare=partial(prepare_kernels, params, config))
     per_rule: list[dict[float, tuple[Boundaries, Outcome]]] = [{} for _ in range(reps)]
@@ -157,11 +157,11 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
     else:
         runs = compute_boundaries(models, alphas, cfg, error_estimate, executor=executor, store=store,
                                   fresh=fresh, quiet=quiet, curves_at=at)
-    rows, errors = runs.rows[:len(models)], runs.errors[:len(models)] if runs.errors else None
+    rows, errors = runs.rows, runs.errors
     table = boundary_table(rows, errors)
     version = numerics_version()
     files = ["phase_diagram.csv", "phase_diagram.png", "phase_diagram.nc", "phase_diagram.json"]
-    curves = next((b for b in runs.rows if at is not None and abs(b.omega - at) < 1e-12), None)
+    curves = next((b for b in rows if at is not None and abs(b.omega - at) < 1e-12), None)
     if curves is not None and curves.semantic is not None and curves.semantic.points:
         files.append(curves_file(curves.omega))
     elif not quiet and scalar:
