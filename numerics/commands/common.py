@@ -1,6 +1,6 @@
 """The set-up every numerics command shares: the model and SolverConfig of the command line at every rank (the
 scalar form at r = r* = 1, the matrix form otherwise: docs/model.md section 7), one point's set-up, the staged
-output of a job, its tasks folder and command line, and a sweep's exit code.  Imports nothing heavy at module level.
+output of a job, its tasks folder and command line.  Imports nothing heavy at module level.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import Any
 from attnphase import options as opt
 from attnphase import outputs, solver_options, workload
 from attnphase.numerics.capabilities import SCALAR_RULES, check, is_scalar_form
-from attnphase.numerics.commands.point_record import EXIT_NO_BRANCH
 
 #: Where a job keeps its finished tasks, under its --out folder (docs/distributed.md).
 TASKS_FOLDER = "tasks"
@@ -137,14 +136,3 @@ def staged_job(out_dir: Path, job: str, model: dict[str, Any], as_json: bool) ->
         stdout = outputs.Rewriting(sys.stderr if as_json else sys.stdout, shown)
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
             yield stage
-
-
-def sweep_exit_code(branch: str, n_failed: int, n_on: int) -> int:
-    """1 if a point (or a task) failed, EXIT_NO_BRANCH (said on stderr) if the branch is at no alpha, else 0."""
-    if n_failed:
-        return 1
-    if n_on == 0:
-        print(f"attnphase: no {branch} fixed point at any alpha of the grid (exit code {EXIT_NO_BRANCH})",
-              file=sys.stderr)
-        return EXIT_NO_BRANCH
-    return 0

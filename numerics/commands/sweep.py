@@ -16,9 +16,8 @@ import numpy as np
 from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
 from attnphase.numerics.capabilities import is_scalar_form
-from attnphase.numerics.commands.common import (command_line, model_and_config,
-                                                staged_job, sweep_exit_code, task_store)
-from attnphase.numerics.commands.point_record import RECORD_KEYS, exact_zero_rows_note, model_echo
+from attnphase.numerics.commands.common import command_line, model_and_config, staged_job, task_store
+from attnphase.numerics.commands.point_record import EXIT_NO_BRANCH, RECORD_KEYS, exact_zero_rows_note, model_echo
 
 NAME = "sweep"
 HELP = "follow a branch over a range of alpha (continuation), write a CSV table"
@@ -243,4 +242,10 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
                                             | ({"error_note": bars_note} if bars_note else {}))))
     if failures:
         print(f"attnphase: {failures}", file=sys.stderr)
-    return sweep_exit_code(args.branch, n_failed + bool(failures), n_on)
+    if n_failed or failures:  # a point, or a task, failed
+        return 1
+    if n_on == 0:
+        print(f"attnphase: no {args.branch} fixed point at any alpha of the grid (exit code {EXIT_NO_BRANCH})",
+              file=sys.stderr)
+        return EXIT_NO_BRANCH
+    return 0
