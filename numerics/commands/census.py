@@ -57,15 +57,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """``attnphase census``: exit code 0, or 1 when no start converged."""
     alpha = opt.parse_value(args.alpha, "--alpha", positive=True)
-    from attnphase.numerics.errors.quadrature_error import error_bars_note, independent_rules, point_rules
-
     # r or r* >= 2 without --error-estimate K: the census's own number of rules (CENSUS_RULES), not POINT_RULES
-    scalar = is_scalar_form(*ranks_from_args(args))
-    params, cfg, n_rules = point_setup(args, NAME, rules=point_rules if scalar else independent_rules)
+    params, cfg, n_rules = point_setup(args, NAME, independent=not is_scalar_form(*ranks_from_args(args)))
     out_dir = outputs.out_dir_from_args(args) if args.out is not None else None
     work.begin("taking the census of fixed points")
     print(_announcement(params, alpha, cfg, n_rules), file=sys.stderr, flush=True)
 
+    from attnphase.numerics.errors.quadrature_error import error_bars_note
     from attnphase.numerics.phase import census as census_mod
 
     def said(start: Any, fp: Any) -> None:

@@ -11,7 +11,7 @@ import copy
 import json
 import numbers
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -113,14 +113,14 @@ def config_of(args: argparse.Namespace, params: Any) -> Any:
 
 
 def point_setup(args: argparse.Namespace, command: str, branch: str | None = None,
-                rules: Callable[[Any, int | None], int] | None = None) -> tuple[Any, Any, int]:
-    """(model, SolverConfig, independent rules of the error estimate: ``rules``, by default
-    :func:`~attnphase.numerics.errors.quadrature_error.point_rules`) of a command at one (alpha, omega), every rank:
+                independent: bool = False) -> tuple[Any, Any, int]:
+    """(model, SolverConfig, independent rules of the error estimate: :func:`point_rules`, or with ``independent``
+    those of ``--error-estimate K`` alone, :func:`independent_rules`) of a command at one (alpha, omega), every rank:
     checked before any work, the defaults announced."""
     params, cfg = model_and_config(args, [opt.single_omega(args, command)], branch)
-    from attnphase.numerics.errors.quadrature_error import point_rules
+    from attnphase.numerics.errors.quadrature_error import independent_rules, point_rules
 
-    n_rules = (rules or point_rules)(cfg, solver_options.error_estimate_from_args(args))
+    n_rules = (independent_rules if independent else point_rules)(cfg, solver_options.error_estimate_from_args(args))
     opt.announce_defaults(args, params)
     if is_scalar_form(params.r, params.r_star):
         workload.announce_rules(params.L, cfg)
