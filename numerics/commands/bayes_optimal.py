@@ -17,7 +17,7 @@ from attnphase import outputs, work, workload
 from attnphase.numerics.commands.bayes_options import (bayes_job, bayes_model_echo, bayes_params, check_bayes_model,
                                                        check_bayes_solver_options, check_estimator_branch)
 from attnphase.numerics.commands.point_record import max_relative_error, print_record
-from attnphase.numerics.se.bayes_curve import BAYES_BRANCHES
+from attnphase.numerics.se.bayes_curve import BAYES_BRANCHES, BAYES_SWEEP_COLUMNS
 
 
 def solve_bayes_optimal(args: argparse.Namespace, alpha: float) -> int:
@@ -111,10 +111,10 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
                             own=workload.BAYES_COMMAND_SECONDS)
 
     from attnphase.execution import run_tasks
-    from attnphase.execution.dataset import job_attrs, write_netcdf
+    from attnphase.execution.dataset import csv_text, job_attrs, write_netcdf
     from attnphase.execution.progress import TaskBar, failure_summary, task_counts
     from attnphase.numerics.commands.common import command_line, task_store
-    from attnphase.numerics.jobs.bayes_dataset import bayes_sweep_csv, bayes_sweep_dataset
+    from attnphase.numerics.jobs.bayes_dataset import bayes_sweep_dataset
     from attnphase.numerics.jobs.tasks import bayes_sweep_task, numerics_version
     from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
     from attnphase.numerics.se.bayes import BayesModel
@@ -134,16 +134,15 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
     for (w, br), o in zip(cells, outs):
         rows_by_omega[w] += o.value if o.ok else [_failed_row(params.replace(omega=w), a, br, o.error) for a in alphas]
     thresholds = bayes_thresholds(model).as_dict()
-    attrs = job_attrs("sweep", version=numerics_version(), model=bayes_params(params) | {"omega": "scanned"},
-                      rule=f"sign{rules.fine.order}",
-                      command=command_line(), estimator="bayes-optimal",
+    attrs = job_attrs("sweep", version=version, model=bayes_params(params) | {"omega": "scanned"},
+                      rule=f"sign{rules.fine.order}", command=command_line(), estimator="bayes-optimal",
                       title="The Bayes-optimal state evolution of dot-product attention over alpha",
                       **{k: v for k, v in thresholds.items() if v is not None and not k.endswith("_note")})
     paths = {w: out_dir / f"sweep_bayes-optimal_omega{params.replace(omega=w).omega:g}.csv" for w in rows_by_omega}
     job_model = params.to_dict() | {"omega": list(omegas), "alpha": list(alphas)}
     with outputs.staged_output(out_dir, job="sweep_bayes-optimal", model=job_model) as stage:
         for w, rows in rows_by_omega.items():
-            outputs.write_text_atomic(stage / paths[w].name, bayes_sweep_csv(rows))
+            outputs.write_text_atomic(stage / paths[w].name, csv_text(rows, BAYES_SWEEP_COLUMNS))
         write_netcdf(bayes_sweep_dataset(rows_by_omega, alphas, branches, attrs), stage / "sweep_bayes-optimal.nc")
     for w, rows in rows_by_omega.items():
         print(f"wrote {len(rows)} rows to {paths[w]} ({', '.join(branches)})", file=sys.stderr)
@@ -151,8 +150,8 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
     bars_note = bayes_rows_error_note([r for rows in rows_by_omega.values() for r in rows if not r["reason"]],
                                       model.rho0)
     print(f"attnphase: note: {bars_note}", file=sys.stderr)
+    failures = failure_summary(outs)
     if args.json:
-        from attnphase.numerics.se.bayes_curve import BAYES_SWEEP_COLUMNS
         from attnphase.numerics.jobs.variables import described
 
         objs = [{"estimator": "bayes-optimal", "branches": list(branches), "params": bayes_params(params.replace(omega=w)),
@@ -160,11 +159,10 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
                 for w, rows in rows_by_omega.items()]
         obj = objs[0] if len(objs) == 1 else {"estimator": "bayes-optimal", "branches": list(branches),
                                               "omegas": list(omegas), "sweeps": objs}
-        counts = {**task_counts(outs), "failures": failure_summary(outs)}
+        counts = {**task_counts(outs), "failures": failures}
         print(json.dumps(outputs.json_value(obj | thresholds | {"error_note": bars_note, "tasks": counts,
                                                                 "dataset": str(out_dir / "sweep_bayes-optimal.nc"),
                                                                 "variables": described(BAYES_SWEEP_COLUMNS)})))
-    failures = failure_summary(outs)
     if failures:
         print(f"attnphase: {failures}", file=sys.stderr)
     bad = [r for rows in rows_by_omega.values() for r in rows if not math.isfinite(r["q"])]
@@ -173,8 +171,6 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
 
 def _failed_row(params, alpha: float, branch: str, error: str) -> dict:
     """The row of a point whose task failed: NaN numbers, the task's error as its reason."""
-    from attnphase.numerics.se.bayes_curve import BAYES_SWEEP_COLUMNS
-
     row = {k: math.nan for k in BAYES_SWEEP_COLUMNS}
     return row | {"alpha": alpha, "omega": params.omega, "estimator": "bayes-optimal", "branch": branch,
                   "stable": 0, "perfect_recovery": 0, "coincides": 0,

@@ -43,9 +43,7 @@ def bayes_params(params) -> dict:
 def check_bayes_model(args: argparse.Namespace, params) -> None:
     """What the Bayes-optimal state evolution solves: rank 1, independent tokens, omega < 1; no ``--lam`` (the
     posterior mean has no ridge penalty) (one-line ValueErrors)."""
-    from attnphase.options import model_options_given
-
-    if "--lam" in model_options_given(args):
+    if "--lam" in opt.model_options_given(args):
         raise ValueError(f"--lam {args.lam}: the Bayes-optimal estimator (the posterior mean) has no ridge penalty; "
                          "leave --lam out with --estimator bayes-optimal")
     if (getattr(args, "rank", None) or 1) != 1 or (getattr(args, "teacher_rank", None) or 1) != 1:

@@ -15,7 +15,7 @@ from attnphase import options as opt
 from attnphase import outputs, solver_options, work, workload
 from attnphase.display import with_error
 from attnphase.numerics.capabilities import is_scalar_form
-from attnphase.numerics.commands.common import command_line, model_and_config, point_setup, ranks_from_args
+from attnphase.numerics.commands.common import command_line, point_setup, ranks_from_args
 from attnphase.numerics.commands.point_record import exact_zero_rows_note, matrix_record, solve_record
 
 NAME = "census"
@@ -57,7 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """``attnphase census``: exit code 0, or 1 when no start converged."""
     alpha = opt.parse_value(args.alpha, "--alpha", positive=True)
-    params, cfg, n_rules = _setup(args)
+    # r or r* >= 2 without --error-estimate K: the census's own number of rules (CENSUS_RULES), not POINT_RULES
+    params, cfg, n_rules = point_setup(args, NAME, independent=not is_scalar_form(*ranks_from_args(args)))
     out_dir = outputs.out_dir_from_args(args) if args.out is not None else None
     work.begin("taking the census of fixed points")
     print(_announcement(params, alpha, cfg, n_rules), file=sys.stderr, flush=True)
@@ -86,17 +87,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_table(obj["fixed_points"], "rank" not in obj)
     return _summary(obj, cfg)
-
-
-def _setup(args: argparse.Namespace) -> tuple[Any, Any, int]:
-    """(model, SolverConfig, independent rules of the error bars), every option checked, the defaults announced."""
-    from attnphase.numerics.errors.quadrature_error import independent_rules
-
-    if is_scalar_form(*ranks_from_args(args)):
-        return point_setup(args, "census")
-    params, cfg = model_and_config(args, opt.single_omega(args, "census"))
-    opt.announce_defaults(args, params)
-    return params, cfg, independent_rules(cfg, solver_options.error_estimate_from_args(args))
 
 
 def _announcement(params: Any, alpha: float, cfg: Any, n_rules: int) -> str:

@@ -1,6 +1,6 @@
 """The set-up every numerics command shares: the model and SolverConfig of the command line at every rank (the
 scalar form at r = r* = 1, the matrix form otherwise: docs/model.md section 7), one point's set-up, the staged
-output of a job, its tasks folder and command line, and a sweep's exit code.  Imports nothing heavy at module level.
+output of a job, its tasks folder and command line.  Imports nothing heavy at module level.
 """
 
 from __future__ import annotations
@@ -11,14 +11,13 @@ import copy
 import json
 import numbers
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from attnphase import options as opt
 from attnphase import outputs, solver_options, workload
 from attnphase.numerics.capabilities import SCALAR_RULES, check, is_scalar_form
-from attnphase.numerics.commands.point_record import EXIT_NO_BRANCH
 
 #: Where a job keeps its finished tasks, under its --out folder (docs/distributed.md).
 TASKS_FOLDER = "tasks"
@@ -49,31 +48,30 @@ def ranks_from_args(args: argparse.Namespace) -> tuple[int, int]:
     return out[0], out[1]
 
 
-def model_and_config(args: argparse.Namespace, omega: float, branch: str | None = None) -> tuple[Any, Any]:
-    """(ModelParams with the ranks of ``args`` at ``omega``, SolverConfig), every option checked before any work; at
-    r or r* >= 2 the model group checks a rank-1 model, correlated tokens are refused; ``branch`` mixed needs r >= 2."""
+def model_and_config(args: argparse.Namespace, omegas: Sequence[float], branch: str | None = None) -> tuple[Any, Any]:
+    """(ModelParams with the ranks of ``args`` at ``omegas[0]``, SolverConfig), every option and omega checked before
+    any work; at r or r* >= 2 the model group checks a rank-1 model, correlated tokens are refused; ``branch`` mixed
+    needs r >= 2."""
     r, r_star = ranks_from_args(args)
     if branch == "mixed":
         check("mixed_branch", r, r_star)
-    if is_scalar_form(r, r_star):
-        params = opt.params_from_args(args, omega=omega)
-    else:
-        params = opt.params_from_args(_at_rank_one(args), omega=omega).replace(r=r, r_star=r_star)
-        if params.correlated_tokens:
-            raise ValueError("--token-cov: the rank-r state evolution (and --branch mixed) implements independent "
-                             "tokens only (a diagonal C; correlated tokens are solved at rank 1)")
-    return params, config_of(args, params)
+    params = opt.params_from_args(_at_rank_one(args), omega=omegas[0]).replace(r=r, r_star=r_star)
+    if params.correlated_tokens and not is_scalar_form(r, r_star):
+        raise ValueError("--token-cov: the rank-r state evolution (and --branch mixed) implements independent "
+                         "tokens only (a diagonal C; correlated tokens are solved at rank 1)")
+    cfg = config_of(args, params)
+    with opt.model_errors():
+        for w in omegas[1:]:
+            params.replace(omega=w)
+    return params, cfg
 
 
 def scan_models(args: argparse.Namespace) -> tuple[str, list[Any], list[Any], list[float]]:
     """(the scanned field, its values, one ModelParams per value with the ranks of ``args``, the omegas) of ``scan``,
     every value checked and no two giving one model."""
     r, r_star = ranks_from_args(args)
-    if is_scalar_form(r, r_star):
-        field, values, models, omegas = opt.scan_from_args(args)
-    else:
-        field, values, models, omegas = opt.scan_from_args(_at_rank_one(args))
-        models = [m.replace(r=r, r_star=r_star) for m in models]
+    field, values, models, omegas = opt.scan_from_args(_at_rank_one(args))
+    models = [m.replace(r=r, r_star=r_star) for m in models]
     seen: dict[str, object] = {}
     for v, m in zip(values, models):  # ``--sigma "0.5;0.5,0.5"``: a scalar and the same value per token
         key = json.dumps(m.to_dict(), sort_keys=True, default=str)
@@ -114,13 +112,15 @@ def config_of(args: argparse.Namespace, params: Any) -> Any:
     return cfg
 
 
-def point_setup(args: argparse.Namespace, command: str, branch: str | None = None) -> tuple[Any, Any, int]:
-    """(model, SolverConfig, independent rules of the error estimate) of a command at one (alpha, omega), every rank:
+def point_setup(args: argparse.Namespace, command: str, branch: str | None = None,
+                independent: bool = False) -> tuple[Any, Any, int]:
+    """(model, SolverConfig, independent rules of the error estimate: :func:`point_rules`, or with ``independent``
+    those of ``--error-estimate K`` alone, :func:`independent_rules`) of a command at one (alpha, omega), every rank:
     checked before any work, the defaults announced."""
-    params, cfg = model_and_config(args, opt.single_omega(args, command), branch)
-    from attnphase.numerics.errors.quadrature_error import point_rules
+    params, cfg = model_and_config(args, [opt.single_omega(args, command)], branch)
+    from attnphase.numerics.errors.quadrature_error import independent_rules, point_rules
 
-    n_rules = point_rules(cfg, solver_options.error_estimate_from_args(args))
+    n_rules = (independent_rules if independent else point_rules)(cfg, solver_options.error_estimate_from_args(args))
     opt.announce_defaults(args, params)
     if is_scalar_form(params.r, params.r_star):
         workload.announce_rules(params.L, cfg)
@@ -136,14 +136,3 @@ def staged_job(out_dir: Path, job: str, model: dict[str, Any], as_json: bool) ->
         stdout = outputs.Rewriting(sys.stderr if as_json else sys.stdout, shown)
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(outputs.Rewriting(sys.stderr, shown)):
             yield stage
-
-
-def sweep_exit_code(branch: str, n_failed: int, n_on: int) -> int:
-    """1 if a point (or a task) failed, EXIT_NO_BRANCH (said on stderr) if the branch is at no alpha, else 0."""
-    if n_failed:
-        return 1
-    if n_on == 0:
-        print(f"attnphase: no {branch} fixed point at any alpha of the grid (exit code {EXIT_NO_BRANCH})",
-              file=sys.stderr)
-        return EXIT_NO_BRANCH
-    return 0

@@ -73,10 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from attnphase.numerics.jobs.report import check_semantic_signal
 
     check_semantic_signal(omegas)
-    params, cfg = model_and_config(args, omegas[0])
-    with opt.model_errors():
-        for w in omegas:
-            params.replace(omega=w)
+    params, cfg = model_and_config(args, omegas)
     opt.check_branch_possible(params, "positional", "the phase diagram's boundaries")
     from attnphase.numerics.errors.quadrature_error import error_bars_note, independent_rules
 

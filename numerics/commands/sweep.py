@@ -16,9 +16,8 @@ import numpy as np
 from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
 from attnphase.numerics.capabilities import is_scalar_form
-from attnphase.numerics.commands.common import (command_line, model_and_config,
-                                                staged_job, sweep_exit_code, task_store)
-from attnphase.numerics.commands.point_record import RECORD_KEYS, exact_zero_rows_note, model_echo
+from attnphase.numerics.commands.common import command_line, model_and_config, staged_job, task_store
+from attnphase.numerics.commands.point_record import EXIT_NO_BRANCH, RECORD_KEYS, exact_zero_rows_note, model_echo
 
 NAME = "sweep"
 HELP = "follow a branch over a range of alpha (continuation), write a CSV table"
@@ -49,10 +48,7 @@ def run(args: argparse.Namespace) -> int:
         return code
     alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
     omegas = opt.parse_values(args.omega, "--omega")
-    params, cfg = model_and_config(args, omegas[0], args.branch)
-    with opt.model_errors():
-        for w in omegas:
-            params.replace(omega=w)
+    params, cfg = model_and_config(args, omegas, args.branch)
     opt.check_branch_possible(params, args.branch)
     from attnphase.numerics.errors.quadrature_error import independent_rules
 
@@ -66,16 +62,6 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     opt.announce_defaults(args, params)
     return _sweeps(args, params, cfg, n_rules, omegas, alphas, executor, out_dir)
-
-
-def rank_suffix(r: int = 1, r_star: int = 1) -> str:
-    """What the sweep's file names carry after their model: nothing at r = r* = 1, ``_rank<r>x<r*>`` otherwise."""
-    return "" if is_scalar_form(r, r_star) else f"_rank{r}x{r_star}"
-
-
-def sweep_file_name(branch: str, omega: float, r: int = 1, r_star: int = 1) -> str:
-    """The table ``sweep`` writes into ``--out DIR`` for one omega."""
-    return f"sweep_{branch}_omega{omega:g}{rank_suffix(r, r_star)}.csv"
 
 
 def row_reasons(res, branch: str) -> list[str]:
@@ -144,8 +130,9 @@ def _sweep_rows(res, branch: str, columns: tuple[str, ...], eps_lin: float = mat
 
 def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omegas: list[float],
             alphas: list[float], executor: Any, out_dir: Any) -> int:
-    """One branch over alpha into DIR/sweep_<branch>_omega<omega>.csv (:func:`sweep_file_name`), at each omega of
-    ``--omega`` (one task each), and DIR/sweep_<branch>.nc, at every rank."""
+    """One branch over alpha into DIR/sweep_<branch>_omega<omega>.csv, at each omega of ``--omega`` (one task each),
+    and DIR/sweep_<branch>.nc, at every rank (the file names carry ``_rank<r>x<r*>`` after the model where r or
+    r* >= 2)."""
     from dataclasses import replace
     from functools import partial
 
@@ -153,7 +140,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
     from attnphase.numerics.errors.replicates import replicate_count
 
     r, r_star, L = params.r, params.r_star, params.L
-    suffix = rank_suffix(r, r_star)
+    suffix = "" if is_scalar_form(r, r_star) else f"_rank{r}x{r_star}"
     workload.announce_rules(L, cfg)
     solves = len(alphas) * (1 + (replicate_count(cfg) or n_rules))
     per_solve = workload.SECONDS_PER_SOLVE * workload.rule_factor(L, cfg) ** 2 if not suffix else \
@@ -195,7 +182,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
     dataset = f"sweep_{args.branch}{suffix}.nc"
     with staged_job(out_dir, f"sweep_{args.branch}{suffix}", job_model, args.json) as stage:
         for w, o in zip(omegas, outs):
-            path = out_dir / sweep_file_name(args.branch, params.replace(omega=w).omega, r, r_star)
+            path = out_dir / f"sweep_{args.branch}_omega{params.replace(omega=w).omega:g}{suffix}.csv"
             if not o.ok:
                 cells.append((float(w), None, "failed", o.error, []))
                 continue
@@ -255,4 +242,10 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
                                             | ({"error_note": bars_note} if bars_note else {}))))
     if failures:
         print(f"attnphase: {failures}", file=sys.stderr)
-    return sweep_exit_code(args.branch, n_failed + bool(failures), n_on)
+    if n_failed or failures:  # a point, or a task, failed
+        return 1
+    if n_on == 0:
+        print(f"attnphase: no {args.branch} fixed point at any alpha of the grid (exit code {EXIT_NO_BRANCH})",
+              file=sys.stderr)
+        return EXIT_NO_BRANCH
+    return 0

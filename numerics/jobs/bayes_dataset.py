@@ -22,11 +22,6 @@ BAYES_DIAGRAM_COLUMNS = (("omega", "estimator") + tuple(c for k in THRESHOLD_KEY
 BAYES_DIAGRAM_CURVES = ("q", "err_q", "eps_g", "err_eps_g", "perfect_recovery")
 
 
-def bayes_sweep_csv(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The CSV text of one omega's rows (header :data:`BAYES_SWEEP_COLUMNS`)."""
-    return csv_text(rows, BAYES_SWEEP_COLUMNS)
-
-
 def bayes_sweep_dataset(rows_by_omega: Mapping[float, Sequence[Mapping[str, Any]]], alphas: Sequence[float],
                         branches: Sequence[str], attrs: dict[str, Any]):
     """The sweep's rows over (branch, omega, alpha): numbers as floats (NaN where absent), the rest as text."""

@@ -35,17 +35,16 @@ def plot_bayes_diagram(rows: Sequence[Mapping[str, Any]], alphas: Sequence[float
     returns the Figure."""
     om = np.array([float(r["omega"]) for r in rows])
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.4))
-    hi = max(max(alphas), *(np.nanmax(_values(rows, k)[0]) for k, *_ in THRESHOLD_SERIES if
-                            np.isfinite(_values(rows, k)[0]).any()))
+    series = {key: _values(rows, key) for key, *_ in THRESHOLD_SERIES}
+    hi = max(max(alphas), *(np.nanmax(v) for v, _ in series.values() if np.isfinite(v).any()))
     lo = 0.0
-    wr, _ = _values(rows, "alpha_weak_recovery")
-    it, _ = _values(rows, "alpha_it")
+    wr, it = series["alpha_weak_recovery"][0], series["alpha_it"][0]
     if np.isfinite(wr).all():
         ax.fill_betweenx(om, lo, wr, color="0.85", step=None, label="no recovery (q0 = 0)")
     if np.isfinite(it).all():
         ax.fill_betweenx(om, it, 1.05 * hi, color="tab:green", alpha=0.15, label="perfect recovery")
     for key, label, colour, marker in THRESHOLD_SERIES:
-        v, e = _values(rows, key)
+        v, e = series[key]
         if not np.isfinite(v).any():
             ax.plot([], [], color=colour, label=f"{label}: none")
             continue

@@ -6,7 +6,6 @@ figures and printed as a table (:mod:`attnphase.numerics.jobs.boundary_table`).
 from __future__ import annotations
 
 import json
-import math
 import sys
 import time
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from attnphase.numerics.jobs.boundary_table import (
 )
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.jobs.tasks import (
-    boundaries_or_failure, boundaries_task, chain_task, numerics_version, omega_chains, prepare_kernels, strip_sweeps,
+    boundaries_or_failure, boundaries_task, chain_task, numerics_version, omega_chains, prepare_kernels,
 )
 from attnphase.numerics.errors.quadrature_error import replicate_spread
 from attnphase.numerics.errors.replicates import replicate_count
@@ -100,7 +99,7 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
 def compute_boundaries_continued(params: ModelParams, omegas: Sequence[float], alphas: Sequence[float],
                                  config: SolverConfig, n_rules: int = 0, *, n_chains: int = 1,
                                  executor: ExecutorSpec = ExecutorSpec(), store: ResultStore | None = None,
-                                 fresh: bool = False, quiet: bool = False, desc: str = "phase diagram") -> BoundaryRuns:
+                                 fresh: bool = False, quiet: bool = False) -> BoundaryRuns:
     """:func:`compute_boundaries` at each of ``omegas``, continued in omega along ``n_chains`` contiguous chains (one
     task each per rule, the one holding :func:`curves_omega` anchored there); a failed chain's rows are NaN."""
     reps = max(1, n_rules)
@@ -109,7 +108,7 @@ def compute_boundaries_continued(params: ModelParams, omegas: Sequence[float], a
     chains = omega_chains(omegas, n_chains, anchor_at=at)
     tasks = [chain_task(params, alphas, config, ch, k, whole=k == 0 and at is not None and abs(ch[0] - at) < 1e-12,
                         version=version) for k in range(reps) for ch in chains]
-    with TaskBar(desc, unit="chain", quiet=quiet) as bar:
+    with TaskBar("phase diagram", unit="chain", quiet=quiet) as bar:
         outs = run_tasks(tasks, executor=executor, store=store, fresh=fresh, version=version, progress=bar,
                          prepare=partial(prepare_kernels, params, config))
     per_rule: list[dict[float, tuple[Boundaries, Outcome]]] = [{} for _ in range(reps)]
@@ -130,7 +129,7 @@ def _boundary_runs(rows: list[Boundaries], replicas: list[list[Boundaries]] | No
     ``--error-estimate K``), else its own (the rules' blocks, or the bracket widths at r >= 2 or r* >= 2)."""
     errors = None
     if replicas is not None:
-        errors = [replicate_spread([strip_sweeps(b) for b in reps]) for reps in replicas]
+        errors = [replicate_spread(reps) for reps in replicas]
     elif replicate_count(config) or bracket_widths(rows):
         errors = [b.errors() for b in rows]
     return BoundaryRuns(rows, errors, outcomes, task_counts(outs), failure_summary(outs), tuple(t.key for t in tasks))
@@ -158,11 +157,11 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
     else:
         runs = compute_boundaries(models, alphas, cfg, error_estimate, executor=executor, store=store,
                                   fresh=fresh, quiet=quiet, curves_at=at)
-    rows, errors = runs.rows[:len(models)], runs.errors[:len(models)] if runs.errors else None
+    rows, errors = runs.rows, runs.errors
     table = boundary_table(rows, errors)
     version = numerics_version()
     files = ["phase_diagram.csv", "phase_diagram.png", "phase_diagram.nc", "phase_diagram.json"]
-    curves = next((b for b in runs.rows if at is not None and abs(b.omega - at) < 1e-12), None)
+    curves = next((b for b in rows if at is not None and abs(b.omega - at) < 1e-12), None)
     if curves is not None and curves.semantic is not None and curves.semantic.points:
         files.append(curves_file(curves.omega))
     elif not quiet and scalar:
@@ -220,7 +219,7 @@ def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float]
     meta = {
         "params": params.to_dict(), "rank": r, "teacher_rank": r_star, "omegas": list(omegas), "alphas": list(alphas),
         "solver": cfg.as_dict(), "error_estimate": error_estimate, "continuation_chains": chains,
-        "rows": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()} for r in table],
+        "rows": plain_json(table),
         "tasks": runs.counts | {"failures": runs.failures}, "dataset": "phase_diagram.nc",
         "variables": described(csv_columns(r, bool(errors))), "code_version": version,
         "seconds": time.perf_counter() - t0,

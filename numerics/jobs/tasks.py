@@ -49,7 +49,7 @@ def boundaries_task(params: ModelParams, alphas: Sequence[float], config: Solver
                     tag: str = "", version: str | None = None, whole: bool = False) -> Task:
     """phase_boundaries at ``params`` on the grid ``alphas`` with ``config.variant(replicate)``, labelled after ``tag``;
     ``whole`` (r = r* = 1): the positional branch also over the whole grid, for the curves' figure."""
-    cfg = config.variant(replicate) if replicate else config
+    cfg = config.variant(replicate)
     r, r_star = params.r, teacher_rank(params)
     scalar = is_scalar_form(r, r_star)
     whole = whole and scalar  # the curves' figure is the scalar form's
@@ -100,7 +100,7 @@ def chain_task(params: ModelParams, alphas: Sequence[float], config: SolverConfi
                replicate: int = 0, whole: bool = False, version: str | None = None) -> Task:
     """The boundaries at the omegas of ``chain`` (:func:`omega_chains`), phase_boundaries at the anchor continued from
     it, with ``config.variant(replicate)``; ``whole``: the anchor's whole positional branch."""
-    cfg = config.variant(replicate) if replicate else config
+    cfg = config.variant(replicate)
     anchor, up, down = chain
     identity = {"params": params.to_dict(), "alphas": list(alphas), "config": cfg.as_dict(), "anchor": float(anchor),
                 "up": [float(w) for w in up], "down": [float(w) for w in down]} | (
@@ -112,13 +112,13 @@ def chain_task(params: ModelParams, alphas: Sequence[float], config: SolverConfi
     return Task(task_key(chain_job, identity, version or numerics_version()), label, chain_job, spec)
 
 
-def sweep_job(job: tuple[ModelParams, list[float], str, SolverConfig], progress=None) -> BranchSweep:
+def sweep_job(job: tuple[ModelParams, list[float], str, SolverConfig, int], progress=None) -> BranchSweep:
     """One branch over the grid (``sweep``), its fixed points without solver memory; ``progress``
     is called after each point (in-process runs)."""
-    params, alphas, branch, cfg = job[:4]
+    params, alphas, branch, cfg, n_rules = job
     sw = sweep(params, alphas, branch, config=cfg, progress=progress)
     if cfg.error_bars:
-        sw = replace(sw, errors=point_errors(sw.points, cfg, job[4] if len(job) > 4 else 0))
+        sw = replace(sw, errors=point_errors(sw.points, cfg, n_rules))
     return _portable(sw)
 
 
@@ -199,8 +199,3 @@ def boundaries_or_failure(outcome: Outcome, omega: float, r: int = 1, r_star: in
     if outcome.ok:
         return outcome.value
     return failed_boundaries(omega, outcome.reason, r, r_star)
-
-
-def strip_sweeps(b: Boundaries) -> Boundaries:
-    """Boundaries without their branch sweeps (a replicate's table needs the numbers only)."""
-    return replace(b, semantic=None, positional=None)

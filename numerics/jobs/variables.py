@@ -49,12 +49,6 @@ _TABLE: list[tuple[str, Variable]] = [
     _v("mixed_end", "alpha where the mixed branch ends (rank r >= 2)", comment=_BRANCH_END),
     _v("alpha_c_coarse", "alpha_c on the solve rule, before the fine-rule Newton correction",
        comment="rank r = r* = 1; NaN at r >= 2 or r* >= 2, where alpha_c is located on the solve rule"),
-    _v("semantic_end_kind", "how the semantic branch ends", None),
-    _v("positional_end_kind", "how the positional branch ends", None),
-    _v("mixed_end_kind", "how the mixed branch ends", None),
-    _v("semantic_end_method", "how the semantic branch's end was located", None),
-    _v("positional_end_method", "how the positional branch's end was located", None),
-    _v("mixed_end_method", "how the mixed branch's end was located", None),
     _v("alpha_c_from", "branch of the global minimum below alpha_c", None),
     _v("alpha_c_to", "branch of the global minimum above alpha_c", None),
     _v("alpha_c_method", "how alpha_c was located, and what its error is", None),
@@ -72,9 +66,6 @@ _TABLE: list[tuple[str, Variable]] = [
     _v("alpha_weak_recovery", "Bayes-optimal weak-recovery threshold alpha_WR (q0 = 0 loses stability)"),
     _v("alpha_it", "Bayes-optimal information-theoretic threshold alpha_IT (free-entropy crossing)"),
     _v("alpha_amp", "Bayes-optimal algorithmic threshold alpha_AMP (end of the uninformative branch)"),
-    _v("alpha_weak_recovery_note", "how alpha_weak_recovery was found, or why it does not exist", None),
-    _v("alpha_it_note", "how alpha_it was found, or why it does not exist", None),
-    _v("alpha_amp_note", "how alpha_amp was found, or why it does not exist", None),
     # the census (numerics.md section 12)
     _v("stable", "1 where the fixed point is stable under the state-evolution map"),
     _v("leading_eigenvalue", "leading eigenvalue of the state-evolution Jacobian at the fixed point"),
@@ -102,11 +93,15 @@ _TABLE: list[tuple[str, Variable]] = [
 #: The rank-r census's invariants of a fixed point, per index i: (column prefix, long name).
 INVARIANTS = {"q0_eig": "eigenvalue {} of Q0", "V0_eig": "eigenvalue {} of V0",
               "th0_sv": "singular value {} of theta0", "m_norm": "norm of the positional overlap m of position {}"}
+#: The branches whose ends the phase diagram locates (mixed at r >= 2).
+_ENDS = ("semantic", "positional", "mixed")
+_TABLE += [_v(f"{br}_end_kind", f"how the {br} branch ends", None) for br in _ENDS]
+_TABLE += [_v(f"{br}_end_method", f"how the {br} branch's end was located", None) for br in _ENDS]
+_TABLE += [_v(f"{k}_note", f"how {k} was found, or why it does not exist", None)
+           for k in ("alpha_weak_recovery", "alpha_it", "alpha_amp")]
 _TABLE += [_v(f"{k}_found", f"number of rules on which {what} was found")
            for k, what in (("alpha_c", "alpha_c"), ("alpha_l", "alpha_l"),
-                           ("semantic_end", "the semantic branch's end"),
-                           ("positional_end", "the positional branch's end"),
-                           ("mixed_end", "the mixed branch's end"))]
+                           *((f"{br}_end", f"the {br} branch's end") for br in _ENDS))]
 #: name -> Variable (read-only).
 VARIABLES: Mapping[str, Variable] = MappingProxyType(dict(_TABLE))
 
