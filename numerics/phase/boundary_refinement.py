@@ -1,6 +1,7 @@
 """alpha_c and alpha_l refined on finer rules than the solves', with their standard errors (docs/method.md
-sections 6-7): :func:`refine_alpha_c` (Newton steps on Delta e_t with E[M] on a finer rule), :func:`refine_alpha_l`
-(a multilevel secant step), :func:`block_root_error` (a root's standard error from the solve rule's blocks).
+sections 6-7): :func:`refine_alpha_c` (Newton steps on Delta e_t with E[M] on a finer rule, :func:`corrected_alpha_c`),
+:func:`refine_alpha_l` (a multilevel secant step), :func:`block_root_error` (a root's standard error from the solve
+rule's blocks).
 """
 
 from __future__ import annotations
@@ -65,6 +66,24 @@ def refine_alpha_c(
         if abs(step) < ONE_NEWTON_STEP:
             return alpha, (f"alpha_c: {failures} proximal failures on {name}" if failures else ""), err
     return alpha, f"alpha_c: {name} correction still moving after {MAX_NEWTON_STEPS} Newton steps ({step:+.1e})", err
+
+
+def corrected_alpha_c(alpha_c: float, s_on: list[FixedPoint], p_on: list[FixedPoint],
+                      solve_at: Callable[[str, float], FixedPoint], config: SolverConfig) -> tuple[float, str, float]:
+    """(alpha_c, note, its standard error) from the solve rule's root ``alpha_c`` and the semantic and positional
+    points ``s_on``, ``p_on`` its search left: :func:`refine_alpha_c` on ``config.alpha_c_quadrature`` from their
+    common alpha nearest the root (each branch's point at an alpha taken from them, else ``solve_at(branch, alpha)``);
+    where that rule is None, the root with :func:`coarse_alpha_c_error`."""
+    if config.alpha_c_quadrature is None:
+        return alpha_c, "", coarse_alpha_c_error(s_on, p_on, alpha_c, config)
+
+    def pair_at(alpha: float) -> tuple[FixedPoint, FixedPoint]:
+        # the root-finding iterates already hold both branches at alpha_0
+        return tuple(next((p for p in pts if p.alpha == alpha), None) or solve_at(b, alpha)
+                     for b, pts in (("semantic", s_on), ("positional", p_on)))
+
+    common = {p.alpha for p in s_on} & {p.alpha for p in p_on}
+    return refine_alpha_c(pair_at, min(common, key=lambda a: abs(a - alpha_c)), config.alpha_c_quadrature, config)
 
 
 #: The secant slope of eps_g(alpha) that refines alpha_l is taken between points at least this far apart (closer

@@ -135,13 +135,13 @@ class Continuation:
             return fp, fp, None
         return None, warm, None
 
-    def value(self, br: Branch, alpha: float, key: Callable[[FixedPoint], float]) -> float:
-        """``key`` of ``br``'s point at alpha (:meth:`solve_on`); BranchLost where the branch is lost there (the solves
-        of every root search along a branch)."""
+    def point(self, br: Branch, alpha: float) -> FixedPoint:
+        """``br``'s point at alpha (:meth:`solve_on`); BranchLost where the branch is lost there (the solves of every
+        root search along a branch)."""
         fp, _, _ = self.solve_on(br, alpha)
         if fp is None:
             raise BranchLost(f"the {br.name} branch was lost at alpha = {alpha:.4g}")
-        return key(fp)
+        return fp
 
     def on_orbit(self, fp: FixedPoint, key: np.ndarray, exclude: Branch | None = None,
                  label: str | None = None) -> Branch | None:
