@@ -24,7 +24,7 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.boundary_results import LocatedEnd
 from attnphase.numerics.phase.brackets import BranchLost
-from attnphase.numerics.phase.branches import Branch, BranchCensus, describe
+from attnphase.numerics.phase.branches import Branch, BranchCensus, describe, on_at
 from attnphase.numerics.phase.census import search
 from attnphase.numerics.errors.replicates import replicate_count
 from attnphase.numerics.phase.census_separation import replicas
@@ -239,8 +239,7 @@ class Continuation:
 
     def signature(self, i: int) -> tuple[tuple[str, ...], str]:
         """(the branches on at grid point i in e_t order, the lowest)."""
-        order = tuple(b.name for b in sorted((b for b in self.branches if b.on(self.grid[i])),
-                                              key=lambda b: b.e_t(self.grid[i])))
+        order = tuple(b.name for b in on_at(self.branches, self.grid[i]))
         return order, order[0] if order else ""
 
     def to_census(self, lowest_only: bool = False) -> list[int]:

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 from attnphase.numerics.errors.replicates import linearised_root_error
 from attnphase.numerics.phase.boundary_results import LocatedEnd
 from attnphase.numerics.phase.brackets import BranchLost
-from attnphase.numerics.phase.branches import Branch, BranchCensus
+from attnphase.numerics.phase.branches import Branch, BranchCensus, on_at
 from attnphase.numerics.phase.census_continuation import END_TOL, Continuation
 from attnphase.numerics.phase.census_separation import (A_SIDE, B_SIDE, UNSETTLED, Separation, SignSample, hugs_zero,
                                                          separation, settle_interval)
@@ -195,7 +195,7 @@ def global_minimum_changes(cont: Continuation, bc: BranchCensus, tol: float,
     grid = bc.grid
     lowest, unknown = [], []
     for i, a in enumerate(grid):
-        on, gaps = bc.on_at(i), bc.gaps(i)
+        on, gaps = on_at(bc.branches, a), bc.gaps(i)
         lowest.append(on[0].name if on and not gaps else "")
         if not on:
             unknown.append(f"{a:g} (" + ("no census start converged" if a in bc.failed else "no branch converged") + ")")

@@ -24,7 +24,7 @@ from typing import Sequence
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.boundary_results import Boundaries, CurvePoint, LocatedEnd, end_columns, model_branches
-from attnphase.numerics.phase.branches import Branch, BranchCensus
+from attnphase.numerics.phase.branches import Branch, BranchCensus, on_at
 from attnphase.numerics.phase.census_continuation import Continuation
 from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.global_minimum_changes import Change, branch_root, global_minimum_changes
@@ -107,7 +107,7 @@ def _curves(bc: BranchCensus, labels: Sequence[str]) -> dict[str, tuple[CurvePoi
     for label in labels:
         pts = []
         for a in bc.grid:
-            on = sorted((b for b in bc.branches if b.label == label and b.on(a)), key=lambda b: b.e_t(a))
+            on = on_at([b for b in bc.branches if b.label == label], a)
             fp = on[0].points[a] if on else None
             pts.append((a, fp is not None, fp.observables.e_t if fp else math.nan, fp.observables.eps_g if fp else math.nan))
         out[label] = tuple(pts)
