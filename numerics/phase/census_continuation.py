@@ -97,9 +97,6 @@ class Continuation:
         return out
 
     # -- solves on a branch ------------------------------------------------------------------------------------
-    def key(self, fp: FixedPoint) -> np.ndarray:
-        return orbit_key(self.model, fp)
-
     def solve_on(self, br: Branch, alpha: float, embedded: bool = True
                  ) -> tuple[FixedPoint | None, FixedPoint | None, Branch | None]:
         """(the point of ``br`` at alpha or None, the solve warm from its nearest point, the branch ``br`` is found to
@@ -123,7 +120,7 @@ class Continuation:
             warm = fp if a0 == starts[0] and warm is None else warm
             if not fp.status.converged or fp.branch != br.label or not math.isfinite(fp.observables.e_t):
                 continue
-            key = self.key(fp)
+            key = orbit_key(self.model, fp)
             twin = self.on_orbit(fp, key, exclude=br, label=br.label)
             if twin is not None:
                 if all(same_point(br.keys[a], twin.keys[a], SAME_BRANCH_RTOL) for a in br.points if twin.on(a)):
@@ -163,7 +160,7 @@ class Continuation:
         ``converges to the <label> label``, or solver failure."""
         if fp is None or not fp.status.converged or not math.isfinite(fp.observables.e_t):
             return "no converged solve (solver failure)"
-        key = self.key(fp)
+        key = orbit_key(self.model, fp)
         others = sorted((o for o in self.branches if o is not br and o.label == fp.branch),
                         key=lambda o: orbit_distance(o.predict(float(fp.alpha)), key))
         for other in others[:1]:
@@ -187,7 +184,7 @@ class Continuation:
                               "(solver failure: nothing is known there)")
         new = []
         for fp in points:
-            key = self.key(fp)
+            key = orbit_key(self.model, fp)
             if any(b.on(alpha) and same_point(b.keys[alpha], key, SAME_BRANCH_RTOL) for b in self.branches):
                 continue
             br = Branch(f"{fp.branch} (found at alpha = {alpha:g})", fp.branch, fp, key)

@@ -76,12 +76,12 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
         if math.isnan(sw.end.alpha) and sw.on_branch() and not said:  # NaN end: say why (it spans the grid)
             notes.append(f"{sw.branch} end: none in [{min(alphas):g}, {max(alphas):g}] (the branch exists on the whole grid)")
     s_on, p_on = sem.on_branch(), pos.on_branch()  # fresh lists: on_branch_solve adds its points to them
-    on = {"semantic": s_on, "positional": p_on}
+    solved = {"semantic": s_on, "positional": p_on}
 
     def on_branch_solve(branch: str, alpha: float) -> FixedPoint:
         # from the nearest converged point, the next nearest (on the other side where there is one), then cold (a
         # warm start can stall where the branch has two close pieces); a point already solved at alpha is reused
-        pts = on[branch]
+        pts = solved[branch]
         ranked = sorted(pts, key=lambda p: abs(p.alpha - alpha))
         if ranked and ranked[0].alpha == alpha:
             return ranked[0]
