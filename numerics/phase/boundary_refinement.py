@@ -110,15 +110,13 @@ def refine_alpha_l(s_on: list[FixedPoint], alpha_l: float, cfg: SolverConfig) ->
     gap = lambda fps: fps[0].observables.eps_g - eps_lin  # noqa: E731
     fine_rule = finer_rule(fp.params.L, cfg.alpha_l_quadrature, cfg.quadrature)
     if fine_rule is None:
-        return alpha_l, (block_root_error([fp], gap, slope, cfg) if replicate_count(cfg) else math.nan), ""
+        return alpha_l, block_root_error([fp], gap, slope, cfg), ""
     fine_cfg = cfg.replace(quadrature=fine_rule)
     fine = solve(fp.params, fp.alpha, "semantic", init=fp.overlaps, config=fine_cfg)
     if not (fine.status.converged and fine.branch == "semantic") or not slope < 0:
         return alpha_l, math.nan, (f"alpha_l: {cfg.alpha_l_quadrature} refinement not applied (re-solve: "
                                    f"{fine.status.message}, {fine.branch}; slope {slope:.2e}); the solve rule's root")
-    refined = fp.alpha - gap([fine]) / slope
-    err = block_root_error([fine], gap, slope, fine_cfg) if replicate_count(fine_cfg) else math.nan
-    return refined, err, ""
+    return fp.alpha - gap([fine]) / slope, block_root_error([fine], gap, slope, fine_cfg), ""
 
 
 def block_root_error(points: Sequence[FixedPoint], g: Callable[[list[FixedPoint]], float], slope: float,
@@ -126,7 +124,7 @@ def block_root_error(points: Sequence[FixedPoint], g: Callable[[list[FixedPoint]
     """Standard error of a root b of g found on the pooled solve rule, linearised at the points' alpha a
     (all at one alpha): the points re-solved on each block j (warm), b_j = a - g_j / slope
     (:func:`~attnphase.numerics.errors.replicates.linearised_root_error`); a block whose solves leave the
-    points' branches is left out."""
+    points' branches is left out (NaN without blocks)."""
     a, values = points[0].alpha, []
     for j in range(replicate_count(cfg)):
         cfg_j = block_config(cfg, j)
