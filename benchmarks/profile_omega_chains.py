@@ -55,7 +55,6 @@ def instrument_chains() -> None:
     oc.safeguarded_newton = staged(lambda *a, **k: "c alpha_c", oc.safeguarded_newton)
     oc._bracket_decreasing = staged(lambda what, *a, **k: f"c {what} br", oc._bracket_decreasing)
     oc._alpha_l = staged(lambda *a, **k: "c alpha_l", oc._alpha_l)
-    oc.refine_alpha_c = staged(lambda *a, **k: "alpha_c fine", oc.refine_alpha_c)
     oc.refined_alpha_l = staged(lambda *a, **k: "alpha_l fine", oc.refined_alpha_l)
     oc.curves_branch = staged(lambda *a, **k: "curves", oc.curves_branch)
     br.reach = staged(lambda self, branch, *a, **k: f"c reach {branch[:3]}", br.reach)

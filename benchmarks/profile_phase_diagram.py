@@ -45,6 +45,7 @@ from collections import defaultdict
 import numpy as np
 
 import attnphase.numerics.phase.boundaries as boundaries
+import attnphase.numerics.phase.boundary_refinement as refinement
 import attnphase.numerics.phase.brackets as brackets
 import attnphase.numerics.phase.continuation as continuation
 import attnphase.numerics.phase.scalar_boundaries as scalar
@@ -115,7 +116,7 @@ def instrument() -> None:
     # halved step) is the end's too
     continuation.bifurcation_end = staged(lambda p, branch, *a, **kw: f"{branch[:3]} end", continuation.bifurcation_end)
     scalar.safeguarded_newton = staged(lambda *a, **kw: "alpha_c", scalar.safeguarded_newton)
-    scalar.refine_alpha_c = staged(lambda *a, **kw: "alpha_c fine", scalar.refine_alpha_c)
+    refinement.refine_alpha_c = staged(lambda *a, **kw: "alpha_c fine", refinement.refine_alpha_c)
     scalar.grow_alpha_c_down = staged(lambda *a, **kw: "alpha_c", scalar.grow_alpha_c_down)
     scalar.grow_alpha_c_up = staged(lambda *a, **kw: "alpha_c", scalar.grow_alpha_c_up)
     scalar.brent_root = staged(lambda *a, **kw: "alpha_l", scalar.brent_root)
@@ -209,7 +210,6 @@ def main() -> None:
 def instrument_detail() -> None:
     """The stages of ``--detail``, inside the ends and alpha_l's refinement (exclusive, as the others)."""
     import attnphase.numerics.phase.bifurcation as bifurcation
-    import attnphase.numerics.phase.boundary_refinement as refinement
 
     bifurcation.solve = staged(lambda *a, **kw: "end solves", bifurcation.solve)
     bifurcation.node_solves = staged(lambda *a, **kw: "eig prox", bifurcation.node_solves)

@@ -138,7 +138,8 @@ ROOT_TOL = 1e-9
 def bayes_thresholds(model: BayesModel, order: int = DEFAULT_ORDER) -> BayesThresholds:
     """The three thresholds on the rule of ``order`` nodes per variable, each with its error bar (the change
     from order - ORDER_STEP; module doc)."""
-    fine = _on_rule(model, sign_rule(model.L, order))
+    rule = sign_rule(model.L, order)
+    fine = _on_rule(model, rule)
     coarse = _on_rule(model, sign_rule(model.L, order - ORDER_STEP))
     out = {}
     for k in THRESHOLD_KEYS:
@@ -154,9 +155,8 @@ def bayes_thresholds(model: BayesModel, order: int = DEFAULT_ORDER) -> BayesThre
             out[k] = Threshold(v, 0.0, "exact: noiseless, Phi at q0 -> rho0 diverges as (alpha L - 1)/2 log 1/(rho0 - q0)")
         else:
             err = abs(v - coarse[k]) if coarse[k] is not None else math.nan
-            if k == "alpha_weak_recovery":  # and the extrapolation's change from x = 2 WR_X to WR_X
-                rule = sign_rule(model.L, order)
-                err = max(err, abs(weak_recovery_on(model, rule, WR_X) - weak_recovery_on(model, rule, 2 * WR_X)))
+            if k == "alpha_weak_recovery":  # and the extrapolation's change from x = 2 WR_X to WR_X (v at WR_X)
+                err = max(err, abs(v - weak_recovery_on(model, rule, 2 * WR_X)))
             out[k] = Threshold(float(v), None if math.isnan(err) else max(err, ROOT_TOL * abs(v)), _NOTES[k])
     return BayesThresholds(rule=f"sign{order}", **out)
 

@@ -1,6 +1,7 @@
 """alpha_c and alpha_l refined on finer rules than the solves', with their standard errors (docs/method.md
-sections 6-7): :func:`refine_alpha_c` (Newton steps on Delta e_t with E[M] on a finer rule), :func:`refine_alpha_l`
-(a multilevel secant step), :func:`block_root_error` (a root's standard error from the solve rule's blocks).
+sections 6-7): :func:`refine_alpha_c` (Newton steps on Delta e_t with E[M] on a finer rule, :func:`corrected_alpha_c`),
+:func:`refine_alpha_l` (a multilevel secant step), :func:`block_root_error` (a root's standard error from the solve
+rule's blocks).
 """
 
 from __future__ import annotations
@@ -67,6 +68,24 @@ def refine_alpha_c(
     return alpha, f"alpha_c: {name} correction still moving after {MAX_NEWTON_STEPS} Newton steps ({step:+.1e})", err
 
 
+def corrected_alpha_c(alpha_c: float, s_on: list[FixedPoint], p_on: list[FixedPoint],
+                      solve_at: Callable[[str, float], FixedPoint], config: SolverConfig) -> tuple[float, str, float]:
+    """(alpha_c, note, its standard error) from the solve rule's root ``alpha_c`` and the semantic and positional
+    points ``s_on``, ``p_on`` its search left: :func:`refine_alpha_c` on ``config.alpha_c_quadrature`` from their
+    common alpha nearest the root (each branch's point at an alpha taken from them, else ``solve_at(branch, alpha)``);
+    where that rule is None, the root with :func:`coarse_alpha_c_error`."""
+    if config.alpha_c_quadrature is None:
+        return alpha_c, "", coarse_alpha_c_error(s_on, p_on, alpha_c, config)
+
+    def pair_at(alpha: float) -> tuple[FixedPoint, FixedPoint]:
+        # the root-finding iterates already hold both branches at alpha_0
+        return tuple(next((p for p in pts if p.alpha == alpha), None) or solve_at(b, alpha)
+                     for b, pts in (("semantic", s_on), ("positional", p_on)))
+
+    common = {p.alpha for p in s_on} & {p.alpha for p in p_on}
+    return refine_alpha_c(pair_at, min(common, key=lambda a: abs(a - alpha_c)), config.alpha_c_quadrature, config)
+
+
 #: The secant slope of eps_g(alpha) that refines alpha_l is taken between points at least this far apart (closer
 #: ones see the solve rule's jumps).
 ALPHA_L_SLOPE_SPAN = 0.02
@@ -91,15 +110,13 @@ def refine_alpha_l(s_on: list[FixedPoint], alpha_l: float, cfg: SolverConfig) ->
     gap = lambda fps: fps[0].observables.eps_g - eps_lin  # noqa: E731
     fine_rule = finer_rule(fp.params.L, cfg.alpha_l_quadrature, cfg.quadrature)
     if fine_rule is None:
-        return alpha_l, (block_root_error([fp], gap, slope, cfg) if replicate_count(cfg) else math.nan), ""
+        return alpha_l, block_root_error([fp], gap, slope, cfg), ""
     fine_cfg = cfg.replace(quadrature=fine_rule)
     fine = solve(fp.params, fp.alpha, "semantic", init=fp.overlaps, config=fine_cfg)
     if not (fine.status.converged and fine.branch == "semantic") or not slope < 0:
         return alpha_l, math.nan, (f"alpha_l: {cfg.alpha_l_quadrature} refinement not applied (re-solve: "
                                    f"{fine.status.message}, {fine.branch}; slope {slope:.2e}); the solve rule's root")
-    refined = fp.alpha - gap([fine]) / slope
-    err = block_root_error([fine], gap, slope, fine_cfg) if replicate_count(fine_cfg) else math.nan
-    return refined, err, ""
+    return fp.alpha - gap([fine]) / slope, block_root_error([fine], gap, slope, fine_cfg), ""
 
 
 def block_root_error(points: Sequence[FixedPoint], g: Callable[[list[FixedPoint]], float], slope: float,
@@ -107,7 +124,7 @@ def block_root_error(points: Sequence[FixedPoint], g: Callable[[list[FixedPoint]
     """Standard error of a root b of g found on the pooled solve rule, linearised at the points' alpha a
     (all at one alpha): the points re-solved on each block j (warm), b_j = a - g_j / slope
     (:func:`~attnphase.numerics.errors.replicates.linearised_root_error`); a block whose solves leave the
-    points' branches is left out."""
+    points' branches is left out (NaN without blocks)."""
     a, values = points[0].alpha, []
     for j in range(replicate_count(cfg)):
         cfg_j = block_config(cfg, j)

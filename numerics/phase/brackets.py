@@ -109,16 +109,8 @@ def grow_alpha_c_up(d_et: Callable[[float], tuple[float, float]], a_high: float,
     there), below the positional branch's end ``a_end``: Delta e_t at a_high + f (a_end - a_high)
     for f in UP_FRACTIONS and at the semantic branch's grid points ``grid`` in between, in
     increasing alpha, until it is <= 0.  None if it never is."""
-    lo = (a_high, d_high)
-    for a in sorted({*grid, *(a_high + f * (a_end - a_high) for f in UP_FRACTIONS)}):
-        try:
-            d, _ = d_et(a)
-        except BranchLost:
-            continue
-        if d <= 0:
-            return lo, (a, d)
-        lo = (a, d)
-    return None
+    tries = sorted({*grid, *(a_high + f * (a_end - a_high) for f in UP_FRACTIONS)})
+    return _sign_change(d_et, (a_high, d_high), tries)
 
 
 def grow_alpha_c_down(d_et: Callable[[float], tuple[float, float]], a_end: float, a_low: float, d_low: float):
@@ -126,14 +118,21 @@ def grow_alpha_c_down(d_et: Callable[[float], tuple[float, float]], a_end: float
     there), above the semantic branch's end ``a_end``: Delta e_t at a_end + f (a_low - a_end) for f
     in DOWN_FRACTIONS until it is > 0 (near a continuous end the semantic branch approaches the
     agnostic one, above the positional one where that is the lower).  None if it never is."""
-    hi = (a_low, d_low)
-    for f in DOWN_FRACTIONS:
-        a = a_end + f * (a_low - a_end)
+    return _sign_change(d_et, (a_low, d_low), [a_end + f * (a_low - a_end) for f in DOWN_FRACTIONS])
+
+
+def _sign_change(d_et: Callable[[float], tuple[float, float]], start: tuple[float, float], alphas: Sequence[float]):
+    """((alpha, Delta e_t) below, (alpha, Delta e_t) above) at the first of ``alphas``, in their order, where Delta e_t
+    (the first of ``d_et``'s pair) is <= 0 where it is > 0 at ``start`` (else > 0), the sample before it the other end
+    (``start`` first); None where none is.  A sample whose solve leaves its branch is skipped."""
+    last = start
+    for a in alphas:
         try:
             d, _ = d_et(a)
         except BranchLost:
             continue
-        if d > 0:
-            return (a, d), hi
-        hi = (a, d)
+        closed = d <= 0 if start[1] > 0 else d > 0
+        if closed:
+            return min(last, (a, d)), max(last, (a, d))
+        last = (a, d)
     return None

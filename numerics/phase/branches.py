@@ -10,6 +10,7 @@ over a grid, the grid points censused, those where no census start converged, an
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -49,6 +50,11 @@ class Branch:
         return self.points[float(alpha)].observables.e_t
 
 
+def on_at(branches: Sequence[Branch], alpha: float) -> list[Branch]:
+    """The ``branches`` on at alpha, lowest e_t first."""
+    return sorted((b for b in branches if b.on(alpha)), key=lambda b: b.e_t(alpha))
+
+
 def describe(branch: Branch, alpha: float | None = None) -> str:
     """``name``: its gauge invariants at ``alpha`` (default: its point nearest the middle of its range), e.g.
     ``mixed#2: |th0| 0.255, |m_l| 0.176/0.176, q0 eig 0.147/0.0892 at alpha = 0.8``."""
@@ -80,11 +86,6 @@ class BranchCensus:
         a = self.grid[i]
         return [b for b in self.branches if not b.on(a) and any(b.on(x) for x in self.grid[:i])
                 and any(b.on(x) for x in self.grid[i + 1:])]
-
-    def on_at(self, i: int) -> list[Branch]:
-        """The branches on at grid point i, lowest e_t first."""
-        a = self.grid[i]
-        return sorted((b for b in self.branches if b.on(a)), key=lambda b: b.e_t(a))
 
     def branch(self, name: str) -> Branch:
         return next(b for b in self.branches if b.name == name)

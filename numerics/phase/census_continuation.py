@@ -24,7 +24,7 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.boundary_results import LocatedEnd
 from attnphase.numerics.phase.brackets import BranchLost
-from attnphase.numerics.phase.branches import Branch, BranchCensus, describe
+from attnphase.numerics.phase.branches import Branch, BranchCensus, describe, on_at
 from attnphase.numerics.phase.census import search
 from attnphase.numerics.errors.replicates import replicate_count
 from attnphase.numerics.phase.census_separation import replicas
@@ -97,9 +97,6 @@ class Continuation:
         return out
 
     # -- solves on a branch ------------------------------------------------------------------------------------
-    def key(self, fp: FixedPoint) -> np.ndarray:
-        return orbit_key(self.model, fp)
-
     def solve_on(self, br: Branch, alpha: float, embedded: bool = True
                  ) -> tuple[FixedPoint | None, FixedPoint | None, Branch | None]:
         """(the point of ``br`` at alpha or None, the solve warm from its nearest point, the branch ``br`` is found to
@@ -123,7 +120,7 @@ class Continuation:
             warm = fp if a0 == starts[0] and warm is None else warm
             if not fp.status.converged or fp.branch != br.label or not math.isfinite(fp.observables.e_t):
                 continue
-            key = self.key(fp)
+            key = orbit_key(self.model, fp)
             twin = self.on_orbit(fp, key, exclude=br, label=br.label)
             if twin is not None:
                 if all(same_point(br.keys[a], twin.keys[a], SAME_BRANCH_RTOL) for a in br.points if twin.on(a)):
@@ -135,13 +132,13 @@ class Continuation:
             return fp, fp, None
         return None, warm, None
 
-    def value(self, br: Branch, alpha: float, key: Callable[[FixedPoint], float]) -> float:
-        """``key`` of ``br``'s point at alpha (:meth:`solve_on`); BranchLost where the branch is lost there (the solves
-        of every root search along a branch)."""
+    def point(self, br: Branch, alpha: float) -> FixedPoint:
+        """``br``'s point at alpha (:meth:`solve_on`); BranchLost where the branch is lost there (the solves of every
+        root search along a branch)."""
         fp, _, _ = self.solve_on(br, alpha)
         if fp is None:
             raise BranchLost(f"the {br.name} branch was lost at alpha = {alpha:.4g}")
-        return key(fp)
+        return fp
 
     def on_orbit(self, fp: FixedPoint, key: np.ndarray, exclude: Branch | None = None,
                  label: str | None = None) -> Branch | None:
@@ -163,7 +160,7 @@ class Continuation:
         ``converges to the <label> label``, or solver failure."""
         if fp is None or not fp.status.converged or not math.isfinite(fp.observables.e_t):
             return "no converged solve (solver failure)"
-        key = self.key(fp)
+        key = orbit_key(self.model, fp)
         others = sorted((o for o in self.branches if o is not br and o.label == fp.branch),
                         key=lambda o: orbit_distance(o.predict(float(fp.alpha)), key))
         for other in others[:1]:
@@ -187,7 +184,7 @@ class Continuation:
                               "(solver failure: nothing is known there)")
         new = []
         for fp in points:
-            key = self.key(fp)
+            key = orbit_key(self.model, fp)
             if any(b.on(alpha) and same_point(b.keys[alpha], key, SAME_BRANCH_RTOL) for b in self.branches):
                 continue
             br = Branch(f"{fp.branch} (found at alpha = {alpha:g})", fp.branch, fp, key)
@@ -239,8 +236,7 @@ class Continuation:
 
     def signature(self, i: int) -> tuple[tuple[str, ...], str]:
         """(the branches on at grid point i in e_t order, the lowest)."""
-        order = tuple(b.name for b in sorted((b for b in self.branches if b.on(self.grid[i])),
-                                              key=lambda b: b.e_t(self.grid[i])))
+        order = tuple(b.name for b in on_at(self.branches, self.grid[i]))
         return order, order[0] if order else ""
 
     def to_census(self, lowest_only: bool = False) -> list[int]:

@@ -5,8 +5,9 @@ Delta = e_t(B) - e_t(A) with its paired error err(Delta) = std_j(e_t(B)_j - e_t(
 blocks (:func:`~attnphase.numerics.phase.gauge_orbits.paired_difference`); the two are *distinguishable* at the rule
 where |Delta| >= :data:`DISTINGUISHABLE` err(Delta) (:func:`separation`).  A root x of Delta e_t has the rule's
 standard error linearised at the root, x_j = a - Delta_j(a) / (d Delta / d alpha), err(x) = std_j(x_j) / sqrt(R)
-(:func:`root_error`).  Where Delta e_t *hugs 0* (:func:`hugs_zero`) alpha_c is the interval where its sign is not
-established (:class:`SignSample`, :func:`unsettled_interval`, :func:`settle_interval`), centre +- half-width.
+(:func:`~attnphase.numerics.phase.global_minimum_changes.branch_root`).  Where Delta e_t *hugs 0* (:func:`hugs_zero`)
+alpha_c is the interval where its sign is not established (:class:`SignSample`, :func:`unsettled_interval`,
+:func:`settle_interval`), centre +- half-width.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ import math
 from dataclasses import dataclass
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.errors.replicates import (linearised_root_error, replicate_count, replicate_errors,
-                                                  replicate_points)
+from attnphase.numerics.errors.replicates import replicate_count, replicate_errors, replicate_points
 from attnphase.numerics.phase.gauge_orbits import Replicas, paired_difference
 from attnphase.numerics.se.results import FixedPoint
 
@@ -69,16 +69,6 @@ def separation(lower: Replicas, upper: Replicas, names: tuple[str, str]) -> Sepa
     """The paired difference of the module doc between two points at one alpha (``names``: lower's, upper's)."""
     delta, err, n = paired_difference(lower, upper)
     return Separation(float(lower.point.alpha), names[0], names[1], delta, err, n)
-
-
-def root_error(a: Replicas, b: Replicas, slope: float) -> tuple[float, int]:
-    """(the standard error of the root of Delta e_t = e_t(A) - e_t(B) linearised at the points' alpha -- the module
-    doc --, the blocks used): ``a`` on A and ``b`` on B at one alpha with their block re-solves, ``slope`` =
-    d Delta / d alpha.  NaN with fewer than two blocks where both re-solves stayed on their branches."""
-    values = [pa.observables.e_t - pb.observables.e_t for pa, pb in zip(a.replicates, b.replicates)
-              if pa is not None and pb is not None]
-    err = linearised_root_error(float(a.point.alpha), values, slope) if len(values) >= 2 else math.nan
-    return err, len(values)
 
 
 # -- where the sign of Delta e_t is established ---------------------------------------------------------------------

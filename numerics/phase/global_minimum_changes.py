@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Callable, Sequence
+
+from attnphase.numerics.errors.replicates import linearised_root_error
 from attnphase.numerics.phase.boundary_results import LocatedEnd
 from attnphase.numerics.phase.brackets import BranchLost
-from attnphase.numerics.phase.branches import Branch, BranchCensus
+from attnphase.numerics.phase.branches import Branch, BranchCensus, on_at
 from attnphase.numerics.phase.census_continuation import END_TOL, Continuation
 from attnphase.numerics.phase.census_separation import (A_SIDE, B_SIDE, UNSETTLED, Separation, SignSample, hugs_zero,
-                                                         root_error, separation, settle_interval)
+                                                         separation, settle_interval)
 from attnphase.numerics.phase.gauge_orbits import paired_difference, within_errors
 from attnphase.numerics.roots import RootNotFound, illinois_bracket
 
@@ -127,23 +130,36 @@ def _delta_root(cont: Continuation, A: Branch, B: Branch, a: float, b: float, to
     evaluation nearest to it of those farther than HUG_BARS errors that lie within the flanks' paired errors of 0 --
     :func:`~attnphase.numerics.phase.census_separation.hugs_zero`)."""
     evaluations: list[tuple[float, float]] = []
-
-    def delta(x: float) -> float:
-        v = cont.value(A, x, lambda fp: fp.observables.e_t) - cont.value(B, x, lambda fp: fp.observables.e_t)
-        evaluations.append((x, v))
-        return v
-
-    x, lo, hi = illinois_bracket(delta, a, b, delta(a), delta(b), tol)
-    near = min((lo, hi), key=lambda t: abs(t - x))  # a root on a point tried: a zero-width bracket, the grid's slope
-    slope = (delta(hi) - delta(lo)) / (hi - lo) if hi > lo else (delta(b) - delta(a)) / (b - a)
-    err, n = root_error(cont.replicas(A.points[near]), cont.replicas(B.points[near]), slope)
+    x, width, err, n = branch_root(cont, (A, B), lambda pa, pb: pa.observables.e_t - pb.observables.e_t, a, b, tol,
+                                   evaluations)
     if not math.isfinite(err):
-        bar, method = hi - lo, ROOT_METHOD + f"; the rule's error not known ({n} blocks stayed on both branches)"
+        bar, method = width, ROOT_METHOD + f"; the rule's error not known ({n} blocks stayed on both branches)"
     else:
-        bar, method = math.hypot(err, hi - lo), ROOT_ERR_METHOD.format(n=n, se=err, width=hi - lo)
+        bar, method = math.hypot(err, width), ROOT_ERR_METHOD.format(n=n, se=err, width=width)
     far = hugs_zero(evaluations, x, bar, flank_err)
     nearest = [max((t for t in far if t < x), default=None), min((t for t in far if t > x), default=None)]
     return x, bar, method, [t for t in nearest if t is not None]
+
+
+def branch_root(cont: Continuation, branches: Sequence[Branch], g: Callable[..., float], a: float, b: float,
+                tol: float, evaluations: list[tuple[float, float]] | None = None) -> tuple[float, float, float, int]:
+    """(the root x on [a, b] of g(the points of ``branches`` at alpha) by Illinois regula falsi, its final bracket's
+    width (<= ``tol``), the rule's standard error of x linearised at the bracket's end c nearest x, x_j = c - g_j(c) /
+    the bracket's secant slope with g_j g on block j's re-solves (NaN below two blocks where all stayed on their
+    branches), that number of blocks); each evaluation (alpha, g) is appended to ``evaluations``."""
+    def f(x: float) -> float:
+        v = g(*(cont.point(br, x) for br in branches))
+        if evaluations is not None:
+            evaluations.append((x, v))
+        return v
+
+    x, lo, hi = illinois_bracket(f, a, b, f(a), f(b), tol)
+    near = min((lo, hi), key=lambda t: abs(t - x))  # a root on a point tried: a zero-width bracket, [a, b]'s slope
+    slope = (f(hi) - f(lo)) / (hi - lo) if hi > lo else (f(b) - f(a)) / (b - a)
+    blocks = zip(*(cont.replicas(br.points[near]).replicates for br in branches))
+    values = [g(*ps) for ps in blocks if all(p is not None for p in ps)]
+    err = linearised_root_error(near, values, slope) if len(values) >= 2 else math.nan
+    return x, hi - lo, err, len(values)
 
 
 def _end_in(bc: BranchCensus, br: Branch, a: float, b: float, exists: str) -> LocatedEnd | None:
@@ -179,7 +195,7 @@ def global_minimum_changes(cont: Continuation, bc: BranchCensus, tol: float,
     grid = bc.grid
     lowest, unknown = [], []
     for i, a in enumerate(grid):
-        on, gaps = bc.on_at(i), bc.gaps(i)
+        on, gaps = on_at(bc.branches, a), bc.gaps(i)
         lowest.append(on[0].name if on and not gaps else "")
         if not on:
             unknown.append(f"{a:g} (" + ("no census start converged" if a in bc.failed else "no branch converged") + ")")

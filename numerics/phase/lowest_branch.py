@@ -23,14 +23,14 @@ from dataclasses import replace
 from typing import Sequence
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.errors.replicates import linearised_root_error
 from attnphase.numerics.phase.boundary_results import Boundaries, CurvePoint, LocatedEnd, end_columns, model_branches
-from attnphase.numerics.phase.branches import Branch, BranchCensus
+from attnphase.numerics.phase.branches import Branch, BranchCensus, on_at
 from attnphase.numerics.phase.census_continuation import Continuation
 from attnphase.numerics.phase.brackets import BranchLost
-from attnphase.numerics.phase.global_minimum_changes import Change, global_minimum_changes
+from attnphase.numerics.phase.global_minimum_changes import Change, branch_root, global_minimum_changes
 from attnphase.numerics.se.starts import teacher_rank
-from attnphase.numerics.roots import RootNotFound, illinois_bracket
+from attnphase.numerics.roots import RootNotFound
+from attnphase.numerics.se.results import FixedPoint
 from attnphase.theory.params import ModelParams
 
 #: Bracket width in alpha at which alpha_c and alpha_l stop.
@@ -107,7 +107,7 @@ def _curves(bc: BranchCensus, labels: Sequence[str]) -> dict[str, tuple[CurvePoi
     for label in labels:
         pts = []
         for a in bc.grid:
-            on = sorted((b for b in bc.branches if b.label == label and b.on(a)), key=lambda b: b.e_t(a))
+            on = on_at([b for b in bc.branches if b.label == label], a)
             fp = on[0].points[a] if on else None
             pts.append((a, fp is not None, fp.observables.e_t if fp else math.nan, fp.observables.eps_g if fp else math.nan))
         out[label] = tuple(pts)
@@ -134,40 +134,35 @@ def _alpha_l(cont: Continuation, bc: BranchCensus, lowest: list[str], changes: l
     i, j = idx[drop], idx[drop + 1]
     A, B = bc.branch(lowest[i]), bc.branch(lowest[j])
 
-    def eps_gap(br: Branch, x: float) -> float:
-        return cont.value(br, x, lambda fp: fp.observables.eps_g) - lin
+    def eps_g_gap(fp: FixedPoint) -> float:
+        return fp.observables.eps_g - lin
 
-    def root(br: Branch, a: float, b: float, ga: float, gb: float) -> tuple[float, float, str]:
+    def root(br: Branch, a: float, b: float) -> tuple[float, float, str]:
         """The root of eps_g - eps_lin on ``br`` and its error: hypot(the rule's standard error from the blocks at
         the bracket's end nearest the root, linearised with the bracket's secant slope; the bracket width)."""
-        x, lo, hi = illinois_bracket(lambda t: eps_gap(br, t), a, b, ga, gb, tol)
-        near = min((lo, hi), key=lambda t: abs(t - x))
-        slope = (eps_gap(br, hi) - eps_gap(br, lo)) / (hi - lo) if hi > lo else (gb - ga) / (b - a)
-        reps = [p for p in cont.replicas(br.points[near]).replicates if p is not None]
-        se = linearised_root_error(near, [p.observables.eps_g - lin for p in reps], slope) if len(reps) >= 2 else math.nan
+        x, width, se, n = branch_root(cont, (br,), eps_g_gap, a, b, tol)
         if math.isfinite(se):
-            notes.append(f"alpha_l: the rule's standard error {se:.2g} ({len(reps)} blocks, linearised at the root), "
-                         f"the bracket width {hi - lo:.2g}")
-            return x, math.hypot(se, hi - lo), br.name
-        return x, hi - lo, br.name
+            notes.append(f"alpha_l: the rule's standard error {se:.2g} ({n} blocks, linearised at the root), "
+                         f"the bracket width {width:.2g}")
+            return x, math.hypot(se, width), br.name
+        return x, width, br.name
 
     try:
         if A is B:
-            return root(A, grid[i], grid[j], gap[i], gap[j])
+            return root(A, grid[i], grid[j])
         ch = next((c for c in changes if c.interval[0] >= grid[i] and c.interval[1] <= grid[j]), None)
         if ch is None or not math.isfinite(ch.alpha):
             notes.append(f"alpha_l: the global minimum changes {A.name} -> {B.name} in [{grid[i]:g}, {grid[j]:g}] "
                          "without a located change there")
             return math.nan, math.nan, ""
         xc = ch.alpha
-        gA = eps_gap(A, xc) if cont.solve_on(A, xc)[0] is not None else math.inf
-        if gA <= 0:
-            return root(A, grid[i], xc, gap[i], gA)
-        gB = eps_gap(B, xc)
-        if gB <= 0:
+        pa = cont.solve_on(A, xc)[0]
+        if pa is not None and eps_g_gap(pa) <= 0:
+            return root(A, grid[i], xc)
+        if eps_g_gap(cont.point(B, xc)) <= 0:
             notes.append(f"alpha_l = the change at {xc:.4g}: eps_g jumps below eps_lin where {B.name} becomes the lowest")
             return xc, ch.err, B.name
-        return root(B, xc, grid[j], gB, gap[j])
+        return root(B, xc, grid[j])
     except (BranchLost, RootNotFound, ValueError) as exc:
         notes.append(f"alpha_l: root not found: {exc}")
         return math.nan, math.nan, ""

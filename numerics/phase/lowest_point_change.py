@@ -17,8 +17,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-import numpy as np
-
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.absence import EIGENVALUE, absence_evidence
 from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error
@@ -27,7 +25,7 @@ from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.branch_end import on_branch
 from attnphase.numerics.phase.continuation import BranchSweep, solve_from
 from attnphase.numerics.quadrature.rules import QuadratureRule
-from attnphase.numerics.phase.scalar_boundaries import DEFAULT_ALPHA_RANGE
+from attnphase.numerics.phase.scalar_boundaries import DEFAULT_ALPHAS
 from attnphase.numerics.roots import brent_root
 from attnphase.numerics.se.matrix_solve import coarser_spec
 from attnphase.numerics.se.results import FixedPoint
@@ -163,7 +161,7 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
     params = se_params(params)
     s = _Search(params, b, config, model_rule(params, config))
     notes = [n for n in b.notes if not n.startswith(SCALAR_NOTES)]
-    given = np.linspace(*DEFAULT_ALPHA_RANGE, 12) if alphas is None else alphas
+    given = DEFAULT_ALPHAS if alphas is None else alphas
     grid = sorted({float(a) for a in given} | {p.alpha for p in sem.points} | {p.alpha for p in pos.points})
     seq: list[tuple[float, str]] = []
     failures: list[str] = []

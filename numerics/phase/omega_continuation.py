@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from attnphase.numerics.phase.boundary_results import Boundaries, end_columns
-from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, refine_alpha_c, refined_alpha_l
+from attnphase.numerics.phase.boundary_refinement import corrected_alpha_c, refined_alpha_l
 from attnphase.numerics.phase.brackets import ALPHA_LIMIT, BranchLost, first_solvable, grid_extension
 from attnphase.numerics.phase.branch_end import BranchEnd, bifurcation_from, on_branch
 from attnphase.numerics.config import SolverConfig
@@ -80,7 +80,7 @@ class _Branches:
         fp = self._run(alpha, branch, neighbour, self.steps) if neighbour is not None else None
         return fp if fp is not None else self.reach(branch, below, alpha)
 
-    def at(self, branch: str, alpha: float, seeds: Sequence[FixedPoint]) -> FixedPoint:
+    def at(self, branch: str, alpha: float, seeds: Sequence[FixedPoint] = ()) -> FixedPoint:
         """``branch`` at ``alpha`` (a root finder's iterate): from this model's nearest point, the next
         nearest on the other side, the nearest of ``seeds`` (the neighbour's), then cold; BranchLost."""
         own = sorted(self.grid[branch] + self.iterates[branch], key=lambda p: abs(p.alpha - alpha))
@@ -187,18 +187,9 @@ def continued_boundaries(
     alpha_c = safeguarded_newton(d_et, *bracket, xtol)
     pred.check("alpha_c", alpha_c)
     alpha_c_coarse = alpha_c
-    if cfg.alpha_c_quadrature is not None:
-        def pair_at(alpha: float) -> tuple[FixedPoint, FixedPoint]:
-            # the root-finding iterates already hold both branches at alpha_0
-            return tuple(next((p for p in br.iterates[b] if p.alpha == alpha), None) or br.at(b, alpha, ())
-                         for b in ("semantic", "positional"))
-
-        common = {p.alpha for p in br.iterates["semantic"]} & {p.alpha for p in br.iterates["positional"]}
-        alpha_c, note, alpha_c_err = refine_alpha_c(pair_at, min(common, key=lambda a: abs(a - alpha_c)),
-                                                    cfg.alpha_c_quadrature, cfg)
-        notes += [note] if note else []
-    else:
-        alpha_c_err = coarse_alpha_c_error(br.iterates["semantic"], br.iterates["positional"], alpha_c, cfg)
+    alpha_c, note, alpha_c_err = corrected_alpha_c(alpha_c, br.iterates["semantic"], br.iterates["positional"], br.at,
+                                                   cfg)
+    notes += [note] if note else []
 
     alpha_l = _alpha_l(br, alpha_c, pred, seeds, min((a for a in grid if a > alpha_c), default=alpha_c + 0.1), xtol)
     pred.check("alpha_l", alpha_l)

@@ -27,7 +27,7 @@ import numpy as np
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.parallel import without_memory
 from attnphase.numerics.phase.absence import absence_note
-from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, refine_alpha_c, refined_alpha_l
+from attnphase.numerics.phase.boundary_refinement import corrected_alpha_c, refined_alpha_l
 from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, end_columns
 from attnphase.numerics.phase.brackets import (
     ALPHA_LIMIT, BranchLost, delta_bracket, extend_branch, first_solvable, grid_extension, grow_alpha_c_down,
@@ -41,7 +41,8 @@ from attnphase.numerics.se.state_evolution import FixedPoint, solve
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
 
-DEFAULT_ALPHA_RANGE = (0.1, 3.0)
+#: The alpha grid where none is given: 12 points on [0.1, 3].
+DEFAULT_ALPHAS = tuple(np.linspace(0.1, 3.0, 12))
 
 #: The tolerances of :func:`~attnphase.numerics.phase.boundaries.phase_boundaries` at r = r* = 1: alpha_c and alpha_l
 #: in alpha; a branch end found by bisection.
@@ -53,8 +54,7 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
     """alpha_c, alpha_l and the branch ends at ``params.omega`` over the alpha grid ``alphas`` (module doc; the
     arguments as :func:`~attnphase.numerics.phase.boundaries.phase_boundaries`'s).  ``config.alpha_c_quadrature``
     None keeps alpha_c on the solve rule (``alpha_c_coarse`` equals it)."""
-    if alphas is None:
-        alphas = np.linspace(*DEFAULT_ALPHA_RANGE, 12)
+    alphas = DEFAULT_ALPHAS if alphas is None else alphas
     cfg = config or SolverConfig()
     params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
     rule = model_rule(params, cfg)
@@ -76,10 +76,12 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
         if math.isnan(sw.end.alpha) and sw.on_branch() and not said:  # NaN end: say why (it spans the grid)
             notes.append(f"{sw.branch} end: none in [{min(alphas):g}, {max(alphas):g}] (the branch exists on the whole grid)")
     s_on, p_on = sem.on_branch(), pos.on_branch()  # fresh lists: on_branch_solve adds its points to them
+    solved = {"semantic": s_on, "positional": p_on}
 
-    def on_branch_solve(branch: str, pts: list[FixedPoint], alpha: float) -> FixedPoint:
+    def on_branch_solve(branch: str, alpha: float) -> FixedPoint:
         # from the nearest converged point, the next nearest (on the other side where there is one), then cold (a
         # warm start can stall where the branch has two close pieces); a point already solved at alpha is reused
+        pts = solved[branch]
         ranked = sorted(pts, key=lambda p: abs(p.alpha - alpha))
         if ranked and ranked[0].alpha == alpha:
             return ranked[0]
@@ -113,8 +115,8 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
 
     def d_et(alpha: float) -> tuple[float, float]:
         # Delta e_t and its slope d Delta e_t / d alpha = Delta E[M]
-        s_obs = on_branch_solve("semantic", s_on, alpha).observables
-        p_obs = on_branch_solve("positional", p_on, alpha).observables
+        s_obs = on_branch_solve("semantic", alpha).observables
+        p_obs = on_branch_solve("positional", alpha).observables
         return s_obs.e_t - p_obs.e_t, s_obs.E_M - p_obs.E_M
 
     if s_on and p_on and not ({p.alpha for p in s_on} & {p.alpha for p in p_on}):
@@ -145,22 +147,12 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
     else:
         notes.append("alpha_c: the branches never coexist on the grid")
     alpha_c_coarse, alpha_c_err = alpha_c, math.nan
-    if not math.isnan(alpha_c) and cfg.alpha_c_quadrature is not None:
-        def pair_at(alpha: float) -> tuple[FixedPoint, FixedPoint]:
-            # the root-finding iterates already hold both branches at alpha_0
-            found = tuple(next((p for p in pts if p.alpha == alpha), None) for pts in (s_on, p_on))
-            return found if all(found) else tuple(on_branch_solve(b, pts, alpha)
-                                                  for b, pts in (("semantic", s_on), ("positional", p_on)))
-
-        common = {p.alpha for p in s_on} & {p.alpha for p in p_on}
+    if math.isfinite(alpha_c):
         try:
-            alpha_c, note, alpha_c_err = refine_alpha_c(pair_at, min(common, key=lambda a: abs(a - alpha_c)),
-                                                         cfg.alpha_c_quadrature, cfg)
+            alpha_c, note, alpha_c_err = corrected_alpha_c(alpha_c, s_on, p_on, on_branch_solve, cfg)
         except BranchLost as exc:
             note = f"alpha_c: {cfg.alpha_c_quadrature} correction not applied ({exc}); the value is the solve rule's root"
         notes += [note] if note else []
-    if math.isfinite(alpha_c) and cfg.alpha_c_quadrature is None:
-        alpha_c_err = coarse_alpha_c_error(s_on, p_on, alpha_c, cfg)
     # alpha_l: semantic eps_g meets eps_lin, at or above alpha_c
     alpha_l = math.nan
     if s_on:
@@ -170,7 +162,7 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
         diff: list[tuple[float, float]] | None = [(p.alpha, p.observables.eps_g - eps_lin) for p in cand]
 
         def gap(a: float) -> float:
-            return on_branch_solve("semantic", s_on, a).observables.eps_g - eps_lin
+            return on_branch_solve("semantic", a).observables.eps_g - eps_lin
         if lo is not None:  # the first sample at alpha_c, or a little above where the solve stalls there
             first = first_solvable(gap, lo, diff[0][0] if diff else lo + 0.1)
             if first is None:
@@ -231,13 +223,13 @@ def with_scalar_labels(b: Boundaries, config: SolverConfig) -> Boundaries:
 
 
 def fill_positional(s_on: list[FixedPoint], p_on: list[FixedPoint], end: float,
-                    on_branch_solve: Callable[[str, list[FixedPoint], float], FixedPoint]) -> None:
+                    on_branch_solve: Callable[[str, float], FixedPoint]) -> None:
     """The positional branch at the semantic grid points below its end, where the sweep left none in common (its end
     found ahead by the eigenvalue, the grid points in between dropped): each solved from the nearest positional
     point, up from the lowest, until one is lost (``p_on`` grows)."""
     for a in sorted(p.alpha for p in s_on if p.alpha > min(q.alpha for q in p_on) and p.alpha < end):
         try:
-            on_branch_solve("positional", p_on, a)
+            on_branch_solve("positional", a)
         except BranchLost:
             break
 
@@ -262,7 +254,7 @@ def curves_branch(params: ModelParams, alphas: Sequence[float] | None, pos: Bran
                   config: SolverConfig | None = None) -> BranchSweep:
     """The positional branch the curves' figure draws: the whole branch on the grid
     (:func:`whole_positional_branch`), refined between its points up to the grid's end (:func:`refined_branch`)."""
-    grid = sorted(float(a) for a in (np.linspace(*DEFAULT_ALPHA_RANGE, 12) if alphas is None else alphas))
+    grid = sorted(float(a) for a in (DEFAULT_ALPHAS if alphas is None else alphas))
     return refined_branch(params, whole_positional_branch(params, grid, pos, config), config, upto=grid[-1])
 
 
