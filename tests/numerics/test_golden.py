@@ -4,7 +4,7 @@ Two records:
 
 * tests/golden/*.json|csv -- written by the command line before the numerics core was redesigned,
   on single-scrambling rules (sobol12 solves, sobol16 alpha_c correction, sobol15 bifurcations).
-  Those rules (:data:`LEGACY`) must still reproduce them: a refactor changes nothing;
+  Those rules (:data:`RECORDED`) must still reproduce them: a refactor changes nothing;
 * tests/golden/rank2/ -- rank-2 solves of the matrix-overlap state evolution (docs/model.md section 7) on a
   cheap rule of 4 scramblings (tests/golden/record_golden.py --rank2): r = 2 against r* = 1 and 2, compared by
   their gauge invariants, eps_g, e_t and status;
@@ -45,7 +45,7 @@ REPLICATED = GOLDEN / "replicated"
 RANK2 = GOLDEN / "rank2"
 
 #: The single-scrambling rules of the first record.
-LEGACY = SolverConfig(quadrature="sobol12", alpha_c_quadrature="sobol16", alpha_l_quadrature=None,
+RECORDED = SolverConfig(quadrature="sobol12", alpha_c_quadrature="sobol16", alpha_l_quadrature=None,
                       bifurcation_quadrature="sobol15", end_quadrature=None, error_bars=False)
 
 #: Two records of one number on different rules agree within this many combined error bars.
@@ -90,15 +90,15 @@ SOLVES = {
 }
 
 
-def _legacy_config(name: str) -> SolverConfig:
-    """The rules the first record of ``SOLVES[name]`` was written on: :data:`LEGACY`, with its prox and solve rule."""
+def _recorded_config(name: str) -> SolverConfig:
+    """The rules the first record of ``SOLVES[name]`` was written on: :data:`RECORDED`, with its prox and solve rule."""
     spec = SOLVES[name]
-    return LEGACY.replace(prox=spec.get("prox", "global"), quadrature=spec.get("quadrature", "sobol12"))
+    return RECORDED.replace(prox=spec.get("prox", "global"), quadrature=spec.get("quadrature", "sobol12"))
 
 
 @pytest.fixture(scope="module")
-def legacy_solve():
-    """``legacy_solve(name)``: the solve of ``SOLVES[name]`` on :func:`_legacy_config`, computed once a module (the
+def recorded_solve():
+    """``recorded_solve(name)``: the solve of ``SOLVES[name]`` on :func:`_recorded_config`, computed once a module (the
     record's test and the replicated one's error comparison both need it)."""
     solved: dict = {}
 
@@ -106,16 +106,16 @@ def legacy_solve():
         if name not in solved:
             spec = SOLVES[name]
             solved[name] = solve(ModelParams(omega=spec["omega"]), spec["alpha"], spec["branch"],
-                                 config=_legacy_config(name))
+                                 config=_recorded_config(name))
         return solved[name]
 
     return get
 
 
 @pytest.mark.parametrize("name", sorted(SOLVES))
-def test_solve_matches_golden(name: str, legacy_solve) -> None:
+def test_solve_matches_golden(name: str, recorded_solve) -> None:
     gold = json.loads((GOLDEN / name).read_text())
-    _assert_record(legacy_solve(name).record, gold, name)
+    _assert_record(recorded_solve(name).record, gold, name)
 
 
 def _within_errors(now: float, err_now: float, then: float, err_then: float, where) -> None:
@@ -128,9 +128,9 @@ def _within_errors(now: float, err_now: float, then: float, err_then: float, whe
 
 
 @pytest.mark.parametrize("name", sorted(n for n in SOLVES if "gh6" not in n))
-def test_replicated_solve_matches_its_golden_and_the_legacy_one_within_errors(name: str, legacy_solve) -> None:
+def test_replicated_solve_matches_its_golden_and_the_first_one_within_errors(name: str, recorded_solve) -> None:
     """Today's default solve reproduces tests/golden/replicated/, error bars included; it agrees with the
-    legacy record within the combined error bars (the legacy rule's: the spread over 4 independent
+    first record within the combined error bars (the recorded rules': the spread over 4 independent
     sobol12 rules, computed here)."""
     spec = SOLVES[name]
     gold = json.loads((REPLICATED / name).read_text())
@@ -140,12 +140,12 @@ def test_replicated_solve_matches_its_golden_and_the_legacy_one_within_errors(na
     _assert_record(fp.record, gold, name)
     for k in err.std:
         assert _close(err.std[k], gold[f"err_{k}"], 1e-5, atol=1e-12), (name, k)
-    legacy = json.loads((GOLDEN / name).read_text())
-    assert _legacy_config(name) == LEGACY  # the rules the legacy error below is computed on
-    legacy_fp = legacy_solve(name)
-    legacy_err = fixed_point_error(legacy_fp, LEGACY.replace(error_bars=True), 4)
+    first = json.loads((GOLDEN / name).read_text())
+    assert _recorded_config(name) == RECORDED  # the rules the first record's error below is computed on
+    first_fp = recorded_solve(name)
+    first_err = fixed_point_error(first_fp, RECORDED.replace(error_bars=True), 4)
     for k in err.std:
-        _within_errors(fp.record[k], err.std[k], float(legacy[k]), legacy_err.std[k], (name, k))
+        _within_errors(fp.record[k], err.std[k], float(first[k]), first_err.std[k], (name, k))
 
 
 def _read_csv(path: Path) -> list[dict[str, str]]:
@@ -161,26 +161,26 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
     ],
 )
 def test_sweep_matches_golden(name: str, branch: str, alphas: np.ndarray) -> None:
-    for folder, config in ((GOLDEN, LEGACY), (REPLICATED, SolverConfig())):
+    for folder, config in ((GOLDEN, RECORDED), (REPLICATED, SolverConfig())):
         gold = _read_csv(folder / name)
         res = sweep(ModelParams(omega=0.3), alphas, branch, config=config)
         assert [p.alpha for p in res.points] == pytest.approx([float(r["alpha"]) for r in gold], abs=1e-15)
         for fp, row in zip(res.points, gold):
             _assert_record(fp.record, {**row, "converged": row["converged"] == "True"}, f"{folder.name}/{name} alpha={fp.alpha}")
         if config.error_bars:  # the error bars too, and the two records within them
-            legacy = _read_csv(GOLDEN / name)
-            for fp, err, row, old in zip(res.points, point_errors(res.points, config), gold, legacy):
+            first = _read_csv(GOLDEN / name)
+            for fp, err, row, old in zip(res.points, point_errors(res.points, config), gold, first):
                 for k in ("q", "m", "theta", "e_t"):
                     assert _close(err[f"err_{k}"], float(row[f"err_{k}"]), 1e-5, atol=1e-12), (name, fp.alpha, k)
-                    # the legacy rule's own error is about the same as the pooled rule's (docs/method.md
+                    # the recorded rules' own error is about the same as the pooled rule's (docs/method.md
                     # section 7, error bars and precision tiers): the combined bar is sqrt(2) times today's
                     _within_errors(fp.record[k], err[f"err_{k}"], float(old[k]), err[f"err_{k}"], (name, fp.alpha, k))
 
 
-def test_legacy_phase_diagram_row_matches_golden() -> None:
-    """The legacy rules reproduce the first record's omega = 0.3 row (the rows are independent)."""
+def test_recorded_rules_phase_diagram_row_matches_golden() -> None:
+    """The recorded rules reproduce the first record's omega = 0.3 row (the rows are independent)."""
     gold = next(g for g in _read_csv(GOLDEN / "phase_diagram_0.1-0.4-7.csv") if abs(float(g["omega"]) - 0.3) < 1e-9)
-    (b,) = phase_diagram(ModelParams(), [float(gold["omega"])], config=LEGACY)
+    (b,) = phase_diagram(ModelParams(), [float(gold["omega"])], config=RECORDED)
     _assert_boundaries(b.row(), gold)
 
 
@@ -192,9 +192,9 @@ def _assert_boundaries(row: dict, gold: dict) -> None:
         assert _close(now, float(gold.get(key, gold.get(RENAMED.get(key, key)))), 0.0, atol), (gold["omega"], key, now)
 
 
-#: The legacy record's error bars (tests/golden/phase_diagram_0.1-0.4-7_errors.csv): the spread over 4
+#: The first record's error bars (tests/golden/phase_diagram_0.1-0.4-7_errors.csv): the spread over 4
 #: independent rules of the same run, `phase-diagram --omega 0.1:0.4:7 --error-estimate 4` (220 s).
-LEGACY_ERRORS = GOLDEN / "phase_diagram_0.1-0.4-7_errors.csv"
+RECORDED_ERRORS = GOLDEN / "phase_diagram_0.1-0.4-7_errors.csv"
 
 
 #: The omegas of the recorded phase diagram the test recomputes: both branch ends in range (0.1), the
@@ -205,11 +205,11 @@ GOLDEN_OMEGAS = (0.1, 0.25, 0.4)
 @pytest.mark.slow
 def test_phase_diagram_matches_golden() -> None:
     """Today's default phase diagram reproduces tests/golden/replicated/ (numbers and error bars), and every
-    boundary agrees with the legacy record within the combined error bars."""
+    boundary agrees with the first record within the combined error bars."""
     # three of the seven recorded omegas (the rows are independent; all seven: tests/golden/record_golden.py)
     gold = [g for g in _read_csv(REPLICATED / "phase_diagram_0.1-0.4-7.csv") if round(float(g["omega"]), 6) in GOLDEN_OMEGAS]
-    legacy = {round(float(g["omega"]), 6): g for g in _read_csv(GOLDEN / "phase_diagram_0.1-0.4-7.csv")}
-    legacy_err = {round(float(g["omega"]), 6): g for g in _read_csv(LEGACY_ERRORS)}
+    first = {round(float(g["omega"]), 6): g for g in _read_csv(GOLDEN / "phase_diagram_0.1-0.4-7.csv")}
+    first_err = {round(float(g["omega"]), 6): g for g in _read_csv(RECORDED_ERRORS)}
     rows = phase_diagram(ModelParams(), [float(g["omega"]) for g in gold], config=SolverConfig(), workers=2)
     assert len(rows) == len(gold) == len(GOLDEN_OMEGAS)
     for b, g in zip(rows, gold):
@@ -218,9 +218,9 @@ def test_phase_diagram_matches_golden() -> None:
         w = round(b.omega, 6)
         for key in ("alpha_c", "alpha_l", "semantic_end", "positional_end"):
             assert _close(row[f"err_{key}"], float(g[f"err_{key}"]), 1e-3, atol=1e-9), (w, key)
-            then = float(legacy[w][{"semantic_end": "spinodal_semantic", "positional_end": "spinodal_positional"}
+            then = float(first[w][{"semantic_end": "spinodal_semantic", "positional_end": "spinodal_positional"}
                                   .get(key, key)])
-            _within_errors(row[key], row[f"err_{key}"], then, float(legacy_err[w][f"err_{key}"]), (w, key))
+            _within_errors(row[key], row[f"err_{key}"], then, float(first_err[w][f"err_{key}"]), (w, key))
 
 
 #: The rank-2 records: file name -> (alpha, r, r*, branch), at omega = 0.3 on :data:`RANK2_RULE`.
