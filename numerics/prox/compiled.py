@@ -186,13 +186,6 @@ def search_rows(kernels: Kernels, starts: np.ndarray, w: np.ndarray, Vinv: np.nd
     return h.transpose(1, 0, 2).reshape(S, N, L, r), value.T, conv.T, iters.T
 
 
-def distinct_minima(kernels: Kernels | CorrelatedKernels, h: np.ndarray, conv: np.ndarray, best: np.ndarray, parallel: bool | None = None) -> np.ndarray:
-    """Mask (N, n) of the rows of :func:`global_rows` that are distinct minima of their node."""
-    keep = np.zeros(conv.shape, dtype=np.bool_)
-    instance(kernels, parallel).distinct(h, conv, best, keep)
-    return keep
-
-
 def _run(
     kernels: Any, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, s2: np.ndarray, shift: np.ndarray,
     order: np.ndarray, refine: bool, max_step: float, xtol: float, max_iter: int, max_halvings: int, merge: float,

@@ -143,8 +143,9 @@ def _global_prox_compiled(kernels: Any, w: np.ndarray, V: np.ndarray, T: np.ndar
     N, L = w.shape
     starts = np.stack(starting_points(w, T, kernels=kernels), axis=1)
     h, value, conv, iters, best = prox_compiled.global_rows(kernels, starts, w, V, T, sigma2)
-    # the distinct minima per node, in selection.distinct_minima's order: by node, then by the rounded minimiser
-    keep = prox_compiled.distinct_minima(kernels, h, conv, best)
+    # the distinct minima per node (rows.distinct), in selection.distinct_minima's order: by node, then minimiser
+    keep = np.zeros(conv.shape, dtype=np.bool_)
+    prox_compiled.instance(kernels).distinct(h, conv, best, keep)
     node, start = np.nonzero(keep)
     hk = h[node, start]
     hr = np.round(hk, 6) + 0.0
