@@ -63,7 +63,6 @@ def _specs(L: int) -> list[FunctionSpec]:
     return [FunctionSpec("free_entropy", args, (("Phi", free_entropy_expr(L)),), "Free entropy Phi (docs/model.md section 4).")]
 
 
-
 def free_entropy(
     q0: ArrayLike, V0: ArrayLike, m: ArrayLike, th0: ArrayLike,
     qhat: ArrayLike, mhat: ArrayLike, thhat: ArrayLike, Vhat: ArrayLike,
