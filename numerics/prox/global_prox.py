@@ -64,9 +64,10 @@ def newton_minimize(kernels: Any, h0: np.ndarray, w: np.ndarray, V: np.ndarray, 
 
         return prox_torch.newton_minimize(kernels, h0, w, V, T, sigma2, xtol=xtol, max_iter=max_iter,
                                           max_halvings=max_halvings)
-    if resolved == "numba":
-        return ProxResult(*prox_compiled.newton_rows(kernels, h0, w, V, T, sigma2, xtol=xtol, max_iter=max_iter,
-                                                     max_halvings=max_halvings))
+    if resolved == "numba":  # the compiled search from one start per node, without the refinement pass
+        h, value, conv, iters, _ = prox_compiled.global_rows(kernels, h0[:, None, :], w, V, T, sigma2, refine=False,
+                                                             xtol=xtol, max_iter=max_iter, max_halvings=max_halvings)
+        return ProxResult(h[:, 0], value[:, 0], conv[:, 0], int(iters.max()) if len(h0) else 0)
     N, L = np.shape(h0)
     Vb = np.ascontiguousarray(np.broadcast_to(V, (N, L)))
     objective = FieldObjective(np, kernels.prox_value_grad_hess, kernels.prox_value, w, Vb, T, sigma2)
