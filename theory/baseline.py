@@ -55,7 +55,6 @@ def _specs(L: int) -> list[FunctionSpec]:
     return [FunctionSpec("eps_lin", args, (("eps_lin", eps_lin_expr(L)),), "Linear baseline test error (docs/model.md section 5).")]
 
 
-
 def eps_lin_from_moments(mean_soft: ArrayLike, mean_soft_sq: ArrayLike, sigma2: ArrayLike, omega: float) -> np.ndarray:
     """eps_lin = 1/2 sum_{l,k} sigma_k^2 (1 - omega)^2 (E[s^2] - E[s]^2)[l, k], s = softmax_row(h* h*^T).
 

@@ -53,12 +53,12 @@ def _build_specs(L: int) -> list[FunctionSpec]:
                      "Correlated-token limit loss 1/2 sum_l sum_{k,k'} C[k,k'] (S - T)[l,k] (S - T)[l,k'] "
                      "(docs/model.md section 7)."),
         FunctionSpec("loss_grad_hess", (arg_v, arg_S, arg_T, arg_CB),
-                     _outputs(pd.loss_value, pd.loss_grad, pd.loss_hess, "loss", v),
+                     _outputs(pd.loss_v, "loss", v),
                      "loss_C(B v, T), its gradient and Hessian in v (B^T grad_h, B^T hess_h B).", opt),
         FunctionSpec("prox_value", (arg_v, arg_w, arg_V, arg_S, arg_T, arg_CB), (("prox", pd.value),),
                      "Whitened proximal objective sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T) alone (line searches)."),
         FunctionSpec("prox_value_grad_hess", (arg_v, arg_w, arg_V, arg_S, arg_T, arg_CB),
-                     _outputs(pd.value, pd.grad, pd.hess, "prox", v),
+                     _outputs(pd, "prox", v),
                      "Whitened proximal objective sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T), its gradient and "
                      "Hessian in v (docs/model.md section 7).", opt),
     ]

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from attnphase.theory.codegen import Argument, FunctionSpec, generated_functions
+from attnphase.theory.kernels import _vec
 
 ArrayLike = Any
 
@@ -63,7 +64,6 @@ def _specs(L: int) -> list[FunctionSpec]:
     return [FunctionSpec("free_entropy", args, (("Phi", free_entropy_expr(L)),), "Free entropy Phi (docs/model.md section 4).")]
 
 
-
 def free_entropy(
     q0: ArrayLike, V0: ArrayLike, m: ArrayLike, th0: ArrayLike,
     qhat: ArrayLike, mhat: ArrayLike, thhat: ArrayLike, Vhat: ArrayLike,
@@ -71,11 +71,9 @@ def free_entropy(
 ) -> np.ndarray:
     """Phi of docs/model.md section 4 (e_t = -Phi): m, qhat, mhat, thhat, Vhat, sigma2 (..., L); P (L, L); the
     rest scalar or batch-shaped -> a float64 of the batch shape. ValueError unless Lam > 0."""
-    vecs = [np.asarray(x, dtype=float) for x in (m, qhat, mhat, thhat, Vhat, sigma2)]
-    L = vecs[-1].shape[-1]
-    for name, v in zip(("m", "qhat", "mhat", "thhat", "Vhat", "sigma2"), vecs):
-        if v.ndim < 1 or v.shape[-1] != L:
-            raise ValueError(f"{name} must have trailing dimension L = {L}, got shape {v.shape}")
+    L = np.shape(sigma2)[-1]
+    vecs = [_vec(x, L, name) for x, name in zip((m, qhat, mhat, thhat, Vhat, sigma2),
+                                                ("m", "qhat", "mhat", "thhat", "Vhat", "sigma2"))]
     Lam = np.asarray(lam, float) + np.sum(vecs[5] * vecs[4], axis=-1)
     if not np.all(Lam > 0):
         raise ValueError(f"Lam = lambda + sum_l sigma_l^2 Vhat_l must be > 0, got {Lam}")

@@ -8,10 +8,13 @@ generated.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attnphase.theory.channels import default_channel
 from attnphase.theory.codegen import Argument, FunctionSpec
+
+if TYPE_CHECKING:
+    from attnphase.theory.prox import Derivation
 
 #: The generated functions of the batched fields-form module (r = 1).
 FIELD_FUNCTIONS = ("scores", "target", "loss", "loss_grad_hess", "prox_value", "prox_value_grad_hess")
@@ -21,12 +24,12 @@ SCALAR_FUNCTIONS = ("loss", "prox_value", "prox_value_grad_hess")
 MATRIX_FUNCTIONS = ("loss_grad_hess", "loss")
 
 
-def _outputs(value: Any, grad: Sequence[Any], hess: Any, name: str, fields: Sequence[Any]) -> tuple[tuple[str, Any], ...]:
-    """(name, value), its gradient and the upper triangle (row-major) of its Hessian in ``fields``."""
+def _outputs(d: Derivation, name: str, fields: Sequence[Any]) -> tuple[tuple[str, Any], ...]:
+    """(name, d.value), the gradient and the upper triangle (row-major) of the Hessian of ``d`` in ``fields``."""
     n = len(fields)
-    out = [(name, value)]
-    out += [(f"d {name} / d {fields[j]}", grad[j]) for j in range(n)]
-    out += [(f"d2 {name} / d {fields[i]} d {fields[j]}", hess[i, j]) for i in range(n) for j in range(i, n)]
+    out = [(name, d.value)]
+    out += [(f"d {name} / d {fields[j]}", d.grad[j]) for j in range(n)]
+    out += [(f"d2 {name} / d {fields[i]} d {fields[j]}", d.hess[i, j]) for i in range(n) for j in range(i, n)]
     return tuple(out)
 
 
@@ -74,7 +77,7 @@ def field_specs(L: int, channel: Any = None) -> list[FunctionSpec]:
             f"The channel's limit loss l(S(h), T(h*)) ({channel.name}; docs/model.md section 2).",
         ),
         FunctionSpec(
-            "loss_grad_hess", (arg_h, arg_S, arg_T, arg_s2), _outputs(ld.value, ld.grad, ld.hess, "loss", h),
+            "loss_grad_hess", (arg_h, arg_S, arg_T, arg_s2), _outputs(ld, "loss", h),
             "Limit loss, its gradient and Hessian (upper triangle, row-major) in h.",
             opt,
         ),
@@ -85,7 +88,7 @@ def field_specs(L: int, channel: Any = None) -> list[FunctionSpec]:
         ),
         FunctionSpec(
             "prox_value_grad_hess", (arg_h, arg_w, arg_V, arg_S, arg_T, arg_s2),
-            _outputs(pd.value, pd.grad, pd.hess, "prox", h),
+            _outputs(pd, "prox", h),
             "Proximal objective sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, T), gradient and Hessian "
             "(upper triangle, row-major) in h (docs/model.md section 3).",
             opt,
@@ -113,6 +116,6 @@ def matrix_specs(L: int, r: int, channel: Any = None) -> list[FunctionSpec]:
         Argument("sigma2", list(ld.sigma2), "per-token variances sigma_k^2"),
     )
     opt = "basic" if n <= 4 else None
-    return [FunctionSpec("loss_grad_hess", args, _outputs(ld.value, ld.grad, ld.hess, "loss", list(ld.h)),
+    return [FunctionSpec("loss_grad_hess", args, _outputs(ld, "loss", list(ld.h)),
                          "Limit loss, gradient and Hessian (upper triangle, row-major) in the L r entries of h.", opt),
             FunctionSpec("loss", args[1:], (("loss", ld.value),), "Limit loss in S(h).", opt)]

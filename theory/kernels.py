@@ -183,7 +183,6 @@ class Kernels:
         value = np.empty(N)
         grad = np.empty((N, n)) if vgh else None
         hess = np.empty((N, n, n)) if vgh else None
-        iu = [(i, j) for i in range(n) for j in range(i, n)]
         for start in range(0, max(N, 1), CHUNK):
             sl = slice(start, start + CHUNK)
             a = [x[sl] if batched else x for x, batched in flat]
@@ -192,15 +191,24 @@ class Kernels:
             out = fn(*args)
             value[sl] = out[0]
             if vgh:
-                for j in range(n):
-                    grad[sl, j] = out[1 + j]  # type: ignore[index]
-                for k, (i, j) in enumerate(iu):
-                    hess[sl, i, j] = out[1 + n + k]  # type: ignore[index]
-                    if i != j:
-                        hess[sl, j, i] = out[1 + n + k]  # type: ignore[index]
+                unpack_derivatives(out, grad[sl], hess[sl])  # type: ignore[index]
         if not vgh:
             return (value.reshape(shape),)
         return value.reshape(shape), grad.reshape(shape + (n,)), hess.reshape(shape + (n, n))  # type: ignore[union-attr]
+
+
+def unpack_derivatives(out: tuple[Any, ...], grad: Any, hess: Any) -> None:
+    """A generated (value, gradient, upper triangle of the Hessian row by row) into ``grad`` (..., n) and ``hess``
+    (..., n, n), numpy arrays or torch tensors, the upper triangle mirrored."""
+    n = grad.shape[-1]
+    for j in range(n):
+        grad[..., j] = out[1 + j]
+    k = 1 + n
+    for i in range(n):
+        for j in range(i, n):
+            hess[..., i, j] = out[k]
+            hess[..., j, i] = out[k]
+            k += 1
 
 
 def _flatten(x: np.ndarray, trailing: int, shape: tuple[int, ...], N: int) -> tuple[np.ndarray, bool]:

@@ -100,13 +100,12 @@ def _prior_equations(L: int) -> list[Equation]:
 def _free_entropy_equations(L: int) -> list[Equation]:
     from attnphase.theory.free_entropy import free_entropy_expr
     from attnphase.theory.priors.ridge import ridge_exprs, symbols as prior_symbols
+    from attnphase.theory.symbols import token_scalars
 
     sec = "Free entropy and training objective (docs/model.md section 4)"
     lam, Lam_sym = prior_symbols(L)["lam"], sp.Symbol("Lambda")
     Phi = free_entropy_expr(L).subs(lam, Lam_sym - (ridge_exprs(L)["Lam"] - lam))
-    h = [sp.Symbol(f"h_{l + 1}") for l in range(L)]
-    w = [sp.Symbol(f"w_{l + 1}") for l in range(L)]
-    V = [sp.Symbol(f"V_{l + 1}") for l in range(L)]
+    h, w, V = (token_scalars(name, L) for name in ("h", "w", "V"))
     M = sum((h[l] - w[l]) ** 2 / (2 * V[l]) for l in range(L)) + sp.Function("loss")(*h)
     return [
         Equation(sec, sp.Symbol("Phi"), Phi, "q_l = sigma_l^2 q_0, V_l = sigma_l^2 V_0, theta_l = sigma_l^2 theta_0"),

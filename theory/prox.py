@@ -22,7 +22,17 @@ from attnphase.theory.symbols import pair_symbols, token_scalars, token_symbols
 
 
 @dataclass(frozen=True)
-class LossDerivation:
+class Derivation:
+    """A sympy expression ``value`` with its gradient ``grad`` (row-major over the entries of its variables) and
+    its Hessian ``hess``."""
+
+    value: sp.Expr
+    grad: tuple[sp.Expr, ...]
+    hess: sp.Matrix
+
+
+@dataclass(frozen=True)
+class LossDerivation(Derivation):
     """The limit loss ``value`` = loss(h, T) in terms of the symbols S = S(h), T = T(h*), sigma2, and its
     ``grad`` (row-major over the L r entries of h) and ``hess`` in the student fields h, for given (L, r)."""
 
@@ -32,22 +42,16 @@ class LossDerivation:
     S: sp.Matrix
     T: sp.Matrix
     sigma2: tuple[sp.Symbol, ...]
-    value: sp.Expr
-    grad: tuple[sp.Expr, ...]
-    hess: sp.Matrix
 
 
 @dataclass(frozen=True)
-class ProxDerivation:
+class ProxDerivation(Derivation):
     """The proximal objective sum_l (h_l - w_l)^2 / (2 V_l) + loss and its gradient and Hessian in h (r = 1),
     built on the :class:`LossDerivation` ``loss``, with the field means w_l and variances V_l > 0."""
 
     loss: LossDerivation
     w: tuple[sp.Symbol, ...]
     V: tuple[sp.Symbol, ...]
-    value: sp.Expr
-    grad: tuple[sp.Expr, ...]
-    hess: sp.Matrix
 
 
 def derive_loss(L: int, r: int = 1, channel: Any = None) -> LossDerivation:
@@ -63,7 +67,7 @@ def _derive_loss(L: int, r: int, channel: Any) -> LossDerivation:
     T = pair_symbols("T", L, nonnegative=True)
     sigma2 = tuple(token_scalars("sigma", L, power="2", positive=True))
     grad, hess = _chain_rule(channel.loss_of(attention(h), T, sigma2), h, S)
-    return LossDerivation(L, r, h, S, T, sigma2, channel.loss_of(S, T, sigma2), grad, hess)
+    return LossDerivation(channel.loss_of(S, T, sigma2), grad, hess, L, r, h, S, T, sigma2)
 
 
 def _chain_rule(value_fun: sp.Expr, h: sp.Matrix, S: sp.Matrix) -> tuple[tuple[sp.Expr, ...], sp.Matrix]:
@@ -91,23 +95,20 @@ def _derive_prox(L: int, channel: Any) -> ProxDerivation:
     ld = derive_loss(L, 1, channel)
     w = tuple(token_scalars("w", L, real=True))
     V = tuple(token_scalars("V", L, positive=True))
-    value, grad, hess = _with_moreau_term(list(ld.h), w, V, ld.value, ld.grad, ld.hess)
-    return ProxDerivation(ld, w, V, value, grad, hess)
+    return ProxDerivation(*_with_moreau_term(list(ld.h), w, V, ld), ld, w, V)
 
 
-def _with_moreau_term(
-    x: list[sp.Symbol], w: tuple[sp.Symbol, ...], V: tuple[sp.Symbol, ...], value: sp.Expr, grad: tuple[sp.Expr, ...],
-    hess: sp.Matrix,
-) -> tuple[sp.Expr, tuple[sp.Expr, ...], sp.Matrix]:
-    """sum_l (x_l - w_l)^2 / (2 V_l) + f(x), its gradient and Hessian, from f's (value, grad, hess) in x."""
+def _with_moreau_term(x: list[sp.Symbol], w: tuple[sp.Symbol, ...], V: tuple[sp.Symbol, ...], f: Derivation
+                      ) -> tuple[sp.Expr, tuple[sp.Expr, ...], sp.Matrix]:
+    """sum_l (x_l - w_l)^2 / (2 V_l) + f(x), its gradient and Hessian, from f's derivation in x."""
     L = len(x)
     quad = sum((x[l] - w[l]) ** 2 / (2 * V[l]) for l in range(L))
-    return (quad + value, tuple(grad[l] + (x[l] - w[l]) / V[l] for l in range(L)),
-            hess + sp.diag(*[1 / V[l] for l in range(L)]))
+    return (quad + f.value, tuple(f.grad[l] + (x[l] - w[l]) / V[l] for l in range(L)),
+            f.hess + sp.diag(*[1 / V[l] for l in range(L)]))
 
 
 @dataclass(frozen=True)
-class CovLossDerivation:
+class CovLossDerivation(Derivation):
     """The correlated-token limit loss loss_C (docs/model.md section 7) and its derivatives in h (r = 1):
     value = 1/2 sum_l sum_{k,j} C_kj (S - T)[l,k] (S - T)[l,j], with h, S, T as in :class:`LossDerivation`
     and C the L x L symbols of the token Gram; grad and hess are polynomials in (h, S, T, C)."""
@@ -117,9 +118,6 @@ class CovLossDerivation:
     S: sp.Matrix
     T: sp.Matrix
     C: sp.Matrix
-    value: sp.Expr
-    grad: tuple[sp.Expr, ...]
-    hess: sp.Matrix
 
 
 @lru_cache(maxsize=None)
@@ -130,14 +128,14 @@ def derive_loss_cov(L: int) -> CovLossDerivation:
     T = pair_symbols("T", L, nonnegative=True)
     C = pair_symbols("C", L, real=True)
     grad, hess = _chain_rule(limit_loss_cov(attention(h), T, C), h, S)
-    return CovLossDerivation(L, h, S, T, C, limit_loss_cov(S, T, C), grad, hess)
+    return CovLossDerivation(limit_loss_cov(S, T, C), grad, hess, L, h, S, T, C)
 
 
 @dataclass(frozen=True)
-class WhitenedProxDerivation:
+class WhitenedProxDerivation(Derivation):
     """The whitened proximal objective prox(v; w, V, T) = sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T)
     (docs/model.md section 7, r = 1) and its derivatives in v: grad_v = B^T grad_h, hess_v = B^T hess_h B;
-    ``fields``: h = B v; ``loss_*``: loss_C(B v, T) and its derivatives in v.
+    ``fields``: h = B v; ``loss_v``: loss_C(B v, T) and its derivatives in v.
     """
 
     loss: CovLossDerivation
@@ -146,12 +144,7 @@ class WhitenedProxDerivation:
     V: tuple[sp.Symbol, ...]
     B: sp.Matrix
     fields: tuple[sp.Expr, ...]
-    loss_value: sp.Expr
-    loss_grad: tuple[sp.Expr, ...]
-    loss_hess: sp.Matrix
-    value: sp.Expr
-    grad: tuple[sp.Expr, ...]
-    hess: sp.Matrix
+    loss_v: Derivation
 
 
 @lru_cache(maxsize=None)
@@ -166,7 +159,5 @@ def derive_prox_cov(L: int) -> WhitenedProxDerivation:
     at_Bv = {ld.h[l]: h[l] for l in range(L)}
     grad = B.T * sp.Matrix(ld.grad)
     hess = B.T * ld.hess * B
-    loss_grad = tuple(grad[j].xreplace(at_Bv) for j in range(L))
-    loss_hess = hess.xreplace(at_Bv)
-    value, pgrad, phess = _with_moreau_term(list(v), w, V, ld.value, loss_grad, loss_hess)
-    return WhitenedProxDerivation(ld, v, w, V, B, tuple(h), ld.value, loss_grad, loss_hess, value, pgrad, phess)
+    loss_v = Derivation(ld.value, tuple(grad[j].xreplace(at_Bv) for j in range(L)), hess.xreplace(at_Bv))
+    return WhitenedProxDerivation(*_with_moreau_term(list(v), w, V, loss_v), ld, v, w, V, B, tuple(h), loss_v)

@@ -112,10 +112,7 @@ def _specs(L: int) -> list[FunctionSpec]:
     ]
 
 
-
-def theta_stability(
-    alpha: float, V0: float, q0: float, rho0: float, sigma2: ArrayLike, E_gS: ArrayLike
-) -> float:
+def theta_stability(alpha: float, V0: float, q0: float, rho0: float, sigma2: ArrayLike, E_gS: ArrayLike) -> float:
     """lambda = alpha V0 / sqrt(q0) sum_l sigma_l E[g_l S_l] (module doc), sigma2 and E_gS of shape (L,) taken
     at a state with th0 = 0; > 1: theta = 0 is unstable."""
     sigma2, E_gS = (np.asarray(x, dtype=float).reshape(-1) for x in (sigma2, E_gS))
@@ -123,15 +120,12 @@ def theta_stability(
         raise ValueError(f"sigma2 and E_gS must both have shape (L,), got {sigma2.shape} and {E_gS.shape}")
     if not q0 > 0:
         raise ValueError(f"q0 must be > 0, got {q0}")
-    (lam,) = generated_functions("stability", sigma2.size, _specs)["theta_stability"](
-        float(alpha), float(V0), float(q0), float(rho0), sigma2, E_gS
-    )
+    lambda_of = generated_functions("stability", sigma2.size, _specs)["theta_stability"]
+    (lam,) = lambda_of(float(alpha), float(V0), float(q0), float(rho0), sigma2, E_gS)
     return float(lam)
 
 
-def m_stability(
-    alpha: float, V0: float, q0: float, sigma2: ArrayLike, P: ArrayLike, E_gxi: ArrayLike
-) -> np.ndarray:
+def m_stability(alpha: float, V0: float, q0: float, sigma2: ArrayLike, P: ArrayLike, E_gxi: ArrayLike) -> np.ndarray:
     """J_m (L x L) = alpha V0 P G, G[l, j] = E[g_l xi_j] / sqrt(sigma_j^2 q0), at an agnostic state (leading
     eigenvalue above 1: unstable towards m != 0)."""
     sigma2 = np.asarray(sigma2, dtype=float).reshape(-1)
@@ -141,5 +135,6 @@ def m_stability(
         raise ValueError(f"P and E_gxi must be {L} x {L}, got {P.shape} and {E_gxi.shape}")
     if not q0 > 0:
         raise ValueError(f"q0 must be > 0, got {q0}")
-    out = generated_functions("stability", L, _specs)["m_stability"](float(alpha), float(V0), float(q0), sigma2, P, E_gxi)
+    m_of = generated_functions("stability", L, _specs)["m_stability"]
+    out = m_of(float(alpha), float(V0), float(q0), sigma2, P, E_gxi)
     return np.array([float(x) for x in out]).reshape(L, L)

@@ -138,18 +138,6 @@ def _rows(x: np.ndarray, N: int, tail: tuple[int, ...]) -> np.ndarray:
     return np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=float), (N,) + tail))
 
 
-def newton_rows(
-    kernels: Kernels | CorrelatedKernels, h0: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
-    *, xtol: float, max_iter: int, max_halvings: int, parallel: bool | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Compiled :func:`~attnphase.numerics.prox.global_prox.newton_minimize` at r = 1: (h, value, converged,
-    iterations), each row of ``h0`` descended to a local minimiser of P; V and sigma2 broadcast to the rows."""
-    h0 = np.asarray(h0, dtype=float)
-    h, value, conv, iters, _ = global_rows(kernels, h0[:, None, :], w, V, T, sigma2, refine=False, xtol=xtol,
-                                           max_iter=max_iter, max_halvings=max_halvings, parallel=parallel)
-    return h[:, 0], value[:, 0], conv[:, 0], int(iters.max()) if len(h0) else 0
-
-
 def global_rows(
     kernels: Kernels | CorrelatedKernels, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray,
     sigma2: np.ndarray, *, refine: bool = True, xtol: float = 1e-10, max_iter: int = 60, max_halvings: int = 30,
@@ -184,13 +172,6 @@ def search_rows(kernels: Kernels, starts: np.ndarray, w: np.ndarray, Vinv: np.nd
         _rows(Vinv, N, (L, r, r)), _rows(T, N, (L, L)), _rows(sigma2, N, (L,)), np.full(N, float(delta)),
         np.asarray(order, dtype=np.int64), False, max_step, xtol, max_iter, max_halvings, merge, parallel, matrix=True)
     return h.transpose(1, 0, 2).reshape(S, N, L, r), value.T, conv.T, iters.T
-
-
-def distinct_minima(kernels: Kernels | CorrelatedKernels, h: np.ndarray, conv: np.ndarray, best: np.ndarray, parallel: bool | None = None) -> np.ndarray:
-    """Mask (N, n) of the rows of :func:`global_rows` that are distinct minima of their node."""
-    keep = np.zeros(conv.shape, dtype=np.bool_)
-    instance(kernels, parallel).distinct(h, conv, best, keep)
-    return keep
 
 
 def _run(

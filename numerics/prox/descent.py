@@ -34,7 +34,7 @@ class Objective(Protocol):
         """max over entries of |V_l^{-1} (h_l - w_l)| (m,): the scale of the gradient at rounding level."""
 
 
-def _rowmax(a: Any, xp: Any) -> Any:
+def rowmax(a: Any, xp: Any) -> Any:
     """max over the short last axis, as elementwise maxima (faster than a reduction for n <= 4)."""
     out = a[..., 0]
     for k in range(1, a.shape[-1]):
@@ -42,7 +42,7 @@ def _rowmax(a: Any, xp: Any) -> Any:
     return out
 
 
-def _rowsum(a: Any) -> Any:
+def rowsum(a: Any) -> Any:
     """sum over the short last axis in the order k = 1..n."""
     out = a[..., 0]
     for k in range(1, a.shape[-1]):
@@ -61,21 +61,17 @@ def descend(
     converged = xp.zeros(N, dtype=xp.bool, **on)
     active = xp.arange(N, **on)
     f, g, H = objective.value_grad_hess(h, None)
-    if xp is np:
-        value = np.empty(N)
-        value[:] = f
-    else:
-        value = f.clone()
+    value = f.copy() if xp is np else f.clone()
     it = 0
     while active.shape[0] and it < max_iter:
         it += 1
         ha, fa = h[active], value[active]
         d, pd = objective.direction(H, g, active)
-        dn = _rowmax(abs(d), xp)
-        d = d * steps.step_scale(xp.sqrt(_rowsum(d * d)), cap, xp)[:, None]
-        slope = _rowsum(g * d)
+        dn = rowmax(abs(d), xp)
+        d = d * steps.step_scale(xp.sqrt(rowsum(d * d)), cap, xp)[:, None]
+        slope = rowsum(g * d)
         # converged: a tiny pure Newton step in a convex region, or one whose decrease is below P's rounding
-        tiny = pd & steps.near(dn, _rowmax(abs(ha), xp), slope, fa, xtol)
+        tiny = pd & steps.near(dn, rowmax(abs(ha), xp), slope, fa, xtol)
         # Armijo backtracking (the tiny Newton steps of converged rows are taken as they are)
         t = xp.ones(active.shape[0], dtype=h.dtype, **on)
         new_h = ha + d
@@ -96,7 +92,7 @@ def descend(
         f, g, H = objective.value_grad_hess(new_h, active)
         value[active] = f
         # no decrease possible: stationary to rounding if the gradient is at rounding level
-        stalled = steps.stalled(accepted, _rowmax(abs(g), xp), objective.stall_scale(new_h, active))
+        stalled = steps.stalled(accepted, rowmax(abs(g), xp), objective.stall_scale(new_h, active))
         done = tiny | stalled
         converged[active[done]] = True
         keep = ~(done | ~accepted)

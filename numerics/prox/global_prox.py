@@ -64,9 +64,10 @@ def newton_minimize(kernels: Any, h0: np.ndarray, w: np.ndarray, V: np.ndarray, 
 
         return prox_torch.newton_minimize(kernels, h0, w, V, T, sigma2, xtol=xtol, max_iter=max_iter,
                                           max_halvings=max_halvings)
-    if resolved == "numba":
-        return ProxResult(*prox_compiled.newton_rows(kernels, h0, w, V, T, sigma2, xtol=xtol, max_iter=max_iter,
-                                                     max_halvings=max_halvings))
+    if resolved == "numba":  # the compiled search from one start per node, without the refinement pass
+        h, value, conv, iters, _ = prox_compiled.global_rows(kernels, h0[:, None, :], w, V, T, sigma2, refine=False,
+                                                             xtol=xtol, max_iter=max_iter, max_halvings=max_halvings)
+        return ProxResult(h[:, 0], value[:, 0], conv[:, 0], int(iters.max()) if len(h0) else 0)
     N, L = np.shape(h0)
     Vb = np.ascontiguousarray(np.broadcast_to(V, (N, L)))
     objective = FieldObjective(np, kernels.prox_value_grad_hess, kernels.prox_value, w, Vb, T, sigma2)
@@ -143,8 +144,9 @@ def _global_prox_compiled(kernels: Any, w: np.ndarray, V: np.ndarray, T: np.ndar
     N, L = w.shape
     starts = np.stack(starting_points(w, T, kernels=kernels), axis=1)
     h, value, conv, iters, best = prox_compiled.global_rows(kernels, starts, w, V, T, sigma2)
-    # the distinct minima per node, in selection.distinct_minima's order: by node, then by the rounded minimiser
-    keep = prox_compiled.distinct_minima(kernels, h, conv, best)
+    # the distinct minima per node (rows.distinct), in selection.distinct_minima's order: by node, then minimiser
+    keep = np.zeros(conv.shape, dtype=np.bool_)
+    prox_compiled.instance(kernels).distinct(h, conv, best, keep)
     node, start = np.nonzero(keep)
     hk = h[node, start]
     hr = np.round(hk, 6) + 0.0

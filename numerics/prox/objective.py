@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from attnphase.numerics.prox import newton_steps as steps
-from attnphase.numerics.prox.descent import _rowmax
+from attnphase.numerics.prox.descent import rowmax
 
 
 class FieldObjective:
@@ -25,7 +25,7 @@ class FieldObjective:
     def __init__(self, xp: Any, value_grad_hess: Any, value: Any, w: Any, V: Any, T: Any, sigma2: Any) -> None:
         self.xp, self._vgh, self._value = xp, value_grad_hess, value
         self.w, self.V, self.T, self.sigma2 = w, V, T, sigma2
-        self.v_min = -_rowmax(-V, xp)
+        self.v_min = -rowmax(-V, xp)
 
     def value_grad_hess(self, h: Any, rows: Any) -> tuple[Any, Any, Any]:
         if rows is None:
@@ -39,7 +39,7 @@ class FieldObjective:
         return steps.eigen_shift_direction(H, g, self.v_min[rows], self.xp)
 
     def stall_scale(self, h: Any, rows: Any) -> Any:
-        return _rowmax(abs(h - self.w[rows]) / self.V[rows], self.xp)
+        return rowmax(abs(h - self.w[rows]) / self.V[rows], self.xp)
 
 
 def apply_blocks(Vinv: np.ndarray, d: np.ndarray) -> np.ndarray:

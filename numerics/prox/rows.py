@@ -231,10 +231,8 @@ def newton_row(
             if abs(g[k]) > gmax or k == 0:
                 gmax = abs(g[k])
         stalled = (not accepted) and gmax <= STALL_REL * (1.0 + (stall_scale(h, w, V) + 1e-300))
-        if tiny or stalled:
-            return f, True, it, -1
-        if not accepted:
-            return f, False, it, -1
+        if tiny or stalled or not accepted:  # converged, or no step decreases P
+            return f, tiny or stalled, it, -1
     return f, False, it, -1
 
 
@@ -301,9 +299,9 @@ def _same_rounded(a: Array, b: Array) -> bool:
 
 @jit(parallel=parallel)
 def distinct(h: Array, conv: Array, best: Array, keep: Array) -> None:
-    """keep[i, j]: row j of node i is kept as a distinct minimum -- the winner's own row, or a
-    converged row that differs (rounded to 6 decimals) from the winner and from every kept row
-    before it (prox._select on the same rows, which keeps the first of equal rows)."""
+    """keep[i, j]: row j of node i is kept as a distinct minimum -- the winner's own row, or a converged row that
+    differs (rounded to 6 decimals) from the winner and from every kept row before it (as
+    :func:`attnphase.numerics.prox.selection.distinct_minima`, which keeps the first of equal rows)."""
     N, m = conv.shape
     for i in prange(N):
         bi = best[i]

@@ -16,9 +16,10 @@ import numpy as np
 
 from attnphase.numerics.prox import newton_steps as steps
 from attnphase.numerics.config import TORCH_DEVICE_ENV
-from attnphase.numerics.prox.descent import descend
+from attnphase.numerics.prox.descent import descend, rowmax, rowsum
 from attnphase.numerics.prox.newton_steps import ProxResult
 from attnphase.numerics.prox.objective import FieldObjective
+from attnphase.theory.kernels import unpack_derivatives
 
 try:
     import torch
@@ -49,15 +50,8 @@ def outer_softmax(h: "torch.Tensor") -> "torch.Tensor":
     """S(h)[..., l, k] = softmax_k(h_l h_k), max-shifted, in the operations and order of
     :func:`attnphase.theory.softmax.attention`."""
     a = h[..., :, None] * h[..., None, :]
-    L = a.shape[-1]
-    m = a[..., 0]
-    for k in range(1, L):
-        m = torch.maximum(m, a[..., k])
-    a = torch.exp(a - m[..., None])
-    tot = a[..., 0]
-    for k in range(1, L):
-        tot = tot + a[..., k]
-    return a / tot[..., None]
+    a = torch.exp(a - rowmax(a, torch)[..., None])
+    return a / rowsum(a)[..., None]
 
 
 def prox_value(kernels: Any, h: Any, w: Any, V: Any, T: Any, sigma2: Any) -> "torch.Tensor":
@@ -67,18 +61,10 @@ def prox_value(kernels: Any, h: Any, w: Any, V: Any, T: Any, sigma2: Any) -> "to
 
 def prox_value_grad_hess(kernels: Any, h: Any, w: Any, V: Any, T: Any, sigma2: Any) -> tuple[Any, Any, Any]:
     """(P, grad P, Hessian of P) on rows of tensors (the generated ``prox_value_grad_hess``): (n,), (n, L), (n, L, L)."""
-    L = h.shape[-1]
     out = kernels.functions["prox_value_grad_hess"](h, w, V, outer_softmax(h), T, sigma2)
     grad = torch.empty(h.shape, dtype=h.dtype, device=h.device)
-    hess = torch.empty(h.shape + (L,), dtype=h.dtype, device=h.device)
-    for j in range(L):
-        grad[:, j] = out[1 + j]
-    n = 1 + L
-    for i in range(L):
-        for j in range(i, L):
-            hess[:, i, j] = out[n]
-            hess[:, j, i] = out[n]
-            n += 1
+    hess = torch.empty(h.shape + h.shape[-1:], dtype=h.dtype, device=h.device)
+    unpack_derivatives(out, grad, hess)
     return _as_rows(out[0], h), grad, hess
 
 
