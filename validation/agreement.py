@@ -94,9 +94,8 @@ def extrapolated_verdicts(summary: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         rows = sorted((r for r in summary["finite_size"] if r["alpha"] == fit["alpha"] and r["init"] == init),
                       key=lambda r: r["d"])
-        th = (rows[-1]["theory"].get("global") if rows else None) or {}
-        on_branch = bool(th) and th["converged"] and th["branch_reached"] == rows[-1]["branch"] and th.get("exists", True)
-        theory = th.get(obs) if on_branch else None
+        on_branch = bool(rows) and agrees(rows[-1], obs) is not None  # the rule's test of a point on the branch
+        theory = rows[-1]["theory"]["global"][obs] if on_branch else None
         distance = abs(fit["a"] - theory) / fit["a_se"] if theory is not None and fit["a_se"] > 0 else math.nan
         agrees_ = None if theory is None else abs(fit["a"] - theory) <= EXTRAPOLATED_SE * fit["a_se"]
         out.append({"alpha": fit["alpha"], "init": init, "observable": obs, "extrapolated": fit["a"],

@@ -57,7 +57,5 @@ def spectral_direction(X: torch.Tensor, Y: torch.Tensor, rho0: float, shift: flo
 
 def spectral_start(X: torch.Tensor, Y: torch.Tensor, rho0: float, scale: float) -> torch.Tensor:
     """Qhat_0 = sqrt(scale rho0 d) e, e = :func:`spectral_direction` (module doc, shift :data:`SPECTRAL_SHIFT`)."""
-    if not (scale > 0 and math.isfinite(scale)):
-        raise ValueError(f"scale must be a finite number > 0, got {scale}")
     e, _ = spectral_direction(X, Y, rho0)
     return math.sqrt(scale * rho0 * X.shape[-1]) * e

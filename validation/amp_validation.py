@@ -226,9 +226,8 @@ def markdown_lines(section: dict[str, Any]) -> list[str]:
     bad = [t for t in amp["trends"] if t["verdict"] == "disagrees"]
     if bad:
         last = {(r["alpha"], r["d"]): r for r in amp["rows"]}
-        at = "; ".join(f"alpha = {t['alpha']:.4g}: {last[(t['alpha'], t['d_max'])]['near_zero']} of "
-                       f"{last[(t['alpha'], t['d_max'])]['n']} runs near 0, "
-                       f"{last[(t['alpha'], t['d_max'])]['converged']} converged" for t in bad)
+        at = "; ".join(f"alpha = {a:.4g}: {r['near_zero']} of {r['n']} runs near 0, {r['converged']} converged"
+                       for a, r in ((t["alpha"], last[(t["alpha"], t["d_max"])]) for t in bad))
         lines += ["", f"AMP does not track the state evolution within these d at {len(bad)} alpha(s) ({at}, at "
                   f"d = {bad[0]['d_max']}). The causes measured (docs/bayes-optimal.md, 'AMP at finite d'): from its "
                   "random start AMP's state evolution passes a noise fixed point (m = 0, q > 0) that runs at these d "

@@ -15,7 +15,7 @@ from .basin_theory import rule_verdict
 from .plots import _plt, plot_theory_branch, tiny_bars
 from .output_names import summary_for_output
 from .reference import _nan
-from .report import _convergence_lines, _jsonable, _pm, _pmv
+from .report import _convergence_lines, _jsonable, _pm
 
 _STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1")}
 #: Rank-r theory points: (marker, colour) per branch.
@@ -280,7 +280,7 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
             against += [(obs, " (mixed point)", r["mixed"][obs]) for obs, ok in (r.get("mixed_agrees") or {}).items()
                         if ok is False]
             for obs, what, th in against:
-                cells = " | ".join(_pmv(p[f'{obs}_mean'], p[f'{obs}_std']) for p in r["trend"])
+                cells = " | ".join(_pm(p, obs) for p in r["trend"])
                 lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {obs}{what} | {_f(th)} | {cells} |")
     lines += ["", "## Figure", "",
               "* `general_suite.png`: per case, theory branches (only where they exist; a tick up from the x axis where one ends) and GD "
