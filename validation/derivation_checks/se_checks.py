@@ -68,8 +68,7 @@ def check_hat_overlaps(ctx: Context) -> CheckResult:
     R = diff.shape[0]
     mean, se = diff.mean(axis=0), diff.std(axis=0, ddof=1) / math.sqrt(R)
     tq = _t_quantile(R - 1)
-    fd_tol = rich
-    tol = tq * se + fd_tol
+    tol = tq * se + rich
     value = np.mean(formulas, axis=0)
     comps = {f"d/d {n}": (abs(float(mean[i])), float(tol[i])) for i, n in enumerate(names)}
     r.tolerance_from = (f"t_{R - 1} quantile ({tq:.2f}) x standard error over {R} independent scramblings "
@@ -78,7 +77,7 @@ def check_hat_overlaps(ctx: Context) -> CheckResult:
         "state (q0, V0, m, th0)": {"q0": q0, "V0": V0, "m": m.tolist(), "th0": th0},
         "rule": f"sobol 2^{ctx.sizes.hat_rule} x {R} scramblings", "proximal failures": failures,
         **{f"d/d {n}": {"formula": float(value[i]), "mean FD - formula": float(mean[i]), "se": float(se[i]),
-                        "FD truncation": float(fd_tol[i])} for i, n in enumerate(names)},
+                        "FD truncation": float(rich[i])} for i, n in enumerate(names)},
     }
     if failures:
         r.reason = f"{failures} proximal solves did not converge"
