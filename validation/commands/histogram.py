@@ -12,7 +12,7 @@ import sys
 
 from attnphase import execution_options
 from attnphase import outputs, work
-from attnphase.validation.commands.finite_d_options import check_device
+from attnphase.validation.commands.finite_d_options import check_device, check_threads
 
 NAME = "histogram"
 HELP = "the paper's histogram task: positional vs semantic attention (docs/model.md section 8)"
@@ -62,8 +62,7 @@ def run(args: argparse.Namespace) -> int:
     failed (then only the finished tasks' files are written).  ValueError for a bad option."""
     if args.seed < 0:
         raise ValueError(f"--seed must be >= 0, got {args.seed}")
-    if args.threads < 1:
-        raise ValueError(f"--threads must be >= 1, got {args.threads}")
+    check_threads(args.threads)
     executor = execution_options.executor_from_args(args)
     out = outputs.out_dir_from_args(args)
     check_device(args.device)

@@ -120,8 +120,7 @@ def _run_amp(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(outputs.json_value(out)))
     else:  # the JSON's keys, a mean with its standard error on one line (attnphase.display)
-        for line in record_lines({k: v for k, v in out.items() if k not in ("m_path", "q_path")}):
-            print(line)
+        print("\n".join(record_lines({k: v for k, v in out.items() if k not in ("m_path", "q_path")})))
     if not res.converged:
         print(f"attnphase: warning: AMP stopped without converging ({res.status}: last change {res.change:.2e} after "
               f"{res.iterations} iterations, tolerance {res.tol:.1e}; \"converged\": false)", file=sys.stderr)
@@ -168,8 +167,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(outputs.json_value(out)))
     else:  # the JSON's keys (it printed every field, 16 digits, eps_g apart from its standard error)
-        for line in record_lines(out):
-            print(line)
+        print("\n".join(record_lines(out)))
     if not res.converged:
         why = "the step budget --max-steps ran out" if res.status == "budget" else "the line search found no decrease"
         print(f"attnphase: warning: training stopped without converging ({res.status}: {why}; |grad R|/sqrt(d) = "

@@ -65,12 +65,8 @@ def announce_campaign(plan, executor, args: argparse.Namespace) -> None:
     before any work; past workload.MAX_SIMULATIONS simulations ``--large`` is needed."""
     from attnphase.validation.campaign_plan import _theory_jobs
 
-    seen, sims = set(), []
-    for s in plan.sweep_specs() + plan.heat_specs() + plan.fss_specs():
-        key = (s.d, s.alpha, s.init, s.seed, s.params.omega)
-        if key not in seen:
-            seen.add(key)
-            sims.append(workload.simulation_seconds(s.d, s.alpha, s.init))
+    specs = dict.fromkeys(plan.sweep_specs() + plan.heat_specs() + plan.fss_specs())  # each simulation once, as run
+    sims = [workload.simulation_seconds(s.d, s.alpha, s.init) for s in specs]
     theory = [workload.VALIDATE_THEORY_TASK_SECONDS] * len(_theory_jobs(plan)[0])
     workers = executor.workers
     t = workload.wall_seconds(theory + sims, workers)

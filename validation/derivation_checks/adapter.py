@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -46,19 +45,18 @@ def _raw_rule(L: int, spec: str) -> Any:
     return make_rule(L, spec)
 
 
-def _state(q0: float, V0: float, m: Sequence[float], th0: float) -> Any:
-    """The numerics' overlaps object of a state."""
+def _state(x: np.ndarray) -> Any:
+    """The numerics' overlaps object of the state x = (q0, V0, m_1..m_L, th0)."""
     from attnphase.numerics.se.overlaps import Overlaps
 
-    return Overlaps(q0=q0, V0=V0, m=np.asarray(m, dtype=float), th0=th0)
+    return Overlaps.from_vector(x)
 
 
 def _admissible(x: np.ndarray, rho0: float) -> bool:
     """Whether x = (q0, V0, m, th0) is a state of the model (:func:`attnphase.numerics.se.se_map.admissible`)."""
-    from attnphase.numerics.se.overlaps import Overlaps
     from attnphase.numerics.se.se_map import admissible
 
-    return admissible(Overlaps.from_vector(x), rho0)
+    return admissible(_state(x), rho0)
 
 
 def _state_vector(ov: Any) -> np.ndarray:

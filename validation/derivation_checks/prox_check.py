@@ -78,10 +78,9 @@ def check_prox_derivatives(ctx: Context) -> CheckResult:
     # tolerance per entry: Richardson |D(d) - D(2d)| + round-off of the quotient (2 n_ops u terms / (2 d))
     tol_g = np.abs(g1 - g2) + 2 * n_ops * U * vscale[:, None] / den1
     tol_H = np.abs(H1 - H2) + 2 * n_ops * U * dscale[:, None, None] / den1[:, :, None]
-    rg, rH = np.abs(g - g1) / tol_g, np.abs(H - H1) / tol_H
-    ig, iH = np.unravel_index(np.argmax(rg), rg.shape), np.unravel_index(np.argmax(rH), rH.shape)
-    comps["gradient vs central differences"] = (float(np.abs(g - g1)[ig] / dscale[ig[0]]), float(tol_g[ig] / dscale[ig[0]]))
-    comps["Hessian vs central differences"] = (float(np.abs(H - H1)[iH] / dscale[iH[0]]), float(tol_H[iH] / dscale[iH[0]]))
+    for what, err, tol in (("gradient", np.abs(g - g1), tol_g), ("Hessian", np.abs(H - H1), tol_H)):
+        i = np.unravel_index(np.argmax(err / tol), err.shape)  # the entry with the largest error / tolerance
+        comps[f"{what} vs central differences"] = (float(err[i] / dscale[i[0]]), float(tol[i] / dscale[i[0]]))
     r.tolerance_from = (f"round-off: 2 n_ops u = 2 x {n_ops} x 2^-53 relative to the size of the summed terms; "
                         "FD: Richardson |D(d) - D(2d)| + quotient round-off, per entry")
     r.details = {

@@ -14,8 +14,6 @@ import numpy as np
 from attnphase.execution.dataset import Variable, job_attrs
 from attnphase.validation.histogram.experiment import ExperimentResult
 
-CURVE_FIELDS = ("train_loss", "train_acc", "val_loss", "val_acc")
-
 
 def histogram_attrs(result: ExperimentResult, version: str, command: str = "") -> dict[str, Any]:
     return job_attrs("histogram", version=version, command=command, config=dataclasses.asdict(result.config),
@@ -57,29 +55,28 @@ def histogram_dataset(result: ExperimentResult, status: Mapping[str, str], attrs
     dv["before_score"] = per_variant([v.reparam.before_score.score if v.reparam else nan for v in vs],
                                      "attention score before retraining")
     n_epochs = max(len(v.curve) for v in vs)
-    for field in CURVE_FIELDS:
+    for field, text in CURVE_NAMES.items():
         curve = np.full((len(vs), n_epochs), nan)
         for i, v in enumerate(vs):
             curve[i, : len(v.curve)] = [getattr(rec, field) for rec in v.curve]
         dv[f"curve_{field}"] = (("variant", "epoch"), curve,
-                                Variable("", CURVE_NAMES[field], "1", "NaN past the variant's last epoch").attrs())
+                                Variable("", text, "1", "NaN past the variant's last epoch").attrs())
     dv["attention"] = (("variant", "example", "query", "key"), np.stack([result.attention[n].numpy() for n in names]),
                        Variable("", "attention weight of the query position on the key position, on the plotted "
                                 "validation inputs").attrs())
     dv["tokens"] = (("example", "position"), result.examples.numpy(),
                     Variable("", "token of the plotted validation input at each position").attrs())
     L = result.config.seq_len
-    index = {"variant": ("variant of the attention model", None), "epoch": ("training epoch (0: before training)", "1"),
-             "example": ("index of the plotted validation input", "1"), "query": ("query position", "1"),
-             "key": ("key position", "1"), "position": ("position in the sequence", "1")}
-    coords = {"variant": ("variant", np.array(names, dtype=object)), "epoch": ("epoch", np.arange(n_epochs)),
-              "example": ("example", np.arange(result.examples.shape[0])), "query": ("query", np.arange(L)),
-              "key": ("key", np.arange(L)), "position": ("position", np.arange(L))}
-    coords = {k: (dim, v, Variable(k, *index[k]).attrs()) for k, (dim, v) in coords.items()}
+    coords = {"variant": (np.array(names, dtype=object), "variant of the attention model", None),
+              "epoch": (np.arange(n_epochs), "training epoch (0: before training)", "1"),
+              "example": (np.arange(result.examples.shape[0]), "index of the plotted validation input", "1"),
+              "query": (np.arange(L), "query position", "1"), "key": (np.arange(L), "key position", "1"),
+              "position": (np.arange(L), "position in the sequence", "1")}
+    coords = {k: (k, v, Variable(k, text, units).attrs()) for k, (v, text, units) in coords.items()}
     return xr.Dataset(dv, coords=coords, attrs=attrs)
 
 
-#: The long names of the training curves (``curve_<field>``).
+#: The training curves (``curve_<field>``, fields of :class:`~.train.EpochRecord`) and their long names.
 CURVE_NAMES = {"train_loss": "training cross-entropy after each epoch",
                "train_acc": "per-position training accuracy after each epoch",
                "val_loss": "validation cross-entropy after each epoch",

@@ -69,8 +69,7 @@ def write_curves(result: VariantResult, path: Path) -> Path:
     with path.open("w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(CURVE_COLUMNS)
-        for rec in result.curve:
-            writer.writerow([rec.epoch] + [f"{getattr(rec, c):.6g}" for c in CURVE_COLUMNS[1:]])
+        writer.writerows([rec.epoch] + [f"{getattr(rec, c):.6g}" for c in CURVE_COLUMNS[1:]] for rec in result.curve)
     return path
 
 
@@ -136,9 +135,8 @@ def write_report(result: ExperimentResult, out_dir: Path) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
     for name, payload in (("summary.json", summary(result)), ("params.json", params(result))):
-        path = out_dir / name
-        path.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
-        written[name] = path
+        written[name] = out_dir / name
+        written[name].write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
     for name, variant in result.variants.items():
         written[f"curves_{name}.csv"] = write_curves(variant, out_dir / f"curves_{name}.csv")
     plot_learning_curves(result.variants, out_dir / "learning_curves.png", majority_acc=result.majority_acc)

@@ -85,10 +85,9 @@ def train(model: nn.Module, data: HistogramData, config: TrainConfig, generator:
     """
     device = next(model.parameters()).device
     optimizer = (torch.optim.Adam if config.optimizer == "adam" else torch.optim.SGD)(model.parameters(), lr=config.lr)
-    n_train = data.train_x.shape[0]
-    train_loss, train_acc = evaluate(model, data.train_x, data.train_y, config.eval_batch_size)
-    val_loss, val_acc = evaluate(model, data.val_x, data.val_y, config.eval_batch_size)
-    curve = [EpochRecord(0, train_loss, train_acc, val_loss, val_acc)]
+    n_train, n_pos = data.train_x.shape[0], data.train_y.numel()
+    curve = [EpochRecord(0, *evaluate(model, data.train_x, data.train_y, config.eval_batch_size),
+                         *evaluate(model, data.val_x, data.val_y, config.eval_batch_size))]
     bar = tqdm(range(1, config.epochs + 1), desc=desc, disable=not progress, leave=False)
     model.train()
     for epoch in bar:
@@ -106,11 +105,9 @@ def train(model: nn.Module, data: HistogramData, config: TrainConfig, generator:
             with torch.no_grad():
                 loss_sum += loss.detach() * y.numel()
                 correct += (logits.argmax(-1) == y).sum()
-        n_pos = data.train_y.numel()
-        val_loss, val_acc = evaluate(model, data.val_x, data.val_y, config.eval_batch_size)
-        record = EpochRecord(epoch, float(loss_sum) / n_pos, int(correct) / n_pos, val_loss, val_acc)
-        curve.append(record)
-        bar.set_postfix(loss=f"{record.train_loss:.3f}", val_acc=f"{val_acc:.3f}")
+        curve.append(EpochRecord(epoch, float(loss_sum) / n_pos, int(correct) / n_pos,
+                                 *evaluate(model, data.val_x, data.val_y, config.eval_batch_size)))
+        bar.set_postfix(loss=f"{curve[-1].train_loss:.3f}", val_acc=f"{curve[-1].val_acc:.3f}")
     bar.close()
     model.eval()
     return TrainResult(curve=tuple(curve))
