@@ -232,11 +232,9 @@ def model_errors():
         raise ValueError(f"{option}: {msg}") from None
 
 
-#: The largest L of the commands that need no state evolution (:data:`MAX_L_MEASURED`).
-MAX_L_OTHER = {"derive": 7, "simulate": 10}
-#: What each limit of MAX_L_OTHER rests on, as the refusal says it.
-MAX_L_MEASURED = {"derive": "measured on 2 cores: derive --L 7 ~45 s, --L 10 over 150 s",
-                  "simulate": "measured on 2 cores: simulate --L 10 ~15 s at d = 50; beyond it is untested"}
+#: The largest L of the commands that need no state evolution, and what it rests on (as the refusal says it).
+MAX_L_OTHER = {"derive": (7, "measured on 2 cores: derive --L 7 ~45 s, --L 10 over 150 s"),
+               "simulate": (10, "measured on 2 cores: simulate --L 10 ~15 s at d = 50; beyond it is untested")}
 #: Commands that solve the state evolution (the limit of numerics.quadrature.rules.check_L_supported).
 SE_COMMANDS = ("solve", "sweep", "phase-diagram", "census", "scan", "check", "validate")
 
@@ -249,10 +247,10 @@ def check_L(L: Any, command: str = "") -> None:
         from attnphase.numerics.quadrature.rules import check_L_supported
 
         check_L_supported(L, "--L")
-    elif L > MAX_L_OTHER.get(command, 10) and not os.environ.get("ATTNPHASE_MAX_L", "").strip().isdigit():
-        limit = MAX_L_OTHER.get(command, 10)
-        raise ValueError(f"--L {L}: {command} supports L <= {limit} ({MAX_L_MEASURED.get(command, 'untested beyond')}); "
-                         f"set ATTNPHASE_MAX_L to try anyway")
+        return
+    limit, basis = MAX_L_OTHER.get(command, (10, "untested beyond"))
+    if L > limit and not os.environ.get("ATTNPHASE_MAX_L", "").strip().isdigit():
+        raise ValueError(f"--L {L}: {command} supports L <= {limit} ({basis}); set ATTNPHASE_MAX_L to try anyway")
 
 
 #: Commands whose theory implements rank r = r* = 1 only (the other SE commands take a rank-r path).
