@@ -192,7 +192,7 @@ def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float]
                          cfg: SolverConfig, error_estimate: int, command: str, runs: BoundaryRuns,
                          rows: list[Boundaries], errors: list[dict] | None, table: list[dict],
                          curves: Boundaries | None, version: str, t0: float, chains: int = 0) -> dict:
-    """phase_diagram.csv/.png/.nc/.json and the curves' figure (of ``curves``, where given); returns the JSON's record."""
+    """phase_diagram.csv/.png/.nc/.json and the curves' figure of ``curves`` (if any); returns the JSON's record."""
     from attnphase.execution.dataset import job_attrs, write_netcdf
     from attnphase.numerics.jobs.dataset import boundaries_dataset
     from attnphase.numerics.jobs.plots import plot_branch_curves, plot_phase_diagram
