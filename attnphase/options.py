@@ -81,11 +81,14 @@ def parse_value(text: str, option: str, *, positive: bool = False, hint: str = "
 ESTIMATORS = ("erm", "bayes-optimal")
 
 
-def check_alpha_grid(alphas: list[float]) -> None:
-    """ValueError unless ``alphas`` is a grid a phase diagram can follow branches over: two values at least."""
+def alpha_grid(args: argparse.Namespace, ascending: bool) -> list[float]:
+    """``--alpha`` of a phase diagram: values > 0, two at least (the grid its branches are followed over; a
+    ValueError otherwise), sorted with ``ascending``."""
+    alphas = parse_values(args.alpha, "--alpha", positive=True)
     if len(alphas) < 2:
         raise ValueError(f"--alpha: the boundaries are located between the points of an alpha grid, got the one value "
                          f"{alphas[0]:g}; give two or more (e.g. --alpha 0.1:3:12)")
+    return sorted(alphas) if ascending else alphas
 
 
 def add_estimator_option(p: argparse.ArgumentParser, bayes_does: str) -> None:
