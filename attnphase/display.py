@@ -17,7 +17,8 @@ PLAIN_DIGITS = 6
 FIXED_MIN, FIXED_MAX = 1e-4, 1e6
 
 
-def _finite(x: Any) -> bool:
+def finite(x: Any) -> bool:
+    """Whether ``x`` is a finite number (a bool, None or text is not)."""
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
@@ -32,7 +33,7 @@ def with_error(value: Any, err: Any) -> str:
     """``value +- err``: err to BAR_DIGITS significant digits, value rounded to err's last digit (``0.45948 +-
     0.00044``), in fixed notation for |value| in [1e-4, 1e6) or 0, else scientific; a bar of 0 prints ``+- 0``, a
     missing or non-finite one the value alone (:func:`plain`)."""
-    if not (_finite(value) and _finite(err)):
+    if not (finite(value) and finite(err)):
         return plain(value)
     err = abs(float(err))
     value = float(value)
@@ -61,7 +62,7 @@ def record_lines(rec: dict, show: Any = None) -> list[str]:
     lines = []
     for k in keys:
         v = rec[k]
-        if f"err_{k}" in rec and _finite(v):
+        if f"err_{k}" in rec and finite(v):
             text = with_error(v, rec[f"err_{k}"])
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
             text = plain(v, 2 if k in ("residual", "max_relative_error") else PLAIN_DIGITS)

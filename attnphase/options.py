@@ -81,11 +81,14 @@ def parse_value(text: str, option: str, *, positive: bool = False, hint: str = "
 ESTIMATORS = ("erm", "bayes-optimal")
 
 
-def check_alpha_grid(alphas: list[float]) -> None:
-    """ValueError unless ``alphas`` is a grid a phase diagram can follow branches over: two values at least."""
+def alpha_grid(args: argparse.Namespace, ascending: bool) -> list[float]:
+    """``--alpha`` of a phase diagram: values > 0, two at least (the grid its branches are followed over; a
+    ValueError otherwise), sorted with ``ascending``."""
+    alphas = parse_values(args.alpha, "--alpha", positive=True)
     if len(alphas) < 2:
         raise ValueError(f"--alpha: the boundaries are located between the points of an alpha grid, got the one value "
                          f"{alphas[0]:g}; give two or more (e.g. --alpha 0.1:3:12)")
+    return sorted(alphas) if ascending else alphas
 
 
 def add_estimator_option(p: argparse.ArgumentParser, bayes_does: str) -> None:
@@ -232,11 +235,9 @@ def model_errors():
         raise ValueError(f"{option}: {msg}") from None
 
 
-#: The largest L of the commands that need no state evolution (:data:`MAX_L_MEASURED`).
-MAX_L_OTHER = {"derive": 7, "simulate": 10}
-#: What each limit of MAX_L_OTHER rests on, as the refusal says it.
-MAX_L_MEASURED = {"derive": "measured on 2 cores: derive --L 7 ~45 s, --L 10 over 150 s",
-                  "simulate": "measured on 2 cores: simulate --L 10 ~15 s at d = 50; beyond it is untested"}
+#: The largest L of the commands that need no state evolution, and what it rests on (as the refusal says it).
+MAX_L_OTHER = {"derive": (7, "measured on 2 cores: derive --L 7 ~45 s, --L 10 over 150 s"),
+               "simulate": (10, "measured on 2 cores: simulate --L 10 ~15 s at d = 50; beyond it is untested")}
 #: Commands that solve the state evolution (the limit of numerics.quadrature.rules.check_L_supported).
 SE_COMMANDS = ("solve", "sweep", "phase-diagram", "census", "scan", "check", "validate")
 
@@ -249,10 +250,10 @@ def check_L(L: Any, command: str = "") -> None:
         from attnphase.numerics.quadrature.rules import check_L_supported
 
         check_L_supported(L, "--L")
-    elif L > MAX_L_OTHER.get(command, 10) and not os.environ.get("ATTNPHASE_MAX_L", "").strip().isdigit():
-        limit = MAX_L_OTHER.get(command, 10)
-        raise ValueError(f"--L {L}: {command} supports L <= {limit} ({MAX_L_MEASURED.get(command, 'untested beyond')}); "
-                         f"set ATTNPHASE_MAX_L to try anyway")
+        return
+    limit, basis = MAX_L_OTHER.get(command, (10, "untested beyond"))
+    if L > limit and not os.environ.get("ATTNPHASE_MAX_L", "").strip().isdigit():
+        raise ValueError(f"--L {L}: {command} supports L <= {limit} ({basis}); set ATTNPHASE_MAX_L to try anyway")
 
 
 #: Commands whose theory implements rank r = r* = 1 only (the other SE commands take a rank-r path).

@@ -80,44 +80,43 @@ def _dangling_link(path: Path) -> Path | None:
 PROBE_NAME_BYTES = 128
 
 
-def check_out_dir(out: Path, option: str = "--out") -> Path:
+def check_out_dir(out: Path) -> Path:
     """``--out DIR`` ready to receive files: not a file, under a writable folder (or its nearest existing ancestor),
     the folders still missing can be made there: tried for real in a hidden folder removed at once."""
     try:
         link = _dangling_link(out)
         if link is not None:
-            raise ValueError(f"{option}: cannot create {shown_path(out)!r}: {shown_path(link)!r} is a symbolic "
+            raise ValueError(f"--out: cannot create {shown_path(out)!r}: {shown_path(link)!r} is a symbolic "
                              f"link to {shown_path(os.readlink(link))!r}, which leads nowhere (a missing target or a "
                              f"loop of links)")
         base = _nearest_existing(out)
         if not base.is_dir():
-            raise ValueError(f"{option}: cannot create {shown_path(out)!r}: {shown_path(base)!r} is a file, not a "
-                             f"folder")
+            raise ValueError(f"--out: cannot create {shown_path(out)!r}: {shown_path(base)!r} is a file, not a folder")
         if not os.access(base, os.W_OK | os.X_OK):
-            raise ValueError(f"{option}: cannot write in {shown_path(base)!r} (permission denied)")
+            raise ValueError(f"--out: cannot write in {shown_path(base)!r} (permission denied)")
         missing = out.absolute().relative_to(base).parts
         try:
             probe = Path(tempfile.mkdtemp(prefix=f".attnphase-check-{_owner_tag()}-", dir=base))
         except OSError as exc:
-            raise ValueError(f"{option}: cannot write in {shown_path(base)!r}: the system refuses it "
+            raise ValueError(f"--out: cannot write in {shown_path(base)!r}: the system refuses it "
                              f"({exc.strerror or exc})") from None
         try:
             try:
                 if missing:
                     probe.joinpath(*missing).mkdir(parents=True)
             except OSError as exc:
-                raise ValueError(f"{option}: cannot create {shown_path(out)!r} ({exc.strerror or exc})") from None
+                raise ValueError(f"--out: cannot create {shown_path(out)!r} ({exc.strerror or exc})") from None
             try:  # and the deepest files a job writes there: DIR/tasks/.<task key>.<random>.tmp
                 inner = probe.joinpath(*missing, "tasks")
                 inner.mkdir()
                 (inner / ("." + "k" * PROBE_NAME_BYTES)).touch()
             except OSError as exc:
-                raise ValueError(f"{option}: cannot write files in {shown_path(out)!r}: the path of a file there would "
+                raise ValueError(f"--out: cannot write files in {shown_path(out)!r}: the path of a file there would "
                                  f"be too long for the system ({exc.strerror or exc}); take a shorter --out") from None
         finally:
             shutil.rmtree(probe, ignore_errors=True)
     except OSError as exc:
-        raise ValueError(f"{option}: cannot use {shown_path(out)!r} ({exc.strerror or exc})") from None
+        raise ValueError(f"--out: cannot use {shown_path(out)!r} ({exc.strerror or exc})") from None
     return out
 
 
@@ -215,7 +214,7 @@ def remove_stale_staging(folder: Path) -> list[Path]:
 
 
 @contextlib.contextmanager
-def staged_output(out: Path, option: str = "--out", job: str | None = None, model: dict[str, Any] | None = None):
+def staged_output(out: Path, job: str | None = None, model: dict[str, Any] | None = None):
     """Yield a hidden staging folder in ``out``'s nearest existing ancestor; on success its files move into ``out``
     (created if missing), on any failure or interrupt it is removed. ``job``, ``model``: the files an earlier
     ``job`` of another model wrote into ``out`` are removed (:func:`attnphase.job_record.replace_job`)."""
@@ -227,7 +226,7 @@ def staged_output(out: Path, option: str = "--out", job: str | None = None, mode
     try:
         stage = Path(tempfile.mkdtemp(prefix=f".attnphase-stage-{_owner_tag()}-", dir=base))
     except OSError as exc:
-        raise ValueError(f"{option}: cannot write in {shown_path(base)!r} ({exc.strerror or exc})") from None
+        raise ValueError(f"--out: cannot write in {shown_path(base)!r} ({exc.strerror or exc})") from None
     started = time.time() - 0.05  # a file time may lag the clock by a tick
     try:
         yield stage
@@ -264,7 +263,7 @@ def staged_output(out: Path, option: str = "--out", job: str | None = None, mode
         except OSError as exc:
             for folder in reversed(created):
                 shutil.rmtree(folder, ignore_errors=True)
-            raise ValueError(f"{option}: cannot write into {shown_path(out)!r} ({exc.strerror or exc})") from None
+            raise ValueError(f"--out: cannot write into {shown_path(out)!r} ({exc.strerror or exc})") from None
         finally:
             shutil.rmtree(stage, ignore_errors=True)
 

@@ -222,10 +222,8 @@ def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis
 LARGE_RULE_NODES = 2 ** 17
 
 
-def announce_rules(L: int, config: Any, *, quiet: bool = False) -> None:
+def announce_rules(L: int, config: Any) -> None:
     """Name every large rule of the configuration, larger than its role's default, with its nodes and memory."""
-    if quiet:
-        return
     from attnphase.numerics.quadrature.rules import rule_nodes
 
     for option, field in SOLVER_OPTIONS:

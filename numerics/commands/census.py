@@ -13,7 +13,7 @@ from typing import Any
 
 from attnphase import options as opt
 from attnphase import outputs, solver_options, work, workload
-from attnphase.display import with_error
+from attnphase.display import finite, with_error
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.commands.common import command_line, point_setup, ranks_from_args
 from attnphase.numerics.commands.point_record import exact_zero_rows_note, matrix_record, solve_record
@@ -164,7 +164,7 @@ def _print_table(points: list[dict], scalar: bool) -> None:
           "invariants (q0 eig; V0 eig; th0 sv; |m_l|), starts")
     for p in points:
         up = ("minimum" if p is points[0] else f"{with_error(p['delta_e_t'], p['err_delta_e_t'])} "
-              f"({p['separation_paired']:.1f})" if _finite(p["err_delta_e_t"]) else f"{p['delta_e_t']:.2e}")
+              f"({p['separation_paired']:.1f})" if finite(p["err_delta_e_t"]) else f"{p['delta_e_t']:.2e}")
         inv = "; ".join(_values_with_errors(p[k], p.get(f"err_{k}")) for k in ("q0_eigenvalues", "V0_eigenvalues",
                                                                                 "th0_singular_values", "m_norms"))
         print(f"{p['branch']:>10} {with_error(p['e_t'], p['err_e_t']):>24} {up:>30} "
@@ -189,7 +189,7 @@ def _summary(obj: dict, cfg: Any) -> int:
     sep, sep_p = obj["separation"], obj.get("separation_paired")
     if math.isinf(sep):
         gap = "the only fixed point"
-    elif sep_p is not None and _finite(sep_p):
+    elif finite(sep_p):
         gap = f"the next e_t {sep_p:.1f} paired error bars higher ({sep:.1f} combined)"
     elif math.isfinite(sep):
         gap = f"the next e_t {sep:.1f} error bars higher"
@@ -198,10 +198,6 @@ def _summary(obj: dict, cfg: Any) -> int:
     print(f"attnphase: global minimum: {points[0]['branch']} ({len(points)} distinct fixed points; {gap}; {dropped})",
           file=sys.stderr)
     return 0
-
-
-def _finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)
 
 
 def _write(out_dir: Any, obj: dict, res: Any) -> None:

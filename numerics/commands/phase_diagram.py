@@ -65,10 +65,7 @@ def run(args: argparse.Namespace) -> int:
         check("diagram_error_estimate", r, r_star)
     if getattr(args, "continuation", "auto") == "on":
         check("omega_continuation", r, r_star)
-    alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
-    opt.check_alpha_grid(alphas)
-    if not scalar:
-        alphas = sorted(alphas)
+    alphas = opt.alpha_grid(args, ascending=not scalar)
     omegas = opt.parse_values(args.omega, "--omega")
     from attnphase.numerics.jobs.report import check_semantic_signal
 

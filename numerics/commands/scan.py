@@ -42,10 +42,7 @@ def run(args: argparse.Namespace) -> int:
     error_estimate = solver_options.error_estimate_from_args(args)
     if not scalar and error_estimate:
         check("diagram_error_estimate", r, r_star)
-    alphas = opt.parse_values(args.alpha, "--alpha", positive=True)
-    opt.check_alpha_grid(alphas)
-    if not scalar:
-        alphas = sorted(alphas)
+    alphas = opt.alpha_grid(args, ascending=not scalar)
     field, values, models, omegas = scan_models(args)
     from attnphase.numerics.jobs.report import check_semantic_signal
 

@@ -48,13 +48,13 @@ def curves_file(omega: float) -> str:
     return f"curves_omega{omega:g}.png"
 
 
-def check_semantic_signal(omegas: Sequence[float], option: str = "--omega") -> None:
+def check_semantic_signal(omegas: Sequence[float]) -> None:
     """ValueError unless an omega is below 1: at omega = 1 the data carry no semantic signal (docs/model.md section 1),
     so there is no semantic branch and no boundary."""
     if omegas and all(float(w) >= 1 for w in omegas):
-        raise ValueError(f"{option} 1: at omega = 1 the target attention is A alone (no semantic signal): there is "
-                         f"no semantic branch and no alpha_c, alpha_l or branch end to locate; take omega < 1 "
-                         f"(attnphase solve --omega 1 --branch positional gives the positional fixed point)")
+        raise ValueError("--omega 1: at omega = 1 the target attention is A alone (no semantic signal): there is "
+                         "no semantic branch and no alpha_c, alpha_l or branch end to locate; take omega < 1 "
+                         "(attnphase solve --omega 1 --branch positional gives the positional fixed point)")
 
 
 @dataclass(frozen=True)
@@ -161,8 +161,9 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
     table = boundary_table(rows, errors)
     version = numerics_version()
     files = ["phase_diagram.csv", "phase_diagram.png", "phase_diagram.nc", "phase_diagram.json"]
-    curves = next((b for b in rows if at is not None and abs(b.omega - at) < 1e-12), None)
-    if curves is not None and curves.semantic is not None and curves.semantic.points:
+    curves = next((b for b in rows if at is not None and abs(b.omega - at) < 1e-12 and b.semantic is not None
+                   and b.semantic.points), None)
+    if curves is not None:
         files.append(curves_file(curves.omega))
     elif not quiet and scalar:
         print(f"attnphase: note: no branch-curves figure: the omega = {at:g} task has no converged semantic point"
@@ -191,7 +192,7 @@ def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float]
                          cfg: SolverConfig, error_estimate: int, command: str, runs: BoundaryRuns,
                          rows: list[Boundaries], errors: list[dict] | None, table: list[dict],
                          curves: Boundaries | None, version: str, t0: float, chains: int = 0) -> dict:
-    """phase_diagram.csv/.png/.nc/.json and the curves' figure (when ``curves`` has them); returns the JSON's record."""
+    """phase_diagram.csv/.png/.nc/.json and the curves' figure of ``curves`` (if any); returns the JSON's record."""
     from attnphase.execution.dataset import job_attrs, write_netcdf
     from attnphase.numerics.jobs.dataset import boundaries_dataset
     from attnphase.numerics.jobs.plots import plot_branch_curves, plot_phase_diagram
@@ -208,7 +209,7 @@ def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float]
                       + (f" (rank r = {r}, r* = {r_star})" if (r, r_star) != (1, 1) else ""))
     write_netcdf(boundaries_dataset(cells, ("omega",), {"omega": [float(w) for w in omegas]}, alphas, attrs, r),
                  out / "phase_diagram.nc")
-    if curves is not None and curves.semantic is not None and curves.semantic.points:
+    if curves is not None:
         pc = params.replace(omega=curves.omega)
         plot_branch_curves(
             curves.semantic, curves.positional, curves.semantic.points[0].observables.eps_lin,
