@@ -110,14 +110,12 @@ class Continuation:
         below = [a for a in br.points if a < alpha]
         above = [a for a in br.points if a > alpha]
         starts = sorted(([max(below)] if below else []) + ([min(above)] if above else []), key=lambda a: abs(a - alpha))
-        fp = warm = None
-        for a0 in starts + ([None] if embedded else []):
-            if a0 is None:  # the embedded start of the branch's label, compared with its nearest point
-                a0 = starts[0]
-                fp = self.solve(alpha, br.label, None)
-            else:
-                fp = self.solve(alpha, br.label, br.points[a0])
-            warm = fp if a0 == starts[0] and warm is None else warm
+        # (the alpha nearer_other compares with, the start): the points, then the label's embedded start (as nearest)
+        tries = [(a0, br.points[a0]) for a0 in starts] + ([(starts[0], None)] if embedded else [])
+        warm = None
+        for a0, near in tries:
+            fp = self.solve(alpha, br.label, near)
+            warm = fp if warm is None else warm  # the solve from the nearest point
             if not fp.status.converged or fp.branch != br.label or not math.isfinite(fp.observables.e_t):
                 continue
             key = orbit_key(self.model, fp)
