@@ -71,6 +71,13 @@ def extend_branch(params: ModelParams, sw: BranchSweep, beyond: list[float], kw:
     return grown, note
 
 
+def delta_e_t(point: Callable[[str, float], FixedPoint], alpha: float) -> tuple[float, float]:
+    """(Delta e_t, its slope d Delta e_t / d alpha = Delta E[M]) at alpha, Delta = semantic - positional, from the
+    branches' points ``point(branch, alpha)`` (semantic solved first)."""
+    s, p = (point(branch, alpha).observables for branch in ("semantic", "positional"))
+    return s.e_t - p.e_t, s.E_M - p.E_M
+
+
 def delta_bracket(s_on: list[FixedPoint], p_on: list[FixedPoint]):
     """Delta e_t = e_t(semantic) - e_t(positional) at the alphas where both branches have points,
     ascending, and the first pair of them where it changes sign from > 0 to <= 0 (or None)."""

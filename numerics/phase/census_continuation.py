@@ -110,18 +110,16 @@ class Continuation:
         below = [a for a in br.points if a < alpha]
         above = [a for a in br.points if a > alpha]
         starts = sorted(([max(below)] if below else []) + ([min(above)] if above else []), key=lambda a: abs(a - alpha))
-        fp = warm = None
-        for a0 in starts + ([None] if embedded else []):
-            if a0 is None:  # the embedded start of the branch's label, compared with its nearest point
-                a0 = starts[0]
-                fp = self.solve(alpha, br.label, None)
-            else:
-                fp = self.solve(alpha, br.label, br.points[a0])
-            warm = fp if a0 == starts[0] and warm is None else warm
+        # (the alpha nearer_other compares with, the start): the points, then the label's embedded start (as nearest)
+        tries = [(a0, br.points[a0]) for a0 in starts] + ([(starts[0], None)] if embedded else [])
+        warm = None
+        for a0, near in tries:
+            fp = self.solve(alpha, br.label, near)
+            warm = fp if warm is None else warm  # the solve from the nearest point
             if not fp.status.converged or fp.branch != br.label or not math.isfinite(fp.observables.e_t):
                 continue
             key = orbit_key(self.model, fp)
-            twin = self.on_orbit(fp, key, exclude=br, label=br.label)
+            twin = self.on_orbit(fp, key, br)
             if twin is not None:
                 if all(same_point(br.keys[a], twin.keys[a], SAME_BRANCH_RTOL) for a in br.points if twin.on(a)):
                     return None, fp, twin
@@ -140,12 +138,11 @@ class Continuation:
             raise BranchLost(f"the {br.name} branch was lost at alpha = {alpha:.4g}")
         return fp
 
-    def on_orbit(self, fp: FixedPoint, key: np.ndarray, exclude: Branch | None = None,
-                 label: str | None = None) -> Branch | None:
-        """A branch (not ``exclude``; of label ``label`` if given) on at fp's alpha on whose orbit ``fp`` lies."""
+    def on_orbit(self, fp: FixedPoint, key: np.ndarray, br: Branch) -> Branch | None:
+        """Another branch of ``br``'s label, on at fp's alpha, on whose orbit ``fp`` lies."""
         a = float(fp.alpha)
-        return next((o for o in self.branches if o is not exclude and (label is None or o.label == label)
-                     and o.on(a) and same_point(o.keys[a], key, SAME_BRANCH_RTOL)), None)
+        return next((o for o in self.branches if o is not br and o.label == br.label and o.on(a)
+                     and same_point(o.keys[a], key, SAME_BRANCH_RTOL)), None)
 
     def nearer_other(self, br: Branch, key: np.ndarray, alpha: float, a0: float) -> bool:
         """Whether another branch of ``br``'s label, with a point at least as near alpha as ``a0``, is predicted at

@@ -18,6 +18,7 @@ import numpy as np
 
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.phase.boundary_results import model_branches
 from attnphase.numerics.quadrature.rules import parse_rule_spec
 from attnphase.numerics.se.gauge import canonical
 from attnphase.numerics.se.overlaps import Overlaps
@@ -60,11 +61,6 @@ class CensusStart:
     overlaps: Overlaps | None = None
 
 
-def branches(params: ModelParams) -> tuple[str, ...]:
-    """The branches of the model: semantic, positional, agnostic, and mixed at r >= 2."""
-    return ("semantic", "positional", "mixed", "agnostic") if params.r >= 2 else ("semantic", "positional", "agnostic")
-
-
 def census_starts(params: ModelParams, alpha: float, config: SolverConfig, *, seed: int = 0) -> list[CensusStart]:
     """The model's starts (module doc): :func:`grid_starts` at r = r* = 1, else :func:`mixture_starts`."""
     if is_scalar_form(params.r, params.r_star):
@@ -105,8 +101,8 @@ def mixture_starts(params: ModelParams, alpha: float, config: SolverConfig, *, s
     :data:`RANDOM_MIXTURES` mixtures drawn from ``seed`` (numpy's default generator; an inadmissible draw is drawn
     again, up to 20 times), each of :func:`mixture` applied to the embedded mixed state (at r = 1: the semantic
     state with the positional m on its axis), requested branch ``mixed`` (no hat projected)."""
-    starts = [CensusStart(f"{b} embedded", b, "embedded") for b in branches(params) if b != "agnostic"]
-    starts += [CensusStart(f"{b} cold", b, "cold") for b in branches(params)]
+    starts = [CensusStart(f"{b} embedded", b, "embedded") for b in model_branches(params.r)]
+    starts += [CensusStart(f"{b} cold", b, "cold") for b in (*model_branches(params.r), "agnostic")]
     base = _mixed_base(params, alpha, config)
     for w_th, w_m, tilt in FIXED_MIXTURES:
         ov = mixture(base, w_th, w_m, tilt)

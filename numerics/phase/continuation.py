@@ -10,6 +10,7 @@ good point, so the rows past the end show the fixed point the iteration lands on
 from __future__ import annotations
 
 import math
+from itertools import groupby
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
@@ -196,10 +197,7 @@ def order_growing(path: Sequence[FixedPoint]) -> bool:
     """Whether |m| grew between the last two points of ``path`` (a positional branch followed up, in
     increasing alpha; False with fewer than two distinct alphas): at a bifurcation |m| falls to 0, so where it
     still grows a failed warm step is the solver's, and the eigenvalue's secant is not tried."""
-    pts: list[FixedPoint] = []
-    for p in path:
-        if p is not None and not (pts and pts[-1].alpha == p.alpha):
-            pts.append(p)
+    pts = [next(run) for _, run in groupby((p for p in path if p is not None), key=lambda p: p.alpha)]  # one per alpha
     if len(pts) < 2:
         return False
     return float(np.linalg.norm(pts[-1].overlaps.m)) > float(np.linalg.norm(pts[-2].overlaps.m))

@@ -75,7 +75,7 @@ class _Search:
         if on_branch(fp, branch):
             self.on[branch][a] = fp
             return True
-        if fp.status.converged and fp.branch == "agnostic":
+        if on_branch(fp, "agnostic"):
             self.on["agnostic"].setdefault(a, fp)
         ev = absence_evidence([fp], branch, self.rule, self.cfg)
         if ev.absent:
@@ -130,10 +130,10 @@ class _Search:
         src = pts or agn
         near = src[min(src, key=lambda x: abs(x - alpha))] if src else None
         fp = solve_from(self.params, alpha, branch, near, self.cfg, self.rule)
-        if on_branch(fp, branch) or (branch == "agnostic" and fp.status.converged and fp.branch == "agnostic"):
+        if on_branch(fp, branch):  # the agnostic point has no order parameter: on it once converged there
             pts[alpha] = fp
             return fp
-        if fp.status.converged and fp.branch == "agnostic":
+        if on_branch(fp, "agnostic"):
             agn.setdefault(alpha, fp)
             return fp
         raise BranchLost(f"the {branch} point was lost at alpha = {alpha:.5g} ({fp.status.message}, label {fp.branch})")
@@ -164,16 +164,14 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
     given = DEFAULT_ALPHAS if alphas is None else alphas
     grid = sorted({float(a) for a in given} | {p.alpha for p in sem.points} | {p.alpha for p in pos.points})
     seq: list[tuple[float, str]] = []
-    failures: list[str] = []
-    failed_at: list[float] = []
+    failures: list[tuple[float, str]] = []  # (alpha, why the lowest point is unknown there)
     change: tuple[float, str, float] | None = None
     others: list[str] = []
     try:
         for a in grid:
             label, why = s.lowest(a)
             if not label:
-                failures.append(f"{a:.4g}: {why}")
-                failed_at.append(a)
+                failures.append((a, why))
                 continue
             if seq and seq[-1][1] != label:
                 a0, l0 = seq[-1]
@@ -188,7 +186,7 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
     unseen = [f"{a:.4g} ({br}: {why})" for br in SWEPT for a, why in sorted(s.failed[br].items()) if a > top]
     notes += [f"retried: {r}" for r in s.retried]
     if failures:
-        notes.append("solver failure at alpha = " + "; ".join(failures)
+        notes.append("solver failure at alpha = " + "; ".join(f"{a:.4g}: {why}" for a, why in failures)
                      + " (the lowest point unknown there; not absence)")
     if others:
         notes.append("the lowest point changes " + ", ".join(others) + " (no alpha_c: not to a semantic point)")
@@ -198,7 +196,7 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
     if change is None:
         return replace(b, notes=tuple(notes + [_no_change_note(s, seq)]))
     a0, l0, a1 = change
-    if any(a0 < a < a1 for a in failed_at):
+    if any(a0 < a < a1 for a, _ in failures):
         # a grid point between the two where the lowest point is unknown leaves the change unbracketed
         return replace(b, notes=tuple(notes + [f"alpha_c ({l0} -> semantic): not located: solver failure inside "
                                                 f"its bracket [{a0:.4g}, {a1:.4g}]"]))

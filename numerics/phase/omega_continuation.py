@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import partial
 from typing import Sequence
 
 from attnphase.numerics.phase.boundary_results import Boundaries, end_columns
 from attnphase.numerics.phase.boundary_refinement import corrected_alpha_c, refined_alpha_l
-from attnphase.numerics.phase.brackets import ALPHA_LIMIT, BranchLost, first_solvable, grid_extension
+from attnphase.numerics.phase.brackets import ALPHA_LIMIT, BranchLost, delta_e_t, first_solvable, grid_extension
 from attnphase.numerics.phase.branch_end import BranchEnd, bifurcation_from, on_branch
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.continuation import CONTINUATION_MAX_ITER, NO_END, BranchSweep, _advance, solve_from
@@ -174,11 +175,7 @@ def continued_boundaries(
     seeds = (*seeds, *near.semantic.on_branch(), *near.positional.on_branch())
 
     # alpha_c: Delta e_t bracketed outward from its prediction
-    def d_et(alpha: float) -> tuple[float, float]:
-        s = br.at("semantic", alpha, seeds).observables
-        p = br.at("positional", alpha, seeds).observables
-        return s.e_t - p.e_t, s.E_M - p.E_M
-
+    d_et = partial(delta_e_t, partial(br.at, seeds=seeds))
     top_alpha = ALPHA_LIMIT if not math.isfinite(pos_end.alpha) else pos_end.on_solve_rule
     a_pred, tol_c = pred.values["alpha_c"], pred.tolerances["alpha_c"]
     if not sem_end.on_solve_rule < a_pred < top_alpha:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import partial
 from typing import Callable, Sequence
 
 import numpy as np
@@ -30,7 +31,7 @@ from attnphase.numerics.phase.absence import absence_note
 from attnphase.numerics.phase.boundary_refinement import corrected_alpha_c, refined_alpha_l
 from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, end_columns
 from attnphase.numerics.phase.brackets import (
-    ALPHA_LIMIT, BranchLost, delta_bracket, extend_branch, first_solvable, grid_extension, grow_alpha_c_down,
+    ALPHA_LIMIT, BranchLost, delta_bracket, delta_e_t, extend_branch, first_solvable, grid_extension, grow_alpha_c_down,
     grow_alpha_c_up, positional_grid,
 )
 from attnphase.numerics.phase.branch_end import on_branch
@@ -113,12 +114,7 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
             grown.append(len(sem.points) > before)
         return grown[0]
 
-    def d_et(alpha: float) -> tuple[float, float]:
-        # Delta e_t and its slope d Delta e_t / d alpha = Delta E[M]
-        s_obs = on_branch_solve("semantic", alpha).observables
-        p_obs = on_branch_solve("positional", alpha).observables
-        return s_obs.e_t - p_obs.e_t, s_obs.E_M - p_obs.E_M
-
+    d_et = partial(delta_e_t, on_branch_solve)
     if s_on and p_on and not ({p.alpha for p in s_on} & {p.alpha for p in p_on}):
         fill_positional(s_on, p_on, pos.end.on_solve_rule, on_branch_solve)
     delta, bracket = delta_bracket(s_on, p_on)
