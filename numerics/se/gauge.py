@@ -45,14 +45,9 @@ def canonical(ov: Overlaps) -> Overlaps:
     fixed = np.abs(f) > LABEL_TOL * 1e-3 * scale
     s = np.where(fixed & (f < 0), -1.0, 1.0)
     ov = rotate(ov, np.diag(s))
-    th = ov.th0
-    rows = fixed if fixed.any() else np.ones(r, dtype=bool)
-    t = np.ones(rs)
-    for b in range(rs):
-        col = th[rows, b]
-        if col.size and np.abs(col).max() > 0:
-            t[b] = 1.0 if col[np.argmax(np.abs(col))] >= 0 else -1.0
-    ov = rotate(ov, np.eye(r), np.diag(t))
+    th = ov.th0[fixed] if fixed.any() else ov.th0
+    lead = th[np.argmax(np.abs(th), axis=0), np.arange(rs)]  # each teacher column's largest entry
+    ov = rotate(ov, np.eye(r), np.diag(np.where(lead < 0, -1.0, 1.0)))
     if not fixed.all():
         rs_sum = ov.th0.sum(axis=1)
         s2 = np.where(~fixed & (rs_sum < 0), -1.0, 1.0)
