@@ -181,13 +181,10 @@ def invariant_basis(group: list[SymmetryElement], L: int) -> np.ndarray:
     range of the group average of the actions m -> s m[pi], th0 -> s t th0 (q0, V0 invariant)."""
     n = L + 3
     avg = np.zeros((n, n))
+    avg[0, 0] = avg[1, 1] = len(group)
     for e in group:
-        M = np.zeros((n, n))
-        M[0, 0] = M[1, 1] = 1.0
-        for l in range(L):
-            M[2 + l, 2 + e.perm[l]] = e.s
-        M[-1, -1] = e.s * e.t
-        avg += M
+        avg[2 + np.arange(L), 2 + np.array(e.perm)] += e.s
+        avg[-1, -1] += e.s * e.t
     avg /= max(len(group), 1)
     U, sv, _ = np.linalg.svd(avg)
     return U[:, sv > 0.5]
