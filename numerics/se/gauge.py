@@ -154,18 +154,9 @@ def reflection_pattern(ov: Overlaps) -> np.ndarray:
     """
     r, rs, L = ov.r, ov.r_star, ov.L
     m_on = np.abs(ov.m).max(axis=0) > 0 if L else np.zeros(r, dtype=bool)
-    gens = []
-    for a in range(r):
-        if not m_on[a]:
-            s, t = np.ones(r), np.ones(rs)
-            s[a] = -1.0
-            t[np.abs(ov.th0[a]) > 0] = -1.0
-            gens.append((s, t))
-    for b in range(rs):
-        if not np.any(np.abs(ov.th0[:, b]) > 0):
-            t = np.ones(rs)
-            t[b] = -1.0
-            gens.append((np.ones(r), t))
+    overlap = np.abs(ov.th0) > 0  # the teacher axes each student axis overlaps
+    gens = [(1.0 - 2.0 * np.eye(r)[a], np.where(overlap[a], -1.0, 1.0)) for a in range(r) if not m_on[a]]
+    gens += [(np.ones(r), 1.0 - 2.0 * np.eye(rs)[b]) for b in range(rs) if not overlap[:, b].any()]
     x = ov.to_vector()
     iu = np.triu_indices(r)
     keep = np.ones(x.size, dtype=bool)
