@@ -20,10 +20,8 @@ def loss_zeros_L2(T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For L = 2, the two exact zeros of the loss, S(h) = T: with delta = h_1 - h_2, delta^2 = logit T_11 + logit T_22,
     h_1 = logit T_11 / delta, h_2 = -logit T_22 / delta.  Returns (h_plus, valid), the other zero -h_plus; where
     delta^2 <= 0 (no exact zero) ``valid`` is False and h_plus 0."""
-    t11 = np.clip(T[:, 0, 0], 1e-300, 1 - 1e-16)
-    t22 = np.clip(T[:, 1, 1], 1e-300, 1 - 1e-16)
-    l11 = np.log(t11) - np.log1p(-t11)
-    l22 = np.log(t22) - np.log1p(-t22)
+    t = np.clip(np.diagonal(T, axis1=1, axis2=2), 1e-300, 1 - 1e-16)  # (T_11, T_22) per node
+    l11, l22 = (np.log(t) - np.log1p(-t)).T
     d2 = l11 + l22
     valid = d2 > 1e-12
     delta = np.sqrt(np.where(valid, d2, 1.0))

@@ -45,14 +45,9 @@ def canonical(ov: Overlaps) -> Overlaps:
     fixed = np.abs(f) > LABEL_TOL * 1e-3 * scale
     s = np.where(fixed & (f < 0), -1.0, 1.0)
     ov = rotate(ov, np.diag(s))
-    th = ov.th0
-    rows = fixed if fixed.any() else np.ones(r, dtype=bool)
-    t = np.ones(rs)
-    for b in range(rs):
-        col = th[rows, b]
-        if col.size and np.abs(col).max() > 0:
-            t[b] = 1.0 if col[np.argmax(np.abs(col))] >= 0 else -1.0
-    ov = rotate(ov, np.eye(r), np.diag(t))
+    th = ov.th0[fixed] if fixed.any() else ov.th0
+    lead = th[np.argmax(np.abs(th), axis=0), np.arange(rs)]  # each teacher column's largest entry
+    ov = rotate(ov, np.eye(r), np.diag(np.where(lead < 0, -1.0, 1.0)))
     if not fixed.all():
         rs_sum = ov.th0.sum(axis=1)
         s2 = np.where(~fixed & (rs_sum < 0), -1.0, 1.0)
@@ -159,18 +154,9 @@ def reflection_pattern(ov: Overlaps) -> np.ndarray:
     """
     r, rs, L = ov.r, ov.r_star, ov.L
     m_on = np.abs(ov.m).max(axis=0) > 0 if L else np.zeros(r, dtype=bool)
-    gens = []
-    for a in range(r):
-        if not m_on[a]:
-            s, t = np.ones(r), np.ones(rs)
-            s[a] = -1.0
-            t[np.abs(ov.th0[a]) > 0] = -1.0
-            gens.append((s, t))
-    for b in range(rs):
-        if not np.any(np.abs(ov.th0[:, b]) > 0):
-            t = np.ones(rs)
-            t[b] = -1.0
-            gens.append((np.ones(r), t))
+    overlap = np.abs(ov.th0) > 0  # the teacher axes each student axis overlaps
+    gens = [(1.0 - 2.0 * np.eye(r)[a], np.where(overlap[a], -1.0, 1.0)) for a in range(r) if not m_on[a]]
+    gens += [(np.ones(r), 1.0 - 2.0 * np.eye(rs)[b]) for b in range(rs) if not overlap[:, b].any()]
     x = ov.to_vector()
     iu = np.triu_indices(r)
     keep = np.ones(x.size, dtype=bool)
@@ -186,13 +172,10 @@ def invariant_basis(group: list[SymmetryElement], L: int) -> np.ndarray:
     range of the group average of the actions m -> s m[pi], th0 -> s t th0 (q0, V0 invariant)."""
     n = L + 3
     avg = np.zeros((n, n))
+    avg[0, 0] = avg[1, 1] = len(group)
     for e in group:
-        M = np.zeros((n, n))
-        M[0, 0] = M[1, 1] = 1.0
-        for l in range(L):
-            M[2 + l, 2 + e.perm[l]] = e.s
-        M[-1, -1] = e.s * e.t
-        avg += M
+        avg[2 + np.arange(L), 2 + np.array(e.perm)] += e.s
+        avg[-1, -1] += e.s * e.t
     avg /= max(len(group), 1)
     U, sv, _ = np.linalg.svd(avg)
     return U[:, sv > 0.5]
