@@ -129,9 +129,10 @@ def grow_alpha_c_down(d_et: Callable[[float], tuple[float, float]], a_end: float
 
 
 def _sign_change(d_et: Callable[[float], tuple[float, float]], start: tuple[float, float], alphas: Sequence[float]):
-    """((alpha, Delta e_t) below, (alpha, Delta e_t) above) at the first of ``alphas``, in their order, where Delta e_t
-    (the first of ``d_et``'s pair) is <= 0 where it is > 0 at ``start`` (else > 0), the sample before it the other end
-    (``start`` first); None where none is.  A sample whose solve leaves its branch is skipped."""
+    """The first sign change of Delta e_t (the first of ``d_et``'s pair) from ``start`` = (alpha, Delta e_t) along
+    ``alphas``, in their order: the sample where Delta e_t crosses to <= 0 (from > 0 at ``start``) or to > 0 (from
+    <= 0) and the sample before it, as ((alpha, Delta e_t) lower in alpha, the higher); None if it never changes
+    sign.  A sample whose solve leaves its branch is skipped."""
     last = start
     for a in alphas:
         try:

@@ -59,7 +59,8 @@ def apply_blocks(Vinv: np.ndarray, d: np.ndarray) -> np.ndarray:
 def prox_value(kernels: Any, h: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray,
                sigma2: np.ndarray) -> np.ndarray:
     """P(h) at every row of matrix fields (N, L, r), V the precisions V_l^{-1} (L, r, r): the quadratic term plus
-    the generated loss (vector fields (N, L): the generated ``kernels.prox_value``)."""
+    the generated loss.  Vector fields (N, L) with the variances V_l are not taken here: the generated
+    ``kernels.prox_value`` computes their P(h)."""
     d = h - w
     q = (d * apply_blocks(V, d)).reshape(d.shape[0], -1).sum(axis=1)
     return 0.5 * q + kernels.loss(h, T, sigma2)
