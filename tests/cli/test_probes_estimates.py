@@ -52,3 +52,30 @@ def test_bayes_sweep_announces_its_cpu_time_within_the_stated_factor(tmp_path):
     assert announced / FACTOR <= cpu <= announced * FACTOR, (cpu, announced)
     # the announcement comes before the work: before the first line the job writes
     assert run.stderr.index("Bayes-optimal sweep of") < run.stderr.index("wrote 10 rows")
+
+
+def test_a_sweep_announces_a_per_point_cost_that_adds_up_to_its_total(monkeypatch, tmp_path):
+    """At L = 3 the per-point figure and the task's total come from one law (``workload.estimate_seconds``): the
+    announced total is the per-point cost times the points.  The announcement is caught before any solve runs."""
+    import pytest
+
+    from attnphase.cli import main
+    from attnphase.numerics.config import SolverConfig
+
+    class Announced(Exception):
+        pass
+
+    seen = {}
+
+    def catch(what, tasks, workers, basis, **kwargs):
+        seen.update(tasks=tasks, basis=basis)
+        raise Announced
+
+    monkeypatch.setattr(workload, "announce_tasks", catch)
+    alphas = "0.5:1.5:5"
+    with pytest.raises(Announced):
+        main(["sweep", "--L", "3", "--omega", "0.3", "--alpha", alphas, "--branch", "semantic", "--error-estimate", "0",
+              "--out", str(tmp_path), "--quiet"])
+    per_point = float(re.search(r"~([0-9.e+-]+) CPU s per point", seen["basis"]).group(1))
+    assert per_point == pytest.approx(workload.estimate_seconds(1, 3, SolverConfig()), rel=0.05)
+    assert seen["tasks"] == [pytest.approx(5 * workload.estimate_seconds(1, 3, SolverConfig()))]
