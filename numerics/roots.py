@@ -6,7 +6,6 @@ import math
 from typing import Callable, TypeVar
 
 import numpy as np
-from scipy.optimize import brentq
 
 T = TypeVar("T")
 
@@ -19,6 +18,7 @@ class RootNotFound(RuntimeError):
 
 def brent_root(f: Callable[[float], float], a: float, b: float, xtol: float) -> float:
     """Root of f on [a, b] (f(a) f(b) <= 0) to ``xtol``, by Brent's method."""
+    from scipy.optimize import brentq  # here: scipy.optimize costs ~0.5 s of start-up, and most commands need no root
     return float(brentq(f, a, b, xtol=xtol, rtol=_RTOL))
 
 

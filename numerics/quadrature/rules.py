@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
-from scipy.special import ndtri
 
 from attnphase.numerics.quadrature.symmetry import SymmetryElement
 from attnphase.theory.codegen import cache_dir, write_atomic
@@ -103,7 +102,8 @@ def _sobol_nodes(dim: int, log2_n: int, seed: int, randomizations: int, block: i
         return np.load(path)
     except (OSError, ValueError):
         pass
-    from scipy.stats import qmc  # imported here: scipy.stats costs ~0.4 s, and a warm or stored run needs no draw
+    from scipy.special import ndtri
+    from scipy.stats import qmc  # imported here: scipy costs ~0.5 s, and a warm or stored run needs no draw
 
     rng = np.random.default_rng(seed)
     drawn = []
