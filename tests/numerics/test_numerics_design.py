@@ -117,6 +117,28 @@ def test_sobol_nodes_are_cached_on_disk_and_reloaded_bit_for_bit(tmp_path: Path)
     assert run() == cold
 
 
+def test_a_warm_solve_imports_neither_scipy_optimize_special_nor_stats() -> None:
+    """Each costs a third to half a second of every command's start-up: a solve whose rules are in the cache needs no
+    root finder and no Phi^{-1}, so a second solve in a fresh process imports none of them."""
+    import subprocess
+    import sys
+
+    code = (
+        "import contextlib, io, sys\n"
+        "from attnphase.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['solve', '--alpha', '2', '--omega', '0.3', '--branch', 'semantic', '--precision', 'fast'])\n"
+        "print(sorted(m for m in ('scipy.optimize', 'scipy.special', 'scipy.stats') if m in sys.modules))"
+    )
+
+    def run() -> str:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True
+                              ).stdout.strip().splitlines()[-1]
+
+    run()  # the rules and kernels into the cache (if this is the first run on the machine)
+    assert run() == "[]"
+
+
 def test_phase_boundaries_give_both_branches_the_same_config(monkeypatch) -> None:
     """Regression: the branch-end strategy and the bifurcation rule reached only the semantic sweep
     (``phase-diagram --branch-end trace`` never reached the positional branch; ``--error-estimate``
