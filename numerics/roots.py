@@ -50,7 +50,7 @@ def safeguarded_newton(
 def bracketed_log_root(
     gap: Callable[[float], float], start: float, lo: float, hi: float, step: float = math.log(2.0)
 ) -> float | None:
-    """Root in u = log x of a monotone ``gap(u)`` that is NaN beyond some u: from ``start`` (clipped to
+    """Root in u = log x of an increasing ``gap(u)`` that is NaN beyond some u: from ``start`` (clipped to
     [lo, hi], stepped down while gap is NaN) by steps of ``step`` towards the sign change, then Brent to 1e-14;
     None when no sign change lies in [lo, hi] before gap turns NaN."""
     a = min(max(start, lo), hi)
@@ -68,7 +68,7 @@ def bracketed_log_root(
             return None
         if (ga < 0) != (gb < 0):
             left, right = (a, b) if a < b else (b, a)
-            return float(brentq(gap, left, right, xtol=1e-14, rtol=_RTOL))
+            return brent_root(gap, left, right, 1e-14)
         a, ga = b, gb
 
 
