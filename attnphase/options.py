@@ -14,7 +14,10 @@ import math
 import os
 import re
 import sys
+from fractions import Fraction
 from typing import Any
+
+from attnphase.numerics.grids import even_grid
 
 #: Commands that take a model (each has the model group).
 MODEL_COMMANDS = ("derive", "solve", "sweep", "phase-diagram", "census", "simulate", "validate", "check")
@@ -31,6 +34,14 @@ MAX_VALUES = 1_000_000
 
 RANGE_SYNTAX = "NUMBER, a,b,c or START:STOP:NUM (NUM values from START to STOP, both included)"
 _RANGE_EXAMPLE = "e.g. 2, 0.5,1,2 or 0.5:2:16"
+
+
+def _exact(text: str, value: float) -> Fraction:
+    """The number ``text`` as written (a decimal is exact as a fraction), else the float ``value`` it parsed to."""
+    try:
+        return Fraction(text)
+    except ValueError:
+        return Fraction(value)
 
 
 def parse_values(text: str, option: str, *, positive: bool = False, distinct: bool = True) -> list[float]:
@@ -57,8 +68,9 @@ def parse_values(text: str, option: str, *, positive: bool = False, distinct: bo
         if num == 1:
             values.append(start)
             continue
-        step = (stop - start) / (num - 1)
-        values.extend([start + i * step for i in range(num - 1)] + [stop])
+        if not (math.isfinite(start) and math.isfinite(stop)):
+            raise ValueError(f"{option} values must be finite numbers, got {text!r}")
+        values.extend(even_grid(_exact(parts[0], start), _exact(parts[1], stop), num))
     if not all(math.isfinite(v) for v in values):
         raise ValueError(f"{option} values must be finite numbers, got {text!r}")
     if positive and min(values) <= 0:

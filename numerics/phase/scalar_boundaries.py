@@ -26,6 +26,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.grids import even_grid
 from attnphase.numerics.parallel import without_memory
 from attnphase.numerics.phase.absence import absence_note
 from attnphase.numerics.phase.boundary_refinement import corrected_alpha_c, refined_alpha_l
@@ -43,7 +44,7 @@ from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
 
 #: The alpha grid where none is given: 12 points on [0.1, 3].
-DEFAULT_ALPHAS = tuple(np.linspace(0.1, 3.0, 12))
+DEFAULT_ALPHAS = tuple(even_grid("0.1", "3", 12))
 
 #: The tolerances of :func:`~attnphase.numerics.phase.boundaries.phase_boundaries` at r = r* = 1: alpha_c and alpha_l
 #: in alpha; a branch end found by bisection.

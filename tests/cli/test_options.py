@@ -257,8 +257,11 @@ def test_aligned_prox_needs_rank_1(capsys: pytest.CaptureFixture[str]) -> None:
 def test_parse_values_number_list_and_inclusive_linspace() -> None:
     assert opt.parse_values("2", "--alpha") == [2.0]
     assert opt.parse_values("0.5, 1,2", "--alpha") == [0.5, 1.0, 2.0]
-    assert opt.parse_values("0.1:3:12", "--alpha") == list(np.linspace(0.1, 3, 12))
-    assert opt.parse_values("0:0.45:10", "--omega") == list(np.linspace(0, 0.45, 10))
+    grid = opt.parse_values("0.1:3:12", "--alpha")
+    assert grid == pytest.approx(list(np.linspace(0.1, 3, 12)), rel=1e-15, abs=0) and grid[-1] == 3.0
+    # the float nearest each exact grid value: what a user wrote reads back in the outputs
+    assert opt.parse_values("0:0.45:10", "--omega") == [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45]
+    assert opt.parse_values("0:0.45:46", "--omega")[30] == 0.3 and opt.parse_values("1e-3:2e-3:3", "--x")[1] == 0.0015
     assert opt.parse_values("0.3:0.3:1", "--omega") == [0.3]
     assert opt.parse_values("-1:1:3", "--x") == [-1.0, 0.0, 1.0]
     assert opt.parse_values("0.1,1:2:3", "--alpha") == [0.1, 1.0, 1.5, 2.0]
