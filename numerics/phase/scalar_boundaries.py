@@ -23,8 +23,6 @@ from dataclasses import replace
 from functools import partial
 from typing import Callable, Sequence
 
-import numpy as np
-
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.grids import even_grid
 from attnphase.numerics.parallel import without_memory
