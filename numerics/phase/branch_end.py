@@ -40,6 +40,18 @@ N_TRACE = 6
 #: Branch (and sweep direction) whose end meets the agnostic branch, and the eigenvalue direction.
 BIFURCATING = {("semantic", "down"): "theta", ("positional", "up"): "m"}
 
+#: Why the aligned map's ends are traced: its branches do not leave the agnostic point by a bifurcation.
+ALIGNED_END_NOTE = ("the aligned proximal map picks each node's minimum by the sign of h . r, which flips with the "
+                    "order parameter, so it is not smooth at the agnostic point and its branches do not end where the "
+                    "eigenvalue there crosses 1: its ends are traced (semantic) or bisected")
+
+
+def ends_by_bifurcation(config: SolverConfig) -> bool:
+    """Whether ``config`` locates branch ends as bifurcations of the agnostic branch: the strategy
+    ``"bifurcation"``, on a proximal map smooth at the agnostic point (the global and local maps; not the aligned
+    one, :data:`ALIGNED_END_NOTE`)."""
+    return config.branch_end == "bifurcation" and config.prox != "aligned"
+
 #: The order parameters a branch has, each with the floor below which a point does not count as on it: the
 #: semantic branch th0, the positional branch m, the mixed one (r >= 2) both, the agnostic one none.
 BRANCH_FLOORS = {"semantic": (("th0", SEMANTIC_THETA_FLOOR),), "positional": (("m", POSITIONAL_M_FLOOR),),
@@ -143,6 +155,8 @@ def bifurcation_end(
     """
     if config.branch_end != "bifurcation" or (branch, direction) not in BIFURCATING:
         return None, ""
+    if not ends_by_bifurcation(config):
+        return None, ALIGNED_END_NOTE
     if good.is_matrix:
         return None, MATRIX_END_NOTE
     bif = bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config)

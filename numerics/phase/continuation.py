@@ -17,7 +17,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from attnphase.numerics.capabilities import is_scalar_form
-from attnphase.numerics.phase.branch_end import BranchEnd, bifurcation_end, locate_branch_end, on_branch
+from attnphase.numerics.phase.branch_end import (BranchEnd, bifurcation_end, ends_by_bifurcation, locate_branch_end,
+                                                 on_branch)
 from attnphase.numerics.config import BRANCHES, SolverConfig
 from attnphase.numerics.se.se_map import model_rule
 from attnphase.numerics.se.starts import MATRIX_BRANCHES, teacher_rank
@@ -110,7 +111,7 @@ def sweep(
     order = grid if direction == "up" else grid[::-1]
     # where the end is traced at fixed theta or found ahead by the eigenvalue, no point near it is needed
     traced = scalar and (branch, direction) == ("semantic", "down")
-    bifurcating = scalar and (branch, direction) == ("positional", "up") and full_cfg.branch_end == "bifurcation"
+    bifurcating = scalar and (branch, direction) == ("positional", "up") and ends_by_bifurcation(full_cfg)
 
     def run(alpha: float, init: FixedPoint | None) -> FixedPoint:
         return solve_from(params, alpha, branch, init, cfg, rule)
@@ -140,6 +141,10 @@ def sweep(
                 retry = run(alpha, near)
                 if on_branch(retry, branch) or not fp.status.converged:
                     fp = retry
+            if on_branch(fp, branch) and not ends_by_bifurcation(full_cfg):
+                # the branch goes on past the end located (the aligned map's ends are not bifurcations): that end was
+                # where its solves failed, not where it ends
+                end, side, good = NO_END, "", fp
         elif good is None:
             # the branch's cold start, with the full budget (from the agnostic point where the last grid point's
             # positional start, at or above POSITIONAL_COLD_ALPHA, fell to it)

@@ -9,10 +9,12 @@ bifurcation at the paper's point against docs/model.md's careful value (~0.71).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
-from attnphase.numerics import SolverConfig, solve
+from attnphase.numerics import SolverConfig, solve, sweep
 from attnphase.numerics.quadrature.rules import gauss_hermite_rule, make_rule
 from attnphase.numerics.phase.bifurcation import branch_bifurcation
 from attnphase.numerics.se.stability import theta_stability_at
@@ -280,3 +282,28 @@ def test_the_matrix_forms_leading_eigenvalue_is_taken_transverse_to_the_gauge_or
     J = U @ U.T + C @ np.diag(rates) @ C.T + U @ np.full((T.shape[1], n - T.shape[1]), 0.2) @ C.T
     assert np.max(np.linalg.eigvals(J).real) == pytest.approx(1.0)
     assert transverse_leading_eigenvalue(J, ov) == pytest.approx(0.5)
+
+
+def test_the_aligned_map_ends_no_branch_by_a_bifurcation() -> None:
+    """The aligned map picks a node's minimum by the sign of h . r, which flips with the order parameter: it is not
+    smooth at the agnostic point, so the agnostic point's eigenvalue says nothing of where its branches end, and
+    ``bifurcation_end`` declines with the reason (before any solve) where the global and local maps take it."""
+    from attnphase.numerics.phase.branch_end import ALIGNED_END_NOTE, bifurcation_end, ends_by_bifurcation
+
+    assert ends_by_bifurcation(SolverConfig()) and ends_by_bifurcation(SolverConfig(prox="local"))
+    assert not ends_by_bifurcation(SolverConfig(prox="aligned"))
+    assert not ends_by_bifurcation(SolverConfig(branch_end="trace"))
+    end, why = bifurcation_end(ModelParams(omega=0.3), "semantic", "down", None, 0.9, SolverConfig(prox="aligned"))
+    assert end is None and why == ALIGNED_END_NOTE
+
+
+@pytest.mark.heavy
+def test_an_aligned_semantic_sweep_goes_on_below_the_global_maps_end() -> None:
+    """At omega = 0.3 the aligned semantic branch has points below the global one's end (0.716): alpha = 0.5,
+    |theta| = 0.212 (the basin gradient descent keeps from the semantic start, docs/validation.md), while its solve
+    at 0.7 does not converge.  The sweep keeps the 0.5 point on the branch and claims no end: an end at the global
+    map's eigenvalue crossing (0.716) would make the validation report read the 0.5 point as past the end."""
+    sw = sweep(ModelParams(omega=0.3), [0.5, 0.7, 0.9], "semantic", config=SolverConfig(prox="aligned", error_bars=False))
+    low = sw.points[0]
+    assert math.isnan(sw.end.alpha)
+    assert low.alpha == 0.5 and low.status.converged and low.branch == "semantic" and abs(low.overlaps.th0) > 0.2
