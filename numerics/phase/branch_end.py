@@ -52,6 +52,7 @@ def ends_by_bifurcation(config: SolverConfig) -> bool:
     one, :data:`ALIGNED_END_NOTE`)."""
     return config.branch_end == "bifurcation" and config.prox != "aligned"
 
+
 #: The order parameters a branch has, each with the floor below which a point does not count as on it: the
 #: semantic branch th0, the positional branch m, the mixed one (r >= 2) both, the agnostic one none.
 BRANCH_FLOORS = {"semantic": (("th0", SEMANTIC_THETA_FLOOR),), "positional": (("m", POSITIONAL_M_FLOOR),),
