@@ -24,7 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from attnphase.numerics import SolverConfig, phase_boundaries, solve, sweep
+from attnphase.numerics.grids import even_grid
 from attnphase.numerics.phase.boundary_results import BOUNDARY_COLUMNS, BOUNDARY_KEYS
+from attnphase.numerics.phase.scalar_boundaries import DEFAULT_ALPHAS
 from attnphase.numerics.errors.quadrature_error import fixed_point_error, point_errors
 from attnphase.numerics.se.starts import with_ranks
 from attnphase.numerics.errors.replicates import ERROR_KEYS
@@ -69,9 +71,9 @@ SWEEPS = {
 }
 
 #: The recorded phase diagram's omegas, and the single-omega rows (the small omegas 0 and 0.05).
-DIAGRAM_OMEGAS = np.linspace(0.1, 0.4, 7)
+DIAGRAM_OMEGAS = even_grid("0.1", "0.4", 7)  # the grid of --omega 0.1:0.4:7
 SMALL_OMEGAS = (0.0, 0.05)
-ALPHAS = np.linspace(0.1, 3.0, 12)
+ALPHAS = DEFAULT_ALPHAS  # the grid phase_diagram and the command take by default
 
 ERROR_COLUMNS = tuple(f"err_{k}" for k in ERROR_KEYS)
 BOUNDARY_ERROR_COLUMNS = tuple(c for k in BOUNDARY_KEYS for c in (f"err_{k}", f"{k}_found"))
