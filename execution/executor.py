@@ -8,14 +8,16 @@ one thread, so its numbers do not depend on where it runs. Ctrl-C and SIGTERM cl
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import os
+import threading
 import time
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
-from attnphase import interrupts
+from attnphase import interrupts, work
 from attnphase.execution.store import Outcome, ResultStore
 from attnphase.execution.tasks import Task
 
@@ -52,12 +54,10 @@ def worker_env(workers: int, cores: int) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class ExecutorSpec:
-    """Where tasks run: ``workers`` local processes (1: this process) or the Dask ``scheduler`` at an address.
-
+    """Where tasks run: ``workers`` local processes (1: this process) or the Dask ``scheduler`` at an address;
     ``allowed_failures``: worker deaths in one task before it fails; ``connect_timeout``, ``worker_timeout``:
     seconds to reach ``scheduler`` and to wait while it has no worker (checked where the options are read:
-    :func:`attnphase.execution_options.executor_from_args`).
-    """
+    :func:`attnphase.execution_options.executor_from_args`)."""
 
     workers: int = 1
     scheduler: str | None = None
@@ -93,11 +93,9 @@ class Progress:
 def call_task(fn: Callable[[Any], Any], arg: Any) -> tuple[str, Any, str, float]:
     """``fn(arg)`` as (status, value, error, seconds); an Exception becomes status "failed" with its traceback;
     warnings are one-line notes (:func:`attnphase.work.warnings_as_notes`)."""
-    from attnphase.work import warnings_as_notes
-
     t0 = time.perf_counter()
     try:
-        with warnings_as_notes():
+        with work.warnings_as_notes():
             value = fn(arg)
     except Exception as exc:  # noqa: BLE001 - recorded, the job goes on
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
@@ -118,22 +116,16 @@ def run_tasks(
     """One :class:`Outcome` per task, in order: read from ``store`` where it holds the task as done
     (unless ``fresh``), computed on ``executor`` otherwise and written to ``store`` as each finishes
     (failed tasks too, with their error; a rerun computes them again).  ``version``: written beside
-    each record (the code version of the keys).  ``prepare``: called once in this process before the
-    tasks to compute start on a local cluster (a first run's work the workers then read from a disk cache,
-    code generation and JIT compilation, instead of each doing it); not called where every task is stored,
-    where they run in this process, or on a remote scheduler (its workers have their own disks)."""
-    keys = [t.key for t in tasks]
-    if len(set(keys)) != len(keys):
+    each record (the code version of the keys).  ``prepare``: called once here before the tasks start on a local
+    cluster (code generation and JIT compilation the workers then read from a disk cache), not where every task
+    is stored, they run in this process, or on a remote scheduler (its workers have their own disks)."""
+    if len({t.key for t in tasks}) != len(tasks):
         raise ValueError("run_tasks: two tasks share a key")
     progress = progress or Progress()
-    out: list[Outcome | None] = [None] * len(tasks)
-    todo: list[int] = []
-    for i, t in enumerate(tasks):
-        rec = None if (fresh or store is None) else store.load(t.key)
-        if rec is not None and rec.status == "done":
-            out[i] = Outcome(t.key, t.label, "stored", rec.value, "", rec.seconds)
-        else:
-            todo.append(i)
+    stored = [None if (fresh or store is None) else store.load(t.key) for t in tasks]
+    out = [Outcome(t.key, t.label, "stored", rec.value, "", rec.seconds) if rec is not None and rec.status == "done"
+           else None for t, rec in zip(tasks, stored)]
+    todo = [i for i, o in enumerate(out) if o is None]
     progress.start(len(tasks), len(tasks) - len(todo), len(store.corrupted) if store else 0)
 
     def record(i: int, status: str, value: Any, error: str, seconds: float) -> None:
@@ -173,6 +165,15 @@ def _run_on_dask(tasks: Sequence[Task], todo: list[int], executor: ExecutorSpec,
         slots = max(1, sum(client.nthreads().values()))
         pending = set(futures)
         progress.running(min(len(pending), slots))
+
+        def fail_pending(reason: str, cancel: bool) -> None:
+            for fut in list(pending):
+                if cancel:
+                    fut.cancel()
+                record(futures.pop(fut), "failed", None, reason, 0.0)
+            pending.clear()
+            progress.running(0)
+
         alone_since: float | None = None  # since when a remote scheduler has had no worker
         while pending:
             try:
@@ -181,13 +182,9 @@ def _run_on_dask(tasks: Sequence[Task], todo: list[int], executor: ExecutorSpec,
                 done = set()
             except Exception as exc:  # noqa: BLE001 - the scheduler went away: every unfinished task fails
                 text = " ".join(str(exc).split())
-                reason = (f"SchedulerLost: the connection to the scheduler {executor.scheduler or '(local)'} was lost; "
-                          f"the task did not finish" if "connection" in text.lower() else
-                          f"{type(exc).__name__}: {' '.join(text.split()[:12])}")
-                for fut in list(pending):
-                    record(futures.pop(fut), "failed", None, reason, 0.0)
-                pending.clear()
-                progress.running(0)
+                fail_pending(f"SchedulerLost: the connection to the scheduler {executor.scheduler or '(local)'} was "
+                             f"lost; the task did not finish" if "connection" in text.lower() else
+                             f"{type(exc).__name__}: {' '.join(text.split()[:12])}", cancel=False)
                 break
             for fut in done:
                 pending.discard(fut)
@@ -206,13 +203,8 @@ def _run_on_dask(tasks: Sequence[Task], todo: list[int], executor: ExecutorSpec,
                 continue
             alone_since = alone_since if alone_since is not None else time.monotonic()
             if time.monotonic() - alone_since >= executor.worker_timeout:
-                reason = (f"NoWorkers: the scheduler {executor.scheduler} has had no worker for "
-                          f"{executor.worker_timeout:g} s; the task was not run")
-                for fut in list(pending):
-                    fut.cancel()
-                    record(futures.pop(fut), "failed", None, reason, 0.0)
-                pending.clear()
-                progress.running(0)
+                fail_pending(f"NoWorkers: the scheduler {executor.scheduler} has had no worker for "
+                             f"{executor.worker_timeout:g} s; the task was not run", cancel=True)
 
 
 @contextlib.contextmanager
@@ -225,8 +217,7 @@ def dask_client(executor: ExecutorSpec, n_tasks: int, say: Callable[[str], None]
     if executor.scheduler is not None:
         client = _connect(executor.scheduler, executor.connect_timeout)
         try:
-            n = len(client.nthreads())
-            if n == 0:
+            if not client.nthreads():
                 say(f"Dask scheduler {executor.scheduler}: no worker yet; waiting up to {executor.worker_timeout:g} s "
                     f"for one (start some: dask worker {executor.scheduler})")
                 try:
@@ -235,8 +226,8 @@ def dask_client(executor: ExecutorSpec, n_tasks: int, say: Callable[[str], None]
                     raise SchedulerUnavailable(f"--scheduler {executor.scheduler}: no worker joined within "
                                      f"{executor.worker_timeout:g} s (start some: dask worker {executor.scheduler} "
                                      f"--nthreads 1; ATTNPHASE_WORKER_TIMEOUT sets the wait)") from None
-                n = len(client.nthreads())
-            say(f"Dask scheduler {executor.scheduler}: {n} workers; dashboard {client.dashboard_link}")
+            say(f"Dask scheduler {executor.scheduler}: {len(client.nthreads())} workers; dashboard "
+                f"{client.dashboard_link}")
             yield client
         finally:
             client.close()
@@ -266,8 +257,6 @@ def dask_client(executor: ExecutorSpec, n_tasks: int, say: Callable[[str], None]
 def _connect(address: str, timeout: float) -> Any:
     """A ``distributed.Client`` on the scheduler at ``address``, or a ValueError naming ``--scheduler`` when none
     answers within ``timeout`` seconds (Dask itself would wait for a silent server forever)."""
-    import threading
-
     from distributed import Client
 
     box: dict[str, Any] = {}
@@ -294,8 +283,6 @@ def _connect(address: str, timeout: float) -> Any:
 
 def _dashboard_address() -> str | None:
     """":0" (a free port) when bokeh, which serves the dashboard, imports; else no dashboard."""
-    import importlib.util
-
     return ":0" if importlib.util.find_spec("bokeh") is not None else None
 
 
