@@ -74,10 +74,9 @@ class ResultStore:
         """The record of ``key``; None when absent or corrupted (then removed and listed in ``self.corrupted``)."""
         path = self.path(key)
         try:
-            blob = path.read_bytes()
+            record = _decode(path.read_bytes())
         except FileNotFoundError:
             return None
-        record = _decode(blob)
         if record is None or record.get("key") != key:
             self.corrupted.append(key)
             path.unlink(missing_ok=True)
@@ -87,10 +86,8 @@ class ResultStore:
 
     def save(self, record: Outcome, version: str = "") -> None:
         """Write ``record`` atomically (temporary file, fsync, rename)."""
-        payload = pickle.dumps({"key": record.key, "label": record.label, "status": record.status,
-                                "value": record.value, "error": record.error, "seconds": record.seconds,
-                                "code_version": version, "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
-                               protocol=pickle.HIGHEST_PROTOCOL)
+        payload = pickle.dumps({**vars(record), "code_version": version,
+                                "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, protocol=pickle.HIGHEST_PROTOCOL)
         blob = MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
         self.folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{record.key}", suffix=f"{SUFFIX}.tmp", dir=self.folder)

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from attnphase import __version__
+
 
 @dataclass(frozen=True)
 class Task:
-    """One independent computation: ``fn(arg)`` (``fn`` module-level, ``arg`` picklable).
-
-    Stored under ``key`` (:func:`task_key`); ``label``: what the task is, for people (``omega=0.3``)."""
+    """One independent computation: ``fn(arg)`` (``fn`` module-level, ``arg`` picklable), stored under ``key``
+    (:func:`task_key`); ``label``: what the task is, for people (``omega=0.3``)."""
 
     key: str
     label: str
@@ -39,11 +40,9 @@ def canonical(value: Any) -> Any:
         return [canonical(v) for v in value]
     if hasattr(value, "tolist") and callable(value.tolist):
         return canonical(value.tolist())
-    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+    if value is None or isinstance(value, (bool, int, str)):
         return value
-    if isinstance(value, float):
-        return repr(value) if math.isfinite(value) else str(value)
-    return repr(value)
+    return str(value) if isinstance(value, float) and not math.isfinite(value) else repr(value)
 
 
 def task_key(fn: Callable[..., Any], identity: Any, version: str) -> str:
@@ -54,14 +53,10 @@ def task_key(fn: Callable[..., Any], identity: Any, version: str) -> str:
 
 
 def code_version(*packages: str, exclude: tuple[str, ...] = ()) -> str:
-    """``<package version>+<hash>``: the hash of every ``.py`` file under ``packages`` (sorted by path;
-    found without importing them), except those whose path relative to their package starts with
-    one of ``exclude`` (the command-line and presentation modules, which compute nothing a task
-    returns).  An edit of the code a task runs changes it (and with it every key).  About 10 ms: a
-    job computes it once and passes it to its tasks.
-    """
-    from attnphase import __version__
-
+    """``<package version>+<hash>``: the hash of every ``.py`` file under ``packages`` (sorted by path, found without
+    importing them) but those whose path in their package starts with one of ``exclude`` (the command-line and
+    presentation modules: they compute nothing a task returns). An edit of the code a task runs changes it, and with
+    it every key; about 10 ms, computed once per job."""
     h = hashlib.sha256()
     for name in sorted(packages):
         spec = importlib.util.find_spec(name)
