@@ -8,12 +8,16 @@ file (:func:`for_file`, :func:`open_dataset`).
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from attnphase import __version__
 
 ENGINE = "netcdf4"
 #: The CF version the datasets follow.
@@ -34,12 +38,8 @@ class Variable:
     comment: str = ""
 
     def attrs(self) -> dict[str, str]:
-        out = {"long_name": self.long_name}
-        if self.units is not None:
-            out["units"] = self.units
-        if self.comment:
-            out["comment"] = self.comment
-        return out
+        pairs = (("long_name", self.long_name), ("units", self.units), ("comment", self.comment or None))
+        return {k: v for k, v in pairs if v is not None}
 
     def described(self) -> dict[str, str]:
         """``{"long_name", "units"}`` for a JSON file's ``variables`` map."""
@@ -60,8 +60,7 @@ def annotate(ds: Any, lookup: Callable[[str], Variable | None]) -> Any:
     """``ds`` with every variable's attributes from ``lookup(name)`` where it knows the name, and every ``err_X``
     (and ``X_found``) listed in ``X``'s ``ancillary_variables``."""
     for name in list(ds.variables):
-        var = lookup(str(name))
-        if var is not None:
+        if (var := lookup(str(name))) is not None:
             attrs = {k: v for k, v in ds[name].attrs.items() if k not in ("description", "error")}
             ds[name].attrs = attrs | var.attrs()
     links: dict[str, list[str]] = {}
@@ -78,8 +77,6 @@ def annotate(ds: Any, lookup: Callable[[str], Variable | None]) -> Any:
 
 def cf_attrs(title: str, command: str = "", created: str = "") -> dict[str, str]:
     """The CF global attributes: Conventions, title, history (date and command), source, references."""
-    from attnphase import __version__
-
     created = created or time.strftime("%Y-%m-%dT%H:%M:%S%z")
     return {"Conventions": CONVENTIONS, "title": title,
             "history": f"{created}: {command or 'attnphase (library call)'}",
@@ -92,18 +89,13 @@ def job_attrs(job: str, *, version: str, model: Any = None, solver: Any = None, 
               command: str = "", title: str = "", **extra: Any) -> dict[str, str | int | float]:
     """Dataset attributes: the CF ones (:func:`cf_attrs`; ``title`` default "attnphase <job>"), then
     strings and numbers only (netCDF), structured values as JSON text."""
-    from attnphase import __version__
-
     created = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     out: dict[str, Any] = cf_attrs(title or f"attnphase {job}", command, created)
     out |= {"job": job, "attnphase_version": __version__, "code_version": version,
             "created": created, "rule": rule or "", "command": command}
-    for k, v in (("model", model), ("solver", solver)):
-        if v is not None:
-            out[k] = json.dumps(v, sort_keys=True)
-    for k, v in extra.items():
-        out[k] = v if isinstance(v, (str, int, float)) and not isinstance(v, bool) else json.dumps(v, sort_keys=True)
-    return out
+    out |= {k: json.dumps(v, sort_keys=True) for k, v in (("model", model), ("solver", solver)) if v is not None}
+    return out | {k: v if isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                  else json.dumps(v, sort_keys=True) for k, v in extra.items()}
 
 
 def write_netcdf(ds: Any, path: str | Path) -> None:
@@ -115,9 +107,7 @@ def for_file(ds: Any) -> Any:
     """``ds`` as it is written: numeric coordinates in increasing order and without a _FillValue; a text-labelled
     dimension's labels in the auxiliary coordinate ``<dim>_label``."""
     ds = ds.copy()
-    for dim in list(ds.dims):
-        if dim not in ds.coords:
-            continue
+    for dim in [d for d in ds.dims if d in ds.coords]:
         vals = ds[dim].values
         if ds[dim].dtype.kind in "OUS":
             labels = vals.astype(str).astype(object)
@@ -139,8 +129,7 @@ def open_dataset(path: str | Path) -> Any:
     for name in list(ds.coords):
         dim = str(name)[: -len(LABEL)] if str(name).endswith(LABEL) else None
         if dim and ds[name].dims == (dim,) and dim not in ds.coords:
-            attrs = dict(ds[name].attrs)
-            ds = ds.assign_coords({dim: ((dim,), ds[name].values.astype(str), attrs)}).drop_vars(name)
+            ds = ds.assign_coords({dim: ((dim,), ds[name].values.astype(str), dict(ds[name].attrs))}).drop_vars(name)
     return ds
 
 
@@ -152,9 +141,8 @@ def cf_problems(ds: Any) -> list[str]:
     out = [f"{name}: coordinate with a _FillValue (CF: coordinates have no missing values)" for name in ds.coords
            if ds[name].dtype.kind not in "OUS" and ds[name].encoding.get("_FillValue") is not None]
     ds = for_file(ds)
-    for key in ("Conventions", "title", "history", "source"):
-        if not str(ds.attrs.get(key, "")).strip():
-            out.append(f"global attribute {key} missing")
+    out += [f"global attribute {key} missing" for key in ("Conventions", "title", "history", "source")
+            if not str(ds.attrs.get(key, "")).strip()]
     if ds.attrs.get("Conventions") not in (None, CONVENTIONS):
         out.append(f"Conventions is {ds.attrs.get('Conventions')!r}, not {CONVENTIONS!r}")
     for name in ds.variables:
@@ -176,9 +164,8 @@ def cf_problems(ds: Any) -> list[str]:
             elif var.size > 1 and not ((var.values[1:] > var.values[:-1]).all()
                                        or (var.values[1:] < var.values[:-1]).all()):
                 out.append(f"{name}: coordinate variable not strictly monotonic")
-        for anc in str(var.attrs.get("ancillary_variables", "")).split():
-            if anc not in ds.variables:
-                out.append(f"{name}: ancillary variable {anc} is not in the file")
+        out += [f"{name}: ancillary variable {anc} is not in the file"
+                for anc in str(var.attrs.get("ancillary_variables", "")).split() if anc not in ds.variables]
         of = error_name(name)
         if of is not None and of in ds.variables:
             if not str(var.attrs.get("long_name", "")).startswith(ERROR_KINDS):
@@ -193,9 +180,6 @@ def cf_problems(ds: Any) -> list[str]:
 def csv_text(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
     """The CSV table a job writes beside its dataset: header ``columns``, a line per row (its other keys left
     out), lines ended by "\\n"; a yes/no value as 1 / 0, as in the dataset."""
-    import csv
-    import io
-
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n", extrasaction="ignore")
     w.writeheader()
@@ -215,12 +199,8 @@ def table_lookup(*tables: Mapping[str, Variable]) -> Callable[[str], Variable | 
         for t in tables:
             if name in t:
                 return t[name]
-        of = error_name(name)
-        if of is not None:
-            base = lookup(of)
-            if base is not None:
-                return standard_error(base, name)
-        return None
+        base = lookup(of) if (of := error_name(name)) is not None else None
+        return standard_error(base, name) if base is not None else None
 
     return lookup
 
@@ -259,11 +239,9 @@ def describe(ds: Any, name: str = "") -> str:
         else:
             lines.append(f"  {k}({', '.join(var.dims)})  {desc}".rstrip())
     lines.append("attributes:")
-    for k, v in ds.attrs.items():
+    for k, v in ds.attrs.items():  # the plan cut short: it is not the settings themselves
         text = str(v)
-        if k == "plan" and len(text) > 160:  # the long ones that are not the settings themselves
-            text = text[:157] + "..."
-        lines.append(f"  {k}: {text}")
+        lines.append(f"  {k}: {text[:157] + '...' if k == 'plan' and len(text) > 160 else text}")
     return "\n".join(lines)
 
 

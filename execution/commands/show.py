@@ -38,10 +38,9 @@ def run(args: argparse.Namespace) -> int:
     out = []
     for f in files:
         try:
-            ds = open_dataset(f)
+            out.append((f, open_dataset(f)))
         except (OSError, ValueError) as exc:
             raise ValueError(f"PATH: cannot read {str(f)!r} as netCDF ({' '.join(str(exc).split())})") from None
-        out.append((f, ds))
     if args.json:
         print(json.dumps({str(f): {"dims": dict(ds.sizes), "variables": list(ds.data_vars), "attrs": {
             k: (v.item() if hasattr(v, "item") else v) for k, v in ds.attrs.items()}} for f, ds in out}))
