@@ -11,12 +11,18 @@ import sys as _sys
 __version__ = "0.1.0"
 
 
+def _is_a_spawned_child() -> bool:
+    """True in a process that multiprocessing started by running the command again (the workers of a local Dask
+    cluster): that process is not the command and keeps Python's default signal actions."""
+    return "--multiprocessing-fork" in _sys.orig_argv or any("multiprocessing.forkserver" in a for a in _sys.orig_argv)
+
+
 def _is_the_command() -> bool:
     """Whether this process is the ``attnphase`` command starting: ``python -m attnphase`` being located, or the
-    console script as ``__main__``; never a worker that multiprocessing spawned from it (it keeps Python's defaults)."""
-    orig = list(getattr(_sys, "orig_argv", ()))
-    if "--multiprocessing-fork" in orig or any("multiprocessing.forkserver" in a for a in orig):
+    console script as ``__main__``; never a spawned worker (:func:`_is_a_spawned_child`)."""
+    if _is_a_spawned_child():
         return False
+    orig = _sys.orig_argv
     argv0 = _sys.argv[0] if _sys.argv else ""
     if argv0 == "-m":
         return any(a == "-m" and b == "attnphase" or a == "-mattnphase" for a, b in zip(orig, orig[1:] + [""]))
@@ -26,7 +32,8 @@ def _is_the_command() -> bool:
 
 
 def _stop_at_top_level(kind: type, value: BaseException, tb: object) -> None:
-    """``sys.excepthook`` while the command's handlers load: a Ctrl-C that lands here is the one-line stop."""
+    """``sys.excepthook`` while the command's modules load (the package's, then :mod:`attnphase.__main__`'s): a
+    Ctrl-C that lands there is the one-line stop."""
     if isinstance(value, KeyboardInterrupt):
         import os
 

@@ -7,20 +7,7 @@ or SIGHUP is the one-line stop (exit code 130, or 128 + the signal's number) whe
 
 import sys
 
-
-def _is_a_spawned_child() -> bool:
-    """True in a process that multiprocessing started by running this script again (the workers of a local Dask
-    cluster): that process is not the command and keeps Python's default signal actions."""
-    argv = getattr(sys, "orig_argv", sys.argv)
-    return "--multiprocessing-fork" in argv or any("multiprocessing.forkserver" in a for a in argv)
-
-
-def _stop_at_top_level(kind: type, value: BaseException, tb: object) -> None:
-    """``sys.excepthook`` from this module's first line: a signal that lands while the module loads is the stop."""
-    from attnphase import interrupts
-
-    interrupts.stop_at_top_level(kind, value, tb)
-
+from attnphase import _is_a_spawned_child, _stop_at_top_level  # loaded with the package: no import runs here
 
 _COMMAND = not _is_a_spawned_child()
 if _COMMAND:
