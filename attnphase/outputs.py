@@ -39,18 +39,10 @@ _FILE_SUFFIXES = (".csv", ".json", ".png", ".md", ".txt", ".pdf", ".svg")
 
 
 def out_dir_from_args(args: argparse.Namespace) -> Path:
-    """``--out`` as a folder path; a path that is a file, or names one (``.csv`` ...), is a ValueError."""
+    """``--out`` as a folder path ready to receive files (:func:`check_out_dir`); an empty name is a ValueError."""
     if not str(args.out).strip():  # `--out "$DIR"` with DIR unset: never this folder without a word
         raise ValueError(f"--out: an empty folder name ({OUT_RULE}); give --out . for the current folder")
-    out = Path(args.out)
-    try:
-        if out.exists() and not out.is_dir():
-            raise ValueError(f"--out must be a folder ({OUT_RULE}); {shown_path(out)!r} is a file")
-    except OSError as exc:  # a name the system refuses to look up (too long, ...)
-        raise ValueError(f"--out: cannot use {shown_path(out)!r} ({exc.strerror or exc})") from None
-    if not out.exists() and out.suffix.lower() in _FILE_SUFFIXES:
-        raise ValueError(f"--out must be a folder ({OUT_RULE}), got the file name {shown_path(out)!r}")
-    return check_out_dir(out)
+    return check_out_dir(Path(args.out))
 
 
 def shown_path(path: str | Path) -> str:
@@ -69,10 +61,7 @@ def _nearest_existing(path: Path) -> Path:
 def _dangling_link(path: Path) -> Path | None:
     """The first of ``path`` and its ancestors that is a symbolic link leading nowhere (a missing target, a loop)."""
     p = path.absolute()
-    for q in [*reversed(p.parents), p]:
-        if os.path.islink(q) and not os.path.exists(q):
-            return q
-    return None
+    return next((q for q in [*reversed(p.parents), p] if os.path.islink(q) and not os.path.exists(q)), None)
 
 
 #: The longest file name (bytes) a job writes in ``--out DIR`` or its ``tasks/`` folder, with a margin: a temporary
@@ -81,11 +70,14 @@ PROBE_NAME_BYTES = 128
 
 
 def check_out_dir(out: Path) -> Path:
-    """``--out DIR`` ready to receive files: not a file, under a writable folder (or its nearest existing ancestor),
-    the folders still missing can be made there: tried for real in a hidden folder removed at once."""
-    try:
-        link = _dangling_link(out)
-        if link is not None:
+    """``--out DIR`` ready to receive files: a folder (not a file, nor a file's name ``.csv`` ...) whose missing
+    folders can be made in its nearest existing ancestor, a writable folder (tried in a hidden folder, then removed)."""
+    try:  # an OSError: a name the system refuses to look up (too long, ...)
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"--out must be a folder ({OUT_RULE}); {shown_path(out)!r} is a file")
+        if not out.exists() and out.suffix.lower() in _FILE_SUFFIXES:
+            raise ValueError(f"--out must be a folder ({OUT_RULE}), got the file name {shown_path(out)!r}")
+        if (link := _dangling_link(out)) is not None:
             raise ValueError(f"--out: cannot create {shown_path(out)!r}: {shown_path(link)!r} is a symbolic "
                              f"link to {shown_path(os.readlink(link))!r}, which leads nowhere (a missing target or a "
                              f"loop of links)")
@@ -102,8 +94,7 @@ def check_out_dir(out: Path) -> Path:
                              f"({exc.strerror or exc})") from None
         try:
             try:
-                if missing:
-                    probe.joinpath(*missing).mkdir(parents=True)
+                probe.joinpath(*missing).mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise ValueError(f"--out: cannot create {shown_path(out)!r} ({exc.strerror or exc})") from None
             try:  # and the deepest files a job writes there: DIR/tasks/.<task key>.<random>.tmp
@@ -126,7 +117,7 @@ def check_out_file(path: str | Path, option: str) -> Path:
     try:
         if file.is_dir():
             raise ValueError(f"{option} must name a file, {str(file)!r} is a folder")
-        parent = file.parent if str(file.parent) else Path(".")
+        parent = file.parent  # Path("x").parent is Path(".")
         if not parent.exists():
             raise ValueError(f"{option}: the folder {str(parent)!r} of {str(file)!r} does not exist")
         if not parent.is_dir():
@@ -196,21 +187,18 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_staging(folder: Path) -> list[Path]:
-    """Remove the hidden staging folders in ``folder`` left by a process of this machine that is gone; returns
-    them (folders of live processes and of other machines are left alone)."""
+def remove_stale_staging(folder: Path) -> None:
+    """Remove the hidden staging folders in ``folder`` left by a process of this machine that is gone (folders of
+    live processes and of other machines are left alone)."""
     host = _owner_tag().rsplit("-", 1)[0]
-    removed = []
     try:
         entries = list(os.scandir(folder))
     except OSError:
-        return removed
+        return
     for e in entries:
         m = _HIDDEN.match(e.name)
         if m and m["host"] == host and not _alive(int(m["pid"])) and e.is_dir(follow_symlinks=False):
             shutil.rmtree(e.path, ignore_errors=True)
-            removed.append(Path(e.path))
-    return removed
 
 
 @contextlib.contextmanager
