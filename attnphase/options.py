@@ -57,8 +57,7 @@ def parse_values(text: str, option: str, *, positive: bool = False, distinct: bo
                 continue
             if len(parts) != 3:
                 raise bad
-            start, stop = float(parts[0]), float(parts[1])
-            num = int(parts[2])
+            start, stop, num = float(parts[0]), float(parts[1]), int(parts[2])
         except ValueError:
             raise bad from None
         if num < 1:
@@ -89,10 +88,6 @@ def parse_value(text: str, option: str, *, positive: bool = False, hint: str = "
     return values[0]
 
 
-#: The estimators of ``--estimator`` (the same choices and meaning on solve, sweep and check).
-ESTIMATORS = ("erm", "bayes-optimal")
-
-
 def alpha_grid(args: argparse.Namespace, ascending: bool) -> list[float]:
     """``--alpha`` of a phase diagram: values > 0, two at least (the grid its branches are followed over; a
     ValueError otherwise), sorted with ``ascending``."""
@@ -104,9 +99,9 @@ def alpha_grid(args: argparse.Namespace, ascending: bool) -> list[float]:
 
 
 def add_estimator_option(p: argparse.ArgumentParser, bayes_does: str) -> None:
-    """``--estimator erm|bayes-optimal`` (ERM the default); ``bayes_does``: what the command does for the
-    Bayes-optimal estimator (docs/bayes-optimal.md)."""
-    p.add_argument("--estimator", choices=ESTIMATORS, default="erm",
+    """``--estimator erm|bayes-optimal`` (ERM the default; the same choices and meaning on every command that takes
+    it); ``bayes_does``: what the command does for the Bayes-optimal estimator (docs/bayes-optimal.md)."""
+    p.add_argument("--estimator", choices=("erm", "bayes-optimal"), default="erm",
                    help="erm (default): the global minimiser of the regularised square loss; bayes-optimal: the "
                    f"posterior mean (docs/bayes-optimal.md): {bayes_does}")
 
@@ -170,16 +165,14 @@ def scan_from_args(args: argparse.Namespace) -> tuple[str, list[Any], list[Any],
     if len(scanned) != 1:
         raise ValueError("scan needs a list of values for exactly one of --lam, --rho0, --L, --sigma (the second "
                          f"parameter beside --omega), got {len(scanned)}" + (f" ({', '.join(scanned)})" if scanned else ""))
-    option = scanned[0]
-    values = lists[option]
+    option, values = scanned[0], lists[scanned[0]]
     if len(set(map(str, values))) != len(values):
         raise ValueError(f"{option}: the scanned values must differ, got {getattr(args, SCAN_OPTIONS[option])!r}")
     omegas = parse_values(args.omega, "--omega")
     models = []
     for v in values:
-        one = argparse.Namespace(**vars(args))
-        for o, vals in lists.items():
-            setattr(one, SCAN_OPTIONS[o], v if o == option else vals[0])
+        one = argparse.Namespace(**vars(args) | {SCAN_OPTIONS[o]: v if o == option else vals[0]
+                                                 for o, vals in lists.items()})
         one.L = int(one.L)
         models.append(omegas_from_args(one, omegas)[0])
     return SCAN_OPTIONS[option], [int(v) if option == "--L" else v for v in values], models, omegas
@@ -300,8 +293,8 @@ def check_branch_possible(params: Any, branch: str, needed_by: str = "") -> None
     """ValueError naming ``--P`` when P = 0 leaves no positional (or mixed) fixed point for ``branch``;
     ``needed_by``: the job that needs the branch (default: ``--branch BRANCH``)."""
     if branch in ("positional", "mixed") and not any(v != 0 for row in params.P for v in row):
-        raise ValueError(f"--P: P = 0 (no positional embeddings) leaves no positional direction (m = 0 for every "
-                         f"student), so " + (f"no positional fixed point exists for {needed_by}; give a non-zero --P"
+        raise ValueError("--P: P = 0 (no positional embeddings) leaves no positional direction (m = 0 for every "
+                         "student), so " + (f"no positional fixed point exists for {needed_by}; give a non-zero --P"
                                              if needed_by else f"--branch {branch} has no fixed point; give a non-zero "
                                              f"--P or --branch semantic"))
 

@@ -61,9 +61,8 @@ def add_solver_options(p: argparse.ArgumentParser) -> None:
         "precise (16-64x the points); an explicit --*-quadrature option overrides its role (docs/method.md "
         "sections 7-8: the rules and the accuracy of each tier) (default default)",
     )
-    g.add_argument("--quadrature", default=None, metavar="RULE",
-                   help=f"rule of every state-evolution solve: {RULE_SYNTAX} (default {d['quadrature']})")
     rule_help = {
+        "quadrature": f"rule of every state-evolution solve: {RULE_SYNTAX} (default {d['quadrature']})",
         "e_t_quadrature": "re-evaluate E[M] in e_t at each converged point on this finer rule, e.g. sobol16 (e_t is "
         "stationary in the overlaps, so it gets that rule's accuracy); none: the solve's rule (default none)",
         "alpha_c_quadrature": "rule of E[M] in the Newton correction of alpha_c (phase-diagram); none: no correction "
@@ -94,9 +93,8 @@ def config_from_args(args: argparse.Namespace):
     of an optional rule gives None), ``--error-estimate`` applied; a bad value is a ValueError naming its option."""
     from attnphase.numerics.config import MAX_TOL, MIN_TOL, SolverConfig
 
-    given = {field: (option, getattr(args, field, None)) for option, field in SOLVER_OPTIONS}
     changes = {field: (option, None if field in _OPTIONAL_RULES and str(value).strip().lower() == "none" else value)
-               for field, (option, value) in given.items() if value is not None}
+               for option, field in SOLVER_OPTIONS if (value := getattr(args, field, None)) is not None}
     if "tol" in changes and not (MIN_TOL <= changes["tol"][1] <= MAX_TOL):
         raise ValueError(f"--tol {changes['tol'][1]:g}: the fixed-point residual must lie far below the quadrature "
                          f"error and above its round-off: --tol must lie in [{MIN_TOL:g}, {MAX_TOL:g}] "

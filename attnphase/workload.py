@@ -20,6 +20,12 @@ MAX_SIMULATIONS = 1000
 SECONDS_PER_SOLVE = 0.4
 
 
+def _nodes(L: int, spec: str) -> int:
+    from attnphase.numerics.quadrature.rules import rule_nodes  # numpy: imported once a command estimates
+
+    return rule_nodes(L, spec)
+
+
 def check_grid(n: int, limit: int, what: str, option: str, large: bool) -> None:
     """A grid of ``n`` solves: past ``limit`` a ValueError unless ``--large`` was given."""
     if n > limit and not large:
@@ -31,9 +37,7 @@ def check_grid(n: int, limit: int, what: str, option: str, large: bool) -> None:
 
 def estimate_seconds(n_solves: int, L: int, config: Any) -> float:
     """A rough CPU time of ``n_solves`` solves: scales with the solve rule's node count."""
-    from attnphase.numerics.quadrature.rules import rule_nodes
-
-    return n_solves * SECONDS_PER_SOLVE * rule_nodes(L, config.quadrature) / 2 ** 12 * (4 ** (L - 2))
+    return n_solves * SECONDS_PER_SOLVE * _nodes(L, config.quadrature) / 2 ** 12 * (4 ** (L - 2))
 
 
 # --- per-task costs (CPU seconds of one task on one core of the 2-core reference machine; each measured by the
@@ -117,9 +121,7 @@ def cpu_phrase(t: float) -> str:
 def rule_factor(L: int, config: Any) -> float:
     """How a task's time scales with the solve rule and L against the default rule at L = 2: the square root
     of the node ratio (``--precision fast``, 1/4 of the nodes, took half the time), 4x per extra token."""
-    from attnphase.numerics.quadrature.rules import rule_nodes
-
-    return (rule_nodes(L, config.quadrature) / 2 ** 12) ** 0.5 * 4 ** (L - 2)
+    return (_nodes(L, config.quadrature) / 2 ** 12) ** 0.5 * 4 ** (L - 2)
 
 
 def boundaries_task_seconds(n_alphas: int, L: int, config: Any) -> float:
@@ -132,8 +134,7 @@ def diagram_task_seconds(n_omegas: int, n_alphas: int, L: int, config: Any, n_ru
                          curves: bool = True) -> list[float]:
     """CPU seconds of each task of a scalar-form diagram: one per omega and rule (:func:`boundaries_task_seconds`),
     the first one plus :data:`CURVES_BRANCH_SECONDS` with ``curves``."""
-    per = boundaries_task_seconds(n_alphas, L, config)
-    tasks = [per] * (n_omegas * max(1, n_rules))
+    tasks = [boundaries_task_seconds(n_alphas, L, config)] * (n_omegas * max(1, n_rules))
     if curves and tasks:
         tasks[0] += CURVES_BRANCH_SECONDS * rule_factor(L, config)
     return tasks
@@ -156,9 +157,7 @@ def matrix_boundaries_task_seconds(n_alphas: int, L: int, config: Any) -> float:
 def matrix_rule_factor(L: int, config: Any) -> float:
     """How a rank-r task's time scales with the solve rule and L against :data:`RANK2_RULE` at L = 2: the node ratio
     to :data:`RANK2_RULE_EXPONENT`, 4x per extra token."""
-    from attnphase.numerics.quadrature.rules import rule_nodes
-
-    return (rule_nodes(L, config.quadrature) / rule_nodes(2, RANK2_RULE)) ** RANK2_RULE_EXPONENT * 4 ** (L - 2)
+    return (_nodes(L, config.quadrature) / _nodes(2, RANK2_RULE)) ** RANK2_RULE_EXPONENT * 4 ** (L - 2)
 
 
 def simulation_seconds(d: int, alpha: float, init: str = "") -> float:
@@ -224,14 +223,12 @@ LARGE_RULE_NODES = 2 ** 17
 
 def announce_rules(L: int, config: Any) -> None:
     """Name every large rule of the configuration, larger than its role's default, with its nodes and memory."""
-    from attnphase.numerics.quadrature.rules import rule_nodes
-
     for option, field in SOLVER_OPTIONS:
         spec = getattr(config, field, None)
         if field.endswith("quadrature") and spec is not None:
-            n = rule_nodes(L, spec)
+            n = _nodes(L, spec)
             usual = SOLVER_DEFAULTS.get(field)
-            if n >= LARGE_RULE_NODES and (usual is None or n > rule_nodes(L, usual)):
+            if n >= LARGE_RULE_NODES and (usual is None or n > _nodes(L, usual)):
                 print(f"attnphase: note: {option} {spec}: {n:.3g} nodes at L = {L} (about {n * 2e3 / 1e9:.1f} GB "
                       f"during a proximal search; each step ~{n / 2 ** 12:.0f}x the default rule's time)",
                       file=sys.stderr, flush=True)
