@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import re
 import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from attnphase import outputs, work
+from attnphase import __version__, outputs, work
 
 #: The command modules, in help order.
 COMMANDS = (
@@ -88,11 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--quiet hides progress bars; --out DIR is always a folder; bad input is a one-line error (exit code 2). "
         "The model: docs/model.md.",
     )
-    from attnphase import __version__
-
     parser.add_argument("--version", action="version", version=f"attnphase {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    sub.required = True
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser, required=True)
     parser.command_parsers = {}  # NAME -> its parser: an unknown option is reported by the command's parser
     for command in command_modules():
         p = sub.add_parser(command.NAME, help=command.HELP, description=command.DESCRIPTION)
@@ -127,14 +125,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         if not isinstance(exc, ValueError):
             raise
-        msg = " ".join(str(exc).split())
-        print(f"attnphase: error: {msg}", file=sys.stderr)
+        print(f"attnphase: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     except (KeyboardInterrupt, Terminated) as exc:
         return stopped(exc)
     except BrokenPipeError:  # the reader of stdout went away (attnphase ... | head): no traceback
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     return int(code or 0)

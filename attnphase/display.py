@@ -35,8 +35,7 @@ def with_error(value: Any, err: Any) -> str:
     missing or non-finite one the value alone (:func:`plain`)."""
     if not (finite(value) and finite(err)):
         return plain(value)
-    err = abs(float(err))
-    value = float(value)
+    value, err = float(value), abs(float(err))
     if err == 0.0:
         return f"{plain(value)} +- 0"
     e = math.floor(math.log10(err))
@@ -49,8 +48,7 @@ def with_error(value: Any, err: Any) -> str:
             return f"{value:.{decimals}f} +- {err:.{decimals}f}"
         step = 10.0 ** (-decimals)
         return f"{round(value / step) * step:.0f} +- {round(err / step) * step:.0f}"
-    ev = math.floor(math.log10(abs(value)))
-    mantissa = max(0, ev - e + BAR_DIGITS - 1)
+    mantissa = max(0, math.floor(math.log10(abs(value))) - e + BAR_DIGITS - 1)
     return f"{value:.{mantissa}e} +- {err:.{BAR_DIGITS - 1}e}"
 
 

@@ -4,6 +4,8 @@ the :class:`~attnphase.execution.ExecutorSpec` it becomes (checked before any wo
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import re
 
 from attnphase import outputs
@@ -62,9 +64,6 @@ WORKER_TIMEOUT_ENV = "ATTNPHASE_WORKER_TIMEOUT"
 def worker_timeout_from_env() -> float:
     """``$ATTNPHASE_WORKER_TIMEOUT`` seconds (default 60): how long a job waits while ``--scheduler`` has no
     worker, at its start (then a one-line error, exit code 2) or during it (then its unfinished tasks fail)."""
-    import math
-    import os
-
     text = os.environ.get(WORKER_TIMEOUT_ENV, "").strip()
     if not text:
         return 60.0

@@ -25,8 +25,7 @@ def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         t = json.dumps(v, sort_keys=True, default=str)
         return t if len(t) <= 60 else t[:57] + "..."
 
-    keys = sorted(set(old) | set(new))
-    return [f"{k}={text(old.get(k))} -> {text(new.get(k))}" for k in keys
+    return [f"{k}={text(old.get(k))} -> {text(new.get(k))}" for k in sorted(set(old) | set(new))
             if json.dumps(old.get(k), sort_keys=True, default=str) != json.dumps(new.get(k), sort_keys=True, default=str)]
 
 
