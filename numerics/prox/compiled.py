@@ -141,7 +141,6 @@ def _rows(x: np.ndarray, N: int, tail: tuple[int, ...]) -> np.ndarray:
 def global_rows(
     kernels: Kernels | CorrelatedKernels, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray,
     sigma2: np.ndarray, *, refine: bool = True, xtol: float = 1e-10, max_iter: int = 60, max_halvings: int = 30,
-    parallel: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The full search argmin_h P(h) of every node at r = 1: Newton from ``starts`` (N, n0, L), then (``refine``)
     from the refinement starts of the best minimum; (h, value, converged, iterations) of every start, shapes
@@ -153,7 +152,7 @@ def global_rows(
     Vr = _rows(V, N, (L,))
     return _run(kernels, starts, _rows(w, N, (L,)), Vr, _rows(T, N, (L, L)), _rows(par, N, par.shape[-1:]),
                 1.0 / Vr.min(axis=1), np.arange(n0, dtype=np.int64), refine, steps.max_step(V), xtol, max_iter,
-                max_halvings, MERGE_RADIUS, parallel)
+                max_halvings, MERGE_RADIUS, None)
 
 
 def search_rows(kernels: Kernels, starts: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,

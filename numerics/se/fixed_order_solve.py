@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.se.fixed_point import FixedPointSolver
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.results import FixedPoint, SolverMemory, fixed_point_from
@@ -20,7 +19,6 @@ from attnphase.theory.whitening import se_params
 def solve_at_order(
     params: ModelParams, order: str, value: float, init: Overlaps, *,
     config: SolverConfig | None = None,
-    rule: QuadratureRule | None = None,
     memory: SolverMemory | None = None,
 ) -> FixedPoint:
     """The fixed point with an order parameter held at ``value``; alpha is solved for.
@@ -48,5 +46,5 @@ def solve_at_order(
         ov0, requested = Overlaps(q0=init.q0, V0=init.V0, m=init.m * (value / norm), th0=0.0), "positional"
     else:
         raise ValueError(f"order must be 'th0' or 'm', got {order!r}")
-    smap = SEMap(params, FixedOrder(order, value), model_rule(params, cfg, rule), cfg, memory=memory)
+    smap = SEMap(params, FixedOrder(order, value), model_rule(params, cfg), cfg, memory=memory)
     return fixed_point_from(smap, FixedPointSolver(smap, cfg).solve(ov0.to_vector(), warm=True), ov0, requested)

@@ -141,8 +141,7 @@ def central_differences(F: Callable[[Overlaps], np.ndarray], ov: Overlaps, unpac
     return J
 
 
-def matrix_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: SolverConfig | None = None,
-                    step: float = JACOBIAN_STEP) -> np.ndarray:
+def matrix_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: SolverConfig | None = None) -> np.ndarray:
     """dF/dx at the matrix overlaps ``ov`` (r >= 2 or r* >= 2, x = :meth:`Overlaps.to_vector`) by
     :func:`central_differences`, F the rank-r SE map with no hat projected on ``config.quadrature``, every
     difference polished from the base state's full search (the same basins on both sides of each quotient)."""
@@ -156,7 +155,8 @@ def matrix_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: Sol
         mom = channel_moments(kernels, params, o, rule, config=cfg, candidates=minima, full_search=False)
         return update(params, update_hat(params, alpha, o, mom, "mixed")).to_vector()
 
-    return central_differences(F, ov, partial(Overlaps.from_vector, L=L, r=r, r_star=rs), params.rho0, step)
+    return central_differences(F, ov, partial(Overlaps.from_vector, L=L, r=r, r_star=rs), params.rho0,
+                               JACOBIAN_STEP)
 
 
 def transverse_leading_eigenvalue(J: np.ndarray, ov: Overlaps) -> float:
