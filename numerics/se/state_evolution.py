@@ -98,12 +98,8 @@ def _solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
     if rule is not None:
         model_rule(params, cfg, rule)  # ValueError: the matrix form takes its rule from config.quadrature
     cfg = matrix_config(params, alpha, branch, cfg, start)
-    if init is not None:
-        ov0 = init
-    elif start == "embedded":
-        ov0 = embedded_start(params, alpha, branch, cfg)
-    else:
-        ov0 = initial_overlaps(params, branch)
+    ov0 = init if init is not None else (embedded_start(params, alpha, branch, cfg) if start == "embedded"
+                                         else initial_overlaps(params, branch))
     return solve_matrix(params, alpha, branch, cfg, ov0, warm=init is not None or start == "embedded",
                         staged=init is None, jacobian=memory)
 
