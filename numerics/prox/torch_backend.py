@@ -73,13 +73,11 @@ def _as_rows(x: Any, h: "torch.Tensor") -> "torch.Tensor":
     return torch.as_tensor(x, dtype=h.dtype, device=h.device).expand(h.shape[:-1])
 
 
-def newton_minimize(
-    kernels: Any, h0: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray,
-    *, xtol: float = 1e-10, max_iter: int = 60, max_halvings: int = 30, device: str | None = None,
-) -> ProxResult:
-    """:func:`attnphase.numerics.prox.global_prox.newton_minimize` on ``device`` (:func:`torch_device`), numpy in and
-    out: the descent on a :class:`~attnphase.numerics.prox.objective.FieldObjective` of tensors."""
-    dev = torch_device(device)
+def newton_minimize(kernels: Any, h0: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray, *,
+                    xtol: float, max_iter: int, max_halvings: int) -> ProxResult:
+    """:func:`attnphase.numerics.prox.global_prox.newton_minimize` on :func:`torch_device`, numpy in and out: the
+    descent on a :class:`~attnphase.numerics.prox.objective.FieldObjective` of tensors."""
+    dev = torch_device()
 
     def tensor(x: np.ndarray) -> "torch.Tensor":
         return torch.as_tensor(np.ascontiguousarray(x, dtype=float), device=dev)
