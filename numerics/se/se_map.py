@@ -45,11 +45,8 @@ def hat_step(params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRu
              ) -> tuple[HatOverlaps, ChannelMoments]:
     """The channel side of one exact SE step on ``rule`` as given: the channel moments (one full
     proximal search), then :func:`update_hat` over ``group`` (default: the state's symmetry group)."""
-    cfg = config or SolverConfig()
-    if group is None:
-        group = symmetry_group(params, ov)
-    mom = channel_moments(model_kernels(params), params, ov, rule, config=cfg)
-    return update_hat(params, alpha, ov, mom, group), mom
+    mom = channel_moments(model_kernels(params), params, ov, rule, config=config or SolverConfig())
+    return update_hat(params, alpha, ov, mom, symmetry_group(params, ov) if group is None else group), mom
 
 
 def admissible(ov: Overlaps, rho0: float) -> bool:
