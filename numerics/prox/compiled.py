@@ -92,10 +92,10 @@ def _instance_name(kernels: Kernels | CorrelatedKernels, parallel: bool | None, 
     return name, key, scalar, parallel, kind
 
 
-def machine_code_cached(kernels: Kernels | CorrelatedKernels, parallel: bool | None = None) -> bool:
-    """Whether the cache directory holds numba's machine code of :func:`instance` (``kernels``, ``parallel``): a
-    process that loads it compiles nothing.  Neither numba nor the instance is imported."""
-    name, key, scalar, *_ = _instance_name(kernels, parallel, False)
+def machine_code_cached(kernels: Kernels | CorrelatedKernels) -> bool:
+    """Whether the cache directory holds numba's machine code of :func:`instance` (``kernels``, the default
+    ``parallel``): a process that loads it compiles nothing.  Neither numba nor the instance is imported."""
+    name, key, scalar, *_ = _instance_name(kernels, None, False)
     algebra, algebra_key = _algebra_name(scalar.L, scalar.r)
     return (_has_machine_code(cache_dir(), f"{name}_{_digest(key, TEMPLATE.read_text())}")
             and _has_machine_code(cache_dir(), f"{algebra}_{_digest(algebra_key, ALGEBRA.read_text())}"))
