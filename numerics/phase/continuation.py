@@ -203,9 +203,7 @@ def order_growing(path: Sequence[FixedPoint]) -> bool:
     increasing alpha; False with fewer than two distinct alphas): at a bifurcation |m| falls to 0, so where it
     still grows a failed warm step is the solver's, and the eigenvalue's secant is not tried."""
     pts = [next(run) for _, run in groupby((p for p in path if p is not None), key=lambda p: p.alpha)]  # one per alpha
-    if len(pts) < 2:
-        return False
-    return float(np.linalg.norm(pts[-1].overlaps.m)) > float(np.linalg.norm(pts[-2].overlaps.m))
+    return len(pts) >= 2 and float(np.linalg.norm(pts[-1].overlaps.m)) > float(np.linalg.norm(pts[-2].overlaps.m))
 
 
 def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float,
