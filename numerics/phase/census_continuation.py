@@ -5,7 +5,7 @@ grid, for every L, r, r* (docs/method.md section 11, "The rank-r phase diagram":
 2. **follow** -- every distinct point found starts a :class:`~attnphase.numerics.phase.branches.Branch`, followed
    over the grid both ways by warm starts (:meth:`Continuation.solve_on`); one followed onto another's orbit is it;
 3. **re-census** -- where the lowest branch, or the set of branches on, differs between neighbouring grid points, a
-   census at those not yet censused (at most ``max_census``), then step 2; a new branch on at one grid point only
+   census at those not yet censused (at most :data:`MAX_CENSUS`), then step 2; a new branch on at one grid point only
    that is one point with another's there within the rule's error bars is dropped (:meth:`Continuation.split`);
 4. **ends** -- bisection on a branch's existence between neighbouring grid points (:func:`locate_end`).
 

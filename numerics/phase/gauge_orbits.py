@@ -1,13 +1,10 @@
 """When two fixed points of the state evolution are one: the same orbit of the model's symmetry group
-(docs/model.md section 7; docs/method.md section 12, "Duplicates").
-
-The SE map commutes with the gauge group -- at rank r, r* the rotations O(r) x O(r*) of the student's and the
-teacher's axes, q0 -> O q0 O^T, V0 -> O V0 O^T, m -> m O^T, th0 -> O th0 O*^T -- and with the model's own
-symmetries (:func:`~attnphase.numerics.quadrature.symmetry.model_symmetry_group`).  An orbit is named by a key
-(:func:`orbit_key`): at r = r* = 1 the canonical form (:func:`canonical`), at r >= 2 or r* >= 2 the orbit's
-invariants (:func:`invariant_vector`).  Two keys within :data:`SAME_POINT_RTOL` are one point (:func:`same_point`);
-after the error bars, two points whose invariants agree within :data:`SAME_WITHIN_ERRORS` combined error bars are
-one (:func:`within_errors`).
+(docs/model.md section 7; docs/method.md section 12, "Duplicates"): the SE map commutes with the gauge group
+O(r) x O(r*) (:mod:`attnphase.numerics.se.gauge`) and with the model's own symmetries
+(:func:`~attnphase.numerics.quadrature.symmetry.model_symmetry_group`).  An orbit is named by a key
+(:func:`orbit_key`); two keys within :data:`SAME_POINT_RTOL` are one point (:func:`same_point`); after the error
+bars, two points whose invariants agree within :data:`SAME_WITHIN_ERRORS` combined error bars are one
+(:func:`within_errors`).
 """
 
 from __future__ import annotations
