@@ -127,6 +127,16 @@ def point_setup(args: argparse.Namespace, command: str, branch: str | None = Non
     return params, cfg, n_rules
 
 
+def announce_matrix_tasks(what: str, costs: list[float], per: str, executor: Any, quiet: bool) -> None:
+    """A rank-r job's tasks of ``costs`` CPU seconds each (:func:`attnphase.workload.announce_tasks`), their compiled
+    loops on every core of this machine (none counted at ``--scheduler``)."""
+    from attnphase.execution.executor import usable_cores
+
+    workload.announce_tasks(what, costs, executor.workers, f"~{max(costs):.0f} CPU s per {per}, measured at r = 2, "
+                            "r* = 1; the compiled loops use every core", quiet=quiet, min_seconds=0,
+                            cores=usable_cores() if executor.scheduler is None else 0, own=workload.JOB_COMMAND_SECONDS)
+
+
 @contextlib.contextmanager
 def staged_job(out_dir: Path, job: str, model: dict[str, Any], as_json: bool) -> Iterator[Path]:
     """A job's staging folder (:func:`attnphase.outputs.staged_output`), what the job prints naming ``out_dir``; with

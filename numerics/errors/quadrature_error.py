@@ -22,13 +22,6 @@ from attnphase.numerics.se.state_evolution import FixedPoint
 MIN_RULES = 2
 
 
-def check_rules(n_rules: int, option: str = "n_rules") -> int:
-    """``n_rules`` if an error estimate can be made from it (>= 2), else ValueError naming ``option``."""
-    if int(n_rules) != n_rules or n_rules < MIN_RULES:
-        raise ValueError(f"{option} needs K >= {MIN_RULES} independent rules (or 0 for no error estimate), got {n_rules}")
-    return int(n_rules)
-
-
 def independent_rules(config: SolverConfig, k: int | None) -> int:
     """How many independent rules an error estimate repeats a computation on: ``k`` (``--error-estimate``)
     when the solve rule has one block and k >= 2, else 0 (blocks give the error bar, or none is asked)."""
