@@ -34,10 +34,7 @@ def safeguarded_newton(
         fx, slope = f(x)
         if fx == 0:
             return x
-        if fx > 0:
-            a = x
-        else:
-            b = x
+        a, b = (x, b) if fx > 0 else (a, x)
         nxt = x - fx / slope if slope < 0 else math.nan
         if not a < nxt < b:
             nxt = 0.5 * (a + b)

@@ -66,6 +66,15 @@ def model_and_config(args: argparse.Namespace, omegas: Sequence[float], branch: 
     return params, cfg
 
 
+def check_semantic_signal(omegas: Sequence[float]) -> None:
+    """ValueError unless an omega is below 1: at omega = 1 the data carry no semantic signal (docs/model.md section 1),
+    so there is no semantic branch and no boundary."""
+    if omegas and all(float(w) >= 1 for w in omegas):
+        raise ValueError("--omega 1: at omega = 1 the target attention is A alone (no semantic signal): there is "
+                         "no semantic branch and no alpha_c, alpha_l or branch end to locate; take omega < 1 "
+                         "(attnphase solve --omega 1 --branch positional gives the positional fixed point)")
+
+
 def scan_models(args: argparse.Namespace) -> tuple[str, list[Any], list[Any], list[float]]:
     """(the scanned field, its values, one ModelParams per value with the ranks of ``args``, the omegas) of ``scan``,
     every value checked and no two giving one model."""

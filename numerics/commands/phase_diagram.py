@@ -13,8 +13,8 @@ import sys
 from attnphase import options as opt
 from attnphase import continuation_options, execution_options, outputs, solver_options, work, workload
 from attnphase.numerics.capabilities import check, is_scalar_form
-from attnphase.numerics.commands.common import (announce_matrix_tasks, command_line, model_and_config,
-                                                ranks_from_args, staged_job, task_store)
+from attnphase.numerics.commands.common import (announce_matrix_tasks, check_semantic_signal, command_line,
+                                                model_and_config, ranks_from_args, staged_job, task_store)
 
 NAME = "phase-diagram"
 HELP = "alpha_c, alpha_l and the branch ends over omega (the main job)"
@@ -67,8 +67,6 @@ def run(args: argparse.Namespace) -> int:
         check("omega_continuation", r, r_star)
     alphas = opt.alpha_grid(args, ascending=not scalar)
     omegas = opt.parse_values(args.omega, "--omega")
-    from attnphase.numerics.jobs.report import check_semantic_signal
-
     check_semantic_signal(omegas)
     params, cfg = model_and_config(args, omegas)
     opt.check_branch_possible(params, "positional", "the phase diagram's boundaries")

@@ -62,15 +62,10 @@ def solve_record(fp, requested: str) -> tuple[dict, str]:
     rec = {k: fp.record[k] for k in RECORD_KEYS}
     if not fp.status.converged:
         rec.update({k: None for k in RESULT_KEYS}, branch=None)
-    out: dict = {}
-    for k, v in rec.items():
-        out[k] = v
-        if k == "branch":
-            out["requested_branch"] = requested
-        if k == "lam":
-            out.update({k2: v2 for k2, v2 in model_echo(fp.params).items() if k2 != "sigma_l"})
-    out["reason"] = reason
-    return out, reason
+    i = RECORD_KEYS.index("branch")  # the model after lam, the requested branch after the one reached
+    echo = {k: v for k, v in model_echo(fp.params).items() if k != "sigma_l"}
+    return ({k: rec[k] for k in RECORD_KEYS[:i]} | echo | {"branch": rec["branch"], "requested_branch": requested}
+            | {k: rec[k] for k in RECORD_KEYS[i + 1:]} | {"reason": reason}), reason
 
 
 def matrix_record(fp, requested: str) -> dict:

@@ -13,8 +13,8 @@ from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
 from attnphase.display import with_error
 from attnphase.numerics.capabilities import check, is_scalar_form
-from attnphase.numerics.commands.common import (announce_matrix_tasks, command_line, config_of, ranks_from_args,
-                                                scan_models, staged_job, task_store)
+from attnphase.numerics.commands.common import (announce_matrix_tasks, check_semantic_signal, command_line,
+                                                config_of, ranks_from_args, scan_models, staged_job, task_store)
 
 NAME = "scan"
 HELP = "the phase diagram over a second model parameter and omega, as tasks, into one dataset"
@@ -44,8 +44,6 @@ def run(args: argparse.Namespace) -> int:
         check("diagram_error_estimate", r, r_star)
     alphas = opt.alpha_grid(args, ascending=not scalar)
     field, values, models, omegas = scan_models(args)
-    from attnphase.numerics.jobs.report import check_semantic_signal
-
     check_semantic_signal(omegas)
     cfg = None
     for m in models:

@@ -306,10 +306,9 @@ def plot_branch_curves(
             if math.isfinite(sw.end.alpha):
                 ax.axvline(sw.end.alpha, color=color, ls="--", lw=0.8,
                            label=f"{sw.branch} end {sw.end.alpha:.3f} ({sw.end.kind})")
-        if math.isfinite(alpha_c):
-            ax.axvline(alpha_c, color="k", ls=":", lw=1, label=rf"$\alpha_c$={alpha_c:.3f}")
-        if math.isfinite(alpha_l):
-            ax.axvline(alpha_l, color="tab:green", ls=":", lw=1, label=rf"$\alpha_l$={alpha_l:.3f}")
+        for a, color, name in ((alpha_c, "k", "c"), (alpha_l, "tab:green", "l")):
+            if math.isfinite(a):
+                ax.axvline(a, color=color, ls=":", lw=1, label=rf"$\alpha_{name}$={a:.3f}")
         ax.set_xlabel(r"$\alpha$")
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[1]:

@@ -20,7 +20,6 @@ from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.jobs.boundary_table import (
     alpha_max_of, boundary_table, bracket_widths, csv_columns, error_label, plain_json, print_boundary_table,
-    write_boundary_csv,
 )
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.jobs.tasks import (
@@ -28,7 +27,6 @@ from attnphase.numerics.jobs.tasks import (
 )
 from attnphase.numerics.errors.quadrature_error import replicate_spread
 from attnphase.numerics.errors.replicates import replicate_count
-from attnphase.numerics.se.starts import teacher_rank
 from attnphase.theory.params import ModelParams
 
 CURVES_OMEGA = 0.3
@@ -37,24 +35,12 @@ CURVES_OMEGA = 0.3
 def curves_omega(omegas: Sequence[float]) -> float | None:
     """The omega of the branch-curves figure: the one of ``omegas`` below 1 nearest CURVES_OMEGA (the smaller on a tie);
     None when there is none."""
-    below = sorted(float(w) for w in omegas if float(w) < 1)
-    if not below:
-        return None
-    return min(below, key=lambda w: (abs(w - CURVES_OMEGA), w))
+    return min((float(w) for w in omegas if float(w) < 1), key=lambda w: (abs(w - CURVES_OMEGA), w), default=None)
 
 
 def curves_file(omega: float) -> str:
     """The branch-curves figure's name at ``omega``."""
     return f"curves_omega{omega:g}.png"
-
-
-def check_semantic_signal(omegas: Sequence[float]) -> None:
-    """ValueError unless an omega is below 1: at omega = 1 the data carry no semantic signal (docs/model.md section 1),
-    so there is no semantic branch and no boundary."""
-    if omegas and all(float(w) >= 1 for w in omegas):
-        raise ValueError("--omega 1: at omega = 1 the target attention is A alone (no semantic signal): there is "
-                         "no semantic branch and no alpha_c, alpha_l or branch end to locate; take omega < 1 "
-                         "(attnphase solve --omega 1 --branch positional gives the positional fixed point)")
 
 
 @dataclass(frozen=True)
@@ -90,7 +76,7 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
         done = run_tasks([tasks[i] for i in order], executor=executor, store=store, fresh=fresh, version=version,
                          progress=bar, prepare=partial(prepare_kernels, models[0], config) if models else None)
     outs = [o for _, o in sorted(zip(order, done), key=lambda pair: pair[0])]  # back in the tasks' order
-    rows = [boundaries_or_failure(outs[i * reps], m.omega, m.r, teacher_rank(m)) for i, m in enumerate(models)]
+    rows = [boundaries_or_failure(outs[i * reps], m.omega, m.r, m.r_star) for i, m in enumerate(models)]
     replicas = [[boundaries_or_failure(o, m.omega) for o in outs[i * reps:(i + 1) * reps]]
                 for i, m in enumerate(models)] if n_rules else None
     return _boundary_runs(rows, replicas, config, [outs[i * reps] for i in range(len(models))], outs, tasks)
@@ -207,12 +193,12 @@ def write_boundary_files(out: Path, stem: str, table: list[dict], runs: Boundary
     """``<stem>``.csv/.nc/.json of a boundaries job (phase-diagram; scan, the values ``scanned`` {field: values}
     before omega): ``table``'s rows, the dataset's cell i ``runs``' row i at the coordinates ``at[i]``; returns the
     JSON's record, ``head``, ``more`` and ``tail`` before, amid and after the keys every such job has."""
-    from attnphase.execution.dataset import job_attrs, write_netcdf
+    from attnphase.execution.dataset import csv_text, job_attrs, write_netcdf
     from attnphase.numerics.jobs.dataset import boundaries_dataset
     from attnphase.numerics.jobs.variables import described
 
-    r, r_star, errors, first = params.r, teacher_rank(params), runs.errors, tuple(scanned or ())
-    write_boundary_csv(out / f"{stem}.csv", table, bool(errors), first=first, r=r)
+    r, r_star, errors, first = params.r, params.r_star, runs.errors, tuple(scanned or ())
+    (out / f"{stem}.csv").write_text(csv_text(table, first + csv_columns(r, bool(errors))))
     cells = [{"at": a, "b": b, "err": errors[i] if errors else None, "status": o.status if o.ok else "failed",
               "error": o.error} for i, (a, b, o) in enumerate(zip(at, runs.rows, runs.outcomes))]
     attrs = job_attrs("scan" if first else "phase-diagram", version=version, solver=cfg.as_dict(), rule=cfg.quadrature,
