@@ -64,8 +64,7 @@ def bracketed_log_root(
         if not np.isfinite(gb) or b == a:
             return None
         if (ga < 0) != (gb < 0):
-            left, right = (a, b) if a < b else (b, a)
-            return brent_root(gap, left, right, 1e-14)
+            return brent_root(gap, min(a, b), max(a, b), 1e-14)
         a, ga = b, gb
 
 

@@ -76,10 +76,9 @@ def matrix_record(fp, requested: str) -> dict:
            "L": params.L, "A": [list(x) for x in params.A], "P": [list(x) for x in params.P], "rho0": params.rho0,
            "loss": params.loss, "rank": params.r, "teacher_rank": rec["r_star"], "branch": rec["branch"] if ok else None,
            "requested_branch": requested}
-    out.update({key: rec[key] if ok else None for key in MATRIX_KEYS})
-    out.update({k: rec[k] for k in ("converged", "iterations", "residual", "prox_failures", "quadrature")})
-    out["overlaps"] = rec["canonical_overlaps"] if ok else None
-    return out
+    return (out | {key: rec[key] if ok else None for key in MATRIX_KEYS}
+            | {k: rec[k] for k in ("converged", "iterations", "residual", "prox_failures", "quadrature")}
+            | {"overlaps": rec["canonical_overlaps"] if ok else None})
 
 
 #: A symmetry-breaking point's order parameter counts as resolved from 0 when it exceeds this many
@@ -105,10 +104,8 @@ def exact_zero_note(rec: dict) -> str:
     """Why a bar is 0 ("" when none is): an order parameter the fixed point's symmetry holds at 0 (m on the semantic
     branch, theta on the positional one, both on the agnostic one) is 0 on every rule, so exactly."""
     zeros = [k for k in RESULT_KEYS if rec.get(k) == 0.0 and rec.get(f"err_{k}") == 0.0]
-    if not zeros:
-        return ""
     return (" = ".join(f"err_{k}" for k in zeros) + " = 0: " + " = ".join(zeros) + f" = 0 exactly on the "
-            f"{rec.get('branch') or 'reached'} branch (its symmetry holds it there on every rule)")
+            f"{rec.get('branch') or 'reached'} branch (its symmetry holds it there on every rule)") if zeros else ""
 
 
 def matrix_bars_note(rec: dict) -> str:

@@ -9,6 +9,8 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -132,9 +134,6 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
     """One branch over alpha into DIR/sweep_<branch>_omega<omega>.csv, at each omega of ``--omega`` (one task each),
     and DIR/sweep_<branch>.nc, at every rank (the file names carry ``_rank<r>x<r*>`` after the model where r or
     r* >= 2)."""
-    from dataclasses import replace
-    from functools import partial
-
     from attnphase.numerics.errors.quadrature_error import error_bars_note
     from attnphase.numerics.errors.replicates import replicate_count
 

@@ -57,8 +57,7 @@ def error_bars_note(config: SolverConfig, n_rules: int) -> str:
 def fixed_point_error(fp: FixedPoint, config: SolverConfig, n_rules: int = 0) -> QuadratureError | None:
     """The error bar of ``fp`` over its replicates (:func:`~attnphase.numerics.errors.replicates.replicate_configs`):
     the standard error over the pooled rule's blocks, else the spread over ``n_rules`` >= 2 independent rules
-    ``config.variant(k)`` (for Gauss--Hermite the orders N, N + 2, ...: an upper estimate); None without either
-    (also when ``config.error_bars`` is off)."""
+    ``config.variant(k)`` (module doc); None without either (also when ``config.error_bars`` is off)."""
     configs, blocks = replicate_configs(config, n_rules)
     if not configs:
         return None

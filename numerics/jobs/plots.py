@@ -51,14 +51,11 @@ def bayes_thresholds_of(rows: Sequence[Boundaries]) -> dict | None:
     from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
     from attnphase.numerics.se.bayes import BayesModel
 
-    for b in rows:
-        for sw in (b.semantic, b.positional):
-            if sw is not None and sw.points:
-                p = sw.points[0].params
-                if p.r != 1 or p.r_star != 1 or p.C is not None:
-                    return None
-                return bayes_thresholds(BayesModel.of(p)).as_dict()
-    return None
+    p = next((sw.points[0].params for b in rows for sw in (b.semantic, b.positional) if sw is not None and sw.points),
+             None)
+    if p is None or p.r != 1 or p.r_star != 1 or p.C is not None:
+        return None
+    return bayes_thresholds(BayesModel.of(p)).as_dict()
 
 
 def _bayes_lines(ax, bayes: dict, alpha_max: float) -> None:
@@ -144,8 +141,7 @@ def plot_phase_diagram(
     ratios = [2.4] + [1.0] * (errors is not None) + [2.2] * bool(rows[0].curves)
     fig, axes = plt.subplots(1, len(ratios), figsize=((6.4, 9.6, 14.0)[len(ratios) - 1], 5.8), squeeze=False,
                              gridspec_kw={"width_ratios": ratios})
-    axes = list(axes[0])
-    ax = axes.pop(0)
+    ax, *axes = axes[0]
     ex = axes.pop(0) if errors is not None else None
     if ex is not None:
         ex.sharey(ax)
@@ -177,8 +173,7 @@ def plot_phase_diagram(
                 ax.errorbar(x[ok], om[ok], xerr=err[ok], fmt="none", ecolor=color, capsize=4, lw=1.2)
             ex.plot(err[ok][np.argsort(om[ok])], np.sort(om[ok]), mark(marker) + "-", color=color, ms=5,
                     gid=f"err_{key}")
-    if bayes is None:
-        bayes = bayes_thresholds_of(rows)
+    bayes = bayes_thresholds_of(rows) if bayes is None else bayes
     if bayes:
         _bayes_lines(ax, bayes, alpha_max)
     _region_names(ax, rows, alpha_max)

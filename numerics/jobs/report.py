@@ -174,20 +174,19 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
                                alpha_max=alpha_max_of([curves], alphas))
         meta = write_boundary_files(
             out, "phase_diagram", table, runs, [{"omega": b.omega} for b in rows], params, omegas, alphas, cfg,
-            error_estimate, command, numerics_version(), t0, "Phase diagram of dot-product attention: alpha_c, alpha_l "
+            error_estimate, command, t0, "Phase diagram of dot-product attention: alpha_c, alpha_l "
             "and the branch ends over omega", {"params": params.to_dict()}, more={"continuation_chains": chains},
             tail=None if scalar else {"curves": plain_json({f"{b.omega:g}": b.curves for b in rows})})
         record_outputs(out, "phase_diagram", identity, files)
     print_boundary_table(table, error_label(cfg, error_estimate, bracket_widths(rows)) if errors else "", params.r)
     what = "outputs up to date in" if unchanged else "wrote"
-    code = job_summary(f"{what} {out}/phase_diagram.csv, .nc, .png" + (f", {files[-1]}" if files[-1].startswith("curves") else ""),
-                       time.perf_counter() - t0, runs.counts, runs.failures)
-    return code, meta
+    return job_summary(f"{what} {out}/phase_diagram.csv, .nc, .png" + (f", {files[-1]}" if curves is not None else ""),
+                       time.perf_counter() - t0, runs.counts, runs.failures), meta
 
 
 def write_boundary_files(out: Path, stem: str, table: list[dict], runs: BoundaryRuns, at: Sequence[dict[str, Any]],
                          params: ModelParams, omegas: Sequence[float], alphas: Sequence[float], cfg: SolverConfig,
-                         error_estimate: int, command: str, version: str, t0: float, title: str, head: dict, *,
+                         error_estimate: int, command: str, t0: float, title: str, head: dict, *,
                          more: dict | None = None, tail: dict | None = None,
                          scanned: dict[str, Sequence[Any]] | None = None) -> dict:
     """``<stem>``.csv/.nc/.json of a boundaries job (phase-diagram; scan, the values ``scanned`` {field: values}
@@ -198,6 +197,7 @@ def write_boundary_files(out: Path, stem: str, table: list[dict], runs: Boundary
     from attnphase.numerics.jobs.variables import described
 
     r, r_star, errors, first = params.r, params.r_star, runs.errors, tuple(scanned or ())
+    version = numerics_version()
     (out / f"{stem}.csv").write_text(csv_text(table, first + csv_columns(r, bool(errors))))
     cells = [{"at": a, "b": b, "err": errors[i] if errors else None, "status": o.status if o.ok else "failed",
               "error": o.error} for i, (a, b, o) in enumerate(zip(at, runs.rows, runs.outcomes))]

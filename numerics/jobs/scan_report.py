@@ -32,7 +32,6 @@ def run_scan(field: str, values: Sequence[Any], models: Sequence[ModelParams], o
              quiet: bool = False, command: str = "") -> dict[str, Any]:
     """Compute and write the scan (scan.csv/.json/.nc and a figure per value); returns the summary (scan.json)."""
     from attnphase.numerics.jobs.plots import plot_phase_diagram
-    from attnphase.numerics.jobs.tasks import numerics_version
 
     t0 = time.perf_counter()
     grid = [m.replace(omega=float(w)) for m in models for w in omegas]
@@ -50,5 +49,5 @@ def run_scan(field: str, values: Sequence[Any], models: Sequence[ModelParams], o
         table += [{field: v} | row for row in boundary_table(rows, errs)]
     at = [{field: coord[k // n], "omega": b.omega} for k, b in enumerate(runs.rows)]
     return write_boundary_files(out_dir, "scan", table, runs, at, models[0], omegas, alphas, config, error_estimate,
-                                command, numerics_version(), t0, f"Phase diagram of dot-product attention over {field} "
-                                "and omega", {"scanned": field, "values": coord}, scanned={field: coord})
+                                command, t0, f"Phase diagram of dot-product attention over {field} and omega",
+                                {"scanned": field, "values": coord}, scanned={field: coord})
