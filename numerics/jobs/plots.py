@@ -81,14 +81,13 @@ def why_empty(rows: Sequence, keys: Sequence[str]) -> str | None:
     notes; None when it has."""
     if any(math.isfinite(float(getattr(b, k, math.nan))) for b in rows for k in keys):
         return None
-    said: list[str] = []
+    said: dict[str, str] = {}  # each note once, at the first omega that has it
     for b in rows:
         for note in getattr(b, "notes", ()) or ():
-            line = f"omega = {b.omega:g}: {note}"
-            if note not in {n.split(": ", 1)[-1] for n in said}:
-                said.append(line)
+            said.setdefault(note, f"omega = {b.omega:g}: {note}")
     more = len(said) - 3
-    lines = [textwrap.shorten(n, 110, placeholder=" ...") for n in said[:3]] + ([f"({more} more)"] if more > 0 else [])
+    lines = [textwrap.shorten(n, 110, placeholder=" ...") for n in list(said.values())[:3]]
+    lines += [f"({more} more)"] if more > 0 else []
     head = f"nothing to draw: no boundary at any of the {len(rows)} omega{'s' if len(rows) != 1 else ''} of the run"
     return "\n".join([head, *("\n".join(textwrap.wrap(n, 70)) for n in lines)])
 
