@@ -34,10 +34,7 @@ def safeguarded_newton(
         fx, slope = f(x)
         if fx == 0:
             return x
-        if fx > 0:
-            a = x
-        else:
-            b = x
+        a, b = (x, b) if fx > 0 else (a, x)
         nxt = x - fx / slope if slope < 0 else math.nan
         if not a < nxt < b:
             nxt = 0.5 * (a + b)
@@ -67,8 +64,7 @@ def bracketed_log_root(
         if not np.isfinite(gb) or b == a:
             return None
         if (ga < 0) != (gb < 0):
-            left, right = (a, b) if a < b else (b, a)
-            return brent_root(gap, left, right, 1e-14)
+            return brent_root(gap, min(a, b), max(a, b), 1e-14)
         a, ga = b, gb
 
 

@@ -99,9 +99,7 @@ def _announcement(params: Any, alpha: float, cfg: Any, n_rules: int) -> str:
         return (f"{head}: {len(grid_starts(se_params(params)))} starts, error bars {_error_source(cfg, n_rules)}, about "
                 f"{workload.format_duration(workload.census_seconds(params.L, cfg))} (one process; "
                 f"{workload.CENSUS_SECONDS:.0f} CPU s measured at the defaults: a busy or slower machine takes longer)")
-    from attnphase.numerics.se.starts import teacher_rank
-
-    return (f"{head}, r = {params.r}, r* = {teacher_rank(params)} on {cfg.quadrature}: embedded, cold and mixture starts, "
+    return (f"{head}, r = {params.r}, r* = {params.r_star} on {cfg.quadrature}: embedded, cold and mixture starts, "
             f"error bars {_error_source(cfg, n_rules)} (measured 6-10 min of CPU at L = 2, r = 2, r* = 1 on sobol10:4, "
             "4-16 min wall on 2 shared cores)")
 
@@ -142,9 +140,7 @@ def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
     }
     if not scalar:
         requested = {s.name: s.branch for s in search.starts}
-        from attnphase.numerics.se.starts import teacher_rank
-
-        obj |= {"rank": params.r, "teacher_rank": teacher_rank(params),
+        obj |= {"rank": params.r, "teacher_rank": params.r_star,
                 "not_converged_starts": [{"start": n, "requested_branch": requested[n], "residual": rsd, "message": msg}
                                          for n, rsd, msg in search.failures],
                 "separation_paired": res.separation_paired() if points else math.nan}

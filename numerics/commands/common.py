@@ -66,6 +66,15 @@ def model_and_config(args: argparse.Namespace, omegas: Sequence[float], branch: 
     return params, cfg
 
 
+def check_semantic_signal(omegas: Sequence[float]) -> None:
+    """ValueError unless an omega is below 1: at omega = 1 the data carry no semantic signal (docs/model.md section 1),
+    so there is no semantic branch and no boundary."""
+    if omegas and all(float(w) >= 1 for w in omegas):
+        raise ValueError("--omega 1: at omega = 1 the target attention is A alone (no semantic signal): there is "
+                         "no semantic branch and no alpha_c, alpha_l or branch end to locate; take omega < 1 "
+                         "(attnphase solve --omega 1 --branch positional gives the positional fixed point)")
+
+
 def scan_models(args: argparse.Namespace) -> tuple[str, list[Any], list[Any], list[float]]:
     """(the scanned field, its values, one ModelParams per value with the ranks of ``args``, the omegas) of ``scan``,
     every value checked and no two giving one model."""
@@ -125,6 +134,16 @@ def point_setup(args: argparse.Namespace, command: str, branch: str | None = Non
     if is_scalar_form(params.r, params.r_star):
         workload.announce_rules(params.L, cfg)
     return params, cfg, n_rules
+
+
+def announce_matrix_tasks(what: str, costs: list[float], per: str, executor: Any, quiet: bool) -> None:
+    """A rank-r job's tasks of ``costs`` CPU seconds each (:func:`attnphase.workload.announce_tasks`), their compiled
+    loops on every core of this machine (none counted at ``--scheduler``)."""
+    from attnphase.execution.executor import usable_cores
+
+    workload.announce_tasks(what, costs, executor.workers, f"~{max(costs):.0f} CPU s per {per}, measured at r = 2, "
+                            "r* = 1; the compiled loops use every core", quiet=quiet, min_seconds=0,
+                            cores=usable_cores() if executor.scheduler is None else 0, own=workload.JOB_COMMAND_SECONDS)
 
 
 @contextlib.contextmanager

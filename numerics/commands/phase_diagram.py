@@ -13,8 +13,8 @@ import sys
 from attnphase import options as opt
 from attnphase import continuation_options, execution_options, outputs, solver_options, work, workload
 from attnphase.numerics.capabilities import check, is_scalar_form
-from attnphase.numerics.commands.common import (command_line, model_and_config, ranks_from_args,
-                                                staged_job, task_store)
+from attnphase.numerics.commands.common import (announce_matrix_tasks, check_semantic_signal, command_line,
+                                                model_and_config, ranks_from_args, staged_job, task_store)
 
 NAME = "phase-diagram"
 HELP = "alpha_c, alpha_l and the branch ends over omega (the main job)"
@@ -67,8 +67,6 @@ def run(args: argparse.Namespace) -> int:
         check("omega_continuation", r, r_star)
     alphas = opt.alpha_grid(args, ascending=not scalar)
     omegas = opt.parse_values(args.omega, "--omega")
-    from attnphase.numerics.jobs.report import check_semantic_signal
-
     check_semantic_signal(omegas)
     params, cfg = model_and_config(args, omegas)
     opt.check_branch_possible(params, "positional", "the phase diagram's boundaries")
@@ -140,7 +138,6 @@ def _announce(args, params, cfg, omegas, alphas, n_rules: int, executor, chains:
 
 def _announce_matrix(args, params, cfg, omegas, alphas, executor) -> None:
     """The matrix form's branches, tasks and their time, said before any work."""
-    from attnphase.execution.executor import usable_cores
     from attnphase.numerics.phase.boundary_results import model_branches
 
     r = params.r
@@ -149,7 +146,4 @@ def _announce_matrix(args, params, cfg, omegas, alphas, executor) -> None:
               f"agnostic) followed over {len(alphas)} alpha values at {len(omegas)} omega(s) on {cfg.quadrature}, "
               "re-censused where their order changes, then bisections and root searches", file=sys.stderr)
     per_omega = workload.matrix_boundaries_task_seconds(len(alphas), params.L, cfg)
-    workload.announce_tasks(f"rank-{r} phase diagram", [per_omega] * len(omegas), executor.workers,
-                            f"~{per_omega:.0f} CPU s per omega, measured at r = 2, r* = 1; the compiled loops use "
-                            f"every core", quiet=args.quiet, min_seconds=0,
-                            cores=usable_cores() if executor.scheduler is None else 0, own=workload.JOB_COMMAND_SECONDS)
+    announce_matrix_tasks(f"rank-{r} phase diagram", [per_omega] * len(omegas), "omega", executor, args.quiet)

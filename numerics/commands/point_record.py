@@ -62,15 +62,10 @@ def solve_record(fp, requested: str) -> tuple[dict, str]:
     rec = {k: fp.record[k] for k in RECORD_KEYS}
     if not fp.status.converged:
         rec.update({k: None for k in RESULT_KEYS}, branch=None)
-    out: dict = {}
-    for k, v in rec.items():
-        out[k] = v
-        if k == "branch":
-            out["requested_branch"] = requested
-        if k == "lam":
-            out.update({k2: v2 for k2, v2 in model_echo(fp.params).items() if k2 != "sigma_l"})
-    out["reason"] = reason
-    return out, reason
+    i = RECORD_KEYS.index("branch")  # the model after lam, the requested branch after the one reached
+    echo = {k: v for k, v in model_echo(fp.params).items() if k != "sigma_l"}
+    return ({k: rec[k] for k in RECORD_KEYS[:i]} | echo | {"branch": rec["branch"], "requested_branch": requested}
+            | {k: rec[k] for k in RECORD_KEYS[i + 1:]} | {"reason": reason}), reason
 
 
 def matrix_record(fp, requested: str) -> dict:
@@ -81,10 +76,9 @@ def matrix_record(fp, requested: str) -> dict:
            "L": params.L, "A": [list(x) for x in params.A], "P": [list(x) for x in params.P], "rho0": params.rho0,
            "loss": params.loss, "rank": params.r, "teacher_rank": rec["r_star"], "branch": rec["branch"] if ok else None,
            "requested_branch": requested}
-    out.update({key: rec[key] if ok else None for key in MATRIX_KEYS})
-    out.update({k: rec[k] for k in ("converged", "iterations", "residual", "prox_failures", "quadrature")})
-    out["overlaps"] = rec["canonical_overlaps"] if ok else None
-    return out
+    return (out | {key: rec[key] if ok else None for key in MATRIX_KEYS}
+            | {k: rec[k] for k in ("converged", "iterations", "residual", "prox_failures", "quadrature")}
+            | {"overlaps": rec["canonical_overlaps"] if ok else None})
 
 
 #: A symmetry-breaking point's order parameter counts as resolved from 0 when it exceeds this many
@@ -110,10 +104,8 @@ def exact_zero_note(rec: dict) -> str:
     """Why a bar is 0 ("" when none is): an order parameter the fixed point's symmetry holds at 0 (m on the semantic
     branch, theta on the positional one, both on the agnostic one) is 0 on every rule, so exactly."""
     zeros = [k for k in RESULT_KEYS if rec.get(k) == 0.0 and rec.get(f"err_{k}") == 0.0]
-    if not zeros:
-        return ""
     return (" = ".join(f"err_{k}" for k in zeros) + " = 0: " + " = ".join(zeros) + f" = 0 exactly on the "
-            f"{rec.get('branch') or 'reached'} branch (its symmetry holds it there on every rule)")
+            f"{rec.get('branch') or 'reached'} branch (its symmetry holds it there on every rule)") if zeros else ""
 
 
 def matrix_bars_note(rec: dict) -> str:

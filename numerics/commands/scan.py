@@ -13,8 +13,8 @@ from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
 from attnphase.display import with_error
 from attnphase.numerics.capabilities import check, is_scalar_form
-from attnphase.numerics.commands.common import (command_line, config_of, ranks_from_args, scan_models,
-                                                staged_job, task_store)
+from attnphase.numerics.commands.common import (announce_matrix_tasks, check_semantic_signal, command_line,
+                                                config_of, ranks_from_args, scan_models, staged_job, task_store)
 
 NAME = "scan"
 HELP = "the phase diagram over a second model parameter and omega, as tasks, into one dataset"
@@ -44,8 +44,6 @@ def run(args: argparse.Namespace) -> int:
         check("diagram_error_estimate", r, r_star)
     alphas = opt.alpha_grid(args, ascending=not scalar)
     field, values, models, omegas = scan_models(args)
-    from attnphase.numerics.jobs.report import check_semantic_signal
-
     check_semantic_signal(omegas)
     cfg = None
     for m in models:
@@ -68,13 +66,9 @@ def run(args: argparse.Namespace) -> int:
                                 costs, executor.workers, f"~{max(costs):.0f} CPU s per (value, omega)", quiet=args.quiet,
                                 own=workload.JOB_COMMAND_SECONDS)
     else:
-        from attnphase.execution.executor import usable_cores
-
         costs = [workload.matrix_boundaries_task_seconds(len(alphas), m.L, cfg) for m in models for _ in omegas]
-        workload.announce_tasks(f"rank-{r} scan over {len(values)} {field} x {len(omegas)} omega", costs,
-                                executor.workers, f"~{max(costs):.0f} CPU s per (value, omega), measured at r = 2, "
-                                f"r* = 1; the compiled loops use every core", quiet=args.quiet, min_seconds=0,
-                                cores=usable_cores() if executor.scheduler is None else 0, own=workload.JOB_COMMAND_SECONDS)
+        announce_matrix_tasks(f"rank-{r} scan over {len(values)} {field} x {len(omegas)} omega", costs,
+                              "(value, omega)", executor, args.quiet)
     work.begin("scanning the boundaries")
 
     from attnphase.numerics.jobs.scan_report import run_scan

@@ -9,6 +9,8 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -72,22 +74,21 @@ def row_reasons(res, branch: str) -> list[str]:
     end = res.end.alpha
     ends = math.isfinite(end)
     where = f"the branch ends at alpha = {end:.4g} ({res.end.kind}) and exists {'above' if res.end_side == 'below' else 'below'} it" if ends else ""
-    reasons = []
-    for fp in res.points:
+
+    def reason(fp) -> str:
         if on_branch(fp, branch):
-            reasons.append("")
-            continue
-        past = ends and (fp.alpha < end if res.end_side == "below" else fp.alpha > end)
+            return ""
         if fp.status.converged:
             got = f"the solve converged to the {fp.branch} one" if fp.branch != branch else \
                 f"the solve reached a point whose {branch} order parameter is below the branch's floor"
-            reasons.append(f"no {branch} fixed point here: {got}" + (f"; {where}" if where else ""))
-        elif past:
-            reasons.append(f"no {branch} fixed point here ({where}); the solve did not converge, no overlaps")
-        else:
-            msg = fp.status.message if fp.status.message.startswith("not converged") else f"not converged: {fp.status.message}"
-            reasons.append(f"{msg}; residual {fp.status.residual:.2e}: no overlaps")
-    return reasons
+            return f"no {branch} fixed point here: {got}" + (f"; {where}" if where else "")
+        if ends and (fp.alpha < end if res.end_side == "below" else fp.alpha > end):  # past the branch's end
+            return f"no {branch} fixed point here ({where}); the solve did not converge, no overlaps"
+        msg = fp.status.message if fp.status.message.startswith("not converged") else \
+            f"not converged: {fp.status.message}"
+        return f"{msg}; residual {fp.status.residual:.2e}: no overlaps"
+
+    return [reason(fp) for fp in res.points]
 
 
 def sweep_record(fp: Any, eps_lin: float = math.nan) -> dict:
@@ -133,9 +134,6 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
     """One branch over alpha into DIR/sweep_<branch>_omega<omega>.csv, at each omega of ``--omega`` (one task each),
     and DIR/sweep_<branch>.nc, at every rank (the file names carry ``_rank<r>x<r*>`` after the model where r or
     r* >= 2)."""
-    from dataclasses import replace
-    from functools import partial
-
     from attnphase.numerics.errors.quadrature_error import error_bars_note
     from attnphase.numerics.errors.replicates import replicate_count
 
@@ -228,9 +226,8 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
     if not bars_note and n_unbarred:
         bars_note = (f"{n_unbarred} point(s) on the branch have no error bar (NaN err_*): fewer than two of their "
                      f"rules reproduced the branch there (a spread needs two); such a point may be an artefact of the rule")
-    exact = exact_zero_rows_note(listed)
-    if exact:  # a bar of 0 is never silent (as solve's error_note): the symmetry that holds the value at 0
-        bars_note = "; ".join(n for n in (bars_note, exact) if n)
+    # a bar of 0 is never silent (as solve's error_note): the symmetry that holds the value at 0
+    bars_note = "; ".join(n for n in (bars_note, exact_zero_rows_note(listed)) if n)
     if bars_note:
         print(f"attnphase: note: {bars_note}", file=sys.stderr)
     failures = failure_summary(outs)

@@ -22,13 +22,6 @@ from attnphase.numerics.se.state_evolution import FixedPoint
 MIN_RULES = 2
 
 
-def check_rules(n_rules: int, option: str = "n_rules") -> int:
-    """``n_rules`` if an error estimate can be made from it (>= 2), else ValueError naming ``option``."""
-    if int(n_rules) != n_rules or n_rules < MIN_RULES:
-        raise ValueError(f"{option} needs K >= {MIN_RULES} independent rules (or 0 for no error estimate), got {n_rules}")
-    return int(n_rules)
-
-
 def independent_rules(config: SolverConfig, k: int | None) -> int:
     """How many independent rules an error estimate repeats a computation on: ``k`` (``--error-estimate``)
     when the solve rule has one block and k >= 2, else 0 (blocks give the error bar, or none is asked)."""
@@ -64,8 +57,7 @@ def error_bars_note(config: SolverConfig, n_rules: int) -> str:
 def fixed_point_error(fp: FixedPoint, config: SolverConfig, n_rules: int = 0) -> QuadratureError | None:
     """The error bar of ``fp`` over its replicates (:func:`~attnphase.numerics.errors.replicates.replicate_configs`):
     the standard error over the pooled rule's blocks, else the spread over ``n_rules`` >= 2 independent rules
-    ``config.variant(k)`` (for Gauss--Hermite the orders N, N + 2, ...: an upper estimate); None without either
-    (also when ``config.error_bars`` is off)."""
+    ``config.variant(k)`` (module doc); None without either (also when ``config.error_bars`` is off)."""
     configs, blocks = replicate_configs(config, n_rules)
     if not configs:
         return None

@@ -6,11 +6,9 @@ boundary's ``err_<boundary>`` and ``<boundary>_found``.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any, Sequence
 
 from attnphase.display import with_error
-from attnphase.execution.dataset import csv_text
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.errors.replicates import replicate_count
 from attnphase.numerics.phase.boundary_results import Boundaries, boundary_columns, boundary_keys, error_columns
@@ -31,11 +29,6 @@ def boundary_table(rows: Sequence[Boundaries], errors: Sequence[dict] | None) ->
     if errors:
         return [b.row() | errors[i] for i, b in enumerate(rows)]
     return [{k: v for k, v in b.row().items() if k not in error_columns(b.r)} for b in rows]
-
-
-def write_boundary_csv(path, table: list[dict], errors: bool, first: Sequence[str] = (), r: int = 1) -> None:
-    """The table as CSV, columns ``first`` (a scanned parameter) then :func:`csv_columns`."""
-    Path(path).write_text(csv_text(table, tuple(first) + csv_columns(r, errors)))
 
 
 def bracket_widths(rows: Sequence[Boundaries]) -> bool:

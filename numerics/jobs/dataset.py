@@ -43,10 +43,6 @@ def _coord_key(v: Any) -> float | str:
         return str(v).strip()
 
 
-def _index(values: Sequence[Any]) -> dict[float | str, int]:
-    return {_coord_key(v): i for i, v in enumerate(values)}
-
-
 def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coords: dict[str, Sequence[Any]],
                        alphas: Sequence[float], attrs: dict[str, Any], r: int = 1):
     """One Dataset from ``cells`` (``{"at": {dim: value}, "b": Boundaries, "err": dict | None, "status", "error"}``),
@@ -59,9 +55,9 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
     other = tuple(c for c in boundary_columns(r) if c not in keys + text_keys + ("omega", "eps_lin"))
     branches = model_branches(r)
     shape = tuple(len(coords[d]) for d in dims)
-    idx = {d: _index(coords[d]) for d in dims}
+    idx = {d: {_coord_key(v): i for i, v in enumerate(coords[d])} for d in dims}
     alist = [float(a) for a in alphas]
-    a_idx = _index(alist)
+    a_idx = {a: i for i, a in enumerate(alist)}
     floats = {k: np.full(shape, np.nan) for k in keys + other}
     errs = {k: np.full(shape, np.nan) for k in keys}
     found = {k: np.zeros(shape, dtype=np.int32) for k in keys}
@@ -146,7 +142,7 @@ def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str, S
 
     om = [float(w) for w, *_ in sweeps]
     alist = sorted(float(a) for a in alphas)
-    a_idx = _index(alist)
+    a_idx = {a: j for j, a in enumerate(alist)}
     shape = (len(om), len(alist))
     columns = [c for c in columns if c not in ("alpha", "omega")]
     values: dict[str, list[list[Any]]] = {c: [[None] * len(alist) for _ in om] for c in columns}

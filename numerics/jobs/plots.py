@@ -51,14 +51,11 @@ def bayes_thresholds_of(rows: Sequence[Boundaries]) -> dict | None:
     from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
     from attnphase.numerics.se.bayes import BayesModel
 
-    for b in rows:
-        for sw in (b.semantic, b.positional):
-            if sw is not None and sw.points:
-                p = sw.points[0].params
-                if p.r != 1 or p.r_star != 1 or p.C is not None:
-                    return None
-                return bayes_thresholds(BayesModel.of(p)).as_dict()
-    return None
+    p = next((sw.points[0].params for b in rows for sw in (b.semantic, b.positional) if sw is not None and sw.points),
+             None)
+    if p is None or p.r != 1 or p.r_star != 1 or p.C is not None:
+        return None
+    return bayes_thresholds(BayesModel.of(p)).as_dict()
 
 
 def _bayes_lines(ax, bayes: dict, alpha_max: float) -> None:
@@ -84,14 +81,13 @@ def why_empty(rows: Sequence, keys: Sequence[str]) -> str | None:
     notes; None when it has."""
     if any(math.isfinite(float(getattr(b, k, math.nan))) for b in rows for k in keys):
         return None
-    said: list[str] = []
+    said: dict[str, str] = {}  # each note once, at the first omega that has it
     for b in rows:
         for note in getattr(b, "notes", ()) or ():
-            line = f"omega = {b.omega:g}: {note}"
-            if note not in {n.split(": ", 1)[-1] for n in said}:
-                said.append(line)
+            said.setdefault(note, f"omega = {b.omega:g}: {note}")
     more = len(said) - 3
-    lines = [textwrap.shorten(n, 110, placeholder=" ...") for n in said[:3]] + ([f"({more} more)"] if more > 0 else [])
+    lines = [textwrap.shorten(n, 110, placeholder=" ...") for n in list(said.values())[:3]]
+    lines += [f"({more} more)"] if more > 0 else []
     head = f"nothing to draw: no boundary at any of the {len(rows)} omega{'s' if len(rows) != 1 else ''} of the run"
     return "\n".join([head, *("\n".join(textwrap.wrap(n, 70)) for n in lines)])
 
@@ -144,8 +140,7 @@ def plot_phase_diagram(
     ratios = [2.4] + [1.0] * (errors is not None) + [2.2] * bool(rows[0].curves)
     fig, axes = plt.subplots(1, len(ratios), figsize=((6.4, 9.6, 14.0)[len(ratios) - 1], 5.8), squeeze=False,
                              gridspec_kw={"width_ratios": ratios})
-    axes = list(axes[0])
-    ax = axes.pop(0)
+    ax, *axes = axes[0]
     ex = axes.pop(0) if errors is not None else None
     if ex is not None:
         ex.sharey(ax)
@@ -177,8 +172,7 @@ def plot_phase_diagram(
                 ax.errorbar(x[ok], om[ok], xerr=err[ok], fmt="none", ecolor=color, capsize=4, lw=1.2)
             ex.plot(err[ok][np.argsort(om[ok])], np.sort(om[ok]), mark(marker) + "-", color=color, ms=5,
                     gid=f"err_{key}")
-    if bayes is None:
-        bayes = bayes_thresholds_of(rows)
+    bayes = bayes_thresholds_of(rows) if bayes is None else bayes
     if bayes:
         _bayes_lines(ax, bayes, alpha_max)
     _region_names(ax, rows, alpha_max)
@@ -306,10 +300,9 @@ def plot_branch_curves(
             if math.isfinite(sw.end.alpha):
                 ax.axvline(sw.end.alpha, color=color, ls="--", lw=0.8,
                            label=f"{sw.branch} end {sw.end.alpha:.3f} ({sw.end.kind})")
-        if math.isfinite(alpha_c):
-            ax.axvline(alpha_c, color="k", ls=":", lw=1, label=rf"$\alpha_c$={alpha_c:.3f}")
-        if math.isfinite(alpha_l):
-            ax.axvline(alpha_l, color="tab:green", ls=":", lw=1, label=rf"$\alpha_l$={alpha_l:.3f}")
+        for a, color, name in ((alpha_c, "k", "c"), (alpha_l, "tab:green", "l")):
+            if math.isfinite(a):
+                ax.axvline(a, color=color, ls=":", lw=1, label=rf"$\alpha_{name}$={a:.3f}")
         ax.set_xlabel(r"$\alpha$")
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[1]:

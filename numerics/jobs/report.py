@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from attnphase.execution import ExecutorSpec, Outcome, ResultStore, code_version, run_tasks
 from attnphase.execution.outputs import outputs_current, record_outputs
@@ -20,7 +20,6 @@ from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.jobs.boundary_table import (
     alpha_max_of, boundary_table, bracket_widths, csv_columns, error_label, plain_json, print_boundary_table,
-    write_boundary_csv,
 )
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.jobs.tasks import (
@@ -28,7 +27,6 @@ from attnphase.numerics.jobs.tasks import (
 )
 from attnphase.numerics.errors.quadrature_error import replicate_spread
 from attnphase.numerics.errors.replicates import replicate_count
-from attnphase.numerics.se.starts import teacher_rank
 from attnphase.theory.params import ModelParams
 
 CURVES_OMEGA = 0.3
@@ -37,24 +35,12 @@ CURVES_OMEGA = 0.3
 def curves_omega(omegas: Sequence[float]) -> float | None:
     """The omega of the branch-curves figure: the one of ``omegas`` below 1 nearest CURVES_OMEGA (the smaller on a tie);
     None when there is none."""
-    below = sorted(float(w) for w in omegas if float(w) < 1)
-    if not below:
-        return None
-    return min(below, key=lambda w: (abs(w - CURVES_OMEGA), w))
+    return min((float(w) for w in omegas if float(w) < 1), key=lambda w: (abs(w - CURVES_OMEGA), w), default=None)
 
 
 def curves_file(omega: float) -> str:
     """The branch-curves figure's name at ``omega``."""
     return f"curves_omega{omega:g}.png"
-
-
-def check_semantic_signal(omegas: Sequence[float]) -> None:
-    """ValueError unless an omega is below 1: at omega = 1 the data carry no semantic signal (docs/model.md section 1),
-    so there is no semantic branch and no boundary."""
-    if omegas and all(float(w) >= 1 for w in omegas):
-        raise ValueError("--omega 1: at omega = 1 the target attention is A alone (no semantic signal): there is "
-                         "no semantic branch and no alpha_c, alpha_l or branch end to locate; take omega < 1 "
-                         "(attnphase solve --omega 1 --branch positional gives the positional fixed point)")
 
 
 @dataclass(frozen=True)
@@ -90,7 +76,7 @@ def compute_boundaries(models: Sequence[ModelParams], alphas: Sequence[float], c
         done = run_tasks([tasks[i] for i in order], executor=executor, store=store, fresh=fresh, version=version,
                          progress=bar, prepare=partial(prepare_kernels, models[0], config) if models else None)
     outs = [o for _, o in sorted(zip(order, done), key=lambda pair: pair[0])]  # back in the tasks' order
-    rows = [boundaries_or_failure(outs[i * reps], m.omega, m.r, teacher_rank(m)) for i, m in enumerate(models)]
+    rows = [boundaries_or_failure(outs[i * reps], m.omega, m.r, m.r_star) for i, m in enumerate(models)]
     replicas = [[boundaries_or_failure(o, m.omega) for o in outs[i * reps:(i + 1) * reps]]
                 for i, m in enumerate(models)] if n_rules else None
     return _boundary_runs(rows, replicas, config, [outs[i * reps] for i in range(len(models))], outs, tasks)
@@ -159,7 +145,6 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
                                   fresh=fresh, quiet=quiet, curves_at=at)
     rows, errors = runs.rows, runs.errors
     table = boundary_table(rows, errors)
-    version = numerics_version()
     files = ["phase_diagram.csv", "phase_diagram.png", "phase_diagram.nc", "phase_diagram.json"]
     curves = next((b for b in rows if at is not None and abs(b.omega - at) < 1e-12 and b.semantic is not None
                    and b.semantic.points), None)
@@ -178,52 +163,54 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
         meta = json.loads((Path(existing if existing is not None else out) / "phase_diagram.json").read_text())
         meta |= {"tasks": runs.counts | {"failures": runs.failures}, "seconds": time.perf_counter() - t0}
     else:
-        meta = _write_phase_diagram(out, params, omegas, alphas, cfg, error_estimate, command, runs, rows, errors,
-                                    table, curves, version, t0, chains)
+        from attnphase.numerics.jobs.plots import plot_branch_curves, plot_phase_diagram
+
+        plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=alpha_max_of(rows, alphas), errors=errors)
+        if curves is not None:
+            pc = params.replace(omega=curves.omega)
+            plot_branch_curves(curves.semantic, curves.positional, curves.semantic.points[0].observables.eps_lin,
+                               curves.alpha_c, curves.alpha_l, out / curves_file(curves.omega),
+                               title=f"omega = {curves.omega:g}, sigma = {pc.sigma_value}, lambda = {pc.lam}",
+                               alpha_max=alpha_max_of([curves], alphas))
+        meta = write_boundary_files(
+            out, "phase_diagram", table, runs, [{"omega": b.omega} for b in rows], params, omegas, alphas, cfg,
+            error_estimate, command, t0, "Phase diagram of dot-product attention: alpha_c, alpha_l "
+            "and the branch ends over omega", {"params": params.to_dict()}, more={"continuation_chains": chains},
+            tail=None if scalar else {"curves": plain_json({f"{b.omega:g}": b.curves for b in rows})})
         record_outputs(out, "phase_diagram", identity, files)
     print_boundary_table(table, error_label(cfg, error_estimate, bracket_widths(rows)) if errors else "", params.r)
     what = "outputs up to date in" if unchanged else "wrote"
-    code = job_summary(f"{what} {out}/phase_diagram.csv, .nc, .png" + (f", {files[-1]}" if files[-1].startswith("curves") else ""),
-                       time.perf_counter() - t0, runs.counts, runs.failures)
-    return code, meta
+    return job_summary(f"{what} {out}/phase_diagram.csv, .nc, .png" + (f", {files[-1]}" if curves is not None else ""),
+                       time.perf_counter() - t0, runs.counts, runs.failures), meta
 
 
-def _write_phase_diagram(out: Path, params: ModelParams, omegas: Sequence[float], alphas: Sequence[float],
-                         cfg: SolverConfig, error_estimate: int, command: str, runs: BoundaryRuns,
-                         rows: list[Boundaries], errors: list[dict] | None, table: list[dict],
-                         curves: Boundaries | None, version: str, t0: float, chains: int = 0) -> dict:
-    """phase_diagram.csv/.png/.nc/.json and the curves' figure of ``curves`` (if any); returns the JSON's record."""
-    from attnphase.execution.dataset import job_attrs, write_netcdf
+def write_boundary_files(out: Path, stem: str, table: list[dict], runs: BoundaryRuns, at: Sequence[dict[str, Any]],
+                         params: ModelParams, omegas: Sequence[float], alphas: Sequence[float], cfg: SolverConfig,
+                         error_estimate: int, command: str, t0: float, title: str, head: dict, *,
+                         more: dict | None = None, tail: dict | None = None,
+                         scanned: dict[str, Sequence[Any]] | None = None) -> dict:
+    """``<stem>``.csv/.nc/.json of a boundaries job (phase-diagram; scan, the values ``scanned`` {field: values}
+    before omega): ``table``'s rows, the dataset's cell i ``runs``' row i at the coordinates ``at[i]``; returns the
+    JSON's record, ``head``, ``more`` and ``tail`` before, amid and after the keys every such job has."""
+    from attnphase.execution.dataset import csv_text, job_attrs, write_netcdf
     from attnphase.numerics.jobs.dataset import boundaries_dataset
-    from attnphase.numerics.jobs.plots import plot_branch_curves, plot_phase_diagram
     from attnphase.numerics.jobs.variables import described
 
-    r, r_star = params.r, teacher_rank(params)
-    write_boundary_csv(out / "phase_diagram.csv", table, bool(errors), r=r)
-    plot_phase_diagram(rows, out / "phase_diagram.png", alpha_max=alpha_max_of(rows, alphas), errors=errors)
-    cells = [{"at": {"omega": b.omega}, "b": b, "err": errors[i] if errors else None, "status": o.status
-              if o.ok else "failed", "error": o.error} for i, (b, o) in enumerate(zip(rows, runs.outcomes))]
-    attrs = job_attrs("phase-diagram", version=version, model=params.to_dict() | {"omega": "scanned"},
-                      solver=cfg.as_dict(), rule=cfg.quadrature, command=command, error_estimate=error_estimate,
-                      title="Phase diagram of dot-product attention: alpha_c, alpha_l and the branch ends over omega"
-                      + (f" (rank r = {r}, r* = {r_star})" if (r, r_star) != (1, 1) else ""))
-    write_netcdf(boundaries_dataset(cells, ("omega",), {"omega": [float(w) for w in omegas]}, alphas, attrs, r),
-                 out / "phase_diagram.nc")
-    if curves is not None:
-        pc = params.replace(omega=curves.omega)
-        plot_branch_curves(
-            curves.semantic, curves.positional, curves.semantic.points[0].observables.eps_lin,
-            curves.alpha_c, curves.alpha_l, out / curves_file(curves.omega),
-            title=f"omega = {curves.omega:g}, sigma = {pc.sigma_value}, lambda = {pc.lam}",
-            alpha_max=alpha_max_of([curves], alphas),
-        )
-    meta = {
-        "params": params.to_dict(), "rank": r, "teacher_rank": r_star, "omegas": list(omegas), "alphas": list(alphas),
-        "solver": cfg.as_dict(), "error_estimate": error_estimate, "continuation_chains": chains,
-        "rows": plain_json(table),
-        "tasks": runs.counts | {"failures": runs.failures}, "dataset": "phase_diagram.nc",
-        "variables": described(csv_columns(r, bool(errors))), "code_version": version,
-        "seconds": time.perf_counter() - t0,
-    } | ({"curves": plain_json({f"{b.omega:g}": b.curves for b in rows})} if (r, r_star) != (1, 1) else {})
-    (out / "phase_diagram.json").write_text(json.dumps(meta, indent=2, default=str))
+    r, r_star, errors, first = params.r, params.r_star, runs.errors, tuple(scanned or ())
+    version = numerics_version()
+    (out / f"{stem}.csv").write_text(csv_text(table, first + csv_columns(r, bool(errors))))
+    cells = [{"at": a, "b": b, "err": errors[i] if errors else None, "status": o.status if o.ok else "failed",
+              "error": o.error} for i, (a, b, o) in enumerate(zip(at, runs.rows, runs.outcomes))]
+    attrs = job_attrs("scan" if first else "phase-diagram", version=version, solver=cfg.as_dict(), rule=cfg.quadrature,
+                      model=params.to_dict() | {"omega": "scanned"} | dict.fromkeys(first, "scanned"), command=command,
+                      **({"scanned": first[0]} if first else {}), error_estimate=error_estimate,
+                      title=title + (f" (rank r = {r}, r* = {r_star})" if (r, r_star) != (1, 1) else ""))
+    coords = dict(scanned or {}) | {"omega": [float(w) for w in omegas]}
+    write_netcdf(boundaries_dataset(cells, tuple(coords), coords, alphas, attrs, r), out / f"{stem}.nc")
+    meta = head | {"rank": r, "teacher_rank": r_star, "omegas": list(omegas), "alphas": list(alphas),
+                   "solver": cfg.as_dict(), "error_estimate": error_estimate} | (more or {}) | {
+        "rows": plain_json(table), "tasks": runs.counts | {"failures": runs.failures}, "dataset": f"{stem}.nc",
+        "variables": described(first + csv_columns(r, bool(errors))), "code_version": version,
+        "seconds": time.perf_counter() - t0} | (tail or {})
+    (out / f"{stem}.json").write_text(json.dumps(meta, indent=2, default=str))
     return meta

@@ -15,7 +15,6 @@ from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.phase.boundaries import BoundariesSpec, boundaries_job
 from attnphase.numerics.phase.boundary_results import Boundaries, failed_boundaries
 from attnphase.numerics.phase.scalar_boundaries import _portable
-from attnphase.numerics.se.starts import teacher_rank
 from attnphase.numerics.errors.quadrature_error import point_errors
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.continuation import BranchSweep, sweep
@@ -41,7 +40,7 @@ def prepare_kernels(params: ModelParams, config: SolverConfig) -> None:
     made here: a job calls it before its workers start, so that they load both."""
     p = se_params(params)
     kernels = model_kernels(p)
-    if p.r == 1 and teacher_rank(p) == 1 and config.prox == "global":
+    if p.r == 1 and p.r_star == 1 and config.prox == "global":
         compile_global_prox(kernels, p.sigma2, config.backend)
 
 
@@ -50,7 +49,7 @@ def boundaries_task(params: ModelParams, alphas: Sequence[float], config: Solver
     """phase_boundaries at ``params`` on the grid ``alphas`` with ``config.variant(replicate)``, labelled after ``tag``;
     ``whole`` (r = r* = 1): the positional branch also over the whole grid, for the curves' figure."""
     cfg = config.variant(replicate)
-    r, r_star = params.r, teacher_rank(params)
+    r, r_star = params.r, params.r_star
     scalar = is_scalar_form(r, r_star)
     whole = whole and scalar  # the curves' figure is the scalar form's
     identity = {"params": params.to_dict(), "alphas": list(alphas), "config": cfg.as_dict()} | (
@@ -196,6 +195,4 @@ def census_task(params: ModelParams, alpha: float, config: SolverConfig, n_rules
 
 def boundaries_or_failure(outcome: Outcome, omega: float, r: int = 1, r_star: int = 1) -> Boundaries:
     """The task's Boundaries; for a failed task, NaN boundaries whose note is the task's error."""
-    if outcome.ok:
-        return outcome.value
-    return failed_boundaries(omega, outcome.reason, r, r_star)
+    return outcome.value if outcome.ok else failed_boundaries(omega, outcome.reason, r, r_star)

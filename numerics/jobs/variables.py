@@ -105,7 +105,6 @@ _TABLE += [_v(f"{k}_found", f"number of rules on which {what} was found")
 #: name -> Variable (read-only).
 VARIABLES: Mapping[str, Variable] = MappingProxyType(dict(_TABLE))
 
-#: The sweep's columns, in the order of its CSV; its dataset holds each of them over (omega, alpha).
 #: A matrix fixed point's record entries that are gauge invariants (lists), each with its columns' prefix in
 #: :data:`INVARIANTS` (``q0_eigenvalues`` -> ``q0_eig_1``, ``q0_eig_2``, ...).
 INVARIANT_COLUMNS = (("q0_eigenvalues", "q0_eig"), ("V0_eigenvalues", "V0_eig"), ("th0_singular_values", "th0_sv"),
