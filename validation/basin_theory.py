@@ -18,6 +18,7 @@ from attnphase.execution import Task
 from attnphase.numerics.config import SolverConfig
 from attnphase.theory.params import ModelParams
 
+from .invariant_points import INVARIANTS
 from .rule_retry import SolveJob, job_task, solve_on_branch
 
 
@@ -52,7 +53,6 @@ def aligned_job(job: SolveJob, errors: bool = False) -> dict[str, Any]:
                            "residual": float(fp.status.residual), "branch_reached": fp.branch if ok else None,
                            "exists": ok and fp.branch == job.branch, "seconds": time.perf_counter() - t0,
                            "quadrature": cfg.quadrature, "tries": tries}
-    keys = ("abs_theta", "m_norm", "q", "eps_g", "e_t")
     if ok:
         m_norm = math.sqrt(sum(float(x) ** 2 for x in fp.overlaps.m))
         out.update(abs_theta=abs(float(rec["theta"])), m_norm=m_norm, q=float(rec["q"]), eps_g=float(rec["eps_g"]),
@@ -66,7 +66,7 @@ def aligned_job(job: SolveJob, errors: bool = False) -> dict[str, Any]:
                 out.update(err_abs_theta=err.std["theta"], err_eps_g=err.std["eps_g"],
                            err_m_norm=err.std["m"] * m_norm / m1 if m1 > 0 else 0.0)
     else:
-        out.update({k: None for k in keys})
+        out.update({k: None for k in INVARIANTS})
     return out
 
 

@@ -44,9 +44,7 @@ def existing_segments(
 def drawn_end(records: Sequence[dict[str, Any]], branch: str, end: float | None) -> float | None:
     """The alpha where to mark the branch's end: ``end`` when it is finite and the branch exists somewhere on
     the grid (``None`` otherwise: no end in range, or nothing drawn to end)."""
-    if end is None or not math.isfinite(end):
-        return None
-    if not any(exists_at(r, branch, end) for r in records):
+    if end is None or not math.isfinite(end) or not any(exists_at(r, branch, end) for r in records):
         return None
     return float(end)
 

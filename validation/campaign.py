@@ -66,11 +66,8 @@ def group_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega])
         groups.setdefault((r.d, r.alpha, r.omega, r.init), []).append(r)
     rows = []
     for (d, alpha, omega, init), rs in sorted(groups.items()):
-        if init == "random":
-            labels = [landed_branch(r) for r in rs]
-            branch = max(set(labels), key=labels.count)
-        else:
-            branch = init
+        labels = [landed_branch(r) for r in rs]
+        branch = max(set(labels), key=labels.count) if init == "random" else init
         row: dict[str, Any] = {"d": d, "alpha": alpha, "omega": omega, "init": init, "n_runs": len(rs),
                                "n_converged": sum(r.converged for r in rs), "branch": branch,
                                "grad_norm_max": max(r.grad_norm for r in rs), "steps_max": max(r.steps for r in rs)}

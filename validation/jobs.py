@@ -59,15 +59,13 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
     ``(omega, alpha, branch, prox)``."""
     import xarray as xr
 
-    axes = {"d": sorted({r.d for r in results}), "omega": sorted({r.omega for r in results}),
-            "alpha": sorted({r.alpha for r in results}), "init": sorted({r.init for r in results}),
-            "seed": sorted({r.seed for r in results})}
+    axes = {k: sorted({getattr(r, k) for r in results}) for k in ("d", "omega", "alpha", "init", "seed")}
     pos = {k: {v: i for i, v in enumerate(vals)} for k, vals in axes.items()}
     shape = tuple(len(v) for v in axes.values())
     runs = {k: np.full(shape, np.nan) for k in RUN_OBSERVABLES + ("eps_g_se", "steps")}
     conv = np.zeros(shape, dtype=np.int8)
     for r in results:
-        at = (pos["d"][r.d], pos["omega"][r.omega], pos["alpha"][r.alpha], pos["init"][r.init], pos["seed"][r.seed])
+        at = tuple(pos[k][getattr(r, k)] for k in axes)
         for k in runs:
             runs[k][at] = getattr(r, k)
         conv[at] = int(r.converged)

@@ -87,8 +87,4 @@ def test_errors(Q: torch.Tensor, B: torch.Tensor, teacher: Teacher, generator: t
             left -= k
     a, b = torch.cat(att), torch.cat(lin)
     n = a.numel()
-
-    def se(v: torch.Tensor) -> float:
-        return float(v.std()) / math.sqrt(n)
-
-    return TestErrors(float(a.mean()), se(a), float(b.mean()), se(b), n)
+    return TestErrors(float(a.mean()), float(a.std()) / math.sqrt(n), float(b.mean()), float(b.std()) / math.sqrt(n), n)

@@ -83,11 +83,10 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
     panels = (("abs_m", "|m|"), ("abs_theta", "|theta|"), ("eps_g", "eps_g"))
     for ax, (obs, label) in zip(axes.flat, panels):
         key = obs.replace("abs_", "")
-        for ckey, style, name in (("semantic/global", ("C0", "-"), "semantic, global prox"),
-                                  ("semantic/local", ("C0", "--"), "semantic, local prox"),
-                                  ("positional/global", ("C1", "-"), "positional, global prox"),
-                                  ("positional/local", ("C1", ":"), "positional, local prox")):
-            plot_theory_branch(ax, th, ckey, key, style[0], style[1], name, absolute=obs.startswith("abs_"))
+        for ckey, color, ls in (("semantic/global", "C0", "-"), ("semantic/local", "C0", "--"),
+                                ("positional/global", "C1", "-"), ("positional/local", "C1", ":")):
+            plot_theory_branch(ax, th, ckey, key, color, ls, ckey.replace("/", ", ") + " prox",
+                               absolute=obs.startswith("abs_"))
         for branch, color in (("semantic", "C0"), ("positional", "C1")):
             if aligned_differs(th, branch):  # the basin GD keeps from its start, where it is not the global point
                 plot_theory_branch(ax, th, f"{branch}/aligned", key, color, "-", f"{branch}, aligned prox",

@@ -30,18 +30,15 @@ class TheorySettings:
     xtol: float | None = None
     end_tol: float | None = None
 
-    def sweep_kwargs(self, prox: str) -> dict[str, Any]:
+    def sweep_kwargs(self, prox: str, boundaries: bool = False) -> dict[str, Any]:
+        """The keywords of ``sweep`` (with ``boundaries``: of ``phase_boundaries``, ``xtol`` too) for ``prox``."""
         from attnphase.numerics import SolverConfig
 
         config = SolverConfig(prox=prox)
         kw: dict[str, Any] = {"config": config if self.tol is None else config.replace(tol=self.tol)}
         if self.end_tol is not None:
             kw["bisection_tol"] = self.end_tol
-        return kw
-
-    def boundaries_kwargs(self, prox: str) -> dict[str, Any]:
-        kw = self.sweep_kwargs(prox)
-        if self.xtol is not None:
+        if boundaries and self.xtol is not None:
             kw["xtol"] = self.xtol
         return kw
 
@@ -157,7 +154,7 @@ def theory_at_omega(params: ModelParams, alphas: Sequence[float], boundaries: Se
     notes: dict[str, tuple[str, ...]] = {}
     curves: dict[tuple[str, str], BranchCurve] = {}
     for prox in boundaries:
-        b = phase_boundaries(params, sorted(alphas), **settings.boundaries_kwargs(prox))
+        b = phase_boundaries(params, sorted(alphas), **settings.sweep_kwargs(prox, boundaries=True))
         alpha_c[prox] = float(b.alpha_c)
         alpha_l[prox] = float(b.alpha_l)
         notes[prox] = tuple(getattr(b, "notes", ()))

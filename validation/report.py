@@ -104,8 +104,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
               "| alpha | global abs(theta) | local abs(theta) | global eps_g | local eps_g | GD abs(theta) (semantic init) |",
               "|---|---|---|---|---|---|"]
     sem_rows = {r["alpha"]: r for r in summary["sweep"] if r["init"] == "semantic"}
-    for a in sorted(sem_rows):
-        r = sem_rows[a]
+    for a, r in sorted(sem_rows.items()):
         g, loc = r["theory"]["global"] or {}, r["theory"]["local"] or {}
 
         def lab(t: dict[str, Any], key: str) -> str:

@@ -75,10 +75,7 @@ def attention_losses(Q: torch.Tensor, g: GramData) -> torch.Tensor:
 
 
 def risk(Q: torch.Tensor, g: GramData, lam: float) -> torch.Tensor:
-    """Empirical risk ``R(Q) = sum_mu (1 / 2d) |y^mu - f(X^mu)|^2 + (lambda / 2) |Q|_F^2``.
-
-    The penalty is written out here (not left to an optimiser's weight decay).
-    """
+    """Empirical risk ``R(Q) = sum_mu (1 / 2d) |y^mu - f(X^mu)|^2 + (lambda / 2) |Q|_F^2``, the penalty written out."""
     return attention_losses(Q, g).sum() + 0.5 * lam * (Q * Q).sum()
 
 

@@ -196,19 +196,6 @@ def test_validate_general_suite_wiring(tmp_path, capsys, monkeypatch):
     assert [c.key for c in seen["plan"].cases] == ["d", "e"]  # --cases: the named ones, in the suite's order
 
 
-def test_a_rerun_into_the_same_out_reuses_the_theory_cache(tmp_path):
-    from attnphase.validation.commands.validate import reuse_theory_cache
-
-    out, stage = tmp_path / "out", tmp_path / "stage"
-    stage.mkdir()
-    assert reuse_theory_cache(out, stage) == 0 and not (stage / "theory-cache").exists()
-    (out / "theory-cache").mkdir(parents=True)
-    (out / "theory-cache" / "theory-abc.json").write_text("{}")
-    (out / "theory-cache" / "worker-0.log").write_text("log")
-    assert reuse_theory_cache(out, stage) == 1
-    assert sorted(p.name for p in (stage / "theory-cache").iterdir()) == ["theory-abc.json"]
-
-
 def test_validate_takes_correlated_tokens(tmp_path, capsys, monkeypatch):
     """``validate --token-cov``: the plan's model (its theory solved in whitened form, its simulations drawing
     correlated tokens) carries C; a singular C is one line, before any work (the campaign replaced by a stub)."""

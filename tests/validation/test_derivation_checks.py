@@ -96,15 +96,16 @@ def test_a_broken_prior_expression_fails_the_prior_check(monkeypatch) -> None:
     """One noise shared by all tokens in q0: (sum sigma sqrt(qhat))^2 in place of sum sigma^2 qhat."""
     from attnphase.theory.priors import RidgePrior
 
-    good = RidgePrior._terms
+    good = RidgePrior.terms
 
-    def broken(self, qh, mh, th, Vh):
-        Lam, N, Th = good(self, qh, mh, th, Vh)
+    def broken(self, hats):
+        Lam, N, Th = good(self, hats)
+        qh = self._matrices(hats)[0][0]
         s = np.sqrt(self.sigma2)[:, None, None]
         root = np.einsum("lab->ab", s * np.sqrt(np.abs(qh)))
         return Lam, N - np.einsum("l,lab->ab", self.sigma2, qh) + root @ root.T, Th
 
-    monkeypatch.setattr(RidgePrior, "_terms", broken)
+    monkeypatch.setattr(RidgePrior, "terms", broken)
     res = dc.run_checks(PAPER, 2.0, dc.QUICK, only="prior")[0]
     assert res.status == dc.FAIL and res.quantity == "q0"
     assert res.line().startswith("[4] prior: FAIL: q0")

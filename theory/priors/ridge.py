@@ -76,10 +76,6 @@ class RidgePrior:
     def terms(self, hats: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(Lam (r, r), N (r, r), Th (r, r*)) of the module doc, for hats in either form."""
         (qh, mh, th, Vh), _ = self._matrices(hats)
-        return self._terms(qh, mh, th, Vh)
-
-    def _terms(self, qh: np.ndarray, mh: np.ndarray, th: np.ndarray, Vh: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         s2 = self.sigma2
         r = mh.shape[1]
         Lam = self.lam * np.eye(r) + np.einsum("l,lab->ab", s2, Vh)
@@ -103,7 +99,7 @@ class RidgePrior:
         scalar views, q0, V0, th0 as floats and m (L,).  ``hats``: an object with the attributes qhat,
         mhat, thhat, Vhat, or those four arrays.  ValueError unless Lam is positive definite."""
         (qh, mh, th, Vh), scalar = self._matrices(hats)
-        Lam, N, Th = self._terms(qh, mh, th, Vh)
+        Lam, N, Th = self.terms((qh, mh, th, Vh))
         V0 = self._inverse(Lam)
         q0 = V0 @ N @ V0
         q0 = 0.5 * (q0 + q0.T)

@@ -83,23 +83,6 @@ def announce_campaign(plan, executor, args: argparse.Namespace) -> None:
                             "validation/amp_validation.py's cost model of one AMP run", quiet=args.quiet)
 
 
-def reuse_theory_cache(out_dir, stage) -> int:
-    """Copy the theory cache of an earlier run in ``out_dir`` into the staging folder, for a rerun to reuse; returns
-    the number of files copied."""
-    import shutil
-    from pathlib import Path
-
-    src = Path(out_dir) / "theory-cache"
-    if not src.is_dir():
-        return 0
-    dst = Path(stage) / "theory-cache"
-    dst.mkdir(parents=True, exist_ok=True)
-    files = sorted(src.glob("theory-*.json"))
-    for f in files:
-        shutil.copy2(f, dst / f.name)
-    return len(files)
-
-
 def _checked_out_dir(args: argparse.Namespace) -> str:
     """``--out``, then ``--d``, ``--seeds``, the stopping rule, ``--threads`` and ``--dtype`` checked."""
     out_dir = outputs.out_dir_from_args(args)
@@ -147,7 +130,6 @@ def run(args: argparse.Namespace) -> int:
     work.begin("running the validation")
     # every file goes to a staging folder first, moved into --out DIR at the end: all files or none
     with staged_job(out_dir, "validate", plan.to_dict() | {"suite": "default"}, args.json) as stage:
-        reuse_theory_cache(out_dir, stage)
         summary = run_validation(plan, stage, progress=not args.quiet, executor=executor, store=task_store(out_dir),
                                  fresh=args.fresh, command=command_line())
         summary = json.loads(json.dumps(outputs.json_value(summary)).replace(str(stage), str(out_dir)))
@@ -203,7 +185,6 @@ def _run_general(args: argparse.Namespace) -> int:
     work.begin("running the general validation suite")
     with staged_job(out_dir, "validate", {"suite": "general", "cases": [c.key for c in plan.cases], "d": plan.d},
                     args.json) as stage:
-        reuse_theory_cache(out_dir, stage)
         summary = run_general_validation(plan, stage, progress=not args.quiet, store=task_store(out_dir))
         summary = json.loads(json.dumps(outputs.json_value(summary)).replace(str(stage), str(out_dir)))
     if args.json:  # as summary.json holds it: the outputs' names (validation/output_names.py)

@@ -25,10 +25,8 @@ def _se_solve(params: ModelParams, alpha: float, branch: str, quadrature: str, s
     """
     from attnphase.numerics.se.state_evolution import solve
 
-    if start is None:
-        return solve(params, alpha, branch, config=_numerics_config(quadrature))
-    memory = start.memory if same_rule else None
-    return solve(params, alpha, branch, init=start.overlaps, memory=memory, config=_numerics_config(quadrature))
+    return solve(params, alpha, branch, init=None if start is None else start.overlaps,
+                 memory=start.memory if start is not None and same_rule else None, config=_numerics_config(quadrature))
 
 
 def _solver_rule(params: ModelParams, spec: str) -> Any:

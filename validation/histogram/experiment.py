@@ -184,8 +184,8 @@ def train_variant(config: HistogramConfig, seed: int, name: str, setup: Setup, d
     init_seq, shuffle_seq, _ = variant_streams(seed, name)
     t0 = time.perf_counter()
     model = build_model(config.model_config(name), _generator(init_seq), device)
-    trained = train(model, setup.data, config.train_config(), _generator(shuffle_seq), progress=progress, desc=name)
-    result = _finish(name, model, trained.curve, setup.score_x, time.perf_counter() - t0)
+    curve = train(model, setup.data, config.train_config(), _generator(shuffle_seq), progress=progress, desc=name)
+    result = _finish(name, model, curve, setup.score_x, time.perf_counter() - t0)
     return result, model, collect_attention(model, setup.examples)
 
 
@@ -201,10 +201,10 @@ def reparameterise(config: HistogramConfig, seed: int, model: HistogramTransform
     diff = max_output_difference(model, full, data.val_x)
     before_loss, before_acc = evaluate(full, data.val_x, data.val_y)
     before_score = score_model(full, setup.score_x)
-    retrained = train(full, data, config.reparam_train_config(), _generator(reparam_seq), progress=progress,
-                      desc=name + REPARAM_SUFFIX)
+    curve = train(full, data, config.reparam_train_config(), _generator(reparam_seq), progress=progress,
+                  desc=name + REPARAM_SUFFIX)
     info = ReparamInfo(name, diff, before_acc, before_loss, before_score, masked_qk_fraction(full, name))
-    result = _finish(name + REPARAM_SUFFIX, full, retrained.curve, setup.score_x, time.perf_counter() - t0, info)
+    result = _finish(name + REPARAM_SUFFIX, full, curve, setup.score_x, time.perf_counter() - t0, info)
     return result, collect_attention(full, setup.examples)
 
 

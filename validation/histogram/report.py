@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import torch
 from attnphase.validation.histogram.experiment import ExperimentResult, VariantResult
 from attnphase.validation.histogram.plots import plot_attention_grid, plot_learning_curves
 from attnphase.validation.histogram.scores import AttentionScore
+from attnphase.validation.reference import _num
 
 SUMMARY_KEYS = ("restriction", "val_acc", "val_loss", "score", "r_sem", "r_pos", "train_seconds")
 """Keys present in every variant's entry of ``summary.json``."""
@@ -26,11 +26,6 @@ REPARAM_KEYS = ("source", "max_output_diff", "masked_qk_fraction", "before")
 
 CURVE_COLUMNS = ("epoch", "train_loss", "train_acc", "val_loss", "val_acc")
 """Columns of ``curves_<variant>.csv``."""
-
-
-def _num(x: float) -> float | None:
-    """A JSON-safe float: non-finite values become null."""
-    return float(x) if math.isfinite(x) else None
 
 
 def _score_fields(score: AttentionScore) -> dict[str, float | None]:

@@ -55,13 +55,6 @@ class EpochRecord:
     val_acc: float
 
 
-@dataclass(frozen=True)
-class TrainResult:
-    """A training run's curve; ``curve[-1]`` holds the final metrics."""
-
-    curve: tuple[EpochRecord, ...]
-
-
 @torch.no_grad()
 def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 4096) -> tuple[float, float]:
     """Mean cross-entropy and per-position accuracy of ``model`` on ``(x, y)``."""
@@ -79,10 +72,10 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int
 
 
 def train(model: nn.Module, data: HistogramData, config: TrainConfig, generator: torch.Generator, *,
-          progress: bool = False, desc: str = "train") -> TrainResult:
+          progress: bool = False, desc: str = "train") -> tuple[EpochRecord, ...]:
     """Train ``model`` in place on ``data`` (already on the model's device), each epoch in an order drawn from
-    ``generator`` (a CPU generator; the last, smaller batch kept); the curve has an epoch-0 row for the initial model.
-    """
+    ``generator`` (a CPU generator; the last, smaller batch kept); returns the curve, an epoch-0 row for the initial
+    model first, the final metrics last."""
     device = next(model.parameters()).device
     optimizer = (torch.optim.Adam if config.optimizer == "adam" else torch.optim.SGD)(model.parameters(), lr=config.lr)
     n_train, n_pos = data.train_x.shape[0], data.train_y.numel()
@@ -110,4 +103,4 @@ def train(model: nn.Module, data: HistogramData, config: TrainConfig, generator:
         bar.set_postfix(loss=f"{curve[-1].train_loss:.3f}", val_acc=f"{curve[-1].val_acc:.3f}")
     bar.close()
     model.eval()
-    return TrainResult(curve=tuple(curve))
+    return tuple(curve)
