@@ -88,6 +88,16 @@ def parse_value(text: str, option: str, *, positive: bool = False, hint: str = "
     return values[0]
 
 
+#: The alpha grid a phase diagram's branches are followed over, when ``--alpha`` is not given.
+DEFAULT_ALPHA_GRID = "0.1:3:12"
+
+
+def add_alpha_grid_option(p: argparse.ArgumentParser) -> None:
+    """``--alpha RANGE`` of a phase diagram (read by :func:`alpha_grid`), the same on every command that draws one."""
+    p.add_argument("--alpha", default=DEFAULT_ALPHA_GRID, metavar="RANGE",
+                   help=f"alpha grid of the branch sweeps, values > 0: {RANGE_SYNTAX} (default {DEFAULT_ALPHA_GRID})")
+
+
 def alpha_grid(args: argparse.Namespace, ascending: bool) -> list[float]:
     """``--alpha`` of a phase diagram: values > 0, two at least (the grid its branches are followed over; a
     ValueError otherwise), sorted with ``ascending``."""

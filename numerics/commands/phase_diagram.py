@@ -28,8 +28,7 @@ DESCRIPTION = ("The phase diagram (docs/model.md section 6): at every omega, bot
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """``phase-diagram``'s options (docs/reference/commands.md)."""
-    p.add_argument("--alpha", default="0.1:3:12", metavar="RANGE",
-                   help=f"alpha grid of the branch sweeps, values > 0: {opt.RANGE_SYNTAX} (default 0.1:3:12)")
+    opt.add_alpha_grid_option(p)
     opt.add_model_options(p, omega_range=True, omega_default="0:0.45:10")
     opt.add_estimator_option(p, "at every omega its thresholds alpha_weak_recovery, alpha_it, alpha_amp with error "
                              "bars and its eps_g over the alpha grid, into DIR/phase_diagram_bayes-optimal.csv, .json, "

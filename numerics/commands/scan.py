@@ -26,8 +26,7 @@ DESCRIPTION = ("The phase diagram (as phase-diagram) at every value of one more 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """``scan``'s options (docs/reference/commands.md)."""
-    p.add_argument("--alpha", default="0.1:3:12", metavar="RANGE",
-                   help=f"alpha grid of the branch sweeps, values > 0: {opt.RANGE_SYNTAX} (default 0.1:3:12)")
+    opt.add_alpha_grid_option(p)
     opt.add_model_options(p, omega_range=True, omega_default="0:0.45:10", scan=True)
     solver_options.add_solver_options(p)
     solver_options.add_error_estimate_option(p, "every boundary (err_<boundary> variables)")
