@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, overlap_size
 from attnphase.numerics.se.stability import m_stability_at, theta_stability_at
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.se.overlaps import on_branch_subspace
@@ -69,8 +70,11 @@ def absence_evidence(points: Sequence[FixedPoint], branch: str, rule: Quadrature
             failed.append(f"{fp.alpha:.4g} (not converged, residual {fp.status.residual:.1e})")
         elif fp.branch == "agnostic":
             failed.append(f"{fp.alpha:.4g} (fell to the agnostic point, unstable in {name}: {symbol} = {eig:.3g})")
-        else:
-            failed.append(f"{fp.alpha:.4g} (converged to the {fp.branch} point)")
+        else:  # another branch, or this one with an order parameter below its floor (not on the branch)
+            low = [f"|{n}| = {overlap_size(fp, n):.3g} < {floor:g}" for n, floor in BRANCH_FLOORS.get(fp.branch, ())
+                   if overlap_size(fp, n) < floor] if fp.branch == branch else []
+            failed.append(f"{fp.alpha:.4g} (converged to the {fp.branch} point"
+                          + (f", below the branch's floor: {', '.join(low)})" if low else ")"))
     return Absence(branch, tuple(absent), tuple(failed))
 
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.absence import absence_note
+from attnphase.numerics.phase.branch_end import POSITIONAL_M_FLOOR
 from attnphase.numerics.se import state_evolution as se
 from attnphase.numerics.se.se_map import model_rule
 from attnphase.theory.params import ModelParams
@@ -43,3 +44,16 @@ def test_an_agnostic_point_unstable_in_m_is_no_evidence_of_absence():
     params = ModelParams(omega=0.3)
     note = absence_note([agnostic(params, 1.0)], "positional", model_rule(params, CFG), CFG)
     assert "absent" not in note and "fell to the agnostic point, unstable in m: mu = " in note
+
+
+def test_a_point_labelled_on_the_branch_but_below_its_floor_says_which_order_parameter_is_too_small():
+    # a converged positional-labelled point whose |m| lies under the branch's floor is not on the branch: the note
+    # names |m| and the floor instead of saying "converged to the positional point" as if it were
+    params = ModelParams(omega=0.3)
+    fp = se.solve(params, 2.0, "positional", config=CFG)
+    assert fp.status.converged and fp.branch == "positional"
+    small = replace(fp, overlaps=replace(fp.overlaps, m=fp.overlaps.m * 1e-4))
+    note = absence_note([small], "positional", model_rule(params, CFG), CFG)
+    assert "solver failure at alpha = 2 (converged to the positional point, below the branch's floor: |m| = " in note
+    size = float(note.split("|m| = ")[1].split(" ")[0])
+    assert 0 < size < 1e-3 and note.endswith(f"< {POSITIONAL_M_FLOOR:g})")
