@@ -41,9 +41,8 @@ from attnphase.execution.dataset import csv_text
 from attnphase.numerics.se.bayes import BayesModel
 from attnphase.numerics.se.bayes_curve import bayes_curve
 from attnphase.theory.params import ModelParams
-from attnphase.validation.amp_validation import (AGREE_Z, FIT_POWERS, M_RESOLUTION, amp_plan, amp_rows, amp_trends,
-                                                 run_amp_plan)
-from attnphase.validation.campaign import extrapolate
+from attnphase.validation.amp_validation import AGREE_Z, M_RESOLUTION, amp_plan, amp_rows, amp_trends, run_amp_plan
+from attnphase.validation.finite_size import FIT_POWERS
 
 RUN_COLUMNS = ("alpha", "d", "seed", "m", "q", "iterations", "converged", "status", "se_q0", "seconds")
 ROW_COLUMNS = ("alpha", "d", "n_runs", "mean_abs_m", "err_mean_abs_m", "std_abs_m", "se_q0", "z", "converged",
@@ -71,7 +70,7 @@ def plan_result(source: Path | None) -> tuple[dict[str, Any], str]:
     plan = amp_plan(ModelParams())
     if source is None:
         say = (lambda line: print(line, file=sys.stderr, flush=True))
-        return run_amp_plan(plan, extrapolate, say), "run_amp_plan(amp_plan(ModelParams()), extrapolate), run here"
+        return run_amp_plan(plan, say), "run_amp_plan(amp_plan(ModelParams())), run here"
     result = json.loads(source.read_text())
     if result["plan"] != json.loads(json.dumps(plan.to_dict())):
         raise SystemExit(f"{source}: its plan {result['plan']} is not the default plan {plan.to_dict()}")
@@ -79,7 +78,7 @@ def plan_result(source: Path | None) -> tuple[dict[str, Any], str]:
     have = [(r["alpha"], r["d"], r["seed"]) for r in result["runs"]]
     if sorted(have) != sorted(want):
         raise SystemExit(f"{source}: {len(have)} runs, not the plan's {len(want)} (alpha, d, seed)")
-    return result, "run_amp_plan(amp_plan(ModelParams()), extrapolate) saved as JSON (its runs; rows recomputed)"
+    return result, "run_amp_plan(amp_plan(ModelParams())) saved as JSON (its runs; rows recomputed)"
 
 
 def plot(rows: list[dict[str, Any]], params: ModelParams, path: Path) -> None:
@@ -126,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     result, origin = saved_runs(args.out) if args.replot else plan_result(args.source)
     plan = amp_plan(ModelParams())
     rows = amp_rows(result["runs"])
-    trends = amp_trends(rows, extrapolate)
+    trends = amp_trends(rows)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "amp_runs.csv").write_text(csv_text(result["runs"], RUN_COLUMNS))
     (args.out / "amp_validation.csv").write_text(csv_text(

@@ -99,7 +99,8 @@ def extrapolated_verdicts(summary: dict[str, Any]) -> list[dict[str, Any]]:
         distance = abs(fit["a"] - theory) / fit["a_se"] if theory is not None and fit["a_se"] > 0 else math.nan
         agrees_ = None if theory is None else abs(fit["a"] - theory) <= EXTRAPOLATED_SE * fit["a_se"]
         out.append({"alpha": fit["alpha"], "init": init, "observable": obs, "extrapolated": fit["a"],
-                    "extrapolated_se": fit["a_se"], "theory": theory, "distance_se": distance, "agrees": agrees_,
+                    "extrapolated_se": fit["a_se"], "form": fit["form"], "theory": theory, "distance_se": distance,
+                    "agrees": agrees_,
                     "ds": [r["d"] for r in rows if r["d"] not in (fit.get("dropped_d") or ())],
                     "dropped_d": list(fit.get("dropped_d") or ())})
     return out
@@ -127,10 +128,11 @@ def global_vs_local_at(summary: dict[str, Any], alpha: float) -> dict[str, Any]:
     trend = [(r["d"], r["abs_theta_mean"], r["abs_theta_std"]) for r in rows]
     dist = ", ".join(f"{p} {v:.4f} ({abs(fit['a'] - v) / fit['a_se']:.1f} se away)" if not math.isnan(v)
                      else f"{p}: no converged point" for p, v in th.items())
+    form = fit["form"]
     at = f"|theta| extrapolates to {fit['a']:.4f} +- {fit['a_se']:.4f}"
     which = [p for p in th if consistent[p]]
     if not which:
-        verdict = (f"gradient descent follows none of the theories (none within 2 se + 0.02): {at} (fit a + b/sqrt(d) "
+        verdict = (f"gradient descent follows none of the theories (none within 2 se + 0.02): {at} (fit {form} "
                    f"over d = {', '.join(str(d) for d, _, _ in trend)}); theory: {dist}")
     elif len(which) == 1:
         basin = " (the basin of its start)" if which[0] == "aligned" else ""
@@ -142,6 +144,7 @@ def global_vs_local_at(summary: dict[str, Any], alpha: float) -> dict[str, Any]:
                    + (f"the data cannot separate modes {gap:.3f} apart at a resolution of +-{margin:.3f}"
                       if gap > 1e-3 else "the modes coincide here") + f"; theory: {dist}")
     return {"alpha": alpha, "extrapolated": fit["a"], "extrapolated_se": fit["a_se"], "slope_b": fit["b"],
+            "form": form, "power": fit["power"],
             "theory": th, "consistent": consistent, "trend": trend, "verdict": verdict}
 
 

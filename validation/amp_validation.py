@@ -4,7 +4,7 @@
 AMP (``simulate --algorithm amp``) at every (alpha, d, seed) of an :class:`AmpPlan`; per (alpha, d) the mean of
 |m| over the seeds, its standard error se and ``z = (mean - q0) / se`` against the state evolution's q0 (the
 uninformative branch); per alpha the finite-size fit ``a + b / d^p`` of the power the data choose
-(:data:`FIT_POWERS`, smaller weighted chi^2) and the verdict (:func:`amp_trends`).  ERM's global minimum (the lower
+(:func:`attnphase.validation.finite_size.chosen_fit`) and the verdict (:func:`amp_trends`).  ERM's global minimum (the lower
 e_t of the global-prox records) against the BO eps_g at every alpha of the validation's theory curves.
 """
 
@@ -22,6 +22,7 @@ from attnphase.theory.params import ModelParams
 from .agreement import mean_std
 from .amp import AmpConfig
 from .amp_run import AmpSpec, run_amp
+from .finite_size import chosen_fit
 
 #: Standard errors within which AMP agrees with the state evolution.
 AGREE_Z = 2.0
@@ -32,9 +33,6 @@ M_RESOLUTION = 1e-6
 
 #: (f, d): the full plan also runs dimension d at the alpha a fraction f of the way from alpha_WR to 1/L (:func:`amp_plan`).
 LARGE_D_AT = ((0.7, 8000),)
-
-#: The finite-size forms a + b / d^p tried per alpha, with their names; the data choose (module doc).
-FIT_POWERS = {1.0: "a + b/d", 0.5: "a + b/sqrt(d)"}
 
 #: The cost model of one AMP run (:func:`amp_run_seconds`): CPU seconds per iteration and per entry n L d of the
 #: token matrix (one torch thread), the iterations a run's data and state evolution cost in the same unit, and the
@@ -115,32 +113,17 @@ def amp_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-#: A finite-size fit: (ds, means, stds, ns, power) -> {"a", "b", "a_se", "chi2"} (``validate``'s
-#: :func:`attnphase.validation.campaign.extrapolate`, a + b / d^power).
-Fit = Callable[..., dict[str, float]]
-
-
-def chosen_fit(fit: Fit, ds: Sequence[int], means: Sequence[float], stds: Sequence[float],
-               ns: Sequence[int]) -> dict[str, Any]:
-    """The fit of :data:`FIT_POWERS` with the smallest chi^2 (module doc; the first on a tie), with ``form`` its name
-    and ``chi2_other`` the other form's chi^2."""
-    fits = {p: fit(ds, means, stds, ns, power=p) for p in FIT_POWERS}
-    best = min(fits, key=lambda p: fits[p]["chi2"])
-    other = [fits[p]["chi2"] for p in fits if p != best]
-    return dict(fits[best], form=FIT_POWERS[best], chi2_other=min(other) if other else None)
-
-
-def amp_trends(rows: Sequence[dict[str, Any]], fit: Fit) -> list[dict[str, Any]]:
-    """Per alpha: the finite-size fit of the form the data choose (:func:`chosen_fit` on ``fit``) and the verdict:
+def amp_trends(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per alpha: the finite-size fit of the form the data choose (:func:`chosen_fit`) and the verdict:
     agrees when |z| <= AGREE_Z at the largest d, or when the fit moves the mean towards q0 as d grows and its
     d -> infinity value is within AGREE_Z of its standard errors of q0."""
-    fitter, out = fit, []
+    out = []
     for alpha in sorted({r["alpha"] for r in rows}):
         rs = sorted((r for r in rows if r["alpha"] == alpha), key=lambda r: r["d"])
         last = rs[-1]
         fit = None
         if len(rs) >= 2 and all(math.isfinite(r["std"]) for r in rs):
-            fit = chosen_fit(fitter, [r["d"] for r in rs], [r["mean_abs_m"] for r in rs],
+            fit = chosen_fit([r["d"] for r in rs], [r["mean_abs_m"] for r in rs],
                              [r["std"] for r in rs], [r["n"] for r in rs])
         q0 = last["se_q0"]
         at_d = abs(last["z"]) <= AGREE_Z
@@ -155,8 +138,8 @@ def amp_trends(rows: Sequence[dict[str, Any]], fit: Fit) -> list[dict[str, Any]]
     return out
 
 
-def run_amp_plan(plan: AmpPlan, fit: Fit, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Every run of ``plan`` (in this process) and its rows and trends (``fit``: the finite-size fit);
+def run_amp_plan(plan: AmpPlan, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Every run of ``plan`` (in this process) and its rows and trends;
     ``seconds`` wall, ``cpu_seconds``."""
     t0, c0 = time.perf_counter(), time.process_time()
     runs = []
@@ -169,7 +152,7 @@ def run_amp_plan(plan: AmpPlan, fit: Fit, progress: Callable[[str], None] | None
             if progress is not None:
                 progress(f"AMP: alpha = {alpha:g}, d = {d}: {len(plan.seeds)} runs")
     rows = amp_rows(runs)
-    return {"plan": plan.to_dict(), "runs": runs, "rows": rows, "trends": amp_trends(rows, fit),
+    return {"plan": plan.to_dict(), "runs": runs, "rows": rows, "trends": amp_trends(rows),
             "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0}
 
 

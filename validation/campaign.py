@@ -17,12 +17,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .agreement import all_runs_converged, mean_std
 from .branch_segments import exists_at
 from .campaign_plan import ValidationPlan, _theory_jobs, validation_plan
 from .experiments import SimResult
+from .finite_size import chosen_fit
 from .reference import TheoryAtOmega
 
 OBSERVABLES = ("abs_m", "abs_theta", "q", "eps_g", "e_t", "eps_lin")
@@ -103,23 +102,6 @@ def delta_et_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmeg
     return rows
 
 
-def extrapolate(ds: Sequence[int], means: Sequence[float], stds: Sequence[float], ns: Sequence[int],
-                power: float = 0.5) -> dict[str, float]:
-    """Weighted least-squares fit ``y(d) = a + b / d^power`` (default ``a + b / sqrt(d)``), weights ``n / std^2``
-    (``std`` floored at 1e-6); returns ``a`` (the d -> inf value), ``b``, ``a``'s standard error and ``chi2``, the
-    weighted sum of squared residuals."""
-    x = np.asarray(ds, dtype=float) ** -power
-    y = np.asarray(means, dtype=float)
-    se = np.maximum(np.asarray(stds, dtype=float), 1e-6) / np.sqrt(np.asarray(ns, dtype=float))
-    W = 1.0 / se**2
-    X = np.stack([np.ones_like(x), x], axis=1)
-    cov = np.linalg.inv(X.T @ (X * W[:, None]))
-    a, b = cov @ (X.T @ (W * y))
-    chi2 = float((W * (y - (a + b * x)) ** 2).sum())
-    scale = max(1.0, chi2 / max(len(y) - 2, 1))  # inflate when the fit is worse than the error bars
-    return {"a": float(a), "b": float(b), "a_se": float(math.sqrt(cov[0, 0] * scale)), "chi2": chi2}
-
-
 def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = True, *,
                  executor: Any = None, store: Any = None, fresh: bool = False) -> dict[str, Any]:
     """Run the plan's theory (first: the longest) and simulations as tasks (:mod:`attnphase.validation.jobs`) on
@@ -193,8 +175,9 @@ def alpha_c_point(theory: TheoryAtOmega) -> dict[str, Any]:
 
 
 def _fss_fits(plan: ValidationPlan, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Extrapolation to d -> inf of each (alpha, init, observable) of the finite-size runs, over the
-    dimensions whose every run reached the gradient tolerance (the others: ``dropped_d``)."""
+    """Extrapolation to d -> inf of each (alpha, init, observable) of the finite-size runs (the form the data choose,
+    :func:`attnphase.validation.finite_size.chosen_fit`), over the dimensions whose every run reached the gradient
+    tolerance (the others: ``dropped_d``)."""
     fits = []
     for alpha, init in plan.fss_cases:
         case = sorted((r for r in rows if r["alpha"] == alpha and r["init"] == init), key=lambda r: r["d"])
@@ -203,8 +186,8 @@ def _fss_fits(plan: ValidationPlan, rows: list[dict[str, Any]]) -> list[dict[str
             continue
         dropped = [r["d"] for r in case if not all_runs_converged(r)]
         for obs in ("abs_m", "abs_theta", "eps_g", "e_t"):
-            fit = extrapolate([r["d"] for r in sel], [r[f"{obs}_mean"] for r in sel],
-                              [r[f"{obs}_std"] for r in sel], [r["n_runs"] for r in sel])
+            fit = chosen_fit([r["d"] for r in sel], [r[f"{obs}_mean"] for r in sel],
+                             [r[f"{obs}_std"] for r in sel], [r["n_runs"] for r in sel])
             points = {prox: sel[-1]["theory"].get(prox) or {} for prox in ("global", "local", "aligned")}
             theo = {prox: pt.get(obs) if pt.get("converged") else None for prox, pt in points.items()}
             fits.append({"alpha": alpha, "init": init, "observable": obs, **fit, "theory": theo,
@@ -245,5 +228,5 @@ def bayes_optimal_section(plan: ValidationPlan, theory: dict[str, Any], progress
 
     say = (lambda line: print(f"  {line}", file=sys.stderr, flush=True)) if progress else None
     device = "cpu" if plan.device == "auto" else plan.device
-    amp = run_amp_plan(amp_plan(plan.params, quick=plan.quick, device=device), extrapolate, say)
+    amp = run_amp_plan(amp_plan(plan.params, quick=plan.quick, device=device), say)
     return {"amp": amp, "erm": erm_against_bayes(theory, plan.params)}

@@ -285,7 +285,7 @@ def plot_finite_size(summary: dict[str, Any], path: Path):
         bx.errorbar(x, mean, yerr=std / math.sqrt(n), fmt="o", color=color, capsize=3,
                     label=f"GD, semantic init, alpha = {gl['alpha']}")
         xx = np.linspace(0, x.max() * 1.05, 50)
-        bx.plot(xx, gl["extrapolated"] + gl["slope_b"] * xx, "-", color=color, lw=1)
+        bx.plot(xx, gl["extrapolated"] + gl["slope_b"] * xx ** (2 * gl["power"]), "-", color=color, lw=1)
         bx.errorbar([0], [gl["extrapolated"]], yerr=[2 * gl["extrapolated_se"]], fmt="none", color=color, capsize=4)
         for (prox, (_, marker)), x0 in zip(_GAP_STYLE.items(), (-0.005, 0.005, 0.010)):  # beside the fit's bar at 0
             v = _nan(gl["theory"].get(prox))
@@ -294,7 +294,7 @@ def plot_finite_size(summary: dict[str, Any], path: Path):
                         label=f"theory, {prox} prox, alpha = {gl['alpha']}")
     bx.set_xlabel("1 / sqrt(d)", fontsize=10)
     bx.set_ylabel("|theta|", fontsize=10)
-    bx.set_title("semantic start, small alpha: fit a + b/sqrt(d) (a +- 2 err_a at 0)", fontsize=10)
+    bx.set_title("semantic start, small alpha: fit a + b/d^p (a +- 2 err_a at 0)", fontsize=10)
     bx.grid(alpha=0.3)
     if bx.get_legend_handles_labels()[0]:
         bx.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.16), ncol=2, frameon=False)

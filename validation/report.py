@@ -96,7 +96,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
         if "trend" in gl:
             lines += ["| d | simulated abs(theta) (mean ± sd over the seeds) |", "|---|---|"]
             lines += [f"| {int(d)} | {_pmv(m, s)} |" for d, m, s in gl["trend"]]
-            lines += ["", f"Extrapolation (weighted fit a + b/sqrt(d)): a = {_pmv(gl['extrapolated'], gl['extrapolated_se'])}"
+            lines += ["", f"Extrapolation (weighted fit {gl['form']}): a = {_pmv(gl['extrapolated'], gl['extrapolated_se'])}"
                           f", b = {_f(gl['slope_b'])}; theory: global "
                           f"{_f(gl['theory']['global'])}, local {_f(gl['theory']['local'])}, aligned "
                           f"{_f(gl['theory'].get('aligned'))}.", ""]
@@ -119,11 +119,12 @@ def render_markdown(summary: dict[str, Any]) -> str:
     lines += _sweep_lines(summary)
     lines += ["", "Theory entries are the record of the compared branch at that alpha; where the numerics "
               "landed on another fixed point (e.g. agnostic below the semantic branch's end) that is the value shown.",
-              "", "## Finite-size scaling (fits a + b/sqrt(d), d -> inf value a)", "",
-              "| alpha | init | observable | a ± err_a | b | theory global | theory local | theory aligned |",
-              "|---|---|---|---|---|---|---|---|"]
+              "", "## Finite-size scaling (fits a + b/d^p, d -> inf value a; the form with the smaller weighted chi^2)", "",
+              "| alpha | init | observable | form | a ± err_a | b | theory global | theory local | theory aligned |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for f in summary["finite_size_fits"]:
-        lines.append(f"| {f['alpha']} | {f['init']} | {f['observable']} | {_pmv(f['a'], f['a_se'])} | "
+        lines.append(f"| {f['alpha']} | {f['init']} | {f['observable']} | {f['form']} | "
+                     f"{_pmv(f['a'], f['a_se'])} | "
                      f"{_f(f['b'])} | {_f(f['theory']['global'])} | {_f(f['theory']['local'])} | "
                      f"{_f(f['theory'].get('aligned'))} |")
     dropped = sorted({(f["alpha"], f["init"], tuple(f.get("dropped_d") or ())) for f in summary["finite_size_fits"]
@@ -177,13 +178,15 @@ def _extrapolated_lines(hl: dict[str, Any]) -> list[str]:
     rows = hl.get("extrapolated") or []
     if not rows:
         return []
-    lines = ["", f"At d -> inf (weighted fit a + b/sqrt(d) over the finite-size dimensions whose every run converged; "
+    lines = ["", f"At d -> inf (weighted fit a + b/d^p, the form with the smaller chi^2, over the finite-size "
+             f"dimensions whose every run converged; "
              f"agreement: z = |a - theory| / err_a <= {EXTRAPOLATED_SE:g}, no finite-size allowance):", "",
-             "| alpha | init | observable | d | a ± err_a | theory (global) | z | agrees |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| alpha | init | observable | d | form | a ± err_a | theory (global) | z | agrees |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for v in rows:
         verdict = "no theory point" if v["agrees"] is None else ("yes" if v["agrees"] else "no")
         lines.append(f"| {v['alpha']} | {v['init']} | {v['observable']} | {', '.join(map(str, v['ds']))} | "
+                     f"{v['form']} | "
                      f"{_f(v['extrapolated'])} ± {_f(v['extrapolated_se'], '.2g')} | {_f(v['theory'])} | "
                      f"{_f(v['distance_se'], '.1f')} | {verdict} |")
     return lines

@@ -11,7 +11,6 @@ from attnphase.numerics.se.bayes import BayesModel, bayes_eps_g, solve_bayes
 from attnphase.theory.params import ModelParams
 from attnphase.validation.amp_validation import (M_RESOLUTION, AmpPlan, amp_plan, amp_rows, amp_run_seconds, amp_trends,
                                                  erm_against_bayes, markdown_lines, run_amp_plan)
-from attnphase.validation.campaign import extrapolate
 
 
 def _runs(alpha, q0, means_by_d, spread=0.02, n=8):
@@ -35,7 +34,7 @@ def test_the_verdict_uses_the_largest_d_then_the_finite_size_trend():
                                                     (0.45, 500), (0.45, 1000), (0.45, 2000)}
     r = next(r for r in rows if (r["alpha"], r["d"]) == (0.3, 2000))
     assert r["mean_abs_m"] == pytest.approx(0.499) and r["n"] == 8 and r["se"] > 0  # |m|: either sign of Q*
-    verdicts = {t["alpha"]: t for t in amp_trends(rows, extrapolate)}
+    verdicts = {t["alpha"]: t for t in amp_trends(rows)}
     assert verdicts[0.3]["verdict"] == "agrees at d = 2000"
     assert verdicts[0.4]["verdict"] == "agrees after the finite-size trend"
     assert verdicts[0.4]["fit_a"] == pytest.approx(q0, abs=1e-9)
@@ -47,7 +46,7 @@ def test_a_trend_away_from_the_state_evolution_is_no_agreement():
     trend moves away from it, so the gap is not finite-size."""
     q0 = 0.5
     away = _runs(0.35, q0, {500: 0.47, 1000: 0.42, 2000: 0.34}, spread=0.3)
-    t = amp_trends(amp_rows(away), extrapolate)[0]
+    t = amp_trends(amp_rows(away))[0]
     assert t["z_at_d_max"] < -2 and t["fit_b"] > 0 and abs(t["fit_a"] - q0) <= 2 * t["fit_a_se"]
     assert t["verdict"] == "disagrees"
 
@@ -76,7 +75,7 @@ def test_erm_against_bayes_takes_the_global_minimum_and_finds_the_closest_alpha(
 
 def test_a_small_plan_runs_and_renders():
     plan = AmpPlan(ModelParams(omega=0.3), alphas=(0.4,), ds=(200,), seeds=(0, 1, 2), extra=((0.4, 300), (0.5, 400)))
-    amp = run_amp_plan(plan, extrapolate)
+    amp = run_amp_plan(plan)
     assert len(amp["runs"]) == 6 and [r["d"] for r in amp["rows"]] == [200, 300]  # 400 belongs to another alpha
     assert all(0 < r["se_q0"] < 1 for r in amp["rows"])
     erm = erm_against_bayes(_theory({"positional": [{"alpha": 0.4, "eps_g": 3.3e-3, "e_t": 1.0}]}), plan.params)
@@ -108,7 +107,7 @@ def test_the_report_says_where_amp_disagrees():
     runs = _runs(0.25, 0.14, {1000: 0.03, 2000: 0.02}, spread=0.01)
     rows = amp_rows(runs)
     amp = {"plan": {"damping": 0.0, "max_iter": 1000, "tol": 1e-7, "ds": [1000, 2000], "seeds": list(range(8))},
-           "runs": runs, "rows": rows, "trends": amp_trends(rows, extrapolate), "seconds": 1.0, "cpu_seconds": 1.0}
+           "runs": runs, "rows": rows, "trends": amp_trends(rows), "seconds": 1.0, "cpu_seconds": 1.0}
     erm = erm_against_bayes(_theory({"positional": [{"alpha": 0.4, "eps_g": 3.3e-3, "e_t": 1.0}]}), ModelParams())
     text = "\n".join(markdown_lines({"amp": amp, "erm": erm}))
     assert amp["trends"][0]["verdict"] == "disagrees"
@@ -121,7 +120,7 @@ def test_the_data_choose_the_finite_size_form(power, form):
     a recovered; the other form's chi^2 is larger."""
     q0 = 0.6
     means = {d: q0 - 3.0 / d ** power for d in (500, 1000, 2000, 4000)}
-    t = amp_trends(amp_rows(_runs(0.4, q0, means, spread=0.01)), extrapolate)[0]
+    t = amp_trends(amp_rows(_runs(0.4, q0, means, spread=0.01)))[0]
     assert t["fit_form"] == form and t["fit_a"] == pytest.approx(q0, abs=1e-9)
     assert t["fit_chi2"] < 1e-12 < t["fit_chi2_other"]
 
@@ -132,9 +131,9 @@ def test_perfect_recovery_is_judged_to_the_stopping_accuracy_not_to_its_residue(
     still disagrees, and a spread above the floor keeps the plain z."""
     exact = amp_rows(_runs(0.6, 1.0, {2000: 1 - 2e-8, 4000: 1 - 2e-8}, spread=1e-9))
     assert exact[-1]["se"] < 1e-9 and exact[-1]["z"] == pytest.approx(-2e-8 / M_RESOLUTION)
-    assert amp_trends(exact, extrapolate)[0]["verdict"] == "agrees at d = 4000"
+    assert amp_trends(exact)[0]["verdict"] == "agrees at d = 4000"
     gap = amp_rows(_runs(0.6, 1.0, {2000: 1 - 1e-3, 4000: 1 - 1e-3}, spread=1e-9))
-    assert amp_trends(gap, extrapolate)[0]["verdict"] == "disagrees"
+    assert amp_trends(gap)[0]["verdict"] == "disagrees"
     wide = amp_rows(_runs(0.4, 0.5, {2000: 0.45}, spread=0.05))[0]
     assert wide["z"] == pytest.approx((wide["mean_abs_m"] - 0.5) / wide["se"])
 
@@ -289,5 +288,5 @@ def test_the_committed_amp_record_is_what_the_code_makes_of_its_runs():
             r["alpha"], r["d"], r["n"], r["converged"], r["near_zero"])
         for col, key in (("mean_abs_m", "mean_abs_m"), ("err_mean_abs_m", "se"), ("se_q0", "se_q0"), ("z", "z")):
             assert float(t[col]) == pytest.approx(r[key], rel=1e-12, abs=1e-15)
-    verdicts = {f"{t['alpha']:g}": t["verdict"] for t in amp_trends(rows, extrapolate)}
+    verdicts = {f"{t['alpha']:g}": t["verdict"] for t in amp_trends(rows)}
     assert meta["verdicts"] == verdicts

@@ -153,7 +153,8 @@ def test_finite_size_legend_names_the_aligned_gap_where_drawn(tmp_path):
                         "aligned": point(0.21)}}
             for d in (50, 100, 200, 400)]
     gl = {"alpha": 0.5, "trend": [(r["d"], r["abs_theta_mean"], r["abs_theta_std"]) for r in rows], "extrapolated": 0.2,
-          "extrapolated_se": 0.01, "slope_b": 0.3, "theory": {"global": 0.0, "local": float("nan"), "aligned": 0.21}}
+          "extrapolated_se": 0.01, "slope_b": 0.3, "form": "a + b/sqrt(d)", "power": 0.5,
+          "theory": {"global": 0.0, "local": float("nan"), "aligned": 0.21}}
     fig = plot_finite_size({"finite_size": rows, "headline": {"global_vs_local": [gl]}}, tmp_path / "fs.png")
     (legend,) = [lg for ax in fig.axes if (lg := ax.get_legend()) is not None and
                  "vs theory, global prox" in [t.get_text() for t in lg.get_texts()]]

@@ -21,11 +21,11 @@ from attnphase.validation.campaign import (  # noqa: E402
     _fss_fits,
     alpha_c_point,
     delta_et_rows,
-    extrapolate,
     group_rows,
     validation_plan,
 )
 from attnphase.validation.experiments import run_simulation  # noqa: E402
+from attnphase.validation.finite_size import chosen_fit, extrapolate  # noqa: E402
 from attnphase.validation.reference import BranchCurve, TheoryAtOmega, TheorySettings  # noqa: E402
 from attnphase.validation.agreement import agrees  # noqa: E402
 from attnphase.validation.plots import alpha_c_curve  # noqa: E402
@@ -41,6 +41,19 @@ def test_extrapolate_recovers_a_plus_b_over_sqrt_d():
     fit = extrapolate(ds, y, [0.01] * 5, [4] * 5)
     assert fit["a"] == pytest.approx(0.6, abs=1e-9) and fit["b"] == pytest.approx(-0.8, abs=1e-8)
     assert fit["a_se"] > 0
+
+
+@pytest.mark.parametrize("power,form", [(1.0, "a + b/d"), (0.5, "a + b/sqrt(d)")])
+def test_the_finite_size_fit_takes_the_form_the_data_follow(power, form):
+    """GD's and AMP's extrapolations share one chooser: on data a + b/d^p with noise below the bars, the chosen form is
+    p's, its a is the true 0.6 within 2 a_se, and the other form fits worse."""
+    rng = np.random.default_rng(3)
+    ds = [50, 100, 200, 500, 1000, 2000]
+    y = [0.6 - 2.0 / d**power + 1e-4 * rng.standard_normal() for d in ds]
+    fit = chosen_fit(ds, y, [2e-4] * len(ds), [4] * len(ds))
+    assert fit["form"] == form and fit["power"] == power
+    assert abs(fit["a"] - 0.6) <= 2 * fit["a_se"]
+    assert fit["chi2_other"] > fit["chi2"]
 
 
 def test_plans_are_consistent():
@@ -244,6 +257,7 @@ def test_the_small_alpha_verdict_weighs_the_aligned_theory_and_names_every_consi
 
     def summary(theory):
         fit = {"alpha": 0.8, "init": "semantic", "observable": "abs_theta", "a": 0.308, "a_se": 0.032, "b": 0.06,
+               "form": "a + b/sqrt(d)", "power": 0.5,
                "theory": theory}
         rows = [{"alpha": 0.8, "init": "semantic", "d": d, "abs_theta_mean": 0.3, "abs_theta_std": 0.02} for d in (50, 200)]
         return {"finite_size_fits": [fit], "finite_size": rows}

@@ -1,0 +1,45 @@
+"""Finite-size extrapolation to d -> infinity: the one fit that ``validate`` applies to gradient descent's and AMP's
+means over d (docs/validation.md).
+
+A mean y(d) over seeds is fitted by weighted least squares as ``y(d) = a + b / d^p`` for each power p of
+:data:`FIT_POWERS`; the data choose the form (:func:`chosen_fit`: the smaller weighted chi^2), and ``a`` is the
+d -> infinity value with its standard error ``a_se``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+#: The finite-size forms a + b / d^p tried, with their names; the data choose (:func:`chosen_fit`).
+FIT_POWERS = {1.0: "a + b/d", 0.5: "a + b/sqrt(d)"}
+
+
+def extrapolate(ds: Sequence[int], means: Sequence[float], stds: Sequence[float], ns: Sequence[int],
+                power: float = 0.5) -> dict[str, float]:
+    """Weighted least-squares fit ``y(d) = a + b / d^power``, weights ``n / std^2`` (``std`` floored at 1e-6);
+    returns ``a`` (the d -> inf value), ``b``, ``a``'s standard error (inflated by chi^2 / (points - 2) where the fit
+    is worse than the error bars) and ``chi2``, the weighted sum of squared residuals."""
+    x = np.asarray(ds, dtype=float) ** -power
+    y = np.asarray(means, dtype=float)
+    se = np.maximum(np.asarray(stds, dtype=float), 1e-6) / np.sqrt(np.asarray(ns, dtype=float))
+    W = 1.0 / se**2
+    X = np.stack([np.ones_like(x), x], axis=1)
+    cov = np.linalg.inv(X.T @ (X * W[:, None]))
+    a, b = cov @ (X.T @ (W * y))
+    chi2 = float((W * (y - (a + b * x)) ** 2).sum())
+    scale = max(1.0, chi2 / max(len(y) - 2, 1))
+    return {"a": float(a), "b": float(b), "a_se": float(math.sqrt(cov[0, 0] * scale)), "chi2": chi2}
+
+
+def chosen_fit(ds: Sequence[int], means: Sequence[float], stds: Sequence[float],
+               ns: Sequence[int]) -> dict[str, Any]:
+    """The fit of :data:`FIT_POWERS` with the smallest chi^2 (the first on a tie): :func:`extrapolate`'s keys with
+    ``power``, ``form`` (its name) and ``chi2_other`` (the other form's chi^2)."""
+    fits = {p: extrapolate(ds, means, stds, ns, power=p) for p in FIT_POWERS}
+    best = min(fits, key=lambda p: fits[p]["chi2"])
+    other = [fits[p]["chi2"] for p in fits if p != best]
+    return dict(fits[best], power=best, form=FIT_POWERS[best], chi2_other=min(other) if other else None)
