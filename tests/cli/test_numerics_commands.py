@@ -274,6 +274,11 @@ def test_solve_reports_its_largest_relative_error_bar_and_says_when_the_tier_mis
     rec = {"q": 0.2, "m": 0.0, "V": 40.0, "theta": 0.5, "err_q": 2e-4, "err_m": 0.0, "err_V": 0.4, "err_theta": 1e-4}
     assert point_record.max_relative_error(rec) == pytest.approx(1e-2)
     assert np.isnan(point_record.max_relative_error(rec | {"err_V": float("nan")}))
+    # an order parameter the reached branch holds at 0 is the solver's residue there, not an accuracy: left out
+    residue = {"theta": 6.2e-12, "err_theta": 6.2e-12}
+    assert point_record.max_relative_error(rec | residue | {"branch": "agnostic"}) == pytest.approx(1e-2)
+    assert point_record.max_relative_error(rec | {"m": 1e-13, "err_m": 1e-13, "branch": "semantic"}) == pytest.approx(1e-2)
+    assert point_record.max_relative_error(rec | residue | {"branch": "semantic"}) == pytest.approx(1.0)
     point_record.precision_note(1e-2, "fast")
     assert capsys.readouterr().err == ""
     point_record.precision_note(1e-2, "default")
