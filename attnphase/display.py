@@ -53,15 +53,19 @@ def with_error(value: Any, err: Any) -> str:
 
 
 def record_lines(rec: dict, show: Any = None) -> list[str]:
-    """``key  value`` lines of a record: a value with its bar ``err_<key>`` by :func:`with_error` on one line,
-    other numbers by :func:`plain`, anything else by ``show`` (default ``str``)."""
+    """``key  value`` lines of a record: a value with its bar ``err_<key>`` by :func:`with_error` on one line (a list
+    with a list of bars entry by entry), other numbers by :func:`plain`, anything else by ``show`` (default ``str``)."""
     keys = [k for k in rec if not (k.startswith("err_") and k[4:] in rec)]
     width = max((len(k) for k in keys), default=0)
     lines = []
     for k in keys:
         v = rec[k]
-        if f"err_{k}" in rec and finite(v):
-            text = with_error(v, rec[f"err_{k}"])
+        err = rec.get(f"err_{k}")
+        if err is not None and finite(v):
+            text = with_error(v, err)
+        elif (isinstance(v, (list, tuple)) and v and all(finite(x) for x in v) and isinstance(err, (list, tuple))
+              and len(err) == len(v)):
+            text = "[" + ", ".join(with_error(x, e) for x, e in zip(v, err)) + "]"  # a matrix invariant, entrywise
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
             text = plain(v, 2 if k in ("residual", "max_relative_error") else PLAIN_DIGITS)
         elif isinstance(v, (list, tuple)) and v and all(isinstance(x, float) for x in v):

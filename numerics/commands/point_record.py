@@ -130,18 +130,28 @@ def exact_zero_rows_note(rows: list[dict]) -> str:
     return "; ".join(notes)
 
 
+#: The overlaps of :func:`max_relative_error`: q, m, V, theta -> the matrix form's invariant of each.
+OVERLAP_INVARIANTS = {"q": "q0_eigenvalues", "m": "m_norms", "V": "V0_eigenvalues", "theta": "th0_singular_values"}
+
+
 def max_relative_error(rec: dict) -> float:
-    """max err_k / |k| over the non-zero overlaps q, m, V, theta of a record with error bars (NaN when one is NaN),
-    leaving out an order parameter that the reached branch's symmetry holds at 0 (m on the semantic branch, theta on
-    the positional one, both on the agnostic one; :data:`~attnphase.numerics.phase.branch_end.BRANCH_FLOORS` names
-    those that are not): its value there is the solver's residue (theta ~ 1e-12 on an agnostic point reached from
-    the semantic start), not an accuracy."""
+    """max err_k / |k| over the non-zero overlaps q, m, V, theta of a record with error bars (at rank r every entry
+    of their invariants, :data:`OVERLAP_INVARIANTS`; NaN when a bar is NaN), leaving out an order parameter that the
+    reached branch's symmetry holds at 0 (m on the semantic branch, theta on the positional one, both on the agnostic
+    one; :data:`~attnphase.numerics.phase.branch_end.BRANCH_FLOORS` names those that are not): its value there is
+    the solver's residue (theta ~ 1e-12 on an agnostic point reached from the semantic start), not an accuracy."""
     from attnphase.numerics.phase.branch_end import BRANCH_FLOORS
 
     held = set()
     if rec.get("branch") in BRANCH_FLOORS:
         held = {"m", "theta"} - {"theta" if name == "th0" else name for name, _ in BRANCH_FLOORS[rec["branch"]]}
-    rel = [rec[f"err_{k}"] / abs(rec[k]) for k in RESULT_KEYS[:4] if rec.get(k) and k not in held]  # q, m, V, theta
+    rel = []
+    for k, invariant in OVERLAP_INVARIANTS.items():
+        key = k if k in rec else invariant
+        if k in held or not rec.get(key):
+            continue
+        values, errs = (rec[key], rec[f"err_{key}"]) if isinstance(rec[key], list) else ([rec[key]], [rec[f"err_{key}"]])
+        rel += [e / abs(v) for v, e in zip(values, errs) if v]
     return max(rel) if rel and all(math.isfinite(r) for r in rel) else math.nan
 
 

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     rec, reason = solve_record(fp, args.branch)
     if not scalar:
         if fp.status.converged:
-            rec = _matrix_error_bars(rec, fp, cfg, n_rules)
+            rec = _matrix_error_bars(rec, fp, cfg, n_rules, getattr(args, "precision", None) or "default")
         rec["reason"] = rec.pop("reason")
         return print_record(rec, reason, fp.status.converged, args.json, show=outputs.json_value)
     if fp.status.converged:
@@ -105,10 +105,10 @@ def _error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, args: argparse.Names
     return rec, fp
 
 
-def _matrix_error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int) -> dict:
+def _matrix_error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, tier: str) -> dict:
     """The matrix form's ``err_<key>`` (:mod:`attnphase.numerics.errors.replicates`: the rule's blocks, or ``n_rules``
-    independent rules); ``replicates`` counts the replicates on ``fp``'s branch (no bars below two),
-    ``replicates_tried`` all."""
+    independent rules), ``max_relative_error`` and the note where it misses the precision ``tier``'s target;
+    ``replicates`` counts the replicates on ``fp``'s branch (no bars below two), ``replicates_tried`` all."""
     from attnphase.numerics.errors.quadrature_error import error_bars_note
     from attnphase.numerics.errors.replicates import replicate_count, replicate_errors, replicate_points
 
@@ -126,6 +126,8 @@ def _matrix_error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int) -> dict:
         rec["error_note"] = (f"no error bars: only {rec['replicates']} of {rec['replicates_tried']} replicates "
                              "converged on this branch (a spread needs two)")
     else:
+        rec["max_relative_error"] = max_relative_error(rec)
+        precision_note(rec["max_relative_error"], tier)
         note = matrix_bars_note(rec)
         if note:  # a bar of 0, or none, is never silent (the scalar form's exact_zero_note)
             rec["error_note"] = note

@@ -279,6 +279,11 @@ def test_solve_reports_its_largest_relative_error_bar_and_says_when_the_tier_mis
     assert point_record.max_relative_error(rec | residue | {"branch": "agnostic"}) == pytest.approx(1e-2)
     assert point_record.max_relative_error(rec | {"m": 1e-13, "err_m": 1e-13, "branch": "semantic"}) == pytest.approx(1e-2)
     assert point_record.max_relative_error(rec | residue | {"branch": "semantic"}) == pytest.approx(1.0)
+    # at rank r over every entry of the overlaps' invariants (r = 1, r* = 3: a th0 singular value of 0.066 +- 0.052)
+    matrix = {"branch": "semantic", "q0_eigenvalues": [1.028], "err_q0_eigenvalues": [0.0022],
+              "V0_eigenvalues": [74.9], "err_V0_eigenvalues": [0.51], "th0_singular_values": [0.066],
+              "err_th0_singular_values": [0.052], "m_norms": [1e-13, 0.0], "err_m_norms": [1e-13, 0.0]}
+    assert point_record.max_relative_error(matrix) == pytest.approx(0.052 / 0.066)
     point_record.precision_note(1e-2, "fast")
     assert capsys.readouterr().err == ""
     point_record.precision_note(1e-2, "default")
@@ -288,3 +293,17 @@ def test_solve_reports_its_largest_relative_error_bar_and_says_when_the_tier_mis
     rec = json.loads(out.out)
     assert rec["max_relative_error"] == pytest.approx(point_record.max_relative_error(rec)) and rec["max_relative_error"] > 1e-3
     assert "above the default tier's target" in out.err
+
+
+def test_rank2_solve_prints_each_invariant_with_its_bar_and_its_largest_relative_bar(capsys) -> None:
+    """The rank-r solve printed q0's eigenvalues etc. without their bars (the JSON had them) and no
+    max_relative_error or tier note: now as the scalar form."""
+    from attnphase.display import record_lines
+
+    assert main(["solve", "--alpha", "2", "--rank", "2", "--branch", "mixed", "--json"]) == 0
+    out = capsys.readouterr()
+    rec = json.loads(out.out)
+    assert rec["replicates"] >= 2 and rec["max_relative_error"] == pytest.approx(point_record.max_relative_error(rec))
+    assert rec["max_relative_error"] > 1e-3 and "above the default tier's target" in out.err
+    [line] = [ln for ln in record_lines(rec) if ln.strip().startswith("q0_eigenvalues")]  # the text form's line
+    assert line.count(" +- ") == 2, line

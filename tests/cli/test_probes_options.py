@@ -78,6 +78,17 @@ def test_bars_of_a_finite_d_mean_print_beside_it():
     assert lines == ["eps_g  0.031974 +- 0.000067", "    q  0.45812"], lines
 
 
+def test_a_matrix_invariant_prints_each_entry_with_its_bar():
+    """The rank-r record's invariants (q0's eigenvalues, ...) carry a list of bars: the text shows each entry with
+    its own (it printed the values alone, the bars only in the JSON)."""
+    from attnphase.display import record_lines
+
+    lines = record_lines({"q0_eigenvalues": [0.3156531, 0.0701211], "err_q0_eigenvalues": [0.00224, 0.00031],
+                          "m_norms": [0.0, 0.0], "err_m_norms": [0.0, 0.0], "gauge_angle": [0.1, 0.2]})
+    assert lines == ["q0_eigenvalues  [0.3157 +- 0.0022, 0.07012 +- 0.00031]", "       m_norms  [0 +- 0, 0 +- 0]",
+                     "   gauge_angle  [0.1, 0.2]"], lines
+
+
 def test_simulate_text_has_the_json_keys_each_mean_with_its_bar(capsys, monkeypatch):
     """``simulate`` printed every field with 16 digits and eps_g apart from its standard error, and text and JSON
     had different keys; at L = 3 the defaults of --A and --P went unannounced."""
