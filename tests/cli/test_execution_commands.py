@@ -88,6 +88,11 @@ def test_show_without_a_dataset_is_a_one_line_error(tmp_path, capsys) -> None:
     assert main(["show", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no dataset (*.nc)" in err[0]
+    table = tmp_path / "sweep_semantic_omega0.3.csv"  # a job's CSV given for its dataset: said so, with the folder
+    table.write_text("alpha,q\n1,0.2\n")
+    assert main(["show", str(table)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is one of a job's tables or figures" in err[0] and repr(str(tmp_path)) in err[0], err
 
 
 @pytest.mark.heavy
