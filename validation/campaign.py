@@ -110,16 +110,16 @@ def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = Tru
     from attnphase.execution import ExecutorSpec, run_tasks
     from attnphase.execution.progress import TaskBar, failure_summary, task_counts
 
-    from .jobs import simulation_task, theory_task, validation_version
+    from .jobs import simulation_task, simulation_version, theory_task, validation_version
 
     t0 = time.perf_counter()
     specs = list(dict.fromkeys(plan.sweep_specs() + plan.heat_specs() + plan.fss_specs()))  # each simulation once
     jobs, other_omegas = _theory_jobs(plan)
-    version = validation_version()
-    tasks = [theory_task(j, version) for j in jobs] + [simulation_task(s, version) for s in specs]
+    version, sim_version = validation_version(), simulation_version()  # a numerics edit keeps the stored runs
+    tasks = [theory_task(j, version) for j in jobs] + [simulation_task(s, sim_version) for s in specs]
     with TaskBar("validate (theory + simulations)", quiet=not progress) as bar:
         outs = run_tasks(tasks, executor=executor or ExecutorSpec(), store=store, fresh=fresh,
-                         version=version, progress=bar)
+                         version=f"theory {version}, simulations {sim_version}", progress=bar)
     theory_outs, sim_outs = outs[:len(jobs)], outs[len(jobs):]
     failed_theory = [o for o in theory_outs if not o.ok]
     if failed_theory:

@@ -19,8 +19,10 @@ from attnphase.execution.dataset import Variable, annotate
 from .experiments import SimResult, SimSpec, run_simulation
 from .reference import TheoryAtOmega, theory_at_omega
 
-#: The layers a validation task runs.
+#: The layers a validation task runs: a theory task all three, a simulation the model's parameters and the
+#: simulation code alone (it imports nothing of the numerics, so a change there leaves the stored runs valid).
 VALIDATION_CODE = ("attnphase.theory", "attnphase.numerics", "attnphase.validation")
+SIMULATION_CODE = ("attnphase.theory", "attnphase.validation")
 RUN_OBSERVABLES = ("m", "theta", "q", "eps_g", "e_t", "eps_lin")
 
 
@@ -31,10 +33,17 @@ PRESENTATION = ("report.py", "plots.py", "dataset.py", "latex.py", "notes.py",
 
 
 def validation_version() -> str:
+    """The code version of the theory tasks' keys (:data:`VALIDATION_CODE`)."""
     return code_version(*VALIDATION_CODE, exclude=PRESENTATION)
 
 
+def simulation_version() -> str:
+    """The code version of the simulation tasks' keys (:data:`SIMULATION_CODE`)."""
+    return code_version(*SIMULATION_CODE, exclude=PRESENTATION)
+
+
 def simulation_task(spec: SimSpec, version: str) -> Task:
+    """One gradient-descent run, keyed by its spec and ``version`` (:func:`simulation_version`)."""
     identity = asdict(spec) | {"params": spec.params.to_dict()}
     label = f"d={spec.d} alpha={spec.alpha:g} omega={spec.params.omega:g} {spec.init} seed {spec.seed}"
     return Task(task_key(run_simulation, identity, version), label, run_simulation, spec)

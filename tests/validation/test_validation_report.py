@@ -271,3 +271,24 @@ def test_the_small_alpha_verdict_weighs_the_aligned_theory_and_names_every_consi
     assert "global: no converged point" in alone
     none = global_vs_local_at(summary({"global": 0.1, "local": 0.0, "aligned": 0.5}), 0.8)["verdict"]
     assert none.startswith("gradient descent follows none of the theories")
+
+
+def test_a_simulation_runs_no_numerics_code_so_its_key_leaves_the_numerics_out():
+    """validate's simulation tasks are keyed by the simulation code (validation.jobs.SIMULATION_CODE), so an edit of
+    the numerics keeps a campaign's stored runs; that holds only while a run imports nothing of the numerics, which a
+    fresh process checks here (tiny d, every start)."""
+    import subprocess
+    import sys
+
+    from attnphase.validation.jobs import SIMULATION_CODE, simulation_version, validation_version
+
+    code = ("import sys\n"
+            "from attnphase.validation.experiments import SimSpec, run_simulation\n"
+            "from attnphase.theory.params import ModelParams\n"
+            "for init in ('semantic', 'positional', 'random'):\n"
+            "    run_simulation(SimSpec(d=8, alpha=2.0, init=init, params=ModelParams(), n_test=16, device='cpu'))\n"
+            "print(sorted(m for m in sys.modules if m.startswith('attnphase.')))\n")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    loaded = eval(out)
+    assert loaded and not [m for m in loaded if m.startswith("attnphase.numerics")], loaded
+    assert "attnphase.numerics" not in SIMULATION_CODE and simulation_version() != validation_version()
