@@ -218,8 +218,9 @@ def map_followed(row: dict[str, Any], ends: dict[str, float | None] | None = Non
     why_not_global = (_no_point(row, "global", ends.get("global")) if outcome["global"] is None
                       else f"the global-prox {row['branch']} point differs ({obs} {gd:.3g} vs {g_th[obs]:.3g})")
     if outcome["aligned"]:
+        rule = f" on {a_th['rule']}, the default rule's solve not converging" if a_th.get("rule") else ""
         return {"map": "aligned", "reason": f"{why_not_global}; GD stays in the basin its {row['init']} start set, "
-                f"which the aligned-prox SE follows ({obs} {a_th[obs]:.3g}, agrees)"}
+                f"which the aligned-prox SE follows ({obs} {a_th[obs]:.3g}{rule}, agrees)"}
     if outcome["aligned"] is None:
         why_not_aligned = _no_point(row, "aligned", ends.get("aligned"))
     else:

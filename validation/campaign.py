@@ -51,7 +51,8 @@ def _theory_values(theory: TheoryAtOmega | None, branch: str, prox: str, alpha: 
         if abs(rec["alpha"] - alpha) < 1e-9:
             return {"branch_reached": rec["branch"], "converged": rec["converged"],
                     "exists": exists_at(rec, branch, curve.end), "abs_m": abs(rec["m"]), "abs_theta": abs(rec["theta"]),
-                    "q": rec["q"], "eps_g": rec["eps_g"], "e_t": rec["e_t"], "eps_lin": rec["eps_lin"]}
+                    "q": rec["q"], "eps_g": rec["eps_g"], "e_t": rec["e_t"], "eps_lin": rec["eps_lin"],
+                    "rule": rec.get("rule")}
     return None
 
 

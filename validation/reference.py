@@ -20,6 +20,12 @@ from attnphase.theory.params import ModelParams
 
 PROX_MODES = ("global", "local", "aligned")
 
+#: The aligned map is not smooth where the lowest minimum on the student's side changes, and its solve on the
+#: default rule fails more often than the global map's (semantic branch, alpha = 0.6 and 0.7, omega = 0.3: the
+#: rule's blocks do not reproduce the point).  Such a point of an aligned curve is solved again on this rule, warm
+#: from the curve's nearest converged point on the branch; its record names the rule (``rule``).
+ALIGNED_RESCUE_QUADRATURE = "sobol12:4"
+
 
 @dataclass(frozen=True)
 class TheorySettings:
@@ -132,9 +138,31 @@ def _curve(
     res = existing
     if res is None or [float(p.alpha) for p in _points(res)] != grid:
         res = sweep(params, grid, branch=branch, **settings.sweep_kwargs(prox))
-    records = tuple(_record(fp) for fp in _points(res))
+    points = _points(res)
+    records = tuple(_record(fp) for fp in points)
+    if prox == "aligned":
+        records = _rescued(params, branch, points, records, settings.sweep_kwargs(prox)["config"])
     end = getattr(res, "end", None)
     return BranchCurve(branch, prox, records, float(end.alpha) if end is not None else math.nan)
+
+
+def _rescued(params: ModelParams, branch: str, points: list[Any], records: tuple[dict[str, Any], ...],
+             config: Any) -> tuple[dict[str, Any], ...]:
+    """``records`` with each point that did not converge solved again on :data:`ALIGNED_RESCUE_QUADRATURE`, warm from
+    the nearest converged point on ``branch`` (kept, with ``rule``, where that solve converges)."""
+    from attnphase.numerics import solve
+
+    good = [fp for fp in points if fp.status.converged and fp.branch == branch]
+    out = list(records)
+    for i, fp in enumerate(points):
+        if fp.status.converged or not good:
+            continue
+        near = min(good, key=lambda g: abs(g.alpha - fp.alpha))
+        again = solve(params, fp.alpha, branch, init=near.overlaps,
+                      config=config.replace(quadrature=ALIGNED_RESCUE_QUADRATURE))
+        if again.status.converged:
+            out[i] = _record(again) | {"rule": ALIGNED_RESCUE_QUADRATURE}
+    return tuple(out)
 
 
 def theory_at_omega(params: ModelParams, alphas: Sequence[float], boundaries: Sequence[str] = ("global",),

@@ -292,3 +292,25 @@ def test_a_simulation_runs_no_numerics_code_so_its_key_leaves_the_numerics_out()
     loaded = eval(out)
     assert loaded and not [m for m in loaded if m.startswith("attnphase.numerics")], loaded
     assert "attnphase.numerics" not in SIMULATION_CODE and simulation_version() != validation_version()
+
+
+def test_an_aligned_point_the_rule_misses_is_solved_again_on_the_finer_rule(monkeypatch):
+    """validate's aligned curves: a point whose solve did not converge on the curve's rule is solved again on
+    reference.ALIGNED_RESCUE_QUADRATURE, warm from the nearest converged point, and its record names that rule (at
+    omega = 0.3, alpha = 0.6 and 0.7 the default rule misses the semantic point; docs/validation.md).  Here a
+    converged point is marked as missed on a small rule, so the test stays cheap."""
+    import dataclasses
+
+    from attnphase.numerics import SolverConfig, sweep
+    from attnphase.validation import reference
+
+    params, cfg = ModelParams(omega=0.3), SolverConfig(prox="aligned", quadrature="sobol8:4")
+    points = list(sweep(params, [0.9, 1.0], "semantic", config=cfg).points)
+    assert all(p.status.converged and p.branch == "semantic" for p in points)
+    missed = dataclasses.replace(points[0], status=dataclasses.replace(points[0].status, converged=False))
+    records = tuple(reference._record(p) for p in (missed, points[1]))
+    monkeypatch.setattr(reference, "ALIGNED_RESCUE_QUADRATURE", "sobol9:4")
+    out = reference._rescued(params, "semantic", [missed, points[1]], records, cfg)
+    assert out[1] == records[1] and "rule" not in out[1]  # a converged point is kept as it is
+    assert out[0]["converged"] and out[0]["branch"] == "semantic" and out[0]["rule"] == "sobol9:4"
+    assert out[0]["alpha"] == 0.9 and abs(out[0]["theta"] - records[0]["theta"]) < 0.02
