@@ -52,6 +52,13 @@ def with_error(value: Any, err: Any) -> str:
     return f"{value:.{mantissa}e} +- {err:.{BAR_DIGITS - 1}e}"
 
 
+def values_with_errors(values: Any, errors: Any) -> list[str]:
+    """Each entry of a list of values with its bar by :func:`with_error` (the value alone where ``errors`` is not a
+    list of the same length)."""
+    errs = list(errors) if isinstance(errors, (list, tuple)) and len(errors) == len(values) else [None] * len(values)
+    return [with_error(x, e) for x, e in zip(values, errs)]
+
+
 def record_lines(rec: dict, show: Any = None) -> list[str]:
     """``key  value`` lines of a record: a value with its bar ``err_<key>`` by :func:`with_error` on one line (a list
     with a list of bars entry by entry), other numbers by :func:`plain`, anything else by ``show`` (default ``str``)."""
@@ -65,7 +72,7 @@ def record_lines(rec: dict, show: Any = None) -> list[str]:
             text = with_error(v, err)
         elif (isinstance(v, (list, tuple)) and v and all(finite(x) for x in v) and isinstance(err, (list, tuple))
               and len(err) == len(v)):
-            text = "[" + ", ".join(with_error(x, e) for x, e in zip(v, err)) + "]"  # a matrix invariant, entrywise
+            text = "[" + ", ".join(values_with_errors(v, err)) + "]"  # a matrix invariant, entry by entry
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
             text = plain(v, 2 if k in ("residual", "max_relative_error") else PLAIN_DIGITS)
         elif isinstance(v, (list, tuple)) and v and all(isinstance(x, float) for x in v):

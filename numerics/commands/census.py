@@ -13,7 +13,7 @@ from typing import Any
 
 from attnphase import options as opt
 from attnphase import outputs, solver_options, work, workload
-from attnphase.display import finite, with_error
+from attnphase.display import finite, values_with_errors, with_error
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.commands.common import command_line, point_setup, ranks_from_args
 from attnphase.numerics.commands.point_record import exact_zero_rows_note, matrix_record, solve_record
@@ -161,17 +161,11 @@ def _print_table(points: list[dict], scalar: bool) -> None:
     for p in points:
         up = ("minimum" if p is points[0] else f"{with_error(p['delta_e_t'], p['err_delta_e_t'])} "
               f"({p['separation_paired']:.1f})" if finite(p["err_delta_e_t"]) else f"{p['delta_e_t']:.2e}")
-        inv = "; ".join(_values_with_errors(p[k], p.get(f"err_{k}")) for k in ("q0_eigenvalues", "V0_eigenvalues",
+        inv = "; ".join(" ".join(values_with_errors(p[k], p.get(f"err_{k}"))) for k in ("q0_eigenvalues", "V0_eigenvalues",
                                                                                 "th0_singular_values", "m_norms"))
         print(f"{p['branch']:>10} {with_error(p['e_t'], p['err_e_t']):>24} {up:>30} "
               f"{with_error(p['eps_g'], p.get('err_eps_g')):>22} {str(p['stable']):>6} {p['leading_eigenvalue']:6.3f}  "
               f"{inv}, {p['starts']}")
-
-
-def _values_with_errors(values: Any, errors: Any) -> str:
-    """A list of invariants, each with its bar (``0.7043 +- 0.0012``; the value alone where it has none)."""
-    errs = list(errors) if isinstance(errors, (list, tuple)) and len(errors) == len(values) else [None] * len(values)
-    return " ".join(with_error(x, e) for x, e in zip(values, errs))
 
 
 def _summary(obj: dict, cfg: Any) -> int:
