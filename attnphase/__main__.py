@@ -28,8 +28,7 @@ def run() -> int:
 
             code = main()
     except BaseException as exc:
-        stop = interrupts.as_stop(exc)
-        if stop is None:
+        if (stop := interrupts.as_stop(exc)) is None:
             raise
         code = interrupts.stopped(stop)
     return interrupts.exit_code_kept(code)

@@ -18,13 +18,12 @@ from types import ModuleType
 from attnphase import __version__, outputs, work
 
 #: The command modules, in help order.
-COMMANDS = (
-    "attnphase.theory.commands.derive", "attnphase.numerics.commands.solve", "attnphase.numerics.commands.sweep",
-    "attnphase.numerics.commands.phase_diagram", "attnphase.numerics.commands.census",
-    "attnphase.validation.commands.simulate", "attnphase.validation.commands.validate",
-    "attnphase.validation.commands.check", "attnphase.validation.commands.histogram",
-    "attnphase.numerics.commands.scan", "attnphase.execution.commands.show",
-)
+COMMANDS = ("attnphase.theory.commands.derive", "attnphase.numerics.commands.solve",
+            "attnphase.numerics.commands.sweep", "attnphase.numerics.commands.phase_diagram",
+            "attnphase.numerics.commands.census", "attnphase.validation.commands.simulate",
+            "attnphase.validation.commands.validate", "attnphase.validation.commands.check",
+            "attnphase.validation.commands.histogram", "attnphase.numerics.commands.scan",
+            "attnphase.execution.commands.show")
 
 #: An argument that starts with "-" and then a digit or ".digit" is a value, never an option
 #: (``--alpha -1:2:3``, ``--lam -0.1``, ``--omega -1e-3``): no option of attnphase looks like that.

@@ -34,5 +34,3 @@ def chains_from_args(args: argparse.Namespace, omegas: list[float], workers: int
     if len(w) < 2 or mode == "off" or (mode == "auto" and not dense):
         return 0
     return max(1, min(workers * math.ceil(len(w) / (workers * CHAIN_LENGTH)), len(w) // 2))
-
-

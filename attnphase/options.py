@@ -23,17 +23,13 @@ from attnphase.numerics.grids import even_grid
 MODEL_COMMANDS = ("derive", "solve", "sweep", "phase-diagram", "census", "simulate", "validate", "check")
 
 #: Model options: (option, ModelParams field).
-MODEL_OPTIONS = (
-    ("--L", "L"), ("--sigma", "sigma"), ("--A", "A"), ("--P", "P"),
-    ("--omega", "omega"), ("--lam", "lam"), ("--rho0", "rho0"), ("--rank", "r"), ("--teacher-rank", "r_star"),
-    ("--token-cov", "C"),
-)
+MODEL_OPTIONS = (("--L", "L"), ("--sigma", "sigma"), ("--A", "A"), ("--P", "P"), ("--omega", "omega"), ("--lam", "lam"),
+                 ("--rho0", "rho0"), ("--rank", "r"), ("--teacher-rank", "r_star"), ("--token-cov", "C"))
 
 #: The most values a numeric list may hold (each command caps its grid lower: attnphase.workload.check_grid).
 MAX_VALUES = 1_000_000
 
 RANGE_SYNTAX = "NUMBER, a,b,c or START:STOP:NUM (NUM values from START to STOP, both included)"
-_RANGE_EXAMPLE = "e.g. 2, 0.5,1,2 or 0.5:2:16"
 
 
 def _exact(text: str, value: float) -> Fraction:
@@ -48,7 +44,7 @@ def parse_values(text: str, option: str, *, positive: bool = False, distinct: bo
     """Values of a numeric list option: ``NUMBER``, ``a,b,c`` or ``START:STOP:NUM`` (NUM evenly spaced values, both
     ends included), or a comma list of those; ``positive``: every value > 0; ``distinct``: no value twice."""
     values: list[float] = []
-    bad = ValueError(f"{option} must be {RANGE_SYNTAX}; {_RANGE_EXAMPLE}; got {text!r}")
+    bad = ValueError(f"{option} must be {RANGE_SYNTAX}; e.g. 2, 0.5,1,2 or 0.5:2:16; got {text!r}")
     for item in str(text).strip().split(","):
         parts = [s.strip() for s in item.split(":")]
         try:
@@ -64,12 +60,9 @@ def parse_values(text: str, option: str, *, positive: bool = False, distinct: bo
             raise ValueError(f"{option}: NUM in START:STOP:NUM must be an integer >= 1, got {text!r}")
         if num + len(values) > MAX_VALUES:
             raise ValueError(f"{option}: {num} values is more than any command takes (at most {MAX_VALUES}), got {text!r}")
-        if num == 1:
-            values.append(start)
-            continue
-        if not (math.isfinite(start) and math.isfinite(stop)):
+        if num > 1 and not (math.isfinite(start) and math.isfinite(stop)):
             raise ValueError(f"{option} values must be finite numbers, got {text!r}")
-        values.extend(even_grid(_exact(parts[0], start), _exact(parts[1], stop), num))
+        values.extend(even_grid(_exact(parts[0], start), _exact(parts[1], stop), num) if num > 1 else [start])
     if not all(math.isfinite(v) for v in values):
         raise ValueError(f"{option} values must be finite numbers, got {text!r}")
     if positive and min(values) <= 0:
@@ -116,31 +109,23 @@ def add_estimator_option(p: argparse.ArgumentParser, bayes_does: str) -> None:
                    f"posterior mean (docs/bayes-optimal.md): {bayes_does}")
 
 
-def add_model_options(
-    p: argparse.ArgumentParser, *, omega_range: bool = False, omega_default: str = "0.3", omega_help: str = "",
-    scan: bool = False,
-) -> None:
+def add_model_options(p: argparse.ArgumentParser, *, omega_range: bool = False, omega_default: str = "0.3",
+                      omega_help: str = "", scan: bool = False) -> None:
     """Add the model group; ``omega_range``: ``--omega`` takes a range; ``scan``: ``--L``, ``--lam``, ``--rho0``
     take lists and ``--sigma`` values separated by ";" (:func:`scan_from_args`)."""
     g = p.add_argument_group("model (docs/model.md section 1; the paper's defaults)")
     many = f"; scan: a list, {RANGE_SYNTAX}" if scan else ""
     g.add_argument("--L", type=str if scan else int, default="2" if scan else 2, metavar="L",
                    help=f"sequence length L >= 2 (default 2){many}")
-    g.add_argument(
-        "--sigma", default="0.5", metavar="S",
-        help="token standard deviation sigma_l: one number for every token, or L numbers (a,b,c or START:STOP:NUM) "
-        "(default 0.5)" + ('; scan: several such values separated by ";"' if scan else ""),
-    )
-    g.add_argument(
-        "--A", default=None, metavar="MATRIX",
-        help='row-stochastic positional part of the teacher, rows separated by ";" '
-        '(default "0.6,0.4;0.4,0.6" for L = 2, else 0.6 on the diagonal and 0.4 spread over each row)',
-    )
-    g.add_argument(
-        "--P", default=None, metavar="MATRIX",
-        help='Gram matrix p_l.p_k of the positional encodings, rows separated by ";" '
-        '(default "1,-1;-1,1" for L = 2, else the identity)',
-    )
+    g.add_argument("--sigma", default="0.5", metavar="S",
+                   help="token standard deviation sigma_l: one number for every token, or L numbers (a,b,c or "
+                   "START:STOP:NUM) (default 0.5)" + ('; scan: several such values separated by ";"' if scan else ""))
+    g.add_argument("--A", default=None, metavar="MATRIX",
+                   help='row-stochastic positional part of the teacher, rows separated by ";" (default '
+                   '"0.6,0.4;0.4,0.6" for L = 2, else 0.6 on the diagonal and 0.4 spread over each row)')
+    g.add_argument("--P", default=None, metavar="MATRIX",
+                   help='Gram matrix p_l.p_k of the positional encodings, rows separated by ";" '
+                   '(default "1,-1;-1,1" for L = 2, else the identity)')
     scanned = f"; the values scanned: {RANGE_SYNTAX}" if omega_range else ""
     g.add_argument("--omega", default=omega_default, metavar="RANGE" if omega_range else "OMEGA",
                    help=f"weight omega of A in the teacher, in [0, 1]{scanned} (default {omega_default})"
@@ -171,6 +156,7 @@ def scan_from_args(args: argparse.Namespace) -> tuple[str, list[Any], list[Any],
         raise ValueError(f"--sigma must be one or more values separated by \";\", got {args.sigma!r}")
     if any(v != int(v) for v in lists["--L"]):
         raise ValueError(f"--L values must be integers >= 2, got {args.L!r}")
+    lists["--L"] = [int(v) for v in lists["--L"]]
     scanned = [o for o, v in lists.items() if len(v) > 1]
     if len(scanned) != 1:
         raise ValueError("scan needs a list of values for exactly one of --lam, --rho0, --L, --sigma (the second "
@@ -179,13 +165,10 @@ def scan_from_args(args: argparse.Namespace) -> tuple[str, list[Any], list[Any],
     if len(set(map(str, values))) != len(values):
         raise ValueError(f"{option}: the scanned values must differ, got {getattr(args, SCAN_OPTIONS[option])!r}")
     omegas = parse_values(args.omega, "--omega")
-    models = []
-    for v in values:
-        one = argparse.Namespace(**vars(args) | {SCAN_OPTIONS[o]: v if o == option else vals[0]
-                                                 for o, vals in lists.items()})
-        one.L = int(one.L)
-        models.append(omegas_from_args(one, omegas)[0])
-    return SCAN_OPTIONS[option], [int(v) if option == "--L" else v for v in values], models, omegas
+    firsts = {SCAN_OPTIONS[o]: vals[0] for o, vals in lists.items()}
+    models = [omegas_from_args(argparse.Namespace(**vars(args) | firsts | {SCAN_OPTIONS[option]: v}), omegas)[0]
+              for v in values]
+    return SCAN_OPTIONS[option], values, models, omegas
 
 
 def model_options_given(args: argparse.Namespace) -> list[str]:
@@ -224,10 +207,9 @@ def params_from_args(args: argparse.Namespace, omega: float | None = None):
     # --token-cov fixes sigma_l = sqrt(C[l, l]): the default --sigma does not compete with it
     sigma = None if cov is not None and args.sigma == "0.5" else _sigma(args.sigma)
     with model_errors():
-        params = ModelParams(
-            L=args.L, sigma=sigma, A=_matrix(args.A, "--A"), P=_matrix(args.P, "--P"), omega=omega, lam=args.lam,
-            rho0=args.rho0, r=getattr(args, "rank", 1), r_star=getattr(args, "teacher_rank", 1), C=cov,
-        )
+        params = ModelParams(L=args.L, sigma=sigma, A=_matrix(args.A, "--A"), P=_matrix(args.P, "--P"), omega=omega,
+                             lam=args.lam, rho0=args.rho0, r=getattr(args, "rank", 1),
+                             r_star=getattr(args, "teacher_rank", 1), C=cov)
     check_rank(params, command)
     return params
 
@@ -243,8 +225,7 @@ def model_errors():
         yield
     except ValueError as exc:
         msg = str(exc)
-        field = re.match(r"\w+", msg)
-        option = _OPTION_OF_FIELD.get(field.group(0)) if field else None
+        option = _OPTION_OF_FIELD.get(field.group(0)) if (field := re.match(r"\w+", msg)) else None
         if option is None or msg.startswith(option):
             raise
         raise ValueError(f"{option}: {msg}") from None

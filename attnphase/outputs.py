@@ -53,9 +53,7 @@ def shown_path(path: str | Path) -> str:
 
 def _nearest_existing(path: Path) -> Path:
     p = path.absolute()
-    while not os.path.lexists(p) and p != p.parent:
-        p = p.parent
-    return p
+    return next((q for q in [p, *p.parents] if os.path.lexists(q)), Path(p.anchor))
 
 
 def _dangling_link(path: Path) -> Path | None:

@@ -25,8 +25,7 @@ PRECISION_TIERS = ("default", "fast", "precise")
 SOLVER_DEFAULTS: dict[str, Any] = {
     "prox": "global", "backend": "auto", "quadrature": "sobol10:4", "e_t_quadrature": None,
     "alpha_c_quadrature": "sobol16:4", "alpha_l_quadrature": "sobol12:4", "bifurcation_quadrature": "sobol15:4",
-    "end_quadrature": "sobol12:4", "branch_end": "bifurcation", "tol": 1e-10,
-}
+    "end_quadrature": "sobol12:4", "branch_end": "bifurcation", "tol": 1e-10}
 
 #: Solver options: (option, SolverConfig field).  The argparse dest is the field name.
 SOLVER_OPTIONS = tuple(("--" + field.replace("_", "-"), field) for field in SOLVER_DEFAULTS)
@@ -42,26 +41,20 @@ def add_solver_options(p: argparse.ArgumentParser) -> None:
     """Add the solver group (every field a SolverConfig takes from the command line)."""
     d = SOLVER_DEFAULTS
     g = p.add_argument_group("solver (docs/method.md)")
-    g.add_argument(
-        "--prox", choices=PROX_MODES, default=None,
-        help=f"proximal map: global minimiser, local from h = 0 (the paper's), or aligned: the lowest minimiser "
-        f"on the side of the student's mean field m + (th0/rho0) h* (the basin gradient descent keeps from "
-        f"its start: the teacher's mirror image on the semantic branch, the positional one on the positional "
-        f"branch) (default {d['prox']})",
-    )
-    g.add_argument(
-        "--backend", choices=BACKENDS, default=None,
-        help=f"proximal solver: compiled with numba when it imports (auto), or forced; torch: batched on "
-        f"$ATTNPHASE_TORCH_DEVICE (default cuda when present, else cpu); "
-        f"$ATTNPHASE_PROX_BACKEND overrides auto (default {d['backend']})",
-    )
-    g.add_argument(
-        "--precision", choices=PRECISION_TIERS, default=None,
-        help="the rules of every quadrature role at once: fast (a quarter to a sixteenth of the points), default, or "
-        "precise (16-64x the points); an explicit --*-quadrature option overrides its role (docs/method.md "
-        "sections 7-8: the rules and the accuracy of each tier) (default default)",
-    )
-    rule_help = {
+    g.add_argument("--prox", choices=PROX_MODES, default=None,
+                   help="proximal map: global minimiser, local from h = 0 (the paper's), or aligned: the lowest "
+                   "minimiser on the side of the student's mean field m + (th0/rho0) h* (the basin gradient descent "
+                   "keeps from its start: the teacher's mirror image on the semantic branch, the positional one on the "
+                   f"positional branch) (default {d['prox']})")
+    g.add_argument("--backend", choices=BACKENDS, default=None,
+                   help="proximal solver: compiled with numba when it imports (auto), or forced; torch: batched on "
+                   "$ATTNPHASE_TORCH_DEVICE (default cuda when present, else cpu); $ATTNPHASE_PROX_BACKEND overrides "
+                   f"auto (default {d['backend']})")
+    g.add_argument("--precision", choices=PRECISION_TIERS, default=None,
+                   help="the rules of every quadrature role at once: fast (a quarter to a sixteenth of the points), "
+                   "default, or precise (16-64x the points); an explicit --*-quadrature option overrides its role "
+                   "(docs/method.md sections 7-8: the rules and the accuracy of each tier) (default default)")
+    for field, text in {
         "quadrature": f"rule of every state-evolution solve: {RULE_SYNTAX} (default {d['quadrature']})",
         "e_t_quadrature": "re-evaluate E[M] in e_t at each converged point on this finer rule, e.g. sobol16 (e_t is "
         "stationary in the overlaps, so it gets that rule's accuracy); none: the solve's rule (default none)",
@@ -74,15 +67,12 @@ def add_solver_options(p: argparse.ArgumentParser) -> None:
         "end_quadrature": "rule of the re-solve (warm) of the agnostic point at a bifurcation's last secant point, "
         "which moves the branch end by one linearised step (sweep, phase-diagram); none: the solve rule's secant root "
         f"(default {d['end_quadrature']})",
-    }
-    for field, text in rule_help.items():
+    }.items():
         g.add_argument("--" + field.replace("_", "-"), default=None, metavar="RULE", help=text)
-    g.add_argument(
-        "--branch-end", dest="branch_end", choices=BRANCH_END_STRATEGIES, default=None,
-        help="how a branch's end is located (sweep, phase-diagram): where the agnostic branch turns unstable "
-        "(bifurcation), or by a trace at fixed theta / bisection in alpha (trace; noisier) "
-        f"(default {d['branch_end']})",
-    )
+    g.add_argument("--branch-end", dest="branch_end", choices=BRANCH_END_STRATEGIES, default=None,
+                   help="how a branch's end is located (sweep, phase-diagram): where the agnostic branch turns "
+                   "unstable (bifurcation), or by a trace at fixed theta / bisection in alpha (trace; noisier) "
+                   f"(default {d['branch_end']})")
     g.add_argument("--tol", type=float, default=None, metavar="TOL",
                    help=f"fixed-point residual tolerance, in [1e-14, 1e-6]: far below the quadrature error, above round-off "
                    f"(default {d['tol']:g})")

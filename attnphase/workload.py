@@ -193,9 +193,7 @@ def wall_seconds(task_seconds: Sequence[float], workers: int) -> float:
 def cluster_seconds(workers: int, wall: float) -> float:
     """CPU seconds of a local Dask cluster of ``workers`` (none for one worker: the tasks run in this process) that
     runs ``wall`` seconds: :data:`WORKER_START_SECONDS` and :data:`CLUSTER_SECONDS_PER_WALL_SECOND` per worker."""
-    if workers <= 1:
-        return 0.0
-    return workers * (WORKER_START_SECONDS + CLUSTER_SECONDS_PER_WALL_SECOND * wall)
+    return 0.0 if workers <= 1 else workers * (WORKER_START_SECONDS + CLUSTER_SECONDS_PER_WALL_SECOND * wall)
 
 
 def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis: str, *, quiet: bool = False,
@@ -204,12 +202,11 @@ def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis
     ``cores`` > 0, on loops using every core), ``own`` the command's CPU seconds besides them; returns that estimate."""
     n = len(task_seconds)
     if cores:
-        t, on = sum(task_seconds) / cores + own, f"{cores} core{'s' if cores != 1 else ''}"
-        cpu = sum(task_seconds) + own
+        t, on = sum(task_seconds) / cores, f"{cores} core{'s' if cores != 1 else ''}"
     else:
         t, on = wall_seconds(task_seconds, workers), f"{workers} worker{'s' if workers != 1 else ''}"
-        cpu = sum(task_seconds) + own + cluster_seconds(min(workers, n), t)
-        t += own
+    cpu = sum(task_seconds) + own + (0.0 if cores else cluster_seconds(min(workers, n), t))
+    t += own
     if not quiet and t >= min_seconds:
         print(f"attnphase: {what}: {n} task{'s' if n != 1 else ''}, about {format_duration(t)} on {on} "
               f"({cpu_phrase(cpu)} in all; {basis}; from measured CPU times, attnphase/workload.py: "
@@ -260,6 +257,5 @@ def bayes_task_seconds(n_alphas: int, L: int) -> float:
     """CPU seconds of one Bayes-optimal task over ``n_alphas`` alphas at L tokens: :data:`BAYES_TASK_SECONDS` +
     ``n_alphas`` x :data:`BAYES_POINT_SECONDS` (L past the measured ones: L = 4's, x 8 per further token)."""
     top = max(BAYES_TASK_SECONDS)
-    scale = 8.0 ** max(0, L - top)
     key = min(max(L, min(BAYES_TASK_SECONDS)), top)
-    return (BAYES_TASK_SECONDS[key] + n_alphas * BAYES_POINT_SECONDS[key]) * scale
+    return (BAYES_TASK_SECONDS[key] + n_alphas * BAYES_POINT_SECONDS[key]) * 8.0 ** max(0, L - top)

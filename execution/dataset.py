@@ -166,8 +166,7 @@ def cf_problems(ds: Any) -> list[str]:
                 out.append(f"{name}: coordinate variable not strictly monotonic")
         out += [f"{name}: ancillary variable {anc} is not in the file"
                 for anc in str(var.attrs.get("ancillary_variables", "")).split() if anc not in ds.variables]
-        of = error_name(name)
-        if of is not None and of in ds.variables:
+        if (of := error_name(name)) is not None and of in ds.variables:
             if not str(var.attrs.get("long_name", "")).startswith(ERROR_KINDS):
                 out.append(f"{name}: long_name does not say what error it is ({' / '.join(ERROR_KINDS)} ...)")
             if var.attrs.get("units") != ds[of].attrs.get("units"):
@@ -213,15 +212,11 @@ def describe(ds: Any, name: str = "") -> str:
     lines = [f"{name or ds.attrs.get('job', 'dataset')}: {ds.attrs.get('job', '')} job, created "
              f"{ds.attrs.get('created', '?')}, code {ds.attrs.get('code_version', '?')}"]
     lines.append("dimensions: " + ", ".join(f"{d} = {n}" for d, n in ds.sizes.items()))
-    for d in ds.dims:
-        if d in ds.coords:
-            v = ds.coords[d].values
-            shown = ", ".join(_fmt(x) for x in v[:8]) + (", ..." if len(v) > 8 else "")
-            lines.append(f"  {d}: {shown}")
+    lines += [f"  {d}: " + ", ".join(_fmt(x) for x in ds.coords[d].values[:8]) + (", ..." if ds.sizes[d] > 8 else "")
+              for d in ds.dims if d in ds.coords]
     if "status" in ds:
         st = ds["status"].values.ravel()
-        counts = {s: int((st == s).sum()) for s in sorted(set(map(str, st))) if s}
-        lines.append("tasks: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+        lines.append("tasks: " + ", ".join(f"{int((st == s).sum())} {s}" for s in sorted(set(map(str, st))) if s))
         if "error" in ds:
             errs = sorted({str(e).splitlines()[0] for e in ds["error"].values.ravel() if str(e)})
             lines += [f"  failed: {e}" for e in errs[:5]]
@@ -233,8 +228,7 @@ def describe(ds: Any, name: str = "") -> str:
         if var.dtype.kind == "f":
             vals = var.values
             finite = int(np.isfinite(vals).sum())
-            seen = vals[~np.isnan(vals)]
-            rng = f"[{_fmt(float(seen.min()))}, {_fmt(float(seen.max()))}]" if finite else ""
+            rng = f"[{_fmt(float(np.nanmin(vals)))}, {_fmt(float(np.nanmax(vals)))}]" if finite else ""
             lines.append(f"  {k}({', '.join(var.dims)}): {finite}/{vals.size} finite {rng}  {desc}".rstrip())
         else:
             lines.append(f"  {k}({', '.join(var.dims)})  {desc}".rstrip())

@@ -103,16 +103,9 @@ def call_task(fn: Callable[[Any], Any], arg: Any) -> tuple[str, Any, str, float]
     return "done", value, "", time.perf_counter() - t0
 
 
-def run_tasks(
-    tasks: Sequence[Task],
-    *,
-    executor: ExecutorSpec = ExecutorSpec(),
-    store: ResultStore | None = None,
-    fresh: bool = False,
-    version: str = "",
-    progress: Progress | None = None,
-    prepare: Callable[[], None] | None = None,
-) -> list[Outcome]:
+def run_tasks(tasks: Sequence[Task], *, executor: ExecutorSpec = ExecutorSpec(), store: ResultStore | None = None,
+              fresh: bool = False, version: str = "", progress: Progress | None = None,
+              prepare: Callable[[], None] | None = None) -> list[Outcome]:
     """One :class:`Outcome` per task, in order: read from ``store`` where it holds the task as done
     (unless ``fresh``), computed on ``executor`` otherwise and written to ``store`` as each finishes
     (failed tasks too, with their error; a rerun computes them again).  ``version``: written beside
@@ -129,8 +122,7 @@ def run_tasks(
     progress.start(len(tasks), len(tasks) - len(todo), len(store.corrupted) if store else 0)
 
     def record(i: int, status: str, value: Any, error: str, seconds: float) -> None:
-        t = tasks[i]
-        out[i] = Outcome(t.key, t.label, status, value, error, seconds)
+        out[i] = Outcome(tasks[i].key, tasks[i].label, status, value, error, seconds)
         if store is not None:
             store.save(out[i], version)
         progress.finished(out[i])

@@ -65,8 +65,6 @@ def code_version(*packages: str, exclude: tuple[str, ...] = ()) -> str:
         root = Path(list(spec.submodule_search_locations)[0])
         for path in sorted(root.rglob("*.py")):
             rel = str(path.relative_to(root))
-            if rel.startswith(exclude):
-                continue
-            h.update(rel.encode())
-            h.update(path.read_bytes())
+            if not rel.startswith(exclude):
+                h.update(rel.encode() + path.read_bytes())
     return f"{__version__}+{h.hexdigest()[:12]}"

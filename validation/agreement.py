@@ -221,8 +221,6 @@ def map_followed(row: dict[str, Any], ends: dict[str, float | None] | None = Non
         rule = f" on {a_th['rule']}, the default rule's solve not converging" if a_th.get("rule") else ""
         return {"map": "aligned", "reason": f"{why_not_global}; GD stays in the basin its {row['init']} start set, "
                 f"which the aligned-prox SE follows ({obs} {a_th[obs]:.3g}{rule}, agrees)"}
-    if outcome["aligned"] is None:
-        why_not_aligned = _no_point(row, "aligned", ends.get("aligned"))
-    else:
-        why_not_aligned = f"the aligned-prox point differs too ({obs} {a_th[obs]:.3g})"
+    why_not_aligned = (_no_point(row, "aligned", ends.get("aligned")) if outcome["aligned"] is None
+                       else f"the aligned-prox point differs too ({obs} {a_th[obs]:.3g})")
     return {"map": "neither", "reason": f"{why_not_global}; {why_not_aligned}"}

@@ -47,13 +47,11 @@ def _theory_values(theory: TheoryAtOmega | None, branch: str, prox: str, alpha: 
     if theory is None or (branch, prox) not in theory.curves:
         return None
     curve = theory.curve(branch, prox)
-    for rec in curve.records:
-        if abs(rec["alpha"] - alpha) < 1e-9:
-            return {"branch_reached": rec["branch"], "converged": rec["converged"],
-                    "exists": exists_at(rec, branch, curve.end), "abs_m": abs(rec["m"]), "abs_theta": abs(rec["theta"]),
-                    "q": rec["q"], "eps_g": rec["eps_g"], "e_t": rec["e_t"], "eps_lin": rec["eps_lin"],
-                    "rule": rec.get("rule")}
-    return None
+    rec = next((r for r in curve.records if abs(r["alpha"] - alpha) < 1e-9), None)
+    return None if rec is None else {
+        "branch_reached": rec["branch"], "converged": rec["converged"], "exists": exists_at(rec, branch, curve.end),
+        "abs_m": abs(rec["m"]), "abs_theta": abs(rec["theta"]), "q": rec["q"], "eps_g": rec["eps_g"], "e_t": rec["e_t"],
+        "eps_lin": rec["eps_lin"], "rule": rec.get("rule")}
 
 
 def group_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega]) -> list[dict[str, Any]]:
@@ -127,9 +125,6 @@ def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = Tru
         raise RuntimeError(f"theory task failed: {failed_theory[0].label}: {failed_theory[0].reason}")
     theories = [o.value for o in theory_outs]
     results: list[SimResult] = [o.value for o in sim_outs if o.ok]
-    sim_seconds = sum(o.seconds for o in sim_outs if o.ok)
-    # measured in each task (its process's CPU time): a task's wall time is longer on a busy machine
-    sim_cpu = sum(r.cpu_seconds for r in results)
     counts = {**task_counts(outs), "failures": failure_summary(outs)}
     cached_before = [o.status == "stored" for o in theory_outs]
 
@@ -146,8 +141,9 @@ def run_campaign(plan: ValidationPlan, out_dir: str | Path, progress: bool = Tru
     return {
         "plan": plan.to_dict(),
         "wall_seconds": time.perf_counter() - t0,
-        "simulation_seconds": sim_seconds,
-        "simulation_cpu_seconds": sim_cpu,
+        "simulation_seconds": sum(o.seconds for o in sim_outs if o.ok),
+        # measured in each task (its process's CPU time): a task's wall time is longer on a busy machine
+        "simulation_cpu_seconds": sum(r.cpu_seconds for r in results),
         "theory_seconds": sum(t.seconds for t, cached in zip(theories, cached_before) if not cached),
         "theory_cpu_seconds": sum(t.cpu_seconds for t, cached in zip(theories, cached_before) if not cached),
         "theory_jobs_cached": sum(cached_before),

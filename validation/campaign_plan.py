@@ -62,11 +62,8 @@ class ValidationPlan:
         return [self._spec(self.d, a, init, s, self.params) for a in self.alphas for init in INITS for s in self.seeds]
 
     def heat_specs(self) -> list[SimSpec]:
-        return [
-            self._spec(self.d, a, init, s, self.params.replace(omega=w))
-            for w in self.heat_omegas for a in self.heat_alphas
-            for init in ("semantic", "positional") for s in self.heat_seeds
-        ]
+        return [self._spec(self.d, a, init, s, self.params.replace(omega=w)) for w in self.heat_omegas
+                for a in self.heat_alphas for init in ("semantic", "positional") for s in self.heat_seeds]
 
     def fss_specs(self) -> list[SimSpec]:
         return [self._spec(d, a, init, s, self.params) for d in self.fss_ds for a, init in self.fss_cases for s in self.fss_seeds]
@@ -76,9 +73,7 @@ class ValidationPlan:
                        device=self.device, dtype=self.dtype)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["params"] = self.params.to_dict()
-        return out
+        return asdict(self) | {"params": self.params.to_dict()}
 
 
 def validation_plan(quick: bool = False, d: int | None = None, seeds: int | None = None,

@@ -27,11 +27,8 @@ from .training import INITS, TrainConfig, check_choice, initial_Q, train
 _STREAMS = {"teacher": 0, "train": 1, "test": 2, "init": 3, "amp": 4}
 
 #: Keys of the ``attnphase simulate --json`` object, in order.
-JSON_KEYS = (
-    "d", "alpha", "omega", "init", "optimizer", "seed", "m", "theta", "q",
-    "eps_g", "e_t", "eps_lin", "steps", "converged", "status", "grad_norm", "grad_tol", "seconds", "n", "n_test",
-    "err_eps_g", "err_eps_lin",
-)
+JSON_KEYS = ("d", "alpha", "omega", "init", "optimizer", "seed", "m", "theta", "q", "eps_g", "e_t", "eps_lin", "steps",
+             "converged", "status", "grad_norm", "grad_tol", "seconds", "n", "n_test", "err_eps_g", "err_eps_lin")
 #: The JSON's name of a field where the two differ: an error bar is ``err_<name>`` in every output.
 _JSON_FIELD = {"err_eps_g": "eps_g_se", "err_eps_lin": "eps_lin_se"}
 #: Keys ``simulate --json`` adds when a rank is above 1 (the rotation invariants, docs/model.md section 7).
@@ -163,8 +160,7 @@ def run_simulation(spec: SimSpec) -> SimResult:
     g = prepare(teacher, sample(teacher, n, generator(spec.seed, "train")))
     Q0 = initial_Q(spec.init, teacher, p.r, generator(spec.seed, "init"), spec.train.random_scale)
     res = train(Q0, g, p.lam, spec.train)
-    B = fit_linear(g)
-    errs = test_errors(res.Q, B, teacher, generator(spec.seed, "test"), spec.n_test)
+    errs = test_errors(res.Q, fit_linear(g), teacher, generator(spec.seed, "test"), spec.n_test)
     ov = overlaps(res.Q, teacher)
     e_t = training_objective(res.Q, g, p.lam)
     if device.type == "cuda":

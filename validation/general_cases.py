@@ -96,10 +96,9 @@ class GeneralPlan:
                        n_test=self.n_test, device=self.device, dtype=self.dtype)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["cases"] = [{"key": c.key, "title": c.title, "params": c.params.to_dict(), "alphas": list(c.alphas),
-                         "theory": "rank-r" if is_rank_case(c.params) else "rank-1"} for c in self.cases]
-        return out
+        cases = [{"key": c.key, "title": c.title, "params": c.params.to_dict(), "alphas": list(c.alphas),
+                  "theory": "rank-r" if is_rank_case(c.params) else "rank-1"} for c in self.cases]
+        return asdict(self) | {"cases": cases}
 
 
 def select_cases(keys: str | None) -> tuple[SuiteCase, ...]:
@@ -109,8 +108,7 @@ def select_cases(keys: str | None) -> tuple[SuiteCase, ...]:
         return GENERAL_CASES
     wanted = [k.strip().strip("()") for k in keys.split(",") if k.strip()]
     known = [c.key for c in GENERAL_CASES]
-    bad = [k for k in wanted if k not in known]
-    if bad or not wanted:
+    if not wanted or any(k not in known for k in wanted):
         raise ValueError(f"--cases must be a comma-separated list of {', '.join(known)}, got {keys!r}")
     return tuple(c for c in GENERAL_CASES if c.key in wanted)
 

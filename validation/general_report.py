@@ -67,13 +67,11 @@ def _aligned_points(top: Any, bottom: Any, rows: list[dict[str, Any]]) -> None:
 def figure_legend_entries(axes: Any) -> tuple[list[Any], list[str]]:
     """Every labelled artist of ``axes``, each label once (the first panel that draws it): one legend for the
     figure, so a marker drawn only in a later panel (the aligned-prox diamonds, a rank-r case's points) is in it."""
-    handles, labels = [], []
+    entries: dict[str, Any] = {}
     for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels()):
-            if lab not in labels:
-                handles.append(h)
-                labels.append(lab)
-    return handles, labels
+            entries.setdefault(lab, h)
+    return list(entries.values()), list(entries)
 
 
 def _is_rank(theory: dict[str, Any] | None) -> bool:
@@ -140,9 +138,7 @@ def table_lines(summary: dict[str, Any]) -> list[str]:
             obs = "abs_theta" if r["init"] == "semantic" else "m_norm"
             th = r["theory"] or {}
             name = "abs(theta)" if obs == "abs_theta" else "abs(m)"
-            verdict = r["status"]
-            if r["status"] == "disagrees":
-                verdict += " (" + ", ".join(o for o, ok in r["agrees"].items() if ok is False) + ")"
+            verdict = rule_verdict(r["agrees"]) if r["status"] == "disagrees" else r["status"]
             if r.get("mixed_agrees") and all(r["mixed_agrees"].values()):
                 verdict += "; GD at the mixed point (agrees with it)"
             if r["status"] != "agrees" and rule_verdict(r.get("aligned_agrees")) == "agrees":
@@ -279,9 +275,8 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
             against = [(obs, "", (r["theory"] or {}).get(obs)) for obs in r["agrees"] if r["status"] == "disagrees"]
             against += [(obs, " (mixed point)", r["mixed"][obs]) for obs, ok in (r.get("mixed_agrees") or {}).items()
                         if ok is False]
-            for obs, what, th in against:
-                cells = " | ".join(_pm(p, obs) for p in r["trend"])
-                lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {obs}{what} | {_f(th)} | {cells} |")
+            lines += [f"| ({case['key']}) | {r['alpha']} | {r['init']} | {obs}{what} | {_f(th)} | "
+                      + " | ".join(_pm(p, obs) for p in r["trend"]) + " |" for obs, what, th in against]
     lines += ["", "## Figure", "",
               "* `general_suite.png`: per case, theory branches (only where they exist; a tick up from the x axis where one ends) and GD "
               "means ± std; dotted: the alpha the runs straddle. Rank-r cases: the rank-r fixed points as stars (semantic "

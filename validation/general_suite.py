@@ -38,13 +38,11 @@ def theory_point(theory: TheoryAtOmega | InvariantPoints | None, init: str, alph
     if theory is None or (init, "global") not in theory.curves:
         return None
     curve = theory.curve(init, "global")
-    for rec in curve.records:
-        if abs(rec["alpha"] - alpha) < 1e-9:
-            return {"branch_reached": rec["branch"], "converged": rec["converged"],
-                    "exists": exists_at(rec, init, curve.end),
-                    "m_norm": rec.get("m_norm", abs(rec["m"])), "abs_theta": abs(rec["theta"]), "q": rec["q"],
-                    "eps_g": rec["eps_g"], "e_t": rec["e_t"]}
-    return None
+    rec = next((r for r in curve.records if abs(r["alpha"] - alpha) < 1e-9), None)
+    return None if rec is None else {
+        "branch_reached": rec["branch"], "converged": rec["converged"], "exists": exists_at(rec, init, curve.end),
+        "m_norm": rec.get("m_norm", abs(rec["m"])), "abs_theta": abs(rec["theta"]), "q": rec["q"],
+        "eps_g": rec["eps_g"], "e_t": rec["e_t"]}
 
 
 #: The observables a rank-r row is compared on against the mixed fixed point (both overlaps and eps_g).
@@ -82,13 +80,11 @@ def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega |
         row.update(seed_means(rs, OBSERVABLES))
         row["agrees"] = _compare(row, row["theory"], COMPARED[init])
         if isinstance(theory, InvariantPoints):
-            mixed = theory.point(alpha, "mixed")
-            row["mixed"] = mixed
+            row["mixed"] = mixed = theory.point(alpha, "mixed")
             row["mixed_agrees"] = _compare(row, mixed if mixed is not None and mixed["exists"] else None,
                                            MIXED_COMPARED)
         if aligned and (alpha, init) in aligned:
-            pt = aligned[(alpha, init)]
-            row["aligned"] = pt
+            row["aligned"] = pt = aligned[(alpha, init)]
             row["aligned_agrees"] = _compare(row, pt if pt["exists"] else None, COMPARED[init])
         row["status"] = ("no theory" if theory is None else
                          "no theory point" if any(v is None for v in row["agrees"].values()) else

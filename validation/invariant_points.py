@@ -67,9 +67,7 @@ def point_job(job: SolveJob) -> dict[str, Any]:
     t0 = time.perf_counter()
     fp, _, tries = solve_on_branch(lambda c: solve(job.params, job.alpha, job.branch, config=c), job.config,
                                    job.branch)
-    out = invariant_point(fp, job.branch, time.perf_counter() - t0)
-    out["tries"] = tries
-    return out
+    return invariant_point(fp, job.branch, time.perf_counter() - t0) | {"tries": tries}
 
 
 def point_task(job: SolveJob, version: str) -> Task:
@@ -94,10 +92,7 @@ class InvariantPoints:
     seconds: float
 
     def point(self, alpha: float, branch: str) -> dict[str, Any] | None:
-        for (a, b), rec in self.points.items():
-            if b == branch and abs(a - alpha) < 1e-9:
-                return rec
-        return None
+        return next((rec for (a, b), rec in self.points.items() if b == branch and abs(a - alpha) < 1e-9), None)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": "rank", "quadrature": self.quadrature, "eps_lin": self.eps_lin, "seconds": self.seconds,

@@ -58,8 +58,7 @@ def theory_task(job: tuple[Any, ...], version: str) -> Task:
     params, alphas, boundaries, extra, settings = job
     identity = {"params": params.to_dict(), "alphas": list(alphas), "boundaries": list(boundaries),
                 "extra_curves": [list(c) for c in extra], "settings": asdict(settings)}
-    return Task(task_key(theory_job, identity, version), f"theory omega={params.omega:g}",
-                theory_job, tuple(job))
+    return Task(task_key(theory_job, identity, version), f"theory omega={params.omega:g}", theory_job, tuple(job))
 
 
 def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAtOmega], attrs: dict[str, Any]):
@@ -111,8 +110,7 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
                     for k in th:
                         th[k][i, ai[rec["alpha"]], branches.index(branch), proxes.index(prox)] = rec[k]
     coords = axes | {"theory_omega": th_om, "theory_alpha": th_alpha, "branch": branches, "prox": proxes}
-    for k, v in th.items():
-        dv[f"theory_{k}"] = (("theory_omega", "theory_alpha", "branch", "prox"), v)
+    dv.update({f"theory_{k}": (("theory_omega", "theory_alpha", "branch", "prox"), v) for k, v in th.items()})
     dv["theory_alpha_c"] = (("theory_omega", "prox"), alpha_c)
     coords["init"] = np.array(coords["init"], dtype=object)
     return annotate(xr.Dataset(dv, coords=coords, attrs=attrs), validation_variable)

@@ -77,14 +77,11 @@ def test_errors(Q: torch.Tensor, B: torch.Tensor, teacher: Teacher, generator: t
     """Test errors of the attention student ``Q`` and the linear baseline ``B`` on ``n_test`` fresh samples, drawn
     from ``generator`` in chunks of ``chunk`` (memory: ``chunk * L * d`` numbers)."""
     att, lin = [], []
-    left = int(n_test)
     with torch.no_grad():
-        while left > 0:
-            k = min(chunk, left)
-            g = prepare(teacher, sample(teacher, k, generator))
+        for start in range(0, int(n_test), chunk):
+            g = prepare(teacher, sample(teacher, min(chunk, int(n_test) - start), generator))
             att.append(attention_losses(Q, g).double())
             lin.append(linear_losses(B, g).double())
-            left -= k
     a, b = torch.cat(att), torch.cat(lin)
     n = a.numel()
     return TestErrors(float(a.mean()), float(a.std()) / math.sqrt(n), float(b.mean()), float(b.std()) / math.sqrt(n), n)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +52,6 @@ def tiny_bars(ax: Any, stds: Any) -> str:
 
 def say_empty(ax: Any, why: str) -> None:
     """Say in an empty panel why it is empty (never a blank frame a reader takes for a plotting error)."""
-    import textwrap
-
     ax.text(0.5, 0.5, "\n".join(textwrap.wrap(why, 44)), transform=ax.transAxes, ha="center", va="center", fontsize=9,
             color="0.3", gid="why_empty")
 

@@ -183,8 +183,7 @@ def theory_at_omega(params: ModelParams, alphas: Sequence[float], boundaries: Se
     curves: dict[tuple[str, str], BranchCurve] = {}
     for prox in boundaries:
         b = phase_boundaries(params, sorted(alphas), **settings.sweep_kwargs(prox, boundaries=True))
-        alpha_c[prox] = float(b.alpha_c)
-        alpha_l[prox] = float(b.alpha_l)
+        alpha_c[prox], alpha_l[prox] = float(b.alpha_c), float(b.alpha_l)
         notes[prox] = tuple(getattr(b, "notes", ()))
         for branch in BRANCHES:
             curves[(branch, prox)] = _curve(params, alphas, branch, prox, settings, getattr(b, branch, None))

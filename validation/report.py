@@ -77,14 +77,13 @@ def render_markdown(summary: dict[str, Any]) -> str:
     for init, observables in _COMPARED.items():
         top = hl.get(f"{init}_at_alpha_max")
         if top:
-            for o in observables:
-                lines.append(f"| {init} init, {o} | {top['alpha']} | {_pmv(top[f'{o}_sim'], top[f'{o}_std'])} "
-                             f"| {_f(top[f'{o}_theory'])} |")
+            lines += [f"| {init} init, {o} | {top['alpha']} | {_pmv(top[f'{o}_sim'], top[f'{o}_std'])} "
+                      f"| {_f(top[f'{o}_theory'])} |" for o in observables]
         sm = hl.get(f"{init}_at_smallest_agreeing_alpha")
         if sm:
             a = hl[f"{init}_smallest_agreeing_alpha"]
-            for o in observables:
-                lines.append(f"| {init} init, {o} (smallest agreeing alpha) | {a} | {_f(sm[f'{o}_sim'])} | {_f(sm[f'{o}_theory'])} |")
+            lines += [f"| {init} init, {o} (smallest agreeing alpha) | {a} | {_f(sm[f'{o}_sim'])} | "
+                      f"{_f(sm[f'{o}_theory'])} |" for o in observables]
     lines += _extrapolated_lines(hl)
     lines += ["",
               f"Smallest alpha down to which every grid point agrees: semantic init "
@@ -103,16 +102,14 @@ def render_markdown(summary: dict[str, Any]) -> str:
     lines += ["Semantic branch near its end, both modes (theory |theta|, eps_g):", "",
               "| alpha | global abs(theta) | local abs(theta) | global eps_g | local eps_g | GD abs(theta) (semantic init) |",
               "|---|---|---|---|---|---|"]
+
+    def lab(t: dict[str, Any], key: str) -> str:
+        tag = "" if not t or t["branch_reached"] == "semantic" else f" ({t['branch_reached']})"
+        return _f(t[key]) + tag if t else "--"
+
     sem_rows = {r["alpha"]: r for r in summary["sweep"] if r["init"] == "semantic"}
     for a, r in sorted(sem_rows.items()):
         g, loc = r["theory"]["global"] or {}, r["theory"]["local"] or {}
-
-        def lab(t: dict[str, Any], key: str) -> str:
-            if not t:
-                return "--"
-            tag = "" if t["branch_reached"] == "semantic" else f" ({t['branch_reached']})"
-            return _f(t[key]) + tag
-
         lines.append(f"| {a} | {lab(g, 'abs_theta')} | {lab(loc, 'abs_theta')} | {lab(g, 'eps_g')} | "
                      f"{lab(loc, 'eps_g')} | {_pm(r, 'abs_theta')} |")
     lines += _convergence_lines(summary)
@@ -122,11 +119,9 @@ def render_markdown(summary: dict[str, Any]) -> str:
               "", "## Finite-size scaling (fits a + b/d^p, d -> inf value a; the form with the smaller weighted chi^2)", "",
               "| alpha | init | observable | form | a ± err_a | b | theory global | theory local | theory aligned |",
               "|---|---|---|---|---|---|---|---|---|"]
-    for f in summary["finite_size_fits"]:
-        lines.append(f"| {f['alpha']} | {f['init']} | {f['observable']} | {f['form']} | "
-                     f"{_pmv(f['a'], f['a_se'])} | "
-                     f"{_f(f['b'])} | {_f(f['theory']['global'])} | {_f(f['theory']['local'])} | "
-                     f"{_f(f['theory'].get('aligned'))} |")
+    lines += [f"| {f['alpha']} | {f['init']} | {f['observable']} | {f['form']} | {_pmv(f['a'], f['a_se'])} | "
+              f"{_f(f['b'])} | {_f(f['theory']['global'])} | {_f(f['theory']['local'])} | "
+              f"{_f(f['theory'].get('aligned'))} |" for f in summary["finite_size_fits"]]
     dropped = sorted({(f["alpha"], f["init"], tuple(f.get("dropped_d") or ())) for f in summary["finite_size_fits"]
                       if f.get("dropped_d")})
     if dropped:
@@ -183,13 +178,10 @@ def _extrapolated_lines(hl: dict[str, Any]) -> list[str]:
              f"agreement: z = |a - theory| / err_a <= {EXTRAPOLATED_SE:g}, no finite-size allowance):", "",
              "| alpha | init | observable | d | form | a ± err_a | theory (global) | z | agrees |",
              "|---|---|---|---|---|---|---|---|---|"]
-    for v in rows:
-        verdict = "no theory point" if v["agrees"] is None else ("yes" if v["agrees"] else "no")
-        lines.append(f"| {v['alpha']} | {v['init']} | {v['observable']} | {', '.join(map(str, v['ds']))} | "
-                     f"{v['form']} | "
-                     f"{_f(v['extrapolated'])} ± {_f(v['extrapolated_se'], '.2g')} | {_f(v['theory'])} | "
-                     f"{_f(v['distance_se'], '.1f')} | {verdict} |")
-    return lines
+    return lines + [f"| {v['alpha']} | {v['init']} | {v['observable']} | {', '.join(map(str, v['ds']))} | "
+                    f"{v['form']} | {_f(v['extrapolated'])} ± {_f(v['extrapolated_se'], '.2g')} | {_f(v['theory'])} | "
+                    f"{_f(v['distance_se'], '.1f')} | "
+                    f"{'no theory point' if v['agrees'] is None else 'yes' if v['agrees'] else 'no'} |" for v in rows]
 
 
 def _tolerances(summary: dict[str, Any]) -> str:

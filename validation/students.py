@@ -49,8 +49,7 @@ def prepare(teacher: Teacher, data: Dataset) -> GramData:
 
 def fields(Q: torch.Tensor, X: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     """Student fields ``h_l = Q^T (x_l + p_l) / sqrt(d)``: ``(n, L, r)`` from ``Q`` ``(d, r)``."""
-    d = X.shape[-1]
-    return (X @ Q + positions @ Q) / math.sqrt(d)
+    return (X @ Q + positions @ Q) / math.sqrt(X.shape[-1])
 
 
 def attention(h: torch.Tensor) -> torch.Tensor:
@@ -60,8 +59,7 @@ def attention(h: torch.Tensor) -> torch.Tensor:
 
 def attention_output(Q: torch.Tensor, X: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     """Student output ``f_l = sum_k S[l, k] (x_k + p_k)``: ``(n, L, d)``."""
-    S = attention(fields(Q, X, positions))
-    return S @ (X + positions)
+    return attention(fields(Q, X, positions)) @ (X + positions)
 
 
 def attention_losses(Q: torch.Tensor, g: GramData) -> torch.Tensor:

@@ -76,9 +76,7 @@ def run(args: argparse.Namespace) -> int:
         results = run_bayes_checks(params, args.alpha, sizes, seed=args.seed, progress=progress)
     else:
         results = run_checks(params, args.alpha, sizes, only=args.only, seed=args.seed, progress=progress)
-    obj = to_json(params, args.alpha, results)
-    if bayes:
-        obj["estimator"] = "bayes-optimal"
+    obj = to_json(params, args.alpha, results) | ({"estimator": "bayes-optimal"} if bayes else {})
     if args.json:
         print(json.dumps(obj, allow_nan=False))
     else:

@@ -156,10 +156,8 @@ def run(args: argparse.Namespace) -> int:
     alpha, params = _checked_model(args, args.n_test)
     from attnphase.validation.experiments import SimSpec, run_simulation
 
-    spec = SimSpec(
-        d=args.d, alpha=alpha, init=args.init, seed=args.seed, params=params,
-        train=train_config(args, args.optimizer), n_test=args.n_test, device=args.device, dtype=args.dtype,
-    )
+    spec = SimSpec(d=args.d, alpha=alpha, init=args.init, seed=args.seed, params=params,
+                   train=train_config(args, args.optimizer), n_test=args.n_test, device=args.device, dtype=args.dtype)
     work.begin("training the student")
     res = run_simulation(spec)
     print(f"attnphase: note: {SIMULATION_ERROR_NOTE}", file=sys.stderr)

@@ -15,6 +15,7 @@ from attnphase import outputs, work, workload
 from attnphase.validation.commands.finite_d_options import (add_torch_options, add_training_options, check_device,
                                                            check_dimension, check_dtype, check_memory, check_plan_samples,
                                                            check_threads, check_training, train_config)
+from attnphase.validation.output_names import summary_for_output
 
 NAME = "validate"
 HELP = "grid of finite-d simulations against the state evolution: report, summary and figures"
@@ -50,8 +51,7 @@ def warn_unconverged(runs: list[dict]) -> int:
     rows are not counted as agreement); returns how many.  ``runs``: the summary's run dicts."""
     bad = [r for r in runs if not r["converged"]]
     if bad:
-        statuses = sorted({r["status"] for r in bad})
-        counts = ", ".join(f"{sum(r['status'] == s for r in bad)} {s}" for s in statuses)
+        counts = ", ".join(f"{sum(r['status'] == s for r in bad)} {s}" for s in sorted({r["status"] for r in bad}))
         worst = max(bad, key=lambda r: r["grad_norm"])
         print(f"attnphase: warning: {len(bad)} of {len(runs)} runs stopped without reaching the gradient tolerance "
               f"({counts}; largest |grad R|/sqrt(d) {worst['grad_norm']:.2e} after {worst['steps']} steps, d = "
@@ -134,8 +134,6 @@ def run(args: argparse.Namespace) -> int:
                                  fresh=args.fresh, command=command_line())
         summary = json.loads(json.dumps(outputs.json_value(summary)).replace(str(stage), str(out_dir)))
     if args.json:  # as summary.json holds it: the outputs' names (validation/output_names.py)
-        from attnphase.validation.output_names import summary_for_output
-
         print(json.dumps(outputs.json_value(summary_for_output(summary))))
     t = summary["tasks"]
     print(f"wrote {out_dir}/report.md, summary.json, validation.nc and figures ({summary['wall_seconds']:.0f} s; tasks: "
@@ -188,8 +186,6 @@ def _run_general(args: argparse.Namespace) -> int:
         summary = run_general_validation(plan, stage, progress=not args.quiet, store=task_store(out_dir))
         summary = json.loads(json.dumps(outputs.json_value(summary)).replace(str(stage), str(out_dir)))
     if args.json:  # as summary.json holds it: the outputs' names (validation/output_names.py)
-        from attnphase.validation.output_names import summary_for_output
-
         print(json.dumps(outputs.json_value(summary_for_output(summary))))
     print(f"wrote {out_dir}/report.md, summary.json and general_suite.png ({summary['wall_seconds']:.0f} s)",
           file=sys.stderr)

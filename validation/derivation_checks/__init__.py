@@ -47,9 +47,8 @@ def select_checks(only: str | None) -> list[tuple[int, str, Callable[[Context], 
     """The checks named in ``only`` (comma list of numbers or keys; None: all). ValueError for unknown names."""
     if only is None or not only.strip():
         return list(CHECKS)
-    wanted = [s.strip().lower() for s in only.split(",") if s.strip()]
     out = set()
-    for wtd in wanted:
+    for wtd in (s.strip().lower() for s in only.split(",") if s.strip()):
         match = [c for c in CHECKS if wtd in (str(c[0]), c[1])]
         if not match:
             raise ValueError(f"unknown check {wtd!r}: use numbers 1-7 or {', '.join(c[1] for c in CHECKS)}")

@@ -33,8 +33,7 @@ def check_codegen(ctx: Context) -> CheckResult:
 
     comps["target cse vs plain"] = (float(np.max(np.abs(T - kp.target(hs, omega, A)))), 2 * 16 * L * U)
     compare("prox cse vs plain", kc.prox_value_grad_hess(h, w, V, T, s2), kp.prox_value_grad_hess(h, w, V, T, s2), n_c + n_p)
-    lc, lp = kc.loss_grad_hess(h, T, s2), kp.loss_grad_hess(h, T, s2)
-    compare("loss cse vs plain", lc, lp, n_c + n_p)
+    compare("loss cse vs plain", kc.loss_grad_hess(h, T, s2), kp.loss_grad_hess(h, T, s2), n_c + n_p)
     batch = kc.prox_value_grad_hess(h, w, V, T, s2)
     idx = ctx.rng(70).choice(h.shape[0], size=min(ctx.sizes.loop_points, h.shape[0]), replace=False)
     idx = np.union1d(idx, np.arange(h.shape[0] - min(4, pts["n_ext"]), h.shape[0]))  # a few extreme points too

@@ -59,12 +59,10 @@ class CheckResult:
         return head + (f" -- {self.reason}" if self.reason else "")
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "number": self.number, "key": self.key, "title": self.title, "compares": self.compares,
-            "status": self.status, "error": _num(self.error), "tolerance": _num(self.tolerance),
-            "quantity": self.quantity, "units": self.units, "tolerance_from": self.tolerance_from, "reason": self.reason,
-            "seconds": round(self.seconds, 3), "details": _jsonable(self.details),
-        }
+        return {"number": self.number, "key": self.key, "title": self.title, "compares": self.compares,
+                "status": self.status, "error": _num(self.error), "tolerance": _num(self.tolerance),
+                "quantity": self.quantity, "units": self.units, "tolerance_from": self.tolerance_from,
+                "reason": self.reason, "seconds": round(self.seconds, 3), "details": _jsonable(self.details)}
 
 
 def _jsonable(x: Any) -> Any:
@@ -113,11 +111,9 @@ class CheckSizes:
 
 
 FULL = CheckSizes()
-QUICK = CheckSizes(
-    prox_points=60, mc_dims=(250, 500, 1000), mc_samples=1000, hat_rule=10, hat_replicates=5, ridge_d=20_000,
-    se_rule="sobol10", slope_replicates=3, slope_step=0.03, mp_dps=20, loop_points=8,
-    bayes_samples=2**16,
-)
+QUICK = CheckSizes(prox_points=60, mc_dims=(250, 500, 1000), mc_samples=1000, hat_rule=10, hat_replicates=5,
+                   ridge_d=20_000, se_rule="sobol10", slope_replicates=3, slope_step=0.03, mp_dps=20, loop_points=8,
+                   bayes_samples=2**16)
 
 
 @dataclass

@@ -35,8 +35,7 @@ def limit_loss_differences(params: ModelParams, d: int, n: int, rng: np.random.G
     basis, _ = np.linalg.qr(rng.normal(size=(d, L + 2)))
     B, Qstar, noise = basis[:, :L], math.sqrt(params.rho0 * d) * basis[:, L], math.sqrt(d) * basis[:, L + 1]
     p = _positions_factor(params.P_array) @ B.T  # (L, d)
-    c = np.zeros(L)
-    c[0] = 0.5
+    c = 0.5 * np.eye(L)[0]
     Q = 0.8 * Qstar + 0.9 * noise + math.sqrt(d) * B @ c
     diffs, losses = [], []
     for start in range(0, n, chunk):
@@ -71,9 +70,7 @@ def check_limit_loss(ctx: Context) -> CheckResult:
     pred = a + b / np.asarray(ds, dtype=float)
     chi2 = float(np.sum(((np.asarray(means) - pred) / np.asarray(ses)) ** 2))
     r.tolerance_from = f"{Z:g} standard errors of the intercept (weighted least squares over d)"
-    r.details = {
-        "d": ds, "samples per d": n, "Delta(d)": means, "standard error": ses,
-        "intercept a": a, "se(a)": se, "slope b": b, "chi2 of the fit": chi2, "dof": len(ds) - 2,
-        "E[limit loss]": float(np.mean(loss)), "se(a) / E[loss]": se / max(float(np.mean(loss)), 1e-300),
-    }
+    r.details = {"d": ds, "samples per d": n, "Delta(d)": means, "standard error": ses, "intercept a": a, "se(a)": se,
+                 "slope b": b, "chi2 of the fit": chi2, "dof": len(ds) - 2, "E[limit loss]": float(np.mean(loss)),
+                 "se(a) / E[loss]": se / max(float(np.mean(loss)), 1e-300)}
     return _worst(r, {"intercept a": (abs(a), Z * se)}, "absolute, loss units")

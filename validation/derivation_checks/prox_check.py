@@ -89,5 +89,4 @@ def check_prox_derivatives(ctx: Context) -> CheckResult:
         "max |Hessian - FD| / terms": float(np.max(np.abs(H - H1) / dscale[:, None, None])),
         "max |Hessian - autograd| (absolute)": float(np.max(np.abs(H - Ht))),
     }
-    units = "relative to the terms' size; FD: the entry with the largest error / tolerance"
-    return _worst(r, comps, units)
+    return _worst(r, comps, "relative to the terms' size; FD: the entry with the largest error / tolerance")

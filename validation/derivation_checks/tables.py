@@ -21,9 +21,8 @@ def _fmt(x: float) -> str:
 def text_table(results: Sequence[CheckResult]) -> str:
     """The console table: one row per check, then each check's key numbers."""
     rows = [("#", "check", "what it compares", "worst component", "error", "tolerance", "result", "time")]
-    for r in results:
-        rows.append((str(r.number), r.key, r.compares, r.quantity or "-", _fmt(r.error), _fmt(r.tolerance),
-                     r.status.upper() if r.status != PASS else "pass", f"{r.seconds:.1f}s"))
+    rows += [(str(r.number), r.key, r.compares, r.quantity or "-", _fmt(r.error), _fmt(r.tolerance),
+              r.status.upper() if r.status != PASS else "pass", f"{r.seconds:.1f}s") for r in results]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(wd) for c, wd in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * wd for wd in widths))
@@ -33,8 +32,7 @@ def text_table(results: Sequence[CheckResult]) -> str:
         if r.status == SKIP:
             lines.append(f"    skipped: {r.reason}")
             continue
-        for name, vals in r.details.items():
-            lines.append(f"    {name}: {_short(vals)}")
+        lines += [f"    {name}: {_short(vals)}" for name, vals in r.details.items()]
         lines.append(f"    error and tolerance: {r.units}; tolerance from {r.tolerance_from}")
         if r.status == FAIL:
             lines.append(f"    FAILED: {r.reason}")
@@ -64,27 +62,19 @@ def markdown_table(params: ModelParams, alpha: float, results: Sequence[CheckRes
         "| # | Check | What it compares | Worst component | Measured error | Tolerance | Tolerance from | Result |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for r in results:
-        why = r.reason if r.status == SKIP else r.tolerance_from
-        lines.append(
-            f"| {r.number} | {r.title} | {r.compares} | {r.quantity or '-'} | {_fmt(r.error)} | {_fmt(r.tolerance)} | "
-            f"{why} | {r.status} |"
-        )
+    lines += [f"| {r.number} | {r.title} | {r.compares} | {r.quantity or '-'} | {_fmt(r.error)} | {_fmt(r.tolerance)} "
+              f"| {r.reason if r.status == SKIP else r.tolerance_from} | {r.status} |" for r in results]
     fails = [r for r in results if r.status == FAIL]
     lines += ["", f"{sum(r.status == PASS for r in results)} passed, {len(fails)} failed, "
               f"{sum(r.status == SKIP for r in results)} skipped."]
-    for r in fails:
-        lines.append(f"* {r.line()}")
+    lines += [f"* {r.line()}" for r in fails]
     return "\n".join(lines) + "\n"
 
 
 def to_json(params: ModelParams, alpha: float, results: Sequence[CheckResult]) -> dict[str, Any]:
     """One JSON object: the model, alpha, a list of checks, and the overall result."""
-    return {
-        "model": params.to_dict(), "alpha": alpha,
-        "passed": all(r.status != FAIL for r in results),
-        "checks": [r.as_dict() for r in results],
-    }
+    return {"model": params.to_dict(), "alpha": alpha, "passed": all(r.status != FAIL for r in results),
+            "checks": [r.as_dict() for r in results]}
 
 
 #: The columns of ``check.csv``, one row per check (docs/reference/outputs.md).

@@ -90,9 +90,7 @@ class HistogramTransformer(nn.Module):
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         """``h = [E_tok[x] ; E_pos]``, shape ``(B, L, d)``, for tokens ``x`` of shape ``(B, L)``."""
-        tok = self.tok_emb[x]
-        pos = self.pos_emb.unsqueeze(0).expand(x.shape[0], -1, -1)
-        return torch.cat([tok, pos], dim=-1)
+        return torch.cat([self.tok_emb[x], self.pos_emb.unsqueeze(0).expand(x.shape[0], -1, -1)], dim=-1)
 
     def attention(self, h: torch.Tensor) -> torch.Tensor:
         """Attention weights ``A``, shape ``(B, L, L)``, computed from the allowed slice of ``h``."""

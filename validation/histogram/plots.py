@@ -29,8 +29,7 @@ def plot_attention_grid(examples: torch.Tensor, attention: Mapping[str, torch.Te
     (``[i, j]``: how much query position ``i`` attends to key position ``j``), then the token-equality matrix."""
     panels = [(name, attention[name].cpu().numpy()) for name in columns if name in attention]
     panels.append((EQUALITY, token_equality(examples.cpu()).numpy()))
-    n_rows, n_cols = examples.shape[0], len(panels)
-    seq_len = examples.shape[1]
+    (n_rows, seq_len), n_cols = examples.shape, len(panels)
     fig = Figure(figsize=(2.7 * n_cols + 0.6, 2.6 * n_rows + 0.6), constrained_layout=True)
     FigureCanvasAgg(fig)
     axes = fig.subplots(n_rows, n_cols, squeeze=False)

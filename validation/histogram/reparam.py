@@ -50,8 +50,5 @@ def masked_qk_fraction(model: HistogramTransformer, restriction: str) -> float:
 def max_output_difference(a: HistogramTransformer, b: HistogramTransformer, x: torch.Tensor,
                           batch_size: int = 4096) -> float:
     """``max |logits_a(x) - logits_b(x)|`` over all inputs, positions and classes."""
-    worst = 0.0
-    for start in range(0, x.shape[0], batch_size):
-        chunk = x[start : start + batch_size]
-        worst = max(worst, float((a(chunk) - b(chunk)).abs().max()))
-    return worst
+    chunks = (x[start : start + batch_size] for start in range(0, x.shape[0], batch_size))
+    return max([0.0, *(float((a(c) - b(c)).abs().max()) for c in chunks)])

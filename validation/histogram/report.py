@@ -99,10 +99,9 @@ def render_markdown(result: ExperimentResult) -> str:
             "| masked QK share after |",
             "|---|---|---|---|---|",
         ]
-        for v in reparams:
-            info = v.reparam
-            lines.append(f"| {v.name} | {info.max_output_diff:.2e} | {info.before_val_acc:.4f} -> {v.val_acc:.4f} | "
-                         f"{info.before_score.score:.3f} -> {v.score.score:.3f} | {info.masked_qk_fraction:.2e} |")
+        lines += [f"| {v.name} | {v.reparam.max_output_diff:.2e} | {v.reparam.before_val_acc:.4f} -> {v.val_acc:.4f} | "
+                  f"{v.reparam.before_score.score:.3f} -> {v.score.score:.3f} | {v.reparam.masked_qk_fraction:.2e} |"
+                  for v in reparams]
     lines += [
         "", "## Score", "",
         f"Over {next(iter(result.variants.values())).score.n_inputs} validation inputs: "

@@ -36,9 +36,7 @@ class AttentionScore:
 
 def _offdiag(m: torch.Tensor) -> torch.Tensor:
     """The off-diagonal entries of ``(N, L, L)`` as ``(N, L * (L - 1))``."""
-    L = m.shape[-1]
-    mask = ~torch.eye(L, dtype=torch.bool, device=m.device)
-    return m[:, mask]
+    return m[:, ~torch.eye(m.shape[-1], dtype=torch.bool, device=m.device)]
 
 
 def rowwise_correlation(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
