@@ -40,6 +40,20 @@ MATRIX_KEYS = ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_nor
                "e_t_direct", "gauge_angle")
 
 
+#: An overlap this small is zero at round-off (q of a student the ridge penalty holds at Q = 0 is ~1e-30): it has no
+#: relative error.
+ZERO_OVERLAP = 1e-12
+
+
+def zero_student(fp) -> str:
+    """", the student Q = 0 (q = ...)" where ``fp``'s q = Tr q0 is not above :data:`ZERO_OVERLAP` (a reason's
+    clause), else ""."""
+    import numpy as np
+
+    q = float(np.trace(np.atleast_2d(fp.overlaps.q0)))
+    return f", the student Q = 0 (q = {q:.1e})" if q <= ZERO_OVERLAP else ""
+
+
 def _reason(fp, requested: str) -> str:
     """Why ``fp`` is not a result on the requested branch ("" when it is)."""
     if not fp.status.converged:
@@ -49,7 +63,7 @@ def _reason(fp, requested: str) -> str:
         # the evidence of an absent branch (numerics.se.stalls.judge_agnostic_image)
         evidence = f" ({fp.status.message})" if fp.status.message.startswith("absent:") else ""
         return (f"no {requested} fixed point found at alpha = {fp.alpha:g}, omega = {fp.params.omega:g}: "
-                f"the solve from the {requested} start converged to the {fp.branch} one{evidence}")
+                f"the solve from the {requested} start converged to the {fp.branch} one{zero_student(fp)}{evidence}")
     return ""
 
 
@@ -139,7 +153,8 @@ def max_relative_error(rec: dict) -> float:
     of their invariants, :data:`OVERLAP_INVARIANTS`; NaN when a bar is NaN), leaving out an order parameter that the
     reached branch's symmetry holds at 0 (m on the semantic branch, theta on the positional one, both on the agnostic
     one; :data:`~attnphase.numerics.phase.branch_end.BRANCH_FLOORS` names those that are not): its value there is
-    the solver's residue (theta ~ 1e-12 on an agnostic point reached from the semantic start), not an accuracy."""
+    the solver's residue (theta ~ 1e-12 on an agnostic point reached from the semantic start), not an accuracy; and
+    any entry not above :data:`ZERO_OVERLAP`."""
     from attnphase.numerics.phase.branch_end import BRANCH_FLOORS
 
     held = set()
@@ -151,7 +166,7 @@ def max_relative_error(rec: dict) -> float:
         if k in held or not rec.get(key):
             continue
         values, errs = (rec[key], rec[f"err_{key}"]) if isinstance(rec[key], list) else ([rec[key]], [rec[f"err_{key}"]])
-        rel += [e / abs(v) for v, e in zip(values, errs) if v]
+        rel += [e / abs(v) for v, e in zip(values, errs) if abs(v) > ZERO_OVERLAP]
     return max(rel) if rel and all(math.isfinite(r) for r in rel) else math.nan
 
 

@@ -19,7 +19,8 @@ from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.commands.common import command_line, model_and_config, staged_job, task_store
-from attnphase.numerics.commands.point_record import EXIT_NO_BRANCH, RECORD_KEYS, exact_zero_rows_note, model_echo
+from attnphase.numerics.commands.point_record import (EXIT_NO_BRANCH, RECORD_KEYS, exact_zero_rows_note, model_echo,
+                                                    zero_student)
 
 NAME = "sweep"
 HELP = "follow a branch over a range of alpha (continuation), write a CSV table"
@@ -79,7 +80,7 @@ def row_reasons(res, branch: str) -> list[str]:
         if on_branch(fp, branch):
             return ""
         if fp.status.converged:
-            got = f"the solve converged to the {fp.branch} one" if fp.branch != branch else \
+            got = f"the solve converged to the {fp.branch} one{zero_student(fp)}" if fp.branch != branch else \
                 f"the solve reached a point whose {branch} order parameter is below the branch's floor"
             return f"no {branch} fixed point here: {got}" + (f"; {where}" if where else "")
         if ends and (fp.alpha < end if res.end_side == "below" else fp.alpha > end):  # past the branch's end

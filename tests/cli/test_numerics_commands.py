@@ -295,6 +295,25 @@ def test_solve_reports_its_largest_relative_error_bar_and_says_when_the_tier_mis
     assert "above the default tier's target" in out.err
 
 
+def test_a_student_held_at_zero_is_named_and_its_q_has_no_relative_error(capsys, tmp_path) -> None:
+    """At lambda = 1 the ridge penalty holds the student at Q = 0 (q ~ 1e-47 +- 1e-47): the reason says so, and q
+    (zero at round-off) is not an accuracy of 100 % with a note that the tier missed its target."""
+    rec = {"branch": "agnostic", "q": 1.4e-47, "err_q": 1.4e-47, "m": 0.0, "err_m": 0.0, "V": 1.018, "err_V": 1.4e-4,
+           "theta": 1.9e-24, "err_theta": 1.9e-24}
+    assert point_record.max_relative_error(rec) == pytest.approx(1.4e-4 / 1.018)
+    assert point_record.max_relative_error(rec | {"q": 1e-11, "err_q": 1e-12}) == pytest.approx(0.1)
+    assert main(["solve", "--alpha", "2", "--lam", "1", "--json"]) == 3
+    out = capsys.readouterr()
+    rec = json.loads(out.out)
+    assert rec["branch"] == "agnostic" and rec["q"] < 1e-20 and rec["max_relative_error"] < 1e-3
+    assert "converged to the agnostic one, the student Q = 0 (q = " in rec["reason"]
+    assert "above the default tier's target" not in out.err
+    assert main(["sweep", "--lam", "1", "--alpha", "1,2", "--out", str(tmp_path)]) == 3
+    with open(tmp_path / "sweep_semantic_omega0.3.csv") as f:
+        reasons = [row["reason"] for row in csv.DictReader(f)]
+    assert len(reasons) == 2 and all("the student Q = 0 (q = " in r for r in reasons)
+
+
 def test_rank2_solve_prints_each_invariant_with_its_bar_and_its_largest_relative_bar(capsys) -> None:
     """The rank-r solve printed q0's eigenvalues etc. without their bars (the JSON had them) and no
     max_relative_error or tier note: now as the scalar form."""
