@@ -40,25 +40,19 @@ MATRIX_KEYS = ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_nor
                "e_t_direct", "gauge_angle")
 
 
-#: An overlap this small is zero at round-off (q of a student the ridge penalty holds at Q = 0 is ~1e-30): it has no
-#: relative error.
-ZERO_OVERLAP = 1e-12
-
-
-def zero_student(fp) -> str:
-    """", the student Q = 0 (q = ...)" where ``fp``'s q = Tr q0 is not above :data:`ZERO_OVERLAP` (a reason's
+def zero_student(fp, before: str = ", ") -> str:
+    """``before`` + "the student Q = 0 (q = ...)" where ``fp`` (its best point where it did not converge) is Q = 0 at
+    round-off (:attr:`Overlaps.zero_student <attnphase.numerics.se.overlaps.Overlaps.zero_student>`; a reason's
     clause), else ""."""
-    import numpy as np
-
-    q = float(np.trace(np.atleast_2d(fp.overlaps.q0)))
-    return f", the student Q = 0 (q = {q:.1e})" if q <= ZERO_OVERLAP else ""
+    return f"{before}the student Q = 0 (q = {fp.overlaps.q:.1e})" if fp.overlaps.zero_student else ""
 
 
 def _reason(fp, requested: str) -> str:
     """Why ``fp`` is not a result on the requested branch ("" when it is)."""
     if not fp.status.converged:
         msg = fp.status.message if fp.status.message.startswith("not converged") else f"not converged: {fp.status.message}"
-        return f"{msg}; residual {fp.status.residual:.2e}: no fixed point, so no overlaps are reported"
+        return (f"{msg}; residual {fp.status.residual:.2e}{zero_student(fp, ' at ')}: no fixed point, so no overlaps "
+                "are reported")
     if fp.branch != requested:
         # the evidence of an absent branch (numerics.se.stalls.judge_agnostic_image)
         evidence = f" ({fp.status.message})" if fp.status.message.startswith("absent:") else ""
@@ -154,8 +148,9 @@ def max_relative_error(rec: dict) -> float:
     reached branch's symmetry holds at 0 (m on the semantic branch, theta on the positional one, both on the agnostic
     one; :data:`~attnphase.numerics.phase.branch_end.BRANCH_FLOORS` names those that are not): its value there is
     the solver's residue (theta ~ 1e-12 on an agnostic point reached from the semantic start), not an accuracy; and
-    any entry not above :data:`ZERO_OVERLAP`."""
+    any entry not above :data:`~attnphase.numerics.se.overlaps.ZERO_OVERLAP` (zero at round-off)."""
     from attnphase.numerics.phase.branch_end import BRANCH_FLOORS
+    from attnphase.numerics.se.overlaps import ZERO_OVERLAP
 
     held = set()
     if rec.get("branch") in BRANCH_FLOORS:
@@ -180,9 +175,10 @@ def precision_note(rel: float, tier: str) -> None:
               f"target {target:g} (docs/method.md section 8, accuracy: what each tier reaches)", file=sys.stderr)
 
 
-def print_record(rec: dict, reason: str, converged: bool, as_json: bool, show=lambda v: v) -> int:
+def print_record(rec: dict, reason: str, converged: bool, as_json: bool, show=lambda v: v, census: bool = False) -> int:
     """Print a solve record (one JSON object, or :func:`attnphase.display.record_lines` with ``show``) and the warning
-    or note its ``reason`` calls for; the exit code: 0, 1 (not converged) or EXIT_NO_BRANCH."""
+    or note its ``reason`` calls for (with ``census``, a failed solve's warning names the census that lists the
+    fixed points at its alpha); the exit code: 0, 1 (not converged) or EXIT_NO_BRANCH."""
     if as_json:
         print(json.dumps(outputs.json_value(rec)))
     else:
@@ -190,7 +186,9 @@ def print_record(rec: dict, reason: str, converged: bool, as_json: bool, show=la
 
         print("\n".join(record_lines(rec, show)))
     if not converged:
-        print(f"attnphase: warning: {reason}", file=sys.stderr)
+        hint = (f"; `attnphase census --alpha {rec['alpha']:g}` with the same model options lists the fixed points "
+                "that converge here") if census else ""
+        print(f"attnphase: warning: {reason}{hint}", file=sys.stderr)
         return 1
     if reason:
         print(f"attnphase: {reason} (exit code {EXIT_NO_BRANCH})", file=sys.stderr)

@@ -59,13 +59,13 @@ def run(args: argparse.Namespace) -> int:
         if fp.status.converged:
             rec = _matrix_error_bars(rec, fp, cfg, n_rules, getattr(args, "precision", None) or "default")
         rec["reason"] = rec.pop("reason")
-        return print_record(rec, reason, fp.status.converged, args.json, show=outputs.json_value)
+        return print_record(rec, reason, fp.status.converged, args.json, show=outputs.json_value, census=True)
     if fp.status.converged:
         rec, confirmed = _error_bars(rec, fp, cfg, n_rules, args)
         if not confirmed.status.converged:
             rec, reason = solve_record(confirmed, args.branch)
-            return print_record(rec, reason, False, args.json)
-    return print_record(rec, reason, fp.status.converged, args.json)
+            return print_record(rec, reason, False, args.json, census=True)
+    return print_record(rec, reason, fp.status.converged, args.json, census=True)
 
 
 def _error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, args: argparse.Namespace) -> tuple[dict, Any]:

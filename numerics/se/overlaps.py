@@ -16,6 +16,10 @@ import numpy as np
 #: |m| or |th0| above this counts as non-zero (the branch label, the gauge's orientation).
 LABEL_TOL = 1e-6
 
+#: An overlap this small is zero at round-off; a student whose q = Tr q0 is not above it is Q = 0 (the point a
+#: strong ridge penalty holds it at, q ~ 1e-30 and below, every overlap 0).
+ZERO_OVERLAP = 1e-12
+
 
 def _frozen(x, flat: bool = False) -> np.ndarray:
     """A read-only float copy of ``x`` (flattened with ``flat``)."""
@@ -59,6 +63,16 @@ class Overlaps:
     @property
     def L(self) -> int:
         return self.m.shape[0]
+
+    @property
+    def q(self) -> float:
+        """q = Tr q0 = |Q|_F^2 / d."""
+        return float(np.trace(self.q0)) if self.is_matrix else self.q0
+
+    @property
+    def zero_student(self) -> bool:
+        """Q = 0 at round-off: q = Tr q0 not above :data:`ZERO_OVERLAP`."""
+        return self.q <= ZERO_OVERLAP
 
     def matrix(self) -> "Overlaps":
         """The matrix form (1 x 1 matrices from the scalar form)."""

@@ -131,8 +131,9 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
                 break
         if fp.alpha == alpha:
             return finish_stalled(fp, cfg, rule) if cold else fp
-        init = fp.overlaps
-        if fp.status.converged and fp.branch == "agnostic":
+        # a path point the ridge penalty holds at Q = 0 (a fixed point at every alpha) seeds nothing: the cold start
+        init = None if fp.overlaps.zero_student else fp.overlaps
+        if init is not None and fp.status.converged and fp.branch == "agnostic":
             init = _agnostic_path_start(params, [a for a in path + [alpha] if a > fp.alpha], init, cfg, rule)
     ov0 = init if init is not None else initial_overlaps(params, branch)
     if not admissible(ov0, params.rho0):
@@ -215,7 +216,10 @@ def positional_past_agnostic(params: ModelParams, alpha: float, agnostic: FixedP
                              rule: QuadratureRule) -> FixedPoint | None:
     """The cold positional solve at alpha, given ``agnostic``, the agnostic point a cold positional solve fell to
     at a smaller alpha' >= POSITIONAL_COLD_ALPHA (``params`` in their SE form): the same start as the cold
-    solve's (:func:`_agnostic_path_start`), reached in one warm step from alpha'; None where that step fails."""
+    solve's (:func:`_agnostic_path_start`), reached in one warm step from alpha'; None where that step fails or
+    ``agnostic`` is Q = 0."""
+    if agnostic.overlaps.zero_student:  # Q = 0 stays Q = 0 at every alpha: the cold solve finds the agnostic point
+        return None
     ag = solve(params, alpha, "agnostic", init=on_branch_subspace(agnostic.overlaps, "agnostic"),
                config=replace(cfg, e_t_quadrature=None), rule=rule)
     if not (ag.status.converged and ag.branch == "agnostic"):

@@ -312,6 +312,9 @@ def test_a_student_held_at_zero_is_named_and_its_q_has_no_relative_error(capsys,
     with open(tmp_path / "sweep_semantic_omega0.3.csv") as f:
         reasons = [row["reason"] for row in csv.DictReader(f)]
     assert len(reasons) == 2 and all("the student Q = 0 (q = " in r for r in reasons)
+    # at rank 2 the iterates reach Q = 0 without converging (V0's residual stays): the failure says where it stopped
+    assert main(["solve", "--rank", "2", "--lam", "1", "--alpha", "2", "--branch", "mixed", "--json"]) == 1
+    assert " at the student Q = 0 (q = " in json.loads(capsys.readouterr().out)["reason"]
 
 
 def test_rank2_solve_prints_each_invariant_with_its_bar_and_its_largest_relative_bar(capsys) -> None:
@@ -326,3 +329,13 @@ def test_rank2_solve_prints_each_invariant_with_its_bar_and_its_largest_relative
     assert rec["max_relative_error"] > 1e-3 and "above the default tier's target" in out.err
     [line] = [ln for ln in record_lines(rec) if ln.strip().startswith("q0_eigenvalues")]  # the text form's line
     assert line.count(" +- ") == 2, line
+
+
+def test_a_failed_solve_names_the_census_that_lists_the_points_at_its_alpha(capsys) -> None:
+    """`solve` that does not converge says where to look next: the census at its alpha (the Bayes-optimal solve,
+    which has no census, does not)."""
+    rec = {"alpha": 2.0, "omega": 0.3, "reason": "not converged after 61 evaluations"}
+    assert point_record.print_record(rec, rec["reason"], False, True, census=True) == 1
+    assert "`attnphase census --alpha 2` with the same model options" in capsys.readouterr().err
+    assert point_record.print_record(rec, rec["reason"], False, True) == 1
+    assert "census" not in capsys.readouterr().err

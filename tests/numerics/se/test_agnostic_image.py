@@ -121,3 +121,18 @@ def test_a_positional_start_past_the_agnostic_point_is_the_cold_solve(monkeypatc
     assert past.status.message.split("(")[0] == cold.status.message.split("(")[0]
     np.testing.assert_allclose(past.overlaps.to_vector(), cold.overlaps.to_vector(), rtol=1e-8, atol=1e-12)
     assert n_past < n_cold / 2
+
+
+def test_a_cold_positional_solve_is_not_seeded_by_a_student_the_ridge_holds_at_zero():
+    # lambda = 0.1, omega = 0.3: the cold positional path from alpha = 0.3 falls to Q = 0 (q ~ 1e-20, a fixed point at
+    # every alpha) below the branch's birth near 1; seeded from it the solve at alpha = 3 stayed at Q = 0 (q ~ 1e-77,
+    # "no positional fixed point"), and so did the phase diagram's positional sweep, which starts there.  The branch
+    # is there: the cold start reaches it, as continuation from alpha = 1.26 does
+    params = ModelParams(omega=0.3, lam=0.1)
+    rule = model_rule(params, CFG)
+    low = se.solve(params, 0.5, "positional", config=CFG, rule=rule)
+    assert low.status.converged and low.branch == "agnostic" and low.overlaps.zero_student
+    assert se.positional_past_agnostic(params, 3.0, low, CFG, rule) is None
+    fp = se.solve(params, 3.0, "positional", config=CFG, rule=rule)
+    assert fp.status.converged and fp.branch == "positional" and not fp.overlaps.zero_student
+    assert abs(fp.overlaps.m[0]) > 0.1
