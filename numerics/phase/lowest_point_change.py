@@ -130,6 +130,9 @@ class _Search:
         src = pts or agn
         near = src[min(src, key=lambda x: abs(x - alpha))] if src else None
         fp = solve_from(self.params, alpha, branch, near, self.cfg, self.rule)
+        if near is not None and not fp.status.converged:
+            # the warm start failed (from Q = 0, which a strong ridge holds at every alpha, it cannot leave): cold
+            fp = solve_from(self.params, alpha, branch, None, self.cfg, self.rule)
         if on_branch(fp, branch):  # the agnostic point has no order parameter: on it once converged there
             pts[alpha] = fp
             return fp

@@ -137,3 +137,13 @@ def test_a_failure_inside_the_bracket_leaves_alpha_c_unlocated(monkeypatch):
 def test_boundaries_with_an_alpha_c_are_kept():
     b = replace(boundaries(L3, (1.0,), BIRTH), alpha_c=0.7)
     assert lpc.lowest_point_alpha_c(L3, b, CFG, GRID) is b
+
+
+def test_a_strong_ridge_diagram_follows_the_agnostic_point_off_q_zero():
+    # lambda = 0.1, omega = 0.3: below alpha ~ 1 the agnostic point is Q = 0 (a fixed point at every alpha), at 6 a
+    # non-zero one; warm from Q = 0 the agnostic solve at 6 failed and the search stopped ("the agnostic point was
+    # lost").  Cold where the warm start fails, the lowest point is followed over the whole range
+    b = phase_boundaries(ModelParams(omega=0.3, lam=0.1), [0.68, 1.26, 3.0], config=CFG)
+    assert not any("was lost" in n for n in b.notes)
+    assert any("the lowest point changes agnostic -> positional between alpha = 0.68 and 1.26" in n for n in b.notes)
+    assert math.isnan(b.alpha_c)
