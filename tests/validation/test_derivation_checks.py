@@ -44,6 +44,17 @@ def test_second_A_passes() -> None:
         assert r.status == dc.PASS, r.line()
 
 
+def test_a_point_accepted_at_the_rules_jump_scale_is_checked_against_that_jump() -> None:
+    # lambda = 1 holds the student at Q = 0, a point the solver accepts at the rule's jump scale (residual ~1e-5 <= the
+    # map's jump next to it): one more SE map moves it by that much, which the 1e-9 of a converged point failed
+    [r] = dc.run_checks(ModelParams(omega=0.3, lam=1.0), 2.0, dc.QUICK, only="5")
+    fp = r.details["fixed point"]
+    jump = fp["accepted at the rule's jump scale, the jump"]
+    assert fp["residual"] <= jump and 1e-9 < r.details["(a) max scaled change"] <= jump
+    assert r.status == dc.PASS, r.line()
+    assert "jump" not in _by_key(dc.run_checks(PAPER, 2.0, dc.QUICK, only="5"))["fixed-point"].details["fixed point"]
+
+
 def test_L3_passes_and_the_mpmath_check_is_skipped_with_its_reason() -> None:
     res = _by_key(dc.run_checks(ModelParams(L=3), 2.0, dc.QUICK, only="prox,hats,prior,eps-lin,codegen"))
     for key in ("prox", "hats", "prior", "codegen"):
