@@ -149,9 +149,10 @@ def coarse_alpha_c_error(s_on: Sequence[FixedPoint], p_on: Sequence[FixedPoint],
 def refined_alpha_l(s_on: Sequence[FixedPoint], alpha_l: float, alpha_c: float, alpha_c_err: float,
                     cfg: SolverConfig) -> tuple[float, float, str]:
     """(alpha_l, its error, a note): alpha_c's where alpha_l is alpha_c (eps_g already below eps_lin
-    there), else :func:`refine_alpha_l` on the semantic points ``s_on``; NaN stays NaN."""
+    there, and the note says so), else :func:`refine_alpha_l` on the semantic points ``s_on``; NaN stays NaN."""
     if not math.isfinite(alpha_l):
         return alpha_l, math.nan, ""
     if alpha_l == alpha_c:
-        return alpha_l, alpha_c_err, ""
+        return alpha_l, alpha_c_err, ("alpha_l = alpha_c: the semantic eps_g is already below eps_lin where the "
+                                      "semantic point becomes the lowest")
     return refine_alpha_l(list(s_on), alpha_l, cfg)

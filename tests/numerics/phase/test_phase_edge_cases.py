@@ -224,3 +224,13 @@ def test_the_scalar_boundaries_fill_the_columns_every_rank_shares() -> None:
     none = with_scalar_labels(Boundaries(omega=0.2, alpha_c=math.nan, alpha_l=math.nan, semantic_end=math.nan,
                                          positional_end=math.nan), SolverConfig())
     assert (none.alpha_c_from, none.alpha_c_method, none.alpha_l_branch, none.ends) == ("", "", "", ())
+
+
+def test_alpha_l_equal_to_alpha_c_says_why():
+    # --lam 0.1 --omega 0.2: the lowest point jumps from the positional point (eps_g above eps_lin) to the semantic
+    # one (below) at alpha_c = 7.967, so alpha_l is that jump too; printed bare, the two equal numbers read as a bug
+    from attnphase.numerics.phase.boundary_refinement import refined_alpha_l
+
+    alpha_l, err, note = refined_alpha_l([], 7.967, 7.967, 3e-4, None)
+    assert (alpha_l, err) == (7.967, 3e-4) and note.startswith("alpha_l = alpha_c: the semantic eps_g is already below")
+    assert refined_alpha_l([], float("nan"), 7.967, 3e-4, None)[2] == ""
