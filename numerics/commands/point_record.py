@@ -57,7 +57,8 @@ def _reason(fp, requested: str) -> str:
         # the evidence of an absent branch (numerics.se.stalls.judge_agnostic_image)
         evidence = f" ({fp.status.message})" if fp.status.message.startswith("absent:") else ""
         return (f"no {requested} fixed point found at alpha = {fp.alpha:g}, omega = {fp.params.omega:g}: "
-                f"the solve from the {requested} start converged to the {fp.branch} one{zero_student(fp)}{evidence}")
+                f"the solve from the {requested} start converged to the {fp.branch} one"
+                f"{zero_student(fp)}{evidence}")
     return ""
 
 
@@ -175,7 +176,8 @@ def precision_note(rel: float, tier: str) -> None:
               f"target {target:g} (docs/method.md section 8, accuracy: what each tier reaches)", file=sys.stderr)
 
 
-def print_record(rec: dict, reason: str, converged: bool, as_json: bool, show=lambda v: v, census: bool = False) -> int:
+def print_record(rec: dict, reason: str, converged: bool, as_json: bool, show=lambda v: v,
+                 census: bool = False) -> int:
     """Print a solve record (one JSON object, or :func:`attnphase.display.record_lines` with ``show``) and the warning
     or note its ``reason`` calls for (with ``census``, a failed solve's warning names the census that lists the
     fixed points at its alpha); the exit code: 0, 1 (not converged) or EXIT_NO_BRANCH."""

@@ -155,7 +155,8 @@ def check_prior(ctx: Context) -> CheckResult:
 
 def check_fixed_point(ctx: Context) -> CheckResult:
     """Check 5: at a converged fixed point, (a) one more SE map moves every overlap by < 1e-9
-    (scaled by max(1, |x|); by less than the map's jump at a point accepted at the rule's jump scale), (b) e_t = -Phi = lambda q0/2 + alpha E[loss(h_hat)] (section 4),
+    (scaled by max(1, |x|); by less than the map's jump at a point accepted at the rule's jump scale),
+    (b) e_t = -Phi = lambda q0/2 + alpha E[loss(h_hat)] (section 4),
     (c) d e_t / d alpha = E[M] along the branch (envelope theorem)."""
     from attnphase.theory.free_entropy import free_entropy
 
@@ -218,7 +219,8 @@ def check_fixed_point(ctx: Context) -> CheckResult:
         se = float(np.std(gaps, ddof=1) / math.sqrt(R))
         comps["(c) d e_t/d alpha = E[M]"] = (abs(float(np.mean(gaps))), tq * se + max(rich))
     r.tolerance_from = (
-        "(a) 1e-9 (solver tolerance 1e-10), or the SE map's jump next to a point accepted at the rule's jump scale; (b) the linear terms of Phi times the one-step change x' - x, "
+        "(a) 1e-9 (solver tolerance 1e-10), or the SE map's jump next to a point accepted at the rule's jump scale; "
+        "(b) the linear terms of Phi times the one-step change x' - x, "
         "+ 64 u x terms; (c) t quantile x standard error over independent rules + Richardson |D(h) - D(2h)| (first rule)"
     )
     r.details = {
