@@ -189,6 +189,9 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
                     alpha_l = brent_root(gap, *br, xtol)
                 except BranchLost as exc:
                     notes.append(f"alpha_l: {exc}")
+                if lo is None and math.isfinite(alpha_l):
+                    notes.append("alpha_l: with no alpha_c, where the semantic eps_g meets eps_lin on its branch "
+                                 "(not measured from alpha_c)")
     alpha_l, alpha_l_err, note = refined_alpha_l(s_on, alpha_l, alpha_c, alpha_c_err, cfg)
     notes += [note] if note else []
     return with_scalar_labels(Boundaries(

@@ -147,3 +147,5 @@ def test_a_strong_ridge_diagram_follows_the_agnostic_point_off_q_zero():
     assert not any("was lost" in n for n in b.notes)
     assert any("the lowest point changes agnostic -> positional between alpha = 0.68 and 1.26" in n for n in b.notes)
     assert math.isnan(b.alpha_c)
+    # alpha_l is the semantic branch's own crossing of eps_lin, and the notes say it is not measured from alpha_c
+    assert math.isfinite(b.alpha_l) and any(n.startswith("alpha_l: with no alpha_c") for n in b.notes)
