@@ -165,7 +165,7 @@ def fixed_point_from(smap: Any, result: Any, ov0: Overlaps, requested: str) -> F
     failures = step.moments.prox_failures
     extra: dict[str, Any] = {}
     if matrix:
-        extra = {"e_t_direct": 0.5 * params.lam * float(np.trace(ov.q0)) + step.alpha * step.moments.E_loss,
+        extra = {"e_t_direct": 0.5 * params.lam * ov.q + step.alpha * step.moments.E_loss,
                  "gauge_angle": step.angle}
         memory = smap.jacobian_now()
     else:
