@@ -74,6 +74,18 @@ class Overlaps:
         """Q = 0 at round-off: q = Tr q0 not above :data:`ZERO_OVERLAP`."""
         return self.q <= ZERO_OVERLAP
 
+    def isotropic_zero(self) -> "Overlaps":
+        """The matrix form's state at Q = 0 made isotropic: q0 = (q / r) I, V0 = (Tr V0 / r) I, m = th0 = 0.  At Q = 0
+        the model is invariant under rotations of the student's r directions (the loss depends on h h^T alone), so
+        the map's fixed point there is isotropic; where q0 has shrunk to round-off its eigen-directions are noise,
+        its condition number grows without bound (the fields along its smallest direction lose every digit), and
+        the rule's small anisotropy leaves V0's orientation a gauge direction the solver cannot settle."""
+        if not self.is_matrix:
+            raise ValueError("isotropic_zero is the matrix form's; the scalar form has one direction")
+        eye = np.eye(self.r)
+        return Overlaps(max(self.q / self.r, ZERO_OVERLAP ** 8) * eye, float(np.trace(self.V0)) / self.r * eye,
+                        np.zeros_like(self.m), np.zeros_like(self.th0))
+
     def matrix(self) -> "Overlaps":
         """The matrix form (1 x 1 matrices from the scalar form)."""
         if self.is_matrix:

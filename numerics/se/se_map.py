@@ -254,12 +254,14 @@ class SEMap:
         pattern (no continuous gauge there) or aligned to x's gauge."""
         full = self._full(exact)
         alpha = self.variant.alpha
+        at = ov.isotropic_zero() if ov.zero_student else ov  # Q = 0: q0's directions are round-off
         try:
-            mom = channel_moments(self.kernels, self.params, ov, self.rule, config=self.cfg,
+            mom = channel_moments(self.kernels, self.params, at, self.rule, config=self.cfg,
                                   candidates=self.candidates, full_search=full)
             self._searched(full, mom)
-            hat = update_hat(self.params, alpha, ov, mom, self.branch)
+            hat = update_hat(self.params, alpha, at, mom, self.branch)
             new = update(self.params, hat)
+            new = new.isotropic_zero() if ov.zero_student else new
         except (ValueError, np.linalg.LinAlgError):
             return None
         if not np.all(np.isfinite(new.to_vector())):

@@ -119,11 +119,17 @@ def central_differences(F: Callable[[Overlaps], np.ndarray], ov: Overlaps, unpac
                         rho0: float, step: float) -> np.ndarray:
     """J[:, i] = (F(x0 + h_i e_i) - F(x0 - h_i e_i)) / (2 h_i) at x0 = ``ov``'s vector (``unpack`` its inverse),
     h_i = ``step`` max(|x0_i|, s_i), s_i = 1 on V0's coordinates and 0.1 on the others; one-sided where a side
-    leaves the admissible region (:func:`admissible`), h_i halved (at most MAX_FD_HALVINGS times) while both do."""
+    leaves the admissible region (:func:`admissible`), h_i halved (at most MAX_FD_HALVINGS times) while both do.
+    At the student Q = 0 (:attr:`Overlaps.zero_student`) the steps take the student's own scale, s_i = q / r on
+    q0's coordinates and 0.1 (q / r)^{1/2} on m's and th0's: a step of 0.1 there would swamp the fields' spread
+    (q / r)^{1/2}, and g's round-off divided by it would be the difference."""
     x0 = ov.to_vector()
     k = ov.r * (ov.r + 1) // 2  # V0 packed after q0's upper triangle
     scale = np.full(x0.size, 0.1)
     scale[k:2 * k] = 1.0
+    if ov.zero_student:
+        scale[:k] = ov.q / ov.r
+        scale[2 * k:] = 0.1 * np.sqrt(ov.q / ov.r)
     J = np.empty((x0.size, x0.size))
     for i in range(x0.size):
         h = step * max(abs(x0[i]), scale[i])
@@ -152,8 +158,11 @@ def matrix_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: Sol
     minima = channel_moments(kernels, params, ov, rule, config=cfg).candidates  # what every difference polishes
 
     def F(o: Overlaps) -> np.ndarray:
-        mom = channel_moments(kernels, params, o, rule, config=cfg, candidates=minima, full_search=False)
-        return update(params, update_hat(params, alpha, o, mom, "mixed")).to_vector()
+        try:
+            mom = channel_moments(kernels, params, o, rule, config=cfg, candidates=minima, full_search=False)
+            return update(params, update_hat(params, alpha, o, mom, "mixed")).to_vector()
+        except (ValueError, np.linalg.LinAlgError):  # a difference's state where the map is not defined: J is NaN
+            return np.full(o.to_vector().size, np.nan)
 
     return central_differences(F, ov, partial(Overlaps.from_vector, L=L, r=r, r_star=rs), params.rho0,
                                JACOBIAN_STEP)

@@ -1,0 +1,58 @@
+"""The student Q = 0 at every rank: the fixed point a strong ridge penalty (lambda = 1) holds every branch at.
+
+At Q = 0 the fields are w = 0 and the loss depends on h h^T alone, so the rank-r map decouples into r copies of the
+rank-1 one: the rank-2 point is V0 = v I with v the rank-1 V, and the two have one leading eigenvalue.  Evaluated
+at q0 as it shrinks, the matrix map loses every digit along q0's smallest (noise) direction and the mixed solve stalls
+at residual ~1e-7; finite differences of 0.1 in m swamp the fields' spread and leave the admissible region.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.phase.census import census
+from attnphase.numerics.se.overlaps import Overlaps
+from attnphase.numerics.se.stability import stability_eigenvalue
+from attnphase.numerics.se.state_evolution import solve
+from attnphase.theory.params import ModelParams
+
+CFG = SolverConfig(quadrature="sobol9:4")
+STRONG_RIDGE = dict(omega=0.3, lam=1.0)
+
+
+@pytest.fixture(scope="module")
+def rank1() -> object:
+    fp = solve(ModelParams(**STRONG_RIDGE), 1.0, "positional", config=CFG)
+    assert fp.status.converged and fp.branch == "agnostic" and fp.overlaps.zero_student
+    return fp
+
+
+@pytest.mark.parametrize("branch", ["mixed", "positional"])
+def test_rank2_solve_converges_to_the_isotropic_zero_student(rank1, branch: str) -> None:
+    fp = solve(ModelParams(r=2, **STRONG_RIDGE), 1.0, branch, config=CFG)
+    ov = fp.overlaps
+    assert fp.status.converged and fp.status.residual <= 1e-10
+    assert fp.branch == "agnostic" and ov.zero_student
+    # V0 = v I: isotropic, and v is the rank-1 V within 3 of the two rules' error bars (about 1.2e-4 each here)
+    assert abs(ov.V0[0, 1]) <= 1e-12 and ov.V0[0, 0] == pytest.approx(ov.V0[1, 1], abs=1e-12)
+    assert abs(ov.V0[0, 0] - rank1.overlaps.V0) <= 5e-4
+
+
+def test_zero_student_finite_differences_take_its_scale(rank1) -> None:
+    """At Q = 0 a step of 0.1 in m swamps the fields' spread (q / r)^{1/2} and the SE step leaves the admissible
+    region; steps at the student's scale give the eigenvalue, the same at rank 1 and rank 2 (the map decouples)."""
+    lead1 = stability_eigenvalue(ModelParams(**STRONG_RIDGE), 1.0, rank1.overlaps, CFG)
+    assert 0.0 < lead1 < 1.0
+    q, v = rank1.overlaps.q0, rank1.overlaps.V0
+    ov2 = Overlaps(q / 2 * np.eye(2), v * np.eye(2), np.zeros((2, 2)), np.zeros((2, 1)))
+    lead2 = stability_eigenvalue(ModelParams(r=2, **STRONG_RIDGE), 1.0, ov2, CFG)
+    assert lead2 == pytest.approx(lead1, abs=0.02)
+
+
+def test_census_lists_the_stable_zero_student_at_rank_1() -> None:
+    res = census(ModelParams(**STRONG_RIDGE), 1.0, config=CFG)
+    [entry] = res.entries
+    assert entry.point.branch == "agnostic" and entry.point.overlaps.zero_student
+    assert entry.stable and np.isfinite(entry.leading_eigenvalue)
