@@ -147,6 +147,11 @@ def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
     return obj
 
 
+def _stable(point: dict) -> str:
+    """The table's stability cell: True / False, ? where the leading eigenvalue is not known."""
+    return "?" if point["stable"] is None else str(point["stable"])
+
+
 def _print_table(points: list[dict], scalar: bool) -> None:
     """The fixed points, lowest e_t first, each value with its error bar (``scalar``: r = r* = 1)."""
     if scalar:
@@ -154,7 +159,7 @@ def _print_table(points: list[dict], scalar: bool) -> None:
         print(f"{'branch':>10} " + " ".join(f"{k:>22}" for k in cols) + f" {'stable':>6} {'lead':>6} starts")
         for p in points:
             cells = " ".join(f"{with_error(p[k], p.get('err_' + k)):>22}" for k in cols)
-            print(f"{p['branch']:>10} {cells} {str(p['stable']):>6} {p['leading_eigenvalue']:6.3f} {p['starts']}")
+            print(f"{p['branch']:>10} {cells} {_stable(p):>6} {p['leading_eigenvalue']:6.3f} {p['starts']}")
         return
     print(f"{'branch':>10} {'e_t':>24} {'above min (paired err)':>30} {'eps_g':>22} {'stable':>6} {'lead':>6}  "
           "invariants (q0 eig; V0 eig; th0 sv; |m_l|), starts")
@@ -164,7 +169,7 @@ def _print_table(points: list[dict], scalar: bool) -> None:
         inv = "; ".join(" ".join(values_with_errors(p[k], p.get(f"err_{k}"))) for k in ("q0_eigenvalues", "V0_eigenvalues",
                                                                                 "th0_singular_values", "m_norms"))
         print(f"{p['branch']:>10} {with_error(p['e_t'], p['err_e_t']):>24} {up:>30} "
-              f"{with_error(p['eps_g'], p.get('err_eps_g')):>22} {str(p['stable']):>6} {p['leading_eigenvalue']:6.3f}  "
+              f"{with_error(p['eps_g'], p.get('err_eps_g')):>22} {_stable(p):>6} {p['leading_eigenvalue']:6.3f}  "
               f"{inv}, {p['starts']}")
 
 

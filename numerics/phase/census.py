@@ -53,9 +53,9 @@ class CensusEntry(Replicas):
     merged: tuple[tuple[str, float, tuple[str, ...]], ...] = ()
 
     @property
-    def stable(self) -> bool:
-        """max Re(lambda) < 1 (the module doc, step 4)."""
-        return bool(self.leading_eigenvalue < 1.0)
+    def stable(self) -> bool | None:
+        """max Re(lambda) < 1 (the module doc, step 4); None where the eigenvalue is not known (NaN)."""
+        return None if math.isnan(self.leading_eigenvalue) else bool(self.leading_eigenvalue < 1.0)
 
     @property
     def e_t(self) -> float:
