@@ -141,8 +141,10 @@ def _rows(x: np.ndarray, N: int, tail: tuple[int, ...]) -> np.ndarray:
 def global_rows(
     kernels: Kernels | CorrelatedKernels, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray,
     sigma2: np.ndarray, *, refine: bool = True, xtol: float = 1e-10, max_iter: int = 60, max_halvings: int = 30,
+    count: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The full search argmin_h P(h) of every node at r = 1: Newton from ``starts`` (N, n0, L), then (``refine``)
+    """The full search argmin_h P(h) of every node at r = 1: Newton from ``starts`` (N, n0, L) -- at node i the first
+    ``count[i]`` of them (all without ``count``; the others recorded unconverged, value inf) --, then (``refine``)
     from the refinement starts of the best minimum; (h, value, converged, iterations) of every start, shapes
     (N, n, L) and (N, n) with n = n0 + L!, and the winning start per node (N,)."""
     starts = np.ascontiguousarray(starts, dtype=float)
@@ -152,7 +154,7 @@ def global_rows(
     Vr = _rows(V, N, (L,))
     return _run(kernels, starts, _rows(w, N, (L,)), Vr, _rows(T, N, (L, L)), _rows(par, N, par.shape[-1:]),
                 1.0 / Vr.min(axis=1), np.arange(n0, dtype=np.int64), refine, steps.max_step(V), xtol, max_iter,
-                max_halvings, MERGE_RADIUS, None)
+                max_halvings, MERGE_RADIUS, None, count=count)
 
 
 def search_rows(kernels: Kernels, starts: np.ndarray, w: np.ndarray, Vinv: np.ndarray, T: np.ndarray,
@@ -176,11 +178,13 @@ def search_rows(kernels: Kernels, starts: np.ndarray, w: np.ndarray, Vinv: np.nd
 def _run(
     kernels: Any, starts: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, s2: np.ndarray, shift: np.ndarray,
     order: np.ndarray, refine: bool, max_step: float, xtol: float, max_iter: int, max_halvings: int, merge: float,
-    parallel: bool | None, matrix: bool = False,
+    parallel: bool | None, matrix: bool = False, count: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The template's ``rows`` (the matrix-form instance with ``matrix``) on per-node arrays: starts (N, n0, n),
-    w (N, n), V, T, s2 and shift a row per node.  Returns h (N, n_all, n), value, conv, iters (N, n_all), best (N,)."""
+    w (N, n), V, T, s2 and shift a row per node, ``count`` the starts run per node (all where None).  Returns
+    h (N, n_all, n), value, conv, iters (N, n_all), best (N,)."""
     N, n0, n = starts.shape
+    count = np.full(N, n0, dtype=np.int64) if count is None else np.ascontiguousarray(count, dtype=np.int64)
     L = T.shape[-1]
     perms = np.array([p for p in itertools.permutations(range(L)) if list(p) != list(range(L))], dtype=np.int64)
     perms = perms.reshape(-1, L)
@@ -189,7 +193,7 @@ def _run(
     value, conv = np.empty((N, n_all)), np.zeros((N, n_all), dtype=np.bool_)
     iters, best = np.zeros((N, n_all), dtype=np.int64), np.zeros(N, dtype=np.int64)
     instance(kernels, parallel, matrix).rows(
-        starts, w, V, T, s2, np.ascontiguousarray(shift, dtype=float), order, perms, bool(refine), float(max_step),
-        float(xtol), int(max_iter), int(max_halvings), h, value, conv, iters, best, float(merge),
+        starts, w, V, T, s2, np.ascontiguousarray(shift, dtype=float), order, count, perms, bool(refine),
+        float(max_step), float(xtol), int(max_iter), int(max_halvings), h, value, conv, iters, best, float(merge),
     )
     return h, value, conv, iters, best

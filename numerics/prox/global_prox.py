@@ -23,7 +23,7 @@ from attnphase.numerics.prox.descent import descend
 from attnphase.numerics.prox.newton_steps import ProxResult
 from attnphase.numerics.prox.objective import BlockObjective, FieldObjective, step_constants
 from attnphase.numerics.prox.selection import Candidates, best_per_node, distinct_minima
-from attnphase.numerics.prox.starts import refinement_starts, starting_points
+from attnphase.numerics.prox.starts import axis_starts, refinement_starts, starting_points
 
 #: The descent's step tolerance (relative) and Armijo trial steps, and its iteration limit for vector (r = 1)
 #: and matrix fields (defaults of :func:`newton_minimize`, and what :func:`global_prox` runs on every backend).
@@ -99,7 +99,8 @@ def global_prox(kernels: Any, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma
 
     Fields w (N, L) with variances V (L,) (r = 1), or w (N, L, r) with the r x r V0 and the teacher's fields
     ``hstar`` (N, L, r*); T (N, L, L), sigma2 (L,).  With ``full_search`` the starts are
-    :func:`~attnphase.numerics.prox.starts.starting_points` (at r = 1 then the refinement pass; on matrix fields the
+    :func:`~attnphase.numerics.prox.starts.starting_points` (at r = 1 then, at nodes with a large field,
+    :func:`~attnphase.numerics.prox.starts.axis_starts`, then the refinement pass; on matrix fields the
     ``candidates`` too, run first); without it only the ``candidates`` are polished (on matrix fields from w too).
 
     Returns the result and the candidates of the next calls: after a full search every distinct minimum per node at
@@ -122,13 +123,22 @@ def global_prox(kernels: Any, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma
     if resolved == "numba":
         return _global_prox_compiled(kernels, w, V, T, sigma2)
     idx, res = _descend_from(kernels, starting_points(w, T, kernels=kernels), w, V, T, sigma2, resolved)
+    axes, large = axis_starts(w, kernels)
+    if large.any():  # w with one token's field zeroed, at the nodes with a large field (after every other start)
+        sel = np.flatnonzero(large)
+        idx_a, res_a = _descend_from(kernels, [a[sel] for a in axes], w[sel], V, T[sel], sigma2, resolved)
+        idx, res = np.concatenate([idx, sel[idx_a]]), _joined(res, res_a)
     # refinement pass (starts.refinement_starts) from the best minimum found
     idx2, res2 = _descend_from(kernels, refinement_starts(res.h[best_per_node(idx, res, N)]), w, V, T, sigma2,
                                resolved)
-    idx = np.concatenate([idx, idx2])
-    res = ProxResult(np.concatenate([res.h, res2.h]), np.concatenate([res.value, res2.value]),
-                     np.concatenate([res.converged, res2.converged]), max(res.iterations, res2.iterations))
+    idx, res = np.concatenate([idx, idx2]), _joined(res, res2)
     return distinct_minima(idx, res, best_per_node(idx, res, N))
+
+
+def _joined(a: ProxResult, b: ProxResult) -> ProxResult:
+    """The rows of ``a``, then those of ``b``."""
+    return ProxResult(np.concatenate([a.h, b.h]), np.concatenate([a.value, b.value]),
+                      np.concatenate([a.converged, b.converged]), max(a.iterations, b.iterations))
 
 
 def _descend_from(kernels: Any, starts: list[np.ndarray], w: np.ndarray, V: np.ndarray, T: np.ndarray,
@@ -142,8 +152,11 @@ def _global_prox_compiled(kernels: Any, w: np.ndarray, V: np.ndarray, T: np.ndar
                           sigma2: np.ndarray) -> tuple[ProxResult, Candidates]:
     """:func:`global_prox`'s full search at r = 1 on the compiled backend (same starts, order and selection)."""
     N, L = w.shape
-    starts = np.stack(starting_points(w, T, kernels=kernels), axis=1)
-    h, value, conv, iters, best = prox_compiled.global_rows(kernels, starts, w, V, T, sigma2)
+    base = starting_points(w, T, kernels=kernels)
+    axes, large = axis_starts(w, kernels)  # run last, at the nodes with a large field
+    starts = np.stack(base + axes, axis=1)
+    count = np.where(large, len(base) + len(axes), len(base))
+    h, value, conv, iters, best = prox_compiled.global_rows(kernels, starts, w, V, T, sigma2, count=count)
     # the distinct minima per node (rows.distinct), in selection.distinct_minima's order: by node, then minimiser
     keep = np.zeros(conv.shape, dtype=np.bool_)
     prox_compiled.instance(kernels).distinct(h, conv, best, keep)

@@ -238,14 +238,15 @@ def newton_row(
 
 @jit(parallel=parallel)
 def rows(
-    starts: Array, w: Array, V: Array, T: Array, s2: Array, shift: Array, order: Array, perms: Array, refine: bool,
-    max_step: float, xtol: float, max_iter: int, max_halvings: int, h: Array, value: Array, conv: Array, iters: Array,
-    best: Array, merge: float,
+    starts: Array, w: Array, V: Array, T: Array, s2: Array, shift: Array, order: Array, count: Array, perms: Array,
+    refine: bool, max_step: float, xtol: float, max_iter: int, max_halvings: int, h: Array, value: Array, conv: Array,
+    iters: Array, best: Array, merge: float,
 ) -> None:
-    """Newton from every start of every node (``starts`` (N, S0, n) in the order ``order``); with ``refine`` then from
-    the refinement starts of the best minimum (``perms`` (P, L) the token permutations).  Per node i: w[i], V[i] (the
-    V_l, or the V_l^{-1}), T[i], s2[i] and the direction's scale shift[i].  Writes h (N, S, n), value, conv, iters
-    (N, S) and best (N,) (the lowest converged value, the first start on ties); a start merged into a known minimum
+    """Newton from the first count[i] starts of every node i (``starts`` (N, S0, n) in the order ``order``; a start
+    past count[i] is recorded unconverged, value inf, 0 iterations); with ``refine`` then from the refinement starts
+    of the best minimum (``perms`` (P, L) the token permutations).  Per node i: w[i], V[i] (the V_l, or the
+    V_l^{-1}), T[i], s2[i] and the direction's scale shift[i].  Writes h (N, S, n), value, conv, iters (N, S) and
+    best (N,) (the lowest converged value, the first start on ties); a start merged into a known minimum
     (:func:`newton_row`) is recorded with 0 iterations."""
     N, n0 = starts.shape[0], starts.shape[1]
     n_all = n0 + 1 + perms.shape[0] if refine else n0
@@ -261,6 +262,12 @@ def rows(
                     s = order[q]
                     for k in range(n):
                         h[i, s, k] = starts[i, s, k]
+                    if q >= count[i]:  # not run at this node
+                        value[i, s] = inf
+                        conv[i, s] = False
+                        iters[i, s] = 0
+                        kok[s] = False
+                        continue
                 else:
                     s = q
                     if s == n0:  # refinement pass from the best minimum of the first

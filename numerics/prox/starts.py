@@ -1,8 +1,9 @@
 """The starting points of the global proximal search, per node (docs/method.md section 3; docs/model.md sections 3, 7).
 
 The loss is bounded and even in h, not convex: the starts seed the basins the quadratic term and the loss favour.
-At r = 1: w, 0, +-w / 2, -w and, for L = 2, the two exact zeros of the loss (:func:`loss_zeros_L2`), then the
-refinement pass (:func:`refinement_starts`); at any r: w, 0, -w, w / 2, the teacher's fields rotated onto w
+At r = 1: w, 0, +-w / 2, -w and, for L = 2, the two exact zeros of the loss (:func:`loss_zeros_L2`); where a
+token's field is large, w with one token's field set to 0 (:func:`axis_starts`); then the refinement pass
+(:func:`refinement_starts`).  At any r: w, 0, -w, w / 2, the teacher's fields rotated onto w
 (:func:`procrustes_teacher`: the loss vanishes at omega = 0 on their Gram matrix) and the mean of w and those.
 """
 
@@ -47,6 +48,27 @@ def procrustes_teacher(w: np.ndarray, hstar: np.ndarray) -> np.ndarray:
     M = np.einsum("nla,nlb->nab", h0, w)
     Um, _, Vt = np.linalg.svd(M)
     return np.einsum("nla,nab->nlb", h0, Um @ Vt)
+
+
+#: A node whose largest |h_l| at h = w (the fields, h = B v for whitened correlated tokens) exceeds this also starts
+#: from :func:`axis_starts`.  There the attention of a large field saturates and P can have a minimum with one
+#: token's field near 0 that no other start reaches: over 3,456,000 random nodes (V0 0.5-1500, omega 0-1, four A,
+#: q sigma^2 up to 9) the other starts missed such a minimum at 3,876 nodes, every one with a field |w_l| >= 1.51
+#: (`python benchmarks/axis_starts.py`); at the paper's fixed points (alpha 0.6-3) |w_l| > 1 at 0-3.5 % of the nodes.
+AXIS_FIELD = 1.0
+
+
+def axis_starts(w: np.ndarray, kernels: Any = None) -> tuple[list[np.ndarray], np.ndarray]:
+    """(the L starts w with token l's field set to 0, whether each node runs them: max_l |h_l| > AXIS_FIELD at
+    h = w), in the fields of ``kernels`` (for whitened correlated tokens h = B v is zeroed, then mapped back)."""
+    B = mixing(kernels)
+    h = w if B is None else w @ B.T
+    starts = []
+    for l in range(w.shape[1]):
+        a = h.copy()
+        a[:, l] = 0.0
+        starts.append(a if B is None else np.linalg.solve(B, a.T).T)
+    return starts, np.abs(h).max(axis=1) > AXIS_FIELD
 
 
 def starting_points(w: np.ndarray, T: np.ndarray, *, kernels: Any = None,

@@ -312,9 +312,19 @@ def test_a_student_held_at_zero_is_named_and_its_q_has_no_relative_error(capsys,
     with open(tmp_path / "sweep_semantic_omega0.3.csv") as f:
         reasons = [row["reason"] for row in csv.DictReader(f)]
     assert len(reasons) == 2 and all("the student Q = 0 (q = " in r for r in reasons)
-    # at rank 2 the iterates reach Q = 0 without converging (V0's residual stays): the failure says where it stopped
-    assert main(["solve", "--rank", "2", "--lam", "1", "--alpha", "2", "--branch", "mixed", "--json"]) == 1
-    assert " at the student Q = 0 (q = " in json.loads(capsys.readouterr().out)["reason"]
+    # at rank 2 too: the matrix map evaluated at Q = 0's isotropic state converges there
+    assert main(["solve", "--rank", "2", "--lam", "1", "--alpha", "2", "--branch", "mixed", "--json"]) == 3
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["converged"] and rec["branch"] == "agnostic"
+    assert "converged to the agnostic one, the student Q = 0 (q = " in rec["reason"]
+    # a solve that stops unconverged at Q = 0 says where it stopped
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.se.state_evolution import solve
+    from attnphase.theory.params import ModelParams
+
+    fp = solve(ModelParams(omega=0.3, lam=1.0), 2.0, "semantic", config=SolverConfig(quadrature="sobol8:4"))
+    stopped = fp.with_status(converged=False, message="not converged after 9 evaluations")
+    assert " at the student Q = 0 (q = " in point_record._reason(stopped, "semantic")
 
 
 def test_rank2_solve_prints_each_invariant_with_its_bar_and_its_largest_relative_bar(capsys) -> None:

@@ -128,6 +128,23 @@ def test_global_prox_L3() -> None:
     assert res.value[0] <= better + 1e-12
 
 
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_global_prox_finds_the_minimum_with_one_field_near_zero(backend: str) -> None:
+    """A large field (|w_2| = 3.1 > AXIS_FIELD) saturates its attention: P has a minimum near h_1 = 0, h_2 = w_2,
+    0.017 below the one every other start reaches (h = (0.29, -0.97)); the start w with w_1 zeroed finds it."""
+    if backend == "numba":
+        pytest.importorskip("numba")
+    k = get_kernels(2)
+    w = np.array([[1.51735362, -3.0831528]])
+    T = np.array([[[0.55100368, 0.44899632], [0.44545658, 0.55454342]]])
+    V, s2 = np.full(2, 12.0), np.ones(2)
+    res, _ = global_prox(k, w, V, T, s2, backend=backend)
+    better = _P(np.array([0.15867283, -3.01389164]), w[0], V, T[0], s2)
+    assert better < _P(np.array([0.28550055, -0.97174683]), w[0], V, T[0], s2) - 0.01
+    assert res.value[0] <= better + 1e-9
+    np.testing.assert_allclose(res.h[0], [0.15867283, -3.01389164], atol=1e-6)
+
+
 def _sorted_best(idx: np.ndarray, vals: np.ndarray, conv: np.ndarray) -> np.ndarray:
     """The definition of the best row per node: sort by (node, value) with unconverged rows as +inf,
     NaN last and ties in row order (a stable lexsort), then the first row of each node."""
