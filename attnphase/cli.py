@@ -107,10 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # named by the command's parser: `see attnphase solve --help`, where the command's options are
         parser.command_parsers[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
-    work.reset()
     from attnphase.interrupts import Terminated, handling_termination, recorded, stop_since, stopped
 
     mark = recorded()  # a signal after this, then an error: the error is what a library made of the stop
+    work.reset(mark)
     try:
         with handling_termination(), work.warnings_as_notes():  # SIGTERM / SIGHUP: every cleanup runs, as on Ctrl-C
             code = args.func(args)
@@ -131,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader of stdout went away (attnphase ... | head): no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    if stop_since(mark) is not None:  # a stop a library swallowed while the command ran: the run was stopped
+        return stopped(stop_since(mark))
     return int(code or 0)
 
 

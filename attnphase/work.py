@@ -16,10 +16,21 @@ from contextvars import ContextVar
 
 #: What the running command is doing once its checks have passed (None: still checking its input).
 _WORK: ContextVar[str | None] = ContextVar("attnphase_work", default=None)
+#: The signals recorded when the command started (:func:`attnphase.interrupts.recorded`; None: not run by
+#: :func:`attnphase.cli.main`).
+_MARK: ContextVar[int | None] = ContextVar("attnphase_signal_mark", default=None)
 
 
 def begin(what: str) -> None:
-    """The command's input is checked; from here on it computes ``what`` ("solving the state evolution")."""
+    """The command's input is checked; from here on it computes ``what`` ("solving the state evolution").  A signal
+    that arrived since the command started and whose stop a library swallowed (C code that clears every error, as
+    an attribute lookup from C does) is raised here, before the computation."""
+    from attnphase.interrupts import stop_since
+
+    mark = _MARK.get()
+    stop = None if mark is None else stop_since(mark)
+    if stop is not None:
+        raise stop
     _WORK.set(what)
 
 
@@ -28,9 +39,10 @@ def current() -> str | None:
     return _WORK.get()
 
 
-def reset() -> None:
-    """A new command starts: its input is not checked yet."""
+def reset(mark: int | None = None) -> None:
+    """A new command starts, ``mark`` signals recorded so far: its input is not checked yet."""
     _WORK.set(None)
+    _MARK.set(mark)
 
 
 def failure_message(what: str, exc: BaseException) -> str:

@@ -67,6 +67,9 @@ def test_signal_in_the_first_instants_is_the_stop_or_the_default_action(sig, tmp
             assert proc.returncode in (code, -signal.SIGINT), (delay, proc.returncode, err)
             assert out == ""
             stopped += 1
+        elif err.startswith("Error processing line"):  # site.py caught what the signal raised in a .pth line of
+            # the editable install and went on: lost in the interpreter's start-up, before the project's first line
+            assert proc.returncode in (0, -sig, 1), (delay, proc.returncode, err)
         else:  # the interpreter's own start-up, before the first line of the project: its default action
             assert proc.returncode in (-sig, 1), (delay, proc.returncode, err)
     assert stopped >= 3
@@ -106,6 +109,51 @@ def test_a_ctrl_c_turned_into_a_value_error_is_the_stop_not_bad_input_or_a_failu
     monkeypatch.setattr(solve, "run", converts)
     assert cli.main(["solve", "--alpha", "1"]) == 130
     assert capsys.readouterr().err == "attnphase: interrupted\n"
+
+
+def _ctrl_c_swallowed() -> None:
+    """A Ctrl-C to this process whose KeyboardInterrupt the code running when it lands clears (as C code that looks
+    an attribute up does): only the signal's record is left."""
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+
+
+@pytest.mark.parametrize("checked", [False, True], ids=["before-work-begins", "while-computing"])
+def test_a_ctrl_c_whose_stop_a_library_swallowed_is_still_the_stop(entry, monkeypatch, capsys, checked):
+    """Swallowed before the command's work begins: raised there, nothing computed; swallowed later: the command's
+    exit code is the stop's (130, the one line), not 0."""
+    from attnphase import cli, work
+    from attnphase.numerics.commands import solve
+
+    computed = []
+
+    def swallows(args) -> int:
+        if checked:
+            work.begin("solving the state evolution")
+        _ctrl_c_swallowed()
+        if not checked:
+            work.begin("solving the state evolution")
+        computed.append(True)
+        return 0
+
+    monkeypatch.setattr(solve, "run", swallows)
+    assert cli.main(["solve", "--alpha", "1"]) == 130
+    assert capsys.readouterr().err == "attnphase: interrupted\n"
+    assert computed == ([True] if checked else [])
+
+
+def test_work_begins_without_a_check_outside_the_command(entry) -> None:
+    """A library caller of a command's run (not :func:`attnphase.cli.main`) has no signal mark: an old record does
+    not stop it."""
+    from attnphase import work
+
+    interrupts._ARRIVED.append(signal.SIGINT)
+    work.reset()
+    work.begin("solving the state evolution")
+    assert work.current() == "solving the state evolution"
 
 
 def test_a_value_error_after_an_earlier_command_was_stopped_is_still_bad_input(entry, monkeypatch, capsys):
