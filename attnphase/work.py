@@ -23,8 +23,8 @@ _MARK: ContextVar[int | None] = ContextVar("attnphase_signal_mark", default=None
 
 def begin(what: str) -> None:
     """The command's input is checked; from here on it computes ``what`` ("solving the state evolution").  A signal
-    that arrived since the command started and whose stop a library swallowed (C code that clears every error, as
-    an attribute lookup from C does) is raised here, before the computation."""
+    that arrived since the command started and whose stop a library swallowed (code that clears the error raised
+    in it) is raised here, before the computation."""
     from attnphase.interrupts import stop_since
 
     mark = _MARK.get()

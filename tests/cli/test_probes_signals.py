@@ -112,8 +112,8 @@ def test_a_ctrl_c_turned_into_a_value_error_is_the_stop_not_bad_input_or_a_failu
 
 
 def _ctrl_c_swallowed() -> None:
-    """A Ctrl-C to this process whose KeyboardInterrupt the code running when it lands clears (as C code that looks
-    an attribute up does): only the signal's record is left."""
+    """A Ctrl-C to this process whose KeyboardInterrupt the code running when it lands clears: only the signal's
+    record is left."""
     try:
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(1)

@@ -310,14 +310,14 @@ def test_a_node_runs_only_its_count_of_starts() -> None:
     k, w, V, T, s2 = _batch(91, 2, 0.3, 2.0, True)
     starts = np.stack(starting_points(w, T), axis=1)
     count = np.where(np.arange(len(w)) % 2 == 0, 1, starts.shape[1])
-    h, value, conv, iters, best = prox_compiled.global_rows(k, starts, w, V, T, s2, count=count)
+    _, value, conv, iters, best = prox_compiled.global_rows(k, starts, w, V, T, s2, count=count)
     even = np.arange(0, len(w), 2)
     assert not conv[even, 1:starts.shape[1]].any() and np.isinf(value[even, 1:starts.shape[1]]).all()
     assert not iters[even, 1:starts.shape[1]].any()
-    h1, value1, _, _, best1 = prox_compiled.global_rows(k, starts[even, :1], w[even], V, T[even], s2)
+    _, value1, _, _, best1 = prox_compiled.global_rows(k, starts[even, :1], w[even], V, T[even], s2)
     np.testing.assert_array_equal(value[even, best[even]], value1[np.arange(len(even)), best1])
     odd = np.arange(1, len(w), 2)
-    hf, valuef, _, _, bestf = prox_compiled.global_rows(k, starts[odd], w[odd], V, T[odd], s2)
+    _, valuef, _, _, bestf = prox_compiled.global_rows(k, starts[odd], w[odd], V, T[odd], s2)
     np.testing.assert_array_equal(value[odd, best[odd]], valuef[np.arange(len(odd)), bestf])
 
 
