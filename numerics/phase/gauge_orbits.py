@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from attnphase.numerics.quadrature.symmetry import model_symmetry_group
+from attnphase.numerics.se.fixed_point import scaled_residual
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.theory.params import ModelParams
@@ -71,9 +72,8 @@ def orbit_key(params: ModelParams, fp: FixedPoint) -> np.ndarray:
     return invariant_vector(fp) if fp.overlaps.is_matrix else canonical(params, fp.overlaps)
 
 
-def orbit_distance(a: np.ndarray, b: np.ndarray) -> float:
-    """max_i |a_i - b_i| / max(1, |a_i|) between two orbit keys."""
-    return float(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(a))))
+#: max_i |a_i - b_i| / max(1, |a_i|) between two orbit keys a and b: the fixed-point solver's scaled residual.
+orbit_distance = scaled_residual
 
 
 def same_point(a: np.ndarray, b: np.ndarray, rtol: float = SAME_POINT_RTOL) -> bool:
