@@ -183,11 +183,16 @@ def model_options_given(args: argparse.Namespace) -> list[str]:
 def _matrix(text: str | None, option: str) -> Any:
     from attnphase.theory.params import parse_matrix
 
+    if text is None:
+        return None
     try:
-        return None if text is None else parse_matrix(text)
+        rows = parse_matrix(text)
     except ValueError:
+        rows = ()
+    if not rows or len(rows) == 1 < len(rows[0]):  # not numbers, or one row of several (no ";" between rows)
         raise ValueError(f'{option} must be rows of comma-separated numbers separated by ";" '
-                         f'(e.g. "0.6,0.4;0.4,0.6"), got {text!r}') from None
+                         f'(e.g. "0.6,0.4;0.4,0.6"), got {text!r}')
+    return rows
 
 
 def _sigma(text: str) -> float | tuple[float, ...]:

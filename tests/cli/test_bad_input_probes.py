@@ -46,6 +46,8 @@ REFUSED = [
     (["solve", "--alpha", "1", "--omega", "1.5"], ["--omega", "[0, 1]"]),
     (["solve", "--alpha", "1", "--omega", "0.1:0.3:3"], ["--omega", "one number"]),
     (["solve", "--alpha", "1", "--A", "0.5,0.5;0.5"], ["--A", "rows"]),
+    (["solve", "--alpha", "1", "--A", "0.5,0.5,0.5,0.5"], ["--A", 'separated by ";"']),
+    (["census", "--alpha", "1", "--P", "1,0,0,1"], ["--P", 'separated by ";"']),
     (["solve", "--alpha", "1", "--A", "0.9,0.3;0.5,0.5"], ["--A", "row-stochastic"]),
     (["solve", "--alpha", "1", "--A", "0.5,0.5;0.5,0.5", "--L", "3"], ["--A", "L = 3"]),
     (["solve", "--alpha", "1", "--P", "1,2;3,4"], ["--P", "symmetric"]),
