@@ -98,7 +98,7 @@ def refine_alpha_l(s_on: list[FixedPoint], alpha_l: float, cfg: SolverConfig) ->
     the finer rule (warm), and alpha_l = a - (eps_g,fine(a) - eps_lin) / slope, with the slope of eps_g the
     solve rule's secant over at least ALPHA_L_SLOPE_SPAN (a multilevel step: the fine rule is solved once).
     The error is that rule's blocks' (:func:`block_root_error`); without a finer rule (None, or one of no more
-    nodes than the solve rule), the solve rule's root and its error.
+    nodes than the solve rule) or where its re-solve fails, the solve rule's root and its error.
     """
     near = sorted(s_on, key=lambda p: abs(p.alpha - alpha_l))
     other = next((p for p in near[1:] if abs(p.alpha - near[0].alpha) >= ALPHA_L_SLOPE_SPAN), None)
@@ -114,8 +114,10 @@ def refine_alpha_l(s_on: list[FixedPoint], alpha_l: float, cfg: SolverConfig) ->
     fine_cfg = cfg.replace(quadrature=fine_rule)
     fine = solve(fp.params, fp.alpha, "semantic", init=fp.overlaps, config=fine_cfg)
     if not (fine.status.converged and fine.branch == "semantic") or not slope < 0:
-        return alpha_l, math.nan, (f"alpha_l: {cfg.alpha_l_quadrature} refinement not applied (re-solve: "
-                                   f"{fine.status.message}, {fine.branch}; slope {slope:.2e}); the solve rule's root")
+        err = block_root_error([fp], gap, slope, cfg) if slope < 0 else math.nan
+        return alpha_l, err, (f"alpha_l: {cfg.alpha_l_quadrature} refinement not applied (re-solve: "
+                              f"{fine.status.message}, {fine.branch}; slope {slope:.2e}); the solve rule's root"
+                              + ("" if math.isnan(err) else " and its blocks' error"))
     return fp.alpha - gap([fine]) / slope, block_root_error([fine], gap, slope, fine_cfg), ""
 
 

@@ -19,13 +19,13 @@ from dataclasses import replace
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.absence import EIGENVALUE, absence_evidence
-from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error
+from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, refined_alpha_l
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.branch_end import on_branch
 from attnphase.numerics.phase.continuation import BranchSweep, solve_from
 from attnphase.numerics.quadrature.rules import QuadratureRule
-from attnphase.numerics.phase.scalar_boundaries import DEFAULT_ALPHAS
+from attnphase.numerics.phase.scalar_boundaries import ALPHA_L_WITHOUT_ALPHA_C, DEFAULT_ALPHAS
 from attnphase.numerics.roots import brent_root
 from attnphase.numerics.se.matrix_solve import coarser_spec
 from attnphase.numerics.se.results import FixedPoint
@@ -210,11 +210,40 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
     note = (f"alpha_c = {alpha_c:.4g} +- {err:.2g}: the lowest-e_t point changes from the {l0} point to the semantic "
             f"point between grid alphas {a0:.4g} and {a1:.4g} ({method})")
     out = replace(b, alpha_c=alpha_c, alpha_c_err=err, alpha_c_coarse=alpha_c, alpha_c_from=l0,
-                  alpha_c_to="semantic", alpha_c_method=method, notes=tuple(notes + [note]))
-    if math.isfinite(b.alpha_l) and b.alpha_l < alpha_c:
-        out = replace(out, notes=out.notes + (f"alpha_l = {b.alpha_l:.4g} lies below alpha_c on the semantic branch, "
-                                              "which is not the global minimum there",))
-    return out
+                  alpha_c_to="semantic", alpha_c_method=method)
+    try:
+        redone = _alpha_l(s, b, alpha_c, err)
+    except BranchLost as exc:
+        redone = (math.nan, math.nan, f"alpha_l: {exc}")
+    if redone is None:  # the scalar form's alpha_l stands: it lies above alpha_c, or there is none
+        return replace(out, notes=tuple([n for n in notes if not n.startswith(ALPHA_L_WITHOUT_ALPHA_C)] + [note]))
+    alpha_l, alpha_l_err, l_note = redone
+    kept = [n for n in notes if not n.startswith("alpha_l")]  # the scalar form's notes on the alpha_l replaced
+    return replace(out, alpha_l=alpha_l, alpha_l_err=alpha_l_err,
+                   alpha_l_branch="semantic" if math.isfinite(alpha_l) else "",
+                   notes=tuple(kept + [note] + ([l_note] if l_note else [])))
+
+
+def _alpha_l(s: _Search, b: Boundaries, alpha_c: float, alpha_c_err: float) -> tuple[float, float, str] | None:
+    """alpha_l measured from the alpha_c located here (docs/model.md section 6: the smallest alpha >= alpha_c where
+    the semantic eps_g drops below eps_lin) as (alpha_l, its error, a note), or None where the scalar form's stands
+    (its crossing lies above alpha_c, or eps_g stays above eps_lin at every semantic point above alpha_c): alpha_c
+    where eps_g of S~ (the semantic point; the agnostic one at a birth from it) is below eps_lin there, else Brent's
+    root of eps_g(S~) - eps_lin between alpha_c and the first semantic point above it where it is below, refined as
+    the scalar form's (:func:`~attnphase.numerics.phase.boundary_refinement.refined_alpha_l`)."""
+    on = s.on["semantic"]
+    if b.alpha_l >= alpha_c or not on:  # NaN compares False
+        return None
+    eps_lin = next(iter(on.values())).observables.eps_lin
+    below = sorted(a for a, fp in on.items() if a > alpha_c and fp.observables.eps_g <= eps_lin)
+    if not below:
+        return None
+
+    def gap(a: float) -> float:
+        return s.point("semantic", a).observables.eps_g - eps_lin
+
+    alpha_l = alpha_c if gap(alpha_c) <= 0 else brent_root(gap, alpha_c, below[0], ROOT_XTOL)
+    return refined_alpha_l(list(on.values()), alpha_l, alpha_c, alpha_c_err, s.cfg)
 
 
 def _locate(s: _Search, x: str, a0: float, a1: float) -> tuple[float, float, str]:

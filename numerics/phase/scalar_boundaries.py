@@ -44,6 +44,10 @@ from attnphase.theory.whitening import se_params
 #: The alpha grid where none is given: 12 points on [0.1, 3].
 DEFAULT_ALPHAS = tuple(even_grid("0.1", "3", 12))
 
+#: The notes on an alpha_l found where no alpha_c is (replaced once an alpha_c is located: :mod:`lowest_point_change`).
+ALPHA_L_BELOW_AT_START = "alpha_l: semantic eps_g already below eps_lin at the lower end of the range"
+ALPHA_L_WITHOUT_ALPHA_C = "alpha_l: with no alpha_c, where the semantic eps_g meets eps_lin on its branch"
+
 #: The tolerances of :func:`~attnphase.numerics.phase.boundaries.phase_boundaries` at r = r* = 1: alpha_c and alpha_l
 #: in alpha; a branch end found by bisection.
 XTOL, BISECTION_TOL = 1e-4, 1e-3
@@ -172,7 +176,7 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
         if diff and diff[0][1] <= 0:
             alpha_l = diff[0][0] if lo is not None else math.nan
             if lo is None:
-                notes.append("alpha_l: semantic eps_g already below eps_lin at the lower end of the range")
+                notes.append(ALPHA_L_BELOW_AT_START)
         elif diff is not None:
             br = next(((a0, a1) for (a0, d0), (a1, d1) in zip(diff, diff[1:]) if d0 > 0 >= d1), None)
             if br is None and diff and diff[-1][1] > 0 and grow_semantic():
@@ -190,8 +194,7 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
                 except BranchLost as exc:
                     notes.append(f"alpha_l: {exc}")
                 if lo is None and math.isfinite(alpha_l):
-                    notes.append("alpha_l: with no alpha_c, where the semantic eps_g meets eps_lin on its branch "
-                                 "(not measured from alpha_c)")
+                    notes.append(f"{ALPHA_L_WITHOUT_ALPHA_C} (not measured from alpha_c)")
     alpha_l, alpha_l_err, note = refined_alpha_l(s_on, alpha_l, alpha_c, alpha_c_err, cfg)
     notes += [note] if note else []
     return with_scalar_labels(Boundaries(

@@ -17,6 +17,7 @@ from attnphase.numerics.phase import lowest_point_change as lpc
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.branch_end import BranchEnd
 from attnphase.numerics.phase.continuation import BranchSweep
+from attnphase.numerics.phase.scalar_boundaries import ALPHA_L_BELOW_AT_START, ALPHA_L_WITHOUT_ALPHA_C
 from attnphase.numerics.se import state_evolution as se
 from attnphase.theory.params import ModelParams
 
@@ -60,6 +61,28 @@ def test_alpha_c_is_the_semantic_birth_where_it_leaves_the_agnostic_point_below_
     assert b.alpha_c_method.startswith("birth of the semantic branch from the agnostic point")
     assert not any(n.startswith("alpha_c: the branches never coexist") for n in b.notes)
     assert not any("solver failure" in n for n in b.notes)
+
+
+@pytest.mark.parametrize("scalar_alpha_l, scalar_note", [(math.nan, ALPHA_L_BELOW_AT_START), (0.25, "")])
+def test_alpha_l_is_measured_from_the_alpha_c_located_here(scalar_alpha_l: float, scalar_note: str):
+    # the scalar form, with no alpha_c, left alpha_l NaN because eps_g was below eps_lin at the semantic branch's lowest
+    # point (sigma = 0.8, omega = 0.3: the branch's small-theta piece born at 0.648 lay between its end and its first
+    # point, and eps_g was above eps_lin there), or an alpha_l below the alpha_c found here: both are the smallest alpha
+    # >= alpha_c where the semantic eps_g drops below eps_lin, here between the points at 1 and 2
+    b = boundaries(L3, (1.0, 2.0), BIRTH)
+    b = replace(b, alpha_l=scalar_alpha_l, notes=b.notes + ((scalar_note,) if scalar_note else ()))
+    out = lpc.lowest_point_alpha_c(L3, b, CFG, GRID)
+    assert out.alpha_c == 0.3 and 1.0 < out.alpha_l < 2.0 and out.alpha_l_branch == "semantic"
+    gap = [solved(L3, out.alpha_l + d, "semantic").observables for d in (-0.01, 0.01)]
+    assert gap[0].eps_g > gap[0].eps_lin and gap[1].eps_g < gap[1].eps_lin
+    assert not any(n.startswith("alpha_l") for n in out.notes)
+
+
+def test_an_alpha_l_above_the_alpha_c_located_here_stands():
+    b = boundaries(L3, (1.0, 2.0), BIRTH)
+    b = replace(b, alpha_l=1.05, notes=b.notes + (f"{ALPHA_L_WITHOUT_ALPHA_C} (not measured from alpha_c)",))
+    out = lpc.lowest_point_alpha_c(L3, b, CFG, GRID)
+    assert (out.alpha_c, out.alpha_l) == (0.3, 1.05) and not any(n.startswith("alpha_l") for n in out.notes)
 
 
 def test_alpha_c_is_the_root_of_delta_e_t_where_the_semantic_point_starts_above():

@@ -234,3 +234,24 @@ def test_alpha_l_equal_to_alpha_c_says_why():
     alpha_l, err, note = refined_alpha_l([], 7.967, 7.967, 3e-4, None)
     assert (alpha_l, err) == (7.967, 3e-4) and note.startswith("alpha_l = alpha_c: the semantic eps_g is already below")
     assert refined_alpha_l([], float("nan"), 7.967, 3e-4, None)[2] == ""
+
+
+def test_alpha_l_keeps_an_error_bar_where_its_fine_rule_solve_fails(monkeypatch):
+    # sigma = 0.8, omega = 0.3: the fine rule's re-solve at alpha_l did not converge and alpha_l came without a bar;
+    # it is then the solve rule's root with the solve rule's blocks' error, and the note says which
+    from attnphase.numerics.phase import boundary_refinement as br
+
+    cfg = SolverConfig(quadrature="sobol8:4", alpha_l_quadrature="sobol10:4")
+    params = ModelParams(omega=0.3)
+    pts = [solve(params, a, "semantic", config=cfg) for a in (1.45, 1.5)]
+    real = br.solve
+
+    def failing_on_the_fine_rule(p, a, b, **kw):
+        fp = real(p, a, b, **kw)
+        if kw["config"].quadrature == cfg.alpha_l_quadrature:
+            return replace(fp, status=replace(fp.status, converged=False))
+        return fp
+    monkeypatch.setattr(br, "solve", failing_on_the_fine_rule)
+    alpha_l, err, note = br.refine_alpha_l(pts, 1.49, cfg)
+    assert alpha_l == 1.49 and 0 < err < 0.05
+    assert note.startswith("alpha_l: sobol10:4 refinement not applied") and note.endswith("and its blocks' error")
