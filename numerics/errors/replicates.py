@@ -90,12 +90,22 @@ def replicate_configs(config: SolverConfig, n_rules: int) -> tuple[list[SolverCo
     return [config.variant(k) for k in range(n_rules)], False
 
 
-def replicate_points(fp: FixedPoint, config: SolverConfig, n_rules: int) -> tuple[list[FixedPoint | None], bool]:
-    """(the replicates of ``fp``, whether they are blocks): ``fp`` re-solved on each config of
-    :func:`replicate_configs`, None in place where it does not converge on ``fp``'s branch."""
+def replicate_solves(fp: FixedPoint, config: SolverConfig, n_rules: int) -> tuple[list[FixedPoint], bool]:
+    """(``fp`` re-solved on each config of :func:`replicate_configs`, wherever each lands; whether they are blocks)."""
     configs, blocks = replicate_configs(config, n_rules)
-    others = [resolved(fp, cfg) for cfg in configs]
-    return [p if p.status.converged and p.branch == fp.branch else None for p in others], blocks
+    return [resolved(fp, cfg) for cfg in configs], blocks
+
+
+def on_its_branch(fp: FixedPoint, solves: Sequence[FixedPoint]) -> list[FixedPoint | None]:
+    """The replicates of ``fp`` among its re-solves ``solves``: None in place where one did not converge on its
+    branch."""
+    return [p if p.status.converged and p.branch == fp.branch else None for p in solves]
+
+
+def replicate_points(fp: FixedPoint, config: SolverConfig, n_rules: int) -> tuple[list[FixedPoint | None], bool]:
+    """(the replicates of ``fp``, whether they are blocks): :func:`replicate_solves` :func:`on_its_branch`."""
+    solves, blocks = replicate_solves(fp, config, n_rules)
+    return on_its_branch(fp, solves), blocks
 
 
 def error_keys(fp: FixedPoint) -> tuple[str, ...]:

@@ -8,8 +8,10 @@
    point; at r = r* = 1 each point found is solved again on the solve rule, dropped and counted where it fails);
 2. **dedupe** -- points on one orbit are one (:mod:`~attnphase.numerics.phase.gauge_orbits`);
 3. **error bars** -- each point re-solved warm on each block of the solve rule or on ``n_rules`` independent rules
-   (:func:`~attnphase.numerics.errors.replicates.replicate_points`); points one within the error bars
-   (:func:`~attnphase.numerics.phase.gauge_orbits.within_errors`) merged, the one more starts reached kept;
+   (:func:`~attnphase.numerics.errors.replicates.replicate_solves`); points one within the error bars
+   (:func:`~attnphase.numerics.phase.gauge_orbits.within_errors`) merged, the one more starts reached kept; a point
+   the blocks do not reproduce, most of its re-solves landing on the one point of another label, merged into that
+   one (:func:`displaced_from`);
 4. **stability** -- :func:`~attnphase.numerics.se.stability.stability_eigenvalue` (max Re(lambda)); stable when < 1;
 5. **rank** -- by e_t, lowest first, each point's height above the minimum, Delta = e_t(B) - e_t(A), with its paired
    error (:func:`~attnphase.numerics.phase.gauge_orbits.paired_difference`) and the combined bar hypot(err_A, err_B).
@@ -22,12 +24,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.errors.replicates import error_keys, replicate_errors, replicate_points
+from attnphase.numerics.errors.replicates import error_keys, on_its_branch, replicate_errors, replicate_solves
 from attnphase.numerics.parallel import map_in_order, without_memory
 from attnphase.numerics.phase.census_starts import (CensusStart, census_starts, perturbed_starts, search_config,
                                                     solve_start)
@@ -197,23 +199,54 @@ def census(params: ModelParams, alpha: float, *, config: SolverConfig | None = N
     cfg = config or SolverConfig()
     found = search(params, alpha, cfg, starts=starts, perturb=perturb, workers=workers, progress=progress)
     entries: list[CensusEntry] = []
+    unreproduced: list[tuple[CensusEntry, list[str]]] = []
     for fp, names in found.points:
-        reps, blocks = replicate_points(fp, cfg, n_rules or CENSUS_RULES)
+        solves, blocks = replicate_solves(fp, cfg, n_rules or CENSUS_RULES)
+        reps = on_its_branch(fp, solves)
         errors = replicate_errors(fp, reps, blocks) if reps else {}
         entry = CensusEntry(fp, tuple(reps), blocks, errors, names)
-        same = next((i for i, other in enumerate(entries) if within_errors(entry, other)), None)
-        if same is None:
-            entries.append(entry)
-        else:  # one fixed point: keep the one more starts reached, list the other
-            other = entries[same]
-            keep, drop = (other, entry) if len(other.starts) >= len(names) else (entry, other)
-            gone = ((drop.point.branch, drop.point.observables.e_t, drop.starts),) + drop.merged
-            entries[same] = replace(keep, starts=keep.starts + drop.starts, merged=keep.merged + gone)
+        if len(reps) >= 2 and sum(r is not None for r in reps) < 2:  # step 3's second test, once the others are in
+            unreproduced.append((entry, [p.branch for p in solves if p.status.converged]))
+        else:
+            _merge_within_errors(entries, entry)
+    for entry, landed in unreproduced:
+        target = displaced_from(entries, entry.point.branch, landed)
+        if target is None:
+            _merge_within_errors(entries, entry)
+        else:
+            entries[target] = _merged(entries[target], entry)
     model = se_params(params)
     entries = [replace(e, leading_eigenvalue=stability_eigenvalue(model, alpha, e.point.overlaps, cfg))
                for e in entries]
     entries.sort(key=lambda e: e.e_t)
     return Census(params, float(alpha), tuple(entries), found, n_rules, time.perf_counter() - t0)
+
+
+def _merged(keep: CensusEntry, drop: CensusEntry) -> CensusEntry:
+    """``keep`` with ``drop``'s starts, and ``drop`` (with the points merged into it) listed as merged."""
+    gone = ((drop.point.branch, drop.point.observables.e_t, drop.starts),) + drop.merged
+    return replace(keep, starts=keep.starts + drop.starts, merged=keep.merged + gone)
+
+
+def _merge_within_errors(entries: list[CensusEntry], entry: CensusEntry) -> None:
+    """``entry`` appended to ``entries``, or merged with the one it lies within the error bars of (one fixed point:
+    the one more starts reached kept, the other listed)."""
+    same = next((i for i, other in enumerate(entries) if within_errors(entry, other)), None)
+    if same is None:
+        entries.append(entry)
+    else:
+        other = entries[same]
+        entries[same] = _merged(other, entry) if len(other.starts) >= len(entry.starts) else _merged(entry, other)
+
+
+def displaced_from(entries: Sequence[CensusEntry], label: str, landed: Sequence[str]) -> int | None:
+    """The index of the entry a point of ``label`` the rule's blocks do not reproduce (fewer than two of its
+    re-solves stay on its branch) is a displaced copy of: more than half of its converged re-solves (their labels
+    ``landed``) land on one other label, and exactly one entry has that label (a small theta or m the pooled rule's
+    jumps put on the agnostic point, which its blocks do not keep); None where that is not so."""
+    label = max(sorted(set(landed) - {label}), key=landed.count, default="")
+    same = [i for i, e in enumerate(entries) if e.point.branch == label]
+    return same[0] if landed.count(label) * 2 > len(landed) and len(same) == 1 else None
 
 
 def entry_errors(entry: CensusEntry) -> dict[str, Any]:

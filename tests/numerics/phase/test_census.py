@@ -180,6 +180,29 @@ def _fake_census(points: list[tuple[str, float, float]]):
     return lambda params, alpha, **kw: Census(params, alpha, tuple(entries), None, 4)
 
 
+def test_a_point_its_blocks_do_not_reproduce_is_the_point_they_land_on() -> None:
+    # census --alpha 0.7 --omega 0.1 listed a fourth point, "semantic" with theta = -0.007 and no error bar, e_t the
+    # agnostic point's to 5 digits: re-solved on the rule's 4 blocks it landed on agnostic, semantic, agnostic and
+    # did not converge -- the agnostic point displaced by the pooled rule's jumps
+    entries = [SimpleNamespace(point=SimpleNamespace(branch=b)) for b in ("positional", "semantic", "agnostic")]
+    assert census_mod.displaced_from(entries, "semantic", ["agnostic", "semantic", "agnostic"]) == 2
+    assert census_mod.displaced_from(entries, "semantic", ["semantic"]) is None  # its own label is no target
+    assert census_mod.displaced_from(entries, "semantic", ["agnostic", "semantic", "positional"]) is None  # no majority
+    assert census_mod.displaced_from(entries, "mixed", []) is None
+    twice = entries + [SimpleNamespace(point=SimpleNamespace(branch="agnostic"))]
+    assert census_mod.displaced_from(twice, "semantic", ["agnostic", "agnostic"]) is None  # which one: not told
+
+
+@pytest.mark.heavy
+def test_census_near_the_semantic_birth_lists_no_displaced_agnostic_point() -> None:
+    res = census_mod.census(ModelParams(omega=0.1), 0.7)
+    labels = [e.point.branch for e in res.entries]
+    assert sorted(labels) == ["agnostic", "positional", "semantic"]
+    assert all(e.errors.get("replicates", 0) >= 2 for e in res.entries)
+    agnostic = res.entries[labels.index("agnostic")]
+    assert any(b == "semantic" and abs(e_t - agnostic.e_t) < 1e-7 for b, e_t, _ in agnostic.merged)
+
+
 def test_census_check_says_whether_another_fixed_point_beats_the_pair(monkeypatch) -> None:
     p = ModelParams(omega=0.3)
     monkeypatch.setattr(census_mod, "census", _fake_census(
