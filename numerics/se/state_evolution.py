@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Callable
 
 import numpy as np
 
@@ -93,15 +94,21 @@ def solve(
 
 
 def _solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, init: Overlaps | None,
-                  rule: QuadratureRule | None, memory: SolverMemory | None, start: str) -> FixedPoint:
-    """:func:`solve` at r >= 2 or r* >= 2 (its docstring)."""
+                  rule: QuadratureRule | None, memory: SolverMemory | None, start: str, retry: bool = True) -> FixedPoint:
+    """:func:`solve` at r >= 2 or r* >= 2 (its docstring); a start (no ``init``) that misses the semantic branch
+    retried from above (:func:`semantic_from_above`) unless ``retry`` is off."""
     if rule is not None:
         model_rule(params, cfg, rule)  # ValueError: the matrix form takes its rule from config.quadrature
+    given = cfg
     cfg = matrix_config(params, alpha, branch, cfg, start)
     ov0 = init if init is not None else (embedded_start(params, alpha, branch, cfg) if start == "embedded"
                                          else initial_overlaps(params, branch))
-    return solve_matrix(params, alpha, branch, cfg, ov0, warm=init is not None or start == "embedded",
-                        staged=init is None, jacobian=memory)
+    fp = solve_matrix(params, alpha, branch, cfg, ov0, warm=init is not None or start == "embedded",
+                      staged=init is None, jacobian=memory)
+    if init is None and branch == "semantic" and retry and not (fp.status.converged and fp.branch == "semantic"):
+        fp = semantic_from_above(fp, given, lambda a, c: _solve_matrix(params, a, branch, c, None, None, None, start,
+                                                                       retry=False))
+    return fp
 
 
 def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, init: Overlaps | None,
@@ -154,20 +161,23 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
         return fp
     fp = finish_stalled(fp, cfg, rule)
     if branch == "semantic" and not (fp.status.converged and fp.branch == "semantic"):
-        fp = semantic_from_above(fp, cfg, rule)
+        fp = semantic_from_above(fp, cfg, lambda a, c: solve(params, a, "semantic", init=initial_overlaps(
+            params, "semantic"), config=c, rule=rule), rule)
     return fp
 
 
-def semantic_from_above(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule) -> FixedPoint:
-    """A cold semantic solve that missed the branch (``fp``), retried from the cold start at alpha' = alpha
-    SEMANTIC_RETRY_FACTOR**k and followed down to alpha (docs/method.md section 4): the converged semantic point,
-    a failure where it stalled at alpha itself, or ``fp`` unchanged where no start reaches or keeps the branch."""
+def semantic_from_above(fp: FixedPoint, cfg: SolverConfig, start_at: Callable[[float, SolverConfig], FixedPoint],
+                        rule: QuadratureRule | None = None) -> FixedPoint:
+    """A semantic solve from a start that missed the branch (``fp``), retried from the same start at alpha' = alpha
+    SEMANTIC_RETRY_FACTOR**k (``start_at(alpha', config)``, which retries nothing) and followed down to alpha
+    (docs/method.md section 4): the converged semantic point, a failure where it stalled at alpha itself, or ``fp``
+    unchanged where no start reaches or keeps the branch."""
     params, alpha = fp.params, fp.alpha
     step_cfg = replace(cfg, e_t_quadrature=None)
     spent = fp.status.iterations
     for k in range(1, SEMANTIC_RETRY_TRIES + 1):
         top = alpha * SEMANTIC_RETRY_FACTOR ** k
-        near = solve(params, top, "semantic", init=initial_overlaps(params, "semantic"), config=step_cfg, rule=rule)
+        near = start_at(top, step_cfg)
         spent += near.status.iterations
         if near.status.converged and near.branch == "semantic":
             break

@@ -214,3 +214,32 @@ def test_the_sweep_has_one_schema_at_every_rank() -> None:
         assert [c for c in cols if c in SWEEP_COLUMNS] == [c for c in SWEEP_COLUMNS if c not in overlaps]
         assert set(cols) - set(SWEEP_COLUMNS) == set(inv) | {f"err_{c}" for c in inv} | {"gauge_angle"}
         assert all(lookup(c) is not None for c in cols), [c for c in cols if lookup(c) is None]
+
+
+def test_a_start_that_misses_the_semantic_branch_is_retried_from_above(monkeypatch) -> None:
+    # r = 1, r* = 2, alpha = 2 on the default rule: the embedded start stalled (residual 6.7e-4) where the sweep
+    # follows the semantic branch; as at r = r* = 1, the start is retried at 1.25 alpha and followed down.  Here the
+    # miss is made on a small rule (its own solve converges) by failing the first solve at alpha = 2
+    from dataclasses import replace
+
+    from attnphase.numerics.se import state_evolution as se
+
+    cfg = SolverConfig(quadrature="sobol8:4")
+    real, calls = se.solve_matrix, []
+
+    def missing_at_2(params, alpha, *args, **kw):
+        fp = real(params, alpha, *args, **kw)
+        calls.append(alpha)
+        return replace(fp, status=replace(fp.status, converged=False)) if len(calls) == 1 else fp
+    monkeypatch.setattr(se, "solve_matrix", missing_at_2)
+    fp = solve(ModelParams(r_star=2), 2.0, "semantic", config=cfg)
+    assert fp.status.converged and fp.branch == "semantic" and fp.alpha == 2.0
+    assert fp.status.message.startswith("converged by continuation from alpha = 2.5")
+    assert calls[:2] == [2.0, 2.5] and calls[-1] == 2.0 and all(2.0 <= a <= 2.5 for a in calls)
+
+
+@pytest.mark.heavy
+def test_the_rank_2_teachers_semantic_point_at_alpha_2_is_found_cold() -> None:
+    fp = solve(ModelParams(r_star=2), 2.0, "semantic", config=SolverConfig())
+    assert fp.status.converged and fp.branch == "semantic"
+    assert abs(fp.record["th0_singular_values"][0] - 0.5055) < 0.02  # the sweep's point, continued from alpha = 3
