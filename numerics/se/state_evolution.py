@@ -94,7 +94,8 @@ def solve(
 
 
 def _solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, init: Overlaps | None,
-                  rule: QuadratureRule | None, memory: SolverMemory | None, start: str, retry: bool = True) -> FixedPoint:
+                  rule: QuadratureRule | None, memory: SolverMemory | None, start: str,
+                  retry: bool = True) -> FixedPoint:
     """:func:`solve` at r >= 2 or r* >= 2 (its docstring); a start (no ``init``) that misses the semantic branch
     retried from above (:func:`semantic_from_above`) unless ``retry`` is off."""
     if rule is not None:
