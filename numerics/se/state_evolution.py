@@ -39,6 +39,8 @@ POSITIONAL_COLD_ALPHA = 0.3
 #: reaches the branch followed down to alpha in geometric steps of ratio SEMANTIC_RETRY_STEP.
 SEMANTIC_RETRY_FACTOR = 1.25
 SEMANTIC_RETRY_TRIES = 2
+#: At r >= 2 or r* >= 2, where one start costs 5-20 s, the retry from 1.25 alpha only.
+MATRIX_SEMANTIC_RETRY_TRIES = 1
 SEMANTIC_RETRY_STEP = 1.04
 
 
@@ -108,7 +110,7 @@ def _solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
                       staged=init is None, jacobian=memory)
     if init is None and branch == "semantic" and retry and not (fp.status.converged and fp.branch == "semantic"):
         fp = semantic_from_above(fp, given, lambda a, c: _solve_matrix(params, a, branch, c, None, None, None, start,
-                                                                       retry=False))
+                                                                       retry=False), tries=MATRIX_SEMANTIC_RETRY_TRIES)
     return fp
 
 
@@ -168,7 +170,7 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
 
 
 def semantic_from_above(fp: FixedPoint, cfg: SolverConfig, start_at: Callable[[float, SolverConfig], FixedPoint],
-                        rule: QuadratureRule | None = None) -> FixedPoint:
+                        rule: QuadratureRule | None = None, tries: int = SEMANTIC_RETRY_TRIES) -> FixedPoint:
     """A semantic solve from a start that missed the branch (``fp``), retried from the same start at alpha' = alpha
     SEMANTIC_RETRY_FACTOR**k (``start_at(alpha', config)``, which retries nothing) and followed down to alpha
     (docs/method.md section 4): the converged semantic point, a failure where it stalled at alpha itself, or ``fp``
@@ -176,7 +178,7 @@ def semantic_from_above(fp: FixedPoint, cfg: SolverConfig, start_at: Callable[[f
     params, alpha = fp.params, fp.alpha
     step_cfg = replace(cfg, e_t_quadrature=None)
     spent = fp.status.iterations
-    for k in range(1, SEMANTIC_RETRY_TRIES + 1):
+    for k in range(1, tries + 1):
         top = alpha * SEMANTIC_RETRY_FACTOR ** k
         near = start_at(top, step_cfg)
         spent += near.status.iterations
