@@ -170,15 +170,16 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
 
 
 def semantic_from_above(fp: FixedPoint, cfg: SolverConfig, start_at: Callable[[float, SolverConfig], FixedPoint],
-                        rule: QuadratureRule | None = None, tries: int = SEMANTIC_RETRY_TRIES) -> FixedPoint:
+                        rule: QuadratureRule | None = None, tries: int | None = None) -> FixedPoint:
     """A semantic solve from a start that missed the branch (``fp``), retried from the same start at alpha' = alpha
-    SEMANTIC_RETRY_FACTOR**k (``start_at(alpha', config)``, which retries nothing) and followed down to alpha
+    SEMANTIC_RETRY_FACTOR**k, k = 1 .. ``tries`` (None: SEMANTIC_RETRY_TRIES) (``start_at(alpha', config)``, which
+    retries nothing) and followed down to alpha
     (docs/method.md section 4): the converged semantic point, a failure where it stalled at alpha itself, or ``fp``
     unchanged where no start reaches or keeps the branch."""
     params, alpha = fp.params, fp.alpha
     step_cfg = replace(cfg, e_t_quadrature=None)
     spent = fp.status.iterations
-    for k in range(1, tries + 1):
+    for k in range(1, (SEMANTIC_RETRY_TRIES if tries is None else tries) + 1):
         top = alpha * SEMANTIC_RETRY_FACTOR ** k
         near = start_at(top, step_cfg)
         spent += near.status.iterations
