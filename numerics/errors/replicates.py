@@ -103,7 +103,8 @@ def on_its_branch(fp: FixedPoint, solves: Sequence[FixedPoint]) -> list[FixedPoi
 
 
 def replicate_points(fp: FixedPoint, config: SolverConfig, n_rules: int) -> tuple[list[FixedPoint | None], bool]:
-    """(the replicates of ``fp``, whether they are blocks): :func:`replicate_solves` :func:`on_its_branch`."""
+    """(the replicates of ``fp``, whether they are blocks): its re-solves (:func:`replicate_solves`) that stay on its
+    branch (:func:`on_its_branch`), None in place of the others."""
     solves, blocks = replicate_solves(fp, config, n_rules)
     return on_its_branch(fp, solves), blocks
 
