@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from attnphase.numerics.se.overlaps import ZERO_OVERLAP
+
 from .reference import _nan
 
 REL_TOL = 0.10
@@ -151,6 +153,11 @@ def global_vs_local_at(summary: dict[str, Any], alpha: float) -> dict[str, Any]:
 #: Two maps' points closer than this (relative) are the same point (they coincide above alpha ~ 1.25 at omega = 0.3).
 COINCIDE = 1e-3
 
+#: GD's student has vanished (Q = 0, where a strong ridge holds the global-prox SE) when its q is below this:
+#: |Q|_F / sqrt(d) <= 1e-5, about 30 times the default gradient tolerance (3e-7), which bounds |Q|_F / sqrt(d) by
+#: tolerance / lambda where the ridge makes the risk lambda-convex around Q = 0.
+GD_ZERO_Q = 1e-10
+
 #: The state evolutions a row is compared with, in the order :func:`map_followed` tries them.
 FOLLOWED_MAPS = ("global", "aligned")
 
@@ -187,6 +194,20 @@ def _no_point(row: dict[str, Any], prox: str, end: float | None) -> str:
     return f"the {prox}-prox {row['branch']} point is at noise level"
 
 
+def _both_vanish(row: dict[str, Any], prox: str) -> str:
+    """Where the ``prox`` SE's solve lands on Q = 0 (q <= ZERO_OVERLAP, the strong-ridge agnostic point), GD's
+    student has vanished too (q <= :data:`GD_ZERO_Q`) and the rule accepts its eps_g: the reason to say so; else
+    ""."""
+    th = row["theory"].get(prox)
+    if (not th or not th["converged"] or th.get("q") is None or th["q"] > ZERO_OVERLAP
+            or row.get("q_mean", math.inf) > GD_ZERO_Q
+            or not within_rule(row["eps_g_mean"], row["eps_g_std"], row["n_runs"], th["eps_g"])):
+        return ""
+    return (f"GD and the {prox}-prox SE both end at Q = 0, the agnostic point a strong ridge holds (q {row['q_mean']:.2g}"
+            f" vs {th['q']:.2g}; eps_g {row['eps_g_mean']:.4g} vs {th['eps_g']:.4g}, agrees), not on the "
+            f"{row['branch']} branch")
+
+
 def branch_ends(theory: dict[str, Any], branch: str) -> dict[str, float | None]:
     """``{prox: alpha where the branch ends}`` of a theory dict (``TheoryAtOmega.to_dict``), for the reasons of
     :func:`map_followed`."""
@@ -196,8 +217,8 @@ def branch_ends(theory: dict[str, Any], branch: str) -> dict[str, float | None]:
 def map_followed(row: dict[str, Any], ends: dict[str, float | None] | None = None) -> dict[str, str]:
     """Which state evolution gradient descent follows on one aggregated row, and why: ``{"map", "reason"}``.
 
-    ``map``: ``"global"``, ``"global or aligned"`` (the rule holds against both points and they differ by more
-    than :data:`COINCIDE`), ``"aligned"``, ``"neither"`` or ``"not converged"`` (docs/validation.md, "Which map GD
+    ``map``: ``"global"`` (also where GD and the global-prox SE both end at Q = 0, :func:`_both_vanish`),
+    ``"global or aligned"`` (the rule holds against both points and they differ by more than :data:`COINCIDE`), ``"aligned"``, ``"neither"`` or ``"not converged"`` (docs/validation.md, "Which map GD
     follows, row by row"); ``reason``: the evidence.  ``ends``: ``{prox: alpha where the row's branch ends}``."""
     ends = ends or {}
     obs = _COMPARED.get(row["branch"], _COMPARED["semantic"])[0]
@@ -215,6 +236,9 @@ def map_followed(row: dict[str, Any], ends: dict[str, float | None] | None = Non
             return {"map": "global", "reason": f"{agree}; the aligned map's point is the same here"}
         return {"map": "global or aligned", "reason": f"{agree}, and so does the aligned-prox point ({a_th[obs]:.3g}): "
                 "the rule does not separate the two at this d and seed count"}
+    vanished = _both_vanish(row, "global") if outcome["global"] is None else ""
+    if vanished:
+        return {"map": "global", "reason": vanished}
     why_not_global = (_no_point(row, "global", ends.get("global")) if outcome["global"] is None
                       else f"the global-prox {row['branch']} point differs ({obs} {gd:.3g} vs {g_th[obs]:.3g})")
     if outcome["aligned"]:

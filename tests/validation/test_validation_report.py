@@ -252,6 +252,25 @@ def test_each_row_says_which_map_gd_follows_and_why():
     assert lone["map"] == "neither" and "no aligned-prox solve here" in lone["reason"]
 
 
+def test_a_row_where_gd_and_the_theory_both_vanish_follows_the_global_map():
+    """A strong ridge (lambda = 1) holds the SE at Q = 0 at every alpha and GD's student vanishes too: the row is the
+    global map's agnostic point, not "neither"; a student that has not vanished, or an eps_g the rule rejects, is
+    not."""
+    from attnphase.validation.agreement import map_followed
+
+    zero = {"branch_reached": "agnostic", "converged": True, "exists": False, "abs_m": 2.5e-10, "abs_theta": 0.0,
+            "q": 2.9e-19, "eps_g": 0.004415}
+    row = {"alpha": 0.5, "init": "semantic", "branch": "semantic", "n_runs": 2, "n_converged": 2,
+           "abs_theta_mean": 9.5e-8, "abs_theta_std": 6e-9, "q_mean": 6.8e-14, "eps_g_mean": 0.004481,
+           "eps_g_std": 8.4e-5, "theory": {"global": zero, "local": None, "aligned": dict(zero)}}
+    both = map_followed(row)
+    assert both["map"] == "global" and "both end at Q = 0" in both["reason"]
+    assert map_followed({**row, "q_mean": 1e-6})["map"] == "neither"  # GD's student has not vanished
+    assert map_followed({**row, "eps_g_mean": 0.006})["map"] == "neither"  # eps_g 36 % off
+    weak = {**zero, "q": 0.3}  # an agnostic point with q > 0 (a weak ridge): not this case
+    assert map_followed({**row, "theory": {"global": weak, "local": None, "aligned": weak}})["map"] == "neither"
+
+
 def test_the_small_alpha_verdict_weighs_the_aligned_theory_and_names_every_consistent_one():
     from attnphase.validation.agreement import global_vs_local_at
 
