@@ -54,6 +54,16 @@ def run(args: argparse.Namespace) -> int:
 
     work.begin("solving the state evolution")
     fp = solve(params, alpha, args.branch, config=cfg)
+    if args.branch == "mixed" and not (fp.status.converged and fp.branch == "mixed"):
+        from attnphase.numerics.se.starts import FIXED_MIXTURES
+        from attnphase.numerics.se.state_evolution import mixed_from_mixtures
+
+        print(f"attnphase: note: the embedded mixed start did not converge on the mixed branch "
+              f"({fp.status.message}); trying the census's {len(FIXED_MIXTURES)} fixed mixture starts",
+              file=sys.stderr, flush=True)
+        fp = mixed_from_mixtures(fp, cfg)
+        if fp.status.converged:
+            print(f"attnphase: note: {fp.status.message}", file=sys.stderr, flush=True)
     rec, reason = solve_record(fp, args.branch)
     if not scalar:
         if fp.status.converged:

@@ -24,7 +24,7 @@ from attnphase.numerics.se.gauge import canonical
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.se_map import admissible
-from attnphase.numerics.se.starts import positional_direction
+from attnphase.numerics.se.starts import FIXED_MIXTURES, mixture, positional_direction
 from attnphase.numerics.se.state_evolution import embedded_start, solve
 from attnphase.theory.params import ModelParams
 
@@ -37,9 +37,6 @@ MATRIX_SEARCH_MAX_ITER = 150
 
 #: The search's Sobol rules at r = r* = 1 have at least 2^SEARCH_MIN_LOG2 points (:func:`search_rule`).
 SEARCH_MIN_LOG2 = 10
-
-#: Fixed mixtures of the embedded mixed state: (weight of th0, weight of m, tilt angle of m onto the semantic axes).
-FIXED_MIXTURES = ((0.25, 1.0, 0.0), (0.5, 1.0, 0.0), (1.0, 0.5, 0.0), (1.0, 1.0, math.pi / 6), (1.0, 1.0, math.pi / 3))
 
 #: Random mixtures drawn by default (weights uniform in [0.2, 1], tilt uniform in [0, pi/2], diagonals x e^{0.2 N}).
 RANDOM_MIXTURES = 2
@@ -82,18 +79,6 @@ def grid_starts(params: ModelParams) -> list[CensusStart]:
         label = "semantic" if m == 0 and th > 0 else "positional" if th == 0 and m > 0 else "agnostic"
         starts.append(CensusStart(f"grid q0 {q0:g}, V0 {V0:g}, m {m:g}, th0 {th:g} sqrt(q0 rho0)", label, "init", ov))
     return starts
-
-
-def mixture(base: Overlaps, w_th: float, w_m: float, tilt: float) -> Overlaps:
-    """``base`` (the embedded mixed state: semantic axes with th0, the last axis positional) with th0 scaled by
-    w_th, m by w_m, and the positional column m_{:, r-1} turned by ``tilt`` onto axis 0:
-    m_{:, 0} += sin(tilt) m_{:, r-1}, m_{:, r-1} <- cos(tilt) m_{:, r-1} (a direction carrying both overlaps)."""
-    m = w_m * np.array(base.m)
-    col = m[:, -1].copy()
-    if base.r >= 2:
-        m[:, 0] += math.sin(tilt) * col
-        m[:, -1] = math.cos(tilt) * col
-    return Overlaps(base.q0, base.V0, m, w_th * np.array(base.th0))
 
 
 def mixture_starts(params: ModelParams, alpha: float, config: SolverConfig, *, seed: int = 0) -> list[CensusStart]:

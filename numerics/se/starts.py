@@ -4,6 +4,7 @@ settling of a matrix start's noise axes (docs/method.md section 11).
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -43,6 +44,21 @@ def initial_overlaps(params: ModelParams, branch: str) -> Overlaps:
 
 #: The branches of the matrix form (docs/model.md section 7): those of the scalar form (config.BRANCHES) and mixed.
 MATRIX_BRANCHES = ("semantic", "positional", "agnostic", "mixed")
+
+
+#: Fixed mixtures of the embedded mixed state: (weight of th0, weight of m, tilt angle of m onto the semantic axes).
+FIXED_MIXTURES = ((0.25, 1.0, 0.0), (0.5, 1.0, 0.0), (1.0, 0.5, 0.0), (1.0, 1.0, math.pi / 6), (1.0, 1.0, math.pi / 3))
+
+def mixture(base: Overlaps, w_th: float, w_m: float, tilt: float) -> Overlaps:
+    """``base`` (the embedded mixed state: semantic axes with th0, the last axis positional) with th0 scaled by
+    w_th, m by w_m, and the positional column m_{:, r-1} turned by ``tilt`` onto axis 0:
+    m_{:, 0} += sin(tilt) m_{:, r-1}, m_{:, r-1} <- cos(tilt) m_{:, r-1} (a direction carrying both overlaps)."""
+    m = w_m * np.array(base.m)
+    col = m[:, -1].copy()
+    if base.r >= 2:
+        m[:, 0] += math.sin(tilt) * col
+        m[:, -1] = math.cos(tilt) * col
+    return Overlaps(base.q0, base.V0, m, w_th * np.array(base.th0))
 
 
 def teacher_rank(params: ModelParams) -> int:

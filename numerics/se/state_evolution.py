@@ -16,7 +16,8 @@ from attnphase.numerics.se.fixed_point import FixedPointSolver
 from attnphase.numerics.se.matrix_solve import matrix_config, solve_matrix
 from attnphase.numerics.se.overlaps import Overlaps, on_branch_subspace
 from attnphase.numerics.se.starts import (
-    MATRIX_BRANCHES, further_positional_directions, initial_overlaps, noise_axes, signal_axes, teacher_rank,
+    FIXED_MIXTURES, MATRIX_BRANCHES, further_positional_directions, initial_overlaps, mixture, noise_axes, signal_axes,
+    teacher_rank,
 )
 from attnphase.numerics.se.results import FixedPoint, SolverMemory, fixed_point_from
 from attnphase.numerics.se.stalls import judge_agnostic_image, judge_stalled
@@ -112,6 +113,27 @@ def _solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
         fp = semantic_from_above(fp, given, lambda a, c: _solve_matrix(params, a, branch, c, None, None, None, start,
                                                                        retry=False), tries=MATRIX_SEMANTIC_RETRY_TRIES)
     return fp
+
+
+def mixed_from_mixtures(fp: FixedPoint, cfg: SolverConfig) -> FixedPoint:
+    """A mixed solve at r >= 2 whose start missed the mixed branch (``fp``), retried from the census's fixed
+    mixtures of the embedded mixed state (:data:`~attnphase.numerics.se.starts.FIXED_MIXTURES`, :func:`mixture`) in
+    their order (docs/method.md section 4): the first solve that converges on the mixed branch, its message naming
+    the start; ``fp`` where none does.  Its evaluations count every try."""
+    params, alpha = fp.params, fp.alpha
+    base = embedded_start(params, alpha, "mixed", cfg)
+    spent = fp.status.iterations
+    for w_th, w_m, tilt in FIXED_MIXTURES:
+        ov = mixture(base, w_th, w_m, tilt)
+        if not admissible(ov, params.rho0):
+            continue
+        near = solve(params, alpha, "mixed", config=cfg, init=ov)
+        spent += near.status.iterations
+        if near.status.converged and near.branch == "mixed":
+            start = f"th0 x{w_th:g}, m x{w_m:g}, tilt {math.degrees(tilt):.0f} deg"
+            return near.with_status(message=f"converged from the mixture start {start} (one of the census's); from "
+                                            f"the embedded start: {fp.status.message}", iterations=spent)
+    return fp.with_status(iterations=spent)
 
 
 def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, init: Overlaps | None,

@@ -243,3 +243,54 @@ def test_the_rank_2_teachers_semantic_point_at_alpha_2_is_found_cold() -> None:
     fp = solve(ModelParams(r_star=2), 2.0, "semantic", config=SolverConfig())
     assert fp.status.converged and fp.branch == "semantic"
     assert abs(fp.record["th0_singular_values"][0] - 0.5055) < 0.02  # the sweep's point, continued from alpha = 3
+
+
+@pytest.mark.heavy
+def test_a_mixed_solve_whose_embedded_start_stalls_is_retried_from_the_census_mixtures() -> None:
+    # r = r* = 2, alpha = 1.5, omega = 0.3 on sobol8:4: the embedded mixed start stalls (residual 3e-3), the census's
+    # fixed mixtures reach a stable mixed point (on the default rule: the census's e_t 0.004376 +- 0.000016)
+    from attnphase.numerics.se.state_evolution import mixed_from_mixtures
+
+    params, cfg = ModelParams(omega=0.3, r=2, r_star=2), SolverConfig(quadrature="sobol8:4")
+    missed = solve(params, 1.5, "mixed", config=cfg)
+    assert not missed.status.converged
+    fp = mixed_from_mixtures(missed, cfg)
+    assert fp.status.converged and fp.branch == "mixed"
+    assert fp.status.message.startswith("converged from the mixture start ")
+    assert fp.status.iterations > missed.status.iterations  # every try counted
+    sv = fp.record["th0_singular_values"]
+    assert sv[0] > 0.1 and max(fp.record["m_norms"]) > 0.1  # both overlaps: a mixed point
+
+
+def test_the_mixture_retry_takes_the_first_mixture_that_reaches_the_mixed_branch(monkeypatch) -> None:
+    # the retry's logic on stand-in solves: the first two mixtures fail, the third converges; its message names it,
+    # and a miss everywhere returns the embedded start's result with every evaluation counted
+    from dataclasses import replace
+
+    from attnphase.numerics.se import state_evolution as se
+
+    params, cfg = ModelParams(omega=0.3, r=2), SolverConfig(quadrature="sobol6:2", max_iter=2)
+    base = solve(params, 1.5, "mixed", config=cfg)
+    start = Overlaps(np.diag([0.3, 0.2]), np.diag([50.0, 60.0]), np.full((2, 2), 0.1), np.array([[0.4], [0.0]]))
+    monkeypatch.setattr(se, "embedded_start", lambda *a: start)
+    failed = replace(base, status=replace(base.status, converged=False, iterations=7, message="stalled"))
+    tries: list = []
+
+    def fake(params, alpha, branch, **kw):
+        tries.append(kw["init"])
+        ok = len(tries) == 3
+        return replace(base, status=replace(base.status, converged=ok, iterations=10, message="x"))
+    monkeypatch.setattr(se, "solve", fake)
+    fp = se.mixed_from_mixtures(failed, cfg)
+    assert len(tries) == 3 and fp.status.converged and fp.status.iterations == 37
+    w_th, w_m, tilt = se.FIXED_MIXTURES[2]
+    assert fp.status.message.startswith(f"converged from the mixture start th0 x{w_th:g}, m x{w_m:g}, tilt 0 deg")
+    assert fp.status.message.endswith("from the embedded start: stalled")
+    assert np.allclose(tries[1].th0, 0.5 * np.asarray(tries[0].th0) / 0.25)  # the mixtures in their order
+    tries.clear()
+    def miss(params, alpha, branch, **kw):
+        tries.append(kw["init"])
+        return replace(failed, status=replace(failed.status, iterations=10))
+    monkeypatch.setattr(se, "solve", miss)
+    none = se.mixed_from_mixtures(failed, cfg)
+    assert not none.status.converged and none.status.iterations == 7 + 10 * len(tries) and len(tries) == 5
