@@ -145,7 +145,8 @@ def sweep_bayes_optimal(args: argparse.Namespace) -> int:
             outputs.write_text_atomic(stage / paths[w].name, csv_text(rows, BAYES_SWEEP_COLUMNS))
         write_netcdf(bayes_sweep_dataset(rows_by_omega, alphas, branches, attrs), stage / "sweep_bayes-optimal.nc")
     for w, rows in rows_by_omega.items():
-        print(f"wrote {len(rows)} rows to {paths[w]} ({', '.join(branches)})", file=sys.stderr)
+        rows_word = "row" if len(rows) == 1 else "rows"
+        print(f"wrote {len(rows)} {rows_word} to {paths[w]} ({', '.join(branches)})", file=sys.stderr)
     # a bar of 0 or NaN is never silent (solve --estimator bayes-optimal's error_note, for the rows)
     bars_note = bayes_rows_error_note([r for rows in rows_by_omega.values() for r in rows if not r["reason"]],
                                       model.rho0)

@@ -216,7 +216,8 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
             notes = [f"{failed} not converged"] if failed else []
             if len(rows) - on - failed:
                 notes.append(f"{len(rows) - on - failed} where no {args.branch} fixed point exists (see the reason column)")
-            wrote.append(f"wrote {len(rows)} rows to {path}" + (f" ({'; '.join(notes)})" if notes else ""))
+            rows_word = "row" if len(rows) == 1 else "rows"
+            wrote.append(f"wrote {len(rows)} {rows_word} to {path}" + (f" ({'; '.join(notes)})" if notes else ""))
         attrs = job_attrs("sweep", version=version, model=params.to_dict() | {"omega": "scanned"},
                           solver=cfg.as_dict(), rule=cfg.quadrature, command=command_line(), branch=args.branch,
                           title=f"The {args.branch} branch of dot-product attention's state evolution over alpha")
