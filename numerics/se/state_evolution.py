@@ -119,7 +119,7 @@ def mixed_from_mixtures(fp: FixedPoint, cfg: SolverConfig) -> FixedPoint:
     """A mixed solve at r >= 2 whose start missed the mixed branch (``fp``), retried from the census's fixed
     mixtures of the embedded mixed state (:data:`~attnphase.numerics.se.starts.FIXED_MIXTURES`, :func:`mixture`) in
     their order (docs/method.md section 4): the first solve that converges on the mixed branch, its message naming
-    the start; ``fp`` where none does.  Its evaluations count every try."""
+    the start; ``fp`` where none does, its message saying so.  Its evaluations count every try."""
     params, alpha = fp.params, fp.alpha
     base = embedded_start(params, alpha, "mixed", cfg)
     spent = fp.status.iterations
@@ -133,7 +133,8 @@ def mixed_from_mixtures(fp: FixedPoint, cfg: SolverConfig) -> FixedPoint:
             start = f"th0 x{w_th:g}, m x{w_m:g}, tilt {math.degrees(tilt):.0f} deg"
             return near.with_status(message=f"converged from the mixture start {start} (one of the census's); from "
                                             f"the embedded start: {fp.status.message}", iterations=spent)
-    return fp.with_status(iterations=spent)
+    return fp.with_status(iterations=spent, message=f"{fp.status.message}; none of the census's mixture starts "
+                                                    "converged on the mixed branch either")
 
 
 def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, init: Overlaps | None,

@@ -294,3 +294,4 @@ def test_the_mixture_retry_takes_the_first_mixture_that_reaches_the_mixed_branch
     monkeypatch.setattr(se, "solve", miss)
     none = se.mixed_from_mixtures(failed, cfg)
     assert not none.status.converged and none.status.iterations == 7 + 10 * len(tries) and len(tries) == 5
+    assert none.status.message.startswith("stalled; none of the census's mixture starts")
