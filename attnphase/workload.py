@@ -61,10 +61,14 @@ RANK2_RULE = "sobol10:4"
 #: sobol8:4 --workers 2 --fresh``: about 200 CPU s per omega, against 628 for omega 0.1 on sobol10:4 (4x the nodes).
 RANK2_RULE_EXPONENT = 0.8
 #: One census of the search: ``--only rank2 --omega 0.3 --alpha 0.9:1.1:2`` (2 censuses, 142.5 CPU s), scaled by
-#: 1.24 (with RANK2_SOLVE_SECONDS) to the 628 CPU s of ``phase-diagram --rank 2 --omega 0.1 --fresh``.
-RANK2_CENSUS_SECONDS = 88.0
-#: One solve along a branch: the same run, 20 solves in 37.8 CPU s, scaled by 1.24.
-RANK2_SOLVE_SECONDS = 2.35
+#: 1.46 (with RANK2_SOLVE_SECONDS) to the 740 CPU s of ``/usr/bin/time attnphase phase-diagram --rank 2 --omega 0.1
+#: --fresh`` on 2 idle cores (its notes' ``work:`` line: 4 censuses 321 CPU s, 114 solves 364, block re-solves 52).
+RANK2_CENSUS_SECONDS = 104.0
+#: One solve along a branch: the same run, 20 solves in 37.8 CPU s, scaled by 1.46.
+RANK2_SOLVE_SECONDS = 2.76
+#: The share of each core a rank-r task's compiled loops keep busy when the task has the machine to itself: the
+#: same run took 415 s wall for its 740 CPU s on 2 cores, less :data:`JOB_COMMAND_SECONDS`.
+RANK2_CORE_USE = 0.9
 #: Solves at the grid's points per grid point (the branches the search finds): the same run, 11 at its 2 points.
 RANK2_SOLVES_PER_ALPHA = 5.5
 #: Solves between the grid's points per omega: 117 at omega 0.1 on the default grid (docs/general.md), less 12 x 5.5.
@@ -197,12 +201,13 @@ def cluster_seconds(workers: int, wall: float) -> float:
 
 
 def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis: str, *, quiet: bool = False,
-                   min_seconds: float = 10, cores: int = 0, own: float = 0.0) -> float:
+                   min_seconds: float = 10, cores: int = 0, own: float = 0.0, core_use: float = 1.0) -> float:
     """Say on stderr, before a job starts, how many tasks it has and about how long it takes on ``workers`` (or,
-    ``cores`` > 0, on loops using every core), ``own`` the command's CPU seconds besides them; returns that estimate."""
+    ``cores`` > 0, on loops that keep ``core_use`` of every core busy), ``own`` the command's CPU seconds besides
+    them; returns that estimate."""
     n = len(task_seconds)
     if cores:
-        t, on = sum(task_seconds) / cores, f"{cores} core{'s' if cores != 1 else ''}"
+        t, on = sum(task_seconds) / (cores * core_use if cores > 1 else 1), f"{cores} core{'s' if cores != 1 else ''}"
     else:
         t, on = wall_seconds(task_seconds, workers), f"{workers} worker{'s' if workers != 1 else ''}"
     cpu = sum(task_seconds) + own + (0.0 if cores else cluster_seconds(min(workers, n), t))

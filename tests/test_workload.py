@@ -89,6 +89,14 @@ def test_the_commands_own_part_adds_to_the_wall_and_the_cpu_time(capsys):
     assert "about 110 s on 1 worker (110 CPU s in all" in err[1]
 
 
+def test_loops_on_every_core_divide_the_cpu_by_the_cores_they_keep_busy(capsys):
+    """A task whose compiled loops use every core: its CPU over cores x core_use (one core: the CPU itself)."""
+    assert workload.announce_tasks("job", [180.0], 1, "basis", cores=2, core_use=0.9) == pytest.approx(100.0)
+    assert workload.announce_tasks("job", [180.0], 1, "basis", cores=2) == pytest.approx(90.0)
+    assert workload.announce_tasks("job", [180.0], 1, "basis", cores=1, core_use=0.9) == pytest.approx(180.0)
+    assert "about 100 s on 2 cores (3 CPU min in all" in capsys.readouterr().err.splitlines()[0]
+
+
 def test_rank2_cost_is_its_censuses_and_its_solves():
     """One omega of the rank-2 search: censuses at the grid's ends and where the branches change (at most MAX_CENSUS),
     then solves along every branch at every grid point and between them: past MAX_CENSUS alphas each further alpha

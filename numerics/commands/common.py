@@ -143,7 +143,8 @@ def announce_matrix_tasks(what: str, costs: list[float], per: str, executor: Any
 
     workload.announce_tasks(what, costs, executor.workers, f"~{max(costs):.0f} CPU s per {per}, measured at r = 2, "
                             "r* = 1; the compiled loops use every core", quiet=quiet, min_seconds=0,
-                            cores=usable_cores() if executor.scheduler is None else 0, own=workload.JOB_COMMAND_SECONDS)
+                            cores=usable_cores() if executor.scheduler is None else 0, own=workload.JOB_COMMAND_SECONDS,
+                            core_use=workload.RANK2_CORE_USE)
 
 
 @contextlib.contextmanager
