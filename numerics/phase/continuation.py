@@ -22,7 +22,9 @@ from attnphase.numerics.phase.branch_end import (BranchEnd, bifurcation_end, end
 from attnphase.numerics.config import BRANCHES, SolverConfig
 from attnphase.numerics.se.se_map import model_rule
 from attnphase.numerics.se.starts import MATRIX_BRANCHES, teacher_rank
-from attnphase.numerics.se.state_evolution import POSITIONAL_COLD_ALPHA, FixedPoint, positional_past_agnostic, solve
+from attnphase.numerics.se.state_evolution import (
+    POSITIONAL_COLD_ALPHA, FixedPoint, mixed_from_mixtures, positional_past_agnostic, solve,
+)
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
 
@@ -154,6 +156,8 @@ def sweep(
             fp = positional_past_agnostic(params, alpha, last, full_cfg, rule) if fell else None
             if fp is None:
                 fp = solve(params, alpha, branch, config=full_cfg, rule=rule)
+            if branch == "mixed" and last is None and not on_branch(fp, branch):
+                fp = mixed_from_mixtures(fp, full_cfg)  # the first point: the census's mixture starts too
             if on_branch(fp, branch):
                 good = fp
         else:

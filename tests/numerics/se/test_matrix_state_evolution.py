@@ -295,3 +295,32 @@ def test_the_mixture_retry_takes_the_first_mixture_that_reaches_the_mixed_branch
     none = se.mixed_from_mixtures(failed, cfg)
     assert not none.status.converged and none.status.iterations == 7 + 10 * len(tries) and len(tries) == 5
     assert none.status.message.startswith("stalled; none of the census's mixture starts")
+
+
+def test_a_mixed_sweep_tries_the_mixture_starts_at_its_first_point_only(monkeypatch) -> None:
+    # the sweep's cold start of the mixed branch that misses it goes on to the census's mixtures (as solve does), at
+    # its first grid point: a later point that fails is a failure of the continuation, not retried from them
+    from dataclasses import replace
+
+    from attnphase.numerics.phase import continuation
+
+    params, cfg = ModelParams(omega=0.3, r=2), SolverConfig(quadrature="sobol6:2")
+    mixed = solve(params, 2.0, "mixed", config=cfg)  # a mixed point on this small rule
+    assert mixed.status.converged and mixed.branch == "mixed"
+    missed = replace(mixed, status=replace(mixed.status, converged=False))
+    retried: list[float] = []
+
+    def fake_solve(params, alpha, branch, **kw):  # every solve misses
+        return replace(missed, alpha=alpha)
+
+    def fake_mixtures(fp, config):
+        retried.append(fp.alpha)
+        return replace(mixed, alpha=fp.alpha) if fp.alpha == 1.5 else fp
+    monkeypatch.setattr(continuation, "solve", fake_solve)
+    monkeypatch.setattr(continuation, "mixed_from_mixtures", fake_mixtures)
+    sw = continuation.sweep(params, [1.5, 1.75], "mixed", config=cfg)
+    assert retried == [1.5] and sw.points[0].status.converged and sw.points[0].alpha == 1.5
+    retried.clear()
+    monkeypatch.setattr(continuation, "mixed_from_mixtures", lambda fp, config: (retried.append(fp.alpha), fp)[1])
+    continuation.sweep(params, [1.5, 1.75], "mixed", config=cfg)
+    assert retried == [1.5]  # the first point failed: the second is not retried from the mixtures
