@@ -13,8 +13,10 @@ BAR_DIGITS = 2
 #: Significant digits of a number printed without a bar.
 PLAIN_DIGITS = 6
 
-#: Values of magnitude in [FIXED_MIN, FIXED_MAX) print in fixed notation, others in scientific.
+#: Values of magnitude in [FIXED_MIN, FIXED_MAX) print in fixed notation, others in scientific ...
 FIXED_MIN, FIXED_MAX = 1e-4, 1e6
+#: ... and so does a value whose bar would need more decimals than this (a bar at round-off, 2e-21).
+MAX_DECIMALS = 12
 
 
 def finite(x: Any) -> bool:
@@ -31,8 +33,9 @@ def plain(value: Any, digits: int = PLAIN_DIGITS) -> str:
 
 def with_error(value: Any, err: Any) -> str:
     """``value +- err``: err to BAR_DIGITS significant digits, value rounded to err's last digit (``0.45948 +-
-    0.00044``), in fixed notation for |value| in [1e-4, 1e6) or 0, else scientific; a bar of 0 prints ``+- 0``, a
-    missing or non-finite one the value alone (:func:`plain`)."""
+    0.00044``), in fixed notation for |value| in [1e-4, 1e6) or 0 with a bar of at most MAX_DECIMALS decimals, else
+    scientific (``0 +- 2.1e-21``); a bar of 0 prints ``+- 0``, a missing or non-finite one the value alone
+    (:func:`plain`)."""
     if not (finite(value) and finite(err)):
         return plain(value)
     value, err = float(value), abs(float(err))
@@ -43,7 +46,10 @@ def with_error(value: Any, err: Any) -> str:
     if round(err, BAR_DIGITS - 1 - e) >= 10.0 ** (e + 1):
         e += 1
     decimals = BAR_DIGITS - 1 - e
-    if value == 0.0 or FIXED_MIN <= abs(value) < FIXED_MAX:
+    if decimals > MAX_DECIMALS:  # a bar at round-off: scientific (a 0 stays 0)
+        if value == 0.0:
+            return f"0 +- {err:.{BAR_DIGITS - 1}e}"
+    elif value == 0.0 or FIXED_MIN <= abs(value) < FIXED_MAX:
         if decimals >= 0:
             return f"{value:.{decimals}f} +- {err:.{decimals}f}"
         step = 10.0 ** (-decimals)
