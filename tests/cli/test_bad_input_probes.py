@@ -556,7 +556,7 @@ def test_jump_scale_acceptance_needs_the_error_estimate():
     (0.0, 0.0, "0 +- 0"),
     (0.0, 2.1e-21, "0 +- 2.1e-21"),  # a bar at round-off: not 22 decimals of zeros
     (0.28424, 1.0e-14, "2.84240000000000e-01 +- 1.0e-14"),
-    (0.0, 3.3e-11, "0.000000000033 +- 0.000000000033"),  # 12 decimals: still fixed
+    (0.0, 3.3e-11, "0.000000000000 +- 0.000000000033"),  # 12 decimals: still fixed
     (0.5, float("nan"), "0.5"),
     (None, 0.1, ""),
 ])
