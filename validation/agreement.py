@@ -203,9 +203,9 @@ def _both_vanish(row: dict[str, Any], prox: str) -> str:
             or row.get("q_mean", math.inf) > GD_ZERO_Q
             or not within_rule(row["eps_g_mean"], row["eps_g_std"], row["n_runs"], th["eps_g"])):
         return ""
-    return (f"GD and the {prox}-prox SE both end at Q = 0, the agnostic point a strong ridge holds (q {row['q_mean']:.2g}"
-            f" vs {th['q']:.2g}; eps_g {row['eps_g_mean']:.4g} vs {th['eps_g']:.4g}, agrees), not on the "
-            f"{row['branch']} branch")
+    return (f"GD and the {prox}-prox SE both end at Q = 0, the agnostic point a strong ridge holds "
+            f"(q {row['q_mean']:.2g} vs {th['q']:.2g}; eps_g {row['eps_g_mean']:.4g} vs {th['eps_g']:.4g}, agrees), "
+            f"not on the {row['branch']} branch")
 
 
 def branch_ends(theory: dict[str, Any], branch: str) -> dict[str, float | None]:
@@ -218,8 +218,9 @@ def map_followed(row: dict[str, Any], ends: dict[str, float | None] | None = Non
     """Which state evolution gradient descent follows on one aggregated row, and why: ``{"map", "reason"}``.
 
     ``map``: ``"global"`` (also where GD and the global-prox SE both end at Q = 0, :func:`_both_vanish`),
-    ``"global or aligned"`` (the rule holds against both points and they differ by more than :data:`COINCIDE`), ``"aligned"``, ``"neither"`` or ``"not converged"`` (docs/validation.md, "Which map GD
-    follows, row by row"); ``reason``: the evidence.  ``ends``: ``{prox: alpha where the row's branch ends}``."""
+    ``"global or aligned"`` (the rule holds against both points and they differ by more than :data:`COINCIDE`),
+    ``"aligned"``, ``"neither"`` or ``"not converged"`` (docs/validation.md, "Which map GD follows, row by row");
+    ``reason``: the evidence.  ``ends``: ``{prox: alpha where the row's branch ends}``."""
     ends = ends or {}
     obs = _COMPARED.get(row["branch"], _COMPARED["semantic"])[0]
     gd = row[f"{obs}_mean"]

@@ -49,6 +49,7 @@ MATRIX_BRANCHES = ("semantic", "positional", "agnostic", "mixed")
 #: Fixed mixtures of the embedded mixed state: (weight of th0, weight of m, tilt angle of m onto the semantic axes).
 FIXED_MIXTURES = ((0.25, 1.0, 0.0), (0.5, 1.0, 0.0), (1.0, 0.5, 0.0), (1.0, 1.0, math.pi / 6), (1.0, 1.0, math.pi / 3))
 
+
 def mixture(base: Overlaps, w_th: float, w_m: float, tilt: float) -> Overlaps:
     """``base`` (the embedded mixed state: semantic axes with th0, the last axis positional) with th0 scaled by
     w_th, m by w_m, and the positional column m_{:, r-1} turned by ``tilt`` onto axis 0:
