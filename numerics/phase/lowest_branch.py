@@ -67,10 +67,7 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
                      f"[{c.interval[0]:g}, {c.interval[1]:g}], was not located")
         c = None
     elif c is None:
-        present = sorted(set(lowest) - {""})
-        notes.append("alpha_c: " + (f"the global minimum never leaves a positional or agnostic point on [{grid[0]:g}, "
-                                    f"{grid[-1]:g}]" if changes else f"the global minimum is {'/'.join(present) or 'unknown'} "
-                                    f"at every grid point of [{grid[0]:g}, {grid[-1]:g}] where it is known: no change in range"))
+        notes.append("alpha_c: " + _no_alpha_c(bc, lowest, changes))
     lin = teacher_eps_lin(params, cfg)
     cont.phase = "alpha_l"
     alpha_l, alpha_l_err, l_branch = _alpha_l(cont, bc, lowest, changes, lin, ROOT_TOL, notes)
@@ -88,6 +85,23 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
                       alpha_l_err=alpha_l_err, r=params.r, r_star=teacher_rank(params), alpha_c_from=c.frm,
                       alpha_c_to=c.to, alpha_c_method=method, alpha_l_branch=l_branch, eps_lin=lin, ends=bc.ends,
                       curves=_curves(bc, model_branches(params.r)), **columns)
+
+
+def _no_alpha_c(bc: BranchCensus, lowest: list[str], changes: list[Change]) -> str:
+    """Why no change of the global minimum leaves a positional or agnostic point (``lowest``: its name per grid
+    point, "" where unknown)."""
+    grid, known = bc.grid, [(a, n) for a, n in zip(bc.grid, lowest) if n]
+    span = f"[{grid[0]:g}, {grid[-1]:g}]"
+    if not changes:
+        present = sorted({n for _, n in known})
+        return (f"the global minimum is {'/'.join(present) or 'unknown'} at every grid point of {span} where it is "
+                "known: no change in range")
+    first_alpha, first = known[0]
+    if bc.branch(first).label not in UNORDERED:
+        return (f"the global minimum is already {first} at alpha = {first_alpha:g}, the first grid point where it is "
+                f"known, and none of its changes on {span} leaves a positional or agnostic point: the change lies "
+                "below the grid, if anywhere")
+    return f"the global minimum never leaves a positional or agnostic point on {span}"
 
 
 def work_note(count: dict[str, int], seconds: dict[str, float]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -511,3 +511,23 @@ def test_hugs_zero_flags_evaluations_far_from_the_root_within_the_flanks_paired_
     ev = [(0.0, -1e-5), (1.0, 1e-5), (0.5, 1e-9), (0.501, 2e-9), (0.2, -1e-7)]
     assert cs.hugs_zero(ev, 0.5, 0.001, 1e-6) == [0.2]
     assert cs.hugs_zero(ev, 0.5, 0.001, math.nan) == []
+
+
+def test_no_alpha_c_says_the_global_minimum_is_already_past_the_change_at_the_first_grid_point():
+    """r = r* = 2, omega = 0.1 on sobol8:4: the global minimum is mixed#1 from alpha = 0.1 on and changes only between
+    mixed and semantic branches: no alpha_c in range, and the note says why (it said 'never leaves a positional or
+    agnostic point', which it never was)."""
+    from types import SimpleNamespace
+
+    from attnphase.numerics.phase.global_minimum_changes import Change
+    from attnphase.numerics.phase.lowest_branch import _no_alpha_c
+
+    labels = {"mixed#1": "mixed", "mixed#2": "mixed", "positional": "positional", "agnostic": "agnostic"}
+    bc = SimpleNamespace(grid=(0.1, 0.5, 1.0), branch=lambda n: SimpleNamespace(label=labels[n]))
+    change = Change(0.8, 0.03, "mixed#1", "mixed#2", "birth", (0.5, 1.0))
+    note = _no_alpha_c(bc, ["", "mixed#1", "mixed#2"], [change])
+    assert note.startswith("the global minimum is already mixed#1 at alpha = 0.5, the first grid point where it is known")
+    assert "below the grid" in note
+    stays = _no_alpha_c(bc, ["positional", "agnostic", "agnostic"], [replace(change, frm="positional", to="agnostic")])
+    assert stays == "the global minimum never leaves a positional or agnostic point on [0.1, 1]"
+    assert _no_alpha_c(bc, ["mixed#1", "", "mixed#1"], []).startswith("the global minimum is mixed#1 at every grid point")
