@@ -47,8 +47,6 @@ def traced_runs() -> tuple[list[dict], tuple]:
 
 
 def profile(omega: float, quadrature: str, alphas: str = "0.1:3:12", r_star: int = 1, trace: bool = False) -> dict:
-    import numpy as np
-
     import attnphase.numerics.phase.census as census_mod
     import attnphase.numerics.phase.census_continuation as cc
     import attnphase.numerics.phase.census_starts as cs
@@ -58,8 +56,10 @@ def profile(omega: float, quadrature: str, alphas: str = "0.1:3:12", r_star: int
     from attnphase.numerics.quadrature.rules import rule_nodes
     from attnphase.theory import ModelParams
 
-    start, stop, num = (float(x) for x in alphas.split(":"))
-    grid = [float(a) for a in np.linspace(start, stop, int(num))]
+    from attnphase.numerics.grids import even_grid
+
+    start, stop, num = alphas.split(":")
+    grid = even_grid(start, stop, int(num))  # the command's grid, float for float (the search is sensitive to it)
     params = ModelParams(omega=omega, r=2, r_star=r_star)
     cfg = SolverConfig(quadrature=quadrature)
     rows: list[dict] = []

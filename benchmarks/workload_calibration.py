@@ -117,8 +117,10 @@ def rank2(omega: float = 0.3, alphas: str = "0.1:3:12", quadrature: str | None =
     from attnphase.numerics.phase.lowest_branch import lowest_branch_boundaries
     from attnphase.theory import ModelParams
 
-    start, stop, num = (float(x) for x in alphas.split(":"))
-    grid = [float(a) for a in np.linspace(start, stop, int(num))]
+    from attnphase.numerics.grids import even_grid
+
+    start, stop, num = alphas.split(":")
+    grid = even_grid(start, stop, int(num))  # the command's grid, float for float
     on_grid = set(grid)
     params = ModelParams(omega=omega, r=2, r_star=1)
     cfg = SolverConfig() if quadrature is None else SolverConfig(quadrature=quadrature)
@@ -165,9 +167,10 @@ def boundaries(omegas: str = "0,0.15,0.3,0.45") -> dict:
     from attnphase.numerics.config import SolverConfig
     from attnphase.numerics.jobs.tasks import prepare_kernels
     from attnphase.numerics.phase.boundaries import BoundariesSpec, boundaries_job
+    from attnphase.numerics.grids import even_grid
     from attnphase.theory import ModelParams
 
-    grid, cfg = tuple(float(a) for a in np.linspace(0.1, 3, 12)), SolverConfig()
+    grid, cfg = tuple(even_grid("0.1", "3", 12)), SolverConfig()
     prepare_kernels(ModelParams(omega=0.3), cfg)  # the kernels, as a job makes them before its tasks
     cpus = {}
     for w in (float(x) for x in omegas.split(",")):
