@@ -53,10 +53,9 @@ def profile(omega: float, quadrature: str, alphas: str = "0.1:3:12", r_star: int
     from attnphase.numerics.config import SolverConfig
     from attnphase.numerics.se import fixed_point
     from attnphase.numerics.phase.lowest_branch import lowest_branch_boundaries
+    from attnphase.numerics.grids import even_grid
     from attnphase.numerics.quadrature.rules import rule_nodes
     from attnphase.theory import ModelParams
-
-    from attnphase.numerics.grids import even_grid
 
     start, stop, num = alphas.split(":")
     grid = even_grid(start, stop, int(num))  # the command's grid, float for float (the search is sensitive to it)

@@ -114,10 +114,9 @@ def rank2(omega: float = 0.3, alphas: str = "0.1:3:12", quadrature: str | None =
     """The rank-2 boundaries at one omega with every census and solve of the search counted and timed (CPU)."""
     import attnphase.numerics.phase.census_continuation as cc
     from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.grids import even_grid
     from attnphase.numerics.phase.lowest_branch import lowest_branch_boundaries
     from attnphase.theory import ModelParams
-
-    from attnphase.numerics.grids import even_grid
 
     start, stop, num = alphas.split(":")
     grid = even_grid(start, stop, int(num))  # the command's grid, float for float
@@ -166,8 +165,8 @@ def boundaries(omegas: str = "0,0.15,0.3,0.45") -> dict:
     ``scan``'s task), and at omega 0.3 again with the whole positional branch that the curves' omega follows."""
     from attnphase.numerics.config import SolverConfig
     from attnphase.numerics.jobs.tasks import prepare_kernels
-    from attnphase.numerics.phase.boundaries import BoundariesSpec, boundaries_job
     from attnphase.numerics.grids import even_grid
+    from attnphase.numerics.phase.boundaries import BoundariesSpec, boundaries_job
     from attnphase.theory import ModelParams
 
     grid, cfg = tuple(even_grid("0.1", "3", 12)), SolverConfig()
