@@ -71,6 +71,8 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
         # the positional end lies above the grid, if anywhere: follow the branch on up to ALPHA_LIMIT
         pos, ext_note = extend_branch(params, pos, beyond, kw)
         notes += [ext_note] if ext_note else []
+    if beyond and not sem.on_branch():
+        sem = semantic_above(params, sem, max(alphas), beyond, kw)
     for sw in (sem, pos):
         if sw.end.kind == "solver failure":
             notes.append(f"{sw.branch} end at {sw.end.alpha:.3f} found by solver failure (may be numerical)")
@@ -201,6 +203,18 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
         omega=params.omega, alpha_c=alpha_c, alpha_l=alpha_l, notes=tuple(notes), alpha_c_coarse=alpha_c_coarse,
         semantic=sem, positional=pos, alpha_c_err=alpha_c_err, alpha_l_err=alpha_l_err,
         **end_columns("semantic", sem.end), **end_columns("positional", pos.end)), cfg)
+
+
+def semantic_above(params: ModelParams, sem: BranchSweep, top: float, beyond: list[float], kw: dict) -> BranchSweep:
+    """``sem`` (a semantic sweep none of whose points on the grid up to ``top`` is on the branch) with the branch
+    followed down from its cold start at the last alpha of ``beyond`` to ``top`` and its end located there: where a
+    strong ridge holds the branch above the grid (``--lam 0.1 --omega 0.4``: on at alpha = 6 and 10, born between
+    them and 3); ``sem`` unchanged where no point above the grid is on the branch."""
+    ext = sweep(params, [top, *beyond], "semantic", **kw)
+    above = [p for p in ext.on_branch() if p.alpha > top]
+    if not above:
+        return sem
+    return BranchSweep("semantic", sem.points + above, ext.end, ext.end_side)
 
 
 def with_scalar_labels(b: Boundaries, config: SolverConfig) -> Boundaries:

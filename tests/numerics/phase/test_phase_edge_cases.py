@@ -255,3 +255,40 @@ def test_alpha_l_keeps_an_error_bar_where_its_fine_rule_solve_fails(monkeypatch)
     alpha_l, err, note = br.refine_alpha_l(pts, 1.49, cfg)
     assert alpha_l == 1.49 and 0 < err < 0.05
     assert note.startswith("alpha_l: sobol10:4 refinement not applied") and note.endswith("and its blocks' error")
+
+
+def test_a_semantic_branch_held_above_the_grid_is_followed_down_to_its_end(monkeypatch):
+    """A semantic sweep with no point on its branch on the grid (``--lam 0.1 --omega 0.4``: absent up to 2.7, below
+    the branch's floor at 3) is followed down from the cold start at the grid extension's top to the grid's top, and
+    its end there is the sweep's; nothing above the grid on the branch leaves the sweep as it was."""
+    from attnphase.numerics.phase import scalar_boundaries as sb
+    from attnphase.numerics.phase.continuation import NO_END
+
+    params = ModelParams(omega=0.4, lam=0.1)
+    on = solve(ModelParams(), 2.0, "semantic", config=SolverConfig(quadrature="sobol6:2"))  # a point on the branch
+    assert on.status.converged and on.branch == "semantic"
+
+    def point(alpha, branch):
+        return replace(on, alpha=alpha, branch=branch)
+    grid_sweep = BranchSweep("semantic", [point(a, "agnostic") for a in (1.0, 2.0, 3.0)], NO_END, "")
+    end = BranchEnd(4.2, "bifurcation", "eigenvalue", err=0.01)
+    calls = []
+
+    def fake_sweep(params, alphas, branch, **kw):
+        calls.append(list(alphas))
+        return BranchSweep("semantic", [point(a, "semantic") for a in alphas if a > 4.2], end, "below")
+    monkeypatch.setattr(sb, "sweep", fake_sweep)
+    grown = sb.semantic_above(params, grid_sweep, 3.0, [6.0, 10.0], {})
+    assert calls == [[3.0, 6.0, 10.0]]
+    assert [p.alpha for p in grown.points] == [1.0, 2.0, 3.0, 6.0, 10.0]
+    assert grown.end is end and grown.end_side == "below"
+    monkeypatch.setattr(sb, "sweep", lambda *a, **k: BranchSweep("semantic", [point(6.0, "agnostic")], NO_END, ""))
+    assert sb.semantic_above(params, grid_sweep, 3.0, [6.0, 10.0], {}) is grid_sweep
+
+
+@pytest.mark.heavy
+def test_a_strong_ridges_semantic_end_above_the_grid_is_located():
+    # --lam 0.1 --omega 0.4 on sobol8:4: the semantic branch is on at alpha = 6 and 10 and absent on the grid
+    # 0.1:3:12; its end (a birth from the agnostic point) was NaN, and lies near 4.2
+    b = phase_boundaries(ModelParams(omega=0.4, lam=0.1), config=SolverConfig(quadrature="sobol8:4"))
+    assert 3.0 < b.semantic_end < 6.0 and b.semantic_end_kind == "bifurcation"
