@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import os
 import re
 import shutil
@@ -16,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from attnphase.execution.outputs import json_value as json_value  # re-exported: the commands' JSON values
 
 OUT_RULE = "--out is always a folder, created if missing"
 
@@ -268,20 +269,3 @@ class Rewriting:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
-
-
-def json_value(v: Any) -> Any:
-    """A JSON-ready copy of ``v``: non-finite floats -> null, tuples -> lists, numpy scalars -> Python."""
-    if isinstance(v, dict):
-        return {str(k): json_value(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [json_value(x) for x in v]
-    if isinstance(v, Path):
-        return str(v)
-    if hasattr(v, "item") and callable(v.item) and getattr(v, "ndim", None) == 0:
-        v = v.item()
-    if hasattr(v, "tolist") and callable(v.tolist):
-        return json_value(v.tolist())
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v

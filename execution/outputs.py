@@ -3,13 +3,15 @@
     DIR/.<job>.outputs.json = {"identity": sha256(canonical identity), "files": {name: sha256(file)}}
 
 Any difference of the identity (the tasks' keys, the presenting code's version) or of a file writes everything
-again. The manifest is written last, atomically.
+again. The manifest is written last, atomically.  :func:`json_value` makes the JSON the outputs hold, for every
+layer (the commands' records, the validation reports' summaries).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -65,3 +67,20 @@ def write_json(path: Path, data: Any) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def json_value(v: Any) -> Any:
+    """A JSON-ready copy of ``v``: non-finite floats -> null, tuples -> lists, numpy scalars -> Python."""
+    if isinstance(v, dict):
+        return {str(k): json_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_value(x) for x in v]
+    if isinstance(v, Path):
+        return str(v)
+    if hasattr(v, "item") and callable(v.item) and getattr(v, "ndim", None) == 0:
+        v = v.item()
+    if hasattr(v, "tolist") and callable(v.tolist):
+        return json_value(v.tolist())
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v

@@ -10,12 +10,14 @@ import math
 from pathlib import Path
 from typing import Any
 
+from attnphase.execution.outputs import json_value
+
 from .agreement import REL_TOL
 from .basin_theory import rule_verdict
 from .plots import _plt, plot_theory_branch, tiny_bars
 from .output_names import summary_for_output
 from .reference import _nan
-from .report import _convergence_lines, _jsonable, _pm
+from .report import _convergence_lines, _pm
 
 _STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1")}
 #: Rank-r theory points: (marker, colour) per branch.
@@ -291,5 +293,5 @@ def write_general_report(summary: dict[str, Any], out_dir: str | Path) -> None:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plot_general(summary, out / "general_suite.png")
-    (out / "summary.json").write_text(json.dumps(_jsonable(summary_for_output(summary)), indent=1))
+    (out / "summary.json").write_text(json.dumps(json_value(summary_for_output(summary)), indent=1))
     (out / "report.md").write_text(render_general_markdown(summary))

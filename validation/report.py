@@ -10,8 +10,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from attnphase.execution.outputs import json_value
+
 from .agreement import _COMPARED, EXTRAPOLATED_SE, REL_TOL, branch_ends, headline, map_followed
-from .derivation_checks.common import _jsonable
 from .output_names import summary_for_output
 from .plots import plot_alpha_sweep, plot_finite_size, plot_heatmap
 
@@ -220,7 +221,7 @@ def write_report(summary: dict[str, Any], out_dir: str | Path) -> dict[str, Any]
     plot_alpha_sweep(full, out / "fig2_alpha_sweep.png")
     plot_heatmap(full, out / "fig3_heatmap.png")
     plot_finite_size(full, out / "finite_size.png")
-    (out / "summary.json").write_text(json.dumps(_jsonable(summary_for_output(full)), indent=1))
+    (out / "summary.json").write_text(json.dumps(json_value(summary_for_output(full)), indent=1))
     (out / "report.md").write_text(render_markdown(full))
     return full
 

@@ -282,5 +282,5 @@ def test_validation_outputs_name_error_bars_err_name_and_seed_spreads_sd_name():
     # the writers of both suites and validate --json go through it
     # (tests/validation/test_validation_report.py reads a written summary.json back)
     for path in ("validation/report.py", "validation/general_report.py"):
-        assert '"summary.json").write_text(json.dumps(_jsonable(summary_for_output(' in (ROOT / path).read_text(), path
+        assert '"summary.json").write_text(json.dumps(json_value(summary_for_output(' in (ROOT / path).read_text(), path
     assert (ROOT / "validation/commands/validate.py").read_text().count("summary_for_output(summary)") == 2

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from attnphase.execution.outputs import json_value
 from attnphase.theory.params import ModelParams
 
 from ..reference import _num
@@ -62,23 +63,7 @@ class CheckResult:
         return {"number": self.number, "key": self.key, "title": self.title, "compares": self.compares,
                 "status": self.status, "error": _num(self.error), "tolerance": _num(self.tolerance),
                 "quantity": self.quantity, "units": self.units, "tolerance_from": self.tolerance_from,
-                "reason": self.reason, "seconds": round(self.seconds, 3), "details": _jsonable(self.details)}
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return _jsonable(x.tolist())
-    if isinstance(x, (np.floating, float)):
-        return _num(float(x))
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.bool_):
-        return bool(x)
-    return x
+                "reason": self.reason, "seconds": round(self.seconds, 3), "details": json_value(self.details)}
 
 
 @dataclass(frozen=True)
