@@ -4,6 +4,7 @@ the :class:`~attnphase.execution.ExecutorSpec` it becomes (checked before any wo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import re
@@ -32,13 +33,10 @@ def workers_from_args(args: argparse.Namespace) -> int:
         from attnphase.execution.executor import usable_cores
 
         return usable_cores()
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise ValueError(f"--workers must be 'auto' or an integer >= 1, got {args.workers!r}")
-    return n
+    with contextlib.suppress(ValueError):
+        if (n := int(text)) >= 1:
+            return n
+    raise ValueError(f"--workers must be 'auto' or an integer >= 1, got {args.workers!r}")
 
 
 _ADDRESS = re.compile(r"^(tcp|tls|inproc|ucx|ws|wss)://[^\s]+$|^[\w.\-]+:\d+$")
@@ -67,13 +65,10 @@ def worker_timeout_from_env() -> float:
     text = os.environ.get(WORKER_TIMEOUT_ENV, "").strip()
     if not text:
         return 60.0
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{WORKER_TIMEOUT_ENV} must be a number of seconds > 0, got {text!r}")
-    return value
+    with contextlib.suppress(ValueError):
+        if (value := float(text)) > 0 and math.isfinite(value):
+            return value
+    raise ValueError(f"{WORKER_TIMEOUT_ENV} must be a number of seconds > 0, got {text!r}")
 
 
 def add_job_options(p: argparse.ArgumentParser, max_points: int, what: str = "solves") -> None:

@@ -176,8 +176,8 @@ def model_options_given(args: argparse.Namespace) -> list[str]:
     ref = argparse.ArgumentParser()
     add_model_options(ref)
     defaults = vars(ref.parse_args([]))
-    return [option for option, _ in MODEL_OPTIONS
-            if getattr(args, option[2:].replace("-", "_"), None) != defaults[option[2:].replace("-", "_")]]
+    dests = {option: option[2:].replace("-", "_") for option, _ in MODEL_OPTIONS}
+    return [option for option, dest in dests.items() if getattr(args, dest, None) != defaults[dest]]
 
 
 def _matrix(text: str | None, option: str) -> Any:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from attnphase.execution.outputs import json_value as json_value  # re-exported: the commands' JSON values
+from attnphase.execution.outputs import json_value as json_value, write_text  # json_value: re-exported
 
 OUT_RULE = "--out is always a folder, created if missing"
 
@@ -133,21 +133,12 @@ def check_out_file(path: str | Path, option: str) -> Path:
 
 
 def write_text_atomic(path: str | Path, text: str, option: str = "--out") -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename
+    (:func:`attnphase.execution.outputs.write_text`); an OSError is a ValueError naming ``option``."""
     path = Path(path)
-    tmp = None
     try:
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent or ".", prefix=f".{path.name[:64]}.",
-                                         suffix=".tmp", delete=False) as fh:
-            tmp = fh.name
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # a temporary file is private; the result is an ordinary file
-        os.replace(tmp, path)
+        write_text(path, text)
     except OSError as exc:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
         raise ValueError(f"{option}: cannot write {str(path)!r} ({exc.strerror or exc})") from None
 
 

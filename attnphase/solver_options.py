@@ -1,12 +1,13 @@
 """The solver group of the numerics commands, and the one place the CLI builds a SolverConfig
 (:func:`config_from_args`); :func:`check_supported` refuses, before any work, what the numerics cannot do.
-Imports argparse only: the defaults and choices are literal copies of :mod:`attnphase.numerics.config` (a test
+Imports the standard library only: the defaults and choices are literal copies of :mod:`attnphase.numerics.config` (a test
 keeps them equal).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import Any
 
 #: Fixed-point families (numerics.config.BRANCHES).
@@ -160,11 +161,8 @@ def error_estimate_from_args(args: argparse.Namespace) -> int | None:
     text = str(getattr(args, "error_estimate", "auto")).strip().lower()
     if text == "auto":
         return None
-    try:
-        k = int(text)
-    except ValueError:
-        k = -1
-    if k == 0 or k >= 2:
-        return k
+    with contextlib.suppress(ValueError):
+        if (k := int(text)) == 0 or k >= 2:
+            return k
     raise ValueError(f"--error-estimate K must be auto, 0 (none) or an integer K >= 2 (a spread needs two rules), "
                      f"got {text!r}")

@@ -56,13 +56,20 @@ def record_outputs(out: str | Path, job: str, identity: Any, files: Sequence[str
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` complete or not at all: a temporary ``<stem>.<random>.tmp`` in its folder,
-    readable by all as the files a job writes (mkstemp makes it private), renamed over ``path``."""
-    fd, tmp = tempfile.mkstemp(prefix=f"{path.stem}.", suffix=".tmp", dir=path.parent)
+    """Write ``data`` as JSON to ``path`` complete or not at all (:func:`write_text`)."""
+    write_text(path, json.dumps(data, indent=1, default=str))
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` complete or not at all: a temporary ``.<name>.<random>.tmp`` in its folder,
+    readable as an ordinary file of this umask (mkstemp makes it private), renamed over ``path``."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:64]}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=1, default=str)
-        os.chmod(tmp, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

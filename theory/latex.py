@@ -35,14 +35,9 @@ def _attention_equations(L: int) -> list[Equation]:
     Tex = teacher(s, omega, A)
     eqs = [Equation(sec, asym[l, k], a[l, k], "scores a_lk = h_l h_k") for l in range(L) for k in range(L)]
     eqs += [Equation(sec, S[l, k], S_exp[l, k], "row softmax (evaluated max-shifted)") for l in range(L) for k in range(L)]
-    eqs += [
-        Equation(
-            sec,
-            sp.Derivative(sp.Symbol("S_lk"), sp.Symbol("a_lj")),
-            sp.Symbol("S_lk") * (sp.KroneckerDelta(sp.Symbol("k"), sp.Symbol("j")) - sp.Symbol("S_lj")),
-            "softmax derivative used for every derivative below",
-        )
-    ]
+    eqs.append(Equation(sec, sp.Derivative(sp.Symbol("S_lk"), sp.Symbol("a_lj")),
+                        sp.Symbol("S_lk") * (sp.KroneckerDelta(sp.Symbol("k"), sp.Symbol("j")) - sp.Symbol("S_lj")),
+                        "softmax derivative used for every derivative below"))
     eqs += [Equation(sec, T[l, k], Tex[l, k], "target, s = softmax_row(h* h*^T)") for l in range(L) for k in range(L)]
     return eqs
 
@@ -56,8 +51,7 @@ def _loss_and_prox_equations(L: int) -> list[Equation]:
     prox_f = sp.Function("prox")(*h)
     sec_l = "Limit loss (docs/model.md section 2)"
     sec_p = "Proximal objective, gradient and Hessian in h (docs/model.md section 3)"
-    eqs = [Equation(sec_l, loss_f, pd.loss.value, "S = S(h), T = T(h*)")]
-    eqs += [Equation(sec_p, prox_f, pd.value)]
+    eqs = [Equation(sec_l, loss_f, pd.loss.value, "S = S(h), T = T(h*)"), Equation(sec_p, prox_f, pd.value)]
     eqs += [Equation(sec_p, sp.Derivative(prox_f, h[j]), pd.grad[j]) for j in range(L)]
     eqs += [Equation(sec_p, sp.Derivative(prox_f, h[i], h[j]), pd.hess[i, j]) for i in range(L) for j in range(i, L)]
     return eqs
@@ -73,12 +67,8 @@ def _channel_equations() -> list[Equation]:
     eqs = [Equation(sec, s[k], ov[k]) for k in ("q", "theta", "V", "rho")]
     eqs += [Equation(sec, s["rho_tilde"], ch.residual_variance_expr(), "variance of h*_l not explained by xi_l")]
     eqs += [Equation(sec, sp.Symbol("w_l"), fe["w"]), Equation(sec, sp.Symbol("h*_l"), fe["hstar"])]
-    eqs += [
-        Equation(
-            sec, s["g"], (sp.Symbol("hhat_l") - sp.Symbol("w_l")) / s["V"],
-            "hhat = argmin_h sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, h*), the global minimiser",
-        )
-    ]
+    eqs.append(Equation(sec, s["g"], (sp.Symbol("hhat_l") - sp.Symbol("w_l")) / s["V"],
+                        "hhat = argmin_h sum_l (h_l - w_l)^2 / (2 V_l) + loss(h, h*), the global minimiser"))
     eqs += [Equation(sec, hat[k], he[k]) for k in ("qhat", "mhat", "thhat", "Vhat")]
     return eqs
 
@@ -88,13 +78,11 @@ def _prior_equations(L: int) -> list[Equation]:
 
     ex = ridge_exprs(L)
     sec = "Prior side: ridge in closed form (docs/model.md section 3)"
-    eqs = [Equation(sec, sp.Symbol("Lambda"), ex["Lam"])]
-    eqs += [Equation(sec, sp.Symbol("q_0"), ex["N"] / sp.Symbol("Lambda") ** 2)]
-    eqs += [Equation(sec, sp.Symbol("V_0"), 1 / sp.Symbol("Lambda"))]
-    Lam = ex["Lam"]
-    eqs += [Equation(sec, sp.Symbol(f"m_{k + 1}"), sp.expand(ex["m"][k] * Lam) / sp.Symbol("Lambda")) for k in range(L)]
-    eqs += [Equation(sec, sp.Symbol("theta_0"), sp.expand(ex["th0"] * Lam) / sp.Symbol("Lambda"))]
-    return eqs
+    Lam, Lam_sym = ex["Lam"], sp.Symbol("Lambda")
+    eqs = [Equation(sec, Lam_sym, Lam), Equation(sec, sp.Symbol("q_0"), ex["N"] / Lam_sym ** 2),
+           Equation(sec, sp.Symbol("V_0"), 1 / Lam_sym)]
+    eqs += [Equation(sec, sp.Symbol(f"m_{k + 1}"), sp.expand(ex["m"][k] * Lam) / Lam_sym) for k in range(L)]
+    return eqs + [Equation(sec, sp.Symbol("theta_0"), sp.expand(ex["th0"] * Lam) / Lam_sym)]
 
 
 def _free_entropy_equations(L: int) -> list[Equation]:
@@ -161,11 +149,8 @@ def render_terminal(params: ModelParams) -> str:
                 lines.append(f"[{eq.note}]")
             prev = eq.note
             pic = sp.pretty(sp.Eq(eq.lhs, eq.rhs, evaluate=False), use_unicode=True, wrap_line=False)
-            if max(len(row) for row in pic.splitlines()) <= TERMINAL_WIDTH:
-                lines.append(pic)
-            else:
-                lines.append(f"{_linear(eq.lhs)} = {_linear(eq.rhs)}")
-            lines.append("")
+            wide = max(len(row) for row in pic.splitlines()) > TERMINAL_WIDTH
+            lines += [f"{_linear(eq.lhs)} = {_linear(eq.rhs)}" if wide else pic, ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -208,8 +193,7 @@ def render_markdown(params: ModelParams) -> str:
         prev = ""
         for eq in eqs:
             if eq.note and eq.note != prev:
-                lines.append(f"{eq.note}:")
-                lines.append("")
+                lines += [f"{eq.note}:", ""]
             prev = eq.note
             lines += ["$$", f"{sp.latex(eq.lhs)} = {sp.latex(eq.rhs)}", "$$", ""]
     lines += ["", HANDWRITTEN.strip(), ""]

@@ -66,10 +66,9 @@ def headline(summary: dict[str, Any]) -> dict[str, Any]:
                                        **{f"{o}_std": top[f"{o}_std"] for o in observables},
                                        **{f"{o}_theory": (top["theory"]["global"] or {}).get(o) for o in observables}}
         agreeing = list(itertools.takewhile(lambda r: all(agrees(r, o) for o in observables), sel))
-        smallest = agreeing[-1]["alpha"] if agreeing else None
-        row = next((r for r in sel if r["alpha"] == smallest), None)
-        out[f"{init}_smallest_agreeing_alpha"] = smallest
-        if row is not None:
+        out[f"{init}_smallest_agreeing_alpha"] = agreeing[-1]["alpha"] if agreeing else None
+        if agreeing:
+            row = agreeing[-1]
             out[f"{init}_at_smallest_agreeing_alpha"] = {**{f"{o}_sim": row[f"{o}_mean"] for o in observables},
                                                           **{f"{o}_theory": row["theory"]["global"][o]
                                                              for o in observables}}

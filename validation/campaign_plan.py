@@ -88,18 +88,18 @@ def validation_plan(quick: bool = False, d: int | None = None, seeds: int | None
     """
     params = params or ModelParams(omega=0.3)
     aligned = aligned_curves(params)
-    common = dict(params=params, alphas_small=(0.5, 0.8), device=device, dtype=dtype, train=train or TrainConfig(),
+    d, n_seeds = d or (200 if quick else 1000), seeds or (2 if quick else 4)
+    common = dict(quick=quick, d=d, params=params, seeds=tuple(range(n_seeds)), alphas_small=(0.5, 0.8),
+                  device=device, dtype=dtype, train=train or TrainConfig(),
                   fss_cases=((2.0, "semantic"), (2.0, "positional"), (0.8, "semantic"), (0.5, "semantic")))
     if quick:
-        n_seeds = seeds or 2
         return ValidationPlan(
-            quick=True, d=d or 200, **common,
+            **common,
             alphas=(0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 1.0, 1.25, 1.5, 1.75, 2.0),
-            seeds=tuple(range(n_seeds)),
             heat_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0),
             heat_omegas=(0.2, 0.3, 0.4),
             heat_seeds=(0,),
-            fss_ds=_with(d or 200, (50, 100, 200, 400, 1000)),
+            fss_ds=_with(d, (50, 100, 200, 400, 1000)),
             fss_seeds=tuple(range(max(4, n_seeds))),
             theory=TheorySettings(tol=1e-8, xtol=1e-2, end_tol=1e-2),
             heat_theory_alphas=(0.3, 0.6, 0.9, 1.2, 1.6, 2.0, 2.4, 3.0),
@@ -108,15 +108,13 @@ def validation_plan(quick: bool = False, d: int | None = None, seeds: int | None
             main_extra_curves=(("semantic", "local"), *aligned),
             heat_prox="local",
         )
-    n_seeds = seeds or 4
     return ValidationPlan(
-        quick=False, d=d or 1000, **common,
+        **common,
         alphas=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.4, 1.5, 1.75, 2.0),
-        seeds=tuple(range(n_seeds)),
         heat_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5),
         heat_omegas=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5),
         heat_seeds=(0, 1),
-        fss_ds=_with(d or 1000, (50, 100, 200, 500, 1000)),
+        fss_ds=_with(d, (50, 100, 200, 500, 1000)),
         fss_seeds=tuple(range(max(6, n_seeds))),
         theory=TheorySettings(xtol=1e-3),
         heat_theory_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0),

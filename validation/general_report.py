@@ -14,6 +14,7 @@ from attnphase.execution.outputs import json_value
 
 from .agreement import REL_TOL
 from .basin_theory import rule_verdict
+from .general_cases import COMPARED
 from .plots import _plt, plot_theory_branch, tiny_bars
 from .output_names import summary_for_output
 from .reference import _nan
@@ -61,7 +62,7 @@ def _aligned_points(top: Any, bottom: Any, rows: list[dict[str, Any]]) -> None:
     for init, (_, color) in _STYLE.items():
         pts = [r["aligned"] for r in rows if r["init"] == init and (r.get("aligned") or {}).get("exists")]
         if pts:
-            for ax, obs in ((top, "abs_theta" if init == "semantic" else "m_norm"), (bottom, "eps_g")):
+            for ax, obs in zip((top, bottom), COMPARED[init]):
                 ax.plot([p["alpha"] for p in pts], [p[obs] for p in pts], "D", color=color, ms=7, mfc="none", mew=1.5,
                         ls="none", label=f"SE aligned prox, {init}")
 
@@ -104,7 +105,7 @@ def plot_general(summary: dict[str, Any], path: Path) -> None:
                 ax.axvline(case["landmark"], color="grey", ls=":", lw=1)
         for init, (marker, color) in _STYLE.items():
             rows = sorted((r for r in case["rows"] if r["init"] == init), key=lambda r: r["alpha"])
-            for obs in ("abs_theta", "m_norm") if _is_rank(th) else ("abs_theta" if init == "semantic" else "m_norm",):
+            for obs in ("abs_theta", "m_norm") if _is_rank(th) else COMPARED[init][:1]:
                 top.errorbar([r["alpha"] for r in rows], [r[f"{obs}_mean"] for r in rows],
                              yerr=[r[f"{obs}_std"] for r in rows], fmt="o" if obs == "abs_theta" else "s", color=color,
                              mfc="none", capsize=2,
@@ -137,7 +138,7 @@ def table_lines(summary: dict[str, Any]) -> list[str]:
              "theory reached | verdict |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for case in summary["cases"]:
         for r in sorted(case["rows"], key=lambda r: (r["alpha"], r["init"])):
-            obs = "abs_theta" if r["init"] == "semantic" else "m_norm"
+            obs = COMPARED[r["init"]][0]
             th = r["theory"] or {}
             name = "abs(theta)" if obs == "abs_theta" else "abs(m)"
             verdict = rule_verdict(r["agrees"]) if r["status"] == "disagrees" else r["status"]
@@ -190,7 +191,7 @@ def aligned_table_lines(summary: dict[str, Any]) -> list[str]:
         for r in sorted(case["rows"], key=lambda r: (r["alpha"], r["init"])):
             if "aligned" not in r:
                 continue
-            obs = "abs_theta" if r["init"] == "semantic" else "m_norm"
+            obs = COMPARED[r["init"]][0]
             pt = r["aligned"]
             vals = pt if pt["converged"] else {}
             reached = (_reached(pt) + ("" if pt["exists"] or not pt["converged"] else f" (not {r['init']})")

@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from attnphase.display import with_error
 from attnphase.execution.outputs import json_value
 
 from .agreement import _COMPARED, EXTRAPOLATED_SE, REL_TOL, branch_ends, headline, map_followed
@@ -17,19 +18,17 @@ from .output_names import summary_for_output
 from .plots import plot_alpha_sweep, plot_finite_size, plot_heatmap
 
 
+def _missing(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
 def _pmv(x: Any, err: Any) -> str:
     """``value +- bar`` rounded to the bar (:func:`attnphase.display.with_error`); ``--`` for a missing value."""
-    from attnphase.display import with_error
-
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "--"
-    return with_error(x, err)
+    return "--" if _missing(x) else with_error(x, err)
 
 
 def _f(x: Any, fmt: str = ".4g") -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "--"
-    return format(x, fmt)
+    return "--" if _missing(x) else format(x, fmt)
 
 
 def _pm(row: dict[str, Any], obs: str) -> str:

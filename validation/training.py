@@ -83,9 +83,7 @@ class TrainConfig:
 
     def tolerance(self, dtype: torch.dtype) -> float:
         """The gradient tolerance actually used for ``dtype``."""
-        if self.grad_tol is not None:
-            return float(self.grad_tol)
-        return GRAD_TOL[torch.float64 if dtype == torch.float64 else torch.float32]
+        return float(self.grad_tol) if self.grad_tol is not None else GRAD_TOL.get(dtype, GRAD_TOL[torch.float32])
 
 
 @dataclass(frozen=True)

@@ -122,10 +122,8 @@ def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
     scalar = is_scalar_form(params.r, params.r_star)
     points = []
     for e in res.entries:
-        if scalar:
-            rec = solve_record(e.point, e.point.branch)[0] | entry_errors(e)
-        else:
-            rec = matrix_record(e.point, e.point.requested) | e.errors
+        rec = (solve_record(e.point, e.point.branch)[0] | entry_errors(e) if scalar
+               else matrix_record(e.point, e.point.requested) | e.errors)
         rec |= {"stable": e.stable, "leading_eigenvalue": e.leading_eigenvalue, "starts": len(e.starts)}
         if not scalar:
             rec |= {"start_names": list(e.starts),

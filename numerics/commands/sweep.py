@@ -165,10 +165,9 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
     version = numerics_version()
     tasks = [sweep_task(params.replace(omega=float(w)), alphas, args.branch, cfg, version, n_rules) for w in omegas]
     if len(tasks) == 1 and executor.scheduler is None:
-        # one sweep in this process: a bar over its points (the task and its key are the same)
+        # one sweep in this process: a bar over its points (the same task and key, with a progress hook)
         with tqdm(total=len(alphas), desc=f"{args.branch} sweep", unit="pt", file=sys.stderr,
                   disable=args.quiet) as bar:
-            # the same key: the same result, computed with a progress hook
             tasks = [replace(tasks[0], fn=partial(sweep_job, progress=lambda _: bar.update()))]
             outs = run_tasks(tasks, store=store, fresh=args.fresh, version=version)
     else:
@@ -216,8 +215,8 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
             notes = [f"{failed} not converged"] if failed else []
             if len(rows) - on - failed:
                 notes.append(f"{len(rows) - on - failed} where no {args.branch} fixed point exists (see the reason column)")
-            rows_word = "row" if len(rows) == 1 else "rows"
-            wrote.append(f"wrote {len(rows)} {rows_word} to {path}" + (f" ({'; '.join(notes)})" if notes else ""))
+            wrote.append(f"wrote {len(rows)} row{'' if len(rows) == 1 else 's'} to {path}"
+                         + (f" ({'; '.join(notes)})" if notes else ""))
         attrs = job_attrs("sweep", version=version, model=params.to_dict() | {"omega": "scanned"},
                           solver=cfg.as_dict(), rule=cfg.quadrature, command=command_line(), branch=args.branch,
                           title=f"The {args.branch} branch of dot-product attention's state evolution over alpha")

@@ -219,8 +219,7 @@ def _error_panel(ex, widths: bool) -> None:
     drawn = drawn[np.isfinite(drawn) & (drawn > 0)]
     if drawn.size:
         ex.set_xscale("log")
-        lo, hi = drawn.min(), drawn.max()
-        ex.set_xlim(10 ** math.floor(math.log10(lo) - 0.15), 10 ** math.ceil(math.log10(hi) + 0.15))
+        ex.set_xlim(10 ** math.floor(math.log10(drawn.min()) - 0.15), 10 ** math.ceil(math.log10(drawn.max()) + 0.15))
         ex.xaxis.set_minor_formatter(NullFormatter())
     else:
         ex.text(0.5, 0.5, "no error bars estimated", transform=ex.transAxes, ha="center", fontsize=9)

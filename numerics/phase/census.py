@@ -118,11 +118,7 @@ class Census:
     def separation(self) -> float:
         """(e_t of the second - e_t of the first) / combined error bar: how many error bars separate the global
         minimum from the next fixed point (inf with one point; NaN without error bars)."""
-        if len(self.entries) < 2:
-            return math.inf
-        a, b = self.entries[:2]
-        bar = math.hypot(a.err("e_t"), b.err("e_t"))
-        return (b.e_t - a.e_t) / bar if bar > 0 else math.nan
+        return self.above_minimum(self.entries[1])["separation_combined"] if len(self.entries) >= 2 else math.inf
 
     def separation_paired(self) -> float:
         """The same over the paired error of the difference (inf with one point, NaN below two pairs)."""

@@ -24,8 +24,8 @@ from attnphase.numerics.se.gauge import canonical
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.se_map import admissible
-from attnphase.numerics.se.starts import FIXED_MIXTURES, mixture, positional_direction
-from attnphase.numerics.se.state_evolution import embedded_start, solve
+from attnphase.numerics.se.starts import mixture, positional_direction
+from attnphase.numerics.se.state_evolution import embedded_start, fixed_mixtures, solve
 from attnphase.theory.params import ModelParams
 
 #: SE evaluations a search solve may spend at r = r* = 1 (a start that needs more is dropped, and counted).
@@ -82,18 +82,14 @@ def grid_starts(params: ModelParams) -> list[CensusStart]:
 
 
 def mixture_starts(params: ModelParams, alpha: float, config: SolverConfig, *, seed: int = 0) -> list[CensusStart]:
-    """The r >= 2 or r* >= 2 starts: embedded and cold per branch, then :data:`FIXED_MIXTURES` and
+    """The r >= 2 or r* >= 2 starts: embedded and cold per branch, then :func:`fixed_mixtures` and
     :data:`RANDOM_MIXTURES` mixtures drawn from ``seed`` (numpy's default generator; an inadmissible draw is drawn
     again, up to 20 times), each of :func:`mixture` applied to the embedded mixed state (at r = 1: the semantic
     state with the positional m on its axis), requested branch ``mixed`` (no hat projected)."""
     starts = [CensusStart(f"{b} embedded", b, "embedded") for b in model_branches(params.r)]
     starts += [CensusStart(f"{b} cold", b, "cold") for b in (*model_branches(params.r), "agnostic")]
     base = _mixed_base(params, alpha, config)
-    for w_th, w_m, tilt in FIXED_MIXTURES:
-        ov = mixture(base, w_th, w_m, tilt)
-        if admissible(ov, params.rho0):
-            starts.append(CensusStart(f"mixture th0 x{w_th:g}, m x{w_m:g}, tilt {math.degrees(tilt):.0f} deg", "mixed",
-                                      "init", ov))
+    starts += [CensusStart(f"mixture {name}", "mixed", "init", ov) for name, ov in fixed_mixtures(base, params.rho0)]
     rng = np.random.default_rng(seed)
     for k in range(RANDOM_MIXTURES):
         for _ in range(20):

@@ -21,7 +21,7 @@ from attnphase.numerics.phase.branch_end import (BranchEnd, bifurcation_end, end
                                                  on_branch)
 from attnphase.numerics.config import BRANCHES, SolverConfig
 from attnphase.numerics.se.se_map import model_rule
-from attnphase.numerics.se.starts import MATRIX_BRANCHES, teacher_rank
+from attnphase.numerics.se.starts import MATRIX_BRANCHES, check_branch, teacher_rank
 from attnphase.numerics.se.state_evolution import (
     POSITIONAL_COLD_ALPHA, FixedPoint, mixed_from_mixtures, positional_past_agnostic, solve,
 )
@@ -98,8 +98,7 @@ def sweep(
     but the warm-started step failed, that point is solved once more with the full solver budget, warm then cold.
     """
     scalar = is_scalar_form(params.r, teacher_rank(params))
-    if branch not in (BRANCHES if scalar else MATRIX_BRANCHES):
-        raise ValueError(f"branch must be one of {BRANCHES if scalar else MATRIX_BRANCHES}, got {branch!r}")
+    check_branch(branch, BRANCHES if scalar else MATRIX_BRANCHES)
     grid = sorted(float(a) for a in alphas)
     if not grid or grid[0] <= 0 or not all(math.isfinite(a) for a in grid):
         raise ValueError(f"alphas must be finite and > 0, got {list(alphas)}")

@@ -55,11 +55,8 @@ class Change:
 def flank_separations(cont: Continuation, A: Branch, B: Branch, a: float, b: float) -> tuple[Separation, ...]:
     """Delta e_t between A and B with its paired error at the grid points a (A lowest) and b (B lowest), where
     both are on (:mod:`~attnphase.numerics.phase.census_separation`)."""
-    out = []
-    for x, low, up in ((a, A, B), (b, B, A)):
-        if low.on(x) and up.on(x):
-            out.append(separation(cont.replicas(low.points[x]), cont.replicas(up.points[x]), (low.name, up.name)))
-    return tuple(out)
+    return tuple(separation(cont.replicas(low.points[x]), cont.replicas(up.points[x]), (low.name, up.name))
+                 for x, low, up in ((a, A, B), (b, B, A)) if low.on(x) and up.on(x))
 
 
 def _sample(cont: Continuation, A: Branch, B: Branch, x: float) -> SignSample:

@@ -28,7 +28,6 @@ from attnphase.numerics.phase.branches import Branch, BranchCensus, on_at
 from attnphase.numerics.phase.census_continuation import Continuation
 from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.global_minimum_changes import Change, branch_root, global_minimum_changes
-from attnphase.numerics.se.starts import teacher_rank
 from attnphase.numerics.roots import RootNotFound
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.theory.params import ModelParams
@@ -53,7 +52,7 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
     cfg = config or SolverConfig()
     cont = Continuation(params, alphas, cfg)
     bc = cont.run()
-    grid, notes = bc.grid, list(bc.notes)
+    notes = list(bc.notes)
     if bc.ends:
         notes.append("births and ends: " + "; ".join(
             f"{e.branch} {'born' if e.exists == 'above' else 'ends'} at {e.alpha:.4g} +- {e.err:.2g} ({e.kind})"
@@ -82,7 +81,7 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
     c = c or Change(math.nan, math.nan, "", "", "", (math.nan, math.nan))
     method = c.method + ("; not distinguishable at the rule beside it (notes)" if c.established is False else "")
     return Boundaries(omega=params.omega, alpha_c=c.alpha, alpha_l=alpha_l, notes=tuple(notes), alpha_c_err=c.err,
-                      alpha_l_err=alpha_l_err, r=params.r, r_star=teacher_rank(params), alpha_c_from=c.frm,
+                      alpha_l_err=alpha_l_err, r=params.r, r_star=params.r_star, alpha_c_from=c.frm,
                       alpha_c_to=c.to, alpha_c_method=method, alpha_l_branch=l_branch, eps_lin=lin, ends=bc.ends,
                       curves=_curves(bc, model_branches(params.r)), **columns)
 
@@ -117,15 +116,11 @@ def work_note(count: dict[str, int], seconds: dict[str, float]) -> str:
 
 def _curves(bc: BranchCensus, labels: Sequence[str]) -> dict[str, tuple[CurvePoint, ...]]:
     """Per label, the lowest branch of that label at each grid point (the figure's and the dataset's curves)."""
-    out = {}
-    for label in labels:
-        pts = []
-        for a in bc.grid:
-            on = on_at([b for b in bc.branches if b.label == label], a)
-            fp = on[0].points[a] if on else None
-            pts.append((a, fp is not None, fp.observables.e_t if fp else math.nan, fp.observables.eps_g if fp else math.nan))
-        out[label] = tuple(pts)
-    return out
+    def point(label: str, a: float) -> CurvePoint:
+        on = on_at([b for b in bc.branches if b.label == label], a)
+        obs = on[0].points[a].observables if on else None
+        return (a, True, obs.e_t, obs.eps_g) if obs is not None else (a, False, math.nan, math.nan)
+    return {label: tuple(point(label, a) for a in bc.grid) for label in labels}
 
 
 def _alpha_l(cont: Continuation, bc: BranchCensus, lowest: list[str], changes: list[Change], lin: float, tol: float,

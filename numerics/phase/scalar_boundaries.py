@@ -104,9 +104,8 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
 
     # alpha_c: sign change of Delta e_t on the common grid
     alpha_c = math.nan
-    for sw, on in ((sem, s_on), (pos, p_on)):
-        if not on:  # absent (with its evidence) or solver failure
-            notes.append(absence_note(sw.points, sw.branch, rule, cfg))
+    # a branch with no point on it: absent (with its evidence) or solver failure
+    notes += [absence_note(sw.points, sw.branch, rule, cfg) for sw, on in ((sem, s_on), (pos, p_on)) if not on]
     grown: list[bool] = []
 
     def grow_semantic() -> bool:
@@ -180,12 +179,10 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
             if lo is None:
                 notes.append(ALPHA_L_BELOW_AT_START)
         elif diff is not None:
-            br = next(((a0, a1) for (a0, d0), (a1, d1) in zip(diff, diff[1:]) if d0 > 0 >= d1), None)
-            if br is None and diff and diff[-1][1] > 0 and grow_semantic():
+            if diff and all(d > 0 for _, d in diff) and grow_semantic():
                 # eps_g still above eps_lin at the top: the semantic branch followed on up
-                diff += [(p.alpha, p.observables.eps_g - eps_lin) for p in s_on if p.alpha > diff[-1][0]]
-                diff.sort()
-                br = next(((a0, a1) for (a0, d0), (a1, d1) in zip(diff, diff[1:]) if d0 > 0 >= d1), None)
+                diff = sorted(diff + [(p.alpha, p.observables.eps_g - eps_lin) for p in s_on if p.alpha > diff[-1][0]])
+            br = next(((a0, a1) for (a0, d0), (a1, d1) in zip(diff, diff[1:]) if d0 > 0 >= d1), None)
             if br is None:
                 top = max(a for a, _ in diff) if diff else math.nan
                 notes.append(f"alpha_l: semantic eps_g stays above eps_lin up to alpha = {top:.3g}"

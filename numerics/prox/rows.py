@@ -273,7 +273,6 @@ def rows(
                     if s == n0:  # refinement pass from the best minimum of the first
                         for k in range(n):
                             hb[k] = h[i, b, k]
-                        for k in range(n):
                             h[i, s, k] = -hb[k]
                     else:  # token permutation: block l of the row takes block perm[l] of h_b
                         for l in range(L):

@@ -207,9 +207,7 @@ class FixedPointSolver:
                         x_new = x_aa
                     else:
                         pairs.clear()
-            if not admissible(x_new):
-                x_new = 0.5 * (x + fx)
-            x = x_new
+            x = x_new if admissible(x_new) else 0.5 * (x + fx)
         return None
 
     def _newton(self, x: np.ndarray, budget: int) -> FixedPointResult | None:

@@ -49,9 +49,7 @@ def canonical(ov: Overlaps) -> Overlaps:
     lead = th[np.argmax(np.abs(th), axis=0), np.arange(rs)]  # each teacher column's largest entry
     ov = rotate(ov, np.eye(r), np.diag(np.where(lead < 0, -1.0, 1.0)))
     if not fixed.all():
-        rs_sum = ov.th0.sum(axis=1)
-        s2 = np.where(~fixed & (rs_sum < 0), -1.0, 1.0)
-        ov = rotate(ov, np.diag(s2))
+        ov = rotate(ov, np.diag(np.where(~fixed & (ov.th0.sum(axis=1) < 0), -1.0, 1.0)))
     return ov
 
 

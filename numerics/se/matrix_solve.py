@@ -13,7 +13,7 @@ from attnphase.numerics.se.fixed_point import FixedPointSolver
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.gauge import reflection_pattern
 from attnphase.numerics.se.se_map import FixedAlpha, SEMap, admissible, model_rule
-from attnphase.numerics.se.starts import MATRIX_BRANCHES, noise_axes, settle_noise_axes, teacher_rank
+from attnphase.numerics.se.starts import check_branch, noise_axes, settle_noise_axes, teacher_rank
 from attnphase.numerics.se.results import FixedPoint, SolverMemory, fixed_point_from
 from attnphase.theory.params import ModelParams
 
@@ -31,8 +31,7 @@ def matrix_config(params: ModelParams, alpha: float, branch: str, config: Solver
     """``config`` checked for a matrix solve, its damping raised to :data:`MATRIX_MIN_DAMPING` when smaller
     (ValueError on a branch, prox or start the matrix state evolution does not have)."""
     cfg = config.replace(damping=max(config.damping, MATRIX_MIN_DAMPING))
-    if branch not in MATRIX_BRANCHES:
-        raise ValueError(f"branch must be one of {MATRIX_BRANCHES}, got {branch!r}")
+    check_branch(branch)
     if cfg.prox != "global":
         check("local_prox", params.r, teacher_rank(params), cfg.prox)
     if start not in MATRIX_STARTS:

@@ -24,7 +24,7 @@ from attnphase.numerics.se.fixed_point import Evaluation, scaled_residual
 from attnphase.numerics.se.gauge import align_gauge, invariant_basis, transversal_basis
 from attnphase.numerics.se.overlaps import HatOverlaps, Overlaps
 from attnphase.numerics.se.results import SolverMemory
-from attnphase.numerics.se.starts import MATRIX_BRANCHES, teacher_rank
+from attnphase.numerics.se.starts import check_branch, teacher_rank
 from attnphase.numerics.se.updates import update, update_hat
 from attnphase.numerics.quadrature.rules import (
     QuadratureRule, make_rule, matrix_rule, reduce_rule, symmetrize_rule,
@@ -151,8 +151,8 @@ class SEMap:
     ``rule``: :func:`model_rule`'s (or one block of it).  ``memory``: a nearby solve's
     :class:`~attnphase.numerics.se.results.SolverMemory` on the same rule (proximal candidates and Jacobian; in
     the matrix form its Jacobian moved to this solve's basis, used once).  Matrix form: ``branch`` (of
-    :data:`MATRIX_BRANCHES`) the subspace the hats are kept on, ``pattern`` the coordinates F is projected on
-    (:func:`~attnphase.numerics.se.gauge.reflection_pattern`).
+    :data:`~attnphase.numerics.se.starts.MATRIX_BRANCHES`) the subspace the hats are kept on, ``pattern`` the
+    coordinates F is projected on (:func:`~attnphase.numerics.se.gauge.reflection_pattern`).
     """
 
     def __init__(self, params: ModelParams, variant: FixedAlpha | FixedOrder, rule: QuadratureRule,
@@ -170,8 +170,7 @@ class SEMap:
         if self.is_matrix:
             if not isinstance(variant, FixedAlpha):
                 raise ValueError("an order parameter is held fixed at r = r* = 1 only")
-            if branch not in MATRIX_BRANCHES:
-                raise ValueError(f"branch must be one of {MATRIX_BRANCHES}, got {branch!r}")
+            check_branch(branch)
             self.kernels = get_kernels(self.L, self.r, channel=params.channel)
             self.seed: SolverMemory | None = memory  # another solve's Jacobian with its basis, used once
             self.kept: SolverMemory | None = None  # the last quasi-Newton Jacobian, with its basis
@@ -195,9 +194,7 @@ class SEMap:
         """Whether this evaluation makes a full proximal search (else it polishes the last one's minima)."""
         if self.frozen and self.candidates is not None:
             return exact
-        every = self.cfg.full_search_every
-        if self.is_matrix:
-            every = min(every, MATRIX_FULL_SEARCH_EVERY)
+        every = min(self.cfg.full_search_every, MATRIX_FULL_SEARCH_EVERY if self.is_matrix else math.inf)
         return exact or self.full_only or self.candidates is None or self.since_full >= every
 
     def _searched(self, full: bool, mom: ChannelMoments) -> None:

@@ -27,8 +27,7 @@ def initial_overlaps(params: ModelParams, branch: str) -> Overlaps:
     (:func:`_matrix_start`, branches :data:`MATRIX_BRANCHES`) at r >= 2 or r* >= 2."""
     if params.r != 1 or teacher_rank(params) != 1:
         return _matrix_start(params, branch)
-    if branch not in BRANCHES:
-        raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
+    check_branch(branch, BRANCHES)
     L, rho0 = params.L, params.rho0
     m = np.zeros(L)
     if branch == "semantic":
@@ -44,6 +43,12 @@ def initial_overlaps(params: ModelParams, branch: str) -> Overlaps:
 
 #: The branches of the matrix form (docs/model.md section 7): those of the scalar form (config.BRANCHES) and mixed.
 MATRIX_BRANCHES = ("semantic", "positional", "agnostic", "mixed")
+
+
+def check_branch(branch: str, branches: tuple[str, ...] = MATRIX_BRANCHES) -> None:
+    """ValueError unless ``branch`` is one of ``branches``."""
+    if branch not in branches:
+        raise ValueError(f"branch must be one of {branches}, got {branch!r}")
 
 
 #: Fixed mixtures of the embedded mixed state: (weight of th0, weight of m, tilt angle of m onto the semantic axes).
@@ -76,8 +81,7 @@ def _matrix_start(params: ModelParams, branch: str) -> Overlaps:
     """The matrix form's start of each branch: semantic directions first (th0 = 0.8 rho0 on the first
     min(r, r*) axes), a positional direction on the next free axis (m = 0.2 P[:, 0] / max|P[:, 0]|),
     the remaining axes small (q0 = 0.1)."""
-    if branch not in MATRIX_BRANCHES:
-        raise ValueError(f"branch must be one of {MATRIX_BRANCHES}, got {branch!r}")
+    check_branch(branch)
     L, r, rs, rho0 = params.L, params.r, teacher_rank(params), params.rho0
     q = np.full(r, 0.1)
     V = np.ones(r)

@@ -16,7 +16,7 @@ from attnphase.numerics.se.fixed_point import FixedPointSolver
 from attnphase.numerics.se.matrix_solve import matrix_config, solve_matrix
 from attnphase.numerics.se.overlaps import Overlaps, on_branch_subspace
 from attnphase.numerics.se.starts import (
-    FIXED_MIXTURES, MATRIX_BRANCHES, further_positional_directions, initial_overlaps, mixture, noise_axes, signal_axes,
+    FIXED_MIXTURES, check_branch, further_positional_directions, initial_overlaps, mixture, noise_axes, signal_axes,
     teacher_rank,
 )
 from attnphase.numerics.se.results import FixedPoint, SolverMemory, fixed_point_from
@@ -121,28 +121,30 @@ def mixed_from_mixtures(fp: FixedPoint, cfg: SolverConfig) -> FixedPoint:
     their order (docs/method.md section 4): the first solve that converges on the mixed branch, its message naming
     the start; ``fp`` where none does, its message saying so.  Its evaluations count every try."""
     params, alpha = fp.params, fp.alpha
-    base = embedded_start(params, alpha, "mixed", cfg)
     spent = fp.status.iterations
-    for w_th, w_m, tilt in FIXED_MIXTURES:
-        ov = mixture(base, w_th, w_m, tilt)
-        if not admissible(ov, params.rho0):
-            continue
+    for start, ov in fixed_mixtures(embedded_start(params, alpha, "mixed", cfg), params.rho0):
         near = solve(params, alpha, "mixed", config=cfg, init=ov)
         spent += near.status.iterations
         if near.status.converged and near.branch == "mixed":
-            start = f"th0 x{w_th:g}, m x{w_m:g}, tilt {math.degrees(tilt):.0f} deg"
             return near.with_status(message=f"converged from the mixture start {start} (one of the census's); from "
                                             f"the embedded start: {fp.status.message}", iterations=spent)
     return fp.with_status(iterations=spent, message=f"{fp.status.message}; none of the census's mixture starts "
                                                     "converged on the mixed branch either")
 
 
+def fixed_mixtures(base: Overlaps, rho0: float) -> list[tuple[str, Overlaps]]:
+    """(name, start) of each admissible mixture of :data:`~attnphase.numerics.se.starts.FIXED_MIXTURES` applied to
+    ``base`` (:func:`~attnphase.numerics.se.starts.mixture`), in their order."""
+    mixtures = [(f"th0 x{w_th:g}, m x{w_m:g}, tilt {math.degrees(tilt):.0f} deg", mixture(base, w_th, w_m, tilt))
+                for w_th, w_m, tilt in FIXED_MIXTURES]
+    return [(name, ov) for name, ov in mixtures if admissible(ov, rho0)]
+
+
 def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, init: Overlaps | None,
                   rule: QuadratureRule | None, memory: SolverMemory | None) -> FixedPoint:
     """:func:`solve` at r = r* = 1 (its docstring)."""
     cold = init is None
-    if branch not in BRANCHES:
-        raise ValueError(f"branch must be one of {BRANCHES}, got {branch!r}")
+    check_branch(branch, BRANCHES)
     params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
     if init is None and rule is None and rule_nodes(params.L, cfg.quadrature) > MULTILEVEL_NODES:
         # multilevel: a cold start on a large rule begins from the fixed point of the default rule
@@ -275,8 +277,7 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
     m along :func:`further_positional_directions`).  :func:`initial_overlaps` where a rank-1 branch does not
     converge (docs/method.md section 11).
     """
-    if branch not in MATRIX_BRANCHES:
-        raise ValueError(f"branch must be one of {MATRIX_BRANCHES}, got {branch!r}")
+    check_branch(branch)
     if branch == "agnostic":
         return initial_overlaps(params, branch)
     L, r, rs = params.L, params.r, teacher_rank(params)

@@ -47,10 +47,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     outputs.add_json_option(p)
 
 
-#: The starts of gradient descent (``--init``).
-_INITS = ("semantic", "positional", "random")
-
-
 #: The fewest test samples ``simulate --n-test`` takes (eps_g's standard error is then about eps_g / 7).
 MIN_N_TEST = 100
 
@@ -147,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
                                    ("--max-iter", args.max_iter, 500)):
         if value != default:
             raise ValueError(f"{option}: an AMP option; add --algorithm amp")
-    check_choice(args.init, _INITS, "--init")
+    check_choice(args.init, ("semantic", "positional", "random"), "--init")
     check_choice(args.optimizer, ("gd", "adam"), "--optimizer")
     check_training(args)
     if args.n_test < MIN_N_TEST:

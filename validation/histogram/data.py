@@ -37,7 +37,7 @@ class HistogramData:
 
 def histogram_labels(x: torch.Tensor) -> torch.Tensor:
     """Per-position counts: ``y[..., i] = #{j : x[..., j] == x[..., i]}`` for ``x`` of shape ``(..., L)``."""
-    return (x.unsqueeze(-1) == x.unsqueeze(-2)).sum(dim=-1)
+    return token_equality(x, torch.long).sum(dim=-1)
 
 
 def token_equality(x: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:

@@ -60,11 +60,8 @@ class ModelConfig:
 
     def qk_slice(self) -> slice:
         """The coordinates of h that queries and keys see."""
-        if self.restriction == "semantic":
-            return slice(0, self.half)
-        if self.restriction == "positional":
-            return slice(self.half, self.d_model)
-        return slice(0, self.d_model)
+        halves = {"semantic": slice(0, self.half), "positional": slice(self.half, self.d_model)}
+        return halves.get(self.restriction, slice(0, self.d_model))
 
 
 class HistogramTransformer(nn.Module):

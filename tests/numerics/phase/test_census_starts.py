@@ -11,7 +11,7 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase import census_starts as cs
 from attnphase.numerics.phase.census_starts import search_rule
 from attnphase.numerics.se.se_map import admissible
-from attnphase.numerics.se.starts import with_ranks
+from attnphase.numerics.se.starts import FIXED_MIXTURES, with_ranks
 from attnphase.theory.params import ModelParams
 
 CFG = SolverConfig(quadrature="sobol10:4")
@@ -48,7 +48,7 @@ def test_starts_are_admissible_and_reproducible() -> None:
     again = cs.census_starts(params, ALPHA, cfg, seed=3)
     kinds = [s.kind for s in one]
     assert kinds.count("embedded") == 3 and kinds.count("cold") == 4
-    assert kinds.count("init") == len(cs.FIXED_MIXTURES) + cs.RANDOM_MIXTURES
+    assert kinds.count("init") == len(FIXED_MIXTURES) + cs.RANDOM_MIXTURES
     inits = [s.overlaps for s in one if s.kind == "init"]
     assert all(admissible(ov, params.rho0) for ov in inits)
     assert all(np.array_equal(x.overlaps.to_vector(), y.overlaps.to_vector())
