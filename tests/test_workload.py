@@ -157,3 +157,20 @@ def test_a_local_clusters_own_cpu_grows_with_its_workers_and_its_wall_time():
 @pytest.mark.parametrize("t,said", [(45, "45 s"), (600, "10 min"), (9000, "2.5 h")])
 def test_format_duration(t, said):
     assert workload.format_duration(t) == said
+
+
+def test_rank2_census_announces_the_measured_census_cost_on_this_machines_cores(monkeypatch):
+    """``census --rank 2`` says one census's measured CPU time, scaled to its rule, shared by the cores."""
+    from attnphase.execution import executor
+    from attnphase.numerics.commands.census import _announcement
+    from attnphase.theory.params import ModelParams
+
+    monkeypatch.setattr(executor, "usable_cores", lambda: 2)
+    params = ModelParams(omega=0.1, r=2)
+    said = _announcement(params, 0.5, SolverConfig(quadrature=workload.RANK2_RULE), 0)
+    wall = workload.RANK2_CENSUS_SECONDS / (2 * workload.RANK2_CORE_USE)
+    assert f"about {workload.format_duration(wall)} on 2 cores" in said
+    assert workload.cpu_phrase(workload.RANK2_CENSUS_SECONDS) in said
+    smaller = _announcement(params, 0.5, SolverConfig(quadrature="sobol8:4"), 0)
+    cpu = workload.RANK2_CENSUS_SECONDS * workload.matrix_rule_factor(2, SolverConfig(quadrature="sobol8:4"))
+    assert cpu < workload.RANK2_CENSUS_SECONDS / 2 and workload.cpu_phrase(cpu) in smaller
