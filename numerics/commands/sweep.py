@@ -17,6 +17,7 @@ import numpy as np
 
 from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
+from attnphase.display import finite, with_error
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.commands.common import command_line, model_and_config, staged_job, task_store
 from attnphase.numerics.commands.point_record import (EXIT_NO_BRANCH, RECORD_KEYS, exact_zero_rows_note, model_echo,
@@ -202,13 +203,15 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
             ends = not math.isnan(res.end.alpha)
             if ends:
                 where = "above" if res.end_side == "below" else "below"
-                print(f"{args.branch} branch ends at alpha = {res.end.alpha:.4f} (it exists {where} that; "
+                at = with_error(res.end.alpha, res.end.err) if finite(res.end.err) else f"{res.end.alpha:.4f}"
+                print(f"{args.branch} branch ends at alpha = {at} (it exists {where} that; "
                       f"{res.end.kind}, located by {res.end.method})" + (f" at omega = {w:g}" if len(omegas) > 1 else ""),
                       file=sys.stderr)
             objs.append({
                 "branch": args.branch, "requested_branch": args.branch, "params": params.replace(omega=w).to_dict(),
                 "model": model_echo(params), "solver": cfg.as_dict(), "file": str(path),
-                "end": {"alpha": res.end.alpha, "side": res.end_side, "kind": res.end.kind, "method": res.end.method}
+                "end": {"alpha": res.end.alpha, "err": res.end.err, "side": res.end_side, "kind": res.end.kind,
+                        "method": res.end.method}
                 if ends else None,
                 "on_branch": on, "not_converged": failed, "branch_absent": len(rows) - on - failed, "rows": rows,
             } | ({"rank": r, "teacher_rank": r_star} if suffix else {}))

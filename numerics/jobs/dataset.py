@@ -137,7 +137,7 @@ def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str, S
                    alphas: Sequence[float], attrs: dict[str, Any], columns: Sequence[str] = SWEEP_COLUMNS):
     """Sweeps of one branch at several omegas, ``(omega, sweep or None, status, error, rows)`` each (``rows`` of
     ``columns``), over ``omega, alpha``: every CSV column but the coordinates (NaN / "" where a task failed), the
-    branch's end, each task's status and error."""
+    branch's end with its standard error (NaN: none), each task's status and error."""
     import xarray as xr
 
     om = [float(w) for w, *_ in sweeps]
@@ -146,11 +146,11 @@ def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str, S
     shape = (len(om), len(alist))
     columns = [c for c in columns if c not in ("alpha", "omega")]
     values: dict[str, list[list[Any]]] = {c: [[None] * len(alist) for _ in om] for c in columns}
-    end = np.full(len(om), np.nan)
+    end, end_err = np.full(len(om), np.nan), np.full(len(om), np.nan)
     end_kind = np.full(len(om), "", dtype=object)
     for i, (_, sw, _, _, rows) in enumerate(sweeps):
         if sw is not None:
-            end[i], end_kind[i] = sw.end.alpha, sw.end.kind
+            end[i], end_err[i], end_kind[i] = sw.end.alpha, sw.end.err, sw.end.kind
         for row in rows:
             j = a_idx.get(float(row["alpha"]))
             if j is not None:
@@ -168,6 +168,7 @@ def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str, S
             arr = np.array([["" if v is None else str(v) for v in r] for r in values[c]], dtype=object)
         dv[c] = (("omega", "alpha"), arr.reshape(shape))
     dv["end"] = (("omega",), end)
+    dv["err_end"] = (("omega",), end_err)
     dv["end_kind"] = (("omega",), end_kind.astype(str).astype(object))
     dv["status"] = (("omega",), np.array([s for _, _, s, _, _ in sweeps], dtype=object))
     dv["error"] = (("omega",), np.array([e or "" for _, _, _, e, _ in sweeps], dtype=object))

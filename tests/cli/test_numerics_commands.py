@@ -141,6 +141,24 @@ def test_sweep_points_carry_the_standard_error_of_their_blocks(tmp_path) -> None
     assert float(rows[1]["err_q"]) == pytest.approx(np.std(qs, ddof=1) / 2, rel=1e-3)
 
 
+def test_sweep_says_the_branch_end_with_its_standard_error(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The semantic branch followed down ends at a bifurcation located by its eigenvalue: the end line, the JSON's
+    ``end`` and the dataset's ``err_end`` carry its standard error over the rules' blocks."""
+    import xarray as xr
+
+    from attnphase.display import with_error
+
+    argv = ["sweep", "--omega", "0.3", "--alpha", "0.6,1,2", "--branch", "semantic", "--quadrature", "sobol8:4",
+            "--out", str(tmp_path), "--json", "--quiet"]
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    end = json.loads(cap.out)["end"]
+    assert end["kind"] == "bifurcation" and end["method"] == "eigenvalue" and 0 < end["err"] < 0.05
+    assert f"semantic branch ends at alpha = {with_error(end['alpha'], end['err'])} (it exists above" in cap.err
+    with xr.open_dataset(tmp_path / "sweep_semantic.nc") as ds:
+        assert float(ds.err_end.values[0]) == pytest.approx(end["err"], rel=1e-12)
+
+
 def test_sweep_bad_range_exits_2(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sweep", "--alpha", "1:2", "--out", str(tmp_path / "x"), "--quiet"]) == 2
     err = capsys.readouterr().err

@@ -128,7 +128,7 @@ def test_sweep_dataset_holds_every_column_of_its_csv(tmp_path, capsys) -> None:
     assert set(rec["variables"]) == set(rows[0]) and rec["variables"]["V"]["long_name"] == ds["V"].attrs["long_name"]
     # one name per column: the JSON's rows have the CSV's header, the dataset nothing else but the end and the status
     assert [list(r) for r in rec["rows"]] == [list(rows[0])] * len(rows) == [list(rec["variables"])] * len(rows)
-    assert set(ds.data_vars) - columns <= {"end", "end_kind", "status", "error"}
+    assert set(ds.data_vars) - columns <= {"end", "err_end", "end_kind", "status", "error"}
 
 
 def _boundaries(sweep):
