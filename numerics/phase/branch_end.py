@@ -18,7 +18,6 @@ import numpy as np
 
 from attnphase.numerics.capabilities import MATRIX_END_NOTE
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.errors.replicates import block_config, replicate_count, standard_error
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.roots import bisect_last_true
 from attnphase.numerics.phase.bifurcation import branch_bifurcation
@@ -85,9 +84,8 @@ class BranchEnd:
         method: ``"eigenvalue"``, ``"trace"`` or ``"bisection"``.
         points: the fixed points traced towards the end (method ``"trace"``), in trace order.
         note: why the preferred strategy was not used, when it was not.
-        err: standard error of ``alpha``: from the rules' blocks for a bifurcation located by its eigenvalue
-            (:func:`attnphase.numerics.phase.bifurcation.branch_bifurcation`), from the blocks and the trace's
-            spacing for a traced fold (:func:`fold_error`); NaN otherwise.
+        err: standard error of ``alpha`` from the rules' blocks (a bifurcation located by its
+            eigenvalue, :func:`attnphase.numerics.phase.bifurcation.branch_bifurcation`; NaN otherwise).
         solve_rule_alpha: where the end lies on the solve rule, which the branch's own points are solved on
             (a bifurcation's root before its multilevel step; NaN: ``alpha``, see :meth:`on_solve_rule`).
     """
@@ -249,29 +247,4 @@ def trace_branch_end(
     pick = min if semantic else max
     best = pick(pts, key=lambda p: p.alpha)
     kind = "bifurcation" if best is pts[-1] and len(pts) > 1 else "fold"
-    err = fold_error(params, order, pts, best, cfg) if kind == "fold" else math.nan
-    return BranchEnd(float(best.alpha), kind, "trace", tuple(pts[1:]), err=err)
-
-
-def fold_error(params: ModelParams, order: str, pts: list[FixedPoint], best: FixedPoint,
-               config: SolverConfig) -> float:
-    """Standard error of a traced fold's alpha (the extreme alpha of the trace ``pts``, reached at ``best``):
-    hypot(the rule's, the trace's).
-
-    The rule's: to first order the extremum of alpha(order) moves as alpha at the extremum's order value does (the
-    envelope theorem), so ``best`` re-solved at its order value on each block j of the rule (warm) gives alpha_j,
-    and the error is std_j(alpha_j) / sqrt(R) (NaN without blocks or where a block's solve fails).  The trace's:
-    the distance from ``best``'s alpha to the vertex of the parabola in the order parameter through ``best`` and
-    its two neighbours of the trace (NaN where ``best`` is not between two of them)."""
-    R = replicate_count(config)
-    blocks = [solve_at_order(params, order, overlap_size(best, order), best.overlaps, config=block_config(config, j))
-              for j in range(R)]
-    rule = standard_error([fp.alpha if fp.status.converged else math.nan for fp in blocks]) if R else math.nan
-    by_size = sorted(pts, key=lambda p: overlap_size(p, order))
-    i = next(k for k, p in enumerate(by_size) if p is best)
-    if not 0 < i < len(by_size) - 1:
-        return math.nan
-    x = [overlap_size(p, order) for p in by_size[i - 1:i + 2]]
-    c = np.polyfit(x, [p.alpha for p in by_size[i - 1:i + 2]], 2)
-    vertex = float(np.polyval(c, -c[1] / (2 * c[0]))) if c[0] != 0 else float(best.alpha)
-    return math.hypot(rule, abs(best.alpha - vertex))
+    return BranchEnd(float(best.alpha), kind, "trace", tuple(pts[1:]))

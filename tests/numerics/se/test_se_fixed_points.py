@@ -382,31 +382,3 @@ def test_a_warm_start_with_stale_candidates_still_converges() -> None:
     fresh = solve(p, 1.0, "positional", init=far.overlaps, config=cfg)
     assert fp.status.converged and fresh.status.converged
     np.testing.assert_allclose(fp.overlaps.to_vector(), fresh.overlaps.to_vector(), rtol=1e-6, atol=1e-8)
-
-
-def test_a_traced_fold_carries_the_rules_error_and_the_traces() -> None:
-    """At omega = 0.45 the semantic branch traced down turns at an interior minimum of alpha(theta), a fold: its
-    error is hypot(the blocks' spread of alpha at the fold's theta, the distance to the vertex of the parabola
-    through the fold's trace point and its neighbours), so at least the latter and finite; the same trace without
-    error bars has none."""
-    import math
-
-    import numpy as np
-
-    from attnphase.numerics.phase.branch_end import fold_error, overlap_size
-    from attnphase.numerics.phase.continuation import sweep
-
-    cfg = SolverConfig(branch_end="trace")
-    sw = sweep(ModelParams(omega=0.45), [0.6, 0.8, 1.0, 1.4, 2.0], "semantic", config=cfg)
-    end = sw.end
-    assert end.method == "trace" and end.kind == "fold"
-    pts = sorted(end.points, key=lambda p: overlap_size(p, "th0"))
-    i = min(range(len(pts)), key=lambda k: pts[k].alpha)
-    assert 0 < i < len(pts) - 1 and pts[i].alpha == end.alpha
-    x = [overlap_size(p, "th0") for p in pts[i - 1:i + 2]]
-    c = np.polyfit(x, [p.alpha for p in pts[i - 1:i + 2]], 2)
-    trace_part = abs(end.alpha - np.polyval(c, -c[1] / (2 * c[0])))
-    assert trace_part > 0 and math.isfinite(end.err) and end.err >= trace_part
-    assert end.err < 0.05  # the blocks' part is a fraction of alpha, not a lost solve's
-    assert math.isnan(fold_error(ModelParams(omega=0.45), "th0", list(end.points), pts[i],
-                                 cfg.replace(error_bars=False)))
