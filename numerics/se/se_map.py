@@ -51,11 +51,12 @@ def hat_step(params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRu
 
 def admissible(ov: Overlaps, rho0: float) -> bool:
     """Whether ``ov`` is a possible state: finite, q0 and V0 positive definite, rho0 I - th0^T q0^-1 th0 positive
-    definite (in the scalar form q0 > 0, V0 > 0, th0^2 < q0 rho0)."""
+    definite (in the scalar form q0 > 0, V0 > 0, rho0 - th0 (th0 / q0) > 0, as the channel computes it: a student
+    aligned with the teacher to round-off is not a state)."""
     if not np.all(np.isfinite(ov.to_vector())):
         return False
     if not ov.is_matrix:
-        return bool(ov.q0 > 0 and ov.V0 > 0 and ov.th0 ** 2 < ov.q0 * rho0)
+        return bool(ov.q0 > 0 and ov.V0 > 0 and rho0 - ov.th0 * (ov.th0 / ov.q0) > 0)
     try:
         if np.linalg.eigvalsh(ov.V0).min() <= 0:
             return False

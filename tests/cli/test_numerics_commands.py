@@ -159,6 +159,16 @@ def test_sweep_says_the_branch_end_with_its_standard_error(tmp_path, capsys: pyt
         assert float(ds.err_end.values[0]) == pytest.approx(end["err"], rel=1e-12)
 
 
+def test_solve_without_a_ridge_reaches_perfect_recovery(capsys: pytest.CaptureFixture[str]) -> None:
+    """lam = 0 at omega = 0: the teacher is realisable and the semantic point is perfect recovery (q = theta = rho0,
+    eps_g = 0).  An iterate aligned with the teacher to round-off is not a state (the channel's thhat is 0 / 0
+    there): the solve and its blocks' re-solves step back from it instead of failing."""
+    assert main(["solve", "--alpha", "2", "--omega", "0", "--lam", "0", "--branch", "semantic", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["converged"] and rec["q"] == pytest.approx(1.0, abs=1e-8) and rec["theta"] == pytest.approx(1.0, abs=1e-8)
+    assert abs(rec["eps_g"]) < 1e-10 and rec["err_theta"] < 1e-8
+
+
 def test_sweep_bad_range_exits_2(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sweep", "--alpha", "1:2", "--out", str(tmp_path / "x"), "--quiet"]) == 2
     err = capsys.readouterr().err

@@ -30,7 +30,9 @@ def test_hats_in_both_forms_give_the_same_prior_update() -> None:
 
 @pytest.mark.parametrize("th0, q0, V0, ok", [(0.5, 0.45, 40.0, True), (0.7, 0.45, 40.0, False),
                                               (0.0, -0.1, 40.0, False), (0.1, 0.45, -1.0, False),
-                                              (np.nan, 0.45, 40.0, False)])
+                                              (np.nan, 0.45, 40.0, False),
+                                              # aligned with the teacher to round-off: rho0 - th0 (th0 / q0) = 0
+                                              (0.9999999999999973, 0.9999999999999948, 40.0, False)])
 def test_admissible_is_the_same_check_in_both_forms(th0, q0, V0, ok) -> None:
     ov = Overlaps(q0=q0, V0=V0, m=np.array([0.1, -0.1]), th0=th0)
     assert admissible(ov, 1.0) is ok
