@@ -47,12 +47,27 @@ def zero_student(fp, before: str = ", ") -> str:
     return f"{before}the student Q = 0 (q = {fp.overlaps.q:.1e})" if fp.overlaps.zero_student else ""
 
 
+#: Without a ridge, a best point whose q = |Q|_F^2 / d exceeds this many times rho0 r* is a student whose norm ran
+#: away (:func:`runaway_student`).
+RUNAWAY_Q = 100.0
+
+
+def runaway_student(fp) -> str:
+    """Where ``fp`` did not converge, has no ridge (lam = 0) and its best point's q is above :data:`RUNAWAY_Q` rho0 r*
+    (the teacher's q): a reason's clause saying so; else ""."""
+    p, q = fp.params, fp.overlaps.q
+    if fp.status.converged or p.lam != 0 or not q > RUNAWAY_Q * p.rho0 * p.r_star:
+        return ""
+    return (f" (with lam = 0 nothing bounds the student's norm: q = {q:.3g} at the best "
+            f"point, the teacher's q being {p.rho0 * p.r_star:g}; a small lam > 0 gives the limit lam -> 0+)")
+
+
 def _reason(fp, requested: str) -> str:
     """Why ``fp`` is not a result on the requested branch ("" when it is)."""
     if not fp.status.converged:
         msg = fp.status.message if fp.status.message.startswith("not converged") else f"not converged: {fp.status.message}"
         return (f"{msg}; residual {fp.status.residual:.2e}{zero_student(fp, ' at ')}: no fixed point, so no overlaps "
-                "are reported")
+                f"are reported{runaway_student(fp)}")
     if fp.branch != requested:
         # the evidence of an absent branch (numerics.se.stalls.judge_agnostic_image)
         evidence = f" ({fp.status.message})" if fp.status.message.startswith("absent:") else ""

@@ -169,6 +169,29 @@ def test_solve_without_a_ridge_reaches_perfect_recovery(capsys: pytest.CaptureFi
     assert abs(rec["eps_g"]) < 1e-10 and rec["err_theta"] < 1e-8
 
 
+def test_solve_without_a_ridge_says_where_the_students_norm_runs_away(capsys: pytest.CaptureFixture[str]) -> None:
+    """lam = 0 at alpha = 0.5, omega = 0: nothing bounds |Q| and the iterates run away (q ~ 1e3); the reason says so,
+    with the best point's q; with a ridge, or where the best point is the teacher's size, no such clause."""
+    from types import SimpleNamespace
+
+    from attnphase.numerics.se.overlaps import Overlaps
+    from attnphase.theory.params import ModelParams
+
+    assert main(["solve", "--alpha", "0.5", "--omega", "0", "--lam", "0", "--branch", "semantic", "--json"]) == 1
+    rec = json.loads(capsys.readouterr().out)
+    assert not rec["converged"] and "with lam = 0 nothing bounds the student's norm: q = " in rec["reason"]
+    q = float(rec["reason"].split("student's norm: q = ")[1].split()[0])
+    assert q > point_record.RUNAWAY_Q
+
+    def stand_in(lam: float, q0: float, converged: bool = False) -> SimpleNamespace:
+        return SimpleNamespace(params=ModelParams(lam=lam), overlaps=Overlaps(q0=q0, V0=1.0, m=[0.0, 0.0], th0=0.0),
+                               status=SimpleNamespace(converged=converged))
+    assert point_record.runaway_student(stand_in(0.0, 500.0)).startswith(" (with lam = 0")
+    assert point_record.runaway_student(stand_in(1e-3, 500.0)) == ""
+    assert point_record.runaway_student(stand_in(0.0, 5.0)) == ""
+    assert point_record.runaway_student(stand_in(0.0, 500.0, converged=True)) == ""
+
+
 def test_sweep_bad_range_exits_2(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sweep", "--alpha", "1:2", "--out", str(tmp_path / "x"), "--quiet"]) == 2
     err = capsys.readouterr().err
