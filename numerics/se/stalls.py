@@ -26,7 +26,8 @@ Solver = Callable[..., FixedPoint]
 
 def judge_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule, solve: Solver) -> FixedPoint:
     """A cold solve that did not converge, judged once more: converged to the rule's jump scale
-    (:func:`jump_at`), else finished on the symmetric subspace where it creeps (:func:`finish_collapse`)."""
+    (:func:`jump_at`), else finished on the symmetric subspace where it creeps (:func:`finish_collapse`), else
+    solved again with damping (:func:`damped_retry`)."""
     if fp.status.converged or not math.isfinite(fp.status.residual):
         return fp
     x = fp.overlaps.to_vector()
@@ -40,7 +41,27 @@ def judge_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule, solve
         message = (f"converged to the rule's jump scale: residual {ev.residual:.2e} <= the jump {jump:.2e} of the "
                    f"SE map within {min(ev.residual, JUMP_PROBE):.1e} of the point")
         return fp.with_status(converged=True, iterations=spent, residual=ev.residual, message=message, jump=jump)
-    return finish_collapse(fp, ev, cfg, rule, spent, solve)
+    return damped_retry(finish_collapse(fp, ev, cfg, rule, spent, solve), cfg, rule, solve)
+
+
+#: The damping of :func:`damped_retry`: x <- (1 - d) F(x) + d x.
+RETRY_DAMPING = 0.5
+
+
+def damped_retry(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule, solve: Solver) -> FixedPoint:
+    """A cold solve still not converged, solved once more from the same cold start with damping
+    :data:`RETRY_DAMPING` (where ``cfg``'s is smaller): the undamped iteration can overshoot from a start far
+    from every fixed point and wander, where the damped one settles (L = 2 with P = I at alpha = 2, omega = 0.3:
+    on the agnostic point, the positional branch having ended at alpha = 1.39).  The retry where it converges,
+    its message saying so and its evaluations counting both solves; else ``fp``."""
+    if fp.status.converged or cfg.damping >= RETRY_DAMPING:
+        return fp
+    again = solve(fp.params, fp.alpha, fp.requested, config=cfg.replace(damping=RETRY_DAMPING), rule=rule)
+    if not again.status.converged:
+        return fp
+    message = (f"{again.status.message} (damping {RETRY_DAMPING:g}: the undamped start stalled at residual "
+               f"{fp.status.residual:.2e})")
+    return again.with_status(iterations=fp.status.iterations + again.status.iterations, message=message)
 
 
 #: The probes of :func:`jump_at` reach min(residual, JUMP_PROBE) from the point: the quasi-Newton step's own

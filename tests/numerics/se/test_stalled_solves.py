@@ -112,3 +112,17 @@ def test_an_order_parameter_within_its_error_bar_is_flagged(capsys):
     unresolved_order_warning(point("positional", 0.26), err(1e-3, 4))
     unresolved_order_warning(point("agnostic", 0.0), err(float("nan"), 0))
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.heavy
+def test_a_cold_start_that_wanders_undamped_settles_damped():
+    """L = 2 with P = I at alpha = 2: the positional branch ended at alpha = 1.39, the undamped iteration from the
+    positional start wanders (residual 5.5e-2, |m| above the start's: no creep); the damped retry settles on the
+    agnostic point, saying so and counting both solves.  A solve already damped that much is not retried."""
+    params = ModelParams(omega=0.3, P=((1.0, 0.0), (0.0, 1.0)))
+    fp = se.solve(params, 2.0, "positional", config=SolverConfig())
+    assert fp.status.converged and fp.branch == "agnostic" and fp.requested == "positional"
+    assert f"(damping {stalls.RETRY_DAMPING:g}: the undamped start stalled at residual" in fp.status.message
+    failed = fp.with_status(converged=False)
+    cfg = SolverConfig(damping=stalls.RETRY_DAMPING)
+    assert stalls.damped_retry(failed, cfg, model_rule(params, cfg), se.solve) is failed
