@@ -1,7 +1,7 @@
 """The solver group of the numerics commands, and the one place the CLI builds a SolverConfig
 (:func:`config_from_args`); :func:`check_supported` refuses, before any work, what the numerics cannot do.
-Imports the standard library only: the defaults and choices are literal copies of :mod:`attnphase.numerics.config` (a test
-keeps them equal).
+Imports the standard library only: the defaults and choices are literal copies of
+:mod:`attnphase.numerics.config` (a test keeps them equal).
 """
 
 from __future__ import annotations

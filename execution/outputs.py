@@ -60,16 +60,24 @@ def write_json(path: Path, data: Any) -> None:
     write_text(path, json.dumps(data, indent=1, default=str))
 
 
+def _read_umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
+#: The process's umask, read once at import (reading it sets it for an instant: not done while threads write).
+UMASK = _read_umask()
+
+
 def write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` complete or not at all: a temporary ``.<name>.<random>.tmp`` in its folder,
-    readable as an ordinary file of this umask (mkstemp makes it private), renamed over ``path``."""
+    readable as an ordinary file of :data:`UMASK` (mkstemp makes it private), renamed over ``path``."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:64]}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        os.chmod(tmp, 0o666 & ~UMASK)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

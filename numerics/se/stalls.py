@@ -49,7 +49,7 @@ RETRY_DAMPING = 0.5
 
 
 def damped_retry(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule, solve: Solver) -> FixedPoint:
-    """A cold solve still not converged, solved once more from the same cold start with damping
+    """A cold solve still not converged, solved once more from its branch's cold start with damping
     :data:`RETRY_DAMPING` (where ``cfg``'s is smaller): the undamped iteration can overshoot from a start far
     from every fixed point and wander, where the damped one settles (L = 2 with P = I at alpha = 2, omega = 0.3:
     on the agnostic point, the positional branch having ended at alpha = 1.39).  The retry where it converges,
