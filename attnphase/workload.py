@@ -200,6 +200,12 @@ def cluster_seconds(workers: int, wall: float) -> float:
     return 0.0 if workers <= 1 else workers * (WORKER_START_SECONDS + CLUSTER_SECONDS_PER_WALL_SECOND * wall)
 
 
+def on_cores(cpu_seconds: float, cores: int, core_use: float = 1.0) -> float:
+    """Wall seconds of ``cpu_seconds`` of compiled loops that keep ``core_use`` of each of ``cores`` cores busy (one
+    core: all of it)."""
+    return cpu_seconds / (cores * core_use if cores > 1 else 1)
+
+
 def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis: str, *, quiet: bool = False,
                    min_seconds: float = 10, cores: int = 0, own: float = 0.0, core_use: float = 1.0) -> float:
     """Say on stderr, before a job starts, how many tasks it has and about how long it takes on ``workers`` (or,
@@ -207,7 +213,7 @@ def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis
     them; returns that estimate."""
     n = len(task_seconds)
     if cores:
-        t, on = sum(task_seconds) / (cores * core_use if cores > 1 else 1), f"{cores} core{'s' if cores != 1 else ''}"
+        t, on = on_cores(sum(task_seconds), cores, core_use), f"{cores} core{'s' if cores != 1 else ''}"
     else:
         t, on = wall_seconds(task_seconds, workers), f"{workers} worker{'s' if workers != 1 else ''}"
     cpu = sum(task_seconds) + own + (0.0 if cores else cluster_seconds(min(workers, n), t))
