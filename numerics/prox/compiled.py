@@ -17,6 +17,7 @@ import os
 import sys
 import tempfile
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -75,7 +76,7 @@ def instance(kernels: Kernels | CorrelatedKernels, parallel: bool | None = None,
 
 def _algebra_name(L: int, r: int) -> tuple[str, str]:
     """(name, key) of the instance of the one-point algebra at (L, r): the step rules' text is the key."""
-    return f"row_algebra_L{L}_r{r}", STEPS.read_text()
+    return f"row_algebra_L{L}_r{r}", source(STEPS)
 
 
 def _instance_name(kernels: Kernels | CorrelatedKernels, parallel: bool | None, matrix: bool
@@ -88,7 +89,7 @@ def _instance_name(kernels: Kernels | CorrelatedKernels, parallel: bool | None, 
     scalar = kernels.matrix_scalar if matrix else kernels.scalar
     kind = "prox_rows_cov" if isinstance(kernels, CorrelatedKernels) else "prox_rows_rank" if matrix else "prox_rows"
     name = f"{kind}_L{scalar.L}_r{scalar.r}_{'cse' if scalar.cse else 'nocse'}_{'par' if parallel else 'ser'}"
-    key = f"{scalar.module}\n{parallel}\n{STEPS.read_text()}\n{LINALG.read_text()}\n{ALGEBRA.read_text()}"
+    key = f"{scalar.module}\n{parallel}\n{source(STEPS)}\n{source(LINALG)}\n{source(ALGEBRA)}"
     return name, key, scalar, parallel, kind
 
 
@@ -97,10 +98,18 @@ def machine_code_cached(kernels: Kernels | CorrelatedKernels) -> bool:
     ``parallel``): a process that loads it compiles nothing.  Neither numba nor the instance is imported."""
     name, key, scalar, *_ = _instance_name(kernels, None, False)
     algebra, algebra_key = _algebra_name(scalar.L, scalar.r)
-    return (_has_machine_code(cache_dir(), f"{name}_{_digest(key, TEMPLATE.read_text())}")
-            and _has_machine_code(cache_dir(), f"{algebra}_{_digest(algebra_key, ALGEBRA.read_text())}"))
+    return (_has_machine_code(cache_dir(), f"{name}_{_digest(key, source(TEMPLATE))}")
+            and _has_machine_code(cache_dir(), f"{algebra}_{_digest(algebra_key, source(ALGEBRA))}"))
 
 
+@lru_cache(maxsize=None)
+def source(path: Path) -> str:
+    """The text of a template or of a module it compiles in, read once per process (:func:`instance` runs at every
+    proximal search; the package's files do not change under a running process)."""
+    return path.read_text()
+
+
+@lru_cache(maxsize=64)
 def _digest(key: str, text: str) -> str:
     return hashlib.sha256(f"{key}\n{text}".encode()).hexdigest()[:16]
 
@@ -113,7 +122,7 @@ def import_template(template: Path, name: str, key: str, binding: Any, what: str
     """``template`` instantiated with ``binding``, imported once per process: its copy in the cache directory is
     named ``name`` + a hash of ``key`` (what else the compiled code depends on) and of its text; a first-run
     notice names ``what`` when numba has no machine code for it yet (none with ``what`` None)."""
-    text = template.read_text()
+    text = source(template)
     name = f"{name}_{_digest(key, text)}"
     modname = f"attnphase._generated.{name}"
     module = sys.modules.get(modname)

@@ -14,10 +14,12 @@ leave the overlaps as they are (:func:`invariants` reads them as 1 x 1 matrices)
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from attnphase.numerics.quadrature.symmetry import SymmetryElement
-from attnphase.numerics.se.overlaps import LABEL_TOL, Overlaps
+from attnphase.numerics.se.overlaps import LABEL_TOL, Overlaps, upper_indices
 
 
 def rotate(ov: Overlaps, O: np.ndarray, O_star: np.ndarray | None = None) -> Overlaps:
@@ -87,7 +89,7 @@ def _rotation(theta: np.ndarray, n: int) -> np.ndarray:
     """exp(E) for the antisymmetric E with upper-triangle entries theta (the so(n) coordinates of gauge_tangents),
     by scaling and squaring of the Taylor series (20 terms at |E / 2^s| <= 1/2): matrix products only, no LAPACK."""
     E = np.zeros((n, n))
-    E[np.triu_indices(n, 1)] = theta
+    E[upper_indices(n, 1)] = theta
     A = E - E.T
     s = max(0, int(np.ceil(np.log2(max(float(np.abs(A).sum(axis=1).max()), 1e-300) / 0.5))))
     A = A / 2.0 ** s
@@ -134,10 +136,15 @@ def gauge_tangents(ov: Overlaps) -> np.ndarray:
     return np.array(cols).T if cols else np.zeros((n, 0))
 
 
-def _generators(n: int) -> list[np.ndarray]:
-    """The generators E_ab = e_a e_b^T - e_b e_a^T (a < b, in the order of the upper triangle) of so(n)."""
+@lru_cache(maxsize=None)
+def _generators(n: int) -> tuple[np.ndarray, ...]:
+    """The generators E_ab = e_a e_b^T - e_b e_a^T (a < b, in the order of the upper triangle) of so(n), read-only and
+    made once per n."""
     e = np.eye(n)
-    return [np.outer(e[a], e[b]) - np.outer(e[b], e[a]) for a, b in zip(*np.triu_indices(n, 1))]
+    out = tuple(np.outer(e[a], e[b]) - np.outer(e[b], e[a]) for a, b in zip(*upper_indices(n, 1)))
+    for E in out:
+        E.setflags(write=False)
+    return out
 
 
 def reflection_pattern(ov: Overlaps) -> np.ndarray:
@@ -156,7 +163,7 @@ def reflection_pattern(ov: Overlaps) -> np.ndarray:
     gens = [(1.0 - 2.0 * np.eye(r)[a], np.where(overlap[a], -1.0, 1.0)) for a in range(r) if not m_on[a]]
     gens += [(np.ones(r), 1.0 - 2.0 * np.eye(rs)[b]) for b in range(rs) if not overlap[:, b].any()]
     x = ov.to_vector()
-    iu = np.triu_indices(r)
+    iu = upper_indices(r)
     keep = np.ones(x.size, dtype=bool)
     for s, t in gens:
         sign = np.concatenate([s[iu[0]] * s[iu[1]], s[iu[0]] * s[iu[1]], np.tile(s, L), np.outer(s, t).ravel()])

@@ -9,6 +9,7 @@ the scalar form at r = r* = 1, the matrix form otherwise, packed to one vector l
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -19,6 +20,15 @@ LABEL_TOL = 1e-6
 #: An overlap this small is zero at round-off; a student whose q = Tr q0 is not above it is Q = 0 (the point a
 #: strong ridge penalty holds it at, q ~ 1e-30 and below, every overlap 0).
 ZERO_OVERLAP = 1e-12
+
+
+@lru_cache(maxsize=None)
+def upper_indices(r: int, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """np.triu_indices(r, k), read-only and made once per (r, k): the packing of every SE evaluation uses them."""
+    iu = np.triu_indices(r, k)
+    for a in iu:
+        a.setflags(write=False)
+    return iu
 
 
 def _frozen(x, flat: bool = False) -> np.ndarray:
@@ -105,7 +115,7 @@ class Overlaps:
         which is (q0, V0, m_1..m_L, th0) in the scalar form."""
         if not self.is_matrix:
             return np.concatenate([[self.q0, self.V0], self.m, [self.th0]])
-        iu = np.triu_indices(self.r)
+        iu = upper_indices(self.r)
         return np.concatenate([self.q0[iu], self.V0[iu], self.m.ravel(), self.th0.ravel()])
 
     @classmethod
@@ -115,7 +125,7 @@ class Overlaps:
         x = np.asarray(x, dtype=float)
         if r is None:
             return cls(q0=x[0], V0=x[1], m=x[2:-1], th0=x[-1])
-        iu = np.triu_indices(r)
+        iu = upper_indices(r)
         k = iu[0].size
 
         def sym(v: np.ndarray) -> np.ndarray:
