@@ -123,8 +123,8 @@ class FixedOrder:
         a2 = 1.25 * a1
         g1, g2 = gap(math.log(a1)), gap(math.log(a2))
         t1, t2 = g1 + target, g2 + target
-        if np.isfinite(t1) and np.isfinite(t2) and t1 != 0 and t2 != 0 and t1 != t2:
-            y1, y2 = 1 / t1 - 1 / target, 1 / t2 - 1 / target
+        y1, y2 = (1 / t - 1 / target if np.isfinite(t) and t != 0 else math.nan for t in (t1, t2))
+        if np.isfinite(y1) and np.isfinite(y2) and y1 != y2:  # equal: 1 / th0 does not move with alpha here
             u = 1 / a1 - y1 * (1 / a2 - 1 / a1) / (y2 - y1)
             if 1e-3 < u < 1e4:
                 root = 1 / u

@@ -57,3 +57,19 @@ def test_the_matrix_form_polishes_at_most_its_cap_between_full_searches(every, w
     x = initial_overlaps(params, "semantic").to_vector()
     full = [smap.evaluate(x).exact for _ in range(2 * want + 3)]
     assert [i for i, f in enumerate(full) if f] == [0, want + 1, 2 * want + 2]
+
+
+def test_holding_an_order_parameter_survives_a_secant_it_cannot_take(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The secant in 1 / alpha needs 1 / th0 - 1 / target to differ at its two alphas.  Tracing a branch end at
+    lam = 0, omega = 0 (``phase-diagram --lam 0 --omega 0``) held a th0 so small that both rounded to -1 / target
+    although th0 itself differed: a ZeroDivisionError failed the task.  Here th0 = 0.5 + 1e-15 alpha, target 1e-17:
+    no secant, and the bracket search says that no alpha in its range holds th0 there (None)."""
+    from types import SimpleNamespace
+
+    from attnphase.numerics.se import se_map
+
+    monkeypatch.setattr(se_map, "update_hat", lambda params, alpha, ov, mom, group: alpha)
+    monkeypatch.setattr(se_map, "update", lambda params, hat: SimpleNamespace(th0=0.5 + 1e-15 * hat))
+    t1, t2, target = 0.5 + 1e-15, 0.5 + 1.25e-15, 1e-17
+    assert t1 != t2 and 1 / t1 - 1 / target == 1 / t2 - 1 / target  # the case itself
+    assert FixedOrder("th0", target).alpha_for(None, None, None, []) is None
