@@ -69,7 +69,7 @@ RANK2_CENSUS_SECONDS = 68.4
 RANK2_SOLVE_SECONDS = 1.81
 #: The share of each core a rank-r task's compiled loops keep busy when the task has the machine to itself: the
 #: same run took 258 s wall for its 491 CPU s on 2 cores, less :data:`JOB_COMMAND_SECONDS`.
-RANK2_CORE_USE = 0.95
+RANK2_CORE_USE = 0.94
 #: Solves at the grid's points per grid point (the branches the search finds): the same run, 11 at its 2 points.
 RANK2_SOLVES_PER_ALPHA = 5.5
 #: Solves between the grid's points per omega: 117 at omega 0.1 on the default grid (docs/general.md), less 12 x 5.5.
