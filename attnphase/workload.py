@@ -61,14 +61,14 @@ RANK2_RULE = "sobol10:4"
 #: sobol8:4 --workers 2 --fresh``: about 200 CPU s per omega, against 628 for omega 0.1 on sobol10:4 (4x the nodes).
 RANK2_RULE_EXPONENT = 0.8
 #: One census of the search: ``--only rank2 --omega 0.3 --alpha 0.9:1.1:2`` (2 censuses, 142.5 CPU s), scaled by
-#: 0.96 (with RANK2_SOLVE_SECONDS) to the 491 CPU s of ``/usr/bin/time attnphase phase-diagram --rank 2 --omega 0.1
-#: --fresh`` on 2 idle cores (its notes' ``work:`` line: 4 censuses 213 CPU s, 114 solves 247, block re-solves 29);
-#: ``census --rank 2 --alpha 0.8 --omega 0.1`` alone: 62 CPU s.
-RANK2_CENSUS_SECONDS = 68.4
-#: One solve along a branch: the same run, 20 solves in 37.8 CPU s, scaled by 0.96.
-RANK2_SOLVE_SECONDS = 1.81
+#: 1.02 (with RANK2_SOLVE_SECONDS) to the 521 CPU s of ``/usr/bin/time attnphase phase-diagram --rank 2 --omega 0.1
+#: --fresh`` on 2 idle cores (its notes' ``work:`` line: 4 censuses 229 CPU s, 114 solves 258, block re-solves 31);
+#: ``census --rank 2 --alpha 0.8 --omega 0.1`` alone: 62-66 CPU s.
+RANK2_CENSUS_SECONDS = 72.5
+#: One solve along a branch: the same run, 20 solves in 37.8 CPU s, scaled by 1.02.
+RANK2_SOLVE_SECONDS = 1.92
 #: The share of each core a rank-r task's compiled loops keep busy when the task has the machine to itself: the
-#: same run took 258 s wall for its 491 CPU s on 2 cores, less :data:`JOB_COMMAND_SECONDS`.
+#: same run took 274 s wall for its 521 CPU s on 2 cores, less :data:`JOB_COMMAND_SECONDS`.
 RANK2_CORE_USE = 0.94
 #: Solves at the grid's points per grid point (the branches the search finds): the same run, 11 at its 2 points.
 RANK2_SOLVES_PER_ALPHA = 5.5

@@ -17,7 +17,6 @@ import os
 import sys
 import tempfile
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -39,6 +38,9 @@ TEMPLATE = Path(__file__).with_name("rows.py")
 STEPS = Path(__file__).with_name("newton_steps.py")
 LINALG = Path(__file__).with_name("shifted_cholesky.py")
 ALGEBRA = Path(__file__).with_name("row_algebra.py")
+#: Their texts, read once at import (:func:`instance` runs at every proximal search; the package's files do not change
+#: under a running process).
+SOURCES = {path: path.read_text() for path in (TEMPLATE, STEPS, LINALG, ALGEBRA)}
 
 
 def available() -> bool:
@@ -76,7 +78,7 @@ def instance(kernels: Kernels | CorrelatedKernels, parallel: bool | None = None,
 
 def _algebra_name(L: int, r: int) -> tuple[str, str]:
     """(name, key) of the instance of the one-point algebra at (L, r): the step rules' text is the key."""
-    return f"row_algebra_L{L}_r{r}", source(STEPS)
+    return f"row_algebra_L{L}_r{r}", SOURCES[STEPS]
 
 
 def _instance_name(kernels: Kernels | CorrelatedKernels, parallel: bool | None, matrix: bool
@@ -89,7 +91,7 @@ def _instance_name(kernels: Kernels | CorrelatedKernels, parallel: bool | None, 
     scalar = kernels.matrix_scalar if matrix else kernels.scalar
     kind = "prox_rows_cov" if isinstance(kernels, CorrelatedKernels) else "prox_rows_rank" if matrix else "prox_rows"
     name = f"{kind}_L{scalar.L}_r{scalar.r}_{'cse' if scalar.cse else 'nocse'}_{'par' if parallel else 'ser'}"
-    key = f"{scalar.module}\n{parallel}\n{source(STEPS)}\n{source(LINALG)}\n{source(ALGEBRA)}"
+    key = f"{scalar.module}\n{parallel}\n{SOURCES[STEPS]}\n{SOURCES[LINALG]}\n{SOURCES[ALGEBRA]}"
     return name, key, scalar, parallel, kind
 
 
@@ -98,18 +100,10 @@ def machine_code_cached(kernels: Kernels | CorrelatedKernels) -> bool:
     ``parallel``): a process that loads it compiles nothing.  Neither numba nor the instance is imported."""
     name, key, scalar, *_ = _instance_name(kernels, None, False)
     algebra, algebra_key = _algebra_name(scalar.L, scalar.r)
-    return (_has_machine_code(cache_dir(), f"{name}_{_digest(key, source(TEMPLATE))}")
-            and _has_machine_code(cache_dir(), f"{algebra}_{_digest(algebra_key, source(ALGEBRA))}"))
+    return (_has_machine_code(cache_dir(), f"{name}_{_digest(key, SOURCES[TEMPLATE])}")
+            and _has_machine_code(cache_dir(), f"{algebra}_{_digest(algebra_key, SOURCES[ALGEBRA])}"))
 
 
-@lru_cache(maxsize=None)
-def source(path: Path) -> str:
-    """The text of a template or of a module it compiles in, read once per process (:func:`instance` runs at every
-    proximal search; the package's files do not change under a running process)."""
-    return path.read_text()
-
-
-@lru_cache(maxsize=64)
 def _digest(key: str, text: str) -> str:
     return hashlib.sha256(f"{key}\n{text}".encode()).hexdigest()[:16]
 
@@ -119,10 +113,10 @@ def _has_machine_code(folder: Path, name: str) -> bool:
 
 
 def import_template(template: Path, name: str, key: str, binding: Any, what: str | None) -> ModuleType:
-    """``template`` instantiated with ``binding``, imported once per process: its copy in the cache directory is
+    """``template`` (a key of :data:`SOURCES`) instantiated with ``binding``, imported once per process: its copy in the cache directory is
     named ``name`` + a hash of ``key`` (what else the compiled code depends on) and of its text; a first-run
     notice names ``what`` when numba has no machine code for it yet (none with ``what`` None)."""
-    text = source(template)
+    text = SOURCES[template]
     name = f"{name}_{_digest(key, text)}"
     modname = f"attnphase._generated.{name}"
     module = sys.modules.get(modname)

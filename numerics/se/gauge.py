@@ -14,8 +14,6 @@ leave the overlaps as they are (:func:`invariants` reads them as 1 x 1 matrices)
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
 from attnphase.numerics.quadrature.symmetry import SymmetryElement
@@ -136,14 +134,13 @@ def gauge_tangents(ov: Overlaps) -> np.ndarray:
     return np.array(cols).T if cols else np.zeros((n, 0))
 
 
-@lru_cache(maxsize=None)
-def _generators(n: int) -> tuple[np.ndarray, ...]:
-    """The generators E_ab = e_a e_b^T - e_b e_a^T (a < b, in the order of the upper triangle) of so(n), read-only and
-    made once per n."""
-    e = np.eye(n)
-    out = tuple(np.outer(e[a], e[b]) - np.outer(e[b], e[a]) for a, b in zip(*upper_indices(n, 1)))
-    for E in out:
-        E.setflags(write=False)
+def _generators(n: int) -> list[np.ndarray]:
+    """The generators E_ab = e_a e_b^T - e_b e_a^T (a < b, in the order of the upper triangle) of so(n)."""
+    out = []
+    for a, b in zip(*upper_indices(n, 1)):
+        E = np.zeros((n, n))
+        E[a, b], E[b, a] = 1.0, -1.0
+        out.append(E)
     return out
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from functools import lru_cache
 from typing import Callable
 
 import numpy as np
@@ -269,20 +268,6 @@ def positional_past_agnostic(params: ModelParams, alpha: float, agnostic: FixedP
     return fp.with_status(iterations=fp.status.iterations + ag.status.iterations)
 
 
-#: The rank-1 fixed points :func:`rank1_overlaps` remembers (a phase diagram's grid, a few branches each).
-RANK1_REMEMBERED = 128
-
-
-@lru_cache(maxsize=RANK1_REMEMBERED)
-def rank1_overlaps(params: ModelParams, alpha: float, branch: str, config: SolverConfig) -> Overlaps | None:
-    """The overlaps of the r = r* = 1 fixed point on ``branch`` at (params, alpha) (:func:`solve` from its cold start),
-    None where that solve does not converge on ``branch``.  Remembered per arguments (the last RANK1_REMEMBERED):
-    a census and a continuation build the embedded starts of several branches at one alpha, each from the same rank-1
-    points, and :func:`solve` is a function of its arguments.  Read-only: the arrays are shared."""
-    fp = solve(params, alpha, branch, config=config)
-    return fp.overlaps if fp.status.converged and fp.branch == branch else None
-
-
 def embedded_start(params: ModelParams, alpha: float, branch: str, config: SolverConfig) -> Overlaps:
     """A matrix solve's start built from the rank-1 fixed points (:func:`solve` at r = r* = 1) at the same alpha.
 
@@ -299,9 +284,10 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
     n_sem, pos_axis = signal_axes(params, branch)
     got = {}
     for b in [b for b, used in (("positional", pos_axis is not None), ("semantic", n_sem > 0)) if used]:
-        got[b] = rank1_overlaps(params.replace(r=1, r_star=1), alpha, b, config.replace(e_t_quadrature=None))
-        if got[b] is None:
+        fp = solve(params.replace(r=1, r_star=1), alpha, b, config=config.replace(e_t_quadrature=None))
+        if not (fp.status.converged and fp.branch == b):
             return initial_overlaps(params, branch)
+        got[b] = fp.overlaps
     q, V = np.zeros(r), np.zeros(r)
     m, th = np.zeros((L, r)), np.zeros((r, rs))
     noise = noise_axes(params, branch)
