@@ -86,25 +86,29 @@ def check_out_dir(out: Path) -> Path:
         if not os.access(base, os.W_OK | os.X_OK):
             raise ValueError(f"--out: cannot write in {shown_path(base)!r} (permission denied)")
         missing = out.absolute().relative_to(base).parts
-        try:
-            probe = Path(tempfile.mkdtemp(prefix=f".attnphase-check-{_owner_tag()}-", dir=base))
-        except OSError as exc:
-            raise ValueError(f"--out: cannot write in {shown_path(base)!r}: the system refuses it "
-                             f"({exc.strerror or exc})") from None
-        try:
+        from attnphase.interrupts import deferred
+
+        with deferred():  # a signal between making the hidden probe folder and removing it would leave it behind
             try:
-                probe.joinpath(*missing).mkdir(parents=True, exist_ok=True)
+                probe = Path(tempfile.mkdtemp(prefix=f".attnphase-check-{_owner_tag()}-", dir=base))
             except OSError as exc:
-                raise ValueError(f"--out: cannot create {shown_path(out)!r} ({exc.strerror or exc})") from None
-            try:  # and the deepest files a job writes there: DIR/tasks/.<task key>.<random>.tmp
-                inner = probe.joinpath(*missing, "tasks")
-                inner.mkdir()
-                (inner / ("." + "k" * PROBE_NAME_BYTES)).touch()
-            except OSError as exc:
-                raise ValueError(f"--out: cannot write files in {shown_path(out)!r}: the path of a file there would "
-                                 f"be too long for the system ({exc.strerror or exc}); take a shorter --out") from None
-        finally:
-            shutil.rmtree(probe, ignore_errors=True)
+                raise ValueError(f"--out: cannot write in {shown_path(base)!r}: the system refuses it "
+                                 f"({exc.strerror or exc})") from None
+            try:
+                try:
+                    probe.joinpath(*missing).mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise ValueError(f"--out: cannot create {shown_path(out)!r} ({exc.strerror or exc})") from None
+                try:  # and the deepest files a job writes there: DIR/tasks/.<task key>.<random>.tmp
+                    inner = probe.joinpath(*missing, "tasks")
+                    inner.mkdir()
+                    (inner / ("." + "k" * PROBE_NAME_BYTES)).touch()
+                except OSError as exc:
+                    raise ValueError(f"--out: cannot write files in {shown_path(out)!r}: the path of a file there "
+                                     f"would be too long for the system ({exc.strerror or exc}); take a shorter "
+                                     "--out") from None
+            finally:
+                shutil.rmtree(probe, ignore_errors=True)
     except OSError as exc:
         raise ValueError(f"--out: cannot use {shown_path(out)!r} ({exc.strerror or exc})") from None
     return out

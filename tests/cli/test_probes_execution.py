@@ -513,3 +513,22 @@ def test_long_commands_announce_an_estimate_before_they_start(argv, target, word
     assert "about" in err, err
     for w in words:
         assert w in err, (w, err)
+
+
+def test_a_signal_while_out_is_checked_leaves_no_probe_folder(tmp_path, monkeypatch):
+    """``--out DIR`` is checked by making and removing a hidden folder beside it; a Ctrl-C right after the folder was
+    made left it behind (seen by the load-time signal test above).  The stretch now holds the signal back, removes
+    the folder, then stops."""
+    import tempfile
+
+    real = tempfile.mkdtemp
+
+    def made_then_interrupted(*args, **kwargs):
+        path = real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)
+        return path
+
+    monkeypatch.setattr(outputs.tempfile, "mkdtemp", made_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        outputs.check_out_dir(tmp_path / "pd")
+    assert list(tmp_path.iterdir()) == []
