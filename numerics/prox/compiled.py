@@ -113,9 +113,9 @@ def _has_machine_code(folder: Path, name: str) -> bool:
 
 
 def import_template(template: Path, name: str, key: str, binding: Any, what: str | None) -> ModuleType:
-    """``template`` (a key of :data:`SOURCES`) instantiated with ``binding``, imported once per process: its copy in the cache directory is
-    named ``name`` + a hash of ``key`` (what else the compiled code depends on) and of its text; a first-run
-    notice names ``what`` when numba has no machine code for it yet (none with ``what`` None)."""
+    """``template`` (a key of :data:`SOURCES`) instantiated with ``binding``, imported once per process: its copy in
+    the cache directory is named ``name`` + a hash of ``key`` (what else the compiled code depends on) and of its
+    text; a first-run notice names ``what`` when numba has no machine code for it yet (none with ``what`` None)."""
     text = SOURCES[template]
     name = f"{name}_{_digest(key, text)}"
     modname = f"attnphase._generated.{name}"

@@ -22,8 +22,8 @@ ZERO_OVERLAP = 1e-12
 
 
 def upper_indices(r: int, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """np.triu_indices(r, k) (rows, columns of the entries a <= b - k, row by row), made without numpy's general
-    machinery: the packing of every SE evaluation uses them, and np.triu_indices costs ten times as much."""
+    """np.triu_indices(r, k): the rows and columns (a, b) with b >= a + k, row by row, made without numpy's general
+    machinery (the packing of every SE evaluation uses them; np.triu_indices is several times slower at small r)."""
     pairs = [(a, b) for a in range(r) for b in range(a + k, r)]
     return np.array([a for a, _ in pairs], dtype=np.intp), np.array([b for _, b in pairs], dtype=np.intp)
 
