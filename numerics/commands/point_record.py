@@ -11,6 +11,7 @@ import sys
 
 from attnphase import outputs
 from attnphase.numerics.capabilities import is_scalar_form
+from attnphase.numerics.se.results import runaway_q
 
 RECORD_KEYS = (
     "alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta",
@@ -47,19 +48,14 @@ def zero_student(fp, before: str = ", ") -> str:
     return f"{before}the student Q = 0 (q = {fp.overlaps.q:.1e})" if fp.overlaps.zero_student else ""
 
 
-#: Without a ridge, a best point whose q = |Q|_F^2 / d exceeds this many times rho0 r* is a student whose norm ran
-#: away (:func:`runaway_student`).
-RUNAWAY_Q = 100.0
-
-
 def runaway_student(fp) -> str:
-    """Where ``fp`` did not converge, has no ridge (lam = 0) and its best point's q is above :data:`RUNAWAY_Q` rho0 r*
-    (the teacher's q): a reason's clause saying so; else ""."""
-    p, q = fp.params, fp.overlaps.q
-    if fp.status.converged or p.lam != 0 or not q > RUNAWAY_Q * p.rho0 * p.r_star:
+    """Where ``fp``'s solve ran away without a ridge (:func:`~attnphase.numerics.se.results.runaway_q`): a reason's
+    clause saying so, with the largest q its iterates reached and the teacher's q; else ""."""
+    q = runaway_q(fp)
+    if math.isnan(q):
         return ""
-    return (f" (with lam = 0 nothing bounds the student's norm: q = {q:.3g} at the best "
-            f"point, the teacher's q being {p.rho0 * p.r_star:g}; a small lam > 0 gives the limit lam -> 0+)")
+    return (f" (with lam = 0 nothing bounds the student's norm: q = {q:.3g} along the iterates, the teacher's q "
+            f"being {fp.params.rho0 * fp.params.r_star:g}; a small lam > 0 gives the limit lam -> 0+)")
 
 
 def _reason(fp, requested: str) -> str:

@@ -4,8 +4,10 @@ A symmetry-breaking branch (positional: m != 0; semantic: theta != 0) can only l
 map's eigenvalue there in its direction reaches 1 (mu in m, lambda in theta: :mod:`attnphase.numerics.se.stability`,
 docs/model.md section 6).  So at an alpha where the branch's start converged to the agnostic point and that point is
 stable in the branch's direction (eigenvalue < 1), the branch is *absent*; where the start did not converge, or fell
-to an agnostic point unstable in that direction, nothing is shown: *solver failure*.  :func:`absence_evidence` says
-which, alpha by alpha (:class:`Absence`), :func:`absence_note` as a table's note.
+to an agnostic point unstable in that direction, nothing is shown: *solver failure*.  Without a ridge (lam = 0) a
+start whose iterates ran away (q far above the teacher's: :func:`~attnphase.numerics.se.results.runaway_q`) shows that
+no fixed point is reached there: *no fixed point*, told apart from both.  :func:`absence_evidence` says which, alpha
+by alpha (:class:`Absence`), :func:`absence_note` as a table's note.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, overlap_size
 from attnphase.numerics.se.stability import m_stability_at, theta_stability_at
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.se.overlaps import on_branch_subspace
-from attnphase.numerics.se.results import FixedPoint
+from attnphase.numerics.se.results import FixedPoint, runaway_q
 from attnphase.numerics.se.stalls import AGNOSTIC_EIGENVALUE
 
 #: The eigenvalue of each branch's direction at the agnostic point, and its symbol.
@@ -44,16 +46,18 @@ def agnostic_eigenvalue(fp: FixedPoint, branch: str, rule: QuadratureRule, confi
 class Absence:
     """What a sweep of ``branch`` none of whose points is on it shows, alpha by alpha: ``absent`` -- (alpha, the
     agnostic point's eigenvalue in the branch's direction, < 1) where the start fell to that stable agnostic point;
-    ``failed`` -- why nothing is shown at the other alphas (solver failure)."""
+    ``runaway`` -- (alpha, the largest q its iterates reached) where, without a ridge, they ran away; ``failed`` --
+    why nothing is shown at the other alphas (solver failure)."""
 
     branch: str
     absent: tuple[tuple[float, float], ...]
     failed: tuple[str, ...]
+    runaway: tuple[tuple[float, float], ...] = ()
 
     @property
     def everywhere(self) -> bool:
-        """Absent at every alpha of the sweep (and at least one): no solver failure among them."""
-        return bool(self.absent) and not self.failed
+        """Absent or run away at every alpha of the sweep (and at least one): no solver failure among them."""
+        return bool(self.absent or self.runaway) and not self.failed
 
 
 def absence_evidence(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule,
@@ -61,11 +65,14 @@ def absence_evidence(points: Sequence[FixedPoint], branch: str, rule: Quadrature
     """The :class:`Absence` of ``branch`` shown by ``points`` (one per alpha, each started on the branch, none on it)."""
     name, symbol = EIGENVALUE[branch][2], EIGENVALUE[branch][1]
     absent: list[tuple[float, float]] = []
+    runaway: list[tuple[float, float]] = []
     failed: list[str] = []
     for fp in points:
         eig = agnostic_eigenvalue(fp, branch, rule, config)
         if eig < 1.0:
             absent.append((fp.alpha, eig))
+        elif math.isfinite(q := runaway_q(fp)):
+            runaway.append((fp.alpha, q))
         elif not fp.status.converged:
             failed.append(f"{fp.alpha:.4g} (not converged, residual {fp.status.residual:.1e})")
         elif fp.branch == "agnostic":
@@ -75,7 +82,7 @@ def absence_evidence(points: Sequence[FixedPoint], branch: str, rule: Quadrature
                    if overlap_size(fp, n) < floor] if fp.branch == branch else []
             failed.append(f"{fp.alpha:.4g} (converged to the {fp.branch} point"
                           + (f", below the branch's floor: {', '.join(low)})" if low else ")"))
-    return Absence(branch, tuple(absent), tuple(failed))
+    return Absence(branch, tuple(absent), tuple(failed), tuple(runaway))
 
 
 def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule, config: SolverConfig) -> str:
@@ -84,8 +91,11 @@ def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule
 
     * ``"<branch> branch absent at every alpha of the grid ..."`` -- each start converged to the agnostic point and
       that point is stable in the branch's direction (the largest eigenvalue met is given);
-    * otherwise the alphas where it is absent (that evidence) and those of solver failure (not converged, or an
-      agnostic point unstable in the branch's direction, or another branch reached).
+    * otherwise ``"no <branch> fixed point at any alpha of the grid"`` where no alpha is solver failure, else
+      ``"no converged <branch> point in range"``, then the alphas where it is absent (that evidence), those where
+      its iterates ran away without a ridge (no fixed point reached: the largest q met is given) and those of
+      solver failure (not converged, or an agnostic point unstable in the branch's direction, or another branch
+      reached).
     """
     if not points:
         return f"no {branch} start was solved"
@@ -93,11 +103,17 @@ def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule
     ev = absence_evidence(points, branch, rule, config)
     top = max((e for _, e in ev.absent), default=math.nan)
     where = ", ".join(f"{a:.4g}" for a, _ in ev.absent)
-    if ev.everywhere:
+    if ev.everywhere and not ev.runaway:
         return (f"{branch} branch absent at every alpha of the grid ({where}): each {branch} start converged to the "
                 f"agnostic point, stable in {name} there ({symbol} <= {top:.3g} < 1)")
-    parts = [f"no converged {branch} point in range"]
+    parts = [f"no {branch} fixed point at any alpha of the grid" if ev.everywhere
+             else f"no converged {branch} point in range"]
     if ev.absent:
         parts.append(f"absent at alpha = {where} (the start fell to the agnostic point, {symbol} <= {top:.3g} < 1)")
-    parts.append("solver failure at alpha = " + ", ".join(ev.failed))
+    if ev.runaway:
+        parts.append("no fixed point at alpha = " + ", ".join(f"{a:.4g}" for a, _ in ev.runaway)
+                     + f" (lam = 0: the iterates' q ran away, up to {max(q for _, q in ev.runaway):.2g}; nothing "
+                       "bounds the student's norm)")
+    if ev.failed:
+        parts.append("solver failure at alpha = " + ", ".join(ev.failed))
     return "; ".join(parts)

@@ -83,6 +83,10 @@ class _Search:
             self.absent[branch][a] = f"fell to the agnostic point, {symbol} = {ev.absent[0][1]:.3g} < 1"
             self.failed[branch].pop(a, None)
             return True
+        if ev.runaway:
+            self.absent[branch][a] = f"no fixed point: lam = 0 and the iterates' q ran away, to {ev.runaway[0][1]:.2g}"
+            self.failed[branch].pop(a, None)
+            return True
         self.failed[branch][a] = ev.failed[0].split(" ", 1)[1].strip("()")
         return False
 

@@ -57,12 +57,15 @@ class Evaluation:
 @dataclass(frozen=True, eq=False)
 class FixedPointResult:
     """How a solve ended: the accepted evaluation, else the best exact one (or None); whether its residual is
-    within tol; the evaluations spent (finite differences included); a message."""
+    within tol; the evaluations spent (finite differences included); a message; the point evaluated farthest from
+    the origin, max_i |x_i| largest (how far the iterates went: a run that diverged is told by it, its best point
+    being near the start)."""
 
     evaluation: Evaluation | None
     converged: bool
     evaluations: int
     message: str
+    farthest: np.ndarray | None = None
 
     @property
     def residual(self) -> float:
@@ -115,10 +118,13 @@ class FixedPointSolver:
         self.consistent_differences = consistent_differences
         self.evaluations = 0
         self.best: Evaluation | None = None
+        self.farthest: np.ndarray | None = None
 
     def _eval(self, x: np.ndarray, exact: bool = False) -> Evaluation | None:
         ev = self.fmap.evaluate(x, exact)
         self.evaluations += 1
+        if self.farthest is None or np.max(np.abs(x)) > np.max(np.abs(self.farthest)):
+            self.farthest = np.array(x, copy=True)
         if ev is not None and ev.exact and (self.best is None or ev.residual < self.best.residual):
             self.best = ev
         return ev
@@ -146,10 +152,12 @@ class FixedPointSolver:
     def _failure(self) -> FixedPointResult:
         """The best exact evaluation, reported as not converged."""
         if self.best is None:
-            return FixedPointResult(None, False, self.evaluations, "the first step left the admissible region")
+            return FixedPointResult(None, False, self.evaluations, "the first step left the admissible region",
+                                    self.farthest)
         return FixedPointResult(
             self.best, False, self.evaluations,
             f"not converged after {self.evaluations} evaluations (best residual {self.best.residual:.2e})",
+            self.farthest,
         )
 
     def _verify(self, ev: Evaluation) -> FixedPointResult | Evaluation | None:
@@ -163,7 +171,7 @@ class FixedPointSolver:
                 self.fmap.distrust_approximation()
             ev = exact
         if ev.residual <= self.cfg.tol:
-            return FixedPointResult(ev, True, self.evaluations, "converged")
+            return FixedPointResult(ev, True, self.evaluations, "converged", self.farthest)
         return ev
 
     def _anderson(self, x: np.ndarray, budget: int) -> FixedPointResult | None:

@@ -21,7 +21,7 @@ from attnphase.theory.params import ModelParams
 MATRIX_MIN_DAMPING = 0.5
 
 #: The damping of the second attempt of a solve that did not converge.
-RETRY_DAMPING = 0.8
+SECOND_ATTEMPT_DAMPING = 0.8
 
 #: How a matrix solve starts without ``init``: from the rank-1 fixed points (embedded) or the branch's cold start.
 MATRIX_STARTS = ("embedded", "cold")
@@ -137,12 +137,14 @@ def _solve(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, ru
     """One solve of the (projected) map on ``rule`` from ``ov0``, retried once from its best point."""
     smap = SEMap(params, FixedAlpha(alpha), rule, cfg, jacobian, branch=branch, pattern=pattern)
     result = FixedPointSolver(smap, cfg, consistent_differences=True).solve(ov0.to_vector(), warm=warm)
-    if not result.converged and result.evaluation is not None and cfg.damping < RETRY_DAMPING:
+    if not result.converged and result.evaluation is not None and cfg.damping < SECOND_ATTEMPT_DAMPING:
         # a second attempt from the best point, more damped and with every evaluation exact
-        more = cfg.replace(damping=RETRY_DAMPING)
+        more = cfg.replace(damping=SECOND_ATTEMPT_DAMPING)
         smap.full_only = True
         again = FixedPointSolver(smap, more, consistent_differences=True).solve(result.evaluation.x, warm=False)
         if again.converged or again.residual < result.residual:
+            farthest = max((x for x in (result.farthest, again.farthest) if x is not None), default=None,
+                           key=lambda x: float(np.max(np.abs(x))))
             result = type(again)(again.evaluation, again.converged, result.evaluations + again.evaluations,
-                                 again.message + " (second attempt, damping %g)" % RETRY_DAMPING)
+                                 again.message + " (second attempt, damping %g)" % SECOND_ATTEMPT_DAMPING, farthest)
     return fixed_point_from(smap, result, ov0, branch)

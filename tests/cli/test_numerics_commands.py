@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import subprocess
 import sys
 
@@ -12,6 +13,7 @@ import pytest
 
 from attnphase.cli import main
 from attnphase.numerics.commands import point_record
+from attnphase.numerics.se.results import RUNAWAY_Q
 
 KEYS = {
     "alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta",
@@ -171,7 +173,8 @@ def test_solve_without_a_ridge_reaches_perfect_recovery(capsys: pytest.CaptureFi
 
 def test_solve_without_a_ridge_says_where_the_students_norm_runs_away(capsys: pytest.CaptureFixture[str]) -> None:
     """lam = 0 at alpha = 0.5, omega = 0: nothing bounds |Q| and the iterates run away (q ~ 1e3); the reason says so,
-    with the best point's q; with a ridge, or where the best point is the teacher's size, no such clause."""
+    with the largest q the iterates reached; with a ridge, where the solve converged, or where the iterates stayed
+    near the teacher's size, no such clause."""
     from types import SimpleNamespace
 
     from attnphase.numerics.se.overlaps import Overlaps
@@ -181,15 +184,18 @@ def test_solve_without_a_ridge_says_where_the_students_norm_runs_away(capsys: py
     rec = json.loads(capsys.readouterr().out)
     assert not rec["converged"] and "with lam = 0 nothing bounds the student's norm: q = " in rec["reason"]
     q = float(rec["reason"].split("student's norm: q = ")[1].split()[0])
-    assert q > point_record.RUNAWAY_Q
+    assert q > RUNAWAY_Q
 
-    def stand_in(lam: float, q0: float, converged: bool = False) -> SimpleNamespace:
+    def stand_in(lam: float, q0: float, converged: bool = False, largest_q: float = math.nan) -> SimpleNamespace:
         return SimpleNamespace(params=ModelParams(lam=lam), overlaps=Overlaps(q0=q0, V0=1.0, m=[0.0, 0.0], th0=0.0),
-                               status=SimpleNamespace(converged=converged))
+                               status=SimpleNamespace(converged=converged, largest_q=largest_q))
     assert point_record.runaway_student(stand_in(0.0, 500.0)).startswith(" (with lam = 0")
     assert point_record.runaway_student(stand_in(1e-3, 500.0)) == ""
     assert point_record.runaway_student(stand_in(0.0, 5.0)) == ""
     assert point_record.runaway_student(stand_in(0.0, 500.0, converged=True)) == ""
+    # the best point at the start (q = 0.1), the iterates far away: the largest q they reached decides
+    assert "q = 5e+16 along the iterates" in point_record.runaway_student(stand_in(0.0, 0.1, largest_q=5e16))
+    assert point_record.runaway_student(stand_in(0.0, 0.1, largest_q=5.0)) == ""
 
 
 def test_sweep_bad_range_exits_2(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -57,3 +57,22 @@ def test_a_point_labelled_on_the_branch_but_below_its_floor_says_which_order_par
     assert "solver failure at alpha = 2 (converged to the positional point, below the branch's floor: |m| = " in note
     size = float(note.split("|m| = ")[1].split(" ")[0])
     assert 0 < size < 1e-3 and note.endswith(f"< {POSITIONAL_M_FLOOR:g})")
+
+
+def test_a_start_whose_iterates_ran_away_without_a_ridge_is_no_fixed_point_not_solver_failure():
+    # lam = 0, omega = 0.3, alpha = 0.5: the SE map grows q by orders of magnitude per step from the positional start
+    # (its best point is the start itself, q ~ 0.1); the largest q the iterates reached tells the runaway
+    params = ModelParams(omega=0.3, lam=0.0)
+    ran = se.solve(params, 0.5, "positional", config=CFG)
+    assert not ran.status.converged and ran.overlaps.q < 1 and ran.status.largest_q > 1e6
+    good = agnostic(L3, 2.0)
+    failed = replace(good, alpha=1.5, status=replace(good.status, converged=False, residual=3e-3))
+    note = absence_note([ran, failed], "positional", model_rule(params, CFG), CFG)
+    assert note.startswith("no converged positional point in range; no fixed point at alpha = 0.5 (lam = 0: the "
+                           "iterates' q ran away, up to ")
+    assert note.endswith("solver failure at alpha = 1.5 (not converged, residual 3.0e-03)")
+    only = absence_note([ran], "positional", model_rule(params, CFG), CFG)
+    assert only.startswith("no positional fixed point at any alpha of the grid; no fixed point at alpha = 0.5")
+    # with a ridge the same start is a fixed point or a plain failure, never a runaway
+    ridge = se.solve(params.replace(lam=0.01), 0.5, "positional", config=CFG)
+    assert ridge.status.largest_q < 1e3
