@@ -13,7 +13,7 @@ import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.stability import m_stability_at, theta_stability_at
-from attnphase.numerics.se.fixed_point import FD_STEP, Evaluation
+from attnphase.numerics.se.fixed_point import DISTRUST_RESIDUAL, FD_STEP, Evaluation
 from attnphase.numerics.se.overlaps import on_branch_subspace
 from attnphase.numerics.se.starts import initial_overlaps
 from attnphase.numerics.quadrature.rules import QuadratureRule
@@ -24,10 +24,16 @@ from attnphase.numerics.se.results import FixedPoint
 Solver = Callable[..., FixedPoint]
 
 
+#: A stalled solve whose residual is above this is never accepted at the rule's jump scale, however large the jump
+#: next to it: the approximate map's own limit (a residual that size is no node's contribution; ``--rho0 1e-6``,
+#: alpha = 2, omega = 0.3: residual 0.44 beside a jump of 1.26, where V0 ~ 2300).
+JUMP_ACCEPT_MAX = DISTRUST_RESIDUAL
+
+
 def judge_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule, solve: Solver) -> FixedPoint:
     """A cold solve that did not converge, judged once more: converged to the rule's jump scale
-    (:func:`jump_at`), else finished on the symmetric subspace where it creeps (:func:`finish_collapse`), else
-    solved again with damping (:func:`damped_retry`)."""
+    (:func:`jump_at`; residual at most :data:`JUMP_ACCEPT_MAX`), else finished on the symmetric subspace where it
+    creeps (:func:`finish_collapse`), else solved again with damping (:func:`damped_retry`)."""
     if fp.status.converged or not math.isfinite(fp.status.residual):
         return fp
     x = fp.overlaps.to_vector()
@@ -35,7 +41,7 @@ def judge_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule, solve
     ev = smap.evaluate(x, exact=True)
     if ev is None:
         return fp
-    jump, evaluations = jump_at(smap, ev)
+    jump, evaluations = jump_at(smap, ev) if ev.residual <= JUMP_ACCEPT_MAX else (math.nan, 0)
     spent = fp.status.iterations + 1 + evaluations
     if jump >= ev.residual:
         message = (f"converged to the rule's jump scale: residual {ev.residual:.2e} <= the jump {jump:.2e} of the "

@@ -126,3 +126,14 @@ def test_a_cold_start_that_wanders_undamped_settles_damped():
     failed = fp.with_status(converged=False)
     cfg = SolverConfig(damping=stalls.RETRY_DAMPING)
     assert stalls.damped_retry(failed, cfg, model_rule(params, cfg), se.solve) is failed
+
+
+def test_a_residual_above_the_approximate_maps_limit_is_never_accepted_at_the_jump_scale():
+    """rho0 = 1e-6, alpha = 2, omega = 0.3 on the default rule: the semantic start stalls at residual 0.44 next to a
+    jump of 1.26 (V0 ~ 2300); accepting it reported q = 0.002 +- 0.046 as converged.  Above JUMP_ACCEPT_MAX the stall
+    is judged on: it creeps to the symmetric subspace, and the agnostic point it finishes on is a fixed point to tol."""
+    fp = se.solve(ModelParams(omega=0.3, rho0=1e-6), 2.0, "semantic", config=SolverConfig(error_bars=False))
+    assert stalls.JUMP_ACCEPT_MAX < 0.44
+    assert fp.status.converged and fp.status.residual <= 1e-10 and np.isnan(fp.status.jump)
+    assert fp.branch == "agnostic" and "converged on the symmetric subspace" in fp.status.message
+    assert fp.overlaps.q == pytest.approx(0.04726, rel=1e-3)
