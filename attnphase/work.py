@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 #: What the running command is doing once its checks have passed (None: still checking its input).
 _WORK: ContextVar[str | None] = ContextVar("attnphase_work", default=None)
@@ -54,30 +55,71 @@ def failure_message(what: str, exc: BaseException) -> str:
     return f"attnphase: failed: while {what}: {msg} (a failure of the computation, not of the input)"
 
 
+@dataclass
+class Notes:
+    """A command's notes so far: each distinct warning said (``said``, in order), numpy's floating-point warnings
+    counted by kind (``counts``)."""
+
+    said: list[str] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+
+
+#: The notes of the command running in this context (None: none is).
+_NOTES: ContextVar[Notes | None] = ContextVar("attnphase_notes", default=None)
+
+
+def _say(key: str) -> None:
+    print(f"attnphase: note: {key}", file=sys.stderr)
+
+
+def _floating_point_note(counts: Counter[str]) -> None:
+    kinds = ", ".join(f"{k} (at {n} place{'s' if n > 1 else ''})" for k, n in counts.most_common())
+    _say(f"floating-point {kinds} in intermediate values: numbers beyond double precision (an extreme model "
+         f"value?); a result is reported only where its solve converged to finite values")
+
+
 @contextmanager
-def warnings_as_notes() -> Iterator[None]:
+def warnings_as_notes(into: Notes | None = None) -> Iterator[None]:
     """Python warnings raised while a command runs as one-line notes, each distinct one once; numpy's
-    floating-point warnings counted and summed up in one note at the end."""
-    counts: Counter[str] = Counter()
-    said: set[str] = set()
+    floating-point warnings counted and summed up in one note at the end.  Inside another (a task run in the
+    command's process) the notes are the outer one's: each said once in all.  With ``into`` (a task, on a worker
+    or not) they are collected there and not printed: the command's process says them with :func:`add_notes`."""
+    outer = _NOTES.get()
+    notes = into if into is not None else outer if outer is not None else Notes()
+    printing = into is None
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
         text = " ".join(str(message).split())
         if issubclass(category, RuntimeWarning) and " encountered in " in text:
-            counts[text.split(" encountered in ")[0]] += 1  # once per place (the default filter)
+            notes.counts[text.split(" encountered in ")[0]] += 1  # once per place (the default filter)
             return
         key = f"{category.__name__}: {text}"
-        if key not in said:
-            said.add(key)
-            print(f"attnphase: note: {key}", file=sys.stderr)
+        if key not in notes.said:
+            notes.said.append(key)
+            if printing:
+                _say(key)
 
+    token = _NOTES.set(notes)
     with warnings.catch_warnings():
         warnings.showwarning = show
         try:
             yield
         finally:
-            if counts:
-                kinds = ", ".join(f"{k} (at {n} place{'s' if n > 1 else ''})" for k, n in counts.most_common())
-                print(f"attnphase: note: floating-point {kinds} in intermediate values: numbers beyond double "
-                      f"precision (an extreme model value?); a result is reported only where its solve converged "
-                      f"to finite values", file=sys.stderr)
+            _NOTES.reset(token)
+            if printing and outer is None and notes.counts:
+                _floating_point_note(notes.counts)
+
+
+def add_notes(task: Notes) -> None:
+    """A task's collected notes said in the command's process: each warning not said yet, the floating-point counts
+    added to the command's (said at its end); said at once where no command's notes are open here."""
+    notes = _NOTES.get()
+    for key in task.said:
+        if notes is None or key not in notes.said:
+            if notes is not None:
+                notes.said.append(key)
+            _say(key)
+    if notes is not None:
+        notes.counts.update(task.counts)
+    elif task.counts:
+        _floating_point_note(task.counts)

@@ -90,17 +90,20 @@ class Progress:
     def note(self, text: str) -> None: ...
 
 
-def call_task(fn: Callable[[Any], Any], arg: Any) -> tuple[str, Any, str, float]:
-    """``fn(arg)`` as (status, value, error, seconds); an Exception becomes status "failed" with its traceback;
-    warnings are one-line notes (:func:`attnphase.work.warnings_as_notes`)."""
+def call_task(fn: Callable[[Any], Any], arg: Any) -> tuple[str, Any, str, float, work.Notes]:
+    """``fn(arg)`` as (status, value, error, seconds, notes); an Exception becomes status "failed" with its
+    traceback; its warnings are collected as one-line notes (:func:`attnphase.work.warnings_as_notes`) for the
+    command's process to say, each distinct one once over all tasks (:func:`attnphase.work.add_notes`)."""
     t0 = time.perf_counter()
+    notes = work.Notes()
     try:
-        with work.warnings_as_notes():
+        with work.warnings_as_notes(into=notes):
             value = fn(arg)
     except Exception as exc:  # noqa: BLE001 - recorded, the job goes on
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        return "failed", None, f"{type(exc).__name__}: {' '.join(str(exc).split())}\n{tb}", time.perf_counter() - t0
-    return "done", value, "", time.perf_counter() - t0
+        return ("failed", None, f"{type(exc).__name__}: {' '.join(str(exc).split())}\n{tb}", time.perf_counter() - t0,
+                notes)
+    return "done", value, "", time.perf_counter() - t0, notes
 
 
 def run_tasks(tasks: Sequence[Task], *, executor: ExecutorSpec = ExecutorSpec(), store: ResultStore | None = None,
@@ -121,7 +124,9 @@ def run_tasks(tasks: Sequence[Task], *, executor: ExecutorSpec = ExecutorSpec(),
     todo = [i for i, o in enumerate(out) if o is None]
     progress.start(len(tasks), len(tasks) - len(todo), len(store.corrupted) if store else 0)
 
-    def record(i: int, status: str, value: Any, error: str, seconds: float) -> None:
+    def record(i: int, status: str, value: Any, error: str, seconds: float, notes: work.Notes | None = None) -> None:
+        if notes is not None:
+            work.add_notes(notes)
         out[i] = Outcome(tasks[i].key, tasks[i].label, status, value, error, seconds)
         if store is not None:
             store.save(out[i], version)

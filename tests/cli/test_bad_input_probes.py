@@ -678,15 +678,31 @@ def test_census_at_large_lambda_finds_one_agnostic_point_with_honest_bars(capsys
 
 
 def test_task_warnings_are_notes_in_any_process(capsys):
-    # a task's warnings ran raw in Dask worker processes (16 lines with source paths at P = 1e300)
+    # a task's warnings ran raw in Dask worker processes (16 lines with source paths at P = 1e300); then each task
+    # said its own notes, the same one once per task (census --sigma 5: eps_lin's warning 21 times).  A task collects
+    # them; the command's process says each distinct one once over all tasks, the floating-point counts summed.
+    import warnings
+
     import numpy as np
 
+    from attnphase import work
     from attnphase.execution.executor import call_task
 
-    status, value, _, _ = call_task(lambda x: float(np.exp(np.array([x]))[0]), 1000.0)
-    err = capsys.readouterr().err
-    assert status == "done" and value == float("inf")
-    assert err.startswith("attnphase: note: floating-point overflow") and "RuntimeWarning" not in err
+    def task(x: float) -> float:
+        warnings.warn("eps_lin: its quadrature did not converge", RuntimeWarning)
+        return float(np.exp(np.array([x]))[0])
+
+    results = [call_task(task, 1000.0) for _ in range(3)]
+    assert capsys.readouterr().err == ""  # collected, not said by the task
+    assert all(r[0] == "done" and r[1] == float("inf") for r in results)
+    with work.warnings_as_notes():
+        for r in results:
+            work.add_notes(r[4])
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "attnphase: note: RuntimeWarning: eps_lin: its quadrature did not converge" and len(err) == 2
+    assert err[1].startswith("attnphase: note: floating-point overflow (at 3 places)")
+    work.add_notes(results[0][4])  # no command's notes open: said at once
+    assert capsys.readouterr().err.count("attnphase: note:") == 2
 
 
 @pytest.mark.parametrize(("command", "needles"), [
