@@ -4,6 +4,8 @@ docs/model.md section 7): the staged solve from a start (docs/method.md section 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from attnphase.numerics.capabilities import check
@@ -142,9 +144,11 @@ def _solve(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, ru
         more = cfg.replace(damping=SECOND_ATTEMPT_DAMPING)
         smap.full_only = True
         again = FixedPointSolver(smap, more, consistent_differences=True).solve(result.evaluation.x, warm=False)
+        farthest = max((x for x in (result.farthest, again.farthest) if x is not None), default=None,
+                       key=lambda x: float(np.max(np.abs(x))))  # of both attempts, whichever is reported
         if again.converged or again.residual < result.residual:
-            farthest = max((x for x in (result.farthest, again.farthest) if x is not None), default=None,
-                           key=lambda x: float(np.max(np.abs(x))))
-            result = type(again)(again.evaluation, again.converged, result.evaluations + again.evaluations,
-                                 again.message + " (second attempt, damping %g)" % SECOND_ATTEMPT_DAMPING, farthest)
+            result = replace(again, evaluations=result.evaluations + again.evaluations, farthest=farthest,
+                             message=again.message + " (second attempt, damping %g)" % SECOND_ATTEMPT_DAMPING)
+        else:
+            result = replace(result, farthest=farthest)
     return fixed_point_from(smap, result, ov0, branch)

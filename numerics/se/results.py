@@ -30,7 +30,7 @@ class SolverStatus:
     """How the fixed-point iteration ended.
 
     ``jump``: for a point accepted at the rule's jump scale (docs/method.md section 4), the jump of the SE map
-    next to it (:func:`attnphase.numerics.se.stalls.jump_at`); NaN otherwise.  ``largest_q``: q = Tr q0 at the
+    next to it (:func:`attnphase.numerics.se.stalls.jump_at`); NaN otherwise.  ``farthest_q``: q = Tr q0 at the
     point the iterates reached farthest from the origin (:attr:`FixedPointResult.farthest
     <attnphase.numerics.se.fixed_point.FixedPointResult.farthest>`; NaN where unknown): :func:`runaway_q` reads it.
     """
@@ -41,7 +41,7 @@ class SolverStatus:
     message: str
     prox_failures: int = 0
     jump: float = math.nan
-    largest_q: float = math.nan
+    farthest_q: float = math.nan
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,7 +152,7 @@ def fixed_point_from(smap: Any, result: Any, ov0: Overlaps, requested: str) -> F
     prox = "global" if matrix else cfg.prox
     ev = result.evaluation
     nan = math.nan
-    largest_q = smap.unpack(result.farthest).q if result.farthest is not None else nan
+    farthest_q = smap.unpack(result.farthest).q if result.farthest is not None else nan
     if ev is None:
         return FixedPoint(
             params=params, alpha=smap.variant.alpha, overlaps=ov0,
@@ -160,7 +160,7 @@ def fixed_point_from(smap: Any, result: Any, ov0: Overlaps, requested: str) -> F
             observables=Observables(nan, nan, nan if matrix else eps_lin(params)),
             status=SolverStatus(False, result.evaluations, nan,
                                 result.message if matrix else "the first SE step left the admissible region",
-                                largest_q=largest_q),
+                                farthest_q=farthest_q),
             branch=branch_label(ov0), requested=requested, prox=prox, quadrature=smap.rule.name,
             extra={"e_t_direct": nan} if matrix else {},
         )
@@ -183,7 +183,7 @@ def fixed_point_from(smap: Any, result: Any, ov0: Overlaps, requested: str) -> F
             memory = SolverMemory(smap.rule, smap.jacobian_now(), key=smap.key, candidates=smap.candidates,
                                   reduced_rules=smap.reduced, fixed=smap.variant.name)
     status = SolverStatus(result.converged, result.evaluations, ev.residual, result.message, failures,
-                          largest_q=largest_q)
+                          farthest_q=farthest_q)
     return FixedPoint(
         params=params, alpha=step.alpha, overlaps=ov, hat=step.hat, observables=obs, status=status,
         branch=branch_label(ov), requested=requested, prox=prox, quadrature=smap.rule.name, memory=memory,
@@ -197,13 +197,13 @@ RUNAWAY_Q = 100.0
 
 
 def runaway_q(fp: FixedPoint) -> float:
-    """The largest q = Tr q0 the iterates of ``fp``'s solve reached (its best point's where larger) where that solve
-    ran away: not converged, lam = 0, and q above :data:`RUNAWAY_Q` rho0 r*; NaN otherwise.  Without a ridge the
+    """q = Tr q0 at the point the iterates of ``fp``'s solve reached farthest from the origin (its best point's where
+    larger) where that solve ran away: not converged, lam = 0, and q above :data:`RUNAWAY_Q` rho0 r*; NaN otherwise.  Without a ridge the
     SE map can grow q by a factor at every step (lam = 0, omega = 0.3, alpha = 0.5 on the positional branch: 0.1,
     14, 190, ..., 5e16), so that no fixed point is reached from the start and the best point is the start itself."""
     p, q = fp.params, fp.overlaps.q
-    if math.isfinite(fp.status.largest_q):
-        q = max(q, fp.status.largest_q)
+    if math.isfinite(fp.status.farthest_q):
+        q = max(q, fp.status.farthest_q)
     if fp.status.converged or p.lam != 0 or not q > RUNAWAY_Q * p.rho0 * p.r_star:
         return math.nan
     return q

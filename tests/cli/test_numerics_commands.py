@@ -186,16 +186,16 @@ def test_solve_without_a_ridge_says_where_the_students_norm_runs_away(capsys: py
     q = float(rec["reason"].split("student's norm: q = ")[1].split()[0])
     assert q > RUNAWAY_Q
 
-    def stand_in(lam: float, q0: float, converged: bool = False, largest_q: float = math.nan) -> SimpleNamespace:
+    def stand_in(lam: float, q0: float, converged: bool = False, farthest_q: float = math.nan) -> SimpleNamespace:
         return SimpleNamespace(params=ModelParams(lam=lam), overlaps=Overlaps(q0=q0, V0=1.0, m=[0.0, 0.0], th0=0.0),
-                               status=SimpleNamespace(converged=converged, largest_q=largest_q))
+                               status=SimpleNamespace(converged=converged, farthest_q=farthest_q))
     assert point_record.runaway_student(stand_in(0.0, 500.0)).startswith(" (with lam = 0")
     assert point_record.runaway_student(stand_in(1e-3, 500.0)) == ""
     assert point_record.runaway_student(stand_in(0.0, 5.0)) == ""
     assert point_record.runaway_student(stand_in(0.0, 500.0, converged=True)) == ""
     # the best point at the start (q = 0.1), the iterates far away: the largest q they reached decides
-    assert "q = 5e+16 along the iterates" in point_record.runaway_student(stand_in(0.0, 0.1, largest_q=5e16))
-    assert point_record.runaway_student(stand_in(0.0, 0.1, largest_q=5.0)) == ""
+    assert "q = 5e+16 along the iterates" in point_record.runaway_student(stand_in(0.0, 0.1, farthest_q=5e16))
+    assert point_record.runaway_student(stand_in(0.0, 0.1, farthest_q=5.0)) == ""
 
 
 def test_sweep_bad_range_exits_2(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:

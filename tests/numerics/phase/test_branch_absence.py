@@ -64,7 +64,7 @@ def test_a_start_whose_iterates_ran_away_without_a_ridge_is_no_fixed_point_not_s
     # (its best point is the start itself, q ~ 0.1); the largest q the iterates reached tells the runaway
     params = ModelParams(omega=0.3, lam=0.0)
     ran = se.solve(params, 0.5, "positional", config=CFG)
-    assert not ran.status.converged and ran.overlaps.q < 1 and ran.status.largest_q > 1e6
+    assert not ran.status.converged and ran.overlaps.q < 1 and ran.status.farthest_q > 1e6
     good = agnostic(L3, 2.0)
     failed = replace(good, alpha=1.5, status=replace(good.status, converged=False, residual=3e-3))
     note = absence_note([ran, failed], "positional", model_rule(params, CFG), CFG)
@@ -75,4 +75,4 @@ def test_a_start_whose_iterates_ran_away_without_a_ridge_is_no_fixed_point_not_s
     assert only.startswith("no positional fixed point at any alpha of the grid; no fixed point at alpha = 0.5")
     # with a ridge the same start is a fixed point or a plain failure, never a runaway
     ridge = se.solve(params.replace(lam=0.01), 0.5, "positional", config=CFG)
-    assert ridge.status.largest_q < 1e3
+    assert ridge.status.farthest_q < 1e3
