@@ -50,7 +50,7 @@ def zero_student(fp, before: str = ", ") -> str:
 
 def runaway_student(fp) -> str:
     """Where ``fp``'s solve ran away without a ridge (:func:`~attnphase.numerics.se.results.runaway_q`): a reason's
-    clause saying so, with the largest q its iterates reached and the teacher's q; else ""."""
+    clause saying so, with q where its iterates went farthest and the teacher's q; else ""."""
     q = runaway_q(fp)
     if math.isnan(q):
         return ""

@@ -46,7 +46,7 @@ def agnostic_eigenvalue(fp: FixedPoint, branch: str, rule: QuadratureRule, confi
 class Absence:
     """What a sweep of ``branch`` none of whose points is on it shows, alpha by alpha: ``absent`` -- (alpha, the
     agnostic point's eigenvalue in the branch's direction, < 1) where the start fell to that stable agnostic point;
-    ``runaway`` -- (alpha, the largest q its iterates reached) where, without a ridge, they ran away; ``failed`` --
+    ``runaway`` -- (alpha, q where its iterates went farthest) where, without a ridge, they ran away; ``failed`` --
     why nothing is shown at the other alphas (solver failure)."""
 
     branch: str
@@ -93,7 +93,7 @@ def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule
       that point is stable in the branch's direction (the largest eigenvalue met is given);
     * otherwise ``"no <branch> fixed point at any alpha of the grid"`` where no alpha is solver failure, else
       ``"no converged <branch> point in range"``, then the alphas where it is absent (that evidence), those where
-      its iterates ran away without a ridge (no fixed point reached: the largest q met is given) and those of
+      its iterates ran away without a ridge (no fixed point reached: the farthest q met is given) and those of
       solver failure (not converged, or an agnostic point unstable in the branch's direction, or another branch
       reached).
     """

@@ -173,7 +173,7 @@ def test_solve_without_a_ridge_reaches_perfect_recovery(capsys: pytest.CaptureFi
 
 def test_solve_without_a_ridge_says_where_the_students_norm_runs_away(capsys: pytest.CaptureFixture[str]) -> None:
     """lam = 0 at alpha = 0.5, omega = 0: nothing bounds |Q| and the iterates run away (q ~ 1e3); the reason says so,
-    with the largest q the iterates reached; with a ridge, where the solve converged, or where the iterates stayed
+    with q where the iterates went farthest; with a ridge, where the solve converged, or where the iterates stayed
     near the teacher's size, no such clause."""
     from types import SimpleNamespace
 
@@ -193,7 +193,7 @@ def test_solve_without_a_ridge_says_where_the_students_norm_runs_away(capsys: py
     assert point_record.runaway_student(stand_in(1e-3, 500.0)) == ""
     assert point_record.runaway_student(stand_in(0.0, 5.0)) == ""
     assert point_record.runaway_student(stand_in(0.0, 500.0, converged=True)) == ""
-    # the best point at the start (q = 0.1), the iterates far away: the largest q they reached decides
+    # the best point at the start (q = 0.1), the iterates far away: q at the farthest of them decides
     assert "q = 5e+16 along the iterates" in point_record.runaway_student(stand_in(0.0, 0.1, farthest_q=5e16))
     assert point_record.runaway_student(stand_in(0.0, 0.1, farthest_q=5.0)) == ""
 

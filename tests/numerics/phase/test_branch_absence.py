@@ -61,7 +61,7 @@ def test_a_point_labelled_on_the_branch_but_below_its_floor_says_which_order_par
 
 def test_a_start_whose_iterates_ran_away_without_a_ridge_is_no_fixed_point_not_solver_failure():
     # lam = 0, omega = 0.3, alpha = 0.5: the SE map grows q by orders of magnitude per step from the positional start
-    # (its best point is the start itself, q ~ 0.1); the largest q the iterates reached tells the runaway
+    # (its best point is the start itself, q ~ 0.1); q where the iterates went farthest tells the runaway
     params = ModelParams(omega=0.3, lam=0.0)
     ran = se.solve(params, 0.5, "positional", config=CFG)
     assert not ran.status.converged and ran.overlaps.q < 1 and ran.status.farthest_q > 1e6
