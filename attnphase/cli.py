@@ -40,14 +40,9 @@ class _Parser(argparse.ArgumentParser):
         self._negative_number_matcher = _NEGATIVE_VALUE
 
     def parse_known_args(self, args=None, namespace=None):  # noqa: D401 - argparse API
-        """argparse's, after :meth:`_refuse_repeated` (a value option given twice is an error, not "the last wins")."""
-        if args is not None:
-            self._refuse_repeated(list(args))
-        return super().parse_known_args(args, namespace)
-
-    def _refuse_repeated(self, tokens: list[str]) -> None:
-        """One-line error where an option that takes a value is given twice (``--alpha 2 --alpha 3``; argparse
-        would keep the last one silently); a flag given twice means the same as once."""
+        """argparse's, after a one-line error where an option that takes a value is given twice (``--alpha 2 --alpha
+        3``; argparse would keep the last one silently); a flag given twice means the same as once."""
+        tokens = [] if args is None else list(args)
         seen: dict[str, str] = {}
         for i, tok in enumerate(tokens):
             if tok == "--":
@@ -62,6 +57,7 @@ class _Parser(argparse.ArgumentParser):
             if action.dest in seen:
                 self.error(f"{name} is given twice ({seen[action.dest]!r} and {value!r}): give each option once")
             seen[action.dest] = value
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> None:  # noqa: D401 - argparse API
         """One line, the same prefix as every other error: ``attnphase: error: ... (see PROG --help)``."""

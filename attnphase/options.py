@@ -19,9 +19,6 @@ from typing import Any
 
 from attnphase.numerics.grids import even_grid
 
-#: Commands that take a model (each has the model group).
-MODEL_COMMANDS = ("derive", "solve", "sweep", "phase-diagram", "census", "simulate", "validate", "check")
-
 #: Model options: (option, ModelParams field).
 MODEL_OPTIONS = (("--L", "L"), ("--sigma", "sigma"), ("--A", "A"), ("--P", "P"), ("--omega", "omega"), ("--lam", "lam"),
                  ("--rho0", "rho0"), ("--rank", "r"), ("--teacher-rank", "r_star"), ("--token-cov", "C"))
@@ -195,11 +192,6 @@ def _matrix(text: str | None, option: str) -> Any:
     return rows
 
 
-def _sigma(text: str) -> float | tuple[float, ...]:
-    vals = parse_values(text, "--sigma", distinct=False)  # per-token values may repeat
-    return vals[0] if len(vals) == 1 else tuple(vals)
-
-
 def params_from_args(args: argparse.Namespace, omega: float | None = None):
     """The validated ModelParams of the model group (``omega`` overrides ``--omega``, else its first value)."""
     from attnphase.theory.params import ModelParams
@@ -209,8 +201,10 @@ def params_from_args(args: argparse.Namespace, omega: float | None = None):
     command = getattr(args, "command", "") or ""
     check_L(args.L, command)
     cov = _matrix(getattr(args, "token_cov", None), "--token-cov")
-    # --token-cov fixes sigma_l = sqrt(C[l, l]): the default --sigma does not compete with it
-    sigma = None if cov is not None and args.sigma == "0.5" else _sigma(args.sigma)
+    sigma = None  # --token-cov fixes sigma_l = sqrt(C[l, l]): the default --sigma does not compete with it
+    if cov is None or args.sigma != "0.5":
+        vals = parse_values(args.sigma, "--sigma", distinct=False)  # per-token values may repeat
+        sigma = vals[0] if len(vals) == 1 else tuple(vals)
     with model_errors():
         params = ModelParams(L=args.L, sigma=sigma, A=_matrix(args.A, "--A"), P=_matrix(args.P, "--P"), omega=omega,
                              lam=args.lam, rho0=args.rho0, r=getattr(args, "rank", 1),

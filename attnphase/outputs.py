@@ -57,12 +57,6 @@ def _nearest_existing(path: Path) -> Path:
     return next((q for q in [p, *p.parents] if os.path.lexists(q)), Path(p.anchor))
 
 
-def _dangling_link(path: Path) -> Path | None:
-    """The first of ``path`` and its ancestors that is a symbolic link leading nowhere (a missing target, a loop)."""
-    p = path.absolute()
-    return next((q for q in [*reversed(p.parents), p] if os.path.islink(q) and not os.path.exists(q)), None)
-
-
 #: The longest file name (bytes) a job writes in ``--out DIR`` or its ``tasks/`` folder, with a margin: a temporary
 #: ``.<64-hex task key>.task.<random>.tmp`` (execution/store.py) or ``.<file name, 64 at most>.<random>.tmp``.
 PROBE_NAME_BYTES = 128
@@ -76,7 +70,9 @@ def check_out_dir(out: Path) -> Path:
             raise ValueError(f"--out must be a folder ({OUT_RULE}); {shown_path(out)!r} is a file")
         if not out.exists() and out.suffix.lower() in _FILE_SUFFIXES:
             raise ValueError(f"--out must be a folder ({OUT_RULE}), got the file name {shown_path(out)!r}")
-        if (link := _dangling_link(out)) is not None:
+        # the first of out and its ancestors that is a symbolic link leading nowhere (a missing target, a loop)
+        p = out.absolute()
+        if link := next((q for q in [*reversed(p.parents), p] if os.path.islink(q) and not os.path.exists(q)), None):
             raise ValueError(f"--out: cannot create {shown_path(out)!r}: {shown_path(link)!r} is a symbolic "
                              f"link to {shown_path(os.readlink(link))!r}, which leads nowhere (a missing target or a "
                              f"loop of links)")
@@ -85,7 +81,7 @@ def check_out_dir(out: Path) -> Path:
             raise ValueError(f"--out: cannot create {shown_path(out)!r}: {shown_path(base)!r} is a file, not a folder")
         if not os.access(base, os.W_OK | os.X_OK):
             raise ValueError(f"--out: cannot write in {shown_path(base)!r} (permission denied)")
-        missing = out.absolute().relative_to(base).parts
+        missing = p.relative_to(base).parts
         from attnphase.interrupts import deferred
 
         with deferred():  # a signal between making the hidden probe folder and removing it would leave it behind

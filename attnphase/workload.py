@@ -119,8 +119,7 @@ def format_duration(t: float) -> str:
 
 def cpu_phrase(t: float) -> str:
     """CPU seconds as a message says them: "45 CPU s", "12 CPU min", "2.5 CPU h"."""
-    value, unit = format_duration(t).split(" ")
-    return f"{value} CPU {unit}"
+    return format_duration(t).replace(" ", " CPU ")
 
 
 def rule_factor(L: int, config: Any) -> float:

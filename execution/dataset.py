@@ -41,10 +41,6 @@ class Variable:
         pairs = (("long_name", self.long_name), ("units", self.units), ("comment", self.comment or None))
         return {k: v for k, v in pairs if v is not None}
 
-    def described(self) -> dict[str, str]:
-        """``{"long_name", "units"}`` for a JSON file's ``variables`` map."""
-        return {"long_name": self.long_name, "units": self.units or ""}
-
 
 def error_name(name: str) -> str | None:
     """The variable ``name`` is the standard error of (``err_X`` -> ``X``: the one form of every output), or None."""
@@ -64,12 +60,10 @@ def annotate(ds: Any, lookup: Callable[[str], Variable | None]) -> Any:
             attrs = {k: v for k, v in ds[name].attrs.items() if k not in ("description", "error")}
             ds[name].attrs = attrs | var.attrs()
     links: dict[str, list[str]] = {}
-    for name in ds.data_vars:
-        of = error_name(str(name))
-        if of is None and str(name).endswith("_found"):
-            of = str(name)[:-6]
+    for name in map(str, ds.data_vars):
+        of = error_name(name) or (name[:-6] if name.endswith("_found") else None)
         if of is not None and of in ds.variables:
-            links.setdefault(of, []).append(str(name))
+            links.setdefault(of, []).append(name)
     for of, names in links.items():
         ds[of].attrs["ancillary_variables"] = " ".join(sorted(names))
     return ds
@@ -187,8 +181,9 @@ def csv_text(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
 
 
 def variables_map(names: Any, lookup: Callable[[str], Variable | None]) -> dict[str, dict[str, str]]:
-    """``{name: {"long_name", "units"}}`` of the columns ``names`` (a JSON file's ``variables``)."""
-    return {str(n): var.described() for n in names if (var := lookup(str(n))) is not None}
+    """``{name: {"long_name", "units"}}`` of the columns ``names`` (a JSON file's ``variables``; text: units "")."""
+    return {str(n): {"long_name": var.long_name, "units": var.units or ""}
+            for n in names if (var := lookup(str(n))) is not None}
 
 
 def table_lookup(*tables: Mapping[str, Variable]) -> Callable[[str], Variable | None]:
@@ -210,8 +205,8 @@ def describe(ds: Any, name: str = "") -> str:
     import numpy as np
 
     lines = [f"{name or ds.attrs.get('job', 'dataset')}: {ds.attrs.get('job', '')} job, created "
-             f"{ds.attrs.get('created', '?')}, code {ds.attrs.get('code_version', '?')}"]
-    lines.append("dimensions: " + ", ".join(f"{d} = {n}" for d, n in ds.sizes.items()))
+             f"{ds.attrs.get('created', '?')}, code {ds.attrs.get('code_version', '?')}",
+             "dimensions: " + ", ".join(f"{d} = {n}" for d, n in ds.sizes.items())]
     lines += [f"  {d}: " + ", ".join(_fmt(x) for x in ds.coords[d].values[:8]) + (", ..." if ds.sizes[d] > 8 else "")
               for d in ds.dims if d in ds.coords]
     if "status" in ds:
@@ -240,6 +235,4 @@ def describe(ds: Any, name: str = "") -> str:
 
 
 def _fmt(x: Any) -> str:
-    if isinstance(x, float) or hasattr(x, "dtype") and getattr(x, "dtype").kind == "f":
-        return f"{float(x):.6g}"
-    return str(x)
+    return f"{float(x):.6g}" if isinstance(x, float) or hasattr(x, "dtype") and x.dtype.kind == "f" else str(x)

@@ -38,11 +38,8 @@ CLUSTER_CONFIG: dict[str, Any] = {
 
 
 def usable_cores() -> int:
-    """The cores this process may run on (its affinity mask where the system has one)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # no affinity masks (macOS)
-        return max(1, os.cpu_count() or 1)
+    """The cores this process may run on (its affinity mask where the system has one; macOS has none)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def worker_env(workers: int, cores: int) -> dict[str, str]:
@@ -100,9 +97,8 @@ def call_task(fn: Callable[[Any], Any], arg: Any) -> tuple[str, Any, str, float,
         with work.warnings_as_notes(into=notes):
             value = fn(arg)
     except Exception as exc:  # noqa: BLE001 - recorded, the job goes on
-        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        return ("failed", None, f"{type(exc).__name__}: {' '.join(str(exc).split())}\n{tb}", time.perf_counter() - t0,
-                notes)
+        error = f"{type(exc).__name__}: {' '.join(str(exc).split())}\n{traceback.format_exc()}"
+        return "failed", None, error, time.perf_counter() - t0, notes
     return "done", value, "", time.perf_counter() - t0, notes
 
 
@@ -195,11 +191,8 @@ def _run_on_dask(tasks: Sequence[Task], todo: list[int], executor: ExecutorSpec,
                 record(i, *result)
             if not pending or executor.scheduler is None:
                 continue  # a local cluster's nanny replaces a dead worker
-            if client.nthreads():
-                alone_since = None
-                continue
-            alone_since = alone_since if alone_since is not None else time.monotonic()
-            if time.monotonic() - alone_since >= executor.worker_timeout:
+            alone_since = None if client.nthreads() else (alone_since or time.monotonic())
+            if alone_since is not None and time.monotonic() - alone_since >= executor.worker_timeout:
                 fail_pending(f"NoWorkers: the scheduler {executor.scheduler} has had no worker for "
                              f"{executor.worker_timeout:g} s; the task was not run", cancel=True)
 
@@ -212,8 +205,7 @@ def dask_client(executor: ExecutorSpec, n_tasks: int, say: Callable[[str], None]
     from distributed import Client, LocalCluster
 
     if executor.scheduler is not None:
-        client = _connect(executor.scheduler, executor.connect_timeout)
-        try:
+        with contextlib.closing(_connect(executor.scheduler, executor.connect_timeout)) as client:
             if not client.nthreads():
                 say(f"Dask scheduler {executor.scheduler}: no worker yet; waiting up to {executor.worker_timeout:g} s "
                     f"for one (start some: dask worker {executor.scheduler})")
@@ -226,10 +218,9 @@ def dask_client(executor: ExecutorSpec, n_tasks: int, say: Callable[[str], None]
             say(f"Dask scheduler {executor.scheduler}: {len(client.nthreads())} workers; dashboard "
                 f"{client.dashboard_link}")
             yield client
-        finally:
-            client.close()
         return
     n = max(1, min(executor.workers, n_tasks))
+    dashboard = ":0" if importlib.util.find_spec("bokeh") is not None else None  # a free port; bokeh serves it
     cluster = client = None
     try:
         # a signal while the cluster starts is raised once it has started, so that it is closed cleanly; the
@@ -237,18 +228,17 @@ def dask_client(executor: ExecutorSpec, n_tasks: int, say: Callable[[str], None]
         with interrupts.deferred():
             with dask.config.set(CLUSTER_CONFIG | {"distributed.scheduler.allowed-failures": executor.allowed_failures}):
                 cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                       dashboard_address=_dashboard_address(), silence_logs=logging.CRITICAL,
+                                       dashboard_address=dashboard, silence_logs=logging.CRITICAL,
                                        env=worker_env(n, usable_cores()))
             client = Client(cluster)
-        link = client.dashboard_link if _dashboard_address() else "none (pip install bokeh)"
+        link = client.dashboard_link if dashboard else "none (pip install bokeh)"
         say(f"local Dask cluster: {n} worker processes; dashboard {link}")
         yield client
     finally:
         with interrupts.deferred():
-            if client is not None:
-                client.close()
-            if cluster is not None:
-                cluster.close()
+            for closable in (client, cluster):
+                if closable is not None:
+                    closable.close()
 
 
 def _connect(address: str, timeout: float) -> Any:
@@ -278,11 +268,6 @@ def _connect(address: str, timeout: float) -> Any:
     return box["client"]
 
 
-def _dashboard_address() -> str | None:
-    """":0" (a free port) when bokeh, which serves the dashboard, imports; else no dashboard."""
-    return ":0" if importlib.util.find_spec("bokeh") is not None else None
-
-
 def map_tasks(fn: Callable[[Any], Any], items: Sequence[Any], workers: int = 1,
               progress: Callable[[Any], None] | None = None) -> list[Any]:
     """``[fn(x) for x in items]`` through :func:`run_tasks` (no store): on ``workers`` local
@@ -295,7 +280,7 @@ def map_tasks(fn: Callable[[Any], Any], items: Sequence[Any], workers: int = 1,
             if progress is not None and outcome.ok:
                 progress(outcome.value)
 
-    outs = run_tasks(tasks, executor=ExecutorSpec(workers=workers if len(items) > 1 else 1), progress=_Each())
+    outs = run_tasks(tasks, executor=ExecutorSpec(workers=workers), progress=_Each())
     failed = [o for o in outs if not o.ok]
     if failed:
         raise TaskFailed(f"{len(failed)} of {len(outs)} tasks failed; first: {failed[0].error}")

@@ -60,14 +60,9 @@ def write_json(path: Path, data: Any) -> None:
     write_text(path, json.dumps(data, indent=1, default=str))
 
 
-def _read_umask() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return umask
-
-
 #: The process's umask, read once at import (reading it sets it for an instant: not done while threads write).
-UMASK = _read_umask()
+UMASK = os.umask(0)
+os.umask(UMASK)
 
 
 def write_text(path: Path, text: str) -> None:

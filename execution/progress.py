@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
@@ -9,7 +10,7 @@ from attnphase.execution.executor import Progress
 from attnphase.execution.store import Outcome
 
 
-class TaskBar(Progress):
+class TaskBar(Progress, contextlib.AbstractContextManager):
     """A tqdm bar over tasks (``desc``) counting finished tasks (stored ones included); the postfix says how many
     run now, failed, and were read back from the store. ``quiet``: no bar and no notes."""
 
@@ -35,27 +36,20 @@ class TaskBar(Progress):
         self._postfix()
 
     def finished(self, outcome: Outcome) -> None:
-        if not outcome.ok:
-            self.n_failed += 1
-        if self.bar is not None:
-            self.bar.update(1)
+        self.n_failed += not outcome.ok
+        self.bar.update(1)
         self._postfix()
 
     def note(self, text: str) -> None:
-        if self.quiet:
-            return
-        if self.bar is not None:
-            self.bar.write(f"attnphase: {text}", file=sys.stderr)
-        else:
-            print(f"attnphase: {text}", file=sys.stderr, flush=True)
+        from tqdm import tqdm
+
+        if not self.quiet:  # tqdm.write: above the bars that run now, if any
+            tqdm.write(f"attnphase: {text}", file=sys.stderr)
 
     def _postfix(self) -> None:
-        if self.bar is not None and not self.quiet:
+        if not self.quiet:
             self.bar.set_postfix_str(f"running {self.n_running}, failed {self.n_failed}, stored {self.n_stored}",
                                      refresh=False)
-
-    def __enter__(self) -> "TaskBar":
-        return self
 
     def __exit__(self, *exc: Any) -> None:
         if self.bar is not None:
@@ -63,15 +57,15 @@ class TaskBar(Progress):
 
 
 def failure_summary(outcomes: list[Outcome]) -> str:
-    """One line: how many tasks failed and why (each distinct reason once, with its count)."""
+    """One line: how many tasks failed and why (each distinct reason once, with the labels of up to 3 of its tasks)."""
     failed = [o for o in outcomes if not o.ok]
     if not failed:
         return ""
     reasons: dict[str, list[str]] = {}
     for o in failed:
         reasons.setdefault(o.reason, []).append(o.label)
-    parts = [f"{reason} ({', '.join(labels[:3])}{', ...' if len(labels) > 3 else ''})" for reason, labels in reasons.items()]
-    return f"{len(failed)} of {len(outcomes)} tasks failed: " + "; ".join(parts)
+    return f"{len(failed)} of {len(outcomes)} tasks failed: " + "; ".join(
+        f"{reason} ({', '.join(labels[:3])}{', ...' if len(labels) > 3 else ''})" for reason, labels in reasons.items())
 
 
 def task_counts(outcomes: list[Outcome]) -> dict[str, int]:

@@ -107,10 +107,8 @@ class ResultStore:
 
 
 def _decode(blob: bytes) -> dict[str, Any] | None:
-    if not blob.startswith(MAGIC):
-        return None
     digest, sep, payload = blob[len(MAGIC):].partition(b"\n")
-    if not sep or hashlib.sha256(payload).hexdigest().encode() != digest:
+    if not blob.startswith(MAGIC) or not sep or hashlib.sha256(payload).hexdigest().encode() != digest:
         return None
     try:
         record = pickle.loads(payload)

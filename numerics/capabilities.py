@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attnphase.numerics.config import QUADRATURE_ROLES
+
 #: Why the matrix form's e_t and boundaries need none of the scalar form's extra rules.
 _RANK_ONE_RULE = ("the rank-r state evolution does not use it (its e_t is on the solve's rule, its boundaries come "
                   "from converged solves, docs/method.md section 11, rank r >= 2); it is for rank 1")
@@ -27,13 +29,12 @@ class Capability:
     reason: str
 
 
+#: The scalar form's extra rules (SolverConfig fields), refused at r >= 2 or r* >= 2.
+SCALAR_RULES = QUADRATURE_ROLES[1:] + ("branch_end",)
+
 #: name -> the capability (the keys of the scalar form's extra rules are SolverConfig's field names).
 CAPABILITIES: dict[str, Capability] = {
-    "e_t_quadrature": Capability("--e-t-quadrature", True, _RANK_ONE_RULE),
-    "alpha_c_quadrature": Capability("--alpha-c-quadrature", True, _RANK_ONE_RULE),
-    "alpha_l_quadrature": Capability("--alpha-l-quadrature", True, _RANK_ONE_RULE),
-    "bifurcation_quadrature": Capability("--bifurcation-quadrature", True, _RANK_ONE_RULE),
-    "end_quadrature": Capability("--end-quadrature", True, _RANK_ONE_RULE),
+    **{role: Capability(f"--{role.replace('_', '-')}", True, _RANK_ONE_RULE) for role in QUADRATURE_ROLES[1:]},
     "branch_end": Capability("--branch-end", True, MATRIX_END_NOTE),
     "torch_backend": Capability("--backend torch", True, "the rank-r state evolution runs its proximal map on the "
                                 "numba or numpy backend (auto picks numba)"),
@@ -48,10 +49,6 @@ CAPABILITIES: dict[str, Capability] = {
                                      "r* >= 2 every omega is computed on its own (--continuation off)"),
     "mixed_branch": Capability("--branch mixed", False, "needs --rank >= 2 (a positional and a semantic direction)"),
 }
-
-#: The scalar form's extra rules (SolverConfig fields), refused at r >= 2 or r* >= 2.
-SCALAR_RULES = ("e_t_quadrature", "alpha_c_quadrature", "alpha_l_quadrature", "bifurcation_quadrature",
-                "end_quadrature", "branch_end")
 
 
 def is_scalar_form(r: int, r_star: int) -> bool:

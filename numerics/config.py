@@ -41,7 +41,6 @@ TORCH_DEVICE_ENV = "ATTNPHASE_TORCH_DEVICE"
 QUADRATURE_ROLES = ("quadrature", "e_t_quadrature", "alpha_c_quadrature", "alpha_l_quadrature", "bifurcation_quadrature",
                     "end_quadrature")
 
-
 #: Precision tiers (``--precision``): the rule of every quadrature role, each of 4 independent scramblings
 #: (docs/method.md sections 7 and 8).
 PRECISION_TIERS: dict[str, dict[str, str]] = {
@@ -52,7 +51,6 @@ PRECISION_TIERS: dict[str, dict[str, str]] = {
     "precise": {"quadrature": "sobol14:4", "alpha_c_quadrature": "sobol18:4", "alpha_l_quadrature": "sobol16:4",
                 "bifurcation_quadrature": "sobol17:4", "end_quadrature": "sobol16:4"},
 }
-
 
 #: Each tier's target: the largest relative error bar err / |value| of a fixed point's overlaps (q, m, V, theta).
 PRECISION_TARGETS: dict[str, float] = {"fast": 1e-2, "default": 1e-3, "precise": 1e-4}

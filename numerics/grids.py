@@ -12,6 +12,3 @@ def even_grid(start: Fraction | float | str, stop: Fraction | float | str, num: 
     and 0.3 where float steps give 0.15000000000000002 and 0.30000000000000004."""
     a, b = Fraction(start), Fraction(stop)
     return [float(a + (b - a) * i / (num - 1)) for i in range(num)]
-
-
-__all__ = ["even_grid"]

@@ -14,9 +14,7 @@ R = TypeVar("R")
 
 def map_in_order(fn: Callable[[T], R], items: Sequence[T], workers: int = 1,
                  progress: Callable[[R], None] | None = None) -> list[R]:
-    """``[fn(x) for x in items]``, on ``workers`` local Dask worker processes when workers > 1 (``fn``
-    must be a module-level function).  ``progress`` is called with each result as it completes; a
-    failing item raises :class:`attnphase.execution.TaskFailed` once the others are done."""
+    """``[fn(x) for x in items]`` by :func:`attnphase.execution.map_tasks` (``fn`` module-level when workers > 1)."""
     from attnphase.execution import map_tasks
 
     if workers < 1:

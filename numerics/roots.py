@@ -5,11 +5,7 @@ from __future__ import annotations
 import math
 from typing import Callable, TypeVar
 
-import numpy as np
-
 T = TypeVar("T")
-
-_RTOL = 4 * np.finfo(float).eps
 
 
 class RootNotFound(RuntimeError):
@@ -17,9 +13,9 @@ class RootNotFound(RuntimeError):
 
 
 def brent_root(f: Callable[[float], float], a: float, b: float, xtol: float) -> float:
-    """Root of f on [a, b] (f(a) f(b) <= 0) to ``xtol``, by Brent's method."""
+    """Root of f on [a, b] (f(a) f(b) <= 0) to ``xtol`` (and brentq's default rtol, 4 eps), by Brent's method."""
     from scipy.optimize import brentq  # here: scipy.optimize costs ~0.5 s of start-up, and most commands need no root
-    return float(brentq(f, a, b, xtol=xtol, rtol=_RTOL))
+    return float(brentq(f, a, b, xtol=xtol))
 
 
 def safeguarded_newton(
@@ -52,16 +48,15 @@ def bracketed_log_root(
     None when no sign change lies in [lo, hi] before gap turns NaN."""
     a = min(max(start, lo), hi)
     ga = gap(a)
-    while not np.isfinite(ga) and a > lo:  # past the domain: come down until the function exists
+    while not math.isfinite(ga) and a > lo:  # past the domain: come down until the function exists
         a = max(a - step, lo)
         ga = gap(a)
-    if not np.isfinite(ga):
+    if not math.isfinite(ga):
         return None
-    direction = 1.0 if ga < 0 else -1.0
     while True:
-        b = min(max(a + direction * step, lo), hi)
+        b = min(max(a + (step if ga < 0 else -step), lo), hi)  # towards the sign change (ga keeps its sign here)
         gb = gap(b)
-        if not np.isfinite(gb) or b == a:
+        if not math.isfinite(gb) or b == a:
             return None
         if (ga < 0) != (gb < 0):
             return brent_root(gap, min(a, b), max(a, b), 1e-14)
@@ -72,15 +67,14 @@ def bisect_last_true(holds: Callable[[float, T], T | None], good_x: float, good:
     """Bisect between ``good_x`` (where the predicate holds, with witness ``good``) and ``bad_x`` for where it
     stops holding: the midpoint of the final bracket (within ``tol``).  ``holds(x, witness)``, tried from the
     nearest good point's witness, returns the new witness or None where the predicate fails."""
-    lo_x, lo, hi = good_x, good, bad_x
-    while abs(hi - lo_x) > tol:
-        mid = 0.5 * (lo_x + hi)
-        w = holds(mid, lo)
+    while abs(bad_x - good_x) > tol:
+        mid = 0.5 * (good_x + bad_x)
+        w = holds(mid, good)
         if w is not None:
-            lo_x, lo = mid, w
+            good_x, good = mid, w
         else:
-            hi = mid
-    return 0.5 * (lo_x + hi)
+            bad_x = mid
+    return 0.5 * (good_x + bad_x)
 
 
 def illinois_bracket(f: Callable[[float], float], a: float, b: float, fa: float, fb: float, xtol: float,

@@ -52,12 +52,6 @@ def attention_explicit(h: sp.Matrix) -> sp.Matrix:
     return sp.Matrix(L, L, lambda l, k: sp.exp(a[l, k]) / sum(sp.exp(a[l, j]) for j in range(L)))
 
 
-def softmax_symbol_map(h: sp.Matrix, S: sp.Matrix) -> dict[sp.Basic, sp.Symbol]:
-    """Map each ``SoftmaxEntry`` of :func:`attention` (h) to the plain symbol ``S[l, k]``."""
-    A = attention(h)
-    return {A[l, k]: S[l, k] for l in range(A.rows) for k in range(A.cols)}
-
-
 def teacher(Sstar: sp.Matrix, omega: sp.Basic, A: sp.Matrix) -> sp.Matrix:
     """T(h*) = (1 - omega) S* + omega A, with S* = softmax_row(h* h*^T)."""
     return (1 - omega) * Sstar + omega * A

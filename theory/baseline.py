@@ -15,9 +15,7 @@ from typing import Any
 import numpy as np
 
 from attnphase.theory.codegen import Argument, FunctionSpec, generated_functions
-from attnphase.theory.softmax import scores
-
-ArrayLike = Any
+from attnphase.theory.softmax import ArrayLike, scores
 
 
 def symbols(L: int) -> dict[str, Any]:
@@ -43,12 +41,10 @@ def eps_lin_expr(L: int) -> Any:
 
 
 def _specs(L: int) -> list[FunctionSpec]:
-    from attnphase.theory.symbols import as_rows
-
     s = symbols(L)
     args = (
-        Argument("mean_soft", as_rows(s["Es"]), "E[softmax(h* h*^T)[l,k]]"),
-        Argument("mean_soft_sq", as_rows(s["Es2"]), "E[softmax(h* h*^T)[l,k]^2]"),
+        Argument("mean_soft", s["Es"], "E[softmax(h* h*^T)[l,k]]"),
+        Argument("mean_soft_sq", s["Es2"], "E[softmax(h* h*^T)[l,k]^2]"),
         Argument("sigma2", s["sigma2"], "sigma_k^2"),
         Argument("omega", s["omega"], "omega"),
     )

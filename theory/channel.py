@@ -108,9 +108,7 @@ def _functions() -> dict[str, Any]:
 
 
 def _full(shape: tuple[int, ...], value: Any) -> np.ndarray:
-    out = np.empty(shape)
-    out[...] = value
-    return out
+    return np.broadcast_to(np.asarray(value, dtype=float), shape).copy()
 
 
 def token_overlaps(

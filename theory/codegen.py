@@ -56,11 +56,10 @@ def _slots(symbols: Any) -> tuple[tuple[int, ...], list[tuple[tuple[int, ...], A
     import sympy as sp
 
     if isinstance(symbols, sp.MatrixBase):
-        arr = np.array(symbols.tolist(), dtype=object)
+        symbols = symbols.tolist()
     elif isinstance(symbols, sp.Basic):
         return (), [((), symbols)]
-    else:
-        arr = np.array(symbols, dtype=object)
+    arr = np.array(symbols, dtype=object)
     return arr.shape, [(idx, arr[idx]) for idx in np.ndindex(arr.shape)]
 
 
@@ -82,14 +81,12 @@ def render_function(spec: FunctionSpec, cse: bool, scalar: bool = False) -> str:
         doc.append(f"    {arg.name}: {arg.description}; trailing shape {shape}")
         for idx, sym in slots:
             if shape == ():
-                ident = arg.name
-                doc.append(f"        {arg.name} -> {sym}")
+                ident = slot = arg.name
             else:
                 ident = f"_{arg.name}_{'_'.join(map(str, idx))}"
-                lead = "" if scalar else "..., "
-                slot = f"{arg.name}[{lead}{', '.join(map(str, idx))}]"
-                doc.append(f"        {slot} -> {sym}")
+                slot = f"{arg.name}[{'' if scalar else '..., '}{', '.join(map(str, idx))}]"
                 unpack.append(f"    {ident} = {slot}")
+            doc.append(f"        {slot} -> {sym}")
             replace[sym] = sp.Symbol(ident)
     doc += ["", "Returns a tuple, in this order:", *(f"    [{i}] {label}" for i, (label, _) in enumerate(spec.outputs))]
     doc.append(f"Generated with cse={cse}" + (f" (optimizations={spec.cse_optimizations!r})." if cse else "."))

@@ -13,16 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 
 from attnphase.theory.codegen import Argument, FunctionSpec, load_module
 from attnphase.theory.kernel_specs import _outputs
-from attnphase.theory.kernels import Kernels, ScalarKernels, _mat, _vec, get_kernels
+from attnphase.theory.kernels import ArrayLike, Kernels, ScalarKernels, _mat, _vec, get_kernels
 from attnphase.theory.params import ModelParams
-
-ArrayLike = Any
 
 #: The generated functions rendered one point per call (for the compiled proximal solver).
 SCALAR_FUNCTIONS = ("fields", "prox_value", "prox_value_grad_hess")
@@ -32,7 +29,6 @@ def _build_specs(L: int) -> list[FunctionSpec]:
     """The generated functions: fields h = B v, loss_C(S, T, C), and in v: loss_C(B v) and the proximal
     objective, each alone or with its gradient and Hessian (upper triangle, row-major)."""
     from attnphase.theory.prox import derive_prox_cov
-    from attnphase.theory.symbols import as_rows
 
     pd = derive_prox_cov(L)
     ld = pd.loss
@@ -40,9 +36,9 @@ def _build_specs(L: int) -> list[FunctionSpec]:
     arg_v = Argument("v", v, "whitened fields v_l (h = B v)")
     arg_w = Argument("w", list(pd.w), "field means w_l of v")
     arg_V = Argument("V", list(pd.V), "variances V_l > 0 of v")
-    arg_S = Argument("S", as_rows(ld.S), "attention S(B v)[l, k] = softmax_k(h_l h_k), computed max-shifted")
-    arg_T = Argument("T", as_rows(ld.T), "target attention T(h*)[l, k]")
-    arg_C = Argument("C", as_rows(ld.C), "token Gram C[k, k'] (symmetric)")
+    arg_S = Argument("S", ld.S, "attention S(B v)[l, k] = softmax_k(h_l h_k), computed max-shifted")
+    arg_T = Argument("T", ld.T, "target attention T(h*)[l, k]")
+    arg_C = Argument("C", ld.C, "token Gram C[k, k'] (symmetric)")
     arg_CB = Argument("CB", list(ld.C) + list(pd.B), "token Gram C (row-major), then the mixing B (row-major), C = B B^T")
     # "basic" cse on the chain-ruled Hessian: 74 s against 4 s at L = 3 for 13 % shorter code
     opt = "basic" if L <= 2 else None
@@ -108,26 +104,24 @@ class CorrelatedKernels:
 
     def loss_grad_hess(self, v: ArrayLike, T: ArrayLike, sigma2: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(loss_C(B v, T), B^T grad_h, B^T hess_h B): value (...), gradient (..., L), Hessian (..., L, L) in v."""
-        v, T = _vec(v, self.L, "v"), _mat(T, self.L, "T")
-        shape = np.broadcast_shapes(v.shape[:-1], T.shape[:-2])
-        return self.generated._run("loss_grad_hess", self.fields(v), [(v, 1)],  # type: ignore[return-value]
-                                   [(T, 2), (self.loss_arguments(sigma2), 1)], shape, with_h=False)
+        return self._in_v("loss_grad_hess", T, sigma2, v=v)  # type: ignore[return-value]
 
     def prox_value(self, v: ArrayLike, w: ArrayLike, V: ArrayLike, T: ArrayLike, sigma2: ArrayLike) -> np.ndarray:
         """sum_l (v_l - w_l)^2 / (2 V_l) + loss_C(B v, T) -> (...)."""
-        return self._prox("prox_value", v, w, V, T, sigma2)[0]
+        return self._in_v("prox_value", T, sigma2, v=v, w=w, V=V)[0]
 
     def prox_value_grad_hess(
         self, v: ArrayLike, w: ArrayLike, V: ArrayLike, T: ArrayLike, sigma2: ArrayLike
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The proximal objective in v, its gradient (v - w) / V + B^T grad_h and Hessian diag(1 / V) + B^T hess_h B."""
-        return self._prox("prox_value_grad_hess", v, w, V, T, sigma2)  # type: ignore[return-value]
+        return self._in_v("prox_value_grad_hess", T, sigma2, v=v, w=w, V=V)  # type: ignore[return-value]
 
-    def _prox(self, name: str, v: ArrayLike, w: ArrayLike, V: ArrayLike, T: ArrayLike, sigma2: ArrayLike) -> tuple[np.ndarray, ...]:
-        v, w, V = _vec(v, self.L, "v"), _vec(w, self.L, "w"), _vec(V, self.L, "V")
+    def _in_v(self, name: str, T: ArrayLike, sigma2: ArrayLike, **vectors: ArrayLike) -> tuple[np.ndarray, ...]:
+        """The generated ``name`` at (v[, w, V], S(B v), T, CB): ``vectors`` (..., L) in that order, v first."""
+        pre = [_vec(x, self.L, key) for key, x in vectors.items()]
         T = _mat(T, self.L, "T")
-        shape = np.broadcast_shapes(v.shape[:-1], w.shape[:-1], V.shape[:-1], T.shape[:-2])
-        return self.generated._run(name, self.fields(v), [(v, 1), (w, 1), (V, 1)],
+        shape = np.broadcast_shapes(*(x.shape[:-1] for x in pre), T.shape[:-2])
+        return self.generated._run(name, self.fields(pre[0]), [(x, 1) for x in pre],
                                    [(T, 2), (self.loss_arguments(sigma2), 1)], shape, with_h=False)
 
     @cached_property

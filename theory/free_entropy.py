@@ -13,9 +13,7 @@ from typing import Any
 import numpy as np
 
 from attnphase.theory.codegen import Argument, FunctionSpec, generated_functions
-from attnphase.theory.kernels import _vec
-
-ArrayLike = Any
+from attnphase.theory.kernels import ArrayLike, _vec
 
 
 def symbols(L: int) -> dict[str, Any]:
@@ -50,14 +48,12 @@ def free_entropy_expr(L: int) -> Any:
 
 
 def _specs(L: int) -> list[FunctionSpec]:
-    from attnphase.theory.symbols import as_rows
-
     s = symbols(L)
     args = (
         Argument("q0", s["q0"], "q0"), Argument("V0", s["V0"], "V0"), Argument("m", s["m"], "m_l"),
         Argument("th0", s["th0"], "th0"), Argument("qhat", s["qhat"], "qhat_l"), Argument("mhat", s["mhat"], "mhat_l"),
         Argument("thhat", s["thhat"], "thetahat_l"), Argument("Vhat", s["Vhat"], "Vhat_l"),
-        Argument("sigma2", s["sigma2"], "sigma_l^2"), Argument("P", as_rows(s["P"]), "positional Gram P"),
+        Argument("sigma2", s["sigma2"], "sigma_l^2"), Argument("P", s["P"], "positional Gram P"),
         Argument("lam", s["lam"], "lambda"), Argument("rho0", s["rho0"], "rho0"),
         Argument("alpha", s["alpha"], "alpha"), Argument("E_M", s["E_M"], "channel average of the Moreau envelope M"),
     )
@@ -72,18 +68,17 @@ def free_entropy(
     """Phi of docs/model.md section 4 (e_t = -Phi): m, qhat, mhat, thhat, Vhat, sigma2 (..., L); P (L, L); the
     rest scalar or batch-shaped -> a float64 of the batch shape. ValueError unless Lam > 0."""
     L = np.shape(sigma2)[-1]
-    vecs = [_vec(x, L, name) for x, name in zip((m, qhat, mhat, thhat, Vhat, sigma2),
-                                                ("m", "qhat", "mhat", "thhat", "Vhat", "sigma2"))]
-    Lam = np.asarray(lam, float) + np.sum(vecs[5] * vecs[4], axis=-1)
+    m, qhat, mhat, thhat, Vhat, sigma2 = vecs = [_vec(x, L, name) for x, name in zip(
+        (m, qhat, mhat, thhat, Vhat, sigma2), ("m", "qhat", "mhat", "thhat", "Vhat", "sigma2"))]
+    Lam = np.asarray(lam, float) + np.sum(sigma2 * Vhat, axis=-1)
     if not np.all(Lam > 0):
         raise ValueError(f"Lam = lambda + sum_l sigma_l^2 Vhat_l must be > 0, got {Lam}")
-    sc = [np.asarray(x, dtype=float) for x in (q0, V0, th0, lam, rho0, alpha, E_M)]
+    q0, V0, th0, lam, rho0, alpha, E_M = sc = [np.asarray(x, dtype=float) for x in (q0, V0, th0, lam, rho0, alpha, E_M)]
     P = np.asarray(P, dtype=float)
     if P.shape[-2:] != (L, L):
         raise ValueError(f"P must be L x L with L = {L}, got shape {P.shape}")
-    q0_, V0_, th0_, lam_, rho0_, alpha_, E_M_ = sc
     phi_of = generated_functions("free_entropy", L, _specs)["free_entropy"]
-    (phi,) = phi_of(q0_, V0_, vecs[0], th0_, *vecs[1:5], vecs[5], P, lam_, rho0_, alpha_, E_M_)
+    (phi,) = phi_of(q0, V0, m, th0, qhat, mhat, thhat, Vhat, sigma2, P, lam, rho0, alpha, E_M)
     shape = np.broadcast_shapes(*(v.shape[:-1] for v in vecs), *(x.shape for x in sc), P.shape[:-2])
     out = np.broadcast_to(np.asarray(phi, dtype=float), shape).copy()
     return out[()] if shape == () else out

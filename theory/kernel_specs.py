@@ -1,7 +1,7 @@
 """The functions generated into the kernel modules of a channel (docs/model.md sections 2-3, 7), from
 :func:`attnphase.theory.prox.derive_loss` / :func:`~attnphase.theory.prox.derive_prox`: the matrix form, every r
-(:data:`MATRIX_FUNCTIONS`, h read as ``h[..., l, a]``), and the fields form, r = 1 (:data:`FIELD_FUNCTIONS`, h
-read as ``h[..., l]``, with the proximal objective generated whole). Sympy is imported only when a module is
+(:func:`matrix_specs`, h read as ``h[..., l, a]``), and the fields form, r = 1 (:func:`field_specs`, h read as
+``h[..., l]``, with the proximal objective generated whole). Sympy is imported only when a module is
 generated.
 """
 
@@ -16,12 +16,8 @@ from attnphase.theory.codegen import Argument, FunctionSpec
 if TYPE_CHECKING:
     from attnphase.theory.prox import Derivation
 
-#: The generated functions of the batched fields-form module (r = 1).
-FIELD_FUNCTIONS = ("scores", "target", "loss", "loss_grad_hess", "prox_value", "prox_value_grad_hess")
 #: The fields-form functions rendered one point per call.
 SCALAR_FUNCTIONS = ("loss", "prox_value", "prox_value_grad_hess")
-#: The generated functions of the matrix-form module (every r), batched and one point per call alike.
-MATRIX_FUNCTIONS = ("loss_grad_hess", "loss")
 
 
 def _outputs(d: Derivation, name: str, fields: Sequence[Any]) -> tuple[tuple[str, Any], ...]:
@@ -34,27 +30,27 @@ def _outputs(d: Derivation, name: str, fields: Sequence[Any]) -> tuple[tuple[str
 
 
 def field_specs(L: int, channel: Any = None) -> list[FunctionSpec]:
-    """The fields-form functions (:data:`FIELD_FUNCTIONS`) of ``channel``'s loss at r = 1."""
+    """The fields-form functions of ``channel``'s loss at r = 1 (the batched module): ``scores``, ``target``,
+    ``loss``, ``loss_grad_hess``, ``prox_value``, ``prox_value_grad_hess``."""
     import sympy as sp
 
     from attnphase.theory.attention import scores, teacher
     from attnphase.theory.prox import derive_prox
-    from attnphase.theory.symbols import as_rows, pair_symbols
+    from attnphase.theory.symbols import pair_symbols
 
     channel = default_channel(channel)
     pd = derive_prox(L, channel)
     ld = pd.loss
     h = list(ld.h)
-    S, T, s2 = as_rows(ld.S), as_rows(ld.T), list(ld.sigma2)
     a = scores(ld.h)
     Sstar = pair_symbols("s", L, positive=True)
     A = pair_symbols("A", L, nonnegative=True)
     omega = sp.Symbol("omega", nonnegative=True)
     Tex = teacher(Sstar, omega, A)
     arg_h = Argument("h", h, "student fields h_l")
-    arg_S = Argument("S", S, "attention S(h)[l, k] = softmax_k(h_l h_k), computed max-shifted")
-    arg_T = Argument("T", T, "target attention T(h*)[l, k]")
-    arg_s2 = Argument("sigma2", s2, "per-token variances sigma_k^2")
+    arg_S = Argument("S", ld.S, "attention S(h)[l, k] = softmax_k(h_l h_k), computed max-shifted")
+    arg_T = Argument("T", ld.T, "target attention T(h*)[l, k]")
+    arg_s2 = Argument("sigma2", list(ld.sigma2), "per-token variances sigma_k^2")
     arg_w = Argument("w", list(pd.w), "field means w_l")
     arg_V = Argument("V", list(pd.V), "variances V_l > 0")
 
@@ -67,8 +63,8 @@ def field_specs(L: int, channel: Any = None) -> list[FunctionSpec]:
         ),
         FunctionSpec(
             "target",
-            (Argument("Sstar", as_rows(Sstar), "teacher softmax s = softmax_row(h* h*^T)"), Argument("omega", omega, "mixing weight"),
-             Argument("A", as_rows(A), "row-stochastic positional attention A")),
+            (Argument("Sstar", Sstar, "teacher softmax s = softmax_row(h* h*^T)"),
+             Argument("omega", omega, "mixing weight"), Argument("A", A, "row-stochastic positional attention A")),
             tuple((f"T_{l + 1}{k + 1}", Tex[l, k]) for l in range(L) for k in range(L)),
             "Target attention T(h*) = (1 - omega) softmax_row(h* h*^T) + omega A, row-major.",
         ),
@@ -102,17 +98,16 @@ def scalar_field_specs(L: int, channel: Any = None) -> list[FunctionSpec]:
 
 
 def matrix_specs(L: int, r: int, channel: Any = None) -> list[FunctionSpec]:
-    """The matrix-form functions (:data:`MATRIX_FUNCTIONS`) of ``channel``'s loss for (L, r): ``loss_grad_hess``
-    and ``loss`` (the value alone, in S: the same expression as ``loss_grad_hess``'s first output)."""
+    """The matrix-form functions of ``channel``'s loss for (L, r), batched and one point per call alike:
+    ``loss_grad_hess`` and ``loss`` (the value alone, in S: ``loss_grad_hess``'s first output)."""
     from attnphase.theory.prox import derive_loss
-    from attnphase.theory.symbols import as_rows
 
     ld = derive_loss(L, r, default_channel(channel))
     n = L * r
     args = (
-        Argument("h", as_rows(ld.h), "student fields h[l, a] (row l is h_l in R^r)"),
-        Argument("S", as_rows(ld.S), "attention S(h)[l, k] = softmax_k(h_l . h_k), computed max-shifted"),
-        Argument("T", as_rows(ld.T), "target attention T(h*)[l, k]"),
+        Argument("h", ld.h, "student fields h[l, a] (row l is h_l in R^r)"),
+        Argument("S", ld.S, "attention S(h)[l, k] = softmax_k(h_l . h_k), computed max-shifted"),
+        Argument("T", ld.T, "target attention T(h*)[l, k]"),
         Argument("sigma2", list(ld.sigma2), "per-token variances sigma_k^2"),
     )
     opt = "basic" if n <= 4 else None

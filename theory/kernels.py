@@ -24,9 +24,7 @@ import numpy as np
 from attnphase.theory.channels import default_channel
 from attnphase.theory.kernel_specs import field_specs, matrix_specs, scalar_field_specs
 from attnphase.theory.codegen import cached_source, load_module
-from attnphase.theory.softmax import attention, target
-
-ArrayLike = Any
+from attnphase.theory.softmax import ArrayLike, attention, target
 
 #: Points per block in the batched kernels (the generated code's temporaries stay in cache).
 CHUNK = 4096
@@ -221,9 +219,8 @@ def _flatten(x: np.ndarray, trailing: int, shape: tuple[int, ...], N: int) -> tu
 
 def _build(L: int, r: int, channel: Any, matrix: bool, scalar: bool) -> Callable[[], list[Any]]:
     """The spec builder of one generated module (sympy is imported only when it is called)."""
-    if matrix:
-        return lambda: matrix_specs(L, r, channel)
-    return (lambda: scalar_field_specs(L, channel)) if scalar else (lambda: field_specs(L, channel))
+    fields_form = scalar_field_specs if scalar else field_specs
+    return lambda: matrix_specs(L, r, channel) if matrix else fields_form(L, channel)
 
 
 def _module(L: int, r: int, cse: bool, channel: Any, matrix: bool, scalar: bool) -> Any:
@@ -258,5 +255,4 @@ def scalar_kernel_source(L: int, r: int = 1, cse: bool = True, channel: Any = No
     """Python source of the one-point kernels of (L, r) (see :class:`ScalarKernels`), as cached on disk (for
     inspection: operation counts of the generated code)."""
     L, r, cse, channel = _normalise(L, r, cse, channel)
-    matrix = r != 1
-    return cached_source(_kind(channel, matrix), L, r, cse, _build(L, r, channel, matrix, True), scalar=True)[0]
+    return cached_source(_kind(channel, r != 1), L, r, cse, _build(L, r, channel, r != 1, True), scalar=True)[0]

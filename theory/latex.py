@@ -143,14 +143,12 @@ def render_terminal(params: ModelParams) -> str:
     lines += ["  " + s for s in _params_lines(params)]
     for title, eqs in _sections(equations(params.L)):
         lines += ["", title, "=" * len(title)]
-        prev = ""
-        for eq in eqs:
-            if eq.note and eq.note != prev:
-                lines.append(f"[{eq.note}]")
-            prev = eq.note
-            pic = sp.pretty(sp.Eq(eq.lhs, eq.rhs, evaluate=False), use_unicode=True, wrap_line=False)
-            wide = max(len(row) for row in pic.splitlines()) > TERMINAL_WIDTH
-            lines += [f"{_linear(eq.lhs)} = {_linear(eq.rhs)}" if wide else pic, ""]
+        for note, group in groupby(eqs, key=lambda eq: eq.note):
+            lines += [f"[{note}]"] if note else []
+            for eq in group:
+                pic = sp.pretty(sp.Eq(eq.lhs, eq.rhs, evaluate=False), use_unicode=True, wrap_line=False)
+                wide = max(len(row) for row in pic.splitlines()) > TERMINAL_WIDTH
+                lines += [f"{_linear(eq.lhs)} = {_linear(eq.rhs)}" if wide else pic, ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -190,11 +188,9 @@ def render_markdown(params: ModelParams) -> str:
     lines += [f"* `{s}`" for s in _params_lines(params)]
     for title, eqs in _sections(equations(params.L)):
         lines += ["", f"## {title}", ""]
-        prev = ""
-        for eq in eqs:
-            if eq.note and eq.note != prev:
-                lines += [f"{eq.note}:", ""]
-            prev = eq.note
-            lines += ["$$", f"{sp.latex(eq.lhs)} = {sp.latex(eq.rhs)}", "$$", ""]
+        for note, group in groupby(eqs, key=lambda eq: eq.note):
+            lines += [f"{note}:", ""] if note else []
+            for eq in group:
+                lines += ["$$", f"{sp.latex(eq.lhs)} = {sp.latex(eq.rhs)}", "$$", ""]
     lines += ["", HANDWRITTEN.strip(), ""]
     return "\n".join(lines).replace("\n\n\n", "\n\n")

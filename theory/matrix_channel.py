@@ -12,15 +12,11 @@ Given the scalar views (q0 a number), the functions evaluate the code generated 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from attnphase.theory.channel import channel_fields as scalar_channel_fields
 from attnphase.theory.free_entropy import free_entropy as scalar_free_entropy
 from attnphase.theory.priors import RidgePrior
-
-ArrayLike = Any
 
 
 def sym_sqrt(a: np.ndarray, inverse: bool = False) -> np.ndarray:

@@ -23,9 +23,7 @@ PAPER_P: Matrix = ((1.0, -1.0), (-1.0, 1.0))
 
 
 def default_A(L: int) -> Matrix:
-    """The default row-stochastic A: the paper's for L = 2, else 0.6 on the diagonal."""
-    if L == 2:
-        return PAPER_A
+    """The default row-stochastic A: 0.6 on the diagonal, 0.4 spread evenly over each row (:data:`PAPER_A` at L = 2)."""
     off = 0.4 / (L - 1)
     return tuple(tuple(0.6 if i == j else off for j in range(L)) for i in range(L))
 
@@ -48,9 +46,8 @@ def _number(value: Any, name: str) -> float:
 
 def _as_matrix(value: Any, name: str, L: int) -> Matrix:
     rows = value.tolist() if isinstance(value, np.ndarray) else value
-    if isinstance(rows, (str, bytes)) or not all(
-        isinstance(r, (list, tuple)) and all(_is_number(x) for x in r) for r in (rows if isinstance(rows, (list, tuple)) else [None])
-    ):
+    if not isinstance(rows, (list, tuple)) or not all(isinstance(r, (list, tuple)) and all(map(_is_number, r))
+                                                      for r in rows):
         raise ValueError(f"{name} must be an L x L matrix of numbers (L = {L}), got {value!r}")
     if len({len(r) for r in rows}) > 1:
         raise ValueError(f"{name} must be an L x L matrix (L = {L}); its rows have unequal lengths {[len(r) for r in rows]}")

@@ -15,7 +15,7 @@ from typing import Any
 
 import sympy as sp
 
-from attnphase.theory.attention import attention, softmax_symbol_map
+from attnphase.theory.attention import attention
 from attnphase.theory.channels import default_channel
 from attnphase.theory.loss import limit_loss_cov
 from attnphase.theory.symbols import pair_symbols, token_scalars, token_symbols
@@ -73,7 +73,8 @@ def _derive_loss(L: int, r: int, channel: Any) -> LossDerivation:
 def _chain_rule(value_fun: sp.Expr, h: sp.Matrix, S: sp.Matrix) -> tuple[tuple[sp.Expr, ...], sp.Matrix]:
     """Gradient and Hessian in h's entries (row-major) of a loss written in S(h) = attention(h), with the
     softmax entries then replaced by the symbols S (see module doc)."""
-    to_symbols = softmax_symbol_map(h, S)
+    A = attention(h)
+    to_symbols = {A[l, k]: S[l, k] for l in range(A.rows) for k in range(A.cols)}
     flat = list(h)
     grad_fun = [sp.diff(value_fun, x) for x in flat]
     n = len(flat)

@@ -94,16 +94,14 @@ def theta_stability_expr(L: int) -> Any:
 
 
 def _specs(L: int) -> list[FunctionSpec]:
-    from attnphase.theory.symbols import as_rows
-
     s = symbols(L)
     common = tuple(Argument(name, s[name], name) for name in ("alpha", "V0", "q0"))
     args = (*common, Argument("rho0", s["rho0"], "rho0"), Argument("sigma2", s["sigma2"], "sigma_l^2"),
             Argument("E_gS", s["E_gS"], "E[g_l (eta_l sum_k xi_k eta_k - xi_l)]"))
     J = m_stability_exprs(L)
     m_args = (*common, Argument("sigma2", s["sigma2"], "sigma_l^2"),
-              Argument("P", as_rows(s["P"]), "positional Gram P"),
-              Argument("E_gxi", as_rows(s["E_gxi"]), "E[g_l xi_j]"))
+              Argument("P", s["P"], "positional Gram P"),
+              Argument("E_gxi", s["E_gxi"], "E[g_l xi_j]"))
     return [
         FunctionSpec("theta_stability", args, (("lambda", theta_stability_expr(L)),),
                      "Eigenvalue of the SE map in the theta direction at th0 = 0."),

@@ -26,8 +26,3 @@ def token_scalars(name: str, L: int, power: str = "", **assumptions: bool) -> li
 def pair_symbols(name: str, L: int, **assumptions: bool) -> sp.Matrix:
     """L x L matrix of symbols ``name_lk``."""
     return sp.Matrix(L, L, [sp.Symbol(f"{name}_{_index(l + 1, k + 1)}", **assumptions) for l in range(L) for k in range(L)])
-
-
-def as_rows(M: sp.Matrix) -> list[list[sp.Basic]]:
-    """A sympy Matrix as a nested list (the layout of a generated function's array argument)."""
-    return [list(row) for row in M.tolist()]

@@ -19,6 +19,7 @@ import numpy as np
 
 from attnphase.numerics.se.overlaps import ZERO_OVERLAP
 
+from .branch_segments import EXISTS_ABOVE_END
 from .reference import _nan
 
 REL_TOL = 0.10
@@ -172,8 +173,6 @@ def _no_point(row: dict[str, Any], prox: str, end: float | None) -> str:
     """Why the ``prox`` state evolution has no point on the row's branch at the row's alpha: past the branch's
     end (the side where it does not exist, :data:`~attnphase.validation.branch_segments.EXISTS_ABOVE_END`),
     another fixed point reached, a noise-level overlap, or a solve that did not converge."""
-    from .branch_segments import EXISTS_ABOVE_END
-
     th = row["theory"].get(prox)
     if not th:
         return f"no {prox}-prox solve here"

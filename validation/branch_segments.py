@@ -5,6 +5,7 @@ the positional one below); a curve is drawn between two grid points only where i
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -26,19 +27,14 @@ def existing_segments(
     records: Sequence[dict[str, Any]], branch: str, end: float | None, key: str, absolute: bool = False
 ) -> list[tuple[list[float], list[float]]]:
     """Contiguous runs ``(alphas, values)`` of the records (in alpha order) where the branch exists."""
-    runs: list[tuple[list[float], list[float]]] = []
-    current: tuple[list[float], list[float]] | None = None
-    for rec in sorted(records, key=lambda r: r["alpha"]):
+    def point(rec: dict[str, Any]) -> tuple[float, float] | None:
         value = rec.get(key)
         if exists_at(rec, branch, math.nan if end is None else end) and value is not None and math.isfinite(value):
-            if current is None:
-                current = ([], [])
-                runs.append(current)
-            current[0].append(float(rec["alpha"]))
-            current[1].append(abs(float(value)) if absolute else float(value))
-        else:
-            current = None
-    return runs
+            return float(rec["alpha"]), abs(float(value)) if absolute else float(value)
+        return None
+
+    points = [point(rec) for rec in sorted(records, key=lambda r: r["alpha"])]
+    return [tuple(map(list, zip(*run))) for ok, run in itertools.groupby(points, key=bool) if ok]
 
 
 def drawn_end(records: Sequence[dict[str, Any]], branch: str, end: float | None) -> float | None:

@@ -11,6 +11,7 @@ run with the branch most of its seeds landed on (:func:`landed_branch`).
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -202,7 +203,6 @@ def run_validation(plan: ValidationPlan, out_dir: str | Path, progress: bool = T
     from .report import write_report
 
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     summary = run_campaign(plan, out, progress=progress, executor=executor, store=store, fresh=fresh)
     summary["bayes_optimal"] = bayes_optimal_section(plan, summary["theory"], progress)
     summary = write_report(summary, out)  # with its headline (the verdicts, the map GD follows), as in summary.json
@@ -219,8 +219,6 @@ def run_validation(plan: ValidationPlan, out_dir: str | Path, progress: bool = T
 def bayes_optimal_section(plan: ValidationPlan, theory: dict[str, Any], progress: bool = True) -> dict[str, Any]:
     """AMP at finite d against the Bayes-optimal state evolution and ERM against the BO error (the report's
     section, :mod:`attnphase.validation.amp_validation`); AMP on the plan's device, its seeds' count."""
-    import sys
-
     from .amp_validation import amp_plan, erm_against_bayes, run_amp_plan
 
     say = (lambda line: print(f"  {line}", file=sys.stderr, flush=True)) if progress else None

@@ -61,10 +61,6 @@ class Dataset:
     T: torch.Tensor
 
     @property
-    def n(self) -> int:
-        return int(self.X.shape[0])
-
-    @property
     def Y(self) -> torch.Tensor:
         """``(n, L, d)`` targets ``y_l = sum_k T[l, k] x_k``."""
         return self.T @ self.X

@@ -18,17 +18,11 @@ from .general_cases import COMPARED
 from .plots import _plt, plot_theory_branch, tiny_bars
 from .output_names import summary_for_output
 from .reference import _nan
-from .report import _convergence_lines, _pm
+from .report import _convergence_lines, _f, _pm
 
 _STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1")}
 #: Rank-r theory points: (marker, colour) per branch.
 _RANK_STYLE = {"semantic": ("*", "C0"), "positional": ("*", "C1"), "mixed": ("P", "C2")}
-
-
-def _f(x: Any, fmt: str = ".4g") -> str:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "--"
-    return format(x, fmt)
 
 
 def _theory_lines(ax: Any, theory: dict[str, Any], obs_by_branch: dict[str, str]) -> None:

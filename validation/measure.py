@@ -29,11 +29,6 @@ class Overlaps:
     q0_eigenvalues: tuple[float, ...] = ()
     theta_singular_values: tuple[float, ...] = ()
 
-    @property
-    def m_norm(self) -> float:
-        """``(sum_l |m_l|^2)^{1/2}``: the size of the positional overlap, whatever L, P and r."""
-        return math.sqrt(sum(x * x for x in self.m_norms))
-
 
 @dataclass(frozen=True)
 class TestErrors:

@@ -101,8 +101,7 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
                 ax.errorbar([r["alpha"] for r in rows], [r[f"{obs}_mean"] for r in rows],
                             yerr=[r[f"{obs}_std"] for r in rows], fmt=marker, color=color, mfc="none", ms=5,
                             capsize=2, label=f"GD, {init} init")
-        ax.set_xlabel("alpha")
-        ax.set_ylabel(label)
+        ax.set(xlabel="alpha", ylabel=label)
         ax.set_title(tiny_bars(ax, [r[f"{obs}_std"] for r in summary["sweep"]]), fontsize=8, loc="left")
     ax = axes.flat[3]
     for prox, ls in (("global", "-"), ("local", "--")):
@@ -118,8 +117,7 @@ def plot_alpha_sweep(summary: dict[str, Any], path: Path) -> None:
                     yerr=[r["delta_e_t_std"] for r in rows], fmt="D", color="C3", mfc="none", capsize=2,
                     label="GD (paired seeds)")
     ax.axhline(0, color="grey", lw=0.8)
-    ax.set_xlabel("alpha")
-    ax.set_ylabel("Delta e_t = e_t(sem) - e_t(pos)")
+    ax.set(xlabel="alpha", ylabel="Delta e_t = e_t(sem) - e_t(pos)")
     ax.set_title(tiny_bars(ax, [r["delta_e_t_std"] for r in rows]), fontsize=8, loc="left")
     ac, al = _nan(th["alpha_c"].get("global")), _nan(th["alpha_l"].get("global"))
     for a in axes.flat:
@@ -192,11 +190,8 @@ def plot_heatmap(summary: dict[str, Any], path: Path):
         ax.text(0.99, 0.01, "no alpha_c found at omega = " + ", ".join(f"{w:g}" for w in missing),
                 transform=ax.transAxes, fontsize=8, ha="right", va="bottom",
                 bbox={"facecolor": "white", "alpha": 0.85, "lw": 0})
-    ax.set_xlim(_edges(alphas)[[0, -1]])
-    ax.set_ylim(_edges(omegas)[[0, -1]])
-    ax.set_xlabel("alpha")
-    ax.set_ylabel("omega")
-    ax.set_title(f"GD at d = {summary['plan']['d']}: red = positional lower, blue = semantic lower")
+    ax.set(xlim=_edges(alphas)[[0, -1]], ylim=_edges(omegas)[[0, -1]], xlabel="alpha", ylabel="omega",
+           title=f"GD at d = {summary['plan']['d']}: red = positional lower, blue = semantic lower")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -253,9 +248,7 @@ def plot_finite_size(summary: dict[str, Any], path: Path):
                             elinewidth=1.5, color=color)
         if ds_all.size:
             target.plot(ds_all, 0.3 * (ds_all / ds_all[0]) ** -0.5, "k:", lw=1.5)
-        target.set_xscale("log")
-        target.set_yscale("log")
-        target.set_ylim(bottom=bottom)
+        target.set(xscale="log", yscale="log", ylim=(bottom, None))
         if ds_all.size:  # the simulated dimensions as the ticks
             target.set_xticks(ds_all, [f"{d:g}" for d in ds_all])
             target.xaxis.set_minor_formatter(NullFormatter())

@@ -31,12 +31,11 @@ OPTIMIZERS = ("gd", "adam")
 GRAD_TOL = {torch.float64: 3e-7, torch.float32: 1e-5}
 
 
-def check_choice(what: str, value: str, allowed: tuple[str, ...]) -> str:
+def check_choice(what: str, value: str, allowed: tuple[str, ...]) -> None:
     """Validate a name among ``allowed`` (``what``: the option, for the message): ``"init"`` among :data:`INITS`,
     ``"optimizer"`` among :data:`OPTIMIZERS`."""
     if value not in allowed:
         raise ValueError(f"{what} must be one of {', '.join(allowed)}; got {value!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -137,10 +136,8 @@ def _gd(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: float)
     eta, steps, status = cfg.step0, 0, "budget"
     while True:
         gn2 = float((G * G).sum())
-        if math.sqrt(gn2 / d) <= tol:
-            status = "converged"
-            break
-        if steps >= cfg.max_steps:
+        gnorm = math.sqrt(gn2 / d)
+        if gnorm <= tol or steps >= cfg.max_steps:
             break
         while True:  # Armijo backtracking on the full-batch objective
             trial = Q - eta * G
@@ -158,7 +155,7 @@ def _gd(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: float)
         R, G = _value_and_grad(Q, g, lam)
         steps += 1
         eta *= cfg.grow
-    gnorm = math.sqrt(float((G * G).sum()) / d)
+    status = "converged" if gnorm <= tol else status
     return TrainResult(Q, steps, status == "converged", status, gnorm, R, time.perf_counter() - t0, tol)
 
 
@@ -167,17 +164,14 @@ def _adam(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: floa
     t0 = time.perf_counter()
     Q = Q0.detach().clone().requires_grad_(True)
     opt = torch.optim.Adam([Q], lr=cfg.adam_lr, betas=cfg.adam_betas)
-    best, since, steps, status = math.inf, 0, 0, "budget"
+    best, since, steps = math.inf, 0, 0
     while True:
         opt.zero_grad(set_to_none=True)
         R_t = risk(Q, g, lam)
         R_t.backward()
         R = float(R_t.detach())
         gnorm = math.sqrt(float((Q.grad * Q.grad).sum()) / d)
-        if gnorm <= tol:
-            status = "converged"
-            break
-        if steps >= cfg.max_steps:
+        if gnorm <= tol or steps >= cfg.max_steps:
             break
         if R < best:
             best, since = R, 0
@@ -189,6 +183,7 @@ def _adam(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: floa
                 since = 0
         opt.step()
         steps += 1
+    status = "converged" if gnorm <= tol else "budget"
     return TrainResult(Q.detach(), steps, status == "converged", status, gnorm, R, time.perf_counter() - t0, tol)
 
 

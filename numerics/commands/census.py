@@ -15,7 +15,7 @@ from attnphase import options as opt
 from attnphase import outputs, solver_options, work, workload
 from attnphase.display import finite, values_with_errors, with_error
 from attnphase.numerics.capabilities import is_scalar_form
-from attnphase.numerics.commands.common import command_line, point_setup, ranks_from_args
+from attnphase.numerics.commands.common import command_line, error_note, point_setup, ranks_from_args
 from attnphase.numerics.commands.point_record import exact_zero_rows_note, matrix_record, solve_record
 
 NAME = "census"
@@ -67,19 +67,15 @@ def run(args: argparse.Namespace) -> int:
     from attnphase.numerics.phase import census as census_mod
 
     def said(start: Any, fp: Any) -> None:
-        if getattr(args, "quiet", False):
-            return
         got = (f"{fp.branch}, e_t = {fp.observables.e_t:.8g}" if fp.status.converged
                else f"not converged (residual {fp.status.residual:.1e})")
         print(f"attnphase: start {start.name}: {got} ({fp.status.iterations} evaluations)", file=sys.stderr, flush=True)
 
-    res = census_mod.census(params, alpha, config=cfg, n_rules=n_rules, progress=said)
+    res = census_mod.census(params, alpha, config=cfg, n_rules=n_rules,
+                            progress=None if getattr(args, "quiet", False) else said)
     obj = census_object(res, cfg, n_rules)
     # no bars asked for; or a bar of 0, never silent (as solve's and sweep's error_note): the symmetry holding it at 0
-    note = exact_zero_rows_note(obj["fixed_points"]) if cfg.error_bars else error_bars_note(cfg, n_rules)
-    if note:
-        obj["error_note"] = note
-        print(f"attnphase: note: {note}", file=sys.stderr)
+    obj |= error_note(exact_zero_rows_note(obj["fixed_points"]) if cfg.error_bars else error_bars_note(cfg, n_rules))
     if out_dir is not None:
         _write(out_dir, obj, res)
     if args.json:
@@ -204,13 +200,12 @@ def _write(out_dir: Any, obj: dict, res: Any) -> None:
     from attnphase.execution.dataset import csv_text, job_attrs, write_netcdf
     from attnphase.numerics.jobs.dataset import census_dataset
     from attnphase.numerics.jobs.tasks import numerics_version
+    from attnphase.numerics.jobs.variables import flat_invariants, invariant_columns
 
     params, points = res.params, obj["fixed_points"]
     if is_scalar_form(params.r, params.r_star):
         cols, rows = list(CSV_COLUMNS), points
     else:
-        from attnphase.numerics.jobs.variables import flat_invariants, invariant_columns
-
         cols = list(MATRIX_HEAD) + list(invariant_columns(params.r, obj["teacher_rank"], params.L)) + list(MATRIX_TAIL)
         rows = [{c: p.get(c) for c in MATRIX_HEAD + MATRIX_TAIL} | {"rank_in_e_t": k + 1} | flat_invariants(p)
                 for k, p in enumerate(points)]
@@ -230,13 +225,13 @@ def _write(out_dir: Any, obj: dict, res: Any) -> None:
         write_netcdf(census_dataset(rows, cols, starts, START_COLUMNS, attrs), stage / "census.nc")
 
 
-def phase_diagram_census(params: Any, rows: list[dict], cfg: Any, n_rules: int, out: Any, *, executor: Any = None,
-                         store: Any = None, fresh: bool = False, quiet: bool = True) -> tuple[list[dict], int]:
+def phase_diagram_census(params: Any, rows: list[dict], cfg: Any, n_rules: int, out: Any, *, executor: Any,
+                         store: Any, fresh: bool, quiet: bool) -> tuple[list[dict], int]:
     """``phase-diagram --census``: the census at each row's alpha_c
     (:func:`attnphase.numerics.phase.census.census_check`; ``n_rules`` rules, else CENSUS_RULES), one stored task per
     omega with an alpha_c, into ``out``/phase_diagram_census.csv, a line per omega printed; returns (the rows, how
     many census tasks failed)."""
-    from attnphase.execution import ExecutorSpec, run_tasks
+    from attnphase.execution import run_tasks
     from attnphase.execution.dataset import csv_text
     from attnphase.execution.progress import TaskBar
     from attnphase.numerics.jobs.tasks import census_task, numerics_version
@@ -248,8 +243,7 @@ def phase_diagram_census(params: Any, rows: list[dict], cfg: Any, n_rules: int, 
     tasks = [census_task(params.replace(omega=rows[i]["omega"]), alpha_cs[i], cfg, n_rules or CENSUS_RULES, version)
              for i in todo]
     with TaskBar("census", unit="task", quiet=quiet) as bar:
-        done = run_tasks(tasks, executor=executor or ExecutorSpec(), store=store, fresh=fresh, version=version,
-                         progress=bar)
+        done = run_tasks(tasks, executor=executor, store=store, fresh=fresh, version=version, progress=bar)
     outcome = dict(zip(todo, done))
     table, failed = [], 0
     for i, r in enumerate(rows):

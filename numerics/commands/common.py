@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import json
 import numbers
+import shlex
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -32,8 +32,6 @@ def task_store(out_dir: Path) -> Any:
 
 def command_line() -> str:
     """The command as typed (a dataset's ``command`` attribute)."""
-    import shlex
-
     return "attnphase " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
@@ -66,6 +64,14 @@ def model_and_config(args: argparse.Namespace, omegas: Sequence[float], branch: 
     return params, cfg
 
 
+def error_note(note: str) -> dict[str, str]:
+    """``{"error_note": note}``, the note said on stderr; {} when ``note`` is "" (a result's missing or zero error
+    bars are never silent)."""
+    if note:
+        print(f"attnphase: note: {note}", file=sys.stderr)
+    return {"error_note": note} if note else {}
+
+
 def check_semantic_signal(omegas: Sequence[float]) -> None:
     """ValueError unless an omega is below 1: at omega = 1 the data carry no semantic signal (docs/model.md section 1),
     so there is no semantic branch and no boundary."""
@@ -93,9 +99,7 @@ def scan_models(args: argparse.Namespace) -> tuple[str, list[Any], list[Any], li
 
 def _at_rank_one(args: argparse.Namespace) -> argparse.Namespace:
     """``args`` at rank 1: the model group's checks see a rank-1 model (the ranks are set after)."""
-    plain = copy.copy(args)
-    plain.rank, plain.teacher_rank = 1, 1
-    return plain
+    return argparse.Namespace(**vars(args) | {"rank": 1, "teacher_rank": 1})
 
 
 def config_of(args: argparse.Namespace, params: Any) -> Any:
@@ -103,20 +107,18 @@ def config_of(args: argparse.Namespace, params: Any) -> Any:
     ``--prox global`` and a Sobol rule, the scalar form's capabilities (:mod:`attnphase.numerics.capabilities`)
     refused in one line."""
     r, r_star = params.r, params.r_star
-    matrix = not is_scalar_form(r, r_star)
-    for name in SCALAR_RULES if matrix else ():
+    for name in SCALAR_RULES:  # check: nothing at r = r* = 1
         if getattr(args, name, None) is not None:
             check(name, r, r_star)
     cfg = solver_options.config_from_args(args)
-    if matrix:
-        if getattr(args, "backend", None) == "torch":
-            check("torch_backend", r, r_star)
-        if cfg.prox != "global":
-            check("local_prox", r, r_star, cfg.prox)
-        if not str(cfg.quadrature).strip().lower().startswith("sobol"):
-            raise ValueError(f"--quadrature {cfg.quadrature}: the rank-r state evolution uses scrambled Sobol rules "
-                             f"(sobolK[:REPS:SEED]); its L (r + r*) = {params.L * (params.r + params.r_star)} "
-                             f"dimensions rule out tensor grids")
+    if getattr(args, "backend", None) == "torch":
+        check("torch_backend", r, r_star)
+    if cfg.prox != "global":
+        check("local_prox", r, r_star, cfg.prox)
+    if not is_scalar_form(r, r_star) and not str(cfg.quadrature).strip().lower().startswith("sobol"):
+        raise ValueError(f"--quadrature {cfg.quadrature}: the rank-r state evolution uses scrambled Sobol rules "
+                         f"(sobolK[:REPS:SEED]); its L (r + r*) = {params.L * (params.r + params.r_star)} "
+                         f"dimensions rule out tensor grids")
     solver_options.check_supported(params, cfg, args)
     return cfg
 

@@ -14,7 +14,7 @@ from attnphase import options as opt
 from attnphase import continuation_options, execution_options, outputs, solver_options, work, workload
 from attnphase.numerics.capabilities import check, is_scalar_form
 from attnphase.numerics.commands.common import (announce_matrix_tasks, check_semantic_signal, command_line,
-                                                model_and_config, ranks_from_args, staged_job, task_store)
+                                                error_note, model_and_config, ranks_from_args, staged_job, task_store)
 
 NAME = "phase-diagram"
 HELP = "alpha_c, alpha_l and the branch ends over omega (the main job)"
@@ -47,8 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The boundaries over omega into ``--out DIR`` (all files or none); exit code 1 if a task failed.
-    ``--estimator bayes-optimal``: the Bayes-optimal thresholds instead (numerics/commands/bayes_optimal.py)."""
+    """The phase diagram of the module doc into ``--out DIR`` (all files or none); exit code 1 if a task failed."""
     if getattr(args, "estimator", "erm") == "bayes-optimal":
         from attnphase.numerics.commands.bayes_phase_diagram import phase_diagram_bayes_optimal
 
@@ -101,10 +100,7 @@ def run(args: argparse.Namespace) -> int:
             meta = meta | {"census": table}
             code = max(int(code or 0), 1 if failed else 0)
     if scalar:
-        bars_note = error_bars_note(cfg, n_rules)
-        if bars_note:
-            print(f"attnphase: note: {bars_note}", file=sys.stderr)
-            meta = meta | {"error_note": bars_note}
+        meta = meta | error_note(error_bars_note(cfg, n_rules))
     if args.json:
         from attnphase.numerics.commands.bayes_phase_diagram import threshold_keys
 

@@ -10,14 +10,15 @@ import math
 import sys
 
 from attnphase import outputs
+from attnphase.display import record_lines
 from attnphase.numerics.capabilities import is_scalar_form
+from attnphase.numerics.config import PRECISION_TARGETS
 from attnphase.numerics.se.results import runaway_q
+from attnphase.theory.whitening import original
 
-RECORD_KEYS = (
-    "alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta",
-    "eps_g", "e_t", "eps_lin", "converged", "iterations", "residual",
-)
-
+#: The scalar form's record entries, in order (:func:`solve_record` adds the model, requested branch and reason).
+RECORD_KEYS = ("alpha", "omega", "sigma", "lam", "branch", "q", "m", "V", "theta", "eps_g", "e_t", "eps_lin",
+               "converged", "iterations", "residual")
 
 #: The exit code of a solve or sweep whose requested branch was found nowhere (README "Exit codes").
 EXIT_NO_BRANCH = 3
@@ -28,8 +29,6 @@ RESULT_KEYS = ("q", "m", "V", "theta", "eps_g", "e_t")
 def model_echo(params) -> dict:
     """The model a result belongs to, beside it: L, sigma, A, P, rho0, the rank, the loss and, for correlated tokens,
     C (in the tokens' own variables: a whitened model is shown as the model it stands for)."""
-    from attnphase.theory.whitening import original
-
     params = original(params)
     echo = {"L": params.L, "sigma_l": list(params.sigma), "A": [list(r) for r in params.A],
             "P": [list(r) for r in params.P], "rho0": params.rho0, "rank": params.r, "loss": params.loss}
@@ -145,9 +144,8 @@ def matrix_bars_note(rec: dict) -> str:
 def exact_zero_rows_note(rows: list[dict]) -> str:
     """:func:`exact_zero_note` (or :func:`matrix_bars_note`) over a sweep's or a census's rows on the branch, each
     distinct note once ("" when no bar is 0)."""
-    notes = dict.fromkeys(n for n in (exact_zero_note(r) or matrix_bars_note(r) for r in rows if not r.get("reason"))
-                          if n)
-    return "; ".join(notes)
+    return "; ".join(dict.fromkeys(n for n in (exact_zero_note(r) or matrix_bars_note(r) for r in rows
+                                                 if not r.get("reason")) if n))
 
 
 #: The overlaps of :func:`max_relative_error`: q, m, V, theta -> the matrix form's invariant of each.
@@ -179,8 +177,6 @@ def max_relative_error(rec: dict) -> float:
 
 def precision_note(rel: float, tier: str) -> None:
     """Say on stderr when the error bars miss the tier's target (numerics.config.PRECISION_TARGETS)."""
-    from attnphase.numerics.config import PRECISION_TARGETS
-
     target = PRECISION_TARGETS[tier]
     if not rel <= target:
         print(f"attnphase: note: the largest relative error bar of the overlaps is {rel:.1e}, above the {tier} tier's "
@@ -195,8 +191,6 @@ def print_record(rec: dict, reason: str, converged: bool, as_json: bool, show=la
     if as_json:
         print(json.dumps(outputs.json_value(rec)))
     else:
-        from attnphase.display import record_lines
-
         print("\n".join(record_lines(rec, show)))
     if not converged:
         hint = (f"; `attnphase census --alpha {rec['alpha']:g}` with the same model options lists the fixed points "

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
 from attnphase.display import with_error
 from attnphase.numerics.capabilities import check, is_scalar_form
-from attnphase.numerics.commands.common import (announce_matrix_tasks, check_semantic_signal, command_line,
-                                                config_of, ranks_from_args, scan_models, staged_job, task_store)
+from attnphase.numerics.commands.common import (announce_matrix_tasks, check_semantic_signal, command_line, config_of,
+                                                error_note, ranks_from_args, scan_models, staged_job, task_store)
 
 NAME = "scan"
 HELP = "the phase diagram over a second model parameter and omega, as tasks, into one dataset"
@@ -78,10 +77,7 @@ def run(args: argparse.Namespace) -> int:
         summary = run_scan(field, values, models, omegas, alphas, out_dir=stage, config=cfg,
                            error_estimate=n_rules, executor=executor, store=store, fresh=args.fresh,
                            quiet=args.quiet, command=command_line())
-    bars_note = error_bars_note(cfg, n_rules)
-    if bars_note:
-        print(f"attnphase: note: {bars_note}", file=sys.stderr)
-        summary = summary | {"error_note": bars_note}
+    summary = summary | error_note(error_bars_note(cfg, n_rules))
     t = summary["tasks"]
     if args.json:
         print(json.dumps(outputs.json_value(summary | {"out": str(out_dir)})))

@@ -13,7 +13,7 @@ from typing import Any
 from attnphase import options as opt
 from attnphase import outputs, solver_options, work
 from attnphase.numerics.capabilities import is_scalar_form
-from attnphase.numerics.commands.common import point_setup
+from attnphase.numerics.commands.common import error_note, point_setup
 from attnphase.numerics.commands.point_record import (RESULT_KEYS, exact_zero_note, matrix_bars_note,
                                                       max_relative_error, precision_note, print_record, solve_record,
                                                       unresolved_order_warning)
@@ -50,13 +50,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"attnphase: note: at L = {params.L} one solve takes from seconds to a minute or more "
               f"(measured at L = 3 on 2 cores: up to ~50 s)", file=sys.stderr, flush=True)
 
-    from attnphase.numerics.se.state_evolution import solve
+    from attnphase.numerics.se.state_evolution import mixed_from_mixtures, solve
 
     work.begin("solving the state evolution")
     fp = solve(params, alpha, args.branch, config=cfg)
     if args.branch == "mixed" and not (fp.status.converged and fp.branch == "mixed"):
         from attnphase.numerics.se.starts import FIXED_MIXTURES
-        from attnphase.numerics.se.state_evolution import mixed_from_mixtures
 
         print(f"attnphase: note: the embedded mixed start did not converge on the mixed branch "
               f"({fp.status.message}); trying the census's {len(FIXED_MIXTURES)} fixed mixture starts",
@@ -71,10 +70,9 @@ def run(args: argparse.Namespace) -> int:
         rec["reason"] = rec.pop("reason")
         return print_record(rec, reason, fp.status.converged, args.json, show=outputs.json_value, census=True)
     if fp.status.converged:
-        rec, confirmed = _error_bars(rec, fp, cfg, n_rules, args)
-        if not confirmed.status.converged:
-            rec, reason = solve_record(confirmed, args.branch)
-            return print_record(rec, reason, False, args.json, census=True)
+        rec, fp = _error_bars(rec, fp, cfg, n_rules, args)
+        if not fp.status.converged:  # not confirmed by the rule's blocks
+            rec, reason = solve_record(fp, args.branch)
     return print_record(rec, reason, fp.status.converged, args.json, census=True)
 
 
@@ -83,11 +81,10 @@ def _error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, args: argparse.Names
     (:func:`~attnphase.numerics.errors.quadrature_error.fixed_point_error`), and the fixed point as the rule's
     blocks confirm it (docs/method.md section 4)."""
     from attnphase.numerics.errors.quadrature_error import error_bars_note, fixed_point_error
+    from attnphase.numerics.se.stalls import confirm_jump_acceptance
 
     err = fixed_point_error(fp, cfg, n_rules)
     if err is not None:
-        from attnphase.numerics.se.stalls import confirm_jump_acceptance
-
         confirmed = confirm_jump_acceptance(fp, err.converged, len(err.rules))
         if not confirmed.status.converged:
             return rec, confirmed
@@ -98,10 +95,9 @@ def _error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, args: argparse.Names
         rec.update({f"err_{k}": v for k, v in err.std.items()})
         rec["max_relative_error"] = max_relative_error(rec)
         if err.converged < 2 or not all(math.isfinite(v) for v in err.std.values()):  # no spread: say why
-            rec["error_note"] = (f"no error bars: only {err.converged} of the {len(err.rules)} rules of the error "
-                                 f"estimate reproduced this fixed point's branch (a spread needs two); the point may "
-                                 f"be an artefact of the rule")
-            print(f"attnphase: note: {rec['error_note']}", file=sys.stderr)
+            rec |= error_note(f"no error bars: only {err.converged} of the {len(err.rules)} rules of the error "
+                              f"estimate reproduced this fixed point's branch (a spread needs two); the point may "
+                              f"be an artefact of the rule")
         else:
             precision_note(rec["max_relative_error"], getattr(args, "precision", None) or "default")
         exact = exact_zero_note(rec)
@@ -109,9 +105,8 @@ def _error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, args: argparse.Names
             rec["error_note"] = "; ".join(n for n in (rec.get("error_note"), exact) if n)
         unresolved_order_warning(fp, err)
     else:
-        rec.update({f"err_{k}": None for k in RESULT_KEYS}, max_relative_error=None,
-                   error_note=error_bars_note(cfg, n_rules))
-        print(f"attnphase: note: {rec['error_note']}", file=sys.stderr)
+        rec.update({f"err_{k}": None for k in RESULT_KEYS}, max_relative_error=None)
+        rec |= error_note(error_bars_note(cfg, n_rules))  # not "": err is None only where no bar is made
     return rec, fp
 
 
@@ -123,9 +118,7 @@ def _matrix_error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, tier: str) ->
     from attnphase.numerics.errors.replicates import replicate_count, replicate_errors, replicate_points
 
     if not (cfg.error_bars and (replicate_count(cfg) or n_rules)):
-        rec["error_note"] = error_bars_note(cfg, n_rules)
-        print(f"attnphase: note: {rec['error_note']}", file=sys.stderr)
-        return rec
+        return rec | error_note(error_bars_note(cfg, n_rules))
     reps, blocks = replicate_points(fp, cfg, n_rules)
     rec.update(replicate_errors(fp, reps, blocks))
     if rec["replicates"] < rec["replicates_tried"]:
@@ -138,8 +131,5 @@ def _matrix_error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, tier: str) ->
     else:
         rec["max_relative_error"] = max_relative_error(rec)
         precision_note(rec["max_relative_error"], tier)
-        note = matrix_bars_note(rec)
-        if note:  # a bar of 0, or none, is never silent (the scalar form's exact_zero_note)
-            rec["error_note"] = note
-            print(f"attnphase: note: {note}", file=sys.stderr)
+        rec |= error_note(matrix_bars_note(rec))
     return rec

@@ -19,7 +19,7 @@ from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
 from attnphase.display import finite, with_error
 from attnphase.numerics.capabilities import is_scalar_form
-from attnphase.numerics.commands.common import command_line, model_and_config, staged_job, task_store
+from attnphase.numerics.commands.common import command_line, error_note, model_and_config, staged_job, task_store
 from attnphase.numerics.commands.point_record import (EXIT_NO_BRANCH, RECORD_KEYS, exact_zero_rows_note, model_echo,
                                                     zero_student)
 
@@ -160,6 +160,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
     from attnphase.numerics.jobs.dataset import sweeps_dataset
     from attnphase.numerics.jobs.tasks import numerics_version, sweep_job, sweep_task
     from attnphase.numerics.jobs.variables import described, sweep_columns
+    from attnphase.numerics.phase.lowest_branch import teacher_eps_lin
 
     columns = sweep_columns(r, r_star, L)
     store = task_store(out_dir)
@@ -186,11 +187,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
                 cells.append((float(w), None, "failed", o.error, []))
                 continue
             res = o.value
-            lin = math.nan
-            if suffix:  # the rank-r* teacher's (its import is the matrix form's only)
-                from attnphase.numerics.phase.lowest_branch import teacher_eps_lin
-
-                lin = teacher_eps_lin(params.replace(omega=w), cfg)
+            lin = teacher_eps_lin(params.replace(omega=w), cfg) if suffix else math.nan  # the rank-r* teacher's
             rows, as_lists, reasons = _sweep_rows(res, args.branch, columns, lin)
             cells.append((float(w), res, "done", o.error, rows))
             listed += as_lists
@@ -211,8 +208,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
                 "branch": args.branch, "requested_branch": args.branch, "params": params.replace(omega=w).to_dict(),
                 "model": model_echo(params), "solver": cfg.as_dict(), "file": str(path),
                 "end": {"alpha": res.end.alpha, "err": res.end.err, "side": res.end_side, "kind": res.end.kind,
-                        "method": res.end.method}
-                if ends else None,
+                        "method": res.end.method} if ends else None,
                 "on_branch": on, "not_converged": failed, "branch_absent": len(rows) - on - failed, "rows": rows,
             } | ({"rank": r, "teacher_rank": r_star} if suffix else {}))
             notes = [f"{failed} not converged"] if failed else []
@@ -231,16 +227,13 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
         bars_note = (f"{n_unbarred} point(s) on the branch have no error bar (NaN err_*): fewer than two of their "
                      f"rules reproduced the branch there (a spread needs two); such a point may be an artefact of the rule")
     # a bar of 0 is never silent (as solve's error_note): the symmetry that holds the value at 0
-    bars_note = "; ".join(n for n in (bars_note, exact_zero_rows_note(listed)) if n)
-    if bars_note:
-        print(f"attnphase: note: {bars_note}", file=sys.stderr)
+    note = error_note("; ".join(n for n in (bars_note, exact_zero_rows_note(listed)) if n))
     failures = failure_summary(outs)
     counts = {**task_counts(outs), "failures": failures}
     if args.json:
         obj = objs[0] if len(omegas) == 1 and objs else {"branch": args.branch, "omegas": list(omegas), "sweeps": objs}
         print(json.dumps(outputs.json_value(obj | {"tasks": counts, "dataset": str(out_dir / dataset),
-                                                   "variables": described(columns)}
-                                            | ({"error_note": bars_note} if bars_note else {}))))
+                                                   "variables": described(columns)} | note)))
     if failures:
         print(f"attnphase: {failures}", file=sys.stderr)
     if n_failed or failures:  # a point, or a task, failed

@@ -36,10 +36,9 @@ POINT_RULES = 4
 def point_rules(config: SolverConfig, k: int | None) -> int:
     """:func:`independent_rules` for one point: ``k`` (``--error-estimate``), else POINT_RULES when the solve
     rule has one block and error bars are on (0 when its blocks give the bar, or none is asked)."""
-    n = independent_rules(config, k)
-    if n == 0 and k is None and config.error_bars and not rule_blocks(config.quadrature):
+    if k is None and config.error_bars and not rule_blocks(config.quadrature):
         return POINT_RULES
-    return n
+    return independent_rules(config, k)
 
 
 def error_bars_note(config: SolverConfig, n_rules: int) -> str:

@@ -6,7 +6,7 @@ boundary's ``err_<boundary>`` and ``<boundary>_found``.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Sequence
 
 from attnphase.display import with_error
 from attnphase.numerics.config import SolverConfig
@@ -17,11 +17,6 @@ from attnphase.numerics.phase.boundary_results import Boundaries, boundary_colum
 def csv_columns(r: int = 1, errors: bool = False) -> tuple[str, ...]:
     """The table's columns at student rank r; ``errors``: with the error columns."""
     return boundary_columns(r) + ("notes",) + (error_columns(r) if errors else ())
-
-
-#: The rank-1 table's columns, without and with its error columns.
-CSV_COLUMNS = csv_columns(1)
-ERROR_COLUMNS = error_columns(1)
 
 
 def boundary_table(rows: Sequence[Boundaries], errors: Sequence[dict] | None) -> list[dict]:
@@ -77,14 +72,3 @@ def alpha_max_of(rows: Sequence[Boundaries], alphas: Sequence[float]) -> float:
     """The figure's alpha range: the grid, and boundaries found beyond it (brackets grow up to ALPHA_LIMIT)."""
     found = [getattr(b, k) for b in rows for k in boundary_keys(b.r) if math.isfinite(getattr(b, k))]
     return max([max(alphas)] + [1.05 * a for a in found])
-
-
-def plain_json(x: Any) -> Any:
-    """NaN -> None, recursively (strict JSON)."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: plain_json(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [plain_json(v) for v in x]
-    return x

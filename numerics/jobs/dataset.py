@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from attnphase.execution.dataset import Variable, annotate, error_name
+from attnphase.execution.dataset import Variable, annotate
 from attnphase.numerics.jobs.boundary_table import bracket_widths
 from attnphase.numerics.phase.boundary_results import Boundaries, boundary_columns, boundary_keys, model_branches
 from attnphase.numerics.phase.continuation import BranchSweep
@@ -26,7 +26,7 @@ _ON_BRANCH = "on each branch over the alpha grid; NaN where its fixed point did 
 def _lookup(name: str) -> Variable | None:
     """The table's variable (:mod:`attnphase.numerics.jobs.variables`), the errors' comment saying how they are made."""
     var = lookup(name)
-    if var is not None and error_name(name) is not None and name in _ERROR_NAMES:
+    if var is not None and name in _ERROR_NAMES:
         return replace(var, comment=_ERR_COMMENT)
     return var
 
@@ -58,24 +58,22 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
     idx = {d: {_coord_key(v): i for i, v in enumerate(coords[d])} for d in dims}
     alist = [float(a) for a in alphas]
     a_idx = {a: i for i, a in enumerate(alist)}
-    floats = {k: np.full(shape, np.nan) for k in keys + other}
+    floats = {k: np.full(shape, np.nan) for k in keys + other + ("eps_lin",)}
     errs = {k: np.full(shape, np.nan) for k in keys}
     found = {k: np.zeros(shape, dtype=np.int32) for k in keys}
     text = {k: np.full(shape, "", dtype=object) for k in text_keys + ("notes", "status", "error")}
-    eps_lin = np.full(shape, np.nan)
     curves = {k: np.full(shape + (len(branches), len(alist)), np.nan) for k in CURVE_KEYS}
     converged = np.zeros(shape + (len(branches), len(alist)), dtype=np.int8)
     for cell in cells:
         at = tuple(idx[d][_coord_key(cell["at"][d])] for d in dims)
         b: Boundaries = cell["b"]
-        for k in keys + other:
-            floats[k][at] = getattr(b, k)
+        for k, values in floats.items():
+            values[at] = getattr(b, k)
         for k in text_keys:
             text[k][at] = getattr(b, k)
         text["notes"][at] = "; ".join(b.notes)
         text["status"][at] = cell["status"]
         text["error"][at] = cell.get("error", "")
-        eps_lin[at] = b.eps_lin
         for k in keys:
             if cell.get("err"):
                 errs[k][at] = cell["err"][f"err_{k}"]
@@ -91,7 +89,7 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
                 for k in CURVE_KEYS:
                     curves[k][at + (j, i)] = rec[k]
                 converged[at + (j, i)] = 1
-                eps_lin[at] = rec["eps_lin"]
+                floats["eps_lin"][at] = rec["eps_lin"]
         for j, br in enumerate(branches):
             for alpha, on, e_t, eps_g in b.curves.get(br, ()):
                 i = a_idx.get(float(alpha))
@@ -107,7 +105,7 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
             dv[f"{k}_found"] = (dims, found[k])
     for k, v in text.items():
         dv[k] = (dims, v.astype(str).astype(object))
-    dv["eps_lin"] = (dims, eps_lin)
+    dv["eps_lin"] = (dims, floats["eps_lin"])
     cdims = tuple(dims) + ("branch", "alpha")
     for k in CURVE_KEYS:
         dv[k] = (cdims, curves[k], {"comment": _ON_BRANCH})
@@ -128,9 +126,7 @@ def _bracket_lookup(name: str) -> Variable | None:
 
 def _curve_lookup(name: str) -> Variable | None:
     """As :func:`_lookup`; the dimension ``branch`` is the branch each curve follows."""
-    if name == "branch":
-        return Variable("branch", "branch followed by continuation in alpha", None)
-    return _lookup(name)
+    return Variable("branch", "branch followed by continuation in alpha", None) if name == "branch" else _lookup(name)
 
 
 def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str, Sequence[dict[str, Any]]]],
@@ -160,9 +156,8 @@ def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str, S
     for c in columns:
         flat = [v for r in values[c] for v in r if v is not None]
         if all(isinstance(v, (bool, int, float, np.integer, np.floating)) for v in flat):
-            integer = flat and all(isinstance(v, (bool, int, np.integer)) for v in flat)
             arr = np.array([[(np.nan if v is None else float(v)) for v in r] for r in values[c]], dtype=float)
-            if integer and c == "converged":
+            if c == "converged" and flat and all(isinstance(v, (bool, int, np.integer)) for v in flat):
                 arr = np.nan_to_num(arr, nan=0.0).astype(np.int8)  # no row: not converged
         else:
             arr = np.array([["" if v is None else str(v) for v in r] for r in values[c]], dtype=object)

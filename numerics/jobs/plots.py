@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,8 +36,6 @@ BAYES_COLOR = "tab:purple"
 def saved(fig, path: str | Path, dpi: int = 130):
     """``fig`` laid out, written to ``path`` cut to what it draws (a legend below the axes included) and closed;
     returns it."""
-    import warnings
-
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Tight layout not applied", category=UserWarning)
         fig.tight_layout()
@@ -97,10 +96,7 @@ def empty_figure(path: str | Path, title: str, reason: str, xlabel: str, ylabel:
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     ax.text(0.5, 0.5, reason, transform=ax.transAxes, ha="center", va="center", fontsize=10, wrap=True,
             gid="why_empty")
-    ax.set_xticks([])
-    ax.set_yticks([])
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    ax.set(xticks=[], yticks=[], xlabel=xlabel, ylabel=ylabel)
     ax.set_title(title, fontsize=11)
     return saved(fig, path)
 
@@ -180,9 +176,8 @@ def plot_phase_diagram(
     if missing:
         ax.text(0.01, 0.01, " and ".join(missing) + ": not found in the alpha range (see the notes)",
                 transform=ax.transAxes, fontsize=8)
-    ax.set_xlim(0, alpha_max)
-    ax.set_xlabel(r"sample complexity $\alpha = n/d$")
-    ax.set_ylabel(r"$\omega$ (weight of the positional teacher $A$)")
+    ax.set(xlim=(0, alpha_max), xlabel=r"sample complexity $\alpha = n/d$",
+           ylabel=r"$\omega$ (weight of the positional teacher $A$)")
     ax.set_title(title, fontsize=11)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)
     ax.grid(alpha=0.3)
@@ -198,11 +193,10 @@ def plot_phase_diagram(
 def _region_names(ax, rows: Sequence[Boundaries], alpha_max: float) -> None:
     """The names of the branches either side of alpha_c (positional and semantic where the rows do not name them), the
     right one kept inside the axes; none where no row has an alpha_c."""
-    xs = np.array([b.alpha_c for b in rows], dtype=float)
-    xs = xs[np.isfinite(xs)]
-    if not xs.size:
+    xs = [b.alpha_c for b in rows if math.isfinite(b.alpha_c)]
+    if not xs:
         return
-    mid = float(np.nanmedian(xs))
+    mid = float(np.median(xs))
     named = next((b for b in rows if b.alpha_c_from and math.isfinite(b.alpha_c)), None)
     left, right_name = (named.alpha_c_from, named.alpha_c_to) if named else ("positional", "semantic")
     ymid = float(np.mean([b.omega for b in rows])) + (0.025 if len(rows) == 1 else 0.0)
@@ -237,9 +231,7 @@ def _branch_gaps(bx, first: Boundaries) -> None:
     for br, c in curves.items():
         if c:
             bx.plot([a for a, _ in c], [e - low[a] for a, e in c], "o-", label=br)
-    bx.set_xlabel(r"$\alpha$")
-    bx.set_ylabel(r"$e_t - \min_{\rm branches} e_t$")
-    bx.set_title(f"omega = {first.omega:g}")
+    bx.set(xlabel=r"$\alpha$", ylabel=r"$e_t - \min_{\rm branches} e_t$", title=f"omega = {first.omega:g}")
     if bx.get_legend_handles_labels()[1]:
         bx.legend(fontsize=8)
     bx.grid(alpha=0.3)

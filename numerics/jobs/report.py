@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from attnphase.execution import ExecutorSpec, Outcome, ResultStore, code_version, run_tasks
-from attnphase.execution.outputs import outputs_current, record_outputs
+from attnphase.execution.outputs import json_value, outputs_current, record_outputs
 from attnphase.execution.progress import TaskBar, failure_summary, job_summary, task_counts
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.jobs.boundary_table import (
-    alpha_max_of, boundary_table, bracket_widths, csv_columns, error_label, plain_json, print_boundary_table,
+    alpha_max_of, boundary_table, bracket_widths, csv_columns, error_label, print_boundary_table,
 )
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.jobs.tasks import (
@@ -36,11 +36,6 @@ def curves_omega(omegas: Sequence[float]) -> float | None:
     """The omega of the branch-curves figure: the one of ``omegas`` below 1 nearest CURVES_OMEGA (the smaller on a tie);
     None when there is none."""
     return min((float(w) for w in omegas if float(w) < 1), key=lambda w: (abs(w - CURVES_OMEGA), w), default=None)
-
-
-def curves_file(omega: float) -> str:
-    """The branch-curves figure's name at ``omega``."""
-    return f"curves_omega{omega:g}.png"
 
 
 @dataclass(frozen=True)
@@ -113,11 +108,8 @@ def _boundary_runs(rows: list[Boundaries], replicas: list[list[Boundaries]] | No
                    outcomes: list[Outcome], outs: list[Outcome], tasks: list) -> BoundaryRuns:
     """The :class:`BoundaryRuns` of ``rows``: each row's errors the spread over its ``replicas`` (one per rule, with
     ``--error-estimate K``), else its own (the rules' blocks, or the bracket widths at r >= 2 or r* >= 2)."""
-    errors = None
-    if replicas is not None:
-        errors = [replicate_spread(reps) for reps in replicas]
-    elif replicate_count(config) or bracket_widths(rows):
-        errors = [b.errors() for b in rows]
+    errors = ([replicate_spread(reps) for reps in replicas] if replicas is not None
+              else [b.errors() for b in rows] if replicate_count(config) or bracket_widths(rows) else None)
     return BoundaryRuns(rows, errors, outcomes, task_counts(outs), failure_summary(outs), tuple(t.key for t in tasks))
 
 
@@ -149,7 +141,7 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
     curves = next((b for b in rows if at is not None and abs(b.omega - at) < 1e-12 and b.semantic is not None
                    and b.semantic.points), None)
     if curves is not None:
-        files.append(curves_file(curves.omega))
+        files.append(f"curves_omega{curves.omega:g}.png")  # the branch-curves figure
     elif not quiet and scalar:
         print(f"attnphase: note: no branch-curves figure: the omega = {at:g} task has no converged semantic point"
               if at is not None else "attnphase: note: no branch-curves figure (no omega below 1)", file=sys.stderr)
@@ -169,14 +161,14 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
         if curves is not None:
             pc = params.replace(omega=curves.omega)
             plot_branch_curves(curves.semantic, curves.positional, curves.semantic.points[0].observables.eps_lin,
-                               curves.alpha_c, curves.alpha_l, out / curves_file(curves.omega),
+                               curves.alpha_c, curves.alpha_l, out / files[-1],
                                title=f"omega = {curves.omega:g}, sigma = {pc.sigma_value}, lambda = {pc.lam}",
                                alpha_max=alpha_max_of([curves], alphas))
         meta = write_boundary_files(
             out, "phase_diagram", table, runs, [{"omega": b.omega} for b in rows], params, omegas, alphas, cfg,
             error_estimate, command, t0, "Phase diagram of dot-product attention: alpha_c, alpha_l "
             "and the branch ends over omega", {"params": params.to_dict()}, more={"continuation_chains": chains},
-            tail=None if scalar else {"curves": plain_json({f"{b.omega:g}": b.curves for b in rows})})
+            tail=None if scalar else {"curves": json_value({f"{b.omega:g}": b.curves for b in rows})})
         record_outputs(out, "phase_diagram", identity, files)
     print_boundary_table(table, error_label(cfg, error_estimate, bracket_widths(rows)) if errors else "", params.r)
     what = "outputs up to date in" if unchanged else "wrote"
@@ -209,7 +201,7 @@ def write_boundary_files(out: Path, stem: str, table: list[dict], runs: Boundary
     write_netcdf(boundaries_dataset(cells, tuple(coords), coords, alphas, attrs, r), out / f"{stem}.nc")
     meta = head | {"rank": r, "teacher_rank": r_star, "omegas": list(omegas), "alphas": list(alphas),
                    "solver": cfg.as_dict(), "error_estimate": error_estimate} | (more or {}) | {
-        "rows": plain_json(table), "tasks": runs.counts | {"failures": runs.failures}, "dataset": f"{stem}.nc",
+        "rows": json_value(table), "tasks": runs.counts | {"failures": runs.failures}, "dataset": f"{stem}.nc",
         "variables": described(first + csv_columns(r, bool(errors))), "code_version": version,
         "seconds": time.perf_counter() - t0} | (tail or {})
     (out / f"{stem}.json").write_text(json.dumps(meta, indent=2, default=str))

@@ -14,11 +14,14 @@ from attnphase.execution import Outcome, Task, code_version, task_key
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.phase.boundaries import BoundariesSpec, boundaries_job
 from attnphase.numerics.phase.boundary_results import Boundaries, failed_boundaries
+from attnphase.numerics.phase.census import census_check
+from attnphase.numerics.phase.omega_continuation import boundaries_chain
 from attnphase.numerics.phase.scalar_boundaries import _portable
 from attnphase.numerics.errors.quadrature_error import point_errors
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.continuation import BranchSweep, sweep
 from attnphase.numerics.prox.global_prox import compile_global_prox
+from attnphase.numerics.se.observables import eps_lin
 from attnphase.theory.correlated_kernels import model_kernels
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
@@ -89,8 +92,6 @@ class ChainSpec:
 
 def chain_job(spec: ChainSpec) -> list[Boundaries]:
     """:func:`~attnphase.numerics.phase.omega_continuation.boundaries_chain` for one :class:`ChainSpec`."""
-    from attnphase.numerics.phase.omega_continuation import boundaries_chain
-
     return boundaries_chain(spec.params, list(spec.alphas), spec.anchor, list(spec.up), list(spec.down), spec.config,
                             spec.whole)
 
@@ -136,7 +137,6 @@ def bayes_sweep_job(job: tuple[ModelParams, list[float], str]) -> list[dict]:
     :data:`~attnphase.numerics.se.bayes_curve.BAYES_SWEEP_COLUMNS`, each point with its error bars."""
     from attnphase.numerics.se.bayes import BayesModel
     from attnphase.numerics.se.bayes_curve import bayes_curve, sweep_row
-    from attnphase.numerics.se.observables import eps_lin
 
     params, alphas, branch = job
     model, lin = BayesModel.of(params), eps_lin(params)
@@ -157,7 +157,6 @@ def bayes_diagram_job(job: tuple[ModelParams, list[float]]) -> tuple[dict, dict,
     from attnphase.numerics.phase.bayes_thresholds import bayes_thresholds
     from attnphase.numerics.se.bayes import BayesModel
     from attnphase.numerics.se.bayes_curve import bayes_rules, estimator_point
-    from attnphase.numerics.se.observables import eps_lin
 
     params, alphas = job
     model = BayesModel.of(params)
@@ -179,8 +178,6 @@ def bayes_diagram_task(params: ModelParams, alphas: Sequence[float], version: st
 
 def census_check_job(job: tuple[ModelParams, float, SolverConfig, int]) -> dict:
     """:func:`~attnphase.numerics.phase.census.census_check` at (params, alpha) with ``n_rules`` rules: one row."""
-    from attnphase.numerics.phase.census import census_check
-
     params, alpha, cfg, n_rules = job
     return census_check(params, alpha, config=cfg, n_rules=n_rules)
 

@@ -127,9 +127,8 @@ def error_columns(r: int = 1) -> tuple[str, ...]:
     return tuple(c for k in boundary_keys(r) for c in (f"err_{k}", f"{k}_found"))
 
 
-#: The boundaries of rank 1 (:func:`boundary_keys` at r = 1) and the columns of its rows.
+#: The boundaries of rank 1 (:func:`boundary_keys` at r = 1).
 BOUNDARY_KEYS = boundary_keys(1)
-BOUNDARY_COLUMNS = boundary_columns(1)
 
 
 def failed_boundaries(omega: float, reason: str, r: int = 1, r_star: int = 1) -> Boundaries:

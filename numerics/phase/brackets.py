@@ -104,9 +104,7 @@ def positional_grid(alphas: Sequence[float], sem: BranchSweep) -> list[float]:
     the positional branch's birth, cold solves fail slowly), the whole grid when the semantic
     branch has no end or no point on it."""
     grid = sorted(float(a) for a in alphas)
-    if not sem.on_branch() or not math.isfinite(sem.end.alpha):
-        return grid
-    above = [a for a in grid if a > sem.end.on_solve_rule]
+    above = [a for a in grid if a > sem.end.on_solve_rule] if sem.on_branch() and math.isfinite(sem.end.alpha) else []
     return above or grid
 
 

@@ -220,7 +220,6 @@ def trace_branch_end(
         return BranchEnd(float(start.alpha), "bifurcation", "trace")
     sizes = np.geomspace(0.9 * size_start, low, n_steps)
     cur, pts = start, [start]
-    stop = False
     for size in sizes:
         target, left = float(size), 4 if semantic else 1
         while True:
@@ -237,14 +236,12 @@ def trace_branch_end(
                     break
                 target = float(size)
                 continue
-            if left == 0:  # a persistent jump in alpha: stop; a persistent failure: the next value
-                stop = jump
+            if left == 0:
                 break
             left -= 1
             target = math.sqrt(target * overlap_size(cur, order))
-        if stop:
+        if jump:  # a persistent jump in alpha stops the trace; a persistent failure goes on to the next value
             break
-    pick = min if semantic else max
-    best = pick(pts, key=lambda p: p.alpha)
+    best = (min if semantic else max)(pts, key=lambda p: p.alpha)
     kind = "bifurcation" if best is pts[-1] and len(pts) > 1 else "fold"
     return BranchEnd(float(best.alpha), kind, "trace", tuple(pts[1:]))

@@ -60,12 +60,8 @@ def describe(branch: Branch, alpha: float | None = None) -> str:
     ``mixed#2: |th0| 0.255, |m_l| 0.176/0.176, q0 eig 0.147/0.0892 at alpha = 0.8``."""
     a = branch.nearest(alpha if alpha is not None else float(np.median(sorted(branch.points))))
     inv = branch.points[a].invariants
-
-    def fmt(key: str) -> str:
-        return "/".join(f"{abs(float(v)):.3g}" for v in np.atleast_1d(inv.get(key, [])))
-
-    th, m, q = (fmt(k) for k in (("th0_singular_values", "m_norms", "q0_eigenvalues") if "m_norms" in inv
-                                 else ("theta", "m", "q")))
+    keys = ("th0_singular_values", "m_norms", "q0_eigenvalues") if "m_norms" in inv else ("theta", "m", "q")
+    th, m, q = ("/".join(f"{abs(float(v)):.3g}" for v in np.atleast_1d(inv.get(k, []))) for k in keys)
     return f"{branch.name}: |th0| {th}, |m_l| {m}, q0 eig {q} at alpha = {a:g}"
 
 

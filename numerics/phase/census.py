@@ -23,7 +23,8 @@ For tokens correlated across positions the census works on the whitened model
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+import time
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -94,7 +95,7 @@ class Census:
     entries: tuple[CensusEntry, ...]
     search: SearchResult | None
     n_rules: int
-    seconds: float = field(default=math.nan)
+    seconds: float = math.nan
 
     @property
     def starts(self) -> tuple[CensusStart, ...]:
@@ -189,8 +190,6 @@ def census(params: ModelParams, alpha: float, *, config: SolverConfig | None = N
     solves on ``workers`` processes (:func:`search`, with ``starts``, ``perturb`` and ``progress``), error bars
     from the rule's blocks (a rule of one block: from ``n_rules`` rules, CENSUS_RULES when 0; none with
     ``config.error_bars`` off), stability on ``config``'s solve rule."""
-    import time
-
     t0 = time.perf_counter()
     cfg = config or SolverConfig()
     found = search(params, alpha, cfg, starts=starts, perturb=perturb, workers=workers, progress=progress)

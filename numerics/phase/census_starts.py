@@ -60,9 +60,8 @@ class CensusStart:
 
 def census_starts(params: ModelParams, alpha: float, config: SolverConfig, *, seed: int = 0) -> list[CensusStart]:
     """The model's starts (module doc): :func:`grid_starts` at r = r* = 1, else :func:`mixture_starts`."""
-    if is_scalar_form(params.r, params.r_star):
-        return grid_starts(params)
-    return mixture_starts(params, alpha, config, seed=seed)
+    return (grid_starts(params) if is_scalar_form(params.r, params.r_star)
+            else mixture_starts(params, alpha, config, seed=seed))
 
 
 def grid_starts(params: ModelParams) -> list[CensusStart]:
@@ -162,6 +161,5 @@ def search_config(params: ModelParams, config: SolverConfig) -> tuple[SolverConf
 
 def solve_start(params: ModelParams, alpha: float, start: CensusStart, config: SolverConfig) -> FixedPoint:
     """The solve of one start."""
-    if start.kind == "init":
-        return solve(params, alpha, start.branch, config=config, init=start.overlaps)
-    return solve(params, alpha, start.branch, config=config, start=start.kind)
+    kw = {"init": start.overlaps} if start.kind == "init" else {"start": start.kind}
+    return solve(params, alpha, start.branch, config=config, **kw)

@@ -28,16 +28,10 @@ from attnphase.numerics.se.state_evolution import (
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
 
-#: SE-evaluation budget of one warm-started continuation step (r = r* = 1, :func:`warm_budget`).
+#: SE evaluations a warm-started continuation step may spend at r = r* = 1 before it counts as off the branch (at
+#: r >= 2 or r* >= 2 ``config.max_iter``: a finite-difference Jacobian costs one evaluation per unknown, docs/method.md
+#: section 5).
 CONTINUATION_MAX_ITER = 60
-
-
-def warm_budget(params: ModelParams, config: SolverConfig) -> int:
-    """SE evaluations a warm-started step may spend before it counts as off the branch: CONTINUATION_MAX_ITER
-    at r = r* = 1; ``config.max_iter`` at r >= 2 or r* >= 2 (a finite-difference Jacobian costs one evaluation per
-    unknown, docs/method.md section 5)."""
-    return min(config.max_iter, CONTINUATION_MAX_ITER) if is_scalar_form(params.r, teacher_rank(params)) \
-        else config.max_iter
 
 
 def solve_from(params: ModelParams, alpha: float, branch: str, start: FixedPoint | None, config: SolverConfig,
@@ -103,7 +97,8 @@ def sweep(
     if not grid or grid[0] <= 0 or not all(math.isfinite(a) for a in grid):
         raise ValueError(f"alphas must be finite and > 0, got {list(alphas)}")
     full_cfg = config or SolverConfig()
-    cfg = replace(full_cfg, max_iter=warm_budget(params, full_cfg), warm_fallback=False)
+    cfg = replace(full_cfg, max_iter=min(full_cfg.max_iter, CONTINUATION_MAX_ITER) if scalar else full_cfg.max_iter,
+                  warm_fallback=False)
     params = se_params(params)  # correlated tokens: their whitened form (docs/model.md section 7)
     rule = model_rule(params, cfg) if scalar else None  # the matrix form takes its rule from the config
     direction = direction or ("down" if branch == "semantic" else "up")  # from its cold start

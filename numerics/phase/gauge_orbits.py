@@ -51,25 +51,18 @@ class Replicas:
 def canonical(params: ModelParams, ov: Overlaps) -> np.ndarray:
     """The image of the scalar overlaps ``ov`` under the model's symmetry group with the lexicographically largest
     (th0, m_1, .., m_L) (element (pi, s, t): m -> s m[pi], th0 -> s t th0), as (q0, V0, m, th0)."""
-    best: tuple[tuple, np.ndarray] | None = None
-    for e in model_symmetry_group(params):
-        m = e.s * ov.m[list(e.perm)]
-        th = e.s * e.t * ov.th0
-        key = (round(th, 9), *np.round(m, 9))
-        if best is None or key > best[0]:
-            best = (key, np.concatenate([[ov.q0, ov.V0], m, [th]]))
-    return best[1] if best is not None else ov.to_vector()
-
-
-def invariant_vector(fp: FixedPoint) -> np.ndarray:
-    """(eigenvalues of q0, of V0, singular values of th0, |m_l|) of a matrix fixed point: its orbit's coordinates."""
-    return np.concatenate([fp.invariants[k] for k in MATRIX_INVARIANTS])
+    images = ((e.s * ov.m[list(e.perm)], e.s * e.t * ov.th0) for e in model_symmetry_group(params))
+    m, th = max(images, key=lambda image: (round(image[1], 9), *np.round(image[0], 9)), default=(ov.m, ov.th0))
+    return np.concatenate([[ov.q0, ov.V0], m, [th]])
 
 
 def orbit_key(params: ModelParams, fp: FixedPoint) -> np.ndarray:
-    """The key of ``fp``'s orbit (module doc): :func:`canonical` at r = r* = 1, :func:`invariant_vector` otherwise
-    (``params``: the state evolution's model, the one ``fp`` was solved in)."""
-    return invariant_vector(fp) if fp.overlaps.is_matrix else canonical(params, fp.overlaps)
+    """The key of ``fp``'s orbit (module doc): :func:`canonical` at r = r* = 1, otherwise its gauge invariants, the
+    orbit's coordinates (eigenvalues of q0, of V0, singular values of th0, |m_l|: :data:`MATRIX_INVARIANTS`);
+    ``params``: the state evolution's model, the one ``fp`` was solved in."""
+    if fp.overlaps.is_matrix:
+        return np.concatenate([fp.invariants[k] for k in MATRIX_INVARIANTS])
+    return canonical(params, fp.overlaps)
 
 
 #: max_i |a_i - b_i| / max(1, |a_i|) between two orbit keys a and b: the fixed-point solver's scaled residual.

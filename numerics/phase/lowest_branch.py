@@ -29,6 +29,7 @@ from attnphase.numerics.phase.census_continuation import Continuation
 from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.global_minimum_changes import Change, branch_root, global_minimum_changes
 from attnphase.numerics.roots import RootNotFound
+from attnphase.numerics.se.observables import eps_lin
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.theory.params import ModelParams
 
@@ -41,8 +42,6 @@ UNORDERED = ("positional", "agnostic")
 def teacher_eps_lin(params: ModelParams, cfg: SolverConfig) -> float:
     """eps_lin of the rank-r* teacher (:func:`~attnphase.numerics.se.observables.eps_lin`): converged
     Gauss--Hermite at r* = 1, on the solve's rule at r* >= 2."""
-    from attnphase.numerics.se.observables import eps_lin
-
     return eps_lin(params, quadrature=cfg.quadrature if params.r_star >= 2 else None)
 
 

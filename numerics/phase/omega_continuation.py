@@ -53,8 +53,7 @@ class _Branches:
         from the nearest point of this model (as a sweep steps, then with the full budget) and cold;
         None if none is on the branch."""
         fp = self._run(alpha, branch, neighbour, self.steps) if neighbour is not None else None
-        own = self.grid[branch] + self.iterates[branch]
-        near = min(own, key=lambda p: abs(p.alpha - alpha)) if own else None
+        near = min(self.grid[branch] + self.iterates[branch], key=lambda p: abs(p.alpha - alpha), default=None)
         if fp is None and near is not None:
             fp = self.reach(branch, near, alpha) or self._run(alpha, branch, near, self.cfg)
         if fp is None:
@@ -66,9 +65,7 @@ class _Branches:
     def reach(self, branch: str, start: FixedPoint, target: float) -> FixedPoint | None:
         """``branch`` at the grid point ``target`` as phase_boundaries' sweep gets there from its grid
         point ``start`` (warm steps halving down to a third of the way), None where it does not."""
-        def run(alpha: float, init: FixedPoint) -> FixedPoint:
-            return solve_from(self.params, alpha, branch, init, self.steps, self.rule)
-
+        run = lambda alpha, init: solve_from(self.params, alpha, branch, init, self.steps, self.rule)  # noqa: E731
         _, fp, _ = _advance(run, start, target, branch, abs(target - start.alpha) / 3)
         return fp if on_branch(fp, branch) and fp.alpha == target else None
 
@@ -181,11 +178,10 @@ def continued_boundaries(
     if not sem_end.on_solve_rule < a_pred < top_alpha:
         raise ContinuationFailed(f"predicted alpha_c {a_pred:.4f} outside the range where both branches exist")
     bracket = _bracket_decreasing("alpha_c", d_et, a_pred, tol_c, sem_end.on_solve_rule, top_alpha)
-    alpha_c = safeguarded_newton(d_et, *bracket, xtol)
-    pred.check("alpha_c", alpha_c)
-    alpha_c_coarse = alpha_c
-    alpha_c, note, alpha_c_err = corrected_alpha_c(alpha_c, br.iterates["semantic"], br.iterates["positional"], br.at,
-                                                   cfg)
+    alpha_c_coarse = safeguarded_newton(d_et, *bracket, xtol)
+    pred.check("alpha_c", alpha_c_coarse)
+    alpha_c, note, alpha_c_err = corrected_alpha_c(alpha_c_coarse, br.iterates["semantic"], br.iterates["positional"],
+                                                   br.at, cfg)
     notes += [note] if note else []
 
     alpha_l = _alpha_l(br, alpha_c, pred, seeds, min((a for a in grid if a > alpha_c), default=alpha_c + 0.1), xtol)
@@ -208,7 +204,6 @@ def _end_point(br: _Branches, branch: str, theirs: list[FixedPoint], grid: set[f
     (all added to ``br``); a failure beyond ``bound`` is past the end, one inside ContinuationFailed."""
     down = branch == "semantic"
     order = sorted((p for p in theirs if p.alpha in grid), key=lambda p: p.alpha if down else -p.alpha)
-    inside = (lambda a: a > bound) if down else (lambda a: a < bound)
     failed, found = [], []
     for p in order:  # two points: the next omega has one in reserve
         got = br.continue_point(branch, p.alpha, p)
@@ -222,7 +217,7 @@ def _end_point(br: _Branches, branch: str, theirs: list[FixedPoint], grid: set[f
     for a in reversed(failed):  # back out towards the end, as the sweep steps
         nxt = br.reach(branch, got, a)
         if nxt is None:
-            if inside(a):
+            if (a > bound) if down else (a < bound):
                 raise ContinuationFailed(f"{branch} branch lost at alpha = {a:.4f}")
             break
         br.grid[branch].append(nxt)

@@ -209,9 +209,7 @@ def semantic_above(params: ModelParams, sem: BranchSweep, top: float, beyond: li
     them and 3); ``sem`` unchanged where no point above the grid is on the branch."""
     ext = sweep(params, [top, *beyond], "semantic", **kw)
     above = [p for p in ext.on_branch() if p.alpha > top]
-    if not above:
-        return sem
-    return BranchSweep("semantic", sem.points + above, ext.end, ext.end_side)
+    return BranchSweep("semantic", sem.points + above, ext.end, ext.end_side) if above else sem
 
 
 def with_scalar_labels(b: Boundaries, config: SolverConfig) -> Boundaries:

@@ -119,8 +119,7 @@ def import_template(template: Path, name: str, key: str, binding: Any, what: str
     text = SOURCES[template]
     name = f"{name}_{_digest(key, text)}"
     modname = f"attnphase._generated.{name}"
-    module = sys.modules.get(modname)
-    if module is not None:
+    if (module := sys.modules.get(modname)) is not None:
         return module
     path = cache_dir() / f"{name}.py"
     try:
@@ -189,8 +188,7 @@ def _run(
     N, n0, n = starts.shape
     count = np.full(N, n0, dtype=np.int64) if count is None else np.ascontiguousarray(count, dtype=np.int64)
     L = T.shape[-1]
-    perms = np.array([p for p in itertools.permutations(range(L)) if list(p) != list(range(L))], dtype=np.int64)
-    perms = perms.reshape(-1, L)
+    perms = np.array(list(itertools.permutations(range(L)))[1:], dtype=np.int64).reshape(-1, L)  # identity left out
     n_all = n0 + 1 + perms.shape[0] if refine else n0
     h = np.empty((N, n_all, n))
     value, conv = np.empty((N, n_all)), np.zeros((N, n_all), dtype=np.bool_)

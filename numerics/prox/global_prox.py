@@ -34,13 +34,11 @@ MAX_ITER_FIELDS, MAX_ITER_BLOCKS = 60, 80
 def check_fields(kernels: Any, h: np.ndarray) -> None:
     """ValueError unless ``h`` is a batch of fields the ``kernels`` evaluate P at: vectors (N, L) for kernels with the
     generated P (r = 1), matrices (N, L, r) for kernels of rank r."""
-    if np.ndim(h) == 2 and getattr(kernels, "r", 1) == 1 and hasattr(kernels, "prox_value_grad_hess"):
-        return
-    if np.ndim(h) == 3 and getattr(kernels, "r", None) == np.shape(h)[2]:
-        return
-    raise ValueError(f"fields of shape {np.shape(h)} do not fit {type(kernels).__name__} (rank {getattr(kernels, 'r', '?')}): "
-                     f"vector fields (N, L) need the r = 1 kernels with the generated P, matrix fields (N, L, r) kernels "
-                     f"of rank r")
+    vectors = np.ndim(h) == 2 and getattr(kernels, "r", 1) == 1 and hasattr(kernels, "prox_value_grad_hess")
+    if not (vectors or np.ndim(h) == 3 and getattr(kernels, "r", None) == np.shape(h)[2]):
+        raise ValueError(f"fields of shape {np.shape(h)} do not fit {type(kernels).__name__} (rank "
+                         f"{getattr(kernels, 'r', '?')}): vector fields (N, L) need the r = 1 kernels with the "
+                         f"generated P, matrix fields (N, L, r) kernels of rank r")
 
 
 def newton_minimize(kernels: Any, h0: np.ndarray, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma2: np.ndarray, *,

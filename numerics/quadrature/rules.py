@@ -189,9 +189,7 @@ def with_replicates(spec: str, n: int) -> str:
     """The Sobol rule ``spec`` with ``n`` randomisation blocks of the same size (same seed); other rules
     unchanged."""
     kind, args = parse_rule_spec(spec)
-    if kind != "sobol":
-        return spec
-    return f"sobol{args[0]}:{int(n)}:{args[2]}"
+    return f"sobol{args[0]}:{int(n)}:{args[2]}" if kind == "sobol" else spec
 
 
 def rule_nodes(L: int, spec: str) -> int:
@@ -215,10 +213,9 @@ def check_L_supported(L: int, name: str = "L") -> None:
     env = os.environ.get("ATTNPHASE_MAX_L", "").strip()
     top = int(env) if env.isdigit() else MAX_SE_L
     if L > top:
-        raise ValueError(
-            f"{name}{' ' if name.startswith('--') else ' = '}{L}: the state evolution supports L <= {top} "
-            f"(measured: at L = 5 a solve with the "
-            f"default rule outgrew 23 GB of memory; the rules have 2L dimensions); set ATTNPHASE_MAX_L to try anyway")
+        raise ValueError(f"{name}{' ' if name.startswith('--') else ' = '}{L}: the state evolution supports L <= {top} "
+                         f"(measured: at L = 5 a solve with the default rule outgrew 23 GB of memory; the rules have "
+                         f"2L dimensions); set ATTNPHASE_MAX_L to try anyway")
 
 
 def check_rule_size(L: int, spec: str) -> int:
@@ -287,11 +284,8 @@ def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) 
     # exact: every image of the weighted node set is the set itself (known for a subgroup of ``rule.group``)
     if not set(group) <= set(rule.group):
         base = _sorted_rows(np.column_stack([key(z), rule.weights]))
-        exact = all(
-            np.allclose(_sorted_rows(np.column_stack([key(img), rule.weights])), base, rtol=1e-9, atol=0.0)
-            for img in images
-        )
-        if not exact:
+        if not all(np.allclose(_sorted_rows(np.column_stack([key(img), rule.weights])), base, rtol=1e-9, atol=0.0)
+                   for img in images):
             return rule, False
     # lexicographic minimum over the group for each node
     canon = key(images[0])

@@ -38,12 +38,8 @@ def symmetry_group(params: ModelParams, ov: Overlaps, rtol: float = 1e-12) -> li
 
 def model_symmetry_group(params: ModelParams) -> list[SymmetryElement]:
     """All (pi, s, t) under which the model is invariant (no condition on the state)."""
-    group = []
-    for perm in itertools.permutations(range(params.L)):
-        p = list(perm)
-        if params.invariant_under(p):
-            group += [SymmetryElement(tuple(perm), s, t) for s in (1, -1) for t in (1, -1)]
-    return group
+    return [SymmetryElement(perm, s, t) for perm in itertools.permutations(range(params.L))
+            if params.invariant_under(list(perm)) for s in (1, -1) for t in (1, -1)]
 
 
 def symmetrize(hat: HatOverlaps, group: list[SymmetryElement]) -> HatOverlaps:

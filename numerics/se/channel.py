@@ -63,8 +63,7 @@ def channel_moments(
     cfg = config or SolverConfig()
     if ov.is_matrix:
         return _matrix_moments(kernels, params, ov, rule, cfg, candidates, full_search)
-    L = params.L
-    xi, eta = rule.nodes[:, :L], rule.nodes[:, L:]
+    xi, eta = rule.nodes[:, :params.L], rule.nodes[:, params.L:]
     w, V, res, candidates, T = _node_prox(kernels, params, ov, rule, cfg, candidates, full_search, target)
     g = (res.h - w) / V
     wt = rule.weights

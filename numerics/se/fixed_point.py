@@ -133,39 +133,29 @@ class FixedPointSolver:
         """Find the fixed point from x: Anderson, then quasi-Newton from the best point (warm: quasi-Newton first)."""
         cfg = self.cfg
         if warm:
-            done = self._newton(x, min(cfg.max_iter, cfg.anderson_budget))
-            if done is not None:
+            if (done := self._newton(x, min(cfg.max_iter, cfg.anderson_budget))) is not None:
                 return done
             if not cfg.warm_fallback:
                 return self._failure()
             x = self.best.x if self.best is not None else x
-        done = self._anderson(x, budget=min(cfg.max_iter - self.evaluations, cfg.anderson_budget))
-        if done is not None:
+        if (done := self._anderson(x, budget=min(cfg.max_iter - self.evaluations, cfg.anderson_budget))) is not None:
             return done
         remaining = cfg.max_iter - self.evaluations
-        if self.best is not None and remaining > 0:
-            done = self._newton(self.best.x, remaining)
-            if done is not None:
-                return done
+        if self.best is not None and remaining > 0 and (done := self._newton(self.best.x, remaining)) is not None:
+            return done
         return self._failure()
 
     def _failure(self) -> FixedPointResult:
         """The best exact evaluation, reported as not converged."""
-        if self.best is None:
-            return FixedPointResult(None, False, self.evaluations, "the first step left the admissible region",
-                                    self.farthest)
-        return FixedPointResult(
-            self.best, False, self.evaluations,
-            f"not converged after {self.evaluations} evaluations (best residual {self.best.residual:.2e})",
-            self.farthest,
-        )
+        message = ("the first step left the admissible region" if self.best is None else
+                   f"not converged after {self.evaluations} evaluations (best residual {self.best.residual:.2e})")
+        return FixedPointResult(self.best, False, self.evaluations, message, self.farthest)
 
     def _verify(self, ev: Evaluation) -> FixedPointResult | Evaluation | None:
         """The converged result of a candidate verified by an exact evaluation, else that exact evaluation to go
         on from, or None where it left the admissible region."""
         if not ev.exact:
-            exact = self._eval(ev.x, exact=True)
-            if exact is None:
+            if (exact := self._eval(ev.x, exact=True)) is None:
                 return None
             if exact.residual > DISTRUST_RESIDUAL:
                 self.fmap.distrust_approximation()
@@ -224,8 +214,7 @@ class FixedPointSolver:
         updates, re-taken when a step fails; None when a fresh Jacobian's step fails too."""
         cfg, fmap = self.cfg, self.fmap
         start = self.evaluations
-        ev = self._eval(x)
-        if ev is None:
+        if (ev := self._eval(x)) is None:
             return None
         B = fmap.subspace(x)
         D = 1.0 / np.maximum(1.0, np.abs(x))
@@ -255,22 +244,19 @@ class FixedPointSolver:
                 dy = np.linalg.lstsq(J, -G, rcond=None)[0]
             t = 1.0
             g0 = float(np.linalg.norm(G))
-            accepted = False
             while t > MIN_NEWTON_STEP and self.evaluations - start < budget:
                 xt = x + t * (B @ dy)
-                if fmap.admissible(xt):
-                    et = self._eval(xt)
-                    if et is not None:
-                        Gt = resid(xt, et.fx)
-                        if np.linalg.norm(Gt) < (1 - 1e-4 * t) * g0:
-                            step = t * dy
-                            J = J + np.outer(Gt - G - J @ step, step) / float(step @ step)
-                            x, ev, G = xt, et, Gt
-                            accepted, fresh = True, False
-                            fmap.keep_jacobian(J)
-                            break
+                if fmap.admissible(xt) and (et := self._eval(xt)) is not None:
+                    Gt = resid(xt, et.fx)
+                    if np.linalg.norm(Gt) < (1 - 1e-4 * t) * g0:
+                        step = t * dy
+                        J = J + np.outer(Gt - G - J @ step, step) / float(step @ step)
+                        x, ev, G = xt, et, Gt
+                        fresh = False
+                        fmap.keep_jacobian(J)
+                        break
                 t *= 0.5
-            if not accepted:
+            else:  # no step accepted
                 if fresh:
                     return None
                 J = None  # retry with a fresh finite-difference Jacobian
@@ -283,10 +269,9 @@ class FixedPointSolver:
         FD_STEP * max(1, |x_j|) halved while both sides leave the map's domain (None where none stays inside or
         the map fails); with ``consistent_differences`` an exact base point, the columns polished from it."""
         polish: AbstractContextManager[Any] = nullcontext()
-        if self.consistent_differences:
-            base = self._eval(x, exact=True)  # a full search: its minima are what the columns polish
-            if base is not None:
-                G, polish = resid(x, base.fx), self.fmap.polishing()
+        # a full search at the base point: its minima are what the columns polish
+        if self.consistent_differences and (base := self._eval(x, exact=True)) is not None:
+            G, polish = resid(x, base.fx), self.fmap.polishing()
         with polish:
             n = B.shape[1]
             J = np.empty((n, n))
@@ -297,13 +282,11 @@ class FixedPointSolver:
                     if inside:
                         break
                     h *= 0.5
-                ej = None
                 for hj in inside:
                     xj = x + hj * B[:, j]
-                    ej = self._eval(xj)
-                    if ej is not None:
+                    if (ej := self._eval(xj)) is not None:
                         break
-                if ej is None:
+                else:
                     return None
                 J[:, j] = (resid(xj, ej.fx) - G) / hj
             return J

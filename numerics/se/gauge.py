@@ -113,8 +113,7 @@ def align_gauge(new: Overlaps, ref: Overlaps, sweeps: int = 3) -> tuple[Overlaps
     cur = new
     x = ref.to_vector()
     for _ in range(sweeps):
-        T = gauge_tangents(cur)
-        step = -np.linalg.lstsq(T, cur.to_vector() - x, rcond=1e-12)[0]
+        step = -np.linalg.lstsq(gauge_tangents(cur), cur.to_vector() - x, rcond=1e-12)[0]
         if not np.all(np.isfinite(step)) or np.linalg.norm(step) < 1e-15:
             break
         total += step
@@ -130,8 +129,7 @@ def gauge_tangents(ov: Overlaps) -> np.ndarray:
             for E in _generators(r)]
     cols += [Overlaps(np.zeros((r, r)), np.zeros((r, r)), np.zeros_like(ov.m), ov.th0 @ F).to_vector()
              for F in _generators(rs)]
-    n = ov.to_vector().size
-    return np.array(cols).T if cols else np.zeros((n, 0))
+    return np.array(cols).T if cols else np.zeros((ov.to_vector().size, 0))
 
 
 def _generators(n: int) -> list[np.ndarray]:
@@ -205,8 +203,7 @@ def transversal_basis(ov: Overlaps, branch: str, pattern: np.ndarray | None = No
         free = [i for i in free if pattern[i]]
     C = np.zeros((x.size, len(free)))
     C[free, np.arange(len(free))] = 1.0
-    tang = gauge_tangents(ov) if pattern is None else np.zeros((x.size, 0))
-    if tang.shape[1]:
+    if pattern is None and (tang := gauge_tangents(ov)).shape[1]:
         tang = C @ (C.T @ tang)
         U, sv, _ = np.linalg.svd(tang, full_matrices=False)
         U = U[:, sv > 1e-8 * max(1.0, float(np.abs(x).max()))]

@@ -50,14 +50,13 @@ def solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverConf
     A staged solve (:func:`_staged`) that does not converge is followed by the plain solve from the start, then
     (``coarse``, a branch of COARSE_RETRY_BRANCHES) by the solve from a coarser rule's fixed point
     (:func:`_from_coarser_rule`), every evaluation counted."""
-    rs = teacher_rank(params)
     rule = model_rule(params, cfg)
     if not admissible(ov0, params.rho0):
         raise ValueError(f"initial overlaps are not admissible: {ov0.as_dict()}")
     if not staged:
         return _solve(params, alpha, branch, cfg, rule, ov0, warm=True, jacobian=jacobian)
     stages = rule_blocks(cfg.quadrature)[:1] if split_block(cfg.quadrature)[1] is None else []
-    first = matrix_rule(params.L, params.r, rs, stages[0]) if stages else rule
+    first = matrix_rule(params.L, params.r, teacher_rank(params), stages[0]) if stages else rule
     settled = 0
     if warm:
         ov0, settled = settle_noise_axes(ov0, noise_axes(params, branch),
@@ -98,8 +97,7 @@ def _from_coarser_rule(params: ModelParams, alpha: float, branch: str, cfg: Solv
                        ov0: Overlaps, warm: bool) -> FixedPoint | None:
     """A staged solve from ``ov0`` that did not converge on ``rule``, retried on the rule of :func:`coarser_spec`
     and, where that converges on ``branch``, on ``rule`` warm from its fixed point; None where either fails."""
-    spec = coarser_spec(cfg.quadrature)
-    if spec is None:
+    if (spec := coarser_spec(cfg.quadrature)) is None:
         return None
     c = solve_matrix(params, alpha, branch, cfg.replace(quadrature=spec), ov0, warm=warm, staged=True, coarse=False)
     if not (c.status.converged and c.branch == branch):

@@ -87,19 +87,17 @@ def eps_lin(params: ModelParams, order: int | None = None, quadrature: str | Non
     if coarse >= 2 and _relative_change(val, _eps_lin_at(params, coarse)) <= EPS_LIN_RTOL:
         return val  # converged at the default order (the paper's models): its value, bit for bit
     prev = change = None
-    while True:
-        m = min(top, (3 * n) // 2)
-        if m <= n:
-            if prev is not None:  # else no larger order is taken at this L
-                warnings.warn(f"eps_lin: its quadrature did not converge (relative change {change:.1e} from order "
-                              f"{prev} to {n} per dimension, the largest taken): eps_lin = {val:.6g} is that "
-                              f"uncertain", RuntimeWarning, stacklevel=2)
-            return val
+    while (m := min(top, (3 * n) // 2)) > n:
         finer = _eps_lin_at(params, m)
         change = _relative_change(finer, val)
         if change <= EPS_LIN_RTOL:
             return val
         prev, n, val = n, m, finer
+    if prev is not None:  # else no larger order is taken at this L
+        warnings.warn(f"eps_lin: its quadrature did not converge (relative change {change:.1e} from order {prev} to "
+                      f"{n} per dimension, the largest taken): eps_lin = {val:.6g} is that uncertain",
+                      RuntimeWarning, stacklevel=2)
+    return val
 
 
 def _relative_change(a: float, b: float) -> float:
@@ -115,10 +113,8 @@ def _eps_lin_at(params: ModelParams, order: int | None, quadrature: str | None =
     mean = np.einsum("n,nij->ij", wt, c)
     if params.mixing is not None:
         B = params.mixing_array
-        cross = np.einsum("n,nlk,nlj->lkj", wt, c, c)
-        return eps_lin_cov(mean, cross, B @ B.T, params.omega)
-    second = np.einsum("n,nij->ij", wt, c * c)
-    return float(eps_lin_from_moments(mean, second, params.sigma2, params.omega))
+        return eps_lin_cov(mean, np.einsum("n,nlk,nlj->lkj", wt, c, c), B @ B.T, params.omega)
+    return float(eps_lin_from_moments(mean, np.einsum("n,nij->ij", wt, c * c), params.sigma2, params.omega))
 
 
 def observables(params: ModelParams, alpha: float, ov: Overlaps, hat: HatOverlaps, mom) -> Observables:

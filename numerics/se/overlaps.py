@@ -30,8 +30,7 @@ def upper_indices(r: int, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def _frozen(x, flat: bool = False) -> np.ndarray:
     """A read-only float copy of ``x`` (flattened with ``flat``)."""
-    a = np.array(x, dtype=float)
-    a = a.reshape(-1) if flat else a
+    a = np.array(np.ravel(x) if flat else x, dtype=float)
     a.setflags(write=False)
     return a
 
@@ -95,9 +94,7 @@ class Overlaps:
 
     def matrix(self) -> "Overlaps":
         """The matrix form (1 x 1 matrices from the scalar form)."""
-        if self.is_matrix:
-            return self
-        return Overlaps([[self.q0]], [[self.V0]], self.m.reshape(-1, 1), [[self.th0]])
+        return self if self.is_matrix else Overlaps([[self.q0]], [[self.V0]], self.m.reshape(-1, 1), [[self.th0]])
 
     def scalar(self) -> "Overlaps":
         """The scalar form of r = r* = 1 overlaps (ValueError at r >= 2 or r* >= 2)."""
@@ -180,9 +177,8 @@ class HatOverlaps:
         """The matrix form (1 x 1 blocks per token from the scalar form)."""
         if self.is_matrix:
             return self
-        L = self.mhat.shape[0]
-        return HatOverlaps(self.qhat.reshape(L, 1, 1), self.mhat.reshape(L, 1), self.thhat.reshape(L, 1, 1),
-                           self.Vhat.reshape(L, 1, 1))
+        return HatOverlaps(self.qhat.reshape(-1, 1, 1), self.mhat.reshape(-1, 1), self.thhat.reshape(-1, 1, 1),
+                           self.Vhat.reshape(-1, 1, 1))
 
     def scalar(self) -> "HatOverlaps":
         """The scalar form of r = r* = 1 hats (ValueError at r >= 2 or r* >= 2)."""

@@ -178,10 +178,9 @@ def fixed_point_from(smap: Any, result: Any, ov0: Overlaps, requested: str) -> F
             fine = refined_training_objective(params, step.alpha, ov, step.hat,
                                               make_rule(params.L, cfg.e_t_quadrature), cfg)
             obs, failures = replace(obs, e_t=fine.e_t, E_M=fine.E_M), failures + fine.prox_failures
-        memory = None
-        if smap.key is not None:
-            memory = SolverMemory(smap.rule, smap.jacobian_now(), key=smap.key, candidates=smap.candidates,
-                                  reduced_rules=smap.reduced, fixed=smap.variant.name)
+        memory = None if smap.key is None else SolverMemory(
+            smap.rule, smap.jacobian_now(), key=smap.key, candidates=smap.candidates, reduced_rules=smap.reduced,
+            fixed=smap.variant.name)
     status = SolverStatus(result.converged, result.evaluations, ev.residual, result.message, failures,
                           farthest_q=farthest_q)
     return FixedPoint(

@@ -121,8 +121,7 @@ class FixedOrder:
 
         a1 = self.last_alpha or 1.0
         a2 = 1.25 * a1
-        g1, g2 = gap(math.log(a1)), gap(math.log(a2))
-        t1, t2 = g1 + target, g2 + target
+        t1, t2 = (gap(math.log(a)) + target for a in (a1, a2))
         y1, y2 = (1 / t - 1 / target if np.isfinite(t) and t != 0 else math.nan for t in (t1, t2))
         if np.isfinite(y1) and np.isfinite(y2) and y1 != y2:  # equal: 1 / th0 does not move with alpha here
             u = 1 / a1 - y1 * (1 / a2 - 1 / a1) / (y2 - y1)
@@ -132,8 +131,7 @@ class FixedOrder:
                     self.last_alpha = root
                     return root
         start = math.log(self.last_alpha) if self.last_alpha else 0.0
-        log_root = bracketed_log_root(gap, start, math.log(1e-4), math.log(1e3))
-        if log_root is None:
+        if (log_root := bracketed_log_root(gap, start, math.log(1e-4), math.log(1e3))) is None:
             return None
         self.last_alpha = math.exp(log_root)
         return self.last_alpha
@@ -234,8 +232,7 @@ class SEMap:
             self.kernels, p, ov, self.reduced[key], config=cfg, candidates=self.candidates, full_search=full,
             target=self.targets[key] if ov.th0 == 0.0 else None,
         )
-        alpha = self.variant.alpha_for(p, ov, mom, group)
-        if alpha is None:
+        if (alpha := self.variant.alpha_for(p, ov, mom, group)) is None:
             return None
         hat = update_hat(p, alpha, ov, mom, group)
         self._searched(full, mom)

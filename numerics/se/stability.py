@@ -63,8 +63,7 @@ def theta_stability_at(
     proximal solves at the rule's nodes for ``ov`` if the caller has them (else one full search)."""
     if ov.th0 != 0.0:
         raise ValueError(f"theta stability is defined at th0 = 0, got th0 = {ov.th0}")
-    L = params.L
-    xi, eta = rule.nodes[:, :L], rule.nodes[:, L:]
+    xi, eta = rule.nodes[:, :params.L], rule.nodes[:, params.L:]
     solves = solves or node_solves(params, ov, rule, config)
     S = eta * (xi * eta).sum(axis=1, keepdims=True) - xi
     E_gS = rule.weights @ (solves.g * S)
@@ -79,10 +78,8 @@ def m_stability_at(
     agnostic state ``ov``; ``solves`` as for :func:`theta_stability_at`."""
     if ov.th0 != 0.0 or np.any(ov.m != 0.0):
         raise ValueError(f"m stability is defined at an agnostic state (m = 0, th0 = 0), got m = {ov.m}, th0 = {ov.th0}")
-    L = params.L
-    xi = rule.nodes[:, :L]
     solves = solves or node_solves(params, ov, rule, config)
-    E_gxi = np.einsum("n,nl,nj->lj", rule.weights, solves.g, xi)
+    E_gxi = np.einsum("n,nl,nj->lj", rule.weights, solves.g, rule.nodes[:, :params.L])
     J = m_stability(alpha, ov.V0, ov.q0, params.sigma2, params.P_array, E_gxi)
     return leading_on_range(J, params.P_array), solves.failures
 
@@ -92,9 +89,7 @@ def leading_on_range(J: np.ndarray, P: np.ndarray) -> float:
     eigenvalues are exactly 0, which would hide a negative leading one); NaN for P = 0."""
     w, U = np.linalg.eigh(P)
     R = U[:, w > 1e-12 * max(1.0, float(np.max(np.abs(w))))]
-    if R.shape[1] == 0:
-        return float("nan")
-    return float(np.max(np.linalg.eigvals(R.T @ J @ R).real))
+    return float(np.max(np.linalg.eigvals(R.T @ J @ R).real)) if R.shape[1] else float("nan")
 
 
 #: Per direction: the eigenvalue at a state, and the sign of its slope in alpha where the branch ends.

@@ -36,10 +36,8 @@ def judge_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule, solve
     creeps (:func:`finish_collapse`), else solved again with damping (:func:`damped_retry`)."""
     if fp.status.converged or not math.isfinite(fp.status.residual):
         return fp
-    x = fp.overlaps.to_vector()
     smap = SEMap(fp.params, FixedAlpha(fp.alpha), rule, cfg)
-    ev = smap.evaluate(x, exact=True)
-    if ev is None:
+    if (ev := smap.evaluate(fp.overlaps.to_vector(), exact=True)) is None:
         return fp
     jump, evaluations = jump_at(smap, ev) if ev.residual <= JUMP_ACCEPT_MAX else (math.nan, 0)
     spent = fp.status.iterations + 1 + evaluations

@@ -83,18 +83,15 @@ def _matrix_start(params: ModelParams, branch: str) -> Overlaps:
     the remaining axes small (q0 = 0.1)."""
     check_branch(branch)
     L, r, rs, rho0 = params.L, params.r, teacher_rank(params), params.rho0
-    q = np.full(r, 0.1)
-    V = np.ones(r)
-    m = np.zeros((L, r))
-    th = np.zeros((r, rs))
+    q, V = np.full(r, 0.1), np.ones(r)
+    m, th = np.zeros((L, r)), np.zeros((r, rs))
     n_sem = signal_axes(params, branch)[0]
     for a in range(n_sem):
         q[a], th[a, a] = rho0, 0.8 * rho0
     if branch in ("positional", "mixed"):
-        a = n_sem if n_sem < r else r - 1
         col = params.P_array[:, 0]
-        m[:, a] = 0.2 * col / np.abs(col).max()
-        V[a] = 50.0
+        m[:, n_sem] = 0.2 * col / np.abs(col).max()
+        V[n_sem] = 50.0
     return Overlaps(np.diag(q), np.diag(V), m, th)
 
 
@@ -158,8 +155,7 @@ def settle_noise_axes(ov: Overlaps, axes: list[int],
         if cur is not None or not all(0 < ov.q0[a, a] < ceiling for a in axes):
             break
         q = np.array(ov.q0)
-        for a in axes:
-            q[a, a] = np.sqrt(q[a, a] * ceiling)
+        q[axes, axes] = np.sqrt(q[axes, axes] * ceiling)
         ov = Overlaps(q, ov.V0, ov.m, ov.th0)
         cur = image(ov)
         n += 1

@@ -165,7 +165,7 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
             if not (fp.status.converged and fp.branch == branch):
                 break
         if fp.alpha == alpha:
-            return finish_stalled(fp, cfg, rule) if cold else fp
+            return finish_stalled(fp, cfg, rule)
         # a path point the ridge penalty holds at Q = 0 (a fixed point at every alpha) seeds nothing: the cold start
         init = None if fp.overlaps.zero_student else fp.overlaps
         if init is not None and fp.status.converged and fp.branch == "agnostic":
@@ -198,9 +198,8 @@ def semantic_from_above(fp: FixedPoint, cfg: SolverConfig, start_at: Callable[[f
                         rule: QuadratureRule | None = None, tries: int | None = None) -> FixedPoint:
     """A semantic solve from a start that missed the branch (``fp``), retried from the same start at alpha' = alpha
     SEMANTIC_RETRY_FACTOR**k, k = 1 .. ``tries`` (None: SEMANTIC_RETRY_TRIES) (``start_at(alpha', config)``, which
-    retries nothing) and followed down to alpha
-    (docs/method.md section 4): the converged semantic point, a failure where it stalled at alpha itself, or ``fp``
-    unchanged where no start reaches or keeps the branch."""
+    retries nothing) and followed down to alpha (docs/method.md section 4): the converged semantic point, a failure
+    where it stalled at alpha itself, or ``fp`` unchanged where no start reaches or keeps the branch."""
     params, alpha = fp.params, fp.alpha
     step_cfg = replace(cfg, e_t_quadrature=None)
     spent = fp.status.iterations
@@ -291,16 +290,11 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
     q, V = np.zeros(r), np.zeros(r)
     m, th = np.zeros((L, r)), np.zeros((r, rs))
     noise = noise_axes(params, branch)
-    for a in range(r):
-        if a < n_sem:
-            ov = got["semantic"]
-            th[a, a] = ov.th0
-        elif a == pos_axis:
-            ov = got["positional"]
-            m[:, a] = ov.m
-        else:
-            continue
-        q[a], V[a] = ov.q0, ov.V0
+    sem, pos = got.get("semantic"), got.get("positional")
+    for a in range(n_sem):
+        q[a], V[a], th[a, a] = sem.q0, sem.V0, sem.th0
+    if pos_axis is not None:
+        q[pos_axis], V[pos_axis], m[:, pos_axis] = pos.q0, pos.V0, pos.m
     signal = min(set(range(r)) - set(noise))
     for a in noise:
         q[a], V[a] = (q[signal] if branch == "positional" else 0.05), V[signal]

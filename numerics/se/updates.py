@@ -17,18 +17,11 @@ from attnphase.theory.priors import RidgePrior
 
 def update_hat(params: ModelParams, alpha: float, ov: Overlaps, mom, invariance: list[SymmetryElement] | str,
                ) -> HatOverlaps:
-    """Channel side of an SE step: the hat overlaps from the channel moments at ``ov``,
-
-        qhat_l = alpha E[g_l g_l^T],   mhat_l = alpha E[g_l],
-        thhat_l = alpha E[g_l eta_l^T] (rho0 I - theta_l^T q_l^-1 theta_l)^-1/2,
-        Vhat_l = -alpha E[g_l xi_l^T] q_l^-1/2 + (the thhat term),
-
-    (:func:`attnphase.theory.hats.hat_overlaps`; at r = r* = 1 on the scalar views: qhat_l = alpha E[g_l^2],
-    thhat_l = alpha E[g_l eta_l] / sqrt(rho_l - theta_l^2 / q_l), Vhat_l = -alpha E[g_l xi_l] / sqrt(q_l) +
-    thhat_l theta_l / q_l), kept on the state's invariant subspace: ``invariance`` is the scalar state's symmetry
-    group (the hats averaged over it), or the matrix form's branch (``semantic`` sets mhat = 0, ``positional``
-    thhat = 0, ``agnostic`` both, ``mixed`` nothing).  ``mom``: the :class:`ChannelMoments`.
-    """
+    """Channel side of an SE step: the hat overlaps from the channel moments ``mom`` (:class:`ChannelMoments`) at
+    ``ov``, by the formulas of :mod:`attnphase.theory.hats` (:func:`~attnphase.theory.hats.hat_overlaps`; on the
+    scalar views at r = r* = 1), kept on the state's invariant subspace: ``invariance`` is the scalar state's
+    symmetry group (the hats averaged over it), or the matrix form's branch (``semantic`` sets mhat = 0,
+    ``positional`` thhat = 0, ``agnostic`` both, ``mixed`` nothing)."""
     qhat, mhat, thhat, Vhat = hat_overlaps(
         alpha, mom.E_ggT, mom.E_g, mom.E_geta, mom.E_gxi, ov.q0, ov.th0, params.sigma2, params.rho0
     )
@@ -42,9 +35,8 @@ def update_hat(params: ModelParams, alpha: float, ov: Overlaps, mom, invariance:
 
 
 def update(params: ModelParams, hat: HatOverlaps) -> Overlaps:
-    """Prior side of an SE step: the ridge prior's closed form (:class:`~attnphase.theory.priors.RidgePrior`,
-    Lam, N and Th as in theory/priors/ridge.py): V0 = Lam^-1, q0 = V0 N V0, m = P mhat V0, th0 = rho0 V0 Th; at
-    r = r* = 1, from the hats' scalar views, the scalar form (Lam = lambda + sum_l sigma_l^2 Vhat_l, V0 = 1 / Lam,
-    m = P mhat / Lam, th0 = rho0 sum_l sigma_l^2 thhat_l / Lam, q0 = N / Lam^2)."""
+    """Prior side of an SE step: the ridge prior's closed form (:class:`~attnphase.theory.priors.RidgePrior`; Lam,
+    N and Th as in theory/priors/ridge.py's module doc): V0 = Lam^-1, q0 = V0 N V0, m = P mhat V0, th0 = rho0 V0 Th;
+    at r = r* = 1 the scalar form, from the hats' scalar views."""
     q0, V0, m, th0 = RidgePrior.of(params).update(hat)
     return Overlaps(q0=q0, V0=V0, m=m, th0=th0)

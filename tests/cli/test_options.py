@@ -19,6 +19,8 @@ from attnphase.cli import build_parser, command_names, main
 
 MODEL_DESTS = ("L", "sigma", "A", "P", "omega", "lam", "rho0")
 SOLVER_COMMANDS = ("solve", "sweep", "phase-diagram", "census")
+#: Commands that take a model (each has the model group).
+MODEL_COMMANDS = ("derive", "solve", "sweep", "phase-diagram", "census", "simulate", "validate", "check")
 #: Files that are not part of the project (the model's statement is docs/model.md); help must not cite them.
 NOT_IN_PROJECT = tuple(name + ".md" for name in ("MODEL", "STYLE"))
 
@@ -45,7 +47,7 @@ def _err(capsys: pytest.CaptureFixture[str]) -> str:
 
 def test_every_model_command_has_the_same_model_options() -> None:
     ref = _actions("solve")
-    for name in opt.MODEL_COMMANDS:
+    for name in MODEL_COMMANDS:
         acts = _actions(name)
         for dest in MODEL_DESTS:
             a, r = acts[dest], ref[dest]
@@ -57,7 +59,7 @@ def test_every_model_command_has_the_same_model_options() -> None:
         assert acts["omega"].default == ("0:0.45:10" if name == "phase-diagram" else "0.3"), name
 
 
-@pytest.mark.parametrize("name", opt.MODEL_COMMANDS)
+@pytest.mark.parametrize("name", MODEL_COMMANDS)
 def test_every_model_commands_help_lists_the_model_options(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main([name, "--help"])
@@ -70,7 +72,7 @@ def test_every_model_commands_help_lists_the_model_options(name: str, capsys: py
 
 def test_rank_options_are_one_definition_on_every_model_command() -> None:
     ref = _actions("solve")
-    for name in opt.MODEL_COMMANDS:
+    for name in MODEL_COMMANDS:
         acts = _actions(name)
         for dest, option in (("rank", "--rank"), ("teacher_rank", "--teacher-rank")):
             a = acts[dest]
@@ -80,7 +82,7 @@ def test_rank_options_are_one_definition_on_every_model_command() -> None:
     args = build_parser().parse_args(["simulate", "--rank", "3", "--teacher-rank", "2"])
     p = opt.params_from_args(args)
     assert (p.r, p.r_star) == (3, 2)
-    for name in opt.MODEL_COMMANDS:
+    for name in MODEL_COMMANDS:
         a = _actions(name)["token_cov"]
         assert a.option_strings == ["--token-cov"] and a.default is None and a.help == _actions("solve")["token_cov"].help
     args = build_parser().parse_args(["simulate", "--token-cov", "0.16,0.03;0.03,0.36"])

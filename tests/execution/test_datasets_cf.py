@@ -152,7 +152,7 @@ def small_sweep():
 
 def test_phase_diagram_and_scan_datasets_are_cf(tmp_path, small_sweep) -> None:
     from attnphase.numerics.jobs.dataset import boundaries_dataset
-    from attnphase.numerics.jobs.boundary_table import CSV_COLUMNS, ERROR_COLUMNS
+    from attnphase.numerics.jobs.boundary_table import csv_columns
     from attnphase.numerics.jobs.variables import described
 
     rows = _boundaries(small_sweep)
@@ -164,12 +164,13 @@ def test_phase_diagram_and_scan_datasets_are_cf(tmp_path, small_sweep) -> None:
     write_netcdf(boundaries_dataset(cells, ("omega",), {"omega": [b.omega for b in rows]}, [1.6, 2.0], attrs),
                  tmp_path / "phase_diagram.nc")
     ds = assert_cf(tmp_path / "phase_diagram.nc")
-    assert set(CSV_COLUMNS + ERROR_COLUMNS) - {"omega"} <= set(ds.data_vars)
+    columns = csv_columns(1, errors=True)  # the rank-1 table's columns and its error columns
+    assert set(columns) - {"omega"} <= set(ds.data_vars)
     assert list(ds.omega.values) == [0.25, 0.3]  # written in increasing order
     assert ds["alpha_c"].attrs["ancillary_variables"] == "alpha_c_found err_alpha_c"
     assert ds["err_alpha_c"].attrs["long_name"] == "standard error of " + ds["alpha_c"].attrs["long_name"]
     assert "branch_label" in ds.coords and ds["branch_label"].attrs["long_name"]
-    assert set(described(CSV_COLUMNS + ERROR_COLUMNS)) == set(CSV_COLUMNS + ERROR_COLUMNS)
+    assert set(described(columns)) == set(columns)
     back = open_dataset(tmp_path / "phase_diagram.nc")
     assert float(back.err_alpha_c.sel(omega=0.3)) == 0.01 and math.isnan(float(back.err_alpha_c.sel(omega=0.25)))
     assert list(back.theta.sel(omega=0.3, branch="semantic").values) == [p.record["theta"] for p in small_sweep.points]
@@ -230,10 +231,10 @@ def test_every_column_the_numerics_write_is_in_the_table() -> None:
     from attnphase.numerics.commands.census import CSV_COLUMNS as CENSUS_CSV
     from attnphase.numerics.commands.census import MATRIX_HEAD as HEAD
     from attnphase.numerics.commands.census import MATRIX_TAIL as TAIL
-    from attnphase.numerics.jobs.boundary_table import CSV_COLUMNS, ERROR_COLUMNS
+    from attnphase.numerics.jobs.boundary_table import csv_columns
     from attnphase.numerics.jobs.variables import SWEEP_COLUMNS, lookup
 
-    for name in SWEEP_COLUMNS + CSV_COLUMNS + ERROR_COLUMNS + CENSUS_COLUMNS + CENSUS_CSV + HEAD + TAIL + (
+    for name in SWEEP_COLUMNS + csv_columns(1, errors=True) + CENSUS_COLUMNS + CENSUS_CSV + HEAD + TAIL + (
             "q0_eig_1", "V0_eig_2", "th0_sv_1", "m_norm_2", "lam", "rho0", "L", "sigma"):
         var = lookup(name)
         assert var is not None and var.long_name, name

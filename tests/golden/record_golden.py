@@ -25,7 +25,7 @@ import numpy as np
 
 from attnphase.numerics import SolverConfig, phase_boundaries, solve, sweep
 from attnphase.numerics.grids import even_grid
-from attnphase.numerics.phase.boundary_results import BOUNDARY_COLUMNS, BOUNDARY_KEYS
+from attnphase.numerics.phase.boundary_results import BOUNDARY_KEYS, boundary_columns
 from attnphase.numerics.phase.scalar_boundaries import DEFAULT_ALPHAS
 from attnphase.numerics.errors.quadrature_error import fixed_point_error, point_errors
 from attnphase.numerics.se.starts import with_ranks
@@ -151,7 +151,7 @@ def main() -> None:
         print("wrote", name)
     if quick:
         return
-    columns = BOUNDARY_COLUMNS + BOUNDARY_ERROR_COLUMNS + ("notes",)
+    columns = boundary_columns(1) + BOUNDARY_ERROR_COLUMNS + ("notes",)
     _write_csv(GOLDEN / "phase_diagram_0.1-0.4-7.csv", [boundary_row(w) for w in DIAGRAM_OMEGAS], columns)
     print("wrote phase_diagram_0.1-0.4-7.csv")
     for w in SMALL_OMEGAS:

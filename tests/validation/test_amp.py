@@ -47,7 +47,7 @@ def test_fields_from_the_attention_give_the_same_run():
 
     r_sign, data = _run(d, alpha, 3, AmpConfig(max_iter=40))
     Y_T = from_T(data)
-    h = data.hstar.reshape(data.n, -1)
+    h = data.hstar.flatten(1)
     signs = torch.sign((Y_T * h).sum(dim=1, keepdim=True))
     torch.testing.assert_close(Y_T, signs * h, rtol=1e-7, atol=1e-7)
     r_T, _ = _run(d, alpha, 3, AmpConfig(max_iter=40), Y=from_T)

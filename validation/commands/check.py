@@ -77,10 +77,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         results = run_checks(params, args.alpha, sizes, only=args.only, seed=args.seed, progress=progress)
     obj = to_json(params, args.alpha, results) | ({"estimator": "bayes-optimal"} if bayes else {})
-    if args.json:
-        print(json.dumps(obj, allow_nan=False))
-    else:
-        print(text_table(results))
+    print(json.dumps(obj, allow_nan=False) if args.json else text_table(results))
     if out_dir is not None:
         model = params.to_dict() | {"alpha": args.alpha, "estimator": args.estimator if bayes else "erm"}
         with outputs.staged_output(out_dir, job="check", model=model) as stage:

@@ -5,7 +5,9 @@ the checks every finite-d command makes before any work.  torch is imported insi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import os
 import sys
 
 
@@ -67,15 +69,10 @@ def train_config(args: argparse.Namespace, optimizer: str = "gd"):
 
 def available_memory() -> int:
     """Bytes of memory available now (MemAvailable; the physical memory where /proc is absent)."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    import os
-
+    with contextlib.suppress(OSError), open("/proc/meminfo") as fh:
+        for line in fh:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
@@ -98,9 +95,9 @@ def check_memory(d: int, alpha: float, L: int, n_test: int, dtype: str) -> None:
                          f"the {_bytes(have)} of memory available")
 
 
-def check_samples(alpha: float, d: int) -> int:
+def check_samples(alpha: float, d: int) -> None:
     """``n = round(alpha d)`` training samples, at least one (else a ValueError naming --alpha and --d); an
-    effective alpha n/d that differs from ``alpha`` is said on stderr.  Returns n."""
+    effective alpha n/d that differs from ``alpha`` is said on stderr."""
     n = round(alpha * d)
     if n < 1:
         raise ValueError(f"--alpha {alpha:g} --d {d}: n = round(alpha d) = round({alpha * d:.3g}) = 0 training "
@@ -108,7 +105,6 @@ def check_samples(alpha: float, d: int) -> int:
     if abs(n - alpha * d) > 1e-9 * alpha * d:
         print(f"attnphase: warning: n = round(alpha d) = {n} training samples: the effective alpha = n/d = "
               f"{n / d:.6g}, not --alpha {alpha:g}", file=sys.stderr)
-    return n
 
 
 def check_plan_samples(smallest_alpha: float, d: int) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
 from attnphase import execution_options
 from attnphase import outputs, work
@@ -66,8 +67,6 @@ def run(args: argparse.Namespace) -> int:
     executor = execution_options.executor_from_args(args)
     out = outputs.out_dir_from_args(args)
     check_device(args.device)
-
-    import time
 
     import torch
 

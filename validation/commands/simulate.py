@@ -158,10 +158,8 @@ def run(args: argparse.Namespace) -> int:
     res = run_simulation(spec)
     print(f"attnphase: note: {SIMULATION_ERROR_NOTE}", file=sys.stderr)
     out = res.to_json() | {"error_note": SIMULATION_ERROR_NOTE}
-    if args.json:
-        print(json.dumps(outputs.json_value(out)))
-    else:  # the JSON's keys (it printed every field, 16 digits, eps_g apart from its standard error)
-        print("\n".join(record_lines(out)))
+    # without --json the JSON's keys as lines (every field, 16 digits, eps_g apart from its standard error)
+    print(json.dumps(outputs.json_value(out)) if args.json else "\n".join(record_lines(out)))
     if not res.converged:
         why = "the step budget --max-steps ran out" if res.status == "budget" else "the line search found no decrease"
         print(f"attnphase: warning: training stopped without converging ({res.status}: {why}; |grad R|/sqrt(d) = "

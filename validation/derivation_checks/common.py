@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -60,10 +60,9 @@ class CheckResult:
         return head + (f" -- {self.reason}" if self.reason else "")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"number": self.number, "key": self.key, "title": self.title, "compares": self.compares,
-                "status": self.status, "error": _num(self.error), "tolerance": _num(self.tolerance),
-                "quantity": self.quantity, "units": self.units, "tolerance_from": self.tolerance_from,
-                "reason": self.reason, "seconds": round(self.seconds, 3), "details": json_value(self.details)}
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "details"}
+        return out | {"error": _num(self.error), "tolerance": _num(self.tolerance), "seconds": round(self.seconds, 3),
+                      "details": json_value(self.details)}
 
 
 @dataclass(frozen=True)

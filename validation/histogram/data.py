@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 
@@ -18,16 +19,6 @@ class HistogramData:
     val_x: torch.Tensor
     val_y: torch.Tensor
     n_tokens: int
-
-    @property
-    def seq_len(self) -> int:
-        """Sequence length L."""
-        return int(self.train_x.shape[1])
-
-    @property
-    def n_classes(self) -> int:
-        """Number of classifier outputs, ``seq_len + 1`` (counts 0..L)."""
-        return self.seq_len + 1
 
     def to(self, device: torch.device | str) -> HistogramData:
         """The same split with every tensor moved to ``device``."""
@@ -45,17 +36,6 @@ def token_equality(x: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch
     return (x.unsqueeze(-1) == x.unsqueeze(-2)).to(dtype)
 
 
-def _unique_rows_in_order(x: torch.Tensor) -> torch.Tensor:
-    """The distinct rows of ``x`` in order of first occurrence."""
-    if x.shape[0] == 0:
-        return x
-    _, inverse = torch.unique(x, dim=0, return_inverse=True)
-    n_unique = int(inverse.max()) + 1
-    first = torch.full((n_unique,), x.shape[0], dtype=torch.long)
-    first = first.scatter_reduce(0, inverse, torch.arange(x.shape[0]), reduce="amin")
-    return x[torch.sort(first).values]
-
-
 def sample_sequences(n: int, seq_len: int, n_tokens: int, generator: torch.Generator) -> torch.Tensor:
     """``n`` distinct uniform random sequences, int64 ``(n, seq_len)``, on the CPU, in order of first draw (so the
     result depends only on the generator's state); ValueError for non-positive sizes or ``n_tokens ** seq_len < n``.
@@ -68,9 +48,10 @@ def sample_sequences(n: int, seq_len: int, n_tokens: int, generator: torch.Gener
                          f"cannot draw {n} distinct ones")
     kept = torch.empty((0, seq_len), dtype=torch.long)
     while kept.shape[0] < n:
-        extra = 2 * (n - kept.shape[0]) + 16
-        draw = torch.randint(0, n_tokens, (extra, seq_len), generator=generator)
-        kept = _unique_rows_in_order(torch.cat([kept, draw]))
+        draw = torch.randint(0, n_tokens, (2 * (n - kept.shape[0]) + 16, seq_len), generator=generator)
+        kept = torch.cat([kept, draw])
+        _, first = np.unique(kept.numpy(), axis=0, return_index=True)  # each distinct row's first occurrence
+        kept = kept[torch.from_numpy(np.sort(first))]  # in order of first draw
     return kept[:n]
 
 

@@ -79,8 +79,7 @@ def reparam_job(job: VariantJob) -> TrainedVariant:
 
 
 def _identity(config: HistogramConfig, seed: int, variant: str, device: str) -> dict[str, Any]:
-    """What a variant's numbers depend on: the configuration but its list of variants (a variant's
-    streams do not depend on the others), the seed, the variant, the device type."""
+    """What a variant's numbers depend on, its key (module docstring): a variant's streams ignore the others."""
     sizes = {k: v for k, v in dataclasses.asdict(config).items() if k != "variants"}
     return {"config": sizes, "seed": seed, "variant": variant, "device": torch.device(device).type}
 

@@ -122,10 +122,8 @@ def init_parameters(model: HistogramTransformer, generator: torch.Generator) -> 
             elif name.startswith("w_"):
                 bound = 1.0 / math.sqrt(param.shape[0])
                 value = (2.0 * torch.rand(param.shape, generator=generator) - 1.0) * bound
-            elif name == "norm.weight":
-                value = torch.ones(param.shape)
-            else:
-                value = torch.zeros(param.shape)
+            else:  # LayerNorm's gain 1, the biases and its shift 0
+                value = (torch.ones if name == "norm.weight" else torch.zeros)(param.shape)
             param.copy_(value.to(param.device, param.dtype))
 
 

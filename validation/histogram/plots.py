@@ -43,12 +43,10 @@ def plot_attention_grid(examples: torch.Tensor, attention: Mapping[str, torch.Te
             image = ax.imshow(maps[row], cmap="viridis", vmin=0.0, vmax=top)
             ax.set_xticks(range(seq_len), tokens, fontsize=7)
             ax.set_yticks(range(seq_len), tokens, fontsize=7)
-            if row == 0:
-                ax.set_title(name, fontsize=10)
             if col == 0:
                 ax.set_ylabel(f"input {row}: query token", fontsize=8)
-            if row == n_rows - 1:
-                ax.set_xlabel("key token", fontsize=8)
+        axes[0, col].set_title(name, fontsize=10)
+        axes[-1, col].set_xlabel("key token", fontsize=8)
         label = "1[x_i = x_j]" if name == EQUALITY else "attention weight"
         fig.colorbar(image, ax=axes[:, col].tolist(), location="bottom", shrink=0.8, aspect=25, label=label)
     fig.savefig(path, dpi=110)
@@ -81,8 +79,7 @@ def plot_learning_curves(variants: Mapping[str, "VariantResult"], path: Path, *,
                         label=f"{name}, validation")
         if majority_acc is not None:
             acc.axhline(majority_acc, color="grey", ls=":", lw=1.2, label="majority-class baseline")
-        loss.set_yscale("log")
-        loss.set_ylabel("cross-entropy")
+        loss.set(yscale="log", ylabel="cross-entropy")
         acc.set_ylabel("per-position accuracy")
         for ax in (loss, acc):
             ax.set_xlabel("SGD retraining epoch" if "re-param" in title else "Adam epoch")

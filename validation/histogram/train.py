@@ -81,26 +81,25 @@ def train(model: nn.Module, data: HistogramData, config: TrainConfig, generator:
     n_train, n_pos = data.train_x.shape[0], data.train_y.numel()
     curve = [EpochRecord(0, *evaluate(model, data.train_x, data.train_y, config.eval_batch_size),
                          *evaluate(model, data.val_x, data.val_y, config.eval_batch_size))]
-    bar = tqdm(range(1, config.epochs + 1), desc=desc, disable=not progress, leave=False)
     model.train()
-    for epoch in bar:
-        order = torch.randperm(n_train, generator=generator).to(device)
-        loss_sum = torch.zeros((), device=device)
-        correct = torch.zeros((), device=device, dtype=torch.long)
-        for start in range(0, n_train, config.batch_size):
-            idx = order[start : start + config.batch_size]
-            x, y = data.train_x[idx], data.train_y[idx]
-            logits = model(x)
-            loss = nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten())
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            with torch.no_grad():
-                loss_sum += loss.detach() * y.numel()
-                correct += (logits.argmax(-1) == y).sum()
-        curve.append(EpochRecord(epoch, float(loss_sum) / n_pos, int(correct) / n_pos,
-                                 *evaluate(model, data.val_x, data.val_y, config.eval_batch_size)))
-        bar.set_postfix(loss=f"{curve[-1].train_loss:.3f}", val_acc=f"{curve[-1].val_acc:.3f}")
-    bar.close()
+    with tqdm(range(1, config.epochs + 1), desc=desc, disable=not progress, leave=False) as bar:
+        for epoch in bar:
+            order = torch.randperm(n_train, generator=generator).to(device)
+            loss_sum = torch.zeros((), device=device)
+            correct = torch.zeros((), device=device, dtype=torch.long)
+            for start in range(0, n_train, config.batch_size):
+                idx = order[start : start + config.batch_size]
+                x, y = data.train_x[idx], data.train_y[idx]
+                logits = model(x)
+                loss = nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten())
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                with torch.no_grad():
+                    loss_sum += loss.detach() * y.numel()
+                    correct += (logits.argmax(-1) == y).sum()
+            curve.append(EpochRecord(epoch, float(loss_sum) / n_pos, int(correct) / n_pos,
+                                     *evaluate(model, data.val_x, data.val_y, config.eval_batch_size)))
+            bar.set_postfix(loss=f"{curve[-1].train_loss:.3f}", val_acc=f"{curve[-1].val_acc:.3f}")
     model.eval()
     return tuple(curve)

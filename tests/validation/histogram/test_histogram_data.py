@@ -58,7 +58,6 @@ def test_sample_sequences_rejects_impossible_requests() -> None:
 def test_split_is_disjoint_and_labelled() -> None:
     data = make_dataset(400, 6, 5, 0.25, torch.Generator().manual_seed(3))
     assert data.train_x.shape == (300, 6) and data.val_x.shape == (100, 6)
-    assert data.seq_len == 6 and data.n_classes == 7
     train = {tuple(r) for r in data.train_x.tolist()}
     val = {tuple(r) for r in data.val_x.tolist()}
     assert not train & val
