@@ -41,7 +41,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("history", re.compile(r"\bsess" r"ions?\b", re.IGNORECASE)),
     ("history", re.compile(r"\b(?:this|that|last|previous|earlier|next|one)\s+round\b(?![-\s]*(?:off|trip))"
                            r"|\brounds?\s+(?:ago|of\s+work|of\s+changes)\b", re.IGNORECASE)),
-    ("history", re.compile(r"\bcommit\s+[0-9a-f]{7,40}\b")),
+    ("history", re.compile(r"\b(?:commit|revision)\s+[0-9a-f]{7,40}\b")),
     ("dated measurement", re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")),
     ("load average", re.compile(r"\bload(?:\s+averages?)?(?:\s+(?:of\s+|about\s+)?|\s*~\s*)\d", re.IGNORECASE)),
     ("file outside the project", re.compile(_OUTSIDE)),
@@ -101,6 +101,7 @@ _ISSUE, _SESSION, _ROUND, _LOAD = "iss" + "ue", "sess" + "ion", "rou" + "nd", "l
     ("two " + _ROUND + "s ago it took 2 min", "history"),
     ("until this " + _ROUND + " the trace stopped", "history"),
     ("main before this change (commit " + "6cc0d02)", "history"),
+    ("the diagram against revision " + "af68160 took 143 CPU-s", "history"),
     ("Measured " + "2026-" + "11-30 on two cores", "dated measurement"),
     ("42 s at " + _LOAD + " average 7", "load average"),
     ("3 min 53 s wall at " + _LOAD + " ~2", "load average"),
