@@ -109,7 +109,11 @@ def _digest(key: str, text: str) -> str:
 
 
 def _has_machine_code(folder: Path, name: str) -> bool:
-    return any(folder.glob(f"{name}.*.nbi")) or any(folder.glob(f"__pycache__/{name}.*.nbi"))
+    """Whether numba's index of ``name``'s machine code is where numba keeps it: beside the source (or in its
+    __pycache__), or, with ``$NUMBA_CACHE_DIR`` set, in that folder's subfolder for the source's folder."""
+    numba_dir = os.environ.get("NUMBA_CACHE_DIR")
+    return (any(folder.glob(f"{name}.*.nbi")) or any(folder.glob(f"__pycache__/{name}.*.nbi"))
+            or (bool(numba_dir) and any(Path(numba_dir).glob(f"*/{name}.*.nbi"))))
 
 
 def import_template(template: Path, name: str, key: str, binding: Any, what: str | None) -> ModuleType:
@@ -130,7 +134,8 @@ def import_template(template: Path, name: str, key: str, binding: Any, what: str
         path = Path(tempfile.mkdtemp(prefix="attnphase-")) / f"{name}.py"
         path.write_text(text)
     if what is not None and not _has_machine_code(path.parent, name):
-        first_run_notice(f"compiling {what} with numba, once (~5-10 s); later runs load it from {path.parent}")
+        where = os.environ.get("NUMBA_CACHE_DIR") or path.parent
+        first_run_notice(f"compiling {what} with numba, once (~5-10 s); later runs load it from {where}")
     # numba's cache reloads the instance by its module name, so it stays in sys.modules
     return import_path(modname, path, text, binding)
 

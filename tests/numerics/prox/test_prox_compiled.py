@@ -329,5 +329,17 @@ def test_machine_code_cached_says_whether_a_process_would_compile(tmp_path, monk
     kernels = get_kernels(2)
     compile_global_prox(kernels, np.array([1.0, 0.25]))  # the tests' cache: compiled into it, or there already
     assert machine_code_cached(kernels)
-    monkeypatch.setenv("ATTNPHASE_CACHE_DIR", str(tmp_path))  # an empty cache holds no machine code
+    from attnphase.theory.codegen import cache_dir
+
+    indexes = list(cache_dir().glob("*.nbi")) + list(cache_dir().glob("__pycache__/*.nbi"))
+    monkeypatch.setenv("ATTNPHASE_CACHE_DIR", str(tmp_path / "empty"))  # an empty cache holds no machine code
+    assert not machine_code_cached(kernels)
+    # with $NUMBA_CACHE_DIR numba keeps the machine code in a subfolder there, named after the source's folder
+    moved = tmp_path / "numba" / "cache_0123abcd"
+    moved.mkdir(parents=True)
+    for index in indexes:
+        (moved / index.name).write_bytes(index.read_bytes())
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    assert machine_code_cached(kernels)
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "elsewhere"))
     assert not machine_code_cached(kernels)
