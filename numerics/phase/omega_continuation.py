@@ -65,7 +65,9 @@ class _Branches:
     def reach(self, branch: str, start: FixedPoint, target: float) -> FixedPoint | None:
         """``branch`` at the grid point ``target`` as phase_boundaries' sweep gets there from its grid
         point ``start`` (warm steps halving down to a third of the way), None where it does not."""
-        run = lambda alpha, init: solve_from(self.params, alpha, branch, init, self.steps, self.rule)  # noqa: E731
+        def run(alpha: float, init: FixedPoint) -> FixedPoint:
+            return solve_from(self.params, alpha, branch, init, self.steps, self.rule)
+
         _, fp, _ = _advance(run, start, target, branch, abs(target - start.alpha) / 3)
         return fp if on_branch(fp, branch) and fp.alpha == target else None
 
