@@ -58,22 +58,27 @@ JOB_COMMAND_SECONDS = 5.5
 #: default grid on :data:`RANK2_RULE`); re-measure after a change of the search.
 RANK2_RULE = "sobol10:4"
 #: CPU grows as (the rule's nodes)^RANK2_RULE_EXPONENT: ``phase-diagram --rank 2 --omega 0.1,0.3 --quadrature
-#: sobol8:4 --workers 2 --fresh``: about 200 CPU s per omega, against 628 for omega 0.1 on sobol10:4 (4x the nodes).
-RANK2_RULE_EXPONENT = 0.8
-#: One census of the search: ``--only rank2 --omega 0.3 --alpha 0.9:1.1:2`` (2 censuses, 142.5 CPU s), scaled by
-#: 1.02 (with RANK2_SOLVE_SECONDS) to the 521 CPU s of ``/usr/bin/time attnphase phase-diagram --rank 2 --omega 0.1
-#: --fresh`` on 2 idle cores (its notes' ``work:`` line: 4 censuses 229 CPU s, 114 solves 258, block re-solves 31);
-#: ``census --rank 2 --alpha 0.8 --omega 0.1`` alone: 62-66 CPU s.
-RANK2_CENSUS_SECONDS = 72.5
-#: One solve along a branch: the same run, 20 solves in 37.8 CPU s, scaled by 1.02.
-RANK2_SOLVE_SECONDS = 1.92
+#: sobol8:4 --workers 2 --fresh``: about 153 CPU s per omega, against 422 for omega 0.1 on sobol10:4 (4x the nodes;
+#: 4^0.73).
+RANK2_RULE_EXPONENT = 0.75
+#: One census of the search: ``--only rank2`` (omega 0.3, the default grid: 4 censuses 179.0 CPU s, 76 solves at the
+#: grid's points and 28 off it 163.5), scaled by 1.19 (with RANK2_SOLVE_SECONDS) to the 422 CPU s of
+#: ``/usr/bin/time attnphase phase-diagram --rank 2 --omega 0.1 --fresh`` on 2 idle cores (its notes' ``work:`` line:
+#: 4 censuses 184 CPU s, 123 solves 222, block re-solves 15).
+RANK2_CENSUS_SECONDS = 53.2
+#: The ``census --rank 2`` command (its census, every point's error bars and stability, the outputs):
+#: ``census --rank 2 --teacher-rank 1 --omega 0.1 --alpha A`` under ``/usr/bin/time`` at A = 0.6, 0.7, 0.8, 0.9:
+#: 78, 79, 68 and 81 CPU s, about their mean.
+RANK2_CENSUS_COMMAND_SECONDS = 76.0
+#: One solve along a branch: the same fit, 1.62 CPU s, scaled by 1.19.
+RANK2_SOLVE_SECONDS = 1.93
 #: The share of each core a rank-r task's compiled loops keep busy when the task has the machine to itself: the
-#: same run took 274 s wall for its 521 CPU s on 2 cores, less :data:`JOB_COMMAND_SECONDS`.
-RANK2_CORE_USE = 0.94
-#: Solves at the grid's points per grid point (the branches the search finds): the same run, 11 at its 2 points.
-RANK2_SOLVES_PER_ALPHA = 5.5
-#: Solves between the grid's points per omega: 117 at omega 0.1 on the default grid (docs/general.md), less 12 x 5.5.
-RANK2_SOLVES_OFF_GRID = 51.0
+#: same command took 223 s wall for its 422 CPU s on 2 cores, less :data:`JOB_COMMAND_SECONDS`.
+RANK2_CORE_USE = 0.93
+#: Solves at the grid's points per grid point (the branches the search finds): the same fit, 76 at its 12 points.
+RANK2_SOLVES_PER_ALPHA = 6.33
+#: Solves between the grid's points per omega (the ends' bisections and the boundaries' root searches): the same fit.
+RANK2_SOLVES_OFF_GRID = 28.0
 #: ``census`` at the defaults, L = 2: ``census --alpha 1.25 --omega 0.3`` under ``/usr/bin/time``: 42.0, 54.3 and
 #: 51.4 CPU s, about their mean.
 CENSUS_SECONDS = 50.0

@@ -97,12 +97,12 @@ def _announcement(params: Any, alpha: float, cfg: Any, n_rules: int) -> str:
                 f"{workload.CENSUS_SECONDS:.0f} CPU s measured at the defaults: a busy or slower machine takes longer)")
     from attnphase.execution.executor import usable_cores
 
-    cpu, cores = workload.RANK2_CENSUS_SECONDS * workload.matrix_rule_factor(params.L, cfg), usable_cores()
+    cpu, cores = workload.RANK2_CENSUS_COMMAND_SECONDS * workload.matrix_rule_factor(params.L, cfg), usable_cores()
     return (f"{head}, r = {params.r}, r* = {params.r_star} on {cfg.quadrature}: embedded, cold and mixture starts, "
             f"error bars {_error_source(cfg, n_rules)}, about "
             f"{workload.format_duration(workload.on_cores(cpu, cores, workload.RANK2_CORE_USE))} on {cores} "
             f"core{'s' if cores != 1 else ''} ({workload.cpu_phrase(cpu)}; one census measured "
-            f"{workload.RANK2_CENSUS_SECONDS:.0f} CPU s at r = 2, r* = 1 on {workload.RANK2_RULE}: a busy or slower "
+            f"{workload.RANK2_CENSUS_COMMAND_SECONDS:.0f} CPU s at r = 2, r* = 1 on {workload.RANK2_RULE}: a busy or slower "
             "machine takes longer)")
 
 

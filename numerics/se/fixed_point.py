@@ -26,6 +26,12 @@ MIN_NEWTON_STEP = 0.05
 #: Relative step of the forward-difference Jacobian (large enough to average over the rule's basin switches).
 FD_STEP = 1e-4
 
+#: The step with ``consistent_differences``: the columns are polished from the base point's minima, so no node
+#: switches basin and the step only has to stay above round-off; FD_STEP's truncation error turns the matrix map's
+#: soft direction into Newton steps far off it (docs/method.md section 11, "A soft direction";
+#: ``studies/rank2_soft_mode.py``).
+FD_STEP_CONSISTENT = 1e-5
+
 #: A candidate fixed point of the approximate map that the exact map rejects with a residual above this is a
 #: point of the approximate map alone: the map is told to evaluate exactly (docs/method.md section 4).
 DISTRUST_RESIDUAL = 1e-2
@@ -266,17 +272,19 @@ class FixedPointSolver:
         self, x: np.ndarray, G: np.ndarray, B: np.ndarray, resid: Callable[[np.ndarray, np.ndarray], np.ndarray]
     ) -> np.ndarray | None:
         """Forward-difference Jacobian of ``resid`` along the columns of B (backward where forward fails), step
-        FD_STEP * max(1, |x_j|) halved while both sides leave the map's domain (None where none stays inside or
+        FD_STEP (FD_STEP_CONSISTENT with ``consistent_differences``) * max(1, |x_j|) halved while both sides leave
+        the map's domain (None where none stays inside or
         the map fails); with ``consistent_differences`` an exact base point, the columns polished from it."""
         polish: AbstractContextManager[Any] = nullcontext()
         # a full search at the base point: its minima are what the columns polish
         if self.consistent_differences and (base := self._eval(x, exact=True)) is not None:
             G, polish = resid(x, base.fx), self.fmap.polishing()
+        step = FD_STEP_CONSISTENT if self.consistent_differences else FD_STEP
         with polish:
             n = B.shape[1]
             J = np.empty((n, n))
             for j in range(n):
-                h = FD_STEP * max(1.0, abs(float(B[:, j] @ x)))
+                h = step * max(1.0, abs(float(B[:, j] @ x)))
                 for _ in range(MAX_FD_HALVINGS + 1):
                     inside = [s * h for s in (1.0, -1.0) if self.fmap.admissible(x + s * h * B[:, j])]
                     if inside:

@@ -108,6 +108,9 @@ def test_cli_refuses_backend_torch_for_a_rank_solve(capsys) -> None:
 
 
 def test_a_rank2_fixed_point_is_the_same_on_both_backends() -> None:
+    """The same fixed point to 1e-8 on numpy and numba, reached along the same path: the backends' round-off
+    (their operations run in different orders) enters the consistent finite differences divided by their step,
+    FD_STEP_CONSISTENT = 1e-5, and may move the last quasi-Newton step by one evaluation, no more."""
     params = with_ranks(ModelParams(omega=0.3), 2, 1)
     fps = [solve(params, 2.0, "semantic", config=SolverConfig(quadrature="sobol9:2", backend=b)) for b in
            ("numpy", "numba")]
@@ -115,4 +118,4 @@ def test_a_rank2_fixed_point_is_the_same_on_both_backends() -> None:
     a, b = (fp.overlaps.to_vector() for fp in fps)
     np.testing.assert_allclose(b, a, rtol=0, atol=1e-8 * (1.0 + np.abs(a).max()))
     assert fps[1].observables.e_t == pytest.approx(fps[0].observables.e_t, rel=1e-8)
-    assert fps[1].status.iterations == fps[0].status.iterations
+    assert abs(fps[1].status.iterations - fps[0].status.iterations) <= 1

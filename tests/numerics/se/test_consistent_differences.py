@@ -8,7 +8,7 @@ import pytest
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import matrix_rule
 from attnphase.numerics.se.channel import channel_moments
-from attnphase.numerics.se.fixed_point import FixedPointSolver, moved_jacobian
+from attnphase.numerics.se.fixed_point import FD_STEP_CONSISTENT, FixedPointSolver, moved_jacobian
 from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.results import SolverMemory
 from attnphase.numerics.se.gauge import reflection_pattern
@@ -92,7 +92,7 @@ def test_finite_differences_are_those_of_the_exact_map() -> None:
     assert smap.since_full == before  # the polished columns do not count towards a full search
     exact = np.empty_like(J)
     for j in range(B.shape[1]):
-        h = 1e-4 * max(1.0, abs(float(B[:, j] @ x)))
+        h = FD_STEP_CONSISTENT * max(1.0, abs(float(B[:, j] @ x)))
         xj = x + h * B[:, j]
         exact[:, j] = (resid(xj, smap.evaluate(xj, exact=True).fx) - G) / h
     assert np.abs(J - exact).max() <= 1e-3 * max(1.0, np.abs(exact).max())
