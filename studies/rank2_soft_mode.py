@@ -1,4 +1,4 @@
-"""Why warm rank-2 solves fail a short step along alpha (r = 2, r* = 1; docs/method.md section 11, "A soft mode"):
+"""Why warm rank-2 solves fail a short step along alpha (r = 2, r* = 1; docs/method.md section 11, "A soft direction"):
 the matrix SE map has a soft direction at the mixed fixed point, and quasi-Newton's step runs along it out of the
 region where the map is linear.
 
@@ -15,7 +15,7 @@ as the solver has it.  Printed:
 4. the solves at alpha1 from x*: warm (``solve(init=x*)``, quasi-Newton first) and staged (the map projected on
    x*'s reflection pattern first, as a solve from a start is), with their evaluations and CPU seconds.
 
-    .venv/bin/python studies/rank2_soft_mode.py                       # omega 0.1, alpha 1 -> 1.1 (about 1 minute)
+    .venv/bin/python studies/rank2_soft_mode.py                       # omega 0.1, alpha 1 -> 1.1 (about 15 s)
     .venv/bin/python studies/rank2_soft_mode.py --alpha0 1 --alpha1 1.264 --branch positional
 """
 
@@ -74,16 +74,14 @@ def main() -> None:
     D = 1.0 / np.maximum(1.0, np.abs(x))
     maps = {al: SEMap(params, FixedAlpha(al), rule, mcfg, branch=a.branch) for al in (a.alpha0, a.alpha1)}
     B = maps[a.alpha0].subspace(x)
-    for al, smap in maps.items():
+    for al, smap in maps.items():  # alpha1's last: its G0 and softest direction v are used below
         G0, J = jacobian(smap, x, B, D, 1e-5)
         _, s, Vt = np.linalg.svd(J)
-        soft = B @ Vt[-1]
+        v = Vt[-1]
         print(f"map of alpha = {al:g}: |G(x*)| = {np.linalg.norm(G0):.2e}; singular values of dG/dy "
-              + " ".join(f"{v:.3g}" for v in s))
-        print("  softest direction: " + ", ".join(f"{c} {v:+.2f}" for c, v in zip(COORDS, soft) if abs(v) >= 0.05))
+              + " ".join(f"{sv:.3g}" for sv in s))
+        print("  softest direction: " + ", ".join(f"{c} {w:+.2f}" for c, w in zip(COORDS, B @ v) if abs(w) >= 0.05))
     smap = maps[a.alpha1]
-    G0, J = jacobian(smap, x, B, D, 1e-5)
-    v = Vt[-1]
     quotients = []
     for h in (1e-2, 1e-3, 1e-4, 1e-5):
         hs = h if smap.admissible(x + h * (B @ v) * np.maximum(1.0, np.abs(x))) else -h

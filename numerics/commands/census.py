@@ -102,8 +102,8 @@ def _announcement(params: Any, alpha: float, cfg: Any, n_rules: int) -> str:
             f"error bars {_error_source(cfg, n_rules)}, about "
             f"{workload.format_duration(workload.on_cores(cpu, cores, workload.RANK2_CORE_USE))} on {cores} "
             f"core{'s' if cores != 1 else ''} ({workload.cpu_phrase(cpu)}; one census measured "
-            f"{workload.RANK2_CENSUS_COMMAND_SECONDS:.0f} CPU s at r = 2, r* = 1 on {workload.RANK2_RULE}: a busy or slower "
-            "machine takes longer)")
+            f"{workload.RANK2_CENSUS_COMMAND_SECONDS:.0f} CPU s at r = 2, r* = 1 on {workload.RANK2_RULE}: a busy or "
+            "slower machine takes longer)")
 
 
 def _error_source(cfg: Any, n_rules: int) -> str:

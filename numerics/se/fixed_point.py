@@ -272,9 +272,9 @@ class FixedPointSolver:
         self, x: np.ndarray, G: np.ndarray, B: np.ndarray, resid: Callable[[np.ndarray, np.ndarray], np.ndarray]
     ) -> np.ndarray | None:
         """Forward-difference Jacobian of ``resid`` along the columns of B (backward where forward fails), step
-        FD_STEP (FD_STEP_CONSISTENT with ``consistent_differences``) * max(1, |x_j|) halved while both sides leave
-        the map's domain (None where none stays inside or
-        the map fails); with ``consistent_differences`` an exact base point, the columns polished from it."""
+        FD_STEP * max(1, |x_j|) halved while both sides leave the map's domain (None where none stays inside or the
+        map fails); with ``consistent_differences`` an exact base point, the columns polished from it, and the step
+        FD_STEP_CONSISTENT."""
         polish: AbstractContextManager[Any] = nullcontext()
         # a full search at the base point: its minima are what the columns polish
         if self.consistent_differences and (base := self._eval(x, exact=True)) is not None:

@@ -108,9 +108,9 @@ def test_cli_refuses_backend_torch_for_a_rank_solve(capsys) -> None:
 
 
 def test_a_rank2_fixed_point_is_the_same_on_both_backends() -> None:
-    """The same fixed point to 1e-8 on numpy and numba, reached along the same path: the backends' round-off
-    (their operations run in different orders) enters the consistent finite differences divided by their step,
-    FD_STEP_CONSISTENT = 1e-5, and may move the last quasi-Newton step by one evaluation, no more."""
+    """The same fixed point to 1e-8 on numpy and numba, in as many evaluations give or take one: the backends'
+    round-off (their operations run in different orders) enters the consistent finite differences divided by their
+    step, FD_STEP_CONSISTENT = 1e-5, and may move the last quasi-Newton step by one evaluation, no more."""
     params = with_ranks(ModelParams(omega=0.3), 2, 1)
     fps = [solve(params, 2.0, "semantic", config=SolverConfig(quadrature="sobol9:2", backend=b)) for b in
            ("numpy", "numba")]
