@@ -6,8 +6,8 @@ At the mixed point x* of alpha0 (solved from the embedded start), on the transve
 (:meth:`~attnphase.numerics.se.se_map.SEMap.subspace`), G(y) = B^T D (F(x* + B y) - x* - B y) with D = 1 / max(1, |x*|)
 as the solver has it.  Printed:
 
-1. the singular values of the forward-difference Jacobian of G at x* (step h = 1e-5 relative), on the map of
-   alpha0 and of alpha1, and the softest right singular vector in the overlaps' coordinates;
+1. the singular values of the forward-difference Jacobian of G at x* (the solver's step FD_STEP_CONSISTENT), on the
+   map of alpha0 and of alpha1, and the softest right singular vector in the overlaps' coordinates;
 2. along that direction, the difference quotient of G at steps 1e-2 .. 1e-5 (where it still moves with the step,
    the map is not linear on that scale);
 3. the Newton step from x* on the map of alpha1 with the Jacobian of each step of FD_STEPS: the Jacobian's smallest
@@ -31,13 +31,14 @@ import numpy as np  # noqa: E402
 
 from attnphase.numerics.config import SolverConfig  # noqa: E402
 from attnphase.numerics.quadrature.rules import rule_blocks  # noqa: E402
+from attnphase.numerics.se.fixed_point import FD_STEP, FD_STEP_CONSISTENT  # noqa: E402
 from attnphase.numerics.se.matrix_solve import matrix_config, solve_matrix  # noqa: E402
 from attnphase.numerics.se.se_map import FixedAlpha, SEMap, model_rule  # noqa: E402
 from attnphase.numerics.se.state_evolution import solve  # noqa: E402
 from attnphase.theory.params import ModelParams  # noqa: E402
 
-#: Relative steps of the forward-difference Jacobians compared (the solver's in the matrix form is FD_STEP_CONSISTENT).
-FD_STEPS = (1e-4, 1e-5, 1e-6)
+#: Relative steps of the forward-difference Jacobians compared: the scalar form's, the matrix form's, a tenth of it.
+FD_STEPS = (FD_STEP, FD_STEP_CONSISTENT, FD_STEP_CONSISTENT / 10)
 
 COORDS = ("q0_11", "q0_12", "q0_22", "V0_11", "V0_12", "V0_22", "m_11", "m_12", "m_21", "m_22", "th0_1", "th0_2")
 
@@ -75,7 +76,7 @@ def main() -> None:
     maps = {al: SEMap(params, FixedAlpha(al), rule, mcfg, branch=a.branch) for al in (a.alpha0, a.alpha1)}
     B = maps[a.alpha0].subspace(x)
     for al, smap in maps.items():  # alpha1's last: its G0 and softest direction v are used below
-        G0, J = jacobian(smap, x, B, D, 1e-5)
+        G0, J = jacobian(smap, x, B, D, FD_STEP_CONSISTENT)
         _, s, Vt = np.linalg.svd(J)
         v = Vt[-1]
         print(f"map of alpha = {al:g}: |G(x*)| = {np.linalg.norm(G0):.2e}; singular values of dG/dy "
