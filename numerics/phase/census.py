@@ -25,17 +25,18 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.errors.replicates import error_keys, on_its_branch, replicate_errors, replicate_solves
 from attnphase.numerics.parallel import map_in_order, without_memory
-from attnphase.numerics.phase.census_starts import (CensusStart, census_starts, perturbed_starts, search_config,
-                                                    solve_start)
+from attnphase.numerics.phase.census_starts import (CensusStart, census_rank_one, census_starts, perturbed_starts,
+                                                    search_config, solve_start)
 from attnphase.numerics.phase.gauge_orbits import Replicas, orbit_key, paired_difference, same_point, within_errors
 from attnphase.numerics.se.stability import stability_eigenvalue
+from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams
@@ -127,8 +128,8 @@ class Census:
 
 
 def _search_job(job: tuple) -> tuple[str, FixedPoint]:
-    params, alpha, start, cfg, keep_memory = job
-    fp = solve_start(params, alpha, start, cfg)
+    params, alpha, start, cfg, keep_memory, rank_one = job
+    fp = solve_start(params, alpha, start, cfg, rank_one)
     return start.name, fp if keep_memory else without_memory(fp)
 
 
@@ -144,21 +145,26 @@ def _add(found: list[list], key: np.ndarray, fp: FixedPoint, names: tuple[str, .
 
 def search(params: ModelParams, alpha: float, config: SolverConfig, *, starts: list[CensusStart] | None = None,
            perturb: bool = True, workers: int = 1,
-           progress: Callable[[CensusStart, FixedPoint], None] | None = None) -> SearchResult:
+           progress: Callable[[CensusStart, FixedPoint], None] | None = None,
+           rank_one: Mapping[str, Overlaps | None] | None = None) -> SearchResult:
     """Steps 1-2 of the module doc on the state evolution's model (the whitened one for correlated tokens), the
     starts' solves on ``workers`` processes; ``starts`` (default the model's
     :func:`~attnphase.numerics.phase.census_starts.census_starts`), then, with ``perturb``, the perturbed starts of
-    the points they reach.  ``progress(start, point)`` is called after each start's solve."""
+    the points they reach.  ``progress(start, point)`` is called after each start's solve.  The embedded starts'
+    rank-1 points (:func:`~attnphase.numerics.phase.census_starts.census_rank_one`) are solved once, those of
+    ``rank_one`` taken from it."""
     model = se_params(params)
     search_cfg, polish = search_config(model, config)
-    starts = list(starts) if starts is not None else census_starts(model, alpha, config)
+    rank_one = census_rank_one(model, alpha, search_cfg, rank_one)
+    starts = list(starts) if starts is not None else census_starts(model, alpha, config, rank_one=rank_one)
     found: list[list] = []
     failures: list[tuple[str, float, str]] = []
 
     def run(batch: list[CensusStart]) -> None:
         by_name = {s.name: s for s in batch}
         said = (lambda res: progress(by_name[res[0]], res[1])) if progress is not None else None
-        solved = map_in_order(_search_job, [(model, alpha, s, search_cfg, workers == 1) for s in batch], workers, said)
+        jobs = [(model, alpha, s, search_cfg, workers == 1, rank_one) for s in batch]
+        solved = map_in_order(_search_job, jobs, workers, said)
         for s, (_, fp) in zip(batch, solved):
             if not fp.status.converged or not math.isfinite(fp.observables.e_t):
                 failures.append((s.name, float(fp.status.residual), fp.status.message))

@@ -21,16 +21,19 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.boundary_results import LocatedEnd
 from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.branches import Branch, BranchCensus, describe, on_at
 from attnphase.numerics.phase.census import search
+from attnphase.numerics.phase.census_starts import census_rank_one
 from attnphase.numerics.errors.replicates import replicate_count
 from attnphase.numerics.phase.census_separation import replicas
 from attnphase.numerics.phase.gauge_orbits import Replicas, orbit_distance, orbit_key, same_point, within_errors
+from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.results import FixedPoint
-from attnphase.numerics.se.state_evolution import solve
+from attnphase.numerics.se.state_evolution import embedded_branches, rank_one_overlaps, solve
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
 
@@ -42,6 +45,9 @@ MAX_CENSUS = 4
 #: (:func:`~attnphase.numerics.phase.gauge_orbits.orbit_distance`): without error bars one rule's jumps split one fixed
 #: point into several (docs/method.md section 12); distinct mixed points lie ~2e-2 apart.
 SAME_BRANCH_RTOL = 1e-2
+#: Times a root search's solve that loses its branch is retried after one half-way from the branch's nearest point
+#: (:meth:`Continuation.point`).
+HALVINGS = 2
 #: Grid points where a branch is not found that its following passes over before it stops.
 FOLLOW_PAST = 1
 END_METHOD = "bisection on the existence of a converged fixed point on the branch (warm starts); err = final bracket width"
@@ -59,23 +65,40 @@ class Continuation:
         self.notes: list[str] = []
         self.solves: dict[tuple, tuple[FixedPoint | None, FixedPoint]] = {}
         self.blocks: dict[int, tuple[FixedPoint, Replicas]] = {}
+        self.rank_one: dict[float, dict[str, Overlaps | None]] = {}
         self.count: dict[str, int] = {"censuses": 0}
         self.seconds: dict[str, float] = {}
         self.phase = "follow"
 
     def solve(self, alpha: float, label: str, near: FixedPoint | None) -> FixedPoint:
-        """The solve of ``label`` at alpha warm from ``near`` (from the label's embedded start where None), done once:
-        a repeated one is the stored result (``count``: solves run and reused)."""
+        """The solve of ``label`` at alpha warm from ``near`` (from the label's embedded start where None, its rank-1
+        points solved once per alpha: :meth:`rank_one_at`), done once: a repeated one is the stored result
+        (``count``: solves run and reused)."""
         key = (float(alpha), label, id(near))
         hit = self.solves.get(key)
         if hit is not None and hit[0] is near:
             self.count["reused"] = self.count.get("reused", 0) + 1
             return hit[1]
         self.count[self.phase] = self.count.get(self.phase, 0) + 1
-        init = None if near is None else near.overlaps
-        fp = self._timed(self.phase, lambda: solve(self.model, alpha, label, config=self.cfg, init=init))
+        if near is None:
+            fp = self._timed(self.phase, lambda: solve(self.model, alpha, label, config=self.cfg,
+                                                       rank_one=self.rank_one_at(alpha, label)))
+        else:
+            fp = self._timed(self.phase, lambda: solve(self.model, alpha, label, config=self.cfg, init=near.overlaps))
         self.solves[key] = (near, fp)
         return fp
+
+    def rank_one_at(self, alpha: float, label: str | None = None) -> dict[str, Overlaps | None] | None:
+        """The rank-1 points the embedded start of ``label`` at alpha is built from (None: every census start's,
+        :func:`~attnphase.numerics.phase.census_starts.census_rank_one`), solved once per alpha for every solve and
+        census there; None at r = r* = 1."""
+        if is_scalar_form(self.model.r, self.model.r_star):
+            return None
+        known = self.rank_one.get(alpha)
+        self.rank_one[alpha] = (census_rank_one(self.model, alpha, self.cfg, known) if label is None else
+                                rank_one_overlaps(self.model, alpha, embedded_branches(self.model, label), self.cfg,
+                                                  known))
+        return self.rank_one[alpha]
 
     def _timed(self, phase: str, compute: Callable[[], Any]) -> Any:
         """``compute()``, its CPU seconds added to ``phase``'s (``seconds``: the census searches, each phase's solves,
@@ -130,10 +153,17 @@ class Continuation:
             return fp, fp, None
         return None, warm, None
 
-    def point(self, br: Branch, alpha: float) -> FixedPoint:
-        """``br``'s point at alpha (:meth:`solve_on`); BranchLost where the branch is lost there (the solves of every
-        root search along a branch)."""
-        fp, _, _ = self.solve_on(br, alpha)
+    def point(self, br: Branch, alpha: float, halvings: int = HALVINGS, embedded: bool = True) -> FixedPoint:
+        """``br``'s point at alpha (:meth:`solve_on`), where that loses the branch solved again after its point
+        half-way from its nearest one (found the same way, ``halvings`` - 1 times at most: continuation with the step
+        halved); BranchLost where the branch is lost there (the solves of every root search along a branch)."""
+        fp, _, _ = self.solve_on(br, alpha, embedded)
+        if fp is None and halvings > 0 and br.points:
+            try:
+                self.point(br, 0.5 * (br.nearest(alpha) + alpha), halvings - 1, embedded=False)
+                fp, _, _ = self.solve_on(br, alpha, embedded=False)
+            except BranchLost:
+                fp = None
         if fp is None:
             raise BranchLost(f"the {br.name} branch was lost at alpha = {alpha:.4g}")
         return fp
@@ -173,7 +203,7 @@ class Continuation:
         kept."""
         self.censused.append(alpha)
         self.count["censuses"] += 1
-        found = self._timed("censuses", lambda: search(self.model, alpha, self.cfg))
+        found = self._timed("censuses", lambda: search(self.model, alpha, self.cfg, rank_one=self.rank_one_at(alpha)))
         points = [fp for fp, _ in found.points]
         if not points:
             self.failed.append(alpha)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Mapping
 
 import numpy as np
 
@@ -25,7 +26,8 @@ from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.se_map import admissible
 from attnphase.numerics.se.starts import mixture, positional_direction
-from attnphase.numerics.se.state_evolution import embedded_start, fixed_mixtures, solve
+from attnphase.numerics.se.state_evolution import (embedded_branches, embedded_start, fixed_mixtures,
+                                                   rank_one_overlaps, solve)
 from attnphase.theory.params import ModelParams
 
 #: SE evaluations a search solve may spend at r = r* = 1 (a start that needs more is dropped, and counted).
@@ -58,10 +60,23 @@ class CensusStart:
     overlaps: Overlaps | None = None
 
 
-def census_starts(params: ModelParams, alpha: float, config: SolverConfig, *, seed: int = 0) -> list[CensusStart]:
+def census_starts(params: ModelParams, alpha: float, config: SolverConfig, *, seed: int = 0,
+                  rank_one: Mapping[str, Overlaps | None] | None = None) -> list[CensusStart]:
     """The model's starts (module doc): :func:`grid_starts` at r = r* = 1, else :func:`mixture_starts`."""
     return (grid_starts(params) if is_scalar_form(params.r, params.r_star)
-            else mixture_starts(params, alpha, config, seed=seed))
+            else mixture_starts(params, alpha, config, seed=seed, rank_one=rank_one))
+
+
+def census_rank_one(params: ModelParams, alpha: float, config: SolverConfig,
+                    known: Mapping[str, Overlaps | None] | None = None) -> dict[str, Overlaps | None] | None:
+    """At r >= 2 or r* >= 2 the rank-1 fixed points every embedded start of the census and its mixtures' base use
+    (:func:`~attnphase.numerics.se.state_evolution.rank_one_overlaps`, those of ``known`` taken from it), solved
+    once for all of them; None at r = r* = 1."""
+    if is_scalar_form(params.r, params.r_star):
+        return None
+    needed = dict.fromkeys(b for branch in (*model_branches(params.r), "semantic", "positional")
+                           for b in embedded_branches(params, branch))
+    return rank_one_overlaps(params, alpha, list(needed), config, known)
 
 
 def grid_starts(params: ModelParams) -> list[CensusStart]:
@@ -80,14 +95,16 @@ def grid_starts(params: ModelParams) -> list[CensusStart]:
     return starts
 
 
-def mixture_starts(params: ModelParams, alpha: float, config: SolverConfig, *, seed: int = 0) -> list[CensusStart]:
+def mixture_starts(params: ModelParams, alpha: float, config: SolverConfig, *, seed: int = 0,
+                   rank_one: Mapping[str, Overlaps | None] | None = None) -> list[CensusStart]:
     """The r >= 2 or r* >= 2 starts: embedded and cold per branch, then :func:`fixed_mixtures` and
     :data:`RANDOM_MIXTURES` mixtures drawn from ``seed`` (numpy's default generator; an inadmissible draw is drawn
     again, up to 20 times), each of :func:`mixture` applied to the embedded mixed state (at r = 1: the semantic
-    state with the positional m on its axis), requested branch ``mixed`` (no hat projected)."""
+    state with the positional m on its axis), requested branch ``mixed`` (no hat projected); ``rank_one``: the rank-1
+    points of :func:`census_rank_one`, solved where None."""
     starts = [CensusStart(f"{b} embedded", b, "embedded") for b in model_branches(params.r)]
     starts += [CensusStart(f"{b} cold", b, "cold") for b in (*model_branches(params.r), "agnostic")]
-    base = _mixed_base(params, alpha, config)
+    base = _mixed_base(params, alpha, config, rank_one)
     starts += [CensusStart(f"mixture {name}", "mixed", "init", ov) for name, ov in fixed_mixtures(base, params.rho0)]
     rng = np.random.default_rng(seed)
     for k in range(RANDOM_MIXTURES):
@@ -104,11 +121,13 @@ def mixture_starts(params: ModelParams, alpha: float, config: SolverConfig, *, s
     return starts
 
 
-def _mixed_base(params: ModelParams, alpha: float, config: SolverConfig) -> Overlaps:
+def _mixed_base(params: ModelParams, alpha: float, config: SolverConfig,
+                rank_one: Mapping[str, Overlaps | None] | None = None) -> Overlaps:
     """The embedded mixed state (r >= 2), or at r = 1 the semantic one with the positional one's m added."""
     if params.r >= 2:
-        return embedded_start(params, alpha, "mixed", config)
-    sem, pos = embedded_start(params, alpha, "semantic", config), embedded_start(params, alpha, "positional", config)
+        return embedded_start(params, alpha, "mixed", config, rank_one)
+    sem = embedded_start(params, alpha, "semantic", config, rank_one)
+    pos = embedded_start(params, alpha, "positional", config, rank_one)
     return Overlaps(sem.q0, sem.V0, pos.m, sem.th0)
 
 
@@ -159,7 +178,10 @@ def search_config(params: ModelParams, config: SolverConfig) -> tuple[SolverConf
     return config.replace(max_iter=min(config.max_iter, MATRIX_SEARCH_MAX_ITER)), False
 
 
-def solve_start(params: ModelParams, alpha: float, start: CensusStart, config: SolverConfig) -> FixedPoint:
-    """The solve of one start."""
-    kw = {"init": start.overlaps} if start.kind == "init" else {"start": start.kind}
-    return solve(params, alpha, start.branch, config=config, **kw)
+def solve_start(params: ModelParams, alpha: float, start: CensusStart, config: SolverConfig,
+                rank_one: Mapping[str, Overlaps | None] | None = None) -> FixedPoint:
+    """The solve of one start (an embedded one built from ``rank_one``, :func:`census_rank_one`)."""
+    if start.kind == "init":
+        return solve(params, alpha, start.branch, config=config, init=start.overlaps)
+    return solve(params, alpha, start.branch, config=config, start=start.kind,
+                 rank_one=rank_one if start.kind == "embedded" else None)

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from attnphase.numerics.config import BRANCHES, PRECISION_TIERS, SolverConfig
 from attnphase.numerics.se.fixed_point import FixedPointSolver
-from attnphase.numerics.se.matrix_solve import matrix_config, solve_matrix
+from attnphase.numerics.se.matrix_solve import MATRIX_MIN_DAMPING, matrix_config, solve_matrix
 from attnphase.numerics.se.overlaps import Overlaps, on_branch_subspace
 from attnphase.numerics.se.starts import (
     FIXED_MIXTURES, check_branch, further_positional_directions, initial_overlaps, mixture, noise_axes, signal_axes,
@@ -76,6 +76,7 @@ def solve(
     rule: QuadratureRule | None = None,
     memory: SolverMemory | None = None,
     start: str | None = None,
+    rank_one: Mapping[str, Overlaps | None] | None = None,
 ) -> FixedPoint:
     """Solve the state evolution at (params, alpha) starting on ``branch`` (or from ``init``), at every rank.
 
@@ -83,29 +84,32 @@ def solve(
     nearby solve's ``FixedPoint.memory`` on the same rule) seeds a warm start.  At r >= 2 or r* >= 2 the matrix
     solve (:func:`~attnphase.numerics.se.matrix_solve.solve_matrix`) starts from ``start`` = ``"embedded"``
     (default, :func:`embedded_start`) or ``"cold"``; at r = r* = 1 ``start`` may only be None or ``"cold"``.
-    Cold starts: docs/method.md section 4.  Correlated tokens are solved in their whitened form (``init`` too).
-    Returns a :class:`FixedPoint` whose ``status`` says whether the residual reached ``config.tol``; ValueError
-    for a bad alpha, branch, start or init.
+    ``rank_one`` (from :func:`rank_one_overlaps` at the same alpha) holds rank-1 fixed points the embedded start
+    needs, solved once for several solves.  Cold starts: docs/method.md section 4.  Correlated tokens are solved in
+    their whitened form (``init`` too).  Returns a :class:`FixedPoint` whose ``status`` says whether the residual
+    reached ``config.tol``; ValueError for a bad alpha, branch, start or init.
     """
     alpha = _check_alpha(alpha)
     cfg = config or SolverConfig()
     if params.r != 1 or teacher_rank(params) != 1:
-        return _solve_matrix(params, alpha, branch, cfg, init, rule, memory, start or "embedded")
+        return _solve_matrix(params, alpha, branch, cfg, init, rule, memory, start or "embedded", rank_one=rank_one)
     if start not in (None, "cold"):
         raise ValueError(f"start {start!r} needs rank r >= 2 or r* >= 2; at r = r* = 1 a solve starts cold or from init")
+    if rank_one is not None:
+        raise ValueError("rank_one builds the embedded start of a solve at r >= 2 or r* >= 2; at r = r* = 1 none")
     return _solve_scalar(params, alpha, branch, cfg, init, rule, memory)
 
 
 def _solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverConfig, init: Overlaps | None,
                   rule: QuadratureRule | None, memory: SolverMemory | None, start: str,
-                  retry: bool = True) -> FixedPoint:
+                  retry: bool = True, rank_one: Mapping[str, Overlaps | None] | None = None) -> FixedPoint:
     """:func:`solve` at r >= 2 or r* >= 2 (its docstring); a start (no ``init``) that misses the semantic branch
     retried from above (:func:`semantic_from_above`) unless ``retry`` is off."""
     if rule is not None:
         model_rule(params, cfg, rule)  # ValueError: the matrix form takes its rule from config.quadrature
     given = cfg
     cfg = matrix_config(params, alpha, branch, cfg, start)
-    ov0 = init if init is not None else (embedded_start(params, alpha, branch, cfg) if start == "embedded"
+    ov0 = init if init is not None else (embedded_start(params, alpha, branch, cfg, rank_one) if start == "embedded"
                                          else initial_overlaps(params, branch))
     fp = solve_matrix(params, alpha, branch, cfg, ov0, warm=init is not None or start == "embedded",
                       staged=init is None, jacobian=memory)
@@ -267,8 +271,34 @@ def positional_past_agnostic(params: ModelParams, alpha: float, agnostic: FixedP
     return fp.with_status(iterations=fp.status.iterations + ag.status.iterations)
 
 
-def embedded_start(params: ModelParams, alpha: float, branch: str, config: SolverConfig) -> Overlaps:
-    """A matrix solve's start built from the rank-1 fixed points (:func:`solve` at r = r* = 1) at the same alpha.
+def embedded_branches(params: ModelParams, branch: str) -> tuple[str, ...]:
+    """The rank-1 branches :func:`embedded_start` builds ``branch``'s start from (:func:`signal_axes`)."""
+    if branch == "agnostic":
+        return ()
+    n_sem, pos_axis = signal_axes(params, branch)
+    return tuple(b for b, used in (("positional", pos_axis is not None), ("semantic", n_sem > 0)) if used)
+
+
+def rank_one_overlaps(params: ModelParams, alpha: float, branches: Sequence[str], config: SolverConfig,
+                      known: Mapping[str, Overlaps | None] | None = None) -> dict[str, Overlaps | None]:
+    """The rank-1 fixed points :func:`embedded_start` builds from: for each of ``branches``, :func:`solve` at
+    r = r* = 1 (the model otherwise the same) at alpha on ``config`` with damping at least
+    :data:`~attnphase.numerics.se.matrix_solve.MATRIX_MIN_DAMPING` and no separate e_t rule (the same config for
+    every caller, so that one solve serves them all); None where it does not converge on that branch.  Those of
+    ``known`` are taken from it."""
+    known = dict(known or {})
+    cfg = config.replace(e_t_quadrature=None, damping=max(config.damping, MATRIX_MIN_DAMPING))
+    for b in branches:
+        if b not in known:
+            fp = solve(params.replace(r=1, r_star=1), alpha, b, config=cfg)
+            known[b] = fp.overlaps if fp.status.converged and fp.branch == b else None
+    return known
+
+
+def embedded_start(params: ModelParams, alpha: float, branch: str, config: SolverConfig,
+                   rank_one: Mapping[str, Overlaps | None] | None = None) -> Overlaps:
+    """A matrix solve's start built from the rank-1 fixed points at the same alpha (:func:`rank_one_overlaps`, those
+    of ``rank_one`` taken from it).
 
     The first min(r, r*) axes (min(r - 1, r*) for ``mixed``) get the semantic point's (q0, V0, th0 on the
     matching teacher axis), the last axis of ``positional`` / ``mixed`` the positional point's (q0, V0, m); the
@@ -281,12 +311,9 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
         return initial_overlaps(params, branch)
     L, r, rs = params.L, params.r, teacher_rank(params)
     n_sem, pos_axis = signal_axes(params, branch)
-    got = {}
-    for b in [b for b, used in (("positional", pos_axis is not None), ("semantic", n_sem > 0)) if used]:
-        fp = solve(params.replace(r=1, r_star=1), alpha, b, config=config.replace(e_t_quadrature=None))
-        if not (fp.status.converged and fp.branch == b):
-            return initial_overlaps(params, branch)
-        got[b] = fp.overlaps
+    got = rank_one_overlaps(params, alpha, embedded_branches(params, branch), config, rank_one)
+    if any(ov is None for b, ov in got.items() if b in embedded_branches(params, branch)):
+        return initial_overlaps(params, branch)
     q, V = np.zeros(r), np.zeros(r)
     m, th = np.zeros((L, r)), np.zeros((r, rs))
     noise = noise_axes(params, branch)

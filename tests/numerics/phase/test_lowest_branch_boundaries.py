@@ -100,7 +100,8 @@ class ToyModel:
             tag = br.falls_to
         return FakePoint(alpha, "", False, math.nan, math.nan, FakeOverlaps(""))
 
-    def solve(self, params, alpha, branch="semantic", *, config=None, init=None, memory=None, start=None, rule=None):
+    def solve(self, params, alpha, branch="semantic", *, config=None, init=None, memory=None, start=None, rule=None,
+              rank_one=None):
         return self.reach(init.tag if init is not None else self.default[branch], alpha)
 
     def replicate_points(self, fp, config, n_rules):
@@ -149,6 +150,8 @@ def params():
 def _use(monkeypatch, model: ToyModel) -> ToyModel:
     monkeypatch.setattr(cc, "solve", model.solve)
     monkeypatch.setattr(cc, "search", model.search)
+    monkeypatch.setattr(cc, "rank_one_overlaps", lambda *a, **k: {})  # the toy's embedded starts need no rank-1 points
+    monkeypatch.setattr(cc, "census_rank_one", lambda *a, **k: {})
     monkeypatch.setattr(cs, "replicate_points", model.replicate_points)
     monkeypatch.setattr(rb, "teacher_eps_lin", lambda params, cfg: EPS_LIN)
     return model
@@ -531,3 +534,38 @@ def test_no_alpha_c_says_the_global_minimum_is_already_past_the_change_at_the_fi
     stays = _no_alpha_c(bc, ["positional", "agnostic", "agnostic"], [replace(change, frm="positional", to="agnostic")])
     assert stays == "the global minimum never leaves a positional or agnostic point on [0.1, 1]"
     assert _no_alpha_c(bc, ["mixed#1", "", "mixed#1"], []).startswith("the global minimum is mixed#1 at every grid point")
+
+
+class ShortStepModel(ToyModel):
+    """The toy whose warm solves converge only from a point at most ``reach`` away in alpha (the tag's alpha), and
+    whose embedded starts converge nowhere."""
+
+    def __init__(self, reach: float, **kw):
+        super().__init__(**kw)
+        self.reach_alpha = reach
+
+    def point(self, tag: str, alpha: float) -> FakePoint:
+        return replace(super().point(tag, alpha), overlaps=FakeOverlaps(f"{tag}@{alpha!r}"))
+
+    def solve(self, params, alpha, branch="semantic", *, init=None, **kw):
+        tag, _, at = init.tag.partition("@") if init is not None else ("", "", "nan")
+        if not abs(alpha - float(at)) <= self.reach_alpha:
+            return FakePoint(alpha, "", False, math.nan, math.nan, FakeOverlaps(""))
+        return self.reach(tag, alpha)
+
+
+def test_a_root_searchs_point_out_of_a_warm_starts_reach_is_reached_by_halving_the_step(monkeypatch, params) -> None:
+    """Warm solves reach 0.25 in alpha: the point at 0.9, 0.4 from the branch's point at 0.5, is reached through
+    0.7 (added to the branch); without halvings it is lost; 1.9 (1.0 from 0.9, 0.5 after one halving) is lost."""
+    toy = toy_model(None)
+    model = _use(monkeypatch, ShortStepModel(0.25, branches=toy.branches, default=toy.default))
+    cont = cc.Continuation(params, [0.5, 1.0], SolverConfig())
+    first = model.point("positional", 0.5)
+    br = cc.Branch("positional", "positional", first, cc.orbit_key(cont.model, first))
+    cont.branches.append(br)
+    with pytest.raises(cc.BranchLost):
+        cont.point(br, 0.9, halvings=0)
+    fp = cont.point(br, 0.9)
+    assert fp.alpha == 0.9 and fp.branch == "positional" and sorted(br.points) == [0.5, 0.7, 0.9]
+    with pytest.raises(cc.BranchLost):
+        cont.point(br, 1.9)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.se.overlaps import Overlaps
@@ -131,3 +132,38 @@ def test_further_positional_directions_span_the_rest_of_Ps_range() -> None:
     assert np.allclose(np.array(two) @ np.array(two).T, np.dot(m, m) * np.eye(2), atol=1e-12)
     assert further_positional_directions(np.array([[1.0, -1.0], [-1.0, 1.0]]), np.array([0.3, -0.3]), 1) == []
     assert further_positional_directions(simplex, np.zeros(3), 1) == []
+
+
+def test_embedded_starts_built_from_shared_rank_one_points_are_those_solved_alone(monkeypatch) -> None:
+    """rank_one_overlaps solves each rank-1 point once; every branch's embedded start built from them is, to the bit,
+    the one that solves its own (the census's base on an undamped config and a matrix solve's on a damped one
+    included), and solves no rank-1 point itself."""
+    from attnphase.numerics.se import state_evolution as se
+
+    params = with_ranks(ModelParams(omega=0.3), 2, 1)
+    cfg = SolverConfig(quadrature="sobol8")
+    real, calls, depth = se.solve, [], [0]
+
+    def counting(p, alpha, branch="semantic", **kw):  # the solves called from outside solve
+        if depth[0] == 0:
+            calls.append((p.r, p.r_star, branch))
+        depth[0] += 1
+        try:
+            return real(p, alpha, branch, **kw)
+        finally:
+            depth[0] -= 1
+
+    monkeypatch.setattr(se, "solve", counting)
+    shared = se.rank_one_overlaps(params, 2.0, ("positional", "semantic"), cfg)
+    assert sorted(calls) == [(1, 1, "positional"), (1, 1, "semantic")]
+    assert all(ov is not None for ov in shared.values())
+    for branch, config in (("semantic", cfg), ("positional", cfg), ("mixed", cfg.replace(damping=0.5))):
+        calls.clear()
+        built = se.embedded_start(params, 2.0, branch, config, shared)
+        assert calls == []
+        alone = se.embedded_start(params, 2.0, branch, config)
+        assert len(calls) == len(se.embedded_branches(params, branch)) > 0
+        for x, y in zip((built.q0, built.V0, built.m, built.th0), (alone.q0, alone.V0, alone.m, alone.th0)):
+            assert np.array_equal(x, y)
+    with pytest.raises(ValueError, match="rank_one"):
+        real(ModelParams(omega=0.3), 2.0, "semantic", config=cfg, rank_one=shared)
