@@ -58,27 +58,29 @@ JOB_COMMAND_SECONDS = 5.5
 #: default grid on :data:`RANK2_RULE`); re-measure after a change of the search.
 RANK2_RULE = "sobol10:4"
 #: CPU grows as (the rule's nodes)^RANK2_RULE_EXPONENT: ``phase-diagram --rank 2 --omega 0.1,0.3 --quadrature
-#: sobol8:4 --workers 2 --fresh``: about 153 CPU s per omega, against 422 for omega 0.1 on sobol10:4 (4x the nodes;
-#: 4^0.73).
-RANK2_RULE_EXPONENT = 0.75
-#: One census of the search: ``--only rank2`` (omega 0.3, the default grid: 4 censuses 179.0 CPU s, 76 solves at the
-#: grid's points and 28 off it 163.5), scaled by 1.19 (with RANK2_SOLVE_SECONDS) to the 422 CPU s of
-#: ``/usr/bin/time attnphase phase-diagram --rank 2 --omega 0.1 --fresh`` on 2 idle cores (its notes' ``work:`` line:
-#: 4 censuses 184 CPU s, 123 solves 222, block re-solves 15).
-RANK2_CENSUS_SECONDS = 53.2
+#: sobol8:4 --workers 2 --fresh``: 159 and 141 CPU s (the notes' ``work:`` lines), against 479 and 603 on sobol10:4
+#: (4x the nodes; below): 4^0.79 and 4^1.05, 4^0.92 over both.
+RANK2_RULE_EXPONENT = 0.9
+#: One census of the search: ``--only rank2`` (omega 0.3, the default grid: 4 censuses 188.9 CPU s, 93 solves at the
+#: grid's points and 57 off it 321.3, the rest 92.5 spread over the solves: 47.2 and 2.76 CPU s), scaled by 0.90
+#: (with RANK2_SOLVE_SECONDS) to 541 CPU s, the mean of that omega's 603 and the 479 CPU s of ``/usr/bin/time
+#: attnphase phase-diagram --rank 2 --omega 0.1 --fresh`` on 2 idle cores (its notes' ``work:`` line: 4 censuses
+#: 201 CPU s, 130 solves 261, block re-solves 13): each omega within 12 %.
+RANK2_CENSUS_SECONDS = 42.3
 #: The ``census --rank 2`` command (its census, every point's error bars and stability, the outputs):
 #: ``census --rank 2 --teacher-rank 1 --omega 0.1 --alpha A`` under ``/usr/bin/time`` at A = 0.6, 0.7, 0.8, 0.9:
-#: 78, 79, 68 and 81 CPU s, about their mean.
-RANK2_CENSUS_COMMAND_SECONDS = 76.0
-#: One solve along a branch: the same fit, 1.62 CPU s, scaled by 1.19.
-RANK2_SOLVE_SECONDS = 1.93
+#: 83, 93, 67 and 75 CPU s, their mean.
+RANK2_CENSUS_COMMAND_SECONDS = 79.5
+#: One solve along a branch: the same fit, 2.76 CPU s, scaled by 0.90.
+RANK2_SOLVE_SECONDS = 2.48
 #: The share of each core a rank-r task's compiled loops keep busy when the task has the machine to itself: the
-#: same command took 223 s wall for its 422 CPU s on 2 cores, less :data:`JOB_COMMAND_SECONDS`.
-RANK2_CORE_USE = 0.93
-#: Solves at the grid's points per grid point (the branches the search finds): the same fit, 76 at its 12 points.
-RANK2_SOLVES_PER_ALPHA = 6.33
-#: Solves between the grid's points per omega (the ends' bisections and the boundaries' root searches): the same fit.
-RANK2_SOLVES_OFF_GRID = 28.0
+#: same command took 244 s wall for its 479 CPU s on 2 cores, less :data:`JOB_COMMAND_SECONDS`.
+RANK2_CORE_USE = 0.97
+#: Solves at the grid's points per grid point (the branches the search finds): the same fit, 93 at its 12 points.
+RANK2_SOLVES_PER_ALPHA = 7.75
+#: Solves between the grid's points per omega (the ends' bisections and the boundaries' root searches, their points
+#: out of a warm start's reach solved after one half-way): the same fit.
+RANK2_SOLVES_OFF_GRID = 57.0
 #: ``census`` at the defaults, L = 2: ``census --alpha 1.25 --omega 0.3`` under ``/usr/bin/time``: 42.0, 54.3 and
 #: 51.4 CPU s, about their mean.
 CENSUS_SECONDS = 50.0

@@ -101,7 +101,7 @@ def mixture_starts(params: ModelParams, alpha: float, config: SolverConfig, *, s
     :data:`RANDOM_MIXTURES` mixtures drawn from ``seed`` (numpy's default generator; an inadmissible draw is drawn
     again, up to 20 times), each of :func:`mixture` applied to the embedded mixed state (at r = 1: the semantic
     state with the positional m on its axis), requested branch ``mixed`` (no hat projected); ``rank_one``: the rank-1
-    points of :func:`census_rank_one`, solved where None."""
+    points of :func:`census_rank_one` (those missing solved here)."""
     starts = [CensusStart(f"{b} embedded", b, "embedded") for b in model_branches(params.r)]
     starts += [CensusStart(f"{b} cold", b, "cold") for b in (*model_branches(params.r), "agnostic")]
     base = _mixed_base(params, alpha, config, rank_one)

@@ -311,8 +311,9 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
         return initial_overlaps(params, branch)
     L, r, rs = params.L, params.r, teacher_rank(params)
     n_sem, pos_axis = signal_axes(params, branch)
-    got = rank_one_overlaps(params, alpha, embedded_branches(params, branch), config, rank_one)
-    if any(ov is None for b, ov in got.items() if b in embedded_branches(params, branch)):
+    needed = embedded_branches(params, branch)
+    got = rank_one_overlaps(params, alpha, needed, config, rank_one)
+    if any(got[b] is None for b in needed):
         return initial_overlaps(params, branch)
     q, V = np.zeros(r), np.zeros(r)
     m, th = np.zeros((L, r)), np.zeros((r, rs))
