@@ -17,7 +17,7 @@ from attnphase.numerics.errors.replicates import linearised_root_error
 from attnphase.numerics.phase.boundary_results import LocatedEnd
 from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.branches import Branch, BranchCensus, on_at
-from attnphase.numerics.phase.census_continuation import END_TOL, Continuation
+from attnphase.numerics.phase.census_continuation import END_TOL, Continuation, locate_end
 from attnphase.numerics.phase.census_separation import (A_SIDE, B_SIDE, UNSETTLED, Separation, SignSample, hugs_zero,
                                                          separation, settle_interval)
 from attnphase.numerics.phase.gauge_orbits import paired_difference, within_errors
@@ -168,12 +168,10 @@ def locate_change(cont: Continuation, bc: BranchCensus, A: Branch, B: Branch, a:
     """Where the global minimum changes from A (lowest at a) to B (lowest at b): where B is born in between, its
     birth (when it is born from A, or lies below A where it is first found; else the change above the birth); where
     A ends in between, its end (or the change below it, where B lies below A at A's last point); else
-    :func:`_delta_change`."""
-    born = None if B.on(a) else _end_in(bc, B, a, b, "above")
-    ends = None if A.on(b) else _end_in(bc, A, a, b, "below")
-    if born is None and not B.on(a) or ends is None and not A.on(b):
-        raise BranchLost(f"{A.name if not A.on(b) else B.name} is not on at both grid points and its end was not "
-                         "located")
+    :func:`_delta_change`.  A birth or end in [a, b] that the census's step 4 did not locate (a branch given a point
+    at a or b after it, by a root search) is located here (:func:`locate_end`)."""
+    born = None if B.on(a) else _end_in(bc, B, a, b, "above") or locate_end(cont, B, b, a)
+    ends = None if A.on(b) else _end_in(bc, A, a, b, "below") or locate_end(cont, A, a, b)
     for end, X, Y, what in ((born, B, A, "birth"), (ends, A, B, "end")):
         if end is None:
             continue

@@ -17,6 +17,7 @@ import pytest
 from attnphase.cli import main
 from attnphase.numerics.phase import census_continuation as cc
 from attnphase.numerics.phase import census_separation as cs
+from attnphase.numerics.phase import global_minimum_changes as gmc
 from attnphase.numerics.phase import lowest_branch as rb
 from attnphase.numerics.phase.census import SearchResult
 from attnphase.numerics.jobs.report import csv_columns
@@ -569,3 +570,20 @@ def test_a_root_searchs_point_out_of_a_warm_starts_reach_is_reached_by_halving_t
     assert fp.alpha == 0.9 and fp.branch == "positional" and sorted(br.points) == [0.5, 0.7, 0.9]
     with pytest.raises(cc.BranchLost):
         cont.point(br, 1.9)
+
+
+def test_an_end_inside_a_change_that_the_ends_did_not_locate_is_located_there(monkeypatch, params) -> None:
+    """Positional, the lowest, ends at 2.2; semantic lies above it everywhere.  With the census's ends taken away (a
+    branch given a point after step 4, as a root search does), the change positional -> semantic on [2, 2.5] is still
+    positional's end, located by bisection, not a lost branch."""
+    model = ToyModel({
+        "positional": ToyBranch("positional", lambda a: a < 2.2, _pos_e_t, lambda a: 3e-3, lambda a: (0.0, 0.2)),
+        "semantic": ToyBranch("semantic", lambda a: True, lambda a: _pos_e_t(a) + 1e-4, lambda a: 2e-3,
+                              lambda a: (0.3, 0.0)),
+    }, {"positional": "positional", "semantic": "semantic", "mixed": "positional"})
+    _use(monkeypatch, model)
+    cont = cc.Continuation(params, [2.0, 2.5], SolverConfig())
+    bc = replace(cont.run(), ends=())
+    change = gmc.locate_change(cont, bc, bc.branch("positional"), bc.branch("semantic"), 2.0, 2.5, rb.ROOT_TOL)
+    assert abs(change.alpha - 2.2) <= change.err <= cc.END_TOL
+    assert change.method.startswith("end of positional")

@@ -247,13 +247,14 @@ def test_the_rank_2_teachers_semantic_point_at_alpha_2_is_found_cold() -> None:
 
 @pytest.mark.heavy
 def test_a_mixed_solve_whose_embedded_start_stalls_is_retried_from_the_census_mixtures() -> None:
-    # r = r* = 2, alpha = 1.5, omega = 0.3 on sobol8:4: the embedded mixed start stalls (residual 3e-3), the census's
-    # fixed mixtures reach a stable mixed point (on the default rule: the census's e_t 0.004376 +- 0.000016)
+    # r = r* = 2, alpha = 1.5, omega = 0.3 on sobol8:4: whether the embedded mixed start stalls there moves with the
+    # compiled loops' round-off (residual 3e-3 on one CPU, converged on another), so its result is handed to the
+    # retry as a stall; the census's fixed mixtures reach a stable mixed point (on the default rule: the census's e_t
+    # 0.004376 +- 0.000016)
     from attnphase.numerics.se.state_evolution import mixed_from_mixtures
 
     params, cfg = ModelParams(omega=0.3, r=2, r_star=2), SolverConfig(quadrature="sobol8:4")
-    missed = solve(params, 1.5, "mixed", config=cfg)
-    assert not missed.status.converged
+    missed = solve(params, 1.5, "mixed", config=cfg).with_status(converged=False, message="stalled")
     fp = mixed_from_mixtures(missed, cfg)
     assert fp.status.converged and fp.branch == "mixed"
     assert fp.status.message.startswith("converged from the mixture start ")
