@@ -7,7 +7,8 @@ grid, for every L, r, r* (docs/method.md section 11, "The rank-r phase diagram":
 3. **re-census** -- where the lowest branch, or the set of branches on, differs between neighbouring grid points, a
    census at those not yet censused (at most :data:`MAX_CENSUS`), then step 2; a new branch on at one grid point only
    that is one point with another's there within the rule's error bars is dropped (:meth:`Continuation.split`);
-4. **ends** -- bisection on a branch's existence between neighbouring grid points (:func:`locate_end`).
+4. **ends** -- bisection on a branch's existence between neighbouring grid points (:func:`locate_end`); located
+   again where later solves reach a branch past them (:meth:`Continuation.refreshed_ends`).
 
 A census where no start converged is recorded (``failed``): solver failure, not absence.  Each solve is run once
 (:meth:`Continuation.solve`), and counted per phase.
@@ -306,11 +307,42 @@ class Continuation:
 
     # -- step 4 ------------------------------------------------------------------------------------------------
     def ends(self, br: Branch) -> list[LocatedEnd]:
-        """Every grid interval where ``br`` is on at one end and not at the other, located by :func:`locate_end`."""
-        on = [br.on(a) for a in self.grid]
-        return [locate_end(self, br, self.grid[i] if on[i] else self.grid[i + 1],
-                           self.grid[i + 1] if on[i] else self.grid[i])
-                for i in range(len(self.grid) - 1) if on[i] != on[i + 1]]
+        """Every end or birth of ``br`` (:func:`transitions`), located by :func:`locate_end`."""
+        return [locate_end(self, br, good, bad) for good, bad in transitions(self.grid, br)]
+
+    def refreshed_ends(self, bc: BranchCensus) -> tuple[tuple[LocatedEnd, ...], list[str]]:
+        """``bc.ends`` with the ends of each branch that later solves gave points past them (a root search's point
+        beyond an end's bracket, or at a grid point where the branch was not on) located again (:meth:`ends`), and a
+        note for each branch whose ends were."""
+        ends: list[LocatedEnd] = []
+        notes: list[str] = []
+        for br in bc.branches:
+            old = [e for e in bc.ends if e.branch == br.name]
+            pairs = transitions(self.grid, br)
+            if not bracketed(old, pairs):
+                new = self.ends(br)
+                notes.append(f"{br.name}: its ends were located again after later solves reached it past them ("
+                             + (", ".join(f"{e.alpha:.4g} +- {e.err:.2g}" for e in old) or "none") + " -> "
+                             + (", ".join(f"{e.alpha:.4g} +- {e.err:.2g}" for e in new) or "none") + ")")
+                old = new
+            ends += old
+        return tuple(sorted(ends, key=lambda e: e.alpha)), notes
+
+
+def transitions(grid: Sequence[float], br: Branch) -> list[tuple[float, float]]:
+    """(good, bad) for each two neighbours, in alpha, of the grid points and ``br``'s points where ``br`` is on at one
+    (good) and not at the other (bad): the brackets of its ends and births."""
+    xs = sorted(set(grid) | set(br.points))
+    on = [br.on(a) for a in xs]
+    return [(xs[i], xs[i + 1]) if on[i] else (xs[i + 1], xs[i]) for i in range(len(xs) - 1) if on[i] != on[i + 1]]
+
+
+def bracketed(ends: Sequence[LocatedEnd], pairs: Sequence[tuple[float, float]]) -> bool:
+    """Whether each bracket (good, bad) of ``pairs`` holds exactly one end's [alpha - err/2, alpha + err/2] and no
+    end lies outside them."""
+    def inside(e: LocatedEnd, good: float, bad: float) -> bool:
+        return min(good, bad) - 1e-12 <= e.alpha - e.err / 2 and e.alpha + e.err / 2 <= max(good, bad) + 1e-12
+    return len(ends) == len(pairs) and all(sum(inside(e, g, b) for e in ends) == 1 for g, b in pairs)
 
 
 def locate_end(cont: Continuation, br: Branch, good: float, bad: float) -> LocatedEnd:

@@ -52,10 +52,7 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
     cont = Continuation(params, alphas, cfg)
     bc = cont.run()
     notes = list(bc.notes)
-    if bc.ends:
-        notes.append("births and ends: " + "; ".join(
-            f"{e.branch} {'born' if e.exists == 'above' else 'ends'} at {e.alpha:.4g} +- {e.err:.2g} ({e.kind})"
-            for e in bc.ends))
+    at = len(notes)  # where the births and ends are said, once the later solves have had their say on them
     cont.phase = "changes"
     lowest, changes = global_minimum_changes(cont, bc, ROOT_TOL, notes)
     c = next((ch for ch in changes if bc.branch(ch.frm).label in UNORDERED and bc.branch(ch.to).label not in UNORDERED),
@@ -69,10 +66,16 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
     lin = teacher_eps_lin(params, cfg)
     cont.phase = "alpha_l"
     alpha_l, alpha_l_err, l_branch = _alpha_l(cont, bc, lowest, changes, lin, ROOT_TOL, notes)
+    cont.phase = "ends"
+    ends, moved = cont.refreshed_ends(bc)
+    bc = replace(bc, ends=ends)
+    notes[at:at] = moved + ([ends_note(ends)] if ends else [])
     notes.append(work_note(cont.count, cont.seconds))
     columns, nan = {}, math.nan
+    in_gaps = {id(e) for pair in gaps(ends) for e in pair}
     for label in model_branches(params.r):
-        e = next((e for e in bc.ends if bc.branch(e.branch).label == label), LocatedEnd(label, nan, nan, "", ""))
+        e = next((e for e in ends if bc.branch(e.branch).label == label and id(e) not in in_gaps),
+                 LocatedEnd(label, nan, nan, "", ""))
         columns |= end_columns(label, e if e.branch == label else replace(e, kind=f"{e.branch}: {e.kind}"))
         if not any(b.label == label for b in bc.branches):
             notes.append(f"{label} branch: no {label} fixed point found by the censuses at alpha = "
@@ -83,6 +86,32 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
                       alpha_l_err=alpha_l_err, r=params.r, r_star=params.r_star, alpha_c_from=c.frm,
                       alpha_c_to=c.to, alpha_c_method=method, alpha_l_branch=l_branch, eps_lin=lin, ends=bc.ends,
                       curves=_curves(bc, model_branches(params.r)), **columns)
+
+
+def gaps(ends: Sequence[LocatedEnd]) -> list[tuple[LocatedEnd, LocatedEnd]]:
+    """(end, birth) for each end of a branch followed, next in alpha among its ends, by a birth of the same branch:
+    an interval where the branch, on at both sides, was not reached (not a located end of the branch)."""
+    pairs = []
+    for name in dict.fromkeys(e.branch for e in ends):
+        own = sorted((e for e in ends if e.branch == name), key=lambda e: e.alpha)
+        pairs += [(a, b) for a, b in zip(own, own[1:]) if a.exists == "below" and b.exists == "above"]
+    return pairs
+
+
+def ends_note(ends: Sequence[LocatedEnd]) -> str:
+    """The notes' ``births and ends:`` line: each birth and end with its bracket and what lies beyond it; an end
+    and the birth after it (:func:`gaps`) said as the interval where the branch was not reached."""
+    paired = {id(e): (a, b) for a, b in gaps(ends) for e in (a, b)}
+    said = []
+    for e in ends:
+        if id(e) not in paired:
+            said.append(f"{e.branch} {'born' if e.exists == 'above' else 'ends'} at {e.alpha:.4g} +- {e.err:.2g} "
+                        f"({e.kind})")
+        elif paired[id(e)][0] is e:
+            b = paired[id(e)][1]
+            said.append(f"{e.branch} not reached between {e.alpha:.4g} +- {e.err:.2g} and {b.alpha:.4g} +- "
+                        f"{b.err:.2g}, on at both sides (beyond them: {e.kind}; {b.kind})")
+    return "births and ends: " + "; ".join(said)
 
 
 def _no_alpha_c(bc: BranchCensus, lowest: list[str], changes: list[Change]) -> str:

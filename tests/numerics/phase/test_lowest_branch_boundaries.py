@@ -587,3 +587,41 @@ def test_an_end_inside_a_change_that_the_ends_did_not_locate_is_located_there(mo
     change = gmc.locate_change(cont, bc, bc.branch("positional"), bc.branch("semantic"), 2.0, 2.5, rb.ROOT_TOL)
     assert abs(change.alpha - 2.2) <= change.err <= cc.END_TOL
     assert change.method.startswith("end of positional")
+
+
+def test_ends_a_later_solve_reached_past_are_located_again(monkeypatch, params) -> None:
+    """Positional exists below 2.2 and its solves fail on (1.9, 2.1): the ends step puts its end near 1.9.  A point
+    at 2.15 found later (as a root search finds one) makes that end stale: located again, the branch ends near 1.9,
+    is born again near 2.1 and ends near 2.2; the ends of a branch no later solve passed are kept as they were."""
+    model = _use(monkeypatch, toy_model(None, positional_fails=(1.9, 2.1)))
+    cont = cc.Continuation(params, [1.5, 2.0, 2.5], SolverConfig())
+    bc = cont.run()
+    pos = bc.branch("positional")
+    (first,) = [e for e in bc.ends if e.branch == "positional"]
+    assert abs(first.alpha - 1.9) <= first.err / 2 and first.exists == "below"
+    assert cont.refreshed_ends(bc) == (bc.ends, [])
+    cont.point(pos, 2.15)
+    assert model.reach("positional", 2.15).converged and pos.on(2.15)
+    ends, notes = cont.refreshed_ends(bc)
+    again = [e for e in ends if e.branch == "positional"]
+    assert [e.exists for e in again] == ["below", "above", "below"]
+    for e, true in zip(again, (1.9, 2.1, 2.2)):
+        assert abs(e.alpha - true) <= e.err / 2 + 1e-12 and e.err <= cc.END_TOL
+    assert [e for e in ends if e.branch != "positional"] == [e for e in bc.ends if e.branch != "positional"]
+    assert len(notes) == 1 and notes[0].startswith("positional: its ends were located again")
+
+
+def test_an_end_and_the_birth_after_it_are_said_as_where_the_branch_was_not_reached(monkeypatch, params) -> None:
+    """Positional's solves fail on (1.9, 2.1), the branch on at both sides, and it ends at 2.2: the note says it was
+    not reached between the first two, and its end column is 2.2, not the edge of the interval its solves failed on."""
+    _use(monkeypatch, toy_model(None, positional_fails=(1.9, 2.1)))
+    b = rb.lowest_branch_boundaries(params, [1.5, 1.75, 2.0, 2.15, 2.5], SolverConfig())
+    assert [e.exists for e in b.ends if e.branch == "positional"] == ["below", "above", "below"]
+    row = b.row()
+    assert abs(row["positional_end"] - 2.2) <= row["err_positional_end"] / 2 + 1e-12
+    said = next(n for n in b.notes if n.startswith("births and ends: "))
+    end, birth, last = (e for e in b.ends if e.branch == "positional")
+    assert (f"positional not reached between {end.alpha:.4g} +- {end.err:.2g} and {birth.alpha:.4g} +- {birth.err:.2g}, "
+            "on at both sides (beyond them: no converged solve") in said
+    assert f"positional ends at {last.alpha:.4g}" in said and f"positional ends at {end.alpha:.4g}" not in said
+    assert abs(end.alpha - 1.9) <= end.err / 2 and abs(birth.alpha - 2.1) <= birth.err / 2
