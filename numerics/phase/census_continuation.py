@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -312,21 +313,30 @@ class Continuation:
 
     def refreshed_ends(self, bc: BranchCensus) -> tuple[tuple[LocatedEnd, ...], list[str]]:
         """``bc.ends`` with the ends of each branch that later solves gave points past them (a root search's point
-        beyond an end's bracket, or at a grid point where the branch was not on) located again (:meth:`ends`), and a
-        note for each branch whose ends were."""
-        ends: list[LocatedEnd] = []
-        notes: list[str] = []
-        for br in bc.branches:
-            old = [e for e in bc.ends if e.branch == br.name]
-            pairs = transitions(self.grid, br)
-            if not bracketed(old, pairs):
-                new = self.ends(br)
-                notes.append(f"{br.name}: its ends were located again after later solves reached it past them ("
-                             + (", ".join(f"{e.alpha:.4g} +- {e.err:.2g}" for e in old) or "none") + " -> "
-                             + (", ".join(f"{e.alpha:.4g} +- {e.err:.2g}" for e in new) or "none") + ")")
-                old = new
-            ends += old
-        return tuple(sorted(ends, key=lambda e: e.alpha)), notes
+        beyond an end's bracket, or at a grid point where the branch was not on) located again (:meth:`ends`), until
+        none is (a bisection's solves can reach its own or another branch past an end), once per grid point at most;
+        and a note for each branch whose ends were."""
+        ends, first = bc.ends, {}
+        for _ in self.grid:
+            stale = self.stale(replace(bc, ends=ends))
+            if not stale:
+                break
+            for name in stale:
+                first.setdefault(name, [e for e in ends if e.branch == name])
+            ends = tuple(sorted((e for br in bc.branches
+                                 for e in (self.ends(br) if br.name in stale else
+                                           [e for e in ends if e.branch == br.name])), key=lambda e: e.alpha))
+
+        def said(es: Sequence[LocatedEnd]) -> str:
+            return ", ".join(f"{e.alpha:.4g} +- {e.err:.2g}" for e in es) or "none"
+        return ends, [f"{name}: its ends were located again after later solves reached it past them ({said(old)} -> "
+                      f"{said([e for e in ends if e.branch == name])})" for name, old in first.items()]
+
+    def stale(self, bc: BranchCensus) -> list[str]:
+        """The branches whose ends in ``bc`` no longer bracket where they are on and not (:func:`transitions`,
+        :func:`bracketed`): later solves gave them points past an end."""
+        return [br.name for br in bc.branches
+                if not bracketed([e for e in bc.ends if e.branch == br.name], transitions(self.grid, br))]
 
 
 def transitions(grid: Sequence[float], br: Branch) -> list[tuple[float, float]]:

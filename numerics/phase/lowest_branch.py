@@ -4,7 +4,8 @@ alpha grid (:mod:`attnphase.numerics.phase.census_continuation`); the global min
 lowest e_t there, and its changes (:mod:`attnphase.numerics.phase.global_minimum_changes`) are a branch's birth or
 end, the root of Delta e_t = e_t(A) - e_t(B) with err = hypot(the rule's standard error linearised at the root, the
 final bracket width), or, where the rule does not tell A and B apart, the centre +- half-width of the interval where
-the sign of Delta e_t is not established.
+the sign of Delta e_t is not established.  The changes are located on ends that bracket where each branch is on
+(located again where later solves reached a branch past them), twice at most (:data:`ENDS_ROUNDS`).
 
 * ``alpha_c`` -- the first change of the global minimum from a positional or agnostic point to a semantic or mixed
   one (``alpha_c_from``, ``alpha_c_to``, ``alpha_c_method``); every other change is in the notes;
@@ -35,6 +36,9 @@ from attnphase.theory.params import ModelParams
 
 #: Bracket width in alpha at which alpha_c and alpha_l stop.
 ROOT_TOL = 5e-3
+#: Times the global minimum's changes are located, each after the ends their last solves made stale were located
+#: again (:meth:`~attnphase.numerics.phase.census_continuation.Continuation.refreshed_ends`).
+ENDS_ROUNDS = 2
 #: The labels of the points the global minimum leaves at alpha_c.
 UNORDERED = ("positional", "agnostic")
 
@@ -51,30 +55,29 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
     cfg = config or SolverConfig()
     cont = Continuation(params, alphas, cfg)
     bc = cont.run()
-    notes = list(bc.notes)
-    at = len(notes)  # where the births and ends are said, once the later solves have had their say on them
-    cont.phase = "changes"
-    lowest, changes = global_minimum_changes(cont, bc, ROOT_TOL, notes)
-    c = next((ch for ch in changes if bc.branch(ch.frm).label in UNORDERED and bc.branch(ch.to).label not in UNORDERED),
-             None)
-    if c is not None and not math.isfinite(c.alpha):
-        notes.append(f"alpha_c: the first change away from a positional or agnostic point, {c.frm} -> {c.to} in "
-                     f"[{c.interval[0]:g}, {c.interval[1]:g}], was not located")
-        c = None
-    elif c is None:
-        notes.append("alpha_c: " + _no_alpha_c(bc, lowest, changes))
     lin = teacher_eps_lin(params, cfg)
-    cont.phase = "alpha_l"
-    alpha_l, alpha_l_err, l_branch = _alpha_l(cont, bc, lowest, changes, lin, ROOT_TOL, notes)
-    cont.phase = "ends"
-    ends, moved = cont.refreshed_ends(bc)
-    bc = replace(bc, ends=ends)
-    notes[at:at] = moved + ([ends_note(ends)] if ends else [])
+    moved: list[str] = []
+    for _ in range(ENDS_ROUNDS):
+        cont.phase = "ends"
+        ends, more = cont.refreshed_ends(bc)
+        bc, moved = replace(bc, ends=ends), moved + more
+        notes = list(bc.notes)
+        c, (alpha_l, alpha_l_err, l_branch) = _changes(cont, bc, lin, notes)
+        if not cont.stale(bc):
+            break
+    else:
+        cont.phase = "ends"
+        ends, more = cont.refreshed_ends(bc)
+        bc, moved = replace(bc, ends=ends), moved + more
+        notes.append(f"ends: still moving after {ENDS_ROUNDS} rounds of the global minimum's changes (their solves "
+                     "reached branches past the ends located before them): a change located at a birth or end may "
+                     "be at the one located before")
+    notes[len(bc.notes):len(bc.notes)] = moved + ([ends_note(bc.ends)] if bc.ends else [])
     notes.append(work_note(cont.count, cont.seconds))
     columns, nan = {}, math.nan
-    in_gaps = {id(e) for pair in gaps(ends) for e in pair}
+    in_gaps = {id(e) for pair in gaps(bc.ends) for e in pair}
     for label in model_branches(params.r):
-        e = next((e for e in ends if bc.branch(e.branch).label == label and id(e) not in in_gaps),
+        e = next((e for e in bc.ends if bc.branch(e.branch).label == label and id(e) not in in_gaps),
                  LocatedEnd(label, nan, nan, "", ""))
         columns |= end_columns(label, e if e.branch == label else replace(e, kind=f"{e.branch}: {e.kind}"))
         if not any(b.label == label for b in bc.branches):
@@ -86,6 +89,24 @@ def lowest_branch_boundaries(params: ModelParams, alphas: Sequence[float], confi
                       alpha_l_err=alpha_l_err, r=params.r, r_star=params.r_star, alpha_c_from=c.frm,
                       alpha_c_to=c.to, alpha_c_method=method, alpha_l_branch=l_branch, eps_lin=lin, ends=bc.ends,
                       curves=_curves(bc, model_branches(params.r)), **columns)
+
+
+def _changes(cont: Continuation, bc: BranchCensus, lin: float, notes: list[str]
+             ) -> tuple[Change | None, tuple[float, float, str]]:
+    """The global minimum's changes over ``bc`` (``alpha_c``'s, the first leaving a positional or agnostic point, or
+    None) and (alpha_l, its error, its branch), their notes added to ``notes``."""
+    cont.phase = "changes"
+    lowest, changes = global_minimum_changes(cont, bc, ROOT_TOL, notes)
+    c = next((ch for ch in changes if bc.branch(ch.frm).label in UNORDERED and bc.branch(ch.to).label not in UNORDERED),
+             None)
+    if c is not None and not math.isfinite(c.alpha):
+        notes.append(f"alpha_c: the first change away from a positional or agnostic point, {c.frm} -> {c.to} in "
+                     f"[{c.interval[0]:g}, {c.interval[1]:g}], was not located")
+        c = None
+    elif c is None:
+        notes.append("alpha_c: " + _no_alpha_c(bc, lowest, changes))
+    cont.phase = "alpha_l"
+    return c, _alpha_l(cont, bc, lowest, changes, lin, ROOT_TOL, notes)
 
 
 def gaps(ends: Sequence[LocatedEnd]) -> list[tuple[LocatedEnd, LocatedEnd]]:

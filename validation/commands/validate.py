@@ -174,6 +174,10 @@ def _run_general(args: argparse.Namespace) -> int:
             t = workload.GENERAL_QUICK_SUITE_SECONDS * n / 5 * seeds / 3
             said = (f"about {workload.format_duration(t)} (the quick suite of all 5 cases, 3 seeds measured "
                     f"{workload.GENERAL_QUICK_SUITE_SECONDS:.0f} s wall on 2 cores, scaled by cases and seeds)")
+        elif {c.key for c in plan.cases} <= {"d", "e"}:
+            t = workload.GENERAL_FULL_DE_SECONDS * n / 2 * seeds / 4 * (plan.d / 1000) ** 2
+            said = (f"about {workload.format_duration(t)} (the full suite's cases (d), (e) at d = 1000, 4 seeds measured "
+                    f"{workload.GENERAL_FULL_DE_SECONDS:.0f} s wall on 2 cores, scaled by cases, seeds and d^2)")
         else:
             said = (f"no measured estimate for d = {plan.d}: its simulations grow as d^2 (the full suite's cases (d), (e) "
                     f"at d = 1000 took {workload.GENERAL_FULL_DE_SECONDS:.0f} s wall on 2 cores)")
