@@ -625,3 +625,24 @@ def test_an_end_and_the_birth_after_it_are_said_as_where_the_branch_was_not_reac
             "on at both sides (beyond them: no converged solve") in said
     assert f"positional ends at {last.alpha:.4g}" in said and f"positional ends at {end.alpha:.4g}" not in said
     assert abs(end.alpha - 1.9) <= end.err / 2 and abs(birth.alpha - 2.1) <= birth.err / 2
+
+
+def test_ends_are_located_again_until_no_solve_reached_a_branch_past_one(monkeypatch, params) -> None:
+    """Positional exists everywhere, warm solves reach 0.3 in alpha: from its point at 1.5 the bisection towards 2.5
+    puts an end near 2.  A point at 2.2 found later makes it stale; located again, the bisection's own
+    last solve reaches the branch at 2.5, which makes that end stale too: a second pass finds no end at all."""
+    branches = {"positional": ToyBranch("positional", lambda a: True, _pos_e_t, lambda a: 3e-3, lambda a: (0.0, 0.2))}
+    model = _use(monkeypatch, ShortStepModel(0.3, branches=branches, default={"positional": "positional"}))
+    cont = cc.Continuation(params, [1.5, 2.5], SolverConfig())
+    first = model.point("positional", 1.5)
+    br = cc.Branch("positional", "positional", first, cc.orbit_key(cont.model, first))
+    cont.branches.append(br)
+    end = cc.locate_end(cont, br, 1.5, 2.5)
+    bc = cc.BranchCensus(cont.grid, (br,), (), (), (end,), ())
+    assert abs(end.alpha - 2.0) <= 0.05 and cont.stale(bc) == []
+    cont.point(br, 2.2)
+    assert cont.stale(bc) == ["positional"]
+    ends, notes = cont.refreshed_ends(bc)
+    assert ends == () and br.on(2.5)
+    assert notes == [f"positional: its ends were located again after later solves reached it past them "
+                     f"({end.alpha:.4g} +- {end.err:.2g} -> none)"]
