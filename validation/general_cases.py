@@ -66,7 +66,7 @@ class GeneralPlan:
         quick, d, seeds, cases: the reduced plan, the dimension of every run, the seeds per (case, alpha, init), the
             models; grid: the alpha grid of the theory (phase boundaries and both branches).
         n_test, device, dtype, train: as in :class:`attnphase.validation.experiments.SimSpec`.
-        theory: accuracy of the numerics calls; theory_workers: processes computing it.
+        theory: accuracy of the numerics calls.
         trend_ds: smaller dimensions at which a (case, alpha, start) that disagrees with the theory is run
             again (same seeds): the finite-size trend of the gap.
         rank_quadrature: the Sobol rule of the rank-r solves; their other settings are the solver's defaults,
@@ -85,7 +85,6 @@ class GeneralPlan:
     device: str = "auto"
     dtype: str = "float64"
     theory: TheorySettings = field(default_factory=TheorySettings)
-    theory_workers: int = 2
     trend_ds: tuple[int, ...] = ()
     rank_quadrature: str = "sobol12"
     aligned_max_L: int = 8

@@ -94,18 +94,32 @@ def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega |
     return rows
 
 
-def _run_specs(specs: list[SimSpec], bar: Any) -> list[SimResult]:
-    out = []
-    for s in specs:
-        out.append(run_simulation(s))
-        bar.update(1)
-    return out
+def _run_specs(specs: list[SimSpec], bar: Any, executor: Any, store: Any, fresh: bool = False) -> list[SimResult]:
+    """The runs of ``specs``, in order, as tasks on ``executor`` kept in ``store`` (a rerun reads them back unless
+    ``fresh``), each finished one ticking ``bar``; RuntimeError where one failed."""
+    from attnphase.execution import ExecutorSpec, run_tasks
+    from attnphase.execution.executor import Progress
+
+    from .jobs import simulation_task, simulation_version
+
+    class Ticks(Progress):
+        def finished(self, outcome: Any) -> None:
+            bar.update(1)
+
+    version = simulation_version()
+    outs = run_tasks([simulation_task(s, version) for s in specs], executor=executor or ExecutorSpec(), store=store,
+                     fresh=fresh, version=version, progress=Ticks())
+    failed = [o for o in outs if not o.ok]
+    if failed:
+        raise RuntimeError(f"general suite: {len(failed)} simulation(s) failed: {failed[0].reason}")
+    return [o.value for o in outs]
 
 
 def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = True,
-                      store: Any = None) -> dict[str, Any]:
-    """Theory (tasks of the execution layer, kept in ``store``, default ``out_dir/tasks``) and simulations
-    (this process) of every case; returns the summary dict."""
+                      store: Any = None, executor: Any = None, fresh: bool = False) -> dict[str, Any]:
+    """Theory and simulations of every case, as tasks of the execution layer on ``executor`` (default: this
+    process), kept in ``store`` (default ``out_dir/tasks``: a rerun reads them back unless ``fresh``); returns the
+    summary dict."""
     from tqdm.auto import tqdm
 
     t0 = time.perf_counter()
@@ -126,11 +140,12 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
     from .jobs import theory_task, validation_version
 
     version = validation_version()
+    executor = executor or ExecutorSpec()
     store = store if store is not None else ResultStore(out_dir / "tasks")
     tasks = [theory_task(j, version) for j in jobs] + [point_task(j, version) for _, j in rank_jobs]
-    cached = sum(store.load(t.key) is not None for t in tasks)
+    cached = 0 if fresh else sum(store.load(t.key) is not None for t in tasks)
     with TaskBar("general-suite theory", unit="task", quiet=not progress) as tbar:
-        outs = run_tasks(tasks, executor=ExecutorSpec(workers=plan.theory_workers), store=store, version=version,
+        outs = run_tasks(tasks, executor=executor, store=store, fresh=fresh, version=version,
                          progress=tbar)
     failed = [o for o in outs if not o.ok]
     if failed:
@@ -149,9 +164,9 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
     basin_jobs = [(c.key, SolveJob(c.params, float(a), i, acfg)) for c in with_theory
                   if has_aligned_theory(c.params) and c.params.L <= plan.aligned_max_L for a in alphas[c.key] for i in INITS]
     basin_tasks = [aligned_task(j, version) for _, j in basin_jobs]
-    cached += sum(store.load(t.key) is not None for t in basin_tasks)
+    cached += 0 if fresh else sum(store.load(t.key) is not None for t in basin_tasks)
     with TaskBar("general-suite aligned-prox theory", unit="task", quiet=not progress) as tbar:
-        basin_outs = run_tasks(basin_tasks, executor=ExecutorSpec(workers=plan.theory_workers), store=store,
+        basin_outs = run_tasks(basin_tasks, executor=executor, store=store, fresh=fresh,
                                version=version, progress=tbar)
     aligned: dict[str, dict[tuple[float, str], dict[str, Any]]] = {}
     for (key, j), o in zip(basin_jobs, basin_outs):
@@ -161,13 +176,13 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
     with tqdm(total=n_sims, desc="simulations", disable=not progress, file=sys.stderr) as bar:
         sim_t0 = time.perf_counter()
         results = {c.key: _run_specs([plan.spec(c, a, i, s) for a in alphas[c.key] for i in INITS for s in plan.seeds],
-                                     bar) for c in plan.cases}
+                                     bar, executor, store, fresh) for c in plan.cases}
         cases = []
         for c in plan.cases:
             th = theories.get(c.key)
             rows = case_rows(c, results[c.key], th, marks[c.key], aligned.get(c.key))
             for row in (r for r in rows if disagrees(r) and plan.trend_ds):
-                row["trend"] = finite_size_trend(plan, c, row, results[c.key], bar)
+                row["trend"] = finite_size_trend(plan, c, row, results[c.key], bar, executor, store, fresh)
             cases.append({
                 "key": c.key, "title": c.title, "params": c.params.to_dict(), "alphas_note": c.alphas_note,
                 "theory_kind": "rank-r" if is_rank_case(c.params) else "rank-1",
@@ -181,7 +196,7 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
         "wall_seconds": time.perf_counter() - t0, "simulation_seconds": sim_seconds,
         "theory_seconds": sum(t.seconds for t in theories.values())
         + sum(p["seconds"] for pts in aligned.values() for p in pts.values()),
-        "theory_jobs_cached": cached,
+        "theory_jobs_cached": cached, "workers": executor.workers,
         "n_simulations": len(runs), "all_converged": all(r.converged for r in runs),
         "runs": [{"case": c.key, **r.to_dict()} for c in plan.cases for r in results[c.key]],
     }
@@ -193,7 +208,8 @@ def disagrees(row: dict[str, Any]) -> bool:
 
 
 def finite_size_trend(plan: GeneralPlan, case: SuiteCase, row: dict[str, Any], runs: list[SimResult],
-                      bar: Any) -> list[dict[str, Any]]:
+                      bar: Any, executor: Any = None, store: Any = None, fresh: bool = False
+                      ) -> list[dict[str, Any]]:
     """The compared observables of a disagreeing row (:func:`disagrees`; with the mixed point's at rank r) at
     ``plan.trend_ds`` and at ``plan.d`` (same seeds, same alpha and start): ``[{d, <obs>_mean, <obs>_std, n}]``
     by increasing d -- does the gap close with d?"""
@@ -201,20 +217,22 @@ def finite_size_trend(plan: GeneralPlan, case: SuiteCase, row: dict[str, Any], r
     out = []
     for d in (*plan.trend_ds, plan.d):
         rs = [r for r in runs if r.alpha == row["alpha"] and r.init == row["init"]] if d == plan.d else \
-            _run_specs([plan.spec(case, row["alpha"], row["init"], s, d=d) for s in plan.seeds], bar)
+            _run_specs([plan.spec(case, row["alpha"], row["init"], s, d=d) for s in plan.seeds], bar, executor, store,
+                       fresh)
         compared = dict.fromkeys(COMPARED[row["init"]] + (MIXED_COMPARED if "mixed_agrees" in row else ()))
         out.append({"d": d, "n": len(rs), **seed_means(rs, compared)})
     return out
 
 
 def run_general_validation(plan: GeneralPlan, out_dir: str | Path, progress: bool = True,
-                           store: Any = None) -> dict[str, Any]:
-    """Run the suite and write ``report.md``, ``summary.json`` and ``general_suite.png`` into ``out_dir``
-    (the theory's tasks kept in ``store``, default ``out_dir/tasks``)."""
+                           store: Any = None, executor: Any = None, fresh: bool = False) -> dict[str, Any]:
+    """Run the suite (:func:`run_general_suite`, its tasks on ``executor``, kept in ``store``, default
+    ``out_dir/tasks``, every one computed again with ``fresh``) and write ``report.md``, ``summary.json`` and
+    ``general_suite.png`` into ``out_dir``."""
     from .general_report import write_general_report
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    summary = run_general_suite(plan, out, progress=progress, store=store)
+    summary = run_general_suite(plan, out, progress=progress, store=store, executor=executor, fresh=fresh)
     write_general_report(summary, out)
     return summary

@@ -172,8 +172,8 @@ def test_validate_general_suite_wiring(tmp_path, capsys, monkeypatch):
 
     seen = {}
 
-    def fake(plan, out_dir, progress=True, store=None):
-        seen.update(plan=plan, out_dir=out_dir, store=store)
+    def fake(plan, out_dir, progress=True, store=None, executor=None, fresh=False):
+        seen.update(plan=plan, out_dir=out_dir, store=store, workers=executor.workers, fresh=fresh)
         return {"wall_seconds": 2.0, "all_converged": False}
 
     monkeypatch.setattr(suite, "run_general_validation", fake)
@@ -182,8 +182,9 @@ def test_validate_general_suite_wiring(tmp_path, capsys, monkeypatch):
     n = torch.get_num_threads()
     try:
         code = main(["validate", "--suite", "general", "--quick", "--out", str(tmp_path / "g"), "--threads", "1",
-                     "--quiet", "--json"])
+                     "--quiet", "--json", "--workers", "3", "--fresh"])
         first, first_store = seen["plan"], seen["store"]
+        assert seen["workers"] == 3 and seen["fresh"]  # as on every command: its tasks' processes, computed again
         assert main(["validate", "--suite", "general", "--quick", "--cases", "e,d", "--out", str(tmp_path / "h"),
                      "--threads", "1", "--quiet"]) == 1
     finally:

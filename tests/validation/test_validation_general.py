@@ -238,7 +238,7 @@ def test_a_rank_case_row_takes_the_matrix_solves_fixed_point(tmp_path, monkeypat
     monkeypatch.setattr(suite, "POINT_BRANCHES", ("positional",))  # one cheap solve (~2 s)
     case = replace(GENERAL_CASES[3], alphas=(0.5,))
     plan = replace(general_plan(quick=True, d=12, seeds=2, cases=(case,)), n_test=50, device="cpu",
-                   rank_quadrature="sobol8", trend_ds=(), theory_workers=1)
+                   rank_quadrature="sobol8", trend_ds=())
     summary = suite.run_general_suite(plan, tmp_path, progress=False)
     row = next(r for r in summary["cases"][0]["rows"] if r["init"] == "positional")
     th = row["theory"]
@@ -251,6 +251,13 @@ def test_a_rank_case_row_takes_the_matrix_solves_fixed_point(tmp_path, monkeypat
     assert th["q"] == pytest.approx(sum(direct["q0_eigenvalues"]), rel=1e-12)
     assert row["agrees"]["m_norm"] == within(row, "m_norm", th["m_norm"])
     assert summary["theory_jobs_cached"] == 0
+    from attnphase.execution import ResultStore
+    from attnphase.validation.jobs import simulation_task, simulation_version
+
+    store = ResultStore(tmp_path / "tasks")  # the simulations are tasks too, kept beside the theory
+    specs = [plan.spec(case, 0.5, i, s) for i in ("semantic", "positional") for s in plan.seeds]
+    kept = [store.load(simulation_task(sp, simulation_version()).key) for sp in specs]
+    assert all(k is not None and k.status == "done" for k in kept) and summary["n_simulations"] == len(specs)
     again = suite.run_general_suite(plan, tmp_path, progress=False)  # the store answers the rerun
     assert again["theory_jobs_cached"] == 1
     assert again["cases"][0]["theory"]["points"] == summary["cases"][0]["theory"]["points"]

@@ -183,11 +183,13 @@ def _run_general(args: argparse.Namespace) -> int:
                     f"at d = 1000 took {workload.GENERAL_FULL_DE_SECONDS:.0f} s wall on 2 cores)")
         print(f"attnphase: general suite: {n} case{'s' if n != 1 else ''} at d = {plan.d}, {seeds} seeds: {said}; a busy "
               f"or slower machine takes longer", file=sys.stderr, flush=True)
-    torch.set_num_threads(args.threads if args.threads is not None else max(1, torch.get_num_threads() - 1))
+    # one thread by default, as Dask workers use (--threads' help)
+    torch.set_num_threads(args.threads if args.threads is not None else 1)
     work.begin("running the general validation suite")
     with staged_job(out_dir, "validate", {"suite": "general", "cases": [c.key for c in plan.cases], "d": plan.d},
                     args.json) as stage:
-        summary = run_general_validation(plan, stage, progress=not args.quiet, store=task_store(out_dir))
+        summary = run_general_validation(plan, stage, progress=not args.quiet, store=task_store(out_dir),
+                                         executor=execution_options.executor_from_args(args), fresh=args.fresh)
         summary = json.loads(json.dumps(outputs.json_value(summary)).replace(str(stage), str(out_dir)))
     if args.json:  # as summary.json holds it: the outputs' names (validation/output_names.py)
         print(json.dumps(outputs.json_value(summary_for_output(summary))))
