@@ -108,6 +108,9 @@ HISTOGRAM_COMMAND_SECONDS = 7.0
 #: suite's cases (d) and (e) at d = 1000: 374 s wall.
 GENERAL_QUICK_SUITE_SECONDS = 460.0
 GENERAL_FULL_DE_SECONDS = 374.0
+#: ``validate --suite general --cases d,e --d 2000``: 30 of its 32 runs took 3906 s in one process (one of them 40 min,
+#: near a plateau; the 31st had not stopped 7 min later): far above the d^2 scaling of the d = 1000 time.
+GENERAL_D2000_DE_SECONDS = 3906.0
 #: Starting a local Dask cluster and importing the numerics in its workers (wall seconds).
 CLUSTER_START_SECONDS = 5.0
 #: A local Dask cluster's own CPU (``--only workers``): each worker's spawn and imports ...

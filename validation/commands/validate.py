@@ -174,13 +174,18 @@ def _run_general(args: argparse.Namespace) -> int:
             t = workload.GENERAL_QUICK_SUITE_SECONDS * n / 5 * seeds / 3
             said = (f"about {workload.format_duration(t)} (the quick suite of all 5 cases, 3 seeds measured "
                     f"{workload.GENERAL_QUICK_SUITE_SECONDS:.0f} s wall on 2 cores, scaled by cases and seeds)")
-        elif {c.key for c in plan.cases} <= {"d", "e"}:
+        elif {c.key for c in plan.cases} <= {"d", "e"} and plan.d <= 1000:
             t = workload.GENERAL_FULL_DE_SECONDS * n / 2 * seeds / 4 * (plan.d / 1000) ** 2
-            said = (f"about {workload.format_duration(t)} (the full suite's cases (d), (e) at d = 1000, 4 seeds measured "
-                    f"{workload.GENERAL_FULL_DE_SECONDS:.0f} s wall on 2 cores, scaled by cases, seeds and d^2)")
+            said = (f"about {workload.format_duration(t)} (the full suite's cases (d), (e) at d = 1000, 4 seeds "
+                    f"measured {workload.GENERAL_FULL_DE_SECONDS:.0f} s wall on 2 cores, scaled by cases, seeds and "
+                    f"d^2)")
+        elif plan.d > 1000:
+            m = workload.GENERAL_D2000_DE_SECONDS / 60
+            said = (f"more than an hour, about {m:.0f} min or longer (measured at d = 2000: the cases (d), (e) took "
+                    f"{m:.0f} min for 30 of their 32 runs in one process, one run near a plateau 40 of them)")
         else:
-            said = (f"no measured estimate for d = {plan.d}: its simulations grow as d^2 (the full suite's cases (d), (e) "
-                    f"at d = 1000 took {workload.GENERAL_FULL_DE_SECONDS:.0f} s wall on 2 cores)")
+            said = (f"no measured estimate for d = {plan.d}: its simulations grow at least as d^2 (the full suite's "
+                    f"cases (d), (e) at d = 1000 took {workload.GENERAL_FULL_DE_SECONDS:.0f} s wall on 2 cores)")
         print(f"attnphase: general suite: {n} case{'s' if n != 1 else ''} at d = {plan.d}, {seeds} seeds: {said}; a busy "
               f"or slower machine takes longer", file=sys.stderr, flush=True)
     # one thread by default, as Dask workers use (--threads' help)
