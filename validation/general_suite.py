@@ -21,7 +21,7 @@ from .agreement import all_runs_converged, within_rule
 from .basin_theory import aligned_config, aligned_task, has_aligned_theory
 from .branch_segments import exists_at
 from .campaign import seed_means
-from .experiments import SimResult, SimSpec, run_simulation
+from .experiments import SimResult, SimSpec
 from .invariant_points import POINT_BRANCHES, InvariantPoints, point_config, point_task
 from .reference import TheoryAtOmega
 from .general_cases import COMPARED, INITS, OBSERVABLES, GeneralPlan, SuiteCase, is_rank_case
@@ -175,8 +175,10 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
         aligned.setdefault(key, {})[(j.alpha, j.branch)] = o.value
     with tqdm(total=n_sims, desc="simulations", disable=not progress, file=sys.stderr) as bar:
         sim_t0 = time.perf_counter()
-        results = {c.key: _run_specs([plan.spec(c, a, i, s) for a in alphas[c.key] for i in INITS for s in plan.seeds],
-                                     bar, executor, store, fresh) for c in plan.cases}
+        specs = {c.key: [plan.spec(c, a, i, s) for a in alphas[c.key] for i in INITS for s in plan.seeds]
+                 for c in plan.cases}
+        done = iter(_run_specs([s for c in plan.cases for s in specs[c.key]], bar, executor, store, fresh))
+        results = {c.key: [next(done) for _ in specs[c.key]] for c in plan.cases}  # one batch keeps the workers busy
         cases = []
         for c in plan.cases:
             th = theories.get(c.key)
