@@ -104,10 +104,10 @@ HISTOGRAM_FIXED_SECONDS = 0.06
 #: ``histogram``: the command's own part: ``histogram --quick --workers 1`` rerun into its ``--out`` (every task
 #: stored): 6.9 CPU s.
 HISTOGRAM_COMMAND_SECONDS = 7.0
-#: ``validate --suite general --quick``: 449-474 s wall on 2 cores (three runs, docs/validation.md); the full
-#: suite's cases (d) and (e) at d = 1000: 374 s wall.
-GENERAL_QUICK_SUITE_SECONDS = 460.0
-GENERAL_FULL_DE_SECONDS = 374.0
+#: ``validate --suite general --quick --workers 2``: 385 s wall on 2 cores (docs/validation.md); the full suite's
+#: cases (d) and (e) at d = 1000 (``--cases d,e --workers 2``): 665 s wall.
+GENERAL_QUICK_SUITE_SECONDS = 385.0
+GENERAL_FULL_DE_SECONDS = 665.0
 #: ``validate --suite general --cases d,e --d 2000``: 30 of its 32 runs took 3906 s in one process (one of them 40 min,
 #: near a plateau; the 31st had not stopped 7 min later): far above the d^2 scaling of the d = 1000 time.
 GENERAL_D2000_DE_SECONDS = 3906.0
