@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from .data import Teacher
-from .students import GramData, risk
+from .students import GramData, field_losses, fields, fields_gradient, risk, transposed_tokens
 
 INITS = ("semantic", "positional", "random")
 OPTIMIZERS = ("gd", "adam")
@@ -121,28 +121,41 @@ def initial_Q(init: str, teacher: Teacher, r: int, generator: torch.Generator, r
     return Q
 
 
-def _value_and_grad(Q: torch.Tensor, g: GramData, lam: float) -> tuple[float, torch.Tensor]:
-    Qv = Q.detach().requires_grad_(True)
-    R = risk(Qv, g, lam)
-    (G,) = torch.autograd.grad(R, Qv)
-    return float(R.detach()), G
+def _value_and_grad(h: torch.Tensor, Q: torch.Tensor, g: GramData, lam: float,
+                    Xt: torch.Tensor) -> tuple[float, torch.Tensor]:
+    """``R(Q)`` and ``grad_Q R`` from the fields ``h = h(Q)``: ``dR/dh`` by autograd on the ``(n, L, r)`` fields, then
+    the chain rule through them (:func:`~attnphase.validation.students.fields_gradient`) plus ``lambda Q``."""
+    hv = h.detach().requires_grad_(True)
+    loss = field_losses(hv, g).sum()
+    (dh,) = torch.autograd.grad(loss, hv)
+    return float(loss.detach()) + 0.5 * lam * float((Q * Q).sum()), fields_gradient(dh, g, Xt) + lam * Q
+
+
+#: GD carries the fields h(Q) along its steps (h(Q - eta G) = h(Q) - eta h(G)); they are computed afresh from Q
+#: every this many steps, so that round-off does not accumulate.
+FIELDS_REFRESH = 64
 
 
 def _gd(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: float) -> TrainResult:
+    """Armijo gradient descent (module doc).  The fields are linear in Q, so a step's trial points cost no product
+    with the tokens: h(Q - eta G) = h(Q) - eta h(G), one product h(G) per step, one more for the gradient."""
     d = g.d
     t0 = time.perf_counter()
+    Xt = transposed_tokens(g)
     Q = Q0.detach().clone()
-    R, G = _value_and_grad(Q, g, lam)
+    h = fields(Q, g.X, g.positions)
+    R, G = _value_and_grad(h, Q, g, lam, Xt)
     eta, steps, status = cfg.step0, 0, "budget"
     while True:
         gn2 = float((G * G).sum())
         gnorm = math.sqrt(gn2 / d)
         if gnorm <= tol or steps >= cfg.max_steps:
             break
+        hG = fields(G, g.X, g.positions)
         while True:  # Armijo backtracking on the full-batch objective
-            trial = Q - eta * G
+            trial, h_trial = Q - eta * G, h - eta * hG
             with torch.no_grad():
-                R_trial = float(risk(trial, g, lam))
+                R_trial = float(field_losses(h_trial, g).sum()) + 0.5 * lam * float((trial * trial).sum())
             if R_trial <= R - cfg.armijo_c * eta * gn2:
                 break
             eta *= 0.5
@@ -151,9 +164,11 @@ def _gd(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: float)
                 break
         if status == "stalled":
             break
-        Q = trial
-        R, G = _value_and_grad(Q, g, lam)
+        Q, h = trial, h_trial
         steps += 1
+        if steps % FIELDS_REFRESH == 0:
+            h = fields(Q, g.X, g.positions)
+        R, G = _value_and_grad(h, Q, g, lam, Xt)
         eta *= cfg.grow
     status = "converged" if gnorm <= tol else status
     return TrainResult(Q, steps, status == "converged", status, gnorm, R, time.perf_counter() - t0, tol)

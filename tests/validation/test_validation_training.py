@@ -130,3 +130,40 @@ def test_a_run_on_a_tiny_step_budget_is_reported_not_converged():
                                train=TrainConfig(max_steps=2)))
     assert r.steps == 2 and not r.converged and r.status == "budget" and r.grad_norm > r.grad_tol
     assert r.to_json()["converged"] is False
+
+
+def _plain_armijo_gd(Q0, g, lam, cfg, steps):
+    """Armijo GD written directly on the risk (autograd through Q, every trial point from Q): the reference of
+    :func:`train`'s gradient descent, which carries the fields h(Q) along its steps."""
+    Q, eta = Q0.clone(), cfg.step0
+    for _ in range(steps):
+        Qv = Q.clone().requires_grad_(True)
+        R = risk(Qv, g, lam)
+        (G,) = torch.autograd.grad(R, Qv)
+        gn2 = float((G * G).sum())
+        while float(risk(Q - eta * G, g, lam)) > float(R) - cfg.armijo_c * eta * gn2:
+            eta *= 0.5
+        Q, eta = Q - eta * G, eta * cfg.grow
+    return Q
+
+
+def test_gd_carrying_the_fields_takes_the_steps_of_plain_gd():
+    """Past several refreshes of the carried fields (FIELDS_REFRESH steps each) the iterates equal those of Armijo GD
+    on the risk itself to round-off, at r = 2 with positions; and the gradient through the fields is autograd's."""
+    from attnphase.validation.students import field_losses, fields, fields_gradient, transposed_tokens
+    from attnphase.validation.training import FIELDS_REFRESH
+
+    p = ModelParams(r=2, omega=0.2)
+    t = make_teacher(p, 40, generator(1, "teacher"))
+    g = prepare(t, sample(t, 60, generator(1, "train")))
+    Q0 = initial_Q("random", t, 2, generator(1, "init"), random_scale=0.5)
+    Qv = Q0.clone().requires_grad_(True)
+    (auto,) = torch.autograd.grad(field_losses(fields(Qv, g.X, g.positions), g).sum(), Qv)
+    hv = fields(Q0, g.X, g.positions).requires_grad_(True)
+    (dh,) = torch.autograd.grad(field_losses(hv, g).sum(), hv)
+    torch.testing.assert_close(fields_gradient(dh, g, transposed_tokens(g)), auto, rtol=1e-12, atol=1e-15)
+    steps = 3 * FIELDS_REFRESH + 5
+    cfg = TrainConfig(max_steps=steps, grad_tol=1e-14)
+    res = train(Q0, g, p.lam, cfg)
+    assert res.steps == steps and res.status == "budget"
+    torch.testing.assert_close(res.Q, _plain_armijo_gd(Q0, g, p.lam, cfg, steps), rtol=1e-10, atol=1e-12)
