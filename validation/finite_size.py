@@ -3,7 +3,8 @@ means over d (docs/validation.md).
 
 A mean y(d) over seeds is fitted by weighted least squares as ``y(d) = a + b / d^p`` for each power p of
 :data:`FIT_POWERS`; the data choose the form (:func:`chosen_fit`: the smaller weighted chi^2), and ``a`` is the
-d -> infinity value with its standard error ``a_se``.
+d -> infinity value with its standard error ``a_se``; :func:`trend_extrapolations` applies it to the finite-size
+trend of a row of ``validate --suite general``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+from .agreement import EXTRAPOLATED_SE
 
 #: The finite-size forms a + b / d^p tried, with their names; the data choose (:func:`chosen_fit`).
 FIT_POWERS = {1.0: "a + b/d", 0.5: "a + b/sqrt(d)"}
@@ -43,3 +46,33 @@ def chosen_fit(ds: Sequence[int], means: Sequence[float], stds: Sequence[float],
     best = min(fits, key=lambda p: fits[p]["chi2"])
     other = [fits[p]["chi2"] for p in fits if p != best]
     return dict(fits[best], power=best, form=FIT_POWERS[best], chi2_other=min(other) if other else None)
+
+
+#: Dimensions a finite-size trend needs (every run converged) for its d -> inf fit.
+MIN_FIT_DS = 3
+
+
+def trend_extrapolations(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """For a row of ``validate --suite general`` with a finite-size trend
+    (:func:`~attnphase.validation.general_suite.finite_size_trend`), each observable compared where it disagrees:
+    with the point of its start's branch (every compared one) and, at rank r, with the mixed point (those it
+    disagrees on).  Per observable its ``theory`` value, ``against`` (``branch`` / ``mixed point``), the d -> inf
+    fit a +- a_se of the trend over its dimensions whose every run converged
+    (:func:`chosen_fit`: ``a``, ``a_se``, ``form``; absent below
+    :data:`MIN_FIT_DS` of them) and ``agrees``: |a - theory| <= EXTRAPOLATED_SE a_se (None without fit or
+    theory)."""
+    against = [(obs, "branch", (row["theory"] or {}).get(obs)) for obs in row["agrees"] if row["status"] == "disagrees"]
+    against += [(obs, "mixed point", row["mixed"][obs]) for obs, ok in (row.get("mixed_agrees") or {}).items()
+                if ok is False]
+    usable = [p for p in row.get("trend") or () if p["converged"]]
+    out = []
+    for obs, what, theory in against:
+        entry: dict[str, Any] = {"observable": obs, "against": what, "theory": theory, "agrees": None}
+        if len(usable) >= MIN_FIT_DS:
+            fit = chosen_fit([p["d"] for p in usable], [p[f"{obs}_mean"] for p in usable],
+                             [p[f"{obs}_std"] for p in usable], [p["n"] for p in usable])
+            entry |= {"a": fit["a"], "a_se": fit["a_se"], "form": fit["form"]}
+            if theory is not None and math.isfinite(theory):
+                entry["agrees"] = abs(fit["a"] - theory) <= EXTRAPOLATED_SE * fit["a_se"]
+        out.append(entry)
+    return out

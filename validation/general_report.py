@@ -12,13 +12,14 @@ from typing import Any
 
 from attnphase.execution.outputs import json_value
 
-from .agreement import REL_TOL
+from .agreement import EXTRAPOLATED_SE, REL_TOL
 from .basin_theory import rule_verdict
 from .general_cases import COMPARED
+from .finite_size import MIN_FIT_DS
 from .plots import _plt, plot_theory_branch, tiny_bars
 from .output_names import summary_for_output
 from .reference import _nan
-from .report import _convergence_lines, _f, _pm
+from .report import _convergence_lines, _f, _pm, _pmv
 
 _STYLE = {"semantic": ("o", "C0"), "positional": ("s", "C1")}
 #: Rank-r theory points: (marker, colour) per branch.
@@ -264,16 +265,20 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
     trends = [(case, r) for case in summary["cases"] for r in case["rows"] if r.get("trend")]
     if trends:
         lines += ["", "## Finite-size trend where GD and the theory disagree", "",
-                  "The same alpha and start at smaller d (same seeds): the gap to the theory at each d.", "",
+                  "The same alpha and start at smaller d (same seeds): the gap to the theory at each d, and the "
+                  "d -> inf value a +- its standard error of the weighted fit a + b/d^p (the form with the smaller "
+                  f"chi^2, over the dimensions whose every run converged, at least {MIN_FIT_DS}), 'agrees' where "
+                  f"|a - theory| <= {EXTRAPOLATED_SE:g} a_se.", "",
                   "| case | alpha | start | observable | theory | " + " | ".join(
-                      f"d = {p['d']}" for p in trends[0][1]["trend"]) + " |",
-                  "|---|---|---|---|---|" + "---|" * len(trends[0][1]["trend"])]
+                      f"d = {p['d']}" for p in trends[0][1]["trend"]) + " | d -> inf | at d -> inf |",
+                  "|---|---|---|---|---|" + "---|" * (len(trends[0][1]["trend"]) + 2)]
         for case, r in trends:
-            against = [(obs, "", (r["theory"] or {}).get(obs)) for obs in r["agrees"] if r["status"] == "disagrees"]
-            against += [(obs, " (mixed point)", r["mixed"][obs]) for obs, ok in (r.get("mixed_agrees") or {}).items()
-                        if ok is False]
-            lines += [f"| ({case['key']}) | {r['alpha']} | {r['init']} | {obs}{what} | {_f(th)} | "
-                      + " | ".join(_pm(p, obs) for p in r["trend"]) + " |" for obs, what, th in against]
+            for e in r["extrapolations"]:
+                fit = (f"{_pmv(e['a'], e['a_se'])} ({e['form']})" if "a" in e else "--")
+                said = {True: "agrees", False: "disagrees", None: "--"}[e["agrees"]]
+                lines += [f"| ({case['key']}) | {r['alpha']} | {r['init']} | {e['observable']}"
+                          f"{' (mixed point)' if e['against'] == 'mixed point' else ''} | {_f(e['theory'])} | "
+                          + " | ".join(_pm(p, e["observable"]) for p in r["trend"]) + f" | {fit} | {said} |"]
     lines += ["", "## Figure", "",
               "* `general_suite.png`: per case, theory branches (only where they exist; a tick up from the x axis where one ends) and GD "
               "means ± std; dotted: the alpha the runs straddle. Rank-r cases: the rank-r fixed points as stars (semantic "

@@ -22,6 +22,7 @@ from .basin_theory import aligned_config, aligned_task, has_aligned_theory
 from .branch_segments import exists_at
 from .campaign import seed_means
 from .experiments import SimResult, SimSpec
+from .finite_size import trend_extrapolations
 from .invariant_points import POINT_BRANCHES, InvariantPoints, point_config, point_task
 from .reference import TheoryAtOmega
 from .general_cases import COMPARED, INITS, OBSERVABLES, GeneralPlan, SuiteCase, is_rank_case
@@ -185,6 +186,7 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
             rows = case_rows(c, results[c.key], th, marks[c.key], aligned.get(c.key))
             for row in (r for r in rows if disagrees(r) and plan.trend_ds):
                 row["trend"] = finite_size_trend(plan, c, row, results[c.key], bar, executor, store, fresh)
+                row["extrapolations"] = trend_extrapolations(row)
             cases.append({
                 "key": c.key, "title": c.title, "params": c.params.to_dict(), "alphas_note": c.alphas_note,
                 "theory_kind": "rank-r" if is_rank_case(c.params) else "rank-1",
@@ -222,7 +224,7 @@ def finite_size_trend(plan: GeneralPlan, case: SuiteCase, row: dict[str, Any], r
             _run_specs([plan.spec(case, row["alpha"], row["init"], s, d=d) for s in plan.seeds], bar, executor, store,
                        fresh)
         compared = dict.fromkeys(COMPARED[row["init"]] + (MIXED_COMPARED if "mixed_agrees" in row else ()))
-        out.append({"d": d, "n": len(rs), **seed_means(rs, compared)})
+        out.append({"d": d, "n": len(rs), "converged": all(r.converged for r in rs), **seed_means(rs, compared)})
     return out
 
 

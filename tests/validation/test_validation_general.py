@@ -238,8 +238,13 @@ def test_a_rank_case_row_takes_the_matrix_solves_fixed_point(tmp_path, monkeypat
     monkeypatch.setattr(suite, "POINT_BRANCHES", ("positional",))  # one cheap solve (~2 s)
     case = replace(GENERAL_CASES[3], alphas=(0.5,))
     plan = replace(general_plan(quick=True, d=12, seeds=2, cases=(case,)), n_test=50, device="cpu",
-                   rank_quadrature="sobol8", trend_ds=())
+                   rank_quadrature="sobol8", trend_ds=(4, 8))
     summary = suite.run_general_suite(plan, tmp_path, progress=False)
+    trended = [r for r in summary["cases"][0]["rows"] if r.get("trend")]
+    from attnphase.validation.general_report import render_general_markdown
+    assert trended and all([p["d"] for p in r["trend"]] == [4, 8, 12] for r in trended)
+    assert all("a" in e for r in trended for e in r["extrapolations"])  # three dimensions: a d -> inf fit
+    assert "| d = 4 | d = 8 | d = 12 | d -> inf | at d -> inf |" in render_general_markdown(summary)
     row = next(r for r in summary["cases"][0]["rows"] if r["init"] == "positional")
     th = row["theory"]
     assert th["converged"] and th["branch_reached"] == "positional" and th["exists"]
@@ -415,3 +420,28 @@ def test_a_rank_point_below_the_floor_is_not_its_branch_and_a_failed_solve_is_tr
     out = point_job(SolveJob(GENERAL_CASES[3].params, 0.5, "semantic", point_config("sobol9")))
     assert len(calls) == 2 and calls[0] != calls[1] and out["exists"] and out["quadrature"] == calls[1]
     assert out["tries"] == [f"{calls[0]}: not converged (residual 1.0e-12)"]
+
+
+def test_a_disagreeing_rows_trend_is_extrapolated_to_infinite_d_and_judged_there():
+    """The d -> inf fit of a trend that follows a + b/sqrt(d) returns a, agrees with a theory at a and not with one
+    many standard errors away; dimensions with an unconverged run are left out, and fewer than three give no fit."""
+    from attnphase.validation.finite_size import MIN_FIT_DS, trend_extrapolations as extrapolations
+
+    ds, a, b = (250, 500, 1000, 2000), 0.2, 1.5
+    trend = [{"d": d, "n": 4, "converged": True, "abs_theta_mean": a + b / math.sqrt(d), "abs_theta_std": 0.004,
+              "eps_g_mean": 3e-3, "eps_g_std": 1e-5} for d in ds]
+    row = {"status": "disagrees", "agrees": {"abs_theta": False, "eps_g": True},
+           "theory": {"abs_theta": a, "eps_g": 3e-3}, "trend": trend}
+    out = {e["observable"]: e for e in extrapolations(row)}
+    assert set(out) == {"abs_theta", "eps_g"} and all(e["against"] == "branch" for e in out.values())
+    assert out["abs_theta"]["a"] == pytest.approx(a, abs=1e-9) and out["abs_theta"]["form"] == "a + b/sqrt(d)"
+    assert out["abs_theta"]["agrees"] is True and out["eps_g"]["agrees"] is True
+    far = extrapolations(dict(row, theory={"abs_theta": a + 20 * out["abs_theta"]["a_se"], "eps_g": 3e-3}))
+    assert far[0]["agrees"] is False
+    # a rank-r row that agrees with its branch's point but not with the mixed one: only the mixed observables
+    mixed = dict(row, status="agrees", mixed={"abs_theta": 0.05, "m_norm": 0.3, "eps_g": 3e-3},
+                 mixed_agrees={"abs_theta": False, "m_norm": True, "eps_g": True})
+    assert [(e["observable"], e["against"], e["agrees"]) for e in extrapolations(mixed)] == [
+        ("abs_theta", "mixed point", False)]
+    short = dict(row, trend=[dict(p, converged=p["d"] != 500) for p in trend[1:]])
+    assert len(trend[1:]) == MIN_FIT_DS and all("a" not in e and e["agrees"] is None for e in extrapolations(short))
