@@ -16,7 +16,9 @@ The commands (``--only`` picks some by name):
 * ``solve-semantic``: the same on the semantic branch;
 * ``phase-diagram``: ``phase-diagram --omega 0.1:0.4:7 --workers 1 --fresh`` (rank 1, slow: ~1-2 min);
 * ``rank2``: ``solve --alpha 2 --rank 2 --branch mixed --json`` (rank-2 student, rank-1 teacher);
-* ``sweep``: ``sweep --alpha 0.5:2.5:9 --omega 0.3 --fresh`` (rank 1, default rules, one task in the process).
+* ``sweep``: ``sweep --alpha 0.5:2.5:9 --omega 0.3 --fresh`` (rank 1, default rules, one task in the process);
+* ``simulate``: ``simulate --d 2000 --alpha 2 --rank 2 --init positional --threads 1`` (gradient descent to its
+  gradient tolerance, 272 steps, on one torch thread; no numerics).
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ COMMANDS = {
     "phase-diagram": ["phase-diagram", "--omega", "0.1:0.4:7", "--workers", "1", "--fresh", "--quiet", "--out", "{tmp}"],
     "rank2": ["solve", "--alpha", "2", "--rank", "2", "--branch", "mixed", "--json"],
     "sweep": ["sweep", "--alpha", "0.5:2.5:9", "--omega", "0.3", "--fresh", "--quiet", "--out", "{tmp}"],
+    "simulate": ["simulate", "--d", "2000", "--alpha", "2", "--rank", "2", "--init", "positional", "--threads", "1",
+                 "--json"],
 }
 
 

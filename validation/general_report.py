@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -119,8 +120,8 @@ def plot_general(summary: dict[str, Any], path: Path) -> None:
             ax.tick_params(labelsize=8)
     handles, labels = figure_legend_entries(axes.flat)
     ncol = max(1, min(len(labels), 2 * len(cases), 6))
-    fig.suptitle(f"general model: GD at d = {summary['plan']['d']} vs theory (global prox); dotted: alpha_c, or "
-                 "the semantic end where there is none", fontsize=10)
+    fig.suptitle(textwrap.fill(f"general model: GD at d = {summary['plan']['d']} vs theory (global prox); dotted: "
+                               "alpha_c, or the semantic end where there is none", width=38 * len(cases)), fontsize=10)
     fig.tight_layout(rect=(0, 0.035 * (1 + math.ceil(len(labels) / ncol)), 1, 1))
     fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False, markerscale=0.9)
     fig.savefig(path, dpi=110)

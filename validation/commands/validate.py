@@ -179,10 +179,11 @@ def _run_general(args: argparse.Namespace) -> int:
             said = (f"about {workload.format_duration(t)} (the full suite's cases (d), (e) at d = 1000, 4 seeds "
                     f"measured {workload.GENERAL_FULL_DE_SECONDS:.0f} s wall on 2 cores, scaled by cases, seeds and "
                     f"d^2)")
-        elif plan.d > 1000:
-            m = workload.GENERAL_D2000_DE_SECONDS / 60
-            said = (f"more than an hour, about {m:.0f} min or longer (measured at d = 2000: the cases (d), (e) took "
-                    f"{m:.0f} min for 30 of their 32 runs in one process, one run near a plateau 40 of them)")
+        elif {c.key for c in plan.cases} <= {"d", "e"}:
+            t = workload.GENERAL_D2000_DE_SECONDS * n / 2 * seeds / 4 * (plan.d / 2000) ** 2
+            said = (f"about {workload.format_duration(t)} (the cases (d), (e) at d = 2000, 4 seeds measured "
+                    f"{workload.GENERAL_D2000_DE_SECONDS:.0f} s wall on 2 cores, scaled by cases, seeds and d^2; "
+                    f"the runs near a plateau take longest)")
         else:
             said = (f"no measured estimate for d = {plan.d}: its simulations grow at least as d^2 (the full suite's "
                     f"cases (d), (e) at d = 1000 took {workload.GENERAL_FULL_DE_SECONDS:.0f} s wall on 2 cores)")
