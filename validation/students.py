@@ -92,7 +92,12 @@ def fields_gradient(dh: torch.Tensor, g: GramData, Xt: torch.Tensor) -> torch.Te
 
 def risk(Q: torch.Tensor, g: GramData, lam: float) -> torch.Tensor:
     """Empirical risk ``R(Q) = sum_mu (1 / 2d) |y^mu - f(X^mu)|^2 + (lambda / 2) |Q|_F^2``, the penalty written out."""
-    return attention_losses(Q, g).sum() + 0.5 * lam * (Q * Q).sum()
+    return fields_risk(fields(Q, g.X, g.positions), Q, g, lam)
+
+
+def fields_risk(h: torch.Tensor, Q: torch.Tensor, g: GramData, lam: float) -> torch.Tensor:
+    """:func:`risk` with the student fields ``h = h(Q)`` given (:func:`field_losses` summed, plus the penalty)."""
+    return field_losses(h, g).sum() + 0.5 * lam * (Q * Q).sum()
 
 
 def linear_losses(B: torch.Tensor, g: GramData) -> torch.Tensor:

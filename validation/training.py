@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from .data import Teacher
-from .students import GramData, field_losses, fields, fields_gradient, risk, transposed_tokens
+from .students import GramData, fields, fields_gradient, fields_risk, risk, transposed_tokens
 
 INITS = ("semantic", "positional", "random")
 OPTIMIZERS = ("gd", "adam")
@@ -126,9 +126,9 @@ def _value_and_grad(h: torch.Tensor, Q: torch.Tensor, g: GramData, lam: float,
     """``R(Q)`` and ``grad_Q R`` from the fields ``h = h(Q)``: ``dR/dh`` by autograd on the ``(n, L, r)`` fields, then
     the chain rule through them (:func:`~attnphase.validation.students.fields_gradient`) plus ``lambda Q``."""
     hv = h.detach().requires_grad_(True)
-    loss = field_losses(hv, g).sum()
-    (dh,) = torch.autograd.grad(loss, hv)
-    return float(loss.detach()) + 0.5 * lam * float((Q * Q).sum()), fields_gradient(dh, g, Xt) + lam * Q
+    R = fields_risk(hv, Q, g, lam)
+    (dh,) = torch.autograd.grad(R, hv)
+    return float(R.detach()), fields_gradient(dh, g, Xt) + lam * Q
 
 
 #: GD carries the fields h(Q) along its steps (h(Q - eta G) = h(Q) - eta h(G)); they are computed afresh from Q
@@ -155,7 +155,7 @@ def _gd(Q0: torch.Tensor, g: GramData, lam: float, cfg: TrainConfig, tol: float)
         while True:  # Armijo backtracking on the full-batch objective
             trial, h_trial = Q - eta * G, h - eta * hG
             with torch.no_grad():
-                R_trial = float(field_losses(h_trial, g).sum()) + 0.5 * lam * float((trial * trial).sum())
+                R_trial = float(fields_risk(h_trial, trial, g, lam))
             if R_trial <= R - cfg.armijo_c * eta * gn2:
                 break
             eta *= 0.5
