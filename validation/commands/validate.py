@@ -179,11 +179,13 @@ def _run_general(args: argparse.Namespace) -> int:
             said = (f"about {workload.format_duration(t)} (the full suite's cases (d), (e) at d = 1000, 4 seeds "
                     f"measured {workload.GENERAL_FULL_DE_SECONDS:.0f} s wall on 2 cores, scaled by cases, seeds and "
                     f"d^2)")
-        elif {c.key for c in plan.cases} <= {"d", "e"}:
-            t = workload.GENERAL_D2000_DE_SECONDS * n / 2 * seeds / 4 * (plan.d / 2000) ** 2
-            said = (f"about {workload.format_duration(t)} (the cases (d), (e) at d = 2000, 4 seeds measured "
-                    f"{workload.GENERAL_D2000_DE_SECONDS:.0f} s wall on 2 cores, scaled by cases, seeds and d^2; "
-                    f"the runs near a plateau take longest)")
+        elif plan.d > 1000:
+            rank_r = sum(c.key in ("d", "e") for c in plan.cases)
+            t = (workload.GENERAL_D2000_DE_SECONDS * rank_r / 2 + workload.GENERAL_D2000_ABC_SECONDS * (n - rank_r) / 3
+                 ) * seeds / 4 * (plan.d / 2000) ** 2
+            said = (f"about {workload.format_duration(t)} (measured at d = 2000, 4 seeds, on 2 cores: the cases (d), (e) "
+                    f"{workload.GENERAL_D2000_DE_SECONDS:.0f} s wall, (a)-(c) {workload.GENERAL_D2000_ABC_SECONDS:.0f} "
+                    f"s; scaled by cases, seeds and d^2; the runs near a plateau take longest)")
         else:
             said = (f"no measured estimate for d = {plan.d}: its simulations grow at least as d^2 (the full suite's "
                     f"cases (d), (e) at d = 1000 took {workload.GENERAL_FULL_DE_SECONDS:.0f} s wall on 2 cores)")
