@@ -1,6 +1,8 @@
 """Where a followed branch exists, for plotting it truthfully (docs/model.md section 6): at a grid point where
-the solve converged on the branch's family and on the side of its end where it lives (the semantic branch above,
-the positional one below); a curve is drawn between two grid points only where it exists at both.
+the solve converged on the branch's family, with its order parameter at or above the branch's floor (|theta| for the
+semantic branch, |m| for the positional one: below it the point is not the branch, as for the solver's own
+:func:`~attnphase.numerics.phase.branch_end.on_branch`), and on the side of its end where it lives (the semantic branch
+above, the positional one below); a curve is drawn between two grid points only where it exists at both.
 """
 
 from __future__ import annotations
@@ -10,13 +12,28 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from attnphase.numerics.phase.branch_end import POSITIONAL_M_FLOOR, SEMANTIC_THETA_FLOOR
+
 #: The side of its end on which each branch exists (True: above).
 EXISTS_ABOVE_END = {"semantic": True, "positional": False}
+#: Each rank-1 branch's order parameter in a sweep record and its floor.
+ORDER_FLOOR = {"semantic": ("theta", SEMANTIC_THETA_FLOOR), "positional": ("m_norm", POSITIONAL_M_FLOOR)}
+
+
+def above_floor(record: dict[str, Any], branch: str) -> bool:
+    """|theta| >= SEMANTIC_THETA_FLOOR on the semantic branch, |m| >= POSITIONAL_M_FLOOR on the positional one (a
+    record without ``m_norm`` uses |m|); True for another branch."""
+    if branch not in ORDER_FLOOR:
+        return True
+    key, floor = ORDER_FLOOR[branch]
+    value = record.get(key, record.get("m")) if key == "m_norm" else record.get(key)
+    return value is not None and abs(float(value)) >= floor
 
 
 def exists_at(record: dict[str, Any], branch: str, end: float) -> bool:
-    """The branch exists at this record's alpha (converged, on the family, on the existing side of ``end``)."""
-    if not record.get("converged") or record.get("branch") != branch:
+    """The branch exists at this record's alpha (converged, on the family, above its floor, on the existing side of
+    ``end``)."""
+    if not record.get("converged") or record.get("branch") != branch or not above_floor(record, branch):
         return False
     if end is None or not math.isfinite(end) or branch not in EXISTS_ABOVE_END:
         return True

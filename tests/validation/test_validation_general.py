@@ -101,8 +101,12 @@ def test_a_branch_is_drawn_only_where_it_exists():
     segs = existing_segments(recs, "semantic", 0.72, "theta")
     assert [a for a, _ in segs] == [[0.8], [1.25, 1.5]]  # 0.35 is below the end; 1.0 did not converge
     assert drawn_end(recs, "semantic", 0.72) == 0.72 and drawn_end(recs, "semantic", math.nan) is None
-    pos = [_rec(a, "positional") for a in (0.5, 1.0, 2.0)]
+    pos = [dict(_rec(a, "positional"), m_norm=0.3) for a in (0.5, 1.0, 2.0)]
     assert [a for a, _ in existing_segments(pos, "positional", 1.5, "theta")] == [[0.5, 1.0]]
+    # a point labelled positional with |m| below the branch's floor is not the branch, with or without an end
+    low = pos[:2] + [dict(pos[2], m_norm=0.0035)]
+    assert [a for a, _ in existing_segments(low, "positional", math.nan, "m_norm")] == [[0.5, 1.0]]
+    assert drawn_end(low[2:], "positional", 2.5) is None
 
 
 # --- the suite's bookkeeping -------------------------------------------------------------------
