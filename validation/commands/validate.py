@@ -180,12 +180,17 @@ def _run_general(args: argparse.Namespace) -> int:
                     f"measured {workload.GENERAL_FULL_DE_SECONDS:.0f} s wall on 2 cores, scaled by cases, seeds and "
                     f"d^2)")
         elif plan.d > 1000:
-            rank_r = sum(c.key in ("d", "e") for c in plan.cases)
-            t = (workload.GENERAL_D2000_DE_SECONDS * rank_r / 2 + workload.GENERAL_D2000_ABC_SECONDS * (n - rank_r) / 3
-                 ) * seeds / 4 * (plan.d / 2000) ** 2
-            said = (f"about {workload.format_duration(t)} (measured at d = 2000, 4 seeds, on 2 cores: the cases (d), (e) "
-                    f"{workload.GENERAL_D2000_DE_SECONDS:.0f} s wall, (a)-(c) {workload.GENERAL_D2000_ABC_SECONDS:.0f} "
-                    f"s; scaled by cases, seeds and d^2; the runs near a plateau take longest)")
+            de = sum(c.key in ("d", "e") for c in plan.cases) / 2
+            abc = sum(c.key in ("a", "b", "c") for c in plan.cases) / 3
+            theory = workload.GENERAL_D2000_DE_THEORY_SECONDS * de + workload.GENERAL_D2000_ABC_THEORY_SECONDS * abc
+            sims = (workload.GENERAL_D2000_DE_SIMULATION_SECONDS * de + workload.GENERAL_D2000_ABC_SIMULATION_SECONDS
+                    * abc) * seeds / 4 * (plan.d / 2000) ** 2
+            said = (f"about {workload.format_duration(theory + sims)} (measured at d = 2000, 4 seeds, on 2 cores: the "
+                    f"cases (d), (e) {workload.GENERAL_D2000_DE_THEORY_SECONDS:.0f} s of theory and "
+                    f"{workload.GENERAL_D2000_DE_SIMULATION_SECONDS:.0f} s of simulations wall, (a)-(c) "
+                    f"{workload.GENERAL_D2000_ABC_THEORY_SECONDS:.0f} s and "
+                    f"{workload.GENERAL_D2000_ABC_SIMULATION_SECONDS:.0f} s; the theory scaled by cases, the "
+                    f"simulations by cases, seeds and d^2; the runs near a plateau take longest)")
         else:
             said = (f"no measured estimate for d = {plan.d}: its simulations grow at least as d^2 (the full suite's "
                     f"cases (d), (e) at d = 1000 took {workload.GENERAL_FULL_DE_SECONDS:.0f} s wall on 2 cores)")
