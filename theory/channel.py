@@ -153,6 +153,10 @@ def channel_fields(
 
 
 def student_mean_field(hstar: ArrayLike, m: ArrayLike, th0: ArrayLike, rho0: ArrayLike) -> np.ndarray:
-    """E[w_l | h*] = m_l + (th0 / rho0) h*_l: the part of the student's field that is not noise (from
-    Cov(w_l, h*_l) = sigma_l^2 th0, Var(h*_l) = sigma_l^2 rho0); hstar (..., L), m (L,), th0, rho0 scalars."""
-    return np.asarray(m, dtype=float) + (float(th0) / float(rho0)) * np.asarray(hstar, dtype=float)
+    """E[w_l | h*] = m_l + th0 h*_l / rho0: the part of the student's field that is not noise (from
+    Cov(w_l, h*_l) = sigma_l^2 th0, Cov(h*_l) = sigma_l^2 rho0 I); hstar (..., L), m (L,), th0 and rho0 scalars
+    (r = r* = 1), or hstar (..., L, r*), m (L, r), th0 (r, r*) (the matrix form)."""
+    th0 = np.asarray(th0, dtype=float)
+    hstar = np.asarray(hstar, dtype=float)
+    pulled = th0 * hstar if th0.ndim == 0 else np.einsum("ab,...lb->...la", th0, hstar)
+    return np.asarray(m, dtype=float) + pulled / float(rho0)

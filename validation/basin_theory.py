@@ -23,8 +23,8 @@ from .rule_retry import SolveJob, job_task, solve_on_branch
 
 
 def has_aligned_theory(params: ModelParams) -> bool:
-    """The aligned map exists for the model: independent tokens, rank 1 (any L)."""
-    return params.C is None and params.r == 1 and params.r_star == 1
+    """The aligned map exists for the model: independent tokens (any L, r, r*)."""
+    return params.C is None
 
 
 def aligned_config(tol: float | None = None) -> SolverConfig:

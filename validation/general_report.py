@@ -142,6 +142,8 @@ def table_lines(summary: dict[str, Any]) -> list[str]:
                 verdict += "; GD at the mixed point (agrees with it)"
             if r["status"] != "agrees" and rule_verdict(r.get("aligned_agrees")) == "agrees":
                 verdict += "; agrees with the aligned-prox SE (the basin GD keeps)"
+            elif r["status"] != "agrees" and rule_verdict(r.get("aligned_mixed_agrees")) == "agrees":
+                verdict += "; at the aligned-prox mixed point (agrees with it: the basin GD keeps)"
             reached = _reached(th)
             if th and not th["converged"]:
                 th = {}
@@ -179,8 +181,27 @@ def mixed_table_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def aligned_mixed_table_lines(summary: dict[str, Any]) -> list[str]:
+    """One row per (rank-r case, alpha, start): GD's |theta|, |m|, eps_g against the aligned-prox mixed point."""
+    lines = ["| case | alpha | start | GD abs(theta) | GD abs(m) | GD eps_g | aligned mixed abs(theta) | "
+             "aligned mixed abs(m) | aligned mixed eps_g | reached | GD vs aligned mixed |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for case in summary["cases"]:
+        for r in sorted(case["rows"], key=lambda r: (r["alpha"], r["init"])):
+            if "aligned_mixed" not in r:
+                continue
+            mx = r["aligned_mixed"]
+            vals = mx if mx["converged"] else {}
+            reached = _reached(mx) + (f" (on {mx['quadrature']}; {'; '.join(mx['tries'])})" if mx.get("tries") else "")
+            lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {_pm(r, 'abs_theta')} | {_pm(r, 'm_norm')} | "
+                         f"{_pm(r, 'eps_g')} | {_f(vals.get('abs_theta'))} | {_f(vals.get('m_norm'))} | "
+                         f"{_f(vals.get('eps_g'))} | {reached} | "
+                         f"{rule_verdict(r.get('aligned_mixed_agrees'), 'no aligned mixed point')} |")
+    return lines
+
+
 def aligned_table_lines(summary: dict[str, Any]) -> list[str]:
-    """One row per (rank-1 case, alpha, start): GD against the aligned-prox fixed point from the same start."""
+    """One row per (case, alpha, start): GD against the aligned-prox fixed point on the start's branch."""
     lines = ["| case | alpha | start | GD overlap | aligned-prox SE | GD eps_g | aligned-prox eps_g | reached | "
              "global-prox verdict | aligned-prox verdict |", "|---|---|---|---|---|---|---|---|---|---|"]
     for case in summary["cases"]:
@@ -258,11 +279,16 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
                   "The global-prox state evolution describes the global minimiser of the risk. Gradient descent can "
                   "stay in the basin its start set: the aligned proximal map (`solve --prox aligned`) takes, per "
                   "sample, the lowest local minimiser h of the proximal problem on the side of the student's mean "
-                  "field r = E[w | h*] = m + (th0/rho0) h* (h . r > 0: the teacher's mirror image from the semantic "
-                  "start, the positional one from the positional start). Same rule, same observables; 'reached' is the aligned solve's label"
+                  "field r = E[w | h*] = m + th0 h*/rho0 (sum_l h_l . r_l > 0: the teacher's mirror image from the "
+                  "semantic start, the positional one from the positional start). Same rule, same observables; "
+                  "'reached' is the aligned solve's label; a rank-r case's rows compare with the aligned-prox rank-r "
+                  "point on the start's branch here and with its aligned-prox mixed point in the second table"
                   + (f"; cases with L > {plan['aligned_max_L']} have no aligned-prox points in this plan (each takes "
                      "minutes; the full suite has them)" if plan.get("aligned_max_L", 99) < 3 else "") + ".",
                   ""] + basin
+    aligned_mixed = aligned_mixed_table_lines(summary)
+    if len(aligned_mixed) > 2:
+        lines += [""] + aligned_mixed
     trends = [(case, r) for case in summary["cases"] for r in case["rows"] if r.get("trend")]
     if trends:
         lines += ["", "## Finite-size trend where GD and the theory disagree", "",

@@ -5,8 +5,9 @@ For each :class:`SuiteCase` gradient descent starts from the semantic and the po
 on both sides of the model's ``alpha_c`` (:mod:`.suite_alphas`), and the run means are compared, by the agreement
 rule of :mod:`attnphase.validation.agreement`, with the state evolution's fixed point reached from the same start:
 the rank-1 global-prox curves, or for a rank-r case (:func:`is_rank_case`) the rank-r ``solve`` points with the
-mixed point beside them (:mod:`attnphase.validation.invariant_points`); a rank-1 case also with the aligned-prox
-point (:mod:`attnphase.validation.basin_theory`) up to ``GeneralPlan.aligned_max_L``.
+mixed point beside them (:mod:`attnphase.validation.invariant_points`); each case also with the aligned-prox point
+(:mod:`attnphase.validation.basin_theory`; a rank-1 case up to ``GeneralPlan.aligned_max_L``, from the start's branch;
+a rank-r case the aligned-prox rank-r points, the start's branch's and the mixed one).
 """
 
 from __future__ import annotations
@@ -65,9 +66,10 @@ def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega |
               mark: tuple[float, str], aligned: dict[tuple[float, str], dict[str, Any]] | None = None,
               ) -> list[dict[str, Any]]:
     """Mean and std over seeds per (alpha, init), the theory beside them and the verdict per compared observable;
-    also the mixed point of a rank-r theory and the aligned-prox point where ``aligned`` has it (``mixed``,
-    ``aligned``) with the rule against each (``mixed_agrees``, ``aligned_agrees``: None where it is no point on
-    the branch)."""
+    also the mixed point of a rank-r theory and the aligned-prox points where ``aligned`` has them (``mixed``,
+    ``aligned``: the start's branch; ``aligned_mixed``: a rank-r case's aligned-prox mixed point) with the rule
+    against each (``mixed_agrees``, ``aligned_agrees``, ``aligned_mixed_agrees``: None where it is no point on the
+    branch)."""
     groups: dict[tuple[float, str], list[SimResult]] = {}
     for r in results:
         groups.setdefault((r.alpha, r.init), []).append(r)
@@ -87,6 +89,9 @@ def case_rows(case: SuiteCase, results: list[SimResult], theory: TheoryAtOmega |
         if aligned and (alpha, init) in aligned:
             row["aligned"] = pt = aligned[(alpha, init)]
             row["aligned_agrees"] = _compare(row, pt if pt["exists"] else None, COMPARED[init])
+        if aligned and isinstance(theory, InvariantPoints) and (alpha, "mixed") in aligned:
+            row["aligned_mixed"] = mx = aligned[(alpha, "mixed")]
+            row["aligned_mixed_agrees"] = _compare(row, mx if mx["exists"] else None, MIXED_COMPARED)
         row["status"] = ("no theory" if theory is None else
                          "no theory point" if any(v is None for v in row["agrees"].values()) else
                          "GD not converged" if not all_runs_converged(row) else
@@ -165,6 +170,11 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
     basin_jobs = [(c.key, SolveJob(c.params, float(a), i, acfg)) for c in with_theory
                   if has_aligned_theory(c.params) and c.params.L <= plan.aligned_max_L for a in alphas[c.key] for i in INITS]
     basin_tasks = [aligned_task(j, version) for _, j in basin_jobs]
+    # a rank-r case: the aligned-prox rank-r points at its alphas, every branch of POINT_BRANCHES
+    rank_basin = [(c.key, SolveJob(c.params, float(a), b, rcfg.replace(prox="aligned"))) for c in ranked
+                  if has_aligned_theory(c.params) for a in c.alphas for b in POINT_BRANCHES]
+    basin_jobs += rank_basin
+    basin_tasks += [point_task(j, version) for _, j in rank_basin]
     cached += 0 if fresh else sum(store.load(t.key) is not None for t in basin_tasks)
     with TaskBar("general-suite aligned-prox theory", unit="task", quiet=not progress) as tbar:
         basin_outs = run_tasks(basin_tasks, executor=executor, store=store, fresh=fresh,

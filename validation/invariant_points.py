@@ -73,7 +73,8 @@ def point_job(job: SolveJob) -> dict[str, Any]:
 def point_task(job: SolveJob, version: str) -> Task:
     """The task of one rank-r solve (:func:`~attnphase.validation.rule_retry.job_task`)."""
     p = job.params
-    return job_task(point_job, job, version, f"rank {p.r}x{p.r_star} alpha={job.alpha:g} {job.branch}")
+    prox = "" if job.config.prox == "global" else f" {job.config.prox}"
+    return job_task(point_job, job, version, f"rank {p.r}x{p.r_star} alpha={job.alpha:g} {job.branch}{prox}")
 
 
 def point_config(quadrature: str) -> SolverConfig:

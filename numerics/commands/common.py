@@ -113,7 +113,7 @@ def config_of(args: argparse.Namespace, params: Any) -> Any:
     cfg = solver_options.config_from_args(args)
     if getattr(args, "backend", None) == "torch":
         check("torch_backend", r, r_star)
-    if cfg.prox != "global":
+    if cfg.prox == "local":
         check("local_prox", r, r_star, cfg.prox)
     if not is_scalar_form(r, r_star) and not str(cfg.quadrature).strip().lower().startswith("sobol"):
         raise ValueError(f"--quadrature {cfg.quadrature}: the rank-r state evolution uses scrambled Sobol rules "

@@ -173,30 +173,39 @@ def _global_prox_blocks(
 ) -> tuple[ProxResult, Candidates]:
     """:func:`global_prox` on matrix fields w (N, L, r) on a resolved backend: every start run in blocks of one
     per node (the compiled search: a node's starts in one loop, the minima handed in first)."""
-    N, L, r = w.shape
+    N = w.shape[0]
     if candidates is not None and not np.array_equal(candidates.node, np.arange(N)):
         raise ValueError("on matrix fields the candidates are one minimiser per node, in node order")
-    Vinv = np.linalg.inv(V0)[None] / np.asarray(sigma2, dtype=float)[:, None, None]
     polish = candidates is not None and not full_search
     if polish:
         starts, known = [candidates.h, w], 1
     else:
         base = starting_points(w, T, hstar=hstar)
         starts, known = base + ([] if candidates is None else [candidates.h]), len(base)
-    S = len(starts)
-    if backend == "numba":
-        # the minima handed in (candidates) run first: the other starts merge into them
-        order = np.arange(S) if polish else np.r_[np.arange(known, S), np.arange(known)]
-        delta, max_step = step_constants(Vinv)
-        h, value, conv, iters = prox_compiled.search_rows(
-            kernels, np.stack(starts), w, Vinv, T, sigma2, delta, max_step, order, prox_compiled.MERGE_RADIUS,
-            xtol=XTOL, max_iter=MAX_ITER_BLOCKS, max_halvings=MAX_HALVINGS)
-        res = ProxResult(h.reshape(S * N, L, r), value.reshape(-1), conv.reshape(-1), int(iters.max()) if N else 0)
-    else:
-        _, res = _descend_from(kernels, starts, w, Vinv, T, sigma2, backend)
-    best = best_per_node(np.tile(np.arange(N), S), res, N, lowest_unconverged=True)
+    # the minima handed in (candidates) run first: the other starts merge into them
+    order = np.arange(len(starts)) if polish else np.r_[np.arange(known, len(starts)), np.arange(known)]
+    res = matrix_descents(kernels, starts, w, V0, T, sigma2, backend, order)
+    best = best_per_node(np.tile(np.arange(N), len(starts)), res, N, lowest_unconverged=True)
     out = ProxResult(res.h[best], res.value[best], res.converged[best], res.iterations)
     return out, candidates if polish else Candidates(np.arange(N), out.h)
+
+
+def matrix_descents(kernels: Any, starts: list[np.ndarray], w: np.ndarray, V0: np.ndarray, T: np.ndarray,
+                    sigma2: np.ndarray, backend: str, order: np.ndarray | None = None) -> ProxResult:
+    """The descent on matrix fields w (N, L, r) from each of ``starts`` (each (N, L, r)) on a resolved backend: the
+    rows of every start in turn (S N rows, start-major).  On the compiled backend a node's starts run in ``order``
+    (default: as given), and a start that comes within ``MERGE_RADIUS`` of a minimum an earlier one converged to
+    takes that minimum."""
+    N, L, r = w.shape
+    S = len(starts)
+    Vinv = np.linalg.inv(V0)[None] / np.asarray(sigma2, dtype=float)[:, None, None]
+    if backend == "numba":
+        delta, max_step = step_constants(Vinv)
+        h, value, conv, iters = prox_compiled.search_rows(
+            kernels, np.stack(starts), w, Vinv, T, sigma2, delta, max_step, np.arange(S) if order is None else order,
+            prox_compiled.MERGE_RADIUS, xtol=XTOL, max_iter=MAX_ITER_BLOCKS, max_halvings=MAX_HALVINGS)
+        return ProxResult(h.reshape(S * N, L, r), value.reshape(-1), conv.reshape(-1), int(iters.max()) if N else 0)
+    return _descend_from(kernels, starts, w, Vinv, T, sigma2, backend)[1]
 
 
 def compile_global_prox(kernels: Any, sigma2: np.ndarray, backend: str = "auto") -> None:

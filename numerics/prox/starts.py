@@ -91,6 +91,16 @@ def starting_points(w: np.ndarray, T: np.ndarray, *, kernels: Any = None,
     return starts
 
 
+def mirrored(starts: list[np.ndarray]) -> list[np.ndarray]:
+    """``starts`` and the mirror image -h of each, every array once (the loss is even in h: a minimum's mirror image
+    is where the quadratic term's pull from w is the only difference)."""
+    out = list(starts)
+    for s in starts:
+        if not any(np.array_equal(-s, o) for o in out):
+            out.append(-s)
+    return out
+
+
 def refinement_starts(hb: np.ndarray) -> list[np.ndarray]:
     """The second pass of the r = 1 search from the best minima hb (N, L): -hb and hb with its tokens permuted
     (itertools order, identity left out) -- the loss is even in h and permutation-equivariant, so these seed

@@ -83,16 +83,21 @@ def channel_moments(
 
 def _matrix_moments(kernels: Any, params: ModelParams, ov: Overlaps, rule: QuadratureRule, cfg: SolverConfig,
                     previous: np.ndarray | None, full_search: bool) -> ChannelMoments:
-    """:func:`channel_moments` of the matrix form: one global proximal solve over the rule's nodes (the backend
-    ``config.backend``; ``"torch"`` runs on ``"auto"``: there is no torch rank-r descent)."""
+    """:func:`channel_moments` of the matrix form: one proximal solve over the rule's nodes, global or (``config.prox``
+    ``"aligned"``) :func:`~attnphase.numerics.prox.local_prox.aligned_prox` (the backend ``config.backend``;
+    ``"torch"`` runs on ``"auto"``: there is no torch rank-r descent)."""
     s2 = params.sigma2
     xi, eta = split_nodes(rule, ov.L, ov.r, ov.r_star)
     w, hstar = rk.channel_fields(xi, eta, ov.q0, ov.m, ov.th0, s2, params.rho0)
     T = matrix_target(hstar, params.omega, params.A_array)
     backend = "auto" if cfg.backend == "torch" else cfg.backend
-    candidates = None if previous is None else Candidates(np.arange(previous.shape[0]), previous)
-    res, _ = global_prox(kernels, w, ov.V0, T, s2, hstar, candidates=candidates, full_search=full_search or previous is None,
-                         backend=backend)
+    if cfg.prox == "aligned":  # a full search at every evaluation, the last minimisers among its starts
+        res = aligned_prox(kernels, w, ov.V0, T, s2, student_mean_field(hstar, ov.m, ov.th0, params.rho0),
+                           backend=backend, hstar=hstar, previous=previous)
+    else:
+        candidates = None if previous is None else Candidates(np.arange(previous.shape[0]), previous)
+        res, _ = global_prox(kernels, w, ov.V0, T, s2, hstar, candidates=candidates,
+                             full_search=full_search or previous is None, backend=backend)
     Vinv = np.linalg.inv(ov.V0)
     g = np.einsum("ab,nlb->nla", Vinv, res.h - w) / s2[None, :, None]
     wt = rule.weights

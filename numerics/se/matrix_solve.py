@@ -34,7 +34,7 @@ def matrix_config(params: ModelParams, alpha: float, branch: str, config: Solver
     (ValueError on a branch, prox or start the matrix state evolution does not have)."""
     cfg = config.replace(damping=max(config.damping, MATRIX_MIN_DAMPING))
     check_branch(branch)
-    if cfg.prox != "global":
+    if cfg.prox == "local":
         check("local_prox", params.r, teacher_rank(params), cfg.prox)
     if start not in MATRIX_STARTS:
         raise ValueError(f"start must be 'embedded' or 'cold', got {start!r}")

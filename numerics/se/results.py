@@ -149,7 +149,7 @@ def fixed_point_from(smap: Any, result: Any, ov0: Overlaps, requested: str) -> F
     ``ov0``, NaN observables); e_t on ``config.e_t_quadrature`` where set (r = r* = 1); in the matrix form
     ``extra`` holds e_t_direct = lambda/2 tr q0 + alpha E[loss(h_hat)] and the gauge angle."""
     params, cfg, matrix = smap.params, smap.cfg, smap.is_matrix
-    prox = "global" if matrix else cfg.prox
+    prox = cfg.prox
     ev = result.evaluation
     nan = math.nan
     farthest_q = smap.unpack(result.farthest).q if result.farthest is not None else nan

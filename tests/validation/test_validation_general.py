@@ -267,8 +267,10 @@ def test_a_rank_case_row_takes_the_matrix_solves_fixed_point(tmp_path, monkeypat
     specs = [plan.spec(case, 0.5, i, s) for i in ("semantic", "positional") for s in plan.seeds]
     kept = [store.load(simulation_task(sp, simulation_version()).key) for sp in specs]
     assert all(k is not None and k.status == "done" for k in kept) and summary["n_simulations"] == len(specs)
+    # beside it the aligned-prox rank-2 point on the start's branch (no mixed branch solved here)
+    assert row["aligned"]["requested"] == "positional" and "aligned_mixed" not in row
     again = suite.run_general_suite(plan, tmp_path, progress=False)  # the store answers the rerun
-    assert again["theory_jobs_cached"] == 1
+    assert again["theory_jobs_cached"] == 2  # the global- and the aligned-prox point
     assert again["cases"][0]["theory"]["points"] == summary["cases"][0]["theory"]["points"]
 
 
@@ -358,6 +360,41 @@ def test_gd_rows_of_a_rank_case_are_checked_against_the_mixed_point():
     assert trend[-1]["abs_theta_mean"] == pytest.approx(bad["abs_theta_mean"])
 
 
+def test_a_rank_row_off_both_global_points_is_said_to_sit_at_the_aligned_mixed_point():
+    """A rank-r row that disagrees with the global-prox points of its start's branch and the mixed one but agrees
+    with the aligned-prox mixed point on |theta|, |m| and eps_g: the verdict and the second aligned table say so;
+    an aligned mixed solve that reached another label is no point."""
+    from attnphase.validation.general_report import aligned_mixed_table_lines, table_lines
+    from attnphase.validation.invariant_points import InvariantPoints
+
+    case = GENERAL_CASES[3]
+    runs = _rank_runs(case, 0.5)
+    sem_runs = [r for r in runs if r.init == "semantic"]
+    mean = {"abs_theta": float(np.mean([abs(r.theta) for r in sem_runs])),
+            "m_norm": float(np.mean([r.m_norm for r in sem_runs])), "eps_g": float(np.mean([r.eps_g for r in sem_runs]))}
+
+    def pt(branch, label, **obs):
+        return {"alpha": 0.5, "requested": branch, "converged": True, "residual": 1e-9, "branch_reached": label,
+                "exists": label == branch, "q": 0.4, "e_t": 3e-3, "quadrature": "sobol8", "tries": [], **obs}
+
+    far = {"abs_theta": 10 * mean["abs_theta"] + 1, "m_norm": 10 * mean["m_norm"] + 1, "eps_g": mean["eps_g"]}
+    theory = InvariantPoints({(0.5, b): pt(b, b, **far) for b in ("semantic", "positional", "mixed")}, 2e-3, "sobol8",
+                             0.0)
+    aligned = {(0.5, "semantic"): pt("semantic", "semantic", **far), (0.5, "positional"): pt("positional", "mixed", **far),
+               (0.5, "mixed"): pt("mixed", "mixed", **mean)}
+    rows = {r["init"]: r for r in case_rows(case, runs, theory, (math.nan, "none"), aligned)}
+    s = rows["semantic"]
+    assert s["status"] == "disagrees" and s["aligned_mixed_agrees"] == {"abs_theta": True, "m_norm": True, "eps_g": True}
+    summary = {"cases": [{"key": "d", "theory": theory.to_dict(), "rows": [s]}]}
+    assert "; at the aligned-prox mixed point (agrees with it: the basin GD keeps)" in table_lines(summary)[2]
+    line = aligned_mixed_table_lines(summary)[2]
+    assert line.endswith("| mixed | agrees |") and "| semantic |" in line
+    off = {**aligned, (0.5, "mixed"): pt("mixed", "positional", **mean)}
+    s2 = {r["init"]: r for r in case_rows(case, runs, theory, (math.nan, "none"), off)}["semantic"]
+    assert set(s2["aligned_mixed_agrees"].values()) == {None}
+    assert "aligned-prox mixed" not in table_lines({"cases": [{"key": "d", "theory": theory.to_dict(), "rows": [s2]}]})[2]
+
+
 def test_a_rank_one_row_is_also_compared_with_the_aligned_prox_fixed_point(capsys):
     """Case (c): the aligned-prox point of the suite is the one ``solve --prox aligned`` prints, a row is
     checked against it by the same rule, and the report says where it agrees and the global point does not."""
@@ -370,7 +407,8 @@ def test_a_rank_one_row_is_also_compared_with_the_aligned_prox_fixed_point(capsy
 
     case = GENERAL_CASES[2]
     assert has_aligned_theory(case.params) and has_aligned_theory(GENERAL_CASES[0].params)
-    assert not has_aligned_theory(GENERAL_CASES[3].params)
+    assert has_aligned_theory(GENERAL_CASES[3].params)  # rank r too; not with tokens correlated across positions
+    assert not has_aligned_theory(replace(case.params, sigma=(1.0, 1.0), C=((1.0, 0.3), (0.3, 1.0))))
     pt = aligned_job(SolveJob(case.params, 0.75, "positional", aligned_config().replace(quadrature="sobol9")))
     assert main(["solve", "--A", "0.3,0.7;0.8,0.2", "--omega", "0.14", "--alpha", "0.75", "--branch", "positional",
                  "--prox", "aligned", "--quadrature", "sobol9", "--error-estimate", "0", "--json"]) == 0

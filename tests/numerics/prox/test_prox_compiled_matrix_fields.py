@@ -119,3 +119,57 @@ def test_a_rank2_fixed_point_is_the_same_on_both_backends() -> None:
     np.testing.assert_allclose(b, a, rtol=0, atol=1e-8 * (1.0 + np.abs(a).max()))
     assert fps[1].observables.e_t == pytest.approx(fps[0].observables.e_t, rel=1e-8)
     assert abs(fps[1].status.iterations - fps[0].status.iterations) <= 1
+
+
+def test_aligned_map_on_matrix_fields_is_the_lowest_minimum_on_the_reference_side() -> None:
+    """--prox aligned at rank r: each node's pick is a local minimum (zero gradient by a finite difference of P,
+    never below the global value), on the side <h, r> > 0 of the reference wherever Newton from 40 random probes finds
+    a minimum there, and no probe's minimum on that side is lower; a zero reference gives the global map; the
+    mirror image (-w, -r) gives -h."""
+    from attnphase.numerics.prox.local_prox import aligned_prox
+
+    k, w, V0, T, s2, hs, _ = _batch(7, 2, 2, 1, 8.0, N=60)
+    rng = np.random.default_rng(3)
+    ref = rng.normal(size=w.shape)
+    got = aligned_prox(k, w, V0, T, s2, ref, hstar=hs)
+    glob, _ = global_prox(k, w, V0, T, s2, hs)
+    assert got.converged.all() and np.all(got.value >= glob.value - 1e-12)
+    Vinv = np.linalg.inv(V0)[None] / s2[:, None, None]
+    N, L, r = w.shape
+    eps = 1e-6
+    for j in range(L * r):  # a central difference of P along each coordinate vanishes at the pick
+        step = np.zeros(L * r)
+        step[j] = eps
+        step = step.reshape(1, L, r)
+        diff = prox_value(k, got.h + step, w, Vinv, T, s2) - prox_value(k, got.h - step, w, Vinv, T, s2)
+        assert np.abs(diff / (2 * eps)).max() < 1e-5
+    probes = np.concatenate([w + rng.normal(size=w.shape) * 3.0 for _ in range(40)])
+    W, TT = np.tile(w, (40, 1, 1)), np.tile(T, (40, 1, 1))
+    pr = newton_minimize(k, probes, W, Vinv, TT, s2)
+    node = np.tile(np.arange(N), 40)
+    side = np.einsum("nla,nla->n", pr.h, ref[node]) > 0
+    got_side = np.einsum("nla,nla->n", got.h, ref) > 0
+    found = np.zeros(N, dtype=bool)
+    np.logical_or.at(found, node[pr.converged & side], True)
+    assert found.sum() > N // 2 and np.all(got_side[found])  # the pick is on r's side wherever a probe finds one
+    lowest = np.full(N, np.inf)
+    np.minimum.at(lowest, node[pr.converged & side], pr.value[pr.converged & side])
+    assert np.all(got.value[found] <= lowest[found] + 1e-9)
+    assert np.abs(got.h - glob.h).max() > 1e-3  # not the global map on this batch
+    np.testing.assert_allclose(aligned_prox(k, w, V0, T, s2, np.zeros_like(ref), hstar=hs).h, glob.h, atol=1e-12)
+    mirror = aligned_prox(k, -w, V0, T, s2, -ref, hstar=-hs)
+    np.testing.assert_allclose(mirror.h, -got.h, atol=1e-9)
+
+
+def test_aligned_map_drives_a_rank2_solve_and_local_is_refused() -> None:
+    """--prox aligned runs the rank-r state evolution (a converged mixed point at alpha = 2: where no node's lowest
+    minimum lies on the wrong side of the mean field, the global map's point); --prox local is refused."""
+    p = ModelParams(omega=0.3, r=2)
+    cfg = SolverConfig(quadrature="sobol8:4", error_bars=False)
+    fa = solve(p, 2.0, "mixed", config=cfg.replace(prox="aligned"))
+    fg = solve(p, 2.0, "mixed", config=cfg)
+    assert fa.status.converged and fa.branch == "mixed" and fa.prox == "aligned"
+    ta, tg = fa.record["th0_singular_values"][0], fg.record["th0_singular_values"][0]
+    assert abs(ta - tg) < 0.05 * tg and abs(fa.observables.eps_g - fg.observables.eps_g) < 0.03 * fg.observables.eps_g
+    with pytest.raises(ValueError, match="not the local one"):
+        solve(p, 2.0, "mixed", config=cfg.replace(prox="local"))

@@ -159,7 +159,7 @@ def test_cli_solve_rank2_prints_the_invariants_and_refuses_bad_input(capsys) -> 
     for argv, words in ((["--rank", "0"], "--rank must be an integer >= 1"),
                         (["--branch", "mixed"], "--branch mixed needs --rank >= 2"),
                         (["--rank", "2", "--quadrature", "gh6"], "scrambled Sobol"),
-                        (["--rank", "2", "--prox", "local"], "global proximal map only")):
+                        (["--rank", "2", "--prox", "local"], "not the local one")):
         assert main(["solve", "--alpha", "2", *argv]) == 2
         err = capsys.readouterr().err
         assert err.startswith("attnphase: error:") and words in err and err.count("\n") == 1

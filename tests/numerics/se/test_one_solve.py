@@ -25,7 +25,7 @@ def test_a_matrix_solve_refuses_what_only_the_scalar_path_has_before_any_work() 
     p = ModelParams(omega=0.3, r=2)
     with pytest.raises(ValueError, match="rule= is for r = r\\* = 1"):
         solve(p, 2.0, "semantic", rule=make_rule(2, "sobol6"))
-    with pytest.raises(ValueError, match="global proximal map only"):
+    with pytest.raises(ValueError, match="not the local one"):
         solve(p, 2.0, "semantic", config=SolverConfig(prox="local"))
     with pytest.raises(ValueError, match="start must be"):
         solve(p, 2.0, "semantic", start="warm")
