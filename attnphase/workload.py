@@ -108,11 +108,12 @@ HISTOGRAM_COMMAND_SECONDS = 7.0
 #: cases (d) and (e) at d = 1000 (``--cases d,e --workers 2``): 665 s wall.
 GENERAL_QUICK_SUITE_SECONDS = 372.0
 GENERAL_FULL_DE_SECONDS = 665.0
-#: ``validate --suite general --cases d,e --d 2000 --workers 2``: 1887 s wall on 2 cores (3180 CPU s; its two runs
+#: ``validate --suite general --cases d,e --d 2000 --workers 2``: 2028 s wall on 2 cores (3460 CPU s; its two runs
 #: near a plateau on their 20000-step budget, 12 min each), above the d^2 scaling of the d = 1000 time: its theory
-#: 32 s wall (wall_seconds - simulation_seconds of its summary.json), its simulations 1856 s.
-GENERAL_D2000_DE_THEORY_SECONDS = 32.0
-GENERAL_D2000_DE_SIMULATION_SECONDS = 1856.0
+#: (the global- and the aligned-prox rank-r points) 246 s wall (wall_seconds - simulation_seconds of its
+#: summary.json), its simulations 1782 s.
+GENERAL_D2000_DE_THEORY_SECONDS = 246.0
+GENERAL_D2000_DE_SIMULATION_SECONDS = 1782.0
 #: ``validate --suite general --cases a,b,c --d 2000 --workers 2``: 773 s wall on 2 cores (1466 CPU s): its theory,
 #: the L = 3 aligned-prox solves foremost, 623 s wall, which does not grow with d; its simulations 150 s.
 GENERAL_D2000_ABC_THEORY_SECONDS = 623.0

@@ -54,13 +54,19 @@ def _invariant_points(top: Any, bottom: Any, theory: dict[str, Any]) -> None:
 
 
 def _aligned_points(top: Any, bottom: Any, rows: list[dict[str, Any]]) -> None:
-    """The aligned-prox fixed points on the start's branch (diamonds): the start's overlap above, eps_g below."""
+    """The aligned-prox fixed points on the start's branch (diamonds): the start's overlap above, eps_g below; a
+    rank-r case's aligned-prox mixed point (green diamonds: its |theta| and |m| above, eps_g below)."""
     for init, (_, color) in _STYLE.items():
         pts = [r["aligned"] for r in rows if r["init"] == init and (r.get("aligned") or {}).get("exists")]
         if pts:
             for ax, obs in zip((top, bottom), COMPARED[init]):
                 ax.plot([p["alpha"] for p in pts], [p[obs] for p in pts], "D", color=color, ms=7, mfc="none", mew=1.5,
                         ls="none", label=f"SE aligned prox, {init}")
+    mixed = list({p["alpha"]: p for p in (r.get("aligned_mixed") or {} for r in rows) if p.get("exists")}.values())
+    for ax, obs in ((top, "abs_theta"), (top, "m_norm"), (bottom, "eps_g")):
+        if mixed:
+            ax.plot([p["alpha"] for p in mixed], [p[obs] for p in mixed], "D", color="C2", ms=9, mfc="none", mew=1.5,
+                    ls="none", label="SE aligned prox, mixed (|theta|, |m|)" if ax is top else "SE aligned prox, mixed")
 
 
 def figure_legend_entries(axes: Any) -> tuple[list[Any], list[str]]:
@@ -119,7 +125,7 @@ def plot_general(summary: dict[str, Any], path: Path) -> None:
             ax.set_xlabel("alpha", fontsize=9)
             ax.tick_params(labelsize=8)
     handles, labels = figure_legend_entries(axes.flat)
-    ncol = max(1, min(len(labels), 2 * len(cases), 6))
+    ncol = max(1, min(len(labels), (3 * len(cases)) // 2 + (len(cases) == 1), 6))  # what the width holds
     fig.suptitle(textwrap.fill(f"general model: GD at d = {summary['plan']['d']} vs theory (global prox); dotted: "
                                "alpha_c, or the semantic end where there is none", width=38 * len(cases)), fontsize=10)
     fig.tight_layout(rect=(0, 0.035 * (1 + math.ceil(len(labels) / ncol)), 1, 1))
@@ -138,11 +144,12 @@ def table_lines(summary: dict[str, Any]) -> list[str]:
             th = r["theory"] or {}
             name = "abs(theta)" if obs == "abs_theta" else "abs(m)"
             verdict = rule_verdict(r["agrees"]) if r["status"] == "disagrees" else r["status"]
-            if r.get("mixed_agrees") and all(r["mixed_agrees"].values()):
+            at_mixed = bool(r.get("mixed_agrees")) and all(r["mixed_agrees"].values())
+            if at_mixed:
                 verdict += "; GD at the mixed point (agrees with it)"
             if r["status"] != "agrees" and rule_verdict(r.get("aligned_agrees")) == "agrees":
                 verdict += "; agrees with the aligned-prox SE (the basin GD keeps)"
-            elif r["status"] != "agrees" and rule_verdict(r.get("aligned_mixed_agrees")) == "agrees":
+            elif r["status"] != "agrees" and not at_mixed and rule_verdict(r.get("aligned_mixed_agrees")) == "agrees":
                 verdict += "; at the aligned-prox mixed point (agrees with it: the basin GD keeps)"
             reached = _reached(th)
             if th and not th["converged"]:
