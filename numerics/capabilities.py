@@ -38,8 +38,8 @@ CAPABILITIES: dict[str, Capability] = {
     "branch_end": Capability("--branch-end", True, MATRIX_END_NOTE),
     "torch_backend": Capability("--backend torch", True, "the rank-r state evolution runs its proximal map on the "
                                 "numba or numpy backend (auto picks numba)"),
-    "local_prox": Capability("--prox {value}", True, "the rank-r state evolution implements the global and the aligned proximal "
-                             "maps, not the local one"),
+    "local_prox": Capability("--prox {value}", True, "the rank-r state evolution implements the global and the "
+                             "aligned proximal maps, not the local one"),
     "diagram_census": Capability("--census", True, "the phase diagram's census at alpha_c is rank r = r* = 1 only "
                                  "(run attnphase census --rank R --teacher-rank R* at one alpha)"),
     "diagram_error_estimate": Capability("--error-estimate", True, "the rank-r phase diagram reports bracket widths "

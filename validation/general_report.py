@@ -200,9 +200,9 @@ def aligned_mixed_table_lines(summary: dict[str, Any]) -> list[str]:
             mx = r["aligned_mixed"]
             vals = mx if mx["converged"] else {}
             reached = _reached(mx) + (f" (on {mx['quadrature']}; {'; '.join(mx['tries'])})" if mx.get("tries") else "")
-            lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {_pm(r, 'abs_theta')} | {_pm(r, 'm_norm')} | "
-                         f"{_pm(r, 'eps_g')} | {_f(vals.get('abs_theta'))} | {_f(vals.get('m_norm'))} | "
-                         f"{_f(vals.get('eps_g'))} | {reached} | "
+            lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {_pm(r, 'abs_theta')} | "
+                         f"{_pm(r, 'm_norm')} | {_pm(r, 'eps_g')} | {_f(vals.get('abs_theta'))} | "
+                         f"{_f(vals.get('m_norm'))} | {_f(vals.get('eps_g'))} | {reached} | "
                          f"{rule_verdict(r.get('aligned_mixed_agrees'), 'no aligned mixed point')} |")
     return lines
 

@@ -92,8 +92,8 @@ def starting_points(w: np.ndarray, T: np.ndarray, *, kernels: Any = None,
 
 
 def mirrored(starts: list[np.ndarray]) -> list[np.ndarray]:
-    """``starts`` and the mirror image -h of each, every array once (the loss is even in h: a minimum's mirror image
-    is where the quadratic term's pull from w is the only difference)."""
+    """``starts`` and the mirror image -h of each, every array once (the loss is even in h, so -h seeds the basin
+    on the other side of any reference field: what the aligned map chooses among)."""
     out = list(starts)
     for s in starts:
         if not any(np.array_equal(-s, o) for o in out):
