@@ -51,7 +51,7 @@ REFUSED = [
     (["solve", "--alpha", "1", "--A", "0.9,0.3;0.5,0.5"], ["--A", "row-stochastic"]),
     (["solve", "--alpha", "1", "--A", "0.5,0.5;0.5,0.5", "--L", "3"], ["--A", "L = 3"]),
     (["solve", "--alpha", "1", "--P", "1,2;3,4"], ["--P", "symmetric"]),
-    (["solve", "--alpha", "1", "--rank", "2", "--prox", "aligned"], ["--prox aligned", "global"]),
+    (["sweep", "--omega", "0.3", "--alpha", "1", "--rank", "2", "--prox", "local"], ["--prox local", "global"]),
     (["solve", "--alpha", "1", "--L", "1"], ["--L", ">= 2"]),
     (["sweep", "--alpha", "1:2:100000"], ["--alpha", "100000", "--large"]),
     (["sweep", "--alpha", "1:2:1000000000000"], ["--alpha", "at most"]),

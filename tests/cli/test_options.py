@@ -249,9 +249,10 @@ def test_a_rule_too_large_for_L_fails_before_any_work(capsys: pytest.CaptureFixt
     assert _err(capsys).startswith("attnphase: error: --quadrature:")
 
 
-def test_aligned_prox_needs_rank_1(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["solve", "--alpha", "1", "--rank", "2", "--prox", "aligned"]) == 2
-    assert "--prox aligned: the rank-r state evolution implements the global proximal map only" in _err(capsys)
+def test_local_prox_needs_rank_1(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["solve", "--alpha", "1", "--rank", "2", "--prox", "local"]) == 2
+    assert ("--prox local: the rank-r state evolution implements the global and the aligned proximal maps, not the "
+            "local one") in _err(capsys)
 
 
 # --- one range syntax --------------------------------------------------------------------------
