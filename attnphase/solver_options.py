@@ -43,10 +43,10 @@ def add_solver_options(p: argparse.ArgumentParser) -> None:
     d = SOLVER_DEFAULTS
     g = p.add_argument_group("solver (docs/method.md)")
     g.add_argument("--prox", choices=PROX_MODES, default=None,
-                   help="proximal map: global minimiser, local from h = 0 (the paper's; rank 1 only), or aligned: the "
-                   "lowest minimiser on the side of the student's mean field m + (th0/rho0) h* (the basin gradient descent "
-                   "keeps from its start: the teacher's mirror image on the semantic branch, the positional one on the "
-                   f"positional branch) (default {d['prox']})")
+                   help="proximal map: global minimiser, local from h = 0 (the paper's; rank 1 only), or aligned: "
+                   "the lowest minimiser on the side of the student's mean field m + (th0/rho0) h* (the basin "
+                   "gradient descent keeps from its start: the teacher's mirror image on the semantic branch, the "
+                   f"positional one on the positional branch) (default {d['prox']})")
     g.add_argument("--backend", choices=BACKENDS, default=None,
                    help="proximal solver: compiled with numba when it imports (auto), or forced; torch: batched on "
                    "$ATTNPHASE_TORCH_DEVICE (default cuda when present, else cpu); $ATTNPHASE_PROX_BACKEND overrides "
