@@ -12,28 +12,27 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from attnphase.numerics.phase.branch_end import POSITIONAL_M_FLOOR, SEMANTIC_THETA_FLOOR
+from attnphase.numerics.phase.branch_end import BRANCH_FLOORS
 
 #: The side of its end on which each branch exists (True: above).
 EXISTS_ABOVE_END = {"semantic": True, "positional": False}
-#: Each rank-1 branch's order parameter in a sweep record and its floor.
-ORDER_FLOOR = {"semantic": ("theta", SEMANTIC_THETA_FLOOR), "positional": ("m_norm", POSITIONAL_M_FLOOR)}
 
 
-def above_floor(record: dict[str, Any], branch: str) -> bool:
-    """|theta| >= SEMANTIC_THETA_FLOOR on the semantic branch, |m| >= POSITIONAL_M_FLOOR on the positional one (a
-    record without ``m_norm`` uses |m|); True for another branch."""
-    if branch not in ORDER_FLOOR:
-        return True
-    key, floor = ORDER_FLOOR[branch]
-    value = record.get(key, record.get("m")) if key == "m_norm" else record.get(key)
-    return value is not None and abs(float(value)) >= floor
+def above_floor(theta: float | None, m_norm: float | None, branch: str) -> bool:
+    """Each order parameter of ``branch`` at or above its floor (:data:`~attnphase.numerics.phase.branch_end.
+    BRANCH_FLOORS`, the solver's own: |theta| for the semantic branch, |m| for the positional one, both for the mixed
+    one), from |theta| and |m| (None: unknown, not above); True for a branch without one."""
+    size = {"th0": theta, "m": m_norm}
+    return all(size[name] is not None and abs(float(size[name])) >= floor
+               for name, floor in BRANCH_FLOORS.get(branch, ()))
 
 
 def exists_at(record: dict[str, Any], branch: str, end: float) -> bool:
     """The branch exists at this record's alpha (converged, on the family, above its floor, on the existing side of
     ``end``)."""
-    if not record.get("converged") or record.get("branch") != branch or not above_floor(record, branch):
+    m_norm = record.get("m_norm", record.get("m"))
+    if (not record.get("converged") or record.get("branch") != branch
+            or not above_floor(record.get("theta"), m_norm, branch)):
         return False
     if end is None or not math.isfinite(end) or branch not in EXISTS_ABOVE_END:
         return True

@@ -171,39 +171,23 @@ def _reached(th: dict[str, Any] | None) -> str:
     return th["branch_reached"]
 
 
-def mixed_table_lines(summary: dict[str, Any]) -> list[str]:
-    """One row per (rank-r case, alpha, start): GD's |theta|, |m|, eps_g against the rank-r mixed fixed point."""
-    lines = ["| case | alpha | start | GD abs(theta) | GD abs(m) | GD eps_g | mixed abs(theta) | mixed abs(m) | "
-             "mixed eps_g | mixed solve reached | GD vs mixed |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for case in summary["cases"]:
-        if not _is_rank(case["theory"]):
-            continue
-        for r in sorted(case["rows"], key=lambda r: (r["alpha"], r["init"])):
-            mx = r.get("mixed") or {}
-            verdict = rule_verdict(r.get("mixed_agrees"), "no mixed point")
-            vals = mx if mx.get("converged") else {}
-            lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {_pm(r, 'abs_theta')} | {_pm(r, 'm_norm')} | "
-                         f"{_pm(r, 'eps_g')} | {_f(vals.get('abs_theta'))} | {_f(vals.get('m_norm'))} | "
-                         f"{_f(vals.get('eps_g'))} | {_reached(mx)} | {verdict} |")
-    return lines
-
-
-def aligned_mixed_table_lines(summary: dict[str, Any]) -> list[str]:
-    """One row per (rank-r case, alpha, start): GD's |theta|, |m|, eps_g against the aligned-prox mixed point."""
-    lines = ["| case | alpha | start | GD abs(theta) | GD abs(m) | GD eps_g | aligned mixed abs(theta) | "
-             "aligned mixed abs(m) | aligned mixed eps_g | reached | GD vs aligned mixed |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+def mixed_table_lines(summary: dict[str, Any], key: str = "mixed", name: str = "mixed") -> list[str]:
+    """One row per (rank-r case, alpha, start): GD's |theta|, |m|, eps_g against the rank-r mixed fixed point
+    ``row[key]`` (``"mixed"``: the global-prox one; ``"aligned_mixed"``: the aligned-prox one), the rule's verdict
+    ``row[key + "_agrees"]``."""
+    lines = [f"| case | alpha | start | GD abs(theta) | GD abs(m) | GD eps_g | {name} abs(theta) | {name} abs(m) | "
+             f"{name} eps_g | {name} solve reached | GD vs {name} |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for case in summary["cases"]:
         for r in sorted(case["rows"], key=lambda r: (r["alpha"], r["init"])):
-            if "aligned_mixed" not in r:
+            if key not in r:
                 continue
-            mx = r["aligned_mixed"]
-            vals = mx if mx["converged"] else {}
+            mx = r[key] or {}
+            vals = mx if mx.get("converged") else {}
             reached = _reached(mx) + (f" (on {mx['quadrature']}; {'; '.join(mx['tries'])})" if mx.get("tries") else "")
             lines.append(f"| ({case['key']}) | {r['alpha']} | {r['init']} | {_pm(r, 'abs_theta')} | "
                          f"{_pm(r, 'm_norm')} | {_pm(r, 'eps_g')} | {_f(vals.get('abs_theta'))} | "
                          f"{_f(vals.get('m_norm'))} | {_f(vals.get('eps_g'))} | {reached} | "
-                         f"{rule_verdict(r.get('aligned_mixed_agrees'), 'no aligned mixed point')} |")
+                         f"{rule_verdict(r.get(key + '_agrees'), f'no {name} point')} |")
     return lines
 
 
@@ -293,7 +277,7 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
                   + (f"; cases with L > {plan['aligned_max_L']} have no aligned-prox points in this plan (each takes "
                      "minutes; the full suite has them)" if plan.get("aligned_max_L", 99) < 3 else "") + ".",
                   ""] + basin
-    aligned_mixed = aligned_mixed_table_lines(summary)
+    aligned_mixed = mixed_table_lines(summary, "aligned_mixed", "aligned mixed")
     if len(aligned_mixed) > 2:
         lines += [""] + aligned_mixed
     trends = [(case, r) for case in summary["cases"] for r in case["rows"] if r.get("trend")]

@@ -24,21 +24,13 @@ from typing import Any
 from attnphase.execution import Task
 from attnphase.numerics.config import SolverConfig
 
+from .branch_segments import above_floor
 from .rule_retry import SolveJob, job_task, solve_on_branch
 
 #: The rank-r branches the suite solves at each alpha: the two starts' own, and the mixed one.
 POINT_BRANCHES = ("semantic", "positional", "mixed")
 #: The invariants a rank-r theory point carries (None where the solve did not converge).
 INVARIANTS = ("abs_theta", "m_norm", "q", "eps_g", "e_t")
-
-
-def _above_floor(out: dict[str, Any], branch: str) -> bool:
-    """The branch's order parameter is above the rank-1 sweeps' floor (semantic: |theta|, positional: |m|,
-    mixed: both)."""
-    from attnphase.numerics.phase.branch_end import POSITIONAL_M_FLOOR, SEMANTIC_THETA_FLOOR
-
-    return ((branch not in ("semantic", "mixed") or out["abs_theta"] >= SEMANTIC_THETA_FLOOR)
-            and (branch not in ("positional", "mixed") or out["m_norm"] >= POSITIONAL_M_FLOOR))
 
 
 def invariant_point(fp: Any, requested: str, seconds: float = math.nan) -> dict[str, Any]:
@@ -53,7 +45,7 @@ def invariant_point(fp: Any, requested: str, seconds: float = math.nan) -> dict[
                    m_norm=math.sqrt(sum(x * x for x in rec["m_norms"])), q=float(sum(rec["q0_eigenvalues"])),
                    eps_g=float(fp.observables.eps_g), e_t=float(fp.observables.e_t), th0_singular_values=list(rec["th0_singular_values"]),
                    m_norms=list(rec["m_norms"]), directions=list(rec["directions"]))
-        out["exists"] = out["exists"] and _above_floor(out, requested)
+        out["exists"] = out["exists"] and above_floor(out["abs_theta"], out["m_norm"], requested)
     else:
         out.update({k: None for k in INVARIANTS})
     return out

@@ -105,13 +105,10 @@ def global_prox(kernels: Any, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma
     r = 1, the winner of each node on matrix fields; a polish returns the candidates it was given.  A node none of
     whose starts converged gets its first start's end point at r = 1, its least unconverged value on matrix fields."""
     check_fields(kernels, w)
-    resolved = resolve_backend(backend, kernels)
     if w.ndim == 3:
-        if resolved == "torch":  # the torch descent runs vector fields only ($ATTNPHASE_PROX_BACKEND=torch: numba)
-            if backend == "torch":
-                raise TypeError("backend='torch' runs vector fields (N, L) only; matrix fields need numba or numpy")
-            resolved = "numba" if prox_compiled.available() else "numpy"
-        return _global_prox_blocks(kernels, w, V, T, sigma2, hstar, candidates, full_search, resolved)
+        return _global_prox_blocks(kernels, w, V, T, sigma2, hstar, candidates, full_search,
+                                   matrix_backend(backend, kernels))
+    resolved = resolve_backend(backend, kernels)
     N, L = w.shape
     if not full_search and candidates is not None:
         idx = candidates.node
@@ -131,6 +128,18 @@ def global_prox(kernels: Any, w: np.ndarray, V: np.ndarray, T: np.ndarray, sigma
                                resolved)
     idx, res = np.concatenate([idx, idx2]), _joined(res, res2)
     return distinct_minima(idx, res, best_per_node(idx, res, N))
+
+
+def matrix_backend(backend: str, kernels: Any) -> str:
+    """The backend a descent on matrix fields runs on: ``backend`` resolved, torch (vector fields only; also
+    $ATTNPHASE_PROX_BACKEND=torch) replaced by numba where it imports, else numpy; TypeError for an explicit
+    ``backend="torch"``."""
+    resolved = resolve_backend(backend, kernels)
+    if resolved != "torch":
+        return resolved
+    if backend == "torch":
+        raise TypeError("backend='torch' runs vector fields (N, L) only; matrix fields need numba or numpy")
+    return "numba" if prox_compiled.available() else "numpy"
 
 
 def _joined(a: ProxResult, b: ProxResult) -> ProxResult:

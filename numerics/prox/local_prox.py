@@ -9,9 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.numerics.prox import compiled as prox_compiled
-from attnphase.numerics.prox.backends import resolve_backend
-from attnphase.numerics.prox.global_prox import check_fields, global_prox, matrix_descents, newton_minimize
+from attnphase.numerics.prox.global_prox import (check_fields, global_prox, matrix_backend, matrix_descents,
+                                                 newton_minimize)
 from attnphase.numerics.prox.newton_steps import ProxResult
 from attnphase.numerics.prox.selection import best_per_node
 from attnphase.numerics.prox.starts import mirrored, mixing, starting_points
@@ -51,11 +50,7 @@ def _aligned_matrix(kernels: Any, w: np.ndarray, V0: np.ndarray, T: np.ndarray, 
     on one side of r has a counterpart the other side), the lowest converged one with <h, r> > 0 per node, else the
     lowest converged one, else the least unconverged value."""
     check_fields(kernels, w)
-    resolved = resolve_backend(backend, kernels)
-    if resolved == "torch":  # no torch descent on matrix fields, as for global_prox
-        if backend == "torch":
-            raise TypeError("backend='torch' runs vector fields (N, L) only; matrix fields need numba or numpy")
-        resolved = "numba" if prox_compiled.available() else "numpy"
+    resolved = matrix_backend(backend, kernels)
     if hstar is None:
         raise ValueError("the aligned proximal map on matrix fields needs the teacher's fields hstar")
     starts = mirrored(starting_points(w, T, hstar=hstar) + ([] if previous is None else [previous]))

@@ -364,7 +364,7 @@ def test_a_rank_row_off_both_global_points_is_said_to_sit_at_the_aligned_mixed_p
     """A rank-r row that disagrees with the global-prox points of its start's branch and the mixed one but agrees
     with the aligned-prox mixed point on |theta|, |m| and eps_g: the verdict and the second aligned table say so;
     an aligned mixed solve that reached another label is no point."""
-    from attnphase.validation.general_report import aligned_mixed_table_lines, table_lines
+    from attnphase.validation.general_report import mixed_table_lines, table_lines
     from attnphase.validation.invariant_points import InvariantPoints
 
     case = GENERAL_CASES[3]
@@ -389,7 +389,7 @@ def test_a_rank_row_off_both_global_points_is_said_to_sit_at_the_aligned_mixed_p
     assert s["aligned_mixed_agrees"] == {"abs_theta": True, "m_norm": True, "eps_g": True}
     summary = {"cases": [{"key": "d", "theory": theory.to_dict(), "rows": [s]}]}
     assert "; at the aligned-prox mixed point (agrees with it: the basin GD keeps)" in table_lines(summary)[2]
-    line = aligned_mixed_table_lines(summary)[2]
+    line = mixed_table_lines(summary, "aligned_mixed", "aligned mixed")[2]
     assert line.endswith("| mixed | agrees |") and "| semantic |" in line
     off = {**aligned, (0.5, "mixed"): pt("mixed", "positional", **mean)}
     s2 = {r["init"]: r for r in case_rows(case, runs, theory, (math.nan, "none"), off)}["semantic"]
