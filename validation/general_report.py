@@ -13,7 +13,7 @@ from typing import Any
 
 from attnphase.execution.outputs import json_value
 
-from .agreement import EXTRAPOLATED_SE, REL_TOL
+from .agreement import EXTRAPOLATED_SE, REL_TOL, all_runs_converged, within_rule
 from .basin_theory import rule_verdict
 from .general_cases import COMPARED
 from .finite_size import MIN_FIT_DS
@@ -151,6 +151,8 @@ def table_lines(summary: dict[str, Any]) -> list[str]:
                 verdict += "; agrees with the aligned-prox SE (the basin GD keeps)"
             elif r["status"] != "agrees" and not at_mixed and rule_verdict(r.get("aligned_mixed_agrees")) == "agrees":
                 verdict += "; at the aligned-prox mixed point (agrees with it: the basin GD keeps)"
+            elif r["status"] == "disagrees" and not at_mixed:
+                verdict += nearest_point(case["rows"], r)
             reached = _reached(th)
             if th and not th["converged"]:
                 th = {}
@@ -161,6 +163,36 @@ def table_lines(summary: dict[str, Any]) -> list[str]:
                          f"({r['n_converged']}) | {name} {_pm(r, obs)} | {_f(th.get(obs))} | {_pm(r, 'eps_g')} | "
                          f"{_f(th.get('eps_g'))} | {reached} | {verdict} |")
     return lines
+
+
+#: The names of the compared observables in the verdicts.
+OBSERVABLE_NAMES = {"abs_theta": "abs(theta)", "m_norm": "abs(m)", "eps_g": "eps_g"}
+
+
+def nearest_point(rows: list[dict[str, Any]], row: dict[str, Any]) -> str:
+    """For a rank-r ``row`` of ``rows`` (its case's) that agrees with none of its fixed points: the one at its alpha
+    -- its start's branch, the other start's, the mixed point, each where it exists -- that GD agrees with, by the
+    rule, in the most of the mixed comparison's observables (at least all but one), e.g. "; nearest the positional
+    point: agrees in abs(m), eps_g; abs(theta) 0.061 +- 0.014 against 0"; "" for a rank-1 row or where no point
+    agrees in that many."""
+    observables = tuple(row.get("mixed_agrees") or ())
+    if not observables or not all_runs_converged(row):
+        return ""
+    other = next((o for o in rows if o["alpha"] == row["alpha"] and o["init"] != row["init"]), None)
+    best, agreeing = None, []
+    for th in (row["theory"], other and other["theory"], row.get("mixed")):
+        if not th or not th.get("converged") or not th.get("exists", True):
+            continue
+        ok = [o for o in observables
+              if within_rule(row[f"{o}_mean"], row[f"{o}_std"], row["n_runs"], th[o])]
+        if len(ok) > len(agreeing):
+            best, agreeing = th, ok
+    if best is None or len(agreeing) < len(observables) - 1:
+        return ""
+    apart = "; ".join(f"{OBSERVABLE_NAMES[o]} {_pm(row, o)} against {_f(best[o])}" for o in observables
+                      if o not in agreeing)
+    return (f"; nearest the {best['branch_reached']} point: agrees in "
+            f"{', '.join(OBSERVABLE_NAMES[o] for o in agreeing)}" + (f"; {apart}" if apart else ""))
 
 
 def _reached(th: dict[str, Any] | None) -> str:
@@ -263,7 +295,10 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
                   "A rank-2 student can hold a positional and a semantic direction at once. Beside the fixed point of "
                   "the start's branch (table above), each rank-r row is compared, by the same rule, on abs(theta), "
                   "abs(m) and eps_g with the rank-r state evolution's mixed fixed point at its alpha ('no mixed "
-                  "point': that solve did not converge onto a mixed point).", ""] + mixed
+                  "point': that solve did not converge onto a mixed point). A rank-r row that agrees with none of "
+                  "its points is said, in the first table, to be nearest the one it agrees with in all of abs(theta), "
+                  "abs(m), eps_g but one (its start's branch, the other start's or the mixed point, where each "
+                  "exists), and what lies apart.", ""] + mixed
     basin = aligned_table_lines(summary)
     if len(basin) > 2:
         lines += ["", "## Gradient descent against the aligned-prox state evolution (the basin of its start)", "",

@@ -398,6 +398,43 @@ def test_a_rank_row_off_both_global_points_is_said_to_sit_at_the_aligned_mixed_p
     assert "aligned-prox mixed" not in table_lines(summary2)[2]
 
 
+def test_a_rank_row_at_no_point_names_the_point_it_is_nearest():
+    """A rank-r semantic row past its branch's end (the semantic point does not exist, the mixed solve reached the
+    positional point) that sits on the positional point in |m| and eps_g but not in |theta|: the verdict names the
+    positional point, what agrees and what does not; with |m| off too it names none; a rank-1 row never."""
+    from attnphase.validation.general_report import nearest_point, table_lines
+    from attnphase.validation.invariant_points import InvariantPoints
+
+    case = GENERAL_CASES[3]
+    runs = _rank_runs(case, 0.5)
+    sem_runs = [r for r in runs if r.init == "semantic"]
+    mean = {"m_norm": float(np.mean([r.m_norm for r in sem_runs])), "eps_g": float(np.mean([r.eps_g for r in sem_runs]))}
+    theta = float(np.mean([abs(r.theta) for r in sem_runs]))
+
+    def pt(branch, label, exists, **obs):
+        return {"alpha": 0.5, "requested": branch, "converged": True, "residual": 1e-9, "branch_reached": label,
+                "exists": exists, "q": 0.4, "e_t": 3e-3, "quadrature": "sobol8", "tries": [], **obs}
+
+    far = {"abs_theta": 10 * theta + 1, "m_norm": 10 * mean["m_norm"] + 1, "eps_g": 10 * mean["eps_g"]}
+    positional = pt("positional", "positional", True, abs_theta=0.0, **mean)
+    theory = InvariantPoints({(0.5, "semantic"): pt("semantic", "semantic", False, **far), (0.5, "positional"): positional,
+                              (0.5, "mixed"): pt("mixed", "positional", False, **far)}, 2e-3, "sobol8", 0.0)
+    rows = case_rows(case, runs, theory, (math.nan, "none"))
+    s = next(r for r in rows if r["init"] == "semantic")
+    assert s["status"] == "disagrees" and set(s["mixed_agrees"].values()) == {None}
+    said = nearest_point(rows, s)
+    assert said.startswith("; nearest the positional point: agrees in abs(m), eps_g; abs(theta) ")
+    assert said.endswith(" against 0")
+    summary = {"cases": [{"key": "d", "theory": theory.to_dict(), "rows": rows}]}
+    assert said in next(x for x in table_lines(summary)[2:] if "| semantic |" in x)
+    moved = InvariantPoints({**theory.points, (0.5, "positional"): dict(positional, m_norm=far["m_norm"])}, 2e-3,
+                            "sobol8", 0.0)
+    rows2 = case_rows(case, runs, moved, (math.nan, "none"))
+    assert nearest_point(rows2, next(r for r in rows2 if r["init"] == "semantic")) == ""
+    rank_one = {k: v for k, v in s.items() if k not in ("mixed", "mixed_agrees")}
+    assert nearest_point(rows, rank_one) == ""
+
+
 def test_a_rank_one_row_is_also_compared_with_the_aligned_prox_fixed_point(capsys):
     """Case (c): the aligned-prox point of the suite is the one ``solve --prox aligned`` prints, a row is
     checked against it by the same rule, and the report says where it agrees and the global point does not."""
