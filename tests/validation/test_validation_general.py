@@ -408,7 +408,8 @@ def test_a_rank_row_at_no_point_names_the_point_it_is_nearest():
     case = GENERAL_CASES[3]
     runs = _rank_runs(case, 0.5)
     sem_runs = [r for r in runs if r.init == "semantic"]
-    mean = {"m_norm": float(np.mean([r.m_norm for r in sem_runs])), "eps_g": float(np.mean([r.eps_g for r in sem_runs]))}
+    mean = {"m_norm": float(np.mean([r.m_norm for r in sem_runs])),
+            "eps_g": float(np.mean([r.eps_g for r in sem_runs]))}
     theta = float(np.mean([abs(r.theta) for r in sem_runs]))
 
     def pt(branch, label, exists, **obs):
@@ -417,8 +418,9 @@ def test_a_rank_row_at_no_point_names_the_point_it_is_nearest():
 
     far = {"abs_theta": 10 * theta + 1, "m_norm": 10 * mean["m_norm"] + 1, "eps_g": 10 * mean["eps_g"]}
     positional = pt("positional", "positional", True, abs_theta=0.0, **mean)
-    theory = InvariantPoints({(0.5, "semantic"): pt("semantic", "semantic", False, **far), (0.5, "positional"): positional,
-                              (0.5, "mixed"): pt("mixed", "positional", False, **far)}, 2e-3, "sobol8", 0.0)
+    theory = InvariantPoints({(0.5, "semantic"): pt("semantic", "semantic", False, **far),
+                              (0.5, "positional"): positional, (0.5, "mixed"): pt("mixed", "positional", False, **far)},
+                             2e-3, "sobol8", 0.0)
     rows = case_rows(case, runs, theory, (math.nan, "none"))
     s = next(r for r in rows if r["init"] == "semantic")
     assert s["status"] == "disagrees" and set(s["mixed_agrees"].values()) == {None}
