@@ -9,6 +9,7 @@ computation it does not answer.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.util
 import json
@@ -52,19 +53,74 @@ def task_key(fn: Callable[..., Any], identity: Any, version: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
-def code_version(*packages: str, exclude: tuple[str, ...] = ()) -> str:
+def code_version(*packages: str, exclude: tuple[str, ...] = (), closure: tuple[str, str] | None = None) -> str:
     """``<package version>+<hash>``: the hash of every ``.py`` file under ``packages`` (sorted by path, found without
     importing them) but those whose path in their package starts with one of ``exclude`` (the command-line and
-    presentation modules: they compute nothing a task returns). An edit of the code a task runs changes it, and with
-    it every key; about 10 ms, computed once per job."""
+    presentation modules: they compute nothing a task returns); with ``closure`` = (module, package), also the files
+    of ``package`` that the module runs (:func:`import_closure`; the whole package where that is not known). An edit
+    of the code a task runs changes it, and with it every key; about 10 ms, computed once per job."""
     h = hashlib.sha256()
     for name in sorted(packages):
-        spec = importlib.util.find_spec(name)
-        if spec is None or not spec.submodule_search_locations:
-            raise ValueError(f"code_version: {name!r} is not an importable package")
-        root = Path(list(spec.submodule_search_locations)[0])
+        root = _package_root(name)
         for path in sorted(root.rglob("*.py")):
             rel = str(path.relative_to(root))
             if not rel.startswith(exclude):
                 h.update(rel.encode() + path.read_bytes())
+    if closure is not None:
+        entry, package = closure
+        root = _package_root(package)
+        files = import_closure(entry, package)
+        for path in files if files is not None else sorted(root.rglob("*.py")):
+            h.update(f"{package}/{path.relative_to(root)}".encode() + path.read_bytes())
     return f"{__version__}+{h.hexdigest()[:12]}"
+
+
+#: A module that names one of these may import what no import statement names.
+DYNAMIC_IMPORTS = ("importlib", "__import__")
+
+
+def import_closure(entry: str, package: str) -> list[Path] | None:
+    """The source files of module ``entry`` (of ``package``), of ``package``'s ``__init__`` and of every module of
+    ``package`` these import, directly or through each other, at module level or inside a function (``import a.b``,
+    ``from a import b``, relative imports; parsed with ast, not imported), sorted; None where one of them may import
+    dynamically (it names :data:`DYNAMIC_IMPORTS`)."""
+    root = _package_root(package)
+    seen: dict[str, Path] = {}
+    todo = [package, entry]
+    while todo:
+        name = todo.pop()
+        inside = name == package or name.startswith(package + ".")
+        path = _module_file(root, name[len(package) + 1:]) if inside and name not in seen else None
+        if path is None:
+            continue
+        seen[name] = path
+        text = path.read_text(encoding="utf-8")
+        if any(word in text for word in DYNAMIC_IMPORTS):
+            return None
+        here = (name if path.name == "__init__.py" else name.rpartition(".")[0]).split(".")
+        for node in ast.walk(ast.parse(text, filename=str(path))):
+            if isinstance(node, ast.Import):
+                todo += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(here[:len(here) - node.level + 1] + ([node.module] if node.module else []))
+                todo += [base] + [f"{base}.{alias.name}" for alias in node.names]
+    return sorted(seen.values())
+
+
+def _package_root(name: str) -> Path:
+    """The folder of package ``name`` (found without importing it)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(f"code_version: {name!r} is not an importable package")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _module_file(root: Path, rel: str) -> Path | None:
+    """The source file of the module ``rel`` (dotted, "" for the package itself) of the package at ``root``."""
+    base = root.joinpath(*rel.split(".")) if rel else root
+    for path in ((base.with_suffix(".py"),) if rel else ()) + (base / "__init__.py",):
+        if path.is_file():
+            return path
+    return None

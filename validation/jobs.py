@@ -19,10 +19,11 @@ from attnphase.execution.dataset import Variable, annotate
 from .experiments import SimResult, SimSpec, run_simulation
 from .reference import TheoryAtOmega, theory_at_omega
 
-#: The layers a validation task runs: a theory task all three, a simulation the model's parameters and the
-#: simulation code alone (it imports nothing of the numerics, so a change there leaves the stored runs valid).
+#: The layers a validation task runs: a theory task all three; a simulation the theory and, of validation, the
+#: modules :func:`run_simulation` runs (:func:`~attnphase.execution.tasks.import_closure`): it imports nothing of the
+#: numerics nor of the suites that plan and report runs, so a change there leaves the stored runs valid.
 VALIDATION_CODE = ("attnphase.theory", "attnphase.numerics", "attnphase.validation")
-SIMULATION_CODE = ("attnphase.theory", "attnphase.validation")
+SIMULATION_CODE = ("attnphase.theory",)
 RUN_OBSERVABLES = ("m", "theta", "q", "eps_g", "e_t", "eps_lin")
 
 
@@ -39,7 +40,8 @@ def validation_version() -> str:
 
 def simulation_version() -> str:
     """The code version of the simulation tasks' keys (:data:`SIMULATION_CODE`)."""
-    return code_version(*SIMULATION_CODE, exclude=PRESENTATION)
+    return code_version(*SIMULATION_CODE, exclude=PRESENTATION, closure=(run_simulation.__module__,
+                                                                         "attnphase.validation"))
 
 
 def simulation_task(spec: SimSpec, version: str) -> Task:

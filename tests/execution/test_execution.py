@@ -73,6 +73,38 @@ def test_code_version_hashes_the_computing_modules_only(tmp_path, monkeypatch) -
     assert "vpkg" not in sys.modules  # found, never imported
 
 
+def test_a_closure_hashes_the_modules_its_entry_runs(tmp_path, monkeypatch) -> None:
+    """``code_version(closure=(entry, package))``: the files the entry imports (relative, inside a function, through
+    another module) count, a module it never imports does not; a module that may import dynamically makes the whole
+    package count."""
+    from attnphase.execution import code_version
+    from attnphase.execution.tasks import import_closure
+
+    pkg = tmp_path / "cpkg"
+    pkg.mkdir()
+    for name, text in (("__init__.py", ""),
+                       ("entry.py", "from . import helper\ndef f():\n    from cpkg.deep import g\n"),
+                       ("helper.py", "from .leaf import y\n"), ("leaf.py", "y = 1"), ("deep.py", "g = 1"),
+                       ("unused.py", "z = 1"), ("dyn.py", "import importlib\n")):
+        (pkg / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert [p.name for p in import_closure("cpkg.entry", "cpkg")] == ["__init__.py", "deep.py", "entry.py",
+                                                                       "helper.py", "leaf.py"]
+    v0 = code_version(closure=("cpkg.entry", "cpkg"))
+    (pkg / "unused.py").write_text("z = 2")
+    assert code_version(closure=("cpkg.entry", "cpkg")) == v0
+    for name in ("leaf.py", "deep.py"):
+        (pkg / name).write_text("y = g = 2")
+        assert code_version(closure=("cpkg.entry", "cpkg")) != v0
+        v0 = code_version(closure=("cpkg.entry", "cpkg"))
+    (pkg / "helper.py").write_text("from .leaf import y\nfrom . import dyn\n")
+    assert import_closure("cpkg.entry", "cpkg") is None
+    v1 = code_version(closure=("cpkg.entry", "cpkg"))
+    (pkg / "unused.py").write_text("z = 3")
+    assert code_version(closure=("cpkg.entry", "cpkg")) != v1
+    assert "cpkg" not in sys.modules  # found, never imported
+
+
 def test_a_failing_task_is_recorded_and_the_rest_completes(tmp_path, cluster_address) -> None:
     store = ResultStore(tmp_path)
     tasks = _tasks(exec_tasks.square_or_raise, [1, 2, 3, 4])

@@ -311,6 +311,15 @@ def test_a_simulation_runs_no_numerics_code_so_its_key_leaves_the_numerics_out()
     loaded = eval(out)
     assert loaded and not [m for m in loaded if m.startswith("attnphase.numerics")], loaded
     assert "attnphase.numerics" not in SIMULATION_CODE and simulation_version() != validation_version()
+    # of validation, the key hashes the modules the run imports: every one the run loaded, none that plans or reports
+    from attnphase.execution.tasks import import_closure
+
+    closure = import_closure("attnphase.validation.experiments", "attnphase.validation")
+    assert closure is not None  # no dynamic import among them (else the whole package would be hashed)
+    hashed = {"attnphase.validation" + ("" if f.stem == "__init__" else f".{f.stem}") for f in closure}
+    assert {m for m in loaded if m.startswith("attnphase.validation")} <= hashed
+    assert not hashed & {"attnphase.validation.general_suite", "attnphase.validation.campaign",
+                         "attnphase.validation.general_cases"}
 
 
 def test_an_aligned_point_the_rule_misses_is_solved_again_on_the_finer_rule(monkeypatch):
