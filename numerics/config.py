@@ -68,8 +68,9 @@ class SolverConfig:
         anderson_budget: SE evaluations given to Anderson before quasi-Newton (sooner when it stalls).
         warm_fallback: when quasi-Newton fails from a warm start, go on with Anderson (True) or report the
             failure at once (False: continuation retries with a smaller step instead).
-        full_search_every: with the global prox, a full multi-start search every this many SE steps (the
-            minima of the last one polished in between; a converged point is verified by a full search).
+        full_search_every: the most SE steps polished between two full multi-start searches (the minima of
+            the last one polished; a converged point is verified by a full search): with the global prox, and
+            with the aligned one on matrix fields (r >= 2: at most 7 there).
         prox: proximal map, one of :data:`PROX_MODES`.
         backend: proximal solver backend, one of :data:`BACKENDS` (``$ATTNPHASE_PROX_BACKEND`` overrides
             ``"auto"``; ``"torch"`` runs on ``$ATTNPHASE_TORCH_DEVICE``).

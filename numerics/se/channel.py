@@ -91,9 +91,9 @@ def _matrix_moments(kernels: Any, params: ModelParams, ov: Overlaps, rule: Quadr
     w, hstar = rk.channel_fields(xi, eta, ov.q0, ov.m, ov.th0, s2, params.rho0)
     T = matrix_target(hstar, params.omega, params.A_array)
     backend = "auto" if cfg.backend == "torch" else cfg.backend
-    if cfg.prox == "aligned":  # a full search at every evaluation, the last minimisers among its starts
+    if cfg.prox == "aligned":  # the last full search's minimisers among its starts, or polished
         res = aligned_prox(kernels, w, ov.V0, T, s2, student_mean_field(hstar, ov.m, ov.th0, params.rho0),
-                           backend=backend, hstar=hstar, previous=previous)
+                           backend=backend, hstar=hstar, previous=previous, full_search=full_search)
     else:
         candidates = None if previous is None else Candidates(np.arange(previous.shape[0]), previous)
         res, _ = global_prox(kernels, w, ov.V0, T, s2, hstar, candidates=candidates,

@@ -161,6 +161,41 @@ def test_aligned_map_on_matrix_fields_is_the_lowest_minimum_on_the_reference_sid
     np.testing.assert_allclose(mirror.h, -got.h, atol=1e-9)
 
 
+def test_the_aligned_maps_polish_keeps_the_full_searchs_picks() -> None:
+    """Between full searches the aligned map polishes the last full search's picks and their mirror images: at the
+    same fields it returns those picks (not the global map's minima where they differ); on fields moved a little it
+    is the full search's pick at most nodes, and every node's pick is a minimum on the reference's side that is no
+    higher than the polished start's basin."""
+    from attnphase.numerics.prox.local_prox import aligned_prox
+
+    k, w, V0, T, s2, hs, _ = _batch(7, 2, 2, 1, 8.0, N=60)
+    ref = np.random.default_rng(3).normal(size=w.shape)
+    full = aligned_prox(k, w, V0, T, s2, ref, hstar=hs)
+    glob, _ = global_prox(k, w, V0, T, s2, hs)
+    same = aligned_prox(k, w, V0, T, s2, ref, hstar=hs, previous=full.h, full_search=False)
+    np.testing.assert_allclose(same.h, full.h, atol=1e-9)
+    assert np.abs(same.h - glob.h).max() > 1e-3
+    moved = w * (1 + 1e-3)
+    polished = aligned_prox(k, moved, V0, T, s2, ref, hstar=hs, previous=full.h, full_search=False)
+    searched = aligned_prox(k, moved, V0, T, s2, ref, hstar=hs, previous=full.h)
+    assert polished.converged.all()
+    assert np.mean(np.abs(polished.h - searched.h).reshape(len(w), -1).max(axis=1) < 1e-6) > 0.9
+    on_side = np.einsum("nla,nla->n", searched.h, ref) > 0
+    assert np.all(np.einsum("nla,nla->n", polished.h, ref)[on_side] > 0)
+
+
+def test_an_aligned_rank2_solve_reaches_one_point_however_often_it_polishes() -> None:
+    """The aligned map's polish changes the path, not the fixed point (a candidate is verified by a full search): a
+    rank-2 solve polishing up to 7 evaluations between full searches reaches the point of one polishing one."""
+    p = ModelParams(omega=0.3, r=2)
+    cfg = SolverConfig(quadrature="sobol8:4", error_bars=False, prox="aligned")
+    fast = solve(p, 2.0, "semantic", config=cfg)
+    every = solve(p, 2.0, "semantic", config=cfg.replace(full_search_every=1))
+    assert fast.status.converged and every.status.converged and fast.branch == every.branch == "semantic"
+    a, b = (np.concatenate([fp.invariants[key] for key in sorted(fp.invariants)]) for fp in (every, fast))
+    np.testing.assert_allclose(b, a, rtol=1e-7, atol=1e-9)
+
+
 def test_aligned_map_drives_a_rank2_solve_and_local_is_refused() -> None:
     """--prox aligned runs the rank-r state evolution (a converged mixed point at alpha = 2: where no node's lowest
     minimum lies on the wrong side of the mean field, the global map's point); --prox local is refused."""
