@@ -50,7 +50,7 @@ def _aligned_matrix(kernels: Any, w: np.ndarray, V0: np.ndarray, T: np.ndarray, 
     their mirror images -h (:func:`~attnphase.numerics.prox.starts.mirrored`: the loss is even in h, so each minimum
     on one side of r has a counterpart the other side), the lowest converged one with <h, r> > 0 per node, else the
     lowest converged one, else the least unconverged value.  Without ``full_search`` (a polish between full searches,
-    as the global map's) the descents start from ``previous`` and w and their mirror images only."""
+    as the global map's) the descents start from ``previous`` and its mirror image only."""
     check_fields(kernels, w)
     resolved = matrix_backend(backend, kernels)
     if hstar is None:
