@@ -105,15 +105,15 @@ HISTOGRAM_FIXED_SECONDS = 0.06
 #: stored): 6.9 CPU s.
 HISTOGRAM_COMMAND_SECONDS = 7.0
 #: ``validate --suite general --quick --workers 2``: 458 s wall on 2 cores (docs/validation.md); the full suite's
-#: cases (d) and (e) at d = 1000 (``--cases d,e --workers 2``): 604 s wall (1112 CPU s; its simulations 369 s wall, its
-#: theory, the global- and the aligned-prox rank-r points, the rest).
+#: cases (d) and (e) at d = 1000 (``--cases d,e --workers 2``): 487 s wall (899 CPU s; its simulations 345 s wall, its
+#: theory, the global- and the aligned-prox rank-r points, the rest: 142 s).
 GENERAL_QUICK_SUITE_SECONDS = 458.0
-GENERAL_FULL_DE_SECONDS = 604.0
+GENERAL_FULL_DE_SECONDS = 487.0
 #: ``validate --suite general --cases d,e --d 2000 --workers 2``: 2028 s wall on 2 cores (3460 CPU s; its two runs
-#: near a plateau on their 20000-step budget, 12 min each), above the d^2 scaling of the d = 1000 time: its theory
-#: (the global- and the aligned-prox rank-r points) 246 s wall (wall_seconds - simulation_seconds of its
-#: summary.json), its simulations 1782 s.
-GENERAL_D2000_DE_THEORY_SECONDS = 246.0
+#: near a plateau on their 20000-step budget, 12 min each), above the d^2 scaling of the d = 1000 time: its
+#: simulations 1782 s wall; its theory (the global- and the aligned-prox rank-r points, the same tasks at every d)
+#: 142 s, measured in the d = 1000 run above (wall_seconds - simulation_seconds of its summary.json).
+GENERAL_D2000_DE_THEORY_SECONDS = 142.0
 GENERAL_D2000_DE_SIMULATION_SECONDS = 1782.0
 #: ``validate --suite general --cases a,b,c --d 2000 --workers 2``: 773 s wall on 2 cores (1466 CPU s): its theory,
 #: the L = 3 aligned-prox solves foremost, 623 s wall, which does not grow with d; its simulations 150 s.

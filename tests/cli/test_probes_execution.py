@@ -502,10 +502,10 @@ def _stop(*args, **kwargs):
      ["general suite: 2 cases at d = 500", "about", "scaled by cases, seeds and d^2"]),
     (["validate", "--suite", "general", "--cases", "d", "--d", "2000"],
      "attnphase.validation.general_suite.run_general_validation",
-     ["general suite: 1 case at d = 2000", "about 17 min", "(d), (e) 246 s of theory and 1782 s of simulations"]),
+     ["general suite: 1 case at d = 2000", "about 16 min", "(d), (e) 142 s of theory and 1782 s of simulations"]),
     (["validate", "--suite", "general", "--cases", "a,b,c,d,e", "--d", "2000"],
      "attnphase.validation.general_suite.run_general_validation",
-     ["general suite: 5 cases at d = 2000", "about 47 min", "simulations by cases, seeds and d^2"]),
+     ["general suite: 5 cases at d = 2000", "about 45 min", "simulations by cases, seeds and d^2"]),
     # at d = 4000 only the simulations grow (4x): the (a)-(c) theory stays 623 s
     (["validate", "--suite", "general", "--cases", "a,b,c", "--d", "4000"],
      "attnphase.validation.general_suite.run_general_validation",
