@@ -68,9 +68,9 @@ RANK2_RULE_EXPONENT = 0.9
 #: 4 censuses 165 and 169 CPU s, 130 and 164 solves 208 and 310, block re-solves 11 and 42): each omega within 16 %.
 RANK2_CENSUS_SECONDS = 35.6
 #: The ``census --rank 2`` command (its census, every point's error bars and stability, the outputs):
-#: ``census --rank 2 --teacher-rank 1 --omega 0.1 --alpha A`` under ``/usr/bin/time`` at A = 0.6, 0.7, 0.8, 0.9:
-#: 83, 93, 67 and 75 CPU s, their mean.
-RANK2_CENSUS_COMMAND_SECONDS = 79.5
+#: ``census --rank 2 --teacher-rank 1 --omega 0.1 --alpha A`` under ``/usr/bin/time`` at A = 0.6, 0.7, 0.8, 0.9
+#: on 2 idle cores: 72, 86, 60 and 67 CPU s, their mean.
+RANK2_CENSUS_COMMAND_SECONDS = 71.0
 #: One solve along a branch: the same fit, 2.76 CPU s, scaled by 0.756.
 RANK2_SOLVE_SECONDS = 2.09
 #: The share of each core a rank-r task's compiled loops keep busy when the task has the machine to itself: the
