@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 from typing import Any
 
@@ -10,14 +11,33 @@ from attnphase.execution.executor import Progress
 from attnphase.execution.store import Outcome
 
 
+#: The logger whose INFO records (its children's) a bar shows as the stage of a task it runs in this process.
+STAGE_LOGGER = "attnphase"
+
+
+class _Stage(logging.Handler):
+    """Hands each record's message to a :class:`TaskBar` (:meth:`TaskBar.stage`)."""
+
+    def __init__(self, taskbar: "TaskBar") -> None:
+        super().__init__(logging.INFO)
+        self.taskbar = taskbar
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.taskbar.stage(record.getMessage())
+
+
 class TaskBar(Progress, contextlib.AbstractContextManager):
     """A tqdm bar over tasks (``desc``) counting finished tasks (stored ones included); the postfix says how many
-    run now, failed, and were read back from the store. ``quiet``: no bar and no notes."""
+    run now, failed, and were read back from the store, and what a task that runs in this process says it does (the
+    INFO records of :data:`STAGE_LOGGER`'s loggers while the bar is open). ``quiet``: no bar, no notes, no stages."""
 
     def __init__(self, desc: str, unit: str = "task", quiet: bool = False) -> None:
         self.desc, self.unit, self.quiet = desc, unit, quiet
         self.bar: Any = None
         self.n_running = self.n_failed = self.n_stored = 0
+        self.now = ""
+        self._handler: _Stage | None = None
+        self._level = logging.NOTSET
 
     def start(self, total: int, stored: int, corrupted: int) -> None:
         from tqdm import tqdm
@@ -29,7 +49,17 @@ class TaskBar(Progress, contextlib.AbstractContextManager):
             self.note(f"{stored} of {total} tasks read back from the store (--fresh recomputes them)")
         self.bar = tqdm(total=total, initial=stored, desc=self.desc, unit=self.unit, file=sys.stderr,
                         disable=self.quiet, dynamic_ncols=True)
+        if not self.quiet and self._handler is None:
+            logger = logging.getLogger(STAGE_LOGGER)
+            self._handler, self._level = _Stage(self), logger.level
+            logger.addHandler(self._handler)
+            logger.setLevel(logging.INFO)
         self._postfix()
+
+    def stage(self, text: str) -> None:
+        """Show ``text`` (what the task running here does now) after the counts, until a task finishes."""
+        self.now = text
+        self._postfix(refresh=True)
 
     def running(self, n: int) -> None:
         self.n_running = n
@@ -37,6 +67,7 @@ class TaskBar(Progress, contextlib.AbstractContextManager):
 
     def finished(self, outcome: Outcome) -> None:
         self.n_failed += not outcome.ok
+        self.now = ""
         self.bar.update(1)
         self._postfix()
 
@@ -46,12 +77,17 @@ class TaskBar(Progress, contextlib.AbstractContextManager):
         if not self.quiet:  # tqdm.write: above the bars that run now, if any
             tqdm.write(f"attnphase: {text}", file=sys.stderr)
 
-    def _postfix(self) -> None:
-        if not self.quiet:
-            self.bar.set_postfix_str(f"running {self.n_running}, failed {self.n_failed}, stored {self.n_stored}",
-                                     refresh=False)
+    def _postfix(self, refresh: bool = False) -> None:
+        if not self.quiet and self.bar is not None:
+            self.bar.set_postfix_str(f"running {self.n_running}, failed {self.n_failed}, stored {self.n_stored}"
+                                     + (f"; {self.now}" if self.now else ""), refresh=refresh)
 
     def __exit__(self, *exc: Any) -> None:
+        if self._handler is not None:
+            logger = logging.getLogger(STAGE_LOGGER)
+            logger.removeHandler(self._handler)
+            logger.setLevel(self._level)
+            self._handler = None
         if self.bar is not None:
             self.bar.close()
 

@@ -16,6 +16,7 @@ A census where no start converged is recorded (``failed``): solver failure, not 
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import replace
@@ -53,6 +54,11 @@ HALVINGS = 2
 #: Grid points where a branch is not found that its following passes over before it stops.
 FOLLOW_PAST = 1
 END_METHOD = "bisection on the existence of a converged fixed point on the branch (warm starts); err = final bracket width"
+#: What the search does, as it goes (INFO records: a command's task bar shows them where the task runs in its process).
+LOG = logging.getLogger(__name__)
+#: How :data:`LOG` names each phase of the solves.
+STAGES = {"follow": "following the branches", "ends": "locating births and ends",
+          "changes": "locating the global minimum's changes", "alpha_l": "locating alpha_l"}
 
 
 class Continuation:
@@ -70,7 +76,24 @@ class Continuation:
         self.rank_one: dict[float, dict[str, Overlaps | None]] = {}
         self.count: dict[str, int] = {"censuses": 0}
         self.seconds: dict[str, float] = {}
-        self.phase = "follow"
+        self._phase = "follow"
+
+    @property
+    def phase(self) -> str:
+        """What the solves run now are counted as (``count``, ``seconds``): follow, ends, changes or alpha_l; a change
+        is said (:data:`LOG`)."""
+        return self._phase
+
+    @phase.setter
+    def phase(self, value: str) -> None:
+        if value != self._phase:
+            self.say(STAGES.get(value, value))
+        self._phase = value
+
+    def say(self, what: str) -> None:
+        """``what`` the search does now, with omega and the solves run so far, as an INFO record of :data:`LOG`."""
+        solves = sum(n for k, n in self.count.items() if k not in ("censuses", "reused", "blocks"))
+        LOG.info("omega %g: %s (%d solves so far)", self.model.omega, what, solves)
 
     def solve(self, alpha: float, label: str, near: FixedPoint | None) -> FixedPoint:
         """The solve of ``label`` at alpha warm from ``near`` (from the label's embedded start where None, its rank-1
@@ -205,6 +228,7 @@ class Continuation:
         kept."""
         self.censused.append(alpha)
         self.count["censuses"] += 1
+        self.say(f"census at alpha = {alpha:g}, {self.count['censuses']} of at most {MAX_CENSUS}")
         found = self._timed("censuses", lambda: search(self.model, alpha, self.cfg, rank_one=self.rank_one_at(alpha)))
         points = [fp for fp, _ in found.points]
         if not points:

@@ -105,6 +105,32 @@ def test_a_closure_hashes_the_modules_its_entry_runs(tmp_path, monkeypatch) -> N
     assert "cpkg" not in sys.modules  # found, never imported
 
 
+def test_a_task_bar_shows_what_a_task_running_here_says_it_does() -> None:
+    """While a TaskBar is open, an INFO record of an attnphase logger is the postfix's last part until a task
+    finishes; on exit the bar's handler is gone and the logger's level is as before; a quiet bar listens to nothing."""
+    import logging
+
+    from attnphase.execution.progress import STAGE_LOGGER, TaskBar
+    from attnphase.execution.store import Outcome
+
+    logger, child = logging.getLogger(STAGE_LOGGER), logging.getLogger(f"{STAGE_LOGGER}.numerics.some_search")
+    level, handlers = logger.level, list(logger.handlers)
+    with TaskBar("toy") as bar:
+        bar.start(total=2, stored=0, corrupted=0)
+        child.info("omega %g: census at alpha = %g", 0.1, 0.5)
+        assert bar.bar.postfix.endswith("; omega 0.1: census at alpha = 0.5")
+        child.debug("not shown")
+        assert bar.now == "omega 0.1: census at alpha = 0.5"
+        bar.finished(Outcome(key="a", label="a", status="done", value=1))
+        assert bar.now == "" and "census" not in bar.bar.postfix
+    assert logger.handlers == handlers and logger.level == level
+    with TaskBar("toy", quiet=True) as quiet:
+        quiet.start(total=1, stored=0, corrupted=0)
+        assert logger.handlers == handlers
+        child.info("unheard")
+        assert quiet.now == ""
+
+
 def test_a_failing_task_is_recorded_and_the_rest_completes(tmp_path, cluster_address) -> None:
     store = ResultStore(tmp_path)
     tasks = _tasks(exec_tasks.square_or_raise, [1, 2, 3, 4])

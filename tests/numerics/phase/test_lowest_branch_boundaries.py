@@ -239,6 +239,25 @@ def test_branch_ends_by_bisection_with_their_bracket(monkeypatch, params) -> Non
     assert row["semantic_end"] == sem.alpha and row["err_positional_end"] == pos.err
 
 
+def test_the_search_says_what_it_does_as_it_goes(monkeypatch, params, caplog) -> None:
+    """INFO records of census_continuation.LOG (what a command's task bar shows): each census with its alpha, then each
+    phase once as it starts, each with omega and the solves run so far (never fewer than the record before)."""
+    import logging
+
+    _patch(monkeypatch, 1.0)
+    with caplog.at_level(logging.INFO, logger=cc.LOG.name):
+        rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5, 2.0, 2.5], SolverConfig())
+    said = [r.getMessage() for r in caplog.records if r.name == cc.LOG.name]
+    assert said[0] == "omega 0.3: census at alpha = 0.5, 1 of at most 4 (0 solves so far)"
+    assert said[1].startswith("omega 0.3: census at alpha = 2.5, 2 of at most 4 (")
+    stages = [m.split(": ", 1)[1].split(" (")[0] for m in said]
+    for stage in ("locating births and ends", "locating the global minimum's changes", "locating alpha_l"):
+        assert stage in stages
+    assert all(a != b for a, b in zip(stages, stages[1:]))  # a phase is said when it changes
+    counts = [int(m.rsplit("(", 1)[1].split()[0]) for m in said]
+    assert counts == sorted(counts) and counts[-1] > 0
+
+
 def test_an_absent_branch_is_a_note_not_a_silent_nan(monkeypatch, params) -> None:
     _patch(monkeypatch, None)  # the mixed solves all land on the positional label
     row = rb.lowest_branch_boundaries(params, [0.5, 1.0, 1.5], SolverConfig()).row()
