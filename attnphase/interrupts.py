@@ -175,10 +175,14 @@ def stop_at_top_level(kind: type, value: BaseException, tb: object) -> None:
 
 def _redeliver(unraisable: object) -> None:
     """``sys.unraisablehook`` of the console command: a stop raised where Python would drop it is sent again as its
-    signal (:func:`_send_again`); anything else goes to the previous hook."""
+    signal (:func:`_send_again`); once a signal has arrived, anything else raised there is what a library made of the
+    stop (a destructor of an object whose construction the stop cut: llvmlite's ``ModuleRef`` without its handle,
+    compiling numba's loops) and is not printed, the stop ending the command; otherwise it goes to the previous hook."""
     exc = getattr(unraisable, "exc_value", None)
     if isinstance(exc, (KeyboardInterrupt, Terminated)):
         _send_again(exc.signum if isinstance(exc, Terminated) else signal.SIGINT)
+        return
+    if arrived() is not None:
         return
     _PREVIOUS_UNRAISABLE_HOOK(unraisable)
 

@@ -145,6 +145,23 @@ def test_a_ctrl_c_whose_stop_a_library_swallowed_is_still_the_stop(entry, monkey
     assert computed == ([True] if checked else [])
 
 
+def test_an_error_a_destructor_raises_after_a_stop_is_not_printed(entry, monkeypatch) -> None:
+    """A Ctrl-C that cuts an object's construction (llvmlite's ModuleRef while numba compiles, on a fresh clone) makes
+    its destructor raise an AttributeError Python hands to ``sys.unraisablehook``: once a signal has arrived it is not
+    printed (the stop ends the command, its one line); before any signal such an error goes to the previous hook."""
+    import types
+
+    seen: list = []
+    monkeypatch.setattr(interrupts, "_PREVIOUS_UNRAISABLE_HOOK", seen.append)
+    broken = types.SimpleNamespace(exc_type=AttributeError, exc_value=AttributeError("no _as_parameter_"),
+                                   exc_traceback=None, err_msg="Exception ignored in", object=None)
+    sys.unraisablehook(broken)
+    assert seen == [broken]  # no signal yet: printed as Python would
+    interrupts._ARRIVED.append(signal.SIGINT)
+    sys.unraisablehook(broken)
+    assert seen == [broken]
+
+
 def test_work_begins_without_a_check_outside_the_command(entry) -> None:
     """A library caller of a command's run (not :func:`attnphase.cli.main`) has no signal mark: an old record does
     not stop it."""
