@@ -14,6 +14,7 @@ import hashlib
 import importlib.util
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -53,12 +54,13 @@ def task_key(fn: Callable[..., Any], identity: Any, version: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
-def code_version(*packages: str, exclude: tuple[str, ...] = (), closure: tuple[str, str] | None = None) -> str:
+def code_version(*packages: str, exclude: tuple[str, ...] = (),
+                 closure: tuple[str | tuple[str, ...], str] | None = None) -> str:
     """``<package version>+<hash>``: the hash of every ``.py`` file under ``packages`` (sorted by path, found without
     importing them) but those whose path in their package starts with one of ``exclude`` (the command-line and
-    presentation modules: they compute nothing a task returns); with ``closure`` = (module, package), also the files
-    of ``package`` that the module runs (:func:`import_closure`; the whole package where that is not known). An edit
-    of the code a task runs changes it, and with it every key; about 10 ms, computed once per job."""
+    presentation modules: they compute nothing a task returns); with ``closure`` = (module or modules, package), also
+    the files of ``package`` that the modules run (:func:`import_closure`; the whole package where that is not known).
+    An edit of the code a task runs changes it, and with it every key; about 10 ms, computed once per job."""
     h = hashlib.sha256()
     for name in sorted(packages):
         root = _package_root(name)
@@ -79,14 +81,14 @@ def code_version(*packages: str, exclude: tuple[str, ...] = (), closure: tuple[s
 DYNAMIC_IMPORTS = ("importlib", "__import__")
 
 
-def import_closure(entry: str, package: str) -> list[Path] | None:
-    """The source files of module ``entry`` (of ``package``), of ``package``'s ``__init__`` and of every module of
-    ``package`` these import, directly or through each other, at module level or inside a function (``import a.b``,
-    ``from a import b``, relative imports; parsed with ast, not imported), sorted; None where one of them may import
-    dynamically (it names :data:`DYNAMIC_IMPORTS`)."""
+def import_closure(entry: str | Sequence[str], package: str) -> list[Path] | None:
+    """The source files of module ``entry`` (or of each module of a sequence; of ``package``), of ``package``'s
+    ``__init__`` and of every module of ``package`` these import, directly or through each other, at module level or
+    inside a function (``import a.b``, ``from a import b``, relative imports; parsed with ast, not imported), sorted;
+    None where one of them may import dynamically (it names :data:`DYNAMIC_IMPORTS`)."""
     root = _package_root(package)
     seen: dict[str, Path] = {}
-    todo = [package, entry]
+    todo = [package] + ([entry] if isinstance(entry, str) else list(entry))
     while todo:
         name = todo.pop()
         inside = name == package or name.startswith(package + ".")

@@ -15,27 +15,28 @@ import numpy as np
 
 from attnphase.execution import Task, code_version, task_key
 from attnphase.execution.dataset import Variable, annotate
+from attnphase.numerics.jobs.tasks import PRESENTATION  # the theory's and numerics' modules no task runs
 
 from .experiments import SimResult, SimSpec, run_simulation
 from .reference import TheoryAtOmega, theory_at_omega
 
-#: The layers a validation task runs: a theory task all three; a simulation the theory and, of validation, the
-#: modules :func:`run_simulation` runs (:func:`~attnphase.execution.tasks.import_closure`): it imports nothing of the
-#: numerics nor of the suites that plan and report runs, so a change there leaves the stored runs valid.
-VALIDATION_CODE = ("attnphase.theory", "attnphase.numerics", "attnphase.validation")
+#: The layers a validation task runs: a theory task the theory, the numerics and, of validation, the modules its
+#: function runs (:data:`THEORY_TASK_MODULES` and what they import: :func:`~attnphase.execution.tasks.import_closure`);
+#: a simulation the theory and the modules :func:`run_simulation` runs: it imports nothing of the numerics.  Neither
+#: imports the suites that plan and report the runs, so a change there leaves the stored tasks valid.
+VALIDATION_CODE = ("attnphase.theory", "attnphase.numerics")
 SIMULATION_CODE = ("attnphase.theory",)
+#: The modules of the theory tasks' functions (:func:`theory_job`, the rank-r and aligned solves of the general suite).
+THEORY_TASK_MODULES = ("attnphase.validation.jobs", "attnphase.validation.invariant_points",
+                       "attnphase.validation.basin_theory")
 RUN_OBSERVABLES = ("m", "theta", "q", "eps_g", "e_t", "eps_lin")
 
 
-#: Modules no simulation or theory task runs (tables, figures, the commands, the histogram task).
-PRESENTATION = ("report.py", "plots.py", "dataset.py", "latex.py", "notes.py",
-                "histogram", "campaign.py", "campaign_plan.py", "derivation_checks", "agreement.py", "general_report.py",
-                "commands/", "jobs/report.py", "jobs/boundary_table.py", "jobs/scan_report.py", "jobs/plots.py", "jobs/dataset.py", "jobs/variables.py")
 
 
 def validation_version() -> str:
-    """The code version of the theory tasks' keys (:data:`VALIDATION_CODE`)."""
-    return code_version(*VALIDATION_CODE, exclude=PRESENTATION)
+    """The code version of the theory tasks' keys (:data:`VALIDATION_CODE`, :data:`THEORY_TASK_MODULES`)."""
+    return code_version(*VALIDATION_CODE, exclude=PRESENTATION, closure=(THEORY_TASK_MODULES, "attnphase.validation"))
 
 
 def simulation_version() -> str:

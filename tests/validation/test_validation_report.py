@@ -322,6 +322,47 @@ def test_a_simulation_runs_no_numerics_code_so_its_key_leaves_the_numerics_out()
                          "attnphase.validation.general_cases"}
 
 
+def test_a_theory_task_key_hashes_the_validation_modules_it_runs_and_not_the_suites(tmp_path, monkeypatch):
+    """validate's and the general suite's theory tasks are keyed by the theory, the numerics and, of validation, the
+    modules their functions import: each task's function is among them (with what it imports), the suites and reports
+    are not, and an edit of a module outside them keeps the key while an edit inside changes it."""
+    import shutil
+
+    from attnphase.execution import tasks as task_mod
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.validation import jobs
+    from attnphase.validation.basin_theory import aligned_task
+    from attnphase.validation.invariant_points import point_task
+    from attnphase.validation.rule_retry import SolveJob
+
+    job = SolveJob(ModelParams(r=2), 1.0, "mixed", SolverConfig())
+    fns = [jobs.theory_task((ModelParams(), [1.0], ("global",), (), TheorySettings()), "v").fn,
+           point_task(job, "v").fn, aligned_task(job, "v").fn]
+    closure = task_mod.import_closure(jobs.THEORY_TASK_MODULES, "attnphase.validation")
+    assert closure is not None
+    hashed = {"attnphase.validation" + ("" if f.stem == "__init__" else f".{f.stem}") for f in closure}
+    assert {fn.__module__ for fn in fns} <= hashed
+    assert {f"attnphase.validation.{m}" for m in ("reference", "rule_retry", "invariant_points")} <= hashed
+    assert not hashed & {f"attnphase.validation.{m}" for m in ("general_suite", "campaign", "general_cases",
+                                                              "general_report", "report", "agreement", "plots")}
+    # on a copy of the package: an edit of the suite keeps the version, an edit of reference.py changes it
+    root = tmp_path / "pkg"
+    shutil.copytree(task_mod._package_root("attnphase.validation"), root / "attnphase" / "validation")
+    real_root = task_mod._package_root
+
+    def package_root(name: str):
+        return root / "attnphase" / "validation" if name == "attnphase.validation" else real_root(name)
+
+    monkeypatch.setattr(task_mod, "_package_root", package_root)
+    before = jobs.validation_version()
+    with open(root / "attnphase" / "validation" / "general_suite.py", "a") as f:
+        f.write("\n# an edit\n")
+    assert jobs.validation_version() == before
+    with open(root / "attnphase" / "validation" / "reference.py", "a") as f:
+        f.write("\n# an edit\n")
+    assert jobs.validation_version() != before
+
+
 def test_an_aligned_point_the_rule_misses_is_solved_again_on_the_finer_rule(monkeypatch):
     """validate's aligned curves: a point whose solve did not converge on the curve's rule is solved again on
     reference.ALIGNED_RESCUE_QUADRATURE, warm from the nearest converged point, and its record names that rule (at
