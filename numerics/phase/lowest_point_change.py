@@ -8,7 +8,9 @@ end) or *unknown* (solver failure, retried from its default start and from the c
 lowest point is argmin e_t over A and the branches on there, none where a branch stays unknown.  The change X -> S
 between neighbouring known grid points is located on Delta e_t(alpha) = e_t(S~) - e_t(X~), Z~ being Z's point where
 Z is on and A elsewhere: S's birth from A where it is born in between, else the root of Delta e_t by Brent's
-method, with the standard error of Delta e_t's blocks over its slope Delta E[M] (:func:`_locate`).
+method, with the standard error of Delta e_t's blocks over its slope Delta E[M] -- but the birth where S was born
+from A below and that root lies within the rule's noise of it (a bifurcation's new branch lies below A from its birth
+on; Delta e_t ~ 0 between decides nothing) (:func:`_locate`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ ROOT_XTOL = 1e-4
 #: The scalar form's notes on alpha_c, replaced where this search runs.
 SCALAR_NOTES = ("alpha_c: the branches never coexist on the grid", "alpha_c outside the range where both branches",
                 "the semantic branch is the global minimum wherever it exists")
+
+#: Where the semantic branch was born from the agnostic point below the change's bracket and the root of Delta e_t
+#: lies within this many of its standard errors of the birth, alpha_c is the birth (:func:`_locate`).
+TIE_ERRORS = 2.0
 
 #: The branches a sweep follows; the agnostic point is the third fixed point.
 SWEPT = ("semantic", "positional")
@@ -276,6 +282,15 @@ def _locate(s: _Search, x: str, a0: float, a1: float) -> tuple[float, float, str
     err = coarse_alpha_c_error(list(ss.values()), list(xs.values()), alpha_c, s.cfg) if common else math.nan
     method = (f"Brent's root of Delta e_t = e_t(semantic) - e_t({x}) on solves; err = standard error of Delta e_t's "
               "blocks over its slope Delta E[M] at the nearest common point")
+    if (x == "agnostic" and sem.end_side == "below" and sem.end.kind == "bifurcation" and end < a0
+            and alpha_c - sem.end.alpha <= TIE_ERRORS * err):
+        # S born from A below a0 and the root not told apart from the birth: a bifurcation's new branch lies below A
+        # from its birth on, and Delta e_t ~ 0 between (within the rule's noise) decides nothing
+        return sem.end.alpha, sem.end.err, (
+            f"birth of the semantic branch from the agnostic point (bifurcation, lambda = 1, by {sem.end.method}) "
+            f"below the grid alpha {a0:.4g}: the root of Delta e_t = e_t(semantic) - e_t(agnostic) on solves, "
+            f"{alpha_c:.4g} +- {err:.2g}, lies within {TIE_ERRORS:g} of its standard errors of the birth (Delta e_t = "
+            f"{d0:.2g} at {a0:.4g}, {gap(a1):.3g} at {a1:.4g}); err = the birth's standard error over the rules' blocks")
     return alpha_c, err, method
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from functools import lru_cache
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -172,3 +173,33 @@ def test_a_strong_ridge_diagram_follows_the_agnostic_point_off_q_zero():
     assert math.isnan(b.alpha_c)
     # alpha_l is the semantic branch's own crossing of eps_lin, and the notes say it is not measured from alpha_c
     assert math.isfinite(b.alpha_l) and any(n.startswith("alpha_l: with no alpha_c") for n in b.notes)
+
+
+class _Points:
+    """A stand-in for the search at one omega: the agnostic point's e_t is 0 at every alpha, the semantic point's
+    ``delta(alpha)`` (Delta e_t), both on at the grid alphas; the semantic branch born by a bifurcation at ``birth``."""
+
+    def __init__(self, delta, birth: float):
+        end = BranchEnd(birth, "bifurcation", "eigenvalue", err=2e-3)
+        self.sweeps = {"semantic": BranchSweep("semantic", [], end, "below")}
+        self.delta, self.cfg = delta, CFG
+        self.on = {"semantic": {1.0: "S", 2.0: "S"}, "agnostic": {1.0: "A", 2.0: "A"}}
+
+    def point(self, branch: str, alpha: float):
+        e_t = self.delta(alpha) if branch == "semantic" else 0.0
+        return SimpleNamespace(observables=SimpleNamespace(e_t=e_t))
+
+
+@pytest.mark.parametrize("root_err, expected", [(0.5, "birth"), (1e-3, "root")])
+def test_a_root_of_delta_e_t_within_its_noise_of_the_birth_below_is_the_birth(monkeypatch, root_err, expected):
+    # the semantic branch born from the agnostic point at 0.6, its point at the grid alpha 1 on the agnostic one's e_t
+    # up to the rule's noise (Delta e_t +1e-8 there, a root at 1.05, -1e-4 at 2): the root's error 0.5 does not tell
+    # it apart from the birth, so alpha_c is the birth; with an error of 1e-3 the root stands
+    monkeypatch.setattr(lpc, "coarse_alpha_c_error", lambda *a: root_err)
+    s = _Points(lambda a: 1e-8 - 2e-7 * (a - 1.0), birth=0.6)
+    alpha_c, err, method = lpc._locate(s, "agnostic", 1.0, 2.0)
+    if expected == "birth":
+        assert (alpha_c, err) == (0.6, 2e-3)
+        assert method.startswith("birth of the semantic branch from the agnostic point") and "1.05 +- 0.5" in method
+    else:
+        assert abs(alpha_c - 1.05) < 1e-3 and err == 1e-3 and method.startswith("Brent's root")
