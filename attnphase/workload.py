@@ -81,9 +81,11 @@ RANK2_SOLVES_PER_ALPHA = 7.75
 #: Solves between the grid's points per omega (the ends' bisections and the boundaries' root searches, their points
 #: out of a warm start's reach solved after one half-way): the same fit.
 RANK2_SOLVES_OFF_GRID = 57.0
-#: ``census`` at the defaults, L = 2: ``census --alpha 1.25 --omega 0.3`` under ``/usr/bin/time``: 42.0, 54.3 and
-#: 51.4 CPU s, about their mean.
-CENSUS_SECONDS = 50.0
+#: ``census`` at the defaults, L = 2: ``census --alpha 1.25 --omega 0.3`` under ``/usr/bin/time`` on 2 idle cores:
+#: 31.3, 31.1 and 31.2 CPU s (user and system), 16.7, 16.3 and 16.4 s wall.
+CENSUS_SECONDS = 31.2
+#: The share of each core the census keeps busy: the same runs, 31.2 CPU s in 16.5 s on 2 cores.
+CENSUS_CORE_USE = 0.95
 #: ``validate``: one theory task at the quick plan's settings: the quick campaign's 7 took 169 CPU s
 #: (docs/validation.md, "Measured").
 VALIDATE_THEORY_TASK_SECONDS = 24.0

@@ -159,6 +159,22 @@ def test_format_duration(t, said):
     assert workload.format_duration(t) == said
 
 
+def test_census_announces_the_measured_census_cost_on_this_machines_cores(monkeypatch):
+    """``census`` at r = 1 says one census's measured CPU time, scaled to its rule, and its wall time on the cores."""
+    from attnphase.execution import executor
+    from attnphase.numerics.commands.census import _announcement
+    from attnphase.theory.params import ModelParams
+
+    monkeypatch.setattr(executor, "usable_cores", lambda: 2)
+    said = _announcement(ModelParams(omega=0.3), 1.25, SolverConfig(), 0)
+    wall = workload.CENSUS_SECONDS / (2 * workload.CENSUS_CORE_USE)
+    assert f"about {workload.format_duration(wall)} on 2 cores" in said
+    assert workload.cpu_phrase(workload.CENSUS_SECONDS) in said and "CPU s measured at the defaults" in said
+    monkeypatch.setattr(executor, "usable_cores", lambda: 1)
+    assert f"about {workload.format_duration(workload.CENSUS_SECONDS)} on 1 core " in _announcement(
+        ModelParams(omega=0.3), 1.25, SolverConfig(), 0)
+
+
 def test_rank2_census_announces_the_measured_census_cost_on_this_machines_cores(monkeypatch):
     """``census --rank 2`` says one census's measured CPU time, scaled to its rule, shared by the cores."""
     from attnphase.execution import executor

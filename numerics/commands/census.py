@@ -90,18 +90,22 @@ def _announcement(params: Any, alpha: float, cfg: Any, n_rules: int) -> str:
     from attnphase.numerics.phase.census_starts import grid_starts
     from attnphase.theory.whitening import se_params
 
-    head = f"attnphase: census at alpha = {alpha:g}, omega = {params.omega:g}"
-    if is_scalar_form(params.r, params.r_star):
-        return (f"{head}: {len(grid_starts(se_params(params)))} starts, error bars {_error_source(cfg, n_rules)}, about "
-                f"{workload.format_duration(workload.census_seconds(params.L, cfg))} (one process; "
-                f"{workload.CENSUS_SECONDS:.0f} CPU s measured at the defaults: a busy or slower machine takes longer)")
     from attnphase.execution.executor import usable_cores
 
-    cpu, cores = workload.RANK2_CENSUS_COMMAND_SECONDS * workload.matrix_rule_factor(params.L, cfg), usable_cores()
+    head = f"attnphase: census at alpha = {alpha:g}, omega = {params.omega:g}"
+    cores = usable_cores()
+    on = f"on {cores} core{'s' if cores != 1 else ''}"
+    if is_scalar_form(params.r, params.r_star):
+        cpu = workload.census_seconds(params.L, cfg)
+        return (f"{head}: {len(grid_starts(se_params(params)))} starts, error bars {_error_source(cfg, n_rules)}, about "
+                f"{workload.format_duration(workload.on_cores(cpu, cores, workload.CENSUS_CORE_USE))} {on} "
+                f"({workload.cpu_phrase(cpu)}; {workload.CENSUS_SECONDS:.0f} CPU s measured at the defaults: "
+                "a busy or slower machine takes longer)")
+    cpu = workload.RANK2_CENSUS_COMMAND_SECONDS * workload.matrix_rule_factor(params.L, cfg)
     return (f"{head}, r = {params.r}, r* = {params.r_star} on {cfg.quadrature}: embedded, cold and mixture starts, "
             f"error bars {_error_source(cfg, n_rules)}, about "
-            f"{workload.format_duration(workload.on_cores(cpu, cores, workload.RANK2_CORE_USE))} on {cores} "
-            f"core{'s' if cores != 1 else ''} ({workload.cpu_phrase(cpu)}; one census measured "
+            f"{workload.format_duration(workload.on_cores(cpu, cores, workload.RANK2_CORE_USE))} {on} "
+            f"({workload.cpu_phrase(cpu)}; one census measured "
             f"{workload.RANK2_CENSUS_COMMAND_SECONDS:.0f} CPU s at r = 2, r* = 1 on {workload.RANK2_RULE}: a busy or "
             "slower machine takes longer)")
 

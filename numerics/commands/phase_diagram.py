@@ -38,8 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--census", action="store_true",
                    help="at every omega, search every fixed point at alpha_c (as attnphase census; error bars from "
                    "--error-estimate K, else 4 rules) and say whether any beats the semantic and positional ones: "
-                   "phase_diagram_census.csv (opt-in; a census per omega, about 50 CPU s each at the defaults, announced "
-                   "before it starts)")
+                   f"phase_diagram_census.csv (opt-in; a census per omega, about {workload.CENSUS_SECONDS:.0f} CPU s "
+                   "each at the defaults, announced before it starts)")
     continuation_options.add_continuation_option(p)
     outputs.add_out_option(p, "results", "phase_diagram.csv, .json, .png and curves_omega<omega>.png "
                            "(phase_diagram_census.csv with --census)")
