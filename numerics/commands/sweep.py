@@ -68,14 +68,24 @@ def run(args: argparse.Namespace) -> int:
     return _sweeps(args, params, cfg, n_rules, omegas, alphas, executor, out_dir)
 
 
+#: At r >= 2 or r* >= 2 a label can have several branches (docs/method.md section 11): a sweep follows one of them.
+OTHER_BRANCHES = ("another {branch} fixed point may lie {where} (a cold `attnphase solve` there, or `attnphase census`, "
+                  "looks for every one)")
+
+
 def row_reasons(res, branch: str) -> list[str]:
     """For every point of a sweep: "" when it is on ``branch``, else why not (the branch ends, or the
-    solve failed).  A point past the branch's located end is "no <branch> fixed point here"."""
+    solve failed).  A point past the branch's located end is "no <branch> fixed point here" -- at r >= 2 or r* >= 2,
+    where a label can have several branches, "no point of the followed <branch> branch here", and that another may
+    lie there (:data:`OTHER_BRANCHES`)."""
     from attnphase.numerics.phase.branch_end import on_branch
 
     end = res.end.alpha
     ends = math.isfinite(end)
+    several = any(fp.is_matrix for fp in res.points)
     where = f"the branch ends at alpha = {end:.4g} ({res.end.kind}) and exists {'above' if res.end_side == 'below' else 'below'} it" if ends else ""
+    none = f"no point of the followed {branch} branch here" if several else f"no {branch} fixed point here"
+    other = f"; {OTHER_BRANCHES.format(branch=branch, where='here')}" if several else ""
 
     def reason(fp) -> str:
         if on_branch(fp, branch):
@@ -83,9 +93,9 @@ def row_reasons(res, branch: str) -> list[str]:
         if fp.status.converged:
             got = f"the solve converged to the {fp.branch} one{zero_student(fp)}" if fp.branch != branch else \
                 f"the solve reached a point whose {branch} order parameter is below the branch's floor"
-            return f"no {branch} fixed point here: {got}" + (f"; {where}" if where else "")
+            return f"{none}: {got}" + (f"; {where}" if where else "") + other
         if ends and (fp.alpha < end if res.end_side == "below" else fp.alpha > end):  # past the branch's end
-            return f"no {branch} fixed point here ({where}); the solve did not converge, no overlaps"
+            return f"{none} ({where}); the solve did not converge, no overlaps{other}"
         msg = fp.status.message if fp.status.message.startswith("not converged") else \
             f"not converged: {fp.status.message}"
         return f"{msg}; residual {fp.status.residual:.2e}: no overlaps"
@@ -201,8 +211,11 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
             if ends:
                 where = "above" if res.end_side == "below" else "below"
                 at = with_error(res.end.alpha, res.end.err) if finite(res.end.err) else f"{res.end.alpha:.4f}"
-                print(f"{args.branch} branch ends at alpha = {at} (it exists {where} that; "
-                      f"{res.end.kind}, located by {res.end.method})" + (f" at omega = {w:g}" if len(omegas) > 1 else ""),
+                several = any(fp.is_matrix for fp in res.points)
+                print(("the followed " if several else "") + f"{args.branch} branch ends at alpha = {at} (it exists "
+                      f"{where} that; {res.end.kind}, located by {res.end.method})"
+                      + (f" at omega = {w:g}" if len(omegas) > 1 else "")
+                      + (f"; {OTHER_BRANCHES.format(branch=args.branch, where='past it')}" if several else ""),
                       file=sys.stderr)
             objs.append({
                 "branch": args.branch, "requested_branch": args.branch, "params": params.replace(omega=w).to_dict(),
@@ -213,7 +226,9 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
             } | ({"rank": r, "teacher_rank": r_star} if suffix else {}))
             notes = [f"{failed} not converged"] if failed else []
             if len(rows) - on - failed:
-                notes.append(f"{len(rows) - on - failed} where no {args.branch} fixed point exists (see the reason column)")
+                off = (f"off the followed {args.branch} branch" if any(fp.is_matrix for fp in res.points) else
+                       f"where no {args.branch} fixed point exists")
+                notes.append(f"{len(rows) - on - failed} {off} (see the reason column)")
             wrote.append(f"wrote {len(rows)} row{'' if len(rows) == 1 else 's'} to {path}"
                          + (f" ({'; '.join(notes)})" if notes else ""))
         attrs = job_attrs("sweep", version=version, model=params.to_dict() | {"omega": "scanned"},

@@ -713,3 +713,28 @@ def test_zero_P_in_the_finite_d_commands_names_P_before_any_work(command, needle
     monkeypatch.chdir(tmp_path)
     out = ["--out", str(tmp_path / "out")] if command[0] == "validate" else []
     _one_line_error(capsys, [*command, "--P", "0,0;0,0", *out], needles, tmp_path)
+
+
+@pytest.mark.parametrize("matrix", [False, True])
+def test_a_sweep_row_past_the_followed_branchs_end_claims_no_more_than_it_knows(monkeypatch, matrix):
+    """Past a branch's end a rank-1 row says there is no fixed point of the label (one branch per label there); at rank
+    r >= 2, where a label can have several branches (omega = 0.3: the mixed branch a sweep follows from alpha = 0.5
+    ends at 1.75 while `solve --rank 2 --branch mixed` finds another mixed point at 2), it says no point of the followed
+    branch, and that another may lie there."""
+    from types import SimpleNamespace
+
+    from attnphase.numerics.commands import sweep
+    from attnphase.numerics.phase import branch_end
+
+    monkeypatch.setattr(branch_end, "on_branch", lambda fp, branch: fp.alpha < 1.7)
+    status = SimpleNamespace(converged=True, message="converged", residual=1e-12)
+    points = [SimpleNamespace(alpha=a, branch="mixed", is_matrix=matrix, status=status) for a in (1.0, 2.0)]
+    res = SimpleNamespace(points=points, end=branch_end.BranchEnd(1.7476, "fold", "bisection"), end_side="above")
+    on, past = sweep.row_reasons(res, "mixed")
+    assert on == "" and "the branch ends at alpha = 1.748 (fold) and exists below it" in past
+    if matrix:
+        assert past.startswith("no point of the followed mixed branch here") and "no mixed fixed point" not in past
+        assert past.endswith("another mixed fixed point may lie here (a cold `attnphase solve` there, or "
+                             "`attnphase census`, looks for every one)")
+    else:
+        assert past.startswith("no mixed fixed point here") and "another" not in past
