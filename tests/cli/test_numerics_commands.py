@@ -243,7 +243,21 @@ def test_phase_diagram_writes_the_documented_files(tmp_path, capsys) -> None:
     meta = json.loads((tmp_path / "phase_diagram.json").read_text())
     assert meta["params"]["omega"] == 0.3 and meta["solver"]["quadrature"] == "gh6"
     assert meta["solver"]["alpha_c_quadrature"] == "sobol16:4"
-    assert "alpha_c" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "alpha_c" in out
+    # what the err_ columns are, in the JSON and the dataset alike: none on gh6 (one deterministic rule)...
+    from attnphase.execution.dataset import open_dataset
+
+    assert (meta["error_estimate"], meta["error_bars"]) == (0, "none") and "+-" not in out
+    assert open_dataset(tmp_path / "phase_diagram.nc").attrs["error_bars"] == "none"
+    # ... and, on scrambled rules, the standard error over their blocks, as the printed table's heading says
+    assert main(["phase-diagram", "--omega", "0.3", "--alpha", "1,1.5", "--quadrature", "sobol6:4",
+                 "--alpha-c-quadrature", "sobol8:4", "--alpha-l-quadrature", "none", "--bifurcation-quadrature",
+                 "sobol8:4", "--end-quadrature", "none", "--out", str(tmp_path / "bars"), "--quiet"]) == 0
+    meta = json.loads((tmp_path / "bars" / "phase_diagram.json").read_text())
+    assert meta["error_bars"] == "standard error over 4 scrambling blocks of each rule"
+    assert f"(+- {meta['error_bars']})" in capsys.readouterr().out
+    assert open_dataset(tmp_path / "bars" / "phase_diagram.nc").attrs["error_bars"] == meta["error_bars"]
 
 
 @pytest.mark.heavy
