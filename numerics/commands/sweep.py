@@ -69,8 +69,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 #: At r >= 2 or r* >= 2 a label can have several branches (docs/method.md section 11): a sweep follows one of them.
-OTHER_BRANCHES = ("another {branch} fixed point may lie {where} (a cold `attnphase solve` there, or `attnphase census`, "
-                  "looks for every one)")
+OTHER_BRANCHES = ("another {branch} fixed point may lie {where} (a cold `attnphase solve` there, or "
+                  "`attnphase census`, looks for every one)")
 
 
 def row_reasons(res, branch: str) -> list[str]:

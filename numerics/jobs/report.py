@@ -189,7 +189,8 @@ def write_boundary_files(out: Path, stem: str, table: list[dict], runs: Boundary
     from attnphase.numerics.jobs.variables import described
 
     r, r_star, errors, first = params.r, params.r_star, runs.errors, tuple(scanned or ())
-    bars = error_label(cfg, error_estimate, bracket_widths(runs.rows)) if errors else "none"  # what the err_ columns are
+    # what the err_ columns are, as the printed table's heading says
+    bars = error_label(cfg, error_estimate, bracket_widths(runs.rows)) if errors else "none"
     version = numerics_version()
     (out / f"{stem}.csv").write_text(csv_text(table, first + csv_columns(r, bool(errors))))
     cells = [{"at": a, "b": b, "err": errors[i] if errors else None, "status": o.status if o.ok else "failed",

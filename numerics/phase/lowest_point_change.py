@@ -290,7 +290,8 @@ def _locate(s: _Search, x: str, a0: float, a1: float) -> tuple[float, float, str
             f"birth of the semantic branch from the agnostic point (bifurcation, lambda = 1, by {sem.end.method}) "
             f"below the grid alpha {a0:.4g}: the root of Delta e_t = e_t(semantic) - e_t(agnostic) on solves, "
             f"{alpha_c:.4g} +- {err:.2g}, lies within {TIE_ERRORS:g} of its standard errors of the birth (Delta e_t = "
-            f"{d0:.2g} at {a0:.4g}, {gap(a1):.3g} at {a1:.4g}); err = the birth's standard error over the rules' blocks")
+            f"{d0:.2g} at {a0:.4g}, {gap(a1):.3g} at {a1:.4g}); err = the birth's standard error over the rules' "
+            "blocks")
     return alpha_c, err, method
 
 
