@@ -32,8 +32,6 @@ THEORY_TASK_MODULES = ("attnphase.validation.jobs", "attnphase.validation.invari
 RUN_OBSERVABLES = ("m", "theta", "q", "eps_g", "e_t", "eps_lin")
 
 
-
-
 def validation_version() -> str:
     """The code version of the theory tasks' keys (:data:`VALIDATION_CODE`, :data:`THEORY_TASK_MODULES`)."""
     return code_version(*VALIDATION_CODE, exclude=PRESENTATION, closure=(THEORY_TASK_MODULES, "attnphase.validation"))

@@ -87,10 +87,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _announcement(params: Any, alpha: float, cfg: Any, n_rules: int) -> str:
     """What the census is about to do, and about how long it takes."""
+    from attnphase.execution.executor import usable_cores
     from attnphase.numerics.phase.census_starts import grid_starts
     from attnphase.theory.whitening import se_params
-
-    from attnphase.execution.executor import usable_cores
 
     head = f"attnphase: census at alpha = {alpha:g}, omega = {params.omega:g}"
     cores = usable_cores()
