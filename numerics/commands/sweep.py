@@ -73,6 +73,12 @@ OTHER_BRANCHES = ("another {branch} fixed point may lie {where} (a cold `attnpha
                   "`attnphase census`, looks for every one)")
 
 
+def several_branches(res) -> bool:
+    """Whether the sweep ``res`` is of the matrix form (r >= 2 or r* >= 2), where a label can have several
+    branches and the sweep follows one of them."""
+    return any(fp.is_matrix for fp in res.points)
+
+
 def row_reasons(res, branch: str) -> list[str]:
     """For every point of a sweep: "" when it is on ``branch``, else why not (the branch ends, or the
     solve failed).  A point past the branch's located end is "no <branch> fixed point here" -- at r >= 2 or r* >= 2,
@@ -82,7 +88,7 @@ def row_reasons(res, branch: str) -> list[str]:
 
     end = res.end.alpha
     ends = math.isfinite(end)
-    several = any(fp.is_matrix for fp in res.points)
+    several = several_branches(res)
     where = f"the branch ends at alpha = {end:.4g} ({res.end.kind}) and exists {'above' if res.end_side == 'below' else 'below'} it" if ends else ""
     none = f"no point of the followed {branch} branch here" if several else f"no {branch} fixed point here"
     other = f"; {OTHER_BRANCHES.format(branch=branch, where='here')}" if several else ""
@@ -211,7 +217,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
             if ends:
                 where = "above" if res.end_side == "below" else "below"
                 at = with_error(res.end.alpha, res.end.err) if finite(res.end.err) else f"{res.end.alpha:.4f}"
-                several = any(fp.is_matrix for fp in res.points)
+                several = several_branches(res)
                 print(("the followed " if several else "") + f"{args.branch} branch ends at alpha = {at} (it exists "
                       f"{where} that; {res.end.kind}, located by {res.end.method})"
                       + (f" at omega = {w:g}" if len(omegas) > 1 else "")
@@ -226,7 +232,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
             } | ({"rank": r, "teacher_rank": r_star} if suffix else {}))
             notes = [f"{failed} not converged"] if failed else []
             if len(rows) - on - failed:
-                off = (f"off the followed {args.branch} branch" if any(fp.is_matrix for fp in res.points) else
+                off = (f"off the followed {args.branch} branch" if several_branches(res) else
                        f"where no {args.branch} fixed point exists")
                 notes.append(f"{len(rows) - on - failed} {off} (see the reason column)")
             wrote.append(f"wrote {len(rows)} row{'' if len(rows) == 1 else 's'} to {path}"
