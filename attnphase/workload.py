@@ -40,6 +40,22 @@ def estimate_seconds(n_solves: int, L: int, config: Any) -> float:
     return n_solves * SECONDS_PER_SOLVE * _nodes(L, config.quadrature) / 2 ** 12 * (4 ** (L - 2))
 
 
+#: ``sweep``: CPU s per point at L = 2 on the default rules, by branch (a warm solve with its error bar):
+#: ``/usr/bin/time attnphase sweep --omega W --alpha 0.8:2.4:40 --branch B --workers 1 --fresh`` on 2 idle cores at
+#: W = 0.1, 0.2, 0.3, less :data:`JOB_COMMAND_SECONDS`, over its 40 points: semantic 0.22, 0.22, 0.24, positional
+#: 0.45, 0.37, 0.49 (their means); another branch takes :data:`SECONDS_PER_SOLVE`.
+SWEEP_POINT_SECONDS = {"semantic": 0.23, "positional": 0.43}
+#: The share of each core a one-omega sweep keeps busy (it runs in the command's process, its compiled loops on every
+#: core): the same runs, 1.82-1.87 CPU s per wall second on 2 cores.
+SWEEP_CORE_USE = 0.92
+
+
+def sweep_point_seconds(branch: str, L: int, config: Any) -> float:
+    """CPU seconds of one sweep point on ``branch``: :data:`SWEEP_POINT_SECONDS`, scaled as :func:`estimate_seconds`
+    scales a solve."""
+    return estimate_seconds(1, L, config) * SWEEP_POINT_SECONDS.get(branch, SECONDS_PER_SOLVE) / SECONDS_PER_SOLVE
+
+
 # --- per-task costs (CPU seconds of one task on one core of the 2-core reference machine; each measured by the
 # command named, ``benchmarks/workload_calibration.py --only X`` unless said; a busy machine runs over them) -----
 

@@ -159,13 +159,17 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
     suffix = "" if is_scalar_form(r, r_star) else f"_rank{r}x{r_star}"
     workload.announce_rules(L, cfg)
     solves = len(alphas) * (1 + (replicate_count(cfg) or n_rules))
-    per_solve = workload.estimate_seconds(1, L, cfg) if not suffix else \
+    per_solve = workload.sweep_point_seconds(args.branch, L, cfg) if not suffix else \
         workload.RANK2_SOLVE_SECONDS * workload.matrix_rule_factor(L, cfg)
     per_omega = per_solve * len(alphas) * max(1, n_rules) if not suffix else solves * per_solve
-    workload.announce_tasks(f"sweep of {len(alphas)} alpha values" + (f" at {len(omegas)} omegas" if len(omegas) > 1 else ""),
-                            [per_omega] * len(omegas), executor.workers if len(omegas) > 1 else 1,
+    from attnphase.execution.executor import usable_cores
+
+    one = len(omegas) == 1  # one task, in this process, its compiled loops on every core
+    workload.announce_tasks(f"sweep of {len(alphas)} alpha values" + ("" if one else f" at {len(omegas)} omegas"),
+                            [per_omega] * len(omegas), 1 if one else executor.workers,
                             f"~{per_solve:.2g} CPU s per " + ("point" if not suffix else "solve"), quiet=args.quiet,
-                            own=workload.JOB_COMMAND_SECONDS)
+                            own=workload.JOB_COMMAND_SECONDS, cores=usable_cores() if one else 0,
+                            core_use=workload.SWEEP_CORE_USE if not suffix else workload.RANK2_CORE_USE)
 
     work.begin("sweeping the branch")
     from tqdm import tqdm

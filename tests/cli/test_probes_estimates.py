@@ -55,8 +55,9 @@ def test_bayes_sweep_announces_its_cpu_time_within_the_stated_factor(tmp_path):
 
 
 def test_a_sweep_announces_a_per_point_cost_that_adds_up_to_its_total(monkeypatch, tmp_path):
-    """At L = 3 the per-point figure and the task's total come from one law (``workload.estimate_seconds``): the
-    announced total is the per-point cost times the points.  The announcement is caught before any solve runs."""
+    """At L = 3 the per-point figure and the task's total come from one law (``workload.sweep_point_seconds``, the
+    branch's measured cost scaled like a solve): the announced total is the per-point cost times the points, and a
+    positional point is announced dearer than a semantic one.  The announcement is caught before any solve runs."""
     import pytest
 
     from attnphase.cli import main
@@ -68,14 +69,25 @@ def test_a_sweep_announces_a_per_point_cost_that_adds_up_to_its_total(monkeypatc
     seen = {}
 
     def catch(what, tasks, workers, basis, **kwargs):
-        seen.update(tasks=tasks, basis=basis)
+        seen.update(tasks=tasks, basis=basis, cores=kwargs.get("cores", 0))
         raise Announced
 
     monkeypatch.setattr(workload, "announce_tasks", catch)
     alphas = "0.5:1.5:5"
+    per = {}
+    for branch in ("semantic", "positional"):
+        with pytest.raises(Announced):
+            main(["sweep", "--L", "3", "--omega", "0.3", "--alpha", alphas, "--branch", branch, "--error-estimate",
+                  "0", "--out", str(tmp_path), "--quiet"])
+        per[branch] = float(re.search(r"~([0-9.e+-]+) CPU s per point", seen["basis"]).group(1))
+        each = workload.sweep_point_seconds(branch, 3, SolverConfig())
+        assert per[branch] == pytest.approx(each, rel=0.05) and seen["tasks"] == [pytest.approx(5 * each)]
+    assert per["positional"] > 1.5 * per["semantic"]
+    # one omega runs in this process on every core (announced on cores), several on the workers
+    from attnphase.execution.executor import usable_cores
+
+    assert seen["cores"] == usable_cores()
     with pytest.raises(Announced):
-        main(["sweep", "--L", "3", "--omega", "0.3", "--alpha", alphas, "--branch", "semantic", "--error-estimate", "0",
-              "--out", str(tmp_path), "--quiet"])
-    per_point = float(re.search(r"~([0-9.e+-]+) CPU s per point", seen["basis"]).group(1))
-    assert per_point == pytest.approx(workload.estimate_seconds(1, 3, SolverConfig()), rel=0.05)
-    assert seen["tasks"] == [pytest.approx(5 * workload.estimate_seconds(1, 3, SolverConfig()))]
+        main(["sweep", "--L", "3", "--omega", "0.2,0.3", "--alpha", alphas, "--error-estimate", "0", "--out",
+              str(tmp_path), "--quiet"])
+    assert seen["cores"] == 0 and len(seen["tasks"]) == 2
