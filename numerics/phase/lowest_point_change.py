@@ -130,7 +130,8 @@ class _Search:
 
     def point(self, branch: str, alpha: float) -> FixedPoint:
         """``branch``'s point at alpha, or the agnostic point where the branch's solve falls to it (Z~, module
-        doc); solved warm from the nearest known point of the branch (of the agnostic point) where not known."""
+        doc), or a point of its label below its floor (next to the agnostic one); solved warm from the nearest known
+        point of the branch (of the agnostic point) where not known."""
         pts = self.on[branch]
         if alpha in pts:
             return pts[alpha]
@@ -148,6 +149,10 @@ class _Search:
             return fp
         if on_branch(fp, "agnostic"):
             agn.setdefault(alpha, fp)
+            return fp
+        if fp.status.converged and fp.branch == branch:
+            # below the branch's floor: a fixed point of the label next to the agnostic one (a branch near its birth
+            # or end), whose e_t is what Delta e_t compares; not recorded as on the branch
             return fp
         raise BranchLost(f"the {branch} point was lost at alpha = {alpha:.5g} ({fp.status.message}, label {fp.branch})")
 
@@ -214,7 +219,7 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
         return replace(b, notes=tuple(notes + [f"alpha_c ({l0} -> semantic): not located: solver failure inside "
                                                 f"its bracket [{a0:.4g}, {a1:.4g}]"]))
     try:
-        alpha_c, err, method = _locate(s, l0, a0, a1)
+        alpha_c, err, method, l0 = _locate(s, l0, a0, a1)
     except BranchLost as exc:
         return replace(b, notes=tuple(notes + [f"alpha_c ({l0} -> semantic): not located: {exc}"]))
     note = (f"alpha_c = {alpha_c:.4g} +- {err:.2g}: the lowest-e_t point changes from the {l0} point to the semantic "
@@ -256,25 +261,35 @@ def _alpha_l(s: _Search, b: Boundaries, alpha_c: float, alpha_c_err: float) -> t
     return refined_alpha_l(list(on.values()), alpha_l, alpha_c, alpha_c_err, s.cfg)
 
 
-def _locate(s: _Search, x: str, a0: float, a1: float) -> tuple[float, float, str]:
-    """(alpha_c, its error, how) of the change from ``x`` (lowest at a0) to the semantic point (lowest at a1)."""
+def _locate(s: _Search, x: str, a0: float, a1: float) -> tuple[float, float, str, str]:
+    """(alpha_c, its error, how, the point it changes from) of the change from ``x`` (lowest at a0) to the semantic
+    point (lowest at a1): from the agnostic point where ``x``'s branch has ended (fallen to it) where S is born."""
     def gap(a: float) -> float:
         return s.point("semantic", a).observables.e_t - s.point(x, a).observables.e_t
 
     sem = s.sweeps["semantic"]
     d0 = gap(a0)
     end = sem.end.on_solve_rule
+    if (x != "agnostic" and sem.end_side == "below" and sem.end.kind == "bifurcation" and a0 < end <= a1
+            and on_branch(s.point(x, end), "agnostic")):
+        # x's branch has ended below S's birth: between them the agnostic point is the lowest (both Z~ are A there,
+        # Delta e_t = 0 on a whole interval, not a crossing), and the change to S is its birth from A
+        return sem.end.alpha, sem.end.err, (
+            f"birth of the semantic branch from the agnostic point (bifurcation, lambda = 1, by {sem.end.method}); "
+            f"the {x} point, lowest at the grid alpha {a0:.4g}, has fallen to the agnostic one at the birth, which is "
+            f"the lowest below it; e_t(semantic) - e_t(agnostic) = {gap(a1):.3g} < 0 at the next grid point "
+            f"{a1:.4g}; err = the birth's standard error over the rules' blocks"), "agnostic"
     if x == "agnostic" and d0 == 0.0 and sem.end_side == "below" and a0 <= end <= a1:
         # S is born in (a0, a1]: from A by a bifurcation (Delta e_t = 0 there), or at a fold
         if sem.end.kind == "bifurcation":
             method = (f"birth of the semantic branch from the agnostic point (bifurcation, lambda = 1, by "
                       f"{sem.end.method}); e_t(semantic) - e_t(agnostic) = {gap(a1):.3g} < 0 at the next grid point "
                       f"{a1:.4g}; err = the birth's standard error over the rules' blocks")
-            return sem.end.alpha, sem.end.err, method
+            return sem.end.alpha, sem.end.err, method, x
         d_end = gap(end)
         if d_end <= 0:
             return sem.end.alpha, sem.end.err, (f"the semantic branch appears at its {sem.end.kind} (by "
-                                                f"{sem.end.method}) below the agnostic point ({d_end:.3g})")
+                                                f"{sem.end.method}) below the agnostic point ({d_end:.3g})"), x
         a0, d0 = end, d_end
     alpha_c = brent_root(gap, a0, a1, ROOT_XTOL)
     xs, ss = s.on[x], s.on["semantic"]
@@ -291,8 +306,8 @@ def _locate(s: _Search, x: str, a0: float, a1: float) -> tuple[float, float, str
             f"below the grid alpha {a0:.4g}: the root of Delta e_t = e_t(semantic) - e_t(agnostic) on solves, "
             f"{alpha_c:.4g} +- {err:.2g}, lies within {TIE_ERRORS:g} of its standard errors of the birth (Delta e_t = "
             f"{d0:.2g} at {a0:.4g}, {gap(a1):.3g} at {a1:.4g}); err = the birth's standard error over the rules' "
-            "blocks")
-    return alpha_c, err, method
+            "blocks"), x
+    return alpha_c, err, method, x
 
 
 def _no_change_note(s: _Search, seq: list[tuple[float, str]]) -> str:

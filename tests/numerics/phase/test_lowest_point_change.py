@@ -176,18 +176,21 @@ def test_a_strong_ridge_diagram_follows_the_agnostic_point_off_q_zero():
 
 
 class _Points:
-    """A stand-in for the search at one omega: the agnostic point's e_t is 0 at every alpha, the semantic point's
-    ``delta(alpha)`` (Delta e_t), both on at the grid alphas; the semantic branch born by a bifurcation at ``birth``."""
+    """A stand-in for the search at one omega: the semantic point's e_t is ``delta(alpha)`` (Delta e_t), every other
+    point's 0, all on at the grid alphas; the semantic branch born by a bifurcation at ``birth``; the positional
+    point falls to the agnostic one from ``positional_end`` on."""
 
-    def __init__(self, delta, birth: float):
+    def __init__(self, delta, birth: float, positional_end: float = math.inf):
         end = BranchEnd(birth, "bifurcation", "eigenvalue", err=2e-3)
         self.sweeps = {"semantic": BranchSweep("semantic", [], end, "below")}
-        self.delta, self.cfg = delta, CFG
-        self.on = {"semantic": {1.0: "S", 2.0: "S"}, "agnostic": {1.0: "A", 2.0: "A"}}
+        self.delta, self.cfg, self.positional_end = delta, CFG, positional_end
+        self.on = {"semantic": {1.0: "S", 2.0: "S"}, "agnostic": {1.0: "A", 2.0: "A"}, "positional": {1.0: "P"}}
 
     def point(self, branch: str, alpha: float):
         e_t = self.delta(alpha) if branch == "semantic" else 0.0
-        return SimpleNamespace(observables=SimpleNamespace(e_t=e_t))
+        label = "agnostic" if branch == "positional" and alpha >= self.positional_end else branch
+        return SimpleNamespace(observables=SimpleNamespace(e_t=e_t), status=SimpleNamespace(converged=True),
+                               branch=label)
 
 
 @pytest.mark.parametrize("root_err, expected", [(0.5, "birth"), (1e-3, "root")])
@@ -197,9 +200,26 @@ def test_a_root_of_delta_e_t_within_its_noise_of_the_birth_below_is_the_birth(mo
     # it apart from the birth, so alpha_c is the birth; with an error of 1e-3 the root stands
     monkeypatch.setattr(lpc, "coarse_alpha_c_error", lambda *a: root_err)
     s = _Points(lambda a: 1e-8 - 2e-7 * (a - 1.0), birth=0.6)
-    alpha_c, err, method = lpc._locate(s, "agnostic", 1.0, 2.0)
+    alpha_c, err, method, since = lpc._locate(s, "agnostic", 1.0, 2.0)
+    assert since == "agnostic"
     if expected == "birth":
         assert (alpha_c, err) == (0.6, 2e-3)
         assert method.startswith("birth of the semantic branch from the agnostic point") and "1.05 +- 0.5" in method
     else:
         assert abs(alpha_c - 1.05) < 1e-3 and err == 1e-3 and method.startswith("Brent's root")
+
+
+def test_a_change_past_the_end_of_the_lower_branch_is_the_semantic_birth_from_the_agnostic_point():
+    # lam = 0.003, omega = 0.2: positional lowest at the grid alpha 0.36, semantic at 0.63; the positional branch
+    # falls to the agnostic point at 0.53 and the semantic one is born from it at 0.5945, so Delta e_t is 0 on
+    # [0.53, 0.5945] (both points the agnostic one) and Brent's method returned 0.5304 +- nan, below the birth.
+    # Here: positional lowest at 1, its point agnostic from 1.2 on, the semantic branch born at 1.5
+    s = _Points(lambda a: -1e-4 * max(a - 1.5, 0.0) + 1e-4 * max(1.2 - a, 0.0), birth=1.5, positional_end=1.2)
+    alpha_c, err, method, since = lpc._locate(s, "positional", 1.0, 2.0)
+    assert (alpha_c, err, since) == (1.5, 2e-3, "agnostic")
+    assert method.startswith("birth of the semantic branch from the agnostic point")
+    assert "the positional point" in method
+    # while the positional point is still there at the birth, the change is located on Delta e_t as before
+    s = _Points(lambda a: 1e-4 * (1.6 - a), birth=1.5)
+    alpha_c, err, method, since = lpc._locate(s, "positional", 1.0, 2.0)
+    assert abs(alpha_c - 1.6) < 1e-3 and since == "positional" and method.startswith("Brent's root")
