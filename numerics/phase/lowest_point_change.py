@@ -271,7 +271,7 @@ def _locate(s: _Search, x: str, a0: float, a1: float) -> tuple[float, float, str
     d0 = gap(a0)
     end = sem.end.on_solve_rule
     if (x != "agnostic" and sem.end_side == "below" and sem.end.kind == "bifurcation" and a0 < end <= a1
-            and on_branch(s.point(x, end), "agnostic")):
+            and _fallen(s, x, end)):
         # x's branch has ended below S's birth: between them the agnostic point is the lowest (both Z~ are A there,
         # Delta e_t = 0 on a whole interval, not a crossing), and the change to S is its birth from A
         return sem.end.alpha, sem.end.err, (
@@ -308,6 +308,15 @@ def _locate(s: _Search, x: str, a0: float, a1: float) -> tuple[float, float, str
             f"{d0:.2g} at {a0:.4g}, {gap(a1):.3g} at {a1:.4g}); err = the birth's standard error over the rules' "
             "blocks"), x
     return alpha_c, err, method, x
+
+
+def _fallen(s: _Search, x: str, alpha: float) -> bool:
+    """Whether ``x``'s point at alpha is the agnostic one (its branch has ended there); False where its solve there
+    fails (unknown: the change is then searched on Delta e_t, which meets that failure itself)."""
+    try:
+        return on_branch(s.point(x, alpha), "agnostic")
+    except BranchLost:
+        return False
 
 
 def _no_change_note(s: _Search, seq: list[tuple[float, str]]) -> str:

@@ -223,3 +223,16 @@ def test_a_change_past_the_end_of_the_lower_branch_is_the_semantic_birth_from_th
     s = _Points(lambda a: 1e-4 * (1.6 - a), birth=1.5)
     alpha_c, err, method, since = lpc._locate(s, "positional", 1.0, 2.0)
     assert abs(alpha_c - 1.6) < 1e-3 and since == "positional" and method.startswith("Brent's root")
+
+
+def test_a_lower_point_whose_solve_fails_at_the_birth_is_not_taken_as_fallen():
+    from attnphase.numerics.phase.brackets import BranchLost
+
+    s = _Points(lambda a: 0.0, birth=1.5, positional_end=1.2)
+    assert lpc._fallen(s, "positional", 1.5) and not lpc._fallen(s, "positional", 1.1)
+
+    def lost(branch, alpha):
+        raise BranchLost(f"the {branch} point was lost at alpha = {alpha}")
+
+    s.point = lost
+    assert lpc._fallen(s, "positional", 1.5) is False
