@@ -79,6 +79,17 @@ def several_branches(res) -> bool:
     return any(fp.is_matrix for fp in res.points)
 
 
+def _past_end_note(res, branch: str) -> str:
+    """At r >= 2 or r* >= 2: what cold solves found off the followed branch (:attr:`BranchSweep.others`)."""
+    found = [fp.alpha for fp, cold in zip(res.points, res.others) if cold is not None]
+    if found:
+        return (f"a cold solve reaches a {branch} point off it at alpha = {', '.join(f'{a:g}' for a in found)} (the "
+                "reason column)")
+    if res.others:
+        return f"a cold solve of the {branch} label reaches none of its points off it"
+    return OTHER_BRANCHES.format(branch=branch, where="past it")
+
+
 def row_reasons(res, branch: str) -> list[str]:
     """For every point of a sweep: "" when it is on ``branch``, else why not (the branch ends, or the
     solve failed).  A point past the branch's located end is "no <branch> fixed point here" -- at r >= 2 or r* >= 2,
@@ -91,22 +102,34 @@ def row_reasons(res, branch: str) -> list[str]:
     several = several_branches(res)
     where = f"the branch ends at alpha = {end:.4g} ({res.end.kind}) and exists {'above' if res.end_side == 'below' else 'below'} it" if ends else ""
     none = f"no point of the followed {branch} branch here" if several else f"no {branch} fixed point here"
-    other = f"; {OTHER_BRANCHES.format(branch=branch, where='here')}" if several else ""
+    others = list(res.others) or [None] * len(res.points)
 
-    def reason(fp) -> str:
+    def elsewhere(i: int) -> str:
+        """What a cold solve of the label found at point i (at r >= 2 or r* >= 2)."""
+        if not several:
+            return ""
+        if not res.others:
+            return f"; {OTHER_BRANCHES.format(branch=branch, where='here')}"
+        cold = others[i]
+        if cold is None:
+            return f"; a cold solve of the {branch} label reaches no point of it here either"
+        return (f"; a cold solve reaches a {branch} point here, e_t = {cold.observables.e_t:.5g} (`attnphase solve` at "
+                "this alpha gives it)")
+
+    def reason(i: int, fp) -> str:
         if on_branch(fp, branch):
             return ""
         if fp.status.converged:
             got = f"the solve converged to the {fp.branch} one{zero_student(fp)}" if fp.branch != branch else \
                 f"the solve reached a point whose {branch} order parameter is below the branch's floor"
-            return f"{none}: {got}" + (f"; {where}" if where else "") + other
+            return f"{none}: {got}" + (f"; {where}" if where else "") + elsewhere(i)
         if ends and (fp.alpha < end if res.end_side == "below" else fp.alpha > end):  # past the branch's end
-            return f"{none} ({where}); the solve did not converge, no overlaps{other}"
+            return f"{none} ({where}); the solve did not converge, no overlaps{elsewhere(i)}"
         msg = fp.status.message if fp.status.message.startswith("not converged") else \
             f"not converged: {fp.status.message}"
-        return f"{msg}; residual {fp.status.residual:.2e}: no overlaps"
+        return f"{msg}; residual {fp.status.residual:.2e}: no overlaps{elsewhere(i)}"
 
-    return [reason(fp) for fp in res.points]
+    return [reason(i, fp) for i, fp in enumerate(res.points)]
 
 
 def sweep_record(fp: Any, eps_lin: float = math.nan) -> dict:
@@ -225,8 +248,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
                 print(("the followed " if several else "") + f"{args.branch} branch ends at alpha = {at} (it exists "
                       f"{where} that; {res.end.kind}, located by {res.end.method})"
                       + (f" at omega = {w:g}" if len(omegas) > 1 else "")
-                      + (f"; {OTHER_BRANCHES.format(branch=args.branch, where='past it')}" if several else ""),
-                      file=sys.stderr)
+                      + (f"; {_past_end_note(res, args.branch)}" if several else ""), file=sys.stderr)
             objs.append({
                 "branch": args.branch, "requested_branch": args.branch, "params": params.replace(omega=w).to_dict(),
                 "model": model_echo(params), "solver": cfg.as_dict(), "file": str(path),

@@ -59,6 +59,9 @@ class BranchSweep:
         end_side: ``"below"`` if the branch exists above its end, ``"above"`` otherwise.
         errors: per point, its ``err_<key>`` standard errors
             (:func:`attnphase.numerics.errors.quadrature_error.point_errors`; empty when not computed).
+        others: at r >= 2 or r* >= 2, where a label can have several branches, per point off the followed branch
+            the point of its label a cold solve reaches there, None where it reaches none or the point is on the
+            branch (:func:`cold_points_off_branch`; empty when not looked for).
     """
 
     branch: str
@@ -66,6 +69,7 @@ class BranchSweep:
     end: BranchEnd = NO_END
     end_side: str = ""
     errors: tuple[dict[str, float], ...] = ()
+    others: tuple[FixedPoint | None, ...] = ()
 
     def on_branch(self) -> list[FixedPoint]:
         """The converged points carrying the requested label, with the order parameter above the
@@ -224,3 +228,16 @@ def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float,
         if abs(step) < min_step:
             return cur, fp, step
     return cur, cur, step
+
+
+def cold_points_off_branch(params: ModelParams, sw: BranchSweep, config: SolverConfig) -> BranchSweep:
+    """``sw`` with :attr:`BranchSweep.others`: at each of its points off the followed branch, a cold solve of the
+    branch's label (at r >= 2 or r* >= 2 its embedded start), kept where it reaches a point of the label above its
+    floors -- another branch of the label there; ``sw`` unchanged at r = r* = 1 (one branch per label)."""
+    if is_scalar_form(params.r, teacher_rank(params)):
+        return sw
+    others = []
+    for fp in sw.points:
+        cold = None if on_branch(fp, sw.branch) else solve(params, fp.alpha, sw.branch, config=config)
+        others.append(cold if cold is not None and on_branch(cold, sw.branch) else None)
+    return replace(sw, others=tuple(others))

@@ -302,4 +302,5 @@ def _portable(sw: BranchSweep | None) -> BranchSweep | None:
     if sw is None:
         return None
     end = replace(sw.end, points=tuple(without_memory(p) for p in sw.end.points))
-    return replace(sw, points=[without_memory(p) for p in sw.points], end=end)
+    others = tuple(None if p is None else without_memory(p) for p in sw.others)
+    return replace(sw, points=[without_memory(p) for p in sw.points], end=end, others=others)

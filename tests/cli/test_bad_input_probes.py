@@ -729,7 +729,8 @@ def test_a_sweep_row_past_the_followed_branchs_end_claims_no_more_than_it_knows(
     monkeypatch.setattr(branch_end, "on_branch", lambda fp, branch: fp.alpha < 1.7)
     status = SimpleNamespace(converged=True, message="converged", residual=1e-12)
     points = [SimpleNamespace(alpha=a, branch="mixed", is_matrix=matrix, status=status) for a in (1.0, 2.0)]
-    res = SimpleNamespace(points=points, end=branch_end.BranchEnd(1.7476, "fold", "bisection"), end_side="above")
+    res = SimpleNamespace(points=points, end=branch_end.BranchEnd(1.7476, "fold", "bisection"), end_side="above",
+                          others=())
     on, past = sweep.row_reasons(res, "mixed")
     assert on == "" and "the branch ends at alpha = 1.748 (fold) and exists below it" in past
     if matrix:
@@ -738,3 +739,49 @@ def test_a_sweep_row_past_the_followed_branchs_end_claims_no_more_than_it_knows(
                              "`attnphase census`, looks for every one)")
     else:
         assert past.startswith("no mixed fixed point here") and "another" not in past
+
+
+def test_a_rank_r_sweep_row_off_its_branch_says_what_a_cold_solve_found_there(monkeypatch):
+    """At r >= 2 a sweep looks, at each point off its followed branch, for a point of the label by a cold solve
+    (``BranchSweep.others``): a row says the e_t of the point found, or that none was."""
+    from types import SimpleNamespace
+
+    from attnphase.numerics.commands import sweep
+    from attnphase.numerics.phase import branch_end
+
+    monkeypatch.setattr(branch_end, "on_branch", lambda fp, branch: fp.alpha < 1.7)
+    status = SimpleNamespace(converged=True, message="converged", residual=1e-12)
+    points = [SimpleNamespace(alpha=a, branch="mixed", is_matrix=True, status=status) for a in (1.0, 2.0, 3.0)]
+    cold = SimpleNamespace(alpha=2.0, observables=SimpleNamespace(e_t=0.0027729))
+    res = SimpleNamespace(points=points, end=branch_end.BranchEnd(1.7476, "fold", "bisection"), end_side="above",
+                          others=(None, cold, None))
+    on, found, none = sweep.row_reasons(res, "mixed")
+    assert on == "" and found.endswith("; a cold solve reaches a mixed point here, e_t = 0.0027729 (`attnphase "
+                                       "solve` at this alpha gives it)")
+    assert none.endswith("; a cold solve of the mixed label reaches no point of it here either")
+    assert sweep._past_end_note(res, "mixed") == ("a cold solve reaches a mixed point off it at alpha = 2 (the reason "
+                                                  "column)")
+
+
+def test_cold_points_off_branch_keeps_a_cold_solve_that_reaches_the_label(monkeypatch):
+    """``cold_points_off_branch``: at r >= 2 one cold solve per point off the branch, kept where it is on the label's
+    branch; nothing at r = r* = 1."""
+    from types import SimpleNamespace
+
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.phase import continuation
+    from attnphase.theory.params import ModelParams
+
+    monkeypatch.setattr(continuation, "on_branch", lambda fp, branch: fp.tag == "on")
+    solved = []
+
+    def solve(params, alpha, branch, config=None):
+        solved.append(alpha)
+        return SimpleNamespace(alpha=alpha, tag="on" if alpha == 2.0 else "off")
+
+    monkeypatch.setattr(continuation, "solve", solve)
+    points = [SimpleNamespace(alpha=a, tag=t) for a, t in ((1.0, "on"), (2.0, "off"), (3.0, "off"))]
+    sw = continuation.BranchSweep("mixed", points)
+    out = continuation.cold_points_off_branch(ModelParams(r=2), sw, SolverConfig())
+    assert solved == [2.0, 3.0] and out.others[0] is None and out.others[1].alpha == 2.0 and out.others[2] is None
+    assert continuation.cold_points_off_branch(ModelParams(), sw, SolverConfig()) is sw
