@@ -102,7 +102,6 @@ def row_reasons(res, branch: str) -> list[str]:
     several = several_branches(res)
     where = f"the branch ends at alpha = {end:.4g} ({res.end.kind}) and exists {'above' if res.end_side == 'below' else 'below'} it" if ends else ""
     none = f"no point of the followed {branch} branch here" if several else f"no {branch} fixed point here"
-    others = list(res.others) or [None] * len(res.points)
 
     def elsewhere(i: int) -> str:
         """What a cold solve of the label found at point i (at r >= 2 or r* >= 2)."""
@@ -110,7 +109,7 @@ def row_reasons(res, branch: str) -> list[str]:
             return ""
         if not res.others:
             return f"; {OTHER_BRANCHES.format(branch=branch, where='here')}"
-        cold = others[i]
+        cold = res.others[i]
         if cold is None:
             return f"; a cold solve of the {branch} label reaches no point of it here either"
         return (f"; a cold solve reaches a {branch} point here, e_t = {cold.observables.e_t:.5g} (`attnphase solve` at "
