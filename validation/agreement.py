@@ -87,8 +87,9 @@ EXTRAPOLATED_SE = 2.0
 
 def extrapolated_verdicts(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """The verdict at d -> inf for each finite-size case (alpha, init) on its compared observables: the fit ``a +-
-    a_se`` (``finite_size_fits``) agrees with the global-prox theory of the start's branch when ``|a - theory| <=
-    EXTRAPOLATED_SE a_se`` (no finite-size allowance); ``agrees`` None where the theory has no point on the branch."""
+    a_se`` (``finite_size_fits``) agrees with the global-prox theory of the start's branch, ``theory +- theory_se``
+    (the rule's standard error; 0 where the theory has none), when ``z = |a - theory| / hypot(a_se, theory_se) <=
+    EXTRAPOLATED_SE`` (no finite-size allowance); ``agrees`` None where the theory has no point on the branch."""
     out = []
     for fit in summary["finite_size_fits"]:
         init, obs = fit["init"], fit["observable"]
@@ -98,11 +99,13 @@ def extrapolated_verdicts(summary: dict[str, Any]) -> list[dict[str, Any]]:
                       key=lambda r: r["d"])
         on_branch = bool(rows) and agrees(rows[-1], obs) is not None  # the rule's test of a point on the branch
         theory = rows[-1]["theory"]["global"][obs] if on_branch else None
-        distance = abs(fit["a"] - theory) / fit["a_se"] if theory is not None and fit["a_se"] > 0 else math.nan
-        agrees_ = None if theory is None else abs(fit["a"] - theory) <= EXTRAPOLATED_SE * fit["a_se"]
+        theory_se = _nan(rows[-1]["theory"]["global"].get(f"err_{obs}")) if on_branch else math.nan
+        bar = math.hypot(fit["a_se"], theory_se if math.isfinite(theory_se) else 0.0)
+        distance = abs(fit["a"] - theory) / bar if theory is not None and bar > 0 else math.nan
+        agrees_ = None if theory is None else abs(fit["a"] - theory) <= EXTRAPOLATED_SE * bar
         out.append({"alpha": fit["alpha"], "init": init, "observable": obs, "extrapolated": fit["a"],
-                    "extrapolated_se": fit["a_se"], "form": fit["form"], "theory": theory, "distance_se": distance,
-                    "agrees": agrees_,
+                    "extrapolated_se": fit["a_se"], "form": fit["form"], "theory": theory, "theory_se": theory_se,
+                    "distance_se": distance, "agrees": agrees_,
                     "ds": [r["d"] for r in rows if r["d"] not in (fit.get("dropped_d") or ())],
                     "dropped_d": list(fit.get("dropped_d") or ())})
     return out

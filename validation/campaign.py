@@ -26,6 +26,9 @@ from .finite_size import chosen_fit
 from .reference import TheoryAtOmega
 
 OBSERVABLES = ("abs_m", "abs_theta", "q", "eps_g", "e_t", "eps_lin")
+#: The observables whose theory values carry an error bar where the theory computed one (``TheorySettings.
+#: error_alphas``), by the record field it is the bar of.
+THEORY_ERRORS = {"abs_m": "m", "abs_theta": "theta", "q": "q", "eps_g": "eps_g", "e_t": "e_t"}
 """Aggregated per (d, alpha, omega, init): means and standard deviations over seeds."""
 
 
@@ -52,7 +55,8 @@ def _theory_values(theory: TheoryAtOmega | None, branch: str, prox: str, alpha: 
     return None if rec is None else {
         "branch_reached": rec["branch"], "converged": rec["converged"], "exists": exists_at(rec, branch, curve.end),
         "abs_m": abs(rec["m"]), "abs_theta": abs(rec["theta"]), "q": rec["q"], "eps_g": rec["eps_g"], "e_t": rec["e_t"],
-        "eps_lin": rec["eps_lin"], "rule": rec.get("rule")}
+        "eps_lin": rec["eps_lin"], "rule": rec.get("rule"),
+        **{f"err_{k}": rec.get(f"err_{f}") for k, f in THEORY_ERRORS.items() if f"err_{f}" in rec}}
 
 
 def group_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega]) -> list[dict[str, Any]]:
@@ -188,8 +192,9 @@ def _fss_fits(plan: ValidationPlan, rows: list[dict[str, Any]]) -> list[dict[str
                              [r[f"{obs}_std"] for r in sel], [r["n_runs"] for r in sel])
             points = {prox: sel[-1]["theory"].get(prox) or {} for prox in ("global", "local", "aligned")}
             theo = {prox: pt.get(obs) if pt.get("converged") else None for prox, pt in points.items()}
+            theo_err = {prox: pt.get(f"err_{obs}") if pt.get("converged") else None for prox, pt in points.items()}
             fits.append({"alpha": alpha, "init": init, "observable": obs, **fit, "theory": theo,
-                         "dropped_d": dropped})
+                         "theory_err": theo_err, "dropped_d": dropped})
     return fits
 
 

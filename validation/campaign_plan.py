@@ -4,7 +4,7 @@ defaults."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from attnphase.theory.params import ModelParams
@@ -139,7 +139,9 @@ def _theory_jobs(plan: ValidationPlan) -> tuple[list[tuple[Any, ...]], list[floa
     """Arguments of :func:`theory_at_omega` (plain, so the workers import no torch) for the sweep's omega (first)
     and each other heat-map or curve omega; and the omegas the jobs after the first cover."""
     main_alphas = tuple(sorted(set(plan.alphas) | {a for a, _ in plan.fss_cases}))
-    jobs = [(plan.params, main_alphas, plan.main_boundaries, plan.main_extra_curves, plan.theory)]
+    # the d -> inf verdicts compare with the theory within its error bar: computed at the finite-size alphas
+    barred = replace(plan.theory, error_alphas=tuple(sorted({a for a, _ in plan.fss_cases})))
+    jobs = [(plan.params, main_alphas, plan.main_boundaries, plan.main_extra_curves, barred)]
     omegas = [w for w in sorted(set(plan.heat_omegas) | set(plan.curve_omegas)) if abs(w - plan.params.omega) > 1e-12]
     for w in omegas:
         jobs.append((plan.params.replace(omega=w), plan.heat_theory_alphas, (plan.heat_prox,), (), plan.theory))

@@ -59,20 +59,23 @@ def trend_extrapolations(row: dict[str, Any]) -> list[dict[str, Any]]:
     disagrees on).  Per observable its ``theory`` value, ``against`` (``branch`` / ``mixed point``), the d -> inf
     fit a +- a_se of the trend over its dimensions whose every run converged
     (:func:`chosen_fit`: ``a``, ``a_se``, ``form``; absent below
-    :data:`MIN_FIT_DS` of them) and ``agrees``: |a - theory| <= EXTRAPOLATED_SE a_se (None without fit or
-    theory)."""
-    against = [(obs, "branch", (row["theory"] or {}).get(obs)) for obs in row["agrees"] if row["status"] == "disagrees"]
-    against += [(obs, "mixed point", row["mixed"][obs]) for obs, ok in (row.get("mixed_agrees") or {}).items()
+    :data:`MIN_FIT_DS` of them) and ``agrees``: |a - theory| <= EXTRAPOLATED_SE hypot(a_se, theory_se), theory_se
+    the theory point's own error bar where it has one (``err_<obs>``; else 0), None without fit or theory."""
+    against = [(obs, "branch", row["theory"] or {}) for obs in row["agrees"] if row["status"] == "disagrees"]
+    against += [(obs, "mixed point", row["mixed"]) for obs, ok in (row.get("mixed_agrees") or {}).items()
                 if ok is False]
     usable = [p for p in row.get("trend") or () if p["converged"]]
     out = []
-    for obs, what, theory in against:
-        entry: dict[str, Any] = {"observable": obs, "against": what, "theory": theory, "agrees": None}
+    for obs, what, point in against:
+        theory, theory_se = point.get(obs), point.get(f"err_{obs}")
+        entry: dict[str, Any] = {"observable": obs, "against": what, "theory": theory, "theory_se": theory_se,
+                                 "agrees": None}
         if len(usable) >= MIN_FIT_DS:
             fit = chosen_fit([p["d"] for p in usable], [p[f"{obs}_mean"] for p in usable],
                              [p[f"{obs}_std"] for p in usable], [p["n"] for p in usable])
             entry |= {"a": fit["a"], "a_se": fit["a_se"], "form": fit["form"]}
             if theory is not None and math.isfinite(theory):
-                entry["agrees"] = abs(fit["a"] - theory) <= EXTRAPOLATED_SE * fit["a_se"]
+                bar = math.hypot(fit["a_se"], theory_se if theory_se is not None and math.isfinite(theory_se) else 0)
+                entry["agrees"] = abs(fit["a"] - theory) <= EXTRAPOLATED_SE * bar
         out.append(entry)
     return out

@@ -321,8 +321,9 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
                   "The same alpha and start at smaller d (same seeds): the gap to the theory at each d, and the "
                   "d -> inf value a +- its standard error of the weighted fit a + b/d^p (the form with the smaller "
                   f"chi^2, over the dimensions whose every run converged, at least {MIN_FIT_DS}), 'agrees' where "
-                  f"|a - theory| <= {EXTRAPOLATED_SE:g} a_se.", "",
-                  "| case | alpha | start | observable | theory | " + " | ".join(
+                  f"|a - theory| <= {EXTRAPOLATED_SE:g} hypot(a_se, err_theory), err_theory the theory's standard "
+                  "error over its rule's scrambling blocks.", "",
+                  "| case | alpha | start | observable | theory ± err_theory | " + " | ".join(
                       f"d = {p['d']}" for p in trends[0][1]["trend"]) + " | d -> inf | at d -> inf |",
                   "|---|---|---|---|---|" + "---|" * (len(trends[0][1]["trend"]) + 2)]
         for case, r in trends:
@@ -330,7 +331,8 @@ def render_general_markdown(summary: dict[str, Any]) -> str:
                 fit = (f"{_pmv(e['a'], e['a_se'])} ({e['form']})" if "a" in e else "--")
                 said = {True: "agrees", False: "disagrees", None: "--"}[e["agrees"]]
                 lines += [f"| ({case['key']}) | {r['alpha']} | {r['init']} | {e['observable']}"
-                          f"{' (mixed point)' if e['against'] == 'mixed point' else ''} | {_f(e['theory'])} | "
+                          f"{' (mixed point)' if e['against'] == 'mixed point' else ''} | "
+                          f"{_pmv(e['theory'], e.get('theory_se'))} | "
                           + " | ".join(_pm(p, e["observable"]) for p in r["trend"]) + f" | {fit} | {said} |"]
     lines += ["", "## Figure", "",
               "* `general_suite.png`: per case, theory branches (only where they exist; a tick up from the x axis where one ends) and GD "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,13 @@ def theory_point(theory: TheoryAtOmega | InvariantPoints | None, init: str, alph
     return None if rec is None else {
         "branch_reached": rec["branch"], "converged": rec["converged"], "exists": exists_at(rec, init, curve.end),
         "m_norm": rec.get("m_norm", abs(rec["m"])), "abs_theta": abs(rec["theta"]), "q": rec["q"],
-        "eps_g": rec["eps_g"], "e_t": rec["e_t"]}
+        "eps_g": rec["eps_g"], "e_t": rec["e_t"],
+        **{f"err_{k}": rec[f"err_{f}"] for k, f in THEORY_ERRORS.items() if f"err_{f}" in rec}}
+
+
+#: The compared observables whose theory values carry an error bar where the theory computed one, by the record
+#: field it is the bar of (``TheorySettings.error_alphas``).
+THEORY_ERRORS = {"m_norm": "m_norm", "abs_theta": "theta", "q": "q", "eps_g": "eps_g", "e_t": "e_t"}
 
 
 #: The observables a rank-r row is compared on against the mixed fixed point (both overlaps and eps_g).
@@ -132,7 +139,9 @@ def run_general_suite(plan: GeneralPlan, out_dir: str | Path, progress: bool = T
     out_dir = Path(out_dir)
     with_theory = [c for c in plan.cases if not is_rank_case(c.params)]
     ranked = [c for c in plan.cases if is_rank_case(c.params)]
-    jobs = [(c.params, plan.grid, ("global",), (), plan.theory) for c in with_theory]
+    # the d -> inf fits compare with the theory within its error bar: computed at every grid alpha
+    jobs = [(c.params, plan.grid, ("global",), (), replace(plan.theory, error_alphas=tuple(plan.grid)))
+            for c in with_theory]
     rcfg = point_config(plan.rank_quadrature)
     rank_jobs = [(c.key, SolveJob(c.params, float(a), b, rcfg)) for c in ranked for a in c.alphas
                  for b in POINT_BRANCHES]

@@ -9,9 +9,10 @@ section 7)::
 
     abs_theta = |Q^T Q*|_F / d = (sum_a s_a(th0)^2)^(1/2),   m_norm = (sum_l |m_l|^2)^(1/2),   q = Tr q0,
 
-eps_g, e_t, ``converged`` with its ``residual`` and ``branch_reached``; one that did not converge carries no
-observables (``None``), one below the rank-1 sweeps' floor of its branch's order parameter is not the branch
-(``exists`` False).
+eps_g, e_t, ``converged`` with its ``residual`` and ``branch_reached``, and each invariant's error bar ``err_<name>``
+(the standard error over the point re-solved on each scrambling block of the rule it converged on); one that did
+not converge carries no observables (``None``), one below the rank-1 sweeps' floor of its branch's order parameter
+is not the branch (``exists`` False).
 """
 
 from __future__ import annotations
@@ -56,10 +57,17 @@ def point_job(job: SolveJob) -> dict[str, Any]:
     and where that does not converge on the branch, on its next independent scrambling (module docstring)."""
     from attnphase.numerics.se.state_evolution import solve
 
+    from attnphase.numerics.errors.replicates import derived_errors, replicate_configs, replicate_points
+
     t0 = time.perf_counter()
-    fp, _, tries = solve_on_branch(lambda c: solve(job.params, job.alpha, job.branch, config=c), job.config,
-                                   job.branch)
-    return invariant_point(fp, job.branch, time.perf_counter() - t0) | {"tries": tries}
+    fp, cfg, tries = solve_on_branch(lambda c: solve(job.params, job.alpha, job.branch, config=c), job.config,
+                                     job.branch)
+    out = invariant_point(fp, job.branch, time.perf_counter() - t0) | {"tries": tries}
+    if fp.status.converged and replicate_configs(cfg, 0)[0]:
+        def values(p: Any) -> dict[str, float]:
+            return {k: invariant_point(p, job.branch)[k] for k in INVARIANTS}
+        out |= derived_errors(fp, *replicate_points(fp, cfg, 0), values)
+    return out
 
 
 def point_task(job: SolveJob, version: str) -> Task:

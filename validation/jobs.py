@@ -65,7 +65,7 @@ def theory_task(job: tuple[Any, ...], version: str) -> Task:
 def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAtOmega], attrs: dict[str, Any]):
     """The runs on ``(d, omega, alpha, init, seed)`` (m, theta, q, eps_g with its test-set standard error, e_t,
     eps_lin, converged, steps), their seed means with the standard errors ``err_<obs>``, and the theory on
-    ``(omega, alpha, branch, prox)``."""
+    ``(omega, alpha, branch, prox)`` with its error bars ``err_theory_<obs>`` where computed (NaN elsewhere)."""
     import xarray as xr
 
     axes = {k: sorted({getattr(r, k) for r in results}) for k in ("d", "omega", "alpha", "init", "seed")}
@@ -97,7 +97,9 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
     th_om = sorted({t.omega for t in theories})
     th_alpha = sorted({rec["alpha"] for t in theories for c in t.curves.values() for rec in c.records})
     branches, proxes = ["semantic", "positional"], ["global", "local", "aligned"]
-    th = {k: np.full((len(th_om), len(th_alpha), len(branches), len(proxes)), np.nan) for k in ("m", "theta", "q", "eps_g", "e_t")}
+    names = ("m", "theta", "q", "eps_g", "e_t")
+    th = {k: np.full((len(th_om), len(th_alpha), len(branches), len(proxes)), np.nan)
+          for k in names + tuple(f"err_{k}" for k in names)}
     ai = {a: i for i, a in enumerate(th_alpha)}
     alpha_c = np.full((len(th_om), len(proxes)), np.nan)
     for t in theories:
@@ -109,9 +111,10 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
             for rec in c.records:
                 if rec.get("converged") and rec.get("branch") == branch:
                     for k in th:
-                        th[k][i, ai[rec["alpha"]], branches.index(branch), proxes.index(prox)] = rec[k]
+                        th[k][i, ai[rec["alpha"]], branches.index(branch), proxes.index(prox)] = rec.get(k, np.nan)
     coords = axes | {"theory_omega": th_om, "theory_alpha": th_alpha, "branch": branches, "prox": proxes}
-    dv.update({f"theory_{k}": (("theory_omega", "theory_alpha", "branch", "prox"), v) for k, v in th.items()})
+    dv.update({f"err_theory_{k[4:]}" if k.startswith("err_") else f"theory_{k}":
+               (("theory_omega", "theory_alpha", "branch", "prox"), v) for k, v in th.items()})
     dv["theory_alpha_c"] = (("theory_omega", "prox"), alpha_c)
     coords["init"] = np.array(coords["init"], dtype=object)
     return annotate(xr.Dataset(dv, coords=coords, attrs=attrs), validation_variable)
@@ -140,6 +143,11 @@ def validation_variable(name: str) -> Variable | None:
     }
     if name in fixed:
         return fixed[name]
+    if name.startswith("err_theory_"):
+        of = validation_variable(name[4:])
+        return Variable(name, f"standard error of {of.long_name}", of.units,
+                        "over the scrambling blocks of the rule; NaN where not computed (only at the finite-size "
+                        "alphas)") if of else None
     if name.startswith("err_"):
         of = validation_variable(name[4:])
         return Variable(name, f"standard error of {of.long_name}", of.units, "over the seeds") if of else None

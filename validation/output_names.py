@@ -20,8 +20,10 @@ VARIABLES = {
                 "error bar of <obs>_mean is sd_<obs> / sqrt(n_runs)",
     "err_<name>": "the error bar of <name> (same units): a fit's standard error (err_a, err_extrapolated, "
                   "err_fit_a), a run's Monte Carlo standard error on its test set (err_eps_g, err_eps_lin), "
-                  "err_mean_abs_m = sd_abs_m / sqrt(n)",
-    "z": "a distance in error bars: |extrapolated - theory| / err_extrapolated (finite-size verdicts), "
+                  "err_mean_abs_m = sd_abs_m / sqrt(n), the theory's standard error over its rule's scrambling "
+                  "blocks (err_theory; err_abs_m, err_abs_theta, ... of a theory point where it was computed)",
+    "z": "a distance in error bars: |extrapolated - theory| / hypot(err_extrapolated, err_theory) (finite-size "
+         "verdicts), "
          "(mean_abs_m - q0) / err_mean_abs_m (AMP rows)",
 }
 

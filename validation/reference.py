@@ -30,11 +30,14 @@ ALIGNED_RESCUE_QUADRATURE = "sobol12:4"
 @dataclass(frozen=True)
 class TheorySettings:
     """Accuracy of the numerics calls (their own defaults where ``None``): the fixed-point residual ``tol``, the
-    alpha tolerance ``xtol`` of alpha_c / alpha_l and ``end_tol`` of a branch's end."""
+    alpha tolerance ``xtol`` of alpha_c / alpha_l and ``end_tol`` of a branch's end; ``error_alphas``: the alphas
+    whose global-map points carry their quadrature error bars (``err_<field>`` of :data:`ERROR_FIELDS` and
+    ``m_norm``: the standard error over the rule's scrambling blocks), those a d -> inf verdict compares with."""
 
     tol: float | None = None
     xtol: float | None = None
     end_tol: float | None = None
+    error_alphas: tuple[float, ...] = ()
 
     def sweep_kwargs(self, prox: str, boundaries: bool = False) -> dict[str, Any]:
         """The keywords of ``sweep`` (with ``boundaries``: of ``phase_boundaries``, ``xtol`` too) for ``prox``."""
@@ -50,6 +53,8 @@ class TheorySettings:
 
 BRANCHES = ("semantic", "positional")
 RECORD_FIELDS = ("alpha", "branch", "q", "m", "V", "theta", "eps_g", "e_t", "eps_lin", "converged")
+#: The record fields whose error bars (``err_<field>``) a point of ``TheorySettings.error_alphas`` carries.
+ERROR_FIELDS = ("q", "m", "theta", "eps_g", "e_t")
 
 
 @dataclass(frozen=True)
@@ -142,6 +147,8 @@ def _curve(
     records = tuple(_record(fp) for fp in points)
     if prox == "aligned":
         records = _rescued(params, branch, points, records, settings.sweep_kwargs(prox)["config"])
+    elif prox == "global" and settings.error_alphas:
+        records = _with_errors(branch, points, records, settings.error_alphas, settings.sweep_kwargs(prox)["config"])
     end = getattr(res, "end", None)
     return BranchCurve(branch, prox, records, float(end.alpha) if end is not None else math.nan)
 
@@ -162,6 +169,25 @@ def _rescued(params: ModelParams, branch: str, points: list[Any], records: tuple
                       config=config.replace(quadrature=ALIGNED_RESCUE_QUADRATURE))
         if again.status.converged:
             out[i] = _record(again) | {"rule": ALIGNED_RESCUE_QUADRATURE}
+    return tuple(out)
+
+
+def _with_errors(branch: str, points: list[Any], records: tuple[dict[str, Any], ...], alphas: Sequence[float],
+                 config: Any) -> tuple[dict[str, Any], ...]:
+    """``records`` with ``err_<field>`` (:data:`ERROR_FIELDS` that are numbers, and ``m_norm``) at each point of
+    ``alphas`` converged on ``branch``: over the point re-solved on each scrambling block of the rule
+    (:func:`~attnphase.numerics.errors.replicates.derived_errors`); none where the rule has one block."""
+    from attnphase.numerics.errors.replicates import derived_errors, replicate_configs, replicate_points
+
+    def values(p: Any) -> dict[str, float]:
+        return {k: v for k, v in _record(p).items() if k in (*ERROR_FIELDS, "m_norm") and isinstance(v, float)}
+
+    if not replicate_configs(config, 0)[0]:
+        return records
+    out = list(records)
+    for i, fp in enumerate(points):
+        if fp.status.converged and fp.branch == branch and any(abs(fp.alpha - a) < 1e-9 for a in alphas):
+            out[i] = out[i] | derived_errors(fp, *replicate_points(fp, config, 0), values)
     return tuple(out)
 
 

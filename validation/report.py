@@ -175,11 +175,13 @@ def _extrapolated_lines(hl: dict[str, Any]) -> list[str]:
         return []
     lines = ["", f"At d -> inf (weighted fit a + b/d^p, the form with the smaller chi^2, over the finite-size "
              f"dimensions whose every run converged; "
-             f"agreement: z = |a - theory| / err_a <= {EXTRAPOLATED_SE:g}, no finite-size allowance):", "",
-             "| alpha | init | observable | d | form | a ± err_a | theory (global) | z | agrees |",
+             f"agreement: z = |a - theory| / hypot(err_a, err_theory) <= {EXTRAPOLATED_SE:g}, err_theory the rule's "
+             "standard error over its scrambling blocks, no finite-size allowance):", "",
+             "| alpha | init | observable | d | form | a ± err_a | theory (global) ± err_theory | z | agrees |",
              "|---|---|---|---|---|---|---|---|---|"]
     return lines + [f"| {v['alpha']} | {v['init']} | {v['observable']} | {', '.join(map(str, v['ds']))} | "
-                    f"{v['form']} | {_f(v['extrapolated'])} ± {_f(v['extrapolated_se'], '.2g')} | {_f(v['theory'])} | "
+                    f"{v['form']} | {_f(v['extrapolated'])} ± {_f(v['extrapolated_se'], '.2g')} | "
+                    f"{_pmv(v['theory'], v.get('theory_se'))} | "
                     f"{_f(v['distance_se'], '.1f')} | "
                     f"{'no theory point' if v['agrees'] is None else 'yes' if v['agrees'] else 'no'} |" for v in rows]
 

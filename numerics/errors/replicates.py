@@ -12,7 +12,7 @@ rules' error only, not the solver's tolerance nor which of several close fixed p
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,6 +131,17 @@ def replicate_errors(fp: FixedPoint, reps: Sequence[FixedPoint | None], blocks: 
               for i in range(ref.size)]
         out[f"err_{key}"] = sd[0] if np.ndim(fp.record[key]) == 0 else sd
     return out
+
+
+def derived_errors(fp: FixedPoint, reps: Sequence[FixedPoint | None], blocks: bool,
+                   values: Callable[[FixedPoint], Mapping[str, float]]) -> dict[str, float]:
+    """``err_<key>`` of each number ``values(fp)`` holds (a quantity derived from the point, e.g. a norm of its
+    overlaps), as :func:`replicate_errors` makes a record key's: over ``values`` of the converged replicates."""
+    ref = values(fp)
+    got = [values(p) for p in reps if p is not None]
+    bar = standard_error if blocks else spread
+    return {f"err_{k}": at_least_the_offset(bar([float(g[k]) for g in got]), float(v), [float(g[k]) for g in got])
+            for k, v in ref.items()}
 
 
 #: A point farther than this many spreads from the mean of its replicates lies outside their cloud.

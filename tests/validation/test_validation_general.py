@@ -506,6 +506,38 @@ def test_a_rank_point_below_the_floor_is_not_its_branch_and_a_failed_solve_is_tr
     assert out["tries"] == [f"{calls[0]}: not converged (residual 1.0e-12)"]
 
 
+def test_a_rank_point_carries_the_error_bars_of_its_invariants_over_the_rules_blocks():
+    """point_job on a rule of 4 scrambling blocks: each invariant's err_ is the standard error of that invariant over
+    the point re-solved on each block (a theta of a semantic point, not the record's raw keys)."""
+    from attnphase.numerics.errors.replicates import replicate_points, standard_error
+    from attnphase.numerics.se.state_evolution import solve
+    from attnphase.validation.invariant_points import INVARIANTS, invariant_point, point_config, point_job
+    from attnphase.validation.rule_retry import SolveJob
+
+    params, cfg = ModelParams(omega=0.3, r=2), point_config("sobol8:4")
+    out = point_job(SolveJob(params, 2.0, "semantic", cfg))
+    assert out["exists"] and all(out[f"err_{k}"] >= 0 for k in INVARIANTS)
+    assert 0 < out["err_abs_theta"] < 0.05 * out["abs_theta"] and out["err_e_t"] > 0
+    fp = solve(params, 2.0, "semantic", config=cfg)
+    reps, _ = replicate_points(fp, cfg, 0)
+    thetas = [invariant_point(p, "semantic")["abs_theta"] for p in reps if p is not None]
+    assert len(thetas) == 4 and out["err_abs_theta"] == pytest.approx(standard_error(thetas), rel=1e-6)
+
+
+def test_a_rank_one_theory_point_hands_its_error_bars_to_the_rows():
+    from attnphase.validation.general_suite import theory_point
+    from attnphase.validation.reference import BranchCurve, TheoryAtOmega
+
+    rec = {"alpha": 2.0, "branch": "positional", "q": 0.2, "m": 0.18, "m_norm": 0.255, "V": 45.0, "theta": 0.0,
+           "eps_g": 3.5e-3, "e_t": 4.4e-3, "eps_lin": 2e-2, "converged": True, "err_m": 1.3e-3,
+           "err_m_norm": 1.9e-3, "err_theta": 0.0, "err_eps_g": 2e-5}
+    curve = BranchCurve("positional", "global", (rec, dict(rec, alpha=1.5, **{k: None for k in rec
+                                                                                 if k.startswith("err_")})))
+    th = TheoryAtOmega(0.3, 2e-2, {}, {}, {}, {("positional", "global"): curve}, 0.0)
+    point = theory_point(th, "positional", 2.0)
+    assert point["err_m_norm"] == 1.9e-3 and point["err_abs_theta"] == 0.0 and point["err_eps_g"] == 2e-5
+
+
 def test_a_disagreeing_rows_trend_is_extrapolated_to_infinite_d_and_judged_there():
     """The d -> inf fit of a trend that follows a + b/sqrt(d) returns a, agrees with a theory at a and not with one
     many standard errors away; dimensions with an unconverged run are left out, and fewer than three give no fit."""
@@ -522,6 +554,10 @@ def test_a_disagreeing_rows_trend_is_extrapolated_to_infinite_d_and_judged_there
     assert out["abs_theta"]["agrees"] is True and out["eps_g"]["agrees"] is True
     far = extrapolations(dict(row, theory={"abs_theta": a + 20 * out["abs_theta"]["a_se"], "eps_g": 3e-3}))
     assert far[0]["agrees"] is False
+    # the theory's own error bar counts: 20 a_se away is within 2 hypot(a_se, 12 a_se)
+    barred = extrapolations(dict(row, theory={"abs_theta": a + 20 * out["abs_theta"]["a_se"], "eps_g": 3e-3,
+                                              "err_abs_theta": 12 * out["abs_theta"]["a_se"]}))
+    assert barred[0]["theory_se"] == 12 * out["abs_theta"]["a_se"] and barred[0]["agrees"] is True
     # a rank-r row that agrees with its branch's point but not with the mixed one: only the mixed observables
     mixed = dict(row, status="agrees", mixed={"abs_theta": 0.05, "m_norm": 0.3, "eps_g": 3e-3},
                  mixed_agrees={"abs_theta": False, "m_norm": True, "eps_g": True})

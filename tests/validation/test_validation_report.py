@@ -210,6 +210,58 @@ def test_the_headline_verdict_at_infinite_d_uses_the_extrapolation_over_converge
     assert theta["agrees"] is False
 
 
+def test_the_verdict_at_infinite_d_counts_the_theorys_own_error_bar():
+    from attnphase.validation.agreement import extrapolated_verdicts
+
+    ds = (250, 500, 1000, 2000)
+    rows = [{"d": d, "alpha": 2.0, "init": "positional", "branch": "positional", "n_runs": 4, "n_converged": 4,
+             "abs_m_mean": 0.262 + 1.0 / d, "abs_m_std": 0.0014, "abs_theta_mean": 0.0, "abs_theta_std": 0.0,
+             "eps_g_mean": 3.5e-3, "eps_g_std": 3e-5, "e_t_mean": 0.0, "e_t_std": 0.0} for d in ds]
+    plan = replace(validation_plan(quick=True), fss_cases=((2.0, "positional"),))
+
+    def verdict(theory_err):
+        point = {"branch_reached": "positional", "converged": True, "exists": True, "abs_m": 0.2585,
+                 "eps_g": 3.5e-3} | ({} if theory_err is None else {"err_abs_m": theory_err})
+        moved = [{**r, "theory": {"global": point, "local": None}} for r in rows]
+        [m] = [v for v in extrapolated_verdicts({"finite_size": moved, "finite_size_fits": _fss_fits(plan, moved)})
+               if v["observable"] == "abs_m"]
+        return m
+
+    exact, barred = verdict(None), verdict(0.002)
+    assert exact["extrapolated"] == pytest.approx(0.262, abs=1e-6)
+    assert math.isnan(exact["theory_se"]) and exact["agrees"] is False  # 3.5e-3 away, a_se alone below 1.75e-3
+    assert exact["distance_se"] == pytest.approx(3.5e-3 / exact["extrapolated_se"])
+    bar = math.hypot(barred["extrapolated_se"], 0.002)
+    assert barred["theory_se"] == 0.002 and barred["distance_se"] == pytest.approx(3.5e-3 / bar)
+    assert barred["agrees"] is True  # within 2 of the combined bar
+    fit = next(f for f in _fss_fits(plan, [{**r, "theory": {"global": {"converged": True, "abs_m": 0.2585,
+                                                                       "err_abs_m": 0.002}}} for r in rows])
+               if f["observable"] == "abs_m")
+    assert fit["theory_err"]["global"] == 0.002
+
+
+def test_theory_points_at_the_error_alphas_carry_the_rules_error_bars():
+    from attnphase.validation.campaign import _theory_values
+    from attnphase.validation.reference import theory_at_omega
+
+    params = ModelParams(omega=0.3)
+    th = theory_at_omega(params, (1.5, 2.0), extra_curves=(),
+                         settings=TheorySettings(error_alphas=(2.0,)))
+    rec = {r["alpha"]: r for r in th.curve("positional", "global").records}
+    assert "err_m" not in rec[1.5]
+    assert 1e-5 < rec[2.0]["err_m"] < 0.02 * abs(rec[2.0]["m"]) and rec[2.0]["err_eps_g"] > 0
+    values = _theory_values(th, "positional", "global", 2.0)
+    assert values["err_abs_m"] == rec[2.0]["err_m"] and values["err_eps_g"] == rec[2.0]["err_eps_g"]
+    assert "err_abs_m" not in _theory_values(th, "positional", "global", 1.5)
+    # the campaign's main theory job asks for them at the finite-size alphas, the heat-map jobs not
+    from attnphase.validation.campaign_plan import _theory_jobs
+
+    plan = validation_plan(quick=True)
+    jobs, _ = _theory_jobs(plan)
+    assert jobs[0][-1].error_alphas == tuple(sorted({a for a, _ in plan.fss_cases}))
+    assert all(j[-1].error_alphas == () for j in jobs[1:])
+
+
 def _follow_row(alpha, gd_theta, global_point, aligned_point, n_converged=3):
     """A semantic-start row: GD's |theta| and eps_g beside the global- and aligned-prox points (None: none)."""
     def point(p):

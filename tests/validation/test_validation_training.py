@@ -141,7 +141,7 @@ def _plain_armijo_gd(Q0, g, lam, cfg, steps):
         R = risk(Qv, g, lam)
         (G,) = torch.autograd.grad(R, Qv)
         gn2 = float((G * G).sum())
-        while float(risk(Q - eta * G, g, lam)) > float(R) - cfg.armijo_c * eta * gn2:
+        while float(risk(Q - eta * G, g, lam)) > float(R.detach()) - cfg.armijo_c * eta * gn2:
             eta *= 0.5
         Q, eta = Q - eta * G, eta * cfg.grow
     return Q
