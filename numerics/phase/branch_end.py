@@ -74,13 +74,18 @@ def on_branch(fp: FixedPoint, branch: str) -> bool:
             and all(overlap_size(fp, name) >= floor for name, floor in BRANCH_FLOORS.get(branch, ())))
 
 
+#: The kind of a traced end the trace stopped short of (:func:`trace_branch_end`): not located.
+STOPPED = "trace stopped"
+
+
 @dataclass(frozen=True, eq=False)
 class BranchEnd:
     """The end of a branch.
 
     Attributes:
         alpha: where the branch ends (NaN when it was not located).
-        kind: ``"bifurcation"``, ``"fold"`` or ``"solver failure"`` (the module doc).
+        kind: ``"bifurcation"``, ``"fold"`` or ``"solver failure"`` (the module doc); :data:`STOPPED` for a trace
+            that stopped short of the end (alpha NaN).
         method: ``"eigenvalue"``, ``"trace"`` or ``"bisection"``.
         points: the fixed points traced towards the end (method ``"trace"``), in trace order.
         note: why the preferred strategy was not used, when it was not.
@@ -125,11 +130,14 @@ def locate_branch_end(
     branch followed down is traced at fixed theta (:func:`trace_branch_end`) and any other end is bisected in alpha
     to ``bisection_tol`` (every end at r >= 2 or r* >= 2, :data:`~attnphase.numerics.capabilities.MATRIX_END_NOTE`).
     """
-    end, note = bifurcation_end(params, branch, direction, good, anchor, config, full_config)
+    end, note = bifurcation_end(params, branch, direction, good, anchor, config, full_config, far=failed.alpha)
     if end is not None:
         return end
     if (branch, direction) == ("semantic", "down") and not good.is_matrix:
-        return replace(trace_branch_end(params, good, branch, config=config), note=note)
+        traced = trace_branch_end(params, good, branch, config=config)
+        if traced.kind != STOPPED:
+            return replace(traced, note=note)
+        note = "; ".join(n for n in (note, traced.note) if n)  # the end lies past the trace: bisected below
 
     def holds(alpha: float, start: FixedPoint) -> FixedPoint | None:
         fp = run(alpha, start)
@@ -147,12 +155,17 @@ def bifurcation_end(
     anchor: float,
     config: SolverConfig,
     full_config: SolverConfig | None = None,
+    *,
+    far: float | None = None,
 ) -> tuple[BranchEnd | None, str]:
     """The end of ``branch`` (followed in ``direction`` up to its point ``good``) where it meets the
     agnostic branch: the alpha where the SE Jacobian's eigenvalue at the agnostic fixed point crosses
     1 in the branch's direction (:data:`BIFURCATING`), on ``config.bifurcation_quadrature``, when
     the strategy is ``"bifurcation"`` and the crossing lies beyond ``anchor`` (the branch's last grid
-    point).  Returns (the end or None, why not when None -- empty when the strategy does not apply).
+    point).  The secant starts at ``good``'s alpha, where it does not converge at ``anchor``, then at ``far``
+    (the first alpha past ``good`` where the branch was not found: the end lies between them, and a secant from
+    ``good`` may not reach an end far from it in its steps).  Returns (the end or None, why not when None --
+    empty when the strategy does not apply).
     """
     if config.branch_end != "bifurcation" or (branch, direction) not in BIFURCATING:
         return None, ""
@@ -161,8 +174,11 @@ def bifurcation_end(
     if good.is_matrix:
         return None, MATRIX_END_NOTE
     bif = bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config)
-    if not bif.converged and anchor != good.alpha:  # the agnostic solve can fail at one alpha: from the grid point
-        bif = bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config, anchor)
+    # the agnostic solve can fail at one alpha: from the grid point, then from the other side of the end
+    for guess in dict.fromkeys(g for g in (anchor, far) if g is not None and g != good.alpha):
+        if bif.converged:
+            break
+        bif = bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config, guess)
     on_rule = bif.solve_rule_alpha  # the branch's points live on the solve rule
     beyond = on_rule <= anchor if direction == "down" else on_rule >= anchor
     # the crossing must be the end's, not the branch's birth: lambda rises through 1 where the semantic branch is
@@ -207,7 +223,8 @@ def trace_branch_end(
     alpha by more than ``max_alpha_jump`` (positional: down in alpha) is retried in up to 4 (semantic) or 1
     (positional) geometric half-steps; the trace stops where alpha still jumps.  The end is the
     extreme alpha reached: a ``"fold"`` where that is an interior extremum of alpha(order parameter), else a
-    ``"bifurcation"``.
+    ``"bifurcation"``; where the trace stopped on a jump at its extreme alpha (still moving towards the end) the
+    end is not located: alpha NaN, kind :data:`STOPPED`, the jump in ``note``.
     """
     if branch not in ("semantic", "positional"):
         raise ValueError(f"a branch end is traced on the semantic or positional branch, got {branch!r}")
@@ -243,5 +260,9 @@ def trace_branch_end(
         if jump:  # a persistent jump in alpha stops the trace; a persistent failure goes on to the next value
             break
     best = (min if semantic else max)(pts, key=lambda p: p.alpha)
+    if jump and best is pts[-1]:  # alpha still moving towards the end where the trace stopped: not located
+        return BranchEnd(math.nan, STOPPED, "trace", tuple(pts[1:]), note=(
+            f"the trace at fixed {order} stopped at alpha = {best.alpha:.4g}, short of the end: its next step jumps "
+            f"in alpha by more than {max_alpha_jump:g}"))
     kind = "bifurcation" if best is pts[-1] and len(pts) > 1 else "fold"
     return BranchEnd(float(best.alpha), kind, "trace", tuple(pts[1:]))

@@ -289,6 +289,77 @@ def test_a_semantic_branch_held_above_the_grid_is_followed_down_to_its_end(monke
 @pytest.mark.heavy
 def test_a_strong_ridges_semantic_end_above_the_grid_is_located():
     # --lam 0.1 --omega 0.4 on sobol8:4: the semantic branch is on at alpha = 6 and 10 and absent on the grid
-    # 0.1:3:12; its end (a birth from the agnostic point) was NaN, and lies near 4.2
+    # 0.1:3:12; its end, a birth from the agnostic point, lies at 3.12 (the eigenvalue's secant from the failed
+    # solve's side of the bracket; from 6 the secant's steps do not reach it, and the trace at fixed theta stopped
+    # at 4.19 on a jump in alpha, which was reported as the end)
     b = phase_boundaries(ModelParams(omega=0.4, lam=0.1), config=SolverConfig(quadrature="sobol8:4"))
-    assert 3.0 < b.semantic_end < 6.0 and b.semantic_end_kind == "bifurcation"
+    assert 3.05 < b.semantic_end < 3.2 and b.semantic_end_kind == "bifurcation"
+    assert b.semantic_end_method == "eigenvalue" and 0 < b.semantic_end_err < 0.05
+
+
+def test_the_eigenvalues_secant_starts_again_on_the_far_side_of_a_wide_bracket(monkeypatch):
+    """bifurcation_end: a secant from the branch's last point that does not converge (an end far below it) is started
+    again at the grid point, then at the alpha where the branch was not found; the first that converges is the end."""
+    from attnphase.numerics.phase import branch_end as be
+    from attnphase.numerics.phase.bifurcation import Bifurcation
+
+    guesses = []
+
+    def fake(params, good, direction, cfg, alpha_guess=None, step=0.05):
+        guesses.append(alpha_guess)
+        ok = alpha_guess == 3.0
+        return Bifurcation(3.12 if ok else math.nan, ok, "converged" if ok else "not converged to 0.001 in 12 "
+                           "secant steps", 0.8, (), 0, 0.01, 0, 3.12 if ok else math.nan)
+    monkeypatch.setattr(be, "bifurcation_from", fake)
+    good = SimpleNamespace(alpha=6.0, is_matrix=False)
+    end, why = be.bifurcation_end(ModelParams(omega=0.4, lam=0.1), "semantic", "down", good, 6.0, SolverConfig(),
+                                  far=3.0)
+    assert guesses == [None, 3.0] and end.alpha == 3.12 and end.method == "eigenvalue" and why == ""
+    guesses.clear()
+    end, why = be.bifurcation_end(ModelParams(omega=0.4, lam=0.1), "semantic", "down", good, 4.5, SolverConfig(),
+                                  far=3.0)
+    assert guesses == [None, 4.5, 3.0] and end.alpha == 3.12
+    guesses.clear()
+    end, why = be.bifurcation_end(ModelParams(omega=0.4, lam=0.1), "semantic", "down", good, 6.0, SolverConfig())
+    assert guesses == [None] and end is None and "12 secant steps" in why
+
+
+def test_a_trace_stopped_short_of_the_end_is_not_the_end(monkeypatch):
+    """trace_branch_end: a trace whose next step still jumps in alpha at its lowest alpha has not located the end
+    (alpha NaN, kind STOPPED, the jump in its note); locate_branch_end then bisects in alpha, with both reasons in
+    the end's note.  A trace that passed an interior extremum of alpha before a jump located a fold there."""
+    from attnphase.numerics.phase import branch_end as be
+
+    on = solve(ModelParams(), 2.0, "semantic", config=SolverConfig(quadrature="sobol6:2"))
+
+    def at(alpha, theta):
+        ov = on.overlaps
+        return replace(on, alpha=alpha, overlaps=Overlaps(q0=ov.q0, V0=ov.V0, m=ov.m, th0=theta))
+
+    def fake_order(path):
+        def solve_at_order(params, order, target, init, config=None, memory=None):
+            return at(path(target), target)
+        return solve_at_order
+
+    start = at(6.0, 0.5)  # on the line alpha = 3.5 + 5 theta
+    # alpha falls with theta, then jumps by 1 at theta < 0.3: stopped at its lowest alpha
+    monkeypatch.setattr(be, "solve_at_order", fake_order(lambda th: 3.5 + 5 * th if th >= 0.3 else 2.0))
+    traced = be.trace_branch_end(ModelParams(), start, "semantic", n_steps=6, min_ratio=0.1)
+    assert math.isnan(traced.alpha) and traced.kind == be.STOPPED and "stopped at alpha = 5" in traced.note
+    # alpha has a minimum at theta = 0.35 before the jump: a fold there
+    def bowl(th):
+        return 4.0 + 2 * (th - 0.35) ** 2 if th >= 0.2 else 2.0
+    monkeypatch.setattr(be, "solve_at_order", fake_order(bowl))
+    fold = be.trace_branch_end(ModelParams(), at(bowl(0.5), 0.5), "semantic", n_steps=8, min_ratio=0.1)
+    assert fold.kind == "fold" and 4.0 <= fold.alpha < 4.1
+    # locate_branch_end: no bifurcation end, the trace stopped: bisection between the last point and the failure
+    monkeypatch.setattr(be, "solve_at_order", fake_order(lambda th: 3.5 + 5 * th if th >= 0.3 else 2.0))
+    monkeypatch.setattr(be, "bifurcation_end", lambda *a, **k: (None, "no eigenvalue end"))
+    branch_from = 3.3
+
+    def run(alpha, near):
+        return at(alpha, 0.4) if alpha >= branch_from else replace(at(alpha, 0.0), branch="agnostic")
+    end = be.locate_branch_end(ModelParams(), "semantic", "down", start, 6.0, run(3.0, None), run, SolverConfig(),
+                               bisection_tol=1e-3)
+    assert end.method == "bisection" and abs(end.alpha - branch_from) < 1e-3
+    assert "no eigenvalue end" in end.note and "stopped at alpha" in end.note
