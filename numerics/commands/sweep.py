@@ -253,7 +253,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
                 "model": model_echo(params), "solver": cfg.as_dict(), "file": str(path),
                 "end": {"alpha": res.end.alpha, "err": res.end.err, "side": res.end_side, "kind": res.end.kind,
                         "method": res.end.method} if ends else None,
-                "on_branch": on, "not_converged": failed, "branch_absent": len(rows) - on - failed, "rows": rows,
+                "on_branch": on, "not_converged": failed, "off_branch": len(rows) - on - failed, "rows": rows,
             } | ({"rank": r, "teacher_rank": r_star} if suffix else {}))
             notes = [f"{failed} not converged"] if failed else []
             if len(rows) - on - failed:

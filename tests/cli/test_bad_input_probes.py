@@ -611,6 +611,16 @@ def test_sweep_rows_without_a_bar_are_said(capsys, tmp_path, monkeypatch):
     assert "attnphase: note: 1 point(s) on the branch have no error bar" in cap.err
 
 
+def test_a_sweeps_json_counts_its_rows_on_off_and_not_converged(tmp_path, capsys):
+    # below the semantic end (0.716 at omega = 0.3) the semantic solve converges to the agnostic point: off the branch
+    assert main(["sweep", "--alpha", "0.5,1,2", "--quadrature", "sobol8:4", "--json", "--quiet", "--workers", "1",
+                 "--fresh", "--out", str(tmp_path)]) == 0
+    obj = json.loads(capsys.readouterr().out)  # one omega: its sweep is the object
+    reasons = [r["reason"] for r in obj["rows"]]
+    assert (obj["on_branch"], obj["not_converged"], obj["off_branch"]) == (2, 0, 1)
+    assert reasons[0] and not reasons[1] and not reasons[2]
+
+
 @pytest.mark.parametrize("argv", [["--alpha", "2", "--branch", "agnostic"],
                                   ["--alpha", "2", "--omega", "0.2", "--lam", "0.1", "--branch", "positional"]])
 def test_cold_start_left_the_domain_is_retried_with_a_larger_V0(argv, capsys):
