@@ -64,7 +64,7 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
     rule = model_rule(params, cfg)
     kw = dict(config=cfg, bisection_tol=bisection_tol, past_end=False)
     sem = sweep(params, alphas, "semantic", **kw)
-    pos = sweep(params, positional_grid(alphas, sem), "positional", **kw)
+    pos = positional_below(params, alphas, sweep(params, positional_grid(alphas, sem), "positional", **kw), kw)
     notes: list[str] = []
     beyond = grid_extension(max(alphas))
     if beyond and math.isnan(pos.end.alpha):
@@ -200,6 +200,21 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
         omega=params.omega, alpha_c=alpha_c, alpha_l=alpha_l, notes=tuple(notes), alpha_c_coarse=alpha_c_coarse,
         semantic=sem, positional=pos, alpha_c_err=alpha_c_err, alpha_l_err=alpha_l_err,
         **end_columns("semantic", sem.end), **end_columns("positional", pos.end)), cfg)
+
+
+def positional_below(params: ModelParams, alphas: Sequence[float], pos: BranchSweep, kw: dict) -> BranchSweep:
+    """``pos`` (the positional branch followed from the first grid point above the semantic end,
+    :func:`~attnphase.numerics.phase.brackets.positional_grid`), where none of its points is on the branch, with the
+    branch followed up over the grid below and its end located there (``--lam 0.001 --omega 0.45``: absent above
+    the semantic end at 1.28, on up to 0.60); unchanged where it has a point on the branch or the grid below has
+    none."""
+    first = min((p.alpha for p in pos.points), default=math.inf)
+    below = [float(a) for a in sorted(alphas) if a < first]
+    if pos.on_branch() or not below:
+        return pos
+    low = sweep(params, below + [first], "positional", **kw)  # up to the first point above: the end's bracket
+    on = [p for p in low.on_branch() if p.alpha < first]
+    return BranchSweep("positional", on + pos.points, low.end, low.end_side) if on else pos
 
 
 def semantic_above(params: ModelParams, sem: BranchSweep, top: float, beyond: list[float], kw: dict) -> BranchSweep:

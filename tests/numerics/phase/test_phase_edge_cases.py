@@ -286,6 +286,39 @@ def test_a_semantic_branch_held_above_the_grid_is_followed_down_to_its_end(monke
     assert sb.semantic_above(params, grid_sweep, 3.0, [6.0, 10.0], {}) is grid_sweep
 
 
+def test_a_positional_branch_absent_above_the_semantic_end_is_followed_below_it(monkeypatch):
+    """``--lam 0.001 --omega 0.45``: the positional branch, followed from the first grid point above the semantic end
+    (1.28), is absent there; it lives below (on up to 0.60), where it is followed up over the grid below and up to
+    that first point, and its end is the sweep's.  A positional sweep with a point on its branch, or nothing on the
+    branch below, is left as it was."""
+    from attnphase.numerics.phase import scalar_boundaries as sb
+    from attnphase.numerics.phase.continuation import NO_END
+
+    on = solve(ModelParams(), 2.0, "positional", config=SolverConfig(quadrature="sobol6:2"))
+    assert on.status.converged and on.branch == "positional"
+
+    def point(alpha, branch):
+        return replace(on, alpha=alpha, branch=branch)
+    above = BranchSweep("positional", [point(a, "agnostic") for a in (1.5, 2.0, 3.0)], NO_END, "")
+    end = BranchEnd(0.6047, "bifurcation", "eigenvalue", err=0.002)
+    calls = []
+
+    def fake_sweep(params, alphas, branch, **kw):
+        calls.append(list(alphas))
+        return BranchSweep(branch, [point(a, "positional" if a < 0.6 else "agnostic") for a in alphas if a < 0.7],
+                           end, "above")
+    monkeypatch.setattr(sb, "sweep", fake_sweep)
+    grid = (0.1, 0.4, 0.8, 1.5, 2.0, 3.0)
+    grown = sb.positional_below(ModelParams(omega=0.45, lam=0.001), grid, above, {})
+    assert calls == [[0.1, 0.4, 0.8, 1.5]]
+    assert [p.alpha for p in grown.points] == [0.1, 0.4, 1.5, 2.0, 3.0] and grown.end is end
+    assert grown.end_side == "above"
+    held = BranchSweep("positional", [point(1.5, "positional")], NO_END, "")
+    assert sb.positional_below(ModelParams(), grid, held, {}) is held and len(calls) == 1
+    monkeypatch.setattr(sb, "sweep", lambda *a, **k: BranchSweep("positional", [point(0.1, "agnostic")], NO_END, ""))
+    assert sb.positional_below(ModelParams(), grid, above, {}) is above
+
+
 @pytest.mark.heavy
 def test_a_strong_ridges_semantic_end_above_the_grid_is_located():
     # --lam 0.1 --omega 0.4 on sobol8:4: the semantic branch is on at alpha = 6 and 10 and absent on the grid
