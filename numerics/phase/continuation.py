@@ -141,9 +141,9 @@ def sweep(
                 retry = run(alpha, near)
                 if on_branch(retry, branch) or not fp.status.converged:
                     fp = retry
-            if on_branch(fp, branch) and not ends_by_bifurcation(full_cfg):
-                # the branch goes on past the end located (the aligned map's ends are not bifurcations): that end was
-                # where its solves failed, not where it ends
+            if on_branch(fp, branch) and (not ends_by_bifurcation(full_cfg) or end.kind == "solver failure"):
+                # the branch goes on past the end located (the aligned map's ends are not bifurcations, and an end
+                # bisected on failed solves is where they failed): that end was not where the branch ends
                 end, side, good = NO_END, "", fp
         elif good is None:
             # the branch's cold start, with the full budget (from the agnostic point where the last grid point's

@@ -396,3 +396,28 @@ def test_a_trace_stopped_short_of_the_end_is_not_the_end(monkeypatch):
                                bisection_tol=1e-3)
     assert end.method == "bisection" and abs(end.alpha - branch_from) < 1e-3
     assert "no eigenvalue end" in end.note and "stopped at alpha" in end.note
+
+
+def test_an_end_bisected_on_failed_solves_is_dropped_where_the_branch_goes_on(monkeypatch):
+    """``sweep --rank 2 --omega 0.2 --alpha 1:2:3 --branch positional``: the solves at 1.5 fail (the rank-2 warm and
+    cold solves stall there), the end bisected on them (a solver failure at 1.35) was reported, yet the branch is on
+    at 2: that end was where the solves failed, so the sweep drops it and the row at 1.5 is a solver failure."""
+    from attnphase.numerics.phase import continuation as cont
+    from attnphase.numerics.se.results import SolverStatus
+
+    params = ModelParams(omega=0.2, r=2)
+    real = solve(params, 2.0, "positional", config=SolverConfig(quadrature="sobol6:2"))  # its overlaps, relabelled
+    assert real.branch == "positional"
+
+    def fake_solve(params, alpha, branch, **kw):
+        ok = alpha != 1.5
+        return replace(real, alpha=alpha, status=SolverStatus(ok, 5, 1e-12 if ok else 1e-4,
+                                                              "converged" if ok else "not converged"))
+    monkeypatch.setattr(cont, "solve", fake_solve)
+    monkeypatch.setattr(cont, "locate_branch_end", lambda *a, **k: BranchEnd(1.35, "solver failure", "bisection"))
+    sw = cont.sweep(params, [1.0, 1.5, 2.0], "positional")
+    assert math.isnan(sw.end.alpha) and sw.end_side == ""
+    assert [p.status.converged for p in sw.points] == [True, False, True]
+    # an end bisected on a fold (converged solves off the branch) stays
+    monkeypatch.setattr(cont, "locate_branch_end", lambda *a, **k: BranchEnd(1.35, "fold", "bisection"))
+    assert cont.sweep(params, [1.0, 1.5, 2.0], "positional").end.alpha == 1.35
