@@ -23,12 +23,9 @@ from .branch_segments import exists_at
 from .campaign_plan import ValidationPlan, _theory_jobs, validation_plan
 from .experiments import SimResult
 from .finite_size import chosen_fit
-from .reference import TheoryAtOmega
+from .reference import THEORY_ERRORS, TheoryAtOmega
 
 OBSERVABLES = ("abs_m", "abs_theta", "q", "eps_g", "e_t", "eps_lin")
-#: The observables whose theory values carry an error bar where the theory computed one (``TheorySettings.
-#: error_alphas``), by the record field it is the bar of.
-THEORY_ERRORS = {"abs_m": "m", "abs_theta": "theta", "q": "q", "eps_g": "eps_g", "e_t": "e_t"}
 """Aggregated per (d, alpha, omega, init): means and standard deviations over seeds."""
 
 

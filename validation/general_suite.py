@@ -26,7 +26,7 @@ from .campaign import seed_means
 from .experiments import SimResult, SimSpec
 from .finite_size import trend_extrapolations
 from .invariant_points import POINT_BRANCHES, InvariantPoints, point_config, point_task
-from .reference import TheoryAtOmega
+from .reference import THEORY_ERRORS, TheoryAtOmega
 from .general_cases import COMPARED, INITS, OBSERVABLES, GeneralPlan, SuiteCase, is_rank_case
 from .rule_retry import SolveJob
 from .suite_alphas import alphas_around, landmark
@@ -48,10 +48,6 @@ def theory_point(theory: TheoryAtOmega | InvariantPoints | None, init: str, alph
         "eps_g": rec["eps_g"], "e_t": rec["e_t"],
         **{f"err_{k}": rec[f"err_{f}"] for k, f in THEORY_ERRORS.items() if f"err_{f}" in rec}}
 
-
-#: The compared observables whose theory values carry an error bar where the theory computed one, by the record
-#: field it is the bar of (``TheorySettings.error_alphas``).
-THEORY_ERRORS = {"m_norm": "m_norm", "abs_theta": "theta", "q": "q", "eps_g": "eps_g", "e_t": "e_t"}
 
 
 #: The observables a rank-r row is compared on against the mixed fixed point (both overlaps and eps_g).

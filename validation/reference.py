@@ -55,6 +55,9 @@ BRANCHES = ("semantic", "positional")
 RECORD_FIELDS = ("alpha", "branch", "q", "m", "V", "theta", "eps_g", "e_t", "eps_lin", "converged")
 #: The record fields whose error bars (``err_<field>``) a point of ``TheorySettings.error_alphas`` carries.
 ERROR_FIELDS = ("q", "m", "theta", "eps_g", "e_t")
+#: The compared observables whose theory values carry an error bar where the theory computed one, by the record
+#: field (``err_<field>``) it is the bar of.
+THEORY_ERRORS = {"abs_m": "m", "m_norm": "m_norm", "abs_theta": "theta", "q": "q", "eps_g": "eps_g", "e_t": "e_t"}
 
 
 @dataclass(frozen=True)
