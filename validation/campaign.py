@@ -189,9 +189,9 @@ def _fss_fits(plan: ValidationPlan, rows: list[dict[str, Any]]) -> list[dict[str
                              [r[f"{obs}_std"] for r in sel], [r["n_runs"] for r in sel])
             points = {prox: sel[-1]["theory"].get(prox) or {} for prox in ("global", "local", "aligned")}
             theo = {prox: pt.get(obs) if pt.get("converged") else None for prox, pt in points.items()}
-            theo_err = {prox: pt.get(f"err_{obs}") if pt.get("converged") else None for prox, pt in points.items()}
+            theo_se = {prox: pt.get(f"err_{obs}") if pt.get("converged") else None for prox, pt in points.items()}
             fits.append({"alpha": alpha, "init": init, "observable": obs, **fit, "theory": theo,
-                         "theory_err": theo_err, "dropped_d": dropped})
+                         "theory_se": theo_se, "dropped_d": dropped})
     return fits
 
 

@@ -219,9 +219,9 @@ def test_the_verdict_at_infinite_d_counts_the_theorys_own_error_bar():
              "eps_g_mean": 3.5e-3, "eps_g_std": 3e-5, "e_t_mean": 0.0, "e_t_std": 0.0} for d in ds]
     plan = replace(validation_plan(quick=True), fss_cases=((2.0, "positional"),))
 
-    def verdict(theory_err):
+    def verdict(theory_se):
         point = {"branch_reached": "positional", "converged": True, "exists": True, "abs_m": 0.2585,
-                 "eps_g": 3.5e-3} | ({} if theory_err is None else {"err_abs_m": theory_err})
+                 "eps_g": 3.5e-3} | ({} if theory_se is None else {"err_abs_m": theory_se})
         moved = [{**r, "theory": {"global": point, "local": None}} for r in rows]
         [m] = [v for v in extrapolated_verdicts({"finite_size": moved, "finite_size_fits": _fss_fits(plan, moved)})
                if v["observable"] == "abs_m"]
@@ -237,7 +237,7 @@ def test_the_verdict_at_infinite_d_counts_the_theorys_own_error_bar():
     fit = next(f for f in _fss_fits(plan, [{**r, "theory": {"global": {"converged": True, "abs_m": 0.2585,
                                                                        "err_abs_m": 0.002}}} for r in rows])
                if f["observable"] == "abs_m")
-    assert fit["theory_err"]["global"] == 0.002
+    assert fit["theory_se"]["global"] == 0.002
 
 
 def test_theory_points_at_the_error_alphas_carry_the_rules_error_bars():
