@@ -37,9 +37,15 @@ def mixing(kernels: Any) -> np.ndarray | None:
 
 def procrustes_teacher(w: np.ndarray, hstar: np.ndarray) -> np.ndarray:
     """The teacher's fields hstar padded (r* < r) or cut to their top r singular directions (r* > r), rotated onto w:
-    h0 O with O = argmin_{O in O(r)} |h0 O - w|_F (the polar factor of h0^T w)."""
+    h0 O with O = argmin_{O in O(r)} |h0 O - w|_F (the polar factor of h0^T w); at r* = 1, h* b / |b| with
+    b = sum_l h*_l w_l (h0^T w's one non-zero row), by SVD where some b is 0."""
     N, L, r = w.shape
     rs = hstar.shape[2]
+    if rs == 1:  # h0 = (h*, 0): h0^T w has one non-zero row b = sum_l h*_l w_l, whose polar factor's row is b / |b|
+        b = np.einsum("nl,nlb->nb", hstar[:, :, 0], w)
+        norm = np.linalg.norm(b, axis=1, keepdims=True)
+        if np.all(norm > 0):
+            return hstar * (b / norm)[:, None, :]
     if rs <= r:
         h0 = np.concatenate([hstar, np.zeros((N, L, r - rs))], axis=2)
     else:

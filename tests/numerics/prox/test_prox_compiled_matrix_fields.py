@@ -208,3 +208,22 @@ def test_aligned_map_drives_a_rank2_solve_and_local_is_refused() -> None:
     assert abs(ta - tg) < 0.05 * tg and abs(fa.observables.eps_g - fg.observables.eps_g) < 0.03 * fg.observables.eps_g
     with pytest.raises(ValueError, match="not the local one"):
         solve(p, 2.0, "mixed", config=cfg.replace(prox="local"))
+
+
+def test_the_teachers_start_is_the_polar_factor_of_h0_transpose_w_for_a_rank_one_teacher():
+    """procrustes_teacher at r* = 1: h0 = (h*, 0) rotated onto w by the polar factor O = U V^T of h0^T w (by SVD),
+    which for one non-zero row b = sum_l h*_l w_l is h* (b / |b|) in closed form; where b = 0 the SVD path is taken
+    (its polar factor is not unique there)."""
+    from attnphase.numerics.prox.starts import procrustes_teacher
+
+    rng = np.random.default_rng(3)
+    for r in (2, 3):
+        w, hs = rng.standard_normal((500, 2, r)), rng.standard_normal((500, 2, 1))
+        h0 = np.concatenate([hs, np.zeros((500, 2, r - 1))], axis=2)
+        U, _, Vt = np.linalg.svd(np.einsum("nla,nlb->nab", h0, w))
+        by_svd = np.einsum("nla,nab->nlb", h0, U @ Vt)
+        assert np.allclose(procrustes_teacher(w, hs), by_svd, rtol=0, atol=1e-13)
+    w[0] = 0.0  # b = 0 at one node: every node by the SVD
+    h0 = np.concatenate([hs, np.zeros((500, 2, 2))], axis=2)
+    U, _, Vt = np.linalg.svd(np.einsum("nla,nlb->nab", h0, w))
+    assert np.array_equal(procrustes_teacher(w, hs), np.einsum("nla,nab->nlb", h0, U @ Vt))
