@@ -102,9 +102,9 @@ RANK2_SOLVES_OFF_GRID = 57.0
 CENSUS_SECONDS = 31.2
 #: The share of each core the census keeps busy: the same runs, 31.2 CPU s in 16.5 s on 2 cores.
 CENSUS_CORE_USE = 0.95
-#: ``validate``: one theory task at the quick plan's settings: the quick campaign's 7 took 169 CPU s
-#: (docs/validation.md, "Measured").
-VALIDATE_THEORY_TASK_SECONDS = 24.0
+#: ``validate``: one theory task at the quick plan's settings: the quick campaign's 7 took 115 CPU s
+#: (``validate --quick``'s summary.json, ``theory_cpu_seconds``; the main one 35, the others 11-13).
+VALIDATE_THEORY_TASK_SECONDS = 16.4
 #: ``validate``: one simulation at d = 1000, alpha = 2, one torch thread: the least-squares fit of
 #: ``SIMULATION_FIXED_SECONDS + this * (alpha / 2) (d / 1000)^2`` to 18 runs of ``--only sim`` (a simulation's cost
 #: grows as n d = alpha d^2).
