@@ -257,6 +257,14 @@ def test_alpha_l_keeps_an_error_bar_where_its_fine_rule_solve_fails(monkeypatch)
     assert note.startswith("alpha_l: sobol10:4 refinement not applied") and note.endswith("and its blocks' error")
 
 
+def _relabelled(branch: str):
+    """A point of ``branch`` (converged, on a coarse rule) as ``point(alpha, label)``: the same overlaps at another alpha
+    and label, what stand-in sweeps are made of."""
+    on = solve(ModelParams(), 2.0, branch, config=SolverConfig(quadrature="sobol6:2"))
+    assert on.status.converged and on.branch == branch
+    return lambda alpha, label: replace(on, alpha=alpha, branch=label)
+
+
 def test_a_semantic_branch_held_above_the_grid_is_followed_down_to_its_end(monkeypatch):
     """A semantic sweep with no point on its branch on the grid (``--lam 0.1 --omega 0.4``: absent up to 2.7, below
     the branch's floor at 3) is followed down from the cold start at the grid extension's top to the grid's top, and
@@ -265,11 +273,7 @@ def test_a_semantic_branch_held_above_the_grid_is_followed_down_to_its_end(monke
     from attnphase.numerics.phase.continuation import NO_END
 
     params = ModelParams(omega=0.4, lam=0.1)
-    on = solve(ModelParams(), 2.0, "semantic", config=SolverConfig(quadrature="sobol6:2"))  # a point on the branch
-    assert on.status.converged and on.branch == "semantic"
-
-    def point(alpha, branch):
-        return replace(on, alpha=alpha, branch=branch)
+    point = _relabelled("semantic")
     grid_sweep = BranchSweep("semantic", [point(a, "agnostic") for a in (1.0, 2.0, 3.0)], NO_END, "")
     end = BranchEnd(4.2, "bifurcation", "eigenvalue", err=0.01)
     calls = []
@@ -294,11 +298,7 @@ def test_a_positional_branch_absent_above_the_semantic_end_is_followed_below_it(
     from attnphase.numerics.phase import scalar_boundaries as sb
     from attnphase.numerics.phase.continuation import NO_END
 
-    on = solve(ModelParams(), 2.0, "positional", config=SolverConfig(quadrature="sobol6:2"))
-    assert on.status.converged and on.branch == "positional"
-
-    def point(alpha, branch):
-        return replace(on, alpha=alpha, branch=branch)
+    point = _relabelled("positional")
     above = BranchSweep("positional", [point(a, "agnostic") for a in (1.5, 2.0, 3.0)], NO_END, "")
     end = BranchEnd(0.6047, "bifurcation", "eigenvalue", err=0.002)
     calls = []
