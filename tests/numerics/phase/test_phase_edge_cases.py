@@ -258,8 +258,8 @@ def test_alpha_l_keeps_an_error_bar_where_its_fine_rule_solve_fails(monkeypatch)
 
 
 def _relabelled(branch: str):
-    """A point of ``branch`` (converged, on a coarse rule) as ``point(alpha, label)``: the same overlaps at another alpha
-    and label, what stand-in sweeps are made of."""
+    """A point of ``branch`` (converged, on a coarse rule) as ``point(alpha, label)``: the same overlaps at another
+    alpha and label, what stand-in sweeps are made of."""
     on = solve(ModelParams(), 2.0, branch, config=SolverConfig(quadrature="sobol6:2"))
     assert on.status.converged and on.branch == branch
     return lambda alpha, label: replace(on, alpha=alpha, branch=label)
