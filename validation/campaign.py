@@ -20,7 +20,7 @@ from typing import Any
 
 from .agreement import all_runs_converged, mean_std
 from .branch_segments import exists_at
-from .campaign_plan import ValidationPlan, _theory_jobs, validation_plan
+from .campaign_plan import ValidationPlan, _theory_jobs
 from .experiments import SimResult
 from .finite_size import chosen_fit
 from .reference import THEORY_ERRORS, TheoryAtOmega

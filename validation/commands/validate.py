@@ -119,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from attnphase.numerics.commands.common import command_line, staged_job, task_store
-    from attnphase.validation.campaign import run_validation, validation_plan
+    from attnphase.validation.campaign import run_validation
+    from attnphase.validation.campaign_plan import validation_plan
 
     # one thread by default, as Dask workers use and the cost model is measured on (--threads' help)
     torch.set_num_threads(args.threads if args.threads is not None else 1)
