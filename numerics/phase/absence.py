@@ -2,9 +2,11 @@
 
 A symmetry-breaking branch (positional: m != 0; semantic: theta != 0) can only leave the agnostic point where the SE
 map's eigenvalue there in its direction reaches 1 (mu in m, lambda in theta: :mod:`attnphase.numerics.se.stability`,
-docs/model.md section 6).  So at an alpha where the branch's start converged to the agnostic point and that point is
-stable in the branch's direction (eigenvalue < 1), the branch is *absent*; where the start did not converge, or fell
-to an agnostic point unstable in that direction, nothing is shown: *solver failure*.  Without a ridge (lam = 0) a
+docs/model.md section 6).  So at an alpha where the branch's start converged to the agnostic point and that point's
+eigenvalue in the branch's direction is below 1 (the largest one, on the direction's range: an eigenvalue below -1
+makes the map's iteration oscillate away from the point but no branch leave it), the branch is *absent*; where the
+start did not converge, or fell to an agnostic point of eigenvalue >= 1 in that direction, nothing is shown: *solver
+failure*.  Without a ridge (lam = 0) a
 start whose iterates ran away (q far above the teacher's: :func:`~attnphase.numerics.se.results.runaway_q`) shows that
 no fixed point is reached there: *no fixed point*, told apart from both.  :func:`absence_evidence` says which, alpha
 by alpha (:class:`Absence`), :func:`absence_note` as a table's note.
@@ -40,6 +42,23 @@ def agnostic_eigenvalue(fp: FixedPoint, branch: str, rule: QuadratureRule, confi
         return kept[1]  # computed by the solve's judgement on this rule, at the same point
     # a point labelled agnostic has |m|, |th0| <= LABEL_TOL; the eigenvalue is the one at m = 0, th0 = 0
     return float(at(fp.params, fp.alpha, on_branch_subspace(fp.overlaps, "agnostic"), rule, config)[0])
+
+
+def landing_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: SolverConfig) -> str:
+    """What one solve started on ``branch`` (positional or semantic) that converged to the agnostic point shows: the
+    branch absent where that point's eigenvalue in the branch's direction is below 1 (no branch leaves it),
+    else solver failure (a branch leaves the agnostic point, the start did not reach it); "" where nothing is
+    shown (another outcome, or an eigenvalue that could not be computed)."""
+    eig = agnostic_eigenvalue(fp, branch, rule, config)
+    if not math.isfinite(eig):
+        return ""
+    symbol, name = EIGENVALUE[branch][1], EIGENVALUE[branch][2]
+    if eig < 1.0:
+        return (f"absent: the agnostic point's eigenvalue in {name} is below 1 here ({symbol} = {eig:.3g}), so no "
+                f"{branch} branch leaves it")
+    return (f"solver failure, not absence: the agnostic point's eigenvalue in {name} is {symbol} = {eig:.3g} >= 1 here, "
+            f"so a {branch} branch leaves it, which the {branch} start did not reach (attnphase sweep --branch "
+            f"{branch} follows it from another alpha)")
 
 
 @dataclass(frozen=True)
@@ -90,11 +109,11 @@ def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule
     (their :func:`absence_evidence`):
 
     * ``"<branch> branch absent at every alpha of the grid ..."`` -- each start converged to the agnostic point and
-      that point is stable in the branch's direction (the largest eigenvalue met is given);
+      that point's eigenvalue in the branch's direction is below 1 (the largest one met is given);
     * otherwise ``"no <branch> fixed point at any alpha of the grid"`` where no alpha is solver failure, else
       ``"no converged <branch> point in range"``, then the alphas where it is absent (that evidence), those where
       its iterates ran away without a ridge (no fixed point reached: the farthest q met is given) and those of
-      solver failure (not converged, or an agnostic point unstable in the branch's direction, or another branch
+      solver failure (not converged, or an agnostic point of eigenvalue >= 1 in the branch's direction, or another branch
       reached).
     """
     if not points:
@@ -105,7 +124,7 @@ def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule
     where = ", ".join(f"{a:.4g}" for a, _ in ev.absent)
     if ev.everywhere and not ev.runaway:
         return (f"{branch} branch absent at every alpha of the grid ({where}): each {branch} start converged to the "
-                f"agnostic point, stable in {name} there ({symbol} <= {top:.3g} < 1)")
+                f"agnostic point, its eigenvalue in {name} below 1 there ({symbol} <= {top:.3g})")
     parts = [f"no {branch} fixed point at any alpha of the grid" if ev.everywhere
              else f"no converged {branch} point in range"]
     if ev.absent:

@@ -378,6 +378,7 @@ def test_a_student_held_at_zero_is_named_and_its_q_has_no_relative_error(capsys,
     rec = json.loads(out.out)
     assert rec["branch"] == "agnostic" and rec["q"] < 1e-20 and rec["max_relative_error"] < 1e-3
     assert "converged to the agnostic one, the student Q = 0 (q = " in rec["reason"]
+    assert "(absent: the agnostic point's eigenvalue in theta is below 1 here (lambda = " in rec["reason"]
     assert "above the default tier's target" not in out.err
     assert main(["sweep", "--lam", "1", "--alpha", "1,2", "--out", str(tmp_path)]) == 3
     with open(tmp_path / "sweep_semantic_omega0.3.csv") as f:

@@ -1,5 +1,5 @@
 """A sweep that finds no point of a branch says whether the branch is absent (its starts fell to an agnostic point
-that is stable in its direction) or the solver failed; the phase diagram's notes carry that (L = 3, P = I: no
+of eigenvalue below 1 in its direction) or the solver failed; the phase diagram's notes carry that (L = 3, P = I: no
 positional branch, docs/general.md).  alpha_c where the branches never cross: tests/numerics/phase/test_lowest_point_change.py."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.phase.absence import absence_note
+from attnphase.numerics.phase.absence import absence_note, landing_note
 from attnphase.numerics.phase.branch_end import POSITIONAL_M_FLOOR
 from attnphase.numerics.se import state_evolution as se
 from attnphase.numerics.se.se_map import model_rule
@@ -27,7 +27,7 @@ def test_starts_that_fall_to_a_stable_agnostic_point_are_the_branch_absent():
     points = [agnostic(L3, a) for a in (1.0, 2.0)]
     note = absence_note(points, "positional", model_rule(L3, CFG), CFG)
     assert note.startswith("positional branch absent at every alpha of the grid (1, 2)")
-    mu = float(note.split("mu <= ")[1].split(" ")[0])
+    mu = float(note.split("mu <= ")[1].split(")")[0])
     assert 0 < mu < 1
 
 
@@ -44,6 +44,17 @@ def test_an_agnostic_point_unstable_in_m_is_no_evidence_of_absence():
     params = ModelParams(omega=0.3)
     note = absence_note([agnostic(params, 1.0)], "positional", model_rule(params, CFG), CFG)
     assert "absent" not in note and "fell to the agnostic point, unstable in m: mu = " in note
+
+
+def test_one_solve_that_fell_to_the_agnostic_point_says_absence_or_solver_failure_by_the_eigenvalue():
+    absent = landing_note(agnostic(L3, 2.0), "positional", model_rule(L3, CFG), CFG)
+    assert absent.startswith("absent: the agnostic point's eigenvalue in m is below 1 here (mu = ")
+    assert float(absent.split("mu = ")[1].split(")")[0]) < 1
+    params = ModelParams(omega=0.3)  # L = 2, alpha = 1: the positional branch leaves the agnostic point (mu > 1)
+    failure = landing_note(agnostic(params, 1.0), "positional", model_rule(params, CFG), CFG)
+    assert failure.startswith("solver failure, not absence: the agnostic point's eigenvalue in m is mu = ")
+    assert float(failure.split("mu = ")[1].split(" ")[0]) >= 1
+    assert landing_note(se.solve(L3, 2.0, "semantic", config=CFG), "positional", model_rule(L3, CFG), CFG) == ""
 
 
 def test_a_point_labelled_on_the_branch_but_below_its_floor_says_which_order_parameter_is_too_small():

@@ -39,7 +39,7 @@ def test_a_positional_point_within_the_rules_jumps_of_a_stable_agnostic_point_is
     assert judged.branch == "agnostic" and judged.requested == "positional" and judged.status.converged
     assert np.all(judged.overlaps.m == 0)
     assert judged.status.message.startswith("absent: the positional start converged to |m| = 0.0002")
-    assert "stable in m here (mu = " in judged.status.message
+    assert "eigenvalue in m is below 1 here (mu = " in judged.status.message
 
 
 def test_where_the_agnostic_point_is_unstable_in_m_a_small_positional_point_stands():
