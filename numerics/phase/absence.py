@@ -56,8 +56,8 @@ def landing_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: Solv
     if eig < 1.0:
         return (f"absent: the agnostic point's eigenvalue in {name} is below 1 here ({symbol} = {eig:.3g}), so no "
                 f"{branch} branch leaves it")
-    return (f"solver failure, not absence: the agnostic point's eigenvalue in {name} is {symbol} = {eig:.3g} >= 1 here, "
-            f"so a {branch} branch leaves it, which the {branch} start did not reach (attnphase sweep --branch "
+    return (f"solver failure, not absence: the agnostic point's eigenvalue in {name} is {symbol} = {eig:.3g} >= 1 "
+            f"here, so a {branch} branch leaves it, which the {branch} start did not reach (attnphase sweep --branch "
             f"{branch} follows it from another alpha)")
 
 
@@ -113,8 +113,8 @@ def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule
     * otherwise ``"no <branch> fixed point at any alpha of the grid"`` where no alpha is solver failure, else
       ``"no converged <branch> point in range"``, then the alphas where it is absent (that evidence), those where
       its iterates ran away without a ridge (no fixed point reached: the farthest q met is given) and those of
-      solver failure (not converged, or an agnostic point of eigenvalue >= 1 in the branch's direction, or another branch
-      reached).
+      solver failure (not converged, or an agnostic point of eigenvalue >= 1 in the branch's direction, or another
+      branch reached).
     """
     if not points:
         return f"no {branch} start was solved"

@@ -195,8 +195,8 @@ def judge_agnostic_image(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule
         return fp
     name, symbol = ("m", "mu") if fp.requested == "positional" else ("theta", "lambda")
     message = (f"absent: the {fp.requested} start converged to |{name}| = {size:.2g}, the agnostic point displaced by "
-               f"the rule's jumps; the agnostic point's eigenvalue in {name} is below 1 here ({symbol} = {eig:.3g}), so no "
-               f"{fp.requested} branch leaves it")
+               f"the rule's jumps; the agnostic point's eigenvalue in {name} is below 1 here ({symbol} = {eig:.3g}), "
+               f"so no {fp.requested} branch leaves it")
     status = replace(agnostic.status, iterations=fp.status.iterations + agnostic.status.iterations, message=message,
                      prox_failures=fp.status.prox_failures + agnostic.status.prox_failures)
     extra = agnostic.extra | {AGNOSTIC_EIGENVALUE: {symbol: (rule.name, float(eig))}}
