@@ -63,10 +63,15 @@ def run(args: argparse.Namespace) -> int:
         fp = mixed_from_mixtures(fp, cfg)
         if fp.status.converged:
             print(f"attnphase: note: {fp.status.message}", file=sys.stderr, flush=True)
+    if not scalar and not fp.status.converged:
+        from attnphase.numerics.se.matrix_solve import stalled_at_jump_scale
+
+        fp = stalled_at_jump_scale(fp, cfg)
     rec, reason = solve_record(fp, args.branch)
     if not scalar:
         if fp.status.converged:
             rec = _matrix_error_bars(rec, fp, cfg, n_rules, getattr(args, "precision", None) or "default")
+            rec, reason, fp = _matrix_jump_acceptance(rec, reason, fp, args.branch)
         rec["reason"] = rec.pop("reason")
         return print_record(rec, reason, fp.status.converged, args.json, show=outputs.json_value, census=True)
     if fp.status.converged:
@@ -77,6 +82,21 @@ def run(args: argparse.Namespace) -> int:
             and not fp.status.message.startswith("absent:")):
         reason = rec["reason"] = _landing_reason(reason, fp, args.branch, cfg)
     return print_record(rec, reason, fp.status.converged, args.json, census=True)
+
+
+def _matrix_jump_acceptance(rec: dict, reason: str, fp: Any, branch: str) -> tuple[dict, str, Any]:
+    """A matrix point accepted at the rule's jump scale (``rec`` with its error bars): said in a note where at
+    least two of the rule's blocks reproduce it, else not converged
+    (:func:`~attnphase.numerics.se.stalls.confirm_jump_acceptance`) and its record again."""
+    from attnphase.numerics.se.stalls import confirm_jump_acceptance
+
+    if not math.isfinite(fp.status.jump):
+        return rec, reason, fp
+    confirmed = confirm_jump_acceptance(fp, rec.get("replicates", 0), rec.get("replicates_tried", 0))
+    if not confirmed.status.converged:
+        return *solve_record(confirmed, branch), confirmed
+    print(f"attnphase: note: {fp.status.message}", file=sys.stderr)
+    return rec, reason, fp
 
 
 def _landing_reason(reason: str, fp: Any, branch: str, cfg: Any) -> str:

@@ -17,6 +17,7 @@ from attnphase.numerics.se.gauge import reflection_pattern
 from attnphase.numerics.se.se_map import FixedAlpha, SEMap, admissible, model_rule
 from attnphase.numerics.se.starts import check_branch, noise_axes, settle_noise_axes, teacher_rank
 from attnphase.numerics.se.results import FixedPoint, SolverMemory, fixed_point_from
+from attnphase.numerics.se.stalls import at_jump_scale
 from attnphase.theory.params import ModelParams
 
 #: The least damping the matrix map is iterated with.
@@ -73,6 +74,18 @@ def solve_matrix(params: ModelParams, alpha: float, branch: str, cfg: SolverConf
         if found is not None:
             return found.with_status(iterations=total + found.status.iterations)
     return plain.with_status(iterations=total)
+
+
+def stalled_at_jump_scale(fp: FixedPoint, config: SolverConfig) -> FixedPoint:
+    """A matrix solve from its start (``fp``, on ``config``) that did not converge, accepted as converged to the
+    rule's jump scale where the map jumps by at least its residual next to it
+    (:func:`~attnphase.numerics.se.stalls.at_jump_scale`, as a cold scalar solve is); else ``fp``.  The solve of
+    ``attnphase solve`` (docs/method.md section 4), whose error bars then tell whether the rule's blocks reproduce it."""
+    if fp.status.converged or not np.isfinite(fp.status.residual) or fp.requested is None:
+        return fp
+    cfg = matrix_config(fp.params, fp.alpha, fp.requested, config, "embedded")
+    smap = SEMap(fp.params, FixedAlpha(fp.alpha), model_rule(fp.params, cfg), cfg, branch=fp.requested)
+    return at_jump_scale(fp, smap)[0]
 
 
 def coarser_spec(spec: str) -> str | None:

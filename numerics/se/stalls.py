@@ -36,16 +36,25 @@ def judge_stalled(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule, solve
     creeps (:func:`finish_collapse`), else solved again with damping (:func:`damped_retry`)."""
     if fp.status.converged or not math.isfinite(fp.status.residual):
         return fp
-    smap = SEMap(fp.params, FixedAlpha(fp.alpha), rule, cfg)
+    judged, ev = at_jump_scale(fp, SEMap(fp.params, FixedAlpha(fp.alpha), rule, cfg))
+    if judged.status.converged or ev is None:
+        return judged
+    return damped_retry(finish_collapse(fp, ev, cfg, rule, judged.status.iterations, solve), cfg, rule, solve)
+
+
+def at_jump_scale(fp: FixedPoint, smap: SEMap) -> tuple[FixedPoint, Evaluation | None]:
+    """(``fp`` accepted as converged to the rule's jump scale where the jump of ``smap`` (its map) next to it
+    (:func:`jump_at`) is at least its exact residual, at most :data:`JUMP_ACCEPT_MAX`; else ``fp`` with the
+    evaluations spent counted; the exact evaluation at ``fp``, None where it left the map's domain).  At every rank."""
     if (ev := smap.evaluate(fp.overlaps.to_vector(), exact=True)) is None:
-        return fp
+        return fp, None
     jump, evaluations = jump_at(smap, ev) if ev.residual <= JUMP_ACCEPT_MAX else (math.nan, 0)
     spent = fp.status.iterations + 1 + evaluations
     if jump >= ev.residual:
         message = (f"converged to the rule's jump scale: residual {ev.residual:.2e} <= the jump {jump:.2e} of the "
                    f"SE map within {min(ev.residual, JUMP_PROBE):.1e} of the point")
-        return fp.with_status(converged=True, iterations=spent, residual=ev.residual, message=message, jump=jump)
-    return damped_retry(finish_collapse(fp, ev, cfg, rule, spent, solve), cfg, rule, solve)
+        return fp.with_status(converged=True, iterations=spent, residual=ev.residual, message=message, jump=jump), ev
+    return fp.with_status(iterations=spent), ev
 
 
 #: The damping of :func:`damped_retry`: x <- (1 - d) F(x) + d x.

@@ -218,3 +218,37 @@ def test_a_bayes_optimal_sweep_says_why_its_bars_are_zero_or_nan(tmp_path, capsy
     note = obj["error_note"]
     assert note.startswith("err_m = 0: m = 0 exactly") and "free_entropy and err_free_entropy NaN" in note
     assert "no recovery, q0 = 0 and of perfect recovery, q0 = rho0" in note and f"attnphase: note: {note}" in cap.err
+
+
+def test_a_matrix_solve_that_stalls_on_a_jump_of_the_map_is_accepted_where_the_blocks_reproduce_it(capsys):
+    # rank 2, omega = 0.2, alpha = 1.5, positional: the solve from the embedded start stalls at residual 4.8e-5 beside a
+    # jump of the default rule's map of 1.2e-3 (a chain of warm solves down from alpha = 2 reaches a fixed point
+    # of residual 3e-11 within the bars: q0 eigenvalues 0.2053, 0.1223, e_t 0.0029330)
+    import json
+
+    assert main(["solve", "--rank", "2", "--alpha", "1.5", "--omega", "0.2", "--branch", "positional", "--json"]) == 0
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert rec["converged"] is True and rec["branch"] == "positional" and 1e-6 < rec["residual"] < 1e-3
+    assert "note: converged to the rule's jump scale: residual" in cap.err
+    assert rec["replicates"] >= 2
+    (hi, lo), (err_hi, err_lo) = rec["q0_eigenvalues"], rec["err_q0_eigenvalues"]
+    assert abs(hi - 0.2053) < 3 * err_hi and abs(lo - 0.1223) < 3 * err_lo
+
+
+def test_a_matrix_point_at_the_jump_scale_that_the_blocks_do_not_reproduce_is_not_converged(capsys):
+    from dataclasses import replace
+
+    from attnphase.numerics.commands.solve import _matrix_jump_acceptance
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.se import state_evolution as se
+    from attnphase.theory.params import ModelParams
+
+    fp = se.solve(ModelParams(omega=0.3, r=2), 2.0, "positional", config=SolverConfig(quadrature="sobol8:4"))
+    assert fp.status.converged
+    accepted = replace(fp, status=replace(fp.status, residual=2e-5, jump=1e-3, message="converged to the rule's jump"))
+    rec, reason, out = _matrix_jump_acceptance({"replicates": 1, "replicates_tried": 4}, "", accepted, "positional")
+    assert not out.status.converged and reason.startswith("not converged: residual 2.00e-05 above tol was accepted")
+    assert rec["converged"] is False and rec["q0_eigenvalues"] is None
+    rec, reason, out = _matrix_jump_acceptance({"replicates": 3, "replicates_tried": 4}, "", accepted, "positional")
+    assert out is accepted and reason == "" and "note: converged to the rule's jump" in capsys.readouterr().err
