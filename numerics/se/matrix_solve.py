@@ -80,7 +80,7 @@ def stalled_at_jump_scale(fp: FixedPoint, config: SolverConfig) -> FixedPoint:
     """A matrix solve from its start (``fp``, on ``config``) that did not converge, accepted as converged to the
     rule's jump scale where the map jumps by at least its residual next to it
     (:func:`~attnphase.numerics.se.stalls.at_jump_scale`, as a cold scalar solve is); else ``fp``.  The solve of
-    ``attnphase solve`` (docs/method.md section 4), whose error bars then tell whether the rule's blocks reproduce it."""
+    ``attnphase solve`` (docs/method.md section 4), whose error bars tell whether the rule's blocks reproduce it."""
     if fp.status.converged or not np.isfinite(fp.status.residual) or fp.requested is None:
         return fp
     cfg = matrix_config(fp.params, fp.alpha, fp.requested, config, "embedded")
