@@ -274,7 +274,7 @@ def positional_past_agnostic(params: ModelParams, alpha: float, agnostic: FixedP
 def embedded_branches(params: ModelParams, branch: str) -> tuple[str, ...]:
     """The rank-1 branches :func:`embedded_start` builds ``branch``'s start from (:func:`signal_axes`)."""
     if branch == "agnostic":
-        return ()
+        return ("agnostic",)
     n_sem, pos_axis = signal_axes(params, branch)
     return tuple(b for b, used in (("positional", pos_axis is not None), ("semantic", n_sem > 0)) if used)
 
@@ -303,18 +303,21 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
     The first min(r, r*) axes (min(r - 1, r*) for ``mixed``) get the semantic point's (q0, V0, th0 on the
     matching teacher axis), the last axis of ``positional`` / ``mixed`` the positional point's (q0, V0, m); the
     other axes (:func:`noise_axes`) q0 = 0.05 and the signal axis's V0 (on ``positional`` its q0 and V0, and
-    m along :func:`further_positional_directions`).  :func:`initial_overlaps` where a rank-1 branch does not
-    converge (docs/method.md section 11).
+    m along :func:`further_positional_directions`); ``agnostic``: the rank-1 agnostic point's q0 / r and V0 on
+    every axis (Tr q0, the scores' scale, kept; from the cold start the solve stalls at alpha = 2, omega = 0.3 and
+    its first step leaves the admissible region from 2.5 on).  :func:`initial_overlaps` where a rank-1 branch does not converge
+    (docs/method.md section 11).
     """
     check_branch(branch)
-    if branch == "agnostic":
-        return initial_overlaps(params, branch)
     L, r, rs = params.L, params.r, teacher_rank(params)
-    n_sem, pos_axis = signal_axes(params, branch)
     needed = embedded_branches(params, branch)
     got = rank_one_overlaps(params, alpha, needed, config, rank_one)
     if any(got[b] is None for b in needed):
         return initial_overlaps(params, branch)
+    if branch == "agnostic":
+        ag = got["agnostic"]
+        return Overlaps(ag.q0 / r * np.eye(r), ag.V0 * np.eye(r), np.zeros((L, r)), np.zeros((r, rs)))
+    n_sem, pos_axis = signal_axes(params, branch)
     q, V = np.zeros(r), np.zeros(r)
     m, th = np.zeros((L, r)), np.zeros((r, rs))
     noise = noise_axes(params, branch)

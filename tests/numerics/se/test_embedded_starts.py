@@ -167,3 +167,19 @@ def test_embedded_starts_built_from_shared_rank_one_points_are_those_solved_alon
             assert np.array_equal(x, y)
     with pytest.raises(ValueError, match="rank_one"):
         real(ModelParams(omega=0.3), 2.0, "semantic", config=cfg, rank_one=shared)
+
+
+@pytest.mark.parametrize("alpha", [2.0, 3.0])
+def test_rank2_agnostic_starts_from_the_rank1_agnostic_point_and_converges(alpha: float) -> None:
+    # from the cold start (q0 = 0.1 I, V0 = I) this solve stalled at alpha = 2 (residual 2e-3) and left the admissible
+    # region in its first step at 3
+    params, cfg = ModelParams(omega=0.3, r=2), SolverConfig(error_bars=False)
+    one = solve(ModelParams(omega=0.3), alpha, "agnostic", config=cfg.replace(damping=0.5, e_t_quadrature=None))
+    start = embedded_start(params, alpha, "agnostic", cfg)
+    assert np.allclose(start.q0, one.overlaps.q0 / 2 * np.eye(2)) and np.allclose(start.V0, one.overlaps.V0 * np.eye(2))
+    fp = solve(params, alpha, "agnostic", config=cfg)
+    assert fp.status.converged and fp.branch == "agnostic" and fp.status.residual <= cfg.tol
+    assert np.all(fp.overlaps.m == 0) and np.all(fp.overlaps.th0 == 0)
+    # isotropic but for the rule's breaking of the rotation symmetry, with Tr q0 near the rank-1 point's
+    q = np.linalg.eigvalsh(fp.overlaps.q0)
+    assert q[1] - q[0] < 0.1 * q.mean() and 0.9 < q.sum() / one.overlaps.q0 < 1.4
