@@ -305,8 +305,8 @@ def embedded_start(params: ModelParams, alpha: float, branch: str, config: Solve
     other axes (:func:`noise_axes`) q0 = 0.05 and the signal axis's V0 (on ``positional`` its q0 and V0, and
     m along :func:`further_positional_directions`); ``agnostic``: the rank-1 agnostic point's q0 / r and V0 on
     every axis (Tr q0, the scores' scale, kept; from the cold start the solve stalls at alpha = 2, omega = 0.3 and
-    its first step leaves the admissible region from 2.5 on).  :func:`initial_overlaps` where a rank-1 branch does not converge
-    (docs/method.md section 11).
+    its first step leaves the admissible region from 2.5 on).  :func:`initial_overlaps` where a rank-1 branch does
+    not converge (docs/method.md section 11).
     """
     check_branch(branch)
     L, r, rs = params.L, params.r, teacher_rank(params)
