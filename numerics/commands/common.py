@@ -53,6 +53,10 @@ def model_and_config(args: argparse.Namespace, omegas: Sequence[float], branch: 
     r, r_star = ranks_from_args(args)
     if branch == "mixed":
         check("mixed_branch", r, r_star)
+    if max(r, r_star) >= 3:
+        print(f"attnphase: note: --rank {r} --teacher-rank {r_star}: at r or r* >= 3 the state evolution's solves have "
+              "not been seen to converge (a near-isotropic q0 makes rotations a soft mode; docs/general.md, "
+              "\"Holes\"): expect \"not converged\"", file=sys.stderr, flush=True)
     params = opt.params_from_args(_at_rank_one(args), omega=omegas[0]).replace(r=r, r_star=r_star)
     if params.correlated_tokens and not is_scalar_form(r, r_star):
         raise ValueError("--token-cov: the rank-r state evolution (and --branch mixed) implements independent "

@@ -252,3 +252,16 @@ def test_a_matrix_point_at_the_jump_scale_that_the_blocks_do_not_reproduce_is_no
     assert rec["converged"] is False and rec["q0_eigenvalues"] is None
     rec, reason, out = _matrix_jump_acceptance({"replicates": 3, "replicates_tried": 4}, "", accepted, "positional")
     assert out is accepted and reason == "" and "note: converged to the rule's jump" in capsys.readouterr().err
+
+
+
+@pytest.mark.parametrize("ranks, noted", [(("3", "1"), True), (("2", "3"), True), (("2", "2"), False)])
+def test_a_command_at_rank_3_says_its_solves_are_not_expected_to_converge(ranks, noted, capsys):
+    from attnphase.cli import build_parser
+    from attnphase.numerics.commands.common import model_and_config
+
+    args = build_parser().parse_args(["solve", "--alpha", "2", "--rank", ranks[0], "--teacher-rank", ranks[1]])
+    params, _ = model_and_config(args, [0.3])
+    assert (params.r, params.r_star) == (int(ranks[0]), int(ranks[1]))
+    err = capsys.readouterr().err
+    assert ("at r or r* >= 3 the state evolution's solves have not been seen to converge" in err) == noted
