@@ -111,12 +111,34 @@ def unresolved_order_warning(fp, err) -> None:
     key = {"positional": "m", "semantic": "theta"}.get(fp.branch)
     if key is None:
         return
-    value, e = abs(float(fp.record[key])), float(err.std[key])
+    _order_resolved(fp.branch, key, abs(float(fp.record[key])), float(err.std[key]), err.converged, len(err.rules))
+
+
+#: The order parameters of the matrix form's branches: the invariant whose largest entry must be resolved from 0.
+MATRIX_ORDER = {"positional": ("m_norms",), "semantic": ("th0_singular_values",),
+                "mixed": ("m_norms", "th0_singular_values")}
+
+
+def matrix_unresolved_order_warning(rec: dict) -> None:
+    """:func:`unresolved_order_warning` for a matrix record with its bars (:func:`matrix_record` and
+    ``err_<key>``): the largest entry of each order parameter of its branch (:data:`MATRIX_ORDER`) against its bar."""
+    for key in MATRIX_ORDER.get(rec.get("branch") or "", ()):
+        values, errs = rec.get(key), rec.get(f"err_{key}")
+        if not values:
+            continue
+        i = max(range(len(values)), key=lambda j: abs(values[j]))
+        e = float(errs[i]) if isinstance(errs, list) and errs[i] is not None else math.nan
+        _order_resolved(rec["branch"], f"{key}[{i}]", abs(float(values[i])), e, rec.get("replicates", 0),
+                        rec.get("replicates_tried", 0))
+
+
+def _order_resolved(branch: str, key: str, value: float, e: float, on: int, tried: int) -> None:
+    """The warning of :func:`unresolved_order_warning` unless ``value`` > ORDER_RESOLVED ``e`` (a finite bar)."""
     if math.isfinite(e) and value > ORDER_RESOLVED * e:
         return
-    print(f"attnphase: warning: the {fp.branch} order parameter {key} = {value:.2e} is not resolved from 0 by the "
-          f"rule's blocks (err_{key} = {e:.2e}, {err.converged} of {len(err.rules)} blocks on the branch): the point "
-          f"may be an artefact of the rule (docs/method.md section 4, the fixed-point solver)", file=sys.stderr)
+    print(f"attnphase: warning: the {branch} order parameter {key} = {value:.2e} is not resolved from 0 by the "
+          f"rule's blocks (err_{key} = {e:.2e}, {on} of {tried} blocks on the branch): the point may be an artefact "
+          f"of the rule (docs/method.md section 4, the fixed-point solver)", file=sys.stderr)
 
 
 def exact_zero_note(rec: dict) -> str:

@@ -15,7 +15,8 @@ from attnphase import outputs, solver_options, work
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.commands.common import error_note, point_setup
 from attnphase.numerics.commands.point_record import (RESULT_KEYS, exact_zero_note, matrix_bars_note,
-                                                      max_relative_error, precision_note, print_record, solve_record,
+                                                      matrix_unresolved_order_warning, max_relative_error,
+                                                      precision_note, print_record, solve_record,
                                                       unresolved_order_warning)
 
 NAME = "solve"
@@ -165,4 +166,5 @@ def _matrix_error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, tier: str) ->
         rec["max_relative_error"] = max_relative_error(rec)
         precision_note(rec["max_relative_error"], tier)
         rec |= error_note(matrix_bars_note(rec))
+        matrix_unresolved_order_warning(rec)
     return rec

@@ -3,6 +3,9 @@ the option (exit 2), a one-line failure that says what happened (exit 1), never 
 
 from __future__ import annotations
 
+import contextlib
+import io
+
 import pytest
 
 from attnphase.cli import main
@@ -265,3 +268,29 @@ def test_a_command_at_rank_3_says_its_solves_are_not_expected_to_converge(ranks,
     assert (params.r, params.r_star) == (int(ranks[0]), int(ranks[1]))
     err = capsys.readouterr().err
     assert ("at r or r* >= 3 the state evolution's solves have not been seen to converge" in err) == noted
+
+
+def test_a_matrix_point_whose_order_parameter_is_within_its_bar_is_warned_about(capsys):
+    # r = 2, sigma = (0.5, 1), alpha = 2: the positional solve converges at |m| = 0.0049 +- 0.0070 (2 of 4 blocks on
+    # the branch), where at r = 1 the positional branch is absent (the agnostic point's mu < 1)
+    assert main(["solve", "--rank", "2", "--alpha", "2", "--sigma", "0.5,1", "--branch", "positional", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: the positional order parameter m_norms[0] = " in err and "is not resolved from 0" in err
+
+
+def test_the_matrix_order_parameters_checked_are_the_branchs():
+    from attnphase.numerics.commands.point_record import matrix_unresolved_order_warning
+
+    def run(rec) -> str:
+        buf = io.StringIO()
+        with contextlib.redirect_stderr(buf):
+            matrix_unresolved_order_warning(rec | {"replicates": 4, "replicates_tried": 4})
+        return buf.getvalue()
+
+    mixed = {"branch": "mixed", "m_norms": [0.2, 0.2], "err_m_norms": [0.01, 0.01],
+             "th0_singular_values": [0.03], "err_th0_singular_values": [0.02]}
+    assert "order parameter th0_singular_values[0] = 3.00e-02" in run(mixed) and "m_norms" not in run(mixed)
+    assert run(mixed | {"err_th0_singular_values": [0.01]}) == ""
+    assert run(mixed | {"branch": "positional"}) == ""  # theta is no order parameter of the positional branch
+    assert "err_m_norms[1] = nan" in run({"branch": "positional", "m_norms": [0.0, 0.3], "err_m_norms": [0.0, None]})
+    assert run({"branch": "agnostic", "m_norms": [0.0, 0.0], "err_m_norms": [0.0, 0.0]}) == ""
