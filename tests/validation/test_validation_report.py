@@ -22,8 +22,8 @@ from attnphase.validation.campaign import (  # noqa: E402
     alpha_c_point,
     delta_et_rows,
     group_rows,
-    validation_plan,
 )
+from attnphase.validation.campaign_plan import validation_plan  # noqa: E402
 from attnphase.validation.experiments import run_simulation  # noqa: E402
 from attnphase.validation.finite_size import chosen_fit, extrapolate  # noqa: E402
 from attnphase.validation.reference import BranchCurve, TheoryAtOmega, TheorySettings  # noqa: E402
