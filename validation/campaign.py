@@ -49,11 +49,15 @@ def _theory_values(theory: TheoryAtOmega | None, branch: str, prox: str, alpha: 
         return None
     curve = theory.curve(branch, prox)
     rec = next((r for r in curve.records if abs(r["alpha"] - alpha) < 1e-9), None)
-    return None if rec is None else {
+    if rec is None:
+        return None
+    # a solve that did not converge has no fixed point: its best iterate's overlaps are no theory value
+    value = (lambda v: v) if rec["converged"] else (lambda v: None)
+    return {
         "branch_reached": rec["branch"], "converged": rec["converged"], "exists": exists_at(rec, branch, curve.end),
-        "abs_m": abs(rec["m"]), "abs_theta": abs(rec["theta"]), "q": rec["q"], "eps_g": rec["eps_g"], "e_t": rec["e_t"],
-        "eps_lin": rec["eps_lin"], "rule": rec.get("rule"),
-        **{f"err_{k}": rec.get(f"err_{f}") for k, f in THEORY_ERRORS.items() if f"err_{f}" in rec}}
+        "abs_m": value(abs(rec["m"])), "abs_theta": value(abs(rec["theta"])), "q": value(rec["q"]),
+        "eps_g": value(rec["eps_g"]), "e_t": value(rec["e_t"]), "eps_lin": rec["eps_lin"], "rule": rec.get("rule"),
+        **{f"err_{k}": value(rec.get(f"err_{f}")) for k, f in THEORY_ERRORS.items() if f"err_{f}" in rec}}
 
 
 def group_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega]) -> list[dict[str, Any]]:

@@ -104,6 +104,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
               "|---|---|---|---|---|---|"]
 
     def lab(t: dict[str, Any], key: str) -> str:
+        if t and not t["converged"]:
+            return "-- (not converged)"
         tag = "" if not t or t["branch_reached"] == "semantic" else f" ({t['branch_reached']})"
         return _f(t[key]) + tag if t else "--"
 
@@ -115,7 +117,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
     lines += _convergence_lines(summary)
     lines += _sweep_lines(summary)
     lines += ["", "Theory entries are the record of the compared branch at that alpha; where the numerics "
-              "landed on another fixed point (e.g. agnostic below the semantic branch's end) that is the value shown.",
+              "landed on another fixed point (e.g. agnostic below the semantic branch's end) that is the value shown; "
+              "where its solve did not converge there is no value (--).",
               "", "## Finite-size scaling (fits a + b/d^p, d -> inf value a; the form with the smaller weighted chi^2)", "",
               "| alpha | init | observable | form | a ± err_a | b | theory global | theory local | theory aligned |",
               "|---|---|---|---|---|---|---|---|---|"]

@@ -156,6 +156,21 @@ def test_report_files_and_bookkeeping(tmp_path):
     assert [c["omega"] for c in curve] == [0.2, 0.3, 0.35, 0.4] and curve[2]["alpha_c"] is None
 
 
+def test_a_theory_solve_that_did_not_converge_gives_no_theory_value():
+    # omega = 0.1, alpha = 2: the positional solve past the branch's end stops at |m| = 0.034 unconverged, which the
+    # report printed as the theory beside GD's 0.20
+    from attnphase.validation.campaign import _theory_values
+
+    th = _fake_theory((0.5, 2.0))
+    pos = (_record(0.5, "positional", m=0.25), _record(2.0, "positional", m=0.034, converged=False))
+    th = replace(th, curves=th.curves | {("positional", "global"): BranchCurve("positional", "global", pos, 1.28)})
+    past = _theory_values(th, "positional", "global", 2.0)
+    assert past["converged"] is False and past["exists"] is False
+    assert all(past[k] is None for k in ("abs_m", "abs_theta", "q", "eps_g", "e_t"))
+    on = _theory_values(th, "positional", "global", 0.5)
+    assert on["converged"] and on["abs_m"] == pytest.approx(0.25) and on["eps_g"] == pytest.approx(3e-3)
+
+
 def test_theory_round_trip():
     t = _fake_theory((0.5, 1.0, 2.0))
     back = TheoryAtOmega.from_dict(json.loads(json.dumps(t.to_dict())))
