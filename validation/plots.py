@@ -301,4 +301,6 @@ def _differs(row: dict[str, Any], obs: str, prox: str = "local") -> bool:
     g, other = row["theory"].get("global"), row["theory"].get(prox)
     if not g or not other:
         return False
+    if not (g["converged"] and other["converged"]):  # no value where a solve did not converge
+        return g["converged"] != other["converged"]
     return abs(g[obs] - other[obs]) > 1e-3 * max(abs(g[obs]), 1e-3) or g["branch_reached"] != other["branch_reached"]

@@ -169,6 +169,13 @@ def test_a_theory_solve_that_did_not_converge_gives_no_theory_value():
     assert all(past[k] is None for k in ("abs_m", "abs_theta", "q", "eps_g", "e_t"))
     on = _theory_values(th, "positional", "global", 0.5)
     assert on["converged"] and on["abs_m"] == pytest.approx(0.25) and on["eps_g"] == pytest.approx(3e-3)
+    # the finite-size figure draws the aligned map's gap where the global map has no value (it crashed on None - None)
+    from attnphase.validation.plots import _differs
+
+    aligned = dict(on, abs_m=0.2)
+    assert _differs({"theory": {"global": past, "aligned": aligned}}, "abs_m", "aligned")
+    assert not _differs({"theory": {"global": past, "aligned": past}}, "abs_m", "aligned")
+    assert not _differs({"theory": {"global": on, "aligned": on}}, "abs_m", "aligned")
 
 
 def test_theory_round_trip():
