@@ -42,11 +42,14 @@ def theory_point(theory: TheoryAtOmega | InvariantPoints | None, init: str, alph
         return None
     curve = theory.curve(init, "global")
     rec = next((r for r in curve.records if abs(r["alpha"] - alpha) < 1e-9), None)
-    return None if rec is None else {
+    if rec is None:
+        return None
+    value = (lambda v: v) if rec["converged"] else (lambda v: None)  # no fixed point, no value (as the campaign's)
+    return {
         "branch_reached": rec["branch"], "converged": rec["converged"], "exists": exists_at(rec, init, curve.end),
-        "m_norm": rec.get("m_norm", abs(rec["m"])), "abs_theta": abs(rec["theta"]), "q": rec["q"],
-        "eps_g": rec["eps_g"], "e_t": rec["e_t"],
-        **{f"err_{k}": rec[f"err_{f}"] for k, f in THEORY_ERRORS.items() if f"err_{f}" in rec}}
+        "m_norm": value(rec.get("m_norm", abs(rec["m"]))), "abs_theta": value(abs(rec["theta"])), "q": value(rec["q"]),
+        "eps_g": value(rec["eps_g"]), "e_t": value(rec["e_t"]),
+        **{f"err_{k}": value(rec[f"err_{f}"]) for k, f in THEORY_ERRORS.items() if f"err_{f}" in rec}}
 
 
 
