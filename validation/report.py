@@ -77,8 +77,11 @@ def render_markdown(summary: dict[str, Any]) -> str:
     for init, observables in _COMPARED.items():
         top = hl.get(f"{init}_at_alpha_max")
         if top:
+            # the theory's point where its solve reached another fixed point than the start's (as the tables below)
+            other = top.get("theory_branch")
+            tag = f" ({other})" if other not in (None, init) and top[f"{observables[0]}_theory"] is not None else ""
             lines += [f"| {init} init, {o} | {top['alpha']} | {_pmv(top[f'{o}_sim'], top[f'{o}_std'])} "
-                      f"| {_f(top[f'{o}_theory'])} |" for o in observables]
+                      f"| {_f(top[f'{o}_theory'])}{tag} |" for o in observables]
         sm = hl.get(f"{init}_at_smallest_agreeing_alpha")
         if sm:
             a = hl[f"{init}_smallest_agreeing_alpha"]

@@ -29,7 +29,7 @@ from attnphase.validation.finite_size import chosen_fit, extrapolate  # noqa: E4
 from attnphase.validation.reference import BranchCurve, TheoryAtOmega, TheorySettings  # noqa: E402
 from attnphase.validation.agreement import agrees  # noqa: E402
 from attnphase.validation.plots import alpha_c_curve  # noqa: E402
-from attnphase.validation.report import write_report  # noqa: E402
+from attnphase.validation.report import render_markdown, write_report  # noqa: E402
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -152,6 +152,13 @@ def test_report_files_and_bookkeeping(tmp_path):
     assert len(table) == len(sweep) and "| map GD follows | why |" in text
     assert all(ln.split(" | ")[-2] in ("global", "global or aligned", "neither", "not converged") for ln in table)
     assert [f["map"] for f in full["headline"]["map_followed"]] == [ln.split(" | ")[-2] for ln in table]
+    # the headline names the point the theory reached where it is not the start's branch's
+    assert full["headline"]["semantic_at_alpha_max"]["theory_branch"] == "semantic"
+    assert "| semantic init, eps_g | 2.0 |" in text and "(agnostic) |" not in text.split("## Headline")[1][:1500]
+    other = json.loads(json.dumps(full))
+    other["headline"]["semantic_at_alpha_max"]["theory_branch"] = "agnostic"
+    row = next(ln for ln in render_markdown(other).splitlines() if ln.startswith("| semantic init, eps_g | 2.0 |"))
+    assert row.endswith(" (agnostic) |")
     curve = alpha_c_curve(full)  # every omega of the curve, in order, the one without alpha_c kept as a gap
     assert [c["omega"] for c in curve] == [0.2, 0.3, 0.35, 0.4] and curve[2]["alpha_c"] is None
 
