@@ -101,12 +101,18 @@ def extrapolated_verdicts(summary: dict[str, Any]) -> list[dict[str, Any]]:
         on_branch = bool(rows) and agrees(rows[-1], obs) is not None  # the rule's test of a point on the branch
         theory = rows[-1]["theory"]["global"][obs] if on_branch else None
         theory_se = _nan(rows[-1]["theory"]["global"].get(f"err_{obs}")) if on_branch else math.nan
-        bar = math.hypot(fit["a_se"], theory_se if math.isfinite(theory_se) else 0.0)
+        se = theory_se if math.isfinite(theory_se) else 0.0
+        bar = math.hypot(fit["a_se"], se)
         distance = abs(fit["a"] - theory) / bar if theory is not None and bar > 0 else math.nan
         agrees_ = None if theory is None else abs(fit["a"] - theory) <= EXTRAPOLATED_SE * bar
+        # the other form's distance: where it is on the other side of EXTRAPOLATED_SE the verdict hangs on the form
+        bar_other = math.hypot(_nan(fit.get("other_a_se")), se)
+        other = (abs(fit["other_a"] - theory) / bar_other if theory is not None and fit.get("other_a") is not None
+                 and bar_other > 0 else math.nan)
         out.append({"alpha": fit["alpha"], "init": init, "observable": obs, "extrapolated": fit["a"],
                     "extrapolated_se": fit["a_se"], "form": fit["form"], "theory": theory, "theory_se": theory_se,
-                    "distance_se": distance, "agrees": agrees_,
+                    "distance_se": distance, "agrees": agrees_, "other_form": fit.get("other_form"),
+                    "other_distance_se": other,
                     "ds": [r["d"] for r in rows if r["d"] not in (fit.get("dropped_d") or ())],
                     "dropped_d": list(fit.get("dropped_d") or ())})
     return out

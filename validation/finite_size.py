@@ -41,11 +41,15 @@ def extrapolate(ds: Sequence[int], means: Sequence[float], stds: Sequence[float]
 def chosen_fit(ds: Sequence[int], means: Sequence[float], stds: Sequence[float],
                ns: Sequence[int]) -> dict[str, Any]:
     """The fit of :data:`FIT_POWERS` with the smallest chi^2 (the first on a tie): :func:`extrapolate`'s keys with
-    ``power``, ``form`` (its name) and ``chi2_other`` (the other form's chi^2)."""
+    ``power``, ``form`` (its name) and the other form's ``chi2_other``, ``other_a``, ``other_a_se``, ``other_form``
+    (where the data do not tell the forms apart, a verdict may hang on the choice: the report shows both)."""
     fits = {p: extrapolate(ds, means, stds, ns, power=p) for p in FIT_POWERS}
     best = min(fits, key=lambda p: fits[p]["chi2"])
-    other = [fits[p]["chi2"] for p in fits if p != best]
-    return dict(fits[best], power=best, form=FIT_POWERS[best], chi2_other=min(other) if other else None)
+    others = sorted((p for p in fits if p != best), key=lambda p: fits[p]["chi2"])
+    other = {"chi2_other": fits[others[0]]["chi2"], "other_a": fits[others[0]]["a"],
+             "other_a_se": fits[others[0]]["a_se"], "other_form": FIT_POWERS[others[0]]} if others else \
+        {"chi2_other": None}
+    return dict(fits[best], power=best, form=FIT_POWERS[best], **other)
 
 
 #: Dimensions a finite-size trend needs (every run converged) for its d -> inf fit.

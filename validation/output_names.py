@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 #: Names the suffix rule would get wrong: a distance in standard errors is not an error bar.
-EXPLICIT = {"distance_se": "z"}
+EXPLICIT = {"distance_se": "z", "other_distance_se": "z_other_form"}
 
 #: What each form of name means (``summary.json``'s ``variables``).
 VARIABLES = {
@@ -25,6 +25,8 @@ VARIABLES = {
     "z": "a distance in error bars: |extrapolated - theory| / hypot(err_extrapolated, err_theory) (finite-size "
          "verdicts), "
          "(mean_abs_m - q0) / err_mean_abs_m (AMP rows)",
+    "z_other_form": "z of a finite-size verdict under the fit of the other form (other_form, its a other_a +- "
+                    "err_other_a): where z and z_other_form lie on either side of 2 the verdict hangs on the form",
 }
 
 

@@ -15,6 +15,7 @@ from attnphase.execution.outputs import json_value
 
 from .agreement import _COMPARED, EXTRAPOLATED_SE, REL_TOL, branch_ends, headline, map_followed
 from .output_names import summary_for_output
+from .reference import _nan
 from .plots import plot_alpha_sweep, plot_finite_size, plot_heatmap
 
 
@@ -182,14 +183,27 @@ def _extrapolated_lines(hl: dict[str, Any]) -> list[str]:
     lines = ["", f"At d -> inf (weighted fit a + b/d^p, the form with the smaller chi^2, over the finite-size "
              f"dimensions whose every run converged; "
              f"agreement: z = |a - theory| / hypot(err_a, err_theory) <= {EXTRAPOLATED_SE:g}, err_theory the rule's "
-             "standard error over its scrambling blocks, no finite-size allowance):", "",
-             "| alpha | init | observable | d | form | a ± err_a | theory (global) ± err_theory | z | agrees |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "standard error over its scrambling blocks, no finite-size allowance; 'z, other form': z under the fit of "
+             "the other form, whose chi^2 is larger -- where the two z lie on either side of "
+             f"{EXTRAPOLATED_SE:g} the verdict hangs on the form, which the data do not settle):", "",
+             "| alpha | init | observable | d | form | a ± err_a | theory (global) ± err_theory | z | agrees "
+             "| z, other form |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     return lines + [f"| {v['alpha']} | {v['init']} | {v['observable']} | {', '.join(map(str, v['ds']))} | "
                     f"{v['form']} | {_f(v['extrapolated'])} ± {_f(v['extrapolated_se'], '.2g')} | "
                     f"{_pmv(v['theory'], v.get('theory_se'))} | "
                     f"{_f(v['distance_se'], '.1f')} | "
-                    f"{'no theory point' if v['agrees'] is None else 'yes' if v['agrees'] else 'no'} |" for v in rows]
+                    f"{'no theory point' if v['agrees'] is None else 'yes' if v['agrees'] else 'no'} | "
+                    f"{_other_form(v)} |" for v in rows]
+
+
+def _other_form(v: dict[str, Any]) -> str:
+    """The other fit form's z of a d -> inf verdict, flagged where it would give the other verdict."""
+    z = _nan(v.get("other_distance_se"))
+    if not math.isfinite(z) or v.get("other_form") is None:
+        return "--"
+    flips = v["agrees"] is not None and (z <= EXTRAPOLATED_SE) != bool(v["agrees"])
+    return f"{z:.1f} ({v['other_form']})" + (": the verdict hangs on the form" if flips else "")
 
 
 def _tolerances(summary: dict[str, Any]) -> str:

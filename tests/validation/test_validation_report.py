@@ -269,6 +269,29 @@ def test_the_verdict_at_infinite_d_counts_the_theorys_own_error_bar():
     assert fit["theory_se"]["global"] == 0.002
 
 
+def test_the_verdict_at_infinite_d_shows_where_it_hangs_on_the_fits_form():
+    # sigma = 1, alpha = 2, semantic: eps_g falls faster than 1/sqrt(d); a + b/sqrt(d) (the smaller chi^2) ends below
+    # the theory (z 8.2), a + b/d on it (z 1.8): the report says the verdict hangs on the form
+    from attnphase.validation.agreement import extrapolated_verdicts
+    from attnphase.validation.report import _other_form
+
+    ds, eps = (50, 100, 200, 400, 1000), (0.009835, 0.0069475, 0.0063934, 0.0052479, 0.0047457)
+    sds = (0.0011262, 0.0015231, 0.00039525, 0.00032371, 7.5363e-05)
+    point = {"branch_reached": "semantic", "converged": True, "exists": True, "abs_theta": 0.76634, "eps_g": 0.004593,
+             "err_eps_g": 2.2e-05}
+    rows = [{"d": d, "alpha": 2.0, "init": "semantic", "branch": "semantic", "n_runs": 4, "n_converged": 4,
+             "abs_m_mean": 0.0, "abs_m_std": 0.0, "abs_theta_mean": 0.77, "abs_theta_std": 0.003, "eps_g_mean": e,
+             "eps_g_std": sd, "e_t_mean": 0.0, "e_t_std": 0.0, "theory": {"global": point, "local": None}}
+            for d, e, sd in zip(ds, eps, sds)]
+    plan = replace(validation_plan(quick=True), fss_cases=((2.0, "semantic"),))
+    [v] = [v for v in extrapolated_verdicts({"finite_size": rows, "finite_size_fits": _fss_fits(plan, rows)})
+           if v["observable"] == "eps_g"]
+    assert v["form"] == "a + b/sqrt(d)" and v["agrees"] is False and v["distance_se"] > 5
+    assert v["other_form"] == "a + b/d" and v["other_distance_se"] < 2
+    assert _other_form(v).endswith("(a + b/d): the verdict hangs on the form")
+    assert not _other_form(v | {"other_distance_se": 3.0}).endswith("hangs on the form")
+
+
 def test_theory_points_at_the_error_alphas_carry_the_rules_error_bars():
     from attnphase.validation.campaign import _theory_values
     from attnphase.validation.reference import theory_at_omega
