@@ -47,7 +47,10 @@ def test_starts_are_admissible_and_reproducible() -> None:
     one = cs.census_starts(params, ALPHA, cfg, seed=3)
     again = cs.census_starts(params, ALPHA, cfg, seed=3)
     kinds = [s.kind for s in one]
-    assert kinds.count("embedded") == 3 and kinds.count("cold") == 4
+    assert kinds.count("embedded") == 4 and kinds.count("cold") == 3
+    # the agnostic point from the rank-1 one: its cold start left the admissible region at alpha >= 2.5
+    assert [s.branch for s in one if s.kind == "embedded"] == ["semantic", "positional", "mixed", "agnostic"]
+    assert "agnostic" not in [s.branch for s in one if s.kind == "cold"]
     assert kinds.count("init") == len(FIXED_MIXTURES) + cs.RANDOM_MIXTURES
     inits = [s.overlaps for s in one if s.kind == "init"]
     assert all(admissible(ov, params.rho0) for ov in inits)
