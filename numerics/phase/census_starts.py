@@ -97,12 +97,12 @@ def grid_starts(params: ModelParams) -> list[CensusStart]:
 
 def mixture_starts(params: ModelParams, alpha: float, config: SolverConfig, *, seed: int = 0,
                    rank_one: Mapping[str, Overlaps | None] | None = None) -> list[CensusStart]:
-    """The r >= 2 or r* >= 2 starts: embedded per branch and the agnostic one (from the rank-1 agnostic point, where
-    the cold agnostic start's first step leaves the admissible region from alpha ~ 2.5 on), cold per branch, then
+    """The r >= 2 or r* >= 2 starts: embedded per branch and the agnostic one (from the rank-1 agnostic point, where the
+    cold agnostic start's first step leaves the admissible region from alpha ~ 2.5 on), cold per branch, then
     :func:`fixed_mixtures` and :data:`RANDOM_MIXTURES` mixtures drawn from ``seed`` (numpy's default generator; an
-    inadmissible draw is drawn again, up to 20 times), each of :func:`mixture` applied to the embedded mixed state (at r = 1: the semantic
-    state with the positional m on its axis), requested branch ``mixed`` (no hat projected); ``rank_one``: the rank-1
-    points of :func:`census_rank_one` (those missing solved here)."""
+    inadmissible draw is drawn again, up to 20 times), each of :func:`mixture` applied to the embedded mixed state
+    (at r = 1: the semantic state with the positional m on its axis), requested branch ``mixed`` (no hat projected);
+    ``rank_one``: the rank-1 points of :func:`census_rank_one` (those missing solved here)."""
     starts = [CensusStart(f"{b} embedded", b, "embedded") for b in (*model_branches(params.r), "agnostic")]
     starts += [CensusStart(f"{b} cold", b, "cold") for b in model_branches(params.r)]
     base = _mixed_base(params, alpha, config, rank_one)
