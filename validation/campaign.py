@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from .agreement import all_runs_converged, mean_std
-from .branch_segments import exists_at
 from .campaign_plan import ValidationPlan, _theory_jobs
 from .experiments import SimResult
 from .finite_size import chosen_fit
-from .reference import THEORY_ERRORS, TheoryAtOmega
+from .reference import TheoryAtOmega
 
 OBSERVABLES = ("abs_m", "abs_theta", "q", "eps_g", "e_t", "eps_lin")
 """Aggregated per (d, alpha, omega, init): means and standard deviations over seeds."""
@@ -45,19 +44,12 @@ def landed_branch(r: SimResult) -> str:
 
 
 def _theory_values(theory: TheoryAtOmega | None, branch: str, prox: str, alpha: float) -> dict[str, Any] | None:
+    """The ``prox`` theory's point on ``branch`` at ``alpha`` (:meth:`BranchCurve.point`), None without one."""
     if theory is None or (branch, prox) not in theory.curves:
         return None
-    curve = theory.curve(branch, prox)
-    rec = next((r for r in curve.records if abs(r["alpha"] - alpha) < 1e-9), None)
-    if rec is None:
-        return None
-    # a solve that did not converge has no fixed point: its best iterate's overlaps are no theory value
-    value = (lambda v: v) if rec["converged"] else (lambda v: None)
-    return {
-        "branch_reached": rec["branch"], "converged": rec["converged"], "exists": exists_at(rec, branch, curve.end),
-        "abs_m": value(abs(rec["m"])), "abs_theta": value(abs(rec["theta"])), "q": value(rec["q"]),
-        "eps_g": value(rec["eps_g"]), "e_t": value(rec["e_t"]), "eps_lin": rec["eps_lin"], "rule": rec.get("rule"),
-        **{f"err_{k}": value(rec.get(f"err_{f}")) for k, f in THEORY_ERRORS.items() if f"err_{f}" in rec}}
+    return theory.curve(branch, prox).point(alpha, lambda rec: {
+        "abs_m": abs(rec["m"]), "abs_theta": abs(rec["theta"]), "q": rec["q"], "eps_g": rec["eps_g"], "e_t": rec["e_t"],
+        "eps_lin": rec["eps_lin"], "rule": rec.get("rule")})
 
 
 def group_rows(results: Sequence[SimResult], theory: dict[float, TheoryAtOmega]) -> list[dict[str, Any]]:

@@ -21,12 +21,11 @@ from typing import Any
 
 from .agreement import all_runs_converged, within_rule
 from .basin_theory import aligned_config, aligned_task, has_aligned_theory
-from .branch_segments import exists_at
 from .campaign import seed_means
 from .experiments import SimResult, SimSpec
 from .finite_size import trend_extrapolations
 from .invariant_points import POINT_BRANCHES, InvariantPoints, point_config, point_task
-from .reference import THEORY_ERRORS, TheoryAtOmega
+from .reference import TheoryAtOmega
 from .general_cases import COMPARED, INITS, OBSERVABLES, GeneralPlan, SuiteCase, is_rank_case
 from .rule_retry import SolveJob
 from .suite_alphas import alphas_around, landmark
@@ -40,16 +39,9 @@ def theory_point(theory: TheoryAtOmega | InvariantPoints | None, init: str, alph
         return theory.point(alpha, init)
     if theory is None or (init, "global") not in theory.curves:
         return None
-    curve = theory.curve(init, "global")
-    rec = next((r for r in curve.records if abs(r["alpha"] - alpha) < 1e-9), None)
-    if rec is None:
-        return None
-    value = (lambda v: v) if rec["converged"] else (lambda v: None)  # no fixed point, no value (as the campaign's)
-    return {
-        "branch_reached": rec["branch"], "converged": rec["converged"], "exists": exists_at(rec, init, curve.end),
-        "m_norm": value(rec.get("m_norm", abs(rec["m"]))), "abs_theta": value(abs(rec["theta"])), "q": value(rec["q"]),
-        "eps_g": value(rec["eps_g"]), "e_t": value(rec["e_t"]),
-        **{f"err_{k}": value(rec[f"err_{f}"]) for k, f in THEORY_ERRORS.items() if f"err_{f}" in rec}}
+    return theory.curve(init, "global").point(alpha, lambda rec: {
+        "m_norm": rec.get("m_norm", abs(rec["m"])), "abs_theta": abs(rec["theta"]), "q": rec["q"],
+        "eps_g": rec["eps_g"], "e_t": rec["e_t"]})
 
 
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from attnphase.theory.params import ModelParams
+
+from .branch_segments import exists_at
 
 PROX_MODES = ("global", "local", "aligned")
 
@@ -69,6 +71,21 @@ class BranchCurve:
     prox: str
     records: tuple[dict[str, Any], ...]
     end: float = math.nan
+
+    def point(self, alpha: float, values: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any] | None:
+        """The curve's point at ``alpha`` as the comparison tables read it (None where the curve has no record there):
+        ``branch_reached``, ``converged``, ``exists`` (:func:`~attnphase.validation.branch_segments.exists_at`), the
+        ``values`` a caller computed from the record (``values(record)``, e.g. ``abs_m``) and the record's ``err_``
+        bars (:data:`THEORY_ERRORS`); every value and bar None where the solve did not converge (no fixed point, no
+        value)."""
+        rec = next((r for r in self.records if abs(r["alpha"] - alpha) < 1e-9), None)
+        if rec is None:
+            return None
+        ok = bool(rec["converged"])
+        return ({"branch_reached": rec["branch"], "converged": rec["converged"],
+                 "exists": exists_at(rec, self.branch, self.end)}
+                | {k: v if ok else None for k, v in values(rec).items()}
+                | {f"err_{k}": rec[f"err_{f}"] if ok else None for k, f in THEORY_ERRORS.items() if f"err_{f}" in rec})
 
 
 @dataclass(frozen=True)
