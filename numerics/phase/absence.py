@@ -3,13 +3,13 @@
 A symmetry-breaking branch (positional: m != 0; semantic: theta != 0) can only leave the agnostic point where the SE
 map's eigenvalue there in its direction reaches 1 (mu in m, lambda in theta: :mod:`attnphase.numerics.se.stability`,
 docs/model.md section 6).  So at an alpha where the branch's start converged to the agnostic point and that point's
-eigenvalue in the branch's direction is below 1 (the largest one, on the direction's range: an eigenvalue below -1
-makes the map's iteration oscillate away from the point but no branch leave it), the branch is *absent*; where the
-start did not converge, or fell to an agnostic point of eigenvalue >= 1 in that direction, nothing is shown: *solver
-failure*.  Without a ridge (lam = 0) a
-start whose iterates ran away (q far above the teacher's: :func:`~attnphase.numerics.se.results.runaway_q`) shows that
-no fixed point is reached there: *no fixed point*, told apart from both.  :func:`absence_evidence` says which, alpha
-by alpha (:class:`Absence`), :func:`absence_note` as a table's note.
+eigenvalue in the branch's direction is below 1 (the largest one, on the direction's range: an eigenvalue below -1 makes
+the map's iteration oscillate away from the point but no branch leave it), the branch is *absent*; where the start did
+not converge, or fell to an agnostic point of eigenvalue >= 1 in that direction, nothing is shown: *solver failure*.
+Without a ridge (lam = 0) a start whose iterates ran away (q far above the teacher's:
+:func:`~attnphase.numerics.se.results.runaway_q`) shows that no fixed point is reached there: *no fixed point*, told
+apart from both.  :func:`absence_evidence` says which, alpha by alpha (:class:`Absence`), :func:`absence_note` as a
+table's note.
 """
 
 from __future__ import annotations
