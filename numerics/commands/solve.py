@@ -64,17 +64,18 @@ def run(args: argparse.Namespace) -> int:
         fp = mixed_from_mixtures(fp, cfg)
         if fp.status.converged:
             print(f"attnphase: note: {fp.status.message}", file=sys.stderr, flush=True)
-    if not scalar and not fp.status.converged:
-        from attnphase.numerics.se.matrix_solve import stalled_at_jump_scale
-
-        fp = stalled_at_jump_scale(fp, cfg)
-    rec, reason = solve_record(fp, args.branch)
     if not scalar:
+        from attnphase.numerics.errors.replicates import judged_matrix_point
+
+        fp, err = judged_matrix_point(fp, cfg, n_rules)
+        rec, reason = solve_record(fp, args.branch)
         if fp.status.converged:
-            rec = _matrix_error_bars(rec, fp, cfg, n_rules, getattr(args, "precision", None) or "default")
-            rec, reason, fp = _matrix_jump_acceptance(rec, reason, fp, args.branch)
+            rec = _matrix_error_bars(rec, err, cfg, n_rules, getattr(args, "precision", None) or "default")
+            if math.isfinite(fp.status.jump):  # accepted at the rule's jump scale, its replicates reproduce it
+                print(f"attnphase: note: {fp.status.message}", file=sys.stderr)
         rec["reason"] = rec.pop("reason")
         return print_record(rec, reason, fp.status.converged, args.json, show=outputs.json_value, census=True)
+    rec, reason = solve_record(fp, args.branch)
     if fp.status.converged:
         rec, fp = _error_bars(rec, fp, cfg, n_rules, args)
         if not fp.status.converged:  # not confirmed by the rule's blocks
@@ -83,21 +84,6 @@ def run(args: argparse.Namespace) -> int:
             and not fp.status.message.startswith("absent:")):
         reason = rec["reason"] = _landing_reason(reason, fp, args.branch, cfg)
     return print_record(rec, reason, fp.status.converged, args.json, census=True)
-
-
-def _matrix_jump_acceptance(rec: dict, reason: str, fp: Any, branch: str) -> tuple[dict, str, Any]:
-    """A matrix point accepted at the rule's jump scale (``rec`` with its error bars): said in a note where at
-    least two of the rule's blocks reproduce it, else not converged
-    (:func:`~attnphase.numerics.se.stalls.confirm_jump_acceptance`) and its record again."""
-    from attnphase.numerics.se.stalls import confirm_jump_acceptance
-
-    if not math.isfinite(fp.status.jump):
-        return rec, reason, fp
-    confirmed = confirm_jump_acceptance(fp, rec.get("replicates", 0), rec.get("replicates_tried", 0))
-    if not confirmed.status.converged:
-        return *solve_record(confirmed, branch), confirmed
-    print(f"attnphase: note: {fp.status.message}", file=sys.stderr)
-    return rec, reason, fp
 
 
 def _landing_reason(reason: str, fp: Any, branch: str, cfg: Any) -> str:
@@ -144,17 +130,16 @@ def _error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, args: argparse.Names
     return rec, fp
 
 
-def _matrix_error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, tier: str) -> dict:
-    """The matrix form's ``err_<key>`` (:mod:`attnphase.numerics.errors.replicates`: the rule's blocks, or ``n_rules``
-    independent rules), ``max_relative_error`` and the note where it misses the precision ``tier``'s target;
-    ``replicates`` counts the replicates on ``fp``'s branch (no bars below two), ``replicates_tried`` all."""
+def _matrix_error_bars(rec: dict, err: dict, cfg: Any, n_rules: int, tier: str) -> dict:
+    """The matrix form's ``rec`` with its error bars ``err`` (:func:`~attnphase.numerics.errors.quadrature_error.
+    judged_matrix_point`: ``err_<key>``, ``replicates`` on ``fp``'s branch (no bars below two), ``replicates_tried``),
+    ``max_relative_error`` and the note where it misses the precision ``tier``'s target; the note why there are none
+    where ``err`` is empty."""
     from attnphase.numerics.errors.quadrature_error import error_bars_note
-    from attnphase.numerics.errors.replicates import replicate_count, replicate_errors, replicate_points
 
-    if not (cfg.error_bars and (replicate_count(cfg) or n_rules)):
+    if not err:
         return rec | error_note(error_bars_note(cfg, n_rules))
-    reps, blocks = replicate_points(fp, cfg, n_rules)
-    rec.update(replicate_errors(fp, reps, blocks))
+    rec.update(err)
     if rec["replicates"] < rec["replicates_tried"]:
         print(f"attnphase: note: error bars from {rec['replicates']} of {rec['replicates_tried']} replicates "
               "(the others did not converge on this branch)" + ("; none shown" if rec["replicates"] < 2 else ""),

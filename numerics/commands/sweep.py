@@ -122,7 +122,7 @@ def row_reasons(res, branch: str) -> list[str]:
             got = f"the solve converged to the {fp.branch} one{zero_student(fp)}" if fp.branch != branch else \
                 f"the solve reached a point whose {branch} order parameter is below the branch's floor"
             return f"{none}: {got}" + (f"; {where}" if where else "") + elsewhere(i)
-        if ends and (fp.alpha < end if res.end_side == "below" else fp.alpha > end):  # past the branch's end
+        if res.past_end(fp.alpha):
             return f"{none} ({where}); the solve did not converge, no overlaps{elsewhere(i)}"
         msg = fp.status.message if fp.status.message.startswith("not converged") else \
             f"not converged: {fp.status.message}"
@@ -268,6 +268,12 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
         write_netcdf(sweeps_dataset(cells, alphas, attrs, columns), stage / dataset)
     for line in wrote:
         print(line, file=sys.stderr)
+    if jump_rows := [fp for _, res, status, _, _ in cells if status == "done" for fp in res.points
+                     if fp.status.converged and math.isfinite(fp.status.jump)]:
+        print("attnphase: note: converged to the rule's jump scale (the residual above tol, the map jumping by more "
+              "next to the point, as `attnphase solve` accepts it): alpha = "
+              + ", ".join(f"{fp.alpha:g}" + (f" at omega = {fp.params.omega:g}" if len(omegas) > 1 else "")
+                          for fp in jump_rows), file=sys.stderr)
     bars_note = error_bars_note(cfg, n_rules)
     if not bars_note and n_unbarred:
         bars_note = (f"{n_unbarred} point(s) on the branch have no error bar (NaN err_*): fewer than two of their "

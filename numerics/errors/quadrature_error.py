@@ -14,8 +14,8 @@ import numpy as np
 from attnphase.numerics.phase.boundary_results import BOUNDARY_KEYS, Boundaries
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import rule_blocks
-from attnphase.numerics.errors.replicates import (ERROR_KEYS, QuadratureError, error_keys, replicate_configs,
-                                                 replicate_errors, replicate_points, spread)
+from attnphase.numerics.errors.replicates import (ERROR_KEYS, QuadratureError, error_keys, no_errors,
+                                                 replicate_configs, replicate_errors, replicate_points, spread)
 from attnphase.numerics.se.state_evolution import FixedPoint
 
 #: Fewest rules an error estimate is made from (a spread needs two).
@@ -77,8 +77,7 @@ def point_errors(points: Sequence[FixedPoint], config: SolverConfig, n_rules: in
             err = replicate_errors(fp, *replicate_points(fp, config, n_rules))
             out.append({f"err_{k}": err[f"err_{k}"] for k in keys})
         else:
-            out.append({f"err_{k}": math.nan if np.ndim(fp.record[k]) == 0 else [math.nan] * len(fp.record[k])
-                        for k in keys})
+            out.append(no_errors(fp))
     return tuple(out)
 
 

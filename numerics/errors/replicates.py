@@ -20,7 +20,9 @@ import numpy as np
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.quadrature.rules import replicates, rule_blocks
+from attnphase.numerics.se.matrix_solve import stalled_at_jump_scale
 from attnphase.numerics.se.overlaps import on_branch_subspace
+from attnphase.numerics.se.stalls import confirm_jump_acceptance
 from attnphase.numerics.se.state_evolution import FixedPoint, solve
 
 #: The observables of a fixed point that carry error bars (``err_<key>``).
@@ -142,6 +144,28 @@ def derived_errors(fp: FixedPoint, reps: Sequence[FixedPoint | None], blocks: bo
     bar = standard_error if blocks else spread
     return {f"err_{k}": at_least_the_offset(bar([float(g[k]) for g in got]), float(v), [float(g[k]) for g in got])
             for k, v in ref.items()}
+
+
+def judged_matrix_point(fp: FixedPoint, config: SolverConfig, n_rules: int = 0) -> tuple[FixedPoint, dict[str, Any]]:
+    """A rank-r solve (r >= 2 or r* >= 2) judged as ``attnphase solve`` judges it, with its error bars: where it did
+    not converge, accepted at the rule's jump scale where the map jumps by at least its residual next to it
+    (:func:`~attnphase.numerics.se.matrix_solve.stalled_at_jump_scale`); where converged, ``err_<key>``,
+    ``replicates`` and ``replicates_tried`` from its replicates (:func:`replicate_errors`; {} where no bar is made),
+    and an acceptance at the jump scale that fewer than two replicates reproduce withdrawn
+    (:func:`~attnphase.numerics.se.stalls.confirm_jump_acceptance`: not converged, {})."""
+    fp = stalled_at_jump_scale(fp, config)
+    if not (fp.status.converged and replicate_configs(config, n_rules)[0]):
+        return fp, {}
+    err = replicate_errors(fp, *replicate_points(fp, config, n_rules))
+    confirmed = confirm_jump_acceptance(fp, err["replicates"], err["replicates_tried"])
+    return (confirmed, err) if confirmed.status.converged else (confirmed, {})
+
+
+def no_errors(fp: FixedPoint) -> dict[str, Any]:
+    """``err_<key>`` of every key of :func:`error_keys`, NaN (a list of NaN for a
+    list-valued key): a point without error bars."""
+    return {f"err_{k}": math.nan if np.ndim(fp.record[k]) == 0 else [math.nan] * len(fp.record[k])
+            for k in error_keys(fp)}
 
 
 #: A point farther than this many spreads from the mean of its replicates lies outside their cloud.

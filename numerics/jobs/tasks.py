@@ -19,7 +19,7 @@ from attnphase.numerics.phase.omega_continuation import boundaries_chain
 from attnphase.numerics.phase.scalar_boundaries import _portable
 from attnphase.numerics.errors.quadrature_error import point_errors
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.phase.continuation import BranchSweep, cold_points_off_branch, sweep
+from attnphase.numerics.phase.continuation import BranchSweep, cold_points_off_branch, judged_sweep, sweep
 from attnphase.numerics.prox.global_prox import compile_global_prox
 from attnphase.numerics.se.observables import eps_lin
 from attnphase.theory.correlated_kernels import model_kernels
@@ -113,13 +113,16 @@ def chain_task(params: ModelParams, alphas: Sequence[float], config: SolverConfi
 
 
 def sweep_job(job: tuple[ModelParams, list[float], str, SolverConfig, int], progress=None) -> BranchSweep:
-    """One branch over the grid (``sweep``), its fixed points without solver memory, and at r >= 2 or r* >= 2 the
-    point of its label a cold solve reaches at each point off the branch
-    (:func:`~attnphase.numerics.phase.continuation.cold_points_off_branch`); ``progress`` is called after each point
-    (in-process runs)."""
+    """One branch over the grid (``sweep``), its fixed points without solver memory, with their error bars; at r >= 2
+    or r* >= 2 each point judged as ``attnphase solve`` judges its solve
+    (:func:`~attnphase.numerics.phase.continuation.judged_sweep`) and the point of its label a cold solve reaches at
+    each point off the branch (:func:`~attnphase.numerics.phase.continuation.cold_points_off_branch`); ``progress``
+    is called after each point (in-process runs)."""
     params, alphas, branch, cfg, n_rules = job
-    sw = cold_points_off_branch(params, sweep(params, alphas, branch, config=cfg, progress=progress), cfg)
-    if cfg.error_bars:
+    sw = sweep(params, alphas, branch, config=cfg, progress=progress)
+    if not is_scalar_form(params.r, params.r_star):
+        sw = cold_points_off_branch(params, judged_sweep(sw, cfg, n_rules), cfg, n_rules)
+    elif cfg.error_bars:
         sw = replace(sw, errors=point_errors(sw.points, cfg, n_rules))
     return _portable(sw)
 

@@ -20,6 +20,7 @@ from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.phase.branch_end import (BranchEnd, bifurcation_end, ends_by_bifurcation, locate_branch_end,
                                                  on_branch)
 from attnphase.numerics.config import BRANCHES, SolverConfig
+from attnphase.numerics.errors.replicates import judged_matrix_point, no_errors
 from attnphase.numerics.se.se_map import model_rule
 from attnphase.numerics.se.starts import MATRIX_BRANCHES, check_branch, teacher_rank
 from attnphase.numerics.se.state_evolution import (
@@ -70,6 +71,11 @@ class BranchSweep:
     end_side: str = ""
     errors: tuple[dict[str, float], ...] = ()
     others: tuple[FixedPoint | None, ...] = ()
+
+    def past_end(self, alpha: float) -> bool:
+        """Whether ``alpha`` lies past the branch's end located in the range (on the side where it does not exist)."""
+        a = self.end.alpha
+        return math.isfinite(a) and (alpha < a if self.end_side == "below" else alpha > a)
 
     def on_branch(self) -> list[FixedPoint]:
         """The converged points carrying the requested label, with the order parameter above the
@@ -230,14 +236,33 @@ def _advance(run, good: FixedPoint, target: float, branch: str, min_step: float,
     return cur, cur, step
 
 
-def cold_points_off_branch(params: ModelParams, sw: BranchSweep, config: SolverConfig) -> BranchSweep:
+def judged_sweep(sw: BranchSweep, config: SolverConfig, n_rules: int = 0) -> BranchSweep:
+    """``sw`` (r >= 2 or r* >= 2) with each point short of the branch's end judged as ``attnphase solve`` judges its
+    solve (:func:`~attnphase.numerics.errors.replicates.judged_matrix_point`: one that stalled at the rule's
+    jump scale accepted where its replicates reproduce it), and with ``config.error_bars`` every point's error bars
+    (NaN where none is made)."""
+    points, errors = [], []
+    for fp in sw.points:
+        judged, err = (fp, {}) if sw.past_end(fp.alpha) and not fp.status.converged else \
+            judged_matrix_point(fp, config, n_rules)
+        points.append(judged)
+        errors.append(no_errors(judged) | {k: v for k, v in err.items() if k.startswith("err_")})
+    return replace(sw, points=points, errors=tuple(errors) if config.error_bars else ())
+
+
+def cold_points_off_branch(params: ModelParams, sw: BranchSweep, config: SolverConfig, n_rules: int = 0
+                           ) -> BranchSweep:
     """``sw`` with :attr:`BranchSweep.others`: at each of its points off the followed branch, a cold solve of the
-    branch's label (at r >= 2 or r* >= 2 its embedded start), kept where it reaches a point of the label above its
-    floors -- another branch of the label there; ``sw`` unchanged at r = r* = 1 (one branch per label)."""
+    branch's label (at r >= 2 or r* >= 2 its embedded start; judged as ``attnphase solve`` judges it where it does
+    not converge, :func:`~attnphase.numerics.errors.replicates.judged_matrix_point` with ``n_rules``), kept
+    where it reaches a point of the label above its floors -- another branch of the label there; ``sw`` unchanged at
+    r = r* = 1 (one branch per label)."""
     if is_scalar_form(params.r, teacher_rank(params)):
         return sw
     others = []
     for fp in sw.points:
         cold = None if on_branch(fp, sw.branch) else solve(params, fp.alpha, sw.branch, config=config)
+        if cold is not None and not cold.status.converged:
+            cold = judged_matrix_point(cold, config, n_rules)[0]
         others.append(cold if cold is not None and on_branch(cold, sw.branch) else None)
     return replace(sw, others=tuple(others))

@@ -774,8 +774,8 @@ def test_a_rank_r_sweep_row_off_its_branch_says_what_a_cold_solve_found_there(mo
 
 
 def test_cold_points_off_branch_keeps_a_cold_solve_that_reaches_the_label(monkeypatch):
-    """``cold_points_off_branch``: at r >= 2 one cold solve per point off the branch, kept where it is on the label's
-    branch; nothing at r = r* = 1."""
+    """``cold_points_off_branch``: at r >= 2 one cold solve per point off the branch, judged as ``solve`` judges it
+    where it did not converge, kept where it is on the label's branch; nothing at r = r* = 1."""
     from types import SimpleNamespace
 
     from attnphase.numerics.config import SolverConfig
@@ -783,15 +783,24 @@ def test_cold_points_off_branch_keeps_a_cold_solve_that_reaches_the_label(monkey
     from attnphase.theory.params import ModelParams
 
     monkeypatch.setattr(continuation, "on_branch", lambda fp, branch: fp.tag == "on")
-    solved = []
+    solved, judged = [], []
+
+    def point(alpha, tag, converged=True):
+        return SimpleNamespace(alpha=alpha, tag=tag, status=SimpleNamespace(converged=converged))
 
     def solve(params, alpha, branch, config=None):
         solved.append(alpha)
-        return SimpleNamespace(alpha=alpha, tag="on" if alpha == 2.0 else "off")
+        return point(alpha, "on" if alpha == 2.0 else "off", converged=alpha != 4.0)
+
+    def judge(fp, config, n_rules):  # the stalled solve at 4 accepted at the rule's jump scale
+        judged.append((fp.alpha, n_rules))
+        return point(fp.alpha, "on"), {}
 
     monkeypatch.setattr(continuation, "solve", solve)
-    points = [SimpleNamespace(alpha=a, tag=t) for a, t in ((1.0, "on"), (2.0, "off"), (3.0, "off"))]
+    monkeypatch.setattr(continuation, "judged_matrix_point", judge)
+    points = [point(a, t) for a, t in ((1.0, "on"), (2.0, "off"), (3.0, "off"), (4.0, "off"))]
     sw = continuation.BranchSweep("mixed", points)
-    out = continuation.cold_points_off_branch(ModelParams(r=2), sw, SolverConfig())
-    assert solved == [2.0, 3.0] and out.others[0] is None and out.others[1].alpha == 2.0 and out.others[2] is None
+    out = continuation.cold_points_off_branch(ModelParams(r=2), sw, SolverConfig(), 3)
+    assert solved == [2.0, 3.0, 4.0] and judged == [(4.0, 3)]
+    assert out.others[0] is None and out.others[1].alpha == 2.0 and out.others[2] is None and out.others[3].alpha == 4
     assert continuation.cold_points_off_branch(ModelParams(), sw, SolverConfig()) is sw

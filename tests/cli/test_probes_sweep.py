@@ -239,23 +239,40 @@ def test_a_matrix_solve_that_stalls_on_a_jump_of_the_map_is_accepted_where_the_b
     assert abs(hi - 0.2053) < 3 * err_hi and abs(lo - 0.1223) < 3 * err_lo
 
 
-def test_a_matrix_point_at_the_jump_scale_that_the_blocks_do_not_reproduce_is_not_converged(capsys):
+def test_a_matrix_sweep_judges_a_point_that_stalls_on_a_jump_as_solve_does(tmp_path, capsys):
+    # the point of the test above, as a sweep's row: it was "not converged" (exit 1) where `solve` accepts it
+    import json
+
+    argv = ["sweep", "--rank", "2", "--alpha", "1.5", "--omega", "0.2", "--branch", "positional", "--json",
+            "--out", str(tmp_path)]
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    row = json.loads(cap.out)["rows"][0]
+    assert row["branch"] == "positional" and row["converged"] and 1e-6 < row["residual"] < 1e-3 and not row["reason"]
+    assert "note: converged to the rule's jump scale" in cap.err and "alpha = 1.5" in cap.err
+    assert abs(row["q0_eig_1"] - 0.2053) < 3 * row["err_q0_eig_1"]
+    assert abs(row["q0_eig_2"] - 0.1223) < 3 * row["err_q0_eig_2"]
+
+
+def test_a_matrix_point_at_the_jump_scale_that_the_blocks_do_not_reproduce_is_not_converged(monkeypatch):
     from dataclasses import replace
 
-    from attnphase.numerics.commands.solve import _matrix_jump_acceptance
+    from attnphase.numerics.errors import replicates as qe
     from attnphase.numerics.config import SolverConfig
     from attnphase.numerics.se import state_evolution as se
     from attnphase.theory.params import ModelParams
 
-    fp = se.solve(ModelParams(omega=0.3, r=2), 2.0, "positional", config=SolverConfig(quadrature="sobol8:4"))
+    cfg = SolverConfig(quadrature="sobol8:4")
+    fp = se.solve(ModelParams(omega=0.3, r=2), 2.0, "positional", config=cfg)
     assert fp.status.converged
     accepted = replace(fp, status=replace(fp.status, residual=2e-5, jump=1e-3, message="converged to the rule's jump"))
-    rec, reason, out = _matrix_jump_acceptance({"replicates": 1, "replicates_tried": 4}, "", accepted, "positional")
-    assert not out.status.converged and reason.startswith("not converged: residual 2.00e-05 above tol was accepted")
-    assert rec["converged"] is False and rec["q0_eigenvalues"] is None
-    rec, reason, out = _matrix_jump_acceptance({"replicates": 3, "replicates_tried": 4}, "", accepted, "positional")
-    assert out is accepted and reason == "" and "note: converged to the rule's jump" in capsys.readouterr().err
-
+    monkeypatch.setattr(qe, "replicate_points", lambda p, c, n: ([p, None, None, None], True))
+    out, err = qe.judged_matrix_point(accepted, cfg)
+    assert not out.status.converged and out.status.message.startswith("not converged: residual 2.00e-05 above tol")
+    assert err == {}
+    monkeypatch.setattr(qe, "replicate_points", lambda p, c, n: ([p, p, p, None], True))
+    out, err = qe.judged_matrix_point(accepted, cfg)
+    assert out is accepted and (err["replicates"], err["replicates_tried"]) == (3, 4)
 
 
 @pytest.mark.parametrize("ranks, noted", [(("3", "1"), True), (("2", "3"), True), (("2", "2"), False)])
