@@ -28,7 +28,7 @@ _TABLE: list[tuple[str, Variable]] = [
     _v("rho0", "teacher norm rho0 (Q*^T Q*/d = rho0 I)"),
     _v("L", "sequence length L"),
     # a fixed point of the state evolution (section 4) and its observables (section 5)
-    _v("branch", "branch of the fixed point reached (semantic, positional, agnostic)", None),
+    _v("branch", "branch of the fixed point reached (semantic, positional, agnostic; mixed at rank r >= 2)", None),
     _v("q", "self-overlap q = |Q|^2/d"),
     _v("m", "positional overlap m = p_1.Q/sqrt(d)"),
     _v("V", "variance overlap V"),
@@ -66,7 +66,7 @@ _TABLE: list[tuple[str, Variable]] = [
     _v("alpha_weak_recovery", "Bayes-optimal weak-recovery threshold alpha_WR (q0 = 0 loses stability)"),
     _v("alpha_it", "Bayes-optimal information-theoretic threshold alpha_IT (free-entropy crossing)"),
     _v("alpha_amp", "Bayes-optimal algorithmic threshold alpha_AMP (end of the uninformative branch)"),
-    # the census (numerics.md section 12)
+    # the census (docs/method.md section 12)
     _v("stable", "1 where the fixed point is stable under the state-evolution map"),
     _v("leading_eigenvalue", "leading eigenvalue of the state-evolution Jacobian at the fixed point"),
     _v("starts", "how many starts reached the fixed point"),
