@@ -115,15 +115,16 @@ def phase_series(r: int = 1) -> tuple[tuple[str, str, str, str, str], ...]:
 
 def plot_phase_diagram(
     rows: Sequence[Boundaries], path: str | Path, alpha_max: float, errors: Sequence[dict] | None = None,
-    bayes: dict | None | bool = None,
+    bayes: dict | None | bool = None, model: str = "",
 ):
     """The (alpha, omega) plane at every rank: the boundaries of :func:`phase_series`, the regions either side of
     alpha_c named, the Bayes-optimal thresholds (``bayes``: their dict; None: :func:`bayes_thresholds_of` the rows;
     False: none), the ``errors`` as bands and a log-scale panel, the branch curves' e_t gaps where the rows carry
-    them; returns the Figure (one that says why it is empty where no row has a boundary)."""
+    them; ``model`` (e.g. "lam = 0.02": a scan's value) ends the title.  Returns the Figure (one that says why it is
+    empty where no row has a boundary)."""
     r, r_star = rows[0].r, rows[0].r_star
     title = "Phase diagram (global minimiser of the training loss)" + (
-        "" if is_scalar_form(r, r_star) else f", rank r = {r}, r* = {r_star}")
+        "" if is_scalar_form(r, r_star) else f", rank r = {r}, r* = {r_star}") + (f", {model}" if model else "")
     series = phase_series(r)
     reason = why_empty(rows, [key for key, *_ in series])
     if reason is not None:

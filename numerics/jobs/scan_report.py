@@ -45,7 +45,7 @@ def run_scan(field: str, values: Sequence[Any], models: Sequence[ModelParams], o
         rows = runs.rows[i * n:(i + 1) * n]
         errs = runs.errors[i * n:(i + 1) * n] if runs.errors else None
         plot_phase_diagram(rows, out_dir / f"phase_diagram_{field}{v}.png", alpha_max=alpha_max_of(rows, alphas),
-                           errors=errs)
+                           errors=errs, model=f"{field} = {v}")
         table += [{field: v} | row for row in boundary_table(rows, errs)]
     at = [{field: coord[k // n], "omega": b.omega} for k, b in enumerate(runs.rows)]
     return write_boundary_files(out_dir, "scan", table, runs, at, models[0], omegas, alphas, config, error_estimate,

@@ -302,7 +302,11 @@ def test_phase_diagram_cli_takes_rank_two(monkeypatch, tmp_path, capsys) -> None
 
 
 def test_scan_cli_takes_rank_two(monkeypatch, tmp_path, capsys) -> None:
+    from attnphase.numerics.jobs import plots
+
     _patch(monkeypatch, None)
+    titles, plot = [], plots.plot_phase_diagram
+    monkeypatch.setattr(plots, "plot_phase_diagram", lambda *a, **k: titles.append(plot(*a, **k).axes[0].get_title()))
     code = main(["scan", "--lam", "0.01,0.02", "--rank", "2", "--omega", "0.3", "--alpha", "0.5,1,1.5,2",
                  "--quadrature", "sobol10", "--workers", "1", "--quiet", "--json", "--out", str(tmp_path / "s")])
     assert code == 0
@@ -311,6 +315,7 @@ def test_scan_cli_takes_rank_two(monkeypatch, tmp_path, capsys) -> None:
     assert all(1.0 < r["alpha_c"] < 1.5 for r in summary["rows"])  # the toy solver does not depend on lambda
     files = {p.name for p in (tmp_path / "s").iterdir()}
     assert {"scan.csv", "scan.json", "scan.nc", "phase_diagram_lam0.01.png", "phase_diagram_lam0.02.png"} <= files
+    assert [t.rsplit(", ", 1)[1] for t in titles] == ["lam = 0.01", "lam = 0.02"]  # each figure says its value
 
 
 def test_phase_boundaries_is_one_entry_for_every_rank(monkeypatch, params) -> None:
