@@ -122,6 +122,7 @@ def _error_source(cfg: Any, n_rules: int) -> str:
 def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
     """The ``--json`` object (docs/reference/outputs.md, census)."""
     from attnphase.numerics.phase.census import entry_errors
+    from attnphase.numerics.phase.census_separation import DISTINGUISHABLE
 
     params, search = res.params, res.search
     scalar = is_scalar_form(params.r, params.r_star)
@@ -147,6 +148,10 @@ def census_object(res: Any, cfg: Any, n_rules: int) -> dict[str, Any]:
                 "not_converged_starts": [{"start": n, "requested_branch": requested[n], "residual": rsd, "message": msg}
                                          for n, rsd, msg in search.failures],
                 "separation_paired": res.separation_paired() if points else math.nan}
+    sep = obj.get("separation_paired", math.nan)
+    sep = sep if finite(sep) else obj["separation"]
+    obj["global_minimum_distinguishable"] = (None if not points or math.isnan(sep) else
+                                             bool(sep >= DISTINGUISHABLE))
     return obj
 
 
@@ -193,6 +198,13 @@ def _summary(obj: dict, cfg: Any) -> int:
         gap = f"the next e_t {sep:.1f} error bars higher"
     else:
         gap = "no error bars (--error-estimate 0, or replicates not converged)"
+    if obj["global_minimum_distinguishable"] is False:
+        from attnphase.numerics.phase.census_separation import DISTINGUISHABLE
+
+        print(f"attnphase: global minimum: not resolved at this rule: {points[0]['branch']} or {points[1]['branch']} "
+              f"({gap}, below {DISTINGUISHABLE:g}; a finer --quadrature may separate them; {len(points)} distinct "
+              f"fixed points; {dropped})", file=sys.stderr)
+        return 0
     print(f"attnphase: global minimum: {points[0]['branch']} ({len(points)} distinct fixed points; {gap}; {dropped})",
           file=sys.stderr)
     return 0

@@ -135,7 +135,8 @@ def test_census_entries_are_distinct_labelled_and_tested(near_alpha_c: dict) -> 
 def test_census_json_shape(near_alpha_c: dict) -> None:
     out = near_alpha_c
     assert {"alpha", "omega", "params", "solver", "error_estimate", "search_quadrature", "starts", "not_converged",
-            "polish_failures", "global_minimum", "separation", "seconds", "fixed_points", "error_note"} == set(out)
+            "polish_failures", "global_minimum", "separation", "seconds", "fixed_points", "error_note",
+            "global_minimum_distinguishable"} == set(out)
     assert (out["alpha"], out["omega"], out["error_estimate"], out["starts"]) == (1.25, 0.3, 2, 21)
     # a 2^10 rule is searched on as it is (sobol12 would be searched on sobol10:1:0)
     assert out["solver"]["quadrature"] == out["search_quadrature"] == "sobol10"
@@ -149,6 +150,7 @@ def test_census_json_shape(near_alpha_c: dict) -> None:
             assert r["err_theta"] == 0 and r["err_m"] > 0  # theta = 0 exactly on every rule
     a, b = out["fixed_points"][:2]
     assert out["separation"] == pytest.approx((b["e_t"] - a["e_t"]) / math.hypot(a["err_e_t"], b["err_e_t"]))
+    assert out["global_minimum_distinguishable"] is (out["separation"] >= 2)  # alpha_c 1.2512: the rule may not tell
 
 
 def test_agnostic_point_above_the_semantic_end_is_unstable_and_the_semantic_point_stable() -> None:
@@ -412,3 +414,18 @@ def test_census_rank_command_json_and_out(found, monkeypatch, tmp_path, capsys) 
     table = capsys.readouterr().out.strip().splitlines()
     assert [line.split()[0] for line in table[1:]] == [e.point.branch for e in res.entries]
     assert all(f" {e.stable} " in line for e, line in zip(res.entries, table[1:]))
+
+
+@pytest.mark.parametrize("separation, said", [(0.4, "global minimum: not resolved at this rule: positional or semantic "
+                                                     "(the next e_t 0.4 error bars higher, below 2;"),
+                                              (3.0, "global minimum: positional (2 distinct fixed points; the next e_t "
+                                                    "3.0 error bars higher;")])
+def test_census_says_when_the_rule_does_not_tell_the_lowest_two_apart(separation, said, capsys) -> None:
+    from attnphase.numerics.commands.census import _summary
+    from attnphase.numerics.config import SolverConfig
+
+    obj = {"not_converged": 0, "starts": 21, "search_quadrature": "sobol10:4", "polish_failures": 0, "seconds": 1.0,
+           "fixed_points": [{"branch": "positional"}, {"branch": "semantic"}], "separation": separation,
+           "global_minimum_distinguishable": separation >= 2}
+    assert _summary(obj, SolverConfig()) == 0
+    assert said in capsys.readouterr().err
