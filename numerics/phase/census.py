@@ -9,9 +9,10 @@
 2. **dedupe** -- points on one orbit are one (:mod:`~attnphase.numerics.phase.gauge_orbits`);
 3. **error bars** -- each point re-solved warm on each block of the solve rule or on ``n_rules`` independent rules
    (:func:`~attnphase.numerics.errors.replicates.replicate_solves`); points one within the error bars
-   (:func:`~attnphase.numerics.phase.gauge_orbits.within_errors`) merged, the one more starts reached kept; a point
-   the blocks do not reproduce, most of its re-solves landing on the one point of another label, merged into that
-   one (:func:`displaced_from`);
+   (:func:`~attnphase.numerics.phase.gauge_orbits.within_errors`) merged, the one of fewer broken symmetries kept
+   (a mixed point within the error bars of the positional one is that point), of two alike the one more starts
+   reached; a point the blocks do not reproduce, most of its re-solves landing on the one point of another label,
+   merged into that one (:func:`displaced_from`);
 4. **stability** -- :func:`~attnphase.numerics.se.stability.stability_eigenvalue` (max Re(lambda)); stable when < 1;
 5. **rank** -- by e_t, lowest first, each point's height above the minimum, Delta = e_t(B) - e_t(A), with its paired
    error (:func:`~attnphase.numerics.phase.gauge_orbits.paired_difference`) and the combined bar hypot(err_A, err_B).
@@ -229,15 +230,23 @@ def _merged(keep: CensusEntry, drop: CensusEntry) -> CensusEntry:
     return replace(keep, starts=keep.starts + drop.starts, merged=keep.merged + gone)
 
 
+#: How many order parameters a label's points break the model's symmetries by (th0, m): of two points one within the
+#: error bars the one of fewer is kept -- the other's extra order parameter is not resolved from 0.
+BROKEN_ORDERS = {"agnostic": 0, "positional": 1, "semantic": 1, "mixed": 2}
+
+
 def _merge_within_errors(entries: list[CensusEntry], entry: CensusEntry) -> None:
     """``entry`` appended to ``entries``, or merged with the one it lies within the error bars of (one fixed point:
-    the one more starts reached kept, the other listed)."""
+    the one of fewer :data:`BROKEN_ORDERS` kept, of two alike the one more starts reached; the other listed)."""
     same = next((i for i, other in enumerate(entries) if within_errors(entry, other)), None)
     if same is None:
         entries.append(entry)
     else:
         other = entries[same]
-        entries[same] = _merged(other, entry) if len(other.starts) >= len(entry.starts) else _merged(entry, other)
+
+        def rank(e: CensusEntry) -> tuple[int, int]:
+            return BROKEN_ORDERS.get(e.point.branch, 0), -len(e.starts)
+        entries[same] = _merged(other, entry) if rank(other) <= rank(entry) else _merged(entry, other)
 
 
 def displaced_from(entries: Sequence[CensusEntry], label: str, landed: Sequence[str]) -> int | None:

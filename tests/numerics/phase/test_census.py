@@ -429,3 +429,25 @@ def test_census_says_when_the_rule_does_not_tell_the_lowest_two_apart(separation
            "global_minimum_distinguishable": separation >= 2}
     assert _summary(obj, SolverConfig()) == 0
     assert said in capsys.readouterr().err
+
+
+def test_of_two_points_one_within_the_error_bars_the_census_keeps_the_more_symmetric(monkeypatch) -> None:
+    # census --rank 2 --alpha 1 --omega 1 listed a "mixed" minimum, th0 0.0021 +- 0.0013, reached by 15 starts, with
+    # the positional point (th0 = 0, e_t the same within 2e-8) merged into it: at omega = 1 no point has th0 != 0
+    from types import SimpleNamespace
+
+    from attnphase.numerics.phase import census
+
+    def entry(branch: str, starts: int) -> census.CensusEntry:
+        point = SimpleNamespace(branch=branch, observables=SimpleNamespace(e_t=1.5e-3))
+        return census.CensusEntry(point, (), True, {}, tuple(f"{branch}{k}" for k in range(starts)))
+
+    monkeypatch.setattr(census, "within_errors", lambda a, b: True)
+    for first, second in ((entry("mixed", 15), entry("positional", 2)), (entry("positional", 2), entry("mixed", 15))):
+        entries = [first]
+        census._merge_within_errors(entries, second)
+        (kept,) = entries
+        assert kept.point.branch == "positional" and len(kept.starts) == 17 and kept.merged[0][0] == "mixed"
+    entries = [entry("mixed", 3)]
+    census._merge_within_errors(entries, entry("mixed", 5))  # alike: the one more starts reached
+    assert len(entries[0].merged[0][2]) == 3
