@@ -131,10 +131,10 @@ def _error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, args: argparse.Names
 
 
 def _matrix_error_bars(rec: dict, err: dict, cfg: Any, n_rules: int, tier: str) -> dict:
-    """The matrix form's ``rec`` with its error bars ``err`` (:func:`~attnphase.numerics.errors.quadrature_error.
-    judged_matrix_point`: ``err_<key>``, ``replicates`` on ``fp``'s branch (no bars below two), ``replicates_tried``),
-    ``max_relative_error`` and the note where it misses the precision ``tier``'s target; the note why there are none
-    where ``err`` is empty."""
+    """The matrix form's ``rec`` with its error bars ``err``
+    (:func:`~attnphase.numerics.errors.replicates.judged_matrix_point`: ``err_<key>``, ``replicates`` on the point's
+    branch (no bars below two), ``replicates_tried``), ``max_relative_error`` and the note where it misses the
+    precision ``tier``'s target; the note why there are none where ``err`` is empty."""
     from attnphase.numerics.errors.quadrature_error import error_bars_note
 
     if not err:

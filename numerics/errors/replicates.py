@@ -162,8 +162,8 @@ def judged_matrix_point(fp: FixedPoint, config: SolverConfig, n_rules: int = 0) 
 
 
 def no_errors(fp: FixedPoint) -> dict[str, Any]:
-    """``err_<key>`` of every key of :func:`error_keys`, NaN (a list of NaN for a
-    list-valued key): a point without error bars."""
+    """``err_<key>`` of every key of :func:`error_keys`, NaN (a list of NaN for a list-valued key): a point without
+    error bars."""
     return {f"err_{k}": math.nan if np.ndim(fp.record[k]) == 0 else [math.nan] * len(fp.record[k])
             for k in error_keys(fp)}
 
