@@ -65,7 +65,16 @@ def run(args: argparse.Namespace) -> int:
         print("attnphase: note: --alpha values sorted ascending (the branch is followed by continuation in alpha)",
               file=sys.stderr)
     opt.announce_defaults(args, params)
+    if args.branch == "mixed" and not is_scalar_form(params.r, params.r_star):
+        print(MIXED_NOTE, file=sys.stderr)
     return _sweeps(args, params, cfg, n_rules, omegas, alphas, executor, out_dir)
+
+
+#: Said by a mixed sweep before it starts (docs/howto/rank-r-and-the-mixed-phase.md).
+MIXED_NOTE = ("attnphase: note: the mixed label can have several branches close together: the sweep follows one by "
+              "warm steps, and a step can pass to another (at omega = 0.1 from |th0| 0.049 at alpha = 0.5 to 0.167 at "
+              "0.625); `attnphase phase-diagram --rank 2` follows each, `attnphase census` lists every point at one "
+              "alpha")
 
 
 #: At r >= 2 or r* >= 2 a label can have several branches (docs/method.md section 11): a sweep follows one of them.

@@ -311,3 +311,13 @@ def test_the_matrix_order_parameters_checked_are_the_branchs():
     assert run(mixed | {"branch": "positional"}) == ""  # theta is no order parameter of the positional branch
     assert "err_m_norms[1] = nan" in run({"branch": "positional", "m_norms": [0.0, 0.3], "err_m_norms": [0.0, None]})
     assert run({"branch": "agnostic", "m_norms": [0.0, 0.0], "err_m_norms": [0.0, 0.0]}) == ""
+
+
+@pytest.mark.parametrize("argv, said", [(["--rank", "2", "--branch", "mixed", "--quiet"], True),
+                                        (["--rank", "2", "--branch", "positional"], False)])
+def test_a_mixed_sweep_says_it_follows_one_of_several_branches(argv, said, monkeypatch, tmp_path, capsys):
+    from attnphase.numerics.commands import sweep
+
+    monkeypatch.setattr(sweep, "_sweeps", lambda *a: 0)
+    assert main(["sweep", "--alpha", "0.5,1", "--omega", "0.1", "--out", str(tmp_path), *argv]) == 0
+    assert ("the mixed label can have several branches close together" in capsys.readouterr().err) is said
