@@ -150,24 +150,30 @@ def exact_zero_note(rec: dict) -> str:
 
 
 def matrix_bars_note(rec: dict) -> str:
-    """The matrix form's bars that are 0 or absent, said: an invariant whose every entry and bar are 0 (the symmetry
-    holds it there on every block), and the diagnostics ``e_t_direct`` and ``gauge_angle``, which have no bar."""
+    """The matrix form's bars that are 0 or absent, said (:func:`matrix_bars_clauses`, joined)."""
+    return "; ".join(matrix_bars_clauses(rec))
+
+
+def matrix_bars_clauses(rec: dict) -> list[str]:
+    """The matrix form's bars that are 0 or absent, one clause each: an invariant whose every entry and bar are 0 on
+    the record's branch (the symmetry holds it there on every block), and the diagnostics ``e_t_direct`` and
+    ``gauge_angle``, which have no bar."""
     zeros = [k for k in MATRIX_KEYS if isinstance(rec.get(k), list) and rec[k] and isinstance(rec.get(f"err_{k}"), list)
              and all(v == 0.0 for v in rec[k]) and all(e == 0.0 for e in rec[f"err_{k}"])]
-    said = [" = ".join(f"err_{k}" for k in zeros) + " = 0: " + " = ".join(zeros) + " = 0 exactly on this branch "
-            "(its symmetry holds it there on every block)"] if zeros else []
+    said = [" = ".join(f"err_{k}" for k in zeros) + " = 0: " + " = ".join(zeros) + f" = 0 exactly on the "
+            f"{rec.get('branch') or 'reached'} branch (its symmetry holds it there on every block)"] if zeros else []
     unbarred = [k for k in ("e_t_direct", "gauge_angle") if rec.get(k) is not None and f"err_{k}" not in rec]
     if unbarred:
         said.append(" and ".join(unbarred) + " have no err_: diagnostics (e_t_direct = lambda Tr q0 / 2 + alpha E[loss], "
                     "e_t again, its bar err_e_t; gauge_angle = the rule's breaking of the rotation symmetry)")
-    return "; ".join(said)
+    return said
 
 
 def exact_zero_rows_note(rows: list[dict]) -> str:
-    """:func:`exact_zero_note` (or :func:`matrix_bars_note`) over a sweep's or a census's rows on the branch, each
-    distinct note once ("" when no bar is 0)."""
-    return "; ".join(dict.fromkeys(n for n in (exact_zero_note(r) or matrix_bars_note(r) for r in rows
-                                                 if not r.get("reason")) if n))
+    """:func:`exact_zero_note` (or :func:`matrix_bars_clauses`) over a sweep's or a census's rows on the branch, each
+    distinct clause once ("" when no bar is 0)."""
+    clauses = ([n] if (n := exact_zero_note(r)) else matrix_bars_clauses(r) for r in rows if not r.get("reason"))
+    return "; ".join(dict.fromkeys(c for row in clauses for c in row))
 
 
 #: The overlaps of :func:`max_relative_error`: q, m, V, theta -> the matrix form's invariant of each.

@@ -137,11 +137,28 @@ def test_a_matrix_solve_says_why_a_bar_is_zero_or_absent(capsys):
     cap = capsys.readouterr()
     rec = json.loads(cap.out)
     assert rec["m_norms"] == [0.0, 0.0] and rec["err_m_norms"] == [0.0, 0.0] and rec["err_th0_singular_values"][0] > 0
-    assert rec["error_note"].startswith("err_m_norms = 0: m_norms = 0 exactly on this branch")
+    assert rec["error_note"].startswith(f"err_m_norms = 0: m_norms = 0 exactly on the {rec['branch']} branch")
     assert "e_t_direct and gauge_angle have no err_" in rec["error_note"] and "attnphase: note: err_m_norms" in cap.err
     from attnphase.numerics.commands.point_record import matrix_bars_note
 
     assert matrix_bars_note(rec | {"m_norms": [0.1, 0.0], "err_e_t_direct": 1e-5, "err_gauge_angle": 0.01}) == ""
+
+
+def test_a_census_says_each_reason_for_a_missing_or_zero_bar_once():
+    """``census --rank 2`` repeated "e_t_direct and gauge_angle have no err_ ..." once per fixed point, and said
+    "exactly on this branch" of rows of several branches: each clause once, naming its branch."""
+    from attnphase.numerics.commands.point_record import exact_zero_rows_note
+
+    def row(branch, th0, m):
+        return {"branch": branch, "th0_singular_values": [th0], "err_th0_singular_values": [0.0 if th0 == 0 else 1e-3],
+                "m_norms": [m, m], "err_m_norms": [0.0 if m == 0 else 1e-3] * 2, "e_t_direct": 1e-3, "gauge_angle": 0.0}
+
+    note = exact_zero_rows_note([row("mixed", 0.2, 0.1), row("positional", 0.0, 0.1), row("agnostic", 0.0, 0.0),
+                                 row("mixed", 0.3, 0.2)])
+    clauses = note.split("; e_t again")[0].split("; ")
+    assert note.count("have no err_") == 1 and len(clauses) == len(set(clauses))
+    assert "th0_singular_values = 0 exactly on the positional branch" in note
+    assert "th0_singular_values = m_norms = 0 exactly on the agnostic branch" in note
 
 
 def test_a_phase_diagram_keeps_its_whole_legend_in_the_png(tmp_path, recwarn):
