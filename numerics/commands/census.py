@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
                             progress=None if getattr(args, "quiet", False) else said)
     obj = census_object(res, cfg, n_rules)
     # no bars asked for; or a bar of 0, never silent (as solve's and sweep's error_note): the symmetry holding it at 0
-    obj |= error_note(exact_zero_rows_note(obj["fixed_points"]) if cfg.error_bars else error_bars_note(cfg, n_rules))
+    obj |= error_note("; ".join(n for n in (exact_zero_rows_note(obj["fixed_points"]), unreproduced_note(res)) if n)
+                      if cfg.error_bars else error_bars_note(cfg, n_rules))
     if out_dir is not None:
         _write(out_dir, obj, res)
     if args.json:
@@ -107,6 +108,21 @@ def _announcement(params: Any, alpha: float, cfg: Any, n_rules: int) -> str:
             f"({workload.cpu_phrase(cpu)}; one census measured "
             f"{workload.RANK2_CENSUS_COMMAND_SECONDS:.0f} CPU s at r = 2, r* = 1 on {workload.RANK2_RULE}: a busy or "
             "slower machine takes longer)")
+
+
+def unreproduced_note(res: Any) -> str:
+    """The points listed without error bars, said ("" when every point has them): fewer than two of a point's
+    re-solves on the rule's blocks (or the independent rules) stayed on its branch, so its bars are not estimated
+    (docs/method.md section 12: a point the blocks do not reproduce)."""
+    bare = [e for e in res.entries if len(e.replicates) >= 2 and sum(r is not None for r in e.replicates) < 2]
+    if not bare:
+        return ""
+    where = "blocks" if bare[0].blocks else "independent rules"
+    said = ", ".join(f"{e.point.branch} (e_t {e.point.observables.e_t:.7g}: {sum(r is not None for r in e.replicates)} "
+                     f"of {len(e.replicates)})" for e in bare)
+    return (f"no err_ on {said}: fewer than two of the point's re-solves on the rule's {where} stayed on its branch, "
+            "so its error bars are not estimated (a point the rule's jumps displace, or a re-solve that does not "
+            "converge there)")
 
 
 def _error_source(cfg: Any, n_rules: int) -> str:

@@ -451,3 +451,23 @@ def test_of_two_points_one_within_the_error_bars_the_census_keeps_the_more_symme
     entries = [entry("mixed", 3)]
     census._merge_within_errors(entries, entry("mixed", 5))  # alike: the one more starts reached
     assert len(entries[0].merged[0][2]) == 3
+
+
+def test_the_census_names_the_points_it_lists_without_error_bars() -> None:
+    # census --rank 2 --alpha 0.6 --omega 0.1 listed a semantic point (|th0| 0.017, none of 4 blocks reproduce it)
+    # and the agnostic point (1 of 4) with no bars and no word why
+    from types import SimpleNamespace
+
+    from attnphase.numerics.commands.census import unreproduced_note
+    from attnphase.numerics.phase import census
+
+    def entry(branch: str, e_t: float, kept: int) -> census.CensusEntry:
+        point = SimpleNamespace(branch=branch, observables=SimpleNamespace(e_t=e_t))
+        return census.CensusEntry(point, tuple([point] * kept + [None] * (4 - kept)), True, {})
+
+    res = SimpleNamespace(entries=[entry("mixed", 1.4454e-3, 4), entry("semantic", 1.5318789e-3, 0),
+                                   entry("agnostic", 1.5330391e-3, 1), entry("positional", 1.4509e-3, 2)])
+    note = unreproduced_note(res)
+    assert note.startswith("no err_ on semantic (e_t 0.001531879: 0 of 4), agnostic (e_t 0.001533039: 1 of 4): ")
+    assert "rule's blocks" in note and "mixed" not in note and "positional" not in note
+    assert unreproduced_note(SimpleNamespace(entries=res.entries[:1] + res.entries[3:])) == ""
