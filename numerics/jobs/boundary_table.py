@@ -68,6 +68,29 @@ def print_boundary_table(table: list[dict], label: str, r: int = 1) -> None:
         print(f"{row['omega']:7.3f} " + " ".join(f"{c:>{width}}" for c in cells) + between + f"  {row['notes']}")
 
 
+#: Why a boundary located by a method has no error bar (the ends' ``<branch>_end_method``).
+NO_BAR_METHODS = {"trace": "a traced end is the extreme alpha its trace reached along the branch (--branch-end trace, or "
+                            "where the eigenvalue search fails), not a root the rule's blocks move, so it carries none "
+                            "(docs/method.md section 5)"}
+
+
+def unbarred_note(table: list[dict], r: int = 1) -> str:
+    """The boundaries located without an error bar in a table that has them, said ("" when there are none): at which
+    omegas, and why where the way it was located says (:data:`NO_BAR_METHODS`), else that the row's notes say how."""
+    said = []
+    for k in boundary_keys(r):
+        bare = [row for row in table if math.isfinite(row.get(k, math.nan))
+                and not math.isfinite(row.get(f"err_{k}", math.nan))]
+        if not bare:
+            continue
+        at = ", ".join(f"{row['omega']:g}" for row in bare)
+        methods = {row.get(f"{k}_method") for row in bare}
+        why = (NO_BAR_METHODS[next(iter(methods))] if len(methods) == 1 and next(iter(methods)) in NO_BAR_METHODS
+               else "the row's notes say how it was located")
+        said.append(f"{k} has no error bar at omega = {at}: {why}")
+    return "; ".join(said)
+
+
 def alpha_max_of(rows: Sequence[Boundaries], alphas: Sequence[float]) -> float:
     """The figure's alpha range: the grid, and boundaries found beyond it (brackets grow up to ALPHA_LIMIT)."""
     found = [getattr(b, k) for b in rows for k in boundary_keys(b.r) if math.isfinite(getattr(b, k))]

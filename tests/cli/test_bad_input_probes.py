@@ -596,6 +596,25 @@ def test_boundary_table_prints_bars_beside_values(capsys):
     assert "1.2346 +- 0.0012" in row and "2.500 +- 0.020" in row and "1.9000 +- nan" in row
 
 
+def test_a_boundary_without_a_bar_is_said_with_the_reason_its_method_gives():
+    # phase-diagram --omega 0.3 --branch-end trace printed "0.7157 +- nan" for the semantic end and no word why
+    from attnphase.numerics.jobs.boundary_table import unbarred_note
+
+    nan = float("nan")
+
+    def row(omega, end, err, method):
+        return dict(omega=omega, alpha_c=1.25, err_alpha_c=2e-4, alpha_l=1.49, err_alpha_l=1e-3, semantic_end=end,
+                    err_semantic_end=err, semantic_end_method=method, positional_end=nan, err_positional_end=nan)
+
+    note = unbarred_note([row(0.3, 0.7157, nan, "trace"), row(0.4, 0.83, 2e-3, "eigenvalue"),
+                          row(0.45, 0.99, nan, "trace")])
+    assert note.startswith("semantic_end has no error bar at omega = 0.3, 0.45: a traced end is the extreme alpha")
+    assert "alpha_c" not in note and "positional_end" not in note  # a bar, or no boundary: nothing to say
+    other = unbarred_note([row(0.3, 0.7157, nan, "bisection")])
+    assert other.endswith("the row's notes say how it was located")
+    assert unbarred_note([row(0.4, 0.83, 2e-3, "eigenvalue")]) == ""
+
+
 def test_sweep_rows_without_a_bar_are_said(capsys, tmp_path, monkeypatch):
     # a point whose blocks do not reproduce its branch has NaN err_*: the job says how many, never silently
     import math
