@@ -75,9 +75,12 @@ def run(args: argparse.Namespace) -> int:
                 print(f"attnphase: note: {fp.status.message}", file=sys.stderr)
         rec["reason"] = rec.pop("reason")
         return print_record(rec, reason, fp.status.converged, args.json, show=outputs.json_value, census=True)
+    err = _point_error(fp, cfg, n_rules)
+    if args.branch == "semantic":
+        fp, err = _semantic_reproduced(fp, err, cfg, n_rules)
     rec, reason = solve_record(fp, args.branch)
     if fp.status.converged:
-        rec, fp = _error_bars(rec, fp, cfg, n_rules, args)
+        rec, fp = _error_bars(rec, fp, err, cfg, n_rules, args)
         if not fp.status.converged:  # not confirmed by the rule's blocks
             rec, reason = solve_record(fp, args.branch)
     if (fp.status.converged and fp.branch == "agnostic" and args.branch in ("positional", "semantic")
@@ -96,14 +99,45 @@ def _landing_reason(reason: str, fp: Any, branch: str, cfg: Any) -> str:
     return f"{reason} ({note})" if note else reason
 
 
-def _error_bars(rec: dict, fp: Any, cfg: Any, n_rules: int, args: argparse.Namespace) -> tuple[dict, Any]:
-    """The scalar form's ``err_<key>``, ``max_relative_error`` and notes
-    (:func:`~attnphase.numerics.errors.quadrature_error.fixed_point_error`), and the fixed point as the rule's
-    blocks confirm it (docs/method.md section 4)."""
-    from attnphase.numerics.errors.quadrature_error import error_bars_note, fixed_point_error
+def _point_error(fp: Any, cfg: Any, n_rules: int) -> Any:
+    """The scalar form's error bars of a converged ``fp``
+    (:func:`~attnphase.numerics.errors.quadrature_error.fixed_point_error`; None where none are made or ``fp`` did
+    not converge)."""
+    from attnphase.numerics.errors.quadrature_error import fixed_point_error
+
+    return fixed_point_error(fp, cfg, n_rules) if fp.status.converged else None
+
+
+def _semantic_reproduced(fp: Any, err: Any, cfg: Any, n_rules: int) -> tuple[Any, Any]:
+    """A semantic point (and its bars ``err``) that fewer than two of the error estimate's rules reproduce, tried
+    again by following the branch down from above
+    (:func:`~attnphase.numerics.se.state_evolution.semantic_followed_down`): the point reached so, where the rules
+    reproduce it, with a note; else ``fp`` and ``err`` (``solve --omega 0 --alpha 0.56``: theta = 0.0215 from the
+    cold start, one rule of four; the branch followed down from 0.7, as ``sweep`` follows it, is at 0.19)."""
+    if not (fp.status.converged and fp.branch == "semantic" and err is not None and err.converged < 2):
+        return fp, err
+    from attnphase.numerics.se.state_evolution import semantic_followed_down
+
+    down = semantic_followed_down(fp.with_status(converged=False), cfg)
+    if down is fp or not (down.status.converged and down.branch == "semantic"):
+        return fp, err
+    down_err = _point_error(down, cfg, n_rules)
+    if down_err is None or down_err.converged < 2:
+        return fp, err
+    print(f"attnphase: note: the cold start's semantic point (theta = {fp.record['theta']:.3g}) is reproduced by "
+          f"{err.converged} of the {len(err.rules)} rules of the error estimate only, a point of the rule's jumps; the "
+          f"branch followed down from above (theta = {down.record['theta']:.3g}) is reproduced and is the one "
+          "reported", file=sys.stderr)
+    return down, down_err
+
+
+def _error_bars(rec: dict, fp: Any, err: Any, cfg: Any, n_rules: int,
+                args: argparse.Namespace) -> tuple[dict, Any]:
+    """The scalar form's ``err_<key>`` from ``err`` (:func:`_point_error`), ``max_relative_error`` and notes, and the
+    fixed point as the rule's blocks confirm it (docs/method.md section 4)."""
+    from attnphase.numerics.errors.quadrature_error import error_bars_note
     from attnphase.numerics.se.stalls import confirm_jump_acceptance
 
-    err = fixed_point_error(fp, cfg, n_rules)
     if err is not None:
         confirmed = confirm_jump_acceptance(fp, err.converged, len(err.rules))
         if not confirmed.status.converged:

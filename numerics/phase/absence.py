@@ -57,8 +57,9 @@ def landing_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: Solv
         return (f"absent: the agnostic point's eigenvalue in {name} is below 1 here ({symbol} = {eig:.3g}), so no "
                 f"{branch} branch leaves it")
     return (f"solver failure, not absence: the agnostic point's eigenvalue in {name} is {symbol} = {eig:.3g} >= 1 "
-            f"here, so a {branch} branch leaves it, which the {branch} start did not reach (attnphase sweep --branch "
-            f"{branch} follows it from another alpha)")
+            f"here, so a {branch} branch leaves it, which the {branch} start did not reach (a finer --quadrature, or "
+            f"attnphase sweep --branch {branch} from another alpha, may reach it: near the branch's end its order "
+            f"parameter is small and a coarse rule's jumps hide it)")
 
 
 @dataclass(frozen=True)

@@ -193,9 +193,17 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
         return fp
     fp = finish_stalled(fp, cfg, rule)
     if branch == "semantic" and not (fp.status.converged and fp.branch == "semantic"):
-        fp = semantic_from_above(fp, cfg, lambda a, c: solve(params, a, "semantic", init=initial_overlaps(
-            params, "semantic"), config=c, rule=rule), rule)
+        fp = semantic_followed_down(fp, cfg, rule)
     return fp
+
+
+def semantic_followed_down(fp: FixedPoint, cfg: SolverConfig, rule: QuadratureRule | None = None) -> FixedPoint:
+    """:func:`semantic_from_above` from the cold semantic start: the retry of a cold semantic solve at ``fp``'s alpha
+    that missed the branch (or reached a point the rule's blocks do not reproduce) on ``rule`` (None: the model's)."""
+    params = fp.params
+    rule = model_rule(params, cfg, rule)
+    return semantic_from_above(fp, cfg, lambda a, c: solve(params, a, "semantic", init=initial_overlaps(
+        params, "semantic"), config=c, rule=rule), rule)
 
 
 def semantic_from_above(fp: FixedPoint, cfg: SolverConfig, start_at: Callable[[float, SolverConfig], FixedPoint],

@@ -421,3 +421,35 @@ def test_a_failed_solve_names_the_census_that_lists_the_points_at_its_alpha(caps
     assert "`attnphase census --alpha 2` with the same model options" in capsys.readouterr().err
     assert point_record.print_record(rec, rec["reason"], False, True) == 1
     assert "census" not in capsys.readouterr().err
+
+
+def test_a_semantic_point_the_rules_do_not_reproduce_is_replaced_by_the_branch_followed_down(capsys) -> None:
+    # solve --omega 0 --alpha 0.56 reported theta = 0.0215 from the cold start, reproduced by 1 of 4 rules (no bar,
+    # "may be an artefact"), where sweep, following the branch down from 0.7, finds theta = 0.19 +- 0.014
+    assert main(["solve", "--omega", "0", "--alpha", "0.56", "--branch", "semantic", "--json"]) == 0
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert "the cold start's semantic point (theta = 0.0215) is reproduced by 1 of the 4 rules" in cap.err
+    assert rec["branch"] == "semantic" and math.isfinite(rec["err_theta"]) and rec["theta"] > 5 * rec["err_theta"]
+
+
+def test_the_branch_followed_down_is_taken_only_where_the_rules_reproduce_it(monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from attnphase.numerics.commands import solve as solve_cmd
+    from attnphase.numerics.se import state_evolution
+
+    def point(theta):
+        status = SimpleNamespace(converged=True, message="converged")
+        return SimpleNamespace(branch="semantic", status=status, record={"theta": theta},
+                               with_status=lambda **k: point(theta))
+
+    def err(converged):
+        return SimpleNamespace(converged=converged, rules=("a", "b", "c", "d"))
+
+    cold, down = point(0.02), point(0.19)
+    monkeypatch.setattr(state_evolution, "semantic_followed_down", lambda fp, cfg: down)
+    for down_reproduced, taken in ((4, down), (1, cold)):
+        monkeypatch.setattr(solve_cmd, "_point_error", lambda fp, cfg, n, k=down_reproduced: err(k))
+        assert solve_cmd._semantic_reproduced(cold, err(1), None, 0)[0] is taken
+    assert solve_cmd._semantic_reproduced(cold, err(2), None, 0)[0] is cold  # reproduced: kept, nothing tried
