@@ -88,6 +88,39 @@ def several_branches(res) -> bool:
     return any(fp.is_matrix for fp in res.points)
 
 
+#: A row past a located end counts as the branch going on where its order parameter is at least this fraction of
+#: the one at the branch's point nearest the end: a continuous end has it shrink to 0 there.
+BEYOND_END_FRACTION = 0.5
+
+
+def beyond_end_note(res) -> str:
+    """At r = r* = 1, the rows on the branch past the end located, with an order parameter (|theta| semantic, |m|
+    positional, as the rows give them) at least :data:`BEYOND_END_FRACTION` of the one at the branch's point nearest
+    the end, said ("" where there are none): the branch goes on there, so the end is not where it ends (``sweep
+    --branch positional --omega 0.23 --alpha 1.5:2.5:11``: m 0.213 and 0.212 at 2.1 and 2.2, past the eigenvalue's
+    end 1.9435)."""
+    key = {"semantic": "theta", "positional": "m"}.get(res.branch)
+    on = res.on_branch()
+    if key is None or not on or not math.isfinite(res.end.alpha) or np.ndim(on[0].overlaps.m) > 1:
+        return ""
+    inside = [p for p in on if not res.past_end(p.alpha)]
+    if not inside:
+        return ""
+    nearest = min(inside, key=lambda p: abs(p.alpha - res.end.alpha))
+
+    def size(p: Any) -> float:
+        return abs(float(p.record[key]))
+
+    gone_on = [p for p in on if res.past_end(p.alpha) and size(p) >= BEYOND_END_FRACTION * size(nearest)]
+    if not gone_on:
+        return ""
+    rows = ", ".join(f"{p.alpha:g} ({key} {size(p):.3g})" for p in gone_on)
+    return (f"the {res.branch} branch goes on past the end located ({res.end.alpha:.4g}, by {res.end.method}) at alpha "
+            f"= {rows}, near its {key} {size(nearest):.3g} at {nearest.alpha:g}: where the eigenvalue gives the end, "
+            f"the small-{key} fixed points leave the agnostic point there and the branch followed here ends further, "
+            "at a fold not located (docs/method.md section 9)")
+
+
 def _past_end_note(res, branch: str) -> str:
     """At r >= 2 or r* >= 2: what cold solves found off the followed branch (:attr:`BranchSweep.others`)."""
     found = [fp.alpha for fp, cold in zip(res.points, res.others) if cold is not None]
@@ -257,6 +290,9 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
                       f"{where} that; {res.end.kind}, located by {res.end.method})"
                       + (f" at omega = {w:g}" if len(omegas) > 1 else "")
                       + (f"; {_past_end_note(res, args.branch)}" if several else ""), file=sys.stderr)
+                if note := beyond_end_note(res):
+                    print(f"attnphase: note: {note}" + (f" at omega = {w:g}" if len(omegas) > 1 else ""),
+                          file=sys.stderr)
             objs.append({
                 "branch": args.branch, "requested_branch": args.branch, "params": params.replace(omega=w).to_dict(),
                 "model": model_echo(params), "solver": cfg.as_dict(), "file": str(path),

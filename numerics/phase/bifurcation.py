@@ -82,10 +82,11 @@ def branch_bifurcation(
 ) -> Bifurcation:
     """alpha where the agnostic branch's eigenvalue in ``direction`` ("theta" or "m") equals 1 (module doc).
 
-    Secant steps from ``alpha_guess``; each solves the agnostic fixed point (warm from the previous one; the first
-    from each of ``starts`` in turn until one converges, None meaning a cold start).  Converged when a secant step is
-    below ``tol``, or when the last two points bracket the root within ``tol`` (then the multilevel step).  The second
-    point assumes the eigenvalue proportional to alpha, within 4 ``step`` of the first and at least 0.2 ``step`` away.
+    Secant steps from ``alpha_guess``; each solves the agnostic fixed point (warm from the previous one, where that
+    does not converge, and at the first point, from each of ``starts`` in turn until one converges, None meaning a
+    cold start).  Converged when a secant step is below ``tol``, or when the last two points bracket the root within
+    ``tol`` (then the multilevel step).  The second point assumes the eigenvalue proportional to alpha, within
+    4 ``step`` of the first and at least 0.2 ``step`` away.
     """
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {tuple(DIRECTIONS)}, got {direction!r}")
@@ -113,7 +114,7 @@ def branch_bifurcation(
 
     def f_at(alpha: float) -> float:
         nonlocal prev
-        for init in ((prev,) if prev is not None else tuple(starts)):
+        for init in ((prev,) if prev is not None else ()) + tuple(starts):  # warm, then the starts
             fp = solve(params, alpha, "agnostic", init=None if init is None else init.overlaps,
                        memory=None if init is None else init.memory, config=cfg)
             if fp.status.converged and fp.branch == "agnostic":

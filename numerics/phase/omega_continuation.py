@@ -124,8 +124,7 @@ def continued_boundaries(
     # the semantic branch at its lowest grid point (the neighbour's, continued; the next one up where
     # that one lies past the end), its end, and phase_boundaries' step past it
     sem, pos = br.grid["semantic"], br.grid["positional"]
-    _end_point(br, "semantic", near.semantic.on_branch(), grid, pred.values["semantic_end"]
-                   + pred.tolerances["semantic_end"])
+    _end_point(br, "semantic", near.semantic.on_branch(), grid)
     sem_end = _bifurcation_end(params, min(sem, key=lambda p: p.alpha), "theta", pred.values["semantic_end"], cfg,
                                pred.secant_step("semantic_end"), sem)
     pred.check("semantic_end", sem_end.alpha)
@@ -145,17 +144,18 @@ def continued_boundaries(
 
     # the positional branch: its highest grid point below the end, the end, and phase_boundaries' step
     # past it; where it has no end, followed from the grid's top to ALPHA_LIMIT as phase_boundaries does
-    pos_end_pred, tol_p = pred.values["positional_end"], pred.tolerances["positional_end"]
+    pos_end_pred = pred.values["positional_end"]
     above = sorted((p for p in near.positional.on_branch() if p.alpha in grid and p.alpha > sem_end.on_solve_rule),
                    key=lambda p: p.alpha)
     if math.isfinite(pos_end_pred):
-        top = _end_point(br, "positional", above, grid, pos_end_pred - tol_p)
+        top = _end_point(br, "positional", above, grid)
         pos_end = _bifurcation_end(params, top, "m", pos_end_pred, cfg, pred.secant_step("positional_end"), [])
         pred.check("positional_end", pos_end.alpha)
         for a in sorted(a for a in grid if top.alpha < a < pos_end.on_solve_rule):  # newly below the end (omega going up)
-            top = br.continue_point("positional", a, None)
-            if top is None:
-                raise ContinuationFailed(f"positional branch not reached at alpha = {a:.4f}, below its end")
+            nxt = br.continue_point("positional", a, None)
+            if nxt is None:  # not converged so close to the end: a gap in the curve, as phase_boundaries' sweep has
+                break
+            top = nxt
         past = [a for a in sorted(grid) if a > pos_end.on_solve_rule][:1]
         if past and br.reach("positional", top, past[0]) is not None:
             raise ContinuationFailed(f"the positional branch goes on past mu = 1 at {pos_end.alpha:.4f} "
@@ -200,10 +200,10 @@ def continued_boundaries(
     return b, tuple(br.iterates["semantic"] + br.iterates["positional"])
 
 
-def _end_point(br: _Branches, branch: str, theirs: list[FixedPoint], grid: set[float], bound: float) -> FixedPoint:
-    """The branch's two grid points nearest its end (semantic: lowest, positional: highest): the
-    neighbour's continued, the failed ones nearer the end reached by phase_boundaries' steps back out
-    (all added to ``br``); a failure beyond ``bound`` is past the end, one inside ContinuationFailed."""
+def _end_point(br: _Branches, branch: str, theirs: list[FixedPoint], grid: set[float]) -> FixedPoint:
+    """The branch's two grid points nearest its end (semantic: lowest, positional: highest) among those of ``grid``:
+    the neighbour's continued, the failed ones nearer the end reached by phase_boundaries' steps back out
+    while they converge (all added to ``br``); ContinuationFailed where none is continued."""
     down = branch == "semantic"
     order = sorted((p for p in theirs if p.alpha in grid), key=lambda p: p.alpha if down else -p.alpha)
     failed, found = [], []
@@ -218,10 +218,8 @@ def _end_point(br: _Branches, branch: str, theirs: list[FixedPoint], grid: set[f
     got = found[0]
     for a in reversed(failed):  # back out towards the end, as the sweep steps
         nxt = br.reach(branch, got, a)
-        if nxt is None:
-            if (a > bound) if down else (a < bound):
-                raise ContinuationFailed(f"{branch} branch lost at alpha = {a:.4f}")
-            break
+        if nxt is None:  # past the end, or a gap in the curve next to it, as phase_boundaries' sweep has: the end
+            break        # is the bifurcation's, checked against its prediction
         br.grid[branch].append(nxt)
         got = nxt
     return got

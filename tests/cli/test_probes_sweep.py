@@ -338,3 +338,28 @@ def test_a_mixed_sweep_says_it_follows_one_of_several_branches(argv, said, monke
     monkeypatch.setattr(sweep, "_sweeps", lambda *a: 0)
     assert main(["sweep", "--alpha", "0.5,1", "--omega", "0.1", "--out", str(tmp_path), *argv]) == 0
     assert ("the mixed label can have several branches close together" in capsys.readouterr().err) is said
+
+
+def test_a_sweep_says_when_its_branch_goes_on_past_the_end_it_located():
+    # sweep --branch positional --omega 0.23 --alpha 1.5:2.5:11 said the branch ends at 1.9435 (the eigenvalue's
+    # end) and "exists below that" while its rows at 2.1 and 2.2 are on the branch with m 0.213 and 0.212
+    import math
+    from types import SimpleNamespace
+
+    from attnphase.numerics.commands.sweep import beyond_end_note
+    from attnphase.numerics.phase.branch_end import BranchEnd
+    from attnphase.numerics.phase.continuation import BranchSweep
+
+    def point(alpha, m):
+        return SimpleNamespace(alpha=alpha, branch="positional", status=SimpleNamespace(converged=True),
+                               overlaps=SimpleNamespace(m=[m, -m], th0=0.0), record={"m": m, "theta": 0.0})
+
+    end = BranchEnd(1.9435, "bifurcation", "eigenvalue", err=0.0073)
+    rows = [point(1.8, 0.2226), point(1.9, 0.2214), point(2.1, 0.2131), point(2.2, 0.2119)]
+    note = beyond_end_note(BranchSweep("positional", rows, end, "above"))
+    assert note.startswith("the positional branch goes on past the end located (1.944, by eigenvalue) at alpha = "
+                           "2.1 (m 0.213), 2.2 (m 0.212), near its m 0.221 at 1.9")
+    small = [point(1.8, 0.2226), point(1.9, 0.05), point(2.1, 0.01)]  # shrinking to the end: a continuous end
+    assert beyond_end_note(BranchSweep("positional", small, end, "above")) == ""
+    assert beyond_end_note(BranchSweep("positional", rows[:2], end, "above")) == ""
+    assert beyond_end_note(BranchSweep("positional", rows, BranchEnd(math.nan, "", ""), "")) == ""

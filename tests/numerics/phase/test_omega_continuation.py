@@ -166,3 +166,30 @@ def test_continued_rows_carry_error_bars_from_the_blocks() -> None:
     assert cont.notes[0] == "continued from omega = 0.3", cont.notes  # the continued path, not a fallback
     for key in ("alpha_c", "alpha_l", "semantic_end"):
         assert 0 < cont.errors()[f"err_{key}"] < 0.05, (key, cont.notes)
+
+
+def test_a_grid_point_beside_the_end_not_converged_is_a_gap_not_a_fall_back() -> None:
+    # --omega 0:0.45:46: at omega = 0.38 the semantic point at alpha = 0.8909 (0.053 above the end 0.8377) converged
+    # neither continued nor in phase_boundaries' own sweep there, yet the continuation fell back to phase_boundaries
+    # ("semantic branch lost at alpha = 0.8909"); phase_boundaries leaves such a point out of its curve
+    from types import SimpleNamespace
+
+    from attnphase.numerics.phase import omega_continuation
+
+    class Branches:
+        grid: dict = {"semantic": []}
+        reached: list = []
+
+        def continue_point(self, branch, alpha, start):
+            return None if alpha == 0.8909 else SimpleNamespace(alpha=alpha)
+
+        def reach(self, branch, start, alpha):
+            self.reached.append((start.alpha, alpha))
+            return None
+
+    br = Branches()
+    theirs = [SimpleNamespace(alpha=a) for a in (0.8909, 1.1545, 1.4182, 1.6818)]
+    got = omega_continuation._end_point(br, "semantic", theirs, {0.8909, 1.1545, 1.4182, 1.6818})
+    assert got.alpha == 1.1545 and br.reached == [(1.1545, 0.8909)]  # tried from the next point in, then left out
+    with pytest.raises(ContinuationFailed, match="no semantic point continued"):
+        omega_continuation._end_point(br, "semantic", theirs[:1], {0.8909})

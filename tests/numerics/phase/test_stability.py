@@ -154,6 +154,32 @@ def test_bifurcation_secant_starts_where_the_eigenvalue_is_exactly_zero(monkeypa
     assert bif.converged and bif.alpha == pytest.approx(1.3, abs=1e-3)
 
 
+def test_a_secant_step_whose_warm_agnostic_solve_fails_is_solved_from_the_starts(monkeypatch) -> None:
+    # --omega 0:0.45:46, omega = 0.19: the positional end's secant stopped with "no agnostic fixed point at alpha =
+    # 1.7177" when the solve warm from the previous step did not converge; the cold start is tried too
+    from types import SimpleNamespace
+
+    from attnphase.numerics.phase import bifurcation
+
+    calls = []
+
+    def solve(params, alpha, branch, init=None, memory=None, config=None):
+        calls.append((alpha, init is None))
+        ok = init is None or alpha == 1.0  # the warm solves after the first step fail
+        return SimpleNamespace(status=SimpleNamespace(converged=ok, message="m"), branch="agnostic", overlaps=alpha,
+                               memory=None, alpha=alpha)
+
+    monkeypatch.setattr(bifurcation, "solve", solve)
+    monkeypatch.setattr(bifurcation, "node_solves", lambda *a, **kw: SimpleNamespace(minima=None))
+    mu = (lambda p, alpha, ov, rule, cfg, solves: (2.3 - alpha, 0))
+    monkeypatch.setattr(bifurcation, "DIRECTIONS", {"m": (mu, -1.0)})
+    bif = bifurcation.branch_bifurcation(ModelParams(omega=0.1), 1.0, "m", config=SolverConfig(error_bars=False),
+                                         starts=(None,))
+    assert bif.converged and bif.alpha == pytest.approx(1.3, abs=1e-3)
+    later = [cold for alpha, cold in calls if alpha != 1.0]
+    assert later[:2] == [False, True]  # warm first, then the cold start
+
+
 def _fast_bifurcation_config() -> SolverConfig:
     """Small rules; no multilevel step (the secant's own end, verified at its last point)."""
     return SolverConfig(quadrature="sobol8:4", bifurcation_quadrature="sobol12:4", end_quadrature=None)
