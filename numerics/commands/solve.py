@@ -119,7 +119,7 @@ def _semantic_reproduced(fp: Any, err: Any, cfg: Any, n_rules: int) -> tuple[Any
     from attnphase.numerics.se.state_evolution import semantic_followed_down
 
     down = semantic_followed_down(fp.with_status(converged=False), cfg)
-    if down is fp or not (down.status.converged and down.branch == "semantic"):
+    if not (down.status.converged and down.branch == "semantic"):
         return fp, err
     down_err = _point_error(down, cfg, n_rules)
     if down_err is None or down_err.converged < 2:
