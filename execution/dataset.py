@@ -211,7 +211,9 @@ def describe(ds: Any, name: str = "") -> str:
               for d in ds.dims if d in ds.coords]
     if "status" in ds:
         st = ds["status"].values.ravel()
-        lines.append("tasks: " + ", ".join(f"{int((st == s).sum())} {s}" for s in sorted(set(map(str, st))) if s))
+        # one status per cell (an omega continued in a chain has its chain's): counted per cell, named by its dims
+        lines.append(f"status per {' x '.join(ds['status'].dims)} (its task's): "
+                     + ", ".join(f"{int((st == s).sum())} {s}" for s in sorted(set(map(str, st))) if s))
         if "error" in ds:
             errs = sorted({str(e).splitlines()[0] for e in ds["error"].values.ravel() if str(e)})
             lines += [f"  failed: {e}" for e in errs[:5]]

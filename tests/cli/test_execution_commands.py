@@ -57,7 +57,7 @@ def test_interrupted_phase_diagram_resumes_with_the_missing_task_only(tmp_path, 
     assert main(["show", str(out)]) == 0
     shown = capsys.readouterr().out
     assert "phase-diagram job" in shown and "dimensions: omega = 3, branch = 2, alpha = 5" in shown
-    assert "tasks: 3 done" in shown and '"quadrature": "gh6"' in shown
+    assert "status per omega (its task's): 3 done" in shown and '"quadrature": "gh6"' in shown
     assert "alpha_c(omega): 3/3 finite" in shown
 
     # a rerun with every task stored and the outputs as written rewrites nothing; a file changed by

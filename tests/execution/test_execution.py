@@ -227,7 +227,7 @@ def test_phase_diagram_on_a_local_cluster_equals_the_in_process_run(tmp_path, cl
         got = ds.eps_g.sel(lam=0.01, omega=b.omega, branch="semantic").values
         assert list(got[np.isfinite(got)]) == sem
     assert "err_alpha_c" not in ds and ds.attrs["rule"] == "gh6"  # no error bars: no error variables, as in the CSV
-    assert "tasks: 4 done" in describe(ds) and '"quadrature": "gh6"' in describe(ds)
+    assert "status per lam x omega (its task's): 4 done" in describe(ds) and '"quadrature": "gh6"' in describe(ds)
 
 
 def test_scheduler_that_cannot_be_reached_is_a_one_line_error() -> None:
