@@ -114,12 +114,12 @@ def unreproduced_note(res: Any) -> str:
     """The points listed without error bars, said ("" when every point has them): fewer than two of a point's
     re-solves on the rule's blocks (or the independent rules) stayed on its branch, so its bars are not estimated
     (docs/method.md section 12: a point the blocks do not reproduce)."""
-    bare = [e for e in res.entries if len(e.replicates) >= 2 and sum(r is not None for r in e.replicates) < 2]
+    bare = [e for e in res.entries if e.unreproduced]
     if not bare:
         return ""
     where = "blocks" if bare[0].blocks else "independent rules"
-    said = ", ".join(f"{e.point.branch} (e_t {e.point.observables.e_t:.7g}: {sum(r is not None for r in e.replicates)} "
-                     f"of {len(e.replicates)})" for e in bare)
+    said = ", ".join(f"{e.point.branch} (e_t {e.point.observables.e_t:.7g}: {e.reproduced} of {len(e.replicates)})"
+                     for e in bare)
     return (f"no err_ on {said}: fewer than two of the point's re-solves on the rule's {where} stayed on its branch, "
             "so its error bars are not estimated (a point the rule's jumps displace, or a re-solve that does not "
             "converge there)")

@@ -207,7 +207,7 @@ def census(params: ModelParams, alpha: float, *, config: SolverConfig | None = N
         reps = on_its_branch(fp, solves)
         errors = replicate_errors(fp, reps, blocks) if reps else {}
         entry = CensusEntry(fp, tuple(reps), blocks, errors, names)
-        if len(reps) >= 2 and sum(r is not None for r in reps) < 2:  # step 3's second test, once the others are in
+        if entry.unreproduced:  # step 3's second test, once the others are in
             unreproduced.append((entry, [p.branch for p in solves if p.status.converged]))
         else:
             _merge_within_errors(entries, entry)

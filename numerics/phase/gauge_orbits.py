@@ -47,6 +47,16 @@ class Replicas:
         """The error bar of ``key`` (NaN without error bars)."""
         return self.errors.get(f"err_{key}", math.nan)
 
+    @property
+    def reproduced(self) -> int:
+        """How many re-solves stayed on the point's branch."""
+        return sum(r is not None for r in self.replicates)
+
+    @property
+    def unreproduced(self) -> bool:
+        """Re-solved (two or more tries) but fewer than two stayed on its branch: no spread, so no error bars."""
+        return len(self.replicates) >= 2 and self.reproduced < 2
+
 
 def canonical(params: ModelParams, ov: Overlaps) -> np.ndarray:
     """The image of the scalar overlaps ``ov`` under the model's symmetry group with the lexicographically largest
