@@ -280,7 +280,7 @@ def plot_branch_curves(
     ax = axes[1, 1]
     # each branch's e_t by alpha (the first point at an alpha)
     e_sem, e_pos = ({float(p.alpha): p.record["e_t"] for p in sw.on_branch()[::-1]} for sw in (sem, pos))
-    common = sorted(e_sem.keys() & e_pos.keys())
+    common = sorted(a for a in e_sem.keys() & e_pos.keys() if alpha_max is None or a <= alpha_max)  # the axis' range
     if common:
         ax.plot(common, [e_sem[x] - e_pos[x] for x in common], "o-", color="k", ms=3)
     else:

@@ -91,6 +91,9 @@ def test_curves_figure_draws_the_refined_positional_branch_within_its_alpha_rang
     line = next(li for li in m_panel.get_lines() if li.get_label() == "positional m")
     assert len(line.get_xdata()) == len([p for p in refined.on_branch() if p.alpha <= 2.2]) == 7
     assert max(line.get_xdata()) <= 2.2 and m_panel.get_xlim() == (0.0, 2.2)
+    # Delta e_t likewise: a point past the axis' end (2.5) would set the y-range of points it does not show
+    (delta,) = [li for li in fig.axes[3].get_lines() if li.get_marker() == "o"]
+    assert list(delta.get_xdata()) == [1.5, 2.0]
 
 
 def _heat_summary():
