@@ -332,5 +332,7 @@ def _no_change_note(s: _Search, seq: list[tuple[float, str]]) -> str:
     s_on = sorted(s.on["semantic"])
     why = ("the semantic point is absent at every grid alpha" if not s_on else
            f"the semantic point, on at alpha = {s_on[0]:.4g} to {s_on[-1]:.4g}, lies above it wherever both are on")
+    if s_on and s_on[-1] >= hi:  # on at the grid's end and still above: the change may lie past it
+        why += f" (the change may lie past the grid's end: a grid reaching beyond alpha = {hi:.4g}, --alpha, looks there)"
     where = ", ".join(f"{lab} at {a:.4g}" for a, lab in seq)
     return f"alpha_c: no change of the lowest point to the semantic one on the grid ({where}): {why}"

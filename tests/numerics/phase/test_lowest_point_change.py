@@ -98,7 +98,9 @@ def test_no_change_of_the_lowest_point_says_which_point_and_why():
     assert math.isnan(b.alpha_c) and b.alpha_c_from == ""
     assert b.notes[-1].startswith("alpha_c: no change of the lowest point to the semantic one on the grid "
                                   "(agnostic at 0.2, agnostic at 1, agnostic at 2)")
-    assert b.notes[-1].endswith("lies above it wherever both are on")
+    assert "lies above it wherever both are on" in b.notes[-1]
+    # the semantic point is on at the grid's end, still above: the note says where to look further
+    assert b.notes[-1].endswith("a grid reaching beyond alpha = 2, --alpha, looks there)")
 
 
 @pytest.mark.heavy
