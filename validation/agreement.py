@@ -19,7 +19,7 @@ import numpy as np
 
 from attnphase.numerics.se.overlaps import ZERO_OVERLAP
 
-from .branch_segments import EXISTS_ABOVE_END
+from .branch_segments import EXISTS_ABOVE_END, past_end
 from .reference import _nan
 
 REL_TOL = 0.10
@@ -123,6 +123,14 @@ def global_vs_local(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return [global_vs_local_at(summary, a) for a in summary["plan"]["alphas_small"]]
 
 
+def _no_semantic_point(prox: str, alpha: float, end: float | None) -> str:
+    """Why the ``prox`` theory has no semantic |theta| at ``alpha``: past the branch's end (absent), else its solve
+    did not converge."""
+    if past_end(alpha, "semantic", end):
+        return f"{prox}: none (the semantic branch ends at alpha = {end:.3g})"
+    return f"{prox}: no converged point"
+
+
 def global_vs_local_at(summary: dict[str, Any], alpha: float) -> dict[str, Any]:
     """Which proximal mode the semantic-init simulations follow at a small ``alpha``: the d -> inf fit ``a +- a_se``
     of |theta| against the global, local and (where solved) aligned theories, "consistent" within ``2 a_se + 0.02``.
@@ -138,8 +146,9 @@ def global_vs_local_at(summary: dict[str, Any], alpha: float) -> dict[str, Any]:
     rows = sorted((r for r in summary["finite_size"] if r["alpha"] == alpha and r["init"] == "semantic"),
                   key=lambda r: r["d"])
     trend = [(r["d"], r["abs_theta_mean"], r["abs_theta_std"]) for r in rows]
+    ends = branch_ends(summary["theory"], "semantic") if "theory" in summary else {}
     dist = ", ".join(f"{p} {v:.4f} ({abs(fit['a'] - v) / fit['a_se']:.1f} se away)" if not math.isnan(v)
-                     else f"{p}: no converged point" for p, v in th.items())
+                     else _no_semantic_point(p, alpha, ends.get(p)) for p, v in th.items())
     form = fit["form"]
     at = f"|theta| extrapolates to {fit['a']:.4f} +- {fit['a_se']:.4f}"
     which = [p for p in th if consistent[p]]
@@ -187,9 +196,7 @@ def _no_point(row: dict[str, Any], prox: str, end: float | None) -> str:
     if not th:
         return f"no {prox}-prox solve here"
     above = EXISTS_ABOVE_END.get(row["branch"])
-    past = (end is not None and math.isfinite(end) and above is not None
-            and (row["alpha"] < end if above else row["alpha"] > end))
-    if past:
+    if past_end(row["alpha"], row["branch"], end):
         how = ("its solve there did not converge" if not th["converged"] else
                f"it reaches the {th['branch_reached']} point" if th["branch_reached"] != row["branch"] else
                "a noise-level overlap there")

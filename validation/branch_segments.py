@@ -27,6 +27,15 @@ def above_floor(theta: float | None, m_norm: float | None, branch: str) -> bool:
                for name, floor in BRANCH_FLOORS.get(branch, ()))
 
 
+def past_end(alpha: float, branch: str, end: float | None) -> bool:
+    """``alpha`` lies past ``branch``'s located ``end``, on the side where the branch does not exist
+    (:data:`EXISTS_ABOVE_END`); False without an end, or for a branch without a side."""
+    above = EXISTS_ABOVE_END.get(branch)
+    if end is None or not math.isfinite(end) or above is None:
+        return False
+    return alpha < end if above else alpha > end
+
+
 def exists_at(record: dict[str, Any], branch: str, end: float) -> bool:
     """The branch exists at this record's alpha (converged, on the family, above its floor, on the existing side of
     ``end``)."""
@@ -34,9 +43,7 @@ def exists_at(record: dict[str, Any], branch: str, end: float) -> bool:
     if (not record.get("converged") or record.get("branch") != branch
             or not above_floor(record.get("theta"), m_norm, branch)):
         return False
-    if end is None or not math.isfinite(end) or branch not in EXISTS_ABOVE_END:
-        return True
-    return record["alpha"] >= end if EXISTS_ABOVE_END[branch] else record["alpha"] <= end
+    return not past_end(record["alpha"], branch, end)
 
 
 def existing_segments(

@@ -14,6 +14,7 @@ from attnphase.display import with_error
 from attnphase.execution.outputs import json_value
 
 from .agreement import _COMPARED, EXTRAPOLATED_SE, REL_TOL, branch_ends, headline, map_followed
+from .branch_segments import past_end
 from .output_names import summary_for_output
 from .reference import _nan
 from .plots import plot_alpha_sweep, plot_finite_size, plot_heatmap
@@ -107,22 +108,26 @@ def render_markdown(summary: dict[str, Any]) -> str:
               "| alpha | global abs(theta) | local abs(theta) | global eps_g | local eps_g | GD abs(theta) (semantic init) |",
               "|---|---|---|---|---|---|"]
 
-    def lab(t: dict[str, Any], key: str) -> str:
-        if t and not t["converged"]:
-            return "-- (not converged)"
+    ends = branch_ends(summary["theory"], "semantic")
+
+    def lab(t: dict[str, Any], key: str, alpha: float, prox: str) -> str:
+        if t and not t["converged"]:  # absent past the branch's end, else a solver failure
+            end = ends.get(prox)
+            return f"-- (past its end, {end:.3g})" if past_end(alpha, "semantic", end) else "-- (not converged)"
         tag = "" if not t or t["branch_reached"] == "semantic" else f" ({t['branch_reached']})"
         return _f(t[key]) + tag if t else "--"
 
     sem_rows = {r["alpha"]: r for r in summary["sweep"] if r["init"] == "semantic"}
     for a, r in sorted(sem_rows.items()):
         g, loc = r["theory"]["global"] or {}, r["theory"]["local"] or {}
-        lines.append(f"| {a} | {lab(g, 'abs_theta')} | {lab(loc, 'abs_theta')} | {lab(g, 'eps_g')} | "
-                     f"{lab(loc, 'eps_g')} | {_pm(r, 'abs_theta')} |")
+        lines.append(f"| {a} | {lab(g, 'abs_theta', a, 'global')} | {lab(loc, 'abs_theta', a, 'local')} | "
+                     f"{lab(g, 'eps_g', a, 'global')} | {lab(loc, 'eps_g', a, 'local')} | {_pm(r, 'abs_theta')} |")
     lines += _convergence_lines(summary)
     lines += _sweep_lines(summary)
     lines += ["", "Theory entries are the record of the compared branch at that alpha; where the numerics "
               "landed on another fixed point (e.g. agnostic below the semantic branch's end) that is the value shown; "
-              "where its solve did not converge there is no value (--).",
+              "past the branch's end (where it does not exist) there is none, '-- (past its end, alpha)'; where its "
+              "solve did not converge there is no value, '-- (not converged)'.",
               "", "## Finite-size scaling (fits a + b/d^p, d -> inf value a; the form with the smaller weighted chi^2)", "",
               "| alpha | init | observable | form | a ± err_a | b | theory global | theory local | theory aligned |",
               "|---|---|---|---|---|---|---|---|---|"]

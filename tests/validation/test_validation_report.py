@@ -392,6 +392,11 @@ def test_the_small_alpha_verdict_weighs_the_aligned_theory_and_names_every_consi
     alone = global_vs_local_at(summary({"global": None, "local": 0.0018, "aligned": 0.3}), 0.8)["verdict"]
     assert alone.startswith("gradient descent follows the aligned proximal theory (the basin of its start)")
     assert "global: no converged point" in alone
+    # where the global-prox semantic branch ends above alpha the point is absent, not a solver failure
+    ended = summary({"global": None, "local": 0.0018, "aligned": 0.3}) | {
+        "theory": {"curves": {"semantic/global": {"end": 0.9, "records": []}}}}
+    past = global_vs_local_at(ended, 0.8)["verdict"]
+    assert "global: none (the semantic branch ends at alpha = 0.9)" in past and "no converged point" not in past
     none = global_vs_local_at(summary({"global": 0.1, "local": 0.0, "aligned": 0.5}), 0.8)["verdict"]
     assert none.startswith("gradient descent follows none of the theories")
 
