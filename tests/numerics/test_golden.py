@@ -28,6 +28,7 @@ change within the rule's error bar.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import math
 from pathlib import Path
@@ -43,6 +44,18 @@ from attnphase.theory.params import ModelParams
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 REPLICATED = GOLDEN / "replicated"
 RANK2 = GOLDEN / "rank2"
+
+
+def _recorder():
+    """tests/golden/record_golden.py, the script that writes the records: what it records (the solves, sweeps and
+    rank-2 cases, their rules) is read from it here, not spelled a second time."""
+    spec = importlib.util.spec_from_file_location("record_golden", GOLDEN / "record_golden.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+RECORDER = _recorder()
 
 #: The single-scrambling rules of the first record.
 RECORDED = SolverConfig(quadrature="sobol12", alpha_c_quadrature="sobol16", alpha_l_quadrature=None,
@@ -81,11 +94,9 @@ def _assert_record(rec: dict, gold: dict, where: str) -> None:
         assert _close(float(rec[k]), float(gold[k]), RTOL_FIXED_POINT, atol=1e-12), (where, k, rec[k], gold[k])
 
 
-SOLVES = {
-    "solve_sem_a2.json": dict(alpha=2.0, omega=0.3, branch="semantic"),
-    "solve_pos_a2.json": dict(alpha=2.0, omega=0.3, branch="positional"),
-    "solve_agn_a05.json": dict(alpha=0.5, omega=0.3, branch="agnostic"),
-    "solve_pos_w02_a15.json": dict(alpha=1.5, omega=0.2, branch="positional"),
+#: The recorded solves (the recorder's, and the local-prox one of the first record only).
+SOLVES = {name: dict(alpha=alpha, omega=omega, branch=branch)
+          for name, (alpha, omega, branch) in RECORDER.SOLVES.items()} | {
     "solve_local_gh6.json": dict(alpha=1.0, omega=0.3, branch="semantic", prox="local", quadrature="gh6"),
 }
 
@@ -153,13 +164,8 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-@pytest.mark.parametrize(
-    "name, branch, alphas",
-    [
-        ("sweep_sem.csv", "semantic", np.linspace(1.0, 2.4, 8)),
-        ("sweep_pos.csv", "positional", np.linspace(0.5, 2.5, 8)),
-    ],
-)
+@pytest.mark.parametrize("name, branch, alphas",
+                         [(name, branch, alphas) for name, (branch, alphas) in RECORDER.SWEEPS.items()])
 def test_sweep_matches_golden(name: str, branch: str, alphas: np.ndarray) -> None:
     for folder, config in ((GOLDEN, RECORDED), (REPLICATED, SolverConfig())):
         gold = _read_csv(folder / name)
@@ -224,14 +230,7 @@ def test_phase_diagram_matches_golden() -> None:
 
 
 #: The rank-2 records: file name -> (alpha, r, r*, branch), at omega = 0.3 on :data:`RANK2_RULE`.
-RANK2_SOLVES = {
-    "solve_r2_t1_semantic_a2.json": (2.0, 2, 1, "semantic"),
-    "solve_r2_t1_positional_a2.json": (2.0, 2, 1, "positional"),
-    "solve_r2_t1_mixed_a2.json": (2.0, 2, 1, "mixed"),
-    "solve_r2_t2_semantic_a2.json": (2.0, 2, 2, "semantic"),
-    "solve_r2_t2_positional_a2.json": (2.0, 2, 2, "positional"),
-}
-RANK2_RULE = "sobol10:4"
+RANK2_SOLVES, RANK2_RULE = RECORDER.RANK2_SOLVES, RECORDER.RANK2_RULE
 #: The gauge invariants of a rank-r fixed point (lists) and its scalar observables.
 RANK2_INVARIANTS = ("q0_eigenvalues", "V0_eigenvalues", "th0_singular_values", "m_norms")
 RANK2_SCALARS = ("eps_g", "e_t", "e_t_direct")
@@ -262,10 +261,7 @@ def test_rank2_solve_matches_golden(name: str) -> None:
 
 
 #: The rank-2 sweep's record (tests/golden/record_golden.py --rank2): file name -> the command's arguments.
-RANK2_SWEEPS = {
-    "sweep_r2_t1_mixed_a1.5-1.6.csv": ["sweep", "--rank", "2", "--branch", "mixed", "--alpha", "1.5,1.6",
-                                       "--omega", "0.3", "--quadrature", "sobol9", "--quiet"],
-}
+RANK2_SWEEPS = RECORDER.RANK2_SWEEPS
 #: The rank-2 sweep's columns that are a fixed point's (its gauge invariants and observables): the solver's
 #: path to it (iterations, residual, the gauge angle of the last step) may differ, the point may not.
 RANK2_SWEEP_VALUES = ("e_t", "eps_g", "q0_eig_1", "q0_eig_2", "V0_eig_1", "V0_eig_2", "th0_sv_1", "m_norm_1",
