@@ -121,6 +121,8 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
     d_et = partial(delta_e_t, on_branch_solve)
     if s_on and p_on and not ({p.alpha for p in s_on} & {p.alpha for p in p_on}):
         fill_positional(s_on, p_on, pos.end.on_solve_rule, on_branch_solve)
+    if s_on and p_on and not ({p.alpha for p in s_on} & {p.alpha for p in p_on}):
+        fill_overlap(s_on, p_on, sem.end.on_solve_rule, pos.end.on_solve_rule, on_branch_solve)
     delta, bracket = delta_bracket(s_on, p_on)
     if bracket is None and delta and all(d > 0 for _, d in delta) and pos.end.on_solve_rule > delta[-1][0]:
         # positional lower on the common grid, the positional branch reaching above its highest point
@@ -257,6 +259,30 @@ def fill_positional(s_on: list[FixedPoint], p_on: list[FixedPoint], end: float,
             on_branch_solve("positional", a)
         except BranchLost:
             break
+
+
+#: Points :func:`fill_overlap` solves both branches at.
+OVERLAP_POINTS = 3
+
+
+def fill_overlap(s_on: list[FixedPoint], p_on: list[FixedPoint], sem_end: float, pos_end: float,
+                 on_branch_solve: Callable[[str, float], FixedPoint], n: int = OVERLAP_POINTS) -> None:
+    """Both branches inside the alpha range where they coexist, where the grid still has no point of both (a
+    semantic sweep that stopped converging a grid step above its end, a positional end between two grid points):
+    at ``n`` alphas evenly inside (max(``sem_end``, the lowest positional point), min(``pos_end``, the lowest
+    semantic point)) -- NaN ends bound nothing -- the semantic branch solved down from its nearest point, the
+    positional one up from its (``s_on`` and ``p_on`` grow; a solve that loses its branch is skipped)."""
+    lo = max(sem_end if math.isfinite(sem_end) else -math.inf, min(p.alpha for p in p_on))
+    hi = min(pos_end if math.isfinite(pos_end) else math.inf, min(p.alpha for p in s_on))
+    if not lo < hi:
+        return
+    inside = [lo + (hi - lo) * (k + 1) / (n + 1) for k in range(n)]
+    for branch, order in (("semantic", inside[::-1]), ("positional", inside)):
+        for a in order:
+            try:
+                on_branch_solve(branch, a)
+            except BranchLost:
+                continue
 
 
 def whole_positional_branch(params: ModelParams, grid: list[float], pos: BranchSweep,

@@ -198,6 +198,42 @@ def test_alpha_c_found_where_the_positional_sweep_dropped_its_grid_points() -> N
     assert b.positional.on_branch()[-1].alpha < b.positional_end
 
 
+def test_both_branches_are_solved_inside_their_overlap_where_the_grid_has_no_point_of_both() -> None:
+    """The semantic sweep lost a grid step above its end (0.605 < 0.627) and the positional end (0.85) lies below the
+    next grid point (0.891): both are solved at three alphas inside (0.627, 0.85), the semantic branch downwards,
+    the positional one upwards; a solve that loses its branch is skipped, an overlap that is empty adds nothing."""
+    from attnphase.numerics.phase.scalar_boundaries import fill_overlap
+
+    s_on, p_on = [SimpleNamespace(alpha=a) for a in (0.8909, 1.1545)], [SimpleNamespace(alpha=0.6273)]
+    calls: list[tuple[str, float]] = []
+
+    def on_branch_solve(branch: str, alpha: float):
+        calls.append((branch, round(alpha, 4)))
+        if (branch, round(alpha, 4)) == ("semantic", 0.683):
+            raise BranchLost("semantic branch lost")
+        (s_on if branch == "semantic" else p_on).append(SimpleNamespace(alpha=alpha))
+
+    fill_overlap(s_on, p_on, 0.6048, 0.8501, on_branch_solve)
+    inside = [0.683, 0.7387, 0.7944]
+    assert calls == [("semantic", a) for a in inside[::-1]] + [("positional", a) for a in inside]
+    common = {round(p.alpha, 4) for p in s_on} & {round(p.alpha, 4) for p in p_on}
+    assert common == {0.7387, 0.7944}
+    calls.clear()
+    fill_overlap([SimpleNamespace(alpha=0.8)], [SimpleNamespace(alpha=0.6)], 0.55, 0.58, on_branch_solve)
+    assert calls == []  # the positional branch ends (0.58) below its own lowest point: no overlap
+
+
+@pytest.mark.heavy
+def test_alpha_c_found_where_neither_sweep_reached_the_overlap_of_the_branches() -> None:
+    """lam = 0.005, omega = 0.2: the semantic sweep stops at 0.891 (its step to 0.627 fails, its end 0.605), the
+    positional one at 0.627 (its end 0.850): the branches coexist on (0.605, 0.850) with no grid point of both.
+    alpha_c is then the root of Delta e_t with its fine-rule correction and bar (0.6783 +- 2e-4), not the
+    lowest-point search's coarser root on the solve rule (0.673 +- 0.009)."""
+    b = phase_boundaries(ModelParams(omega=0.2, lam=0.005), None, config=SolverConfig())
+    assert 0.6048 < b.alpha_c < 0.8501 and 0 < b.alpha_c_err < 1e-3, (b.alpha_c, b.alpha_c_err, b.notes)
+    assert b.alpha_c_method.startswith("safeguarded Newton"), b.alpha_c_method
+
+
 def test_the_scalar_boundaries_fill_the_columns_every_rank_shares() -> None:
     """At r = r* = 1 the row says what the search over every branch says at r >= 2: alpha_c from positional to
     semantic and how it was located, alpha_l on the semantic branch, each end with the side the branch exists on."""
