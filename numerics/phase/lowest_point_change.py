@@ -24,7 +24,7 @@ from attnphase.numerics.phase.absence import EIGENVALUE, absence_evidence
 from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, refined_alpha_l
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.brackets import BranchLost
-from attnphase.numerics.phase.branch_end import on_branch
+from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, on_branch, overlap_size
 from attnphase.numerics.phase.continuation import BranchSweep, solve_from
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.phase.scalar_boundaries import ALPHA_L_WITHOUT_ALPHA_C, DEFAULT_ALPHAS
@@ -83,6 +83,11 @@ class _Search:
             return True
         if on_branch(fp, "agnostic"):
             self.on["agnostic"].setdefault(a, fp)
+        beside = self._beside_agnostic(branch, fp)
+        if beside:
+            self.absent[branch][a] = beside
+            self.failed[branch].pop(a, None)
+            return True
         ev = absence_evidence([fp], branch, self.rule, self.cfg)
         if ev.absent:
             symbol = EIGENVALUE[branch][1]
@@ -95,6 +100,21 @@ class _Search:
             return True
         self.failed[branch][a] = ev.failed[0].split(" ", 1)[1].strip("()")
         return False
+
+    def _beside_agnostic(self, branch: str, fp: FixedPoint) -> str:
+        """Why ``fp`` counts as the agnostic point: converged with ``branch``'s label but its order parameter below
+        the branch's floor, on the side of the branch's located bifurcation where the branch exists (near its birth
+        or end), where the rule cannot tell the two points apart; "" where it does not."""
+        sw = self.sweeps[branch]
+        end = sw.end
+        if (not (fp.status.converged and fp.branch == branch) or on_branch(fp, branch) or end.kind != "bifurcation"
+                or not math.isfinite(end.alpha) or _past_end(sw, fp.alpha)):
+            return ""
+        ((name, floor),) = BRANCH_FLOORS[branch]
+        size = {"th0": "|th0|", "m": "|m|"}[name]
+        return (f"converged next to the agnostic point ({size} = {overlap_size(fp, name):.3g}, below the branch's "
+                f"floor {floor:g}, {abs(fp.alpha - end.on_solve_rule):.3g} from its bifurcation at {end.alpha:.4g}): "
+                "the same point at the rule's resolution")
 
     def _retry(self, branch: str, alpha: float, default_tried: bool) -> None:
         """``branch`` at alpha from its default start (unless ``default_tried``), then from the fixed point of the
@@ -291,6 +311,15 @@ def _locate(s: _Search, x: str, a0: float, a1: float) -> tuple[float, float, str
             return sem.end.alpha, sem.end.err, (f"the semantic branch appears at its {sem.end.kind} (by "
                                                 f"{sem.end.method}) below the agnostic point ({d_end:.3g})"), x
         a0, d0 = end, d_end
+    if x == "agnostic" and d0 == 0.0 and sem.end_side == "below" and sem.end.kind == "bifurcation" and end < a0:
+        # S born from A below a0 and one point with A at a0 (its order parameter below the floor): a bifurcation's
+        # new branch lies below A from its birth on, and Delta e_t = 0 at a0 is no root
+        why = s.absent["semantic"].get(a0, "")
+        return sem.end.alpha, sem.end.err, (
+            f"birth of the semantic branch from the agnostic point (bifurcation, lambda = 1, by {sem.end.method}) "
+            f"below the grid alpha {a0:.4g}, where its point is the agnostic one" + (f" ({why})" if why else "")
+            + f"; e_t(semantic) - e_t(agnostic) = {gap(a1):.3g} < 0 at the next grid point {a1:.4g}; err = the "
+            "birth's standard error over the rules' blocks"), x
     alpha_c = brent_root(gap, a0, a1, ROOT_XTOL)
     xs, ss = s.on[x], s.on["semantic"]
     common = set(xs) & set(ss)

@@ -187,6 +187,7 @@ class _Points:
         self.sweeps = {"semantic": BranchSweep("semantic", [], end, "below")}
         self.delta, self.cfg, self.positional_end = delta, CFG, positional_end
         self.on = {"semantic": {1.0: "S", 2.0: "S"}, "agnostic": {1.0: "A", 2.0: "A"}, "positional": {1.0: "P"}}
+        self.absent = {"semantic": {}, "positional": {}}
 
     def point(self, branch: str, alpha: float):
         e_t = self.delta(alpha) if branch == "semantic" else 0.0
@@ -238,3 +239,25 @@ def test_a_lower_point_whose_solve_fails_at_the_birth_is_not_taken_as_fallen():
 
     s.point = lost
     assert lpc._fallen(s, "positional", 1.5) is False
+
+
+def test_a_semantic_point_below_its_floor_past_its_birth_is_the_agnostic_one_and_alpha_c_the_birth():
+    """lam = 0.002, omega = 0.35: the semantic branch is born at 0.8388 and at the grid alpha 0.8909 its point has
+    |th0| = 0.019, below the floor: the lowest point there was unknown ("solver failure") and alpha_c not located.
+    Such a point is the agnostic one at the rule's resolution (past the birth; before it, below the floor, it is
+    no evidence of anything), and the change agnostic -> semantic above it is the birth, not a root at 0.8909."""
+    b = boundaries(L3, (1.0, 2.0), BIRTH)
+    s = lpc._Search(L3, b, CFG, lpc.model_rule(L3, CFG))
+    on = solved(L3, 1.0, "semantic")
+    low = replace(on, overlaps=replace(on.overlaps, th0=0.01))
+    assert s._beside_agnostic("semantic", on) == ""  # on the branch
+    assert s._beside_agnostic("semantic", replace(low, alpha=0.2)) == ""  # below the birth: past the branch's end
+    assert s._classify("semantic", low) and 1.0 in s.absent["semantic"]
+    assert s.absent["semantic"][1.0].startswith("converged next to the agnostic point (|th0| = 0.01, below the "
+                                                "branch's floor 0.02, 0.7 from its bifurcation at 0.3)")
+    # Delta e_t = 0 at the grid alpha 1 (the semantic point is the agnostic one there), -1e-4 at 2: the birth
+    p = _Points(lambda a: 0.0 if a == 1.0 else -1e-4 * (a - 1.0), birth=0.6)
+    p.absent["semantic"][1.0] = "converged next to the agnostic point"
+    alpha_c, err, method, since = lpc._locate(p, "agnostic", 1.0, 2.0)
+    assert (alpha_c, err, since) == (0.6, 2e-3, "agnostic")
+    assert "where its point is the agnostic one (converged next to the agnostic point)" in method
