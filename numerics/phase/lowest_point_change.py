@@ -321,6 +321,14 @@ def _locate(s: _Search, x: str, a0: float, a1: float) -> tuple[float, float, str
             + f"; e_t(semantic) - e_t(agnostic) = {gap(a1):.3g} < 0 at the next grid point {a1:.4g}; err = the "
             "birth's standard error over the rules' blocks"), x
     alpha_c = brent_root(gap, a0, a1, ROOT_XTOL)
+    if x != "agnostic" and sem.end_side == "below" and math.isfinite(end) and alpha_c < end:
+        # the root lies below S's end, where S~ is the agnostic point: there x's point gives way to the agnostic one
+        # (rises above it, or falls to it), which is the lowest until S appears: the change to S is from A
+        alpha, err, how, since = _locate(s, "agnostic", a0, a1)
+        return alpha, err, (f"the {x} point, lowest at the grid alpha {a0:.4g}, gives way to the agnostic one at "
+                            f"{alpha_c:.4g} (the root of e_t(agnostic) - e_t({x}): it rises above it or falls to "
+                            f"it), below the semantic branch's {sem.end.kind} at {sem.end.alpha:.4g}; from the "
+                            f"agnostic point: {how}"), since
     xs, ss = s.on[x], s.on["semantic"]
     common = set(xs) & set(ss)
     err = coarse_alpha_c_error(list(ss.values()), list(xs.values()), alpha_c, s.cfg) if common else math.nan

@@ -261,3 +261,24 @@ def test_a_semantic_point_below_its_floor_past_its_birth_is_the_agnostic_one_and
     alpha_c, err, method, since = lpc._locate(p, "agnostic", 1.0, 2.0)
     assert (alpha_c, err, since) == (0.6, 2e-3, "agnostic")
     assert "where its point is the agnostic one (converged next to the agnostic point)" in method
+
+
+def test_a_root_below_the_semantic_birth_is_where_the_lower_point_gives_way_to_the_agnostic_one():
+    """A = [[0.3, 0.7], [0.7, 0.3]], omega = 0.1: the positional point, lowest at 0.364, gives way to the agnostic
+    one at 0.383 and the semantic branch is born from it at 0.456; Brent's root of e_t(semantic~) - e_t(positional)
+    was that 0.383 (the semantic point the agnostic one there), printed as alpha_c +- nan.  Here: positional lowest
+    at 1, above the agnostic point from 1.2 on, the semantic branch born at 1.5: alpha_c is the birth, from A."""
+
+    class Crossing(_Points):
+        def point(self, branch: str, alpha: float):
+            if branch == "semantic" and alpha < 1.5:  # past its end: its point is the agnostic one
+                branch = "agnostic"
+            e_t = {"semantic": -1e-4 * (alpha - 1.5), "positional": 1e-4 * (alpha - 1.2), "agnostic": 0.0}[branch]
+            return SimpleNamespace(observables=SimpleNamespace(e_t=e_t), status=SimpleNamespace(converged=True),
+                                   branch=branch)
+
+    s = Crossing(lambda a: 0.0, birth=1.5)
+    alpha_c, err, method, since = lpc._locate(s, "positional", 1.0, 2.0)
+    assert (alpha_c, err, since) == (1.5, 2e-3, "agnostic")
+    assert method.startswith("the positional point, lowest at the grid alpha 1, gives way to the agnostic one at 1.2")
+    assert "from the agnostic point: birth of the semantic branch" in method
