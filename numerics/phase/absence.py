@@ -44,6 +44,19 @@ def agnostic_eigenvalue(fp: FixedPoint, branch: str, rule: QuadratureRule, confi
     return float(at(fp.params, fp.alpha, on_branch_subspace(fp.overlaps, "agnostic"), rule, config)[0])
 
 
+def beside_agnostic_eigenvalue(fp: FixedPoint, branch: str, rule: QuadratureRule, config: SolverConfig) -> float:
+    """The eigenvalue of the SE map in ``branch``'s direction at the agnostic point next to ``fp`` -- a converged
+    point of ``branch``'s label whose order parameter lies below the branch's floor (the rule's noise next to the
+    agnostic point, docs/method.md section 5) -- taken at ``fp`` with that order parameter set to 0;
+    NaN for any other point."""
+    if not (fp.status.converged and fp.branch == branch) or branch not in EIGENVALUE:
+        return math.nan
+    if all(overlap_size(fp, name) >= floor for name, floor in BRANCH_FLOORS.get(branch, ())):
+        return math.nan
+    at = EIGENVALUE[branch][0]
+    return float(at(fp.params, fp.alpha, on_branch_subspace(fp.overlaps, "agnostic"), rule, config)[0])
+
+
 def landing_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: SolverConfig) -> str:
     """What one solve started on ``branch`` (positional or semantic) that converged to the agnostic point shows: the
     branch absent where that point's eigenvalue in the branch's direction is below 1 (no branch leaves it),
@@ -66,18 +79,21 @@ def landing_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: Solv
 class Absence:
     """What a sweep of ``branch`` none of whose points is on it shows, alpha by alpha: ``absent`` -- (alpha, the
     agnostic point's eigenvalue in the branch's direction, < 1) where the start fell to that stable agnostic point;
-    ``runaway`` -- (alpha, q where its iterates went farthest) where, without a ridge, they ran away; ``failed`` --
-    why nothing is shown at the other alphas (solver failure)."""
+    ``runaway`` -- (alpha, q where its iterates went farthest) where, without a ridge, they ran away; ``beside`` --
+    (alpha, the eigenvalue, < 1) where the start converged to a point of the branch's label below its floor next to
+    such a stable agnostic point (:func:`beside_agnostic_eigenvalue`): absent too; ``failed`` -- why nothing is
+    shown at the other alphas (solver failure)."""
 
     branch: str
     absent: tuple[tuple[float, float], ...]
     failed: tuple[str, ...]
     runaway: tuple[tuple[float, float], ...] = ()
+    beside: tuple[tuple[float, float], ...] = ()
 
     @property
     def everywhere(self) -> bool:
         """Absent or run away at every alpha of the sweep (and at least one): no solver failure among them."""
-        return bool(self.absent or self.runaway) and not self.failed
+        return bool(self.absent or self.runaway or self.beside) and not self.failed
 
 
 def absence_evidence(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule,
@@ -86,11 +102,14 @@ def absence_evidence(points: Sequence[FixedPoint], branch: str, rule: Quadrature
     name, symbol = EIGENVALUE[branch][2], EIGENVALUE[branch][1]
     absent: list[tuple[float, float]] = []
     runaway: list[tuple[float, float]] = []
+    beside: list[tuple[float, float]] = []
     failed: list[str] = []
     for fp in points:
         eig = agnostic_eigenvalue(fp, branch, rule, config)
         if eig < 1.0:
             absent.append((fp.alpha, eig))
+        elif (near := beside_agnostic_eigenvalue(fp, branch, rule, config)) < 1.0:
+            beside.append((fp.alpha, near))
         elif math.isfinite(q := runaway_q(fp)):
             runaway.append((fp.alpha, q))
         elif not fp.status.converged:
@@ -102,7 +121,7 @@ def absence_evidence(points: Sequence[FixedPoint], branch: str, rule: Quadrature
                    if overlap_size(fp, n) < floor] if fp.branch == branch else []
             failed.append(f"{fp.alpha:.4g} (converged to the {fp.branch} point"
                           + (f", below the branch's floor: {', '.join(low)})" if low else ")"))
-    return Absence(branch, tuple(absent), tuple(failed), tuple(runaway))
+    return Absence(branch, tuple(absent), tuple(failed), tuple(runaway), tuple(beside))
 
 
 def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule, config: SolverConfig) -> str:
@@ -123,13 +142,18 @@ def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule
     ev = absence_evidence(points, branch, rule, config)
     top = max((e for _, e in ev.absent), default=math.nan)
     where = ", ".join(f"{a:.4g}" for a, _ in ev.absent)
-    if ev.everywhere and not ev.runaway:
+    if ev.everywhere and not ev.runaway and not ev.beside:
         return (f"{branch} branch absent at every alpha of the grid ({where}): each {branch} start converged to the "
                 f"agnostic point, its eigenvalue in {name} below 1 there ({symbol} <= {top:.3g})")
     parts = [f"no {branch} fixed point at any alpha of the grid" if ev.everywhere
              else f"no converged {branch} point in range"]
     if ev.absent:
         parts.append(f"absent at alpha = {where} (the start fell to the agnostic point, {symbol} <= {top:.3g} < 1)")
+    if ev.beside:
+        size = "|theta|" if name == "theta" else "|m|"
+        parts.append("absent at alpha = " + ", ".join(f"{a:.4g}" for a, _ in ev.beside) + f" (the start converged "
+                     f"next to the agnostic point, {size} below the branch's floor, and {symbol} <= "
+                     f"{max(e for _, e in ev.beside):.3g} < 1 at the agnostic point there)")
     if ev.runaway:
         parts.append("no fixed point at alpha = " + ", ".join(f"{a:.4g}" for a, _ in ev.runaway)
                      + f" (lam = 0: the iterates' q ran away, up to {max(q for _, q in ev.runaway):.2g}; nothing "

@@ -89,9 +89,10 @@ class _Search:
             self.failed[branch].pop(a, None)
             return True
         ev = absence_evidence([fp], branch, self.rule, self.cfg)
-        if ev.absent:
+        if ev.absent or ev.beside:
             symbol = EIGENVALUE[branch][1]
-            self.absent[branch][a] = f"fell to the agnostic point, {symbol} = {ev.absent[0][1]:.3g} < 1"
+            self.absent[branch][a] = (f"fell to the agnostic point, {symbol} = {ev.absent[0][1]:.3g} < 1" if ev.absent
+                                      else f"converged next to the agnostic point, {symbol} = {ev.beside[0][1]:.3g} < 1")
             self.failed[branch].pop(a, None)
             return True
         if ev.runaway:

@@ -87,3 +87,17 @@ def test_a_start_whose_iterates_ran_away_without_a_ridge_is_no_fixed_point_not_s
     # with a ridge the same start is a fixed point or a plain failure, never a runaway
     ridge = se.solve(params.replace(lam=0.01), 0.5, "positional", config=CFG)
     assert ridge.status.farthest_q < 1e3
+
+
+def test_a_point_below_its_floor_next_to_a_stable_agnostic_point_is_the_branch_absent():
+    # L = 3, P = I (no positional branch: mu < 1 at the agnostic point): a start that converged to a point labelled
+    # positional with |m| = 2.5e-4 (sigma = 0.8 at L = 2 met one) was "solver failure"; it is the agnostic point
+    # within the rule's noise, where no positional branch leaves it: absent
+    fp = agnostic(L3, 2.0)
+    small = replace(fp, branch="positional", overlaps=replace(fp.overlaps, m=fp.overlaps.m + 2.5e-4))
+    note = absence_note([small], "positional", model_rule(L3, CFG), CFG)
+    assert note.startswith("no positional fixed point at any alpha of the grid; absent at alpha = 2 (the start "
+                           "converged next to the agnostic point, |m| below the branch's floor, and mu <= ")
+    assert "solver failure" not in note
+    mu = float(note.split("mu <= ")[1].split(" ")[0])
+    assert mu < 1
