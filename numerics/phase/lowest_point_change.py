@@ -91,8 +91,8 @@ class _Search:
         ev = absence_evidence([fp], branch, self.rule, self.cfg)
         if ev.absent or ev.beside:
             symbol = EIGENVALUE[branch][1]
-            self.absent[branch][a] = (f"fell to the agnostic point, {symbol} = {ev.absent[0][1]:.3g} < 1" if ev.absent
-                                      else f"converged next to the agnostic point, {symbol} = {ev.beside[0][1]:.3g} < 1")
+            how, eig = ("fell to", ev.absent[0][1]) if ev.absent else ("converged next to", ev.beside[0][1])
+            self.absent[branch][a] = f"{how} the agnostic point, {symbol} = {eig:.3g} < 1"
             self.failed[branch].pop(a, None)
             return True
         if ev.runaway:
