@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, overlap_size
+from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, below_floor, overlap_size
 from attnphase.numerics.se.stability import m_stability_at, theta_stability_at
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.se.overlaps import on_branch_subspace
@@ -49,9 +49,7 @@ def beside_agnostic_eigenvalue(fp: FixedPoint, branch: str, rule: QuadratureRule
     point of ``branch``'s label whose order parameter lies below the branch's floor (the rule's noise next to the
     agnostic point, docs/method.md section 5) -- taken at ``fp`` with that order parameter set to 0;
     NaN for any other point."""
-    if not (fp.status.converged and fp.branch == branch) or branch not in EIGENVALUE:
-        return math.nan
-    if all(overlap_size(fp, name) >= floor for name, floor in BRANCH_FLOORS.get(branch, ())):
+    if branch not in EIGENVALUE or not below_floor(fp, branch):
         return math.nan
     at = EIGENVALUE[branch][0]
     return float(at(fp.params, fp.alpha, on_branch_subspace(fp.overlaps, "agnostic"), rule, config)[0])

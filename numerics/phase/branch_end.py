@@ -74,6 +74,12 @@ def on_branch(fp: FixedPoint, branch: str) -> bool:
             and all(overlap_size(fp, name) >= floor for name, floor in BRANCH_FLOORS.get(branch, ())))
 
 
+def below_floor(fp: FixedPoint, branch: str) -> bool:
+    """Converged with ``branch``'s label but not on the branch: one of its order parameters below its floor
+    (:data:`BRANCH_FLOORS`), a point next to the agnostic one."""
+    return bool(fp.status.converged) and fp.branch == branch and not on_branch(fp, branch)
+
+
 #: The kind of a traced end the trace stopped short of (:func:`trace_branch_end`): not located.
 STOPPED = "trace stopped"
 

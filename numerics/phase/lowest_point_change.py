@@ -24,7 +24,7 @@ from attnphase.numerics.phase.absence import EIGENVALUE, absence_evidence
 from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, refined_alpha_l
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.brackets import BranchLost
-from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, on_branch, overlap_size
+from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, below_floor, on_branch, overlap_size
 from attnphase.numerics.phase.continuation import BranchSweep, solve_from
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.phase.scalar_boundaries import ALPHA_L_WITHOUT_ALPHA_C, DEFAULT_ALPHAS
@@ -108,8 +108,8 @@ class _Search:
         or end), where the rule cannot tell the two points apart; "" where it does not."""
         sw = self.sweeps[branch]
         end = sw.end
-        if (not (fp.status.converged and fp.branch == branch) or on_branch(fp, branch) or end.kind != "bifurcation"
-                or not math.isfinite(end.alpha) or _past_end(sw, fp.alpha)):
+        if (not below_floor(fp, branch) or end.kind != "bifurcation" or not math.isfinite(end.alpha)
+                or _past_end(sw, fp.alpha)):
             return ""
         ((name, floor),) = BRANCH_FLOORS[branch]
         size = {"th0": "|th0|", "m": "|m|"}[name]

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from attnphase.numerics.phase.branch_end import (POSITIONAL_M_FLOOR, SEMANTIC_THETA_FLOOR, on_branch,
+from attnphase.numerics.phase.branch_end import (POSITIONAL_M_FLOOR, SEMANTIC_THETA_FLOOR, below_floor, on_branch,
                                                  overlap_size)
 from attnphase.numerics.se.overlaps import Overlaps
 
@@ -49,3 +49,11 @@ def test_rank_two_floors_are_the_scalar_form_s() -> None:
         assert on_branch(_point(_matrix(0.0, size), "positional"), "positional") is on
         assert on_branch(_point(Overlaps(0.3, 50.0, [size, 0.0], 0.0), "positional"), "positional") is on
     assert on_branch(_point(_matrix(0.0, 0.0), "agnostic"), "agnostic")
+
+
+@pytest.mark.parametrize("th0, m, below", [(0.4, 0.2, False), (0.4, POSITIONAL_M_FLOOR / 2, True),
+                                           (SEMANTIC_THETA_FLOOR / 2, 0.2, True)])
+def test_a_point_of_the_label_below_a_floor_is_next_to_the_agnostic_one(th0, m, below) -> None:
+    assert below_floor(_point(_matrix(th0, m), "mixed"), "mixed") is below
+    assert not below_floor(_point(_matrix(th0, m), "mixed", converged=False), "mixed")  # not converged: nothing
+    assert not below_floor(_point(_matrix(th0, m), "mixed"), "semantic")  # another label
