@@ -168,10 +168,12 @@ def bifurcation_end(
     agnostic branch: the alpha where the SE Jacobian's eigenvalue at the agnostic fixed point crosses
     1 in the branch's direction (:data:`BIFURCATING`), on ``config.bifurcation_quadrature``, when
     the strategy is ``"bifurcation"`` and the crossing lies beyond ``anchor`` (the branch's last grid
-    point).  The secant starts at ``good``'s alpha, where it does not converge at ``anchor``, then at ``far``
-    (the first alpha past ``good`` where the branch was not found: the end lies between them, and a secant from
-    ``good`` may not reach an end far from it in its steps).  Returns (the end or None, why not when None --
-    empty when the strategy does not apply).
+    point) the right way.  The secant starts at ``good``'s alpha; where it finds no such crossing (it does not
+    converge, or reaches another crossing: one not beyond, or the wrong way, as where the agnostic point itself
+    stops converging) again at ``anchor``, then at ``far`` (the first alpha past ``good`` where the branch was not
+    found: the end lies between them, and a secant from ``good`` may not reach an end far from it in its steps).
+    Returns (the end or None, why not when None: the first crossing's reason, else the last failure's -- empty
+    when the strategy does not apply).
     """
     if config.branch_end != "bifurcation" or (branch, direction) not in BIFURCATING:
         return None, ""
@@ -179,22 +181,33 @@ def bifurcation_end(
         return None, ALIGNED_END_NOTE
     if good.is_matrix:
         return None, MATRIX_END_NOTE
-    bif = bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config)
-    # the agnostic solve can fail at one alpha: from the grid point, then from the other side of the end
-    for guess in dict.fromkeys(g for g in (anchor, far) if g is not None and g != good.alpha):
-        if bif.converged:
-            break
+
+    def rejected(bif) -> str:
+        """Why ``bif`` is not the end ("" where it is)."""
+        if not bif.converged:
+            return bif.message
+        beyond = bif.solve_rule_alpha <= anchor if direction == "down" else bif.solve_rule_alpha >= anchor
+        if not beyond:  # the branch's points live on the solve rule
+            return f"bifurcation at {bif.alpha:.4f} is not beyond the branch's last grid point ({anchor:.4f})"
+        # the crossing must be the end's, not the branch's birth: lambda rises through 1 where the semantic branch
+        # is born (its end followed down), mu falls through 1 where the positional branch ends
+        if bif.slope < 0 if direction == "down" else bif.slope > 0:
+            return (f"the eigenvalue crosses 1 the wrong way at {bif.alpha:.4f} (slope {bif.slope:+.2f}): the "
+                    "branch's birth")
+        return ""
+
+    # the agnostic solve can fail at one alpha, or the secant reach another crossing (where the agnostic point
+    # itself changes): from the branch's last point, the grid point, then the other side of the end
+    reasons: list[tuple[bool, str]] = []  # (converged, why not the end) of each start
+    for guess in (None, *dict.fromkeys(g for g in (anchor, far) if g is not None and g != good.alpha)):
         bif = bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config, guess)
-    on_rule = bif.solve_rule_alpha  # the branch's points live on the solve rule
-    beyond = on_rule <= anchor if direction == "down" else on_rule >= anchor
-    # the crossing must be the end's, not the branch's birth: lambda rises through 1 where the semantic branch is
-    # born (its end followed down), mu falls through 1 where the positional branch ends
-    right_way = not (bif.slope < 0 if direction == "down" else bif.slope > 0)
-    if bif.converged and beyond and right_way:
-        return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", err=bif.err, solve_rule_alpha=on_rule), ""
-    return None, (bif.message if not bif.converged else (
-        f"bifurcation at {bif.alpha:.4f} is not beyond the branch's last grid point ({anchor:.4f})" if not beyond
-        else f"the eigenvalue crosses 1 the wrong way at {bif.alpha:.4f} (slope {bif.slope:+.2f}): the branch's birth"))
+        why = rejected(bif)
+        if not why:
+            return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", err=bif.err,
+                             solve_rule_alpha=bif.solve_rule_alpha), ""
+        reasons.append((bif.converged, why))
+    # the first crossing found says why, where one was; else the last failure
+    return None, next((why for converged, why in reasons if converged), reasons[-1][1])
 
 
 def bifurcation_from(params: ModelParams, good: FixedPoint, direction: str, cfg: SolverConfig,

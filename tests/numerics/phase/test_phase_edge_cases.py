@@ -393,6 +393,33 @@ def test_the_eigenvalues_secant_starts_again_on_the_far_side_of_a_wide_bracket(m
     assert guesses == [None] and end is None and "12 secant steps" in why
 
 
+def test_a_crossing_that_is_not_the_end_starts_the_secant_again(monkeypatch):
+    """sigma = 0.3, omega = 0.4: the agnostic point stops converging above alpha ~ 5.1, and the secant from the
+    branch's last point (6) reached a spurious crossing there (5.2045, the wrong way, slope -2385): the end was then
+    bisected on failed solves (4.565, no bar).  A crossing rejected (the wrong way, or not beyond the branch's last
+    grid point) starts the secant again at the grid point and the far side, as a failed secant does; where none
+    gives the end, the first crossing's reason is kept."""
+    from attnphase.numerics.phase import branch_end as be
+    from attnphase.numerics.phase.bifurcation import Bifurcation
+
+    guesses = []
+
+    def fake(params, good, direction, cfg, alpha_guess=None, step=0.05):
+        guesses.append(alpha_guess)
+        alpha, slope = {None: (5.2045, -2384.66), 3.0: (4.551, 3.1)}.get(alpha_guess, (math.nan, 0.0))
+        ok = math.isfinite(alpha)
+        return Bifurcation(alpha, ok, "converged" if ok else "not converged", slope, (), 0, 0.019, 0, alpha)
+    monkeypatch.setattr(be, "bifurcation_from", fake)
+    good = SimpleNamespace(alpha=6.0, is_matrix=False)
+    params = ModelParams(omega=0.4, sigma=0.3)
+    end, why = be.bifurcation_end(params, "semantic", "down", good, 6.0, SolverConfig(), far=3.0)
+    assert guesses == [None, 3.0] and end.alpha == 4.551 and end.kind == "bifurcation" and why == ""
+    guesses.clear()
+    end, why = be.bifurcation_end(params, "semantic", "down", good, 6.0, SolverConfig(), far=2.0)
+    assert guesses == [None, 2.0] and end is None
+    assert why.startswith("the eigenvalue crosses 1 the wrong way at 5.2045")  # the crossing's reason, not the failure's
+
+
 def test_a_trace_stopped_short_of_the_end_is_not_the_end(monkeypatch):
     """trace_branch_end: a trace whose next step still jumps in alpha at its lowest alpha has not located the end
     (alpha NaN, kind STOPPED, the jump in its note); locate_branch_end then bisects in alpha, with both reasons in
