@@ -417,7 +417,8 @@ def test_a_crossing_that_is_not_the_end_starts_the_secant_again(monkeypatch):
     guesses.clear()
     end, why = be.bifurcation_end(params, "semantic", "down", good, 6.0, SolverConfig(), far=2.0)
     assert guesses == [None, 2.0] and end is None
-    assert why.startswith("the eigenvalue crosses 1 the wrong way at 5.2045")  # the crossing's reason, not the failure's
+    # the first crossing's reason, not the last failure's
+    assert why.startswith("the eigenvalue crosses 1 the wrong way at 5.2045")
 
 
 def test_a_trace_stopped_short_of_the_end_is_not_the_end(monkeypatch):
