@@ -184,17 +184,7 @@ def bifurcation_end(
 
     def rejected(bif) -> str:
         """Why ``bif`` is not the end ("" where it is)."""
-        if not bif.converged:
-            return bif.message
-        beyond = bif.solve_rule_alpha <= anchor if direction == "down" else bif.solve_rule_alpha >= anchor
-        if not beyond:  # the branch's points live on the solve rule
-            return f"bifurcation at {bif.alpha:.4f} is not beyond the branch's last grid point ({anchor:.4f})"
-        # the crossing must be the end's, not the branch's birth: lambda rises through 1 where the semantic branch
-        # is born (its end followed down), mu falls through 1 where the positional branch ends
-        if bif.slope < 0 if direction == "down" else bif.slope > 0:
-            return (f"the eigenvalue crosses 1 the wrong way at {bif.alpha:.4f} (slope {bif.slope:+.2f}): the "
-                    "branch's birth")
-        return ""
+        return crossing_rejected(bif, anchor, direction == "down") if bif.converged else bif.message
 
     # the agnostic solve can fail at one alpha, or the secant reach another crossing (where the agnostic point
     # itself changes): from the branch's last point, the grid point, then the other side of the end
@@ -208,6 +198,21 @@ def bifurcation_end(
         reasons.append((bif.converged, why))
     # the first crossing found says why, where one was; else the last failure
     return None, next((why for converged, why in reasons if converged), reasons[-1][1])
+
+
+def crossing_rejected(bif, last: float | None, down: bool) -> str:
+    """Why the converged eigenvalue crossing ``bif`` is not the end of a branch followed ``down`` in alpha (semantic)
+    or up (positional) whose last grid point is at ``last`` (None: none to check); "" where it is.  The crossing
+    must lie beyond that point on the solve rule (the branch's points live there) and go the end's way: lambda rises
+    through 1 where the semantic branch is born (its end followed down), mu falls through 1 where the positional
+    branch ends; the other way it is a birth."""
+    on_rule = bif.solve_rule_alpha
+    if last is not None and (on_rule > last if down else on_rule < last):
+        return f"bifurcation at {on_rule:.4f} (solve rule) is not beyond the branch's last grid point ({last:.4f})"
+    if bif.slope < 0 if down else bif.slope > 0:
+        return (f"the eigenvalue crosses 1 the wrong way at {bif.alpha:.4f} (slope {bif.slope:+.2f}): the "
+                "branch's birth")
+    return ""
 
 
 def bifurcation_from(params: ModelParams, good: FixedPoint, direction: str, cfg: SolverConfig,

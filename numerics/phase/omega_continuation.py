@@ -17,7 +17,7 @@ from typing import Sequence
 from attnphase.numerics.phase.boundary_results import Boundaries, end_columns
 from attnphase.numerics.phase.boundary_refinement import corrected_alpha_c, refined_alpha_l
 from attnphase.numerics.phase.brackets import ALPHA_LIMIT, BranchLost, delta_e_t, first_solvable, grid_extension
-from attnphase.numerics.phase.branch_end import BranchEnd, bifurcation_from, on_branch
+from attnphase.numerics.phase.branch_end import BranchEnd, bifurcation_from, crossing_rejected, on_branch
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.continuation import CONTINUATION_MAX_ITER, NO_END, BranchSweep, _advance, solve_from
 from attnphase.numerics.phase.scalar_boundaries import _portable, curves_branch, scalar_boundaries, with_scalar_labels
@@ -238,11 +238,9 @@ def _bifurcation_end(params: ModelParams, last: FixedPoint, direction: str, gues
     if down:
         points[:] = [p for p in points if p.alpha > on_rule]
         last = min(points, key=lambda p: p.alpha) if points else None
-    if last is not None and ((on_rule > last.alpha) if down else (on_rule < last.alpha)):
-        raise ContinuationFailed(f"{direction} bifurcation at {on_rule:.4f} (solve rule) not beyond the branch's "
-                                 f"last grid point {last.alpha:.4f}")
-    if (bif.slope < 0) if down else (bif.slope > 0):
-        raise ContinuationFailed(f"{direction} eigenvalue crosses 1 the wrong way at {bif.alpha:.4f}")
+    why = crossing_rejected(bif, None if last is None else last.alpha, down)
+    if why:
+        raise ContinuationFailed(f"{direction}: {why}")
     return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", err=bif.err, solve_rule_alpha=on_rule)
 
 
