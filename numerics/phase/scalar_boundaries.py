@@ -33,8 +33,10 @@ from attnphase.numerics.phase.brackets import (
     ALPHA_LIMIT, BranchLost, delta_bracket, delta_e_t, extend_branch, first_solvable, grid_extension, grow_alpha_c_down,
     grow_alpha_c_up, positional_grid,
 )
-from attnphase.numerics.phase.branch_end import on_branch
+from attnphase.numerics.phase.branch_end import on_branch, overlap_size
 from attnphase.numerics.phase.continuation import BranchSweep, solve_from, sweep
+from attnphase.numerics.phase.gauge_orbits import orbit_key, same_point
+from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.roots import RootNotFound, brent_root, safeguarded_newton
 from attnphase.numerics.se.se_map import model_rule
 from attnphase.numerics.se.state_evolution import FixedPoint, solve
@@ -65,7 +67,8 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
     kw = dict(config=cfg, bisection_tol=bisection_tol, past_end=False)
     sem = sweep(params, alphas, "semantic", **kw)
     pos = positional_below(params, alphas, sweep(params, positional_grid(alphas, sem), "positional", **kw), kw)
-    notes: list[str] = []
+    pos, lower_note = lower_positional(params, alphas, pos, rule, kw)
+    notes: list[str] = [lower_note] if lower_note else []
     beyond = grid_extension(max(alphas))
     if beyond and math.isnan(pos.end.alpha):
         # the positional end lies above the grid, if anywhere: follow the branch on up to ALPHA_LIMIT
@@ -217,6 +220,36 @@ def positional_below(params: ModelParams, alphas: Sequence[float], pos: BranchSw
     low = sweep(params, below + [first], "positional", **kw)  # up to the first point above: the end's bracket
     on = [p for p in low.on_branch() if p.alpha < first]
     return BranchSweep("positional", on + pos.points, low.end, low.end_side) if on else pos
+
+
+def lower_positional(params: ModelParams, alphas: Sequence[float], pos: BranchSweep, rule: QuadratureRule,
+                     kw: dict) -> tuple[BranchSweep, str]:
+    """(``pos``, "") or, where the positional family has two branches and ``pos`` follows the higher, (the lower one
+    followed over ``pos``'s grid, a note saying so).  ``pos`` starts cold at its first grid point alpha_s; where its
+    point there lies above the agnostic point in e_t (a positional point below it is what a bifurcation from it gives)
+    the branch is also followed up from the grid's start to alpha_s, and where that reaches a different point, lower
+    in e_t, the sweep starts from it (``--A "0.9,0.1;0.5,0.5" --omega 0.45``: |m| 0.365 cold at alpha = 3, e_t
+    5e-4 above the agnostic point; |m| 0.534 followed up, below both it and the semantic point)."""
+    on = pos.on_branch()
+    first = on[0] if on else None
+    below = [float(a) for a in sorted(alphas) if first is not None and a < first.alpha]
+    if first is None or first.alpha != min(p.alpha for p in pos.points) or not below:
+        return pos, ""
+    cfg = kw["config"]
+    agn = solve(params, first.alpha, "agnostic", config=cfg, rule=rule)
+    if not on_branch(agn, "agnostic") or first.observables.e_t <= agn.observables.e_t:
+        return pos, ""
+    low = sweep(params, below + [first.alpha], "positional", **kw)
+    other = next((p for p in low.on_branch() if p.alpha == first.alpha), None)
+    if (other is None or other.observables.e_t >= first.observables.e_t
+            or same_point(orbit_key(params, other), orbit_key(params, first))):
+        return pos, ""
+    grid = [p.alpha for p in pos.points if p.alpha >= first.alpha]
+    alt = sweep(params, grid, "positional", start=other, **kw)
+    return alt, (f"positional: two branches at alpha = {first.alpha:.4g}: the cold start's (|m| = "
+                 f"{overlap_size(first, 'm'):.3g}, e_t {first.observables.e_t:.6g}, above the agnostic point's "
+                 f"{agn.observables.e_t:.6g}) and, lower, the one followed up from alpha = {below[0]:.4g} (|m| = "
+                 f"{overlap_size(other, 'm'):.3g}, e_t {other.observables.e_t:.6g}): the lower one followed")
 
 
 def semantic_above(params: ModelParams, sem: BranchSweep, top: float, beyond: list[float], kw: dict) -> BranchSweep:

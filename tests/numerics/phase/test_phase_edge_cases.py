@@ -355,6 +355,53 @@ def test_a_positional_branch_absent_above_the_semantic_end_is_followed_below_it(
     assert sb.positional_below(ModelParams(), grid, above, {}) is above
 
 
+def test_the_lower_of_two_positional_branches_is_followed(monkeypatch):
+    """``--A "0.9,0.1;0.5,0.5" --omega 0.45``: the positional sweep's cold start at its first grid point (3) lies above
+    the agnostic point in e_t; the branch followed up from the grid's start reaches a different point there, lower,
+    and the sweep is made again from it, with a note.  Left as it was: a cold start below the agnostic point (no sweep
+    below), and a follow from below that reaches the same point or a higher one."""
+    from attnphase.numerics.phase import scalar_boundaries as sb
+    from attnphase.numerics.phase.continuation import NO_END
+
+    base = _relabelled("positional")(3.0, "positional")
+
+    def point(alpha, m, e_t, label="positional"):
+        ov = replace(base.overlaps, m=np.asarray([m, 0.5 * m]))
+        return replace(base, alpha=alpha, branch=label, overlaps=ov, observables=replace(base.observables, e_t=e_t))
+    cold = point(3.0, 0.33, 0.0213)
+    high = BranchSweep("positional", [cold, point(6.0, 0.3, 0.02)], NO_END, "")
+    calls = []
+
+    def fake_sweep(params, alphas, branch, start=None, **kw):
+        calls.append((list(alphas), start))
+        if start is None:  # the follow up from the grid's start
+            return BranchSweep(branch, [point(a, lower_m, lower_e_t) for a in alphas], NO_END, "")
+        return BranchSweep(branch, [start, point(6.0, 0.5, 0.019)], NO_END, "")
+    monkeypatch.setattr(sb, "sweep", fake_sweep)
+    agnostic_e_t = 0.0208
+    monkeypatch.setattr(sb, "solve", lambda params, alpha, branch, **kw: point(alpha, 0.0, agnostic_e_t, "agnostic"))
+    grid, kw, params = (1.0, 2.0, 3.0, 6.0), {"config": SolverConfig()}, ModelParams(omega=0.45)
+    lower_m, lower_e_t = 0.378, 0.020658
+    pos, note = sb.lower_positional(params, grid, high, None, kw)
+    assert [c[0] for c in calls] == [[1.0, 2.0, 3.0], [3.0, 6.0]] and calls[1][1].overlaps.m[0] == lower_m
+    assert [p.observables.e_t for p in pos.points] == [0.020658, 0.019]
+    assert note.startswith("positional: two branches at alpha = 3") and "the lower one followed" in note
+    for lower_m, lower_e_t in ((0.33, 0.0213), (0.378, 0.0214)):  # the same point; a higher one
+        assert sb.lower_positional(params, grid, high, None, kw) == (high, "")
+    agnostic_e_t, calls[:] = 0.0214, []  # the cold start below the agnostic point: nothing followed
+    assert sb.lower_positional(params, grid, high, None, kw) == (high, "") and calls == []
+
+
+@pytest.mark.heavy
+def test_alpha_c_is_the_crossing_with_the_lower_positional_branch():
+    # --A "0.9,0.1;0.5,0.5" --omega 0.45: the positional sweep's cold start at 3 lands on a branch above the agnostic
+    # point (|m| 0.365); the branch followed up from 0.1 (|m| 0.534) lies below the semantic point up to alpha_c ~ 3.9
+    # (census at 3.8: positional lower, at 4: semantic lower), not the agnostic -> semantic change at 3.02
+    b = phase_boundaries(ModelParams(A=((0.9, 0.1), (0.5, 0.5)), omega=0.45), config=SolverConfig())
+    assert 3.8 < b.alpha_c < 4.0 and 0 < b.alpha_c_err < 3e-3 and b.alpha_c_from == "positional", (b.alpha_c, b.notes)
+    assert any(n.startswith("positional: two branches at alpha = 3") for n in b.notes), b.notes
+
+
 @pytest.mark.heavy
 def test_a_strong_ridges_semantic_end_above_the_grid_is_located():
     # --lam 0.1 --omega 0.4 on sobol8:4: the semantic branch is on at alpha = 6 and 10 and absent on the grid
