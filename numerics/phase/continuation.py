@@ -21,6 +21,7 @@ from attnphase.numerics.phase.branch_end import (BranchEnd, bifurcation_end, end
                                                  on_branch)
 from attnphase.numerics.config import BRANCHES, SolverConfig
 from attnphase.numerics.errors.replicates import judged_matrix_point, no_errors
+from attnphase.numerics.se.overlaps import on_branch_subspace
 from attnphase.numerics.se.se_map import model_rule
 from attnphase.numerics.se.starts import MATRIX_BRANCHES, check_branch, teacher_rank
 from attnphase.numerics.se.state_evolution import (
@@ -38,9 +39,14 @@ CONTINUATION_MAX_ITER = 60
 def solve_from(params: ModelParams, alpha: float, branch: str, start: FixedPoint | None, config: SolverConfig,
                rule=None) -> FixedPoint:
     """:func:`~attnphase.numerics.se.state_evolution.solve` warm from ``start`` (its overlaps and solver memory), cold
-    where None."""
-    return solve(params, alpha, branch, init=None if start is None else start.overlaps,
-                 memory=None if start is None else start.memory, config=config, rule=rule)
+    where None; for the agnostic point from ``start``'s overlaps with m = th0 = 0 exactly (a point labelled agnostic
+    may carry |m| ~ 1e-13, which grows where the agnostic point is unstable in m: ``--rho0 2 --omega 0.05`` at
+    alpha = 0.1, warm from the agnostic point at 0.627, reached the positional point)."""
+    init = None if start is None else start.overlaps
+    if init is not None and branch == "agnostic":
+        init = on_branch_subspace(init, "agnostic")
+    return solve(params, alpha, branch, init=init, memory=None if start is None else start.memory, config=config,
+                 rule=rule)
 
 
 #: No end located in the range.

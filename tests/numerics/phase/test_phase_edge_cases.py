@@ -355,6 +355,21 @@ def test_a_positional_branch_absent_above_the_semantic_end_is_followed_below_it(
     assert sb.positional_below(ModelParams(), grid, above, {}) is above
 
 
+def test_a_warm_agnostic_solve_stays_on_the_agnostic_point_where_it_is_unstable_in_m():
+    """``--rho0 2 --omega 0.05``: a point labelled agnostic with |m| ~ 1e-13 (a positional start that fell to it)
+    starts the agnostic solve at alpha = 0.1, where the positional branch leaves the agnostic point: the solve is
+    the agnostic point's (m = th0 = 0 exactly), not the positional point the residual m grows to."""
+    from attnphase.numerics.phase.continuation import solve_from
+
+    params, cfg = ModelParams(rho0=2, omega=0.05), SolverConfig(quadrature="sobol8:4", error_bars=False)
+    fell = solve(params, 0.627, "agnostic", config=cfg)
+    assert fell.branch == "agnostic" and not np.any(fell.overlaps.m)
+    fell = replace(fell, overlaps=replace(fell.overlaps, m=np.array([-7.4e-13, 7.4e-13])))
+    fp = solve_from(params, 0.1, "agnostic", fell, cfg)
+    assert fp.status.converged and fp.branch == "agnostic" and not np.any(fp.overlaps.m) and fp.overlaps.th0 == 0
+    assert solve(params, 0.1, "positional", config=cfg).branch == "positional"  # the point the m would grow to
+
+
 def test_the_lower_of_two_positional_branches_is_followed(monkeypatch):
     """``--A "0.9,0.1;0.5,0.5" --omega 0.45``: the positional sweep's cold start at its first grid point (3) lies above
     the agnostic point in e_t; the branch followed up from the grid's start reaches a different point there, lower,
