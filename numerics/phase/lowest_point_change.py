@@ -32,7 +32,7 @@ from attnphase.numerics.roots import brent_root
 from attnphase.numerics.se.matrix_solve import coarser_spec
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.se_map import model_rule
-from attnphase.numerics.se.state_evolution import solve
+from attnphase.numerics.se.state_evolution import positional_past_agnostic, solve
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
 
@@ -119,7 +119,8 @@ class _Search:
 
     def _retry(self, branch: str, alpha: float, default_tried: bool) -> None:
         """``branch`` at alpha from its default start (unless ``default_tried``), then from the fixed point of the
-        coarser rule."""
+        coarser rule, then (positional) from the agnostic point there with the default start's m put on it (as a
+        sweep starts where its last start fell to the agnostic point)."""
         why = self.failed[branch].get(alpha, "")
         if not default_tried and self._classify(branch, solve(self.params, alpha, branch, config=self.cfg,
                                                               rule=self.rule)):
@@ -132,6 +133,13 @@ class _Search:
                 fine = solve(self.params, alpha, branch, init=coarse.overlaps, config=self.cfg, rule=self.rule)
                 if self._classify(branch, fine):
                     self.retried.append(f"{branch} at alpha = {alpha:.4g} ({why}) decided from the {spec} fixed point")
+                    return
+        if branch == "positional":
+            agn = self.point("agnostic", alpha)
+            fp = positional_past_agnostic(self.params, alpha, agn, self.cfg, self.rule) if on_branch(
+                agn, "agnostic") else None
+            if fp is not None and self._classify(branch, fp):
+                self.retried.append(f"{branch} at alpha = {alpha:.4g} ({why}) decided from the agnostic point")
 
     def status(self, branch: str, alpha: float) -> str:
         """"on", "absent" or "failed" at a grid alpha, solving (and retrying) where not yet decided."""

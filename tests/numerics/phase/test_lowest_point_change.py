@@ -123,16 +123,23 @@ def test_the_simplex_p_gets_alpha_c_with_its_labels():
         assert b.alpha_c == b.semantic_end and b.alpha_c_method.startswith("birth of the semantic branch")
 
 
-def _failing_at(alpha: float, branch: str, monkeypatch):
-    """Every solve of ``branch`` at ``alpha`` in the search fails (not converged), whatever its start or rule."""
-    real = lpc.solve
+def _failing_at(alpha: float, branch: str, monkeypatch, from_agnostic: bool = False):
+    """Every solve of ``branch`` at ``alpha`` in the search fails (not converged), whatever its start or rule -- but
+    the positional start from the agnostic point where ``from_agnostic``."""
+    real, real_past = lpc.solve, lpc.positional_past_agnostic
+
+    def failed(fp):
+        return replace(fp, status=replace(fp.status, converged=False, residual=3e-3))
 
     def solve(params, a, br, **kw):
         fp = real(params, a, br, **kw)
-        if a == alpha and br == branch:
-            return replace(fp, status=replace(fp.status, converged=False, residual=3e-3))
-        return fp
+        return failed(fp) if a == alpha and br == branch else fp
+
+    def past_agnostic(params, a, agnostic, cfg, rule):
+        fp = real_past(params, a, agnostic, cfg, rule)
+        return fp if fp is None or from_agnostic or a != alpha or branch != "positional" else failed(fp)
     monkeypatch.setattr(lpc, "solve", solve)
+    monkeypatch.setattr(lpc, "positional_past_agnostic", past_agnostic)
 
 
 def test_a_solver_failure_outside_the_bracket_leaves_alpha_c_and_is_named(monkeypatch):
@@ -143,8 +150,19 @@ def test_a_solver_failure_outside_the_bracket_leaves_alpha_c_and_is_named(monkey
     assert len(failure) == 1 and "not absence" in failure[0]
 
 
+def test_a_positional_point_its_starts_miss_is_decided_from_the_agnostic_point(monkeypatch):
+    # the paper's second A at omega = 0.1, alpha = 0.3636: the default start falls to the agnostic point (mu = 1.01),
+    # the coarser rule's does not converge; started from the agnostic point there, as a sweep does, the positional
+    # solve decides the point (here: absent, falling to the agnostic point with mu < 1 at L = 3)
+    _failing_at(0.25, "positional", monkeypatch, from_agnostic=True)
+    b = lpc.lowest_point_alpha_c(L3, boundaries(L3, (1.0, 2.0), BIRTH), CFG, (0.2, 0.25, 1.0, 2.0))
+    assert (b.alpha_c, b.alpha_c_from) == (0.3, "agnostic"), b.notes
+    assert any(n.startswith("retried: positional at alpha = 0.25") and n.endswith("decided from the agnostic point")
+               for n in b.notes), b.notes
+
+
 def test_a_failure_in_the_sweep_above_the_bracket_is_named_not_called_absence():
-    # L = 3, omega = 0.3 before: the positional start at alpha = 3 did not converge, and no alpha_c was given
+    # L = 3, omega = 0.3: the positional start at alpha = 3 does not converge; alpha_c is found all the same
     bad = agnostic(L3, 2.0)
     bad = replace(bad, status=replace(bad.status, converged=False, residual=5.9e-4))
     b = lpc.lowest_point_alpha_c(L3, boundaries(L3, (1.0, 2.0), BIRTH, pos_points=[agnostic(L3, 1.0), bad]), CFG, GRID)
@@ -282,3 +300,12 @@ def test_a_root_below_the_semantic_birth_is_where_the_lower_point_gives_way_to_t
     assert (alpha_c, err, since) == (1.5, 2e-3, "agnostic")
     assert method.startswith("the positional point, lowest at the grid alpha 1, gives way to the agnostic one at 1.2")
     assert "from the agnostic point: birth of the semantic branch" in method
+
+
+@pytest.mark.heavy
+def test_the_second_a_at_omega_0_1_has_alpha_c_at_the_semantic_birth():
+    # A = [[0.3, 0.7], [0.8, 0.2]], omega = 0.1: no positional branch on the sweep's grid (mu <= 0.854); at 0.3636
+    # the positional point is decided only from the agnostic point; alpha_c is the semantic birth (0.4463 +- 6e-4)
+    b = phase_boundaries(ModelParams(A=((0.3, 0.7), (0.8, 0.2)), omega=0.1), None, config=SolverConfig())
+    assert abs(b.alpha_c - b.semantic_end) < 1e-12 and 0.44 < b.alpha_c < 0.45 and 0 < b.alpha_c_err < 2e-3, b.notes
+    assert b.alpha_c_from == "agnostic" and not any("not located" in n for n in b.notes), b.notes
