@@ -135,7 +135,10 @@ class _Search:
                     self.retried.append(f"{branch} at alpha = {alpha:.4g} ({why}) decided from the {spec} fixed point")
                     return
         if branch == "positional":
-            agn = self.point("agnostic", alpha)
+            try:
+                agn = self.point("agnostic", alpha)
+            except BranchLost:  # no agnostic point to start from: the point stays unknown
+                return
             fp = positional_past_agnostic(self.params, alpha, agn, self.cfg, self.rule) if on_branch(
                 agn, "agnostic") else None
             if fp is not None and self._classify(branch, fp):

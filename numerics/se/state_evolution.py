@@ -264,10 +264,10 @@ def _agnostic_path_start(params: ModelParams, path: list[float], agnostic: Overl
 
 def positional_past_agnostic(params: ModelParams, alpha: float, agnostic: FixedPoint, cfg: SolverConfig,
                              rule: QuadratureRule) -> FixedPoint | None:
-    """The cold positional solve at alpha, given ``agnostic``, the agnostic point a cold positional solve fell to
-    at a smaller alpha' >= POSITIONAL_COLD_ALPHA (``params`` in their SE form): the same start as the cold
-    solve's (:func:`_agnostic_path_start`), reached in one warm step from alpha'; None where that step fails or
-    ``agnostic`` is Q = 0."""
+    """The cold positional solve at alpha, given ``agnostic``, the agnostic point at alpha' <= alpha (where a cold
+    positional solve fell to it, alpha' >= POSITIONAL_COLD_ALPHA; or alpha' = alpha) (``params`` in their SE form): the
+    same start as the cold solve's (:func:`_agnostic_path_start`), reached in one warm step from alpha'; None where
+    that step fails or ``agnostic`` is Q = 0."""
     if agnostic.overlaps.zero_student:  # Q = 0 stays Q = 0 at every alpha: the cold solve finds the agnostic point
         return None
     ag = solve(params, alpha, "agnostic", init=on_branch_subspace(agnostic.overlaps, "agnostic"),

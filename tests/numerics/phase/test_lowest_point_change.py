@@ -161,6 +161,21 @@ def test_a_positional_point_its_starts_miss_is_decided_from_the_agnostic_point(m
                for n in b.notes), b.notes
 
 
+def test_a_retry_with_no_agnostic_point_to_start_from_leaves_the_point_unknown(monkeypatch):
+    # the agnostic solve at 0.15 fails too: the positional point there stays unknown (a solver failure outside the
+    # bracket), and the search goes on to alpha_c
+    _failing_at(0.15, "positional", monkeypatch)
+    real = lpc.solve_from
+
+    def solve_from(params, alpha, branch, near, cfg, rule):
+        fp = real(params, alpha, branch, near, cfg, rule)
+        return replace(fp, status=replace(fp.status, converged=False)) if (alpha, branch) == (0.15, "agnostic") else fp
+    monkeypatch.setattr(lpc, "solve_from", solve_from)
+    b = lpc.lowest_point_alpha_c(L3, boundaries(L3, (1.0, 2.0), BIRTH), CFG, (0.15,) + GRID)
+    assert (b.alpha_c, b.alpha_c_from) == (0.3, "agnostic"), b.notes
+    assert any(n.startswith("solver failure at alpha = 0.15: positional") for n in b.notes), b.notes
+
+
 def test_a_failure_in_the_sweep_above_the_bracket_is_named_not_called_absence():
     # L = 3, omega = 0.3: the positional start at alpha = 3 does not converge; alpha_c is found all the same
     bad = agnostic(L3, 2.0)
