@@ -20,14 +20,16 @@ def brent_root(f: Callable[[float], float], a: float, b: float, xtol: float) -> 
 
 def safeguarded_newton(
     f: Callable[[float], tuple[float, float]], a: float, b: float, fa: float, fb: float, xtol: float,
-    max_iter: int = 40,
+    max_iter: int = 40, *, aside: float = 0.0, failure: type[Exception] | tuple[type[Exception], ...] = (),
 ) -> float:
     """Root of a decreasing f on [a, b] (fa > 0 >= fb) by Newton steps with f's own slope (``f(x)`` returns
     (value, slope)) from the linear interpolant, bisection where a step leaves the bracket or the slope is
-    not negative, until a step is below ``xtol``; RootNotFound after ``max_iter`` steps."""
+    not negative, until a step is below ``xtol``; RootNotFound after ``max_iter`` steps.  Where f raises
+    ``failure`` at an iterate x, the iterate is x + ``aside``, else x - ``aside`` (each at most half-way to the
+    bracket's end on its side: :func:`_stepped_aside`); the failure is raised where f fails at all three."""
     x = b if fb == 0 else a + (b - a) * fa / (fa - fb)
     for _ in range(max_iter):
-        fx, slope = f(x)
+        x, (fx, slope) = _stepped_aside(f, x, a, b, aside, failure)
         if fx == 0:
             return x
         a, b = (x, b) if fx > 0 else (a, x)
@@ -38,6 +40,25 @@ def safeguarded_newton(
             return nxt
         x = nxt
     raise RootNotFound(f"root not bracketed to {xtol} after {max_iter} steps (bracket [{a:.5f}, {b:.5f}])")
+
+
+def _stepped_aside(f: Callable[[float], T], x: float, a: float, b: float, aside: float,
+                   failure: type[Exception] | tuple[type[Exception], ...]) -> tuple[float, T]:
+    """(x, f(x)); where f raises ``failure`` at x and ``aside`` > 0: (y, f(y)) at the first of y = min(x + aside,
+    (x + b) / 2), max(x - aside, (a + x) / 2) where it does not (inside the bracket [a, b], which so still shrinks),
+    the first failure raised where f fails at all three."""
+    try:
+        return x, f(x)
+    except failure as exc:
+        if aside <= 0:
+            raise
+        first = exc
+    for y in (min(x + aside, 0.5 * (x + b)), max(x - aside, 0.5 * (a + x))):
+        try:
+            return y, f(y)
+        except failure:
+            continue
+    raise first
 
 
 def bracketed_log_root(

@@ -34,6 +34,11 @@ UP_FRACTIONS = (0.25, 0.5, 0.75, 0.9)
 #: alpha_c) for these f, g the next semantic grid point.
 AT_C_FRACTIONS = (0.05, 0.15, 0.3)
 
+#: Where every solve of a branch fails at an iterate of alpha_c's root search (a rough patch of the map on the
+#: rule, ~1e-3 wide in alpha: ``--sigma 0.4,0.6 --omega 0.4`` at alpha = 1.640-1.641), Delta e_t is evaluated this
+#: far beside it instead (:func:`~attnphase.numerics.roots.safeguarded_newton`'s ``aside``).
+STEP_ASIDE = 5e-3
+
 class BranchLost(RuntimeError):
     """A root-finding evaluation left the branch it was following."""
 

@@ -16,7 +16,8 @@ from typing import Sequence
 
 from attnphase.numerics.phase.boundary_results import Boundaries, end_columns
 from attnphase.numerics.phase.boundary_refinement import corrected_alpha_c, refined_alpha_l
-from attnphase.numerics.phase.brackets import ALPHA_LIMIT, BranchLost, delta_e_t, first_solvable, grid_extension
+from attnphase.numerics.phase.brackets import (ALPHA_LIMIT, STEP_ASIDE, BranchLost, delta_e_t, first_solvable,
+                                              grid_extension)
 from attnphase.numerics.phase.branch_end import BranchEnd, bifurcation_from, crossing_rejected, on_branch
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.continuation import CONTINUATION_MAX_ITER, NO_END, BranchSweep, _advance, solve_from
@@ -180,7 +181,7 @@ def continued_boundaries(
     if not sem_end.on_solve_rule < a_pred < top_alpha:
         raise ContinuationFailed(f"predicted alpha_c {a_pred:.4f} outside the range where both branches exist")
     bracket = _bracket_decreasing("alpha_c", d_et, a_pred, tol_c, sem_end.on_solve_rule, top_alpha)
-    alpha_c_coarse = safeguarded_newton(d_et, *bracket, xtol)
+    alpha_c_coarse = safeguarded_newton(d_et, *bracket, xtol, aside=STEP_ASIDE, failure=BranchLost)
     pred.check("alpha_c", alpha_c_coarse)
     alpha_c, note, alpha_c_err = corrected_alpha_c(alpha_c_coarse, br.iterates["semantic"], br.iterates["positional"],
                                                    br.at, cfg)

@@ -30,8 +30,8 @@ from attnphase.numerics.phase.absence import absence_note
 from attnphase.numerics.phase.boundary_refinement import corrected_alpha_c, refined_alpha_l
 from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, end_columns
 from attnphase.numerics.phase.brackets import (
-    ALPHA_LIMIT, BranchLost, delta_bracket, delta_e_t, extend_branch, first_solvable, grid_extension, grow_alpha_c_down,
-    grow_alpha_c_up, positional_grid,
+    ALPHA_LIMIT, STEP_ASIDE, BranchLost, delta_bracket, delta_e_t, extend_branch, first_solvable, grid_extension,
+    grow_alpha_c_down, grow_alpha_c_up, positional_grid,
 )
 from attnphase.numerics.phase.branch_end import on_branch, overlap_size
 from attnphase.numerics.phase.continuation import BranchSweep, solve_from, sweep
@@ -140,7 +140,7 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
     if bracket is not None:
         (a0, d0), (a1, d1) = bracket
         try:
-            alpha_c = safeguarded_newton(d_et, a0, a1, d0, d1, xtol)
+            alpha_c = safeguarded_newton(d_et, a0, a1, d0, d1, xtol, aside=STEP_ASIDE, failure=BranchLost)
         except (BranchLost, RootNotFound) as exc:
             notes.append(f"alpha_c: {exc}")
     elif delta:

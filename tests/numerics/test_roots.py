@@ -37,3 +37,41 @@ def test_safeguarded_newton_converges_with_the_functions_slope_and_says_when_it_
     assert safeguarded_newton(f, 0.0, 3.0, 2.0, -7.0, 1e-13) == pytest.approx(math.sqrt(2.0), abs=1e-12)
     with pytest.raises(RootNotFound):
         safeguarded_newton(f, 0.0, 3.0, 2.0, -7.0, 1e-300, max_iter=3)
+
+
+class _Lost(RuntimeError):
+    pass
+
+
+def _patchy(root: float, patch: tuple[float, float], tried: list[float]):
+    """A decreasing line with its root at ``root`` that raises _Lost on ``patch`` (a solver failing there)."""
+    def f(x: float) -> tuple[float, float]:
+        tried.append(x)
+        if patch[0] <= x <= patch[1]:
+            raise _Lost(f"lost at {x}")
+        return root - x, -1.0
+    return f
+
+
+def test_safeguarded_newton_steps_aside_from_an_iterate_where_the_function_fails() -> None:
+    # the first iterate, the bracket's interpolant 1.6405, lies on the patch where f fails
+    tried: list[float] = []
+    f = _patchy(1.6462, (1.640, 1.641), tried)
+    with pytest.raises(_Lost):
+        safeguarded_newton(f, 1.6, 1.7, 0.405, -0.595, 1e-4)
+    tried.clear()
+    x = safeguarded_newton(f, 1.6, 1.7, 0.405, -0.595, 1e-4, aside=5e-3, failure=_Lost)
+    assert x == pytest.approx(1.6462, abs=1e-12)
+    assert tried[:2] == pytest.approx([1.6405, 1.6455])  # the iterate, then aside by 5e-3 above it
+    # other exceptions are not stepped around
+    with pytest.raises(ZeroDivisionError):
+        safeguarded_newton(lambda x: (1 / 0, -1.0), 1.6, 1.7, 0.405, -0.595, 1e-4, aside=5e-3, failure=_Lost)
+
+
+def test_safeguarded_newton_raises_the_failure_where_the_root_lies_on_the_patch() -> None:
+    # stepping aside shrinks the bracket onto the patch; where f fails on both sides too, the failure is raised
+    tried: list[float] = []
+    with pytest.raises(_Lost, match="lost at 1.6405"):
+        safeguarded_newton(_patchy(1.6405, (1.640, 1.641), tried), 1.6, 1.7, 0.3, -0.7, 1e-4, aside=5e-3,
+                           failure=_Lost)
+    assert all(1.6 < x < 1.7 for x in tried) and len(tried) < 40

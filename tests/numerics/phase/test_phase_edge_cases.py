@@ -418,6 +418,16 @@ def test_alpha_c_is_the_crossing_with_the_lower_positional_branch():
 
 
 @pytest.mark.heavy
+def test_alpha_c_is_located_where_every_solve_fails_at_one_iterate():
+    # --sigma 0.4,0.6 --omega 0.4: the root search's iterate 1.64021 lies on a patch (1.640-1.641) where every semantic
+    # solve fails on the default rule; Delta e_t evaluated 5e-3 beside it closes the root at 1.6455 (Delta e_t 4.6e-7
+    # at 1.645, -3.9e-6 at 1.65 on the sweep), corrected on the finer rule to 1.6505
+    b = phase_boundaries(ModelParams(sigma=(0.4, 0.6), omega=0.4), config=SolverConfig())
+    assert 1.644 < b.alpha_c_coarse < 1.647 and 1.64 < b.alpha_c < 1.66 and 0 < b.alpha_c_err < 1e-3, b.notes
+    assert not any("lost" in n for n in b.notes), b.notes
+
+
+@pytest.mark.heavy
 def test_a_strong_ridges_semantic_end_above_the_grid_is_located():
     # --lam 0.1 --omega 0.4 on sobol8:4: the semantic branch is on at alpha = 6 and 10 and absent on the grid
     # 0.1:3:12; its end, a birth from the agnostic point, lies at 3.12 (the eigenvalue's secant from the failed
