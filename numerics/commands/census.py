@@ -192,7 +192,7 @@ def _print_table(points: list[dict], scalar: bool) -> None:
               f"({p['separation_paired']:.1f})" if finite(p["err_delta_e_t"]) else f"{p['delta_e_t']:.2e}")
         inv = "; ".join(" ".join(values_with_errors(p[k], p.get(f"err_{k}"))) for k in ("q0_eigenvalues", "V0_eigenvalues",
                                                                                 "th0_singular_values", "m_norms"))
-        print(f"{p['branch']:>10} {with_error(p['e_t'], p['err_e_t']):>24} {up:>30} "
+        print(f"{p['branch']:>10} {with_error(p['e_t'], p.get('err_e_t')):>24} {up:>30} "
               f"{with_error(p['eps_g'], p.get('err_eps_g')):>22} {_stable(p):>6} {p['leading_eigenvalue']:6.3f}  "
               f"{inv}, {p['starts']}")
 

@@ -414,6 +414,14 @@ def test_census_rank_command_json_and_out(found, monkeypatch, tmp_path, capsys) 
     table = capsys.readouterr().out.strip().splitlines()
     assert [line.split()[0] for line in table[1:]] == [e.point.branch for e in res.entries]
     assert all(f" {e.stable} " in line for e, line in zip(res.entries, table[1:]))
+    # without error bars (--error-estimate 0) the same table, each value without its bar
+    bare = dataclasses.replace(failed, entries=tuple(dataclasses.replace(e, replicates=(), errors={})
+                                                     for e in failed.entries))
+    monkeypatch.setattr(census_mod, "census", lambda *a, **k: bare)
+    assert main(argv[:-3] + ["--error-estimate", "0"]) == 0
+    table = capsys.readouterr().out.strip().splitlines()
+    assert [line.split()[0] for line in table[1:]] == [e.point.branch for e in res.entries]
+    assert "+-" not in "".join(table[1:]) and f"{res.entries[0].e_t:.6g}"[:6] in table[1]
 
 
 @pytest.mark.parametrize("separation, said", [(0.4, "global minimum: not resolved at this rule: positional or semantic "
