@@ -39,6 +39,7 @@ AT_C_FRACTIONS = (0.05, 0.15, 0.3)
 #: far beside it instead (:func:`~attnphase.numerics.roots.safeguarded_newton`'s ``aside``).
 STEP_ASIDE = 5e-3
 
+
 class BranchLost(RuntimeError):
     """A root-finding evaluation left the branch it was following."""
 
