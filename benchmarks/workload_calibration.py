@@ -33,7 +33,8 @@ measurement and the fitted constants:
   (``BAYES_POINT_SECONDS``), both branches' mean; and the command's own CPU besides its tasks (``BAYES_COMMAND_SECONDS``:
   ``attnphase sweep --estimator bayes-optimal --alpha 0.5 --branch informative --workers 1`` in a child process,
   less its one task; ``BAYES_DIAGRAM_COMMAND_SECONDS``: ``phase-diagram ... --omega 0.3 --alpha 0.4,0.6`` the same,
-  its figure included), the terms of :func:`attnphase.workload.bayes_task_seconds`.  About 1 CPU min.
+  its figure included), the terms of :func:`attnphase.workload.bayes_task_seconds`; and this machine's ratio to the
+  stated estimate (the tests compare the law's shape only, not a machine's speed).  About 1 CPU min.
 """
 
 from __future__ import annotations
@@ -227,6 +228,13 @@ def bayes(Ls=(2, 3, 4), n_alphas: int = 21) -> dict:
     print("fit: " + ", ".join(f"{k} = {out[k]}" for k in ("BAYES_TASK_SECONDS", "BAYES_POINT_SECONDS",
                                                          "BAYES_COMMAND_SECONDS", "BAYES_DIAGRAM_COMMAND_SECONDS")),
           flush=True)
+    from attnphase import workload
+
+    for L in Ls:  # this machine against the stated constants (the reference machine's): what its users should expect
+        ratio = (out["BAYES_TASK_SECONDS"][L] + n_alphas * out["BAYES_POINT_SECONDS"][L]) / workload.bayes_task_seconds(
+            n_alphas, L)
+        print(f"bayes L={L}: a task of {n_alphas} alphas takes {ratio:.2f}x the stated estimate on this machine",
+              flush=True)
     return out
 
 

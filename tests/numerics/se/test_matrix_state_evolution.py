@@ -249,8 +249,8 @@ def test_the_rank_2_teachers_semantic_point_at_alpha_2_is_found_cold() -> None:
 def test_a_mixed_solve_whose_embedded_start_stalls_is_retried_from_the_census_mixtures() -> None:
     # r = r* = 2, alpha = 1.5, omega = 0.3 on sobol8:4: whether the embedded mixed start stalls there moves with the
     # compiled loops' round-off (residual 3e-3 on one CPU, converged on another), so its result is handed to the
-    # retry as a stall; the census's fixed mixtures reach a stable mixed point (on the default rule: the census's e_t
-    # 0.004376 +- 0.000016)
+    # retry as a stall; the census's fixed mixtures reach a mixed point.  Which one moves with the CPU too: the rank-2
+    # mixed branches are near-degenerate on this coarse rule (|th0| 0.5 on one CPU; 0.036, |m_l| 0.28 on another)
     from attnphase.numerics.se.state_evolution import mixed_from_mixtures
 
     params, cfg = ModelParams(omega=0.3, r=2, r_star=2), SolverConfig(quadrature="sobol8:4")
@@ -260,7 +260,7 @@ def test_a_mixed_solve_whose_embedded_start_stalls_is_retried_from_the_census_mi
     assert fp.status.message.startswith("converged from the mixture start ")
     assert fp.status.iterations > missed.status.iterations  # every try counted
     sv = fp.record["th0_singular_values"]
-    assert sv[0] > 0.1 and max(fp.record["m_norms"]) > 0.1  # both overlaps: a mixed point
+    assert sv[0] > 1e-2 and max(fp.record["m_norms"]) > 0.1  # both overlaps, 1e4 x the label's floor: a mixed point
 
 
 def test_the_mixture_retry_takes_the_first_mixture_that_reaches_the_mixed_branch(monkeypatch) -> None:
