@@ -193,6 +193,7 @@ def bayes(Ls=(2, 3, 4), n_alphas: int = 21) -> dict:
     import tempfile
     import warnings
 
+    from attnphase import workload
     from attnphase.numerics.jobs.tasks import bayes_diagram_job, bayes_sweep_job
     from attnphase.theory import ModelParams
 
@@ -228,8 +229,6 @@ def bayes(Ls=(2, 3, 4), n_alphas: int = 21) -> dict:
     print("fit: " + ", ".join(f"{k} = {out[k]}" for k in ("BAYES_TASK_SECONDS", "BAYES_POINT_SECONDS",
                                                          "BAYES_COMMAND_SECONDS", "BAYES_DIAGRAM_COMMAND_SECONDS")),
           flush=True)
-    from attnphase import workload
-
     for L in Ls:  # this machine against the stated constants (the reference machine's): what its users should expect
         ratio = (out["BAYES_TASK_SECONDS"][L] + n_alphas * out["BAYES_POINT_SECONDS"][L]) / workload.bayes_task_seconds(
             n_alphas, L)
