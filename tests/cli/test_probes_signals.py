@@ -67,13 +67,12 @@ def test_signal_in_the_first_instants_is_the_stop_or_the_default_action(sig, tmp
             assert proc.returncode in (code, -signal.SIGINT), (delay, proc.returncode, err)
             assert out == ""
             stopped += 1
-        elif err.startswith("Error processing line"):  # site.py caught what the signal raised in a .pth line of
-            # the editable install and went on: lost in the interpreter's start-up, before the project's first line
-            assert proc.returncode in (0, -sig, 1), (delay, proc.returncode, err)
-        elif err.startswith("Exception ignored in: <function _get_module_lock") and "KeyboardInterrupt" in err:
-            # Python raised the Ctrl-C in importlib's weakref callback at the end of an import and dropped it
-            # with its default hook: an import of its own start-up, since from the package's first lines on the
-            # command's hook sends a dropped Ctrl-C again (attnphase._send_again); lost there, the command runs
+        elif err.startswith("Error processing line") or (
+                err.startswith("Exception ignored in: <function _get_module_lock") and "KeyboardInterrupt" in err):
+            # lost in the interpreter's start-up, before the project's first line: site.py caught what the signal
+            # raised in a .pth line of the editable install, or Python raised the Ctrl-C in importlib's weakref
+            # callback at the end of an import and dropped it with its default hook (from the package's first
+            # lines on, the command's hook sends a dropped Ctrl-C again: attnphase._send_again); the command runs on
             assert proc.returncode in (0, -sig, 1), (delay, proc.returncode, err)
         else:  # the interpreter's own start-up, before the first line of the project: its default action
             assert proc.returncode in (-sig, 1), (delay, proc.returncode, err)
