@@ -98,7 +98,7 @@ def beyond_end_note(res) -> str:
     positional, as the rows give them) at least :data:`BEYOND_END_FRACTION` of the one at the branch's point nearest
     the end, said ("" where there are none): the branch goes on there, so the end is not where it ends (``sweep
     --branch positional --omega 0.23 --alpha 1.5:2.5:11``: m 0.213 and 0.212 at 2.1 and 2.2, past the eigenvalue's
-    end 1.9435)."""
+    end 1.9435).  Where the end carries a note (its check found such points to be the solve rule's), that note."""
     key = {"semantic": "theta", "positional": "m"}.get(res.branch)
     on = res.on_branch()
     if key is None or not on or not math.isfinite(res.end.alpha) or np.ndim(on[0].overlaps.m) > 1:
@@ -115,10 +115,12 @@ def beyond_end_note(res) -> str:
     if not gone_on:
         return ""
     rows = ", ".join(f"{p.alpha:g} ({key} {size(p):.3g})" for p in gone_on)
-    return (f"the {res.branch} branch goes on past the end located ({res.end.alpha:.4g}, by {res.end.method}) at alpha "
-            f"= {rows}, near its {key} {size(nearest):.3g} at {nearest.alpha:g}: where the eigenvalue gives the end, "
-            f"the small-{key} fixed points leave the agnostic point there and the branch followed here ends further, "
-            "at a fold not located (docs/method.md section 9)")
+    past = f"past the end located ({res.end.alpha:.4g}, by {res.end.method}) at alpha = {rows}"
+    if res.end.note:  # the end's own check says what those points are
+        return f"the solve rule's {res.branch} points go on {past}; {res.end.note}"
+    return (f"the {res.branch} branch goes on {past}, near its {key} {size(nearest):.3g} at {nearest.alpha:g}: where "
+            f"the eigenvalue gives the end, the small-{key} fixed points leave the agnostic point there and the branch "
+            "followed here ends further, at a fold not located (docs/method.md section 9)")
 
 
 def _past_end_note(res, branch: str) -> str:

@@ -363,3 +363,8 @@ def test_a_sweep_says_when_its_branch_goes_on_past_the_end_it_located():
     assert beyond_end_note(BranchSweep("positional", small, end, "above")) == ""
     assert beyond_end_note(BranchSweep("positional", rows[:2], end, "above")) == ""
     assert beyond_end_note(BranchSweep("positional", rows, BranchEnd(math.nan, "", ""), "")) == ""
+    # an end whose own check found the rows past it to be the solve rule's says so instead of a fold beyond it
+    checked = BranchEnd(1.9435, "bifurcation", "eigenvalue", note="below it the points are the solve rule's")
+    note = beyond_end_note(BranchSweep("positional", rows, checked, "above"))
+    assert note == ("the solve rule's positional points go on past the end located (1.944, by eigenvalue) at alpha = "
+                    "2.1 (m 0.213), 2.2 (m 0.212); below it the points are the solve rule's")

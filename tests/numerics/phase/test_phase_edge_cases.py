@@ -557,3 +557,53 @@ def test_an_end_bisected_on_failed_solves_is_dropped_where_the_branch_goes_on(mo
     # an end bisected on a fold (converged solves off the branch) stays
     monkeypatch.setattr(cont, "locate_branch_end", lambda *a, **k: BranchEnd(1.35, "fold", "bisection"))
     assert cont.sweep(params, [1.0, 1.5, 2.0], "positional").end.alpha == 1.35
+
+
+def test_semantic_points_below_the_crossing_that_a_finer_rule_puts_above_it_are_the_solve_rules():
+    """sigma = (0.4, 0.6), omega = 0.15: on the solve rule the semantic branch has points down to 0.59, below the
+    eigenvalue's crossing 0.6375, and a trace from them gave the end 0.5504; at their theta (0.103 at alpha = 0.61)
+    alpha solved for on the end rule lies above the crossing (0.6525), so they are the solve rule's and the crossing
+    is the end.  A crossing above that alpha leaves the points to the branch (the trace decides)."""
+    from attnphase.numerics.phase.branch_end import on_branch, points_below_crossing
+
+    params = ModelParams(omega=0.15, sigma=(0.4, 0.6))
+    good = solve(params, 0.61, "semantic")
+    assert on_branch(good, "semantic") and 0.09 < abs(good.overlaps.th0) < 0.12
+    why, note = points_below_crossing(params, good, 0.6375, SolverConfig())
+    assert why == "" and "sobol12:4" in note, note
+    above = float(note.split("alpha = ")[1].split(",")[0])
+    assert 0.6375 < above < 0.67, note
+    why, note = points_below_crossing(params, good, above + 0.01, SolverConfig())
+    assert note == "" and "on sobol12:4 too" in why, why
+
+
+def test_a_crossing_above_the_branchs_last_grid_point_is_the_end_where_those_points_are_the_solve_rules(monkeypatch):
+    """bifurcation_end: a converged crossing the right way but above the semantic branch's last grid point is the
+    end where :func:`points_below_crossing` says those points are the solve rule's (its note on the end); else it is
+    rejected with that reason.  A crossing the wrong way is not checked."""
+    from attnphase.numerics.phase import branch_end as be
+    from attnphase.numerics.phase.bifurcation import Bifurcation
+
+    slope = [0.83]
+    monkeypatch.setattr(be, "bifurcation_from", lambda params, good, direction, cfg, alpha_guess=None, step=0.05:
+                        Bifurcation(0.637, True, "converged", slope[0], (), 0, 0.0015, 0, 0.6375))
+    checked = []
+
+    def check(verdict):
+        def points(params, good, crossing, cfg):
+            checked.append(crossing)
+            return verdict
+        return points
+
+    good = SimpleNamespace(alpha=0.61, is_matrix=False)
+    params = ModelParams(omega=0.15, sigma=(0.4, 0.6))
+    monkeypatch.setattr(be, "points_below_crossing", check(("", "the solve rule's")))
+    end, why = be.bifurcation_end(params, "semantic", "down", good, 0.61, SolverConfig())
+    assert (end.alpha, end.method, end.note, why, checked) == (0.637, "eigenvalue", "the solve rule's", "", [0.6375])
+    monkeypatch.setattr(be, "points_below_crossing", check(("on the finer rule too", "")))
+    end, why = be.bifurcation_end(params, "semantic", "down", good, 0.61, SolverConfig())
+    assert end is None and why == "on the finer rule too"
+    checked.clear()
+    slope[0] = -0.83
+    end, why = be.bifurcation_end(params, "semantic", "down", good, 0.61, SolverConfig())
+    assert end is None and checked == [] and "not beyond" in why
