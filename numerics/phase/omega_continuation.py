@@ -229,9 +229,10 @@ def _end_point(br: _Branches, branch: str, theirs: list[FixedPoint], grid: set[f
 def _bifurcation_end(params: ModelParams, last: FixedPoint, direction: str, guess: float,
                      cfg: SolverConfig, step: float, points: list[FixedPoint]) -> BranchEnd:
     """The branch's end where the agnostic eigenvalue in ``direction`` crosses 1, by the secant from ``guess`` (the
-    agnostic start: ``last``, the branch's last grid point), accepted as phase_boundaries accepts it: beyond the
-    branch's last grid point and crossing the right way.  Semantic: the grid ``points`` below the crossing (spurious)
-    are dropped first; the caller continues the next grid point up where none is left."""
+    agnostic start: ``last``, the branch's last grid point), accepted beyond the branch's last grid point and
+    crossing the right way.  Semantic: the grid ``points`` below the crossing are dropped first, as spurious without
+    the check :func:`~attnphase.numerics.phase.branch_end.points_below_crossing` makes for an omega computed on its
+    own; the caller continues the next grid point up where none is left."""
     bif = bifurcation_from(params, last, direction, cfg, guess, step)
     if not bif.converged:
         raise ContinuationFailed(f"{direction} bifurcation from {guess:.4f}: {bif.message}")
