@@ -193,7 +193,8 @@ def bifurcation_end(
     for guess in (None, *dict.fromkeys(g for g in (anchor, far) if g is not None and g != good.alpha)):
         bif = bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config, guess)
         why, note = rejected(bif), ""
-        if bif.converged and direction == "down" and NOT_BEYOND in why and not crossing_rejected(bif, None, True):
+        if bif.converged and direction == "down" and bif.solve_rule_alpha > anchor and not crossing_rejected(
+                bif, None, True):  # the right way, but the branch has points below it: are they its own?
             why, note = points_below_crossing(params, good, bif.solve_rule_alpha, full_config or config)
         if not why:
             return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", note=note, err=bif.err,
@@ -211,15 +212,11 @@ def crossing_rejected(bif, last: float | None, down: bool) -> str:
     branch ends; the other way it is a birth."""
     on_rule = bif.solve_rule_alpha
     if last is not None and (on_rule > last if down else on_rule < last):
-        return f"bifurcation at {on_rule:.4f} (solve rule) is {NOT_BEYOND} ({last:.4f})"
+        return f"bifurcation at {on_rule:.4f} (solve rule) is not beyond the branch's last grid point ({last:.4f})"
     if bif.slope < 0 if down else bif.slope > 0:
         return (f"the eigenvalue crosses 1 the wrong way at {bif.alpha:.4f} (slope {bif.slope:+.2f}): the "
                 "branch's birth")
     return ""
-
-
-#: Why a crossing is rejected where the branch has points on its far side (:func:`crossing_rejected`).
-NOT_BEYOND = "not beyond the branch's last grid point"
 
 
 def points_below_crossing(params: ModelParams, good: FixedPoint, crossing: float, cfg: SolverConfig) -> tuple[str, str]:
@@ -229,10 +226,10 @@ def points_below_crossing(params: ModelParams, good: FixedPoint, crossing: float
     Below a supercritical crossing the agnostic point is the only fixed point, but near the end the theta direction
     is soft and the solve rule's alpha(theta) can lie below the branch's (``sweep --sigma 0.4,0.6 --omega 0.15
     --branch semantic``: at theta = 0.103 alpha 0.610 on ``sobol10:4``, 0.6525 on ``sobol12:4``, 0.6537 on
-    ``sobol13:4``, the crossing 0.6375).  So at ``good``'s theta alpha is solved for (fixed theta, warm from ``good``) on
-    ``cfg.end_quadrature``, a finer rule: where it lies above the crossing the points below it are the solve rule's and
-    the crossing is the end; where it does not (a subcritical crossing, its end a fold below), or the solve does not
-    converge, the trace decides."""
+    ``sobol13:4``, the crossing 0.6375).  So at ``good``'s theta alpha is solved for (fixed theta, warm from
+    ``good``) on ``cfg.end_quadrature``, a finer rule: where it lies above the crossing the points below it are the
+    solve rule's and the crossing is the end; where it does not (a subcritical crossing, its end a fold below), or the
+    solve does not converge, the trace decides."""
     finer = finer_rule(params.L, cfg.end_quadrature, cfg.quadrature)
     theta = abs(float(good.overlaps.th0))
     if finer is None:
