@@ -116,6 +116,11 @@ class BranchEnd:
         return self.alpha if math.isnan(self.solve_rule_alpha) else self.solve_rule_alpha
 
 
+def end_note(branch: str, end: BranchEnd) -> str:
+    """The note a phase diagram's row carries for ``branch``'s ``end``: its method and ``end.note`` (set)."""
+    return f"{branch} end by {end.method}: {end.note}"
+
+
 def locate_branch_end(
     params: ModelParams,
     branch: str,

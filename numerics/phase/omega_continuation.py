@@ -18,7 +18,8 @@ from attnphase.numerics.phase.boundary_results import Boundaries, end_columns
 from attnphase.numerics.phase.boundary_refinement import corrected_alpha_c, refined_alpha_l
 from attnphase.numerics.phase.brackets import (ALPHA_LIMIT, STEP_ASIDE, BranchLost, delta_e_t, first_solvable,
                                               grid_extension)
-from attnphase.numerics.phase.branch_end import BranchEnd, bifurcation_from, crossing_rejected, on_branch
+from attnphase.numerics.phase.branch_end import (BranchEnd, bifurcation_from, crossing_rejected, end_note, on_branch,
+                                                 points_below_crossing)
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.continuation import CONTINUATION_MAX_ITER, NO_END, BranchSweep, _advance, solve_from
 from attnphase.numerics.phase.scalar_boundaries import _portable, curves_branch, scalar_boundaries, with_scalar_labels
@@ -129,6 +130,7 @@ def continued_boundaries(
     sem_end = _bifurcation_end(params, min(sem, key=lambda p: p.alpha), "theta", pred.values["semantic_end"], cfg,
                                pred.secant_step("semantic_end"), sem)
     pred.check("semantic_end", sem_end.alpha)
+    notes += [end_note("semantic", sem_end)] if sem_end.note else []
     if not sem:  # the end moved above the point continued (omega going up): the next grid point up, from
         # the neighbour's nearest point (its grid points or root-finding iterates)
         g = min(a for a in grid if a > sem_end.on_solve_rule)
@@ -230,20 +232,25 @@ def _bifurcation_end(params: ModelParams, last: FixedPoint, direction: str, gues
                      cfg: SolverConfig, step: float, points: list[FixedPoint]) -> BranchEnd:
     """The branch's end where the agnostic eigenvalue in ``direction`` crosses 1, by the secant from ``guess`` (the
     agnostic start: ``last``, the branch's last grid point), accepted beyond the branch's last grid point and
-    crossing the right way.  Semantic: the grid ``points`` below the crossing are dropped first, as spurious without
-    the check :func:`~attnphase.numerics.phase.branch_end.points_below_crossing` makes for an omega computed on its
-    own; the caller continues the next grid point up where none is left."""
+    crossing the right way.  Semantic: the grid ``points`` below a crossing the right way are dropped where
+    :func:`~attnphase.numerics.phase.branch_end.points_below_crossing` finds them the solve rule's (its note is the
+    end's), as for an omega computed on its own; where it does not, ContinuationFailed (that omega is computed on its
+    own, its end traced).  The caller continues the next grid point up where no point is left."""
     bif = bifurcation_from(params, last, direction, cfg, guess, step)
     if not bif.converged:
         raise ContinuationFailed(f"{direction} bifurcation from {guess:.4f}: {bif.message}")
-    down, on_rule = direction == "theta", bif.solve_rule_alpha  # the branch's points live on the solve rule
-    if down:
+    down, on_rule, note = direction == "theta", bif.solve_rule_alpha, ""  # the branch's points live on the solve rule
+    below = [p for p in points if p.alpha <= on_rule] if down else []
+    if below and not crossing_rejected(bif, None, down):
+        why, note = points_below_crossing(params, min(below, key=lambda p: p.alpha), on_rule, cfg)
+        if why:
+            raise ContinuationFailed(f"{direction}: {why}")
         points[:] = [p for p in points if p.alpha > on_rule]
         last = min(points, key=lambda p: p.alpha) if points else None
     why = crossing_rejected(bif, None if last is None else last.alpha, down)
     if why:
         raise ContinuationFailed(f"{direction}: {why}")
-    return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", err=bif.err, solve_rule_alpha=on_rule)
+    return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", note=note, err=bif.err, solve_rule_alpha=on_rule)
 
 
 def _bracket_decreasing(what: str, f, x0: float, reach: float, lo: float, *rest: float,

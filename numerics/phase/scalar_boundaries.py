@@ -33,7 +33,7 @@ from attnphase.numerics.phase.brackets import (
     ALPHA_LIMIT, STEP_ASIDE, BranchLost, delta_bracket, delta_e_t, extend_branch, first_solvable, grid_extension,
     grow_alpha_c_down, grow_alpha_c_up, positional_grid,
 )
-from attnphase.numerics.phase.branch_end import on_branch, overlap_size
+from attnphase.numerics.phase.branch_end import end_note, on_branch, overlap_size
 from attnphase.numerics.phase.continuation import BranchSweep, solve_from, sweep
 from attnphase.numerics.phase.gauge_orbits import orbit_key, same_point
 from attnphase.numerics.quadrature.rules import QuadratureRule
@@ -80,7 +80,7 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
         if sw.end.kind == "solver failure":
             notes.append(f"{sw.branch} end at {sw.end.alpha:.3f} found by solver failure (may be numerical)")
         if sw.end.note:
-            notes.append(f"{sw.branch} end by {sw.end.method}: {sw.end.note}")
+            notes.append(end_note(sw.branch, sw.end))
         said = any(n.startswith(f"{sw.branch} branch followed up to") for n in notes)
         if math.isnan(sw.end.alpha) and sw.on_branch() and not said:  # NaN end: say why (it spans the grid)
             notes.append(f"{sw.branch} end: none in [{min(alphas):g}, {max(alphas):g}] (the branch exists on the whole grid)")

@@ -193,3 +193,43 @@ def test_a_grid_point_beside_the_end_not_converged_is_a_gap_not_a_fall_back() ->
     assert got.alpha == 1.1545 and br.reached == [(1.1545, 0.8909)]  # tried from the next point in, then left out
     with pytest.raises(ContinuationFailed, match="no semantic point continued"):
         omega_continuation._end_point(br, "semantic", theirs[:1], {0.8909})
+
+
+def test_semantic_points_below_the_crossing_are_dropped_only_where_the_end_rule_finds_them_the_solve_rules(
+        monkeypatch) -> None:
+    """A continued omega's semantic end: grid points below the eigenvalue's crossing (on the solve rule) are checked
+    as an omega computed on its own checks them (``points_below_crossing`` at the lowest of them): the solve rule's
+    ones are dropped and the end carries the check's note; the branch's own ones make the continuation fail (that
+    omega is then computed on its own, its end traced).  No point below: no check."""
+    from types import SimpleNamespace
+
+    from attnphase.numerics.phase.bifurcation import Bifurcation
+
+    monkeypatch.setattr(omega_continuation, "bifurcation_from", lambda *a, **k: Bifurcation(
+        0.637, True, "converged", 0.83, (), 0, 0.0015, 0, 0.6375))
+    checked = []
+
+    def check(verdict):
+        def points(params, good, crossing, cfg):
+            checked.append((good.alpha, crossing))
+            return verdict
+        return points
+
+    def grid():
+        return [SimpleNamespace(alpha=a) for a in (0.61, 0.6273, 0.7, 0.8)]
+
+    params = ModelParams(omega=0.15, sigma=(0.4, 0.6))
+    monkeypatch.setattr(omega_continuation, "points_below_crossing", check(("", "the solve rule's")))
+    points = grid()
+    end = omega_continuation._bifurcation_end(params, points[0], "theta", 0.63, CFG, 0.05, points)
+    assert (end.alpha, end.note, checked) == (0.637, "the solve rule's", [(0.61, 0.6375)])
+    assert [p.alpha for p in points] == [0.7, 0.8]
+    monkeypatch.setattr(omega_continuation, "points_below_crossing", check(("on the finer rule too", "")))
+    points = grid()
+    with pytest.raises(ContinuationFailed, match="on the finer rule too"):
+        omega_continuation._bifurcation_end(params, points[0], "theta", 0.63, CFG, 0.05, points)
+    assert len(points) == 4  # nothing dropped
+    checked.clear()
+    points = grid()[2:]
+    end = omega_continuation._bifurcation_end(params, points[0], "theta", 0.63, CFG, 0.05, points)
+    assert (end.alpha, end.note, checked, len(points)) == (0.637, "", [], 2)
