@@ -198,8 +198,7 @@ def bifurcation_end(
     for guess in (None, *dict.fromkeys(g for g in (anchor, far) if g is not None and g != good.alpha)):
         bif = bifurcation_from(params, good, BIFURCATING[(branch, direction)], full_config or config, guess)
         why, note = rejected(bif), ""
-        if bif.converged and direction == "down" and bif.solve_rule_alpha > anchor and not crossing_rejected(
-                bif, None, True):  # the right way, but the branch has points below it: are they its own?
+        if points_to_check(bif, anchor, direction == "down"):  # the right way, but points below: the branch's?
             why, note = points_below_crossing(params, good, bif.solve_rule_alpha, full_config or config)
         if not why:
             return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", note=note, err=bif.err,
@@ -222,6 +221,12 @@ def crossing_rejected(bif, last: float | None, down: bool) -> str:
         return (f"the eigenvalue crosses 1 the wrong way at {bif.alpha:.4f} (slope {bif.slope:+.2f}): the "
                 "branch's birth")
     return ""
+
+
+def points_to_check(bif, lowest: float, down: bool) -> bool:
+    """Whether :func:`points_below_crossing` decides the crossing ``bif``: a converged one going the end's way of a
+    branch followed ``down`` (semantic) whose lowest grid point, at ``lowest``, lies below it on the solve rule."""
+    return down and bif.converged and bif.solve_rule_alpha > lowest and not crossing_rejected(bif, None, True)
 
 
 def points_below_crossing(params: ModelParams, good: FixedPoint, crossing: float, cfg: SolverConfig) -> tuple[str, str]:

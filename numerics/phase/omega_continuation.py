@@ -19,7 +19,7 @@ from attnphase.numerics.phase.boundary_refinement import corrected_alpha_c, refi
 from attnphase.numerics.phase.brackets import (ALPHA_LIMIT, STEP_ASIDE, BranchLost, delta_e_t, first_solvable,
                                               grid_extension)
 from attnphase.numerics.phase.branch_end import (BranchEnd, bifurcation_from, crossing_rejected, end_note, on_branch,
-                                                 points_below_crossing)
+                                                 points_below_crossing, points_to_check)
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.continuation import CONTINUATION_MAX_ITER, NO_END, BranchSweep, _advance, solve_from
 from attnphase.numerics.phase.scalar_boundaries import _portable, curves_branch, scalar_boundaries, with_scalar_labels
@@ -240,9 +240,9 @@ def _bifurcation_end(params: ModelParams, last: FixedPoint, direction: str, gues
     if not bif.converged:
         raise ContinuationFailed(f"{direction} bifurcation from {guess:.4f}: {bif.message}")
     down, on_rule, note = direction == "theta", bif.solve_rule_alpha, ""  # the branch's points live on the solve rule
-    below = [p for p in points if p.alpha <= on_rule] if down else []
-    if below and not crossing_rejected(bif, None, down):
-        why, note = points_below_crossing(params, min(below, key=lambda p: p.alpha), on_rule, cfg)
+    lowest = min(points, key=lambda p: p.alpha) if points else None
+    if lowest is not None and points_to_check(bif, lowest.alpha, down):
+        why, note = points_below_crossing(params, lowest, on_rule, cfg)
         if why:
             raise ContinuationFailed(f"{direction}: {why}")
         points[:] = [p for p in points if p.alpha > on_rule]
