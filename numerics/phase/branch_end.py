@@ -213,7 +213,8 @@ def crossing_rejected(bif, last: float | None, down: bool) -> str:
     or up (positional) whose last grid point is at ``last`` (None: none to check); "" where it is.  The crossing
     must lie beyond that point on the solve rule (the branch's points live there) and go the end's way: lambda rises
     through 1 where the semantic branch is born (its end followed down), mu falls through 1 where the positional
-    branch ends; the other way it is a birth."""
+    branch ends (followed up) and rises through 1 where it is born (:func:`positional_birth`); the other way it is not
+    that end."""
     on_rule = bif.solve_rule_alpha
     if last is not None and (on_rule > last if down else on_rule < last):
         return f"bifurcation at {on_rule:.4f} (solve rule) is not beyond the branch's last grid point ({last:.4f})"
@@ -268,6 +269,32 @@ def bifurcation_from(params: ModelParams, good: FixedPoint, direction: str, cfg:
     starts = (zeroed, None) if direction == "theta" else (None, zeroed)
     return branch_bifurcation(params, good.alpha if alpha_guess is None else alpha_guess, direction,
                               config=cfg, starts=starts, step=step)
+
+
+def positional_birth(params: ModelParams, good: FixedPoint, fallen: float, cfg: SolverConfig
+                     ) -> tuple[BranchEnd | None, str]:
+    """Where the positional branch, on at its point ``good`` and absent at alpha = ``fallen`` below it (its start fell
+    to the agnostic point there), is born from the agnostic point: the alpha between them where mu, the agnostic
+    point's eigenvalue in m, rises through 1 (by :func:`bifurcation_from` from ``good``, then from ``fallen``).
+    Returns (the birth, what a note says of it) or (None, why none was located: the first crossing's reason, else the
+    last failure's)."""
+    reasons: list[tuple[bool, str]] = []
+    for guess in (None, fallen):
+        bif = bifurcation_from(params, good, "m", cfg, guess)
+        why = crossing_rejected(bif, good.alpha, True) if bif.converged else bif.message
+        if not why and bif.solve_rule_alpha <= fallen:
+            why = (f"the eigenvalue crosses 1 at {bif.solve_rule_alpha:.4f} (solve rule), below alpha = {fallen:.4g} "
+                   "where the positional start fell to the agnostic point")
+        if not why:
+            err = f" +- {bif.err:.2g}" if math.isfinite(bif.err) else ""
+            return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", err=bif.err,
+                             solve_rule_alpha=bif.solve_rule_alpha), (
+                f"at alpha = {bif.alpha:.5g}{err}, the positional branch's birth from the agnostic point (mu = 1, by "
+                f"eigenvalue; the positional start fell to the agnostic point at {fallen:.4g}, its point lies below it "
+                f"at {good.alpha:.4g})")
+        reasons.append((bif.converged, why))
+    return None, "the positional branch's birth not located: " + next(
+        (why for converged, why in reasons if converged), reasons[-1][1])
 
 
 def trace_branch_end(

@@ -10,7 +10,8 @@ between neighbouring known grid points is located on Delta e_t(alpha) = e_t(S~) 
 Z is on and A elsewhere: S's birth from A where it is born in between, else the root of Delta e_t by Brent's
 method, with the standard error of Delta e_t's blocks over its slope Delta E[M] -- but the birth where S was born
 from A below and that root lies within the rule's noise of it (a bifurcation's new branch lies below A from its birth
-on; Delta e_t ~ 0 between decides nothing) (:func:`_locate`).
+on; Delta e_t ~ 0 between decides nothing) (:func:`_locate`).  A change from A to P before it is P's birth, located
+where mu crosses 1 (the new branch lies below A from its birth on), and P's end where the sweeps found none.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from dataclasses import replace
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.absence import EIGENVALUE, absence_evidence
 from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, refined_alpha_l
-from attnphase.numerics.phase.boundary_results import Boundaries
+from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, end_columns
 from attnphase.numerics.phase.brackets import BranchLost
-from attnphase.numerics.phase.branch_end import BRANCH_FLOORS, below_floor, on_branch, overlap_size
+from attnphase.numerics.phase.branch_end import (
+    BRANCH_FLOORS, below_floor, on_branch, overlap_size, positional_birth,
+)
 from attnphase.numerics.phase.continuation import BranchSweep, solve_from
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.phase.scalar_boundaries import ALPHA_L_WITHOUT_ALPHA_C, DEFAULT_ALPHAS
@@ -216,7 +219,7 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
     seq: list[tuple[float, str]] = []
     failures: list[tuple[float, str]] = []  # (alpha, why the lowest point is unknown there)
     change: tuple[float, str, float] | None = None
-    others: list[str] = []
+    others: list[tuple[float, str, float, str]] = []  # changes between the other points: (a0, from, a1, to)
     try:
         for a in grid:
             label, why = s.lowest(a)
@@ -228,7 +231,7 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
                 if label == "semantic":
                     change = (a0, l0, a)
                     break
-                others.append(f"{l0} -> {label} between alpha = {a0:.4g} and {a:.4g}")
+                others.append((a0, l0, a, label))
             seq.append((a, label))
     except BranchLost as exc:
         return replace(b, notes=tuple(notes + [f"alpha_c: not located: {exc}"]))
@@ -238,8 +241,14 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
     if failures:
         notes.append("solver failure at alpha = " + "; ".join(f"{a:.4g}: {why}" for a, why in failures)
                      + " (the lowest point unknown there; not absence)")
+    located = [_other_change(s, *c) for c in others]
     if others:
-        notes.append("the lowest point changes " + ", ".join(others) + " (no alpha_c: not to a semantic point)")
+        notes.append("the lowest point changes " + ", ".join(text for _, text in located)
+                     + " (no alpha_c: not to a semantic point)")
+    births = tuple(end for end, _ in located if end is not None)
+    if births:  # the positional branch's birth is its end where the sweeps found none
+        b = replace(b, ends=b.ends + births,
+                    **({} if math.isfinite(b.positional_end) else end_columns("positional", births[0])))
     if unseen:
         notes.append("solver failure at alpha = " + ", ".join(unseen) + f" (above alpha_c's bracket, which ends at "
                      f"{top:.4g}: not retried, no bearing on the first change)")
@@ -269,6 +278,19 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
     return replace(out, alpha_l=alpha_l, alpha_l_err=alpha_l_err,
                    alpha_l_branch="semantic" if math.isfinite(alpha_l) else "",
                    notes=tuple(kept + [note] + ([l_note] if l_note else [])))
+
+
+def _other_change(s: _Search, a0: float, l0: str, a1: float, l1: str) -> tuple[LocatedEnd | None, str]:
+    """(the located end or None, the note's words) of the change of the lowest point from ``l0`` (at a0) to ``l1`` (at
+    a1), neither semantic: the positional branch's birth where its start fell to the agnostic point at a0
+    (:func:`~attnphase.numerics.phase.branch_end.positional_birth`), else the grid's bracket."""
+    between = f"{l0} -> {l1} between alpha = {a0:.4g} and {a1:.4g}"
+    if (l0, l1) != ("agnostic", "positional") or a0 not in s.absent["positional"]:
+        return None, between
+    end, words = positional_birth(s.params, s.on["positional"][a1], a0, s.cfg)
+    if end is None:
+        return None, f"{between} ({words})"
+    return LocatedEnd("positional", end.alpha, end.err, "above", end.kind, end.method), f"{l0} -> {l1} {words}"
 
 
 def _alpha_l(s: _Search, b: Boundaries, alpha_c: float, alpha_c_err: float) -> tuple[float, float, str] | None:

@@ -204,10 +204,50 @@ def test_a_strong_ridge_diagram_follows_the_agnostic_point_off_q_zero():
     # lost").  Cold where the warm start fails, the lowest point is followed over the whole range
     b = phase_boundaries(ModelParams(omega=0.3, lam=0.1), [0.68, 1.26, 3.0], config=CFG)
     assert not any("was lost" in n for n in b.notes)
-    assert any("the lowest point changes agnostic -> positional between alpha = 0.68 and 1.26" in n for n in b.notes)
     assert math.isnan(b.alpha_c)
+    # the change agnostic -> positional is the positional branch's birth, located where mu crosses 1 between the two
+    # grid alphas (the positional end the sweeps, started above the semantic end, did not find)
+    change = [n for n in b.notes if n.startswith("the lowest point changes agnostic -> positional at alpha = ")]
+    assert len(change) == 1 and "the positional branch's birth from the agnostic point" in change[0], b.notes
+    assert 0.68 < b.positional_end < 1.26 and (b.positional_end_kind, b.positional_end_method) == ("bifurcation",
+                                                                                                  "eigenvalue")
+    assert b.end("positional").exists == "above"
+    # it is the birth: just above it the positional start reaches a point with small |m|, just below it falls to the
+    # agnostic point
+    above, below = (se.solve(ModelParams(omega=0.3, lam=0.1), b.positional_end + d, "positional", config=CFG)
+                    for d in (0.05, -0.05))
+    assert above.branch == "positional" and 0.02 < np.abs(above.overlaps.m).max() < 0.1
+    assert below.branch == "agnostic"
     # alpha_l is the semantic branch's own crossing of eps_lin, and the notes say it is not measured from alpha_c
     assert math.isfinite(b.alpha_l) and any(n.startswith("alpha_l: with no alpha_c") for n in b.notes)
+
+
+@pytest.mark.parametrize("crossing, slope, found, why", [
+    (1.05, 1.1, True, ""),
+    (0.95, 1.1, False, "below alpha = 1 where the positional start fell to the agnostic point"),
+    (1.05, -1.1, False, "the eigenvalue crosses 1 the wrong way at 1.0501"),
+    (1.30, 1.1, False, "is not beyond the branch's last grid point (1.2000)"),
+])
+def test_the_positional_birth_is_a_crossing_of_mu_between_its_point_and_the_fallen_start(monkeypatch, crossing, slope,
+                                                                                       found, why):
+    # the positional point at 1.2, its start fallen to the agnostic point at 1: the birth is mu rising through 1
+    # between them on the solve rule; a crossing below 1 (where the start fell), falling, or above 1.2 is not it, and
+    # the reason says why
+    from attnphase.numerics.phase import branch_end
+    from attnphase.numerics.phase.bifurcation import Bifurcation
+
+    def bifurcation_from(params, good, direction, cfg, guess=None):
+        assert direction == "m" and good.alpha == 1.2
+        return Bifurcation(crossing + 1e-4, True, "converged", slope, (), 0, err=2e-3, solve_rule_alpha=crossing)
+    monkeypatch.setattr(branch_end, "bifurcation_from", bifurcation_from)
+    good = SimpleNamespace(alpha=1.2)
+    end, reason = branch_end.positional_birth(ModelParams(omega=0.3, lam=0.1), good, 1.0, CFG)
+    if found:
+        assert (end.alpha, end.err, end.kind, end.method, end.on_solve_rule) == (1.0501, 2e-3, "bifurcation",
+                                                                                  "eigenvalue", 1.05)
+        assert reason.startswith("at alpha = 1.0501 +- 0.002, the positional branch's birth from the agnostic point")
+    else:
+        assert end is None and why in reason
 
 
 class _Points:
