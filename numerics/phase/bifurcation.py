@@ -171,7 +171,7 @@ def branch_bifurcation(
         move = float(np.clip(-f0 / slope0, -4 * step, 4 * step)) if slope0 else 4 * step * (1.0 if -f0 * sign > 0 else -1.0)
         if abs(move) < 0.2 * step:
             move = 0.2 * step * (1.0 if -f0 * sign > 0 else -1.0)
-        a1 = a0 + move
+        a1 = a0 + move if a0 + move > 0 else 0.5 * a0  # a first step towards alpha = 0 stops halfway there
         f1 = f_at(a1)
         for _ in range(max_iter):
             if f1 == f0:

@@ -7,6 +7,7 @@ One entry, :func:`phase_boundaries`: at r = r* = 1 the scalar form's fast path
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Sequence
 
@@ -16,6 +17,7 @@ from attnphase.numerics.parallel import map_in_order
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.lowest_branch import lowest_branch_boundaries
 from attnphase.numerics.phase.lowest_point_change import lowest_point_alpha_c
+from attnphase.numerics.phase.positional_birth import positional_birth_below
 from attnphase.numerics.phase.scalar_boundaries import (
     BISECTION_TOL, XTOL, _portable, curves_branch, scalar_boundaries,
 )
@@ -28,11 +30,14 @@ def phase_boundaries(params: ModelParams, alphas: Sequence[float] | None = None,
 
     r = r* = 1: :func:`~attnphase.numerics.phase.scalar_boundaries.scalar_boundaries` (``xtol``: alpha_c and alpha_l
     in alpha; ``bisection_tol``: a branch end found by bisection; ``alphas`` None: 12 points on [0.1, 3]), then
-    :func:`~attnphase.numerics.phase.lowest_point_change.lowest_point_alpha_c` where it finds no crossing; otherwise
+    :func:`~attnphase.numerics.phase.lowest_point_change.lowest_point_alpha_c` where it finds no crossing, else
+    :func:`~attnphase.numerics.phase.positional_birth.positional_birth_below`; otherwise
     :func:`~attnphase.numerics.phase.lowest_branch.lowest_branch_boundaries` on ``alphas`` (its own tolerances)."""
     cfg = config or SolverConfig()
     if is_scalar_form(params.r, params.r_star):
         b = scalar_boundaries(params, alphas, config=cfg, xtol=xtol, bisection_tol=bisection_tol)
+        if math.isfinite(b.alpha_c):  # the crossing: the positional birth below the branch's sweep
+            return positional_birth_below(params, b, cfg, alphas)
         return lowest_point_alpha_c(params, b, cfg, alphas)  # no crossing: the first change of the lowest point
     if alphas is None:
         raise ValueError("the boundaries at rank r >= 2 or r* >= 2 need an alpha grid")

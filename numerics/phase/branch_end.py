@@ -273,8 +273,8 @@ def bifurcation_from(params: ModelParams, good: FixedPoint, direction: str, cfg:
 
 def positional_birth(params: ModelParams, good: FixedPoint, fallen: float, cfg: SolverConfig
                      ) -> tuple[BranchEnd | None, str]:
-    """Where the positional branch, on at its point ``good`` and absent at alpha = ``fallen`` below it (its start fell
-    to the agnostic point there), is born from the agnostic point: the alpha between them where mu, the agnostic
+    """Where the positional branch, on at its point ``good`` and absent at alpha = ``fallen`` below it (the agnostic
+    point stable in m there, mu < 1), is born from the agnostic point: the alpha between them where mu, the agnostic
     point's eigenvalue in m, rises through 1 (by :func:`bifurcation_from` from ``good``, then from ``fallen``).
     Returns (the birth, what a note says of it) or (None, why none was located: the first crossing's reason, else the
     last failure's)."""
@@ -284,14 +284,14 @@ def positional_birth(params: ModelParams, good: FixedPoint, fallen: float, cfg: 
         why = crossing_rejected(bif, good.alpha, True) if bif.converged else bif.message
         if not why and bif.solve_rule_alpha <= fallen:
             why = (f"the eigenvalue crosses 1 at {bif.solve_rule_alpha:.4f} (solve rule), below alpha = {fallen:.4g} "
-                   "where the positional start fell to the agnostic point")
+                   "where the agnostic point is stable in m")
         if not why:
             err = f" +- {bif.err:.2g}" if math.isfinite(bif.err) else ""
             return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", err=bif.err,
                              solve_rule_alpha=bif.solve_rule_alpha), (
-                f"at alpha = {bif.alpha:.5g}{err}, the positional branch's birth from the agnostic point (mu = 1, by "
-                f"eigenvalue; the positional start fell to the agnostic point at {fallen:.4g}, its point lies below it "
-                f"at {good.alpha:.4g})")
+                f"the positional branch's birth from the agnostic point at alpha = {bif.alpha:.5g}{err} (mu = 1, by "
+                f"eigenvalue, between alpha = {fallen:.4g}, where the agnostic point is stable in m, and the branch's "
+                f"point at {good.alpha:.4g})")
         reasons.append((bif.converged, why))
     return None, "the positional branch's birth not located: " + next(
         (why for converged, why in reasons if converged), reasons[-1][1])

@@ -23,12 +23,13 @@ from dataclasses import replace
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.absence import EIGENVALUE, absence_evidence
 from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, refined_alpha_l
-from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, end_columns
+from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.branch_end import (
-    BRANCH_FLOORS, below_floor, on_branch, overlap_size, positional_birth,
+    BRANCH_FLOORS, BranchEnd, below_floor, on_branch, overlap_size, positional_birth,
 )
 from attnphase.numerics.phase.continuation import BranchSweep, solve_from
+from attnphase.numerics.phase.positional_birth import with_birth
 from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.phase.scalar_boundaries import ALPHA_L_WITHOUT_ALPHA_C, DEFAULT_ALPHAS
 from attnphase.numerics.roots import brent_root
@@ -245,10 +246,8 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
     if others:
         notes.append("the lowest point changes " + ", ".join(text for _, text in located)
                      + " (no alpha_c: not to a semantic point)")
-    births = tuple(end for end, _ in located if end is not None)
-    if births:  # the positional branch's birth is its end where the sweeps found none
-        b = replace(b, ends=b.ends + births,
-                    **({} if math.isfinite(b.positional_end) else end_columns("positional", births[0])))
+    for end in (end for end, _ in located if end is not None):
+        b = with_birth(b, end)
     if unseen:
         notes.append("solver failure at alpha = " + ", ".join(unseen) + f" (above alpha_c's bracket, which ends at "
                      f"{top:.4g}: not retried, no bearing on the first change)")
@@ -280,7 +279,7 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
                    notes=tuple(kept + [note] + ([l_note] if l_note else [])))
 
 
-def _other_change(s: _Search, a0: float, l0: str, a1: float, l1: str) -> tuple[LocatedEnd | None, str]:
+def _other_change(s: _Search, a0: float, l0: str, a1: float, l1: str) -> tuple[BranchEnd | None, str]:
     """(the located end or None, the note's words) of the change of the lowest point from ``l0`` (at a0) to ``l1`` (at
     a1), neither semantic: the positional branch's birth where its start fell to the agnostic point at a0
     (:func:`~attnphase.numerics.phase.branch_end.positional_birth`), else the grid's bracket."""
@@ -290,7 +289,7 @@ def _other_change(s: _Search, a0: float, l0: str, a1: float, l1: str) -> tuple[L
     end, words = positional_birth(s.params, s.on["positional"][a1], a0, s.cfg)
     if end is None:
         return None, f"{between} ({words})"
-    return LocatedEnd("positional", end.alpha, end.err, "above", end.kind, end.method), f"{l0} -> {l1} {words}"
+    return end, f"{l0} -> {l1} at {words}"
 
 
 def _alpha_l(s: _Search, b: Boundaries, alpha_c: float, alpha_c_err: float) -> tuple[float, float, str] | None:

@@ -207,8 +207,9 @@ def test_a_strong_ridge_diagram_follows_the_agnostic_point_off_q_zero():
     assert math.isnan(b.alpha_c)
     # the change agnostic -> positional is the positional branch's birth, located where mu crosses 1 between the two
     # grid alphas (the positional end the sweeps, started above the semantic end, did not find)
-    change = [n for n in b.notes if n.startswith("the lowest point changes agnostic -> positional at alpha = ")]
-    assert len(change) == 1 and "the positional branch's birth from the agnostic point" in change[0], b.notes
+    change = [n for n in b.notes if n.startswith("the lowest point changes agnostic -> positional at the positional "
+                                                 "branch's birth from the agnostic point at alpha = ")]
+    assert len(change) == 1, b.notes
     assert 0.68 < b.positional_end < 1.26 and (b.positional_end_kind, b.positional_end_method) == ("bifurcation",
                                                                                                   "eigenvalue")
     assert b.end("positional").exists == "above"
@@ -224,7 +225,7 @@ def test_a_strong_ridge_diagram_follows_the_agnostic_point_off_q_zero():
 
 @pytest.mark.parametrize("crossing, slope, found, why", [
     (1.05, 1.1, True, ""),
-    (0.95, 1.1, False, "below alpha = 1 where the positional start fell to the agnostic point"),
+    (0.95, 1.1, False, "below alpha = 1 where the agnostic point is stable in m"),
     (1.05, -1.1, False, "the eigenvalue crosses 1 the wrong way at 1.0501"),
     (1.30, 1.1, False, "is not beyond the branch's last grid point (1.2000)"),
 ])
@@ -245,7 +246,7 @@ def test_the_positional_birth_is_a_crossing_of_mu_between_its_point_and_the_fall
     if found:
         assert (end.alpha, end.err, end.kind, end.method, end.on_solve_rule) == (1.0501, 2e-3, "bifurcation",
                                                                                   "eigenvalue", 1.05)
-        assert reason.startswith("at alpha = 1.0501 +- 0.002, the positional branch's birth from the agnostic point")
+        assert reason.startswith("the positional branch's birth from the agnostic point at alpha = 1.0501 +- 0.002")
     else:
         assert end is None and why in reason
 

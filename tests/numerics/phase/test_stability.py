@@ -154,6 +154,32 @@ def test_bifurcation_secant_starts_where_the_eigenvalue_is_exactly_zero(monkeypa
     assert bif.converged and bif.alpha == pytest.approx(1.3, abs=1e-3)
 
 
+def test_the_secants_first_step_towards_alpha_zero_stays_above_it(monkeypatch) -> None:
+    """Regression (``--lam 0.05 --omega 0.1``, the positional birth looked for from alpha = 0.1): the first step,
+    up to 4 ``step`` long, went to alpha = -0.1 and the agnostic solve there raised ValueError; it now stops halfway
+    to 0 and the secant converges."""
+    from types import SimpleNamespace
+
+    from attnphase.numerics.phase import bifurcation
+
+    agnostic = SimpleNamespace(status=SimpleNamespace(converged=True), branch="agnostic", overlaps=None, memory=None)
+    alphas = []
+
+    def solve(params, alpha, branch, **kw):
+        alphas.append(alpha)
+        return SimpleNamespace(**vars(agnostic), alpha=alpha)
+    monkeypatch.setattr(bifurcation, "solve", solve)
+    monkeypatch.setattr(bifurcation, "node_solves", lambda *a, **kw: SimpleNamespace(minima=None))
+    # mu(alpha) = 0.3 at alpha = 0.1, rising through 1 at 0.2 (a birth): the first step, from the slope of an end
+    # (mu falling), points to 0.1 - 0.2
+    mu = (lambda p, alpha, ov, rule, cfg, solves: (0.3 + 7.0 * (alpha - 0.1), 0))
+    monkeypatch.setattr(bifurcation, "DIRECTIONS", {"m": (mu, -1.0)})
+    bif = bifurcation.branch_bifurcation(ModelParams(omega=0.1), 0.1, "m", config=SolverConfig(error_bars=False),
+                                         step=0.05)
+    assert min(alphas) > 0 and alphas[1] == 0.05
+    assert bif.converged and bif.alpha == pytest.approx(0.2, abs=1e-3)
+
+
 def test_a_secant_step_whose_warm_agnostic_solve_fails_is_solved_from_the_starts(monkeypatch) -> None:
     # --omega 0:0.45:46, omega = 0.19: the positional end's secant stopped with "no agnostic fixed point at alpha =
     # 1.7177" when the solve warm from the previous step did not converge; the cold start is tried too

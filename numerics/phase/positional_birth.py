@@ -1,0 +1,57 @@
+"""The positional branch's birth from the agnostic point, at rank r = r* = 1 (docs/general.md, "How alpha_c is found
+where the branches never cross").
+
+The boundary search follows the positional branch up from the first grid alpha above the semantic end
+(:func:`~attnphase.numerics.phase.brackets.positional_grid`), so where the branch is born from the agnostic point
+below that alpha -- a strong ridge (``--lam 0.05``), small sigma, or omega = 0 on the default model -- its sweep
+does not see it.  :func:`positional_birth_below` looks once, at the grid's lowest alpha: where the agnostic point there
+is stable in m (its eigenvalue mu < 1: no positional branch leaves it), the branch is born in between, where mu rises
+through 1 (:func:`~attnphase.numerics.phase.branch_end.positional_birth`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.phase.absence import agnostic_eigenvalue
+from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, end_columns
+from attnphase.numerics.phase.branch_end import BranchEnd, positional_birth
+from attnphase.numerics.phase.scalar_boundaries import DEFAULT_ALPHAS
+from attnphase.numerics.se.se_map import model_rule
+from attnphase.numerics.se.state_evolution import solve
+from attnphase.theory.params import ModelParams
+from attnphase.theory.whitening import se_params
+
+
+def with_birth(b: Boundaries, birth: BranchEnd) -> Boundaries:
+    """``b`` with the positional branch's ``birth`` among its ends (the branch exists above it) and, where ``b`` has
+    no positional end, as that end's columns."""
+    end = LocatedEnd("positional", birth.alpha, birth.err, "above", birth.kind, birth.method)
+    return replace(b, ends=b.ends + (end,), **({} if math.isfinite(b.positional_end) else end_columns("positional", end)))
+
+
+def positional_birth_below(params: ModelParams, b: Boundaries, config: SolverConfig,
+                           alphas: Sequence[float] | None = None) -> Boundaries:
+    """``b`` (the scalar form's boundaries on the grid ``alphas``, None: its default) with the positional branch's
+    birth below its sweep's first point (module doc) among its ends, as its columns where it has no positional end,
+    and in a note (the note alone where the birth is not located); ``b`` itself where the sweep has no point on the
+    branch or starts at the grid's lowest alpha, a birth is already located, or the agnostic point at the lowest alpha
+    (the semantic sweep's, or solved) is not stable in m there."""
+    pos, sem = b.positional, b.semantic
+    on = pos.on_branch() if pos is not None else []
+    lowest = min(float(a) for a in (DEFAULT_ALPHAS if alphas is None else alphas))
+    if not on or on[0].alpha <= lowest or any(e.branch == "positional" and e.exists == "above" for e in b.ends):
+        return b
+    params = se_params(params)
+    rule = model_rule(params, config)
+    known = [fp for sw in (sem, pos) if sw is not None for fp in sw.points
+             if fp.alpha == lowest and fp.status.converged and fp.branch == "agnostic"]
+    agnostic = known[0] if known else solve(params, lowest, "agnostic", config=config, rule=rule)
+    if not agnostic_eigenvalue(agnostic, "positional", rule, config) < 1.0:  # NaN (not converged) too
+        return b
+    birth, words = positional_birth(params, on[0], lowest, config)
+    b = b if birth is None else with_birth(b, birth)
+    return replace(b, notes=b.notes + (words,))

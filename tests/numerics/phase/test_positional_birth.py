@@ -1,0 +1,52 @@
+"""The positional branch's birth from the agnostic point below the range its sweep follows it over, where the two
+branches cross (numerics/phase/positional_birth.py): located where the agnostic point at the grid's lowest alpha is
+stable in m, left alone where it is not."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.phase.boundary_results import Boundaries
+from attnphase.numerics.phase.continuation import BranchSweep
+from attnphase.numerics.phase.positional_birth import positional_birth_below
+from attnphase.numerics.se import state_evolution as se
+from attnphase.theory.params import ModelParams
+
+CFG = SolverConfig(quadrature="sobol8:4", error_bars=False, alpha_c_quadrature=None, alpha_l_quadrature=None)
+
+
+def crossing_boundaries(params: ModelParams, first: float) -> Boundaries:
+    """Boundaries as the scalar form leaves them where the branches cross (alpha_c 3, no positional end): the
+    semantic sweep's start fallen to the agnostic point at the grid's lowest alpha 0.1, the positional branch
+    followed up from ``first``."""
+    low = se.solve(params, 0.1, "semantic", config=CFG)
+    pos = se.solve(params, first, "positional", config=CFG)
+    assert low.branch == "agnostic" and pos.branch == "positional"
+    return Boundaries(omega=params.omega, alpha_c=3.0, alpha_l=math.nan, semantic_end=0.6, positional_end=math.nan,
+                      semantic=BranchSweep("semantic", [low]), positional=BranchSweep("positional", [pos]))
+
+
+def test_a_positional_branch_born_above_the_grid_start_gets_its_birth():
+    # lam = 0.05, omega = 0.1: the agnostic point is stable in m at alpha = 0.1 (its positional start falls to it),
+    # the positional branch is on at 0.6; its birth between them is where mu rises through 1
+    params = ModelParams(omega=0.1, lam=0.05)
+    b = positional_birth_below(params, crossing_boundaries(params, 0.6), CFG, (0.1, 0.6, 3.0))
+    assert 0.1 < b.positional_end < 0.6
+    assert (b.positional_end_kind, b.positional_end_method) == ("bifurcation", "eigenvalue")
+    assert b.end("positional").exists == "above"
+    assert any(n.startswith("the positional branch's birth from the agnostic point at alpha = ") for n in b.notes)
+    # it is the birth: a little above it the positional start reaches a point with small |m| (growing as the square
+    # root of the distance), a little below it falls to the agnostic point
+    above, below = (se.solve(params, b.positional_end + d, "positional", config=CFG) for d in (0.1, -0.05))
+    assert above.branch == "positional" and 0.02 < np.abs(above.overlaps.m).max() < 0.12
+    assert below.branch == "agnostic"
+
+
+def test_no_birth_is_sought_where_the_agnostic_point_is_unstable_in_m_at_the_grid_start():
+    # the paper's model at omega = 0.3: mu > 1 at alpha = 0.1 (the positional branch exists there)
+    params = ModelParams(omega=0.3)
+    b = crossing_boundaries(params, 0.9)
+    assert positional_birth_below(params, b, CFG, (0.1, 0.9, 3.0)) is b
