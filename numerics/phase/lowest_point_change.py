@@ -2,16 +2,16 @@
 the lowest-e_t fixed point along alpha from a positional or agnostic point to the semantic one (docs/model.md
 section 6; docs/general.md, "How alpha_c is found where the branches never cross").
 
-The fixed points are the agnostic point A (always one), the positional point P and the semantic point S.  At each
-grid alpha, from below, each branch is *on*, *absent* (:mod:`attnphase.numerics.phase.absence`, or past its located
-end) or *unknown* (solver failure, retried from its default start and from the coarser rule's fixed point); the
-lowest point is argmin e_t over A and the branches on there, none where a branch stays unknown.  The change X -> S
+The fixed points are the agnostic point A (always one), the positional point P and the semantic point S, taken grid
+alpha by grid alpha from below (:class:`~attnphase.numerics.phase.grid_points.GridPoints`: each branch on, absent or
+unknown, the lowest point the one of least e_t, none where a branch stays unknown).  The change X -> S
 between neighbouring known grid points is located on Delta e_t(alpha) = e_t(S~) - e_t(X~), Z~ being Z's point where
 Z is on and A elsewhere: S's birth from A where it is born in between, else the root of Delta e_t by Brent's
 method, with the standard error of Delta e_t's blocks over its slope Delta E[M] -- but the birth where S was born
 from A below and that root lies within the rule's noise of it (a bifurcation's new branch lies below A from its birth
 on; Delta e_t ~ 0 between decides nothing) (:func:`_locate`).  A change from A to P before it is P's birth, located
-where mu crosses 1 (the new branch lies below A from its birth on), and P's end where the sweeps found none.
+where mu crosses 1 (the new branch lies below A from its birth on): among the ends, and in P's end columns where the
+sweeps found no end of P.
 """
 
 from __future__ import annotations
@@ -21,22 +21,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.phase.absence import EIGENVALUE, absence_evidence
 from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, refined_alpha_l
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.brackets import BranchLost
-from attnphase.numerics.phase.branch_end import (
-    BRANCH_FLOORS, BranchEnd, below_floor, on_branch, overlap_size, positional_birth,
-)
-from attnphase.numerics.phase.continuation import BranchSweep, solve_from
+from attnphase.numerics.phase.branch_end import BranchEnd, on_branch, positional_birth
+from attnphase.numerics.phase.grid_points import SWEPT, GridPoints
 from attnphase.numerics.phase.positional_birth import with_birth
-from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.phase.scalar_boundaries import ALPHA_L_WITHOUT_ALPHA_C, DEFAULT_ALPHAS
 from attnphase.numerics.roots import brent_root
-from attnphase.numerics.se.matrix_solve import coarser_spec
-from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.se_map import model_rule
-from attnphase.numerics.se.state_evolution import positional_past_agnostic, solve
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
 
@@ -51,158 +44,6 @@ SCALAR_NOTES = ("alpha_c: the branches never coexist on the grid", "alpha_c outs
 #: lies within this many of its standard errors of the birth, alpha_c is the birth (:func:`_locate`).
 TIE_ERRORS = 2.0
 
-#: The branches a sweep follows; the agnostic point is the third fixed point.
-SWEPT = ("semantic", "positional")
-
-
-def _past_end(sw: BranchSweep, alpha: float) -> bool:
-    """alpha lies past ``sw``'s located end (a bifurcation or fold, not a solver failure), where it does not exist."""
-    end = sw.end
-    if not math.isfinite(end.alpha) or end.kind == "solver failure" or sw.end_side not in ("below", "above"):
-        return False
-    return alpha < end.on_solve_rule if sw.end_side == "below" else alpha > end.on_solve_rule
-
-
-class _Search:
-    """The fixed points of one omega, completed alpha by alpha (module doc)."""
-
-    def __init__(self, params: ModelParams, b: Boundaries, cfg: SolverConfig, rule: QuadratureRule):
-        self.params, self.cfg, self.rule = params, cfg, rule
-        self.sweeps = {"semantic": b.semantic, "positional": b.positional}
-        # what is known at each alpha: on[branch][alpha] a point on the branch (agnostic included),
-        # absent[branch][alpha] the evidence of its absence, failed[branch][alpha] why it is unknown
-        self.on: dict[str, dict[float, FixedPoint]] = {b: {} for b in (*SWEPT, "agnostic")}
-        self.absent: dict[str, dict[float, str]] = {b: {} for b in SWEPT}
-        self.failed: dict[str, dict[float, str]] = {b: {} for b in SWEPT}
-        self.retried: list[str] = []
-        for sw in self.sweeps.values():
-            for fp in sw.points:
-                self._classify(sw.branch, fp)
-
-    def _classify(self, branch: str, fp: FixedPoint) -> bool:
-        """Record ``fp`` (a solve started on ``branch``) at its alpha; True when it decided the branch there."""
-        a = fp.alpha
-        if on_branch(fp, branch):
-            self.on[branch][a] = fp
-            return True
-        if on_branch(fp, "agnostic"):
-            self.on["agnostic"].setdefault(a, fp)
-        beside = self._beside_agnostic(branch, fp)
-        if beside:
-            self.absent[branch][a] = beside
-            self.failed[branch].pop(a, None)
-            return True
-        ev = absence_evidence([fp], branch, self.rule, self.cfg)
-        if ev.absent or ev.beside:
-            symbol = EIGENVALUE[branch][1]
-            how, eig = ("fell to", ev.absent[0][1]) if ev.absent else ("converged next to", ev.beside[0][1])
-            self.absent[branch][a] = f"{how} the agnostic point, {symbol} = {eig:.3g} < 1"
-            self.failed[branch].pop(a, None)
-            return True
-        if ev.runaway:
-            self.absent[branch][a] = f"no fixed point: lam = 0 and the iterates' q ran away, to {ev.runaway[0][1]:.2g}"
-            self.failed[branch].pop(a, None)
-            return True
-        self.failed[branch][a] = ev.failed[0].split(" ", 1)[1].strip("()")
-        return False
-
-    def _beside_agnostic(self, branch: str, fp: FixedPoint) -> str:
-        """Why ``fp`` counts as the agnostic point: converged with ``branch``'s label but its order parameter below
-        the branch's floor, on the side of the branch's located bifurcation where the branch exists (near its birth
-        or end), where the rule cannot tell the two points apart; "" where it does not."""
-        sw = self.sweeps[branch]
-        end = sw.end
-        if (not below_floor(fp, branch) or end.kind != "bifurcation" or not math.isfinite(end.alpha)
-                or _past_end(sw, fp.alpha)):
-            return ""
-        ((name, floor),) = BRANCH_FLOORS[branch]
-        size = {"th0": "|th0|", "m": "|m|"}[name]
-        return (f"converged next to the agnostic point ({size} = {overlap_size(fp, name):.3g}, below the branch's "
-                f"floor {floor:g}, {abs(fp.alpha - end.on_solve_rule):.3g} from its bifurcation at {end.alpha:.4g}): "
-                "the same point at the rule's resolution")
-
-    def _retry(self, branch: str, alpha: float, default_tried: bool) -> None:
-        """``branch`` at alpha from its default start (unless ``default_tried``), then from the fixed point of the
-        coarser rule, then (positional) from the agnostic point there with the default start's m put on it (as a
-        sweep starts where its last start fell to the agnostic point)."""
-        why = self.failed[branch].get(alpha, "")
-        if not default_tried and self._classify(branch, solve(self.params, alpha, branch, config=self.cfg,
-                                                              rule=self.rule)):
-            self.retried.append(f"{branch} at alpha = {alpha:.4g} ({why}) decided by its default start")
-            return
-        spec = coarser_spec(self.cfg.quadrature)
-        if spec is not None:
-            coarse = solve(self.params, alpha, branch, config=self.cfg.replace(quadrature=spec))
-            if coarse.status.converged:
-                fine = solve(self.params, alpha, branch, init=coarse.overlaps, config=self.cfg, rule=self.rule)
-                if self._classify(branch, fine):
-                    self.retried.append(f"{branch} at alpha = {alpha:.4g} ({why}) decided from the {spec} fixed point")
-                    return
-        if branch == "positional":
-            try:
-                agn = self.point("agnostic", alpha)
-            except BranchLost:  # no agnostic point to start from: the point stays unknown
-                return
-            fp = positional_past_agnostic(self.params, alpha, agn, self.cfg, self.rule) if on_branch(
-                agn, "agnostic") else None
-            if fp is not None and self._classify(branch, fp):
-                self.retried.append(f"{branch} at alpha = {alpha:.4g} ({why}) decided from the agnostic point")
-
-    def status(self, branch: str, alpha: float) -> str:
-        """"on", "absent" or "failed" at a grid alpha, solving (and retrying) where not yet decided."""
-        if alpha in self.on[branch]:
-            return "on"
-        if alpha in self.absent[branch]:
-            return "absent"
-        if _past_end(self.sweeps[branch], alpha):
-            self.absent[branch][alpha] = "past its end"
-            return "absent"
-        fresh = alpha not in self.failed[branch]  # not reached by the sweep: solved here from the default start
-        if fresh:
-            self._classify(branch, solve(self.params, alpha, branch, config=self.cfg, rule=self.rule))
-        if alpha in self.failed[branch]:
-            self._retry(branch, alpha, default_tried=fresh)
-        return "on" if alpha in self.on[branch] else "absent" if alpha in self.absent[branch] else "failed"
-
-    def point(self, branch: str, alpha: float) -> FixedPoint:
-        """``branch``'s point at alpha, or the agnostic point where the branch's solve falls to it (Z~, module
-        doc), or a point of its label below its floor (next to the agnostic one); solved warm from the nearest known
-        point of the branch (of the agnostic point) where not known."""
-        pts = self.on[branch]
-        if alpha in pts:
-            return pts[alpha]
-        agn = self.on["agnostic"]
-        if branch != "agnostic" and (alpha in self.absent[branch] or _past_end(self.sweeps[branch], alpha)):
-            return self.point("agnostic", alpha)
-        src = pts or agn
-        near = src[min(src, key=lambda x: abs(x - alpha))] if src else None
-        fp = solve_from(self.params, alpha, branch, near, self.cfg, self.rule)
-        if near is not None and not fp.status.converged:
-            # the warm start failed (from Q = 0, which a strong ridge holds at every alpha, it cannot leave): cold
-            fp = solve_from(self.params, alpha, branch, None, self.cfg, self.rule)
-        if on_branch(fp, branch):  # the agnostic point has no order parameter: on it once converged there
-            pts[alpha] = fp
-            return fp
-        if on_branch(fp, "agnostic"):
-            agn.setdefault(alpha, fp)
-            return fp
-        if fp.status.converged and fp.branch == branch:
-            # below the branch's floor: a fixed point of the label next to the agnostic one (a branch near its birth
-            # or end), whose e_t is what Delta e_t compares; not recorded as on the branch
-            return fp
-        raise BranchLost(f"the {branch} point was lost at alpha = {alpha:.5g} ({fp.status.message}, label {fp.branch})")
-
-    def lowest(self, alpha: float) -> tuple[str, str]:
-        """(the lowest-e_t point's label, "") at a grid alpha, or ("", why unknown)."""
-        states = {br: self.status(br, alpha) for br in SWEPT}
-        bad = [f"{br} ({self.failed[br][alpha]})" for br, s in states.items() if s == "failed"]
-        if bad:
-            return "", "; ".join(bad)
-        cands = {"agnostic": self.point("agnostic", alpha)} | {br: self.on[br][alpha] for br, s in
-                                                               states.items() if s == "on"}
-        return min(cands, key=lambda br: cands[br].observables.e_t), ""
-
-
 def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfig,
                          alphas: Sequence[float] | None = None) -> Boundaries:
     """``b`` (the scalar form's boundaries on the grid ``alphas``, None: its default) with alpha_c, its error and its
@@ -213,7 +54,7 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
     if math.isfinite(b.alpha_c) or sem is None or pos is None or not (sem.points or pos.points):
         return b
     params = se_params(params)
-    s = _Search(params, b, config, model_rule(params, config))
+    s = GridPoints(params, b, config, model_rule(params, config))
     notes = [n for n in b.notes if not n.startswith(SCALAR_NOTES)]
     given = DEFAULT_ALPHAS if alphas is None else alphas
     grid = sorted({float(a) for a in given} | {p.alpha for p in sem.points} | {p.alpha for p in pos.points})
@@ -279,7 +120,7 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
                    notes=tuple(kept + [note] + ([l_note] if l_note else [])))
 
 
-def _other_change(s: _Search, a0: float, l0: str, a1: float, l1: str) -> tuple[BranchEnd | None, str]:
+def _other_change(s: GridPoints, a0: float, l0: str, a1: float, l1: str) -> tuple[BranchEnd | None, str]:
     """(the located end or None, the note's words) of the change of the lowest point from ``l0`` (at a0) to ``l1`` (at
     a1), neither semantic: the positional branch's birth where its start fell to the agnostic point at a0
     (:func:`~attnphase.numerics.phase.branch_end.positional_birth`), else the grid's bracket."""
@@ -292,7 +133,7 @@ def _other_change(s: _Search, a0: float, l0: str, a1: float, l1: str) -> tuple[B
     return end, f"{l0} -> {l1} at {words}"
 
 
-def _alpha_l(s: _Search, b: Boundaries, alpha_c: float, alpha_c_err: float) -> tuple[float, float, str] | None:
+def _alpha_l(s: GridPoints, b: Boundaries, alpha_c: float, alpha_c_err: float) -> tuple[float, float, str] | None:
     """alpha_l measured from the alpha_c located here (docs/model.md section 6: the smallest alpha >= alpha_c where
     the semantic eps_g drops below eps_lin) as (alpha_l, its error, a note), or None where the scalar form's stands
     (its crossing lies above alpha_c, or eps_g stays above eps_lin at every semantic point above alpha_c): alpha_c
@@ -314,7 +155,7 @@ def _alpha_l(s: _Search, b: Boundaries, alpha_c: float, alpha_c_err: float) -> t
     return refined_alpha_l(list(on.values()), alpha_l, alpha_c, alpha_c_err, s.cfg)
 
 
-def _locate(s: _Search, x: str, a0: float, a1: float) -> tuple[float, float, str, str]:
+def _locate(s: GridPoints, x: str, a0: float, a1: float) -> tuple[float, float, str, str]:
     """(alpha_c, its error, how, the point it changes from) of the change from ``x`` (lowest at a0) to the semantic
     point (lowest at a1): from the agnostic point where ``x``'s branch has ended (fallen to it) where S is born."""
     def gap(a: float) -> float:
@@ -380,7 +221,7 @@ def _locate(s: _Search, x: str, a0: float, a1: float) -> tuple[float, float, str
     return alpha_c, err, method, x
 
 
-def _fallen(s: _Search, x: str, alpha: float) -> bool:
+def _fallen(s: GridPoints, x: str, alpha: float) -> bool:
     """Whether ``x``'s point at alpha is the agnostic one (its branch has ended there); False where its solve there
     fails (unknown: the change is then searched on Delta e_t, which meets that failure itself)."""
     try:
@@ -389,7 +230,7 @@ def _fallen(s: _Search, x: str, alpha: float) -> bool:
         return False
 
 
-def _no_change_note(s: _Search, seq: list[tuple[float, str]]) -> str:
+def _no_change_note(s: GridPoints, seq: list[tuple[float, str]]) -> str:
     """Why there is no alpha_c: the lowest point at every grid alpha where it is known, and the semantic branch's
     status."""
     if not seq:

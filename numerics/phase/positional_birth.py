@@ -30,7 +30,8 @@ def with_birth(b: Boundaries, birth: BranchEnd) -> Boundaries:
     """``b`` with the positional branch's ``birth`` among its ends (the branch exists above it) and, where ``b`` has
     no positional end, as that end's columns."""
     end = LocatedEnd("positional", birth.alpha, birth.err, "above", birth.kind, birth.method)
-    return replace(b, ends=b.ends + (end,), **({} if math.isfinite(b.positional_end) else end_columns("positional", end)))
+    columns = {} if math.isfinite(b.positional_end) else end_columns("positional", end)
+    return replace(b, ends=b.ends + (end,), **columns)
 
 
 def positional_birth_below(params: ModelParams, b: Boundaries, config: SolverConfig,

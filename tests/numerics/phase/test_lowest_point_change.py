@@ -14,6 +14,7 @@ import pytest
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.boundaries import phase_boundaries
+from attnphase.numerics.phase import grid_points
 from attnphase.numerics.phase import lowest_point_change as lpc
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.branch_end import BranchEnd
@@ -126,7 +127,7 @@ def test_the_simplex_p_gets_alpha_c_with_its_labels():
 def _failing_at(alpha: float, branch: str, monkeypatch, from_agnostic: bool = False):
     """Every solve of ``branch`` at ``alpha`` in the search fails (not converged), whatever its start or rule -- but
     the positional start from the agnostic point where ``from_agnostic``."""
-    real, real_past = lpc.solve, lpc.positional_past_agnostic
+    real, real_past = grid_points.solve, grid_points.positional_past_agnostic
 
     def failed(fp):
         return replace(fp, status=replace(fp.status, converged=False, residual=3e-3))
@@ -138,8 +139,8 @@ def _failing_at(alpha: float, branch: str, monkeypatch, from_agnostic: bool = Fa
     def past_agnostic(params, a, agnostic, cfg, rule):
         fp = real_past(params, a, agnostic, cfg, rule)
         return fp if fp is None or from_agnostic or a != alpha or branch != "positional" else failed(fp)
-    monkeypatch.setattr(lpc, "solve", solve)
-    monkeypatch.setattr(lpc, "positional_past_agnostic", past_agnostic)
+    monkeypatch.setattr(grid_points, "solve", solve)
+    monkeypatch.setattr(grid_points, "positional_past_agnostic", past_agnostic)
 
 
 def test_a_solver_failure_outside_the_bracket_leaves_alpha_c_and_is_named(monkeypatch):
@@ -165,12 +166,12 @@ def test_a_retry_with_no_agnostic_point_to_start_from_leaves_the_point_unknown(m
     # the agnostic solve at 0.15 fails too: the positional point there stays unknown (a solver failure outside the
     # bracket), and the search goes on to alpha_c
     _failing_at(0.15, "positional", monkeypatch)
-    real = lpc.solve_from
+    real = grid_points.solve_from
 
     def solve_from(params, alpha, branch, near, cfg, rule):
         fp = real(params, alpha, branch, near, cfg, rule)
         return replace(fp, status=replace(fp.status, converged=False)) if (alpha, branch) == (0.15, "agnostic") else fp
-    monkeypatch.setattr(lpc, "solve_from", solve_from)
+    monkeypatch.setattr(grid_points, "solve_from", solve_from)
     b = lpc.lowest_point_alpha_c(L3, boundaries(L3, (1.0, 2.0), BIRTH), CFG, (0.15,) + GRID)
     assert (b.alpha_c, b.alpha_c_from) == (0.3, "agnostic"), b.notes
     assert any(n.startswith("solver failure at alpha = 0.15: positional") for n in b.notes), b.notes
@@ -321,7 +322,7 @@ def test_a_semantic_point_below_its_floor_past_its_birth_is_the_agnostic_one_and
     Such a point is the agnostic one at the rule's resolution (past the birth; before it, below the floor, it is
     no evidence of anything), and the change agnostic -> semantic above it is the birth, not a root at 0.8909."""
     b = boundaries(L3, (1.0, 2.0), BIRTH)
-    s = lpc._Search(L3, b, CFG, lpc.model_rule(L3, CFG))
+    s = grid_points.GridPoints(L3, b, CFG, lpc.model_rule(L3, CFG))
     on = solved(L3, 1.0, "semantic")
     low = replace(on, overlaps=replace(on.overlaps, th0=0.01))
     assert s._beside_agnostic("semantic", on) == ""  # on the branch
