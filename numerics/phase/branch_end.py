@@ -204,8 +204,13 @@ def bifurcation_end(
             return BranchEnd(bif.alpha, "bifurcation", "eigenvalue", note=note, err=bif.err,
                              solve_rule_alpha=bif.solve_rule_alpha), ""
         reasons.append((bif.converged, why))
-    # the first crossing found says why, where one was; else the last failure
-    return None, next((why for converged, why in reasons if converged), reasons[-1][1])
+    return None, first_reason(reasons)
+
+
+def first_reason(reasons: list[tuple[bool, str]]) -> str:
+    """Why no crossing of a secant's tries (converged, why not the end) is the end: the first converged crossing's
+    reason, where one was found; else the last failure's."""
+    return next((why for converged, why in reasons if converged), reasons[-1][1])
 
 
 def crossing_rejected(bif, last: float | None, down: bool) -> str:
@@ -293,8 +298,7 @@ def positional_birth(params: ModelParams, good: FixedPoint, fallen: float, cfg: 
                 f"eigenvalue, between alpha = {fallen:.4g}, where the agnostic point is stable in m, and the branch's "
                 f"point at {good.alpha:.4g})")
         reasons.append((bif.converged, why))
-    return None, "the positional branch's birth not located: " + next(
-        (why for converged, why in reasons if converged), reasons[-1][1])
+    return None, f"the positional branch's birth not located: {first_reason(reasons)}"
 
 
 def trace_branch_end(

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from attnphase.numerics.config import SolverConfig
+from attnphase.numerics.phase.absence import agnostic_eigenvalue
 from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, refined_alpha_l
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.brackets import BranchLost
@@ -122,10 +123,11 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
 
 def _other_change(s: GridPoints, a0: float, l0: str, a1: float, l1: str) -> tuple[BranchEnd | None, str]:
     """(the located end or None, the note's words) of the change of the lowest point from ``l0`` (at a0) to ``l1`` (at
-    a1), neither semantic: the positional branch's birth where its start fell to the agnostic point at a0
+    a1), neither semantic: the positional branch's birth where the agnostic point at a0 is stable in m
     (:func:`~attnphase.numerics.phase.branch_end.positional_birth`), else the grid's bracket."""
     between = f"{l0} -> {l1} between alpha = {a0:.4g} and {a1:.4g}"
-    if (l0, l1) != ("agnostic", "positional") or a0 not in s.absent["positional"]:
+    if (l0, l1) != ("agnostic", "positional") or not (
+            agnostic_eigenvalue(s.point("agnostic", a0), "positional", s.rule, s.cfg) < 1.0):
         return None, between
     end, words = positional_birth(s.params, s.on["positional"][a1], a0, s.cfg)
     if end is None:
