@@ -49,6 +49,8 @@ DEFAULT_ALPHAS = tuple(even_grid("0.1", "3", 12))
 #: The notes on an alpha_l found where no alpha_c is (replaced once an alpha_c is located: :mod:`lowest_point_change`).
 ALPHA_L_BELOW_AT_START = "alpha_l: semantic eps_g already below eps_lin at the lower end of the range"
 ALPHA_L_WITHOUT_ALPHA_C = "alpha_l: with no alpha_c, where the semantic eps_g meets eps_lin on its branch"
+#: The note on alpha_l where no semantic point converged on the grid (alpha_l lies on the semantic branch).
+ALPHA_L_NO_SEMANTIC = "alpha_l: no semantic point found (alpha_l is where the semantic eps_g drops below eps_lin)"
 
 #: The tolerances of :func:`~attnphase.numerics.phase.boundaries.phase_boundaries` at r = r* = 1: alpha_c and alpha_l
 #: in alpha; a branch end found by bisection.
@@ -199,6 +201,8 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
                     notes.append(f"alpha_l: {exc}")
                 if lo is None and math.isfinite(alpha_l):
                     notes.append(f"{ALPHA_L_WITHOUT_ALPHA_C} (not measured from alpha_c)")
+    else:
+        notes.append(ALPHA_L_NO_SEMANTIC)
     alpha_l, alpha_l_err, note = refined_alpha_l(s_on, alpha_l, alpha_c, alpha_c_err, cfg)
     notes += [note] if note else []
     return with_scalar_labels(Boundaries(

@@ -101,3 +101,15 @@ def test_a_point_below_its_floor_next_to_a_stable_agnostic_point_is_the_branch_a
     assert "solver failure" not in note
     mu = float(note.split("mu <= ")[1].split(" ")[0])
     assert mu < 1
+
+
+def test_a_diagram_with_no_semantic_point_says_why_alpha_l_is_missing():
+    """``phase-diagram --lam 0.5 --omega 0.3``: the ridge holds every start at the agnostic point, so there is no
+    semantic eps_g to meet eps_lin; alpha_l is NaN and the notes say why, beside each branch's absence."""
+    from attnphase.numerics.phase.boundaries import phase_boundaries
+    from attnphase.numerics.phase.scalar_boundaries import ALPHA_L_NO_SEMANTIC
+
+    b = phase_boundaries(ModelParams(omega=0.3, lam=0.5), [1.0, 2.0], config=CFG)
+    assert b.alpha_l != b.alpha_l and b.alpha_c != b.alpha_c
+    assert ALPHA_L_NO_SEMANTIC in b.notes
+    assert any(n.startswith("semantic branch absent at every alpha of the grid (1, 2)") for n in b.notes)
