@@ -26,7 +26,8 @@ from attnphase.numerics.commands.point_record import (EXIT_NO_BRANCH, RECORD_KEY
 NAME = "sweep"
 HELP = "follow a branch over a range of alpha (continuation), write a CSV table"
 DESCRIPTION = ("Follow one branch of fixed points over alpha by continuation and write one row per alpha to "
-               "DIR/sweep_<branch>_omega<omega>.csv; where the branch ends is reported. Several omegas: one sweep per "
+               "DIR/sweep_<branch>_omega<omega>.csv; where the branch ends, and where the positional branch is born from "
+               "the agnostic point below its first point, is reported. Several omegas: one sweep per "
                "omega, each a task (--workers, --scheduler), all in DIR/sweep_<branch>.nc.")
 
 
@@ -123,6 +124,14 @@ def beyond_end_note(res) -> str:
             "followed here ends further, at a fold not located (docs/method.md section 9)")
 
 
+def birth_line(res) -> str:
+    """What the sweep says of its branch's birth below its first point (:attr:`BranchSweep.birth`): its note, where
+    the birth is and its error bar, or why it was not located."""
+    if not math.isfinite(res.birth.alpha):
+        return f"note: {res.birth_note}"
+    return f"{res.birth_note}; the branch exists above it"
+
+
 def _past_end_note(res, branch: str) -> str:
     """At r >= 2 or r* >= 2: what cold solves found off the followed branch (:attr:`BranchSweep.others`)."""
     found = [fp.alpha for fp, cold in zip(res.points, res.others) if cold is not None]
@@ -145,6 +154,10 @@ def row_reasons(res, branch: str) -> list[str]:
     ends = math.isfinite(end)
     several = several_branches(res)
     where = f"the branch ends at alpha = {end:.4g} ({res.end.kind}) and exists {'above' if res.end_side == 'below' else 'below'} it" if ends else ""
+    born = res.birth.alpha  # NaN where no birth was located
+    if math.isfinite(born):
+        where = "; ".join(w for w in (where, f"the branch is born at alpha = {born:.4g} ({res.birth.kind} from the "
+                                             "agnostic point) and exists above it") if w)
     none = f"no point of the followed {branch} branch here" if several else f"no {branch} fixed point here"
 
     def elsewhere(i: int) -> str:
@@ -295,11 +308,16 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
                 if note := beyond_end_note(res):
                     print(f"attnphase: note: {note}" + (f" at omega = {w:g}" if len(omegas) > 1 else ""),
                           file=sys.stderr)
+            if res.birth_note:
+                print(f"attnphase: {birth_line(res)}" + (f" at omega = {w:g}" if len(omegas) > 1 else ""),
+                      file=sys.stderr)
             objs.append({
                 "branch": args.branch, "requested_branch": args.branch, "params": params.replace(omega=w).to_dict(),
                 "model": model_echo(params), "solver": cfg.as_dict(), "file": str(path),
                 "end": {"alpha": res.end.alpha, "err": res.end.err, "side": res.end_side, "kind": res.end.kind,
                         "method": res.end.method} if ends else None,
+                "birth": {"alpha": res.birth.alpha, "err": res.birth.err, "kind": res.birth.kind,
+                          "method": res.birth.method, "note": res.birth_note} if res.birth_note else None,
                 "on_branch": on, "not_converged": failed, "off_branch": len(rows) - on - failed, "rows": rows,
             } | ({"rank": r, "teacher_rank": r_star} if suffix else {}))
             notes = [f"{failed} not converged"] if failed else []

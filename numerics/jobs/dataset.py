@@ -133,7 +133,8 @@ def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str, S
                    alphas: Sequence[float], attrs: dict[str, Any], columns: Sequence[str] = SWEEP_COLUMNS):
     """Sweeps of one branch at several omegas, ``(omega, sweep or None, status, error, rows)`` each (``rows`` of
     ``columns``), over ``omega, alpha``: every CSV column but the coordinates (NaN / "" where a task failed), the
-    branch's end with its standard error (NaN: none), each task's status and error."""
+    branch's end with its standard error (NaN: none), the positional branch's birth below its first point with its
+    standard error (NaN: none located), each task's status and error."""
     import xarray as xr
 
     om = [float(w) for w, *_ in sweeps]
@@ -144,9 +145,11 @@ def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str, S
     values: dict[str, list[list[Any]]] = {c: [[None] * len(alist) for _ in om] for c in columns}
     end, end_err = np.full(len(om), np.nan), np.full(len(om), np.nan)
     end_kind = np.full(len(om), "", dtype=object)
+    birth, birth_err = np.full(len(om), np.nan), np.full(len(om), np.nan)
     for i, (_, sw, _, _, rows) in enumerate(sweeps):
         if sw is not None:
             end[i], end_err[i], end_kind[i] = sw.end.alpha, sw.end.err, sw.end.kind
+            birth[i], birth_err[i] = sw.birth.alpha, sw.birth.err
         for row in rows:
             j = a_idx.get(float(row["alpha"]))
             if j is not None:
@@ -165,6 +168,8 @@ def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str, S
     dv["end"] = (("omega",), end)
     dv["err_end"] = (("omega",), end_err)
     dv["end_kind"] = (("omega",), end_kind.astype(str).astype(object))
+    if attrs.get("branch") == "positional":
+        dv["birth"], dv["err_birth"] = (("omega",), birth), (("omega",), birth_err)
     dv["status"] = (("omega",), np.array([s for _, _, s, _, _ in sweeps], dtype=object))
     dv["error"] = (("omega",), np.array([e or "" for _, _, _, e, _ in sweeps], dtype=object))
     return annotate(xr.Dataset(dv, coords={"omega": om, "alpha": alist}, attrs=attrs), _lookup)

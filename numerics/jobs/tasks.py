@@ -16,6 +16,7 @@ from attnphase.numerics.phase.boundaries import BoundariesSpec, boundaries_job
 from attnphase.numerics.phase.boundary_results import Boundaries, failed_boundaries
 from attnphase.numerics.phase.census import census_check
 from attnphase.numerics.phase.omega_continuation import boundaries_chain
+from attnphase.numerics.phase.positional_birth import sweep_birth
 from attnphase.numerics.phase.scalar_boundaries import _portable
 from attnphase.numerics.errors.quadrature_error import point_errors
 from attnphase.numerics.config import SolverConfig
@@ -116,13 +117,16 @@ def sweep_job(job: tuple[ModelParams, list[float], str, SolverConfig, int], prog
     """One branch over the grid (``sweep``), its fixed points without solver memory, with their error bars; at r >= 2
     or r* >= 2 each point judged as ``attnphase solve`` judges its solve
     (:func:`~attnphase.numerics.phase.continuation.judged_sweep`) and the point of its label a cold solve reaches at
-    each point off the branch (:func:`~attnphase.numerics.phase.continuation.cold_points_off_branch`); ``progress``
-    is called after each point (in-process runs)."""
+    each point off the branch (:func:`~attnphase.numerics.phase.continuation.cold_points_off_branch`); at r = r* = 1
+    the positional branch's birth below its first point
+    (:func:`~attnphase.numerics.phase.positional_birth.sweep_birth`); ``progress`` is called after each point
+    (in-process runs)."""
     params, alphas, branch, cfg, n_rules = job
     sw = sweep(params, alphas, branch, config=cfg, progress=progress)
     if not is_scalar_form(params.r, params.r_star):
-        sw = cold_points_off_branch(params, judged_sweep(sw, cfg, n_rules), cfg, n_rules)
-    elif cfg.error_bars:
+        return _portable(cold_points_off_branch(params, judged_sweep(sw, cfg, n_rules), cfg, n_rules))
+    sw = sweep_birth(params, sw, cfg)
+    if cfg.error_bars:
         sw = replace(sw, errors=point_errors(sw.points, cfg, n_rules))
     return _portable(sw)
 

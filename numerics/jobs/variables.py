@@ -58,6 +58,8 @@ _TABLE: list[tuple[str, Variable]] = [
     _v("error", "the task's error (empty: none)", None),
     _v("end", "alpha where the branch ends (NaN: it spans the grid)", comment=_BRANCH_END),
     _v("end_kind", "how the branch ends", None),
+    _v("birth", "alpha where the positional branch is born from the agnostic point below the sweep's first point on "
+       "it (NaN: none located)"),
     # the Bayes-optimal estimator (docs/bayes-optimal.md)
     _v("estimator", "estimator: erm (global minimiser of the training loss) or bayes-optimal (posterior mean)", None),
     _v("free_entropy", "free entropy Phi of the Bayes-optimal fixed point (null at perfect recovery)"),

@@ -69,6 +69,9 @@ class BranchSweep:
         others: at r >= 2 or r* >= 2, where a label can have several branches, per point off the followed branch
             the point of its label a cold solve reaches there, None where it reaches none or the point is on the
             branch (:func:`cold_points_off_branch`; empty when not looked for).
+        birth: the positional branch's birth from the agnostic point below its first point on the branch
+            (:func:`~attnphase.numerics.phase.positional_birth.sweep_birth`; NaN alpha where none was located),
+            ``birth_note`` what was found there ("" where nothing was looked for).
     """
 
     branch: str
@@ -77,6 +80,8 @@ class BranchSweep:
     end_side: str = ""
     errors: tuple[dict[str, float], ...] = ()
     others: tuple[FixedPoint | None, ...] = ()
+    birth: BranchEnd = NO_END
+    birth_note: str = ""
 
     def past_end(self, alpha: float) -> bool:
         """Whether ``alpha`` lies past the branch's end located in the range (on the side where it does not exist)."""

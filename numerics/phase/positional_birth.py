@@ -6,7 +6,8 @@ The boundary search follows the positional branch up from the first grid alpha a
 below that alpha -- a strong ridge (``--lam 0.05``), small sigma, or omega = 0 on the default model -- its sweep
 does not see it.  :func:`positional_birth_below` looks once, at the grid's lowest alpha: where the agnostic point there
 is stable in m (its eigenvalue mu < 1: no positional branch leaves it), the branch is born in between, where mu rises
-through 1 (:func:`~attnphase.numerics.phase.branch_end.positional_birth`).
+through 1 (:func:`~attnphase.numerics.phase.branch_end.positional_birth`).  :func:`sweep_birth` does the same for
+``attnphase sweep --branch positional``, between the sweep's last point below the branch and its first on it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.absence import agnostic_eigenvalue
 from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, end_columns
 from attnphase.numerics.phase.branch_end import BranchEnd, positional_birth
+from attnphase.numerics.phase.continuation import NO_END, BranchSweep
 from attnphase.numerics.phase.scalar_boundaries import DEFAULT_ALPHAS
 from attnphase.numerics.se.se_map import model_rule
 from attnphase.numerics.se.state_evolution import solve
@@ -56,3 +58,23 @@ def positional_birth_below(params: ModelParams, b: Boundaries, config: SolverCon
     birth, words = positional_birth(params, on[0], lowest, config)
     b = b if birth is None else with_birth(b, birth)
     return replace(b, notes=b.notes + (words,))
+
+
+def sweep_birth(params: ModelParams, sw: BranchSweep, config: SolverConfig) -> BranchSweep:
+    """``sw``, a positional sweep at r = r* = 1, with the branch's birth below its first point on the branch (its
+    ``birth`` and ``birth_note``): where the sweep's point just below that one converged to the agnostic point and
+    the agnostic point there is stable in m (mu < 1), the birth between the two
+    (:func:`~attnphase.numerics.phase.branch_end.positional_birth`; NaN alpha and the reason in the note where it is
+    not located); ``sw`` itself elsewhere (another branch, no point on the branch or none below it, a point below
+    it that did not converge or whose agnostic point is unstable in m)."""
+    on = sw.on_branch()
+    if sw.branch != "positional" or not on or on[0].is_matrix:
+        return sw
+    below = [fp for fp in sw.points if fp.alpha < on[0].alpha]
+    if not below:
+        return sw
+    params = se_params(params)
+    if not agnostic_eigenvalue(below[-1], "positional", model_rule(params, config), config) < 1.0:  # NaN too
+        return sw
+    birth, words = positional_birth(params, on[0], below[-1].alpha, config)
+    return replace(sw, birth=birth or NO_END, birth_note=words)

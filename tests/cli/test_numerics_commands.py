@@ -161,6 +161,28 @@ def test_sweep_says_the_branch_end_with_its_standard_error(tmp_path, capsys: pyt
         assert float(ds.err_end.values[0]) == pytest.approx(end["err"], rel=1e-12)
 
 
+def test_sweep_says_where_the_positional_branch_is_born(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """lam = 0.05, omega = 0.1: the positional start falls to the agnostic point at alpha = 0.1 (mu < 1 there) and is
+    on the branch at 0.6; the sweep locates the birth in between as the diagram does, in its line, the JSON's
+    ``birth``, the dataset's ``birth`` / ``err_birth`` and the reason of the row below it."""
+    import xarray as xr
+
+    argv = ["sweep", "--omega", "0.1", "--lam", "0.05", "--alpha", "0.1,0.6", "--branch", "positional",
+            "--quadrature", "sobol8:4", "--bifurcation-quadrature", "sobol12:4", "--out", str(tmp_path), "--json",
+            "--quiet"]
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    birth = rec["birth"]
+    assert 0.1 < birth["alpha"] < 0.6 and 0 < birth["err"] < 0.02 and birth["kind"] == "bifurcation"
+    assert "the positional branch's birth from the agnostic point at alpha = " in cap.err
+    assert rec["rows"][0]["reason"].endswith(f"the branch is born at alpha = {birth['alpha']:.4g} (bifurcation from "
+                                             "the agnostic point) and exists above it")
+    assert rec["rows"][1]["reason"] == ""
+    with xr.open_dataset(tmp_path / "sweep_positional.nc") as ds:
+        assert float(ds.birth.values[0]) == birth["alpha"] and float(ds.err_birth.values[0]) == birth["err"]
+
+
 def test_solve_without_a_ridge_reaches_perfect_recovery(capsys: pytest.CaptureFixture[str]) -> None:
     """lam = 0 at omega = 0: the teacher is realisable and the semantic point is perfect recovery (q = theta = rho0,
     eps_g = 0).  An iterate aligned with the teacher to round-off is not a state (the channel's thhat is 0 / 0

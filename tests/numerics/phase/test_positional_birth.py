@@ -50,3 +50,32 @@ def test_no_birth_is_sought_where_the_agnostic_point_is_unstable_in_m_at_the_gri
     params = ModelParams(omega=0.3)
     b = crossing_boundaries(params, 0.9)
     assert positional_birth_below(params, b, CFG, (0.1, 0.9, 3.0)) is b
+
+
+def test_a_positional_sweep_gets_the_birth_between_its_last_agnostic_point_and_its_first_on_the_branch(monkeypatch):
+    """``sweep --branch positional`` (:func:`sweep_birth`): the birth is sought between the sweep's point just below
+    the branch, where its start fell to an agnostic point stable in m, and its first point on the branch; nowhere
+    else (another branch, a sweep on the branch from its first point, a point below it unstable in m)."""
+    from attnphase.numerics.phase import positional_birth as pb
+    from attnphase.numerics.phase.branch_end import BranchEnd
+
+    params = ModelParams(omega=0.1, lam=0.05)
+    fallen = se.solve(params, 0.1, "positional", config=CFG)
+    on = se.solve(params, 0.6, "positional", config=CFG)
+    assert (fallen.branch, on.branch) == ("agnostic", "positional")
+    asked, mu = [], {"value": 0.5}
+    found = BranchEnd(0.29, "bifurcation", "eigenvalue", err=1e-3)
+    monkeypatch.setattr(pb, "agnostic_eigenvalue", lambda fp, *a: mu["value"] if fp is fallen else math.nan)
+    monkeypatch.setattr(pb, "positional_birth", lambda p, good, low, cfg: asked.append((good, low)) or (found, "born"))
+    sw = pb.sweep_birth(params, BranchSweep("positional", [fallen, on]), CFG)
+    assert asked == [(on, 0.1)] and sw.birth is found and sw.birth_note == "born"
+    for unchanged in (BranchSweep("semantic", [fallen, on]), BranchSweep("positional", [on])):
+        assert pb.sweep_birth(params, unchanged, CFG) is unchanged
+    mu["value"] = 1.2
+    unstable = BranchSweep("positional", [fallen, on])
+    assert pb.sweep_birth(params, unstable, CFG) is unstable and len(asked) == 1
+    # not located: NaN alpha, the reason in the note
+    monkeypatch.setattr(pb, "positional_birth", lambda *a: (None, "not located: why"))
+    mu["value"] = 0.5
+    sw = pb.sweep_birth(params, BranchSweep("positional", [fallen, on]), CFG)
+    assert math.isnan(sw.birth.alpha) and sw.birth_note == "not located: why"
