@@ -5,7 +5,8 @@
    :func:`~attnphase.numerics.phase.census_starts.census_starts` and then of
    :func:`~attnphase.numerics.phase.census_starts.perturbed_starts`, on the search's rule and budget
    (:func:`~attnphase.numerics.phase.census_starts.search_config`; a start that does not converge is listed, never a
-   point; at r = r* = 1 each point found is solved again on the solve rule, dropped and counted where it fails);
+   point; at r = r* = 1 each point found is solved again on the solve rule, from the first start's point that
+   reached it, else from the others', dropped and counted where every one fails);
 2. **dedupe** -- points on one orbit are one (:mod:`~attnphase.numerics.phase.gauge_orbits`);
 3. **error bars** -- each point re-solved warm on each block of the solve rule or on ``n_rules`` independent rules
    (:func:`~attnphase.numerics.errors.replicates.replicate_solves`); points one within the error bars
@@ -135,13 +136,15 @@ def _search_job(job: tuple) -> tuple[str, FixedPoint]:
 
 
 def _add(found: list[list], key: np.ndarray, fp: FixedPoint, names: tuple[str, ...]) -> None:
-    """``fp`` into ``found`` ([key, point, start names], in the order first met), or its start names onto the point
-    of the same orbit (:func:`~attnphase.numerics.phase.gauge_orbits.same_point`)."""
+    """``fp`` into ``found`` ([key, point, start names, the orbit's other points reached], in the order first met), or
+    its start names and itself onto the entry of the same orbit
+    (:func:`~attnphase.numerics.phase.gauge_orbits.same_point`)."""
     same = next((f for f in found if same_point(f[0], key)), None)
     if same is None:
-        found.append([key, fp, names])
+        found.append([key, fp, names, []])
     else:
         same[2] = same[2] + names
+        same[3].append(fp)
 
 
 def search(params: ModelParams, alpha: float, config: SolverConfig, *, starts: list[CensusStart] | None = None,
@@ -174,19 +177,23 @@ def search(params: ModelParams, alpha: float, config: SolverConfig, *, starts: l
 
     run(starts)
     if perturb:
-        more = perturbed_starts(model, [fp for _, fp, _ in found])
+        more = perturbed_starts(model, [fp for _, fp, _, _ in found])
         run(more)
         starts += more
     lost = 0
     if polish:  # each point found solved again on the solve rule, and deduplicated again
         coarse, found = found, []
-        for _, fp, names in coarse:
-            fine = solve(model, alpha, fp.requested, init=fp.overlaps, config=config)
-            if fine.status.converged:
-                _add(found, orbit_key(model, fine), fine, names)
+        for _, fp, names, others in coarse:
+            # from the orbit's first point, else from its other points, best converged first (a point converged to
+            # the rule's jump scale need not converge again from itself: the zero student at lam = 0.5)
+            for start in (fp, *sorted(others, key=lambda p: p.status.residual)):
+                fine = solve(model, alpha, start.requested, init=start.overlaps, config=config)
+                if fine.status.converged:
+                    _add(found, orbit_key(model, fine), fine, names)
+                    break
             else:
                 lost += 1
-    return SearchResult(tuple((fp, names) for _, fp, names in found), tuple(starts), tuple(failures), lost,
+    return SearchResult(tuple((fp, names) for _, fp, names, _ in found), tuple(starts), tuple(failures), lost,
                         search_cfg.quadrature)
 
 

@@ -479,3 +479,30 @@ def test_the_census_names_the_points_it_lists_without_error_bars() -> None:
     assert note.startswith("no err_ on semantic (e_t 0.001531879: 0 of 4), agnostic (e_t 0.001533039: 1 of 4): ")
     assert "rule's blocks" in note and "mixed" not in note and "positional" not in note
     assert unreproduced_note(SimpleNamespace(entries=res.entries[:1] + res.entries[3:])) == ""
+
+
+def test_a_point_whose_polish_fails_from_its_first_start_is_polished_from_another_start_that_reached_it(monkeypatch):
+    """``census --alpha 1 --omega 0.3 --lam 0.5``: the semantic cold start reaches the zero student first, converged
+    only to the rule's jump scale, and the polish on the solve rule does not converge from it; the other starts reached
+    it to 4e-12.  The point is polished from them, not dropped ("no fixed point found")."""
+    params = ModelParams(omega=0.3, lam=0.5)
+    small = SolverConfig(quadrature="sobol8:4", error_bars=False)
+    good = solve(params, 1.0, "agnostic", config=small)
+    assert good.status.converged and good.branch == "agnostic"
+    jumpy = dataclasses.replace(good, requested="semantic", status=dataclasses.replace(good.status, residual=2.9e-6))
+    starts = [CensusStart("semantic cold", "semantic", "cold"), CensusStart("agnostic cold", "agnostic", "cold"),
+              CensusStart("positional cold", "positional", "cold")]
+    reached = {"semantic cold": jumpy, "agnostic cold": good,
+               "positional cold": dataclasses.replace(good, requested="positional",
+                                                      status=dataclasses.replace(good.status, residual=1e-9))}
+    monkeypatch.setattr(census_mod, "solve_start", lambda p, a, start, cfg, rank_one=None: reached[start.name])
+    polished = []
+
+    def polish(p, a, branch, init=None, config=None):
+        polished.append(branch)
+        return dataclasses.replace(good, status=dataclasses.replace(good.status, converged=branch != "semantic"))
+    monkeypatch.setattr(census_mod, "solve", polish)
+    res = census_mod.search(params, 1.0, SolverConfig(quadrature="sobol12:4"), starts=starts, perturb=False)
+    assert polished == ["semantic", "agnostic"]  # the first start's point, then the best converged of the others
+    assert res.polish_failures == 0 and len(res.points) == 1
+    assert res.points[0][1] == ("semantic cold", "agnostic cold", "positional cold")
