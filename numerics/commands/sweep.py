@@ -26,9 +26,9 @@ from attnphase.numerics.commands.point_record import (EXIT_NO_BRANCH, RECORD_KEY
 NAME = "sweep"
 HELP = "follow a branch over a range of alpha (continuation), write a CSV table"
 DESCRIPTION = ("Follow one branch of fixed points over alpha by continuation and write one row per alpha to "
-               "DIR/sweep_<branch>_omega<omega>.csv; where the branch ends, and where the positional branch is born from "
-               "the agnostic point below its first point, is reported. Several omegas: one sweep per "
-               "omega, each a task (--workers, --scheduler), all in DIR/sweep_<branch>.nc.")
+               "DIR/sweep_<branch>_omega<omega>.csv; where the branch ends, and where the positional branch is born "
+               "from the agnostic point below its first point, is reported. Several omegas: one sweep per omega, each "
+               "a task (--workers, --scheduler), all in DIR/sweep_<branch>.nc.")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -147,17 +147,16 @@ def row_reasons(res, branch: str) -> list[str]:
     """For every point of a sweep: "" when it is on ``branch``, else why not (the branch ends, or the
     solve failed).  A point past the branch's located end is "no <branch> fixed point here" -- at r >= 2 or r* >= 2,
     where a label can have several branches, "no point of the followed <branch> branch here", and that another may
-    lie there (:data:`OTHER_BRANCHES`)."""
+    lie there (:data:`OTHER_BRANCHES`); a converged point off the branch says where the branch ends, or, below the
+    positional branch's located birth, where it is born."""
     from attnphase.numerics.phase.branch_end import on_branch
 
     end = res.end.alpha
     ends = math.isfinite(end)
     several = several_branches(res)
     where = f"the branch ends at alpha = {end:.4g} ({res.end.kind}) and exists {'above' if res.end_side == 'below' else 'below'} it" if ends else ""
-    born = res.birth.alpha  # NaN where no birth was located
-    if math.isfinite(born):
-        where = "; ".join(w for w in (where, f"the branch is born at alpha = {born:.4g} ({res.birth.kind} from the "
-                                             "agnostic point) and exists above it") if w)
+    born = res.birth.alpha  # NaN where no birth was located: a row below it says the birth instead of the end
+    birth = f"the branch is born at alpha = {born:.4g} ({res.birth.kind} from the agnostic point) and exists above it"
     none = f"no point of the followed {branch} branch here" if several else f"no {branch} fixed point here"
 
     def elsewhere(i: int) -> str:
@@ -175,10 +174,11 @@ def row_reasons(res, branch: str) -> list[str]:
     def reason(i: int, fp) -> str:
         if on_branch(fp, branch):
             return ""
+        where_here = birth if fp.alpha < born else where  # NaN compares False
         if fp.status.converged:
             got = f"the solve converged to the {fp.branch} one{zero_student(fp)}" if fp.branch != branch else \
                 f"the solve reached a point whose {branch} order parameter is below the branch's floor"
-            return f"{none}: {got}" + (f"; {where}" if where else "") + elsewhere(i)
+            return f"{none}: {got}" + (f"; {where_here}" if where_here else "") + elsewhere(i)
         if res.past_end(fp.alpha):
             return f"{none} ({where}); the solve did not converge, no overlaps{elsewhere(i)}"
         msg = fp.status.message if fp.status.message.startswith("not converged") else \
