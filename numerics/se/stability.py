@@ -33,6 +33,12 @@ from attnphase.theory.stability import m_stability, theta_stability
 #: Relative step of :func:`se_jacobian`'s central differences.
 JACOBIAN_STEP = 1e-3
 
+#: At the student Q = 0 :func:`matrix_jacobian` differentiates the map at q0 = max(q / r, this) I: the map is linear
+#: in the student's scale there (at lam = 1, alpha = 1 the leading eigenvalue at q0 = 1e-10 I, no zero student, and
+#: at 5e-13 I agree to 2e-8), and at q0 ~ 1e-35, where a solve can land, the steps (q / r)^{1/2} / 10 in m leave the
+#: fields' round-off larger than the differences.
+ZERO_STUDENT_SCALE = 1e-14
+
 #: The steps :func:`stability_eigenvalue` takes the median over (a jump of the map inside one difference
 #: quotient moves the leading eigenvalue by itself: one such outlier among three is discarded).
 STABILITY_STEPS = (1e-3, 3e-3, 1e-2)
@@ -145,17 +151,34 @@ def central_differences(F: Callable[[Overlaps], np.ndarray], ov: Overlaps, unpac
 def matrix_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: SolverConfig | None = None) -> np.ndarray:
     """dF/dx at the matrix overlaps ``ov`` (r >= 2 or r* >= 2, x = :meth:`Overlaps.to_vector`) by
     :func:`central_differences`, F the rank-r SE map with no hat projected on ``config.quadrature``, every
-    difference polished from the base state's full search (the same basins on both sides of each quotient)."""
+    difference polished from the base state's full search (the same basins on both sides of each quotient).  At the
+    student Q = 0 (:attr:`Overlaps.zero_student`) F is the map the solver iterates there, q0 and V0 of the state and
+    of its image made isotropic (:meth:`Overlaps.isotropic_zero`; m and th0 kept): q0's directions are round-off
+    there, and the map at the raw state divides that round-off by the steps; it is differentiated at q0 = max(q / r,
+    :data:`ZERO_STUDENT_SCALE`) I, m = th0 = 0."""
     cfg = config or SolverConfig()
     L, r, rs = params.L, params.r, teacher_rank(params)
     rule = matrix_rule(L, r, rs, cfg.quadrature)
     kernels = get_kernels(L, r, channel=params.channel)
-    minima = channel_moments(kernels, params, ov, rule, config=cfg).candidates  # what every difference polishes
+
+    def isotropic(o: Overlaps) -> Overlaps:
+        """At Q = 0: q0 and V0 made isotropic, m and th0 (the steps' own directions) kept."""
+        if not o.zero_student:
+            return o
+        iso = o.isotropic_zero()
+        return Overlaps(iso.q0, iso.V0, o.m, o.th0)
+
+    if ov.zero_student:  # the isotropic state, at a scale where the differences keep their digits
+        iso = ov.isotropic_zero()
+        ov = Overlaps(max(ov.q / r, ZERO_STUDENT_SCALE) * np.eye(r), iso.V0, iso.m, iso.th0)
+    minima = channel_moments(kernels, params, isotropic(ov), rule, config=cfg).candidates  # every difference's
 
     def F(o: Overlaps) -> np.ndarray:
         try:
-            mom = channel_moments(kernels, params, o, rule, config=cfg, candidates=minima, full_search=False)
-            return update(params, update_hat(params, alpha, o, mom, "mixed")).to_vector()
+            at = isotropic(o)
+            mom = channel_moments(kernels, params, at, rule, config=cfg, candidates=minima, full_search=False)
+            new = update(params, update_hat(params, alpha, at, mom, "mixed"))
+            return isotropic(new).to_vector() if o.zero_student else new.to_vector()
         except (ValueError, np.linalg.LinAlgError):  # a difference's state where the map is not defined: J is NaN
             return np.full(o.to_vector().size, np.nan)
 

@@ -56,3 +56,21 @@ def test_census_lists_the_stable_zero_student_at_rank_1() -> None:
     [entry] = res.entries
     assert entry.point.branch == "agnostic" and entry.point.overlaps.zero_student
     assert entry.stable and np.isfinite(entry.leading_eigenvalue)
+
+
+@pytest.mark.parametrize("lam, q0", [(0.5, (3.1e-24, 7.7e-25)), (1.0, (3.2e-35, 2.3e-35))])
+def test_the_eigenvalue_at_a_zero_student_with_round_off_directions_is_the_isotropic_ones(lam, q0) -> None:
+    """``census --rank 2 --alpha 1 --omega 0.3 --lam 0.5`` lists the zero student with q0 = diag(3.1e-24, 7.7e-25),
+    m ~ 4e-16 and V0's diagonal 1.4e-13 apart (on sobol9:4; ``--lam 1``: q0's eigenvalues 3.2e-35 and 2.3e-35): q0's
+    directions are round-off, and the map evaluated there divides that round-off by the steps (the leading eigenvalue
+    came out 1.8e6 and 619, "unstable").  The Jacobian is the map the solver iterates at Q = 0, q0 and V0 made
+    isotropic, at a scale where the differences keep their digits: the rank-1 eigenvalue again."""
+    ridge = dict(omega=0.3, lam=lam)
+    one = solve(ModelParams(**ridge), 1.0, "agnostic", config=CFG)
+    assert one.status.converged and one.overlaps.zero_student
+    lead1 = stability_eigenvalue(ModelParams(**ridge), 1.0, one.overlaps, CFG)
+    v = one.overlaps.V0
+    ov2 = Overlaps(np.diag(q0), np.diag([v, v + 1.4e-13]), np.array([[4.1e-16, 0.0], [-4.1e-16, 0.0]]),
+                   np.zeros((2, 1)))  # V0's diagonal as the census's point has it, 1.4e-13 apart
+    lead2 = stability_eigenvalue(ModelParams(r=2, **ridge), 1.0, ov2, CFG)
+    assert 0.0 < lead1 < 1.0 and lead2 == pytest.approx(lead1, abs=0.02)
