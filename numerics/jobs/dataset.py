@@ -168,7 +168,8 @@ def sweeps_dataset(sweeps: Sequence[tuple[float, BranchSweep | None, str, str, S
     dv["end"] = (("omega",), end)
     dv["err_end"] = (("omega",), end_err)
     dv["end_kind"] = (("omega",), end_kind.astype(str).astype(object))
-    if attrs.get("branch") == "positional":
+    matrix = any(sw is not None and sw.points and sw.points[0].is_matrix for _, sw, *_ in sweeps)
+    if attrs.get("branch") == "positional" and not matrix:  # the birth is looked for at r = r* = 1
         dv["birth"], dv["err_birth"] = (("omega",), birth), (("omega",), birth_err)
     dv["status"] = (("omega",), np.array([s for _, _, s, _, _ in sweeps], dtype=object))
     dv["error"] = (("omega",), np.array([e or "" for _, _, _, e, _ in sweeps], dtype=object))
