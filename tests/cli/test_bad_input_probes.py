@@ -754,12 +754,13 @@ def test_a_sweep_row_past_the_followed_branchs_end_claims_no_more_than_it_knows(
 
     from attnphase.numerics.commands import sweep
     from attnphase.numerics.phase import branch_end
+    from attnphase.numerics.phase.continuation import NO_END
 
     monkeypatch.setattr(branch_end, "on_branch", lambda fp, branch: fp.alpha < 1.7)
     status = SimpleNamespace(converged=True, message="converged", residual=1e-12)
     points = [SimpleNamespace(alpha=a, branch="mixed", is_matrix=matrix, status=status) for a in (1.0, 2.0)]
     res = SimpleNamespace(points=points, end=branch_end.BranchEnd(1.7476, "fold", "bisection"), end_side="above",
-                          others=())
+                          others=(), birth=NO_END)
     on, past = sweep.row_reasons(res, "mixed")
     assert on == "" and "the branch ends at alpha = 1.748 (fold) and exists below it" in past
     if matrix:
@@ -777,13 +778,14 @@ def test_a_rank_r_sweep_row_off_its_branch_says_what_a_cold_solve_found_there(mo
 
     from attnphase.numerics.commands import sweep
     from attnphase.numerics.phase import branch_end
+    from attnphase.numerics.phase.continuation import NO_END
 
     monkeypatch.setattr(branch_end, "on_branch", lambda fp, branch: fp.alpha < 1.7)
     status = SimpleNamespace(converged=True, message="converged", residual=1e-12)
     points = [SimpleNamespace(alpha=a, branch="mixed", is_matrix=True, status=status) for a in (1.0, 2.0, 3.0)]
     cold = SimpleNamespace(alpha=2.0, observables=SimpleNamespace(e_t=0.0027729))
     res = SimpleNamespace(points=points, end=branch_end.BranchEnd(1.7476, "fold", "bisection"), end_side="above",
-                          others=(None, cold, None))
+                          others=(None, cold, None), birth=NO_END)
     on, found, none = sweep.row_reasons(res, "mixed")
     assert on == "" and found.endswith("; a cold solve reaches a mixed point here, e_t = 0.0027729 (`attnphase "
                                        "solve` at this alpha gives it)")
