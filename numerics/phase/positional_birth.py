@@ -22,6 +22,7 @@ from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, en
 from attnphase.numerics.phase.branch_end import BranchEnd, positional_birth
 from attnphase.numerics.phase.continuation import NO_END, BranchSweep
 from attnphase.numerics.phase.scalar_boundaries import DEFAULT_ALPHAS
+from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.se_map import model_rule
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams
@@ -34,6 +35,17 @@ def with_birth(b: Boundaries, birth: BranchEnd) -> Boundaries:
     end = LocatedEnd("positional", birth.alpha, birth.err, "above", birth.kind, birth.method)
     columns = {} if math.isfinite(b.positional_end) else end_columns("positional", end)
     return replace(b, ends=b.ends + (end,), **columns)
+
+
+def birth_above(params: ModelParams, fallen: FixedPoint, good: FixedPoint, config: SolverConfig
+                ) -> tuple[BranchEnd | None, str] | None:
+    """The positional branch's birth between ``fallen``, a point whose positional start fell to the agnostic point,
+    and ``good``, on the branch above it (:func:`~attnphase.numerics.phase.branch_end.positional_birth`: the birth, or
+    None, and its note), where the agnostic point at ``fallen`` is stable in m (mu < 1); None where it is not, or
+    ``fallen`` is no converged agnostic point (``params``: the state evolution's model)."""
+    if not agnostic_eigenvalue(fallen, "positional", model_rule(params, config), config) < 1.0:  # NaN too
+        return None
+    return positional_birth(params, good, fallen.alpha, config)
 
 
 def positional_birth_below(params: ModelParams, b: Boundaries, config: SolverConfig,
@@ -49,13 +61,12 @@ def positional_birth_below(params: ModelParams, b: Boundaries, config: SolverCon
     if not on or on[0].alpha <= lowest or any(e.branch == "positional" and e.exists == "above" for e in b.ends):
         return b
     params = se_params(params)
-    rule = model_rule(params, config)
     known = [fp for sw in (sem, pos) if sw is not None for fp in sw.points
              if fp.alpha == lowest and fp.status.converged and fp.branch == "agnostic"]
-    agnostic = known[0] if known else solve(params, lowest, "agnostic", config=config, rule=rule)
-    if not agnostic_eigenvalue(agnostic, "positional", rule, config) < 1.0:  # NaN (not converged) too
+    agnostic = known[0] if known else solve(params, lowest, "agnostic", config=config, rule=model_rule(params, config))
+    if (found := birth_above(params, agnostic, on[0], config)) is None:
         return b
-    birth, words = positional_birth(params, on[0], lowest, config)
+    birth, words = found
     b = b if birth is None else with_birth(b, birth)
     return replace(b, notes=b.notes + (words,))
 
@@ -73,8 +84,7 @@ def sweep_birth(params: ModelParams, sw: BranchSweep, config: SolverConfig) -> B
     below = [fp for fp in sw.points if fp.alpha < on[0].alpha]
     if not below:
         return sw
-    params = se_params(params)
-    if not agnostic_eigenvalue(below[-1], "positional", model_rule(params, config), config) < 1.0:  # NaN too
+    if (found := birth_above(se_params(params), below[-1], on[0], config)) is None:
         return sw
-    birth, words = positional_birth(params, on[0], below[-1].alpha, config)
+    birth, words = found
     return replace(sw, birth=birth or NO_END, birth_note=words)
