@@ -202,11 +202,15 @@ def stability_eigenvalue(params: ModelParams, alpha: float, ov: Overlaps, config
     """The leading eigenvalue max Re(lambda) of the SE map's Jacobian at the fixed point ``ov`` (stable below 1;
     docs/method.md section 12): at r = r* = 1 the median over :data:`STABILITY_STEPS` of :func:`se_jacobian`'s
     (at an agnostic state at least lambda and mu), else :func:`matrix_jacobian`'s transverse to the gauge orbit.
+    At the student Q = 0 the scalar form too takes the agnostic state at q0 = max(q0, :data:`ZERO_STUDENT_SCALE`),
+    where its differences keep their digits (m and th0 there are round-off).
     """
     cfg = config or SolverConfig()
     if ov.is_matrix:
         J = matrix_jacobian(params, alpha, ov, cfg)
         return transverse_leading_eigenvalue(J, ov) if np.all(np.isfinite(J)) else float("nan")
+    if ov.zero_student:
+        ov = Overlaps(max(ov.q0, ZERO_STUDENT_SCALE), ov.V0, np.zeros_like(ov.m), 0.0)
     jacobians = [se_jacobian(params, alpha, ov, cfg, step) for step in STABILITY_STEPS]
     leads = [np.max(np.linalg.eigvals(J).real) for J in jacobians if np.all(np.isfinite(J))]
     lead = float(np.median(leads)) if leads else float("nan")  # NaN: no step gave a finite Jacobian

@@ -74,3 +74,13 @@ def test_the_eigenvalue_at_a_zero_student_with_round_off_directions_is_the_isotr
                    np.zeros((2, 1)))  # V0's diagonal as the census's point has it, 1.4e-13 apart
     lead2 = stability_eigenvalue(ModelParams(r=2, **ridge), 1.0, ov2, CFG)
     assert 0.0 < lead1 < 1.0 and lead2 == pytest.approx(lead1, abs=0.02)
+
+
+def test_the_rank_1_eigenvalue_at_a_zero_student_does_not_hang_on_its_round_off() -> None:
+    """``census --alpha 1 --omega 0.3 --lam 0.5`` polishes the zero student to q = 1.9e-20, th0 = -1.7e-19: th0 not
+    exactly 0 left out mu, and the differences at that q lost the m direction (leading eigenvalue 0.029).  At every
+    such state the eigenvalue is the agnostic state's, mu = 0.147 here, as at q = 7.5e-15, th0 = 0."""
+    params = ModelParams(omega=0.3, lam=0.5)
+    leads = [stability_eigenvalue(params, 1.0, Overlaps(q, 2.03683, np.zeros(2), th), CFG)
+             for q, th in ((7.5e-15, 0.0), (1.9e-20, -1.7e-19), (5e-45, 2.5e-23))]
+    assert 0.1 < leads[0] < 0.2 and leads[1] == pytest.approx(leads[0], abs=1e-3) == leads[2]
