@@ -80,16 +80,17 @@ class Overlaps:
         """Q = 0 at round-off: q = Tr q0 not above :data:`ZERO_OVERLAP`."""
         return self.q <= ZERO_OVERLAP
 
-    def isotropic_zero(self) -> "Overlaps":
-        """The matrix form's state at Q = 0 made isotropic: q0 = (q / r) I, V0 = (Tr V0 / r) I, m = th0 = 0.  At Q = 0
-        the model is invariant under rotations of the student's r directions (the loss depends on h h^T alone), so
-        the map's fixed point there is isotropic; where q0 has shrunk to round-off its eigen-directions are noise,
-        its condition number grows without bound (the fields along its smallest direction lose every digit), and
-        the rule's small anisotropy leaves V0's orientation a gauge direction the solver cannot settle."""
+    def isotropic_zero(self, floor: float = ZERO_OVERLAP ** 8) -> "Overlaps":
+        """The state at Q = 0 made isotropic: q0 = max(q / r, ``floor``) I, V0 = (Tr V0 / r) I, m = th0 = 0 (in the
+        scalar form q0 = max(q0, ``floor``), V0 kept).  At Q = 0 the model is invariant under rotations of the
+        student's r directions (the loss depends on h h^T alone), so the map's fixed point there is isotropic; where
+        q0 has shrunk to round-off its eigen-directions are noise, its condition number grows without bound (the
+        fields along its smallest direction lose every digit), and the rule's small anisotropy leaves V0's
+        orientation a gauge direction the solver cannot settle."""
         if not self.is_matrix:
-            raise ValueError("isotropic_zero is the matrix form's; the scalar form has one direction")
+            return Overlaps(max(self.q0, floor), self.V0, np.zeros_like(self.m), 0.0)
         eye = np.eye(self.r)
-        return Overlaps(max(self.q / self.r, ZERO_OVERLAP ** 8) * eye, float(np.trace(self.V0)) / self.r * eye,
+        return Overlaps(max(self.q / self.r, floor) * eye, float(np.trace(self.V0)) / self.r * eye,
                         np.zeros_like(self.m), np.zeros_like(self.th0))
 
     def matrix(self) -> "Overlaps":

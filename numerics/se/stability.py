@@ -169,8 +169,7 @@ def matrix_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: Sol
         return Overlaps(iso.q0, iso.V0, o.m, o.th0)
 
     if ov.zero_student:  # the isotropic state, at a scale where the differences keep their digits
-        iso = ov.isotropic_zero()
-        ov = Overlaps(max(ov.q / r, ZERO_STUDENT_SCALE) * np.eye(r), iso.V0, iso.m, iso.th0)
+        ov = ov.isotropic_zero(ZERO_STUDENT_SCALE)
     minima = channel_moments(kernels, params, isotropic(ov), rule, config=cfg).candidates  # every difference's
 
     def F(o: Overlaps) -> np.ndarray:
@@ -210,7 +209,7 @@ def stability_eigenvalue(params: ModelParams, alpha: float, ov: Overlaps, config
         J = matrix_jacobian(params, alpha, ov, cfg)
         return transverse_leading_eigenvalue(J, ov) if np.all(np.isfinite(J)) else float("nan")
     if ov.zero_student:
-        ov = Overlaps(max(ov.q0, ZERO_STUDENT_SCALE), ov.V0, np.zeros_like(ov.m), 0.0)
+        ov = ov.isotropic_zero(ZERO_STUDENT_SCALE)
     jacobians = [se_jacobian(params, alpha, ov, cfg, step) for step in STABILITY_STEPS]
     leads = [np.max(np.linalg.eigvals(J).real) for J in jacobians if np.all(np.isfinite(J))]
     lead = float(np.median(leads)) if leads else float("nan")  # NaN: no step gave a finite Jacobian
