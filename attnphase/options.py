@@ -156,8 +156,10 @@ def scan_from_args(args: argparse.Namespace) -> tuple[str, list[Any], list[Any],
     lists["--L"] = [int(v) for v in lists["--L"]]
     scanned = [o for o, v in lists.items() if len(v) > 1]
     if len(scanned) != 1:
+        got = (f"got {len(scanned)} ({', '.join(scanned)})" if scanned else
+               "got none: each has one value here (a list is a,b,c or START:STOP:NUM; --sigma's a;b;c)")
         raise ValueError("scan needs a list of values for exactly one of --lam, --rho0, --L, --sigma (the second "
-                         f"parameter beside --omega), got {len(scanned)}" + (f" ({', '.join(scanned)})" if scanned else ""))
+                         f"parameter beside --omega), {got}")
     option, values = scanned[0], lists[scanned[0]]
     if len(set(map(str, values))) != len(values):
         raise ValueError(f"{option}: the scanned values must differ, got {getattr(args, SCAN_OPTIONS[option])!r}")

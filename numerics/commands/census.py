@@ -69,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
     def said(start: Any, fp: Any) -> None:
         got = (f"{fp.branch}, e_t = {fp.observables.e_t:.8g}" if fp.status.converged
                else f"not converged (residual {fp.status.residual:.1e})")
+        if (at := fp.status.message.find("from V0 x")) >= 0:  # its first step left the admissible region: retried
+            got += f", {fp.status.message[at:]}"
         print(f"attnphase: start {start.name}: {got} ({fp.status.iterations} evaluations)", file=sys.stderr, flush=True)
 
     res = census_mod.census(params, alpha, config=cfg, n_rules=n_rules,

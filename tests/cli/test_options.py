@@ -460,7 +460,7 @@ def test_scheduler_must_be_an_address(value: str, capsys) -> None:
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["--omega", "0.3"], "exactly one of --lam, --rho0, --L, --sigma"),
+    (["--omega", "0.3"], "exactly one of --lam, --rho0, --L, --sigma (the second parameter beside --omega), got none"),
     (["--lam", "0.01,0.1", "--L", "2,3"], "got 2 (--lam, --L)"),
     (["--L", "2,2.5"], "--L values must be integers"),
     (["--lam", "0.01,0.01"], "--lam values must be distinct"),

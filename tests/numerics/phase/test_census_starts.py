@@ -59,3 +59,21 @@ def test_starts_are_admissible_and_reproducible() -> None:
     # a tilted mixture puts positional overlap on the semantic axis (a direction carrying both)
     tilted = cs.mixture(inits[0], 1.0, 1.0, math.pi / 3)
     assert np.abs(tilted.m[:, 0]).max() > 0 and np.abs(tilted.th0[0]).max() > 0
+
+
+def test_a_start_whose_first_step_leaves_the_admissible_region_is_retried_from_a_larger_V0() -> None:
+    # A = I, alpha = 2: the agnostic point has V0 = 76, and from the grid's V0 = 1 (m = th0 = 0) the first SE step
+    # gives Lam <= 0 -- no state reached, residual NaN, nothing learnt about the fixed points
+    params = ModelParams(omega=0.3, A=[[1.0, 0.0], [0.0, 1.0]])
+    inits = [s for s in cs.grid_starts(params) if s.kind == "init" and s.overlaps.V0 == 1.0 and s.overlaps.th0 == 0.0]
+    start = next(s for s in inits if not np.any(s.overlaps.m))
+    cfg, _ = cs.search_config(params, CFG)
+    bare = cs.solve(params, ALPHA, start.branch, config=cfg, init=start.overlaps)
+    assert not bare.status.converged and math.isnan(bare.status.residual)
+    fp = cs.solve_start(params, ALPHA, start, cfg)
+    assert fp.status.converged and fp.branch == "agnostic"
+    assert "from V0 x" in fp.status.message and fp.status.iterations > bare.status.iterations
+    assert fp.overlaps.V0 > 50.0  # the agnostic point, far above the start's V0
+    # a start whose first step is defined is solved once, as before
+    ok = next(s for s in inits if s.overlaps.m.max() == 0.5)
+    assert "from V0 x" not in cs.solve_start(params, ALPHA, ok, cfg).status.message
