@@ -192,8 +192,8 @@ def plot_phase_diagram(
 
 
 def _region_names(ax, rows: Sequence[Boundaries], alpha_max: float) -> None:
-    """The names of the branches either side of alpha_c (positional and semantic where the rows do not name them), the
-    right one kept inside the axes; none where no row has an alpha_c."""
+    """The names of the branches either side of alpha_c (positional and semantic where the rows do not name them), each
+    kept inside the axes; none where no row has an alpha_c."""
     xs = [b.alpha_c for b in rows if math.isfinite(b.alpha_c)]
     if not xs:
         return
@@ -202,7 +202,9 @@ def _region_names(ax, rows: Sequence[Boundaries], alpha_max: float) -> None:
     left, right_name = (named.alpha_c_from, named.alpha_c_to) if named else ("positional", "semantic")
     ymid = float(np.mean([b.omega for b in rows])) + (0.025 if len(rows) == 1 else 0.0)
     colour = {br: style[0] for br, style in BRANCH_STYLE.items()}
-    ax.text(0.5 * mid, ymid, left, ha="center", va="center", color=colour.get(left, "k"), fontsize=12, alpha=0.8)
+    narrow = mid < 0.3 * alpha_max  # centred on 0.5 alpha_c, the name would spill over the axis's tick labels
+    ax.text(0.02 * alpha_max if narrow else 0.5 * mid, ymid, left, ha="left" if narrow else "center", va="center",
+            color=colour.get(left, "k"), fontsize=12, alpha=0.8)
     right = alpha_max - mid < 0.3 * alpha_max
     ax.text(0.98 * alpha_max if right else 0.5 * (mid + alpha_max), ymid, right_name, ha="right" if right else "center",
             va="center", color=colour.get(right_name, "k"), fontsize=12, alpha=0.8)

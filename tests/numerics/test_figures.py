@@ -53,6 +53,22 @@ def test_phase_diagram_shows_its_error_bars_as_bands_and_in_a_panel(tmp_path, n)
         assert sum(isinstance(c, LineCollection) for c in ax.collections) >= 3
 
 
+def test_region_names_stay_inside_the_axes_when_alpha_c_is_small(tmp_path) -> None:
+    # alpha_c ~ 0.2-0.5 on an axis to 7 (the L = 3 simplex P's diagram): a name centred on 0.5 alpha_c spilled over
+    # the omega axis's tick labels
+    rows = [Boundaries(omega=w, alpha_c=0.2 + 0.6 * (w - 0.1), alpha_l=1.0, semantic_end=0.2, positional_end=math.nan,
+                       alpha_c_from="agnostic", alpha_c_to="semantic") for w in (0.1, 0.2, 0.3, 0.4)]
+    fig = plot_phase_diagram(rows, tmp_path / "pd.png", alpha_max=7.0)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    box = ax.get_window_extent()
+    names = [t for t in ax.texts if t.get_text() in ("agnostic", "semantic")]
+    assert [t.get_text() for t in names] == ["agnostic", "semantic"]
+    for t in names:
+        extent = t.get_window_extent()
+        assert box.x0 <= extent.x0 and extent.x1 <= box.x1, t.get_text()
+
+
 def test_phase_diagram_without_errors_is_one_panel(tmp_path) -> None:
     fig = plot_phase_diagram(_rows([0.2, 0.3]), tmp_path / "pd.png", alpha_max=3.0)
     assert len(fig.axes) == 1 and not any(isinstance(c, PolyCollection) for c in fig.axes[0].collections)
