@@ -17,11 +17,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.phase.absence import agnostic_eigenvalue
+from attnphase.numerics.phase.absence import absence_evidence, agnostic_eigenvalue
 from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, end_columns
 from attnphase.numerics.phase.branch_end import BranchEnd, positional_birth
 from attnphase.numerics.phase.continuation import NO_END, BranchSweep
 from attnphase.numerics.phase.scalar_boundaries import DEFAULT_ALPHAS
+from attnphase.numerics.quadrature.rules import QuadratureRule
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.se_map import model_rule
 from attnphase.numerics.se.state_evolution import solve
@@ -37,13 +38,14 @@ def with_birth(b: Boundaries, birth: BranchEnd) -> Boundaries:
     return replace(b, ends=b.ends + (end,), **columns)
 
 
-def birth_above(params: ModelParams, fallen: FixedPoint, good: FixedPoint, config: SolverConfig
-                ) -> tuple[BranchEnd | None, str] | None:
+def birth_above(params: ModelParams, fallen: FixedPoint, good: FixedPoint, config: SolverConfig,
+                rule: QuadratureRule | None = None) -> tuple[BranchEnd | None, str] | None:
     """The positional branch's birth between ``fallen``, a point whose positional start fell to the agnostic point,
     and ``good``, on the branch above it (:func:`~attnphase.numerics.phase.branch_end.positional_birth`: the birth, or
     None, and its note), where the agnostic point at ``fallen`` is stable in m (mu < 1); None where it is not, or
-    ``fallen`` is no converged agnostic point (``params``: the state evolution's model)."""
-    if not agnostic_eigenvalue(fallen, "positional", model_rule(params, config), config) < 1.0:  # NaN too
+    ``fallen`` is no converged agnostic point (``params``: the state evolution's model; ``rule``: its rule, None:
+    made here)."""
+    if not agnostic_eigenvalue(fallen, "positional", rule or model_rule(params, config), config) < 1.0:  # NaN too
         return None
     return positional_birth(params, good, fallen.alpha, config)
 
@@ -52,7 +54,9 @@ def positional_birth_below(params: ModelParams, b: Boundaries, config: SolverCon
                            alphas: Sequence[float] | None = None) -> Boundaries:
     """``b`` (the scalar form's boundaries on the grid ``alphas``, None: its default) with the positional branch's
     birth below its sweep's first point (module doc) among its ends, as its columns where it has no positional end,
-    and in a note (the note alone where the birth is not located); ``b`` itself where the sweep has no point on the
+    and in a note (the note alone where the birth is not located), which also names the sweep's points between the
+    grid's lowest alpha and the branch's first point, each absent or solver failure
+    (:func:`~attnphase.numerics.phase.absence.absence_evidence`); ``b`` itself where the sweep has no point on the
     branch or starts at the grid's lowest alpha, a birth is already located, or the agnostic point at the lowest alpha
     (the semantic sweep's, or solved) is not stable in m there."""
     pos, sem = b.positional, b.semantic
@@ -61,12 +65,20 @@ def positional_birth_below(params: ModelParams, b: Boundaries, config: SolverCon
     if not on or on[0].alpha <= lowest or any(e.branch == "positional" and e.exists == "above" for e in b.ends):
         return b
     params = se_params(params)
+    rule = model_rule(params, config)
     known = [fp for sw in (sem, pos) if sw is not None for fp in sw.points
              if fp.alpha == lowest and fp.status.converged and fp.branch == "agnostic"]
-    agnostic = known[0] if known else solve(params, lowest, "agnostic", config=config, rule=model_rule(params, config))
-    if (found := birth_above(params, agnostic, on[0], config)) is None:
+    agnostic = known[0] if known else solve(params, lowest, "agnostic", config=config, rule=rule)
+    if (found := birth_above(params, agnostic, on[0], config, rule)) is None:
         return b
     birth, words = found
+    between = absence_evidence([fp for fp in pos.points if lowest < fp.alpha < on[0].alpha], "positional", rule,
+                               config)
+    if between.absent:
+        words += ("; absent at alpha = " + ", ".join(f"{a:.4g}" for a, _ in between.absent)
+                  + " (the start fell to the agnostic point, stable in m there)")
+    if between.failed:
+        words += "; solver failure at alpha = " + ", ".join(between.failed)
     b = b if birth is None else with_birth(b, birth)
     return replace(b, notes=b.notes + (words,))
 

@@ -5,6 +5,7 @@ stable in m, left alone where it is not."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -43,6 +44,22 @@ def test_a_positional_branch_born_above_the_grid_start_gets_its_birth():
     above, below = (se.solve(params, b.positional_end + d, "positional", config=CFG) for d in (0.1, -0.05))
     assert above.branch == "positional" and 0.02 < np.abs(above.overlaps.m).max() < 0.12
     assert below.branch == "agnostic"
+
+
+def test_the_birth_note_names_the_sweeps_points_below_the_branch_absent_or_solver_failure():
+    # the sweep's points between the grid's start and the branch's first point: one whose start fell to the agnostic
+    # point stable in m (absent, below the birth ~0.29), one that did not converge (solver failure)
+    params = ModelParams(omega=0.1, lam=0.05)
+    b = crossing_boundaries(params, 0.6)
+    fallen = se.solve(params, 0.2, "positional", config=CFG)
+    stalled = se.solve(params, 0.45, "positional", config=CFG).with_status(converged=False, residual=1e-3)
+    assert fallen.branch == "agnostic"
+    b = replace(b, positional=BranchSweep("positional", [fallen, stalled, *b.positional.points]))
+    out = positional_birth_below(params, b, CFG, (0.1, 0.2, 0.45, 0.6, 3.0))
+    note = next(n for n in out.notes if n.startswith("the positional branch's birth from the agnostic point"))
+    assert "; absent at alpha = 0.2 (the start fell to the agnostic point, stable in m there)" in note
+    assert "; solver failure at alpha = 0.45 (not converged, residual 1.0e-03)" in note
+    assert 0.2 < out.positional_end < 0.45
 
 
 def test_no_birth_is_sought_where_the_agnostic_point_is_unstable_in_m_at_the_grid_start():
