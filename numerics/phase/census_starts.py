@@ -183,12 +183,12 @@ def solve_start(params: ModelParams, alpha: float, start: CensusStart, config: S
                 rank_one: Mapping[str, Overlaps | None] | None = None) -> FixedPoint:
     """The solve of one start (an embedded one built from ``rank_one``, :func:`census_rank_one`)."""
     if start.kind == "init":
-        return solve_from(params, alpha, start.branch, start.overlaps, config)
+        return solve_init(params, alpha, start.branch, start.overlaps, config)
     return solve(params, alpha, start.branch, config=config, start=start.kind,
                  rank_one=rank_one if start.kind == "embedded" else None)
 
 
-def solve_from(params: ModelParams, alpha: float, branch: str, ov: Overlaps, config: SolverConfig) -> FixedPoint:
+def solve_init(params: ModelParams, alpha: float, branch: str, ov: Overlaps, config: SolverConfig) -> FixedPoint:
     """The solve from the overlaps ``ov``; where its first SE step leaves the admissible region (no state reached,
     residual NaN: a V0 far below the fixed point's gives Lam <= 0), tried again from V0 x COLD_V0_FACTOR^k,
     k = 1 .. COLD_V0_TRIES, as a cold start is, the first that reaches a state kept (its message says so)."""
