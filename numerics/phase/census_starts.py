@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
@@ -26,8 +26,8 @@ from attnphase.numerics.se.overlaps import Overlaps
 from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.se_map import admissible
 from attnphase.numerics.se.starts import mixture, positional_direction
-from attnphase.numerics.se.state_evolution import (COLD_V0_FACTOR, COLD_V0_TRIES, embedded_branches,
-                                                   embedded_start, fixed_mixtures, rank_one_overlaps, solve)
+from attnphase.numerics.se.state_evolution import (embedded_branches, embedded_start, fixed_mixtures,
+                                                   larger_V0_starts, rank_one_overlaps, solve)
 from attnphase.theory.params import ModelParams
 
 #: SE evaluations a search solve may spend at r = r* = 1 (a start that needs more is dropped, and counted).
@@ -190,14 +190,15 @@ def solve_start(params: ModelParams, alpha: float, start: CensusStart, config: S
 
 def solve_init(params: ModelParams, alpha: float, branch: str, ov: Overlaps, config: SolverConfig) -> FixedPoint:
     """The solve from the overlaps ``ov``; where its first SE step leaves the admissible region (no state reached,
-    residual NaN: a V0 far below the fixed point's gives Lam <= 0), tried again from V0 x COLD_V0_FACTOR^k,
-    k = 1 .. COLD_V0_TRIES, as a cold start is, the first that reaches a state kept (its message says so)."""
+    residual NaN), tried again from larger V0s as a cold start is
+    (:func:`~attnphase.numerics.se.state_evolution.larger_V0_starts`), the first that reaches a state kept (its
+    message says so)."""
     fp = solve(params, alpha, branch, config=config, init=ov)
     spent = fp.status.iterations
-    for factor in (COLD_V0_FACTOR ** k for k in range(1, COLD_V0_TRIES + 1)):
+    for factor, start in larger_V0_starts(ov):
         if fp.status.converged or not math.isnan(fp.status.residual):
             return fp
-        fp = solve(params, alpha, branch, config=config, init=replace(ov, V0=ov.V0 * factor))
+        fp = solve(params, alpha, branch, config=config, init=start)
         spent += fp.status.iterations
         fp = fp.with_status(iterations=spent, message=f"{fp.status.message}, from V0 x {factor:g} (the first step "
                                                               f"from the start's V0 left the admissible region)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -31,6 +31,15 @@ from attnphase.theory.whitening import se_params
 #: factor, up to COLD_V0_TRIES times (V0 up to 4^5 = 1024, past 1/lambda at lambda >= 1e-3).
 COLD_V0_FACTOR = 4.0
 COLD_V0_TRIES = 5
+
+
+def larger_V0_starts(ov0: Overlaps) -> Iterator[tuple[float, Overlaps]]:
+    """(factor, ``ov0`` with V0 x factor) for factor = COLD_V0_FACTOR^k, k = 1 .. COLD_V0_TRIES: the starts tried,
+    in turn, where the first SE step from ``ov0`` leaves the admissible region (V0 far below the fixed point's gives
+    Lam <= 0)."""
+    for factor in (COLD_V0_FACTOR ** k for k in range(1, COLD_V0_TRIES + 1)):
+        yield factor, replace(ov0, V0=ov0.V0 * factor)
+
 
 #: Cold starts of the positional branch above this alpha go through a short continuation.
 POSITIONAL_COLD_ALPHA = 0.3
@@ -180,14 +189,14 @@ def _solve_scalar(params: ModelParams, alpha: float, branch: str, cfg: SolverCon
     smap = SEMap(params, FixedAlpha(alpha), rule, cfg, memory=memory if init is not None else None)
     result = FixedPointSolver(smap, cfg).solve(ov0.to_vector(), warm=init is not None)
     spent = result.evaluations
-    for factor in (COLD_V0_FACTOR ** k for k in range(1, COLD_V0_TRIES + 1)):
-        if not cold or result.evaluation is not None:
-            break
+    if cold and result.evaluation is None:
         # the first step from the cold start left the domain (Lam <= 0: V0 far below the branch's): a larger V0
-        ov0 = replace(initial_overlaps(params, branch), V0=initial_overlaps(params, branch).V0 * factor)
-        smap = SEMap(params, FixedAlpha(alpha), rule, cfg)
-        result = FixedPointSolver(smap, cfg).solve(ov0.to_vector())
-        spent += result.evaluations
+        for _, ov0 in larger_V0_starts(initial_overlaps(params, branch)):
+            smap = SEMap(params, FixedAlpha(alpha), rule, cfg)
+            result = FixedPointSolver(smap, cfg).solve(ov0.to_vector())
+            spent += result.evaluations
+            if result.evaluation is not None:
+                break
     fp = fixed_point_from(smap, replace(result, evaluations=spent), ov0, branch)
     if not cold:
         return fp
