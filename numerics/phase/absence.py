@@ -145,8 +145,17 @@ def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule
                 f"agnostic point, its eigenvalue in {name} below 1 there ({symbol} <= {top:.3g})")
     parts = [f"no {branch} fixed point at any alpha of the grid" if ev.everywhere
              else f"no converged {branch} point in range"]
+    return "; ".join(parts + evidence_clauses(ev))
+
+
+def evidence_clauses(ev: Absence) -> list[str]:
+    """The clauses of :func:`absence_note` that say what ``ev`` shows, alpha by alpha: absent (the start fell to the
+    stable agnostic point, or converged next to it), no fixed point (ran away without a ridge), solver failure."""
+    symbol, name = EIGENVALUE[ev.branch][1], EIGENVALUE[ev.branch][2]
+    parts = []
     if ev.absent:
-        parts.append(f"absent at alpha = {where} (the start fell to the agnostic point, {symbol} <= {top:.3g} < 1)")
+        parts.append("absent at alpha = " + ", ".join(f"{a:.4g}" for a, _ in ev.absent) + " (the start fell to the "
+                     f"agnostic point, {symbol} <= {max(e for _, e in ev.absent):.3g} < 1)")
     if ev.beside:
         size = "|theta|" if name == "theta" else "|m|"
         parts.append("absent at alpha = " + ", ".join(f"{a:.4g}" for a, _ in ev.beside) + f" (the start converged "
@@ -158,4 +167,4 @@ def absence_note(points: Sequence[FixedPoint], branch: str, rule: QuadratureRule
                        "bounds the student's norm)")
     if ev.failed:
         parts.append("solver failure at alpha = " + ", ".join(ev.failed))
-    return "; ".join(parts)
+    return parts

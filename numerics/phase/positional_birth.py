@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from attnphase.numerics.config import SolverConfig
-from attnphase.numerics.phase.absence import absence_evidence, agnostic_eigenvalue
+from attnphase.numerics.phase.absence import absence_evidence, agnostic_eigenvalue, evidence_clauses
 from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, end_columns
 from attnphase.numerics.phase.branch_end import BranchEnd, positional_birth
 from attnphase.numerics.phase.continuation import NO_END, BranchSweep
@@ -55,8 +55,8 @@ def positional_birth_below(params: ModelParams, b: Boundaries, config: SolverCon
     """``b`` (the scalar form's boundaries on the grid ``alphas``, None: its default) with the positional branch's
     birth below its sweep's first point (module doc) among its ends, as its columns where it has no positional end,
     and in a note (the note alone where the birth is not located), which also names the sweep's points between the
-    grid's lowest alpha and the branch's first point, each absent or solver failure
-    (:func:`~attnphase.numerics.phase.absence.absence_evidence`); ``b`` itself where the sweep has no point on the
+    grid's lowest alpha and the branch's first point, each absent, run away or solver failure
+    (:func:`~attnphase.numerics.phase.absence.evidence_clauses`); ``b`` itself where the sweep has no point on the
     branch or starts at the grid's lowest alpha, a birth is already located, or the agnostic point at the lowest alpha
     (the semantic sweep's, or solved) is not stable in m there."""
     pos, sem = b.positional, b.semantic
@@ -74,11 +74,7 @@ def positional_birth_below(params: ModelParams, b: Boundaries, config: SolverCon
     birth, words = found
     between = absence_evidence([fp for fp in pos.points if lowest < fp.alpha < on[0].alpha], "positional", rule,
                                config)
-    if between.absent:
-        words += ("; absent at alpha = " + ", ".join(f"{a:.4g}" for a, _ in between.absent)
-                  + " (the start fell to the agnostic point, stable in m there)")
-    if between.failed:
-        words += "; solver failure at alpha = " + ", ".join(between.failed)
+    words = "; ".join([words, *evidence_clauses(between)])
     b = b if birth is None else with_birth(b, birth)
     return replace(b, notes=b.notes + (words,))
 

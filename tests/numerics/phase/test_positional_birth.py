@@ -57,7 +57,7 @@ def test_the_birth_note_names_the_sweeps_points_below_the_branch_absent_or_solve
     b = replace(b, positional=BranchSweep("positional", [fallen, stalled, *b.positional.points]))
     out = positional_birth_below(params, b, CFG, (0.1, 0.2, 0.45, 0.6, 3.0))
     note = next(n for n in out.notes if n.startswith("the positional branch's birth from the agnostic point"))
-    assert "; absent at alpha = 0.2 (the start fell to the agnostic point, stable in m there)" in note
+    assert "; absent at alpha = 0.2 (the start fell to the agnostic point, mu <= 0." in note
     assert "; solver failure at alpha = 0.45 (not converged, residual 1.0e-03)" in note
     assert 0.2 < out.positional_end < 0.45
 
