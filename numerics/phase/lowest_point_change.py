@@ -26,10 +26,12 @@ from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, r
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.branch_end import BranchEnd, on_branch, positional_birth
+from attnphase.numerics.phase.branch_jump import follow_down, jump_at, order_parameter
 from attnphase.numerics.phase.grid_points import SWEPT, GridPoints
 from attnphase.numerics.phase.positional_birth import with_birth
-from attnphase.numerics.phase.scalar_boundaries import ALPHA_L_WITHOUT_ALPHA_C, DEFAULT_ALPHAS
+from attnphase.numerics.phase.scalar_boundaries import ALPHA_L_WITHOUT_ALPHA_C, BISECTION_TOL, DEFAULT_ALPHAS
 from attnphase.numerics.roots import brent_root
+from attnphase.numerics.se.results import FixedPoint
 from attnphase.numerics.se.se_map import model_rule
 from attnphase.theory.params import ModelParams
 from attnphase.theory.whitening import se_params
@@ -40,6 +42,11 @@ ROOT_XTOL = 1e-4
 #: The scalar form's notes on alpha_c, replaced where this search runs.
 SCALAR_NOTES = ("alpha_c: the branches never coexist on the grid", "alpha_c outside the range where both branches",
                 "the semantic branch is the global minimum wherever it exists")
+
+#: Where the semantic point followed down from above a jump of Delta e_t stays below the agnostic point to where its
+#: solves stop converging, its birth from the agnostic point is alpha_c if it lies at most this fraction of the grid
+#: bracket below (:func:`_below_followed`): the unresolved gap is then inside the error bar.
+UNRESOLVED_FRACTION = 0.25
 
 #: Where the semantic branch was born from the agnostic point below the change's bracket and the root of Delta e_t
 #: lies within this many of its standard errors of the birth, alpha_c is the birth (:func:`_locate`).
@@ -197,6 +204,15 @@ def _locate(s: GridPoints, x: str, a0: float, a1: float) -> tuple[float, float, 
             + f"; e_t(semantic) - e_t(agnostic) = {gap(a1):.3g} < 0 at the next grid point {a1:.4g}; err = the "
             "birth's standard error over the rules' blocks"), x
     alpha_c = brent_root(gap, a0, a1, ROOT_XTOL)
+    jumped = ""
+    if (jump := jump_at(s.on["semantic"], "semantic", alpha_c, 2 * ROOT_XTOL)) is not None:
+        # the solves on either side of the root reached two points of the label: follow the upper one down
+        path, jumped = _follow_upper(s, a0, a1, alpha_c, jump)
+        deltas = [(fp.alpha, gap(fp.alpha)) for fp in path]
+        cross = next(((u, v) for (u, du), (v, dv) in zip(deltas, deltas[1:]) if du > 0 >= dv), None)
+        if cross is None:
+            return _below_followed(s, x, path, deltas[0][1], jumped, a0, a1)
+        alpha_c, jumped = brent_root(gap, *cross, ROOT_XTOL), jumped + "; on it "
     if x != "agnostic" and sem.end_side == "below" and math.isfinite(end) and alpha_c < end:
         # the root lies below S's end, where S~ is the agnostic point: there x's point gives way to the agnostic one
         # (rises above it, or falls to it), which is the lowest until S appears: the change to S is from A
@@ -208,8 +224,8 @@ def _locate(s: GridPoints, x: str, a0: float, a1: float) -> tuple[float, float, 
     xs, ss = s.on[x], s.on["semantic"]
     common = set(xs) & set(ss)
     err = coarse_alpha_c_error(list(ss.values()), list(xs.values()), alpha_c, s.cfg) if common else math.nan
-    method = (f"Brent's root of Delta e_t = e_t(semantic) - e_t({x}) on solves; err = standard error of Delta e_t's "
-              "blocks over its slope Delta E[M] at the nearest common point")
+    method = (f"{jumped}Brent's root of Delta e_t = e_t(semantic) - e_t({x}) on solves; err = standard error of "
+              "Delta e_t's blocks over its slope Delta E[M] at the nearest common point")
     if (x == "agnostic" and sem.end_side == "below" and sem.end.kind == "bifurcation" and end < a0
             and alpha_c - sem.end.alpha <= TIE_ERRORS * err):
         # S born from A below a0 and the root not told apart from the birth: a bifurcation's new branch lies below A
@@ -221,6 +237,49 @@ def _locate(s: GridPoints, x: str, a0: float, a1: float) -> tuple[float, float, 
             f"{d0:.2g} at {a0:.4g}, {gap(a1):.3g} at {a1:.4g}); err = the birth's standard error over the rules' "
             "blocks"), x
     return alpha_c, err, method, x
+
+
+def _follow_upper(s: GridPoints, a0: float, a1: float, root: float,
+                  jump: tuple[FixedPoint, FixedPoint]) -> tuple[list[FixedPoint], str]:
+    """(the path, the note's words) where the semantic solves beside ``root`` reached two points of the label
+    (``jump``: below, above): the point above followed down (:func:`~attnphase.numerics.phase.branch_jump.follow_down`)
+    to a0, or to the semantic branch's birth where it lies below; the path's points replace S's known points over its
+    range (the other point's solves among them)."""
+    sem = s.sweeps["semantic"]
+    lower = a0
+    if sem.end_side == "below" and sem.end.kind == "bifurcation" and math.isfinite(sem.end.alpha):
+        lower = min(lower, sem.end.on_solve_rule)
+    lo, hi = jump
+    path = follow_down(s.params, "semantic", hi, lower, BISECTION_TOL, s.cfg, s.rule)
+    on = s.on["semantic"]
+    for a in [a for a in on if path[0].alpha <= a < hi.alpha]:
+        del on[a]
+    on.update({fp.alpha: fp for fp in path})
+    words = (f"the semantic solves beside the root {root:.4g} of Delta e_t between the grid alphas {a0:.4g} and "
+             f"{a1:.4g} reached two points of the label (|th0| {order_parameter(lo, 'semantic'):.3g} at alpha = "
+             f"{lo.alpha:.5g}, {order_parameter(hi, 'semantic'):.3g} at {hi.alpha:.5g}): a jump, not a crossing; the "
+             f"upper one followed down by warm steps to alpha = {path[0].alpha:.4g} ({len(path) - 1} steps)")
+    return path, words
+
+
+def _below_followed(s: GridPoints, x: str, path: list[FixedPoint], d_low: float, words: str, a0: float,
+                    a1: float) -> tuple[float, float, str, str]:
+    """(alpha_c, its error, how, from) where the semantic point followed down (``path``) stays below ``x``'s all
+    the way (Delta e_t = ``d_low`` <= 0 at its lowest point), x being the agnostic point: the semantic branch's birth
+    from it (a bifurcation's new branch lies below A from its birth on) where the birth lies below the path's lowest
+    point by at most :data:`UNRESOLVED_FRACTION` of the bracket [a0, a1], its error hypot(the birth's, that gap: the
+    rule resolves no point of the branch there); BranchLost otherwise (the change lies below the path, not located)."""
+    sem = s.sweeps["semantic"]
+    gap = path[0].alpha - sem.end.on_solve_rule
+    if (x == "agnostic" and sem.end_side == "below" and sem.end.kind == "bifurcation"
+            and 0.0 <= gap <= UNRESOLVED_FRACTION * (a1 - a0)):
+        return sem.end.alpha, math.hypot(sem.end.err, gap), (
+            f"birth of the semantic branch from the agnostic point (bifurcation, lambda = 1, by {sem.end.method}): "
+            f"{words}, below the agnostic point all the way (Delta e_t = {d_low:.3g} at its lowest point), {gap:.3g} "
+            "above the birth, no solve between converging (the rule's jumps); err = hypot(the birth's standard "
+            f"error over the rules' blocks, {sem.end.err:.2g}; that gap)"), x
+    raise BranchLost(f"{words}, below the {x} point all the way (Delta e_t = {d_low:.3g} at its lowest point); "
+                     "below it its solves fail: the change lies lower")
 
 
 def _fallen(s: GridPoints, x: str, alpha: float) -> bool:

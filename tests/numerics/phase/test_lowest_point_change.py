@@ -261,7 +261,9 @@ class _Points:
         end = BranchEnd(birth, "bifurcation", "eigenvalue", err=2e-3)
         self.sweeps = {"semantic": BranchSweep("semantic", [], end, "below")}
         self.delta, self.cfg, self.positional_end = delta, CFG, positional_end
-        self.on = {"semantic": {1.0: "S", 2.0: "S"}, "agnostic": {1.0: "A", 2.0: "A"}, "positional": {1.0: "P"}}
+        semantic = SimpleNamespace(overlaps=SimpleNamespace(th0=0.5))  # one branch: no jump of |th0| between
+        self.on = {"semantic": {1.0: semantic, 2.0: semantic}, "agnostic": {1.0: "A", 2.0: "A"},
+                   "positional": {1.0: "P"}}
         self.absent = {"semantic": {}, "positional": {}}
 
     def point(self, branch: str, alpha: float):
@@ -366,3 +368,89 @@ def test_the_second_a_at_omega_0_1_has_alpha_c_at_the_semantic_birth():
     b = phase_boundaries(ModelParams(A=((0.3, 0.7), (0.8, 0.2)), omega=0.1), None, config=SolverConfig())
     assert abs(b.alpha_c - b.semantic_end) < 1e-12 and 0.44 < b.alpha_c < 0.45 and 0 < b.alpha_c_err < 2e-3, b.notes
     assert b.alpha_c_from == "agnostic" and not any("not located" in n for n in b.notes), b.notes
+
+
+class _Jumping(_Points):
+    """The semantic solves warm from the nearest known point of the label: below the grid alpha 1 a small-|th0| point
+    on the agnostic one's e_t (+1e-8, the rule's own point beside it), at 2 the branch proper, e_t ``upper(alpha)``;
+    Brent's method on Delta e_t converges to where the warm starts switch between them (1.5)."""
+
+    def __init__(self, upper, birth: float):
+        super().__init__(lambda a: 0.0, birth)
+        self.upper, self.params, self.rule = upper, None, None
+        self.on["semantic"] = {1.0: self.make(1.0, 0.05, 1e-8), 2.0: self.make(2.0, 0.5, upper(2.0))}
+
+    @staticmethod
+    def make(alpha: float, th0: float, e_t: float):
+        return SimpleNamespace(alpha=alpha, overlaps=SimpleNamespace(th0=th0), observables=SimpleNamespace(e_t=e_t),
+                               status=SimpleNamespace(converged=True), branch="semantic")
+
+    def point(self, branch: str, alpha: float):
+        on = self.on["semantic"]
+        if branch != "semantic":
+            return super().point(branch, alpha)
+        if alpha not in on:
+            near = on[min(on, key=lambda a: abs(a - alpha))]
+            on[alpha] = self.make(alpha, near.overlaps.th0, 1e-8 if near.overlaps.th0 < 0.1 else self.upper(alpha))
+        return on[alpha]
+
+
+def _followed(monkeypatch, s: _Jumping, bottom: float):
+    """follow_down stood in for: the upper branch on a tenth's steps from ``bottom`` to the point above the jump."""
+    seen = {}
+
+    def follow_down(params, branch, top, lower, min_step, cfg, rule):
+        seen.update(top=top.alpha, lower=lower)
+        n = int(round((top.alpha - bottom) / 0.1))
+        return [s.make(bottom + 0.1 * i, 0.5, s.upper(bottom + 0.1 * i)) for i in range(n)] + [top]
+
+    monkeypatch.setattr(lpc, "follow_down", follow_down)
+    monkeypatch.setattr(lpc, "coarse_alpha_c_error", lambda *a: 1e-3)
+    return seen
+
+
+def test_a_root_of_delta_e_t_at_a_jump_between_two_points_is_located_on_the_upper_branch(monkeypatch):
+    # sigma = 0.8, omega = 0.2: Brent's root 0.6818 +- nan was where the warm starts switched from a point of |th0|
+    # 0.048 next to the agnostic one to the semantic branch (|th0| 0.54). Here the branch crosses the agnostic
+    # point at 1.2, where the solves between the grid alphas reach the other point: followed down from the jump,
+    # the root is located on it
+    s = _Jumping(lambda a: -1e-4 * (a - 1.2), birth=0.6)
+    seen = _followed(monkeypatch, s, bottom=1.0)
+    alpha_c, err, method, since = lpc._locate(s, "agnostic", 1.0, 2.0)
+    assert 1.2 < seen["top"] < 2.0 and seen["lower"] == 0.6  # from above the jump down to the birth below
+    assert abs(alpha_c - 1.2) < 1e-3 and err == 1e-3 and since == "agnostic"
+    assert method.startswith("the semantic solves beside the root ")
+    assert "of Delta e_t between the grid alphas 1 and 2 reached two points of the label (|th0| 0.05 at" in method
+    assert "a jump, not a crossing" in method and "; on it Brent's root of Delta e_t" in method
+    assert all(p.overlaps.th0 == 0.5 for a, p in s.on["semantic"].items() if a >= 1.0)  # the other point's dropped
+
+
+@pytest.mark.parametrize("birth, located", [(0.9, True), (0.6, False)])
+def test_an_upper_branch_below_the_agnostic_point_to_where_it_stops_is_born_at_the_birth_near_it(monkeypatch, birth,
+                                                                                                  located):
+    # the branch below the agnostic point everywhere it was followed (down to 1.0, its solves failing below): the
+    # birth 0.1 below (within a quarter of the bracket) is alpha_c with the gap in its error; 0.4 below is not located
+    s = _Jumping(lambda a: -1e-4, birth=birth)
+    _followed(monkeypatch, s, bottom=1.0)
+    if not located:
+        with pytest.raises(lpc.BranchLost, match="below the agnostic point all the way .* the change lies lower"):
+            lpc._locate(s, "agnostic", 1.0, 2.0)
+        return
+    alpha_c, err, method, since = lpc._locate(s, "agnostic", 1.0, 2.0)
+    assert alpha_c == 0.9 and err == pytest.approx(math.hypot(2e-3, 0.1)) and since == "agnostic"
+    assert method.startswith("birth of the semantic branch from the agnostic point (bifurcation, lambda = 1, by "
+                             "eigenvalue): the semantic solves beside the root ")
+    assert "0.1 above the birth, no solve between converging" in method
+
+
+@pytest.mark.heavy
+def test_sigma_0_8_at_omega_0_2_has_alpha_c_at_the_semantic_birth_not_at_a_jump():
+    # the semantic sweep's grid point 0.6273 is a point of |th0| 0.04 next to the agnostic one (the agnostic point
+    # nearly marginal in theta, lambda 1.03-1.06, where the rule's jumps make a point of their own); Brent's root of
+    # Delta e_t was the switch of the warm starts to the branch proper, 0.6818 +- nan, and alpha_l (0.601) lay below
+    # it. Followed down from the jump the branch is below the agnostic point to 0.60, 0.025 above its birth
+    b = phase_boundaries(ModelParams(sigma=0.8, omega=0.2), None, config=SolverConfig())
+    assert abs(b.alpha_c - b.semantic_end) < 1e-12 and 0.56 < b.alpha_c < 0.58, b.notes
+    assert 0.0013 < b.alpha_c_err < 0.05 and b.alpha_c_from == "agnostic", b.notes
+    assert "a jump, not a crossing" in b.alpha_c_method
+    assert b.alpha_c < b.alpha_l < 0.7 and b.alpha_l_branch == "semantic", b.notes
