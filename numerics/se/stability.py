@@ -61,14 +61,26 @@ def node_solves(params: ModelParams, ov: Overlaps, rule: QuadratureRule, config:
     return NodeSolves((res.h - w) / V, int((~res.converged).sum()), minima)
 
 
+def eigenvalue_state(ov: Overlaps) -> Overlaps:
+    """The state the eigenvalues in theta and m (:func:`theta_stability_at`, :func:`m_stability_at`) are taken at:
+    ``ov``, or at the student Q = 0 the agnostic state at q0 = max(q0, :data:`ZERO_STUDENT_SCALE`)
+    (:meth:`Overlaps.isotropic_zero`), where the fields sqrt(q0) xi keep their digits.  At q0 ~ 1e-50, where a strong
+    ridge's solve lands, E[g xi] is round-off over sqrt(q0): ``--lam 0.1 --omega 0.1`` gave mu = 59 at alpha =
+    1.47 and 5e5 at 1.67, where mu rises smoothly from 0.87 at alpha = 1 to 1.64 at 1.67 at this state."""
+    return ov.isotropic_zero(ZERO_STUDENT_SCALE) if ov.zero_student else ov
+
+
 def theta_stability_at(
     params: ModelParams, alpha: float, ov: Overlaps, rule: QuadratureRule, config: SolverConfig | None = None,
     solves: NodeSolves | None = None,
 ) -> tuple[float, int]:
-    """(lambda, number of nodes whose proximal solve failed) at the th0 = 0 state ``ov``; ``solves``: the
-    proximal solves at the rule's nodes for ``ov`` if the caller has them (else one full search)."""
+    """(lambda, number of nodes whose proximal solve failed) at the th0 = 0 state ``ov`` (at Q = 0:
+    :func:`eigenvalue_state`); ``solves``: the proximal solves at the rule's nodes for ``ov`` if the caller has them
+    (else one full search; at Q = 0 always one)."""
     if ov.th0 != 0.0:
         raise ValueError(f"theta stability is defined at th0 = 0, got th0 = {ov.th0}")
+    if ov.zero_student:  # the solves given were at the raw state
+        ov, solves = eigenvalue_state(ov), None
     xi, eta = rule.nodes[:, :params.L], rule.nodes[:, params.L:]
     solves = solves or node_solves(params, ov, rule, config)
     S = eta * (xi * eta).sum(axis=1, keepdims=True) - xi
@@ -81,9 +93,11 @@ def m_stability_at(
     solves: NodeSolves | None = None,
 ) -> tuple[float, int]:
     """(mu, failed proximal solves): the leading eigenvalue of the m-block of the SE map's Jacobian at the
-    agnostic state ``ov``; ``solves`` as for :func:`theta_stability_at`."""
+    agnostic state ``ov`` (at Q = 0: :func:`eigenvalue_state`); ``solves`` as for :func:`theta_stability_at`."""
     if ov.th0 != 0.0 or np.any(ov.m != 0.0):
         raise ValueError(f"m stability is defined at an agnostic state (m = 0, th0 = 0), got m = {ov.m}, th0 = {ov.th0}")
+    if ov.zero_student:  # the solves given were at the raw state
+        ov, solves = eigenvalue_state(ov), None
     solves = solves or node_solves(params, ov, rule, config)
     E_gxi = np.einsum("n,nl,nj->lj", rule.weights, solves.g, rule.nodes[:, :params.L])
     J = m_stability(alpha, ov.V0, ov.q0, params.sigma2, params.P_array, E_gxi)
@@ -168,8 +182,7 @@ def matrix_jacobian(params: ModelParams, alpha: float, ov: Overlaps, config: Sol
         iso = o.isotropic_zero()
         return Overlaps(iso.q0, iso.V0, o.m, o.th0)
 
-    if ov.zero_student:  # the isotropic state, at a scale where the differences keep their digits
-        ov = ov.isotropic_zero(ZERO_STUDENT_SCALE)
+    ov = eigenvalue_state(ov)  # at Q = 0 the isotropic state, at a scale where the differences keep their digits
     minima = channel_moments(kernels, params, isotropic(ov), rule, config=cfg).candidates  # every difference's
 
     def F(o: Overlaps) -> np.ndarray:
@@ -208,8 +221,7 @@ def stability_eigenvalue(params: ModelParams, alpha: float, ov: Overlaps, config
     if ov.is_matrix:
         J = matrix_jacobian(params, alpha, ov, cfg)
         return transverse_leading_eigenvalue(J, ov) if np.all(np.isfinite(J)) else float("nan")
-    if ov.zero_student:
-        ov = ov.isotropic_zero(ZERO_STUDENT_SCALE)
+    ov = eigenvalue_state(ov)
     jacobians = [se_jacobian(params, alpha, ov, cfg, step) for step in STABILITY_STEPS]
     leads = [np.max(np.linalg.eigvals(J).real) for J in jacobians if np.all(np.isfinite(J))]
     lead = float(np.median(leads)) if leads else float("nan")  # NaN: no step gave a finite Jacobian

@@ -14,7 +14,9 @@ import pytest
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.census import census
 from attnphase.numerics.se.overlaps import Overlaps
-from attnphase.numerics.se.stability import stability_eigenvalue
+from attnphase.numerics.phase.boundaries import phase_boundaries
+from attnphase.numerics.se.se_map import model_rule
+from attnphase.numerics.se.stability import m_stability_at, stability_eigenvalue, theta_stability_at
 from attnphase.numerics.se.state_evolution import solve
 from attnphase.theory.params import ModelParams
 
@@ -84,3 +86,20 @@ def test_the_rank_1_eigenvalue_at_a_zero_student_does_not_hang_on_its_round_off(
     leads = [stability_eigenvalue(params, 1.0, Overlaps(q, 2.03683, np.zeros(2), th), CFG)
              for q, th in ((7.5e-15, 0.0), (1.9e-20, -1.7e-19), (5e-45, 2.5e-23))]
     assert 0.1 < leads[0] < 0.2 and leads[1] == pytest.approx(leads[0], abs=1e-3) == leads[2]
+
+
+def test_the_eigenvalues_in_m_and_theta_at_a_zero_student_do_not_hang_on_its_round_off() -> None:
+    """``phase-diagram --lam 0.1 --omega 0.1``: the agnostic point is the zero student, its solves landing at q0
+    between 1e-60 and 1e-30; mu taken there was round-off over sqrt(q0) (59 at alpha = 1.47, 5e5 at 1.67), and the
+    positional birth came out 1.6721 +- 6.4e-11, where mu is 1.63.  mu and lambda are the agnostic state's at q0 =
+    1e-14, where mu rises smoothly through 1 near alpha = 1.13 (0.87 at 1, 1.38 at 1.47 as at q0 = 1e-13)."""
+    params = ModelParams(omega=0.1, lam=0.1)
+    rule = model_rule(params, CFG)
+    mus = [m_stability_at(params, 1.4727, Overlaps(q, 11.766, np.zeros(2), 0.0), rule, CFG)[0]
+           for q in (1e-13, 6e-50, 1.3e-57)]
+    assert 1.3 < mus[0] < 1.45 and mus[1] == pytest.approx(mus[0], abs=2e-3) and mus[2] == mus[1]
+    lams = [theta_stability_at(params, 1.4727, Overlaps(q, 11.766, np.zeros(2), 0.0), rule, CFG)[0]
+            for q in (1e-13, 6e-50)]
+    assert np.isfinite(lams[0]) and lams[1] == pytest.approx(lams[0], abs=2e-3)
+    birth = phase_boundaries(params, None, config=CFG.replace(error_bars=False))
+    assert 1.0 < birth.positional_end < 1.3, birth.notes
