@@ -23,9 +23,9 @@ from attnphase.theory.params import ModelParams
 
 #: Two solves of one label whose order parameters (|th0| on the semantic branch, |m| on the positional) differ by
 #: more than this fraction of the larger are two fixed points, not one branch: beside a root of Delta e_t (its
-#: bracket 1e-4 wide) one branch moves its order parameter by far less, and a warm step of the follow (at most an
-#: eighth of the bracket between grid points, halved where it fails) by less than this; the jump at ``--sigma 0.8
-#: --omega 0.2`` went from |th0| 0.048 to 0.54.
+#: bracket 1e-4 wide) one branch moves its order parameter by far less, and a warm step of the follow (an eighth of
+#: its way down at most, halved where it fails) by less than this; the jump at ``--sigma 0.8 --omega 0.2`` went from
+#: |th0| 0.048 to 0.54.
 JUMP_FRACTION = 0.5
 
 #: The number of warm steps :func:`follow_down` starts with between its top point and its lower limit, and the
@@ -69,17 +69,17 @@ def follow_down(params: ModelParams, branch: str, top: FixedPoint, lower: float,
     path = [top]
     step = (top.alpha - lower) / FOLLOW_STEPS
     while path[-1].alpha > lower and step >= min_step:
+        reached = None
         for k in range(1, SKIPS + 2):
             alpha = max(lower, path[-1].alpha - k * step)
             fp = solve_from(params, alpha, branch, path[-1], config, rule)
             if on_branch(fp, branch) and not is_jump(path[-1], fp, branch):
-                path.append(fp)
+                reached = fp
                 break
             if alpha == lower:
                 break
+        if reached is None:
+            step /= 2
         else:
-            step /= 2
-            continue
-        if path[-1] is not fp:
-            step /= 2
+            path.append(reached)
     return path[::-1]
