@@ -108,26 +108,42 @@ def _point_error(fp: Any, cfg: Any, n_rules: int) -> Any:
     return fixed_point_error(fp, cfg, n_rules) if fp.status.converged else None
 
 
+#: A cold semantic point whose theta the error estimate's rules spread by more than this fraction of it (the default
+#: tier aims at 1e-3) is compared with the branch followed down from above (:func:`_semantic_reproduced`).
+THETA_SPREAD = 0.1
+
+
 def _semantic_reproduced(fp: Any, err: Any, cfg: Any, n_rules: int) -> tuple[Any, Any]:
-    """A semantic point (and its bars ``err``) that fewer than two of the error estimate's rules reproduce, tried
-    again by following the branch down from above
+    """A semantic point (and its bars ``err``) that fewer than two of the error estimate's rules reproduce, or whose
+    theta they spread by more than :data:`THETA_SPREAD` of it, tried again by following the branch down from above
     (:func:`~attnphase.numerics.se.state_evolution.semantic_followed_down`): the point reached so, where the rules
-    reproduce it, with a note; else ``fp`` and ``err`` (``solve --omega 0 --alpha 0.56``: theta = 0.0215 from the
-    cold start, one rule of four; the branch followed down from 0.7, as ``sweep`` follows it, is at 0.19)."""
-    if not (fp.status.converged and fp.branch == "semantic" and err is not None and err.converged < 2):
+    reproduce it and it is another point than ``fp`` (:func:`~attnphase.numerics.phase.branch_jump.is_jump`; always
+    where fewer than two reproduce ``fp``), with a note; else ``fp`` and ``err``.  ``solve --omega 0 --alpha 0.56``:
+    theta = 0.0215 from the cold start, one rule of four; the branch followed down from 0.7, as ``sweep`` follows
+    it, is at 0.19.  ``solve --sigma 0.8 --omega 0.2 --alpha 0.6273``: theta = 0.050 +- 0.012 from the cold start,
+    next to the agnostic point (docs/general.md, "A root that is a jump"); followed down, 0.46."""
+    if not (fp.status.converged and fp.branch == "semantic" and err is not None):
         return fp, err
+    few = err.converged < 2
+    theta = abs(float(fp.record["theta"]))
+    if not (few or float(err.std["theta"]) > THETA_SPREAD * theta):
+        return fp, err
+    from attnphase.numerics.phase.branch_jump import is_jump
     from attnphase.numerics.se.state_evolution import semantic_followed_down
 
-    down = semantic_followed_down(fp.with_status(converged=False), cfg)
-    if not (down.status.converged and down.branch == "semantic"):
+    spread = f"theta = {theta:.3g} +- {float(err.std['theta']):.2g} over the rules, beyond {THETA_SPREAD:g} of it"
+    down = semantic_followed_down(fp.with_status(converged=False, message=fp.status.message if few else spread), cfg)
+    if not (down.status.converged and down.branch == "semantic") or not (few or is_jump(fp, down, "semantic")):
         return fp, err
     down_err = _point_error(down, cfg, n_rules)
     if down_err is None or down_err.converged < 2:
         return fp, err
-    print(f"attnphase: note: the cold start's semantic point (theta = {fp.record['theta']:.3g}) is reproduced by "
-          f"{err.converged} of the {len(err.rules)} rules of the error estimate only, a point of the rule's jumps; the "
-          f"branch followed down from above (theta = {down.record['theta']:.3g}) is reproduced and is the one "
-          "reported", file=sys.stderr)
+    why = (f"is reproduced by {err.converged} of the {len(err.rules)} rules of the error estimate only, a point of "
+           "the rule's jumps" if few else f"has a bar of {float(err.std['theta']):.2g}, more than {THETA_SPREAD:g} of "
+           f"theta, and e_t = {fp.record['e_t']:.5g}: another point than the branch's")
+    print(f"attnphase: note: the cold start's semantic point (theta = {fp.record['theta']:.3g}) {why}; the branch "
+          f"followed down from above (theta = {down.record['theta']:.3g}, e_t = {down.record['e_t']:.5g}), as `sweep` "
+          "follows it, is reproduced and is the one reported", file=sys.stderr)
     return down, down_err
 
 

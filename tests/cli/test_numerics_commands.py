@@ -463,15 +463,48 @@ def test_the_branch_followed_down_is_taken_only_where_the_rules_reproduce_it(mon
 
     def point(theta):
         status = SimpleNamespace(converged=True, message="converged")
-        return SimpleNamespace(branch="semantic", status=status, record={"theta": theta},
-                               with_status=lambda **k: point(theta))
+        return SimpleNamespace(branch="semantic", status=status, record={"theta": theta, "e_t": 2.6e-3},
+                               overlaps=SimpleNamespace(th0=theta), with_status=lambda **k: point(theta))
 
-    def err(converged):
-        return SimpleNamespace(converged=converged, rules=("a", "b", "c", "d"))
+    def err(converged, spread=1e-4):
+        return SimpleNamespace(converged=converged, rules=("a", "b", "c", "d"), std={"theta": spread})
 
     cold, down = point(0.02), point(0.19)
     monkeypatch.setattr(state_evolution, "semantic_followed_down", lambda fp, cfg: down)
     for down_reproduced, taken in ((4, down), (1, cold)):
         monkeypatch.setattr(solve_cmd, "_point_error", lambda fp, cfg, n, k=down_reproduced: err(k))
         assert solve_cmd._semantic_reproduced(cold, err(1), None, 0)[0] is taken
+    monkeypatch.setattr(state_evolution, "semantic_followed_down", lambda fp, cfg: pytest.fail("tried"))
     assert solve_cmd._semantic_reproduced(cold, err(2), None, 0)[0] is cold  # reproduced: kept, nothing tried
+
+
+@pytest.mark.parametrize("down_theta, taken", [(0.46, "down"), (0.052, "cold")])
+def test_a_semantic_point_the_rules_spread_is_replaced_by_another_point_followed_down(monkeypatch, down_theta,
+                                                                                       taken) -> None:
+    # sigma = 0.8, omega = 0.2, alpha = 0.6273: the cold start reaches theta = 0.050 +- 0.012 next to the agnostic
+    # point, reproduced by every rule; followed down from above, the branch is at 0.46 (another point: taken), while
+    # a point followed down to the same theta (one point, spread by the rules near a birth) leaves the cold one
+    from types import SimpleNamespace
+
+    from attnphase.numerics.commands import solve as solve_cmd
+    from attnphase.numerics.se import state_evolution
+
+    def point(theta):
+        status = SimpleNamespace(converged=True, message="converged")
+        return SimpleNamespace(branch="semantic", status=status, record={"theta": theta, "e_t": 2.6e-3},
+                               overlaps=SimpleNamespace(th0=theta), with_status=lambda **k: point(theta))
+
+    reproduced = SimpleNamespace(converged=4, rules=("a", "b", "c", "d"), std={"theta": 0.012})
+    cold, down = point(0.05), point(down_theta)
+    monkeypatch.setattr(state_evolution, "semantic_followed_down", lambda fp, cfg: down)
+    monkeypatch.setattr(solve_cmd, "_point_error", lambda fp, cfg, n: reproduced)
+    assert solve_cmd._semantic_reproduced(cold, reproduced, None, 0)[0] is {"down": down, "cold": cold}[taken]
+
+
+def test_a_cold_semantic_point_next_to_the_agnostic_one_gives_way_to_the_branch_followed_down(capsys) -> None:
+    assert main(["solve", "--sigma", "0.8", "--omega", "0.2", "--alpha", "0.6273", "--branch", "semantic",
+                 "--json"]) == 0
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert "another point than the branch's; the branch followed down from above" in cap.err
+    assert rec["branch"] == "semantic" and 0.4 < rec["theta"] < 0.5 and rec["err_theta"] < 0.02
