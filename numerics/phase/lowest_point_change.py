@@ -27,6 +27,7 @@ from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.branch_end import BranchEnd, on_branch, positional_birth
 from attnphase.numerics.phase.branch_jump import follow_down, jump_at, order_parameter
+from attnphase.numerics.phase.continuation import BranchSweep
 from attnphase.numerics.phase.grid_points import SWEPT, GridPoints
 from attnphase.numerics.phase.positional_birth import with_birth
 from attnphase.numerics.phase.scalar_boundaries import ALPHA_L_WITHOUT_ALPHA_C, BISECTION_TOL, DEFAULT_ALPHAS
@@ -103,14 +104,17 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
     if change is None:
         return replace(b, notes=tuple(notes + [_no_change_note(s, seq)]))
     a0, l0, a1 = change
-    if any(a0 < a < a1 for a, _ in failures):
-        # a grid point between the two where the lowest point is unknown leaves the change unbracketed
-        return replace(b, notes=tuple(notes + [f"alpha_c ({l0} -> semantic): not located: solver failure inside "
-                                                f"its bracket [{a0:.4g}, {a1:.4g}]"]))
+    inside = [a for a, _ in failures if a0 < a < a1]
     try:
-        alpha_c, err, method, l0 = _locate(s, l0, a0, a1)
+        # a grid point between the two where the lowest point is unknown leaves the change unbracketed, unless only
+        # the semantic solves failed there and the branch followed down from a1 locates it
+        located = _past_failures(s, l0, a0, a1, inside) if inside else _locate(s, l0, a0, a1)
     except BranchLost as exc:
         return replace(b, notes=tuple(notes + [f"alpha_c ({l0} -> semantic): not located: {exc}"]))
+    if located is None:
+        return replace(b, notes=tuple(notes + [f"alpha_c ({l0} -> semantic): not located: solver failure inside "
+                                                f"its bracket [{a0:.4g}, {a1:.4g}]"]))
+    alpha_c, err, method, l0 = located
     note = (f"alpha_c = {alpha_c:.4g} +- {err:.2g}: the lowest-e_t point changes from the {l0} point to the semantic "
             f"point between grid alphas {a0:.4g} and {a1:.4g} ({method})")
     out = replace(b, alpha_c=alpha_c, alpha_c_err=err, alpha_c_coarse=alpha_c, alpha_c_from=l0,
@@ -226,8 +230,7 @@ def _locate(s: GridPoints, x: str, a0: float, a1: float) -> tuple[float, float, 
     err = coarse_alpha_c_error(list(ss.values()), list(xs.values()), alpha_c, s.cfg) if common else math.nan
     method = (f"{jumped}Brent's root of Delta e_t = e_t(semantic) - e_t({x}) on solves; err = standard error of "
               "Delta e_t's blocks over its slope Delta E[M] at the nearest common point")
-    if (x == "agnostic" and sem.end_side == "below" and sem.end.kind == "bifurcation" and end < a0
-            and alpha_c - sem.end.alpha <= TIE_ERRORS * err):
+    if end < a0 and _tied_to_birth(sem, x, alpha_c, err):
         # S born from A below a0 and the root not told apart from the birth: a bifurcation's new branch lies below A
         # from its birth on, and Delta e_t ~ 0 between (within the rule's noise) decides nothing
         return sem.end.alpha, sem.end.err, (
@@ -239,22 +242,61 @@ def _locate(s: GridPoints, x: str, a0: float, a1: float) -> tuple[float, float, 
     return alpha_c, err, method, x
 
 
-def _follow_upper(s: GridPoints, a0: float, a1: float, root: float,
-                  jump: tuple[FixedPoint, FixedPoint]) -> tuple[list[FixedPoint], str]:
-    """(the path, the note's words) where the semantic solves beside ``root`` reached two points of the label
-    (``jump``: below, above): the point above followed down (:func:`~attnphase.numerics.phase.branch_jump.follow_down`)
-    to a0, or to the semantic branch's birth where it lies below; the path's points replace S's known points over its
-    range (the other point's solves among them)."""
+def _followed(s: GridPoints, a0: float, top: FixedPoint) -> list[FixedPoint]:
+    """The semantic point ``top`` followed down (:func:`~attnphase.numerics.phase.branch_jump.follow_down`) to a0, or
+    to the semantic branch's birth where it lies below; the path's points replace S's known points over its range."""
     sem = s.sweeps["semantic"]
     lower = a0
     if sem.end_side == "below" and sem.end.kind == "bifurcation" and math.isfinite(sem.end.alpha):
         lower = min(lower, sem.end.on_solve_rule)
-    lo, hi = jump
-    path = follow_down(s.params, "semantic", hi, lower, BISECTION_TOL, s.cfg, s.rule)
+    path = follow_down(s.params, "semantic", top, lower, BISECTION_TOL, s.cfg, s.rule)
     on = s.on["semantic"]
-    for a in [a for a in on if path[0].alpha <= a < hi.alpha]:
+    for a in [a for a in on if path[0].alpha <= a < top.alpha]:
         del on[a]
     on.update({fp.alpha: fp for fp in path})
+    return path
+
+
+def _past_failures(s: GridPoints, x: str, a0: float, a1: float,
+                   inside: list[float]) -> tuple[float, float, str, str] | None:
+    """(alpha_c, its error, how, from) of the change from ``x`` (lowest at a0) to the semantic point (lowest at a1)
+    where the lowest point is unknown at the grid alphas ``inside`` between them because the semantic solves alone
+    failed there: located on S's point at a1 followed down (:func:`_followed`), as after a jump -- the root of Delta
+    e_t along it, else the birth (:func:`_below_followed`); None where another branch failed there."""
+    if any(a in s.failed["positional"] or a not in s.failed["semantic"] for a in inside):
+        return None
+    path = _followed(s, a0, s.on["semantic"][a1])
+    words = (f"the semantic solves failed at alpha = {', '.join(f'{a:.4g}' for a in inside)} inside the bracket "
+             f"[{a0:.4g}, {a1:.4g}]; its point at {a1:.4g} followed down by warm steps to alpha = {path[0].alpha:.4g} "
+             f"({len(path) - 1} steps)")
+
+    def gap(a: float) -> float:
+        return s.point("semantic", a).observables.e_t - s.point(x, a).observables.e_t
+
+    deltas = [(fp.alpha, gap(fp.alpha)) for fp in path]
+    cross = next(((u, v) for (u, du), (v, dv) in zip(deltas, deltas[1:]) if du > 0 >= dv), None)
+    if cross is None:
+        return _below_followed(s, x, path, deltas[0][1], words, a0, a1)
+    alpha_c = brent_root(gap, *cross, ROOT_XTOL)
+    err = coarse_alpha_c_error(list(s.on["semantic"].values()), list(s.on[x].values()), alpha_c, s.cfg)
+    sem = s.sweeps["semantic"]
+    if _tied_to_birth(sem, x, alpha_c, err):
+        return sem.end.alpha, sem.end.err, (
+            f"birth of the semantic branch from the agnostic point (bifurcation, lambda = 1, by {sem.end.method}): "
+            f"{words}; on it the root of Delta e_t = e_t(semantic) - e_t(agnostic), {alpha_c:.4g} +- {err:.2g}, "
+            f"lies within {TIE_ERRORS:g} of its standard errors of the birth; err = the birth's standard error over "
+            "the rules' blocks"), x
+    return alpha_c, err, (f"{words}; on it Brent's root of Delta e_t = e_t(semantic) - e_t({x}) on solves; err = "
+                          "standard error of Delta e_t's blocks over its slope Delta E[M] at the nearest common point"), x
+
+
+def _follow_upper(s: GridPoints, a0: float, a1: float, root: float,
+                  jump: tuple[FixedPoint, FixedPoint]) -> tuple[list[FixedPoint], str]:
+    """(the path, the note's words) where the semantic solves beside ``root`` reached two points of the label
+    (``jump``: below, above): the point above followed down (:func:`_followed`), its points replacing the other
+    point's solves."""
+    lo, hi = jump
+    path = _followed(s, a0, hi)
     words = (f"the semantic solves beside the root {root:.4g} of Delta e_t between the grid alphas {a0:.4g} and "
              f"{a1:.4g} reached two points of the label (|th0| {order_parameter(lo, 'semantic'):.3g} at alpha = "
              f"{lo.alpha:.5g}, {order_parameter(hi, 'semantic'):.3g} at {hi.alpha:.5g}): a jump, not a crossing; the "
@@ -280,6 +322,15 @@ def _below_followed(s: GridPoints, x: str, path: list[FixedPoint], d_low: float,
             f"error over the rules' blocks, {sem.end.err:.2g}; that gap)"), x
     raise BranchLost(f"{words}, below the {x} point all the way (Delta e_t = {d_low:.3g} at its lowest point); "
                      "below it its solves fail: the change lies lower")
+
+
+def _tied_to_birth(sem: BranchSweep, x: str, alpha_c: float, err: float) -> bool:
+    """Whether a root ``alpha_c`` +- ``err`` of Delta e_t from the agnostic point (``x``) lies within
+    :data:`TIE_ERRORS` of its standard errors of the semantic branch's birth from it (``sem``'s end, a bifurcation
+    below which the branch does not exist): a bifurcation's new branch lies below A from its birth on, and a Delta e_t
+    within the rule's noise of 0 between decides nothing, so the change is the birth."""
+    return (x == "agnostic" and sem.end_side == "below" and sem.end.kind == "bifurcation"
+            and alpha_c - sem.end.alpha <= TIE_ERRORS * err)
 
 
 def _fallen(s: GridPoints, x: str, alpha: float) -> bool:
