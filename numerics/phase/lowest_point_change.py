@@ -17,7 +17,7 @@ sweeps found no end of P.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from attnphase.numerics.config import SolverConfig
@@ -168,12 +168,22 @@ def _alpha_l(s: GridPoints, b: Boundaries, alpha_c: float, alpha_c_err: float) -
     return refined_alpha_l(list(on.values()), alpha_l, alpha_c, alpha_c_err, s.cfg)
 
 
+def _delta_e_t(s: GridPoints, x: str) -> Callable[[float], float]:
+    """Delta e_t(alpha) = e_t(S~) - e_t(X~), X being ``x``, on solves (:meth:`GridPoints.point`)."""
+    return lambda a: s.point("semantic", a).observables.e_t - s.point(x, a).observables.e_t
+
+
+def _sign_change(path: list[FixedPoint], gap: Callable[[float], float]) -> tuple[float, tuple[float, float] | None]:
+    """(Delta e_t = ``gap`` at the lowest point of ``path`` (increasing alpha), the first neighbours (u, v) of the path
+    with Delta e_t > 0 at u and <= 0 at v, or None where there are none)."""
+    deltas = [(fp.alpha, gap(fp.alpha)) for fp in path]
+    return deltas[0][1], next(((u, v) for (u, du), (v, dv) in zip(deltas, deltas[1:]) if du > 0 >= dv), None)
+
+
 def _locate(s: GridPoints, x: str, a0: float, a1: float) -> tuple[float, float, str, str]:
     """(alpha_c, its error, how, the point it changes from) of the change from ``x`` (lowest at a0) to the semantic
     point (lowest at a1): from the agnostic point where ``x``'s branch has ended (fallen to it) where S is born."""
-    def gap(a: float) -> float:
-        return s.point("semantic", a).observables.e_t - s.point(x, a).observables.e_t
-
+    gap = _delta_e_t(s, x)
     sem = s.sweeps["semantic"]
     d0 = gap(a0)
     end = sem.end.on_solve_rule
@@ -212,10 +222,9 @@ def _locate(s: GridPoints, x: str, a0: float, a1: float) -> tuple[float, float, 
     if (jump := jump_at(s.on["semantic"], "semantic", alpha_c, 2 * ROOT_XTOL)) is not None:
         # the solves on either side of the root reached two points of the label: follow the upper one down
         path, jumped = _follow_upper(s, a0, a1, alpha_c, jump)
-        deltas = [(fp.alpha, gap(fp.alpha)) for fp in path]
-        cross = next(((u, v) for (u, du), (v, dv) in zip(deltas, deltas[1:]) if du > 0 >= dv), None)
+        d_low, cross = _sign_change(path, gap)
         if cross is None:
-            return _below_followed(s, x, path, deltas[0][1], jumped, a0, a1)
+            return _below_followed(s, x, path, d_low, jumped, a0, a1)
         alpha_c, jumped = brent_root(gap, *cross, ROOT_XTOL), jumped + "; on it "
     if x != "agnostic" and sem.end_side == "below" and math.isfinite(end) and alpha_c < end:
         # the root lies below S's end, where S~ is the agnostic point: there x's point gives way to the agnostic one
@@ -269,14 +278,10 @@ def _past_failures(s: GridPoints, x: str, a0: float, a1: float,
     words = (f"the semantic solves failed at alpha = {', '.join(f'{a:.4g}' for a in inside)} inside the bracket "
              f"[{a0:.4g}, {a1:.4g}]; its point at {a1:.4g} followed down by warm steps to alpha = {path[0].alpha:.4g} "
              f"({len(path) - 1} steps)")
-
-    def gap(a: float) -> float:
-        return s.point("semantic", a).observables.e_t - s.point(x, a).observables.e_t
-
-    deltas = [(fp.alpha, gap(fp.alpha)) for fp in path]
-    cross = next(((u, v) for (u, du), (v, dv) in zip(deltas, deltas[1:]) if du > 0 >= dv), None)
+    gap = _delta_e_t(s, x)
+    d_low, cross = _sign_change(path, gap)
     if cross is None:
-        return _below_followed(s, x, path, deltas[0][1], words, a0, a1)
+        return _below_followed(s, x, path, d_low, words, a0, a1)
     alpha_c = brent_root(gap, *cross, ROOT_XTOL)
     err = coarse_alpha_c_error(list(s.on["semantic"].values()), list(s.on[x].values()), alpha_c, s.cfg)
     sem = s.sweeps["semantic"]
