@@ -192,15 +192,14 @@ def _locate(s: GridPoints, x: str, a0: float, a1: float) -> tuple[float, float, 
         # x's branch has ended below S's birth: between them the agnostic point is the lowest (both Z~ are A there,
         # Delta e_t = 0 on a whole interval, not a crossing), and the change to S is its birth from A
         return sem.end.alpha, sem.end.err, (
-            f"birth of the semantic branch from the agnostic point (bifurcation, lambda = 1, by {sem.end.method}); "
-            f"the {x} point, lowest at the grid alpha {a0:.4g}, has fallen to the agnostic one at the birth, which is "
+            f"{_birth(sem)}; the {x} point, lowest at the grid alpha {a0:.4g}, has fallen to the agnostic one at the "
+            "birth, which is "
             f"the lowest below it; e_t(semantic) - e_t(agnostic) = {gap(a1):.3g} < 0 at the next grid point "
             f"{a1:.4g}; err = the birth's standard error over the rules' blocks"), "agnostic"
     if x == "agnostic" and d0 == 0.0 and sem.end_side == "below" and a0 <= end <= a1:
         # S is born in (a0, a1]: from A by a bifurcation (Delta e_t = 0 there), or at a fold
         if sem.end.kind == "bifurcation":
-            method = (f"birth of the semantic branch from the agnostic point (bifurcation, lambda = 1, by "
-                      f"{sem.end.method}); e_t(semantic) - e_t(agnostic) = {gap(a1):.3g} < 0 at the next grid point "
+            method = (f"{_birth(sem)}; e_t(semantic) - e_t(agnostic) = {gap(a1):.3g} < 0 at the next grid point "
                       f"{a1:.4g}; err = the birth's standard error over the rules' blocks")
             return sem.end.alpha, sem.end.err, method, x
         d_end = gap(end)
@@ -213,8 +212,8 @@ def _locate(s: GridPoints, x: str, a0: float, a1: float) -> tuple[float, float, 
         # new branch lies below A from its birth on, and Delta e_t = 0 at a0 is no root
         why = s.absent["semantic"].get(a0, "")
         return sem.end.alpha, sem.end.err, (
-            f"birth of the semantic branch from the agnostic point (bifurcation, lambda = 1, by {sem.end.method}) "
-            f"below the grid alpha {a0:.4g}, where its point is the agnostic one" + (f" ({why})" if why else "")
+            f"{_birth(sem)} below the grid alpha {a0:.4g}, where its point is the agnostic one"
+            + (f" ({why})" if why else "")
             + f"; e_t(semantic) - e_t(agnostic) = {gap(a1):.3g} < 0 at the next grid point {a1:.4g}; err = the "
             "birth's standard error over the rules' blocks"), x
     alpha_c = brent_root(gap, a0, a1, ROOT_XTOL)
@@ -234,17 +233,14 @@ def _locate(s: GridPoints, x: str, a0: float, a1: float) -> tuple[float, float, 
                             f"{alpha_c:.4g} (the root of e_t(agnostic) - e_t({x}): it rises above it or falls to "
                             f"it), below the semantic branch's {sem.end.kind} at {sem.end.alpha:.4g}; from the "
                             f"agnostic point: {how}"), since
-    xs, ss = s.on[x], s.on["semantic"]
-    common = set(xs) & set(ss)
-    err = coarse_alpha_c_error(list(ss.values()), list(xs.values()), alpha_c, s.cfg) if common else math.nan
-    method = (f"{jumped}Brent's root of Delta e_t = e_t(semantic) - e_t({x}) on solves; err = standard error of "
-              "Delta e_t's blocks over its slope Delta E[M] at the nearest common point")
+    err, method = _root_error(s, x, alpha_c)
+    method = jumped + method
     if end < a0 and _tied_to_birth(sem, x, alpha_c, err):
         # S born from A below a0 and the root not told apart from the birth: a bifurcation's new branch lies below A
         # from its birth on, and Delta e_t ~ 0 between (within the rule's noise) decides nothing
         return sem.end.alpha, sem.end.err, (
-            f"birth of the semantic branch from the agnostic point (bifurcation, lambda = 1, by {sem.end.method}) "
-            f"below the grid alpha {a0:.4g}: the root of Delta e_t = e_t(semantic) - e_t(agnostic) on solves, "
+            f"{_birth(sem)} below the grid alpha {a0:.4g}: the root of Delta e_t = e_t(semantic) - e_t(agnostic) on "
+            "solves, "
             f"{alpha_c:.4g} +- {err:.2g}, lies within {TIE_ERRORS:g} of its standard errors of the birth (Delta e_t = "
             f"{d0:.2g} at {a0:.4g}, {gap(a1):.3g} at {a1:.4g}); err = the birth's standard error over the rules' "
             "blocks"), x
@@ -283,16 +279,15 @@ def _past_failures(s: GridPoints, x: str, a0: float, a1: float,
     if cross is None:
         return _below_followed(s, x, path, d_low, words, a0, a1)
     alpha_c = brent_root(gap, *cross, ROOT_XTOL)
-    err = coarse_alpha_c_error(list(s.on["semantic"].values()), list(s.on[x].values()), alpha_c, s.cfg)
+    err, method = _root_error(s, x, alpha_c)
     sem = s.sweeps["semantic"]
     if _tied_to_birth(sem, x, alpha_c, err):
         return sem.end.alpha, sem.end.err, (
-            f"birth of the semantic branch from the agnostic point (bifurcation, lambda = 1, by {sem.end.method}): "
-            f"{words}; on it the root of Delta e_t = e_t(semantic) - e_t(agnostic), {alpha_c:.4g} +- {err:.2g}, "
+            f"{_birth(sem)}: {words}; on it the root of Delta e_t = e_t(semantic) - e_t(agnostic), {alpha_c:.4g} +- "
+            f"{err:.2g}, "
             f"lies within {TIE_ERRORS:g} of its standard errors of the birth; err = the birth's standard error over "
             "the rules' blocks"), x
-    return alpha_c, err, (f"{words}; on it Brent's root of Delta e_t = e_t(semantic) - e_t({x}) on solves; err = "
-                          "standard error of Delta e_t's blocks over its slope Delta E[M] at the nearest common point"), x
+    return alpha_c, err, f"{words}; on it {method}", x
 
 
 def _follow_upper(s: GridPoints, a0: float, a1: float, root: float,
@@ -321,12 +316,27 @@ def _below_followed(s: GridPoints, x: str, path: list[FixedPoint], d_low: float,
     if (x == "agnostic" and sem.end_side == "below" and sem.end.kind == "bifurcation"
             and 0.0 <= gap <= UNRESOLVED_FRACTION * (a1 - a0)):
         return sem.end.alpha, math.hypot(sem.end.err, gap), (
-            f"birth of the semantic branch from the agnostic point (bifurcation, lambda = 1, by {sem.end.method}): "
-            f"{words}, below the agnostic point all the way (Delta e_t = {d_low:.3g} at its lowest point), {gap:.3g} "
+            f"{_birth(sem)}: {words}, below the agnostic point all the way (Delta e_t = {d_low:.3g} at its lowest "
+            f"point), {gap:.3g} "
             "above the birth, no solve between converging (the rule's jumps); err = hypot(the birth's standard "
             f"error over the rules' blocks, {sem.end.err:.2g}; that gap)"), x
     raise BranchLost(f"{words}, below the {x} point all the way (Delta e_t = {d_low:.3g} at its lowest point); "
                      "below it its solves fail: the change lies lower")
+
+
+def _birth(sem: BranchSweep) -> str:
+    """The words of the semantic branch's birth from the agnostic point, ``sem``'s end (a bifurcation)."""
+    return f"birth of the semantic branch from the agnostic point (bifurcation, lambda = 1, by {sem.end.method})"
+
+
+def _root_error(s: GridPoints, x: str, alpha_c: float) -> tuple[float, str]:
+    """(the error of a root ``alpha_c`` of Delta e_t from ``x``, how the root and its error were found): the standard
+    error of Delta e_t's blocks over its slope at the nearest alpha where both points are known
+    (:func:`~attnphase.numerics.phase.boundary_refinement.coarse_alpha_c_error`), NaN where there is none."""
+    xs, ss = s.on[x], s.on["semantic"]
+    err = coarse_alpha_c_error(list(ss.values()), list(xs.values()), alpha_c, s.cfg) if set(xs) & set(ss) else math.nan
+    return err, (f"Brent's root of Delta e_t = e_t(semantic) - e_t({x}) on solves; err = standard error of Delta "
+                 "e_t's blocks over its slope Delta E[M] at the nearest common point")
 
 
 def _tied_to_birth(sem: BranchSweep, x: str, alpha_c: float, err: float) -> bool:
