@@ -98,27 +98,45 @@ def refine_alpha_l(s_on: list[FixedPoint], alpha_l: float, cfg: SolverConfig) ->
     the finer rule (warm), and alpha_l = a - (eps_g,fine(a) - eps_lin) / slope, with the slope of eps_g the
     solve rule's secant over at least ALPHA_L_SLOPE_SPAN (a multilevel step: the fine rule is solved once).
     The error is that rule's blocks' (:func:`block_root_error`); without a finer rule (None, or one of no more
-    nodes than the solve rule) or where its re-solve fails, the solve rule's root and its error.
+    nodes than the solve rule), where its re-solve fails or where fewer than two of its blocks reproduce the point,
+    the solve rule's root and its error.  A root left without an error bar has a note that says why.
     """
     near = sorted(s_on, key=lambda p: abs(p.alpha - alpha_l))
     other = next((p for p in near[1:] if abs(p.alpha - near[0].alpha) >= ALPHA_L_SLOPE_SPAN), None)
     if other is None:
-        return alpha_l, math.nan, ""
+        return alpha_l, math.nan, (f"alpha_l: no error bar (no two semantic points {ALPHA_L_SLOPE_SPAN:g} apart in "
+                                   "alpha for the slope of eps_g)" if replicate_count(cfg) else "")
     fp = near[0]
     slope = (other.observables.eps_g - fp.observables.eps_g) / (other.alpha - fp.alpha)
     eps_lin = fp.observables.eps_lin
     gap = lambda fps: fps[0].observables.eps_g - eps_lin  # noqa: E731
+    coarse_err = (lambda: block_root_error([fp], gap, slope, cfg) if slope < 0 else math.nan)  # noqa: E731
     fine_rule = finer_rule(fp.params.L, cfg.alpha_l_quadrature, cfg.quadrature)
     if fine_rule is None:
-        return alpha_l, block_root_error([fp], gap, slope, cfg), ""
+        err = coarse_err()
+        return alpha_l, err, f"alpha_l: {_no_bar(err, slope, cfg)}" if _no_bar(err, slope, cfg) else ""
     fine_cfg = cfg.replace(quadrature=fine_rule)
     fine = solve(fp.params, fp.alpha, "semantic", init=fp.overlaps, config=fine_cfg)
-    if not (fine.status.converged and fine.branch == "semantic") or not slope < 0:
-        err = block_root_error([fp], gap, slope, cfg) if slope < 0 else math.nan
-        return alpha_l, err, (f"alpha_l: {cfg.alpha_l_quadrature} refinement not applied (re-solve: "
-                              f"{fine.status.message}, {fine.branch}; slope {slope:.2e}); the solve rule's root"
-                              + ("" if math.isnan(err) else " and its blocks' error"))
-    return fp.alpha - gap([fine]) / slope, block_root_error([fine], gap, slope, fine_cfg), ""
+    fine_ok = fine.status.converged and fine.branch == "semantic" and slope < 0
+    fine_err = block_root_error([fine], gap, slope, fine_cfg) if fine_ok else math.nan
+    if fine_ok and math.isfinite(fine_err):
+        return fp.alpha - gap([fine]) / slope, fine_err, ""
+    why = ("fewer than two of its blocks reproduce the re-solved point" if fine_ok else
+           f"re-solve: {fine.status.message}, {fine.branch}; slope {slope:.2e}")
+    err = coarse_err()
+    return alpha_l, err, (f"alpha_l: {cfg.alpha_l_quadrature} refinement not applied ({why}); the solve rule's root"
+                          + (" and its blocks' error" if math.isfinite(err) else
+                             f"; {_no_bar(err, slope, cfg)}" if _no_bar(err, slope, cfg) else ""))
+
+
+def _no_bar(err: float, slope: float, cfg: SolverConfig) -> str:
+    """Why a root of eps_g - eps_lin on ``cfg``'s solve rule has no error bar (``err`` NaN), or "" where it has one or
+    none was asked for (no blocks)."""
+    if math.isfinite(err) or not replicate_count(cfg):
+        return ""
+    if not slope < 0:
+        return f"no error bar (the slope of eps_g, {slope:.2e}, is not negative)"
+    return f"no error bar (fewer than two blocks of {cfg.quadrature} reproduce the point)"
 
 
 def block_root_error(points: Sequence[FixedPoint], g: Callable[[list[FixedPoint]], float], slope: float,

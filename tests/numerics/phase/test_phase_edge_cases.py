@@ -293,6 +293,30 @@ def test_alpha_l_keeps_an_error_bar_where_its_fine_rule_solve_fails(monkeypatch)
     assert note.startswith("alpha_l: sobol10:4 refinement not applied") and note.endswith("and its blocks' error")
 
 
+def test_alpha_l_keeps_an_error_bar_where_its_fine_rule_blocks_fail(monkeypatch):
+    # sigma = 0.7, omega = 0: the fine rule's re-solve at alpha_l converged but three of its four blocks left the point
+    # (a jump of the rule at alpha 0.543), and alpha_l was printed "+- nan" with no note; it is then the solve rule's
+    # root with the solve rule's blocks' error, and where those fail too the note says there is no bar and why
+    from attnphase.numerics.phase import boundary_refinement as br
+
+    cfg = SolverConfig(quadrature="sobol8:4", alpha_l_quadrature="sobol10:4")
+    pts = [solve(ModelParams(omega=0.3), a, "semantic", config=cfg) for a in (1.45, 1.5)]
+    real = br.block_root_error
+    monkeypatch.setattr(br, "block_root_error", lambda points, g, slope, c: (
+        math.nan if c.quadrature == cfg.alpha_l_quadrature else real(points, g, slope, c)))
+    alpha_l, err, note = br.refine_alpha_l(pts, 1.49, cfg)
+    assert alpha_l == 1.49 and 0 < err < 0.05
+    assert note == ("alpha_l: sobol10:4 refinement not applied (fewer than two of its blocks reproduce the re-solved "
+                    "point); the solve rule's root and its blocks' error")
+    monkeypatch.setattr(br, "block_root_error", lambda *a: math.nan)
+    alpha_l, err, note = br.refine_alpha_l(pts, 1.49, cfg)
+    assert alpha_l == 1.49 and math.isnan(err)
+    assert note.endswith("; no error bar (fewer than two blocks of sobol8:4 reproduce the point)")
+    alpha_l, err, note = br.refine_alpha_l(pts[:1], 1.49, cfg)  # one point: no slope
+    assert math.isnan(err) and note.startswith("alpha_l: no error bar (no two semantic points")
+    assert br.refine_alpha_l(pts[:1], 1.49, cfg.replace(error_bars=False))[2] == ""
+
+
 def _relabelled(branch: str):
     """A point of ``branch`` (converged, on a coarse rule) as ``point(alpha, label)``: the same overlaps at another
     alpha and label, what stand-in sweeps are made of."""
