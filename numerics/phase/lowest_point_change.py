@@ -115,8 +115,11 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
         return replace(b, notes=tuple(notes + [f"alpha_c ({l0} -> semantic): not located: solver failure inside "
                                                 f"its bracket [{a0:.4g}, {a1:.4g}]"]))
     alpha_c, err, method, l0 = located
+    where = (f"between grid alphas {a0:.4g} and {a1:.4g}" if a0 <= alpha_c <= a1 else
+             f"{'below' if alpha_c < a0 else 'above'} the grid alphas {a0:.4g} and {a1:.4g} where the grid's lowest "
+             "points change")
     note = (f"alpha_c = {alpha_c:.4g} +- {err:.2g}: the lowest-e_t point changes from the {l0} point to the semantic "
-            f"point between grid alphas {a0:.4g} and {a1:.4g} ({method})")
+            f"point {where} ({method})")
     out = replace(b, alpha_c=alpha_c, alpha_c_err=err, alpha_c_coarse=alpha_c, alpha_c_from=l0,
                   alpha_c_to="semantic", alpha_c_method=method)
     try:

@@ -454,6 +454,8 @@ def test_sigma_0_8_at_omega_0_2_has_alpha_c_at_the_semantic_birth_not_at_a_jump(
     assert 0.0013 < b.alpha_c_err < 0.05 and b.alpha_c_from == "agnostic", b.notes
     assert "a jump, not a crossing" in b.alpha_c_method
     assert b.alpha_c < b.alpha_l < 0.7 and b.alpha_l_branch == "semantic", b.notes
+    # the note places the change below the grid alphas where the grid's lowest points change, not between them
+    assert any("to the semantic point below the grid alphas 0.6273 and 0.8909 where" in n for n in b.notes), b.notes
 
 
 @pytest.mark.parametrize("birth, failed_too, expected", [(0.6, (), "root"), (1.199, (), "birth"),
