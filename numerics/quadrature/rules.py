@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import os
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -275,29 +275,68 @@ def split_nodes(rule: QuadratureRule, L: int, r: int, r_star: int) -> tuple[np.n
 def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) -> tuple[QuadratureRule, bool]:
     """(reduced rule, exact): each node replaced by its lexicographically smallest image under the group
     ((pi, s, t): (xi, eta) -> (s xi[pi], t eta[pi])), equal images merged; a rule not invariant under the group
-    (``exact`` False) is returned unreduced."""
+    (``exact`` False) is returned unreduced.
+
+    A rule that is the union of a base rule's images under ``group`` itself (:func:`symmetrize_rule`'s layout) is
+    reduced from its base nodes alone, |group| times fewer, to the same nodes and weights bit for bit
+    (:func:`_union_base`)."""
     if len(group) <= 1:
         return rule, True
-    z = rule.nodes
     key = lambda a: np.round(a, 12)  # noqa: E731 - tolerance for exact symmetric nodes
-    images = _images(z, L, group)
     # exact: every image of the weighted node set is the set itself (known for a subgroup of ``rule.group``)
     if not set(group) <= set(rule.group):
-        base = _sorted_rows(np.column_stack([key(z), rule.weights]))
+        base = _sorted_rows(np.column_stack([key(rule.nodes), rule.weights]))
         if not all(np.allclose(_sorted_rows(np.column_stack([key(img), rule.weights])), base, rtol=1e-9, atol=0.0)
-                   for img in images):
+                   for img in _images(rule.nodes, L, group)):
             return rule, False
-    # lexicographic minimum over the group for each node
-    canon = key(images[0])
-    for img in map(key, images[1:]):
+    union = _union_base(rule, L, group)
+    if union is not None:
+        uniq, inv, orbit_weights = union
+        weights = np.empty(uniq.shape[0])
+        weights[inv] = orbit_weights
+    else:
+        uniq, inv = _unique_rows(_canonical(rule.nodes, L, group, key))
+        weights = np.bincount(inv, weights=rule.weights, minlength=uniq.shape[0])
+    return QuadratureRule(uniq, weights, f"{rule.name}/G{len(group)}", rule.dropped_mass, rule.axis_aligned), True
+
+
+def _canonical(z: np.ndarray, L: int, group: Sequence[SymmetryElement], key) -> np.ndarray:
+    """Each node's lexicographically smallest image under ``group`` (rounded by ``key``), one image at a time."""
+    canon = None
+    for img in map(key, _images(z, L, group)):
+        if canon is None:
+            canon = img
+            continue
         diff = img != canon
         first = np.argmax(diff, axis=1)
         rows = np.arange(canon.shape[0])
         smaller = diff.any(axis=1) & (img[rows, first] < canon[rows, first])
         canon[smaller] = img[smaller]
-    uniq, inv = _unique_rows(canon)
-    weights = np.bincount(inv, weights=rule.weights, minlength=uniq.shape[0])
-    return QuadratureRule(uniq, weights, f"{rule.name}/G{len(group)}", rule.dropped_mass, rule.axis_aligned), True
+    return canon
+
+
+def _union_base(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(the orbits' smallest images sorted, each base node's orbit's index, each base node's orbit weight) where
+    ``rule`` is the union of its first size / |group| nodes' images under ``group``, its recorded group, in that
+    order (:func:`symmetrize_rule`), and no two of those base nodes share an orbit; else None.  Each orbit then holds
+    the |group| union nodes g_k z_i, and its weight is their weights summed in k's order, as the union's reduction
+    sums them."""
+    if set(group) != set(rule.group) or rule.size % len(rule.group):
+        return None
+    n = rule.size // len(rule.group)
+    base, w = rule.nodes[:n], rule.weights[:n]
+    for k, img in enumerate(_images(base, L, rule.group)):
+        if not (np.array_equal(img, rule.nodes[k * n:(k + 1) * n]) and np.array_equal(rule.weights[k * n:(k + 1) * n],
+                                                                                        w)):
+            return None
+    uniq, inv = _unique_rows(_canonical(base, L, group, lambda a: np.round(a, 12)))
+    if uniq.shape[0] != n:
+        return None
+    orbit_weights = np.zeros(n)
+    for k in range(len(rule.group)):
+        orbit_weights += rule.weights[k * n:(k + 1) * n]
+    return uniq, inv, orbit_weights
 
 
 def _unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -318,9 +357,9 @@ def _sorted_rows(a: np.ndarray) -> np.ndarray:
     return a[np.lexsort(a.T[::-1])]
 
 
-def _images(z: np.ndarray, L: int, group: Sequence[SymmetryElement]) -> list[np.ndarray]:
-    """The nodes z = (xi, eta) mapped by each element (pi, s, t) of ``group``: (s xi[pi], t eta[pi])."""
-    return [np.concatenate([s_ * z[:, :L][:, list(p)], t_ * z[:, L:][:, list(p)]], axis=1) for p, s_, t_ in group]
+def _images(z: np.ndarray, L: int, group: Sequence[SymmetryElement]) -> Iterator[np.ndarray]:
+    """The nodes z = (xi, eta) mapped by each element (pi, s, t) of ``group``: (s xi[pi], t eta[pi]), one at a time."""
+    return (np.concatenate([s_ * z[:, :L][:, list(p)], t_ * z[:, L:][:, list(p)]], axis=1) for p, s_, t_ in group)
 
 
 def symmetrize_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) -> QuadratureRule:
@@ -331,6 +370,6 @@ def symmetrize_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElemen
         return rule
     if len(key) <= 1 or reduce_rule(rule, L, key)[1]:
         return replace(rule, group=key)
-    nodes = np.concatenate(_images(rule.nodes, L, key), axis=0)
+    nodes = np.concatenate(list(_images(rule.nodes, L, key)), axis=0)
     weights = np.tile(rule.weights, len(key)) / len(key)
     return QuadratureRule(nodes, weights, f"{rule.name}+sym{len(key)}", rule.dropped_mass, rule.axis_aligned, key)
