@@ -74,9 +74,9 @@ def headline(summary: dict[str, Any]) -> dict[str, Any]:
             out[f"{init}_at_smallest_agreeing_alpha"] = {**{f"{o}_sim": row[f"{o}_mean"] for o in observables},
                                                           **{f"{o}_theory": row["theory"]["global"][o]
                                                              for o in observables}}
-    out["map_followed"] = [{"alpha": r["alpha"], "init": r["init"], "d": summary["plan"]["d"],
-                            **map_followed(r, branch_ends(summary["theory"], r["branch"]))}
-                           for r in sorted(rows, key=lambda r: (r["init"], r["alpha"]))]
+    ordered = sorted(rows, key=lambda r: (r["init"], r["alpha"]))
+    out["map_followed"] = [{"alpha": r["alpha"], "init": r["init"], "d": summary["plan"]["d"], **m}
+                           for r, m in zip(ordered, maps_followed(ordered, summary["theory"]))]
     out["global_vs_local"] = global_vs_local(summary)
     out["extrapolated"] = extrapolated_verdicts(summary)
     return out
@@ -264,3 +264,48 @@ def map_followed(row: dict[str, Any], ends: dict[str, float | None] | None = Non
     why_not_aligned = (_no_point(row, "aligned", ends.get("aligned")) if outcome["aligned"] is None
                        else f"the aligned-prox point differs too ({obs} {a_th[obs]:.3g})")
     return {"map": "neither", "reason": f"{why_not_global}; {why_not_aligned}"}
+
+
+def maps_followed(rows: Sequence[dict[str, Any]], theory: dict[str, Any]) -> list[dict[str, str]]:
+    """:func:`map_followed` of each of a sweep's ``rows`` (in their order, ``theory`` the summary's), where a row of
+    no map (``"neither"``) whose branch has no global-prox point there and whose GD ends at the minima GD reaches
+    from another start at that alpha (:func:`same_minima`) says so, and takes that row's map where it has one (from
+    the positional start of a model without a positional point GD leaves the agnostic point, where that is unstable,
+    for the semantic point the semantic start reaches); a row with a map is preferred, then a start other than the
+    random one."""
+    own = [map_followed(r, branch_ends(theory, r["branch"])) for r in rows]
+    out = []
+    for r, m in zip(rows, own):
+        peers = sorted(((p, pm) for p, pm in zip(rows, own) if p is not r and p["init"] != r["init"]
+                        and p["alpha"] == r["alpha"] and same_minima(r, p)),
+                       key=lambda ppm: (ppm[1]["map"] in ("neither", "not converged"), ppm[0]["init"] == "random"))
+        if m["map"] == "neither" and peers and agrees(r, _COMPARED.get(r["branch"], _COMPARED["semantic"])[0]) is None:
+            p, pm = peers[0]
+            taken = pm["map"] not in ("neither", "not converged")
+            said = (f"{m['reason']}; GD from the {r['init']} start ends at the minima the {p['init']} start reaches "
+                    f"({same_minima(r, p)})")
+            m = ({"map": pm["map"], "reason": f"{said}, which follow the {pm['map']}-prox SE's {p['branch']} point: "
+                  f"{pm['reason']}"} if taken else {"map": m["map"], "reason": said})
+        out.append(m)
+    return out
+
+
+#: Two rows' means and spreads over the seeds of one observable are one set of minima's when each differs by at most
+#: this times the larger mean (plus :data:`SAME_MINIMA_ATOL`): the same seeds' runs ending at the same minima agree to
+#: their gradient tolerance, far below this.
+SAME_MINIMA_RTOL = 1e-3
+SAME_MINIMA_ATOL = 1e-12
+
+
+def same_minima(row: dict[str, Any], other: dict[str, Any]) -> str:
+    """Where every run of both aggregated rows converged and their means and spreads over the seeds of abs_m,
+    abs_theta, eps_g and e_t agree within SAME_MINIMA_RTOL of the mean (the runs of both starts, seed for seed on the
+    same data, ending at the same minima): the comparison of the means in words; else ""."""
+    if not (all_runs_converged(row) and all_runs_converged(other)):
+        return ""
+    for obs in ("abs_m", "abs_theta", "eps_g", "e_t"):
+        scale = SAME_MINIMA_RTOL * max(abs(row[f"{obs}_mean"]), abs(other[f"{obs}_mean"])) + SAME_MINIMA_ATOL
+        if not all(abs(row[key] - other[key]) <= scale for key in (f"{obs}_mean", f"{obs}_std")):
+            return ""
+    return ", ".join(f"{obs} {row[f'{obs}_mean']:.4g} vs {other[f'{obs}_mean']:.4g}" for obs in ("abs_m", "abs_theta",
+                                                                                                   "eps_g"))

@@ -13,7 +13,7 @@ from typing import Any
 from attnphase.display import with_error
 from attnphase.execution.outputs import json_value
 
-from .agreement import _COMPARED, EXTRAPOLATED_SE, REL_TOL, branch_ends, headline, map_followed
+from .agreement import _COMPARED, EXTRAPOLATED_SE, REL_TOL, branch_ends, headline, maps_followed
 from .branch_segments import past_end
 from .output_names import summary_for_output
 from .reference import _nan
@@ -156,7 +156,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
 
 def _sweep_lines(summary: dict[str, Any]) -> list[str]:
     """The alpha sweep's table: every mean ± std beside the global-prox theory, the aligned-prox point, and the
-    map GD follows with its reason (:func:`attnphase.validation.agreement.map_followed`)."""
+    map GD follows with its reason (:func:`attnphase.validation.agreement.maps_followed`)."""
     th = summary["theory"]
     lines = ["", "## Alpha sweep (every mean ± sd over the seeds next to the global-prox theory of the compared branch)", "",
              f"d = {summary['plan']['d']}. 'map GD follows': the state evolution whose point on the start's branch the "
@@ -166,12 +166,12 @@ def _sweep_lines(summary: dict[str, Any]) -> list[str]:
              "| alpha | init | branch | runs (conv.) | max abs(grad) | abs(m) | theory | abs(theta) | theory | eps_g | theory "
              "| e_t | theory | aligned-prox abs(m), abs(theta), eps_g | map GD follows | why |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in sorted(summary["sweep"], key=lambda r: (r["init"], r["alpha"])):
+    ordered = sorted(summary["sweep"], key=lambda r: (r["init"], r["alpha"]))
+    for r, follows in zip(ordered, maps_followed(ordered, th)):
         t = r["theory"]["global"] or {}
         a = r["theory"].get("aligned") or {}
         al = (f"{_f(a.get('abs_m'))}, {_f(a.get('abs_theta'))}, {_f(a.get('eps_g'))}"
               + ("" if a.get("branch_reached") in (None, r["branch"]) else f" ({a['branch_reached']})")) if a else "--"
-        follows = map_followed(r, branch_ends(th, r["branch"]))
         lines.append(f"| {r['alpha']} | {r['init']} | {r['branch']} | {r['n_runs']} ({r['n_converged']}) | "
                      f"{_f(r.get('grad_norm_max'), '.1e')} | "
                      f"{_pm(r, 'abs_m')} | {_f(t.get('abs_m'))} | {_pm(r, 'abs_theta')} | {_f(t.get('abs_theta'))} | "

@@ -356,6 +356,45 @@ def test_each_row_says_which_map_gd_follows_and_why():
     assert lone["map"] == "neither" and "no aligned-prox solve here" in lone["reason"]
 
 
+def test_a_start_without_its_branch_whose_gd_ends_where_another_start_does_takes_that_starts_map():
+    """L = 3 (no positional point): GD from the positional start leaves the agnostic point, unstable in theta above
+    the semantic birth, for the semantic point, seed for seed the minima of the semantic start; its row says so and
+    takes the semantic row's map.  Means 1 % apart, or spreads apart by more than a thousandth of the mean, are other
+    minima; a row whose branch has its point keeps its own verdict."""
+    from attnphase.validation.agreement import maps_followed
+
+    gd = {"abs_m_mean": 0.0162, "abs_m_std": 0.014, "abs_theta_mean": 0.6708, "abs_theta_std": 0.0063,
+          "eps_g_mean": 0.0063, "eps_g_std": 9.5e-5, "e_t_mean": 0.0074, "e_t_std": 3e-7}
+    sem = _follow_row(1.0, 0.6708, (0.66, "semantic"), (0.66, "semantic"))
+    sem.update(gd, n_converged=3)
+    for prox in ("global", "aligned"):
+        sem["theory"][prox]["eps_g"] = 0.0062
+    agnostic = {"branch_reached": "agnostic", "converged": True, "exists": False, "abs_m": 0.0, "abs_theta": 0.0,
+                "eps_g": 0.008}
+    pos = {**gd, "alpha": 1.0, "init": "positional", "branch": "positional", "n_runs": 3, "n_converged": 3,
+           "theory": {"global": agnostic, "local": None, "aligned": {**agnostic, "branch_reached": "positional",
+                                                                      "exists": True, "abs_m": 0.12}}}
+    theory = {"curves": {}}
+    p_map, s_map = maps_followed([pos, sem], theory)
+    assert s_map["map"] == "global" and "minima" not in s_map["reason"]
+    assert p_map["map"] == "global", p_map
+    assert p_map["reason"].startswith("the global-prox SE has no positional point: it reaches the agnostic point")
+    assert ("GD from the positional start ends at the minima the semantic start reaches (abs_m 0.0162 vs 0.0162, "
+            "abs_theta 0.6708 vs 0.6708, eps_g 0.0063 vs 0.0063), which follow the global-prox SE's semantic point: "
+            "the global-prox semantic point agrees") in p_map["reason"]
+    for key, factor in (("abs_theta_mean", 1.01), ("abs_theta_std", 1.5)):  # other minima: no word on them
+        other = maps_followed([{**pos, key: pos[key] * factor}, sem], theory)[0]
+        assert other["map"] == "neither" and "minima" not in other["reason"]
+    # the semantic row without a map of its own: the positional row says where GD ends, with no map
+    lost = {**sem, "theory": {"global": {**sem["theory"]["global"], "abs_theta": 0.5}, "local": None,
+                              "aligned": {**sem["theory"]["aligned"], "abs_theta": 0.5}}}
+    p_map, s_map = maps_followed([pos, lost], theory)
+    assert s_map["map"] == "neither" and "minima" not in s_map["reason"]
+    assert p_map["map"] == "neither" and p_map["reason"].endswith(
+        "GD from the positional start ends at the minima the semantic start reaches (abs_m 0.0162 vs 0.0162, "
+        "abs_theta 0.6708 vs 0.6708, eps_g 0.0063 vs 0.0063)")
+
+
 def test_a_row_where_gd_and_the_theory_both_vanish_follows_the_global_map():
     """A strong ridge (lambda = 1) holds the SE at Q = 0 at every alpha and GD's student vanishes too: the row is the
     global map's agnostic point, not "neither"; a student that has not vanished, or an eps_g the rule rejects, is
