@@ -282,11 +282,10 @@ def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) 
     (:func:`_union_base`)."""
     if len(group) <= 1:
         return rule, True
-    key = lambda a: np.round(a, 12)  # noqa: E731 - tolerance for exact symmetric nodes
     # exact: every image of the weighted node set is the set itself (known for a subgroup of ``rule.group``)
     if not set(group) <= set(rule.group):
-        base = _sorted_rows(np.column_stack([key(rule.nodes), rule.weights]))
-        if not all(np.allclose(_sorted_rows(np.column_stack([key(img), rule.weights])), base, rtol=1e-9, atol=0.0)
+        base = _sorted_rows(np.column_stack([_rounded(rule.nodes), rule.weights]))
+        if not all(np.allclose(_sorted_rows(np.column_stack([_rounded(img), rule.weights])), base, rtol=1e-9, atol=0.0)
                    for img in _images(rule.nodes, L, group)):
             return rule, False
     union = _union_base(rule, L, group)
@@ -295,15 +294,20 @@ def reduce_rule(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]) 
         weights = np.empty(uniq.shape[0])
         weights[inv] = orbit_weights
     else:
-        uniq, inv = _unique_rows(_canonical(rule.nodes, L, group, key))
+        uniq, inv = _unique_rows(_canonical(rule.nodes, L, group))
         weights = np.bincount(inv, weights=rule.weights, minlength=uniq.shape[0])
     return QuadratureRule(uniq, weights, f"{rule.name}/G{len(group)}", rule.dropped_mass, rule.axis_aligned), True
 
 
-def _canonical(z: np.ndarray, L: int, group: Sequence[SymmetryElement], key) -> np.ndarray:
-    """Each node's lexicographically smallest image under ``group`` (rounded by ``key``), one image at a time."""
+def _rounded(a: np.ndarray) -> np.ndarray:
+    """The nodes rounded to 12 decimals: the tolerance that makes exact symmetric images equal."""
+    return np.round(a, 12)
+
+
+def _canonical(z: np.ndarray, L: int, group: Sequence[SymmetryElement]) -> np.ndarray:
+    """Each node's lexicographically smallest image under ``group`` (:func:`_rounded`), one image at a time."""
     canon = None
-    for img in map(key, _images(z, L, group)):
+    for img in map(_rounded, _images(z, L, group)):
         if canon is None:
             canon = img
             continue
@@ -330,7 +334,7 @@ def _union_base(rule: QuadratureRule, L: int, group: Sequence[SymmetryElement]
         if not (np.array_equal(img, rule.nodes[k * n:(k + 1) * n]) and np.array_equal(rule.weights[k * n:(k + 1) * n],
                                                                                         w)):
             return None
-    uniq, inv = _unique_rows(_canonical(base, L, group, lambda a: np.round(a, 12)))
+    uniq, inv = _unique_rows(_canonical(base, L, group))
     if uniq.shape[0] != n:
         return None
     orbit_weights = np.zeros(n)
