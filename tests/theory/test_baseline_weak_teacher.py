@@ -30,6 +30,20 @@ def test_softmax_minus_uniform_keeps_its_relative_precision(scale):
                 assert abs(g - float(r)) <= 64 * 2.0**-53 * max(abs(float(r)), 0.125 if scale > 1 else 0.0), (g, r)
 
 
+def test_softmax_minus_uniform_in_blocks_of_rows_is_the_whole_array_bit_for_bit(monkeypatch):
+    """The rows are taken SOFTMAX_ROWS at a time (the L = 4 grid's temporaries held 1.6 GB): blocks that split the rows
+    anywhere, and leading axes of any shape, give the one-block values bit for bit."""
+    from attnphase.theory import baseline
+
+    rng = np.random.default_rng(2)
+    z = rng.standard_normal((7, 5, 4)) * rng.choice([1e-3, 0.5, 6.0], size=(7, 5, 4))
+    whole = softmax_minus_uniform(z)
+    monkeypatch.setattr(baseline, "SOFTMAX_ROWS", 3)
+    blocks = softmax_minus_uniform(z)
+    assert blocks.shape == z.shape and np.array_equal(blocks, whole)
+    assert np.array_equal(softmax_minus_uniform(z[0, 0]), whole[0, 0])  # one row of logits
+
+
 def test_eps_lin_of_a_weak_teacher_is_not_round_off():
     p = ModelParams(omega=0.3, rho0=1e-12)
     val = eps_lin(p)
