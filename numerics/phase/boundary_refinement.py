@@ -176,3 +176,17 @@ def refined_alpha_l(s_on: Sequence[FixedPoint], alpha_l: float, alpha_c: float, 
         return alpha_l, alpha_c_err, ("alpha_l = alpha_c: the semantic eps_g is already below eps_lin where the "
                                       "semantic point becomes the lowest")
     return refine_alpha_l(list(s_on), alpha_l, cfg)
+
+
+def alpha_l_interval(points: Sequence[FixedPoint], eps_lin: float, lo: float, hi: float, lost: Exception
+                     ) -> tuple[float, float, str]:
+    """alpha_l where Brent's root of eps_g - eps_lin on [lo, hi] (eps_g above eps_lin at lo, below at hi) lost the
+    semantic branch (``lost``): the interval between the semantic ``points`` solved last on either side of eps_lin
+    there (lo and hi where none is), as (centre, half-width, a note), so that the bar covers every root the
+    converged solves allow."""
+    gaps = sorted((p.alpha, p.observables.eps_g - eps_lin) for p in points if lo <= p.alpha <= hi)
+    top = min((a for a, g in gaps if g <= 0), default=hi)
+    bottom = max((a for a, g in gaps if a < top and g > 0), default=lo)
+    return 0.5 * (bottom + top), 0.5 * (top - bottom), (
+        f"alpha_l: the interval [{bottom:.4g}, {top:.4g}] between the semantic points solved last on either side of "
+        f"eps_lin (the root search between them lost the branch: {lost}), as its centre +- half-width")

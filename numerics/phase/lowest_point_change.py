@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.phase.absence import agnostic_eigenvalue
-from attnphase.numerics.phase.boundary_refinement import coarse_alpha_c_error, refined_alpha_l
+from attnphase.numerics.phase.boundary_refinement import alpha_l_interval, coarse_alpha_c_error, refined_alpha_l
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.branch_end import BranchEnd, on_branch, positional_birth
@@ -172,21 +172,8 @@ def _alpha_l(s: GridPoints, b: Boundaries, alpha_c: float, alpha_c_err: float) -
     try:
         alpha_l = brent_root(gap, alpha_c, below[0], ROOT_XTOL)
     except BranchLost as exc:
-        return _alpha_l_interval(on, eps_lin, alpha_c, below[0], exc)
+        return alpha_l_interval(list(on.values()), eps_lin, alpha_c, below[0], exc)
     return refined_alpha_l(list(on.values()), alpha_l, alpha_c, alpha_c_err, s.cfg)
-
-
-def _alpha_l_interval(on: dict[float, FixedPoint], eps_lin: float, alpha_c: float, top: float, exc: BranchLost
-                      ) -> tuple[float, float, str]:
-    """alpha_l where its root search between alpha_c and ``top`` lost the semantic branch: the interval between the
-    semantic points solved there last on either side of eps_lin (alpha_c, where eps_g is above it, the lowest), as
-    its centre +- half-width, so the bar covers every root the converged solves allow."""
-    pts = sorted((a, fp.observables.eps_g - eps_lin) for a, fp in on.items() if alpha_c <= a <= top)
-    hi = next(a for a, g in pts if g <= 0)  # top is one
-    lo = max((a for a, g in pts if a < hi and g > 0), default=alpha_c)
-    return 0.5 * (lo + hi), 0.5 * (hi - lo), (
-        f"alpha_l: the interval [{lo:.4g}, {hi:.4g}] between the semantic points solved last on either side of eps_lin "
-        f"(the root search between them lost the branch: {exc}), as its centre +- half-width")
 
 
 def _delta_e_t(s: GridPoints, x: str) -> Callable[[float], float]:

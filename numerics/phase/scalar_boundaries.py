@@ -27,7 +27,7 @@ from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.grids import even_grid
 from attnphase.numerics.parallel import without_memory
 from attnphase.numerics.phase.absence import absence_note
-from attnphase.numerics.phase.boundary_refinement import corrected_alpha_c, refined_alpha_l
+from attnphase.numerics.phase.boundary_refinement import alpha_l_interval, corrected_alpha_c, refined_alpha_l
 from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, end_columns
 from attnphase.numerics.phase.brackets import (
     ALPHA_LIMIT, STEP_ASIDE, BranchLost, delta_bracket, delta_e_t, extend_branch, first_solvable, grid_extension,
@@ -161,7 +161,7 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
             note = f"alpha_c: {cfg.alpha_c_quadrature} correction not applied ({exc}); the value is the solve rule's root"
         notes += [note] if note else []
     # alpha_l: semantic eps_g meets eps_lin, at or above alpha_c
-    alpha_l = math.nan
+    alpha_l, lost = math.nan, None
     if s_on:
         eps_lin = s_on[0].observables.eps_lin
         lo = alpha_c if not math.isnan(alpha_c) else None
@@ -198,12 +198,12 @@ def scalar_boundaries(params: ModelParams, alphas: Sequence[float] | None = None
                 try:
                     alpha_l = brent_root(gap, *br, xtol)
                 except BranchLost as exc:
-                    notes.append(f"alpha_l: {exc}")
-                if lo is None and math.isfinite(alpha_l):
+                    lost = alpha_l_interval(s_on, eps_lin, *br, exc)
+                if lo is None and (math.isfinite(alpha_l) or lost):
                     notes.append(f"{ALPHA_L_WITHOUT_ALPHA_C} (not measured from alpha_c)")
     else:
         notes.append(ALPHA_L_NO_SEMANTIC)
-    alpha_l, alpha_l_err, note = refined_alpha_l(s_on, alpha_l, alpha_c, alpha_c_err, cfg)
+    alpha_l, alpha_l_err, note = lost or refined_alpha_l(s_on, alpha_l, alpha_c, alpha_c_err, cfg)
     notes += [note] if note else []
     return with_scalar_labels(Boundaries(
         omega=params.omega, alpha_c=alpha_c, alpha_l=alpha_l, notes=tuple(notes), alpha_c_coarse=alpha_c_coarse,

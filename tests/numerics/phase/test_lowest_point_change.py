@@ -500,15 +500,17 @@ def test_alpha_l_whose_root_search_loses_the_branch_is_the_interval_its_solves_a
     # sigma = 0.8, omega = 0.05: Brent's root of eps_g - eps_lin between alpha_c = 0.505 and 0.6273 lost the semantic
     # point at 0.5597 (its solves stall), and alpha_l was NaN; the converged semantic points at 0.5543 (above eps_lin)
     # and 0.5652 (below) bound it: 0.5597 +- 0.0054.  Points past the bracket's top or below alpha_c do not count
-    def pt(gap):
-        return SimpleNamespace(observables=SimpleNamespace(eps_g=0.01 + gap))
+    from attnphase.numerics.phase.boundary_refinement import alpha_l_interval
 
-    on = {0.40: pt(-1.0), 0.52: pt(2e-4), 0.5543: pt(1e-5), 0.5652: pt(-2e-5), 0.6273: pt(-1e-3), 0.9: pt(-2e-3)}
+    def pt(alpha, gap):
+        return SimpleNamespace(alpha=alpha, observables=SimpleNamespace(eps_g=0.01 + gap))
+
+    on = [pt(0.40, -1.0), pt(0.52, 2e-4), pt(0.5543, 1e-5), pt(0.5652, -2e-5), pt(0.6273, -1e-3), pt(0.9, -2e-3)]
     lost = lpc.BranchLost("the semantic point was lost at alpha = 0.55972")
-    alpha_l, err, note = lpc._alpha_l_interval(on, 0.01, 0.505, 0.6273, lost)
+    alpha_l, err, note = alpha_l_interval(on, 0.01, 0.505, 0.6273, lost)
     assert (alpha_l, err) == pytest.approx((0.55975, 0.00545))
     assert note.startswith("alpha_l: the interval [0.5543, 0.5652] between the semantic points solved last on either "
                            "side of eps_lin (the root search between them lost the branch: the semantic point was lost")
-    # no converged point above eps_lin past alpha_c: the interval starts there (eps_g is above eps_lin at alpha_c)
-    alpha_l, err, _ = lpc._alpha_l_interval({0.6273: pt(-1e-3)}, 0.01, 0.505, 0.6273, lost)
-    assert (alpha_l, err) == pytest.approx((0.56615, 0.06115))
+    # no converged point past alpha_c above eps_lin, none at all: the interval runs from alpha_c (eps_g above eps_lin)
+    assert alpha_l_interval([pt(0.6273, -1e-3)], 0.01, 0.505, 0.6273, lost)[:2] == pytest.approx((0.56615, 0.06115))
+    assert alpha_l_interval([], 0.01, 0.505, 0.6273, lost)[:2] == pytest.approx((0.56615, 0.06115))

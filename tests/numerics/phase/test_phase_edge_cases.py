@@ -631,3 +631,27 @@ def test_a_crossing_above_the_branchs_last_grid_point_is_the_end_where_those_poi
     slope[0] = -0.83
     end, why = be.bifurcation_end(params, "semantic", "down", good, 0.61, SolverConfig())
     assert end is None and checked == [] and "not beyond" in why
+
+
+def test_alpha_l_whose_brent_search_loses_the_branch_is_the_interval_of_its_converged_solves(monkeypatch):
+    """The scalar form's root of eps_g - eps_lin: where a solve of Brent's search loses the semantic branch, alpha_l is
+    the interval between the semantic points solved last on either side of eps_lin (centre +- half-width), with the
+    loss in the note, not NaN; not refined on the finer rule."""
+    from attnphase.numerics.phase import scalar_boundaries as sb
+
+    seen = []
+
+    def losing_brent(f, a, b, xtol):
+        seen.append((a, b, f(a + 0.25 * (b - a)), f(a + 0.75 * (b - a))))  # two solves of the search, then a loss
+        raise sb.BranchLost("semantic branch lost at alpha = 1.5 (a stand-in)")
+    monkeypatch.setattr(sb, "brent_root", losing_brent)
+    cfg = SolverConfig(quadrature="sobol8:4", error_bars=False, alpha_c_quadrature=None)
+    b = phase_boundaries(ModelParams(omega=0.3), np.linspace(0.1, 3.0, 12), config=cfg)
+    ((a, c, g1, g3),) = seen
+    lo, hi = (a + 0.25 * (c - a) if g1 > 0 else a), (a + 0.75 * (c - a) if g3 <= 0 else c)
+    if g1 <= 0:
+        hi = a + 0.25 * (c - a)
+    assert (b.alpha_l, b.alpha_l_err) == pytest.approx((0.5 * (lo + hi), 0.5 * (hi - lo)))
+    note = next(n for n in b.notes if n.startswith("alpha_l"))
+    assert note.startswith(f"alpha_l: the interval [{lo:.4g}, {hi:.4g}] between the semantic points solved last")
+    assert "semantic branch lost at alpha = 1.5 (a stand-in)" in note
