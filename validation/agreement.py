@@ -276,18 +276,23 @@ def maps_followed(rows: Sequence[dict[str, Any]], theory: dict[str, Any]) -> lis
     own = [map_followed(r, branch_ends(theory, r["branch"])) for r in rows]
     out = []
     for r, m in zip(rows, own):
-        peers = sorted(((p, pm) for p, pm in zip(rows, own) if p is not r and p["init"] != r["init"]
-                        and p["alpha"] == r["alpha"] and same_minima(r, p)),
-                       key=lambda ppm: (ppm[1]["map"] in ("neither", "not converged"), ppm[0]["init"] == "random"))
-        if m["map"] == "neither" and peers and agrees(r, _COMPARED.get(r["branch"], _COMPARED["semantic"])[0]) is None:
-            p, pm = peers[0]
-            taken = pm["map"] not in ("neither", "not converged")
-            said = (f"{m['reason']}; GD from the {r['init']} start ends at the minima the {p['init']} start reaches "
-                    f"({same_minima(r, p)})")
-            m = ({"map": pm["map"], "reason": f"{said}, which follow the {pm['map']}-prox SE's {p['branch']} point: "
-                  f"{pm['reason']}"} if taken else {"map": m["map"], "reason": said})
+        if m["map"] == "neither" and agrees(r, _COMPARED.get(r["branch"], _COMPARED["semantic"])[0]) is None:
+            peers = sorted(((p, pm) for p, pm in zip(rows, own) if p["init"] != r["init"] and p["alpha"] == r["alpha"]
+                            and same_minima(r, p)),
+                           key=lambda ppm: (ppm[1]["map"] in NO_MAP, ppm[0]["init"] == "random"))
+            if peers:
+                p, pm = peers[0]
+                said = (f"{m['reason']}; GD from the {r['init']} start ends at the minima the {p['init']} start "
+                        f"reaches ({same_minima(r, p)})")
+                m = ({"map": m["map"], "reason": said} if pm["map"] in NO_MAP else
+                     {"map": pm["map"], "reason": f"{said}, which follow the {pm['map']}-prox SE's {p['branch']} "
+                                                  f"point: {pm['reason']}"})
         out.append(m)
     return out
+
+
+#: The verdicts of :func:`map_followed` that name no map.
+NO_MAP = ("neither", "not converged")
 
 
 #: Two rows' means and spreads over the seeds of one observable are one set of minima's when each differs by at most
