@@ -114,7 +114,8 @@ def refine_alpha_l(s_on: list[FixedPoint], alpha_l: float, cfg: SolverConfig) ->
     fine_rule = finer_rule(fp.params.L, cfg.alpha_l_quadrature, cfg.quadrature)
     if fine_rule is None:
         err = coarse_err()
-        return alpha_l, err, f"alpha_l: {_no_bar(err, slope, cfg)}" if _no_bar(err, slope, cfg) else ""
+        unbarred = _no_bar(err, slope, cfg)
+        return alpha_l, err, f"alpha_l: {unbarred}" if unbarred else ""
     fine_cfg = cfg.replace(quadrature=fine_rule)
     fine = solve(fp.params, fp.alpha, "semantic", init=fp.overlaps, config=fine_cfg)
     fine_ok = fine.status.converged and fine.branch == "semantic" and slope < 0
@@ -124,9 +125,9 @@ def refine_alpha_l(s_on: list[FixedPoint], alpha_l: float, cfg: SolverConfig) ->
     why = ("fewer than two of its blocks reproduce the re-solved point" if fine_ok else
            f"re-solve: {fine.status.message}, {fine.branch}; slope {slope:.2e}")
     err = coarse_err()
-    return alpha_l, err, (f"alpha_l: {cfg.alpha_l_quadrature} refinement not applied ({why}); the solve rule's root"
-                          + (" and its blocks' error" if math.isfinite(err) else
-                             f"; {_no_bar(err, slope, cfg)}" if _no_bar(err, slope, cfg) else ""))
+    unbarred = _no_bar(err, slope, cfg)
+    bar = " and its blocks' error" if math.isfinite(err) else f"; {unbarred}" if unbarred else ""
+    return alpha_l, err, f"alpha_l: {cfg.alpha_l_quadrature} refinement not applied ({why}); the solve rule's root{bar}"
 
 
 def _no_bar(err: float, slope: float, cfg: SolverConfig) -> str:

@@ -155,7 +155,9 @@ def _alpha_l(s: GridPoints, b: Boundaries, alpha_c: float, alpha_c_err: float) -
     (its crossing lies above alpha_c, or eps_g stays above eps_lin at every semantic point above alpha_c): alpha_c
     where eps_g of S~ (the semantic point; the agnostic one at a birth from it) is below eps_lin there, else Brent's
     root of eps_g(S~) - eps_lin between alpha_c and the first semantic point above it where it is below, refined as
-    the scalar form's (:func:`~attnphase.numerics.phase.boundary_refinement.refined_alpha_l`)."""
+    the scalar form's (:func:`~attnphase.numerics.phase.boundary_refinement.refined_alpha_l`), or where that search
+    loses the branch the interval its converged solves allow
+    (:func:`~attnphase.numerics.phase.boundary_refinement.alpha_l_interval`)."""
     on = s.on["semantic"]
     if b.alpha_l >= alpha_c or not on:  # NaN compares False
         return None
