@@ -11,7 +11,8 @@ from typing import Sequence
 from attnphase.display import with_error
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.errors.replicates import replicate_count
-from attnphase.numerics.phase.boundary_results import Boundaries, boundary_columns, boundary_keys, error_columns
+from attnphase.numerics.phase.boundary_results import (Boundaries, boundary_columns, boundary_keys, error_columns,
+                                                      model_branches)
 
 
 def csv_columns(r: int = 1, errors: bool = False) -> tuple[str, ...]:
@@ -66,6 +67,19 @@ def print_boundary_table(table: list[dict], label: str, r: int = 1) -> None:
         pair_text = f"{row['alpha_c_from']}->{row['alpha_c_to']}" if row.get("alpha_c_from") else "-"
         between = f"  {pair_text:>15}" if pair else ""
         print(f"{row['omega']:7.3f} " + " ".join(f"{c:>{width}}" for c in cells) + between + f"  {row['notes']}")
+
+
+def births_note(table: list[dict], r: int = 1) -> str:
+    """The ends in a table that are a branch's birth (the branch exists above them, ``<branch>_end_exists``), said for
+    every branch but the semantic one, whose end always is ("" when there are none): a positional end is otherwise
+    where the branch stops, going up."""
+    said = []
+    for br in model_branches(r)[1:]:
+        at = [f"{row['omega']:g}" for row in table if row.get(f"{br}_end_exists") == "above"]
+        if at:
+            said.append(f"{_END_HEAD.get(br, br + '_end')} at omega = {', '.join(at)} is a {br} branch's birth: the "
+                        f"branch exists above it ({br}_end_exists)")
+    return "; ".join(said)
 
 
 #: Why a boundary located by a method has no error bar (the ends' ``<branch>_end_method``).

@@ -51,7 +51,7 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
     import xarray as xr
 
     keys = boundary_keys(r)  # the boundaries (with errors), the other numbers, the text columns
-    text_keys = tuple(c for c in boundary_columns(r) if c.endswith(("_kind", "_method")) or c in _TEXT)
+    text_keys = tuple(c for c in boundary_columns(r) if c.endswith(("_kind", "_method", "_exists")) or c in _TEXT)
     other = tuple(c for c in boundary_columns(r) if c not in keys + text_keys + ("omega", "eps_lin"))
     branches = model_branches(r)
     shape = tuple(len(coords[d]) for d in dims)

@@ -19,7 +19,8 @@ from attnphase.execution.progress import TaskBar, failure_summary, job_summary, 
 from attnphase.numerics.capabilities import is_scalar_form
 from attnphase.numerics.config import SolverConfig
 from attnphase.numerics.jobs.boundary_table import (
-    alpha_max_of, boundary_table, bracket_widths, csv_columns, error_label, print_boundary_table, unbarred_note,
+    alpha_max_of, births_note, boundary_table, bracket_widths, csv_columns, error_label, print_boundary_table,
+    unbarred_note,
 )
 from attnphase.numerics.phase.boundary_results import Boundaries
 from attnphase.numerics.jobs.tasks import (
@@ -172,6 +173,8 @@ def run_phase_diagram(params: ModelParams, omegas: Sequence[float], alphas: Sequ
         record_outputs(out, "phase_diagram", identity, files)
     print_boundary_table(table, error_label(cfg, error_estimate, bracket_widths(rows)) if errors else "", params.r)
     if errors and (note := unbarred_note(table, params.r)):
+        print(f"attnphase: note: {note}", file=sys.stderr)
+    if note := births_note(table, params.r):
         print(f"attnphase: note: {note}", file=sys.stderr)
     what = "outputs up to date in" if unchanged else "wrote"
     return job_summary(f"{what} {out}/phase_diagram.csv, .nc, .png" + (f", {files[-1]}" if curves is not None else ""),

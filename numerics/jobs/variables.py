@@ -99,6 +99,8 @@ INVARIANTS = {"q0_eig": "eigenvalue {} of Q0", "V0_eig": "eigenvalue {} of V0",
 _ENDS = ("semantic", "positional", "mixed")
 _TABLE += [_v(f"{br}_end_kind", f"how the {br} branch ends", None) for br in _ENDS]
 _TABLE += [_v(f"{br}_end_method", f"how the {br} branch's end was located", None) for br in _ENDS]
+_TABLE += [_v(f"{br}_end_exists", f"the side of its end the {br} branch exists on: above (the end is its birth) or "
+              "below", None) for br in _ENDS]
 _TABLE += [_v(f"{k}_note", f"how {k} was found, or why it does not exist", None)
            for k in ("alpha_weak_recovery", "alpha_it", "alpha_amp")]
 _TABLE += [_v(f"{k}_found", f"number of rules on which {what} was found")

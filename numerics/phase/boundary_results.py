@@ -57,6 +57,8 @@ class Boundaries:
     positional_end_kind: str = ""
     semantic_end_method: str = ""
     positional_end_method: str = ""
+    semantic_end_exists: str = ""
+    positional_end_exists: str = ""
     semantic: BranchSweep | None = field(default=None, repr=False)
     positional: BranchSweep | None = field(default=None, repr=False)
     alpha_c_err: float = math.nan
@@ -74,6 +76,7 @@ class Boundaries:
     mixed_end_err: float = math.nan
     mixed_end_kind: str = ""
     mixed_end_method: str = ""
+    mixed_end_exists: str = ""
     ends: tuple[LocatedEnd, ...] = ()
     curves: dict[str, tuple[CurvePoint, ...]] = field(default_factory=dict, repr=False)
 
@@ -101,10 +104,19 @@ class Boundaries:
 
 
 def end_columns(branch: str, end: Any) -> dict[str, Any]:
-    """The fields ``<branch>_end``, ``_end_err``, ``_end_kind`` and ``_end_method`` of :class:`Boundaries` from ``end``
-    (a :class:`~attnphase.numerics.phase.branch_end.BranchEnd` or :class:`LocatedEnd`)."""
+    """The fields ``<branch>_end``, ``_end_err``, ``_end_kind``, ``_end_method`` and ``_end_exists`` of
+    :class:`Boundaries` from ``end`` (a :class:`~attnphase.numerics.phase.branch_end.BranchEnd`, which has no side:
+    "", set by the scalar form's labels from its sweep, or a :class:`LocatedEnd`): ``_end_exists`` the side of the
+    end the branch exists on ("above": the end is the branch's birth; "below"), "" where there is no end."""
+    side = getattr(end, "exists", "") if math.isfinite(end.alpha) else ""
     return {f"{branch}_end": end.alpha, f"{branch}_end_err": end.err, f"{branch}_end_kind": end.kind,
-            f"{branch}_end_method": end.method}
+            f"{branch}_end_method": end.method, f"{branch}_end_exists": side}
+
+
+def exists_side(end_side: str) -> str:
+    """The side of its end a swept branch exists on (``LocatedEnd.exists``) from the sweep's ``end_side`` (the side
+    of the branch the end lies on: "below" for a branch that exists above its end)."""
+    return {"below": "above", "above": "below"}.get(end_side, "")
 
 
 def boundary_keys(r: int = 1) -> tuple[str, ...]:
@@ -114,11 +126,11 @@ def boundary_keys(r: int = 1) -> tuple[str, ...]:
 
 def boundary_columns(r: int = 1) -> tuple[str, ...]:
     """The columns of :meth:`Boundaries.row` before ``notes``: the boundaries, the correction's coarse alpha_c,
-    each branch end's kind and method, the branches alpha_c lies between and how it was located, the branch
+    each branch end's kind, method and the side the branch exists on, the branches alpha_c lies between and how it was located, the branch
     alpha_l lies on, eps_lin."""
     branches = model_branches(r)
     return (("omega",) + boundary_keys(r) + ("alpha_c_coarse",) + tuple(f"{b}_end_kind" for b in branches)
-            + tuple(f"{b}_end_method" for b in branches)
+            + tuple(f"{b}_end_method" for b in branches) + tuple(f"{b}_end_exists" for b in branches)
             + ("alpha_c_from", "alpha_c_to", "alpha_c_method", "alpha_l_branch", "eps_lin"))
 
 

@@ -28,7 +28,7 @@ from attnphase.numerics.grids import even_grid
 from attnphase.numerics.parallel import without_memory
 from attnphase.numerics.phase.absence import absence_note
 from attnphase.numerics.phase.boundary_refinement import alpha_l_interval, corrected_alpha_c, refined_alpha_l
-from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, end_columns
+from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd, end_columns, exists_side
 from attnphase.numerics.phase.brackets import (
     ALPHA_LIMIT, STEP_ASIDE, BranchLost, delta_bracket, delta_e_t, extend_branch, first_solvable, grid_extension,
     grow_alpha_c_down, grow_alpha_c_up, positional_grid,
@@ -276,14 +276,16 @@ def with_scalar_labels(b: Boundaries, config: SolverConfig) -> Boundaries:
               + ("; err = standard error over the rules' scrambling blocks" if math.isfinite(b.alpha_c_err)
                  else "; no error bar (one rule, no scrambling blocks)")) if found else ""
     points = [p for sw in (b.semantic, b.positional) if sw is not None for p in sw.points if p.status.converged]
-    ends = []
+    ends, sides = [], {}
     for sw, default in ((b.semantic, "above"), (b.positional, "below")):
         if sw is not None and math.isfinite(sw.end.alpha):
-            exists = {"below": "above", "above": "below"}.get(sw.end_side, default)
+            exists = exists_side(sw.end_side) or default
             ends.append(LocatedEnd(sw.branch, sw.end.alpha, sw.end.err, exists, sw.end.kind, sw.end.method))
+            if getattr(b, f"{sw.branch}_end") == sw.end.alpha:
+                sides[f"{sw.branch}_end_exists"] = exists
     return replace(b, r=1, r_star=1, alpha_c_from="positional" if found else "", alpha_c_to="semantic" if found else "",
                    alpha_c_method=method, alpha_l_branch="semantic" if math.isfinite(b.alpha_l) else "",
-                   eps_lin=points[0].observables.eps_lin if points else math.nan, ends=tuple(ends))
+                   eps_lin=points[0].observables.eps_lin if points else math.nan, ends=tuple(ends), **sides)
 
 
 def fill_positional(s_on: list[FixedPoint], p_on: list[FixedPoint], end: float,

@@ -615,6 +615,22 @@ def test_a_boundary_without_a_bar_is_said_with_the_reason_its_method_gives():
     assert unbarred_note([row(0.4, 0.83, 2e-3, "eigenvalue")]) == ""
 
 
+def test_an_end_that_is_a_branchs_birth_is_said():
+    # scan --lam 0.02 --omega 0.1 printed pos_end 0.10439, the positional branch's birth (it exists above), in the
+    # column where --omega 0 prints 0.9319, its end (it exists below): the same column, two readings
+    from attnphase.numerics.jobs.boundary_table import births_note
+
+    def row(omega, pos_side, mix_side=""):
+        return dict(omega=omega, semantic_end_exists="above", positional_end_exists=pos_side, mixed_end_exists=mix_side)
+
+    table = [row(0.1, "above", "above"), row(0.2, "below", "below"), row(0.3, "above")]
+    assert births_note(table) == ("pos_end at omega = 0.1, 0.3 is a positional branch's birth: the branch exists above "
+                                  "it (positional_end_exists)")
+    assert births_note(table, r=2).endswith("; mix_end at omega = 0.1 is a mixed branch's birth: the branch exists "
+                                            "above it (mixed_end_exists)")
+    assert births_note([row(0.2, "below"), row(0.3, "")]) == ""  # ends proper, or none: nothing to say
+
+
 def test_sweep_rows_without_a_bar_are_said(capsys, tmp_path, monkeypatch):
     # a point whose blocks do not reproduce its branch has NaN err_*: the job says how many, never silently
     import math

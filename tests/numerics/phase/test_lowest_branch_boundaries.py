@@ -330,7 +330,8 @@ def test_phase_boundaries_is_one_entry_for_every_rank(monkeypatch, params) -> No
     direct = rb.lowest_branch_boundaries(params, grid, SolverConfig())
     assert isinstance(b, Boundaries) and (b.r, b.r_star) == (2, 1) and b.branches[-1] == "mixed"
     assert (b.alpha_c, b.alpha_c_from, b.alpha_c_to) == (direct.alpha_c, direct.alpha_c_from, direct.alpha_c_to)
-    assert set(boundary_columns(2)) - set(boundary_columns(1)) == {"mixed_end", "mixed_end_kind", "mixed_end_method"}
+    assert set(boundary_columns(2)) - set(boundary_columns(1)) == {"mixed_end", "mixed_end_kind", "mixed_end_method",
+                                                               "mixed_end_exists"}
     assert set(b.row()) >= set(boundary_columns(2))
     scalar_calls = []
 

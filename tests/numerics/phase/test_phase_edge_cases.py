@@ -253,6 +253,15 @@ def test_the_scalar_boundaries_fill_the_columns_every_rank_shares() -> None:
     ends = with_scalar_labels(b, SolverConfig()).ends
     assert [(e.branch, e.alpha, e.exists, e.err) for e in ends] == [("semantic", 0.6, "above", 1e-3),
                                                                      ("positional", 1.7, "below", 2e-3)]
+    # the row says the side too: a positional_end that is the branch's birth reads as one (--lam 0.02 --omega 0.1:
+    # 0.10439, the branch above it, where --omega 0's 0.9319 is an end with the branch below it)
+    assert (row["semantic_end_exists"], row["positional_end_exists"]) == ("above", "below")
+    from attnphase.numerics.phase.positional_birth import with_birth
+
+    born = with_birth(replace(with_scalar_labels(b, SolverConfig()), positional_end=math.nan),
+                      BranchEnd(0.104, "bifurcation", "eigenvalue", err=2e-4))
+    assert (born.positional_end, born.positional_end_exists, born.row()["positional_end_exists"]) == (0.104, "above",
+                                                                                                    "above")
     assert "no error bar" in row["alpha_c_method"]  # b has no alpha_c_err: the method claims no standard error
     assert "err = standard error" not in row["alpha_c_method"]
     barred = with_scalar_labels(replace(b, alpha_c_err=2e-4), SolverConfig()).alpha_c_method
@@ -260,6 +269,7 @@ def test_the_scalar_boundaries_fill_the_columns_every_rank_shares() -> None:
     none = with_scalar_labels(Boundaries(omega=0.2, alpha_c=math.nan, alpha_l=math.nan, semantic_end=math.nan,
                                          positional_end=math.nan), SolverConfig())
     assert (none.alpha_c_from, none.alpha_c_method, none.alpha_l_branch, none.ends) == ("", "", "", ())
+    assert (none.semantic_end_exists, none.positional_end_exists) == ("", "")
 
 
 def test_alpha_l_equal_to_alpha_c_says_why():
