@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from attnphase import options as opt
 from attnphase import execution_options, outputs, solver_options, work, workload
@@ -88,6 +89,10 @@ def run(args: argparse.Namespace) -> int:
             cells = " ".join(f"{'nan' if row[k] is None else with_error(row[k], row.get('err_' + k)):>18}"
                              for k in ("alpha_c", "alpha_l", "semantic_end", "positional_end"))
             print(f"{str(row[field]):>{width}} {row['omega']:7.3f} {cells}")
+        from attnphase.numerics.jobs.boundary_table import births_note
+
+        if note := births_note(summary["rows"], models[0].r, at=f"{field},omega"):
+            print(f"attnphase: note: {note}", file=sys.stderr)
     from attnphase.execution.progress import job_summary
 
     return job_summary(f"wrote {out_dir}/scan.nc, scan.csv, scan.json and {len(values)} figures", summary["seconds"], t,

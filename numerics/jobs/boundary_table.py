@@ -69,16 +69,20 @@ def print_boundary_table(table: list[dict], label: str, r: int = 1) -> None:
         print(f"{row['omega']:7.3f} " + " ".join(f"{c:>{width}}" for c in cells) + between + f"  {row['notes']}")
 
 
-def births_note(table: list[dict], r: int = 1) -> str:
+def births_note(table: list[dict], r: int = 1, at: str = "omega") -> str:
     """The ends in a table that are a branch's birth (the branch exists above them, ``<branch>_end_exists``), said for
-    every branch but the semantic one, whose end always is ("" when there are none): a positional end is otherwise
-    where the branch stops, going up."""
+    every branch but the semantic one, whose end always is ("" when there are none), each row named by its columns
+    ``at`` (comma-separated, e.g. "lam,omega"): a positional end is otherwise where the branch stops, going up."""
     said = []
+    keys = at.split(",")
     for br in model_branches(r)[1:]:
-        at = [f"{row['omega']:g}" for row in table if row.get(f"{br}_end_exists") == "above"]
-        if at:
-            said.append(f"{_END_HEAD.get(br, br + '_end')} at omega = {', '.join(at)} is a {br} branch's birth: the "
-                        f"branch exists above it ({br}_end_exists)")
+        rows = [row for row in table if row.get(f"{br}_end_exists") == "above"]
+        if rows:
+            value = lambda row, k: f"{row[k]:g}" if isinstance(row[k], float) else str(row[k])  # noqa: E731
+            where = (f"{keys[0]} = " + ", ".join(value(row, keys[0]) for row in rows) if len(keys) == 1 else
+                     "; ".join(", ".join(f"{k} = {value(row, k)}" for k in keys) for row in rows))
+            said.append(f"{_END_HEAD.get(br, br + '_end')} is a {br} branch's birth, the branch existing above it "
+                        f"({br}_end_exists), at {where}")
     return "; ".join(said)
 
 

@@ -624,11 +624,14 @@ def test_an_end_that_is_a_branchs_birth_is_said():
         return dict(omega=omega, semantic_end_exists="above", positional_end_exists=pos_side, mixed_end_exists=mix_side)
 
     table = [row(0.1, "above", "above"), row(0.2, "below", "below"), row(0.3, "above")]
-    assert births_note(table) == ("pos_end at omega = 0.1, 0.3 is a positional branch's birth: the branch exists above "
-                                  "it (positional_end_exists)")
-    assert births_note(table, r=2).endswith("; mix_end at omega = 0.1 is a mixed branch's birth: the branch exists "
-                                            "above it (mixed_end_exists)")
+    assert births_note(table) == ("pos_end is a positional branch's birth, the branch existing above it "
+                                  "(positional_end_exists), at omega = 0.1, 0.3")
+    assert births_note(table, r=2).endswith("; mix_end is a mixed branch's birth, the branch existing above it "
+                                            "(mixed_end_exists), at omega = 0.1")
     assert births_note([row(0.2, "below"), row(0.3, "")]) == ""  # ends proper, or none: nothing to say
+    # scan's rows, named by the scanned parameter too
+    scanned = [{**row(0.1, "above"), "lam": 0.02}, {**row(0.1, "below"), "lam": 0.01}, {**row(0.1, "above"), "lam": 0.03}]
+    assert births_note(scanned, at="lam,omega").endswith("at lam = 0.02, omega = 0.1; lam = 0.03, omega = 0.1")
 
 
 def test_sweep_rows_without_a_bar_are_said(capsys, tmp_path, monkeypatch):
