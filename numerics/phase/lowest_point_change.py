@@ -203,9 +203,8 @@ def _locate(s: GridPoints, x: str, a0: float, a1: float) -> tuple[float, float, 
         # Delta e_t = 0 on a whole interval, not a crossing), and the change to S is its birth from A
         return sem.end.alpha, sem.end.err, (
             f"{_birth(sem)}; the {x} point, lowest at the grid alpha {a0:.4g}, has fallen to the agnostic one at the "
-            "birth, which is "
-            f"the lowest below it; e_t(semantic) - e_t(agnostic) = {gap(a1):.3g} < 0 at the next grid point "
-            f"{a1:.4g}; err = the birth's standard error over the rules' blocks"), "agnostic"
+            f"birth, which is the lowest below it; e_t(semantic) - e_t(agnostic) = {gap(a1):.3g} < 0 at the next grid "
+            f"point {a1:.4g}; err = the birth's standard error over the rules' blocks"), "agnostic"
     if x == "agnostic" and d0 == 0.0 and sem.end_side == "below" and a0 <= end <= a1:
         # S is born in (a0, a1]: from A by a bifurcation (Delta e_t = 0 there), or at a fold
         if sem.end.kind == "bifurcation":
@@ -250,10 +249,9 @@ def _locate(s: GridPoints, x: str, a0: float, a1: float) -> tuple[float, float, 
         # from its birth on, and Delta e_t ~ 0 between (within the rule's noise) decides nothing
         return sem.end.alpha, sem.end.err, (
             f"{_birth(sem)} below the grid alpha {a0:.4g}: the root of Delta e_t = e_t(semantic) - e_t(agnostic) on "
-            "solves, "
-            f"{alpha_c:.4g} +- {err:.2g}, lies within {TIE_ERRORS:g} of its standard errors of the birth (Delta e_t = "
-            f"{d0:.2g} at {a0:.4g}, {gap(a1):.3g} at {a1:.4g}); err = the birth's standard error over the rules' "
-            "blocks"), x
+            f"solves, {alpha_c:.4g} +- {err:.2g}, lies within {TIE_ERRORS:g} of its standard errors of the birth "
+            f"(Delta e_t = {d0:.2g} at {a0:.4g}, {gap(a1):.3g} at {a1:.4g}); err = the birth's standard error over the "
+            "rules' blocks"), x
     return alpha_c, err, method, x
 
 
@@ -294,9 +292,8 @@ def _past_failures(s: GridPoints, x: str, a0: float, a1: float,
     if _tied_to_birth(sem, x, alpha_c, err):
         return sem.end.alpha, sem.end.err, (
             f"{_birth(sem)}: {words}; on it the root of Delta e_t = e_t(semantic) - e_t(agnostic), {alpha_c:.4g} +- "
-            f"{err:.2g}, "
-            f"lies within {TIE_ERRORS:g} of its standard errors of the birth; err = the birth's standard error over "
-            "the rules' blocks"), x
+            f"{err:.2g}, lies within {TIE_ERRORS:g} of its standard errors of the birth; err = the birth's standard "
+            "error over the rules' blocks"), x
     return alpha_c, err, f"{words}; on it {method}", x
 
 
@@ -327,9 +324,8 @@ def _below_followed(s: GridPoints, x: str, path: list[FixedPoint], d_low: float,
             and 0.0 <= gap <= UNRESOLVED_FRACTION * (a1 - a0)):
         return sem.end.alpha, math.hypot(sem.end.err, gap), (
             f"{_birth(sem)}: {words}, below the agnostic point all the way (Delta e_t = {d_low:.3g} at its lowest "
-            f"point), {gap:.3g} "
-            "above the birth, no solve between converging (the rule's jumps); err = hypot(the birth's standard "
-            f"error over the rules' blocks, {sem.end.err:.2g}; that gap)"), x
+            f"point), {gap:.3g} above the birth, no solve between converging (the rule's jumps); err = hypot(the "
+            f"birth's standard error over the rules' blocks, {sem.end.err:.2g}; that gap)"), x
     raise BranchLost(f"{words}, below the {x} point all the way (Delta e_t = {d_low:.3g} at its lowest point); "
                      "below it its solves fail: the change lies lower")
 
