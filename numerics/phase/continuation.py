@@ -149,8 +149,12 @@ def sweep(
     for alpha in order:
         ended = math.isfinite(end.alpha)
         if ended and not past_end:
-            break
-        if ended:
+            if not exists_at(end, direction, alpha):
+                break
+            # a grid alpha between a failed step and the end located beyond it: the branch exists here
+            fp = rescue(alpha, good)
+            good = fp if on_branch(fp, branch) else good
+        elif ended:
             fp = run(alpha, last)
             if end.points and alpha >= end.on_solve_rule:
                 # above the traced end the branch exists: start from the traced point nearest in alpha
@@ -193,18 +197,18 @@ def sweep(
                 end = ahead or locate_branch_end(params, branch, direction, good, (grid_good or good).alpha, fp, run,
                                                  cfg, bisection_tol=bisection_tol, full_config=full_cfg)
                 side = "below" if direction == "down" else "above"
-                exists_here = alpha >= end.on_solve_rule if direction == "down" else alpha <= end.on_solve_rule
+                exists_here = exists_at(end, direction, alpha)
                 if end.method == "trace" and exists_here:
                     near = min(end.points or (good,), key=lambda p: abs(p.alpha - alpha))
                     fp = run(alpha, near)
-                if not on_branch(fp, branch) and exists_here and past_end:
+                if not on_branch(fp, branch) and exists_here:
                     fp = rescue(alpha, good)
                 if not on_branch(fp, branch) and end.kind == "solver failure":
                     # an end found only because warm solves failed may be numerical: a cold solve, full budget
                     cold = solve(params, alpha, branch, config=full_cfg, rule=rule)
                     if on_branch(cold, branch):
                         fp, good, end, side = cold, cold, NO_END, ""
-                if not on_branch(fp, branch):
+                if not on_branch(fp, branch) and not exists_here:
                     if not past_end:
                         break  # this alpha lies past the end: no row
                     fp = run(alpha, good)
@@ -215,6 +219,12 @@ def sweep(
         if progress is not None:
             progress(fp)
     return BranchSweep(branch, [results[a] for a in grid if a in results], end, side)
+
+
+def exists_at(end: BranchEnd, direction: str, alpha: float) -> bool:
+    """Whether the branch followed in ``direction`` exists at ``alpha`` by its located ``end``: at or above it going
+    down, at or below it going up (on the solve rule)."""
+    return alpha >= end.on_solve_rule if direction == "down" else alpha <= end.on_solve_rule
 
 
 def order_growing(path: Sequence[FixedPoint]) -> bool:

@@ -28,7 +28,7 @@ from attnphase.numerics.phase.brackets import BranchLost
 from attnphase.numerics.phase.branch_end import BranchEnd, on_branch, positional_birth
 from attnphase.numerics.phase.branch_jump import follow_down, jump_at, order_parameter
 from attnphase.numerics.phase.continuation import BranchSweep
-from attnphase.numerics.phase.grid_points import SWEPT, GridPoints
+from attnphase.numerics.phase.grid_points import SWEPT, GridPoints, past_end
 from attnphase.numerics.phase.positional_birth import with_birth
 from attnphase.numerics.phase.scalar_boundaries import ALPHA_L_WITHOUT_ALPHA_C, BISECTION_TOL, DEFAULT_ALPHAS
 from attnphase.numerics.roots import brent_root
@@ -87,7 +87,9 @@ def lowest_point_alpha_c(params: ModelParams, b: Boundaries, config: SolverConfi
     except BranchLost as exc:
         return replace(b, notes=tuple(notes + [f"alpha_c: not located: {exc}"]))
     top = change[2] if change else math.inf
-    unseen = [f"{a:.4g} ({br}: {why})" for br in SWEPT for a, why in sorted(s.failed[br].items()) if a > top]
+    # past a branch's located end it is absent there, however its solve ended (GridPoints.status)
+    unseen = [f"{a:.4g} ({br}: {why})" for br in SWEPT for a, why in sorted(s.failed[br].items())
+              if a > top and not past_end(s.sweeps[br], a)]
     notes += [f"retried: {r}" for r in s.retried]
     if failures:
         notes.append("solver failure at alpha = " + "; ".join(f"{a:.4g}: {why}" for a, why in failures)

@@ -187,6 +187,18 @@ def test_a_failure_in_the_sweep_above_the_bracket_is_named_not_called_absence():
     assert not any("absent" in n and "alpha = 2" in n for n in b.notes)
 
 
+def test_a_failure_past_the_branchs_located_end_is_not_named_a_solver_failure():
+    # phase-diagram --lam 0.001 --omega 0.3: the positional branch ends at 0.43 (a bifurcation, existing below it);
+    # its starts at alpha 2.2-3 did not converge, where the branch is absent by its end (attnphase solve: mu = -3.4)
+    bad = agnostic(L3, 2.0)
+    bad = replace(bad, status=replace(bad.status, converged=False, residual=5.9e-4))
+    b = boundaries(L3, (1.0, 2.0), BIRTH, pos_points=[agnostic(L3, 1.0), bad])
+    b = replace(b, positional=replace(b.positional, end=BranchEnd(0.43, "bifurcation", "eigenvalue"), end_side="above"))
+    b = lpc.lowest_point_alpha_c(L3, b, CFG, GRID)
+    assert (b.alpha_c, b.alpha_c_from, b.alpha_c_to) == (0.3, "agnostic", "semantic")
+    assert not any("solver failure" in n for n in b.notes), b.notes
+
+
 def test_a_failure_inside_the_bracket_leaves_alpha_c_unlocated(monkeypatch):
     _failing_at(0.25, "positional", monkeypatch)
     b = lpc.lowest_point_alpha_c(L3, boundaries(L3, (1.0, 2.0), BIRTH), CFG, (0.2, 0.25, 1.0, 2.0))

@@ -593,6 +593,33 @@ def test_an_end_bisected_on_failed_solves_is_dropped_where_the_branch_goes_on(mo
     assert cont.sweep(params, [1.0, 1.5, 2.0], "positional").end.alpha == 1.35
 
 
+def test_a_grid_point_between_a_failed_step_and_the_end_located_beyond_it_keeps_its_row(monkeypatch):
+    """``phase-diagram --lam 0.001 --omega 0.3``: the semantic sweep's warm step down to 0.8909 failed and the end
+    was then located below it by the eigenvalue (0.769); the diagram's sweep (past_end=False) dropped the row at
+    0.8909 as past the end, where ``attnphase solve`` converges on the branch.  A grid point on the side of the end
+    where the branch exists is solved once more with the full budget and keeps its row; the first one past the end
+    stops the sweep."""
+    from attnphase.numerics.phase import continuation as cont
+    from attnphase.numerics.phase.branch_end import on_branch
+    from attnphase.numerics.se.results import SolverStatus
+
+    params = ModelParams(omega=0.3)
+    real = solve(params, 2.0, "semantic", config=SolverConfig(quadrature="sobol6:2"))
+    assert on_branch(real, "semantic")
+
+    def at(alpha, ok):
+        return replace(real, alpha=alpha, status=SolverStatus(ok, 5, 1e-12 if ok else 1e-4,
+                                                              "converged" if ok else "not converged"))
+    solved = []
+    monkeypatch.setattr(cont, "solve_from", lambda params, alpha, branch, init, cfg, rule: at(alpha, alpha > 1.0))
+    monkeypatch.setattr(cont, "solve", lambda params, alpha, branch, **kw: (solved.append(alpha), at(alpha, True))[1])
+    monkeypatch.setattr(cont, "locate_branch_end", lambda *a, **k: BranchEnd(0.77, "bifurcation", "eigenvalue"))
+    sw = cont.sweep(params, [0.6, 0.8, 0.9, 1.2, 1.5], "semantic", past_end=False)
+    assert [p.alpha for p in sw.points] == [0.8, 0.9, 1.2, 1.5]
+    assert all(on_branch(p, "semantic") for p in sw.points)
+    assert (sw.end.alpha, sw.end_side) == (0.77, "below") and 0.6 not in solved
+
+
 def test_semantic_points_below_the_crossing_that_a_finer_rule_puts_above_it_are_the_solve_rules():
     """sigma = (0.4, 0.6), omega = 0.15: on the solve rule the semantic branch has points down to 0.59, below the
     eigenvalue's crossing 0.6375, and a trace from them gave the end 0.5504; at their theta (0.103 at alpha = 0.61)
