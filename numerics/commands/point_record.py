@@ -212,15 +212,16 @@ def precision_note(rel: float, tier: str) -> None:
 
 
 def print_record(rec: dict, reason: str, converged: bool, as_json: bool, show=lambda v: v,
-                 census: bool = False) -> int:
+                 census: bool = False, failed: bool = False) -> int:
     """Print a solve record (one JSON object, or :func:`attnphase.display.record_lines` with ``show``) and the warning
     or note its ``reason`` calls for (with ``census``, a failed solve's warning names the census that lists the
-    fixed points at its alpha); the exit code: 0, 1 (not converged) or EXIT_NO_BRANCH."""
+    fixed points at its alpha); the exit code: 0, 1 (not converged, or ``failed``: converged to another point where
+    the requested branch exists, solver failure) or EXIT_NO_BRANCH."""
     if as_json:
         print(json.dumps(outputs.json_value(rec)))
     else:
         print("\n".join(record_lines(rec, show)))
-    if not converged:
+    if not converged or failed:
         hint = (f"; `attnphase census --alpha {rec['alpha']:g}` with the same model options lists the fixed points "
                 "that converge here") if census else ""
         print(f"attnphase: warning: {reason}{hint}", file=sys.stderr)

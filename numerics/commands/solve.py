@@ -83,20 +83,22 @@ def run(args: argparse.Namespace) -> int:
         rec, fp = _error_bars(rec, fp, err, cfg, n_rules, args)
         if not fp.status.converged:  # not confirmed by the rule's blocks
             rec, reason = solve_record(fp, args.branch)
+    failed = False
     if (fp.status.converged and fp.branch == "agnostic" and args.branch in ("positional", "semantic")
             and not fp.status.message.startswith("absent:")):
-        reason = rec["reason"] = _landing_reason(reason, fp, args.branch, cfg)
-    return print_record(rec, reason, fp.status.converged, args.json, census=True)
+        reason, failed = _landing_reason(reason, fp, args.branch, cfg)
+        rec["reason"] = reason
+    return print_record(rec, reason, fp.status.converged, args.json, census=True, failed=failed)
 
 
-def _landing_reason(reason: str, fp: Any, branch: str, cfg: Any) -> str:
-    """``reason`` (a solve on ``branch`` that converged to the agnostic point) with what that shows: the branch
-    absent, or solver failure (:func:`~attnphase.numerics.phase.absence.landing_note`)."""
+def _landing_reason(reason: str, fp: Any, branch: str, cfg: Any) -> tuple[str, bool]:
+    """(``reason`` (a solve on ``branch`` that converged to the agnostic point) with what that shows, whether it
+    shows solver failure rather than absence: :func:`~attnphase.numerics.phase.absence.landing_note`)."""
     from attnphase.numerics.phase.absence import landing_note
     from attnphase.numerics.se.se_map import model_rule
 
-    note = landing_note(fp, branch, model_rule(fp.params, cfg), cfg)
-    return f"{reason} ({note})" if note else reason
+    absent, note = landing_note(fp, branch, model_rule(fp.params, cfg), cfg)
+    return (f"{reason} ({note})", not absent) if note else (reason, False)
 
 
 def _point_error(fp: Any, cfg: Any, n_rules: int) -> Any:

@@ -55,19 +55,19 @@ def beside_agnostic_eigenvalue(fp: FixedPoint, branch: str, rule: QuadratureRule
     return float(at(fp.params, fp.alpha, on_branch_subspace(fp.overlaps, "agnostic"), rule, config)[0])
 
 
-def landing_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: SolverConfig) -> str:
-    """What one solve started on ``branch`` (positional or semantic) that converged to the agnostic point shows: the
-    branch absent where that point's eigenvalue in the branch's direction is below 1 (no branch leaves it),
-    else solver failure (a branch leaves the agnostic point, the start did not reach it); "" where nothing is
-    shown (another outcome, or an eigenvalue that could not be computed)."""
+def landing_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: SolverConfig) -> tuple[bool, str]:
+    """What one solve started on ``branch`` (positional or semantic) that converged to the agnostic point shows, as
+    (absent, note): the branch absent where that point's eigenvalue in the branch's direction is below 1 (no branch
+    leaves it), else solver failure (a branch leaves the agnostic point, the start did not reach it); (False, "")
+    where nothing is shown (another outcome, or an eigenvalue that could not be computed)."""
     eig = agnostic_eigenvalue(fp, branch, rule, config)
     if not math.isfinite(eig):
-        return ""
+        return False, ""
     symbol, name = EIGENVALUE[branch][1], EIGENVALUE[branch][2]
     if eig < 1.0:
-        return (f"absent: the agnostic point's eigenvalue in {name} is below 1 here ({symbol} = {eig:.3g}), so no "
-                f"{branch} branch leaves it")
-    return (f"solver failure, not absence: the agnostic point's eigenvalue in {name} is {symbol} = {eig:.3g} >= 1 "
+        return True, (f"absent: the agnostic point's eigenvalue in {name} is below 1 here ({symbol} = {eig:.3g}), so "
+                      f"no {branch} branch leaves it")
+    return False, (f"solver failure, not absence: the agnostic point's eigenvalue in {name} is {symbol} = {eig:.3g} >= 1 "
             f"here, so a {branch} branch leaves it, which the {branch} start did not reach (a finer --quadrature, or "
             f"attnphase sweep --branch {branch} from another alpha, may reach it: near the branch's end its order "
             f"parameter is small and a coarse rule's jumps hide it)")

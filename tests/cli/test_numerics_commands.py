@@ -388,6 +388,32 @@ def test_solve_reports_its_largest_relative_error_bar_and_says_when_the_tier_mis
     assert "above the default tier's target" in out.err
 
 
+def test_a_solve_that_fell_to_the_agnostic_point_where_the_branch_leaves_it_exits_as_solver_failure(
+        capsys, monkeypatch) -> None:
+    """``solve --alpha 2 --rho0 1e4`` fell to the agnostic point, whose eigenvalue in theta is 1.03 >= 1: the reason
+    said "solver failure, not absence" and the exit code was 3 (the branch does not exist).  It is 1, as for a solve
+    that did not converge; where the eigenvalue is below 1 (absent) it stays 3."""
+    from dataclasses import replace
+
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.se import state_evolution as se
+    from attnphase.theory import ModelParams
+
+    cfg = SolverConfig(quadrature="sobol8:4")
+    # L = 2, omega = 0.3, alpha = 1: the positional branch leaves the agnostic point there (mu > 1)
+    fell = replace(se.solve(ModelParams(omega=0.3), 1.0, "agnostic", config=cfg), requested="positional")
+    assert fell.status.converged and fell.branch == "agnostic"
+    argv = ["solve", "--alpha", "1", "--branch", "positional", "--quadrature", "sobol8:4", "--error-estimate", "0"]
+    # run once as it is: every module the command imports binds the real solve before it is patched
+    assert main(argv) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(se, "solve", lambda *a, **k: fell)
+    assert main(argv + ["--json"]) == 1
+    out = capsys.readouterr()
+    assert "(solver failure, not absence: the agnostic point's eigenvalue in m is mu = " in json.loads(out.out)["reason"]
+    assert "attnphase: warning: " in out.err
+
+
 def test_a_student_held_at_zero_is_named_and_its_q_has_no_relative_error(capsys, tmp_path) -> None:
     """At lambda = 1 the ridge penalty holds the student at Q = 0 (q ~ 1e-47 +- 1e-47): the reason says so, and q
     (zero at round-off) is not an accuracy of 100 % with a note that the tier missed its target."""

@@ -47,14 +47,16 @@ def test_an_agnostic_point_unstable_in_m_is_no_evidence_of_absence():
 
 
 def test_one_solve_that_fell_to_the_agnostic_point_says_absence_or_solver_failure_by_the_eigenvalue():
-    absent = landing_note(agnostic(L3, 2.0), "positional", model_rule(L3, CFG), CFG)
-    assert absent.startswith("absent: the agnostic point's eigenvalue in m is below 1 here (mu = ")
+    is_absent, absent = landing_note(agnostic(L3, 2.0), "positional", model_rule(L3, CFG), CFG)
+    assert is_absent and absent.startswith("absent: the agnostic point's eigenvalue in m is below 1 here (mu = ")
     assert float(absent.split("mu = ")[1].split(")")[0]) < 1
     params = ModelParams(omega=0.3)  # L = 2, alpha = 1: the positional branch leaves the agnostic point (mu > 1)
-    failure = landing_note(agnostic(params, 1.0), "positional", model_rule(params, CFG), CFG)
-    assert failure.startswith("solver failure, not absence: the agnostic point's eigenvalue in m is mu = ")
+    is_absent, failure = landing_note(agnostic(params, 1.0), "positional", model_rule(params, CFG), CFG)
+    assert not is_absent and failure.startswith("solver failure, not absence: the agnostic point's eigenvalue in m "
+                                                "is mu = ")
     assert float(failure.split("mu = ")[1].split(" ")[0]) >= 1
-    assert landing_note(se.solve(L3, 2.0, "semantic", config=CFG), "positional", model_rule(L3, CFG), CFG) == ""
+    assert landing_note(se.solve(L3, 2.0, "semantic", config=CFG), "positional", model_rule(L3, CFG), CFG) == (
+        False, "")
 
 
 def test_a_point_labelled_on_the_branch_but_below_its_floor_says_which_order_parameter_is_too_small():
