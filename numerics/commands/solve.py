@@ -88,6 +88,10 @@ def run(args: argparse.Namespace) -> int:
             and not fp.status.message.startswith("absent:")):
         reason, failed = _landing_reason(reason, fp, args.branch, cfg)
         rec["reason"] = reason
+    elif fp.status.converged and fp.branch == args.branch and (err is None or err.converged < 2):
+        # a point of the label that the rule's blocks do not reproduce, below the branch's floor: not on the branch
+        reason, failed = _beside_reason(fp, args.branch, cfg)
+        rec["reason"] = reason
     return print_record(rec, reason, fp.status.converged, args.json, census=True, failed=failed)
 
 
@@ -99,6 +103,18 @@ def _landing_reason(reason: str, fp: Any, branch: str, cfg: Any) -> tuple[str, b
 
     absent, note = landing_note(fp, branch, model_rule(fp.params, cfg), cfg)
     return (f"{reason} ({note})", not absent) if note else (reason, False)
+
+
+def _beside_reason(fp: Any, branch: str, cfg: Any) -> tuple[str, bool]:
+    """(the reason of a converged ``fp`` of ``branch``'s label below the branch's floor, whether it shows solver
+    failure rather than absence: :func:`~attnphase.numerics.phase.absence.beside_note`); ("", False) for a point on
+    the branch."""
+    from attnphase.numerics.phase.absence import beside_note
+    from attnphase.numerics.se.se_map import model_rule
+
+    absent, note = beside_note(fp, branch, model_rule(fp.params, cfg), cfg)
+    return (f"no {branch} fixed point found at alpha = {fp.alpha:g}, omega = {fp.params.omega:g}: {note}", not absent) \
+        if note else ("", False)
 
 
 def _point_error(fp: Any, cfg: Any, n_rules: int) -> Any:

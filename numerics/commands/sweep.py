@@ -143,12 +143,18 @@ def _past_end_note(res, branch: str) -> str:
     return OTHER_BRANCHES.format(branch=branch, where="past it")
 
 
+#: How a row's reason begins where the solve converged off the branch on the side of its located end where it
+#: exists (:func:`row_reasons`): a failed point, not an absence.
+SOLVER_FAILURE = "solver failure, not absence"
+
+
 def row_reasons(res, branch: str) -> list[str]:
     """For every point of a sweep: "" when it is on ``branch``, else why not (the branch ends, or the
     solve failed).  A point past the branch's located end is "no <branch> fixed point here" -- at r >= 2 or r* >= 2,
     where a label can have several branches, "no point of the followed <branch> branch here", and that another may
     lie there (:data:`OTHER_BRANCHES`); a converged point off the branch says where the branch ends, or, below the
-    positional branch's located birth, where it is born."""
+    positional branch's located birth, where it is born; one on the side of the located end where the branch exists
+    is a solver failure."""
     from attnphase.numerics.phase.branch_end import on_branch
 
     end = res.end.alpha
@@ -178,6 +184,8 @@ def row_reasons(res, branch: str) -> list[str]:
         if fp.status.converged:
             got = f"the solve converged to the {fp.branch} one{zero_student(fp)}" if fp.branch != branch else \
                 f"the solve reached a point whose {branch} order parameter is below the branch's floor"
+            if ends and not res.past_end(fp.alpha) and not fp.alpha < born:  # on the side where the branch exists
+                return f"{SOLVER_FAILURE}: {got}; {where}, here too" + elsewhere(i)
             return f"{none}: {got}" + (f"; {where_here}" if where_here else "") + elsewhere(i)
         if res.past_end(fp.alpha):
             return f"{none} ({where}); the solve did not converge, no overlaps{elsewhere(i)}"
@@ -295,6 +303,9 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
             n_unbarred += sum(not why and not all(math.isfinite(row[c]) for c in columns if c.startswith("err_"))
                               for row, why in zip(rows, reasons))
             failed = sum(bool(why) and why.startswith("not converged") for why in reasons)
+            # converged off the branch on the side of its end where it exists (row_reasons)
+            missed = sum(why.startswith(SOLVER_FAILURE) for why in reasons)
+            failed += missed
             n_on, n_failed = n_on + on, n_failed + failed
             ends = not math.isnan(res.end.alpha)
             if ends:
@@ -318,9 +329,11 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
                         "method": res.end.method} if ends else None,
                 "birth": {"alpha": res.birth.alpha, "err": res.birth.err, "kind": res.birth.kind,
                           "method": res.birth.method, "note": res.birth_note} if res.birth_note else None,
-                "on_branch": on, "not_converged": failed, "off_branch": len(rows) - on - failed, "rows": rows,
+                "on_branch": on, "not_converged": failed - missed, "solver_failure": missed,
+                "off_branch": len(rows) - on - failed, "rows": rows,
             } | ({"rank": r, "teacher_rank": r_star} if suffix else {}))
-            notes = [f"{failed} not converged"] if failed else []
+            notes = [f"{failed - missed} not converged"] if failed - missed else []
+            notes += [f"{missed} solver failure where the branch exists (see the reason column)"] if missed else []
             if len(rows) - on - failed:
                 off = (f"off the followed {args.branch} branch" if several_branches(res) else
                        f"where no {args.branch} fixed point exists")

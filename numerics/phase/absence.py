@@ -73,6 +73,27 @@ def landing_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: Solv
             f"parameter is small and a coarse rule's jumps hide it)")
 
 
+def beside_note(fp: FixedPoint, branch: str, rule: QuadratureRule, config: SolverConfig) -> tuple[bool, str]:
+    """What one solve started on ``branch`` (positional or semantic) that converged to a point of its label below the
+    branch's floor shows, as (absent, note): the branch absent where the agnostic point next to it is stable in the
+    branch's direction (:func:`beside_agnostic_eigenvalue` below 1: the point is the rule's noise there), else solver
+    failure (a branch leaves the agnostic point, with an order parameter the start did not reach); (False, "") for
+    any other point or an eigenvalue that could not be computed."""
+    eig = beside_agnostic_eigenvalue(fp, branch, rule, config)
+    if not math.isfinite(eig):
+        return False, ""
+    symbol, name = EIGENVALUE[branch][1], EIGENVALUE[branch][2]
+    ((key, floor),) = BRANCH_FLOORS[branch]
+    point = (f"the solve converged next to the agnostic point (|{name}| = {overlap_size(fp, key):.3g}, below the "
+             f"branch's floor {floor:g})")
+    if eig < 1.0:
+        return True, (f"absent: {point}, which is stable in {name} here ({symbol} = {eig:.4g} < 1): no {branch} branch "
+                      "leaves it, the point is the rule's noise")
+    return False, (f"solver failure, not absence: {point}, where the agnostic point is unstable in {name} ({symbol} = "
+                   f"{eig:.4g} >= 1): a {branch} branch leaves it, with a larger {name} than the start reached (near "
+                   f"the branch's end; attnphase sweep --branch {branch} from a larger alpha may reach it)")
+
+
 @dataclass(frozen=True)
 class Absence:
     """What a sweep of ``branch`` none of whose points is on it shows, alpha by alpha: ``absent`` -- (alpha, the

@@ -779,7 +779,7 @@ def test_a_sweep_row_past_the_followed_branchs_end_claims_no_more_than_it_knows(
     status = SimpleNamespace(converged=True, message="converged", residual=1e-12)
     points = [SimpleNamespace(alpha=a, branch="mixed", is_matrix=matrix, status=status) for a in (1.0, 2.0)]
     res = SimpleNamespace(points=points, end=branch_end.BranchEnd(1.7476, "fold", "bisection"), end_side="above",
-                          others=(), birth=NO_END)
+                          others=(), birth=NO_END, past_end=lambda a: a > 1.7476)
     on, past = sweep.row_reasons(res, "mixed")
     assert on == "" and "the branch ends at alpha = 1.748 (fold) and exists below it" in past
     if matrix:
@@ -788,6 +788,27 @@ def test_a_sweep_row_past_the_followed_branchs_end_claims_no_more_than_it_knows(
                              "`attnphase census`, looks for every one)")
     else:
         assert past.startswith("no mixed fixed point here") and "another" not in past
+
+
+def test_a_sweep_row_off_the_branch_where_its_end_says_it_exists_is_a_solver_failure(monkeypatch):
+    """``sweep --alpha 0.7,0.72,0.8 --branch semantic`` (omega = 0.3, end 0.7164, the branch above it): at 0.72 the
+    solve reached a point below the branch's floor, and the row said "no semantic fixed point here ... the branch
+    exists above it" -- above 0.7164.  That row is a solver failure; the one at 0.7, past the end, an absence."""
+    from types import SimpleNamespace
+
+    from attnphase.numerics.commands import sweep
+    from attnphase.numerics.phase import branch_end
+    from attnphase.numerics.phase.continuation import NO_END
+
+    monkeypatch.setattr(branch_end, "on_branch", lambda fp, branch: fp.alpha > 0.75)
+    status = SimpleNamespace(converged=True, message="converged", residual=1e-12)
+    points = [SimpleNamespace(alpha=a, branch="semantic", is_matrix=False, status=status) for a in (0.7, 0.72, 0.8)]
+    res = SimpleNamespace(points=points, end=branch_end.BranchEnd(0.7164, "bifurcation", "eigenvalue"),
+                          end_side="below", others=(), birth=NO_END, past_end=lambda a: a < 0.7164)
+    past, inside, on = sweep.row_reasons(res, "semantic")
+    assert on == "" and past.startswith("no semantic fixed point here: the solve reached a point whose semantic")
+    assert inside.startswith(f"{sweep.SOLVER_FAILURE}: the solve reached a point whose semantic order parameter is "
+                             "below the branch's floor; the branch ends at alpha = 0.7164")
 
 
 def test_a_rank_r_sweep_row_off_its_branch_says_what_a_cold_solve_found_there(monkeypatch):
@@ -804,7 +825,8 @@ def test_a_rank_r_sweep_row_off_its_branch_says_what_a_cold_solve_found_there(mo
     points = [SimpleNamespace(alpha=a, branch="mixed", is_matrix=True, status=status) for a in (1.0, 2.0, 3.0)]
     cold = SimpleNamespace(alpha=2.0, observables=SimpleNamespace(e_t=0.0027729))
     res = SimpleNamespace(points=points, end=branch_end.BranchEnd(1.7476, "fold", "bisection"), end_side="above",
-                          others=(None, cold, None), birth=NO_END)
+                          others=(None, cold, None), birth=NO_END,
+                          past_end=lambda a: a > 1.7476)
     on, found, none = sweep.row_reasons(res, "mixed")
     assert on == "" and found.endswith("; a cold solve reaches a mixed point here, e_t = 0.0027729 (`attnphase "
                                        "solve` at this alpha gives it)")

@@ -414,6 +414,32 @@ def test_a_solve_that_fell_to_the_agnostic_point_where_the_branch_leaves_it_exit
     assert "attnphase: warning: " in out.err
 
 
+@pytest.mark.parametrize("alpha, code, verdict", [(0.5, 3, "absent: the solve converged next to the agnostic point"),
+                                                  (2.0, 1, "solver failure, not absence: the solve converged next")])
+def test_a_solved_point_below_the_branchs_floor_is_absence_or_solver_failure_by_the_eigenvalue(
+        capsys, monkeypatch, alpha, code, verdict) -> None:
+    """``solve --alpha 0.7 --branch semantic`` (omega = 0.3, below the end 0.7164) printed a semantic point of theta
+    0.0039 that none of the rule's blocks reproduced, exit code 0, where a sweep says there is none.  Such a point
+    (below the branch's floor, not reproduced) is the branch's absence where the agnostic point next to it is stable
+    in theta (exit 3), else a solver failure (exit 1)."""
+    from dataclasses import replace
+
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.se import state_evolution as se
+    from attnphase.theory import ModelParams
+
+    agn = se.solve(ModelParams(omega=0.3), alpha, "agnostic", config=SolverConfig(quadrature="sobol8:4"))
+    near = replace(agn, overlaps=replace(agn.overlaps, th0=0.004), branch="semantic", requested="semantic")
+    argv = ["solve", "--alpha", f"{alpha:g}", "--quadrature", "sobol8:4", "--error-estimate", "0"]
+    assert main(argv + ["--branch", "agnostic"]) == 0  # every module the command imports binds the real solve
+    capsys.readouterr()
+    monkeypatch.setattr(se, "solve", lambda *a, **k: near)
+    assert main(argv + ["--json"]) == code
+    reason = json.loads(capsys.readouterr().out)["reason"]
+    assert reason.startswith(f"no semantic fixed point found at alpha = {alpha:g}, omega = 0.3: {verdict}"), reason
+    assert "(|theta| = 0.004, below the branch's floor 0.02)" in reason
+
+
 def test_a_student_held_at_zero_is_named_and_its_q_has_no_relative_error(capsys, tmp_path) -> None:
     """At lambda = 1 the ridge penalty holds the student at Q = 0 (q ~ 1e-47 +- 1e-47): the reason says so, and q
     (zero at round-off) is not an accuracy of 100 % with a note that the tier missed its target."""
