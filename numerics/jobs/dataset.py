@@ -16,11 +16,13 @@ from attnphase.numerics.jobs.boundary_table import bracket_widths
 from attnphase.numerics.phase.boundary_results import Boundaries, boundary_columns, boundary_keys, model_branches
 from attnphase.numerics.phase.continuation import BranchSweep
 from attnphase.numerics.jobs.variables import SWEEP_COLUMNS, lookup
+from attnphase.numerics.phase.branch_end import on_branch
 
 CURVE_KEYS = ("eps_g", "e_t", "m", "theta", "q")
 _ERR_COMMENT = ("from the rules' independent scrambling blocks, or the sample standard deviation over "
                 "--error-estimate K independent rules; NaN: not estimated")
-_ON_BRANCH = "on each branch over the alpha grid; NaN where its fixed point did not converge"
+_ON_BRANCH = ("on each branch over the alpha grid; NaN where its fixed point did not converge (converged = 0) or the "
+              "solve reached another point, the branch absent there (on_branch = 0)")
 
 
 def _lookup(name: str) -> Variable | None:
@@ -64,6 +66,7 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
     text = {k: np.full(shape, "", dtype=object) for k in text_keys + ("notes", "status", "error")}
     curves = {k: np.full(shape + (len(branches), len(alist)), np.nan) for k in CURVE_KEYS}
     converged = np.zeros(shape + (len(branches), len(alist)), dtype=np.int8)
+    on = np.zeros(shape + (len(branches), len(alist)), dtype=np.int8)
     for cell in cells:
         at = tuple(idx[d][_coord_key(cell["at"][d])] for d in dims)
         b: Boundaries = cell["b"]
@@ -85,17 +88,18 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
                 i = a_idx.get(float(fp.alpha))
                 if i is None or not fp.status.converged:
                     continue
-                rec = fp.record
-                for k in CURVE_KEYS:
-                    curves[k][at + (j, i)] = rec[k]
                 converged[at + (j, i)] = 1
-                floats["eps_lin"][at] = rec["eps_lin"]
+                floats["eps_lin"][at] = fp.record["eps_lin"]
+                if on_branch(fp, sw.branch):  # not the agnostic point a start of the branch fell to
+                    on[at + (j, i)] = 1
+                    for k in CURVE_KEYS:
+                        curves[k][at + (j, i)] = fp.record[k]
         for j, br in enumerate(branches):
-            for alpha, on, e_t, eps_g in b.curves.get(br, ()):
+            for alpha, is_on, e_t, eps_g in b.curves.get(br, ()):
                 i = a_idx.get(float(alpha))
-                if i is not None and on:
+                if i is not None and is_on:
                     curves["e_t"][at + (j, i)], curves["eps_g"][at + (j, i)] = e_t, eps_g
-                    converged[at + (j, i)] = 1
+                    converged[at + (j, i)] = on[at + (j, i)] = 1
     dv: dict[str, Any] = {}
     with_errors = any(cell.get("err") for cell in cells)  # as the CSV: the error columns where the job has errors
     for k in keys + other:
@@ -109,7 +113,10 @@ def boundaries_dataset(cells: Sequence[dict[str, Any]], dims: Sequence[str], coo
     cdims = tuple(dims) + ("branch", "alpha")
     for k in CURVE_KEYS:
         dv[k] = (cdims, curves[k], {"comment": _ON_BRANCH})
-    dv["converged"] = (cdims, converged, {"comment": "on each branch over the alpha grid"})
+    dv["converged"] = (cdims, converged, {"comment": "on each branch over the alpha grid: the solve started on the "
+                                                      "branch converged (0: solver failure)"})
+    dv["on_branch"] = (cdims, on, {"comment": "on each branch over the alpha grid: 1 where the branch's point is "
+                                              "there; converged = 1 and on_branch = 0: the branch is absent there"})
     all_coords = {d: list(coords[d]) for d in dims} | {"branch": list(branches), "alpha": alist}
     widths = bracket_widths([c["b"] for c in cells])
     return annotate(xr.Dataset(dv, coords=all_coords, attrs=attrs), _bracket_lookup if widths else _curve_lookup)

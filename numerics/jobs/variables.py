@@ -37,6 +37,8 @@ _TABLE: list[tuple[str, Variable]] = [
     _v("e_t", "training loss per dimension e_t (-Phi)"),
     _v("eps_lin", "test error eps_lin of the linear baseline"),
     _v("converged", "1 where the fixed point converged, else 0"),
+    _v("on_branch", "1 where the fixed point reached lies on the branch (converged, with the branch's label and its "
+       "order parameter at or above the branch's floor), else 0"),
     _v("iterations", "iterations of the fixed-point solver"),
     _v("residual", "residual of the fixed-point solver", comment="relative step of the state-evolution map"),
     _v("reason", "why the row is not a result on the requested branch (empty: it is)", None),

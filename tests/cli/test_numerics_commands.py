@@ -320,7 +320,8 @@ def test_phase_diagram_error_estimate_is_the_spread_over_rules(tmp_path) -> None
     assert [list(r) for r in meta["rows"]] == [header] and list(meta["variables"]) == header
     ds = open_dataset(tmp_path / "phase_diagram.nc")
     assert set(header) <= set(ds.data_vars) | set(ds.coords) and not [c for c in header if c.endswith("_err")]
-    assert set(ds.data_vars) - set(header) <= {"eps_g", "e_t", "m", "theta", "q", "converged", "status", "error"}
+    assert set(ds.data_vars) - set(header) <= {"eps_g", "e_t", "m", "theta", "q", "converged", "on_branch",
+                                                "status", "error"}
     assert ds["alpha_c"].attrs["ancillary_variables"] == "alpha_c_found err_alpha_c"
 
 

@@ -154,7 +154,8 @@ def test_a_diagram_without_error_bars_has_the_csvs_names_in_its_dataset():
                                 ("omega",), {"omega": [0.3]}, [1.0, 2.0], {"title": "t"})
         columns = set(csv_columns(1, errors=err is not None))
         assert columns <= set(ds.data_vars) | set(ds.coords)
-        assert set(ds.data_vars) - columns <= {"eps_g", "e_t", "m", "theta", "q", "converged", "status", "error"}
+        assert set(ds.data_vars) - columns <= {"eps_g", "e_t", "m", "theta", "q", "converged", "on_branch",
+                                                "status", "error"}
 
 
 def test_sigma_reads_the_same_at_every_rank():

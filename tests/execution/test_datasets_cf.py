@@ -181,6 +181,28 @@ def test_phase_diagram_and_scan_datasets_are_cf(tmp_path, small_sweep) -> None:
     assert assert_cf(tmp_path / "scan.nc")["lam"].attrs["long_name"] == "ridge penalty lambda"
 
 
+def test_a_branch_absent_or_failed_on_the_grid_has_no_numbers_and_says_which(small_sweep) -> None:
+    """``scan --lam 0,0.01``: where the positional starts fell to the agnostic point (the branch absent, as the notes
+    said) the dataset held that point's numbers on the positional branch with converged = 1.  They are NaN there;
+    ``converged`` says whether the solve converged, ``on_branch`` whether it reached the branch."""
+    from dataclasses import replace
+
+    from attnphase.numerics.jobs.dataset import boundaries_dataset
+    from attnphase.numerics.phase.continuation import BranchSweep
+
+    fell, failed = (replace(p, requested="positional") for p in small_sweep.points)
+    fell = replace(fell, branch="agnostic")
+    failed = replace(failed, status=replace(failed.status, converged=False))
+    (b, _) = _boundaries(small_sweep)
+    b = replace(b, positional=BranchSweep("positional", [fell, failed]))
+    ds = boundaries_dataset([{"at": {"omega": b.omega}, "b": b, "err": None, "status": "done", "error": ""}],
+                            ("omega",), {"omega": [b.omega]}, [1.6, 2.0], job_attrs("phase-diagram", version="v"))
+    pos, sem = ds.sel(omega=b.omega, branch="positional"), ds.sel(omega=b.omega, branch="semantic")
+    assert list(pos.converged.values) == [1, 0] and list(pos.on_branch.values) == [0, 0]
+    assert np.isnan(pos.eps_g.values).all() and np.isnan(pos.theta.values).all()
+    assert list(sem.converged.values) == list(sem.on_branch.values) == [1, 1] and np.isfinite(sem.eps_g.values).all()
+
+
 def test_rank_phase_diagram_dataset_is_cf(tmp_path) -> None:
     from attnphase.numerics.phase.boundary_results import Boundaries, LocatedEnd
     from attnphase.numerics.jobs.boundary_table import csv_columns
