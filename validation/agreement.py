@@ -28,16 +28,18 @@ REL_TOL = 0.10
 _COMPARED = {"semantic": ("abs_theta", "eps_g"), "positional": ("abs_m", "eps_g")}
 
 
-def mean_std(values: Sequence[float], single: float = 0.0) -> tuple[float, float]:
-    """Mean and standard deviation (ddof 1) of ``values``, the ``std`` of the rule; ``single`` where there is one
-    value."""
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and standard deviation (ddof 1) of ``values``, the ``std`` of the rule; NaN where there is one value
+    (one run has no spread)."""
     v = np.asarray(values, dtype=float)
-    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else single
+    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else math.nan
 
 
 def within_rule(mean: float, std: float, n: int, theory: float) -> bool:
-    """The agreement rule: ``|mean - theory| <= 2 std / sqrt(n) + REL_TOL |theory|`` (n runs, std over them)."""
-    return abs(mean - theory) <= 2 * std / math.sqrt(n) + REL_TOL * abs(theory)
+    """The agreement rule: ``|mean - theory| <= 2 std / sqrt(n) + REL_TOL |theory|`` (n runs, std over them; with one
+    run, no spread: the relative allowance alone)."""
+    spread = 2 * std / math.sqrt(n) if math.isfinite(std) else 0.0
+    return abs(mean - theory) <= spread + REL_TOL * abs(theory)
 
 
 def all_runs_converged(row: dict[str, Any]) -> bool:
@@ -310,7 +312,8 @@ def same_minima(row: dict[str, Any], other: dict[str, Any]) -> str:
         return ""
     for obs in ("abs_m", "abs_theta", "eps_g", "e_t"):
         scale = SAME_MINIMA_RTOL * max(abs(row[f"{obs}_mean"]), abs(other[f"{obs}_mean"])) + SAME_MINIMA_ATOL
-        if not all(abs(row[key] - other[key]) <= scale for key in (f"{obs}_mean", f"{obs}_std")):
+        if not all(abs(row[key] - other[key]) <= scale or not (math.isfinite(row[key]) or math.isfinite(other[key]))
+                   for key in (f"{obs}_mean", f"{obs}_std")):  # two single runs: no spreads to compare
             return ""
     return ", ".join(f"{obs} {row[f'{obs}_mean']:.4g} vs {other[f'{obs}_mean']:.4g}" for obs in ("abs_m", "abs_theta",
                                                                                                    "eps_g"))

@@ -103,7 +103,7 @@ def amp_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for key in sorted({(r["alpha"], r["d"]) for r in runs}):
         group = [r for r in runs if (r["alpha"], r["d"]) == key]
-        mean, std = mean_std([abs(r["m"]) for r in group], single=math.nan)
+        mean, std = mean_std([abs(r["m"]) for r in group])
         se = std / math.sqrt(len(group))
         q0 = group[0]["se_q0"]
         z = (mean - q0) / max(se, M_RESOLUTION) if math.isfinite(se) else (0.0 if mean == q0 else math.inf)

@@ -29,7 +29,7 @@ OBSERVABLES = ("abs_m", "abs_theta", "q", "eps_g", "e_t", "eps_lin")
 
 
 def seed_means(rs: Sequence[SimResult], observables: Sequence[str]) -> dict[str, float]:
-    """``<obs>_mean`` and ``<obs>_std`` over the runs ``rs`` (ddof 1; 0 for one run) of each of ``observables``
+    """``<obs>_mean`` and ``<obs>_std`` over the runs ``rs`` (ddof 1; NaN for one run) of each of ``observables``
     (``abs_<x>``: ``|x|``)."""
     out = {}
     for obs in observables:

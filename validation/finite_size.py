@@ -25,16 +25,20 @@ def extrapolate(ds: Sequence[int], means: Sequence[float], stds: Sequence[float]
                 power: float = 0.5) -> dict[str, float]:
     """Weighted least-squares fit ``y(d) = a + b / d^power``, weights ``n / std^2`` (``std`` floored at 1e-6);
     returns ``a`` (the d -> inf value), ``b``, ``a``'s standard error (inflated by chi^2 / (points - 2) where the fit
-    is worse than the error bars) and ``chi2``, the weighted sum of squared residuals."""
+    is worse than the error bars) and ``chi2``, the weighted sum of squared residuals.  Where a point has no spread
+    (one run: NaN), equal weights and ``a``'s error from the residuals alone (NaN with two points)."""
     x = np.asarray(ds, dtype=float) ** -power
     y = np.asarray(means, dtype=float)
-    se = np.maximum(np.asarray(stds, dtype=float), 1e-6) / np.sqrt(np.asarray(ns, dtype=float))
+    stds = np.asarray(stds, dtype=float)
+    spread = bool(np.all(np.isfinite(stds)))
+    se = np.maximum(stds, 1e-6) / np.sqrt(np.asarray(ns, dtype=float)) if spread else np.ones_like(y)
     W = 1.0 / se**2
     X = np.stack([np.ones_like(x), x], axis=1)
     cov = np.linalg.inv(X.T @ (X * W[:, None]))
     a, b = cov @ (X.T @ (W * y))
     chi2 = float((W * (y - (a + b * x)) ** 2).sum())
-    scale = max(1.0, chi2 / max(len(y) - 2, 1))
+    dof = len(y) - 2
+    scale = max(1.0, chi2 / max(dof, 1)) if spread else (chi2 / dof if dof > 0 else math.nan)
     return {"a": float(a), "b": float(b), "a_se": float(math.sqrt(cov[0, 0] * scale)), "chi2": chi2}
 
 

@@ -17,7 +17,7 @@ EXPLICIT = {"distance_se": "z", "other_distance_se": "z_other_form"}
 VARIABLES = {
     "<obs>_mean": "mean over the seeds (n_runs runs) of the observable <obs> at one (alpha, d, omega, start)",
     "sd_<obs>": "standard deviation over the seeds (ddof = 1) of <obs>: the runs' spread, not an error bar; the "
-                "error bar of <obs>_mean is sd_<obs> / sqrt(n_runs)",
+                "error bar of <obs>_mean is sd_<obs> / sqrt(n_runs); null for one seed (no spread)",
     "err_<name>": "the error bar of <name> (same units): a fit's standard error (err_a, err_extrapolated, "
                   "err_fit_a), a run's Monte Carlo standard error on its test set (err_eps_g, err_eps_lin), "
                   "err_mean_abs_m = sd_abs_m / sqrt(n), the theory's standard error over its rule's scrambling "

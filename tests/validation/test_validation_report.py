@@ -203,6 +203,27 @@ def test_a_row_with_an_unconverged_run_is_never_counted_as_agreement():
     assert agrees(_row(4, 3), "abs_theta") is False  # the same numbers, one run stopped by its budget
 
 
+def test_one_seed_has_no_spread_and_is_judged_and_extrapolated_without_one():
+    """``validate --quick --seeds 1``: report.md showed 0.65106 +- 0 and summary.json sd_abs_theta 0.0, a spread over
+    one run.  It is NaN (no bar printed); the agreement rule then keeps its relative allowance alone, and the d -> inf
+    fit weighs the points equally, its error from the residuals (NaN with two points)."""
+    from attnphase.validation.agreement import mean_std
+    from attnphase.validation.report import _pm
+
+    mean, std = mean_std([0.65106])
+    assert mean == 0.65106 and math.isnan(std)
+    assert _pm({"abs_theta_mean": mean, "abs_theta_std": std}, "abs_theta") == "0.65106"
+    one = _row(1, 1) | {"abs_theta_std": math.nan}
+    assert agrees(one, "abs_theta") is True
+    assert agrees(one | {"abs_theta_mean": 0.6 * 1.09}, "abs_theta") is True
+    assert agrees(one | {"abs_theta_mean": 0.6 * 1.11}, "abs_theta") is False
+    ds = [200, 500, 1000, 2000]
+    y = [0.6 - 0.8 / math.sqrt(d) + e for d, e in zip(ds, (1e-3, -1e-3, 5e-4, -5e-4))]
+    fit = extrapolate(ds, y, [math.nan] * 4, [1] * 4)
+    assert abs(fit["a"] - 0.6) < 5e-3 and 0 < fit["a_se"] < 5e-3
+    assert math.isnan(extrapolate(ds[:2], y[:2], [math.nan] * 2, [1] * 2)["a_se"])
+
+
 def test_the_report_lists_every_run_that_did_not_converge():
     from attnphase.validation.report import _convergence_lines
 
