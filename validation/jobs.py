@@ -72,12 +72,12 @@ def validation_dataset(results: Sequence[SimResult], theories: Sequence[TheoryAt
     pos = {k: {v: i for i, v in enumerate(vals)} for k, vals in axes.items()}
     shape = tuple(len(v) for v in axes.values())
     runs = {k: np.full(shape, np.nan) for k in RUN_OBSERVABLES + ("eps_g_se", "steps")}
-    conv = np.zeros(shape, dtype=np.int8)
+    conv = np.full(shape, np.nan)  # NaN: no run in the cell (the axes are the union of the runs' coordinates)
     for r in results:
         at = tuple(pos[k][getattr(r, k)] for k in axes)
         for k in runs:
             runs[k][at] = getattr(r, k)
-        conv[at] = int(r.converged)
+        conv[at] = float(r.converged)
     dims = tuple(axes)
     dv: dict[str, Any] = {f"run_{k}": (dims, v) for k, v in runs.items() if k != "eps_g_se"}
     dv["err_run_eps_g"] = (dims, runs["eps_g_se"])  # the one form of an error bar: err_<name>
@@ -137,7 +137,8 @@ def validation_variable(name: str) -> Variable | None:
         "err_run_eps_g": Variable("err_run_eps_g", "standard error of the run's test error from its finite test set",
                                   comment="from the run's finite test set"),
         "run_steps": Variable("run_steps", "gradient-descent steps of the run"),
-        "run_converged": Variable("run_converged", "1 where the run's gradient descent converged, else 0"),
+        "run_converged": Variable("run_converged", "1 where the run's gradient descent converged, 0 where it did "
+                                  "not; NaN where no run was made"),
         "n_runs": Variable("n_runs", "number of runs (seeds) with a finite test error"),
         "theory_alpha_c": Variable("theory_alpha_c", "state-evolution alpha_c"),
     }

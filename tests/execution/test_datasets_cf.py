@@ -244,6 +244,11 @@ def test_validation_dataset_is_cf(tmp_path) -> None:
     assert ds["err_abs_theta"].attrs["long_name"] == "standard error of " + ds["abs_theta"].attrs["long_name"]
     assert ds["run_eps_g"].attrs["ancillary_variables"] == "err_run_eps_g" and "run_eps_g_se" not in ds
     assert {"init_label", "branch_label", "prox_label"} <= set(ds.coords)
+    # a cell where no run was made is NaN, not "did not converge" (validate's grid is the union of its runs' axes)
+    part = validation_dataset(runs[:-1], [theory], job_attrs("validate", version="v"))
+    last = runs[-1]
+    cell = part.run_converged.sel(d=last.d, omega=last.omega, alpha=last.alpha, init=last.init, seed=last.seed)
+    assert math.isnan(float(cell)) and np.isin(part.run_converged.values, (0.0, 1.0)).sum() == len(runs) - 1
 
 
 def test_every_column_the_numerics_write_is_in_the_table() -> None:
