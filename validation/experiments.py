@@ -28,7 +28,8 @@ _STREAMS = {"teacher": 0, "train": 1, "test": 2, "init": 3, "amp": 4}
 
 #: Keys of the ``attnphase simulate --json`` object, in order.
 JSON_KEYS = ("d", "alpha", "omega", "init", "optimizer", "seed", "m", "theta", "q", "eps_g", "e_t", "eps_lin", "steps",
-             "converged", "status", "grad_norm", "grad_tol", "seconds", "n", "n_test", "err_eps_g", "err_eps_lin")
+             "converged", "status", "grad_norm", "grad_tol", "seconds", "n", "n_test", "err_eps_g", "err_eps_lin",
+             "device", "dtype")
 #: The JSON's name of a field where the two differ: an error bar is ``err_<name>`` in every output.
 _JSON_FIELD = {"err_eps_g": "eps_g_se", "err_eps_lin": "eps_lin_se"}
 #: Keys ``simulate --json`` adds when a rank is above 1 (the rotation invariants, docs/model.md section 7).

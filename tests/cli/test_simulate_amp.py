@@ -16,7 +16,7 @@ def test_simulate_amp_json(capsys):
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 0 and len(out) == 1
     rec = json.loads(out[0])
-    assert tuple(rec) == AMP_JSON_KEYS
+    assert tuple(rec) == AMP_JSON_KEYS + ("sigma", "L", "A", "P", "rho0", "rank", "loss")  # the model, no ridge
     assert rec["algorithm"] == "amp" and rec["d"] == 300 and rec["n"] == 240 and rec["seed"] == 1
     assert rec["converged"] is True and rec["iterations"] == len(rec["m_path"]) - 1 == len(rec["q_path"]) - 1
     assert rec["se_q0"] == 1.0  # above alpha = 1/L the state evolution recovers the teacher

@@ -12,6 +12,9 @@ import pytest
 from attnphase.cli import main
 from attnphase.validation.experiments import JSON_KEYS
 
+#: The model simulate's JSON echoes after its own keys (as solve does).
+MODEL = ("sigma", "lam", "L", "A", "P", "rho0", "rank", "loss")
+
 
 def test_validation_cli_does_not_import_torch():
     code = (
@@ -35,7 +38,8 @@ def test_simulate_json(capsys):
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 0 and len(out) == 1
     rec = json.loads(out[0])
-    assert tuple(rec) == JSON_KEYS + ("error_note",) and "this run's exact values" in rec["error_note"]
+    assert tuple(rec) == JSON_KEYS + MODEL + ("error_note",) and "this run's exact values" in rec["error_note"]
+    assert (rec["sigma"], rec["lam"], rec["L"], rec["rho0"], rec["rank"]) == (0.5, 0.01, 2, 1.0, 1)
     assert rec["d"] == 30 and rec["alpha"] == 1.5 and rec["init"] == "positional" and rec["optimizer"] == "gd"
     assert rec["converged"] is True and rec["seed"] == 2 and rec["m"] > 0.1
 
@@ -89,7 +93,13 @@ def test_simulate_honours_every_model_option(capsys):
             code = main(["simulate", "--d", "30", "--alpha", "1.5", "--n-test", "200", "--json", "--device", "cpu",
                          "--threads", "1", "--max-steps", "300", *extra])
             out = capsys.readouterr().out.strip().splitlines()
-            assert code in (0, 1) and len(out) == 1 and tuple(json.loads(out[0])) == JSON_KEYS + ("error_note",)
+            rec = json.loads(out[0])
+            assert code in (0, 1) and len(out) == 1 and tuple(rec) == JSON_KEYS + MODEL + ("error_note",)
+            if "--L" in extra:  # the model it ran, as solve echoes it
+                assert rec["L"] == 3 and rec["sigma"] == [0.5, 0.4, 0.6]
+            else:
+                assert (rec["P"], rec["A"], rec["rho0"], rec["lam"]) == ([[1, 0.5], [0.5, 1]], [[0.7, 0.3], [0.2, 0.8]],
+                                                                         2.0, 0.02)
     finally:
         torch.set_num_threads(n)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from attnphase import options as opt
 from attnphase import outputs, work
@@ -112,7 +113,7 @@ def _run_amp(args: argparse.Namespace) -> int:
                    amp=AmpConfig(damping=args.damping, tol=args.amp_tol, max_iter=args.max_iter))
     work.begin("running approximate message passing")
     res = run_amp(spec)
-    out = res.to_json()
+    out = res.to_json() | model_fields(params, ridge=False)
     if args.json:
         print(json.dumps(outputs.json_value(out)))
     else:  # the JSON's keys, a mean with its standard error on one line (attnphase.display)
@@ -122,6 +123,16 @@ def _run_amp(args: argparse.Namespace) -> int:
               f"{res.iterations} iterations, tolerance {res.tol:.1e}; \"converged\": false)", file=sys.stderr)
         return 1
     return 0
+
+
+def model_fields(params: Any, ridge: bool = True) -> dict[str, Any]:
+    """The model a simulation ran, as ``solve`` echoes it: sigma, lam (with ``ridge``: gradient descent's penalty; AMP
+    has none), L, A, P, rho0, the rank, the loss (and C for correlated tokens)."""
+    from attnphase.numerics.commands.point_record import model_echo
+    from attnphase.theory.whitening import original
+
+    echo = {k: v for k, v in model_echo(params).items() if k != "sigma_l"}
+    return {"sigma": original(params).sigma_value} | ({"lam": params.lam} if ridge else {}) | echo
 
 
 #: Why a simulation's m, theta, q and e_t carry no error bar (README: every number carries its bar, or error_note
@@ -157,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     work.begin("training the student")
     res = run_simulation(spec)
     print(f"attnphase: note: {SIMULATION_ERROR_NOTE}", file=sys.stderr)
-    out = res.to_json() | {"error_note": SIMULATION_ERROR_NOTE}
+    out = res.to_json() | model_fields(params) | {"error_note": SIMULATION_ERROR_NOTE}
     # without --json the JSON's keys as lines (every field, 16 digits, eps_g apart from its standard error)
     print(json.dumps(outputs.json_value(out)) if args.json else "\n".join(record_lines(out)))
     if not res.converged:
