@@ -561,3 +561,28 @@ def test_a_cold_semantic_point_next_to_the_agnostic_one_gives_way_to_the_branch_
     rec = json.loads(cap.out)
     assert "another point than the branch's; the branch followed down from above" in cap.err
     assert rec["branch"] == "semantic" and 0.4 < rec["theta"] < 0.5 and rec["err_theta"] < 0.02
+
+
+def test_a_census_start_that_reached_its_label_below_the_floor_says_it_is_the_agnostic_point(capsys, monkeypatch):
+    """``census --alpha 0.5 --omega 0.3``: a start's line said "semantic, e_t = 0.0012906069" -- the agnostic point's
+    e_t, theta = 4e-4 at the rule's noise, where no semantic branch exists -- and the census listed it as the agnostic
+    point.  The line says the point lies below the branch's floor."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from attnphase.numerics.config import SolverConfig
+    from attnphase.numerics.phase import census as census_mod
+    from attnphase.numerics.se import state_evolution as se
+    from attnphase.theory import ModelParams
+
+    agn = se.solve(ModelParams(omega=0.3), 0.5, "agnostic", config=SolverConfig(quadrature="sobol8:4"))
+    near = replace(agn, overlaps=replace(agn.overlaps, th0=4.3e-4), branch="semantic", requested="semantic")
+
+    def census(params, alpha, progress=None, **kw):
+        progress(SimpleNamespace(name="grid q0 0.3, V0 50, m 0, th0 0.8 sqrt(q0 rho0)"), near)
+        raise RuntimeError("stopped after one start")
+    monkeypatch.setattr(census_mod, "census", census)
+    with pytest.raises(RuntimeError, match="stopped after one start"):
+        main(["census", "--alpha", "0.5", "--quadrature", "sobol8:4"])
+    line = next(x for x in capsys.readouterr().err.splitlines() if "start grid q0 0.3, V0 50" in x)
+    assert "semantic, e_t = " in line and "(|theta| = 0.00043, below the branch's floor: the agnostic point" in line
