@@ -265,11 +265,17 @@ def announce_tasks(what: str, task_seconds: Sequence[float], workers: int, basis
 LARGE_RULE_NODES = 2 ** 17
 
 
-def announce_rules(L: int, config: Any) -> None:
-    """Name every large rule of the configuration, larger than its role's default, with its nodes and memory."""
+#: The quadrature roles a command at one point (``solve``, ``census``) uses; a sweep uses these and the branch ends'.
+POINT_ROLES = ("quadrature", "e_t_quadrature")
+SWEEP_ROLES = POINT_ROLES + ("bifurcation_quadrature", "end_quadrature")
+
+
+def announce_rules(L: int, config: Any, roles: Sequence[str] | None = None) -> None:
+    """Name every large rule of the configuration, larger than its role's default, with its nodes and memory: of
+    the quadrature ``roles`` the command uses (None: every role)."""
     for option, field in SOLVER_OPTIONS:
         spec = getattr(config, field, None)
-        if field.endswith("quadrature") and spec is not None:
+        if field.endswith("quadrature") and spec is not None and (roles is None or field in roles):
             n = _nodes(L, spec)
             usual = SOLVER_DEFAULTS.get(field)
             if n >= LARGE_RULE_NODES and (usual is None or n > _nodes(L, usual)):

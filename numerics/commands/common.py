@@ -138,7 +138,7 @@ def point_setup(args: argparse.Namespace, command: str, branch: str | None = Non
     n_rules = (independent_rules if independent else point_rules)(cfg, solver_options.error_estimate_from_args(args))
     opt.announce_defaults(args, params)
     if is_scalar_form(params.r, params.r_star):
-        workload.announce_rules(params.L, cfg)
+        workload.announce_rules(params.L, cfg, workload.POINT_ROLES)
     return params, cfg, n_rules
 
 

@@ -244,7 +244,7 @@ def _sweeps(args: argparse.Namespace, params: Any, cfg: Any, n_rules: int, omega
 
     r, r_star, L = params.r, params.r_star, params.L
     suffix = "" if is_scalar_form(r, r_star) else f"_rank{r}x{r_star}"
-    workload.announce_rules(L, cfg)
+    workload.announce_rules(L, cfg, workload.SWEEP_ROLES)
     solves = len(alphas) * (1 + (replicate_count(cfg) or n_rules))
     per_solve = workload.sweep_point_seconds(args.branch, L, cfg) if not suffix else \
         workload.RANK2_SOLVE_SECONDS * workload.matrix_rule_factor(L, cfg)

@@ -285,6 +285,14 @@ def test_large_rules_and_long_runs_are_announced(capsys):
     assert "--quadrature sobol18" in capsys.readouterr().err
     workload.announce_rules(2, SolverConfig())  # the defaults are not large
     assert capsys.readouterr().err == ""
+    # solve --precision precise named the phase diagram's rules (alpha_c's sobol18:4, ...), which a solve never uses
+    precise = SolverConfig(quadrature="sobol16:4", alpha_c_quadrature="sobol18:4", bifurcation_quadrature="sobol19:4")
+    workload.announce_rules(2, precise, workload.POINT_ROLES)
+    err = capsys.readouterr().err
+    assert "--quadrature sobol16:4" in err and "sobol18" not in err and "sobol19" not in err
+    workload.announce_rules(2, precise, workload.SWEEP_ROLES)
+    err = capsys.readouterr().err
+    assert "--bifurcation-quadrature sobol19:4" in err and "sobol18" not in err
 
 
 def test_interrupt_leaves_nothing(tmp_path):
