@@ -108,7 +108,7 @@ def test_simulate_text_has_the_json_keys_each_mean_with_its_bar(capsys, monkeypa
     assert main(argv) == 0
     out, err = capsys.readouterr()
     assert "eps_g  0.07108 +- 0.00078" in out and "eps_lin  0.00405 +- 0.00046" in out, out
-    assert "err_" not in out and "0.0710801234" not in out and "device" not in out, out
+    assert "err_" not in out and "0.0710801234" not in out and "device  cpu" in out and "lam  0.01" in out, out
     assert "attnphase: note: --L 3: defaults" in err
     assert main([*argv, "--json"]) == 0
     keys = list(json.loads(capsys.readouterr().out))

@@ -133,7 +133,7 @@ def test_command_json_and_markdown(tmp_path, capsys) -> None:
     out = capsys.readouterr().out
     assert code == 0
     obj = json.loads(out)  # exactly one object
-    assert obj["passed"] is True and obj["model"]["L"] == 2
+    assert obj["passed"] is True and obj["model"]["L"] == 2 and (obj["seed"], obj["quick"]) == (0, True)
     assert [c["key"] for c in obj["checks"]] == ["prior", "eps-lin"]
     for c in obj["checks"]:
         assert {"error", "tolerance", "status", "compares", "tolerance_from", "details"} <= set(c)
@@ -142,9 +142,11 @@ def test_command_json_and_markdown(tmp_path, capsys) -> None:
 
 
 def test_command_table_skip_and_bad_input(capsys) -> None:
-    assert main(["check", "--quick", "--L", "3", "--only", "eps-lin"]) == 0
-    out = capsys.readouterr().out
-    assert "SKIP" in out and "skipped: the mpmath reference of eps_lin is implemented for L = 2 only" in out
+    # the one check asked for is skipped: nothing was verified, which is not a pass
+    assert main(["check", "--quick", "--L", "3", "--only", "eps-lin"]) == 1
+    got = capsys.readouterr()
+    assert "SKIP" in got.out and "skipped: the mpmath reference of eps_lin is implemented for L = 2 only" in got.out
+    assert "no check ran: every check asked for was skipped" in got.err
     assert main(["check", "--omega", "2"]) == 2
     assert "omega must lie in [0, 1]" in capsys.readouterr().err
     assert main(["check", "--only", "nine"]) == 2

@@ -1,6 +1,7 @@
 """``attnphase check``: the derivation checks for the model given on the command line, as a table (``--json``: one
 object; ``--out DIR``: check.md, check.json, check.csv, docs/reference/outputs.md).  Exit code 0 when no check
-fails (skipped checks say why), 1 when one fails, 2 for bad input.  Nothing heavy is imported at module level.
+fails (skipped checks say why), 1 when one fails or none ran (every one skipped), 2 for bad input.  Nothing heavy
+is imported at module level.
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
         results = run_bayes_checks(params, args.alpha, sizes, seed=args.seed, progress=progress)
     else:
         results = run_checks(params, args.alpha, sizes, only=args.only, seed=args.seed, progress=progress)
-    obj = to_json(params, args.alpha, results) | ({"estimator": "bayes-optimal"} if bayes else {})
+    obj = (to_json(params, args.alpha, results) | {"seed": args.seed, "quick": bool(args.quick)}
+           | ({"estimator": "bayes-optimal"} if bayes else {}))
     print(json.dumps(obj, allow_nan=False) if args.json else text_table(results))
     if out_dir is not None:
         model = params.to_dict() | {"alpha": args.alpha, "estimator": args.estimator if bayes else "erm"}
@@ -89,4 +91,8 @@ def run(args: argparse.Namespace) -> int:
     failed = [r for r in results if r.status == "fail"]
     for r in failed:
         print(f"attnphase: check failed: {r.line()}", file=sys.stderr)
+    if results and all(r.status == "skip" for r in results):  # nothing was verified: not a pass
+        print("attnphase: warning: no check ran: every check asked for was skipped (the table says why)",
+              file=sys.stderr)
+        return 1
     return 1 if failed else 0
