@@ -15,11 +15,19 @@ from typing import Any
 from attnphase.execution.outputs import write_json
 
 
-def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """``key=old -> new`` for every key whose value differs (the JSON forms compared, each shown in 60 characters)."""
-    forms = {k: [json.dumps(d.get(k), sort_keys=True, default=str) for d in (old, new)] for k in set(old) | set(new)}
-    return [f"{k}=" + " -> ".join(t if len(t) <= 60 else t[:57] + "..." for t in pair)
-            for k, pair in sorted(forms.items()) if pair[0] != pair[1]]
+def _differences(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
+    """``key=old -> new`` for every key whose value differs (the JSON forms compared, each shown in 60 characters);
+    where both values are objects, their differing keys, as ``key.subkey`` (the change a long object hides)."""
+    out = []
+    for k in sorted(set(old) | set(new)):
+        a, b = old.get(k), new.get(k)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _differences(a, b, f"{prefix}{k}.")
+            continue
+        pair = [json.dumps(v, sort_keys=True, default=str) for v in (a, b)]
+        if pair[0] != pair[1]:
+            out.append(f"{prefix}{k}=" + " -> ".join(t if len(t) <= 60 else t[:57] + "..." for t in pair))
+    return out
 
 
 def replace_job(out: Path, job: str, model: dict[str, Any] | None, written: list[str], shown: str) -> None:

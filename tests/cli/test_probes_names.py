@@ -125,6 +125,20 @@ def test_a_null_prints_as_null_and_a_bar_is_only_err_name():
     assert lines == ["   e_t  null", " eps_g  0.031416 +- 0.000021", "     q  0.5", "  q_se  0.1", "reason  "], lines
 
 
+def test_a_rerun_note_names_the_key_that_changed_inside_a_long_object(tmp_path, capsys):
+    """``validate --quick --max-steps 50`` into an earlier validate's folder said ``train={"adam_betas": [0.9, 0.99],
+    "adam_lr": 0.02, "adam_min_lr... -> {...``: the object cut before the key that changed.  It names that key."""
+    from attnphase import outputs
+
+    train = {"adam_betas": [0.9, 0.99], "adam_lr": 0.02, "adam_min_lr": 1e-5, "grad_tol": 3e-7, "max_steps": 20000}
+    for steps, name in ((20000, "a.md"), (50, "b.md")):
+        with outputs.staged_output(tmp_path, job="validate", model={"L": 2, "train": train | {"max_steps": steps}}) \
+                as stage:
+            (stage / name).write_text(name)
+    err = capsys.readouterr().err
+    assert "held an earlier validate job (train.max_steps=20000 -> 50)" in err, err
+
+
 def test_a_rerun_with_another_model_names_tasks_only_where_the_job_has_them(tmp_path, capsys):
     """`check --out K` then `check --L 3 --out K` said "its finished tasks stay in tasks/": a check has no tasks."""
     from attnphase import outputs
