@@ -196,6 +196,7 @@ def run_validation(plan: ValidationPlan, out_dir: str | Path, progress: bool = T
     """Run the campaign and write ``report.md``, ``summary.json``, ``validation.nc`` and the figures into ``out_dir``;
     returns the summary with its ``headline``, as ``summary.json`` holds it."""
     from attnphase.execution.dataset import job_attrs, write_netcdf
+    from attnphase.numerics.config import SolverConfig
 
     from .jobs import validation_dataset
     from .report import write_report
@@ -203,12 +204,14 @@ def run_validation(plan: ValidationPlan, out_dir: str | Path, progress: bool = T
     out = Path(out_dir)
     summary = run_campaign(plan, out, progress=progress, executor=executor, store=store, fresh=fresh)
     summary["bayes_optimal"] = bayes_optimal_section(plan, summary["theory"], progress)
+    summary["command"] = command  # the report names the command that made it
     summary = write_report(summary, out)  # with its headline (the verdicts, the map GD follows), as in summary.json
     results = [SimResult(**r) for r in summary["runs"]]
     theories = [TheoryAtOmega.from_dict(t) for t in [summary["theory"]] + [
         h for h in summary["heat_theory"] if h["omega"] != summary["theory"]["omega"]]]
     attrs = job_attrs("validate", version=summary["code_version"], model=plan.params.to_dict(),
-                      solver=asdict(plan.theory), rule="", command=command, plan=plan.to_dict(),
+                      solver=asdict(plan.theory), rule=SolverConfig().quadrature, command=command,
+                      plan=plan.to_dict(),
                       title=f"Gradient descent at finite d against the state evolution (d = {plan.d})")
     write_netcdf(validation_dataset(results, theories, attrs), out / "validation.nc")
     return summary

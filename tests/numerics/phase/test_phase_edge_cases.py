@@ -566,6 +566,15 @@ def test_a_trace_stopped_short_of_the_end_is_not_the_end(monkeypatch):
                                bisection_tol=1e-3)
     assert end.method == "bisection" and abs(end.alpha - branch_from) < 1e-3
     assert "no eigenvalue end" in end.note and "stopped at alpha" in end.note
+    # a trace none of whose steps converged (phase-diagram --lam 0 --omega 0.2: the semantic end was its start,
+    # 1.0227, a grid midpoint the sweep's halved step had reached, as a fold) located nothing either
+    failed = replace(on, status=replace(on.status, converged=False))
+    monkeypatch.setattr(be, "solve_at_order", lambda *a, **k: failed)
+    none = be.trace_branch_end(ModelParams(), start, "semantic", n_steps=6, min_ratio=0.1)
+    assert math.isnan(none.alpha) and none.kind == be.STOPPED and "made no step from alpha = 6" in none.note
+    end = be.locate_branch_end(ModelParams(), "semantic", "down", start, 6.0, run(3.0, None), run, SolverConfig(),
+                               bisection_tol=1e-3)
+    assert end.method == "bisection" and abs(end.alpha - branch_from) < 1e-3 and "made no step" in end.note
 
 
 def test_an_end_bisected_on_failed_solves_is_dropped_where_the_branch_goes_on(monkeypatch):
