@@ -319,8 +319,8 @@ def trace_branch_end(
     alpha by more than ``max_alpha_jump`` (positional: down in alpha) is retried in up to 4 (semantic) or 1
     (positional) geometric half-steps; the trace stops where alpha still jumps.  The end is the
     extreme alpha reached: a ``"fold"`` where that is an interior extremum of alpha(order parameter), else a
-    ``"bifurcation"``; where the trace stopped on a jump at its extreme alpha (still moving towards the end) the
-    end is not located: alpha NaN, kind :data:`STOPPED`, the jump in ``note``.
+    ``"bifurcation"``; where the trace stopped on a jump at its extreme alpha (still moving towards the end), or made
+    no step at all, the end is not located: alpha NaN, kind :data:`STOPPED`, why in ``note``.
     """
     if branch not in ("semantic", "positional"):
         raise ValueError(f"a branch end is traced on the semantic or positional branch, got {branch!r}")
@@ -355,6 +355,10 @@ def trace_branch_end(
             target = math.sqrt(target * overlap_size(cur, order))
         if jump:  # a persistent jump in alpha stops the trace; a persistent failure goes on to the next value
             break
+    if len(pts) == 1:  # no step from the start: the trace shows nothing of where the branch ends
+        return BranchEnd(math.nan, STOPPED, "trace", note=(
+            f"the trace at fixed {'theta' if semantic else 'm'} made no step from alpha = {start.alpha:.4g}: its "
+            f"solves at a smaller {'theta' if semantic else '|m|'} did not converge"))
     best = (min if semantic else max)(pts, key=lambda p: p.alpha)
     if jump and best is pts[-1]:  # alpha still moving towards the end where the trace stopped: not located
         return BranchEnd(math.nan, STOPPED, "trace", tuple(pts[1:]), note=(

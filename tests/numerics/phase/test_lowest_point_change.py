@@ -457,17 +457,28 @@ def test_an_upper_branch_below_the_agnostic_point_to_where_it_stops_is_born_at_t
 
 @pytest.mark.heavy
 def test_sigma_0_8_at_omega_0_2_has_alpha_c_at_the_semantic_birth_not_at_a_jump():
-    # the semantic sweep's grid point 0.6273 is a point of |th0| 0.04 next to the agnostic one (the agnostic point
-    # nearly marginal in theta, lambda 1.03-1.06, where the rule's jumps make a point of their own); Brent's root of
-    # Delta e_t was the switch of the warm starts to the branch proper, 0.6818 +- nan, and alpha_l (0.601) lay below
-    # it. Followed down from the jump the branch is below the agnostic point to 0.60, 0.025 above its birth
+    # the semantic sweep's warm step down to the grid point 0.6273 reached a point of |th0| 0.04 next to the agnostic
+    # one (the agnostic point nearly marginal in theta, lambda 1.03-1.06, where the rule's jumps make a point of their
+    # own), and Brent's root of Delta e_t was the switch of the warm starts to the branch proper, 0.6818 +- nan, with
+    # alpha_l (0.601) below it.  The birth lies below 0.6273, so the sweep solves that point again with the full
+    # budget: the branch proper (theta 0.46), below the agnostic point; alpha_c is the birth
     b = phase_boundaries(ModelParams(sigma=0.8, omega=0.2), None, config=SolverConfig())
     assert abs(b.alpha_c - b.semantic_end) < 1e-12 and 0.56 < b.alpha_c < 0.58, b.notes
     assert 0.0013 < b.alpha_c_err < 0.05 and b.alpha_c_from == "agnostic", b.notes
-    assert "a jump, not a crossing" in b.alpha_c_method
+    assert b.alpha_c_method.startswith("birth of the semantic branch from the agnostic point")
     assert b.alpha_c < b.alpha_l < 0.7 and b.alpha_l_branch == "semantic", b.notes
-    # the note places the change below the grid alphas where the grid's lowest points change, not between them
-    assert any("to the semantic point below the grid alphas 0.6273 and 0.8909 where" in n for n in b.notes), b.notes
+    (first,) = [p for p in b.semantic.points if abs(p.alpha - 0.6273) < 1e-4]
+    assert first.branch == "semantic" and abs(first.overlaps.th0) > 0.4
+
+
+def test_alpha_c_located_below_the_grid_alphas_of_the_change_says_so(monkeypatch):
+    # sigma = 0.8, omega = 0.2 (before its sweep solved the point at 0.6273 again): the change of the lowest point
+    # between the grid alphas 0.6273 and 0.8909 was located at the birth 0.570, below them; the note said "between"
+    monkeypatch.setattr(lpc, "_locate", lambda s, l0, a0, a1: (0.15, 1e-3, "the birth", "agnostic"))
+    b = lpc.lowest_point_alpha_c(L3, boundaries(L3, (1.0, 2.0), BIRTH), CFG, GRID)
+    assert b.alpha_c == 0.15
+    assert any("to the semantic point below the grid alphas 0.2 and 1 where the grid's lowest points change" in n
+               for n in b.notes), b.notes
 
 
 @pytest.mark.parametrize("birth, failed_too, expected", [(0.6, (), "root"), (1.199, (), "birth"),
@@ -497,14 +508,14 @@ def test_a_semantic_failure_inside_the_bracket_is_passed_by_following_the_branch
 
 
 @pytest.mark.heavy
-def test_sigma_0_7_at_omega_0_2_passes_the_semantic_failure_inside_the_bracket():
-    # the semantic solve at the grid alpha 0.6273 fails (residual 2.2e-4) between the agnostic point at 0.3636 and
-    # the semantic one at 0.8909; alpha_c was not located. Followed down, the branch meets the agnostic point within
-    # 2 errors of its birth at 0.5675: alpha_c is the birth, the failure still named
+def test_sigma_0_7_at_omega_0_2_has_alpha_c_at_the_semantic_birth():
+    # the semantic sweep's warm step to the grid alpha 0.6273 failed (residual 2.2e-4) between the agnostic point at
+    # 0.3636 and the semantic one at 0.8909, the birth located below it at 0.5675; solved again with the full budget
+    # the point is on the branch (theta 0.39), and alpha_c is the birth
     b = phase_boundaries(ModelParams(sigma=0.7, omega=0.2), None, config=SolverConfig())
     assert abs(b.alpha_c - b.semantic_end) < 1e-12 and 0.56 < b.alpha_c < 0.575 and b.alpha_c_err < 2e-3, b.notes
-    assert "the semantic solves failed at alpha = 0.6273 inside the bracket" in b.alpha_c_method
-    assert any(n.startswith("solver failure at alpha = 0.6273: semantic") for n in b.notes), b.notes
+    assert b.alpha_c_method.startswith("birth of the semantic branch from the agnostic point")
+    assert not any(n.startswith("solver failure") for n in b.notes), b.notes
     assert b.alpha_c < b.alpha_l < 0.75, b.notes
 
 
