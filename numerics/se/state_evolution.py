@@ -55,6 +55,8 @@ SEMANTIC_RETRY_STEP = 1.04
 
 
 def _check_alpha(alpha: float) -> float:
+    if isinstance(alpha, np.ndarray) and alpha.ndim == 0:  # a 0-d array (np.array(2.0)) holds one number
+        alpha = alpha[()]
     ok = isinstance(alpha, (int, float, np.integer, np.floating)) and not isinstance(alpha, (bool, np.bool_))
     a = float(alpha) if ok else math.nan  # a string, None or a bool is no alpha
     if not (math.isfinite(a) and a > 0):

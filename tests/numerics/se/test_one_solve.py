@@ -21,6 +21,17 @@ def test_a_rank_1_solve_refuses_the_matrix_requests_before_any_work() -> None:
         solve(p, 2.0, "semantic", start="embedded")
 
 
+def test_alpha_is_one_number_of_any_numeric_type() -> None:
+    """solve(ModelParams(), np.array(2.0)) was refused as "alpha must be a finite number > 0, got 2.0"."""
+    p = ModelParams(omega=0.3)
+    cfg = SolverConfig(quadrature="sobol6:2", error_bars=False)
+    fp = solve(p, np.array(2.0), "semantic", config=cfg)
+    assert fp.alpha == 2.0 and fp.record == solve(p, 2.0, "semantic", config=cfg).record
+    for bad in (np.array([2.0]), True, "2", None, np.array(-1.0)):
+        with pytest.raises(ValueError, match="alpha must be a finite number > 0"):
+            solve(p, bad, "semantic", config=cfg)
+
+
 def test_a_matrix_solve_refuses_what_only_the_scalar_path_has_before_any_work() -> None:
     p = ModelParams(omega=0.3, r=2)
     with pytest.raises(ValueError, match="rule= is for r = r\\* = 1"):
