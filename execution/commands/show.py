@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from attnphase import outputs
@@ -24,10 +25,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the summary of every dataset at ``args.path``; ValueError (exit 2) where there is none to read."""
+    if not str(args.path).strip():
+        raise ValueError("PATH: empty (give a job's --out folder or its .nc file)")
     target = Path(args.path)
     try:
         if not target.exists():
             raise ValueError(f"PATH: {outputs.shown_path(target)!r} does not exist (give a job's --out folder or its .nc file)")
+        if not (target.is_file() or target.is_dir()):
+            raise ValueError(f"PATH: {str(target)!r} is neither a folder nor a file (give a job's --out folder or its "
+                             ".nc file)")
         files = [target] if target.is_file() else sorted(target.glob("*.nc"))
     except OSError as exc:  # a name the system refuses (too long), a folder it will not list
         raise ValueError(f"PATH: cannot read {outputs.shown_path(target)!r} ({exc.strerror or exc})") from None
@@ -38,12 +44,20 @@ def run(args: argparse.Namespace) -> int:
                          f"the folder {str(target.parent)!r} or its .nc file")
     from attnphase.execution.dataset import describe, open_dataset
 
-    out = []
+    out, unread = [], []
     for f in files:
         try:
             out.append((f, open_dataset(f)))
         except (OSError, ValueError) as exc:
-            raise ValueError(f"PATH: cannot read {str(f)!r} as netCDF ({' '.join(str(exc).split())})") from None
+            unread.append(f"PATH: cannot read {str(f)!r} as netCDF ({' '.join(str(exc).split())})")
+    if unread and not out:
+        raise ValueError(unread[0])
+    for why in unread:  # a folder's other datasets are still shown
+        print(f"attnphase: warning: {why}", file=sys.stderr)
+    for f, ds in out:
+        if "job" not in ds.attrs:
+            print(f"attnphase: note: {f.name} has no job attribute: not a dataset an attnphase job wrote (its "
+                  "summary below shows what it holds)", file=sys.stderr)
     if args.json:
         print(json.dumps({str(f): {"dims": dict(ds.sizes), "variables": list(ds.data_vars), "attrs": {
             k: (v.item() if hasattr(v, "item") else v) for k, v in ds.attrs.items()}} for f, ds in out}))

@@ -95,6 +95,23 @@ def test_show_without_a_dataset_is_a_one_line_error(tmp_path, capsys) -> None:
     assert len(err) == 1 and "is one of a job's tables or figures" in err[0] and repr(str(tmp_path)) in err[0], err
 
 
+def test_show_names_what_it_cannot_read_and_reads_the_rest(tmp_path, capsys) -> None:
+    """``show ''`` read the current folder; ``show /dev/null`` said there was no dataset "in" it; a folder with one
+    unreadable .nc failed whole; a netCDF file no attnphase job wrote was summarised as "job, created ?"."""
+    import xarray as xr
+
+    assert main(["show", ""]) == 2 and "PATH: empty" in capsys.readouterr().err
+    assert main(["show", "/dev/null"]) == 2 and "is neither a folder nor a file" in capsys.readouterr().err
+    xr.Dataset({"x": ("t", [1.0, 2.0])}).to_netcdf(tmp_path / "other.nc")
+    (tmp_path / "broken.nc").write_text("not netCDF")
+    assert main(["show", str(tmp_path)]) == 0
+    got = capsys.readouterr()
+    assert "other.nc" in got.out and "broken.nc" not in got.out
+    assert "warning: PATH: cannot read" in got.err and "broken.nc" in got.err
+    assert "other.nc has no job attribute: not a dataset an attnphase job wrote" in got.err
+    assert main(["show", str(tmp_path / "broken.nc")]) == 2  # nothing else to show
+
+
 @pytest.mark.heavy
 def test_scan_accepts_correlated_tokens(tmp_path, capsys) -> None:
     """``scan --token-cov``: each cell is the phase diagram of that model (its whitened form), the same as
