@@ -50,4 +50,6 @@ def run_scan(field: str, values: Sequence[Any], models: Sequence[ModelParams], o
     at = [{field: coord[k // n], "omega": b.omega} for k, b in enumerate(runs.rows)]
     return write_boundary_files(out_dir, "scan", table, runs, at, models[0], omegas, alphas, config, error_estimate,
                                 command, t0, f"Phase diagram of dot-product attention over {field} and omega",
-                                {"scanned": field, "values": coord}, scanned={field: coord})
+                                {"scanned": field, "values": coord,
+                                 "params": models[0].to_dict() | {field: "scanned", "omega": "scanned"}},
+                                scanned={field: coord})

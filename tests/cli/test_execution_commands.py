@@ -77,6 +77,8 @@ def test_interrupted_phase_diagram_resumes_with_the_missing_task_only(tmp_path, 
                  "--json"]) == 0
     scan = json.loads(capsys.readouterr().out)
     assert scan["tasks"]["stored"] == 1 and scan["tasks"]["computed"] == 1 and scan["scanned"] == "lam"
+    # the fixed model beside the scanned values (scan.json had only lam and omega)
+    assert scan["params"]["L"] == 2 and scan["params"]["rho0"] == 1.0 and scan["params"]["lam"] == "scanned"
     assert [r["lam"] for r in scan["rows"]] == [0.01, 0.02]
     assert scan["rows"][0]["alpha_c"] == next(r["alpha_c"] for r in fresh["rows"] if r["omega"] == 0.3)
     assert (out / "phase_diagram_lam0.01.png").stat().st_size > 0 and (out / "phase_diagram_lam0.02.png").exists()
