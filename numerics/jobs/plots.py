@@ -148,10 +148,15 @@ def plot_phase_diagram(
         if not np.isfinite(x).any() and key not in ("alpha_c", "alpha_l"):
             continue
         failed = np.array(["solver failure" in getattr(b, f"{key}_kind", "") for b in rows])
-        shown = np.where(~failed, x, np.nan)
+        # a positional or mixed end that is the branch's birth (the branch above it), not where it stops going up
+        born = np.array([key != "semantic_end" and getattr(b, f"{key}_exists", "") == "above" for b in rows])
+        shown = np.where(~failed & ~born, x, np.nan)
         if np.isfinite(shown).any() or key in ("alpha_c", "alpha_l"):
             ax.plot(shown[order], om[order], mark(marker) + ls, color=color, lw=2 if key == "alpha_c" else 1.5,
                     label=label)
+        if born.any():
+            ax.plot(np.where(born, x, np.nan)[order], om[order], marker + ls, mfc="white", color=color,
+                    label=f"{key.removesuffix('_end')} branch birth (it exists above)", gid=f"birth_{key}")
         if failed.any():
             ax.plot(np.where(failed, x, np.nan), om, marker, mfc="none", color=color,
                     label=f"{key.removesuffix('_end')}: solver failed beyond")

@@ -69,6 +69,21 @@ def test_region_names_stay_inside_the_axes_when_alpha_c_is_small(tmp_path) -> No
         assert box.x0 <= extent.x0 and extent.x1 <= box.x1, t.get_text()
 
 
+def test_a_positional_end_that_is_a_birth_is_drawn_and_named_as_one(tmp_path) -> None:
+    # scan --lam 0.01,0.03: the legend said "positional branch end" at alpha ~ 0.13, the positional branch's birth
+    # (positional_end_exists "above"), beside ends where the branch stops going up ("below")
+    rows = [Boundaries(omega=w, alpha_c=1.2, alpha_l=1.5, semantic_end=0.6, positional_end=e, positional_end_exists=side)
+            for w, e, side in ((0.1, 0.13, "above"), (0.2, 0.15, "above"), (0.3, 1.7, "below"), (0.4, 1.9, "below"))]
+    ax = plot_phase_diagram(rows, tmp_path / "pd.png", alpha_max=3.0).axes[0]
+    birth = next(li for li in ax.get_lines() if li.get_gid() == "birth_positional_end")
+    assert list(np.asarray(birth.get_xdata(), dtype=float)[[0, 1]]) == [0.13, 0.15]
+    assert np.isnan(np.asarray(birth.get_xdata(), dtype=float)[2:]).all()
+    end = next(li for li in ax.get_lines() if li.get_label() == "positional branch end")
+    assert np.isnan(np.asarray(end.get_xdata(), dtype=float)[:2]).all()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "positional branch birth (it exists above)" in labels
+
+
 def test_phase_diagram_without_errors_is_one_panel(tmp_path) -> None:
     fig = plot_phase_diagram(_rows([0.2, 0.3]), tmp_path / "pd.png", alpha_max=3.0)
     assert len(fig.axes) == 1 and not any(isinstance(c, PolyCollection) for c in fig.axes[0].collections)
