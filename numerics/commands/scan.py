@@ -89,9 +89,12 @@ def run(args: argparse.Namespace) -> int:
             cells = " ".join(f"{'nan' if row[k] is None else with_error(row[k], row.get('err_' + k)):>18}"
                              for k in ("alpha_c", "alpha_l", "semantic_end", "positional_end"))
             print(f"{str(row[field]):>{width}} {row['omega']:7.3f} {cells}")
-        from attnphase.numerics.jobs.boundary_table import births_note
+        from attnphase.numerics.jobs.boundary_table import births_note, unbarred_note, unlocated_note
 
-        if note := births_note(summary["rows"], models[0].r, at=f"{field},omega"):
+        at, rows, r = f"{field},omega", summary["rows"], models[0].r
+        notes = [births_note(rows, r, at=at), unlocated_note(rows, r, at=at)]
+        notes += [unbarred_note(rows, r, at=at)] if summary["error_bars"] != "none" else []
+        for note in filter(None, notes):
             print(f"attnphase: note: {note}", file=sys.stderr)
     from attnphase.execution.progress import job_summary
 

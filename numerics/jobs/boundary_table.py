@@ -6,7 +6,7 @@ boundary's ``err_<boundary>`` and ``<boundary>_found``.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 from attnphase.display import with_error
 from attnphase.numerics.config import SolverConfig
@@ -74,16 +74,24 @@ def births_note(table: list[dict], r: int = 1, at: str = "omega") -> str:
     every branch but the semantic one, whose end always is ("" when there are none), each row named by its columns
     ``at`` (comma-separated, e.g. "lam,omega"): a positional end is otherwise where the branch stops, going up."""
     said = []
-    keys = at.split(",")
     for br in model_branches(r)[1:]:
         rows = [row for row in table if row.get(f"{br}_end_exists") == "above"]
         if rows:
-            value = lambda row, k: f"{row[k]:g}" if isinstance(row[k], float) else str(row[k])  # noqa: E731
-            where = (f"{keys[0]} = " + ", ".join(value(row, keys[0]) for row in rows) if len(keys) == 1 else
-                     "; ".join(", ".join(f"{k} = {value(row, k)}" for k in keys) for row in rows))
             said.append(f"{_END_HEAD.get(br, br + '_end')} is a {br} branch's birth, the branch existing above it "
-                        f"({br}_end_exists), at {where}")
+                        f"({br}_end_exists), at {rows_named(rows, at)}")
     return "; ".join(said)
+
+
+def rows_named(rows: list[dict], at: str = "omega") -> str:
+    """The ``rows`` of a table named by their columns ``at`` (comma-separated): "omega = 0.1, 0.3", or
+    "lam = 0.02, omega = 0.1; lam = 0.03, omega = 0.3"."""
+    keys = at.split(",")
+
+    def value(row: dict, k: str) -> str:
+        return f"{row[k]:g}" if isinstance(row[k], float) else str(row[k])
+    if len(keys) == 1:
+        return f"{keys[0]} = " + ", ".join(value(row, keys[0]) for row in rows)
+    return "; ".join(", ".join(f"{k} = {value(row, k)}" for k in keys) for row in rows)
 
 
 #: Why a boundary located by a method has no error bar (the ends' ``<branch>_end_method``).
@@ -92,21 +100,38 @@ NO_BAR_METHODS = {"trace": "a traced end is the extreme alpha its trace reached 
                             "(docs/method.md section 5)"}
 
 
-def unbarred_note(table: list[dict], r: int = 1) -> str:
+def unbarred_note(table: list[dict], r: int = 1, at: str = "omega") -> str:
     """The boundaries located without an error bar in a table that has them, said ("" when there are none): at which
-    omegas, and why where the way it was located says (:data:`NO_BAR_METHODS`), else that the row's notes say how."""
+    rows (named by their columns ``at``, as :func:`rows_named`), and why where the way it was located says
+    (:data:`NO_BAR_METHODS`), else that the row's notes say how."""
     said = []
     for k in boundary_keys(r):
-        bare = [row for row in table if math.isfinite(row.get(k, math.nan))
-                and not math.isfinite(row.get(f"err_{k}", math.nan))]
+        bare = [row for row in table if math.isfinite(_number(row.get(k)))
+                and not math.isfinite(_number(row.get(f"err_{k}")))]
         if not bare:
             continue
-        at = ", ".join(f"{row['omega']:g}" for row in bare)
         methods = {row.get(f"{k}_method") for row in bare}
         why = (NO_BAR_METHODS[next(iter(methods))] if len(methods) == 1 and next(iter(methods)) in NO_BAR_METHODS
                else "the row's notes say how it was located")
-        said.append(f"{k} has no error bar at omega = {at}: {why}")
+        said.append(f"{k} has no error bar at {rows_named(bare, at)}: {why}")
     return "; ".join(said)
+
+
+def unlocated_note(table: list[dict], r: int = 1, at: str = "omega") -> str:
+    """Where a table's boundaries are NaN (not located), said with where to read why ("" where every one is
+    located): each boundary and its rows (:func:`rows_named`)."""
+    said = [f"{k} at {rows_named(rows, at)}" for k in boundary_keys(r)
+            if (rows := [row for row in table if not math.isfinite(_number(row.get(k)))])]
+    return ("no boundary located (nan) for " + "; ".join(said) + ": the notes column of the CSV says why") if said \
+        else ""
+
+
+def _number(x: Any) -> float:
+    """A table's cell as a float: NaN for None (JSON's null) or text."""
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def alpha_max_of(rows: Sequence[Boundaries], alphas: Sequence[float]) -> float:

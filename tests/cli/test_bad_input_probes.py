@@ -621,6 +621,18 @@ def test_a_boundary_without_a_bar_is_said_with_the_reason_its_method_gives():
     other = unbarred_note([row(0.3, 0.7157, nan, "bisection")])
     assert other.endswith("the row's notes say how it was located")
     assert unbarred_note([row(0.4, 0.83, 2e-3, "eigenvalue")]) == ""
+    # scan's rows (scan --lam 0 printed the traced end 1.02273 and nan boundaries without a word), named by the
+    # scanned parameter too; JSON's nulls are no boundary
+    from attnphase.numerics.jobs.boundary_table import unlocated_note
+
+    scanned = [{**row(0.2, 1.0227, nan, "trace"), "lam": 0.0, "alpha_c": None}, {**row(0.3, 0.72, 2e-3, "eigenvalue"),
+                                                                                  "lam": 0.01}]
+    assert unbarred_note(scanned, at="lam,omega").startswith("semantic_end has no error bar at lam = 0, omega = 0.2: "
+                                                             "a traced end")
+    assert unlocated_note(scanned, at="lam,omega") == (
+        "no boundary located (nan) for alpha_c at lam = 0, omega = 0.2; positional_end at lam = 0, omega = 0.2; "
+        "lam = 0.01, omega = 0.3: the notes column of the CSV says why")
+    assert unlocated_note([row(0.3, 0.72, 2e-3, "eigenvalue") | {"positional_end": 1.7}]) == ""
 
 
 def test_an_end_that_is_a_branchs_birth_is_said():
